@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config } from './config/config.js';
+import { databaseFile, openDatabase, type Db } from './db/database.js';
+import { migrate } from './db/migrate.js';
+import { createSqliteRepositories } from './db/repositories/index.js';
+import { AuditLog } from './domain/audit-log.js';
+import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
+import { ReadRateLimiter } from './domain/read-rate-limiter.js';
+import { loadOrCreateServerKey } from './domain/server-key.js';
+import { SessionService } from './domain/sessions.js';
+import { buildApp } from './http/app.js';
+import type { AppContext } from './http/context.js';
+import { systemClock, type Clock } from './util/clock.js';
+
+export interface Coordinator {
+  app: FastifyInstance;
+  ctx: AppContext;
+  db: Db;
+  bootstrap: BootstrapResult;
+  /** Stops accepting requests, flushes pending writes and closes the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: opens and migrates the database, loads the server key, bootstraps an
+ * empty installation and builds the HTTP app. Listening is left to the caller.
+ */
+export async function createCoordinator(config: Config, logger: Logger, clock: Clock = systemClock): Promise<Coordinator> {
+  const db = openDatabase(databaseFile(config.dataDir));
+  try {
+    const { applied } = migrate(db);
+    for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
+    const repos = createSqliteRepositories(db);
+    const serverKey = loadOrCreateServerKey(config.dataDir);
+    const sessions = await SessionService.create(repos.serverSecrets, config.sessionTtlSeconds, clock);
+    const audit = new AuditLog(repos.audit, clock);
+    const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock);
+    const ctx: AppContext = { config, repos, clock, audit, sessions, serverKey, readLimiter };
+    const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
+    if (bootstrap.created) logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
+    const app = await buildApp(ctx, logger);
+    let closed = false;
+    return {
+      app,
+      ctx,
+      db,
+      bootstrap,
+      async close() {
+        if (closed) return;
+        closed = true;
+        try {
+          await app.close();
+          await audit.flush();
+        } finally {
+          db.close();
+        }
+      },
+    };
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}

@@ -1,0 +1,155 @@
+import type { Db } from '../database.js';
+
+export type AgentStatus = 'pending' | 'connected' | 'disconnected' | 'revoked';
+
+export interface Agent {
+  id: string;
+  orgId: string;
+  name: string;
+  hostname: string;
+  os: string;
+  agentVersion: string;
+  status: AgentStatus;
+  lastSeenAt: string | null;
+  enrolledAt: string;
+  revokedAt: string | null;
+  /** Internal: never returned by any route. */
+  publicKey: string;
+}
+
+export interface NewAgent {
+  id: string;
+  name: string;
+  hostname: string;
+  os: string;
+  agentVersion: string;
+  publicKey: string;
+}
+
+export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: 'unknown' | 'used' | 'expired' };
+
+export interface AgentRepository {
+  /**
+   * Spends a single-use enrollment token and creates the agent, atomically: two agents racing
+   * with one token make exactly one agent.
+   */
+  enroll(tokenHash: string, agent: NewAgent, at: string): Promise<EnrollOutcome>;
+  findById(id: string): Promise<Agent | null>;
+  findInOrg(orgId: string, id: string): Promise<Agent | null>;
+  /** Most recently registered first. */
+  listByOrg(orgId: string): Promise<Agent[]>;
+  /** The given agents of the organization (unknown ids skipped), most recently registered first. */
+  listByIds(orgId: string, ids: readonly string[]): Promise<Agent[]>;
+  rename(orgId: string, id: string, name: string): Promise<Agent | null>;
+  /** Marks the agent revoked; returns null when it does not exist in the organization. */
+  revoke(orgId: string, id: string, at: string): Promise<Agent | null>;
+  /**
+   * Records a request nonce; false when the agent already used it within the window (replay).
+   * Expired nonces are purged as a side effect.
+   */
+  rememberNonce(agentId: string, nonce: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
+}
+
+interface AgentRow {
+  id: string;
+  org_id: string;
+  name: string;
+  hostname: string;
+  os: string;
+  agent_version: string;
+  public_key: string;
+  status: AgentStatus;
+  last_seen_at: string | null;
+  enrolled_at: string;
+  revoked_at: string | null;
+}
+
+const toAgent = (r: AgentRow): Agent => ({
+  id: r.id,
+  orgId: r.org_id,
+  name: r.name,
+  hostname: r.hostname,
+  os: r.os,
+  agentVersion: r.agent_version,
+  status: r.status,
+  lastSeenAt: r.last_seen_at,
+  enrolledAt: r.enrolled_at,
+  revokedAt: r.revoked_at,
+  publicKey: r.public_key,
+});
+
+/** Purge expired nonces at most this often. */
+const NONCE_PURGE_INTERVAL_MS = 60_000;
+
+export function createAgentRepository(db: Db): AgentRepository {
+  const tokenByHash = db.prepare<[string], { id: string; org_id: string; expires_at: string; used_at: string | null }>(
+    'SELECT id, org_id, expires_at, used_at FROM enrollment_tokens WHERE token_hash = ?',
+  );
+  const spendToken = db.prepare(
+    'UPDATE enrollment_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ? AND used_at IS NULL',
+  );
+  const insert = db.prepare(
+    `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
+     VALUES (@id, @orgId, @name, @hostname, @os, @agentVersion, @publicKey, 'pending', @at,
+             (SELECT COALESCE(MAX(seq), 0) + 1 FROM agents))`,
+  );
+  const byId = db.prepare<[string], AgentRow>('SELECT * FROM agents WHERE id = ?');
+  const inOrg = db.prepare<[string, string], AgentRow>('SELECT * FROM agents WHERE org_id = ? AND id = ?');
+  const byOrg = db.prepare<[string], AgentRow>('SELECT * FROM agents WHERE org_id = ? ORDER BY seq DESC');
+  const byIds = db.prepare<[string, string], AgentRow>(
+    'SELECT * FROM agents WHERE org_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY seq DESC',
+  );
+  const rename = db.prepare('UPDATE agents SET name = ? WHERE org_id = ? AND id = ?');
+  const revoke = db.prepare(
+    "UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?",
+  );
+  const addNonce = db.prepare('INSERT OR IGNORE INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?)');
+  const purgeNonces = db.prepare('DELETE FROM agent_nonces WHERE expires_at < ?');
+  let lastPurge = 0;
+
+  const enroll = db.transaction((tokenHash: string, agent: NewAgent, at: string): EnrollOutcome => {
+    const token = tokenByHash.get(tokenHash);
+    if (!token) return { ok: false, reason: 'unknown' };
+    if (token.used_at !== null) return { ok: false, reason: 'used' };
+    if (token.expires_at <= at) return { ok: false, reason: 'expired' };
+    if (spendToken.run(at, agent.id, token.id).changes !== 1) return { ok: false, reason: 'used' };
+    insert.run({ ...agent, orgId: token.org_id, at });
+    return { ok: true, agent: toAgent(byId.get(agent.id) as AgentRow) };
+  });
+
+  return {
+    async enroll(tokenHash, agent, at) {
+      return enroll(tokenHash, agent, at);
+    },
+    async findById(id) {
+      const row = byId.get(id);
+      return row ? toAgent(row) : null;
+    },
+    async findInOrg(orgId, id) {
+      const row = inOrg.get(orgId, id);
+      return row ? toAgent(row) : null;
+    },
+    async listByOrg(orgId) {
+      return byOrg.all(orgId).map(toAgent);
+    },
+    async listByIds(orgId, ids) {
+      if (ids.length === 0) return [];
+      return byIds.all(orgId, JSON.stringify(ids)).map(toAgent);
+    },
+    async rename(orgId, id, name) {
+      if (rename.run(name, orgId, id).changes === 0) return null;
+      return toAgent(inOrg.get(orgId, id) as AgentRow);
+    },
+    async revoke(orgId, id, at) {
+      if (revoke.run(at, orgId, id).changes === 0) return null;
+      return toAgent(inOrg.get(orgId, id) as AgentRow);
+    },
+    async rememberNonce(agentId, nonce, expiresAtMs, nowMs) {
+      if (nowMs - lastPurge > NONCE_PURGE_INTERVAL_MS) {
+        lastPurge = nowMs;
+        purgeNonces.run(nowMs);
+      }
+      return addNonce.run(agentId, nonce, expiresAtMs).changes === 1;
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import { parseJsonColumn } from '../../util/json.js';
+import type { Db } from '../database.js';
+
+export type ActorType = 'user' | 'api_token' | 'agent' | 'system';
+
+export interface AuditEntryInput {
+  orgId: string | null;
+  actorType: ActorType;
+  actorId: string | null;
+  action: string;
+  targetType?: string | null;
+  targetId?: string | null;
+  metadata?: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface AuditEntry {
+  id: number;
+  orgId: string | null;
+  actorType: ActorType;
+  actorId: string | null;
+  action: string;
+  targetType: string | null;
+  targetId: string | null;
+  metadata: Record<string, unknown>;
+  createdAt: string;
+}
+
+export interface AuditQuery {
+  action?: string | undefined;
+  limit: number;
+  /** Entries with an id below this one (the previous page's last id). */
+  before?: number | undefined;
+}
+
+export interface AuditRepository {
+  /** Inserts all entries in one transaction. */
+  insertMany(entries: readonly AuditEntryInput[]): Promise<void>;
+  /** Newest first. */
+  list(orgId: string, query: AuditQuery): Promise<AuditEntry[]>;
+}
+
+interface AuditRow {
+  id: number;
+  org_id: string | null;
+  actor_type: ActorType;
+  actor_id: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  metadata: string;
+  created_at: string;
+}
+
+export function createAuditRepository(db: Db): AuditRepository {
+  const insert = db.prepare(
+    `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const list = db.prepare<[string, string | null, string | null, number, number], AuditRow>(
+    `SELECT * FROM audit_log WHERE org_id = ? AND (? IS NULL OR action = ?) AND id < ?
+     ORDER BY id DESC LIMIT ?`,
+  );
+  const insertAll = db.transaction((entries: readonly AuditEntryInput[]) => {
+    for (const e of entries) {
+      insert.run(
+        e.orgId,
+        e.actorType,
+        e.actorId,
+        e.action,
+        e.targetType ?? null,
+        e.targetId ?? null,
+        JSON.stringify(e.metadata ?? {}),
+        e.createdAt,
+      );
+    }
+  });
+  return {
+    async insertMany(entries) {
+      if (entries.length > 0) insertAll(entries);
+    },
+    async list(orgId, q) {
+      const action = q.action ?? null;
+      return list.all(orgId, action, action, q.before ?? Number.MAX_SAFE_INTEGER, q.limit).map((r) => ({
+        id: r.id,
+        orgId: r.org_id,
+        actorType: r.actor_type,
+        actorId: r.actor_id,
+        action: r.action,
+        targetType: r.target_type,
+        targetId: r.target_id,
+        metadata: parseJsonColumn<Record<string, unknown>>(r.metadata, 'audit_log.metadata') ?? {},
+        createdAt: r.created_at,
+      }));
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import type { Db } from '../database.js';
+import { createAgentRepository, type AgentRepository } from './agents.js';
+import { createApiTokenRepository, type ApiTokenRepository } from './api-tokens.js';
+import { createAuditRepository, type AuditRepository } from './audit.js';
+import { createEnrollmentTokenRepository, type EnrollmentTokenRepository } from './enrollment-tokens.js';
+import { createOrgRepository, type OrgRepository } from './orgs.js';
+import { createServerSecretRepository, type ServerSecretRepository } from './server-secrets.js';
+import { createStorageBindingRepository, type StorageBindingRepository } from './storage-bindings.js';
+import { createTriggerRepository, type TriggerRepository } from './triggers.js';
+import { createUserRepository, type UserRepository } from './users.js';
+import { createWorkflowRepository, type WorkflowRepository } from './workflows.js';
+
+/**
+ * The persistence seam: every query the coordinator makes goes through these interfaces, whose
+ * methods are async and each atomic (a multi-row change is one method, one transaction), so a
+ * second database can implement them without touching the domain or the routes.
+ */
+export interface Repositories {
+  agents: AgentRepository;
+  apiTokens: ApiTokenRepository;
+  audit: AuditRepository;
+  enrollmentTokens: EnrollmentTokenRepository;
+  orgs: OrgRepository;
+  serverSecrets: ServerSecretRepository;
+  storageBindings: StorageBindingRepository;
+  triggers: TriggerRepository;
+  users: UserRepository;
+  workflows: WorkflowRepository;
+}
+
+export function createSqliteRepositories(db: Db): Repositories {
+  return {
+    agents: createAgentRepository(db),
+    apiTokens: createApiTokenRepository(db),
+    audit: createAuditRepository(db),
+    enrollmentTokens: createEnrollmentTokenRepository(db),
+    orgs: createOrgRepository(db),
+    serverSecrets: createServerSecretRepository(db),
+    storageBindings: createStorageBindingRepository(db),
+    triggers: createTriggerRepository(db),
+    users: createUserRepository(db),
+    workflows: createWorkflowRepository(db),
+  };
+}

@@ -1,0 +1,173 @@
+import { parseJsonColumn } from '../../util/json.js';
+import type { Db } from '../database.js';
+
+export const CHAT_PROVIDERS = ['slack', 'discord'] as const;
+export type ChatProvider = (typeof CHAT_PROVIDERS)[number];
+export const TRIGGER_TYPES = ['webhook', 'cron', ...CHAT_PROVIDERS] as const;
+export type TriggerType = (typeof TRIGGER_TYPES)[number];
+export const NOTIFY_ON = ['always', 'failure', 'success', 'none'] as const;
+export type NotifyOn = (typeof NOTIFY_ON)[number];
+
+export interface Trigger {
+  id: string;
+  orgId: string;
+  name: string;
+  type: TriggerType;
+  agentId: string;
+  scopeType: 'workflow' | 'agent';
+  workflowName: string | null;
+  responseMode: 'async' | 'sync';
+  responseTimeoutMs: number;
+  allowedRefs: string[] | null;
+  allowDebug: boolean;
+  notifyProvider: ChatProvider | null;
+  notifyTeamId: string | null;
+  notifyChannelId: string | null;
+  notifyOn: NotifyOn;
+  cronExpression: string | null;
+  cronTimezone: string | null;
+  cronEnabled: boolean | null;
+  chatTeamId: string | null;
+  chatChannelId: string | null;
+  chatKeyword: string | null;
+  createdBy: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface TriggerRepository {
+  insert(trigger: Trigger): Promise<void>;
+  /** Replaces every configuration field of an existing trigger. */
+  update(trigger: Trigger): Promise<void>;
+  findById(id: string): Promise<Trigger | null>;
+  findInOrg(orgId: string, id: string): Promise<Trigger | null>;
+  /** Oldest first. */
+  listByOrg(orgId: string): Promise<Trigger[]>;
+  listByIds(orgId: string, ids: readonly string[]): Promise<Trigger[]>;
+  /** Deleted triggers are never found again; their jobs keep pointing at the id. */
+  softDelete(orgId: string, id: string, at: string): Promise<boolean>;
+}
+
+interface TriggerRow {
+  id: string;
+  org_id: string;
+  name: string;
+  type: TriggerType;
+  agent_id: string;
+  scope_type: 'workflow' | 'agent';
+  workflow_name: string | null;
+  response_mode: 'async' | 'sync';
+  response_timeout_ms: number;
+  allowed_refs: string | null;
+  allow_debug: number;
+  notify_provider: ChatProvider | null;
+  notify_team_id: string | null;
+  notify_channel_id: string | null;
+  notify_on: NotifyOn;
+  cron_expression: string | null;
+  cron_timezone: string | null;
+  cron_enabled: number | null;
+  chat_team_id: string | null;
+  chat_channel_id: string | null;
+  chat_keyword: string | null;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const toTrigger = (r: TriggerRow): Trigger => ({
+  id: r.id,
+  orgId: r.org_id,
+  name: r.name,
+  type: r.type,
+  agentId: r.agent_id,
+  scopeType: r.scope_type,
+  workflowName: r.workflow_name,
+  responseMode: r.response_mode,
+  responseTimeoutMs: r.response_timeout_ms,
+  allowedRefs: parseJsonColumn<string[]>(r.allowed_refs, 'triggers.allowed_refs'),
+  allowDebug: r.allow_debug === 1,
+  notifyProvider: r.notify_provider,
+  notifyTeamId: r.notify_team_id,
+  notifyChannelId: r.notify_channel_id,
+  notifyOn: r.notify_on,
+  cronExpression: r.cron_expression,
+  cronTimezone: r.cron_timezone,
+  cronEnabled: r.cron_enabled === null ? null : r.cron_enabled === 1,
+  chatTeamId: r.chat_team_id,
+  chatChannelId: r.chat_channel_id,
+  chatKeyword: r.chat_keyword,
+  createdBy: r.created_by,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+const toParams = (t: Trigger) => ({
+  ...t,
+  allowedRefs: t.allowedRefs === null ? null : JSON.stringify(t.allowedRefs),
+  allowDebug: t.allowDebug ? 1 : 0,
+  cronEnabled: t.cronEnabled === null ? null : t.cronEnabled ? 1 : 0,
+});
+
+export function createTriggerRepository(db: Db): TriggerRepository {
+  const insert = db.prepare(
+    `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
+       response_timeout_ms, allowed_refs, allow_debug, notify_provider, notify_team_id, notify_channel_id, notify_on,
+       cron_expression, cron_timezone, cron_enabled, chat_team_id, chat_channel_id, chat_keyword,
+       created_by, created_at, updated_at)
+     VALUES (@id, @orgId, @name, @type, @agentId, @scopeType, @workflowName, @responseMode,
+       @responseTimeoutMs, @allowedRefs, @allowDebug, @notifyProvider, @notifyTeamId, @notifyChannelId, @notifyOn,
+       @cronExpression, @cronTimezone, @cronEnabled, @chatTeamId, @chatChannelId, @chatKeyword,
+       @createdBy, @createdAt, @updatedAt)`,
+  );
+  const update = db.prepare(
+    `UPDATE triggers SET name = @name, type = @type, agent_id = @agentId, scope_type = @scopeType,
+       workflow_name = @workflowName, response_mode = @responseMode, response_timeout_ms = @responseTimeoutMs,
+       allowed_refs = @allowedRefs, allow_debug = @allowDebug, notify_provider = @notifyProvider,
+       notify_team_id = @notifyTeamId, notify_channel_id = @notifyChannelId, notify_on = @notifyOn,
+       cron_expression = @cronExpression, cron_timezone = @cronTimezone, cron_enabled = @cronEnabled,
+       chat_team_id = @chatTeamId, chat_channel_id = @chatChannelId, chat_keyword = @chatKeyword,
+       updated_at = @updatedAt
+     WHERE id = @id AND org_id = @orgId AND deleted_at IS NULL`,
+  );
+  const byId = db.prepare<[string], TriggerRow>('SELECT * FROM triggers WHERE id = ? AND deleted_at IS NULL');
+  const inOrg = db.prepare<[string, string], TriggerRow>(
+    'SELECT * FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+  );
+  const byOrg = db.prepare<[string], TriggerRow>(
+    'SELECT * FROM triggers WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
+  );
+  const byIds = db.prepare<[string, string], TriggerRow>(
+    `SELECT * FROM triggers WHERE org_id = ? AND id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL
+     ORDER BY created_at, rowid`,
+  );
+  const softDelete = db.prepare(
+    'UPDATE triggers SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+  );
+  return {
+    async insert(trigger) {
+      insert.run(toParams(trigger));
+    },
+    async update(trigger) {
+      update.run(toParams(trigger));
+    },
+    async findById(id) {
+      const row = byId.get(id);
+      return row ? toTrigger(row) : null;
+    },
+    async findInOrg(orgId, id) {
+      const row = inOrg.get(orgId, id);
+      return row ? toTrigger(row) : null;
+    },
+    async listByOrg(orgId) {
+      return byOrg.all(orgId).map(toTrigger);
+    },
+    async listByIds(orgId, ids) {
+      if (ids.length === 0) return [];
+      return byIds.all(orgId, JSON.stringify(ids)).map(toTrigger);
+    },
+    async softDelete(orgId, id, at) {
+      return softDelete.run(at, orgId, id).changes === 1;
+    },
+  };
+}

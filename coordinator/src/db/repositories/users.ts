@@ -1,0 +1,57 @@
+import type { Db } from '../database.js';
+
+export interface User {
+  id: string;
+  email: string;
+  createdAt: string;
+}
+
+export interface UserWithPassword extends User {
+  passwordHash: string;
+}
+
+export interface UserRepository {
+  findByEmail(email: string): Promise<UserWithPassword | null>;
+  findById(id: string): Promise<User | null>;
+  insert(user: UserWithPassword): Promise<void>;
+  count(): Promise<number>;
+}
+
+interface UserRow {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: string;
+}
+
+const toUser = (row: UserRow): UserWithPassword => ({
+  id: row.id,
+  email: row.email,
+  passwordHash: row.password_hash,
+  createdAt: row.created_at,
+});
+
+export function createUserRepository(db: Db): UserRepository {
+  const byEmail = db.prepare<[string], UserRow>('SELECT * FROM users WHERE email = ?');
+  const byId = db.prepare<[string], UserRow>('SELECT * FROM users WHERE id = ?');
+  const insert = db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
+  const count = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM users');
+  return {
+    async findByEmail(email) {
+      const row = byEmail.get(email);
+      return row ? toUser(row) : null;
+    },
+    async findById(id) {
+      const row = byId.get(id);
+      if (!row) return null;
+      const { passwordHash: _omit, ...user } = toUser(row);
+      return user;
+    },
+    async insert(user) {
+      insert.run(user.id, user.email, user.passwordHash, user.createdAt);
+    },
+    async count() {
+      return count.get()?.n ?? 0;
+    },
+  };
+}

@@ -1,0 +1,156 @@
+import type { ParamDefinition, WorkflowDefinition, WorkflowStep } from '@drover/shared';
+import { newId } from '../../util/ids.js';
+import { parseJsonColumn } from '../../util/json.js';
+import type { Db } from '../database.js';
+import type { RateLimits } from './api-tokens.js';
+
+export interface Workflow {
+  id: string;
+  orgId: string;
+  agentId: string;
+  name: string;
+  description: string | null;
+  version: string | null;
+  paramsSchema: ParamDefinition[] | null;
+  /** Internal: never returned by the public API. */
+  secretsKeys: string[];
+  /** Internal: never returned by the public API. */
+  steps: WorkflowStep[];
+  timeoutMs: number | null;
+  rateLimit: RateLimits;
+  removedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WorkflowRepository {
+  /**
+   * Replaces the agent's set of workflows in one transaction: new names are added, known names
+   * updated (keeping their id and limits; a removed one comes back), names missing from the set
+   * are marked removed. Returns the active set, ascending by name.
+   */
+  replaceForAgent(orgId: string, agentId: string, defs: readonly WorkflowDefinition[], at: string): Promise<Workflow[]>;
+  /** Active workflows of these agents, ascending by name (then agent id). */
+  listActiveByAgents(agentIds: readonly string[]): Promise<Workflow[]>;
+  findActiveByAgentAndName(agentId: string, name: string): Promise<Workflow | null>;
+  /** Active workflows of the organization, ascending by name. */
+  listByOrg(orgId: string): Promise<Workflow[]>;
+  findInOrg(orgId: string, id: string): Promise<Workflow | null>;
+  setRateLimits(orgId: string, id: string, limits: RateLimits, at: string): Promise<Workflow | null>;
+}
+
+interface WorkflowRow {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  name: string;
+  description: string | null;
+  version: string | null;
+  params_schema: string | null;
+  secrets_keys: string;
+  timeout_ms: number | null;
+  steps: string;
+  rate_limit_per_minute: number | null;
+  rate_limit_per_hour: number | null;
+  rate_limit_per_day: number | null;
+  removed_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const toWorkflow = (r: WorkflowRow): Workflow => ({
+  id: r.id,
+  orgId: r.org_id,
+  agentId: r.agent_id,
+  name: r.name,
+  description: r.description,
+  version: r.version,
+  paramsSchema: parseJsonColumn<ParamDefinition[]>(r.params_schema, 'workflows.params_schema'),
+  secretsKeys: parseJsonColumn<string[]>(r.secrets_keys, 'workflows.secrets_keys') ?? [],
+  steps: parseJsonColumn<WorkflowStep[]>(r.steps, 'workflows.steps') ?? [],
+  timeoutMs: r.timeout_ms,
+  rateLimit: { perMinute: r.rate_limit_per_minute, perHour: r.rate_limit_per_hour, perDay: r.rate_limit_per_day },
+  removedAt: r.removed_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export function createWorkflowRepository(db: Db): WorkflowRepository {
+  const upsert = db.prepare(
+    `INSERT INTO workflows (id, org_id, agent_id, name, description, version, params_schema, secrets_keys,
+       timeout_ms, steps, created_at, updated_at)
+     VALUES (@id, @orgId, @agentId, @name, @description, @version, @paramsSchema, @secretsKeys,
+       @timeoutMs, @steps, @at, @at)
+     ON CONFLICT (agent_id, name) DO UPDATE SET
+       description = excluded.description, version = excluded.version, params_schema = excluded.params_schema,
+       secrets_keys = excluded.secrets_keys, timeout_ms = excluded.timeout_ms, steps = excluded.steps,
+       removed_at = NULL, updated_at = excluded.updated_at`,
+  );
+  const removeMissing = db.prepare(
+    `UPDATE workflows SET removed_at = ?, updated_at = ?
+     WHERE agent_id = ? AND removed_at IS NULL AND name NOT IN (SELECT value FROM json_each(?))`,
+  );
+  const activeByAgent = db.prepare<[string], WorkflowRow>(
+    'SELECT * FROM workflows WHERE agent_id = ? AND removed_at IS NULL ORDER BY name',
+  );
+  const activeByAgents = db.prepare<[string], WorkflowRow>(
+    `SELECT * FROM workflows WHERE agent_id IN (SELECT value FROM json_each(?)) AND removed_at IS NULL
+     ORDER BY name, agent_id`,
+  );
+  const byAgentAndName = db.prepare<[string, string], WorkflowRow>(
+    'SELECT * FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL',
+  );
+  const byOrg = db.prepare<[string], WorkflowRow>(
+    'SELECT * FROM workflows WHERE org_id = ? AND removed_at IS NULL ORDER BY name, agent_id',
+  );
+  const inOrg = db.prepare<[string, string], WorkflowRow>('SELECT * FROM workflows WHERE org_id = ? AND id = ?');
+  const setLimits = db.prepare(
+    `UPDATE workflows SET rate_limit_per_minute = ?, rate_limit_per_hour = ?, rate_limit_per_day = ?, updated_at = ?
+     WHERE org_id = ? AND id = ? AND removed_at IS NULL`,
+  );
+
+  const replace = db.transaction((orgId: string, agentId: string, defs: readonly WorkflowDefinition[], at: string) => {
+    for (const def of defs) {
+      upsert.run({
+        id: newId(),
+        orgId,
+        agentId,
+        name: def.name,
+        description: def.description ?? null,
+        version: def.version ?? null,
+        paramsSchema: def.paramsSchema ? JSON.stringify(def.paramsSchema) : null,
+        secretsKeys: JSON.stringify(def.secretsKeys ?? []),
+        timeoutMs: def.timeout ?? null,
+        steps: JSON.stringify(def.steps),
+        at,
+      });
+    }
+    removeMissing.run(at, at, agentId, JSON.stringify(defs.map((d) => d.name)));
+    return activeByAgent.all(agentId).map(toWorkflow);
+  });
+
+  return {
+    async replaceForAgent(orgId, agentId, defs, at) {
+      return replace(orgId, agentId, defs, at);
+    },
+    async listActiveByAgents(agentIds) {
+      if (agentIds.length === 0) return [];
+      return activeByAgents.all(JSON.stringify(agentIds)).map(toWorkflow);
+    },
+    async findActiveByAgentAndName(agentId, name) {
+      const row = byAgentAndName.get(agentId, name);
+      return row ? toWorkflow(row) : null;
+    },
+    async listByOrg(orgId) {
+      return byOrg.all(orgId).map(toWorkflow);
+    },
+    async findInOrg(orgId, id) {
+      const row = inOrg.get(orgId, id);
+      return row ? toWorkflow(row) : null;
+    },
+    async setRateLimits(orgId, id, limits, at) {
+      if (setLimits.run(limits.perMinute, limits.perHour, limits.perDay, at, orgId, id).changes === 0) return null;
+      return toWorkflow(inOrg.get(orgId, id) as WorkflowRow);
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import type { AuditEntryInput, AuditRepository } from '../db/repositories/audit.js';
+import type { Clock } from '../util/clock.js';
+
+export type AuditRecord = Omit<AuditEntryInput, 'createdAt'>;
+
+/**
+ * Writes audit entries with group commit: entries recorded in the same turn of the event loop
+ * are inserted in one transaction, and each `record()` resolves only after its entry is
+ * committed. A route that awaits it answers after its audit entry is durable, while a burst of
+ * concurrent requests pays for one commit instead of one each (see docs/performance.md).
+ */
+export class AuditLog {
+  private pending: { entry: AuditEntryInput; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly repo: AuditRepository,
+    private readonly clock: Clock,
+  ) {}
+
+  record(entry: AuditRecord): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ entry: { ...entry, createdAt: new Date(this.clock.now()).toISOString() }, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  /** Commits everything recorded so far. */
+  async flush(): Promise<void> {
+    this.scheduled = false;
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    try {
+      await this.repo.insertMany(batch.map((p) => p.entry));
+      for (const p of batch) p.resolve();
+    } catch (error) {
+      for (const p of batch) p.reject(error);
+    }
+  }
+}

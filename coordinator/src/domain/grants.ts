@@ -1,0 +1,25 @@
+/** The grants a token's `scopes` array holds (spec: Grants). Each `type` appears at most once. */
+
+export const STORAGE_PERMISSIONS = ['read', 'write', 'delete'] as const;
+export type StoragePermission = (typeof STORAGE_PERMISSIONS)[number];
+
+export interface AgentGrant {
+  type: 'agent';
+  agentIds: string[];
+}
+export interface TriggerGrant {
+  type: 'trigger';
+  triggerIds: string[];
+}
+export interface StorageGrant {
+  type: 'storage';
+  /** null: every binding of the organization. */
+  bindingIds: string[] | null;
+  permissions: StoragePermission[];
+}
+export type Grant = AgentGrant | TriggerGrant | StorageGrant;
+export type GrantType = Grant['type'];
+
+export function findGrant<T extends GrantType>(scopes: readonly Grant[], type: T): Extract<Grant, { type: T }> | undefined {
+  return scopes.find((g): g is Extract<Grant, { type: T }> => g.type === type);
+}

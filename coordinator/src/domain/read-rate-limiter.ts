@@ -1,0 +1,50 @@
+import type { Clock } from '../util/clock.js';
+
+export type ReadDecision =
+  | { allowed: true }
+  | {
+      allowed: false;
+      window: 'minute';
+      limit: number;
+      /** Calls counted in this window, this one included. */
+      observed: number;
+      /** Seconds until the window resets. */
+      retryAfter: number;
+      /** True for the first refusal of this token in this window (the one that is audited). */
+      firstBlock: boolean;
+    };
+
+/**
+ * The token discovery read limit (spec: Limits): a fixed window aligned to the UTC minute, per
+ * token, counted in this process's memory (the spec says each instance keeps its own count).
+ */
+export class ReadRateLimiter {
+  private windowStart = 0;
+  private counts = new Map<string, number>();
+
+  constructor(
+    private readonly perMinute: number,
+    private readonly clock: Clock,
+  ) {}
+
+  hit(tokenId: string): ReadDecision {
+    const now = this.clock.now();
+    const windowStart = now - (now % 60_000);
+    if (windowStart !== this.windowStart) {
+      // A new minute: every count starts over, so the map never outgrows one minute's tokens.
+      this.windowStart = windowStart;
+      this.counts = new Map();
+    }
+    const observed = (this.counts.get(tokenId) ?? 0) + 1;
+    this.counts.set(tokenId, observed);
+    if (observed <= this.perMinute) return { allowed: true };
+    return {
+      allowed: false,
+      window: 'minute',
+      limit: this.perMinute,
+      observed,
+      retryAfter: Math.max(1, Math.ceil((windowStart + 60_000 - now) / 1000)),
+      firstBlock: observed === this.perMinute + 1,
+    };
+  }
+}

@@ -1,0 +1,44 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { KeyObject } from 'node:crypto';
+import { generateEd25519KeyPair, privateKeyFromBase64, publicKeyOf, signBytes } from '@drover/shared';
+
+/**
+ * The coordinator's Ed25519 identity: created once in the data directory (mode 0600), then
+ * reused. Agents pin its public key at enrollment and verify signed manifests with it.
+ */
+export interface ServerKey {
+  /** Standard base64 of the raw 32-byte public key. */
+  publicKey: string;
+  sign(message: Uint8Array): string;
+}
+
+export const SERVER_KEY_FILE = 'server-ed25519.key';
+
+export function loadOrCreateServerKey(dataDir: string): ServerKey {
+  const file = path.join(dataDir, SERVER_KEY_FILE);
+  let seed: string;
+  try {
+    seed = fs.readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    seed = generateEd25519KeyPair().privateKey;
+    try {
+      // wx: never overwrite a key another process created in the meantime.
+      fs.writeFileSync(file, `${seed}\n`, { mode: 0o600, flag: 'wx' });
+    } catch (raced) {
+      if ((raced as NodeJS.ErrnoException).code !== 'EEXIST') throw raced;
+      seed = fs.readFileSync(file, 'utf8').trim();
+    }
+  }
+  let privateKey: KeyObject;
+  try {
+    privateKey = privateKeyFromBase64(seed);
+  } catch (cause) {
+    throw new Error(`The server key ${file} is corrupt (expected base64 of a 32-byte Ed25519 seed)`, { cause });
+  }
+  const mode = fs.statSync(file).mode & 0o777;
+  if (mode & 0o077) fs.chmodSync(file, 0o600);
+  return { publicKey: publicKeyOf(privateKey), sign: (message) => signBytes(privateKey, message) };
+}

@@ -1,0 +1,81 @@
+/**
+ * The one error model of the coordinator (CONTRACT §2). Every error a route can answer with is
+ * an AppError made from a code in this registry; the HTTP error handler turns it into
+ * `{statusCode, code, message, details?}` and hides internals of anything else behind 500.
+ */
+
+export const ErrorCodes = {
+  bad_request: { status: 400, description: 'The request could not be read (for example, a query string that is not valid).' },
+  unauthorized: { status: 401, description: 'Credentials are missing, invalid, revoked or expired.' },
+  forbidden: { status: 403, description: 'The credentials are valid but lack the right for this call.' },
+  not_found: { status: 404, description: 'The resource or route does not exist, or is not visible to the caller.' },
+  conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
+  idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },
+  file_in_use: { status: 409, description: 'The file is referenced by a release that is not yanked.' },
+  payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
+  unsupported_media_type: { status: 415, description: 'The request body has a content type other than application/json.' },
+  validation_failed: { status: 422, description: 'The input failed validation; `details` lists `{path, message}` items.' },
+  rate_limited: { status: 429, description: 'A rate limit was exceeded.' },
+  internal: { status: 500, description: 'An unexpected server error; no internals are disclosed.' },
+  unavailable: { status: 503, description: 'The server is shutting down or not ready.' },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof ErrorCodes;
+
+export interface ValidationDetail {
+  path: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly statusCode: number;
+  readonly code: ErrorCode;
+  readonly details: unknown;
+
+  constructor(code: ErrorCode, message: string, options?: { details?: unknown; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.statusCode = ErrorCodes[code].status;
+    this.details = options?.details;
+  }
+
+  toBody(): ErrorBody {
+    const body: ErrorBody = { statusCode: this.statusCode, code: this.code, message: this.message };
+    if (this.details !== undefined) body.details = this.details;
+    return body;
+  }
+}
+
+export interface ErrorBody {
+  statusCode: number;
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+export const unauthorized = (message = 'Authentication required'): AppError => new AppError('unauthorized', message);
+export const forbidden = (message = 'You do not have the right to do this'): AppError => new AppError('forbidden', message);
+export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
+export const conflict = (message: string, code: 'conflict' | 'idempotency_conflict' | 'file_in_use' = 'conflict') =>
+  new AppError(code, message);
+
+/** A 422 with one detail per offending input. */
+export function validationFailed(details: ValidationDetail[], message?: string): AppError {
+  const summary = message ?? details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
+  return new AppError('validation_failed', summary || 'Validation failed', { details });
+}
+
+/** A 422 for a single input. */
+export function invalid(path: string, message: string): AppError {
+  return validationFailed([{ path, message }]);
+}
+
+/** Describes a value for "expected X, got Y" messages. */
+export function describe(value: unknown): string {
+  if (value === null) return '`null`';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return `\`${value.length > 40 ? `${value.slice(0, 40)}…` : value}\` (string)`;
+  if (typeof value === 'object') return 'an object';
+  return `\`${String(value)}\` (${typeof value})`;
+}

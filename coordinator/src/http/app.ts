@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import type { Logger } from 'pino';
+import type { AppContext } from './context.js';
+import { registerErrorHandling } from './error-handler.js';
+import { registerValidation } from './validation.js';
+import { ErrorBodySchema } from './schemas/common.js';
+import { openapiRoutes } from './routes/openapi.js';
+import { authRoutes } from './routes/auth.js';
+import { orgRoutes } from './routes/manage/orgs.js';
+import { enrollmentTokenRoutes } from './routes/manage/enrollment-tokens.js';
+import { agentManagementRoutes } from './routes/manage/agents.js';
+import { workflowManagementRoutes } from './routes/manage/workflows.js';
+import { triggerRoutes } from './routes/manage/triggers.js';
+import { apiTokenRoutes } from './routes/manage/api-tokens.js';
+import { storageBindingRoutes } from './routes/manage/storage-bindings.js';
+import { auditRoutes } from './routes/manage/audit.js';
+import { discoveryRoutes } from './routes/public/discovery.js';
+import { agentEnrollRoutes } from './routes/agent/enroll.js';
+import { agentWorkflowRoutes } from './routes/agent/workflows.js';
+import './context.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Builds the HTTP application around an already-built context. Process concerns (listening,
+ * signals) live in server.ts; this function is what tests call.
+ */
+export async function buildApp(ctx: AppContext, logger: Logger): Promise<FastifyInstance> {
+  const options: FastifyServerOptions = {
+    loggerInstance: logger,
+    logController: new RequestLogController(),
+    bodyLimit: ctx.config.bodyLimitBytes,
+    requestIdHeader: 'x-request-id',
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+  };
+  const app = Fastify(options) as unknown as FastifyInstance;
+  app.decorate('ctx', ctx);
+  app.removeContentTypeParser('text/plain');
+  app.decorateRequest('rawBody', undefined);
+
+  registerValidation(app);
+  registerErrorHandling(app);
+  registerJsonBodyParser(app);
+  app.addSchema(ErrorBodySchema);
+
+  app.addHook('onSend', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Drover coordinator API',
+        version: '1',
+        description: 'Public API (spec), dashboard management endpoints and the signed agent protocol.',
+      },
+      servers: [{ url: ctx.config.publicUrl }],
+      components: {
+        securitySchemes: {
+          apiToken: { type: 'http', scheme: 'bearer', description: 'API token (drv_...)' },
+          session: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Dashboard session' },
+          agentSignature: { type: 'apiKey', in: 'header', name: 'X-Signature', description: 'CONTRACT §5' },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+
+  await app.register(
+    async (v1) => {
+      await v1.register(openapiRoutes);
+      await v1.register(authRoutes);
+      await v1.register(orgRoutes);
+      await v1.register(enrollmentTokenRoutes);
+      await v1.register(agentManagementRoutes);
+      await v1.register(workflowManagementRoutes);
+      await v1.register(triggerRoutes);
+      await v1.register(apiTokenRoutes);
+      await v1.register(storageBindingRoutes);
+      await v1.register(auditRoutes);
+      await v1.register(discoveryRoutes);
+      await v1.register(agentEnrollRoutes);
+      await v1.register(agentWorkflowRoutes);
+    },
+    { prefix: '/v1' },
+  );
+  return app;
+}
+
+/**
+ * One log line per request, at completion, without the query string (presigned URLs carry
+ * signatures there) and without headers (credentials).
+ */
+class RequestLogController extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = {
+      method: request.method,
+      path: request.url.split('?')[0],
+      statusCode: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 10) / 10,
+    };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request completed');
+  }
+}
+
+/** JSON bodies keep their raw bytes (the agent signature covers them) and parse safely. */
+function registerJsonBodyParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const raw = body as Buffer;
+    request.rawBody = raw;
+    if (raw.length === 0) {
+      done(null, undefined);
+      return;
+    }
+    parse(request, raw.toString('utf8'), done);
+  });
+}

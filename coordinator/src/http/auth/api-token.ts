@@ -1,0 +1,21 @@
+import type { FastifyRequest } from 'fastify';
+import { API_TOKEN_PREFIX } from '@drover/shared';
+import type { ApiToken } from '../../db/repositories/api-tokens.js';
+import { unauthorized } from '../../errors.js';
+import { hashBearerSecret } from '../../util/secrets.js';
+import { bearerToken } from './bearer.js';
+
+/** The API token of a public-API request; 401 when missing, unknown, revoked or expired. */
+export async function requireApiToken(request: FastifyRequest): Promise<ApiToken> {
+  const plaintext = bearerToken(request);
+  if (!plaintext) throw unauthorized('Send an API token as Authorization: Bearer <token>');
+  if (!plaintext.startsWith(API_TOKEN_PREFIX) || plaintext.length > 200) throw unauthorized('The API token is invalid');
+  const { repos, clock } = request.server.ctx;
+  const token = await repos.apiTokens.findByHash(hashBearerSecret(plaintext));
+  if (!token) throw unauthorized('The API token is invalid');
+  if (token.revokedAt !== null) throw unauthorized('The API token has been revoked');
+  if (token.expiresAt !== null && Date.parse(token.expiresAt) <= clock.now()) {
+    throw unauthorized('The API token has expired');
+  }
+  return token;
+}

@@ -1,0 +1,45 @@
+import type { FastifyRequest } from 'fastify';
+import type { Role } from '../../db/repositories/orgs.js';
+import { forbidden, notFound, unauthorized } from '../../errors.js';
+import { API_TOKEN_PREFIX } from '@drover/shared';
+import { bearerToken } from './bearer.js';
+
+export interface SessionUser {
+  userId: string;
+}
+
+export interface OrgAccess extends SessionUser {
+  orgId: string;
+  role: Role;
+}
+
+/** The signed-in user of a dashboard request (JWT in the Authorization header), or 401. */
+export async function requireSession(request: FastifyRequest): Promise<SessionUser> {
+  const token = bearerToken(request);
+  if (!token) throw unauthorized('Sign in first: send Authorization: Bearer <session token>');
+  if (token.startsWith(API_TOKEN_PREFIX)) {
+    throw unauthorized('API tokens cannot call dashboard endpoints; sign in with POST /v1/auth/login');
+  }
+  const { sessions, repos } = request.server.ctx;
+  const claims = await sessions.verify(token);
+  if (!claims) throw unauthorized('The session token is invalid or expired');
+  const user = await repos.users.findById(claims.userId);
+  if (!user) throw unauthorized('The session user no longer exists');
+  return { userId: user.id };
+}
+
+/**
+ * A signed-in user's access to an organization. Someone who is not a member gets 404 (the
+ * organization's existence does not leak); a member calling an owner-only endpoint gets 403.
+ */
+export async function requireOrgRole(
+  request: FastifyRequest,
+  orgId: string,
+  needs: 'member' | 'owner' = 'member',
+): Promise<OrgAccess> {
+  const session = await requireSession(request);
+  const role = await request.server.ctx.repos.orgs.roleOf(orgId, session.userId);
+  if (!role) throw notFound('Organization');
+  if (needs === 'owner' && role !== 'owner') throw forbidden('Only an owner of the organization can do this');
+  return { ...session, orgId, role };
+}

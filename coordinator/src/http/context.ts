@@ -1,0 +1,28 @@
+import type { Config } from '../config/config.js';
+import type { Repositories } from '../db/repositories/index.js';
+import type { AuditLog } from '../domain/audit-log.js';
+import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
+import type { ServerKey } from '../domain/server-key.js';
+import type { SessionService } from '../domain/sessions.js';
+import type { Clock } from '../util/clock.js';
+
+/** Everything a route needs, built once per coordinator and reachable as `app.ctx`. */
+export interface AppContext {
+  config: Config;
+  repos: Repositories;
+  clock: Clock;
+  audit: AuditLog;
+  sessions: SessionService;
+  serverKey: ServerKey;
+  readLimiter: ReadRateLimiter;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    ctx: AppContext;
+  }
+  interface FastifyRequest {
+    /** The raw bytes of a JSON body, kept for agent signature verification. */
+    rawBody: Buffer | undefined;
+  }
+}

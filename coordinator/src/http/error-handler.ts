@@ -1,0 +1,87 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError, type ValidationDetail } from '../errors.js';
+
+interface AjvIssue {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Turns ajv's output into `{path, message}` details that say what was expected. */
+export function validationDetails(issues: readonly AjvIssue[], context: string): ValidationDetail[] {
+  return issues.map((issue) => {
+    const base = `${context}${issue.instancePath.replace(/\//g, '.').replace(/^\./, context ? '.' : '')}`;
+    switch (issue.keyword) {
+      case 'required':
+        return { path: join(base, String(issue.params.missingProperty)), message: 'is required' };
+      case 'additionalProperties':
+        return { path: join(base, String(issue.params.additionalProperty)), message: 'is not a known field' };
+      case 'type':
+        return { path: base, message: `must be ${String(issue.params.type).replace(/,/g, ' or ')}` };
+      case 'enum':
+        return {
+          path: base,
+          message: `must be one of ${(issue.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+        };
+      default:
+        return { path: base, message: issue.message ?? 'is invalid' };
+    }
+  });
+}
+
+function join(base: string, key: string): string {
+  return base ? `${base}.${key}` : key;
+}
+
+const FASTIFY_CODES: Record<string, () => AppError> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
+    new AppError('unsupported_media_type', 'Request bodies must be sent as Content-Type: application/json'),
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
+    new AppError('bad_request', 'The Content-Length header does not match the body'),
+  FST_ERR_CTP_BODY_TOO_LARGE: () => new AppError('payload_too_large', 'The request body is too large'),
+  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
+    new AppError('validation_failed', 'The body is empty but Content-Type is application/json', {
+      details: [{ path: 'body', message: 'is empty' }],
+    }),
+  FST_ERR_CTP_INVALID_JSON_BODY: () =>
+    new AppError('validation_failed', 'The body is not valid JSON', {
+      details: [{ path: 'body', message: 'is not valid JSON' }],
+    }),
+};
+
+/** Normalises any error to the CONTRACT §2 shape; 5xx bodies never carry internals. */
+export function toAppError(error: FastifyError | AppError | Error): AppError {
+  if (error instanceof AppError) return error;
+  const fe = error as FastifyError & { validationContext?: string; validation?: AjvIssue[] };
+  if (fe.validation) {
+    const details = validationDetails(fe.validation, fe.validationContext ?? '');
+    return new AppError(
+      'validation_failed',
+      details.map((d) => `${d.path} ${d.message}`.trim()).join('; ') || 'Validation failed',
+      { details },
+    );
+  }
+  if (fe.code && FASTIFY_CODES[fe.code]) return FASTIFY_CODES[fe.code]!();
+  if (error instanceof SyntaxError && 'statusCode' in error && fe.statusCode === 400) {
+    return FASTIFY_CODES.FST_ERR_CTP_INVALID_JSON_BODY!();
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    const code = fe.statusCode === 404 ? 'not_found' : fe.statusCode === 413 ? 'payload_too_large' : 'bad_request';
+    return new AppError(code, error.message);
+  }
+  return new AppError('internal', 'Internal server error', { cause: error });
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const appError = toAppError(error as FastifyError);
+    if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.debug({ code: appError.code, msg: appError.message }, 'request refused');
+    void reply.status(appError.statusCode).send(appError.toBody());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const error = new AppError('not_found', `Route ${request.method} ${request.url.split('?')[0]} not found`);
+    void reply.status(404).send(error.toBody());
+  });
+}

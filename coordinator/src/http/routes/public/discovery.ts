@@ -1,0 +1,4 @@
+import type { FastifyInstance } from 'fastify';
+
+// TODO(issue 2): not yet written.
+export async function discoveryRoutes(_app: FastifyInstance): Promise<void> {}

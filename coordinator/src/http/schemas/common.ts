@@ -1,0 +1,35 @@
+import { UUID_PATTERN } from '../../util/ids.js';
+
+/** JSON schemas shared by routes. Every route declares its request and response schemas. */
+
+export const ErrorBodySchema = {
+  $id: 'ErrorBody',
+  type: 'object',
+  required: ['statusCode', 'code', 'message'],
+  properties: {
+    statusCode: { type: 'integer' },
+    code: { type: 'string' },
+    message: { type: 'string' },
+    details: {},
+  },
+} as const;
+
+/** Standard error responses to spread into a route's `response` schema. */
+export const errorResponses = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { $ref: 'ErrorBody#' }])) as Record<number, { $ref: string }>;
+
+export const uuid = { type: 'string', pattern: UUID_PATTERN } as const;
+export const timestamp = { type: 'string', format: 'date-time' } as const;
+export const nullableTimestamp = { type: ['string', 'null'], format: 'date-time' } as const;
+
+export const idParams = (...names: string[]) =>
+  ({
+    type: 'object',
+    required: names,
+    properties: Object.fromEntries(names.map((n) => [n, uuid])),
+  }) as const;
+
+export const orgParams = idParams('orgId');
+
+/** A body-less POST/DELETE: nothing, or an empty JSON object. */
+export const emptyBody = { type: 'object', additionalProperties: false, maxProperties: 0 } as const;

@@ -1,0 +1,6 @@
+export { createCoordinator, type Coordinator } from './coordinator.js';
+export { loadConfig, ConfigError, type Config, type ConfigFlags } from './config/config.js';
+export { createLogger } from './logger.js';
+export { ErrorCodes, AppError, type ErrorCode } from './errors.js';
+export { systemClock, type Clock } from './util/clock.js';
+export { startServer, type RunningServer } from './server.js';

@@ -1,0 +1,1 @@
+export const COORDINATOR_VERSION = '0.1.0';

@@ -1,0 +1,19 @@
+/** Header names of the signed agent protocol (CONTRACT §5), lower-case as Node exposes them. */
+export const AgentHeader = {
+  agentId: 'x-agent-id',
+  timestamp: 'x-timestamp',
+  nonce: 'x-nonce',
+  signature: 'x-signature',
+} as const;
+export type AgentHeader = (typeof AgentHeader)[keyof typeof AgentHeader];
+
+/** First line of every signed request's canonical string. */
+export const SIGNATURE_SCHEME = 'DROVER-ED25519-V1';
+
+/** A request whose X-Timestamp is further than this from the verifier's clock is refused. */
+export const SIGNATURE_TOLERANCE_MS = 300_000;
+
+export const NONCE_PATTERN = /^[A-Za-z0-9_-]{16,64}$/;
+
+export const API_TOKEN_PREFIX = 'drv_';
+export const ENROLLMENT_TOKEN_PREFIX = 'drve_';

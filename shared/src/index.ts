@@ -1,0 +1,4 @@
+export * from './ed25519.js';
+export * from './headers.js';
+export * from './signature.js';
+export * from './wire.js';

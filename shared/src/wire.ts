@@ -1,0 +1,132 @@
+/**
+ * Wire contract between agent and coordinator: each message as a JSON schema (used by the
+ * coordinator's routes for validation and OpenAPI) paired with its TypeScript type under the
+ * same name, so the two sides cannot drift.
+ */
+
+export const EnrollRequest = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['enrollmentToken', 'publicKey', 'hostname', 'os', 'agentVersion'],
+  properties: {
+    enrollmentToken: { type: 'string', minLength: 1, maxLength: 200 },
+    publicKey: { type: 'string', minLength: 44, maxLength: 44, description: 'standard base64 of the raw 32-byte Ed25519 key' },
+    hostname: { type: 'string', minLength: 1, maxLength: 255 },
+    os: { type: 'string', minLength: 1, maxLength: 255 },
+    agentVersion: { type: 'string', minLength: 1, maxLength: 64 },
+  },
+} as const;
+export interface EnrollRequest {
+  enrollmentToken: string;
+  publicKey: string;
+  hostname: string;
+  os: string;
+  agentVersion: string;
+}
+
+export const EnrollResponse = {
+  type: 'object',
+  required: ['agentId', 'orgId', 'serverPublicKey'],
+  properties: {
+    agentId: { type: 'string' },
+    orgId: { type: 'string' },
+    serverPublicKey: { type: 'string' },
+  },
+} as const;
+export interface EnrollResponse {
+  agentId: string;
+  orgId: string;
+  serverPublicKey: string;
+}
+
+export const PARAM_TYPES = ['string', 'number', 'boolean', 'enum'] as const;
+export type ParamType = (typeof PARAM_TYPES)[number];
+
+/** One item of a workflow's `paramsSchema` (spec: Workflow). */
+export const ParamDefinition = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'type'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z_][A-Za-z0-9_.-]*$' },
+    type: { type: 'string', enum: PARAM_TYPES },
+    required: { type: 'boolean' },
+    default: { type: ['string', 'number', 'boolean'] },
+    pattern: { type: 'string', maxLength: 1024 },
+    options: { type: 'array', maxItems: 256, items: { type: 'string', maxLength: 255 } },
+    min: { type: 'number' },
+    max: { type: 'number' },
+    description: { type: 'string', maxLength: 2000 },
+  },
+} as const;
+export interface ParamDefinition {
+  name: string;
+  type: ParamType;
+  required?: boolean;
+  default?: string | number | boolean;
+  pattern?: string;
+  options?: string[];
+  min?: number;
+  max?: number;
+  description?: string;
+}
+
+export const WorkflowStep = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['run'],
+  properties: {
+    name: { type: 'string', maxLength: 255 },
+    run: { type: 'string', minLength: 1, maxLength: 4096 },
+    args: { type: 'array', maxItems: 256, items: { type: 'string', maxLength: 4096 } },
+    env: { type: 'object', maxProperties: 256, additionalProperties: { type: 'string', maxLength: 8192 } },
+    cwd: { type: 'string', maxLength: 4096 },
+    timeout: { type: 'integer', minimum: 1, maximum: 86_400_000 },
+  },
+} as const;
+export interface WorkflowStep {
+  name?: string;
+  run: string;
+  args?: string[];
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Milliseconds. */
+  timeout?: number;
+}
+
+export const WorkflowDefinition = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'steps'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' },
+    description: { type: ['string', 'null'], maxLength: 2000 },
+    version: { type: ['string', 'null'], maxLength: 128 },
+    paramsSchema: { type: ['array', 'null'], maxItems: 128, items: ParamDefinition },
+    secretsKeys: { type: 'array', maxItems: 128, items: { type: 'string', minLength: 1, maxLength: 128 } },
+    timeout: { type: 'integer', minimum: 1, maximum: 86_400_000 },
+    steps: { type: 'array', minItems: 1, maxItems: 256, items: WorkflowStep },
+  },
+} as const;
+export interface WorkflowDefinition {
+  name: string;
+  description?: string | null;
+  version?: string | null;
+  paramsSchema?: ParamDefinition[] | null;
+  secretsKeys?: string[];
+  /** Milliseconds for the whole job. */
+  timeout?: number;
+  steps: WorkflowStep[];
+}
+
+export const PutWorkflowsRequest = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['workflows'],
+  properties: {
+    workflows: { type: 'array', maxItems: 512, items: WorkflowDefinition },
+  },
+} as const;
+export interface PutWorkflowsRequest {
+  workflows: WorkflowDefinition[];
+}

@@ -1,0 +1,21 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const src = (pkg: string) => fileURLToPath(new URL(`./${pkg}/src/index.ts`, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: {
+      '@drover/shared': src('shared'),
+      '@drover/coordinator': src('coordinator'),
+      '@drover/agent': src('agent'),
+    },
+  },
+  test: {
+    include: ['shared/test/**/*.test.ts', 'coordinator/test/**/*.test.ts', 'agent/test/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    pool: 'forks',
+    reporters: ['default'],
+  },
+});
