@@ -12,7 +12,12 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['shared/test/**/*.test.ts', 'coordinator/test/**/*.test.ts', 'agent/test/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+    include: [
+      'shared/test/**/*.test.ts',
+      'coordinator/test/**/*.test.ts',
+      'agent/test/**/*.test.ts',
+      'test/e2e/**/*.test.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from './config/config.js';
+import { withListeningPort, type Config } from './config/config.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createSqliteRepositories } from './db/repositories/index.js';
@@ -26,7 +26,11 @@ export interface Coordinator {
  * The composition root: opens and migrates the database, loads the server key, bootstraps an
  * empty installation and builds the HTTP app. Listening is left to the caller.
  */
-export async function createCoordinator(config: Config, logger: Logger, clock: Clock = systemClock): Promise<Coordinator> {
+export async function createCoordinator(
+  config: Config,
+  logger: Logger,
+  clock: Clock = systemClock,
+): Promise<Coordinator> {
   const db = openDatabase(databaseFile(config.dataDir));
   try {
     const { applied } = migrate(db);
@@ -38,8 +42,15 @@ export async function createCoordinator(config: Config, logger: Logger, clock: C
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock);
     const ctx: AppContext = { config, repos, clock, audit, sessions, serverKey, readLimiter };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
-    if (bootstrap.created) logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
+    if (bootstrap.created)
+      logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
     const app = await buildApp(ctx, logger);
+    // Asked for port 0 without a public URL: once bound, the public URL names the real port.
+    app.addHook('onListen', (done) => {
+      const address = app.server.address();
+      if (address && typeof address === 'object') ctx.config = withListeningPort(ctx.config, address.port);
+      done();
+    });
     let closed = false;
     return {
       app,

@@ -5,7 +5,10 @@
  */
 
 export const ErrorCodes = {
-  bad_request: { status: 400, description: 'The request could not be read (for example, a query string that is not valid).' },
+  bad_request: {
+    status: 400,
+    description: 'The request could not be read (for example, a query string that is not valid).',
+  },
   unauthorized: { status: 401, description: 'Credentials are missing, invalid, revoked or expired.' },
   forbidden: { status: 403, description: 'The credentials are valid but lack the right for this call.' },
   not_found: { status: 404, description: 'The resource or route does not exist, or is not visible to the caller.' },
@@ -13,8 +16,14 @@ export const ErrorCodes = {
   idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },
   file_in_use: { status: 409, description: 'The file is referenced by a release that is not yanked.' },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
-  unsupported_media_type: { status: 415, description: 'The request body has a content type other than application/json.' },
-  validation_failed: { status: 422, description: 'The input failed validation; `details` lists `{path, message}` items.' },
+  unsupported_media_type: {
+    status: 415,
+    description: 'The request body has a content type other than application/json.',
+  },
+  validation_failed: {
+    status: 422,
+    description: 'The input failed validation; `details` lists `{path, message}` items.',
+  },
   rate_limited: { status: 429, description: 'A rate limit was exceeded.' },
   internal: { status: 500, description: 'An unexpected server error; no internals are disclosed.' },
   unavailable: { status: 503, description: 'The server is shutting down or not ready.' },
@@ -55,7 +64,8 @@ export interface ErrorBody {
 }
 
 export const unauthorized = (message = 'Authentication required'): AppError => new AppError('unauthorized', message);
-export const forbidden = (message = 'You do not have the right to do this'): AppError => new AppError('forbidden', message);
+export const forbidden = (message = 'You do not have the right to do this'): AppError =>
+  new AppError('forbidden', message);
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
 export const conflict = (message: string, code: 'conflict' | 'idempotency_conflict' | 'file_in_use' = 'conflict') =>
   new AppError(code, message);

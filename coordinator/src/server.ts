@@ -2,10 +2,14 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { createCoordinator, type Coordinator } from './coordinator.js';
 
+/** Process concerns only: listening, signals, last-resort error handlers. */
+
 export interface RunningServer {
   coordinator: Coordinator;
-  /** The URL the server listens on (with the real port when port 0 was asked). */
+  /** The address the server listens on (with the real port when port 0 was asked). */
   url: string;
+  /** The public URL (`{base_url}` is `${publicUrl}/v1`), with the real port when port 0 was asked. */
+  publicUrl: string;
   stop(): Promise<void>;
 }
 
@@ -13,43 +17,80 @@ export interface RunningServer {
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const coordinator = await createCoordinator(config, logger);
   try {
-    const address = await coordinator.app.listen({ port: config.port, host: config.host });
-    return { coordinator, url: address, stop: () => coordinator.close() };
+    const url = await coordinator.app.listen({ port: config.port, host: config.host });
+    return { coordinator, url, publicUrl: coordinator.ctx.config.publicUrl, stop: () => coordinator.close() };
   } catch (error) {
     await coordinator.close();
     throw error;
   }
 }
 
+export interface ShutdownOptions {
+  /** How long a graceful shutdown may take before the process exits anyway. */
+  graceMs?: number;
+  /** Replaceable for tests. */
+  exit?: (code: number) => void;
+}
+
 /**
- * First SIGTERM/SIGINT: graceful shutdown (stop accepting, finish in-flight requests, flush,
- * close the database). Second signal, or a shutdown still hanging after `graceMs`: exit at once.
+ * First SIGTERM/SIGINT: graceful shutdown (stop accepting, finish in-flight requests, flush the
+ * audit log, close the database), then exit 0 (1 when closing failed). A second signal, or a
+ * shutdown still running after `graceMs` (an unref'd watchdog), exits at once with status 1.
+ * Returns a function that removes the handlers.
  */
-export function installSignalHandlers(server: RunningServer, logger: Logger, graceMs = 10_000): void {
+export function installSignalHandlers(
+  server: RunningServer,
+  logger: Logger,
+  options: ShutdownOptions = {},
+): () => void {
+  const graceMs = options.graceMs ?? 10_000;
+  const exit = options.exit ?? ((code: number) => process.exit(code));
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      logger.flush();
+      exit(1);
+      return;
     }
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    logger.info({ signal, graceMs }, 'shutting down');
     const watchdog = setTimeout(() => {
       logger.error({ graceMs }, 'shutdown did not finish in time: exiting');
-      process.exit(1);
+      logger.flush();
+      exit(1);
     }, graceMs);
     watchdog.unref();
-    server.stop().then(
-      () => {
+    void (async () => {
+      let code = 0;
+      try {
+        await server.stop();
         logger.info('stopped');
-        process.exitCode = 0;
-      },
-      (error: unknown) => {
+      } catch (error) {
+        code = 1;
         logger.error({ err: error }, 'shutdown failed');
-        process.exitCode = 1;
-      },
-    );
+      } finally {
+        clearTimeout(watchdog);
+        // Exit explicitly: a timer or socket left behind must not keep a stopped server alive.
+        logger.flush(() => exit(code));
+      }
+    })();
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  return () => {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  };
+}
+
+/** An error nothing caught is logged as fatal; the process then exits 1 (its state is unknown). */
+export function installCrashHandlers(logger: Logger): void {
+  const crash = (kind: string) => (error: unknown) => {
+    logger.fatal({ err: error }, kind);
+    logger.flush();
+    process.exit(1);
+  };
+  process.on('uncaughtException', crash('uncaught exception'));
+  process.on('unhandledRejection', crash('unhandled rejection'));
 }

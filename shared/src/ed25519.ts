@@ -1,4 +1,5 @@
 import {
+  createHash,
   createPrivateKey,
   createPublicKey,
   generateKeyPairSync,
@@ -6,6 +7,7 @@ import {
   verify as cryptoVerify,
   type KeyObject,
 } from 'node:crypto';
+import { isValidEd25519PublicKey } from './ed25519-point.js';
 
 /**
  * Ed25519 keys as the wire carries them (standard base64 of the raw 32-byte key), backed by
@@ -48,9 +50,20 @@ export function decodeRawKey(base64: string, bytes = RAW_KEY_BYTES): Buffer | nu
   return raw;
 }
 
-export function publicKeyFromBase64(base64: string): KeyObject | null {
+export interface PublicKeyOptions {
+  /**
+   * Check that the key is a canonical encoding of a curve point outside the small-order
+   * subgroup (default true). node:crypto imports any 32 bytes as an Ed25519 key, so keys
+   * from untrusted input must be checked; keys already checked when stored may skip it.
+   */
+  validatePoint?: boolean;
+}
+
+/** A public key from standard base64 of its raw 32 bytes; null when it is not a usable key. */
+export function publicKeyFromBase64(base64: string, options: PublicKeyOptions = {}): KeyObject | null {
   const raw = decodeRawKey(base64);
   if (!raw) return null;
+  if (options.validatePoint !== false && !isValidEd25519PublicKey(raw)) return null;
   try {
     return createPublicKey({ key: Buffer.concat([SPKI_PREFIX, raw]), format: 'der', type: 'spki' });
   } catch {
@@ -81,4 +94,11 @@ export function verifyBytes(publicKey: KeyObject, message: Uint8Array, signature
   } catch {
     return false;
   }
+}
+
+/** `SHA256:` and the unpadded base64 of the SHA-256 of the raw key, as ssh shows key fingerprints. */
+export function keyFingerprint(publicKeyBase64: string): string {
+  const raw = decodeRawKey(publicKeyBase64);
+  if (!raw) throw new Error('An Ed25519 public key must be standard base64 of 32 raw bytes');
+  return `SHA256:${createHash('sha256').update(raw).digest('base64').replace(/=+$/, '')}`;
 }

@@ -1,4 +1,5 @@
 export * from './ed25519.js';
+export * from './ed25519-point.js';
 export * from './headers.js';
 export * from './signature.js';
 export * from './wire.js';

@@ -25,11 +25,8 @@ export function sha256Hex(data: Uint8Array | string): string {
 }
 
 export function canonicalRequest(parts: SignedRequestParts): string {
-  const bodyHash =
-    parts.body === undefined || parts.body.length === 0 ? EMPTY_BODY_SHA256 : sha256Hex(parts.body);
-  return [SIGNATURE_SCHEME, parts.method.toUpperCase(), parts.path, parts.timestamp, parts.nonce, bodyHash].join(
-    '\n',
-  );
+  const bodyHash = parts.body === undefined || parts.body.length === 0 ? EMPTY_BODY_SHA256 : sha256Hex(parts.body);
+  return [SIGNATURE_SCHEME, parts.method.toUpperCase(), parts.path, parts.timestamp, parts.nonce, bodyHash].join('\n');
 }
 
 export function newNonce(): string {
@@ -49,6 +46,7 @@ export interface SignRequestInput {
 
 /** Returns the four headers that authenticate one agent request. */
 export function signRequest(input: SignRequestInput): Record<AgentHeader, string> {
+  if (!input.path.startsWith('/v1/')) throw new Error(`The signed path must start with /v1/, got ${input.path}`);
   const timestamp = String(input.now ?? Date.now());
   const nonce = input.nonce ?? newNonce();
   const message = canonicalRequest({ method: input.method, path: input.path, timestamp, nonce, body: input.body });
@@ -72,32 +70,54 @@ export interface ParsedSignatureHeaders {
 
 export type SignatureFailure =
   | 'missing_headers'
+  | 'duplicate_headers'
+  | 'malformed_agent_id'
   | 'malformed_timestamp'
   | 'stale_timestamp'
   | 'malformed_nonce'
+  | 'malformed_signature'
   | 'bad_signature';
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: SignatureFailure };
 
-function single(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? undefined : value;
+/** The agent id is the UUID the coordinator gave at enrollment. */
+export const AGENT_ID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** Unix milliseconds: digits only, at most 16 of them (exact as a JS number). */
+const TIMESTAMP_PATTERN = /^\d{1,16}$/;
+/** Standard base64 of the 64-byte signature: 86 characters and `==`. */
+const SIGNATURE_PATTERN = /^[A-Za-z0-9+/]{86}==$/;
+
+/**
+ * True when `timestampMs` is within the tolerance of `nowMs`. The window is inclusive: a
+ * timestamp exactly {@link SIGNATURE_TOLERANCE_MS} away is accepted, one millisecond more is not
+ * (CONTRACT §5 refuses "more than 300 s off").
+ */
+export function isTimestampFresh(timestampMs: number, nowMs: number): boolean {
+  return Math.abs(nowMs - timestampMs) <= SIGNATURE_TOLERANCE_MS;
 }
 
 /**
- * Checks the header formats and the timestamp window. The caller then looks the agent up,
- * checks the nonce against its replay cache and calls {@link verifyParsedSignature}.
+ * Checks the header formats and the timestamp window, in this order: presence (a header sent
+ * twice, which some stacks hand over as an array, counts as a failure of its own), agent id,
+ * timestamp format, timestamp window, nonce, signature format. The caller then looks the agent
+ * up, calls {@link verifyParsedSignature} and only then records the nonce in its replay store.
  */
 export function parseSignatureHeaders(headers: SignatureHeaders, now = Date.now()): Parsed<ParsedSignatureHeaders> {
-  const agentId = single(headers[AgentHeader.agentId]);
-  const timestamp = single(headers[AgentHeader.timestamp]);
-  const nonce = single(headers[AgentHeader.nonce]);
-  const signature = single(headers[AgentHeader.signature]);
-  if (!agentId || !timestamp || !nonce || !signature) return { ok: false, reason: 'missing_headers' };
-  if (!/^\d{1,16}$/.test(timestamp)) return { ok: false, reason: 'malformed_timestamp' };
+  const values = [AgentHeader.agentId, AgentHeader.timestamp, AgentHeader.nonce, AgentHeader.signature].map(
+    (name) => headers[name],
+  );
+  if (values.some((v) => v === undefined || v === '' || (Array.isArray(v) && v.length === 0))) {
+    return { ok: false, reason: 'missing_headers' };
+  }
+  if (values.some((v) => Array.isArray(v))) return { ok: false, reason: 'duplicate_headers' };
+  const [agentId, timestamp, nonce, signature] = values as [string, string, string, string];
+  if (!AGENT_ID_PATTERN.test(agentId)) return { ok: false, reason: 'malformed_agent_id' };
+  if (!TIMESTAMP_PATTERN.test(timestamp)) return { ok: false, reason: 'malformed_timestamp' };
   const timestampMs = Number(timestamp);
-  if (Math.abs(now - timestampMs) > SIGNATURE_TOLERANCE_MS) return { ok: false, reason: 'stale_timestamp' };
+  if (!isTimestampFresh(timestampMs, now)) return { ok: false, reason: 'stale_timestamp' };
   if (!NONCE_PATTERN.test(nonce)) return { ok: false, reason: 'malformed_nonce' };
-  return { ok: true, value: { agentId, timestamp, timestampMs, nonce, signature } };
+  if (!SIGNATURE_PATTERN.test(signature)) return { ok: false, reason: 'malformed_signature' };
+  return { ok: true, value: { agentId: agentId.toLowerCase(), timestamp, timestampMs, nonce, signature } };
 }
 
 export function verifyParsedSignature(

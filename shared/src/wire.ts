@@ -10,10 +10,16 @@ export const EnrollRequest = {
   required: ['enrollmentToken', 'publicKey', 'hostname', 'os', 'agentVersion'],
   properties: {
     enrollmentToken: { type: 'string', minLength: 1, maxLength: 200 },
-    publicKey: { type: 'string', minLength: 44, maxLength: 44, description: 'standard base64 of the raw 32-byte Ed25519 key' },
+    publicKey: {
+      type: 'string',
+      minLength: 44,
+      maxLength: 44,
+      description: 'standard base64 of the raw 32-byte Ed25519 key',
+    },
     hostname: { type: 'string', minLength: 1, maxLength: 255 },
     os: { type: 'string', minLength: 1, maxLength: 255 },
     agentVersion: { type: 'string', minLength: 1, maxLength: 64 },
+    name: { type: 'string', minLength: 1, maxLength: 255, description: 'the agent name; defaults to the hostname' },
   },
 } as const;
 export interface EnrollRequest {
@@ -22,6 +28,8 @@ export interface EnrollRequest {
   hostname: string;
   os: string;
   agentVersion: string;
+  /** Optional (a Drover extension of CONTRACT §5): the agent's display name; defaults to `hostname`. */
+  name?: string;
 }
 
 export const EnrollResponse = {
@@ -129,4 +137,64 @@ export const PutWorkflowsRequest = {
 } as const;
 export interface PutWorkflowsRequest {
   workflows: WorkflowDefinition[];
+}
+
+export const AGENT_STATUSES = ['pending', 'connected', 'disconnected', 'revoked'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+/** `GET /v1/agent/me`: the signed self-check. */
+export const AgentSelf = {
+  type: 'object',
+  required: ['agentId', 'orgId', 'name', 'status'],
+  properties: {
+    agentId: { type: 'string' },
+    orgId: { type: 'string' },
+    name: { type: 'string' },
+    status: { type: 'string', enum: AGENT_STATUSES },
+  },
+} as const;
+export interface AgentSelf {
+  agentId: string;
+  orgId: string;
+  name: string;
+  status: AgentStatus;
+}
+
+/** A workflow as the public API shows it (spec: Workflow); never secrets, secretsKeys or steps. */
+export const PublicWorkflow = {
+  type: 'object',
+  required: ['id', 'agentId', 'name', 'description', 'version', 'paramsSchema'],
+  properties: {
+    id: { type: 'string' },
+    agentId: { type: 'string' },
+    name: { type: 'string' },
+    description: { type: ['string', 'null'] },
+    version: { type: ['string', 'null'] },
+    paramsSchema: {
+      type: ['array', 'null'],
+      items: {
+        type: 'object',
+        required: ['name', 'type'],
+        properties: ParamDefinition.properties,
+      },
+    },
+  },
+} as const;
+export interface PublicWorkflow {
+  id: string;
+  agentId: string;
+  name: string;
+  description: string | null;
+  version: string | null;
+  paramsSchema: ParamDefinition[] | null;
+}
+
+/** `PUT /v1/agent/workflows` answer: the agent's active workflows, ascending by name. */
+export const PutWorkflowsResponse = {
+  type: 'object',
+  required: ['workflows'],
+  properties: { workflows: { type: 'array', items: PublicWorkflow } },
+} as const;
+export interface PutWorkflowsResponse {
+  workflows: PublicWorkflow[];
 }

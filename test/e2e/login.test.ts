@@ -28,7 +28,9 @@ describe('dashboard sign-in', () => {
   });
 
   it('accepts the email in any case', async () => {
-    const res = await t.api.post('/auth/login', { body: { email: OWNER_EMAIL.toUpperCase(), password: OWNER_PASSWORD } });
+    const res = await t.api.post('/auth/login', {
+      body: { email: OWNER_EMAIL.toUpperCase(), password: OWNER_PASSWORD },
+    });
     expect(res.status).toBe(200);
   });
 

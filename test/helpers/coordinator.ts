@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createCoordinator, createLogger, loadConfig, systemClock, type Clock, type Coordinator } from '@drover/coordinator';
+import {
+  createCoordinator,
+  createLogger,
+  loadConfig,
+  systemClock,
+  type Clock,
+  type Coordinator,
+} from '@drover/coordinator';
 import { ApiClient } from './http.js';
 
 export const OWNER_EMAIL = 'owner@example.test';

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
+import type { BootstrapResult } from '../domain/bootstrap.js';
 import { createLogger } from '../logger.js';
-import { installSignalHandlers, startServer } from '../server.js';
+import { installCrashHandlers, installSignalHandlers, startServer, type RunningServer } from '../server.js';
 import { configOrExit, withServerOptions } from './common.js';
 
 export function configureStartCommand(program: Command): void {
@@ -9,7 +10,8 @@ export function configureStartCommand(program: Command): void {
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
       const logger = createLogger(config.logLevel);
-      let server;
+      installCrashHandlers(logger);
+      let server: RunningServer;
       try {
         server = await startServer(config, logger);
       } catch (error) {
@@ -18,22 +20,34 @@ export function configureStartCommand(program: Command): void {
         process.exit(1);
       }
       installSignalHandlers(server, logger);
-      const base = `${config.publicUrl}/v1`;
-      const lines = [`Drover coordinator listening on ${server.url} (API: ${base})`];
-      const boot = server.coordinator.bootstrap;
-      if (boot.created) {
-        lines.push(
-          `Bootstrapped owner ${boot.email} of organization "${boot.orgName}" (${boot.orgId}).`,
-          '',
-          'Sign in:',
-          `  curl -s -X POST ${base}/auth/login -H 'content-type: application/json' \\`,
-          `    -d '{"email":"${boot.email}","password":"<password>"}'`,
-          'Issue an API token (with the session token from the login answer):',
-          `  curl -s -X POST ${base}/orgs/${boot.orgId}/api-tokens -H "authorization: Bearer $SESSION" \\`,
-          `    -H 'content-type: application/json' -d '{"name":"ci","scopes":[{"type":"agent","agentIds":[]}],` +
-            `"rateLimitPerMinute":60,"rateLimitPerHour":1000,"rateLimitPerDay":10000}'`,
+      if (!flags.publicUrl && !process.env.DROVER_PUBLIC_URL && /^(0\.0\.0\.0|::|\[::\])$/.test(config.host)) {
+        logger.warn(
+          { publicUrl: server.publicUrl },
+          'listening on all interfaces without DROVER_PUBLIC_URL: presigned URLs and links will name an unreachable host',
         );
       }
-      process.stdout.write(`${lines.join('\n')}\n`);
+      process.stdout.write(`${banner(server, server.coordinator.bootstrap).join('\n')}\n`);
     });
+}
+
+/** What a person starting the coordinator by hand needs: where it is, and how to sign in. */
+export function banner(server: RunningServer, boot: BootstrapResult): string[] {
+  const base = `${server.publicUrl}/v1`;
+  const lines = [`Drover coordinator listening on ${server.url} (API: ${base})`];
+  if (!boot.created) return lines;
+  return [
+    ...lines,
+    `Bootstrapped owner ${boot.email} of organization "${boot.orgName}" (${boot.orgId}).`,
+    '',
+    'Sign in (keeps the session token in $SESSION):',
+    `  SESSION=$(curl -s -X POST ${base}/auth/login -H 'content-type: application/json' \\`,
+    `    -d '{"email":"${boot.email}","password":"<password>"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')`,
+    'Issue an API token (its plaintext is shown once, in the answer):',
+    `  curl -s -X POST ${base}/orgs/${boot.orgId}/api-tokens -H "authorization: Bearer $SESSION" \\`,
+    `    -H 'content-type: application/json' -d '{"name":"ci","scopes":[{"type":"storage","bindingIds":null,"permissions":["read","write"]}],` +
+      `"rateLimitPerMinute":60,"rateLimitPerHour":1000,"rateLimitPerDay":10000}'`,
+    'Create an enrollment token for an agent:',
+    `  curl -s -X POST ${base}/orgs/${boot.orgId}/enrollment-tokens -H "authorization: Bearer $SESSION" \\`,
+    `    -H 'content-type: application/json' -d '{}'`,
+  ];
 }

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
 
 /**
  * The coordinator's configuration (CONTRACT §1): flags, then environment, then defaults,
@@ -21,6 +22,17 @@ export interface Config {
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+export const DEFAULTS = Object.freeze({
+  port: 8080,
+  host: '127.0.0.1',
+  dataDir: './data',
+  bootstrapOrg: 'default',
+  apiTokenReadRateLimitPerMinute: 60,
+  logLevel: 'info' as LogLevel,
+  sessionTtlSeconds: 12 * 3600,
+  bodyLimitBytes: 1024 * 1024,
+});
+
 /** Options as the CLI hands them over (strings, or undefined when the flag was not given). */
 export interface ConfigFlags {
   port?: string | undefined;
@@ -31,6 +43,7 @@ export interface ConfigFlags {
 }
 
 export class ConfigError extends Error {
+  readonly code = 'invalid_config';
   readonly problems: string[];
   constructor(problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -41,22 +54,34 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/** A raw setting and where it came from (`--port` or `DROVER_PORT`), for messages. */
+interface Raw {
+  value: string;
+  source: string;
+}
+
+const HOST = /^[A-Za-z0-9.:[\]-]+$/;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+const MAX_EMAIL_LENGTH = 320;
+const MAX_ORG_NAME_LENGTH = 200;
+
+/** `http://<host>:<port>`, with brackets around an IPv6 address. */
+export function defaultPublicUrl(host: string, port: number): string {
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
+}
+
 export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd()): Config {
   const problems: string[] = [];
-  const pick = (flag: string | undefined, flagName: string | null, envName: string) => {
+  const pick = (flag: string | undefined, flagName: string | null, envName: string): Raw | undefined => {
     if (flag !== undefined) return { value: flag, source: `--${flagName}` };
     const fromEnv = env[envName];
     if (fromEnv !== undefined && fromEnv !== '') return { value: fromEnv, source: envName };
     return undefined;
   };
-  const integer = (
-    raw: { value: string; source: string } | undefined,
-    fallback: number,
-    min: number,
-    max: number,
-  ): number => {
+  const integer = (raw: Raw | undefined, fallback: number, min: number, max: number): number => {
     if (!raw) return fallback;
-    const n = /^-?\d+$/.test(raw.value.trim()) ? Number(raw.value.trim()) : Number.NaN;
+    const text = raw.value.trim();
+    const n = /^-?\d+$/.test(text) ? Number(text) : Number.NaN;
     if (!Number.isSafeInteger(n) || n < min || n > max) {
       problems.push(`${raw.source}: expected an integer from ${min} to ${max}, got \`${raw.value}\``);
       return fallback;
@@ -64,66 +89,52 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     return n;
   };
 
-  const port = integer(pick(flags.port, 'port', 'DROVER_PORT'), 8080, 0, 65535);
+  const port = integer(pick(flags.port, 'port', 'DROVER_PORT'), DEFAULTS.port, 0, 65535);
 
   const hostRaw = pick(flags.host, 'host', 'DROVER_HOST');
-  const host = hostRaw?.value.trim() ?? '127.0.0.1';
-  if (hostRaw && !/^[A-Za-z0-9.:[\]-]+$/.test(host)) {
+  const host = hostRaw ? hostRaw.value.trim() : DEFAULTS.host;
+  if (hostRaw && !HOST.test(host)) {
     problems.push(`${hostRaw.source}: expected a host name or IP address, got \`${hostRaw.value}\``);
   }
 
   const dataDirRaw = pick(flags.dataDir, 'data-dir', 'DROVER_DATA_DIR');
-  const dataDir = path.resolve(cwd, dataDirRaw?.value ?? './data');
+  if (dataDirRaw && dataDirRaw.value.trim() === '') {
+    problems.push(`${dataDirRaw.source}: expected a directory path, got an empty string`);
+  }
+  const dataDir = path.resolve(cwd, dataDirRaw?.value.trim() || DEFAULTS.dataDir);
 
   const publicUrlRaw = pick(flags.publicUrl, 'public-url', 'DROVER_PUBLIC_URL');
-  let publicUrl = `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
-  if (publicUrlRaw) {
-    try {
-      const url = new URL(publicUrlRaw.value);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol');
-      if (url.search || url.hash) throw new Error('query');
-      publicUrl = url.toString().replace(/\/+$/, '');
-      if (publicUrl.endsWith('/v1')) {
-        problems.push(`${publicUrlRaw.source}: give the server's root URL without the /v1 prefix, got \`${publicUrlRaw.value}\``);
-      }
-    } catch {
-      problems.push(
-        `${publicUrlRaw.source}: expected an absolute http(s) URL without query or fragment, got \`${publicUrlRaw.value}\``,
-      );
-    }
-  }
+  const publicUrl = publicUrlRaw ? parsePublicUrl(publicUrlRaw, problems) : defaultPublicUrl(host, port);
 
-  const email = env.DROVER_BOOTSTRAP_EMAIL?.trim();
-  const password = env.DROVER_BOOTSTRAP_PASSWORD;
-  const org = env.DROVER_BOOTSTRAP_ORG?.trim() || 'default';
-  let bootstrap: Config['bootstrap'] = null;
-  if (email || password) {
-    if (!email || !/^[^\s@]+@[^\s@]+$/.test(email)) {
-      problems.push(`DROVER_BOOTSTRAP_EMAIL: expected an email address, got \`${email ?? ''}\``);
-    }
-    if (!password || password.length < 8) {
-      problems.push('DROVER_BOOTSTRAP_PASSWORD: expected at least 8 characters');
-    }
-    if (org.length > 200) problems.push('DROVER_BOOTSTRAP_ORG: expected at most 200 characters');
-    if (email && password) bootstrap = { email, password, org };
-  }
+  const bootstrap = parseBootstrap(env, problems);
 
-  const readLimit = integer(
+  const apiTokenReadRateLimitPerMinute = integer(
     pick(undefined, null, 'API_TOKEN_READ_RATE_LIMIT_PER_MINUTE'),
-    60,
+    DEFAULTS.apiTokenReadRateLimitPerMinute,
     1,
     1_000_000_000,
   );
 
   const logLevelRaw = pick(flags.logLevel, 'log-level', 'DROVER_LOG_LEVEL');
-  let logLevel: LogLevel = 'info';
+  let logLevel: LogLevel = DEFAULTS.logLevel;
   if (logLevelRaw) {
-    if ((LOG_LEVELS as readonly string[]).includes(logLevelRaw.value)) logLevel = logLevelRaw.value as LogLevel;
+    const wanted = logLevelRaw.value.trim().toLowerCase();
+    if ((LOG_LEVELS as readonly string[]).includes(wanted)) logLevel = wanted as LogLevel;
     else problems.push(`${logLevelRaw.source}: expected one of ${LOG_LEVELS.join(', ')}, got \`${logLevelRaw.value}\``);
   }
 
-  const sessionTtlSeconds = integer(pick(undefined, null, 'DROVER_SESSION_TTL_SECONDS'), 12 * 3600, 60, 30 * 86400);
-  const bodyLimitBytes = integer(pick(undefined, null, 'DROVER_BODY_LIMIT_BYTES'), 1024 * 1024, 1024, 64 * 1024 * 1024);
+  const sessionTtlSeconds = integer(
+    pick(undefined, null, 'DROVER_SESSION_TTL_SECONDS'),
+    DEFAULTS.sessionTtlSeconds,
+    60,
+    30 * 86400,
+  );
+  const bodyLimitBytes = integer(
+    pick(undefined, null, 'DROVER_BODY_LIMIT_BYTES'),
+    DEFAULTS.bodyLimitBytes,
+    1024,
+    64 * 1024 * 1024,
+  );
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
@@ -131,10 +142,72 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     host,
     dataDir,
     publicUrl,
-    bootstrap: bootstrap && Object.freeze(bootstrap),
-    apiTokenReadRateLimitPerMinute: readLimit,
+    bootstrap,
+    apiTokenReadRateLimitPerMinute,
     logLevel,
     sessionTtlSeconds,
     bodyLimitBytes,
   });
+}
+
+function parsePublicUrl(raw: Raw, problems: string[]): string {
+  const expected = `${raw.source}: expected an absolute http(s) URL without credentials, query or fragment`;
+  let url: URL;
+  try {
+    url = new URL(raw.value.trim());
+  } catch {
+    problems.push(`${expected}, got \`${raw.value}\``);
+    return '';
+  }
+  if (
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.username ||
+    url.password ||
+    url.search ||
+    url.hash
+  ) {
+    problems.push(`${expected}, got \`${raw.value}\``);
+    return '';
+  }
+  const publicUrl = url.toString().replace(/\/+$/, '');
+  if (/\/v1$/.test(publicUrl)) {
+    problems.push(`${raw.source}: expected the server's root URL without the /v1 suffix, got \`${raw.value}\``);
+  }
+  return publicUrl;
+}
+
+function parseBootstrap(env: Env, problems: string[]): Config['bootstrap'] {
+  const email = env.DROVER_BOOTSTRAP_EMAIL?.trim() ?? '';
+  const password = env.DROVER_BOOTSTRAP_PASSWORD ?? '';
+  const org = env.DROVER_BOOTSTRAP_ORG?.trim() || DEFAULTS.bootstrapOrg;
+  if (!email && !password) return null;
+  const before = problems.length;
+  if (!email) {
+    problems.push(
+      'DROVER_BOOTSTRAP_EMAIL: expected an email address when DROVER_BOOTSTRAP_PASSWORD is set, got nothing',
+    );
+  } else if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH) {
+    problems.push(`DROVER_BOOTSTRAP_EMAIL: expected an email address, got \`${email}\``);
+  }
+  if (!password) {
+    problems.push('DROVER_BOOTSTRAP_PASSWORD: expected a password when DROVER_BOOTSTRAP_EMAIL is set, got nothing');
+  } else if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    // The password itself is never echoed.
+    problems.push(
+      `DROVER_BOOTSTRAP_PASSWORD: expected ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, got ${password.length}`,
+    );
+  }
+  if (org.length > MAX_ORG_NAME_LENGTH) {
+    problems.push(`DROVER_BOOTSTRAP_ORG: expected at most ${MAX_ORG_NAME_LENGTH} characters, got ${org.length}`);
+  }
+  return problems.length > before ? null : Object.freeze({ email, password, org });
+}
+
+/**
+ * The configuration once the server listens: with `port` 0 and no configured public URL, the
+ * port actually bound replaces 0 in both `port` and `publicUrl`. Otherwise `config` unchanged.
+ */
+export function withListeningPort(config: Config, boundPort: number): Config {
+  if (config.port !== 0 || config.publicUrl !== defaultPublicUrl(config.host, 0)) return config;
+  return Object.freeze({ ...config, port: boundPort, publicUrl: defaultPublicUrl(config.host, boundPort) });
 }

@@ -23,13 +23,23 @@ export async function bootstrapIfEmpty(
   if (!bootstrap || (await repos.users.count()) > 0) return { created: false };
   const at = new Date(clock.now()).toISOString();
   const userId = newId();
-  await repos.users.insert({ id: userId, email: bootstrap.email, passwordHash: await hashPassword(bootstrap.password), createdAt: at });
+  await repos.users.insert({
+    id: userId,
+    email: bootstrap.email,
+    passwordHash: await hashPassword(bootstrap.password),
+    createdAt: at,
+  });
   const orgId = await createOrganization(repos, bootstrap.org, userId, at);
   return { created: true, email: bootstrap.email, orgId, orgName: bootstrap.org };
 }
 
 /** A new organization with its owner and its default local storage binding. */
-export async function createOrganization(repos: Repositories, name: string, ownerId: string, at: string): Promise<string> {
+export async function createOrganization(
+  repos: Repositories,
+  name: string,
+  ownerId: string,
+  at: string,
+): Promise<string> {
   const orgId = newId();
   await repos.orgs.create({ id: orgId, name, createdAt: at }, ownerId);
   await repos.storageBindings.insert({

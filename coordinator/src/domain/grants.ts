@@ -20,6 +20,9 @@ export interface StorageGrant {
 export type Grant = AgentGrant | TriggerGrant | StorageGrant;
 export type GrantType = Grant['type'];
 
-export function findGrant<T extends GrantType>(scopes: readonly Grant[], type: T): Extract<Grant, { type: T }> | undefined {
+export function findGrant<T extends GrantType>(
+  scopes: readonly Grant[],
+  type: T,
+): Extract<Grant, { type: T }> | undefined {
   return scopes.find((g): g is Extract<Grant, { type: T }> => g.type === type);
 }

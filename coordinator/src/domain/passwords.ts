@@ -11,8 +11,12 @@ export const MAX_PASSWORD_LENGTH = 1024;
 
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFKC'), salt, KEY_BYTES, { ...options, maxmem: 128 * options.N! * options.r! * 2 }, (err, key) =>
-      err ? reject(err) : resolve(key),
+    scrypt(
+      password.normalize('NFKC'),
+      salt,
+      KEY_BYTES,
+      { ...options, maxmem: 128 * options.N! * options.r! * 2 },
+      (err, key) => (err ? reject(err) : resolve(key)),
     );
   });
 }

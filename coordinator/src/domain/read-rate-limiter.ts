@@ -48,3 +48,28 @@ export class ReadRateLimiter {
     };
   }
 }
+
+export type ReadRefusal = Extract<ReadDecision, { allowed: false }>;
+
+/** The spec's 429 body for the token discovery read limit (spec: Errors, body shapes for 429). */
+export interface ReadLimitBody {
+  statusCode: 429;
+  error: 'Too Many Requests';
+  message: string;
+  scope: 'token_read';
+  window: 'minute';
+  limit: number;
+  observed: number;
+}
+
+export function readLimitBody(refusal: ReadRefusal): ReadLimitBody {
+  return {
+    statusCode: 429,
+    error: 'Too Many Requests',
+    message: `Token read limit exceeded: ${refusal.observed} requests this ${refusal.window}, limit ${refusal.limit}`,
+    scope: 'token_read',
+    window: refusal.window,
+    limit: refusal.limit,
+    observed: refusal.observed,
+  };
+}

@@ -1,8 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
+import { AppError } from '../errors.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerValidation } from './validation.js';
 import { ErrorBodySchema } from './schemas/common.js';
@@ -19,6 +26,7 @@ import { auditRoutes } from './routes/manage/audit.js';
 import { discoveryRoutes } from './routes/public/discovery.js';
 import { agentEnrollRoutes } from './routes/agent/enroll.js';
 import { agentWorkflowRoutes } from './routes/agent/workflows.js';
+import { agentSelfRoutes } from './routes/agent/me.js';
 import './context.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -32,12 +40,13 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     loggerInstance: logger,
     logController: new RequestLogController(),
     bodyLimit: ctx.config.bodyLimitBytes,
-    requestIdHeader: 'x-request-id',
+    requestIdHeader: false, // genReqId reads X-Request-Id itself and refuses unsafe values
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    return503OnClosing: true,
+    // Fastify's own 503 body lacks `code`; the preClose/onRequest hooks below answer in the error shape.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
   };
@@ -53,6 +62,18 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
 
   app.addHook('onSend', async (request, reply) => {
     void reply.header('x-request-id', request.id);
+  });
+
+  // While closing, requests still arriving on open connections get 503 `unavailable`.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    void reply.header('connection', 'close');
+    throw new AppError('unavailable', 'The server is shutting down; retry shortly');
   });
 
   await app.register(swagger, {
@@ -90,6 +111,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       await v1.register(discoveryRoutes);
       await v1.register(agentEnrollRoutes);
       await v1.register(agentWorkflowRoutes);
+      await v1.register(agentSelfRoutes);
     },
     { prefix: '/v1' },
   );
@@ -126,6 +148,6 @@ function registerJsonBodyParser(app: FastifyInstance): void {
       done(null, undefined);
       return;
     }
-    parse(request, raw.toString('utf8'), done);
+    void parse(request, raw.toString('utf8'), done);
   });
 }

@@ -77,7 +77,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error as FastifyError);
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.debug({ code: appError.code, msg: appError.message }, 'request refused');
+    else request.log.debug({ code: appError.code, reason: appError.message }, 'request refused');
     void reply.status(appError.statusCode).send(appError.toBody());
   });
   app.setNotFoundHandler((request, reply) => {

@@ -70,9 +70,7 @@ export function createApiTokenRepository(db: Db): ApiTokenRepository {
   const byOrg = db.prepare<[string], ApiTokenRow>(
     'SELECT * FROM api_tokens WHERE org_id = ? ORDER BY created_at DESC, rowid DESC',
   );
-  const revoke = db.prepare(
-    'UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?',
-  );
+  const revoke = db.prepare('UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?');
   return {
     async insert(token, tokenHash) {
       insert.run({

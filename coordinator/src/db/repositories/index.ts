@@ -2,6 +2,7 @@ import type { Db } from '../database.js';
 import { createAgentRepository, type AgentRepository } from './agents.js';
 import { createApiTokenRepository, type ApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository, type AuditRepository } from './audit.js';
+import { createChangeCounterRepository, type ChangeCounterRepository } from './change-counter.js';
 import { createEnrollmentTokenRepository, type EnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createOrgRepository, type OrgRepository } from './orgs.js';
 import { createServerSecretRepository, type ServerSecretRepository } from './server-secrets.js';
@@ -19,6 +20,7 @@ export interface Repositories {
   agents: AgentRepository;
   apiTokens: ApiTokenRepository;
   audit: AuditRepository;
+  changeCounter: ChangeCounterRepository;
   enrollmentTokens: EnrollmentTokenRepository;
   orgs: OrgRepository;
   serverSecrets: ServerSecretRepository;
@@ -33,6 +35,7 @@ export function createSqliteRepositories(db: Db): Repositories {
     agents: createAgentRepository(db),
     apiTokens: createApiTokenRepository(db),
     audit: createAuditRepository(db),
+    changeCounter: createChangeCounterRepository(db),
     enrollmentTokens: createEnrollmentTokenRepository(db),
     orgs: createOrgRepository(db),
     serverSecrets: createServerSecretRepository(db),

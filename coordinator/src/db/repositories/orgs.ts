@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import type { UserWithPassword } from './users.js';
 
 export type Role = 'owner' | 'member';
 export const ROLES: readonly Role[] = ['owner', 'member'];
@@ -28,7 +29,13 @@ export interface OrgRepository {
   roleOf(orgId: string, userId: string): Promise<Role | null>;
   listMembers(orgId: string): Promise<Member[]>;
   findMember(orgId: string, userId: string): Promise<Member | null>;
-  addMember(orgId: string, userId: string, role: Role, at: string): Promise<void>;
+  /** Adds an existing user; false when the user is already a member. */
+  addMember(orgId: string, userId: string, role: Role, at: string): Promise<boolean>;
+  /**
+   * Creates a user and makes them a member, in one transaction; `email_taken` (nothing written)
+   * when a user with that email exists.
+   */
+  createUserAndAddMember(user: UserWithPassword, orgId: string, role: Role): Promise<'ok' | 'email_taken'>;
   /** Changes a role; refuses (returns false) to demote the last owner. */
   setRole(orgId: string, userId: string, role: Role): Promise<'ok' | 'last_owner' | 'not_found'>;
   /** Removes a member; refuses to remove the last owner. */
@@ -42,12 +49,25 @@ interface MemberRow {
   role: Role;
   created_at: string;
 }
-const toMember = (r: MemberRow): Member => ({ userId: r.user_id, email: r.email, role: r.role, joinedAt: r.created_at });
+const toMember = (r: MemberRow): Member => ({
+  userId: r.user_id,
+  email: r.email,
+  role: r.role,
+  joinedAt: r.created_at,
+});
 
 export function createOrgRepository(db: Db): OrgRepository {
   const insertOrg = db.prepare('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)');
   const insertMember = db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)');
-  const byId = db.prepare<[string], { id: string; name: string; created_at: string }>('SELECT * FROM orgs WHERE id = ?');
+  const insertMemberIfAbsent = db.prepare(
+    'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  );
+  const insertUser = db.prepare(
+    'INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  );
+  const byId = db.prepare<[string], { id: string; name: string; created_at: string }>(
+    'SELECT * FROM orgs WHERE id = ?',
+  );
   const forUser = db.prepare<[string], { id: string; name: string; created_at: string; role: Role }>(
     `SELECT o.id, o.name, o.created_at, m.role FROM orgs o JOIN memberships m ON m.org_id = o.id
      WHERE m.user_id = ? ORDER BY o.created_at, o.id`,
@@ -73,6 +93,11 @@ export function createOrgRepository(db: Db): OrgRepository {
   const create = db.transaction((org: Org, ownerId: string) => {
     insertOrg.run(org.id, org.name, org.createdAt);
     insertMember.run(org.id, ownerId, 'owner', org.createdAt);
+  });
+  const createUserAndAdd = db.transaction((user: UserWithPassword, orgId: string, r: Role): 'ok' | 'email_taken' => {
+    if (insertUser.run(user.id, user.email, user.passwordHash, user.createdAt).changes === 0) return 'email_taken';
+    insertMember.run(orgId, user.id, r, user.createdAt);
+    return 'ok';
   });
   const change = db.transaction(
     (orgId: string, userId: string, next: Role | null): 'ok' | 'last_owner' | 'not_found' => {
@@ -107,7 +132,10 @@ export function createOrgRepository(db: Db): OrgRepository {
       return row ? toMember(row) : null;
     },
     async addMember(orgId, userId, r, at) {
-      insertMember.run(orgId, userId, r, at);
+      return insertMemberIfAbsent.run(orgId, userId, r, at).changes === 1;
+    },
+    async createUserAndAddMember(user, orgId, r) {
+      return createUserAndAdd(user, orgId, r);
     },
     async setRole(orgId, userId, r) {
       return change(orgId, userId, r);

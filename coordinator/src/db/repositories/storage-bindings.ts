@@ -16,6 +16,8 @@ export interface StorageBinding {
 
 export interface StorageBindingRepository {
   insert(binding: StorageBinding): Promise<void>;
+  /** Inserts unless the organization has a (not deleted) binding of that name; false then. */
+  insertIfNameFree(binding: StorageBinding): Promise<boolean>;
   findInOrg(orgId: string, id: string): Promise<StorageBinding | null>;
   /** Oldest first. */
   listByOrg(orgId: string): Promise<StorageBinding[]>;
@@ -47,6 +49,14 @@ export function createStorageBindingRepository(db: Db): StorageBindingRepository
     `INSERT INTO storage_bindings (id, org_id, name, backend, config, is_default, created_at)
      VALUES (@id, @orgId, @name, @backend, @config, @isDefault, @createdAt)`,
   );
+  const nameTaken = db.prepare<[string, string], { id: string }>(
+    'SELECT id FROM storage_bindings WHERE org_id = ? AND name = ? AND deleted_at IS NULL',
+  );
+  const insertIfNameFree = db.transaction((row: Record<string, unknown> & { orgId: string; name: string }) => {
+    if (nameTaken.get(row.orgId, row.name)) return false;
+    insert.run(row);
+    return true;
+  });
   const inOrg = db.prepare<[string, string], BindingRow>(
     'SELECT * FROM storage_bindings WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
   );
@@ -59,6 +69,9 @@ export function createStorageBindingRepository(db: Db): StorageBindingRepository
   return {
     async insert(b) {
       insert.run({ ...b, config: JSON.stringify(b.config), isDefault: b.isDefault ? 1 : 0 });
+    },
+    async insertIfNameFree(b) {
+      return insertIfNameFree({ ...b, config: JSON.stringify(b.config), isDefault: b.isDefault ? 1 : 0 });
     },
     async findInOrg(orgId, id) {
       const row = inOrg.get(orgId, id);

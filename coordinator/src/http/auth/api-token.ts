@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { API_TOKEN_PREFIX } from '@drover/shared';
 import type { ApiToken } from '../../db/repositories/api-tokens.js';
+import { findApiTokenByHash } from '../../domain/api-token-cache.js';
 import { unauthorized } from '../../errors.js';
 import { hashBearerSecret } from '../../util/secrets.js';
 import { bearerToken } from './bearer.js';
@@ -11,7 +12,7 @@ export async function requireApiToken(request: FastifyRequest): Promise<ApiToken
   if (!plaintext) throw unauthorized('Send an API token as Authorization: Bearer <token>');
   if (!plaintext.startsWith(API_TOKEN_PREFIX) || plaintext.length > 200) throw unauthorized('The API token is invalid');
   const { repos, clock } = request.server.ctx;
-  const token = await repos.apiTokens.findByHash(hashBearerSecret(plaintext));
+  const token = await findApiTokenByHash(repos, hashBearerSecret(plaintext));
   if (!token) throw unauthorized('The API token is invalid');
   if (token.revokedAt !== null) throw unauthorized('The API token has been revoked');
   if (token.expiresAt !== null && Date.parse(token.expiresAt) <= clock.now()) {

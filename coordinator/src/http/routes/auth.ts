@@ -42,7 +42,11 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       const ok = await verifyPassword(request.body.password, user?.passwordHash ?? (await decoyPasswordHash()));
       if (!user || !ok) throw unauthorized('Wrong email or password');
       const session = await sessions.issue(user.id);
-      return { token: session.token, expiresAt: session.expiresAt, user: { id: user.id, email: user.email, createdAt: user.createdAt } };
+      return {
+        token: session.token,
+        expiresAt: session.expiresAt,
+        user: { id: user.id, email: user.email, createdAt: user.createdAt },
+      };
     },
   );
 }

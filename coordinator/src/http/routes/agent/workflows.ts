@@ -1,4 +1,55 @@
 import type { FastifyInstance } from 'fastify';
+import { PutWorkflowsRequest, PutWorkflowsResponse, type PublicWorkflow } from '@drover/shared';
+import type { Workflow } from '../../../db/repositories/workflows.js';
+import { workflowDefinitionProblems } from '../../../domain/workflow-definitions.js';
+import { validationFailed } from '../../../errors.js';
+import { isoNow } from '../../../util/clock.js';
+import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { errorResponses } from '../../schemas/common.js';
+import { noQuery } from './schemas.js';
 
-// TODO(issue 2): not yet written.
-export async function agentWorkflowRoutes(_app: FastifyInstance): Promise<void> {}
+/** The public workflow shape: never secretsKeys, steps or limits. */
+export const toPublicWorkflow = (w: Workflow): PublicWorkflow => ({
+  id: w.id,
+  agentId: w.agentId,
+  name: w.name,
+  description: w.description,
+  version: w.version,
+  paramsSchema: w.paramsSchema,
+});
+
+/**
+ * `PUT /v1/agent/workflows` (signed): the agent reports its complete set of workflow definitions
+ * (secret values never included, only the names in `secretsKeys`). The set replaces the previous
+ * one; a workflow missing from it is removed. Answers the active set, ascending by name.
+ */
+export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
+  app.put<{ Body: PutWorkflowsRequest }>(
+    '/agent/workflows',
+    {
+      preValidation: agentSignatureHook,
+      schema: {
+        summary: "Replace the agent's set of workflow definitions",
+        tags: ['agent'],
+        security: [{ agentSignature: [] }],
+        body: PutWorkflowsRequest,
+        querystring: noQuery,
+        response: { 200: PutWorkflowsResponse, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      const problems = workflowDefinitionProblems(request.body.workflows);
+      if (problems.length > 0) throw validationFailed(problems);
+      const { repos, clock } = app.ctx;
+      const active = await repos.workflows.replaceForAgent(
+        agent.orgId,
+        agent.id,
+        request.body.workflows,
+        isoNow(clock),
+      );
+      request.log.info({ agentId: agent.id, workflows: active.length }, 'agent workflows replaced');
+      return { workflows: active.map(toPublicWorkflow) };
+    },
+  );
+}

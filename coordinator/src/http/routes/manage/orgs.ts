@@ -1,25 +1,22 @@
 import type { FastifyInstance } from 'fastify';
-import { requireSession } from '../../auth/session.js';
-import { errorResponses, timestamp, uuid } from '../../schemas/common.js';
+import { createOrganization } from '../../../domain/bootstrap.js';
+import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
+import { isoNow } from '../../../util/clock.js';
+import { requireOrgRole, requireSession } from '../../auth/session.js';
+import { errorResponses, orgParams } from '../../schemas/common.js';
+import { noQuery, OrgSchema } from '../../schemas/management.js';
+import { memberRoutes } from './members.js';
 
-// Interim: only GET /orgs, so that sign-in can be tested; the rest of the file is issue 2 work in progress.
+/** Organizations of the signed-in user (CONTRACT §3); members are in members.ts. */
 export async function orgRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/orgs',
     {
       schema: {
+        summary: "List the caller's organizations with the caller's role in each",
         tags: ['dashboard'],
-        response: {
-          200: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['id', 'name', 'role'],
-              properties: { id: uuid, name: { type: 'string' }, role: { type: 'string' }, createdAt: timestamp },
-            },
-          },
-          ...errorResponses(401),
-        },
+        querystring: noQuery,
+        response: { 200: { type: 'array', items: OrgSchema }, ...errorResponses(401, 422) },
       },
     },
     async (request) => {
@@ -27,4 +24,59 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
       return app.ctx.repos.orgs.listForUser(userId);
     },
   );
+
+  app.post<{ Body: { name: string } }>(
+    '/orgs',
+    {
+      schema: {
+        summary: 'Create an organization; the caller becomes its owner',
+        tags: ['dashboard'],
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['name'],
+          properties: { name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH } },
+        },
+        response: { 201: OrgSchema, ...errorResponses(401, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { userId } = await requireSession(request);
+      const name = cleanName('body.name', request.body.name);
+      const createdAt = isoNow(app.ctx.clock);
+      const orgId = await createOrganization(app.ctx.repos, name, userId, createdAt);
+      await app.ctx.audit.record({
+        orgId,
+        actorType: 'user',
+        actorId: userId,
+        action: 'org.create',
+        targetType: 'org',
+        targetId: orgId,
+        metadata: { name },
+      });
+      return reply.code(201).send({ id: orgId, name, role: 'owner', createdAt });
+    },
+  );
+
+  app.get<{ Params: { orgId: string } }>(
+    '/orgs/:orgId',
+    {
+      schema: {
+        summary: "An organization with the caller's role in it",
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: noQuery,
+        response: { 200: OrgSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { orgId, role } = await requireOrgRole(request, request.params.orgId);
+      const org = await app.ctx.repos.orgs.findById(orgId);
+      if (!org) throw new Error('membership of a missing organization'); // foreign keys forbid it
+      return { ...org, role };
+    },
+  );
+
+  await app.register(memberRoutes);
 }

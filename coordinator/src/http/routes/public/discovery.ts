@@ -1,4 +1,189 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ParamDefinition } from '@drover/shared';
+import type { ApiToken } from '../../../db/repositories/api-tokens.js';
+import { DiscoveryCache } from '../../../domain/discovery-cache.js';
+import { readLimitBody } from '../../../domain/read-rate-limiter.js';
+import { requireApiToken } from '../../auth/api-token.js';
+import { errorResponses, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
+import { noQuery } from '../../schemas/management.js';
 
-// TODO(issue 2): not yet written.
-export async function discoveryRoutes(_app: FastifyInstance): Promise<void> {}
+/**
+ * Token discovery (spec: Token discovery): any valid API token may read its own metadata and
+ * list the agents and workflows its grants reach. Every call counts against the token read
+ * limit; `/agents`, `/devices` and `/workflows` are audited as `api_token.discover`.
+ *
+ * The fields below are the whole public representation: the response schemas drop everything
+ * else (publicKey, secretsKeys, steps, the token hash).
+ */
+
+const intOrNull = { type: ['integer', 'null'] } as const;
+
+export const PublicTokenSchema = {
+  type: 'object',
+  required: ['name', 'scopes', 'rateLimit', 'expiresAt'],
+  properties: {
+    name: { type: 'string' },
+    scopes: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['type'],
+        properties: {
+          type: { type: 'string' },
+          agentIds: { type: 'array', items: { type: 'string' } },
+          triggerIds: { type: 'array', items: { type: 'string' } },
+          bindingIds: { type: ['array', 'null'], items: { type: 'string' } },
+          permissions: { type: 'array', items: { type: 'string' } },
+        },
+      },
+    },
+    rateLimit: {
+      type: 'object',
+      required: ['perMinute', 'perHour', 'perDay'],
+      properties: { perMinute: intOrNull, perHour: intOrNull, perDay: intOrNull },
+    },
+    expiresAt: nullableTimestamp,
+  },
+} as const;
+
+export const PublicAgentSchema = {
+  type: 'object',
+  required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
+  properties: {
+    id: uuid,
+    name: { type: 'string' },
+    hostname: { type: 'string' },
+    os: { type: 'string' },
+    agentVersion: { type: 'string' },
+    status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
+    lastSeenAt: nullableTimestamp,
+    enrolledAt: timestamp,
+  },
+} as const;
+
+export const PublicWorkflowSchema = {
+  type: 'object',
+  required: ['id', 'agentId', 'name', 'description', 'version', 'paramsSchema'],
+  properties: {
+    id: uuid,
+    agentId: uuid,
+    name: { type: 'string' },
+    description: { type: ['string', 'null'] },
+    version: { type: ['string', 'null'] },
+    paramsSchema: { type: ['array', 'null'], items: ParamDefinition },
+  },
+} as const;
+
+export const ReadLimitBodySchema = {
+  type: 'object',
+  required: ['statusCode', 'error', 'message', 'scope', 'window', 'limit', 'observed'],
+  properties: {
+    statusCode: { type: 'integer' },
+    error: { type: 'string' },
+    message: { type: 'string' },
+    scope: { type: 'string' },
+    window: { type: 'string' },
+    limit: { type: 'integer' },
+    observed: { type: 'integer' },
+  },
+} as const;
+
+const routeSchema = (summary: string, ok: object) => ({
+  summary,
+  tags: ['public'],
+  security: [{ apiToken: [] }],
+  querystring: noQuery,
+  response: { 200: ok, 429: ReadLimitBodySchema, ...errorResponses(401, 422) },
+});
+
+type DiscoverResource = 'agents' | 'devices' | 'workflows';
+
+export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
+  const { repos, readLimiter, audit } = app.ctx;
+  const discovery = new DiscoveryCache(repos);
+
+  /**
+   * The request's API token once it passed the read limit; null when the limit refused it and
+   * the spec's 429 has been sent. The first refusal per token and window is audited.
+   */
+  async function admit(request: FastifyRequest, reply: FastifyReply): Promise<ApiToken | null> {
+    const token = await requireApiToken(request);
+    const decision = readLimiter.hit(token.id);
+    if (decision.allowed) return token;
+    const body = readLimitBody(decision);
+    if (decision.firstBlock) {
+      await audit.record({
+        orgId: token.orgId,
+        actorType: 'api_token',
+        actorId: token.id,
+        action: 'rate_limit.block',
+        targetType: 'api_token',
+        targetId: token.id,
+        metadata: {
+          scope: body.scope,
+          window: body.window,
+          limit: body.limit,
+          observed: body.observed,
+          path: request.routeOptions.url,
+        },
+      });
+    }
+    void reply.code(429).header('retry-after', String(decision.retryAfter)).send(body);
+    return null;
+  }
+
+  const discovered = (token: ApiToken, resource: DiscoverResource, count: number) =>
+    audit.record({
+      orgId: token.orgId,
+      actorType: 'api_token',
+      actorId: token.id,
+      action: 'api_token.discover',
+      metadata: { resource, count },
+    });
+
+  app.get(
+    '/token',
+    { schema: routeSchema("The calling token's own metadata", PublicTokenSchema) },
+    async (request, reply) => {
+      const token = await admit(request, reply);
+      if (token === null) return reply;
+      return { name: token.name, scopes: token.scopes, rateLimit: token.rateLimit, expiresAt: token.expiresAt };
+    },
+  );
+
+  const listAgents = (resource: 'agents' | 'devices') => async (request: FastifyRequest, reply: FastifyReply) => {
+    const token = await admit(request, reply);
+    if (token === null) return reply;
+    const agents = await discovery.agents(token);
+    await discovered(token, resource, agents.length);
+    return agents;
+  };
+  const agentList = { type: 'array', items: PublicAgentSchema } as const;
+  app.get(
+    '/agents',
+    { schema: routeSchema('Agents reachable by the token, most recently registered first', agentList) },
+    listAgents('agents'),
+  );
+  app.get(
+    '/devices',
+    { schema: routeSchema('Alias of GET /agents; identical response', agentList) },
+    listAgents('devices'),
+  );
+
+  app.get(
+    '/workflows',
+    {
+      schema: routeSchema('Workflows the token can run, ascending by name', {
+        type: 'array',
+        items: PublicWorkflowSchema,
+      }),
+    },
+    async (request, reply) => {
+      const token = await admit(request, reply);
+      if (token === null) return reply;
+      const workflows = await discovery.workflows(token);
+      await discovered(token, 'workflows', workflows.length);
+      return workflows;
+    },
+  );
+}

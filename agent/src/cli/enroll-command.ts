@@ -1,0 +1,49 @@
+import type { Command } from 'commander';
+import { keyFingerprint } from '@drover/shared';
+import { enrollAgent } from '../enroll.js';
+import { defaultStateDir } from '../state/paths.js';
+import type { CliIo } from './io.js';
+
+interface EnrollFlags {
+  url: string;
+  token: string;
+  name?: string;
+  stateDir?: string;
+  force?: boolean;
+}
+
+export function configureEnrollCommand(program: Command, io: CliIo): void {
+  program
+    .command('enroll')
+    .description('register this machine with a coordinator using a single-use enrollment token')
+    .requiredOption('--url <base_url>', 'the coordinator URL, e.g. https://drover.example.com (with or without /v1)')
+    .requiredOption('--token <token>', 'the enrollment token (drve_...) created in the dashboard')
+    .option('--name <name>', 'the agent name shown in the dashboard (default: the hostname)')
+    .option(
+      '--state-dir <dir>',
+      'where the key and enrollment live (env DROVER_AGENT_STATE_DIR; default ~/.drover-agent, /var/lib/drover-agent as root)',
+    )
+    .option('--force', 'enroll again over an existing enrollment, as a new agent with a new key')
+    .action(async (flags: EnrollFlags) => {
+      const stateDir = flags.stateDir ?? defaultStateDir();
+      const result = await enrollAgent({
+        url: flags.url,
+        token: flags.token,
+        stateDir,
+        name: flags.name,
+        force: flags.force,
+      });
+      const { enrollment, self, replaced } = result;
+      const lines = [
+        `Enrolled as agent ${enrollment.agentId} ("${self.name}") in organization ${enrollment.orgId}.`,
+        `Coordinator:  ${enrollment.url}`,
+        `Server key:   ${keyFingerprint(enrollment.serverPublicKey)} (pinned)`,
+        `State dir:    ${stateDir}`,
+        `Status:       ${self.status} (signed self-check passed)`,
+      ];
+      if (replaced && replaced.agentId !== enrollment.agentId) {
+        lines.push(`The previous enrollment (agent ${replaced.agentId}) was replaced; revoke it in the dashboard.`);
+      }
+      io.out(`${lines.join('\n')}\n`);
+    });
+}

@@ -1,0 +1,42 @@
+import { Command, CommanderError } from 'commander';
+import { isAgentError } from '../errors.js';
+import { AGENT_VERSION } from '../version.js';
+import { configureEnrollCommand } from './enroll-command.js';
+import { configureStatusCommand } from './status-command.js';
+import { CliExit, processIo, type CliIo } from './io.js';
+
+export { CliExit, processIo, type CliIo };
+
+export function buildProgram(io: CliIo): Command {
+  const program = new Command('drover-agent')
+    .description('Drover agent: enrolls this machine with a coordinator and runs its local workflows')
+    .version(AGENT_VERSION)
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({ writeOut: io.out, writeErr: io.err });
+  configureEnrollCommand(program, io);
+  configureStatusCommand(program, io);
+  for (const command of program.commands)
+    command.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });
+  return program;
+}
+
+/**
+ * Runs the CLI and returns its exit code: 0 on success, 1 when the operation failed (with a
+ * one-line `drover-agent: error: ...` on stderr), commander's code for usage errors.
+ */
+export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  try {
+    await buildProgram(io).parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CliExit) return error.exitCode;
+    if (error instanceof CommanderError) return error.exitCode; // commander printed the message
+    if (isAgentError(error)) {
+      io.err(`drover-agent: error: ${error.message}\n`);
+      return 1;
+    }
+    io.err(`drover-agent: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    return 1;
+  }
+}

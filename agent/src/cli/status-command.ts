@@ -1,0 +1,18 @@
+import type { Command } from 'commander';
+import { defaultStateDir } from '../state/paths.js';
+import { formatAgentStatus, readAgentStatus } from '../status.js';
+import { CliExit, type CliIo } from './io.js';
+
+export function configureStatusCommand(program: Command, io: CliIo): void {
+  program
+    .command('status')
+    .description("show this machine's enrollment (exits 1 when it is not enrolled or its state is damaged)")
+    .option('--state-dir <dir>', 'the agent state directory (env DROVER_AGENT_STATE_DIR)')
+    .option('--json', 'print the status as JSON')
+    .action((flags: { stateDir?: string; json?: boolean }) => {
+      const status = readAgentStatus(flags.stateDir ?? defaultStateDir());
+      if (flags.json) io.out(`${JSON.stringify(status, null, 2)}\n`);
+      else io.out(`${formatAgentStatus(status).join('\n')}\n`);
+      if (!status.enrollment || status.problem) throw new CliExit(1);
+    });
+}

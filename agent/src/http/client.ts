@@ -1,0 +1,123 @@
+import type { KeyObject } from 'node:crypto';
+import { request, type Dispatcher } from 'undici';
+import { signRequest } from '@drover/shared';
+import { AgentError } from '../errors.js';
+
+/** Seconds to wait for the answer's headers, then for its body. */
+const TIMEOUT_MS = 30_000;
+
+export interface HttpAnswer {
+  status: number;
+  body: unknown;
+}
+
+/** An error answer of the coordinator (CONTRACT §2): `{statusCode, code, message, details?}`. */
+export interface CoordinatorErrorBody {
+  code?: string;
+  message?: string;
+}
+
+export interface CallOptions {
+  /** Extra headers (signature headers for signed calls). */
+  headers?: Record<string, string>;
+  /** The raw JSON text to send. */
+  body?: string;
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * One HTTP call to the coordinator with undici; a network failure becomes an `unreachable`
+ * AgentError, an answer of any status is returned as is (the body parsed as JSON when it is).
+ */
+export async function callCoordinator(
+  origin: string,
+  method: string,
+  path: string,
+  options: CallOptions = {},
+): Promise<HttpAnswer> {
+  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+  if (options.body !== undefined) headers['content-type'] = 'application/json';
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await request(`${origin}${path}`, {
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      body: options.body,
+      headersTimeout: TIMEOUT_MS,
+      bodyTimeout: TIMEOUT_MS,
+      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+    });
+  } catch (cause) {
+    throw new AgentError('unreachable', `Cannot reach the coordinator at ${origin}: ${networkReason(cause)}`, {
+      cause,
+    });
+  }
+  const text = await res.body.text();
+  let body: unknown = text;
+  if (String(res.headers['content-type'] ?? '').includes('json') && text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      // keep the text: the caller reports an unexpected answer
+    }
+  }
+  return { status: res.statusCode, body };
+}
+
+function networkReason(cause: unknown): string {
+  const error = cause as { code?: string; message?: string; cause?: { code?: string } };
+  const code = error?.code ?? error?.cause?.code;
+  const known: Record<string, string> = {
+    ECONNREFUSED: 'connection refused (is the coordinator running, and is the port right?)',
+    ENOTFOUND: 'host not found',
+    EAI_AGAIN: 'host name lookup failed (temporary)',
+    ECONNRESET: 'connection reset',
+    ETIMEDOUT: 'timed out',
+    UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+    UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
+    UND_ERR_BODY_TIMEOUT: 'the answer did not arrive in time',
+    UND_ERR_SOCKET: 'the connection failed',
+  };
+  return (code && known[code]) ?? error?.message ?? String(cause);
+}
+
+/** The coordinator's message from an error answer, or a description of the answer. */
+export function answerMessage(answer: HttpAnswer): string {
+  const body = answer.body as CoordinatorErrorBody | string;
+  if (typeof body === 'object' && body !== null && typeof body.message === 'string') return body.message;
+  return `HTTP ${answer.status}`;
+}
+
+export interface SignedCaller {
+  origin: string;
+  agentId: string;
+  privateKey: KeyObject;
+  dispatcher?: Dispatcher;
+}
+
+/**
+ * A signed call (CONTRACT §5). The signed path is taken from the URL as undici will send it
+ * (after URL normalization), so that it is byte for byte what the coordinator sees.
+ */
+export async function signedCall(
+  caller: SignedCaller,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<HttpAnswer> {
+  const url = new URL(path, caller.origin);
+  const sentPath = `${url.pathname}${url.search}`;
+  const raw = body === undefined ? undefined : JSON.stringify(body);
+  const headers = signRequest({
+    agentId: caller.agentId,
+    privateKey: caller.privateKey,
+    method,
+    path: sentPath,
+    body: raw,
+  });
+  return callCoordinator(caller.origin, method, sentPath, {
+    headers,
+    ...(raw === undefined ? {} : { body: raw }),
+    ...(caller.dispatcher ? { dispatcher: caller.dispatcher } : {}),
+  });
+}

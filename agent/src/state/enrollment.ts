@@ -1,0 +1,66 @@
+import type { KeyObject } from 'node:crypto';
+import { AGENT_ID_PATTERN, decodeRawKey, privateKeyFromBase64 } from '@drover/shared';
+import { AgentError } from '../errors.js';
+import { readFileIfExists, writeFileAtomic } from './files.js';
+import { statePath } from './paths.js';
+
+/** What the agent remembers about its enrollment (`<state-dir>/agent.json`). */
+export interface Enrollment {
+  /** The coordinator's public URL (origin, without `/v1`). */
+  url: string;
+  agentId: string;
+  orgId: string;
+  /** The coordinator's Ed25519 public key, pinned at enrollment (standard base64). */
+  serverPublicKey: string;
+  enrolledAt: string;
+}
+
+export function loadEnrollment(stateDir: string): Enrollment | null {
+  const file = statePath(stateDir, 'enrollment');
+  const text = readFileIfExists(file);
+  if (text === null) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (cause) {
+    throw new AgentError('bad_state', `${file} is not valid JSON; enroll again with --force`, { cause });
+  }
+  const problem = enrollmentProblem(value);
+  if (problem) throw new AgentError('bad_state', `${file} is damaged (${problem}); enroll again with --force`);
+  return value as Enrollment;
+}
+
+function enrollmentProblem(value: unknown): string | null {
+  if (typeof value !== 'object' || value === null) return 'not an object';
+  const v = value as Record<string, unknown>;
+  for (const key of ['url', 'agentId', 'orgId', 'serverPublicKey', 'enrolledAt'] as const) {
+    if (typeof v[key] !== 'string') return `\`${key}\` is missing`;
+  }
+  if (!AGENT_ID_PATTERN.test(v.agentId as string)) return '`agentId` is not a UUID';
+  if (!decodeRawKey(v.serverPublicKey as string)) return '`serverPublicKey` is not a 32-byte key';
+  return null;
+}
+
+export function saveEnrollment(stateDir: string, enrollment: Enrollment): void {
+  const { url, agentId, orgId, serverPublicKey, enrolledAt } = enrollment;
+  writeFileAtomic(
+    statePath(stateDir, 'enrollment'),
+    `${JSON.stringify({ url, agentId, orgId, serverPublicKey, enrolledAt }, null, 2)}\n`,
+  );
+}
+
+/** Stores the private seed (standard base64) with mode 0600. */
+export function savePrivateKey(stateDir: string, seedBase64: string): void {
+  writeFileAtomic(statePath(stateDir, 'privateKey'), `${seedBase64}\n`);
+}
+
+export function loadPrivateKey(stateDir: string): KeyObject {
+  const file = statePath(stateDir, 'privateKey');
+  const text = readFileIfExists(file);
+  if (text === null) throw new AgentError('bad_state', `The agent key ${file} is missing; enroll again with --force`);
+  try {
+    return privateKeyFromBase64(text.trim());
+  } catch (cause) {
+    throw new AgentError('bad_state', `The agent key ${file} is damaged; enroll again with --force`, { cause });
+  }
+}

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { AgentError } from '../errors.js';
+
+/**
+ * Makes sure `dir` exists and only its owner can enter it (0700). A directory we create gets
+ * 0700; an existing one that others can read is refused rather than chmod-ed, because it may
+ * not be ours to change (think `--state-dir /tmp`).
+ */
+export function ensurePrivateDir(dir: string): void {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw stateError(`Cannot read the state directory ${dir}`, error);
+    try {
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      fs.chmodSync(dir, 0o700); // the umask cannot widen it, but a parent created by recursion may differ
+    } catch (cause) {
+      throw stateError(`Cannot create the state directory ${dir}`, cause);
+    }
+    return;
+  }
+  if (!stat.isDirectory()) throw new AgentError('bad_state', `The state directory ${dir} is not a directory`);
+  const mode = stat.mode & 0o777;
+  if (mode & 0o077) {
+    throw new AgentError(
+      'bad_state',
+      `The state directory ${dir} is accessible to other users (mode ${mode.toString(8).padStart(4, '0')}); ` +
+        `run \`chmod 700 ${dir}\` or choose another directory with --state-dir`,
+    );
+  }
+}
+
+/**
+ * Writes a file atomically with mode 0600: a temporary file in the same directory, flushed to
+ * disk, then renamed over the target, so a reader sees the old content or the new, never half.
+ */
+export function writeFileAtomic(file: string, content: string): void {
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  try {
+    const fd = fs.openSync(temp, 'wx', 0o600);
+    try {
+      fs.writeFileSync(fd, content);
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(temp, file);
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw stateError(`Cannot write ${file}`, error);
+  }
+  syncDir(path.dirname(file));
+}
+
+/** Flushes a directory entry (the rename) to disk; not possible on every platform. */
+function syncDir(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, 'r');
+    fs.fsyncSync(fd);
+  } catch {
+    // Windows cannot open directories; the rename is still atomic.
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** The file's content, or null when it does not exist. */
+export function readFileIfExists(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw stateError(`Cannot read ${file}`, error);
+  }
+}
+
+function stateError(message: string, cause: unknown): AgentError {
+  const detail = (cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message;
+  return new AgentError('bad_state', detail ? `${message}: ${detail}` : message, { cause });
+}

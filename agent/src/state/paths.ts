@@ -1,0 +1,24 @@
+import os from 'node:os';
+import path from 'node:path';
+
+/** Files of the agent's state directory. */
+export const STATE_FILES = {
+  /** `{url, agentId, orgId, serverPublicKey, enrolledAt}`, mode 0600. */
+  enrollment: 'agent.json',
+  /** The agent's Ed25519 private seed, standard base64 and a newline, mode 0600. */
+  privateKey: 'agent-ed25519.key',
+} as const;
+
+/**
+ * Where the agent keeps its key and enrollment: `$DROVER_AGENT_STATE_DIR` when set, else
+ * `/var/lib/drover-agent` for root (a system service), else `~/.drover-agent`.
+ */
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.()): string {
+  const fromEnv = env.DROVER_AGENT_STATE_DIR;
+  if (fromEnv) return path.resolve(fromEnv);
+  if (uid === 0) return '/var/lib/drover-agent';
+  return path.join(os.homedir(), '.drover-agent');
+}
+
+export const statePath = (stateDir: string, file: keyof typeof STATE_FILES): string =>
+  path.join(stateDir, STATE_FILES[file]);

@@ -1,0 +1,72 @@
+import fs from 'node:fs';
+import { keyFingerprint, publicKeyOf } from '@drover/shared';
+import { AgentError } from './errors.js';
+import { loadEnrollment, loadPrivateKey, type Enrollment } from './state/enrollment.js';
+import { statePath } from './state/paths.js';
+
+export interface AgentStatus {
+  stateDir: string;
+  enrollment: Enrollment | null;
+  serverKeyFingerprint: string | null;
+  agentKeyFingerprint: string | null;
+  /** What is wrong with the local state, if anything. */
+  problem: string | null;
+  /** Always false until the `run` command exists. */
+  running: false;
+}
+
+/** What the state directory says about this agent. Never calls the coordinator. */
+export function readAgentStatus(stateDir: string): AgentStatus {
+  const status: AgentStatus = {
+    stateDir,
+    enrollment: null,
+    serverKeyFingerprint: null,
+    agentKeyFingerprint: null,
+    problem: null,
+    running: false,
+  };
+  try {
+    status.enrollment = loadEnrollment(stateDir);
+  } catch (error) {
+    if (!(error instanceof AgentError)) throw error;
+    status.problem = error.message;
+    return status;
+  }
+  if (!status.enrollment) return status;
+  status.serverKeyFingerprint = keyFingerprint(status.enrollment.serverPublicKey);
+  try {
+    status.agentKeyFingerprint = keyFingerprint(publicKeyOf(loadPrivateKey(stateDir)));
+    const mode = fs.statSync(statePath(stateDir, 'privateKey')).mode & 0o777;
+    if (mode & 0o077)
+      status.problem = `The agent key is readable by other users (mode ${mode.toString(8)}); run chmod 600 on it`;
+  } catch (error) {
+    if (!(error instanceof AgentError)) throw error;
+    status.problem = error.message;
+  }
+  return status;
+}
+
+/** The status as lines for a person. */
+export function formatAgentStatus(status: AgentStatus): string[] {
+  const lines: string[] = [];
+  const e = status.enrollment;
+  if (!e) {
+    lines.push(`Enrolled:      no (nothing in ${status.stateDir})`);
+    if (status.problem) lines.push(`Problem:       ${status.problem}`);
+    else lines.push('               enroll with: drover-agent enroll --url <coordinator url> --token <drve_...>');
+    return lines;
+  }
+  lines.push(
+    'Enrolled:      yes',
+    `Agent id:      ${e.agentId}`,
+    `Organization:  ${e.orgId}`,
+    `Coordinator:   ${e.url}`,
+    `Server key:    ${status.serverKeyFingerprint}`,
+    `Agent key:     ${status.agentKeyFingerprint ?? 'missing'}`,
+    `Enrolled at:   ${e.enrolledAt}`,
+    `State dir:     ${status.stateDir}`,
+    'Agent:         not running',
+  );
+  if (status.problem) lines.push(`Problem:       ${status.problem}`);
+  return lines;
+}

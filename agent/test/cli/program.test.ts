@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { generateEd25519KeyPair } from '@drover/shared';
+import { runCli } from '../../src/cli/program.js';
+import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
+
+let root: string;
+beforeEach(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-cli-'));
+});
+afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+async function run(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
+  return { code, out, err };
+}
+
+const enrollment = {
+  url: 'https://drover.example.com',
+  agentId: '6f1c2b8e-4d3a-4f5b-9c7d-0e1f2a3b4c5d',
+  orgId: '0b7d7c2e-1111-4222-8333-444455556666',
+  serverPublicKey: generateEd25519KeyPair().publicKey,
+  enrolledAt: '2026-01-02T03:04:05.000Z',
+};
+
+describe('drover-agent status', () => {
+  it('says plainly that nothing is enrolled, and exits 1', async () => {
+    const res = await run('status', '--state-dir', path.join(root, 'none'));
+    expect(res.code).toBe(1);
+    expect(res.out).toMatch(/Enrolled: +no/);
+    expect(res.out).toMatch(/drover-agent enroll --url/);
+  });
+
+  it('shows the enrollment, the key fingerprints and that the agent is not running', async () => {
+    savePrivateKey(root, generateEd25519KeyPair().privateKey);
+    saveEnrollment(root, enrollment);
+    const res = await run('status', '--state-dir', root);
+    expect(res.code).toBe(0);
+    expect(res.out).toContain(enrollment.agentId);
+    expect(res.out).toContain(enrollment.orgId);
+    expect(res.out).toContain(enrollment.url);
+    expect(res.out).toMatch(/Server key: +SHA256:[A-Za-z0-9+/]{43}/);
+    expect(res.out).toMatch(/Agent: +not running/);
+    const json = await run('status', '--state-dir', root, '--json');
+    expect(JSON.parse(json.out)).toMatchObject({ enrollment, running: false, problem: null });
+  });
+
+  it('reports a damaged enrollment or a missing key as a problem, and exits 1', async () => {
+    fs.writeFileSync(path.join(root, 'agent.json'), '{"url": 1}');
+    const damaged = await run('status', '--state-dir', root);
+    expect(damaged.code).toBe(1);
+    expect(damaged.out).toMatch(/damaged .*--force/);
+
+    saveEnrollment(root, enrollment);
+    const keyless = await run('status', '--state-dir', root);
+    expect(keyless.code).toBe(1);
+    expect(keyless.out).toMatch(/Agent key: +missing/);
+    expect(keyless.out).toMatch(/agent-ed25519\.key is missing/);
+  });
+});
+
+describe('drover-agent enroll, before any network call', () => {
+  it('refuses something that is not an enrollment token', async () => {
+    const res = await run('enroll', '--url', 'http://127.0.0.1:9', '--token', 'drv_apitoken', '--state-dir', root);
+    expect(res.code).toBe(1);
+    expect(res.err).toBe(
+      'drover-agent: error: An enrollment token starts with `drve_`; create one in the dashboard (Agents, Enroll)\n',
+    );
+  });
+
+  it('refuses an existing enrollment without --force, leaving it untouched', async () => {
+    saveEnrollment(root, enrollment);
+    const res = await run('enroll', '--url', 'http://127.0.0.1:9', '--token', 'drve_x', '--state-dir', root);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(/already enrolled as agent 6f1c2b8e-.* with https:\/\/drover\.example\.com/);
+  });
+
+  it('exits non-zero with commander usage errors', async () => {
+    expect((await run('enroll')).code).not.toBe(0);
+    expect((await run('nonsense')).code).not.toBe(0);
+    expect((await run('--version')).code).toBe(0);
+  });
+});

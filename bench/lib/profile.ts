@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import { Session } from 'node:inspector/promises';
+
+/**
+ * CPU profiling of the servers under test (they run in this process). `--profile <file>` in a
+ * benchmark writes a `.cpuprofile` (open it in Chrome DevTools, Performance tab) and prints the
+ * functions where the time went, by self time and by inclusive time.
+ */
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+}
+
+export async function withCpuProfile<T>(file: string | undefined, run: () => Promise<T>): Promise<T> {
+  if (!file) return run();
+  const session = new Session();
+  session.connect();
+  try {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 100 });
+    await session.post('Profiler.start');
+    const result = await run();
+    const { profile } = await session.post('Profiler.stop');
+    fs.writeFileSync(file, JSON.stringify(profile));
+    console.log(`CPU profile written to ${file}`);
+    console.log(summarizeProfile(profile as CpuProfile));
+    return result;
+  } finally {
+    session.disconnect();
+  }
+}
+
+/** The `top` functions by self and by inclusive share of the samples. */
+export function summarizeProfile(profile: CpuProfile, top = 25): string {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const hits = new Map<number, number>();
+  for (const s of profile.samples) hits.set(s, (hits.get(s) ?? 0) + 1);
+  const label = (n: ProfileNode) => {
+    const where = n.callFrame.url
+      .replace(/^.*node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?/, '')
+      .replace(/^.*\/(coordinator|shared)\//, '$1/');
+    return `${n.callFrame.functionName || '(anonymous)'} ${where}`.trim();
+  };
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  for (const [id, count] of hits) {
+    const node = byId.get(id)!;
+    self.set(label(node), (self.get(label(node)) ?? 0) + count);
+    const seen = new Set<string>();
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const key = label(byId.get(cur)!);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      inclusive.set(key, (inclusive.get(key) ?? 0) + count);
+    }
+  }
+  const total = profile.samples.length;
+  const list = (m: Map<string, number>) =>
+    [...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([k, v]) => `  ${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`)
+      .join('\n');
+  return `self time:\n${list(self)}\ninclusive time:\n${list(inclusive)}`;
+}

@@ -1,0 +1,40 @@
+import type { Agent } from '../db/repositories/agents.js';
+import type { ApiToken } from '../db/repositories/api-tokens.js';
+import type { ChangeCounterRepository } from '../db/repositories/change-counter.js';
+import type { Workflow } from '../db/repositories/workflows.js';
+import { reachableAgents, runnableWorkflows, type DiscoveryRepositories } from './discovery.js';
+import { GenerationCache } from './generation-cache.js';
+
+export interface DiscoveryCacheRepositories extends DiscoveryRepositories {
+  changeCounter: Pick<ChangeCounterRepository, 'generation'>;
+}
+
+type DiscoveringToken = Pick<ApiToken, 'id' | 'orgId' | 'scopes'>;
+
+/**
+ * Token discovery answers kept in memory per token, exact: they are recomputed as soon as any
+ * agent, workflow, trigger or token changed (see GenerationCache). The arrays are shared between
+ * requests and must not be mutated.
+ */
+export class DiscoveryCache {
+  private readonly agentLists: GenerationCache<Agent[]>;
+  private readonly workflowLists: GenerationCache<Workflow[]>;
+
+  constructor(
+    private readonly repos: DiscoveryCacheRepositories,
+    maxTokens = 1000,
+  ) {
+    this.agentLists = new GenerationCache(repos.changeCounter, maxTokens);
+    this.workflowLists = new GenerationCache(repos.changeCounter, maxTokens);
+  }
+
+  /** `reachableAgents` of the token. */
+  agents(token: DiscoveringToken): Promise<Agent[]> {
+    return this.agentLists.get(token.id, () => reachableAgents(this.repos, token));
+  }
+
+  /** `runnableWorkflows` of the token. */
+  workflows(token: DiscoveringToken): Promise<Workflow[]> {
+    return this.workflowLists.get(token.id, () => runnableWorkflows(this.repos, token));
+  }
+}

@@ -1,0 +1,26 @@
+import type { FastifyInstance } from 'fastify';
+import { AgentSelf } from '@drover/shared';
+import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { errorResponses } from '../../schemas/common.js';
+import { noQuery } from './schemas.js';
+
+/** `GET /v1/agent/me` (signed): a cheap self-check that the agent's key and clock are accepted. */
+export async function agentSelfRoutes(app: FastifyInstance): Promise<void> {
+  app.get(
+    '/agent/me',
+    {
+      preValidation: agentSignatureHook,
+      schema: {
+        summary: 'The signing agent itself: proves its enrollment and signature work',
+        tags: ['agent'],
+        security: [{ agentSignature: [] }],
+        querystring: noQuery,
+        response: { 200: AgentSelf, ...errorResponses(401, 422) },
+      },
+    },
+    async (request): Promise<AgentSelf> => {
+      const agent = await requireAgent(request);
+      return { agentId: agent.id, orgId: agent.orgId, name: agent.name, status: agent.status };
+    },
+  );
+}

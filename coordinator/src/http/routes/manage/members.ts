@@ -1,0 +1,132 @@
+import type { FastifyInstance } from 'fastify';
+import type { Role } from '../../../db/repositories/orgs.js';
+import { ROLES } from '../../../db/repositories/orgs.js';
+import { addMember, changeMemberRole, MAX_EMAIL_LENGTH, removeMember } from '../../../domain/members.js';
+import { MAX_PASSWORD_LENGTH } from '../../../domain/passwords.js';
+import { isoNow } from '../../../util/clock.js';
+import { requireOrgRole } from '../../auth/session.js';
+import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
+import { MemberSchema, noContent, noQuery } from '../../schemas/management.js';
+
+const memberParams = idParams('orgId', 'userId');
+const role = { type: 'string', enum: ROLES } as const;
+
+/** Members of an organization: any member lists them; owners add, change and remove them. */
+export async function memberRoutes(app: FastifyInstance): Promise<void> {
+  app.get<{ Params: { orgId: string } }>(
+    '/orgs/:orgId/members',
+    {
+      schema: {
+        summary: 'List the members of an organization',
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: noQuery,
+        response: { 200: { type: 'array', items: MemberSchema }, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { orgId } = await requireOrgRole(request, request.params.orgId);
+      return app.ctx.repos.orgs.listMembers(orgId);
+    },
+  );
+
+  app.post<{ Params: { orgId: string }; Body: { email: string; password?: string; role: Role } }>(
+    '/orgs/:orgId/members',
+    {
+      schema: {
+        summary:
+          'Add a member (owner): creates the user when the email is new (password required), else adds the existing user (no password)',
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['email', 'role'],
+          properties: {
+            email: { type: 'string', minLength: 3, maxLength: MAX_EMAIL_LENGTH },
+            password: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+            role,
+          },
+        },
+        response: { 201: MemberSchema, ...errorResponses(401, 403, 404, 409, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { orgId, userId: actorId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const { member, createdUser } = await addMember(app.ctx.repos, orgId, request.body, isoNow(app.ctx.clock));
+      await app.ctx.audit.record({
+        orgId,
+        actorType: 'user',
+        actorId,
+        action: 'member.add',
+        targetType: 'user',
+        targetId: member.userId,
+        metadata: { email: member.email, role: member.role, createdUser },
+      });
+      return reply.code(201).send(member);
+    },
+  );
+
+  app.patch<{ Params: { orgId: string; userId: string }; Body: { role: Role } }>(
+    '/orgs/:orgId/members/:userId',
+    {
+      schema: {
+        summary: "Change a member's role (owner); the last owner cannot be demoted",
+        tags: ['dashboard'],
+        params: memberParams,
+        querystring: noQuery,
+        body: { type: 'object', additionalProperties: false, required: ['role'], properties: { role } },
+        response: { 200: MemberSchema, ...errorResponses(401, 403, 404, 409, 422) },
+      },
+    },
+    async (request) => {
+      const { orgId, userId: actorId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const { member, previousRole } = await changeMemberRole(
+        app.ctx.repos,
+        orgId,
+        request.params.userId,
+        request.body.role,
+      );
+      if (previousRole !== member.role) {
+        await app.ctx.audit.record({
+          orgId,
+          actorType: 'user',
+          actorId,
+          action: 'member.update',
+          targetType: 'user',
+          targetId: member.userId,
+          metadata: { email: member.email, from: previousRole, to: member.role },
+        });
+      }
+      return member;
+    },
+  );
+
+  app.delete<{ Params: { orgId: string; userId: string } }>(
+    '/orgs/:orgId/members/:userId',
+    {
+      schema: {
+        summary: 'Remove a member (owner); the last owner cannot be removed',
+        tags: ['dashboard'],
+        params: memberParams,
+        querystring: noQuery,
+        response: { 204: noContent, ...errorResponses(401, 403, 404, 409, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { orgId, userId: actorId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const removed = await removeMember(app.ctx.repos, orgId, request.params.userId);
+      await app.ctx.audit.record({
+        orgId,
+        actorType: 'user',
+        actorId,
+        action: 'member.remove',
+        targetType: 'user',
+        targetId: removed.userId,
+        metadata: { email: removed.email, role: removed.role },
+      });
+      return reply.code(204).send();
+    },
+  );
+}

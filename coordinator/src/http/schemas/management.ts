@@ -1,0 +1,104 @@
+import { ParamDefinition } from '@drover/shared';
+import { ROLES } from '../../db/repositories/orgs.js';
+import { nullableTimestamp, timestamp, uuid } from './common.js';
+
+/**
+ * Response schemas of the dashboard management endpoints (the shapes fixed in the brief). They
+ * also keep internal fields (publicKey, config, secrets, steps) out of every answer:
+ * fast-json-stringify drops anything not listed.
+ */
+
+/** A route without query parameters: an unknown one is a 422, as an unknown body field is. */
+export const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
+
+const role = { type: 'string', enum: ROLES } as const;
+const name = { type: 'string' } as const;
+
+export const OrgSchema = {
+  type: 'object',
+  required: ['id', 'name', 'role', 'createdAt'],
+  properties: { id: uuid, name, role, createdAt: timestamp },
+} as const;
+
+export const MemberSchema = {
+  type: 'object',
+  required: ['userId', 'email', 'role', 'joinedAt'],
+  properties: { userId: uuid, email: { type: 'string' }, role, joinedAt: timestamp },
+} as const;
+
+export const AgentSchema = {
+  type: 'object',
+  required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
+  properties: {
+    id: uuid,
+    name,
+    hostname: { type: 'string' },
+    os: { type: 'string' },
+    agentVersion: { type: 'string' },
+    status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
+    lastSeenAt: nullableTimestamp,
+    enrolledAt: timestamp,
+  },
+} as const;
+
+const nullableLimit = { type: ['integer', 'null'] } as const;
+
+export const ManagedWorkflowSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'agentId',
+    'name',
+    'description',
+    'version',
+    'paramsSchema',
+    'rateLimitPerMinute',
+    'rateLimitPerHour',
+    'rateLimitPerDay',
+    'createdAt',
+    'updatedAt',
+  ],
+  properties: {
+    id: uuid,
+    agentId: uuid,
+    name,
+    description: { type: ['string', 'null'] },
+    version: { type: ['string', 'null'] },
+    paramsSchema: { type: ['array', 'null'], items: ParamDefinition },
+    rateLimitPerMinute: nullableLimit,
+    rateLimitPerHour: nullableLimit,
+    rateLimitPerDay: nullableLimit,
+    createdAt: timestamp,
+    updatedAt: timestamp,
+  },
+} as const;
+
+export const StorageBindingSchema = {
+  type: 'object',
+  required: ['id', 'name', 'backend', 'isDefault', 'createdAt'],
+  properties: {
+    id: uuid,
+    name,
+    backend: { type: 'string', enum: ['local', 's3'] },
+    isDefault: { type: 'boolean' },
+    createdAt: timestamp,
+  },
+} as const;
+
+export const AuditEntrySchema = {
+  type: 'object',
+  required: ['id', 'action', 'actorType', 'actorId', 'targetType', 'targetId', 'metadata', 'createdAt'],
+  properties: {
+    id: { type: 'integer' },
+    action: { type: 'string' },
+    actorType: { type: 'string', enum: ['user', 'api_token', 'agent', 'system'] },
+    actorId: { type: ['string', 'null'] },
+    targetType: { type: ['string', 'null'] },
+    targetId: { type: ['string', 'null'] },
+    metadata: { type: 'object', additionalProperties: true },
+    createdAt: timestamp,
+  },
+} as const;
+
+/** A 204 answer: no body. */
+export const noContent = { type: 'null', description: 'No content' } as const;

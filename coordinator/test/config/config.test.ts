@@ -1,0 +1,326 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ConfigError,
+  DEFAULTS,
+  defaultPublicUrl,
+  loadConfig,
+  withListeningPort,
+  type ConfigFlags,
+} from '../../src/config/config.js';
+
+const CWD = '/srv/drover';
+
+/** The problems loadConfig reports, or [] when it accepts the input. */
+function problemsOf(env: Record<string, string | undefined>, flags: ConfigFlags = {}): string[] {
+  try {
+    loadConfig(env, flags, CWD);
+    return [];
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems;
+  }
+}
+
+describe('loadConfig defaults', () => {
+  it('uses the documented default for every setting', () => {
+    const config = loadConfig({}, {}, CWD);
+    expect(config).toEqual({
+      port: 8080,
+      host: '127.0.0.1',
+      dataDir: '/srv/drover/data',
+      publicUrl: 'http://127.0.0.1:8080',
+      bootstrap: null,
+      apiTokenReadRateLimitPerMinute: 60,
+      logLevel: 'info',
+      sessionTtlSeconds: 43_200,
+      bodyLimitBytes: 1_048_576,
+    });
+    expect(DEFAULTS.port).toBe(8080);
+  });
+
+  it('returns a frozen object, bootstrap settings included', () => {
+    const config = loadConfig(
+      { DROVER_BOOTSTRAP_EMAIL: 'a@b.test', DROVER_BOOTSTRAP_PASSWORD: 'long enough' },
+      {},
+      CWD,
+    );
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.bootstrap)).toBe(true);
+  });
+
+  it('treats an empty environment variable as unset', () => {
+    const config = loadConfig({ DROVER_PORT: '', DROVER_HOST: '', DROVER_LOG_LEVEL: '' }, {}, CWD);
+    expect(config.port).toBe(8080);
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.logLevel).toBe('info');
+  });
+});
+
+describe('loadConfig from the environment', () => {
+  it('reads every setting from its variable', () => {
+    const config = loadConfig(
+      {
+        DROVER_PORT: '9090',
+        DROVER_HOST: '0.0.0.0',
+        DROVER_DATA_DIR: '/var/lib/drover',
+        DROVER_PUBLIC_URL: 'https://drover.example.com/',
+        DROVER_BOOTSTRAP_EMAIL: ' admin@example.com ',
+        DROVER_BOOTSTRAP_PASSWORD: 'a password',
+        DROVER_BOOTSTRAP_ORG: 'Acme',
+        API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: '5',
+        DROVER_LOG_LEVEL: 'DEBUG',
+        DROVER_SESSION_TTL_SECONDS: '3600',
+        DROVER_BODY_LIMIT_BYTES: '2048',
+      },
+      {},
+      CWD,
+    );
+    expect(config).toEqual({
+      port: 9090,
+      host: '0.0.0.0',
+      dataDir: '/var/lib/drover',
+      publicUrl: 'https://drover.example.com',
+      bootstrap: { email: 'admin@example.com', password: 'a password', org: 'Acme' },
+      apiTokenReadRateLimitPerMinute: 5,
+      logLevel: 'debug',
+      sessionTtlSeconds: 3600,
+      bodyLimitBytes: 2048,
+    });
+  });
+
+  it('resolves a relative data directory against the working directory', () => {
+    expect(loadConfig({ DROVER_DATA_DIR: 'state/db' }, {}, CWD).dataDir).toBe('/srv/drover/state/db');
+  });
+
+  it('names the bootstrap organization "default" unless told otherwise', () => {
+    const config = loadConfig({ DROVER_BOOTSTRAP_EMAIL: 'a@b.test', DROVER_BOOTSTRAP_PASSWORD: '12345678' }, {}, CWD);
+    expect(config.bootstrap).toEqual({ email: 'a@b.test', password: '12345678', org: 'default' });
+  });
+
+  it('keeps a public URL path and drops its trailing slashes', () => {
+    expect(loadConfig({ DROVER_PUBLIC_URL: 'https://example.com/drover//' }, {}, CWD).publicUrl).toBe(
+      'https://example.com/drover',
+    );
+  });
+
+  it('derives the public URL from host and port when it is not set', () => {
+    expect(loadConfig({ DROVER_HOST: '10.0.0.5', DROVER_PORT: '81' }, {}, CWD).publicUrl).toBe('http://10.0.0.5:81');
+    expect(loadConfig({ DROVER_HOST: '::1' }, {}, CWD).publicUrl).toBe('http://[::1]:8080');
+    expect(defaultPublicUrl('[::1]', 1)).toBe('http://[::1]:1');
+  });
+
+  it('accepts port 0 (any free port)', () => {
+    expect(loadConfig({ DROVER_PORT: '0' }, {}, CWD).port).toBe(0);
+  });
+});
+
+describe('loadConfig precedence', () => {
+  it('prefers flags over the environment for every flag', () => {
+    const config = loadConfig(
+      {
+        DROVER_PORT: '9090',
+        DROVER_HOST: '0.0.0.0',
+        DROVER_DATA_DIR: '/from/env',
+        DROVER_PUBLIC_URL: 'https://env.example.com',
+        DROVER_LOG_LEVEL: 'debug',
+      },
+      {
+        port: '7070',
+        host: '127.0.0.2',
+        dataDir: 'from-flag',
+        publicUrl: 'https://flag.example.com',
+        logLevel: 'warn',
+      },
+      CWD,
+    );
+    expect(config).toMatchObject({
+      port: 7070,
+      host: '127.0.0.2',
+      dataDir: '/srv/drover/from-flag',
+      publicUrl: 'https://flag.example.com',
+      logLevel: 'warn',
+    });
+  });
+
+  it('uses the environment when a flag is not given', () => {
+    const config = loadConfig({ DROVER_PORT: '9090' }, { host: '127.0.0.3' }, CWD);
+    expect(config.port).toBe(9090);
+    expect(config.host).toBe('127.0.0.3');
+  });
+
+  it('names the flag, not the variable, when the flag is the bad one', () => {
+    expect(problemsOf({ DROVER_PORT: '9090' }, { port: 'http' })).toEqual([
+      '--port: expected an integer from 0 to 65535, got `http`',
+    ]);
+  });
+});
+
+describe('loadConfig validation', () => {
+  it.each([
+    ['DROVER_PORT', 'abc', 'DROVER_PORT: expected an integer from 0 to 65535, got `abc`'],
+    ['DROVER_PORT', '65536', 'DROVER_PORT: expected an integer from 0 to 65535, got `65536`'],
+    ['DROVER_PORT', '-1', 'DROVER_PORT: expected an integer from 0 to 65535, got `-1`'],
+    ['DROVER_PORT', '80.5', 'DROVER_PORT: expected an integer from 0 to 65535, got `80.5`'],
+    ['DROVER_PORT', '1e3', 'DROVER_PORT: expected an integer from 0 to 65535, got `1e3`'],
+    ['DROVER_HOST', 'exa mple', 'DROVER_HOST: expected a host name or IP address, got `exa mple`'],
+    ['DROVER_HOST', 'host/path', 'DROVER_HOST: expected a host name or IP address, got `host/path`'],
+    ['DROVER_DATA_DIR', '   ', 'DROVER_DATA_DIR: expected a directory path, got an empty string'],
+    [
+      'DROVER_PUBLIC_URL',
+      'not a url',
+      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `not a url`',
+    ],
+    [
+      'DROVER_PUBLIC_URL',
+      'ftp://example.com',
+      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `ftp://example.com`',
+    ],
+    [
+      'DROVER_PUBLIC_URL',
+      'https://example.com/?a=1',
+      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://example.com/?a=1`',
+    ],
+    [
+      'DROVER_PUBLIC_URL',
+      'https://example.com/#top',
+      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://example.com/#top`',
+    ],
+    [
+      'DROVER_PUBLIC_URL',
+      'https://user:pw@example.com',
+      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://user:pw@example.com`',
+    ],
+    [
+      'DROVER_PUBLIC_URL',
+      'https://example.com/v1/',
+      "DROVER_PUBLIC_URL: expected the server's root URL without the /v1 suffix, got `https://example.com/v1/`",
+    ],
+    [
+      'API_TOKEN_READ_RATE_LIMIT_PER_MINUTE',
+      '0',
+      'API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: expected an integer from 1 to 1000000000, got `0`',
+    ],
+    [
+      'API_TOKEN_READ_RATE_LIMIT_PER_MINUTE',
+      'lots',
+      'API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: expected an integer from 1 to 1000000000, got `lots`',
+    ],
+    [
+      'DROVER_LOG_LEVEL',
+      'verbose',
+      'DROVER_LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got `verbose`',
+    ],
+    [
+      'DROVER_SESSION_TTL_SECONDS',
+      '59',
+      'DROVER_SESSION_TTL_SECONDS: expected an integer from 60 to 2592000, got `59`',
+    ],
+    [
+      'DROVER_SESSION_TTL_SECONDS',
+      '2592001',
+      'DROVER_SESSION_TTL_SECONDS: expected an integer from 60 to 2592000, got `2592001`',
+    ],
+    [
+      'DROVER_BODY_LIMIT_BYTES',
+      '1023',
+      'DROVER_BODY_LIMIT_BYTES: expected an integer from 1024 to 67108864, got `1023`',
+    ],
+    ['DROVER_BODY_LIMIT_BYTES', '1mb', 'DROVER_BODY_LIMIT_BYTES: expected an integer from 1024 to 67108864, got `1mb`'],
+  ])('refuses %s=%j naming the variable', (name, value, message) => {
+    expect(problemsOf({ [name]: value })).toEqual([message]);
+  });
+
+  it.each([
+    ['port', 'x', '--port: expected an integer from 0 to 65535, got `x`'],
+    ['host', 'a b', '--host: expected a host name or IP address, got `a b`'],
+    ['host', '', '--host: expected a host name or IP address, got ``'],
+    ['dataDir', '', '--data-dir: expected a directory path, got an empty string'],
+    [
+      'publicUrl',
+      '/relative',
+      '--public-url: expected an absolute http(s) URL without credentials, query or fragment, got `/relative`',
+    ],
+    ['logLevel', 'loud', '--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got `loud`'],
+  ] as const)('refuses the flag %s=%j naming the flag', (flag, value, message) => {
+    expect(problemsOf({}, { [flag]: value })).toEqual([message]);
+  });
+
+  it('refuses a bootstrap email without a password and the reverse', () => {
+    expect(problemsOf({ DROVER_BOOTSTRAP_EMAIL: 'a@b.test' })).toEqual([
+      'DROVER_BOOTSTRAP_PASSWORD: expected a password when DROVER_BOOTSTRAP_EMAIL is set, got nothing',
+    ]);
+    expect(problemsOf({ DROVER_BOOTSTRAP_PASSWORD: 'long enough' })).toEqual([
+      'DROVER_BOOTSTRAP_EMAIL: expected an email address when DROVER_BOOTSTRAP_PASSWORD is set, got nothing',
+    ]);
+  });
+
+  it('refuses a bootstrap email that is not an address', () => {
+    expect(problemsOf({ DROVER_BOOTSTRAP_EMAIL: 'admin', DROVER_BOOTSTRAP_PASSWORD: 'long enough' })).toEqual([
+      'DROVER_BOOTSTRAP_EMAIL: expected an email address, got `admin`',
+    ]);
+    const long = `${'a'.repeat(320)}@b.test`;
+    expect(problemsOf({ DROVER_BOOTSTRAP_EMAIL: long, DROVER_BOOTSTRAP_PASSWORD: 'long enough' })).toEqual([
+      `DROVER_BOOTSTRAP_EMAIL: expected an email address, got \`${long}\``,
+    ]);
+  });
+
+  it('refuses a short or overlong bootstrap password without echoing it', () => {
+    const short = problemsOf({ DROVER_BOOTSTRAP_EMAIL: 'a@b.test', DROVER_BOOTSTRAP_PASSWORD: 's3cr3t' });
+    expect(short).toEqual(['DROVER_BOOTSTRAP_PASSWORD: expected 8 to 1024 characters, got 6']);
+    expect(short.join()).not.toContain('s3cr3t');
+    expect(problemsOf({ DROVER_BOOTSTRAP_EMAIL: 'a@b.test', DROVER_BOOTSTRAP_PASSWORD: 'x'.repeat(1025) })).toEqual([
+      'DROVER_BOOTSTRAP_PASSWORD: expected 8 to 1024 characters, got 1025',
+    ]);
+  });
+
+  it('refuses an overlong bootstrap organization name', () => {
+    expect(
+      problemsOf({
+        DROVER_BOOTSTRAP_EMAIL: 'a@b.test',
+        DROVER_BOOTSTRAP_PASSWORD: 'long enough',
+        DROVER_BOOTSTRAP_ORG: 'o'.repeat(201),
+      }),
+    ).toEqual(['DROVER_BOOTSTRAP_ORG: expected at most 200 characters, got 201']);
+  });
+
+  it('reports every problem at once, in one error whose message lists them', () => {
+    let error: unknown;
+    try {
+      loadConfig({ DROVER_PORT: 'x', DROVER_LOG_LEVEL: 'loud', DROVER_BODY_LIMIT_BYTES: '1' }, {}, CWD);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const configError = error as ConfigError;
+    expect(configError.code).toBe('invalid_config');
+    expect(configError.problems).toHaveLength(3);
+    expect(configError.message).toBe(
+      [
+        'Invalid configuration:',
+        '  - DROVER_PORT: expected an integer from 0 to 65535, got `x`',
+        '  - DROVER_LOG_LEVEL: expected one of fatal, error, warn, info, debug, trace, silent, got `loud`',
+        '  - DROVER_BODY_LIMIT_BYTES: expected an integer from 1024 to 67108864, got `1`',
+      ].join('\n'),
+    );
+  });
+
+  it('accepts integers written with surrounding spaces', () => {
+    expect(loadConfig({ DROVER_PORT: ' 8081 ' }, {}, CWD).port).toBe(8081);
+  });
+});
+
+describe('withListeningPort', () => {
+  it('puts the bound port into a derived public URL when port 0 was asked', () => {
+    const config = withListeningPort(loadConfig({}, { port: '0' }, CWD), 41234);
+    expect(config.port).toBe(41234);
+    expect(config.publicUrl).toBe('http://127.0.0.1:41234');
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('leaves a configured public URL and a fixed port alone', () => {
+    const configured = loadConfig({ DROVER_PUBLIC_URL: 'https://example.com' }, { port: '0' }, CWD);
+    expect(withListeningPort(configured, 41234)).toBe(configured);
+    const fixed = loadConfig({}, { port: '8081' }, CWD);
+    expect(withListeningPort(fixed, 8081)).toBe(fixed);
+  });
+});

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up a checkout: pnpm (installed when missing), the locked dependencies, and a build.
+# Idempotent: running it again only re-checks and rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib/pnpm.sh
+
+# No TTY in CI: never stop to ask before replacing a node_modules made by another pnpm version.
+pnpm install --frozen-lockfile --config.confirmModulesPurge=false
+pnpm build

@@ -1,0 +1,274 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeTempDir } from '../helpers/coordinator.js';
+import { ApiClient } from '../helpers/http.js';
+
+/**
+ * The real `drover-coordinator` command as a child process: exit codes, the start banner, signals,
+ * the data directory across restarts, and what its logs never contain.
+ */
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const MAIN = path.join(ROOT, 'coordinator/src/cli/main.ts');
+const EMAIL = 'cli-owner@example.test';
+const PASSWORD = 'cli password 12345';
+
+interface Cli {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+  /** Resolves once stdout matches `pattern`; rejects when the process exits first or after `ms`. */
+  waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>;
+}
+
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
+  children.length = 0;
+  for (const child of alive) child.kill('SIGKILL');
+  expect(
+    alive.map((c) => c.pid),
+    'child processes left running',
+  ).toEqual([]);
+});
+
+/** Runs `drover-coordinator <args>` with only the DROVER_* settings given here. */
+function cli(args: string[], env: Record<string, string> = {}): Cli {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_') && !k.startsWith('API_TOKEN_')),
+  );
+  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', MAIN, ...args], {
+    cwd: ROOT,
+    env: { ...clean, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  let err = '';
+  const waiters = new Set<() => void>();
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    for (const w of waiters) w();
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'exit' can fire before the pipes are drained; 'close' comes after both.
+  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited: exited.then(async (code) => {
+      await closed;
+      return code;
+    }),
+    waitFor(pattern, ms = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = out.match(pattern);
+          if (match) {
+            done();
+            resolve(match);
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`timed out waiting for ${pattern}; stdout:\n${out}\nstderr:\n${err}`));
+        }, ms);
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        void exited.then((code) => {
+          if (!out.match(pattern)) {
+            done();
+            reject(new Error(`exited ${code} before ${pattern}; stdout:\n${out}\nstderr:\n${err}`));
+          }
+        });
+        waiters.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Runs a command to completion. */
+async function run(args: string[], env: Record<string, string> = {}) {
+  const c = cli(args, env);
+  const code = await c.exited;
+  return { code, stdout: c.stdout(), stderr: c.stderr() };
+}
+
+/** Sends `signal` and returns the exit code and how long the process took to exit. */
+async function stop(c: Cli, signal: NodeJS.Signals = 'SIGTERM') {
+  const started = Date.now();
+  c.child.kill(signal);
+  const code = await c.exited;
+  return { code, ms: Date.now() - started };
+}
+
+const BANNER = /Drover coordinator listening on (http:\/\/127\.0\.0\.1:(\d+)) \(API: (\S+)\)/;
+
+describe('drover-coordinator configuration errors', () => {
+  it('exits 2 naming the variable when the environment holds a bad setting', async () => {
+    const res = await run(['start', '--data-dir', makeTempDir()], { DROVER_PORT: 'eighty' });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('DROVER_PORT: expected an integer from 0 to 65535, got `eighty`');
+  });
+
+  it('exits 2 naming the flag, and lists every bad setting at once', async () => {
+    const res = await run(['start', '--port', '99999', '--log-level', 'loud', '--data-dir', makeTempDir()]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('--port: expected an integer from 0 to 65535, got `99999`');
+    expect(res.stderr).toContain('--log-level: expected one of');
+  });
+
+  it('exits 2 on an unknown option or command', async () => {
+    const [option, command] = await Promise.all([run(['start', '--prot', '1']), run(['serve'])]);
+    expect(option.code).toBe(2);
+    expect(option.stderr).toContain("unknown option '--prot'");
+    expect(command.code).toBe(2);
+    expect(command.stderr).toContain("unknown command 'serve'");
+  });
+
+  it('prints its version and exits 0', async () => {
+    const res = await run(['--version']);
+    expect(res.code).toBe(0);
+    expect(res.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
+
+describe('drover-coordinator migrate and bootstrap', () => {
+  it('migrate creates the database, prints its version, and is a no-op the second time', async () => {
+    const dataDir = makeTempDir();
+    const first = await run(['migrate', '--data-dir', dataDir]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^applied 0001_core$/m);
+    const version = first.stdout.match(/^database at version (\d+)$/m)?.[1];
+    expect(Number(version)).toBeGreaterThanOrEqual(1);
+    expect(fs.existsSync(path.join(dataDir, 'drover.sqlite'))).toBe(true);
+
+    const second = await run(['migrate', '--data-dir', dataDir]);
+    expect(second.code).toBe(0);
+    expect(second.stdout).not.toContain('applied');
+    expect(second.stdout).toContain(`database at version ${version}`);
+  });
+
+  it('bootstrap exits 2 without the bootstrap settings', async () => {
+    const res = await run(['bootstrap', '--data-dir', makeTempDir()]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('DROVER_BOOTSTRAP_EMAIL');
+  });
+
+  it('bootstrap creates the owner once and refuses the second time', async () => {
+    const dataDir = makeTempDir();
+    const env = { DROVER_BOOTSTRAP_EMAIL: EMAIL, DROVER_BOOTSTRAP_PASSWORD: PASSWORD, DROVER_BOOTSTRAP_ORG: 'cli-org' };
+    const first = await run(['bootstrap', '--data-dir', dataDir], env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toContain(`owner ${EMAIL} of organization "cli-org"`);
+    expect(first.stdout + first.stderr).not.toContain(PASSWORD);
+
+    const second = await run(['bootstrap', '--data-dir', dataDir], {
+      ...env,
+      DROVER_BOOTSTRAP_EMAIL: 'other@example.test',
+    });
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain('already has users');
+  });
+});
+
+describe('drover-coordinator start', () => {
+  it('serves on the port it was given 0 for, stops on SIGTERM with status 0, and keeps its data across restarts', async () => {
+    const dataDir = makeTempDir();
+    const env = { DROVER_BOOTSTRAP_EMAIL: EMAIL, DROVER_BOOTSTRAP_PASSWORD: PASSWORD, DROVER_LOG_LEVEL: 'trace' };
+
+    // First start: bootstraps, prints the real address (not port 0) and the sign-in lines.
+    const first = cli(['start', '--port', '0', '--data-dir', dataDir], env);
+    const [, url, port, apiBase] = await first.waitFor(BANNER);
+    expect(Number(port)).toBeGreaterThan(0);
+    expect(apiBase).toBe(`${url}/v1`);
+    await first.waitFor(/Issue an API token/);
+    expect(first.stdout()).toContain(`${url}/v1/auth/login`);
+    expect(first.stdout()).not.toContain(':0/');
+
+    const api = new ApiClient(`${url}/v1`);
+    const spec = await api.get('/openapi.json');
+    expect(spec.status).toBe(200);
+
+    const wrong = await api.post('/auth/login', { body: { email: EMAIL, password: 'not the password' } });
+    expect(wrong.status).toBe(401);
+    const owner = await api.login(EMAIL, PASSWORD);
+    const orgs = await owner.get('/orgs');
+    expect(orgs.status).toBe(200);
+    expect(orgs.headers.get('x-request-id')).toBeTruthy();
+    // The banner's curl lines work as printed.
+    const issuedTokens: string[] = [];
+    for (const what of ['api-tokens', 'enrollment-tokens']) {
+      const line = first
+        .stdout()
+        .match(new RegExp(`curl -s -X POST ${url}/v1(/orgs/\\S+/${what}) [^\\n]*\\n[^\\n]* -d '(.*)'`));
+      expect(line, what).not.toBeNull();
+      const issued = await owner.post(line![1]!, { body: JSON.parse(line![2]!) });
+      expect(issued.status, issued.text).toBe(201);
+      issuedTokens.push(issued.body.token);
+    }
+    const bogus = 'drv_ThisIsNotARealTokenButLooksLikeOne0123456789';
+    expect((await api.get('/token', { token: bogus })).status).toBe(401);
+
+    const keyFile = path.join(dataDir, 'server-ed25519.key');
+    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+    const key = fs.readFileSync(keyFile, 'utf8');
+
+    const stopped = await stop(first);
+    expect(stopped.code, first.stderr()).toBe(0);
+    expect(stopped.ms).toBeLessThan(5_000);
+    // The last connection closed cleanly: SQLite checkpointed and removed the write-ahead log.
+    expect(fs.existsSync(path.join(dataDir, 'drover.sqlite-wal'))).toBe(false);
+
+    // The logs: JSON lines with request ids, and no credential anywhere.
+    const logs = first.stdout() + first.stderr();
+    const jsonLines = logs.split('\n').filter((l) => l.startsWith('{'));
+    for (const line of jsonLines) expect(() => JSON.parse(line)).not.toThrow();
+    const entries = jsonLines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const orgsLine = entries.find((e) => e.msg === 'request completed' && e.path === '/v1/orgs');
+    expect(orgsLine?.reqId).toBe(orgs.headers.get('x-request-id'));
+    expect(entries.some((e) => e.msg === 'shutting down' && e.signal === 'SIGTERM')).toBe(true);
+    for (const secret of [PASSWORD, 'not the password', owner.token!, bogus, ...issuedTokens]) {
+      expect(logs).not.toContain(secret);
+    }
+    // (The banner's curl lines name the header; the log lines never do.)
+    expect(jsonLines.join('\n')).not.toMatch(/authorization|bearer/i);
+
+    // Second start on the same directory: same server key, the session from before still valid.
+    const second = cli(['start', '--port', '0', '--data-dir', dataDir], env);
+    const [, url2] = await second.waitFor(BANNER);
+    expect(second.stdout()).not.toContain('Bootstrapped owner');
+    expect(fs.readFileSync(keyFile, 'utf8')).toBe(key);
+    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+    const again = await new ApiClient(`${url2}/v1`, owner.token).get('/orgs');
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(orgs.body);
+
+    const interrupted = await stop(second, 'SIGINT');
+    expect(interrupted.code, second.stderr()).toBe(0);
+  });
+
+  it('exits 1 with a message when the port is taken', async () => {
+    const dataDir = makeTempDir();
+    const first = cli(['start', '--port', '0', '--data-dir', dataDir]);
+    const [, , port] = await first.waitFor(BANNER);
+    const second = await run(['start', '--port', port!, '--data-dir', makeTempDir()]);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain('could not start');
+    expect(second.stderr).toContain('EADDRINUSE');
+    expect((await stop(first)).code).toBe(0);
+  });
+});

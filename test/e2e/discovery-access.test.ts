@@ -1,0 +1,188 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { fakeClock } from '../helpers/members.js';
+import { issueApiToken } from '../helpers/tokens.js';
+
+const ROUTES = ['/token', '/agents', '/devices', '/workflows'];
+const MINUTE = 60_000;
+
+/** A fake clock at the start of a UTC minute (plus one second), so a test never straddles two windows. */
+const minuteAlignedClock = () => fakeClock(Math.floor(Date.now() / MINUTE) * MINUTE + 1_000);
+
+describe('token discovery authentication', () => {
+  const clock = minuteAlignedClock();
+  let t: TestCoordinator;
+  let agent: TestAgent;
+
+  beforeAll(async () => {
+    t = await startTestCoordinator({ clock, env: { API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: '100000' } });
+    agent = await enrollTestAgent(t.owner, t.orgId);
+  });
+  afterAll(() => t?.close());
+
+  const expect401 = async (headers: Record<string, string>, why: string) => {
+    for (const path of ROUTES) {
+      const res = await t.api.get(path, { token: null, headers });
+      expect(res.status, `${why}: ${path}`).toBe(401);
+      expect(res.body).toEqual({ statusCode: 401, code: 'unauthorized', message: expect.any(String) });
+    }
+  };
+
+  it('refuses a call without an Authorization header', async () => {
+    await expect401({}, 'no header');
+  });
+
+  it('refuses malformed Authorization headers', async () => {
+    const { token } = await issueApiToken(t.owner, t.orgId, []);
+    for (const header of [
+      'Bearer',
+      'Bearer ',
+      `Basic ${token}`,
+      `Token ${token}`,
+      token,
+      `Bearer ${token} extra`,
+      `Bearer ${'x'.repeat(5000)}`,
+    ]) {
+      await expect401({ authorization: header }, `header ${header.slice(0, 30)}`);
+    }
+  });
+
+  it('refuses an unknown token, a truncated one and one without the drv_ prefix', async () => {
+    const { token } = await issueApiToken(t.owner, t.orgId, []);
+    for (const bad of [
+      `drv_${'A'.repeat(43)}`,
+      token.slice(0, -1),
+      token.replace(/^drv_/, 'drve_'),
+      `drv_${'x'.repeat(300)}`,
+    ]) {
+      await expect401({ authorization: `Bearer ${bad}` }, 'bad token');
+    }
+  });
+
+  it('refuses a revoked token', async () => {
+    const issued = await issueApiToken(t.owner, t.orgId, [{ type: 'agent', agentIds: [agent.agentId] }]);
+    expect((await t.api.get('/agents', { token: issued.token })).status).toBe(200);
+    const revoked = await t.owner.delete(`/orgs/${t.orgId}/api-tokens/${issued.id}`);
+    expect(revoked.status, revoked.text).toBe(200);
+    await expect401({ authorization: `Bearer ${issued.token}` }, 'revoked');
+  });
+
+  it('refuses a token once its expiry has passed', async () => {
+    const expiresAt = new Date(clock.now() + 10 * MINUTE).toISOString();
+    const issued = await issueApiToken(t.owner, t.orgId, [{ type: 'agent', agentIds: [agent.agentId] }], { expiresAt });
+    expect((await t.api.get('/agents', { token: issued.token })).status).toBe(200);
+    clock.advance(10 * MINUTE);
+    await expect401({ authorization: `Bearer ${issued.token}` }, 'expired');
+  });
+
+  it('refuses a dashboard session token used as an API token', async () => {
+    await expect401({ authorization: `Bearer ${t.owner.token}` }, 'session JWT');
+  });
+
+  it('never answers an API token on a dashboard route', async () => {
+    const { token } = await issueApiToken(t.owner, t.orgId, []);
+    expect((await t.api.get('/orgs', { token })).status).toBe(401);
+  });
+});
+
+describe('token discovery read limit', () => {
+  const clock = minuteAlignedClock();
+  let t: TestCoordinator;
+  let agent: TestAgent;
+
+  beforeAll(async () => {
+    t = await startTestCoordinator({ clock, env: { API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: '3' } });
+    agent = await enrollTestAgent(t.owner, t.orgId);
+  });
+  afterAll(() => t?.close());
+
+  const issue = () => issueApiToken(t.owner, t.orgId, [{ type: 'agent', agentIds: [agent.agentId] }]);
+  const auditOf = async (tokenId: string, action: string) => {
+    await t.coordinator.ctx.audit.flush();
+    const entries = await t.coordinator.ctx.repos.audit.list(t.orgId, { action, limit: 100 });
+    return entries.filter((e) => e.actorId === tokenId);
+  };
+  const expectRefused = (res: { status: number; body: unknown; headers: Headers }, observed: number) => {
+    expect(res.status).toBe(429);
+    expect(res.body).toEqual({
+      statusCode: 429,
+      error: 'Too Many Requests',
+      message: `Token read limit exceeded: ${observed} requests this minute, limit 3`,
+      scope: 'token_read',
+      window: 'minute',
+      limit: 3,
+      observed,
+    });
+    const retryAfter = Number(res.headers.get('retry-after'));
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+  };
+
+  it('refuses the fourth call of a minute with the spec body and a Retry-After header', async () => {
+    const { token } = await issue();
+    for (let i = 0; i < 3; i++) expect((await t.api.get('/agents', { token })).status).toBe(200);
+    const refused = await t.api.get('/agents', { token });
+    expectRefused(refused, 4);
+    expect(refused.headers.get('retry-after')).toBe('59');
+    expectRefused(await t.api.get('/agents', { token }), 5);
+  });
+
+  it('counts all four routes against one limit', async () => {
+    const { token } = await issue();
+    for (const path of ['/token', '/agents', '/devices']) expect((await t.api.get(path, { token })).status).toBe(200);
+    expectRefused(await t.api.get('/workflows', { token }), 4);
+    for (const path of ROUTES) expect((await t.api.get(path, { token })).status).toBe(429);
+  });
+
+  it('counts each token on its own', async () => {
+    const first = await issue();
+    const second = await issue();
+    for (let i = 0; i < 4; i++) await t.api.get('/token', { token: first.token });
+    expect((await t.api.get('/token', { token: first.token })).status).toBe(429);
+    for (let i = 0; i < 3; i++) expect((await t.api.get('/token', { token: second.token })).status).toBe(200);
+  });
+
+  it('does not count calls refused with 401', async () => {
+    const issued = await issue();
+    for (let i = 0; i < 5; i++) {
+      expect((await t.api.get('/agents', { token: `${issued.token}x` })).status).toBe(401);
+    }
+    expect((await t.api.get('/agents', { token: issued.token })).status).toBe(200);
+  });
+
+  it('allows calls again when the next UTC minute starts', async () => {
+    const { token } = await issue();
+    for (let i = 0; i < 3; i++) await t.api.get('/token', { token });
+    expect((await t.api.get('/token', { token })).status).toBe(429);
+    clock.advance(30_000);
+    expect((await t.api.get('/token', { token })).status).toBe(429);
+    clock.advance(MINUTE - 30_000);
+    for (let i = 0; i < 3; i++) expect((await t.api.get('/token', { token })).status).toBe(200);
+    expectRefused(await t.api.get('/token', { token }), 4);
+  });
+
+  it('audits rate_limit.block once per token and window, however many calls are refused', async () => {
+    const first = await issue();
+    const second = await issue();
+    for (let i = 0; i < 7; i++) await t.api.get('/agents', { token: first.token });
+    for (let i = 0; i < 5; i++) await t.api.get('/workflows', { token: second.token });
+    const blocks = await auditOf(first.id, 'rate_limit.block');
+    expect(blocks).toHaveLength(1);
+    expect(blocks[0]).toMatchObject({ actorType: 'api_token', actorId: first.id, orgId: t.orgId });
+    expect(blocks[0]!.metadata).toMatchObject({ scope: 'token_read', window: 'minute', limit: 3, observed: 4 });
+    expect(await auditOf(second.id, 'rate_limit.block')).toHaveLength(1);
+
+    clock.advance(MINUTE);
+    for (let i = 0; i < 6; i++) await t.api.get('/agents', { token: first.token });
+    expect(await auditOf(first.id, 'rate_limit.block')).toHaveLength(2);
+  });
+
+  it('records api_token.discover only for the calls that were answered', async () => {
+    const issued = await issue();
+    for (let i = 0; i < 6; i++) await t.api.get('/devices', { token: issued.token });
+    const discovers = await auditOf(issued.id, 'api_token.discover');
+    expect(discovers.map((e) => e.metadata)).toEqual(Array(3).fill({ resource: 'devices', count: 1 }));
+  });
+});

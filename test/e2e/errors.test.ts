@@ -1,0 +1,271 @@
+import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ErrorCodes } from '@drover/coordinator';
+import { Pool } from 'undici';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiResponse } from '../helpers/http.js';
+
+/** The one error model (CONTRACT §2, docs/errors.md) as a client sees it. */
+
+const BODY_LIMIT = 4096;
+
+/** Asserts the exact error body: `{statusCode, code, message}`, plus `details` only on 422. */
+function expectError(res: ApiResponse, status: number, code: string): void {
+  expect(res.status, res.text).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  const keys = status === 422 ? ['code', 'details', 'message', 'statusCode'] : ['code', 'message', 'statusCode'];
+  expect(Object.keys(res.body).sort()).toEqual(keys);
+  expect(res.body.statusCode).toBe(status);
+  expect(res.body.code).toBe(code);
+  expect(typeof res.body.message).toBe('string');
+  expect(res.body.message.length).toBeGreaterThan(0);
+  if (status === 422) {
+    expect(Array.isArray(res.body.details)).toBe(true);
+    expect(res.body.details.length).toBeGreaterThan(0);
+    for (const detail of res.body.details) {
+      expect(Object.keys(detail).sort()).toEqual(['message', 'path']);
+      expect(typeof detail.path).toBe('string');
+      expect(typeof detail.message).toBe('string');
+    }
+  }
+  expect(res.text).not.toMatch(/\bat .+:\d+:\d+|node_modules|SQLITE|SELECT |INSERT |stack/i);
+}
+
+describe('error responses', () => {
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    t = await startTestCoordinator({ env: { DROVER_BODY_LIMIT_BYTES: String(BODY_LIMIT) } });
+  });
+  afterAll(() => t?.close());
+
+  const login = (init: { rawBody?: string | Uint8Array; body?: unknown; headers?: Record<string, string> }) =>
+    t.api.post('/auth/login', { token: null, ...init });
+
+  it('answers malformed JSON with 422 validation_failed', async () => {
+    for (const raw of ['{"email":', '{email: "a"}', "{'a':1}", '{"a":1}}', 'nul', '\u0000']) {
+      const res = await login({ rawBody: raw, headers: { 'content-type': 'application/json' } });
+      expectError(res, 422, 'validation_failed');
+      expect(res.body.details).toEqual([{ path: 'body', message: 'is not valid JSON' }]);
+    }
+  });
+
+  it('answers a prototype-poisoning body with 422, not 500', async () => {
+    const res = await login({
+      rawBody: '{"email":"a@b.test","password":"x","__proto__":{"admin":true}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expectError(res, 422, 'validation_failed');
+  });
+
+  it('answers an empty JSON body on a route that needs one with 422', async () => {
+    const res = await login({ rawBody: '', headers: { 'content-type': 'application/json' } });
+    expectError(res, 422, 'validation_failed');
+  });
+
+  it('answers a missing body on a route that needs one with 422', async () => {
+    expectError(await t.api.post('/auth/login', { token: null }), 422, 'validation_failed');
+  });
+
+  it('answers an array, a string or null where an object is expected with 422', async () => {
+    for (const body of [[], ['a@b.test', 'pw'], 'a@b.test', 42, null]) {
+      expectError(await login({ body }), 422, 'validation_failed');
+    }
+  });
+
+  it('answers wrong field types, unknown fields and missing fields with 422 naming each', async () => {
+    const res = await login({ body: { email: 7, password: ['x'], admin: true } });
+    expectError(res, 422, 'validation_failed');
+    const paths = res.body.details.map((d: { path: string }) => d.path);
+    expect(paths).toEqual(expect.arrayContaining(['body.email', 'body.password', 'body.admin']));
+    const missing = await login({ body: {} });
+    expectError(missing, 422, 'validation_failed');
+    expect(missing.body.details).toEqual(
+      expect.arrayContaining([
+        { path: 'body.email', message: 'is required' },
+        { path: 'body.password', message: 'is required' },
+      ]),
+    );
+  });
+
+  it('answers a huge string within the body limit with 422 and does not echo it', async () => {
+    const huge = 'x'.repeat(BODY_LIMIT - 100);
+    const res = await login({ body: { email: huge, password: 'password' } });
+    expectError(res, 422, 'validation_failed');
+    expect(res.text.length).toBeLessThan(1000);
+  });
+
+  it('answers deeply nested JSON with 422', async () => {
+    const depth = 1000;
+    const raw = `{"email":${'['.repeat(depth)}${']'.repeat(depth)},"password":"password"}`;
+    expect(raw.length).toBeLessThan(BODY_LIMIT);
+    const res = await login({ rawBody: raw, headers: { 'content-type': 'application/json' } });
+    expectError(res, 422, 'validation_failed');
+  });
+
+  it('answers a body over the limit with 413 payload_too_large', async () => {
+    const res = await login({ body: { email: 'a@b.test', password: 'p'.repeat(BODY_LIMIT) } });
+    expectError(res, 413, 'payload_too_large');
+  });
+
+  it('answers text/plain, form and multipart bodies with 415 unsupported_media_type', async () => {
+    const cases: [string, string][] = [
+      ['text/plain', '{"email":"a@b.test","password":"password"}'],
+      ['application/x-www-form-urlencoded', 'email=a%40b.test&password=password'],
+      [
+        'multipart/form-data; boundary=xyz',
+        '--xyz\r\nContent-Disposition: form-data; name="email"\r\n\r\na\r\n--xyz--\r\n',
+      ],
+      ['application/xml', '<login/>'],
+    ];
+    for (const [type, raw] of cases) {
+      const res = await login({ rawBody: raw, headers: { 'content-type': type } });
+      expectError(res, 415, 'unsupported_media_type');
+    }
+  });
+
+  it('accepts application/json with a charset parameter', async () => {
+    const res = await login({
+      rawBody: JSON.stringify({ email: 'nobody@example.test', password: 'password' }),
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    });
+    expectError(res, 401, 'unauthorized');
+  });
+
+  it('answers unknown routes and unknown methods with 404 not_found', async () => {
+    expectError(await t.api.get('/no-such-thing'), 404, 'not_found');
+    expectError(await t.api.delete('/auth/login'), 404, 'not_found');
+    const outside = await fetch(`${t.url}/not-v1`);
+    expectError(
+      {
+        status: outside.status,
+        headers: outside.headers,
+        text: await outside.clone().text(),
+        body: await outside.json(),
+      },
+      404,
+      'not_found',
+    );
+  });
+
+  it('answers a resource the caller cannot see with 404 and a bad id with 422', async () => {
+    expectError(await t.owner.get(`/orgs/${randomUUID()}`), 404, 'not_found');
+    const bad = await t.owner.get('/orgs/not-a-uuid');
+    expectError(bad, 422, 'validation_failed');
+    expect(bad.body.details[0].path).toBe('params.orgId');
+  });
+
+  it('answers missing and garbage credentials with 401 unauthorized', async () => {
+    expectError(await t.api.get('/orgs'), 401, 'unauthorized');
+    expectError(await t.api.get('/orgs', { token: 'x'.repeat(5000) }), 401, 'unauthorized');
+    expectError(await t.api.get('/token', { token: 'drv_nope' }), 401, 'unauthorized');
+  });
+
+  it('puts a request id on every answer, the caller’s own when it is acceptable', async () => {
+    const mine = await t.api.get('/no-such-thing', { headers: { 'x-request-id': 'trace-abc.123' } });
+    expect(mine.headers.get('x-request-id')).toBe('trace-abc.123');
+    const unsafe = await t.api.get('/no-such-thing', { headers: { 'x-request-id': 'bad id\twith spaces' } });
+    expect(unsafe.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers an unexpected failure with 500 internal and discloses nothing', async () => {
+    const users = t.coordinator.ctx.repos.users;
+    const spy = vi
+      .spyOn(users, 'findByEmail')
+      .mockRejectedValue(new Error('SQLITE_CORRUPT: database disk image is malformed in SELECT * FROM users'));
+    try {
+      const res = await login({ body: { email: 'a@b.test', password: 'password' } });
+      expectError(res, 500, 'internal');
+      expect(res.body).toEqual({ statusCode: 500, code: 'internal', message: 'Internal server error' });
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+describe('error responses with the default body limit', () => {
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+  });
+  afterAll(() => t?.close().catch(() => {}));
+
+  it('answers JSON nested 100,000 deep with 422, prototype keys inside or not', async () => {
+    const depth = 100_000;
+    for (const inner of ['1', '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{"x":1}}}']) {
+      for (const [open, close] of [
+        ['{"a":', '}'],
+        ['[', ']'],
+      ]) {
+        const raw = `{"email":${open!.repeat(depth)}${inner}${close!.repeat(depth)},"password":"password"}`;
+        const res = await t.api.post('/auth/login', { rawBody: raw, headers: { 'content-type': 'application/json' } });
+        expectError(res, 422, 'validation_failed');
+      }
+    }
+  });
+
+  // Last: it leaves this coordinator without a database.
+  it('answers 500 internal when the database is gone, without internals', async () => {
+    t.coordinator.db.close();
+    const res = await t.owner.get('/orgs');
+    expectError(res, 500, 'internal');
+    expect(res.body.message).toBe('Internal server error');
+  });
+});
+
+describe('error responses during shutdown', () => {
+  it('answers a request that arrives while the server closes with 503 unavailable in the error shape', async () => {
+    const t = await startTestCoordinator();
+    // One connection, two pipelined requests: the slow login (scrypt) is in flight when the
+    // server starts closing; the request behind it on the same connection arrives after that.
+    const pool = new Pool(t.url, { connections: 1, pipelining: 2 });
+    try {
+      const body = JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD });
+      const first = pool.request({
+        method: 'POST',
+        path: '/v1/auth/login',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+      const second = pool.request({ method: 'GET', path: '/v1/no-such-thing' });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const closing = t.close();
+      const [a, b] = await Promise.all([first, second]);
+      expect(a.statusCode).toBe(200);
+      await a.body.dump();
+      const text = await b.body.text();
+      expectError(
+        {
+          status: b.statusCode,
+          headers: new Headers(b.headers as Record<string, string>),
+          text,
+          body: JSON.parse(text),
+        },
+        503,
+        'unavailable',
+      );
+      await closing;
+    } finally {
+      await pool.close();
+      await t.close();
+    }
+  });
+});
+
+describe('docs/errors.md', () => {
+  const doc = fs.readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+
+  it('documents every error code with its status', () => {
+    for (const [code, { status }] of Object.entries(ErrorCodes)) {
+      expect(doc, `docs/errors.md lacks a row for ${code}`).toMatch(
+        new RegExp(`^\\| \`${code}\` +\\| ${status} +\\|`, 'm'),
+      );
+    }
+  });
+
+  it('documents the three 429 shapes of the spec', () => {
+    for (const field of ['retryAfter', 'window', '"Too Many Requests"', '"token_read"', 'observed']) {
+      expect(doc).toContain(field);
+    }
+  });
+});

@@ -1,0 +1,88 @@
+import type { Coordinator } from '@drover/coordinator';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+
+/** `GET /v1/openapi.json` describes every route the app serves, with its response schemas. */
+
+interface Route {
+  method: string;
+  path: string;
+}
+
+/** Every (method, path) registered on the app, read from Fastify's route tree. */
+function registeredRoutes(app: Coordinator['app']): Route[] {
+  const routes: Route[] = [];
+  const stack: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = line.match(/^([│ ]*)[├└]── (\S+)(?: \(([^)]*)\))?/);
+    if (!match) continue;
+    stack.length = match[1]!.length / 4;
+    stack.push(match[2]!);
+    for (const method of match[3]?.split(', ') ?? []) routes.push({ method, path: stack.join('') });
+  }
+  return routes;
+}
+
+const toOpenApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
+
+interface Operation {
+  summary?: string;
+  tags?: string[];
+  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+}
+
+describe('the OpenAPI document', () => {
+  let t: TestCoordinator;
+  let spec: { openapi: string; info: { title: string }; paths: Record<string, Record<string, Operation>> };
+  let routes: Route[];
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    const res = await t.api.get('/openapi.json');
+    expect(res.status).toBe(200);
+    spec = res.body;
+    routes = registeredRoutes(t.coordinator.app).filter((r) => r.method !== 'HEAD' && r.path !== '/v1/openapi.json');
+  });
+  afterAll(() => t?.close());
+
+  it('is served without credentials as OpenAPI 3', () => {
+    expect(spec.openapi).toMatch(/^3\.\d+\.\d+$/);
+    expect(spec.info.title).toContain('Drover');
+  });
+
+  it('reads the registered routes (the check below is not vacuous)', () => {
+    expect(routes).toEqual(
+      expect.arrayContaining([
+        { method: 'POST', path: '/v1/auth/login' },
+        { method: 'GET', path: '/v1/orgs/:orgId/members' },
+        { method: 'POST', path: '/v1/agent/enroll' },
+      ]),
+    );
+    expect(routes.length).toBeGreaterThan(10);
+  });
+
+  it('lists every registered route except itself', () => {
+    const missing = routes.filter((r) => !spec.paths[toOpenApiPath(r.path)]?.[r.method.toLowerCase()]);
+    expect(missing).toEqual([]);
+    expect(spec.paths['/v1/openapi.json']).toBeUndefined();
+  });
+
+  it('gives every operation a success response schema, error responses, a summary and a tag', () => {
+    const problems: string[] = [];
+    for (const { method, path } of routes) {
+      const op = spec.paths[toOpenApiPath(path)]?.[method.toLowerCase()];
+      if (!op) continue; // reported by the test above
+      const name = `${method} ${path}`;
+      const responses = Object.entries(op.responses ?? {});
+      const success = responses.filter(([status]) => /^2\d\d$/.test(status));
+      if (success.length === 0) problems.push(`${name}: no 2xx response`);
+      for (const [status, response] of success) {
+        const schemas = Object.values(response.content ?? {}).filter((c) => c.schema !== undefined);
+        if (status !== '204' && schemas.length === 0) problems.push(`${name}: ${status} has no schema`);
+      }
+      if (!responses.some(([status]) => /^4\d\d$/.test(status))) problems.push(`${name}: no 4xx response`);
+      if (!op.summary) problems.push(`${name}: no summary`);
+      if (!op.tags?.length) problems.push(`${name}: no tag`);
+    }
+    expect(problems).toEqual([]);
+  });
+});

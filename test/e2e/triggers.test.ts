@@ -1,0 +1,382 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import { addUser, outsider } from '../helpers/members.js';
+
+const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
+
+describe('trigger management', () => {
+  let t: TestCoordinator;
+  let agent: TestAgent;
+  let member: ApiClient;
+  let other: { client: ApiClient; orgId: string; agent: TestAgent };
+  let path: string;
+  const webhook = () => ({
+    name: 'deploy',
+    agentId: agent.agentId,
+    scopeType: 'workflow',
+    workflowName: 'deploy',
+    responseMode: 'async',
+  });
+
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    path = `/orgs/${t.orgId}/triggers`;
+    agent = await enrollTestAgent(t.owner, t.orgId);
+    member = (await addUser(t.owner, t.orgId, 'trigger-member@example.test')).client;
+    const o = await outsider(t.owner, t.orgId, 'trigger-outsider@example.test');
+    other = { ...o, agent: await enrollTestAgent(o.client, o.orgId) };
+  });
+  afterAll(() => t?.close());
+
+  const auditOf = async (action: string) => t.coordinator.ctx.repos.audit.list(t.orgId, { action, limit: 100 });
+  const create = async (body: Record<string, unknown>, client: ApiClient = t.owner) => {
+    const res = await client.post(path, { body });
+    expect(res.status, res.text).toBe(201);
+    return res.body;
+  };
+  const expect422 = (res: { status: number; body: any; text: string }, field: string) => {
+    expect(res.status, res.text).toBe(422);
+    expect(res.body).toMatchObject({ statusCode: 422, code: 'validation_failed', message: expect.any(String) });
+    expect(
+      res.body.details.map((d: { path: string }) => d.path),
+      res.text,
+    ).toContain(`body.${field}`);
+  };
+
+  it('creates a webhook trigger with its defaults and shows it in the list', async () => {
+    const res = await t.owner.post(path, { body: webhook() });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      name: 'deploy',
+      type: 'webhook',
+      agentId: agent.agentId,
+      scopeType: 'workflow',
+      workflowName: 'deploy',
+      responseMode: 'async',
+      responseTimeoutMs: 30000,
+      allowedRefs: null,
+      allowDebug: false,
+      notifyProvider: null,
+      notifyTeamId: null,
+      notifyChannelId: null,
+      notifyOn: 'none',
+      cronExpression: null,
+      cronTimezone: null,
+      cronEnabled: null,
+      chatTeamId: null,
+      chatChannelId: null,
+      chatKeyword: null,
+      createdAt: expect.any(String),
+      updatedAt: res.body.createdAt,
+    });
+    expect(res.body).not.toHaveProperty('tokenHash');
+    expect(res.body).not.toHaveProperty('orgId');
+    const got = await t.owner.get(`${path}/${res.body.id}`);
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(res.body);
+    const list = await t.owner.get(path);
+    expect(list.status).toBe(200);
+    expect(list.body).toContainEqual(res.body);
+    const [entry] = await auditOf('trigger.create');
+    expect(entry).toMatchObject({ actorType: 'user', targetType: 'trigger', targetId: res.body.id });
+  });
+
+  it('does not require the workflow to be reported yet', async () => {
+    const body = await create({ ...webhook(), workflowName: 'not-reported.yet_1' });
+    expect(body.workflowName).toBe('not-reported.yet_1');
+  });
+
+  it('creates a sync trigger with every webhook option set', async () => {
+    const body = await create({
+      ...webhook(),
+      type: 'webhook',
+      responseMode: 'sync',
+      responseTimeoutMs: 120000,
+      allowedRefs: ['main', 'v1.2.3'],
+      allowDebug: true,
+      notifyProvider: 'slack',
+      notifyTeamId: 'T024BE7LD',
+      notifyChannelId: 'C024BE91L',
+      notifyOn: 'failure',
+    });
+    expect(body).toMatchObject({
+      responseMode: 'sync',
+      responseTimeoutMs: 120000,
+      allowedRefs: ['main', 'v1.2.3'],
+      allowDebug: true,
+      notifyProvider: 'slack',
+      notifyOn: 'failure',
+    });
+  });
+
+  it('notifies about every outcome by default once a provider is set', async () => {
+    const body = await create({
+      ...webhook(),
+      notifyProvider: 'discord',
+      notifyTeamId: '81384788765712384',
+      notifyChannelId: '1',
+    });
+    expect(body.notifyOn).toBe('always');
+  });
+
+  it('creates an agent-scoped trigger without a workflow name', async () => {
+    const body = await create({ name: 'any', agentId: agent.agentId, scopeType: 'agent', responseMode: 'async' });
+    expect(body).toMatchObject({ scopeType: 'agent', workflowName: null });
+  });
+
+  it('creates a cron trigger with a normalized expression, UTC and enabled by default', async () => {
+    const body = await create({ ...webhook(), type: 'cron', cronExpression: '0  3 * * MON-FRI' });
+    expect(body).toMatchObject({
+      type: 'cron',
+      cronExpression: '0 3 * * MON-FRI',
+      cronTimezone: 'UTC',
+      cronEnabled: true,
+    });
+    const zoned = await create({
+      ...webhook(),
+      type: 'cron',
+      cronExpression: '*/15 * * * *',
+      cronTimezone: 'europe/berlin',
+      cronEnabled: false,
+    });
+    expect(zoned).toMatchObject({ cronTimezone: 'Europe/Berlin', cronEnabled: false });
+  });
+
+  it('creates slack and discord chat triggers and refuses a second one on the same keyword and channel', async () => {
+    for (const type of ['slack', 'discord']) {
+      const chat = { ...webhook(), type, chatTeamId: 'T1', chatChannelId: 'C1', chatKeyword: 'ship' };
+      const body = await create(chat);
+      expect(body).toMatchObject({
+        type,
+        chatTeamId: 'T1',
+        chatChannelId: 'C1',
+        chatKeyword: 'ship',
+        cronEnabled: null,
+      });
+      const again = await t.owner.post(path, { body: { ...chat, chatKeyword: 'SHIP' } });
+      expect(again.status).toBe(409);
+      expect(again.body).toMatchObject({ statusCode: 409, code: 'conflict' });
+    }
+  });
+
+  it('refuses each invalid field with 422 naming it', async () => {
+    const cron = { ...webhook(), type: 'cron' };
+    const chat = { ...webhook(), type: 'slack', chatTeamId: 'T', chatChannelId: 'C', chatKeyword: 'k' };
+    const cases: [string, Record<string, unknown>][] = [
+      ['name', { ...webhook(), name: '' }],
+      ['name', { ...webhook(), name: '   ' }],
+      ['name', { ...webhook(), name: 'x'.repeat(256) }],
+      ['agentId', { ...webhook(), agentId: 'not-a-uuid' }],
+      ['agentId', { ...webhook(), agentId: UNKNOWN_ID }],
+      ['scopeType', { ...webhook(), scopeType: 'org' }],
+      ['workflowName', { ...webhook(), workflowName: undefined }],
+      ['workflowName', { ...webhook(), workflowName: null }],
+      ['workflowName', { ...webhook(), workflowName: '' }],
+      ['workflowName', { ...webhook(), workflowName: '-starts-with-dash' }],
+      ['workflowName', { ...webhook(), workflowName: 'has space' }],
+      ['workflowName', { ...webhook(), workflowName: 'w'.repeat(129) }],
+      ['workflowName', { ...webhook(), scopeType: 'agent' }],
+      ['responseMode', { ...webhook(), responseMode: 'later' }],
+      ['responseTimeoutMs', { ...webhook(), responseTimeoutMs: 999 }],
+      ['responseTimeoutMs', { ...webhook(), responseTimeoutMs: 600001 }],
+      ['responseTimeoutMs', { ...webhook(), responseTimeoutMs: 1500.5 }],
+      ['responseTimeoutMs', { ...webhook(), responseTimeoutMs: '30000' }],
+      ['allowedRefs', { ...webhook(), allowedRefs: [] }],
+      ['allowedRefs', { ...webhook(), allowedRefs: ['main', 'main'] }],
+      ['allowedRefs', { ...webhook(), allowedRefs: Array.from({ length: 101 }, (_, i) => `r${i}`) }],
+      ['allowedRefs', { ...webhook(), allowedRefs: 'main' }],
+      ['allowedRefs.0', { ...webhook(), allowedRefs: [''] }],
+      ['allowedRefs.0', { ...webhook(), allowedRefs: ['r'.repeat(256)] }],
+      ['allowedRefs.1', { ...webhook(), allowedRefs: ['main', 7] }],
+      ['allowDebug', { ...webhook(), allowDebug: 'yes' }],
+      ['notifyProvider', { ...webhook(), notifyProvider: 'teams' }],
+      ['notifyTeamId', { ...webhook(), notifyProvider: 'slack', notifyChannelId: 'C' }],
+      ['notifyChannelId', { ...webhook(), notifyProvider: 'slack', notifyTeamId: 'T' }],
+      ['notifyTeamId', { ...webhook(), notifyTeamId: 'T' }],
+      ['notifyChannelId', { ...webhook(), notifyChannelId: 'C' }],
+      ['notifyChannelId', { ...webhook(), notifyProvider: 'slack', notifyTeamId: 'T', notifyChannelId: 'has space' }],
+      ['notifyOn', { ...webhook(), notifyOn: 'always' }],
+      [
+        'notifyOn',
+        { ...webhook(), notifyProvider: 'slack', notifyTeamId: 'T', notifyChannelId: 'C', notifyOn: 'sometimes' },
+      ],
+      ['type', { ...webhook(), type: 'email' }],
+      ['type', { ...webhook(), type: null }],
+      ['cronExpression', cron],
+      ['cronExpression', { ...cron, cronExpression: '61 * * * *' }],
+      ['cronExpression', { ...cron, cronExpression: '* * * * * *' }],
+      ['cronExpression', { ...cron, cronExpression: '@daily' }],
+      ['cronExpression', { ...cron, cronExpression: '0 0 31 2 *' }],
+      ['cronExpression', { ...cron, cronExpression: 'x'.repeat(257) }],
+      ['cronTimezone', { ...cron, cronExpression: '* * * * *', cronTimezone: 'Mars/Olympus' }],
+      ['cronTimezone', { ...cron, cronExpression: '* * * * *', cronTimezone: '+02:00' }],
+      ['cronEnabled', { ...cron, cronExpression: '* * * * *', cronEnabled: 'true' }],
+      ['cronExpression', { ...webhook(), cronExpression: '* * * * *' }],
+      ['cronTimezone', { ...webhook(), cronTimezone: 'UTC' }],
+      ['cronEnabled', { ...webhook(), cronEnabled: true }],
+      ['chatTeamId', { ...chat, chatTeamId: undefined }],
+      ['chatChannelId', { ...chat, chatChannelId: null }],
+      ['chatKeyword', { ...chat, chatKeyword: undefined }],
+      ['chatKeyword', { ...chat, chatKeyword: 'two words' }],
+      ['chatKeyword', { ...chat, chatKeyword: 'k'.repeat(65) }],
+      ['chatKeyword', { ...chat, chatKeyword: '' }],
+      ['cronExpression', { ...chat, cronExpression: '* * * * *' }],
+      ['chatKeyword', { ...webhook(), chatKeyword: 'deploy' }],
+      ['chatTeamId', { ...cron, cronExpression: '* * * * *', chatTeamId: 'T' }],
+      ['unexpected', { ...webhook(), unexpected: true }],
+      ['tokenHash', { ...webhook(), tokenHash: 'abc' }],
+    ];
+    for (const [field, body] of cases) {
+      const res = await t.owner.post(path, { body });
+      expect422(res, field);
+    }
+  });
+
+  it('refuses missing required fields, wrong bodies and malformed JSON with 4xx, never 500', async () => {
+    for (const field of ['name', 'agentId', 'scopeType', 'responseMode']) {
+      const body: Record<string, unknown> = webhook();
+      delete body[field];
+      expect422(await t.owner.post(path, { body }), field);
+    }
+    for (const body of [[], 'text', 42, null]) {
+      const res = await t.owner.post(path, { body });
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(res.body.code).toBe('validation_failed');
+    }
+    for (const rawBody of ['{"name":', '', '{"name": "x"'.repeat(10000)]) {
+      const res = await t.owner.post(path, { rawBody, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      expect(res.body).toMatchObject({ statusCode: res.status, code: expect.any(String), message: expect.any(String) });
+    }
+    const huge = await t.owner.post(path, { body: { ...webhook(), name: 'x'.repeat(2_000_000) } });
+    expect([413, 422]).toContain(huge.status);
+    const text = await t.owner.post(path, { rawBody: 'name=x', headers: { 'content-type': 'text/plain' } });
+    expect(text.status).toBe(415);
+    const query = await t.owner.get(`${path}?limit=5`);
+    expect(query.status).toBe(422);
+  });
+
+  it('refuses an agent of another organization and a revoked agent, naming agentId', async () => {
+    expect422(await t.owner.post(path, { body: { ...webhook(), agentId: other.agent.agentId } }), 'agentId');
+    const doomed = await enrollTestAgent(t.owner, t.orgId);
+    await t.coordinator.ctx.repos.agents.revoke(t.orgId, doomed.agentId, new Date().toISOString());
+    const res = await t.owner.post(path, { body: { ...webhook(), agentId: doomed.agentId } });
+    expect422(res, 'agentId');
+    expect(res.body.message).toMatch(/revoked/);
+  });
+
+  it('updates any subset and re-validates the merged trigger', async () => {
+    const created = await create({ ...webhook(), name: 'patchable' });
+    const renamed = await t.owner.patch(`${path}/${created.id}`, { body: { name: 'renamed', allowedRefs: ['main'] } });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body).toEqual({ ...created, name: 'renamed', allowedRefs: ['main'], updatedAt: expect.any(String) });
+    expect(Date.parse(renamed.body.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt));
+    expect((await t.owner.get(`${path}/${created.id}`)).body).toEqual(renamed.body);
+    const [entry] = await auditOf('trigger.update');
+    expect(entry).toMatchObject({ targetId: created.id, metadata: { changed: ['name', 'allowedRefs'] } });
+
+    // The merged whole must hold: a cron kind needs its expression.
+    expect422(await t.owner.patch(`${path}/${created.id}`, { body: { type: 'cron' } }), 'cronExpression');
+    expect422(
+      await t.owner.patch(`${path}/${created.id}`, { body: { scopeType: 'agent', workflowName: 'x' } }),
+      'workflowName',
+    );
+    expect422(await t.owner.patch(`${path}/${created.id}`, { body: { chatKeyword: 'k' } }), 'chatKeyword');
+    expect422(await t.owner.patch(`${path}/${created.id}`, { body: { agentId: other.agent.agentId } }), 'agentId');
+    expect422(await t.owner.patch(`${path}/${created.id}`, { body: { responseTimeoutMs: 0 } }), 'responseTimeoutMs');
+    expect422(await t.owner.patch(`${path}/${created.id}`, { body: { unknown: 1 } }), 'unknown');
+    expect422(await t.owner.patch(`${path}/${created.id}`, { body: { name: null } }), 'name');
+    expect((await t.owner.get(`${path}/${created.id}`)).body).toEqual(renamed.body);
+  });
+
+  it('clears the fields of the old kind when an update changes the kind', async () => {
+    const cron = await create({ ...webhook(), type: 'cron', cronExpression: '0 3 * * *', cronTimezone: 'Asia/Tokyo' });
+    const chat = await t.owner.patch(`${path}/${cron.id}`, {
+      body: { type: 'discord', chatTeamId: 'G', chatChannelId: 'C', chatKeyword: 'go' },
+    });
+    expect(chat.status).toBe(200);
+    expect(chat.body).toMatchObject({
+      type: 'discord',
+      cronExpression: null,
+      cronTimezone: null,
+      cronEnabled: null,
+      chatKeyword: 'go',
+    });
+    const agentScoped = await t.owner.patch(`${path}/${cron.id}`, { body: { type: 'webhook', scopeType: 'agent' } });
+    expect(agentScoped.status).toBe(200);
+    expect(agentScoped.body).toMatchObject({
+      type: 'webhook',
+      scopeType: 'agent',
+      workflowName: null,
+      chatKeyword: null,
+      chatTeamId: null,
+    });
+  });
+
+  it('answers an empty update with the unchanged trigger', async () => {
+    const created = await create({ ...webhook(), name: 'unchanged' });
+    const res = await t.owner.patch(`${path}/${created.id}`, { body: {} });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(created);
+  });
+
+  it('lets members list, read, create and update triggers but not delete them', async () => {
+    const created = await create({ ...webhook(), name: 'by member' }, member);
+    expect((await member.get(path)).body.map((x: { id: string }) => x.id)).toContain(created.id);
+    expect((await member.get(`${path}/${created.id}`)).status).toBe(200);
+    expect((await member.patch(`${path}/${created.id}`, { body: { allowDebug: true } })).body.allowDebug).toBe(true);
+    const del = await member.delete(`${path}/${created.id}`);
+    expect(del.status).toBe(403);
+    expect(del.body.code).toBe('forbidden');
+    expect((await t.owner.get(`${path}/${created.id}`)).status).toBe(200);
+  });
+
+  it('deletes a trigger for good: 204, then 404 everywhere', async () => {
+    const created = await create({ ...webhook(), name: 'doomed' });
+    const res = await t.owner.delete(`${path}/${created.id}`);
+    expect(res.status).toBe(204);
+    expect(res.text).toBe('');
+    expect((await t.owner.get(`${path}/${created.id}`)).status).toBe(404);
+    expect((await t.owner.patch(`${path}/${created.id}`, { body: { name: 'x' } })).status).toBe(404);
+    expect((await t.owner.delete(`${path}/${created.id}`)).status).toBe(404);
+    expect((await t.owner.get(path)).body.map((x: { id: string }) => x.id)).not.toContain(created.id);
+    const [entry] = await auditOf('trigger.delete');
+    expect(entry).toMatchObject({ targetId: created.id, metadata: { name: 'doomed' } });
+  });
+
+  it("keeps organizations apart: another org's trigger is 404 and non-members get 404", async () => {
+    const foreign = await other.client.post(`/orgs/${other.orgId}/triggers`, {
+      body: { ...webhook(), agentId: other.agent.agentId },
+    });
+    expect(foreign.status).toBe(201);
+    for (const res of [
+      await t.owner.get(`${path}/${foreign.body.id}`),
+      await t.owner.patch(`${path}/${foreign.body.id}`, { body: { name: 'stolen' } }),
+      await t.owner.delete(`${path}/${foreign.body.id}`),
+      await other.client.get(path),
+      await other.client.post(path, { body: webhook() }),
+      await other.client.get(`${path}/${foreign.body.id}`),
+    ]) {
+      expect(res.status).toBe(404);
+      expect(res.body.code).toBe('not_found');
+    }
+    expect((await t.owner.get(path)).body.map((x: { id: string }) => x.id)).not.toContain(foreign.body.id);
+    expect((await other.client.get(`/orgs/${other.orgId}/triggers/${foreign.body.id}`)).body.name).toBe('deploy');
+  });
+
+  it('answers 404 for an unknown trigger and 422 for a malformed id', async () => {
+    expect((await t.owner.get(`${path}/${UNKNOWN_ID}`)).status).toBe(404);
+    expect((await t.owner.get(`${path}/not-a-uuid`)).status).toBe(422);
+    expect((await t.owner.get(`/orgs/not-a-uuid/triggers`)).status).toBe(422);
+  });
+
+  it('refuses calls without a session with 401', async () => {
+    expect((await t.api.get(path)).status).toBe(401);
+    expect((await t.api.post(path, { body: webhook() })).status).toBe(401);
+    expect((await t.api.get(path, { token: 'drv_notasession' })).status).toBe(401);
+  });
+});
