@@ -148,8 +148,10 @@ CREATE TABLE storage_bindings (
 );
 CREATE INDEX storage_bindings_org ON storage_bindings(org_id, created_at);
 
+-- No AUTOINCREMENT: rows are never deleted, so rowids keep increasing without the cost of
+-- sqlite_sequence (docs/performance.md); one index serves the per-organization listing.
 CREATE TABLE audit_log (
-  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  id           INTEGER PRIMARY KEY,
   org_id       TEXT,
   actor_type   TEXT NOT NULL CHECK (actor_type IN ('user', 'api_token', 'agent', 'system')),
   actor_id     TEXT,
@@ -160,4 +162,3 @@ CREATE TABLE audit_log (
   created_at   TEXT NOT NULL
 );
 CREATE INDEX audit_log_org ON audit_log(org_id, id DESC);
-CREATE INDEX audit_log_org_action ON audit_log(org_id, action, id DESC);

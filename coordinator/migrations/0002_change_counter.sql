@@ -1,6 +1,6 @@
 -- A change counter for the tables that memory caches mirror (token lookups, token discovery):
 -- triggers bump it on every insert, update and delete of agents, workflows, triggers and
--- api_tokens, whoever writes (the server, the CLI, a cascade). A cache entry that remembers the
+-- api_tokens, and memberships (a token's issuer must still be a member), whoever writes (the server, the CLI, a cascade). A cache entry that remembers the
 -- generation it was filled at is exact while the generation is unchanged; reading it is one
 -- single-row lookup (docs/performance.md).
 CREATE TABLE change_counter (
@@ -43,5 +43,14 @@ CREATE TRIGGER api_tokens_counted_update AFTER UPDATE ON api_tokens BEGIN
   UPDATE change_counter SET generation = generation + 1 WHERE id = 1;
 END;
 CREATE TRIGGER api_tokens_counted_delete AFTER DELETE ON api_tokens BEGIN
+  UPDATE change_counter SET generation = generation + 1 WHERE id = 1;
+END;
+CREATE TRIGGER memberships_counted_insert AFTER INSERT ON memberships BEGIN
+  UPDATE change_counter SET generation = generation + 1 WHERE id = 1;
+END;
+CREATE TRIGGER memberships_counted_update AFTER UPDATE ON memberships BEGIN
+  UPDATE change_counter SET generation = generation + 1 WHERE id = 1;
+END;
+CREATE TRIGGER memberships_counted_delete AFTER DELETE ON memberships BEGIN
   UPDATE change_counter SET generation = generation + 1 WHERE id = 1;
 END;

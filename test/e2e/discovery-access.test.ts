@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { fakeClock } from '../helpers/members.js';
+import { addUser, fakeClock } from '../helpers/members.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
 const ROUTES = ['/token', '/agents', '/devices', '/workflows'];
@@ -74,6 +74,19 @@ describe('token discovery authentication', () => {
     expect((await t.api.get('/agents', { token: issued.token })).status).toBe(200);
     clock.advance(10 * MINUTE);
     await expect401({ authorization: `Bearer ${issued.token}` }, 'expired');
+  });
+
+  it("refuses a token whose issuer left the organization, and accepts it again once they are back", async () => {
+    const member = await addUser(t.owner, t.orgId, 'leaver@example.test');
+    const { token } = await issueApiToken(member.client, t.orgId, []);
+    expect((await t.api.get('/token', { token })).status).toBe(200);
+    expect((await t.owner.delete(`/orgs/${t.orgId}/members/${member.userId}`)).status).toBe(204);
+    await expect401({ authorization: `Bearer ${token}` }, 'issuer removed');
+    const back = await t.owner.post(`/orgs/${t.orgId}/members`, {
+      body: { email: 'leaver@example.test', role: 'member' },
+    });
+    expect(back.status).toBe(201);
+    expect((await t.api.get('/token', { token })).status).toBe(200);
   });
 
   it('refuses a dashboard session token used as an API token', async () => {

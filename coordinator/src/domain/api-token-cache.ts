@@ -1,21 +1,21 @@
-import type { ApiToken } from '../db/repositories/api-tokens.js';
+import type { AuthenticatingApiToken } from '../db/repositories/api-tokens.js';
 import type { Repositories } from '../db/repositories/index.js';
 import { GenerationCache } from './generation-cache.js';
 
-const perRepositories = new WeakMap<Repositories, GenerationCache<ApiToken>>();
+const perRepositories = new WeakMap<Repositories, GenerationCache<AuthenticatingApiToken>>();
 
 /**
  * The API token stored under this hash, or null; known tokens are kept in memory until any
- * token, agent, workflow or trigger is written (GenerationCache), so a revocation takes effect on
+ * token, agent, workflow, trigger or membership is written (GenerationCache), so a revocation takes effect on
  * the very next request. Expiry and revocation are still checked by the caller on every use.
  * One cache per set of repositories (per coordinator), so coordinators in one process (tests)
  * never share entries.
  */
-export function findApiTokenByHash(repos: Repositories, tokenHash: string): Promise<ApiToken | null> {
+export function findApiTokenByHash(repos: Repositories, tokenHash: string): Promise<AuthenticatingApiToken | null> {
   let cache = perRepositories.get(repos);
   if (!cache) {
-    cache = new GenerationCache<ApiToken>(repos.changeCounter, 10_000);
+    cache = new GenerationCache<AuthenticatingApiToken>(repos.changeCounter, 10_000);
     perRepositories.set(repos, cache);
   }
-  return cache.get(tokenHash, () => repos.apiTokens.findByHash(tokenHash));
+  return cache.get(tokenHash, () => repos.apiTokens.findForAuthentication(tokenHash));
 }

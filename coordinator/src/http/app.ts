@@ -1,17 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, {
-  LogController,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  type FastifyServerOptions,
-} from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { AppError } from '../errors.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerValidation } from './validation.js';
+import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
 import { ErrorBodySchema } from './schemas/common.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { authRoutes } from './routes/auth.js';
@@ -38,7 +33,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export async function buildApp(ctx: AppContext, logger: Logger): Promise<FastifyInstance> {
   const options: FastifyServerOptions = {
     loggerInstance: logger,
-    logController: new RequestLogController(),
+    logController: new RequestLogController(logger),
+    childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: ctx.config.bodyLimitBytes,
     requestIdHeader: false, // genReqId reads X-Request-Id itself and refuses unsafe values
     genReqId: (req) => {
@@ -60,20 +56,21 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   registerJsonBodyParser(app);
   app.addSchema(ErrorBodySchema);
 
-  app.addHook('onSend', async (request, reply) => {
-    void reply.header('x-request-id', request.id);
-  });
-
-  // While closing, requests still arriving on open connections get 503 `unavailable`.
+  // Hooks in callback style: no promise per request. While closing, requests still arriving on
+  // open connections get 503 `unavailable`.
   let closing = false;
   app.addHook('preClose', (done) => {
     closing = true;
     done();
   });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
+  app.addHook('onRequest', (request, reply, done) => {
+    void reply.header('x-request-id', request.id);
+    if (!closing) {
+      done();
+      return;
+    }
     void reply.header('connection', 'close');
-    throw new AppError('unavailable', 'The server is shutting down; retry shortly');
+    done(new AppError('unavailable', 'The server is shutting down; retry shortly'));
   });
 
   await app.register(swagger, {
@@ -116,25 +113,6 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     { prefix: '/v1' },
   );
   return app;
-}
-
-/**
- * One log line per request, at completion, without the query string (presigned URLs carry
- * signatures there) and without headers (credentials).
- */
-class RequestLogController extends LogController {
-  override incomingRequest(): void {}
-
-  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const line = {
-      method: request.method,
-      path: request.url.split('?')[0],
-      statusCode: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 10) / 10,
-    };
-    if (error) reply.log.error({ ...line, err: error }, 'request errored');
-    else reply.log.info(line, 'request completed');
-  }
 }
 
 /** JSON bodies keep their raw bytes (the agent signature covers them) and parse safely. */

@@ -129,6 +129,16 @@ describe('change counter', () => {
         repos.audit.insertMany([{ orgId, actorType: 'system', actorId: null, action: 'x', createdAt: AT }]),
       ),
     ).toBe(false);
-    expect(await moves(() => repos.orgs.create({ id: newId(), name: 'other', createdAt: AT }, userId))).toBe(false);
+    expect(
+      await moves(() =>
+        repos.storageBindings.insert({
+          id: newId(), orgId, name: 'other', backend: 'local', config: {}, isDefault: false, createdAt: AT,
+        }),
+      ),
+    ).toBe(false);
+  });
+
+  it('moves when a membership changes (a token is only valid while its issuer is a member)', async () => {
+    expect(await moves(() => repos.orgs.create({ id: newId(), name: 'other', createdAt: AT }, userId))).toBe(true);
   });
 });

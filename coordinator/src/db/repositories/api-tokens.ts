@@ -1,6 +1,7 @@
 import type { Grant } from '../../domain/grants.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
+import type { Role } from './orgs.js';
 
 export interface RateLimits {
   perMinute: number | null;
@@ -22,9 +23,16 @@ export interface ApiToken {
   createdAt: string;
 }
 
+/** A token as authentication sees it: with its issuer's current role (null: no longer a member). */
+export interface AuthenticatingApiToken extends ApiToken {
+  issuerRole: Role | null;
+}
+
 export interface ApiTokenRepository {
   insert(token: ApiToken, tokenHash: string): Promise<void>;
   findByHash(tokenHash: string): Promise<ApiToken | null>;
+  /** The token with this hash and its issuer's role in the token's organization, in one read. */
+  findForAuthentication(tokenHash: string): Promise<AuthenticatingApiToken | null>;
   findInOrg(orgId: string, id: string): Promise<ApiToken | null>;
   /** Newest first. */
   listByOrg(orgId: string): Promise<ApiToken[]>;
@@ -66,6 +74,11 @@ export function createApiTokenRepository(db: Db): ApiTokenRepository {
      VALUES (@id, @orgId, @userId, @name, @tokenHash, @hint, @scopes, @perMinute, @perHour, @perDay, @expiresAt, @createdAt)`,
   );
   const byHash = db.prepare<[string], ApiTokenRow>('SELECT * FROM api_tokens WHERE token_hash = ?');
+  const forAuthentication = db.prepare<[string], ApiTokenRow & { issuer_role: Role | null }>(
+    `SELECT t.*, m.role AS issuer_role FROM api_tokens t
+     LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
+     WHERE t.token_hash = ?`,
+  );
   const inOrg = db.prepare<[string, string], ApiTokenRow>('SELECT * FROM api_tokens WHERE org_id = ? AND id = ?');
   const byOrg = db.prepare<[string], ApiTokenRow>(
     'SELECT * FROM api_tokens WHERE org_id = ? ORDER BY created_at DESC, rowid DESC',
@@ -91,6 +104,10 @@ export function createApiTokenRepository(db: Db): ApiTokenRepository {
     async findByHash(tokenHash) {
       const row = byHash.get(tokenHash);
       return row ? toApiToken(row) : null;
+    },
+    async findForAuthentication(tokenHash) {
+      const row = forAuthentication.get(tokenHash);
+      return row ? { ...toApiToken(row), issuerRole: row.issuer_role } : null;
     },
     async findInOrg(orgId, id) {
       const row = inOrg.get(orgId, id);
