@@ -76,7 +76,7 @@ describe('token discovery authentication', () => {
     await expect401({ authorization: `Bearer ${issued.token}` }, 'expired');
   });
 
-  it("refuses a token whose issuer left the organization, and accepts it again once they are back", async () => {
+  it('refuses a token whose issuer left the organization, and accepts it again once they are back', async () => {
     const member = await addUser(t.owner, t.orgId, 'leaver@example.test');
     const { token } = await issueApiToken(member.client, t.orgId, []);
     expect((await t.api.get('/token', { token })).status).toBe(200);

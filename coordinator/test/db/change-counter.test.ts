@@ -132,7 +132,13 @@ describe('change counter', () => {
     expect(
       await moves(() =>
         repos.storageBindings.insert({
-          id: newId(), orgId, name: 'other', backend: 'local', config: {}, isDefault: false, createdAt: AT,
+          id: newId(),
+          orgId,
+          name: 'other',
+          backend: 'local',
+          config: {},
+          isDefault: false,
+          createdAt: AT,
         }),
       ),
     ).toBe(false);
