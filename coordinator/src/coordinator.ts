@@ -4,7 +4,9 @@ import { withListeningPort, type Config } from './config/config.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createSqliteRepositories } from './db/repositories/index.js';
+import { WriteBatcher } from './db/write-batcher.js';
 import { AuditLog } from './domain/audit-log.js';
+import { JobEvents } from './domain/job-events.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';
 import { loadOrCreateServerKey } from './domain/server-key.js';
@@ -35,12 +37,14 @@ export async function createCoordinator(
   try {
     const { applied } = migrate(db);
     for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
-    const repos = createSqliteRepositories(db);
+    const writes = new WriteBatcher(db);
+    const repos = createSqliteRepositories(db, writes);
     const serverKey = loadOrCreateServerKey(config.dataDir);
     const sessions = await SessionService.create(repos.serverSecrets, config.sessionTtlSeconds, clock);
     const audit = new AuditLog(repos.audit, clock);
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock);
-    const ctx: AppContext = { config, repos, clock, audit, sessions, serverKey, readLimiter };
+    const jobEvents = new JobEvents();
+    const ctx: AppContext = { config, repos, clock, audit, sessions, serverKey, readLimiter, jobEvents };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)
       logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
@@ -63,6 +67,7 @@ export async function createCoordinator(
         try {
           await app.close();
           await audit.flush();
+          writes.flush();
         } finally {
           db.close();
         }

@@ -90,6 +90,7 @@ export const WorkflowStep = {
     env: { type: 'object', maxProperties: 256, additionalProperties: { type: 'string', maxLength: 8192 } },
     cwd: { type: 'string', maxLength: 4096 },
     timeout: { type: 'integer', minimum: 1, maximum: 86_400_000 },
+    shell: { type: 'boolean' },
   },
 } as const;
 export interface WorkflowStep {
@@ -100,6 +101,8 @@ export interface WorkflowStep {
   cwd?: string;
   /** Milliseconds. */
   timeout?: number;
+  /** Run `run` through `/bin/sh -c` instead of as a program with `args`. */
+  shell?: boolean;
 }
 
 export const WorkflowDefinition = {

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config.js';
 import type { Repositories } from '../db/repositories/index.js';
 import type { AuditLog } from '../domain/audit-log.js';
+import type { JobEvents } from '../domain/job-events.js';
 import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
 import type { ServerKey } from '../domain/server-key.js';
 import type { SessionService } from '../domain/sessions.js';
@@ -15,6 +16,8 @@ export interface AppContext {
   sessions: SessionService;
   serverKey: ServerKey;
   readLimiter: ReadRateLimiter;
+  /** In-process job notifications: dispatch to connected agents, sync trigger-run waits. */
+  jobEvents: JobEvents;
 }
 
 declare module 'fastify' {

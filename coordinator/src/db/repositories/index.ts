@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import { WriteBatcher } from '../write-batcher.js';
 import { createAgentRepository, type AgentRepository } from './agents.js';
 import { createApiTokenRepository, type ApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository, type AuditRepository } from './audit.js';
@@ -30,7 +31,9 @@ export interface Repositories {
   workflows: WorkflowRepository;
 }
 
-export function createSqliteRepositories(db: Db): Repositories {
+/** `writes` group-commits the hot write paths (trigger runs, job reports); see write-batcher.ts. */
+export function createSqliteRepositories(db: Db, writes: WriteBatcher = new WriteBatcher(db)): Repositories {
+  void writes;
   return {
     agents: createAgentRepository(db),
     apiTokens: createApiTokenRepository(db),

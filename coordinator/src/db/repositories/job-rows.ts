@@ -1,0 +1,130 @@
+import type { JobStatus } from '@drover/shared';
+import { parseJsonColumn } from '../../util/json.js';
+
+/** A job (CONTRACT §4) as the coordinator holds it. */
+export interface Job {
+  id: string;
+  orgId: string;
+  kind: 'trigger' | 'update';
+  triggerId: string | null;
+  agentId: string;
+  workflowId: string | null;
+  workflowName: string;
+  status: JobStatus;
+  ref: string | null;
+  debug: boolean;
+  params: Record<string, unknown>;
+  output: Record<string, unknown> | null;
+  exitCode: number | null;
+  errorMessage: string | null;
+  forced: boolean;
+  forceReason: string | null;
+  apiTokenId: string | null;
+  userId: string | null;
+  timeoutMs: number | null;
+  createdAt: string;
+  queuedAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  deadlineAt: string | null;
+  seq: number;
+}
+
+export interface JobRow {
+  id: string;
+  org_id: string;
+  kind: 'trigger' | 'update';
+  trigger_id: string | null;
+  agent_id: string;
+  workflow_id: string | null;
+  workflow_name: string;
+  status: JobStatus;
+  ref: string | null;
+  debug: number;
+  params: string;
+  output: string | null;
+  exit_code: number | null;
+  error_message: string | null;
+  forced: number;
+  force_reason: string | null;
+  api_token_id: string | null;
+  user_id: string | null;
+  timeout_ms: number | null;
+  created_at: string;
+  queued_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  deadline_at: string | null;
+  seq: number;
+}
+
+export const toJob = (r: JobRow): Job => ({
+  id: r.id,
+  orgId: r.org_id,
+  kind: r.kind,
+  triggerId: r.trigger_id,
+  agentId: r.agent_id,
+  workflowId: r.workflow_id,
+  workflowName: r.workflow_name,
+  status: r.status,
+  ref: r.ref,
+  debug: r.debug === 1,
+  params: parseJsonColumn<Record<string, unknown>>(r.params, 'jobs.params') ?? {},
+  output: parseJsonColumn<Record<string, unknown>>(r.output, 'jobs.output'),
+  exitCode: r.exit_code,
+  errorMessage: r.error_message,
+  forced: r.forced === 1,
+  forceReason: r.force_reason,
+  apiTokenId: r.api_token_id,
+  userId: r.user_id,
+  timeoutMs: r.timeout_ms,
+  createdAt: r.created_at,
+  queuedAt: r.queued_at,
+  startedAt: r.started_at,
+  finishedAt: r.finished_at,
+  deadlineAt: r.deadline_at,
+  seq: r.seq,
+});
+
+/**
+ * The INSERT every job creation uses (trigger runs, update jobs). `seq` is the next creation
+ * number; callers run it inside a transaction (the write batcher's), so it is race-free.
+ */
+export const INSERT_JOB_SQL = `INSERT INTO jobs (id, org_id, kind, trigger_id, agent_id, workflow_id, workflow_name,
+    status, ref, debug, params, exit_code, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
+    created_at, finished_at, seq)
+  VALUES (@id, @orgId, @kind, @triggerId, @agentId, @workflowId, @workflowName,
+    @status, @ref, @debug, @params, @exitCode, @errorMessage, @forced, @forceReason, @apiTokenId, @userId, @timeoutMs,
+    @createdAt, @finishedAt, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs))`;
+
+export interface NewJob {
+  id: string;
+  orgId: string;
+  kind: 'trigger' | 'update';
+  triggerId: string | null;
+  agentId: string;
+  workflowId: string | null;
+  workflowName: string;
+  /** `pending` for an accepted job, `rejected` for a refused call. */
+  status: 'pending' | 'rejected';
+  ref: string | null;
+  debug: boolean;
+  params: Record<string, unknown>;
+  errorMessage: string | null;
+  forced: boolean;
+  forceReason: string | null;
+  apiTokenId: string | null;
+  userId: string | null;
+  timeoutMs: number | null;
+  createdAt: string;
+}
+
+/** Named parameters of INSERT_JOB_SQL for a new job. */
+export const newJobParams = (job: NewJob) => ({
+  ...job,
+  debug: job.debug ? 1 : 0,
+  forced: job.forced ? 1 : 0,
+  params: JSON.stringify(job.params),
+  exitCode: null,
+  finishedAt: job.status === 'rejected' ? job.createdAt : null,
+});
