@@ -33,7 +33,7 @@ interface Operation {
 
 describe('the OpenAPI document', () => {
   let t: TestCoordinator;
-  let spec: { openapi: string; info: { title: string }; paths: Record<string, Record<string, Operation>> };
+  let spec: { openapi: string; info: { title: string }; servers: { url: string }[]; paths: Record<string, Record<string, Operation>> };
   let routes: Route[];
   beforeAll(async () => {
     t = await startTestCoordinator();
@@ -47,6 +47,10 @@ describe('the OpenAPI document', () => {
   it('is served without credentials as OpenAPI 3', () => {
     expect(spec.openapi).toMatch(/^3\.\d+\.\d+$/);
     expect(spec.info.title).toContain('Drover');
+  });
+
+  it('names the real listening address as its server, even when started on port 0', () => {
+    expect(spec.servers).toEqual([{ url: t.url }]);
   });
 
   it('reads the registered routes (the check below is not vacuous)', () => {

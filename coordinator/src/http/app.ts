@@ -81,7 +81,6 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
         version: '1',
         description: 'Public API (spec), dashboard management endpoints and the signed agent protocol.',
       },
-      servers: [{ url: ctx.config.publicUrl }],
       components: {
         securitySchemes: {
           apiToken: { type: 'http', scheme: 'bearer', description: 'API token (drv_...)' },
