@@ -4,6 +4,7 @@ import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/triggers-cron.js';
 import {
   changedFields,
+  CONFIG_FIELDS,
   checkChatKeywordClash,
   checkTriggerAgent,
   MAX_ALLOWED_REFS,
@@ -74,30 +75,7 @@ const nullableString = { type: ['string', 'null'] } as const;
 
 export const TriggerSchema = {
   type: 'object',
-  required: [
-    'id',
-    'name',
-    'type',
-    'agentId',
-    'scopeType',
-    'workflowName',
-    'responseMode',
-    'responseTimeoutMs',
-    'allowedRefs',
-    'allowDebug',
-    'notifyProvider',
-    'notifyTeamId',
-    'notifyChannelId',
-    'notifyOn',
-    'cronExpression',
-    'cronTimezone',
-    'cronEnabled',
-    'chatTeamId',
-    'chatChannelId',
-    'chatKeyword',
-    'createdAt',
-    'updatedAt',
-  ],
+  required: ['id', ...CONFIG_FIELDS, 'createdAt', 'updatedAt'],
   properties: {
     id: uuid,
     name: { type: 'string' },
