@@ -9,7 +9,8 @@ export type AgentErrorCode =
   | 'bad_response'
   | 'already_enrolled'
   | 'not_enrolled'
-  | 'bad_state';
+  | 'bad_state'
+  | 'already_running';
 
 export class AgentError extends Error {
   readonly code: AgentErrorCode;

@@ -9,3 +9,5 @@ export { ensurePrivateDir, writeFileAtomic } from './state/files.js';
 export { parseCoordinatorUrl } from './http/coordinator-url.js';
 export { callCoordinator, signedCall, type HttpAnswer, type SignedCaller } from './http/client.js';
 export { getSelf, postEnroll } from './http/agent-api.js';
+export { startDaemon, loadIdentity, type Daemon } from './daemon/daemon.js';
+export { DEFAULTS as DAEMON_DEFAULTS, type DaemonOptions } from './daemon/options.js';

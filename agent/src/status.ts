@@ -3,6 +3,9 @@ import { keyFingerprint, publicKeyOf } from '@drover/shared';
 import { AgentError } from './errors.js';
 import { loadEnrollment, loadPrivateKey, type Enrollment } from './state/enrollment.js';
 import { statePath } from './state/paths.js';
+import { formatDaemonStatus, readDaemonStatus, type DaemonStatus } from './daemon-status.js';
+
+export { DAEMON_STATUS_FILE, readDaemonStatus, isAlive, type DaemonStatus } from './daemon-status.js';
 
 export interface AgentStatus {
   stateDir: string;
@@ -11,8 +14,10 @@ export interface AgentStatus {
   agentKeyFingerprint: string | null;
   /** What is wrong with the local state, if anything. */
   problem: string | null;
-  /** Always false until the `run` command exists. */
-  running: false;
+  /** True when `status.json` names a live process (the daemon, `drover-agent run`). */
+  running: boolean;
+  /** What the daemon last wrote in `status.json` (also when it is no longer running), or null. */
+  daemon: DaemonStatus | null;
 }
 
 /** What the state directory says about this agent. Never calls the coordinator. */
@@ -24,7 +29,11 @@ export function readAgentStatus(stateDir: string): AgentStatus {
     agentKeyFingerprint: null,
     problem: null,
     running: false,
+    daemon: null,
   };
+  const daemon = readDaemonStatus(stateDir);
+  status.daemon = daemon.status;
+  status.running = daemon.running;
   try {
     status.enrollment = loadEnrollment(stateDir);
   } catch (error) {
@@ -65,7 +74,7 @@ export function formatAgentStatus(status: AgentStatus): string[] {
     `Agent key:     ${status.agentKeyFingerprint ?? 'missing'}`,
     `Enrolled at:   ${e.enrolledAt}`,
     `State dir:     ${status.stateDir}`,
-    'Agent:         not running',
+    ...formatDaemonStatus(status.daemon, status.running),
   );
   if (status.problem) lines.push(`Problem:       ${status.problem}`);
   return lines;

@@ -11,6 +11,10 @@ import path from 'node:path';
 export interface LoadOptions {
   url: string;
   headers?: Record<string, string>;
+  /** HTTP method (autocannon -m); default GET. */
+  method?: 'GET' | 'POST';
+  /** Request body sent with every request (autocannon -b); set its content-type in `headers`. */
+  body?: string;
   /** Concurrent connections (autocannon -c). */
   connections: number;
   /** Seconds (autocannon -d). */
@@ -48,6 +52,8 @@ interface AutocannonJson {
 
 export function runLoad(options: LoadOptions): Promise<LoadResult> {
   const args = [AUTOCANNON, '--json', '-c', String(options.connections), '-d', String(options.duration)];
+  if (options.method) args.push('-m', options.method);
+  if (options.body !== undefined) args.push('-b', options.body);
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}=${value}`);
   args.push(options.url);
   const cpuBefore = process.cpuUsage();

@@ -46,7 +46,7 @@ export function summarizeProfile(profile: CpuProfile, top = 25): string {
   const label = (n: ProfileNode) => {
     const where = n.callFrame.url
       .replace(/^.*node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?/, '')
-      .replace(/^.*\/(coordinator|shared)\//, '$1/');
+      .replace(/^.*\/(coordinator|shared|agent)\/src\//, '$1/src/');
     return `${n.callFrame.functionName || '(anonymous)'} ${where}`.trim();
   };
   const self = new Map<string, number>();

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Coordinator } from '@drover/coordinator';
+import type { WorkflowDefinition } from '@drover/shared';
 
 /**
  * Fixtures written straight through the coordinator's repositories: fast, and independent of
@@ -17,42 +18,13 @@ export async function seedAgents(
   orgId: string,
   { count, workflowsPerAgent }: { count: number; workflowsPerAgent: number },
 ): Promise<SeededAgent[]> {
-  const { repos } = coordinator.ctx;
-  const at = new Date().toISOString();
   const agents: SeededAgent[] = [];
   for (let i = 0; i < count; i++) {
-    const tokenHash = randomBytes(32).toString('hex');
-    await repos.enrollmentTokens.insert(
-      {
-        id: randomUUID(),
-        orgId,
-        name: null,
-        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-        usedAt: null,
-        usedByAgentId: null,
-        createdBy: null,
-        createdAt: at,
-      },
-      tokenHash,
-    );
-    const id = randomUUID();
-    const outcome = await repos.agents.enroll(
-      tokenHash,
-      {
-        id,
-        name: `edge-${String(i).padStart(2, '0')}`,
-        hostname: `edge-${i}.bench.local`,
-        os: 'linux 6.8.0',
-        agentVersion: '0.1.0',
-        publicKey: randomBytes(32).toString('base64'),
-      },
-      at,
-    );
-    if (!outcome.ok) throw new Error(`seed agent: ${outcome.reason}`);
     const workflowNames = Array.from({ length: workflowsPerAgent }, (_, w) => `workflow-${w}`);
-    await repos.workflows.replaceForAgent(
+    const id = await seedAgent(
+      coordinator,
       orgId,
-      id,
+      i,
       workflowNames.map((name) => ({
         name,
         description: `${name} on edge-${i}`,
@@ -61,11 +33,117 @@ export async function seedAgents(
         secretsKeys: ['DEPLOY_KEY'],
         steps: [{ run: 'echo', args: ['hello'] }],
       })),
-      at,
     );
     agents.push({ id, workflowNames });
   }
   return agents;
+}
+
+/**
+ * Enrolls one agent named `edge-<nn>` (with a random public key: it can never sign, so it never
+ * connects) reporting these workflows, whose rate limits stay null. Returns its id.
+ */
+export async function seedAgent(
+  coordinator: Coordinator,
+  orgId: string,
+  index: number,
+  workflows: readonly WorkflowDefinition[],
+): Promise<string> {
+  const { repos } = coordinator.ctx;
+  const at = new Date().toISOString();
+  const tokenHash = randomBytes(32).toString('hex');
+  await repos.enrollmentTokens.insert(enrollmentTokenRow(orgId, at), tokenHash);
+  const id = randomUUID();
+  const outcome = await repos.agents.enroll(
+    tokenHash,
+    {
+      id,
+      name: `edge-${String(index).padStart(2, '0')}`,
+      hostname: `edge-${index}.bench.local`,
+      os: 'linux 6.8.0',
+      agentVersion: '0.1.0',
+      publicKey: randomBytes(32).toString('base64'),
+    },
+    at,
+  );
+  if (!outcome.ok) throw new Error(`seed agent: ${outcome.reason}`);
+  await repos.workflows.replaceForAgent(orgId, id, workflows, at);
+  return id;
+}
+
+function enrollmentTokenRow(orgId: string, at: string) {
+  return {
+    id: randomUUID(),
+    orgId,
+    name: null,
+    expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    usedAt: null,
+    usedByAgentId: null,
+    createdBy: null,
+    createdAt: at,
+  };
+}
+
+/**
+ * Stores an enrollment token and returns its plaintext (`drve_...`), for a real agent process
+ * to enroll with (`drover-agent enroll`). The stored hash is SHA-256 hex of the plaintext.
+ */
+export async function seedEnrollmentToken(coordinator: Coordinator, orgId: string): Promise<string> {
+  const plaintext = `drve_${randomBytes(32).toString('base64url')}`;
+  await coordinator.ctx.repos.enrollmentTokens.insert(
+    enrollmentTokenRow(orgId, new Date().toISOString()),
+    createHash('sha256').update(plaintext, 'utf8').digest('hex'),
+  );
+  return plaintext;
+}
+
+export interface BenchTrigger {
+  agentId: string;
+  workflowName: string;
+  responseMode: 'async' | 'sync';
+  /** Default 30000 (the spec's default). */
+  responseTimeoutMs?: number;
+}
+
+/**
+ * Stores a webhook trigger scoped to one workflow of an agent (no allowed refs, debug allowed,
+ * no notification). Returns its id.
+ */
+export async function seedTrigger(
+  coordinator: Coordinator,
+  orgId: string,
+  userId: string,
+  options: BenchTrigger,
+): Promise<string> {
+  const id = randomUUID();
+  const at = new Date().toISOString();
+  await coordinator.ctx.repos.triggers.insert({
+    id,
+    orgId,
+    name: `bench ${options.workflowName} (${options.responseMode})`,
+    type: 'webhook',
+    agentId: options.agentId,
+    scopeType: 'workflow',
+    workflowName: options.workflowName,
+    responseMode: options.responseMode,
+    responseTimeoutMs: options.responseTimeoutMs ?? 30_000,
+    allowedRefs: null,
+    allowDebug: true,
+    notifyProvider: null,
+    notifyTeamId: null,
+    notifyChannelId: null,
+    notifyOn: 'none',
+    cronExpression: null,
+    cronTimezone: null,
+    cronEnabled: null,
+    chatTeamId: null,
+    chatChannelId: null,
+    chatKeyword: null,
+    createdBy: userId,
+    createdAt: at,
+    updatedAt: at,
+  });
+  return id;
 }
 
 export type BenchGrant =

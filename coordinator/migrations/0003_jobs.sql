@@ -2,7 +2,10 @@
 -- fixed-window counters of workflow and token rate limits, and the workflow-level refusals.
 
 CREATE TABLE jobs (
-  id               TEXT PRIMARY KEY,
+  -- Monotonic order of creation (the rowid: assigned on insert, never reused while the newest job
+  -- is kept), for stable "newest first" lists and stream delivery order.
+  seq              INTEGER PRIMARY KEY,
+  id               TEXT NOT NULL UNIQUE,
   org_id           TEXT NOT NULL REFERENCES orgs(id) ON DELETE CASCADE,
   -- 'trigger': started by a trigger (webhook, cron, chat, dashboard); 'update': an OTA update job.
   kind             TEXT NOT NULL CHECK (kind IN ('trigger', 'update')),
@@ -28,9 +31,7 @@ CREATE TABLE jobs (
   started_at       TEXT,
   finished_at      TEXT,
   -- A running job without a result past this instant is failed by the coordinator's sweeper.
-  deadline_at      TEXT,
-  -- Monotonic order of creation, for stable "newest first" lists and stream delivery order.
-  seq              INTEGER NOT NULL UNIQUE
+  deadline_at      TEXT
 );
 CREATE INDEX jobs_org_seq ON jobs(org_id, seq DESC);
 CREATE INDEX jobs_org_trigger ON jobs(org_id, trigger_id, seq DESC);

@@ -7,6 +7,8 @@ import { createSqliteRepositories } from './db/repositories/index.js';
 import { WriteBatcher } from './db/write-batcher.js';
 import { AuditLog } from './domain/audit-log.js';
 import { JobEvents } from './domain/job-events.js';
+import { JobSweeper } from './domain/job-sweeper.js';
+import { agentEventsOf } from './domain/agent-events.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';
 import { loadOrCreateServerKey } from './domain/server-key.js';
@@ -49,6 +51,16 @@ export async function createCoordinator(
     if (bootstrap.created)
       logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
     const app = await buildApp(ctx, logger);
+    // Jobs past their deadline, and the open jobs of a revoked agent, are failed (docs/jobs.md).
+    const sweeper = new JobSweeper({
+      jobs: repos.jobs,
+      jobEvents,
+      clock,
+      logger,
+      deadlineGraceMs: config.jobDeadlineGraceMs,
+    });
+    const stopRevocations = agentEventsOf(ctx).onRevoked((agent) => void sweeper.agentRevoked(agent.id));
+    sweeper.start();
     // Asked for port 0 without a public URL: once bound, the public URL names the real port.
     app.addHook('onListen', (done) => {
       const address = app.server.address();
@@ -65,6 +77,8 @@ export async function createCoordinator(
         if (closed) return;
         closed = true;
         try {
+          stopRevocations();
+          await sweeper.stop();
           await app.close();
           await audit.flush();
           writes.flush();

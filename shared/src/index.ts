@@ -4,3 +4,4 @@ export * from './headers.js';
 export * from './signature.js';
 export * from './wire.js';
 export * from './jobs.js';
+export * from './params.js';

@@ -22,7 +22,7 @@ function runAgentCli(args: string[], env: Record<string, string> = {}): Promise<
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--conditions=source', '--import', 'tsx', CLI, ...args],
+      ['--conditions=drover-source', '--import', 'tsx', CLI, ...args],
       { cwd: REPO, env: { ...process.env, ...env }, timeout: 30_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;

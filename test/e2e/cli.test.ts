@@ -43,7 +43,7 @@ function cli(args: string[], env: Record<string, string> = {}): Cli {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_') && !k.startsWith('API_TOKEN_')),
   );
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', MAIN, ...args], {
+  const child = spawn(process.execPath, ['--conditions=drover-source', '--import', 'tsx', MAIN, ...args], {
     cwd: ROOT,
     env: { ...clean, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -33,7 +33,12 @@ interface Operation {
 
 describe('the OpenAPI document', () => {
   let t: TestCoordinator;
-  let spec: { openapi: string; info: { title: string }; servers: { url: string }[]; paths: Record<string, Record<string, Operation>> };
+  let spec: {
+    openapi: string;
+    info: { title: string };
+    servers: { url: string }[];
+    paths: Record<string, Record<string, Operation>>;
+  };
   let routes: Route[];
   beforeAll(async () => {
     t = await startTestCoordinator();

@@ -3,6 +3,9 @@ import { isAgentError } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
 import { configureEnrollCommand } from './enroll-command.js';
 import { configureStatusCommand } from './status-command.js';
+import { configureWorkflowsCommand } from './workflows-command.js';
+import { configureLogsCommand } from './logs-command.js';
+import { configureRunCommand } from './run-command.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 
 export { CliExit, processIo, type CliIo };
@@ -15,7 +18,10 @@ export function buildProgram(io: CliIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err });
   configureEnrollCommand(program, io);
+  configureRunCommand(program, io);
   configureStatusCommand(program, io);
+  configureWorkflowsCommand(program, io);
+  configureLogsCommand(program, io);
   for (const command of program.commands)
     command.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });
   return program;

@@ -17,6 +17,12 @@ export interface Config {
   readonly logLevel: LogLevel;
   readonly sessionTtlSeconds: number;
   readonly bodyLimitBytes: number;
+  /** How often the agent stream sends a `ping` event (and refreshes the agent's lastSeenAt). */
+  readonly streamPingMs: number;
+  /** How long after its stream drops an agent that has not reconnected becomes `disconnected`. */
+  readonly agentDisconnectGraceMs: number;
+  /** Added to a job's timeout to make its deadline, past which the sweeper fails it. */
+  readonly jobDeadlineGraceMs: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -31,6 +37,9 @@ export const DEFAULTS = Object.freeze({
   logLevel: 'info' as LogLevel,
   sessionTtlSeconds: 12 * 3600,
   bodyLimitBytes: 1024 * 1024,
+  streamPingMs: 15_000,
+  agentDisconnectGraceMs: 30_000,
+  jobDeadlineGraceMs: 60_000,
 });
 
 /** Options as the CLI hands them over (strings, or undefined when the flag was not given). */
@@ -136,6 +145,20 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     64 * 1024 * 1024,
   );
 
+  const streamPingMs = integer(pick(undefined, null, 'DROVER_STREAM_PING_MS'), DEFAULTS.streamPingMs, 100, 3_600_000);
+  const agentDisconnectGraceMs = integer(
+    pick(undefined, null, 'DROVER_AGENT_DISCONNECT_GRACE_MS'),
+    DEFAULTS.agentDisconnectGraceMs,
+    0,
+    86_400_000,
+  );
+  const jobDeadlineGraceMs = integer(
+    pick(undefined, null, 'DROVER_JOB_DEADLINE_GRACE_MS'),
+    DEFAULTS.jobDeadlineGraceMs,
+    0,
+    86_400_000,
+  );
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -147,6 +170,9 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     logLevel,
     sessionTtlSeconds,
     bodyLimitBytes,
+    streamPingMs,
+    agentDisconnectGraceMs,
+    jobDeadlineGraceMs,
   });
 }
 

@@ -20,7 +20,12 @@ export class WriteBatcher {
   private pending: PendingOp[] = [];
   private scheduled = false;
 
-  constructor(private readonly db: Db) {}
+  /** Runs one operation in a savepoint of the enclosing transaction (built once: it is not free). */
+  private readonly inSavepoint: (op: () => unknown) => unknown;
+
+  constructor(private readonly db: Db) {
+    this.inSavepoint = db.transaction((op: () => unknown) => op());
+  }
 
   run<T>(op: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -43,7 +48,7 @@ export class WriteBatcher {
       this.db.transaction(() => {
         for (const p of batch) {
           try {
-            outcomes.push({ ok: true, value: this.db.transaction(p.op)() });
+            outcomes.push({ ok: true, value: this.inSavepoint(p.op) });
           } catch (error) {
             outcomes.push({ ok: false, error });
           }

@@ -1,19 +1,17 @@
-import type { ParamDefinition, WorkflowDefinition } from '@drover/shared';
-import { describe, type ValidationDetail } from '../errors.js';
+import { duplicateValues, paramsSchemaProblems, type WorkflowDefinition } from '@drover/shared';
+import type { ValidationDetail } from '../errors.js';
+
+/**
+ * The rules of a `paramsSchema` item live in @drover/shared (shared/src/params.ts), so that the
+ * agent checks its workflow files exactly as the coordinator checks the definitions it receives.
+ * They are re-exported here for the coordinator's code.
+ */
+export { compilePattern, paramDefinitionProblems, paramsSchemaProblems, paramValueProblem } from '@drover/shared';
 
 /**
  * Checks of an agent's workflow definitions beyond what the JSON schema can say (the schema of
- * `PutWorkflowsRequest` has already checked types, lengths and unknown fields).
- *
- * The meaning of a `paramsSchema` item, which trigger runs rely on:
- * - `string`: `pattern` (optional) is a JavaScript regular expression compiled with the `u` flag
- *   and tested unanchored, as JSON Schema's `pattern` is (write `^...$` to match the whole value).
- * - `number`: any finite number; `min` and `max` (optional) are inclusive bounds.
- * - `boolean`: true or false.
- * - `enum`: one of `options`, a non-empty list of distinct strings.
- * A keyword that does not belong to the item's type (`options` on a string, `pattern` on a
- * number, `min` on a boolean...) is refused rather than ignored, so a typo cannot silently turn
- * a check off. `default`, when given, must itself be a valid value.
+ * `PutWorkflowsRequest` has already checked types, lengths and unknown fields): names unique in
+ * the set, valid `paramsSchema` items, distinct `secretsKeys`.
  */
 export function workflowDefinitionProblems(
   defs: readonly WorkflowDefinition[],
@@ -27,111 +25,7 @@ export function workflowDefinitionProblems(
     if (first === undefined) seen.set(def.name, i);
     else problems.push({ path: `${at}.name`, message: `duplicates ${path}.${first}.name \`${def.name}\`` });
     if (def.paramsSchema) problems.push(...paramsSchemaProblems(def.paramsSchema, `${at}.paramsSchema`));
-    problems.push(...duplicates(def.secretsKeys ?? [], `${at}.secretsKeys`));
-  });
-  return problems;
-}
-
-export function paramsSchemaProblems(params: readonly ParamDefinition[], path: string): ValidationDetail[] {
-  const problems: ValidationDetail[] = [];
-  const seen = new Map<string, number>();
-  params.forEach((param, i) => {
-    const at = `${path}.${i}`;
-    const first = seen.get(param.name);
-    if (first === undefined) seen.set(param.name, i);
-    else problems.push({ path: `${at}.name`, message: `duplicates ${path}.${first}.name \`${param.name}\`` });
-    problems.push(...paramDefinitionProblems(param, at));
-  });
-  return problems;
-}
-
-const KEYWORDS_BY_TYPE: Record<ParamDefinition['type'], ReadonlySet<'pattern' | 'options' | 'min' | 'max'>> = {
-  string: new Set(['pattern']),
-  number: new Set(['min', 'max']),
-  boolean: new Set(),
-  enum: new Set(['options']),
-};
-
-export function paramDefinitionProblems(param: ParamDefinition, at: string): ValidationDetail[] {
-  const problems: ValidationDetail[] = [];
-  for (const keyword of ['pattern', 'options', 'min', 'max'] as const) {
-    if (param[keyword] !== undefined && !KEYWORDS_BY_TYPE[param.type].has(keyword)) {
-      problems.push({ path: `${at}.${keyword}`, message: `does not apply to a parameter of type \`${param.type}\`` });
-    }
-  }
-  if (param.pattern !== undefined && compilePattern(param.pattern) === null) {
-    problems.push({
-      path: `${at}.pattern`,
-      message: `must be a valid regular expression, got ${describe(param.pattern)}`,
-    });
-  }
-  if (param.type === 'enum') {
-    if (!param.options || param.options.length === 0) {
-      problems.push({ path: `${at}.options`, message: 'must list at least one value for a parameter of type `enum`' });
-    } else {
-      problems.push(...duplicates(param.options, `${at}.options`));
-    }
-  }
-  for (const bound of ['min', 'max'] as const) {
-    const value = param[bound];
-    if (value !== undefined && !Number.isFinite(value)) {
-      problems.push({ path: `${at}.${bound}`, message: `must be a finite number, got ${describe(value)}` });
-    }
-  }
-  if (param.min !== undefined && param.max !== undefined && param.min > param.max) {
-    problems.push({ path: `${at}.min`, message: `must not be greater than max (${param.max}), got \`${param.min}\`` });
-  }
-  if (param.default !== undefined && problems.length === 0) {
-    const problem = paramValueProblem(param, param.default);
-    if (problem) problems.push({ path: `${at}.default`, message: problem });
-  }
-  return problems;
-}
-
-/**
- * Why `value` is not acceptable for `param` ("must be ..., got ..."), or null when it is. Used for
- * `default` here and meant for trigger-run params as well, so both agree on what a value is.
- */
-export function paramValueProblem(param: ParamDefinition, value: unknown): string | null {
-  switch (param.type) {
-    case 'string': {
-      if (typeof value !== 'string') return `must be a string, got ${describe(value)}`;
-      const regexp = param.pattern === undefined ? null : compilePattern(param.pattern);
-      if (regexp && !regexp.test(value)) return `must match the pattern \`${param.pattern}\`, got ${describe(value)}`;
-      return null;
-    }
-    case 'number': {
-      if (typeof value !== 'number' || !Number.isFinite(value)) return `must be a number, got ${describe(value)}`;
-      if (param.min !== undefined && value < param.min) return `must be at least ${param.min}, got ${describe(value)}`;
-      if (param.max !== undefined && value > param.max) return `must be at most ${param.max}, got ${describe(value)}`;
-      return null;
-    }
-    case 'boolean':
-      return typeof value === 'boolean' ? null : `must be a boolean, got ${describe(value)}`;
-    case 'enum': {
-      const options = param.options ?? [];
-      if (typeof value === 'string' && options.includes(value)) return null;
-      return `must be one of ${options.map((o) => `\`${o}\``).join(', ')}, got ${describe(value)}`;
-    }
-  }
-}
-
-/** The parameter's `pattern` as a RegExp (flag `u`, unanchored), or null when it does not compile. */
-export function compilePattern(pattern: string): RegExp | null {
-  try {
-    return new RegExp(pattern, 'u');
-  } catch {
-    return null;
-  }
-}
-
-function duplicates(values: readonly string[], path: string): ValidationDetail[] {
-  const seen = new Set<string>();
-  const problems: ValidationDetail[] = [];
-  values.forEach((value, i) => {
-    if (seen.has(value))
-      problems.push({ path: `${path}.${i}`, message: `duplicates an earlier value ${describe(value)}` });
-    seen.add(value);
+    problems.push(...duplicateValues(def.secretsKeys ?? [], `${at}.secretsKeys`));
   });
   return problems;
 }

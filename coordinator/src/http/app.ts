@@ -19,9 +19,14 @@ import { apiTokenRoutes } from './routes/manage/api-tokens.js';
 import { storageBindingRoutes } from './routes/manage/storage-bindings.js';
 import { auditRoutes } from './routes/manage/audit.js';
 import { discoveryRoutes } from './routes/public/discovery.js';
+import { triggerRunRoutes } from './routes/public/trigger-run.js';
 import { agentEnrollRoutes } from './routes/agent/enroll.js';
 import { agentWorkflowRoutes } from './routes/agent/workflows.js';
 import { agentSelfRoutes } from './routes/agent/me.js';
+import { agentStreamRoutes } from './routes/agent/stream.js';
+import { agentJobRoutes } from './routes/agent/jobs.js';
+import { jobRoutes } from './routes/manage/jobs.js';
+import { apiJobRoutes } from './routes/api-jobs.js';
 import './context.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -105,12 +110,18 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       await v1.register(storageBindingRoutes);
       await v1.register(auditRoutes);
       await v1.register(discoveryRoutes);
+      await v1.register(triggerRunRoutes);
       await v1.register(agentEnrollRoutes);
       await v1.register(agentWorkflowRoutes);
       await v1.register(agentSelfRoutes);
+      await v1.register(agentStreamRoutes);
+      await v1.register(agentJobRoutes);
+      await v1.register(jobRoutes);
     },
     { prefix: '/v1' },
   );
+  // The dashboard's job page (`statusUrl`), outside the API prefix.
+  await app.register(apiJobRoutes);
   return app;
 }
 

@@ -2,6 +2,17 @@ import { randomUUID } from 'node:crypto';
 
 export const newId = (): string => randomUUID();
 
+/**
+ * A UUID version 7 (RFC 9562): the first 48 bits are `nowMs`, the rest random. Rows keyed by
+ * such ids are inserted near the end of their primary-key B-tree instead of at random places,
+ * which halves the cost of an insert into a large table (jobs; docs/performance.md).
+ */
+export function newTimeOrderedId(nowMs: number): string {
+  const random = randomUUID(); // xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, V the variant
+  const time = Math.max(0, Math.floor(nowMs)).toString(16).padStart(12, '0').slice(-12);
+  return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
+}
+
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 const UUID_RE = new RegExp(UUID_PATTERN);
 export const isUuid = (value: unknown): value is string => typeof value === 'string' && UUID_RE.test(value);

@@ -34,6 +34,9 @@ describe('loadConfig defaults', () => {
       logLevel: 'info',
       sessionTtlSeconds: 43_200,
       bodyLimitBytes: 1_048_576,
+      streamPingMs: 15_000,
+      agentDisconnectGraceMs: 30_000,
+      jobDeadlineGraceMs: 60_000,
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -71,6 +74,9 @@ describe('loadConfig from the environment', () => {
         DROVER_LOG_LEVEL: 'DEBUG',
         DROVER_SESSION_TTL_SECONDS: '3600',
         DROVER_BODY_LIMIT_BYTES: '2048',
+        DROVER_STREAM_PING_MS: '100',
+        DROVER_AGENT_DISCONNECT_GRACE_MS: '0',
+        DROVER_JOB_DEADLINE_GRACE_MS: '5000',
       },
       {},
       CWD,
@@ -85,6 +91,9 @@ describe('loadConfig from the environment', () => {
       logLevel: 'debug',
       sessionTtlSeconds: 3600,
       bodyLimitBytes: 2048,
+      streamPingMs: 100,
+      agentDisconnectGraceMs: 0,
+      jobDeadlineGraceMs: 5000,
     });
   });
 
@@ -226,6 +235,17 @@ describe('loadConfig validation', () => {
       'DROVER_BODY_LIMIT_BYTES: expected an integer from 1024 to 67108864, got `1023`',
     ],
     ['DROVER_BODY_LIMIT_BYTES', '1mb', 'DROVER_BODY_LIMIT_BYTES: expected an integer from 1024 to 67108864, got `1mb`'],
+    ['DROVER_STREAM_PING_MS', '99', 'DROVER_STREAM_PING_MS: expected an integer from 100 to 3600000, got `99`'],
+    [
+      'DROVER_AGENT_DISCONNECT_GRACE_MS',
+      '-1',
+      'DROVER_AGENT_DISCONNECT_GRACE_MS: expected an integer from 0 to 86400000, got `-1`',
+    ],
+    [
+      'DROVER_JOB_DEADLINE_GRACE_MS',
+      '1m',
+      'DROVER_JOB_DEADLINE_GRACE_MS: expected an integer from 0 to 86400000, got `1m`',
+    ],
   ])('refuses %s=%j naming the variable', (name, value, message) => {
     expect(problemsOf({ [name]: value })).toEqual([message]);
   });

@@ -48,6 +48,14 @@ export interface AgentRepository {
    * Expired nonces are purged as a side effect.
    */
   rememberNonce(agentId: string, nonce: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
+  /** Its stream connected: `connected` (from pending or disconnected), lastSeenAt = at. False if revoked or unknown. */
+  markConnected(id: string, at: string): Promise<boolean>;
+  /** Refreshes lastSeenAt of connected agents (one UPDATE for all of them). */
+  touch(ids: readonly string[], at: string): Promise<void>;
+  /** Its stream dropped and stayed down: `connected` → `disconnected`, lastSeenAt = when it dropped (null: unchanged). */
+  markDisconnected(id: string, lastSeenAt: string | null): Promise<boolean>;
+  /** Ids of the agents whose status is `connected`. */
+  listConnectedIds(): Promise<string[]>;
 }
 
 interface AgentRow {
@@ -103,6 +111,16 @@ export function createAgentRepository(db: Db): AgentRepository {
   const revoke = db.prepare(
     "UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?",
   );
+  const connected = db.prepare(
+    "UPDATE agents SET status = 'connected', last_seen_at = ? WHERE id = ? AND status IN ('pending', 'connected', 'disconnected')",
+  );
+  const touch = db.prepare(
+    "UPDATE agents SET last_seen_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND status = 'connected'",
+  );
+  const disconnected = db.prepare(
+    "UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at) WHERE id = ? AND status = 'connected'",
+  );
+  const connectedIds = db.prepare<[], { id: string }>("SELECT id FROM agents WHERE status = 'connected'");
   const addNonce = db.prepare('INSERT OR IGNORE INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?)');
   const purgeNonces = db.prepare('DELETE FROM agent_nonces WHERE expires_at < ?');
   let lastPurge = 0;
@@ -150,6 +168,18 @@ export function createAgentRepository(db: Db): AgentRepository {
         purgeNonces.run(nowMs);
       }
       return addNonce.run(agentId, nonce, expiresAtMs).changes === 1;
+    },
+    async markConnected(id, at) {
+      return connected.run(at, id).changes === 1;
+    },
+    async touch(ids, at) {
+      if (ids.length > 0) touch.run(at, JSON.stringify(ids));
+    },
+    async markDisconnected(id, lastSeenAt) {
+      return disconnected.run(lastSeenAt, id).changes === 1;
+    },
+    async listConnectedIds() {
+      return connectedIds.all().map((r) => r.id);
     },
   };
 }

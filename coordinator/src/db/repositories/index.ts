@@ -5,10 +5,12 @@ import { createApiTokenRepository, type ApiTokenRepository } from './api-tokens.
 import { createAuditRepository, type AuditRepository } from './audit.js';
 import { createChangeCounterRepository, type ChangeCounterRepository } from './change-counter.js';
 import { createEnrollmentTokenRepository, type EnrollmentTokenRepository } from './enrollment-tokens.js';
+import { createJobRepository, type JobRepository } from './jobs.js';
 import { createOrgRepository, type OrgRepository } from './orgs.js';
 import { createServerSecretRepository, type ServerSecretRepository } from './server-secrets.js';
 import { createStorageBindingRepository, type StorageBindingRepository } from './storage-bindings.js';
 import { createTriggerRepository, type TriggerRepository } from './triggers.js';
+import { createTriggerRunRepository, type TriggerRunRepository } from './trigger-runs.js';
 import { createUserRepository, type UserRepository } from './users.js';
 import { createWorkflowRepository, type WorkflowRepository } from './workflows.js';
 
@@ -23,10 +25,12 @@ export interface Repositories {
   audit: AuditRepository;
   changeCounter: ChangeCounterRepository;
   enrollmentTokens: EnrollmentTokenRepository;
+  jobs: JobRepository;
   orgs: OrgRepository;
   serverSecrets: ServerSecretRepository;
   storageBindings: StorageBindingRepository;
   triggers: TriggerRepository;
+  triggerRuns: TriggerRunRepository;
   users: UserRepository;
   workflows: WorkflowRepository;
 }
@@ -40,10 +44,12 @@ export function createSqliteRepositories(db: Db, writes: WriteBatcher = new Writ
     audit: createAuditRepository(db),
     changeCounter: createChangeCounterRepository(db),
     enrollmentTokens: createEnrollmentTokenRepository(db),
+    jobs: createJobRepository(db, writes),
     orgs: createOrgRepository(db),
     serverSecrets: createServerSecretRepository(db),
     storageBindings: createStorageBindingRepository(db),
     triggers: createTriggerRepository(db),
+    triggerRuns: createTriggerRunRepository(db, writes),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),
   };

@@ -87,15 +87,15 @@ export const toJob = (r: JobRow): Job => ({
 });
 
 /**
- * The INSERT every job creation uses (trigger runs, update jobs). `seq` is the next creation
- * number; callers run it inside a transaction (the write batcher's), so it is race-free.
+ * The INSERT every job creation uses (trigger runs, update jobs). `seq` is the rowid, assigned by
+ * SQLite as the next creation number.
  */
 export const INSERT_JOB_SQL = `INSERT INTO jobs (id, org_id, kind, trigger_id, agent_id, workflow_id, workflow_name,
     status, ref, debug, params, exit_code, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
-    created_at, finished_at, seq)
+    created_at, finished_at)
   VALUES (@id, @orgId, @kind, @triggerId, @agentId, @workflowId, @workflowName,
     @status, @ref, @debug, @params, @exitCode, @errorMessage, @forced, @forceReason, @apiTokenId, @userId, @timeoutMs,
-    @createdAt, @finishedAt, (SELECT COALESCE(MAX(seq), 0) + 1 FROM jobs))`;
+    @createdAt, @finishedAt)`;
 
 export interface NewJob {
   id: string;

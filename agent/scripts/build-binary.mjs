@@ -1,0 +1,163 @@
+#!/usr/bin/env node
+/**
+ * Builds the agent as ONE executable file, `agent/dist/drover-agent`, with Node's single
+ * executable application support (Node 20: https://nodejs.org/api/single-executable-applications.html):
+ *
+ * 1. esbuild bundles the CLI (src/cli/program.ts, with @drover/shared taken from its TypeScript
+ *    source through the `source` export condition) and every dependency into one CommonJS file,
+ *    the only kind of script a Node 20 SEA can run (no top-level await, no `require` of files).
+ * 2. `node --experimental-sea-config sea-config.json` turns it into a preparation blob.
+ * 3. A copy of this very `node` binary (the blob only fits the Node version that made it) gets
+ *    the blob injected with postject, under the resource name NODE_SEA_BLOB, flipping the
+ *    sentinel fuse NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2. No code signing on Linux.
+ *
+ * Usage: node agent/scripts/build-binary.mjs [--if-stale] [--node <binary>] [--out <file>]
+ *   --if-stale       do nothing when the binary is newer than every source file it is made from.
+ *   --node <binary>  inject into this Node binary instead of the running one, e.g. the linux-arm64
+ *                    build of the SAME Node version, for ARM machines (no code cache or snapshot
+ *                    is used, so the blob does not depend on the architecture).
+ *   --out <file>     where to write the executable (default agent/dist/drover-agent).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const AGENT = fileURLToPath(new URL('..', import.meta.url));
+const REPO = path.dirname(AGENT);
+const DIST = path.join(AGENT, 'dist');
+const WORK = path.join(DIST, 'sea');
+const BUNDLE = path.join(WORK, 'drover-agent.cjs');
+const BLOB = path.join(WORK, 'sea-prep.blob');
+const CONFIG = path.join(WORK, 'sea-config.json');
+const BINARY = path.resolve(option('--out') ?? path.join(DIST, 'drover-agent'));
+const BASE_NODE = fs.realpathSync(option('--node') ?? process.execPath);
+const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+
+/** The value following `name` on the command line, if any. */
+function option(name) {
+  const i = process.argv.indexOf(name);
+  if (i === -1) return undefined;
+  const value = process.argv[i + 1];
+  if (value === undefined || value.startsWith('--')) throw new Error(`${name} needs a value`);
+  return value;
+}
+
+const require = createRequire(path.join(AGENT, 'package.json'));
+
+/** The bundle's entry: runs the CLI and sets the exit code (CommonJS: no top-level await). */
+const ENTRY = `
+import { runCli } from './program.ts';
+runCli(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (error) => { console.error(error); process.exitCode = 1; },
+);
+`;
+
+async function main() {
+  if (process.argv.includes('--if-stale') && upToDate()) {
+    console.log(`${path.relative(REPO, BINARY)} is up to date`);
+    return;
+  }
+  const started = Date.now();
+  fs.mkdirSync(WORK, { recursive: true });
+  fs.mkdirSync(path.dirname(BINARY), { recursive: true });
+  await bundle();
+  makeBlob();
+  await inject();
+  const size = (fs.statSync(BINARY).size / 1024 / 1024).toFixed(1);
+  console.log(`built ${path.relative(REPO, BINARY)} (${size} MiB) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+}
+
+async function bundle() {
+  const esbuild = require('esbuild');
+  const result = await esbuild.build({
+    stdin: { contents: ENTRY, resolveDir: path.join(AGENT, 'src', 'cli'), sourcefile: 'sea-entry.ts', loader: 'ts' },
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    // Workspace packages from their TypeScript sources (no build needed). Not via the `source`
+    // export condition: some dependencies publish a `source` condition of their own.
+    alias: { '@drover/shared': path.join(REPO, 'shared', 'src', 'index.ts') },
+    mainFields: ['module', 'main'],
+    outfile: BUNDLE,
+    sourcemap: false,
+    legalComments: 'none',
+    logLevel: 'warning',
+    metafile: true,
+  });
+  // `import.meta` is empty in CommonJS: code relying on it would misbehave inside the binary.
+  const importMeta = result.warnings.filter((w) => w.id === 'empty-import-meta');
+  if (importMeta.length > 0) {
+    const where = importMeta.map((w) => `${w.location?.file}:${w.location?.line}`).join(', ');
+    throw new Error(`the bundle uses import.meta, which is empty in a single executable: ${where}`);
+  }
+  // A SEA can `require` built-in modules only: anything left outside the bundle would fail at run time.
+  const external = Object.values(result.metafile.outputs)
+    .flatMap((output) => output.imports)
+    .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path));
+  if (external.length > 0) {
+    throw new Error(`the bundle requires modules outside it: ${[...new Set(external.map((i) => i.path))].join(', ')}`);
+  }
+}
+
+function isBuiltin(name) {
+  return require('node:module').builtinModules.includes(name.split('/')[0]);
+}
+
+function makeBlob() {
+  fs.writeFileSync(
+    CONFIG,
+    `${JSON.stringify({ main: BUNDLE, output: BLOB, disableExperimentalSEAWarning: true }, null, 2)}\n`,
+  );
+  execFileSync(process.execPath, ['--experimental-sea-config', CONFIG], { stdio: 'inherit' });
+}
+
+async function inject() {
+  const temp = `${BINARY}.${process.pid}.tmp`;
+  console.log(`injecting into a copy of ${BASE_NODE} (postject may warn about ".note" sections: harmless)`);
+  fs.copyFileSync(BASE_NODE, temp);
+  fs.chmodSync(temp, 0o755);
+  try {
+    const { inject: postject } = require('postject');
+    await postject(temp, 'NODE_SEA_BLOB', fs.readFileSync(BLOB), { sentinelFuse: FUSE });
+    fs.renameSync(temp, BINARY); // atomically: a half-written binary never has the final name
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw error;
+  }
+}
+
+/** True when the binary is newer than every file it is made from. */
+function upToDate() {
+  let built;
+  try {
+    built = fs.statSync(BINARY).mtimeMs;
+  } catch {
+    return false;
+  }
+  const inputs = [
+    path.join(AGENT, 'src'),
+    path.join(REPO, 'shared', 'src'),
+    path.join(AGENT, 'package.json'),
+    path.join(REPO, 'pnpm-lock.yaml'),
+    fileURLToPath(import.meta.url),
+  ];
+  return inputs.every((input) => newestMtime(input) < built) && fs.statSync(BASE_NODE).mtimeMs < built;
+}
+
+function newestMtime(file) {
+  const stat = fs.statSync(file, { throwIfNoEntry: false });
+  if (!stat) return 0;
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  let newest = stat.mtimeMs;
+  for (const entry of fs.readdirSync(file)) newest = Math.max(newest, newestMtime(path.join(file, entry)));
+  return newest;
+}
+
+main().catch((error) => {
+  console.error(`build-binary: ${error?.stack ?? error}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import { formatRecord, levelNumber, LEVEL_NAMES } from '../logging/format-record.js';
+import { followLogs, readLogs, type LogFilter, type LogLine } from '../logging/read-logs.js';
+import { logFile } from '../logging/log-files.js';
+import { defaultStateDir } from '../state/paths.js';
+import { CliExit, processIo, type CliIo } from './io.js';
+
+interface LogsFlags {
+  stateDir?: string;
+  job?: string;
+  level?: string;
+  lines?: string;
+  follow?: boolean;
+  json?: boolean;
+  utc?: boolean;
+  stacks?: boolean;
+}
+
+export function configureLogsCommand(program: Command, io: CliIo): void {
+  program
+    .command('logs')
+    .description("show the agent's log readably, oldest first (also the rotated files)")
+    .option('--state-dir <dir>', 'the agent state directory (env DROVER_AGENT_STATE_DIR)')
+    .option('--job <id>', 'only lines about this job (its id or the first characters of it)')
+    .option('--level <level>', `only lines at this level or above (${LEVEL_NAMES.join(', ')})`)
+    .option('-n, --lines <n>', 'only the last n matching lines (then new ones with --follow)')
+    .option('-f, --follow', 'keep printing new lines as they are written (Ctrl-C to stop)')
+    .option('--json', 'print the raw JSON lines')
+    .option('--utc', 'show times in UTC instead of the local time zone')
+    .option('--stacks', 'print error stack traces')
+    .action(async (flags: LogsFlags) => {
+      const filter: LogFilter = {};
+      if (flags.job !== undefined) {
+        if (!/^[0-9a-fA-F-]{1,36}$/.test(flags.job)) {
+          io.err(`drover-agent: error: --job expects a job id or its beginning, got \`${flags.job}\`\n`);
+          throw new CliExit(2);
+        }
+        filter.job = flags.job;
+      }
+      if (flags.level !== undefined) {
+        const level = levelNumber(flags.level);
+        if (level === null) {
+          io.err(`drover-agent: error: --level expects one of ${LEVEL_NAMES.join(', ')}, got \`${flags.level}\`\n`);
+          throw new CliExit(2);
+        }
+        filter.minLevel = level;
+      }
+      let last: number | null = null;
+      if (flags.lines !== undefined) {
+        last = /^\d+$/.test(flags.lines) ? Number(flags.lines) : NaN;
+        if (!Number.isSafeInteger(last)) {
+          io.err(`drover-agent: error: --lines expects a whole number, got \`${flags.lines}\`\n`);
+          throw new CliExit(2);
+        }
+      }
+
+      const stateDir = flags.stateDir ?? defaultStateDir();
+      const color = io === processIo && process.stdout.isTTY === true && !process.env.NO_COLOR;
+      const show = (line: LogLine) =>
+        io.out(
+          `${flags.json || !line.record ? line.text : formatRecord(line.record, { color, utc: flags.utc, stacks: flags.stacks })}\n`,
+        );
+
+      let shown = 0;
+      const kept: LogLine[] = [];
+      const tail = readLogs(stateDir, filter, (line) => {
+        shown++;
+        if (last === null) show(line);
+        else {
+          kept.push(line);
+          if (kept.length > last) kept.shift();
+        }
+      });
+      kept.forEach(show);
+      if (!flags.follow) {
+        tail.close();
+        if (shown === 0 && !flags.json) {
+          const what = filter.job || filter.minLevel ? 'No matching log lines' : 'No log lines yet';
+          io.err(`${what} in ${logFile(stateDir)} (and its rotated files).\n`);
+        }
+        return;
+      }
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+      try {
+        await followLogs(tail, filter, show, stop.signal);
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
+    });
+}

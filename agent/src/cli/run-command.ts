@@ -1,0 +1,109 @@
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { loadIdentity, startDaemon } from '../daemon/daemon.js';
+import { DEFAULTS } from '../daemon/options.js';
+import { handleShutdownSignals } from '../daemon/signals.js';
+import { createAgentLogger, levelNumber } from '../logging/index.js';
+import { ensurePrivateDir } from '../state/files.js';
+import { defaultStateDir } from '../state/paths.js';
+import { parseDuration } from '../workflows/index.js';
+import type { CliIo } from './io.js';
+
+interface RunFlags {
+  stateDir?: string;
+  workflowsDir?: string;
+  queueCapacity: number;
+  shutdownGrace: number;
+  jobTimeout: number;
+  logLevel: string;
+  streamIdleTimeout: number;
+}
+
+export function configureRunCommand(program: Command, _io: CliIo): void {
+  program
+    .command('run')
+    .description(
+      'run the agent: hold the stream to the coordinator and run the jobs it sends (stops on SIGTERM/SIGINT)',
+    )
+    .option('--state-dir <dir>', 'the agent state directory (env DROVER_AGENT_STATE_DIR)')
+    .option('--workflows-dir <dir>', 'where the workflow files are (default: <state-dir>/workflows)')
+    .addOption(
+      new Option('--queue-capacity <n>', 'jobs that may wait while one runs; more are rejected')
+        .argParser(integerOption('--queue-capacity', 0, 1000))
+        .default(DEFAULTS.queueCapacity),
+    )
+    .addOption(
+      new Option('--shutdown-grace <duration>', 'on SIGTERM, how long the running job may go on before it is killed')
+        .argParser(durationOption('--shutdown-grace'))
+        .default(DEFAULTS.shutdownGraceMs, '30s'),
+    )
+    .addOption(
+      new Option('--job-timeout <duration>', 'the limit of a job whose workflow sets no timeout')
+        .argParser(durationOption('--job-timeout'))
+        .default(DEFAULTS.defaultJobTimeoutMs, '1h'),
+    )
+    .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
+    .addOption(
+      new Option('--stream-idle-timeout <duration>', 'reopen a stream silent for this long')
+        .argParser(durationOption('--stream-idle-timeout'))
+        .default(DEFAULTS.streamIdleTimeoutMs)
+        .hideHelp(),
+    )
+    .action(async (flags: RunFlags) => {
+      const stateDir = flags.stateDir ?? defaultStateDir();
+      ensurePrivateDir(stateDir);
+      loadIdentity(stateDir); // not enrolled: say so before anything else is created
+      const logger = createAgentLogger({ stateDir, level: flags.logLevel, stdout: process.stdout.isTTY === true });
+      // A bug must not vanish silently: say it in the agent's log, then die (the journal reports
+      // the interrupted job at the next start).
+      const crash = (error: unknown) => {
+        logger.fatal({ err: error }, `the agent crashed: ${(error as Error)?.message ?? String(error)}`);
+        process.exit(70);
+      };
+      process.once('uncaughtException', crash);
+      process.once('unhandledRejection', crash);
+      const daemon = await startDaemon({
+        stateDir,
+        workflowsDir: flags.workflowsDir,
+        queueCapacity: flags.queueCapacity,
+        shutdownGraceMs: flags.shutdownGrace,
+        defaultJobTimeoutMs: flags.jobTimeout,
+        streamIdleTimeoutMs: flags.streamIdleTimeout,
+        logger,
+      });
+      const removeHandlers = handleShutdownSignals(daemon, logger);
+      try {
+        await daemon.stopped;
+      } finally {
+        removeHandlers();
+      }
+      // Stopped cleanly. Anything still holding the event loop (an idle keep-alive socket) must
+      // not keep the process alive.
+      setTimeout(() => process.exit(process.exitCode ?? 0), 2000).unref();
+    });
+}
+
+function integerOption(flag: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value.trim()) || n < min || n > max) {
+      throw new InvalidArgumentError(`${flag} expects a whole number from ${min} to ${max}, got \`${value}\`.`);
+    }
+    return n;
+  };
+}
+
+function durationOption(flag: string) {
+  return (value: string): number => {
+    const parsed = parseDuration(value);
+    if ('problem' in parsed) throw new InvalidArgumentError(`${flag}: ${parsed.problem}.`);
+    return parsed.ms;
+  };
+}
+
+function levelOption(value: string): string {
+  const level = value.trim().toLowerCase();
+  if (levelNumber(level) === null || !['trace', 'debug', 'info', 'warn', 'error', 'fatal'].includes(level)) {
+    throw new InvalidArgumentError(`--log-level expects trace, debug, info, warn or error, got \`${value}\`.`);
+  }
+  return level;
+}

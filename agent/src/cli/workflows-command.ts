@@ -1,0 +1,102 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { defaultStateDir } from '../state/paths.js';
+import { formatDuration } from '../workflows/duration.js';
+import { formatProblem } from '../workflows/format-problem.js';
+import { defaultWorkflowsDir, loadWorkflows, type LoadedWorkflow } from '../workflows/load-workflows.js';
+import { loadSecrets } from '../workflows/secrets.js';
+import type { FileProblem } from '../workflows/yaml-reader.js';
+import { CliExit, type CliIo } from './io.js';
+
+interface WorkflowsFlags {
+  stateDir?: string;
+  workflowsDir?: string;
+  json?: boolean;
+}
+
+export function configureWorkflowsCommand(program: Command, io: CliIo): void {
+  program
+    .command('workflows')
+    .description('check and list the local workflow files (exits 1 when a file is invalid)')
+    .option('--state-dir <dir>', 'the agent state directory (env DROVER_AGENT_STATE_DIR)')
+    .option('--workflows-dir <dir>', 'where the workflow files are (default: <state-dir>/workflows)')
+    .option('--json', 'print the workflows and problems as JSON')
+    .action(async (flags: WorkflowsFlags) => {
+      const stateDir = flags.stateDir ?? defaultStateDir();
+      const dir = path.resolve(flags.workflowsDir ?? defaultWorkflowsDir(stateDir));
+      const loaded = await loadWorkflows(dir);
+      const secrets = await loadSecrets(stateDir);
+      const warnings = secretWarnings(loaded.workflows, secrets);
+
+      if (flags.json) {
+        io.out(
+          `${JSON.stringify({ directory: dir, missingDirectory: loaded.missingDirectory === true, workflows: loaded.workflows, problems: loaded.problems, warnings }, null, 2)}\n`,
+        );
+      } else {
+        io.out(`${report(dir, loaded.workflows, loaded.problems, warnings, loaded.missingDirectory)}\n`);
+      }
+      if (loaded.problems.length > 0) throw new CliExit(1);
+    });
+}
+
+/** What will go wrong at run time although the files are valid: secrets that are missing or refused. */
+function secretWarnings(
+  workflows: LoadedWorkflow[],
+  secrets: { secrets: Record<string, string>; problem?: string },
+): string[] {
+  const needed = workflows.filter((w) => (w.definition.secretsKeys ?? []).length > 0);
+  if (needed.length === 0) return [];
+  if (secrets.problem) return [`secrets: ${secrets.problem}`];
+  const warnings: string[] = [];
+  for (const w of needed) {
+    const missing = (w.definition.secretsKeys ?? []).filter((name) => !(name in secrets.secrets));
+    if (missing.length > 0) {
+      warnings.push(
+        `${w.file}: the secret${missing.length > 1 ? 's' : ''} ${missing.map((m) => `\`${m}\``).join(', ')} ` +
+          `${missing.length > 1 ? 'are' : 'is'} not in secrets.yaml; jobs of \`${w.definition.name}\` will fail until added`,
+      );
+    }
+  }
+  return warnings;
+}
+
+function report(
+  dir: string,
+  workflows: LoadedWorkflow[],
+  problems: FileProblem[],
+  warnings: string[],
+  missing: boolean | undefined,
+): string {
+  if (missing) {
+    return `No workflows directory at ${dir}: create it and put one workflow per .yaml file in it (see docs/agent.md).`;
+  }
+  const lines: string[] = [];
+  if (workflows.length === 0) lines.push(`No valid workflows in ${dir}.`);
+  else {
+    lines.push(`${workflows.length} workflow${workflows.length === 1 ? '' : 's'} in ${dir}:`, '');
+    const rows = workflows.map(({ file, definition: d }) => [
+      d.name,
+      d.version ?? '-',
+      d.paramsSchema?.length ? d.paramsSchema.map((p) => `${p.name}${p.required ? '*' : ''}:${p.type}`).join(' ') : '-',
+      `${d.steps.length} step${d.steps.length === 1 ? '' : 's'}`,
+      d.timeout ? formatDuration(d.timeout) : '-',
+      file,
+    ]);
+    lines.push(...table([['NAME', 'VERSION', 'PARAMS', 'STEPS', 'TIMEOUT', 'FILE'], ...rows]));
+  }
+  if (problems.length > 0) {
+    const files = new Set(problems.map((p) => p.file)).size;
+    lines.push(
+      '',
+      `${files} invalid file${files === 1 ? '' : 's'} (skipped):`,
+      ...problems.map((p) => `  ${formatProblem(p)}`),
+    );
+  }
+  if (warnings.length > 0) lines.push('', 'Warnings:', ...warnings.map((w) => `  ${w}`));
+  return lines.join('\n');
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => `  ${r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')}`);
+}

@@ -1,0 +1,208 @@
+import path from 'node:path';
+import type { KeyObject } from 'node:crypto';
+import { AgentError } from '../errors.js';
+import { formatDuration } from '../exec/durations.js';
+import { killAllProcessGroups } from '../exec/process-group.js';
+import type { SignedCaller } from '../http/client.js';
+import { JobManager } from '../jobs/job-manager.js';
+import { Journal } from '../jobs/journal.js';
+import { httpTransport } from '../outbox/http-transport.js';
+import { Outbox } from '../outbox/outbox.js';
+import { ReportSender } from '../outbox/report-sender.js';
+import { loadEnrollment, loadPrivateKey, type Enrollment } from '../state/enrollment.js';
+import { ensurePrivateDir } from '../state/files.js';
+import { StreamClient } from '../stream/stream-client.js';
+import { AGENT_VERSION } from '../version.js';
+import { loadSecrets } from '../workflows/index.js';
+import { acquireDaemonLock } from './lock.js';
+import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from './options.js';
+import { routeStreamMessage } from './route-message.js';
+import { StatusFile } from './status-file.js';
+import { WorkflowRegistry } from './workflow-registry.js';
+
+export interface Daemon {
+  readonly options: ResolvedDaemonOptions;
+  readonly enrollment: Enrollment;
+  readonly jobs: JobManager;
+  readonly stream: StreamClient;
+  readonly status: StatusFile;
+  /** Graceful stop (docs/agent.md, "Shutdown"); resolves when everything is closed. Idempotent. */
+  stop(): Promise<void>;
+  /** Kills the running step's process group at once (a second signal): the process exits next. */
+  killNow(): void;
+  /** Resolves once the daemon has stopped. */
+  readonly stopped: Promise<void>;
+}
+
+/** The enrollment and key of the state directory; an AgentError when it is not enrolled. */
+export function loadIdentity(stateDir: string): { enrollment: Enrollment; privateKey: KeyObject } {
+  const enrollment = loadEnrollment(stateDir);
+  if (!enrollment) {
+    throw new AgentError(
+      'not_enrolled',
+      `This machine is not enrolled (nothing in ${stateDir}); run \`drover-agent enroll --url <url> --token <drve_...>\` first`,
+    );
+  }
+  return { enrollment, privateKey: loadPrivateKey(stateDir) };
+}
+
+/**
+ * Starts the agent daemon: takes the state directory's lock, reads the journal and the outbox
+ * left by a previous run, loads and watches the workflows, fails jobs a crash interrupted, then
+ * holds the stream to the coordinator and runs the jobs it pushes.
+ */
+export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
+  const options = resolveDaemonOptions(input);
+  const { stateDir, logger } = options;
+  ensurePrivateDir(stateDir);
+  const { enrollment, privateKey } = loadIdentity(stateDir);
+  const releaseLock = acquireDaemonLock(stateDir);
+  const caller: SignedCaller = {
+    origin: enrollment.url,
+    agentId: enrollment.agentId,
+    privateKey,
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+  };
+
+  try {
+    const status = new StatusFile(
+      stateDir,
+      {
+        pid: process.pid,
+        startedAt: new Date().toISOString(),
+        version: AGENT_VERSION,
+        connection: 'connecting',
+        lastConnectedAt: null,
+        lastError: null,
+        queue: { capacity: options.queueCapacity, running: null, waiting: [] },
+        workflows: { loaded: 0, invalid: [] },
+      },
+      (error) => logger.error({ err: error }, 'cannot write status.json'),
+    );
+    const damaged = (file: string, reason: string) =>
+      logger.error({ file }, `skipped a damaged file: ${file} (${reason})`);
+    const journal = Journal.open(stateDir, damaged);
+    const pruned = journal.prune(options.jobRetentionMs);
+    if (pruned > 0)
+      logger.info(
+        `removed the directories of ${pruned} job(s) settled more than ${formatDuration(options.jobRetentionMs)} ago`,
+      );
+    const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
+    if (outbox.size > 0)
+      logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
+
+    let jobs: JobManager | null = null;
+    const sender = new ReportSender({
+      outbox,
+      transport: httpTransport(caller),
+      logger,
+      onSettled: (report) => jobs?.onReportSettled(report),
+    });
+    const registry = new WorkflowRegistry({
+      dir: options.workflowsDir,
+      caller,
+      logger,
+      onLoaded: (summary) => status.update({ workflows: summary }),
+    });
+    jobs = new JobManager({
+      stateDir,
+      journal,
+      outbox,
+      sender,
+      capacity: options.queueCapacity,
+      workflows: registry,
+      loadSecrets: () => loadSecrets(stateDir),
+      logger,
+      defaultJobTimeoutMs: options.defaultJobTimeoutMs,
+      killGraceMs: options.killGraceMs,
+      onQueueChange: () =>
+        status.update({
+          queue: { capacity: options.queueCapacity, running: jobs!.queue.running, waiting: jobs!.queue.waiting },
+        }),
+    });
+    const manager = jobs;
+
+    await registry.load();
+    manager.recover();
+
+    const stream = new StreamClient({
+      ...caller,
+      logger,
+      idleTimeoutMs: options.streamIdleTimeoutMs,
+      beforeConnect: () => registry.report(true),
+      onMessage: (message) => routeStreamMessage(message, manager, logger),
+      onState: (state, error) => {
+        const now = new Date().toISOString();
+        status.update({
+          connection: state,
+          ...(state === 'connected' ? { lastConnectedAt: now, lastError: null } : {}),
+          ...(error ? { lastError: error } : {}),
+        });
+        if (state === 'connected') void sender.drainNow();
+      },
+    });
+    registry.watch(() => {
+      if (stream.state !== 'connected') return; // reported at the next connect
+      registry
+        .report()
+        .catch((error: unknown) =>
+          logger.warn({ err: error }, 'could not report the workflows; retrying at the next connect'),
+        );
+    });
+    stream.start();
+    logger.info(
+      { agentId: enrollment.agentId, version: AGENT_VERSION, queueCapacity: options.queueCapacity },
+      `drover-agent ${AGENT_VERSION} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
+        `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity})`,
+    );
+
+    let stopping: Promise<void> | null = null;
+    let resolveStopped!: () => void;
+    const stopped = new Promise<void>((resolve) => {
+      resolveStopped = resolve;
+    });
+
+    const stop = (): Promise<void> => {
+      stopping ??= (async () => {
+        logger.info(
+          `shutting down: no new jobs; the running job has ${formatDuration(options.shutdownGraceMs)} to finish`,
+        );
+        stream.stop(); // the coordinator keeps new jobs pending for the next start
+        registry.close();
+        try {
+          await manager.shutdown(options.shutdownGraceMs);
+          const empty = await sender.flush(options.flushTimeoutMs);
+          if (!empty)
+            logger.warn(`${outbox.size} report(s) could not be delivered; they stay in the outbox for the next start`);
+        } finally {
+          sender.close();
+          status.close({
+            connection: 'disconnected',
+            queue: { capacity: options.queueCapacity, running: null, waiting: [] },
+          });
+          releaseLock();
+          logger.info('drover-agent stopped');
+          resolveStopped();
+        }
+      })();
+      return stopping;
+    };
+
+    return {
+      options,
+      enrollment,
+      jobs: manager,
+      stream,
+      status,
+      stop,
+      killNow: () => {
+        manager.killNow();
+        killAllProcessGroups();
+      },
+      stopped,
+    };
+  } catch (error) {
+    releaseLock();
+    throw error;
+  }
+}

@@ -1,0 +1,58 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+
+/** Settings of `drover-agent run` (docs/agent.md, "Run options"). */
+export interface DaemonOptions {
+  stateDir: string;
+  /** Default `<state-dir>/workflows`. */
+  workflowsDir?: string | undefined;
+  /** Jobs that may wait in the queue while one runs (default 4). */
+  queueCapacity?: number | undefined;
+  /** How long the running job may go on after SIGTERM before it is killed (default 30 s). */
+  shutdownGraceMs?: number | undefined;
+  /** Limit of a job whose workflow sets no timeout (default 1 h; null: none). */
+  defaultJobTimeoutMs?: number | null | undefined;
+  /** Between SIGTERM and SIGKILL to a step's process group (default 5 s). */
+  killGraceMs?: number | undefined;
+  /** The stream is reopened after this long without any event (default 45 s: 3 × the 15 s ping). */
+  streamIdleTimeoutMs?: number | undefined;
+  /** How long shutdown tries to empty the outbox (default 5 s). */
+  flushTimeoutMs?: number | undefined;
+  /** Directories of settled jobs older than this are removed at start (default 7 days). */
+  jobRetentionMs?: number | undefined;
+  logger: Logger;
+  dispatcher?: Dispatcher;
+}
+
+export const DEFAULTS = {
+  queueCapacity: 4,
+  shutdownGraceMs: 30_000,
+  defaultJobTimeoutMs: 3_600_000,
+  killGraceMs: 5_000,
+  streamIdleTimeoutMs: 45_000,
+  flushTimeoutMs: 5_000,
+  jobRetentionMs: 7 * 24 * 3_600_000,
+} as const;
+
+export type ResolvedDaemonOptions = Required<Omit<DaemonOptions, 'dispatcher' | 'defaultJobTimeoutMs'>> & {
+  defaultJobTimeoutMs: number | null;
+  dispatcher?: Dispatcher;
+};
+
+export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
+  const stateDir = path.resolve(options.stateDir);
+  return {
+    ...options,
+    stateDir,
+    workflowsDir: path.resolve(options.workflowsDir ?? path.join(stateDir, 'workflows')),
+    queueCapacity: options.queueCapacity ?? DEFAULTS.queueCapacity,
+    shutdownGraceMs: options.shutdownGraceMs ?? DEFAULTS.shutdownGraceMs,
+    defaultJobTimeoutMs:
+      options.defaultJobTimeoutMs === undefined ? DEFAULTS.defaultJobTimeoutMs : options.defaultJobTimeoutMs,
+    killGraceMs: options.killGraceMs ?? DEFAULTS.killGraceMs,
+    streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? DEFAULTS.streamIdleTimeoutMs,
+    flushTimeoutMs: options.flushTimeoutMs ?? DEFAULTS.flushTimeoutMs,
+    jobRetentionMs: options.jobRetentionMs ?? DEFAULTS.jobRetentionMs,
+  };
+}

@@ -1,0 +1,35 @@
+import type { Logger } from 'pino';
+import type { JobAssignment } from '@drover/shared';
+import type { JobManager } from '../jobs/job-manager.js';
+import type { StreamMessage } from '../stream/stream-client.js';
+
+/** Hands a stream event to the job manager; pings only prove the stream is alive. */
+export function routeStreamMessage(message: StreamMessage, jobs: JobManager, logger: Logger): void {
+  switch (message.event) {
+    case 'job':
+      if (!isAssignment(message.data)) {
+        logger.warn({ id: message.id }, 'ignored a job event whose data is not a job assignment');
+        return;
+      }
+      jobs.onJobEvent(message.data);
+      return;
+    case 'deploy':
+      jobs.onDeployEvent(message.data);
+      return;
+    case 'ping':
+      logger.trace({ id: message.id }, 'ping');
+      return;
+  }
+}
+
+function isAssignment(data: unknown): data is JobAssignment {
+  if (typeof data !== 'object' || data === null) return false;
+  const a = data as Partial<JobAssignment>;
+  return (
+    typeof a.jobId === 'string' &&
+    typeof a.workflowName === 'string' &&
+    typeof a.params === 'object' &&
+    a.params !== null &&
+    (a.status === 'pending' || a.status === 'queued' || a.status === 'running')
+  );
+}

@@ -1,0 +1,181 @@
+import fs from 'node:fs';
+import type { FinishJobRequest, LogStream, WorkflowDefinition, WorkflowStep } from '@drover/shared';
+import { formatDuration } from './durations.js';
+import { prepareJobFiles, type JobFiles } from './job-files.js';
+import { parseOutputFile } from './output-file.js';
+import { runStep, type StepOutcome } from './run-step.js';
+import { createMasker, type Masker } from './secret-masker.js';
+import { jobEnv } from './step-env.js';
+
+export interface JobPlan {
+  jobId: string;
+  workflow: WorkflowDefinition;
+  params: Record<string, unknown>;
+  ref: string | null;
+  debug: boolean;
+  /** The whole job's limit in ms (null: none). */
+  timeoutMs: number | null;
+  files: JobFiles;
+  /** Every secret of the machine, by name: the listed ones are given to the job, all are masked. */
+  secrets: Record<string, string>;
+  /** Why the secrets file was refused, if it was: then no job gets any secret. */
+  secretsProblem?: string | undefined;
+  /** Between SIGTERM and SIGKILL to a step's process group. */
+  killGraceMs: number;
+}
+
+/** One line of the job's log, secrets already masked; `step` is the step's index from 0. */
+export interface JobLine {
+  stream: LogStream;
+  step: number | null;
+  text: string;
+  /** Set on the agent's own warnings about the job (a malformed `$DROVER_OUTPUT` line). */
+  warning?: true;
+}
+
+export interface JobHooks {
+  onLine(line: JobLine): void;
+  /** A step's process started: its pid leads the step's process group. */
+  onStepSpawn?(index: number, pid: number): void;
+  /** Aborting it kills the running step; its `reason` (a string) becomes the error message. */
+  signal: AbortSignal;
+}
+
+export type JobResult = FinishJobRequest & { finishedAt: string };
+
+/**
+ * Runs a job's steps in order (docs/agent.md, "The executor"): prepares the job's files, checks
+ * its secrets, runs each step under the smaller of its own timeout and what is left of the job's,
+ * stops at the first step that does not exit 0, then reads `$DROVER_OUTPUT`. Never throws: every
+ * failure becomes the job's result. Secret values are masked in every line, output value and
+ * message it produces.
+ */
+export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
+  const mask = createMasker(Object.values(plan.secrets));
+  const emit = (stream: LogStream, step: number | null, text: string) =>
+    hooks.onLine({ stream, step, text: mask(text) });
+  const system = (text: string, step: number | null = null) => emit('system', step, text);
+  const warn = (text: string) => hooks.onLine({ stream: 'system', step: null, text: mask(text), warning: true });
+  const finish = (status: JobResult['status'], exitCode: number | null, errorMessage: string | null) =>
+    result(plan, mask, status, exitCode, errorMessage, system, warn);
+
+  try {
+    prepareJobFiles(plan.files, plan.params);
+  } catch (error) {
+    return finish('failed', null, `could not prepare the job's workspace: ${(error as Error).message}`);
+  }
+  const secrets = pickSecrets(plan);
+  if (typeof secrets === 'string') return finish('failed', null, secrets);
+
+  const env = jobEnv({
+    jobId: plan.jobId,
+    workflowName: plan.workflow.name,
+    ref: plan.ref,
+    debug: plan.debug,
+    workspace: plan.files.workspace,
+    paramsFile: plan.files.paramsFile,
+    outputFile: plan.files.outputFile,
+    params: plan.params,
+    secrets,
+  });
+  const started = performance.now();
+  const steps = plan.workflow.steps;
+  for (const [index, step] of steps.entries()) {
+    const label = stepLabel(index, step);
+    if (hooks.signal.aborted) return finish('cancelled', null, cancelMessage(hooks.signal));
+    const remaining = plan.timeoutMs === null ? null : plan.timeoutMs - (performance.now() - started);
+    if (remaining !== null && remaining <= 0) {
+      return finish('timed_out', null, `the job timed out after ${formatDuration(plan.timeoutMs!)} before ${label}`);
+    }
+    const byStep = step.timeout !== undefined && (remaining === null || step.timeout <= remaining);
+    const limit = byStep ? step.timeout! : remaining;
+    system(`${label} of ${steps.length} started: ${describeCommand(step)}`, index);
+    const stepStarted = performance.now();
+    const outcome: StepOutcome = await runStep({
+      step,
+      workspace: plan.files.workspace,
+      env,
+      timeoutMs: limit === null ? null : Math.max(1, Math.ceil(limit)),
+      signal: hooks.signal,
+      onLine: (stream, text) => emit(stream, index, text),
+      killGraceMs: plan.killGraceMs,
+      onSpawn: (pid) => hooks.onStepSpawn?.(index, pid),
+    });
+    const took = formatDuration(performance.now() - stepStarted);
+    switch (outcome.kind) {
+      case 'exited':
+        if (outcome.exitCode === 0) {
+          system(`${label} finished in ${took}`, index);
+          continue;
+        }
+        return finish('failed', outcome.exitCode, `${label} exited with code ${outcome.exitCode}`);
+      case 'signaled':
+        return finish('failed', null, `${label} was killed by signal ${outcome.signal}`);
+      case 'spawn_failed':
+        return finish('failed', null, `${label} ${outcome.message}`);
+      case 'timed_out':
+        return finish(
+          'timed_out',
+          null,
+          byStep
+            ? `${label} timed out after ${formatDuration(step.timeout!)} (the step's timeout)`
+            : `the job timed out after ${formatDuration(plan.timeoutMs!)} (the workflow's timeout) during ${label}`,
+        );
+      case 'cancelled':
+        return finish('cancelled', null, `${cancelMessage(hooks.signal)}; ${label} was stopped`);
+    }
+  }
+  return finish('success', 0, null);
+}
+
+/** `step 2 (build)`, or `step 2` for a step without a name. */
+export function stepLabel(index: number, step: WorkflowStep): string {
+  return step.name ? `step ${index + 1} (${step.name})` : `step ${index + 1}`;
+}
+
+function describeCommand(step: WorkflowStep): string {
+  if (step.shell) return step.run;
+  return [step.run, ...(step.args ?? []).map((a) => (/^[\w./:=@+-]+$/.test(a) ? a : JSON.stringify(a)))].join(' ');
+}
+
+function cancelMessage(signal: AbortSignal): string {
+  return typeof signal.reason === 'string' ? signal.reason : 'cancelled';
+}
+
+/** The listed secrets by name, or the message saying why the job cannot have them. */
+function pickSecrets(plan: JobPlan): Record<string, string> | string {
+  const names = plan.workflow.secretsKeys ?? [];
+  if (names.length === 0) return {};
+  if (plan.secretsProblem) {
+    return `the workflow needs the secret${names.length > 1 ? 's' : ''} ${names.join(', ')} but the agent's secrets file was refused: ${plan.secretsProblem}`;
+  }
+  const missing = names.filter((name) => !Object.hasOwn(plan.secrets, name));
+  if (missing.length > 0) {
+    return `the secret${missing.length > 1 ? 's' : ''} ${missing.join(', ')} listed by the workflow ${missing.length > 1 ? 'are' : 'is'} not in the agent's secrets file (secrets.yaml); no step was run`;
+  }
+  return Object.fromEntries(names.map((name) => [name, plan.secrets[name]!]));
+}
+
+function result(
+  plan: JobPlan,
+  mask: Masker,
+  status: JobResult['status'],
+  exitCode: number | null,
+  errorMessage: string | null,
+  system: (text: string) => void,
+  warn: (text: string) => void,
+): JobResult {
+  const output: Record<string, string> = {};
+  let text = '';
+  try {
+    text = fs.readFileSync(plan.files.outputFile, 'utf8');
+  } catch {
+    // no output file: no output
+  }
+  const parsed = parseOutputFile(text);
+  for (const warning of parsed.warnings) warn(`warning: ${warning}`);
+  for (const [key, value] of Object.entries(parsed.values)) output[key] = mask(value);
+  const message = errorMessage === null ? null : mask(errorMessage);
+  system(message === null ? `job finished: ${status}` : `job finished: ${status}: ${message}`);
+  return { status, exitCode, errorMessage: message, output, finishedAt: new Date().toISOString() };
+}

@@ -1,0 +1,117 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import type { WorkflowStep } from '@drover/shared';
+import { LineSplitter } from './line-splitter.js';
+import { signalProcessGroup, terminateProcessGroup, trackProcessGroup } from './process-group.js';
+
+export type StepStream = 'stdout' | 'stderr';
+
+export interface StepRun {
+  step: WorkflowStep;
+  /** The job's workspace: the default working directory, and the base of a relative `cwd`. */
+  workspace: string;
+  /** The job's variables; the step's `env` goes on top. */
+  env: Record<string, string>;
+  /** Kill the step after this many ms (null: no limit). */
+  timeoutMs: number | null;
+  /** Aborting it kills the step (shutdown). */
+  signal: AbortSignal;
+  /** Each line the step writes, as written (the caller masks secrets). */
+  onLine(stream: StepStream, text: string): void;
+  /** Between SIGTERM and SIGKILL to the step's process group. */
+  killGraceMs: number;
+  /** Called once the step's process exists, with its pid (= its process group id). */
+  onSpawn?(pid: number): void;
+}
+
+export type StepOutcome =
+  | { kind: 'exited'; exitCode: number }
+  | { kind: 'signaled'; signal: string }
+  | { kind: 'spawn_failed'; message: string }
+  | { kind: 'timed_out' }
+  | { kind: 'cancelled' };
+
+/**
+ * Runs one step with execa as the leader of its own process group (spawned detached), with its
+ * output read line by line. A timeout or an abort sends SIGTERM to the whole group, then
+ * SIGKILL after the grace. When the step's own process exits, whatever it left running in its
+ * group is terminated the same way, so that a background child cannot hold the job open.
+ */
+export async function runStep(run: StepRun): Promise<StepOutcome> {
+  const { step } = run;
+  const cwd = step.cwd ? path.resolve(run.workspace, step.cwd) : run.workspace;
+  const env = { ...run.env, ...step.env };
+  const [file, args] = step.shell ? [step.run, []] : [step.run, step.args ?? []];
+  if (run.signal.aborted) return { kind: 'cancelled' };
+  if (!isDirectory(cwd)) return { kind: 'spawn_failed', message: `the working directory ${cwd} does not exist` };
+
+  const subprocess = execa(file, args, {
+    cwd,
+    env,
+    extendEnv: true,
+    shell: step.shell ? '/bin/sh' : false,
+    detached: true,
+    cleanup: false,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    reject: false,
+    windowsHide: true,
+  });
+
+  const untrack = subprocess.pid === undefined ? () => {} : trackProcessGroup(subprocess.pid);
+  if (subprocess.pid !== undefined) run.onSpawn?.(subprocess.pid);
+  let stopReason: 'timed_out' | 'cancelled' | null = null;
+  let exited = false;
+  const stop = (reason: 'timed_out' | 'cancelled') => {
+    if (stopReason || subprocess.pid === undefined) return;
+    stopReason = reason;
+    terminateProcessGroup(subprocess.pid, run.killGraceMs);
+  };
+  const timer = run.timeoutMs === null ? null : setTimeout(() => stop('timed_out'), run.timeoutMs);
+  const onAbort = () => stop('cancelled');
+  run.signal.addEventListener('abort', onAbort, { once: true });
+  subprocess.once('exit', () => {
+    exited = true;
+    // The leader is gone; clean up what it left in its group (nothing happens when nothing is left).
+    if (!stopReason && subprocess.pid !== undefined) terminateProcessGroup(subprocess.pid, run.killGraceMs);
+  });
+
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const readable = subprocess[stream];
+    if (!readable) continue;
+    const splitter = new LineSplitter((line) => run.onLine(stream, line));
+    readable.on('data', (chunk: Buffer) => splitter.push(chunk));
+    readable.once('end', () => splitter.end());
+    readable.once('close', () => splitter.end());
+  }
+
+  try {
+    const result = await subprocess;
+    if (stopReason) return { kind: stopReason };
+    if (result.exitCode !== undefined && !result.signal) return { kind: 'exited', exitCode: result.exitCode };
+    if (result.signal) return { kind: 'signaled', signal: result.signal };
+    return { kind: 'spawn_failed', message: spawnFailure(result.code, file, result.originalMessage) };
+  } finally {
+    if (timer) clearTimeout(timer);
+    run.signal.removeEventListener('abort', onAbort);
+    if (!exited && subprocess.pid !== undefined) signalProcessGroup(subprocess.pid, 'SIGKILL');
+    untrack();
+  }
+}
+
+function isDirectory(dir: string): boolean {
+  try {
+    return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function spawnFailure(code: string | undefined, file: string, message: string | undefined): string {
+  if (code === 'ENOENT') return `could not start \`${file}\`: command not found`;
+  if (code === 'EACCES') return `could not start \`${file}\`: permission denied`;
+  return `could not start \`${file}\`: ${message ?? code ?? 'unknown error'}`;
+}

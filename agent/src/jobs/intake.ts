@@ -1,0 +1,71 @@
+import type { JobAssignment, RejectJobRequest } from '@drover/shared';
+import type { JournalEntry } from './journal.js';
+
+export type IntakeDecision =
+  /** Nothing to do: the job is known and in hand, or settled. */
+  | { action: 'ignore'; why: string }
+  /** A new job: accept it into the queue. */
+  | { action: 'accept' }
+  /** A new job the agent will not take. */
+  | { action: 'reject'; reason: RejectJobRequest['reason']; message: string }
+  /** Unknown here but queued or running on the coordinator: lost in an agent restart. */
+  | { action: 'fail_lost' }
+  /** Accepted before a restart and never started: queue it again. */
+  | { action: 'requeue' }
+  /** Marked running, but not running here: interrupted by a crash or restart. */
+  | { action: 'fail_interrupted' }
+  /** Settled here, but the coordinator never got the result or refusal: send it again. */
+  | { action: 'resend_final' };
+
+export interface IntakeContext {
+  /** The job's journal entry, when the agent has seen the job before. */
+  entry: JournalEntry | undefined;
+  /** The job is in this process's queue or running now. */
+  active: boolean;
+  /** The job's result or refusal is on its way (being sent, or in the outbox). */
+  finalPending: boolean;
+  shuttingDown: boolean;
+  queueFull: boolean;
+  capacity: number;
+  /** Why the workflow cannot run here (unknown or invalid locally), or null when it can. */
+  workflowProblem: string | null;
+}
+
+/**
+ * What to do with a `job` event (docs/agent.md, "Jobs"): the journal makes each job id run at
+ * most once, so a redelivery after a reconnect or a restart never starts a job twice.
+ */
+export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): IntakeDecision {
+  const { entry } = ctx;
+  if (entry) {
+    if (ctx.active) return { action: 'ignore', why: 'already in the queue or running' };
+    switch (entry.state) {
+      case 'accepted':
+        return ctx.shuttingDown ? { action: 'ignore', why: 'the agent is shutting down' } : { action: 'requeue' };
+      case 'running':
+        return { action: 'fail_interrupted' };
+      case 'finished':
+      case 'rejected':
+        if (ctx.finalPending) return { action: 'ignore', why: 'its result is on its way' };
+        if (entry.finalDelivered) return { action: 'ignore', why: 'its result was already delivered' };
+        return { action: 'resend_final' };
+      case 'abandoned':
+        return { action: 'ignore', why: 'the coordinator refused it before' };
+    }
+  }
+  if (assignment.status !== 'pending') return { action: 'fail_lost' };
+  if (ctx.shuttingDown) return { action: 'reject', reason: 'shutting_down', message: 'the agent is shutting down' };
+  if (ctx.workflowProblem) return { action: 'reject', reason: 'unknown_workflow', message: ctx.workflowProblem };
+  if (ctx.queueFull) {
+    return {
+      action: 'reject',
+      reason: 'queue_full',
+      message: `${ctx.capacity} job${ctx.capacity === 1 ? '' : 's'} already waiting`,
+    };
+  }
+  return { action: 'accept' };
+}
+
+export const LOST_MESSAGE = 'the agent restarted and lost this job';
+export const INTERRUPTED_MESSAGE = 'interrupted: the agent stopped while the job was running (crash or restart)';
+export const CANCELLED_BEFORE_START_MESSAGE = 'cancelled: the agent shut down before the job started';

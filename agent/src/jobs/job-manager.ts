@@ -1,0 +1,265 @@
+import type { Logger } from 'pino';
+import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
+import type { JobResult } from '../exec/run-job.js';
+import { formatDuration } from '../exec/durations.js';
+import { killOrphanedStep } from '../exec/orphans.js';
+import type { Outbox } from '../outbox/outbox.js';
+import type { ReportSender, SendOutcome } from '../outbox/report-sender.js';
+import type { Report } from '../outbox/report.js';
+import type { LoadedSecrets } from '../workflows/index.js';
+import { CANCELLED_BEFORE_START_MESSAGE, decideIntake, INTERRUPTED_MESSAGE, LOST_MESSAGE } from './intake.js';
+import { JobQueue } from './job-queue.js';
+import { runAcceptedJob } from './job-runner.js';
+import { JOB_ID_PATTERN, type FinalReport, type Journal, type JournalEntry } from './journal.js';
+import type { LogShipperOptions } from './log-shipper.js';
+
+export interface JobManagerOptions {
+  stateDir: string;
+  journal: Journal;
+  outbox: Outbox;
+  sender: ReportSender;
+  /** Waiting jobs the queue holds (the running one not counted). */
+  capacity: number;
+  /** A workflow by name, or why it cannot run here. */
+  workflows: {
+    get(name: string): WorkflowDefinition | undefined;
+    problemWith(name: string): string | null;
+  };
+  loadSecrets(): Promise<LoadedSecrets>;
+  logger: Logger;
+  defaultJobTimeoutMs: number | null;
+  killGraceMs: number;
+  logBatch?: LogShipperOptions;
+  /** Called when the queue changes (status.json). */
+  onQueueChange?(): void;
+}
+
+/**
+ * The agent's jobs: takes `job` and `deploy` events from the stream, keeps the journal, runs
+ * accepted jobs one at a time through the queue and reports every move to the coordinator
+ * through the report sender (which keeps undeliverable reports in the outbox).
+ */
+export class JobManager {
+  readonly queue: JobQueue;
+  readonly #finalPending = new Set<string>();
+  readonly #kill = new AbortController();
+  #shuttingDown = false;
+
+  constructor(private readonly options: JobManagerOptions) {
+    this.queue = new JobQueue(options.capacity, () => options.onQueueChange?.());
+  }
+
+  /** Called by the report sender when a report is finally delivered or dropped. */
+  onReportSettled(report: Report): void {
+    if (report.kind !== 'finish' && report.kind !== 'reject') return;
+    if (!this.options.journal.get(report.jobId)) return;
+    this.options.journal.update(report.jobId, { finalDelivered: true });
+  }
+
+  /**
+   * At daemon start: a job the journal says was running has no process any more: it ends
+   * `failed` (interrupted). Results and refusals that never reached the coordinator are sent again.
+   */
+  recover(): void {
+    const { journal } = this.options;
+    for (const entry of journal.all()) {
+      if (entry.state === 'running') {
+        this.#failInterrupted(entry);
+      } else if (entry.final && !entry.finalDelivered && !this.options.outbox.has(entry.jobId, entry.final.kind)) {
+        this.#sendFinal(entry.jobId, entry.final);
+      }
+    }
+  }
+
+  /** A `job` event of the stream. */
+  onJobEvent(assignment: JobAssignment): void {
+    const { journal, logger } = this.options;
+    if (!JOB_ID_PATTERN.test(assignment.jobId)) {
+      logger.error({ jobId: String(assignment.jobId) }, 'ignored a job event with an unusable job id');
+      return;
+    }
+    const log = logger.child({ jobId: assignment.jobId, workflow: assignment.workflowName });
+    const entry = journal.get(assignment.jobId);
+    const decision = decideIntake(assignment, {
+      entry,
+      active: this.queue.has(assignment.jobId),
+      finalPending:
+        this.#finalPending.has(assignment.jobId) ||
+        (entry?.final ? this.options.outbox.has(assignment.jobId, entry.final.kind) : false),
+      shuttingDown: this.#shuttingDown,
+      queueFull: this.queue.isFull,
+      capacity: this.queue.capacity,
+      workflowProblem: this.options.workflows.problemWith(assignment.workflowName),
+    });
+    try {
+      switch (decision.action) {
+        case 'ignore':
+          log.debug(`job event ignored: ${decision.why}`);
+          return;
+        case 'accept': {
+          const created = journal.create(assignment, 'accepted');
+          if (this.queue.running === null && this.queue.waiting.length === 0) {
+            // It starts at once: `start` alone moves it from pending to running (one round trip less).
+            log.info('job received; starting it now');
+            this.#enqueue(created, Promise.resolve({ outcome: 'stored' }));
+            return;
+          }
+          this.#enqueue(created, this.options.sender.send({ kind: 'accept', jobId: assignment.jobId }));
+          log.info(
+            `job accepted into the queue (${this.queue.waiting.length} waiting, capacity ${this.queue.capacity})`,
+          );
+          return;
+        }
+        case 'reject': {
+          const final: FinalReport = { kind: 'reject', body: { reason: decision.reason, message: decision.message } };
+          journal.create(assignment, 'rejected', { final });
+          if (decision.reason === 'queue_full') log.warn('job queue full; rejecting');
+          else log.warn(`job rejected (${decision.reason}): ${decision.message}`);
+          this.#sendFinal(assignment.jobId, final);
+          return;
+        }
+        case 'requeue': {
+          const accepted: Promise<SendOutcome> =
+            assignment.status === 'pending' && !this.options.outbox.has(assignment.jobId, 'accept')
+              ? this.options.sender.send({ kind: 'accept', jobId: assignment.jobId })
+              : Promise.resolve({ outcome: 'stored' });
+          this.#enqueue(entry!, accepted);
+          log.info('job accepted before the agent restarted: queued again');
+          return;
+        }
+        case 'fail_lost': {
+          log.warn(`${LOST_MESSAGE} (the coordinator has it ${assignment.status})`);
+          this.#finish(journal.create(assignment, 'finished'), failed(LOST_MESSAGE));
+          return;
+        }
+        case 'fail_interrupted':
+          this.#failInterrupted(entry!);
+          return;
+        case 'resend_final':
+          log.info('sending the job result again');
+          this.#sendFinal(assignment.jobId, entry!.final!);
+          return;
+      }
+    } catch (error) {
+      // The journal could not be written: promise nothing; the job is delivered again on reconnect.
+      log.error({ err: error }, 'cannot record the job in the journal; it is left for a later delivery');
+    }
+  }
+
+  /** A `deploy` event of the stream (OTA comes in a later issue). */
+  onDeployEvent(data: unknown): void {
+    const { logger } = this.options;
+    if (this.queue.isFull) {
+      logger.warn({ event: 'deploy' }, 'job queue full; rejecting');
+      return;
+    }
+    logger.info({ event: 'deploy', data }, 'deploy events are not supported yet; the event was ignored');
+  }
+
+  /**
+   * Graceful shutdown: no new job is taken; waiting jobs end `cancelled`; the running job may
+   * finish within `graceMs`, after which its steps are killed and it ends `cancelled`.
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    const { journal, logger } = this.options;
+    this.#shuttingDown = true;
+    for (const job of this.queue.takeWaiting()) {
+      const entry = journal.get(job.jobId);
+      if (!entry) continue;
+      logger.info({ jobId: job.jobId, workflow: job.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
+      this.#finish(entry, { ...failed(CANCELLED_BEFORE_START_MESSAGE), status: 'cancelled' });
+    }
+    const running = this.queue.running;
+    if (running) {
+      logger.info(
+        { jobId: running.jobId, workflow: running.workflowName },
+        `waiting up to ${formatDuration(graceMs)} for the running job to finish`,
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const graceOver = new Promise<'grace'>((resolve) => {
+        timer = setTimeout(() => resolve('grace'), graceMs);
+      });
+      const first = await Promise.race([this.queue.onIdle().then(() => 'idle' as const), graceOver]);
+      clearTimeout(timer);
+      if (first === 'grace') {
+        logger.warn(
+          { jobId: running.jobId, workflow: running.workflowName },
+          `the running job did not finish within ${formatDuration(graceMs)}; stopping it`,
+        );
+        this.#kill.abort(
+          `cancelled: the agent shut down and the job did not finish within the ${formatDuration(graceMs)} grace period`,
+        );
+      }
+    }
+    await this.queue.onIdle();
+  }
+
+  /** Kills the running step at once (a second signal). */
+  killNow(): void {
+    this.#kill.abort('cancelled: the agent was stopped at once');
+  }
+
+  get shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  #enqueue(entry: JournalEntry, accepted: Promise<SendOutcome>): void {
+    const { options } = this;
+    this.queue.add({ jobId: entry.jobId, workflowName: entry.assignment.workflowName }, () =>
+      runAcceptedJob(
+        {
+          stateDir: options.stateDir,
+          journal: options.journal,
+          send: (report) => options.sender.send(report),
+          finish: (running, result) => this.#finish(running, result),
+          workflow: (name) => options.workflows.get(name),
+          loadSecrets: options.loadSecrets,
+          logger: options.logger,
+          defaultJobTimeoutMs: options.defaultJobTimeoutMs,
+          killGraceMs: options.killGraceMs,
+          ...(options.logBatch ? { logBatch: options.logBatch } : {}),
+        },
+        entry,
+        accepted,
+        this.#kill.signal,
+      ).catch((error: unknown) => {
+        options.logger.error({ err: error, jobId: entry.jobId }, 'the job failed inside the agent');
+        const current = options.journal.get(entry.jobId);
+        if (current && current.state === 'running')
+          this.#finish(current, failed(`the agent failed: ${(error as Error).message}`));
+      }),
+    );
+  }
+
+  /** A job marked running that no process of this agent runs: kill its leftovers, report it failed. */
+  #failInterrupted(entry: JournalEntry): void {
+    const fields = { jobId: entry.jobId, workflow: entry.assignment.workflowName };
+    this.options.logger.warn(fields, INTERRUPTED_MESSAGE);
+    if (entry.processGroup) {
+      const killed = killOrphanedStep(entry.processGroup, entry.jobId);
+      if (killed > 0) this.options.logger.warn(fields, `killed ${killed} process(es) the interrupted job left running`);
+    }
+    this.#finish(entry, failed(INTERRUPTED_MESSAGE));
+  }
+
+  /** Records the job's result in the journal, then reports it. */
+  #finish(entry: JournalEntry, result: JobResult): void {
+    const final: FinalReport = { kind: 'finish', body: result };
+    try {
+      this.options.journal.update(entry.jobId, { state: 'finished', final, finalDelivered: false });
+    } catch (error) {
+      this.options.logger.error({ err: error, jobId: entry.jobId }, 'cannot record the job result in the journal');
+    }
+    this.#sendFinal(entry.jobId, final);
+  }
+
+  #sendFinal(jobId: string, final: FinalReport): void {
+    this.#finalPending.add(jobId);
+    const report = { jobId, ...final } as Report;
+    void this.options.sender.send(report).finally(() => this.#finalPending.delete(jobId));
+  }
+}
+
+function failed(message: string): JobResult {
+  return { status: 'failed', exitCode: null, errorMessage: message, output: {}, finishedAt: new Date().toISOString() };
+}

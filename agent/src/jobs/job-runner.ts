@@ -1,0 +1,110 @@
+import type { Logger } from 'pino';
+import type { WorkflowDefinition } from '@drover/shared';
+import { jobFiles } from '../exec/job-files.js';
+import { executeJob, type JobLine, type JobResult } from '../exec/run-job.js';
+import type { SendOutcome } from '../outbox/report-sender.js';
+import type { Report } from '../outbox/report.js';
+import type { LoadedSecrets } from '../workflows/index.js';
+import type { Journal, JournalEntry } from './journal.js';
+import { LogShipper, type LogShipperOptions } from './log-shipper.js';
+
+export interface JobRunnerDeps {
+  stateDir: string;
+  journal: Journal;
+  send(report: Report): Promise<SendOutcome>;
+  /** Sends the job's result and records it in the journal. */
+  finish(entry: JournalEntry, result: JobResult): void;
+  workflow(name: string): WorkflowDefinition | undefined;
+  loadSecrets(): Promise<LoadedSecrets>;
+  logger: Logger;
+  /** The limit of a job whose workflow sets none (null: no limit). */
+  defaultJobTimeoutMs: number | null;
+  killGraceMs: number;
+  logBatch?: LogShipperOptions;
+}
+
+/**
+ * Runs one accepted job when its turn in the queue comes: waits for the coordinator's answer to
+ * the accept, marks the job `running` in the journal (from then on it is never started again),
+ * reports the start, runs the steps while shipping their log lines, then reports the result.
+ * A job the coordinator no longer holds (404/409 to accept or start) is abandoned unrun.
+ */
+export async function runAcceptedJob(
+  deps: JobRunnerDeps,
+  entry: JournalEntry,
+  accepted: Promise<SendOutcome>,
+  signal: AbortSignal,
+): Promise<void> {
+  const { assignment } = entry;
+  const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
+  const acceptance = await accepted;
+  if (acceptance.outcome === 'dropped') {
+    deps.journal.update(entry.jobId, { state: 'abandoned', note: `accept refused: ${acceptance.reason}` });
+    log.warn(`the coordinator refused the accept (${acceptance.reason}); the job is not run`);
+    return;
+  }
+  if (signal.aborted) return; // shutdown took it back; the caller reports it
+  const running = deps.journal.update(entry.jobId, { state: 'running', startedAt: new Date().toISOString() });
+  const started = await deps.send({ kind: 'start', jobId: entry.jobId });
+  if (started.outcome === 'dropped') {
+    deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });
+    log.warn(`the coordinator refused the start (${started.reason}); the job is not run`);
+    return;
+  }
+
+  const workflow = deps.workflow(assignment.workflowName);
+  if (!workflow) {
+    const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
+    log.error(message);
+    deps.finish(running, {
+      status: 'failed',
+      exitCode: null,
+      errorMessage: message,
+      output: {},
+      finishedAt: new Date().toISOString(),
+    });
+    return;
+  }
+  const secrets = await deps.loadSecrets();
+  if (secrets.problem && (workflow.secretsKeys ?? []).length > 0) log.error(secrets.problem);
+
+  const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
+  log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
+  const result = await executeJob(
+    {
+      jobId: entry.jobId,
+      workflow,
+      params: assignment.params,
+      ref: assignment.ref,
+      debug: assignment.debug,
+      timeoutMs: assignment.timeoutMs ?? workflow.timeout ?? deps.defaultJobTimeoutMs,
+      files: jobFiles(deps.stateDir, entry.jobId),
+      secrets: secrets.secrets,
+      secretsProblem: secrets.problem,
+      killGraceMs: deps.killGraceMs,
+    },
+    {
+      signal,
+      onStepSpawn: (_index, pid) => {
+        try {
+          deps.journal.update(entry.jobId, { processGroup: pid });
+        } catch (error) {
+          log.warn({ err: error }, 'cannot record the step process in the journal');
+        }
+      },
+      onLine: (line) => {
+        shipper.add(line);
+        logLine(log, line);
+      },
+    },
+  );
+  shipper.flush();
+  deps.finish(running, result);
+}
+
+/** A job's line in the agent's own log (already masked): warnings as warn, the rest as info. */
+function logLine(log: Logger, line: JobLine): void {
+  const fields = { stream: line.stream, ...(line.step === null ? {} : { step: line.step + 1 }) };
+  if (line.warning) log.warn(fields, line.text);
+  else log.info(fields, line.text);
+}

@@ -1,0 +1,134 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
+import { jobFiles } from '../exec/job-files.js';
+import { writeFileAtomic } from '../state/files.js';
+
+/**
+ * Where the agent is with a job:
+ * - `accepted`: in the local queue, not started (it may be started after a restart);
+ * - `running`: its first step may have started: it is never started again;
+ * - `finished`: it has a result (`final` is the finish report);
+ * - `rejected`: refused at arrival (`final` is the reject report);
+ * - `abandoned`: the coordinator refused its accept or start (the job was no longer waiting).
+ */
+export type JournalState = 'accepted' | 'running' | 'finished' | 'rejected' | 'abandoned';
+
+export type FinalReport = { kind: 'finish'; body: FinishJobRequest } | { kind: 'reject'; body: RejectJobRequest };
+
+/** `jobs/<jobId>/journal.json`. */
+export interface JournalEntry {
+  jobId: string;
+  assignment: JobAssignment;
+  state: JournalState;
+  receivedAt: string;
+  startedAt: string | null;
+  /** The job's last report to the coordinator: its result or its refusal. */
+  final: FinalReport | null;
+  /** The coordinator took `final` (or refused it for good). */
+  finalDelivered: boolean;
+  note: string | null;
+  /** The process group of the step running now (killed at the next start if the agent crashes). */
+  processGroup?: number | null;
+  updatedAt: string;
+}
+
+/** Job ids are UUIDs; anything else is not used as a directory name. */
+export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+
+/**
+ * The local journal of jobs: one `journal.json` per job directory, written atomically. It is
+ * what makes a job id run at most once across reconnects and restarts: an entry is written
+ * before the job is accepted, and marked `running` before its first step starts.
+ */
+export class Journal {
+  readonly #entries = new Map<string, JournalEntry>();
+
+  private constructor(private readonly stateDir: string) {}
+
+  /** Reads every journal of `<state-dir>/jobs/`. Damaged ones are reported and skipped. */
+  static open(stateDir: string, onDamaged: (file: string, reason: string) => void = () => {}): Journal {
+    const journal = new Journal(stateDir);
+    const root = path.join(stateDir, 'jobs');
+    fs.mkdirSync(root, { recursive: true, mode: 0o700 });
+    for (const name of fs.readdirSync(root)) {
+      if (!JOB_ID_PATTERN.test(name)) continue;
+      const file = jobFiles(stateDir, name).journalFile;
+      let text: string;
+      try {
+        text = fs.readFileSync(file, 'utf8');
+      } catch {
+        continue; // a job directory without a journal: nothing was promised for it
+      }
+      try {
+        const entry = JSON.parse(text) as JournalEntry;
+        if (entry.jobId !== name || typeof entry.state !== 'string') throw new Error('not a journal');
+        journal.#entries.set(name, entry);
+      } catch (error) {
+        onDamaged(file, (error as Error).message);
+      }
+    }
+    return journal;
+  }
+
+  get(jobId: string): JournalEntry | undefined {
+    return this.#entries.get(jobId);
+  }
+
+  all(): JournalEntry[] {
+    return [...this.#entries.values()];
+  }
+
+  /** Records a job the agent has just received; throws when it cannot be written. */
+  create(assignment: JobAssignment, state: JournalState, fields: Partial<JournalEntry> = {}): JournalEntry {
+    const now = new Date().toISOString();
+    const entry: JournalEntry = {
+      jobId: assignment.jobId,
+      assignment,
+      state,
+      receivedAt: now,
+      startedAt: null,
+      final: null,
+      finalDelivered: false,
+      note: null,
+      ...fields,
+      updatedAt: now,
+    };
+    fs.mkdirSync(jobFiles(this.stateDir, assignment.jobId).dir, { recursive: true, mode: 0o700 });
+    this.#write(entry);
+    return entry;
+  }
+
+  update(jobId: string, patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>): JournalEntry {
+    const current = this.#entries.get(jobId);
+    if (!current) throw new Error(`no journal for job ${jobId}`);
+    const entry = { ...current, ...patch, updatedAt: new Date().toISOString() };
+    this.#write(entry);
+    return entry;
+  }
+
+  /**
+   * Removes the directories of jobs settled longer ago than `olderThanMs` (their result was
+   * delivered, or there was nothing to deliver), and of jobs accepted that long ago and never
+   * delivered again (the coordinator's deadline ended them). Returns how many were removed.
+   */
+  prune(olderThanMs: number, now = Date.now()): number {
+    let removed = 0;
+    for (const entry of this.all()) {
+      const settled =
+        entry.state === 'abandoned' ||
+        entry.state === 'accepted' ||
+        ((entry.state === 'finished' || entry.state === 'rejected') && entry.finalDelivered);
+      if (!settled || now - Date.parse(entry.updatedAt) < olderThanMs) continue;
+      fs.rmSync(jobFiles(this.stateDir, entry.jobId).dir, { recursive: true, force: true });
+      this.#entries.delete(entry.jobId);
+      removed += 1;
+    }
+    return removed;
+  }
+
+  #write(entry: JournalEntry): void {
+    writeFileAtomic(jobFiles(this.stateDir, entry.jobId).journalFile, `${JSON.stringify(entry, null, 2)}\n`);
+    this.#entries.set(entry.jobId, entry);
+  }
+}

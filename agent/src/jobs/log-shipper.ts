@@ -1,0 +1,68 @@
+import type { JobLogLine } from '@drover/shared';
+import type { JobLine } from '../exec/run-job.js';
+import type { Report } from '../outbox/report.js';
+
+/** The coordinator's limit on one log line. */
+export const MAX_LOG_TEXT = 16_384;
+
+export interface LogShipperOptions {
+  /** Send a batch when this many lines are waiting... */
+  maxLines?: number;
+  /** ...or this long after the first one arrived. */
+  intervalMs?: number;
+}
+
+/**
+ * Numbers a job's log lines from 1 (so that a resend is harmless) and sends them in batches
+ * while the job runs: every ~200 ms, or at once when 100 lines are waiting. A line longer than
+ * the coordinator's limit is sent as several lines.
+ */
+export class LogShipper {
+  #seq = 0;
+  #batch: JobLogLine[] = [];
+  #timer: NodeJS.Timeout | null = null;
+  readonly #maxLines: number;
+  readonly #intervalMs: number;
+
+  constructor(
+    private readonly jobId: string,
+    private readonly send: (report: Report) => void,
+    options: LogShipperOptions = {},
+  ) {
+    this.#maxLines = options.maxLines ?? 100;
+    this.#intervalMs = options.intervalMs ?? 200;
+  }
+
+  add(line: JobLine): void {
+    const at = new Date().toISOString();
+    const pieces = line.text.length <= MAX_LOG_TEXT ? [line.text] : chunk(line.text, MAX_LOG_TEXT);
+    for (const text of pieces) {
+      this.#batch.push({ seq: ++this.#seq, at, stream: line.stream, step: line.step, text });
+      if (this.#batch.length >= this.#maxLines) this.flush();
+    }
+    if (this.#batch.length > 0 && !this.#timer) {
+      this.#timer = setTimeout(() => this.flush(), this.#intervalMs);
+      this.#timer.unref();
+    }
+  }
+
+  /** Sends what is waiting now. */
+  flush(): void {
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#batch.length === 0) return;
+    const lines = this.#batch;
+    this.#batch = [];
+    this.send({ kind: 'logs', jobId: this.jobId, body: { lines } });
+  }
+
+  get linesSent(): number {
+    return this.#seq;
+  }
+}
+
+function chunk(text: string, size: number): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
+}

@@ -1,0 +1,73 @@
+import fs from 'node:fs';
+import pino, { type Logger } from 'pino';
+import { formatRecord, type LogRecord } from './format-record.js';
+import { logDir, logFile } from './log-files.js';
+import { redactFields } from './redact.js';
+import { RotatingFile } from './rotating-file.js';
+
+export interface AgentLoggerOptions {
+  stateDir: string;
+  /** pino level name: trace, debug, info, warn, error, fatal or silent. */
+  level: string;
+  /** Also print readable lines on standard output (`run` in a terminal). */
+  stdout?: boolean;
+  /** Colors on standard output (default: when it is a terminal and NO_COLOR is unset). */
+  color?: boolean;
+  /** Rotation: size of one file (default 10 MiB) and files kept (default 5). */
+  maxBytes?: number;
+  maxFiles?: number;
+}
+
+export const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
+export const DEFAULT_LOG_MAX_FILES = 5;
+
+/**
+ * The agent's logger: pino JSON lines appended synchronously to `<state-dir>/logs/agent.log`,
+ * rotated by size (10 MiB × 5 files by default), and optionally readable lines on standard
+ * output. No pino transport (worker threads cannot run inside the single executable). Fields
+ * named `secret*` or `token` are replaced by `[redacted]`. Log about a job with its `jobId`
+ * (and `workflow`) fields, e.g. `logger.child({ jobId, workflow })`.
+ */
+export function createAgentLogger(options: AgentLoggerOptions): Logger {
+  const dir = logDir(options.stateDir);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const file = new RotatingFile(logFile(options.stateDir), {
+    maxBytes: options.maxBytes ?? DEFAULT_LOG_MAX_BYTES,
+    maxFiles: options.maxFiles ?? DEFAULT_LOG_MAX_FILES,
+  });
+  const color = options.color ?? (process.stdout.isTTY === true && !process.env.NO_COLOR);
+  const destination = {
+    write(line: string): void {
+      file.write(line);
+      if (options.stdout) process.stdout.write(`${readable(line, color)}\n`);
+    },
+  };
+  const logger = pino(
+    {
+      level: options.level,
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: {
+        bindings: (bindings) => redactFields(bindings),
+        log: (fields) => redactFields(fields),
+      },
+    },
+    destination,
+  );
+  // pino applies `formatters.bindings` to the root's bindings only; children inherit this `child`.
+  type ChildFn = (this: unknown, bindings: pino.Bindings, options?: pino.ChildLoggerOptions) => unknown;
+  const child = logger.child as unknown as ChildFn;
+  const redactedChild: ChildFn = function (this: unknown, bindings, childOptions) {
+    return child.call(this, redactFields(bindings), childOptions);
+  };
+  logger.child = redactedChild as unknown as Logger['child'];
+  return logger;
+}
+
+function readable(line: string, color: boolean): string {
+  try {
+    return formatRecord(JSON.parse(line) as LogRecord, { color });
+  } catch {
+    return line.trimEnd();
+  }
+}

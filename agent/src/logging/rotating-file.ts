@@ -1,0 +1,112 @@
+import fs from 'node:fs';
+import { rotatedFile } from './log-files.js';
+
+export interface RotatingFileOptions {
+  /** Rotate before a write would make the file larger than this (bytes). */
+  maxBytes: number;
+  /** How many files to keep in all, the current one included (`agent.log` + `agent.log.1..n-1`). */
+  maxFiles: number;
+}
+
+/**
+ * A synchronous, size-rotated append-only file for pino (a "destination": any object with
+ * `write(line)`). Synchronous on purpose: pino's transports run in worker threads, which a
+ * single executable cannot load, and a synchronous append loses nothing when the process dies.
+ * One line is one `write`, and rotation happens between lines: `agent.log` is renamed to
+ * `agent.log.1` (after shifting the older ones; the oldest falls off) and a new file is opened.
+ * A write that fails (disk full, directory removed) drops the line rather than throwing into the
+ * code that logged it; the file is reopened at the next write.
+ */
+export class RotatingFile {
+  private fd: number | null = null;
+  private ino = 0;
+  private size = 0;
+  private lastCheck = 0;
+
+  constructor(
+    readonly file: string,
+    private readonly options: RotatingFileOptions,
+  ) {
+    this.open();
+  }
+
+  write(line: string): boolean {
+    try {
+      const bytes = Buffer.byteLength(line);
+      this.checkStillOurs();
+      if (this.fd !== null && this.size > 0 && this.size + bytes > this.options.maxBytes) this.rotate();
+      if (this.fd === null) this.open();
+      if (this.fd === null) return false;
+      fs.writeSync(this.fd, line);
+      this.size += bytes;
+      return true;
+    } catch {
+      this.closeFd();
+      return false;
+    }
+  }
+
+  close(): void {
+    this.closeFd();
+  }
+
+  private open(): void {
+    try {
+      this.fd = fs.openSync(this.file, 'a', 0o600);
+      const stat = fs.fstatSync(this.fd);
+      this.size = stat.size;
+      this.ino = stat.ino;
+    } catch {
+      this.closeFd();
+    }
+  }
+
+  private rotate(): void {
+    this.closeFd();
+    const keep = Math.max(1, this.options.maxFiles);
+    if (keep === 1) {
+      fs.rmSync(this.file, { force: true });
+    } else {
+      fs.rmSync(rotatedFile(this.file, keep - 1), { force: true });
+      for (let n = keep - 2; n >= 1; n--) renameIfExists(rotatedFile(this.file, n), rotatedFile(this.file, n + 1));
+      renameIfExists(this.file, rotatedFile(this.file, 1));
+    }
+    this.open();
+  }
+
+  /** Once a second: when someone removed or moved the file (logrotate, a technician), start a new one. */
+  private checkStillOurs(): void {
+    const now = Date.now();
+    if (this.fd === null || now - this.lastCheck < 1000) return;
+    this.lastCheck = now;
+    let ino: number | null = null;
+    try {
+      ino = fs.statSync(this.file).ino;
+    } catch {
+      ino = null;
+    }
+    if (ino !== this.ino) {
+      this.closeFd();
+      this.open();
+    }
+  }
+
+  private closeFd(): void {
+    if (this.fd !== null) {
+      try {
+        fs.closeSync(this.fd);
+      } catch {
+        // already closed
+      }
+    }
+    this.fd = null;
+  }
+}
+
+function renameIfExists(from: string, to: string): void {
+  try {
+    fs.renameSync(from, to);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}

@@ -1,0 +1,36 @@
+import type { HttpAnswer } from '../http/client.js';
+import type { Report } from './report.js';
+
+export type Verdict =
+  /** 2xx: done. */
+  | { verdict: 'delivered' }
+  /** The coordinator is unreachable or cannot take it now: keep it and try again later. */
+  | { verdict: 'retry'; reason: string }
+  /** The coordinator refused it for good: log it and forget it. */
+  | { verdict: 'drop'; reason: string; expected: boolean };
+
+/**
+ * What to do with the answer to a report: a network failure, a 5xx, 401 (a signature refused,
+ * perhaps by a clock that will be fixed), 408 and 429 are retried; any other 4xx is final and
+ * the report is dropped. A 409 to `finish` means the job is already terminal (the same result
+ * sent again is a 200, so the coordinator has a different one, such as the deadline's): expected.
+ */
+export function judgeAnswer(report: Report, answer: HttpAnswer | { error: Error }): Verdict {
+  if ('error' in answer) return { verdict: 'retry', reason: answer.error.message };
+  const { status } = answer;
+  if (status >= 200 && status < 300) return { verdict: 'delivered' };
+  const message = messageOf(answer);
+  if (status >= 500 || status === 401 || status === 408 || status === 429) {
+    return { verdict: 'retry', reason: `HTTP ${status}${message ? `: ${message}` : ''}` };
+  }
+  return {
+    verdict: 'drop',
+    reason: `HTTP ${status}${message ? `: ${message}` : ''}`,
+    expected: status === 409 && report.kind === 'finish',
+  };
+}
+
+function messageOf(answer: HttpAnswer): string | null {
+  const body = answer.body as { message?: unknown } | null;
+  return typeof body === 'object' && body !== null && typeof body.message === 'string' ? body.message : null;
+}

@@ -1,0 +1,32 @@
+import type { AppendJobLogsRequest, FinishJobRequest, RejectJobRequest } from '@drover/shared';
+
+/**
+ * One report of the agent about a job (docs/agent-protocol.md, "Jobs"): a call to
+ * `POST /v1/agent/jobs/:jobId/<kind>`. Reports are sent in the order they were made.
+ */
+export type Report =
+  | { kind: 'accept'; jobId: string }
+  | { kind: 'start'; jobId: string }
+  | { kind: 'reject'; jobId: string; body: RejectJobRequest }
+  | { kind: 'logs'; jobId: string; body: AppendJobLogsRequest }
+  | { kind: 'finish'; jobId: string; body: FinishJobRequest };
+
+export type ReportKind = Report['kind'];
+export const REPORT_KINDS: readonly ReportKind[] = ['accept', 'start', 'reject', 'logs', 'finish'];
+
+export const reportPath = (report: Pick<Report, 'kind' | 'jobId'>): string =>
+  `/v1/agent/jobs/${encodeURIComponent(report.jobId)}/${report.kind}`;
+
+export const describeReport = (report: Pick<Report, 'kind' | 'jobId'>): string =>
+  `${report.kind} of job ${report.jobId}`;
+
+/** A report as read back from a file: only the fields a report has, of the right types. */
+export function parseReport(value: unknown): Report | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const v = value as Record<string, unknown>;
+  if (typeof v.jobId !== 'string' || !REPORT_KINDS.includes(v.kind as ReportKind)) return null;
+  const kind = v.kind as ReportKind;
+  if (kind === 'accept' || kind === 'start') return { kind, jobId: v.jobId };
+  if (typeof v.body !== 'object' || v.body === null) return null;
+  return { kind, jobId: v.jobId, body: v.body } as Report;
+}

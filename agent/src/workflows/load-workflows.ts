@@ -1,0 +1,125 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { PutWorkflowsRequest, type WorkflowDefinition } from '@drover/shared';
+import { parseWorkflowFile } from './parse-workflow.js';
+import type { FileProblem } from './yaml-reader.js';
+
+/** A workflow file larger than this is refused unread (1 MiB). */
+export const MAX_WORKFLOW_FILE_BYTES = 1024 * 1024;
+const MAX_WORKFLOWS = PutWorkflowsRequest.properties.workflows.maxItems;
+
+export type WorkflowProblem = FileProblem;
+
+export interface LoadedWorkflow {
+  /** The file's name inside the workflows directory (`deploy.yaml`). */
+  file: string;
+  /** Ready for `PUT /v1/agent/workflows` (timeouts in ms, `secretsKeys` from `secrets`). */
+  definition: WorkflowDefinition;
+}
+
+export interface LoadedWorkflows {
+  /** The valid workflows, by file name. */
+  workflows: LoadedWorkflow[];
+  /** Problems of invalid files (skipped), `file` being the name inside the directory. */
+  problems: WorkflowProblem[];
+  /** True when the directory does not exist (yet): no workflows, and no problem either. */
+  missingDirectory?: boolean;
+}
+
+/** Where workflow files live unless `--workflows-dir` says otherwise: `<state-dir>/workflows`. */
+export const defaultWorkflowsDir = (stateDir: string): string => path.join(stateDir, 'workflows');
+
+/** Whether a directory entry is a workflow file: `*.yaml` or `*.yml`, not hidden (editor files). */
+export const isWorkflowFileName = (name: string): boolean => /\.ya?ml$/i.test(name) && !name.startsWith('.');
+
+/**
+ * Reads every workflow file of `dir` (one workflow per file, CONTRACT §5). Never throws for the
+ * content of the directory: an invalid, unreadable or oversized file is reported in `problems`
+ * and skipped, and two files defining the same workflow name are both skipped, each problem
+ * naming the other file. Other files (not `.yaml`/`.yml`, hidden, directories) are ignored.
+ */
+export async function loadWorkflows(dir: string): Promise<LoadedWorkflows> {
+  let names: string[];
+  try {
+    names = (await fs.readdir(dir)).filter(isWorkflowFileName).sort();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { workflows: [], problems: [], missingDirectory: true };
+    const reason = code === 'ENOTDIR' ? 'it is not a directory' : `cannot read it (${code ?? String(error)})`;
+    return { workflows: [], problems: [{ file: dir, message: `the workflows directory ${dir}: ${reason}` }] };
+  }
+
+  const problems: WorkflowProblem[] = [];
+  const parsed: { file: string; definition: WorkflowDefinition; nameLine?: number }[] = [];
+  for (const file of names) {
+    const result = await readWorkflowFile(dir, file);
+    if ('problems' in result) problems.push(...result.problems);
+    else parsed.push(result);
+  }
+
+  const byName = new Map<string, typeof parsed>();
+  for (const entry of parsed) {
+    const same = byName.get(entry.definition.name) ?? [];
+    same.push(entry);
+    byName.set(entry.definition.name, same);
+  }
+  const workflows: LoadedWorkflow[] = [];
+  for (const entry of parsed) {
+    const same = byName.get(entry.definition.name)!;
+    if (same.length === 1) {
+      workflows.push({ file: entry.file, definition: entry.definition });
+      continue;
+    }
+    const others = same.filter((o) => o !== entry).map((o) => o.file);
+    problems.push({
+      file: entry.file,
+      ...(entry.nameLine ? { line: entry.nameLine } : {}),
+      message:
+        `name: the workflow \`${entry.definition.name}\` is also defined in ${others.join(', ')}; ` +
+        'both files are skipped until the names differ',
+    });
+  }
+  for (const extra of workflows.splice(MAX_WORKFLOWS)) {
+    problems.push({
+      file: extra.file,
+      message: `skipped: an agent reports at most ${MAX_WORKFLOWS} workflows, and this one is past the limit`,
+    });
+  }
+  problems.sort((a, b) => (a.file === b.file ? (a.line ?? 0) - (b.line ?? 0) : a.file < b.file ? -1 : 1));
+  return { workflows, problems };
+}
+
+async function readWorkflowFile(
+  dir: string,
+  file: string,
+): Promise<{ file: string; definition: WorkflowDefinition; nameLine?: number } | { problems: WorkflowProblem[] }> {
+  const full = path.join(dir, file);
+  let text: string;
+  try {
+    const stat = await fs.stat(full);
+    if (!stat.isFile()) return { problems: [] }; // a directory named like a file: not ours to judge
+    if (stat.size > MAX_WORKFLOW_FILE_BYTES) {
+      return {
+        problems: [{ file, message: `the file is too large (${stat.size} bytes; a workflow file is at most 1 MiB)` }],
+      };
+    }
+    text = await fs.readFile(full, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') {
+      // A dangling symbolic link is worth a word; a file removed while we read the directory is not.
+      const link = await fs.lstat(full).catch(() => null);
+      return link?.isSymbolicLink()
+        ? { problems: [{ file, message: 'the file is a link to nothing' }] }
+        : { problems: [] };
+    }
+    const reason = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : (code ?? String(error));
+    return { problems: [{ file, message: `cannot read the file: ${reason}` }] };
+  }
+  if (text.length > MAX_WORKFLOW_FILE_BYTES) {
+    return { problems: [{ file, message: 'the file is too large (a workflow file is at most 1 MiB)' }] };
+  }
+  const result = parseWorkflowFile(file, text);
+  if (!result.definition) return { problems: result.problems };
+  return { file, definition: result.definition, ...(result.nameLine ? { nameLine: result.nameLine } : {}) };
+}

@@ -1,0 +1,274 @@
+import {
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type Node as YamlNode,
+  type Scalar,
+  type YAMLMap,
+  type YAMLSeq,
+} from 'yaml';
+
+/** A problem of a local file: which file, where in it (1-based) and what is wrong. */
+export interface FileProblem {
+  file: string;
+  line?: number;
+  column?: number;
+  message: string;
+}
+
+/** A path inside a YAML document, as people read it: `steps[1].timeout`, `env.PORT`. */
+export type YamlPath = readonly (string | number)[];
+
+export function formatPath(path: YamlPath): string {
+  let out = '';
+  for (const part of path) out += typeof part === 'number' ? `[${part}]` : out ? `.${part}` : part;
+  return out;
+}
+
+/**
+ * Reads a YAML document node by node, keeping positions, so that every problem names the line
+ * and the path of what is wrong (`deploy.yaml:7: steps[1].timeout: expected ...`). Values are
+ * taken from the nodes, never from a plain `toJS()`, so that nothing unchecked gets through.
+ */
+export class YamlReader {
+  readonly problems: FileProblem[] = [];
+  readonly doc: Document.Parsed;
+  private readonly lines = new LineCounter();
+
+  constructor(
+    readonly file: string,
+    readonly source: string,
+  ) {
+    this.doc = parseDocument(source, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
+    for (const error of this.doc.errors) {
+      const { line, col } = this.lines.linePos(error.pos[0]);
+      this.problems.push({ file, line, column: col, message: `invalid YAML: ${syntaxMessage(error.message)}` });
+    }
+  }
+
+  /** False when the text is not valid YAML (its problems are already recorded). */
+  get parsed(): boolean {
+    return this.doc.errors.length === 0;
+  }
+
+  get root(): YamlNode | null {
+    return (this.doc.contents as YamlNode | null) ?? null;
+  }
+
+  /** Records a problem about `node` (or the document's start) at `path`. */
+  problem(node: YamlNode | null | undefined, path: YamlPath, message: string): void {
+    const where = formatPath(path);
+    const offset = node?.range?.[0];
+    const pos = offset === undefined ? undefined : this.lines.linePos(offset);
+    this.problems.push({
+      file: this.file,
+      ...(pos ? { line: pos.line, column: pos.col } : {}),
+      message: where ? `${where}: ${message}` : message,
+    });
+  }
+
+  /** The 1-based line where `node` starts. */
+  line(node: YamlNode | null | undefined): number | undefined {
+    const offset = node?.range?.[0];
+    return offset === undefined ? undefined : this.lines.linePos(offset).line;
+  }
+
+  /** The node an alias points to, or the node itself. */
+  resolve(node: unknown): YamlNode | null {
+    if (node === null || node === undefined) return null;
+    if (isAlias(node)) return (node.resolve(this.doc) as YamlNode | undefined) ?? null;
+    return node as YamlNode;
+  }
+
+  /**
+   * The entries of a map, by key. Refuses a node that is not a map, keys that are not strings,
+   * and (when `allowed` is given) keys not in it, naming the nearest allowed key.
+   */
+  map(node: YamlNode | null, path: YamlPath, allowed?: readonly string[]): Map<string, MapEntry> | null {
+    const resolved = this.resolve(node);
+    if (!isMap(resolved)) {
+      this.problem(node, path, `expected a map (key: value lines), got ${this.kind(resolved)}`);
+      return null;
+    }
+    const entries = new Map<string, MapEntry>();
+    for (const pair of (resolved as YAMLMap<unknown, unknown>).items) {
+      const keyNode = this.resolve(pair.key);
+      const valueNode = this.resolve(pair.value);
+      if (!isScalar(keyNode) || (typeof keyNode.value !== 'string' && typeof keyNode.value !== 'number')) {
+        this.problem(keyNode ?? resolved, path, `keys must be names, got ${this.kind(keyNode)}`);
+        continue;
+      }
+      const key = String(keyNode.value);
+      if (allowed && !allowed.includes(key)) {
+        const near = nearest(key, allowed);
+        this.problem(
+          keyNode,
+          [...path, key],
+          `unknown key${near ? ` (did you mean \`${near}\`?)` : ''}; expected one of ${allowed.join(', ')}`,
+        );
+        continue;
+      }
+      entries.set(key, { keyNode, node: valueNode });
+    }
+    return entries;
+  }
+
+  /** The items of a list (`maxItems` enforced), or null after recording a problem. */
+  list(node: YamlNode | null, path: YamlPath, limits: { min?: number; max: number }): (YamlNode | null)[] | null {
+    const resolved = this.resolve(node);
+    if (!isSeq(resolved)) {
+      this.problem(node, path, `expected a list (lines starting with \`- \`), got ${this.kind(resolved)}`);
+      return null;
+    }
+    const items = (resolved as YAMLSeq<unknown>).items.map((item) => this.resolve(item));
+    if (items.length > limits.max) {
+      this.problem(resolved, path, `expected at most ${limits.max} items, got ${items.length}`);
+      return null;
+    }
+    if (limits.min !== undefined && items.length < limits.min) {
+      this.problem(resolved, path, `expected at least ${limits.min} item${limits.min === 1 ? '' : 's'}, got none`);
+      return null;
+    }
+    return items;
+  }
+
+  /**
+   * A text value. A plain (unquoted) number or boolean counts as text, taken as written
+   * (`version: 1.10` is "1.10", not 1.1), so users need not quote versions and ports.
+   */
+  text(node: YamlNode | null, path: YamlPath, limits: TextLimits = {}): string | null {
+    const resolved = this.resolve(node);
+    let value: string | null = null;
+    if (isScalar(resolved)) {
+      if (typeof resolved.value === 'string') value = resolved.value;
+      else if (
+        (typeof resolved.value === 'number' || typeof resolved.value === 'boolean') &&
+        resolved.type === 'PLAIN' &&
+        resolved.range
+      )
+        value = this.source.slice(resolved.range[0], resolved.range[1]).trim();
+    }
+    if (value === null) {
+      this.problem(node, path, `expected ${limits.what ?? 'a string'}, got ${this.kind(resolved)}`);
+      return null;
+    }
+    const min = limits.minLength ?? 0;
+    if (value.length < min) {
+      this.problem(node, path, min === 1 ? 'must not be empty' : `must be at least ${min} characters long`);
+      return null;
+    }
+    if (limits.maxLength !== undefined && value.length > limits.maxLength) {
+      this.problem(node, path, `must be at most ${limits.maxLength} characters long, got ${value.length}`);
+      return null;
+    }
+    if (limits.pattern && !new RegExp(limits.pattern, 'u').test(value)) {
+      this.problem(node, path, `${limits.patternHint ?? `must match \`${limits.pattern}\``}, got \`${clip(value)}\``);
+      return null;
+    }
+    return value;
+  }
+
+  /** A string value that was written as a string (a YAML number or boolean is refused). */
+  strictString(node: YamlNode | null, path: YamlPath, hint?: string): string | null {
+    const resolved = this.resolve(node);
+    if (isScalar(resolved) && typeof resolved.value === 'string') return resolved.value;
+    this.problem(node, path, `expected a string${hint ? ` (${hint})` : ''}, got ${this.kind(resolved)}`);
+    return null;
+  }
+
+  boolean(node: YamlNode | null, path: YamlPath): boolean | null {
+    const resolved = this.resolve(node);
+    if (isScalar(resolved) && typeof resolved.value === 'boolean') return resolved.value;
+    this.problem(node, path, `expected true or false, got ${this.kind(resolved)}`);
+    return null;
+  }
+
+  number(node: YamlNode | null, path: YamlPath): number | null {
+    const resolved = this.resolve(node);
+    if (isScalar(resolved) && typeof resolved.value === 'number' && Number.isFinite(resolved.value))
+      return resolved.value;
+    this.problem(node, path, `expected a number, got ${this.kind(resolved)}`);
+    return null;
+  }
+
+  /** A scalar's value as YAML typed it (string, number, boolean), or null after a problem. */
+  scalar(node: YamlNode | null, path: YamlPath, what: string): string | number | boolean | null {
+    const resolved = this.resolve(node);
+    if (isScalar(resolved) && ['string', 'number', 'boolean'].includes(typeof resolved.value))
+      return resolved.value as string | number | boolean;
+    this.problem(node, path, `expected ${what}, got ${this.kind(resolved)}`);
+    return null;
+  }
+
+  /** The node's position-independent description for "got ..." messages. */
+  kind(node: YamlNode | null | undefined): string {
+    if (node === null || node === undefined) return 'nothing';
+    if (isMap(node)) return 'a map';
+    if (isSeq(node)) return 'a list';
+    if (isScalar(node)) {
+      const value = (node as Scalar).value;
+      if (value === null || value === undefined) return 'nothing';
+      if (typeof value === 'string') return `\`${clip(value)}\``;
+      if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
+    }
+    return 'an unsupported value';
+  }
+}
+
+export interface MapEntry {
+  keyNode: YamlNode;
+  node: YamlNode | null;
+}
+
+export interface TextLimits {
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  /** Replaces "must match `pattern`" in the message. */
+  patternHint?: string;
+  /** Replaces "a string" in "expected a string, got ...". */
+  what?: string;
+}
+
+function clip(value: string): string {
+  const line = value.split('\n')[0] ?? '';
+  return line.length > 40 || line !== value ? `${line.slice(0, 40)}…` : value;
+}
+
+function syntaxMessage(message: string): string {
+  // yaml's messages may carry a source excerpt after the first line; the position says it already.
+  const first = message.split('\n')[0] ?? message;
+  return first.replace(/ at line \d+, column \d+:?$/, '');
+}
+
+/** The allowed key closest to `key` (edit distance at most 2), for "did you mean". */
+function nearest(key: string, allowed: readonly string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = 3;
+  for (const candidate of allowed) {
+    const d = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const current = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = current;
+    }
+  }
+  return row[b.length]!;
+}

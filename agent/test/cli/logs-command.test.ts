@@ -1,0 +1,86 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/program.js';
+
+let stateDir: string;
+beforeEach(() => {
+  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-logs-cli-'));
+  fs.mkdirSync(path.join(stateDir, 'logs'));
+});
+afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
+
+async function run(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
+  return { code, out, err };
+}
+
+const JOB = '1b2c3d4e-5f60-4718-9a0b-c1d2e3f40516';
+const rec = (level: number, msg: string, extra: Record<string, unknown> = {}) =>
+  `${JSON.stringify({ level, time: '2026-11-22T10:31:02.000Z', pid: 1, ...extra, msg })}\n`;
+
+function writeLogs() {
+  fs.writeFileSync(path.join(stateDir, 'logs', 'agent.log.1'), rec(30, 'agent started'));
+  fs.writeFileSync(
+    path.join(stateDir, 'logs', 'agent.log'),
+    rec(30, 'step 1 (test) passed', { jobId: JOB, workflow: 'deploy' }) +
+      rec(50, 'step 2 (build) exited with code 3', { jobId: JOB, workflow: 'deploy' }) +
+      rec(40, 'job queue full; rejecting'),
+  );
+}
+
+describe('drover-agent logs', () => {
+  it('shows every file, oldest first, one readable line per record', async () => {
+    writeLogs();
+    const res = await run('logs', '--state-dir', stateDir, '--utc');
+    expect(res.code).toBe(0);
+    expect(res.out).toBe(
+      [
+        '2026-11-22 10:31:02  INFO   agent started',
+        '2026-11-22 10:31:02  INFO   job 1b2c3d4e… deploy: step 1 (test) passed',
+        '2026-11-22 10:31:02  ERROR  job 1b2c3d4e… deploy: step 2 (build) exited with code 3',
+        '2026-11-22 10:31:02  WARN   job queue full; rejecting',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('filters by --job and --level, keeps the last lines with -n, and prints raw lines with --json', async () => {
+    writeLogs();
+    const job = await run('logs', '--state-dir', stateDir, '--job', '1b2c3d4e');
+    expect(job.out.trim().split('\n')).toHaveLength(2);
+    const warn = await run('logs', '--state-dir', stateDir, '--level', 'warn');
+    expect(warn.out).toMatch(/^.*ERROR .*\n.*WARN .*job queue full; rejecting\n$/);
+    const last = await run('logs', '--state-dir', stateDir, '-n', '1');
+    expect(last.out).toMatch(/^[^\n]*job queue full; rejecting\n$/);
+    const json = await run('logs', '--state-dir', stateDir, '--job', JOB, '--level', 'error', '--json');
+    expect(
+      json.out
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).msg),
+    ).toEqual(['step 2 (build) exited with code 3']);
+  });
+
+  it('says so when there is nothing to show', async () => {
+    const res = await run('logs', '--state-dir', stateDir);
+    expect(res.code).toBe(0);
+    expect(res.out).toBe('');
+    expect(res.err).toBe(`No log lines yet in ${path.join(stateDir, 'logs', 'agent.log')} (and its rotated files).\n`);
+  });
+
+  it('refuses an unknown level, a job that is not an id and a bad line count, with exit code 2', async () => {
+    for (const [args, message] of [
+      [['--level', 'loud'], '--level expects one of trace, debug, info, warn, error, fatal, got `loud`'],
+      [['--job', 'deploy!'], '--job expects a job id or its beginning, got `deploy!`'],
+      [['-n', 'ten'], '--lines expects a whole number, got `ten`'],
+    ] as const) {
+      const res = await run('logs', '--state-dir', stateDir, ...args);
+      expect(res.code).toBe(2);
+      expect(res.err).toBe(`drover-agent: error: ${message}\n`);
+    }
+  });
+});

@@ -1,0 +1,88 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { generateEd25519KeyPair } from '@drover/shared';
+import { runCli } from '../../src/cli/program.js';
+import type { DaemonStatus } from '../../src/daemon-status.js';
+import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
+
+let root: string;
+beforeEach(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-status-daemon-'));
+  savePrivateKey(root, generateEd25519KeyPair().privateKey);
+  saveEnrollment(root, {
+    url: 'https://drover.example.com',
+    agentId: '6f1c2b8e-4d3a-4f5b-9c7d-0e1f2a3b4c5d',
+    orgId: '0b7d7c2e-1111-4222-8333-444455556666',
+    serverPublicKey: generateEd25519KeyPair().publicKey,
+    enrolledAt: '2026-01-02T03:04:05.000Z',
+  });
+});
+afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+async function run(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
+  return { code, out, err };
+}
+
+const daemon = (pid: number): DaemonStatus => ({
+  pid,
+  startedAt: '2026-11-22T10:00:00.000Z',
+  version: '0.1.0',
+  connection: 'disconnected',
+  lastConnectedAt: '2026-11-22T10:30:00.000Z',
+  lastError: 'Cannot reach the coordinator at https://drover.example.com: connection refused',
+  queue: {
+    capacity: 4,
+    running: {
+      jobId: '1b2c3d4e-5f60-4718-9a0b-c1d2e3f40516',
+      workflowName: 'deploy',
+      startedAt: '2026-11-22T10:31:02.000Z',
+    },
+    waiting: [{ jobId: 'aaaabbbb-5f60-4718-9a0b-c1d2e3f40516', workflowName: 'backup' }],
+  },
+  workflows: { loaded: 2, invalid: [{ file: 'bad.yaml', message: 'steps: expected a list' }] },
+  updatedAt: '2026-11-22T10:31:03.000Z',
+});
+
+const writeStatus = (status: DaemonStatus) => fs.writeFileSync(path.join(root, 'status.json'), JSON.stringify(status));
+
+describe('drover-agent status with the daemon', () => {
+  it("shows the running daemon's connection, queue and workflows from status.json", async () => {
+    writeStatus(daemon(process.pid));
+    const res = await run('status', '--state-dir', root);
+    expect(res.code).toBe(0);
+    expect(res.out).toMatch(new RegExp(`Agent: +running \\(pid ${process.pid}, version 0\\.1\\.0, since \\d{4}-`));
+    expect(res.out).toMatch(/Connection: +disconnected \(last connected: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)/);
+    expect(res.out).toMatch(/Last error: +Cannot reach the coordinator/);
+    expect(res.out).toMatch(/Queue: +1 running, 1 waiting \(capacity 4\)/);
+    expect(res.out).toMatch(/running: +job 1b2c3d4e… deploy \(started /);
+    expect(res.out).toMatch(/waiting: +job aaaabbbb… backup/);
+    expect(res.out).toMatch(/Workflows: +2 loaded, 1 invalid\n +invalid: +bad\.yaml: steps: expected a list/);
+    const json = JSON.parse((await run('status', '--state-dir', root, '--json')).out);
+    expect(json).toMatchObject({ running: true, daemon: { pid: process.pid, connection: 'disconnected' } });
+  });
+
+  it('says "not running" when the pid in status.json is gone', async () => {
+    const child = spawn(process.execPath, ['-e', '']);
+    const pid = child.pid!;
+    await new Promise((resolve) => child.on('exit', resolve));
+    writeStatus(daemon(pid));
+    const res = await run('status', '--state-dir', root);
+    expect(res.out).toMatch(new RegExp(`Agent: +not running \\(pid ${pid} is gone; its last status was written `));
+    expect(res.out).not.toMatch(/Queue:/);
+    expect(JSON.parse((await run('status', '--state-dir', root, '--json')).out)).toMatchObject({ running: false });
+  });
+
+  it('says "not running" when there is no status.json, or a damaged one', async () => {
+    expect((await run('status', '--state-dir', root)).out).toMatch(
+      /Agent: +not running \(start it with: drover-agent run\)/,
+    );
+    fs.writeFileSync(path.join(root, 'status.json'), '{"pid": ');
+    expect((await run('status', '--state-dir', root)).out).toMatch(/Agent: +not running/);
+  });
+});

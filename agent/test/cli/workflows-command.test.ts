@@ -1,0 +1,103 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/program.js';
+
+let stateDir: string;
+let dir: string;
+beforeEach(() => {
+  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-workflows-cli-'));
+  dir = path.join(stateDir, 'workflows');
+  fs.mkdirSync(dir);
+});
+afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
+
+async function run(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
+  return { code, out, err };
+}
+
+const DEPLOY = `name: deploy
+version: "2.1"
+params:
+  - {name: target, type: enum, options: [staging, production], required: true}
+secrets: [DEPLOY_TOKEN]
+timeout: 15m
+steps:
+  - run: make
+  - run: ./ship.sh
+`;
+
+describe('drover-agent workflows', () => {
+  it('lists the valid workflows with their version, params, steps and file, and exits 0', async () => {
+    fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY);
+    fs.writeFileSync(path.join(dir, 'hello.yml'), 'name: hello\nsteps: [{run: echo}]\n');
+    fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), 'DEPLOY_TOKEN: "x"\n', { mode: 0o600 });
+    const res = await run('workflows', '--state-dir', stateDir);
+    expect(res.err).toBe('');
+    expect(res.code).toBe(0);
+    expect(res.out).toBe(
+      [
+        `2 workflows in ${dir}:`,
+        '',
+        '  NAME    VERSION  PARAMS        STEPS    TIMEOUT  FILE',
+        '  deploy  2.1      target*:enum  2 steps  15m      deploy.yaml',
+        '  hello   -        -             1 step   -        hello.yml',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('prints each problem as file:line: message and exits 1 when a file is invalid', async () => {
+    fs.writeFileSync(path.join(dir, 'hello.yml'), 'name: hello\nsteps: [{run: echo}]\n');
+    fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY.replace('timeout: 15m', 'timeout: soon'));
+    const res = await run('workflows', '--state-dir', stateDir);
+    expect(res.code).toBe(1);
+    expect(res.out).toContain('1 workflow in');
+    expect(res.out).toContain(
+      '1 invalid file (skipped):\n  deploy.yaml:6: timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`\n',
+    );
+  });
+
+  it('warns about secrets missing from secrets.yaml, or a secrets file that is refused', async () => {
+    fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY);
+    const missing = await run('workflows', '--state-dir', stateDir);
+    expect(missing.code).toBe(0);
+    expect(missing.out).toContain(
+      'Warnings:\n  deploy.yaml: the secret `DEPLOY_TOKEN` is not in secrets.yaml; jobs of `deploy` will fail until added',
+    );
+    fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), 'DEPLOY_TOKEN: "x"\n', { mode: 0o644 });
+    fs.chmodSync(path.join(stateDir, 'secrets.yaml'), 0o644);
+    const open = await run('workflows', '--state-dir', stateDir);
+    expect(open.out).toMatch(/Warnings:\n {2}secrets: .*mode 0644.*chmod 600/);
+  });
+
+  it('reads another directory with --workflows-dir and prints JSON with --json', async () => {
+    const other = path.join(stateDir, 'elsewhere');
+    fs.mkdirSync(other);
+    fs.writeFileSync(path.join(other, 'hello.yaml'), 'name: hello\nsteps: [{run: echo, timeout: 2s}]\n');
+    fs.writeFileSync(path.join(other, 'bad.yaml'), 'name: [\n');
+    const res = await run('workflows', '--state-dir', stateDir, '--workflows-dir', other, '--json');
+    expect(res.code).toBe(1);
+    const json = JSON.parse(res.out);
+    expect(json).toMatchObject({
+      directory: other,
+      missingDirectory: false,
+      workflows: [{ file: 'hello.yaml', definition: { name: 'hello', steps: [{ run: 'echo', timeout: 2000 }] } }],
+      problems: [{ file: 'bad.yaml', line: expect.any(Number), message: expect.stringMatching(/^invalid YAML/) }],
+      warnings: [],
+    });
+  });
+
+  it('explains a missing workflows directory without failing', async () => {
+    fs.rmSync(dir, { recursive: true });
+    const res = await run('workflows', '--state-dir', stateDir);
+    expect(res.code).toBe(0);
+    expect(res.out).toBe(
+      `No workflows directory at ${dir}: create it and put one workflow per .yaml file in it (see docs/agent.md).\n`,
+    );
+  });
+});

@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../src/cli/program.js';
+import { acquireDaemonLock } from '../../src/daemon/lock.js';
+import { StatusFile } from '../../src/daemon/status-file.js';
+import { readDaemonStatus } from '../../src/daemon-status.js';
+
+let root: string;
+beforeEach(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-daemon-files-'));
+});
+afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+describe('the daemon lock', () => {
+  it('lets one daemon at a time use a state directory, and is released on stop', () => {
+    const release = acquireDaemonLock(root);
+    expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8')).toBe(`${process.pid}\n`);
+    const other = process.ppid; // a live process that is not us
+    expect(() => acquireDaemonLock(root, other)).toThrow(
+      new RegExp(`Another drover-agent \\(pid ${process.pid}\\) is already running with the state directory`),
+    );
+    release();
+    expect(fs.existsSync(path.join(root, 'daemon.lock'))).toBe(false);
+  });
+
+  it('takes over a lock left by a daemon that died', async () => {
+    const child = spawn(process.execPath, ['-e', '0']);
+    const deadPid = child.pid!;
+    await new Promise((resolve) => child.once('exit', resolve));
+    fs.writeFileSync(path.join(root, 'daemon.lock'), `${deadPid}\n`);
+    const release = acquireDaemonLock(root);
+    expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8')).toBe(`${process.pid}\n`);
+    release();
+  });
+});
+
+describe('status.json', () => {
+  it('is written at once, then once per burst of changes, in the shape `drover-agent status` reads', async () => {
+    const status = new StatusFile(root, {
+      pid: process.pid,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      version: '0.1.0',
+      connection: 'connecting',
+      lastConnectedAt: null,
+      lastError: null,
+      queue: { capacity: 4, running: null, waiting: [] },
+      workflows: { loaded: 0, invalid: [] },
+    });
+    expect(readDaemonStatus(root)).toMatchObject({ running: true, status: { connection: 'connecting' } });
+    status.update({ connection: 'connected', lastConnectedAt: '2026-01-01T00:00:01.000Z' });
+    status.update({ queue: { capacity: 4, running: null, waiting: [{ jobId: 'j', workflowName: 'w' }] } });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readDaemonStatus(root).status).toMatchObject({
+      connection: 'connected',
+      queue: { waiting: [{ jobId: 'j', workflowName: 'w' }] },
+    });
+    status.close({ connection: 'disconnected' });
+    status.update({ connection: 'connected' });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(readDaemonStatus(root).status?.connection).toBe('disconnected');
+    expect(fs.readdirSync(root)).toEqual(['status.json']);
+  });
+});
+
+async function run(...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
+  return { code, out, err };
+}
+
+describe('drover-agent run, before it starts', () => {
+  it('says the machine is not enrolled and exits 1 without creating anything but the state directory', async () => {
+    const stateDir = path.join(root, 'state');
+    const res = await run('run', '--state-dir', stateDir);
+    expect(res.code).toBe(1);
+    expect(res.err).toMatch(
+      /^drover-agent: error: This machine is not enrolled \(nothing in .*\); run `drover-agent enroll/,
+    );
+    expect(fs.readdirSync(stateDir)).toEqual([]);
+  });
+
+  it('refuses bad option values with a message naming the option', async () => {
+    const cases: [string[], RegExp][] = [
+      [['--queue-capacity', '-1'], /--queue-capacity expects a whole number from 0 to 1000, got `-1`/],
+      [['--queue-capacity', 'four'], /--queue-capacity expects a whole number/],
+      [
+        ['--shutdown-grace', 'soon'],
+        /--shutdown-grace: expected a duration like 30s, 5m or a number of seconds, got `soon`/,
+      ],
+      [['--job-timeout', '0'], /--job-timeout: must be at least 1ms/],
+      [['--log-level', 'loud'], /--log-level expects trace, debug, info, warn or error, got `loud`/],
+    ];
+    for (const [args, message] of cases) {
+      const res = await run('run', '--state-dir', path.join(root, 'x'), ...args);
+      expect(res.code, args.join(' ')).not.toBe(0);
+      expect(res.err, args.join(' ')).toMatch(message);
+    }
+  });
+});

@@ -1,0 +1,74 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { WorkflowDefinition, WorkflowStep } from '@drover/shared';
+import { jobFiles } from '../../src/exec/job-files.js';
+import { executeJob, type JobLine, type JobPlan, type JobResult } from '../../src/exec/run-job.js';
+
+export const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
+
+export function tempStateDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-exec-'));
+}
+
+export const sh = (run: string, extra: Partial<WorkflowStep> = {}): WorkflowStep => ({ run, shell: true, ...extra });
+
+export interface RunOutcome {
+  result: JobResult;
+  lines: JobLine[];
+  /** The step output lines only (stdout and stderr), as text. */
+  out: string[];
+  plan: JobPlan;
+}
+
+/** Runs a job of these steps in a fresh state dir and collects its lines. */
+export async function runJob(
+  stateDir: string,
+  steps: WorkflowStep[],
+  options: Partial<Omit<JobPlan, 'workflow'>> & { workflow?: Partial<WorkflowDefinition>; abort?: AbortSignal } = {},
+): Promise<RunOutcome> {
+  const jobId = options.jobId ?? `job-${Math.random().toString(36).slice(2)}`;
+  const plan: JobPlan = {
+    jobId,
+    workflow: { name: 'wf', steps, ...options.workflow },
+    params: options.params ?? {},
+    ref: options.ref ?? null,
+    debug: options.debug ?? false,
+    timeoutMs: options.timeoutMs ?? null,
+    files: jobFiles(stateDir, jobId),
+    secrets: options.secrets ?? {},
+    secretsProblem: options.secretsProblem,
+    killGraceMs: options.killGraceMs ?? 300,
+  };
+  const lines: JobLine[] = [];
+  const result = await executeJob(plan, {
+    onLine: (line) => lines.push(line),
+    signal: options.abort ?? new AbortController().signal,
+  });
+  const out = lines.filter((l) => l.stream !== 'system').map((l) => l.text);
+  return { result, lines, out, plan };
+}
+
+/** True while `pid` runs; a zombie (dead, not yet reaped by its new parent) counts as dead. */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return true; // no procfs (macOS): trust kill(0)
+  }
+}
+
+export async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,203 @@
+import fs from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fixture, isAlive, runJob, sh, tempStateDir, waitFor } from './helpers.js';
+
+let stateDir: string;
+beforeEach(() => {
+  stateDir = tempStateDir();
+});
+afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
+
+describe('the executor', () => {
+  it('gives every step the job variables, its params as env vars and as a JSON file, and the workspace as cwd', async () => {
+    const { result, out, plan } = await runJob(
+      stateDir,
+      [
+        sh(
+          'echo "job=$DROVER_JOB_ID wf=$DROVER_WORKFLOW ref=$DROVER_REF debug=$DROVER_DEBUG"; ' +
+            'echo "ws=$DROVER_WORKSPACE pwd=$(pwd)"; echo "params=$(cat "$DROVER_PARAMS_FILE" | tr -d " \\n")"; ' +
+            'echo "p=$DROVER_PARAM_TARGET_ENV n=$DROVER_PARAM_REPLICAS b=$DROVER_PARAM_DRY_RUN"; echo "own=$OWN"',
+          { env: { OWN: 'from the step', DROVER_REF: 'overridden by the step' } },
+        ),
+      ],
+      { jobId: 'job-env', ref: 'main', debug: true, params: { 'target-env': 'prod', replicas: 3, dry_run: false } },
+    );
+    expect(result).toMatchObject({ status: 'success', exitCode: 0, errorMessage: null, output: {} });
+    const workspace = fs.realpathSync(plan.files.workspace);
+    expect(out).toEqual([
+      'job=job-env wf=wf ref=overridden by the step debug=1',
+      `ws=${plan.files.workspace} pwd=${workspace}`,
+      'params={"target-env":"prod","replicas":3,"dry_run":false}',
+      'p=prod n=3 b=false',
+      'own=from the step',
+    ]);
+    expect(fs.statSync(plan.files.paramsFile).mode & 0o777).toBe(0o600);
+  });
+
+  it('runs a relative cwd inside the workspace, and a program with args without a shell', async () => {
+    const { result, out } = await runJob(stateDir, [
+      sh('mkdir -p sub/dir'),
+      { run: 'pwd', cwd: 'sub/dir' },
+      { run: 'printf', args: ['%s|', 'a b', '$HOME', '*'] },
+    ]);
+    expect(result.status).toBe('success');
+    expect(out[0]).toMatch(/\/workspace\/sub\/dir$/);
+    expect(out[1]).toBe('a b|$HOME|*|');
+  });
+
+  it('reports the first failing step with its exit code, and runs no step after it', async () => {
+    const { result, out } = await runJob(stateDir, [
+      sh('echo one'),
+      sh('echo two; exit 3', { name: 'build' }),
+      sh('echo three'),
+    ]);
+    expect(result).toMatchObject({ status: 'failed', exitCode: 3, errorMessage: 'step 2 (build) exited with code 3' });
+    expect(out).toEqual(['one', 'two']);
+  });
+
+  it('fails a step whose program does not exist or whose cwd is missing, with a message naming the step', async () => {
+    const missing = await runJob(stateDir, [{ run: 'drover-no-such-program' }]);
+    expect(missing.result).toMatchObject({ status: 'failed', exitCode: null });
+    expect(missing.result.errorMessage).toBe('step 1 could not start `drover-no-such-program`: command not found');
+    const noDir = await runJob(stateDir, [{ run: 'true', cwd: 'nope', name: 'x' }]);
+    expect(noDir.result.errorMessage).toMatch(
+      /^step 1 \(x\) the working directory .*\/workspace\/nope does not exist$/,
+    );
+  });
+
+  it('collects outputs from $DROVER_OUTPUT across steps, last write winning, warning about malformed lines', async () => {
+    const { result, lines } = await runJob(stateDir, [
+      sh('echo "version=1.2.3" >> "$DROVER_OUTPUT"; echo "url=https://x/?a=b=c" >> "$DROVER_OUTPUT"'),
+      sh(
+        'printf "# a comment\\n\\nversion=1.2.4\\nnot a pair\\n9bad=x\\nartifact=file:out.tar\\n" >> "$DROVER_OUTPUT"',
+      ),
+    ]);
+    expect(result.status).toBe('success');
+    expect(result.output).toEqual({ version: '1.2.4', url: 'https://x/?a=b=c', artifact: 'file:out.tar' });
+    const warnings = lines.filter((l) => l.warning).map((l) => l.text);
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatch(/\$DROVER_OUTPUT line 6 is not key=value/);
+    expect(warnings[1]).toMatch(/\$DROVER_OUTPUT line 7 has an unusable key "9bad"/);
+  });
+
+  it('keeps the outputs written before a failing step', async () => {
+    const { result } = await runJob(stateDir, [sh('echo a=1 >> "$DROVER_OUTPUT"; exit 1')]);
+    expect(result).toMatchObject({ status: 'failed', exitCode: 1, output: { a: '1' } });
+  });
+
+  it('splits output into lines correctly when lines arrive in pieces', async () => {
+    const { out } = await runJob(stateDir, [{ run: process.execPath, args: [fixture('partial-lines.mjs')] }]);
+    expect(out).toEqual(['hello', 'world', 'price: 5€', 'no newline at the end']);
+  });
+
+  it('masks secret values in log lines, outputs and the error message, and gives only the listed secrets', async () => {
+    const { result, lines } = await runJob(
+      stateDir,
+      [
+        sh(
+          'echo "token is $API_TOKEN"; echo "other=${OTHER_SECRET:-unset}"; echo "t=$API_TOKEN" >> "$DROVER_OUTPUT"; echo s3cr3t-value >&2; exit 4',
+          { name: 'use s3cr3t-value' },
+        ),
+      ],
+      {
+        workflow: { secretsKeys: ['API_TOKEN'] },
+        secrets: { API_TOKEN: 's3cr3t-value', OTHER_SECRET: 'hunter2' },
+      },
+    );
+    const all = lines.map((l) => l.text).join('\n');
+    expect(all).not.toContain('s3cr3t-value');
+    expect(lines.filter((l) => l.stream !== 'system').map((l) => [l.stream, l.text])).toEqual([
+      ['stdout', 'token is ***'],
+      ['stdout', 'other=unset'],
+      ['stderr', '***'],
+    ]);
+    expect(result.output).toEqual({ t: '***' });
+    expect(result.errorMessage).toBe('step 1 (use ***) exited with code 4');
+  });
+
+  it('fails before the first step when a listed secret is missing or the secrets file was refused', async () => {
+    const marker = `${stateDir}/ran`;
+    const missing = await runJob(stateDir, [sh(`touch ${marker}`)], {
+      workflow: { secretsKeys: ['A', 'B'] },
+      secrets: { A: 'x' },
+    });
+    expect(missing.result).toMatchObject({ status: 'failed', exitCode: null });
+    expect(missing.result.errorMessage).toMatch(
+      /the secret B listed by the workflow is not in the agent's secrets file/,
+    );
+    const refused = await runJob(stateDir, [sh(`touch ${marker}`)], {
+      workflow: { secretsKeys: ['A'] },
+      secrets: {},
+      secretsProblem: 'secrets.yaml must be mode 0600 (it is 0644)',
+    });
+    expect(refused.result.errorMessage).toMatch(/needs the secret A but the agent's secrets file was refused: .*0600/);
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+});
+
+describe('timeouts', () => {
+  it("kills the step's whole process group when the step's timeout passes, grandchildren included", async () => {
+    const pidFile = `${stateDir}/grandchild.pid`;
+    const startedAt = Date.now();
+    const { result, out } = await runJob(stateDir, [
+      { name: 'hang', run: fixture('spawn-grandchild.sh'), args: [pidFile], timeout: 400 },
+      sh('echo never'),
+    ]);
+    expect(Date.now() - startedAt).toBeLessThan(5000);
+    expect(result).toMatchObject({
+      status: 'timed_out',
+      exitCode: null,
+      errorMessage: "step 1 (hang) timed out after 400ms (the step's timeout)",
+    });
+    expect(out).toEqual(['grandchild started']);
+    const grandchild = Number(fs.readFileSync(pidFile, 'utf8'));
+    await waitFor(() => !isAlive(grandchild), 2000);
+  });
+
+  it('applies the smaller of the step timeout and what is left of the job timeout', async () => {
+    const { result } = await runJob(
+      stateDir,
+      [sh('sleep 0.3', { name: 'a' }), sh('sleep 5', { name: 'b', timeout: 10_000 })],
+      {
+        timeoutMs: 800,
+      },
+    );
+    expect(result.status).toBe('timed_out');
+    expect(result.errorMessage).toBe("the job timed out after 800ms (the workflow's timeout) during step 2 (b)");
+  });
+
+  it('sends SIGKILL after the grace when a step ignores SIGTERM', async () => {
+    const startedAt = Date.now();
+    const { result } = await runJob(stateDir, [{ run: fixture('ignore-term.sh'), timeout: 300 }], { killGraceMs: 300 });
+    expect(result.status).toBe('timed_out');
+    expect(Date.now() - startedAt).toBeGreaterThanOrEqual(550);
+  });
+
+  it('does not let a background process left behind by a finished step hold the job open', async () => {
+    const pidFile = `${stateDir}/bg.pid`;
+    const startedAt = Date.now();
+    const { result } = await runJob(stateDir, [sh(`sleep 300 & echo $! > ${pidFile}; echo done`)]);
+    expect(result.status).toBe('success');
+    expect(Date.now() - startedAt).toBeLessThan(3000);
+    await waitFor(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
+  });
+});
+
+describe('cancellation', () => {
+  it('kills the running step and reports the job cancelled with the reason', async () => {
+    const controller = new AbortController();
+    const pidFile = `${stateDir}/grandchild.pid`;
+    const running = runJob(stateDir, [{ name: 'long', run: fixture('spawn-grandchild.sh'), args: [pidFile] }], {
+      abort: controller.signal,
+    });
+    await waitFor(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
+    controller.abort('the agent is shutting down');
+    const { result } = await running;
+    expect(result).toMatchObject({
+      status: 'cancelled',
+      exitCode: null,
+      errorMessage: 'the agent is shutting down; step 1 (long) was stopped',
+    });
+    await waitFor(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
+  });
+});

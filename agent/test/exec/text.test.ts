@@ -1,0 +1,137 @@
+import { describe, expect, it } from 'vitest';
+import { formatDuration } from '../../src/exec/durations.js';
+import { LineSplitter } from '../../src/exec/line-splitter.js';
+import { parseOutputFile, MAX_OUTPUT_KEYS } from '../../src/exec/output-file.js';
+import { createMasker } from '../../src/exec/secret-masker.js';
+import { jobEnv, paramEnvName, paramEnvValue } from '../../src/exec/step-env.js';
+
+function split(chunks: (string | Buffer)[], max?: number): string[] {
+  const lines: string[] = [];
+  const splitter = new LineSplitter((line) => lines.push(line), max);
+  for (const chunk of chunks) splitter.push(chunk);
+  splitter.end();
+  return lines;
+}
+
+describe('the line splitter', () => {
+  it('joins a line written in pieces and splits a chunk holding several lines', () => {
+    expect(split(['a', 'b\nc', '\n\nd\r\n', 'e'])).toEqual(['ab', 'c', '', 'd', 'e']);
+  });
+
+  it('keeps a UTF-8 character split between two chunks whole', () => {
+    const bytes = Buffer.from('prix: 5€\n');
+    expect(split([bytes.subarray(0, 9), bytes.subarray(9)])).toEqual(['prix: 5€']);
+  });
+
+  it('cuts a line longer than the limit into pieces, and gives nothing for an empty stream', () => {
+    expect(split(['abcdefg\n'], 3)).toEqual(['abc', 'def', 'g']);
+    expect(split([])).toEqual([]);
+    expect(split(['x\n'])).toEqual(['x']);
+  });
+});
+
+describe('secret masking', () => {
+  it('replaces every occurrence, longer secrets first, and leaves other text alone', () => {
+    const mask = createMasker(['abc', 'abcdef', '', 'a.c']);
+    expect(mask('abcdef abc xabcx a.c abc')).toBe('*** *** x***x *** ***');
+    expect(mask('no secret here: aXc')).toBe('no secret here: aXc');
+    expect(createMasker([])('anything')).toBe('anything');
+  });
+
+  it('masks each line of a multi-line secret on its own, as output comes line by line', () => {
+    const mask = createMasker(['-----BEGIN KEY-----\nMIIEvQIBADANBg\nab\n-----END KEY-----\n']);
+    expect(['-----BEGIN KEY-----', 'MIIEvQIBADANBg', 'ab', '-----END KEY-----'].map(mask)).toEqual([
+      '***',
+      '***',
+      'ab',
+      '***',
+    ]);
+  });
+
+  it('treats regular-expression characters in secrets literally', () => {
+    expect(createMasker(['p@$$(w)rd*'])('pw=p@$$(w)rd* ok')).toBe('pw=*** ok');
+  });
+});
+
+describe('$DROVER_OUTPUT', () => {
+  it('reads key=value lines, the value kept as written after the first =', () => {
+    const parsed = parseOutputFile('a=1\r\n\n# comment\n  # indented comment\nb = two words \nc=x=y\na=last\nempty=\n');
+    expect(parsed).toEqual({ values: { a: 'last', b: ' two words ', c: 'x=y', empty: '' }, warnings: [] });
+  });
+
+  it('warns about malformed lines, naming them, and skips them', () => {
+    const parsed = parseOutputFile('ok=1\nno pair\n=x\nbad key=1\n');
+    expect(parsed.values).toEqual({ ok: '1' });
+    expect(parsed.warnings).toEqual([
+      '$DROVER_OUTPUT line 2 is not key=value and was ignored: "no pair"',
+      expect.stringMatching(/^\$DROVER_OUTPUT line 3 has an unusable key ""/),
+      expect.stringMatching(/^\$DROVER_OUTPUT line 4 has an unusable key "bad key"/),
+    ]);
+  });
+
+  it('keeps at most the coordinator limit of keys', () => {
+    const text = Array.from({ length: MAX_OUTPUT_KEYS + 2 }, (_, i) => `k${i}=${i}`).join('\n');
+    const parsed = parseOutputFile(text);
+    expect(Object.keys(parsed.values)).toHaveLength(MAX_OUTPUT_KEYS);
+    expect(parsed.warnings).toHaveLength(2);
+  });
+
+  it('is not fooled by keys such as __proto__', () => {
+    const parsed = parseOutputFile('__proto__=x\nconstructor=y\n');
+    expect(parsed.values).toEqual({ ['__proto__']: 'x', constructor: 'y' });
+    expect(Object.getPrototypeOf(parsed.values)).toBe(Object.prototype);
+  });
+});
+
+describe('the step environment', () => {
+  it('names params DROVER_PARAM_<NAME> and gives non-strings as JSON', () => {
+    expect(paramEnvName('target-env.v2')).toBe('DROVER_PARAM_TARGET_ENV_V2');
+    expect([paramEnvValue('a b'), paramEnvValue(3), paramEnvValue(true), paramEnvValue(null)]).toEqual([
+      'a b',
+      '3',
+      'true',
+      '',
+    ]);
+    expect(paramEnvValue({ __type: 'FileRef', id: 'f' })).toBe('{"__type":"FileRef","id":"f"}');
+  });
+
+  it('sets the job variables, then params, then the listed secrets', () => {
+    expect(
+      jobEnv({
+        jobId: 'j',
+        workflowName: 'w',
+        ref: null,
+        debug: false,
+        workspace: '/ws',
+        paramsFile: '/p.json',
+        outputFile: '/out.env',
+        params: { env: 'prod' },
+        secrets: { TOKEN: 's' },
+      }),
+    ).toEqual({
+      DROVER_JOB_ID: 'j',
+      DROVER_WORKFLOW: 'w',
+      DROVER_REF: '',
+      DROVER_DEBUG: '0',
+      DROVER_WORKSPACE: '/ws',
+      DROVER_PARAMS_FILE: '/p.json',
+      DROVER_OUTPUT: '/out.env',
+      DROVER_PARAM_ENV: 'prod',
+      TOKEN: 's',
+    });
+  });
+});
+
+describe('durations in messages', () => {
+  it('reads as a person would write them', () => {
+    expect([400, 1000, 1500, 30_000, 90_000, 3_600_000, 5_400_000].map(formatDuration)).toEqual([
+      '400ms',
+      '1s',
+      '1.5s',
+      '30s',
+      '1m30s',
+      '1h',
+      '1h30m',
+    ]);
+  });
+});

@@ -1,0 +1,126 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
+import type { HttpAnswer } from '../../src/http/client.js';
+import { JobManager } from '../../src/jobs/job-manager.js';
+import { Journal } from '../../src/jobs/journal.js';
+import { Outbox } from '../../src/outbox/outbox.js';
+import { ReportSender } from '../../src/outbox/report-sender.js';
+import type { Report } from '../../src/outbox/report.js';
+import { Backoff } from '../../src/util/backoff.js';
+import { captureLogger } from '../log-capture.js';
+
+export interface Harness {
+  stateDir: string;
+  manager: JobManager;
+  journal: Journal;
+  outbox: Outbox;
+  sender: ReportSender;
+  /** Every report the transport was asked to send, in order. */
+  sent: Report[];
+  records: Record<string, any>[];
+  /** What the coordinator answers (default 200). */
+  answer: (report: Report) => Promise<HttpAnswer>;
+  /** The reports of one job, as `kind` strings (logs batches folded). */
+  kinds(jobId: string): string[];
+  finishOf(jobId: string): Record<string, any> | undefined;
+  /** Resolves when `check` holds. */
+  until(check: () => boolean, timeoutMs?: number): Promise<void>;
+  /** A daemon restart: a new manager over the same state directory. */
+  restart(): Harness;
+  close(): void;
+}
+
+export const sh = (run: string) => ({ run, shell: true });
+
+export function harness(
+  workflows: WorkflowDefinition[],
+  options: { capacity?: number; stateDir?: string; answer?: Harness['answer'] } = {},
+): Harness {
+  const stateDir = options.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-jobs-'));
+  const { logger, records } = captureLogger();
+  const sent: Report[] = [];
+  const byName = new Map(workflows.map((w) => [w.name, w]));
+  const journal = Journal.open(stateDir);
+  const outbox = Outbox.open(path.join(stateDir, 'outbox'));
+  const h = {} as Harness;
+  h.answer = options.answer ?? (() => Promise.resolve({ status: 200, body: {} }));
+  let manager: JobManager | null = null;
+  const sender = new ReportSender({
+    outbox,
+    transport: (report) => {
+      sent.push(report);
+      return h.answer(report);
+    },
+    logger,
+    backoff: new Backoff({ baseMs: 60_000, capMs: 60_000 }),
+    onSettled: (report) => manager?.onReportSettled(report),
+  });
+  manager = new JobManager({
+    stateDir,
+    journal,
+    outbox,
+    sender,
+    capacity: options.capacity ?? 4,
+    workflows: {
+      get: (name) => byName.get(name),
+      problemWith: (name) => (byName.has(name) ? null : `no valid workflow named ${name}`),
+    },
+    loadSecrets: () => Promise.resolve({ secrets: {} }),
+    logger,
+    defaultJobTimeoutMs: 60_000,
+    killGraceMs: 200,
+    logBatch: { intervalMs: 20 },
+  });
+  Object.assign(h, {
+    stateDir,
+    manager,
+    journal,
+    outbox,
+    sender,
+    sent,
+    records,
+    kinds: (jobId: string) =>
+      sent
+        .filter((r) => r.jobId === jobId)
+        .map((r) => r.kind)
+        .filter((k, i, all) => k !== 'logs' || all[i - 1] !== 'logs'),
+    finishOf: (jobId: string) => {
+      const report = sent.find((r) => r.jobId === jobId && r.kind === 'finish');
+      return report?.kind === 'finish' ? (report.body as Record<string, any>) : undefined;
+    },
+    async until(check: () => boolean, timeoutMs = 5000) {
+      const end = Date.now() + timeoutMs;
+      while (!check()) {
+        if (Date.now() > end) throw new Error('condition not met in time');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    },
+    restart: () => {
+      sender.close();
+      return harness(workflows, { ...options, stateDir });
+    },
+    close: () => {
+      sender.close();
+    },
+  });
+  return h;
+}
+
+let counter = 0;
+export function assignment(workflowName: string, fields: Partial<JobAssignment> = {}): JobAssignment {
+  counter += 1;
+  return {
+    jobId: `00000000-0000-4000-8000-${String(counter).padStart(12, '0')}`,
+    kind: 'trigger',
+    workflowName,
+    params: {},
+    ref: null,
+    debug: false,
+    timeoutMs: null,
+    status: 'pending',
+    createdAt: new Date().toISOString(),
+    ...fields,
+  };
+}

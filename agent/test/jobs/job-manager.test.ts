@@ -1,0 +1,298 @@
+import fs from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
+import { assignment, harness, sh, type Harness } from './harness.js';
+
+const open: Harness[] = [];
+function make(...args: Parameters<typeof harness>): Harness {
+  const h = harness(...args);
+  open.push(h);
+  return h;
+}
+afterEach(async () => {
+  for (const h of open.splice(0)) {
+    await h.manager.shutdown(0);
+    h.close();
+    fs.rmSync(h.stateDir, { recursive: true, force: true });
+  }
+});
+
+const quick = { name: 'quick', steps: [sh('echo hello')] };
+const slow = { name: 'slow', steps: [sh('sleep 0.4')] };
+
+describe('a new job', () => {
+  it('is started at once when the queue is idle (start alone), its lines sent, then finished, in order', async () => {
+    const h = make([quick]);
+    const job = assignment('quick');
+    h.manager.onJobEvent(job);
+    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    expect(h.kinds(job.jobId)).toEqual(['start', 'logs', 'finish']);
+    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'success', exitCode: 0 });
+    const lines = h.sent.filter((r) => r.kind === 'logs').flatMap((r) => (r.kind === 'logs' ? r.body.lines : []));
+    expect(lines.map((l) => l.seq)).toEqual(lines.map((_, i) => i + 1));
+    expect(lines.find((l) => l.stream === 'stdout')).toMatchObject({ text: 'hello', step: 0 });
+    await h.until(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    expect(h.journal.get(job.jobId)).toMatchObject({ state: 'finished', final: { kind: 'finish' } });
+  });
+
+  it('is rejected with queue_full when the queue already holds `capacity` waiting jobs', async () => {
+    const h = make([slow], { capacity: 1 });
+    const [running, waiting, refused] = [assignment('slow'), assignment('slow'), assignment('slow')];
+    h.manager.onJobEvent(running);
+    h.manager.onJobEvent(waiting);
+    h.manager.onJobEvent(refused);
+    expect(h.manager.queue.waiting.map((j) => j.jobId)).toEqual([waiting.jobId]);
+    await h.until(() => h.kinds(refused.jobId).length > 0);
+    expect(h.sent.find((r) => r.jobId === refused.jobId)).toEqual({
+      kind: 'reject',
+      jobId: refused.jobId,
+      body: { reason: 'queue_full', message: '1 job already waiting' },
+    });
+    expect(h.records.find((r) => r.jobId === refused.jobId && r.level === 40)?.msg).toBe('job queue full; rejecting');
+    await h.until(() => h.finishOf(waiting.jobId) !== undefined, 5000);
+    expect(h.finishOf(running.jobId)?.status).toBe('success');
+  });
+
+  it('is rejected with unknown_workflow when the workflow is not defined here', async () => {
+    const h = make([quick]);
+    const job = assignment('missing');
+    h.manager.onJobEvent(job);
+    await h.until(() => h.sent.length > 0);
+    expect(h.sent).toEqual([
+      {
+        kind: 'reject',
+        jobId: job.jobId,
+        body: { reason: 'unknown_workflow', message: 'no valid workflow named missing' },
+      },
+    ]);
+  });
+
+  it('is accepted into the queue when another job runs, and started when its turn comes', async () => {
+    const h = make([slow, quick]);
+    const [first, second] = [assignment('slow'), assignment('quick')];
+    h.manager.onJobEvent(first);
+    h.manager.onJobEvent(second);
+    await h.until(() => h.finishOf(second.jobId) !== undefined);
+    expect(h.kinds(second.jobId)).toEqual(['accept', 'start', 'logs', 'finish']);
+    const order = h.sent.map((r) => `${r.kind}:${r.jobId === first.jobId ? 1 : 2}`);
+    expect(order.indexOf('start:2')).toBeGreaterThan(order.indexOf('finish:1'));
+  });
+
+  it('is not run when the coordinator refuses its accept or its start (it is no longer waiting)', async () => {
+    const h = make([slow, quick], {
+      answer: (r) =>
+        Promise.resolve(
+          r.kind === 'accept' || (r.kind === 'start' && r.jobId === refusedStart.jobId)
+            ? { status: 409, body: {} }
+            : { status: 200, body: {} },
+        ),
+    });
+    const refusedStart = assignment('quick');
+    h.manager.onJobEvent(refusedStart);
+    await h.until(() => h.journal.get(refusedStart.jobId)?.state === 'abandoned');
+    const [running, refusedAccept] = [assignment('slow'), assignment('quick')];
+    h.manager.onJobEvent(running);
+    h.manager.onJobEvent(refusedAccept);
+    await h.manager.queue.onIdle();
+    expect(h.journal.get(refusedAccept.jobId)?.state).toBe('abandoned');
+    expect(h.kinds(refusedStart.jobId)).toEqual(['start']);
+    expect(h.kinds(refusedAccept.jobId)).toEqual(['accept']);
+    expect(fs.existsSync(`${h.stateDir}/jobs/${refusedAccept.jobId}/workspace`)).toBe(false);
+  });
+});
+
+describe('a job id runs at most once', () => {
+  it('ignores a redelivery of a job it holds or has finished', async () => {
+    const h = make([slow]);
+    const job = assignment('slow');
+    h.manager.onJobEvent(job);
+    h.manager.onJobEvent({ ...job, status: 'queued' });
+    await h.until(() => h.manager.queue.running !== null);
+    h.manager.onJobEvent({ ...job, status: 'running' });
+    await h.until(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    h.manager.onJobEvent({ ...job, status: 'running' });
+    await h.manager.queue.onIdle();
+    expect(h.kinds(job.jobId)).toEqual(['start', 'logs', 'finish']);
+  });
+
+  it('sends a result again when the coordinator still has the job open and the result never arrived', async () => {
+    let finishes = 0;
+    const h = make([quick], {
+      answer: (r) =>
+        Promise.resolve(
+          r.kind === 'finish' && finishes++ === 0 ? { status: 404, body: {} } : { status: 200, body: {} },
+        ),
+    });
+    const job = assignment('quick');
+    h.manager.onJobEvent(job);
+    await h.until(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    // Dropped (404) counts as settled: the journal does not ask again on its own...
+    h.journal.update(job.jobId, { finalDelivered: false }); // ...but an undelivered one is resent on redelivery
+    h.manager.onJobEvent({ ...job, status: 'running' });
+    await h.until(() => h.sent.filter((r) => r.kind === 'finish').length === 2);
+    expect(h.kinds(job.jobId).filter((k) => k === 'start')).toHaveLength(1);
+  });
+
+  it('fails a job it does not know that the coordinator has queued or running: lost in a restart', async () => {
+    const h = make([quick]);
+    const job = assignment('quick', { status: 'queued' });
+    h.manager.onJobEvent(job);
+    await h.until(() => h.sent.length > 0);
+    expect(h.sent).toEqual([
+      {
+        kind: 'finish',
+        jobId: job.jobId,
+        body: expect.objectContaining({
+          status: 'failed',
+          exitCode: null,
+          errorMessage: 'the agent restarted and lost this job',
+        }),
+      },
+    ]);
+  });
+
+  it('after a restart, fails a job that was running (interrupted), and queues again one that never started', async () => {
+    const before = make([quick]);
+    const interrupted = assignment('quick');
+    const neverStarted = assignment('quick');
+    before.journal.create(interrupted, 'running', { startedAt: new Date().toISOString() });
+    before.journal.create(neverStarted, 'accepted');
+
+    const after = before.restart();
+    open.push(after);
+    after.manager.recover();
+    await after.until(() => after.finishOf(interrupted.jobId) !== undefined);
+    expect(after.finishOf(interrupted.jobId)).toMatchObject({
+      status: 'failed',
+      errorMessage: 'interrupted: the agent stopped while the job was running (crash or restart)',
+    });
+    // The coordinator delivers both again at connect:
+    after.manager.onJobEvent({ ...interrupted, status: 'running' });
+    after.manager.onJobEvent({ ...neverStarted, status: 'queued' });
+    await after.until(() => after.finishOf(neverStarted.jobId) !== undefined);
+    expect(after.kinds(neverStarted.jobId)).toEqual(['start', 'logs', 'finish']);
+    expect(after.kinds(interrupted.jobId)).toEqual(['finish']);
+  });
+
+  it('after a restart, resends a result that was kept in the journal but never delivered', async () => {
+    const before = make([quick]);
+    const job = assignment('quick');
+    before.journal.create(job, 'finished', {
+      final: { kind: 'finish', body: { status: 'success', exitCode: 0, errorMessage: null, output: { a: '1' } } },
+    });
+    const after = before.restart();
+    open.push(after);
+    after.manager.recover();
+    await after.until(() => after.journal.get(job.jobId)?.finalDelivered === true);
+    expect(after.sent).toEqual([
+      { kind: 'finish', jobId: job.jobId, body: expect.objectContaining({ output: { a: '1' } }) },
+    ]);
+  });
+});
+
+describe('deploy events', () => {
+  it('are dropped with the log line "job queue full; rejecting" when the queue is full, and logged as unsupported otherwise', async () => {
+    const h = make([slow], { capacity: 0 });
+    h.manager.onDeployEvent({ releaseId: 'r1' });
+    expect(h.records.at(-1)?.msg).toBe('deploy events are not supported yet; the event was ignored');
+    const running = assignment('slow');
+    h.manager.onJobEvent(running); // capacity 0: it runs at once, and nothing may wait behind it
+    expect(h.manager.queue.running?.jobId).toBe(running.jobId);
+    const sentBefore = h.sent.length;
+    h.manager.onDeployEvent({ releaseId: 'r2' });
+    expect(h.records.at(-1)).toMatchObject({ level: 40, msg: 'job queue full; rejecting', event: 'deploy' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(h.sent.slice(sentBefore).filter((r) => r.kind === 'reject')).toEqual([]); // a deploy is never reported
+  });
+});
+
+describe('shutdown', () => {
+  it('cancels waiting jobs, lets the running one finish within the grace, and rejects new ones', async () => {
+    const h = make([slow]);
+    const [running, waiting] = [assignment('slow'), assignment('slow')];
+    h.manager.onJobEvent(running);
+    h.manager.onJobEvent(waiting);
+    await h.until(() => h.manager.queue.running !== null);
+    const stopping = h.manager.shutdown(5000);
+    const late = assignment('slow');
+    h.manager.onJobEvent(late);
+    await stopping;
+    expect(h.finishOf(running.jobId)?.status).toBe('success');
+    expect(h.finishOf(waiting.jobId)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: 'cancelled: the agent shut down before the job started',
+    });
+    expect(h.kinds(waiting.jobId)).toEqual(['accept', 'finish']);
+    await h.until(() => h.kinds(late.jobId).length > 0);
+    expect(h.sent.find((r) => r.jobId === late.jobId)).toMatchObject({
+      kind: 'reject',
+      body: { reason: 'shutting_down' },
+    });
+  });
+
+  it('kills the running job when the grace ends and reports it cancelled', async () => {
+    const h = make([{ name: 'long', steps: [sh('sleep 30')] }]);
+    const job = assignment('long');
+    h.manager.onJobEvent(job);
+    await h.until(() => h.kinds(job.jobId).includes('start'));
+    await new Promise((r) => setTimeout(r, 100));
+    const startedAt = Date.now();
+    await h.manager.shutdown(200);
+    expect(Date.now() - startedAt).toBeLessThan(3000);
+    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    expect(h.finishOf(job.jobId)).toMatchObject({
+      status: 'cancelled',
+      errorMessage:
+        'cancelled: the agent shut down and the job did not finish within the 200ms grace period; step 1 was stopped',
+    });
+  });
+});
+
+describe('the intake rules', () => {
+  const base: IntakeContext = {
+    entry: undefined,
+    active: false,
+    finalPending: false,
+    shuttingDown: false,
+    queueFull: false,
+    capacity: 4,
+    workflowProblem: null,
+  };
+  const job = assignment('w');
+
+  it('check shutting down, then the workflow, then the queue, for a new pending job', () => {
+    expect(decideIntake(job, base)).toEqual({ action: 'accept' });
+    expect(decideIntake(job, { ...base, queueFull: true, workflowProblem: 'x', shuttingDown: true })).toMatchObject({
+      reason: 'shutting_down',
+    });
+    expect(decideIntake(job, { ...base, queueFull: true, workflowProblem: 'x' })).toMatchObject({
+      reason: 'unknown_workflow',
+    });
+    expect(decideIntake(job, { ...base, queueFull: true })).toMatchObject({
+      reason: 'queue_full',
+      message: '4 jobs already waiting',
+    });
+  });
+
+  it('never accept a job id the journal knows', () => {
+    const entry = (state: any, extra = {}) => ({
+      jobId: job.jobId,
+      assignment: job,
+      state,
+      receivedAt: '',
+      startedAt: null,
+      final: null,
+      finalDelivered: false,
+      note: null,
+      updatedAt: '',
+      ...extra,
+    });
+    expect(decideIntake(job, { ...base, entry: entry('accepted'), active: true }).action).toBe('ignore');
+    expect(decideIntake(job, { ...base, entry: entry('accepted') }).action).toBe('requeue');
+    expect(decideIntake(job, { ...base, entry: entry('running') }).action).toBe('fail_interrupted');
+    expect(decideIntake(job, { ...base, entry: entry('finished') }).action).toBe('resend_final');
+    expect(decideIntake(job, { ...base, entry: entry('finished', { finalDelivered: true }) }).action).toBe('ignore');
+    expect(decideIntake(job, { ...base, entry: entry('rejected'), finalPending: true }).action).toBe('ignore');
+    expect(decideIntake(job, { ...base, entry: entry('abandoned') }).action).toBe('ignore');
+  });
+});

@@ -1,0 +1,52 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Journal } from '../../src/jobs/journal.js';
+import { assignment } from './harness.js';
+
+let stateDir: string;
+beforeEach(() => {
+  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-journal-'));
+});
+afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
+
+describe('the journal', () => {
+  it('survives a restart, and skips a damaged file with a report', () => {
+    const journal = Journal.open(stateDir);
+    const job = assignment('w');
+    journal.create(job, 'accepted');
+    journal.update(job.jobId, { state: 'running', startedAt: '2026-01-01T00:00:00.000Z', processGroup: 42 });
+    const other = assignment('w');
+    journal.create(other, 'accepted');
+    fs.writeFileSync(path.join(stateDir, 'jobs', other.jobId, 'journal.json'), '{"jobId":');
+    fs.mkdirSync(path.join(stateDir, 'jobs', '..weird'), { recursive: true });
+
+    const damaged: string[] = [];
+    const reopened = Journal.open(stateDir, (file) => damaged.push(file));
+    expect(reopened.get(job.jobId)).toMatchObject({ state: 'running', processGroup: 42, assignment: job });
+    expect(reopened.get(other.jobId)).toBeUndefined();
+    expect(damaged).toEqual([path.join(stateDir, 'jobs', other.jobId, 'journal.json')]);
+    expect(fs.statSync(path.join(stateDir, 'jobs', job.jobId, 'journal.json')).mode & 0o777).toBe(0o600);
+  });
+
+  it('prunes settled jobs after the retention, never one whose result is still owed', () => {
+    const journal = Journal.open(stateDir);
+    const final = {
+      kind: 'finish' as const,
+      body: { status: 'success' as const, exitCode: 0, errorMessage: null, output: {} },
+    };
+    const delivered = journal.create(assignment('w'), 'finished', { final, finalDelivered: true });
+    const owed = journal.create(assignment('w'), 'finished', { final });
+    const running = journal.create(assignment('w'), 'running');
+    const stale = journal.create(assignment('w'), 'accepted');
+    const week = 7 * 24 * 3_600_000;
+    expect(journal.prune(week)).toBe(0);
+    expect(journal.prune(week, Date.now() + week + 1)).toBe(2);
+    expect(journal.get(stale.jobId)).toBeUndefined();
+    expect(journal.get(delivered.jobId)).toBeUndefined();
+    expect(fs.existsSync(path.join(stateDir, 'jobs', delivered.jobId))).toBe(false);
+    expect(journal.get(owed.jobId)).toBeDefined();
+    expect(journal.get(running.jobId)).toBeDefined();
+  });
+});

@@ -1,0 +1,188 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { HttpAnswer } from '../../src/http/client.js';
+import { judgeAnswer } from '../../src/outbox/delivery-policy.js';
+import { Outbox } from '../../src/outbox/outbox.js';
+import { ReportSender, type Transport } from '../../src/outbox/report-sender.js';
+import type { Report } from '../../src/outbox/report.js';
+import { Backoff } from '../../src/util/backoff.js';
+import { captureLogger } from '../log-capture.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-outbox-')), 'outbox');
+});
+afterEach(() => fs.rmSync(path.dirname(dir), { recursive: true, force: true }));
+
+const finish = (jobId: string): Report => ({
+  kind: 'finish',
+  jobId,
+  body: { status: 'success', exitCode: 0, errorMessage: null, output: {} },
+});
+const logs = (jobId: string, seq: number): Report => ({
+  kind: 'logs',
+  jobId,
+  body: { lines: [{ seq, at: '2026-01-01T00:00:00.000Z', stream: 'stdout', step: 0, text: `line ${seq}` }] },
+});
+const ok: HttpAnswer = { status: 200, body: { status: 'success' } };
+const down = () => Promise.reject(new Error('connect ECONNREFUSED'));
+
+/** A transport whose answers the test controls; it records every call. */
+function fakeTransport(answer: (report: Report) => Promise<HttpAnswer>) {
+  const calls: string[] = [];
+  const transport: Transport = (report) => {
+    calls.push(`${report.kind}:${report.jobId}${report.kind === 'logs' ? `:${report.body.lines[0]!.seq}` : ''}`);
+    return answer(report);
+  };
+  return { transport, calls };
+}
+
+const noWait = () => new Backoff({ baseMs: 1, capMs: 1, random: () => 0.5 });
+
+describe('the outbox', () => {
+  it('stores reports as files in order, atomically, and reads them back after a restart', () => {
+    const outbox = Outbox.open(dir);
+    outbox.append(logs('j1', 1));
+    outbox.append(finish('j1'));
+    outbox.append(finish('j2'));
+    expect(fs.readdirSync(dir).sort()).toEqual([
+      '000000000001-logs-j1.json',
+      '000000000002-finish-j1.json',
+      '000000000003-finish-j2.json',
+    ]);
+    expect(fs.statSync(path.join(dir, '000000000002-finish-j1.json')).mode & 0o777).toBe(0o600);
+
+    const reopened = Outbox.open(dir);
+    expect(reopened.entries().map((e) => e.report)).toEqual([logs('j1', 1), finish('j1'), finish('j2')]);
+    expect(reopened.has('j1', 'finish')).toBe(true);
+    expect(reopened.has('j3')).toBe(false);
+    reopened.remove(reopened.entries()[0]!);
+    reopened.append(logs('j3', 1));
+    expect(fs.readdirSync(dir).sort().at(-1)).toBe('000000000004-logs-j3.json');
+  });
+
+  it('sets a damaged file aside and reports it, and ignores temporary files', () => {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, '000000000001-finish-j1.json'), '{"kind": "finish"');
+    fs.writeFileSync(path.join(dir, '000000000002-finish-j2.json'), JSON.stringify(finish('j2')));
+    fs.writeFileSync(path.join(dir, '.000000000003-finish-j3.json.abc.tmp'), 'half');
+    const damaged: string[] = [];
+    const outbox = Outbox.open(dir, (file) => damaged.push(path.basename(file)));
+    expect(outbox.entries().map((e) => e.report.jobId)).toEqual(['j2']);
+    expect(damaged).toEqual(['000000000001-finish-j1.json']);
+    expect(fs.existsSync(path.join(dir, '000000000001-finish-j1.json.damaged'))).toBe(true);
+  });
+});
+
+describe('delivery of reports', () => {
+  it('retries network errors, 5xx, 401, 408 and 429, and drops other 4xx', () => {
+    const r = finish('j');
+    expect(judgeAnswer(r, ok).verdict).toBe('delivered');
+    for (const status of [500, 502, 503, 401, 408, 429])
+      expect(judgeAnswer(r, { status, body: null }).verdict).toBe('retry');
+    expect(judgeAnswer(r, { error: new Error('ECONNRESET') }).verdict).toBe('retry');
+    expect(judgeAnswer(r, { status: 409, body: { message: 'x' } })).toEqual({
+      verdict: 'drop',
+      reason: 'HTTP 409: x',
+      expected: true,
+    });
+    expect(judgeAnswer(logs('j', 1), { status: 409, body: null })).toMatchObject({ verdict: 'drop', expected: false });
+    for (const status of [400, 404, 422]) expect(judgeAnswer(r, { status, body: null }).verdict).toBe('drop');
+  });
+
+  it('keeps what cannot be delivered in the outbox, and everything after it, then sends it all in order', async () => {
+    let online = false;
+    const { transport, calls } = fakeTransport(() => (online ? Promise.resolve(ok) : down()));
+    const settled: string[] = [];
+    const { logger, records } = captureLogger();
+    const outbox = Outbox.open(dir);
+    const sender = new ReportSender({
+      outbox,
+      transport,
+      logger,
+      backoff: new Backoff({ baseMs: 60_000, capMs: 60_000 }),
+      onSettled: (report, outcome) => settled.push(`${report.kind}:${report.jobId}:${outcome}`),
+    });
+    expect(await sender.send(logs('j1', 1))).toEqual({ outcome: 'stored' });
+    online = true; // back, but the outbox is not empty: the next report must wait its turn
+    expect(await sender.send(logs('j1', 2))).toEqual({ outcome: 'stored' });
+    expect(await sender.send(finish('j1'))).toEqual({ outcome: 'stored' });
+    expect(calls).toEqual(['logs:j1:1']);
+    expect(outbox.size).toBe(3);
+    expect(records.some((r) => /keeping them in the outbox/.test(r.msg))).toBe(true);
+
+    expect(await sender.drainNow()).toBe(true);
+    expect(calls).toEqual(['logs:j1:1', 'logs:j1:1', 'logs:j1:2', 'finish:j1']);
+    expect(settled).toEqual(['logs:j1:delivered', 'logs:j1:delivered', 'finish:j1:delivered']);
+    expect(outbox.size).toBe(0);
+    expect(fs.readdirSync(dir)).toEqual([]);
+    expect(await sender.send(finish('j2'))).toMatchObject({ outcome: 'delivered' });
+    sender.close();
+  });
+
+  it('delivers what a previous run left in the outbox before anything new', async () => {
+    const before = Outbox.open(dir);
+    before.append(finish('old'));
+    const { transport, calls } = fakeTransport(() => Promise.resolve(ok));
+    const sender = new ReportSender({
+      outbox: Outbox.open(dir),
+      transport,
+      logger: captureLogger().logger,
+      backoff: noWait(),
+    });
+    expect(sender.offline).toBe(true);
+    const sent = sender.send(finish('new'));
+    await sender.drainNow();
+    await sent;
+    await sender.drainNow();
+    expect(calls).toEqual(['finish:old', 'finish:new']);
+    sender.close();
+  });
+
+  it('retries on its own with backoff until the coordinator answers', async () => {
+    let failures = 3;
+    const { transport, calls } = fakeTransport(() =>
+      failures-- > 0 ? Promise.resolve({ status: 503, body: null }) : Promise.resolve(ok),
+    );
+    const outbox = Outbox.open(dir);
+    const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger, backoff: noWait() });
+    await sender.send(finish('j'));
+    const until = Date.now() + 5000;
+    while (outbox.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    expect(outbox.size).toBe(0);
+    expect(calls).toEqual(['finish:j', 'finish:j', 'finish:j', 'finish:j']);
+    sender.close();
+  });
+
+  it('drops a report the coordinator refuses for good, and goes on with the next', async () => {
+    const { transport, calls } = fakeTransport((r) =>
+      Promise.resolve(r.jobId === 'gone' ? { status: 404, body: { message: 'Job not found' } } : ok),
+    );
+    const { logger, records } = captureLogger();
+    const settled: string[] = [];
+    const sender = new ReportSender({
+      outbox: Outbox.open(dir),
+      transport,
+      logger,
+      onSettled: (report, outcome) => settled.push(`${report.jobId}:${outcome}`),
+    });
+    expect(await sender.send(finish('gone'))).toMatchObject({ outcome: 'dropped', reason: 'HTTP 404: Job not found' });
+    expect(await sender.send(finish('next'))).toMatchObject({ outcome: 'delivered' });
+    expect(calls).toEqual(['finish:gone', 'finish:next']);
+    expect(settled).toEqual(['gone:dropped', 'next:delivered']);
+    expect(records.find((r) => r.jobId === 'gone')).toMatchObject({ level: 40, report: 'finish' });
+    sender.close();
+  });
+
+  it('gives up flushing at shutdown after the time limit, leaving the reports on disk', async () => {
+    const { transport } = fakeTransport(() => new Promise<HttpAnswer>(() => {}));
+    const outbox = Outbox.open(dir);
+    outbox.append(finish('j'));
+    const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger });
+    expect(await sender.flush(100)).toBe(false);
+    sender.close();
+    expect(Outbox.open(dir).size).toBe(1);
+  });
+});

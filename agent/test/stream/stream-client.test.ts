@@ -1,0 +1,172 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  canonicalRequest,
+  generateEd25519KeyPair,
+  privateKeyFromBase64,
+  publicKeyFromBase64,
+  verifyBytes,
+} from '@drover/shared';
+import { StreamClient, type ConnectionState, type StreamMessage } from '../../src/stream/stream-client.js';
+import { Backoff } from '../../src/util/backoff.js';
+import { captureLogger } from '../log-capture.js';
+
+const keys = generateEd25519KeyPair();
+const agentId = '6f1c2b8e-4d3a-4f5b-9c7d-0e1f2a3b4c5d';
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse, attempt: number) => void;
+
+/** A stand-in coordinator for the stream: `handler` answers each connection attempt. */
+async function sseServer(handler: Handler) {
+  const requests: http.IncomingHttpHeaders[] = [];
+  const sockets = new Set<import('node:net').Socket>();
+  const server = http.createServer((req, res) => {
+    requests.push(req.headers);
+    handler(req, res, requests.length);
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    origin,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const openStream = (res: http.ServerResponse) => {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  res.write(': hello\n\n');
+};
+const event = (res: http.ServerResponse, name: string, id: string, data: unknown) =>
+  res.write(`event: ${name}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function client(origin: string, options: { idleTimeoutMs?: number } = {}) {
+  const messages: StreamMessage[] = [];
+  const states: [ConnectionState, string | null][] = [];
+  const { logger, records } = captureLogger();
+  const stream = new StreamClient({
+    origin,
+    agentId,
+    privateKey: privateKeyFromBase64(keys.privateKey),
+    logger,
+    onMessage: (m) => messages.push(m),
+    onState: (state, error) => states.push([state, error]),
+    backoff: new Backoff({ baseMs: 20, capMs: 50 }),
+    ...options,
+  });
+  cleanups.push(() => stream.stop());
+  stream.start();
+  return { stream, messages, states, records };
+}
+
+async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('the stream client', () => {
+  it('signs every connection attempt afresh and hands over the events', async () => {
+    const server = await sseServer((_req, res, attempt) => {
+      openStream(res);
+      event(res, 'job', `job-${attempt}`, { jobId: `job-${attempt}` });
+      event(res, 'ping', 'ping-1', { at: 'now' });
+      if (attempt === 1) res.end(); // the coordinator restarts: the client must come back
+    });
+    cleanups.push(server.close);
+    const { messages, states } = client(server.origin);
+    await until(() => messages.filter((m) => m.event === 'job').length === 2);
+    expect(messages.filter((m) => m.event === 'job').map((m) => [m.id, m.data])).toEqual([
+      ['job-1', { jobId: 'job-1' }],
+      ['job-2', { jobId: 'job-2' }],
+    ]);
+    expect(messages.find((m) => m.event === 'ping')).toEqual({ event: 'ping', id: 'ping-1', data: { at: 'now' } });
+    expect(states.map((s) => s[0])).toEqual(['connecting', 'connected', 'disconnected', 'connecting', 'connected']);
+
+    const [first, second] = server.requests;
+    expect(first!['x-nonce']).not.toBe(second!['x-nonce']);
+    for (const headers of [first!, second!]) {
+      expect(headers['x-agent-id']).toBe(agentId);
+      expect(headers.accept).toBe('text/event-stream');
+      const message = canonicalRequest({
+        method: 'GET',
+        path: '/v1/agent/stream',
+        timestamp: headers['x-timestamp'] as string,
+        nonce: headers['x-nonce'] as string,
+      });
+      expect(
+        verifyBytes(publicKeyFromBase64(keys.publicKey)!, Buffer.from(message), headers['x-signature'] as string),
+      ).toBe(true);
+    }
+  });
+
+  it('reconnects when the stream stays silent longer than the idle timeout (the watchdog)', async () => {
+    const server = await sseServer((_req, res) => openStream(res)); // no event, no ping, ever
+    cleanups.push(server.close);
+    const { states, records } = client(server.origin, { idleTimeoutMs: 200 });
+    await until(() => server.requests.length >= 3);
+    expect(states.filter((s) => s[0] === 'disconnected')[0]![1]).toBe(
+      'the stream dropped: no event from the coordinator for 200ms',
+    );
+    expect(records.some((r) => /no event from the coordinator for 200ms; reconnecting in/.test(r.msg))).toBe(true);
+  });
+
+  it('keeps trying with backoff while the coordinator refuses or cannot be reached, and says why', async () => {
+    const server = await sseServer((_req, res, attempt) => {
+      if (attempt <= 2) {
+        res.writeHead(401, { 'content-type': 'application/json' }).end('{"message":"nope"}');
+        return;
+      }
+      openStream(res);
+    });
+    cleanups.push(server.close);
+    const { states, stream } = client(server.origin);
+    await until(() => stream.state === 'connected');
+    expect(server.requests).toHaveLength(3);
+    expect(states.find((s) => s[0] === 'disconnected')![1]).toMatch(
+      /^cannot open the stream: the coordinator refused the agent signature \(HTTP 401/,
+    );
+
+    const dead = client('http://127.0.0.1:9');
+    await until(() => dead.states.some((s) => s[0] === 'disconnected'));
+    expect(dead.states.find((s) => s[0] === 'disconnected')![1]).toMatch(/^cannot open the stream: /);
+  });
+
+  it('stops for good when asked, without reconnecting', async () => {
+    const server = await sseServer((_req, res) => openStream(res));
+    cleanups.push(server.close);
+    const { stream } = client(server.origin);
+    await until(() => stream.state === 'connected');
+    stream.stop();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(server.requests).toHaveLength(1);
+    expect(stream.state).toBe('disconnected');
+  });
+});
+
+describe('backoff', () => {
+  it('waits a random time up to an exponentially growing ceiling, capped, and starts over after reset', () => {
+    const top = new Backoff({ baseMs: 100, capMs: 1000, random: () => 0.999999 });
+    expect([1, 2, 3, 4, 5, 6].map(() => top.next())).toEqual([99, 199, 399, 799, 999, 999]);
+    top.reset();
+    expect(top.next()).toBe(99);
+    const bottom = new Backoff({ baseMs: 100, capMs: 1000, random: () => 0 });
+    expect(bottom.next()).toBe(0);
+  });
+});

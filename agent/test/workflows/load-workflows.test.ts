@@ -1,0 +1,105 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadWorkflows, MAX_WORKFLOW_FILE_BYTES } from '../../src/workflows/load-workflows.js';
+import { formatProblem } from '../../src/workflows/format-problem.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-workflows-'));
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const write = (name: string, text: string) => fs.writeFileSync(path.join(dir, name), text);
+const workflow = (name: string) => `name: ${name}\nsteps:\n  - run: echo\n    args: [${name}]\n`;
+
+describe('loadWorkflows', () => {
+  it('loads every .yaml and .yml file, in file name order, and ignores other files', async () => {
+    write('b.yml', workflow('beta'));
+    write('a.yaml', workflow('alpha'));
+    write('C.YAML', workflow('gamma'));
+    write('notes.txt', 'not a workflow');
+    write('deploy.yaml~', 'editor backup');
+    write('.#a.yaml', 'emacs lock file');
+    write('.hidden.yaml', 'name: [');
+    fs.mkdirSync(path.join(dir, 'sub.yaml'));
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.problems).toEqual([]);
+    expect(loaded.workflows.map((w) => [w.file, w.definition.name])).toEqual([
+      ['C.YAML', 'gamma'],
+      ['a.yaml', 'alpha'],
+      ['b.yml', 'beta'],
+    ]);
+  });
+
+  it('reports an invalid file and still loads the others', async () => {
+    write('good.yaml', workflow('good'));
+    write('bad.yaml', 'name: bad\nsteps:\n  - run: a\n    timeout: soon\n');
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.workflows.map((w) => w.definition.name)).toEqual(['good']);
+    expect(loaded.problems.map(formatProblem)).toEqual([
+      'bad.yaml:4: steps[0].timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`',
+    ]);
+  });
+
+  it('refuses both files that define the same workflow name, each naming the other', async () => {
+    write('one.yaml', workflow('deploy'));
+    write('two.yml', `# the same name again\n${workflow('deploy')}`);
+    write('other.yaml', workflow('other'));
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.workflows.map((w) => w.file)).toEqual(['other.yaml']);
+    expect(loaded.problems.map(formatProblem)).toEqual([
+      'one.yaml:1: name: the workflow `deploy` is also defined in two.yml; both files are skipped until the names differ',
+      'two.yml:2: name: the workflow `deploy` is also defined in one.yaml; both files are skipped until the names differ',
+    ]);
+  });
+
+  it('refuses a file larger than 1 MiB without parsing it', async () => {
+    write('huge.yaml', `${workflow('huge')}#${'x'.repeat(MAX_WORKFLOW_FILE_BYTES)}\n`);
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.workflows).toEqual([]);
+    expect(loaded.problems).toEqual([
+      {
+        file: 'huge.yaml',
+        message: expect.stringMatching(/^the file is too large \(\d+ bytes; a workflow file is at most 1 MiB\)$/),
+      },
+    ]);
+  });
+
+  it('reports a file it cannot read, and a link to nothing', async () => {
+    fs.symlinkSync('loop.yaml', path.join(dir, 'loop.yaml')); // ELOOP: unreadable even for root
+    fs.symlinkSync('missing-target.yaml', path.join(dir, 'dangling.yaml'));
+    write('ok.yaml', workflow('ok'));
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.workflows.map((w) => w.file)).toEqual(['ok.yaml']);
+    expect(loaded.problems).toEqual([
+      { file: 'dangling.yaml', message: 'the file is a link to nothing' },
+      { file: 'loop.yaml', message: 'cannot read the file: ELOOP' },
+    ]);
+  });
+
+  it.skipIf(process.getuid?.() === 0)('reports a file without read permission', async () => {
+    write('secret.yaml', workflow('secret'));
+    fs.chmodSync(path.join(dir, 'secret.yaml'), 0o000);
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.problems).toEqual([{ file: 'secret.yaml', message: 'cannot read the file: permission denied' }]);
+  });
+
+  it('says that a missing directory is missing, without a problem, and that a file is not a directory', async () => {
+    expect(await loadWorkflows(path.join(dir, 'nope'))).toEqual({
+      workflows: [],
+      problems: [],
+      missingDirectory: true,
+    });
+    write('plain', 'x');
+    const notDir = await loadWorkflows(path.join(dir, 'plain'));
+    expect(notDir.workflows).toEqual([]);
+    expect(notDir.problems).toEqual([
+      {
+        file: path.join(dir, 'plain'),
+        message: `the workflows directory ${path.join(dir, 'plain')}: it is not a directory`,
+      },
+    ]);
+  });
+});

@@ -1,0 +1,222 @@
+import { describe, expect, it } from 'vitest';
+import { parseWorkflowFile } from '../../src/workflows/parse-workflow.js';
+import { formatProblem } from '../../src/workflows/format-problem.js';
+
+const parse = (text: string) => parseWorkflowFile('deploy.yaml', text);
+/** The problems as `file:line: message` lines. */
+const problems = (text: string) => parse(text).problems.map(formatProblem);
+
+const FULL = `# Deploys the web app
+name: deploy
+description: Builds and deploys the web app
+version: 1.10
+params:
+  - name: target
+    type: enum
+    options: [staging, production]
+    default: staging
+    description: where to deploy
+  - name: replicas
+    type: number
+    required: true
+    min: 1
+    max: 10
+  - name: dry_run
+    type: boolean
+    default: false
+  - name: ref
+    type: string
+    pattern: '^v[0-9]+'
+secrets:
+  - DEPLOY_TOKEN
+timeout: 10m
+steps:
+  - name: build
+    run: make
+    args: [-j, 4, build]
+    env:
+      PORT: 8080
+      MODE: "release"
+    cwd: app
+    timeout: 90
+  - name: ship
+    run: ./ship.sh "$TARGET"
+    shell: true
+    timeout: 1h30m
+`;
+
+describe('parseWorkflowFile', () => {
+  it('turns a complete file into the definition reported to the coordinator', () => {
+    const parsed = parse(FULL);
+    expect(parsed.problems).toEqual([]);
+    expect(parsed.nameLine).toBe(2);
+    expect(parsed.definition).toEqual({
+      name: 'deploy',
+      description: 'Builds and deploys the web app',
+      version: '1.10', // as written, not the number 1.1
+      paramsSchema: [
+        {
+          name: 'target',
+          type: 'enum',
+          options: ['staging', 'production'],
+          default: 'staging',
+          description: 'where to deploy',
+        },
+        { name: 'replicas', type: 'number', required: true, min: 1, max: 10 },
+        { name: 'dry_run', type: 'boolean', default: false },
+        { name: 'ref', type: 'string', pattern: '^v[0-9]+' },
+      ],
+      secretsKeys: ['DEPLOY_TOKEN'],
+      timeout: 600_000,
+      steps: [
+        {
+          name: 'build',
+          run: 'make',
+          args: ['-j', '4', 'build'],
+          env: { PORT: '8080', MODE: 'release' },
+          cwd: 'app',
+          timeout: 90_000,
+        },
+        { name: 'ship', run: './ship.sh "$TARGET"', shell: true, timeout: 5_400_000 },
+      ],
+    });
+  });
+
+  it('accepts the smallest workflow: a name and one step', () => {
+    expect(parse('name: hello\nsteps:\n  - run: echo\n').definition).toEqual({
+      name: 'hello',
+      steps: [{ run: 'echo' }],
+    });
+  });
+
+  it('names the file, the line and the path of a bad duration', () => {
+    const text = FULL.replace('timeout: 90\n', 'timeout: soon\n');
+    expect(problems(text)).toEqual([
+      'deploy.yaml:33: steps[0].timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`',
+    ]);
+    expect(parse(text).definition).toBeNull();
+  });
+
+  it('refuses unknown keys at every level, suggesting the key that was probably meant', () => {
+    const text =
+      'name: x\ntimout: 5s\nsteps:\n  - run: a\n    tiemout: 5s\nparams:\n  - name: p\n    type: string\n    requried: true\n';
+    expect(problems(text)).toEqual([
+      'deploy.yaml:2: timout: unknown key (did you mean `timeout`?); expected one of name, description, version, params, secrets, timeout, steps',
+      'deploy.yaml:5: steps[0].tiemout: unknown key (did you mean `timeout`?); expected one of name, run, args, env, cwd, timeout, shell',
+      expect.stringMatching(/^deploy\.yaml:9: params\[0\]\.requried: unknown key \(did you mean `required`\?\)/),
+    ]);
+  });
+
+  it('reports missing name and steps, and an empty step list', () => {
+    expect(problems('description: nothing else\n')).toEqual([
+      'deploy.yaml:1: missing `name`: the name triggers use to run this workflow',
+      'deploy.yaml:1: missing `steps`: the list of commands this workflow runs',
+    ]);
+    expect(problems('name: x\nsteps: []\n')).toEqual(['deploy.yaml:2: steps: expected at least 1 item, got none']);
+    expect(problems('name: x\nsteps:\n  - name: no run\n')).toEqual([
+      'deploy.yaml:3: steps[0]: missing `run`: the program (or, with `shell: true`, the command line) to run',
+    ]);
+  });
+
+  it('reports YAML syntax errors with their line and column', () => {
+    const parsed = parse('name: x\nsteps:\n  - run: a\n   bad: indent\n');
+    expect(parsed.definition).toBeNull();
+    expect(parsed.problems[0]).toMatchObject({
+      file: 'deploy.yaml',
+      line: 4,
+      message: expect.stringMatching(/^invalid YAML: /),
+    });
+    expect(parse('name: a\nname: b\nsteps: [{run: x}]\n').problems[0]?.message).toMatch(/invalid YAML: .*unique/);
+  });
+
+  it('refuses an empty file, a file that is a list, and values of the wrong kind', () => {
+    expect(problems('')).toEqual([
+      'deploy.yaml: the file is empty; expected a workflow with at least `name` and `steps`',
+    ]);
+    expect(problems('- run: a\n')).toEqual(['deploy.yaml:1: expected a map (key: value lines), got a list']);
+    expect(problems('name: x\nsteps:\n  run: a\n')).toEqual([
+      'deploy.yaml:3: steps: expected a list (lines starting with `- `), got a map',
+    ]);
+    expect(problems('name: x\nsteps:\n  - run: a\n    shell: yes\n    args: a b\n')).toEqual([
+      'deploy.yaml:4: steps[0].shell: expected true or false, got `yes`',
+      'deploy.yaml:5: steps[0].args: expected a list (lines starting with `- `), got `a b`',
+    ]);
+  });
+
+  it('refuses names the coordinator would refuse', () => {
+    expect(problems('name: -deploy\nsteps: [{run: a}]\n')).toEqual([
+      'deploy.yaml:1: name: must start with a letter or digit and contain only letters, digits, `_`, `.` and `-`, got `-deploy`',
+    ]);
+    expect(problems(`name: ${'x'.repeat(129)}\nsteps: [{run: a}]\n`)).toEqual([
+      'deploy.yaml:1: name: must be at most 128 characters long, got 129',
+    ]);
+  });
+
+  it('refuses secret and variable names that cannot be environment variables, and repeated secrets', () => {
+    expect(
+      problems('name: x\nsecrets: [API-KEY, TOKEN, TOKEN]\nsteps:\n  - run: a\n    env: {1X: a, OK: [1]}\n'),
+    ).toEqual([
+      expect.stringMatching(/^deploy\.yaml:2: secrets\[0\]: a secret name becomes an environment variable/),
+      'deploy.yaml:2: secrets[2]: `TOKEN` is listed twice',
+      expect.stringMatching(/^deploy\.yaml:5: steps\[0\]\.env\.1X: is not a valid variable name/),
+      'deploy.yaml:5: steps[0].env.OK: expected a string (write an empty value as ""), got a list',
+    ]);
+  });
+
+  it("applies the coordinator's paramsSchema rules, pointing at the offending key", () => {
+    const text = [
+      'name: x',
+      'params:',
+      '  - name: size',
+      '    type: number',
+      '    min: 10',
+      '    max: 1',
+      '  - name: size',
+      '    type: string',
+      '    options: [a]',
+      '  - name: color',
+      '    type: enum',
+      '    options: [red, red]',
+      '    default: blue',
+      '  - name: re',
+      '    type: string',
+      "    pattern: '('",
+      '  - name: kind',
+      '    type: list',
+      'steps: [{run: a}]',
+    ].join('\n');
+    expect(problems(text)).toEqual([
+      'deploy.yaml:18: params[4].type: expected one of string, number, boolean, enum, got `list`',
+    ]);
+    const noBadType = text.replace('type: list', 'type: boolean');
+    expect(problems(noBadType)).toEqual([
+      'deploy.yaml:5: params[0].min: must not be greater than max (1), got `10`',
+      'deploy.yaml:7: params[1].name: duplicates params.0.name `size`',
+      'deploy.yaml:9: params[1].options: does not apply to a parameter of type `string`',
+      'deploy.yaml:12: params[2].options[1]: duplicates an earlier value `red` (string)',
+      'deploy.yaml:16: params[3].pattern: must be a valid regular expression, got `(` (string)',
+    ]);
+  });
+
+  it('checks a default against its parameter', () => {
+    expect(problems('name: x\nparams:\n  - {name: n, type: number, max: 5, default: 7}\nsteps: [{run: a}]\n')).toEqual([
+      'deploy.yaml:3: params[0].default: must be at most 5, got `7` (number)',
+    ]);
+    // A string default written as a plain number is the text as written.
+    expect(
+      parse('name: x\nparams:\n  - {name: v, type: string, default: 1.10}\nsteps: [{run: a}]\n').definition
+        ?.paramsSchema,
+    ).toEqual([{ name: 'v', type: 'string', default: '1.10' }]);
+  });
+
+  it('treats an empty optional key as absent, and follows YAML anchors', () => {
+    const text = 'name: x\ndescription:\nsteps:\n  - run: a\n    env: &common {A: "1"}\n  - run: b\n    env: *common\n';
+    expect(parse(text).definition).toEqual({
+      name: 'x',
+      steps: [
+        { run: 'a', env: { A: '1' } },
+        { run: 'b', env: { A: '1' } },
+      ],
+    });
+  });
+});

@@ -1,0 +1,64 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadSecrets } from '../../src/workflows/secrets.js';
+
+let stateDir: string;
+let file: string;
+beforeEach(() => {
+  stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-secrets-'));
+  file = path.join(stateDir, 'secrets.yaml');
+});
+afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
+
+const write = (text: string, mode = 0o600) => {
+  fs.writeFileSync(file, text, { mode });
+  fs.chmodSync(file, mode);
+};
+
+describe('loadSecrets', () => {
+  it('reads NAME: value pairs from a 0600 file', async () => {
+    write('DEPLOY_TOKEN: "s3cr3t"\nDB_PASSWORD: p@ss word\nEMPTY: ""\nMULTI: |\n  line 1\n  line 2\n');
+    expect(await loadSecrets(stateDir)).toEqual({
+      secrets: { DEPLOY_TOKEN: 's3cr3t', DB_PASSWORD: 'p@ss word', EMPTY: '', MULTI: 'line 1\nline 2\n' },
+    });
+  });
+
+  it('treats a missing or empty file as no secrets, not as a problem', async () => {
+    expect(await loadSecrets(stateDir)).toEqual({ secrets: {} });
+    write('# nothing yet\n');
+    expect(await loadSecrets(stateDir)).toEqual({ secrets: {} });
+  });
+
+  it('refuses a file other users can read, telling the technician to chmod 600 it', async () => {
+    write('TOKEN: "x"\n', 0o644);
+    const loaded = await loadSecrets(stateDir);
+    expect(loaded.secrets).toEqual({});
+    expect(loaded.problem).toBe(
+      `${file} can be read by other users (mode 0644); run \`chmod 600 ${file}\`; until then no secrets are given to any job`,
+    );
+    fs.chmodSync(file, 0o640);
+    expect((await loadSecrets(stateDir)).problem).toMatch(/mode 0640/);
+  });
+
+  it('refuses the whole file for a value that is not a string, naming the line', async () => {
+    write('GOOD: "x"\nPIN: 0123\nLIST: [a]\n');
+    const loaded = await loadSecrets(stateDir);
+    expect(loaded.secrets).toEqual({});
+    expect(loaded.problem).toBe(
+      'secrets.yaml:2: PIN: expected a string (quote the value: PIN: "..."), got `123` (number); ' +
+        'secrets.yaml:3: LIST: expected a string (quote the value: LIST: "..."), got a list; ' +
+        'until it is fixed no secrets are given to any job',
+    );
+  });
+
+  it('refuses invalid YAML and names that cannot be environment variables', async () => {
+    write('A: "x"\nA: "y"\n');
+    expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:2: invalid YAML: .*unique/);
+    write('MY-TOKEN: "x"\n');
+    expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:1: `MY-TOKEN` is not a valid secret name/);
+    write('- a\n- b\n');
+    expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:1: expected a map/);
+  });
+});

@@ -1,0 +1,94 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { watchWorkflows, type WorkflowWatcher } from '../../src/workflows/watch-workflows.js';
+
+let root: string;
+let watcher: WorkflowWatcher | undefined;
+let calls: number;
+beforeEach(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-watch-'));
+  calls = 0;
+});
+afterEach(() => {
+  watcher?.close();
+  watcher = undefined;
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const onChange = () => void calls++;
+
+/** Waits until `onChange` has been called more than `before` times (or fails after 3 s). */
+async function changedSince(before: number): Promise<void> {
+  for (let waited = 0; waited < 3000; waited += 20) {
+    if (calls > before) return;
+    await sleep(20);
+  }
+  throw new Error('onChange was not called');
+}
+
+describe('watchWorkflows', () => {
+  it('calls back once for a burst of changes (debounced)', async () => {
+    watcher = watchWorkflows(root, onChange, { debounceMs: 100 });
+    for (let i = 0; i < 5; i++) fs.writeFileSync(path.join(root, `w${i}.yaml`), 'name: x\n');
+    await changedSince(0);
+    await sleep(300);
+    expect(calls).toBe(1);
+  });
+
+  it('sees a save done the way editors do it: write a temporary file, rename it over the old one', async () => {
+    fs.writeFileSync(path.join(root, 'deploy.yaml'), 'name: old\n');
+    watcher = watchWorkflows(root, onChange, { debounceMs: 50 });
+    await sleep(100);
+    fs.writeFileSync(path.join(root, '.deploy.yaml.swp'), 'name: new\n');
+    fs.renameSync(path.join(root, '.deploy.yaml.swp'), path.join(root, 'deploy.yaml'));
+    await changedSince(0);
+    const after = calls;
+    fs.rmSync(path.join(root, 'deploy.yaml'));
+    await changedSince(after);
+  });
+
+  it('waits for a directory that does not exist yet, and follows it when it is removed and made again', async () => {
+    const dir = path.join(root, 'workflows');
+    watcher = watchWorkflows(dir, onChange, { debounceMs: 50, pollMs: 50 });
+    await sleep(150);
+    expect(calls).toBe(0);
+    fs.mkdirSync(dir);
+    await changedSince(0);
+    let before = calls;
+    fs.writeFileSync(path.join(dir, 'a.yaml'), 'name: a\n');
+    await changedSince(before);
+
+    before = calls;
+    fs.rmSync(dir, { recursive: true });
+    await changedSince(before);
+    before = calls;
+    fs.mkdirSync(dir);
+    await changedSince(before);
+    before = calls;
+    fs.writeFileSync(path.join(dir, 'b.yaml'), 'name: b\n');
+    await changedSince(before);
+  });
+
+  it('stops calling back once closed, and survives a callback that throws', async () => {
+    watcher = watchWorkflows(
+      root,
+      () => {
+        calls++;
+        throw new Error('the caller failed');
+      },
+      { debounceMs: 30 },
+    );
+    fs.writeFileSync(path.join(root, 'a.yaml'), 'x');
+    await changedSince(0);
+    fs.writeFileSync(path.join(root, 'b.yaml'), 'x');
+    await changedSince(1);
+    watcher.close();
+    const before = calls;
+    fs.writeFileSync(path.join(root, 'c.yaml'), 'x');
+    await sleep(200);
+    expect(calls).toBe(before);
+  });
+});

@@ -1,0 +1,192 @@
+import type { JobStatus } from '@drover/shared';
+import {
+  checkLimits,
+  hasAnyLimit,
+  tokenLimitMessage,
+  windowStarts,
+  workflowLimitMessage,
+  WINDOW_MS,
+  type LimitRefusal,
+  type WindowCounts,
+  type WindowStarts,
+} from '../../domain/trigger-run/rate-windows.js';
+import { parseJsonColumn } from '../../util/json.js';
+import type { Db } from '../database.js';
+import type { WriteBatcher } from '../write-batcher.js';
+import type { RateLimits } from './api-tokens.js';
+import { INSERT_JOB_SQL, newJobParams, type NewJob } from './job-rows.js';
+
+/** A trigger call that passed validation, to admit as a job (or refuse) in one transaction. */
+export interface AdmissionRequest {
+  /** The job to create; its status (`pending`, or `rejected` when refused) is decided here. */
+  job: Omit<NewJob, 'status' | 'errorMessage'> & { triggerId: string; workflowId: string };
+  /** Unix ms of the call: the rate windows and the idempotency expiry are computed from it. */
+  now: number;
+  /** Key and body hash, when the call carries an Idempotency-Key; scoped to (trigger, workflow name). */
+  idempotency: { key: string; requestHash: string; ttlMs: number } | null;
+  /** The calling token's job limits (null: not called with a token). */
+  token: { id: string; limits: RateLimits } | null;
+  /** The workflow's limits; bypassed (but still counted) when `job.forced`. Windows are counted only while a limit is set. */
+  workflowLimits: RateLimits;
+}
+
+export type AdmissionOutcome =
+  /** A new `pending` job. */
+  | { outcome: 'admitted'; jobId: string }
+  /** The key was used before with the same body: that call's job. */
+  | { outcome: 'repeated'; jobId: string; status: JobStatus }
+  /** The key was used before with a different body; nothing was written. */
+  | { outcome: 'idempotency_conflict' }
+  /** Refused by a limit: a `rejected` job was stored (and a rate_limit_blocks row for a workflow limit). */
+  | { outcome: 'refused'; jobId: string; scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string };
+
+/** What a sync trigger run answers with. */
+export interface JobResult {
+  status: JobStatus;
+  exitCode: number | null;
+  errorMessage: string | null;
+  output: Record<string, unknown> | null;
+}
+
+export interface TriggerRunRepository {
+  /**
+   * The admission of a trigger call, atomic and serialized with every other admission (group
+   * commit, see write-batcher.ts): idempotency lookup, token limit, workflow limit (unless
+   * forced), the job, the window counters (dispatched calls only), the idempotency key (dispatched
+   * calls only, so a call refused by a limit can be retried with the same key) and the block row.
+   * Resolves once committed.
+   */
+  admit(request: AdmissionRequest): Promise<AdmissionOutcome>;
+  /** The status and result of a job, or null when it does not exist. */
+  jobResult(jobId: string): Promise<JobResult | null>;
+}
+
+/** Expired idempotency keys and past window counters are deleted at most this often. */
+const PURGE_EVERY_MS = 60_000;
+
+type CountRow = [number | null, number | null, number | null];
+
+export function createTriggerRunRepository(db: Db, writes: WriteBatcher): TriggerRunRepository {
+  const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string; status: JobStatus }>(
+    `SELECT k.request_hash AS hash, k.job_id AS jobId, j.status AS status
+     FROM idempotency_keys k JOIN jobs j ON j.id = k.job_id
+     WHERE k.trigger_id = ? AND k.workflow_name = ? AND k.key = ? AND k.expires_at > ?`,
+  );
+  const saveKey = db.prepare(
+    `INSERT INTO idempotency_keys (trigger_id, workflow_name, key, request_hash, job_id, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (trigger_id, workflow_name, key) DO UPDATE SET
+       request_hash = excluded.request_hash, job_id = excluded.job_id, expires_at = excluded.expires_at`,
+  );
+  const readCounts = db
+    .prepare<{ scope: string; id: string; minute: number; hour: number; day: number }, CountRow>(
+      `SELECT
+         (SELECT count FROM rate_counters WHERE scope = @scope AND scope_id = @id AND window = 'minute' AND window_start = @minute),
+         (SELECT count FROM rate_counters WHERE scope = @scope AND scope_id = @id AND window = 'hour' AND window_start = @hour),
+         (SELECT count FROM rate_counters WHERE scope = @scope AND scope_id = @id AND window = 'day' AND window_start = @day)`,
+    )
+    .raw(true);
+  const bumpCounts = db.prepare<{ scope: string; id: string; minute: number; hour: number; day: number }>(
+    `INSERT INTO rate_counters (scope, scope_id, window, window_start, count)
+     VALUES (@scope, @id, 'minute', @minute, 1), (@scope, @id, 'hour', @hour, 1), (@scope, @id, 'day', @day, 1)
+     ON CONFLICT (scope, scope_id, window, window_start) DO UPDATE SET count = count + 1`,
+  );
+  const insertJob = db.prepare(INSERT_JOB_SQL);
+  const insertBlock = db.prepare(
+    `INSERT INTO rate_limit_blocks (org_id, workflow_id, trigger_id, api_token_id, job_id, window, limit_value, observed, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const purgeKeys = db.prepare('DELETE FROM idempotency_keys WHERE expires_at <= ?');
+  const purgeCounts = db.prepare(
+    `DELETE FROM rate_counters WHERE window_start + (CASE window WHEN 'minute' THEN ${WINDOW_MS.minute}
+       WHEN 'hour' THEN ${WINDOW_MS.hour} ELSE ${WINDOW_MS.day} END) <= ?`,
+  );
+  const result = db.prepare<
+    [string],
+    { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
+  >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
+
+  let nextPurgeAt = 0;
+
+  const counts = (scope: 'token' | 'workflow', id: string, starts: WindowStarts): WindowCounts => {
+    const [minute, hour, day] = readCounts.get({ scope, id, ...starts }) as CountRow;
+    return { minute: minute ?? 0, hour: hour ?? 0, day: day ?? 0 };
+  };
+
+  function admitNow(request: AdmissionRequest): AdmissionOutcome {
+    const { job, now, idempotency, token } = request;
+    const nowIso = job.createdAt;
+    if (now >= nextPurgeAt) {
+      nextPurgeAt = now + PURGE_EVERY_MS;
+      purgeKeys.run(nowIso);
+      purgeCounts.run(now);
+    }
+    if (idempotency) {
+      const earlier = findKey.get(job.triggerId, job.workflowName, idempotency.key, nowIso);
+      if (earlier) {
+        return earlier.hash === idempotency.requestHash
+          ? { outcome: 'repeated', jobId: earlier.jobId, status: earlier.status }
+          : { outcome: 'idempotency_conflict' };
+      }
+    }
+
+    const starts = windowStarts(now);
+    // Only scopes with a limit are counted (one counter write fewer per call on the hot path): a
+    // limit set on a workflow starts counting when it is set. Token limits are fixed at issue.
+    const tokenCounted = token !== null && hasAnyLimit(token.limits);
+    const workflowCounted = hasAnyLimit(request.workflowLimits);
+    let refused: { scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string } | null = null;
+    if (tokenCounted) {
+      const refusal = checkLimits(token.limits, counts('token', token.id, starts), now);
+      if (refusal) refused = { scope: 'token', refusal, message: tokenLimitMessage(refusal) };
+    }
+    if (!refused && workflowCounted && !job.forced) {
+      const refusal = checkLimits(request.workflowLimits, counts('workflow', job.workflowId, starts), now);
+      if (refusal) refused = { scope: 'workflow', refusal, message: workflowLimitMessage(job.workflowName, refusal) };
+    }
+
+    if (refused) {
+      insertJob.run(newJobParams({ ...job, status: 'rejected', errorMessage: refused.message }));
+      if (refused.scope === 'workflow') {
+        insertBlock.run(
+          job.orgId,
+          job.workflowId,
+          job.triggerId,
+          job.apiTokenId,
+          job.id,
+          refused.refusal.window,
+          refused.refusal.limit,
+          refused.refusal.observed,
+          nowIso,
+        );
+      }
+      return { outcome: 'refused', jobId: job.id, ...refused };
+    }
+
+    insertJob.run(newJobParams({ ...job, status: 'pending', errorMessage: null }));
+    // A forced run bypasses the workflow limit but still counts against it.
+    if (workflowCounted) bumpCounts.run({ scope: 'workflow', id: job.workflowId, ...starts });
+    if (tokenCounted) bumpCounts.run({ scope: 'token', id: token.id, ...starts });
+    if (idempotency) {
+      const expiresAt = new Date(now + idempotency.ttlMs).toISOString();
+      saveKey.run(job.triggerId, job.workflowName, idempotency.key, idempotency.requestHash, job.id, expiresAt);
+    }
+    return { outcome: 'admitted', jobId: job.id };
+  }
+
+  return {
+    admit(request) {
+      return writes.run(() => admitNow(request));
+    },
+    async jobResult(jobId) {
+      const row = result.get(jobId);
+      if (!row) return null;
+      return {
+        status: row.status,
+        exitCode: row.exit_code,
+        errorMessage: row.error_message,
+        output: parseJsonColumn<Record<string, unknown>>(row.output, 'jobs.output'),
+      };
+    },
+  };
+}

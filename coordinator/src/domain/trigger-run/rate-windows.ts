@@ -1,0 +1,135 @@
+import type { RateLimits } from '../../db/repositories/api-tokens.js';
+
+/**
+ * Workflow and token job limits (spec: Limits; CONTRACT §4): fixed windows aligned to the UTC
+ * minute, hour and day, counting the calls that were dispatched in each (refused calls do not
+ * count). A call is refused when, in any window that has a limit, the calls already dispatched
+ * reach that limit. Pure functions over counts the admission transaction reads.
+ */
+
+export const RATE_WINDOWS = ['minute', 'hour', 'day'] as const;
+export type RateWindow = (typeof RATE_WINDOWS)[number];
+
+export const WINDOW_MS: Readonly<Record<RateWindow, number>> = {
+  minute: 60_000,
+  hour: 3_600_000,
+  day: 86_400_000,
+};
+
+/** Unix ms of the start of each window containing `now` (Unix time has no leap seconds, so these are UTC-aligned). */
+export interface WindowStarts {
+  minute: number;
+  hour: number;
+  day: number;
+}
+
+export function windowStarts(now: number): WindowStarts {
+  return {
+    minute: now - (now % WINDOW_MS.minute),
+    hour: now - (now % WINDOW_MS.hour),
+    day: now - (now % WINDOW_MS.day),
+  };
+}
+
+/** Calls dispatched so far in each current window. */
+export interface WindowCounts {
+  minute: number;
+  hour: number;
+  day: number;
+}
+
+export const ZERO_COUNTS: Readonly<WindowCounts> = Object.freeze({ minute: 0, hour: 0, day: 0 });
+
+export interface LimitRefusal {
+  /** The window that refused the call; when several did, the longest (it resets last). */
+  window: RateWindow;
+  limit: number;
+  /** Calls dispatched in that window before this one (at least `limit`). */
+  observed: number;
+  /** Every window's count, for messages. */
+  counts: WindowCounts;
+  limits: RateLimits;
+  /** Whole seconds until `window` resets (at least 1). */
+  retryAfter: number;
+}
+
+const LIMIT_OF: Readonly<Record<RateWindow, keyof RateLimits>> = {
+  minute: 'perMinute',
+  hour: 'perHour',
+  day: 'perDay',
+};
+
+export const hasAnyLimit = (limits: RateLimits): boolean =>
+  limits.perMinute !== null || limits.perHour !== null || limits.perDay !== null;
+
+/** Null when one more call fits every window, else the refusal. */
+export function checkLimits(limits: RateLimits, counts: WindowCounts, now: number): LimitRefusal | null {
+  for (let i = RATE_WINDOWS.length - 1; i >= 0; i--) {
+    const window = RATE_WINDOWS[i]!;
+    const limit = limits[LIMIT_OF[window]];
+    if (limit !== null && counts[window] >= limit) {
+      return { window, limit, observed: counts[window], counts, limits, retryAfter: retryAfterSeconds(window, now) };
+    }
+  }
+  return null;
+}
+
+/** Whole seconds from `now` until the current `window` ends, at least 1. */
+export function retryAfterSeconds(window: RateWindow, now: number): number {
+  const end = now - (now % WINDOW_MS[window]) + WINDOW_MS[window];
+  return Math.max(1, Math.ceil((end - now) / 1000));
+}
+
+const THIS: Readonly<Record<RateWindow, string>> = { minute: 'this minute', hour: 'this hour', day: 'today' };
+
+const countsText = (counts: WindowCounts, limits: RateLimits, noun: string) =>
+  RATE_WINDOWS.map((w) => {
+    const limit = limits[LIMIT_OF[w]];
+    return `${counts[w]} ${noun} ${THIS[w]} (${limit === null ? 'no limit' : `limit ${limit}`})`;
+  }).join(', ');
+
+/** The message of a token-limit 429 and of the rejected job it leaves. */
+export function tokenLimitMessage(refusal: LimitRefusal): string {
+  return (
+    `API token rate limit exceeded for the ${refusal.window}: ` +
+    `${countsText(refusal.counts, refusal.limits, 'jobs')}; retry in ${refusal.retryAfter} s`
+  );
+}
+
+/** The message of a workflow-limit 429 and of the rejected job it leaves: names the workflow and the counts. */
+export function workflowLimitMessage(workflowName: string, refusal: LimitRefusal): string {
+  return (
+    `Rate limit of workflow \`${workflowName}\` exceeded for the ${refusal.window}: ` +
+    countsText(refusal.counts, refusal.limits, 'runs')
+  );
+}
+
+/** The spec's "general" 429 body (token limit). */
+export interface TokenLimitBody {
+  statusCode: 429;
+  code: 'rate_limited';
+  message: string;
+  retryAfter: number;
+}
+
+/** The spec's workflow-level 429 body. */
+export interface WorkflowLimitBody {
+  statusCode: 429;
+  code: 'rate_limited';
+  message: string;
+  window: RateWindow;
+}
+
+export const tokenLimitBody = (refusal: LimitRefusal): TokenLimitBody => ({
+  statusCode: 429,
+  code: 'rate_limited',
+  message: tokenLimitMessage(refusal),
+  retryAfter: refusal.retryAfter,
+});
+
+export const workflowLimitBody = (workflowName: string, refusal: LimitRefusal): WorkflowLimitBody => ({
+  statusCode: 429,
+  code: 'rate_limited',
+  message: workflowLimitMessage(workflowName, refusal),
+  window: refusal.window,
+});

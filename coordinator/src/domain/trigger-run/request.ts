@@ -1,0 +1,131 @@
+import type { AuthenticatingApiToken } from '../../db/repositories/api-tokens.js';
+import type { Trigger } from '../../db/repositories/triggers.js';
+import { AppError, conflict, describe, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
+import { findGrant } from '../grants.js';
+import { MAX_REF_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';
+
+/**
+ * The rules of `POST /v1/triggers/:id/run` that depend on the token and the trigger (spec: Run a
+ * trigger, Authentication rules 3 and 5; CONTRACT §3, §4). The route's JSON schema has already
+ * checked each field's type and length. Status codes and their order: docs/trigger-runs.md.
+ */
+
+/** The body of a trigger run, as the route's schema lets it through. */
+export interface TriggerRunBody {
+  ref?: string;
+  debug?: boolean;
+  params?: Record<string, unknown>;
+  workflowName?: string;
+  force?: boolean;
+  forceReason?: string;
+}
+
+export const MAX_FORCE_REASON_LENGTH = 1000;
+export const MAX_WORKFLOW_NAME_LENGTH = 128;
+export { MAX_REF_LENGTH };
+
+const WORKFLOW_NAME = new RegExp(WORKFLOW_NAME_PATTERN);
+
+/**
+ * The trigger ids the token may run; a token without a trigger grant is 403 (spec, Authentication
+ * rule 3), checked before the trigger is looked up.
+ */
+export function requireTriggerGrant(token: Pick<AuthenticatingApiToken, 'scopes'>): readonly string[] {
+  const grant = findGrant(token.scopes, 'trigger');
+  if (!grant) throw forbidden('This API token has no trigger grant; it cannot run triggers');
+  return grant.triggerIds;
+}
+
+/** The trigger (found in the token's organization, else 404 before this) is one the token may run. */
+export function checkTriggerGranted(triggerIds: readonly string[], triggerId: string): void {
+  if (!triggerIds.includes(triggerId)) throw forbidden("This trigger is outside the API token's trigger grant");
+}
+
+/** What a valid request asks for. */
+export interface RunRequest {
+  /** The workflow to run: the trigger's own (`scopeType: workflow`) or the body's (`agent`). */
+  workflowName: string;
+  ref: string | null;
+  debug: boolean;
+  forced: boolean;
+  forceReason: string | null;
+}
+
+export interface RunTargetState {
+  trigger: Trigger;
+  /** The trigger's agent has been revoked: it can never run the job. */
+  agentRevoked: boolean;
+}
+
+/**
+ * Checks the request against the trigger and the token: 403 for what the trigger or the token's
+ * issuer does not allow (checked first), 409 when the trigger's agent is revoked, then a 422
+ * listing every invalid field.
+ */
+export function resolveRunRequest(
+  target: RunTargetState,
+  body: TriggerRunBody,
+  token: Pick<AuthenticatingApiToken, 'issuerRole'>,
+): RunRequest {
+  const { trigger } = target;
+  if (trigger.type !== 'webhook') {
+    throw forbidden(
+      `Trigger \`${trigger.name}\` is a ${trigger.type} trigger; only webhook triggers can be run through the API`,
+    );
+  }
+  const ref = body.ref ?? null;
+  if (ref !== null && trigger.allowedRefs !== null && !trigger.allowedRefs.includes(ref)) {
+    throw forbidden(`ref ${describe(ref)} is not among the refs this trigger accepts`);
+  }
+  if (body.debug === true && !trigger.allowDebug) throw forbidden('This trigger does not allow debug runs');
+  const forced = body.force === true;
+  if (forced && token.issuerRole !== 'owner') {
+    throw forbidden("A forced run needs the owner role; the API token's issuer is not an owner of the organization");
+  }
+  if (target.agentRevoked) throw conflict("The trigger's agent has been revoked; it can run nothing");
+
+  const problems: ValidationDetail[] = [];
+  if (ref === null && trigger.allowedRefs !== null) {
+    problems.push({ path: 'body.ref', message: 'is required: this trigger accepts only listed refs' });
+  }
+  let workflowName: string;
+  if (trigger.scopeType === 'workflow') {
+    // Spec: `workflowName` is ignored for a workflow-scoped trigger.
+    workflowName = trigger.workflowName ?? '';
+  } else {
+    workflowName = body.workflowName ?? '';
+    if (body.workflowName === undefined) {
+      problems.push({
+        path: 'body.workflowName',
+        message: 'is required: this trigger may run any workflow of its agent',
+      });
+    } else if (workflowName.length > MAX_WORKFLOW_NAME_LENGTH || !WORKFLOW_NAME.test(workflowName)) {
+      problems.push({
+        path: 'body.workflowName',
+        message: `must be a workflow name (letters, digits, '_', '.', '-', at most ${MAX_WORKFLOW_NAME_LENGTH}), got ${describe(workflowName)}`,
+      });
+    }
+  }
+  let forceReason: string | null = null;
+  if (forced) {
+    forceReason = body.forceReason?.trim() ?? '';
+    if (forceReason === '')
+      problems.push({ path: 'body.forceReason', message: 'forceReason is required when force=true' });
+  } else if (body.forceReason !== undefined) {
+    problems.push({ path: 'body.forceReason', message: 'is used only with force=true' });
+  }
+  if (problems.length > 0) {
+    // A lone forceReason problem keeps the spec's wording as the whole message.
+    const message = problems.length === 1 && forced && forceReason === '' ? problems[0]!.message : undefined;
+    throw validationFailed(problems, message);
+  }
+  return { workflowName, ref, debug: body.debug === true, forced, forceReason };
+}
+
+/** 404 for a workflow that is not (or no longer) reported by the trigger's agent. */
+export function workflowNotFound(workflowName: string): AppError {
+  return new AppError('not_found', `Workflow \`${workflowName}\` is not reported by the trigger's agent`);
+}
+
+/** The dashboard page of a job (spec: statusUrl). */
+export const statusUrl = (jobId: string): string => `/api/jobs/${jobId}`;

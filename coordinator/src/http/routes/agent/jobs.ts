@@ -1,0 +1,174 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  AppendJobLogsRequest,
+  FinishJobRequest,
+  JOB_STATUSES,
+  RejectJobRequest,
+  type JobStatusResponse,
+} from '@drover/shared';
+import type { TransitionResult } from '../../../db/repositories/jobs.js';
+import { rejectMessage } from '../../../domain/job-state.js';
+import { AppError, notFound } from '../../../errors.js';
+import { isoNow } from '../../../util/clock.js';
+import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { errorResponses, idParams } from '../../schemas/common.js';
+import { noQuery } from './schemas.js';
+
+interface JobParams {
+  jobId: string;
+}
+
+const jobParams = idParams('jobId');
+
+/** accept and start take no body: nothing, or `{}`. */
+const noBody = { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } as const;
+
+const JobStatusResponseSchema = {
+  type: 'object',
+  required: ['jobId', 'status'],
+  properties: { jobId: { type: 'string' }, status: { type: 'string', enum: JOB_STATUSES } },
+} as const;
+
+const AppendLogsResponseSchema = {
+  type: 'object',
+  required: ['jobId', 'status', 'accepted'],
+  properties: { ...JobStatusResponseSchema.properties, accepted: { type: 'integer' } },
+} as const;
+
+const WHAT: Record<'accept' | 'reject' | 'start' | 'finish', string> = {
+  accept: 'accepted',
+  reject: 'rejected',
+  start: 'started',
+  finish: 'finished with this result',
+};
+
+/**
+ * 200 for a move made now or made before (a harmless repeat), 409 for an impossible one, 404 for
+ * a job that is not the signing agent's. `onApplied` runs after the commit of a move made now.
+ */
+function answer(
+  result: TransitionResult,
+  move: keyof typeof WHAT,
+  jobId: string,
+  onApplied?: () => void,
+): JobStatusResponse {
+  if (result.outcome === 'not_found') throw notFound('Job');
+  if (result.outcome === 'conflict') {
+    throw new AppError('conflict', `The job is ${result.job.status}; it cannot be ${WHAT[move]}`, {
+      details: { jobId, status: result.job.status },
+    });
+  }
+  if (result.outcome === 'applied') onApplied?.();
+  return { jobId, status: result.job.status };
+}
+
+const routeSchema = (
+  summary: string,
+  extra: Record<string, unknown> = {},
+  okSchema: object = JobStatusResponseSchema,
+) => ({
+  summary,
+  tags: ['agent'],
+  security: [{ agentSignature: [] }],
+  params: jobParams,
+  querystring: noQuery,
+  response: { 200: okSchema, ...errorResponses(401, 404, 409, 422) },
+  ...extra,
+});
+
+/**
+ * The agent's reports on its jobs (signed; docs/agent-protocol.md §6 and docs/jobs.md):
+ * accept, reject, start, logs and finish under `/v1/agent/jobs/:jobId/`.
+ */
+export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
+  const { repos, clock, jobEvents, config } = app.ctx;
+  const time = () => ({ at: isoNow(clock), deadlineGraceMs: config.jobDeadlineGraceMs });
+  const logMove = (request: FastifyRequest, jobId: string, move: string, r: TransitionResult) => {
+    if (r.outcome !== 'not_found')
+      request.log.info({ jobId, move, outcome: r.outcome, status: r.job.status }, 'job report');
+  };
+
+  app.post<{ Params: JobParams }>(
+    '/agent/jobs/:jobId/accept',
+    {
+      preValidation: agentSignatureHook,
+      schema: routeSchema('The agent took the job into its queue: pending → queued', { body: noBody }),
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      const { jobId } = request.params;
+      const result = await repos.jobs.accept(agent.id, jobId, time());
+      logMove(request, jobId, 'accept', result);
+      return answer(result, 'accept', jobId);
+    },
+  );
+
+  app.post<{ Params: JobParams; Body: RejectJobRequest }>(
+    '/agent/jobs/:jobId/reject',
+    {
+      preValidation: agentSignatureHook,
+      schema: routeSchema('The agent refused the job (queue full, unknown workflow): pending → rejected', {
+        body: RejectJobRequest,
+      }),
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      const { jobId } = request.params;
+      const message = rejectMessage(request.body.reason, request.body.message);
+      const result = await repos.jobs.reject(agent.id, jobId, message, isoNow(clock));
+      logMove(request, jobId, 'reject', result);
+      return answer(result, 'reject', jobId, () => jobEvents.jobFinished(jobId));
+    },
+  );
+
+  app.post<{ Params: JobParams }>(
+    '/agent/jobs/:jobId/start',
+    {
+      preValidation: agentSignatureHook,
+      schema: routeSchema('The job started running: pending or queued → running', { body: noBody }),
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      const { jobId } = request.params;
+      const result = await repos.jobs.start(agent.id, jobId, time());
+      logMove(request, jobId, 'start', result);
+      return answer(result, 'start', jobId);
+    },
+  );
+
+  app.post<{ Params: JobParams; Body: AppendJobLogsRequest }>(
+    '/agent/jobs/:jobId/logs',
+    {
+      preValidation: agentSignatureHook,
+      schema: routeSchema(
+        'Log lines of the job; a line whose seq is already stored is ignored',
+        { body: AppendJobLogsRequest },
+        AppendLogsResponseSchema,
+      ),
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      const { jobId } = request.params;
+      const stored = await repos.jobs.appendLogs(agent.id, jobId, request.body.lines);
+      if (!stored) throw notFound('Job');
+      return { jobId, status: stored.job.status, accepted: stored.accepted };
+    },
+  );
+
+  app.post<{ Params: JobParams; Body: FinishJobRequest }>(
+    '/agent/jobs/:jobId/finish',
+    {
+      preValidation: agentSignatureHook,
+      schema: routeSchema('The job ended: its one terminal result (a resend of the same result is harmless)', {
+        body: FinishJobRequest,
+      }),
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      const { jobId } = request.params;
+      const result = await repos.jobs.finish(agent.id, jobId, request.body, isoNow(clock));
+      logMove(request, jobId, 'finish', result);
+      return answer(result, 'finish', jobId, () => jobEvents.jobFinished(jobId));
+    },
+  );
+}

@@ -1,0 +1,92 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import { agentEventsOf } from '../../../domain/agent-events.js';
+import { SSE_OPENING } from '../../../domain/sse.js';
+import { StreamRegistry, type StreamSink } from '../../../domain/stream-registry.js';
+import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { errorResponses } from '../../schemas/common.js';
+import { noQuery } from './schemas.js';
+
+/** A stream this far behind (bytes the agent has not read) is cut; the agent reconnects and catches up. */
+const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+
+function responseSink(raw: ServerResponse): StreamSink {
+  return {
+    write(chunk) {
+      if (raw.destroyed || raw.writableEnded) return false;
+      raw.write(chunk);
+      if (raw.writableLength > MAX_BUFFERED_BYTES) {
+        raw.destroy();
+        return false;
+      }
+      return true;
+    },
+    end() {
+      if (!raw.writableEnded && !raw.destroyed) raw.end();
+    },
+    onClose(listener) {
+      raw.once('close', listener);
+    },
+  };
+}
+
+/**
+ * `GET /v1/agent/stream` (signed): the server-sent event stream through which work reaches the
+ * agent (docs/agent-protocol.md §6). The reply is hijacked: Fastify's serialization and hooks do
+ * not apply to the open stream; errors before it opens (a bad signature) are ordinary answers.
+ */
+export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
+  const { config, repos, clock, jobEvents } = app.ctx;
+  const registry = new StreamRegistry({
+    agents: repos.agents,
+    jobs: repos.jobs,
+    clock,
+    jobEvents,
+    agentEvents: agentEventsOf(app.ctx),
+    logger: app.log,
+    pingMs: config.streamPingMs,
+    disconnectGraceMs: config.agentDisconnectGraceMs,
+  });
+  registry.start();
+  // Open streams would keep app.close() waiting for ever: end them first.
+  app.addHook('preClose', (done) => {
+    registry.close();
+    done();
+  });
+
+  app.get(
+    '/agent/stream',
+    {
+      preValidation: agentSignatureHook,
+      // A HEAD would run this handler and open a stream nobody reads.
+      exposeHeadRoute: false,
+      schema: {
+        summary: 'The event stream (text/event-stream) pushing job, deploy and ping events to the agent',
+        tags: ['agent'],
+        security: [{ agentSignature: [] }],
+        querystring: noQuery,
+        response: {
+          200: { description: 'A text/event-stream of `job`, `deploy` and `ping` events', type: 'string' },
+          ...errorResponses(401, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const agent = await requireAgent(request);
+      reply.hijack();
+      const raw = reply.raw;
+      const headers: Record<string, string | number | string[]> = {};
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = value;
+      raw.writeHead(200, {
+        ...headers,
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        'x-accel-buffering': 'no',
+      });
+      raw.socket?.setNoDelay(true);
+      raw.socket?.setKeepAlive(true, 30_000);
+      raw.write(SSE_OPENING);
+      await registry.connect(agent.id, responseSink(raw));
+    },
+  );
+}

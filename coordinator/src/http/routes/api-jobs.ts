@@ -1,0 +1,13 @@
+import type { FastifyInstance } from 'fastify';
+import { registerJobDetailRoute } from './manage/jobs.js';
+
+/**
+ * `GET /api/jobs/:id`: the dashboard address of a job, which trigger runs return as `statusUrl`
+ * (outside /v1). Until a dashboard exists it renders, for a signed-in member of the job's
+ * organization, the same JSON as `GET /v1/jobs/:id` (no redirect: one round trip, and clients
+ * that do not follow redirects work too). An API token is refused (401): this is a console
+ * address, not part of the public API.
+ */
+export async function apiJobRoutes(app: FastifyInstance): Promise<void> {
+  registerJobDetailRoute(app, '/api/jobs/:id', 'The dashboard page of a job (statusUrl): for now the job detail JSON');
+}

@@ -1,0 +1,168 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
+import type { Job } from '../../../db/repositories/job-rows.js';
+import { jobCursor, parseJobCursor } from '../../../domain/job-cursor.js';
+import { notFound } from '../../../errors.js';
+import { requireOrgRole, requireSession } from '../../auth/session.js';
+import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
+
+export const JOBS_DEFAULT_LIMIT = 50;
+export const JOBS_MAX_LIMIT = 200;
+export const JOB_LOGS_MAX_LIMIT = 10_000;
+const NEXT_CURSOR_HEADER = 'x-next-cursor';
+
+const nullableString = { type: ['string', 'null'] } as const;
+const JOB_FIELDS = {
+  id: uuid,
+  kind: { type: 'string', enum: ['trigger', 'update'] },
+  status: { type: 'string', enum: JOB_STATUSES },
+  triggerId: { type: ['string', 'null'] },
+  agentId: uuid,
+  workflowId: { type: ['string', 'null'] },
+  workflowName: { type: 'string' },
+  ref: nullableString,
+  debug: { type: 'boolean' },
+  params: { type: 'object', additionalProperties: true },
+  output: { type: ['object', 'null'], additionalProperties: true },
+  exitCode: { type: ['integer', 'null'] },
+  errorMessage: nullableString,
+  forced: { type: 'boolean' },
+  forceReason: nullableString,
+  createdAt: timestamp,
+  queuedAt: nullableTimestamp,
+  startedAt: nullableTimestamp,
+  finishedAt: nullableTimestamp,
+} as const;
+
+/** A job in lists (the dashboard's job table). Internal fields (seq, tokens, deadline) never leave. */
+export const JobSchema = {
+  type: 'object',
+  required: Object.keys(JOB_FIELDS),
+  properties: JOB_FIELDS,
+} as const;
+
+export const JobLogLineSchema = {
+  type: 'object',
+  required: ['seq', 'at', 'stream', 'step', 'text'],
+  properties: {
+    seq: { type: 'integer' },
+    at: timestamp,
+    stream: { type: 'string', enum: LOG_STREAMS },
+    step: { type: ['integer', 'null'] },
+    text: { type: 'string' },
+  },
+} as const;
+
+/** A job with its log lines (`GET /v1/jobs/:id`, `GET /api/jobs/:id`). */
+export const JobDetailSchema = {
+  type: 'object',
+  required: [...Object.keys(JOB_FIELDS), 'logs'],
+  properties: { ...JOB_FIELDS, logs: { type: 'array', items: JobLogLineSchema } },
+} as const;
+
+const jobDetailQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    logsAfter: { type: 'integer', minimum: 0, default: 0, description: 'only log lines with a greater seq' },
+    logsLimit: { type: 'integer', minimum: 1, maximum: JOB_LOGS_MAX_LIMIT, default: JOB_LOGS_MAX_LIMIT },
+  },
+} as const;
+
+interface ListQuerystring {
+  status?: JobStatus;
+  triggerId?: string;
+  limit: number;
+  cursor?: string;
+}
+
+interface DetailQuerystring {
+  logsAfter: number;
+  logsLimit: number;
+}
+
+/**
+ * The job detail for a signed-in member of the job's organization (update jobs included); a job
+ * of another organization is 404, as an unknown one.
+ */
+async function jobDetail(app: FastifyInstance, request: FastifyRequest, id: string, q: DetailQuerystring) {
+  const { userId } = await requireSession(request);
+  const { repos } = app.ctx;
+  const job = await repos.jobs.findById(id);
+  if (!job || !(await repos.orgs.roleOf(job.orgId, userId))) throw notFound('Job');
+  const logs = await repos.jobs.listLogs(job.id, q.logsAfter, q.logsLimit);
+  return { ...job, logs } satisfies Job & { logs: unknown[] };
+}
+
+/**
+ * Registers the job detail at `path` (`/jobs/:id` under /v1, and the dashboard address
+ * `/api/jobs/:id` that trigger runs return as `statusUrl`).
+ */
+export function registerJobDetailRoute(app: FastifyInstance, path: string, summary: string): void {
+  app.get<{ Params: { id: string }; Querystring: DetailQuerystring }>(
+    path,
+    {
+      schema: {
+        summary,
+        tags: ['dashboard'],
+        params: idParams('id'),
+        querystring: jobDetailQuery,
+        response: { 200: JobDetailSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    (request) => jobDetail(app, request, request.params.id, request.query),
+  );
+}
+
+/** Dashboard job reads: the trigger job list of an organization and any job's detail. */
+export async function jobRoutes(app: FastifyInstance): Promise<void> {
+  app.get<{ Params: { orgId: string }; Querystring: ListQuerystring }>(
+    '/orgs/:orgId/jobs',
+    {
+      schema: {
+        summary: 'Trigger jobs of an organization, newest first; next page cursor in the x-next-cursor header',
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            status: { type: 'string', enum: JOB_STATUSES, description: 'only jobs in this status' },
+            triggerId: { ...uuid, description: 'only jobs of this trigger' },
+            limit: { type: 'integer', minimum: 1, maximum: JOBS_MAX_LIMIT, default: JOBS_DEFAULT_LIMIT },
+            cursor: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 32,
+              description: `the ${NEXT_CURSOR_HEADER} of the previous page`,
+            },
+          },
+        },
+        response: {
+          200: {
+            type: 'array',
+            items: JobSchema,
+            headers: { [NEXT_CURSOR_HEADER]: { type: 'string', description: 'present when more jobs follow' } },
+          },
+          ...errorResponses(401, 403, 404, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { orgId } = await requireOrgRole(request, request.params.orgId, 'member');
+      const { status, triggerId, limit, cursor } = request.query;
+      const beforeSeq = parseJobCursor(cursor);
+      // One more than asked tells whether another page follows, without a second query.
+      const jobs = await app.ctx.repos.jobs.listTriggerJobs(orgId, { status, triggerId, limit: limit + 1, beforeSeq });
+      const page = jobs.slice(0, limit);
+      if (jobs.length > limit) void reply.header(NEXT_CURSOR_HEADER, jobCursor(page[page.length - 1]!.seq));
+      return page;
+    },
+  );
+
+  registerJobDetailRoute(
+    app,
+    '/jobs/:id',
+    "A job of one of the caller's organizations (update jobs included) with its log lines",
+  );
+}

@@ -1,0 +1,306 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createSqliteRepositories, type Repositories } from '../../src/db/repositories/index.js';
+import { INSERT_JOB_SQL, newJobParams, type NewJob } from '../../src/db/repositories/job-rows.js';
+import type { FinishReport } from '../../src/db/repositories/jobs.js';
+import { WriteBatcher } from '../../src/db/write-batcher.js';
+import { DEADLINE_MESSAGE } from '../../src/domain/job-state.js';
+import { newId } from '../../src/util/ids.js';
+
+const T0 = Date.parse('2026-01-02T03:00:00.000Z');
+const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
+const GRACE = 1_000;
+const at = (offsetMs: number) => ({ at: iso(offsetMs), deadlineGraceMs: GRACE });
+
+describe('job repository', () => {
+  let db: Db;
+  let repos: Repositories;
+  let orgId: string;
+  let agentId: string;
+  let otherAgentId: string;
+
+  const enroll = async () => {
+    const hash = newId();
+    await repos.enrollmentTokens.insert(
+      {
+        id: newId(),
+        orgId,
+        name: null,
+        expiresAt: '2099-01-01T00:00:00.000Z',
+        usedAt: null,
+        usedByAgentId: null,
+        createdBy: null,
+        createdAt: iso(0),
+      },
+      hash,
+    );
+    const id = newId();
+    await repos.agents.enroll(
+      hash,
+      { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: 'k' },
+      iso(0),
+    );
+    return id;
+  };
+
+  const insertJob = (fields: Partial<NewJob> = {}): NewJob => {
+    const job: NewJob = {
+      id: newId(),
+      orgId,
+      kind: 'trigger',
+      triggerId: 'trigger-1',
+      agentId,
+      workflowId: null,
+      workflowName: 'deploy',
+      status: 'pending',
+      ref: null,
+      debug: false,
+      params: {},
+      errorMessage: null,
+      forced: false,
+      forceReason: null,
+      apiTokenId: null,
+      userId: null,
+      timeoutMs: 10_000,
+      createdAt: iso(0),
+      ...fields,
+    };
+    db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
+    return job;
+  };
+
+  const result = (fields: Partial<FinishReport> = {}): FinishReport => ({
+    status: 'success',
+    exitCode: 0,
+    errorMessage: null,
+    output: { version: '1.2.3' },
+    ...fields,
+  });
+
+  beforeEach(async () => {
+    db = openDatabase(':memory:');
+    migrate(db);
+    repos = createSqliteRepositories(db, new WriteBatcher(db));
+    const userId = newId();
+    await repos.users.insert({ id: userId, email: 'u@example.test', passwordHash: 'x', createdAt: iso(0) });
+    orgId = newId();
+    await repos.orgs.create({ id: orgId, name: 'acme', createdAt: iso(0) }, userId);
+    agentId = await enroll();
+    otherAgentId = await enroll();
+  });
+  afterEach(() => db.close());
+
+  describe('transitions', () => {
+    it('accepts a pending job, recording when it was queued and its deadline', async () => {
+      const job = insertJob();
+      const r = await repos.jobs.accept(agentId, job.id, at(5_000));
+      expect(r.outcome).toBe('applied');
+      expect(r.job).toMatchObject({ status: 'queued', queuedAt: iso(5_000), deadlineAt: iso(5_000 + 10_000 + GRACE) });
+      const again = await repos.jobs.accept(agentId, job.id, at(6_000));
+      expect(again.outcome).toBe('unchanged');
+      expect(again.job?.queuedAt).toBe(iso(5_000));
+    });
+
+    it('starts a queued job, moving its deadline to start plus timeout plus grace', async () => {
+      const job = insertJob();
+      await repos.jobs.accept(agentId, job.id, at(1_000));
+      const r = await repos.jobs.start(agentId, job.id, at(20_000));
+      expect(r.outcome).toBe('applied');
+      expect(r.job).toMatchObject({ status: 'running', startedAt: iso(20_000), deadlineAt: iso(31_000) });
+      expect((await repos.jobs.accept(agentId, job.id, at(21_000))).outcome).toBe('unchanged');
+      expect((await repos.jobs.start(agentId, job.id, at(21_000))).outcome).toBe('unchanged');
+    });
+
+    it('starts a pending job directly, leaving queuedAt empty', async () => {
+      const job = insertJob({ timeoutMs: null });
+      const r = await repos.jobs.start(agentId, job.id, at(1_000));
+      expect(r.job).toMatchObject({ status: 'running', queuedAt: null, startedAt: iso(1_000), deadlineAt: null });
+    });
+
+    it('rejects a pending job with its message and finish time, and nothing else', async () => {
+      const job = insertJob();
+      const r = await repos.jobs.reject(agentId, job.id, 'queue full', iso(1_000));
+      expect(r.job).toMatchObject({ status: 'rejected', errorMessage: 'queue full', finishedAt: iso(1_000) });
+      expect((await repos.jobs.reject(agentId, job.id, 'queue full', iso(2_000))).outcome).toBe('unchanged');
+      expect((await repos.jobs.accept(agentId, job.id, at(2_000))).outcome).toBe('conflict');
+      expect((await repos.jobs.start(agentId, job.id, at(2_000))).outcome).toBe('conflict');
+      expect((await repos.jobs.finish(agentId, job.id, result(), iso(2_000))).outcome).toBe('conflict');
+      const queued = insertJob();
+      await repos.jobs.accept(agentId, queued.id, at(0));
+      expect((await repos.jobs.reject(agentId, queued.id, 'x', iso(1))).outcome).toBe('conflict');
+    });
+
+    it("answers not_found for another agent's job and for an unknown one", async () => {
+      const job = insertJob();
+      expect((await repos.jobs.accept(otherAgentId, job.id, at(0))).outcome).toBe('not_found');
+      expect((await repos.jobs.finish(otherAgentId, job.id, result(), iso(0))).outcome).toBe('not_found');
+      expect((await repos.jobs.start(agentId, newId(), at(0))).outcome).toBe('not_found');
+      expect(await repos.jobs.appendLogs(otherAgentId, job.id, [])).toBeNull();
+      expect((await repos.jobs.findById(job.id))?.status).toBe('pending');
+    });
+
+    it('finishes a job with its result, exit code and output', async () => {
+      const job = insertJob();
+      await repos.jobs.start(agentId, job.id, at(1_000));
+      const r = await repos.jobs.finish(agentId, job.id, result(), iso(2_000));
+      expect(r.outcome).toBe('applied');
+      expect(r.job).toMatchObject({
+        status: 'success',
+        exitCode: 0,
+        errorMessage: null,
+        output: { version: '1.2.3' },
+        finishedAt: iso(2_000),
+      });
+    });
+
+    it("keeps the agent's earlier finish instant for a result sent late", async () => {
+      const job = insertJob();
+      const r = await repos.jobs.finish(agentId, job.id, result({ finishedAt: iso(500) }), iso(60_000));
+      expect(r.job?.finishedAt).toBe(iso(500));
+    });
+  });
+
+  describe('exactly one terminal status', () => {
+    it('applies one of many conflicting finishes sent at once, and refuses the others', async () => {
+      const job = insertJob();
+      await repos.jobs.start(agentId, job.id, at(0));
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          repos.jobs.finish(agentId, job.id, result({ status: i % 2 ? 'failed' : 'success', exitCode: i }), iso(1)),
+        ),
+      );
+      const applied = outcomes.filter((o) => o.outcome === 'applied');
+      expect(applied).toHaveLength(1);
+      expect(outcomes.filter((o) => o.outcome === 'conflict')).toHaveLength(19);
+      const stored = await repos.jobs.findById(job.id);
+      expect(stored).toMatchObject({ status: applied[0]!.job!.status, exitCode: applied[0]!.job!.exitCode });
+    });
+
+    it('applies a repeated finish once and answers the repeats unchanged', async () => {
+      const job = insertJob();
+      const outcomes = await Promise.all(
+        Array.from({ length: 10 }, () => repos.jobs.finish(agentId, job.id, result(), iso(1))),
+      );
+      expect(outcomes.map((o) => o.outcome).sort()).toEqual(['applied', ...Array(9).fill('unchanged')]);
+    });
+
+    it('lets either the deadline sweep or the finish win, never both', async () => {
+      const job = insertJob({ timeoutMs: 1_000 });
+      await repos.jobs.start(agentId, job.id, at(0));
+      const [swept, finished] = await Promise.all([
+        repos.jobs.failOverdue(iso(60_000), DEADLINE_MESSAGE),
+        repos.jobs.finish(agentId, job.id, result(), iso(60_000)),
+      ]);
+      // Submitted in one turn: the sweep runs first in the batch, so the finish is refused.
+      expect(swept).toEqual([job.id]);
+      expect(finished.outcome).toBe('conflict');
+      expect(await repos.jobs.findById(job.id)).toMatchObject({ status: 'failed', errorMessage: DEADLINE_MESSAGE });
+      expect(await repos.jobs.failOverdue(iso(120_000), DEADLINE_MESSAGE)).toEqual([]);
+    });
+  });
+
+  describe('deadline sweep', () => {
+    it('fails running jobs past their deadline, and queued ones only when their agent is not connected', async () => {
+      const running = insertJob({ timeoutMs: 1_000 });
+      await repos.jobs.start(agentId, running.id, at(0));
+      const runningInTime = insertJob({ timeoutMs: 100_000 });
+      await repos.jobs.start(agentId, runningInTime.id, at(0));
+      const queued = insertJob({ timeoutMs: 1_000 });
+      await repos.jobs.accept(agentId, queued.id, at(0));
+      const queuedOther = insertJob({ agentId: otherAgentId, timeoutMs: 1_000 });
+      await repos.jobs.accept(otherAgentId, queuedOther.id, at(0));
+      const noTimeout = insertJob({ timeoutMs: null });
+      await repos.jobs.start(agentId, noTimeout.id, at(0));
+      const pending = insertJob({ timeoutMs: 1_000 });
+      await repos.agents.markConnected(agentId, iso(0));
+
+      const failed = await repos.jobs.failOverdue(iso(10_000), DEADLINE_MESSAGE);
+      expect(failed.sort()).toEqual([running.id, queuedOther.id].sort());
+      expect(await repos.jobs.findById(running.id)).toMatchObject({
+        status: 'failed',
+        errorMessage: DEADLINE_MESSAGE,
+        finishedAt: iso(10_000),
+        exitCode: null,
+      });
+      for (const j of [runningInTime, queued, noTimeout]) {
+        expect((await repos.jobs.findById(j.id))?.status).not.toBe('failed');
+      }
+      expect((await repos.jobs.findById(pending.id))?.status).toBe('pending');
+
+      await repos.agents.markDisconnected(agentId, iso(10_000));
+      expect(await repos.jobs.failOverdue(iso(10_001), DEADLINE_MESSAGE)).toEqual([queued.id]);
+    });
+
+    it('fails every open job of an agent, leaving finished ones', async () => {
+      const a = insertJob();
+      const b = insertJob();
+      await repos.jobs.start(agentId, b.id, at(0));
+      const done = insertJob();
+      await repos.jobs.finish(agentId, done.id, result(), iso(0));
+      const other = insertJob({ agentId: otherAgentId });
+      const failed = await repos.jobs.failOpenOfAgent(agentId, 'revoked', iso(5));
+      expect(failed.sort()).toEqual([a.id, b.id].sort());
+      expect((await repos.jobs.findById(done.id))?.status).toBe('success');
+      expect((await repos.jobs.findById(other.id))?.status).toBe('pending');
+    });
+  });
+
+  describe('logs', () => {
+    it('stores lines once per seq, in any status, and lists them in seq order', async () => {
+      const job = insertJob();
+      const line = (seq: number, text = `line ${seq}`) => ({ seq, at: iso(seq), stream: 'stdout' as const, text });
+      expect((await repos.jobs.appendLogs(agentId, job.id, [line(2), line(1)]))?.accepted).toBe(2);
+      expect((await repos.jobs.appendLogs(agentId, job.id, [line(2, 'changed'), line(3)]))?.accepted).toBe(1);
+      await repos.jobs.finish(agentId, job.id, result(), iso(10));
+      expect(
+        (await repos.jobs.appendLogs(agentId, job.id, [{ ...line(4), stream: 'system', step: 0 }]))?.accepted,
+      ).toBe(1);
+      const logs = await repos.jobs.listLogs(job.id, 0, 100);
+      expect(logs.map((l) => [l.seq, l.text, l.step])).toEqual([
+        [1, 'line 1', null],
+        [2, 'line 2', null],
+        [3, 'line 3', null],
+        [4, 'line 4', 0],
+      ]);
+      expect((await repos.jobs.listLogs(job.id, 2, 1)).map((l) => l.seq)).toEqual([3]);
+    });
+  });
+
+  describe('reads', () => {
+    it('lists trigger jobs newest first with filters and a cursor, never update jobs', async () => {
+      const a = insertJob({ triggerId: 't1' });
+      const b = insertJob({ triggerId: 't2', status: 'rejected', errorMessage: 'limit' });
+      insertJob({ kind: 'update', triggerId: null });
+      const c = insertJob({ triggerId: 't1' });
+      const seqOf = async (id: string) => (await repos.jobs.findById(id))!.seq;
+      const ids = async (q: Parameters<Repositories['jobs']['listTriggerJobs']>[1]) =>
+        (await repos.jobs.listTriggerJobs(orgId, q)).map((j) => j.id);
+      expect(await ids({ limit: 10 })).toEqual([c.id, b.id, a.id]);
+      expect(await ids({ limit: 10, triggerId: 't1' })).toEqual([c.id, a.id]);
+      expect(await ids({ limit: 10, status: 'rejected' })).toEqual([b.id]);
+      expect(await ids({ limit: 10, status: 'pending', triggerId: 't2' })).toEqual([]);
+      expect(await ids({ limit: 1, beforeSeq: await seqOf(c.id) })).toEqual([b.id]);
+      expect(await repos.jobs.listTriggerJobs(newId(), { limit: 10 })).toEqual([]);
+    });
+
+    it("lists an agent's open jobs oldest first", async () => {
+      const a = insertJob();
+      const b = insertJob();
+      const c = insertJob();
+      insertJob({ agentId: otherAgentId });
+      await repos.jobs.start(agentId, a.id, at(0));
+      await repos.jobs.finish(agentId, b.id, result(), iso(0));
+      expect((await repos.jobs.listOpenForAgent(agentId)).map((j) => [j.id, j.status])).toEqual([
+        [a.id, 'running'],
+        [c.id, 'pending'],
+      ]);
+    });
+
+    it('finds a job only in its own organization', async () => {
+      const job = insertJob();
+      expect((await repos.jobs.findInOrg(orgId, job.id))?.id).toBe(job.id);
+      expect(await repos.jobs.findInOrg(newId(), job.id)).toBeNull();
+    });
+  });
+});

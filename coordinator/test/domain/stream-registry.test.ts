@@ -1,0 +1,244 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Agent, AgentRepository } from '../../src/db/repositories/agents.js';
+import type { Job } from '../../src/db/repositories/job-rows.js';
+import type { JobRepository } from '../../src/db/repositories/jobs.js';
+import { AgentEvents } from '../../src/domain/agent-events.js';
+import { JobEvents } from '../../src/domain/job-events.js';
+import { StreamRegistry, type StreamSink } from '../../src/domain/stream-registry.js';
+
+const AT = '2026-01-02T03:04:05.000Z';
+
+function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job {
+  return {
+    id,
+    orgId: 'o',
+    kind: 'trigger',
+    triggerId: 't',
+    agentId,
+    workflowId: null,
+    workflowName: 'wf',
+    status,
+    ref: null,
+    debug: false,
+    params: {},
+    output: null,
+    exitCode: null,
+    errorMessage: null,
+    forced: false,
+    forceReason: null,
+    apiTokenId: null,
+    userId: null,
+    timeoutMs: null,
+    createdAt: AT,
+    queuedAt: null,
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+    seq: 1,
+  };
+}
+
+class FakeSink implements StreamSink {
+  chunks: string[] = [];
+  ended = false;
+  private listeners: (() => void)[] = [];
+  write(chunk: string) {
+    if (this.ended) return false;
+    this.chunks.push(chunk);
+    return true;
+  }
+  end() {
+    if (this.ended) return;
+    this.ended = true;
+    for (const l of this.listeners.splice(0)) l();
+  }
+  onClose(listener: () => void) {
+    this.listeners.push(listener);
+  }
+  /** The client went away. */
+  drop() {
+    this.end();
+  }
+  jobIds() {
+    return this.chunks.filter((c) => c.startsWith('event: job')).map((c) => /\nid: (.*)\n/.exec(c)![1]);
+  }
+}
+
+function deferred<T>() {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+function setup(options: { graceMs?: number; connected?: string[] } = {}) {
+  const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
+  const jobs = new Map<string, Job>();
+  let open = deferred<Job[]>();
+  const agents = {
+    async markConnected(id: string) {
+      calls.connected.push(id);
+      return true;
+    },
+    async touch(ids: readonly string[]) {
+      calls.touched.push([...ids]);
+    },
+    async markDisconnected(id: string) {
+      calls.disconnected.push(id);
+      return true;
+    },
+    async listConnectedIds() {
+      return options.connected ?? [];
+    },
+  } as unknown as AgentRepository;
+  const jobRepo = {
+    listOpenForAgent: () => open.promise,
+    async findById(id: string) {
+      return jobs.get(id) ?? null;
+    },
+  } as unknown as JobRepository;
+  const jobEvents = new JobEvents();
+  const agentEvents = new AgentEvents();
+  const logs: string[] = [];
+  const log = (_: object, msg: string) => void logs.push(msg);
+  const registry = new StreamRegistry({
+    agents,
+    jobs: jobRepo,
+    clock: { now: () => Date.parse(AT) },
+    jobEvents,
+    agentEvents,
+    logger: { info: log, warn: log, error: log },
+    pingMs: 60_000,
+    disconnectGraceMs: options.graceMs ?? 30,
+  });
+  registry.start();
+  return {
+    registry,
+    calls,
+    jobs,
+    jobEvents,
+    agentEvents,
+    logs,
+    /** The open-jobs answer of the next connect. */
+    openJobs(list: Job[]) {
+      open.resolve(list);
+    },
+    resetOpen() {
+      open = deferred<Job[]>();
+    },
+  };
+}
+
+describe('StreamRegistry', () => {
+  let cleanup: (() => void) | undefined;
+  afterEach(() => cleanup?.());
+
+  it('sends each job once when jobs are created while the open jobs are being read', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['j1', 'j2', 'j3']) s.jobs.set(id, job(id));
+    const sink = new FakeSink();
+    const connecting = s.registry.connect('a1', sink);
+    await tick();
+    // j2 was committed before the read and announced after it started; j3 after.
+    s.jobEvents.jobCreated('a1', 'j2');
+    s.jobEvents.jobCreated('a1', 'j3');
+    s.openJobs([job('j1'), job('j2')]);
+    await connecting;
+    expect(sink.jobIds()).toEqual(['j1', 'j2', 'j3']);
+    s.jobs.set('j4', job('j4'));
+    s.jobEvents.jobCreated('a1', 'j4');
+    await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j2', 'j3', 'j4']);
+  });
+
+  it('ignores job events of other agents and jobs no longer open', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    s.jobs.set('x', job('x', 'a2'));
+    s.jobs.set('done', job('done', 'a1', 'success'));
+    s.jobEvents.jobCreated('a2', 'x');
+    s.jobEvents.jobCreated('a1', 'done');
+    s.jobEvents.jobCreated('a1', 'unknown');
+    await tick();
+    expect(sink.jobIds()).toEqual([]);
+  });
+
+  it('closes the previous stream of an agent when a new one connects, without a disconnect', async () => {
+    const s = setup({ graceMs: 10 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const first = new FakeSink();
+    const second = new FakeSink();
+    await s.registry.connect('a1', first);
+    await s.registry.connect('a1', second);
+    expect(first.ended).toBe(true);
+    expect(second.ended).toBe(false);
+    await new Promise((r) => setTimeout(r, 40));
+    expect(s.calls.disconnected).toEqual([]);
+    expect(s.registry.isConnected('a1')).toBe(true);
+  });
+
+  it('marks an agent disconnected only when its dropped stream is not replaced within the grace', async () => {
+    const s = setup({ graceMs: 30 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    sink.drop();
+    await new Promise((r) => setTimeout(r, 10));
+    await s.registry.connect('a1', new FakeSink()); // back in time
+    await new Promise((r) => setTimeout(r, 60));
+    expect(s.calls.disconnected).toEqual([]);
+
+    const b = new FakeSink();
+    await s.registry.connect('b1', b);
+    b.drop();
+    await new Promise((r) => setTimeout(r, 60));
+    expect(s.calls.disconnected).toEqual(['b1']);
+  });
+
+  it("closes a revoked agent's stream at once", async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    s.agentEvents.revoked({ id: 'a1' } as Agent);
+    expect(sink.ended).toBe(true);
+    expect(s.registry.isConnected('a1')).toBe(false);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(s.calls.disconnected).toEqual([]);
+  });
+
+  it('gives agents left connected by a previous run the grace period to come back', async () => {
+    const s = setup({ graceMs: 20, connected: ['gone', 'back'] });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    await tick();
+    await s.registry.connect('back', new FakeSink());
+    await new Promise((r) => setTimeout(r, 60));
+    expect(s.calls.disconnected).toEqual(['gone']);
+  });
+
+  it('ends every stream and refuses new ones once closed', async () => {
+    const s = setup();
+    s.openJobs([]);
+    const a = new FakeSink();
+    const b = new FakeSink();
+    await s.registry.connect('a1', a);
+    await s.registry.connect('b1', b);
+    s.registry.close();
+    expect([a.ended, b.ended]).toEqual([true, true]);
+    expect(s.registry.size).toBe(0);
+    const late = new FakeSink();
+    await s.registry.connect('c1', late);
+    expect(late.ended).toBe(true);
+    await new Promise((r) => setTimeout(r, 60));
+    expect(s.calls.disconnected).toEqual([]);
+  });
+});

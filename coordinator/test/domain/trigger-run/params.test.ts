@@ -1,0 +1,104 @@
+import type { ParamDefinition } from '@drover/shared';
+import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/errors.js';
+import { MAX_PARAMS_DEPTH, resolveRunParams } from '../../../src/domain/trigger-run/params.js';
+
+const schema: ParamDefinition[] = [
+  { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
+  { name: 'replicas', type: 'number', min: 1, max: 10, default: 2 },
+  { name: 'tag', type: 'string', pattern: '^v\\d+$' },
+  { name: 'dryRun', type: 'boolean' },
+  { name: 'region', type: 'string', required: true, default: 'eu' },
+];
+
+/** The details of the 422 that `fn` throws. */
+function problems(fn: () => unknown): { path: string; message: string }[] {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(AppError);
+    expect((error as AppError).code).toBe('validation_failed');
+    return (error as AppError).details as { path: string; message: string }[];
+  }
+  throw new Error('expected a 422');
+}
+
+describe('resolveRunParams', () => {
+  it('applies defaults, a required parameter with a default included', () => {
+    expect(resolveRunParams(schema, { env: 'prod' })).toEqual({ env: 'prod', replicas: 2, region: 'eu' });
+  });
+
+  it('keeps values sent, and parameters the schema does not declare', () => {
+    expect(
+      resolveRunParams(schema, { env: 'staging', replicas: 10, tag: 'v3', dryRun: true, region: 'us', note: { x: 1 } }),
+    ).toEqual({
+      env: 'staging',
+      replicas: 10,
+      tag: 'v3',
+      dryRun: true,
+      region: 'us',
+      note: { x: 1 },
+    });
+  });
+
+  it('passes everything through without a schema', () => {
+    const params = { a: [1, { b: null }], c: 'x' };
+    expect(resolveRunParams(null, params)).toBe(params);
+    expect(resolveRunParams([], undefined)).toEqual({});
+  });
+
+  it('refuses a missing required parameter, saying what is expected', () => {
+    expect(problems(() => resolveRunParams(schema, {}))).toEqual([
+      { path: 'body.params.env', message: 'is required (one of `staging`, `prod`)' },
+    ]);
+    expect(problems(() => resolveRunParams([{ name: 'n', type: 'number', required: true }], undefined))).toEqual([
+      { path: 'body.params.n', message: 'is required (a number)' },
+    ]);
+  });
+
+  it.each([
+    ['a number as a string', { replicas: '3' }, 'replicas', 'must be a number, got `3` (string)'],
+    ['a number below min', { replicas: 0 }, 'replicas', 'must be at least 1, got `0` (number)'],
+    ['a number above max', { replicas: 10.5 }, 'replicas', 'must be at most 10, got `10.5` (number)'],
+    [
+      'a string not matching the pattern',
+      { tag: 'v1x' },
+      'tag',
+      'must match the pattern `^v\\d+$`, got `v1x` (string)',
+    ],
+    ['a boolean as a string', { dryRun: 'true' }, 'dryRun', 'must be a boolean, got `true` (string)'],
+    ['an enum value not listed', { env: 'dev' }, 'env', 'must be one of `staging`, `prod`, got `dev` (string)'],
+    ['null', { tag: null }, 'tag', 'must be a string, got `null`'],
+  ])('refuses %s, naming the parameter', (_name, given, name, message) => {
+    expect(problems(() => resolveRunParams(schema, { env: 'prod', ...given }))).toEqual([
+      { path: `body.params.${name}`, message },
+    ]);
+  });
+
+  it('reports every problem at once', () => {
+    expect(problems(() => resolveRunParams(schema, { replicas: 99, tag: 'x' })).map((p) => p.path)).toEqual([
+      'body.params.env',
+      'body.params.replicas',
+      'body.params.tag',
+    ]);
+  });
+
+  it('accepts a pattern match again after a cached refusal', () => {
+    expect(() => resolveRunParams(schema, { env: 'prod', tag: 'nope' })).toThrow(AppError);
+    expect(resolveRunParams(schema, { env: 'prod', tag: 'v12' }).tag).toBe('v12');
+  });
+
+  it('refuses payloads that are not plain JSON, with or without a schema', () => {
+    let deep: unknown = 'leaf';
+    for (let i = 0; i < MAX_PARAMS_DEPTH + 1; i++) deep = [deep];
+    expect(problems(() => resolveRunParams(null, { deep }))).toEqual([
+      { path: 'body.params.deep', message: `is nested more than ${MAX_PARAMS_DEPTH} levels deep` },
+    ]);
+    expect(problems(() => resolveRunParams(schema, { env: 'prod', big: { x: Infinity } }))).toEqual([
+      { path: 'body.params.big', message: 'must be a finite number, got `Infinity` (number)' },
+    ]);
+    let ok: unknown = 'leaf';
+    for (let i = 0; i < MAX_PARAMS_DEPTH - 1; i++) ok = [ok];
+    expect(resolveRunParams(null, { ok })).toEqual({ ok });
+  });
+});

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import type { Trigger } from '../../../src/db/repositories/triggers.js';
+import { AppError } from '../../../src/errors.js';
+import {
+  checkTriggerGranted,
+  requireTriggerGrant,
+  resolveRunRequest,
+  type TriggerRunBody,
+} from '../../../src/domain/trigger-run/request.js';
+
+const trigger: Trigger = {
+  id: 't1',
+  orgId: 'o1',
+  name: 'deploy',
+  type: 'webhook',
+  agentId: 'a1',
+  scopeType: 'workflow',
+  workflowName: 'deploy',
+  responseMode: 'async',
+  responseTimeoutMs: 30_000,
+  allowedRefs: null,
+  allowDebug: false,
+  notifyProvider: null,
+  notifyTeamId: null,
+  notifyChannelId: null,
+  notifyOn: 'none',
+  cronExpression: null,
+  cronTimezone: null,
+  cronEnabled: null,
+  chatTeamId: null,
+  chatChannelId: null,
+  chatKeyword: null,
+  createdBy: null,
+  createdAt: '2030-01-01T00:00:00.000Z',
+  updatedAt: '2030-01-01T00:00:00.000Z',
+};
+type Issuer = { issuerRole: 'owner' | 'member' | null };
+const owner: Issuer = { issuerRole: 'owner' };
+const member: Issuer = { issuerRole: 'member' };
+
+const resolve = (body: TriggerRunBody, over: Partial<Trigger> = {}, token: Issuer = owner, agentRevoked = false) =>
+  resolveRunRequest({ trigger: { ...trigger, ...over }, agentRevoked }, body, token);
+
+/** The AppError `fn` throws. */
+function refusal(fn: () => unknown): AppError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(AppError);
+    return error as AppError;
+  }
+  throw new Error('expected an error');
+}
+
+describe('trigger grants', () => {
+  it('refuses a token without a trigger grant', () => {
+    expect(refusal(() => requireTriggerGrant({ scopes: [{ type: 'agent', agentIds: ['a1'] }] })).code).toBe(
+      'forbidden',
+    );
+    expect(requireTriggerGrant({ scopes: [{ type: 'trigger', triggerIds: ['t1'] }] })).toEqual(['t1']);
+  });
+
+  it('refuses a trigger the grant does not list', () => {
+    expect(() => checkTriggerGranted(['t1'], 't1')).not.toThrow();
+    expect(refusal(() => checkTriggerGranted(['t1'], 't2')).code).toBe('forbidden');
+  });
+});
+
+describe('resolveRunRequest', () => {
+  it("runs the trigger's own workflow and ignores workflowName for a workflow-scoped trigger", () => {
+    expect(resolve({ workflowName: 'other', ref: 'main' })).toEqual({
+      workflowName: 'deploy',
+      ref: 'main',
+      debug: false,
+      forced: false,
+      forceReason: null,
+    });
+  });
+
+  it('refuses a cron or chat trigger with 403', () => {
+    expect(refusal(() => resolve({}, { type: 'cron' })).code).toBe('forbidden');
+    expect(refusal(() => resolve({}, { type: 'slack' })).message).toContain('webhook');
+  });
+
+  it('refuses a ref outside allowedRefs with 403 and a missing one with 422', () => {
+    const over = { allowedRefs: ['main'] };
+    expect(resolve({ ref: 'main' }, over).ref).toBe('main');
+    expect(refusal(() => resolve({ ref: 'dev' }, over)).code).toBe('forbidden');
+    expect(refusal(() => resolve({}, over)).details).toEqual([
+      { path: 'body.ref', message: expect.stringContaining('required') },
+    ]);
+  });
+
+  it('refuses debug without allowDebug with 403', () => {
+    expect(refusal(() => resolve({ debug: true })).code).toBe('forbidden');
+    expect(resolve({ debug: true }, { allowDebug: true }).debug).toBe(true);
+    expect(resolve({ debug: false }).debug).toBe(false);
+  });
+
+  it('requires a valid workflowName for an agent-scoped trigger', () => {
+    const over = { scopeType: 'agent' as const, workflowName: null };
+    expect(resolve({ workflowName: 'lint' }, over).workflowName).toBe('lint');
+    expect(refusal(() => resolve({}, over)).details).toEqual([
+      { path: 'body.workflowName', message: expect.stringContaining('required') },
+    ]);
+    for (const bad of ['', '-x', 'a b', 'x'.repeat(129)]) {
+      expect(refusal(() => resolve({ workflowName: bad }, over)).code).toBe('validation_failed');
+    }
+  });
+
+  it("allows force only for an owner's token, with a reason", () => {
+    expect(resolve({ force: true, forceReason: ' why ' })).toMatchObject({ forced: true, forceReason: 'why' });
+    expect(refusal(() => resolve({ force: true, forceReason: 'why' }, {}, member)).code).toBe('forbidden');
+    // Rights come before the missing reason.
+    expect(refusal(() => resolve({ force: true }, {}, member)).code).toBe('forbidden');
+    const missing = refusal(() => resolve({ force: true, forceReason: ' ' }));
+    expect(missing.message).toBe('forceReason is required when force=true');
+    expect(missing.details).toEqual([{ path: 'body.forceReason', message: 'forceReason is required when force=true' }]);
+    expect(refusal(() => resolve({ forceReason: 'why' })).details).toEqual([
+      { path: 'body.forceReason', message: 'is used only with force=true' },
+    ]);
+  });
+
+  it("answers 409 when the trigger's agent is revoked, after the rights checks", () => {
+    expect(refusal(() => resolve({}, {}, owner, true)).code).toBe('conflict');
+    expect(refusal(() => resolve({ debug: true }, {}, owner, true)).code).toBe('forbidden');
+  });
+
+  it('lists every invalid field at once', () => {
+    const error = refusal(() =>
+      resolve({ force: true }, { scopeType: 'agent', workflowName: null, allowedRefs: ['main'] }),
+    );
+    expect((error.details as { path: string }[]).map((d) => d.path)).toEqual([
+      'body.ref',
+      'body.workflowName',
+      'body.forceReason',
+    ]);
+  });
+});

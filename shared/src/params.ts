@@ -1,0 +1,141 @@
+import type { ParamDefinition } from './wire.js';
+
+/**
+ * The meaning of a workflow's `paramsSchema` items, shared by the coordinator (which checks the
+ * definitions an agent reports and validates trigger-run params) and the agent (which checks its
+ * workflow files before reporting them), so that both agree on what a valid definition is.
+ *
+ * - `string`: `pattern` (optional) is a JavaScript regular expression compiled with the `u` flag
+ *   and tested unanchored, as JSON Schema's `pattern` is (write `^...$` to match the whole value).
+ * - `number`: any finite number; `min` and `max` (optional) are inclusive bounds.
+ * - `boolean`: true or false.
+ * - `enum`: one of `options`, a non-empty list of distinct strings.
+ * A keyword that does not belong to the item's type (`options` on a string, `pattern` on a
+ * number, `min` on a boolean...) is refused rather than ignored, so a typo cannot silently turn
+ * a check off. `default`, when given, must itself be a valid value.
+ *
+ * The JSON schema `ParamDefinition` (wire.ts) has already checked types, lengths and unknown keys.
+ */
+
+/** One problem: where (a dotted path such as `body.workflows.0.paramsSchema.1.min`) and what. */
+export interface ParamProblem {
+  path: string;
+  message: string;
+}
+
+export function paramsSchemaProblems(params: readonly ParamDefinition[], path: string): ParamProblem[] {
+  const problems: ParamProblem[] = [];
+  const seen = new Map<string, number>();
+  params.forEach((param, i) => {
+    const at = `${path}.${i}`;
+    const first = seen.get(param.name);
+    if (first === undefined) seen.set(param.name, i);
+    else problems.push({ path: `${at}.name`, message: `duplicates ${path}.${first}.name \`${param.name}\`` });
+    problems.push(...paramDefinitionProblems(param, at));
+  });
+  return problems;
+}
+
+const KEYWORDS_BY_TYPE: Record<ParamDefinition['type'], ReadonlySet<'pattern' | 'options' | 'min' | 'max'>> = {
+  string: new Set(['pattern']),
+  number: new Set(['min', 'max']),
+  boolean: new Set(),
+  enum: new Set(['options']),
+};
+
+export function paramDefinitionProblems(param: ParamDefinition, at: string): ParamProblem[] {
+  const problems: ParamProblem[] = [];
+  for (const keyword of ['pattern', 'options', 'min', 'max'] as const) {
+    if (param[keyword] !== undefined && !KEYWORDS_BY_TYPE[param.type].has(keyword)) {
+      problems.push({ path: `${at}.${keyword}`, message: `does not apply to a parameter of type \`${param.type}\`` });
+    }
+  }
+  if (param.pattern !== undefined && compilePattern(param.pattern) === null) {
+    problems.push({
+      path: `${at}.pattern`,
+      message: `must be a valid regular expression, got ${describeValue(param.pattern)}`,
+    });
+  }
+  if (param.type === 'enum') {
+    if (!param.options || param.options.length === 0) {
+      problems.push({ path: `${at}.options`, message: 'must list at least one value for a parameter of type `enum`' });
+    } else {
+      problems.push(...duplicateValues(param.options, `${at}.options`));
+    }
+  }
+  for (const bound of ['min', 'max'] as const) {
+    const value = param[bound];
+    if (value !== undefined && !Number.isFinite(value)) {
+      problems.push({ path: `${at}.${bound}`, message: `must be a finite number, got ${describeValue(value)}` });
+    }
+  }
+  if (param.min !== undefined && param.max !== undefined && param.min > param.max) {
+    problems.push({ path: `${at}.min`, message: `must not be greater than max (${param.max}), got \`${param.min}\`` });
+  }
+  if (param.default !== undefined && problems.length === 0) {
+    const problem = paramValueProblem(param, param.default);
+    if (problem) problems.push({ path: `${at}.default`, message: problem });
+  }
+  return problems;
+}
+
+/**
+ * Why `value` is not acceptable for `param` ("must be ..., got ..."), or null when it is. Used for
+ * `default` here and for trigger-run params, so both agree on what a value is.
+ */
+export function paramValueProblem(param: ParamDefinition, value: unknown): string | null {
+  switch (param.type) {
+    case 'string': {
+      if (typeof value !== 'string') return `must be a string, got ${describeValue(value)}`;
+      const regexp = param.pattern === undefined ? null : compilePattern(param.pattern);
+      if (regexp && !regexp.test(value))
+        return `must match the pattern \`${param.pattern}\`, got ${describeValue(value)}`;
+      return null;
+    }
+    case 'number': {
+      if (typeof value !== 'number' || !Number.isFinite(value)) return `must be a number, got ${describeValue(value)}`;
+      if (param.min !== undefined && value < param.min)
+        return `must be at least ${param.min}, got ${describeValue(value)}`;
+      if (param.max !== undefined && value > param.max)
+        return `must be at most ${param.max}, got ${describeValue(value)}`;
+      return null;
+    }
+    case 'boolean':
+      return typeof value === 'boolean' ? null : `must be a boolean, got ${describeValue(value)}`;
+    case 'enum': {
+      const options = param.options ?? [];
+      if (typeof value === 'string' && options.includes(value)) return null;
+      return `must be one of ${options.map((o) => `\`${o}\``).join(', ')}, got ${describeValue(value)}`;
+    }
+  }
+}
+
+/** The parameter's `pattern` as a RegExp (flag `u`, unanchored), or null when it does not compile. */
+export function compilePattern(pattern: string): RegExp | null {
+  try {
+    return new RegExp(pattern, 'u');
+  } catch {
+    return null;
+  }
+}
+
+/** Problems for values repeated in a list (`path.<i>`: duplicates an earlier value ...). */
+export function duplicateValues(values: readonly string[], path: string): ParamProblem[] {
+  const seen = new Set<string>();
+  const problems: ParamProblem[] = [];
+  values.forEach((value, i) => {
+    if (seen.has(value))
+      problems.push({ path: `${path}.${i}`, message: `duplicates an earlier value ${describeValue(value)}` });
+    seen.add(value);
+  });
+  return problems;
+}
+
+/** Describes a value for "expected X, got Y" messages (the coordinator's `describe`, errors.ts). */
+export function describeValue(value: unknown): string {
+  if (value === null) return '`null`';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return `\`${value.length > 40 ? `${value.slice(0, 40)}…` : value}\` (string)`;
+  if (typeof value === 'object') return 'an object';
+  return `\`${String(value)}\` (${typeof value})`;
+}

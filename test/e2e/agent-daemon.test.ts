@@ -1,0 +1,328 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import {
+  enrollAgentStateDir,
+  eventually,
+  startCuttableProxy,
+  startDaemonProcess,
+  stopDaemonProcess,
+  writeWorkflowFile,
+  type AgentStateDir,
+  type DaemonProcess,
+} from '../helpers/agent-daemon.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { createTestJob } from '../helpers/jobs.js';
+
+/** The real `drover-agent run` against a real coordinator (docs/agent.md, "The agent daemon"). */
+
+let t: TestCoordinator;
+const daemons: DaemonProcess[] = [];
+const stateDirs: string[] = [];
+beforeAll(async () => {
+  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+});
+afterAll(async () => {
+  await t?.close();
+  for (const dir of stateDirs) fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+});
+afterEach(async () => {
+  for (const daemon of daemons.splice(0)) await stopDaemonProcess(daemon);
+});
+
+async function enrolled(url?: string): Promise<AgentStateDir> {
+  const a = await enrollAgentStateDir(t, url);
+  stateDirs.push(a.stateDir);
+  return a;
+}
+
+function start(stateDir: string, args: string[] = []): DaemonProcess {
+  const daemon = startDaemonProcess(stateDir, args);
+  daemons.push(daemon);
+  return daemon;
+}
+
+async function job(id: string): Promise<Record<string, any>> {
+  const res = await t.owner.get(`/jobs/${id}`);
+  expect(res.status).toBe(200);
+  return res.body;
+}
+
+async function settled(id: string, timeoutMs = 20_000): Promise<Record<string, any>> {
+  return eventually(
+    async () => {
+      const j = await job(id);
+      return ['success', 'failed', 'timed_out', 'cancelled', 'rejected'].includes(j.status) ? j : undefined;
+    },
+    timeoutMs,
+    `job ${id} to settle`,
+  );
+}
+
+async function connected(daemon: DaemonProcess, agentId: string): Promise<void> {
+  await eventually(() => daemon.status()?.connection === 'connected', 20_000, 'the daemon to connect');
+  await eventually(
+    async () => (await t.owner.get(`/orgs/${t.orgId}/agents/${agentId}`)).body.status === 'connected',
+    10_000,
+    'the agent to be connected',
+  );
+}
+
+describe('drover-agent run', () => {
+  let a: AgentStateDir;
+  beforeAll(async () => {
+    a = await enrolled();
+    writeWorkflowFile(
+      a.stateDir,
+      'build',
+      [
+        'name: build',
+        'description: builds things',
+        'version: "2"',
+        'secrets: [API_KEY]',
+        'timeout: 1m',
+        'params:',
+        '  - {name: env, type: string}',
+        'steps:',
+        '  - name: greet',
+        '    run: echo "building for $DROVER_PARAM_ENV on $DROVER_REF with key $API_KEY"; echo "partial" >&2',
+        '    shell: true',
+        '  - name: output',
+        '    run: echo "version=1.2.3" >> "$DROVER_OUTPUT"; echo "key=$API_KEY" >> "$DROVER_OUTPUT"; pwd',
+        '    shell: true',
+        '',
+      ].join('\n'),
+    );
+    fs.writeFileSync(path.join(a.stateDir, 'secrets.yaml'), 'API_KEY: "k-123-secret"\n', { mode: 0o600 });
+  });
+
+  it('reports its workflows, runs a job end to end with its log lines and output, and masks secrets', async () => {
+    const daemon = start(a.stateDir);
+    await connected(daemon, a.agentId);
+    const workflows = await t.owner.get(`/orgs/${t.orgId}/workflows`);
+    expect(workflows.body.map((w: { name: string }) => w.name)).toContain('build');
+
+    const created = createTestJob(t, a.agent, { workflowName: 'build', params: { env: 'prod' }, ref: 'v1' });
+    const done = await settled(created.id);
+    expect(done).toMatchObject({
+      status: 'success',
+      exitCode: 0,
+      errorMessage: null,
+      output: { version: '1.2.3', key: '***' },
+    });
+    const texts = done.logs.map((l: { text: string }) => l.text);
+    expect(texts).toContain('building for prod on v1 with key ***');
+    expect(texts.join('\n')).not.toContain('k-123-secret');
+    expect(done.logs.find((l: { text: string }) => l.text === 'partial')).toMatchObject({ stream: 'stderr', step: 0 });
+    expect(done.logs.map((l: { seq: number }) => l.seq)).toEqual(done.logs.map((_: unknown, i: number) => i + 1));
+    expect(texts.some((text: string) => text.endsWith(`/jobs/${created.id}/workspace`))).toBe(true);
+    const journalFile = path.join(a.stateDir, 'jobs', created.id, 'journal.json');
+    await eventually(
+      () => JSON.parse(fs.readFileSync(journalFile, 'utf8')).finalDelivered === true,
+      5000,
+      'the journal',
+    );
+    expect(JSON.parse(fs.readFileSync(journalFile, 'utf8'))).toMatchObject({ state: 'finished' });
+    const agentLog = fs.readFileSync(path.join(a.stateDir, 'logs', 'agent.log'), 'utf8');
+    expect(agentLog).toContain('building for prod on v1 with key ***');
+    expect(agentLog).not.toContain('k-123-secret');
+  });
+
+  it('picks up workflow changes without a restart, reports them, and shows invalid files in status.json', async () => {
+    const w = await enrolled();
+    writeWorkflowFile(w.stateDir, 'one', 'name: one\nsteps:\n  - run: "true"\n');
+    const daemon = start(w.stateDir);
+    await connected(daemon, w.agentId);
+    const names = async () =>
+      (await t.owner.get(`/orgs/${t.orgId}/workflows`)).body
+        .filter((x: { agentId: string }) => x.agentId === w.agentId)
+        .map((x: { name: string }) => x.name)
+        .sort();
+    expect(await names()).toEqual(['one']);
+    writeWorkflowFile(w.stateDir, 'two', 'name: two\nsteps:\n  - run: "true"\n');
+    writeWorkflowFile(w.stateDir, 'broken', 'name: broken\nsteps:\n  - run: "true"\n    timeout: soon\n');
+    await eventually(async () => (await names()).length === 2, 10_000, 'the new workflow to be reported');
+    expect(await names()).toEqual(['one', 'two']);
+    const status = await eventually(
+      () => {
+        const s = daemon.status();
+        return s?.workflows.invalid.length ? s : undefined;
+      },
+      5000,
+      'status.json to list the invalid file',
+    );
+    expect(status.workflows).toEqual({
+      loaded: 2,
+      invalid: [
+        { file: 'broken.yaml', message: expect.stringMatching(/^line 4: steps\[0\]\.timeout: expected a duration/) },
+      ],
+    });
+  });
+
+  it('rejects a job that finds the queue full, and runs the others one at a time', async () => {
+    const b = await enrolled();
+    writeWorkflowFile(b.stateDir, 'slow', 'name: slow\nsteps:\n  - run: sleep 1.5\n    shell: true\n');
+    const daemon = start(b.stateDir, ['--queue-capacity', '1']);
+    await connected(daemon, b.agentId);
+    const first = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
+    await eventually(async () => (await job(first.id)).status === 'running', 10_000, 'the first job to run');
+    const second = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
+    await eventually(async () => (await job(second.id)).status === 'queued', 10_000, 'the second job to be queued');
+    const third = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
+    expect(await settled(third.id)).toMatchObject({
+      status: 'rejected',
+      errorMessage: "the agent's job queue is full: 1 job already waiting",
+    });
+    await daemon.waitForLog((r) => r.jobId === third.id && r.msg === 'job queue full; rejecting');
+    const [one, two] = [await settled(first.id), await settled(second.id)];
+    expect([one.status, two.status]).toEqual(['success', 'success']);
+    expect(Date.parse(two.startedAt)).toBeGreaterThanOrEqual(Date.parse(one.finishedAt));
+  });
+
+  it('rejects a job whose workflow it does not have', async () => {
+    const c = await enrolled();
+    const daemon = start(c.stateDir);
+    await connected(daemon, c.agentId);
+    const unknown = createTestJob(t, c.agent, { workflowName: 'nope', params: {} });
+    const done = await settled(unknown.id);
+    expect(done.status).toBe('rejected');
+    expect(done.errorMessage).toMatch(/^the agent does not know this workflow: no valid workflow named nope in /);
+  });
+
+  it('ends a job interrupted by a crash (kill -9) as failed after the restart, and kills what the step left running', async () => {
+    const d = await enrolled();
+    const marker = path.join(path.dirname(d.stateDir), 'step.pid');
+    writeWorkflowFile(
+      d.stateDir,
+      'hang',
+      `name: hang\nsteps:\n  - run: echo $$ > ${marker}; echo started; sleep 60\n    shell: true\n`,
+    );
+    const first = start(d.stateDir);
+    await connected(first, d.agentId);
+    const running = createTestJob(t, d.agent, { workflowName: 'hang', params: {} });
+    await eventually(
+      async () => (await job(running.id)).logs.some((l: { text: string }) => l.text === 'started'),
+      10_000,
+      'the step to start',
+    );
+    await first.kill9();
+    const stepPid = Number(fs.readFileSync(marker, 'utf8'));
+    expect(alive(stepPid)).toBe(true); // the step ran detached: it outlived the agent
+    expect((await job(running.id)).status).toBe('running');
+
+    const second = start(d.stateDir);
+    const done = await settled(running.id);
+    expect(done).toMatchObject({
+      status: 'failed',
+      exitCode: null,
+      errorMessage: 'interrupted: the agent stopped while the job was running (crash or restart)',
+    });
+    try {
+      await eventually(() => !alive(stepPid), 5000, 'the orphaned step to be killed');
+    } finally {
+      if (alive(stepPid)) process.kill(-stepPid, 'SIGKILL'); // never leave it behind
+    }
+    await connected(second, d.agentId);
+    // The job is not run again: one "step 1 ... started" line in the log of both runs, from the first.
+    const starts = second.logRecords().filter((r) => r.jobId === running.id && /^step 1 .*started/.test(r.msg));
+    expect(starts.map((r) => r.pid)).toEqual([first.child.pid]);
+  });
+
+  it('stops gracefully on SIGTERM: the running job finishes within the grace, waiting jobs are cancelled, exit 0', async () => {
+    const e = await enrolled();
+    writeWorkflowFile(e.stateDir, 'short', 'name: short\nsteps:\n  - run: sleep 1; echo done\n    shell: true\n');
+    const daemon = start(e.stateDir, ['--shutdown-grace', '10s']);
+    await connected(daemon, e.agentId);
+    const running = createTestJob(t, e.agent, { workflowName: 'short', params: {} });
+    await eventually(async () => (await job(running.id)).status === 'running', 10_000, 'the job to run');
+    const waiting = createTestJob(t, e.agent, { workflowName: 'short', params: {} });
+    await eventually(async () => (await job(waiting.id)).status === 'queued', 10_000, 'the second job to wait');
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toEqual({ code: 0, signal: null });
+    expect(await job(running.id)).toMatchObject({ status: 'success' });
+    expect(await job(waiting.id)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: 'cancelled: the agent shut down before the job started',
+    });
+    expect(daemon.status()).toMatchObject({ connection: 'disconnected', queue: { running: null, waiting: [] } });
+    expect(fs.readdirSync(path.join(e.stateDir, 'outbox')).filter((n) => n.endsWith('.json'))).toEqual([]);
+    expect(fs.existsSync(path.join(e.stateDir, 'daemon.lock'))).toBe(false);
+  });
+
+  it('kills the running job when the grace period ends and reports it cancelled', async () => {
+    const f = await enrolled();
+    writeWorkflowFile(f.stateDir, 'long', 'name: long\nsteps:\n  - name: wait\n    run: sleep 60\n    shell: true\n');
+    const daemon = start(f.stateDir, ['--shutdown-grace', '500ms']);
+    await connected(daemon, f.agentId);
+    const running = createTestJob(t, f.agent, { workflowName: 'long', params: {} });
+    await eventually(async () => (await job(running.id)).status === 'running', 10_000, 'the job to run');
+    const stoppedAt = Date.now();
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - stoppedAt).toBeLessThan(8000);
+    expect(await job(running.id)).toMatchObject({
+      status: 'cancelled',
+      exitCode: null,
+      errorMessage:
+        'cancelled: the agent shut down and the job did not finish within the 500ms grace period; step 1 (wait) was stopped',
+    });
+  });
+});
+
+describe('when the coordinator cannot be reached', () => {
+  it('keeps the results on disk in the outbox and sends them in order after reconnecting', async () => {
+    const proxy = await startCuttableProxy(t.url);
+    try {
+      const g = await enrolled(proxy.url);
+      writeWorkflowFile(
+        g.stateDir,
+        'offline',
+        'name: offline\nsteps:\n  - run: echo before; sleep 1; echo after; echo result=ok >> "$DROVER_OUTPUT"\n    shell: true\n',
+      );
+      const daemon = start(g.stateDir);
+      await connected(daemon, g.agentId);
+      const created = createTestJob(t, g.agent, { workflowName: 'offline', params: {} });
+      await eventually(async () => (await job(created.id)).status === 'running', 10_000, 'the job to run');
+      await proxy.cut();
+      const outbox = path.join(g.stateDir, 'outbox');
+      const files = await eventually(
+        () => {
+          const names = fs.readdirSync(outbox).filter((n) => n.endsWith('.json'));
+          return names.some((n) => n.includes('-finish-')) ? names.sort() : undefined;
+        },
+        10_000,
+        'the result to be kept in the outbox',
+      );
+      expect(files.at(-1)).toMatch(/^\d{12}-finish-/);
+      expect(daemon.status()?.connection).not.toBe('connected');
+      expect((await job(created.id)).status).toBe('running');
+
+      await proxy.restore();
+      const done = await settled(created.id, 40_000);
+      expect(done).toMatchObject({ status: 'success', output: { result: 'ok' } });
+      expect(done.logs.map((l: { text: string }) => l.text)).toEqual(expect.arrayContaining(['before', 'after']));
+      await eventually(
+        () => fs.readdirSync(outbox).filter((n) => n.endsWith('.json')).length === 0,
+        10_000,
+        'the outbox to empty',
+      );
+      await daemon.waitForLog((r) => /the coordinator is reachable again; sent \d+ report/.test(r.msg));
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return true;
+  }
+}

@@ -1,0 +1,238 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { signRequest } from '@drover/shared';
+import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
+import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { createTestJob, finishBody } from '../helpers/jobs.js';
+import { eventually, openAgentStream, type AgentStream } from '../helpers/sse.js';
+
+const PING_MS = 100;
+const GRACE_MS = 400;
+
+interface AgentView {
+  status: string;
+  lastSeenAt: string | null;
+}
+
+describe('agent stream', () => {
+  let t: TestCoordinator;
+  const streams: AgentStream[] = [];
+  beforeAll(async () => {
+    t = await startTestCoordinator({
+      env: { DROVER_STREAM_PING_MS: String(PING_MS), DROVER_AGENT_DISCONNECT_GRACE_MS: String(GRACE_MS) },
+    });
+  });
+  afterAll(() => t?.close());
+  afterEach(() => {
+    for (const s of streams.splice(0)) s.close();
+  });
+
+  const open = async (agent: TestAgent) => {
+    const s = await openAgentStream(t.url, agent);
+    streams.push(s);
+    return s;
+  };
+  const agentView = async (agent: TestAgent) =>
+    (await t.owner.get<AgentView>(`/orgs/${t.orgId}/agents/${agent.agentId}`)).body;
+  const statusIs = (agent: TestAgent, status: string) =>
+    eventually(async () => (await agentView(agent)).status === status);
+
+  it('answers with an event stream and turns a pending agent connected', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    expect((await agentView(agent)).status).toBe('pending');
+    const s = await open(agent);
+    expect(s.status).toBe(200);
+    expect(s.headers.get('content-type')).toBe('text/event-stream');
+    expect(s.headers.get('cache-control')).toBe('no-cache');
+    expect(s.headers.get('x-accel-buffering')).toBe('no');
+    expect(s.headers.get('x-request-id')).toBeTruthy();
+    await statusIs(agent, 'connected');
+    expect((await agentView(agent)).lastSeenAt).not.toBeNull();
+  });
+
+  it('sends pings with a ping-<ms> id and moves lastSeenAt with them', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const s = await open(agent);
+    const ping = await s.next((e) => e.event === 'ping');
+    expect(ping.id).toMatch(/^ping-\d+$/);
+    const data = JSON.parse(ping.data) as { at: string };
+    expect(Number(ping.id!.slice(5))).toBe(Date.parse(data.at));
+    const first = (await agentView(agent)).lastSeenAt!;
+    await s.next((e) => e.event === 'ping');
+    await s.next((e) => e.event === 'ping');
+    await eventually(async () => Date.parse((await agentView(agent)).lastSeenAt!) > Date.parse(first));
+    expect((await agentView(agent)).status).toBe('connected');
+  });
+
+  it('refuses unsigned, badly signed and query-carrying stream requests without opening a stream', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const unsigned = await fetch(`${t.url}/v1/agent/stream`);
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toMatchObject({ statusCode: 401, code: 'unauthorized' });
+
+    const other = await enrollTestAgent(t.owner, t.orgId);
+    const forged = await openAgentStream(t.url, { agentId: agent.agentId, privateKey: other.privateKey });
+    expect(forged.status).toBe(401);
+    expect(JSON.parse(forged.text!)).toMatchObject({ code: 'unauthorized' });
+
+    const withQuery = await openAgentStream(t.url, agent, { path: '/v1/agent/stream?since=1' });
+    expect(withQuery.status).toBe(422);
+    expect(JSON.parse(withQuery.text!)).toMatchObject({ code: 'validation_failed' });
+
+    const head = await fetch(`${t.url}/v1/agent/stream`, {
+      method: 'HEAD',
+      headers: signRequest({
+        agentId: agent.agentId,
+        privateKey: agent.privateKey,
+        method: 'HEAD',
+        path: '/v1/agent/stream',
+      }),
+    });
+    expect(head.status).toBe(404);
+    expect((await agentView(agent)).status).toBe('pending');
+  });
+
+  it('marks the agent disconnected once its stream has stayed down for the grace period', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const s = await open(agent);
+    await statusIs(agent, 'connected');
+    const droppedAt = Date.now();
+    s.close();
+    await new Promise((r) => setTimeout(r, GRACE_MS / 2));
+    expect((await agentView(agent)).status).toBe('connected');
+    await statusIs(agent, 'disconnected');
+    expect(Date.now() - droppedAt).toBeGreaterThanOrEqual(GRACE_MS - 50);
+    expect((await agentView(agent)).lastSeenAt).not.toBeNull();
+
+    // And back to connected when it returns.
+    await open(agent);
+    await statusIs(agent, 'connected');
+  });
+
+  it('keeps the agent connected when it reconnects within the grace period', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const first = await open(agent);
+    await statusIs(agent, 'connected');
+    first.close();
+    await new Promise((r) => setTimeout(r, GRACE_MS / 4));
+    await open(agent);
+    await new Promise((r) => setTimeout(r, GRACE_MS * 2));
+    expect((await agentView(agent)).status).toBe('connected');
+  });
+
+  it('closes the previous stream when the agent opens a second one', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const first = await open(agent);
+    await first.next((e) => e.event === 'ping');
+    const second = await open(agent);
+    await first.ended;
+    await second.next((e) => e.event === 'ping');
+    expect(second.isEnded).toBe(false);
+    // The replaced stream's end does not start the disconnect timer.
+    await new Promise((r) => setTimeout(r, GRACE_MS * 2));
+    expect((await agentView(agent)).status).toBe('connected');
+    const job = createTestJob(t, agent);
+    expect((await second.nextJob()).jobId).toBe(job.id);
+  });
+
+  it("closes a revoked agent's stream at once and refuses its next one", async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const s = await open(agent);
+    await statusIs(agent, 'connected');
+    expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${agent.agentId}`)).status).toBe(200);
+    await s.ended;
+    const again = await openAgentStream(t.url, agent);
+    expect(again.status).toBe(401);
+    await new Promise((r) => setTimeout(r, GRACE_MS * 2));
+    expect((await agentView(agent)).status).toBe('revoked');
+  });
+
+  it('delivers the open jobs on connect, oldest first, with their status, and never finished ones', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const pending = createTestJob(t, agent, { workflowName: 'a', params: { n: 1 }, ref: null, debug: true });
+    const queued = createTestJob(t, agent, { workflowName: 'b', timeoutMs: null });
+    const running = createTestJob(t, agent, { workflowName: 'c' });
+    const finished = createTestJob(t, agent, { workflowName: 'd' });
+    createTestJob(t, agent, { workflowName: 'e', status: 'rejected', errorMessage: 'limit' });
+    expect((await agent.request('POST', `/v1/agent/jobs/${queued.id}/accept`)).status).toBe(200);
+    expect((await agent.request('POST', `/v1/agent/jobs/${running.id}/start`)).status).toBe(200);
+    expect((await agent.request('POST', `/v1/agent/jobs/${finished.id}/finish`, finishBody())).status).toBe(200);
+
+    const s = await open(agent);
+    await s.next((e) => e.event === 'ping');
+    const jobs = s.events.filter((e) => e.event === 'job');
+    expect(jobs.map((e) => e.id)).toEqual([pending.id, queued.id, running.id]);
+    expect(JSON.parse(jobs[0]!.data)).toEqual({
+      jobId: pending.id,
+      kind: 'trigger',
+      workflowName: 'a',
+      params: { n: 1 },
+      ref: null,
+      debug: true,
+      timeoutMs: 60_000,
+      status: 'pending',
+      createdAt: pending.createdAt,
+    });
+    expect(jobs.map((e) => JSON.parse(e.data).status)).toEqual(['pending', 'queued', 'running']);
+    expect(JSON.parse(jobs[1]!.data).timeoutMs).toBeNull();
+  });
+
+  it('pushes a job created while the agent is connected, and only to that agent', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const other = await enrollTestAgent(t.owner, t.orgId);
+    const s = await open(agent);
+    const o = await open(other);
+    await s.next((e) => e.event === 'ping');
+    await o.next((e) => e.event === 'ping');
+    const job = createTestJob(t, agent, { workflowName: 'live' });
+    const received = await s.next((e) => e.event === 'job');
+    expect(received.id).toBe(job.id);
+    expect(JSON.parse(received.data)).toMatchObject({ jobId: job.id, workflowName: 'live', status: 'pending' });
+    await o.next((e) => e.event === 'ping');
+    await o.next((e) => e.event === 'ping');
+    expect(o.events.some((e) => e.event === 'job')).toBe(false);
+  });
+
+  it('redelivers open jobs after a reconnect, each once, and leaves out those finished meanwhile', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const first = await open(agent);
+    await first.next((e) => e.event === 'ping');
+    const a = createTestJob(t, agent);
+    const b = createTestJob(t, agent);
+    expect((await first.nextJob()).jobId).toBe(a.id);
+    expect((await first.nextJob()).jobId).toBe(b.id);
+    first.close();
+    expect((await agent.request('POST', `/v1/agent/jobs/${a.id}/finish`, finishBody())).status).toBe(200);
+    const c = createTestJob(t, agent); // created while no stream is open
+    const second = await open(agent);
+    await second.next((e) => e.event === 'ping');
+    await second.next((e) => e.event === 'ping');
+    expect(second.events.filter((e) => e.event === 'job').map((e) => e.id)).toEqual([b.id, c.id]);
+  });
+});
+
+describe('agent stream at shutdown and restart', () => {
+  it('ends open streams when the coordinator closes, and a restarted coordinator expires the stale connection', async () => {
+    const dataDir = makeTempDir();
+    const env = { DROVER_STREAM_PING_MS: '100', DROVER_AGENT_DISCONNECT_GRACE_MS: '300' };
+    const first = await startTestCoordinator({ dataDir, env });
+    let second: TestCoordinator | undefined;
+    try {
+      const agent = await enrollTestAgent(first.owner, first.orgId);
+      const s = await openAgentStream(first.url, agent);
+      await s.next((e) => e.event === 'ping');
+      const started = Date.now();
+      await first.close();
+      await s.ended;
+      expect(Date.now() - started).toBeLessThan(5_000);
+
+      second = await startTestCoordinator({ dataDir, env });
+      const view = async () =>
+        (await second!.owner.get<AgentView>(`/orgs/${second!.orgId}/agents/${agent.agentId}`)).body;
+      expect((await view()).status).toBe('connected');
+      await eventually(async () => (await view()).status === 'disconnected');
+    } finally {
+      await first.close();
+      await second?.close();
+    }
+  });
+});

@@ -1,0 +1,47 @@
+import { randomUUID } from 'node:crypto';
+import { INSERT_JOB_SQL, newJobParams, type NewJob } from '../../coordinator/src/db/repositories/job-rows.js';
+import type { TestCoordinator } from './coordinator.js';
+
+/**
+ * Creates a job directly in the coordinator (the way the trigger-run route does: INSERT_JOB_SQL,
+ * then `jobEvents.jobCreated` after the commit) so that stream and job tests need no trigger.
+ * `notify: false` skips the event (a job created while no coordinator was listening).
+ */
+export function createTestJob(
+  t: TestCoordinator,
+  agent: { agentId: string; orgId: string },
+  fields: Partial<NewJob> = {},
+  options: { notify?: boolean } = {},
+): NewJob {
+  const job: NewJob = {
+    id: randomUUID(),
+    orgId: agent.orgId,
+    kind: 'trigger',
+    triggerId: randomUUID(),
+    agentId: agent.agentId,
+    workflowId: null,
+    workflowName: 'deploy',
+    status: 'pending',
+    ref: 'main',
+    debug: false,
+    params: { env: 'staging' },
+    errorMessage: null,
+    forced: false,
+    forceReason: null,
+    apiTokenId: null,
+    userId: null,
+    timeoutMs: 60_000,
+    createdAt: new Date().toISOString(),
+    ...fields,
+  };
+  t.coordinator.db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
+  if (options.notify !== false && job.status === 'pending') {
+    t.coordinator.ctx.jobEvents.jobCreated(job.agentId, job.id);
+  }
+  return job;
+}
+
+/** A finish body with defaults. */
+export function finishBody(fields: Record<string, unknown> = {}) {
+  return { status: 'success', exitCode: 0, errorMessage: null, output: {}, ...fields };
+}

@@ -1,0 +1,198 @@
+import type { WorkflowDefinition } from '@drover/shared';
+import { enrollTestAgent, workflow, type TestAgent } from './agent.js';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from './coordinator.js';
+import type { ApiClient, ApiResponse } from './http.js';
+import { fakeClock } from './members.js';
+import { issueApiToken, type TokenLimits } from './tokens.js';
+
+/**
+ * A coordinator with a fake clock (10:00:01 UTC of today: every window starts fresh, and a test
+ * that does not move the clock never straddles two windows), an enrolled agent with workflows,
+ * and shortcuts for triggers, tokens, calls and job results, for trigger-run tests.
+ */
+
+export const MINUTE = 60_000;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;
+
+export type FakeClock = ReturnType<typeof fakeClock>;
+
+/** A job row as stored (snake_case columns). */
+export interface StoredJob {
+  id: string;
+  status: string;
+  trigger_id: string;
+  agent_id: string;
+  workflow_id: string | null;
+  workflow_name: string;
+  ref: string | null;
+  debug: number;
+  params: string;
+  error_message: string | null;
+  forced: number;
+  force_reason: string | null;
+  api_token_id: string | null;
+  user_id: string | null;
+  finished_at: string | null;
+}
+
+export interface RunFixture {
+  t: TestCoordinator;
+  clock: FakeClock;
+  agent: TestAgent;
+  /** An owner session valid at the fake clock's time. */
+  owner(): Promise<ApiClient>;
+  /** Reports the agent's workflow set, signed at the fake clock's time. */
+  putWorkflows(agent: TestAgent, defs: WorkflowDefinition[]): Promise<void>;
+  /** Creates a trigger through the management API (webhook, async, workflow-scoped by default). */
+  createTrigger(extra?: Record<string, unknown>, agent?: TestAgent): Promise<{ id: string } & Record<string, any>>;
+  /** Issues an API token granting these triggers; returns the plaintext. */
+  token(triggerIds: string[], limits?: TokenLimits, issuer?: ApiClient): Promise<string>;
+  /** `POST /v1/triggers/:id/run`. */
+  run(token: string | null, triggerId: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+  job(jobId: string): StoredJob;
+  jobsOf(triggerId: string): StoredJob[];
+  /** Ends a job of the fixture's agent as the agent would (signed start, then finish). */
+  finish(
+    jobId: string,
+    result: {
+      status: 'success' | 'failed' | 'timed_out' | 'cancelled';
+      exitCode: number | null;
+      errorMessage?: string | null;
+      output?: object;
+    },
+  ): Promise<void>;
+  /** The fixture's agent refuses a pending job (queue full). */
+  reject(jobId: string, message: string): Promise<void>;
+  /** Resolves with the id of the next job created for the agent. */
+  nextJob(agentId?: string): Promise<string>;
+  workflowId(name: string, agentId?: string): string;
+  setWorkflowLimits(workflowId: string, limits: Record<string, number | null>): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Today at 10:00:01 UTC. */
+export function windowAlignedStart(): number {
+  const now = Date.now();
+  return now - (now % DAY) + 10 * HOUR + 1000;
+}
+
+export const WORKFLOWS: WorkflowDefinition[] = [
+  workflow('deploy', {
+    paramsSchema: [
+      { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
+      { name: 'replicas', type: 'number', min: 1, max: 10, default: 2 },
+      { name: 'tag', type: 'string', pattern: '^v\\d+$' },
+      { name: 'dryRun', type: 'boolean' },
+    ],
+    timeout: 60_000,
+  }),
+  workflow('build'),
+  workflow('lint'),
+];
+
+export async function startRunFixture(defs: WorkflowDefinition[] = WORKFLOWS): Promise<RunFixture> {
+  const clock = fakeClock(windowAlignedStart());
+  const t = await startTestCoordinator({ clock });
+  try {
+    const { ctx, db } = t.coordinator;
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    let session = { client: t.owner, at: clock.now() };
+    const fixture: RunFixture = {
+      t,
+      clock,
+      agent,
+      async owner() {
+        // Sessions last 12 hours of the (fake) clock; sign in again once this one is old.
+        if (clock.now() - session.at > 6 * HOUR || clock.now() < session.at) {
+          session = { client: await t.api.login(OWNER_EMAIL, OWNER_PASSWORD), at: clock.now() };
+        }
+        return session.client;
+      },
+      async putWorkflows(a, workflows) {
+        const res = await a.request('PUT', '/v1/agent/workflows', { workflows }, { now: clock.now() });
+        if (res.status !== 200) throw new Error(`put workflows: ${res.status} ${res.text}`);
+      },
+      async createTrigger(extra = {}, a = agent) {
+        const owner = await fixture.owner();
+        const body = {
+          name: 'run test',
+          agentId: a.agentId,
+          scopeType: 'workflow',
+          workflowName: 'build',
+          responseMode: 'async',
+          ...extra,
+        };
+        const res = await owner.post(`/orgs/${t.orgId}/triggers`, { body });
+        if (res.status !== 201) throw new Error(`create trigger: ${res.status} ${res.text}`);
+        return res.body;
+      },
+      async token(triggerIds, limits = {}, issuer) {
+        const client = issuer ?? (await fixture.owner());
+        return (await issueApiToken(client, t.orgId, [{ type: 'trigger', triggerIds }], limits)).token;
+      },
+      run(token, triggerId, body, headers) {
+        return t.api.post(`/triggers/${triggerId}/run`, {
+          token,
+          ...(body === undefined ? {} : { body }),
+          ...(headers ? { headers } : {}),
+        });
+      },
+      job(jobId) {
+        const row = db.prepare('SELECT * FROM jobs WHERE id = ?').get(jobId) as StoredJob | undefined;
+        if (!row) throw new Error(`no job ${jobId}`);
+        return row;
+      },
+      jobsOf(triggerId) {
+        return db.prepare('SELECT * FROM jobs WHERE trigger_id = ? ORDER BY seq').all(triggerId) as StoredJob[];
+      },
+      async finish(jobId, result) {
+        // Through the agent job protocol (signed, at the fake clock's time): start, then finish.
+        const now = clock.now();
+        const started = await agent.request('POST', `/v1/agent/jobs/${jobId}/start`, undefined, { now });
+        if (started.status !== 200) throw new Error(`start job: ${started.status} ${started.text}`);
+        const body = {
+          status: result.status,
+          exitCode: result.exitCode,
+          errorMessage: result.errorMessage ?? null,
+          output: result.output ?? {},
+        };
+        const finished = await agent.request('POST', `/v1/agent/jobs/${jobId}/finish`, body, { now });
+        if (finished.status !== 200) throw new Error(`finish job: ${finished.status} ${finished.text}`);
+      },
+      async reject(jobId, message) {
+        const now = clock.now();
+        const body = { reason: 'queue_full', message };
+        const res = await agent.request('POST', `/v1/agent/jobs/${jobId}/reject`, body, { now });
+        if (res.status !== 200) throw new Error(`reject job: ${res.status} ${res.text}`);
+      },
+      nextJob(agentId = agent.agentId) {
+        return new Promise((resolve) => {
+          const off = ctx.jobEvents.onJobCreated((forAgent, jobId) => {
+            if (forAgent !== agentId) return;
+            off();
+            resolve(jobId);
+          });
+        });
+      },
+      workflowId(name, agentId = agent.agentId) {
+        const row = db
+          .prepare('SELECT id FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL')
+          .get(agentId, name) as { id: string } | undefined;
+        if (!row) throw new Error(`no workflow ${name}`);
+        return row.id;
+      },
+      async setWorkflowLimits(workflowId, limits) {
+        const owner = await fixture.owner();
+        const res = await owner.patch(`/orgs/${t.orgId}/workflows/${workflowId}`, { body: limits });
+        if (res.status !== 200) throw new Error(`workflow limits: ${res.status} ${res.text}`);
+      },
+      close: () => t.close(),
+    };
+    await fixture.putWorkflows(agent, defs);
+    return fixture;
+  } catch (error) {
+    await t.close();
+    throw error;
+  }
+}
