@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { auditCursor, parseAuditCursor } from '../../../domain/audit-cursor.js';
+import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
 import { AuditEntrySchema } from '../../schemas/management.js';
 
 export const AUDIT_DEFAULT_LIMIT = 50;
 export const AUDIT_MAX_LIMIT = 200;
-export const NEXT_CURSOR_HEADER = 'x-next-cursor';
 
 interface AuditQuerystring {
   action?: string;
@@ -32,20 +31,11 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
           properties: {
             action: { type: 'string', minLength: 1, maxLength: 100, description: 'only entries with this action' },
             limit: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_LIMIT, default: AUDIT_DEFAULT_LIMIT },
-            cursor: {
-              type: 'string',
-              minLength: 1,
-              maxLength: 32,
-              description: `the ${NEXT_CURSOR_HEADER} of the previous page`,
-            },
+            cursor: cursorQueryProperty,
           },
         },
         response: {
-          200: {
-            type: 'array',
-            items: AuditEntrySchema,
-            headers: { [NEXT_CURSOR_HEADER]: { type: 'string', description: 'present when more entries follow' } },
-          },
+          200: pageResponse(AuditEntrySchema, 'entries'),
           ...errorResponses(401, 403, 404, 422),
         },
       },
@@ -53,12 +43,9 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId, 'owner');
       const { action, limit, cursor } = request.query;
-      const before = parseAuditCursor(cursor);
-      // One more than asked tells whether another page follows, without a second query.
+      const before = parseCursor(cursor);
       const entries = await app.ctx.repos.audit.list(orgId, { action, limit: limit + 1, before });
-      const page = entries.slice(0, limit);
-      if (entries.length > limit) void reply.header(NEXT_CURSOR_HEADER, auditCursor(page[page.length - 1]!.id));
-      return page;
+      return sendPage(reply, entries, limit, (entry) => entry.id);
     },
   );
 }

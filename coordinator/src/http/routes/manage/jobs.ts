@@ -1,7 +1,7 @@
+import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
 import type { Job } from '../../../db/repositories/job-rows.js';
-import { jobCursor, parseJobCursor } from '../../../domain/job-cursor.js';
 import { notFound } from '../../../errors.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
@@ -9,7 +9,6 @@ import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid
 export const JOBS_DEFAULT_LIMIT = 50;
 export const JOBS_MAX_LIMIT = 200;
 export const JOB_LOGS_MAX_LIMIT = 10_000;
-const NEXT_CURSOR_HEADER = 'x-next-cursor';
 
 const nullableString = { type: ['string', 'null'] } as const;
 const JOB_FIELDS = {
@@ -130,20 +129,11 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
             status: { type: 'string', enum: JOB_STATUSES, description: 'only jobs in this status' },
             triggerId: { ...uuid, description: 'only jobs of this trigger' },
             limit: { type: 'integer', minimum: 1, maximum: JOBS_MAX_LIMIT, default: JOBS_DEFAULT_LIMIT },
-            cursor: {
-              type: 'string',
-              minLength: 1,
-              maxLength: 32,
-              description: `the ${NEXT_CURSOR_HEADER} of the previous page`,
-            },
+            cursor: cursorQueryProperty,
           },
         },
         response: {
-          200: {
-            type: 'array',
-            items: JobSchema,
-            headers: { [NEXT_CURSOR_HEADER]: { type: 'string', description: 'present when more jobs follow' } },
-          },
+          200: pageResponse(JobSchema, 'jobs'),
           ...errorResponses(401, 403, 404, 422),
         },
       },
@@ -151,12 +141,9 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId, 'member');
       const { status, triggerId, limit, cursor } = request.query;
-      const beforeSeq = parseJobCursor(cursor);
-      // One more than asked tells whether another page follows, without a second query.
+      const beforeSeq = parseCursor(cursor);
       const jobs = await app.ctx.repos.jobs.listTriggerJobs(orgId, { status, triggerId, limit: limit + 1, beforeSeq });
-      const page = jobs.slice(0, limit);
-      if (jobs.length > limit) void reply.header(NEXT_CURSOR_HEADER, jobCursor(page[page.length - 1]!.seq));
-      return page;
+      return sendPage(reply, jobs, limit, (job) => job.seq);
     },
   );
 

@@ -1,0 +1,49 @@
+import type { FastifyReply } from 'fastify';
+import { describe, invalid } from '../errors.js';
+
+/**
+ * Keyset pagination of newest-first lists (audit entries, jobs). A page is cut at an increasing
+ * integer key (entry id, job creation number); the key of a page's last item, as an opaque
+ * string, is sent in the `x-next-cursor` header when more items follow and taken back as the
+ * `cursor` query parameter.
+ */
+export const NEXT_CURSOR_HEADER = 'x-next-cursor';
+
+/** The `cursor` query parameter's schema. */
+export const cursorQueryProperty = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 32,
+  description: `the ${NEXT_CURSOR_HEADER} of the previous page`,
+} as const;
+
+/** A page's 200 response schema: an array of `items`, with the cursor header. */
+export const pageResponse = <T>(items: T, what: string) =>
+  ({
+    type: 'array',
+    items,
+    headers: { [NEXT_CURSOR_HEADER]: { type: 'string', description: `present when more ${what} follow` } },
+  }) as const;
+
+/** The key a cursor stands for (items strictly below it come next); 422 for anything else. */
+export function parseCursor(cursor: string | undefined): number | undefined {
+  if (cursor === undefined) return undefined;
+  const key = /^[1-9][0-9]{0,15}$/.test(cursor) ? Number(cursor) : NaN;
+  if (!Number.isSafeInteger(key)) {
+    throw invalid(
+      'querystring.cursor',
+      `must be a cursor from the ${NEXT_CURSOR_HEADER} header, got ${describe(cursor)}`,
+    );
+  }
+  return key;
+}
+
+/**
+ * The page to answer from `rows`, fetched with `limit + 1` (one more than asked tells whether
+ * another page follows, without a second query); sets the cursor header when one does.
+ */
+export function sendPage<T>(reply: FastifyReply, rows: T[], limit: number, key: (row: T) => number): T[] {
+  const page = rows.slice(0, limit);
+  if (rows.length > limit) void reply.header(NEXT_CURSOR_HEADER, String(key(page[page.length - 1]!)));
+  return page;
+}
