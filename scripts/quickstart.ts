@@ -39,8 +39,7 @@ function say(line = ''): void {
 
 function fail(message: string): never {
   process.stderr.write(`quickstart: ${message}\n`);
-  for (const child of children) child.kill('SIGTERM');
-  process.exit(1);
+  process.exit(1); // the exit handler stops the children
 }
 
 /** `fetch` whose answer body is always read: an unread body holds the connection open, and a
@@ -97,9 +96,10 @@ function start(name: string, args: string[], env: NodeJS.ProcessEnv, logFile: st
   return child;
 }
 
-// Whatever ends this process, the children must not outlive it.
+// Whatever ends this process, the children must not outlive it: each gets a SIGTERM (a second
+// one after the graceful stop began, when the user pressed Ctrl-C twice, which stops it at once).
 process.on('exit', () => {
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
 });
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
@@ -119,7 +119,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    if (stopping) process.exit(1); // the second Ctrl-C: the exit handler kills the children
+    if (stopping) process.exit(1); // the second Ctrl-C: the exit handler signals the children again
     stopping = true;
     say('\nStopping the agent and the coordinator...');
     for (const child of children) child.kill('SIGTERM');

@@ -1,0 +1,198 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/agent-daemon.js';
+import { makeTempDir } from '../helpers/coordinator.js';
+import { ApiClient } from '../helpers/http.js';
+
+/**
+ * The README's main job, `scripts/quickstart.ts` (run by scripts/quickstart.sh after the build):
+ * a coordinator and a local agent from the built dist, the sample workflow and printed curl lines
+ * that work as printed; Ctrl-C stops everything.
+ */
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+/** A port that was free a moment ago (bound on port 0, then released). */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** The ids of the live processes whose parent is `ppid` and whose command line contains `match`. */
+function childrenOf(ppid: number, match: string): number[] {
+  const found: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(parent) !== ppid || state === 'Z') continue;
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(match)) found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
+function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+interface CurlCall {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string | undefined;
+}
+
+/** Parses a printed `curl` command line (continuation lines joined; single-quoted words). */
+function parseCurl(command: string): CurlCall {
+  const words = [...command.replace(/\\\n/g, ' ').matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+  expect(words[0]).toBe('curl');
+  const call: CurlCall = { method: 'GET', url: '', headers: {}, body: undefined };
+  for (let i = 1; i < words.length; i++) {
+    const word = words[i]!;
+    if (word === '-s') continue;
+    else if (word === '-X') call.method = words[++i]!;
+    else if (word === '-H') {
+      const header = words[++i]!;
+      const colon = header.indexOf(':');
+      call.headers[header.slice(0, colon).trim().toLowerCase()] = header.slice(colon + 1).trim();
+    } else if (word === '-d') call.body = words[++i]!;
+    else if (/^https?:\/\//.test(word)) call.url = word;
+    else throw new Error(`unexpected curl word \`${word}\` in: ${command}`);
+  }
+  return call;
+}
+
+/** The curl command printed after the line `intro`. */
+function curlAfter(output: string, intro: string): CurlCall {
+  const at = output.indexOf(intro);
+  expect(at, `the line "${intro}" in:\n${output}`).toBeGreaterThanOrEqual(0);
+  const block = output
+    .slice(at + intro.length)
+    .split('\n\n')[0]!
+    .trim();
+  return parseCurl(block);
+}
+
+async function execute(call: CurlCall) {
+  const res = await fetch(call.url, { method: call.method, headers: call.headers, body: call.body });
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+describe('the quickstart', () => {
+  const dataDir = makeTempDir('drover-quickstart-');
+  let child: ChildProcess | undefined;
+  let output = '';
+  let exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  const started: number[] = [];
+
+  afterAll(() => {
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  beforeAll(async () => {
+    // It runs the built coordinator and agent; CI builds before the tests.
+    const built = ['agent/dist/cli/main.js', 'coordinator/dist/cli/main.js'].every((f) =>
+      fs.existsSync(path.join(repoRoot, f)),
+    );
+    if (!built) {
+      const build = spawnSync('pnpm', ['build'], { cwd: repoRoot, stdio: 'inherit', timeout: 300_000 });
+      if (build.status !== 0) throw new Error(`pnpm build failed (${build.status ?? build.signal})`);
+    }
+    const port = await freePort();
+    child = spawn(process.execPath, ['--import', 'tsx', 'scripts/quickstart.ts'], {
+      cwd: repoRoot,
+      env: { ...process.env, DROVER_DATA_DIR: dataDir, DROVER_PORT: String(port), NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    exited = new Promise((resolve) => child!.once('exit', (code, signal) => resolve({ code, signal })));
+    await eventually(
+      () => {
+        if (child!.exitCode !== null) throw new Error(`the quickstart exited (${child!.exitCode}):\n${output}`);
+        return output.includes('Press Ctrl-C to stop both.');
+      },
+      90_000,
+      'the quickstart to print its curl lines',
+    );
+    started.push(...childrenOf(child.pid!, '/dist/cli/main.js'));
+  }, 400_000);
+
+  it('prints curl lines that run the sample workflow async and sync', async () => {
+    const asyncCall = curlAfter(output, 'Run the workflow and get the job id at once (async):');
+    const syncCall = curlAfter(output, 'Run it and wait for the result (sync):');
+    expect(asyncCall).toMatchObject({
+      method: 'POST',
+      url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/v1\/triggers\/[0-9a-f-]{36}\/run$/),
+      headers: { authorization: expect.stringMatching(/^Bearer drv_/), 'content-type': 'application/json' },
+      body: '{"params":{"who":"Drover"}}',
+    });
+
+    const queued = await execute(asyncCall);
+    expect(queued.status, JSON.stringify(queued.body)).toBe(202);
+    expect(queued.body).toEqual({
+      jobId: expect.any(String),
+      status: 'pending',
+      statusUrl: `/api/jobs/${queued.body.jobId}`,
+    });
+
+    const result = await execute(syncCall);
+    expect(result.status, JSON.stringify(result.body)).toBe(200);
+    expect(result.body).toMatchObject({
+      status: 'success',
+      exitCode: 0,
+      errorMessage: null,
+      output: { greeting: 'Hello, Drover!' },
+    });
+
+    // The printed owner credentials sign in, and the async job has run too.
+    const creds = /Dashboard owner: (\S+) \/ (\S+) /.exec(output);
+    expect(creds, output).not.toBeNull();
+    const owner = await new ApiClient(asyncCall.url.replace(/\/triggers\/.*$/, '')).login(creds![1]!, creds![2]!);
+    const job = await eventually(
+      async () => {
+        const res = await owner.get(`/jobs/${queued.body.jobId}`);
+        return res.body.status === 'success' ? res.body : undefined;
+      },
+      15_000,
+      'the async job to succeed',
+    );
+    expect(job.output).toEqual({ greeting: 'Hello, Drover!' });
+  }, 60_000);
+
+  it('stops the coordinator and the agent gracefully on Ctrl-C (SIGINT)', async () => {
+    expect(started).toHaveLength(2); // the coordinator and the agent
+    expect(started.every(alive)).toBe(true);
+    // Left running a while first: a response the quickstart never read once held one of its
+    // connections open, and the coordinator's shutdown waited for it until its 10 s watchdog
+    // (it showed only after several seconds of uptime).
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+    const stopAt = Date.now();
+    child!.kill('SIGINT');
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - stopAt).toBeLessThan(9000);
+    expect(output).toContain('Stopping the agent and the coordinator...');
+    await eventually(() => started.every((pid) => !alive(pid)), 15_000, 'both children to exit');
+    const coordinatorLog = fs.readFileSync(path.join(dataDir, 'coordinator.log'), 'utf8');
+    expect(coordinatorLog).toContain('"msg":"stopped"');
+    expect(coordinatorLog).not.toContain('shutdown did not finish in time');
+  }, 40_000);
+});
