@@ -34,6 +34,8 @@ export interface BenchAgentOptions {
   nodeFlags?: string[];
   /** Extra `drover-agent run` arguments. */
   runArgs?: string[];
+  /** Where the temp state directory is made (default the OS temp dir; `/dev/shm` for a tmpfs). */
+  parentDir?: string;
 }
 
 /**
@@ -42,7 +44,7 @@ export interface BenchAgentOptions {
  * resolves once the coordinator sees the agent `connected` with every workflow reported.
  */
 export async function startBenchAgent(bench: BenchCoordinator, options: BenchAgentOptions): Promise<BenchAgent> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-bench-agent-'));
+  const root = fs.mkdtempSync(path.join(options.parentDir ?? os.tmpdir(), 'drover-bench-agent-'));
   const stateDir = path.join(root, 'state');
   let child: ChildProcess | undefined;
   const remove = () => fs.rmSync(root, { recursive: true, force: true });

@@ -94,7 +94,8 @@ export class JsonClient {
  * When (wall clock) the coordinator of this process did things to a job: emitted `jobCreated`
  * (the admission committed; the stream listener registered before this probe has already written
  * the `job` event), and received the agent's `accept`, `start` and `finish` reports (the moment
- * the route calls the repository, i.e. after the signature check and before the commit). The
+ * the route calls the repository, i.e. after the signature check and before the commit), and the
+ * first log batch. The
  * repository methods are wrapped in place; `detach()` restores them.
  */
 export interface JobMoments {
@@ -102,6 +103,9 @@ export interface JobMoments {
   acceptReceived?: number;
   startReceived?: number;
   startCommitted?: number;
+  /** The first log batch of the job. */
+  logsReceived?: number;
+  logsCommitted?: number;
   finishReceived?: number;
   finishCommitted?: number;
 }
@@ -116,7 +120,7 @@ export function probeJobMoments(coordinator: Coordinator, clock: WallClock) {
   };
   const offCreated = jobEvents.onJobCreated((_agentId, jobId) => (at(jobId).created = clock.now()));
   const jobs = repos.jobs;
-  const original = { accept: jobs.accept, start: jobs.start, finish: jobs.finish };
+  const original = { accept: jobs.accept, start: jobs.start, appendLogs: jobs.appendLogs, finish: jobs.finish };
   jobs.accept = (agentId, jobId, time) => {
     at(jobId).acceptReceived = clock.now();
     return original.accept.call(jobs, agentId, jobId, time);
@@ -125,6 +129,13 @@ export function probeJobMoments(coordinator: Coordinator, clock: WallClock) {
     at(jobId).startReceived = clock.now();
     const result = await original.start.call(jobs, agentId, jobId, time);
     at(jobId).startCommitted = clock.now();
+    return result;
+  };
+  jobs.appendLogs = async (agentId, jobId, lines) => {
+    const first = at(jobId).logsReceived === undefined;
+    if (first) at(jobId).logsReceived = clock.now();
+    const result = await original.appendLogs.call(jobs, agentId, jobId, lines);
+    if (first) at(jobId).logsCommitted = clock.now();
     return result;
   };
   jobs.finish = async (agentId, jobId, report, when) => {

@@ -46,7 +46,9 @@ export class StatusFile {
   #write(): void {
     this.#status = { ...this.#status, updatedAt: new Date().toISOString() };
     try {
-      writeFileAtomic(path.join(this.stateDir, DAEMON_STATUS_FILE), `${JSON.stringify(this.#status, null, 2)}\n`);
+      writeFileAtomic(path.join(this.stateDir, DAEMON_STATUS_FILE), `${JSON.stringify(this.#status, null, 2)}\n`, {
+        durable: false,
+      });
     } catch (error) {
       this.onError(error);
     }

@@ -37,14 +37,17 @@ export function ensurePrivateDir(dir: string): void {
 /**
  * Writes a file atomically with mode 0600: a temporary file in the same directory, flushed to
  * disk, then renamed over the target, so a reader sees the old content or the new, never half.
+ * `durable: false` skips the flushes (about 1 ms each here, up to 12 ms at p99) for advisory
+ * files such as status.json, which a crash may leave one write behind without harm.
  */
-export function writeFileAtomic(file: string, content: string): void {
+export function writeFileAtomic(file: string, content: string, options: { durable?: boolean } = {}): void {
+  const durable = options.durable ?? true;
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
   try {
     const fd = fs.openSync(temp, 'wx', 0o600);
     try {
       fs.writeFileSync(fd, content);
-      fs.fsyncSync(fd);
+      if (durable) fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
     }
@@ -53,7 +56,7 @@ export function writeFileAtomic(file: string, content: string): void {
     fs.rmSync(temp, { force: true });
     throw stateError(`Cannot write ${file}`, error);
   }
-  syncDir(path.dirname(file));
+  if (durable) syncDir(path.dirname(file));
 }
 
 /** Flushes a directory entry (the rename) to disk; not possible on every platform. */

@@ -1,0 +1,206 @@
+/**
+ * Benchmark: the whole HTTP round trip of a sync trigger run whose workflow's only step is
+ * `true`, on a REAL agent. Goal: p50 < 50 ms.
+ *
+ *   pnpm bench bench/sync-roundtrip.ts [--runs 200] [--warmup 20] [--rounds 1] [--gap-ms 10]
+ *                                      [--profile coordinator.cpuprofile] [--profile-agent <dir>] [--tmpfs]
+ *
+ * The coordinator is real and in this process (createCoordinator, log level warn); the agent is
+ * the real daemon, `drover-agent run`, in a child process (bench/lib/agent.ts), connected over
+ * loopback. The trigger is `responseMode: sync`: the coordinator admits the job, pushes it on the
+ * agent's stream and answers 200 once the agent reported the result (an in-process event, no
+ * polling). One call at a time over a keep-alive connection, each after the previous answer and
+ * `--gap-ms`; the figure is the time from writing the request to having read the whole answer,
+ * taken in this process.
+ *
+ * Breakdown (probes in this process, bench/lib/latency.ts): when the agent's `start` report, its
+ * first log batch and its `finish` report reached the job repository, and when the finish was
+ * committed (the sync answer is sent right after).
+ *
+ * `--tmpfs` is a diagnosis aid, not the product: the agent's state directory goes to /dev/shm,
+ * where fsync returns at once, so the difference is what the agent's durable writes (journal,
+ * outbox, status.json: temp file, fsync, rename, fsync of the directory) cost on this disk.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startBenchAgent, sleep, type BenchAgent } from './lib/agent.js';
+import { startBenchCoordinator } from './lib/coordinator.js';
+import { formatLatency, JsonClient, probeJobMoments, summarize, WallClock } from './lib/latency.js';
+import { summarizeProfile, withCpuProfile } from './lib/profile.js';
+import { machineNote } from './lib/report.js';
+import { seedApiToken, seedTrigger } from './lib/seed.js';
+
+const GOAL_P50_MS = 50;
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '200' },
+    warmup: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '1' },
+    'gap-ms': { type: 'string', default: '10' },
+    profile: { type: 'string' },
+    'profile-agent': { type: 'string' },
+    tmpfs: { type: 'boolean', default: false },
+  },
+});
+
+function integer(name: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name}: expected an integer >= ${min}, got \`${raw}\``);
+  return n;
+}
+const runs = integer('runs', values.runs, 1);
+const warmup = integer('warmup', values.warmup, 0);
+const rounds = integer('rounds', values.rounds, 1);
+const gapMs = integer('gap-ms', values['gap-ms'], 0);
+const profileAgentDir = values['profile-agent'] && path.resolve(values['profile-agent']);
+
+const NOOP_WORKFLOW = [
+  'name: noop',
+  'description: does nothing, successfully',
+  'version: "1"',
+  'timeout: 30s',
+  'steps:',
+  '  - name: nothing',
+  '    run: "true"',
+  '',
+].join('\n');
+
+interface Sample {
+  call: number;
+  answered: number;
+  startReceived: number;
+  logsReceived: number | undefined;
+  logsCommitted: number | undefined;
+  finishReceived: number;
+  finishCommitted: number;
+}
+
+const coordinator = await startBenchCoordinator();
+let agent: BenchAgent | undefined;
+const client = new JsonClient(coordinator.url);
+try {
+  if (profileAgentDir) fs.mkdirSync(profileAgentDir, { recursive: true });
+  agent = await startBenchAgent(coordinator, {
+    workflows: { noop: NOOP_WORKFLOW },
+    ...(profileAgentDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileAgentDir}`] } : {}),
+    ...(values.tmpfs ? { parentDir: '/dev/shm' } : {}),
+  });
+  if (values.tmpfs)
+    console.log(
+      "DIAGNOSIS RUN: the agent's state directory is on tmpfs (fsync costs nothing): not the product's figures",
+    );
+  const triggerId = await seedTrigger(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, {
+    agentId: agent.agentId,
+    workflowName: 'noop',
+    responseMode: 'sync',
+  });
+  const token = await seedApiToken(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, [
+    { type: 'trigger', triggerIds: [triggerId] },
+  ]);
+  const route = `/v1/triggers/${triggerId}/run`;
+  const headers = { authorization: `Bearer ${token}` };
+  const clock = new WallClock();
+  const probe = probeJobMoments(coordinator.coordinator, clock);
+
+  async function once(): Promise<Sample> {
+    await sleep(gapMs);
+    clock.anchor();
+    const call = clock.now();
+    const res = await client.post(route, { ref: 'main' }, headers);
+    const answered = clock.now();
+    assert.equal(res.status, 200, `POST ${route} answered ${res.status}: ${res.text}`);
+    assert.equal(res.body.status, 'success', `sync answer: ${res.text}`);
+    assert.equal(res.body.exitCode, 0);
+    assert.equal(res.body.timedOut, undefined);
+    const m = probe.moments.get(res.body.jobId as string);
+    probe.moments.delete(res.body.jobId as string);
+    assert.ok(m?.startReceived && m.finishReceived && m.finishCommitted, `moments: ${JSON.stringify(m)}`);
+    return {
+      call,
+      answered,
+      startReceived: m.startReceived,
+      logsReceived: m.logsReceived,
+      logsCommitted: m.logsCommitted,
+      finishReceived: m.finishReceived,
+      finishCommitted: m.finishCommitted,
+    };
+  }
+
+  console.log('sync round trip: POST /v1/triggers/:id/run (sync) of a workflow whose only step is `true`, real agent');
+  console.log(
+    `machine: ${machineNote()}; ${runs} sequential calls per round, ${rounds} round(s), ${warmup} warm-up calls, ${gapMs} ms between calls`,
+  );
+  for (let i = 0; i < warmup; i++) await once();
+
+  const all: Sample[] = [];
+  await withCpuProfile(values.profile, async () => {
+    for (let round = 0; round < rounds; round++) {
+      const samples: Sample[] = [];
+      for (let i = 0; i < runs; i++) samples.push(await once());
+      all.push(...samples);
+      console.log(
+        formatLatency(`round ${round + 1}: whole round trip`, summarize(samples.map((s) => s.answered - s.call))),
+      );
+    }
+  });
+
+  const total = summarize(all.map((s) => s.answered - s.call));
+  console.log('\nall rounds (ms from the call):');
+  console.log(
+    formatLatency("agent's start report reaches the repository", summarize(all.map((s) => s.startReceived - s.call))),
+  );
+  console.log(
+    formatLatency("agent's finish report reaches the repository", summarize(all.map((s) => s.finishReceived - s.call))),
+  );
+  console.log(formatLatency('finish committed', summarize(all.map((s) => s.finishCommitted - s.call))));
+  console.log(formatLatency('answer read by the caller (headline)', total));
+  console.log('segments:');
+  console.log(
+    formatLatency(
+      '  start received -> finish received (agent runs `true`)',
+      summarize(all.map((s) => s.finishReceived - s.startReceived)),
+    ),
+  );
+  const withLogs = all.filter((s) => s.logsReceived !== undefined && s.logsReceived < s.finishReceived);
+  if (withLogs.length > 0) {
+    console.log(
+      `  ${withLogs.length} of ${all.length} jobs sent a log batch (the step's start/end lines) before the finish:`,
+    );
+    console.log(
+      formatLatency(
+        '    start received -> log batch received',
+        summarize(withLogs.map((s) => s.logsReceived! - s.startReceived)),
+      ),
+    );
+    console.log(
+      formatLatency(
+        '    log batch committed -> finish received',
+        summarize(withLogs.map((s) => s.finishReceived - s.logsCommitted!)),
+      ),
+    );
+  }
+  console.log(
+    formatLatency('  finish committed -> answer read', summarize(all.map((s) => s.answered - s.finishCommitted))),
+  );
+  const verdict = total.p50 < GOAL_P50_MS ? 'meets' : 'MISSES';
+  console.log(
+    `\np50 ${total.p50.toFixed(2)} ms (goal < ${GOAL_P50_MS} ms: ${verdict} the goal); p99 ${total.p99.toFixed(2)} ms`,
+  );
+  probe.detach();
+} finally {
+  client.close();
+  await agent?.close();
+  await coordinator.close();
+}
+
+if (profileAgentDir) {
+  for (const file of fs.readdirSync(profileAgentDir).filter((f) => f.endsWith('.cpuprofile'))) {
+    const full = path.join(profileAgentDir, file);
+    const profile = JSON.parse(fs.readFileSync(full, 'utf8')) as Parameters<typeof summarizeProfile>[0];
+    console.log(`agent CPU profile ${full} (whole life of the daemon, start-up included):`);
+    console.log(summarizeProfile(profile));
+  }
+}
