@@ -17,39 +17,18 @@
  * say what each costs.
  */
 import assert from 'node:assert/strict';
-import { parseArgs } from 'node:util';
 import { startBareJsonServer } from './lib/bare.js';
 import { startBenchCoordinator } from './lib/coordinator.js';
 import { runCleanLoad, type LoadResult } from './lib/load.js';
+import { parseLoadOptions } from './lib/options.js';
 import { withCpuProfile } from './lib/profile.js';
 import { formatRow, machineNote, printRatio } from './lib/report.js';
 import { seedAgents, seedApiToken } from './lib/seed.js';
 
 const GOAL = 0.6;
 
-const { values } = parseArgs({
-  options: {
-    connections: { type: 'string', default: '50' },
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '3' },
-    rounds: { type: 'string', default: '1' },
-    profile: { type: 'string' },
-    without: { type: 'string' },
-  },
-});
-
-function positiveInteger(name: string, raw: string): number {
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got \`${raw}\``);
-  return n;
-}
-const connections = positiveInteger('connections', values.connections);
-const duration = positiveInteger('duration', values.duration);
-const warmup = positiveInteger('warmup', values.warmup);
-const rounds = positiveInteger('rounds', values.rounds);
-if (values.without !== undefined && values.without !== 'cache' && values.without !== 'audit') {
-  throw new Error(`--without: expected \`cache\` or \`audit\`, got \`${values.without}\``);
-}
+const values = parseLoadOptions(['cache', 'audit']);
+const { connections, duration, warmup, rounds } = values;
 
 /** The public agent representation, as the coordinator's response schema lists it. */
 const agentListSchema = {

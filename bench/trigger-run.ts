@@ -24,39 +24,18 @@
  * consulted, two per call) free, as if nothing ever changed.
  */
 import assert from 'node:assert/strict';
-import { parseArgs } from 'node:util';
 import { startBarePostServer } from './lib/bare.js';
 import { startBenchCoordinator } from './lib/coordinator.js';
 import { runCleanLoad, type LoadResult } from './lib/load.js';
+import { parseLoadOptions } from './lib/options.js';
 import { withCpuProfile } from './lib/profile.js';
 import { formatRow, machineNote, printRatio } from './lib/report.js';
 import { seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
 
 const GOAL = 0.4;
 
-const { values } = parseArgs({
-  options: {
-    connections: { type: 'string', default: '50' },
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '3' },
-    rounds: { type: 'string', default: '1' },
-    profile: { type: 'string' },
-    without: { type: 'string' },
-  },
-});
-
-function positiveInteger(name: string, raw: string): number {
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got \`${raw}\``);
-  return n;
-}
-const connections = positiveInteger('connections', values.connections);
-const duration = positiveInteger('duration', values.duration);
-const warmup = positiveInteger('warmup', values.warmup);
-const rounds = positiveInteger('rounds', values.rounds);
-if (values.without !== undefined && values.without !== 'write' && values.without !== 'counter') {
-  throw new Error(`--without: expected \`write\` or \`counter\`, got \`${values.without}\``);
-}
+const values = parseLoadOptions(['write', 'counter']);
+const { connections, duration, warmup, rounds } = values;
 
 /** The async answer, as the coordinator's response schema lists it. */
 const asyncAnswerSchema = {
