@@ -4,10 +4,13 @@ import { withListeningPort, type Config } from './config/config.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createSqliteRepositories } from './db/repositories/index.js';
-import { WriteBatcher } from './db/write-batcher.js';
+import { GroupCommitExecutor } from './db/writer/executor.js';
 import { AuditLog } from './domain/audit-log.js';
 import { JobEvents } from './domain/job-events.js';
-import { JobSweeper } from './domain/job-sweeper.js';
+import { JobSweeper, sweepIntervalMs } from './domain/job-sweeper.js';
+import { OtaEngine } from './domain/ota/engine.js';
+import { createFileService } from './domain/files/create.js';
+import { startFileSweeper } from './storage/file-sweeper.js';
 import { agentEventsOf } from './domain/agent-events.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';
@@ -39,14 +42,22 @@ export async function createCoordinator(
   try {
     const { applied } = migrate(db);
     for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
-    const writes = new WriteBatcher(db);
+    const writes = new GroupCommitExecutor(db);
     const repos = createSqliteRepositories(db, writes);
     const serverKey = loadOrCreateServerKey(config.dataDir);
     const sessions = await SessionService.create(repos.serverSecrets, config.sessionTtlSeconds, clock);
     const audit = new AuditLog(repos.audit, clock);
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock);
     const jobEvents = new JobEvents();
-    const ctx: AppContext = { config, repos, clock, audit, sessions, serverKey, readLimiter, jobEvents };
+    const files = await createFileService({ repos, clock, dataDir: config.dataDir, config: () => ctx.config, logger });
+    const ota = new OtaEngine({
+      bindings: repos.deviceBindings,
+      jobEvents,
+      clock,
+      logger,
+      sweepIntervalMs: sweepIntervalMs(config.jobDeadlineGraceMs),
+    });
+    const ctx: AppContext = { config, repos, clock, audit, sessions, serverKey, readLimiter, jobEvents, files, ota };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)
       logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
@@ -61,6 +72,9 @@ export async function createCoordinator(
     });
     const stopRevocations = agentEventsOf(ctx).onRevoked((agent) => void sweeper.agentRevoked(agent.id));
     sweeper.start();
+    // Update jobs that end, and OTA retries that come due (docs/ota.md).
+    ota.start();
+    const fileSweeper = startFileSweeper({ files, intervalMs: config.fileSweepIntervalMs, logger });
     // Asked for port 0 without a public URL: once bound, the public URL names the real port.
     app.addHook('onListen', (done) => {
       const address = app.server.address();
@@ -79,9 +93,11 @@ export async function createCoordinator(
         try {
           stopRevocations();
           await sweeper.stop();
+          await ota.stop();
+          await fileSweeper.stop();
           await app.close();
           await audit.flush();
-          writes.flush();
+          await writes.close();
         } finally {
           db.close();
         }

@@ -16,6 +16,7 @@ export const ErrorCodes = {
   idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },
   file_in_use: { status: 409, description: 'The file is referenced by a release that is not yanked.' },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
+  range_not_satisfiable: { status: 416, description: 'The requested byte range lies outside the file.' },
   unsupported_media_type: {
     status: 415,
     description: 'The request body has a content type other than application/json.',

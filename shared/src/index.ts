@@ -5,3 +5,5 @@ export * from './signature.js';
 export * from './wire.js';
 export * from './jobs.js';
 export * from './params.js';
+export * from './file-refs.js';
+export * from './manifest.js';

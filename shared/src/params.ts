@@ -1,3 +1,4 @@
+import { fileRefProblem } from './file-refs.js';
 import type { ParamDefinition } from './wire.js';
 
 /**
@@ -10,6 +11,8 @@ import type { ParamDefinition } from './wire.js';
  * - `number`: any finite number; `min` and `max` (optional) are inclusive bounds.
  * - `boolean`: true or false.
  * - `enum`: one of `options`, a non-empty list of distinct strings.
+ * - `file`: a FileRef `{__type: 'FileRef', id}` naming a stored file (file-refs.ts); no keyword
+ *   applies and it has no `default`.
  * A keyword that does not belong to the item's type (`options` on a string, `pattern` on a
  * number, `min` on a boolean...) is refused rather than ignored, so a typo cannot silently turn
  * a check off. `default`, when given, must itself be a valid value.
@@ -41,6 +44,7 @@ const KEYWORDS_BY_TYPE: Record<ParamDefinition['type'], ReadonlySet<'pattern' | 
   number: new Set(['min', 'max']),
   boolean: new Set(),
   enum: new Set(['options']),
+  file: new Set(),
 };
 
 export function paramDefinitionProblems(param: ParamDefinition, at: string): ParamProblem[] {
@@ -71,6 +75,12 @@ export function paramDefinitionProblems(param: ParamDefinition, at: string): Par
   }
   if (param.min !== undefined && param.max !== undefined && param.min > param.max) {
     problems.push({ path: `${at}.min`, message: `must not be greater than max (${param.max}), got \`${param.min}\`` });
+  }
+  if (param.type === 'file' && param.default !== undefined) {
+    problems.push({
+      path: `${at}.default`,
+      message: 'does not apply to a parameter of type `file` (a file has no default)',
+    });
   }
   if (param.default !== undefined && problems.length === 0) {
     const problem = paramValueProblem(param, param.default);
@@ -107,6 +117,8 @@ export function paramValueProblem(param: ParamDefinition, value: unknown): strin
       if (typeof value === 'string' && options.includes(value)) return null;
       return `must be one of ${options.map((o) => `\`${o}\``).join(', ')}, got ${describeValue(value)}`;
     }
+    case 'file':
+      return fileRefProblem(value);
   }
 }
 

@@ -47,7 +47,8 @@ export interface EnrollResponse {
   serverPublicKey: string;
 }
 
-export const PARAM_TYPES = ['string', 'number', 'boolean', 'enum'] as const;
+/** `file` (a Drover addition to the spec's four types): the value is a FileRef (shared/src/file-refs.ts). */
+export const PARAM_TYPES = ['string', 'number', 'boolean', 'enum', 'file'] as const;
 export type ParamType = (typeof PARAM_TYPES)[number];
 
 /** One item of a workflow's `paramsSchema` (spec: Workflow). */

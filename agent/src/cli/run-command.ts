@@ -16,6 +16,8 @@ interface RunFlags {
   jobTimeout: number;
   logLevel: string;
   streamIdleTimeout: number;
+  postponeOptional: boolean;
+  deployPollInterval: number;
 }
 
 export function configureRunCommand(program: Command, _io: CliIo): void {
@@ -40,6 +42,16 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       new Option('--job-timeout <duration>', 'the limit of a job whose workflow sets no timeout')
         .argParser(durationOption('--job-timeout'))
         .default(DEFAULTS.defaultJobTimeoutMs, '1h'),
+    )
+    .option(
+      '--postpone-optional',
+      'do not install optional releases (over-the-air updates); forced ones still are',
+      false,
+    )
+    .addOption(
+      new Option('--deploy-poll-interval <duration>', 'how often to check the signed list of desired releases')
+        .argParser(durationOption('--deploy-poll-interval', 100))
+        .default(DEFAULTS.deployPollIntervalMs, '5m'),
     )
     .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
     .addOption(
@@ -68,6 +80,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         shutdownGraceMs: flags.shutdownGrace,
         defaultJobTimeoutMs: flags.jobTimeout,
         streamIdleTimeoutMs: flags.streamIdleTimeout,
+        postponeOptional: flags.postponeOptional,
+        deployPollIntervalMs: flags.deployPollInterval,
         logger,
       });
       const removeHandlers = handleShutdownSignals(daemon, logger);
@@ -92,10 +106,11 @@ function integerOption(flag: string, min: number, max: number) {
   };
 }
 
-function durationOption(flag: string) {
+function durationOption(flag: string, minMs = 0) {
   return (value: string): number => {
     const parsed = parseDuration(value);
     if ('problem' in parsed) throw new InvalidArgumentError(`${flag}: ${parsed.problem}.`);
+    if (parsed.ms < minMs) throw new InvalidArgumentError(`${flag} must be at least ${minMs}ms, got \`${value}\`.`);
     return parsed.ms;
   };
 }

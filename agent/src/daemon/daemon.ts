@@ -1,8 +1,11 @@
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
+import { publicKeyFromBase64 } from '@drover/shared';
+import { createDeployment } from '../deploy/create-deployment.js';
 import { AgentError } from '../errors.js';
 import { formatDuration } from '../exec/durations.js';
 import { killAllProcessGroups } from '../exec/process-group.js';
+import { jobFileTransfer } from '../files/job-file-transfer.js';
 import type { SignedCaller } from '../http/client.js';
 import { JobManager } from '../jobs/job-manager.js';
 import { Journal } from '../jobs/journal.js';
@@ -91,6 +94,14 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     if (outbox.size > 0)
       logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
 
+    const deployment = createDeployment({
+      stateDir,
+      caller,
+      serverKey: publicKeyFromBase64(enrollment.serverPublicKey),
+      logger,
+      postponeOptional: options.postponeOptional,
+      onDamaged: damaged,
+    });
     let jobs: JobManager | null = null;
     const sender = new ReportSender({
       outbox,
@@ -115,6 +126,8 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       logger,
       defaultJobTimeoutMs: options.defaultJobTimeoutMs,
       killGraceMs: options.killGraceMs,
+      transfer: jobFileTransfer(caller),
+      deploy: deployment.context,
       onQueueChange: () =>
         status.update({
           queue: { capacity: options.queueCapacity, running: jobs!.queue.running, waiting: jobs!.queue.waiting },
@@ -138,8 +151,16 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
           ...(state === 'connected' ? { lastConnectedAt: now, lastError: null } : {}),
           ...(error ? { lastError: error } : {}),
         });
-        if (state === 'connected') void sender.drainNow();
+        if (state === 'connected') {
+          void sender.drainNow();
+          void sync.check('connect');
+        }
       },
+    });
+    const sync = deployment.sync({
+      intervalMs: options.deployPollIntervalMs,
+      connected: () => stream.state === 'connected',
+      busy: () => manager.deployingApplications(),
     });
     registry.watch(() => {
       if (stream.state !== 'connected') return; // reported at the next connect
@@ -150,6 +171,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
         );
     });
     stream.start();
+    sync.start();
     logger.info(
       { agentId: enrollment.agentId, version: AGENT_VERSION, queueCapacity: options.queueCapacity },
       `drover-agent ${AGENT_VERSION} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
@@ -168,6 +190,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
           `shutting down: no new jobs; the running job has ${formatDuration(options.shutdownGraceMs)} to finish`,
         );
         stream.stop(); // the coordinator keeps new jobs pending for the next start
+        sync.stop();
         registry.close();
         try {
           await manager.shutdown(options.shutdownGraceMs);

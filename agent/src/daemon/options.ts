@@ -21,6 +21,10 @@ export interface DaemonOptions {
   flushTimeoutMs?: number | undefined;
   /** Directories of settled jobs older than this are removed at start (default 7 days). */
   jobRetentionMs?: number | undefined;
+  /** `--postpone-optional`: optional releases are postponed, forced ones installed (default false). */
+  postponeOptional?: boolean | undefined;
+  /** `--deploy-poll-interval`: how often the signed desired manifest is checked (default 5 min). */
+  deployPollIntervalMs?: number | undefined;
   logger: Logger;
   dispatcher?: Dispatcher;
 }
@@ -33,6 +37,8 @@ export const DEFAULTS = {
   streamIdleTimeoutMs: 45_000,
   flushTimeoutMs: 5_000,
   jobRetentionMs: 7 * 24 * 3_600_000,
+  postponeOptional: false,
+  deployPollIntervalMs: 300_000,
 } as const;
 
 export type ResolvedDaemonOptions = Required<Omit<DaemonOptions, 'dispatcher' | 'defaultJobTimeoutMs'>> & {
@@ -54,5 +60,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? DEFAULTS.streamIdleTimeoutMs,
     flushTimeoutMs: options.flushTimeoutMs ?? DEFAULTS.flushTimeoutMs,
     jobRetentionMs: options.jobRetentionMs ?? DEFAULTS.jobRetentionMs,
+    postponeOptional: options.postponeOptional ?? DEFAULTS.postponeOptional,
+    deployPollIntervalMs: options.deployPollIntervalMs ?? DEFAULTS.deployPollIntervalMs,
   };
 }

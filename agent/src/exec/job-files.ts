@@ -28,6 +28,11 @@ export function jobFiles(stateDir: string, jobId: string): JobFiles {
 /** Creates the workspace (0700), writes params.json and an empty output file (0600). */
 export function prepareJobFiles(files: JobFiles, params: Record<string, unknown>): void {
   fs.mkdirSync(files.workspace, { recursive: true, mode: 0o700 });
-  fs.writeFileSync(files.paramsFile, `${JSON.stringify(params, null, 2)}\n`, { mode: 0o600 });
+  writeParamsFile(files, params);
   fs.writeFileSync(files.outputFile, '', { mode: 0o600 });
+}
+
+/** (Re)writes params.json (0600): after the input files are downloaded, with their local paths. */
+export function writeParamsFile(files: JobFiles, params: Record<string, unknown>): void {
+  fs.writeFileSync(files.paramsFile, `${JSON.stringify(params, null, 2)}\n`, { mode: 0o600 });
 }

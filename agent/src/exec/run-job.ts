@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import type { FinishJobRequest, LogStream, WorkflowDefinition, WorkflowStep } from '@drover/shared';
+import type { JobFileTransfer } from '../files/job-file-transfer.js';
+import { hasFileOutputs, hasInputFiles, jobTimeSignal, paramsWithoutUrls } from '../files/job-phases.js';
 import { formatDuration } from './durations.js';
-import { prepareJobFiles, type JobFiles } from './job-files.js';
+import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js';
 import { parseOutputFile } from './output-file.js';
 import { runStep, type StepOutcome } from './run-step.js';
 import { createMasker, type Masker } from './secret-masker.js';
@@ -22,6 +24,8 @@ export interface JobPlan {
   secretsProblem?: string | undefined;
   /** Between SIGTERM and SIGKILL to a step's process group. */
   killGraceMs: number;
+  /** Downloads input FileRefs and uploads `file:` outputs (absent: both are passed on as they are). */
+  transfer?: JobFileTransfer;
 }
 
 /** One line of the job's log, secrets already masked; `step` is the step's index from 0. */
@@ -45,8 +49,9 @@ export type JobResult = FinishJobRequest & { finishedAt: string };
 
 /**
  * Runs a job's steps in order (docs/agent.md, "The executor"): prepares the job's files, checks
- * its secrets, runs each step under the smaller of its own timeout and what is left of the job's,
- * stops at the first step that does not exit 0, then reads `$DROVER_OUTPUT`. Never throws: every
+ * its secrets, downloads its input files, runs each step under the smaller of its own timeout and
+ * what is left of the job's, stops at the first step that does not exit 0, then reads
+ * `$DROVER_OUTPUT` and uploads its `file:` outputs. Never throws: every
  * failure becomes the job's result. Secret values are masked in every line, output value and
  * message it produces.
  */
@@ -56,16 +61,41 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
     hooks.onLine({ stream, step, text: mask(text) });
   const system = (text: string, step: number | null = null) => emit('system', step, text);
   const warn = (text: string) => hooks.onLine({ stream: 'system', step: null, text: mask(text), warning: true });
+  const started = performance.now();
+  /** What is left of the job's time (null: no limit); input downloads and output uploads count. */
+  const remaining = () => (plan.timeoutMs === null ? null : plan.timeoutMs - (performance.now() - started));
   const finish = (status: JobResult['status'], exitCode: number | null, errorMessage: string | null) =>
-    result(plan, mask, status, exitCode, errorMessage, system, warn);
+    conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, remaining });
 
   try {
-    prepareJobFiles(plan.files, plan.params);
+    prepareJobFiles(plan.files, paramsWithoutUrls(plan.params));
   } catch (error) {
     return finish('failed', null, `could not prepare the job's workspace: ${(error as Error).message}`);
   }
   const secrets = pickSecrets(plan);
   if (typeof secrets === 'string') return finish('failed', null, secrets);
+
+  let envParams = paramsWithoutUrls(plan.params);
+  if (plan.transfer && hasInputFiles(plan.params)) {
+    const inputs = await plan.transfer.fetchInputs({
+      jobId: plan.jobId,
+      params: plan.params,
+      workspace: plan.files.workspace,
+      signal: jobTimeSignal(hooks.signal, remaining()),
+      log: (text) => system(text),
+    });
+    if (!inputs.ok) {
+      const status =
+        inputs.aborted === 'timeout' ? 'timed_out' : inputs.aborted === 'cancelled' ? 'cancelled' : 'failed';
+      return finish(status, null, inputs.message);
+    }
+    envParams = inputs.envParams;
+    try {
+      writeParamsFile(plan.files, inputs.params);
+    } catch (error) {
+      return finish('failed', null, `could not write the job's params file: ${(error as Error).message}`);
+    }
+  }
 
   const env = jobEnv({
     jobId: plan.jobId,
@@ -75,20 +105,19 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
     workspace: plan.files.workspace,
     paramsFile: plan.files.paramsFile,
     outputFile: plan.files.outputFile,
-    params: plan.params,
+    params: envParams,
     secrets,
   });
-  const started = performance.now();
   const steps = plan.workflow.steps;
   for (const [index, step] of steps.entries()) {
     const label = stepLabel(index, step);
     if (hooks.signal.aborted) return finish('cancelled', null, cancelMessage(hooks.signal));
-    const remaining = plan.timeoutMs === null ? null : plan.timeoutMs - (performance.now() - started);
-    if (remaining !== null && remaining <= 0) {
+    const left = remaining();
+    if (left !== null && left <= 0) {
       return finish('timed_out', null, `the job timed out after ${formatDuration(plan.timeoutMs!)} before ${label}`);
     }
-    const byStep = step.timeout !== undefined && (remaining === null || step.timeout <= remaining);
-    const limit = byStep ? step.timeout! : remaining;
+    const byStep = step.timeout !== undefined && (left === null || step.timeout <= left);
+    const limit = byStep ? step.timeout! : left;
     system(`${label} of ${steps.length} started: ${describeCommand(step)}`, index);
     const stepStarted = performance.now();
     const outcome: StepOutcome = await runStep({
@@ -156,16 +185,25 @@ function pickSecrets(plan: JobPlan): Record<string, string> | string {
   return Object.fromEntries(names.map((name) => [name, plan.secrets[name]!]));
 }
 
-function result(
-  plan: JobPlan,
-  mask: Masker,
-  status: JobResult['status'],
-  exitCode: number | null,
-  errorMessage: string | null,
-  system: (text: string) => void,
-  warn: (text: string) => void,
-): JobResult {
-  const output: Record<string, string> = {};
+interface Outcome {
+  status: JobResult['status'];
+  exitCode: number | null;
+  errorMessage: string | null;
+}
+
+interface Reporting {
+  mask: Masker;
+  system: (text: string) => void;
+  warn: (text: string) => void;
+  remaining: () => number | null;
+}
+
+/**
+ * The job's result: reads `$DROVER_OUTPUT`, uploads its `file:` values (a job that would succeed
+ * fails when one cannot be delivered), masks secrets and logs the final line.
+ */
+async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Reporting): Promise<JobResult> {
+  let { status, exitCode, errorMessage } = outcome;
   let text = '';
   try {
     text = fs.readFileSync(plan.files.outputFile, 'utf8');
@@ -173,9 +211,27 @@ function result(
     // no output file: no output
   }
   const parsed = parseOutputFile(text);
-  for (const warning of parsed.warnings) warn(`warning: ${warning}`);
-  for (const [key, value] of Object.entries(parsed.values)) output[key] = mask(value);
-  const message = errorMessage === null ? null : mask(errorMessage);
-  system(message === null ? `job finished: ${status}` : `job finished: ${status}: ${message}`);
+  for (const warning of parsed.warnings) r.warn(`warning: ${warning}`);
+  let values: Record<string, unknown> = parsed.values;
+  if (plan.transfer && hasFileOutputs(parsed.values)) {
+    const delivered = await plan.transfer.deliverOutputs({
+      jobId: plan.jobId,
+      output: parsed.values,
+      workspace: plan.files.workspace,
+      signal: jobTimeSignal(hooks.signal, status === 'timed_out' ? 0 : r.remaining()),
+      log: (line) => r.system(line),
+    });
+    values = delivered.output;
+    for (const problem of delivered.problems) r.warn(`error: ${problem}`);
+    if (delivered.problems.length > 0 && status === 'success') {
+      status = 'failed';
+      exitCode = null;
+      errorMessage = delivered.problems.join('; ');
+    }
+  }
+  const output: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(values)) output[key] = typeof value === 'string' ? r.mask(value) : value;
+  const message = errorMessage === null ? null : r.mask(errorMessage);
+  r.system(message === null ? `job finished: ${status}` : `job finished: ${status}: ${message}`);
   return { status, exitCode, errorMessage: message, output, finishedAt: new Date().toISOString() };
 }

@@ -9,9 +9,12 @@ import type { Report } from '../outbox/report.js';
 import type { LoadedSecrets } from '../workflows/index.js';
 import { CANCELLED_BEFORE_START_MESSAGE, decideIntake, INTERRUPTED_MESSAGE, LOST_MESSAGE } from './intake.js';
 import { JobQueue } from './job-queue.js';
-import { runAcceptedJob } from './job-runner.js';
+import { runAcceptedJob, type JobRunnerDeps } from './job-runner.js';
 import { JOB_ID_PATTERN, type FinalReport, type Journal, type JournalEntry } from './journal.js';
 import type { LogShipperOptions } from './log-shipper.js';
+import type { JobFileTransfer } from '../files/job-file-transfer.js';
+import { parseDeployEvent } from '../deploy/deploy-event.js';
+import { runDeployJob, type DeployContext } from '../deploy/run-deploy-job.js';
 
 export interface JobManagerOptions {
   stateDir: string;
@@ -32,6 +35,10 @@ export interface JobManagerOptions {
   logBatch?: LogShipperOptions;
   /** Called when the queue changes (status.json). */
   onQueueChange?(): void;
+  /** Downloads input files and uploads output files of jobs. */
+  transfer?: JobFileTransfer;
+  /** Runs update jobs (`deploy` events); absent: deploy events are ignored with a log line. */
+  deploy?: DeployContext;
 }
 
 /**
@@ -71,8 +78,48 @@ export class JobManager {
     }
   }
 
-  /** A `job` event of the stream. */
+  /** A `job` event of the stream. An update job always takes the deploy path (its manifest is checked). */
   onJobEvent(assignment: JobAssignment): void {
+    if (assignment.kind === 'update') {
+      this.onDeployEvent(assignment);
+      return;
+    }
+    this.#intake(assignment, false);
+  }
+
+  /**
+   * A `deploy` event of the stream: an update job. Taken into the queue like a job, except that
+   * when the queue is full it is dropped with the log line `job queue full; rejecting` and not
+   * reported (spec, Limits): the coordinator keeps it pending and the pull fallback recovers it.
+   */
+  onDeployEvent(data: unknown): void {
+    const { logger } = this.options;
+    const parsed = parseDeployEvent(data);
+    if (!parsed.ok) {
+      logger.warn({ event: 'deploy' }, `ignored a deploy event: ${parsed.problem}`);
+      return;
+    }
+    if (!this.options.deploy) {
+      logger.warn(
+        { event: 'deploy', jobId: parsed.assignment.jobId },
+        'ignored a deploy event: deployments are not set up',
+      );
+      return;
+    }
+    this.#intake(parsed.assignment, true);
+  }
+
+  /** The applications whose update job is queued or running here. */
+  deployingApplications(): Set<string> {
+    const ids = new Set<string>();
+    for (const job of [...this.queue.waiting, ...(this.queue.running ? [this.queue.running] : [])]) {
+      const assignment = this.options.journal.get(job.jobId)?.assignment as { applicationId?: unknown } | undefined;
+      if (typeof assignment?.applicationId === 'string') ids.add(assignment.applicationId);
+    }
+    return ids;
+  }
+
+  #intake(assignment: JobAssignment, deploy: boolean): void {
     const { journal, logger } = this.options;
     if (!JOB_ID_PATTERN.test(assignment.jobId)) {
       logger.error({ jobId: String(assignment.jobId) }, 'ignored a job event with an unusable job id');
@@ -89,7 +136,8 @@ export class JobManager {
       shuttingDown: this.#shuttingDown,
       queueFull: this.queue.isFull,
       capacity: this.queue.capacity,
-      workflowProblem: this.options.workflows.problemWith(assignment.workflowName),
+      // An update workflow missing here fails the job when it runs (a rejection would be re-issued).
+      workflowProblem: deploy ? null : this.options.workflows.problemWith(assignment.workflowName),
     });
     try {
       switch (decision.action) {
@@ -111,6 +159,12 @@ export class JobManager {
           return;
         }
         case 'reject': {
+          if (deploy) {
+            // Not reported: the coordinator keeps the job pending (spec, Limits rule 2).
+            if (decision.reason === 'queue_full') log.warn({ event: 'deploy' }, 'job queue full; rejecting');
+            else log.info({ event: 'deploy' }, `deploy event left for later: ${decision.message}`);
+            return;
+          }
           const final: FinalReport = { kind: 'reject', body: { reason: decision.reason, message: decision.message } };
           journal.create(assignment, 'rejected', { final });
           if (decision.reason === 'queue_full') log.warn('job queue full; rejecting');
@@ -144,16 +198,6 @@ export class JobManager {
       // The journal could not be written: promise nothing; the job is delivered again on reconnect.
       log.error({ err: error }, 'cannot record the job in the journal; it is left for a later delivery');
     }
-  }
-
-  /** A `deploy` event of the stream (OTA comes in a later issue). */
-  onDeployEvent(data: unknown): void {
-    const { logger } = this.options;
-    if (this.queue.isFull) {
-      logger.warn({ event: 'deploy' }, 'job queue full; rejecting');
-      return;
-    }
-    logger.info({ event: 'deploy', data }, 'deploy events are not supported yet; the event was ignored');
   }
 
   /**
@@ -205,24 +249,26 @@ export class JobManager {
 
   #enqueue(entry: JournalEntry, accepted: Promise<SendOutcome>): void {
     const { options } = this;
+    const deps: JobRunnerDeps = {
+      stateDir: options.stateDir,
+      journal: options.journal,
+      send: (report) => options.sender.send(report),
+      finish: (running, result) => this.#finish(running, result),
+      workflow: (name) => options.workflows.get(name),
+      loadSecrets: options.loadSecrets,
+      logger: options.logger,
+      defaultJobTimeoutMs: options.defaultJobTimeoutMs,
+      killGraceMs: options.killGraceMs,
+      ...(options.logBatch ? { logBatch: options.logBatch } : {}),
+      ...(options.transfer ? { transfer: options.transfer } : {}),
+    };
+    const deploy = entry.assignment.kind === 'update' ? options.deploy : undefined;
+    const run = () =>
+      deploy
+        ? runDeployJob({ ...deps, deploy }, entry, accepted, this.#kill.signal)
+        : runAcceptedJob(deps, entry, accepted, this.#kill.signal);
     this.queue.add({ jobId: entry.jobId, workflowName: entry.assignment.workflowName }, () =>
-      runAcceptedJob(
-        {
-          stateDir: options.stateDir,
-          journal: options.journal,
-          send: (report) => options.sender.send(report),
-          finish: (running, result) => this.#finish(running, result),
-          workflow: (name) => options.workflows.get(name),
-          loadSecrets: options.loadSecrets,
-          logger: options.logger,
-          defaultJobTimeoutMs: options.defaultJobTimeoutMs,
-          killGraceMs: options.killGraceMs,
-          ...(options.logBatch ? { logBatch: options.logBatch } : {}),
-        },
-        entry,
-        accepted,
-        this.#kill.signal,
-      ).catch((error: unknown) => {
+      run().catch((error: unknown) => {
         options.logger.error({ err: error, jobId: entry.jobId }, 'the job failed inside the agent');
         const current = options.journal.get(entry.jobId);
         if (current && current.state === 'running')

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
 import { executeJob, type JobLine, type JobResult } from '../exec/run-job.js';
+import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
 import type { LoadedSecrets } from '../workflows/index.js';
@@ -21,6 +22,8 @@ export interface JobRunnerDeps {
   defaultJobTimeoutMs: number | null;
   killGraceMs: number;
   logBatch?: LogShipperOptions;
+  /** Input and output files of jobs (files/job-file-transfer.ts). */
+  transfer?: JobFileTransfer;
 }
 
 /**
@@ -37,20 +40,8 @@ export async function runAcceptedJob(
 ): Promise<void> {
   const { assignment } = entry;
   const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
-  const acceptance = await accepted;
-  if (acceptance.outcome === 'dropped') {
-    deps.journal.update(entry.jobId, { state: 'abandoned', note: `accept refused: ${acceptance.reason}` });
-    log.warn(`the coordinator refused the accept (${acceptance.reason}); the job is not run`);
-    return;
-  }
-  if (signal.aborted) return; // shutdown took it back; the caller reports it
-  const running = deps.journal.update(entry.jobId, { state: 'running', startedAt: new Date().toISOString() });
-  const started = await deps.send({ kind: 'start', jobId: entry.jobId });
-  if (started.outcome === 'dropped') {
-    deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });
-    log.warn(`the coordinator refused the start (${started.reason}); the job is not run`);
-    return;
-  }
+  const running = await beginAcceptedJob(deps, entry, accepted, signal);
+  if (!running) return;
 
   const workflow = deps.workflow(assignment.workflowName);
   if (!workflow) {
@@ -82,6 +73,7 @@ export async function runAcceptedJob(
       secrets: secrets.secrets,
       secretsProblem: secrets.problem,
       killGraceMs: deps.killGraceMs,
+      ...(deps.transfer ? { transfer: deps.transfer } : {}),
     },
     {
       signal,
@@ -100,6 +92,35 @@ export async function runAcceptedJob(
   );
   shipper.flush();
   deps.finish(running, result);
+}
+
+/**
+ * The start of an accepted job's run, for every kind of job: waits for the coordinator's answer
+ * to the accept, marks the job `running` in the journal and reports the start. Null when the job
+ * must not run (the coordinator refused the accept or the start, or shutdown took it back).
+ */
+export async function beginAcceptedJob(
+  deps: Pick<JobRunnerDeps, 'journal' | 'send' | 'logger'>,
+  entry: JournalEntry,
+  accepted: Promise<SendOutcome>,
+  signal: AbortSignal,
+): Promise<JournalEntry | null> {
+  const log = deps.logger.child({ jobId: entry.jobId, workflow: entry.assignment.workflowName });
+  const acceptance = await accepted;
+  if (acceptance.outcome === 'dropped') {
+    deps.journal.update(entry.jobId, { state: 'abandoned', note: `accept refused: ${acceptance.reason}` });
+    log.warn(`the coordinator refused the accept (${acceptance.reason}); the job is not run`);
+    return null;
+  }
+  if (signal.aborted) return null; // shutdown took it back; the caller reports it
+  const running = deps.journal.update(entry.jobId, { state: 'running', startedAt: new Date().toISOString() });
+  const started = await deps.send({ kind: 'start', jobId: entry.jobId });
+  if (started.outcome === 'dropped') {
+    deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });
+    log.warn(`the coordinator refused the start (${started.reason}); the job is not run`);
+    return null;
+  }
+  return running;
 }
 
 /** A job's line in the agent's own log (already masked): warnings as warn, the rest as info. */

@@ -40,6 +40,7 @@ export async function runJob(
     secrets: options.secrets ?? {},
     secretsProblem: options.secretsProblem,
     killGraceMs: options.killGraceMs ?? 300,
+    ...(options.transfer ? { transfer: options.transfer } : {}),
   };
   const lines: JobLine[] = [];
   const result = await executeJob(plan, {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
+import type { DeployContext } from '../../src/deploy/run-deploy-job.js';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { JobManager } from '../../src/jobs/job-manager.js';
 import { Journal } from '../../src/jobs/journal.js';
@@ -36,7 +37,13 @@ export const sh = (run: string) => ({ run, shell: true });
 
 export function harness(
   workflows: WorkflowDefinition[],
-  options: { capacity?: number; stateDir?: string; answer?: Harness['answer'] } = {},
+  options: {
+    capacity?: number;
+    stateDir?: string;
+    answer?: Harness['answer'];
+    /** Update jobs (deploy events) run with this context. */
+    deploy?: (stateDir: string) => DeployContext;
+  } = {},
 ): Harness {
   const stateDir = options.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-jobs-'));
   const { logger, records } = captureLogger();
@@ -72,6 +79,7 @@ export function harness(
     defaultJobTimeoutMs: 60_000,
     killGraceMs: 200,
     logBatch: { intervalMs: 20 },
+    ...(options.deploy ? { deploy: options.deploy(stateDir) } : {}),
   });
   Object.assign(h, {
     stateDir,

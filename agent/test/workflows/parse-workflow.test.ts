@@ -186,7 +186,7 @@ describe('parseWorkflowFile', () => {
       'steps: [{run: a}]',
     ].join('\n');
     expect(problems(text)).toEqual([
-      'deploy.yaml:18: params[4].type: expected one of string, number, boolean, enum, got `list`',
+      'deploy.yaml:18: params[4].type: expected one of string, number, boolean, enum, file, got `list`',
     ]);
     const noBadType = text.replace('type: list', 'type: boolean');
     expect(problems(noBadType)).toEqual([

@@ -23,6 +23,14 @@ export interface Config {
   readonly agentDisconnectGraceMs: number;
   /** Added to a job's timeout to make its deadline, past which the sweeper fails it. */
   readonly jobDeadlineGraceMs: number;
+  /** Lifetime of presigned upload and download URLs (`expiresInSeconds`). */
+  readonly presignTtlSeconds: number;
+  /** The largest file an upload may carry. */
+  readonly maxFileBytes: number;
+  /** How often the file sweeper deletes expired files and retries failed deletions. */
+  readonly fileSweepIntervalMs: number;
+  /** The TTL of the files agents upload as job outputs. */
+  readonly jobFileTtlSeconds: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -40,6 +48,10 @@ export const DEFAULTS = Object.freeze({
   streamPingMs: 15_000,
   agentDisconnectGraceMs: 30_000,
   jobDeadlineGraceMs: 60_000,
+  presignTtlSeconds: 900,
+  maxFileBytes: 5 * 1024 ** 3,
+  fileSweepIntervalMs: 60_000,
+  jobFileTtlSeconds: 7 * 86400,
 });
 
 /** Options as the CLI hands them over (strings, or undefined when the flag was not given). */
@@ -159,6 +171,31 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     86_400_000,
   );
 
+  const presignTtlSeconds = integer(
+    pick(undefined, null, 'DROVER_PRESIGN_TTL_SECONDS'),
+    DEFAULTS.presignTtlSeconds,
+    1,
+    604_800,
+  );
+  const maxFileBytes = integer(
+    pick(undefined, null, 'DROVER_MAX_FILE_BYTES'),
+    DEFAULTS.maxFileBytes,
+    1,
+    Number.MAX_SAFE_INTEGER,
+  );
+  const fileSweepIntervalMs = integer(
+    pick(undefined, null, 'DROVER_FILE_SWEEP_INTERVAL_MS'),
+    DEFAULTS.fileSweepIntervalMs,
+    50,
+    86_400_000,
+  );
+  const jobFileTtlSeconds = integer(
+    pick(undefined, null, 'DROVER_JOB_FILE_TTL_SECONDS'),
+    DEFAULTS.jobFileTtlSeconds,
+    60,
+    90 * 86400,
+  );
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -173,6 +210,10 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     streamPingMs,
     agentDisconnectGraceMs,
     jobDeadlineGraceMs,
+    presignTtlSeconds,
+    maxFileBytes,
+    fileSweepIntervalMs,
+    jobFileTtlSeconds,
   });
 }
 

@@ -11,11 +11,16 @@ const perRepositories = new WeakMap<Repositories, GenerationCache<Authenticating
  * One cache per set of repositories (per coordinator), so coordinators in one process (tests)
  * never share entries.
  */
-export function findApiTokenByHash(repos: Repositories, tokenHash: string): Promise<AuthenticatingApiToken | null> {
+export function findApiTokenByHash(
+  repos: Repositories,
+  tokenHash: string,
+  /** The change counter as the caller already read it for this request (see GenerationCache.get). */
+  generation?: number,
+): Promise<AuthenticatingApiToken | null> {
   let cache = perRepositories.get(repos);
   if (!cache) {
     cache = new GenerationCache<AuthenticatingApiToken>(repos.changeCounter, 10_000);
     perRepositories.set(repos, cache);
   }
-  return cache.get(tokenHash, () => repos.apiTokens.findForAuthentication(tokenHash));
+  return cache.get(tokenHash, () => repos.apiTokens.findForAuthentication(tokenHash), generation);
 }

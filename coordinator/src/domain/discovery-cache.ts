@@ -28,13 +28,13 @@ export class DiscoveryCache {
     this.workflowLists = new GenerationCache(repos.changeCounter, maxTokens);
   }
 
-  /** `reachableAgents` of the token. */
-  agents(token: DiscoveringToken): Promise<Agent[]> {
-    return this.agentLists.get(token.id, () => reachableAgents(this.repos, token));
+  /** `reachableAgents` of the token; `generation` as in GenerationCache.get. */
+  agents(token: DiscoveringToken, generation?: number): Promise<Agent[]> {
+    return this.agentLists.get(token.id, () => reachableAgents(this.repos, token), generation);
   }
 
-  /** `runnableWorkflows` of the token. */
-  workflows(token: DiscoveringToken): Promise<Workflow[]> {
-    return this.workflowLists.get(token.id, () => runnableWorkflows(this.repos, token));
+  /** `runnableWorkflows` of the token; `generation` as in GenerationCache.get. */
+  workflows(token: DiscoveringToken, generation?: number): Promise<Workflow[]> {
+    return this.workflowLists.get(token.id, () => runnableWorkflows(this.repos, token), generation);
   }
 }

@@ -17,9 +17,17 @@ export class GenerationCache<V> {
     private readonly maxEntries = 1000,
   ) {}
 
-  /** The value of `key`, loaded by `load` unless this generation already holds it. Null is not cached. */
-  async get<T extends V | null>(key: string, load: () => Promise<T>): Promise<T> {
-    const generation = await this.counters.generation();
+  /**
+   * The value of `key`, loaded by `load` unless this generation already holds it. Null is not cached.
+   * `generation`: a reading of the counter the caller already made for this request (one read
+   * serves every cache a request consults, as if the request ran at that instant); by default the
+   * counter is read now.
+   */
+  async get<T extends V | null>(key: string, load: () => Promise<T>, generation?: number): Promise<T> {
+    generation ??= await this.counters.generation();
+    // A request that read the counter before another one moved the cache on: answer it from the
+    // database as of now, without touching the newer entries (the counter only grows).
+    if (generation < this.generation) return load();
     if (generation !== this.generation) {
       this.generation = generation;
       this.entries = new Map();

@@ -26,6 +26,13 @@ export class JobEvents {
 
   jobFinished(jobId: string): void {
     this.emitter.emit(`finished:${jobId}`);
+    this.emitter.emit('finished', jobId);
+  }
+
+  /** Every job that reaches a terminal status (after its commit); returns the unsubscribe function. */
+  onJobFinished(listener: (jobId: string) => void): () => void {
+    this.emitter.on('finished', listener);
+    return () => this.emitter.off('finished', listener);
   }
 
   /**

@@ -149,7 +149,10 @@ export async function createStorageBinding(
   return binding;
 }
 
-/** Deletes a binding; the organization's default binding cannot be deleted (409). */
+/**
+ * Deletes a binding; the organization's default binding, and a binding that holds files not
+ * `deleted`, cannot be deleted (409).
+ */
 export async function deleteStorageBinding(
   repos: Repositories,
   orgId: string,
@@ -159,6 +162,8 @@ export async function deleteStorageBinding(
   const binding = await repos.storageBindings.findInOrg(orgId, id);
   if (!binding) throw notFound('Storage binding');
   if (binding.isDefault) throw conflict('The default storage binding of an organization cannot be deleted');
+  const files = await repos.files.countUndeletedInBinding(binding.id);
+  if (files > 0) throw conflict(`The storage binding still holds ${files} file(s) not deleted; delete them first`);
   if (!(await repos.storageBindings.softDelete(orgId, id, at))) throw notFound('Storage binding');
   return binding;
 }

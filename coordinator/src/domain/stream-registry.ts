@@ -1,4 +1,4 @@
-import { StreamEvent } from '@drover/shared';
+import { StreamEvent, type JobAssignment } from '@drover/shared';
 import type { AgentRepository } from '../db/repositories/agents.js';
 import type { Job } from '../db/repositories/job-rows.js';
 import type { JobRepository } from '../db/repositories/jobs.js';
@@ -33,6 +33,11 @@ export interface StreamRegistryOptions {
   logger: StreamLogger;
   pingMs: number;
   disconnectGraceMs: number;
+  /**
+   * Completes a job's assignment at each send (fresh download URLs of its input files,
+   * job-input-files.ts). When it fails the job is sent as stored: the agent asks for the URLs.
+   */
+  prepareAssignment?(job: Job, assignment: JobAssignment): Promise<JobAssignment>;
 }
 
 /** One agent's open stream. Until its open jobs are sent it buffers live job ids (`starting`). */
@@ -41,6 +46,8 @@ class AgentStream {
   /** Live job ids that arrived while starting, and the ids sent while starting (to skip twins). */
   readonly buffered: string[] = [];
   readonly sentWhileStarting = new Set<string>();
+  /** Live sends, one after another, so that jobs reach the agent in creation order. */
+  sending: Promise<void> = Promise.resolve();
 
   constructor(
     readonly agentId: string,
@@ -52,10 +59,10 @@ class AgentStream {
     if (!this.sink.write(chunk)) this.close();
   }
 
-  sendJob(job: Job): void {
-    if (this.state === 'closed' || !isOpenJobStatus(job.status)) return;
-    if (this.state === 'starting') this.sentWhileStarting.add(job.id);
-    this.write(sseEvent(StreamEvent.job, job.id, toAssignment({ ...job, status: job.status })));
+  /** An update job goes out as a `deploy` event (docs/ota.md), any other job as a `job` event. */
+  sendAssignment(assignment: JobAssignment): void {
+    const event = assignment.kind === 'update' ? StreamEvent.deploy : StreamEvent.job;
+    this.write(sseEvent(event, assignment.jobId, assignment));
   }
 
   close(): void {
@@ -129,7 +136,7 @@ export class StreamRegistry {
       }
       this.o.logger.info({ agentId }, 'agent stream connected');
       const open = await this.o.jobs.listOpenForAgent(agentId);
-      for (const job of open) stream.sendJob(job);
+      for (const job of open) await this.sendJob(stream, job);
       // Live jobs that arrived meanwhile, minus those the open list already carried.
       for (let i = 0; i < stream.buffered.length && stream.state === 'starting'; i++) {
         const jobId = stream.buffered[i]!;
@@ -161,16 +168,34 @@ export class StreamRegistry {
     const stream = this.streams.get(agentId);
     if (!stream) return;
     if (stream.state === 'starting') stream.buffered.push(jobId);
-    else void this.push(stream, jobId);
+    else stream.sending = stream.sending.then(() => this.push(stream, jobId));
   }
 
   private async push(stream: AgentStream, jobId: string): Promise<void> {
     try {
       const job = await this.o.jobs.findById(jobId);
-      if (job && job.agentId === stream.agentId) stream.sendJob(job);
+      if (job && job.agentId === stream.agentId) await this.sendJob(stream, job);
     } catch (error) {
       this.o.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
     }
+  }
+
+  /** Sends an open job's `job` event, its assignment completed by `prepareAssignment`. */
+  private async sendJob(stream: AgentStream, job: Job): Promise<void> {
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
+    if (stream.state === 'starting') stream.sentWhileStarting.add(job.id);
+    let assignment = toAssignment({ ...job, status: job.status });
+    if (this.o.prepareAssignment) {
+      try {
+        assignment = await this.o.prepareAssignment(job, assignment);
+      } catch (error) {
+        this.o.logger.error(
+          { err: error, agentId: stream.agentId, jobId: job.id },
+          'could not prepare the download URLs of a job; sending it without them',
+        );
+      }
+    }
+    stream.sendAssignment(assignment);
   }
 
   private revoked(agentId: string): void {

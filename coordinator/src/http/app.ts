@@ -20,13 +20,20 @@ import { storageBindingRoutes } from './routes/manage/storage-bindings.js';
 import { auditRoutes } from './routes/manage/audit.js';
 import { discoveryRoutes } from './routes/public/discovery.js';
 import { triggerRunRoutes } from './routes/public/trigger-run.js';
+import { storageRoutes } from './routes/public/storage.js';
+import { storageBlobRoutes } from './routes/storage-blobs.js';
 import { agentEnrollRoutes } from './routes/agent/enroll.js';
 import { agentWorkflowRoutes } from './routes/agent/workflows.js';
 import { agentSelfRoutes } from './routes/agent/me.js';
 import { agentStreamRoutes } from './routes/agent/stream.js';
 import { agentJobRoutes } from './routes/agent/jobs.js';
+import { agentFileRoutes } from './routes/agent/files.js';
 import { jobRoutes } from './routes/manage/jobs.js';
 import { apiJobRoutes } from './routes/api-jobs.js';
+import { appRoutes } from './routes/manage/apps.js';
+import { releaseRoutes } from './routes/manage/releases.js';
+import { deviceRoutes } from './routes/manage/devices.js';
+import { agentDeployRoutes } from './routes/agent/deploy.js';
 import './context.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -111,12 +118,19 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       await v1.register(auditRoutes);
       await v1.register(discoveryRoutes);
       await v1.register(triggerRunRoutes);
+      await v1.register(storageRoutes);
+      await v1.register(storageBlobRoutes);
       await v1.register(agentEnrollRoutes);
       await v1.register(agentWorkflowRoutes);
       await v1.register(agentSelfRoutes);
       await v1.register(agentStreamRoutes);
       await v1.register(agentJobRoutes);
+      await v1.register(agentFileRoutes);
       await v1.register(jobRoutes);
+      await v1.register(appRoutes);
+      await v1.register(releaseRoutes);
+      await v1.register(deviceRoutes);
+      await v1.register(agentDeployRoutes);
     },
     { prefix: '/v1' },
   );

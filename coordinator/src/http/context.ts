@@ -1,7 +1,9 @@
 import type { Config } from '../config/config.js';
 import type { Repositories } from '../db/repositories/index.js';
 import type { AuditLog } from '../domain/audit-log.js';
+import type { FileService } from '../domain/files/file-service.js';
 import type { JobEvents } from '../domain/job-events.js';
+import type { OtaEngine } from '../domain/ota/engine.js';
 import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
 import type { ServerKey } from '../domain/server-key.js';
 import type { SessionService } from '../domain/sessions.js';
@@ -18,6 +20,10 @@ export interface AppContext {
   readLimiter: ReadRateLimiter;
   /** In-process job notifications: dispatch to connected agents, sync trigger-run waits. */
   jobEvents: JobEvents;
+  /** Stored files: the public storage API, job input/output files, deletions (domain/files). */
+  files: FileService;
+  /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */
+  ota: OtaEngine;
 }
 
 declare module 'fastify' {

@@ -37,6 +37,10 @@ describe('loadConfig defaults', () => {
       streamPingMs: 15_000,
       agentDisconnectGraceMs: 30_000,
       jobDeadlineGraceMs: 60_000,
+      presignTtlSeconds: 900,
+      maxFileBytes: 5_368_709_120,
+      fileSweepIntervalMs: 60_000,
+      jobFileTtlSeconds: 604_800,
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -77,6 +81,10 @@ describe('loadConfig from the environment', () => {
         DROVER_STREAM_PING_MS: '100',
         DROVER_AGENT_DISCONNECT_GRACE_MS: '0',
         DROVER_JOB_DEADLINE_GRACE_MS: '5000',
+        DROVER_PRESIGN_TTL_SECONDS: '60',
+        DROVER_MAX_FILE_BYTES: '1048576',
+        DROVER_FILE_SWEEP_INTERVAL_MS: '50',
+        DROVER_JOB_FILE_TTL_SECONDS: '3600',
       },
       {},
       CWD,
@@ -94,6 +102,10 @@ describe('loadConfig from the environment', () => {
       streamPingMs: 100,
       agentDisconnectGraceMs: 0,
       jobDeadlineGraceMs: 5000,
+      presignTtlSeconds: 60,
+      maxFileBytes: 1_048_576,
+      fileSweepIntervalMs: 50,
+      jobFileTtlSeconds: 3600,
     });
   });
 

@@ -4,7 +4,7 @@ import { migrate } from '../../src/db/migrate.js';
 import { createSqliteRepositories, type Repositories } from '../../src/db/repositories/index.js';
 import { INSERT_JOB_SQL, newJobParams, type NewJob } from '../../src/db/repositories/job-rows.js';
 import type { FinishReport } from '../../src/db/repositories/jobs.js';
-import { WriteBatcher } from '../../src/db/write-batcher.js';
+import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { DEADLINE_MESSAGE } from '../../src/domain/job-state.js';
 import { newId } from '../../src/util/ids.js';
 
@@ -81,7 +81,7 @@ describe('job repository', () => {
   beforeEach(async () => {
     db = openDatabase(':memory:');
     migrate(db);
-    repos = createSqliteRepositories(db, new WriteBatcher(db));
+    repos = createSqliteRepositories(db, new GroupCommitExecutor(db));
     const userId = newId();
     await repos.users.insert({ id: userId, email: 'u@example.test', passwordHash: 'x', createdAt: iso(0) });
     orgId = newId();

@@ -3,7 +3,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createSqliteRepositories, type Repositories } from '../../src/db/repositories/index.js';
 import type { AdmissionRequest } from '../../src/db/repositories/trigger-runs.js';
-import { WriteBatcher } from '../../src/db/write-batcher.js';
+import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { newId } from '../../src/util/ids.js';
 
 const NOW = Date.UTC(2030, 0, 1, 10, 0, 5);
@@ -18,7 +18,7 @@ describe('trigger-run admission', () => {
   beforeEach(async () => {
     db = openDatabase(':memory:');
     migrate(db);
-    repos = createSqliteRepositories(db, new WriteBatcher(db));
+    repos = createSqliteRepositories(db, new GroupCommitExecutor(db));
     const userId = newId();
     await repos.users.insert({
       id: userId,

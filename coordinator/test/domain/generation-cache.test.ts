@@ -45,6 +45,27 @@ describe('GenerationCache', () => {
     expect(await cache.get('k', load)).toBe(2);
   });
 
+  it('uses a reading of the counter the caller already made, without reading it again', async () => {
+    let reads = 0;
+    const cache = new GenerationCache<string>({
+      generation: async () => {
+        reads++;
+        return 7;
+      },
+    });
+    expect(await cache.get('k', async () => 'A', 7)).toBe('A');
+    expect(await cache.get('k', async () => 'B', 7)).toBe('A');
+    expect(reads).toBe(0);
+    expect(await cache.get('k', async () => 'C', 8)).toBe('C');
+  });
+
+  it('answers an older reading from the database without disturbing the newer entries', async () => {
+    const cache = new GenerationCache<string>(counter());
+    expect(await cache.get('k', async () => 'new', 5)).toBe('new');
+    expect(await cache.get('k', async () => 'old', 4)).toBe('old');
+    expect(await cache.get('k', async () => 'other', 5)).toBe('new');
+  });
+
   it('keeps keys apart', async () => {
     const cache = new GenerationCache<string>(counter());
     expect(await cache.get('a', async () => 'A')).toBe('A');

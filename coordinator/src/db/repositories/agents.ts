@@ -1,4 +1,5 @@
 import type { Db } from '../database.js';
+import type { WriteExecutor } from '../writer/executor.js';
 
 export type AgentStatus = 'pending' | 'connected' | 'disconnected' | 'revoked';
 
@@ -89,7 +90,34 @@ const toAgent = (r: AgentRow): Agent => ({
 /** Purge expired nonces at most this often. */
 const NONCE_PURGE_INTERVAL_MS = 60_000;
 
-export function createAgentRepository(db: Db): AgentRepository {
+/**
+ * Request nonces as a write operation (see db/writer/write-ops.ts): every signed agent request
+ * records one, so it goes through the group commit with the other hot writes instead of taking
+ * the database's write lock on the request's own connection.
+ */
+export function createNonceWrites(db: Db) {
+  const addNonce = db.prepare('INSERT OR IGNORE INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?)');
+  const purgeNonces = db.prepare('DELETE FROM agent_nonces WHERE expires_at < ?');
+  let lastPurge = 0;
+  return {
+    remember({ agentId, nonce, expiresAtMs, nowMs }: NonceUse): boolean {
+      if (nowMs - lastPurge > NONCE_PURGE_INTERVAL_MS) {
+        lastPurge = nowMs;
+        purgeNonces.run(nowMs);
+      }
+      return addNonce.run(agentId, nonce, expiresAtMs).changes === 1;
+    },
+  };
+}
+
+export interface NonceUse {
+  agentId: string;
+  nonce: string;
+  expiresAtMs: number;
+  nowMs: number;
+}
+
+export function createAgentRepository(db: Db, writes: WriteExecutor): AgentRepository {
   const tokenByHash = db.prepare<[string], { id: string; org_id: string; expires_at: string; used_at: string | null }>(
     'SELECT id, org_id, expires_at, used_at FROM enrollment_tokens WHERE token_hash = ?',
   );
@@ -121,9 +149,6 @@ export function createAgentRepository(db: Db): AgentRepository {
     "UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at) WHERE id = ? AND status = 'connected'",
   );
   const connectedIds = db.prepare<[], { id: string }>("SELECT id FROM agents WHERE status = 'connected'");
-  const addNonce = db.prepare('INSERT OR IGNORE INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?)');
-  const purgeNonces = db.prepare('DELETE FROM agent_nonces WHERE expires_at < ?');
-  let lastPurge = 0;
 
   const enroll = db.transaction((tokenHash: string, agent: NewAgent, at: string): EnrollOutcome => {
     const token = tokenByHash.get(tokenHash);
@@ -162,12 +187,8 @@ export function createAgentRepository(db: Db): AgentRepository {
       if (revoke.run(at, orgId, id).changes === 0) return null;
       return toAgent(inOrg.get(orgId, id) as AgentRow);
     },
-    async rememberNonce(agentId, nonce, expiresAtMs, nowMs) {
-      if (nowMs - lastPurge > NONCE_PURGE_INTERVAL_MS) {
-        lastPurge = nowMs;
-        purgeNonces.run(nowMs);
-      }
-      return addNonce.run(agentId, nonce, expiresAtMs).changes === 1;
+    rememberNonce(agentId, nonce, expiresAtMs, nowMs) {
+      return writes.run('rememberNonce', { agentId, nonce, expiresAtMs, nowMs });
     },
     async markConnected(id, at) {
       return connected.run(at, id).changes === 1;

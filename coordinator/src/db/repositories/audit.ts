@@ -1,5 +1,6 @@
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
+import type { WriteExecutor } from '../writer/executor.js';
 
 export type ActorType = 'user' | 'api_token' | 'agent' | 'system';
 
@@ -52,32 +53,42 @@ interface AuditRow {
   created_at: string;
 }
 
-export function createAuditRepository(db: Db): AuditRepository {
+/**
+ * Audit inserts as a write operation (see db/writer/write-ops.ts): prepared on the connection of
+ * whoever executes writes (the writer thread in the coordinator), inside its group commit.
+ */
+export function createAuditWrites(db: Db) {
   const insert = db.prepare(
     `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  return {
+    insertMany(entries: readonly AuditEntryInput[]): number {
+      for (const e of entries) {
+        insert.run(
+          e.orgId,
+          e.actorType,
+          e.actorId,
+          e.action,
+          e.targetType ?? null,
+          e.targetId ?? null,
+          JSON.stringify(e.metadata ?? {}),
+          e.createdAt,
+        );
+      }
+      return entries.length;
+    },
+  };
+}
+
+export function createAuditRepository(db: Db, writes: WriteExecutor): AuditRepository {
   const list = db.prepare<[string, string | null, string | null, number, number], AuditRow>(
     `SELECT * FROM audit_log WHERE org_id = ? AND (? IS NULL OR action = ?) AND id < ?
      ORDER BY id DESC LIMIT ?`,
   );
-  const insertAll = db.transaction((entries: readonly AuditEntryInput[]) => {
-    for (const e of entries) {
-      insert.run(
-        e.orgId,
-        e.actorType,
-        e.actorId,
-        e.action,
-        e.targetType ?? null,
-        e.targetId ?? null,
-        JSON.stringify(e.metadata ?? {}),
-        e.createdAt,
-      );
-    }
-  });
   return {
     async insertMany(entries) {
-      if (entries.length > 0) insertAll(entries);
+      if (entries.length > 0) await writes.run('insertAuditEntries', entries);
     },
     async list(orgId, q) {
       const action = q.action ?? null;

@@ -1,6 +1,9 @@
 import type { Db } from '../database.js';
-import { WriteBatcher } from '../write-batcher.js';
+import { GroupCommitExecutor, type WriteExecutor } from '../writer/executor.js';
 import { createAgentRepository, type AgentRepository } from './agents.js';
+import { createApplicationRepository, type ApplicationRepository } from './applications.js';
+import { createDeviceBindingRepository, type DeviceBindingRepository } from './device-bindings.js';
+import { createReleaseRepository, type ReleaseRepository } from './releases.js';
 import { createApiTokenRepository, type ApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository, type AuditRepository } from './audit.js';
 import { createChangeCounterRepository, type ChangeCounterRepository } from './change-counter.js';
@@ -9,6 +12,7 @@ import { createJobRepository, type JobRepository } from './jobs.js';
 import { createOrgRepository, type OrgRepository } from './orgs.js';
 import { createServerSecretRepository, type ServerSecretRepository } from './server-secrets.js';
 import { createStorageBindingRepository, type StorageBindingRepository } from './storage-bindings.js';
+import { createFileRepository, type FileRepository } from './files.js';
 import { createTriggerRepository, type TriggerRepository } from './triggers.js';
 import { createTriggerRunRepository, type TriggerRunRepository } from './trigger-runs.js';
 import { createUserRepository, type UserRepository } from './users.js';
@@ -29,28 +33,38 @@ export interface Repositories {
   orgs: OrgRepository;
   serverSecrets: ServerSecretRepository;
   storageBindings: StorageBindingRepository;
+  files: FileRepository;
   triggers: TriggerRepository;
   triggerRuns: TriggerRunRepository;
   users: UserRepository;
   workflows: WorkflowRepository;
+  applications: ApplicationRepository;
+  releases: ReleaseRepository;
+  deviceBindings: DeviceBindingRepository;
 }
 
-/** `writes` group-commits the hot write paths (trigger runs, job reports); see write-batcher.ts. */
-export function createSqliteRepositories(db: Db, writes: WriteBatcher = new WriteBatcher(db)): Repositories {
-  void writes;
+/**
+ * `writes` runs the hot writes (trigger-run admissions, job reports, audit entries, request
+ * nonces) with group commit; see db/writer/. Reads and the other writes use `db` directly.
+ */
+export function createSqliteRepositories(db: Db, writes: WriteExecutor = new GroupCommitExecutor(db)): Repositories {
   return {
-    agents: createAgentRepository(db),
+    agents: createAgentRepository(db, writes),
     apiTokens: createApiTokenRepository(db),
-    audit: createAuditRepository(db),
+    audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
     enrollmentTokens: createEnrollmentTokenRepository(db),
     jobs: createJobRepository(db, writes),
     orgs: createOrgRepository(db),
     serverSecrets: createServerSecretRepository(db),
     storageBindings: createStorageBindingRepository(db),
+    files: createFileRepository(db),
     triggers: createTriggerRepository(db),
     triggerRuns: createTriggerRunRepository(db, writes),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),
+    applications: createApplicationRepository(db),
+    releases: createReleaseRepository(db),
+    deviceBindings: createDeviceBindingRepository(db),
   };
 }

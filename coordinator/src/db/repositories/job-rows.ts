@@ -120,11 +120,35 @@ export interface NewJob {
 }
 
 /** Named parameters of INSERT_JOB_SQL for a new job. */
-export const newJobParams = (job: NewJob) => ({
-  ...job,
+export const newJobParams = (job: NewJob) => jobInsertParams(job, job.status, job.errorMessage);
+
+/**
+ * The same, with the status decided apart from the job (the admission); one object literal, no
+ * spreads: this runs once per trigger call.
+ */
+export const jobInsertParams = (
+  job: Omit<NewJob, 'status' | 'errorMessage'>,
+  status: NewJob['status'],
+  errorMessage: string | null,
+) => ({
+  id: job.id,
+  orgId: job.orgId,
+  kind: job.kind,
+  triggerId: job.triggerId,
+  agentId: job.agentId,
+  workflowId: job.workflowId,
+  workflowName: job.workflowName,
+  status,
+  ref: job.ref,
   debug: job.debug ? 1 : 0,
-  forced: job.forced ? 1 : 0,
   params: JSON.stringify(job.params),
   exitCode: null,
-  finishedAt: job.status === 'rejected' ? job.createdAt : null,
+  errorMessage,
+  forced: job.forced ? 1 : 0,
+  forceReason: job.forceReason,
+  apiTokenId: job.apiTokenId,
+  userId: job.userId,
+  timeoutMs: job.timeoutMs,
+  createdAt: job.createdAt,
+  finishedAt: status === 'rejected' ? job.createdAt : null,
 });

@@ -9,7 +9,7 @@ import {
   type JobResult,
 } from '../../domain/job-state.js';
 import type { Db } from '../database.js';
-import type { WriteBatcher } from '../write-batcher.js';
+import type { WriteExecutor } from '../writer/executor.js';
 import { toJob, type Job, type JobRow } from './job-rows.js';
 
 export interface JobListQuery {
@@ -91,27 +91,24 @@ export interface JobRepository {
   failOpenOfAgent(agentId: string, errorMessage: string, at: string): Promise<string[]>;
 }
 
+/** A report of an agent about one of its jobs, as a write operation (see db/writer/write-ops.ts). */
+export type JobMove = { agentId: string; jobId: string } & (
+  | ({ move: 'accept' | 'start' } & TransitionTime)
+  | { move: 'reject'; errorMessage: string; at: string }
+  | { move: 'finish'; report: FinishReport; at: string }
+);
+
 const OPEN = OPEN_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
 
-export function createJobRepository(db: Db, writes: WriteBatcher): JobRepository {
+/**
+ * The job writes as operations of the group commit (see db/writer/write-ops.ts): prepared on the
+ * connection of whoever executes writes (the writer thread in the coordinator). Operations run
+ * serially, so a move reads the job, decides and applies with a conditional UPDATE on one state;
+ * the `WHERE status IN (...)` still guards writers outside this process.
+ */
+export function createJobWrites(db: Db) {
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
-  const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
   const ofAgent = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE id = ? AND agent_id = ?');
-  type ListParams = { orgId: string; status: string | null; triggerId?: string; before: number; limit: number };
-  const list = db.prepare<[ListParams], JobRow>(
-    `SELECT * FROM jobs WHERE org_id = @orgId AND kind = 'trigger' AND (@status IS NULL OR status = @status)
-       AND seq < @before ORDER BY seq DESC LIMIT @limit`,
-  );
-  const listByTrigger = db.prepare<[ListParams], JobRow>(
-    `SELECT * FROM jobs WHERE org_id = @orgId AND trigger_id = @triggerId AND kind = 'trigger'
-       AND (@status IS NULL OR status = @status) AND seq < @before ORDER BY seq DESC LIMIT @limit`,
-  );
-  const openOfAgent = db.prepare<[string], JobRow>(
-    `SELECT * FROM jobs WHERE agent_id = ? AND status IN (${OPEN}) ORDER BY seq ASC`,
-  );
-  const logs = db.prepare<[string, number, number], JobLogLineRecord>(
-    'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?',
-  );
   const toQueued = db.prepare(
     "UPDATE jobs SET status = 'queued', queued_at = @at, deadline_at = @deadline WHERE id = @id AND status = 'pending'",
   );
@@ -141,30 +138,86 @@ export function createJobRepository(db: Db, writes: WriteBatcher): JobRepository
        WHERE agent_id = @agentId AND status IN (${OPEN}) RETURNING id`,
   );
 
-  /**
-   * Runs one move inside the write batcher's transaction: reads the job, decides, and applies
-   * with a conditional UPDATE. Ops run serially, so the read and the UPDATE see the same state;
-   * the `WHERE status IN (...)` still guards writers outside this process.
-   */
-  const transition = (
-    agentId: string,
-    jobId: string,
-    decideFor: (job: Job) => Decision,
-    apply: (job: Job) => number,
-  ): Promise<TransitionResult> =>
-    writes.run((): TransitionResult => {
-      const row = ofAgent.get(jobId, agentId);
+  const decideMove = (m: JobMove, job: Job): Decision => {
+    if (m.move !== 'finish') return decide(m.move, job.status);
+    return decideFinish(job, resultOf(m.report));
+  };
+  const applyMove = (m: JobMove, job: Job): number => {
+    switch (m.move) {
+      case 'accept':
+        return toQueued.run({ id: job.id, at: m.at, deadline: deadlineAt(m.at, job.timeoutMs, m.deadlineGraceMs) })
+          .changes;
+      case 'start':
+        return toRunning.run({ id: job.id, at: m.at, deadline: deadlineAt(m.at, job.timeoutMs, m.deadlineGraceMs) })
+          .changes;
+      case 'reject':
+        return toRejected.run({ id: job.id, message: m.errorMessage, at: m.at }).changes;
+      case 'finish':
+        return toFinished.run({
+          id: job.id,
+          status: m.report.status,
+          exitCode: m.report.exitCode,
+          errorMessage: m.report.errorMessage,
+          output: JSON.stringify(m.report.output),
+          finishedAt: finishInstant(m.report.finishedAt, job.createdAt, m.at),
+        }).changes;
+    }
+  };
+
+  return {
+    move(m: JobMove): TransitionResult {
+      const row = ofAgent.get(m.jobId, m.agentId);
       if (!row) return { outcome: 'not_found' };
       const job = toJob(row);
-      const decision = decideFor(job);
+      const decision = decideMove(m, job);
       if (decision === 'unchanged') return { outcome: 'unchanged', job };
       if (decision === 'conflict') return { outcome: 'conflict', job };
-      if (apply(job) === 1) return { outcome: 'applied', job: toJob(byId.get(jobId) as JobRow) };
+      if (applyMove(m, job) === 1) return { outcome: 'applied', job: toJob(byId.get(m.jobId) as JobRow) };
       // Changed by another writer between the read and the UPDATE: decide again on what it wrote.
-      const now = toJob(byId.get(jobId) as JobRow);
-      return { outcome: decideFor(now) === 'unchanged' ? 'unchanged' : 'conflict', job: now };
-    });
+      const now = toJob(byId.get(m.jobId) as JobRow);
+      return { outcome: decideMove(m, now) === 'unchanged' ? 'unchanged' : 'conflict', job: now };
+    },
+    appendLogs({ agentId, jobId, lines }: { agentId: string; jobId: string; lines: readonly NewLogLine[] }) {
+      const row = ofAgent.get(jobId, agentId);
+      if (!row) return null;
+      let accepted = 0;
+      for (const l of lines) accepted += insertLog.run(jobId, l.seq, l.at, l.stream, l.step ?? null, l.text).changes;
+      return { job: toJob(row), accepted };
+    },
+    failOverdue({ now, message }: { now: string; message: string }): string[] {
+      return overdue.all({ now, message }).map((r) => r.id);
+    },
+    failOpenOfAgent({ agentId, message, at }: { agentId: string; message: string; at: string }): string[] {
+      return openOfAgentFailed.all({ agentId, message, at }).map((r) => r.id);
+    },
+  };
+}
 
+const resultOf = (report: FinishReport): JobResult => ({
+  status: report.status,
+  exitCode: report.exitCode,
+  errorMessage: report.errorMessage,
+  output: report.output,
+});
+
+export function createJobRepository(db: Db, writes: WriteExecutor): JobRepository {
+  const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
+  const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
+  type ListParams = { orgId: string; status: string | null; triggerId?: string; before: number; limit: number };
+  const list = db.prepare<[ListParams], JobRow>(
+    `SELECT * FROM jobs WHERE org_id = @orgId AND kind = 'trigger' AND (@status IS NULL OR status = @status)
+       AND seq < @before ORDER BY seq DESC LIMIT @limit`,
+  );
+  const listByTrigger = db.prepare<[ListParams], JobRow>(
+    `SELECT * FROM jobs WHERE org_id = @orgId AND trigger_id = @triggerId AND kind = 'trigger'
+       AND (@status IS NULL OR status = @status) AND seq < @before ORDER BY seq DESC LIMIT @limit`,
+  );
+  const openOfAgent = db.prepare<[string], JobRow>(
+    `SELECT * FROM jobs WHERE agent_id = ? AND status IN (${OPEN}) ORDER BY seq ASC`,
+  );
+  const logs = db.prepare<[string, number, number], JobLogLineRecord>(
+    'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+  );
   return {
     async findById(id) {
       const row = byId.get(id);
@@ -190,66 +243,26 @@ export function createJobRepository(db: Db, writes: WriteBatcher): JobRepository
     async listLogs(jobId, afterSeq, limit) {
       return logs.all(jobId, afterSeq, limit);
     },
-    accept(agentId, jobId, { at, deadlineGraceMs }) {
-      return transition(
-        agentId,
-        jobId,
-        (job) => decide('accept', job.status),
-        (job) => toQueued.run({ id: job.id, at, deadline: deadlineAt(at, job.timeoutMs, deadlineGraceMs) }).changes,
-      );
+    accept(agentId, jobId, time) {
+      return writes.run('moveJob', { move: 'accept', agentId, jobId, ...time });
     },
-    reject(agentId, jobId, message, at) {
-      return transition(
-        agentId,
-        jobId,
-        (job) => decide('reject', job.status),
-        (job) => toRejected.run({ id: job.id, message, at }).changes,
-      );
+    reject(agentId, jobId, errorMessage, at) {
+      return writes.run('moveJob', { move: 'reject', agentId, jobId, errorMessage, at });
     },
-    start(agentId, jobId, { at, deadlineGraceMs }) {
-      return transition(
-        agentId,
-        jobId,
-        (job) => decide('start', job.status),
-        (job) => toRunning.run({ id: job.id, at, deadline: deadlineAt(at, job.timeoutMs, deadlineGraceMs) }).changes,
-      );
+    start(agentId, jobId, time) {
+      return writes.run('moveJob', { move: 'start', agentId, jobId, ...time });
     },
     finish(agentId, jobId, report, at) {
-      const result: JobResult = {
-        status: report.status,
-        exitCode: report.exitCode,
-        errorMessage: report.errorMessage,
-        output: report.output,
-      };
-      return transition(
-        agentId,
-        jobId,
-        (job) => decideFinish(job, result),
-        (job) =>
-          toFinished.run({
-            id: job.id,
-            status: result.status,
-            exitCode: result.exitCode,
-            errorMessage: result.errorMessage,
-            output: JSON.stringify(result.output),
-            finishedAt: finishInstant(report.finishedAt, job.createdAt, at),
-          }).changes,
-      );
+      return writes.run('moveJob', { move: 'finish', agentId, jobId, report, at });
     },
     appendLogs(agentId, jobId, lines) {
-      return writes.run(() => {
-        const row = ofAgent.get(jobId, agentId);
-        if (!row) return null;
-        let accepted = 0;
-        for (const l of lines) accepted += insertLog.run(jobId, l.seq, l.at, l.stream, l.step ?? null, l.text).changes;
-        return { job: toJob(row), accepted };
-      });
+      return writes.run('appendJobLogs', { agentId, jobId, lines });
     },
     failOverdue(now, message) {
-      return writes.run(() => overdue.all({ now, message }).map((r) => r.id));
+      return writes.run('failOverdueJobs', { now, message });
     },
     failOpenOfAgent(agentId, message, at) {
-      return writes.run(() => openOfAgentFailed.all({ agentId, message, at }).map((r) => r.id));
+      return writes.run('failOpenJobsOfAgent', { agentId, message, at });
     },
   };
 }

@@ -12,9 +12,9 @@ import {
 } from '../../domain/trigger-run/rate-windows.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
-import type { WriteBatcher } from '../write-batcher.js';
+import type { WriteExecutor } from '../writer/executor.js';
 import type { RateLimits } from './api-tokens.js';
-import { INSERT_JOB_SQL, newJobParams, type NewJob } from './job-rows.js';
+import { INSERT_JOB_SQL, jobInsertParams, type NewJob } from './job-rows.js';
 
 /** A trigger call that passed validation, to admit as a job (or refuse) in one transaction. */
 export interface AdmissionRequest {
@@ -51,7 +51,7 @@ export interface JobResult {
 export interface TriggerRunRepository {
   /**
    * The admission of a trigger call, atomic and serialized with every other admission (group
-   * commit, see write-batcher.ts): idempotency lookup, token limit, workflow limit (unless
+   * commit, see db/writer/): idempotency lookup, token limit, workflow limit (unless
    * forced), the job, the window counters (dispatched calls only), the idempotency key (dispatched
    * calls only, so a call refused by a limit can be retried with the same key) and the block row.
    * Resolves once committed.
@@ -66,7 +66,12 @@ const PURGE_EVERY_MS = 60_000;
 
 type CountRow = [number | null, number | null, number | null];
 
-export function createTriggerRunRepository(db: Db, writes: WriteBatcher): TriggerRunRepository {
+/**
+ * The admission as a write operation (see db/writer/write-ops.ts): prepared on the connection of
+ * whoever executes writes (the writer thread in the coordinator), run serially inside the group
+ * commit, so its read-decide-write needs no lock.
+ */
+export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest): AdmissionOutcome } {
   const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string; status: JobStatus }>(
     `SELECT k.request_hash AS hash, k.job_id AS jobId, j.status AS status
      FROM idempotency_keys k JOIN jobs j ON j.id = k.job_id
@@ -101,11 +106,6 @@ export function createTriggerRunRepository(db: Db, writes: WriteBatcher): Trigge
     `DELETE FROM rate_counters WHERE window_start + (CASE window WHEN 'minute' THEN ${WINDOW_MS.minute}
        WHEN 'hour' THEN ${WINDOW_MS.hour} ELSE ${WINDOW_MS.day} END) <= ?`,
   );
-  const result = db.prepare<
-    [string],
-    { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
-  >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
-
   let nextPurgeAt = 0;
 
   const counts = (scope: 'token' | 'workflow', id: string, starts: WindowStarts): WindowCounts => {
@@ -146,7 +146,7 @@ export function createTriggerRunRepository(db: Db, writes: WriteBatcher): Trigge
     }
 
     if (refused) {
-      insertJob.run(newJobParams({ ...job, status: 'rejected', errorMessage: refused.message }));
+      insertJob.run(jobInsertParams(job, 'rejected', refused.message));
       if (refused.scope === 'workflow') {
         insertBlock.run(
           job.orgId,
@@ -163,7 +163,7 @@ export function createTriggerRunRepository(db: Db, writes: WriteBatcher): Trigge
       return { outcome: 'refused', jobId: job.id, ...refused };
     }
 
-    insertJob.run(newJobParams({ ...job, status: 'pending', errorMessage: null }));
+    insertJob.run(jobInsertParams(job, 'pending', null));
     // A forced run bypasses the workflow limit but still counts against it.
     if (workflowCounted) bumpCounts.run({ scope: 'workflow', id: job.workflowId, ...starts });
     if (tokenCounted) bumpCounts.run({ scope: 'token', id: token.id, ...starts });
@@ -174,9 +174,18 @@ export function createTriggerRunRepository(db: Db, writes: WriteBatcher): Trigge
     return { outcome: 'admitted', jobId: job.id };
   }
 
+  return { admit: admitNow };
+}
+
+export function createTriggerRunRepository(db: Db, writes: WriteExecutor): TriggerRunRepository {
+  const result = db.prepare<
+    [string],
+    { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
+  >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
+
   return {
     admit(request) {
-      return writes.run(() => admitNow(request));
+      return writes.run('admitTriggerRun', request);
     },
     async jobResult(jobId) {
       const row = result.get(jobId);

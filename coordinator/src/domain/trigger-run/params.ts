@@ -59,6 +59,8 @@ function expected(param: ParamDefinition): string {
       return `one of ${(param.options ?? []).map((o) => `\`${o}\``).join(', ')}`;
     case 'string':
       return param.pattern === undefined ? 'a string' : `a string matching \`${param.pattern}\``;
+    case 'file':
+      return 'a FileRef `{"__type": "FileRef", "id": "<file id>"}`';
     default:
       return `a ${param.type}`;
   }

@@ -38,25 +38,32 @@ export class RunTargets {
     this.triggers = new GenerationCache(repos.changeCounter, maxEntries);
   }
 
-  /** The trigger of the organization (deleted ones are never found), or null. */
-  trigger(orgId: string, triggerId: string): Promise<RunTarget | null> {
-    return this.triggers.get(`${orgId}\n${triggerId}`, async () => {
-      const trigger = await this.repos.triggers.findInOrg(orgId, triggerId);
-      if (!trigger) return null;
-      const agent = await this.repos.agents.findById(trigger.agentId);
-      const workflows = new Map<string, Workflow | null>();
-      const { repos } = this;
-      return {
-        trigger,
-        agentRevoked: agent === null || agent.status === 'revoked',
-        async workflow(name) {
-          const known = workflows.get(name);
-          if (known !== undefined) return known;
-          const found = await repos.workflows.findActiveByAgentAndName(trigger.agentId, name);
-          if (workflows.size < MAX_WORKFLOWS_PER_TRIGGER) workflows.set(name, found);
-          return found;
-        },
-      };
-    });
+  /**
+   * The trigger of the organization (deleted ones are never found), or null. `generation`: the
+   * change counter as the caller already read it for this request (see GenerationCache.get).
+   */
+  trigger(orgId: string, triggerId: string, generation?: number): Promise<RunTarget | null> {
+    return this.triggers.get(
+      `${orgId}\n${triggerId}`,
+      async () => {
+        const trigger = await this.repos.triggers.findInOrg(orgId, triggerId);
+        if (!trigger) return null;
+        const agent = await this.repos.agents.findById(trigger.agentId);
+        const workflows = new Map<string, Workflow | null>();
+        const { repos } = this;
+        return {
+          trigger,
+          agentRevoked: agent === null || agent.status === 'revoked',
+          async workflow(name) {
+            const known = workflows.get(name);
+            if (known !== undefined) return known;
+            const found = await repos.workflows.findActiveByAgentAndName(trigger.agentId, name);
+            if (workflows.size < MAX_WORKFLOWS_PER_TRIGGER) workflows.set(name, found);
+            return found;
+          },
+        };
+      },
+      generation,
+    );
   }
 }

@@ -11,12 +11,16 @@ import { bearerToken } from './bearer.js';
  * the user who issued it is no longer a member of its organization (a token never outlives its
  * issuer's access).
  */
-export async function requireApiToken(request: FastifyRequest): Promise<AuthenticatingApiToken> {
+export async function requireApiToken(
+  request: FastifyRequest,
+  /** The change counter as already read for this request, when the caller consults other caches too. */
+  generation?: number,
+): Promise<AuthenticatingApiToken> {
   const plaintext = bearerToken(request);
   if (!plaintext) throw unauthorized('Send an API token as Authorization: Bearer <token>');
   if (!plaintext.startsWith(API_TOKEN_PREFIX) || plaintext.length > 200) throw unauthorized('The API token is invalid');
   const { repos, clock } = request.server.ctx;
-  const token = await findApiTokenByHash(repos, hashBearerSecret(plaintext));
+  const token = await findApiTokenByHash(repos, hashBearerSecret(plaintext), generation);
   if (!token) throw unauthorized('The API token is invalid');
   if (token.revokedAt !== null) throw unauthorized('The API token has been revoked');
   if (token.expiresAt !== null && Date.parse(token.expiresAt) <= clock.now()) {

@@ -7,6 +7,7 @@ import {
   type JobStatusResponse,
 } from '@drover/shared';
 import type { TransitionResult } from '../../../db/repositories/jobs.js';
+import { checkOutputFileRefs } from '../../../domain/job-output-files.js';
 import { rejectMessage } from '../../../domain/job-state.js';
 import { AppError, notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
@@ -166,7 +167,11 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const agent = await requireAgent(request);
       const { jobId } = request.params;
-      const result = await repos.jobs.finish(agent.id, jobId, request.body, isoNow(clock));
+      // Output FileRefs must name active output files of this job; others are left out (logged).
+      const { output, dropped } = await checkOutputFileRefs(app.ctx.files, agent.orgId, jobId, request.body.output);
+      for (const d of dropped)
+        request.log.warn({ jobId, key: d.key, fileId: d.fileId }, `output FileRef dropped: ${d.reason}`);
+      const result = await repos.jobs.finish(agent.id, jobId, { ...request.body, output }, isoNow(clock));
       logMove(request, jobId, 'finish', result);
       return answer(result, 'finish', jobId, () => jobEvents.jobFinished(jobId));
     },

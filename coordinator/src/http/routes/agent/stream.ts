@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { agentEventsOf } from '../../../domain/agent-events.js';
+import { withFreshDownloadUrls } from '../../../domain/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/sse.js';
 import { StreamRegistry, type StreamSink } from '../../../domain/stream-registry.js';
 import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
@@ -36,7 +37,7 @@ function responseSink(raw: ServerResponse): StreamSink {
  * not apply to the open stream; errors before it opens (a bad signature) are ordinary answers.
  */
 export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
-  const { config, repos, clock, jobEvents } = app.ctx;
+  const { config, repos, clock, jobEvents, files, ota } = app.ctx;
   const registry = new StreamRegistry({
     agents: repos.agents,
     jobs: repos.jobs,
@@ -46,6 +47,10 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     logger: app.log,
     pingMs: config.streamPingMs,
     disconnectGraceMs: config.agentDisconnectGraceMs,
+    // Input files get a fresh download URL at every send (redelivery included); an update job's
+    // `deploy` event also names its application.
+    prepareAssignment: async (job, assignment) =>
+      ota.withDeployFields(job, await withFreshDownloadUrls(files, job.orgId, assignment)),
   });
   registry.start();
   // Open streams would keep app.close() waiting for ever: end them first.

@@ -98,6 +98,12 @@ const routeSchema = (summary: string, ok: object) => ({
 
 type DiscoverResource = 'agents' | 'devices' | 'workflows';
 
+/** A token that passed the read limit, with the change counter as read for its request. */
+interface Admitted {
+  token: ApiToken;
+  generation: number;
+}
+
 export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { repos, readLimiter, audit } = app.ctx;
   const discovery = new DiscoveryCache(repos);
@@ -106,10 +112,12 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
    * The request's API token once it passed the read limit; null when the limit refused it and
    * the spec's 429 has been sent. The first refusal per token and window is audited.
    */
-  async function admit(request: FastifyRequest, reply: FastifyReply): Promise<ApiToken | null> {
-    const token = await requireApiToken(request);
+  async function admit(request: FastifyRequest, reply: FastifyReply): Promise<Admitted | null> {
+    // One reading of the change counter serves both memory caches of the request.
+    const generation = await repos.changeCounter.generation();
+    const token = await requireApiToken(request, generation);
     const decision = readLimiter.hit(token.id);
-    if (decision.allowed) return token;
+    if (decision.allowed) return { token, generation };
     const body = readLimitBody(decision);
     if (decision.firstBlock) {
       await audit.record({
@@ -145,17 +153,18 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     '/token',
     { schema: routeSchema("The calling token's own metadata", PublicTokenSchema) },
     async (request, reply) => {
-      const token = await admit(request, reply);
-      if (token === null) return reply;
+      const admitted = await admit(request, reply);
+      if (admitted === null) return reply;
+      const { token } = admitted;
       return { name: token.name, scopes: token.scopes, rateLimit: token.rateLimit, expiresAt: token.expiresAt };
     },
   );
 
   const listAgents = (resource: 'agents' | 'devices') => async (request: FastifyRequest, reply: FastifyReply) => {
-    const token = await admit(request, reply);
-    if (token === null) return reply;
-    const agents = await discovery.agents(token);
-    await discovered(token, resource, agents.length);
+    const admitted = await admit(request, reply);
+    if (admitted === null) return reply;
+    const agents = await discovery.agents(admitted.token, admitted.generation);
+    await discovered(admitted.token, resource, agents.length);
     return agents;
   };
   const agentList = { type: 'array', items: PublicAgentSchema } as const;
@@ -179,10 +188,10 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
       }),
     },
     async (request, reply) => {
-      const token = await admit(request, reply);
-      if (token === null) return reply;
-      const workflows = await discovery.workflows(token);
-      await discovered(token, 'workflows', workflows.length);
+      const admitted = await admit(request, reply);
+      if (admitted === null) return reply;
+      const workflows = await discovery.workflows(admitted.token, admitted.generation);
+      await discovered(admitted.token, 'workflows', workflows.length);
       return workflows;
     },
   );

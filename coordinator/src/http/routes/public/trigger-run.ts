@@ -3,6 +3,7 @@ import { isTerminalJobStatus, JOB_STATUSES } from '@drover/shared';
 import type { AuthenticatingApiToken } from '../../../db/repositories/api-tokens.js';
 import type { JobResult } from '../../../db/repositories/trigger-runs.js';
 import { IDEMPOTENCY_TTL_MS, idempotencyKeyOf, requestHash } from '../../../domain/trigger-run/idempotency.js';
+import { checkRunFileRefs } from '../../../domain/trigger-run/file-refs.js';
 import { resolveRunParams } from '../../../domain/trigger-run/params.js';
 import { tokenLimitBody, workflowLimitBody } from '../../../domain/trigger-run/rate-windows.js';
 import {
@@ -101,9 +102,11 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
 
   /** 401, 403 (no trigger grant), 404 (unknown trigger), 403 (trigger outside the grant): before the body. */
   async function identifyCaller(request: FastifyRequest<{ Params: { id: string } }>): Promise<void> {
-    const token = await requireApiToken(request);
+    // One reading of the change counter serves both memory caches of the request.
+    const generation = await repos.changeCounter.generation();
+    const token = await requireApiToken(request, generation);
     const granted = requireTriggerGrant(token);
-    const target = await targets.trigger(token.orgId, request.params.id);
+    const target = await targets.trigger(token.orgId, request.params.id, generation);
     if (!target) throw notFound('Trigger');
     checkTriggerGranted(granted, target.trigger.id);
     callers.set(request, { token, target });
@@ -138,7 +141,12 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
       const run = resolveRunRequest(target, body, token);
       const workflow = await target.workflow(run.workflowName);
       if (!workflow) throw workflowNotFound(run.workflowName);
-      const params = resolveRunParams(workflow.paramsSchema, body.params);
+      const params = await checkRunFileRefs(
+        workflow.paramsSchema,
+        resolveRunParams(workflow.paramsSchema, body.params),
+        token,
+        app.ctx.files,
+      );
 
       const now = clock.now();
       const jobId = newTimeOrderedId(now);

@@ -1,0 +1,52 @@
+import type { KeyObject } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { SignedCaller } from '../http/client.js';
+import { signedDeployApi, type DeployApi } from './deploy-api.js';
+import { DeployStateStore } from './deploy-state.js';
+import { DeploySync, type DeploySyncOptions } from './deploy-sync.js';
+import { ManifestSource } from './manifest-source.js';
+import type { DeployContext } from './run-deploy-job.js';
+
+export interface DeploymentOptions {
+  stateDir: string;
+  caller: SignedCaller;
+  /** The server key pinned at enrollment (null: not usable, every manifest is refused). */
+  serverKey: KeyObject | null;
+  logger: Logger;
+  postponeOptional: boolean;
+  onDamaged(file: string, reason: string): void;
+  /** Another API (tests); default: the signed calls of `caller`. */
+  api?: DeployApi;
+}
+
+export interface Deployment {
+  /** What the job manager needs to run update jobs. */
+  context: DeployContext;
+  /** The pull fallback; the daemon starts and stops it. */
+  sync(options: Pick<DeploySyncOptions, 'intervalMs' | 'connected' | 'busy'>): DeploySync;
+}
+
+/** The daemon's over-the-air update parts, sharing one state file and one manifest source. */
+export function createDeployment(options: DeploymentOptions): Deployment {
+  const { logger } = options;
+  const store = DeployStateStore.open(options.stateDir, options.onDamaged);
+  const api = options.api ?? signedDeployApi(options.caller);
+  if (!options.serverKey) {
+    logger.error('the server key pinned in agent.json is not a usable Ed25519 key: every update will be refused');
+  }
+  const manifests = new ManifestSource({ api, store, serverKey: options.serverKey, logger });
+  if (options.postponeOptional) {
+    logger.info('optional updates are postponed by local policy (--postpone-optional); forced ones are installed');
+  }
+  const context: DeployContext = {
+    api,
+    manifests,
+    store,
+    postponeOptional: options.postponeOptional,
+    ...(options.caller.dispatcher ? { dispatcher: options.caller.dispatcher } : {}),
+  };
+  return {
+    context,
+    sync: (s) => new DeploySync({ api, manifests, store, logger, postponeOptional: options.postponeOptional, ...s }),
+  };
+}

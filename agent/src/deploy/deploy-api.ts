@@ -1,0 +1,43 @@
+import type { DeployReportRequest, DeployReportResponse } from '@drover/shared';
+import { AgentError } from '../errors.js';
+import { answerMessage, signedCall, type SignedCaller } from '../http/client.js';
+
+/**
+ * The agent's signed deployment calls (spec: "Application deployment: agent endpoints"). Both
+ * throw AgentErrors: `unreachable` (no answer), `http_error` (an error answer), `bad_response`.
+ */
+export interface DeployApi {
+  /** `GET /v1/agent/deploy/desired`: the entries, not verified yet (see manifest-check.ts). */
+  fetchDesired(): Promise<unknown[]>;
+  /** `POST /v1/agent/deploy/report`. */
+  report(body: DeployReportRequest): Promise<DeployReportResponse>;
+}
+
+export function signedDeployApi(caller: SignedCaller): DeployApi {
+  return {
+    async fetchDesired() {
+      const answer = await signedCall(caller, 'GET', '/v1/agent/deploy/desired');
+      if (answer.status !== 200) {
+        throw new AgentError(
+          'http_error',
+          `the coordinator answered HTTP ${answer.status} to the manifest request: ${answerMessage(answer)}`,
+        );
+      }
+      const apps = (answer.body as { apps?: unknown } | null)?.apps;
+      if (!Array.isArray(apps)) {
+        throw new AgentError('bad_response', 'the coordinator answered the manifest request in an unknown shape');
+      }
+      return apps as unknown[];
+    },
+    async report(body) {
+      const answer = await signedCall(caller, 'POST', '/v1/agent/deploy/report', body);
+      if (answer.status !== 200) {
+        throw new AgentError(
+          'http_error',
+          `the coordinator answered HTTP ${answer.status} to the deployment report: ${answerMessage(answer)}`,
+        );
+      }
+      return answer.body as DeployReportResponse;
+    },
+  };
+}

@@ -1,0 +1,51 @@
+import type { Logger } from 'pino';
+import type { DeployReportRequest, DeployReportResponse, DeviceState } from '@drover/shared';
+import type { DeployApi } from './deploy-api.js';
+import type { InstalledRelease } from './deploy-state.js';
+
+/** The coordinator's limit on a report's `error`. */
+const MAX_ERROR = 2000;
+
+/** The report body for a state: the installation when known, the error (null clears the previous one). */
+export function deployReport(
+  applicationId: string,
+  state: DeviceState,
+  current: InstalledRelease | null,
+  error: string | null = null,
+): DeployReportRequest {
+  return {
+    applicationId,
+    ...(current
+      ? {
+          currentReleaseId: current.releaseId,
+          ...(current.version !== '' ? { currentVersion: current.version.slice(0, 255) } : {}),
+          currentSequence: current.sequence,
+        }
+      : {}),
+    state,
+    error: error === null ? null : error.length > MAX_ERROR ? `${error.slice(0, MAX_ERROR - 1)}…` : error,
+  };
+}
+
+/**
+ * Sends a deployment report. Reports are progress information: one that cannot be delivered is
+ * logged and not retried (the pull fallback reports the installation again at the next connect
+ * or poll), so it never holds up an installation. Resolves with the coordinator's view, or null.
+ */
+export async function sendDeployReport(
+  api: DeployApi,
+  logger: Logger,
+  body: DeployReportRequest,
+): Promise<DeployReportResponse | null> {
+  try {
+    const answer = await api.report(body);
+    logger.debug({ applicationId: body.applicationId, state: body.state }, `reported deployment state ${body.state}`);
+    return answer;
+  } catch (error) {
+    logger.warn(
+      { applicationId: body.applicationId, state: body.state, err: error },
+      `could not report the deployment state \`${body.state}\` to the coordinator (${(error as Error).message}); it is reported again at the next check`,
+    );
+    return null;
+  }
+}

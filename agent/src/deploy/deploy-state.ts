@@ -1,0 +1,129 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { readFileIfExists, writeFileAtomic } from '../state/files.js';
+
+/** A release as the device names it. */
+export interface InstalledRelease {
+  releaseId: string;
+  version: string;
+  sequence: number;
+}
+
+/** The last deployment of a release that did not install (kept so the pull fallback does not retry it at once). */
+export interface FailedAttempt {
+  releaseId: string;
+  state: 'failed' | 'refused';
+  error: string;
+  at: string;
+}
+
+/** What the agent remembers about one application (docs/agent.md, "Over-the-air updates"). */
+export interface AppDeployState {
+  /** What the agent installed last (null: nothing installed by this agent). */
+  current: InstalledRelease | null;
+  /** `issued_at` (Unix seconds) of the last signed manifest entry accepted for this app (replay protection). */
+  lastIssuedAt: number | null;
+  /** An optional release the local policy postponed. */
+  postponed?: InstalledRelease | null;
+  lastFailure?: FailedAttempt | null;
+  updatedAt: string;
+}
+
+interface DeployStateFile {
+  version: 1;
+  apps: Record<string, AppDeployState>;
+}
+
+const EMPTY: AppDeployState = { current: null, lastIssuedAt: null, postponed: null, lastFailure: null, updatedAt: '' };
+
+/**
+ * `<state-dir>/deploy/state.json` (0600, written atomically): per application id, the release the
+ * agent installed, the last accepted manifest `issued_at`, a postponement and the last failure. A
+ * damaged file is set aside (`state.json.damaged`) and the agent starts from nothing: it then
+ * reports an unknown installation and the coordinator sends the desired release again.
+ */
+export class DeployStateStore {
+  #apps = new Map<string, AppDeployState>();
+
+  private constructor(readonly file: string) {}
+
+  static open(stateDir: string, onDamaged: (file: string, reason: string) => void = () => {}): DeployStateStore {
+    const dir = path.join(stateDir, 'deploy');
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const store = new DeployStateStore(path.join(dir, 'state.json'));
+    const text = readFileIfExists(store.file);
+    if (text !== null) {
+      const parsed = parseStateFile(text);
+      if (typeof parsed === 'string') {
+        fs.renameSync(store.file, `${store.file}.damaged`);
+        onDamaged(store.file, `${parsed} (renamed state.json.damaged; starting without deployment history)`);
+      } else {
+        store.#apps = parsed;
+      }
+    }
+    return store;
+  }
+
+  get(applicationId: string): AppDeployState {
+    return this.#apps.get(applicationId) ?? EMPTY;
+  }
+
+  applicationIds(): string[] {
+    return [...this.#apps.keys()];
+  }
+
+  /** Changes one application's record and writes the file (throws when it cannot be written). */
+  update(applicationId: string, patch: Partial<Omit<AppDeployState, 'updatedAt'>>): AppDeployState {
+    const next: AppDeployState = { ...this.get(applicationId), ...patch, updatedAt: new Date().toISOString() };
+    const apps = new Map(this.#apps).set(applicationId, next);
+    const content: DeployStateFile = { version: 1, apps: Object.fromEntries(apps) };
+    writeFileAtomic(this.file, `${JSON.stringify(content, null, 2)}\n`);
+    this.#apps = apps;
+    return next;
+  }
+}
+
+function parseStateFile(text: string): Map<string, AppDeployState> | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return 'not valid JSON';
+  }
+  if (!isObject(value) || value.version !== 1 || !isObject(value.apps)) return 'not a deployment state file';
+  const apps = new Map<string, AppDeployState>();
+  for (const [id, raw] of Object.entries(value.apps)) {
+    if (!isObject(raw)) return `the entry of application ${id} is not an object`;
+    const current = raw.current === null ? null : parseRelease(raw.current);
+    if (current === undefined) return `the installed release of application ${id} is damaged`;
+    const lastIssuedAt = raw.lastIssuedAt;
+    if (lastIssuedAt !== null && !Number.isSafeInteger(lastIssuedAt)) {
+      return `lastIssuedAt of application ${id} is not a number`;
+    }
+    apps.set(id, {
+      current,
+      lastIssuedAt: lastIssuedAt as number | null,
+      postponed: parseRelease(raw.postponed) ?? null,
+      lastFailure: parseFailure(raw.lastFailure),
+      updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : '',
+    });
+  }
+  return apps;
+}
+
+function parseRelease(value: unknown): InstalledRelease | undefined {
+  if (!isObject(value)) return undefined;
+  const { releaseId, version, sequence } = value;
+  if (typeof releaseId !== 'string' || typeof version !== 'string' || !Number.isSafeInteger(sequence)) return undefined;
+  return { releaseId, version, sequence: sequence as number };
+}
+
+function parseFailure(value: unknown): FailedAttempt | null {
+  if (!isObject(value)) return null;
+  const { releaseId, state, error, at } = value;
+  if (typeof releaseId !== 'string' || (state !== 'failed' && state !== 'refused')) return null;
+  return { releaseId, state, error: typeof error === 'string' ? error : '', at: typeof at === 'string' ? at : '' };
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);

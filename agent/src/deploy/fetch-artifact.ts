@@ -1,0 +1,112 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Dispatcher } from 'undici';
+import { downloadFile } from '../files/download.js';
+import { formatBytes, pause } from '../files/format.js';
+import { hashFileHandle } from '../files/hash-file.js';
+import { abortError, TransferAborted, TransferError } from '../files/transfer-error.js';
+import { Backoff } from '../util/backoff.js';
+
+/** Thrown by `refresh` when the fresh manifest can no longer be trusted or no longer names the release. */
+export class DeployRefusal extends Error {
+  override readonly name = 'DeployRefusal';
+}
+
+/** Where the artifact comes from and what it must be: the signed manifest's values. */
+export interface ArtifactSource {
+  url: string;
+  size: number;
+  /** Lowercase hex SHA-256 (the release's `checksum_sha256`). */
+  sha256: string;
+}
+
+export interface FetchArtifactRequest {
+  /** The final path; nothing is there unless the download completed and matched. */
+  target: string;
+  source: ArtifactSource;
+  /** A fresh source from a newly fetched and verified manifest (the URL was refused: expired). */
+  refresh(): Promise<ArtifactSource>;
+  signal: AbortSignal;
+  log(text: string): void;
+  dispatcher?: Dispatcher;
+  /** Download attempts (default 3). */
+  attempts?: number;
+  backoff?: Backoff;
+}
+
+export type ArtifactOutcome =
+  | { ok: true }
+  /** `refused`: the bytes are not the signed ones (size or SHA-256). */
+  | { ok: false; refused: boolean; aborted: 'timeout' | 'cancelled' | null; message: string };
+
+/**
+ * Downloads the release artifact (files/download.ts: streamed, size and SHA-256 checked as the
+ * bytes arrive, renamed into place only when they match). Network errors and 5xx answers are
+ * retried with a pause; a refused URL (expired) is replaced by a fresh one from a newly verified
+ * manifest; content that does not match is refused at once.
+ */
+export async function fetchArtifact(req: FetchArtifactRequest): Promise<ArtifactOutcome> {
+  const attempts = req.attempts ?? 3;
+  const backoff = req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 });
+  let source = req.source;
+  fs.mkdirSync(path.dirname(req.target), { recursive: true, mode: 0o700 });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await downloadFile({
+        url: source.url,
+        target: req.target,
+        expectedSize: source.size,
+        expectedSha256: source.sha256,
+        signal: req.signal,
+        ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
+      });
+      return { ok: true };
+    } catch (error) {
+      if (error instanceof TransferAborted)
+        return { ok: false, refused: false, aborted: error.why, message: error.message };
+      const message = error instanceof Error ? error.message : String(error);
+      if (error instanceof TransferError && error.mismatch) return { ok: false, refused: true, aborted: null, message };
+      if (!(error instanceof TransferError) || error.kind === 'final' || attempt >= attempts) {
+        return { ok: false, refused: false, aborted: null, message };
+      }
+      req.log(`download of the artifact failed (${message}); trying again (attempt ${attempt + 1} of ${attempts})`);
+      try {
+        if (error.kind === 'refresh') source = await req.refresh();
+        else await pause(backoff.next(), req.signal);
+      } catch (cause) {
+        if (req.signal.aborted) {
+          const aborted = abortError(req.signal);
+          const why = aborted instanceof TransferAborted ? aborted.why : 'cancelled';
+          return { ok: false, refused: false, aborted: why, message: aborted.message };
+        }
+        const message = cause instanceof Error ? cause.message : String(cause);
+        return { ok: false, refused: cause instanceof DeployRefusal, aborted: null, message };
+      }
+    }
+  }
+}
+
+/**
+ * Hashes the downloaded file again as it lies on disk, just before it is installed: a file
+ * changed since the download (or a download check that went wrong) is refused.
+ */
+export async function verifyArtifactOnDisk(
+  file: string,
+  expected: { size: number; sha256: string },
+  signal: AbortSignal,
+): Promise<string | null> {
+  const handle = await fs.promises.open(file, 'r');
+  try {
+    const got = await hashFileHandle(handle, signal);
+    if (got.size !== expected.size) return `the artifact on disk has ${got.size} bytes, ${expected.size} were signed`;
+    if (got.sha256 !== expected.sha256.toLowerCase()) {
+      return `the artifact on disk does not match the signed checksum: expected SHA-256 ${expected.sha256.toLowerCase()}, got ${got.sha256}`;
+    }
+    return null;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** `app-1.4.2.tar.gz (12.3 MB)`. */
+export const describeArtifact = (file: string, size: number): string => `${path.basename(file)} (${formatBytes(size)})`;

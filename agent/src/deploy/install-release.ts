@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { DeployAssignment, ManifestPayload, WorkflowDefinition } from '@drover/shared';
+import type { JobFiles } from '../exec/job-files.js';
+import { executeJob, type JobLine, type JobResult } from '../exec/run-job.js';
+import type { JobFileTransfer } from '../files/job-file-transfer.js';
+import type { LocalFileRef } from '../files/input-files.js';
+import type { JobRunnerDeps } from '../jobs/job-runner.js';
+import type { LogShipper } from '../jobs/log-shipper.js';
+
+export interface InstallRequest {
+  deps: JobRunnerDeps;
+  job: DeployAssignment;
+  workflow: WorkflowDefinition;
+  /** The verified manifest entry: its values are the ones given to the workflow. */
+  payload: ManifestPayload;
+  /** The downloaded and verified artifact. */
+  artifactPath: string;
+  files: JobFiles;
+  timeoutMs: number | null;
+  signal: AbortSignal;
+  shipper: LogShipper;
+  log: Logger;
+}
+
+/**
+ * Runs the application's update workflow with the deploy params (spec: Deploy event parameters),
+ * taken from the signed manifest, the artifact being the downloaded file: in `params.json` a
+ * FileRef with its local `path` (like any input file), in `DROVER_PARAM_ARTIFACT` the path.
+ */
+export async function installRelease(req: InstallRequest): Promise<JobResult> {
+  const { deps, job, payload } = req;
+  const desired = payload.desired!;
+  const artifact: LocalFileRef = {
+    __type: 'FileRef',
+    id: job.params.artifact.id,
+    filename: path.basename(req.artifactPath),
+    contentType: typeof job.params.artifact.contentType === 'string' ? job.params.artifact.contentType : null,
+    size: fs.statSync(req.artifactPath).size,
+    sha256: desired.checksum_sha256.toLowerCase(),
+    path: req.artifactPath,
+  };
+  const params = {
+    release_id: desired.release_id,
+    version: desired.version,
+    channel: desired.channel,
+    sequence: desired.sequence,
+    forced: payload.forced || job.params.forced,
+    checksum_sha256: desired.checksum_sha256.toLowerCase(),
+  };
+  const secrets = await deps.loadSecrets();
+  if (secrets.problem && (req.workflow.secretsKeys ?? []).length > 0) req.log.error(secrets.problem);
+  return executeJob(
+    {
+      jobId: job.jobId,
+      workflow: req.workflow,
+      params: { artifact, ...params },
+      ref: null,
+      debug: job.debug,
+      timeoutMs: req.timeoutMs === null ? null : Math.max(1, Math.ceil(req.timeoutMs)),
+      files: req.files,
+      secrets: secrets.secrets,
+      secretsProblem: secrets.problem,
+      killGraceMs: deps.killGraceMs,
+      transfer: preparedInputs({ artifact, ...params }, { artifact: req.artifactPath, ...params }, deps.transfer),
+    },
+    {
+      signal: req.signal,
+      onStepSpawn: (_index, pid) => {
+        try {
+          deps.journal.update(job.jobId, { processGroup: pid });
+        } catch (error) {
+          req.log.warn({ err: error }, 'cannot record the step process in the journal');
+        }
+      },
+      onLine: (line) => {
+        req.shipper.add(line);
+        logLine(req.log, line);
+      },
+    },
+  );
+}
+
+/**
+ * A file transfer whose input phase hands over the already downloaded artifact (it was
+ * verified against the signed checksum before this point); outputs go through the daemon's
+ * transfer as for any job.
+ */
+function preparedInputs(
+  params: Record<string, unknown>,
+  envParams: Record<string, unknown>,
+  transfer: JobFileTransfer | undefined,
+): JobFileTransfer {
+  return {
+    fetchInputs: () => Promise.resolve({ ok: true, params, envParams, count: 1 }),
+    // Without a transfer (unit tests), `file:` values stay text, as executeJob does.
+    deliverOutputs: (req) =>
+      transfer ? transfer.deliverOutputs(req) : Promise.resolve({ output: req.output, problems: [] }),
+  };
+}
+
+function logLine(log: Logger, line: JobLine): void {
+  const fields = { stream: line.stream, ...(line.step === null ? {} : { step: line.step + 1 }) };
+  if (line.warning) log.warn(fields, line.text);
+  else log.info(fields, line.text);
+}

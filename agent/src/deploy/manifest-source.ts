@@ -1,0 +1,57 @@
+import type { KeyObject } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { DeployApi } from './deploy-api.js';
+import type { DeployStateStore } from './deploy-state.js';
+import { checkManifestEntry, type ManifestCheck } from './manifest-check.js';
+
+export interface ManifestSourceOptions {
+  api: DeployApi;
+  store: DeployStateStore;
+  /** The server key pinned at enrollment; null when agent.json holds no usable key (nothing is trusted). */
+  serverKey: KeyObject | null;
+  logger: Logger;
+}
+
+/**
+ * Fetches the signed desired manifest and checks every entry (manifest-check.ts), one fetch at a
+ * time so that entries are checked in the order the coordinator issued them; the `issued_at` of
+ * each accepted entry is recorded for the replay check. Throws what the API throws.
+ */
+export class ManifestSource {
+  #chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: ManifestSourceOptions) {}
+
+  fetch(): Promise<ManifestCheck[]> {
+    const next = this.#chain.then(() => this.#fetchAndCheck());
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
+  async #fetchAndCheck(): Promise<ManifestCheck[]> {
+    const { api, store, serverKey, logger } = this.options;
+    const entries = await api.fetchDesired();
+    return entries.map((entry) => {
+      if (!serverKey) {
+        return {
+          ok: false,
+          problem: 'bad_signature',
+          applicationId: null,
+          message: 'the server key pinned in agent.json is not a usable Ed25519 key: no manifest can be trusted',
+        };
+      }
+      const check = checkManifestEntry(entry, serverKey, (id) => store.get(id).lastIssuedAt);
+      if (check.ok) {
+        const { application_id: id, issued_at: issuedAt } = check.payload;
+        if (store.get(id).lastIssuedAt !== issuedAt) {
+          try {
+            store.update(id, { lastIssuedAt: issuedAt });
+          } catch (error) {
+            logger.error({ err: error, applicationId: id }, 'cannot record the manifest time in deploy/state.json');
+          }
+        }
+      }
+      return check;
+    });
+  }
+}

@@ -1,0 +1,273 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/shared';
+import type { Dispatcher } from 'undici';
+import { jobFiles } from '../exec/job-files.js';
+import type { JobResult } from '../exec/run-job.js';
+import { jobTimeSignal } from '../files/job-phases.js';
+import { safeFilename } from '../files/safe-names.js';
+import { beginAcceptedJob, type JobRunnerDeps } from '../jobs/job-runner.js';
+import type { JournalEntry } from '../jobs/journal.js';
+import { LogShipper } from '../jobs/log-shipper.js';
+import type { SendOutcome } from '../outbox/report-sender.js';
+import type { Backoff } from '../util/backoff.js';
+import type { DeployApi } from './deploy-api.js';
+import { describeRelease, entryFor, eventMismatch } from './deploy-checks.js';
+import { parseDeployEvent } from './deploy-event.js';
+import { deployReport, sendDeployReport } from './deploy-report.js';
+import type { DeployStateStore, InstalledRelease } from './deploy-state.js';
+import {
+  DeployRefusal,
+  describeArtifact,
+  fetchArtifact,
+  verifyArtifactOnDisk,
+  type ArtifactSource,
+} from './fetch-artifact.js';
+import { installRelease } from './install-release.js';
+import type { ManifestSource } from './manifest-source.js';
+
+/** What the agent needs to run update jobs (docs/agent.md, "Over-the-air updates"). */
+export interface DeployContext {
+  api: DeployApi;
+  manifests: ManifestSource;
+  store: DeployStateStore;
+  /** `--postpone-optional`: optional releases are not installed (forced ones always are). */
+  postponeOptional: boolean;
+  dispatcher?: Dispatcher;
+  downloadAttempts?: number;
+  downloadBackoff?: Backoff;
+}
+
+export interface DeployJobDeps extends JobRunnerDeps {
+  deploy: DeployContext;
+}
+
+/** The `errorMessage` of an update job the local policy postponed (the coordinator keys on `postponed`). */
+export const POSTPONED_MESSAGE = 'postponed by local policy';
+
+/**
+ * Runs one update job (a `deploy` event) when its turn in the queue comes: checks the event
+ * against a freshly fetched signed manifest entry, applies the postponement policy, downloads
+ * and verifies the artifact, runs the application's update workflow with it, reporting the
+ * device state at each step (`downloading`, `verifying`, `installing`, then `installed`,
+ * `failed`, `refused` or `postponed`), then finishes the job. Nothing is installed unless the
+ * signature, the match with the event and the checksum all pass.
+ */
+export async function runDeployJob(
+  deps: DeployJobDeps,
+  entry: JournalEntry,
+  accepted: Promise<SendOutcome>,
+  signal: AbortSignal,
+): Promise<void> {
+  const running = await beginAcceptedJob(deps, entry, accepted, signal);
+  if (!running) return;
+  const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
+  const parsed = parseDeployEvent(entry.assignment);
+  let result: JobResult;
+  if (!parsed.ok) {
+    const message = `refused: the update job's assignment is not usable (${parsed.problem}); nothing was installed`;
+    deps.logger.error({ jobId: entry.jobId }, message);
+    result = failedResult(message);
+  } else {
+    result = await new DeployRun(deps, parsed.assignment, shipper, signal).run();
+  }
+  shipper.flush();
+  deps.finish(running, result);
+}
+
+class DeployRun {
+  readonly #log: Logger;
+  readonly #appId: string;
+  readonly #release: InstalledRelease;
+  #slug: string;
+
+  constructor(
+    private readonly deps: DeployJobDeps,
+    private readonly job: DeployAssignment,
+    private readonly shipper: LogShipper,
+    private readonly signal: AbortSignal,
+  ) {
+    this.#appId = job.applicationId;
+    this.#slug = job.applicationId;
+    this.#release = { releaseId: job.params.release_id, version: job.params.version, sequence: job.params.sequence };
+    this.#log = deps.logger.child({ jobId: job.jobId, workflow: job.workflowName, applicationId: job.applicationId });
+  }
+
+  async run(): Promise<JobResult> {
+    const started = performance.now();
+    const { deploy } = this.deps;
+    this.#say(`update to ${describeRelease(this.#release)}: checking it against the signed manifest`);
+    const checked = await this.#signedEntry();
+    if ('result' in checked) return checked.result;
+    const payload = checked.payload;
+    this.#slug = payload.slug;
+    const desired = payload.desired!;
+    this.#say(`the signed manifest confirms release ${describeRelease(desired)} of ${payload.slug}`);
+
+    const forced = payload.forced || this.job.params.forced;
+    if (deploy.postponeOptional && !forced) return this.#postpone();
+
+    const workflow = this.deps.workflow(payload.update_workflow);
+    if (!workflow) {
+      return this.#end(
+        'failed',
+        `the update workflow ${payload.update_workflow} is not defined on this agent (no valid workflow file with that name); nothing was installed`,
+      );
+    }
+    const timeoutMs = this.job.timeoutMs ?? workflow.timeout ?? this.deps.defaultJobTimeoutMs;
+    const remaining = () => (timeoutMs === null ? null : timeoutMs - (performance.now() - started));
+
+    const files = jobFiles(this.deps.stateDir, this.job.jobId);
+    const target = path.join(
+      files.workspace,
+      'inputs',
+      'artifact',
+      safeFilename(this.job.params.artifact.filename, 'artifact'),
+    );
+    await this.#report('downloading');
+    this.#say(`downloading the artifact ${describeArtifact(target, desired.size)}`);
+    const downloaded = await fetchArtifact({
+      target,
+      source: sourceOf(payload),
+      refresh: () => this.#freshSource(),
+      signal: jobTimeSignal(this.signal, remaining()),
+      log: (text) => this.#say(text),
+      ...(deploy.dispatcher ? { dispatcher: deploy.dispatcher } : {}),
+      ...(deploy.downloadAttempts ? { attempts: deploy.downloadAttempts } : {}),
+      ...(deploy.downloadBackoff ? { backoff: deploy.downloadBackoff } : {}),
+    });
+    if (!downloaded.ok) {
+      if (downloaded.refused) return this.#end('refused', `the downloaded artifact was refused: ${downloaded.message}`);
+      const status = downloaded.aborted === 'timeout' ? 'timed_out' : downloaded.aborted ? 'cancelled' : 'failed';
+      return this.#end('failed', `the artifact could not be downloaded: ${downloaded.message}`, status);
+    }
+
+    await this.#report('verifying');
+    const problem = await verifyArtifactOnDisk(
+      target,
+      { size: desired.size, sha256: desired.checksum_sha256 },
+      this.signal,
+    ).catch((error: unknown) => `the artifact could not be read back: ${(error as Error).message}`);
+    if (problem) return this.#end('refused', problem);
+    this.#say(`artifact verified: ${desired.size} bytes, SHA-256 ${desired.checksum_sha256.toLowerCase()}`);
+
+    await this.#report('installing');
+    this.#say(`installing ${payload.slug} ${desired.version} with the workflow ${workflow.name}`);
+    const result = await installRelease({
+      deps: this.deps,
+      job: this.job,
+      workflow,
+      payload,
+      artifactPath: target,
+      files,
+      timeoutMs: remaining(),
+      signal: this.signal,
+      shipper: this.shipper,
+      log: this.#log,
+    });
+    if (result.status !== 'success') {
+      return this.#end(
+        'failed',
+        `the update workflow did not succeed: ${result.errorMessage ?? result.status}`,
+        result,
+      );
+    }
+    const installed: InstalledRelease = {
+      releaseId: desired.release_id,
+      version: desired.version,
+      sequence: desired.sequence,
+    };
+    this.#remember({ current: installed, postponed: null, lastFailure: null });
+    this.#log.info(`installed ${payload.slug} ${describeRelease(installed)}`);
+    await this.#report('installed');
+    return result;
+  }
+
+  /** The verified manifest entry of the application, checked against the event; else the job's end. */
+  async #signedEntry(): Promise<{ payload: ManifestPayload } | { result: JobResult }> {
+    let checks;
+    try {
+      checks = await this.deps.deploy.manifests.fetch();
+    } catch (error) {
+      return {
+        result: await this.#end(
+          'failed',
+          `could not fetch the signed manifest from the coordinator (${(error as Error).message}); nothing was installed`,
+        ),
+      };
+    }
+    const entry = entryFor(checks, this.#appId);
+    if (!entry.ok) return { result: await this.#end('refused', entry.message) };
+    const mismatch = eventMismatch(this.job, entry.payload);
+    if (mismatch) return { result: await this.#end('refused', mismatch) };
+    return { payload: entry.payload };
+  }
+
+  /** A fresh download URL from a newly fetched manifest that still names this release. */
+  async #freshSource(): Promise<ArtifactSource> {
+    const checks = await this.deps.deploy.manifests.fetch();
+    const entry = entryFor(checks, this.#appId);
+    if (!entry.ok) throw new DeployRefusal(entry.message);
+    const mismatch = eventMismatch(this.job, entry.payload);
+    if (mismatch) throw new DeployRefusal(mismatch);
+    return sourceOf(entry.payload);
+  }
+
+  async #postpone(): Promise<JobResult> {
+    const message = `${POSTPONED_MESSAGE} (--postpone-optional): the optional release ${describeRelease(this.#release)} of ${this.#slug} was not installed`;
+    this.#remember({ postponed: this.#release });
+    this.#log.warn(message);
+    this.shipper.add({ stream: 'system', step: null, text: message });
+    await this.#report('postponed');
+    return { ...failedResult(message), status: 'cancelled' };
+  }
+
+  /**
+   * Ends the deployment without installing: logs why, remembers the failure (the pull fallback
+   * then reports it rather than asking again at once), reports the state and gives the job's result.
+   */
+  async #end(
+    state: Extract<DeviceState, 'failed' | 'refused'>,
+    reason: string,
+    outcome: JobResult | JobResult['status'] = 'failed',
+  ): Promise<JobResult> {
+    const message =
+      state === 'refused' && !reason.includes('nothing was installed') ? `${reason}; nothing was installed` : reason;
+    const text = state === 'refused' ? `deployment refused: ${message}` : `deployment failed: ${message}`;
+    this.#log.error(text);
+    this.shipper.add({ stream: 'system', step: null, text });
+    this.#remember({
+      lastFailure: { releaseId: this.#release.releaseId, state, error: message, at: new Date().toISOString() },
+    });
+    await this.#report(state, message);
+    if (typeof outcome === 'object') return outcome;
+    return { ...failedResult(state === 'refused' ? `refused: ${message}` : message), status: outcome };
+  }
+
+  #say(text: string): void {
+    this.#log.info(text);
+    this.shipper.add({ stream: 'system', step: null, text });
+  }
+
+  async #report(state: DeviceState, error: string | null = null): Promise<void> {
+    const current = this.deps.deploy.store.get(this.#appId).current;
+    await sendDeployReport(this.deps.deploy.api, this.#log, deployReport(this.#appId, state, current, error));
+  }
+
+  #remember(patch: Parameters<DeployStateStore['update']>[1]): void {
+    try {
+      this.deps.deploy.store.update(this.#appId, patch);
+    } catch (error) {
+      this.#log.error({ err: error }, `cannot write deploy/state.json: ${(error as Error).message}`);
+    }
+  }
+}
+
+function sourceOf(payload: ManifestPayload): ArtifactSource {
+  const desired = payload.desired!;
+  return { url: desired.download_url, size: desired.size, sha256: desired.checksum_sha256.toLowerCase() };
+}
+
+function failedResult(message: string): JobResult {
+  return { status: 'failed', exitCode: null, errorMessage: message, output: {}, finishedAt: new Date().toISOString() };
+}

@@ -1,0 +1,287 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { generateEd25519KeyPair, privateKeyFromBase64, signManifest } from '@drover/shared';
+import { DeployStateStore } from '../../src/deploy/deploy-state.js';
+import { startBlobServer, type BlobServer } from '../files/blob-server.js';
+import { harness, sh, type Harness } from '../jobs/harness.js';
+import { deployContext, FakeDeployCoordinator, unreachable, type FakeApp } from './fake-deploy.js';
+
+let blobs: BlobServer;
+let fake: FakeDeployCoordinator;
+let marks: string;
+const open: Harness[] = [];
+
+beforeEach(async () => {
+  blobs = await startBlobServer();
+  fake = new FakeDeployCoordinator(blobs);
+  marks = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-deploy-marks-'));
+});
+afterEach(async () => {
+  for (const h of open.splice(0)) {
+    await h.manager.shutdown(0);
+    h.close();
+    fs.rmSync(h.stateDir, { recursive: true, force: true });
+  }
+  await blobs.close();
+  fs.rmSync(marks, { recursive: true, force: true });
+});
+
+/** The update workflow copies the artifact and writes the version it was given. */
+const update = () => ({
+  name: 'update',
+  steps: [
+    sh(
+      `cp "$DROVER_PARAM_ARTIFACT" "${marks}/installed" && printf %s "$DROVER_PARAM_VERSION" > "${marks}/version" && cp "$DROVER_PARAMS_FILE" "${marks}/params.json"`,
+    ),
+  ],
+});
+const slow = { name: 'slow', steps: [sh('sleep 0.5')] };
+
+function make(options: { postponeOptional?: boolean; capacity?: number; workflows?: any[] } = {}): Harness {
+  const h = harness(options.workflows ?? [update(), slow], {
+    capacity: options.capacity ?? 4,
+    deploy: (stateDir) => deployContext(fake, stateDir, options),
+  });
+  open.push(h);
+  return h;
+}
+
+const installed = () =>
+  fs.existsSync(path.join(marks, 'installed')) ? fs.readFileSync(path.join(marks, 'installed'), 'utf8') : null;
+const localState = (h: Harness, app: FakeApp) => DeployStateStore.open(h.stateDir).get(app.applicationId);
+
+describe('a deploy event', () => {
+  it('is checked against the signed manifest, downloaded, verified and installed, reporting each state', async () => {
+    const h = make();
+    const app = fake.addApp({ slug: 'kiosk' });
+    const release = fake.publish(app, '1.2.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)).toMatchObject({ status: 'success', exitCode: 0 });
+    expect(installed()).toBe('artifact 1.2.0');
+    expect(fs.readFileSync(path.join(marks, 'version'), 'utf8')).toBe('1.2.0');
+    const params = JSON.parse(fs.readFileSync(path.join(marks, 'params.json'), 'utf8'));
+    expect(params).toMatchObject({
+      release_id: release.releaseId,
+      version: '1.2.0',
+      sequence: 1,
+      channel: 'stable',
+      forced: false,
+      artifact: { __type: 'FileRef', id: release.fileId, filename: 'kiosk-1.2.0.tar.gz', size: 14 },
+    });
+    expect(JSON.stringify(params)).not.toContain('blob/'); // no download URL given to the workflow
+    expect(fake.states(app)).toEqual(['downloading', 'verifying', 'installing', 'installed']);
+    expect(fake.reports.at(-1)).toEqual({
+      applicationId: app.applicationId,
+      currentReleaseId: release.releaseId,
+      currentVersion: '1.2.0',
+      currentSequence: 1,
+      state: 'installed',
+      error: null,
+    });
+    expect(localState(h, app).current).toEqual({ releaseId: release.releaseId, version: '1.2.0', sequence: 1 });
+    expect(h.kinds(event.jobId)).toEqual(['start', 'logs', 'finish']);
+  });
+
+  it('arriving as a job event of kind update takes the same checked path', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '2.0.0');
+    const event = fake.event(app);
+    h.manager.onJobEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(fake.fetches).toBe(1);
+    expect(fake.states(app).at(-1)).toBe('installed');
+  });
+
+  it('is dropped with "job queue full; rejecting" and not reported when the queue is full', async () => {
+    const h = make({ capacity: 0 });
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    h.manager.onJobEvent({
+      jobId: '00000000-0000-4000-8000-0000000000aa',
+      kind: 'trigger',
+      workflowName: 'slow',
+      params: {},
+      ref: null,
+      debug: false,
+      timeoutMs: null,
+      status: 'pending',
+      createdAt: new Date().toISOString(),
+    });
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    expect(h.records.at(-1)).toMatchObject({ level: 40, msg: 'job queue full; rejecting', event: 'deploy' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(h.sent.filter((r) => r.jobId === event.jobId)).toEqual([]);
+    expect(h.journal.get(event.jobId)).toBeUndefined(); // a later delivery is a new arrival
+    expect(fake.fetches).toBe(0);
+  });
+
+  it('with data that is not a deploy assignment is ignored with a log line', () => {
+    const h = make();
+    h.manager.onDeployEvent({ releaseId: 'r1' });
+    expect(h.records.at(-1)).toMatchObject({ level: 40, msg: 'ignored a deploy event: it has no job id' });
+    h.manager.onDeployEvent('nonsense');
+    expect(h.records.at(-1)?.msg).toBe('ignored a deploy event: its data is not an object');
+    expect(h.sent).toEqual([]);
+  });
+});
+
+describe('nothing is installed', () => {
+  async function refused(h: Harness, app: FakeApp, event = fake.event(app)) {
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(installed()).toBeNull();
+    expect(fake.states(app).at(-1)).toBe('refused');
+    const finish = h.finishOf(event.jobId)!;
+    expect(finish).toMatchObject({ status: 'failed', exitCode: null });
+    expect(finish.errorMessage).toMatch(/^refused: .*; nothing was installed$/);
+    return finish.errorMessage as string;
+  }
+
+  it('when the manifest signature does not verify with the pinned key (tampered in transit)', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    fake.tamper = (entry) => ({ ...entry, payload: { ...entry.payload, forced: true } });
+    expect(await refused(h, app)).toContain(
+      'the manifest signature does not verify with the server key pinned at enrollment',
+    );
+    expect(localState(h, app).current).toBeNull();
+    expect(fake.reports.at(-1)?.error).toContain('signature does not verify');
+  });
+
+  it('when the manifest is signed by another key than the pinned one', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const other = privateKeyFromBase64(generateEd25519KeyPair().privateKey);
+    fake.tamper = (entry) => signManifest(entry.payload, other);
+    expect(await refused(h, app)).toContain('signature does not verify');
+  });
+
+  it('when the event names another release or checksum than the signed manifest', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const wrongRelease = fake.event(app);
+    wrongRelease.params.release_id = '11111111-1111-4111-8111-111111111111';
+    expect(await refused(h, app, wrongRelease)).toContain(
+      'the deploy event asks for release 11111111-1111-4111-8111-111111111111 (version 1.0.0) but the signed manifest names release',
+    );
+    const wrongSum = fake.event(app);
+    wrongSum.params.checksum_sha256 = 'a'.repeat(64);
+    expect(await refused(h, app, wrongSum)).toContain(`the deploy event's checksum ${'a'.repeat(64)} differs`);
+    const otherWorkflow = fake.event(app, { workflowName: 'slow' });
+    expect(await refused(h, app, otherWorkflow)).toContain(
+      'would run the workflow slow but the signed manifest names update',
+    );
+  });
+
+  it('when the downloaded bytes do not match the signed checksum', async () => {
+    const h = make();
+    const app = fake.addApp();
+    const release = fake.publish(app, '1.0.0');
+    blobs.blobs.set(release.releaseId, Buffer.from('artifact 6.6.6')); // same size, other bytes
+    const message = await refused(h, app);
+    expect(message).toContain('the download does not match its checksum');
+    const workspace = path.join(h.stateDir, 'jobs');
+    const leftovers = fs.readdirSync(workspace, { recursive: true }).map(String);
+    expect(leftovers.filter((f) => f.includes('inputs/artifact/'))).toEqual([]);
+  });
+
+  it('when the manifest is older than the last one accepted (replay)', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const first = fake.event(app);
+    h.manager.onDeployEvent(first);
+    await h.until(() => h.finishOf(first.jobId)?.status === 'success');
+    fs.rmSync(path.join(marks, 'installed'));
+    fake.publish(app, '1.1.0');
+    fake.clockOffset = -60;
+    expect(await refused(h, app)).toContain('before the last one accepted');
+    expect(localState(h, app).current?.version).toBe('1.0.0');
+  });
+});
+
+describe('the local policy', () => {
+  it('postpones an optional release: reported postponed, the job cancelled "postponed by local policy"', async () => {
+    const h = make({ postponeOptional: true });
+    const app = fake.addApp();
+    const release = fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)).toMatchObject({ status: 'cancelled' });
+    expect(h.finishOf(event.jobId)!.errorMessage).toMatch(/^postponed by local policy/);
+    expect(fake.states(app)).toEqual(['postponed']);
+    expect(installed()).toBeNull();
+    expect(blobs.requests).toEqual([]);
+    expect(localState(h, app).postponed?.releaseId).toBe(release.releaseId);
+  });
+
+  it('installs a forced release anyway', async () => {
+    const h = make({ postponeOptional: true });
+    const app = fake.addApp({ forced: true });
+    fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)?.status).toBe('success');
+    expect(installed()).toBe('artifact 1.0.0');
+  });
+});
+
+describe('a failed update', () => {
+  it('without the update workflow here is failed, reported, and remembered', async () => {
+    const h = make({ workflows: [slow] });
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)).toMatchObject({
+      status: 'failed',
+      errorMessage:
+        'the update workflow update is not defined on this agent (no valid workflow file with that name); nothing was installed',
+    });
+    expect(fake.states(app)).toEqual(['failed']);
+    expect(localState(h, app).lastFailure).toMatchObject({ releaseId: app.release!.releaseId, state: 'failed' });
+  });
+
+  it('when the workflow exits non-zero reports failed with its error and keeps the old installation', async () => {
+    const h = make({ workflows: [{ name: 'update', steps: [sh('exit 3')] }] });
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)).toMatchObject({
+      status: 'failed',
+      exitCode: 3,
+      errorMessage: 'step 1 exited with code 3',
+    });
+    expect(fake.states(app)).toEqual(['downloading', 'verifying', 'installing', 'failed']);
+    expect(fake.reports.at(-1)?.error).toBe('the update workflow did not succeed: step 1 exited with code 3');
+    expect(localState(h, app).current).toBeNull();
+  });
+
+  it('when the manifest cannot be fetched is failed without a download', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    fake.fetchErrors.push(unreachable());
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)?.errorMessage).toBe(
+      'could not fetch the signed manifest from the coordinator (Cannot reach the coordinator: connection refused); nothing was installed',
+    );
+    expect(blobs.requests).toEqual([]);
+  });
+});

@@ -1,0 +1,310 @@
+/**
+ * Benchmark: upload and download of a 1 GiB file through the local backend's presigned URLs,
+ * against writing and reading the same bytes with plain file I/O in the same run. Goals: the
+ * presigned transfer reaches at least 0.7 x the plain file I/O throughput, and the coordinator's
+ * peak RSS stays under 150 MB during the transfer.
+ *
+ *   pnpm build && pnpm bench bench/storage-transfer.ts [--size-mib 1024] [--rounds 1] [--source]
+ *
+ * The coordinator is the real `drover-coordinator start` in a CHILD process (the built
+ * `coordinator/dist/cli/main.js`; `--source` runs the TypeScript sources through tsx instead,
+ * which costs memory of its own), so that its RSS is its own: it is sampled every 20 ms from
+ * /proc/<pid>/status (VmRSS) during each transfer, and VmHWM (the kernel's high-water mark over
+ * the process's life) is read at the end.
+ *
+ * The bytes: a deterministic stream of 1 MiB chunks (a random block with the chunk number in its
+ * first bytes), generated in memory by this process for both sides, so neither side reads a
+ * source file. Plain file I/O: the stream written to a file in the same temp directory with
+ * fsync before close (as the coordinator does before its rename), then the file read back. The
+ * presigned side: presign-upload, a PUT of the stream with Content-Length over loopback
+ * (node:http), complete (the server's SHA-256 is checked against the expected one), then a GET of
+ * a download URL, counting the bytes. The download is served from the page cache, like the plain
+ * read. Results go to docs/performance.md by hand.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { machineNote, median } from './lib/report.js';
+
+const GOAL_RATIO = 0.7;
+const GOAL_RSS_MB = 150;
+const CHUNK = 1 << 20;
+const EMAIL = 'bench@example.test';
+const PASSWORD = 'bench password';
+
+const { values } = parseArgs({
+  options: {
+    'size-mib': { type: 'string', default: '1024' },
+    rounds: { type: 'string', default: '1' },
+    source: { type: 'boolean', default: false },
+  },
+});
+function integer(name: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name}: expected an integer >= ${min}, got \`${raw}\``);
+  return n;
+}
+const sizeMib = integer('size-mib', values['size-mib'], 1);
+const rounds = integer('rounds', values.rounds, 1);
+const SIZE = sizeMib * CHUNK;
+
+// ---- The bytes ---------------------------------------------------------------------------------
+
+const BLOCK = randomBytes(CHUNK);
+/** Chunk `i` of the payload: the random block with `i` written into its first 8 bytes. */
+function chunk(i: number): Buffer {
+  const c = Buffer.from(BLOCK);
+  c.writeBigUInt64BE(BigInt(i), 0);
+  return c;
+}
+function payload(): Readable {
+  let i = 0;
+  return new Readable({
+    highWaterMark: 4 * CHUNK,
+    read() {
+      this.push(i < sizeMib ? chunk(i++) : null);
+    },
+  });
+}
+function expectedSha256(): string {
+  const hash = createHash('sha256');
+  for (let i = 0; i < sizeMib; i++) hash.update(chunk(i));
+  return hash.digest('hex');
+}
+
+// ---- The coordinator child process -------------------------------------------------------------
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+interface Child {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<unknown>;
+}
+
+async function startCoordinator(dataDir: string): Promise<Child> {
+  const main = values.source
+    ? ['--conditions=drover-source', '--import', 'tsx', path.join(ROOT, 'coordinator/src/cli/main.ts')]
+    : [path.join(ROOT, 'coordinator/dist/cli/main.js')];
+  if (!values.source && !fs.existsSync(main[0]!))
+    throw new Error('coordinator/dist is missing: run `pnpm build` first');
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
+  const child = spawn(process.execPath, [...main, 'start', '--port', '0', '--data-dir', dataDir], {
+    cwd: ROOT,
+    env: {
+      ...env,
+      DROVER_BOOTSTRAP_EMAIL: EMAIL,
+      DROVER_BOOTSTRAP_PASSWORD: PASSWORD,
+      DROVER_LOG_LEVEL: 'warn',
+      DROVER_MAX_FILE_BYTES: String(Math.max(SIZE, 5 * 1024 ** 3)),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
+      out += c;
+      const match = /listening on (http:\/\/\S+) /.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    void exited.then(() => reject(new Error(`the coordinator exited before listening:\n${out}`)));
+  });
+  return { child, url, exited };
+}
+
+/** VmRSS or VmHWM of a process, in MB. */
+function memoryMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
+  return kb / 1024;
+}
+
+/** Samples the child's RSS every 20 ms while `run` runs; returns its result and the peak. */
+async function sampled<T>(pid: number, run: () => Promise<T>): Promise<{ result: T; peakMb: number }> {
+  let peakMb = memoryMb(pid, 'VmRSS');
+  const timer = setInterval(() => (peakMb = Math.max(peakMb, memoryMb(pid, 'VmRSS'))), 20);
+  try {
+    const result = await run();
+    peakMb = Math.max(peakMb, memoryMb(pid, 'VmRSS'));
+    return { result, peakMb };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+// ---- HTTP --------------------------------------------------------------------------------------
+
+async function json(method: string, url: string, body?: unknown, token?: string): Promise<any> {
+  const res = await fetch(url, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+async function storageToken(base: string): Promise<string> {
+  const session = (await json('POST', `${base}/auth/login`, { email: EMAIL, password: PASSWORD })).token as string;
+  const orgId = (await json('GET', `${base}/orgs`, undefined, session))[0].id as string;
+  const issued = await json(
+    'POST',
+    `${base}/orgs/${orgId}/api-tokens`,
+    {
+      name: 'bench',
+      scopes: [{ type: 'storage', bindingIds: null, permissions: ['read', 'write', 'delete'] }],
+      rateLimitPerMinute: null,
+      rateLimitPerHour: null,
+      rateLimitPerDay: null,
+    },
+    session,
+  );
+  return issued.token as string;
+}
+
+function put(url: string, headers: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'PUT', headers: { ...headers, 'content-length': String(SIZE) } });
+    req.on('response', (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (c: string) => (text += c));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(text) : reject(new Error(`PUT: ${res.statusCode} ${text}`)),
+      );
+    });
+    req.on('error', reject);
+    payload().pipe(req);
+  });
+}
+
+function getCounting(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, (res) => {
+        if (res.statusCode !== 200) reject(new Error(`GET: ${res.statusCode}`));
+        let n = 0;
+        res.on('data', (c: Buffer) => (n += c.length));
+        res.on('end', () => resolve(n));
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+// ---- The measurements --------------------------------------------------------------------------
+
+const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9;
+const mbps = (s: number) => SIZE / 1e6 / s;
+
+async function plainRound(dir: string): Promise<{ write: number; read: number }> {
+  const file = path.join(dir, 'plain.bin');
+  let start = process.hrtime.bigint();
+  await pipeline(payload(), fs.createWriteStream(file, { flush: true, highWaterMark: CHUNK }));
+  const write = seconds(start);
+  start = process.hrtime.bigint();
+  let n = 0;
+  for await (const c of fs.createReadStream(file, { highWaterMark: CHUNK })) n += (c as Buffer).length;
+  const read = seconds(start);
+  if (n !== SIZE) throw new Error(`read ${n} bytes back, expected ${SIZE}`);
+  fs.rmSync(file);
+  return { write, read };
+}
+
+async function presignedRound(
+  c: Child,
+  token: string,
+  sha256: string,
+): Promise<{ write: number; read: number; uploadPeakMb: number; downloadPeakMb: number }> {
+  const base = `${c.url}/v1`;
+  const up = await json(
+    'POST',
+    `${base}/storage/files/presign-upload`,
+    { cleanupRule: 'persistent', filename: 'bench.bin' },
+    token,
+  );
+  const pid = c.child.pid!;
+  let start = process.hrtime.bigint();
+  const upload = await sampled(pid, () => put(up.uploadUrl, up.headers));
+  const write = seconds(start);
+  const stored = JSON.parse(upload.result) as { size: number; sha256: string };
+  if (stored.size !== SIZE || stored.sha256 !== sha256) throw new Error(`stored ${upload.result}, expected ${sha256}`);
+  const done = await json('POST', `${base}/storage/files/${up.fileId}/complete`, undefined, token);
+  if (done.status !== 'active') throw new Error(`complete: ${JSON.stringify(done)}`);
+  const { downloadUrl } = await json('GET', `${base}/storage/files/${up.fileId}/download-url`, undefined, token);
+  start = process.hrtime.bigint();
+  const download = await sampled(pid, () => getCounting(downloadUrl));
+  const read = seconds(start);
+  if (download.result !== SIZE) throw new Error(`downloaded ${download.result} bytes, expected ${SIZE}`);
+  await json('DELETE', `${base}/storage/files/${up.fileId}`, undefined, token);
+  return { write, read, uploadPeakMb: upload.peakMb, downloadPeakMb: download.peakMb };
+}
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-bench-transfer-'));
+let coordinator: Child | undefined;
+try {
+  console.log(`storage transfer: ${sizeMib} MiB, ${rounds} round(s); ${machineNote()}`);
+  const sha256 = expectedSha256();
+  coordinator = await startCoordinator(dataDir);
+  const pid = coordinator.child.pid!;
+  const token = await storageToken(`${coordinator.url}/v1`);
+  const idleMb = memoryMb(pid, 'VmRSS');
+  console.log(
+    `coordinator child pid ${pid} (${values.source ? 'TypeScript sources via tsx' : 'coordinator/dist'}), idle RSS ${idleMb.toFixed(1)} MB`,
+  );
+
+  const plain: { write: number; read: number }[] = [];
+  const presigned: Awaited<ReturnType<typeof presignedRound>>[] = [];
+  for (let r = 0; r < rounds; r++) {
+    plain.push(await plainRound(dataDir));
+    presigned.push(await presignedRound(coordinator, token, sha256));
+    const p = plain.at(-1)!;
+    const q = presigned.at(-1)!;
+    console.log(
+      `round ${r + 1}: plain write ${mbps(p.write).toFixed(0)} MB/s, read ${mbps(p.read).toFixed(0)} MB/s; ` +
+        `presigned PUT ${mbps(q.write).toFixed(0)} MB/s, GET ${mbps(q.read).toFixed(0)} MB/s; ` +
+        `coordinator peak RSS ${q.uploadPeakMb.toFixed(1)} MB (upload), ${q.downloadPeakMb.toFixed(1)} MB (download)`,
+    );
+  }
+  const m = (xs: number[]) => median(xs);
+  const plainWrite = m(plain.map((p) => p.write));
+  const plainRead = m(plain.map((p) => p.read));
+  const putS = m(presigned.map((p) => p.write));
+  const getS = m(presigned.map((p) => p.read));
+  const row = (label: string, s: number) =>
+    console.log(`${label.padEnd(44)} ${mbps(s).toFixed(0).padStart(6)} MB/s  (${s.toFixed(2)} s)`);
+  console.log('\nmedians:');
+  row('plain file write (fsync before close)', plainWrite);
+  row('presigned PUT (stream, SHA-256, fsync, rename)', putS);
+  row('plain file read', plainRead);
+  row('presigned GET', getS);
+  row('plain write + read', plainWrite + plainRead);
+  row('presigned PUT + GET', putS + getS);
+  const ratio = (plainWrite + plainRead) / (putS + getS);
+  const peak = Math.max(...presigned.map((p) => Math.max(p.uploadPeakMb, p.downloadPeakMb)));
+  const hwm = memoryMb(pid, 'VmHWM');
+  console.log(
+    `\nthroughput ratio (upload + download vs write + read): ${ratio.toFixed(2)} (goal >= ${GOAL_RATIO}; ${ratio >= GOAL_RATIO ? 'meets' : 'BELOW'} the goal)`,
+  );
+  console.log(`  upload alone ${(plainWrite / putS).toFixed(2)}, download alone ${(plainRead / getS).toFixed(2)}`);
+  console.log(
+    `coordinator peak RSS during transfers ${peak.toFixed(1)} MB (goal < ${GOAL_RSS_MB}; ${peak < GOAL_RSS_MB ? 'meets' : 'ABOVE'} the goal); VmHWM over its life ${hwm.toFixed(1)} MB`,
+  );
+} finally {
+  if (coordinator) {
+    coordinator.child.kill('SIGTERM');
+    await coordinator.exited;
+  }
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,219 @@
+import type { ReleaseStatus, UpdatePolicy } from '../../domain/ota/desired-state.js';
+import type { Db } from '../database.js';
+
+/** A release of an application (migration 0005). */
+export interface Release {
+  id: string;
+  applicationId: string;
+  version: string;
+  /** Application-wide, strictly increasing in creation order; orders releases. */
+  sequence: number;
+  channel: string;
+  updatePolicy: UpdatePolicy;
+  status: ReleaseStatus;
+  artifactFileId: string;
+  /** Of the artifact, copied at creation. */
+  checksumSha256: string;
+  size: number;
+  notes: string | null;
+  createdAt: string;
+  publishedAt: string | null;
+  yankedAt: string | null;
+}
+
+export interface NewRelease {
+  id: string;
+  orgId: string;
+  applicationId: string;
+  version: string;
+  channel: string;
+  updatePolicy: UpdatePolicy;
+  artifactFileId: string;
+  notes: string | null;
+  createdAt: string;
+}
+
+/** Why an artifact cannot back a release. */
+export type ArtifactProblem = 'not_found' | 'not_active' | 'not_persistent';
+
+export type CreateReleaseResult =
+  { outcome: 'created'; release: Release } | { outcome: 'bad_artifact'; problem: ArtifactProblem; status?: string };
+
+/** `applied`: moved now; `conflict`: not possible from the release's status; `not_found`. */
+export type ReleaseChange = { outcome: 'applied' | 'conflict'; release: Release } | { outcome: 'not_found' };
+
+export interface DraftPatch {
+  version?: string | undefined;
+  channel?: string | undefined;
+  updatePolicy?: UpdatePolicy | undefined;
+  notes?: string | null | undefined;
+}
+
+export interface ReleaseListFilter {
+  channel?: string | undefined;
+  status?: ReleaseStatus | undefined;
+}
+
+export interface ReleaseRepository {
+  /**
+   * Creates a draft in one transaction: checks the artifact (a file of the organization, in a
+   * binding not deleted, `active` and `persistent`), copies its checksum and size, and assigns
+   * the next sequence of the application (strictly increasing, also under concurrent calls).
+   */
+  create(release: NewRelease): Promise<CreateReleaseResult>;
+  findInApp(applicationId: string, id: string): Promise<Release | null>;
+  /** Highest sequence first. */
+  list(applicationId: string, filter?: ReleaseListFilter): Promise<Release[]>;
+  /** draft → published. */
+  publish(applicationId: string, id: string, at: string): Promise<ReleaseChange>;
+  /** published → yanked. */
+  yank(applicationId: string, id: string, at: string): Promise<ReleaseChange>;
+  /** Changes a draft; a published or yanked release is immutable (`conflict`). */
+  updateDraft(applicationId: string, id: string, patch: DraftPatch): Promise<ReleaseChange>;
+}
+
+export interface ReleaseRow {
+  id: string;
+  application_id: string;
+  version: string;
+  sequence: number;
+  channel: string;
+  update_policy: UpdatePolicy;
+  status: ReleaseStatus;
+  artifact_file_id: string;
+  checksum_sha256: string;
+  size: number;
+  notes: string | null;
+  created_at: string;
+  published_at: string | null;
+  yanked_at: string | null;
+}
+
+export const toRelease = (r: ReleaseRow): Release => ({
+  id: r.id,
+  applicationId: r.application_id,
+  version: r.version,
+  sequence: r.sequence,
+  channel: r.channel,
+  updatePolicy: r.update_policy,
+  status: r.status,
+  artifactFileId: r.artifact_file_id,
+  checksumSha256: r.checksum_sha256,
+  size: r.size,
+  notes: r.notes,
+  createdAt: r.created_at,
+  publishedAt: r.published_at,
+  yankedAt: r.yanked_at,
+});
+
+interface ArtifactRow {
+  status: string;
+  cleanup_rule: string;
+  size: number | null;
+  sha256: string | null;
+}
+
+export function createReleaseRepository(db: Db): ReleaseRepository {
+  const artifact = db.prepare<[string, string], ArtifactRow>(
+    `SELECT f.status, f.cleanup_rule, f.size, f.sha256 FROM files f
+       JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
+     WHERE f.org_id = ? AND f.id = ?`,
+  );
+  const nextSequence = db.prepare<[string], { next: number }>(
+    'SELECT COALESCE(MAX(sequence), 0) + 1 AS next FROM releases WHERE application_id = ?',
+  );
+  const insert = db.prepare(
+    `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status, artifact_file_id,
+       checksum_sha256, size, notes, created_at, published_at, yanked_at)
+     VALUES (@id, @applicationId, @version, @sequence, @channel, @updatePolicy, 'draft', @artifactFileId,
+       @checksumSha256, @size, @notes, @createdAt, NULL, NULL)`,
+  );
+  const inApp = db.prepare<[string, string], ReleaseRow>('SELECT * FROM releases WHERE application_id = ? AND id = ?');
+  const list = db.prepare<[{ appId: string; channel: string | null; status: string | null }], ReleaseRow>(
+    `SELECT * FROM releases WHERE application_id = @appId AND (@channel IS NULL OR channel = @channel)
+       AND (@status IS NULL OR status = @status) ORDER BY sequence DESC`,
+  );
+  const toPublished = db.prepare(
+    "UPDATE releases SET status = 'published', published_at = ? WHERE application_id = ? AND id = ? AND status = 'draft'",
+  );
+  const toYanked = db.prepare(
+    "UPDATE releases SET status = 'yanked', yanked_at = ? WHERE application_id = ? AND id = ? AND status = 'published'",
+  );
+  const updateDraft = db.prepare(
+    `UPDATE releases SET version = COALESCE(@version, version), channel = COALESCE(@channel, channel),
+       update_policy = COALESCE(@updatePolicy, update_policy),
+       notes = CASE WHEN @setNotes = 1 THEN @notes ELSE notes END
+     WHERE application_id = @appId AND id = @id AND status = 'draft'`,
+  );
+
+  const create = db.transaction((r: NewRelease): CreateReleaseResult => {
+    const file = artifact.get(r.orgId, r.artifactFileId);
+    if (!file) return { outcome: 'bad_artifact', problem: 'not_found' };
+    if (file.status !== 'active' || file.size === null || file.sha256 === null) {
+      return { outcome: 'bad_artifact', problem: 'not_active', status: file.status };
+    }
+    if (file.cleanup_rule !== 'persistent') return { outcome: 'bad_artifact', problem: 'not_persistent' };
+    const sequence = (nextSequence.get(r.applicationId) as { next: number }).next;
+    insert.run({
+      id: r.id,
+      applicationId: r.applicationId,
+      version: r.version,
+      sequence,
+      channel: r.channel,
+      updatePolicy: r.updatePolicy,
+      artifactFileId: r.artifactFileId,
+      checksumSha256: file.sha256,
+      size: file.size,
+      notes: r.notes,
+      createdAt: r.createdAt,
+    });
+    return { outcome: 'created', release: toRelease(inApp.get(r.applicationId, r.id) as ReleaseRow) };
+  });
+
+  /** Applies a conditional UPDATE; reads the release back to tell applied from conflict. */
+  const change = (appId: string, id: string, apply: () => number): ReleaseChange => {
+    const before = inApp.get(appId, id);
+    if (!before) return { outcome: 'not_found' };
+    const applied = apply() === 1;
+    const after = toRelease(inApp.get(appId, id) as ReleaseRow);
+    return { outcome: applied ? 'applied' : 'conflict', release: after };
+  };
+
+  return {
+    async create(release) {
+      // IMMEDIATE: the sequence is read and used under the write lock, also across processes.
+      return create.immediate(release);
+    },
+    async findInApp(applicationId, id) {
+      const row = inApp.get(applicationId, id);
+      return row ? toRelease(row) : null;
+    },
+    async list(applicationId, filter = {}) {
+      return list
+        .all({ appId: applicationId, channel: filter.channel ?? null, status: filter.status ?? null })
+        .map(toRelease);
+    },
+    async publish(applicationId, id, at) {
+      return change(applicationId, id, () => toPublished.run(at, applicationId, id).changes);
+    },
+    async yank(applicationId, id, at) {
+      return change(applicationId, id, () => toYanked.run(at, applicationId, id).changes);
+    },
+    async updateDraft(applicationId, id, patch) {
+      return change(
+        applicationId,
+        id,
+        () =>
+          updateDraft.run({
+            appId: applicationId,
+            id,
+            version: patch.version ?? null,
+            channel: patch.channel ?? null,
+            updatePolicy: patch.updatePolicy ?? null,
+            setNotes: patch.notes === undefined ? 0 : 1,
+            notes: patch.notes ?? null,
+          }).changes,
+      );
+    },
+  };
+}

@@ -1,0 +1,444 @@
+import type { Config } from '../../config/config.js';
+import type { FileRepository, FileStatus, StoredFile } from '../../db/repositories/files.js';
+import type { StorageBinding, StorageBindingRepository } from '../../db/repositories/storage-bindings.js';
+import { conflict, invalid, notFound } from '../../errors.js';
+import { StorageBackends, UnsupportedBackendError, type StorageBackend } from '../../storage/backend.js';
+import type { LocalBackend } from '../../storage/local-backend.js';
+import type { LocalTransfers } from '../../storage/local-transfer.js';
+import type { Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { findGrant, type StorageGrant } from '../grants.js';
+import { grantCoversBinding, requireStoragePermission, type FileCaller } from './access.js';
+import { FileDeletion, type DeletionLogger } from './deletion.js';
+import { parseCleanup, parseFileLabels, type PresignUploadInput } from './file-input.js';
+import { toFileView, type FileView } from './view.js';
+
+/** At most this many entries in `GET /storage/files` (spec: Limits). */
+export const MAX_LIST_SIZE = 200;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+
+export type FileSettings = Pick<Config, 'presignTtlSeconds' | 'maxFileBytes' | 'jobFileTtlSeconds'>;
+
+export interface FileServiceDeps {
+  files: FileRepository;
+  storageBindings: StorageBindingRepository;
+  backends: StorageBackends;
+  clock: Clock;
+  /** Read at each call (the public URL, hence presigned URLs, is known only once listening). */
+  settings: () => FileSettings;
+  logger: DeletionLogger;
+  /** The local backend's presigned PUT/GET, served by the coordinator (routes/storage-blobs.ts). */
+  transfers: LocalTransfers;
+  local: LocalBackend;
+}
+
+/** The answer of presign-upload (spec) and of the agent's job-output upload request. */
+export interface PresignedUploadView {
+  fileId: string;
+  uploadUrl: string;
+  method: 'PUT';
+  headers: Record<string, string>;
+  expiresInSeconds: number;
+}
+
+export interface DownloadUrlView {
+  downloadUrl: string;
+  expiresInSeconds: number;
+}
+
+/** What an agent needs to fetch an input file and verify it. */
+export interface AgentFileDownload extends DownloadUrlView {
+  size: number;
+  sha256: string;
+  filename: string;
+  contentType: string;
+}
+
+/** Whether an API token may hand a file to a job as an input FileRef. */
+export type FileRefLookup =
+  | { outcome: 'ok'; file: StoredFile }
+  /** Unknown, of another organization, in a deleted binding, or outside the token's storage grant. */
+  | { outcome: 'not_found' }
+  /** Within the token's grant, but the grant lacks `read`. */
+  | { outcome: 'forbidden'; file: StoredFile }
+  | { outcome: 'not_active'; file: StoredFile };
+
+export interface FileListFilter {
+  bindingId?: string | undefined;
+  status?: FileStatus | undefined;
+}
+
+export interface JobOutputFileInput {
+  orgId: string;
+  jobId: string;
+  filename: string;
+  contentType?: string | undefined;
+  size: number;
+  sha256: string;
+}
+
+/**
+ * Stored files (spec: File storage; CONTRACT §6; docs/storage.md): the public storage API, the
+ * job-file operations the agent endpoints and the job sender use, and the sweeper's deletions.
+ * It reaches blobs only through the binding's StorageBackend. Reachable as `ctx.files`.
+ */
+export class FileService {
+  readonly deletion: FileDeletion;
+  /** Receives and serves the local backend's blobs (the presigned URLs point here). */
+  readonly transfers: LocalTransfers;
+  /** The local backend itself (temp-file cleanup by the sweeper). */
+  readonly local: LocalBackend;
+  private readonly backendCache = new Map<string, StorageBackend>();
+
+  constructor(private readonly d: FileServiceDeps) {
+    this.transfers = d.transfers;
+    this.local = d.local;
+    this.deletion = new FileDeletion({
+      files: d.files,
+      clock: d.clock,
+      logger: d.logger,
+      backendOf: (bindingId) => this.backendOfBindingId(bindingId),
+    });
+  }
+
+  // ---- Public API (token with a storage grant) ----------------------------------------------
+
+  /** A pending file in the chosen binding and its upload URL (`write`). */
+  async presignUpload(caller: FileCaller, input: PresignUploadInput): Promise<PresignedUploadView> {
+    const grant = requireStoragePermission(caller, 'write');
+    const binding = await this.chooseBinding(caller, grant, input.bindingId);
+    const backend = this.backendForNewFile(binding);
+    const id = newId();
+    const labels = parseFileLabels(input, id);
+    const cleanup = parseCleanup(input);
+    const { presignTtlSeconds } = this.d.settings();
+    const now = this.d.clock.now();
+    const file = this.newFile({
+      id,
+      orgId: caller.orgId,
+      binding,
+      backend,
+      ...labels,
+      ...cleanup,
+      expiresAt: cleanup.ttlSeconds === null ? null : iso(now + cleanup.ttlSeconds * 1000),
+      origin: 'api',
+      createdByTokenId: caller.id,
+      jobId: null,
+      declared: null,
+      now,
+    });
+    await this.d.files.insert(file);
+    return this.uploadView(file, backend, presignTtlSeconds);
+  }
+
+  /** pending → active once the blob is there; an active file answers again as is (`write`). */
+  async complete(caller: FileCaller, fileId: string): Promise<FileView> {
+    const grant = requireStoragePermission(caller, 'write');
+    const file = await this.visibleFile(caller, grant, fileId);
+    return toFileView(await this.finishUpload(file));
+  }
+
+  /** A fresh download URL of an active file (`read`). */
+  async downloadUrl(caller: FileCaller, fileId: string): Promise<DownloadUrlView> {
+    const grant = requireStoragePermission(caller, 'read');
+    const file = await this.visibleFile(caller, grant, fileId);
+    if (file.status !== 'active') {
+      throw conflict(`The file is ${file.status}: only an active file can be downloaded`);
+    }
+    return this.issueDownload(file);
+  }
+
+  /** The file's metadata (`read`). */
+  async get(caller: FileCaller, fileId: string): Promise<FileView> {
+    const grant = requireStoragePermission(caller, 'read');
+    return toFileView(await this.visibleFile(caller, grant, fileId));
+  }
+
+  /**
+   * Up to 200 files within the token's bindings, newest first (`read`). A `bindingId` outside
+   * the grant lists nothing, like a binding without files.
+   */
+  async list(caller: FileCaller, filter: FileListFilter): Promise<FileView[]> {
+    const grant = requireStoragePermission(caller, 'read');
+    const files = await this.d.files.list({
+      orgId: caller.orgId,
+      bindingIds: grant.bindingIds,
+      bindingId: filter.bindingId ?? null,
+      status: filter.status ?? null,
+      limit: MAX_LIST_SIZE,
+    });
+    return files.map(toFileView);
+  }
+
+  /**
+   * Deletes the file now (`delete`): `deleted`, or `delete_failed` when the backend refused (the
+   * sweeper retries). A file that a release which is not yanked references is 409 `file_in_use`.
+   */
+  async delete(caller: FileCaller, fileId: string): Promise<FileView> {
+    const grant = requireStoragePermission(caller, 'delete');
+    const file = await this.visibleFile(caller, grant, fileId);
+    return toFileView(await this.deletion.deleteNow(file.id));
+  }
+
+  // ---- Files in jobs -------------------------------------------------------------------------
+
+  /**
+   * Checks an input FileRef given by an API token: the file must be visible to the token (its
+   * organization, a binding of its storage grant), readable (`read`) and active.
+   */
+  async lookupForToken(caller: FileCaller, fileId: string): Promise<FileRefLookup> {
+    const grant = findGrant(caller.scopes, 'storage');
+    if (!grant) return { outcome: 'not_found' };
+    const file = await this.d.files.findInOrg(caller.orgId, fileId);
+    if (!file || !grantCoversBinding(grant, file.bindingId)) return { outcome: 'not_found' };
+    if (!grant.permissions.includes('read')) return { outcome: 'forbidden', file };
+    if (file.status !== 'active') return { outcome: 'not_active', file };
+    return { outcome: 'ok', file };
+  }
+
+  /** The active file of the organization with this id, or null. */
+  async findActiveInOrg(orgId: string, fileId: string): Promise<StoredFile | null> {
+    return (await this.d.files.findActiveInOrg(orgId, [fileId]))[0] ?? null;
+  }
+
+  /** The active files of the organization among `fileIds` (their `jobId` tells whose output they are). */
+  async findActiveManyInOrg(orgId: string, fileIds: readonly string[]): Promise<StoredFile[]> {
+    return this.d.files.findActiveInOrg(orgId, fileIds);
+  }
+
+  /** A fresh download URL for an active file (no permission check: the caller did it). */
+  async issueDownload(file: StoredFile): Promise<DownloadUrlView> {
+    const backend = await this.backendOfBindingId(file.bindingId);
+    const expiresInSeconds = this.d.settings().presignTtlSeconds;
+    const { url } = backend.presignDownload(
+      {
+        id: file.id,
+        blobKey: file.blobKey,
+        filename: file.filename,
+        contentType: file.contentType,
+        size: file.size ?? 0,
+      },
+      expiresInSeconds,
+    );
+    return { downloadUrl: url, expiresInSeconds };
+  }
+
+  /**
+   * Download URLs plus size, SHA-256 and filename of the active files among `fileIds`, for a job
+   * sent to an agent. Files not active (or unknown) are absent from the map.
+   */
+  async agentDownloads(orgId: string, fileIds: readonly string[]): Promise<Map<string, AgentFileDownload>> {
+    const out = new Map<string, AgentFileDownload>();
+    for (const file of await this.d.files.findActiveInOrg(orgId, fileIds)) {
+      const url = await this.issueDownload(file);
+      out.set(file.id, {
+        ...url,
+        size: file.size ?? 0,
+        sha256: file.sha256 ?? '',
+        filename: file.filename,
+        contentType: file.contentType,
+      });
+    }
+    return out;
+  }
+
+  /**
+   * A pending output file of a job in the organization's default binding (`ttl`,
+   * DROVER_JOB_FILE_TTL_SECONDS) and its upload URL. The announced size and SHA-256 are kept and
+   * checked by completeJobOutputFile.
+   */
+  async createJobOutputFile(input: JobOutputFileInput): Promise<PresignedUploadView> {
+    const { maxFileBytes, jobFileTtlSeconds, presignTtlSeconds } = this.d.settings();
+    if (!Number.isSafeInteger(input.size) || input.size < 0 || input.size > maxFileBytes) {
+      throw invalid('body.size', `must be an integer from 0 to ${maxFileBytes} (the largest file), got ${input.size}`);
+    }
+    if (!SHA256_HEX.test(input.sha256)) throw invalid('body.sha256', 'must be 64 lowercase hexadecimal characters');
+    const binding = (await this.d.storageBindings.listByOrg(input.orgId)).find((b) => b.isDefault);
+    if (!binding) throw conflict('The organization has no default storage binding to keep job output files in');
+    let backend: StorageBackend;
+    try {
+      backend = this.backendOf(binding);
+    } catch (error) {
+      if (error instanceof UnsupportedBackendError) throw conflict(error.message);
+      throw error;
+    }
+    const id = newId();
+    const labels = parseFileLabels(input, 'output');
+    const now = this.d.clock.now();
+    const file = this.newFile({
+      id,
+      orgId: input.orgId,
+      binding,
+      backend,
+      ...labels,
+      cleanupRule: 'ttl',
+      ttlSeconds: jobFileTtlSeconds,
+      expiresAt: iso(now + jobFileTtlSeconds * 1000),
+      origin: 'agent',
+      createdByTokenId: null,
+      jobId: input.jobId,
+      declared: { size: input.size, sha256: input.sha256 },
+      now,
+    });
+    await this.d.files.insert(file);
+    return this.uploadView(file, backend, presignTtlSeconds);
+  }
+
+  /**
+   * Completes a job's output file. A blob whose size or SHA-256 differ from what was announced is
+   * deleted and the call is 422; a file of another job (or organization) is 404.
+   */
+  async completeJobOutputFile(orgId: string, jobId: string, fileId: string): Promise<FileView> {
+    const file = await this.d.files.findInOrg(orgId, fileId);
+    if (!file || file.jobId !== jobId) throw notFound('File');
+    return toFileView(await this.finishUpload(file));
+  }
+
+  /** One sweeper pass: deletes files whose time has come (see FileDeletion.sweepDue). */
+  sweepDue(limit?: number): Promise<number> {
+    return this.deletion.sweepDue(limit);
+  }
+
+  // ---- Internals -----------------------------------------------------------------------------
+
+  private async finishUpload(file: StoredFile): Promise<StoredFile> {
+    if (file.status === 'active') return file;
+    if (file.status !== 'pending') throw conflict(`The file is ${file.status}; it can no longer be completed`);
+    const backend = await this.backendOfBindingId(file.bindingId);
+    const stat = await backend.stat(file.blobKey);
+    if (!stat) throw conflict('Nothing has been uploaded for this file yet: PUT it to its uploadUrl first');
+    if (file.declaredSize !== null && (stat.size !== file.declaredSize || stat.sha256 !== file.declaredSha256)) {
+      await this.deletion.deleteNow(file.id).catch(() => undefined);
+      throw invalid(
+        'file',
+        `the uploaded file has ${stat.size} bytes and SHA-256 ${stat.sha256}, not the announced ${file.declaredSize} bytes and ${file.declaredSha256}; it was dropped`,
+      );
+    }
+    const now = this.d.clock.now();
+    const expiresAt = file.ttlSeconds === null ? file.expiresAt : iso(now + file.ttlSeconds * 1000);
+    const done = { size: stat.size, sha256: stat.sha256, completedAt: iso(now), expiresAt };
+    if (await this.d.files.complete(file.id, done)) {
+      return { ...file, ...done, status: 'active' };
+    }
+    // Someone else completed (or deleted) it meanwhile.
+    const current = await this.d.files.findInOrg(file.orgId, file.id);
+    if (current?.status === 'active') return current;
+    throw conflict(`The file is ${current?.status ?? 'gone'}; it can no longer be completed`);
+  }
+
+  /** The file when the token may see it: its organization and a binding of its grant; else 404. */
+  private async visibleFile(caller: FileCaller, grant: StorageGrant, fileId: string): Promise<StoredFile> {
+    const file = await this.d.files.findInOrg(caller.orgId, fileId);
+    if (!file || !grantCoversBinding(grant, file.bindingId)) throw notFound('File');
+    return file;
+  }
+
+  /** The binding named by `bindingId`, or the only binding the token may use (else 422). */
+  private async chooseBinding(
+    caller: FileCaller,
+    grant: StorageGrant,
+    bindingId: string | undefined,
+  ): Promise<StorageBinding> {
+    if (bindingId !== undefined) {
+      const binding = grantCoversBinding(grant, bindingId)
+        ? await this.d.storageBindings.findInOrg(caller.orgId, bindingId)
+        : null;
+      if (!binding) throw invalid('body.bindingId', `\`${bindingId}\` is not a storage binding this token may use`);
+      return binding;
+    }
+    const all = await this.d.storageBindings.listByOrg(caller.orgId);
+    const usable = grant.bindingIds === null ? all : all.filter((b) => grant.bindingIds!.includes(b.id));
+    if (usable.length === 1) return usable[0]!;
+    throw invalid(
+      'body.bindingId',
+      usable.length === 0
+        ? 'this token may use no storage binding (its bindings were deleted)'
+        : `is required: this token may use ${usable.length} storage bindings`,
+    );
+  }
+
+  private backendForNewFile(binding: StorageBinding): StorageBackend {
+    try {
+      return this.backendOf(binding);
+    } catch (error) {
+      if (error instanceof UnsupportedBackendError) {
+        throw invalid(
+          'body.bindingId',
+          `the binding uses the ${error.kind} backend, which this coordinator does not support yet`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  private backendOf(binding: StorageBinding): StorageBackend {
+    const cached = this.backendCache.get(binding.id);
+    if (cached) return cached;
+    const backend = this.d.backends.forBinding(binding);
+    this.backendCache.set(binding.id, backend);
+    return backend;
+  }
+
+  /** A binding's backend by id, deleted bindings included (their blobs are still deleted). */
+  private async backendOfBindingId(bindingId: string): Promise<StorageBackend> {
+    const cached = this.backendCache.get(bindingId);
+    if (cached) return cached;
+    const binding = await this.d.files.findBinding(bindingId);
+    if (!binding) throw new Error(`storage binding ${bindingId} not found`);
+    return this.backendOf(binding);
+  }
+
+  private newFile(f: {
+    id: string;
+    orgId: string;
+    binding: StorageBinding;
+    backend: StorageBackend;
+    filename: string;
+    contentType: string;
+    cleanupRule: StoredFile['cleanupRule'];
+    ttlSeconds: number | null;
+    expiresAt: string | null;
+    origin: StoredFile['origin'];
+    createdByTokenId: string | null;
+    jobId: string | null;
+    declared: { size: number; sha256: string } | null;
+    now: number;
+  }): StoredFile {
+    return {
+      id: f.id,
+      orgId: f.orgId,
+      bindingId: f.binding.id,
+      filename: f.filename,
+      contentType: f.contentType,
+      size: null,
+      sha256: null,
+      declaredSize: f.declared?.size ?? null,
+      declaredSha256: f.declared?.sha256 ?? null,
+      status: 'pending',
+      cleanupRule: f.cleanupRule,
+      ttlSeconds: f.ttlSeconds,
+      expiresAt: f.expiresAt,
+      deletedAt: null,
+      createdAt: iso(f.now),
+      completedAt: null,
+      uploadExpiresAt: iso(f.now + this.d.settings().presignTtlSeconds * 1000),
+      blobKey: f.backend.blobKeyFor(f.id),
+      origin: f.origin,
+      createdByTokenId: f.createdByTokenId,
+      jobId: f.jobId,
+      deleteAttempts: 0,
+      nextDeleteAt: null,
+      lastDeleteError: null,
+    };
+  }
+
+  private uploadView(file: StoredFile, backend: StorageBackend, expiresInSeconds: number): PresignedUploadView {
+    const up = backend.presignUpload(
+      { id: file.id, blobKey: file.blobKey, contentType: file.contentType },
+      expiresInSeconds,
+    );
+    return { fileId: file.id, uploadUrl: up.url, method: 'PUT', headers: up.headers, expiresInSeconds };
+  }
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();

@@ -1,0 +1,35 @@
+import type { CleanupRule, FileStatus, StoredFile } from '../../db/repositories/files.js';
+
+/**
+ * A stored file as the public API shows it (spec: Stored file). Internal fields (organization,
+ * job, blob key, deletion bookkeeping) are never part of it.
+ */
+export interface FileView {
+  id: string;
+  bindingId: string;
+  filename: string;
+  contentType: string;
+  /** 0 until the upload is complete. */
+  size: number;
+  status: FileStatus;
+  cleanupRule: Exclude<CleanupRule, 'on_job_end'>;
+  expiresAt: string | null;
+  deletedAt: string | null;
+  createdAt: string;
+}
+
+export function toFileView(file: StoredFile): FileView {
+  return {
+    id: file.id,
+    bindingId: file.bindingId,
+    filename: file.filename,
+    contentType: file.contentType,
+    size: file.size ?? 0,
+    status: file.status,
+    // `on_job_end` is internal; such a file is shown with the rule that behaves alike.
+    cleanupRule: file.cleanupRule === 'persistent' ? 'persistent' : 'ttl',
+    expiresAt: file.expiresAt,
+    deletedAt: file.deletedAt,
+    createdAt: file.createdAt,
+  };
+}

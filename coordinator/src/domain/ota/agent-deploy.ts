@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import {
+  manifestSigningBytes,
+  type DeployReportRequest,
+  type DeployReportResponse,
+  type DesiredManifestResponse,
+  type ManifestEntry,
+  type ManifestPayload,
+} from '@drover/shared';
+import type { Application } from '../../db/repositories/applications.js';
+import type { DeviceBinding } from '../../db/repositories/device-bindings.js';
+import type { StoredFile } from '../../db/repositories/files.js';
+import type { Release } from '../../db/repositories/releases.js';
+import { notFound } from '../../errors.js';
+import { isoNow } from '../../util/clock.js';
+import type { DownloadUrlView } from '../files/file-service.js';
+import type { OtaContext } from './context.js';
+import { desiredState, type DesiredState } from './desired-state.js';
+import { reportedInstallation } from './report.js';
+import { installationRef, releaseRef } from './views.js';
+
+/**
+ * The agent's side of OTA (signed endpoints; docs/ota.md, "Agent endpoints"): the signed
+ * desired manifest and the report of the observed installation.
+ */
+
+export interface AgentDeployContext extends OtaContext {
+  files: {
+    findActiveManyInOrg(orgId: string, fileIds: readonly string[]): Promise<StoredFile[]>;
+    issueDownload(file: StoredFile): Promise<DownloadUrlView>;
+  };
+  serverKey: { sign(message: Uint8Array): string };
+}
+
+interface CallingAgent {
+  id: string;
+  orgId: string;
+}
+
+/** 16 random bytes, base64url. */
+const manifestNonce = () => randomBytes(16).toString('base64url');
+
+/**
+ * One signed entry per application bound to the agent (applications not deleted), in bind
+ * order. `desired` carries a download URL issued now; `issued_at` is Unix seconds.
+ */
+export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAgent): Promise<DesiredManifestResponse> {
+  const bindings = await ctx.repos.deviceBindings.listByAgent(agent.id);
+  const apps = new Map<string, { app: Application; releases: Release[] }>();
+  const items: { binding: DeviceBinding; app: Application; state: DesiredState<Release> }[] = [];
+  for (const binding of bindings) {
+    let entry = apps.get(binding.applicationId);
+    if (!entry) {
+      const app = await ctx.repos.applications.findById(binding.applicationId);
+      if (!app || app.orgId !== agent.orgId) continue;
+      entry = { app, releases: await ctx.repos.releases.list(app.id) };
+      apps.set(app.id, entry);
+    }
+    const state = desiredState({ channel: binding.channel, releases: entry.releases, current: binding.current });
+    items.push({ binding, app: entry.app, state });
+  }
+  const artifactIds = [...new Set(items.flatMap((i) => (i.state.desired ? [i.state.desired.artifactFileId] : [])))];
+  const files = new Map(
+    artifactIds.length === 0
+      ? []
+      : (await ctx.files.findActiveManyInOrg(agent.orgId, artifactIds)).map((f) => [f.id, f] as const),
+  );
+  const issuedAt = Math.floor(ctx.clock.now() / 1000);
+  const entries: ManifestEntry[] = [];
+  for (const { binding, app, state } of items) {
+    const payload: ManifestPayload = {
+      application_id: app.id,
+      slug: app.slug,
+      channel: binding.channel,
+      update_workflow: app.updateWorkflowName,
+      current: binding.current
+        ? {
+            release_id: binding.current.releaseId,
+            version: binding.current.version,
+            sequence: binding.current.sequence,
+          }
+        : null,
+      desired: state.desired
+        ? await desiredEntry(ctx, app, state.desired, files.get(state.desired.artifactFileId))
+        : null,
+      min_version: state.minVersion,
+      min_sequence: state.minSequence,
+      forced: state.forced,
+      issued_at: issuedAt,
+      nonce: manifestNonce(),
+    };
+    entries.push({ payload, signature: ctx.serverKey.sign(manifestSigningBytes(payload)) });
+  }
+  return { apps: entries };
+}
+
+/** A file that is no longer active gets an empty URL (the agent cannot download it and reports a failure). */
+async function desiredEntry(ctx: AgentDeployContext, app: Application, release: Release, file: StoredFile | undefined) {
+  const download = file ? await ctx.files.issueDownload(file) : { downloadUrl: '', expiresInSeconds: 0 };
+  return {
+    release_id: release.id,
+    version: release.version,
+    sequence: release.sequence,
+    channel: release.channel,
+    workflow_name: app.updateWorkflowName,
+    checksum_sha256: release.checksumSha256,
+    size: release.size,
+    download_url: download.downloadUrl,
+    download_expires_in: download.expiresInSeconds,
+  };
+}
+
+/**
+ * Stores the agent's report and re-evaluates the binding at once (so the first report sets the
+ * baseline). 404 when the agent is not bound to the application; 422 when the reported release
+ * is not one of the application's or disagrees with it.
+ */
+export async function recordReport(
+  ctx: OtaContext,
+  agent: CallingAgent,
+  report: DeployReportRequest,
+): Promise<DeployReportResponse> {
+  const applicationId = report.applicationId.toLowerCase();
+  const binding = await ctx.repos.deviceBindings.findForAgent(agent.id, applicationId);
+  if (!binding || binding.orgId !== agent.orgId) throw notFound('Application');
+  const release = report.currentReleaseId
+    ? await ctx.repos.releases.findInApp(applicationId, report.currentReleaseId.toLowerCase())
+    : null;
+  const current = reportedInstallation(report, release);
+  const [outcome] = await ctx.ota.evaluate([
+    {
+      bindingId: binding.id,
+      reason: 'report',
+      report: { current, state: report.state, error: report.error, at: isoNow(ctx.clock) },
+    },
+  ]);
+  if (!outcome?.binding || !outcome.state) throw notFound('Application');
+  return {
+    applicationId,
+    current: installationRef(outcome.binding.current),
+    desired: releaseRef(outcome.state.desired),
+    forced: outcome.state.forced,
+    state: outcome.binding.state,
+    activeJobId: outcome.binding.activeJobId,
+  };
+}

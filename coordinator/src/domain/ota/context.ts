@@ -1,0 +1,20 @@
+import type { AgentRepository } from '../../db/repositories/agents.js';
+import type { ApplicationRepository } from '../../db/repositories/applications.js';
+import type { DeviceBindingRepository } from '../../db/repositories/device-bindings.js';
+import type { ReleaseRepository } from '../../db/repositories/releases.js';
+import type { Clock } from '../../util/clock.js';
+import type { JobEvents } from '../job-events.js';
+import type { OtaEngine } from './engine.js';
+
+/** What the OTA operations need (the coordinator's `app.ctx` has it all). */
+export interface OtaContext {
+  repos: {
+    agents: AgentRepository;
+    applications: ApplicationRepository;
+    releases: ReleaseRepository;
+    deviceBindings: DeviceBindingRepository;
+  };
+  clock: Clock;
+  jobEvents: JobEvents;
+  ota: OtaEngine;
+}

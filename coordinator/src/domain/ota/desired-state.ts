@@ -1,0 +1,103 @@
+/**
+ * The desired state of a device binding (CONTRACT §7, docs/ota.md), as a pure function of the
+ * application's releases and the device's observed installation. Everything that answers
+ * "what should this device run" (evaluations, the dashboard, the signed manifest) calls it.
+ */
+
+export const RELEASE_STATUSES = ['draft', 'published', 'yanked'] as const;
+export type ReleaseStatus = (typeof RELEASE_STATUSES)[number];
+export const UPDATE_POLICIES = ['mandatory', 'optional'] as const;
+export type UpdatePolicy = (typeof UPDATE_POLICIES)[number];
+
+/** What the rules need of a release. */
+export interface ReleaseFacts {
+  id: string;
+  version: string;
+  sequence: number;
+  channel: string;
+  status: ReleaseStatus;
+  updatePolicy: UpdatePolicy;
+}
+
+/** An installation the coordinator observed. `releaseId` is null when the agent reported only a version. */
+export interface Installation {
+  releaseId: string | null;
+  version: string;
+  sequence: number;
+}
+
+export type ForceReason = 'below_minimum' | 'current_yanked';
+
+export interface DesiredState<R extends ReleaseFacts = ReleaseFacts> {
+  /** The published, not yanked release of the channel with the highest sequence, or null. */
+  desired: R | null;
+  /** Sequence and version of the highest mandatory one (0 and "" when there is none). */
+  minSequence: number;
+  minVersion: string;
+  /** The device must update: it is below `minSequence`, or its current release was yanked. */
+  forced: boolean;
+  forceReason: ForceReason | null;
+}
+
+export interface DesiredStateInput<R extends ReleaseFacts> {
+  /** The binding's channel. */
+  channel: string;
+  /**
+   * Releases of the application: any channel and status (the function keeps the published ones
+   * of `channel`). The current release must be among them for a yank to be seen, unless
+   * `currentReleaseStatus` is given.
+   */
+  releases: readonly R[];
+  /** The observed installation; null when nothing was observed (counts as sequence 0). */
+  current: Installation | null;
+  /** The status of the current release when it is not in `releases`. */
+  currentReleaseStatus?: ReleaseStatus | null;
+}
+
+export function desiredState<R extends ReleaseFacts>(input: DesiredStateInput<R>): DesiredState<R> {
+  let desired: R | null = null;
+  let minimum: R | null = null;
+  for (const r of input.releases) {
+    if (r.status !== 'published' || r.channel !== input.channel) continue;
+    if (!desired || r.sequence > desired.sequence) desired = r;
+    if (r.updatePolicy === 'mandatory' && (!minimum || r.sequence > minimum.sequence)) minimum = r;
+  }
+  const minSequence = minimum?.sequence ?? 0;
+  const minVersion = minimum?.version ?? '';
+  const current = input.current;
+  let forceReason: ForceReason | null = null;
+  if (current && currentStatus(input) === 'yanked') forceReason = 'current_yanked';
+  else if ((current?.sequence ?? 0) < minSequence) forceReason = 'below_minimum';
+  return { desired, minSequence, minVersion, forced: forceReason !== null, forceReason };
+}
+
+function currentStatus<R extends ReleaseFacts>(input: DesiredStateInput<R>): ReleaseStatus | null {
+  const id = input.current?.releaseId;
+  if (!id) return null;
+  const known = input.releases.find((r) => r.id === id);
+  return known?.status ?? input.currentReleaseStatus ?? null;
+}
+
+/**
+ * Whether the device already runs `desired`: the same release id, or, when the device reported
+ * only a version and a sequence, the same sequence (sequences are unique within an application).
+ */
+export function runsRelease(current: Installation | null, desired: Pick<ReleaseFacts, 'id' | 'sequence'>): boolean {
+  if (!current) return false;
+  if (current.releaseId !== null) return current.releaseId === desired.id;
+  return current.sequence === desired.sequence;
+}
+
+/** Words for a job's `forceReason` (shown with the update job in the dashboard). */
+export function forceReasonText(
+  state: Pick<DesiredState, 'forceReason' | 'minSequence' | 'minVersion'>,
+): string | null {
+  switch (state.forceReason) {
+    case 'current_yanked':
+      return 'the installed release was yanked';
+    case 'below_minimum':
+      return `the installed release is below the mandatory release ${state.minVersion} (sequence ${state.minSequence})`;
+    default:
+      return null;
+  }
+}

@@ -1,0 +1,131 @@
+import type { JobAssignment } from '@drover/shared';
+import type {
+  DeviceBindingRepository,
+  EvaluationOutcome,
+  EvaluationRequest,
+} from '../../db/repositories/device-bindings.js';
+import type { Job } from '../../db/repositories/job-rows.js';
+import { isoNow, type Clock } from '../../util/clock.js';
+import type { JobEvents } from '../job-events.js';
+import { toDeployAssignment } from './deploy-job.js';
+import type { EvaluationReason } from './evaluation.js';
+
+export interface OtaEngineOptions {
+  bindings: DeviceBindingRepository;
+  jobEvents: JobEvents;
+  clock: Clock;
+  logger: {
+    debug(obj: object, msg: string): void;
+    info(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
+  /** How often the retry sweep runs. */
+  sweepIntervalMs: number;
+}
+
+/** Bindings evaluated per transaction: a publish to many devices yields to other work between chunks. */
+export const EVALUATION_CHUNK = 250;
+const SWEEP_BATCH = 1_000;
+
+/**
+ * Runs evaluations of device bindings (domain/ota/evaluation.ts, docs/ota.md) and what follows
+ * their commit: a created or re-pushed update job is announced to the agent's stream
+ * (`jobEvents.jobCreated`: the stream sends it as a `deploy` event), a superseded one is
+ * announced as finished. It also listens for update jobs that end, and sweeps bindings whose
+ * retry is due. Reachable as `ctx.ota`.
+ */
+export class OtaEngine {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(private readonly o: OtaEngineOptions) {}
+
+  /** Subscribes to job ends and starts the retry sweep. */
+  start(): void {
+    this.unsubscribe = this.o.jobEvents.onJobFinished((jobId) => void this.jobEnded(jobId));
+    const tick = () => {
+      this.running = this.sweep().finally(() => {
+        if (this.stopped) return;
+        this.timer = setTimeout(tick, this.o.sweepIntervalMs);
+        this.timer.unref();
+      });
+    };
+    this.timer = setTimeout(tick, this.o.sweepIntervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.unsubscribe?.();
+    clearTimeout(this.timer);
+    await this.running.catch(() => undefined);
+  }
+
+  /** Evaluates bindings (in chunks of EVALUATION_CHUNK transactions) and announces the jobs. */
+  async evaluate(requests: readonly EvaluationRequest[]): Promise<EvaluationOutcome[]> {
+    const outcomes: EvaluationOutcome[] = [];
+    for (let i = 0; i < requests.length; i += EVALUATION_CHUNK) {
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      const chunk = await this.o.bindings.evaluate(requests.slice(i, i + EVALUATION_CHUNK), this.o.clock.now());
+      for (const outcome of chunk) this.announce(outcome);
+      outcomes.push(...chunk);
+    }
+    const issued = outcomes.filter((o) => o.createdJobId !== null).length;
+    if (issued > 0) this.o.logger.info({ evaluated: outcomes.length, issued }, 'update jobs issued');
+    return outcomes;
+  }
+
+  async evaluateIds(ids: readonly string[], reason: EvaluationReason): Promise<EvaluationOutcome[]> {
+    return this.evaluate(ids.map((bindingId) => ({ bindingId, reason })));
+  }
+
+  /** An update job reached a terminal status: its binding settles it and may get the next job. */
+  async jobEnded(jobId: string): Promise<void> {
+    if (this.stopped) return;
+    try {
+      const bindingId = await this.o.bindings.bindingOfActiveJob(jobId);
+      if (bindingId) await this.evaluateIds([bindingId], 'job_end');
+    } catch (error) {
+      this.o.logger.error({ err: error, jobId }, 'could not settle the end of an update job');
+    }
+  }
+
+  /** One pass of the retry sweep; returns how many bindings were evaluated. */
+  async sweep(): Promise<number> {
+    if (this.stopped) return 0;
+    try {
+      const ids = await this.o.bindings.idsDue(isoNow(this.o.clock), SWEEP_BATCH);
+      if (ids.length > 0) await this.evaluateIds(ids, 'sweep');
+      return ids.length;
+    } catch (error) {
+      this.o.logger.error({ err: error }, 'OTA retry sweep failed');
+      return 0;
+    }
+  }
+
+  /** The `deploy` event's data for an update job: its assignment plus the application id. */
+  async withDeployFields(job: Job, assignment: JobAssignment): Promise<JobAssignment> {
+    if (job.kind !== 'update') return assignment;
+    const applicationId = await this.o.bindings.applicationOfUpdateJob(job.id);
+    return applicationId ? toDeployAssignment(assignment, applicationId) : assignment;
+  }
+
+  private announce(outcome: EvaluationOutcome): void {
+    const binding = outcome.binding;
+    if (!binding) return;
+    if (outcome.supersededJobId) {
+      this.o.logger.debug({ bindingId: binding.id, jobId: outcome.supersededJobId }, 'update job superseded');
+      this.o.jobEvents.jobFinished(outcome.supersededJobId);
+    }
+    if (outcome.createdJobId) {
+      this.o.logger.debug(
+        { bindingId: binding.id, jobId: outcome.createdJobId, releaseId: outcome.state?.desired?.id },
+        'update job issued',
+      );
+      this.o.jobEvents.jobCreated(binding.agentId, outcome.createdJobId);
+    }
+    if (outcome.repushJobId) this.o.jobEvents.jobCreated(binding.agentId, outcome.repushJobId);
+  }
+}

@@ -1,0 +1,173 @@
+import { isTerminalJobStatus, type DeviceState, type JobStatus } from '@drover/shared';
+import {
+  desiredState,
+  runsRelease,
+  type DesiredState,
+  type ReleaseFacts,
+  type ReleaseStatus,
+} from './desired-state.js';
+import { MAX_FAILED_ATTEMPTS, settleJobEnd, type JobEndOutcome, type RetryFields } from './retry-policy.js';
+
+/**
+ * One evaluation of a device binding (docs/ota.md, "Evaluation"), as a pure plan: settle its
+ * update job if that ended, apply the resets of the event that caused the evaluation, compute
+ * the desired state, then keep, replace or issue the update job. The repository runs it inside
+ * one transaction (read, plan, write), so two evaluations never issue two jobs for a binding.
+ */
+
+export const EVALUATION_REASONS = [
+  'publish',
+  'yank',
+  'bind',
+  'channel',
+  'report',
+  'reconcile',
+  'job_end',
+  'sweep',
+] as const;
+export type EvaluationReason = (typeof EVALUATION_REASONS)[number];
+
+/** The binding fields an evaluation reads and writes. */
+export interface BindingFacts extends RetryFields {
+  channel: string;
+  activeJobId: string | null;
+}
+
+/** The binding's active update job, as stored. */
+export interface ActiveJobFacts {
+  id: string;
+  status: JobStatus;
+  errorMessage: string | null;
+  /** From the job's params. */
+  release: { id: string; version: string; sequence: number };
+  forced: boolean;
+}
+
+export interface EvaluationInput<R extends ReleaseFacts> {
+  binding: BindingFacts;
+  /** The releases of the application (any status and channel; see desiredState). */
+  releases: readonly R[];
+  /** The status of the current release when it is not in `releases`. */
+  currentReleaseStatus?: ReleaseStatus | null;
+  /** Null when `binding.activeJobId` is null (or names a job that no longer exists). */
+  activeJob: ActiveJobFacts | null;
+  /** A revoked agent gets no new job. */
+  agentRevoked: boolean;
+  reason: EvaluationReason;
+  /** With reason `report`: the state the agent reported (undefined: none sent). */
+  reportedState?: DeviceState | undefined;
+  /** Unix ms. */
+  now: number;
+}
+
+export interface EvaluationPlan<R extends ReleaseFacts> {
+  /** The binding's fields after the evaluation. */
+  binding: BindingFacts;
+  state: DesiredState<R>;
+  /** How the ended active job was settled, if it had ended. */
+  settled: JobEndOutcome | null;
+  /** A still-pending job that no longer matches the desired state: cancel it (then `issue` may follow). */
+  supersede: { jobId: string; message: string } | null;
+  /** Create an update job for this release (with `state.forced`). The repository sets `activeJobId`. */
+  issue: R | null;
+  /** A still-pending job to send again on the agent's stream (its deploy event may have been dropped). */
+  repush: string | null;
+  /** Why no job was issued (for logs and tests). */
+  hold: HoldReason | null;
+}
+
+export type HoldReason =
+  'job_in_progress' | 'agent_revoked' | 'no_release' | 'up_to_date' | 'postponed' | 'too_many_failures' | 'retry_later';
+
+export const SUPERSEDED_MESSAGE = 'superseded: the desired release changed before the agent took the job';
+
+/** Reasons that start counting failures again: something changed that a new attempt may fix. */
+const RESETS_FAILURES: readonly EvaluationReason[] = ['publish', 'yank', 'channel', 'reconcile'];
+
+export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>): EvaluationPlan<R> {
+  let b: BindingFacts = { ...input.binding };
+  let active = input.activeJob && input.activeJob.id === b.activeJobId ? input.activeJob : null;
+  if (b.activeJobId !== null && !active) b.activeJobId = null;
+
+  let settled: JobEndOutcome | null = null;
+  if (active && isTerminalJobStatus(active.status)) {
+    const end = settleJobEnd(b, active, input.now);
+    b = { ...b, ...end.fields, activeJobId: null };
+    settled = end.outcome;
+    active = null;
+  }
+
+  const state = desiredState({
+    channel: b.channel,
+    releases: input.releases,
+    current: b.current,
+    currentReleaseStatus: input.currentReleaseStatus ?? null,
+  });
+  b = applyResets(b, input, active !== null, state.desired?.id ?? null);
+  const plan = { state, settled, supersede: null, issue: null, repush: null };
+
+  if (active) {
+    if (active.status !== 'pending' || jobMatches(active, state)) {
+      const repush =
+        active.status === 'pending' && (input.reason === 'report' || input.reason === 'reconcile') ? active.id : null;
+      return { ...plan, binding: b, repush, hold: 'job_in_progress' };
+    }
+    const supersede = { jobId: active.id, message: SUPERSEDED_MESSAGE };
+    b = { ...b, activeJobId: null };
+    return { ...decideIssue(b, state, input), supersede };
+  }
+  return { ...decideIssue(b, state, input), settled };
+}
+
+function decideIssue<R extends ReleaseFacts>(
+  b: BindingFacts,
+  state: DesiredState<R>,
+  input: EvaluationInput<R>,
+): EvaluationPlan<R> {
+  const base = { state, settled: null, supersede: null, repush: null };
+  const hold = (reason: HoldReason, keepRetry = false): EvaluationPlan<R> => ({
+    ...base,
+    binding: keepRetry ? b : { ...b, retryAt: null },
+    issue: null,
+    hold: reason,
+  });
+  const desired = state.desired;
+  if (input.agentRevoked) return hold('agent_revoked');
+  if (!desired) return hold('no_release');
+  if (runsRelease(b.current, desired)) return hold('up_to_date');
+  if (b.postponedReleaseId !== null && b.postponedReleaseId !== desired.id) b = { ...b, postponedReleaseId: null };
+  if (b.postponedReleaseId === desired.id && !state.forced) return hold('postponed');
+  if (b.failedAttempts >= MAX_FAILED_ATTEMPTS) return hold('too_many_failures');
+  if (b.retryAt !== null && b.retryAt > input.now) return hold('retry_later', true);
+  return { ...base, binding: { ...b, retryAt: null }, issue: desired, hold: null };
+}
+
+/** A pending job still fits when it installs the desired release with the same `forced`. */
+function jobMatches(job: ActiveJobFacts, state: DesiredState): boolean {
+  return state.desired !== null && job.release.id === state.desired.id && job.forced === state.forced;
+}
+
+/**
+ * The event's resets. A publish, a yank, a channel change and a reconcile count failures from
+ * zero (a reconcile also lifts a postponement). A report while no job is in progress is the
+ * device speaking for itself: `postponed` holds the desired release, any other state lifts a
+ * postponement, and a state other than `failed`/`refused` lifts the failure limit.
+ */
+function applyResets(
+  b: BindingFacts,
+  input: EvaluationInput<ReleaseFacts>,
+  jobInProgress: boolean,
+  desiredId: string | null,
+): BindingFacts {
+  if (RESETS_FAILURES.includes(input.reason)) {
+    const postponedReleaseId = input.reason === 'reconcile' ? null : b.postponedReleaseId;
+    return { ...b, failedAttempts: 0, retryAt: null, postponedReleaseId };
+  }
+  if (input.reason !== 'report' || jobInProgress) return b;
+  const state = input.reportedState;
+  const next = { ...b };
+  if (state === 'postponed') next.postponedReleaseId = desiredId ?? b.postponedReleaseId;
+  else next.postponedReleaseId = null;
+  if (state !== 'failed' && state !== 'refused') next.failedAttempts = 0;
+  return next;
+}

@@ -1,0 +1,77 @@
+import type { DeviceState, ReleaseRef } from '@drover/shared';
+import type { Application } from '../../db/repositories/applications.js';
+import type { DeviceBinding } from '../../db/repositories/device-bindings.js';
+import type { Release } from '../../db/repositories/releases.js';
+import type { DesiredState, Installation } from './desired-state.js';
+
+/** The answers of the OTA dashboard endpoints (CONTRACT §7's fixed bodies). */
+
+export interface AppView {
+  id: string;
+  slug: string;
+  updateWorkflowName: string;
+  defaultChannel: string;
+  createdAt: string;
+}
+
+export const toAppView = (app: Application): AppView => ({
+  id: app.id,
+  slug: app.slug,
+  updateWorkflowName: app.updateWorkflowName,
+  defaultChannel: app.defaultChannel,
+  createdAt: app.createdAt,
+});
+
+export type ReleaseView = Release;
+
+export const toReleaseView = (r: Release): ReleaseView => ({
+  id: r.id,
+  applicationId: r.applicationId,
+  version: r.version,
+  sequence: r.sequence,
+  channel: r.channel,
+  updatePolicy: r.updatePolicy,
+  status: r.status,
+  artifactFileId: r.artifactFileId,
+  checksumSha256: r.checksumSha256,
+  size: r.size,
+  notes: r.notes,
+  createdAt: r.createdAt,
+  publishedAt: r.publishedAt,
+  yankedAt: r.yankedAt,
+});
+
+export interface BindingView {
+  id: string;
+  applicationId: string;
+  agentId: string;
+  channel: string;
+  current: ReleaseRef | null;
+  desired: ReleaseRef | null;
+  forced: boolean;
+  state: DeviceState | null;
+  error: string | null;
+  activeJobId: string | null;
+  lastReportAt: string | null;
+}
+
+export const installationRef = (i: Installation | null): ReleaseRef | null =>
+  i ? { releaseId: i.releaseId, version: i.version, sequence: i.sequence } : null;
+
+export const releaseRef = (r: Pick<Release, 'id' | 'version' | 'sequence'> | null): ReleaseRef | null =>
+  r ? { releaseId: r.id, version: r.version, sequence: r.sequence } : null;
+
+/** A binding with its desired state (computed from the application's releases). */
+export const toBindingView = (b: DeviceBinding, state: Pick<DesiredState, 'desired' | 'forced'>): BindingView => ({
+  id: b.id,
+  applicationId: b.applicationId,
+  agentId: b.agentId,
+  channel: b.channel,
+  current: installationRef(b.current),
+  desired: releaseRef(state.desired),
+  forced: state.forced,
+  state: b.state,
+  error: b.error,
+  activeJobId: b.activeJobId,
+  lastReportAt: b.lastReportAt,
+});

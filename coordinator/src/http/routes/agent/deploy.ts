@@ -1,0 +1,146 @@
+import type { FastifyInstance } from 'fastify';
+import { DEVICE_STATES, DeployReportRequest } from '@drover/shared';
+import { desiredManifest, recordReport } from '../../../domain/ota/agent-deploy.js';
+import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { errorResponses } from '../../schemas/common.js';
+import { ReleaseRefSchema } from '../manage/ota-schemas.js';
+import { noQuery } from './schemas.js';
+
+/**
+ * The agent's OTA endpoints (signed; spec: "Application deployment: agent endpoints";
+ * docs/ota.md): the signed desired manifest and the installation report.
+ */
+
+const string = { type: 'string' } as const;
+const integer = { type: 'integer' } as const;
+
+/** Every payload field is listed: an unlisted one would be dropped and break the signature. */
+const ManifestPayloadSchema = {
+  type: 'object',
+  required: [
+    'application_id',
+    'slug',
+    'channel',
+    'update_workflow',
+    'current',
+    'desired',
+    'min_version',
+    'min_sequence',
+    'forced',
+    'issued_at',
+    'nonce',
+  ],
+  properties: {
+    application_id: string,
+    slug: string,
+    channel: string,
+    update_workflow: string,
+    current: {
+      type: ['object', 'null'],
+      required: ['release_id', 'version', 'sequence'],
+      properties: { release_id: { type: ['string', 'null'] }, version: string, sequence: integer },
+    },
+    desired: {
+      type: ['object', 'null'],
+      required: [
+        'release_id',
+        'version',
+        'sequence',
+        'channel',
+        'workflow_name',
+        'checksum_sha256',
+        'size',
+        'download_url',
+        'download_expires_in',
+      ],
+      properties: {
+        release_id: string,
+        version: string,
+        sequence: integer,
+        channel: string,
+        workflow_name: string,
+        checksum_sha256: string,
+        size: integer,
+        download_url: string,
+        download_expires_in: integer,
+      },
+    },
+    min_version: string,
+    min_sequence: integer,
+    forced: { type: 'boolean' },
+    issued_at: { type: 'integer', description: 'Unix seconds' },
+    nonce: string,
+  },
+} as const;
+
+const DesiredManifestSchema = {
+  type: 'object',
+  required: ['apps'],
+  properties: {
+    apps: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['payload', 'signature'],
+        properties: {
+          payload: ManifestPayloadSchema,
+          signature: { type: 'string', description: 'standard base64 Ed25519 over the RFC 8785 payload' },
+        },
+      },
+    },
+  },
+} as const;
+
+const ReportResponseSchema = {
+  type: 'object',
+  required: ['applicationId', 'current', 'desired', 'forced', 'state', 'activeJobId'],
+  properties: {
+    applicationId: string,
+    current: ReleaseRefSchema,
+    desired: ReleaseRefSchema,
+    forced: { type: 'boolean' },
+    state: { type: ['string', 'null'], enum: [...DEVICE_STATES, null] },
+    activeJobId: { type: ['string', 'null'] },
+  },
+} as const;
+
+export async function agentDeployRoutes(app: FastifyInstance): Promise<void> {
+  const { ctx } = app;
+
+  app.get(
+    '/agent/deploy/desired',
+    {
+      preValidation: agentSignatureHook,
+      schema: {
+        summary: 'One signed manifest entry per application bound to the agent (pull fallback and self-check)',
+        tags: ['agent'],
+        security: [{ agentSignature: [] }],
+        querystring: noQuery,
+        response: { 200: DesiredManifestSchema, ...errorResponses(401, 422) },
+      },
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      return desiredManifest(ctx, agent);
+    },
+  );
+
+  app.post<{ Body: DeployReportRequest }>(
+    '/agent/deploy/report',
+    {
+      preValidation: agentSignatureHook,
+      schema: {
+        summary: 'The installation the agent observes; the binding is re-evaluated at once',
+        tags: ['agent'],
+        security: [{ agentSignature: [] }],
+        querystring: noQuery,
+        body: DeployReportRequest,
+        response: { 200: ReportResponseSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const agent = await requireAgent(request);
+      return recordReport(ctx, agent, request.body);
+    },
+  );
+}

@@ -1,0 +1,159 @@
+import type { FastifyInstance } from 'fastify';
+import { createApp, deleteApp, findApp, updateApp, type CreateAppInput } from '../../../domain/ota/apps.js';
+import { channelSchema, slugSchema, workflowNameSchema } from '../../../domain/ota/inputs.js';
+import { toAppView } from '../../../domain/ota/views.js';
+import { requireOrgRole } from '../../auth/session.js';
+import { errorResponses, orgParams } from '../../schemas/common.js';
+import { noContent, noQuery } from '../../schemas/management.js';
+import { AppSchema, appParams, type AppParams } from './ota-schemas.js';
+
+/**
+ * OTA applications of an organization (spec: "Application deployment: dashboard management";
+ * docs/ota.md). Any member lists, reads, creates and changes them; deleting one is for owners.
+ */
+
+interface PatchAppBody {
+  updateWorkflowName?: string;
+  defaultChannel?: string;
+}
+
+export async function appRoutes(app: FastifyInstance): Promise<void> {
+  const { ctx } = app;
+  const { audit } = ctx;
+
+  app.get<{ Params: { orgId: string } }>(
+    '/orgs/:orgId/apps',
+    {
+      schema: {
+        summary: "List the organization's applications, oldest first",
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: noQuery,
+        response: { 200: { type: 'array', items: AppSchema }, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { orgId } = await requireOrgRole(request, request.params.orgId);
+      return (await ctx.repos.applications.listByOrg(orgId)).map(toAppView);
+    },
+  );
+
+  app.post<{ Params: { orgId: string }; Body: CreateAppInput }>(
+    '/orgs/:orgId/apps',
+    {
+      schema: {
+        summary: 'Create an application (its slug is unique within the organization)',
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['slug', 'updateWorkflowName'],
+          properties: {
+            slug: slugSchema,
+            updateWorkflowName: workflowNameSchema,
+            defaultChannel: { ...channelSchema, description: 'default `stable`' },
+          },
+        },
+        response: { 201: AppSchema, ...errorResponses(401, 404, 409, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
+      const created = await createApp(ctx, orgId, request.body);
+      await audit.record({
+        orgId,
+        actorType: 'user',
+        actorId: userId,
+        action: 'app.create',
+        targetType: 'application',
+        targetId: created.id,
+        metadata: {
+          slug: created.slug,
+          updateWorkflowName: created.updateWorkflowName,
+          defaultChannel: created.defaultChannel,
+        },
+      });
+      return reply.code(201).send(toAppView(created));
+    },
+  );
+
+  app.get<{ Params: AppParams }>(
+    '/orgs/:orgId/apps/:appId',
+    {
+      schema: {
+        summary: 'Read an application',
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: noQuery,
+        response: { 200: AppSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { orgId } = await requireOrgRole(request, request.params.orgId);
+      return toAppView(await findApp(ctx, orgId, request.params.appId));
+    },
+  );
+
+  app.patch<{ Params: AppParams; Body: PatchAppBody }>(
+    '/orgs/:orgId/apps/:appId',
+    {
+      schema: {
+        summary: "Change an application's update workflow and/or default channel",
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { updateWorkflowName: workflowNameSchema, defaultChannel: channelSchema },
+        },
+        response: { 200: AppSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
+      const { app: updated, changed } = await updateApp(ctx, orgId, request.params.appId, request.body);
+      if (changed.length > 0) {
+        await audit.record({
+          orgId,
+          actorType: 'user',
+          actorId: userId,
+          action: 'app.update',
+          targetType: 'application',
+          targetId: updated.id,
+          metadata: { slug: updated.slug, changed },
+        });
+      }
+      return toAppView(updated);
+    },
+  );
+
+  app.delete<{ Params: AppParams }>(
+    '/orgs/:orgId/apps/:appId',
+    {
+      schema: {
+        summary: 'Delete an application with its releases and device bindings (owner)',
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: noQuery,
+        response: { 204: noContent, ...errorResponses(401, 403, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const deleted = await deleteApp(ctx, orgId, request.params.appId);
+      await audit.record({
+        orgId,
+        actorType: 'user',
+        actorId: userId,
+        action: 'app.delete',
+        targetType: 'application',
+        targetId: deleted.id,
+        metadata: { slug: deleted.slug },
+      });
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,190 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { findApp } from '../../../domain/ota/apps.js';
+import {
+  bindDevices,
+  bindingViews,
+  changeChannel,
+  findBinding,
+  reconcileDevice,
+  unbindDevice,
+} from '../../../domain/ota/devices.js';
+import { channelSchema, MAX_BIND_AGENTS } from '../../../domain/ota/inputs.js';
+import { requireOrgRole } from '../../auth/session.js';
+import { errorResponses, uuid } from '../../schemas/common.js';
+import { noContent, noQuery } from '../../schemas/management.js';
+import { NoBodySchema } from '../public/storage-schemas.js';
+import { appParams, BindingSchema, deviceParams, type AppParams, type DeviceParams } from './ota-schemas.js';
+
+/**
+ * Device bindings of an application (spec: Devices; CONTRACT §7; docs/ota.md): bind agents,
+ * list, read, change channel, unbind, reconcile. Any member may do all of it.
+ */
+
+export async function deviceRoutes(app: FastifyInstance): Promise<void> {
+  const { ctx } = app;
+
+  async function access(request: FastifyRequest<{ Params: AppParams }>) {
+    const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
+    return { userId, application: await findApp(ctx, orgId, request.params.appId) };
+  }
+
+  const record = (orgId: string, userId: string, action: string, targetId: string, metadata: object) =>
+    ctx.audit.record({
+      orgId,
+      actorType: 'user',
+      actorId: userId,
+      action,
+      targetType: 'device_binding',
+      targetId,
+      metadata: { ...metadata },
+    });
+
+  app.get<{ Params: AppParams }>(
+    '/orgs/:orgId/apps/:appId/devices',
+    {
+      schema: {
+        summary: "List an application's device bindings with their current and desired releases",
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: noQuery,
+        response: { 200: { type: 'array', items: BindingSchema }, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { application } = await access(request);
+      return bindingViews(ctx, application, await ctx.repos.deviceBindings.listByApp(application.id));
+    },
+  );
+
+  app.post<{ Params: AppParams; Body: { agentIds: string[]; channel?: string } }>(
+    '/orgs/:orgId/apps/:appId/devices',
+    {
+      schema: {
+        summary: 'Bind agents to the application (all or none); each is evaluated at once',
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['agentIds'],
+          properties: {
+            agentIds: { type: 'array', minItems: 1, maxItems: MAX_BIND_AGENTS, uniqueItems: true, items: uuid },
+            channel: { ...channelSchema, description: "default: the application's default channel" },
+          },
+        },
+        response: { 201: { type: 'array', items: BindingSchema }, ...errorResponses(401, 404, 409, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { userId, application } = await access(request);
+      const views = await bindDevices(ctx, application, request.body.agentIds, request.body.channel);
+      await Promise.all(
+        views.map((v) =>
+          record(application.orgId, userId, 'device.bind', v.id, {
+            applicationId: application.id,
+            agentId: v.agentId,
+            channel: v.channel,
+          }),
+        ),
+      );
+      return reply.code(201).send(views);
+    },
+  );
+
+  app.get<{ Params: DeviceParams }>(
+    '/orgs/:orgId/apps/:appId/devices/:deviceId',
+    {
+      schema: {
+        summary: 'Read a device binding',
+        tags: ['dashboard'],
+        params: deviceParams,
+        querystring: noQuery,
+        response: { 200: BindingSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { application } = await access(request);
+      const binding = await findBinding(ctx, application, request.params.deviceId);
+      const [view] = await bindingViews(ctx, application, [binding]);
+      return view;
+    },
+  );
+
+  app.patch<{ Params: DeviceParams; Body: { channel: string } }>(
+    '/orgs/:orgId/apps/:appId/devices/:deviceId',
+    {
+      schema: {
+        summary: "Change a binding's channel; it is re-evaluated at once",
+        tags: ['dashboard'],
+        params: deviceParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['channel'],
+          properties: { channel: channelSchema },
+        },
+        response: { 200: BindingSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { userId, application } = await access(request);
+      const { view, from } = await changeChannel(ctx, application, request.params.deviceId, request.body.channel);
+      if (from !== view.channel) {
+        await record(application.orgId, userId, 'device.update', view.id, {
+          applicationId: application.id,
+          agentId: view.agentId,
+          channel: { from, to: view.channel },
+        });
+      }
+      return view;
+    },
+  );
+
+  app.delete<{ Params: DeviceParams }>(
+    '/orgs/:orgId/apps/:appId/devices/:deviceId',
+    {
+      schema: {
+        summary: 'Remove a device binding (a pending update job of it is cancelled)',
+        tags: ['dashboard'],
+        params: deviceParams,
+        querystring: noQuery,
+        response: { 204: noContent, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { userId, application } = await access(request);
+      const removed = await unbindDevice(ctx, application, request.params.deviceId);
+      await record(application.orgId, userId, 'device.unbind', removed.id, {
+        applicationId: application.id,
+        agentId: removed.agentId,
+      });
+      return reply.code(204).send();
+    },
+  );
+
+  app.post<{ Params: DeviceParams }>(
+    '/orgs/:orgId/apps/:appId/devices/:deviceId/reconcile',
+    {
+      schema: {
+        summary: 'Re-evaluate a binding now (failures and postponement forgotten); answers the binding',
+        tags: ['dashboard'],
+        params: deviceParams,
+        querystring: noQuery,
+        body: NoBodySchema,
+        response: { 200: BindingSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { userId, application } = await access(request);
+      const view = await reconcileDevice(ctx, application, request.params.deviceId);
+      await record(application.orgId, userId, 'device.reconcile', view.id, {
+        applicationId: application.id,
+        agentId: view.agentId,
+        activeJobId: view.activeJobId,
+      });
+      return view;
+    },
+  );
+}

@@ -1,0 +1,113 @@
+import { DEVICE_STATES } from '@drover/shared';
+import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/ota/desired-state.js';
+import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
+
+/**
+ * Response schemas of the OTA dashboard endpoints (CONTRACT §7's fixed bodies). Every field
+ * returned is listed: fast-json-stringify drops anything else (binding internals such as retry
+ * counters never leave).
+ */
+
+export const AppSchema = {
+  type: 'object',
+  required: ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'createdAt'],
+  properties: {
+    id: uuid,
+    slug: { type: 'string' },
+    updateWorkflowName: { type: 'string' },
+    defaultChannel: { type: 'string' },
+    createdAt: timestamp,
+  },
+} as const;
+
+export const ReleaseSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'applicationId',
+    'version',
+    'sequence',
+    'channel',
+    'updatePolicy',
+    'status',
+    'artifactFileId',
+    'checksumSha256',
+    'size',
+    'notes',
+    'createdAt',
+    'publishedAt',
+    'yankedAt',
+  ],
+  properties: {
+    id: uuid,
+    applicationId: uuid,
+    version: { type: 'string' },
+    sequence: { type: 'integer' },
+    channel: { type: 'string' },
+    updatePolicy: { type: 'string', enum: UPDATE_POLICIES },
+    status: { type: 'string', enum: RELEASE_STATUSES },
+    artifactFileId: uuid,
+    checksumSha256: { type: 'string' },
+    size: { type: 'integer' },
+    notes: { type: ['string', 'null'] },
+    createdAt: timestamp,
+    publishedAt: nullableTimestamp,
+    yankedAt: nullableTimestamp,
+  },
+} as const;
+
+/** `{releaseId, version, sequence}` or null (`releaseId` null: a version the agent reported without an id). */
+export const ReleaseRefSchema = {
+  type: ['object', 'null'],
+  required: ['releaseId', 'version', 'sequence'],
+  properties: {
+    releaseId: { type: ['string', 'null'] },
+    version: { type: 'string' },
+    sequence: { type: 'integer' },
+  },
+} as const;
+
+export const BindingSchema = {
+  type: 'object',
+  required: [
+    'id',
+    'applicationId',
+    'agentId',
+    'channel',
+    'current',
+    'desired',
+    'forced',
+    'state',
+    'error',
+    'activeJobId',
+    'lastReportAt',
+  ],
+  properties: {
+    id: uuid,
+    applicationId: uuid,
+    agentId: uuid,
+    channel: { type: 'string' },
+    current: ReleaseRefSchema,
+    desired: ReleaseRefSchema,
+    forced: { type: 'boolean' },
+    state: { type: ['string', 'null'], enum: [...DEVICE_STATES, null] },
+    error: { type: ['string', 'null'] },
+    activeJobId: { type: ['string', 'null'] },
+    lastReportAt: nullableTimestamp,
+  },
+} as const;
+
+export const appParams = idParams('orgId', 'appId');
+export const releaseParams = idParams('orgId', 'appId', 'releaseId');
+export const deviceParams = idParams('orgId', 'appId', 'deviceId');
+
+export interface AppParams {
+  orgId: string;
+  appId: string;
+}
+export interface ReleaseParams extends AppParams {
+  releaseId: string;
+}
+export interface DeviceParams extends AppParams {
+  deviceId: string;
+}

@@ -1,0 +1,183 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { DraftPatch, Release } from '../../../db/repositories/releases.js';
+import type { AuditRecord } from '../../../domain/audit-log.js';
+import { findApp } from '../../../domain/ota/apps.js';
+import { RELEASE_STATUSES, UPDATE_POLICIES, type ReleaseStatus } from '../../../domain/ota/desired-state.js';
+import { channelSchema, notesSchema, versionSchema } from '../../../domain/ota/inputs.js';
+import {
+  createRelease,
+  findRelease,
+  publishRelease,
+  updateDraft,
+  yankRelease,
+  type CreateReleaseInput,
+} from '../../../domain/ota/releases.js';
+import { toReleaseView } from '../../../domain/ota/views.js';
+import { requireOrgRole } from '../../auth/session.js';
+import { errorResponses, uuid } from '../../schemas/common.js';
+import { noQuery } from '../../schemas/management.js';
+import { NoBodySchema } from '../public/storage-schemas.js';
+import { appParams, ReleaseSchema, releaseParams, type AppParams, type ReleaseParams } from './ota-schemas.js';
+
+/**
+ * Releases of an application (spec: Releases; CONTRACT §7; docs/ota.md). Any member creates,
+ * publishes and yanks them. A release is created as a draft; publishing re-evaluates the
+ * devices of its channel; a published release is immutable.
+ */
+
+const policy = { type: 'string', enum: UPDATE_POLICIES } as const;
+
+export async function releaseRoutes(app: FastifyInstance): Promise<void> {
+  const { ctx } = app;
+
+  /** The caller's application (404 outside the organization or when deleted). */
+  async function access(request: FastifyRequest<{ Params: AppParams }>) {
+    const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
+    return { userId, application: await findApp(ctx, orgId, request.params.appId) };
+  }
+
+  const audited = (userId: string, release: Release, orgId: string, action: string, metadata = {}): AuditRecord => ({
+    orgId,
+    actorType: 'user',
+    actorId: userId,
+    action,
+    targetType: 'release',
+    targetId: release.id,
+    metadata: {
+      applicationId: release.applicationId,
+      version: release.version,
+      sequence: release.sequence,
+      channel: release.channel,
+      ...metadata,
+    },
+  });
+
+  app.get<{ Params: AppParams; Querystring: { channel?: string; status?: ReleaseStatus } }>(
+    '/orgs/:orgId/apps/:appId/releases',
+    {
+      schema: {
+        summary: "List an application's releases, highest sequence first",
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { channel: channelSchema, status: { type: 'string', enum: RELEASE_STATUSES } },
+        },
+        response: { 200: { type: 'array', items: ReleaseSchema }, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { application } = await access(request);
+      const { channel, status } = request.query;
+      return (await ctx.repos.releases.list(application.id, { channel, status })).map(toReleaseView);
+    },
+  );
+
+  app.post<{ Params: AppParams; Body: CreateReleaseInput }>(
+    '/orgs/:orgId/apps/:appId/releases',
+    {
+      schema: {
+        summary: 'Create a draft release of an artifact (a persistent, active stored file)',
+        tags: ['dashboard'],
+        params: appParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['version', 'artifactFileId'],
+          properties: {
+            version: versionSchema,
+            artifactFileId: uuid,
+            channel: { ...channelSchema, description: "default: the application's default channel" },
+            updatePolicy: { ...policy, description: 'default `optional`' },
+            notes: notesSchema,
+          },
+        },
+        response: { 201: ReleaseSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const { userId, application } = await access(request);
+      const release = await createRelease(ctx, application, request.body);
+      await ctx.audit.record(
+        audited(userId, release, application.orgId, 'release.create', {
+          artifactFileId: release.artifactFileId,
+          updatePolicy: release.updatePolicy,
+        }),
+      );
+      return reply.code(201).send(toReleaseView(release));
+    },
+  );
+
+  app.get<{ Params: ReleaseParams }>(
+    '/orgs/:orgId/apps/:appId/releases/:releaseId',
+    {
+      schema: {
+        summary: 'Read a release',
+        tags: ['dashboard'],
+        params: releaseParams,
+        querystring: noQuery,
+        response: { 200: ReleaseSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { application } = await access(request);
+      return toReleaseView(await findRelease(ctx, application, request.params.releaseId));
+    },
+  );
+
+  app.patch<{ Params: ReleaseParams; Body: DraftPatch }>(
+    '/orgs/:orgId/apps/:appId/releases/:releaseId',
+    {
+      schema: {
+        summary: 'Change a draft release; a published or yanked release is immutable (409)',
+        tags: ['dashboard'],
+        params: releaseParams,
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { version: versionSchema, channel: channelSchema, updatePolicy: policy, notes: notesSchema },
+        },
+        response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
+      },
+    },
+    async (request) => {
+      const { userId, application } = await access(request);
+      const { release, changed } = await updateDraft(ctx, application, request.params.releaseId, request.body);
+      if (changed.length > 0) {
+        await ctx.audit.record(audited(userId, release, application.orgId, 'release.update', { changed }));
+      }
+      return toReleaseView(release);
+    },
+  );
+
+  for (const move of ['publish', 'yank'] as const) {
+    app.post<{ Params: ReleaseParams }>(
+      `/orgs/:orgId/apps/:appId/releases/:releaseId/${move}`,
+      {
+        schema: {
+          summary:
+            move === 'publish'
+              ? 'Publish a draft: devices of its channel converge to it (409 unless draft)'
+              : 'Yank a published release: devices converge to the previous one (409 unless published)',
+          tags: ['dashboard'],
+          params: releaseParams,
+          querystring: noQuery,
+          body: NoBodySchema,
+          response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
+        },
+      },
+      async (request) => {
+        const { userId, application } = await access(request);
+        const release =
+          move === 'publish'
+            ? await publishRelease(ctx, application, request.params.releaseId)
+            : await yankRelease(ctx, application, request.params.releaseId);
+        await ctx.audit.record(audited(userId, release, application.orgId, `release.${move}`));
+        return toReleaseView(release);
+      },
+    );
+  }
+}

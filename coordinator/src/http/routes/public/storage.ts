@@ -1,0 +1,138 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FileStatus } from '../../../db/repositories/files.js';
+import type { FileCaller } from '../../../domain/files/access.js';
+import { requireStoragePermission } from '../../../domain/files/access.js';
+import type { PresignUploadInput } from '../../../domain/files/file-input.js';
+import type { StoragePermission } from '../../../domain/grants.js';
+import { requireApiToken } from '../../auth/api-token.js';
+import { errorResponses, idParams } from '../../schemas/common.js';
+import { noQuery } from '../../schemas/management.js';
+import {
+  DownloadUrlResponseSchema,
+  FileViewSchema,
+  ListQuerySchema,
+  NoBodySchema,
+  PresignUploadBodySchema,
+  PresignUploadResponseSchema,
+} from './storage-schemas.js';
+
+type IdParams = { Params: { id: string } };
+
+/**
+ * The public storage API (spec: File storage): a token with a storage grant uploads and downloads
+ * files through presigned URLs. Thin: the token and its permission are checked before the body
+ * (401, then 403), then domain/files does the rest (404 for a file outside the grant, 422, 409).
+ * Storage calls count against no rate limit (neither the token's job limits nor the read limit).
+ */
+export async function storageRoutes(app: FastifyInstance): Promise<void> {
+  const callers = new WeakMap<FastifyRequest, FileCaller>();
+  const caller = (request: FastifyRequest): FileCaller => callers.get(request)!;
+  const requirePermission = (permission: StoragePermission) => async (request: FastifyRequest) => {
+    const token = await requireApiToken(request);
+    requireStoragePermission(token, permission);
+    callers.set(request, token);
+  };
+  const common = (summary: string, permission: StoragePermission) => ({
+    summary: `${summary} (storage grant with \`${permission}\`)`,
+    tags: ['public'],
+    security: [{ apiToken: [] }],
+  });
+  const files = () => app.ctx.files;
+
+  app.post<{ Body: PresignUploadInput }>(
+    '/storage/files/presign-upload',
+    {
+      preValidation: requirePermission('write'),
+      schema: {
+        ...common('Create a pending file and get its presigned upload URL', 'write'),
+        querystring: noQuery,
+        body: PresignUploadBodySchema,
+        response: { 201: PresignUploadResponseSchema, ...errorResponses(401, 403, 422) },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await files().presignUpload(caller(request), request.body)),
+  );
+
+  app.post<IdParams & { Body: null | Record<string, never> }>(
+    '/storage/files/:id/complete',
+    {
+      preValidation: requirePermission('write'),
+      schema: {
+        ...common('Confirm the upload: the file becomes active; no body', 'write'),
+        params: idParams('id'),
+        querystring: noQuery,
+        body: NoBodySchema,
+        response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 409, 422) },
+      },
+    },
+    async (request) => files().complete(caller(request), request.params.id),
+  );
+
+  app.get<IdParams>(
+    '/storage/files/:id/download-url',
+    {
+      preValidation: requirePermission('read'),
+      schema: {
+        ...common('A new presigned download URL of an active file', 'read'),
+        params: idParams('id'),
+        querystring: noQuery,
+        response: { 200: DownloadUrlResponseSchema, ...errorResponses(401, 403, 404, 409, 422) },
+      },
+    },
+    async (request) => files().downloadUrl(caller(request), request.params.id),
+  );
+
+  app.get<IdParams>(
+    '/storage/files/:id',
+    {
+      preValidation: requirePermission('read'),
+      schema: {
+        ...common("A file's metadata", 'read'),
+        params: idParams('id'),
+        querystring: noQuery,
+        response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 422) },
+      },
+    },
+    async (request) => files().get(caller(request), request.params.id),
+  );
+
+  app.get<{ Querystring: { bindingId?: string; status?: FileStatus } }>(
+    '/storage/files',
+    {
+      preValidation: requirePermission('read'),
+      schema: {
+        ...common("Up to 200 files of the token's bindings, newest first; filters bindingId and status", 'read'),
+        querystring: ListQuerySchema,
+        response: { 200: { type: 'array', items: FileViewSchema }, ...errorResponses(401, 403, 422) },
+      },
+    },
+    async (request) => files().list(caller(request), request.query),
+  );
+
+  app.delete<IdParams>(
+    '/storage/files/:id',
+    {
+      preValidation: requirePermission('delete'),
+      schema: {
+        ...common('Delete a file now; answers its metadata (status deleted, or delete_failed: retried)', 'delete'),
+        params: idParams('id'),
+        querystring: noQuery,
+        response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 409, 422) },
+      },
+    },
+    async (request) => {
+      const token = caller(request);
+      const file = await files().delete(token, request.params.id);
+      await app.ctx.audit.record({
+        orgId: token.orgId,
+        actorType: 'api_token',
+        actorId: token.id,
+        action: 'file.delete',
+        targetType: 'file',
+        targetId: file.id,
+        metadata: { bindingId: file.bindingId, status: file.status },
+      });
+      return file;
+    },
+  );
+}

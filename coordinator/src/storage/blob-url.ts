@@ -1,0 +1,58 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * The local backend's presigned URLs (CONTRACT §6, docs/storage.md):
+ * `<publicUrl>/v1/storage/blobs/<fileId>?m=<PUT|GET>&exp=<unix seconds>&sig=<base64url>` where
+ * `sig` is HMAC-SHA256, under a server secret kept in the database, over
+ * `DROVER-BLOB-V1\n<method>\n<fileId>\n<exp>`. The URL is the credential: whoever holds it may do
+ * that one thing to that one file until it expires.
+ */
+
+export type BlobMethod = 'PUT' | 'GET';
+const VERSION = 'DROVER-BLOB-V1';
+const SIG = /^[A-Za-z0-9_-]{43}$/; // 32 bytes, base64url without padding
+const EXP = /^\d{1,12}$/;
+
+/** The query of a presigned blob URL, as received (anything may be missing or malformed). */
+export interface BlobUrlQuery {
+  m?: string | undefined;
+  exp?: string | undefined;
+  sig?: string | undefined;
+}
+
+export type BlobUrlCheck =
+  { ok: true } | { ok: false; reason: 'malformed' | 'bad_signature' | 'wrong_method' | 'expired' };
+
+export class BlobUrlSigner {
+  constructor(private readonly key: Buffer) {
+    if (key.length < 32) throw new Error('the blob URL signing key must be at least 32 bytes');
+  }
+
+  /** The query string (without `?`) of a URL allowing `method` on `fileId` until `exp` (Unix s). */
+  query(method: BlobMethod, fileId: string, exp: number): string {
+    return `m=${method}&exp=${exp}&sig=${this.sign(method, fileId, exp)}`;
+  }
+
+  /**
+   * Checks a URL used with `method`: the signature first (constant time), so that a tampered URL
+   * tells nothing else; then the method it was signed for; then the expiry.
+   */
+  check(method: string, fileId: string, query: BlobUrlQuery, nowSeconds: number): BlobUrlCheck {
+    const { m, exp, sig } = query;
+    if ((m !== 'PUT' && m !== 'GET') || exp === undefined || !EXP.test(exp) || sig === undefined || !SIG.test(sig)) {
+      return { ok: false, reason: 'malformed' };
+    }
+    const expected = Buffer.from(this.sign(m, fileId, Number(exp)));
+    const given = Buffer.from(sig);
+    if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+      return { ok: false, reason: 'bad_signature' };
+    }
+    if (m !== method) return { ok: false, reason: 'wrong_method' };
+    if (Number(exp) <= nowSeconds) return { ok: false, reason: 'expired' };
+    return { ok: true };
+  }
+
+  private sign(method: BlobMethod, fileId: string, exp: number): string {
+    return createHmac('sha256', this.key).update(`${VERSION}\n${method}\n${fileId}\n${exp}`).digest('base64url');
+  }
+}

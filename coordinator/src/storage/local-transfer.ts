@@ -1,0 +1,138 @@
+import type { Readable } from 'node:stream';
+import type { BlobReader } from './blob-reader.js';
+import type { FileForTransfer, FileRepository } from '../db/repositories/files.js';
+import { AppError, conflict, forbidden, notFound } from '../errors.js';
+import type { Clock } from '../util/clock.js';
+import type { BlobStat } from './backend.js';
+import type { BlobUrlQuery, BlobUrlSigner } from './blob-url.js';
+import { attachmentDisposition } from './content-disposition.js';
+import { parseRange } from './http-range.js';
+import { BlobTooLargeError, type LocalBackend } from './local-backend.js';
+
+export interface LocalTransferDeps {
+  files: FileRepository;
+  local: LocalBackend;
+  signer: BlobUrlSigner;
+  clock: Clock;
+  maxFileBytes: () => number;
+}
+
+/** A download ready to send: status, headers and the bytes. */
+export interface BlobDownload {
+  status: 200 | 206;
+  headers: Record<string, string>;
+  body: BlobReader;
+}
+
+const REFUSALS = {
+  malformed: 'The URL is not a valid presigned URL (its m, exp or sig parameter is missing or malformed)',
+  bad_signature: 'The URL signature is not valid: the URL was altered or was not issued by this server',
+  expired: 'The URL has expired; ask for a new one',
+} as const;
+
+/**
+ * The coordinator's side of the local backend's presigned URLs (`/v1/storage/blobs/:fileId`):
+ * checks the URL, then receives (PUT) or serves (GET) the blob. Order of refusals: a bad URL is
+ * 403 (whether or not the file exists), an unknown file 404, a file in the wrong state 409, a
+ * body over the limit 413.
+ */
+export class LocalTransfers {
+  constructor(private readonly d: LocalTransferDeps) {}
+
+  /** Receives the blob of a pending file; a second PUT before complete replaces the first. */
+  async receive(
+    fileId: string,
+    query: BlobUrlQuery,
+    body: Readable,
+    contentLength: string | undefined,
+  ): Promise<BlobStat & { fileId: string }> {
+    const file = await this.authorize('PUT', fileId, query);
+    if (file.status !== 'pending') {
+      throw conflict(
+        file.status === 'active'
+          ? 'The file is already complete; upload a new file instead'
+          : `The file is ${file.status}; it no longer accepts an upload`,
+      );
+    }
+    const limit = Math.min(this.d.maxFileBytes(), file.declaredSize ?? Number.MAX_SAFE_INTEGER);
+    if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge(limit);
+    let stat: BlobStat;
+    try {
+      stat = await this.d.local.receive(file.blobKey, body, limit);
+    } catch (error) {
+      if (error instanceof BlobTooLargeError) throw tooLarge(limit);
+      throw error;
+    }
+    // Deleted while it was being received: the blob must not outlive the file.
+    const after = await this.d.files.findForTransfer(fileId);
+    if (after?.status !== 'pending') {
+      await this.d.local.delete(file.blobKey);
+      throw conflict(`The file is ${after?.status ?? 'gone'}; the upload was discarded`);
+    }
+    return { fileId, ...stat };
+  }
+
+  /** Serves an active file, whole or one byte range. */
+  async download(
+    fileId: string,
+    query: BlobUrlQuery,
+    headers: { range?: string | undefined; ifRange?: string | undefined },
+  ): Promise<BlobDownload> {
+    const file = await this.authorize('GET', fileId, query);
+    if (file.status !== 'active' || file.size === null || file.sha256 === null) {
+      throw new AppError('not_found', `The file is ${file.status}: there is nothing to download`);
+    }
+    const size = file.size;
+    const etag = `"${file.sha256}"`;
+    // If-Range with another validator: the representation changed, send it whole.
+    const range = headers.ifRange !== undefined && headers.ifRange !== etag ? undefined : headers.range;
+    const wanted = parseRange(range, size);
+    const common: Record<string, string> = {
+      'content-type': file.contentType,
+      'content-disposition': attachmentDisposition(file.filename),
+      'accept-ranges': 'bytes',
+      etag,
+      'cache-control': 'private, no-store',
+      'x-content-type-options': 'nosniff',
+    };
+    if (wanted.kind === 'unsatisfiable') throw new RangeNotSatisfiable(size);
+    const partial = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
+    const body = await this.d.local.openRead(file.blobKey, partial);
+    if (!body) throw new AppError('not_found', 'The file is missing from storage');
+    if (!partial) return { status: 200, headers: { ...common, 'content-length': String(size) }, body };
+    return {
+      status: 206,
+      headers: {
+        ...common,
+        'content-length': String(partial.end - partial.start + 1),
+        'content-range': `bytes ${partial.start}-${partial.end}/${size}`,
+      },
+      body,
+    };
+  }
+
+  private async authorize(method: 'PUT' | 'GET', fileId: string, query: BlobUrlQuery): Promise<FileForTransfer> {
+    const check = this.d.signer.check(method, fileId, query, Math.floor(this.d.clock.now() / 1000));
+    if (!check.ok) {
+      throw forbidden(
+        check.reason === 'wrong_method'
+          ? `This URL is signed for ${method === 'PUT' ? 'GET' : 'PUT'}, not ${method}`
+          : REFUSALS[check.reason],
+      );
+    }
+    const file = await this.d.files.findForTransfer(fileId);
+    if (!file || file.bindingDeleted) throw notFound('File');
+    return file;
+  }
+}
+
+/** 416, with the blob's size for the `Content-Range: bytes *\/<size>` header. */
+export class RangeNotSatisfiable extends AppError {
+  constructor(readonly size: number) {
+    super('range_not_satisfiable', `The requested range is outside the file (${size} bytes)`);
+  }
+}
+
+function tooLarge(limit: number): AppError {
+  return new AppError('payload_too_large', `The file is larger than the limit of ${limit} bytes`);
+}

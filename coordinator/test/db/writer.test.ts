@@ -1,0 +1,167 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openDatabase, type Db } from '../../src/db/database.js';
+import { migrate } from '../../src/db/migrate.js';
+import { createSqliteRepositories, type Repositories } from '../../src/db/repositories/index.js';
+import type { AdmissionRequest } from '../../src/db/repositories/trigger-runs.js';
+import { GroupCommitExecutor, type WriteExecutor } from '../../src/db/writer/executor.js';
+import { createGroupCommit } from '../../src/db/writer/group-commit.js';
+import { newId } from '../../src/util/ids.js';
+
+describe('group commit', () => {
+  const setup = () => {
+    const db = openDatabase(':memory:');
+    db.exec('CREATE TABLE t (x INTEGER PRIMARY KEY)');
+    const insert = db.prepare('INSERT INTO t (x) VALUES (?)');
+    const count = () => db.prepare('SELECT COUNT(*) FROM t').pluck().get() as number;
+    return { db, insert, count, commit: createGroupCommit(db) };
+  };
+
+  it('runs a batch in one transaction and gives one outcome per operation', () => {
+    const { db, insert, count, commit } = setup();
+    const seen: boolean[] = [];
+    const outcomes = commit(
+      [1, 2, 3].map((x) => () => {
+        seen.push(db.inTransaction);
+        return insert.run(x).changes;
+      }),
+    );
+    expect(outcomes).toEqual([1, 1, 1].map((value) => ({ ok: true, value })));
+    expect(seen).toEqual([true, true, true]);
+    expect(count()).toBe(3);
+    expect(db.inTransaction).toBe(false);
+  });
+
+  it('rolls back only the failing operation', () => {
+    const { insert, count, commit } = setup();
+    const outcomes = commit([
+      () => insert.run(1),
+      () => {
+        insert.run(2);
+        insert.run(1); // duplicate: this operation fails and its insert of 2 is undone
+      },
+      () => insert.run(3),
+    ]);
+    expect(outcomes.map((o) => o.ok)).toEqual([true, false, true]);
+    expect(count()).toBe(2);
+  });
+});
+
+const NOW = Date.UTC(2030, 0, 1, 10, 0, 5);
+const none = { perMinute: null, perHour: null, perDay: null };
+describe('group-commit write executor', () => {
+  let dir: string;
+  let db: Db;
+  let writes: WriteExecutor;
+  let repos: Repositories;
+  let orgId: string;
+  let agentId: string;
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-writer-'));
+    const file = path.join(dir, 'drover.sqlite');
+    db = openDatabase(file);
+    migrate(db);
+    writes = new GroupCommitExecutor(db);
+    repos = createSqliteRepositories(db, writes);
+    const userId = newId();
+    await repos.users.insert({
+      id: userId,
+      email: 'u@example.test',
+      passwordHash: 'x',
+      createdAt: '2030-01-01T00:00:00.000Z',
+    });
+    orgId = newId();
+    await repos.orgs.create({ id: orgId, name: 'acme', createdAt: '2030-01-01T00:00:00.000Z' }, userId);
+    agentId = newId();
+    db.prepare(
+      `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
+       VALUES (?, ?, 'a', 'h', 'linux', '1', 'k', 'connected', '2030-01-01T00:00:00.000Z', 1)`,
+    ).run(agentId, orgId);
+  });
+  afterEach(async () => {
+    await writes.close();
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const admission = (over: { agentId?: string; perMinute?: number } = {}): AdmissionRequest => ({
+    job: {
+      id: newId(),
+      orgId,
+      kind: 'trigger',
+      triggerId: 'trigger-1',
+      agentId: over.agentId ?? agentId,
+      workflowId: 'workflow-1',
+      workflowName: 'build',
+      ref: null,
+      debug: false,
+      params: { n: 1 },
+      forced: false,
+      forceReason: null,
+      apiTokenId: null,
+      userId: null,
+      timeoutMs: null,
+      createdAt: new Date(NOW).toISOString(),
+    },
+    now: NOW,
+    idempotency: null,
+    token: null,
+    workflowLimits: { ...none, perMinute: over.perMinute ?? null },
+  });
+  const jobCount = () => db.prepare('SELECT COUNT(*) FROM jobs').pluck().get() as number;
+
+  it('serialises read-decide-write operations: a limit of 5 admits exactly 5 of 40 concurrent calls', async () => {
+    const outcomes = await Promise.all(
+      Array.from({ length: 40 }, () => repos.triggerRuns.admit(admission({ perMinute: 5 }))),
+    );
+    expect(outcomes.filter((o) => o.outcome === 'admitted')).toHaveLength(5);
+    expect(outcomes.filter((o) => o.outcome === 'refused')).toHaveLength(35);
+    expect(jobCount()).toBe(40);
+  });
+
+  it('answers only after the commit, visible to the reading connection', async () => {
+    const outcome = await repos.triggerRuns.admit(admission());
+    expect(outcome.outcome).toBe('admitted');
+    const jobId = outcome.outcome === 'admitted' ? outcome.jobId : '';
+    expect((await repos.jobs.findById(jobId))?.params).toEqual({ n: 1 });
+  });
+
+  it('fails one operation with its SQLite error code and commits the others of the batch', async () => {
+    const results = await Promise.allSettled([
+      repos.triggerRuns.admit(admission()),
+      repos.triggerRuns.admit(admission({ agentId: 'no-such-agent' })),
+      repos.triggerRuns.admit(admission()),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const error = (results[1] as PromiseRejectedResult).reason as Error & { code?: string };
+    expect(error.code).toBe('SQLITE_CONSTRAINT_FOREIGNKEY');
+    expect(jobCount()).toBe(2);
+  });
+
+  it('runs job moves, nonces and audit entries through the same commit', async () => {
+    const admitted = await repos.triggerRuns.admit(admission());
+    const jobId = admitted.outcome === 'admitted' ? admitted.jobId : '';
+    const at = new Date(NOW + 1000).toISOString();
+    const started = await repos.jobs.start(agentId, jobId, { at, deadlineGraceMs: 1000 });
+    expect(started.outcome).toBe('applied');
+    expect(started.job?.status).toBe('running');
+    expect((await repos.jobs.start(agentId, jobId, { at, deadlineGraceMs: 1000 })).outcome).toBe('unchanged');
+    expect(await repos.agents.rememberNonce(agentId, 'nonce-0123456789ab', NOW + 60_000, NOW)).toBe(true);
+    expect(await repos.agents.rememberNonce(agentId, 'nonce-0123456789ab', NOW + 60_000, NOW)).toBe(false);
+    await repos.audit.insertMany([
+      { orgId, actorType: 'system', actorId: null, action: 'test.entry', metadata: { a: 1 }, createdAt: at },
+    ]);
+    expect((await repos.audit.list(orgId, { limit: 10 })).map((e) => e.action)).toContain('test.entry');
+  });
+
+  it('flushes what was submitted on close and refuses calls after it', async () => {
+    const pending = repos.triggerRuns.admit(admission());
+    await writes.close();
+    expect((await pending).outcome).toBe('admitted');
+    expect(jobCount()).toBe(1);
+    await expect(repos.triggerRuns.admit(admission())).rejects.toThrow(/closed/);
+  });
+});

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import type { AppError, ValidationDetail } from '../../../src/errors.js';
+import {
+  contentTypeProblem,
+  DEFAULT_TTL_SECONDS,
+  filenameProblem,
+  parseCleanup,
+  parseFileLabels,
+} from '../../../src/domain/files/file-input.js';
+import { deleteRetryDelayMs } from '../../../src/domain/files/deletion.js';
+
+function details(run: () => unknown): ValidationDetail[] {
+  try {
+    run();
+  } catch (error) {
+    expect((error as AppError).statusCode).toBe(422);
+    return (error as AppError).details as ValidationDetail[];
+  }
+  throw new Error('expected a 422');
+}
+
+describe('file labels', () => {
+  it('accepts any printable name up to 255 characters, path-like ones included', () => {
+    for (const name of ['a', 'report.csv', '../../etc/passwd', 'C:\\x', 'ünïcødé 🚀.txt', 'x'.repeat(255)]) {
+      expect(filenameProblem(name), name).toBeNull();
+    }
+  });
+
+  it('refuses empty, overlong, control-character and malformed names, saying what was wrong', () => {
+    expect(filenameProblem('')).toBe('must not be empty');
+    expect(filenameProblem('x'.repeat(256))).toBe('must be at most 255 characters, got 256');
+    expect(filenameProblem('a\tb')).toBe('must not contain control characters');
+    expect(filenameProblem('a\u007f')).toBe('must not contain control characters');
+    expect(filenameProblem('\udc00x')).toBe('must be valid Unicode text');
+  });
+
+  it('accepts MIME types with parameters and refuses what is not one', () => {
+    for (const type of [
+      'text/plain',
+      'application/vnd.api+json',
+      'text/csv; charset=utf-8',
+      'multipart/x; boundary="a b"',
+    ]) {
+      expect(contentTypeProblem(type), type).toBeNull();
+    }
+    for (const type of ['text', 'text/', '/plain', 'text/plain;', 'text plain', 'a/b\r\nx: y', 'a/b; c="d']) {
+      expect(contentTypeProblem(type), type).toMatch(/must be a MIME type such as text\/csv, got/);
+    }
+    expect(contentTypeProblem(`a/${'b'.repeat(254)}`)).toBe('must be at most 255 characters, got 256');
+  });
+
+  it('applies the defaults and reports both labels at once', () => {
+    expect(parseFileLabels({}, 'fallback')).toEqual({ filename: 'fallback', contentType: 'application/octet-stream' });
+    expect(details(() => parseFileLabels({ filename: '', contentType: 'nope' }, 'x')).map((d) => d.path)).toEqual([
+      'body.filename',
+      'body.contentType',
+    ]);
+  });
+});
+
+describe('cleanup rule', () => {
+  it('defaults a ttl to one day and keeps a persistent file without one', () => {
+    expect(parseCleanup({ cleanupRule: 'ttl' })).toEqual({ cleanupRule: 'ttl', ttlSeconds: DEFAULT_TTL_SECONDS });
+    expect(parseCleanup({ cleanupRule: 'persistent' })).toEqual({ cleanupRule: 'persistent', ttlSeconds: null });
+  });
+
+  it('keeps ttlSeconds within 60 seconds and 90 days', () => {
+    expect(parseCleanup({ cleanupRule: 'ttl', ttlSeconds: 60 }).ttlSeconds).toBe(60);
+    expect(parseCleanup({ cleanupRule: 'ttl', ttlSeconds: 7_776_000 }).ttlSeconds).toBe(7_776_000);
+    for (const ttlSeconds of [59, 7_776_001, 1.5, -1]) {
+      expect(details(() => parseCleanup({ cleanupRule: 'ttl', ttlSeconds }))[0]).toMatchObject({
+        path: 'body.ttlSeconds',
+        message: expect.stringContaining(`got \`${ttlSeconds}\` (number)`),
+      });
+    }
+  });
+
+  it('refuses ttlSeconds on a persistent file', () => {
+    expect(details(() => parseCleanup({ cleanupRule: 'persistent', ttlSeconds: 60 }))[0]?.path).toBe('body.ttlSeconds');
+  });
+});
+
+describe('deletion retries', () => {
+  it('waits 30 s after the first failure, doubling up to one hour', () => {
+    expect([1, 2, 3, 4, 7, 8, 50, 1000].map(deleteRetryDelayMs)).toEqual([
+      30_000, 60_000, 120_000, 240_000, 1_920_000, 3_600_000, 3_600_000, 3_600_000,
+    ]);
+  });
+});

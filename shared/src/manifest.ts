@@ -1,0 +1,179 @@
+import type { KeyObject } from 'node:crypto';
+import canonicalizeModule from 'canonicalize';
+import { publicKeyFromBase64, signBytes, verifyBytes } from './ed25519.js';
+import type { FileRef, InputFileRef } from './file-refs.js';
+import type { JobAssignment } from './jobs.js';
+
+/**
+ * Over-the-air deployment on the wire (spec: Desired manifest entry, Deploy event parameters;
+ * CONTRACT §7; docs/ota.md): the signed manifest of `GET /v1/agent/deploy/desired`, the report
+ * of `POST /v1/agent/deploy/report` and the `deploy` event. The coordinator signs and the agent
+ * verifies with the functions below, so both serialize the payload the same way (RFC 8785).
+ */
+
+// canonicalize is CommonJS (module.exports = fn); its typings declare a default export.
+const canonicalize = canonicalizeModule as unknown as (value: unknown) => string | undefined;
+
+/** The installation a device reports (`state` of a binding; docs/ota.md). */
+export const DEVICE_STATES = [
+  'idle',
+  'downloading',
+  'verifying',
+  'installing',
+  'installed',
+  'failed',
+  'refused',
+  'postponed',
+] as const;
+export type DeviceState = (typeof DEVICE_STATES)[number];
+
+/** A release as the manifest names an installation: `current`. `release_id` is null when unknown. */
+export interface ManifestCurrent {
+  release_id: string | null;
+  version: string;
+  sequence: number;
+}
+
+/** The release a device should converge to, with a fresh download URL. */
+export interface ManifestDesired {
+  release_id: string;
+  version: string;
+  sequence: number;
+  channel: string;
+  workflow_name: string;
+  checksum_sha256: string;
+  size: number;
+  download_url: string;
+  /** Seconds the URL stays valid from `issued_at`. */
+  download_expires_in: number;
+}
+
+/** The signed content of one manifest entry (spec field names). */
+export interface ManifestPayload {
+  application_id: string;
+  slug: string;
+  channel: string;
+  update_workflow: string;
+  current: ManifestCurrent | null;
+  desired: ManifestDesired | null;
+  min_version: string;
+  min_sequence: number;
+  forced: boolean;
+  /** Unix seconds. */
+  issued_at: number;
+  /** 16 random bytes or more, base64url. */
+  nonce: string;
+}
+
+export interface ManifestEntry {
+  payload: ManifestPayload;
+  /** Standard base64 Ed25519 signature over the UTF-8 bytes of `canonicalize(payload)`. */
+  signature: string;
+}
+
+/** `GET /v1/agent/deploy/desired`: one entry per application bound to the calling agent. */
+export interface DesiredManifestResponse {
+  apps: ManifestEntry[];
+}
+
+/** The bytes that are signed: the RFC 8785 (JCS) serialization of the payload, UTF-8. */
+export function manifestSigningBytes(payload: ManifestPayload): Buffer {
+  const canonical = canonicalize(payload);
+  if (canonical === undefined) throw new Error('a manifest payload must be a JSON object');
+  return Buffer.from(canonical, 'utf8');
+}
+
+/** Signs a payload with a private Ed25519 key (the coordinator's server key). */
+export function signManifest(payload: ManifestPayload, privateKey: KeyObject): ManifestEntry {
+  return { payload, signature: signBytes(privateKey, manifestSigningBytes(payload)) };
+}
+
+/**
+ * Whether `entry.signature` is the server's signature over `entry.payload`. `serverPublicKey` is
+ * the key pinned at enrollment (standard base64 of the raw 32 bytes, or a KeyObject). Anything
+ * malformed (not an object, a payload that cannot be serialized) is simply not verified.
+ */
+export function verifyManifestEntry(entry: unknown, serverPublicKey: KeyObject | string): boolean {
+  if (typeof entry !== 'object' || entry === null) return false;
+  const { payload, signature } = entry as { payload?: unknown; signature?: unknown };
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return false;
+  if (typeof signature !== 'string') return false;
+  const key = typeof serverPublicKey === 'string' ? publicKeyFromBase64(serverPublicKey) : serverPublicKey;
+  if (!key) return false;
+  let bytes: Buffer;
+  try {
+    bytes = manifestSigningBytes(payload as ManifestPayload);
+  } catch {
+    return false;
+  }
+  return verifyBytes(key, bytes, signature);
+}
+
+/** The params of an update job as stored: the artifact without a URL. */
+export interface DeployParams {
+  artifact: FileRef;
+  release_id: string;
+  version: string;
+  channel: string;
+  sequence: number;
+  forced: boolean;
+  checksum_sha256: string;
+}
+
+/**
+ * Data of a `deploy` event (its SSE `id` is the job id): a `JobAssignment` of kind `update` for
+ * the application's update workflow, with the application id, and params whose `artifact`
+ * carries a fresh `downloadUrl` (and `size`, `sha256`, `filename`) at every send. The agent
+ * answers it with the ordinary job calls (`/v1/agent/jobs/:jobId/...`).
+ */
+export interface DeployAssignment extends JobAssignment {
+  kind: 'update';
+  applicationId: string;
+  params: Omit<DeployParams, 'artifact'> & { artifact: InputFileRef };
+}
+
+/** `POST /v1/agent/deploy/report`: what the device observes (spec: Report body). */
+export const DeployReportRequest = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['applicationId'],
+  properties: {
+    applicationId: {
+      type: 'string',
+      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+    },
+    currentVersion: { type: 'string', minLength: 1, maxLength: 255 },
+    currentReleaseId: {
+      type: 'string',
+      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
+    },
+    currentSequence: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    state: { type: 'string', enum: DEVICE_STATES },
+    error: { type: ['string', 'null'], maxLength: 2000 },
+  },
+} as const;
+export interface DeployReportRequest {
+  applicationId: string;
+  currentVersion?: string;
+  currentReleaseId?: string;
+  currentSequence?: number;
+  state?: DeviceState;
+  error?: string | null;
+}
+
+/** A release named in the coordinator's camelCase answers. */
+export interface ReleaseRef {
+  releaseId: string | null;
+  version: string;
+  sequence: number;
+}
+
+/** Answer of the report: the binding as the agent sees it after the re-evaluation. */
+export interface DeployReportResponse {
+  applicationId: string;
+  current: ReleaseRef | null;
+  desired: ReleaseRef | null;
+  forced: boolean;
+  state: DeviceState | null;
+  activeJobId: string | null;
+}

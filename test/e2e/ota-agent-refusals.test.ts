@@ -1,0 +1,140 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  enrollAgentStateDir,
+  startDaemonProcess,
+  stopDaemonProcess,
+  type AgentStateDir,
+  type DaemonProcess,
+} from '../helpers/agent-daemon.js';
+import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import {
+  artifactUploader,
+  bindDevices,
+  createApp,
+  createRelease,
+  publishRelease,
+  uploadArtifact,
+  type AppBody,
+  type BindingBody,
+} from '../helpers/ota.js';
+import {
+  bindingWhen,
+  installedVersion,
+  startTamperingProxy,
+  updateJobsOf,
+  writeUpdateWorkflow,
+  type TamperingProxy,
+} from '../helpers/ota-agent.js';
+import { sha256 } from '../helpers/storage.js';
+
+/**
+ * Nothing is installed unless the signature, the match with the deploy event and the checksum
+ * all pass (CONTRACT §7): a real agent reaches the coordinator through a proxy that can rewrite
+ * the signed manifest in transit, and the database or the stored bytes are altered behind the
+ * coordinator's back. Each refusal is reported (`refused`), logged, and installs nothing.
+ */
+
+let t: TestCoordinator;
+let proxy: TamperingProxy;
+let uploader: ApiClient;
+let work: string;
+let dir: AgentStateDir;
+let daemon: DaemonProcess | undefined;
+let app: AppBody;
+let device: BindingBody;
+const marks = () => path.join(work, 'marks');
+
+afterAll(async () => {
+  await stopDaemonProcess(daemon);
+  await proxy?.close();
+  await t?.close();
+  if (dir) fs.rmSync(path.dirname(dir.stateDir), { recursive: true, force: true });
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+beforeAll(async () => {
+  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+  proxy = await startTamperingProxy(t.url);
+  work = makeTempDir('drover-ota-refusals-');
+  uploader = await artifactUploader(t);
+  dir = await enrollAgentStateDir(t, proxy.url);
+  writeUpdateWorkflow(dir.stateDir, marks());
+  daemon = startDaemonProcess(dir.stateDir, ['--deploy-poll-interval', '1s']);
+  await daemon.waitForLog((r) => /^connected to the coordinator/.test(r.msg), 30_000);
+  app = await createApp(t.owner, t.orgId, { slug: 'signage', updateWorkflowName: 'apply-update' });
+  device = (await bindDevices(t.owner, t.orgId, app.id, [dir.agentId]))[0]!;
+  await bindingWhen(t, app.id, device.id, (b) => b.lastReportAt !== null, 'baseline');
+}, 60_000);
+
+async function draft(version: string) {
+  const artifactFileId = await uploadArtifact(uploader, `signage ${version}`, `signage-${version}.tgz`);
+  return createRelease(t.owner, t.orgId, app.id, { version, artifactFileId });
+}
+
+const refusedWith = (pattern: RegExp) =>
+  bindingWhen(t, app.id, device.id, (b) => b.state === 'refused' && b.activeJobId === null, 'refused').then((b) => {
+    expect(b.error).toMatch(pattern);
+    return b;
+  });
+
+describe('an update the agent cannot trust', () => {
+  it('is refused when the signed manifest was altered in transit, and installed once it is not', async () => {
+    proxy.tamper = (body) => {
+      for (const entry of body.apps) if (entry.payload.desired) entry.payload.desired.size += 1;
+    };
+    const r = await publishRelease(t.owner, t.orgId, app.id, (await draft('1.0.0')).id);
+    const b = await refusedWith(/the manifest signature does not verify with the server key pinned at enrollment/);
+    expect(b.current).toBeNull();
+    expect(installedVersion(marks())).toBeNull();
+    expect(proxy.tampered).toBeGreaterThan(0);
+    const job = updateJobsOf(t, dir.agentId).at(-1)!;
+    expect(job).toMatchObject({ status: 'failed', params: { release_id: r.id } });
+    expect(job.errorMessage).toMatch(/^refused: the manifest signature does not verify .*; nothing was installed$/);
+    await daemon!.waitForLog((rec) => rec.level === 50 && /^deployment refused: the manifest signature/.test(rec.msg));
+
+    proxy.tamper = null;
+    const res = await t.owner.post(`/orgs/${t.orgId}/apps/${app.id}/devices/${device.id}/reconcile`);
+    expect(res.status, res.text).toBe(200);
+    await bindingWhen(t, app.id, device.id, (x) => x.current?.releaseId === r.id && x.state === 'installed', '1.0.0');
+    expect(installedVersion(marks())).toBe('1.0.0');
+  });
+
+  it('is refused when the release checksum in the database is not the artifact’s (edited after upload)', async () => {
+    const r = await draft('1.1.0');
+    t.coordinator.db
+      .prepare('UPDATE releases SET checksum_sha256 = ? WHERE id = ?')
+      .run(sha256('something else'), r.id);
+    await publishRelease(t.owner, t.orgId, app.id, r.id);
+    const b = await refusedWith(/is not the one the signed release names/);
+    expect(b.current).toMatchObject({ version: '1.0.0' });
+    expect(installedVersion(marks())).toBe('1.0.0');
+    expect(updateJobsOf(t, dir.agentId).at(-1)).toMatchObject({ status: 'failed', params: { release_id: r.id } });
+  });
+
+  it('is refused when the downloaded bytes do not match the signed checksum (the stored blob was altered)', async () => {
+    const r = await draft('1.2.0');
+    const { blob_key: blobKey } = t.coordinator.db
+      .prepare('SELECT blob_key FROM files WHERE id = ?')
+      .get(r.artifactFileId) as { blob_key: string };
+    fs.writeFileSync(path.join(t.dataDir, 'blobs', blobKey), 'signage 6.6.6'); // same size, other bytes
+    await publishRelease(t.owner, t.orgId, app.id, r.id);
+    const b = await refusedWith(/the download does not match its checksum/);
+    expect(b.current).toMatchObject({ version: '1.0.0' });
+    expect(installedVersion(marks())).toBe('1.0.0');
+    const leftovers = fs.readdirSync(path.join(dir.stateDir, 'jobs'), { recursive: true }).map(String);
+    expect(leftovers.filter((f) => f.includes('signage-1.2.0'))).toEqual([]); // no partial download left
+  });
+
+  it('refused, it is not asked for again by every poll of the agent (the coordinator’s backoff decides)', async () => {
+    const jobs = updateJobsOf(t, dir.agentId).length;
+    const before = await bindingWhen(t, app.id, device.id, (x) => x.state === 'refused', 'refused');
+    await new Promise((r) => setTimeout(r, 2_500)); // two polls or more
+    const after = await bindingWhen(t, app.id, device.id, (x) => x.lastReportAt! > before.lastReportAt!, 'a poll');
+    // The polls report the refusal again (not `idle`, which would ask for the same release at once).
+    expect(after).toMatchObject({ state: 'refused', error: before.error, activeJobId: null });
+    expect(updateJobsOf(t, dir.agentId).length).toBe(jobs);
+  });
+});

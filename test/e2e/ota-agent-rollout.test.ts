@@ -1,0 +1,167 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  enrollAgentStateDir,
+  startDaemonProcess,
+  stopDaemonProcess,
+  type AgentStateDir,
+  type DaemonProcess,
+} from '../helpers/agent-daemon.js';
+import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import {
+  artifactUploader,
+  bindDevices,
+  createApp,
+  release,
+  uploadArtifact,
+  yankRelease,
+  type AppBody,
+  type BindingBody,
+  type ReleaseBody,
+} from '../helpers/ota.js';
+import { bindingWhen, installedVersion, updateJobsOf, writeUpdateWorkflow } from '../helpers/ota-agent.js';
+
+/**
+ * Over-the-air updates end to end with two real `drover-agent run` processes (CONTRACT §7,
+ * docs/ota.md, docs/agent.md "Over-the-air updates"): `a` installs whatever it is sent, `b` runs
+ * with `--postpone-optional`. The update workflow records the version it installed, so each step
+ * checks what really landed on the device, not only what the coordinator believes.
+ */
+
+let t: TestCoordinator;
+let uploader: ApiClient;
+let work: string;
+let app: AppBody;
+const agents: { dir: AgentStateDir; daemon: DaemonProcess; marks: string; binding?: BindingBody }[] = [];
+const releases = new Map<string, ReleaseBody>();
+
+afterAll(async () => {
+  for (const a of agents) await stopDaemonProcess(a.daemon);
+  await t?.close();
+  for (const a of agents) fs.rmSync(path.dirname(a.dir.stateDir), { recursive: true, force: true });
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+beforeAll(async () => {
+  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+  work = makeTempDir('drover-ota-rollout-');
+  uploader = await artifactUploader(t);
+  for (const [name, args] of [
+    ['a', []],
+    ['b', ['--postpone-optional']],
+  ] as const) {
+    const dir = await enrollAgentStateDir(t);
+    const marks = path.join(work, name);
+    writeUpdateWorkflow(dir.stateDir, marks);
+    const daemon = startDaemonProcess(dir.stateDir, ['--deploy-poll-interval', '1s', ...args]);
+    agents.push({ dir, daemon, marks });
+  }
+  for (const a of agents) await a.daemon.waitForLog((r) => /^connected to the coordinator/.test(r.msg), 30_000);
+  app = await createApp(t.owner, t.orgId, { slug: 'kiosk', updateWorkflowName: 'apply-update' });
+}, 60_000);
+
+const [A, B] = [0, 1];
+const binding = (i: number) => agents[i]!.binding!;
+const installed = (i: number) => installedVersion(agents[i]!.marks);
+const artifactOf = (i: number) => fs.readFileSync(path.join(agents[i]!.marks, 'artifact'), 'utf8');
+
+async function publish(version: string, fields: { updatePolicy?: string; channel?: string } = {}) {
+  const artifactFileId = await uploadArtifact(uploader, `kiosk build ${version}`, `kiosk-${version}.tar.gz`);
+  const r = await release(t.owner, t.orgId, app.id, { version, artifactFileId, ...fields });
+  releases.set(version, r);
+  return r;
+}
+
+/** Waits until the device runs `version`, as the coordinator sees it and as the workflow installed it. */
+async function converged(i: number, version: string) {
+  const r = releases.get(version)!;
+  const b = await bindingWhen(
+    t,
+    app.id,
+    binding(i).id,
+    (x) => x.current?.releaseId === r.id && x.state === 'installed' && x.activeJobId === null,
+    `device ${i} on ${version}`,
+  );
+  expect(installed(i)).toBe(version);
+  expect(artifactOf(i)).toBe(`kiosk build ${version}`);
+  return b;
+}
+
+describe('a rollout to real agents', () => {
+  it('binds the agents, which report their baseline (nothing installed) without being asked', async () => {
+    const bound = await bindDevices(
+      t.owner,
+      t.orgId,
+      app.id,
+      agents.map((a) => a.dir.agentId),
+    );
+    bound.forEach((b, i) => (agents[i]!.binding = b));
+    for (const i of [A, B]) {
+      const b = await bindingWhen(t, app.id, binding(i).id, (x) => x.lastReportAt !== null, `baseline of ${i}`);
+      expect(b).toMatchObject({ current: null, desired: null, state: 'idle', activeJobId: null, forced: false });
+    }
+  });
+
+  it('publishes an optional release: one device converges, the one whose policy postpones optional releases does not', async () => {
+    const r = await publish('1.0.0');
+    await converged(A, '1.0.0');
+    const b = await bindingWhen(t, app.id, binding(B).id, (x) => x.state === 'postponed', 'b postponed');
+    expect(b).toMatchObject({ current: null, desired: { releaseId: r.id }, forced: false, activeJobId: null });
+    expect(installed(B)).toBeNull();
+    expect(updateJobsOf(t, binding(B).agentId).at(-1)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: expect.stringMatching(/^postponed by local policy/),
+    });
+  });
+
+  it('a mandatory release is a minimum: the device below it is forced and installs it despite its policy', async () => {
+    const r = await publish('1.1.0', { updatePolicy: 'mandatory' });
+    await converged(A, '1.1.0');
+    await converged(B, '1.1.0');
+    const forcedJob = updateJobsOf(t, binding(B).agentId).at(-1)!;
+    expect(forcedJob).toMatchObject({ status: 'success', params: { release_id: r.id, forced: true } });
+  });
+
+  it('an optional release above the minimum converges where allowed and is postponed elsewhere', async () => {
+    await publish('1.2.0');
+    await converged(A, '1.2.0');
+    const b = await bindingWhen(t, app.id, binding(B).id, (x) => x.state === 'postponed', 'b postponed 1.2.0');
+    expect(b.current).toMatchObject({ version: '1.1.0' });
+    expect(installed(B)).toBe('1.1.0');
+  });
+
+  it('yanking the newest release downgrades the devices running it to the previous published one (forced)', async () => {
+    await yankRelease(t.owner, t.orgId, app.id, releases.get('1.2.0')!.id);
+    await converged(A, '1.1.0');
+    expect(updateJobsOf(t, binding(A).agentId).at(-1)).toMatchObject({
+      status: 'success',
+      params: { version: '1.1.0', forced: true },
+    });
+    const b = await bindingWhen(t, app.id, binding(B).id, (x) => x.desired?.version === '1.1.0', 'b desired 1.1.0');
+    expect(b).toMatchObject({ current: { version: '1.1.0' }, activeJobId: null });
+    expect(installed(B)).toBe('1.1.0');
+  });
+
+  it('moving a device to another channel converges it to that channel’s release', async () => {
+    await publish('2.0.0-beta.1', { channel: 'beta' });
+    expect(installed(A)).toBe('1.1.0'); // stable devices do not follow beta
+    const res = await t.owner.patch(`/orgs/${t.orgId}/apps/${app.id}/devices/${binding(A).id}`, {
+      body: { channel: 'beta' },
+    });
+    expect(res.status, res.text).toBe(200);
+    await converged(A, '2.0.0-beta.1');
+    expect(installed(B)).toBe('1.1.0');
+  });
+
+  it('keeps what each agent installed in its deploy state file', () => {
+    const state = JSON.parse(fs.readFileSync(path.join(agents[A]!.dir.stateDir, 'deploy', 'state.json'), 'utf8'));
+    expect(state.apps[app.id].current).toEqual({
+      releaseId: releases.get('2.0.0-beta.1')!.id,
+      version: '2.0.0-beta.1',
+      sequence: releases.get('2.0.0-beta.1')!.sequence,
+    });
+    expect(state.apps[app.id].lastIssuedAt).toBeGreaterThan(1_700_000_000);
+  });
+});

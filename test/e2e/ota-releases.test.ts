@@ -1,0 +1,264 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import { addUser, outsider } from '../helpers/members.js';
+import {
+  artifactUploader,
+  createApp,
+  createRelease,
+  publishRelease,
+  uploadArtifact,
+  yankRelease,
+  type AppBody,
+  type ReleaseBody,
+} from '../helpers/ota.js';
+import { sha256, storageClient, uploadFile } from '../helpers/storage.js';
+
+const RELEASE_FIELDS = [
+  'applicationId',
+  'artifactFileId',
+  'channel',
+  'checksumSha256',
+  'createdAt',
+  'id',
+  'notes',
+  'publishedAt',
+  'sequence',
+  'size',
+  'status',
+  'updatePolicy',
+  'version',
+  'yankedAt',
+];
+const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
+
+describe('OTA releases', () => {
+  let t: TestCoordinator;
+  let member: ApiClient;
+  let uploader: ApiClient;
+  let app: AppBody;
+  let artifact: string;
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    member = (await addUser(t.owner, t.orgId, 'member@example.test')).client;
+    uploader = await artifactUploader(t);
+    app = await createApp(t.owner, t.orgId, { slug: 'kiosk', defaultChannel: 'stable' });
+    artifact = await uploadArtifact(uploader, 'artifact v1');
+  });
+  afterAll(() => t?.close());
+
+  const releases = (appId = app.id) => `/orgs/${t.orgId}/apps/${appId}/releases`;
+
+  it('creates a draft with the next sequence, the artifact checksum and size, and defaults', async () => {
+    const res = await member.post(releases(), { body: { version: '1.0.0', artifactFileId: artifact } });
+    expect(res.status).toBe(201);
+    expect(Object.keys(res.body).sort()).toEqual(RELEASE_FIELDS);
+    expect(res.body).toMatchObject({
+      applicationId: app.id,
+      version: '1.0.0',
+      channel: 'stable',
+      updatePolicy: 'optional',
+      status: 'draft',
+      artifactFileId: artifact,
+      checksumSha256: sha256('artifact v1'),
+      size: 'artifact v1'.length,
+      notes: null,
+      publishedAt: null,
+      yankedAt: null,
+    });
+    expect(res.body.sequence).toBeGreaterThanOrEqual(1);
+    const read = await member.get(`${releases()}/${res.body.id}`);
+    expect(read.body).toEqual(res.body);
+  });
+
+  it('orders by an application-wide sequence, not by the version label', async () => {
+    const own = await createApp(t.owner, t.orgId, { slug: 'seq' });
+    const a = await createRelease(t.owner, t.orgId, own.id, { version: '9.0', artifactFileId: artifact });
+    const b = await createRelease(t.owner, t.orgId, own.id, {
+      version: '1.0',
+      artifactFileId: artifact,
+      channel: 'beta',
+    });
+    expect([a.sequence, b.sequence]).toEqual([1, 2]);
+    const list = await member.get<ReleaseBody[]>(releases(own.id));
+    expect(list.body.map((r) => r.version)).toEqual(['1.0', '9.0']);
+  });
+
+  it('assigns unique, strictly increasing sequences to many concurrent creations', async () => {
+    const own = await createApp(t.owner, t.orgId, { slug: 'concurrent' });
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        t.owner.post<ReleaseBody>(releases(own.id), {
+          body: { version: `v${i}`, artifactFileId: artifact, channel: i % 2 ? 'beta' : 'stable' },
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 201));
+    const sequences = results.map((r) => r.body.sequence).sort((x, y) => x - y);
+    expect(sequences).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+    // Creation order and sequence order agree.
+    const byTime = [...results].sort((x, y) => x.body.createdAt.localeCompare(y.body.createdAt));
+    for (let i = 1; i < byTime.length; i++) {
+      if (byTime[i]!.body.createdAt !== byTime[i - 1]!.body.createdAt) {
+        expect(byTime[i]!.body.sequence).toBeGreaterThan(byTime[i - 1]!.body.sequence);
+      }
+    }
+    const published = await Promise.all(
+      results.slice(0, 10).map((r) => t.owner.post(`${releases(own.id)}/${r.body.id}/publish`)),
+    );
+    expect(published.map((r) => r.status)).toEqual(published.map(() => 200));
+  });
+
+  it('filters the list by channel and status', async () => {
+    const own = await createApp(t.owner, t.orgId, { slug: 'filters' });
+    const stable = await createRelease(t.owner, t.orgId, own.id, { version: '1', artifactFileId: artifact });
+    const beta = await createRelease(t.owner, t.orgId, own.id, {
+      version: '2',
+      artifactFileId: artifact,
+      channel: 'beta',
+    });
+    await publishRelease(t.owner, t.orgId, own.id, beta.id);
+    const ids = async (query: string) =>
+      (await member.get<ReleaseBody[]>(`${releases(own.id)}${query}`)).body.map((r) => r.id);
+    expect(await ids('?channel=beta')).toEqual([beta.id]);
+    expect(await ids('?status=draft')).toEqual([stable.id]);
+    expect(await ids('?status=published&channel=stable')).toEqual([]);
+    expect(await ids('')).toEqual([beta.id, stable.id]);
+    expect((await member.get(`${releases(own.id)}?status=gone`)).status).toBe(422);
+    expect((await member.get(`${releases(own.id)}?channel=Be%20ta`)).status).toBe(422);
+    expect((await member.get(`${releases(own.id)}?limit=3`)).status).toBe(422);
+  });
+
+  it('moves draft → published → yanked and refuses every other transition with 409', async () => {
+    const r = await createRelease(member, t.orgId, app.id, { version: '2.0', artifactFileId: artifact });
+    const path = `${releases()}/${r.id}`;
+    const yankDraft = await member.post(`${path}/yank`);
+    expect(yankDraft.status).toBe(409);
+    expect(yankDraft.body).toMatchObject({ code: 'conflict', details: { releaseId: r.id, status: 'draft' } });
+    const published = await member.post(`${path}/publish`);
+    expect(published.status).toBe(200);
+    expect(published.body).toMatchObject({ status: 'published', yankedAt: null });
+    expect(published.body.publishedAt).toEqual(expect.any(String));
+    expect((await member.post(`${path}/publish`)).status).toBe(409);
+    const yanked = await member.post(`${path}/yank`, { body: {} });
+    expect(yanked.status).toBe(200);
+    expect(yanked.body).toMatchObject({ status: 'yanked', publishedAt: published.body.publishedAt });
+    expect(yanked.body.yankedAt).toEqual(expect.any(String));
+    const republish = await member.post(`${path}/publish`);
+    expect(republish.status).toBe(409);
+    expect(republish.body.details.status).toBe('yanked');
+    expect((await member.post(`${path}/yank`)).status).toBe(409);
+    expect((await member.post(`${path}/publish`, { body: { force: true } })).status).toBe(422);
+  });
+
+  it('lets a draft change, but keeps a published release immutable', async () => {
+    const r = await createRelease(member, t.orgId, app.id, { version: '3.0-rc', artifactFileId: artifact });
+    const path = `${releases()}/${r.id}`;
+    const changed = await member.patch(path, { body: { version: '3.0', notes: 'ready', updatePolicy: 'mandatory' } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({ version: '3.0', notes: 'ready', updatePolicy: 'mandatory', status: 'draft' });
+    await publishRelease(member, t.orgId, app.id, r.id);
+    const refused = await member.patch(path, { body: { version: '3.1' } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('conflict');
+    expect((await member.get(path)).body.version).toBe('3.0');
+    expect((await member.patch(path, { body: { artifactFileId: artifact } })).status).toBe(422);
+  });
+
+  it('refuses an artifact that is not persistent with 422 naming artifactFileId', async () => {
+    const { fileId } = await uploadFile(uploader, 'short-lived', { cleanupRule: 'ttl', ttlSeconds: 3600 });
+    const res = await member.post(releases(), { body: { version: '1', artifactFileId: fileId } });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.details).toEqual([{ path: 'body.artifactFileId', message: expect.stringContaining('persistent') }]);
+  });
+
+  it('refuses a missing, pending, deleted or foreign artifact with 422', async () => {
+    const pending = await uploader.post<{ fileId: string }>('/storage/files/presign-upload', {
+      body: { cleanupRule: 'persistent' },
+    });
+    const deleted = await uploadArtifact(uploader, 'gone soon');
+    expect((await uploader.delete(`/storage/files/${deleted}`)).status).toBe(200);
+    const stranger = await outsider(t.owner, t.orgId, 'stranger@example.test');
+    const strangerApp = await createApp(stranger.client, stranger.orgId, { slug: 'theirs' });
+    for (const artifactFileId of [UNKNOWN_ID, pending.body.fileId, deleted]) {
+      const res = await member.post(releases(), { body: { version: '1', artifactFileId } });
+      expect(res.status).toBe(422);
+      expect(res.body.details[0].path).toBe('body.artifactFileId');
+    }
+    // Our file is not theirs.
+    const foreign = await stranger.client.post(`/orgs/${stranger.orgId}/apps/${strangerApp.id}/releases`, {
+      body: { version: '1', artifactFileId: artifact },
+    });
+    expect(foreign.status).toBe(422);
+  });
+
+  it.each([
+    ['a missing version', { artifactFileId: UNKNOWN_ID }, 'body.version'],
+    ['an empty version', { version: '', artifactFileId: UNKNOWN_ID }, 'body.version'],
+    ['a numeric version', { version: 1, artifactFileId: UNKNOWN_ID }, 'body.version'],
+    ['a version with a newline', { version: '1\n2', artifactFileId: UNKNOWN_ID }, 'body.version'],
+    ['a huge version', { version: 'v'.repeat(50_000), artifactFileId: UNKNOWN_ID }, 'body.version'],
+    ['a missing artifact', { version: '1' }, 'body.artifactFileId'],
+    ['an artifact id that is not a UUID', { version: '1', artifactFileId: 'file-1' }, 'body.artifactFileId'],
+    ['an unknown policy', { version: '1', artifactFileId: UNKNOWN_ID, updatePolicy: 'forced' }, 'body.updatePolicy'],
+    ['a bad channel', { version: '1', artifactFileId: UNKNOWN_ID, channel: 'Stable!' }, 'body.channel'],
+    ['notes that are too long', { version: '1', artifactFileId: UNKNOWN_ID, notes: 'n'.repeat(10_001) }, 'body.notes'],
+    ['an unknown field', { version: '1', artifactFileId: UNKNOWN_ID, sequence: 7 }, 'body.sequence'],
+  ])('refuses %s with 422', async (_name, body, path) => {
+    const res = await member.post(releases(), { body });
+    expect(res.status).toBe(422);
+    expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
+  });
+
+  it('keeps the artifact of a release that is not yanked from deletion (409 file_in_use)', async () => {
+    const file = await uploadArtifact(uploader, 'kept while released');
+    const draft = await createRelease(member, t.orgId, app.id, { version: 'keep', artifactFileId: file });
+    const refused = await uploader.delete(`/storage/files/${file}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe('file_in_use');
+    await publishRelease(member, t.orgId, app.id, draft.id);
+    expect((await uploader.delete(`/storage/files/${file}`)).status).toBe(409);
+    await yankRelease(member, t.orgId, app.id, draft.id);
+    const deleted = await uploader.delete(`/storage/files/${file}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.body.status).toBe('deleted');
+  });
+
+  it('frees the artifacts of a deleted application', async () => {
+    const own = await createApp(t.owner, t.orgId, { slug: 'deleted-with-releases' });
+    const file = await uploadArtifact(uploader, 'freed with the app');
+    const r = await createRelease(t.owner, t.orgId, own.id, { version: '1', artifactFileId: file });
+    await publishRelease(t.owner, t.orgId, own.id, r.id);
+    expect((await uploader.delete(`/storage/files/${file}`)).status).toBe(409);
+    expect((await t.owner.delete(`/orgs/${t.orgId}/apps/${own.id}`)).status).toBe(204);
+    expect((await t.owner.get(`${releases(own.id)}/${r.id}`)).status).toBe(404);
+    expect((await uploader.delete(`/storage/files/${file}`)).status).toBe(200);
+  });
+
+  it('hides releases of other applications and organizations behind 404', async () => {
+    const other = await createApp(t.owner, t.orgId, { slug: 'other' });
+    const r = await createRelease(t.owner, t.orgId, app.id, { version: 'x', artifactFileId: artifact });
+    expect((await member.get(`${releases(other.id)}/${r.id}`)).status).toBe(404);
+    expect((await member.post(`${releases(other.id)}/${r.id}/publish`)).status).toBe(404);
+    expect((await member.get(`${releases()}/${UNKNOWN_ID}`)).status).toBe(404);
+    const stranger = await outsider(t.owner, t.orgId, 'stranger2@example.test');
+    expect((await stranger.client.get(`${releases()}/${r.id}`)).status).toBe(404);
+    expect((await stranger.client.get(releases())).status).toBe(404);
+    expect((await stranger.client.post(`${releases()}/${r.id}/yank`)).status).toBe(404);
+    const storageOnly = await storageClient(t, null, ['read']);
+    expect((await storageOnly.get(releases())).status).toBe(401);
+  });
+
+  it('audits release.create, release.publish and release.yank', async () => {
+    const r = await createRelease(member, t.orgId, app.id, { version: 'audited', artifactFileId: artifact });
+    await publishRelease(member, t.orgId, app.id, r.id);
+    await yankRelease(member, t.orgId, app.id, r.id);
+    const audit = await t.owner.get<{ action: string; targetId: string; metadata: Record<string, unknown> }[]>(
+      `/orgs/${t.orgId}/audit`,
+    );
+    const mine = audit.body.filter((e) => e.targetId === r.id);
+    expect(mine.map((e) => e.action)).toEqual(['release.yank', 'release.publish', 'release.create']);
+    expect(mine[2]!.metadata).toMatchObject({ applicationId: app.id, version: 'audited', artifactFileId: artifact });
+  });
+});

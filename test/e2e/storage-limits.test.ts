@@ -1,0 +1,146 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import { defaultBindingId, rawRequest, storageClient, uploadFile } from '../helpers/storage.js';
+
+/**
+ * DROVER_MAX_FILE_BYTES (CONTRACT §6): an upload over it is refused and leaves nothing behind,
+ * whether its Content-Length says so at once or a chunked body grows past it; an upload cut off
+ * by the client leaves nothing either. And `GET /storage/files` lists at most 200 entries.
+ */
+
+const LIMIT = 1024;
+
+/** Every file under the blob directory (temp files included). */
+function blobFiles(dataDir: string): string[] {
+  const root = path.join(dataDir, 'blobs');
+  if (!fs.existsSync(root)) return [];
+  return (fs.readdirSync(root, { recursive: true }) as string[]).filter((p) =>
+    fs.statSync(path.join(root, p)).isFile(),
+  );
+}
+
+describe('upload size limit', () => {
+  let t: TestCoordinator;
+  let client: ApiClient;
+  beforeAll(async () => {
+    t = await startTestCoordinator({ env: { DROVER_MAX_FILE_BYTES: String(LIMIT) } });
+    client = await storageClient(t, [await defaultBindingId(t)], ['read', 'write', 'delete']);
+  });
+  afterAll(() => t?.close());
+
+  const pendingUpload = async () =>
+    (await client.post('/storage/files/presign-upload', { body: { cleanupRule: 'persistent' } })).body as {
+      fileId: string;
+      uploadUrl: string;
+    };
+
+  it('refuses a Content-Length over the limit at once with 413, keeping nothing', async () => {
+    const before = blobFiles(t.dataDir);
+    const { fileId, uploadUrl } = await pendingUpload();
+    const res = await rawRequest('PUT', uploadUrl, {
+      headers: { 'content-length': String(LIMIT + 1) },
+      chunks: [Buffer.alloc(LIMIT + 1, 1)],
+    });
+    expect(res.status).toBe(413);
+    expect(res.json()).toMatchObject({ statusCode: 413, code: 'payload_too_large' });
+    expect(res.json().message).toContain(`${LIMIT} bytes`);
+    expect(blobFiles(t.dataDir)).toEqual(before);
+    expect((await client.post(`/storage/files/${fileId}/complete`)).status).toBe(409);
+  });
+
+  it('cuts a chunked body when it passes the limit with 413, keeping nothing, and accepts a retry within it', async () => {
+    const before = blobFiles(t.dataDir);
+    const { fileId, uploadUrl } = await pendingUpload();
+    const chunk = Buffer.alloc(400, 2);
+    const res = await rawRequest('PUT', uploadUrl, { chunks: [chunk, chunk, chunk, chunk, chunk] });
+    expect(res.status).toBe(413);
+    expect(res.json().code).toBe('payload_too_large');
+    expect(blobFiles(t.dataDir)).toEqual(before);
+    expect((await client.post(`/storage/files/${fileId}/complete`)).status).toBe(409);
+
+    const exact = await rawRequest('PUT', uploadUrl, { chunks: [Buffer.alloc(LIMIT, 3)] });
+    expect(exact.status).toBe(200);
+    const done = await client.post(`/storage/files/${fileId}/complete`);
+    expect(done.body).toMatchObject({ status: 'active', size: LIMIT });
+  });
+
+  it('keeps nothing of an upload the client abandons halfway', async () => {
+    const before = blobFiles(t.dataDir);
+    const { fileId, uploadUrl } = await pendingUpload();
+    let during: string[] = [];
+    await new Promise<void>((resolve) => {
+      const req = http.request(uploadUrl, { method: 'PUT', headers: { 'content-length': String(LIMIT) } });
+      req.on('error', () => resolve());
+      req.write(Buffer.alloc(300, 4), () =>
+        setTimeout(() => {
+          during = blobFiles(t.dataDir);
+          req.destroy();
+        }, 150),
+      );
+      req.on('close', () => resolve());
+    });
+    // While the body was arriving, it went to a temp file.
+    expect(during.filter((f) => f.startsWith('tmp/') && f.endsWith('.part'))).toHaveLength(1);
+    // The server notices the reset and removes its temp file.
+    for (let i = 0; i < 50 && blobFiles(t.dataDir).length !== before.length; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(blobFiles(t.dataDir)).toEqual(before);
+    expect((await client.get(`/storage/files/${fileId}`)).body.status).toBe('pending');
+    expect((await client.post(`/storage/files/${fileId}/complete`)).status).toBe(409);
+  });
+});
+
+describe('file list', () => {
+  let t: TestCoordinator;
+  let client: ApiClient;
+  let bindingA: string;
+  let bindingB: string;
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    bindingA = await defaultBindingId(t);
+    bindingB = (await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, { body: { name: 'b', backend: 'local' } })).body
+      .id;
+    client = await storageClient(t, null, ['read', 'write', 'delete']);
+  });
+  afterAll(() => t?.close());
+
+  it('answers at most 200 files, newest first, and filters by binding and status', async () => {
+    const created: string[] = [];
+    for (let i = 0; i < 205; i++) {
+      const res = await client.post('/storage/files/presign-upload', {
+        body: { cleanupRule: 'persistent', bindingId: bindingA, filename: `f${i}` },
+      });
+      expect(res.status).toBe(201);
+      created.push(res.body.fileId);
+    }
+    const inB = await uploadFile(client, 'b', { cleanupRule: 'persistent', bindingId: bindingB });
+    const deleted = await uploadFile(client, 'd', { cleanupRule: 'persistent', bindingId: bindingB });
+    expect((await client.delete(`/storage/files/${deleted.fileId}`)).status).toBe(200);
+
+    const all = await client.get('/storage/files');
+    expect(all.status).toBe(200);
+    expect(all.body).toHaveLength(200);
+    expect(all.body[0].id).toBe(deleted.fileId);
+    expect(all.body[1].id).toBe(inB.fileId);
+    expect(all.body.slice(2).map((f: { id: string }) => f.id)).toEqual(created.slice(-198).reverse());
+
+    const pendingA = await client.get(`/storage/files?bindingId=${bindingA}&status=pending`);
+    expect(pendingA.body).toHaveLength(200);
+    expect(pendingA.body.map((f: { id: string }) => f.id)).toEqual(created.slice(-200).reverse());
+
+    const onlyB = await client.get(`/storage/files?bindingId=${bindingB}`);
+    expect(onlyB.body.map((f: { id: string }) => f.id)).toEqual([deleted.fileId, inB.fileId]);
+    const activeB = await client.get(`/storage/files?bindingId=${bindingB}&status=active`);
+    expect(activeB.body.map((f: { id: string }) => f.id)).toEqual([inB.fileId]);
+    const deletedAny = await client.get('/storage/files?status=deleted');
+    expect(deletedAny.body).toEqual([
+      expect.objectContaining({ id: deleted.fileId, status: 'deleted', deletedAt: expect.any(String) }),
+    ]);
+    expect((await client.get('/storage/files?status=delete_failed')).body).toEqual([]);
+  });
+});

@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient, ApiResponse } from '../helpers/http.js';
+import { defaultBindingId, storageClient, uploadFile } from '../helpers/storage.js';
+
+/** Every bad input to the storage API is a 422 (or 415) with the error body, never a 500. */
+
+function expect422(res: ApiResponse, path?: string): void {
+  expect(res.status, res.text).toBe(422);
+  expect(res.body).toMatchObject({ statusCode: 422, code: 'validation_failed', message: expect.any(String) });
+  expect(Array.isArray(res.body.details)).toBe(true);
+  if (path) expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
+}
+
+describe('storage input validation', () => {
+  let t: TestCoordinator;
+  let client: ApiClient;
+  let bindingId: string;
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    bindingId = await defaultBindingId(t);
+    client = await storageClient(t, [bindingId], ['read', 'write', 'delete']);
+  });
+  afterAll(() => t?.close());
+
+  const presign = (body: unknown) => client.post('/storage/files/presign-upload', { body });
+
+  it('refuses wrong types, unknown fields and a missing cleanupRule', async () => {
+    const cases: [unknown, string][] = [
+      [{}, 'body.cleanupRule'],
+      [{ cleanupRule: 'persistent', extra: 1 }, 'body.extra'],
+      [{ cleanupRule: 7 }, 'body.cleanupRule'],
+      [{ cleanupRule: 'persistent', filename: 12 }, 'body.filename'],
+      [{ cleanupRule: 'persistent', contentType: ['text/plain'] }, 'body.contentType'],
+      [{ cleanupRule: 'ttl', ttlSeconds: '3600' }, 'body.ttlSeconds'],
+      [{ cleanupRule: 'ttl', ttlSeconds: 90.5 }, 'body.ttlSeconds'],
+      [{ cleanupRule: 'persistent', bindingId: 'not-a-uuid' }, 'body.bindingId'],
+      [{ cleanupRule: 'persistent', bindingId: null }, 'body.bindingId'],
+    ];
+    for (const [body, path] of cases) expect422(await presign(body), path);
+    expect422(await presign([]));
+    expect422(await presign(null));
+  });
+
+  it('refuses on_job_end and any rule other than ttl and persistent', async () => {
+    for (const cleanupRule of ['on_job_end', 'forever', ''])
+      expect422(await presign({ cleanupRule }), 'body.cleanupRule');
+  });
+
+  it('keeps ttlSeconds from 60 seconds to 90 days, and only with ttl', async () => {
+    for (const ttlSeconds of [59, 0, -60, 90 * 86400 + 1, 1e12]) {
+      const res = await presign({ cleanupRule: 'ttl', ttlSeconds });
+      expect422(res, 'body.ttlSeconds');
+    }
+    const range = await presign({ cleanupRule: 'ttl', ttlSeconds: 59 });
+    expect(range.body.message).toContain('from 60 (1 minute) to 7776000 (90 days)');
+    for (const ttlSeconds of [60, 90 * 86400])
+      expect((await presign({ cleanupRule: 'ttl', ttlSeconds })).status).toBe(201);
+    const persistent = await presign({ cleanupRule: 'persistent', ttlSeconds: 3600 });
+    expect422(persistent, 'body.ttlSeconds');
+    expect(persistent.body.message).toContain('only with cleanupRule "ttl"');
+  });
+
+  it('keeps filename and contentType to 255 characters and refuses what cannot be a filename or MIME type', async () => {
+    expect(
+      (await presign({ cleanupRule: 'persistent', filename: 'f'.repeat(255), contentType: `a/${'b'.repeat(253)}` }))
+        .status,
+    ).toBe(201);
+    expect422(await presign({ cleanupRule: 'persistent', filename: 'f'.repeat(256) }), 'body.filename');
+    expect422(await presign({ cleanupRule: 'persistent', filename: 'x'.repeat(100_000) }), 'body.filename');
+    expect422(await presign({ cleanupRule: 'persistent', contentType: `a/${'b'.repeat(254)}` }), 'body.contentType');
+    for (const filename of ['', 'line\nbreak', 'nul\u0000', 'bell\u0007', 'lone \ud800 surrogate']) {
+      expect422(await presign({ cleanupRule: 'persistent', filename }), 'body.filename');
+    }
+    for (const contentType of ['text', 'text/plain\r\nX-Evil: 1', 'a b/c', '/x', 'text/plain; charset']) {
+      expect422(await presign({ cleanupRule: 'persistent', contentType }), 'body.contentType');
+    }
+    // A filename is a label: path-like names are kept as given and never touch the disk.
+    const res = await presign({
+      cleanupRule: 'persistent',
+      filename: '../../etc/passwd',
+      contentType: 'text/plain; charset="utf-8"',
+    });
+    expect(res.status).toBe(201);
+    const meta = await client.get(`/storage/files/${res.body.fileId}`);
+    expect(meta.body).toMatchObject({ filename: '../../etc/passwd', contentType: 'text/plain; charset="utf-8"' });
+  });
+
+  it('refuses a bindingId the token cannot use, and an omitted one when the token may use several', async () => {
+    const second = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
+      body: { name: 'second', backend: 'local' },
+    });
+    const outside = await presign({ cleanupRule: 'persistent', bindingId: second.body.id });
+    expect422(outside, 'body.bindingId');
+    expect(outside.body.message).toContain('is not a storage binding this token may use');
+    expect422(
+      await presign({ cleanupRule: 'persistent', bindingId: '00000000-0000-4000-8000-000000000000' }),
+      'body.bindingId',
+    );
+    const every = await storageClient(t, null, ['write']);
+    const omitted = await every.post('/storage/files/presign-upload', { body: { cleanupRule: 'persistent' } });
+    expect422(omitted, 'body.bindingId');
+    expect(omitted.body.message).toContain('this token may use 2 storage bindings');
+    const chosen = await every.post('/storage/files/presign-upload', {
+      body: { cleanupRule: 'persistent', bindingId },
+    });
+    expect(chosen.status).toBe(201);
+    const listed = await storageClient(t, [bindingId, second.body.id], ['write']);
+    expect422(
+      await listed.post('/storage/files/presign-upload', { body: { cleanupRule: 'persistent' } }),
+      'body.bindingId',
+    );
+  });
+
+  it('refuses an s3 binding, which this coordinator cannot presign for yet', async () => {
+    const s3 = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
+      body: {
+        name: 'bucket',
+        backend: 's3',
+        endpoint: 'https://s3.example.test',
+        bucket: 'drover-files',
+        region: 'us-east-1',
+        accessKeyId: 'AKIAEXAMPLE',
+        secretAccessKey: 'secretsecret',
+      },
+    });
+    expect(s3.status).toBe(201);
+    const every = await storageClient(t, null, ['write']);
+    const res = await every.post('/storage/files/presign-upload', {
+      body: { cleanupRule: 'persistent', bindingId: s3.body.id },
+    });
+    expect422(res, 'body.bindingId');
+    expect(res.body.message).toContain('s3 backend');
+  });
+
+  it('refuses bodies that are not JSON objects', async () => {
+    const text = await client.post('/storage/files/presign-upload', {
+      rawBody: 'cleanupRule=ttl',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(text.status).toBe(415);
+    expect(text.body.code).toBe('unsupported_media_type');
+    const broken = await client.post('/storage/files/presign-upload', {
+      rawBody: '{"cleanupRule": ',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect422(broken);
+  });
+
+  it('refuses a body on complete, bad ids and bad list filters', async () => {
+    const { fileId } = await uploadFile(client, 'x');
+    expect422(await client.post(`/storage/files/${fileId}/complete`, { body: { size: 1 } }));
+    for (const path of ['/storage/files/nope', '/storage/files/nope/download-url']) {
+      expect422(await client.get(path), 'params.id');
+    }
+    expect422(await client.delete('/storage/files/123'), 'params.id');
+    expect422(await client.get('/storage/files?status=gone'), 'querystring.status');
+    expect422(await client.get('/storage/files?bindingId=abc'), 'querystring.bindingId');
+    expect422(await client.get('/storage/files?limit=5'), 'querystring.limit');
+    expect422(await client.get(`/storage/files/${fileId}?verbose=1`), 'querystring.verbose');
+  });
+});
