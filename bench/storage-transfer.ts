@@ -21,23 +21,19 @@
  * a download URL, counting the bytes. The download is served from the page cache, like the plain
  * read. Results go to docs/performance.md by hand.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { CHILD_OWNER, memoryMb, startChildCoordinator, type ChildCoordinator } from './lib/child-coordinator.js';
 import { machineNote, median } from './lib/report.js';
 
 const GOAL_RATIO = 0.7;
 const GOAL_RSS_MB = 150;
 const CHUNK = 1 << 20;
-const EMAIL = 'bench@example.test';
-const PASSWORD = 'bench password';
 
 const { values } = parseArgs({
   options: {
@@ -79,53 +75,7 @@ function expectedSha256(): string {
   return hash.digest('hex');
 }
 
-// ---- The coordinator child process -------------------------------------------------------------
-
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
-
-interface Child {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<unknown>;
-}
-
-async function startCoordinator(dataDir: string): Promise<Child> {
-  const main = values.source
-    ? ['--conditions=drover-source', '--import', 'tsx', path.join(ROOT, 'coordinator/src/cli/main.ts')]
-    : [path.join(ROOT, 'coordinator/dist/cli/main.js')];
-  if (!values.source && !fs.existsSync(main[0]!))
-    throw new Error('coordinator/dist is missing: run `pnpm build` first');
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
-  const child = spawn(process.execPath, [...main, 'start', '--port', '0', '--data-dir', dataDir], {
-    cwd: ROOT,
-    env: {
-      ...env,
-      DROVER_BOOTSTRAP_EMAIL: EMAIL,
-      DROVER_BOOTSTRAP_PASSWORD: PASSWORD,
-      DROVER_LOG_LEVEL: 'warn',
-      DROVER_MAX_FILE_BYTES: String(Math.max(SIZE, 5 * 1024 ** 3)),
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.setEncoding('utf8').on('data', (c: string) => {
-      out += c;
-      const match = /listening on (http:\/\/\S+) /.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    void exited.then(() => reject(new Error(`the coordinator exited before listening:\n${out}`)));
-  });
-  return { child, url, exited };
-}
-
-/** VmRSS or VmHWM of a process, in MB. */
-function memoryMb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
-  return kb / 1024;
-}
+// ---- The coordinator child's memory -------------------------------------------------------------
 
 /** Samples the child's RSS every 20 ms while `run` runs; returns its result and the peak. */
 async function sampled<T>(pid: number, run: () => Promise<T>): Promise<{ result: T; peakMb: number }> {
@@ -157,7 +107,7 @@ async function json(method: string, url: string, body?: unknown, token?: string)
 }
 
 async function storageToken(base: string): Promise<string> {
-  const session = (await json('POST', `${base}/auth/login`, { email: EMAIL, password: PASSWORD })).token as string;
+  const session = (await json('POST', `${base}/auth/login`, CHILD_OWNER)).token as string;
   const orgId = (await json('GET', `${base}/orgs`, undefined, session))[0].id as string;
   const issued = await json(
     'POST',
@@ -223,7 +173,7 @@ async function plainRound(dir: string): Promise<{ write: number; read: number }>
 }
 
 async function presignedRound(
-  c: Child,
+  c: ChildCoordinator,
   token: string,
   sha256: string,
 ): Promise<{ write: number; read: number; uploadPeakMb: number; downloadPeakMb: number }> {
@@ -234,7 +184,7 @@ async function presignedRound(
     { cleanupRule: 'persistent', filename: 'bench.bin' },
     token,
   );
-  const pid = c.child.pid!;
+  const pid = c.pid;
   let start = process.hrtime.bigint();
   const upload = await sampled(pid, () => put(up.uploadUrl, up.headers));
   const write = seconds(start);
@@ -251,13 +201,15 @@ async function presignedRound(
   return { write, read, uploadPeakMb: upload.peakMb, downloadPeakMb: download.peakMb };
 }
 
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-bench-transfer-'));
-let coordinator: Child | undefined;
+let coordinator: ChildCoordinator | undefined;
 try {
   console.log(`storage transfer: ${sizeMib} MiB, ${rounds} round(s); ${machineNote()}`);
   const sha256 = expectedSha256();
-  coordinator = await startCoordinator(dataDir);
-  const pid = coordinator.child.pid!;
+  coordinator = await startChildCoordinator({
+    source: values.source,
+    env: { DROVER_MAX_FILE_BYTES: String(Math.max(SIZE, 5 * 1024 ** 3)) },
+  });
+  const { pid, dataDir } = coordinator;
   const token = await storageToken(`${coordinator.url}/v1`);
   const idleMb = memoryMb(pid, 'VmRSS');
   console.log(
@@ -302,9 +254,5 @@ try {
     `coordinator peak RSS during transfers ${peak.toFixed(1)} MB (goal < ${GOAL_RSS_MB}; ${peak < GOAL_RSS_MB ? 'meets' : 'ABOVE'} the goal); VmHWM over its life ${hwm.toFixed(1)} MB`,
   );
 } finally {
-  if (coordinator) {
-    coordinator.child.kill('SIGTERM');
-    await coordinator.exited;
-  }
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  await coordinator?.close();
 }

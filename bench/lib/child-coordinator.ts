@@ -19,6 +19,8 @@ export interface ChildCoordinator {
   /** `http://127.0.0.1:<port>` */
   url: string;
   dataDir: string;
+  /** SIGTERM and wait; the data directory stays (for a second look at the same data). */
+  stop(): Promise<void>;
   /** SIGTERM, wait, remove the data directory. */
   close(): Promise<void>;
 }
@@ -50,6 +52,14 @@ export async function startChildCoordinator(
   );
   const exited = new Promise((resolve) => child.on('exit', resolve));
   const remove = () => fs.rmSync(dataDir, { recursive: true, force: true });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let out = '';
@@ -65,13 +75,9 @@ export async function startChildCoordinator(
       pid: child.pid!,
       url,
       dataDir,
+      stop,
       async close() {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-          await exited;
-          clearTimeout(timer);
-        }
+        await stop();
         remove();
       },
     };

@@ -4,3 +4,4 @@ export { createLogger } from './logger.js';
 export { ErrorCodes, AppError, type ErrorCode } from './errors.js';
 export { systemClock, type Clock } from './util/clock.js';
 export { startServer, type RunningServer } from './server.js';
+export { desiredManifest } from './domain/ota/agent-deploy.js';

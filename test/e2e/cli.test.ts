@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
 
@@ -11,94 +10,12 @@ import { ApiClient } from '../helpers/http.js';
  * the data directory across restarts, and what its logs never contain.
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = path.join(ROOT, 'coordinator/src/cli/main.ts');
 const EMAIL = 'cli-owner@example.test';
 const PASSWORD = 'cli password 12345';
 
-interface Cli {
-  child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  /** Resolves with the exit code (null when killed by a signal). */
-  exited: Promise<number | null>;
-  /** Resolves once stdout matches `pattern`; rejects when the process exits first or after `ms`. */
-  waitFor(pattern: RegExp, ms?: number): Promise<RegExpMatchArray>;
-}
-
-const children: ChildProcess[] = [];
-
 afterEach(() => {
-  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
-  children.length = 0;
-  for (const child of alive) child.kill('SIGKILL');
-  expect(
-    alive.map((c) => c.pid),
-    'child processes left running',
-  ).toEqual([]);
+  expect(killLeftoverCoordinators(), 'child processes left running').toEqual([]);
 });
-
-/** Runs `drover-coordinator <args>` with only the DROVER_* settings given here. */
-function cli(args: string[], env: Record<string, string> = {}): Cli {
-  const clean = Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_') && !k.startsWith('API_TOKEN_')),
-  );
-  const child = spawn(process.execPath, ['--conditions=drover-source', '--import', 'tsx', MAIN, ...args], {
-    cwd: ROOT,
-    env: { ...clean, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  let err = '';
-  const waiters = new Set<() => void>();
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    out += chunk;
-    for (const w of waiters) w();
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
-    err += chunk;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  // 'exit' can fire before the pipes are drained; 'close' comes after both.
-  const closed = new Promise<void>((resolve) => child.on('close', () => resolve()));
-  return {
-    child,
-    stdout: () => out,
-    stderr: () => err,
-    exited: exited.then(async (code) => {
-      await closed;
-      return code;
-    }),
-    waitFor(pattern, ms = 20_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const match = out.match(pattern);
-          if (match) {
-            done();
-            resolve(match);
-          }
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(new Error(`timed out waiting for ${pattern}; stdout:\n${out}\nstderr:\n${err}`));
-        }, ms);
-        const done = () => {
-          clearTimeout(timer);
-          waiters.delete(check);
-        };
-        void exited.then((code) => {
-          if (!out.match(pattern)) {
-            done();
-            reject(new Error(`exited ${code} before ${pattern}; stdout:\n${out}\nstderr:\n${err}`));
-          }
-        });
-        waiters.add(check);
-        check();
-      });
-    },
-  };
-}
 
 /** Runs a command to completion. */
 async function run(args: string[], env: Record<string, string> = {}) {
@@ -108,7 +25,7 @@ async function run(args: string[], env: Record<string, string> = {}) {
 }
 
 /** Sends `signal` and returns the exit code and how long the process took to exit. */
-async function stop(c: Cli, signal: NodeJS.Signals = 'SIGTERM') {
+async function stop(c: CoordinatorCli, signal: NodeJS.Signals = 'SIGTERM') {
   const started = Date.now();
   c.child.kill(signal);
   const code = await c.exited;

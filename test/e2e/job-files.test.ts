@@ -1,17 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  enrollAgentStateDir,
-  eventually,
-  killProcessesWithEnv,
-  startDaemonProcess,
-  stopDaemonProcess,
-  writeWorkflowFile,
-  type AgentStateDir,
-  type DaemonProcess,
-} from '../helpers/agent-daemon.js';
-import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { eventually, startDaemonRig, type AgentStateDir, type DaemonRig } from '../helpers/agent-daemon.js';
+import type { TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
 import { defaultBindingId, sha256, uploadFile } from '../helpers/storage.js';
 import { issueApiToken } from '../helpers/tokens.js';
@@ -23,21 +14,15 @@ import { issueApiToken } from '../helpers/tokens.js';
  * uploaded by the agent and comes back as a FileRef a token can download.
  */
 
+let rig: DaemonRig | undefined;
 let t: TestCoordinator;
 let a: AgentStateDir;
-let daemon: DaemonProcess | undefined;
 let work: string;
+let jobIds: string[];
 let storage: ApiClient;
-const jobIds: string[] = [];
 const triggers = new Map<string, { id: string; token: string }>();
 
-afterAll(async () => {
-  await stopDaemonProcess(daemon);
-  await t?.close();
-  for (const id of jobIds) killProcessesWithEnv('DROVER_JOB_ID', id);
-  if (a) fs.rmSync(path.dirname(a.stateDir), { recursive: true, force: true });
-  if (work) fs.rmSync(work, { recursive: true, force: true });
-});
+afterAll(() => rig?.close());
 
 const WORKFLOWS = (markers: string): Record<string, string[]> => ({
   checksum: [
@@ -85,22 +70,10 @@ const WORKFLOWS = (markers: string): Record<string, string[]> => ({
 });
 
 beforeAll(async () => {
-  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
-  work = makeTempDir('drover-job-files-');
-  a = await enrollAgentStateDir(t);
-  const workflows = WORKFLOWS(work);
-  for (const [name, lines] of Object.entries(workflows)) writeWorkflowFile(a.stateDir, name, `${lines.join('\n')}\n`);
-  daemon = startDaemonProcess(a.stateDir);
-  await eventually(
-    async () => {
-      const res = await t.owner.get(`/orgs/${t.orgId}/workflows`);
-      return res.body.filter((w: { agentId: string }) => w.agentId === a.agentId).length === 4;
-    },
-    30_000,
-    'the agent to connect and report its workflows',
-  );
+  rig = await startDaemonRig({ workPrefix: 'drover-job-files-', workflows: WORKFLOWS });
+  ({ t, a, work, jobIds } = rig);
   const bindingId = await defaultBindingId(t);
-  for (const name of Object.keys(workflows)) {
+  for (const name of Object.keys(WORKFLOWS(work))) {
     const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
       body: {
         name,

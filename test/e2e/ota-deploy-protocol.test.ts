@@ -207,6 +207,23 @@ describe('the signed desired manifest', () => {
     expect(again.body.apps[0].payload.nonce).not.toBe(a.payload.nonce);
   });
 
+  it('signs every manifest from the current releases: a publish or a yank shows at the next fetch', async () => {
+    const agent = await enrollTestAgent(owner, t.orgId);
+    const artifact = await uploadArtifact(uploader, 'cache bytes');
+    const app = await createApp(owner, t.orgId, { slug: 'manifest-fresh', updateWorkflowName: 'upd' });
+    const r1 = await release(owner, t.orgId, app.id, { version: '1.0', artifactFileId: artifact });
+    await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
+    expect((await desired(agent)).body.apps[0].payload.desired.release_id).toBe(r1.id);
+    const r2 = await release(owner, t.orgId, app.id, { version: '2.0', artifactFileId: artifact });
+    expect((await desired(agent)).body.apps[0].payload.desired.release_id).toBe(r2.id);
+    const yanked = await owner.post(`/orgs/${t.orgId}/apps/${app.id}/releases/${r2.id}/yank`);
+    expect(yanked.status).toBe(200);
+    expect((await desired(agent)).body.apps[0].payload.desired.release_id).toBe(r1.id);
+    const renamed = await owner.patch(`/orgs/${t.orgId}/apps/${app.id}`, { body: { updateWorkflowName: 'upd2' } });
+    expect(renamed.status).toBe(200);
+    expect((await desired(agent)).body.apps[0].payload.update_workflow).toBe('upd2');
+  });
+
   it('lists nothing for an agent bound to no application, and needs a signature', async () => {
     const agent = await enrollTestAgent(owner, t.orgId);
     expect((await desired(agent)).body).toEqual({ apps: [] });

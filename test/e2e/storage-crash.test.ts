@@ -1,9 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { coordinatorCli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
 import {
   makeTempDir,
   OWNER_EMAIL,
@@ -22,57 +21,22 @@ import { issueApiToken } from '../helpers/tokens.js';
  * upload URL works again after the restart (its key lives in the database).
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = path.join(ROOT, 'coordinator/src/cli/main.ts');
 const BANNER = /Drover coordinator listening on (http:\/\/127\.0\.0\.1:\d+)/;
 
-const children: ChildProcess[] = [];
 afterEach(() => {
-  const alive = children.filter((c) => c.exitCode === null && c.signalCode === null);
-  children.length = 0;
-  for (const child of alive) child.kill('SIGKILL');
-  expect(
-    alive.map((c) => c.pid),
-    'child processes left running',
-  ).toEqual([]);
+  expect(killLeftoverCoordinators(), 'child processes left running').toEqual([]);
 });
 
 /** `drover-coordinator start` on `dataDir` in a child process; resolves with its URL once listening. */
-async function startChild(dataDir: string): Promise<{ child: ChildProcess; url: string; exited: Promise<unknown> }> {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
-  const child = spawn(
-    process.execPath,
-    ['--conditions=drover-source', '--import', 'tsx', MAIN, 'start', '--port', '0', '--data-dir', dataDir],
-    {
-      cwd: ROOT,
-      env: {
-        ...clean,
-        DROVER_BOOTSTRAP_EMAIL: OWNER_EMAIL,
-        DROVER_BOOTSTRAP_PASSWORD: OWNER_PASSWORD,
-        DROVER_BOOTSTRAP_ORG: 'acme',
-        DROVER_LOG_LEVEL: 'warn',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  children.push(child);
-  const exited = new Promise((resolve) => child.on('exit', resolve));
-  let out = '';
-  let err = '';
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => (err += c));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no banner; stdout:\n${out}\nstderr:\n${err}`)), 20_000);
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk;
-      const match = out.match(BANNER);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    void exited.then(() => reject(new Error(`exited before listening:\n${err}`)));
+async function startChild(dataDir: string): Promise<CoordinatorCli & { url: string }> {
+  const started = coordinatorCli(['start', '--port', '0', '--data-dir', dataDir], {
+    DROVER_BOOTSTRAP_EMAIL: OWNER_EMAIL,
+    DROVER_BOOTSTRAP_PASSWORD: OWNER_PASSWORD,
+    DROVER_BOOTSTRAP_ORG: 'acme',
+    DROVER_LOG_LEVEL: 'warn',
   });
-  return { child, url, exited };
+  const [, url] = await started.waitFor(BANNER);
+  return { ...started, url: url! };
 }
 
 const tmpFiles = (dataDir: string) => {

@@ -2,17 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  enrollAgentStateDir,
   eventually,
-  killProcessesWithEnv,
   processesWithEnv,
-  startDaemonProcess,
-  stopDaemonProcess,
-  writeWorkflowFile,
+  startDaemonRig,
   type AgentStateDir,
   type DaemonProcess,
+  type DaemonRig,
 } from '../helpers/agent-daemon.js';
-import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiResponse } from '../helpers/http.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
@@ -25,19 +22,14 @@ import { issueApiToken } from '../helpers/tokens.js';
 const SECRET = 's3cr3t-value-8f2a';
 const TERMINAL = ['success', 'failed', 'timed_out', 'cancelled', 'rejected'];
 
+let rig: DaemonRig | undefined;
 let t: TestCoordinator;
 let a: AgentStateDir;
-let daemon: DaemonProcess | undefined;
+let daemon: DaemonProcess;
 let work: string;
-const jobIds: string[] = [];
+let jobIds: string[];
 
-afterAll(async () => {
-  await stopDaemonProcess(daemon);
-  await t?.close();
-  for (const id of jobIds) killProcessesWithEnv('DROVER_JOB_ID', id);
-  if (a) fs.rmSync(path.dirname(a.stateDir), { recursive: true, force: true });
-  if (work) fs.rmSync(work, { recursive: true, force: true });
-});
+afterAll(() => rig?.close());
 
 const WORKFLOWS: Record<string, string[]> = {
   hello: [
@@ -102,33 +94,28 @@ const WORKFLOWS: Record<string, string[]> = {
 };
 
 beforeAll(async () => {
-  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
-  work = makeTempDir('drover-trigger-run-agent-');
-  a = await enrollAgentStateDir(t);
-  for (const [name, lines] of Object.entries(WORKFLOWS)) writeWorkflowFile(a.stateDir, name, `${lines.join('\n')}\n`);
-  // `slow` runs until the test creates its gate file (at most 30 s).
-  writeWorkflowFile(
-    a.stateDir,
-    'slow',
-    `name: slow\nsteps:\n  - run: for i in $(seq 600); do [ -f ${gateFile()} ] && break; sleep 0.05; done; echo "done=yes" >> "$DROVER_OUTPUT"\n    shell: true\n`,
-  );
-  writeWorkflowFile(
-    a.stateDir,
-    'count',
-    `name: count\nsteps:\n  - run: echo "$DROVER_JOB_ID" >> ${path.join(work, 'runs.log')}\n    shell: true\n`,
-  );
-  fs.writeFileSync(path.join(a.stateDir, 'secrets.yaml'), `DEPLOY_TOKEN: "${SECRET}"\n`, { mode: 0o600 });
-  daemon = startDaemonProcess(a.stateDir);
-  const names = [...Object.keys(WORKFLOWS), 'slow', 'count'].sort();
-  await eventually(
-    async () => {
-      const res = await t.owner.get(`/orgs/${t.orgId}/workflows`);
-      const reported = res.body.filter((w: { agentId: string }) => w.agentId === a.agentId);
-      return reported.length === names.length;
-    },
-    30_000,
-    'the agent to connect and report its workflows',
-  );
+  rig = await startDaemonRig({
+    workPrefix: 'drover-trigger-run-agent-',
+    workflows: (dir) => ({
+      ...WORKFLOWS,
+      // `slow` runs until the test creates its gate file (at most 30 s).
+      slow: [
+        'name: slow',
+        'steps:',
+        `  - run: for i in $(seq 600); do [ -f ${path.join(dir, 'gate')} ] && break; sleep 0.05; done; echo "done=yes" >> "$DROVER_OUTPUT"`,
+        '    shell: true',
+      ],
+      count: [
+        'name: count',
+        'steps:',
+        `  - run: echo "$DROVER_JOB_ID" >> ${path.join(dir, 'runs.log')}`,
+        '    shell: true',
+      ],
+    }),
+    prepare: (stateDir) =>
+      fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), `DEPLOY_TOKEN: "${SECRET}"\n`, { mode: 0o600 }),
+  });
+  ({ t, a, daemon, work, jobIds } = rig);
 }, 60_000);
 
 /** A webhook trigger on the agent's workflow and an API token that may run it. */
@@ -354,7 +341,7 @@ describe('idempotency with a real agent', () => {
     await new Promise((r) => setTimeout(r, 300));
     const runs = fs.readFileSync(path.join(work, 'runs.log'), 'utf8').trim().split('\n');
     expect(runs.filter((id) => id === jobId)).toEqual([jobId]);
-    const starts = daemon!.logRecords().filter((r) => r.jobId === jobId && /^step 1 .*started/.test(r.msg));
+    const starts = daemon.logRecords().filter((r) => r.jobId === jobId && /^step 1 .*started/.test(r.msg));
     expect(starts).toHaveLength(1);
   });
 });
@@ -369,7 +356,7 @@ describe('secret masking through the whole path', () => {
     const done = await job(res.body.jobId);
     expect(texts(done)).toEqual(expect.arrayContaining(['using *** now', 'err ***']));
     expect(JSON.stringify(done)).not.toContain(SECRET);
-    await daemon!.waitForLog((r) => r.jobId === res.body.jobId && /job finished/.test(r.msg ?? ''));
+    await daemon.waitForLog((r) => r.jobId === res.body.jobId && /job finished/.test(r.msg ?? ''));
     const agentLog = fs.readFileSync(path.join(a.stateDir, 'logs', 'agent.log'), 'utf8');
     expect(agentLog).toContain('using *** now');
     expect(agentLog).not.toContain(SECRET);

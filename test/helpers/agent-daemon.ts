@@ -6,7 +6,7 @@ import { enrollAgent } from '../../agent/src/enroll.js';
 import type { DaemonStatus } from '../../agent/src/daemon-status.js';
 import { loadPrivateKey } from '../../agent/src/state/enrollment.js';
 import type { TestAgent } from './agent.js';
-import { makeTempDir, type TestCoordinator } from './coordinator.js';
+import { makeTempDir, startTestCoordinator, type TestCoordinator } from './coordinator.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 export const AGENT_MAIN = path.join(repoRoot, 'agent/src/cli/main.ts');
@@ -118,6 +118,65 @@ export async function stopDaemonProcess(daemon: DaemonProcess | undefined): Prom
   if (!daemon || daemon.child.exitCode !== null || daemon.child.signalCode !== null) return;
   daemon.child.kill('SIGKILL');
   await daemon.exited;
+}
+
+/**
+ * One coordinator and one real `drover-agent run` whose workflow files are written and reported:
+ * the fixture of the end-to-end tests that run jobs through a real agent. `close()` stops both,
+ * kills whatever the jobs in `jobIds` left running, and removes the directories.
+ */
+export interface DaemonRig {
+  t: TestCoordinator;
+  a: AgentStateDir;
+  daemon: DaemonProcess;
+  /** The test's scratch directory (markers, gate files). */
+  work: string;
+  /** The jobs the test started: their processes are killed on close. */
+  jobIds: string[];
+  close(): Promise<void>;
+}
+
+export async function startDaemonRig(options: {
+  /** Prefix of the scratch directory's name. */
+  workPrefix: string;
+  /** The workflow files, name to YAML lines, given the scratch directory. */
+  workflows: (work: string) => Record<string, string[]>;
+  /** Anything more to write into the state directory before the daemon starts (secrets). */
+  prepare?: (stateDir: string) => void;
+}): Promise<DaemonRig> {
+  const t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+  const work = makeTempDir(options.workPrefix);
+  const jobIds: string[] = [];
+  let stateDir: string | undefined;
+  let daemon: DaemonProcess | undefined;
+  const close = async () => {
+    await stopDaemonProcess(daemon);
+    await t.close();
+    for (const id of jobIds) killProcessesWithEnv('DROVER_JOB_ID', id);
+    if (stateDir) fs.rmSync(path.dirname(stateDir), { recursive: true, force: true });
+    fs.rmSync(work, { recursive: true, force: true });
+  };
+  try {
+    const a = await enrollAgentStateDir(t);
+    stateDir = a.stateDir;
+    const workflows = options.workflows(work);
+    for (const [name, lines] of Object.entries(workflows)) writeWorkflowFile(a.stateDir, name, `${lines.join('\n')}\n`);
+    options.prepare?.(a.stateDir);
+    daemon = startDaemonProcess(a.stateDir);
+    const count = Object.keys(workflows).length;
+    await eventually(
+      async () => {
+        const res = await t.owner.get(`/orgs/${t.orgId}/workflows`);
+        return res.body.filter((w: { agentId: string }) => w.agentId === a.agentId).length === count;
+      },
+      30_000,
+      'the agent to connect and report its workflows',
+    );
+    return { t, a, daemon, work, jobIds, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
 }
 
 function readLog(stateDir: string): Record<string, any>[] {

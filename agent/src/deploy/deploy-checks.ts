@@ -52,7 +52,7 @@ export function eventMismatch(assignment: DeployAssignment, payload: ManifestPay
   return null;
 }
 
-/** Whether the installation is the desired release (by id, else by sequence). */
+/** Whether the release this agent installed is the desired one (the same release id). */
 export function runsDesired(current: InstalledRelease | null, desired: ManifestDesired | null): boolean {
   if (!current || !desired) return false;
   return sameId(current.releaseId, desired.release_id);

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/shared';
@@ -148,7 +149,10 @@ class DeployRun {
       { size: desired.size, sha256: desired.checksum_sha256 },
       this.signal,
     ).catch((error: unknown) => `the artifact could not be read back: ${(error as Error).message}`);
-    if (problem) return this.#end('refused', problem);
+    if (problem) {
+      fs.rmSync(target, { force: true });
+      return this.#end('refused', problem);
+    }
     this.#say(`artifact verified: ${desired.size} bytes, SHA-256 ${desired.checksum_sha256.toLowerCase()}`);
 
     await this.#report('installing');

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { request, type Dispatcher } from 'undici';
+import { presignedRequest, type PresignedTarget } from './presigned-request.js';
 import {
   abortError,
   answerReason,
@@ -14,18 +14,12 @@ import {
   TransferError,
 } from './transfer-error.js';
 
-/** Wait this long for the answer's headers, and at most this long between two chunks of the body. */
-const STALL_TIMEOUT_MS = 60_000;
-
-export interface DownloadRequest {
-  url: string;
+export interface DownloadRequest extends PresignedTarget {
   /** The final path; the bytes go to a temporary file beside it, renamed only once verified. */
   target: string;
   expectedSize: number;
   /** Lowercase hex SHA-256. */
   expectedSha256: string;
-  signal: AbortSignal;
-  dispatcher?: Dispatcher;
 }
 
 /**
@@ -36,20 +30,8 @@ export interface DownloadRequest {
  * 5xx, `final` for a mismatch or another refusal) or TransferAborted.
  */
 export async function downloadFile(req: DownloadRequest): Promise<void> {
-  if (!/^https?:\/\//i.test(req.url)) throw new TransferError('final', 'the download URL is not an http(s) URL');
+  const answer = await presignedRequest('the download', req, { method: 'GET' });
   const temp = path.join(path.dirname(req.target), `.download-${randomBytes(6).toString('hex')}.part`);
-  let answer: Dispatcher.ResponseData;
-  try {
-    answer = await request(req.url, {
-      method: 'GET',
-      signal: req.signal,
-      headersTimeout: STALL_TIMEOUT_MS,
-      bodyTimeout: STALL_TIMEOUT_MS,
-      ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
-    });
-  } catch (error) {
-    throw networkFailure('the download', error, req.signal);
-  }
   if (answer.statusCode !== 200) {
     const text = await readSmallBody(answer.body);
     throw new TransferError(

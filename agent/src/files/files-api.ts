@@ -1,5 +1,7 @@
+import type { Dispatcher } from 'undici';
 import { isAgentError } from '../errors.js';
 import { answerMessage, signedCall, type HttpAnswer, type SignedCaller } from '../http/client.js';
+import type { Backoff } from '../util/backoff.js';
 import { TransferError } from './transfer-error.js';
 
 /**
@@ -11,6 +13,21 @@ export interface FilesApi {
   createOutputFile(jobId: string, file: NewOutputFile): Promise<PresignedUpload>;
   completeOutputFile(jobId: string, fileId: string): Promise<void>;
   inputFile(jobId: string, fileId: string): Promise<InputFileDownload>;
+}
+
+/** What moving a job's files needs, its inputs or its outputs alike. */
+export interface JobFilesRequest {
+  jobId: string;
+  workspace: string;
+  api: FilesApi;
+  /** Aborts on shutdown and when the job's time is up. */
+  signal: AbortSignal;
+  /** A line of the job's log (the agent's own, `system`). */
+  log(text: string): void;
+  dispatcher?: Dispatcher;
+  /** Transfer attempts per file. */
+  attempts?: number;
+  backoff?: Backoff;
 }
 
 export interface NewOutputFile {

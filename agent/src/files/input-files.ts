@@ -1,27 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { looksLikeFileRef, type InputFileRef } from '@drover/shared';
-import type { Dispatcher } from 'undici';
 import { Backoff } from '../util/backoff.js';
 import { downloadFile } from './download.js';
-import type { FilesApi } from './files-api.js';
+import type { JobFilesRequest } from './files-api.js';
 import { formatBytes, pause } from './format.js';
 import { safeFilename, safeParamDir } from './safe-names.js';
 import { abortError, TransferAborted, TransferError } from './transfer-error.js';
 
-export interface InputFilesRequest {
-  jobId: string;
+export interface InputFilesRequest extends JobFilesRequest {
   params: Record<string, unknown>;
-  workspace: string;
-  api: FilesApi;
-  /** Aborts on shutdown and when the job's time is up. */
-  signal: AbortSignal;
-  /** A line of the job's log (the agent's own, `system`). */
-  log(text: string): void;
-  dispatcher?: Dispatcher;
   /** Download attempts per file (default 3). */
   attempts?: number;
-  backoff?: Backoff;
 }
 
 /** A downloaded input, as params.json shows it: the FileRef without its URL, plus its local `path`. */

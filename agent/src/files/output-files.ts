@@ -2,10 +2,9 @@ import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { FILE_REF_TYPE, type FileRef } from '@drover/shared';
-import type { Dispatcher } from 'undici';
 import { Backoff } from '../util/backoff.js';
 import { contentTypeOf } from './content-type.js';
-import type { FilesApi } from './files-api.js';
+import type { JobFilesRequest } from './files-api.js';
 import { formatBytes, pause } from './format.js';
 import { hashFileHandle } from './hash-file.js';
 import { safeFilename } from './safe-names.js';
@@ -16,19 +15,11 @@ import { resolveWorkspaceFile } from './workspace-path.js';
 /** The prefix of an output value naming a file to upload (CONTRACT §5). */
 export const FILE_OUTPUT_PREFIX = 'file:';
 
-export interface OutputFilesRequest {
-  jobId: string;
+export interface OutputFilesRequest extends JobFilesRequest {
   /** The steps' output (`key=value` of `$DROVER_OUTPUT`). */
   output: Record<string, string>;
-  workspace: string;
-  api: FilesApi;
-  /** Aborts on shutdown and when the job's time is up. */
-  signal: AbortSignal;
-  log(text: string): void;
-  dispatcher?: Dispatcher;
   /** Upload attempts per file (default 5). */
   attempts?: number;
-  backoff?: Backoff;
 }
 
 export interface OutputFilesResult {

@@ -17,6 +17,8 @@ export interface BlobServer {
   /** Status codes to answer next, one per request, before serving normally. */
   script: number[];
   requests: string[];
+  /** Forgets every blob, upload, scripted answer and request (between tests). */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -59,6 +61,12 @@ export async function startBlobServer(): Promise<BlobServer> {
     uploads,
     script,
     requests,
+    reset: () => {
+      blobs.clear();
+      uploads.clear();
+      script.length = 0;
+      requests.length = 0;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

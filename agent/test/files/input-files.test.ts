@@ -22,9 +22,7 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 beforeEach(() => {
   workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-inputs-'));
-  server.blobs.clear();
-  server.script.length = 0;
-  server.requests.length = 0;
+  server.reset();
   server.blobs.set('a', CONTENT);
   api = fakeApi(server);
   lines = [];

@@ -23,9 +23,7 @@ beforeEach(() => {
   fs.mkdirSync(workspace);
   fs.writeFileSync(path.join(workspace, 'out.txt'), 'the result\n');
   fs.writeFileSync(path.join(root, 'secret.txt'), 'not yours');
-  server.uploads.clear();
-  server.script.length = 0;
-  server.requests.length = 0;
+  server.reset();
   api = fakeApi(server);
   lines = [];
 });

@@ -42,3 +42,20 @@ export class AuditLog {
     }
   }
 }
+
+/** A signed-in user acting in one organization (as `requireOrgRole` answers it). */
+export interface UserActor {
+  orgId: string;
+  userId: string;
+}
+
+/** The audit entry of an action a user took on one target of their organization. */
+export function userAction(
+  actor: UserActor,
+  action: string,
+  targetType: string,
+  targetId: string,
+  metadata: Record<string, unknown>,
+): AuditRecord {
+  return { orgId: actor.orgId, actorType: 'user', actorId: actor.userId, action, targetType, targetId, metadata };
+}

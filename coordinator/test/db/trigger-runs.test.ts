@@ -5,6 +5,7 @@ import { createSqliteRepositories, type Repositories } from '../../src/db/reposi
 import type { AdmissionRequest } from '../../src/db/repositories/trigger-runs.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { newId } from '../../src/util/ids.js';
+import { seedOrgWithAgent } from './fixture.js';
 
 const NOW = Date.UTC(2030, 0, 1, 10, 0, 5);
 const none = { perMinute: null, perHour: null, perDay: null };
@@ -19,20 +20,7 @@ describe('trigger-run admission', () => {
     db = openDatabase(':memory:');
     migrate(db);
     repos = createSqliteRepositories(db, new GroupCommitExecutor(db));
-    const userId = newId();
-    await repos.users.insert({
-      id: userId,
-      email: 'u@example.test',
-      passwordHash: 'x',
-      createdAt: '2030-01-01T00:00:00.000Z',
-    });
-    orgId = newId();
-    await repos.orgs.create({ id: orgId, name: 'acme', createdAt: '2030-01-01T00:00:00.000Z' }, userId);
-    agentId = newId();
-    db.prepare(
-      `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
-       VALUES (?, ?, 'a', 'h', 'linux', '1', 'k', 'connected', '2030-01-01T00:00:00.000Z', 1)`,
-    ).run(agentId, orgId);
+    ({ orgId, agentId } = await seedOrgWithAgent(db, repos));
   });
   afterEach(() => db.close());
 

@@ -9,6 +9,7 @@ import type { AdmissionRequest } from '../../src/db/repositories/trigger-runs.js
 import { GroupCommitExecutor, type WriteExecutor } from '../../src/db/writer/executor.js';
 import { createGroupCommit } from '../../src/db/writer/group-commit.js';
 import { newId } from '../../src/util/ids.js';
+import { seedOrgWithAgent } from './fixture.js';
 
 describe('group commit', () => {
   const setup = () => {
@@ -66,20 +67,7 @@ describe('group-commit write executor', () => {
     migrate(db);
     writes = new GroupCommitExecutor(db);
     repos = createSqliteRepositories(db, writes);
-    const userId = newId();
-    await repos.users.insert({
-      id: userId,
-      email: 'u@example.test',
-      passwordHash: 'x',
-      createdAt: '2030-01-01T00:00:00.000Z',
-    });
-    orgId = newId();
-    await repos.orgs.create({ id: orgId, name: 'acme', createdAt: '2030-01-01T00:00:00.000Z' }, userId);
-    agentId = newId();
-    db.prepare(
-      `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
-       VALUES (?, ?, 'a', 'h', 'linux', '1', 'k', 'connected', '2030-01-01T00:00:00.000Z', 1)`,
-    ).run(agentId, orgId);
+    ({ orgId, agentId } = await seedOrgWithAgent(db, repos));
   });
   afterEach(async () => {
     await writes.close();

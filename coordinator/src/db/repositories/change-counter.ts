@@ -10,13 +10,19 @@ export interface ChangeCounterRepository {
    * (the CLI). A cache filled at generation G is exact while `generation()` still returns G.
    */
   generation(): Promise<number>;
+  /** The same for the OTA tables applications and releases (migration 0007). */
+  otaGeneration(): Promise<number>;
 }
 
 export function createChangeCounterRepository(db: Db): ChangeCounterRepository {
   const read = db.prepare<[], number>('SELECT generation FROM change_counter WHERE id = 1').pluck(true);
+  const readOta = db.prepare<[], number>('SELECT generation FROM ota_change_counter WHERE id = 1').pluck(true);
   return {
     async generation() {
       return read.get() ?? 0;
+    },
+    async otaGeneration() {
+      return readOta.get() ?? 0;
     },
   };
 }

@@ -1,6 +1,5 @@
-import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
-import type { StorageBinding } from './storage-bindings.js';
+import { toBinding, type BindingRow, type StorageBinding } from './storage-bindings.js';
 
 export const FILE_STATUSES = ['pending', 'active', 'deleting', 'deleted', 'delete_failed'] as const;
 export type FileStatus = (typeof FILE_STATUSES)[number];
@@ -183,9 +182,14 @@ export function createFileRepository(db: Db): FileRepository {
      ORDER BY f.created_at DESC, f.rowid DESC
      LIMIT @limit`,
   );
+  // `+f.org_id`: look the files up by id (primary key), never by scanning the organization's files.
   const activeIn = db.prepare<[string, string], FileRow>(
     `SELECT f.* FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
-     WHERE f.org_id = ? AND f.status = 'active' AND f.id IN (SELECT value FROM json_each(?))`,
+     WHERE +f.org_id = ? AND f.status = 'active' AND f.id IN (SELECT value FROM json_each(?))`,
+  );
+  const activeOne = db.prepare<[string, string], FileRow>(
+    `SELECT f.* FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
+     WHERE f.id = ? AND f.org_id = ? AND f.status = 'active'`,
   );
   const complete = db.prepare(
     `UPDATE files SET status = 'active', size = @size, sha256 = @sha256, completed_at = @completedAt,
@@ -238,18 +242,9 @@ export function createFileRepository(db: Db): FileRepository {
      WHERE id = ? AND status = 'deleting' RETURNING *`,
   );
   const inUse = db.prepare<[string], { n: number }>(`SELECT ${IN_USE} AS n FROM files f WHERE f.id = ?`);
-  const binding = db.prepare<
-    [string],
-    {
-      id: string;
-      org_id: string;
-      name: string;
-      backend: StorageBinding['backend'];
-      config: string;
-      is_default: number;
-      created_at: string;
-    }
-  >('SELECT id, org_id, name, backend, config, is_default, created_at FROM storage_bindings WHERE id = ?');
+  const binding = db.prepare<[string], BindingRow>(
+    'SELECT id, org_id, name, backend, config, is_default, created_at FROM storage_bindings WHERE id = ?',
+  );
   const undeleted = db.prepare<[string], { n: number }>(
     `SELECT COUNT(*) AS n FROM files WHERE binding_id = ? AND status <> 'deleted'`,
   );
@@ -280,6 +275,11 @@ export function createFileRepository(db: Db): FileRepository {
     },
     async findActiveInOrg(orgId, ids) {
       if (ids.length === 0) return [];
+      if (ids.length === 1) {
+        // The common case (one artifact, one input file) without json_each's cost.
+        const row = activeOne.get(ids[0]!, orgId);
+        return row ? [toFile(row)] : [];
+      }
       return activeIn.all(orgId, JSON.stringify(ids)).map(toFile);
     },
     async complete(id, done) {
@@ -303,16 +303,7 @@ export function createFileRepository(db: Db): FileRepository {
     },
     async findBinding(bindingId) {
       const r = binding.get(bindingId);
-      if (!r) return null;
-      return {
-        id: r.id,
-        orgId: r.org_id,
-        name: r.name,
-        backend: r.backend,
-        config: parseJsonColumn<Record<string, unknown>>(r.config, 'storage_bindings.config') ?? {},
-        isDefault: r.is_default === 1,
-        createdAt: r.created_at,
-      };
+      return r ? toBinding(r) : null;
     },
     async countUndeletedInBinding(bindingId) {
       return undeleted.get(bindingId)?.n ?? 0;

@@ -24,7 +24,8 @@ export interface StorageBindingRepository {
   softDelete(orgId: string, id: string, at: string): Promise<boolean>;
 }
 
-interface BindingRow {
+/** A `storage_bindings` row as SQLite answers it. */
+export interface BindingRow {
   id: string;
   org_id: string;
   name: string;
@@ -34,7 +35,7 @@ interface BindingRow {
   created_at: string;
 }
 
-const toBinding = (r: BindingRow): StorageBinding => ({
+export const toBinding = (r: BindingRow): StorageBinding => ({
   id: r.id,
   orgId: r.org_id,
   name: r.name,

@@ -1,12 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import {
   parseSignatureHeaders,
-  publicKeyFromBase64,
   SIGNATURE_TOLERANCE_MS,
   verifyParsedSignature,
   type SignatureFailure,
 } from '@drover/shared';
 import type { Agent } from '../../db/repositories/agents.js';
+import { agentPublicKey } from './agent-keys.js';
 import { unauthorized } from '../../errors.js';
 
 type RefusalReason = SignatureFailure | 'unknown_agent' | 'revoked' | 'replayed_nonce';
@@ -65,8 +65,7 @@ async function authenticate(request: FastifyRequest): Promise<Agent> {
   if (!parsed.ok) throw refuse(parsed.reason);
   const agent = await repos.agents.findById(parsed.value.agentId);
   if (!agent) throw refuse('unknown_agent');
-  // The key was checked (canonical point, not small-order) when the agent enrolled.
-  const publicKey = publicKeyFromBase64(agent.publicKey, { validatePoint: false });
+  const publicKey = agentPublicKey(agent.publicKey);
   const signed =
     publicKey !== null &&
     verifyParsedSignature(publicKey, parsed.value, {

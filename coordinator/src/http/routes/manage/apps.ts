@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { userAction } from '../../../domain/audit-log.js';
 import { createApp, deleteApp, findApp, updateApp, type CreateAppInput } from '../../../domain/ota/apps.js';
 import { channelSchema, slugSchema, workflowNameSchema } from '../../../domain/ota/inputs.js';
 import { toAppView } from '../../../domain/ota/views.js';
@@ -60,21 +61,15 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const created = await createApp(ctx, orgId, request.body);
-      await audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'app.create',
-        targetType: 'application',
-        targetId: created.id,
-        metadata: {
+      const caller = await requireOrgRole(request, request.params.orgId);
+      const created = await createApp(ctx, caller.orgId, request.body);
+      await audit.record(
+        userAction(caller, 'app.create', 'application', created.id, {
           slug: created.slug,
           updateWorkflowName: created.updateWorkflowName,
           defaultChannel: created.defaultChannel,
-        },
-      });
+        }),
+      );
       return reply.code(201).send(toAppView(created));
     },
   );
@@ -113,18 +108,12 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const { app: updated, changed } = await updateApp(ctx, orgId, request.params.appId, request.body);
+      const caller = await requireOrgRole(request, request.params.orgId);
+      const { app: updated, changed } = await updateApp(ctx, caller.orgId, request.params.appId, request.body);
       if (changed.length > 0) {
-        await audit.record({
-          orgId,
-          actorType: 'user',
-          actorId: userId,
-          action: 'app.update',
-          targetType: 'application',
-          targetId: updated.id,
-          metadata: { slug: updated.slug, changed },
-        });
+        await audit.record(
+          userAction(caller, 'app.update', 'application', updated.id, { slug: updated.slug, changed }),
+        );
       }
       return toAppView(updated);
     },
@@ -142,17 +131,9 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
-      const deleted = await deleteApp(ctx, orgId, request.params.appId);
-      await audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'app.delete',
-        targetType: 'application',
-        targetId: deleted.id,
-        metadata: { slug: deleted.slug },
-      });
+      const caller = await requireOrgRole(request, request.params.orgId, 'owner');
+      const deleted = await deleteApp(ctx, caller.orgId, request.params.appId);
+      await audit.record(userAction(caller, 'app.delete', 'application', deleted.id, { slug: deleted.slug }));
       return reply.code(204).send();
     },
   );

@@ -1,5 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { findApp } from '../../../domain/ota/apps.js';
+import type { FastifyInstance } from 'fastify';
+import { userAction, type UserActor } from '../../../domain/audit-log.js';
 import {
   bindDevices,
   bindingViews,
@@ -9,10 +9,10 @@ import {
   unbindDevice,
 } from '../../../domain/ota/devices.js';
 import { channelSchema, MAX_BIND_AGENTS } from '../../../domain/ota/inputs.js';
-import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, uuid } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
 import { NoBodySchema } from '../public/storage-schemas.js';
+import { requireAppAccess } from './ota-access.js';
 import { appParams, BindingSchema, deviceParams, type AppParams, type DeviceParams } from './ota-schemas.js';
 
 /**
@@ -23,21 +23,8 @@ import { appParams, BindingSchema, deviceParams, type AppParams, type DevicePara
 export async function deviceRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;
 
-  async function access(request: FastifyRequest<{ Params: AppParams }>) {
-    const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-    return { userId, application: await findApp(ctx, orgId, request.params.appId) };
-  }
-
-  const record = (orgId: string, userId: string, action: string, targetId: string, metadata: object) =>
-    ctx.audit.record({
-      orgId,
-      actorType: 'user',
-      actorId: userId,
-      action,
-      targetType: 'device_binding',
-      targetId,
-      metadata: { ...metadata },
-    });
+  const record = (caller: UserActor, action: string, targetId: string, metadata: Record<string, unknown>) =>
+    ctx.audit.record(userAction(caller, action, 'device_binding', targetId, metadata));
 
   app.get<{ Params: AppParams }>(
     '/orgs/:orgId/apps/:appId/devices',
@@ -51,7 +38,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { application } = await access(request);
+      const { application } = await requireAppAccess(request);
       return bindingViews(ctx, application, await ctx.repos.deviceBindings.listByApp(application.id));
     },
   );
@@ -77,11 +64,11 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { userId, application } = await access(request);
+      const { application, ...caller } = await requireAppAccess(request);
       const views = await bindDevices(ctx, application, request.body.agentIds, request.body.channel);
       await Promise.all(
         views.map((v) =>
-          record(application.orgId, userId, 'device.bind', v.id, {
+          record(caller, 'device.bind', v.id, {
             applicationId: application.id,
             agentId: v.agentId,
             channel: v.channel,
@@ -104,7 +91,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { application } = await access(request);
+      const { application } = await requireAppAccess(request);
       const binding = await findBinding(ctx, application, request.params.deviceId);
       const [view] = await bindingViews(ctx, application, [binding]);
       return view;
@@ -129,10 +116,10 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { userId, application } = await access(request);
+      const { application, ...caller } = await requireAppAccess(request);
       const { view, from } = await changeChannel(ctx, application, request.params.deviceId, request.body.channel);
       if (from !== view.channel) {
-        await record(application.orgId, userId, 'device.update', view.id, {
+        await record(caller, 'device.update', view.id, {
           applicationId: application.id,
           agentId: view.agentId,
           channel: { from, to: view.channel },
@@ -154,9 +141,9 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { userId, application } = await access(request);
+      const { application, ...caller } = await requireAppAccess(request);
       const removed = await unbindDevice(ctx, application, request.params.deviceId);
-      await record(application.orgId, userId, 'device.unbind', removed.id, {
+      await record(caller, 'device.unbind', removed.id, {
         applicationId: application.id,
         agentId: removed.agentId,
       });
@@ -177,9 +164,9 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { userId, application } = await access(request);
+      const { application, ...caller } = await requireAppAccess(request);
       const view = await reconcileDevice(ctx, application, request.params.deviceId);
-      await record(application.orgId, userId, 'device.reconcile', view.id, {
+      await record(caller, 'device.reconcile', view.id, {
         applicationId: application.id,
         agentId: view.agentId,
         activeJobId: view.activeJobId,

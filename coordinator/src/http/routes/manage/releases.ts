@@ -1,7 +1,6 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { DraftPatch, Release } from '../../../db/repositories/releases.js';
-import type { AuditRecord } from '../../../domain/audit-log.js';
-import { findApp } from '../../../domain/ota/apps.js';
+import { userAction, type AuditRecord, type UserActor } from '../../../domain/audit-log.js';
 import { RELEASE_STATUSES, UPDATE_POLICIES, type ReleaseStatus } from '../../../domain/ota/desired-state.js';
 import { channelSchema, notesSchema, versionSchema } from '../../../domain/ota/inputs.js';
 import {
@@ -13,10 +12,10 @@ import {
   type CreateReleaseInput,
 } from '../../../domain/ota/releases.js';
 import { toReleaseView } from '../../../domain/ota/views.js';
-import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { NoBodySchema } from '../public/storage-schemas.js';
+import { requireAppAccess } from './ota-access.js';
 import { appParams, ReleaseSchema, releaseParams, type AppParams, type ReleaseParams } from './ota-schemas.js';
 
 /**
@@ -30,27 +29,14 @@ const policy = { type: 'string', enum: UPDATE_POLICIES } as const;
 export async function releaseRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;
 
-  /** The caller's application (404 outside the organization or when deleted). */
-  async function access(request: FastifyRequest<{ Params: AppParams }>) {
-    const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-    return { userId, application: await findApp(ctx, orgId, request.params.appId) };
-  }
-
-  const audited = (userId: string, release: Release, orgId: string, action: string, metadata = {}): AuditRecord => ({
-    orgId,
-    actorType: 'user',
-    actorId: userId,
-    action,
-    targetType: 'release',
-    targetId: release.id,
-    metadata: {
+  const audited = (caller: UserActor, release: Release, action: string, metadata = {}): AuditRecord =>
+    userAction(caller, action, 'release', release.id, {
       applicationId: release.applicationId,
       version: release.version,
       sequence: release.sequence,
       channel: release.channel,
       ...metadata,
-    },
-  });
+    });
 
   app.get<{ Params: AppParams; Querystring: { channel?: string; status?: ReleaseStatus } }>(
     '/orgs/:orgId/apps/:appId/releases',
@@ -68,7 +54,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { application } = await access(request);
+      const { application } = await requireAppAccess(request);
       const { channel, status } = request.query;
       return (await ctx.repos.releases.list(application.id, { channel, status })).map(toReleaseView);
     },
@@ -98,10 +84,10 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { userId, application } = await access(request);
+      const { application, ...caller } = await requireAppAccess(request);
       const release = await createRelease(ctx, application, request.body);
       await ctx.audit.record(
-        audited(userId, release, application.orgId, 'release.create', {
+        audited(caller, release, 'release.create', {
           artifactFileId: release.artifactFileId,
           updatePolicy: release.updatePolicy,
         }),
@@ -122,7 +108,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { application } = await access(request);
+      const { application } = await requireAppAccess(request);
       return toReleaseView(await findRelease(ctx, application, request.params.releaseId));
     },
   );
@@ -144,10 +130,10 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { userId, application } = await access(request);
+      const { application, ...caller } = await requireAppAccess(request);
       const { release, changed } = await updateDraft(ctx, application, request.params.releaseId, request.body);
       if (changed.length > 0) {
-        await ctx.audit.record(audited(userId, release, application.orgId, 'release.update', { changed }));
+        await ctx.audit.record(audited(caller, release, 'release.update', { changed }));
       }
       return toReleaseView(release);
     },
@@ -170,12 +156,12 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
         },
       },
       async (request) => {
-        const { userId, application } = await access(request);
+        const { application, ...caller } = await requireAppAccess(request);
         const release =
           move === 'publish'
             ? await publishRelease(ctx, application, request.params.releaseId)
             : await yankRelease(ctx, application, request.params.releaseId);
-        await ctx.audit.record(audited(userId, release, application.orgId, `release.${move}`));
+        await ctx.audit.record(audited(caller, release, `release.${move}`));
         return toReleaseView(release);
       },
     );

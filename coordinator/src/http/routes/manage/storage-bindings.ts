@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { StorageBinding } from '../../../db/repositories/storage-bindings.js';
+import { userAction } from '../../../domain/audit-log.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import {
   auditableSettings,
@@ -77,17 +78,15 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
       },
     },
     async (request, reply) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
-      const binding = await createStorageBinding(app.ctx.repos, orgId, request.body, isoNow(app.ctx.clock));
-      await app.ctx.audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'storage_binding.create',
-        targetType: 'storage_binding',
-        targetId: binding.id,
-        metadata: { name: binding.name, backend: binding.backend, ...auditableSettings(binding) },
-      });
+      const caller = await requireOrgRole(request, request.params.orgId, 'owner');
+      const binding = await createStorageBinding(app.ctx.repos, caller.orgId, request.body, isoNow(app.ctx.clock));
+      await app.ctx.audit.record(
+        userAction(caller, 'storage_binding.create', 'storage_binding', binding.id, {
+          name: binding.name,
+          backend: binding.backend,
+          ...auditableSettings(binding),
+        }),
+      );
       return reply.code(201).send(toView(binding));
     },
   );
@@ -125,15 +124,10 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
     async (request, reply) => {
       const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
       const binding = await deleteStorageBinding(app.ctx.repos, orgId, request.params.bindingId, isoNow(app.ctx.clock));
-      await app.ctx.audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'storage_binding.delete',
-        targetType: 'storage_binding',
-        targetId: binding.id,
-        metadata: { name: binding.name, backend: binding.backend },
-      });
+      const metadata = { name: binding.name, backend: binding.backend };
+      await app.ctx.audit.record(
+        userAction({ orgId, userId }, 'storage_binding.delete', 'storage_binding', binding.id, metadata),
+      );
       return reply.code(204).send();
     },
   );

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { CHAT_PROVIDERS, NOTIFY_ON, TRIGGER_TYPES, type Trigger } from '../../../db/repositories/triggers.js';
+import { userAction } from '../../../domain/audit-log.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/triggers-cron.js';
 import {
@@ -155,21 +156,15 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
       const now = isoNow(clock);
       const trigger: Trigger = { id: newId(), orgId, ...config, createdBy: userId, createdAt: now, updatedAt: now };
       await repos.triggers.insert(trigger);
-      await audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'trigger.create',
-        targetType: 'trigger',
-        targetId: trigger.id,
-        metadata: {
+      await audit.record(
+        userAction({ orgId, userId }, 'trigger.create', 'trigger', trigger.id, {
           name: trigger.name,
           type: trigger.type,
           agentId: trigger.agentId,
           scopeType: trigger.scopeType,
           workflowName: trigger.workflowName,
-        },
-      });
+        }),
+      );
       return reply.code(201).send(trigger);
     },
   );
@@ -216,15 +211,9 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
       await checkConfig(orgId, config, current.id, request.body.agentId !== undefined);
       const updated: Trigger = { ...current, ...config, updatedAt: isoNow(clock) };
       await repos.triggers.update(updated);
-      await audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'trigger.update',
-        targetType: 'trigger',
-        targetId: updated.id,
-        metadata: { name: updated.name, changed },
-      });
+      await audit.record(
+        userAction({ orgId, userId }, 'trigger.update', 'trigger', updated.id, { name: updated.name, changed }),
+      );
       return updated;
     },
   );
@@ -244,15 +233,8 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
       const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
       const trigger = await repos.triggers.findInOrg(orgId, request.params.triggerId);
       if (!trigger || !(await repos.triggers.softDelete(orgId, trigger.id, isoNow(clock)))) throw notFound('Trigger');
-      await audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'trigger.delete',
-        targetType: 'trigger',
-        targetId: trigger.id,
-        metadata: { name: trigger.name, type: trigger.type },
-      });
+      const metadata = { name: trigger.name, type: trigger.type };
+      await audit.record(userAction({ orgId, userId }, 'trigger.delete', 'trigger', trigger.id, metadata));
       return reply.code(204).send();
     },
   );

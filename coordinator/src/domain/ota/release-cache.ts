@@ -1,0 +1,45 @@
+import type { Application, ApplicationRepository } from '../../db/repositories/applications.js';
+import type { ChangeCounterRepository } from '../../db/repositories/change-counter.js';
+import type { Release, ReleaseRepository } from '../../db/repositories/releases.js';
+import { GenerationCache } from '../generation-cache.js';
+
+/** An application and all its releases, newest sequence first, as the desired state needs them. */
+export interface AppReleases {
+  app: Application;
+  releases: Release[];
+}
+
+export interface ReleaseCacheRepositories {
+  applications: Pick<ApplicationRepository, 'findById'>;
+  releases: Pick<ReleaseRepository, 'list'>;
+  changeCounter: Pick<ChangeCounterRepository, 'otaGeneration'>;
+}
+
+const perRepositories = new WeakMap<ReleaseCacheRepositories, GenerationCache<AppReleases>>();
+
+/**
+ * An application with its releases, kept in memory exactly: any write to applications or
+ * releases (publish, yank, a new draft, an app change) moves the OTA change counter (migration
+ * 0007) and empties the cache, so every signed manifest is computed from the current releases.
+ * One cache per set of repositories (per coordinator). The values are shared between requests:
+ * never mutate them. `generation`: the OTA counter as the caller read it for this request.
+ */
+export function appReleases(
+  repos: ReleaseCacheRepositories,
+  appId: string,
+  generation?: number,
+): Promise<AppReleases | null> {
+  let cache = perRepositories.get(repos);
+  if (!cache) {
+    cache = new GenerationCache<AppReleases>({ generation: () => repos.changeCounter.otaGeneration() }, 10_000);
+    perRepositories.set(repos, cache);
+  }
+  return cache.get(
+    appId,
+    async () => {
+      const app = await repos.applications.findById(appId);
+      return app ? { app, releases: await repos.releases.list(app.id) } : null;
+    },
+    generation,
+  );
+}
