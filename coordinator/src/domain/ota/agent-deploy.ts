@@ -50,7 +50,7 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
   const generation = await ctx.repos.changeCounter.otaGeneration();
   const bindings = await ctx.repos.deviceBindings.listByAgent(agent.id);
   const apps = new Map<string, AppReleases>();
-  const items: { binding: DeviceBinding; app: Application; state: DesiredState<Release> }[] = [];
+  const items: { binding: DeviceBinding; entry: AppReleases; state: DesiredState<Release> }[] = [];
   for (const binding of bindings) {
     let entry = apps.get(binding.applicationId);
     if (!entry) {
@@ -60,17 +60,29 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
       apps.set(found.app.id, entry);
     }
     const state = desiredState({ channel: binding.channel, releases: entry.releases, current: binding.current });
-    items.push({ binding, app: entry.app, state });
+    items.push({ binding, entry, state });
   }
-  const artifactIds = [...new Set(items.flatMap((i) => (i.state.desired ? [i.state.desired.artifactFileId] : [])))];
-  const files = new Map(
-    artifactIds.length === 0
+  // Artifacts not yet remembered by their application's cache entry, read in one query.
+  const missing = [
+    ...new Set(
+      items.flatMap(({ entry, state }) =>
+        state.desired && !entry.artifacts.has(state.desired.artifactFileId) ? [state.desired.artifactFileId] : [],
+      ),
+    ),
+  ];
+  const found = new Map(
+    missing.length === 0
       ? []
-      : (await ctx.files.findActiveManyInOrg(agent.orgId, artifactIds)).map((f) => [f.id, f] as const),
+      : (await ctx.files.findActiveManyInOrg(agent.orgId, missing)).map((f) => [f.id, f] as const),
   );
+  for (const { entry, state } of items) {
+    const file = state.desired && found.get(state.desired.artifactFileId);
+    if (file) entry.artifacts.set(file.id, file);
+  }
   const issuedAt = Math.floor(ctx.clock.now() / 1000);
   const entries: ManifestEntry[] = [];
-  for (const { binding, app, state } of items) {
+  for (const { binding, entry, state } of items) {
+    const { app } = entry;
     const payload: ManifestPayload = {
       application_id: app.id,
       slug: app.slug,
@@ -84,7 +96,7 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
           }
         : null,
       desired: state.desired
-        ? await desiredEntry(ctx, app, state.desired, files.get(state.desired.artifactFileId))
+        ? await desiredEntry(ctx, app, state.desired, entry.artifacts.get(state.desired.artifactFileId))
         : null,
       min_version: state.minVersion,
       min_sequence: state.minSequence,

@@ -1,5 +1,6 @@
 import type { Application, ApplicationRepository } from '../../db/repositories/applications.js';
 import type { ChangeCounterRepository } from '../../db/repositories/change-counter.js';
+import type { StoredFile } from '../../db/repositories/files.js';
 import type { Release, ReleaseRepository } from '../../db/repositories/releases.js';
 import { GenerationCache } from '../generation-cache.js';
 
@@ -7,6 +8,13 @@ import { GenerationCache } from '../generation-cache.js';
 export interface AppReleases {
   app: Application;
   releases: Release[];
+  /**
+   * The active artifact files of its releases, filled as manifests need them. Exact for as long
+   * as the entry lives: an artifact stays active and unchanged while a release that is not yanked
+   * references it (deletion answers `file_in_use`, the sweeper skips it, and its binding cannot be
+   * deleted while it holds files), and a yank moves the OTA counter, which drops the entry.
+   */
+  artifacts: Map<string, StoredFile>;
 }
 
 export interface ReleaseCacheRepositories {
@@ -38,7 +46,7 @@ export function appReleases(
     appId,
     async () => {
       const app = await repos.applications.findById(appId);
-      return app ? { app, releases: await repos.releases.list(app.id) } : null;
+      return app ? { app, releases: await repos.releases.list(app.id), artifacts: new Map() } : null;
     },
     generation,
   );
