@@ -34,7 +34,9 @@ function runAgentCli(args: string[], env: Record<string, string> = {}): Promise<
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777;
 
-describe('drover-agent enroll (the real CLI against a real coordinator)', () => {
+// Each test runs the CLI up to three times, each bounded at 30 s by execFile: a CLI that hangs is
+// killed and its output shows in the failed assertion, instead of the whole test timing out blind.
+describe('drover-agent enroll (the real CLI against a real coordinator)', { timeout: 100_000 }, () => {
   let t: TestCoordinator;
   let scratch: string;
   beforeAll(async () => {
@@ -107,7 +109,7 @@ describe('drover-agent enroll (the real CLI against a real coordinator)', () => 
       '--state-dir',
       stateDir,
     ]);
-    expect(first.code).toBe(0);
+    expect(first, first.stderr).toMatchObject({ code: 0 });
     const before = fs.readFileSync(path.join(stateDir, 'agent.json'), 'utf8');
     const keyBefore = fs.readFileSync(path.join(stateDir, 'agent-ed25519.key'), 'utf8');
 
@@ -119,7 +121,7 @@ describe('drover-agent enroll (the real CLI against a real coordinator)', () => 
     expect(fs.readFileSync(path.join(stateDir, 'agent-ed25519.key'), 'utf8')).toBe(keyBefore);
 
     const forced = await runAgentCli(['enroll', '--url', t.url, '--token', unused, '--state-dir', stateDir, '--force']);
-    expect(forced.code).toBe(0);
+    expect(forced, forced.stderr).toMatchObject({ code: 0 });
     expect(forced.stdout).toMatch(/previous enrollment .* was replaced/);
     expect(JSON.parse(fs.readFileSync(path.join(stateDir, 'agent.json'), 'utf8')).agentId).not.toBe(
       JSON.parse(before).agentId,
