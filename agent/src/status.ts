@@ -4,6 +4,7 @@ import { AgentError } from './errors.js';
 import { loadEnrollment, loadPrivateKey, type Enrollment } from './state/enrollment.js';
 import { statePath } from './state/paths.js';
 import { formatDaemonStatus, readDaemonStatus, type DaemonStatus } from './daemon-status.js';
+import { readDeployState, type AppDeployState } from './deploy/deploy-state.js';
 
 export { DAEMON_STATUS_FILE, readDaemonStatus, isAlive, type DaemonStatus } from './daemon-status.js';
 
@@ -18,6 +19,10 @@ export interface AgentStatus {
   running: boolean;
   /** What the daemon last wrote in `status.json` (also when it is no longer running), or null. */
   daemon: DaemonStatus | null;
+  /** Over-the-air deployments per application (`deploy/state.json`); null when there were none. */
+  deployments: { applicationId: string; state: AppDeployState }[] | null;
+  /** What is wrong with `deploy/state.json`, if anything (the daemon sets a damaged file aside). */
+  deployProblem: string | null;
 }
 
 /** What the state directory says about this agent. Never calls the coordinator. */
@@ -30,7 +35,13 @@ export function readAgentStatus(stateDir: string): AgentStatus {
     problem: null,
     running: false,
     daemon: null,
+    deployments: null,
+    deployProblem: null,
   };
+  const deploy = readDeployState(stateDir);
+  if (deploy?.apps) {
+    status.deployments = [...deploy.apps].map(([applicationId, state]) => ({ applicationId, state }));
+  } else if (deploy) status.deployProblem = deploy.problem;
   const daemon = readDaemonStatus(stateDir);
   status.daemon = daemon.status;
   status.running = daemon.running;
@@ -75,7 +86,29 @@ export function formatAgentStatus(status: AgentStatus): string[] {
     `Enrolled at:   ${e.enrolledAt}`,
     `State dir:     ${status.stateDir}`,
     ...formatDaemonStatus(status.daemon, status.running),
+    ...formatDeployments(status),
   );
   if (status.problem) lines.push(`Problem:       ${status.problem}`);
+  return lines;
+}
+
+/** One line per application the agent deployed: what is installed, postponed, or last failed. */
+function formatDeployments(status: AgentStatus): string[] {
+  if (status.deployProblem) return [`Deployments:   ${status.deployProblem}`];
+  if (!status.deployments || status.deployments.length === 0) return ['Deployments:   none yet'];
+  const lines = [`Deployments:   ${status.deployments.length} application(s)`];
+  for (const { applicationId, state } of status.deployments) {
+    const parts = [
+      state.current
+        ? `installed ${state.current.version} (sequence ${state.current.sequence})`
+        : 'nothing installed by this agent',
+    ];
+    if (state.postponed) parts.push(`postponed ${state.postponed.version} (local policy)`);
+    if (state.lastFailure) {
+      const { state: outcome, releaseId, at, error } = state.lastFailure;
+      parts.push(`last ${outcome}: release ${releaseId} at ${at}: ${error}`);
+    }
+    lines.push(`  ${applicationId}: ${parts.join('; ')}`);
+  }
   return lines;
 }

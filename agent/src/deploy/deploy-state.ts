@@ -83,6 +83,27 @@ export class DeployStateStore {
   }
 }
 
+/**
+ * The deployment state as `drover-agent status` shows it: read only (a damaged file is reported,
+ * not set aside). Null when the agent never deployed anything.
+ */
+export function readDeployState(
+  stateDir: string,
+): { apps: Map<string, AppDeployState>; problem: null } | { apps: null; problem: string } | null {
+  const file = path.join(stateDir, 'deploy', 'state.json');
+  let text: string | null;
+  try {
+    text = readFileIfExists(file);
+  } catch (error) {
+    return { apps: null, problem: `${file} cannot be read: ${(error as Error).message}` };
+  }
+  if (text === null) return null;
+  const parsed = parseStateFile(text);
+  return typeof parsed === 'string'
+    ? { apps: null, problem: `${file} is damaged: ${parsed}` }
+    : { apps: parsed, problem: null };
+}
+
 function parseStateFile(text: string): Map<string, AppDeployState> | string {
   let value: unknown;
   try {

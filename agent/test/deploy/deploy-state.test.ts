@@ -11,6 +11,7 @@ import {
 } from '@drover/shared';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
 import { checkManifestEntry } from '../../src/deploy/manifest-check.js';
+import { formatAgentStatus, readAgentStatus } from '../../src/status.js';
 
 let dir: string;
 beforeEach(() => {
@@ -120,5 +121,36 @@ describe('a manifest entry', () => {
       message:
         'the signed manifest was issued at 2025-10-09T08:55:00Z, before the last one accepted (2025-10-09T08:55:01Z): an old manifest replayed',
     });
+  });
+});
+
+describe('deployments in `drover-agent status`', () => {
+  it('shows per application what is installed, postponed or last failed, without touching the file', () => {
+    expect(readAgentStatus(dir).deployments).toBeNull();
+    const store = DeployStateStore.open(dir);
+    store.update(APP, {
+      current: { releaseId: 'r1', version: '1.0', sequence: 3 },
+      postponed: { releaseId: 'r2', version: '1.1', sequence: 4 },
+      lastFailure: { releaseId: 'r3', state: 'refused', error: 'checksum mismatch', at: '2026-11-22T06:00:00.000Z' },
+    });
+    const status = readAgentStatus(dir);
+    expect(status.deployments).toEqual([expect.objectContaining({ applicationId: APP })]);
+    const lines = formatAgentStatus({ ...status, enrollment: null }).join('\n');
+    expect(lines).not.toContain('Deployments'); // not enrolled: only the enrollment hint
+    const enrolled = formatAgentStatus({
+      ...status,
+      enrollment: { url: 'http://c', agentId: 'a', orgId: 'o', serverPublicKey: 'k', enrolledAt: 't' },
+    }).join('\n');
+    expect(enrolled).toContain(
+      `${APP}: installed 1.0 (sequence 3); postponed 1.1 (local policy); last refused: release r3 at 2026-11-22T06:00:00.000Z: checksum mismatch`,
+    );
+  });
+
+  it('reports a damaged state file and leaves it where it is', () => {
+    const file = path.join(dir, 'deploy', 'state.json');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, 'not json');
+    expect(readAgentStatus(dir).deployProblem).toMatch(/state\.json is damaged: not valid JSON/);
+    expect(fs.readFileSync(file, 'utf8')).toBe('not json');
   });
 });
