@@ -2,8 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import type { Clock } from '../util/clock.js';
 import type {
   BlobStat,
@@ -14,6 +13,9 @@ import type {
   UploadTarget,
 } from './backend.js';
 import { BlobReader } from './blob-reader.js';
+import { writeBlob } from './blob-writer.js';
+
+export { BlobTooLargeError } from './blob-writer.js';
 import type { BlobMethod, BlobUrlSigner } from './blob-url.js';
 
 /**
@@ -26,15 +28,6 @@ import type { BlobMethod, BlobUrlSigner } from './blob-url.js';
  */
 
 const BLOB_KEY = /^[0-9a-f]{2}\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The upload passed the size limit; nothing was kept. */
-export class BlobTooLargeError extends Error {
-  readonly code = 'blob_too_large';
-  constructor(readonly limit: number) {
-    super(`The upload is larger than ${limit} bytes`);
-    this.name = 'BlobTooLargeError';
-  }
-}
 
 export interface LocalBackendOptions {
   /** `<dataDir>/blobs` */
@@ -107,25 +100,15 @@ export class LocalBackend implements StorageBackend {
   async receive(blobKey: string, source: Readable, maxBytes: number): Promise<BlobStat> {
     const target = this.pathOf(blobKey);
     const tmp = path.join(this.tmpDir, `${path.basename(target)}.${randomBytes(6).toString('hex')}.part`);
-    const hash = createHash('sha256');
-    let size = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, done) {
-        size += chunk.length;
-        if (size > maxBytes) {
-          done(new BlobTooLargeError(maxBytes));
-          return;
-        }
-        hash.update(chunk);
-        done(null, chunk);
-      },
-    });
     this.writing.add(tmp);
     try {
-      // `flush`: fsync before close, so the blob is on disk before it is renamed into place.
-      const out = fs.createWriteStream(tmp, { flags: 'wx', mode: 0o600, flush: true, highWaterMark: 256 * 1024 });
-      await pipeline(source, meter, out);
-      const stat: BlobStat = { size, sha256: hash.digest('hex') };
+      const file = await fsp.open(tmp, 'wx', 0o600);
+      let stat: BlobStat;
+      try {
+        stat = await writeBlob(source, file, maxBytes);
+      } finally {
+        await file.close();
+      }
       await fsp.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
       await fsp.rename(tmp, target);
       await writeMeta(`${target}.meta`, stat);
