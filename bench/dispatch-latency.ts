@@ -30,43 +30,15 @@
  * outbox, status.json: temp file, fsync, rename, fsync of the directory) cost on this disk.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { startBenchAgent, sleep, type BenchAgent } from './lib/agent.js';
-import { startBenchCoordinator } from './lib/coordinator.js';
-import { formatLatency, JsonClient, probeJobMoments, summarize, waitForTerminalJob, WallClock } from './lib/latency.js';
-import { summarizeProfile, withCpuProfile } from './lib/profile.js';
-import { machineNote } from './lib/report.js';
-import { seedApiToken, seedTrigger } from './lib/seed.js';
+import { sleep } from './lib/agent.js';
+import { formatLatency, summarize, waitForTerminalJob } from './lib/latency.js';
+import { parseTriggerBenchOptions, startTriggerBench } from './lib/trigger-bench.js';
 
 const GOAL_P50_MS = 10;
 
-const { values } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '300' },
-    warmup: { type: 'string', default: '20' },
-    rounds: { type: 'string', default: '1' },
-    'gap-ms': { type: 'string', default: '10' },
-    shell: { type: 'boolean', default: false },
-    profile: { type: 'string' },
-    'profile-agent': { type: 'string' },
-    tmpfs: { type: 'boolean', default: false },
-  },
-});
+const options = parseTriggerBenchOptions('300', { withShell: true });
 
-function integer(name: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name}: expected an integer >= ${min}, got \`${raw}\``);
-  return n;
-}
-const runs = integer('runs', values.runs, 1);
-const warmup = integer('warmup', values.warmup, 0);
-const rounds = integer('rounds', values.rounds, 1);
-const gapMs = integer('gap-ms', values['gap-ms'], 0);
-const profileAgentDir = values['profile-agent'] && path.resolve(values['profile-agent']);
-
-const step = values.shell
+const step = options.shell
   ? ['  - name: clock', '    run: date +%s%N', '    shell: true']
   : ['  - name: clock', '    run: date', '    args: ["+%s%N"]'];
 const PROBE_WORKFLOW = [
@@ -89,43 +61,20 @@ interface Sample {
   stepRunning: number;
 }
 
-const coordinator = await startBenchCoordinator();
-let agent: BenchAgent | undefined;
-const client = new JsonClient(coordinator.url);
+const bench = await startTriggerBench(options, {
+  workflowName: 'probe',
+  workflow: PROBE_WORKFLOW,
+  responseMode: 'async',
+});
 try {
-  if (profileAgentDir) fs.mkdirSync(profileAgentDir, { recursive: true });
-  agent = await startBenchAgent(coordinator, {
-    workflows: { probe: PROBE_WORKFLOW },
-    ...(profileAgentDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileAgentDir}`] } : {}),
-    ...(values.tmpfs ? { parentDir: '/dev/shm' } : {}),
-  });
-  if (values.tmpfs)
-    console.log(
-      "DIAGNOSIS RUN: the agent's state directory is on tmpfs (fsync costs nothing): not the product's figures",
-    );
-  const { ctx } = coordinator.coordinator;
-  const triggerId = await seedTrigger(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, {
-    agentId: agent.agentId,
-    workflowName: 'probe',
-    responseMode: 'async',
-  });
-  const token = await seedApiToken(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, [
-    { type: 'trigger', triggerIds: [triggerId] },
-  ]);
-  const route = `/v1/triggers/${triggerId}/run`;
-  const headers = { authorization: `Bearer ${token}` };
-  const clock = new WallClock();
-  const probe = probeJobMoments(coordinator.coordinator, clock);
+  const { ctx } = bench.coordinator.coordinator;
+  const { route, probe } = bench;
 
   async function once(): Promise<Sample> {
-    await sleep(gapMs);
-    clock.anchor();
-    const call = clock.now();
-    const res = await client.post(route, { ref: 'main' }, headers);
-    const answered = clock.now();
+    const { call, answered, res } = await bench.call();
     assert.equal(res.status, 202, `POST ${route} answered ${res.status}: ${res.text}`);
     const jobId = res.body.jobId as string;
-    const job = await waitForTerminalJob(coordinator.coordinator, jobId);
+    const job = await waitForTerminalJob(bench.coordinator.coordinator, jobId);
     assert.equal(job.status, 'success', `job ${jobId} ended ${job.status}: ${job.errorMessage}`);
     const stepRunning = await stepClock(jobId);
     const m = probe.moments.get(jobId);
@@ -159,31 +108,12 @@ try {
   }
 
   console.log(
-    `dispatch latency: async trigger call -> step process running (\`${values.shell ? "sh -c 'date +%s%N'" : 'date +%s%N'}\`) on a real agent daemon`,
+    `dispatch latency: async trigger call -> step process running (\`${options.shell ? "sh -c 'date +%s%N'" : 'date +%s%N'}\`) on a real agent daemon`,
   );
-  console.log(
-    `machine: ${machineNote()}; ${runs} sequential calls per round, ${rounds} round(s), ${warmup} warm-up calls, ${gapMs} ms between calls`,
-  );
-  for (let i = 0; i < warmup; i++) await once();
-
-  const all: Sample[] = [];
-  const measure = async () => {
-    for (let round = 0; round < rounds; round++) {
-      const samples: Sample[] = [];
-      for (let i = 0; i < runs; i++) samples.push(await once());
-      all.push(...samples);
-      console.log(
-        formatLatency(
-          `round ${round + 1}: call -> step running`,
-          summarize(samples.map((s) => s.stepRunning - s.call)),
-        ),
-      );
-    }
-  };
-  await withCpuProfile(values.profile, measure);
+  const all = await bench.measure(once, 'call -> step running', (s) => s.stepRunning - s.call);
 
   const agentStarted = new Map<string, number>();
-  for (const r of agent.logRecords()) {
+  for (const r of bench.agent.logRecords()) {
     if (typeof r.jobId === 'string' && typeof r.msg === 'string' && r.msg.startsWith('job started')) {
       agentStarted.set(r.jobId, typeof r.time === 'string' ? Date.parse(r.time) : (r.time as number));
     }
@@ -231,19 +161,7 @@ try {
   console.log(
     `\np50 ${total.p50.toFixed(2)} ms (goal < ${GOAL_P50_MS} ms: ${verdict} the goal); p99 ${total.p99.toFixed(2)} ms`,
   );
-  probe.detach();
 } finally {
-  client.close();
-  await agent?.close();
-  await coordinator.close();
+  await bench.close();
 }
-
-if (profileAgentDir) {
-  const files = fs.readdirSync(profileAgentDir).filter((f) => f.endsWith('.cpuprofile'));
-  for (const file of files) {
-    const full = path.join(profileAgentDir, file);
-    const profile = JSON.parse(fs.readFileSync(full, 'utf8')) as Parameters<typeof summarizeProfile>[0];
-    console.log(`agent CPU profile ${full} (whole life of the daemon, start-up included):`);
-    console.log(summarizeProfile(profile));
-  }
-}
+bench.printAgentProfiles();

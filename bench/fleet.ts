@@ -57,6 +57,7 @@ import { createCoordinator, createLogger, desiredManifest, loadConfig } from '@d
 import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
 import { jsonCall, mapLimit, request, SimAgent } from './lib/fleet-sim.js';
 import { summarizeProfile } from './lib/profile.js';
+import { integerOption } from './lib/options.js';
 import { machineNote, median } from './lib/report.js';
 
 const GOAL_RATIO = 0.5;
@@ -71,15 +72,10 @@ const { values } = parseArgs({
     profile: { type: 'string' },
   },
 });
-function integer(name: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name}: expected an integer >= ${min}, got \`${raw}\``);
-  return n;
-}
-const N = integer('agents', values.agents, 1);
-const K = integer('apps', values.apps, 1);
-const concurrency = integer('concurrency', values.concurrency, 1);
-const durationS = integer('duration', values.duration, 1);
+const N = integerOption('agents', values.agents, 1);
+const K = integerOption('apps', values.apps, 1);
+const concurrency = integerOption('concurrency', values.concurrency, 1);
+const durationS = integerOption('duration', values.duration, 1);
 
 const ms = (v: number) => `${v.toFixed(v < 10 ? 1 : 0)} ms`;
 const percentile = (sorted: readonly number[], p: number) =>

@@ -29,6 +29,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { parseArgs } from 'node:util';
 import { CHILD_OWNER, memoryMb, startChildCoordinator, type ChildCoordinator } from './lib/child-coordinator.js';
+import { integerOption } from './lib/options.js';
 import { machineNote, median } from './lib/report.js';
 
 const GOAL_RATIO = 0.7;
@@ -42,13 +43,8 @@ const { values } = parseArgs({
     source: { type: 'boolean', default: false },
   },
 });
-function integer(name: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name}: expected an integer >= ${min}, got \`${raw}\``);
-  return n;
-}
-const sizeMib = integer('size-mib', values['size-mib'], 1);
-const rounds = integer('rounds', values.rounds, 1);
+const sizeMib = integerOption('size-mib', values['size-mib'], 1);
+const rounds = integerOption('rounds', values.rounds, 1);
 const SIZE = sizeMib * CHUNK;
 
 // ---- The bytes ---------------------------------------------------------------------------------

@@ -22,40 +22,12 @@
  * outbox, status.json: temp file, fsync, rename, fsync of the directory) cost on this disk.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { startBenchAgent, sleep, type BenchAgent } from './lib/agent.js';
-import { startBenchCoordinator } from './lib/coordinator.js';
-import { formatLatency, JsonClient, probeJobMoments, summarize, WallClock } from './lib/latency.js';
-import { summarizeProfile, withCpuProfile } from './lib/profile.js';
-import { machineNote } from './lib/report.js';
-import { seedApiToken, seedTrigger } from './lib/seed.js';
+import { formatLatency, summarize } from './lib/latency.js';
+import { parseTriggerBenchOptions, startTriggerBench } from './lib/trigger-bench.js';
 
 const GOAL_P50_MS = 50;
 
-const { values } = parseArgs({
-  options: {
-    runs: { type: 'string', default: '200' },
-    warmup: { type: 'string', default: '20' },
-    rounds: { type: 'string', default: '1' },
-    'gap-ms': { type: 'string', default: '10' },
-    profile: { type: 'string' },
-    'profile-agent': { type: 'string' },
-    tmpfs: { type: 'boolean', default: false },
-  },
-});
-
-function integer(name: string, raw: string, min: number): number {
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name}: expected an integer >= ${min}, got \`${raw}\``);
-  return n;
-}
-const runs = integer('runs', values.runs, 1);
-const warmup = integer('warmup', values.warmup, 0);
-const rounds = integer('rounds', values.rounds, 1);
-const gapMs = integer('gap-ms', values['gap-ms'], 0);
-const profileAgentDir = values['profile-agent'] && path.resolve(values['profile-agent']);
+const options = parseTriggerBenchOptions('200');
 
 const NOOP_WORKFLOW = [
   'name: noop',
@@ -78,39 +50,12 @@ interface Sample {
   finishCommitted: number;
 }
 
-const coordinator = await startBenchCoordinator();
-let agent: BenchAgent | undefined;
-const client = new JsonClient(coordinator.url);
+const bench = await startTriggerBench(options, { workflowName: 'noop', workflow: NOOP_WORKFLOW, responseMode: 'sync' });
 try {
-  if (profileAgentDir) fs.mkdirSync(profileAgentDir, { recursive: true });
-  agent = await startBenchAgent(coordinator, {
-    workflows: { noop: NOOP_WORKFLOW },
-    ...(profileAgentDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileAgentDir}`] } : {}),
-    ...(values.tmpfs ? { parentDir: '/dev/shm' } : {}),
-  });
-  if (values.tmpfs)
-    console.log(
-      "DIAGNOSIS RUN: the agent's state directory is on tmpfs (fsync costs nothing): not the product's figures",
-    );
-  const triggerId = await seedTrigger(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, {
-    agentId: agent.agentId,
-    workflowName: 'noop',
-    responseMode: 'sync',
-  });
-  const token = await seedApiToken(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, [
-    { type: 'trigger', triggerIds: [triggerId] },
-  ]);
-  const route = `/v1/triggers/${triggerId}/run`;
-  const headers = { authorization: `Bearer ${token}` };
-  const clock = new WallClock();
-  const probe = probeJobMoments(coordinator.coordinator, clock);
+  const { route, probe } = bench;
 
   async function once(): Promise<Sample> {
-    await sleep(gapMs);
-    clock.anchor();
-    const call = clock.now();
-    const res = await client.post(route, { ref: 'main' }, headers);
-    const answered = clock.now();
+    const { call, answered, res } = await bench.call();
     assert.equal(res.status, 200, `POST ${route} answered ${res.status}: ${res.text}`);
     assert.equal(res.body.status, 'success', `sync answer: ${res.text}`);
     assert.equal(res.body.exitCode, 0);
@@ -130,22 +75,7 @@ try {
   }
 
   console.log('sync round trip: POST /v1/triggers/:id/run (sync) of a workflow whose only step is `true`, real agent');
-  console.log(
-    `machine: ${machineNote()}; ${runs} sequential calls per round, ${rounds} round(s), ${warmup} warm-up calls, ${gapMs} ms between calls`,
-  );
-  for (let i = 0; i < warmup; i++) await once();
-
-  const all: Sample[] = [];
-  await withCpuProfile(values.profile, async () => {
-    for (let round = 0; round < rounds; round++) {
-      const samples: Sample[] = [];
-      for (let i = 0; i < runs; i++) samples.push(await once());
-      all.push(...samples);
-      console.log(
-        formatLatency(`round ${round + 1}: whole round trip`, summarize(samples.map((s) => s.answered - s.call))),
-      );
-    }
-  });
+  const all = await bench.measure(once, 'whole round trip', (s) => s.answered - s.call);
 
   const total = summarize(all.map((s) => s.answered - s.call));
   console.log('\nall rounds (ms from the call):');
@@ -189,18 +119,7 @@ try {
   console.log(
     `\np50 ${total.p50.toFixed(2)} ms (goal < ${GOAL_P50_MS} ms: ${verdict} the goal); p99 ${total.p99.toFixed(2)} ms`,
   );
-  probe.detach();
 } finally {
-  client.close();
-  await agent?.close();
-  await coordinator.close();
+  await bench.close();
 }
-
-if (profileAgentDir) {
-  for (const file of fs.readdirSync(profileAgentDir).filter((f) => f.endsWith('.cpuprofile'))) {
-    const full = path.join(profileAgentDir, file);
-    const profile = JSON.parse(fs.readFileSync(full, 'utf8')) as Parameters<typeof summarizeProfile>[0];
-    console.log(`agent CPU profile ${full} (whole life of the daemon, start-up included):`);
-    console.log(summarizeProfile(profile));
-  }
-}
+bench.printAgentProfiles();

@@ -4,6 +4,7 @@ import { AgentError } from './errors.js';
 import { loadEnrollment, loadPrivateKey, type Enrollment } from './state/enrollment.js';
 import { statePath } from './state/paths.js';
 import { formatDaemonStatus, readDaemonStatus, type DaemonStatus } from './daemon-status.js';
+import { describeRelease } from './deploy/deploy-checks.js';
 import { readDeployState, type AppDeployState } from './deploy/deploy-state.js';
 
 export { DAEMON_STATUS_FILE, readDaemonStatus, isAlive, type DaemonStatus } from './daemon-status.js';
@@ -98,11 +99,7 @@ function formatDeployments(status: AgentStatus): string[] {
   if (!status.deployments || status.deployments.length === 0) return ['Deployments:   none yet'];
   const lines = [`Deployments:   ${status.deployments.length} application(s)`];
   for (const { applicationId, state } of status.deployments) {
-    const parts = [
-      state.current
-        ? `installed ${state.current.version} (sequence ${state.current.sequence})`
-        : 'nothing installed by this agent',
-    ];
+    const parts = [state.current ? `installed ${describeRelease(state.current)}` : 'nothing installed by this agent'];
     if (state.postponed) parts.push(`postponed ${state.postponed.version} (local policy)`);
     if (state.lastFailure) {
       const { state: outcome, releaseId, at, error } = state.lastFailure;

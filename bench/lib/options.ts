@@ -13,6 +13,13 @@ export interface LoadOptions {
   without: string | undefined;
 }
 
+/** The integer value of option `--<name>`, at least `min`; throws saying what it got otherwise. */
+export function integerOption(name: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`--${name}: expected an integer >= ${min}, got \`${raw}\``);
+  return n;
+}
+
 function positiveInteger(name: string, raw: string): number {
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name}: expected a positive integer, got \`${raw}\``);

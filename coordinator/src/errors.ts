@@ -1,3 +1,4 @@
+import { describeValue } from '@drover/shared';
 /**
  * The one error model of the coordinator (CONTRACT §2). Every error a route can answer with is
  * an AppError made from a code in this registry; the HTTP error handler turns it into
@@ -83,10 +84,4 @@ export function invalid(path: string, message: string): AppError {
 }
 
 /** Describes a value for "expected X, got Y" messages. */
-export function describe(value: unknown): string {
-  if (value === null) return '`null`';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return `\`${value.length > 40 ? `${value.slice(0, 40)}…` : value}\` (string)`;
-  if (typeof value === 'object') return 'an object';
-  return `\`${String(value)}\` (${typeof value})`;
-}
+export const describe = describeValue;

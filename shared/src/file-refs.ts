@@ -9,6 +9,9 @@
  *   a URL; a caller asks for one by id (`GET /v1/storage/files/:id/download-url`).
  */
 
+import { describeValue } from './describe.js';
+import { UUID_REGEX } from './uuid.js';
+
 export const FILE_REF_TYPE = 'FileRef';
 
 /** A stored file named by its id. */
@@ -32,8 +35,6 @@ export interface InputFileRef extends FileRef {
 
 /** Keys a caller may put in a FileRef param value. */
 export const CALLER_FILE_REF_KEYS: readonly string[] = ['__type', 'id', 'downloadUrl'];
-
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 /** Any plain object whose `__type` is `FileRef` (its other keys not checked). */
 export function looksLikeFileRef(value: unknown): value is { __type: typeof FILE_REF_TYPE } & Record<string, unknown> {
@@ -65,7 +66,7 @@ export function fileRefProblem(value: unknown): string | null {
       .map((k) => `\`${k.length > 40 ? `${k.slice(0, 40)}…` : k}\``)
       .join(', ')}`;
   }
-  if (typeof v.id !== 'string' || !UUID.test(v.id)) {
+  if (typeof v.id !== 'string' || !UUID_REGEX.test(v.id)) {
     return `must be ${SHAPE}: \`id\` must be a file id (a UUID), got ${describeShortly(v.id)}`;
   }
   if (v.downloadUrl !== undefined && typeof v.downloadUrl !== 'string') {
@@ -77,11 +78,4 @@ export function fileRefProblem(value: unknown): string | null {
 /** The stored form of a checked FileRef: only `__type` and `id` (the id lower-cased). */
 export const storedFileRef = (id: string): FileRef => ({ __type: FILE_REF_TYPE, id: id.toLowerCase() });
 
-function describeShortly(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return '`null`';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  if (typeof value === 'string') return `\`${value.length > 40 ? `${value.slice(0, 40)}…` : value}\` (string)`;
-  return `\`${String(value)}\` (${typeof value})`;
-}
+const describeShortly = (value: unknown): string => (value === undefined ? 'nothing' : describeValue(value));

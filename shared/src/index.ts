@@ -7,3 +7,5 @@ export * from './jobs.js';
 export * from './params.js';
 export * from './file-refs.js';
 export * from './manifest.js';
+export * from './describe.js';
+export * from './uuid.js';

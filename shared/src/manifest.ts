@@ -3,6 +3,7 @@ import canonicalizeModule from 'canonicalize';
 import { publicKeyFromBase64, signBytes, verifyBytes } from './ed25519.js';
 import type { FileRef, InputFileRef } from './file-refs.js';
 import type { JobAssignment } from './jobs.js';
+import { UUID_PATTERN } from './uuid.js';
 
 /**
  * Over-the-air deployment on the wire (spec: Desired manifest entry, Deploy event parameters;
@@ -138,15 +139,9 @@ export const DeployReportRequest = {
   additionalProperties: false,
   required: ['applicationId'],
   properties: {
-    applicationId: {
-      type: 'string',
-      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
-    },
+    applicationId: { type: 'string', pattern: UUID_PATTERN },
     currentVersion: { type: 'string', minLength: 1, maxLength: 255 },
-    currentReleaseId: {
-      type: 'string',
-      pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
-    },
+    currentReleaseId: { type: 'string', pattern: UUID_PATTERN },
     currentSequence: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     state: { type: 'string', enum: DEVICE_STATES },
     error: { type: ['string', 'null'], maxLength: 2000 },

@@ -1,3 +1,4 @@
+import { describeValue } from './describe.js';
 import { fileRefProblem } from './file-refs.js';
 import type { ParamDefinition } from './wire.js';
 
@@ -144,10 +145,3 @@ export function duplicateValues(values: readonly string[], path: string): ParamP
 }
 
 /** Describes a value for "expected X, got Y" messages (the coordinator's `describe`, errors.ts). */
-export function describeValue(value: unknown): string {
-  if (value === null) return '`null`';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string') return `\`${value.length > 40 ? `${value.slice(0, 40)}…` : value}\` (string)`;
-  if (typeof value === 'object') return 'an object';
-  return `\`${String(value)}\` (${typeof value})`;
-}

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, type KeyObject } from 'node:crypto';
 import { signBytes, verifyBytes } from './ed25519.js';
 import { AgentHeader, NONCE_PATTERN, SIGNATURE_SCHEME, SIGNATURE_TOLERANCE_MS } from './headers.js';
+import { UUID_REGEX } from './uuid.js';
 
 /**
  * The agent request signature of CONTRACT §5. The signed content is these lines joined by
@@ -81,7 +82,7 @@ export type SignatureFailure =
 export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: SignatureFailure };
 
 /** The agent id is the UUID the coordinator gave at enrollment. */
-export const AGENT_ID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+export const AGENT_ID_PATTERN = UUID_REGEX;
 /** Unix milliseconds: digits only, at most 16 of them (exact as a JS number). */
 const TIMESTAMP_PATTERN = /^\d{1,16}$/;
 /** Standard base64 of the 64-byte signature: 86 characters and `==`. */

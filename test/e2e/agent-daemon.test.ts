@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
   eventually,
+  isAlive as alive,
   startCuttableProxy,
   startDaemonProcess,
   stopDaemonProcess,
@@ -312,17 +313,3 @@ describe('when the coordinator cannot be reached', () => {
     }
   }, 60_000);
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return true;
-  }
-}

@@ -16,7 +16,7 @@ import {
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { issueApiToken } from '../helpers/tokens.js';
+import { runnableTrigger } from '../helpers/trigger-runs.js';
 
 /**
  * Trigger runs through real agent processes when things go wrong: the coordinator restarts with
@@ -112,21 +112,6 @@ async function ready(t: TestCoordinator, daemon: DaemonProcess, a: AgentStateDir
   );
 }
 
-async function trigger(t: TestCoordinator, a: AgentStateDir, workflowName: string) {
-  const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
-    body: {
-      name: `${workflowName} trigger`,
-      agentId: a.agentId,
-      scopeType: 'workflow',
-      workflowName,
-      responseMode: 'async',
-    },
-  });
-  if (res.status !== 201) throw new Error(`create trigger: ${res.status} ${res.text}`);
-  const { token } = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [res.body.id] }]);
-  return { id: res.body.id as string, token };
-}
-
 /** An async run; returns the job id (expects 202). */
 async function run(t: TestCoordinator, tr: { id: string; token: string }, body: unknown = {}): Promise<string> {
   const res = await t.api.post(`/triggers/${tr.id}/run`, { token: tr.token, body });
@@ -163,7 +148,7 @@ describe('a coordinator restarted with pending jobs', () => {
     countingWorkflow(a.stateDir, 'count', runsFile);
     const daemon = start(a.stateDir);
     await ready(first, daemon, a, 'count');
-    const tr = await trigger(first, a, 'count');
+    const tr = await runnableTrigger(first, a.agentId, 'count');
 
     await proxy.cut();
     await eventually(() => daemon.status()?.connection !== 'connected', 10_000, 'the agent to lose the stream');
@@ -197,7 +182,7 @@ describe('with one coordinator', () => {
     countingWorkflow(a.stateDir, 'tick', runsFile, 0.2);
     const daemon = start(a.stateDir, ['--queue-capacity', '50']);
     await ready(t, daemon, a, 'tick');
-    const tr = await trigger(t, a, 'tick');
+    const tr = await runnableTrigger(t, a.agentId, 'tick');
 
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push(await run(t, tr, { ref: `before-${i}` }));
@@ -234,7 +219,7 @@ describe('with one coordinator', () => {
     countingWorkflow(a.stateDir, 'slow', runsFile, 0, gate);
     const daemon = start(a.stateDir, ['--queue-capacity', '1']);
     await ready(t, daemon, a, 'slow');
-    const tr = await trigger(t, a, 'slow');
+    const tr = await runnableTrigger(t, a.agentId, 'slow');
 
     const first = await run(t, tr);
     await eventually(async () => (await job(t, first)).status === 'running', 10_000, 'the first job to run');
@@ -285,7 +270,7 @@ describe('with one coordinator', () => {
     );
     const daemon = start(a.stateDir);
     await ready(t, daemon, a, 'hang');
-    const tr = await trigger(t, a, 'hang');
+    const tr = await runnableTrigger(t, a.agentId, 'hang');
 
     const id = await run(t, tr);
     await eventually(

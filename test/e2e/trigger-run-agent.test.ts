@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   eventually,
+  isAlive as alive,
   processesWithEnv,
   startDaemonRig,
   type AgentStateDir,
@@ -11,7 +12,7 @@ import {
 } from '../helpers/agent-daemon.js';
 import type { TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiResponse } from '../helpers/http.js';
-import { issueApiToken } from '../helpers/tokens.js';
+import { runnableTrigger } from '../helpers/trigger-runs.js';
 
 /**
  * `POST /v1/triggers/:id/run` end to end: a real coordinator, a real `drover-agent run` child
@@ -119,21 +120,8 @@ beforeAll(async () => {
 }, 60_000);
 
 /** A webhook trigger on the agent's workflow and an API token that may run it. */
-async function trigger(workflowName: string, extra: Record<string, unknown> = {}) {
-  const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
-    body: {
-      name: `${workflowName} trigger`,
-      agentId: a.agentId,
-      scopeType: 'workflow',
-      workflowName,
-      responseMode: 'async',
-      ...extra,
-    },
-  });
-  if (res.status !== 201) throw new Error(`create trigger: ${res.status} ${res.text}`);
-  const { token } = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [res.body.id] }]);
-  return { id: res.body.id as string, token };
-}
+const trigger = (workflowName: string, extra: Record<string, unknown> = {}) =>
+  runnableTrigger(t, a.agentId, workflowName, extra);
 
 async function run(
   tr: { id: string; token: string },
@@ -362,13 +350,3 @@ describe('secret masking through the whole path', () => {
     expect(agentLog).not.toContain(SECRET);
   });
 });
-
-/** Whether `pid` is a live process (a zombie left to an init that does not reap is not). */
-function alive(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}

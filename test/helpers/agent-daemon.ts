@@ -271,6 +271,16 @@ export async function startCuttableProxy(targetUrl: string): Promise<CuttablePro
   };
 }
 
+/** Whether `pid` is a live process, read from /proc (a zombie left to an init that does not reap is not). */
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The live (not zombie) processes whose environment holds `name=value`, read from /proc: every
  * process a step started, grandchildren included, carries the job's `DROVER_JOB_ID`.
@@ -283,9 +293,7 @@ export function processesWithEnv(name: string, value: string): number[] {
     try {
       const env = fs.readFileSync(`/proc/${entry}/environ`, 'latin1').split('\0');
       if (!env.includes(needle)) continue;
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
-      found.push(Number(entry));
+      if (isAlive(Number(entry))) found.push(Number(entry));
     } catch {
       // gone meanwhile, or not ours
     }

@@ -71,6 +71,31 @@ export interface RunFixture {
   close(): Promise<void>;
 }
 
+/**
+ * A webhook trigger, created by the owner, on the agent's workflow `workflowName` (async unless
+ * `extra` says otherwise), and an API token that may run it.
+ */
+export async function runnableTrigger(
+  t: TestCoordinator,
+  agentId: string,
+  workflowName: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; token: string }> {
+  const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+    body: {
+      name: `${workflowName} trigger`,
+      agentId,
+      scopeType: 'workflow',
+      workflowName,
+      responseMode: 'async',
+      ...extra,
+    },
+  });
+  if (res.status !== 201) throw new Error(`create trigger: ${res.status} ${res.text}`);
+  const { token } = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [res.body.id] }]);
+  return { id: res.body.id as string, token };
+}
+
 /** Today at 10:00:01 UTC. */
 export function windowAlignedStart(): number {
   const now = Date.now();

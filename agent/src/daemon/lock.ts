@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { isAlive } from '../daemon-status.js';
 import { AgentError } from '../errors.js';
 
 export const LOCK_FILE = 'daemon.lock';
@@ -43,14 +44,5 @@ function readOrEmpty(file: string): string {
     return fs.readFileSync(file, 'utf8');
   } catch {
     return '';
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -33,17 +33,17 @@ export function eventMismatch(assignment: DeployAssignment, payload: ManifestPay
   if (!desired) {
     return `the signed manifest names no release to install, but the deploy event asks for release ${params.release_id} (version ${params.version})`;
   }
-  if (!sameId(desired.release_id, params.release_id)) {
+  if (!same(desired.release_id, params.release_id)) {
     return `the deploy event asks for release ${params.release_id} (version ${params.version}) but the signed manifest names release ${desired.release_id} (version ${desired.version})`;
   }
-  if (!sameHex(desired.checksum_sha256, params.checksum_sha256)) {
+  if (!same(desired.checksum_sha256, params.checksum_sha256)) {
     return `the deploy event's checksum ${params.checksum_sha256} differs from the signed manifest's ${desired.checksum_sha256}`;
   }
   if (assignment.workflowName !== payload.update_workflow) {
     return `the deploy event would run the workflow ${assignment.workflowName} but the signed manifest names ${payload.update_workflow}`;
   }
   const artifact = params.artifact;
-  if (typeof artifact.sha256 === 'string' && !sameHex(artifact.sha256, desired.checksum_sha256)) {
+  if (typeof artifact.sha256 === 'string' && !same(artifact.sha256, desired.checksum_sha256)) {
     return `the artifact file (SHA-256 ${artifact.sha256}) is not the one the signed release names (SHA-256 ${desired.checksum_sha256})`;
   }
   if (typeof artifact.size === 'number' && artifact.size !== desired.size) {
@@ -55,12 +55,12 @@ export function eventMismatch(assignment: DeployAssignment, payload: ManifestPay
 /** Whether the release this agent installed is the desired one (the same release id). */
 export function runsDesired(current: InstalledRelease | null, desired: ManifestDesired | null): boolean {
   if (!current || !desired) return false;
-  return sameId(current.releaseId, desired.release_id);
+  return same(current.releaseId, desired.release_id);
 }
 
 /** `1.4.2 (sequence 7)`. */
 export const describeRelease = (r: { version: string; sequence: number }): string =>
   `${r.version} (sequence ${r.sequence})`;
 
-const sameId = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();
-const sameHex = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();
+/** Release ids (UUIDs) and hex checksums compare without regard to case. */
+const same = (a: string, b: string): boolean => a.toLowerCase() === b.toLowerCase();

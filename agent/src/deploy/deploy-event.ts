@@ -1,4 +1,5 @@
 import { looksLikeFileRef, type DeployAssignment } from '@drover/shared';
+import { isObject } from '../util/is-object.js';
 
 export type ParsedDeployEvent = { ok: true; assignment: DeployAssignment } | { ok: false; problem: string };
 
@@ -46,6 +47,3 @@ export function parseDeployEvent(data: unknown): ParsedDeployEvent {
     },
   };
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { DeployReportRequest, DeployReportResponse, DeviceState } from '@drover/shared';
 import type { DeployApi } from './deploy-api.js';
-import type { InstalledRelease } from './deploy-state.js';
+import type { DeployStateStore, InstalledRelease } from './deploy-state.js';
 
 /** The coordinator's limit on a report's `error`. */
 const MAX_ERROR = 2000;
@@ -28,15 +28,20 @@ export function deployReport(
 }
 
 /**
- * Sends a deployment report. Reports are progress information: one that cannot be delivered is
- * logged and not retried (the pull fallback reports the installation again at the next connect
- * or poll), so it never holds up an installation. Resolves with the coordinator's view, or null.
+ * Reports an application's deployment state, with the installation recorded in `store`. Reports
+ * are progress information: one that cannot be delivered is logged and not retried (the pull
+ * fallback reports the installation again at the next connect or poll), so it never holds up an
+ * installation. Resolves with the coordinator's view, or null.
  */
-export async function sendDeployReport(
-  api: DeployApi,
+export async function reportDeployState(
+  deploy: { api: DeployApi; store: DeployStateStore },
   logger: Logger,
-  body: DeployReportRequest,
+  applicationId: string,
+  state: DeviceState,
+  error: string | null = null,
 ): Promise<DeployReportResponse | null> {
+  const { api, store } = deploy;
+  const body = deployReport(applicationId, state, store.get(applicationId).current, error);
   try {
     const answer = await api.report(body);
     logger.debug({ applicationId: body.applicationId, state: body.state }, `reported deployment state ${body.state}`);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { readFileIfExists, writeFileAtomic } from '../state/files.js';
+import { isObject } from '../util/is-object.js';
 
 /** A release as the device names it. */
 export interface InstalledRelease {
@@ -145,6 +146,3 @@ function parseFailure(value: unknown): FailedAttempt | null {
   if (typeof releaseId !== 'string' || (state !== 'failed' && state !== 'refused')) return null;
   return { releaseId, state, error: typeof error === 'string' ? error : '', at: typeof at === 'string' ? at : '' };
 }
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -3,7 +3,7 @@ import type { DeviceState, ManifestPayload } from '@drover/shared';
 import { formatDuration } from '../exec/durations.js';
 import type { DeployApi } from './deploy-api.js';
 import { describeRelease, runsDesired } from './deploy-checks.js';
-import { deployReport, sendDeployReport } from './deploy-report.js';
+import { reportDeployState } from './deploy-report.js';
 import type { AppDeployState, DeployStateStore } from './deploy-state.js';
 import type { ManifestSource } from './manifest-source.js';
 
@@ -143,7 +143,6 @@ export class DeploySync {
   }
 
   #report(applicationId: string, state: DeviceState, error: string | null) {
-    const current = this.options.store.get(applicationId).current;
-    return sendDeployReport(this.options.api, this.options.logger, deployReport(applicationId, state, current, error));
+    return reportDeployState(this.options, this.options.logger, applicationId, state, error);
   }
 }

@@ -2,8 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Dispatcher } from 'undici';
 import { downloadFile } from '../files/download.js';
-import { formatBytes, pause } from '../files/format.js';
+import { formatBytes } from '../files/format.js';
 import { hashFileHandle } from '../files/hash-file.js';
+import { retryTransfer } from '../files/retry-transfer.js';
 import { abortError, TransferAborted, TransferError } from '../files/transfer-error.js';
 import { Backoff } from '../util/backoff.js';
 
@@ -46,43 +47,42 @@ export type ArtifactOutcome =
  * manifest; content that does not match is refused at once.
  */
 export async function fetchArtifact(req: FetchArtifactRequest): Promise<ArtifactOutcome> {
-  const attempts = req.attempts ?? 3;
-  const backoff = req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 });
   let source = req.source;
   fs.mkdirSync(path.dirname(req.target), { recursive: true, mode: 0o700 });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await downloadFile({
-        url: source.url,
-        target: req.target,
-        expectedSize: source.size,
-        expectedSha256: source.sha256,
+  try {
+    await retryTransfer(
+      () =>
+        downloadFile({
+          url: source.url,
+          target: req.target,
+          expectedSize: source.size,
+          expectedSha256: source.sha256,
+          signal: req.signal,
+          ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
+        }),
+      {
+        attempts: req.attempts ?? 3,
+        backoff: req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 }),
         signal: req.signal,
-        ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
-      });
-      return { ok: true };
-    } catch (error) {
-      if (error instanceof TransferAborted)
-        return { ok: false, refused: false, aborted: error.why, message: error.message };
-      const message = error instanceof Error ? error.message : String(error);
-      if (error instanceof TransferError && error.mismatch) return { ok: false, refused: true, aborted: null, message };
-      if (!(error instanceof TransferError) || error.kind === 'final' || attempt >= attempts) {
-        return { ok: false, refused: false, aborted: null, message };
-      }
-      req.log(`download of the artifact failed (${message}); trying again (attempt ${attempt + 1} of ${attempts})`);
-      try {
-        if (error.kind === 'refresh') source = await req.refresh();
-        else await pause(backoff.next(), req.signal);
-      } catch (cause) {
-        if (req.signal.aborted) {
-          const aborted = abortError(req.signal);
-          const why = aborted instanceof TransferAborted ? aborted.why : 'cancelled';
-          return { ok: false, refused: false, aborted: why, message: aborted.message };
-        }
-        const message = cause instanceof Error ? cause.message : String(cause);
-        return { ok: false, refused: cause instanceof DeployRefusal, aborted: null, message };
-      }
+        what: 'download of the artifact',
+        log: (text) => req.log(text),
+        refresh: async () => {
+          source = await req.refresh();
+        },
+      },
+    );
+    return { ok: true };
+  } catch (error) {
+    if (error instanceof TransferAborted)
+      return { ok: false, refused: false, aborted: error.why, message: error.message };
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof TransferError) return { ok: false, refused: error.mismatch, aborted: null, message };
+    if (req.signal.aborted) {
+      const aborted = abortError(req.signal);
+      const why = aborted instanceof TransferAborted ? aborted.why : 'cancelled';
+      return { ok: false, refused: false, aborted: why, message: aborted.message };
     }
+    return { ok: false, refused: error instanceof DeployRefusal, aborted: null, message };
   }
 }
 

@@ -3,10 +3,10 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { DeployAssignment, ManifestPayload, WorkflowDefinition } from '@drover/shared';
 import type { JobFiles } from '../exec/job-files.js';
-import { executeJob, type JobLine, type JobResult } from '../exec/run-job.js';
+import { executeJob, type JobResult } from '../exec/run-job.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { LocalFileRef } from '../files/input-files.js';
-import type { JobRunnerDeps } from '../jobs/job-runner.js';
+import { jobHooks, loadJobSecrets, type JobRunnerDeps } from '../jobs/job-runner.js';
 import type { LogShipper } from '../jobs/log-shipper.js';
 
 export interface InstallRequest {
@@ -49,8 +49,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
     forced: payload.forced || job.params.forced,
     checksum_sha256: desired.checksum_sha256.toLowerCase(),
   };
-  const secrets = await deps.loadSecrets();
-  if (secrets.problem && (req.workflow.secretsKeys ?? []).length > 0) req.log.error(secrets.problem);
+  const secrets = await loadJobSecrets(deps, req.workflow, req.log);
   return executeJob(
     {
       jobId: job.jobId,
@@ -65,20 +64,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
       killGraceMs: deps.killGraceMs,
       transfer: preparedInputs({ artifact, ...params }, { artifact: req.artifactPath, ...params }, deps.transfer),
     },
-    {
-      signal: req.signal,
-      onStepSpawn: (_index, pid) => {
-        try {
-          deps.journal.update(job.jobId, { processGroup: pid });
-        } catch (error) {
-          req.log.warn({ err: error }, 'cannot record the step process in the journal');
-        }
-      },
-      onLine: (line) => {
-        req.shipper.add(line);
-        logLine(req.log, line);
-      },
-    },
+    jobHooks(deps.journal, job.jobId, req.log, req.shipper, req.signal),
   );
 }
 
@@ -98,10 +84,4 @@ function preparedInputs(
     deliverOutputs: (req) =>
       transfer ? transfer.deliverOutputs(req) : Promise.resolve({ output: req.output, problems: [] }),
   };
-}
-
-function logLine(log: Logger, line: JobLine): void {
-  const fields = { stream: line.stream, ...(line.step === null ? {} : { step: line.step + 1 }) };
-  if (line.warning) log.warn(fields, line.text);
-  else log.info(fields, line.text);
 }

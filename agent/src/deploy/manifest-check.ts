@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { verifyManifestEntry, type ManifestCurrent, type ManifestDesired, type ManifestPayload } from '@drover/shared';
+import { isObject } from '../util/is-object.js';
 
 /** Why a manifest entry is not trusted. */
 export type ManifestProblem = 'bad_signature' | 'malformed' | 'replayed';
@@ -69,8 +70,10 @@ export function payloadProblem(payload: unknown): string | null {
   if (!Number.isSafeInteger(p.min_sequence)) return 'has no integer `min_sequence`';
   if (!Number.isSafeInteger(p.issued_at)) return 'has no integer `issued_at`';
   if (typeof p.forced !== 'boolean') return 'has no boolean `forced`';
-  if (p.current !== null && currentProblem(p.current)) return `has a bad \`current\`: ${currentProblem(p.current)}`;
-  if (p.desired !== null && desiredProblem(p.desired)) return `has a bad \`desired\`: ${desiredProblem(p.desired)}`;
+  const current = p.current === null ? null : currentProblem(p.current);
+  if (current) return `has a bad \`current\`: ${current}`;
+  const desired = p.desired === null ? null : desiredProblem(p.desired);
+  if (desired) return `has a bad \`desired\`: ${desired}`;
   return null;
 }
 
@@ -102,6 +105,3 @@ const isoSeconds = (seconds: number): string => {
   const date = new Date(seconds * 1000);
   return Number.isNaN(date.getTime()) ? String(seconds) : date.toISOString().replace('.000Z', 'Z');
 };
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/shared';
 import type { Dispatcher } from 'undici';
 import { jobFiles } from '../exec/job-files.js';
-import type { JobResult } from '../exec/run-job.js';
+import { failedResult, type JobResult } from '../exec/run-job.js';
 import { jobTimeSignal } from '../files/job-phases.js';
 import { safeFilename } from '../files/safe-names.js';
 import { beginAcceptedJob, type JobRunnerDeps } from '../jobs/job-runner.js';
@@ -15,7 +15,7 @@ import type { Backoff } from '../util/backoff.js';
 import type { DeployApi } from './deploy-api.js';
 import { describeRelease, entryFor, eventMismatch } from './deploy-checks.js';
 import { parseDeployEvent } from './deploy-event.js';
-import { deployReport, sendDeployReport } from './deploy-report.js';
+import { reportDeployState } from './deploy-report.js';
 import type { DeployStateStore, InstalledRelease } from './deploy-state.js';
 import {
   DeployRefusal,
@@ -189,9 +189,9 @@ class DeployRun {
 
   /** The verified manifest entry of the application, checked against the event; else the job's end. */
   async #signedEntry(): Promise<{ payload: ManifestPayload } | { result: JobResult }> {
-    let checks;
+    let entry;
     try {
-      checks = await this.deps.deploy.manifests.fetch();
+      entry = await this.#checkedEntry();
     } catch (error) {
       return {
         result: await this.#end(
@@ -200,21 +200,26 @@ class DeployRun {
         ),
       };
     }
-    const entry = entryFor(checks, this.#appId);
     if (!entry.ok) return { result: await this.#end('refused', entry.message) };
-    const mismatch = eventMismatch(this.job, entry.payload);
-    if (mismatch) return { result: await this.#end('refused', mismatch) };
     return { payload: entry.payload };
   }
 
   /** A fresh download URL from a newly fetched manifest that still names this release. */
   async #freshSource(): Promise<ArtifactSource> {
-    const checks = await this.deps.deploy.manifests.fetch();
-    const entry = entryFor(checks, this.#appId);
+    const entry = await this.#checkedEntry();
     if (!entry.ok) throw new DeployRefusal(entry.message);
-    const mismatch = eventMismatch(this.job, entry.payload);
-    if (mismatch) throw new DeployRefusal(mismatch);
     return sourceOf(entry.payload);
+  }
+
+  /**
+   * The application's entry of a freshly fetched and verified manifest, checked against the
+   * event, or why it is refused. Throws when the manifest cannot be fetched.
+   */
+  async #checkedEntry(): Promise<{ ok: true; payload: ManifestPayload } | { ok: false; message: string }> {
+    const entry = entryFor(await this.deps.deploy.manifests.fetch(), this.#appId);
+    if (!entry.ok) return entry;
+    const mismatch = eventMismatch(this.job, entry.payload);
+    return mismatch ? { ok: false, message: mismatch } : entry;
   }
 
   async #postpone(): Promise<JobResult> {
@@ -254,8 +259,7 @@ class DeployRun {
   }
 
   async #report(state: DeviceState, error: string | null = null): Promise<void> {
-    const current = this.deps.deploy.store.get(this.#appId).current;
-    await sendDeployReport(this.deps.deploy.api, this.#log, deployReport(this.#appId, state, current, error));
+    await reportDeployState(this.deps.deploy, this.#log, this.#appId, state, error);
   }
 
   #remember(patch: Parameters<DeployStateStore['update']>[1]): void {
@@ -270,8 +274,4 @@ class DeployRun {
 function sourceOf(payload: ManifestPayload): ArtifactSource {
   const desired = payload.desired!;
   return { url: desired.download_url, size: desired.size, sha256: desired.checksum_sha256.toLowerCase() };
-}
-
-function failedResult(message: string): JobResult {
-  return { status: 'failed', exitCode: null, errorMessage: message, output: {}, finishedAt: new Date().toISOString() };
 }

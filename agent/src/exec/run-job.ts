@@ -47,6 +47,11 @@ export interface JobHooks {
 
 export type JobResult = FinishJobRequest & { finishedAt: string };
 
+/** The result of a job that ended `failed` without a step's exit code (no step ran, or the agent stopped it). */
+export function failedResult(message: string): JobResult {
+  return { status: 'failed', exitCode: null, errorMessage: message, output: {}, finishedAt: new Date().toISOString() };
+}
+
 /**
  * Runs a job's steps in order (docs/agent.md, "The executor"): prepares the job's files, checks
  * its secrets, downloads its input files, runs each step under the smaller of its own timeout and
@@ -67,15 +72,15 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
   const finish = (status: JobResult['status'], exitCode: number | null, errorMessage: string | null) =>
     conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, remaining });
 
+  let envParams = paramsWithoutUrls(plan.params);
   try {
-    prepareJobFiles(plan.files, paramsWithoutUrls(plan.params));
+    prepareJobFiles(plan.files, envParams);
   } catch (error) {
     return finish('failed', null, `could not prepare the job's workspace: ${(error as Error).message}`);
   }
   const secrets = pickSecrets(plan);
   if (typeof secrets === 'string') return finish('failed', null, secrets);
 
-  let envParams = paramsWithoutUrls(plan.params);
   if (plan.transfer && hasInputFiles(plan.params)) {
     const inputs = await plan.transfer.fetchInputs({
       jobId: plan.jobId,

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { isAgentError } from '../errors.js';
-import { answerMessage, signedCall, type HttpAnswer, type SignedCaller } from '../http/client.js';
+import { answerMessage, isRetryableStatus, signedCall, type HttpAnswer, type SignedCaller } from '../http/client.js';
 import type { Backoff } from '../util/backoff.js';
 import { TransferError } from './transfer-error.js';
 
@@ -133,9 +133,8 @@ async function call(
     throw error;
   }
   if (answer.status === ok) return answer;
-  const retry = answer.status === 401 || answer.status === 408 || answer.status === 429 || answer.status >= 500;
   throw new TransferError(
-    retry ? 'retry' : 'final',
+    isRetryableStatus(answer.status) ? 'retry' : 'final',
     `${what}: the coordinator answered HTTP ${answer.status}: ${answerMessage(answer)}`,
   );
 }

@@ -4,9 +4,10 @@ import { looksLikeFileRef, type InputFileRef } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
 import { downloadFile } from './download.js';
 import type { JobFilesRequest } from './files-api.js';
-import { formatBytes, pause } from './format.js';
+import { formatBytes } from './format.js';
+import { retryTransfer } from './retry-transfer.js';
 import { safeFilename, safeParamDir } from './safe-names.js';
-import { abortError, TransferAborted, TransferError } from './transfer-error.js';
+import { TransferAborted, TransferError } from './transfer-error.js';
 
 export interface InputFilesRequest extends JobFilesRequest {
   params: Record<string, unknown>;
@@ -94,12 +95,10 @@ async function fetchOne(req: InputFilesRequest, name: string, ref: InputFileRef)
   let source = fromRef(ref);
   const dir = path.join(req.workspace, 'inputs', safeParamDir(name));
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const attempts = req.attempts ?? 3;
-  const backoff = req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 });
   const started = performance.now();
   let target = '';
-  for (let attempt = 1; ; attempt++) {
-    try {
+  await retryTransfer(
+    async (attempt) => {
       if (source.url === null) source = await freshSource(req, ref.id);
       target = path.join(dir, safeFilename(source.filename));
       if (attempt === 1) {
@@ -113,16 +112,18 @@ async function fetchOne(req: InputFilesRequest, name: string, ref: InputFileRef)
         signal: req.signal,
         ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
       });
-      break;
-    } catch (error) {
-      if (!(error instanceof TransferError) || error.kind === 'final' || attempt >= attempts) throw error;
-      req.log(
-        `download of input file \`${name}\` failed (${error.message}); trying again (attempt ${attempt + 1} of ${attempts})`,
-      );
-      if (error.kind === 'refresh') source = { ...source, url: null };
-      else await pause(backoff.next(), req.signal).catch(() => Promise.reject(abortError(req.signal)));
-    }
-  }
+    },
+    {
+      attempts: req.attempts ?? 3,
+      backoff: req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 }),
+      signal: req.signal,
+      what: `download of input file \`${name}\``,
+      log: (text) => req.log(text),
+      refresh: () => {
+        source = { ...source, url: null };
+      },
+    },
+  );
   const took = ((performance.now() - started) / 1000).toFixed(1);
   const relative = path.relative(req.workspace, target);
   req.log(`input file \`${name}\` ready: ${relative} (${formatBytes(source.size)}, SHA-256 verified, ${took}s)`);

@@ -5,12 +5,13 @@ import { FILE_REF_TYPE, type FileRef } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
 import { contentTypeOf } from './content-type.js';
 import type { JobFilesRequest } from './files-api.js';
-import { formatBytes, pause } from './format.js';
+import { formatBytes } from './format.js';
 import { hashFileHandle } from './hash-file.js';
 import { safeFilename } from './safe-names.js';
 import { abortError, TransferAborted, TransferError } from './transfer-error.js';
 import { uploadFile } from './upload.js';
 import { resolveWorkspaceFile } from './workspace-path.js';
+import { retryTransfer } from './retry-transfer.js';
 
 /** The prefix of an output value naming a file to upload (CONTRACT §5). */
 export const FILE_OUTPUT_PREFIX = 'file:';
@@ -71,14 +72,14 @@ export async function deliverOutputFiles(req: OutputFilesRequest): Promise<Outpu
 
 async function uploadOne(req: OutputFilesRequest, key: string, file: string): Promise<FileRef> {
   const filename = safeFilename(path.basename(file));
-  const attempts = req.attempts ?? 5;
-  const backoff = req.backoff ?? new Backoff({ baseMs: 1000, capMs: 15_000 });
   const started = performance.now();
   const identity = await withFile(file, null, async (_handle, stat) => stat);
   let digest = await readDigest(req, file, identity);
   req.log(`uploading output \`${key}\`: ${filename} (${formatBytes(digest.size)})`);
-  for (let attempt = 1; ; attempt++) {
-    try {
+  return retryTransfer(
+    async (attempt) => {
+      // The file may have changed since the last attempt: what is declared must be what is sent.
+      if (attempt > 1) digest = await readDigest(req, file, identity);
       const presigned = await req.api.createOutputFile(req.jobId, {
         filename,
         contentType: contentTypeOf(filename),
@@ -100,16 +101,15 @@ async function uploadOne(req: OutputFilesRequest, key: string, file: string): Pr
       const took = ((performance.now() - started) / 1000).toFixed(1);
       req.log(`output \`${key}\` uploaded as file ${presigned.fileId} (${formatBytes(digest.size)}, ${took}s)`);
       return { __type: FILE_REF_TYPE, id: presigned.fileId };
-    } catch (error) {
-      if (!(error instanceof TransferError) || error.kind === 'final' || attempt >= attempts) throw error;
-      req.log(
-        `upload of output \`${key}\` failed (${error.message}); trying again (attempt ${attempt + 1} of ${attempts})`,
-      );
-      await pause(backoff.next(), req.signal).catch(() => Promise.reject(abortError(req.signal)));
-      // The file may have changed meanwhile: what is declared must be what is sent.
-      digest = await readDigest(req, file, identity);
-    }
-  }
+    },
+    {
+      attempts: req.attempts ?? 5,
+      backoff: req.backoff ?? new Backoff({ baseMs: 1000, capMs: 15_000 }),
+      signal: req.signal,
+      what: `upload of output \`${key}\``,
+      log: (text) => req.log(text),
+    },
+  );
 }
 
 async function readDigest(req: OutputFilesRequest, file: string, identity: fs.Stats) {

@@ -88,6 +88,13 @@ export function answerMessage(answer: HttpAnswer): string {
   return `HTTP ${answer.status}`;
 }
 
+/**
+ * Whether an answer of the coordinator to a signed call is worth trying again later: 401 (the
+ * signature refused, perhaps by a clock about to be fixed), 408, 429 and 5xx.
+ */
+export const isRetryableStatus = (status: number): boolean =>
+  status === 401 || status === 408 || status === 429 || status >= 500;
+
 export interface SignedCaller {
   origin: string;
   agentId: string;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
-import type { JobResult } from '../exec/run-job.js';
+import { failedResult, type JobResult } from '../exec/run-job.js';
 import { formatDuration } from '../exec/durations.js';
 import { killOrphanedStep } from '../exec/orphans.js';
 import type { Outbox } from '../outbox/outbox.js';
@@ -52,8 +52,24 @@ export class JobManager {
   readonly #kill = new AbortController();
   #shuttingDown = false;
 
+  /** What running a job needs: the same for every job. */
+  readonly #deps: JobRunnerDeps;
+
   constructor(private readonly options: JobManagerOptions) {
     this.queue = new JobQueue(options.capacity, () => options.onQueueChange?.());
+    this.#deps = {
+      stateDir: options.stateDir,
+      journal: options.journal,
+      send: (report) => options.sender.send(report),
+      finish: (running, result) => this.#finish(running, result),
+      workflow: (name) => options.workflows.get(name),
+      loadSecrets: options.loadSecrets,
+      logger: options.logger,
+      defaultJobTimeoutMs: options.defaultJobTimeoutMs,
+      killGraceMs: options.killGraceMs,
+      ...(options.logBatch ? { logBatch: options.logBatch } : {}),
+      ...(options.transfer ? { transfer: options.transfer } : {}),
+    };
   }
 
   /** Called by the report sender when a report is finally delivered or dropped. */
@@ -183,7 +199,7 @@ export class JobManager {
         }
         case 'fail_lost': {
           log.warn(`${LOST_MESSAGE} (the coordinator has it ${assignment.status})`);
-          this.#finish(journal.create(assignment, 'finished'), failed(LOST_MESSAGE));
+          this.#finish(journal.create(assignment, 'finished'), failedResult(LOST_MESSAGE));
           return;
         }
         case 'fail_interrupted':
@@ -211,7 +227,7 @@ export class JobManager {
       const entry = journal.get(job.jobId);
       if (!entry) continue;
       logger.info({ jobId: job.jobId, workflow: job.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
-      this.#finish(entry, { ...failed(CANCELLED_BEFORE_START_MESSAGE), status: 'cancelled' });
+      this.#finish(entry, { ...failedResult(CANCELLED_BEFORE_START_MESSAGE), status: 'cancelled' });
     }
     const running = this.queue.running;
     if (running) {
@@ -249,19 +265,7 @@ export class JobManager {
 
   #enqueue(entry: JournalEntry, accepted: Promise<SendOutcome>): void {
     const { options } = this;
-    const deps: JobRunnerDeps = {
-      stateDir: options.stateDir,
-      journal: options.journal,
-      send: (report) => options.sender.send(report),
-      finish: (running, result) => this.#finish(running, result),
-      workflow: (name) => options.workflows.get(name),
-      loadSecrets: options.loadSecrets,
-      logger: options.logger,
-      defaultJobTimeoutMs: options.defaultJobTimeoutMs,
-      killGraceMs: options.killGraceMs,
-      ...(options.logBatch ? { logBatch: options.logBatch } : {}),
-      ...(options.transfer ? { transfer: options.transfer } : {}),
-    };
+    const deps = this.#deps;
     const deploy = entry.assignment.kind === 'update' ? options.deploy : undefined;
     const run = () =>
       deploy
@@ -272,7 +276,7 @@ export class JobManager {
         options.logger.error({ err: error, jobId: entry.jobId }, 'the job failed inside the agent');
         const current = options.journal.get(entry.jobId);
         if (current && current.state === 'running')
-          this.#finish(current, failed(`the agent failed: ${(error as Error).message}`));
+          this.#finish(current, failedResult(`the agent failed: ${(error as Error).message}`));
       }),
     );
   }
@@ -285,7 +289,7 @@ export class JobManager {
       const killed = killOrphanedStep(entry.processGroup, entry.jobId);
       if (killed > 0) this.options.logger.warn(fields, `killed ${killed} process(es) the interrupted job left running`);
     }
-    this.#finish(entry, failed(INTERRUPTED_MESSAGE));
+    this.#finish(entry, failedResult(INTERRUPTED_MESSAGE));
   }
 
   /** Records the job's result in the journal, then reports it. */
@@ -304,8 +308,4 @@ export class JobManager {
     const report = { jobId, ...final } as Report;
     void this.options.sender.send(report).finally(() => this.#finalPending.delete(jobId));
   }
-}
-
-function failed(message: string): JobResult {
-  return { status: 'failed', exitCode: null, errorMessage: message, output: {}, finishedAt: new Date().toISOString() };
 }

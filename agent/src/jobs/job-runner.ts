@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { executeJob, type JobLine, type JobResult } from '../exec/run-job.js';
+import { executeJob, failedResult, type JobHooks, type JobLine, type JobResult } from '../exec/run-job.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
@@ -47,17 +47,10 @@ export async function runAcceptedJob(
   if (!workflow) {
     const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
     log.error(message);
-    deps.finish(running, {
-      status: 'failed',
-      exitCode: null,
-      errorMessage: message,
-      output: {},
-      finishedAt: new Date().toISOString(),
-    });
+    deps.finish(running, failedResult(message));
     return;
   }
-  const secrets = await deps.loadSecrets();
-  if (secrets.problem && (workflow.secretsKeys ?? []).length > 0) log.error(secrets.problem);
+  const secrets = await loadJobSecrets(deps, workflow, log);
 
   const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
   log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
@@ -75,20 +68,7 @@ export async function runAcceptedJob(
       killGraceMs: deps.killGraceMs,
       ...(deps.transfer ? { transfer: deps.transfer } : {}),
     },
-    {
-      signal,
-      onStepSpawn: (_index, pid) => {
-        try {
-          deps.journal.update(entry.jobId, { processGroup: pid });
-        } catch (error) {
-          log.warn({ err: error }, 'cannot record the step process in the journal');
-        }
-      },
-      onLine: (line) => {
-        shipper.add(line);
-        logLine(log, line);
-      },
-    },
+    jobHooks(deps.journal, entry.jobId, log, shipper, signal),
   );
   shipper.flush();
   deps.finish(running, result);
@@ -121,6 +101,44 @@ export async function beginAcceptedJob(
     return null;
   }
   return running;
+}
+
+/** The secrets for a job of `workflow`; a refused secrets file is logged when the workflow lists any. */
+export async function loadJobSecrets(
+  deps: Pick<JobRunnerDeps, 'loadSecrets'>,
+  workflow: WorkflowDefinition,
+  log: Logger,
+): Promise<LoadedSecrets> {
+  const secrets = await deps.loadSecrets();
+  if (secrets.problem && (workflow.secretsKeys ?? []).length > 0) log.error(secrets.problem);
+  return secrets;
+}
+
+/**
+ * The executor's hooks for a job, every kind alike: each step's process group is recorded in the
+ * journal (killed at the next start after a crash), each line goes to the shipper and the agent's log.
+ */
+export function jobHooks(
+  journal: Journal,
+  jobId: string,
+  log: Logger,
+  shipper: LogShipper,
+  signal: AbortSignal,
+): JobHooks {
+  return {
+    signal,
+    onStepSpawn: (_index, pid) => {
+      try {
+        journal.update(jobId, { processGroup: pid });
+      } catch (error) {
+        log.warn({ err: error }, 'cannot record the step process in the journal');
+      }
+    },
+    onLine: (line) => {
+      shipper.add(line);
+      logLine(log, line);
+    },
+  };
 }
 
 /** A job's line in the agent's own log (already masked): warnings as warn, the rest as info. */

@@ -1,4 +1,4 @@
-import type { HttpAnswer } from '../http/client.js';
+import { isRetryableStatus, type HttpAnswer } from '../http/client.js';
 import type { Report } from './report.js';
 
 export type Verdict =
@@ -20,14 +20,9 @@ export function judgeAnswer(report: Report, answer: HttpAnswer | { error: Error 
   const { status } = answer;
   if (status >= 200 && status < 300) return { verdict: 'delivered' };
   const message = messageOf(answer);
-  if (status >= 500 || status === 401 || status === 408 || status === 429) {
-    return { verdict: 'retry', reason: `HTTP ${status}${message ? `: ${message}` : ''}` };
-  }
-  return {
-    verdict: 'drop',
-    reason: `HTTP ${status}${message ? `: ${message}` : ''}`,
-    expected: status === 409 && report.kind === 'finish',
-  };
+  const reason = `HTTP ${status}${message ? `: ${message}` : ''}`;
+  if (isRetryableStatus(status)) return { verdict: 'retry', reason };
+  return { verdict: 'drop', reason, expected: status === 409 && report.kind === 'finish' };
 }
 
 function messageOf(answer: HttpAnswer): string | null {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/program.js';
+import { runAgentCli as run } from './run-cli.js';
 
 let stateDir: string;
 beforeEach(() => {
@@ -10,13 +10,6 @@ beforeEach(() => {
   fs.mkdirSync(path.join(stateDir, 'logs'));
 });
 afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
-
-async function run(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
-  return { code, out, err };
-}
 
 const JOB = '1b2c3d4e-5f60-4718-9a0b-c1d2e3f40516';
 const rec = (level: number, msg: string, extra: Record<string, unknown> = {}) =>

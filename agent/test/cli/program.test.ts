@@ -3,21 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
-import { runCli } from '../../src/cli/program.js';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
+import { runAgentCli as run } from './run-cli.js';
 
 let root: string;
 beforeEach(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-cli-'));
 });
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
-
-async function run(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
-  return { code, out, err };
-}
 
 const enrollment = {
   url: 'https://drover.example.com',

@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
-import { runCli } from '../../src/cli/program.js';
 import type { DaemonStatus } from '../../src/daemon-status.js';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
+import { runAgentCli as run } from './run-cli.js';
 
 let root: string;
 beforeEach(() => {
@@ -21,13 +21,6 @@ beforeEach(() => {
   });
 });
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
-
-async function run(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
-  return { code, out, err };
-}
 
 const daemon = (pid: number): DaemonStatus => ({
   pid,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/program.js';
+import { runAgentCli as run } from './run-cli.js';
 
 let stateDir: string;
 let dir: string;
@@ -12,13 +12,6 @@ beforeEach(() => {
   fs.mkdirSync(dir);
 });
 afterEach(() => fs.rmSync(stateDir, { recursive: true, force: true }));
-
-async function run(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
-  return { code, out, err };
-}
 
 const DEPLOY = `name: deploy
 version: "2.1"

@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../../src/cli/program.js';
 import { acquireDaemonLock } from '../../src/daemon/lock.js';
 import { StatusFile } from '../../src/daemon/status-file.js';
 import { readDaemonStatus } from '../../src/daemon-status.js';
+import { runAgentCli as run } from '../cli/run-cli.js';
 
 let root: string;
 beforeEach(() => {
@@ -64,13 +64,6 @@ describe('status.json', () => {
     expect(fs.readdirSync(root)).toEqual(['status.json']);
   });
 });
-
-async function run(...argv: string[]) {
-  let out = '';
-  let err = '';
-  const code = await runCli(argv, { out: (t) => void (out += t), err: (t) => void (err += t) });
-  return { code, out, err };
-}
 
 describe('drover-agent run, before it starts', () => {
   it('says the machine is not enrolled and exits 1 without creating anything but the state directory', async () => {

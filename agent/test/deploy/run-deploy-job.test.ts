@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair, privateKeyFromBase64, signManifest } from '@drover/shared';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
-import { harness, sh, type Harness } from '../jobs/harness.js';
+import { assignment, harness, sh, type Harness } from '../jobs/harness.js';
 import { deployContext, FakeDeployCoordinator, unreachable, type FakeApp } from './fake-deploy.js';
 
 let blobs: BlobServer;
@@ -101,17 +101,7 @@ describe('a deploy event', () => {
     const h = make({ capacity: 0 });
     const app = fake.addApp();
     fake.publish(app, '1.0.0');
-    h.manager.onJobEvent({
-      jobId: '00000000-0000-4000-8000-0000000000aa',
-      kind: 'trigger',
-      workflowName: 'slow',
-      params: {},
-      ref: null,
-      debug: false,
-      timeoutMs: null,
-      status: 'pending',
-      createdAt: new Date().toISOString(),
-    });
+    h.manager.onJobEvent(assignment('slow', { jobId: '00000000-0000-4000-8000-0000000000aa' }));
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
     expect(h.records.at(-1)).toMatchObject({ level: 40, msg: 'job queue full; rejecting', event: 'deploy' });

@@ -4,10 +4,12 @@ import type { Clock } from '../util/clock.js';
 export type AuditRecord = Omit<AuditEntryInput, 'createdAt'>;
 
 /**
- * Writes audit entries with group commit: entries recorded in the same turn of the event loop
- * are inserted in one transaction, and each `record()` resolves only after its entry is
- * committed. A route that awaits it answers after its audit entry is durable, while a burst of
- * concurrent requests pays for one commit instead of one each (see docs/performance.md).
+ * Writes audit entries: entries recorded in the same tick go to the repository as one batch, and
+ * each `record()` resolves only after its entry is committed. A route that awaits it answers
+ * after its audit entry is durable. The repository's inserts are group-committed with every
+ * other hot write of the same event-loop turn (db/writer/), so a burst of concurrent requests
+ * pays for one commit instead of one each; batching here waits no longer than the current tick,
+ * so an entry does not wait one more turn before reaching that commit (docs/performance.md).
  */
 export class AuditLog {
   private pending: { entry: AuditEntryInput; resolve: () => void; reject: (e: unknown) => void }[] = [];
@@ -23,7 +25,7 @@ export class AuditLog {
       this.pending.push({ entry: { ...entry, createdAt: new Date(this.clock.now()).toISOString() }, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
-        setImmediate(() => void this.flush());
+        queueMicrotask(() => void this.flush());
       }
     });
   }

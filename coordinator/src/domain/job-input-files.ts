@@ -1,5 +1,5 @@
 import { FILE_REF_TYPE, looksLikeFileRef, type InputFileRef, type JobAssignment } from '@drover/shared';
-import type { AgentFileDownload } from './files/file-service.js';
+import type { AgentFileDownload } from './files/view.js';
 
 /** What the sender needs of the files service. */
 export interface AgentDownloads {

@@ -41,18 +41,12 @@ export const TRANSITION_RULES: Readonly<Record<Exclude<AgentTransition, 'finish'
 /** The statuses `finish` applies from: any open one (a job may fail before it starts). */
 export const FINISH_FROM: readonly JobStatus[] = OPEN_JOB_STATUSES;
 
-/** The statuses the deadline sweep fails. */
-export const SWEPT_STATUSES = ['queued', 'running'] as const satisfies readonly JobStatus[];
-
 export function decide(transition: Exclude<AgentTransition, 'finish'>, current: JobStatus): Decision {
   const rule = TRANSITION_RULES[transition];
   if (rule.from.includes(current)) return 'apply';
   if (rule.already.includes(current)) return 'unchanged';
   return 'conflict';
 }
-
-/** The status a move leads to. */
-export const TARGET_STATUS = Object.freeze({ accept: 'queued', reject: 'rejected', start: 'running' } as const);
 
 export interface JobResult {
   status: Exclude<TerminalJobStatus, 'rejected'>;

@@ -14,7 +14,7 @@ export function sseEvent(event: string, id: string, data: unknown): string {
 export const SSE_OPENING = ': drover stream\n\n';
 
 /** The data of a `job` event for an open job (docs/agent-protocol.md §6). */
-export function toAssignment(job: Job & { status: OpenJobStatus }): JobAssignment {
+export function toAssignment(job: Job, status: OpenJobStatus): JobAssignment {
   return {
     jobId: job.id,
     kind: job.kind,
@@ -23,7 +23,7 @@ export function toAssignment(job: Job & { status: OpenJobStatus }): JobAssignmen
     ref: job.ref,
     debug: job.debug,
     timeoutMs: job.timeoutMs,
-    status: job.status,
+    status,
     createdAt: job.createdAt,
   };
 }

@@ -184,7 +184,7 @@ export class StreamRegistry {
   private async sendJob(stream: AgentStream, job: Job): Promise<void> {
     if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
     if (stream.state === 'starting') stream.sentWhileStarting.add(job.id);
-    let assignment = toAssignment({ ...job, status: job.status });
+    let assignment = toAssignment(job, job.status);
     if (this.o.prepareAssignment) {
       try {
         assignment = await this.o.prepareAssignment(job, assignment);

@@ -16,6 +16,7 @@ export const MAX_REF_LENGTH = 255;
 export const MAX_CHAT_KEYWORD_LENGTH = 64;
 /** Same rule as a workflow definition's `name` (shared/src/wire.ts). */
 export const WORKFLOW_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
+export const MAX_WORKFLOW_NAME_LENGTH = 128;
 
 export const CONFIG_FIELDS = [
   'name',

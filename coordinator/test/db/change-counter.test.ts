@@ -3,6 +3,7 @@ import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createSqliteRepositories, type Repositories } from '../../src/db/repositories/index.js';
 import { newId } from '../../src/util/ids.js';
+import { enrollAgent, triggerRow } from './fixture.js';
 
 const AT = '2026-01-02T03:04:05.000Z';
 
@@ -30,29 +31,7 @@ describe('change counter', () => {
     return (await repos.changeCounter.generation()) !== before;
   };
 
-  const enroll = async () => {
-    const hash = newId();
-    await repos.enrollmentTokens.insert(
-      {
-        id: newId(),
-        orgId,
-        name: null,
-        expiresAt: '2099-01-01T00:00:00.000Z',
-        usedAt: null,
-        usedByAgentId: null,
-        createdBy: null,
-        createdAt: AT,
-      },
-      hash,
-    );
-    const id = newId();
-    await repos.agents.enroll(
-      hash,
-      { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: 'k' },
-      AT,
-    );
-    return id;
-  };
+  const enroll = () => enrollAgent(repos, orgId, AT);
 
   it('moves on every insert, update and delete of agents, workflows, triggers and api tokens', async () => {
     let agentId = '';
@@ -92,32 +71,7 @@ describe('change counter', () => {
   it('moves when a trigger is written', async () => {
     const agentId = await enroll();
     const id = newId();
-    const trigger = {
-      id,
-      orgId,
-      name: 't',
-      type: 'webhook' as const,
-      agentId,
-      scopeType: 'agent' as const,
-      workflowName: null,
-      responseMode: 'async' as const,
-      responseTimeoutMs: 30_000,
-      allowedRefs: null,
-      allowDebug: false,
-      notifyProvider: null,
-      notifyTeamId: null,
-      notifyChannelId: null,
-      notifyOn: 'none' as const,
-      cronExpression: null,
-      cronTimezone: null,
-      cronEnabled: null,
-      chatTeamId: null,
-      chatChannelId: null,
-      chatKeyword: null,
-      createdBy: null,
-      createdAt: AT,
-      updatedAt: AT,
-    };
+    const trigger = triggerRow({ id, orgId, agentId, createdAt: AT, updatedAt: AT });
     expect(await moves(() => repos.triggers.insert(trigger))).toBe(true);
     expect(await moves(() => repos.triggers.update({ ...trigger, name: 'u' }))).toBe(true);
     expect(await moves(() => repos.triggers.softDelete(orgId, id, AT))).toBe(true);

@@ -1,5 +1,7 @@
 import type { Db } from '../../src/db/database.js';
+import type { NewAgent } from '../../src/db/repositories/agents.js';
 import type { Repositories } from '../../src/db/repositories/index.js';
+import type { Trigger } from '../../src/db/repositories/triggers.js';
 import { newId } from '../../src/util/ids.js';
 
 const CREATED_AT = '2030-01-01T00:00:00.000Z';
@@ -16,4 +18,70 @@ export async function seedOrgWithAgent(db: Db, repos: Repositories): Promise<{ o
      VALUES (?, ?, 'a', 'h', 'linux', '1', 'k', 'connected', ?, 1)`,
   ).run(agentId, orgId, CREATED_AT);
   return { orgId, agentId };
+}
+
+/**
+ * Enrolls an agent through the repositories (an unexpiring enrollment token, then `enroll`), as
+ * `a` on host `h` unless told otherwise. Returns its id.
+ */
+export async function enrollAgent(
+  repos: Repositories,
+  orgId: string,
+  at: string,
+  agent: Partial<Omit<NewAgent, 'id'>> = {},
+): Promise<string> {
+  const tokenHash = newId();
+  await repos.enrollmentTokens.insert(
+    {
+      id: newId(),
+      orgId,
+      name: null,
+      expiresAt: '2099-01-01T00:00:00.000Z',
+      usedAt: null,
+      usedByAgentId: null,
+      createdBy: null,
+      createdAt: at,
+    },
+    tokenHash,
+  );
+  const id = newId();
+  const outcome = await repos.agents.enroll(
+    tokenHash,
+    { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: 'k', ...agent },
+    at,
+  );
+  if (!outcome.ok) throw new Error(`enroll agent: ${outcome.reason}`);
+  return id;
+}
+
+/**
+ * A stored trigger: an async webhook named `t` with every option at its default (no allowed refs,
+ * no debug, no notification, no cron, no chat), scoped to the whole agent unless `fields` say
+ * otherwise.
+ */
+export function triggerRow(fields: Pick<Trigger, 'id' | 'orgId' | 'agentId'> & Partial<Trigger>): Trigger {
+  return {
+    name: 't',
+    type: 'webhook',
+    scopeType: 'agent',
+    workflowName: null,
+    responseMode: 'async',
+    responseTimeoutMs: 30_000,
+    allowedRefs: null,
+    allowDebug: false,
+    notifyProvider: null,
+    notifyTeamId: null,
+    notifyChannelId: null,
+    notifyOn: 'none',
+    cronExpression: null,
+    cronTimezone: null,
+    cronEnabled: null,
+    chatTeamId: null,
+    chatChannelId: null,
+    chatKeyword: null,
+    createdBy: null,
+    createdAt: CREATED_AT,
+    updatedAt: CREATED_AT,
+    ...fields,
+  };
 }

@@ -7,6 +7,7 @@ import type { FinishReport } from '../../src/db/repositories/jobs.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { DEADLINE_MESSAGE } from '../../src/domain/job-state.js';
 import { newId } from '../../src/util/ids.js';
+import { enrollAgent } from './fixture.js';
 
 const T0 = Date.parse('2026-01-02T03:00:00.000Z');
 const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
@@ -20,29 +21,7 @@ describe('job repository', () => {
   let agentId: string;
   let otherAgentId: string;
 
-  const enroll = async () => {
-    const hash = newId();
-    await repos.enrollmentTokens.insert(
-      {
-        id: newId(),
-        orgId,
-        name: null,
-        expiresAt: '2099-01-01T00:00:00.000Z',
-        usedAt: null,
-        usedByAgentId: null,
-        createdBy: null,
-        createdAt: iso(0),
-      },
-      hash,
-    );
-    const id = newId();
-    await repos.agents.enroll(
-      hash,
-      { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: 'k' },
-      iso(0),
-    );
-    return id;
-  };
+  const enroll = () => enrollAgent(repos, orgId, iso(0));
 
   const insertJob = (fields: Partial<NewJob> = {}): NewJob => {
     const job: NewJob = {

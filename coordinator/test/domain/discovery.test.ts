@@ -2,10 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createSqliteRepositories, type Repositories } from '../../src/db/repositories/index.js';
-import type { Trigger } from '../../src/db/repositories/triggers.js';
 import { reachableAgents, runnableWorkflows } from '../../src/domain/discovery.js';
 import type { Grant } from '../../src/domain/grants.js';
 import { newId } from '../../src/util/ids.js';
+import { enrollAgent, triggerRow } from '../db/fixture.js';
 
 const AT = '2026-01-02T03:04:05.000Z';
 
@@ -23,27 +23,7 @@ async function makeOrg(name: string): Promise<string> {
 }
 
 async function makeAgent(org: string, name: string, workflowNames: string[] = []): Promise<string> {
-  const tokenHash = newId();
-  await repos.enrollmentTokens.insert(
-    {
-      id: newId(),
-      orgId: org,
-      name: null,
-      expiresAt: '2099-01-01T00:00:00.000Z',
-      usedAt: null,
-      usedByAgentId: null,
-      createdBy: null,
-      createdAt: AT,
-    },
-    tokenHash,
-  );
-  const id = newId();
-  const outcome = await repos.agents.enroll(
-    tokenHash,
-    { id, name, hostname: name, os: 'linux', agentVersion: '1', publicKey: 'k' },
-    AT,
-  );
-  if (!outcome.ok) throw new Error(outcome.reason);
+  const id = await enrollAgent(repos, org, AT, { name, hostname: name });
   await setWorkflows(org, id, workflowNames);
   return id;
 }
@@ -58,32 +38,14 @@ async function setWorkflows(org: string, agentId: string, names: string[]): Prom
 }
 
 async function makeTrigger(org: string, agentId: string, scope: { workflowName: string } | 'agent'): Promise<string> {
-  const trigger: Trigger = {
+  const trigger = triggerRow({
     id: newId(),
     orgId: org,
-    name: 't',
-    type: 'webhook',
     agentId,
-    scopeType: scope === 'agent' ? 'agent' : 'workflow',
-    workflowName: scope === 'agent' ? null : scope.workflowName,
-    responseMode: 'async',
-    responseTimeoutMs: 30_000,
-    allowedRefs: null,
-    allowDebug: false,
-    notifyProvider: null,
-    notifyTeamId: null,
-    notifyChannelId: null,
-    notifyOn: 'none',
-    cronExpression: null,
-    cronTimezone: null,
-    cronEnabled: null,
-    chatTeamId: null,
-    chatChannelId: null,
-    chatKeyword: null,
-    createdBy: null,
+    ...(scope === 'agent' ? {} : { scopeType: 'workflow', workflowName: scope.workflowName }),
     createdAt: AT,
     updatedAt: AT,
-  };
+  });
   await repos.triggers.insert(trigger);
   return trigger.id;
 }

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../src/db/repositories/agents.js';
 import type { Trigger } from '../../src/db/repositories/triggers.js';
-import { AppError } from '../../src/errors.js';
 import {
   changedFields,
   checkChatKeywordClash,
@@ -10,6 +9,7 @@ import {
   type TriggerConfig,
   type TriggerInput,
 } from '../../src/domain/triggers.js';
+import { problems } from './validation-problems.js';
 
 const AGENT = '11111111-1111-4111-8111-111111111111';
 const base: TriggerInput = {
@@ -20,17 +20,6 @@ const base: TriggerInput = {
   responseMode: 'async',
 };
 
-/** The 422 details of a call that must fail validation. */
-function problems(fn: () => unknown): { path: string; message: string }[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    expect((error as AppError).code).toBe('validation_failed');
-    return (error as AppError).details as { path: string; message: string }[];
-  }
-  throw new Error('expected a validation failure');
-}
 const paths = (fn: () => unknown) => problems(fn).map((p) => p.path);
 
 describe('trigger configuration on create', () => {

@@ -55,7 +55,7 @@ interface AuditRow {
 
 /**
  * Audit inserts as a write operation (see db/writer/write-ops.ts): prepared on the connection of
- * whoever executes writes (the writer thread in the coordinator), inside its group commit.
+ * whoever executes writes, inside its group commit.
  */
 export function createAuditWrites(db: Db) {
   const insert = db.prepare(

@@ -8,6 +8,7 @@ import {
   type HoldReason,
 } from '../../domain/ota/evaluation.js';
 import type { JobEndOutcome } from '../../domain/ota/retry-policy.js';
+import { isoAt } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { Db } from '../database.js';
 import {
@@ -101,8 +102,6 @@ interface AppFacts {
   update_workflow_name: string;
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
-
 export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
   const insert = db.prepare(INSERT_BINDING_SQL);
   const update = db.prepare(UPDATE_BINDING_SQL);
@@ -194,7 +193,7 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
   /** Creates the update job of `release` for the binding; returns its id. */
   const issueJob = (app: AppFacts, binding: DeviceBinding, release: Release, state: DesiredState, now: number) => {
     const id = newTimeOrderedId(now);
-    const createdAt = iso(now);
+    const createdAt = isoAt(now);
     const timeout = workflowTimeout.get(binding.agentId, app.update_workflow_name);
     insertJob.run(
       newJobParams({
@@ -274,7 +273,11 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
     });
     let supersededJobId: string | null = null;
     if (plan.supersede) {
-      const cancelled = cancelPending.run({ id: plan.supersede.jobId, message: plan.supersede.message, at: iso(now) });
+      const cancelled = cancelPending.run({
+        id: plan.supersede.jobId,
+        message: plan.supersede.message,
+        at: isoAt(now),
+      });
       if (cancelled.changes === 1) supersededJobId = plan.supersede.jobId;
     }
     const createdJobId = plan.issue ? issueJob(app, binding, plan.issue, plan.state, now) : null;
@@ -282,7 +285,7 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
       ...binding,
       current: plan.binding.current,
       failedAttempts: plan.binding.failedAttempts,
-      retryAt: plan.binding.retryAt === null ? null : iso(plan.binding.retryAt),
+      retryAt: plan.binding.retryAt === null ? null : isoAt(plan.binding.retryAt),
       postponedReleaseId: plan.binding.postponedReleaseId,
       activeJobId: createdJobId ?? plan.binding.activeJobId,
       desiredReleaseId: plan.state.desired?.id ?? null,

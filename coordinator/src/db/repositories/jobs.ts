@@ -102,9 +102,9 @@ const OPEN = OPEN_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /**
  * The job writes as operations of the group commit (see db/writer/write-ops.ts): prepared on the
- * connection of whoever executes writes (the writer thread in the coordinator). Operations run
- * serially, so a move reads the job, decides and applies with a conditional UPDATE on one state;
- * the `WHERE status IN (...)` still guards writers outside this process.
+ * connection of whoever executes writes. Operations run serially, so a move reads the job,
+ * decides and applies with a conditional UPDATE on one state; the `WHERE status IN (...)` still
+ * guards writers outside this process.
  */
 export function createJobWrites(db: Db) {
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
@@ -140,7 +140,7 @@ export function createJobWrites(db: Db) {
 
   const decideMove = (m: JobMove, job: Job): Decision => {
     if (m.move !== 'finish') return decide(m.move, job.status);
-    return decideFinish(job, resultOf(m.report));
+    return decideFinish(job, m.report);
   };
   const applyMove = (m: JobMove, job: Job): number => {
     switch (m.move) {
@@ -192,13 +192,6 @@ export function createJobWrites(db: Db) {
     },
   };
 }
-
-const resultOf = (report: FinishReport): JobResult => ({
-  status: report.status,
-  exitCode: report.exitCode,
-  errorMessage: report.errorMessage,
-  output: report.output,
-});
 
 export function createJobRepository(db: Db, writes: WriteExecutor): JobRepository {
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');

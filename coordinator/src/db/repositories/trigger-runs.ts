@@ -68,8 +68,8 @@ type CountRow = [number | null, number | null, number | null];
 
 /**
  * The admission as a write operation (see db/writer/write-ops.ts): prepared on the connection of
- * whoever executes writes (the writer thread in the coordinator), run serially inside the group
- * commit, so its read-decide-write needs no lock.
+ * whoever executes writes, run serially inside the group commit, so its read-decide-write needs
+ * no lock.
  */
 export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest): AdmissionOutcome } {
   const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string; status: JobStatus }>(

@@ -1,13 +1,6 @@
 import type { Db } from '../database.js';
 import { createGroupCommit, type Outcome } from './group-commit.js';
-import {
-  bindCall,
-  createWriteOps,
-  type WriteArg,
-  type WriteCall,
-  type WriteOpName,
-  type WriteResult,
-} from './write-ops.js';
+import { createWriteOps, type WriteArg, type WriteOpName, type WriteResult } from './write-ops.js';
 
 /**
  * Where the hot writes run (see write-ops.ts). Operations submitted in the same turn of the event
@@ -26,7 +19,7 @@ export interface WriteExecutor {
 }
 
 interface PendingWrite {
-  call: WriteCall;
+  op: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -60,7 +53,8 @@ export class GroupCommitExecutor implements WriteExecutor {
   run<K extends WriteOpName>(op: K, arg: WriteArg<K>): Promise<WriteResult<K>> {
     if (this.closed) return Promise.reject(closedError());
     return new Promise<WriteResult<K>>((resolve, reject) => {
-      this.pending.push({ call: [op, arg] as WriteCall, resolve: resolve as (value: unknown) => void, reject });
+      const run = this.ops[op] as (arg: WriteArg<K>) => WriteResult<K>;
+      this.pending.push({ op: () => run(arg), resolve: resolve as (value: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.commitPending());
@@ -84,7 +78,7 @@ export class GroupCommitExecutor implements WriteExecutor {
     this.pending = [];
     let outcomes: Outcome[];
     try {
-      outcomes = this.commit(batch.map((p) => bindCall(this.ops, p.call)));
+      outcomes = this.commit(batch.map((p) => p.op));
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;

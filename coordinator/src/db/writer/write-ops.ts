@@ -33,12 +33,3 @@ export type WriteOps = ReturnType<typeof createWriteOps>;
 export type WriteOpName = keyof WriteOps;
 export type WriteArg<K extends WriteOpName> = Parameters<WriteOps[K]>[0];
 export type WriteResult<K extends WriteOpName> = ReturnType<WriteOps[K]>;
-
-/** One submitted operation. */
-export type WriteCall = { [K in WriteOpName]: [K, WriteArg<K>] }[WriteOpName];
-
-/** Binds a call to the operations of one connection (a thunk for the group commit). */
-export function bindCall(ops: WriteOps, [name, arg]: WriteCall): () => unknown {
-  const op = ops[name] as (arg: unknown) => unknown;
-  return () => op(arg);
-}

@@ -6,7 +6,7 @@ import { StorageBackends } from '../../storage/backend.js';
 import { BlobUrlSigner } from '../../storage/blob-url.js';
 import { LocalBackend } from '../../storage/local-backend.js';
 import { LocalTransfers } from '../../storage/local-transfer.js';
-import type { Clock } from '../../util/clock.js';
+import { isoNow, type Clock } from '../../util/clock.js';
 import type { DeletionLogger } from './deletion.js';
 import { FileService } from './file-service.js';
 
@@ -30,7 +30,7 @@ export async function createFileService(o: CreateFileServiceOptions): Promise<Fi
   const key = await o.repos.serverSecrets.getOrCreate(
     BLOB_URL_KEY_NAME,
     () => randomBytes(32).toString('base64'),
-    new Date(o.clock.now()).toISOString(),
+    isoNow(o.clock),
   );
   const signer = new BlobUrlSigner(Buffer.from(key, 'base64'));
   const local = new LocalBackend({

@@ -1,7 +1,7 @@
 import type { FileRepository, StoredFile } from '../../db/repositories/files.js';
 import { conflict, notFound } from '../../errors.js';
 import type { StorageBackend } from '../../storage/backend.js';
-import type { Clock } from '../../util/clock.js';
+import { isoAt, type Clock } from '../../util/clock.js';
 
 /** How long one deletion attempt holds a file in `deleting` before another may take it over. */
 export const DELETE_LEASE_MS = 5 * 60_000;
@@ -38,7 +38,7 @@ export class FileDeletion {
   /** Deletes one file now (public DELETE); answers the file as it is afterwards. */
   async deleteNow(fileId: string): Promise<StoredFile> {
     const now = this.d.clock.now();
-    const claim = await this.d.files.claimForDelete(fileId, iso(now), iso(now + DELETE_LEASE_MS));
+    const claim = await this.d.files.claimForDelete(fileId, isoAt(now), isoAt(now + DELETE_LEASE_MS));
     switch (claim.outcome) {
       case 'not_found':
         throw notFound('File');
@@ -61,9 +61,9 @@ export class FileDeletion {
   async sweepDue(limit = 100): Promise<number> {
     const now = this.d.clock.now();
     const due = await this.d.files.claimDue({
-      now: iso(now),
-      abandonedBefore: iso(now - ABANDONED_UPLOAD_GRACE_MS),
-      leaseUntil: iso(now + DELETE_LEASE_MS),
+      now: isoAt(now),
+      abandonedBefore: isoAt(now - ABANDONED_UPLOAD_GRACE_MS),
+      leaseUntil: isoAt(now + DELETE_LEASE_MS),
       limit,
     });
     for (const file of due) await this.attempt(file);
@@ -77,15 +77,13 @@ export class FileDeletion {
       await backend.delete(file.blobKey);
     } catch (error) {
       const attempts = file.deleteAttempts + 1;
-      const retryAt = iso(this.d.clock.now() + deleteRetryDelayMs(attempts));
+      const retryAt = isoAt(this.d.clock.now() + deleteRetryDelayMs(attempts));
       const message = error instanceof Error ? error.message : String(error);
       this.d.logger.warn({ fileId: file.id, attempts, retryAt, err: error }, 'file deletion failed; will retry');
       return (await this.d.files.markDeleteFailed(file.id, message, retryAt)) ?? file;
     }
-    const at = iso(this.d.clock.now());
+    const at = isoAt(this.d.clock.now());
     await this.d.files.markDeleted(file.id, at);
     return { ...file, status: 'deleted', deletedAt: at, nextDeleteAt: null, lastDeleteError: null };
   }
 }
-
-const iso = (ms: number): string => new Date(ms).toISOString();

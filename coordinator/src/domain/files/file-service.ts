@@ -2,16 +2,26 @@ import type { Config } from '../../config/config.js';
 import type { FileRepository, FileStatus, StoredFile } from '../../db/repositories/files.js';
 import type { StorageBinding, StorageBindingRepository } from '../../db/repositories/storage-bindings.js';
 import { conflict, invalid, notFound } from '../../errors.js';
-import { StorageBackends, UnsupportedBackendError, type StorageBackend } from '../../storage/backend.js';
+import { UnsupportedBackendError, type StorageBackend, type StorageBackends } from '../../storage/backend.js';
 import type { LocalBackend } from '../../storage/local-backend.js';
 import type { LocalTransfers } from '../../storage/local-transfer.js';
-import type { Clock } from '../../util/clock.js';
+import { isoAt, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { findGrant, type StorageGrant } from '../grants.js';
 import { grantCoversBinding, requireStoragePermission, type FileCaller } from './access.js';
+import { BindingBackends } from './binding-backends.js';
 import { FileDeletion, type DeletionLogger } from './deletion.js';
 import { parseCleanup, parseFileLabels, type PresignUploadInput } from './file-input.js';
-import { toFileView, type FileView } from './view.js';
+import { newPendingFile, uploadView } from './pending-file.js';
+import {
+  toFileView,
+  type AgentFileDownload,
+  type DownloadUrlView,
+  type FileView,
+  type PresignedUploadView,
+} from './view.js';
+
+export type { AgentFileDownload, DownloadUrlView, PresignedUploadView } from './view.js';
 
 /** At most this many entries in `GET /storage/files` (spec: Limits). */
 export const MAX_LIST_SIZE = 200;
@@ -30,28 +40,6 @@ export interface FileServiceDeps {
   /** The local backend's presigned PUT/GET, served by the coordinator (routes/storage-blobs.ts). */
   transfers: LocalTransfers;
   local: LocalBackend;
-}
-
-/** The answer of presign-upload (spec) and of the agent's job-output upload request. */
-export interface PresignedUploadView {
-  fileId: string;
-  uploadUrl: string;
-  method: 'PUT';
-  headers: Record<string, string>;
-  expiresInSeconds: number;
-}
-
-export interface DownloadUrlView {
-  downloadUrl: string;
-  expiresInSeconds: number;
-}
-
-/** What an agent needs to fetch an input file and verify it. */
-export interface AgentFileDownload extends DownloadUrlView {
-  size: number;
-  sha256: string;
-  filename: string;
-  contentType: string;
 }
 
 /** Whether an API token may hand a file to a job as an input FileRef. */
@@ -88,16 +76,17 @@ export class FileService {
   readonly transfers: LocalTransfers;
   /** The local backend itself (temp-file cleanup by the sweeper). */
   readonly local: LocalBackend;
-  private readonly backendCache = new Map<string, StorageBackend>();
+  private readonly backends: BindingBackends;
 
   constructor(private readonly d: FileServiceDeps) {
     this.transfers = d.transfers;
     this.local = d.local;
+    this.backends = new BindingBackends(d.backends, (bindingId) => d.files.findBinding(bindingId));
     this.deletion = new FileDeletion({
       files: d.files,
       clock: d.clock,
       logger: d.logger,
-      backendOf: (bindingId) => this.backendOfBindingId(bindingId),
+      backendOf: (bindingId) => this.backends.byId(bindingId),
     });
   }
 
@@ -113,22 +102,23 @@ export class FileService {
     const cleanup = parseCleanup(input);
     const { presignTtlSeconds } = this.d.settings();
     const now = this.d.clock.now();
-    const file = this.newFile({
+    const file = newPendingFile({
       id,
       orgId: caller.orgId,
       binding,
       backend,
       ...labels,
       ...cleanup,
-      expiresAt: cleanup.ttlSeconds === null ? null : iso(now + cleanup.ttlSeconds * 1000),
+      expiresAt: cleanup.ttlSeconds === null ? null : isoAt(now + cleanup.ttlSeconds * 1000),
       origin: 'api',
       createdByTokenId: caller.id,
       jobId: null,
       declared: null,
       now,
+      uploadTtlSeconds: presignTtlSeconds,
     });
     await this.d.files.insert(file);
-    return this.uploadView(file, backend, presignTtlSeconds);
+    return uploadView(file, backend, presignTtlSeconds);
   }
 
   /** pending → active once the blob is there; an active file answers again as is (`write`). */
@@ -196,11 +186,6 @@ export class FileService {
     return { outcome: 'ok', file };
   }
 
-  /** The active file of the organization with this id, or null. */
-  async findActiveInOrg(orgId: string, fileId: string): Promise<StoredFile | null> {
-    return (await this.d.files.findActiveInOrg(orgId, [fileId]))[0] ?? null;
-  }
-
   /** The active files of the organization among `fileIds` (their `jobId` tells whose output they are). */
   async findActiveManyInOrg(orgId: string, fileIds: readonly string[]): Promise<StoredFile[]> {
     return this.d.files.findActiveInOrg(orgId, fileIds);
@@ -208,7 +193,7 @@ export class FileService {
 
   /** A fresh download URL for an active file (no permission check: the caller did it). */
   async issueDownload(file: StoredFile): Promise<DownloadUrlView> {
-    const backend = await this.backendOfBindingId(file.bindingId);
+    const backend = await this.backends.byId(file.bindingId);
     const expiresInSeconds = this.d.settings().presignTtlSeconds;
     const { url } = backend.presignDownload(
       {
@@ -257,7 +242,7 @@ export class FileService {
     if (!binding) throw conflict('The organization has no default storage binding to keep job output files in');
     let backend: StorageBackend;
     try {
-      backend = this.backendOf(binding);
+      backend = this.backends.of(binding);
     } catch (error) {
       if (error instanceof UnsupportedBackendError) throw conflict(error.message);
       throw error;
@@ -265,7 +250,7 @@ export class FileService {
     const id = newId();
     const labels = parseFileLabels(input, 'output');
     const now = this.d.clock.now();
-    const file = this.newFile({
+    const file = newPendingFile({
       id,
       orgId: input.orgId,
       binding,
@@ -273,15 +258,16 @@ export class FileService {
       ...labels,
       cleanupRule: 'ttl',
       ttlSeconds: jobFileTtlSeconds,
-      expiresAt: iso(now + jobFileTtlSeconds * 1000),
+      expiresAt: isoAt(now + jobFileTtlSeconds * 1000),
       origin: 'agent',
       createdByTokenId: null,
       jobId: input.jobId,
       declared: { size: input.size, sha256: input.sha256 },
       now,
+      uploadTtlSeconds: presignTtlSeconds,
     });
     await this.d.files.insert(file);
-    return this.uploadView(file, backend, presignTtlSeconds);
+    return uploadView(file, backend, presignTtlSeconds);
   }
 
   /**
@@ -304,7 +290,7 @@ export class FileService {
   private async finishUpload(file: StoredFile): Promise<StoredFile> {
     if (file.status === 'active') return file;
     if (file.status !== 'pending') throw conflict(`The file is ${file.status}; it can no longer be completed`);
-    const backend = await this.backendOfBindingId(file.bindingId);
+    const backend = await this.backends.byId(file.bindingId);
     const stat = await backend.stat(file.blobKey);
     if (!stat) throw conflict('Nothing has been uploaded for this file yet: PUT it to its uploadUrl first');
     if (file.declaredSize !== null && (stat.size !== file.declaredSize || stat.sha256 !== file.declaredSha256)) {
@@ -315,8 +301,8 @@ export class FileService {
       );
     }
     const now = this.d.clock.now();
-    const expiresAt = file.ttlSeconds === null ? file.expiresAt : iso(now + file.ttlSeconds * 1000);
-    const done = { size: stat.size, sha256: stat.sha256, completedAt: iso(now), expiresAt };
+    const expiresAt = file.ttlSeconds === null ? file.expiresAt : isoAt(now + file.ttlSeconds * 1000);
+    const done = { size: stat.size, sha256: stat.sha256, completedAt: isoAt(now), expiresAt };
     if (await this.d.files.complete(file.id, done)) {
       return { ...file, ...done, status: 'active' };
     }
@@ -359,7 +345,7 @@ export class FileService {
 
   private backendForNewFile(binding: StorageBinding): StorageBackend {
     try {
-      return this.backendOf(binding);
+      return this.backends.of(binding);
     } catch (error) {
       if (error instanceof UnsupportedBackendError) {
         throw invalid(
@@ -370,75 +356,4 @@ export class FileService {
       throw error;
     }
   }
-
-  private backendOf(binding: StorageBinding): StorageBackend {
-    const cached = this.backendCache.get(binding.id);
-    if (cached) return cached;
-    const backend = this.d.backends.forBinding(binding);
-    this.backendCache.set(binding.id, backend);
-    return backend;
-  }
-
-  /** A binding's backend by id, deleted bindings included (their blobs are still deleted). */
-  private async backendOfBindingId(bindingId: string): Promise<StorageBackend> {
-    const cached = this.backendCache.get(bindingId);
-    if (cached) return cached;
-    const binding = await this.d.files.findBinding(bindingId);
-    if (!binding) throw new Error(`storage binding ${bindingId} not found`);
-    return this.backendOf(binding);
-  }
-
-  private newFile(f: {
-    id: string;
-    orgId: string;
-    binding: StorageBinding;
-    backend: StorageBackend;
-    filename: string;
-    contentType: string;
-    cleanupRule: StoredFile['cleanupRule'];
-    ttlSeconds: number | null;
-    expiresAt: string | null;
-    origin: StoredFile['origin'];
-    createdByTokenId: string | null;
-    jobId: string | null;
-    declared: { size: number; sha256: string } | null;
-    now: number;
-  }): StoredFile {
-    return {
-      id: f.id,
-      orgId: f.orgId,
-      bindingId: f.binding.id,
-      filename: f.filename,
-      contentType: f.contentType,
-      size: null,
-      sha256: null,
-      declaredSize: f.declared?.size ?? null,
-      declaredSha256: f.declared?.sha256 ?? null,
-      status: 'pending',
-      cleanupRule: f.cleanupRule,
-      ttlSeconds: f.ttlSeconds,
-      expiresAt: f.expiresAt,
-      deletedAt: null,
-      createdAt: iso(f.now),
-      completedAt: null,
-      uploadExpiresAt: iso(f.now + this.d.settings().presignTtlSeconds * 1000),
-      blobKey: f.backend.blobKeyFor(f.id),
-      origin: f.origin,
-      createdByTokenId: f.createdByTokenId,
-      jobId: f.jobId,
-      deleteAttempts: 0,
-      nextDeleteAt: null,
-      lastDeleteError: null,
-    };
-  }
-
-  private uploadView(file: StoredFile, backend: StorageBackend, expiresInSeconds: number): PresignedUploadView {
-    const up = backend.presignUpload(
-      { id: file.id, blobKey: file.blobKey, contentType: file.contentType },
-      expiresInSeconds,
-    );
-    return { fileId: file.id, uploadUrl: up.url, method: 'PUT', headers: up.headers, expiresInSeconds };
-  }
 }
-
-const iso = (ms: number): string => new Date(ms).toISOString();

@@ -12,14 +12,17 @@ export {
 export {
   FileService,
   MAX_LIST_SIZE,
-  type AgentFileDownload,
-  type DownloadUrlView,
   type FileListFilter,
   type FileRefLookup,
   type FileServiceDeps,
   type FileSettings,
   type JobOutputFileInput,
-  type PresignedUploadView,
 } from './file-service.js';
 export { createFileService } from './create.js';
-export { toFileView, type FileView } from './view.js';
+export {
+  toFileView,
+  type AgentFileDownload,
+  type DownloadUrlView,
+  type FileView,
+  type PresignedUploadView,
+} from './view.js';

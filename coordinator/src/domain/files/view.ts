@@ -33,3 +33,25 @@ export function toFileView(file: StoredFile): FileView {
     createdAt: file.createdAt,
   };
 }
+
+/** The answer of presign-upload (spec) and of the agent's job-output upload request. */
+export interface PresignedUploadView {
+  fileId: string;
+  uploadUrl: string;
+  method: 'PUT';
+  headers: Record<string, string>;
+  expiresInSeconds: number;
+}
+
+export interface DownloadUrlView {
+  downloadUrl: string;
+  expiresInSeconds: number;
+}
+
+/** What an agent needs to fetch an input file and verify it. */
+export interface AgentFileDownload extends DownloadUrlView {
+  size: number;
+  sha256: string;
+  filename: string;
+  contentType: string;
+}

@@ -13,7 +13,7 @@ import type { StoredFile } from '../../db/repositories/files.js';
 import type { Release } from '../../db/repositories/releases.js';
 import { notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
-import type { DownloadUrlView } from '../files/file-service.js';
+import type { DownloadUrlView } from '../files/view.js';
 import type { OtaContext } from './context.js';
 import { desiredState, type DesiredState } from './desired-state.js';
 import { appReleases, type AppReleases, type ReleaseCacheRepositories } from './release-cache.js';

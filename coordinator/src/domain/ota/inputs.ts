@@ -1,3 +1,5 @@
+import { MAX_WORKFLOW_NAME_LENGTH } from '../triggers.js';
+
 /**
  * Input rules of the OTA dashboard endpoints (docs/ota.md, "Bodies"). The JSON schemas of the
  * routes enforce them; the constants live here so that docs, schemas and tests agree.
@@ -10,7 +12,6 @@ export const CHANNEL_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';
 export const DEFAULT_CHANNEL = 'stable';
 /** The update workflow: a workflow name as agents report them. */
 export const UPDATE_WORKFLOW_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
-export const MAX_WORKFLOW_NAME_LENGTH = 128;
 /** A release's version: a free label (ordering is by sequence), without control characters. */
 export const VERSION_PATTERN = '^[^\\u0000-\\u001f\\u007f]+$';
 export const MAX_VERSION_LENGTH = 128;

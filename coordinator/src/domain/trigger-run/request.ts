@@ -2,7 +2,7 @@ import type { AuthenticatingApiToken } from '../../db/repositories/api-tokens.js
 import type { Trigger } from '../../db/repositories/triggers.js';
 import { AppError, conflict, describe, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
 import { findGrant } from '../grants.js';
-import { MAX_REF_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';
+import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';
 
 /**
  * The rules of `POST /v1/triggers/:id/run` that depend on the token and the trigger (spec: Run a
@@ -21,7 +21,6 @@ export interface TriggerRunBody {
 }
 
 export const MAX_FORCE_REASON_LENGTH = 1000;
-export const MAX_WORKFLOW_NAME_LENGTH = 128;
 export { MAX_REF_LENGTH };
 
 const WORKFLOW_NAME = new RegExp(WORKFLOW_NAME_PATTERN);

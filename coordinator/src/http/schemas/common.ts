@@ -31,5 +31,5 @@ export const idParams = (...names: string[]) =>
 
 export const orgParams = idParams('orgId');
 
-/** A body-less POST/DELETE: nothing, or an empty JSON object. */
-export const emptyBody = { type: 'object', additionalProperties: false, maxProperties: 0 } as const;
+/** A body-less POST/DELETE: nothing (Fastify validates a missing body as null), or an empty JSON object. */
+export const emptyBody = { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } as const;

@@ -43,6 +43,13 @@ export const AgentSchema = {
 
 const nullableLimit = { type: ['integer', 'null'] } as const;
 
+/** An API token's job limits (null: no limit), as the management and public token answers show them. */
+export const RateLimitSchema = {
+  type: 'object',
+  required: ['perMinute', 'perHour', 'perDay'],
+  properties: { perMinute: nullableLimit, perHour: nullableLimit, perDay: nullableLimit },
+} as const;
+
 export const ManagedWorkflowSchema = {
   type: 'object',
   required: [

@@ -2,6 +2,7 @@ import type { ParamDefinition } from '@drover/shared';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../../src/errors.js';
 import { MAX_PARAMS_DEPTH, resolveRunParams } from '../../../src/domain/trigger-run/params.js';
+import { problems } from '../validation-problems.js';
 
 const schema: ParamDefinition[] = [
   { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
@@ -10,18 +11,6 @@ const schema: ParamDefinition[] = [
   { name: 'dryRun', type: 'boolean' },
   { name: 'region', type: 'string', required: true, default: 'eu' },
 ];
-
-/** The details of the 422 that `fn` throws. */
-function problems(fn: () => unknown): { path: string; message: string }[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(AppError);
-    expect((error as AppError).code).toBe('validation_failed');
-    return (error as AppError).details as { path: string; message: string }[];
-  }
-  throw new Error('expected a 422');
-}
 
 describe('resolveRunParams', () => {
   it('applies defaults, a required parameter with a default included', () => {

@@ -7,33 +7,16 @@ import {
   resolveRunRequest,
   type TriggerRunBody,
 } from '../../../src/domain/trigger-run/request.js';
+import { triggerRow } from '../../db/fixture.js';
 
-const trigger: Trigger = {
+const trigger = triggerRow({
   id: 't1',
   orgId: 'o1',
   name: 'deploy',
-  type: 'webhook',
   agentId: 'a1',
   scopeType: 'workflow',
   workflowName: 'deploy',
-  responseMode: 'async',
-  responseTimeoutMs: 30_000,
-  allowedRefs: null,
-  allowDebug: false,
-  notifyProvider: null,
-  notifyTeamId: null,
-  notifyChannelId: null,
-  notifyOn: 'none',
-  cronExpression: null,
-  cronTimezone: null,
-  cronEnabled: null,
-  chatTeamId: null,
-  chatChannelId: null,
-  chatKeyword: null,
-  createdBy: null,
-  createdAt: '2030-01-01T00:00:00.000Z',
-  updatedAt: '2030-01-01T00:00:00.000Z',
-};
+});
 type Issuer = { issuerRole: 'owner' | 'member' | null };
 const owner: Issuer = { issuerRole: 'owner' };
 const member: Issuer = { issuerRole: 'member' };

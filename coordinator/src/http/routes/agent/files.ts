@@ -6,8 +6,8 @@ import { inputFileIds } from '../../../domain/job-input-files.js';
 import { isOpenJobStatus } from '../../../domain/job-state.js';
 import { AppError, notFound } from '../../../errors.js';
 import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
-import { errorResponses, idParams } from '../../schemas/common.js';
-import { FileViewSchema, NoBodySchema, PresignUploadResponseSchema } from '../public/storage-schemas.js';
+import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
+import { DownloadUrlResponseSchema, FileViewSchema, PresignUploadResponseSchema } from '../public/storage-schemas.js';
 import { noQuery } from './schemas.js';
 
 /**
@@ -36,12 +36,12 @@ const NewOutputFileBodySchema = {
   },
 } as const;
 
+/** A download URL (as `GET /storage/files/:id/download-url` answers it) with what the agent verifies. */
 const InputFileResponseSchema = {
   type: 'object',
-  required: ['downloadUrl', 'expiresInSeconds', 'size', 'sha256', 'filename', 'contentType'],
+  required: [...DownloadUrlResponseSchema.required, 'size', 'sha256', 'filename', 'contentType'],
   properties: {
-    downloadUrl: { type: 'string' },
-    expiresInSeconds: { type: 'integer' },
+    ...DownloadUrlResponseSchema.properties,
     size: { type: 'integer' },
     sha256: { type: 'string' },
     filename: { type: 'string' },
@@ -98,7 +98,7 @@ export async function agentFileRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         ...agentRoute('The output file was PUT: checked against its announced size and SHA-256, it becomes active'),
         params: idParams('jobId', 'fileId'),
-        body: NoBodySchema,
+        body: emptyBody,
         response: { 200: FileViewSchema, ...errorResponses(401, 404, 409, 422) },
       },
     },

@@ -12,7 +12,7 @@ import { rejectMessage } from '../../../domain/job-state.js';
 import { AppError, notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
-import { errorResponses, idParams } from '../../schemas/common.js';
+import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
 
 interface JobParams {
@@ -22,7 +22,6 @@ interface JobParams {
 const jobParams = idParams('jobId');
 
 /** accept and start take no body: nothing, or `{}`. */
-const noBody = { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } as const;
 
 const JobStatusResponseSchema = {
   type: 'object',
@@ -93,7 +92,7 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
     '/agent/jobs/:jobId/accept',
     {
       preValidation: agentSignatureHook,
-      schema: routeSchema('The agent took the job into its queue: pending → queued', { body: noBody }),
+      schema: routeSchema('The agent took the job into its queue: pending → queued', { body: emptyBody }),
     },
     async (request) => {
       const agent = await requireAgent(request);
@@ -126,7 +125,7 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
     '/agent/jobs/:jobId/start',
     {
       preValidation: agentSignatureHook,
-      schema: routeSchema('The job started running: pending or queued → running', { body: noBody }),
+      schema: routeSchema('The job started running: pending or queued → running', { body: emptyBody }),
     },
     async (request) => {
       const agent = await requireAgent(request);

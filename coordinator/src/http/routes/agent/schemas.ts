@@ -1,2 +1,2 @@
 /** Agent routes take no query string (the signature still covers one if sent; it is then a 422). */
-export const noQuery = { type: 'object', additionalProperties: false, properties: {} } as const;
+export { noQuery } from '../../schemas/management.js';

@@ -8,7 +8,7 @@ import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
-import { noQuery } from '../../schemas/management.js';
+import { noQuery, RateLimitSchema } from '../../schemas/management.js';
 
 /**
  * API tokens of an organization. Any member lists, issues and revokes them (revoking is a
@@ -67,8 +67,6 @@ const IssueBody = {
   },
 } as const;
 
-const nullableLimit = { type: ['integer', 'null'] } as const;
-
 export const ApiTokenSchema = {
   type: 'object',
   required: ['id', 'name', 'hint', 'scopes', 'rateLimit', 'expiresAt', 'revokedAt', 'createdAt'],
@@ -90,11 +88,7 @@ export const ApiTokenSchema = {
         },
       },
     },
-    rateLimit: {
-      type: 'object',
-      required: ['perMinute', 'perHour', 'perDay'],
-      properties: { perMinute: nullableLimit, perHour: nullableLimit, perDay: nullableLimit },
-    },
+    rateLimit: RateLimitSchema,
     expiresAt: nullableTimestamp,
     revokedAt: nullableTimestamp,
     createdAt: timestamp,

@@ -9,9 +9,8 @@ import {
   unbindDevice,
 } from '../../../domain/ota/devices.js';
 import { channelSchema, MAX_BIND_AGENTS } from '../../../domain/ota/inputs.js';
-import { errorResponses, uuid } from '../../schemas/common.js';
+import { emptyBody, errorResponses, uuid } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
-import { NoBodySchema } from '../public/storage-schemas.js';
 import { requireAppAccess } from './ota-access.js';
 import { appParams, BindingSchema, deviceParams, type AppParams, type DeviceParams } from './ota-schemas.js';
 
@@ -159,7 +158,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
         tags: ['dashboard'],
         params: deviceParams,
         querystring: noQuery,
-        body: NoBodySchema,
+        body: emptyBody,
         response: { 200: BindingSchema, ...errorResponses(401, 404, 422) },
       },
     },

@@ -12,9 +12,8 @@ import {
   type CreateReleaseInput,
 } from '../../../domain/ota/releases.js';
 import { toReleaseView } from '../../../domain/ota/views.js';
-import { errorResponses, uuid } from '../../schemas/common.js';
+import { emptyBody, errorResponses, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
-import { NoBodySchema } from '../public/storage-schemas.js';
 import { requireAppAccess } from './ota-access.js';
 import { appParams, ReleaseSchema, releaseParams, type AppParams, type ReleaseParams } from './ota-schemas.js';
 
@@ -151,7 +150,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
           tags: ['dashboard'],
           params: releaseParams,
           querystring: noQuery,
-          body: NoBodySchema,
+          body: emptyBody,
           response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
         },
       },

@@ -11,6 +11,7 @@ import {
   MAX_ALLOWED_REFS,
   MAX_CHAT_KEYWORD_LENGTH,
   MAX_REF_LENGTH,
+  MAX_WORKFLOW_NAME_LENGTH,
   resolveTriggerConfig,
   RESPONSE_TIMEOUT_MS,
   WORKFLOW_NAME_PATTERN,
@@ -39,7 +40,7 @@ const configProperties = {
   workflowName: {
     type: ['string', 'null'],
     minLength: 1,
-    maxLength: 128,
+    maxLength: MAX_WORKFLOW_NAME_LENGTH,
     pattern: WORKFLOW_NAME_PATTERN,
     description:
       'required with scopeType workflow, refused with scopeType agent; the workflow need not be reported yet',

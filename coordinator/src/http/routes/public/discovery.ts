@@ -4,19 +4,18 @@ import type { ApiToken } from '../../../db/repositories/api-tokens.js';
 import { DiscoveryCache } from '../../../domain/discovery-cache.js';
 import { readLimitBody } from '../../../domain/read-rate-limiter.js';
 import { requireApiToken } from '../../auth/api-token.js';
-import { errorResponses, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
-import { noQuery } from '../../schemas/management.js';
+import { errorResponses, nullableTimestamp, uuid } from '../../schemas/common.js';
+import { AgentSchema, noQuery, RateLimitSchema } from '../../schemas/management.js';
 
 /**
  * Token discovery (spec: Token discovery): any valid API token may read its own metadata and
  * list the agents and workflows its grants reach. Every call counts against the token read
  * limit; `/agents`, `/devices` and `/workflows` are audited as `api_token.discover`.
  *
- * The fields below are the whole public representation: the response schemas drop everything
- * else (publicKey, secretsKeys, steps, the token hash).
+ * The fields below (and AgentSchema, the agent's one representation) are the whole public
+ * representation: the response schemas drop everything else (publicKey, secretsKeys, steps, the
+ * token hash).
  */
-
-const intOrNull = { type: ['integer', 'null'] } as const;
 
 export const PublicTokenSchema = {
   type: 'object',
@@ -37,27 +36,8 @@ export const PublicTokenSchema = {
         },
       },
     },
-    rateLimit: {
-      type: 'object',
-      required: ['perMinute', 'perHour', 'perDay'],
-      properties: { perMinute: intOrNull, perHour: intOrNull, perDay: intOrNull },
-    },
+    rateLimit: RateLimitSchema,
     expiresAt: nullableTimestamp,
-  },
-} as const;
-
-export const PublicAgentSchema = {
-  type: 'object',
-  required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
-  properties: {
-    id: uuid,
-    name: { type: 'string' },
-    hostname: { type: 'string' },
-    os: { type: 'string' },
-    agentVersion: { type: 'string' },
-    status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
-    lastSeenAt: nullableTimestamp,
-    enrolledAt: timestamp,
   },
 } as const;
 
@@ -167,7 +147,7 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     await discovered(admitted.token, resource, agents.length);
     return agents;
   };
-  const agentList = { type: 'array', items: PublicAgentSchema } as const;
+  const agentList = { type: 'array', items: AgentSchema } as const;
   app.get(
     '/agents',
     { schema: routeSchema('Agents reachable by the token, most recently registered first', agentList) },

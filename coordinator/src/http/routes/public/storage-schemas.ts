@@ -84,6 +84,3 @@ export const ListQuerySchema = {
     status: { type: 'string', enum: FILE_STATUSES },
   },
 } as const;
-
-/** `complete` takes no body: nothing, or `{}`. */
-export const NoBodySchema = { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } as const;

@@ -5,13 +5,12 @@ import { requireStoragePermission } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';
 import type { StoragePermission } from '../../../domain/grants.js';
 import { requireApiToken } from '../../auth/api-token.js';
-import { errorResponses, idParams } from '../../schemas/common.js';
+import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import {
   DownloadUrlResponseSchema,
   FileViewSchema,
   ListQuerySchema,
-  NoBodySchema,
   PresignUploadBodySchema,
   PresignUploadResponseSchema,
 } from './storage-schemas.js';
@@ -61,7 +60,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
         ...common('Confirm the upload: the file becomes active; no body', 'write'),
         params: idParams('id'),
         querystring: noQuery,
-        body: NoBodySchema,
+        body: emptyBody,
         response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },

@@ -2,7 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isTerminalJobStatus, JOB_STATUSES } from '@drover/shared';
 import type { AuthenticatingApiToken } from '../../../db/repositories/api-tokens.js';
 import type { JobResult } from '../../../db/repositories/trigger-runs.js';
-import { IDEMPOTENCY_TTL_MS, idempotencyKeyOf, requestHash } from '../../../domain/trigger-run/idempotency.js';
+import {
+  IDEMPOTENCY_HEADER,
+  IDEMPOTENCY_TTL_MS,
+  idempotencyKeyOf,
+  requestHash,
+} from '../../../domain/trigger-run/idempotency.js';
 import { checkRunFileRefs } from '../../../domain/trigger-run/file-refs.js';
 import { resolveRunParams } from '../../../domain/trigger-run/params.js';
 import { tokenLimitBody, workflowLimitBody } from '../../../domain/trigger-run/rate-windows.js';
@@ -137,7 +142,7 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
       const { token, target } = callers.get(request)!;
       const { trigger } = target;
       const body: TriggerRunBody = request.body ?? {};
-      const key = idempotencyKeyOf(request.headers['idempotency-key']);
+      const key = idempotencyKeyOf(request.headers[IDEMPOTENCY_HEADER]);
       const run = resolveRunRequest(target, body, token);
       const workflow = await target.workflow(run.workflowName);
       if (!workflow) throw workflowNotFound(run.workflowName);

@@ -1,0 +1,39 @@
+import type { Backoff } from '../util/backoff.js';
+import { pause } from './format.js';
+import { abortError, TransferError } from './transfer-error.js';
+
+export interface TransferRetryOptions {
+  /** Attempts in all, the first one counted. */
+  attempts: number;
+  backoff: Backoff;
+  signal: AbortSignal;
+  /** What failed, for the log line: `download of input file \`report\``. */
+  what: string;
+  log(text: string): void;
+  /** Before the attempt after a refused URL (`refresh`); without it, such a failure waits like `retry`. */
+  refresh?(): Promise<void> | void;
+}
+
+/**
+ * Runs `run` (given the attempt's number from 1) until it succeeds, the retry loop of every file
+ * transfer: a TransferError of kind `retry` or `refresh` is logged and tried again, after
+ * `refresh` for a refused URL, else after a pause of the backoff (cut short by `signal`, which
+ * then throws its TransferAborted). Anything else, and the last attempt's failure, is thrown.
+ */
+export async function retryTransfer<T>(
+  run: (attempt: number) => Promise<T>,
+  options: TransferRetryOptions,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run(attempt);
+    } catch (error) {
+      if (!(error instanceof TransferError) || error.kind === 'final' || attempt >= options.attempts) throw error;
+      options.log(
+        `${options.what} failed (${error.message}); trying again (attempt ${attempt + 1} of ${options.attempts})`,
+      );
+      if (error.kind === 'refresh' && options.refresh) await options.refresh();
+      else await pause(options.backoff.next(), options.signal).catch(() => Promise.reject(abortError(options.signal)));
+    }
+  }
+}
