@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { shebangNodeFlags } from './lib/node-flags.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const dataDir = path.resolve(process.env.DROVER_DATA_DIR ?? 'data');
@@ -154,7 +155,13 @@ const coordinatorEnv: NodeJS.ProcessEnv = {
   DROVER_HOST: host,
   ...(firstRun ? { DROVER_BOOTSTRAP_EMAIL: creds.email, DROVER_BOOTSTRAP_PASSWORD: creds.password } : {}),
 };
-start('coordinator', ['coordinator/dist/cli/main.js', 'start'], coordinatorEnv, path.join(dataDir, 'coordinator.log'));
+const coordinatorMain = 'coordinator/dist/cli/main.js';
+start(
+  'coordinator',
+  [...shebangNodeFlags(path.join(root, coordinatorMain)), coordinatorMain, 'start'],
+  coordinatorEnv,
+  path.join(dataDir, 'coordinator.log'),
+);
 await waitFor('the coordinator', async () => ((await request(`${base}/openapi.json`)).ok ? true : undefined));
 
 const { token: session } = await api<{ token: string }>('POST', '/auth/login', null, {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { shebangNodeFlags } from '../../scripts/lib/node-flags.js';
 
 /**
  * The real `drover-coordinator start` in a CHILD process, so that its memory and CPU time are its
@@ -28,11 +29,14 @@ export interface ChildCoordinator {
 export async function startChildCoordinator(
   options: { source?: boolean; env?: Record<string, string>; nodeFlags?: string[] } = {},
 ): Promise<ChildCoordinator> {
-  const main = options.source
-    ? ['--conditions=drover-source', '--import', 'tsx', path.join(ROOT, 'coordinator/src/cli/main.ts')]
-    : [path.join(ROOT, 'coordinator/dist/cli/main.js')];
-  if (!options.source && !fs.existsSync(main[0]!))
-    throw new Error('coordinator/dist is missing: run `pnpm build` first');
+  const file = path.join(ROOT, options.source ? 'coordinator/src/cli/main.ts' : 'coordinator/dist/cli/main.js');
+  if (!fs.existsSync(file)) throw new Error('coordinator/dist is missing: run `pnpm build` first');
+  // The flags of the coordinator's shebang, as when it is run as a program (docs/operations.md).
+  const main = [
+    ...shebangNodeFlags(file),
+    ...(options.source ? ['--conditions=drover-source', '--import', 'tsx'] : []),
+    file,
+  ];
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-bench-child-'));
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
   const child = spawn(

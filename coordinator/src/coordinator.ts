@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { withListeningPort, type Config } from './config/config.js';
+import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { createSqliteRepositories } from './db/repositories/index.js';
@@ -29,6 +30,9 @@ export interface Coordinator {
   close(): Promise<void>;
 }
 
+/** How often the checkpoint thread copies the WAL into the database file (db/checkpointer.ts). */
+const CHECKPOINT_INTERVAL_MS = 250;
+
 /**
  * The composition root: opens and migrates the database, loads the server key, bootstraps an
  * empty installation and builds the HTTP app. Listening is left to the caller.
@@ -39,9 +43,11 @@ export async function createCoordinator(
   clock: Clock = systemClock,
 ): Promise<Coordinator> {
   const db = openDatabase(databaseFile(config.dataDir));
+  let checkpointer: Checkpointer | undefined;
   try {
     const { applied } = migrate(db);
     for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
+    checkpointer = startCheckpointer(db, { intervalMs: CHECKPOINT_INTERVAL_MS, logger });
     const writes = new GroupCommitExecutor(db);
     const repos = createSqliteRepositories(db, writes);
     const serverKey = loadOrCreateServerKey(config.dataDir);
@@ -99,11 +105,13 @@ export async function createCoordinator(
           await audit.flush();
           await writes.close();
         } finally {
+          await checkpointer?.stop();
           db.close();
         }
       },
     };
   } catch (error) {
+    await checkpointer?.stop();
     db.close();
     throw error;
   }

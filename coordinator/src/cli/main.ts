@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=4
 import { Command, CommanderError } from 'commander';
 import { configureBootstrapCommand } from './bootstrap.js';
 import { configureMigrateCommand } from './migrate.js';

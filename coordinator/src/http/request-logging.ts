@@ -29,34 +29,70 @@ export class RequestLogController extends LogController {
   }
 }
 
-const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace']);
-const noop = () => {};
-
 /**
  * `request.log` built on first use: a pino child (with its bindings and redaction) costs a few
  * microseconds, and most requests never log through it (docs/performance.md). Calls at a level
- * the logger has disabled never build it at all.
+ * the logger has disabled never build it at all. A plain class (not a Proxy): Fastify reads its
+ * seven methods on every request to validate it, and prototype methods make that read cheap.
  */
+class LazyRequestLogger {
+  #child: Logger | undefined;
+
+  constructor(
+    private readonly parent: Logger,
+    private readonly childBindings: pino.Bindings,
+    private readonly childOptions: pino.ChildLoggerOptions,
+  ) {}
+
+  private real(): Logger {
+    return (this.#child ??= this.parent.child(this.childBindings, this.childOptions));
+  }
+
+  private write(level: pino.Level, args: unknown[]): void {
+    if (!(this.#child ?? this.parent).isLevelEnabled(level)) return;
+    (this.real()[level] as (...a: unknown[]) => void)(...args);
+  }
+
+  get level(): string {
+    return (this.#child ?? this.parent).level;
+  }
+  set level(level: string) {
+    this.real().level = level;
+  }
+  fatal(...args: unknown[]): void {
+    this.write('fatal', args);
+  }
+  error(...args: unknown[]): void {
+    this.write('error', args);
+  }
+  warn(...args: unknown[]): void {
+    this.write('warn', args);
+  }
+  info(...args: unknown[]): void {
+    this.write('info', args);
+  }
+  debug(...args: unknown[]): void {
+    this.write('debug', args);
+  }
+  trace(...args: unknown[]): void {
+    this.write('trace', args);
+  }
+  silent(): void {}
+  child(bindings: pino.Bindings, options?: pino.ChildLoggerOptions): pino.Logger {
+    return this.real().child(bindings, options);
+  }
+  bindings(): pino.Bindings {
+    return this.real().bindings();
+  }
+  isLevelEnabled(level: string): boolean {
+    return (this.#child ?? this.parent).isLevelEnabled(level);
+  }
+}
+
 export const lazyChildLoggerFactory: NonNullable<FastifyServerOptions['childLoggerFactory']> = function (
   logger,
   bindings,
   options,
 ) {
-  let child: Logger | undefined;
-  const materialize = () => (child ??= (logger as Logger).child(bindings, options));
-  return new Proxy(logger as Logger, {
-    get(target, property) {
-      if (!child && typeof property === 'string') {
-        if (LEVELS.has(property)) {
-          // Fastify checks `typeof log.info === 'function'` on every request: answer without building.
-          if (!target.isLevelEnabled(property)) return noop;
-          return (...args: unknown[]) => (materialize()[property as pino.Level] as (...a: unknown[]) => void)(...args);
-        }
-        if (property === 'child') return (...args: Parameters<Logger['child']>) => materialize().child(...args);
-      }
-      const real = materialize();
-      const value: unknown = Reflect.get(real, property, real);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(real) : value;
-    },
-  });
+  return new LazyRequestLogger(logger as Logger, bindings, options) as unknown as Logger;
 };

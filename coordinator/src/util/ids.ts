@@ -9,8 +9,20 @@ export const newId = (): string => randomUUID();
  */
 export function newTimeOrderedId(nowMs: number): string {
   const random = randomUUID(); // xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, V the variant
-  const time = Math.max(0, Math.floor(nowMs)).toString(16).padStart(12, '0').slice(-12);
-  return `${time.slice(0, 8)}-${time.slice(8)}-7${random.slice(15)}`;
+  return `${timePrefix(Math.max(0, Math.floor(nowMs)))}7${random.slice(15)}`;
+}
+
+// The id's first 48 bits as `xxxxxxxx-xxxx-`, kept for the last millisecond asked: a burst of
+// trigger calls in one millisecond formats it once.
+let prefixMs = -1;
+let prefix = '';
+function timePrefix(ms: number): string {
+  if (ms !== prefixMs) {
+    const time = ms.toString(16).padStart(12, '0').slice(-12);
+    prefix = `${time.slice(0, 8)}-${time.slice(8)}-`;
+    prefixMs = ms;
+  }
+  return prefix;
 }
 
 export const UUID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';

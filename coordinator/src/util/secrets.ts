@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A bearer secret: prefix + 32 random bytes as base64url (43 characters). */
 export function newBearerSecret(prefix: string): string {
@@ -10,7 +10,8 @@ export function newBearerSecret(prefix: string): string {
  * (unlike passwords, which use scrypt). Only the hash is stored.
  */
 export function hashBearerSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
+  // The one-shot hash: no Hash object per call, and this runs on every API-token request.
+  return hash('sha256', secret, 'hex');
 }
 
 /** A short non-secret hint for lists: prefix and the last four characters. */

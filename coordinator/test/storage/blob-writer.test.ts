@@ -4,7 +4,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { BlobTooLargeError, writeBlob } from '../../src/storage/blob-writer.js';
 
 let dir: string;
@@ -59,6 +59,41 @@ describe('writeBlob', () => {
     source.push(randomBytes(2 * 1024 * 1024));
     setImmediate(() => source.destroy(new Error('aborted by the client')));
     await expect(writeBlob(source, handle, Number.MAX_SAFE_INTEGER)).rejects.toThrow('aborted by the client');
+    await handle.close();
+  });
+
+  it('flushes to disk in the background every 64 MiB, then syncs once at the end', async () => {
+    const file = path.join(dir, 'large');
+    const handle = await fsp.open(file, 'wx');
+    const datasync = vi.spyOn(handle, 'datasync');
+    const sync = vi.spyOn(handle, 'sync');
+    const block = randomBytes(1024 * 1024);
+    // 200 MiB: flushes start after 64 and 128 MiB of writes (at most one at a time), maybe 192.
+    const stat = await writeBlob(
+      Readable.from(Array.from({ length: 200 }, () => block)),
+      handle,
+      Number.MAX_SAFE_INTEGER,
+    );
+    await handle.close();
+    expect(stat.size).toBe(200 * 1024 * 1024);
+    expect(datasync.mock.calls.length).toBeGreaterThanOrEqual(2);
+    expect(datasync.mock.calls.length).toBeLessThanOrEqual(3);
+    expect(sync).toHaveBeenCalledTimes(1);
+    expect(fs.statSync(file).size).toBe(200 * 1024 * 1024);
+  });
+
+  it('fails the upload when a background flush fails, without the final sync', async () => {
+    const file = path.join(dir, 'flush-fails');
+    const handle = await fsp.open(file, 'wx');
+    vi.spyOn(handle, 'datasync').mockRejectedValue(
+      Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' }),
+    );
+    const sync = vi.spyOn(handle, 'sync');
+    const block = randomBytes(1024 * 1024);
+    await expect(
+      writeBlob(Readable.from(Array.from({ length: 80 }, () => block)), handle, Number.MAX_SAFE_INTEGER),
+    ).rejects.toThrow('EIO');
+    expect(sync).not.toHaveBeenCalled();
     await handle.close();
   });
 });

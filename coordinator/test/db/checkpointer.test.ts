@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { startCheckpointer } from '../../src/db/checkpointer.js';
+import { openDatabase, type Db } from '../../src/db/database.js';
+
+let dir: string;
+let db: Db;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-checkpointer-'));
+  db = openDatabase(path.join(dir, 'drover.sqlite'));
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+});
+afterEach(() => {
+  if (db.open) db.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const logger = pino({ level: 'silent' });
+const autocheckpoint = () => db.pragma('wal_autocheckpoint', { simple: true }) as number;
+const fileSize = (name: string) => fs.statSync(path.join(dir, name)).size;
+
+/** Writes ~2,500 pages (4 KiB rows, one transaction each, as a steady write load would). */
+function writeLoad(rows = 2500): void {
+  const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+  for (let i = 0; i < rows; i++) insert.run('x'.repeat(4000));
+}
+
+describe('startCheckpointer', () => {
+  it('turns off checkpoints on the request connection, and the thread checkpoints the WAL instead', async () => {
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
+    try {
+      expect(autocheckpoint()).toBe(0);
+      const before = fileSize('drover.sqlite');
+      writeLoad();
+      // ~10 MB written. The request connection never checkpoints now, so the database file grows
+      // only by the thread's checkpoints (without them, every page would stay in the WAL).
+      await vi.waitFor(() => expect(fileSize('drover.sqlite') - before).toBeGreaterThan(9_000_000), {
+        timeout: 5000,
+        interval: 25,
+      });
+    } finally {
+      await checkpointer.stop();
+    }
+  });
+
+  it('stops cleanly: the database closes and reopens with every row', async () => {
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
+    writeLoad(300);
+    await checkpointer.stop();
+    db.close();
+    const again = openDatabase(path.join(dir, 'drover.sqlite'));
+    expect(again.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 300 });
+    again.close();
+    // The last connection's close checkpointed and removed the WAL.
+    expect(fs.existsSync(path.join(dir, 'drover.sqlite-wal'))).toBe(false);
+  });
+
+  it('restores SQLite checkpoints on commit when the thread fails', async () => {
+    const errors: string[] = [];
+    const watched = pino({ level: 'error' }, { write: (line: string) => errors.push(line) });
+    // The thread cannot open a database file that is no longer at its path.
+    fs.renameSync(path.join(dir, 'drover.sqlite'), path.join(dir, 'moved.sqlite'));
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger: watched });
+    await vi.waitFor(() => expect(autocheckpoint()).toBe(1000), { timeout: 5000, interval: 25 });
+    expect(errors.join('')).toContain('WAL checkpoint thread');
+    await checkpointer.stop();
+  });
+
+  it('starts nothing for an in-memory database', async () => {
+    const memory = openDatabase(':memory:');
+    const checkpointer = startCheckpointer(memory, { intervalMs: 20, logger });
+    expect(memory.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await checkpointer.stop();
+    memory.close();
+  });
+});
