@@ -213,7 +213,9 @@ describe('agent stream', () => {
 describe('agent stream at shutdown and restart', () => {
   it('ends open streams when the coordinator closes, and a restarted coordinator expires the stale connection', async () => {
     const dataDir = makeTempDir();
-    const env = { DROVER_STREAM_PING_MS: '100', DROVER_AGENT_DISCONNECT_GRACE_MS: '300' };
+    // The grace outlasts the second coordinator's start and first request on a busy machine
+    // (300 ms did not, once), so its "still connected" view is not a race.
+    const env = { DROVER_STREAM_PING_MS: '100', DROVER_AGENT_DISCONNECT_GRACE_MS: '2000' };
     const first = await startTestCoordinator({ dataDir, env });
     let second: TestCoordinator | undefined;
     try {
@@ -229,7 +231,7 @@ describe('agent stream at shutdown and restart', () => {
       const view = async () =>
         (await second!.owner.get<AgentView>(`/orgs/${second!.orgId}/agents/${agent.agentId}`)).body;
       expect((await view()).status).toBe('connected');
-      await eventually(async () => (await view()).status === 'disconnected');
+      await eventually(async () => (await view()).status === 'disconnected', 10_000);
     } finally {
       await first.close();
       await second?.close();

@@ -13,6 +13,7 @@ export type Db = Database.Database;
 export function openDatabase(file: string): Db {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   const db = new Database(file);
+  signalWrites(db);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
@@ -22,4 +23,64 @@ export function openDatabase(file: string): Db {
 
 export function databaseFile(dataDir: string): string {
   return path.join(dataDir, 'drover.sqlite');
+}
+
+const writeListeners = new WeakMap<Db, Set<() => void>>();
+
+/**
+ * Calls `listener` right after every statement run on `db` that can write (any statement SQLite
+ * does not call read-only, RETURNING included) and every `exec`, whether it succeeded or not.
+ * Memory that mirrors the database (the change counter's reading, db/repositories/change-counter.ts)
+ * uses it to forget what this process's own writes may have changed. Only connections made by
+ * openDatabase signal. Returns a function that removes the listener.
+ */
+export function onWrite(db: Db, listener: () => void): () => void {
+  const listeners = writeListeners.get(db);
+  if (!listeners) throw new Error('onWrite: the connection was not opened by openDatabase');
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+type Method = (...args: unknown[]) => unknown;
+
+/**
+ * Wraps the connection's `prepare` (statements that can write get signalling `run`, `get`, `all`
+ * and `iterate`) and `exec`. Transactions need nothing more: better-sqlite3 runs BEGIN and COMMIT
+ * on its own statements, and the statements inside them signal.
+ */
+function signalWrites(db: Db): void {
+  const listeners = new Set<() => void>();
+  writeListeners.set(db, listeners);
+  const notify = () => {
+    for (const listener of listeners) listener();
+  };
+  const signalling =
+    (method: Method): Method =>
+    (...args) => {
+      try {
+        return method(...args);
+      } finally {
+        notify();
+      }
+    };
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((source: string) => {
+    const statement = prepare(source);
+    if (statement.readonly) return statement;
+    const target = statement as unknown as Record<'run' | 'get' | 'all', Method> & { iterate: Method };
+    for (const name of ['run', 'get', 'all'] as const) target[name] = signalling(target[name].bind(statement));
+    const iterate = target.iterate.bind(statement);
+    target.iterate = function* (...args: unknown[]) {
+      try {
+        for (const row of iterate(...args) as Iterable<unknown>) {
+          notify();
+          yield row;
+        }
+      } finally {
+        notify();
+      }
+    };
+    return statement;
+  }) as Db['prepare'];
+  db.exec = signalling(db.exec.bind(db) as Method) as Db['exec'];
 }

@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -100,5 +103,43 @@ describe('change counter', () => {
 
   it('moves when a membership changes (a token is only valid while its issuer is a member)', async () => {
     expect(await moves(() => repos.orgs.create({ id: newId(), name: 'other', createdAt: AT }, userId))).toBe(true);
+  });
+});
+
+describe('change counter readings', () => {
+  let dir: string;
+  let db: Db;
+  let other: Db;
+  let repos: Repositories;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-counter-'));
+    db = openDatabase(path.join(dir, 'drover.sqlite'));
+    migrate(db);
+    repos = createSqliteRepositories(db);
+    // Another process's connection, like the CLI's.
+    other = openDatabase(path.join(dir, 'drover.sqlite'));
+  });
+  afterEach(() => {
+    other.close();
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it("serves one reading for the rest of the event-loop turn; another process's write is seen at the next turn", async () => {
+    const first = await repos.changeCounter.generation();
+    other.prepare('UPDATE change_counter SET generation = generation + 1 WHERE id = 1').run();
+    expect(await repos.changeCounter.generation()).toBe(first);
+    await nextTurn();
+    expect(await repos.changeCounter.generation()).toBe(first + 1);
+  });
+
+  it("sees this process's own write at once, within the same turn", async () => {
+    const first = await repos.changeCounter.generation();
+    const userId = newId();
+    await repos.users.insert({ id: userId, email: 'own@example.test', passwordHash: 'x', createdAt: AT });
+    await repos.orgs.create({ id: newId(), name: 'acme', createdAt: AT }, userId); // a membership: counted
+    expect(await repos.changeCounter.generation()).toBeGreaterThan(first);
   });
 });

@@ -1,4 +1,4 @@
-import type { Db } from '../database.js';
+import { onWrite, type Db } from '../database.js';
 
 /**
  * The change counter that database triggers bump on every insert, update and delete of the
@@ -8,6 +8,11 @@ export interface ChangeCounterRepository {
   /**
    * A number that changes whenever any of those tables is written, by this process or another
    * (the CLI). A cache filled at generation G is exact while `generation()` still returns G.
+   *
+   * One reading serves until the event loop's next check phase (every request of the turn that
+   * read it; the trigger-run route reads it once per call, docs/performance.md), and is forgotten
+   * at once after any write through this connection. So this process's own writes are seen by
+   * the very next call, and another process's (the CLI's) within one turn of the event loop.
    */
   generation(): Promise<number>;
   /** The same for the OTA tables applications and releases (migration 0007). */
@@ -17,9 +22,26 @@ export interface ChangeCounterRepository {
 export function createChangeCounterRepository(db: Db): ChangeCounterRepository {
   const read = db.prepare<[], number>('SELECT generation FROM change_counter WHERE id = 1').pluck(true);
   const readOta = db.prepare<[], number>('SELECT generation FROM ota_change_counter WHERE id = 1').pluck(true);
+  let reading: number | undefined;
+  let forgetScheduled = false;
+  const forget = () => {
+    reading = undefined;
+  };
+  const forgetNextTurn = () => {
+    forgetScheduled = false;
+    reading = undefined;
+  };
+  onWrite(db, forget);
   return {
     async generation() {
-      return read.get() ?? 0;
+      if (reading === undefined) {
+        reading = read.get() ?? 0;
+        if (!forgetScheduled) {
+          forgetScheduled = true;
+          setImmediate(forgetNextTurn);
+        }
+      }
+      return reading;
     },
     async otaGeneration() {
       return readOta.get() ?? 0;
