@@ -135,6 +135,21 @@ describe('change counter readings', () => {
     expect(await repos.changeCounter.generation()).toBe(first + 1);
   });
 
+  it('never keeps a reading taken inside a transaction that is then rolled back', async () => {
+    const first = await repos.changeCounter.generation();
+    let inside: Promise<number> | undefined;
+    const bump = db.prepare('UPDATE change_counter SET generation = generation + 1 WHERE id = 1');
+    expect(() =>
+      db.transaction(() => {
+        bump.run();
+        inside = repos.changeCounter.generation();
+        throw new Error('roll back');
+      })(),
+    ).toThrow('roll back');
+    expect(await inside).toBe(first + 1);
+    expect(await repos.changeCounter.generation()).toBe(first);
+  });
+
   it("sees this process's own write at once, within the same turn", async () => {
     const first = await repos.changeCounter.generation();
     const userId = newId();

@@ -34,6 +34,8 @@ export function createChangeCounterRepository(db: Db): ChangeCounterRepository {
   onWrite(db, forget);
   return {
     async generation() {
+      // Inside a transaction the value may yet be rolled back: read it, never keep it.
+      if (db.inTransaction) return read.get() ?? 0;
       if (reading === undefined) {
         reading = read.get() ?? 0;
         if (!forgetScheduled) {
