@@ -76,7 +76,7 @@ export class JobManager {
   onReportSettled(report: Report): void {
     if (report.kind !== 'finish' && report.kind !== 'reject') return;
     if (!this.options.journal.get(report.jobId)) return;
-    this.options.journal.update(report.jobId, { finalDelivered: true });
+    this.options.journal.update(report.jobId, { finalDelivered: true }, { durable: false });
   }
 
   /**
@@ -161,8 +161,11 @@ export class JobManager {
           log.debug(`job event ignored: ${decision.why}`);
           return;
         case 'accept': {
-          const created = journal.create(assignment, 'accepted');
-          if (this.queue.running === null && this.queue.waiting.length === 0) {
+          const startsNow = this.queue.running === null && this.queue.waiting.length === 0;
+          // Queued, it is promised to the coordinator by the `accept` below: on disk first. Started
+          // at once, nothing is promised before beginAcceptedJob's durable `running` write.
+          const created = journal.create(assignment, 'accepted', {}, { durable: !startsNow });
+          if (startsNow) {
             // It starts at once: `start` alone moves it from pending to running (one round trip less).
             log.info('job received; starting it now');
             this.#enqueue(created, Promise.resolve({ outcome: 'stored' }));

@@ -129,7 +129,8 @@ export function jobHooks(
     signal,
     onStepSpawn: (_index, pid) => {
       try {
-        journal.update(jobId, { processGroup: pid });
+        // Only of use while the machine stays up (no process outlives it): the page cache suffices.
+        journal.update(jobId, { processGroup: pid }, { durable: false });
       } catch (error) {
         log.warn({ err: error }, 'cannot record the step process in the journal');
       }

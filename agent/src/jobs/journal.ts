@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { writeFileAtomic } from '../state/files.js';
+import { syncDir, writeFileAtomic } from '../state/files.js';
 
 /**
  * Where the agent is with a job:
@@ -37,12 +37,28 @@ export interface JournalEntry {
 export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 
 /**
+ * Every write is atomic (a reader sees the old entry or the new one). It is also durable (on disk
+ * before the call returns, so it survives a power loss) unless `durable: false`, which is for
+ * writes whose loss in a power cut or kernel crash harms nothing, while an agent crash still keeps
+ * them (they are in the page cache): a step's process group (no process outlives the machine
+ * going down), a job that starts at once recorded `accepted` (nothing was promised to the
+ * coordinator yet; the durable `running` write comes before the `start` report), and the
+ * delivered mark of a result (sending it again is answered as a duplicate). A torn non-durable
+ * file is reported as damaged at the next start and skipped.
+ */
+export interface Durability {
+  durable?: boolean;
+}
+
+/**
  * The local journal of jobs: one `journal.json` per job directory, written atomically. It is
  * what makes a job id run at most once across reconnects and restarts: an entry is written
  * before the job is accepted, and marked `running` before its first step starts.
  */
 export class Journal {
   readonly #entries = new Map<string, JournalEntry>();
+  /** Jobs whose directory entry in `jobs/` is known to be on disk. */
+  readonly #rooted = new Set<string>();
 
   private constructor(private readonly stateDir: string) {}
 
@@ -64,6 +80,7 @@ export class Journal {
         const entry = JSON.parse(text) as JournalEntry;
         if (entry.jobId !== name || typeof entry.state !== 'string') throw new Error('not a journal');
         journal.#entries.set(name, entry);
+        journal.#rooted.add(name);
       } catch (error) {
         onDamaged(file, (error as Error).message);
       }
@@ -79,8 +96,16 @@ export class Journal {
     return [...this.#entries.values()];
   }
 
-  /** Records a job the agent has just received; throws when it cannot be written. */
-  create(assignment: JobAssignment, state: JournalState, fields: Partial<JournalEntry> = {}): JournalEntry {
+  /**
+   * Records a job the agent has just received; throws when it cannot be written. Durable unless
+   * `{durable: false}` (see Durability).
+   */
+  create(
+    assignment: JobAssignment,
+    state: JournalState,
+    fields: Partial<JournalEntry> = {},
+    options: Durability = {},
+  ): JournalEntry {
     const now = new Date().toISOString();
     const entry: JournalEntry = {
       jobId: assignment.jobId,
@@ -95,15 +120,20 @@ export class Journal {
       updatedAt: now,
     };
     fs.mkdirSync(jobFiles(this.stateDir, assignment.jobId).dir, { recursive: true, mode: 0o700 });
-    this.#write(entry);
+    this.#write(entry, options);
     return entry;
   }
 
-  update(jobId: string, patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>): JournalEntry {
+  /** Changes a job's entry; durable unless `{durable: false}` (see Durability). */
+  update(
+    jobId: string,
+    patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>,
+    options: Durability = {},
+  ): JournalEntry {
     const current = this.#entries.get(jobId);
     if (!current) throw new Error(`no journal for job ${jobId}`);
     const entry = { ...current, ...patch, updatedAt: new Date().toISOString() };
-    this.#write(entry);
+    this.#write(entry, options);
     return entry;
   }
 
@@ -127,8 +157,14 @@ export class Journal {
     return removed;
   }
 
-  #write(entry: JournalEntry): void {
-    writeFileAtomic(jobFiles(this.stateDir, entry.jobId).journalFile, `${JSON.stringify(entry, null, 2)}\n`);
+  #write(entry: JournalEntry, { durable = true }: Durability): void {
+    const files = jobFiles(this.stateDir, entry.jobId);
+    writeFileAtomic(files.journalFile, `${JSON.stringify(entry, null, 2)}\n`, { durable });
     this.#entries.set(entry.jobId, entry);
+    // The job's directory is new: its own entry in jobs/ must reach the disk too, once.
+    if (durable && !this.#rooted.has(entry.jobId)) {
+      syncDir(path.dirname(files.dir));
+      this.#rooted.add(entry.jobId);
+    }
   }
 }

@@ -59,8 +59,8 @@ export function writeFileAtomic(file: string, content: string, options: { durabl
   if (durable) syncDir(path.dirname(file));
 }
 
-/** Flushes a directory entry (the rename) to disk; not possible on every platform. */
-function syncDir(dir: string): void {
+/** Flushes a directory's entries (a rename, a new file or subdirectory) to disk; not possible on every platform. */
+export function syncDir(dir: string): void {
   let fd: number | undefined;
   try {
     fd = fs.openSync(dir, 'r');

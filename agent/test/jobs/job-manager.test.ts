@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
 import { assignment, harness, sh, type Harness } from './harness.js';
 
@@ -33,6 +33,38 @@ describe('a new job', () => {
     expect(lines.find((l) => l.stream === 'stdout')).toMatchObject({ text: 'hello', step: 0 });
     await h.until(() => h.journal.get(job.jobId)?.finalDelivered === true);
     expect(h.journal.get(job.jobId)).toMatchObject({ state: 'finished', final: { kind: 'finish' } });
+  });
+
+  it('is on disk before it is promised to the coordinator, and flushed no more often than that', async () => {
+    const h = make([{ name: 'long', steps: [sh('sleep 5')] }, quick]);
+    // For every fsync, how many reports had been sent by then.
+    const flushedAt: number[] = [];
+    const fsync = fs.fsyncSync;
+    const spy = vi.spyOn(fs, 'fsyncSync').mockImplementation((fd) => {
+      flushedAt.push(h.sent.length);
+      fsync(fd);
+    });
+    try {
+      const first = assignment('long');
+      h.manager.onJobEvent(first);
+      await h.until(() => h.kinds(first.jobId).includes('start'));
+      await h.until(() => h.journal.get(first.jobId)?.processGroup !== undefined);
+      expect(h.sent[0]).toMatchObject({ kind: 'start', jobId: first.jobId });
+      // Started at once: only its `running` entry is flushed (the file, its directory and the new
+      // directory's entry in jobs/), before the `start`, which is the first promise made; neither
+      // its `accepted` entry nor its step's process group is.
+      expect(flushedAt).toEqual([0, 0, 0]);
+
+      const second = assignment('quick');
+      const sentBefore = h.sent.length;
+      h.manager.onJobEvent(second);
+      // Queued: its `accepted` entry is on disk before its `accept` is sent.
+      expect(flushedAt.slice(3)).toEqual([sentBefore, sentBefore, sentBefore]);
+      await h.until(() => h.kinds(second.jobId).includes('accept'));
+      expect(h.finishOf(first.jobId)).toBeUndefined();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('is rejected with queue_full when the queue already holds `capacity` waiting jobs', async () => {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Journal } from '../../src/jobs/journal.js';
 import { assignment } from './harness.js';
 
@@ -28,6 +28,31 @@ describe('the journal', () => {
     expect(reopened.get(other.jobId)).toBeUndefined();
     expect(damaged).toEqual([path.join(stateDir, 'jobs', other.jobId, 'journal.json')]);
     expect(fs.statSync(path.join(stateDir, 'jobs', job.jobId, 'journal.json')).mode & 0o777).toBe(0o600);
+  });
+
+  it('flushes every write unless told not to, and the new directory once', () => {
+    const journal = Journal.open(stateDir);
+    const fsyncs = vi.spyOn(fs, 'fsyncSync');
+    try {
+      const job = assignment('w');
+      journal.create(job, 'accepted', {}, { durable: false });
+      expect(fsyncs).not.toHaveBeenCalled();
+      journal.update(job.jobId, { state: 'running' });
+      expect(fsyncs).toHaveBeenCalledTimes(3); // the file, its directory, its directory's entry in jobs/
+      journal.update(job.jobId, { processGroup: 7 }, { durable: false });
+      expect(fsyncs).toHaveBeenCalledTimes(3);
+      journal.update(job.jobId, { state: 'finished' });
+      expect(fsyncs).toHaveBeenCalledTimes(5);
+      expect(Journal.open(stateDir).get(job.jobId)).toMatchObject({ state: 'finished', processGroup: 7 });
+
+      // An entry found at start is already rooted: no jobs/ flush for it.
+      const reopened = Journal.open(stateDir);
+      fsyncs.mockClear();
+      reopened.update(job.jobId, { note: 'x' });
+      expect(fsyncs).toHaveBeenCalledTimes(2);
+    } finally {
+      fsyncs.mockRestore();
+    }
   });
 
   it('prunes settled jobs after the retention, never one whose result is still owed', () => {
