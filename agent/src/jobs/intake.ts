@@ -41,6 +41,9 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
     if (ctx.active) return { action: 'ignore', why: 'already in the queue or running' };
     switch (entry.state) {
       case 'accepted':
+        // Reported started, never started here: the agent stopped before its `running` entry was
+        // on disk (it is flushed while the start is reported, never after a step starts).
+        if (assignment.status === 'running') return { action: 'fail_lost' };
         return ctx.shuttingDown ? { action: 'ignore', why: 'the agent is shutting down' } : { action: 'requeue' };
       case 'running':
         return { action: 'fail_interrupted' };

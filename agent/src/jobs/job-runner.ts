@@ -93,8 +93,13 @@ export async function beginAcceptedJob(
     return null;
   }
   if (signal.aborted) return null; // shutdown took it back; the caller reports it
-  const running = deps.journal.update(entry.jobId, { state: 'running', startedAt: new Date().toISOString() });
-  const started = await deps.send({ kind: 'start', jobId: entry.jobId });
+  // `running` must be on disk before a step starts (so that a crash can never run it twice), not
+  // before the start report: a start whose record a power cut lost finds the job unknown at the
+  // next delivery, which fails it as lost. So the report goes out while the entry is flushed.
+  const [started, running] = await Promise.all([
+    deps.send({ kind: 'start', jobId: entry.jobId }),
+    deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
+  ]);
   if (started.outcome === 'dropped') {
     deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });
     log.warn(`the coordinator refused the start (${started.reason}); the job is not run`);

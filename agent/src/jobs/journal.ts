@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { syncDir, writeFileAtomic } from '../state/files.js';
+import { syncDir, syncDirAsync, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
 
 /**
  * Where the agent is with a job:
@@ -134,6 +134,28 @@ export class Journal {
     if (!current) throw new Error(`no journal for job ${jobId}`);
     const entry = { ...current, ...patch, updatedAt: new Date().toISOString() };
     this.#write(entry, options);
+    return entry;
+  }
+
+  /**
+   * A durable update whose flushes run on libuv's thread pool: the entry changes in memory at
+   * once, and on disk when the promise resolves. Nothing else may write the job's entry until
+   * then (the later write could land first).
+   */
+  async updateInBackground(
+    jobId: string,
+    patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>,
+  ): Promise<JournalEntry> {
+    const current = this.#entries.get(jobId);
+    if (!current) throw new Error(`no journal for job ${jobId}`);
+    const entry = { ...current, ...patch, updatedAt: new Date().toISOString() };
+    this.#entries.set(jobId, entry);
+    const files = jobFiles(this.stateDir, jobId);
+    await writeFileAtomicAsync(files.journalFile, `${JSON.stringify(entry, null, 2)}\n`);
+    if (!this.#rooted.has(jobId)) {
+      await syncDirAsync(path.dirname(files.dir));
+      this.#rooted.add(jobId);
+    }
     return entry;
   }
 

@@ -42,7 +42,7 @@ export function ensurePrivateDir(dir: string): void {
  */
 export function writeFileAtomic(file: string, content: string, options: { durable?: boolean } = {}): void {
   const durable = options.durable ?? true;
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const temp = tempFileFor(file);
   try {
     const fd = fs.openSync(temp, 'wx', 0o600);
     try {
@@ -59,6 +59,31 @@ export function writeFileAtomic(file: string, content: string, options: { durabl
   if (durable) syncDir(path.dirname(file));
 }
 
+/**
+ * writeFileAtomic's durable write with its flushes on libuv's thread pool, so that the event loop
+ * goes on meanwhile (the agent reports a job's start while its journal entry is flushed).
+ */
+export async function writeFileAtomicAsync(file: string, content: string): Promise<void> {
+  const temp = tempFileFor(file);
+  try {
+    const handle = await fs.promises.open(temp, 'wx', 0o600);
+    try {
+      await handle.writeFile(content);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.promises.rename(temp, file);
+  } catch (error) {
+    await fs.promises.rm(temp, { force: true });
+    throw stateError(`Cannot write ${file}`, error);
+  }
+  await syncDirAsync(path.dirname(file));
+}
+
+const tempFileFor = (file: string) =>
+  path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+
 /** Flushes a directory's entries (a rename, a new file or subdirectory) to disk; not possible on every platform. */
 export function syncDir(dir: string): void {
   let fd: number | undefined;
@@ -69,6 +94,19 @@ export function syncDir(dir: string): void {
     // Windows cannot open directories; the rename is still atomic.
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** syncDir on libuv's thread pool. */
+export async function syncDirAsync(dir: string): Promise<void> {
+  let handle: fs.promises.FileHandle | undefined;
+  try {
+    handle = await fs.promises.open(dir, 'r');
+    await handle.sync();
+  } catch {
+    // as syncDir
+  } finally {
+    await handle?.close();
   }
 }
 

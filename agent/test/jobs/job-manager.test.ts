@@ -35,35 +35,51 @@ describe('a new job', () => {
     expect(h.journal.get(job.jobId)).toMatchObject({ state: 'finished', final: { kind: 'finish' } });
   });
 
-  it('is on disk before it is promised to the coordinator, and flushed no more often than that', async () => {
+  it('is on disk before it is promised or started, and flushed no more often than that', async () => {
     const h = make([{ name: 'long', steps: [sh('sleep 5')] }, quick]);
-    // For every fsync, how many reports had been sent by then.
-    const flushedAt: number[] = [];
+    const first = assignment('long');
+    // Every flush, on the event loop (`fsyncSync`) or on the thread pool (`FileHandle.sync`), with
+    // how many reports had been sent by then and whether the first job's step had been spawned.
+    const flushes: { on: 'loop' | 'pool'; sent: number; spawned: boolean }[] = [];
+    const note = (on: 'loop' | 'pool') =>
+      flushes.push({ on, sent: h.sent.length, spawned: h.journal.get(first.jobId)?.processGroup !== undefined });
     const fsync = fs.fsyncSync;
-    const spy = vi.spyOn(fs, 'fsyncSync').mockImplementation((fd) => {
-      flushedAt.push(h.sent.length);
+    const onLoop = vi.spyOn(fs, 'fsyncSync').mockImplementation((fd) => {
+      note('loop');
       fsync(fd);
     });
+    const probe = await fs.promises.open(h.stateDir, 'r');
+    const FileHandle = Object.getPrototypeOf(probe) as { sync(): Promise<void> };
+    await probe.close();
+    const sync = FileHandle.sync;
+    const onPool = vi.spyOn(FileHandle, 'sync').mockImplementation(function (this: unknown) {
+      note('pool');
+      return sync.call(this);
+    });
     try {
-      const first = assignment('long');
       h.manager.onJobEvent(first);
       await h.until(() => h.kinds(first.jobId).includes('start'));
       await h.until(() => h.journal.get(first.jobId)?.processGroup !== undefined);
-      expect(h.sent[0]).toMatchObject({ kind: 'start', jobId: first.jobId });
       // Started at once: only its `running` entry is flushed (the file, its directory and the new
-      // directory's entry in jobs/), before the `start`, which is the first promise made; neither
-      // its `accepted` entry nor its step's process group is.
-      expect(flushedAt).toEqual([0, 0, 0]);
+      // directory's entry in jobs/), on the thread pool while its start is reported, and before
+      // its step is spawned; neither its `accepted` entry nor its step's process group is.
+      expect(flushes.map(({ on, spawned }) => ({ on, spawned }))).toEqual(
+        Array.from({ length: 3 }, () => ({ on: 'pool', spawned: false })),
+      );
 
       const second = assignment('quick');
       const sentBefore = h.sent.length;
       h.manager.onJobEvent(second);
       // Queued: its `accepted` entry is on disk before its `accept` is sent.
-      expect(flushedAt.slice(3)).toEqual([sentBefore, sentBefore, sentBefore]);
+      expect(flushes.slice(3)).toEqual(
+        Array.from({ length: 3 }, () => ({ on: 'loop', sent: sentBefore, spawned: true })),
+      );
       await h.until(() => h.kinds(second.jobId).includes('accept'));
       expect(h.finishOf(first.jobId)).toBeUndefined();
+      expect(flushes).toHaveLength(6);
     } finally {
-      spy.mockRestore();
+      onLoop.mockRestore();
+      onPool.mockRestore();
     }
   });
 
@@ -316,6 +332,9 @@ describe('the intake rules', () => {
     });
     expect(decideIntake(job, { ...base, entry: entry('accepted'), active: true }).action).toBe('ignore');
     expect(decideIntake(job, { ...base, entry: entry('accepted') }).action).toBe('requeue');
+    // Its start was reported but its `running` entry never reached the disk: it never ran here.
+    expect(decideIntake({ ...job, status: 'running' }, { ...base, entry: entry('accepted') }).action).toBe('fail_lost');
+    expect(decideIntake({ ...job, status: 'queued' }, { ...base, entry: entry('accepted') }).action).toBe('requeue');
     expect(decideIntake(job, { ...base, entry: entry('running') }).action).toBe('fail_interrupted');
     expect(decideIntake(job, { ...base, entry: entry('finished') }).action).toBe('resend_final');
     expect(decideIntake(job, { ...base, entry: entry('finished', { finalDelivered: true }) }).action).toBe('ignore');
