@@ -9,13 +9,24 @@ import { seedEnrollmentToken } from './seed.js';
 /**
  * A REAL agent for the benchmarks: `drover-agent enroll` and then `drover-agent run` as child
  * processes (TypeScript through tsx with the `drover-source` condition, like `pnpm agent` and the
- * e2e tests), in a temp state directory with the given workflow files. The agent reaches the
- * coordinator over loopback HTTP and the stream, exactly as it would in production.
+ * e2e tests; or, with `binary`, the single executable that ships), in a temp state directory with
+ * the given workflow files. The agent reaches the coordinator over loopback HTTP and the stream,
+ * exactly as it would in production.
  */
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const AGENT_MAIN = path.join(repoRoot, 'agent/src/cli/main.ts');
+const AGENT_BINARY = path.join(repoRoot, 'agent/dist/drover-agent');
 const NODE_ARGS = ['--conditions=drover-source', '--import', 'tsx'];
+
+/** The program and its leading arguments for `drover-agent <args>`. */
+function agentCommand(binary: boolean, nodeFlags: string[] = []): [string, string[]] {
+  if (!binary) return [process.execPath, [...nodeFlags, ...NODE_ARGS, AGENT_MAIN]];
+  if (!fs.existsSync(AGENT_BINARY))
+    throw new Error(`${AGENT_BINARY} is missing: run \`pnpm --filter @drover/agent build:binary\` first`);
+  if (nodeFlags.length > 0) throw new Error('node flags (--profile-agent) cannot be given to the single executable');
+  return [AGENT_BINARY, []];
+}
 
 export interface BenchAgent {
   agentId: string;
@@ -36,6 +47,8 @@ export interface BenchAgentOptions {
   runArgs?: string[];
   /** Where the temp state directory is made (default the OS temp dir; `/dev/shm` for a tmpfs). */
   parentDir?: string;
+  /** Run the single executable `agent/dist/drover-agent` instead of the sources. */
+  binary?: boolean;
 }
 
 /**
@@ -50,7 +63,11 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
   const remove = () => fs.rmSync(root, { recursive: true, force: true });
   try {
     const token = await seedEnrollmentToken(bench.coordinator, bench.orgId);
-    await runToEnd(['enroll', '--url', bench.url, '--token', token, '--state-dir', stateDir, '--name', 'bench-agent']);
+    const binary = options.binary ?? false;
+    await runToEnd(
+      ['enroll', '--url', bench.url, '--token', token, '--state-dir', stateDir, '--name', 'bench-agent'],
+      binary,
+    );
     const { agentId } = JSON.parse(fs.readFileSync(path.join(stateDir, 'agent.json'), 'utf8')) as { agentId: string };
     const workflowsDir = path.join(stateDir, 'workflows');
     fs.mkdirSync(workflowsDir, { recursive: true, mode: 0o700 });
@@ -59,19 +76,12 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
     }
 
     let output = '';
-    const started = spawn(
-      process.execPath,
-      [
-        ...(options.nodeFlags ?? []),
-        ...NODE_ARGS,
-        AGENT_MAIN,
-        'run',
-        '--state-dir',
-        stateDir,
-        ...(options.runArgs ?? []),
-      ],
-      { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
-    );
+    const [program, leading] = agentCommand(binary, options.nodeFlags);
+    const started = spawn(program, [...leading, 'run', '--state-dir', stateDir, ...(options.runArgs ?? [])], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     child = started;
     started.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     started.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -115,9 +125,10 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
 }
 
 /** Runs `drover-agent <args>` to its end; throws with its output when it fails. */
-function runToEnd(args: string[]): Promise<void> {
+function runToEnd(args: string[], binary: boolean): Promise<void> {
+  const [program, leading] = agentCommand(binary);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_ARGS, AGENT_MAIN, ...args], {
+    const child = spawn(program, [...leading, ...args], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, NO_COLOR: '1' },

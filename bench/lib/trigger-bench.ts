@@ -29,11 +29,13 @@ export interface TriggerBenchOptions {
   tmpfs: boolean;
   /** `--shell`, only where the benchmark takes it. */
   shell: boolean;
+  /** `--binary`: the agent as the single executable `agent/dist/drover-agent` (build:binary). */
+  binary: boolean;
 }
 
 /**
  * `[--runs <defaultRuns>] [--warmup 20] [--rounds 1] [--gap-ms 10] [--profile <file>]
- * [--profile-agent <dir>] [--tmpfs]`, and `[--shell]` when `withShell`.
+ * [--profile-agent <dir>] [--tmpfs] [--binary]`, and `[--shell]` when `withShell`.
  */
 export function parseTriggerBenchOptions(defaultRuns: string, { withShell = false } = {}): TriggerBenchOptions {
   const options = {
@@ -44,6 +46,7 @@ export function parseTriggerBenchOptions(defaultRuns: string, { withShell = fals
     profile: { type: 'string' },
     'profile-agent': { type: 'string' },
     tmpfs: { type: 'boolean', default: false },
+    binary: { type: 'boolean', default: false },
   } as const;
   const { values } = parseArgs({
     options: withShell ? { ...options, shell: { type: 'boolean', default: false } } : options,
@@ -58,6 +61,7 @@ export function parseTriggerBenchOptions(defaultRuns: string, { withShell = fals
     profileAgentDir: profileAgent ? path.resolve(profileAgent) : undefined,
     tmpfs: values.tmpfs,
     shell: 'shell' in values && values.shell === true,
+    binary: values.binary,
   };
 }
 
@@ -106,7 +110,9 @@ export async function startTriggerBench(
       workflows: { [setup.workflowName]: setup.workflow },
       ...(profileAgentDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileAgentDir}`] } : {}),
       ...(options.tmpfs ? { parentDir: '/dev/shm' } : {}),
+      binary: options.binary,
     });
+    if (options.binary) console.log('the agent runs as the single executable agent/dist/drover-agent');
     if (options.tmpfs)
       console.log(
         "DIAGNOSIS RUN: the agent's state directory is on tmpfs (fsync costs nothing): not the product's figures",
