@@ -163,8 +163,9 @@ export class JobManager {
         case 'accept': {
           const startsNow = this.queue.running === null && this.queue.waiting.length === 0;
           // Queued, it is promised to the coordinator by the `accept` below: on disk first. Started
-          // at once, nothing is promised before beginAcceptedJob's durable `running` write.
-          const created = journal.create(assignment, 'accepted', {}, { durable: !startsNow });
+          // at once, nothing is promised before beginAcceptedJob's durable `running` write, the
+          // first one of its entry.
+          const created = journal.create(assignment, 'accepted', {}, { onDisk: !startsNow });
           if (startsNow) {
             // It starts at once: `start` alone moves it from pending to running (one round trip less).
             log.info('job received; starting it now');

@@ -41,13 +41,17 @@ export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
  * before the call returns, so it survives a power loss) unless `durable: false`, which is for
  * writes whose loss in a power cut or kernel crash harms nothing, while an agent crash still keeps
  * them (they are in the page cache): a step's process group (no process outlives the machine
- * going down), a job that starts at once recorded `accepted` (nothing was promised to the
- * coordinator yet; the durable `running` write comes before the `start` report), and the
- * delivered mark of a result (sending it again is answered as a duplicate). A torn non-durable
+ * going down) and the delivered mark of a result (sending it again is answered as a duplicate). A torn non-durable
  * file is reported as damaged at the next start and skipped.
  */
 export interface Durability {
   durable?: boolean;
+  /**
+   * `false` (create only): the entry is kept in memory, its directory made, nothing written: for
+   * a job that starts at once, whose first write is its `running` entry (nothing is promised to
+   * the coordinator before it; lost with the agent, the job is still pending there).
+   */
+  onDisk?: boolean;
 }
 
 /**
@@ -120,7 +124,8 @@ export class Journal {
       updatedAt: now,
     };
     fs.mkdirSync(jobFiles(this.stateDir, assignment.jobId).dir, { recursive: true, mode: 0o700 });
-    this.#write(entry, options);
+    if (options.onDisk === false) this.#entries.set(entry.jobId, entry);
+    else this.#write(entry, options);
     return entry;
   }
 

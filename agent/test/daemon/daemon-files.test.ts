@@ -39,27 +39,39 @@ describe('the daemon lock', () => {
 
 describe('status.json', () => {
   it('is written at once, then once per burst of changes, in the shape `drover-agent status` reads', async () => {
-    const status = new StatusFile(root, {
-      pid: process.pid,
-      startedAt: '2026-01-01T00:00:00.000Z',
-      version: '0.1.0',
-      connection: 'connecting',
-      lastConnectedAt: null,
-      lastError: null,
-      queue: { capacity: 4, running: null, waiting: [] },
-      workflows: { loaded: 0, invalid: [] },
-    });
+    const writes = () => fs.statSync(path.join(root, 'status.json')).ino; // each write is a new file
+    const status = new StatusFile(
+      root,
+      {
+        pid: process.pid,
+        startedAt: '2026-01-01T00:00:00.000Z',
+        version: '0.1.0',
+        connection: 'connecting',
+        lastConnectedAt: null,
+        lastError: null,
+        queue: { capacity: 4, running: null, waiting: [] },
+        workflows: { loaded: 0, invalid: [] },
+      },
+      () => {},
+      50,
+    );
     expect(readDaemonStatus(root)).toMatchObject({ running: true, status: { connection: 'connecting' } });
+    const first = writes();
     status.update({ connection: 'connected', lastConnectedAt: '2026-01-01T00:00:01.000Z' });
+    await new Promise((resolve) => setTimeout(resolve, 10));
     status.update({ queue: { capacity: 4, running: null, waiting: [{ jobId: 'j', workflowName: 'w' }] } });
-    await new Promise((resolve) => setImmediate(resolve));
+    expect(writes()).toBe(first); // not yet: changes gather for 50 ms
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(writes()).not.toBe(first);
     expect(readDaemonStatus(root).status).toMatchObject({
       connection: 'connected',
       queue: { waiting: [{ jobId: 'j', workflowName: 'w' }] },
     });
-    status.close({ connection: 'disconnected' });
+    status.update({ connection: 'connecting' });
+    status.close({ connection: 'disconnected' }); // at once, and the pending write is dropped
+    expect(readDaemonStatus(root).status?.connection).toBe('disconnected');
     status.update({ connection: 'connected' });
-    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setTimeout(resolve, 80));
     expect(readDaemonStatus(root).status?.connection).toBe('disconnected');
     expect(fs.readdirSync(root)).toEqual(['status.json']);
   });

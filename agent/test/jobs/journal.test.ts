@@ -55,6 +55,20 @@ describe('the journal', () => {
     }
   });
 
+  it('keeps an entry in memory only when told, until its first write in the background', async () => {
+    const journal = Journal.open(stateDir);
+    const job = assignment('w');
+    const file = path.join(stateDir, 'jobs', job.jobId, 'journal.json');
+    journal.create(job, 'accepted', {}, { onDisk: false });
+    expect(journal.get(job.jobId)?.state).toBe('accepted');
+    expect(fs.existsSync(file)).toBe(false);
+    expect(Journal.open(stateDir).get(job.jobId)).toBeUndefined();
+    const writing = journal.updateInBackground(job.jobId, { state: 'running' });
+    expect(journal.get(job.jobId)?.state).toBe('running'); // in memory at once
+    await writing;
+    expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('running');
+  });
+
   it('prunes settled jobs after the retention, never one whose result is still owed', () => {
     const journal = Journal.open(stateDir);
     const final = {
