@@ -135,9 +135,7 @@ export class Journal {
     patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>,
     options: Durability = {},
   ): JournalEntry {
-    const current = this.#entries.get(jobId);
-    if (!current) throw new Error(`no journal for job ${jobId}`);
-    const entry = { ...current, ...patch, updatedAt: new Date().toISOString() };
+    const entry = this.#patched(jobId, patch);
     this.#write(entry, options);
     return entry;
   }
@@ -151,16 +149,10 @@ export class Journal {
     jobId: string,
     patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>,
   ): Promise<JournalEntry> {
-    const current = this.#entries.get(jobId);
-    if (!current) throw new Error(`no journal for job ${jobId}`);
-    const entry = { ...current, ...patch, updatedAt: new Date().toISOString() };
+    const entry = this.#patched(jobId, patch);
     this.#entries.set(jobId, entry);
-    const files = jobFiles(this.stateDir, jobId);
-    await writeFileAtomicAsync(files.journalFile, `${JSON.stringify(entry, null, 2)}\n`);
-    if (!this.#rooted.has(jobId)) {
-      await syncDirAsync(path.dirname(files.dir));
-      this.#rooted.add(jobId);
-    }
+    await writeFileAtomicAsync(this.#file(jobId), serialize(entry));
+    if (this.#firstFlush(jobId)) await syncDirAsync(this.#root);
     return entry;
   }
 
@@ -185,13 +177,32 @@ export class Journal {
   }
 
   #write(entry: JournalEntry, { durable = true }: Durability): void {
-    const files = jobFiles(this.stateDir, entry.jobId);
-    writeFileAtomic(files.journalFile, `${JSON.stringify(entry, null, 2)}\n`, { durable });
+    writeFileAtomic(this.#file(entry.jobId), serialize(entry), { durable });
     this.#entries.set(entry.jobId, entry);
-    // The job's directory is new: its own entry in jobs/ must reach the disk too, once.
-    if (durable && !this.#rooted.has(entry.jobId)) {
-      syncDir(path.dirname(files.dir));
-      this.#rooted.add(entry.jobId);
-    }
+    if (durable && this.#firstFlush(entry.jobId)) syncDir(this.#root);
+  }
+
+  #patched(jobId: string, patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>): JournalEntry {
+    const current = this.#entries.get(jobId);
+    if (!current) throw new Error(`no journal for job ${jobId}`);
+    return { ...current, ...patch, updatedAt: new Date().toISOString() };
+  }
+
+  #file(jobId: string): string {
+    return jobFiles(this.stateDir, jobId).journalFile;
+  }
+
+  /** `jobs/`, whose entry for a new job's directory must reach the disk too, with its first flush. */
+  get #root(): string {
+    return path.join(this.stateDir, 'jobs');
+  }
+
+  /** True the first time a job's entry is flushed (not for entries found at start). */
+  #firstFlush(jobId: string): boolean {
+    if (this.#rooted.has(jobId)) return false;
+    this.#rooted.add(jobId);
+    return true;
   }
 }
+
+const serialize = (entry: JournalEntry) => `${JSON.stringify(entry, null, 2)}\n`;

@@ -37,8 +37,8 @@ export function ensurePrivateDir(dir: string): void {
 /**
  * Writes a file atomically with mode 0600: a temporary file in the same directory, flushed to
  * disk, then renamed over the target, so a reader sees the old content or the new, never half.
- * `durable: false` skips the flushes (about 1 ms each here, up to 12 ms at p99) for advisory
- * files such as status.json, which a crash may leave one write behind without harm.
+ * `durable: false` skips the flushes (about 1 ms each here, up to 12 ms at p99) for writes a
+ * power cut may lose without harm, such as status.json (an agent crash keeps them all the same).
  */
 export function writeFileAtomic(file: string, content: string, options: { durable?: boolean } = {}): void {
   const durable = options.durable ?? true;

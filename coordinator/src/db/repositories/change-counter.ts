@@ -23,24 +23,22 @@ export function createChangeCounterRepository(db: Db): ChangeCounterRepository {
   const read = db.prepare<[], number>('SELECT generation FROM change_counter WHERE id = 1').pluck(true);
   const readOta = db.prepare<[], number>('SELECT generation FROM ota_change_counter WHERE id = 1').pluck(true);
   let reading: number | undefined;
-  let forgetScheduled = false;
-  const forget = () => {
+  let forgetting = false;
+  onWrite(db, () => {
     reading = undefined;
-  };
-  const forgetNextTurn = () => {
-    forgetScheduled = false;
-    reading = undefined;
-  };
-  onWrite(db, forget);
+  });
   return {
     async generation() {
       // Inside a transaction the value may yet be rolled back: read it, never keep it.
       if (db.inTransaction) return read.get() ?? 0;
       if (reading === undefined) {
         reading = read.get() ?? 0;
-        if (!forgetScheduled) {
-          forgetScheduled = true;
-          setImmediate(forgetNextTurn);
+        if (!forgetting) {
+          forgetting = true;
+          setImmediate(() => {
+            forgetting = false;
+            reading = undefined;
+          });
         }
       }
       return reading;
