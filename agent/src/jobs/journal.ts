@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { syncDir, syncDirAsync, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
+import { syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
 
 /**
  * Where the agent is with a job:
@@ -143,7 +143,9 @@ export class Journal {
   /**
    * A durable update whose flushes run on libuv's thread pool: the entry changes in memory at
    * once, and on disk when the promise resolves. Nothing else may write the job's entry until
-   * then (the later write could land first).
+   * then (the later write could land first). The file is written from the end of this event-loop
+   * turn, so that what the caller sends alongside (a job's start report, sent from a microtask)
+   * is on the wire first.
    */
   async updateInBackground(
     jobId: string,
@@ -151,8 +153,9 @@ export class Journal {
   ): Promise<JournalEntry> {
     const entry = this.#patched(jobId, patch);
     this.#entries.set(jobId, entry);
-    await writeFileAtomicAsync(this.#file(jobId), serialize(entry));
-    if (this.#firstFlush(jobId)) await syncDirAsync(this.#root);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await writeFileAtomicAsync(this.#file(jobId), serialize(entry), this.#rooted.has(jobId) ? [] : [this.#root]);
+    this.#rooted.add(jobId);
     return entry;
   }
 

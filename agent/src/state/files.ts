@@ -61,24 +61,41 @@ export function writeFileAtomic(file: string, content: string, options: { durabl
 
 /**
  * writeFileAtomic's durable write with its flushes on libuv's thread pool, so that the event loop
- * goes on meanwhile (the agent reports a job's start while its journal entry is flushed).
+ * goes on meanwhile (the agent reports a job's start while its journal entry is flushed). The
+ * small steps (create, write, close, rename: tens of µs each) run at once on the event loop; only
+ * the flushes go to the pool: the file's, then its directory's after the rename, and from the
+ * start, side by side with them, those of `alsoFlush`: directories whose entries must reach the
+ * disk with this file, such as a new job directory's entry in `jobs/`. One trip to the pool per
+ * flush, where a FileHandle costs one per call (open, write, sync, close...), each waiting for the
+ * event loop to take its answer.
  */
-export async function writeFileAtomicAsync(file: string, content: string): Promise<void> {
+export async function writeFileAtomicAsync(
+  file: string,
+  content: string,
+  alsoFlush: readonly string[] = [],
+): Promise<void> {
+  const others = Promise.all(alsoFlush.map((dir) => syncDirAsync(dir)));
   const temp = tempFileFor(file);
   try {
-    const handle = await fs.promises.open(temp, 'wx', 0o600);
+    const fd = fs.openSync(temp, 'wx', 0o600);
     try {
-      await handle.writeFile(content);
-      await handle.sync();
+      fs.writeFileSync(fd, content);
+      await fsyncOnPool(fd);
     } finally {
-      await handle.close();
+      fs.closeSync(fd);
     }
-    await fs.promises.rename(temp, file);
+    fs.renameSync(temp, file);
   } catch (error) {
-    await fs.promises.rm(temp, { force: true });
+    fs.rmSync(temp, { force: true });
+    await others;
     throw stateError(`Cannot write ${file}`, error);
   }
-  await syncDirAsync(path.dirname(file));
+  await Promise.all([syncDirAsync(path.dirname(file)), others]);
+}
+
+/** fsync on libuv's thread pool. */
+function fsyncOnPool(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fs.fsync(fd, (error) => (error ? reject(error) : resolve())));
 }
 
 const tempFileFor = (file: string) =>
@@ -97,16 +114,16 @@ export function syncDir(dir: string): void {
   }
 }
 
-/** syncDir on libuv's thread pool. */
+/** syncDir with the flush on libuv's thread pool. */
 export async function syncDirAsync(dir: string): Promise<void> {
-  let handle: fs.promises.FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    handle = await fs.promises.open(dir, 'r');
-    await handle.sync();
+    fd = fs.openSync(dir, 'r');
+    await fsyncOnPool(fd);
   } catch {
     // as syncDir
   } finally {
-    await handle?.close();
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 

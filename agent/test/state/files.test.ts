@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentError } from '../../src/errors.js';
-import { ensurePrivateDir, readFileIfExists, writeFileAtomic } from '../../src/state/files.js';
+import { ensurePrivateDir, readFileIfExists, writeFileAtomic, writeFileAtomicAsync } from '../../src/state/files.js';
 
 let root: string;
 beforeEach(() => {
@@ -69,6 +69,43 @@ describe('atomic writes', () => {
 
   it('fails with a bad_state error and cleans up when the directory is missing', () => {
     expect(() => writeFileAtomic(path.join(root, 'missing', 'x.json'), 'x')).toThrow(/Cannot write .*ENOENT/);
+  });
+
+  it('flushes in the background: the file before its rename, then its directory and the others', async () => {
+    const file = path.join(root, 'job', 'journal.json');
+    fs.mkdirSync(path.dirname(file));
+    fs.writeFileSync(file, 'old', { mode: 0o644 });
+    // Which file each flush on the thread pool was for, and what the target held at that moment.
+    const flushed: { target: string; held: string }[] = [];
+    const { fsync } = fs;
+    const onPool = vi.spyOn(fs, 'fsync').mockImplementation((fd, callback) => {
+      const target = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      flushed.push({ target: path.relative(root, target), held: fs.readFileSync(file, 'utf8') });
+      fsync(fd, callback);
+    });
+    const sync = vi.spyOn(fs, 'fsyncSync');
+    try {
+      await writeFileAtomicAsync(file, 'new', [root]);
+    } finally {
+      onPool.mockRestore();
+      sync.mockRestore();
+    }
+    expect(fs.readFileSync(file, 'utf8')).toBe('new');
+    expect(mode(file)).toBe(0o600);
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['journal.json']);
+    expect(sync).not.toHaveBeenCalled();
+    // `root` is flushed from the start, side by side with the file; the file's directory after the rename.
+    expect(flushed).toHaveLength(3);
+    expect(flushed.find((f) => f.target === '')).toBeDefined();
+    const temp = flushed.find((f) => f.target.startsWith('job/.journal.json.'));
+    expect(temp).toMatchObject({ held: 'old' });
+    expect(flushed.at(-1)).toEqual({ target: 'job', held: 'new' });
+  });
+
+  it('fails in the background with a bad_state error and cleans up when the directory is missing', async () => {
+    const dir = path.join(root, 'missing');
+    await expect(writeFileAtomicAsync(path.join(dir, 'x.json'), 'x', [root])).rejects.toThrow(/Cannot write .*ENOENT/);
+    expect(fs.readdirSync(root)).toEqual([]);
   });
 
   it('reads a missing file as null', () => {
