@@ -60,8 +60,9 @@ export async function runDeployJob(
   accepted: Promise<SendOutcome>,
   signal: AbortSignal,
 ): Promise<void> {
-  const running = await beginAcceptedJob(deps, entry, accepted, signal);
-  if (!running) return;
+  const begun = await beginAcceptedJob(deps, entry, accepted, signal);
+  if (!begun) return;
+  const { running } = begun;
   const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
   const parsed = parseDeployEvent(entry.assignment);
   let result: JobResult;

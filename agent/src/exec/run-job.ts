@@ -26,6 +26,8 @@ export interface JobPlan {
   killGraceMs: number;
   /** Downloads input FileRefs and uploads `file:` outputs (absent: both are passed on as they are). */
   transfer?: JobFileTransfer;
+  /** What prepareJob answered when it already ran for this plan (absent: executeJob runs it). */
+  prepared?: string | null;
 }
 
 /** One line of the job's log, secrets already masked; `step` is the step's index from 0. */
@@ -53,6 +55,19 @@ export function failedResult(message: string): JobResult {
 }
 
 /**
+ * Creates a job's workspace, params.json (file params as they were sent: executeJob rewrites it
+ * once input files are downloaded) and empty output file. Null when done, else why not.
+ */
+export function prepareJob(files: JobFiles, params: Record<string, unknown>): string | null {
+  try {
+    prepareJobFiles(files, paramsWithoutUrls(params));
+    return null;
+  } catch (error) {
+    return `could not prepare the job's workspace: ${(error as Error).message}`;
+  }
+}
+
+/**
  * Runs a job's steps in order (docs/agent.md, "The executor"): prepares the job's files, checks
  * its secrets, downloads its input files, runs each step under the smaller of its own timeout and
  * what is left of the job's, stops at the first step that does not exit 0, then reads
@@ -72,12 +87,9 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
   const finish = (status: JobResult['status'], exitCode: number | null, errorMessage: string | null) =>
     conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, remaining });
 
+  const prepared = plan.prepared === undefined ? prepareJob(plan.files, plan.params) : plan.prepared;
+  if (prepared !== null) return finish('failed', null, prepared);
   let envParams = paramsWithoutUrls(plan.params);
-  try {
-    prepareJobFiles(plan.files, envParams);
-  } catch (error) {
-    return finish('failed', null, `could not prepare the job's workspace: ${(error as Error).message}`);
-  }
   const secrets = pickSecrets(plan);
   if (typeof secrets === 'string') return finish('failed', null, secrets);
 

@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { executeJob, failedResult, type JobHooks, type JobLine, type JobResult } from '../exec/run-job.js';
+import { executeJob, failedResult, prepareJob, type JobHooks, type JobLine, type JobResult } from '../exec/run-job.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
 import type { LoadedSecrets } from '../workflows/index.js';
 import type { Journal, JournalEntry } from './journal.js';
+import { afterPendingImmediates } from '../util/event-loop.js';
 import { LogShipper, type LogShipperOptions } from './log-shipper.js';
 
 export interface JobRunnerDeps {
@@ -31,6 +32,9 @@ export interface JobRunnerDeps {
  * the accept, marks the job `running` in the journal (from then on it is never started again),
  * reports the start, runs the steps while shipping their log lines, then reports the result.
  * A job the coordinator no longer holds (404/409 to accept or start) is abandoned unrun.
+ * While the start is answered, the job's files are created and the secrets read, so that its
+ * first step starts as soon as the answer comes (an abandoned job's files go with its directory
+ * when the journal is pruned).
  */
 export async function runAcceptedJob(
   deps: JobRunnerDeps,
@@ -40,8 +44,15 @@ export async function runAcceptedJob(
 ): Promise<void> {
   const { assignment } = entry;
   const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
-  const running = await beginAcceptedJob(deps, entry, accepted, signal);
-  if (!running) return;
+  const files = jobFiles(deps.stateDir, entry.jobId);
+  const begun = await beginAcceptedJob(deps, entry, accepted, signal, async () => {
+    const secrets = deps.loadSecrets(); // read on the thread pool while the files are created
+    const prepared = prepareJob(files, assignment.params);
+    return { secrets: await secrets, prepared };
+  });
+  if (!begun) return;
+  const { running } = begun;
+  const { secrets, prepared } = begun.meanwhile;
 
   const workflow = deps.workflow(assignment.workflowName);
   if (!workflow) {
@@ -50,7 +61,7 @@ export async function runAcceptedJob(
     deps.finish(running, failedResult(message));
     return;
   }
-  const secrets = await loadJobSecrets(deps, workflow, log);
+  reportSecretsProblem(secrets, workflow, log);
 
   const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
   log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
@@ -62,7 +73,8 @@ export async function runAcceptedJob(
       ref: assignment.ref,
       debug: assignment.debug,
       timeoutMs: assignment.timeoutMs ?? workflow.timeout ?? deps.defaultJobTimeoutMs,
-      files: jobFiles(deps.stateDir, entry.jobId),
+      files,
+      prepared,
       secrets: secrets.secrets,
       secretsProblem: secrets.problem,
       killGraceMs: deps.killGraceMs,
@@ -78,13 +90,16 @@ export async function runAcceptedJob(
  * The start of an accepted job's run, for every kind of job: waits for the coordinator's answer
  * to the accept, marks the job `running` in the journal and reports the start. Null when the job
  * must not run (the coordinator refused the accept or the start, or shutdown took it back).
+ * `meanwhile` runs while the start is reported, once the report is on the wire; its result comes
+ * with the `running` entry.
  */
-export async function beginAcceptedJob(
+export async function beginAcceptedJob<T = undefined>(
   deps: Pick<JobRunnerDeps, 'journal' | 'send' | 'logger'>,
   entry: JournalEntry,
   accepted: Promise<SendOutcome>,
   signal: AbortSignal,
-): Promise<JournalEntry | null> {
+  meanwhile: () => T | Promise<T> = () => undefined as T,
+): Promise<{ running: JournalEntry; meanwhile: T } | null> {
   const log = deps.logger.child({ jobId: entry.jobId, workflow: entry.assignment.workflowName });
   const acceptance = await accepted;
   if (acceptance.outcome === 'dropped') {
@@ -96,16 +111,22 @@ export async function beginAcceptedJob(
   // `running` must be on disk before a step starts (so that a crash can never run it twice), not
   // before the start report: a start whose record a power cut lost finds the job unknown at the
   // next delivery, which fails it as lost. So the report goes out while the entry is flushed.
-  const [started, running] = await Promise.all([
+  // Both begin once the report is on the wire: their file writes would otherwise hold it back.
+  const [started, [running, done]] = await Promise.all([
     deps.send({ kind: 'start', jobId: entry.jobId }),
-    deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
+    afterPendingImmediates().then(() =>
+      Promise.all([
+        deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
+        meanwhile(),
+      ]),
+    ),
   ]);
   if (started.outcome === 'dropped') {
     deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });
     log.warn(`the coordinator refused the start (${started.reason}); the job is not run`);
     return null;
   }
-  return running;
+  return { running, meanwhile: done };
 }
 
 /** The secrets for a job of `workflow`; a refused secrets file is logged when the workflow lists any. */
@@ -115,8 +136,12 @@ export async function loadJobSecrets(
   log: Logger,
 ): Promise<LoadedSecrets> {
   const secrets = await deps.loadSecrets();
-  if (secrets.problem && (workflow.secretsKeys ?? []).length > 0) log.error(secrets.problem);
+  reportSecretsProblem(secrets, workflow, log);
   return secrets;
+}
+
+function reportSecretsProblem(secrets: LoadedSecrets, workflow: WorkflowDefinition, log: Logger): void {
+  if (secrets.problem && (workflow.secretsKeys ?? []).length > 0) log.error(secrets.problem);
 }
 
 /**

@@ -143,9 +143,7 @@ export class Journal {
   /**
    * A durable update whose flushes run on libuv's thread pool: the entry changes in memory at
    * once, and on disk when the promise resolves. Nothing else may write the job's entry until
-   * then (the later write could land first). The file is written from the end of this event-loop
-   * turn, so that what the caller sends alongside (a job's start report, sent from a microtask)
-   * is on the wire first.
+   * then (the later write could land first).
    */
   async updateInBackground(
     jobId: string,
@@ -153,7 +151,6 @@ export class Journal {
   ): Promise<JournalEntry> {
     const entry = this.#patched(jobId, patch);
     this.#entries.set(jobId, entry);
-    await new Promise<void>((resolve) => setImmediate(resolve));
     await writeFileAtomicAsync(this.#file(jobId), serialize(entry), this.#rooted.has(jobId) ? [] : [this.#root]);
     this.#rooted.add(jobId);
     return entry;

@@ -10,6 +10,7 @@ import { Outbox } from '../../src/outbox/outbox.js';
 import { ReportSender } from '../../src/outbox/report-sender.js';
 import type { Report } from '../../src/outbox/report.js';
 import { Backoff } from '../../src/util/backoff.js';
+import type { LoadedSecrets } from '../../src/workflows/index.js';
 import { captureLogger } from '../log-capture.js';
 
 export interface Harness {
@@ -41,6 +42,8 @@ export function harness(
     capacity?: number;
     stateDir?: string;
     answer?: Harness['answer'];
+    /** The secrets file as the daemon reads it (default: none). */
+    loadSecrets?: () => Promise<LoadedSecrets>;
     /** Update jobs (deploy events) run with this context. */
     deploy?: (stateDir: string) => DeployContext;
   } = {},
@@ -74,7 +77,7 @@ export function harness(
       get: (name) => byName.get(name),
       problemWith: (name) => (byName.has(name) ? null : `no valid workflow named ${name}`),
     },
-    loadSecrets: () => Promise.resolve({ secrets: {} }),
+    loadSecrets: options.loadSecrets ?? (() => Promise.resolve({ secrets: {} })),
     logger,
     defaultJobTimeoutMs: 60_000,
     killGraceMs: 200,

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { jobFiles } from '../../src/exec/job-files.js';
 import { decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
 import { assignment, harness, sh, type Harness } from './harness.js';
 
@@ -76,6 +77,36 @@ describe('a new job', () => {
       onLoop.mockRestore();
       onPool.mockRestore();
     }
+  });
+
+  it('has its files created and the secrets read while its start is answered, and runs with them', async () => {
+    let secretsRead = false;
+    let answerStart: (() => void) | undefined;
+    const ok = { status: 200, body: {} };
+    const h = make(
+      [{ name: 'env', steps: [sh('cat "$DROVER_PARAMS_FILE"; echo "token=$TOKEN"')], secretsKeys: ['TOKEN'] }],
+      {
+        loadSecrets: () => {
+          secretsRead = true;
+          return Promise.resolve({ secrets: { TOKEN: 's3cr3t-value' } });
+        },
+        answer: (r) =>
+          r.kind === 'start' ? new Promise((resolve) => (answerStart = () => resolve(ok))) : Promise.resolve(ok),
+      },
+    );
+    const job = assignment('env', { params: { env: 'staging' } });
+    const files = jobFiles(h.stateDir, job.jobId);
+    h.manager.onJobEvent(job);
+    // The start is not answered yet: the files and the secrets are ready, and no step runs.
+    await h.until(() => answerStart !== undefined && secretsRead && fs.existsSync(files.outputFile));
+    expect(JSON.parse(fs.readFileSync(files.paramsFile, 'utf8'))).toEqual({ env: 'staging' });
+    expect(h.journal.get(job.jobId)?.processGroup).toBeUndefined();
+    answerStart!();
+    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'success', exitCode: 0 });
+    const lines = h.sent.flatMap((r) => (r.kind === 'logs' ? r.body.lines : [])).map((l) => l.text);
+    expect(lines).toContain('token=***');
+    expect(lines.join('\n')).toContain('"env": "staging"');
   });
 
   it('is rejected with queue_full when the queue already holds `capacity` waiting jobs', async () => {
