@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
+import { createFileDurably, syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
 
 /**
  * Where the agent is with a job:
@@ -47,7 +47,8 @@ export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 export interface Durability {
   durable?: boolean;
   /**
-   * `false` (create only): the entry is kept in memory, its directory made, nothing written: for
+   * `false` (create only): the entry is kept in memory, nothing written (its directory is made
+   * with its first write): for
    * a job that starts at once, whose first write is its `running` entry (nothing is promised to
    * the coordinator before it; lost with the agent, the job is still pending there).
    */
@@ -123,7 +124,6 @@ export class Journal {
       ...fields,
       updatedAt: now,
     };
-    fs.mkdirSync(jobFiles(this.stateDir, assignment.jobId).dir, { recursive: true, mode: 0o700 });
     if (options.onDisk === false) this.#entries.set(entry.jobId, entry);
     else this.#write(entry, options);
     return entry;
@@ -143,7 +143,9 @@ export class Journal {
   /**
    * A durable update whose flushes run on libuv's thread pool: the entry changes in memory at
    * once, and on disk when the promise resolves. Nothing else may write the job's entry until
-   * then (the later write could land first).
+   * then (the later write could land first). An entry never written before is created in place
+   * (createFileDurably: one flush's wait); a crash before it resolves can leave a damaged file,
+   * which the next start skips as it would a missing one.
    */
   async updateInBackground(
     jobId: string,
@@ -151,8 +153,12 @@ export class Journal {
   ): Promise<JournalEntry> {
     const entry = this.#patched(jobId, patch);
     this.#entries.set(jobId, entry);
-    await writeFileAtomicAsync(this.#file(jobId), serialize(entry), this.#rooted.has(jobId) ? [] : [this.#root]);
-    this.#rooted.add(jobId);
+    if (this.#rooted.has(jobId)) await writeFileAtomicAsync(this.#file(jobId), serialize(entry));
+    else {
+      this.#makeDir(jobId);
+      await createFileDurably(this.#file(jobId), serialize(entry), [this.#root]);
+      this.#rooted.add(jobId);
+    }
     return entry;
   }
 
@@ -171,12 +177,14 @@ export class Journal {
       if (!settled || now - Date.parse(entry.updatedAt) < olderThanMs) continue;
       fs.rmSync(jobFiles(this.stateDir, entry.jobId).dir, { recursive: true, force: true });
       this.#entries.delete(entry.jobId);
+      this.#rooted.delete(entry.jobId);
       removed += 1;
     }
     return removed;
   }
 
   #write(entry: JournalEntry, { durable = true }: Durability): void {
+    if (!this.#rooted.has(entry.jobId)) this.#makeDir(entry.jobId);
     writeFileAtomic(this.#file(entry.jobId), serialize(entry), { durable });
     this.#entries.set(entry.jobId, entry);
     if (durable && this.#firstFlush(entry.jobId)) syncDir(this.#root);
@@ -186,6 +194,10 @@ export class Journal {
     const current = this.#entries.get(jobId);
     if (!current) throw new Error(`no journal for job ${jobId}`);
     return { ...current, ...patch, updatedAt: new Date().toISOString() };
+  }
+
+  #makeDir(jobId: string): void {
+    fs.mkdirSync(jobFiles(this.stateDir, jobId).dir, { recursive: true, mode: 0o700 });
   }
 
   #file(jobId: string): string {

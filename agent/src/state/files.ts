@@ -93,6 +93,41 @@ export async function writeFileAtomicAsync(
   await Promise.all([syncDirAsync(path.dirname(file)), others]);
 }
 
+/**
+ * Writes a new file durably with one flush's wait instead of two: created in place (0600), then
+ * its data, its directory's entry and those of `alsoFlush` flushed side by side on the thread
+ * pool. Until it resolves, a crash may leave the file empty or cut short (where
+ * writeFileAtomicAsync leaves nothing), so it is only for files whose reader takes such a file
+ * for a damaged one and skips it. A file that exists already is replaced by writeFileAtomicAsync.
+ */
+export async function createFileDurably(
+  file: string,
+  content: string,
+  alsoFlush: readonly string[] = [],
+): Promise<void> {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return writeFileAtomicAsync(file, content, alsoFlush);
+    throw stateError(`Cannot write ${file}`, error);
+  }
+  const entries = Promise.all([path.dirname(file), ...alsoFlush].map((dir) => syncDirAsync(dir)));
+  try {
+    try {
+      fs.writeFileSync(fd, content);
+      await fsyncOnPool(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (error) {
+    fs.rmSync(file, { force: true });
+    await entries;
+    throw stateError(`Cannot write ${file}`, error);
+  }
+  await entries;
+}
+
 /** fsync on libuv's thread pool. */
 function fsyncOnPool(fd: number): Promise<void> {
   return new Promise((resolve, reject) => fs.fsync(fd, (error) => (error ? reject(error) : resolve())));

@@ -3,7 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentError } from '../../src/errors.js';
-import { ensurePrivateDir, readFileIfExists, writeFileAtomic, writeFileAtomicAsync } from '../../src/state/files.js';
+import {
+  createFileDurably,
+  ensurePrivateDir,
+  readFileIfExists,
+  writeFileAtomic,
+  writeFileAtomicAsync,
+} from '../../src/state/files.js';
 
 let root: string;
 beforeEach(() => {
@@ -106,6 +112,42 @@ describe('atomic writes', () => {
     const dir = path.join(root, 'missing');
     await expect(writeFileAtomicAsync(path.join(dir, 'x.json'), 'x', [root])).rejects.toThrow(/Cannot write .*ENOENT/);
     expect(fs.readdirSync(root)).toEqual([]);
+  });
+
+  it('creates a new file with its data and the directory entries flushed side by side', async () => {
+    const file = path.join(root, 'job', 'journal.json');
+    fs.mkdirSync(path.dirname(file));
+    // Each flush on the thread pool: what it was for, and how many had completed when it began.
+    const flushes: { target: string; completedBefore: number }[] = [];
+    let completed = 0;
+    const { fsync } = fs;
+    const onPool = vi.spyOn(fs, 'fsync').mockImplementation((fd, callback) => {
+      flushes.push({ target: path.relative(root, fs.readlinkSync(`/proc/self/fd/${fd}`)), completedBefore: completed });
+      fsync(fd, (error) => {
+        completed += 1;
+        callback(error);
+      });
+    });
+    try {
+      await createFileDurably(file, 'first', [root]);
+    } finally {
+      onPool.mockRestore();
+    }
+    expect(fs.readFileSync(file, 'utf8')).toBe('first');
+    expect(mode(file)).toBe(0o600);
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['journal.json']);
+    expect(flushes.map((f) => f.target).sort()).toEqual(['', 'job', 'job/journal.json']);
+    expect(flushes.every((f) => f.completedBefore === 0)).toBe(true);
+  });
+
+  it('replaces a file that exists already atomically, and fails cleanly without its directory', async () => {
+    const file = path.join(root, 'journal.json');
+    fs.writeFileSync(file, 'old', { mode: 0o644 });
+    await createFileDurably(file, 'new');
+    expect(fs.readFileSync(file, 'utf8')).toBe('new');
+    expect(mode(file)).toBe(0o600);
+    expect(fs.readdirSync(root)).toEqual(['journal.json']);
+    await expect(createFileDurably(path.join(root, 'missing', 'x.json'), 'x')).rejects.toThrow(/Cannot write .*ENOENT/);
   });
 
   it('reads a missing file as null', () => {
