@@ -5,9 +5,9 @@ import { executeJob, failedResult, prepareJob, type JobHooks, type JobLine, type
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
+import { afterPendingImmediates } from '../util/event-loop.js';
 import type { LoadedSecrets } from '../workflows/index.js';
 import type { Journal, JournalEntry } from './journal.js';
-import { afterPendingImmediates } from '../util/event-loop.js';
 import { LogShipper, type LogShipperOptions } from './log-shipper.js';
 
 export interface JobRunnerDeps {

@@ -47,10 +47,10 @@ export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
 export interface Durability {
   durable?: boolean;
   /**
-   * `false` (create only): the entry is kept in memory, nothing written (its directory is made
-   * with its first write): for
-   * a job that starts at once, whose first write is its `running` entry (nothing is promised to
-   * the coordinator before it; lost with the agent, the job is still pending there).
+   * `false` (create only): the entry is kept in memory and nothing is written, not even its
+   * directory (made with its first write): for a job that starts at once, whose first write is
+   * its `running` entry (nothing is promised to the coordinator before it; lost with the agent,
+   * the job is still pending there).
    */
   onDisk?: boolean;
 }
