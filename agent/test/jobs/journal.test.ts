@@ -61,12 +61,29 @@ describe('the journal', () => {
     const file = path.join(stateDir, 'jobs', job.jobId, 'journal.json');
     journal.create(job, 'accepted', {}, { onDisk: false });
     expect(journal.get(job.jobId)?.state).toBe('accepted');
-    expect(fs.existsSync(file)).toBe(false);
+    expect(fs.existsSync(path.dirname(file))).toBe(false); // not even its directory
     expect(Journal.open(stateDir).get(job.jobId)).toBeUndefined();
     const writing = journal.updateInBackground(job.jobId, { state: 'running' });
     expect(journal.get(job.jobId)?.state).toBe('running'); // in memory at once
     await writing;
     expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('running');
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['journal.json']); // created in place
+    await journal.updateInBackground(job.jobId, { note: 'again' });
+    expect(Journal.open(stateDir).get(job.jobId)?.note).toBe('again');
+    expect(fs.readdirSync(path.dirname(file))).toEqual(['journal.json']);
+  });
+
+  it('skips a first entry that a power cut left empty, as if the job were unknown', () => {
+    const job = assignment('w');
+    fs.mkdirSync(path.join(stateDir, 'jobs', job.jobId), { recursive: true });
+    fs.writeFileSync(path.join(stateDir, 'jobs', job.jobId, 'journal.json'), '');
+    const damaged: string[] = [];
+    const journal = Journal.open(stateDir, (file) => damaged.push(file));
+    expect(journal.get(job.jobId)).toBeUndefined();
+    expect(damaged).toHaveLength(1);
+    // Delivered again, it is recorded anew over the damaged file.
+    journal.create(job, 'finished');
+    expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('finished');
   });
 
   it('prunes settled jobs after the retention, never one whose result is still owed', () => {
