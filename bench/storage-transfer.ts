@@ -21,7 +21,7 @@
  * of a download URL, counting the bytes. The download is served from the page cache, like the
  * plain read. Two clients, because on two cores the client's own CPU bounds what is measured:
  *   - node:http in this process, sending the generated stream and counting the received chunks;
- *   - curl (a C client, as a CI job would use), sending the same bytes from a file in the page
+ *   - curl when installed (a C client, as a CI job would use), sending the same bytes from a file in the page
  *     cache (written once before the rounds) and writing what it receives to /dev/null.
  * The ratio is printed for each. Results go to docs/performance.md by hand.
  */
@@ -138,6 +138,15 @@ const nodeClient: Client = { name: 'node:http', put, getCounting };
 const execFileAsync = promisify(execFile);
 
 /** curl, sending the payload from `source` (the same bytes, written to a file beforehand). */
+async function hasCurl(): Promise<boolean> {
+  try {
+    await execFileAsync('curl', ['--version']);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function curlClient(source: string): Client {
   const curl = async (args: string[]) =>
     (await execFileAsync('curl', ['--silent', '--show-error', '--fail-with-body', ...args], { maxBuffer: 1 << 20 }))
@@ -251,9 +260,12 @@ try {
   console.log(
     `coordinator child pid ${pid} (${values.source ? 'TypeScript sources via tsx' : 'coordinator/dist'}), idle RSS ${idleMb.toFixed(1)} MB`,
   );
-  const source = path.join(dataDir, 'curl-source.bin');
-  await pipeline(payload(), fs.createWriteStream(source, { highWaterMark: CHUNK }));
-  const clients = [nodeClient, curlClient(source)];
+  const clients = [nodeClient];
+  if (await hasCurl()) {
+    const source = path.join(dataDir, 'curl-source.bin');
+    await pipeline(payload(), fs.createWriteStream(source, { highWaterMark: CHUNK }));
+    clients.push(curlClient(source));
+  } else console.log('curl is not installed: measuring through node:http only');
 
   const plain: { write: number; read: number }[] = [];
   const presigned = new Map<Client, PresignedRound[]>(clients.map((client) => [client, []]));
