@@ -21,8 +21,9 @@
  * of a download URL, counting the bytes. The download is served from the page cache, like the
  * plain read. Two clients, because on two cores the client's own CPU bounds what is measured:
  *   - node:http in this process, sending the generated stream and counting the received chunks;
- *   - curl when installed (a C client, as a CI job would use), sending the same bytes from a file in the page
- *     cache (written once before the rounds) and writing what it receives to /dev/null.
+ *   - curl when installed (a C client, as a CI job would use), sending the same bytes from a
+ *     file in the page cache (written once before the rounds), writing what it receives to
+ *     /dev/null.
  * The ratio is printed for each. Results go to docs/performance.md by hand.
  */
 import { createHash, randomBytes } from 'node:crypto';
