@@ -88,7 +88,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     const pruned = journal.prune(options.jobRetentionMs);
     if (pruned > 0)
       logger.info(
-        `removed the directories of ${pruned} job(s) settled more than ${formatDuration(options.jobRetentionMs)} ago`,
+        `removed ${pruned} job director${pruned === 1 ? 'y' : 'ies'} settled, or left without a readable journal, more than ${formatDuration(options.jobRetentionMs)} ago`,
       );
     const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
     if (outbox.size > 0)

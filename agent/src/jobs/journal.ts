@@ -164,8 +164,10 @@ export class Journal {
 
   /**
    * Removes the directories of jobs settled longer ago than `olderThanMs` (their result was
-   * delivered, or there was nothing to deliver), and of jobs accepted that long ago and never
-   * delivered again (the coordinator's deadline ended them). Returns how many were removed.
+   * delivered, or there was nothing to deliver), of jobs accepted that long ago and never
+   * delivered again (the coordinator's deadline ended them), and of job directories without a
+   * readable entry (a crash left the journal damaged or unwritten) untouched for that long.
+   * Returns how many were removed.
    */
   prune(olderThanMs: number, now = Date.now()): number {
     let removed = 0;
@@ -178,6 +180,14 @@ export class Journal {
       fs.rmSync(jobFiles(this.stateDir, entry.jobId).dir, { recursive: true, force: true });
       this.#entries.delete(entry.jobId);
       this.#rooted.delete(entry.jobId);
+      removed += 1;
+    }
+    for (const name of fs.readdirSync(this.#root)) {
+      if (!JOB_ID_PATTERN.test(name) || this.#entries.has(name)) continue;
+      const dir = jobFiles(this.stateDir, name).dir;
+      const stat = fs.statSync(dir, { throwIfNoEntry: false });
+      if (!stat?.isDirectory() || now - stat.mtimeMs < olderThanMs) continue;
+      fs.rmSync(dir, { recursive: true, force: true });
       removed += 1;
     }
     return removed;

@@ -105,4 +105,24 @@ describe('the journal', () => {
     expect(journal.get(owed.jobId)).toBeDefined();
     expect(journal.get(running.jobId)).toBeDefined();
   });
+
+  it('prunes job directories without a readable entry once untouched for the retention', () => {
+    const week = 7 * 24 * 3_600_000;
+    const dirOf = (jobId: string) => path.join(stateDir, 'jobs', jobId);
+    const [damaged, bare, fresh] = [assignment('w'), assignment('w'), assignment('w')];
+    for (const job of [damaged, bare, fresh])
+      fs.mkdirSync(path.join(dirOf(job.jobId), 'workspace'), { recursive: true });
+    fs.writeFileSync(path.join(dirOf(damaged.jobId), 'journal.json'), '');
+    const old = new Date(Date.now() - week - 60_000);
+    for (const job of [damaged, bare]) fs.utimesSync(dirOf(job.jobId), old, old);
+    const journal = Journal.open(stateDir);
+    const kept = journal.create(assignment('w'), 'running');
+    fs.utimesSync(dirOf(kept.jobId), old, old);
+
+    expect(journal.prune(week)).toBe(2);
+    expect(fs.existsSync(dirOf(damaged.jobId))).toBe(false);
+    expect(fs.existsSync(dirOf(bare.jobId))).toBe(false);
+    expect(fs.existsSync(dirOf(fresh.jobId))).toBe(true); // too recent
+    expect(fs.existsSync(dirOf(kept.jobId))).toBe(true); // a readable entry decides for itself
+  });
 });
