@@ -41,8 +41,8 @@ export const JOB_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
  * before the call returns, so it survives a power loss) unless `durable: false`, which is for
  * writes whose loss in a power cut or kernel crash harms nothing, while an agent crash still keeps
  * them (they are in the page cache): a step's process group (no process outlives the machine
- * going down) and the delivered mark of a result (sending it again is answered as a duplicate). A torn non-durable
- * file is reported as damaged at the next start and skipped.
+ * going down) and the delivered mark of a result (sending it again is answered as a duplicate).
+ * A torn non-durable file is reported as damaged at the next start and skipped.
  */
 export interface Durability {
   durable?: boolean;
@@ -62,7 +62,10 @@ export interface Durability {
  */
 export class Journal {
   readonly #entries = new Map<string, JournalEntry>();
-  /** Jobs whose directory entry in `jobs/` is known to be on disk. */
+  /**
+   * Jobs whose directory and its entry in `jobs/` are known to be on disk (found at start, or
+   * flushed with a first durable write); until then each write makes the directory first.
+   */
   readonly #rooted = new Set<string>();
 
   private constructor(private readonly stateDir: string) {}
@@ -194,10 +197,14 @@ export class Journal {
   }
 
   #write(entry: JournalEntry, { durable = true }: Durability): void {
-    if (!this.#rooted.has(entry.jobId)) this.#makeDir(entry.jobId);
+    const first = !this.#rooted.has(entry.jobId);
+    if (first) this.#makeDir(entry.jobId);
     writeFileAtomic(this.#file(entry.jobId), serialize(entry), { durable });
     this.#entries.set(entry.jobId, entry);
-    if (durable && this.#firstFlush(entry.jobId)) syncDir(this.#root);
+    if (durable && first) {
+      syncDir(this.#root);
+      this.#rooted.add(entry.jobId);
+    }
   }
 
   #patched(jobId: string, patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>): JournalEntry {
@@ -217,13 +224,6 @@ export class Journal {
   /** `jobs/`, whose entry for a new job's directory must reach the disk too, with its first flush. */
   get #root(): string {
     return path.join(this.stateDir, 'jobs');
-  }
-
-  /** True the first time a job's entry is flushed (not for entries found at start). */
-  #firstFlush(jobId: string): boolean {
-    if (this.#rooted.has(jobId)) return false;
-    this.#rooted.add(jobId);
-    return true;
   }
 }
 

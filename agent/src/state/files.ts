@@ -77,13 +77,7 @@ export async function writeFileAtomicAsync(
   const others = Promise.all(alsoFlush.map((dir) => syncDirAsync(dir)));
   const temp = tempFileFor(file);
   try {
-    const fd = fs.openSync(temp, 'wx', 0o600);
-    try {
-      fs.writeFileSync(fd, content);
-      await fsyncOnPool(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
+    await fillAndFlush(fs.openSync(temp, 'wx', 0o600), content);
     fs.renameSync(temp, file);
   } catch (error) {
     fs.rmSync(temp, { force: true });
@@ -114,18 +108,23 @@ export async function createFileDurably(
   }
   const entries = Promise.all([path.dirname(file), ...alsoFlush].map((dir) => syncDirAsync(dir)));
   try {
-    try {
-      fs.writeFileSync(fd, content);
-      await fsyncOnPool(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
+    await fillAndFlush(fd, content);
   } catch (error) {
     fs.rmSync(file, { force: true });
     await entries;
     throw stateError(`Cannot write ${file}`, error);
   }
   await entries;
+}
+
+/** Writes `content` into the open file, flushes it on libuv's thread pool, and closes it. */
+async function fillAndFlush(fd: number, content: string): Promise<void> {
+  try {
+    fs.writeFileSync(fd, content);
+    await fsyncOnPool(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** fsync on libuv's thread pool. */
