@@ -5,6 +5,7 @@ import {
   enrollAgentStateDir,
   eventually,
   isAlive as alive,
+  sparesOf,
   startCuttableProxy,
   startDaemonProcess,
   stopDaemonProcess,
@@ -200,6 +201,8 @@ describe('drover-agent run', () => {
     );
     const first = start(d.stateDir);
     await connected(first, d.agentId);
+    const [spare] = sparesOf(first.child.pid!);
+    expect(spare).toBeDefined(); // forked ahead for the first step
     const running = createTestJob(t, d.agent, { workflowName: 'hang', params: {} });
     await eventually(
       async () => (await job(running.id)).logs.some((l: { text: string }) => l.text === 'started'),
@@ -208,6 +211,7 @@ describe('drover-agent run', () => {
     );
     await first.kill9();
     const stepPid = Number(fs.readFileSync(marker, 'utf8'));
+    expect(stepPid).toBe(spare); // the step ran in the spare, its own process group
     expect(alive(stepPid)).toBe(true); // the step ran detached: it outlived the agent
     expect((await job(running.id)).status).toBe('running');
 
@@ -227,6 +231,11 @@ describe('drover-agent run', () => {
     // The job is not run again: one "step 1 ... started" line in the log of both runs, from the first.
     const starts = second.logRecords().filter((r) => r.jobId === running.id && /^step 1 .*started/.test(r.msg));
     expect(starts.map((r) => r.pid)).toEqual([first.child.pid]);
+    // A spare never outlives its agent: its pipe closes and it exits without running anything.
+    await eventually(() => sparesOf(second.child.pid!).length === 1, 5000, "the second agent's spare");
+    const [secondSpare] = sparesOf(second.child.pid!);
+    await second.kill9();
+    await eventually(() => !alive(secondSpare!), 5000, 'the spare to exit with its agent');
   });
 
   it('stops gracefully on SIGTERM: the running job finishes within the grace, waiting jobs are cancelled, exit 0', async () => {

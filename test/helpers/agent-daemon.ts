@@ -281,6 +281,23 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** The agent's spare step processes (exec/step-launcher.ts): its children running `/bin/sh -s`. */
+export function sparesOf(agentPid: number): number[] {
+  const found: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (ppid === agentPid && cmdline === '/bin/sh\0-s\0' && isAlive(Number(entry))) found.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
 /**
  * The live (not zombie) processes whose environment holds `name=value`, read from /proc: every
  * process a step started, grandchildren included, carries the job's `DROVER_JOB_ID`.

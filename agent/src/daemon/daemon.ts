@@ -5,6 +5,7 @@ import { createDeployment } from '../deploy/create-deployment.js';
 import { AgentError } from '../errors.js';
 import { formatDuration } from '../exec/durations.js';
 import { killAllProcessGroups } from '../exec/process-group.js';
+import { StepLauncher } from '../exec/step-launcher.js';
 import { jobFileTransfer } from '../files/job-file-transfer.js';
 import type { SignedCaller } from '../http/client.js';
 import { JobManager } from '../jobs/job-manager.js';
@@ -115,6 +116,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       logger,
       onLoaded: (summary) => status.update({ workflows: summary }),
     });
+    const launcher = new StepLauncher();
     jobs = new JobManager({
       stateDir,
       journal,
@@ -128,6 +130,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       killGraceMs: options.killGraceMs,
       transfer: jobFileTransfer(caller),
       deploy: deployment.context,
+      launcher,
       onQueueChange: () =>
         status.update({
           queue: { capacity: options.queueCapacity, running: jobs!.queue.running, waiting: jobs!.queue.waiting },
@@ -137,6 +140,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
 
     await registry.load();
     manager.recover();
+    launcher.warm();
 
     const stream = new StreamClient({
       ...caller,
@@ -198,6 +202,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
           if (!empty)
             logger.warn(`${outbox.size} report(s) could not be delivered; they stay in the outbox for the next start`);
         } finally {
+          launcher.close();
           sender.close();
           status.close({
             connection: 'disconnected',

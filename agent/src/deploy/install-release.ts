@@ -63,6 +63,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
       secretsProblem: secrets.problem,
       killGraceMs: deps.killGraceMs,
       transfer: preparedInputs({ artifact, ...params }, { artifact: req.artifactPath, ...params }, deps.transfer),
+      ...(deps.launcher ? { launcher: deps.launcher } : {}),
     },
     jobHooks(deps.journal, job.jobId, req.log, req.shipper, req.signal),
   );

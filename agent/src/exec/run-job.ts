@@ -7,6 +7,7 @@ import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js'
 import { parseOutputFile } from './output-file.js';
 import { runStep, type StepOutcome } from './run-step.js';
 import { createMasker, type Masker } from './secret-masker.js';
+import type { StepLauncher } from './step-launcher.js';
 import { jobEnv } from './step-env.js';
 
 export interface JobPlan {
@@ -28,6 +29,8 @@ export interface JobPlan {
   transfer?: JobFileTransfer;
   /** What prepareJob answered when it already ran for this plan (absent: executeJob runs it). */
   prepared?: string | null;
+  /** Starts the steps' processes (absent: each is spawned directly). */
+  launcher?: StepLauncher;
 }
 
 /** One line of the job's log, secrets already masked; `step` is the step's index from 0. */
@@ -146,6 +149,7 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
       onLine: (stream, text) => emit(stream, index, text),
       killGraceMs: plan.killGraceMs,
       onSpawn: (pid) => hooks.onStepSpawn?.(index, pid),
+      launcher: plan.launcher,
     });
     const took = formatDuration(performance.now() - stepStarted);
     switch (outcome.kind) {

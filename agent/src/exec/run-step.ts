@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import type { WorkflowStep } from '@drover/shared';
 import { LineSplitter } from './line-splitter.js';
 import { signalProcessGroup, terminateProcessGroup, trackProcessGroup } from './process-group.js';
+import { spawnStep, type StepCommand, type StepLauncher } from './step-launcher.js';
 
 export type StepStream = 'stdout' | 'stderr';
 
@@ -23,6 +23,8 @@ export interface StepRun {
   killGraceMs: number;
   /** Called once the step's process exists, with its pid (= its process group id). */
   onSpawn?(pid: number): void;
+  /** Starts the step's process (absent: spawned directly). */
+  launcher?: StepLauncher | undefined;
 }
 
 export type StepOutcome =
@@ -33,33 +35,25 @@ export type StepOutcome =
   | { kind: 'cancelled' };
 
 /**
- * Runs one step with execa as the leader of its own process group (spawned detached), with its
- * output read line by line. A timeout or an abort sends SIGTERM to the whole group, then
+ * Runs one step with execa as the leader of its own process group (spawned detached, or through
+ * the launcher's spare, step-launcher.ts), with its output read line by line. A timeout or an abort sends SIGTERM to the whole group, then
  * SIGKILL after the grace. When the step's own process exits, whatever it left running in its
  * group is terminated the same way, so that a background child cannot hold the job open.
  */
 export async function runStep(run: StepRun): Promise<StepOutcome> {
   const { step } = run;
-  const cwd = step.cwd ? path.resolve(run.workspace, step.cwd) : run.workspace;
-  const env = { ...run.env, ...step.env };
-  const [file, args] = step.shell ? [step.run, []] : [step.run, step.args ?? []];
+  const command: StepCommand = {
+    file: step.run,
+    args: step.shell ? [] : (step.args ?? []),
+    shell: step.shell === true,
+    cwd: step.cwd ? path.resolve(run.workspace, step.cwd) : run.workspace,
+    env: { ...run.env, ...step.env },
+  };
   if (run.signal.aborted) return { kind: 'cancelled' };
-  if (!isDirectory(cwd)) return { kind: 'spawn_failed', message: `the working directory ${cwd} does not exist` };
-
-  const subprocess = execa(file, args, {
-    cwd,
-    env,
-    extendEnv: true,
-    shell: step.shell ? '/bin/sh' : false,
-    detached: true,
-    cleanup: false,
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
-    buffer: false,
-    reject: false,
-    windowsHide: true,
-  });
+  if (!isDirectory(command.cwd)) {
+    return { kind: 'spawn_failed', message: `the working directory ${command.cwd} does not exist` };
+  }
+  const subprocess = run.launcher ? run.launcher.launch(command) : spawnStep(command);
 
   const untrack = subprocess.pid === undefined ? () => {} : trackProcessGroup(subprocess.pid);
   if (subprocess.pid !== undefined) run.onSpawn?.(subprocess.pid);
@@ -93,7 +87,7 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
     if (stopReason) return { kind: stopReason };
     if (result.exitCode !== undefined && !result.signal) return { kind: 'exited', exitCode: result.exitCode };
     if (result.signal) return { kind: 'signaled', signal: result.signal };
-    return { kind: 'spawn_failed', message: spawnFailure(result.code, file, result.originalMessage) };
+    return { kind: 'spawn_failed', message: spawnFailure(result.code, command.file, result.originalMessage) };
   } finally {
     if (timer) clearTimeout(timer);
     run.signal.removeEventListener('abort', onAbort);

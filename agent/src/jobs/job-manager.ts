@@ -13,6 +13,8 @@ import { runAcceptedJob, type JobRunnerDeps } from './job-runner.js';
 import { JOB_ID_PATTERN, type FinalReport, type Journal, type JournalEntry } from './journal.js';
 import type { LogShipperOptions } from './log-shipper.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
+import type { StepLauncher } from '../exec/step-launcher.js';
+import { afterPendingImmediates } from '../util/event-loop.js';
 import { parseDeployEvent } from '../deploy/deploy-event.js';
 import { runDeployJob, type DeployContext } from '../deploy/run-deploy-job.js';
 
@@ -39,6 +41,8 @@ export interface JobManagerOptions {
   transfer?: JobFileTransfer;
   /** Runs update jobs (`deploy` events); absent: deploy events are ignored with a log line. */
   deploy?: DeployContext;
+  /** Starts the steps' processes; warmed again after each job (absent: steps are spawned directly). */
+  launcher?: StepLauncher;
 }
 
 /**
@@ -69,6 +73,7 @@ export class JobManager {
       killGraceMs: options.killGraceMs,
       ...(options.logBatch ? { logBatch: options.logBatch } : {}),
       ...(options.transfer ? { transfer: options.transfer } : {}),
+      ...(options.launcher ? { launcher: options.launcher } : {}),
     };
   }
 
@@ -276,12 +281,18 @@ export class JobManager {
         ? runDeployJob({ ...deps, deploy }, entry, accepted, this.#kill.signal)
         : runAcceptedJob(deps, entry, accepted, this.#kill.signal);
     this.queue.add({ jobId: entry.jobId, workflowName: entry.assignment.workflowName }, () =>
-      run().catch((error: unknown) => {
-        options.logger.error({ err: error, jobId: entry.jobId }, 'the job failed inside the agent');
-        const current = options.journal.get(entry.jobId);
-        if (current && current.state === 'running')
-          this.#finish(current, failedResult(`the agent failed: ${(error as Error).message}`));
-      }),
+      run()
+        .catch((error: unknown) => {
+          options.logger.error({ err: error, jobId: entry.jobId }, 'the job failed inside the agent');
+          const current = options.journal.get(entry.jobId);
+          if (current && current.state === 'running')
+            this.#finish(current, failedResult(`the agent failed: ${(error as Error).message}`));
+        })
+        .finally(() => {
+          // A new spare for the next job's first step, once the result is on the wire.
+          const { launcher } = options;
+          if (launcher) void afterPendingImmediates().then(() => launcher.warm());
+        }),
     );
   }
 

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
 import { executeJob, failedResult, prepareJob, type JobHooks, type JobLine, type JobResult } from '../exec/run-job.js';
+import type { StepLauncher } from '../exec/step-launcher.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
@@ -25,6 +26,8 @@ export interface JobRunnerDeps {
   logBatch?: LogShipperOptions;
   /** Input and output files of jobs (files/job-file-transfer.ts). */
   transfer?: JobFileTransfer;
+  /** Starts the steps' processes (absent: each is spawned directly). */
+  launcher?: StepLauncher;
 }
 
 /**
@@ -79,6 +82,7 @@ export async function runAcceptedJob(
       secretsProblem: secrets.problem,
       killGraceMs: deps.killGraceMs,
       ...(deps.transfer ? { transfer: deps.transfer } : {}),
+      ...(deps.launcher ? { launcher: deps.launcher } : {}),
     },
     jobHooks(deps.journal, entry.jobId, log, shipper, signal),
   );

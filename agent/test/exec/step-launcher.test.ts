@@ -1,0 +1,166 @@
+import fs from 'node:fs';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { spawnStep, StepLauncher, type StepCommand, type StepProcess } from '../../src/exec/step-launcher.js';
+import { fixture, isAlive, tempStateDir, waitFor } from './helpers.js';
+
+let dir: string;
+let launcher: StepLauncher;
+beforeEach(() => {
+  dir = tempStateDir();
+  launcher = new StepLauncher();
+});
+afterEach(() => {
+  launcher.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** This process's children that are a launcher's spare (`/bin/sh -s`). */
+function spares(): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return ppid === process.pid && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === '/bin/sh\0-s\0';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number)
+    .filter(isAlive);
+}
+
+async function outcome(
+  child: StepProcess,
+): Promise<{ stdout: string; stderr: string; exitCode?: number; code?: string }> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const result = await child;
+  return {
+    stdout,
+    stderr,
+    ...(result.exitCode === undefined ? {} : { exitCode: result.exitCode }),
+    ...(result.code ? { code: result.code } : {}),
+  };
+}
+
+const describeProcess = (env: Record<string, string> = {}): StepCommand => ({
+  file: process.execPath,
+  args: [fixture('describe-process.mjs'), 'it\'s "quoted"', '$HOME *', ''],
+  shell: false,
+  cwd: dir,
+  env,
+});
+
+/** What the step saw, through the launcher's spare (checked to be the spare) and spawned directly. */
+async function bothWays(command: StepCommand): Promise<[unknown, unknown]> {
+  launcher.warm();
+  const [spare] = spares();
+  expect(spare).toBeDefined();
+  const launched = launcher.launch(command);
+  expect(launched.pid).toBe(spare);
+  const viaSpare = await outcome(launched);
+  const direct = await outcome(spawnStep(command));
+  expect(viaSpare.stderr).toBe('');
+  return [JSON.parse(viaSpare.stdout), JSON.parse(direct.stdout)];
+}
+
+describe('the step launcher', () => {
+  it('starts a step through its spare exactly as spawnStep does: argv, environment, cwd, process group, descriptors, signals', async () => {
+    const env = {
+      DROVER_JOB_ID: 'job-1',
+      HOME: '/overridden/home', // a variable the agent has too
+      TRICKY: 'it\'s "x"\n$HOME `id` \\ * ünï',
+      EMPTY: '',
+    };
+    const [viaSpare, direct] = await bothWays(describeProcess(env));
+    expect(viaSpare).toEqual(direct);
+    expect(viaSpare).toMatchObject({
+      argv: ['it\'s "quoted"', '$HOME *', ''],
+      cwd: fs.realpathSync(dir),
+      leadsGroup: true,
+      stdin: '/dev/null',
+      env: { ...env, PWD: process.env.PWD },
+    });
+  });
+
+  it("gives the step the agent's environment of the moment, not the one its spare was forked with", async () => {
+    process.env.DROVER_LAUNCHER_TEST_ADDED = 'added after the fork';
+    const removed = process.env.DROVER_LAUNCHER_TEST_REMOVED;
+    process.env.DROVER_LAUNCHER_TEST_REMOVED = 'there at the fork';
+    try {
+      launcher.warm();
+      process.env.DROVER_LAUNCHER_TEST_CHANGED = 'changed';
+      delete process.env.DROVER_LAUNCHER_TEST_REMOVED;
+      const [viaSpare, direct] = await bothWays(describeProcess());
+      expect(viaSpare).toEqual(direct);
+      const seen = (viaSpare as { env: Record<string, string> }).env;
+      expect(seen.DROVER_LAUNCHER_TEST_ADDED).toBe('added after the fork');
+      expect(seen.DROVER_LAUNCHER_TEST_CHANGED).toBe('changed');
+      expect(seen).not.toHaveProperty('DROVER_LAUNCHER_TEST_REMOVED');
+    } finally {
+      delete process.env.DROVER_LAUNCHER_TEST_ADDED;
+      delete process.env.DROVER_LAUNCHER_TEST_CHANGED;
+      if (removed !== undefined) process.env.DROVER_LAUNCHER_TEST_REMOVED = removed;
+    }
+  });
+
+  it('runs a shell step through its spare with its exit code and both output streams', async () => {
+    launcher.warm();
+    const [spare] = spares();
+    const child = launcher.launch({
+      file: 'echo "out $X"; echo err >&2; exit 3',
+      args: [],
+      shell: true,
+      cwd: dir,
+      env: { X: 'y' },
+    });
+    expect(child.pid).toBe(spare);
+    expect(await outcome(child)).toEqual({ stdout: 'out y\n', stderr: 'err\n', exitCode: 3 });
+  });
+
+  it('spawns directly, and ends the spare, when the program is not found or a variable name is not a shell name', async () => {
+    launcher.warm();
+    const [spare] = spares();
+    const missing = await outcome(
+      launcher.launch({ file: 'drover-no-such-program', args: [], shell: false, cwd: dir, env: {} }),
+    );
+    expect(missing.code).toBe('ENOENT');
+    await waitFor(() => !isAlive(spare!));
+
+    launcher.warm();
+    const [second] = spares();
+    const named = launcher.launch({ ...describeProcess({ 'not-a-shell-name': 'kept' }) });
+    expect(named.pid).not.toBe(second);
+    const seen = JSON.parse((await outcome(named)).stdout) as { env: Record<string, string> };
+    expect(seen.env['not-a-shell-name']).toBe('kept');
+    await waitFor(() => !isAlive(second!));
+  });
+
+  it('keeps one spare, and after close ends it and spawns every step directly', async () => {
+    launcher.warm();
+    launcher.warm();
+    const running = spares();
+    expect(running).toHaveLength(1);
+    launcher.close();
+    await waitFor(() => !isAlive(running[0]!));
+    launcher.warm();
+    expect(spares()).toEqual([]);
+    const direct = await outcome(launcher.launch({ file: 'echo direct', args: [], shell: true, cwd: dir, env: {} }));
+    expect(direct).toEqual({ stdout: 'direct\n', stderr: '', exitCode: 0 });
+  });
+
+  it('replaces a spare that died before it was needed', async () => {
+    launcher.warm();
+    const [spare] = spares();
+    process.kill(spare!, 'SIGKILL');
+    await waitFor(() => !fs.existsSync(`/proc/${spare}`)); // reaped: the agent has seen it die
+    const child = launcher.launch({ file: 'echo fine', args: [], shell: true, cwd: dir, env: {} });
+    expect(child.pid).not.toBe(spare);
+    expect(await outcome(child)).toEqual({ stdout: 'fine\n', stderr: '', exitCode: 0 });
+  });
+});
