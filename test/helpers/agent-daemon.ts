@@ -281,7 +281,7 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** The agent's spare step processes (exec/step-launcher.ts): its children running `/bin/sh -s`. */
+/** The agent's spare step processes (exec/step-launcher.ts): its children running `/bin/dash -s`. */
 export function sparesOf(agentPid: number): number[] {
   const found: number[] = [];
   for (const entry of fs.readdirSync('/proc')) {
@@ -290,7 +290,7 @@ export function sparesOf(agentPid: number): number[] {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (ppid === agentPid && cmdline === '/bin/sh\0-s\0' && isAlive(Number(entry))) found.push(Number(entry));
+      if (ppid === agentPid && cmdline === '/bin/dash\0-s\0' && isAlive(Number(entry))) found.push(Number(entry));
     } catch {
       // gone meanwhile
     }

@@ -37,29 +37,36 @@ export function spawnStep(command: StepCommand) {
   });
 }
 
-/** The launcher's spare: /bin/sh reading commands from its stdin, with exactly `env`. */
+/**
+ * The spare's shell: dash, whose handling of the environment the unit tests check (bash, /bin/sh
+ * on some systems, would add `SHLVL` and `_` to every step's environment).
+ */
+const SPARE_SHELL = '/bin/dash';
+
+/** The launcher's spare: dash reading commands from its stdin, with exactly `env`. */
 function spawnSpare(env: Record<string, string | undefined>) {
-  return execa('/bin/sh', ['-s'], { ...PIPED, cwd: '/', env, extendEnv: false, stdin: 'pipe' });
+  return execa(SPARE_SHELL, ['-s'], { ...PIPED, cwd: '/', env, extendEnv: false, stdin: 'pipe' });
 }
 
 /**
  * Starts steps' processes with the fork already paid. Forking the agent copies its page tables:
  * 2.6 to 4 ms on the reference VM (docs/performance.md), during which its event loop waits. So
  * the launcher forks a spare process ahead of time, while the agent has nothing else to do: a
- * `/bin/sh` reading its commands from a pipe, in its own process group, its output piped. To
+ * `/bin/dash` reading its commands from a pipe, in its own process group, its output piped. To
  * start a step through it, the agent writes one command line to that pipe; the shell changes to
  * the step's directory, makes its environment exactly what spawnStep would give (the agent's
  * variables with the step's on top), and execs the step's program with stdin from /dev/null.
  * The step keeps the spare's pid and process group.
  *
- * A step goes through spawnStep instead when there is no spare, or when the shell could make a
+ * A step goes through spawnStep instead when there is no spare (or no dash on the machine: then
+ * every step is spawned), or when the shell could make a
  * difference: its program is not found (spawnStep's error names it), or a variable's name is not
  * one a shell can set. Until its line comes the spare runs nothing; when the agent ends (or
  * closes the launcher) the pipe closes and the spare exits.
  */
 export class StepLauncher {
   #spare: { process: Spare; env: Record<string, string | undefined> } | null = null;
-  #closed = false;
+  #closed = !isExecutableFile(SPARE_SHELL);
 
   /** Forks a spare when there is none (blocks the event loop for the fork: call it when idle). */
   warm(): void {

@@ -41,6 +41,7 @@ export async function runJob(
     secretsProblem: options.secretsProblem,
     killGraceMs: options.killGraceMs ?? 300,
     ...(options.transfer ? { transfer: options.transfer } : {}),
+    ...(options.launcher ? { launcher: options.launcher } : {}),
   };
   const lines: JobLine[] = [];
   const result = await executeJob(plan, {
@@ -72,4 +73,22 @@ export async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<v
     if (Date.now() > until) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** This process's children that are a launcher's spare (`/bin/dash -s`). */
+export function spares(): number[] {
+  return fs
+    .readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return ppid === process.pid && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === '/bin/dash\0-s\0';
+      } catch {
+        return false;
+      }
+    })
+    .map(Number)
+    .filter(isAlive);
 }

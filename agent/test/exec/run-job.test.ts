@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { fixture, isAlive, runJob, sh, tempStateDir, waitFor } from './helpers.js';
+import { StepLauncher } from '../../src/exec/step-launcher.js';
+import { fixture, isAlive, runJob, sh, spares, tempStateDir, waitFor } from './helpers.js';
 
 let stateDir: string;
 beforeEach(() => {
@@ -132,6 +133,28 @@ describe('the executor', () => {
     });
     expect(refused.result.errorMessage).toMatch(/needs the secret A but the agent's secrets file was refused: .*0600/);
     expect(fs.existsSync(marker)).toBe(false);
+  });
+});
+
+describe('with a step launcher', () => {
+  it("runs the first step in the launcher's spare and the next one spawned, with the same environment", async () => {
+    const launcher = new StepLauncher();
+    launcher.warm();
+    try {
+      const [spare] = spares();
+      const probe = { run: process.execPath, args: [fixture('describe-process.mjs')] };
+      const { result, out } = await runJob(stateDir, [probe, probe], { launcher, params: { target: 'prod' } });
+      expect(result.status).toBe('success');
+      const [first, second] = out.map((line) => JSON.parse(line) as { pid?: number; env: Record<string, string> });
+      expect(first!.pid).toBe(spare);
+      expect(second!.pid).not.toBe(spare);
+      delete first!.pid;
+      delete second!.pid;
+      expect(first).toEqual(second);
+      expect(first!.env).toMatchObject({ DROVER_PARAM_TARGET: 'prod' });
+    } finally {
+      launcher.close();
+    }
   });
 });
 

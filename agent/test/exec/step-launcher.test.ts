@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawnStep, StepLauncher, type StepCommand, type StepProcess } from '../../src/exec/step-launcher.js';
-import { fixture, isAlive, tempStateDir, waitFor } from './helpers.js';
+import { fixture, isAlive, spares, tempStateDir, waitFor } from './helpers.js';
 
 let dir: string;
 let launcher: StepLauncher;
@@ -13,24 +13,6 @@ afterEach(() => {
   launcher.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
-
-/** This process's children that are a launcher's spare (`/bin/sh -s`). */
-function spares(): number[] {
-  return fs
-    .readdirSync('/proc')
-    .filter((name) => /^\d+$/.test(name))
-    .filter((pid) => {
-      try {
-        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return ppid === process.pid && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8') === '/bin/sh\0-s\0';
-      } catch {
-        return false;
-      }
-    })
-    .map(Number)
-    .filter(isAlive);
-}
 
 async function outcome(
   child: StepProcess,
@@ -66,7 +48,11 @@ async function bothWays(command: StepCommand): Promise<[unknown, unknown]> {
   const viaSpare = await outcome(launched);
   const direct = await outcome(spawnStep(command));
   expect(viaSpare.stderr).toBe('');
-  return [JSON.parse(viaSpare.stdout), JSON.parse(direct.stdout)];
+  const [seen, spawned] = [viaSpare, direct].map((o) => JSON.parse(o.stdout) as { pid?: number });
+  expect(seen!.pid).toBe(spare); // the step's own process: the spare exec'd it
+  delete seen!.pid;
+  delete spawned!.pid;
+  return [seen, spawned];
 }
 
 describe('the step launcher', () => {
