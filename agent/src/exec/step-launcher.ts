@@ -59,9 +59,9 @@ function spawnSpare(env: Record<string, string | undefined>) {
  * The step keeps the spare's pid and process group.
  *
  * A step goes through spawnStep instead when there is no spare (or no dash on the machine: then
- * every step is spawned), or when the shell could make a
- * difference: its program is not found (spawnStep's error names it), or a variable's name is not
- * one a shell can set. Until its line comes the spare runs nothing; when the agent ends (or
+ * every step is spawned), or when the shell could make a difference: its program is not found
+ * (spawnStep's error names it), a variable's name is not one a shell can set, or the environment
+ * has a variable the shell manages itself (`IFS`, `PPID`...). Until its line comes the spare runs nothing; when the agent ends (or
  * closes the launcher) the pipe closes and the spare exits.
  */
 export class StepLauncher {
@@ -113,6 +113,9 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Variables the shell itself sets on `cd`: always given their exact value, or unset. */
 const SET_BY_CD = ['PWD', 'OLDPWD'];
 
+/** Variables dash resets or drops whatever the environment says: a step with one is spawned. */
+const SHELL_OWNED = ['IFS', 'OPTIND', 'PPID', 'LINENO'];
+
 /**
  * The spare's command line for `command`: `cd`, the variables that differ from the spare's own,
  * then `exec` with stdin from /dev/null. Null when the step must be spawned directly.
@@ -122,6 +125,7 @@ export function commandLine(command: StepCommand, spareEnv: Record<string, strin
   const argv = command.shell ? ['/bin/sh', '-c', command.file] : [command.file, ...command.args];
   if (!command.shell && !findsProgram(command.file, command.cwd, env.PATH)) return null;
   if (!path.isAbsolute(command.cwd) || [command.cwd, ...argv].some((s) => s.includes('\0'))) return null;
+  if (SHELL_OWNED.some((name) => env[name] !== undefined || spareEnv[name] !== undefined)) return null;
 
   const unset: string[] = [];
   const exports: string[] = [];

@@ -109,7 +109,7 @@ describe('the step launcher', () => {
     expect(await outcome(child)).toEqual({ stdout: 'out y\n', stderr: 'err\n', exitCode: 3 });
   });
 
-  it('spawns directly, and ends the spare, when the program is not found or a variable name is not a shell name', async () => {
+  it('spawns directly, and ends the spare, when the program is not found, a variable name is not a shell name, or the shell owns the variable', async () => {
     launcher.warm();
     const [spare] = spares();
     const missing = await outcome(
@@ -125,6 +125,16 @@ describe('the step launcher', () => {
     const seen = JSON.parse((await outcome(named)).stdout) as { env: Record<string, string> };
     expect(seen.env['not-a-shell-name']).toBe('kept');
     await waitFor(() => !isAlive(second!));
+
+    // dash would reset IFS and PPID and drop OPTIND: such a step is spawned as well
+    for (const name of ['IFS', 'PPID', 'OPTIND', 'LINENO']) {
+      launcher.warm();
+      const [spare] = spares();
+      const child = launcher.launch(describeProcess({ [name]: 'a b' }));
+      expect(child.pid).not.toBe(spare);
+      const env = (JSON.parse((await outcome(child)).stdout) as { env: Record<string, string> }).env;
+      expect(env[name]).toBe('a b');
+    }
   });
 
   it('keeps one spare, and after close ends it and spawns every step directly', async () => {
