@@ -61,8 +61,8 @@ function spawnSpare(env: Record<string, string | undefined>) {
  * A step goes through spawnStep instead when there is no spare (or no dash on the machine: then
  * every step is spawned), or when the shell could make a difference: its program is not found
  * (spawnStep's error names it), a variable's name is not one a shell can set, or the environment
- * has a variable the shell manages itself (`IFS`, `PPID`...). Until its line comes the spare runs nothing; when the agent ends (or
- * closes the launcher) the pipe closes and the spare exits.
+ * has a variable the shell manages itself (`IFS`, `PPID`...). Until its line comes the spare
+ * runs nothing; when the agent ends (or closes the launcher) the pipe closes and the spare exits.
  */
 export class StepLauncher {
   #spare: { process: Spare; env: Record<string, string | undefined> } | null = null;
@@ -120,7 +120,7 @@ const SHELL_OWNED = ['IFS', 'OPTIND', 'PPID', 'LINENO'];
  * The spare's command line for `command`: `cd`, the variables that differ from the spare's own,
  * then `exec` with stdin from /dev/null. Null when the step must be spawned directly.
  */
-export function commandLine(command: StepCommand, spareEnv: Record<string, string | undefined>): string | null {
+function commandLine(command: StepCommand, spareEnv: Record<string, string | undefined>): string | null {
   const env: Record<string, string | undefined> = { ...process.env, ...command.env };
   const argv = command.shell ? ['/bin/sh', '-c', command.file] : [command.file, ...command.args];
   if (!command.shell && !findsProgram(command.file, command.cwd, env.PATH)) return null;
