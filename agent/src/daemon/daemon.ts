@@ -68,6 +68,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   };
 
+  const launcher = new StepLauncher(); // forks its spare once the journal is recovered
   try {
     const status = new StatusFile(
       stateDir,
@@ -116,7 +117,6 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       logger,
       onLoaded: (summary) => status.update({ workflows: summary }),
     });
-    const launcher = new StepLauncher();
     jobs = new JobManager({
       stateDir,
       journal,
@@ -230,6 +230,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       stopped,
     };
   } catch (error) {
+    launcher.close();
     releaseLock();
     throw error;
   }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import type net from 'node:net';
 import path from 'node:path';
 import { execa } from 'execa';
 
@@ -59,22 +60,31 @@ function spawnSpare(env: Record<string, string | undefined>) {
  * The step keeps the spare's pid and process group.
  *
  * A step goes through spawnStep instead when there is no spare (or no dash on the machine: then
- * every step is spawned), or when the shell could make a difference: its program is not found
- * (spawnStep's error names it), a variable's name is not one a shell can set, or the environment
- * has a variable the shell manages itself (`IFS`, `PPID`...). Until its line comes the spare
- * runs nothing; when the agent ends (or closes the launcher) the pipe closes and the spare exits.
+ * every step is spawned), or when the shell could make a difference: where the exec would fail
+ * (spawnStep's error names the cause, the shell would only exit 126 or 127), or where the shell
+ * would change the environment (a name a shell cannot set, or a variable it manages itself:
+ * `IFS`, `PPID`...). Until its line comes the spare runs nothing, and it does not keep the agent
+ * running; when the agent ends (or closes the launcher) the pipe closes and the spare exits.
  */
 export class StepLauncher {
   #spare: { process: Spare; env: Record<string, string | undefined> } | null = null;
   #closed = !isExecutableFile(SPARE_SHELL);
 
-  /** Forks a spare when there is none (blocks the event loop for the fork: call it when idle). */
+  /**
+   * Forks a spare when there is none (blocks the event loop for the fork: call it when idle).
+   * None is forked while the agent's own environment has a variable the shell would change.
+   */
   warm(): void {
     if (this.#closed || (this.#spare && isRunning(this.#spare.process))) return;
     const env = { ...process.env };
+    if (!shellKeeps(Object.keys(env))) return;
     const spare = spawnSpare(env);
     if (spare.pid === undefined) return; // the fork failed; steps are spawned directly
     spare.stdin.on('error', () => {}); // EPIPE when the spare is gone
+    spare.once('exit', () => {
+      if (this.#spare?.process === spare) this.#spare = null;
+    });
+    holdsAgent(spare, false);
     this.#spare = { process: spare, env };
   }
 
@@ -87,6 +97,7 @@ export class StepLauncher {
       if (spare) endSpare(spare.process);
       return spawnStep(command);
     }
+    holdsAgent(spare.process, true);
     spare.process.stdin.end(line);
     return spare.process;
   }
@@ -99,8 +110,23 @@ export class StepLauncher {
   }
 }
 
+/** Alive, and not a zombie the agent has not reaped yet (Linux: read from /proc). */
 function isRunning(child: StepProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
+  if (child.exitCode !== null || child.signalCode !== null) return false;
+  try {
+    const stat = fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return process.platform !== 'linux'; // no procfs to ask: trust the exit status
+  }
+}
+
+/** Whether the spare's process and pipes keep the agent's event loop alive (an idle one does not). */
+function holdsAgent(spare: Spare, hold: boolean): void {
+  for (const handle of [spare, spare.stdin, spare.stdout, spare.stderr] as unknown as net.Socket[]) {
+    if (hold) handle.ref();
+    else handle.unref();
+  }
 }
 
 function endSpare(spare: Spare): void {
@@ -116,6 +142,17 @@ const SET_BY_CD = ['PWD', 'OLDPWD'];
 /** Variables dash resets or drops whatever the environment says: a step with one is spawned. */
 const SHELL_OWNED = ['IFS', 'OPTIND', 'PPID', 'LINENO'];
 
+/** Whether dash passes on an environment of these names as it is (it drops other names). */
+function shellKeeps(names: Iterable<string>): boolean {
+  for (const name of names) if (!SHELL_NAME.test(name) || SHELL_OWNED.includes(name)) return false;
+  return true;
+}
+
+/** Linux's limit on one argument or `NAME=value` string (MAX_ARG_STRLEN, 32 pages), NUL included. */
+const MAX_STRING_BYTES = 128 * 1024;
+/** Arguments and environment together, well under Linux's ARG_MAX of a quarter of the stack. */
+const MAX_EXEC_BYTES = 1024 * 1024;
+
 /**
  * The spare's command line for `command`: `cd`, the variables that differ from the spare's own,
  * then `exec` with stdin from /dev/null. Null when the step must be spawned directly.
@@ -123,16 +160,14 @@ const SHELL_OWNED = ['IFS', 'OPTIND', 'PPID', 'LINENO'];
 function commandLine(command: StepCommand, spareEnv: Record<string, string | undefined>): string | null {
   const env: Record<string, string | undefined> = { ...process.env, ...command.env };
   const argv = command.shell ? ['/bin/sh', '-c', command.file] : [command.file, ...command.args];
-  if (!command.shell && !findsProgram(command.file, command.cwd, env.PATH)) return null;
-  if (!path.isAbsolute(command.cwd) || [command.cwd, ...argv].some((s) => s.includes('\0'))) return null;
-  if (SHELL_OWNED.some((name) => env[name] !== undefined || spareEnv[name] !== undefined)) return null;
+  const names = new Set([...Object.keys(spareEnv), ...Object.keys(env)]);
+  if (!shellKeeps(names) || !execWouldStart(command, argv, env)) return null;
 
   const unset: string[] = [];
   const exports: string[] = [];
-  for (const name of new Set([...Object.keys(spareEnv), ...Object.keys(env), ...SET_BY_CD])) {
+  for (const name of new Set([...names, ...SET_BY_CD])) {
     const value = env[name];
     if (value === spareEnv[name] && !SET_BY_CD.includes(name)) continue;
-    if (!SHELL_NAME.test(name) || value?.includes('\0')) return null;
     if (value === undefined) unset.push(name);
     else exports.push(`${name}=${quote(value)}`);
   }
@@ -149,14 +184,71 @@ function quote(value: string): string {
 }
 
 /**
- * Whether `file` would be found as execvp and the shell find it: a name with a slash relative to
- * `cwd`, any other name in each `PATH` directory (an empty entry is `cwd`).
+ * Whether the shell's `cd` and `exec` would succeed: the directory can be entered, the program is
+ * found and so is its script's interpreter, and the arguments and environment are within the
+ * kernel's limits. Where they would fail, spawnStep reports why (ENOENT, E2BIG...), which the
+ * shell cannot: it prints a line and exits 126 or 127.
  */
-function findsProgram(file: string, cwd: string, pathVariable: string | undefined): boolean {
-  if (file === '' || file.startsWith('-')) return false;
-  if (file.includes('/')) return isExecutableFile(path.resolve(cwd, file));
-  if (pathVariable === undefined) return false;
-  return pathVariable.split(':').some((dir) => isExecutableFile(path.resolve(cwd, dir, file)));
+function execWouldStart(command: StepCommand, argv: string[], env: Record<string, string | undefined>): boolean {
+  if (!path.isAbsolute(command.cwd) || !canEnter(command.cwd)) return false;
+  const strings = [...argv, ...Object.entries(env).map(([name, value]) => `${name}=${value ?? ''}`)];
+  let total = 0;
+  for (const s of strings) {
+    if (s.includes('\0')) return false;
+    const bytes = Buffer.byteLength(s) + 1;
+    if (bytes > MAX_STRING_BYTES) return false;
+    total += bytes + 8; // and its pointer
+  }
+  if (total > MAX_EXEC_BYTES) return false;
+  if (command.shell) return true; // /bin/sh, found at start
+  const program = findProgram(command.file, command.cwd, env.PATH);
+  return program !== null && interpreterFound(program, command.cwd);
+}
+
+function canEnter(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The program execvp and the shell would run: a name with a slash relative to `cwd`, any other
+ * name in the first `PATH` directory that has it as an executable file (an empty entry is `cwd`).
+ */
+function findProgram(file: string, cwd: string, pathVariable: string | undefined): string | null {
+  if (file === '' || file.startsWith('-')) return null;
+  const candidates = file.includes('/')
+    ? [path.resolve(cwd, file)]
+    : (pathVariable?.split(':') ?? []).map((dir) => path.resolve(cwd, dir, file));
+  return candidates.find(isExecutableFile) ?? null;
+}
+
+/**
+ * False when `program` is a script whose `#!` line names an interpreter that is not an executable
+ * file, as the kernel reads it: the path ends at a space, tab or newline, so a line ending in CRLF
+ * names `/bin/sh\r`.
+ */
+function interpreterFound(program: string, cwd: string): boolean {
+  const head = Buffer.alloc(256); // the kernel reads as much (BINPRM_BUF_SIZE)
+  let read: number;
+  try {
+    const fd = fs.openSync(program, 'r');
+    try {
+      read = fs.readSync(fd, head, 0, head.length, 0);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+  if (read < 2 || head[0] !== 0x23 || head[1] !== 0x21) return true; // not a script: as it is
+  const line = head.subarray(2, read).toString('latin1');
+  const interpreter = /^[ \t]*([^ \t\n]+)/.exec(line)?.[1];
+  if (!interpreter || !line.includes('\n')) return false; // spawnStep says what the kernel says
+  return isExecutableFile(path.resolve(cwd, interpreter));
 }
 
 function isExecutableFile(file: string): boolean {

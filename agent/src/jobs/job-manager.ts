@@ -291,7 +291,7 @@ export class JobManager {
         .finally(() => {
           // A new spare for the next job's first step, once the result is on the wire.
           const { launcher } = options;
-          if (launcher) void afterPendingImmediates().then(() => launcher.warm());
+          if (launcher && !this.#shuttingDown) void afterPendingImmediates().then(() => launcher.warm());
         }),
     );
   }

@@ -1,4 +1,7 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawnStep, StepLauncher, type StepCommand, type StepProcess } from '../../src/exec/step-launcher.js';
 import { fixture, isAlive, spares, tempStateDir, waitFor } from './helpers.js';
@@ -150,13 +153,64 @@ describe('the step launcher', () => {
     expect(direct).toEqual({ stdout: 'direct\n', stderr: '', exitCode: 0 });
   });
 
-  it('replaces a spare that died before it was needed', async () => {
+  it('replaces a spare that died before it was needed, even before the agent reaped it', async () => {
     launcher.warm();
     const [spare] = spares();
     process.kill(spare!, 'SIGKILL');
-    await waitFor(() => !fs.existsSync(`/proc/${spare}`)); // reaped: the agent has seen it die
+    // No turn of the event loop until it is a zombie: the agent has not seen it die.
+    const until = Date.now() + 5000;
+    while (fs.readFileSync(`/proc/${spare}/stat`, 'utf8').split(') ')[1]![0] !== 'Z') {
+      if (Date.now() > until) throw new Error('the spare did not die');
+    }
     const child = launcher.launch({ file: 'echo fine', args: [], shell: true, cwd: dir, env: {} });
     expect(child.pid).not.toBe(spare);
     expect(await outcome(child)).toEqual({ stdout: 'fine\n', stderr: '', exitCode: 0 });
+  });
+
+  it('spawns directly where the exec would fail, so that the error names the cause', async () => {
+    const script = (name: string, text: string) => {
+      fs.writeFileSync(path.join(dir, name), text, { mode: 0o755 });
+      return `./${name}`;
+    };
+    const cases: [StepCommand, string][] = [
+      [{ ...describeProcess(), file: script('crlf.sh', '#!/bin/sh\r\necho hi\r\n'), args: [] }, 'ENOENT'],
+      [{ ...describeProcess(), file: script('nointerp.sh', '#!/no/such/interpreter\n'), args: [] }, 'ENOENT'],
+      [describeProcess({ HUGE: 'x'.repeat(200 * 1024) }), 'E2BIG'],
+    ];
+    for (const [command, code] of cases) {
+      launcher.warm();
+      const [spare] = spares();
+      const child = launcher.launch(command);
+      expect(child.pid).not.toBe(spare);
+      expect((await outcome(child)).code).toBe(code);
+    }
+  });
+
+  it("forks no spare while the agent's own environment has a name the shell would drop", async () => {
+    process.env['drover.launcher-test'] = 'kept';
+    try {
+      launcher.warm();
+      expect(spares()).toEqual([]);
+      const seen = JSON.parse((await outcome(launcher.launch(describeProcess()))).stdout) as {
+        env: Record<string, string>;
+      };
+      expect(seen.env['drover.launcher-test']).toBe('kept');
+    } finally {
+      delete process.env['drover.launcher-test'];
+    }
+  });
+
+  it('does not keep the agent running while its spare is idle, and the spare ends with it', async () => {
+    const repoRoot = fileURLToPath(new URL('../../..', import.meta.url));
+    const child = execa(
+      process.execPath,
+      ['--conditions=drover-source', '--import', 'tsx', fixture('warm-launcher.ts')],
+      { cwd: repoRoot, reject: false, timeout: 20_000 },
+    );
+    const result = await child;
+    expect(result).toMatchObject({ exitCode: 0, timedOut: false });
+    const spare = Number(/^warmed (\d+)$/.exec(String(result.stdout))?.[1]);
+    expect(spare).toBeGreaterThan(0);
+    await waitFor(() => !isAlive(spare));
   });
 });
