@@ -200,7 +200,7 @@ function execWouldStart(command: StepCommand, argv: string[], env: Record<string
     total += bytes + 8; // and its pointer
   }
   if (total > MAX_EXEC_BYTES) return false;
-  if (command.shell) return true; // /bin/sh, found at start
+  if (command.shell) return isExecutableFile('/bin/sh');
   const program = findProgram(command.file, command.cwd, env.PATH);
   return program !== null && interpreterFound(program, command.cwd);
 }
