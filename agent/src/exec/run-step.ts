@@ -36,9 +36,10 @@ export type StepOutcome =
 
 /**
  * Runs one step with execa as the leader of its own process group (spawned detached, or through
- * the launcher's spare, step-launcher.ts), with its output read line by line. A timeout or an abort sends SIGTERM to the whole group, then
- * SIGKILL after the grace. When the step's own process exits, whatever it left running in its
- * group is terminated the same way, so that a background child cannot hold the job open.
+ * the launcher's spare, step-launcher.ts), with its output read line by line. A timeout or an
+ * abort sends SIGTERM to the whole group, then SIGKILL after the grace. When the step's own
+ * process exits, whatever it left running in its group is terminated the same way, so that a
+ * background child cannot hold the job open.
  */
 export async function runStep(run: StepRun): Promise<StepOutcome> {
   const { step } = run;

@@ -190,7 +190,7 @@ function quote(value: string): string {
  * shell cannot: it prints a line and exits 126 or 127.
  */
 function execWouldStart(command: StepCommand, argv: string[], env: Record<string, string | undefined>): boolean {
-  if (!path.isAbsolute(command.cwd) || !canEnter(command.cwd)) return false;
+  if (!path.isAbsolute(command.cwd) || !mayExecute(command.cwd)) return false;
   const strings = [...argv, ...Object.entries(env).map(([name, value]) => `${name}=${value ?? ''}`)];
   let total = 0;
   for (const s of strings) {
@@ -205,9 +205,10 @@ function execWouldStart(command: StepCommand, argv: string[], env: Record<string
   return program !== null && interpreterFound(program, command.cwd);
 }
 
-function canEnter(dir: string): boolean {
+/** Whether this process may execute `file`, or enter it when it is a directory. */
+function mayExecute(file: string): boolean {
   try {
-    fs.accessSync(dir, fs.constants.X_OK);
+    fs.accessSync(file, fs.constants.X_OK);
     return true;
   } catch {
     return false;
@@ -252,10 +253,5 @@ function interpreterFound(program: string, cwd: string): boolean {
 }
 
 function isExecutableFile(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
+  return mayExecute(file) && fs.statSync(file, { throwIfNoEntry: false })?.isFile() === true;
 }
