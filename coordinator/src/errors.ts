@@ -13,20 +13,18 @@ export const ErrorCodes = {
   unauthorized: { status: 401, description: 'Credentials are missing, invalid, revoked or expired.' },
   forbidden: { status: 403, description: 'The credentials are valid but lack the right for this call.' },
   not_found: { status: 404, description: 'The resource or route does not exist, or is not visible to the caller.' },
+  request_timeout: { status: 408, description: 'The request did not arrive in time; the connection is closed.' },
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },
   file_in_use: { status: 409, description: 'The file is referenced by a release that is not yanked.' },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
   range_not_satisfiable: { status: 416, description: 'The requested byte range lies outside the file.' },
-  unsupported_media_type: {
-    status: 415,
-    description: 'The request body has a content type other than application/json.',
-  },
   validation_failed: {
     status: 422,
     description: 'The input failed validation; `details` lists `{path, message}` items.',
   },
   rate_limited: { status: 429, description: 'A rate limit was exceeded.' },
+  headers_too_large: { status: 431, description: 'The request headers are larger than the server accepts.' },
   internal: { status: 500, description: 'An unexpected server error; no internals are disclosed.' },
   unavailable: { status: 503, description: 'The server is shutting down or not ready.' },
 } as const satisfies Record<string, { status: number; description: string }>;

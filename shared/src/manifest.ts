@@ -140,7 +140,8 @@ export const DeployReportRequest = {
   required: ['applicationId'],
   properties: {
     applicationId: { type: 'string', pattern: UUID_PATTERN },
-    currentVersion: { type: 'string', minLength: 1, maxLength: 255 },
+    // Text without control characters, as release versions are (it is echoed in signed manifests).
+    currentVersion: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^\\u0000-\\u001f\\u007f]+$' },
     currentReleaseId: { type: 'string', pattern: UUID_PATTERN },
     currentSequence: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     state: { type: 'string', enum: DEVICE_STATES },

@@ -192,7 +192,6 @@ describe('API token management', () => {
       ['rateLimitPerDay', issueBody({ rateLimitPerDay: 1.5 })],
       ['rateLimitPerDay', issueBody({ rateLimitPerDay: '100' })],
       ['rateLimitPerMinute', issueBody({ rateLimitPerMinute: 2_000_000_000 })],
-      ['rateLimitPerMinute', issueBody({ rateLimitPerMinute: 100, rateLimitPerHour: 10 })],
       ['expiresAt', issueBody({ expiresAt: 'tomorrow' })],
       ['expiresAt', issueBody({ expiresAt: '2999-01-01' })],
       ['expiresAt', issueBody({ expiresAt: 1893456000 })],
@@ -201,6 +200,12 @@ describe('API token management', () => {
       ['userId', issueBody({ userId: UNKNOWN_ID })],
     ];
     for (const [field, body] of cases) expect422(await t.owner.post(path, { body }), field);
+  });
+
+  it('takes the three rate limits independently (spec: Limits), a minute limit above the hour one too', async () => {
+    const res = await t.owner.post(path, { body: issueBody({ rateLimitPerMinute: 10, rateLimitPerHour: 5 }) });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.rateLimit).toEqual({ perMinute: 10, perHour: 5, perDay: null });
   });
 
   it('requires the name, the scopes and all three rate limits', async () => {
@@ -224,8 +229,8 @@ describe('API token management', () => {
     }
     const huge = await t.owner.post(path, { body: issueBody({ name: 'x'.repeat(2_000_000) }) });
     expect([413, 422]).toContain(huge.status);
-    expect((await t.owner.get(`${path}/not-a-uuid`)).status).toBe(422);
-    expect((await t.owner.delete(`${path}/not-a-uuid`)).status).toBe(422);
+    expect((await t.owner.get(`${path}/not-a-uuid`)).status).toBe(404);
+    expect((await t.owner.delete(`${path}/not-a-uuid`)).status).toBe(404);
   });
 
   it("refuses another organization's agents, triggers and bindings, naming each id", async () => {

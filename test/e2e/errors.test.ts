@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ErrorCodes } from '@drover/coordinator';
@@ -50,12 +51,15 @@ describe('error responses', () => {
     }
   });
 
-  it('answers a prototype-poisoning body with 422, not 500', async () => {
-    const res = await login({
-      rawBody: '{"email":"a@b.test","password":"x","__proto__":{"admin":true}}',
-      headers: { 'content-type': 'application/json' },
-    });
-    expectError(res, 422, 'validation_failed');
+  it('answers a prototype-poisoning body with 422 saying so, not 500', async () => {
+    for (const raw of [
+      '{"email":"a@b.test","password":"x","__proto__":{"admin":true}}',
+      '{"email":"a@b.test","password":"x","p":{"constructor":{"prototype":"x"}}}',
+    ]) {
+      const res = await login({ rawBody: raw, headers: { 'content-type': 'application/json' } });
+      expectError(res, 422, 'validation_failed');
+      expect(res.body.details).toEqual([{ path: 'body', message: 'has a "__proto__" or "constructor.prototype" key' }]);
+    }
   });
 
   it('answers an empty JSON body on a route that needs one with 422', async () => {
@@ -108,9 +112,13 @@ describe('error responses', () => {
     expectError(res, 413, 'payload_too_large');
   });
 
-  it('answers text/plain, form and multipart bodies with 415 unsupported_media_type', async () => {
+  it('reads a body as JSON whatever its content type, and refuses one that is not JSON with 422', async () => {
+    const credentials = JSON.stringify({ email: 'nobody@example.test', password: 'password' });
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream']) {
+      // Understood: the credentials are checked (and wrong).
+      expectError(await login({ rawBody: credentials, headers: { 'content-type': type } }), 401, 'unauthorized');
+    }
     const cases: [string, string][] = [
-      ['text/plain', '{"email":"a@b.test","password":"password"}'],
       ['application/x-www-form-urlencoded', 'email=a%40b.test&password=password'],
       [
         'multipart/form-data; boundary=xyz',
@@ -120,8 +128,19 @@ describe('error responses', () => {
     ];
     for (const [type, raw] of cases) {
       const res = await login({ rawBody: raw, headers: { 'content-type': type } });
-      expectError(res, 415, 'unsupported_media_type');
+      expectError(res, 422, 'validation_failed');
+      expect(res.body.details).toEqual([{ path: 'body', message: 'is not valid JSON' }]);
     }
+  });
+
+  it('takes an empty body with any content type as no body', async () => {
+    const res = await t.api.post('/auth/login', {
+      token: null,
+      rawBody: '',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expectError(res, 422, 'validation_failed');
+    expect(res.body.details).toEqual([{ path: 'body', message: 'must be object' }]);
   });
 
   it('accepts application/json with a charset parameter', async () => {
@@ -148,11 +167,44 @@ describe('error responses', () => {
     );
   });
 
-  it('answers a resource the caller cannot see with 404 and a bad id with 422', async () => {
+  it('answers a resource the caller cannot see, and an id that is not an id, with 404', async () => {
     expectError(await t.owner.get(`/orgs/${randomUUID()}`), 404, 'not_found');
-    const bad = await t.owner.get('/orgs/not-a-uuid');
-    expectError(bad, 422, 'validation_failed');
-    expect(bad.body.details[0].path).toBe('params.orgId');
+    expectError(await t.owner.get('/orgs/not-a-uuid'), 404, 'not_found');
+    expectError(await t.owner.get(`/orgs/${'a'.repeat(201)}`), 404, 'not_found');
+  });
+
+  it('finds a resource by the upper-case spelling of its id', async () => {
+    const [org] = (await t.owner.get('/orgs')).body as { id: string }[];
+    const res = await t.owner.get(`/orgs/${org!.id.toUpperCase()}`);
+    expect(res.status).toBe(200);
+    expect(res.body.id).toBe(org!.id);
+  });
+
+  it('answers a URL with a malformed percent-encoding with 400 bad_request and a request id', async () => {
+    const res = await t.api.get('/token%E0%A4%A');
+    expectError(res, 400, 'bad_request');
+    expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers a request HTTP cannot read in the error shape, then closes the connection', async () => {
+    const mismatched = await rawExchange(
+      t.url,
+      'POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
+        'Content-Length: 5\r\nContent-Length: 6\r\n\r\n{"a":1}',
+    );
+    expect(mismatched.status).toBe(400);
+    expect(JSON.parse(mismatched.body)).toEqual({
+      statusCode: 400,
+      code: 'bad_request',
+      message: expect.stringMatching(/not valid HTTP/),
+    });
+    expect(mismatched.head).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/);
+    const oversized = await rawExchange(
+      t.url,
+      `GET /v1/token HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
+    expect(oversized.status).toBe(431);
+    expect(JSON.parse(oversized.body)).toMatchObject({ statusCode: 431, code: 'headers_too_large' });
   });
 
   it('answers missing and garbage credentials with 401 unauthorized', async () => {
@@ -182,6 +234,17 @@ describe('error responses', () => {
     }
   });
 });
+
+/** Sends raw bytes on a new connection and reads the answer until the server closes it. */
+async function rawExchange(url: string, request: string): Promise<{ status: number; head: string; body: string }> {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  socket.end(request);
+  let text = '';
+  for await (const chunk of socket) text += (chunk as Buffer).toString('latin1');
+  const [head = '', body = ''] = text.split('\r\n\r\n');
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), head: `${head}\r\n`, body };
+}
 
 describe('error responses with the default body limit', () => {
   let t: TestCoordinator;

@@ -209,7 +209,7 @@ describe('GET /v1/agent/jobs/:jobId/inputs/:fileId', () => {
     expect((await other.request('GET', `/v1/agent/jobs/${jobId}/inputs/${fileId}`)).status).toBe(404);
     const { fileId: notInput } = await uploadFile(runner, 'other');
     expect((await agent.request('GET', `/v1/agent/jobs/${jobId}/inputs/${notInput}`)).status).toBe(404);
-    expect((await agent.request('GET', `/v1/agent/jobs/${jobId}/inputs/not-a-uuid`)).status).toBe(422);
+    expect((await agent.request('GET', `/v1/agent/jobs/${jobId}/inputs/not-a-uuid`)).status).toBe(404);
     const unsigned = await fetch(`${t.url}/v1/agent/jobs/${jobId}/inputs/${fileId}`);
     expect(unsigned.status).toBe(401);
     await agent.request('POST', `/v1/agent/jobs/${jobId}/finish`, finishBody());

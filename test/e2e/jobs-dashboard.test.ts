@@ -128,11 +128,11 @@ describe('dashboard job reads', () => {
     expect(res.body).toMatchObject({ id: updateJobId, kind: 'update', triggerId: null, workflowName: 'update-app' });
   });
 
-  it('answers 404 for an unknown job and 422 for an id that is not a UUID', async () => {
+  it('answers 404 for an unknown job and for an id that is not a UUID', async () => {
     const unknown = await t.owner.get(`/jobs/${randomUUID()}`);
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatchObject({ code: 'not_found', message: 'Job not found' });
-    expect((await t.owner.get('/jobs/not-a-uuid')).status).toBe(422);
+    expect((await t.owner.get('/jobs/not-a-uuid')).status).toBe(404);
   });
 
   it('renders the job detail at the statusUrl address /api/jobs/:id for a signed-in user only', async () => {

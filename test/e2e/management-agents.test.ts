@@ -35,13 +35,13 @@ describe('agent management', () => {
     expect(res.text).not.toContain(second.publicKey);
   });
 
-  it('reads one agent, and answers 404 for an unknown one and 422 for a malformed id', async () => {
+  it('reads one agent, and answers 404 for an unknown one and for a malformed id', async () => {
     const res = await member.get(`/orgs/${t.orgId}/agents/${first.agentId}`);
     expect(res.status).toBe(200);
     expect(Object.keys(res.body).sort()).toEqual(AGENT_FIELDS);
     expect(res.body.id).toBe(first.agentId);
     expect((await member.get(`/orgs/${t.orgId}/agents/${UNKNOWN_ID}`)).status).toBe(404);
-    expect((await member.get(`/orgs/${t.orgId}/agents/edge-first`)).status).toBe(422);
+    expect((await member.get(`/orgs/${t.orgId}/agents/edge-first`)).status).toBe(404);
   });
 
   it('renames an agent (any member), trimming the name', async () => {

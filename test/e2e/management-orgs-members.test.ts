@@ -68,11 +68,11 @@ describe('organizations', () => {
     expect((await t.api.get(`/orgs/${t.orgId}/members`)).status).toBe(401);
   });
 
-  it('answers 404 for an organization the caller does not belong to and 422 for a malformed id', async () => {
+  it('answers 404 for an organization the caller does not belong to and for a malformed id', async () => {
     expect((await t.owner.get(`/orgs/${UNKNOWN_ID}`)).status).toBe(404);
     const bad = await t.owner.get('/orgs/not-a-uuid');
-    expect(bad.status).toBe(422);
-    expect(bad.body.details[0].path).toBe('params.orgId');
+    expect(bad.status).toBe(404);
+    expect(bad.body.code).toBe('not_found');
   });
 
   it('refuses unknown query parameters', async () => {
@@ -215,7 +215,7 @@ describe('members', () => {
     expect(actions).toEqual(['member.remove', 'member.update', 'member.update', 'member.add', 'org.create']);
   });
 
-  it('answers 404 for a user who is not a member and 422 for a malformed user id', async () => {
+  it('answers 404 for a user who is not a member and for a malformed user id', async () => {
     const { userId: elsewhere } = await addUser(
       t.owner,
       (await t.owner.post('/orgs', { body: { name: 'x' } })).body.id,
@@ -225,7 +225,7 @@ describe('members', () => {
       expect((await t.owner.patch(`/orgs/${t.orgId}/members/${id}`, { body: { role: 'member' } })).status).toBe(404);
       expect((await t.owner.delete(`/orgs/${t.orgId}/members/${id}`)).status).toBe(404);
     }
-    expect((await t.owner.patch(`/orgs/${t.orgId}/members/nope`, { body: { role: 'member' } })).status).toBe(422);
+    expect((await t.owner.patch(`/orgs/${t.orgId}/members/nope`, { body: { role: 'member' } })).status).toBe(404);
     expect((await t.owner.delete(`/orgs/${t.orgId}/members/${'9'.repeat(300)}`)).status).toBeLessThan(500);
   });
 

@@ -68,7 +68,7 @@ describe('workflow management', () => {
     expect(res.text).not.toContain('DEPLOY_KEY');
     expect((await member.get(`/orgs/${t.orgId}/workflows/${ids.old}`)).status).toBe(404);
     expect((await member.get(`/orgs/${t.orgId}/workflows/${UNKNOWN_ID}`)).status).toBe(404);
-    expect((await member.get(`/orgs/${t.orgId}/workflows/deploy`)).status).toBe(422);
+    expect((await member.get(`/orgs/${t.orgId}/workflows/deploy`)).status).toBe(404);
   });
 
   it('sets limits, keeping the keys left out and clearing those set to null', async () => {

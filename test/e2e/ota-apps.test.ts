@@ -119,7 +119,7 @@ describe('OTA applications', () => {
     expect((await stranger.client.delete(path)).status).toBe(404);
     expect((await stranger.client.get(`/orgs/${stranger.orgId}/apps/${app.id}`)).status).toBe(404);
     expect((await t.owner.get(`${apps()}/${UNKNOWN_ID}`)).status).toBe(404);
-    expect((await t.owner.get(`${apps()}/not-a-uuid`)).status).toBe(422);
+    expect((await t.owner.get(`${apps()}/not-a-uuid`)).status).toBe(404);
   });
 
   it('needs a session', async () => {

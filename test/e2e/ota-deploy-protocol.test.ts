@@ -142,6 +142,38 @@ describe('the deploy event', () => {
     );
     await expect(sentAgain).resolves.toBe('not sent');
   });
+
+  it('cancels a pending job for the release the device reports installed, and sends nothing', async () => {
+    const agent = await enrollTestAgent(owner, t.orgId);
+    const s = await stream(agent);
+    const app = await createApp(owner, t.orgId, { slug: 'already-there' });
+    const r = await release(owner, t.orgId, app.id, {
+      version: '3',
+      artifactFileId: await uploadArtifact(uploader, 'y'),
+    });
+    const [binding] = await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
+    const jobId = binding!.activeJobId!;
+    await nextDeploy(s, jobId);
+    const res = await report(agent, {
+      applicationId: app.id,
+      currentReleaseId: r.id,
+      currentVersion: '3',
+      currentSequence: r.sequence,
+      state: 'installed',
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ activeJobId: null, current: { releaseId: r.id }, desired: { releaseId: r.id } });
+    expect((await owner.get(`/jobs/${jobId}`)).body).toMatchObject({
+      status: 'cancelled',
+      errorMessage: 'not needed: the device reported the release already installed',
+    });
+    const sentAgain = nextDeploy(s, jobId, 500).then(
+      () => 'sent',
+      () => 'not sent',
+    );
+    await expect(sentAgain).resolves.toBe('not sent');
+    s.close();
+  });
 });
 
 describe('the signed desired manifest', () => {
@@ -354,6 +386,7 @@ describe('reports and convergence (CONTRACT §7 through the API)', () => {
     ['a numeric application id', { applicationId: 7 }, 'body.applicationId'],
     ['a numeric version', { currentVersion: 1 }, 'body.currentVersion'],
     ['a huge version', { currentVersion: 'v'.repeat(256) }, 'body.currentVersion'],
+    ['a version with a control character', { currentVersion: 'a\u0000b' }, 'body.currentVersion'],
     ['a negative sequence', { currentSequence: -1 }, 'body.currentSequence'],
     ['a fractional sequence', { currentSequence: 1.5 }, 'body.currentSequence'],
     ['a sequence given as a string', { currentSequence: '3' }, 'body.currentSequence'],

@@ -132,9 +132,6 @@ describe('OTA releases', () => {
   it('moves draft → published → yanked and refuses every other transition with 409', async () => {
     const r = await createRelease(member, t.orgId, app.id, { version: '2.0', artifactFileId: artifact });
     const path = `${releases()}/${r.id}`;
-    const yankDraft = await member.post(`${path}/yank`);
-    expect(yankDraft.status).toBe(409);
-    expect(yankDraft.body).toMatchObject({ code: 'conflict', details: { releaseId: r.id, status: 'draft' } });
     const published = await member.post(`${path}/publish`);
     expect(published.status).toBe(200);
     expect(published.body).toMatchObject({ status: 'published', yankedAt: null });
@@ -149,6 +146,19 @@ describe('OTA releases', () => {
     expect(republish.body.details.status).toBe('yanked');
     expect((await member.post(`${path}/yank`)).status).toBe(409);
     expect((await member.post(`${path}/publish`, { body: { force: true } })).status).toBe(422);
+  });
+
+  it('yanks a draft, which withdraws it for good and frees its artifact for deletion', async () => {
+    const storage = await storageClient(t, null, ['read', 'write', 'delete']);
+    const { fileId } = await uploadFile(storage, 'draft artifact', { cleanupRule: 'persistent' });
+    const r = await createRelease(member, t.orgId, app.id, { version: '2.1-rc', artifactFileId: fileId });
+    const inUse = await storage.delete(`/storage/files/${fileId}`);
+    expect([inUse.status, inUse.body.code]).toEqual([409, 'file_in_use']);
+    const yanked = await member.post(`${releases()}/${r.id}/yank`);
+    expect(yanked.status, yanked.text).toBe(200);
+    expect(yanked.body).toMatchObject({ status: 'yanked', publishedAt: null, yankedAt: expect.any(String) });
+    expect((await member.post(`${releases()}/${r.id}/publish`)).status).toBe(409);
+    expect((await storage.delete(`/storage/files/${fileId}`)).body.status).toBe('deleted');
   });
 
   it('lets a draft change, but keeps a published release immutable', async () => {

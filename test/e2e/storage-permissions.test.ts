@@ -29,7 +29,7 @@ const OPS: Op[] = [
     call: (c, _f, bindingId) =>
       c.post('/storage/files/presign-upload', { body: { bindingId, cleanupRule: 'persistent' } }),
     ok: 201,
-    outside: 422, // a binding outside the grant is an input the token cannot use
+    outside: 403, // a binding outside the grant: the token lacks the right (whether or not it exists)
   },
   {
     name: 'complete',

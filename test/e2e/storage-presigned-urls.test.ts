@@ -66,6 +66,29 @@ describe('presigned blob URLs', () => {
     expect((await client.post(`/storage/files/${presign.body.fileId}/complete`)).status).toBe(409);
   });
 
+  it('issues a new download URL on every call, each of which works (spec: download-url)', async () => {
+    const urls = await Promise.all(
+      Array.from(
+        { length: 3 },
+        async () => (await client.get(`/storage/files/${fileId}/download-url`)).body.downloadUrl,
+      ),
+    );
+    expect(new Set(urls).size).toBe(3);
+    for (const url of urls) expect((await rawRequest('GET', url)).body.equals(content)).toBe(true);
+  });
+
+  it('refuses a URL whose nonce was removed, changed, or a parameter sent twice, with 403', async () => {
+    const n = new URL(downloadUrl).searchParams.get('n')!;
+    expectRefused(await rawRequest('GET', withParam(downloadUrl, 'n', null)), 403, /signature is not valid/);
+    expectRefused(
+      await rawRequest('GET', withParam(downloadUrl, 'n', `${n[0] === 'A' ? 'B' : 'A'}${n.slice(1)}`)),
+      403,
+      /signature is not valid/,
+    );
+    const sig = new URL(downloadUrl).searchParams.get('sig')!;
+    expectRefused(await rawRequest('GET', `${downloadUrl}&sig=${sig}`), 403, /not a valid presigned URL/);
+  });
+
   it('refuses an upload URL used to download and a download URL used to upload', async () => {
     const presign = await client.post('/storage/files/presign-upload', { body: { cleanupRule: 'persistent' } });
     expectRefused(await rawRequest('GET', presign.body.uploadUrl), 403, 'This URL is signed for PUT, not GET');
@@ -91,7 +114,7 @@ describe('presigned blob URLs', () => {
     expect((await rawRequest('GET', fresh)).status).toBe(200);
   });
 
-  it('answers 404 for a correctly signed URL naming no file, and 422 for a malformed id', async () => {
+  it('answers 404 for a correctly signed URL naming no file, and for a malformed id', async () => {
     const row = t.coordinator.db
       .prepare("SELECT value FROM server_secrets WHERE name = 'blob_url_signing_key'")
       .get() as { value: string };
@@ -102,7 +125,7 @@ describe('presigned blob URLs', () => {
     const res = await rawRequest('GET', `${t.baseUrl}/storage/blobs/${UNKNOWN_ID}?m=GET&exp=${exp}&sig=${sig}`);
     expectRefused(res, 404, 'File not found');
     const bad = await rawRequest('GET', `${t.baseUrl}/storage/blobs/not-a-uuid?m=GET&exp=${exp}&sig=${sig}`);
-    expectRefused(bad, 422);
+    expectRefused(bad, 404);
   });
 
   it('serves byte ranges: first bytes, an open end, a suffix, and a range past the end clamped', async () => {

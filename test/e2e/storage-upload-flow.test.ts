@@ -44,7 +44,9 @@ describe('the upload flow with raw HTTP', () => {
       headers: { 'content-type': 'text/csv' },
     });
     expect(presign.body.uploadUrl).toMatch(
-      new RegExp(`^${t.baseUrl}/storage/blobs/${presign.body.fileId}\\?m=PUT&exp=\\d+&sig=[A-Za-z0-9_-]{43}$`),
+      new RegExp(
+        `^${t.baseUrl}/storage/blobs/${presign.body.fileId}\\?m=PUT&exp=\\d+&n=[A-Za-z0-9_-]{16}&sig=[A-Za-z0-9_-]{43}$`,
+      ),
     );
 
     const pending = await client.get(`/storage/files/${presign.body.fileId}`);

@@ -86,17 +86,20 @@ describe('storage input validation', () => {
     expect(meta.body).toMatchObject({ filename: '../../etc/passwd', contentType: 'text/plain; charset="utf-8"' });
   });
 
-  it('refuses a bindingId the token cannot use, and an omitted one when the token may use several', async () => {
+  it('refuses a bindingId the token cannot use with 403, and an omitted one when it may use several', async () => {
     const second = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
       body: { name: 'second', backend: 'local' },
     });
     const outside = await presign({ cleanupRule: 'persistent', bindingId: second.body.id });
-    expect422(outside, 'body.bindingId');
-    expect(outside.body.message).toContain('is not a storage binding this token may use');
-    expect422(
-      await presign({ cleanupRule: 'persistent', bindingId: '00000000-0000-4000-8000-000000000000' }),
-      'body.bindingId',
-    );
+    expect(outside.status, outside.text).toBe(403);
+    expect(outside.body).toEqual({
+      statusCode: 403,
+      code: 'forbidden',
+      message: `This token may not use the storage binding \`${second.body.id}\``,
+    });
+    // The same answer for a binding that does not exist: nothing about other bindings leaks.
+    const unknown = await presign({ cleanupRule: 'persistent', bindingId: '00000000-0000-4000-8000-000000000000' });
+    expect([unknown.status, unknown.body.code]).toEqual([403, 'forbidden']);
     const every = await storageClient(t, null, ['write']);
     const omitted = await every.post('/storage/files/presign-upload', { body: { cleanupRule: 'persistent' } });
     expect422(omitted, 'body.bindingId');
@@ -138,8 +141,8 @@ describe('storage input validation', () => {
       rawBody: 'cleanupRule=ttl',
       headers: { 'content-type': 'text/plain' },
     });
-    expect(text.status).toBe(415);
-    expect(text.body.code).toBe('unsupported_media_type');
+    expect(text.status).toBe(422);
+    expect(text.body.details).toEqual([{ path: 'body', message: 'is not valid JSON' }]);
     const broken = await client.post('/storage/files/presign-upload', {
       rawBody: '{"cleanupRule": ',
       headers: { 'content-type': 'application/json' },
@@ -150,10 +153,12 @@ describe('storage input validation', () => {
   it('refuses a body on complete, bad ids and bad list filters', async () => {
     const { fileId } = await uploadFile(client, 'x');
     expect422(await client.post(`/storage/files/${fileId}/complete`, { body: { size: 1 } }));
+    // An id that is not even an id names no file: 404, as an unknown one.
     for (const path of ['/storage/files/nope', '/storage/files/nope/download-url']) {
-      expect422(await client.get(path), 'params.id');
+      expect((await client.get(path)).status).toBe(404);
     }
-    expect422(await client.delete('/storage/files/123'), 'params.id');
+    expect((await client.delete('/storage/files/123')).status).toBe(404);
+    expect((await client.post('/storage/files/does-not-exist/complete')).status).toBe(404);
     expect422(await client.get('/storage/files?status=gone'), 'querystring.status');
     expect422(await client.get('/storage/files?bindingId=abc'), 'querystring.bindingId');
     expect422(await client.get('/storage/files?limit=5'), 'querystring.limit');

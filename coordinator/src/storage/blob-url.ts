@@ -1,22 +1,26 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * The local backend's presigned URLs (CONTRACT §6, docs/storage.md):
- * `<publicUrl>/v1/storage/blobs/<fileId>?m=<PUT|GET>&exp=<unix seconds>&sig=<base64url>` where
- * `sig` is HMAC-SHA256, under a server secret kept in the database, over
- * `DROVER-BLOB-V1\n<method>\n<fileId>\n<exp>`. The URL is the credential: whoever holds it may do
- * that one thing to that one file until it expires.
+ * `<publicUrl>/v1/storage/blobs/<fileId>?m=<PUT|GET>&exp=<unix seconds>&n=<nonce>&sig=<base64url>`
+ * where `sig` is HMAC-SHA256, under a server secret kept in the database, over
+ * `DROVER-BLOB-V1\n<method>\n<fileId>\n<exp>\n<n>`. The nonce (12 random bytes) makes every URL
+ * new, as the spec asks of download URLs, even two issued in the same second. URLs issued before
+ * it existed (no `n`, signed without the last line) stay valid until they expire. The URL is the
+ * credential: whoever holds it may do that one thing to that one file until it expires.
  */
 
 export type BlobMethod = 'PUT' | 'GET';
 const VERSION = 'DROVER-BLOB-V1';
 const SIG = /^[A-Za-z0-9_-]{43}$/; // 32 bytes, base64url without padding
 const EXP = /^\d{1,12}$/;
+const NONCE = /^[A-Za-z0-9_-]{16}$/; // 12 bytes, base64url
 
 /** The query of a presigned blob URL, as received (anything may be missing or malformed). */
 export interface BlobUrlQuery {
   m?: string | undefined;
   exp?: string | undefined;
+  n?: string | undefined;
   sig?: string | undefined;
 }
 
@@ -30,7 +34,8 @@ export class BlobUrlSigner {
 
   /** The query string (without `?`) of a URL allowing `method` on `fileId` until `exp` (Unix s). */
   query(method: BlobMethod, fileId: string, exp: number): string {
-    return `m=${method}&exp=${exp}&sig=${this.sign(method, fileId, exp)}`;
+    const nonce = randomBytes(12).toString('base64url');
+    return `m=${method}&exp=${exp}&n=${nonce}&sig=${this.sign(method, fileId, exp, nonce)}`;
   }
 
   /**
@@ -38,11 +43,18 @@ export class BlobUrlSigner {
    * tells nothing else; then the method it was signed for; then the expiry.
    */
   check(method: string, fileId: string, query: BlobUrlQuery, nowSeconds: number): BlobUrlCheck {
-    const { m, exp, sig } = query;
-    if ((m !== 'PUT' && m !== 'GET') || exp === undefined || !EXP.test(exp) || sig === undefined || !SIG.test(sig)) {
+    const { m, exp, n, sig } = query;
+    if (
+      (m !== 'PUT' && m !== 'GET') ||
+      typeof exp !== 'string' ||
+      !EXP.test(exp) ||
+      (n !== undefined && (typeof n !== 'string' || !NONCE.test(n))) ||
+      typeof sig !== 'string' ||
+      !SIG.test(sig)
+    ) {
       return { ok: false, reason: 'malformed' };
     }
-    const expected = Buffer.from(this.sign(m, fileId, Number(exp)));
+    const expected = Buffer.from(this.sign(m, fileId, Number(exp), n));
     const given = Buffer.from(sig);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
       return { ok: false, reason: 'bad_signature' };
@@ -52,7 +64,8 @@ export class BlobUrlSigner {
     return { ok: true };
   }
 
-  private sign(method: BlobMethod, fileId: string, exp: number): string {
-    return createHmac('sha256', this.key).update(`${VERSION}\n${method}\n${fileId}\n${exp}`).digest('base64url');
+  private sign(method: BlobMethod, fileId: string, exp: number, nonce: string | undefined): string {
+    const signed = `${VERSION}\n${method}\n${fileId}\n${exp}${nonce === undefined ? '' : `\n${nonce}`}`;
+    return createHmac('sha256', this.key).update(signed).digest('base64url');
   }
 }

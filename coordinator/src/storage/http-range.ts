@@ -1,13 +1,14 @@
 /**
  * The `Range` request header of a download (RFC 9110 §14): one byte range, `bytes=a-b`, `bytes=a-`
- * or `bytes=-n`. A header that is not of that form (another unit, several ranges, garbage) is
- * ignored and the whole blob is sent, as the RFC allows; a well-formed range outside the blob is
- * unsatisfiable (416).
+ * or `bytes=-n` (the unit is case-insensitive; positions of any length, a last position past the
+ * end is clamped to it). A header that is not of that form (another unit, several ranges,
+ * garbage) is ignored and the whole blob is sent, as the RFC allows; a well-formed range outside
+ * the blob is unsatisfiable (416).
  */
 export type RangeRequest =
   { kind: 'whole' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
 
-const SINGLE = /^bytes=[ \t]*(\d{0,15})-(\d{0,15})[ \t]*$/;
+const SINGLE = /^bytes=[ \t]*(\d*)-(\d*)[ \t]*$/i;
 
 export function parseRange(header: string | undefined, size: number): RangeRequest {
   if (header === undefined) return { kind: 'whole' };

@@ -11,12 +11,29 @@ const parse = (query: string) => Object.fromEntries(new URLSearchParams(query)) 
 describe('BlobUrlSigner', () => {
   const signer = new BlobUrlSigner(KEY);
 
-  it('signs method, file id and expiry with HMAC-SHA256 as docs/storage.md describes', () => {
+  it('signs method, file id, expiry and nonce with HMAC-SHA256 as docs/storage.md describes', () => {
     const q = parse(signer.query('PUT', FILE, NOW + 60));
+    expect(q.n).toMatch(/^[A-Za-z0-9_-]{16}$/);
     const expected = createHmac('sha256', KEY)
-      .update(`DROVER-BLOB-V1\nPUT\n${FILE}\n${NOW + 60}`)
+      .update(`DROVER-BLOB-V1\nPUT\n${FILE}\n${NOW + 60}\n${q.n}`)
       .digest('base64url');
-    expect(q).toEqual({ m: 'PUT', exp: String(NOW + 60), sig: expected });
+    expect(q).toEqual({ m: 'PUT', exp: String(NOW + 60), n: q.n, sig: expected });
+  });
+
+  it('makes a new URL every time, even within one second', () => {
+    const urls = new Set(Array.from({ length: 20 }, () => signer.query('GET', FILE, NOW + 60)));
+    expect(urls.size).toBe(20);
+  });
+
+  it('still accepts a URL issued before nonces, and refuses one whose nonce was removed or changed', () => {
+    const legacySig = createHmac('sha256', KEY)
+      .update(`DROVER-BLOB-V1\nGET\n${FILE}\n${NOW + 60}`)
+      .digest('base64url');
+    expect(signer.check('GET', FILE, { m: 'GET', exp: String(NOW + 60), sig: legacySig }, NOW)).toEqual({ ok: true });
+    const q = parse(signer.query('GET', FILE, NOW + 60));
+    expect(signer.check('GET', FILE, { ...q, n: undefined }, NOW)).toEqual({ ok: false, reason: 'bad_signature' });
+    const other = `${q.n![0] === 'A' ? 'B' : 'A'}${q.n!.slice(1)}`;
+    expect(signer.check('GET', FILE, { ...q, n: other }, NOW)).toEqual({ ok: false, reason: 'bad_signature' });
   });
 
   it('accepts its own URL for the signed method until it expires', () => {
@@ -60,6 +77,9 @@ describe('BlobUrlSigner', () => {
       { ...q, sig: undefined },
       { ...q, sig: `${q.sig}=` },
       { ...q, sig: 'short' },
+      { ...q, n: 'short' },
+      { ...q, n: [q.n, q.n] as unknown as string },
+      { ...q, sig: [q.sig, q.sig] as unknown as string },
     ]) {
       expect(signer.check('PUT', FILE, bad, NOW)).toEqual({ ok: false, reason: 'malformed' });
     }

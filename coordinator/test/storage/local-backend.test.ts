@@ -42,7 +42,9 @@ describe('LocalBackend', () => {
     expect(up.headers).toEqual({ 'content-type': 'text/csv' });
     const exp = Math.floor(now / 1000) + 900;
     expect(up.url).toMatch(
-      new RegExp(`^https://files\\.example\\.test/v1/storage/blobs/${FILE}\\?m=PUT&exp=${exp}&sig=`),
+      new RegExp(
+        `^https://files\\.example\\.test/v1/storage/blobs/${FILE}\\?m=PUT&exp=${exp}&n=[A-Za-z0-9_-]{16}&sig=`,
+      ),
     );
     const down = backend.presignDownload(
       { id: FILE, blobKey: `3b/${FILE}`, filename: 'f', contentType: 'x/y', size: 1 },

@@ -137,7 +137,7 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
     "UPDATE releases SET status = 'published', published_at = ? WHERE application_id = ? AND id = ? AND status = 'draft'",
   );
   const toYanked = db.prepare(
-    "UPDATE releases SET status = 'yanked', yanked_at = ? WHERE application_id = ? AND id = ? AND status = 'published'",
+    "UPDATE releases SET status = 'yanked', yanked_at = ? WHERE application_id = ? AND id = ? AND status IN ('draft', 'published')",
   );
   const updateDraft = db.prepare(
     `UPDATE releases SET version = COALESCE(@version, version), channel = COALESCE(@channel, channel),

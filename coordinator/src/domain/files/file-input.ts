@@ -26,12 +26,16 @@ const MEDIA_TYPE = new RegExp(
   `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"[^"\\\\\\u0000-\\u001f\\u007f]*"))*$`,
 );
 
+/** Characters as the spec's limits count them: code points, as JSON schema's maxLength does. */
+function characters(text: string): number {
+  return [...text].length;
+}
+
 /** A problem with a filename hint, or null. Filenames are labels: they never name a path on disk. */
 export function filenameProblem(filename: string): string | null {
   if (filename.length === 0) return 'must not be empty';
-  if (filename.length > MAX_FILENAME_LENGTH) {
-    return `must be at most ${MAX_FILENAME_LENGTH} characters, got ${filename.length}`;
-  }
+  const length = characters(filename);
+  if (length > MAX_FILENAME_LENGTH) return `must be at most ${MAX_FILENAME_LENGTH} characters, got ${length}`;
   if (CONTROL.test(filename)) return 'must not contain control characters';
   if (LONE_SURROGATE.test(filename)) return 'must be valid Unicode text';
   return null;
@@ -39,9 +43,8 @@ export function filenameProblem(filename: string): string | null {
 
 /** A problem with a MIME type such as `text/csv; charset=utf-8`, or null. */
 export function contentTypeProblem(contentType: string): string | null {
-  if (contentType.length > MAX_CONTENT_TYPE_LENGTH) {
-    return `must be at most ${MAX_CONTENT_TYPE_LENGTH} characters, got ${contentType.length}`;
-  }
+  const length = characters(contentType);
+  if (length > MAX_CONTENT_TYPE_LENGTH) return `must be at most ${MAX_CONTENT_TYPE_LENGTH} characters, got ${length}`;
   if (!MEDIA_TYPE.test(contentType)) return `must be a MIME type such as text/csv, got ${describe(contentType)}`;
   return null;
 }
@@ -53,7 +56,7 @@ export function parseFileLabels(
 ): { filename: string; contentType: string } {
   const details: ValidationDetail[] = [];
   const filename = input.filename ?? fallbackName;
-  const contentType = input.contentType?.trim() || DEFAULT_CONTENT_TYPE;
+  const contentType = input.contentType === undefined ? DEFAULT_CONTENT_TYPE : input.contentType.trim();
   const nameProblem = input.filename === undefined ? null : filenameProblem(input.filename);
   if (nameProblem) details.push({ path: 'body.filename', message: nameProblem });
   const typeProblem = input.contentType === undefined ? null : contentTypeProblem(contentType);

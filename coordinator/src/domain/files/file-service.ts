@@ -1,7 +1,7 @@
 import type { Config } from '../../config/config.js';
 import type { FileRepository, FileStatus, StoredFile } from '../../db/repositories/files.js';
 import type { StorageBinding, StorageBindingRepository } from '../../db/repositories/storage-bindings.js';
-import { conflict, invalid, notFound } from '../../errors.js';
+import { conflict, forbidden, invalid, notFound } from '../../errors.js';
 import { UnsupportedBackendError, type StorageBackend, type StorageBackends } from '../../storage/backend.js';
 import type { LocalBackend } from '../../storage/local-backend.js';
 import type { LocalTransfers } from '../../storage/local-transfer.js';
@@ -319,7 +319,11 @@ export class FileService {
     return file;
   }
 
-  /** The binding named by `bindingId`, or the only binding the token may use (else 422). */
+  /**
+   * The binding named by `bindingId` (403 when the token may not use it, whether or not it
+   * exists: the answer tells nothing about other bindings), or the only binding the token may
+   * use (else 422).
+   */
   private async chooseBinding(
     caller: FileCaller,
     grant: StorageGrant,
@@ -329,7 +333,7 @@ export class FileService {
       const binding = grantCoversBinding(grant, bindingId)
         ? await this.d.storageBindings.findInOrg(caller.orgId, bindingId)
         : null;
-      if (!binding) throw invalid('body.bindingId', `\`${bindingId}\` is not a storage binding this token may use`);
+      if (!binding) throw forbidden(`This token may not use the storage binding \`${bindingId}\``);
       return binding;
     }
     const all = await this.d.storageBindings.listByOrg(caller.orgId);

@@ -80,6 +80,7 @@ export type HoldReason =
   'job_in_progress' | 'agent_revoked' | 'no_release' | 'up_to_date' | 'postponed' | 'too_many_failures' | 'retry_later';
 
 export const SUPERSEDED_MESSAGE = 'superseded: the desired release changed before the agent took the job';
+export const NEEDLESS_MESSAGE = 'not needed: the device reported the release already installed';
 
 /** Reasons that start counting failures again: something changed that a new attempt may fix. */
 const RESETS_FAILURES: readonly EvaluationReason[] = ['publish', 'yank', 'channel', 'reconcile'];
@@ -107,12 +108,14 @@ export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>
   const plan = { state, settled, supersede: null, issue: null, repush: null };
 
   if (active) {
-    if (active.status !== 'pending' || jobMatches(active, state)) {
+    // A device that reports the desired release already installed needs no pending job for it.
+    const needless = active.status === 'pending' && state.desired !== null && runsRelease(b.current, state.desired);
+    if (!needless && (active.status !== 'pending' || jobMatches(active, state))) {
       const repush =
         active.status === 'pending' && (input.reason === 'report' || input.reason === 'reconcile') ? active.id : null;
       return { ...plan, binding: b, repush, hold: 'job_in_progress' };
     }
-    const supersede = { jobId: active.id, message: SUPERSEDED_MESSAGE };
+    const supersede = { jobId: active.id, message: needless ? NEEDLESS_MESSAGE : SUPERSEDED_MESSAGE };
     b = { ...b, activeJobId: null };
     return { ...decideIssue(b, state, input), supersede };
   }

@@ -57,7 +57,6 @@ const TRANSITION_CONFLICT: Record<'publish' | 'yank' | 'update', Partial<Record<
     yanked: 'A yanked release cannot be published again; create a new release',
   },
   yank: {
-    draft: 'Only a published release can be yanked; this one is a draft',
     yanked: 'The release is already yanked',
   },
   update: {
@@ -90,7 +89,11 @@ export async function publishRelease(ctx: OtaContext, app: Application, releaseI
   return release;
 }
 
-/** published → yanked, then the devices converge to the previous published release. 409 otherwise. */
+/**
+ * published → yanked, then the devices converge to the previous published release. A draft can
+ * be yanked too, which withdraws it before anyone got it and frees its artifact for deletion
+ * (spec: "yank the release first"). 409 for a release already yanked.
+ */
 export async function yankRelease(ctx: OtaContext, app: Application, releaseId: string): Promise<Release> {
   const release = settle(await ctx.repos.releases.yank(app.id, releaseId, isoNow(ctx.clock)), 'yank');
   await reevaluate(ctx, release, 'yank');

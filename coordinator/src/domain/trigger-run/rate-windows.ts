@@ -85,14 +85,14 @@ const THIS: Readonly<Record<RateWindow, string>> = { minute: 'this minute', hour
 const countsText = (counts: WindowCounts, limits: RateLimits, noun: string) =>
   RATE_WINDOWS.map((w) => {
     const limit = limits[LIMIT_OF[w]];
-    return `${counts[w]} ${noun} ${THIS[w]} (${limit === null ? 'no limit' : `limit ${limit}`})`;
+    return `${counts[w]} ${noun}${counts[w] === 1 ? '' : 's'} ${THIS[w]} (${limit === null ? 'no limit' : `limit ${limit}`})`;
   }).join(', ');
 
 /** The message of a token-limit 429 and of the rejected job it leaves. */
 export function tokenLimitMessage(refusal: LimitRefusal): string {
   return (
     `API token rate limit exceeded for the ${refusal.window}: ` +
-    `${countsText(refusal.counts, refusal.limits, 'jobs')}; retry in ${refusal.retryAfter} s`
+    `${countsText(refusal.counts, refusal.limits, 'job')}; retry in ${refusal.retryAfter} s`
   );
 }
 
@@ -100,7 +100,7 @@ export function tokenLimitMessage(refusal: LimitRefusal): string {
 export function workflowLimitMessage(workflowName: string, refusal: LimitRefusal): string {
   return (
     `Rate limit of workflow \`${workflowName}\` exceeded for the ${refusal.window}: ` +
-    countsText(refusal.counts, refusal.limits, 'runs')
+    countsText(refusal.counts, refusal.limits, 'run')
   );
 }
 

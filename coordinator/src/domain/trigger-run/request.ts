@@ -110,9 +110,8 @@ export function resolveRunRequest(
     forceReason = body.forceReason?.trim() ?? '';
     if (forceReason === '')
       problems.push({ path: 'body.forceReason', message: 'forceReason is required when force=true' });
-  } else if (body.forceReason !== undefined) {
-    problems.push({ path: 'body.forceReason', message: 'is used only with force=true' });
   }
+  // A forceReason without force is ignored: nothing is forced, so there is nothing to explain.
   if (problems.length > 0) {
     // A lone forceReason problem keeps the spec's wording as the whole message.
     const message = problems.length === 1 && forced && forceReason === '' ? problems[0]!.message : undefined;

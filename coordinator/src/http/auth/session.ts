@@ -13,8 +13,29 @@ export interface OrgAccess extends SessionUser {
   role: Role;
 }
 
-/** The signed-in user of a dashboard request (JWT in the Authorization header), or 401. */
-export async function requireSession(request: FastifyRequest): Promise<SessionUser> {
+/** Sessions already checked, per request: the route's `onRequest` hook and its handler share one. */
+const checked = new WeakMap<FastifyRequest, Promise<SessionUser>>();
+
+/**
+ * The signed-in user of a dashboard request (JWT in the Authorization header), or 401. Every
+ * dashboard route checks it in `onRequest` (`sessionHook`), before its body is read, so a caller
+ * without a session gets 401 whatever it sent; the handler's call returns the same answer.
+ */
+export function requireSession(request: FastifyRequest): Promise<SessionUser> {
+  let result = checked.get(request);
+  if (!result) {
+    result = authenticate(request);
+    checked.set(request, result);
+  }
+  return result;
+}
+
+/** `requireSession` as a route hook. */
+export async function sessionHook(request: FastifyRequest): Promise<void> {
+  await requireSession(request);
+}
+
+async function authenticate(request: FastifyRequest): Promise<SessionUser> {
   const token = bearerToken(request);
   if (!token) throw unauthorized('Sign in first: send Authorization: Bearer <session token>');
   if (token.startsWith(API_TOKEN_PREFIX)) {

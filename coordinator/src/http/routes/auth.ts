@@ -16,6 +16,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Sign in to the dashboard; returns a session JWT',
         tags: ['dashboard'],
+        security: [],
         body: {
           type: 'object',
           additionalProperties: false,

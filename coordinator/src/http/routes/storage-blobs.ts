@@ -6,12 +6,14 @@ import { errorResponses, idParams } from '../schemas/common.js';
 
 type BlobRequest = { Params: { fileId: string }; Querystring: BlobUrlQuery };
 
+/** Not typed: a malformed URL (a parameter sent twice, say) is the signer's 403, not a 422. */
 const BlobQuerySchema = {
   type: 'object',
   properties: {
-    m: { type: 'string', description: 'the method the URL is signed for: PUT or GET' },
-    exp: { type: 'string', description: 'expiry, Unix seconds' },
-    sig: { type: 'string', description: 'HMAC-SHA256, base64url' },
+    m: { description: 'the method the URL is signed for: PUT or GET (a string)' },
+    exp: { description: 'expiry, Unix seconds (a string of digits)' },
+    n: { description: 'nonce, so that every URL is new (a string)' },
+    sig: { description: 'HMAC-SHA256, base64url (a string)' },
   },
 } as const;
 

@@ -34,6 +34,11 @@ describe('file labels', () => {
     expect(filenameProblem('\udc00x')).toBe('must be valid Unicode text');
   });
 
+  it('counts characters, not UTF-16 units, against the 255 limit', () => {
+    expect(filenameProblem('😀'.repeat(255))).toBeNull();
+    expect(filenameProblem('😀'.repeat(256))).toBe('must be at most 255 characters, got 256');
+  });
+
   it('accepts MIME types with parameters and refuses what is not one', () => {
     for (const type of [
       'text/plain',
@@ -51,6 +56,10 @@ describe('file labels', () => {
 
   it('applies the defaults and reports both labels at once', () => {
     expect(parseFileLabels({}, 'fallback')).toEqual({ filename: 'fallback', contentType: 'application/octet-stream' });
+    // Given, it must be a type: an empty or blank one is not the default.
+    for (const contentType of ['', ' ']) {
+      expect(details(() => parseFileLabels({ contentType }, 'x')).map((d) => d.path)).toEqual(['body.contentType']);
+    }
     expect(details(() => parseFileLabels({ filename: '', contentType: 'nope' }, 'x')).map((d) => d.path)).toEqual([
       'body.filename',
       'body.contentType',

@@ -74,7 +74,7 @@ describe('files service', () => {
     expect(downloads.get(active.id)).toEqual({
       downloadUrl: expect.stringMatching(
         new RegExp(
-          `^https://drover\\.example\\.test/v1/storage/blobs/${active.id}\\?m=GET&exp=${Math.floor(T0 / 1000) + 900}&sig=`,
+          `^https://drover\\.example\\.test/v1/storage/blobs/${active.id}\\?m=GET&exp=${Math.floor(T0 / 1000) + 900}&n=[A-Za-z0-9_-]{16}&sig=`,
         ),
       ),
       expiresInSeconds: 900,

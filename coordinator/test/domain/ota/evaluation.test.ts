@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ReleaseFacts } from '../../../src/domain/ota/desired-state.js';
 import {
   planEvaluation,
+  NEEDLESS_MESSAGE,
   SUPERSEDED_MESSAGE,
   type ActiveJobFacts,
   type BindingFacts,
@@ -79,6 +80,16 @@ describe('evaluation of a binding', () => {
     expect(pending.issue).toBe(yanked[0]);
     const running = plan({ binding: device, releases: yanked, activeJob: job('queued'), reason: 'yank' });
     expect([running.supersede, running.issue, running.hold]).toEqual([null, null, 'job_in_progress']);
+  });
+
+  it('drops a pending job for a release the device reports installed, and keeps a running one', () => {
+    const device = binding({ current: on(r2), activeJobId: 'job-1' });
+    const pending = plan({ binding: device, activeJob: job('pending'), reason: 'report' });
+    expect(pending.supersede).toEqual({ jobId: 'job-1', message: NEEDLESS_MESSAGE });
+    expect([pending.issue, pending.repush, pending.hold]).toEqual([null, null, 'up_to_date']);
+    expect(pending.binding.activeJobId).toBeNull();
+    const running = plan({ binding: device, activeJob: job('running'), reason: 'report' });
+    expect([running.supersede, running.hold]).toEqual([null, 'job_in_progress']);
   });
 
   it('gives no job to a revoked agent', () => {

@@ -99,9 +99,9 @@ describe('resolveRunRequest', () => {
     const missing = refusal(() => resolve({ force: true, forceReason: ' ' }));
     expect(missing.message).toBe('forceReason is required when force=true');
     expect(missing.details).toEqual([{ path: 'body.forceReason', message: 'forceReason is required when force=true' }]);
-    expect(refusal(() => resolve({ forceReason: 'why' })).details).toEqual([
-      { path: 'body.forceReason', message: 'is used only with force=true' },
-    ]);
+    // A reason without force forces nothing and is not kept.
+    expect(resolve({ forceReason: 'why' })).toMatchObject({ forced: false, forceReason: null });
+    expect(resolve({ force: false, forceReason: 'why' })).toMatchObject({ forced: false, forceReason: null });
   });
 
   it("answers 409 when the trigger's agent is revoked, after the rights checks", () => {

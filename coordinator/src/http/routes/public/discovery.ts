@@ -88,16 +88,23 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
   const { repos, readLimiter, audit } = app.ctx;
   const discovery = new DiscoveryCache(repos);
 
+  const admitted = new WeakMap<FastifyRequest, Admitted>();
+  const admittedOf = (request: FastifyRequest) => admitted.get(request)!;
+
   /**
-   * The request's API token once it passed the read limit; null when the limit refused it and
-   * the spec's 429 has been sent. The first refusal per token and window is audited.
+   * `onRequest` of every discovery route, so that the token (401) and the read limit (429) come
+   * before anything about the query string: admits the request's API token once it passed the
+   * read limit, or sends the spec's 429. The first refusal per token and window is audited.
    */
-  async function admit(request: FastifyRequest, reply: FastifyReply): Promise<Admitted | null> {
+  async function admit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
     // One reading of the change counter serves both memory caches of the request.
     const generation = await repos.changeCounter.generation();
     const token = await requireApiToken(request, generation);
     const decision = readLimiter.hit(token.id);
-    if (decision.allowed) return { token, generation };
+    if (decision.allowed) {
+      admitted.set(request, { token, generation });
+      return undefined;
+    }
     const body = readLimitBody(decision);
     if (decision.firstBlock) {
       await audit.record({
@@ -116,8 +123,7 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
         },
       });
     }
-    void reply.code(429).header('retry-after', String(decision.retryAfter)).send(body);
-    return null;
+    return reply.code(429).header('retry-after', String(decision.retryAfter)).send(body);
   }
 
   const discovered = (token: ApiToken, resource: DiscoverResource, count: number) =>
@@ -131,47 +137,47 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/token',
-    { schema: routeSchema("The calling token's own metadata", PublicTokenSchema) },
-    async (request, reply) => {
-      const admitted = await admit(request, reply);
-      if (admitted === null) return reply;
-      const { token } = admitted;
+    { onRequest: admit, schema: routeSchema("The calling token's own metadata", PublicTokenSchema) },
+    async (request) => {
+      const { token } = admittedOf(request);
       return { name: token.name, scopes: token.scopes, rateLimit: token.rateLimit, expiresAt: token.expiresAt };
     },
   );
 
-  const listAgents = (resource: 'agents' | 'devices') => async (request: FastifyRequest, reply: FastifyReply) => {
-    const admitted = await admit(request, reply);
-    if (admitted === null) return reply;
-    const agents = await discovery.agents(admitted.token, admitted.generation);
-    await discovered(admitted.token, resource, agents.length);
+  const listAgents = (resource: 'agents' | 'devices') => async (request: FastifyRequest) => {
+    const { token, generation } = admittedOf(request);
+    const agents = await discovery.agents(token, generation);
+    await discovered(token, resource, agents.length);
     return agents;
   };
   const agentList = { type: 'array', items: AgentSchema } as const;
   app.get(
     '/agents',
-    { schema: routeSchema('Agents reachable by the token, most recently registered first', agentList) },
+    {
+      onRequest: admit,
+      schema: routeSchema('Agents reachable by the token, most recently registered first', agentList),
+    },
     listAgents('agents'),
   );
   app.get(
     '/devices',
-    { schema: routeSchema('Alias of GET /agents; identical response', agentList) },
+    { onRequest: admit, schema: routeSchema('Alias of GET /agents; identical response', agentList) },
     listAgents('devices'),
   );
 
   app.get(
     '/workflows',
     {
+      onRequest: admit,
       schema: routeSchema('Workflows the token can run, ascending by name', {
         type: 'array',
         items: PublicWorkflowSchema,
       }),
     },
-    async (request, reply) => {
-      const admitted = await admit(request, reply);
-      if (admitted === null) return reply;
-      const workflows = await discovery.workflows(admitted.token, admitted.generation);
-      await discovered(admitted.token, 'workflows', workflows.length);
+    async (request) => {
+      const { token, generation } = admittedOf(request);
+      const workflows = await discovery.workflows(token, generation);
+      await discovered(token, 'workflows', workflows.length);
       return workflows;
     },
   );

@@ -41,7 +41,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Body: PresignUploadInput }>(
     '/storage/files/presign-upload',
     {
-      preValidation: requirePermission('write'),
+      onRequest: requirePermission('write'),
       schema: {
         ...common('Create a pending file and get its presigned upload URL', 'write'),
         querystring: noQuery,
@@ -55,7 +55,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.post<IdParams & { Body: null | Record<string, never> }>(
     '/storage/files/:id/complete',
     {
-      preValidation: requirePermission('write'),
+      onRequest: requirePermission('write'),
       schema: {
         ...common('Confirm the upload: the file becomes active; no body', 'write'),
         params: idParams('id'),
@@ -70,7 +70,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.get<IdParams>(
     '/storage/files/:id/download-url',
     {
-      preValidation: requirePermission('read'),
+      onRequest: requirePermission('read'),
       schema: {
         ...common('A new presigned download URL of an active file', 'read'),
         params: idParams('id'),
@@ -84,7 +84,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.get<IdParams>(
     '/storage/files/:id',
     {
-      preValidation: requirePermission('read'),
+      onRequest: requirePermission('read'),
       schema: {
         ...common("A file's metadata", 'read'),
         params: idParams('id'),
@@ -98,7 +98,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Querystring: { bindingId?: string; status?: FileStatus } }>(
     '/storage/files',
     {
-      preValidation: requirePermission('read'),
+      onRequest: requirePermission('read'),
       schema: {
         ...common("Up to 200 files of the token's bindings, newest first; filters bindingId and status", 'read'),
         querystring: ListQuerySchema,
@@ -111,7 +111,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   app.delete<IdParams>(
     '/storage/files/:id',
     {
-      preValidation: requirePermission('delete'),
+      onRequest: requirePermission('delete'),
       schema: {
         ...common('Delete a file now; answers its metadata (status deleted, or delete_failed: retried)', 'delete'),
         params: idParams('id'),

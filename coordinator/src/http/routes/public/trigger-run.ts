@@ -105,24 +105,32 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
     done();
   });
 
-  /** 401, 403 (no trigger grant), 404 (unknown trigger), 403 (trigger outside the grant): before the body. */
-  async function identifyCaller(request: FastifyRequest<{ Params: { id: string } }>): Promise<void> {
+  /**
+   * 401, 403 (no trigger grant), 404 (unknown trigger), 403 (trigger outside the grant): in
+   * `onRequest`, before the body is read, so these come first whatever the body is.
+   */
+  async function identifyCaller(request: FastifyRequest): Promise<void> {
+    const { id } = request.params as { id: string };
     // One reading of the change counter serves both memory caches of the request.
     const generation = await repos.changeCounter.generation();
     const token = await requireApiToken(request, generation);
     const granted = requireTriggerGrant(token);
-    const target = await targets.trigger(token.orgId, request.params.id, generation);
+    const target = await targets.trigger(token.orgId, id, generation);
     if (!target) throw notFound('Trigger');
     checkTriggerGranted(granted, target.trigger.id);
     callers.set(request, { token, target });
-    // Every field is optional, so no body at all means `{}` (a JSON `null` is still refused).
+  }
+
+  /** Every field is optional, so no body at all means `{}` (a JSON `null` is still refused). */
+  async function defaultBody(request: FastifyRequest): Promise<void> {
     if (request.body === undefined) request.body = {};
   }
 
   app.post<{ Params: { id: string }; Body: TriggerRunBody | undefined }>(
     '/triggers/:id/run',
     {
-      preValidation: identifyCaller,
+      onRequest: identifyCaller,
+      preValidation: defaultBody,
       schema: {
         summary: 'Run a trigger: a job on its agent; async answers at once, sync waits for the result',
         tags: ['public'],
@@ -225,10 +233,12 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
           }
           return syncAnswer(reply, jobId, trigger.responseTimeoutMs, false);
         case 'repeated':
+          // The first call's answer again (spec: the async status is `pending` or `queued`);
+          // the job's progress is on its statusUrl, as for the first call.
           if (trigger.responseMode === 'async') {
             return reply.code(202).send({
               jobId: admission.jobId,
-              status: admission.status,
+              status: 'pending',
               statusUrl: statusUrl(admission.jobId),
               idempotent: true,
             });

@@ -1,0 +1,68 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AppError } from '../errors.js';
+
+/** Bodies that could not be parsed, held until the route's authentication has passed. */
+const bodyErrors = new WeakMap<FastifyRequest, Error>();
+
+/**
+ * Request bodies are JSON whatever their Content-Type says. The spec says "Bodies are JSON", and
+ * a client that forgets the header is still understood (`curl -d` sends
+ * `application/x-www-form-urlencoded`). Nothing is exposed by this: no endpoint takes a cookie,
+ * so a cross-site form post carries no credential. The raw bytes are kept for the agent
+ * signature, which covers them.
+ *
+ * A body that is not JSON is not refused here. Parsing runs before a route's `preValidation`
+ * hooks, where the agent signature is checked because it needs the bytes. So the error is held
+ * on the request, and `surfaceBodyError`, the last `preValidation` hook of every route, throws
+ * it. An unauthenticated caller gets its 401 rather than a 422 about a body it had no right to
+ * send.
+ */
+export function registerJsonBodyParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  const parseJson = (
+    request: FastifyRequest,
+    body: string | Buffer,
+    done: (err: Error | null, body?: unknown) => void,
+  ) => {
+    const raw = body as Buffer;
+    request.rawBody = raw;
+    if (raw.length === 0) {
+      done(null, undefined);
+      return;
+    }
+    const text = raw.toString('utf8');
+    void parse(request, text, (error: Error | null, value?: unknown) => {
+      if (error) bodyErrors.set(request, isJson(text) ? forbiddenKey() : error);
+      done(null, error ? undefined : value);
+    });
+  };
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJson);
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJson);
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** JSON that Fastify's parser still refused: it has a prototype-polluting key. */
+function forbiddenKey(): AppError {
+  return new AppError(
+    'validation_failed',
+    'The body has a "__proto__" or "constructor.prototype" key, which is refused',
+    {
+      details: [{ path: 'body', message: 'has a "__proto__" or "constructor.prototype" key' }],
+    },
+  );
+}
+
+/** Throws the body's parse error, if any; runs after the route's own authentication hooks. */
+export async function surfaceBodyError(request: FastifyRequest): Promise<void> {
+  const error = bodyErrors.get(request);
+  if (error) throw error;
+}
