@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 
 /** Bodies that could not be parsed, held until the route's authentication has passed. */
@@ -61,8 +61,10 @@ function forbiddenKey(): AppError {
   );
 }
 
-/** Throws the body's parse error, if any; runs after the route's own authentication hooks. */
-export async function surfaceBodyError(request: FastifyRequest): Promise<void> {
-  const error = bodyErrors.get(request);
-  if (error) throw error;
+/**
+ * Refuses the request with its body's parse error, if any; runs after the route's own
+ * authentication hooks. Callback style: no promise per request.
+ */
+export function surfaceBodyError(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
+  done(bodyErrors.get(request));
 }
