@@ -164,7 +164,7 @@ describe('drover-agent run', () => {
   it('rejects a job that finds the queue full, and runs the others one at a time', async () => {
     const b = await enrolled();
     writeWorkflowFile(b.stateDir, 'slow', 'name: slow\nsteps:\n  - run: sleep 1.5\n    shell: true\n');
-    const daemon = start(b.stateDir, ['--queue-capacity', '1']);
+    const daemon = start(b.stateDir, ['--queue-capacity', '2']);
     await connected(daemon, b.agentId);
     const first = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
     await eventually(async () => (await job(first.id)).status === 'running', 10_000, 'the first job to run');
@@ -173,7 +173,7 @@ describe('drover-agent run', () => {
     const third = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
     expect(await settled(third.id)).toMatchObject({
       status: 'rejected',
-      errorMessage: "the agent's job queue is full: 1 job already waiting",
+      errorMessage: "the agent's job queue is full: it already holds 2 jobs, its capacity",
     });
     await daemon.waitForLog((r) => r.jobId === third.id && r.msg === 'job queue full; rejecting');
     const [one, two] = [await settled(first.id), await settled(second.id)];

@@ -20,7 +20,7 @@ import { issueApiToken } from '../helpers/tokens.js';
  * A deploy event that finds the agent's queue full is dropped with the log line
  * `job queue full; rejecting` and not reported (spec, Limits rule 2): the update job stays
  * `pending` on the coordinator, and the agent's pull fallback (`--deploy-poll-interval`) gets it
- * pushed again once there is room. A real agent with `--queue-capacity 0` is kept busy by a job
+ * pushed again once there is room. A real agent with `--queue-capacity 1` is kept busy by a job
  * that waits for a file.
  */
 
@@ -55,7 +55,7 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  daemon = startDaemonProcess(dir.stateDir, ['--queue-capacity', '0', '--deploy-poll-interval', '1s']);
+  daemon = startDaemonProcess(dir.stateDir, ['--queue-capacity', '1', '--deploy-poll-interval', '1s']);
   await eventually(
     async () => {
       const res = await t.owner.get<{ agentId: string }[]>(`/orgs/${t.orgId}/workflows`);

@@ -217,7 +217,7 @@ describe('with one coordinator', () => {
     const a = await enrolled(t);
     // The first job runs until the test opens the gate, so the queue stays full meanwhile.
     countingWorkflow(a.stateDir, 'slow', runsFile, 0, gate);
-    const daemon = start(a.stateDir, ['--queue-capacity', '1']);
+    const daemon = start(a.stateDir, ['--queue-capacity', '2']);
     await ready(t, daemon, a, 'slow');
     const tr = await runnableTrigger(t, a.agentId, 'slow');
 
@@ -242,7 +242,7 @@ describe('with one coordinator', () => {
     );
     expect(rejected.map((j) => j.id).sort()).toEqual([...extra].sort());
     for (const j of rejected) {
-      expect(j.errorMessage).toBe("the agent's job queue is full: 1 job already waiting");
+      expect(j.errorMessage).toBe("the agent's job queue is full: it already holds 2 jobs, its capacity");
       expect(j.startedAt).toBeNull();
     }
     expect((await job(t, first)).status).toBe('running');

@@ -29,8 +29,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
     .option('--state-dir <dir>', 'the agent state directory (env DROVER_AGENT_STATE_DIR)')
     .option('--workflows-dir <dir>', 'where the workflow files are (default: <state-dir>/workflows)')
     .addOption(
-      new Option('--queue-capacity <n>', 'jobs that may wait while one runs; more are rejected')
-        .argParser(integerOption('--queue-capacity', 0, 1000))
+      new Option('--queue-capacity <n>', 'jobs the queue holds, the running one included; more are rejected')
+        .argParser(integerOption('--queue-capacity', 1, 1000))
         .default(DEFAULTS.queueCapacity),
     )
     .addOption(

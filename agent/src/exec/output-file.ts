@@ -1,5 +1,10 @@
 /** At most this many output keys are kept (the coordinator's limit). */
 export const MAX_OUTPUT_KEYS = 256;
+/**
+ * The largest output a job reports, as JSON: well inside the coordinator's default body limit
+ * (1 MiB) with the rest of the finish report. Larger results belong in a `file:` output.
+ */
+export const MAX_OUTPUT_BYTES = 256 * 1024;
 
 const KEY = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 

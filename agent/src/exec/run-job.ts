@@ -4,7 +4,7 @@ import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import { hasFileOutputs, hasInputFiles, jobTimeSignal, paramsWithoutUrls } from '../files/job-phases.js';
 import { formatDuration } from './durations.js';
 import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js';
-import { parseOutputFile } from './output-file.js';
+import { MAX_OUTPUT_BYTES, parseOutputFile } from './output-file.js';
 import { runStep, type StepOutcome } from './run-step.js';
 import { createMasker, type Masker } from './secret-masker.js';
 import type { StepLauncher } from './step-launcher.js';
@@ -38,8 +38,12 @@ export interface JobLine {
   stream: LogStream;
   step: number | null;
   text: string;
-  /** Set on the agent's own warnings about the job (a malformed `$DROVER_OUTPUT` line). */
-  warning?: true;
+  /**
+   * The agent's own lines that matter more than news: `warn` for its warnings about the job (a
+   * malformed `$DROVER_OUTPUT` line) and a cancelled job's last line, `error` for the last line
+   * of a job that failed or timed out.
+   */
+  level?: 'warn' | 'error';
 }
 
 export interface JobHooks {
@@ -83,12 +87,15 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
   const emit = (stream: LogStream, step: number | null, text: string) =>
     hooks.onLine({ stream, step, text: mask(text) });
   const system = (text: string, step: number | null = null) => emit('system', step, text);
-  const warn = (text: string) => hooks.onLine({ stream: 'system', step: null, text: mask(text), warning: true });
+  /** An agent's own job-level line at a level above info. */
+  const notice = (text: string, level: JobLine['level']) =>
+    hooks.onLine({ stream: 'system', step: null, text: mask(text), ...(level ? { level } : {}) });
+  const warn = (text: string) => notice(text, 'warn');
   const started = performance.now();
   /** What is left of the job's time (null: no limit); input downloads and output uploads count. */
   const remaining = () => (plan.timeoutMs === null ? null : plan.timeoutMs - (performance.now() - started));
   const finish = (status: JobResult['status'], exitCode: number | null, errorMessage: string | null) =>
-    conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, remaining });
+    conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, finish: notice, remaining });
 
   const prepared = plan.prepared === undefined ? prepareJob(plan.files, plan.params) : plan.prepared;
   if (prepared !== null) return finish('failed', null, prepared);
@@ -212,10 +219,19 @@ interface Outcome {
   errorMessage: string | null;
 }
 
+/** The level of a job's last line in the agent's log, by its status. */
+const LAST_LINE_LEVEL: Record<JobResult['status'], JobLine['level']> = {
+  success: undefined,
+  failed: 'error',
+  timed_out: 'error',
+  cancelled: 'warn',
+};
+
 interface Reporting {
   mask: Masker;
   system: (text: string) => void;
   warn: (text: string) => void;
+  finish: (text: string, level: JobLine['level']) => void;
   remaining: () => number | null;
 }
 
@@ -250,9 +266,26 @@ async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Rep
       errorMessage = delivered.problems.join('; ');
     }
   }
-  const output: Record<string, unknown> = {};
+  let output: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(values)) output[key] = typeof value === 'string' ? r.mask(value) : value;
+  const bytes = Buffer.byteLength(JSON.stringify(output));
+  if (bytes > MAX_OUTPUT_BYTES) {
+    // Sent whole, it would be refused, and the job would never end on the coordinator.
+    const problem =
+      `the output is ${bytes} bytes as JSON, more than the ${MAX_OUTPUT_BYTES} a job may report; ` +
+      'write large results to a file in the workspace and output `key=file:<path>` instead';
+    r.warn(`error: ${problem}`);
+    output = {};
+    if (status === 'success') {
+      status = 'failed';
+      exitCode = null;
+      errorMessage = problem;
+    }
+  }
   const message = errorMessage === null ? null : r.mask(errorMessage);
-  r.system(message === null ? `job finished: ${status}` : `job finished: ${status}: ${message}`);
+  r.finish(
+    message === null ? `job finished: ${status}` : `job finished: ${status}: ${message}`,
+    LAST_LINE_LEVEL[status],
+  );
   return { status, exitCode, errorMessage: message, output, finishedAt: new Date().toISOString() };
 }

@@ -63,7 +63,7 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
     return {
       action: 'reject',
       reason: 'queue_full',
-      message: `${ctx.capacity} job${ctx.capacity === 1 ? '' : 's'} already waiting`,
+      message: `it already holds ${ctx.capacity} job${ctx.capacity === 1 ? '' : 's'}, its capacity`,
     };
   }
   return { action: 'accept' };

@@ -11,8 +11,9 @@ export interface RunningJob extends QueuedJob {
 
 /**
  * The agent's job queue: jobs run one at a time (p-queue, concurrency 1); `capacity` is the
- * number of jobs that may WAIT, the running one not counted (capacity 4: one running and four
- * waiting). A job that finds the queue full is refused by the caller.
+ * number of jobs it holds, the running one included (CONTRACT §5: "The queue holds 4 jobs by
+ * default and runs them one at a time": one running and three waiting). A job that finds the
+ * queue full is refused by the caller.
  */
 export class JobQueue {
   readonly #queue = new PQueue({ concurrency: 1 });
@@ -24,9 +25,9 @@ export class JobQueue {
     private readonly onChange: () => void = () => {},
   ) {}
 
-  /** True when one job runs and `capacity` wait (with capacity 0: whenever a job runs). */
+  /** True when the queue holds `capacity` jobs, running and waiting. */
   get isFull(): boolean {
-    return this.#waiting.size + (this.#running ? 1 : 0) > this.capacity;
+    return this.#waiting.size + (this.#running ? 1 : 0) >= this.capacity;
   }
 
   get running(): RunningJob | null {

@@ -176,9 +176,8 @@ export function jobHooks(
   };
 }
 
-/** A job's line in the agent's own log (already masked): warnings as warn, the rest as info. */
+/** A job's line in the agent's own log (already masked), at its level (info by default). */
 function logLine(log: Logger, line: JobLine): void {
   const fields = { stream: line.stream, ...(line.step === null ? {} : { step: line.step + 1 }) };
-  if (line.warning) log.warn(fields, line.text);
-  else log.info(fields, line.text);
+  log[line.level ?? 'info'](fields, line.text);
 }

@@ -4,6 +4,11 @@ import type { Report } from '../outbox/report.js';
 
 /** The coordinator's limit on one log line. */
 export const MAX_LOG_TEXT = 16_384;
+/**
+ * The most bytes of lines (as JSON) in one batch: far inside the coordinator's 1 MiB body limit
+ * even when every line is 16 KiB of text that JSON escapes six-fold.
+ */
+export const MAX_BATCH_BYTES = 256 * 1024;
 
 export interface LogShipperOptions {
   /** Send a batch when this many lines are waiting... */
@@ -14,12 +19,13 @@ export interface LogShipperOptions {
 
 /**
  * Numbers a job's log lines from 1 (so that a resend is harmless) and sends them in batches
- * while the job runs: every ~200 ms, or at once when 100 lines are waiting. A line longer than
- * the coordinator's limit is sent as several lines.
+ * while the job runs: every ~200 ms, or at once when 100 lines or 256 KiB are waiting. A line
+ * longer than the coordinator's limit is sent as several lines.
  */
 export class LogShipper {
   #seq = 0;
   #batch: JobLogLine[] = [];
+  #batchBytes = 0;
   #timer: NodeJS.Timeout | null = null;
   readonly #maxLines: number;
   readonly #intervalMs: number;
@@ -37,7 +43,10 @@ export class LogShipper {
     const at = new Date().toISOString();
     const pieces = line.text.length <= MAX_LOG_TEXT ? [line.text] : chunk(line.text, MAX_LOG_TEXT);
     for (const text of pieces) {
+      const bytes = Buffer.byteLength(JSON.stringify(text)) + LINE_OVERHEAD_BYTES;
+      if (this.#batchBytes + bytes > MAX_BATCH_BYTES) this.flush();
       this.#batch.push({ seq: ++this.#seq, at, stream: line.stream, step: line.step, text });
+      this.#batchBytes += bytes;
       if (this.#batch.length >= this.#maxLines) this.flush();
     }
     if (this.#batch.length > 0 && !this.#timer) {
@@ -53,6 +62,7 @@ export class LogShipper {
     if (this.#batch.length === 0) return;
     const lines = this.#batch;
     this.#batch = [];
+    this.#batchBytes = 0;
     this.send({ kind: 'logs', jobId: this.jobId, body: { lines } });
   }
 
@@ -60,6 +70,9 @@ export class LogShipper {
     return this.#seq;
   }
 }
+
+/** The JSON around a line's text: `{"seq":..,"at":"..","stream":"stdout","step":..,"text":}`. */
+const LINE_OVERHEAD_BYTES = 96;
 
 function chunk(text: string, size: number): string[] {
   const pieces: string[] = [];

@@ -29,3 +29,31 @@ function messageOf(answer: HttpAnswer): string | null {
   const body = answer.body as { message?: unknown } | null;
   return typeof body === 'object' && body !== null && typeof body.message === 'string' ? body.message : null;
 }
+
+/** The start of the message of a finish that stands in for one the coordinator refused. */
+export const REFUSED_RESULT = 'the coordinator refused the result';
+
+/**
+ * A finish the coordinator refused for its content (413: too large, 422: not acceptable) would
+ * leave the job running there for ever. It is replaced once by a plain failure that says why,
+ * without output, so the job still ends. Null for every other report, and for a stand-in itself.
+ */
+export function standInFor(report: Report, answer: HttpAnswer): Report | null {
+  if (report.kind !== 'finish' || (answer.status !== 413 && answer.status !== 422)) return null;
+  if (report.body.errorMessage?.startsWith(REFUSED_RESULT)) return null;
+  const message = messageOf(answer);
+  const errorMessage =
+    `${REFUSED_RESULT} (HTTP ${answer.status}${message ? `: ${message}` : ''}); ` +
+    `the job ended ${report.body.status}${report.body.exitCode === null ? '' : ` with exit code ${report.body.exitCode}`}`;
+  return {
+    kind: 'finish',
+    jobId: report.jobId,
+    body: {
+      status: 'failed',
+      exitCode: report.body.exitCode,
+      errorMessage: errorMessage.slice(0, 8000),
+      output: {},
+      ...(report.body.finishedAt === undefined ? {} : { finishedAt: report.body.finishedAt }),
+    },
+  };
+}

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { HttpAnswer } from '../http/client.js';
 import { Backoff } from '../util/backoff.js';
-import { judgeAnswer } from './delivery-policy.js';
+import { judgeAnswer, standInFor } from './delivery-policy.js';
 import type { Outbox } from './outbox.js';
 import { describeReport, type Report } from './report.js';
 
@@ -98,6 +98,8 @@ export class ReportSender {
     const answer = got;
     if (verdict.verdict === 'drop') {
       this.#logDrop(report, verdict.reason, verdict.expected);
+      const standIn = standInFor(report, answer);
+      if (standIn) return this.#deliver(standIn);
       this.options.onSettled?.(report, 'dropped');
       return { outcome: 'dropped', reason: verdict.reason, answer };
     }
@@ -137,18 +139,23 @@ export class ReportSender {
     let sent = 0;
     for (const entry of [...outbox.entries()]) {
       if (this.#closed) return false;
-      const verdict = judgeAnswer(entry.report, await this.#attempt(entry.report));
+      const answer = await this.#attempt(entry.report);
+      const verdict = judgeAnswer(entry.report, answer);
       if (verdict.verdict === 'retry') {
         this.#goOffline(verdict.reason);
         this.#scheduleRetry();
         if (sent > 0) this.options.onBacklog?.(outbox.size);
         return false;
       }
+      const standIn = verdict.verdict === 'drop' && !('error' in answer) ? standInFor(entry.report, answer) : null;
+      if (standIn) outbox.append(standIn);
       outbox.remove(entry);
       sent += 1;
       if (verdict.verdict === 'drop') this.#logDrop(entry.report, verdict.reason, verdict.expected);
-      this.options.onSettled?.(entry.report, verdict.verdict === 'drop' ? 'dropped' : 'delivered');
+      if (!standIn) this.options.onSettled?.(entry.report, verdict.verdict === 'drop' ? 'dropped' : 'delivered');
     }
+    // Stand-ins for refused finishes were appended while draining: send them too.
+    if (outbox.size > 0) return this.#drain();
     this.options.onBacklog?.(0);
     this.#backoff.reset();
     if (this.#offline)

@@ -42,6 +42,8 @@ export class YamlReader {
   constructor(
     readonly file: string,
     readonly source: string,
+    /** Never quote a value in a message (the secrets file: its problems reach job errors). */
+    private readonly concealValues = false,
   ) {
     this.doc = parseDocument(source, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
     for (const error of this.doc.errors) {
@@ -212,6 +214,7 @@ export class YamlReader {
     if (isScalar(node)) {
       const value = (node as Scalar).value;
       if (value === null || value === undefined) return 'nothing';
+      if (this.concealValues) return typeof value === 'string' ? 'a string' : `a ${typeof value}`;
       if (typeof value === 'string') return `\`${clip(value)}\``;
       if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
     }

@@ -90,7 +90,7 @@ describe('drover-agent run, before it starts', () => {
 
   it('refuses bad option values with a message naming the option', async () => {
     const cases: [string[], RegExp][] = [
-      [['--queue-capacity', '-1'], /--queue-capacity expects a whole number from 0 to 1000, got `-1`/],
+      [['--queue-capacity', '0'], /--queue-capacity expects a whole number from 1 to 1000, got `0`/],
       [['--queue-capacity', 'four'], /--queue-capacity expects a whole number/],
       [
         ['--shutdown-grace', 'soon'],

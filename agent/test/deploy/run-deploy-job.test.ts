@@ -98,7 +98,7 @@ describe('a deploy event', () => {
   });
 
   it('is dropped with "job queue full; rejecting" and not reported when the queue is full', async () => {
-    const h = make({ capacity: 0 });
+    const h = make({ capacity: 1 });
     const app = fake.addApp();
     fake.publish(app, '1.0.0');
     h.manager.onJobEvent(assignment('slow', { jobId: '00000000-0000-4000-8000-0000000000aa' }));

@@ -75,7 +75,7 @@ describe('the executor', () => {
     ]);
     expect(result.status).toBe('success');
     expect(result.output).toEqual({ version: '1.2.4', url: 'https://x/?a=b=c', artifact: 'file:out.tar' });
-    const warnings = lines.filter((l) => l.warning).map((l) => l.text);
+    const warnings = lines.filter((l) => l.level === 'warn').map((l) => l.text);
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(/\$DROVER_OUTPUT line 6 is not key=value/);
     expect(warnings[1]).toMatch(/\$DROVER_OUTPUT line 7 has an unusable key "9bad"/);
@@ -84,6 +84,21 @@ describe('the executor', () => {
   it('keeps the outputs written before a failing step', async () => {
     const { result } = await runJob(stateDir, [sh('echo a=1 >> "$DROVER_OUTPUT"; exit 1')]);
     expect(result).toMatchObject({ status: 'failed', exitCode: 1, output: { a: '1' } });
+  });
+
+  it('fails a job whose output is too large to report, pointing at file: outputs', async () => {
+    const { result } = await runJob(stateDir, [
+      sh(
+        `head -c ${300 * 1024} /dev/zero | tr '\\0' y | sed 's/^/big=/' >> "$DROVER_OUTPUT"; echo >> "$DROVER_OUTPUT"`,
+      ),
+    ]);
+    expect(result).toMatchObject({ status: 'failed', exitCode: null, output: {} });
+    expect(result.errorMessage).toMatch(
+      /^the output is \d+ bytes as JSON, more than the 262144 a job may report; .*file:/,
+    );
+    const { result: fits } = await runJob(stateDir, [sh(`printf 'ok=%0${200 * 1024}d\\n' 0 >> "$DROVER_OUTPUT"`)]);
+    expect(fits.status).toBe('success');
+    expect((fits.output.ok as string).length).toBe(200 * 1024);
   });
 
   it('splits output into lines correctly when lines arrive in pieces', async () => {

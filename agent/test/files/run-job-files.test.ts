@@ -114,7 +114,7 @@ describe('a job with files', () => {
       output: { ok: 'yes' },
     });
     expect(api.created).toEqual([]);
-    expect(lines.filter((l) => l.warning).map((l) => l.text)).toEqual([
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.text)).toEqual([
       'error: output `leak` (file:../params.json) is outside the job workspace; it was not uploaded',
     ]);
   });

@@ -36,6 +36,18 @@ describe('a new job', () => {
     expect(h.journal.get(job.jobId)).toMatchObject({ state: 'finished', final: { kind: 'finish' } });
   });
 
+  it('has its last line logged at error when it fails, so `logs --level warn` shows it', async () => {
+    const h = make([quick, { name: 'broken', steps: [sh('exit 3')] }]);
+    const [good, bad] = [assignment('quick'), assignment('broken')];
+    h.manager.onJobEvent(good);
+    await h.until(() => h.finishOf(good.jobId) !== undefined);
+    h.manager.onJobEvent(bad);
+    await h.until(() => h.finishOf(bad.jobId) !== undefined);
+    const last = (jobId: string) => h.records.filter((r) => r.jobId === jobId && /^job finished/.test(r.msg)).at(-1);
+    expect(last(good.jobId)).toMatchObject({ level: 30, msg: 'job finished: success' });
+    expect(last(bad.jobId)).toMatchObject({ level: 50, msg: expect.stringMatching(/^job finished: failed: step 1/) });
+  });
+
   it('is on disk before it is promised or started, and flushed no more often than that', async () => {
     const h = make([{ name: 'long', steps: [sh('sleep 5')] }, quick]);
     const first = assignment('long');
@@ -109,8 +121,8 @@ describe('a new job', () => {
     expect(lines.join('\n')).toContain('"env": "staging"');
   });
 
-  it('is rejected with queue_full when the queue already holds `capacity` waiting jobs', async () => {
-    const h = make([slow], { capacity: 1 });
+  it('is rejected with queue_full when the queue already holds `capacity` jobs, the running one included', async () => {
+    const h = make([slow], { capacity: 2 });
     const [running, waiting, refused] = [assignment('slow'), assignment('slow'), assignment('slow')];
     h.manager.onJobEvent(running);
     h.manager.onJobEvent(waiting);
@@ -120,7 +132,7 @@ describe('a new job', () => {
     expect(h.sent.find((r) => r.jobId === refused.jobId)).toEqual({
       kind: 'reject',
       jobId: refused.jobId,
-      body: { reason: 'queue_full', message: '1 job already waiting' },
+      body: { reason: 'queue_full', message: 'it already holds 2 jobs, its capacity' },
     });
     expect(h.records.find((r) => r.jobId === refused.jobId && r.level === 40)?.msg).toBe('job queue full; rejecting');
     await h.until(() => h.finishOf(waiting.jobId) !== undefined, 5000);
@@ -339,7 +351,7 @@ describe('the intake rules', () => {
     });
     expect(decideIntake(job, { ...base, queueFull: true })).toMatchObject({
       reason: 'queue_full',
-      message: '4 jobs already waiting',
+      message: 'it already holds 4 jobs, its capacity',
     });
   });
 

@@ -176,6 +176,52 @@ describe('delivery of reports', () => {
     sender.close();
   });
 
+  it('replaces a finish refused as too large by a plain failure, so the job still ends', async () => {
+    const bodies: Report[] = [];
+    const { transport } = fakeTransport((r) => {
+      bodies.push(r);
+      return Promise.resolve(
+        r.kind === 'finish' && Object.keys(r.body.output).length > 0
+          ? { status: 413, body: { message: 'The request body is too large' } }
+          : ok,
+      );
+    });
+    const settled: string[] = [];
+    const sender = new ReportSender({
+      outbox: Outbox.open(dir),
+      transport,
+      logger: captureLogger().logger,
+      onSettled: (report, outcome) => settled.push(`${report.jobId}:${outcome}`),
+    });
+    const big: Report = { kind: 'finish', jobId: 'big', body: { ...finish('big').body, output: { x: 'y' } } } as Report;
+    expect(await sender.send(big)).toMatchObject({ outcome: 'delivered' });
+    expect(bodies.map((r) => (r.kind === 'finish' ? r.body : null))).toEqual([
+      { status: 'success', exitCode: 0, errorMessage: null, output: { x: 'y' } },
+      {
+        status: 'failed',
+        exitCode: 0,
+        errorMessage:
+          'the coordinator refused the result (HTTP 413: The request body is too large); the job ended success with exit code 0',
+        output: {},
+      },
+    ]);
+    expect(settled).toEqual(['big:delivered']);
+    sender.close();
+  });
+
+  it('sends the stand-in of a finish refused while draining the outbox, in the same drain', async () => {
+    const outbox = Outbox.open(dir);
+    outbox.append({ kind: 'finish', jobId: 'big', body: { ...finish('big').body, output: { x: 'y' } } } as Report);
+    const { transport, calls } = fakeTransport((r) =>
+      Promise.resolve(r.kind === 'finish' && Object.keys(r.body.output).length > 0 ? { status: 413, body: null } : ok),
+    );
+    const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger, backoff: noWait() });
+    expect(await sender.drainNow()).toBe(true);
+    expect(calls).toEqual(['finish:big', 'finish:big']);
+    expect(outbox.size).toBe(0);
+    sender.close();
+  });
+
   it('gives up flushing at shutdown after the time limit, leaving the reports on disk', async () => {
     const { transport } = fakeTransport(() => new Promise<HttpAnswer>(() => {}));
     const outbox = Outbox.open(dir);

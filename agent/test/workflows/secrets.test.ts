@@ -42,13 +42,16 @@ describe('loadSecrets', () => {
     expect((await loadSecrets(stateDir)).problem).toMatch(/mode 0640/);
   });
 
-  it('refuses the whole file for a value that is not a string, naming the line', async () => {
-    write('GOOD: "x"\nPIN: 0123\nLIST: [a]\n');
+  it('refuses the whole file for a value that is not a string, naming the line but never the value', async () => {
+    write('GOOD: "x"\nPIN: 0123\nLIST: [a]\nKEY: 987654321\nON: true\n');
     const loaded = await loadSecrets(stateDir);
     expect(loaded.secrets).toEqual({});
+    expect(loaded.problem).not.toMatch(/123|987654321|true/);
     expect(loaded.problem).toBe(
-      'secrets.yaml:2: PIN: expected a string (quote the value: PIN: "..."), got `123` (number); ' +
+      'secrets.yaml:2: PIN: expected a string (quote the value: PIN: "..."), got a number; ' +
         'secrets.yaml:3: LIST: expected a string (quote the value: LIST: "..."), got a list; ' +
+        'secrets.yaml:4: KEY: expected a string (quote the value: KEY: "..."), got a number; ' +
+        'secrets.yaml:5: ON: expected a string (quote the value: ON: "..."), got a boolean; ' +
         'until it is fixed no secrets are given to any job',
     );
   });
