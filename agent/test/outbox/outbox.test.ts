@@ -21,6 +21,11 @@ const finish = (jobId: string): Report => ({
   jobId,
   body: { status: 'success', exitCode: 0, errorMessage: null, output: {} },
 });
+const bigFinish = (jobId: string): Report => ({
+  kind: 'finish',
+  jobId,
+  body: { status: 'success', exitCode: 0, errorMessage: null, output: { x: 'y' } },
+});
 const logs = (jobId: string, seq: number): Report => ({
   kind: 'logs',
   jobId,
@@ -193,7 +198,7 @@ describe('delivery of reports', () => {
       logger: captureLogger().logger,
       onSettled: (report, outcome) => settled.push(`${report.jobId}:${outcome}`),
     });
-    const big: Report = { kind: 'finish', jobId: 'big', body: { ...finish('big').body, output: { x: 'y' } } } as Report;
+    const big: Report = bigFinish('big');
     expect(await sender.send(big)).toMatchObject({ outcome: 'delivered' });
     expect(bodies.map((r) => (r.kind === 'finish' ? r.body : null))).toEqual([
       { status: 'success', exitCode: 0, errorMessage: null, output: { x: 'y' } },
@@ -211,7 +216,7 @@ describe('delivery of reports', () => {
 
   it('sends the stand-in of a finish refused while draining the outbox, in the same drain', async () => {
     const outbox = Outbox.open(dir);
-    outbox.append({ kind: 'finish', jobId: 'big', body: { ...finish('big').body, output: { x: 'y' } } } as Report);
+    outbox.append(bigFinish('big'));
     const { transport, calls } = fakeTransport((r) =>
       Promise.resolve(r.kind === 'finish' && Object.keys(r.body.output).length > 0 ? { status: 413, body: null } : ok),
     );
