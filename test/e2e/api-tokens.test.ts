@@ -261,7 +261,7 @@ describe('API token management', () => {
       'scopes.0.agentIds.0',
     );
     const doomedTrigger = await makeTrigger(t.owner, t.orgId, agent.agentId);
-    expect((await t.owner.delete(`/orgs/${t.orgId}/triggers/${doomedTrigger}`)).status).toBe(204);
+    expect((await t.owner.delete(`/orgs/${t.orgId}/triggers/${doomedTrigger}`)).status).toBe(200);
     expect422(
       await t.owner.post(path, { body: issueBody({ scopes: [{ type: 'trigger', triggerIds: [doomedTrigger] }] }) }),
       'scopes.0.triggerIds.0',

@@ -202,7 +202,9 @@ describe('members', () => {
     );
     const secondClient = await t.api.login('second.owner@example.test', MEMBER_PASSWORD);
     expect((await secondClient.delete(`/orgs/${orgId}/members/${second}`)).status).toBe(409);
-    expect((await secondClient.delete(`/orgs/${orgId}/members/${ownerId}`)).status).toBe(204);
+    const removed = await secondClient.delete(`/orgs/${orgId}/members/${ownerId}`);
+    expect(removed.status).toBe(200);
+    expect(removed.body).toMatchObject({ userId: ownerId, role: 'member' });
     expect((await t.owner.get(`/orgs/${orgId}`)).status).toBe(404);
     const members = await secondClient.get(`/orgs/${orgId}/members`);
     expect(members.body).toEqual([

@@ -144,8 +144,8 @@ describe('storage bindings', () => {
     });
     const path = `/orgs/${t.orgId}/storage-bindings/${created.body.id}`;
     const res = await t.owner.delete(path);
-    expect(res.status).toBe(204);
-    expect(res.text).toBe('');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(created.body);
     expect((await t.owner.get(path)).status).toBe(404);
     expect((await t.owner.delete(path)).status).toBe(404);
     const names = (await t.owner.get(`/orgs/${t.orgId}/storage-bindings`)).body.map((b: { name: string }) => b.name);

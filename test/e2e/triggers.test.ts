@@ -335,11 +335,11 @@ describe('trigger management', () => {
     expect((await t.owner.get(`${path}/${created.id}`)).status).toBe(200);
   });
 
-  it('deletes a trigger for good: 204, then 404 everywhere', async () => {
+  it('deletes a trigger for good: 200 with the trigger as it was, then 404 everywhere', async () => {
     const created = await create({ ...webhook(), name: 'doomed' });
     const res = await t.owner.delete(`${path}/${created.id}`);
-    expect(res.status).toBe(204);
-    expect(res.text).toBe('');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(created);
     expect((await t.owner.get(`${path}/${created.id}`)).status).toBe(404);
     expect((await t.owner.patch(`${path}/${created.id}`, { body: { name: 'x' } })).status).toBe(404);
     expect((await t.owner.delete(`${path}/${created.id}`)).status).toBe(404);

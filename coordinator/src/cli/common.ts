@@ -8,7 +8,10 @@ export function withServerOptions(command: Command): Command {
     .option('--host <host>', 'address to bind (env DROVER_HOST, default 127.0.0.1)')
     .option('--data-dir <dir>', 'SQLite file, local blobs and server key (env DROVER_DATA_DIR, default ./data)')
     .option('--public-url <url>', 'URL clients reach this server at (env DROVER_PUBLIC_URL)')
-    .option('--log-level <level>', 'fatal, error, warn, info, debug or trace (env DROVER_LOG_LEVEL, default info)');
+    .option(
+      '--log-level <level>',
+      'fatal, error, warn, info, debug, trace or silent (env DROVER_LOG_LEVEL, default info)',
+    );
 }
 
 /** Loads the configuration or exits 2 with the list of what is wrong. */

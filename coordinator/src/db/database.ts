@@ -11,7 +11,10 @@ export type Db = Database.Database;
  * timeout so a second process (the CLI's `migrate`, a backup) waits instead of failing.
  */
 export function openDatabase(file: string): Db {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  if (file !== ':memory:') {
+    fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    keepPrivate(file);
+  }
   const db = new Database(file);
   signalWrites(db);
   db.pragma('journal_mode = WAL');
@@ -19,6 +22,22 @@ export function openDatabase(file: string): Db {
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   return db;
+}
+
+/**
+ * The database holds the session and URL signing keys: it is readable by its owner only,
+ * whatever the umask or the mode of a data directory made by hand. SQLite gives its `-wal` and
+ * `-shm` files the database file's mode; those left by an earlier run are tightened too.
+ */
+function keepPrivate(file: string): void {
+  fs.closeSync(fs.openSync(file, 'a', 0o600));
+  for (const name of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      if (fs.statSync(name).mode & 0o077) fs.chmodSync(name, 0o600);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
 }
 
 export function databaseFile(dataDir: string): string {

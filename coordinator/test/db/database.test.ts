@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { onWrite, openDatabase, type Db } from '../../src/db/database.js';
 
@@ -56,5 +59,31 @@ describe('onWrite', () => {
     const plain = new Database(':memory:');
     expect(() => onWrite(plain, () => {})).toThrow('not opened by openDatabase');
     plain.close();
+  });
+});
+
+describe('openDatabase', () => {
+  it('keeps the database and its -wal and -shm files private, whatever the umask or the directory', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-mode-'));
+    const previous = process.umask(0o022);
+    try {
+      fs.chmodSync(dir, 0o755);
+      const file = path.join(dir, 'drover.sqlite');
+      const db = openDatabase(file);
+      db.exec('CREATE TABLE t (v TEXT)');
+      db.prepare('INSERT INTO t VALUES (?)').run('x');
+      const modes = () => ['', '-wal', '-shm'].map((s) => fs.statSync(`${file}${s}`).mode & 0o777);
+      expect(modes()).toEqual([0o600, 0o600, 0o600]);
+      db.close();
+      // Left readable by an earlier version: tightened at the next open.
+      fs.chmodSync(file, 0o644);
+      const again = openDatabase(file);
+      expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+      expect(again.prepare('SELECT v FROM t').get()).toEqual({ v: 'x' });
+      again.close();
+    } finally {
+      process.umask(previous);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

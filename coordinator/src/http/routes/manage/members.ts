@@ -6,7 +6,7 @@ import { MAX_PASSWORD_LENGTH } from '../../../domain/passwords.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
-import { MemberSchema, noContent, noQuery } from '../../schemas/management.js';
+import { MemberSchema, noQuery } from '../../schemas/management.js';
 
 const memberParams = idParams('orgId', 'userId');
 const role = { type: 'string', enum: ROLES } as const;
@@ -107,14 +107,14 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/members/:userId',
     {
       schema: {
-        summary: 'Remove a member (owner); the last owner cannot be removed',
+        summary: 'Remove a member (owner); answers the member as it was; the last owner cannot be removed',
         tags: ['dashboard'],
         params: memberParams,
         querystring: noQuery,
-        response: { 204: noContent, ...errorResponses(401, 403, 404, 409, 422) },
+        response: { 200: MemberSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { orgId, userId: actorId } = await requireOrgRole(request, request.params.orgId, 'owner');
       const removed = await removeMember(app.ctx.repos, orgId, request.params.userId);
       await app.ctx.audit.record({
@@ -126,7 +126,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
         targetId: removed.userId,
         metadata: { email: removed.email, role: removed.role },
       });
-      return reply.code(204).send();
+      return removed;
     },
   );
 }

@@ -13,7 +13,7 @@ import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
-import { noContent, noQuery, StorageBindingSchema } from '../../schemas/management.js';
+import { noQuery, StorageBindingSchema } from '../../schemas/management.js';
 
 const bindingParams = idParams('orgId', 'bindingId');
 type BindingParams = { orgId: string; bindingId: string };
@@ -114,21 +114,22 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
     '/orgs/:orgId/storage-bindings/:bindingId',
     {
       schema: {
-        summary: "Delete a storage binding (owner); the organization's default binding cannot be deleted",
+        summary:
+          "Delete a storage binding (owner); answers it as it was; the organization's default binding cannot be deleted",
         tags: ['dashboard'],
         params: bindingParams,
         querystring: noQuery,
-        response: { 204: noContent, ...errorResponses(401, 403, 404, 409, 422) },
+        response: { 200: StorageBindingSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
       const binding = await deleteStorageBinding(app.ctx.repos, orgId, request.params.bindingId, isoNow(app.ctx.clock));
       const metadata = { name: binding.name, backend: binding.backend };
       await app.ctx.audit.record(
         userAction({ orgId, userId }, 'storage_binding.delete', 'storage_binding', binding.id, metadata),
       );
-      return reply.code(204).send();
+      return toView(binding);
     },
   );
 }

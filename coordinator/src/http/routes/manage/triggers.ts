@@ -23,7 +23,7 @@ import { isoNow } from '../../../util/clock.js';
 import { newId } from '../../../util/ids.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams, timestamp, uuid } from '../../schemas/common.js';
-import { noContent, noQuery } from '../../schemas/management.js';
+import { noQuery } from '../../schemas/management.js';
 
 /**
  * Triggers of an organization. Any member lists, reads, creates and changes them (members run
@@ -223,20 +223,20 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/triggers/:triggerId',
     {
       schema: {
-        summary: 'Delete a trigger (owner); it is never found again',
+        summary: 'Delete a trigger (owner); answers it as it was; it is never found again',
         tags: ['dashboard'],
         params: triggerParams,
         querystring: noQuery,
-        response: { 204: noContent, ...errorResponses(401, 403, 404, 422) },
+        response: { 200: TriggerSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
       const trigger = await repos.triggers.findInOrg(orgId, request.params.triggerId);
       if (!trigger || !(await repos.triggers.softDelete(orgId, trigger.id, isoNow(clock)))) throw notFound('Trigger');
       const metadata = { name: trigger.name, type: trigger.type };
       await audit.record(userAction({ orgId, userId }, 'trigger.delete', 'trigger', trigger.id, metadata));
-      return reply.code(204).send();
+      return trigger;
     },
   );
 }
