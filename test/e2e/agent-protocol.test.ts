@@ -426,6 +426,17 @@ describe('PUT /v1/agent/workflows', () => {
     expect(await names()).toEqual([]);
   });
 
+  it('takes a set larger than the API body limit: 300 workflows of 2 KB descriptions and more', async () => {
+    const many = Array.from({ length: 300 }, (_, i) =>
+      workflow(`w${String(i).padStart(3, '0')}`, { description: 'd'.repeat(2000), steps: [{ run: 'x'.repeat(2000) }] }),
+    );
+    expect(Buffer.byteLength(JSON.stringify({ workflows: many }))).toBeGreaterThan(1024 * 1024);
+    const res = await agent.putWorkflows(many);
+    expect(res.status, res.text.slice(0, 200)).toBe(200);
+    expect(res.body.workflows).toHaveLength(300);
+    await agent.putWorkflows([]);
+  });
+
   it("does not touch another agent's workflows of the same name", async () => {
     const other = await enrollTestAgent(t.api, t.orgId, { enrollmentToken: await insertEnrollmentToken(t) });
     expect((await other.putWorkflows([workflow('shared')])).status).toBe(200);

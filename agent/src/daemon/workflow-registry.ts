@@ -127,7 +127,8 @@ export class WorkflowRegistry {
       this.#reported = key;
       return;
     }
-    if (answer.status === 422 || answer.status === 400) {
+    // Refused for what it is (invalid, too large): sending it again would not help.
+    if (answer.status === 422 || answer.status === 400 || answer.status === 413) {
       this.#reported = key;
       const details = (answer.body as { details?: { path: string; message: string }[] } | null)?.details ?? [];
       logger.error(

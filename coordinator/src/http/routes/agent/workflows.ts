@@ -18,6 +18,9 @@ export const toPublicWorkflow = (w: Workflow): PublicWorkflow => ({
   paramsSchema: w.paramsSchema,
 });
 
+/** The largest workflow set an agent may report (its bytes as JSON). */
+const WORKFLOW_SET_LIMIT_BYTES = 16 * 1024 * 1024;
+
 /**
  * `PUT /v1/agent/workflows` (signed): the agent reports its complete set of workflow definitions
  * (secret values never included, only the names in `secretsKeys`). The set replaces the previous
@@ -27,6 +30,8 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
   app.put<{ Body: PutWorkflowsRequest }>(
     '/agent/workflows',
     {
+      // Up to 512 definitions of some kilobytes each: more than the API's body limit allows.
+      bodyLimit: Math.max(app.ctx.config.bodyLimitBytes, WORKFLOW_SET_LIMIT_BYTES),
       preValidation: agentSignatureHook,
       schema: {
         summary: "Replace the agent's set of workflow definitions",
@@ -34,7 +39,7 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
         security: [{ agentSignature: [] }],
         body: PutWorkflowsRequest,
         querystring: noQuery,
-        response: { 200: PutWorkflowsResponse, ...errorResponses(401, 422) },
+        response: { 200: PutWorkflowsResponse, ...errorResponses(401, 413, 422) },
       },
     },
     async (request) => {
