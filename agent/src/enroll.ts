@@ -1,6 +1,7 @@
 import os from 'node:os';
 import type { Dispatcher } from 'undici';
 import { ENROLLMENT_TOKEN_PREFIX, generateEd25519KeyPair, privateKeyFromBase64, type AgentSelf } from '@drover/shared';
+import { acquireDaemonLock } from './daemon/lock.js';
 import { AgentError } from './errors.js';
 import { getSelf, postEnroll } from './http/agent-api.js';
 import { parseCoordinatorUrl } from './http/coordinator-url.js';
@@ -47,6 +48,16 @@ export async function enrollAgent(options: EnrollOptions): Promise<EnrollResult>
     );
   }
   ensurePrivateDir(options.stateDir);
+  // Not under a running daemon (it would go on as the old agent), and none starts meanwhile.
+  const release = acquireDaemonLock(options.stateDir);
+  try {
+    return await enrollUnlocked(options, origin, token);
+  } finally {
+    release();
+  }
+}
+
+async function enrollUnlocked(options: EnrollOptions, origin: string, token: string): Promise<EnrollResult> {
   const existing = loadExisting(options.stateDir, options.force === true);
   if (existing && !options.force) {
     throw new AgentError(

@@ -84,8 +84,17 @@ export function installSignalHandlers(
   };
 }
 
-/** An error nothing caught is logged as fatal; the process then exits 1 (its state is unknown). */
+/**
+ * An error nothing caught is logged as fatal; the process then exits 1 (its state is unknown).
+ * A standard output whose reader went away (`... | head`) is not such an error: what is written
+ * there from then on is lost, and the server goes on (pino drops its own lines the same way).
+ */
 export function installCrashHandlers(logger: Logger): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') return;
+    logger.fatal({ err: error }, 'standard output failed');
+    process.exit(1);
+  });
   const crash = (kind: string) => (error: unknown) => {
     logger.fatal({ err: error }, kind);
     logger.flush();

@@ -120,6 +120,23 @@ describe('drover-agent enroll (the real CLI against a real coordinator)', { time
     expect(fs.readFileSync(path.join(stateDir, 'agent.json'), 'utf8')).toBe(before);
     expect(fs.readFileSync(path.join(stateDir, 'agent-ed25519.key'), 'utf8')).toBe(keyBefore);
 
+    // Not under a running agent: it would go on as the old one (this test process stands in for it).
+    fs.writeFileSync(path.join(stateDir, 'daemon.lock'), `${process.pid}\n`);
+    const underDaemon = await runAgentCli([
+      'enroll',
+      '--url',
+      t.url,
+      '--token',
+      unused,
+      '--state-dir',
+      stateDir,
+      '--force',
+    ]);
+    expect(underDaemon.code).not.toBe(0);
+    expect(underDaemon.stderr).toMatch(new RegExp(`Another drover-agent \\(pid ${process.pid}\\) is already running`));
+    expect(fs.readFileSync(path.join(stateDir, 'agent.json'), 'utf8')).toBe(before);
+    fs.rmSync(path.join(stateDir, 'daemon.lock'));
+
     const forced = await runAgentCli(['enroll', '--url', t.url, '--token', unused, '--state-dir', stateDir, '--force']);
     expect(forced, forced.stderr).toMatchObject({ code: 0 });
     expect(forced.stdout).toMatch(/previous enrollment .* was replaced/);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
@@ -102,7 +103,34 @@ describe('drover-coordinator migrate and bootstrap', () => {
   });
 });
 
+/** A port that was free a moment ago (for the one test that cannot read the banner). */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 describe('drover-coordinator start', () => {
+  it('serves on, and stops on SIGTERM with status 0, when its stdout reader went away', async () => {
+    const port = await freePort();
+    const c = cli(['start', '--port', String(port), '--data-dir', makeTempDir()], {}, { closeStdout: true });
+    const api = new ApiClient(`http://127.0.0.1:${port}/v1`);
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const res = await api.get('/token').catch(() => null);
+      if (res?.status === 401) break;
+      if (Date.now() > deadline) throw new Error(`never answered: ${c.stderr()}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // The banner and every log line since went to a closed pipe: still serving.
+    expect((await api.get('/token')).status).toBe(401);
+    const { code, ms } = await stop(c);
+    expect(code).toBe(0);
+    expect(ms).toBeLessThan(5000);
+  });
+
   it('serves on the port it was given 0 for, stops on SIGTERM with status 0, and keeps its data across restarts', async () => {
     const dataDir = makeTempDir();
     const env = { DROVER_BOOTSTRAP_EMAIL: EMAIL, DROVER_BOOTSTRAP_PASSWORD: PASSWORD, DROVER_LOG_LEVEL: 'trace' };

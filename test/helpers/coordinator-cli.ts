@@ -22,7 +22,12 @@ const children: ChildProcess[] = [];
  * Runs `drover-coordinator <args>` (TypeScript through tsx) with only the DROVER_* settings given
  * here. Call `killLeftoverCoordinators()` in an `afterEach`.
  */
-export function coordinatorCli(args: string[], env: Record<string, string> = {}): CoordinatorCli {
+export function coordinatorCli(
+  args: string[],
+  env: Record<string, string> = {},
+  /** Close the reading end of its stdout at once, as `drover-coordinator start | head -1` would. */
+  options: { closeStdout?: boolean } = {},
+): CoordinatorCli {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_') && !k.startsWith('API_TOKEN_')),
   );
@@ -32,6 +37,7 @@ export function coordinatorCli(args: string[], env: Record<string, string> = {})
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
+  if (options.closeStdout) child.stdout!.destroy();
   let out = '';
   let err = '';
   const waiters = new Set<() => void>();
