@@ -13,7 +13,7 @@ import { Journal } from '../jobs/journal.js';
 import { httpTransport } from '../outbox/http-transport.js';
 import { Outbox } from '../outbox/outbox.js';
 import { ReportSender } from '../outbox/report-sender.js';
-import { loadEnrollment, loadPrivateKey, type Enrollment } from '../state/enrollment.js';
+import { loadEnrollment, loadPrivateKey, tightenPrivateKeyMode, type Enrollment } from '../state/enrollment.js';
 import { ensurePrivateDir } from '../state/files.js';
 import { StreamClient } from '../stream/stream-client.js';
 import { AGENT_VERSION } from '../version.js';
@@ -60,6 +60,10 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
   const { stateDir, logger } = options;
   ensurePrivateDir(stateDir);
   const { enrollment, privateKey } = loadIdentity(stateDir);
+  const loosened = tightenPrivateKeyMode(stateDir);
+  if (loosened !== null) {
+    logger.warn(`the agent key was readable by other users (mode ${loosened.toString(8)}); it is mode 600 again`);
+  }
   const releaseLock = acquireDaemonLock(stateDir);
   const caller: SignedCaller = {
     origin: enrollment.url,

@@ -284,7 +284,9 @@ async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Rep
   }
   const message = errorMessage === null ? null : r.mask(errorMessage);
   r.finish(
-    message === null ? `job finished: ${status}` : `job finished: ${status}: ${message}`,
+    message === null
+      ? `job finished: ${status}`
+      : `job finished: ${message.startsWith(`${status}:`) ? '' : `${status}: `}${message}`,
     LAST_LINE_LEVEL[status],
   );
   return { status, exitCode, errorMessage: message, output, finishedAt: new Date().toISOString() };

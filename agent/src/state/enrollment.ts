@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { KeyObject } from 'node:crypto';
 import { AGENT_ID_PATTERN, decodeRawKey, privateKeyFromBase64 } from '@drover/shared';
 import { AgentError } from '../errors.js';
@@ -52,6 +53,18 @@ export function saveEnrollment(stateDir: string, enrollment: Enrollment): void {
 /** Stores the private seed (standard base64) with mode 0600. */
 export function savePrivateKey(stateDir: string, seedBase64: string): void {
   writeFileAtomic(statePath(stateDir, 'privateKey'), `${seedBase64}\n`);
+}
+
+/**
+ * Makes the agent key readable by its owner only (CONTRACT §5: mode 0600) when someone loosened
+ * it. Returns the mode it had when it was changed, else null.
+ */
+export function tightenPrivateKeyMode(stateDir: string): number | null {
+  const file = statePath(stateDir, 'privateKey');
+  const mode = fs.statSync(file).mode & 0o777;
+  if ((mode & 0o077) === 0) return null;
+  fs.chmodSync(file, 0o600);
+  return mode;
 }
 
 export function loadPrivateKey(stateDir: string): KeyObject {
