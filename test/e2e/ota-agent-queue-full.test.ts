@@ -99,8 +99,9 @@ describe('a deploy event on a full queue', () => {
       t,
       app.id,
       device!.id,
-      (x) => x.current?.releaseId === r.id && x.state === 'installed',
-      'installed after the queue emptied',
+      // The report of the install and the job's finish are two calls: wait for both.
+      (x) => x.current?.releaseId === r.id && x.state === 'installed' && x.activeJobId === null,
+      'installed after the queue emptied, its job ended',
     );
     expect(b.activeJobId).toBeNull();
     expect(installedVersion(marks())).toBe('1.0.0');
