@@ -92,6 +92,8 @@ describe('drover-agent run', () => {
         '  - name: output',
         '    run: echo "version=1.2.3" >> "$DROVER_OUTPUT"; echo "key=$API_KEY" >> "$DROVER_OUTPUT"; pwd',
         '    shell: true',
+        // A secret value written into the file itself (a mistake): never sent as it is.
+        '    env: {PASTED: "k-123-secret"}',
         '',
       ].join('\n'),
     );
@@ -103,6 +105,8 @@ describe('drover-agent run', () => {
     await connected(daemon, a.agentId);
     const workflows = await t.owner.get(`/orgs/${t.orgId}/workflows`);
     expect(workflows.body.map((w: { name: string }) => w.name)).toContain('build');
+    const stored = await t.coordinator.ctx.repos.workflows.findActiveByAgentAndName(a.agentId, 'build');
+    expect(stored!.steps[1]!.env).toEqual({ PASTED: '***' });
 
     const created = createTestJob(t, a.agent, { workflowName: 'build', params: { env: 'prod' }, ref: 'v1' });
     const done = await settled(created.id);

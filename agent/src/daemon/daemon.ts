@@ -120,6 +120,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       caller,
       logger,
       onLoaded: (summary) => status.update({ workflows: summary }),
+      secretValues: async () => Object.values((await loadSecrets(stateDir)).secrets),
     });
     jobs = new JobManager({
       stateDir,

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
+import { createMasker } from '../exec/secret-masker.js';
 import { answerMessage, signedCall, type SignedCaller } from '../http/client.js';
 import {
   formatProblem,
@@ -21,6 +22,8 @@ export interface WorkflowRegistryOptions {
   logger: Logger;
   /** After each load (status.json). */
   onLoaded?(summary: WorkflowSummary): void;
+  /** The machine's secret values, masked out of the definitions sent to the coordinator. */
+  secretValues?(): Promise<string[]>;
 }
 
 /**
@@ -115,12 +118,36 @@ export class WorkflowRegistry {
     this.#watcher = null;
   }
 
+  /**
+   * The definitions as the coordinator may see them: a secret value written into a workflow
+   * (a literal token in `run`, say) is replaced by `***`, as in every other line sent there.
+   */
+  async #masked(workflows: WorkflowDefinition[]): Promise<WorkflowDefinition[]> {
+    const values = (await this.options.secretValues?.()) ?? [];
+    if (values.length === 0) return workflows;
+    const mask = createMasker(values);
+    const text = (value: string | null | undefined) => (typeof value === 'string' ? mask(value) : value);
+    return workflows.map((w) => ({
+      ...w,
+      description: text(w.description) ?? null,
+      steps: w.steps.map((step) => ({
+        ...step,
+        run: mask(step.run),
+        ...(step.args ? { args: step.args.map(mask) } : {}),
+        ...(step.env ? { env: Object.fromEntries(Object.entries(step.env).map(([k, v]) => [k, mask(v)])) } : {}),
+        ...(step.cwd === undefined ? {} : { cwd: mask(step.cwd) }),
+      })),
+    }));
+  }
+
   async #report(force: boolean): Promise<void> {
     const { logger, caller } = this.options;
     const workflows = this.definitions();
     const key = JSON.stringify(workflows);
     if (!force && key === this.#reported) return;
-    const answer = await signedCall(caller, 'PUT', '/v1/agent/workflows', { workflows });
+    const answer = await signedCall(caller, 'PUT', '/v1/agent/workflows', {
+      workflows: await this.#masked(workflows),
+    });
     if (answer.status === 200) {
       if (key !== this.#reported)
         logger.info(`reported ${workflows.length} workflow${workflows.length === 1 ? '' : 's'} to the coordinator`);

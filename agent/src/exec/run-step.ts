@@ -106,7 +106,11 @@ function isDirectory(dir: string): boolean {
 }
 
 function spawnFailure(code: string | undefined, file: string, message: string | undefined): string {
-  if (code === 'ENOENT') return `could not start \`${file}\`: command not found`;
+  if (code === 'ENOENT') {
+    // `run: sleep 30` names a program called "sleep 30".
+    const hint = /\s/.test(file.trim()) ? ' (to pass arguments, list them under `args`, or set `shell: true`)' : '';
+    return `could not start \`${file}\`: command not found${hint}`;
+  }
   if (code === 'EACCES') return `could not start \`${file}\`: permission denied`;
   return `could not start \`${file}\`: ${message ?? code ?? 'unknown error'}`;
 }

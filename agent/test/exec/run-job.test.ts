@@ -60,6 +60,10 @@ describe('the executor', () => {
     const missing = await runJob(stateDir, [{ run: 'drover-no-such-program' }]);
     expect(missing.result).toMatchObject({ status: 'failed', exitCode: null });
     expect(missing.result.errorMessage).toBe('step 1 could not start `drover-no-such-program`: command not found');
+    const withArgs = await runJob(stateDir, [{ run: 'sleep 30' }]);
+    expect(withArgs.result.errorMessage).toBe(
+      'step 1 could not start `sleep 30`: command not found (to pass arguments, list them under `args`, or set `shell: true`)',
+    );
     const noDir = await runJob(stateDir, [{ run: 'true', cwd: 'nope', name: 'x' }]);
     expect(noDir.result.errorMessage).toMatch(
       /^step 1 \(x\) the working directory .*\/workspace\/nope does not exist$/,

@@ -198,6 +198,19 @@ describe('parseWorkflowFile', () => {
     ]);
   });
 
+  it('refuses two params that would set the same environment variable', () => {
+    expect(
+      problems('name: x\nparams:\n  - {name: a-b, type: string}\n  - {name: a_b, type: string}\nsteps: [{run: a}]\n'),
+    ).toEqual([
+      'deploy.yaml:4: params[1].name: `a_b` and `a-b` would both be the environment variable DROVER_PARAM_A_B; rename one',
+    ]);
+    expect(
+      problems('name: x\nparams:\n  - {name: v, type: string}\n  - {name: V, type: string}\nsteps: [{run: a}]\n'),
+    ).toEqual([
+      'deploy.yaml:4: params[1].name: `V` and `v` would both be the environment variable DROVER_PARAM_V; rename one',
+    ]);
+  });
+
   it('checks a default against its parameter', () => {
     expect(problems('name: x\nparams:\n  - {name: n, type: number, max: 5, default: 7}\nsteps: [{run: a}]\n')).toEqual([
       'deploy.yaml:3: params[0].default: must be at most 5, got `7` (number)',
