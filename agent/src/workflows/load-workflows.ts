@@ -103,7 +103,16 @@ async function readWorkflowFile(
         problems: [{ file, message: `the file is too large (${stat.size} bytes; a workflow file is at most 1 MiB)` }],
       };
     }
-    text = await fs.readFile(full, 'utf8');
+    const bytes = await fs.readFile(full);
+    const decoded = decodeUtf8(bytes);
+    if (decoded.text === null) {
+      return {
+        problems: [
+          { file, line: decoded.line, message: 'the file is not UTF-8 text (save it as UTF-8; Latin-1 is not read)' },
+        ],
+      };
+    }
+    text = decoded.text;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') {
@@ -122,4 +131,28 @@ async function readWorkflowFile(
   const result = parseWorkflowFile(file, text);
   if (!result.definition) return { problems: result.problems };
   return { file, definition: result.definition, ...(result.nameLine ? { nameLine: result.nameLine } : {}) };
+}
+
+/** The text of UTF-8 bytes, or null with the line of the first byte that is not UTF-8. */
+function decodeUtf8(bytes: Buffer): { text: string; line?: never } | { text: null; line: number } {
+  try {
+    return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes) };
+  } catch {
+    // Find the first bad sequence: decode growing prefixes line by line.
+    let start = 0;
+    let line = 1;
+    const strict = new TextDecoder('utf-8', { fatal: true });
+    for (;;) {
+      const end = bytes.indexOf(0x0a, start);
+      const chunk = bytes.subarray(start, end === -1 ? bytes.length : end);
+      try {
+        strict.decode(chunk);
+      } catch {
+        return { text: null, line };
+      }
+      if (end === -1) return { text: null, line };
+      start = end + 1;
+      line += 1;
+    }
+  }
 }

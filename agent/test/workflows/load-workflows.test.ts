@@ -67,6 +67,23 @@ describe('loadWorkflows', () => {
     ]);
   });
 
+  it('says a file is not UTF-8, naming the line, and still loads a UTF-8 one with a byte-order mark', async () => {
+    fs.writeFileSync(
+      path.join(dir, 'latin.yaml'),
+      Buffer.concat([
+        Buffer.from('name: cafe\ndescription: caf'),
+        Buffer.from([0xe9]),
+        Buffer.from('\nsteps: [{run: a}]\n'),
+      ]),
+    );
+    fs.writeFileSync(path.join(dir, 'bom.yaml'), `\ufeff${workflow('bom')}`);
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.workflows.map((w) => w.definition.name)).toEqual(['bom']);
+    expect(loaded.problems).toEqual([
+      { file: 'latin.yaml', line: 2, message: 'the file is not UTF-8 text (save it as UTF-8; Latin-1 is not read)' },
+    ]);
+  });
+
   it('reports a file it cannot read, and a link to nothing', async () => {
     fs.symlinkSync('loop.yaml', path.join(dir, 'loop.yaml')); // ELOOP: unreadable even for root
     fs.symlinkSync('missing-target.yaml', path.join(dir, 'dangling.yaml'));
