@@ -1,7 +1,9 @@
+import path from 'node:path';
 import fs from 'node:fs';
 import { keyFingerprint, publicKeyOf } from '@drover/shared';
 import { AgentError } from './errors.js';
 import { loadEnrollment, loadPrivateKey, type Enrollment } from './state/enrollment.js';
+import { countWaitingReports } from './outbox/outbox.js';
 import { statePath } from './state/paths.js';
 import { formatDaemonStatus, readDaemonStatus, type DaemonStatus } from './daemon-status.js';
 import { describeRelease } from './deploy/deploy-checks.js';
@@ -24,6 +26,8 @@ export interface AgentStatus {
   deployments: { applicationId: string; state: AppDeployState }[] | null;
   /** What is wrong with `deploy/state.json`, if anything (the daemon sets a damaged file aside). */
   deployProblem: string | null;
+  /** Reports (job results, logs) kept in the outbox until the coordinator takes them. */
+  waitingReports: number;
 }
 
 /** What the state directory says about this agent. Never calls the coordinator. */
@@ -38,6 +42,7 @@ export function readAgentStatus(stateDir: string): AgentStatus {
     daemon: null,
     deployments: null,
     deployProblem: null,
+    waitingReports: countWaitingReports(path.join(stateDir, 'outbox')),
   };
   const deploy = readDeployState(stateDir);
   if (deploy?.apps) {
@@ -87,6 +92,9 @@ export function formatAgentStatus(status: AgentStatus): string[] {
     `Enrolled at:   ${e.enrolledAt}`,
     `State dir:     ${status.stateDir}`,
     ...formatDaemonStatus(status.daemon, status.running),
+    ...(status.waitingReports > 0
+      ? [`Outbox:        ${status.waitingReports} report(s) waiting for the coordinator (sent when it is reachable)`]
+      : []),
     ...formatDeployments(status),
   );
   if (status.problem) lines.push(`Problem:       ${status.problem}`);

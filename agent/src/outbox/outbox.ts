@@ -12,6 +12,15 @@ export interface OutboxEntry {
 /** Report files: `<12-digit sequence>-<kind>-<jobId>.json`. */
 const ENTRY = /^(\d{12})-[a-z]+-.+\.json$/;
 
+/** How many reports wait in an outbox directory (0 when there is none), without opening it. */
+export function countWaitingReports(dir: string): number {
+  try {
+    return fs.readdirSync(dir).filter((name) => ENTRY.test(name)).length;
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * Reports not delivered yet, one JSON file each in `<state-dir>/outbox/`, written atomically
  * (temporary file, fsync, rename) and named so that the directory listing is the sending order.

@@ -56,6 +56,16 @@ describe('drover-agent status with the daemon', () => {
     expect(res.out).toMatch(/running: +job 1b2c3d4e… deploy \(started /);
     expect(res.out).toMatch(/waiting: +job aaaabbbb… backup/);
     expect(res.out).toMatch(/Workflows: +2 loaded, 1 invalid\n +invalid: +bad\.yaml: steps: expected a list/);
+    expect(res.out).not.toMatch(/Outbox:/);
+    // Reports kept while the coordinator is unreachable are counted from the outbox directory.
+    fs.mkdirSync(path.join(root, 'outbox'), { recursive: true });
+    for (const name of ['000000000001-finish-j1.json', '000000000002-logs-j2.json', 'x.tmp']) {
+      fs.writeFileSync(path.join(root, 'outbox', name), '{}');
+    }
+    expect((await run('status', '--state-dir', root)).out).toMatch(
+      /Outbox: +2 report\(s\) waiting for the coordinator/,
+    );
+    fs.rmSync(path.join(root, 'outbox'), { recursive: true });
     const json = JSON.parse((await run('status', '--state-dir', root, '--json')).out);
     expect(json).toMatchObject({ running: true, daemon: { pid: process.pid, connection: 'disconnected' } });
   });
