@@ -1,21 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
-import Fastify, {
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-  type FastifyServerOptions,
-} from 'fastify';
-import { UUID_REGEX } from '@drover/shared';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { AppError } from '../errors.js';
 import { registerErrorHandling } from './error-handler.js';
 import { registerValidation } from './validation.js';
-import { registerJsonBodyParser, surfaceBodyError } from './json-body.js';
-import { sessionHook } from './auth/session.js';
+import { registerJsonBodyParser } from './json-body.js';
+import { answerClientError, answerFrameworkError } from './framework-errors.js';
+import { orderRefusals } from './refusal-order.js';
 import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
 import { ErrorBodySchema } from './schemas/common.js';
 import { openapiRoutes } from './routes/openapi.js';
@@ -67,16 +60,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
-    frameworkErrors: (error, request, reply) => {
-      const refusal =
-        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-          ? new AppError('not_found', 'Not found: no resource has an id this long')
-          : error.code === 'FST_ERR_BAD_URL'
-            ? new AppError('bad_request', 'The URL is not valid: it has a malformed percent-encoding')
-            : new AppError('internal', 'Internal server error');
-      const raw = reply as unknown as FastifyReply;
-      void raw.header('x-request-id', request.id).status(refusal.statusCode).send(refusal.toBody());
-    },
+    frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
   };
   const app = Fastify(options) as unknown as FastifyInstance;
@@ -158,67 +142,4 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   // The dashboard's job page (`statusUrl`), outside the API prefix.
   await app.register(apiJobRoutes);
   return app;
-}
-
-/**
- * A request Node's HTTP parser could not read (malformed, headers too large, too slow): answered
- * in the one error shape, then the connection is closed, as Node itself does.
- */
-function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
-  const refusal =
-    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? new AppError('request_timeout', 'The request did not arrive in time')
-      : error.code === 'HPE_HEADER_OVERFLOW'
-        ? new AppError('headers_too_large', 'The request headers are too large')
-        : new AppError(
-            'bad_request',
-            'The request is not valid HTTP (for example, a Content-Length that does not match the body)',
-          );
-  this.log.debug({ err: error }, 'client error');
-  if (socket.writable) {
-    const body = JSON.stringify(refusal.toBody());
-    socket.write(
-      `HTTP/1.1 ${refusal.statusCode} ${STATUS_CODES[refusal.statusCode]}\r\n` +
-        `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-        `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
-    );
-  }
-  socket.destroy(error);
-}
-
-/**
- * The order of refusals on every route: the caller first (401, CONTRACT §5 and the spec's
- * Authentication rules), then the body. Dashboard routes (tag `dashboard`, unless their schema
- * says `security: []`, as login does) get the session check in `onRequest`, before the body is
- * read; they are also described as needing a session in the OpenAPI document. Every route ends
- * its `preValidation` hooks with `surfaceBodyError`, after the agent signature and the API-token
- * hooks, so a body that is not JSON is refused only once the caller is known. Before all of
- * them, ids in the path are lower-cased.
- */
-function orderRefusals(app: FastifyInstance): void {
-  app.addHook('onRoute', (route) => {
-    const schema = route.schema as { tags?: string[]; security?: unknown[] } | undefined;
-    if (schema?.tags?.includes('dashboard') && schema.security?.length !== 0) {
-      schema.security ??= [{ session: [] }];
-      route.onRequest = [sessionHook, ...hooks(route.onRequest)];
-    }
-    route.preValidation = [...hooks(route.preValidation), surfaceBodyError];
-    if (route.url.includes(':')) route.onRequest = [lowercaseIds, ...hooks(route.onRequest)];
-  });
-}
-
-/** Ids are UUIDs, stored lower-case: an upper-case spelling in the path names the same resource. */
-function lowercaseIds(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
-  const params = request.params as Record<string, string>;
-  for (const key of Object.keys(params)) {
-    const value = params[key]!;
-    if (UUID_REGEX.test(value)) params[key] = value.toLowerCase();
-  }
-  done();
-}
-
-function hooks<T>(value: T | T[] | undefined): T[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value : [value];
 }
