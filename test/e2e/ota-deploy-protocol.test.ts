@@ -143,6 +143,32 @@ describe('the deploy event', () => {
     await expect(sentAgain).resolves.toBe('not sent');
   });
 
+  it('replaces a pending job when the application gets a new update workflow', async () => {
+    const agent = await enrollTestAgent(owner, t.orgId);
+    const s = await stream(agent);
+    const app = await createApp(owner, t.orgId, { slug: 'renamed-workflow' });
+    await release(owner, t.orgId, app.id, { version: '1', artifactFileId: await uploadArtifact(uploader, 'z') });
+    const [binding] = await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
+    const first = binding!.activeJobId!;
+    await nextDeploy(s, first);
+    const patched = await owner.patch(`/orgs/${t.orgId}/apps/${app.id}`, {
+      body: { updateWorkflowName: 'install-v2' },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    expect((await owner.get(`/jobs/${first}`)).body).toMatchObject({
+      status: 'cancelled',
+      errorMessage: "superseded: the application's update workflow changed before the agent took the job",
+    });
+    const [after] = (await owner.get(`/orgs/${t.orgId}/apps/${app.id}/devices`)).body;
+    expect(after.activeJobId).not.toBe(first);
+    expect((await owner.get(`/jobs/${after.activeJobId}`)).body).toMatchObject({
+      status: 'pending',
+      workflowName: 'install-v2',
+    });
+    expect((await nextDeploy(s, after.activeJobId)).jobId).toBe(after.activeJobId);
+    s.close();
+  });
+
   it('cancels a pending job for the release the device reports installed, and sends nothing', async () => {
     const agent = await enrollTestAgent(owner, t.orgId);
     const s = await stream(agent);

@@ -232,6 +232,7 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
       errorMessage: job.errorMessage,
       release: { id: release.id, version: release.version, sequence: release.sequence },
       forced: release.forced,
+      workflowName: job.workflowName,
     };
   };
 
@@ -266,6 +267,7 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
       },
       releases,
       activeJob: activeJobFacts(binding.activeJobId),
+      updateWorkflowName: app.update_workflow_name,
       agentRevoked: agentStatus.get(binding.agentId)?.status === 'revoked',
       reason: req.reason,
       reportedState: req.report?.state,

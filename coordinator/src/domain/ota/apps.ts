@@ -41,7 +41,10 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
   return app;
 }
 
-/** Changes the given fields; `changed` names those whose value differs. */
+/**
+ * Changes the given fields; `changed` names those whose value differs. A new update workflow
+ * re-evaluates the application's bindings (docs/ota.md, "Update jobs").
+ */
 export async function updateApp(
   ctx: OtaContext,
   orgId: string,
@@ -55,6 +58,14 @@ export async function updateApp(
   if (changed.length === 0) return { app: before, changed };
   const app = await ctx.repos.applications.update(orgId, appId, patch);
   if (!app) throw notFound('Application');
+  if (changed.includes('updateWorkflowName')) {
+    // Update jobs not yet taken by their agent are replaced by ones that run the new workflow.
+    const bindings = await ctx.repos.deviceBindings.listByApp(app.id);
+    await ctx.ota.evaluateIds(
+      bindings.map((b) => b.id),
+      'workflow',
+    );
+  }
   return { app, changed };
 }
 

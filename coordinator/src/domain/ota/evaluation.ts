@@ -24,6 +24,7 @@ export const EVALUATION_REASONS = [
   'reconcile',
   'job_end',
   'sweep',
+  'workflow',
 ] as const;
 export type EvaluationReason = (typeof EVALUATION_REASONS)[number];
 
@@ -41,6 +42,8 @@ export interface ActiveJobFacts {
   /** From the job's params. */
   release: { id: string; version: string; sequence: number };
   forced: boolean;
+  /** The update workflow the job runs. */
+  workflowName: string;
 }
 
 export interface EvaluationInput<R extends ReleaseFacts> {
@@ -51,6 +54,8 @@ export interface EvaluationInput<R extends ReleaseFacts> {
   currentReleaseStatus?: ReleaseStatus | null;
   /** Null when `binding.activeJobId` is null (or names a job that no longer exists). */
   activeJob: ActiveJobFacts | null;
+  /** The application's update workflow now: a pending job for another one is replaced. */
+  updateWorkflowName: string;
   /** A revoked agent gets no new job. */
   agentRevoked: boolean;
   reason: EvaluationReason;
@@ -80,10 +85,12 @@ export type HoldReason =
   'job_in_progress' | 'agent_revoked' | 'no_release' | 'up_to_date' | 'postponed' | 'too_many_failures' | 'retry_later';
 
 export const SUPERSEDED_MESSAGE = 'superseded: the desired release changed before the agent took the job';
+export const WORKFLOW_CHANGED_MESSAGE =
+  "superseded: the application's update workflow changed before the agent took the job";
 export const NEEDLESS_MESSAGE = 'not needed: the device reported the release already installed';
 
 /** Reasons that start counting failures again: something changed that a new attempt may fix. */
-const RESETS_FAILURES: readonly EvaluationReason[] = ['publish', 'yank', 'channel', 'reconcile'];
+const RESETS_FAILURES: readonly EvaluationReason[] = ['publish', 'yank', 'channel', 'reconcile', 'workflow'];
 
 export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>): EvaluationPlan<R> {
   let b: BindingFacts = { ...input.binding };
@@ -110,12 +117,17 @@ export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>
   if (active) {
     // A device that reports the desired release already installed needs no pending job for it.
     const needless = active.status === 'pending' && state.desired !== null && runsRelease(b.current, state.desired);
-    if (!needless && (active.status !== 'pending' || jobMatches(active, state))) {
+    if (!needless && (active.status !== 'pending' || jobMatches(active, state, input.updateWorkflowName))) {
       const repush =
         active.status === 'pending' && (input.reason === 'report' || input.reason === 'reconcile') ? active.id : null;
       return { ...plan, binding: b, repush, hold: 'job_in_progress' };
     }
-    const supersede = { jobId: active.id, message: needless ? NEEDLESS_MESSAGE : SUPERSEDED_MESSAGE };
+    const message = needless
+      ? NEEDLESS_MESSAGE
+      : active.workflowName !== input.updateWorkflowName && jobMatches(active, state, active.workflowName)
+        ? WORKFLOW_CHANGED_MESSAGE
+        : SUPERSEDED_MESSAGE;
+    const supersede = { jobId: active.id, message };
     b = { ...b, activeJobId: null };
     return { ...decideIssue(b, state, input), supersede };
   }
@@ -145,9 +157,14 @@ function decideIssue<R extends ReleaseFacts>(
   return { ...base, binding: { ...b, retryAt: null }, issue: desired, hold: null };
 }
 
-/** A pending job still fits when it installs the desired release with the same `forced`. */
-function jobMatches(job: ActiveJobFacts, state: DesiredState): boolean {
-  return state.desired !== null && job.release.id === state.desired.id && job.forced === state.forced;
+/** A pending job still fits when it installs the desired release with the same `forced` and workflow. */
+function jobMatches(job: ActiveJobFacts, state: DesiredState, workflowName: string): boolean {
+  return (
+    state.desired !== null &&
+    job.release.id === state.desired.id &&
+    job.forced === state.forced &&
+    job.workflowName === workflowName
+  );
 }
 
 /**

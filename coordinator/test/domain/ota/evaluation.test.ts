@@ -4,6 +4,7 @@ import {
   planEvaluation,
   NEEDLESS_MESSAGE,
   SUPERSEDED_MESSAGE,
+  WORKFLOW_CHANGED_MESSAGE,
   type ActiveJobFacts,
   type BindingFacts,
   type EvaluationInput,
@@ -37,6 +38,7 @@ const job = (status: ActiveJobFacts['status'], extra: Partial<ActiveJobFacts> = 
   errorMessage: null,
   release: { id: r2.id, version: r2.version, sequence: r2.sequence },
   forced: false,
+  workflowName: 'apply-update',
   ...extra,
 });
 
@@ -45,6 +47,7 @@ function plan(extra: Partial<EvaluationInput<ReleaseFacts>> = {}) {
     binding: binding(),
     releases: [r1, r2],
     activeJob: null,
+    updateWorkflowName: 'apply-update',
     agentRevoked: false,
     reason: 'publish',
     now: NOW,
@@ -90,6 +93,16 @@ describe('evaluation of a binding', () => {
     expect(pending.binding.activeJobId).toBeNull();
     const running = plan({ binding: device, activeJob: job('running'), reason: 'report' });
     expect([running.supersede, running.hold]).toEqual([null, 'job_in_progress']);
+  });
+
+  it("replaces a pending job when the application's update workflow changed, and keeps a running one", () => {
+    const device = binding({ activeJobId: 'job-1' });
+    const renamed = { binding: device, updateWorkflowName: 'install-v2', reason: 'workflow' as const };
+    const pending = plan({ ...renamed, activeJob: job('pending') });
+    expect(pending.supersede).toEqual({ jobId: 'job-1', message: WORKFLOW_CHANGED_MESSAGE });
+    expect(pending.issue).toBe(r2);
+    const running = plan({ ...renamed, activeJob: job('running') });
+    expect([running.supersede, running.issue, running.hold]).toEqual([null, null, 'job_in_progress']);
   });
 
   it('gives no job to a revoked agent', () => {
