@@ -1,10 +1,10 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
+import { freePort } from '../helpers/ports.js';
 
 /**
  * The real `drover-coordinator` command as a child process: exit codes, the start banner, signals,
@@ -102,15 +102,6 @@ describe('drover-coordinator migrate and bootstrap', () => {
     expect(second.stderr).toContain('already has users');
   });
 });
-
-/** A port that was free a moment ago (for the one test that cannot read the banner). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 describe('drover-coordinator start', () => {
   it('serves on, and stops on SIGTERM with status 0, when its stdout reader went away', async () => {

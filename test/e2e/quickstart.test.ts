@@ -1,12 +1,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, isAlive as alive } from '../helpers/agent-daemon.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
+import { freePort } from '../helpers/ports.js';
 
 /**
  * The README's main job, `scripts/quickstart.ts` (run by scripts/quickstart.sh after the build):
@@ -15,15 +15,6 @@ import { ApiClient } from '../helpers/http.js';
  */
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-
-/** A port that was free a moment ago (bound on port 0, then released). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The ids of the live processes whose parent is `ppid` and whose command line contains `match`. */
 function childrenOf(ppid: number, match: string): number[] {

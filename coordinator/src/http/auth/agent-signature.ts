@@ -8,6 +8,7 @@ import {
 import type { Agent } from '../../db/repositories/agents.js';
 import { agentPublicKey } from './agent-keys.js';
 import { unauthorized } from '../../errors.js';
+import { oncePerRequest } from './once-per-request.js';
 
 type RefusalReason = SignatureFailure | 'unknown_agent' | 'revoked' | 'replayed_nonce';
 
@@ -25,9 +26,6 @@ const REASONS: Record<RefusalReason, string> = {
   replayed_nonce: 'The nonce was already used',
 };
 
-/** Agents already authenticated, per request: a second `requireAgent` must not re-spend the nonce. */
-const verified = new WeakMap<FastifyRequest, Promise<Agent>>();
-
 /**
  * Authenticates a signed agent request (CONTRACT §5) and returns its agent; every refusal is a
  * 401. Order: header formats and the timestamp window, the agent (known), the signature over the
@@ -35,16 +33,10 @@ const verified = new WeakMap<FastifyRequest, Promise<Agent>>();
  * (so that only the key holder learns it was revoked), and last the nonce, which is remembered
  * only once everything else has passed so that forged requests cannot fill the replay store.
  * Nonces live in the database (`agent_nonces`), so several coordinators on one database refuse
- * the same replay. Calling it again for the same request returns the same agent.
+ * the same replay. Calling it again for the same request returns the same agent (the nonce is
+ * spent once).
  */
-export function requireAgent(request: FastifyRequest): Promise<Agent> {
-  let result = verified.get(request);
-  if (!result) {
-    result = authenticate(request);
-    verified.set(request, result);
-  }
-  return result;
-}
+export const requireAgent: (request: FastifyRequest) => Promise<Agent> = oncePerRequest(authenticate);
 
 /**
  * The same as a route `preValidation` hook: the signature is checked before the body is

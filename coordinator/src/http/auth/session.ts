@@ -3,6 +3,7 @@ import type { Role } from '../../db/repositories/orgs.js';
 import { forbidden, notFound, unauthorized } from '../../errors.js';
 import { API_TOKEN_PREFIX } from '@drover/shared';
 import { bearerToken } from './bearer.js';
+import { oncePerRequest } from './once-per-request.js';
 
 export interface SessionUser {
   userId: string;
@@ -13,22 +14,12 @@ export interface OrgAccess extends SessionUser {
   role: Role;
 }
 
-/** Sessions already checked, per request: the route's `onRequest` hook and its handler share one. */
-const checked = new WeakMap<FastifyRequest, Promise<SessionUser>>();
-
 /**
  * The signed-in user of a dashboard request (JWT in the Authorization header), or 401. Every
  * dashboard route checks it in `onRequest` (`sessionHook`), before its body is read, so a caller
  * without a session gets 401 whatever it sent; the handler's call returns the same answer.
  */
-export function requireSession(request: FastifyRequest): Promise<SessionUser> {
-  let result = checked.get(request);
-  if (!result) {
-    result = authenticate(request);
-    checked.set(request, result);
-  }
-  return result;
-}
+export const requireSession: (request: FastifyRequest) => Promise<SessionUser> = oncePerRequest(authenticate);
 
 /** `requireSession` as a route hook. */
 export async function sessionHook(request: FastifyRequest): Promise<void> {
