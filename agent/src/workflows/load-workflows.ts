@@ -138,21 +138,8 @@ function decodeUtf8(bytes: Buffer): { text: string; line?: never } | { text: nul
   try {
     return { text: new TextDecoder('utf-8', { fatal: true }).decode(bytes) };
   } catch {
-    // Find the first bad sequence: decode growing prefixes line by line.
-    let start = 0;
-    let line = 1;
-    const strict = new TextDecoder('utf-8', { fatal: true });
-    for (;;) {
-      const end = bytes.indexOf(0x0a, start);
-      const chunk = bytes.subarray(start, end === -1 ? bytes.length : end);
-      try {
-        strict.decode(chunk);
-      } catch {
-        return { text: null, line };
-      }
-      if (end === -1) return { text: null, line };
-      start = end + 1;
-      line += 1;
-    }
+    // Decoded leniently, the first bad byte is the first replacement character.
+    const lenient = bytes.toString('utf8');
+    return { text: null, line: lenient.slice(0, lenient.indexOf('\ufffd')).split('\n').length };
   }
 }

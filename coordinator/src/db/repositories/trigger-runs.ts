@@ -34,7 +34,7 @@ export type AdmissionOutcome =
   /** A new `pending` job. */
   | { outcome: 'admitted'; jobId: string }
   /** The key was used before with the same body: that call's job. */
-  | { outcome: 'repeated'; jobId: string; status: JobStatus }
+  | { outcome: 'repeated'; jobId: string }
   /** The key was used before with a different body; nothing was written. */
   | { outcome: 'idempotency_conflict' }
   /** Refused by a limit: a `rejected` job was stored (and a rate_limit_blocks row for a workflow limit). */
@@ -72,10 +72,9 @@ type CountRow = [number | null, number | null, number | null];
  * no lock.
  */
 export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest): AdmissionOutcome } {
-  const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string; status: JobStatus }>(
-    `SELECT k.request_hash AS hash, k.job_id AS jobId, j.status AS status
-     FROM idempotency_keys k JOIN jobs j ON j.id = k.job_id
-     WHERE k.trigger_id = ? AND k.workflow_name = ? AND k.key = ? AND k.expires_at > ?`,
+  const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string }>(
+    `SELECT request_hash AS hash, job_id AS jobId FROM idempotency_keys
+     WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
   );
   const saveKey = db.prepare(
     `INSERT INTO idempotency_keys (trigger_id, workflow_name, key, request_hash, job_id, expires_at)
@@ -125,7 +124,7 @@ export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest
       const earlier = findKey.get(job.triggerId, job.workflowName, idempotency.key, nowIso);
       if (earlier) {
         return earlier.hash === idempotency.requestHash
-          ? { outcome: 'repeated', jobId: earlier.jobId, status: earlier.status }
+          ? { outcome: 'repeated', jobId: earlier.jobId }
           : { outcome: 'idempotency_conflict' };
       }
     }
