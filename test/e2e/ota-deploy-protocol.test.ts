@@ -74,6 +74,31 @@ async function stream(agent: TestAgent): Promise<AgentStream> {
 const nextDeploy = async (s: AgentStream, jobId?: string, timeoutMs?: number) =>
   JSON.parse((await s.next((e) => e.event === 'deploy' && (jobId === undefined || e.id === jobId), timeoutMs)).data);
 
+/** Expects no `deploy` event of `jobId` within half a second. */
+const expectNotSent = (s: AgentStream, jobId: string) =>
+  expect(
+    nextDeploy(s, jobId, 500).then(
+      () => 'sent',
+      () => 'not sent',
+    ),
+  ).resolves.toBe('not sent');
+
+/**
+ * A new agent with its stream open, bound to a new application with one published release:
+ * its update job is issued and its `deploy` event received.
+ */
+async function pushedUpdate(slug: string, version: string) {
+  const agent = await enrollTestAgent(owner, t.orgId);
+  const s = await stream(agent);
+  const app = await createApp(owner, t.orgId, { slug });
+  const artifactFileId = await uploadArtifact(uploader, `${slug} ${version}`);
+  const published = await release(owner, t.orgId, app.id, { version, artifactFileId });
+  const [binding] = await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
+  const jobId = binding!.activeJobId!;
+  await nextDeploy(s, jobId);
+  return { agent, s, app, release: published, jobId };
+}
+
 describe('the deploy event', () => {
   it('pushes an update job as a `deploy` event with the application id and a fresh download URL at every send', async () => {
     const agent = await enrollTestAgent(owner, t.orgId);
@@ -122,35 +147,20 @@ describe('the deploy event', () => {
   });
 
   it('sends a still-pending job again when the agent reports (it dropped the event: queue full)', async () => {
-    const agent = await enrollTestAgent(owner, t.orgId);
-    const s = await stream(agent);
-    const app = await createApp(owner, t.orgId, { slug: 'repush' });
-    await release(owner, t.orgId, app.id, { version: '1', artifactFileId: await uploadArtifact(uploader, 'x') });
-    const [binding] = await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
-    await nextDeploy(s, binding!.activeJobId!);
+    const { agent, s, app, jobId } = await pushedUpdate('repush', '1');
     const res = await report(agent, { applicationId: app.id, state: 'idle' });
     expect(res.status).toBe(200);
-    expect(res.body.activeJobId).toBe(binding!.activeJobId);
-    const resent = await nextDeploy(s, binding!.activeJobId!);
-    expect(resent.jobId).toBe(binding!.activeJobId);
+    expect(res.body.activeJobId).toBe(jobId);
+    const resent = await nextDeploy(s, jobId);
+    expect(resent.jobId).toBe(jobId);
     // Once the agent took it, a report does not send it again.
     expect((await signed(agent, 'POST', `/v1/agent/jobs/${resent.jobId}/accept`)).status).toBe(200);
     await report(agent, { applicationId: app.id, state: 'downloading' });
-    const sentAgain = nextDeploy(s, binding!.activeJobId!, 500).then(
-      () => 'sent',
-      () => 'not sent',
-    );
-    await expect(sentAgain).resolves.toBe('not sent');
+    await expectNotSent(s, jobId);
   });
 
   it('replaces a pending job when the application gets a new update workflow', async () => {
-    const agent = await enrollTestAgent(owner, t.orgId);
-    const s = await stream(agent);
-    const app = await createApp(owner, t.orgId, { slug: 'renamed-workflow' });
-    await release(owner, t.orgId, app.id, { version: '1', artifactFileId: await uploadArtifact(uploader, 'z') });
-    const [binding] = await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
-    const first = binding!.activeJobId!;
-    await nextDeploy(s, first);
+    const { s, app, jobId: first } = await pushedUpdate('renamed-workflow', '1');
     const patched = await owner.patch(`/orgs/${t.orgId}/apps/${app.id}`, {
       body: { updateWorkflowName: 'install-v2' },
     });
@@ -170,16 +180,7 @@ describe('the deploy event', () => {
   });
 
   it('cancels a pending job for the release the device reports installed, and sends nothing', async () => {
-    const agent = await enrollTestAgent(owner, t.orgId);
-    const s = await stream(agent);
-    const app = await createApp(owner, t.orgId, { slug: 'already-there' });
-    const r = await release(owner, t.orgId, app.id, {
-      version: '3',
-      artifactFileId: await uploadArtifact(uploader, 'y'),
-    });
-    const [binding] = await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
-    const jobId = binding!.activeJobId!;
-    await nextDeploy(s, jobId);
+    const { agent, s, app, release: r, jobId } = await pushedUpdate('already-there', '3');
     const res = await report(agent, {
       applicationId: app.id,
       currentReleaseId: r.id,
@@ -193,11 +194,7 @@ describe('the deploy event', () => {
       status: 'cancelled',
       errorMessage: 'not needed: the device reported the release already installed',
     });
-    const sentAgain = nextDeploy(s, jobId, 500).then(
-      () => 'sent',
-      () => 'not sent',
-    );
-    await expect(sentAgain).resolves.toBe('not sent');
+    await expectNotSent(s, jobId);
     s.close();
   });
 });
