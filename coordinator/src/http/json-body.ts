@@ -37,7 +37,6 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
       done(null, error ? undefined : value);
     });
   };
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJson);
   app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJson);
 }
 
