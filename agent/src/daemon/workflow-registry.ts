@@ -126,10 +126,9 @@ export class WorkflowRegistry {
     const values = (await this.options.secretValues?.()) ?? [];
     if (values.length === 0) return workflows;
     const mask = createMasker(values);
-    const text = (value: string | null | undefined) => (typeof value === 'string' ? mask(value) : value);
     return workflows.map((w) => ({
       ...w,
-      description: text(w.description) ?? null,
+      description: typeof w.description === 'string' ? mask(w.description) : w.description,
       steps: w.steps.map((step) => ({
         ...step,
         run: mask(step.run),

@@ -95,7 +95,7 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
   /** What is left of the job's time (null: no limit); input downloads and output uploads count. */
   const remaining = () => (plan.timeoutMs === null ? null : plan.timeoutMs - (performance.now() - started));
   const finish = (status: JobResult['status'], exitCode: number | null, errorMessage: string | null) =>
-    conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, finish: notice, remaining });
+    conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, notice, remaining });
 
   const prepared = plan.prepared === undefined ? prepareJob(plan.files, plan.params) : plan.prepared;
   if (prepared !== null) return finish('failed', null, prepared);
@@ -231,7 +231,7 @@ interface Reporting {
   mask: Masker;
   system: (text: string) => void;
   warn: (text: string) => void;
-  finish: (text: string, level: JobLine['level']) => void;
+  notice: (text: string, level: JobLine['level']) => void;
   remaining: () => number | null;
 }
 
@@ -283,7 +283,7 @@ async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Rep
     }
   }
   const message = errorMessage === null ? null : r.mask(errorMessage);
-  r.finish(
+  r.notice(
     message === null
       ? `job finished: ${status}`
       : `job finished: ${message.startsWith(`${status}:`) ? '' : `${status}: `}${message}`,
