@@ -208,12 +208,21 @@ describe('API token management', () => {
     expect(res.body.rateLimit).toEqual({ perMinute: 10, perHour: 5, perDay: null });
   });
 
-  it('requires the name, the scopes and all three rate limits', async () => {
-    for (const field of ['name', 'scopes', 'rateLimitPerMinute', 'rateLimitPerHour', 'rateLimitPerDay']) {
+  it('requires the name and the scopes', async () => {
+    for (const field of ['name', 'scopes']) {
       const body: Record<string, unknown> = issueBody();
       delete body[field];
       expect422(await t.owner.post(path, { body }), field);
     }
+  });
+
+  it('takes omitted rate limits as no limit in that window', async () => {
+    const res = await t.owner.post(path, { body: { name: 'ci', scopes: [], rateLimitPerHour: 100 } });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.rateLimit).toEqual({ perMinute: null, perHour: 100, perDay: null });
+    const bare = await t.owner.post(path, { body: { name: 'ci', scopes: [] } });
+    expect(bare.status, bare.text).toBe(201);
+    expect(bare.body.rateLimit).toEqual({ perMinute: null, perHour: null, perDay: null });
   });
 
   it('refuses wrong bodies and malformed JSON with 4xx, never 500', async () => {

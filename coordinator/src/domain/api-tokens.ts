@@ -11,10 +11,11 @@ import { parseScopes, type GrantInput } from './scopes.js';
 
 export const MAX_RATE_LIMIT = 1_000_000_000;
 
+/** Each limit is optional: omitted or null means no limit in that window. */
 export interface RateLimitInput {
-  rateLimitPerMinute: number | null;
-  rateLimitPerHour: number | null;
-  rateLimitPerDay: number | null;
+  rateLimitPerMinute?: number | null;
+  rateLimitPerHour?: number | null;
+  rateLimitPerDay?: number | null;
 }
 
 const WINDOWS = [
@@ -24,14 +25,14 @@ const WINDOWS = [
 ] as const;
 
 /**
- * The token's job limits. Each is an integer of at least 1 or null (no limit in that window).
+ * The token's job limits. Each is an integer of at least 1, or null or omitted (no limit in that window).
  * The three are independent (spec: Limits), so any combination is taken: a per-minute limit
  * above the per-hour one simply never binds first.
  */
 export function parseRateLimits(input: RateLimitInput): RateLimits {
   const problems: ValidationDetail[] = [];
   for (const [field] of WINDOWS) {
-    const value = input[field];
+    const value = input[field] ?? null;
     if (value !== null && (!Number.isInteger(value) || value < 1 || value > MAX_RATE_LIMIT)) {
       problems.push({
         path: `body.${field}`,
@@ -40,7 +41,11 @@ export function parseRateLimits(input: RateLimitInput): RateLimits {
     }
   }
   if (problems.length > 0) throw validationFailed(problems);
-  return { perMinute: input.rateLimitPerMinute, perHour: input.rateLimitPerHour, perDay: input.rateLimitPerDay };
+  return {
+    perMinute: input.rateLimitPerMinute ?? null,
+    perHour: input.rateLimitPerHour ?? null,
+    perDay: input.rateLimitPerDay ?? null,
+  };
 }
 
 /** The expiry as a canonical ISO timestamp, or null (never expires). It must lie in the future. */

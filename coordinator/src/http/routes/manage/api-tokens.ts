@@ -40,13 +40,13 @@ const limit = {
   type: ['integer', 'null'],
   minimum: 1,
   maximum: MAX_RATE_LIMIT,
-  description: 'null: no limit',
+  description: 'null or omitted: no limit',
 } as const;
 
 const IssueBody = {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'scopes', 'rateLimitPerMinute', 'rateLimitPerHour', 'rateLimitPerDay'],
+  required: ['name', 'scopes'],
   properties: {
     name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH },
     scopes: {
