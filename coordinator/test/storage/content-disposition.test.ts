@@ -15,7 +15,16 @@ describe('attachmentDisposition', () => {
     expect(attachmentDisposition("it's (1)*.txt")).toBe(
       `attachment; filename="it's (1)*.txt"; filename*=UTF-8''it%27s%20%281%29%2A.txt`,
     );
-    expect(attachmentDisposition('a\\b%c')).toBe(`attachment; filename="a_b_c"; filename*=UTF-8''a%5Cb%25c`);
+    expect(attachmentDisposition('50%.txt')).toBe(`attachment; filename="50_.txt"; filename*=UTF-8''50%25.txt`);
+  });
+
+  it('sends the base name only, never a path', () => {
+    expect(attachmentDisposition('../../etc/passwd')).toBe(`attachment; filename="passwd"; filename*=UTF-8''passwd`);
+    expect(attachmentDisposition('C:\\Users\\me\\a.txt')).toBe(`attachment; filename="a.txt"; filename*=UTF-8''a.txt`);
+    expect(attachmentDisposition('/abs/dir/')).toBe(`attachment; filename="file"; filename*=UTF-8''file`);
+    for (const dots of ['..', '.', 'a/..']) {
+      expect(attachmentDisposition(dots)).toBe(`attachment; filename="file"; filename*=UTF-8''file`);
+    }
   });
 
   it('never lets a header break out: control characters are encoded or replaced', () => {
