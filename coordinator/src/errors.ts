@@ -13,6 +13,10 @@ export const ErrorCodes = {
   unauthorized: { status: 401, description: 'Credentials are missing, invalid, revoked or expired.' },
   forbidden: { status: 403, description: 'The credentials are valid but lack the right for this call.' },
   not_found: { status: 404, description: 'The resource or route does not exist, or is not visible to the caller.' },
+  method_not_allowed: {
+    status: 405,
+    description: 'The path exists but not with this method; the `Allow` header lists the methods it takes.',
+  },
   request_timeout: { status: 408, description: 'The request did not arrive in time; the connection is closed.' },
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },

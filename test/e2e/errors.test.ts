@@ -151,9 +151,22 @@ describe('error responses', () => {
     expectError(res, 401, 'unauthorized');
   });
 
-  it('answers unknown routes and unknown methods with 404 not_found', async () => {
+  it('answers a known path called with another method with 405 and the methods it takes', async () => {
+    const login = await t.api.delete('/auth/login');
+    expectError(login, 405, 'method_not_allowed');
+    expect(login.headers.get('allow')).toBe('POST');
+    const job = await t.api.put(`/jobs/${randomUUID()}`, { body: {} });
+    expectError(job, 405, 'method_not_allowed');
+    expect(job.headers.get('allow')).toBe('GET, HEAD');
+    const trigger = await t.api.get(`/orgs/${randomUUID()}/triggers/${randomUUID()}/`);
+    expect(trigger.status).not.toBe(405);
+    const tokens = await t.api.patch(`/orgs/${randomUUID()}/api-tokens`, { body: {} });
+    expect(tokens.headers.get('allow')).toBe('GET, HEAD, POST');
+  });
+
+  it('answers unknown routes with 404 not_found', async () => {
     expectError(await t.api.get('/no-such-thing'), 404, 'not_found');
-    expectError(await t.api.delete('/auth/login'), 404, 'not_found');
+    expectError(await t.api.delete('/no-such-thing'), 404, 'not_found');
     const outside = await fetch(`${t.url}/not-v1`);
     expectError(
       {

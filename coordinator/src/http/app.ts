@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
 import { AppError } from '../errors.js';
 import { registerErrorHandling } from './error-handler.js';
+import { trackAllowedMethods } from './method-not-allowed.js';
 import { registerValidation } from './validation.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
@@ -39,6 +40,7 @@ import { deviceRoutes } from './routes/manage/devices.js';
 import { agentDeployRoutes } from './routes/agent/deploy.js';
 import './context.js';
 
+const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 };
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
@@ -59,7 +61,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     // Fastify's own 503 body lacks `code`; the preClose/onRequest hooks below answer in the error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    routerOptions: ROUTER_OPTIONS,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
   };
@@ -68,7 +70,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   app.decorateRequest('rawBody', undefined);
 
   registerValidation(app);
-  registerErrorHandling(app);
+  registerErrorHandling(app, trackAllowedMethods(app, ROUTER_OPTIONS));
   registerJsonBodyParser(app);
   orderRefusals(app);
   app.addSchema(ErrorBodySchema);

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type ValidationDetail } from '../errors.js';
+import type { AllowedMethods } from './method-not-allowed.js';
 
 interface AjvIssue {
   keyword: string;
@@ -82,7 +83,7 @@ function challengeOf(request: FastifyRequest): string {
   return tags?.includes('agent') ? 'Signature realm="drover-agent"' : 'Bearer realm="drover"';
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance, allowed: AllowedMethods): void {
   app.setErrorHandler((error, request, reply) => {
     const appError = toAppError(error as FastifyError);
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
@@ -91,7 +92,17 @@ export function registerErrorHandling(app: FastifyInstance): void {
     void reply.status(appError.statusCode).send(appError.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
-    const error = new AppError('not_found', `Route ${request.method} ${request.url.split('?')[0]} not found`);
+    const path = request.url.split('?')[0]!;
+    const methods = allowed.of(path);
+    if (methods.length > 0) {
+      const error = new AppError(
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; it answers to ${methods.join(', ')}`,
+      );
+      void reply.status(405).header('allow', methods.join(', ')).send(error.toBody());
+      return;
+    }
+    const error = new AppError('not_found', `Route ${request.method} ${path} not found`);
     void reply.status(404).send(error.toBody());
   });
 }
