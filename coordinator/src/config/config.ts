@@ -17,6 +17,10 @@ export interface Config {
   readonly logLevel: LogLevel;
   readonly sessionTtlSeconds: number;
   readonly bodyLimitBytes: number;
+  /** A request's headers, and its body (a file upload: each stretch without data), must arrive within this. */
+  readonly requestTimeoutMs: number;
+  /** Connections one client address may hold open at once; 0: no limit. */
+  readonly maxConnectionsPerClient: number;
   /** How often the agent stream sends a `ping` event (and refreshes the agent's lastSeenAt). */
   readonly streamPingMs: number;
   /** How long after its stream drops an agent that has not reconnected becomes `disconnected`. */
@@ -45,6 +49,8 @@ export const DEFAULTS = Object.freeze({
   logLevel: 'info' as LogLevel,
   sessionTtlSeconds: 12 * 3600,
   bodyLimitBytes: 1024 * 1024,
+  requestTimeoutMs: 30_000,
+  maxConnectionsPerClient: 1024,
   streamPingMs: 15_000,
   agentDisconnectGraceMs: 30_000,
   jobDeadlineGraceMs: 60_000,
@@ -156,6 +162,18 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     1024,
     64 * 1024 * 1024,
   );
+  const requestTimeoutMs = integer(
+    pick(undefined, null, 'DROVER_REQUEST_TIMEOUT_MS'),
+    DEFAULTS.requestTimeoutMs,
+    100,
+    3_600_000,
+  );
+  const maxConnectionsPerClient = integer(
+    pick(undefined, null, 'DROVER_MAX_CONNECTIONS_PER_CLIENT'),
+    DEFAULTS.maxConnectionsPerClient,
+    0,
+    1_000_000,
+  );
 
   const streamPingMs = integer(pick(undefined, null, 'DROVER_STREAM_PING_MS'), DEFAULTS.streamPingMs, 100, 3_600_000);
   const agentDisconnectGraceMs = integer(
@@ -207,6 +225,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     logLevel,
     sessionTtlSeconds,
     bodyLimitBytes,
+    requestTimeoutMs,
+    maxConnectionsPerClient,
     streamPingMs,
     agentDisconnectGraceMs,
     jobDeadlineGraceMs,

@@ -6,6 +6,7 @@ import type { AppContext } from './context.js';
 import { AppError } from '../errors.js';
 import { registerErrorHandling } from './error-handler.js';
 import { trackAllowedMethods } from './method-not-allowed.js';
+import { createGuardedServer } from './slow-clients.js';
 import { registerValidation } from './validation.js';
 import { registerJsonBodyParser } from './json-body.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
@@ -61,6 +62,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     // Fastify's own 503 body lacks `code`; the preClose/onRequest hooks below answer in the error shape.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    serverFactory: (handler) => createGuardedServer(handler, ctx.config),
     routerOptions: ROUTER_OPTIONS,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,

@@ -40,6 +40,14 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
             'The request is not valid HTTP (for example, a Content-Length that does not match the body)',
           );
   this.log.debug({ err: error }, 'client error');
+  writeRawRefusal(socket, refusal, error);
+}
+
+/**
+ * Answers on a connection Fastify is not answering on (no request was read, or it is abandoned),
+ * in the one error shape, then closes it.
+ */
+export function writeRawRefusal(socket: Duplex, refusal: AppError, cause?: Error): void {
   if (socket.writable) {
     const body = JSON.stringify(refusal.toBody());
     socket.write(
@@ -48,5 +56,5 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
         `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
     );
   }
-  socket.destroy(error);
+  socket.destroy(cause);
 }
