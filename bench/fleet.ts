@@ -86,6 +86,8 @@ console.log(`fleet: ${N} agents x ${K} application(s) = ${N * K} bindings; ${mac
 const profileDir = values.profile && path.resolve(values.profile);
 const coordinator = await startChildCoordinator({
   source: values.source,
+  // Every simulated agent connects from 127.0.0.1: no per-address connection limit here.
+  env: { DROVER_MAX_CONNECTIONS_PER_CLIENT: '0' },
   ...(profileDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
 });
 const origin = coordinator.url;
