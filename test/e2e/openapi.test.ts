@@ -25,6 +25,16 @@ function registeredRoutes(app: Coordinator['app']): Route[] {
 
 const toOpenApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}');
 
+/** Every string value of a JSON document (not its keys), with where it is. */
+function stringValues(value: unknown, at = '$'): { at: string; text: string }[] {
+  if (typeof value === 'string') return [{ at, text: value }];
+  if (Array.isArray(value)) return value.flatMap((item, i) => stringValues(item, `${at}[${i}]`));
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([key, item]) => stringValues(item, `${at}.${key}`));
+  }
+  return [];
+}
+
 interface Operation {
   summary?: string;
   tags?: string[];
@@ -73,6 +83,11 @@ describe('the OpenAPI document', () => {
     const missing = routes.filter((r) => !spec.paths[toOpenApiPath(r.path)]?.[r.method.toLowerCase()]);
     expect(missing).toEqual([]);
     expect(spec.paths['/v1/openapi.json']).toBeUndefined();
+  });
+
+  it('cites no document its readers do not have (planning files, the specification)', () => {
+    const citations = stringValues(spec).filter(({ text }) => /CONTRACT|§|\bspec\b|specification/i.test(text));
+    expect(citations).toEqual([]);
   });
 
   it('gives every operation a success response schema, error responses, a summary and a tag', () => {

@@ -100,13 +100,20 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       info: {
         title: 'Drover coordinator API',
         version: '1',
-        description: 'Public API (spec), dashboard management endpoints and the signed agent protocol.',
+        description:
+          'The public API (API tokens), the dashboard management endpoints (sessions) and the signed agent protocol.',
       },
       components: {
         securitySchemes: {
           apiToken: { type: 'http', scheme: 'bearer', description: 'API token (drv_...)' },
           session: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Dashboard session' },
-          agentSignature: { type: 'apiKey', in: 'header', name: 'X-Signature', description: 'CONTRACT §5' },
+          agentSignature: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'X-Signature',
+            description:
+              'Ed25519 signature of the request, sent with X-Agent-Id, X-Timestamp and X-Nonce (docs/agent-protocol.md, section 3)',
+          },
         },
       },
     },
