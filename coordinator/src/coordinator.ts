@@ -17,6 +17,8 @@ import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';
 import { loadOrCreateServerKey } from './domain/server-key.js';
 import { SessionService } from './domain/sessions.js';
+import { SignInService } from './domain/sign-in.js';
+import { AgentEnrollment } from './domain/agent-enrollment.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -63,7 +65,22 @@ export async function createCoordinator(
       logger,
       sweepIntervalMs: sweepIntervalMs(config.jobDeadlineGraceMs),
     });
-    const ctx: AppContext = { config, repos, clock, audit, sessions, serverKey, readLimiter, jobEvents, files, ota };
+    const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger });
+    const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger });
+    const ctx: AppContext = {
+      config,
+      repos,
+      clock,
+      audit,
+      sessions,
+      signIn,
+      enrollment,
+      serverKey,
+      readLimiter,
+      jobEvents,
+      files,
+      ota,
+    };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)
       logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');

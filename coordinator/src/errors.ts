@@ -44,13 +44,16 @@ export class AppError extends Error {
   readonly statusCode: number;
   readonly code: ErrorCode;
   readonly details: unknown;
+  /** Seconds after which a retry may succeed: sent as `Retry-After` (429, 503). */
+  readonly retryAfter: number | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { details?: unknown; cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { details?: unknown; cause?: unknown; retryAfter?: number }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AppError';
     this.code = code;
     this.statusCode = ErrorCodes[code].status;
     this.details = options?.details;
+    this.retryAfter = options?.retryAfter;
   }
 
   toBody(): ErrorBody {

@@ -87,7 +87,8 @@ describe('agent stream', () => {
         path: '/v1/agent/stream',
       }),
     });
-    expect(head.status).toBe(404);
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('GET');
     expect((await agentView(agent)).status).toBe('pending');
   });
 

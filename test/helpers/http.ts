@@ -1,4 +1,5 @@
-/** A small JSON client over real HTTP (Node's fetch, i.e. undici) for end-to-end tests. */
+/** A small JSON client over real HTTP (undici's fetch) for end-to-end tests. */
+import { Agent, fetch as undiciFetch, type Dispatcher } from 'undici';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -20,10 +21,17 @@ export class ApiClient {
   constructor(
     readonly baseUrl: string,
     readonly token: string | null = null,
+    /** Connects from this local address (any 127.x.y.z: a distinct client on loopback). */
+    private readonly dispatcher?: Dispatcher,
   ) {}
 
   withToken(token: string | null): ApiClient {
-    return new ApiClient(this.baseUrl, token);
+    return new ApiClient(this.baseUrl, token, this.dispatcher);
+  }
+
+  /** The same client, connecting from `localAddress` (for per-address limits). */
+  fromAddress(localAddress: string): ApiClient {
+    return new ApiClient(this.baseUrl, this.token, new Agent({ localAddress }));
   }
 
   /** Signs in and returns a client carrying the session token. */
@@ -43,7 +51,12 @@ export class ApiClient {
       body = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
+    const res = await undiciFetch(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      body,
+      ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
+    });
     const text = await res.text();
     let parsed: unknown = text;
     if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);

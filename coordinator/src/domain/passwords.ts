@@ -1,4 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import PQueue from 'p-queue';
+import { AppError } from '../errors.js';
 
 /**
  * Passwords are stored as `scrypt$N$r$p$<salt b64>$<hash b64>` (RFC 7914, N=2^15, r=8, p=1:
@@ -9,7 +11,28 @@ const KEY_BYTES = 32;
 export const MIN_PASSWORD_LENGTH = 8;
 export const MAX_PASSWORD_LENGTH = 1024;
 
+/**
+ * One hash at a time, for the whole process. scrypt runs on libuv's thread pool, which file
+ * reads and writes share: 32 concurrent sign-ins used to occupy all four threads and stall every
+ * presigned download for seconds. One thread for hashing leaves the other three to files. At
+ * most `MAX_WAITING` hashes wait; beyond that a sign-in is refused at once (429, retry in a
+ * second), so a flood costs neither memory nor a queue whose last caller waits for minutes.
+ */
+const hashing = new PQueue({ concurrency: 1 });
+const MAX_WAITING = 64;
+
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
+  if (hashing.size >= MAX_WAITING) {
+    return Promise.reject(
+      new AppError('rate_limited', 'Too many sign-ins are being checked at once; retry in a second', {
+        retryAfter: 1,
+      }),
+    );
+  }
+  return hashing.add(() => scryptKey(password, salt, options));
+}
+
+function scryptKey(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     scrypt(
       password.normalize('NFKC'),

@@ -6,7 +6,9 @@ import type { JobEvents } from '../domain/job-events.js';
 import type { OtaEngine } from '../domain/ota/engine.js';
 import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
 import type { ServerKey } from '../domain/server-key.js';
+import type { AgentEnrollment } from '../domain/agent-enrollment.js';
 import type { SessionService } from '../domain/sessions.js';
+import type { SignInService } from '../domain/sign-in.js';
 import type { Clock } from '../util/clock.js';
 
 /** Everything a route needs, built once per coordinator and reachable as `app.ctx`. */
@@ -16,6 +18,10 @@ export interface AppContext {
   clock: Clock;
   audit: AuditLog;
   sessions: SessionService;
+  /** Dashboard sign-in with its throttles. */
+  signIn: SignInService;
+  /** Agent enrollment with its throttle. */
+  enrollment: AgentEnrollment;
   serverKey: ServerKey;
   readLimiter: ReadRateLimiter;
   /** In-process job notifications: dispatch to connected agents, sync trigger-run waits. */

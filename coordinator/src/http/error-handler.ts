@@ -89,6 +89,7 @@ export function registerErrorHandling(app: FastifyInstance, allowed: AllowedMeth
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.debug({ code: appError.code, reason: appError.message }, 'request refused');
     if (appError.statusCode === 401) void reply.header('www-authenticate', challengeOf(request));
+    if (appError.retryAfter !== undefined) void reply.header('retry-after', String(appError.retryAfter));
     void reply.status(appError.statusCode).send(appError.toBody());
   });
   app.setNotFoundHandler((request, reply) => {

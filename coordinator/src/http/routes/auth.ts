@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { MAX_PASSWORD_LENGTH, decoyPasswordHash, verifyPassword } from '../../domain/passwords.js';
-import { unauthorized } from '../../errors.js';
+import { MAX_PASSWORD_LENGTH } from '../../domain/passwords.js';
 import { errorResponses, timestamp, uuid } from '../schemas/common.js';
 
 export const UserSchema = {
@@ -32,22 +31,10 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
             required: ['token', 'expiresAt', 'user'],
             properties: { token: { type: 'string' }, expiresAt: timestamp, user: UserSchema },
           },
-          ...errorResponses(401, 422),
+          ...errorResponses(401, 422, 429),
         },
       },
     },
-    async (request) => {
-      const { repos, sessions } = app.ctx;
-      const user = await repos.users.findByEmail(request.body.email.trim());
-      // Hash even for an unknown email, so timing does not reveal which emails exist.
-      const ok = await verifyPassword(request.body.password, user?.passwordHash ?? (await decoyPasswordHash()));
-      if (!user || !ok) throw unauthorized('Wrong email or password');
-      const session = await sessions.issue(user.id);
-      return {
-        token: session.token,
-        expiresAt: session.expiresAt,
-        user: { id: user.id, email: user.email, createdAt: user.createdAt },
-      };
-    },
+    async (request) => app.ctx.signIn.signIn(request.body.email, request.body.password, request.ip),
   );
 }

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPairSync } from 'node:crypto';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { insertEnrollmentToken } from '../helpers/agent.js';
+
+/** Sign-in and enrollment throttles (docs/management.md, docs/errors.md: 429 with Retry-After). */
+
+function manualClock() {
+  return {
+    t: Date.now(),
+    now() {
+      return this.t;
+    },
+  };
+}
+
+const publicKey = () =>
+  (generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' }) as Buffer)
+    .subarray(-32)
+    .toString('base64');
+
+describe('sign-in throttling', () => {
+  let t: TestCoordinator;
+  const clock = manualClock();
+  beforeAll(async () => {
+    t = await startTestCoordinator({ clock });
+  });
+  afterAll(() => t?.close());
+
+  const login = (email: string, password: string, from = '127.0.0.1') =>
+    t.api.fromAddress(from).post('/auth/login', { body: { email, password }, token: null });
+
+  it('locks an account after five failures, even against the right password, for a doubling time', async () => {
+    const from = '127.0.0.11';
+    for (let i = 0; i < 6; i++) expect((await login(OWNER_EMAIL, 'wrong password', from)).status).toBe(401);
+    const locked = await login(OWNER_EMAIL, OWNER_PASSWORD, from);
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get('retry-after')).toBe('1');
+    expect(locked.body).toMatchObject({ statusCode: 429, code: 'rate_limited' });
+    expect(locked.body.message).toMatch(/try again in 1 second/);
+    // From another address too: the lock is on the account.
+    expect((await login(OWNER_EMAIL.toUpperCase(), OWNER_PASSWORD, '127.0.0.12')).status).toBe(429);
+
+    clock.t += 1_000;
+    expect((await login(OWNER_EMAIL, 'wrong again', from)).status).toBe(401);
+    const longer = await login(OWNER_EMAIL, OWNER_PASSWORD, from);
+    expect(longer.status).toBe(429);
+    expect(longer.headers.get('retry-after')).toBe('2');
+
+    clock.t += 2_000;
+    expect((await login(OWNER_EMAIL, OWNER_PASSWORD, from)).status).toBe(200);
+    // A success clears the account's count: five more failures are free again.
+    for (let i = 0; i < 5; i++) expect((await login(OWNER_EMAIL, 'wrong password', from)).status).toBe(401);
+    expect((await login(OWNER_EMAIL, OWNER_PASSWORD, from)).status).toBe(200);
+  });
+
+  it('audits the lockouts in the account owner organization', async () => {
+    const res = await t.owner.get(`/orgs/${t.orgId}/audit?action=auth.lockout`);
+    expect(res.status).toBe(200);
+    expect(res.body.length).toBeGreaterThanOrEqual(2);
+    expect(res.body.find((e: { targetType: string }) => e.targetType === 'user')).toMatchObject({
+      actorType: 'system',
+      action: 'auth.lockout',
+      targetType: 'user',
+      metadata: { scope: 'account', email: OWNER_EMAIL, address: '127.0.0.11' },
+    });
+  });
+
+  it('locks an address after twenty failures whatever the emails, and not other addresses', async () => {
+    const from = '127.0.0.13';
+    for (let i = 0; i < 21; i++) {
+      expect((await login(`nobody-${i}@example.test`, 'wrong password', from)).status).toBe(401);
+    }
+    const locked = await login(OWNER_EMAIL, OWNER_PASSWORD, from);
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect((await login(OWNER_EMAIL, OWNER_PASSWORD, '127.0.0.14')).status).toBe(200);
+  });
+
+  it('refuses at once the sign-ins beyond those the hasher can queue, never failing with 5xx', async () => {
+    const attempts = await Promise.all(
+      Array.from({ length: 90 }, (_, i) => login(`flood-${i}@example.test`, 'wrong password', `127.0.1.${i + 1}`)),
+    );
+    const statuses = attempts.map((r) => r.status);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    const busy = attempts.filter((r) => r.status === 429);
+    expect(busy.length).toBeGreaterThan(0);
+    expect(busy[0]!.headers.get('retry-after')).toBe('1');
+    expect(busy[0]!.body.message).toMatch(/at once/);
+  });
+});
+
+describe('enrollment throttling', () => {
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+  });
+  afterAll(() => t?.close());
+
+  const enroll = (enrollmentToken: string, from: string) =>
+    t.api.fromAddress(from).post('/agent/enroll', {
+      body: { enrollmentToken, publicKey: publicKey(), hostname: 'edge-1', os: 'linux', agentVersion: '1.0.0' },
+      token: null,
+    });
+
+  it('locks an address after ten failed enrollments, even for a valid token, and audits it', async () => {
+    const from = '127.0.0.21';
+    for (let i = 0; i < 11; i++) expect((await enroll(`drve_not-a-token-${i}`, from)).status).toBe(401);
+    const valid = await insertEnrollmentToken(t);
+    const locked = await enroll(valid, from);
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get('retry-after')).toBe('1');
+    // The token was not spent: it still enrolls from another address.
+    expect((await enroll(valid, '127.0.0.22')).status).toBe(201);
+    const entries = t.coordinator.db
+      .prepare("SELECT target_id AS address, metadata FROM audit_log WHERE action = 'enrollment.lockout'")
+      .all() as { address: string; metadata: string }[];
+    expect(entries).toEqual([{ address: from, metadata: expect.stringContaining('"failures":11') }]);
+  });
+});
