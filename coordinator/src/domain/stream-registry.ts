@@ -40,18 +40,30 @@ export interface StreamRegistryOptions {
   prepareAssignment?(job: Job, assignment: JobAssignment): Promise<JobAssignment>;
 }
 
-/** One agent's open stream. Until its open jobs are sent it buffers live job ids (`starting`). */
+/** The queue capacity an agent that does not announce one has (CONTRACT §5: 4 jobs). */
+export const DEFAULT_AGENT_QUEUE_CAPACITY = 4;
+
+/**
+ * One agent's open stream. Until its open jobs are read it buffers live job ids (`starting`).
+ *
+ * `handed` are the jobs given to the agent on this stream and not ended: they fill its queue.
+ * `waiting` are jobs that waited for the agent (created while it was away, or while others
+ * waited): they are handed over in creation order as the queue has room, never more at once
+ * than its capacity, so a reconnect does not pour a backlog into a queue of four.
+ */
 class AgentStream {
   state: 'starting' | 'live' | 'closed' = 'starting';
-  /** Live job ids that arrived while starting, and the ids sent while starting (to skip twins). */
+  /** Live job ids that arrived while starting. */
   readonly buffered: string[] = [];
-  readonly sentWhileStarting = new Set<string>();
-  /** Live sends, one after another, so that jobs reach the agent in creation order. */
+  readonly handed = new Set<string>();
+  readonly waiting: string[] = [];
+  /** Sends, one after another, so that jobs reach the agent in creation order. */
   sending: Promise<void> = Promise.resolve();
 
   constructor(
     readonly agentId: string,
     private readonly sink: StreamSink,
+    readonly capacity: number,
   ) {}
 
   write(chunk: string): void {
@@ -68,6 +80,7 @@ class AgentStream {
   close(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.waiting.length = 0;
     this.sink.end();
   }
 }
@@ -85,6 +98,8 @@ class AgentStream {
  */
 export class StreamRegistry {
   private readonly streams = new Map<string, AgentStream>();
+  /** Which stream each handed, not yet ended job went out on. */
+  private readonly handedTo = new Map<string, AgentStream>();
   private readonly disconnectTimers = new Map<string, NodeJS.Timeout>();
   private readonly unsubscribe: (() => void)[] = [];
   private pingTimer: NodeJS.Timeout | undefined;
@@ -95,6 +110,7 @@ export class StreamRegistry {
   /** Subscribes to job and revocation events and starts the pings. */
   start(): void {
     this.unsubscribe.push(this.o.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
+    this.unsubscribe.push(this.o.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId)));
     this.unsubscribe.push(this.o.agentEvents.onRevoked((agent) => this.revoked(agent.id)));
     this.pingTimer = setInterval(() => void this.pingAll(), this.o.pingMs);
     this.pingTimer.unref();
@@ -114,8 +130,8 @@ export class StreamRegistry {
    * Takes over a new stream for an agent whose signature was verified: replaces its previous
    * stream, marks it connected, sends its open jobs, then goes live.
    */
-  async connect(agentId: string, sink: StreamSink): Promise<void> {
-    const stream = new AgentStream(agentId, sink);
+  async connect(agentId: string, sink: StreamSink, capacity = DEFAULT_AGENT_QUEUE_CAPACITY): Promise<void> {
+    const stream = new AgentStream(agentId, sink, capacity);
     if (this.closed) {
       stream.close();
       return;
@@ -125,7 +141,7 @@ export class StreamRegistry {
     this.cancelDisconnect(agentId);
     if (previous) {
       this.o.logger.info({ agentId }, 'agent stream replaced by a new connection');
-      previous.close();
+      this.closeStream(previous);
     }
     sink.onClose(() => this.dropped(stream));
     try {
@@ -134,17 +150,26 @@ export class StreamRegistry {
         this.forget(stream);
         return;
       }
-      this.o.logger.info({ agentId }, 'agent stream connected');
+      this.o.logger.info({ agentId, capacity }, 'agent stream connected');
       const open = await this.o.jobs.listOpenForAgent(agentId);
-      for (const job of open) await this.sendJob(stream, job);
-      // Live jobs that arrived meanwhile, minus those the open list already carried.
-      for (let i = 0; i < stream.buffered.length && stream.state === 'starting'; i++) {
-        const jobId = stream.buffered[i]!;
-        if (!stream.sentWhileStarting.has(jobId)) await this.push(stream, jobId);
+      const seen = new Set<string>();
+      // Queued and running jobs are in the agent's hands already: sent again, they fill its queue;
+      // pending ones take the room left, in creation order, and the rest wait.
+      let room = capacity - open.filter((job) => job.status !== 'pending').length;
+      for (const job of open) {
+        seen.add(job.id);
+        if (job.status !== 'pending') await this.hand(stream, job);
+        else if (room > 0 && stream.waiting.length === 0) {
+          room -= 1;
+          await this.hand(stream, job);
+        } else stream.waiting.push(job.id);
       }
-      if (stream.state === 'starting') stream.state = 'live';
+      // Live jobs that arrived meanwhile, minus those the open list already carried, wait behind it.
+      for (const jobId of stream.buffered) if (!seen.has(jobId)) stream.waiting.push(jobId);
       stream.buffered.length = 0;
-      stream.sentWhileStarting.clear();
+      if (stream.state === 'starting') stream.state = 'live';
+      stream.sending = stream.sending.then(() => this.handWaiting(stream));
+      await stream.sending;
     } catch (error) {
       this.o.logger.error({ err: error, agentId }, 'agent stream failed to start; closing it');
       this.forget(stream);
@@ -161,29 +186,58 @@ export class StreamRegistry {
     this.disconnectTimers.clear();
     const streams = [...this.streams.values()];
     this.streams.clear();
-    for (const stream of streams) stream.close();
+    for (const stream of streams) this.closeStream(stream);
   }
 
+  /**
+   * A new job for a connected agent goes out at once when nothing waits for the agent (its queue
+   * decides: a full one refuses it, CONTRACT §5); behind jobs that wait, it waits its turn.
+   */
   private jobCreated(agentId: string, jobId: string): void {
     const stream = this.streams.get(agentId);
     if (!stream) return;
-    if (stream.state === 'starting') stream.buffered.push(jobId);
-    else stream.sending = stream.sending.then(() => this.push(stream, jobId));
+    if (stream.state === 'starting') {
+      stream.buffered.push(jobId);
+      return;
+    }
+    stream.sending = stream.sending.then(async () => {
+      if (stream.waiting.length > 0) {
+        stream.waiting.push(jobId);
+        await this.handWaiting(stream);
+      } else await this.handById(stream, jobId);
+    });
   }
 
-  private async push(stream: AgentStream, jobId: string): Promise<void> {
+  /** A job ended: its place in the queue of the agent it was handed to is free for one that waits. */
+  private jobEnded(jobId: string): void {
+    const stream = this.handedTo.get(jobId);
+    if (!stream) return;
+    this.handedTo.delete(jobId);
+    stream.handed.delete(jobId);
+    if (stream.waiting.length > 0) stream.sending = stream.sending.then(() => this.handWaiting(stream));
+  }
+
+  /** Hands waiting jobs over, oldest first, while the agent's queue has room. */
+  private async handWaiting(stream: AgentStream): Promise<void> {
+    while (stream.state === 'live' && stream.waiting.length > 0 && stream.handed.size < stream.capacity) {
+      await this.handById(stream, stream.waiting.shift()!);
+    }
+  }
+
+  private async handById(stream: AgentStream, jobId: string): Promise<void> {
     try {
       const job = await this.o.jobs.findById(jobId);
-      if (job && job.agentId === stream.agentId) await this.sendJob(stream, job);
+      if (job && job.agentId === stream.agentId) await this.hand(stream, job);
     } catch (error) {
       this.o.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
     }
   }
 
-  /** Sends an open job's `job` event, its assignment completed by `prepareAssignment`. */
-  private async sendJob(stream: AgentStream, job: Job): Promise<void> {
+  /** Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as handed. */
+  private async hand(stream: AgentStream, job: Job): Promise<void> {
     if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
-    if (stream.state === 'starting') stream.sentWhileStarting.add(job.id);
+    stream.handed.add(job.id);
+    this.handedTo.set(job.id, stream);
     let assignment = toAssignment(job, job.status);
     if (this.o.prepareAssignment) {
       try {
@@ -209,11 +263,17 @@ export class StreamRegistry {
   /** Removes a stream without scheduling a disconnect, and closes it. */
   private forget(stream: AgentStream): void {
     if (this.streams.get(stream.agentId) === stream) this.streams.delete(stream.agentId);
+    this.closeStream(stream);
+  }
+
+  /** Closes a stream; the jobs handed on it are counted again by the agent's next stream. */
+  private closeStream(stream: AgentStream): void {
     stream.close();
+    for (const jobId of stream.handed) if (this.handedTo.get(jobId) === stream) this.handedTo.delete(jobId);
   }
 
   private dropped(stream: AgentStream): void {
-    stream.close();
+    this.closeStream(stream);
     // A replaced, revoked or shut-down stream is no longer the agent's current one.
     if (this.closed || this.streams.get(stream.agentId) !== stream) return;
     this.streams.delete(stream.agentId);

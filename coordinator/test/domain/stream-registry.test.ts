@@ -153,6 +153,59 @@ describe('StreamRegistry', () => {
     expect(sink.jobIds()).toEqual(['j1', 'j2', 'j3', 'j4']);
   });
 
+  it('hands a backlog over no faster than the agent queue frees, oldest first', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    const backlog = ['p1', 'p2', 'p3', 'p4', 'p5', 'p6'];
+    for (const id of backlog) s.jobs.set(id, job(id));
+    s.jobs.set('q1', job('q1', 'a1', 'queued'));
+    s.openJobs([job('q1', 'a1', 'queued'), ...backlog.map((id) => job(id))]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 4);
+    // The queued job fills one place: three of the backlog go out, in creation order.
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3']);
+    // A new job waits behind the backlog instead of being refused by a full queue.
+    s.jobs.set('live', job('live'));
+    s.jobEvents.jobCreated('a1', 'live');
+    await tick();
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3']);
+    s.jobEvents.jobFinished('q1');
+    await tick();
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3', 'p4']);
+    for (const id of ['p1', 'p2', 'p3', 'p4']) s.jobEvents.jobFinished(id);
+    await tick();
+    await tick();
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'live']);
+  });
+
+  it('sends a new job at once when nothing waits, even to a full queue, which refuses it', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    const held = ['r1', 'q1', 'q2'];
+    s.openJobs(held.map((id, i) => job(id, 'a1', i === 0 ? 'running' : 'queued')));
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 2);
+    expect(sink.jobIds()).toEqual(held);
+    s.jobs.set('n1', job('n1'));
+    s.jobEvents.jobCreated('a1', 'n1');
+    await tick();
+    expect(sink.jobIds()).toEqual([...held, 'n1']);
+  });
+
+  it('takes the capacity the agent announces, four when it announces none', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    const ids = Array.from({ length: 6 }, (_, i) => `p${i}`);
+    for (const id of ids) s.jobs.set(id, job(id));
+    s.openJobs(ids.map((id) => job(id)));
+    const four = new FakeSink();
+    await s.registry.connect('a1', four);
+    expect(four.jobIds()).toEqual(ids.slice(0, 4));
+    const one = new FakeSink();
+    await s.registry.connect('a1', one, 1);
+    expect(one.jobIds()).toEqual(['p0']);
+  });
+
   it('ignores job events of other agents and jobs no longer open', async () => {
     const s = setup();
     cleanup = () => s.registry.close();

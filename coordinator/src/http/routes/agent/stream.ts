@@ -3,10 +3,27 @@ import type { FastifyInstance } from 'fastify';
 import { agentEventsOf } from '../../../domain/agent-events.js';
 import { withFreshDownloadUrls } from '../../../domain/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/sse.js';
-import { StreamRegistry, type StreamSink } from '../../../domain/stream-registry.js';
+import {
+  DEFAULT_AGENT_QUEUE_CAPACITY,
+  StreamRegistry,
+  type StreamSink,
+} from '../../../domain/stream-registry.js';
 import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
-import { noQuery } from './schemas.js';
+
+/** The one query parameter: the agent's queue capacity, which paces the jobs handed to it. */
+const StreamQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    capacity: {
+      type: 'integer',
+      minimum: 1,
+      maximum: 1000,
+      description: `jobs the agent's queue holds, the running one included (default ${DEFAULT_AGENT_QUEUE_CAPACITY})`,
+    },
+  },
+} as const;
 
 /** A stream this far behind (bytes the agent has not read) is cut; the agent reconnects and catches up. */
 const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
@@ -59,7 +76,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     done();
   });
 
-  app.get(
+  app.get<{ Querystring: { capacity?: number } }>(
     '/agent/stream',
     {
       preValidation: agentSignatureHook,
@@ -69,7 +86,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
         summary: 'The event stream (text/event-stream) pushing job, deploy and ping events to the agent',
         tags: ['agent'],
         security: [{ agentSignature: [] }],
-        querystring: noQuery,
+        querystring: StreamQuery,
         response: {
           200: { description: 'A text/event-stream of `job`, `deploy` and `ping` events', type: 'string' },
           ...errorResponses(401, 422),
@@ -91,7 +108,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
       raw.socket?.setNoDelay(true);
       raw.socket?.setKeepAlive(true, 30_000);
       raw.write(SSE_OPENING);
-      await registry.connect(agent.id, responseSink(raw));
+      await registry.connect(agent.id, responseSink(raw), request.query.capacity);
     },
   );
 }
