@@ -3,11 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { agentEventsOf } from '../../../domain/agent-events.js';
 import { withFreshDownloadUrls } from '../../../domain/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/sse.js';
-import {
-  DEFAULT_AGENT_QUEUE_CAPACITY,
-  StreamRegistry,
-  type StreamSink,
-} from '../../../domain/stream-registry.js';
+import { DEFAULT_AGENT_QUEUE_CAPACITY, StreamRegistry, type StreamSink } from '../../../domain/stream-registry.js';
 import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 
