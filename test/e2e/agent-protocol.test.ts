@@ -335,7 +335,15 @@ describe('signed agent requests', () => {
     for (const overrides of cases) {
       const res = await agent.request('GET', '/v1/agent/me', undefined, overrides);
       expectError(res, 401, 'unauthorized');
-      expect(Object.keys(res.body).sort(), JSON.stringify(overrides)).toEqual(['code', 'message', 'statusCode']);
+      expect(Object.keys(res.body).sort(), JSON.stringify(overrides)).toEqual([
+        'code',
+        'details',
+        'message',
+        'statusCode',
+      ]);
+      // The server's time, for an agent whose clock is off.
+      expect(Math.abs(res.body.details.serverTime - Date.now())).toBeLessThan(10_000);
+      expect(Math.abs(Date.parse(res.headers.get('date')!) - Date.now())).toBeLessThan(10_000);
     }
     // A plain unauthenticated call, and one with a bearer token instead of a signature.
     expectError(await t.api.get('/agent/me'), 401, 'unauthorized');

@@ -7,7 +7,7 @@ import {
 } from '@drover/shared';
 import type { Agent } from '../../db/repositories/agents.js';
 import { agentPublicKey } from './agent-keys.js';
-import { unauthorized } from '../../errors.js';
+import { AppError } from '../../errors.js';
 import { oncePerRequest } from './once-per-request.js';
 
 type RefusalReason = SignatureFailure | 'unknown_agent' | 'revoked' | 'replayed_nonce';
@@ -51,7 +51,9 @@ async function authenticate(request: FastifyRequest): Promise<Agent> {
   const now = clock.now();
   const refuse = (reason: RefusalReason) => {
     request.log.info({ reason }, 'agent request refused');
-    return unauthorized(REASONS[reason]);
+    // The server's time, so that an agent whose clock is off can sign with corrected time
+    // (docs/agent-protocol.md, "Clocks"); it is no secret: every answer's Date header tells it too.
+    return new AppError('unauthorized', REASONS[reason], { details: { serverTime: now } });
   };
   const parsed = parseSignatureHeaders(request.headers, now);
   if (!parsed.ok) throw refuse(parsed.reason);
