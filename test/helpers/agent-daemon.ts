@@ -225,6 +225,8 @@ export interface CuttableProxy {
   restore(): Promise<void>;
   /** Sends new connections to another coordinator (one restarted on a new port); open ones stay. */
   retarget(targetUrl: string): void;
+  /** Cuts every open connection and keeps listening (a flapping link). */
+  reset(): void;
   close(): Promise<void>;
 }
 
@@ -266,6 +268,9 @@ export async function startCuttableProxy(targetUrl: string): Promise<CuttablePro
     },
     retarget: (url) => {
       target = new URL(url);
+    },
+    reset: () => {
+      for (const s of sockets) s.destroy();
     },
     close: stop,
   };
