@@ -53,7 +53,7 @@ export function writeRawRefusal(socket: Duplex, refusal: AppError, cause?: Error
     socket.write(
       `HTTP/1.1 ${refusal.statusCode} ${STATUS_CODES[refusal.statusCode]}\r\n` +
         `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-        `x-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+        `date: ${new Date().toUTCString()}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy(cause);
