@@ -1,11 +1,12 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Writable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { acquireDaemonLock } from '../../src/daemon/lock.js';
 import { StatusFile } from '../../src/daemon/status-file.js';
-import { readDaemonStatus } from '../../src/daemon-status.js';
+import { isAlive, readDaemonStatus } from '../../src/daemon-status.js';
 import { runAgentCli as run } from '../cli/run-cli.js';
 
 let root: string;
@@ -35,7 +36,55 @@ describe('the daemon lock', () => {
     expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8')).toBe(`${process.pid}\n`);
     release();
   });
+
+  it.runIf(process.platform === 'linux')(
+    'takes over a lock whose process is a zombie (exited, not yet reaped by its parent)',
+    async () => {
+      const { zombie, parent } = await startZombie();
+      try {
+        expect(isAlive(zombie)).toBe(false);
+        fs.writeFileSync(path.join(root, 'daemon.lock'), `${zombie}\n`);
+        const release = acquireDaemonLock(root);
+        expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8')).toBe(`${process.pid}\n`);
+        release();
+        expect(isAlive(parent.pid!)).toBe(true); // a sleeping process is still alive
+      } finally {
+        parent.kill('SIGKILL'); // its zombie child goes to init, which reaps it
+      }
+    },
+  );
 });
+
+/**
+ * A real zombie: `sh` starts a child that waits for a line on fd 3, then becomes `sleep` (exec
+ * keeps the pid), which never waits for children. Once `sleep` runs, the line is sent: the child
+ * exits and stays a zombie. Resolves once `/proc` shows it in state Z.
+ */
+async function startZombie(): Promise<{ zombie: number; parent: ChildProcess }> {
+  const parent = spawn('/bin/sh', ['-c', 'read line <&3 & echo $!; exec sleep 60'], {
+    stdio: ['ignore', 'pipe', 'ignore', 'pipe'],
+  });
+  const zombie = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    parent.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(Number.parseInt(out, 10));
+    });
+    parent.once('error', reject);
+  });
+  await vi.waitFor(() => expect(fs.readFileSync(`/proc/${parent.pid}/comm`, 'utf8').trim()).toBe('sleep'));
+  (parent.stdio[3] as Writable).end('go\n');
+  await vi.waitFor(() => expect(procState(zombie)).toBe('Z'), { timeout: 5000 });
+  return { zombie, parent };
+}
+
+function procState(pid: number): string {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat
+    .slice(stat.lastIndexOf(')') + 1)
+    .trim()
+    .charAt(0);
+}
 
 describe('status.json', () => {
   it('is written at once, then once per burst of changes, in the shape `drover-agent status` reads', async () => {
@@ -74,6 +123,30 @@ describe('status.json', () => {
     await new Promise((resolve) => setTimeout(resolve, 80));
     expect(readDaemonStatus(root).status?.connection).toBe('disconnected');
     expect(fs.readdirSync(root)).toEqual(['status.json']);
+  });
+
+  it.runIf(process.platform === 'linux')('counts a daemon whose process is a zombie as not running', async () => {
+    const { zombie, parent } = await startZombie();
+    try {
+      const status = new StatusFile(
+        root,
+        {
+          pid: zombie,
+          startedAt: '2026-01-01T00:00:00.000Z',
+          version: '0.1.0',
+          connection: 'connected',
+          lastConnectedAt: null,
+          lastError: null,
+          queue: { capacity: 4, running: null, waiting: [] },
+          workflows: { loaded: 0, invalid: [] },
+        },
+        () => {},
+      );
+      status.close({});
+      expect(readDaemonStatus(root)).toMatchObject({ running: false, status: { pid: zombie } });
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 });
 
