@@ -48,7 +48,7 @@ export async function callCoordinator(
       ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
     });
   } catch (cause) {
-    throw new AgentError('unreachable', `Cannot reach the coordinator at ${origin}: ${networkReason(cause)}`, {
+    throw new AgentError('unreachable', `Cannot reach the coordinator at ${origin}: ${describeNetworkError(cause)}`, {
       cause,
     });
   }
@@ -64,22 +64,42 @@ export async function callCoordinator(
   return { status: res.statusCode, body };
 }
 
-function networkReason(cause: unknown): string {
-  const error = cause as { code?: string; message?: string; cause?: { code?: string } };
-  const code = error?.code ?? error?.cause?.code;
-  const known: Record<string, string> = {
-    ECONNREFUSED: 'connection refused (is the coordinator running, and is the port right?)',
-    ENOTFOUND: 'host not found',
-    EAI_AGAIN: 'host name lookup failed (temporary)',
-    ECONNRESET: 'connection reset',
-    ETIMEDOUT: 'timed out',
-    UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
-    UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
-    UND_ERR_BODY_TIMEOUT: 'the answer did not arrive in time',
-    UND_ERR_SOCKET: 'the connection failed',
-  };
-  return (code && known[code]) ?? error?.message ?? String(cause);
+/**
+ * A network failure in plain words (`connection refused (is the coordinator running...)`), from
+ * the first error code found along its causes (undici's `fetch failed` carries it in `cause`),
+ * else the innermost message.
+ */
+export function describeNetworkError(cause: unknown): string {
+  let code: string | undefined;
+  let message: string | undefined;
+  let current = cause as { code?: unknown; message?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; current && typeof current === 'object' && depth < 5; depth += 1) {
+    if (code === undefined && typeof current.code === 'string') code = current.code;
+    if (typeof current.message === 'string' && current.message !== '') message = current.message;
+    current = current.cause as typeof current;
+  }
+  return (code && NETWORK_ERRORS[code]) ?? message ?? String(cause);
 }
+
+const NETWORK_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused (is the coordinator running, and is the port right?)',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed (temporary)',
+  ECONNRESET: 'connection reset',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
+  UND_ERR_BODY_TIMEOUT: 'the answer did not arrive in time',
+  UND_ERR_SOCKET: 'the connection failed',
+  UND_ERR_CLOSED: 'the connection was closed',
+  CERT_HAS_EXPIRED: 'the server certificate has expired',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed',
+  SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate is not trusted (self-signed chain)',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the server certificate could not be verified',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate does not name this host',
+};
 
 /** The coordinator's message from an error answer, or a description of the answer. */
 export function answerMessage(answer: HttpAnswer): string {

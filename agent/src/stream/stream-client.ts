@@ -1,8 +1,9 @@
-import { EventSource } from 'eventsource';
+import { EventSource, type FetchLike } from 'eventsource';
 import type { Logger } from 'pino';
 import { StreamEvent } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
 import { formatDuration } from '../exec/durations.js';
+import { describeNetworkError } from '../http/client.js';
 import { signedFetch, type StreamSigner } from './signed-fetch.js';
 
 export type ConnectionState = 'connecting' | 'connected' | 'disconnected';
@@ -22,7 +23,10 @@ export interface StreamClientOptions extends StreamSigner {
   onMessage(message: StreamMessage): void;
   /** Connection state changes (status.json); `error` says why the stream is not connected. */
   onState?(state: ConnectionState, error: string | null): void;
-  /** Runs before each connection attempt (the workflows report); its failure is logged only. */
+  /**
+   * Runs before each connection attempt (the workflows report). Its failure is logged once the
+   * stream is open; when the stream fails too, the attempt's one line says why.
+   */
   beforeConnect?(): Promise<void>;
   /** A connection silent for this long (no event, pings included) is dropped and reopened. */
   idleTimeoutMs?: number;
@@ -82,15 +86,24 @@ export class StreamClient {
     if (this.#stopped) return;
     const attempt = ++this.#attempt;
     this.#setState('connecting', null);
+    let prepareError: unknown = null;
     try {
       await this.options.beforeConnect?.();
     } catch (error) {
-      this.options.logger.warn({ err: error }, 'could not prepare the stream connection');
+      prepareError = error;
     }
     if (this.#stopped || attempt !== this.#attempt) return;
 
     const url = new URL('/v1/agent/stream', this.options.origin);
-    const source = new EventSource(url, { fetch: signedFetch(this.options) });
+    // The network error behind a failed attempt, for its log line (EventSource passes on only text).
+    let fetchError: unknown = null;
+    const signed = signedFetch(this.options);
+    const fetch: FetchLike = (input, init) =>
+      signed(input, init).catch((error: unknown) => {
+        fetchError = error;
+        throw error;
+      });
+    const source = new EventSource(url, { fetch });
     this.#source = source;
     this.#armWatchdog(source);
     source.addEventListener('open', () => {
@@ -98,6 +111,10 @@ export class StreamClient {
       this.#openedAt = Date.now();
       this.#armWatchdog(source);
       this.options.logger.info(`connected to the coordinator at ${this.options.origin}`);
+      if (prepareError !== null) {
+        const message = prepareError instanceof Error ? prepareError.message : String(prepareError);
+        this.options.logger.warn({ err: prepareError }, `connected, but ${message}`);
+      }
       this.#setState('connected', null);
     });
     for (const event of EVENTS) {
@@ -120,7 +137,14 @@ export class StreamClient {
     }
     source.addEventListener('error', (event: Event & { code?: number; message?: string }) => {
       if (source !== this.#source) return;
-      this.#fail(describeError(event.code, event.message));
+      const wasOpen = this.#openedAt !== null;
+      if (prepareError !== null && !wasOpen)
+        this.options.logger.debug({ err: prepareError }, 'the preparation of the failed attempt failed too');
+      this.#fail(
+        fetchError !== null && !wasOpen
+          ? `cannot reach ${this.options.origin}: ${describeNetworkError(fetchError)}`
+          : describeError(event.code, event.message),
+      );
     });
   }
 
@@ -159,9 +183,14 @@ export class StreamClient {
   }
 }
 
+/** Why EventSource gave up on a connection, from the HTTP status or its text. */
 function describeError(code: number | undefined, message: string | undefined): string {
   if (code === 401)
     return 'the coordinator refused the agent signature (HTTP 401: revoked agent, or clock off by more than 5 minutes?)';
-  if (code !== undefined) return `HTTP ${code}${message ? ` (${message})` : ''}`;
-  return message && message.length > 0 ? message : 'the connection closed';
+  if (code !== undefined) return `the coordinator answered HTTP ${code}`;
+  if (!message) return 'the connection closed';
+  // A read of an open stream that failed: undici's `TypeError: terminated: <cause>`.
+  const cut = /^TypeError: terminated(?:: (.+))?$/.exec(message);
+  if (cut) return `the connection was cut${cut[1] ? ` (${cut[1]})` : ''}`;
+  return message.replace(/^TypeError: /, '');
 }

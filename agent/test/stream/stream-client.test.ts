@@ -8,6 +8,7 @@ import {
   publicKeyFromBase64,
   verifyBytes,
 } from '@drover/shared';
+import { signedCall } from '../../src/http/client.js';
 import { StreamClient, type ConnectionState, type StreamMessage } from '../../src/stream/stream-client.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { captureLogger } from '../log-capture.js';
@@ -54,7 +55,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function client(origin: string, options: { idleTimeoutMs?: number } = {}) {
+function client(origin: string, options: { idleTimeoutMs?: number; beforeConnect?: () => Promise<void> } = {}) {
   const messages: StreamMessage[] = [];
   const states: [ConnectionState, string | null][] = [];
   const { logger, records } = captureLogger();
@@ -71,6 +72,15 @@ function client(origin: string, options: { idleTimeoutMs?: number } = {}) {
   cleanups.push(() => stream.stop());
   stream.start();
   return { stream, messages, states, records };
+}
+
+/** The origin of a loopback port nothing listens on: connections to it are refused. */
+async function closedOrigin(): Promise<string> {
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return `http://127.0.0.1:${port}`;
 }
 
 async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
@@ -143,9 +153,53 @@ describe('the stream client', () => {
       /^cannot open the stream: the coordinator refused the agent signature \(HTTP 401/,
     );
 
-    const dead = client('http://127.0.0.1:9');
+    const dead = client(await closedOrigin());
     await until(() => dead.states.some((s) => s[0] === 'disconnected'));
     expect(dead.states.find((s) => s[0] === 'disconnected')![1]).toMatch(/^cannot open the stream: /);
+  });
+
+  it('logs one readable line per failed attempt: what failed, the cause in plain words, when it tries again', async () => {
+    const origin = await closedOrigin();
+    const caller = { origin, agentId, privateKey: privateKeyFromBase64(keys.privateKey) };
+    // As the daemon does: the workflows report before each attempt, failing the same way.
+    const dead = client(origin, {
+      beforeConnect: () => signedCall(caller, 'PUT', '/v1/agent/workflows', {}).then(() => {}),
+    });
+    await until(() => dead.records.filter((r) => r.level === 40).length >= 3);
+    dead.stream.stop();
+    const attempts = dead.states.filter((s) => s[0] === 'connecting').length;
+    const lines = dead.records.filter((r) => r.level >= 40).map((r) => r.msg as string);
+    expect(lines.length === attempts || lines.length === attempts - 1).toBe(true); // the last may be in flight
+    for (const line of lines) {
+      expect(line).toMatch(
+        new RegExp(
+          `^cannot open the stream: cannot reach ${origin.replace(/[.]/g, '\\.')}: connection refused ` +
+            '\\(is the coordinator running, and is the port right\\?\\); reconnecting in \\d+ms$',
+        ),
+      );
+    }
+  });
+
+  it('says in plain words that an open stream was cut, and reports a failed preparation once connected', async () => {
+    const server = await sseServer((_req, res, attempt) => {
+      openStream(res);
+      if (attempt === 1) setTimeout(() => res.socket?.destroy(), 20);
+    });
+    cleanups.push(server.close);
+    let prepared = 0;
+    const { records, stream } = client(server.origin, {
+      beforeConnect: async () => {
+        prepared += 1;
+        if (prepared === 1) throw new Error('the workflows report failed (HTTP 503: Service Unavailable)');
+      },
+    });
+    await until(() => server.requests.length === 2 && stream.state === 'connected');
+    expect(records.filter((r) => r.level >= 40).map((r) => r.msg)).toEqual([
+      'connected, but the workflows report failed (HTTP 503: Service Unavailable)',
+      expect.stringMatching(
+        /^the stream dropped: the connection was cut \(other side closed\); reconnecting in \d+ms$/,
+      ),
+    ]);
   });
 
   it('stops for good when asked, without reconnecting', async () => {
