@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { formatTime, shortId } from './logging/format-record.js';
+import { describeInvalidFiles } from './workflows/format-problem.js';
 
 /** The daemon's status file in the state directory, rewritten (atomically) on every change. */
 export const DAEMON_STATUS_FILE = 'status.json';
@@ -111,7 +112,7 @@ export function formatDaemonStatus(status: DaemonStatus | null, running: boolean
   }
   for (const job of q.waiting) lines.push(`  waiting:     job ${shortId(job.jobId)} ${job.workflowName}`);
   const w = status.workflows;
-  lines.push(`Workflows:     ${w.loaded} loaded${w.invalid.length ? `, ${w.invalid.length} invalid` : ''}`);
+  lines.push(`Workflows:     ${w.loaded} loaded${w.invalid.length ? `, ${describeInvalidFiles(w.invalid)}` : ''}`);
   for (const problem of w.invalid) {
     const text = problem.message.startsWith(`${problem.file}:`)
       ? problem.message

@@ -104,7 +104,7 @@ describe('drover-agent workflows (the real CLI) and the coordinator', () => {
     expect(run.stdout).toContain('No valid workflows in');
     expect(run.stdout).toContain(
       [
-        '3 invalid files (skipped):',
+        '3 invalid files skipped:',
         '  copy.yml:1: name: the workflow `hello` is also defined in hello.yaml; both files are skipped until the names differ',
         '  deploy.yaml:5: steps[1].timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`',
         '  hello.yaml:3: name: the workflow `hello` is also defined in copy.yml; both files are skipped until the names differ',

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { defaultStateDir } from '../state/paths.js';
 import { formatDuration } from '../workflows/duration.js';
-import { formatProblem } from '../workflows/format-problem.js';
+import { describeInvalidFiles, formatProblem } from '../workflows/format-problem.js';
 import { defaultWorkflowsDir, loadWorkflows, type LoadedWorkflow } from '../workflows/load-workflows.js';
 import { loadSecrets } from '../workflows/secrets.js';
 import type { FileProblem } from '../workflows/yaml-reader.js';
@@ -85,12 +85,7 @@ function report(
     lines.push(...table([['NAME', 'VERSION', 'PARAMS', 'STEPS', 'TIMEOUT', 'FILE'], ...rows]));
   }
   if (problems.length > 0) {
-    const files = new Set(problems.map((p) => p.file)).size;
-    lines.push(
-      '',
-      `${files} invalid file${files === 1 ? '' : 's'} (skipped):`,
-      ...problems.map((p) => `  ${formatProblem(p)}`),
-    );
+    lines.push('', `${describeInvalidFiles(problems)}:`, ...problems.map((p) => `  ${formatProblem(p)}`));
   }
   if (warnings.length > 0) lines.push('', 'Warnings:', ...warnings.map((w) => `  ${w}`));
   return lines.join('\n');

@@ -4,3 +4,13 @@ import type { FileProblem } from './yaml-reader.js';
 export function formatProblem(problem: FileProblem): string {
   return `${problem.file}${problem.line ? `:${problem.line}` : ''}: ${problem.message}`;
 }
+
+/**
+ * How many workflow files were skipped, counting each file once however many problems it has:
+ * `1 invalid file skipped`, `4 invalid files skipped (5 problems)`.
+ */
+export function describeInvalidFiles(problems: readonly { file: string }[]): string {
+  const files = new Set(problems.map((p) => p.file)).size;
+  const counted = `${files} invalid file${files === 1 ? '' : 's'} skipped`;
+  return problems.length === files ? counted : `${counted} (${problems.length} problems)`;
+}

@@ -38,7 +38,14 @@ const daemon = (pid: number): DaemonStatus => ({
     },
     waiting: [{ jobId: 'aaaabbbb-5f60-4718-9a0b-c1d2e3f40516', workflowName: 'backup' }],
   },
-  workflows: { loaded: 2, invalid: [{ file: 'bad.yaml', message: 'steps: expected a list' }] },
+  workflows: {
+    loaded: 2,
+    invalid: [
+      { file: 'bad.yaml', message: 'line 2: steps: expected a list' },
+      { file: 'bad.yaml', message: 'line 5: timeout: expected a duration' },
+      { file: 'worse.yaml', message: 'invalid YAML' },
+    ],
+  },
   updatedAt: '2026-11-22T10:31:03.000Z',
 });
 
@@ -55,7 +62,10 @@ describe('drover-agent status with the daemon', () => {
     expect(res.out).toMatch(/Queue: +1 running, 1 waiting \(capacity 4\)/);
     expect(res.out).toMatch(/running: +job 1b2c3d4e… deploy \(started /);
     expect(res.out).toMatch(/waiting: +job aaaabbbb… backup/);
-    expect(res.out).toMatch(/Workflows: +2 loaded, 1 invalid\n +invalid: +bad\.yaml: steps: expected a list/);
+    // Files are counted, as `drover-agent workflows` counts them; each problem has its line.
+    expect(res.out).toMatch(
+      /Workflows: +2 loaded, 2 invalid files skipped \(3 problems\)\n +invalid: +bad\.yaml: line 2: steps: expected a list\n +invalid: +bad\.yaml: line 5: /,
+    );
     expect(res.out).not.toMatch(/Outbox:/);
     // Reports kept while the coordinator is unreachable are counted from the outbox directory.
     fs.mkdirSync(path.join(root, 'outbox'), { recursive: true });

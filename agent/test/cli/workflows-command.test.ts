@@ -51,7 +51,27 @@ describe('drover-agent workflows', () => {
     expect(res.code).toBe(1);
     expect(res.out).toContain('1 workflow in');
     expect(res.out).toContain(
-      '1 invalid file (skipped):\n  deploy.yaml:6: timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`\n',
+      '1 invalid file skipped:\n  deploy.yaml:6: timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`\n',
+    );
+  });
+
+  it('counts invalid files, each once however many problems it has, as drover-agent status does', async () => {
+    fs.writeFileSync(path.join(dir, 'hello.yml'), 'name: hello\nsteps: [{run: echo}]\n');
+    fs.writeFileSync(
+      path.join(dir, 'deploy.yaml'),
+      'name: deploy\nversion: [2]\ntimeout: soon\nsteps:\n  - run: make\n',
+    );
+    fs.writeFileSync(path.join(dir, 'other.yaml'), 'steps: []\n');
+    const res = await run('workflows', '--state-dir', stateDir);
+    expect(res.code).toBe(1);
+    expect(res.out).toContain(
+      [
+        '2 invalid files skipped (4 problems):',
+        '  deploy.yaml:2: version: expected a string, got a list',
+        '  deploy.yaml:3: timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`',
+        '  other.yaml:1: missing `name`: the name triggers use to run this workflow',
+        '  other.yaml:1: steps: expected at least 1 item, got none',
+      ].join('\n'),
     );
   });
 
