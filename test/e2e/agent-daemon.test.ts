@@ -119,7 +119,17 @@ describe('drover-agent run', () => {
     const texts = done.logs.map((l: { text: string }) => l.text);
     expect(texts).toContain('building for prod on v1 with key ***');
     expect(texts.join('\n')).not.toContain('k-123-secret');
-    expect(done.logs.find((l: { text: string }) => l.text === 'partial')).toMatchObject({ stream: 'stderr', step: 0 });
+    // Steps count from 1 alike in the API, in the lines' text and in the agent's own log.
+    type Line = { text: string; step: number | null };
+    expect(done.logs.find((l: Line) => l.text === 'partial')).toMatchObject({ stream: 'stderr', step: 1 });
+    expect(done.logs.find((l: Line) => l.text.startsWith('step 2 (output) of 2 started'))).toMatchObject({
+      stream: 'system',
+      step: 2,
+    });
+    expect(done.logs.find((l: Line) => l.text.startsWith('job finished'))).toMatchObject({ step: null });
+    const records = daemon.logRecords().filter((r) => r.jobId === created.id);
+    expect(records.find((r) => r.msg === 'partial')).toMatchObject({ stream: 'stderr', step: 1 });
+    expect(records.find((r) => /^step 2 \(output\) of 2 started/.test(r.msg))).toMatchObject({ step: 2 });
     expect(done.logs.map((l: { seq: number }) => l.seq)).toEqual(done.logs.map((_: unknown, i: number) => i + 1));
     expect(texts.some((text: string) => text.endsWith(`/jobs/${created.id}/workspace`))).toBe(true);
     const journalFile = path.join(a.stateDir, 'jobs', created.id, 'journal.json');

@@ -99,10 +99,11 @@ describe('agent job endpoints', () => {
     });
     const times = ['createdAt', 'queuedAt', 'startedAt', 'finishedAt'].map((k) => Date.parse(res.body[k]));
     expect(times).toEqual([...times].sort((a, b) => a - b));
+    // The agent sends the step's index (from 0); the API numbers steps from 1, as people do.
     expect(res.body.logs).toEqual([
       { seq: 1, at, stream: 'system', step: null, text: 'job started' },
-      { seq: 2, at, stream: 'stdout', step: 0, text: 'hello' },
-      { seq: 3, at, stream: 'stderr', step: 0, text: 'warning: x' },
+      { seq: 2, at, stream: 'stdout', step: 1, text: 'hello' },
+      { seq: 3, at, stream: 'stderr', step: 1, text: 'warning: x' },
     ]);
   });
 

@@ -179,8 +179,8 @@ describe('an async trigger run with a real agent', () => {
     });
     expect(done.logs).toEqual(
       expect.arrayContaining([
-        expect.objectContaining({ stream: 'stdout', step: 0, text: 'Hello, Drover!' }),
-        expect.objectContaining({ stream: 'stderr', step: 0, text: 'to stderr' }),
+        expect.objectContaining({ stream: 'stdout', step: 1, text: 'Hello, Drover!' }),
+        expect.objectContaining({ stream: 'stderr', step: 1, text: 'to stderr' }),
       ]),
     );
     expect(Date.parse(done.finishedAt)).toBeGreaterThanOrEqual(Date.parse(done.startedAt));

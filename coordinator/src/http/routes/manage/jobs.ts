@@ -47,7 +47,11 @@ export const JobLogLineSchema = {
     seq: { type: 'integer' },
     at: timestamp,
     stream: { type: 'string', enum: LOG_STREAMS },
-    step: { type: ['integer', 'null'] },
+    step: {
+      type: ['integer', 'null'],
+      description:
+        "the step's number from 1, as in the lines' text (`step 2 (build) ...`); null for the job's own lines",
+    },
     text: { type: 'string' },
   },
 } as const;
@@ -89,7 +93,9 @@ async function jobDetail(app: FastifyInstance, request: FastifyRequest, id: stri
   const { repos } = app.ctx;
   const job = await repos.jobs.findById(id);
   if (!job || !(await repos.orgs.roleOf(job.orgId, userId))) throw notFound('Job');
-  const logs = await repos.jobs.listLogs(job.id, q.logsAfter, q.logsLimit);
+  const stored = await repos.jobs.listLogs(job.id, q.logsAfter, q.logsLimit);
+  // Agents send a step's index (from 0, docs/agent-protocol.md); people count steps from 1.
+  const logs = stored.map((line) => (line.step === null ? line : { ...line, step: line.step + 1 }));
   return { ...job, logs } satisfies Job & { logs: unknown[] };
 }
 
