@@ -17,9 +17,10 @@ export interface ParsedOutput {
 /**
  * Reads the `$DROVER_OUTPUT` file: `key=value` lines, the value being everything after the first
  * `=` (kept as written). Blank lines and lines starting with `#` are skipped; the last write of a
- * key wins. A line without `=` or with an unusable key is skipped with a warning.
+ * key wins. A line without `=` or with an unusable key is skipped with a warning, which quotes
+ * it shortened, after `mask` (so that a secret value is never cut in two before it is masked).
  */
-export function parseOutputFile(text: string): ParsedOutput {
+export function parseOutputFile(text: string, mask: (text: string) => string = (t) => t): ParsedOutput {
   const values: Record<string, string> = Object.create(null) as Record<string, string>;
   const warnings: string[] = [];
   const lines = text.split('\n');
@@ -30,13 +31,13 @@ export function parseOutputFile(text: string): ParsedOutput {
     const eq = line.indexOf('=');
     const where = `$DROVER_OUTPUT line ${index + 1}`;
     if (eq === -1) {
-      warnings.push(`${where} is not key=value and was ignored: ${JSON.stringify(clip(line))}`);
+      warnings.push(`${where} is not key=value and was ignored: ${JSON.stringify(clip(mask(line)))}`);
       return;
     }
     const key = line.slice(0, eq).trim();
     if (!KEY.test(key)) {
       warnings.push(
-        `${where} has an unusable key ${JSON.stringify(clip(key))} (expected letters, digits, _ . -, ` +
+        `${where} has an unusable key ${JSON.stringify(clip(mask(key)))} (expected letters, digits, _ . -, ` +
           'not starting with a digit) and was ignored',
       );
       return;

@@ -6,7 +6,7 @@ import { formatDuration } from './durations.js';
 import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js';
 import { MAX_OUTPUT_BYTES, parseOutputFile } from './output-file.js';
 import { runStep, type StepOutcome } from './run-step.js';
-import { createMasker, type Masker } from './secret-masker.js';
+import { createMasker, maskDeep, type Masker } from './secret-masker.js';
 import type { StepLauncher } from './step-launcher.js';
 import { jobEnv } from './step-env.js';
 
@@ -154,6 +154,7 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
       timeoutMs: limit === null ? null : Math.max(1, Math.ceil(limit)),
       signal: hooks.signal,
       onLine: (stream, text) => emit(stream, index, text),
+      secrets: mask,
       killGraceMs: plan.killGraceMs,
       onSpawn: (pid) => hooks.onStepSpawn?.(index, pid),
       launcher: plan.launcher,
@@ -247,7 +248,7 @@ async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Rep
   } catch {
     // no output file: no output
   }
-  const parsed = parseOutputFile(text);
+  const parsed = parseOutputFile(text, r.mask);
   for (const warning of parsed.warnings) r.warn(`warning: ${warning}`);
   let values: Record<string, unknown> = parsed.values;
   if (plan.transfer && hasFileOutputs(parsed.values)) {
@@ -257,6 +258,7 @@ async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Rep
       workspace: plan.files.workspace,
       signal: jobTimeSignal(hooks.signal, status === 'timed_out' ? 0 : r.remaining()),
       log: (line) => r.system(line),
+      mask: r.mask,
     });
     values = delivered.output;
     for (const problem of delivered.problems) r.warn(`error: ${problem}`);
@@ -266,8 +268,16 @@ async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Rep
       errorMessage = delivered.problems.join('; ');
     }
   }
-  let output: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(values)) output[key] = typeof value === 'string' ? r.mask(value) : value;
+  // Keys are masked like values; a Map, so that a key such as `__proto__` stays a plain key.
+  const masked = new Map<string, unknown>();
+  for (const [key, value] of Object.entries(values)) {
+    const shown = r.mask(key);
+    if (shown !== key && masked.has(shown)) {
+      r.warn(`warning: two output keys read \`${shown}\` once secret values are masked; the last one is kept`);
+    }
+    masked.set(shown, maskDeep(value, r.mask));
+  }
+  let output: Record<string, unknown> = Object.fromEntries(masked);
   const bytes = Buffer.byteLength(JSON.stringify(output));
   if (bytes > MAX_OUTPUT_BYTES) {
     // Sent whole, it would be refused, and the job would never end on the coordinator.

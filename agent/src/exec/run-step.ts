@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { WorkflowStep } from '@drover/shared';
 import { LineSplitter } from './line-splitter.js';
+import type { Masker } from './secret-masker.js';
 import { signalProcessGroup, terminateProcessGroup, trackProcessGroup } from './process-group.js';
 import { spawnStep, type StepCommand, type StepLauncher } from './step-launcher.js';
 
@@ -17,8 +18,13 @@ export interface StepRun {
   timeoutMs: number | null;
   /** Aborting it kills the step (shutdown). */
   signal: AbortSignal;
-  /** Each line the step writes, as written (the caller masks secrets). */
+  /**
+   * Each line the step writes, as written (the caller masks secrets); a line longer than 64 KiB
+   * comes in pieces, cut outside the values of `secrets`.
+   */
   onLine(stream: StepStream, text: string): void;
+  /** The secrets the caller masks: long lines are never cut through one. */
+  secrets?: Masker;
   /** Between SIGTERM and SIGKILL to the step's process group. */
   killGraceMs: number;
   /** Called once the step's process exists, with its pid (= its process group id). */
@@ -77,7 +83,7 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
   for (const stream of ['stdout', 'stderr'] as const) {
     const readable = subprocess[stream];
     if (!readable) continue;
-    const splitter = new LineSplitter((line) => run.onLine(stream, line));
+    const splitter = new LineSplitter((line) => run.onLine(stream, line), run.secrets ? { secrets: run.secrets } : {});
     readable.on('data', (chunk: Buffer) => splitter.push(chunk));
     readable.once('end', () => splitter.end());
     readable.once('close', () => splitter.end());

@@ -24,6 +24,8 @@ export interface JobFilesRequest {
   signal: AbortSignal;
   /** A line of the job's log (the agent's own, `system`). */
   log(text: string): void;
+  /** Masks secret values in what is sent or shortened (the job's masker; absent: nothing is masked). */
+  mask?: (text: string) => string;
   dispatcher?: Dispatcher;
   /** Transfer attempts per file. */
   attempts?: number;

@@ -43,7 +43,7 @@ export async function deliverOutputFiles(req: OutputFilesRequest): Promise<Outpu
   for (const [key, value] of Object.entries(req.output)) {
     if (!value.startsWith(FILE_OUTPUT_PREFIX)) continue;
     const given = value.slice(FILE_OUTPUT_PREFIX.length);
-    const label = `output \`${key}\` (${clip(value)})`;
+    const label = `output \`${key}\` (${clip(req.mask ? req.mask(value) : value)})`;
     delete output[key];
     if (req.signal.aborted) {
       problems.push(`${label} was not uploaded: ${abortError(req.signal).message}`);
@@ -71,7 +71,8 @@ export async function deliverOutputFiles(req: OutputFilesRequest): Promise<Outpu
 }
 
 async function uploadOne(req: OutputFilesRequest, key: string, file: string): Promise<FileRef> {
-  const filename = safeFilename(path.basename(file));
+  // The name the coordinator records (the file's name, with any secret value masked).
+  const filename = safeFilename((req.mask ?? ((text: string) => text))(path.basename(file)));
   const started = performance.now();
   const identity = await withFile(file, null, async (_handle, stat) => stat);
   let digest = await readDigest(req, file, identity);

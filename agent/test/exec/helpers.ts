@@ -26,7 +26,12 @@ export interface RunOutcome {
 export async function runJob(
   stateDir: string,
   steps: WorkflowStep[],
-  options: Partial<Omit<JobPlan, 'workflow'>> & { workflow?: Partial<WorkflowDefinition>; abort?: AbortSignal } = {},
+  options: Partial<Omit<JobPlan, 'workflow'>> & {
+    workflow?: Partial<WorkflowDefinition>;
+    abort?: AbortSignal;
+    /** Also called with each line (the collected `lines` get them too). */
+    onLine?: (line: JobLine) => void;
+  } = {},
 ): Promise<RunOutcome> {
   const jobId = options.jobId ?? `job-${Math.random().toString(36).slice(2)}`;
   const plan: JobPlan = {
@@ -45,7 +50,10 @@ export async function runJob(
   };
   const lines: JobLine[] = [];
   const result = await executeJob(plan, {
-    onLine: (line) => lines.push(line),
+    onLine: (line) => {
+      lines.push(line);
+      options.onLine?.(line);
+    },
     signal: options.abort ?? new AbortController().signal,
   });
   const out = lines.filter((l) => l.stream !== 'system').map((l) => l.text);

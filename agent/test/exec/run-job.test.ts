@@ -1,7 +1,12 @@
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StepLauncher } from '../../src/exec/step-launcher.js';
+import { LogShipper, MAX_LOG_TEXT } from '../../src/jobs/log-shipper.js';
 import { fixture, isAlive, runJob, sh, spares, tempStateDir, waitFor } from './helpers.js';
+
+/** The pieces of a secret a cut through it would leave: its beginnings and ends of 4 or more characters. */
+const fragmentsOf = (secret: string): string[] =>
+  Array.from({ length: secret.length - 3 }, (_, i) => [secret.slice(0, i + 4), secret.slice(-(i + 4))]).flat();
 
 let stateDir: string;
 beforeEach(() => {
@@ -133,6 +138,68 @@ describe('the executor', () => {
     ]);
     expect(result.output).toEqual({ t: '***' });
     expect(result.errorMessage).toBe('step 1 (use ***) exited with code 4');
+  });
+
+  it('masks a secret value that straddles the 64 KiB cut of a long line, line ended or not', async () => {
+    const secret = 'S3CR3T-T0K3N-VALUE-0123456789';
+    // No newline at all: the line is cut while it is still being written (the open-line path).
+    const open = `process.stdout.write('a'.repeat(65530) + ${JSON.stringify(secret)} + 'b'.repeat(65536) + ${JSON.stringify(secret)} + 'c')`;
+    // One whole line longer than the limit (the ended-line path).
+    const ended = `process.stdout.write('d'.repeat(65530) + ${JSON.stringify(secret)} + 'e\\n')`;
+    const { out } = await runJob(
+      stateDir,
+      [
+        { run: process.execPath, args: ['-e', open] },
+        { run: process.execPath, args: ['-e', ended] },
+      ],
+      { secrets: { TOKEN: secret } },
+    );
+    expect(out.length).toBeGreaterThan(3); // it was cut
+    expect(out.every((line) => line.length <= 65_536)).toBe(true);
+    for (const line of out) expect(fragmentsOf(secret).filter((f) => line.includes(f))).toEqual([]);
+    expect(out.join('')).toBe(`${'a'.repeat(65530)}***${'b'.repeat(65536)}***c${'d'.repeat(65530)}***e`);
+  });
+
+  it('masks a secret value that straddles the 16 KiB cut of a line sent to the coordinator', async () => {
+    const secret = 'another-s3cret-value';
+    const sent: string[] = [];
+    const shipper = new LogShipper('job', (report) => {
+      if (report.kind === 'logs') sent.push(...report.body.lines.map((l) => l.text));
+    });
+    const { lines } = await runJob(
+      stateDir,
+      [
+        {
+          run: process.execPath,
+          args: ['-e', `console.log('x'.repeat(${MAX_LOG_TEXT - 5}) + ${JSON.stringify(secret)} + 'y'.repeat(100))`],
+        },
+      ],
+      { secrets: { S: secret }, onLine: (line) => shipper.add(line) },
+    );
+    shipper.flush();
+    expect(lines.some((l) => l.text.length > MAX_LOG_TEXT)).toBe(true);
+    const output = sent.filter((text) => /^[x*y]+$/.test(text));
+    expect(output.length).toBe(2);
+    for (const text of sent) expect(fragmentsOf(secret).filter((f) => text.includes(f))).toEqual([]);
+    expect(output.join('')).toBe(`${'x'.repeat(MAX_LOG_TEXT - 5)}***${'y'.repeat(100)}`);
+  });
+
+  it('masks secret values in output keys, and says when two keys become one', async () => {
+    const { result, lines } = await runJob(
+      stateDir,
+      [
+        sh(
+          'echo "url_one-s3cret=a" >> "$DROVER_OUTPUT"; echo "url_two-s3cret=b" >> "$DROVER_OUTPUT"; ' +
+            'echo "plain=one-s3cret" >> "$DROVER_OUTPUT"; echo "not a pair one-s3cret" >> "$DROVER_OUTPUT"',
+        ),
+      ],
+      { secrets: { ONE: 'one-s3cret', TWO: 'two-s3cret' } },
+    );
+    expect(result.output).toEqual({ 'url_***': 'b', plain: '***' });
+    const all = lines.map((l) => l.text).join('\n');
+    expect(all).toContain('two output keys read `url_***` once secret values are masked; the last one is kept');
+    expect(all).toContain('is not key=value and was ignored: "not a pair ***"');
+    expect(all).not.toMatch(/s3cret/);
   });
 
   it('fails before the first step when a listed secret is missing or the secrets file was refused', async () => {

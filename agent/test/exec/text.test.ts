@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { formatDuration } from '../../src/exec/durations.js';
 import { LineSplitter } from '../../src/exec/line-splitter.js';
 import { parseOutputFile, MAX_OUTPUT_KEYS } from '../../src/exec/output-file.js';
-import { createMasker } from '../../src/exec/secret-masker.js';
+import { createMasker, maskDeep } from '../../src/exec/secret-masker.js';
 import { jobEnv, paramEnvName, paramEnvValue } from '../../src/exec/step-env.js';
 
 function split(chunks: (string | Buffer)[], max?: number): string[] {
   const lines: string[] = [];
-  const splitter = new LineSplitter((line) => lines.push(line), max);
+  const splitter = new LineSplitter((line) => lines.push(line), max === undefined ? {} : { maxChars: max });
   for (const chunk of chunks) splitter.push(chunk);
   splitter.end();
   return lines;
@@ -21,6 +21,23 @@ describe('the line splitter', () => {
   it('keeps a UTF-8 character split between two chunks whole', () => {
     const bytes = Buffer.from('prix: 5€\n');
     expect(split([bytes.subarray(0, 9), bytes.subarray(9)])).toEqual(['prix: 5€']);
+  });
+
+  it('never cuts a long line through a secret value, so that each piece masks whole', () => {
+    const mask = createMasker(['SECRET']);
+    const pieces = (chunks: string[], maxChars: number) => {
+      const lines: string[] = [];
+      const splitter = new LineSplitter((line) => lines.push(line), { maxChars, secrets: mask });
+      for (const chunk of chunks) splitter.push(chunk);
+      splitter.end();
+      return lines;
+    };
+    // Written a character at a time without a newline: cut while the line is still open.
+    expect(pieces([...'abcdeSECRETfghijklmnopSECRET'], 8)).toEqual(['abcde', 'SECRETfg', 'hijklmno', 'pSECRET']);
+    // A whole line; a secret longer than the limit is a piece of its own.
+    expect(pieces(['abcdeSECRETfgh\n'], 8)).toEqual(['abcde', 'SECRETfg', 'h']);
+    expect(pieces(['SECRETxy\n'], 4)).toEqual(['SECRET', 'xy']);
+    expect(pieces(['abcdeSECRETfgh\n'], 8).map(mask)).toEqual(['abcde', '***fg', 'h']);
   });
 
   it('cuts a line longer than the limit into pieces, and gives nothing for an empty stream', () => {
@@ -51,6 +68,13 @@ describe('secret masking', () => {
   it('treats regular-expression characters in secrets literally', () => {
     expect(createMasker(['p@$$(w)rd*'])('pw=p@$$(w)rd* ok')).toBe('pw=*** ok');
   });
+
+  it('masks every string of a value, object keys included, keeping keys such as __proto__ plain', () => {
+    const mask = createMasker(['tok']);
+    const masked = maskDeep({ a_tok: 'x tok', list: ['tok', 1, null, { ['__proto__']: 'tok' }] }, mask);
+    expect(masked).toEqual({ 'a_***': 'x ***', list: ['***', 1, null, { ['__proto__']: '***' }] });
+    expect(Object.getPrototypeOf((masked as { list: object[] }).list[3])).toBe(Object.prototype);
+  });
 });
 
 describe('$DROVER_OUTPUT', () => {
@@ -66,6 +90,15 @@ describe('$DROVER_OUTPUT', () => {
       '$DROVER_OUTPUT line 2 is not key=value and was ignored: "no pair"',
       expect.stringMatching(/^\$DROVER_OUTPUT line 3 has an unusable key ""/),
       expect.stringMatching(/^\$DROVER_OUTPUT line 4 has an unusable key "bad key"/),
+    ]);
+  });
+
+  it('masks a line it quotes before shortening it, so that no part of a secret shows', () => {
+    const secret = 'abcdefghij-SECRET-0123456789';
+    const line = `${'x'.repeat(60)} ${secret} and more`; // the shortened quote would end inside it
+    const parsed = parseOutputFile(`${line}\n`, createMasker([secret]));
+    expect(parsed.warnings).toEqual([
+      `$DROVER_OUTPUT line 1 is not key=value and was ignored: "${'x'.repeat(60)} *** and more"`,
     ]);
   });
 
