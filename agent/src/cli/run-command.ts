@@ -5,7 +5,7 @@ import { handleShutdownSignals } from '../daemon/signals.js';
 import { createAgentLogger, levelNumber } from '../logging/index.js';
 import { ensurePrivateDir } from '../state/files.js';
 import { defaultStateDir } from '../state/paths.js';
-import { parseDuration } from '../workflows/index.js';
+import { KnownSecrets, parseDuration } from '../workflows/index.js';
 import type { CliIo } from './io.js';
 
 interface RunFlags {
@@ -64,7 +64,14 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       const stateDir = flags.stateDir ?? defaultStateDir();
       ensurePrivateDir(stateDir);
       loadIdentity(stateDir); // not enrolled: say so before anything else is created
-      const logger = createAgentLogger({ stateDir, level: flags.logLevel, stdout: process.stdout.isTTY === true });
+      // Secret values are masked in the agent's log as in everything it sends (the daemon reads the file).
+      const secrets = new KnownSecrets(stateDir);
+      const logger = createAgentLogger({
+        stateDir,
+        level: flags.logLevel,
+        stdout: process.stdout.isTTY === true,
+        secrets,
+      });
       // A bug must not vanish silently: say it in the agent's log, then die (the journal reports
       // the interrupted job at the next start).
       const crash = (error: unknown) => {
@@ -83,6 +90,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         postponeOptional: flags.postponeOptional,
         deployPollIntervalMs: flags.deployPollInterval,
         logger,
+        secrets,
       });
       const removeHandlers = handleShutdownSignals(daemon, logger);
       try {

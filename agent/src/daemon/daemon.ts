@@ -17,7 +17,6 @@ import { loadEnrollment, loadPrivateKey, tightenPrivateKeyMode, type Enrollment 
 import { ensurePrivateDir } from '../state/files.js';
 import { StreamClient } from '../stream/stream-client.js';
 import { AGENT_VERSION } from '../version.js';
-import { loadSecrets } from '../workflows/index.js';
 import { acquireDaemonLock } from './lock.js';
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from './options.js';
 import { routeStreamMessage } from './route-message.js';
@@ -60,6 +59,10 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
   const { stateDir, logger } = options;
   ensurePrivateDir(stateDir);
   const { enrollment, privateKey } = loadIdentity(stateDir);
+  // Read before anything is logged or sent: the agent's log, every report, deployment report and
+  // workflow definition are masked with the secret values read so far (docs/agent.md, "How a job runs").
+  const { secrets } = options;
+  await secrets.load();
   const loosened = tightenPrivateKeyMode(stateDir);
   if (loosened !== null) {
     logger.warn(`the agent key was readable by other users (mode ${loosened.toString(8)}); it is mode 600 again`);
@@ -96,6 +99,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       logger.info(
         `removed ${pruned} job director${pruned === 1 ? 'y' : 'ies'} settled, or left without a readable journal, more than ${formatDuration(options.jobRetentionMs)} ago`,
       );
+    const masker = () => secrets.masker;
     const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
     if (outbox.size > 0)
       logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
@@ -107,6 +111,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       logger,
       postponeOptional: options.postponeOptional,
       onDamaged: damaged,
+      masker,
     });
     let jobs: JobManager | null = null;
     const sender = new ReportSender({
@@ -114,13 +119,17 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       transport: httpTransport(caller),
       logger,
       onSettled: (report) => jobs?.onReportSettled(report),
+      masker,
     });
     const registry = new WorkflowRegistry({
       dir: options.workflowsDir,
       caller,
       logger,
       onLoaded: (summary) => status.update({ workflows: summary }),
-      secretValues: async () => Object.values((await loadSecrets(stateDir)).secrets),
+      masker: async () => {
+        await secrets.load(); // the definitions are sent rarely: read the file afresh
+        return secrets.masker;
+      },
     });
     jobs = new JobManager({
       stateDir,
@@ -129,7 +138,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       sender,
       capacity: options.queueCapacity,
       workflows: registry,
-      loadSecrets: () => loadSecrets(stateDir),
+      loadSecrets: () => secrets.load(),
       logger,
       defaultJobTimeoutMs: options.defaultJobTimeoutMs,
       killGraceMs: options.killGraceMs,

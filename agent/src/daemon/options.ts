@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
+import { KnownSecrets } from '../workflows/known-secrets.js';
 
 /** Settings of `drover-agent run` (docs/agent.md, "Run options"). */
 export interface DaemonOptions {
@@ -27,6 +28,8 @@ export interface DaemonOptions {
   deployPollIntervalMs?: number | undefined;
   logger: Logger;
   dispatcher?: Dispatcher;
+  /** The secrets file as the daemon reads it (default: a reader of `<state-dir>/secrets.yaml`). */
+  secrets?: KnownSecrets;
 }
 
 export const DEFAULTS = {
@@ -62,5 +65,6 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     jobRetentionMs: options.jobRetentionMs ?? DEFAULTS.jobRetentionMs,
     postponeOptional: options.postponeOptional ?? DEFAULTS.postponeOptional,
     deployPollIntervalMs: options.deployPollIntervalMs ?? DEFAULTS.deployPollIntervalMs,
+    secrets: options.secrets ?? new KnownSecrets(stateDir),
   };
 }

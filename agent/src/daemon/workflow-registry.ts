@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
-import { createMasker } from '../exec/secret-masker.js';
+import type { Masker } from '../exec/secret-masker.js';
 import { answerMessage, signedCall, type SignedCaller } from '../http/client.js';
 import {
   formatProblem,
@@ -22,8 +22,8 @@ export interface WorkflowRegistryOptions {
   logger: Logger;
   /** After each load (status.json). */
   onLoaded?(summary: WorkflowSummary): void;
-  /** The machine's secret values, masked out of the definitions sent to the coordinator. */
-  secretValues?(): Promise<string[]>;
+  /** Masks the machine's secret values out of the definitions sent to the coordinator. */
+  masker?(): Promise<Masker>;
 }
 
 /**
@@ -119,24 +119,29 @@ export class WorkflowRegistry {
   }
 
   /**
-   * The definitions as the coordinator may see them: a secret value written into a workflow
-   * (a literal token in `run`, say) is replaced by `***`, as in every other line sent there.
+   * The definitions as the coordinator may see them: every text masked (a secret value written
+   * into a workflow, a literal token in `run` or a step's name, say, becomes `***`, as in every
+   * other line sent there). A workflow whose name or params would change meaning once masked
+   * (its name, a param's name, default, options or pattern) is left out, with an error.
    */
   async #masked(workflows: WorkflowDefinition[]): Promise<WorkflowDefinition[]> {
-    const values = (await this.options.secretValues?.()) ?? [];
-    if (values.length === 0) return workflows;
-    const mask = createMasker(values);
-    return workflows.map((w) => ({
-      ...w,
-      description: typeof w.description === 'string' ? mask(w.description) : w.description,
-      steps: w.steps.map((step) => ({
-        ...step,
-        run: mask(step.run),
-        ...(step.args ? { args: step.args.map(mask) } : {}),
-        ...(step.env ? { env: Object.fromEntries(Object.entries(step.env).map(([k, v]) => [k, mask(v)])) } : {}),
-        ...(step.cwd === undefined ? {} : { cwd: mask(step.cwd) }),
-      })),
-    }));
+    const mask = await this.options.masker?.();
+    if (!mask || mask.longest === 0) return workflows;
+    const shown: WorkflowDefinition[] = [];
+    for (const workflow of workflows) {
+      const fields = secretBearingFields(workflow, mask);
+      if (fields.length > 0) {
+        const file = this.#byName.get(workflow.name)?.file ?? 'a workflow file';
+        this.options.logger.error(
+          { file, fields },
+          `the workflow of ${file} is not reported to the coordinator: ${fields.join(', ')} ` +
+            `contain${fields.length === 1 ? 's' : ''} the value of a secret from secrets.yaml, which never leaves this machine`,
+        );
+        continue;
+      }
+      shown.push(maskDefinition(workflow, mask));
+    }
+    return shown;
   }
 
   async #report(force: boolean): Promise<void> {
@@ -166,4 +171,38 @@ export class WorkflowRegistry {
     }
     throw new Error(`the workflows report failed (HTTP ${answer.status}: ${answerMessage(answer)})`);
   }
+}
+
+/** The fields that triggers and the coordinator act on, and that hold a secret value. */
+function secretBearingFields(workflow: WorkflowDefinition, mask: Masker): string[] {
+  const holds = (text: string | number | boolean | undefined) => typeof text === 'string' && mask(text) !== text;
+  const fields = holds(workflow.name) ? ['name'] : [];
+  (workflow.paramsSchema ?? []).forEach((param, i) => {
+    for (const key of ['name', 'default', 'pattern'] as const)
+      if (holds(param[key])) fields.push(`params[${i}].${key}`);
+    if (param.options?.some(holds)) fields.push(`params[${i}].options`);
+  });
+  return fields;
+}
+
+/** The definition with its free text masked: description, version, secret names, params' descriptions, steps. */
+function maskDefinition(w: WorkflowDefinition, mask: Masker): WorkflowDefinition {
+  const text = <T>(value: T): T => (typeof value === 'string' ? (mask(value) as T) : value);
+  return {
+    ...w,
+    description: text(w.description),
+    version: text(w.version),
+    ...(w.secretsKeys ? { secretsKeys: w.secretsKeys.map(mask) } : {}),
+    ...(w.paramsSchema
+      ? { paramsSchema: w.paramsSchema.map((p) => ({ ...p, description: text(p.description) })) }
+      : {}),
+    steps: w.steps.map((step) => ({
+      ...step,
+      name: text(step.name),
+      run: mask(step.run),
+      ...(step.args ? { args: step.args.map(mask) } : {}),
+      ...(step.env ? { env: Object.fromEntries(Object.entries(step.env).map(([k, v]) => [mask(k), mask(v)])) } : {}),
+      cwd: text(step.cwd),
+    })),
+  };
 }

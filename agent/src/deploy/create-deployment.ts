@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Masker } from '../exec/secret-masker.js';
 import type { SignedCaller } from '../http/client.js';
 import { signedDeployApi, type DeployApi } from './deploy-api.js';
 import { DeployStateStore } from './deploy-state.js';
@@ -17,6 +18,8 @@ export interface DeploymentOptions {
   onDamaged(file: string, reason: string): void;
   /** Another API (tests); default: the signed calls of `caller`. */
   api?: DeployApi;
+  /** Masks secret values in what deployments report and log (absent: nothing is masked). */
+  masker?: () => Masker;
 }
 
 export interface Deployment {
@@ -44,9 +47,19 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     store,
     postponeOptional: options.postponeOptional,
     ...(options.caller.dispatcher ? { dispatcher: options.caller.dispatcher } : {}),
+    ...(options.masker ? { masker: options.masker } : {}),
   };
   return {
     context,
-    sync: (s) => new DeploySync({ api, manifests, store, logger, postponeOptional: options.postponeOptional, ...s }),
+    sync: (s) =>
+      new DeploySync({
+        api,
+        manifests,
+        store,
+        logger,
+        postponeOptional: options.postponeOptional,
+        masker: options.masker,
+        ...s,
+      }),
   };
 }

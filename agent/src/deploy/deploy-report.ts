@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { DeployReportRequest, DeployReportResponse, DeviceState } from '@drover/shared';
+import type { Masker } from '../exec/secret-masker.js';
 import type { DeployApi } from './deploy-api.js';
 import type { DeployStateStore, InstalledRelease } from './deploy-state.js';
 
@@ -34,14 +35,16 @@ export function deployReport(
  * installation. Resolves with the coordinator's view, or null.
  */
 export async function reportDeployState(
-  deploy: { api: DeployApi; store: DeployStateStore },
+  deploy: { api: DeployApi; store: DeployStateStore; masker?: (() => Masker) | undefined },
   logger: Logger,
   applicationId: string,
   state: DeviceState,
   error: string | null = null,
 ): Promise<DeployReportResponse | null> {
   const { api, store } = deploy;
-  const body = deployReport(applicationId, state, store.get(applicationId).current, error);
+  // Masked before deployReport shortens it: a secret value is never cut in two unmasked.
+  const shown = error === null || !deploy.masker ? error : deploy.masker()(error);
+  const body = deployReport(applicationId, state, store.get(applicationId).current, shown);
   try {
     const answer = await api.report(body);
     logger.debug({ applicationId: body.applicationId, state: body.state }, `reported deployment state ${body.state}`);

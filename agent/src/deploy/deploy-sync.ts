@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { DeviceState, ManifestPayload } from '@drover/shared';
 import { formatDuration } from '../exec/durations.js';
+import type { Masker } from '../exec/secret-masker.js';
 import type { DeployApi } from './deploy-api.js';
 import { describeRelease, runsDesired } from './deploy-checks.js';
 import { reportDeployState } from './deploy-report.js';
@@ -20,6 +21,8 @@ export interface DeploySyncOptions {
   connected(): boolean;
   /** Applications whose update job is queued or running here: left alone. */
   busy(): Set<string>;
+  /** Masks secret values in the errors reported (absent: nothing is masked). */
+  masker?: (() => Masker) | undefined;
 }
 
 /**

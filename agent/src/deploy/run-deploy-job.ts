@@ -11,6 +11,7 @@ import { beginAcceptedJob, type JobRunnerDeps } from '../jobs/job-runner.js';
 import type { JournalEntry } from '../jobs/journal.js';
 import { LogShipper } from '../jobs/log-shipper.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
+import type { Masker } from '../exec/secret-masker.js';
 import type { Backoff } from '../util/backoff.js';
 import type { DeployApi } from './deploy-api.js';
 import { describeRelease, entryFor, eventMismatch } from './deploy-checks.js';
@@ -37,6 +38,8 @@ export interface DeployContext {
   dispatcher?: Dispatcher;
   downloadAttempts?: number;
   downloadBackoff?: Backoff;
+  /** Masks secret values in the job's lines, its result and the reports (absent: nothing is masked). */
+  masker?: () => Masker;
 }
 
 export interface DeployJobDeps extends JobRunnerDeps {
@@ -224,7 +227,9 @@ class DeployRun {
   }
 
   async #postpone(): Promise<JobResult> {
-    const message = `${POSTPONED_MESSAGE} (--postpone-optional): the optional release ${describeRelease(this.#release)} of ${this.#slug} was not installed`;
+    const message = this.#mask(
+      `${POSTPONED_MESSAGE} (--postpone-optional): the optional release ${describeRelease(this.#release)} of ${this.#slug} was not installed`,
+    );
     this.#remember({ postponed: this.#release });
     this.#log.warn(message);
     this.shipper.add({ stream: 'system', step: null, text: message });
@@ -241,8 +246,9 @@ class DeployRun {
     reason: string,
     outcome: JobResult | JobResult['status'] = 'failed',
   ): Promise<JobResult> {
-    const message =
-      state === 'refused' && !reason.includes('nothing was installed') ? `${reason}; nothing was installed` : reason;
+    const message = this.#mask(
+      state === 'refused' && !reason.includes('nothing was installed') ? `${reason}; nothing was installed` : reason,
+    );
     const text = state === 'refused' ? `deployment refused: ${message}` : `deployment failed: ${message}`;
     this.#log.error(text);
     this.shipper.add({ stream: 'system', step: null, text });
@@ -254,9 +260,16 @@ class DeployRun {
     return { ...failedResult(state === 'refused' ? `refused: ${message}` : message), status: outcome };
   }
 
-  #say(text: string): void {
+  #say(line: string): void {
+    const text = this.#mask(line);
     this.#log.info(text);
     this.shipper.add({ stream: 'system', step: null, text });
+  }
+
+  /** The text with secret values masked, for a line of the job's log or of the agent's. */
+  #mask(text: string): string {
+    const masker = this.deps.deploy.masker;
+    return masker ? masker()(text) : text;
   }
 
   async #report(state: DeviceState, error: string | null = null): Promise<void> {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import pino, { type Logger } from 'pino';
 import { formatRecord, type LogRecord } from './format-record.js';
 import { logDir, logFile } from './log-files.js';
+import { maskLogLine, type LogSecrets } from './mask-line.js';
 import { redactFields } from './redact.js';
 import { RotatingFile } from './rotating-file.js';
 
@@ -16,6 +17,8 @@ export interface AgentLoggerOptions {
   /** Rotation: size of one file (default 10 MiB) and files kept (default 5). */
   maxBytes?: number;
   maxFiles?: number;
+  /** Secret values masked in every line written (the daemon's secrets; absent: none). */
+  secrets?: LogSecrets;
 }
 
 export const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
@@ -25,7 +28,8 @@ export const DEFAULT_LOG_MAX_FILES = 5;
  * The agent's logger: pino JSON lines appended synchronously to `<state-dir>/logs/agent.log`,
  * rotated by size (10 MiB × 5 files by default), and optionally readable lines on standard
  * output. No pino transport (worker threads cannot run inside the single executable). Fields
- * named `secret*` or `token` are replaced by `[redacted]`. Log about a job with its `jobId`
+ * named `secret*` or `token` are replaced by `[redacted]`, and the values of `secrets` by `***`
+ * wherever they appear. Log about a job with its `jobId`
  * (and `workflow`) fields, e.g. `logger.child({ jobId, workflow })`.
  */
 export function createAgentLogger(options: AgentLoggerOptions): Logger {
@@ -37,7 +41,8 @@ export function createAgentLogger(options: AgentLoggerOptions): Logger {
   });
   const color = options.color ?? (process.stdout.isTTY === true && !process.env.NO_COLOR);
   const destination = {
-    write(line: string): void {
+    write(raw: string): void {
+      const line = options.secrets ? maskLogLine(raw, options.secrets) : raw;
       file.write(line);
       if (options.stdout) process.stdout.write(`${readable(line, color)}\n`);
     },

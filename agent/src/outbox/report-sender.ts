@@ -3,7 +3,8 @@ import type { HttpAnswer } from '../http/client.js';
 import { Backoff } from '../util/backoff.js';
 import { judgeAnswer, standInFor } from './delivery-policy.js';
 import type { Outbox } from './outbox.js';
-import { describeReport, type Report } from './report.js';
+import { describeReport, maskReport, type Report } from './report.js';
+import type { Masker } from '../exec/secret-masker.js';
 
 export type Transport = (report: Report) => Promise<HttpAnswer>;
 
@@ -23,6 +24,8 @@ export interface ReportSenderOptions {
   onBacklog?(size: number): void;
   /** Delays between outbox retries while the coordinator cannot be reached. */
   backoff?: Backoff;
+  /** The secret values to mask in every report (maskReport), as known when it is sent. */
+  masker?(): Masker;
 }
 
 /**
@@ -49,8 +52,10 @@ export class ReportSender {
     return this.#offline;
   }
 
+  /** Sends a report (secret values masked first), or keeps it in the outbox. */
   send(report: Report): Promise<SendOutcome> {
-    return this.#enqueue(() => this.#deliver(report));
+    const masked = this.options.masker ? maskReport(report, this.options.masker()) : report;
+    return this.#enqueue(() => this.#deliver(masked));
   }
 
   /** Tries the outbox now (the stream just connected): resets the retry delay. */

@@ -1,4 +1,5 @@
 import type { AppendJobLogsRequest, FinishJobRequest, RejectJobRequest } from '@drover/shared';
+import { maskDeep, type Masker } from '../exec/secret-masker.js';
 
 /**
  * One report of the agent about a job (docs/agent-protocol.md, "Jobs"): a call to
@@ -29,4 +30,33 @@ export function parseReport(value: unknown): Report | null {
   if (kind === 'accept' || kind === 'start') return { kind, jobId: v.jobId };
   if (typeof v.body !== 'object' || v.body === null) return null;
   return { kind, jobId: v.jobId, body: v.body } as Report;
+}
+
+/**
+ * The report with every secret value masked in the text it carries: log lines, the rejection's
+ * message, the result's error message and output (keys and values). The job's own code masks
+ * before it cuts lines; this is the last belt, for every report alike.
+ */
+export function maskReport(report: Report, mask: Masker): Report {
+  switch (report.kind) {
+    case 'logs':
+      return { ...report, body: { lines: report.body.lines.map((line) => ({ ...line, text: mask(line.text) })) } };
+    case 'reject':
+      return report.body.message === undefined
+        ? report
+        : { ...report, body: { ...report.body, message: mask(report.body.message) } };
+    case 'finish': {
+      const { errorMessage, output } = report.body;
+      return {
+        ...report,
+        body: {
+          ...report.body,
+          errorMessage: errorMessage === null ? null : mask(errorMessage),
+          output: maskDeep(output, mask) as Record<string, unknown>,
+        },
+      };
+    }
+    default:
+      return report;
+  }
 }

@@ -13,6 +13,7 @@ export {
 } from './load-workflows.js';
 export { watchWorkflows, type WatchOptions, type WorkflowWatcher } from './watch-workflows.js';
 export { loadSecrets, parseSecrets, SECRETS_FILE, type LoadedSecrets } from './secrets.js';
+export { KnownSecrets } from './known-secrets.js';
 export { parseWorkflowFile, type ParsedWorkflowFile } from './parse-workflow.js';
 export { parseDuration, formatDuration, MAX_TIMEOUT_MS } from './duration.js';
 export { formatProblem } from './format-problem.js';

@@ -1,3 +1,4 @@
+import type { Masker } from '../../src/exec/secret-masker.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
   generateEd25519KeyPair,
@@ -178,7 +179,7 @@ export const unreachable = () => new AgentError('unreachable', 'Cannot reach the
 export function deployContext(
   fake: FakeDeployCoordinator,
   stateDir: string,
-  options: { postponeOptional?: boolean } = {},
+  options: { postponeOptional?: boolean; masker?: () => Masker } = {},
 ): DeployContext {
   const store = DeployStateStore.open(stateDir);
   const { logger } = captureLogger();
@@ -189,5 +190,6 @@ export function deployContext(
     postponeOptional: options.postponeOptional ?? false,
     downloadAttempts: 2,
     downloadBackoff: new Backoff({ baseMs: 10, capMs: 10 }),
+    ...(options.masker ? { masker: options.masker } : {}),
   };
 }

@@ -3,7 +3,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair, privateKeyFromBase64, signManifest } from '@drover/shared';
+import { reportDeployState } from '../../src/deploy/deploy-report.js';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
+import { createMasker, type Masker } from '../../src/exec/secret-masker.js';
+import { captureLogger } from '../log-capture.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
 import { assignment, harness, sh, type Harness } from '../jobs/harness.js';
 import { deployContext, FakeDeployCoordinator, unreachable, type FakeApp } from './fake-deploy.js';
@@ -39,7 +42,9 @@ const update = () => ({
 });
 const slow = { name: 'slow', steps: [sh('sleep 0.5')] };
 
-function make(options: { postponeOptional?: boolean; capacity?: number; workflows?: any[] } = {}): Harness {
+function make(
+  options: { postponeOptional?: boolean; capacity?: number; workflows?: any[]; masker?: () => Masker } = {},
+): Harness {
   const h = harness(options.workflows ?? [update(), slow], {
     capacity: options.capacity ?? 4,
     deploy: (stateDir) => deployContext(fake, stateDir, options),
@@ -259,6 +264,35 @@ describe('a failed update', () => {
     expect(fake.states(app)).toEqual(['downloading', 'verifying', 'installing', 'failed']);
     expect(fake.reports.at(-1)?.error).toBe('the update workflow did not succeed: step 1 exited with code 3');
     expect(localState(h, app).current).toBeNull();
+  });
+
+  it('masks secret values in its lines, its result and its reports, before a long error is shortened', async () => {
+    const secret = 'the-deploy-s3cret';
+    const h = make({ workflows: [slow], masker: () => createMasker([secret]) });
+    const app = fake.addApp({ updateWorkflow: `update-${secret}` });
+    fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)?.errorMessage).toMatch(/^the update workflow update-\*\*\* is not defined/);
+    expect(fake.reports.at(-1)?.error).toMatch(/^the update workflow update-\*\*\* is not defined/);
+    expect(JSON.stringify([h.sent, fake.reports])).not.toContain(secret);
+
+    // An error longer than a report takes is shortened after masking: no half of a secret shows.
+    const error = `${'x'.repeat(1990)}${secret}${'y'.repeat(100)}`;
+    const store = DeployStateStore.open(h.stateDir);
+    const { logger } = captureLogger();
+    await reportDeployState(
+      { api: fake.api, store, masker: () => createMasker([secret]) },
+      logger,
+      app.applicationId,
+      'failed',
+      error,
+    );
+    const sent = fake.reports.at(-1)!.error!;
+    expect(sent.startsWith(`${'x'.repeat(1990)}***yyy`)).toBe(true);
+    expect(sent.length).toBeLessThanOrEqual(2000);
+    for (let n = 4; n <= secret.length; n++) expect(sent).not.toContain(secret.slice(0, n));
   });
 
   it('when the manifest cannot be fetched is failed without a download', async () => {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createAgentLogger } from '../../src/logging/create-logger.js';
+import { KnownSecrets } from '../../src/workflows/known-secrets.js';
 
 let stateDir: string;
 beforeEach(() => {
@@ -54,6 +55,20 @@ describe('createAgentLogger', () => {
       nested: { secrets: '[redacted]', ok: 1 },
     });
     expect(records()[1]).toMatchObject({ Secret: '[redacted]' });
+  });
+
+  it('masks secret values wherever they appear in a line, as JSON writes them, and keeps every line JSON', () => {
+    const secrets = new KnownSecrets(stateDir);
+    secrets.remember(['hunter2', 'a"quo\\ted', '0123', 'nfoo']);
+    const logger = createAgentLogger({ stateDir, level: 'info', secrets });
+    logger.child({ workflow: 'ship-hunter2' }).info({ file: '/x/hunter2.yaml', n: 1230123 }, 'pw a"quo\\ted, hunter2');
+    logger.info({ ['key_hunter2']: true }, 'line\nfoo 0123'); // `\nfoo` in JSON is not the secret nfoo
+    const text = fs.readFileSync(path.join(stateDir, 'logs', 'agent.log'), 'utf8');
+    for (const leaked of ['hunter2', 'quo']) expect(text).not.toContain(leaked);
+    expect(records()).toEqual([
+      expect.objectContaining({ workflow: 'ship-***', file: '/x/***.yaml', n: 1230123, msg: 'pw ***, ***' }),
+      expect.objectContaining({ ['key_***']: true, msg: 'line\nfoo ***' }),
+    ]);
   });
 
   it('also prints readable lines on standard output when asked', () => {

@@ -7,6 +7,7 @@ import { judgeAnswer } from '../../src/outbox/delivery-policy.js';
 import { Outbox } from '../../src/outbox/outbox.js';
 import { ReportSender, type Transport } from '../../src/outbox/report-sender.js';
 import type { Report } from '../../src/outbox/report.js';
+import { createMasker } from '../../src/exec/secret-masker.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { captureLogger } from '../log-capture.js';
 
@@ -178,6 +179,44 @@ describe('delivery of reports', () => {
     expect(calls).toEqual(['finish:gone', 'finish:next']);
     expect(settled).toEqual(['gone:dropped', 'next:delivered']);
     expect(records.find((r) => r.jobId === 'gone')).toMatchObject({ level: 40, report: 'finish' });
+    sender.close();
+  });
+
+  it('masks secret values in every report it sends or keeps: lines, rejections, results and their outputs', async () => {
+    const sent: Report[] = [];
+    let online = false;
+    const transport: Transport = (report) => {
+      if (!online) return down();
+      sent.push(report);
+      return Promise.resolve(ok);
+    };
+    const known = createMasker(['hunter2']);
+    const outbox = Outbox.open(dir);
+    const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger, masker: () => known });
+    const at = '2026-01-01T00:00:00.000Z';
+    await sender.send({
+      kind: 'logs',
+      jobId: 'j',
+      body: { lines: [{ seq: 1, at, stream: 'stdout', text: 'pw hunter2' }] },
+    });
+    await sender.send({ kind: 'reject', jobId: 'k', body: { reason: 'invalid_params', message: 'bad: hunter2' } });
+    const result = { status: 'failed', exitCode: null, errorMessage: 'the agent failed: hunter2' } as const;
+    await sender.send({ kind: 'finish', jobId: 'j', body: { ...result, output: { key_hunter2: ['x hunter2'] } } });
+    // Kept in the outbox while the coordinator is away: masked on disk too.
+    expect(
+      fs
+        .readdirSync(dir)
+        .map((f) => fs.readFileSync(path.join(dir, f), 'utf8'))
+        .join(''),
+    ).not.toContain('hunter2');
+    online = true;
+    expect(await sender.drainNow()).toBe(true);
+    expect(JSON.stringify(sent)).not.toContain('hunter2');
+    expect(sent.map((r) => ('body' in r ? r.body : null))).toEqual([
+      { lines: [{ seq: 1, at, stream: 'stdout', text: 'pw ***' }] },
+      { reason: 'invalid_params', message: 'bad: ***' },
+      { ...result, errorMessage: 'the agent failed: ***', output: { 'key_***': ['x ***'] } },
+    ]);
     sender.close();
   });
 
