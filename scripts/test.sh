@@ -6,6 +6,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/setup.sh
 . scripts/lib/pnpm.sh
+. scripts/lib/test-tools.sh
+drover_need_test_tools
 
 echo '==> typecheck'
 pnpm typecheck

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { formatTime, shortId } from './logging/format-record.js';
 import { describeInvalidFiles } from './workflows/format-problem.js';
+import { describeOffset, LARGE_OFFSET_MS } from './http/server-clock.js';
 
 /** The daemon's status file in the state directory, rewritten (atomically) on every change. */
 export const DAEMON_STATUS_FILE = 'status.json';
@@ -17,6 +18,8 @@ export interface DaemonStatus {
   connection: 'connecting' | 'connected' | 'disconnected';
   lastConnectedAt: string | null;
   lastError: string | null;
+  /** The coordinator's clock minus this machine's, in ms, once measured (absent when written by an older agent). */
+  clockOffsetMs?: number | null;
   queue: {
     capacity: number;
     running: { jobId: string; workflowName: string; startedAt: string } | null;
@@ -87,6 +90,12 @@ function isDaemonStatus(value: unknown): value is DaemonStatus {
   );
 }
 
+function describeClockLine(offsetMs: number): string {
+  if (Math.abs(offsetMs) < 1_000) return "agrees with the coordinator's";
+  const note = Math.abs(offsetMs) >= LARGE_OFFSET_MS ? '; set it right (NTP)' : '';
+  return `${describeOffset(offsetMs)} the coordinator's (signing with its time${note})`;
+}
+
 /** The daemon part of `drover-agent status`, aligned with the enrollment lines. */
 export function formatDaemonStatus(status: DaemonStatus | null, running: boolean): string[] {
   if (!status) return ['Agent:         not running (start it with: drover-agent run)'];
@@ -101,6 +110,7 @@ export function formatDaemonStatus(status: DaemonStatus | null, running: boolean
     `Connection:    ${status.connection}${status.connection === 'connected' ? '' : ` (last connected: ${when(status.lastConnectedAt)})`}`,
   ];
   if (status.lastError) lines.push(`Last error:    ${status.lastError}`);
+  if (typeof status.clockOffsetMs === 'number') lines.push(`Clock:         ${describeClockLine(status.clockOffsetMs)}`);
   const q = status.queue;
   lines.push(
     `Queue:         ${q.running ? '1 running' : 'idle'}, ${q.waiting.length} waiting (capacity ${q.capacity})`,

@@ -5,6 +5,7 @@ import { acquireDaemonLock } from './daemon/lock.js';
 import { AgentError } from './errors.js';
 import { getSelf, postEnroll } from './http/agent-api.js';
 import { parseCoordinatorUrl } from './http/coordinator-url.js';
+import { ServerClock } from './http/server-clock.js';
 import { ensurePrivateDir } from './state/files.js';
 import { loadEnrollment, saveEnrollment, savePrivateKey, type Enrollment } from './state/enrollment.js';
 import { AGENT_VERSION } from './version.js';
@@ -30,6 +31,8 @@ export interface EnrollResult {
   self: AgentSelf;
   /** The enrollment this one replaced (with --force). */
   replaced: Enrollment | null;
+  /** The coordinator's clock minus this machine's, in ms, as measured from its answers. */
+  clockOffsetMs: number;
 }
 
 /**
@@ -68,6 +71,9 @@ async function enrollUnlocked(options: EnrollOptions, origin: string, token: str
   }
 
   const keys = generateEd25519KeyPair();
+  // Learns the coordinator's time from the enrollment's answer, so that the signed self-check
+  // below passes on a machine whose clock is off (docs/agent.md, "Clocks").
+  const clock = new ServerClock();
   const enrolled = await postEnroll(
     origin,
     {
@@ -79,6 +85,7 @@ async function enrollUnlocked(options: EnrollOptions, origin: string, token: str
       ...(options.name === undefined ? {} : { name: options.name }),
     },
     options.dispatcher,
+    clock,
   );
   // The token is spent now: store the key first, so the agent can always prove who it is.
   savePrivateKey(options.stateDir, keys.privateKey);
@@ -89,9 +96,10 @@ async function enrollUnlocked(options: EnrollOptions, origin: string, token: str
     origin,
     agentId: enrollment.agentId,
     privateKey: privateKeyFromBase64(keys.privateKey),
+    clock,
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
-  return { enrollment, self, replaced: existing };
+  return { enrollment, self, replaced: existing, clockOffsetMs: clock.offsetMs };
 }
 
 /** The current enrollment; with `force`, a damaged one counts as none. */

@@ -1,36 +1,11 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyFingerprint, privateKeyFromBase64, publicKeyOf } from '@drover/shared';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { insertEnrollmentToken } from '../helpers/agent.js';
-
-const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = path.join(REPO, 'agent/src/cli/main.ts');
-
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the real `drover-agent` CLI as a child process, from the repository root. */
-function runAgentCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--conditions=drover-source', '--import', 'tsx', CLI, ...args],
-      { cwd: REPO, env: { ...process.env, ...env }, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+import { runAgentCli } from '../helpers/agent-cli.js';
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777;
 

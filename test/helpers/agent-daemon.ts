@@ -63,11 +63,15 @@ export interface DaemonProcess {
  * Runs the real `drover-agent run` as a child process (TypeScript through tsx, the source
  * condition). Stop it in an `afterEach`/`afterAll` registered before any assertion.
  */
-export function startDaemonProcess(stateDir: string, args: string[] = []): DaemonProcess {
+export function startDaemonProcess(
+  stateDir: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): DaemonProcess {
   const child = spawn(
     process.execPath,
     ['--conditions=drover-source', '--import', 'tsx', AGENT_MAIN, 'run', '--state-dir', stateDir, ...args],
-    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } },
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...env } },
   );
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));

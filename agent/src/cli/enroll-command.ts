@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { keyFingerprint } from '@drover/shared';
+import { describeOffset, LARGE_OFFSET_MS } from '../http/server-clock.js';
 import { enrollAgent } from '../enroll.js';
 import { defaultStateDir } from '../state/paths.js';
 import type { CliIo } from './io.js';
@@ -43,6 +44,12 @@ export function configureEnrollCommand(program: Command, io: CliIo): void {
       ];
       if (replaced && replaced.agentId !== enrollment.agentId) {
         lines.push(`The previous enrollment (agent ${replaced.agentId}) was replaced; revoke it in the dashboard.`);
+      }
+      if (Math.abs(result.clockOffsetMs) >= LARGE_OFFSET_MS) {
+        lines.push(
+          `Warning:      this machine's clock is ${describeOffset(result.clockOffsetMs)} the coordinator's; ` +
+            `the agent signs with the coordinator's time, but set the clock right (NTP)`,
+        );
       }
       io.out(`${lines.join('\n')}\n`);
     });

@@ -8,6 +8,7 @@ import { killAllProcessGroups } from '../exec/process-group.js';
 import { StepLauncher } from '../exec/step-launcher.js';
 import { jobFileTransfer } from '../files/job-file-transfer.js';
 import type { SignedCaller } from '../http/client.js';
+import { describeClockChange, ServerClock, type ClockChange } from '../http/server-clock.js';
 import { JobManager } from '../jobs/job-manager.js';
 import { Journal } from '../jobs/journal.js';
 import { httpTransport } from '../outbox/http-transport.js';
@@ -68,10 +69,15 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     logger.warn(`the agent key was readable by other users (mode ${loosened.toString(8)}); it is mode 600 again`);
   }
   const releaseLock = acquireDaemonLock(stateDir);
+  // The coordinator's time, learned from its answers: an edge clock is often wrong, and the
+  // signatures must be within 300 s of the coordinator's (docs/agent.md, "Clocks").
+  let onClockChange = (_change: ClockChange) => {};
+  const clock = new ServerClock(Date.now, (change) => onClockChange(change));
   const caller: SignedCaller = {
     origin: enrollment.url,
     agentId: enrollment.agentId,
     privateKey,
+    clock,
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   };
 
@@ -86,11 +92,17 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
         connection: 'connecting',
         lastConnectedAt: null,
         lastError: null,
+        clockOffsetMs: null,
         queue: { capacity: options.queueCapacity, running: null, waiting: [] },
         workflows: { loaded: 0, invalid: [] },
       },
       (error) => logger.error({ err: error }, 'cannot write status.json'),
     );
+    onClockChange = (change) => {
+      status.update({ clockOffsetMs: change.offsetMs });
+      const said = describeClockChange(change);
+      if (said) logger[said.level]({ clockOffsetMs: change.offsetMs }, said.message);
+    };
     const damaged = (file: string, reason: string) =>
       logger.error({ file }, `skipped a damaged file: ${file} (${reason})`);
     const journal = Journal.open(stateDir, damaged);
@@ -159,6 +171,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     const stream = new StreamClient({
       ...caller,
       logger,
+      queueCapacity: options.queueCapacity,
       idleTimeoutMs: options.streamIdleTimeoutMs,
       beforeConnect: () => registry.report(true),
       onMessage: (message) => routeStreamMessage(message, manager, logger),

@@ -1,7 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
-import { signRequest } from '@drover/shared';
+import { SIGNATURE_TOLERANCE_MS, signRequest } from '@drover/shared';
 import { AgentError } from '../errors.js';
+import type { ServerClock } from './server-clock.js';
 
 /** Seconds to wait for the answer's headers, then for its body. */
 const TIMEOUT_MS = 30_000;
@@ -15,6 +16,8 @@ export interface HttpAnswer {
 export interface CoordinatorErrorBody {
   code?: string;
   message?: string;
+  /** A signature refusal carries the server's time (Unix ms). */
+  details?: { serverTime?: unknown };
 }
 
 export interface CallOptions {
@@ -23,6 +26,8 @@ export interface CallOptions {
   /** The raw JSON text to send. */
   body?: string;
   dispatcher?: Dispatcher;
+  /** Learns the coordinator's time from the answer (its Date header, a refusal's serverTime). */
+  clock?: ServerClock;
 }
 
 /**
@@ -37,6 +42,8 @@ export async function callCoordinator(
 ): Promise<HttpAnswer> {
   const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
+  const { clock } = options;
+  const sentAt = clock?.localTime() ?? 0;
   let res: Dispatcher.ResponseData;
   try {
     res = await request(`${origin}${path}`, {
@@ -52,6 +59,8 @@ export async function callCoordinator(
       cause,
     });
   }
+  const receivedAt = clock?.localTime() ?? 0;
+  clock?.observeDateHeader(res.headers.date, sentAt, receivedAt);
   const text = await res.body.text();
   let body: unknown = text;
   if (String(res.headers['content-type'] ?? '').includes('json') && text) {
@@ -61,7 +70,15 @@ export async function callCoordinator(
       // keep the text: the caller reports an unexpected answer
     }
   }
+  const serverTime = serverTimeOf(body);
+  if (clock && serverTime !== null) clock.observeServerTime(serverTime, sentAt, receivedAt);
   return { status: res.statusCode, body };
+}
+
+/** The server's time a signature refusal carries, or null. */
+function serverTimeOf(body: unknown): number | null {
+  const time = (body as CoordinatorErrorBody | null)?.details?.serverTime;
+  return typeof body === 'object' && typeof time === 'number' && Number.isFinite(time) ? time : null;
 }
 
 /**
@@ -120,11 +137,16 @@ export interface SignedCaller {
   agentId: string;
   privateKey: KeyObject;
   dispatcher?: Dispatcher;
+  /** Signs with the coordinator's time as measured from its answers (docs/agent.md, "Clocks"). */
+  clock?: ServerClock;
 }
 
 /**
  * A signed call (CONTRACT §5). The signed path is taken from the URL as undici will send it
- * (after URL normalization), so that it is byte for byte what the coordinator sees.
+ * (after URL normalization), so that it is byte for byte what the coordinator sees. The
+ * timestamp is the coordinator's time as the caller's clock knows it; a refusal that shows the
+ * timestamp was out of the window (the clock corrected itself from that very answer) is tried
+ * once more with the corrected time.
  */
 export async function signedCall(
   caller: SignedCaller,
@@ -135,16 +157,28 @@ export async function signedCall(
   const url = new URL(path, caller.origin);
   const sentPath = `${url.pathname}${url.search}`;
   const raw = body === undefined ? undefined : JSON.stringify(body);
-  const headers = signRequest({
-    agentId: caller.agentId,
-    privateKey: caller.privateKey,
-    method,
-    path: sentPath,
-    body: raw,
-  });
-  return callCoordinator(caller.origin, method, sentPath, {
-    headers,
-    ...(raw === undefined ? {} : { body: raw }),
-    ...(caller.dispatcher ? { dispatcher: caller.dispatcher } : {}),
-  });
+  const attempt = async () => {
+    const now = caller.clock?.now() ?? Date.now();
+    const headers = signRequest({
+      agentId: caller.agentId,
+      privateKey: caller.privateKey,
+      method,
+      path: sentPath,
+      body: raw,
+      now,
+    });
+    const answer = await callCoordinator(caller.origin, method, sentPath, {
+      headers,
+      ...(raw === undefined ? {} : { body: raw }),
+      ...(caller.dispatcher ? { dispatcher: caller.dispatcher } : {}),
+      ...(caller.clock ? { clock: caller.clock } : {}),
+    });
+    return { answer, now };
+  };
+  const first = await attempt();
+  const serverTime = first.answer.status === 401 ? serverTimeOf(first.answer.body) : null;
+  if (caller.clock && serverTime !== null && Math.abs(first.now - serverTime) > SIGNATURE_TOLERANCE_MS) {
+    return (await attempt()).answer;
+  }
+  return first.answer;
 }

@@ -60,3 +60,26 @@ export function maskReport(report: Report, mask: Masker): Report {
       return report;
   }
 }
+
+/**
+ * The report with the times it carries (a log line's `at`, a result's `finishedAt`) moved from
+ * this machine's clock to the coordinator's, by the offset measured when it is sent, so that a
+ * job's times read right on the coordinator whatever the edge clock says.
+ */
+export function inCoordinatorTime(report: Report, offsetMs: number): Report {
+  if (offsetMs === 0) return report;
+  const shift = (iso: string) => {
+    const ms = Date.parse(iso);
+    return Number.isNaN(ms) ? iso : new Date(ms + offsetMs).toISOString();
+  };
+  switch (report.kind) {
+    case 'logs':
+      return { ...report, body: { lines: report.body.lines.map((line) => ({ ...line, at: shift(line.at) })) } };
+    case 'finish':
+      return report.body.finishedAt === undefined
+        ? report
+        : { ...report, body: { ...report.body, finishedAt: shift(report.body.finishedAt) } };
+    default:
+      return report;
+  }
+}

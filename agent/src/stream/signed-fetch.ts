@@ -2,11 +2,14 @@ import type { KeyObject } from 'node:crypto';
 import { fetch, type Dispatcher } from 'undici';
 import type { FetchLike } from 'eventsource';
 import { signRequest } from '@drover/shared';
+import type { ServerClock } from '../http/server-clock.js';
 
 export interface StreamSigner {
   agentId: string;
   privateKey: KeyObject;
   dispatcher?: Dispatcher;
+  /** Signs with the coordinator's time, and learns it from each answer's Date header. */
+  clock?: ServerClock;
 }
 
 /**
@@ -15,15 +18,18 @@ export interface StreamSigner {
  * the signature covers the path, so a redirected request could not be valid anyway.
  */
 export function signedFetch(signer: StreamSigner): FetchLike {
-  return (input, init) => {
+  const { clock } = signer;
+  return async (input, init) => {
     const url = new URL(input);
     const signature = signRequest({
       agentId: signer.agentId,
       privateKey: signer.privateKey,
       method: 'GET',
       path: `${url.pathname}${url.search}`,
+      now: clock?.now() ?? Date.now(),
     });
-    return fetch(url, {
+    const sentAt = clock?.localTime() ?? 0;
+    const res = await fetch(url, {
       method: 'GET',
       headers: { ...init.headers, ...signature },
       signal: init.signal as AbortSignal | undefined,
@@ -31,5 +37,8 @@ export function signedFetch(signer: StreamSigner): FetchLike {
       cache: 'no-store',
       ...(signer.dispatcher ? { dispatcher: signer.dispatcher } : {}),
     });
+    // A refused attempt's Date header corrects the clock before the next attempt.
+    clock?.observeDateHeader(res.headers.get('date'), sentAt, clock.localTime());
+    return res;
   };
 }

@@ -30,8 +30,13 @@ export interface StreamClientOptions extends StreamSigner {
   beforeConnect?(): Promise<void>;
   /** A connection silent for this long (no event, pings included) is dropped and reopened. */
   idleTimeoutMs?: number;
-  /** A connection that lasted this long resets the reconnect delay. */
+  /**
+   * A connection that stayed open this long (1 s by default) was healthy: its cut is followed by a
+   * prompt reconnect (the delay starts again from its base) rather than a longer one.
+   */
   healthyAfterMs?: number;
+  /** The queue's capacity, announced to the coordinator, which hands jobs over no faster. */
+  queueCapacity?: number;
   backoff?: Backoff;
 }
 
@@ -41,8 +46,11 @@ const EVENTS = Object.values(StreamEvent);
  * Holds `GET /v1/agent/stream` open. Reconnects are driven here, not by EventSource: after any
  * failure (network error, HTTP error, stream end, or the liveness watchdog: no event for
  * `idleTimeoutMs`) the connection is closed and reopened after an exponential backoff with full
- * jitter (at most ~30 s; reset once a connection has been healthy). Each attempt is signed afresh.
- * The coordinator sends every open job again at each connect, so nothing is lost in between.
+ * jitter (at most ~30 s). A cut of a stream that had been open for `healthyAfterMs` resets the
+ * delay, so a flapping link is crossed again within half a second, while a coordinator that is
+ * down, or that drops every connection at once, still sees the delays grow. Each attempt is signed
+ * afresh. The coordinator sends every open job again at each connect, so nothing is lost in
+ * between.
  */
 export class StreamClient {
   #source: EventSource | null = null;
@@ -59,7 +67,7 @@ export class StreamClient {
   constructor(private readonly options: StreamClientOptions) {
     this.#backoff = options.backoff ?? new Backoff({ baseMs: 500, capMs: 30_000 });
     this.#idleTimeoutMs = options.idleTimeoutMs ?? 45_000;
-    this.#healthyAfterMs = options.healthyAfterMs ?? 10_000;
+    this.#healthyAfterMs = options.healthyAfterMs ?? 1_000;
   }
 
   get state(): ConnectionState {
@@ -95,6 +103,7 @@ export class StreamClient {
     if (this.#stopped || attempt !== this.#attempt) return;
 
     const url = new URL('/v1/agent/stream', this.options.origin);
+    if (this.options.queueCapacity !== undefined) url.searchParams.set('capacity', String(this.options.queueCapacity));
     // The network error behind a failed attempt, for its log line (EventSource passes on only text).
     let fetchError: unknown = null;
     const signed = signedFetch(this.options);
@@ -186,7 +195,7 @@ export class StreamClient {
 /** Why EventSource gave up on a connection, from the HTTP status or its text. */
 function describeError(code: number | undefined, message: string | undefined): string {
   if (code === 401)
-    return 'the coordinator refused the agent signature (HTTP 401: revoked agent, or clock off by more than 5 minutes?)';
+    return 'the coordinator refused the agent signature (HTTP 401: revoked agent? a clock far off is corrected at the next attempt)';
   if (code !== undefined) return `the coordinator answered HTTP ${code}`;
   if (!message) return 'the connection closed';
   // A read of an open stream that failed: undici's `TypeError: terminated: <cause>`.
