@@ -9,3 +9,4 @@ export * from './file-refs.js';
 export * from './manifest.js';
 export * from './describe.js';
 export * from './uuid.js';
+export * from './pid-lock.js';

@@ -18,7 +18,7 @@ afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 describe('the daemon lock', () => {
   it('lets one daemon at a time use a state directory, and is released on stop', () => {
     const release = acquireDaemonLock(root);
-    expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8')).toBe(`${process.pid}\n`);
+    expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8').split('\n')[0]).toBe(String(process.pid));
     const other = process.ppid; // a live process that is not us
     expect(() => acquireDaemonLock(root, other)).toThrow(
       new RegExp(`Another drover-agent \\(pid ${process.pid}\\) is already running with the state directory`),
@@ -33,7 +33,7 @@ describe('the daemon lock', () => {
     await new Promise((resolve) => child.once('exit', resolve));
     fs.writeFileSync(path.join(root, 'daemon.lock'), `${deadPid}\n`);
     const release = acquireDaemonLock(root);
-    expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8')).toBe(`${process.pid}\n`);
+    expect(fs.readFileSync(path.join(root, 'daemon.lock'), 'utf8').split('\n')[0]).toBe(String(process.pid));
     release();
   });
 
