@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
@@ -197,14 +198,68 @@ describe('drover-coordinator start', () => {
     expect(interrupted.code, second.stderr()).toBe(0);
   });
 
-  it('exits 1 with a message when the port is taken', async () => {
+  it('exits 1 in one line, creating nothing, when the port is taken', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = taken.address() as net.AddressInfo;
+      const dataDir = path.join(makeTempDir(), 'data');
+      const res = await run(['start', '--port', String(port), '--data-dir', dataDir]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toBe(
+        `drover-coordinator: port ${port} on 127.0.0.1 is in use by another program; stop it or choose another port (--port, DROVER_PORT)\n`,
+      );
+      expect(res.stdout).toBe('');
+      expect(fs.existsSync(dataDir)).toBe(false);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it('exits 1 in one line when the host is not an address of this machine', async () => {
+    const res = await run(['start', '--host', '192.0.2.1', '--port', '8080', '--data-dir', makeTempDir()]);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toBe(
+      'drover-coordinator: cannot listen on 192.0.2.1:8080: 192.0.2.1 is not an address of this machine (--host, DROVER_HOST)\n',
+    );
+  });
+});
+
+describe('the data directory lock', () => {
+  it('refuses start, migrate and bootstrap in one line naming the pid while a coordinator uses the data directory', async () => {
     const dataDir = makeTempDir();
     const first = cli(['start', '--port', '0', '--data-dir', dataDir]);
-    const [, , port] = await first.waitFor(BANNER);
-    const second = await run(['start', '--port', port!, '--data-dir', makeTempDir()]);
-    expect(second.code).toBe(1);
-    expect(second.stderr).toContain('could not start');
-    expect(second.stderr).toContain('EADDRINUSE');
+    await first.waitFor(BANNER);
+    const inUse = `drover-coordinator: the data directory ${dataDir} is in use by another drover-coordinator (pid ${first.child.pid}); stop it first\n`;
+    const bootstrapEnv = { DROVER_BOOTSTRAP_EMAIL: EMAIL, DROVER_BOOTSTRAP_PASSWORD: PASSWORD };
+    const [second, migrating, bootstrapping] = await Promise.all([
+      run(['start', '--port', '0', '--data-dir', dataDir]),
+      run(['migrate', '--data-dir', dataDir]),
+      run(['bootstrap', '--data-dir', dataDir], bootstrapEnv),
+    ]);
+    for (const refused of [second, migrating, bootstrapping]) {
+      expect(refused).toEqual({ code: 1, stdout: '', stderr: inUse });
+    }
+
     expect((await stop(first)).code).toBe(0);
+    expect(fs.existsSync(path.join(dataDir, 'coordinator.lock'))).toBe(false);
+    const migrated = await run(['migrate', '--data-dir', dataDir]);
+    expect(migrated.code, migrated.stderr).toBe(0);
+    expect(fs.existsSync(path.join(dataDir, 'coordinator.lock'))).toBe(false);
+  });
+
+  it('is taken over from a coordinator that was killed', async () => {
+    const dataDir = makeTempDir();
+    const killed = cli(['start', '--port', '0', '--data-dir', dataDir]);
+    await killed.waitFor(BANNER);
+    expect((await stop(killed, 'SIGKILL')).code).toBeNull();
+    expect(fs.readFileSync(path.join(dataDir, 'coordinator.lock'), 'utf8')).toMatch(
+      new RegExp(`^${killed.child.pid}\n`),
+    );
+
+    const next = cli(['start', '--port', '0', '--data-dir', dataDir]);
+    await next.waitFor(BANNER);
+    expect(fs.readFileSync(path.join(dataDir, 'coordinator.lock'), 'utf8')).toMatch(new RegExp(`^${next.child.pid}\n`));
+    expect((await stop(next)).code).toBe(0);
   });
 });

@@ -4,7 +4,7 @@ import { migrate } from '../db/migrate.js';
 import { createSqliteRepositories } from '../db/repositories/index.js';
 import { bootstrapIfEmpty } from '../domain/bootstrap.js';
 import { systemClock } from '../util/clock.js';
-import { configOrExit, withServerOptions } from './common.js';
+import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
 
 export function configureBootstrapCommand(program: Command): void {
   withServerOptions(program.command('bootstrap'))
@@ -17,6 +17,7 @@ export function configureBootstrapCommand(program: Command): void {
         process.stderr.write('drover-coordinator: set DROVER_BOOTSTRAP_EMAIL and DROVER_BOOTSTRAP_PASSWORD\n');
         process.exit(2);
       }
+      lockDataDirOrExit(config.dataDir); // not under a running coordinator
       const db = openDatabase(databaseFile(config.dataDir));
       try {
         migrate(db);

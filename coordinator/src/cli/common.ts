@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import { isLockHeldError } from '@drover/shared';
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from '../config/config.js';
+import { dataDirHolder, lockDataDir } from './data-dir-lock.js';
 
 /** The flags every command that touches the data directory shares (CONTRACT §1). */
 export function withServerOptions(command: Command): Command {
@@ -25,4 +27,34 @@ export function configOrExit(flags: ConfigFlags): Config {
     }
     throw error;
   }
+}
+
+function inUse(dataDir: string, pid: number): never {
+  process.stderr.write(
+    `drover-coordinator: the data directory ${dataDir} is in use by another drover-coordinator (pid ${pid}); stop it first\n`,
+  );
+  process.exit(1);
+}
+
+/** Exits 1 in one line when a running coordinator process holds the data directory; creates nothing. */
+export function refuseIfDataDirInUse(dataDir: string): void {
+  const holder = dataDirHolder(dataDir);
+  if (holder !== null) inUse(dataDir, holder);
+}
+
+/**
+ * Takes the data directory's lock for the rest of this process (released when it exits), or
+ * exits 1 in one line: held by another coordinator process, or the directory cannot be made.
+ */
+export function lockDataDirOrExit(dataDir: string): () => void {
+  let release: () => void;
+  try {
+    release = lockDataDir(dataDir);
+  } catch (error) {
+    if (isLockHeldError(error)) inUse(dataDir, error.pid);
+    process.stderr.write(`drover-coordinator: cannot use the data directory ${dataDir}: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+  process.once('exit', release);
+  return release;
 }

@@ -2,19 +2,28 @@ import type { Command } from 'commander';
 import type { BootstrapResult } from '../domain/bootstrap.js';
 import { createLogger } from '../logger.js';
 import { installCrashHandlers, installSignalHandlers, startServer, type RunningServer } from '../server.js';
-import { configOrExit, withServerOptions } from './common.js';
+import { configOrExit, lockDataDirOrExit, refuseIfDataDirInUse, withServerOptions } from './common.js';
+import { checkListen, listenProblem, type ListenProblem } from './listen-check.js';
 
 export function configureStartCommand(program: Command): void {
   withServerOptions(program.command('start'))
     .description('run the coordinator (migrates the database and bootstraps an empty one first)')
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
+      // What another process stands in the way of is said in one line, before anything is
+      // created: a coordinator already using this data directory, then the port.
+      refuseIfDataDirInUse(config.dataDir);
+      const problem = await checkListen(config.host, config.port);
+      if (problem) cannotListen(problem);
+      lockDataDirOrExit(config.dataDir);
       const logger = createLogger(config.logLevel);
       installCrashHandlers(logger);
       let server: RunningServer;
       try {
         server = await startServer(config, logger);
       } catch (error) {
+        const lost = listenProblem(error, config.host, config.port); // taken since the check
+        if (lost) cannotListen(lost);
         logger.fatal({ err: error }, 'could not start');
         process.stderr.write(`drover-coordinator: could not start: ${(error as Error).message}\n`);
         process.exit(1);
@@ -28,6 +37,18 @@ export function configureStartCommand(program: Command): void {
       }
       process.stdout.write(`${banner(server, server.coordinator.bootstrap).join('\n')}\n`);
     });
+}
+
+const HINTS: Record<ListenProblem['code'], string> = {
+  in_use: '; stop it or choose another port (--port, DROVER_PORT)',
+  not_local: ' (--host, DROVER_HOST)',
+  forbidden: ' (--port, DROVER_PORT)',
+  other: '',
+};
+
+function cannotListen(problem: ListenProblem): never {
+  process.stderr.write(`drover-coordinator: ${problem.message}${HINTS[problem.code]}\n`);
+  process.exit(1);
 }
 
 /** What a person starting the coordinator by hand needs: where it is, and how to sign in. */
