@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatTime, shortId } from './logging/format-record.js';
+import { formatTime, shortId } from '@drover/shared';
 import { describeInvalidFiles } from './workflows/format-problem.js';
 import { describeOffset, LARGE_OFFSET_MS } from './http/server-clock.js';
 

@@ -10,3 +10,4 @@ export * from './manifest.js';
 export * from './describe.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
+export * from './format-log-record.js';

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { formatRecord, levelNumber, LEVEL_NAMES } from '../logging/format-record.js';
+import { formatRecord, levelNumber, LEVEL_NAMES } from '@drover/shared';
 import { followLogs, readLogs, type LogFilter, type LogLine } from '../logging/read-logs.js';
 import { logFile } from '../logging/log-files.js';
 import { defaultStateDir } from '../state/paths.js';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import pino, { type Logger } from 'pino';
-import { formatRecord, type LogRecord } from './format-record.js';
+import { formatRecord, type LogRecord } from '@drover/shared';
 import { logDir, logFile } from './log-files.js';
 import { maskLogLine, type LogSecrets } from './mask-line.js';
 import { redactFields } from './redact.js';

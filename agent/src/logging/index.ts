@@ -18,5 +18,5 @@ export {
   LEVEL_NAMES,
   type LogRecord,
   type FormatOptions,
-} from './format-record.js';
+} from '@drover/shared';
 export { readLogs, followLogs, type LogFilter, type LogLine } from './read-logs.js';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
-import { recordLevel, type LogRecord } from './format-record.js';
+import { recordLevel, type LogRecord } from '@drover/shared';
 import { logFile, logFilesInOrder } from './log-files.js';
 
 export interface LogFilter {

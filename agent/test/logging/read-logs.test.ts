@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { formatRecord, levelNumber } from '@drover/shared';
 import { followLogs, readLogs, type LogLine } from '../../src/logging/read-logs.js';
-import { formatRecord, levelNumber } from '../../src/logging/format-record.js';
 import { RotatingFile } from '../../src/logging/rotating-file.js';
 
 let stateDir: string;

@@ -1,3 +1,8 @@
+/**
+ * A pino log record as one readable line, for a person at a terminal: `drover-agent logs` and the
+ * agent's `run` in a terminal, and the coordinator's log on a terminal.
+ */
+
 /** pino's numeric levels and their names. */
 export const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as const;
 export type LevelName = keyof typeof LEVELS;
