@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
-import type { LogLevel } from './config/config.js';
+import { formatRecord, type LogRecord } from '@drover/shared';
+import type { LogFormat, LogLevel } from './config/config.js';
 
 /**
  * Where a credential could sit in a logged object. Request lines never carry headers or query
@@ -30,14 +31,46 @@ export const REDACTED_PATHS = [
   '*.secrets',
 ];
 
-/** The coordinator's one logger: pino JSON lines on stdout (or `destination`), credentials redacted. */
-export function createLogger(level: LogLevel, destination?: pino.DestinationStream): Logger {
-  return pino(
-    {
-      name: 'drover-coordinator',
-      level,
-      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+export interface LoggerOptions {
+  /**
+   * `json`: pino's JSON lines, written as they are (the default); `pretty`: one readable line per
+   * record, as `drover-agent logs` prints them; `auto`: pretty when standard output is a terminal.
+   */
+  format?: LogFormat;
+  /** Where the lines go (default: standard output). */
+  destination?: pino.DestinationStream;
+  /** ANSI colours in pretty lines (default: on a terminal, unless NO_COLOR is set). */
+  color?: boolean;
+}
+
+/**
+ * The coordinator's one logger, credentials redacted. JSON lines go to standard output through
+ * pino's own destination, untouched; pretty lines are made from them in this thread (no
+ * transport, no worker thread) and written synchronously.
+ */
+export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logger {
+  const tty = process.stdout.isTTY === true;
+  const format = options.format === 'auto' ? (tty ? 'pretty' : 'json') : (options.format ?? 'json');
+  const settings: pino.LoggerOptions = {
+    name: 'drover-coordinator',
+    level,
+    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+  };
+  if (format === 'json') return pino(settings, options.destination);
+  const color = options.color ?? (tty && !process.env.NO_COLOR);
+  const out = options.destination ?? process.stdout;
+  return pino(settings, {
+    write(line: string): void {
+      out.write(`${readable(line, color)}\n`);
     },
-    destination,
-  );
+  });
+}
+
+/** Readable lines name neither the process (pid, host) nor the logger; errors show their stack. */
+function readable(line: string, color: boolean): string {
+  try {
+    return formatRecord(JSON.parse(line) as LogRecord, { color, stacks: true, hide: ['name'] });
+  } catch {
+    return line.trimEnd();
+  }
 }

@@ -41,6 +41,8 @@ export interface FormatOptions {
   utc?: boolean;
   /** Print error stacks under the line (default: only the error's message). */
   stacks?: boolean;
+  /** Fields left out of the line (such as a logger's `name`, the same on every line). */
+  hide?: readonly string[];
 }
 
 /** Fields shown in their own place, or not at all. */
@@ -70,7 +72,7 @@ export function formatRecord(record: LogRecord, options: FormatOptions = {}): st
   }
   line += typeof record.msg === 'string' ? record.msg : '';
   const extras = Object.keys(record)
-    .filter((key) => !SHOWN.has(key) && record[key] !== undefined)
+    .filter((key) => !SHOWN.has(key) && !options.hide?.includes(key) && record[key] !== undefined)
     .map((key) => `${key}=${formatValue(record[key])}`);
   if (extras.length > 0) line += `  ${paint(options.color, 'gray', extras.join(' '))}`;
   const err = record.err;

@@ -1,7 +1,9 @@
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { stripVTControlCharacters } from 'node:util';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
@@ -222,6 +224,65 @@ describe('drover-coordinator start', () => {
     expect(res.stderr).toBe(
       'drover-coordinator: cannot listen on 192.0.2.1:8080: 192.0.2.1 is not an address of this machine (--host, DROVER_HOST)\n',
     );
+  });
+});
+
+describe('drover-coordinator logs', () => {
+  /** The lines of `text` without ANSI colours. */
+  const plain = (text: string) => stripVTControlCharacters(text).split(/\r?\n/);
+  const READABLE =
+    /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}INFO {3}request completed {2}reqId=\S+ method=GET path=\/v1\/openapi\.json statusCode=200 ms=[\d.]+$/;
+
+  it.skipIf(spawnSync('script', ['--version']).error !== undefined)(
+    'are readable lines, in colour, on a terminal',
+    async () => {
+      const dataDir = makeTempDir();
+      const command = [process.execPath, '--conditions=drover-source', '--import', 'tsx', 'coordinator/src/cli/main.ts']
+        .concat(['start', '--port', '0', '--data-dir', dataDir])
+        .map((word) => `'${word}'`)
+        .join(' ');
+      const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
+      delete clean.NO_COLOR;
+      // `script` runs the command on a pseudo-terminal of its own and copies what it prints.
+      const terminal = spawn('script', ['-qec', command, '/dev/null'], {
+        cwd: path.resolve(import.meta.dirname, '../..'),
+        env: clean,
+        stdio: ['pipe', 'pipe', 'inherit'],
+      });
+      let out = '';
+      terminal.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+      const closed = new Promise((resolve) => terminal.once('close', resolve));
+      try {
+        const url = await vi.waitFor(() => out.match(BANNER)![1]!, { timeout: 20_000 });
+        expect((await fetch(`${url}/v1/openapi.json`)).status).toBe(200);
+        await vi.waitFor(() => expect(plain(out).some((l) => READABLE.test(l))).toBe(true));
+        const pid = Number(fs.readFileSync(path.join(dataDir, 'coordinator.lock'), 'utf8').split('\n')[0]);
+        process.kill(pid, 'SIGTERM');
+        await closed;
+      } finally {
+        terminal.kill('SIGKILL');
+      }
+      expect(out).toContain('\u001b[32mINFO \u001b[39m');
+      const lines = plain(out).filter(Boolean);
+      expect(lines.filter((l) => l.startsWith('{'))).toEqual([]);
+      expect(lines).toContainEqual(expect.stringMatching(/ {2}INFO {3}shutting down {2}signal=SIGTERM graceMs=10000$/));
+    },
+  );
+
+  it('are readable lines, without colour, when piped with --log-format pretty', async () => {
+    const c = cli(['start', '--port', '0', '--log-format', 'pretty', '--data-dir', makeTempDir()]);
+    const [, url] = await c.waitFor(BANNER);
+    expect((await fetch(`${url}/v1/openapi.json`)).status).toBe(200);
+    await vi.waitFor(() => expect(plain(c.stdout()).some((l) => READABLE.test(l))).toBe(true));
+    expect((await stop(c)).code).toBe(0);
+    expect(c.stdout()).not.toContain('\u001b[');
+    expect(plain(c.stdout()).filter((l) => l.startsWith('{'))).toEqual([]);
+  });
+
+  it('exits 2 naming the setting on an unknown format', async () => {
+    const res = await run(['start', '--data-dir', makeTempDir()], { DROVER_LOG_FORMAT: 'yaml' });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('DROVER_LOG_FORMAT: expected one of json, pretty, auto, got `yaml`');
   });
 });
 

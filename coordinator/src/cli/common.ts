@@ -13,6 +13,10 @@ export function withServerOptions(command: Command): Command {
     .option(
       '--log-level <level>',
       'fatal, error, warn, info, debug, trace or silent (env DROVER_LOG_LEVEL, default info)',
+    )
+    .option(
+      '--log-format <format>',
+      'json, pretty or auto: readable lines on a terminal, JSON otherwise (env DROVER_LOG_FORMAT, default auto)',
     );
 }
 

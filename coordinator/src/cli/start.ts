@@ -16,7 +16,7 @@ export function configureStartCommand(program: Command): void {
       const problem = await checkListen(config.host, config.port);
       if (problem) cannotListen(problem);
       lockDataDirOrExit(config.dataDir);
-      const logger = createLogger(config.logLevel);
+      const logger = createLogger(config.logLevel, { format: config.logFormat });
       installCrashHandlers(logger);
       let server: RunningServer;
       try {

@@ -15,6 +15,8 @@ export interface Config {
   readonly bootstrap: { readonly email: string; readonly password: string; readonly org: string } | null;
   readonly apiTokenReadRateLimitPerMinute: number;
   readonly logLevel: LogLevel;
+  /** `json` lines, `pretty` (readable) lines, or `auto`: pretty on a terminal, JSON otherwise. */
+  readonly logFormat: LogFormat;
   readonly sessionTtlSeconds: number;
   readonly bodyLimitBytes: number;
   /** A request's headers, and its body (a file upload: each stretch without data), must arrive within this. */
@@ -39,6 +41,8 @@ export interface Config {
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+export const LOG_FORMATS = ['json', 'pretty', 'auto'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
 
 export const DEFAULTS = Object.freeze({
   port: 8080,
@@ -47,6 +51,7 @@ export const DEFAULTS = Object.freeze({
   bootstrapOrg: 'default',
   apiTokenReadRateLimitPerMinute: 60,
   logLevel: 'info' as LogLevel,
+  logFormat: 'auto' as LogFormat,
   sessionTtlSeconds: 12 * 3600,
   bodyLimitBytes: 1024 * 1024,
   requestTimeoutMs: 30_000,
@@ -67,6 +72,7 @@ export interface ConfigFlags {
   dataDir?: string | undefined;
   publicUrl?: string | undefined;
   logLevel?: string | undefined;
+  logFormat?: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -149,6 +155,14 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     if ((LOG_LEVELS as readonly string[]).includes(wanted)) logLevel = wanted as LogLevel;
     else problems.push(`${logLevelRaw.source}: expected one of ${LOG_LEVELS.join(', ')}, got \`${logLevelRaw.value}\``);
   }
+  const logFormatRaw = pick(flags.logFormat, 'log-format', 'DROVER_LOG_FORMAT');
+  let logFormat: LogFormat = DEFAULTS.logFormat;
+  if (logFormatRaw) {
+    const wanted = logFormatRaw.value.trim().toLowerCase();
+    if ((LOG_FORMATS as readonly string[]).includes(wanted)) logFormat = wanted as LogFormat;
+    else
+      problems.push(`${logFormatRaw.source}: expected one of ${LOG_FORMATS.join(', ')}, got \`${logFormatRaw.value}\``);
+  }
 
   const sessionTtlSeconds = integer(
     pick(undefined, null, 'DROVER_SESSION_TTL_SECONDS'),
@@ -223,6 +237,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     bootstrap,
     apiTokenReadRateLimitPerMinute,
     logLevel,
+    logFormat,
     sessionTtlSeconds,
     bodyLimitBytes,
     requestTimeoutMs,

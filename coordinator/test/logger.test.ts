@@ -1,0 +1,77 @@
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { createLogger, type LoggerOptions } from '../src/logger.js';
+
+/** A logger writing into memory, and the lines it wrote. */
+function capture(options: LoggerOptions = {}) {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      done();
+    },
+  });
+  // A Writable has the write(string) pino needs; its callback form is not used.
+  const logger = createLogger('debug', {
+    ...options,
+    destination: destination as unknown as { write(s: string): void },
+  });
+  return { logger, lines };
+}
+
+describe('the coordinator logger', () => {
+  it('writes JSON lines by default', () => {
+    const { logger, lines } = capture();
+    logger.info({ reqId: 'r-1', statusCode: 200 }, 'request completed');
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 30,
+      name: 'drover-coordinator',
+      reqId: 'r-1',
+      statusCode: 200,
+      msg: 'request completed',
+    });
+  });
+
+  it('writes readable lines when pretty: time, level, message, then the fields, without pid, host or name', () => {
+    const { logger, lines } = capture({ format: 'pretty', color: false });
+    logger.info({ reqId: 'r-1', method: 'GET', path: '/v1/orgs', statusCode: 200, ms: 5.5 }, 'request completed');
+    logger.warn({ jobId: '1b2c3d4e-0000-4000-8000-000000000000', workflow: 'deploy' }, 'job past its deadline');
+    expect(lines[0]).toMatch(
+      /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}INFO {3}request completed {2}reqId=r-1 method=GET path=\/v1\/orgs statusCode=200 ms=5\.5$/,
+    );
+    expect(lines[1]).toMatch(/ {2}WARN {3}job 1b2c3d4e… deploy: job past its deadline$/);
+    expect(lines.join('\n')).not.toMatch(/pid=|hostname=|drover-coordinator|\{/);
+  });
+
+  it('redacts credentials in pretty lines as in JSON ones', () => {
+    for (const format of ['json', 'pretty'] as const) {
+      const { logger, lines } = capture({ format, color: false });
+      logger.info({ password: 'hunter2-hunter2', headers: { authorization: 'Bearer drv_secret' } }, 'login');
+      expect(lines.join('\n'), format).not.toMatch(/hunter2|drv_secret/);
+      expect(lines.join('\n'), format).toContain('[redacted]');
+    }
+  });
+
+  it('prints an error with its stack under a pretty line', () => {
+    const { logger, lines } = capture({ format: 'pretty', color: false });
+    logger.error({ err: new Error('disk full') }, 'request failed');
+    expect(lines[0]).toMatch(/ERROR {2}request failed$/);
+    expect(lines[1]).toBe('    Error: disk full');
+    expect(lines[2]).toMatch(/^ {8}at /);
+  });
+
+  it('colours pretty lines only when asked', () => {
+    const plain = capture({ format: 'pretty', color: false });
+    const coloured = capture({ format: 'pretty', color: true });
+    for (const { logger } of [plain, coloured]) logger.error('boom');
+    expect(plain.lines[0]).not.toContain('\u001b[');
+    expect(coloured.lines[0]).toContain('\u001b[31mERROR\u001b[39m');
+  });
+
+  it('auto is JSON when standard output is not a terminal (as under this test runner)', () => {
+    expect(process.stdout.isTTY).toBeFalsy();
+    const { logger, lines } = capture({ format: 'auto' });
+    logger.info('hello');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'hello' });
+  });
+});
