@@ -8,6 +8,13 @@
 # Stop with Ctrl-C; run again to continue on the same data (delete ./data to start over).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. scripts/lib/node.sh
 
+# Already running on this data, a bad setting, or the port taken: said in one line before
+# anything is set up, when an earlier setup left the tools this check needs. The quick start
+# itself checks again, and takes its lock, once set up.
+if [ -e node_modules/tsx/package.json ]; then
+  node --conditions=drover-source --import tsx scripts/quickstart.ts --check
+fi
 bash scripts/setup.sh
-exec node --import tsx scripts/quickstart.ts
+exec node --conditions=drover-source --import tsx scripts/quickstart.ts

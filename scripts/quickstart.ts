@@ -7,21 +7,44 @@
  * Everything lives under the data directory (DROVER_DATA_DIR, default ./data): the coordinator's
  * files, the agent's state directory (`agent/`) and `quickstart.json` (mode 0600: the owner's
  * credentials, the trigger ids and the API token), so a second run reuses them.
+ *
+ * One quick start at a time uses a data directory (`quickstart.lock`). Before it does anything,
+ * it says in one line what stands in the way: another quick start, a coordinator or an agent
+ * already running on this data, or a port in use. `--check` does only that (scripts/quickstart.sh
+ * runs it before setting up, when a previous setup left the tools to run it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { stripVTControlCharacters } from 'node:util';
+import { LOCK_FILE as AGENT_LOCK_FILE } from '../agent/src/daemon/lock.js';
+import { dataDirHolder } from '../coordinator/src/cli/data-dir-lock.js';
+import { ConfigError, loadConfig, type Config } from '../coordinator/src/config/config.js';
+import { checkListen } from '../coordinator/src/cli/listen-check.js';
+import { acquirePidLock, isLockHeldError, lockHolderPid } from '../shared/src/pid-lock.js';
 import { shebangNodeFlags } from './lib/node-flags.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const dataDir = path.resolve(process.env.DROVER_DATA_DIR ?? 'data');
+// The coordinator's settings, checked as the coordinator checks them, before anything is done.
+const config = ((): Config => {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(error.problems.join('; '));
+    throw error;
+  }
+})();
+const dataDir = config.dataDir;
 const agentDir = path.join(dataDir, 'agent');
 const stateFile = path.join(dataDir, 'quickstart.json');
-const port = process.env.DROVER_PORT ?? '8080';
-const host = process.env.DROVER_HOST ?? '127.0.0.1';
-const origin = (process.env.DROVER_PUBLIC_URL ?? `http://${host}:${port}`).replace(/\/+$/, '');
+const lockFile = path.join(dataDir, 'quickstart.lock');
+const coordinatorLog = path.join(dataDir, 'coordinator.log');
+const agentOut = path.join(dataDir, 'agent.out');
+const port = String(config.port);
+const host = config.host;
+const origin = config.publicUrl;
 const base = `${origin}/v1`;
 
 interface QuickstartState {
@@ -48,6 +71,27 @@ function fail(message: string): never {
 async function request(url: string, init: RequestInit = {}): Promise<{ ok: boolean; status: number; text: string }> {
   const res = await fetch(url, init);
   return { ok: res.ok, status: res.status, text: await res.text() };
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** What was appended to `file` from byte `offset` on. */
+function readFrom(file: string, offset: number): string {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const length = Math.max(0, fs.fstatSync(fd).size - offset);
+    const buffer = Buffer.alloc(length);
+    fs.readSync(fd, buffer, 0, length, offset);
+    return buffer.toString('utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 function loadState(): QuickstartState | null {
@@ -90,11 +134,42 @@ function start(name: string, args: string[], env: NodeJS.ProcessEnv, logFile: st
   fs.closeSync(log);
   children.push(child);
   child.on('exit', (code, signal) => {
-    if (!stopping) fail(`the ${name} exited (${signal ?? `code ${code}`}); see ${logFile}`);
+    if (!stopping) fail(`the ${name} exited (${signal ?? `code ${code}`}): ${lastLine(logFile)} (log: ${logFile})`);
     else if (code !== 0)
       process.stderr.write(`quickstart: the ${name} stopped with ${signal ?? `code ${code}`}; see ${logFile}\n`);
   });
   return child;
+}
+
+/** The last line a child wrote to its log (its error message when it failed), without colours. */
+function lastLine(logFile: string): string {
+  let text = '';
+  try {
+    text = fs.readFileSync(logFile, 'utf8');
+  } catch {
+    return '(no output)';
+  }
+  const line = stripVTControlCharacters(text).trimEnd().split('\n').pop()?.trim() ?? '';
+  return line === '' ? '(no output)' : line.length > 500 ? `${line.slice(0, 500)}…` : line;
+}
+
+/** What stands in the way of a quick start on this data directory and port, as one line, or null. */
+async function obstacle(): Promise<string | null> {
+  const quickstart = lockHolderPid(lockFile);
+  if (quickstart !== null) {
+    return `another quick start (pid ${quickstart}) is running with the data directory ${dataDir}; stop it (Ctrl-C in its terminal), or give this one another DROVER_DATA_DIR and DROVER_PORT`;
+  }
+  const coordinator = dataDirHolder(dataDir);
+  if (coordinator !== null) {
+    return `a drover-coordinator (pid ${coordinator}) is running with the data directory ${dataDir}; stop it first`;
+  }
+  const agent = lockHolderPid(path.join(agentDir, AGENT_LOCK_FILE));
+  if (agent !== null) {
+    return `a drover-agent (pid ${agent}) is running with the state directory ${agentDir}; stop it first`;
+  }
+  const listen = await checkListen(host, config.port);
+  if (listen) return `${listen.message}; stop it, or set DROVER_PORT (and DROVER_HOST) to another address`;
+  return null;
 }
 
 // Whatever ends this process, the children must not outlive it: each gets a SIGTERM (a second
@@ -103,7 +178,12 @@ process.on('exit', () => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
 });
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  logFile: string,
+  timeoutMs = 30_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -112,7 +192,10 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, tim
     } catch {
       // not yet
     }
-    if (Date.now() > until) fail(`timed out waiting for ${what}`);
+    if (Date.now() > until)
+      fail(
+        `timed out after ${timeoutMs / 1000} s waiting for ${what}; its log ${logFile} ends with: ${lastLine(logFile)}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -134,7 +217,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
+const inTheWay = await obstacle();
+if (inTheWay) fail(inTheWay);
+if (process.argv.includes('--check')) process.exit(0);
+
 fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+try {
+  process.once('exit', acquirePidLock(lockFile)); // released however this process ends
+} catch (error) {
+  if (!isLockHeldError(error)) throw error;
+  fail((await obstacle()) ?? `another quick start (pid ${error.pid}) is running with the data directory ${dataDir}`);
+}
 const firstRun = !fs.existsSync(path.join(dataDir, 'drover.sqlite'));
 let state = loadState();
 if (firstRun) {
@@ -143,6 +236,7 @@ if (firstRun) {
     password: process.env.DROVER_BOOTSTRAP_PASSWORD ?? randomBytes(15).toString('base64url'),
   };
   saveState(state);
+  say(`First run: the owner will be ${state.email} (data in ${dataDir}).`);
 } else if (!state) {
   fail(`${dataDir} holds a coordinator but no quickstart.json; delete ${dataDir} to start over`);
 }
@@ -156,13 +250,20 @@ const coordinatorEnv: NodeJS.ProcessEnv = {
   ...(firstRun ? { DROVER_BOOTSTRAP_EMAIL: creds.email, DROVER_BOOTSTRAP_PASSWORD: creds.password } : {}),
 };
 const coordinatorMain = 'coordinator/dist/cli/main.js';
+say(`Starting the coordinator on ${origin} (log: ${coordinatorLog})...`);
+const logStart = fileSize(coordinatorLog);
 start(
   'coordinator',
   [...shebangNodeFlags(path.join(root, coordinatorMain)), coordinatorMain, 'start'],
   coordinatorEnv,
-  path.join(dataDir, 'coordinator.log'),
+  coordinatorLog,
 );
-await waitFor('the coordinator', async () => ((await request(`${base}/openapi.json`)).ok ? true : undefined));
+// Ready once it printed its banner (not merely once something answers on the port).
+await waitFor(
+  'the coordinator',
+  async () => (readFrom(coordinatorLog, logStart).includes('Drover coordinator listening on') ? true : undefined),
+  coordinatorLog,
+);
 
 const { token: session } = await api<{ token: string }>('POST', '/auth/login', null, {
   email: creds.email,
@@ -174,6 +275,7 @@ const orgId = orgs.find((o) => o.role === 'owner')?.id ?? fail('the quickstart o
 const agentCli = ['agent/dist/cli/main.js'];
 const agentEnv: NodeJS.ProcessEnv = { ...process.env, DROVER_AGENT_STATE_DIR: agentDir };
 if (!fs.existsSync(path.join(agentDir, 'agent.json'))) {
+  say(`Enrolling the local agent (state in ${agentDir})...`);
   const { token } = await api<{ token: string }>('POST', `/orgs/${orgId}/enrollment-tokens`, session, {
     name: 'quickstart',
   });
@@ -191,12 +293,17 @@ if (!fs.existsSync(path.join(workflowsDir, 'hello.yaml'))) {
   fs.copyFileSync(path.join(root, 'agent/examples/workflows/hello.yaml'), path.join(workflowsDir, 'hello.yaml'));
 }
 const { agentId } = JSON.parse(fs.readFileSync(path.join(agentDir, 'agent.json'), 'utf8')) as { agentId: string };
-start('agent', [...agentCli, 'run', '--state-dir', agentDir], agentEnv, path.join(dataDir, 'agent.out'));
+say(`Starting the local agent (output: ${agentOut}) and waiting for it to report the workflow "hello"...`);
+start('agent', [...agentCli, 'run', '--state-dir', agentDir], agentEnv, agentOut);
 
-await waitFor('the agent to report the hello workflow', async () => {
-  const workflows = await api<{ name: string; agentId: string }[]>('GET', `/orgs/${orgId}/workflows`, session);
-  return workflows.some((w) => w.name === 'hello' && w.agentId === agentId) ? true : undefined;
-});
+await waitFor(
+  'the agent to report the hello workflow',
+  async () => {
+    const workflows = await api<{ name: string; agentId: string }[]>('GET', `/orgs/${orgId}/workflows`, session);
+    return workflows.some((w) => w.name === 'hello' && w.agentId === agentId) ? true : undefined;
+  },
+  agentOut,
+);
 
 async function ensureTrigger(id: string | undefined, name: string, responseMode: 'async' | 'sync'): Promise<string> {
   if (id) {
@@ -232,7 +339,7 @@ if (!tokenWorks) {
 saveState(creds);
 
 say();
-say(`Drover is running: coordinator ${origin} (log: ${path.join(dataDir, 'coordinator.log')}),`);
+say(`Drover is running: coordinator ${origin} (log: ${coordinatorLog}),`);
 say(`local agent ${agentId} (log: ${path.join(agentDir, 'logs', 'agent.log')}) with the workflow "hello";`);
 say(`read its log with: node ${agentCli[0]} logs --state-dir ${agentDir}`);
 say(`Dashboard owner: ${creds.email} / ${creds.password} (also in ${stateFile}, mode 0600).`);

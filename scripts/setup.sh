@@ -4,7 +4,11 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib/pnpm.sh
+. scripts/lib/steps.sh
 
+step 'setup: installing the locked dependencies (pnpm install; the first time, better-sqlite3 may compile for ~2 min)'
 # No TTY in CI: never stop to ask before replacing a node_modules made by another pnpm version.
 pnpm install --frozen-lockfile --config.confirmModulesPurge=false
+step 'setup: building shared, coordinator and agent (tsc -b)'
 pnpm build
+step_done

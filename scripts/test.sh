@@ -6,12 +6,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/setup.sh
 . scripts/lib/pnpm.sh
+. scripts/lib/steps.sh
 . scripts/lib/test-tools.sh
 drover_need_test_tools
 
-echo '==> typecheck'
+step 'typecheck: the packages, the tests and the benchmarks (tsc)'
 pnpm typecheck
-echo '==> lint'
+step 'lint: ESLint, then Prettier --check'
 pnpm lint
-echo '==> test'
+step 'test: unit and end-to-end tests against real coordinators and agents (Vitest, a few minutes)'
 pnpm test
+step_done

@@ -1,5 +1,7 @@
 # Sourced by the other scripts: makes `pnpm` (major 9 or 10) available, installing pnpm@10 with npm
 # when it is missing, or running it through `npx -y pnpm@10` when a global install is not permitted.
+# Checks Node.js first (scripts/lib/node.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/node.sh"
 
 drover_need_pnpm() {
   if command -v pnpm >/dev/null 2>&1; then
@@ -24,16 +26,4 @@ drover_need_pnpm() {
   pnpm() { npx -y pnpm@10 "$@"; }
 }
 
-drover_need_node() {
-  if ! command -v node >/dev/null 2>&1; then
-    echo "setup: Node.js 20.19 or newer is required (node not found)" >&2
-    exit 1
-  fi
-  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number);process.exit(a>20||(a===20&&b>=19)?0:1)'; then
-    echo "setup: Node.js 20.19 or newer is required, found $(node --version)" >&2
-    exit 1
-  fi
-}
-
-drover_need_node
 drover_need_pnpm

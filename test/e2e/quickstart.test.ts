@@ -71,6 +71,22 @@ function curlAfter(output: string, intro: string): CurlCall {
   return parseCurl(block);
 }
 
+/** How scripts/quickstart.sh runs it, once set up. */
+const QUICKSTART = ['--conditions=drover-source', '--import', 'tsx', 'scripts/quickstart.ts'];
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
+
+/** Runs a command to its end in the checkout, with `env` added to a DROVER_-free environment. */
+function runToEnd(command: string, args: string[], env: Record<string, string>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const c = spawn(command, args, { cwd: repoRoot, env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    c.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    c.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    c.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 async function execute(call: CurlCall) {
   const res = await fetch(call.url, { method: call.method, headers: call.headers, body: call.body });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
@@ -99,9 +115,9 @@ describe('the quickstart', () => {
       if (build.status !== 0) throw new Error(`pnpm build failed (${build.status ?? build.signal})`);
     }
     const port = await freePort();
-    child = spawn(process.execPath, ['--import', 'tsx', 'scripts/quickstart.ts'], {
+    child = spawn(process.execPath, QUICKSTART, {
       cwd: repoRoot,
-      env: { ...process.env, DROVER_DATA_DIR: dataDir, DROVER_PORT: String(port), NO_COLOR: '1' },
+      env: { ...cleanEnv, DROVER_DATA_DIR: dataDir, DROVER_PORT: String(port), NO_COLOR: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -160,6 +176,41 @@ describe('the quickstart', () => {
     expect(job.output).toEqual({ greeting: 'Hello, Drover!' });
   }, 60_000);
 
+  it('says what it is doing while it starts', () => {
+    const lines = output.split('\n');
+    const at = (prefix: string) => lines.findIndex((l) => l.startsWith(prefix));
+    expect(at('First run: the owner will be admin@localhost')).toBe(0);
+    expect(at('Starting the coordinator on http://127.0.0.1:')).toBeGreaterThan(0);
+    expect(at('Enrolling the local agent')).toBeGreaterThan(at('Starting the coordinator'));
+    expect(at('Starting the local agent')).toBeGreaterThan(at('Enrolling the local agent'));
+    expect(at('Drover is running')).toBeGreaterThan(at('Starting the local agent'));
+  });
+
+  it('refuses a second quick start on the same data in one line naming the first, before setting anything up', async () => {
+    const before = fs.readFileSync(path.join(dataDir, 'quickstart.json'), 'utf8');
+    const other = String(await freePort());
+    const line = `quickstart: another quick start (pid ${child!.pid}) is running with the data directory ${dataDir}; stop it (Ctrl-C in its terminal), or give this one another DROVER_DATA_DIR and DROVER_PORT\n`;
+    const [direct, script] = await Promise.all([
+      runToEnd(process.execPath, QUICKSTART, { DROVER_DATA_DIR: dataDir, DROVER_PORT: other }),
+      runToEnd('bash', ['scripts/quickstart.sh'], { DROVER_DATA_DIR: dataDir, DROVER_PORT: other }),
+    ]);
+    expect(direct).toEqual({ code: 1, stdout: '', stderr: line });
+    expect(script).toEqual({ code: 1, stdout: '', stderr: line }); // no setup ran
+    expect(fs.readFileSync(path.join(dataDir, 'quickstart.json'), 'utf8')).toBe(before);
+  });
+
+  it('refuses in one line, creating nothing, when its port is in use', async () => {
+    const port = new URL(curlAfter(output, 'Run it and wait for the result (sync):').url).port;
+    const fresh = path.join(makeTempDir('drover-quickstart-'), 'data');
+    const res = await runToEnd(process.execPath, QUICKSTART, { DROVER_DATA_DIR: fresh, DROVER_PORT: port });
+    expect(res).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `quickstart: port ${port} on 127.0.0.1 is in use by another program; stop it, or set DROVER_PORT (and DROVER_HOST) to another address\n`,
+    });
+    expect(fs.existsSync(fresh)).toBe(false);
+  });
+
   it('stops the coordinator and the agent gracefully on Ctrl-C (SIGINT)', async () => {
     expect(started).toHaveLength(2); // the coordinator and the agent
     expect(started.every(alive)).toBe(true);
@@ -176,5 +227,24 @@ describe('the quickstart', () => {
     const coordinatorLog = fs.readFileSync(path.join(dataDir, 'coordinator.log'), 'utf8');
     expect(coordinatorLog).toContain('"msg":"stopped"');
     expect(coordinatorLog).not.toContain('shutdown did not finish in time');
+    expect(fs.existsSync(path.join(dataDir, 'quickstart.lock'))).toBe(false);
   }, 40_000);
+});
+
+describe('the quickstart, when a process it starts fails', () => {
+  it('says why in one line, from the output of that process', async () => {
+    const dataDir = makeTempDir('drover-quickstart-');
+    try {
+      fs.writeFileSync(path.join(dataDir, 'drover.sqlite'), 'this is not a database, it is text\n'.repeat(200));
+      fs.writeFileSync(path.join(dataDir, 'quickstart.json'), '{"email":"admin@localhost","password":"irrelevant"}');
+      const port = String(await freePort());
+      const res = await runToEnd(process.execPath, QUICKSTART, { DROVER_DATA_DIR: dataDir, DROVER_PORT: port });
+      expect(res.code).toBe(1);
+      expect(res.stderr).toBe(
+        `quickstart: the coordinator exited (code 1): drover-coordinator: could not start: file is not a database (log: ${path.join(dataDir, 'coordinator.log')})\n`,
+      );
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
