@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { formatTime, shortId } from '@drover/shared';
+import { formatTime, isProcessRunning, shortId } from '@drover/shared';
 import { describeInvalidFiles } from './workflows/format-problem.js';
 import { describeOffset, LARGE_OFFSET_MS } from './http/server-clock.js';
 
@@ -45,34 +45,12 @@ export function readDaemonStatus(stateDir: string): { status: DaemonStatus | nul
 }
 
 /**
- * Whether a process with this pid is running (EPERM: it is, under another user). A zombie (a
- * process that exited and that its parent has not reaped yet) still answers a signal 0 but runs
- * nothing: on Linux, where `/proc/<pid>/stat` tells, it counts as dead.
+ * Whether a process with this pid is running: it exists (under any user) and is not a zombie, a
+ * process that exited and that its parent has not reaped yet (`isProcessRunning`, shared with
+ * the daemon lock).
  */
 export function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  return !isZombie(pid);
-}
-
-/** True when `/proc/<pid>/stat` says the process has exited (state `Z` zombie, or `X` dead). */
-export function isZombie(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return false; // no /proc (not Linux), or the process is gone: the signal said enough
-  }
-  // `pid (comm) S ...`: comm may hold spaces and parentheses, so the state follows the last `)`.
-  const state = stat
-    .slice(stat.lastIndexOf(')') + 1)
-    .trim()
-    .charAt(0);
-  return state === 'Z' || state === 'X';
+  return isProcessRunning(pid);
 }
 
 function isDaemonStatus(value: unknown): value is DaemonStatus {
