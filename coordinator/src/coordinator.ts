@@ -19,6 +19,7 @@ import { loadOrCreateServerKey } from './domain/server-key.js';
 import { SessionService } from './domain/sessions.js';
 import { SignInService } from './domain/sign-in.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
+import { TriggerRunService } from './domain/trigger-run/run-trigger.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -67,6 +68,7 @@ export async function createCoordinator(
     });
     const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger });
     const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger });
+    const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files });
     const ctx: AppContext = {
       config,
       repos,
@@ -79,6 +81,7 @@ export async function createCoordinator(
       readLimiter,
       jobEvents,
       files,
+      runs,
       ota,
     };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);

@@ -77,10 +77,24 @@ export const notFound = (what: string): AppError => new AppError('not_found', `$
 export const conflict = (message: string, code: 'conflict' | 'idempotency_conflict' | 'file_in_use' = 'conflict') =>
   new AppError(code, message);
 
+const summarize = (details: ValidationDetail[]) =>
+  details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ') || 'Validation failed';
+
 /** A 422 with one detail per offending input. */
 export function validationFailed(details: ValidationDetail[], message?: string): AppError {
-  const summary = message ?? details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ');
-  return new AppError('validation_failed', summary || 'Validation failed', { details });
+  return new AppError('validation_failed', message ?? summarize(details), { details });
+}
+
+/**
+ * A domain 422, whose paths name the request's fields (`params.env`), placed where the fields
+ * came from (`body`): `body.params.env`. A message made of the paths is made again; a message of
+ * its own is kept. Anything else is returned as it is.
+ */
+export function placeValidation(error: unknown, prefix: string): unknown {
+  if (!(error instanceof AppError) || error.code !== 'validation_failed' || !Array.isArray(error.details)) return error;
+  const details = error.details as ValidationDetail[];
+  const placed = details.map((d) => ({ path: d.path ? `${prefix}.${d.path}` : prefix, message: d.message }));
+  return validationFailed(placed, error.message === summarize(details) ? undefined : error.message);
 }
 
 /** A 422 for a single input. */

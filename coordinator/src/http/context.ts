@@ -9,6 +9,7 @@ import type { ServerKey } from '../domain/server-key.js';
 import type { AgentEnrollment } from '../domain/agent-enrollment.js';
 import type { SessionService } from '../domain/sessions.js';
 import type { SignInService } from '../domain/sign-in.js';
+import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
 
 /** Everything a route needs, built once per coordinator and reachable as `app.ctx`. */
@@ -28,6 +29,8 @@ export interface AppContext {
   jobEvents: JobEvents;
   /** Stored files: the public storage API, job input/output files, deletions (domain/files). */
   files: FileService;
+  /** Runs of triggers: the one way in for every source of runs. */
+  runs: TriggerRunService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */
   ota: OtaEngine;
 }

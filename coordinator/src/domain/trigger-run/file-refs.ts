@@ -10,7 +10,7 @@ import type { FileRefLookup } from '../files/file-service.js';
  * checked against the calling token, after the params and before the job is admitted:
  *
  * - unknown, of another organization, or outside the token's storage grant (the token cannot see
- *   it, so nothing says whether it exists): 422 at `body.params.<name>`;
+ *   it, so nothing says whether it exists): 422 at `params.<name>`;
  * - visible, but the grant lacks `read`: 403 (whatever else is wrong: rights come first);
  * - visible and readable but not `active` (pending, deleted...): 422.
  *
@@ -40,7 +40,7 @@ export async function checkRunFileRefs(
   const problems: ValidationDetail[] = [];
   const lookups: { name: string; id: string }[] = [];
   for (const [name, value] of Object.entries(params)) {
-    const path = `body.params.${name}`;
+    const path = `params.${name}`;
     if (fileParams.has(name)) {
       // Its shape was checked with the other params: an object with `__type: 'FileRef'` and a UUID id.
       lookups.push({ name, id: (value as { id: string }).id.toLowerCase() });
@@ -68,12 +68,12 @@ export async function checkRunFileRefs(
   if (refused) {
     throw forbidden(
       `This API token's storage grant lacks the \`read\` permission needed to give file ${refused.id} ` +
-        `to a job (body.params.${refused.name})`,
+        `to a job (params.${refused.name})`,
     );
   }
   const stored: Record<string, unknown> = { ...params };
   lookups.forEach(({ name, id }, i) => {
-    const path = `body.params.${name}`;
+    const path = `params.${name}`;
     const result = results[i]!;
     switch (result.outcome) {
       case 'ok':

@@ -17,7 +17,7 @@ import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
  * - Whatever the schema, the payload must be plain JSON the job can store and hash: nested at
  *   most MAX_PARAMS_DEPTH levels, numbers finite (JSON such as `1e400` parses to Infinity).
  *
- * Every problem is reported at once, each at `body.params.<name>`.
+ * Every problem is reported at once, each at `params.<name>`.
  */
 
 export const MAX_PARAMS_DEPTH = 32;
@@ -31,7 +31,7 @@ export function resolveRunParams(
   const problems: ValidationDetail[] = [];
   for (const name of Object.keys(given)) {
     const problem = plainJsonProblem(given[name], 1);
-    if (problem) problems.push({ path: `body.params.${name}`, message: problem });
+    if (problem) problems.push({ path: `params.${name}`, message: problem });
   }
   if (schema === null || schema.length === 0) {
     if (problems.length > 0) throw validationFailed(problems);
@@ -39,7 +39,7 @@ export function resolveRunParams(
   }
   const resolved: Record<string, unknown> = { ...given };
   for (const param of schema) {
-    const path = `body.params.${param.name}`;
+    const path = `params.${param.name}`;
     if (!Object.hasOwn(given, param.name)) {
       if (param.default !== undefined) resolved[param.name] = param.default;
       else if (param.required === true) problems.push({ path, message: `is required (${expected(param)})` });

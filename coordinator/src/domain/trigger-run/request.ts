@@ -57,14 +57,14 @@ export interface RunTargetState {
 }
 
 /**
- * Checks the request against the trigger and the token: 403 for what the trigger or the token's
- * issuer does not allow (checked first), 409 when the trigger's agent is revoked, then a 422
- * listing every invalid field.
+ * Checks the request against the trigger and the actor: 403 for what the trigger or the actor
+ * does not allow (checked first), 409 when the trigger's agent is revoked, then a 422 listing
+ * every invalid field, by the request's field names (`ref`, `workflowName`, `forceReason`).
  */
 export function resolveRunRequest(
   target: RunTargetState,
   body: TriggerRunBody,
-  token: Pick<AuthenticatingApiToken, 'issuerRole'>,
+  actor: { forceDenied: string | null },
 ): RunRequest {
   const { trigger } = target;
   if (trigger.type !== 'webhook') {
@@ -78,14 +78,12 @@ export function resolveRunRequest(
   }
   if (body.debug === true && !trigger.allowDebug) throw forbidden('This trigger does not allow debug runs');
   const forced = body.force === true;
-  if (forced && token.issuerRole !== 'owner') {
-    throw forbidden("A forced run needs the owner role; the API token's issuer is not an owner of the organization");
-  }
+  if (forced && actor.forceDenied !== null) throw forbidden(actor.forceDenied);
   if (target.agentRevoked) throw conflict("The trigger's agent has been revoked; it can run nothing");
 
   const problems: ValidationDetail[] = [];
   if (ref === null && trigger.allowedRefs !== null) {
-    problems.push({ path: 'body.ref', message: 'is required: this trigger accepts only listed refs' });
+    problems.push({ path: 'ref', message: 'is required: this trigger accepts only listed refs' });
   }
   let workflowName: string;
   if (trigger.scopeType === 'workflow') {
@@ -95,12 +93,12 @@ export function resolveRunRequest(
     workflowName = body.workflowName ?? '';
     if (body.workflowName === undefined) {
       problems.push({
-        path: 'body.workflowName',
+        path: 'workflowName',
         message: 'is required: this trigger may run any workflow of its agent',
       });
     } else if (workflowName.length > MAX_WORKFLOW_NAME_LENGTH || !WORKFLOW_NAME.test(workflowName)) {
       problems.push({
-        path: 'body.workflowName',
+        path: 'workflowName',
         message: `must be a workflow name (letters, digits, '_', '.', '-', at most ${MAX_WORKFLOW_NAME_LENGTH}), got ${describe(workflowName)}`,
       });
     }
@@ -108,8 +106,7 @@ export function resolveRunRequest(
   let forceReason: string | null = null;
   if (forced) {
     forceReason = body.forceReason?.trim() ?? '';
-    if (forceReason === '')
-      problems.push({ path: 'body.forceReason', message: 'forceReason is required when force=true' });
+    if (forceReason === '') problems.push({ path: 'forceReason', message: 'forceReason is required when force=true' });
   }
   // A forceReason without force is ignored: nothing is forced, so there is nothing to explain.
   if (problems.length > 0) {

@@ -76,11 +76,11 @@ describe('checkRunFileRefs', () => {
     expect(error.statusCode).toBe(422);
     expect(error.details).toEqual([
       {
-        path: 'body.params.bundle',
+        path: 'params.bundle',
         message: `file ${UNKNOWN} not found among the files this API token can read (its storage grant must cover the file's binding)`,
       },
       {
-        path: 'body.params.extra',
+        path: 'params.extra',
         message: `file ${PENDING} is pending; only an active file (uploaded and completed) can be given to a job`,
       },
     ]);
@@ -92,7 +92,7 @@ describe('checkRunFileRefs', () => {
     );
     expect(error.statusCode).toBe(403);
     expect(error.message).toBe(
-      `This API token's storage grant lacks the \`read\` permission needed to give file ${UNREADABLE} to a job (body.params.extra)`,
+      `This API token's storage grant lacks the \`read\` permission needed to give file ${UNREADABLE} to a job (params.extra)`,
     );
   });
 
@@ -109,11 +109,11 @@ describe('checkRunFileRefs', () => {
     expect(error.statusCode).toBe(422);
     expect(error.details).toEqual([
       {
-        path: 'body.params.loose',
+        path: 'params.loose',
         message: 'is a FileRef, but the workflow does not declare this parameter with `type: file`',
       },
       {
-        path: 'body.params.deep',
+        path: 'params.deep',
         message: 'contains a FileRef; files are accepted only as the whole value of a `type: file` parameter',
       },
     ]);
@@ -121,7 +121,7 @@ describe('checkRunFileRefs', () => {
 
   it('refuses a FileRef when the workflow has no params schema', async () => {
     const error = await refusal(checkRunFileRefs(null, { any: ref(ACTIVE) }, caller, lookups()));
-    expect(error.details).toEqual([{ path: 'body.params.any', message: expect.stringContaining('type: file') }]);
+    expect(error.details).toEqual([{ path: 'params.any', message: expect.stringContaining('type: file') }]);
   });
 });
 
@@ -158,12 +158,12 @@ describe('a `file` parameter in resolveRunParams', () => {
       '`downloadUrl`, when sent, must be a string',
     ],
   ])('refuses %s with a 422 naming the parameter', (_name, value, message) => {
-    expect(problems(value)).toEqual([{ path: 'body.params.bundle', message: expect.stringContaining(message) }]);
+    expect(problems(value)).toEqual([{ path: 'params.bundle', message: expect.stringContaining(message) }]);
   });
 
   it('says what a missing required file parameter must be', () => {
     expect(() => resolveRunParams(schema, {})).toThrow(
-      'body.params.bundle: is required (a FileRef `{"__type": "FileRef", "id": "<file id>"}`)',
+      'params.bundle: is required (a FileRef `{"__type": "FileRef", "id": "<file id>"}`)',
     );
   });
 });

@@ -38,10 +38,10 @@ describe('resolveRunParams', () => {
 
   it('refuses a missing required parameter, saying what is expected', () => {
     expect(problems(() => resolveRunParams(schema, {}))).toEqual([
-      { path: 'body.params.env', message: 'is required (one of `staging`, `prod`)' },
+      { path: 'params.env', message: 'is required (one of `staging`, `prod`)' },
     ]);
     expect(problems(() => resolveRunParams([{ name: 'n', type: 'number', required: true }], undefined))).toEqual([
-      { path: 'body.params.n', message: 'is required (a number)' },
+      { path: 'params.n', message: 'is required (a number)' },
     ]);
   });
 
@@ -60,15 +60,15 @@ describe('resolveRunParams', () => {
     ['null', { tag: null }, 'tag', 'must be a string, got `null`'],
   ])('refuses %s, naming the parameter', (_name, given, name, message) => {
     expect(problems(() => resolveRunParams(schema, { env: 'prod', ...given }))).toEqual([
-      { path: `body.params.${name}`, message },
+      { path: `params.${name}`, message },
     ]);
   });
 
   it('reports every problem at once', () => {
     expect(problems(() => resolveRunParams(schema, { replicas: 99, tag: 'x' })).map((p) => p.path)).toEqual([
-      'body.params.env',
-      'body.params.replicas',
-      'body.params.tag',
+      'params.env',
+      'params.replicas',
+      'params.tag',
     ]);
   });
 
@@ -81,10 +81,10 @@ describe('resolveRunParams', () => {
     let deep: unknown = 'leaf';
     for (let i = 0; i < MAX_PARAMS_DEPTH + 1; i++) deep = [deep];
     expect(problems(() => resolveRunParams(null, { deep }))).toEqual([
-      { path: 'body.params.deep', message: `is nested more than ${MAX_PARAMS_DEPTH} levels deep` },
+      { path: 'params.deep', message: `is nested more than ${MAX_PARAMS_DEPTH} levels deep` },
     ]);
     expect(problems(() => resolveRunParams(schema, { env: 'prod', big: { x: Infinity } }))).toEqual([
-      { path: 'body.params.big', message: 'must be a finite number, got `Infinity` (number)' },
+      { path: 'params.big', message: 'must be a finite number, got `Infinity` (number)' },
     ]);
     let ok: unknown = 'leaf';
     for (let i = 0; i < MAX_PARAMS_DEPTH - 1; i++) ok = [ok];

@@ -17,9 +17,9 @@ const trigger = triggerRow({
   scopeType: 'workflow',
   workflowName: 'deploy',
 });
-type Issuer = { issuerRole: 'owner' | 'member' | null };
-const owner: Issuer = { issuerRole: 'owner' };
-const member: Issuer = { issuerRole: 'member' };
+type Issuer = { forceDenied: string | null };
+const owner: Issuer = { forceDenied: null };
+const member: Issuer = { forceDenied: "A forced run needs the owner role; the API token's issuer is not an owner" };
 
 const resolve = (body: TriggerRunBody, over: Partial<Trigger> = {}, token: Issuer = owner, agentRevoked = false) =>
   resolveRunRequest({ trigger: { ...trigger, ...over }, agentRevoked }, body, token);
@@ -70,7 +70,7 @@ describe('resolveRunRequest', () => {
     expect(resolve({ ref: 'main' }, over).ref).toBe('main');
     expect(refusal(() => resolve({ ref: 'dev' }, over)).code).toBe('forbidden');
     expect(refusal(() => resolve({}, over)).details).toEqual([
-      { path: 'body.ref', message: expect.stringContaining('required') },
+      { path: 'ref', message: expect.stringContaining('required') },
     ]);
   });
 
@@ -84,7 +84,7 @@ describe('resolveRunRequest', () => {
     const over = { scopeType: 'agent' as const, workflowName: null };
     expect(resolve({ workflowName: 'lint' }, over).workflowName).toBe('lint');
     expect(refusal(() => resolve({}, over)).details).toEqual([
-      { path: 'body.workflowName', message: expect.stringContaining('required') },
+      { path: 'workflowName', message: expect.stringContaining('required') },
     ]);
     for (const bad of ['', '-x', 'a b', 'x'.repeat(129)]) {
       expect(refusal(() => resolve({ workflowName: bad }, over)).code).toBe('validation_failed');
@@ -98,7 +98,7 @@ describe('resolveRunRequest', () => {
     expect(refusal(() => resolve({ force: true }, {}, member)).code).toBe('forbidden');
     const missing = refusal(() => resolve({ force: true, forceReason: ' ' }));
     expect(missing.message).toBe('forceReason is required when force=true');
-    expect(missing.details).toEqual([{ path: 'body.forceReason', message: 'forceReason is required when force=true' }]);
+    expect(missing.details).toEqual([{ path: 'forceReason', message: 'forceReason is required when force=true' }]);
     // A reason without force forces nothing and is not kept.
     expect(resolve({ forceReason: 'why' })).toMatchObject({ forced: false, forceReason: null });
     expect(resolve({ force: false, forceReason: 'why' })).toMatchObject({ forced: false, forceReason: null });
@@ -113,10 +113,6 @@ describe('resolveRunRequest', () => {
     const error = refusal(() =>
       resolve({ force: true }, { scopeType: 'agent', workflowName: null, allowedRefs: ['main'] }),
     );
-    expect((error.details as { path: string }[]).map((d) => d.path)).toEqual([
-      'body.ref',
-      'body.workflowName',
-      'body.forceReason',
-    ]);
+    expect((error.details as { path: string }[]).map((d) => d.path)).toEqual(['ref', 'workflowName', 'forceReason']);
   });
 });

@@ -2,28 +2,19 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isTerminalJobStatus, JOB_STATUSES } from '@drover/shared';
 import type { AuthenticatingApiToken } from '../../../db/repositories/api-tokens.js';
 import type { JobResult } from '../../../db/repositories/trigger-runs.js';
-import {
-  IDEMPOTENCY_HEADER,
-  IDEMPOTENCY_TTL_MS,
-  idempotencyKeyOf,
-  requestHash,
-} from '../../../domain/trigger-run/idempotency.js';
-import { checkRunFileRefs } from '../../../domain/trigger-run/file-refs.js';
-import { resolveRunParams } from '../../../domain/trigger-run/params.js';
+import { IDEMPOTENCY_HEADER, idempotencyKeyOf } from '../../../domain/trigger-run/idempotency.js';
 import { tokenLimitBody, workflowLimitBody } from '../../../domain/trigger-run/rate-windows.js';
 import {
   checkTriggerGranted,
   MAX_FORCE_REASON_LENGTH,
   MAX_REF_LENGTH,
   requireTriggerGrant,
-  resolveRunRequest,
   statusUrl,
-  workflowNotFound,
   type TriggerRunBody,
 } from '../../../domain/trigger-run/request.js';
-import { RunTargets, type RunTarget } from '../../../domain/trigger-run/run-targets.js';
-import { conflict, notFound } from '../../../errors.js';
-import { newTimeOrderedId } from '../../../util/ids.js';
+import { apiTokenActor, type RunOutcome } from '../../../domain/trigger-run/run-trigger.js';
+import type { RunTarget } from '../../../domain/trigger-run/run-targets.js';
+import { notFound, placeValidation } from '../../../errors.js';
 import { requireApiToken } from '../../auth/api-token.js';
 import { errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
@@ -31,8 +22,8 @@ import { noQuery } from '../../schemas/management.js';
 /**
  * `POST /v1/triggers/:id/run` (spec: Run a trigger; CONTRACT §4; rules and status codes in
  * docs/trigger-runs.md). The caller, the trigger and the grant are settled before the body is
- * validated (401, 403 and 404 come before 422); the admission (idempotency, token and workflow
- * limits, the job) is one group-committed repository call.
+ * validated (401, 403 and 404 come before 422); the run itself is the domain's
+ * (domain/trigger-run/run-trigger.ts), as for every other source of runs.
  */
 
 const RunBodySchema = {
@@ -93,15 +84,12 @@ interface Caller {
 }
 
 export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
-  const { repos, clock, audit, jobEvents } = app.ctx;
-  const targets = new RunTargets(repos);
+  const { repos, runs } = app.ctx;
   const callers = new WeakMap<FastifyRequest, Caller>();
-  /** Sync waits in progress; cancelled (answered with the current status) when the server closes. */
-  const waits = new Set<() => void>();
-  let closing = false;
+  /** Ends the sync waits in progress (answered with the current status) when the server closes. */
+  const closing = new AbortController();
   app.addHook('preClose', (done) => {
-    closing = true;
-    for (const cancel of waits) cancel();
+    closing.abort();
     done();
   });
 
@@ -115,7 +103,7 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
     const generation = await repos.changeCounter.generation();
     const token = await requireApiToken(request, generation);
     const granted = requireTriggerGrant(token);
-    const target = await targets.trigger(token.orgId, id, generation);
+    const target = await runs.target(token.orgId, id, generation);
     if (!target) throw notFound('Trigger');
     checkTriggerGranted(granted, target.trigger.id);
     callers.set(request, { token, target });
@@ -148,133 +136,49 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { token, target } = callers.get(request)!;
-      const { trigger } = target;
-      const body: TriggerRunBody = request.body ?? {};
-      const key = idempotencyKeyOf(request.headers[IDEMPOTENCY_HEADER]);
-      const run = resolveRunRequest(target, body, token);
-      const workflow = await target.workflow(run.workflowName);
-      if (!workflow) throw workflowNotFound(run.workflowName);
-      const params = await checkRunFileRefs(
-        workflow.paramsSchema,
-        resolveRunParams(workflow.paramsSchema, body.params),
-        token,
-        app.ctx.files,
-      );
-
-      const now = clock.now();
-      const jobId = newTimeOrderedId(now);
-      const admission = await repos.triggerRuns.admit({
-        job: {
-          id: jobId,
-          orgId: trigger.orgId,
-          kind: 'trigger',
-          triggerId: trigger.id,
-          agentId: trigger.agentId,
-          workflowId: workflow.id,
-          workflowName: workflow.name,
-          ref: run.ref,
-          debug: run.debug,
-          params,
-          forced: run.forced,
-          forceReason: run.forceReason,
-          apiTokenId: token.id,
-          userId: token.userId,
-          timeoutMs: workflow.timeoutMs,
-          createdAt: new Date(now).toISOString(),
-        },
-        now,
-        idempotency: key === null ? null : { key, requestHash: requestHash(request.body), ttlMs: IDEMPOTENCY_TTL_MS },
-        token: { id: token.id, limits: token.rateLimit },
-        workflowLimits: workflow.rateLimit,
-      });
-
-      switch (admission.outcome) {
-        case 'idempotency_conflict':
-          throw conflict(
-            'This Idempotency-Key was already used with a different request body for this trigger and workflow',
-            'idempotency_conflict',
-          );
-        case 'refused': {
-          const { refusal, scope } = admission;
-          await audit.record({
-            orgId: trigger.orgId,
-            actorType: 'api_token',
-            actorId: token.id,
-            action: 'rate_limit.block',
-            targetType: scope === 'workflow' ? 'workflow' : 'api_token',
-            targetId: scope === 'workflow' ? workflow.id : token.id,
-            metadata: {
-              scope,
-              window: refusal.window,
-              limit: refusal.limit,
-              observed: refusal.observed,
-              ...(scope === 'workflow' ? { workflowId: workflow.id } : {}),
-              jobId: admission.jobId,
-            },
-          });
-          void reply.code(429).header('retry-after', String(refusal.retryAfter));
-          return scope === 'token' ? tokenLimitBody(refusal) : workflowLimitBody(workflow.name, refusal);
-        }
-        case 'admitted':
-          jobEvents.jobCreated(trigger.agentId, jobId);
-          if (run.forced) {
-            await audit.record({
-              orgId: trigger.orgId,
-              actorType: 'api_token',
-              actorId: token.id,
-              action: 'trigger.force_run',
-              targetType: 'trigger',
-              targetId: trigger.id,
-              metadata: { forceReason: run.forceReason, jobId, workflowName: workflow.name },
-            });
-          }
-          if (trigger.responseMode === 'async') {
-            return reply.code(202).send({ jobId, status: 'pending', statusUrl: statusUrl(jobId) });
-          }
-          return syncAnswer(reply, jobId, trigger.responseTimeoutMs, false);
-        case 'repeated':
-          // The first call's answer again (spec: the async status is `pending` or `queued`);
-          // the job's progress is on its statusUrl, as for the first call.
-          if (trigger.responseMode === 'async') {
-            return reply.code(202).send({
-              jobId: admission.jobId,
-              status: 'pending',
-              statusUrl: statusUrl(admission.jobId),
-              idempotent: true,
-            });
-          }
-          return syncAnswer(reply, admission.jobId, trigger.responseTimeoutMs, true);
+      const idempotencyKey = idempotencyKeyOf(request.headers[IDEMPOTENCY_HEADER]);
+      let outcome: RunOutcome;
+      try {
+        outcome = await runs.run({ target, actor: apiTokenActor(token), request: request.body ?? {}, idempotencyKey });
+      } catch (error) {
+        throw placeValidation(error, 'body');
       }
+      if (outcome.outcome === 'rate_limited') {
+        const { refusal, scope } = outcome;
+        void reply.code(429).header('retry-after', String(refusal.retryAfter));
+        return scope === 'token' ? tokenLimitBody(refusal) : workflowLimitBody(outcome.workflowName, refusal);
+      }
+      const { jobId, repeated, trigger } = outcome;
+      if (trigger.responseMode === 'async') {
+        // A repeated key gets the first call's answer again (spec: the async status is `pending`
+        // or `queued`); the job's progress is on its statusUrl, as for the first call.
+        return reply.code(202).send({
+          jobId,
+          status: 'pending',
+          statusUrl: statusUrl(jobId),
+          ...(repeated ? { idempotent: true } : {}),
+        });
+      }
+      return syncAnswer(reply, jobId, trigger.responseTimeoutMs, repeated);
     },
   );
 
-  /**
-   * The sync answer: subscribes to the job's end first, then reads it (it may have ended before),
-   * and waits at most `timeoutMs` (less when the client goes away or the server closes).
-   */
+  /** The sync answer: the job's result, waited for at most `timeoutMs` (less when the client goes away or the server closes). */
   async function syncAnswer(reply: FastifyReply, jobId: string, timeoutMs: number, idempotent: boolean) {
-    const aborted = new AbortController();
+    const gone = new AbortController();
     const onClose = () => {
-      if (!reply.raw.writableFinished) aborted.abort();
+      if (!reply.raw.writableFinished) gone.abort();
     };
     reply.raw.once('close', onClose);
-    const wait = jobEvents.waitForFinish(jobId, timeoutMs, aborted.signal);
-    waits.add(wait.cancel);
     let job: JobResult | null;
     try {
-      job = await repos.triggerRuns.jobResult(jobId);
-      if (job && !isTerminalJobStatus(job.status)) {
-        await wait.done;
-        job = await repos.triggerRuns.jobResult(jobId);
-      }
+      job = await runs.waitForResult(jobId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));
     } finally {
-      wait.cancel();
-      waits.delete(wait.cancel);
       reply.raw.off('close', onClose);
     }
     if (!job) throw notFound('Job');
     // Answered because the server is closing: the connection must not stay open for keep-alive.
-    if (closing) void reply.header('connection', 'close');
+    if (closing.signal.aborted) void reply.header('connection', 'close');
     const timedOut = !isTerminalJobStatus(job.status);
     return reply.code(200).send({
       jobId,
