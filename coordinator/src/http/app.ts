@@ -14,31 +14,14 @@ import { orderRefusals } from './refusal-order.js';
 import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
 import { ErrorBodySchema } from './schemas/common.js';
 import { openapiRoutes } from './routes/openapi.js';
+import { publicApiRoutes } from './routes/public/index.js';
+import { agentRoutes } from './routes/agent/index.js';
+import { managementRoutes } from './routes/manage/index.js';
+import { sessionHook } from './auth/session.js';
+import { withSecurity } from './routes/route-group.js';
 import { authRoutes } from './routes/auth.js';
-import { orgRoutes } from './routes/manage/orgs.js';
-import { enrollmentTokenRoutes } from './routes/manage/enrollment-tokens.js';
-import { agentManagementRoutes } from './routes/manage/agents.js';
-import { workflowManagementRoutes } from './routes/manage/workflows.js';
-import { triggerRoutes } from './routes/manage/triggers.js';
-import { apiTokenRoutes } from './routes/manage/api-tokens.js';
-import { storageBindingRoutes } from './routes/manage/storage-bindings.js';
-import { auditRoutes } from './routes/manage/audit.js';
-import { discoveryRoutes } from './routes/public/discovery.js';
-import { triggerRunRoutes } from './routes/public/trigger-run.js';
-import { storageRoutes } from './routes/public/storage.js';
 import { storageBlobRoutes } from './routes/storage-blobs.js';
-import { agentEnrollRoutes } from './routes/agent/enroll.js';
-import { agentWorkflowRoutes } from './routes/agent/workflows.js';
-import { agentSelfRoutes } from './routes/agent/me.js';
-import { agentStreamRoutes } from './routes/agent/stream.js';
-import { agentJobRoutes } from './routes/agent/jobs.js';
-import { agentFileRoutes } from './routes/agent/files.js';
-import { jobRoutes } from './routes/manage/jobs.js';
 import { apiJobRoutes } from './routes/api-jobs.js';
-import { appRoutes } from './routes/manage/apps.js';
-import { releaseRoutes } from './routes/manage/releases.js';
-import { deviceRoutes } from './routes/manage/devices.js';
-import { agentDeployRoutes } from './routes/agent/deploy.js';
 import './context.js';
 
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 };
@@ -120,37 +103,24 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
 
+  // Route groups, each an encapsulated plugin that owns its authentication (docs/architecture.md).
   await app.register(
     async (v1) => {
+      // Without credentials: the API description, sign-in, and presigned URLs (signed themselves).
       await v1.register(openapiRoutes);
       await v1.register(authRoutes);
-      await v1.register(orgRoutes);
-      await v1.register(enrollmentTokenRoutes);
-      await v1.register(agentManagementRoutes);
-      await v1.register(workflowManagementRoutes);
-      await v1.register(triggerRoutes);
-      await v1.register(apiTokenRoutes);
-      await v1.register(storageBindingRoutes);
-      await v1.register(auditRoutes);
-      await v1.register(discoveryRoutes);
-      await v1.register(triggerRunRoutes);
-      await v1.register(storageRoutes);
       await v1.register(storageBlobRoutes);
-      await v1.register(agentEnrollRoutes);
-      await v1.register(agentWorkflowRoutes);
-      await v1.register(agentSelfRoutes);
-      await v1.register(agentStreamRoutes);
-      await v1.register(agentJobRoutes);
-      await v1.register(agentFileRoutes);
-      await v1.register(jobRoutes);
-      await v1.register(appRoutes);
-      await v1.register(releaseRoutes);
-      await v1.register(deviceRoutes);
-      await v1.register(agentDeployRoutes);
+      await v1.register(publicApiRoutes); // API token
+      await v1.register(agentRoutes); // agent signature (enrollment: its token)
+      await v1.register(managementRoutes); // dashboard session
     },
     { prefix: '/v1' },
   );
-  // The dashboard's job page (`statusUrl`), outside the API prefix.
-  await app.register(apiJobRoutes);
+  // The dashboard's pages, outside the API prefix: a session, as for the management API.
+  await app.register(async (pages) => {
+    withSecurity(pages, [{ session: [] }]);
+    pages.addHook('onRequest', sessionHook);
+    await pages.register(apiJobRoutes);
+  });
   return app;
 }

@@ -1,24 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { UUID_REGEX } from '@drover/shared';
-import { sessionHook } from './auth/session.js';
 import { surfaceBodyError } from './json-body.js';
 
 /**
- * The order of refusals on every route: the caller first (401, CONTRACT §5 and the spec's
- * Authentication rules), then the body. Dashboard routes (tag `dashboard`, unless their schema
- * says `security: []`, as login does) get the session check in `onRequest`, before the body is
- * read; they are also described as needing a session in the OpenAPI document. Every route ends
- * its `preValidation` hooks with `surfaceBodyError`, after the agent signature and the API-token
- * hooks, so a body that is not JSON is refused only once the caller is known. Before all of
- * them, ids in the path are lower-cased.
+ * The order of refusals on every route: the caller first (401: each route group's hook, see
+ * app.ts), then the body. Every route ends its `preValidation` hooks with `surfaceBodyError`,
+ * after the group's and its own hooks (the agent signature, which needs the raw body), so a body
+ * that is not JSON is refused only once the caller is known. Ids in the path are lower-cased
+ * first.
  */
 export function orderRefusals(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
-    const schema = route.schema as { tags?: string[]; security?: unknown[] } | undefined;
-    if (schema?.tags?.includes('dashboard') && schema.security?.length !== 0) {
-      schema.security ??= [{ session: [] }];
-      route.onRequest = [sessionHook, ...hooks(route.onRequest)];
-    }
     route.preValidation = [...hooks(route.preValidation), surfaceBodyError];
     if (route.url.includes(':')) route.onRequest = [lowercaseIds, ...hooks(route.onRequest)];
   });

@@ -31,3 +31,29 @@ export async function requireApiToken(
   }
   return token;
 }
+
+/** A public-API request's caller, as the group's hook authenticated it. */
+export interface ApiCaller {
+  token: AuthenticatingApiToken;
+  /** The change counter, read once for the request: every memory cache of the request uses it. */
+  generation: number;
+}
+
+const callers = new WeakMap<FastifyRequest, ApiCaller>();
+
+/**
+ * The `onRequest` hook of the public API group (http/routes/public/index.ts): every route in it
+ * needs an API token, checked before anything else of the request; a route then reads the
+ * caller with `apiCallerOf`.
+ */
+export async function apiTokenHook(request: FastifyRequest): Promise<void> {
+  const generation = await request.server.ctx.repos.changeCounter.generation();
+  callers.set(request, { token: await requireApiToken(request, generation), generation });
+}
+
+/** The caller `apiTokenHook` authenticated; a route outside the public group has none. */
+export function apiCallerOf(request: FastifyRequest): ApiCaller {
+  const caller = callers.get(request);
+  if (!caller) throw new Error(`${request.routeOptions.url} is not in the public API group: it has no API token`);
+  return caller;
+}

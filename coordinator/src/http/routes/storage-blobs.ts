@@ -49,6 +49,7 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Upload the bytes of a pending file through its presigned URL (local backend)',
         tags: ['public'],
+        security: [], // the URL's own signature is the credential
         params: idParams('fileId'),
         querystring: BlobQuerySchema,
         response: { 200: StoredBlobSchema, ...errorResponses(403, 404, 409, 413, 422) },
@@ -73,6 +74,7 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Download an active file through its presigned URL (local backend); supports Range',
         tags: ['public'],
+        security: [], // the URL's own signature is the credential
         params: idParams('fileId'),
         querystring: BlobQuerySchema,
         response: {

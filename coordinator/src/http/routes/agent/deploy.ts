@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { DEVICE_STATES, DeployReportRequest } from '@drover/shared';
 import { desiredManifest, recordReport } from '../../../domain/ota/agent-deploy.js';
-import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { ReleaseRefSchema } from '../manage/ota-schemas.js';
 import { noQuery } from './schemas.js';
@@ -110,11 +110,9 @@ export async function agentDeployRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/agent/deploy/desired',
     {
-      preValidation: agentSignatureHook,
       schema: {
         summary: 'One signed manifest entry per application bound to the agent (pull fallback and self-check)',
         tags: ['agent'],
-        security: [{ agentSignature: [] }],
         querystring: noQuery,
         response: { 200: DesiredManifestSchema, ...errorResponses(401, 422) },
       },
@@ -128,11 +126,9 @@ export async function agentDeployRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Body: DeployReportRequest }>(
     '/agent/deploy/report',
     {
-      preValidation: agentSignatureHook,
       schema: {
         summary: 'The installation the agent observes; the binding is re-evaluated at once',
         tags: ['agent'],
-        security: [{ agentSignature: [] }],
         querystring: noQuery,
         body: DeployReportRequest,
         response: { 200: ReportResponseSchema, ...errorResponses(401, 404, 422) },

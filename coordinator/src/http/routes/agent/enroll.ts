@@ -14,6 +14,7 @@ export async function agentEnrollRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Enroll an agent with a single-use enrollment token and its Ed25519 public key',
         tags: ['agent'],
+        security: [], // the enrollment token in the body is the credential
         querystring: noQuery,
         body: EnrollRequest,
         response: { 201: EnrollResponse, ...errorResponses(401, 422, 429) },

@@ -5,7 +5,7 @@ import { MAX_CONTENT_TYPE_LENGTH, MAX_FILENAME_LENGTH } from '../../../domain/fi
 import { inputFileIds } from '../../../domain/job-input-files.js';
 import { isOpenJobStatus } from '../../../domain/job-state.js';
 import { AppError, notFound } from '../../../errors.js';
-import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { requireAgent } from '../../auth/agent-signature.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { DownloadUrlResponseSchema, FileViewSchema, PresignUploadResponseSchema } from '../public/storage-schemas.js';
 import { noQuery } from './schemas.js';
@@ -51,7 +51,6 @@ const InputFileResponseSchema = {
 
 const agentRoute = (summary: string) => ({
   tags: ['agent'],
-  security: [{ agentSignature: [] }],
   summary,
   querystring: noQuery,
 });
@@ -74,7 +73,6 @@ export async function agentFileRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { jobId: string }; Body: NewOutputFileBody }>(
     '/agent/jobs/:jobId/files',
     {
-      preValidation: agentSignatureHook,
       schema: {
         ...agentRoute('An output file of the job: a pending file in the default binding and its upload URL'),
         params: idParams('jobId'),
@@ -94,7 +92,6 @@ export async function agentFileRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { jobId: string; fileId: string } }>(
     '/agent/jobs/:jobId/files/:fileId/complete',
     {
-      preValidation: agentSignatureHook,
       schema: {
         ...agentRoute('The output file was PUT: checked against its announced size and SHA-256, it becomes active'),
         params: idParams('jobId', 'fileId'),
@@ -112,7 +109,6 @@ export async function agentFileRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { jobId: string; fileId: string } }>(
     '/agent/jobs/:jobId/inputs/:fileId',
     {
-      preValidation: agentSignatureHook,
       exposeHeadRoute: false,
       schema: {
         ...agentRoute('A fresh download URL of one of the job’s input files, with its size, SHA-256 and name'),

@@ -11,7 +11,7 @@ import { checkOutputFileRefs } from '../../../domain/job-output-files.js';
 import { rejectMessage } from '../../../domain/job-state.js';
 import { AppError, notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
-import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { requireAgent } from '../../auth/agent-signature.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
 
@@ -69,7 +69,6 @@ const routeSchema = (
 ) => ({
   summary,
   tags: ['agent'],
-  security: [{ agentSignature: [] }],
   params: jobParams,
   querystring: noQuery,
   response: { 200: okSchema, ...errorResponses(401, 404, 409, 422) },
@@ -91,7 +90,6 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams }>(
     '/agent/jobs/:jobId/accept',
     {
-      preValidation: agentSignatureHook,
       schema: routeSchema('The agent took the job into its queue: pending → queued', { body: emptyBody }),
     },
     async (request) => {
@@ -106,7 +104,6 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams; Body: RejectJobRequest }>(
     '/agent/jobs/:jobId/reject',
     {
-      preValidation: agentSignatureHook,
       schema: routeSchema('The agent refused the job (queue full, unknown workflow): pending → rejected', {
         body: RejectJobRequest,
       }),
@@ -124,7 +121,6 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams }>(
     '/agent/jobs/:jobId/start',
     {
-      preValidation: agentSignatureHook,
       schema: routeSchema('The job started running: pending or queued → running', { body: emptyBody }),
     },
     async (request) => {
@@ -139,7 +135,6 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams; Body: AppendJobLogsRequest }>(
     '/agent/jobs/:jobId/logs',
     {
-      preValidation: agentSignatureHook,
       schema: routeSchema(
         'Log lines of the job; a line whose seq is already stored is ignored',
         { body: AppendJobLogsRequest },
@@ -158,7 +153,6 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams; Body: FinishJobRequest }>(
     '/agent/jobs/:jobId/finish',
     {
-      preValidation: agentSignatureHook,
       schema: routeSchema('The job ended: its one terminal result (a resend of the same result is harmless)', {
         body: FinishJobRequest,
       }),

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { AgentSelf } from '@drover/shared';
-import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
 
@@ -9,11 +9,9 @@ export async function agentSelfRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/agent/me',
     {
-      preValidation: agentSignatureHook,
       schema: {
         summary: 'The signing agent itself: proves its enrollment and signature work',
         tags: ['agent'],
-        security: [{ agentSignature: [] }],
         querystring: noQuery,
         response: { 200: AgentSelf, ...errorResponses(401, 422) },
       },

@@ -4,7 +4,7 @@ import { agentEventsOf } from '../../../domain/agent-events.js';
 import { withFreshDownloadUrls } from '../../../domain/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/sse.js';
 import { DEFAULT_AGENT_QUEUE_CAPACITY, StreamRegistry, type StreamSink } from '../../../domain/stream-registry.js';
-import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 
 /** The one query parameter: the agent's queue capacity, which paces the jobs handed to it. */
@@ -75,13 +75,11 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Querystring: { capacity?: number } }>(
     '/agent/stream',
     {
-      preValidation: agentSignatureHook,
       // A HEAD would run this handler and open a stream nobody reads.
       exposeHeadRoute: false,
       schema: {
         summary: 'The event stream (text/event-stream) pushing job, deploy and ping events to the agent',
         tags: ['agent'],
-        security: [{ agentSignature: [] }],
         querystring: StreamQuery,
         response: {
           200: { description: 'A text/event-stream of `job`, `deploy` and `ping` events', type: 'string' },

@@ -4,7 +4,7 @@ import type { Workflow } from '../../../db/repositories/workflows.js';
 import { workflowDefinitionProblems } from '../../../domain/workflow-definitions.js';
 import { validationFailed } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
-import { agentSignatureHook, requireAgent } from '../../auth/agent-signature.js';
+import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
 
@@ -32,11 +32,9 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
     {
       // Up to 512 definitions of some kilobytes each: more than the API's body limit allows.
       bodyLimit: Math.max(app.ctx.config.bodyLimitBytes, WORKFLOW_SET_LIMIT_BYTES),
-      preValidation: agentSignatureHook,
       schema: {
         summary: "Replace the agent's set of workflow definitions",
         tags: ['agent'],
-        security: [{ agentSignature: [] }],
         body: PutWorkflowsRequest,
         querystring: noQuery,
         response: { 200: PutWorkflowsResponse, ...errorResponses(401, 413, 422) },

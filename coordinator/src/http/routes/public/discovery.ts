@@ -3,7 +3,7 @@ import { ParamDefinition } from '@drover/shared';
 import type { ApiToken } from '../../../db/repositories/api-tokens.js';
 import { DiscoveryCache } from '../../../domain/discovery-cache.js';
 import { readLimitBody } from '../../../domain/read-rate-limiter.js';
-import { requireApiToken } from '../../auth/api-token.js';
+import { apiCallerOf } from '../../auth/api-token.js';
 import { errorResponses, nullableTimestamp, uuid } from '../../schemas/common.js';
 import { AgentSchema, noQuery, RateLimitSchema } from '../../schemas/management.js';
 
@@ -71,7 +71,6 @@ export const ReadLimitBodySchema = {
 const routeSchema = (summary: string, ok: object) => ({
   summary,
   tags: ['public'],
-  security: [{ apiToken: [] }],
   querystring: noQuery,
   response: { 200: ok, 429: ReadLimitBodySchema, ...errorResponses(401, 422) },
 });
@@ -97,9 +96,7 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
    * read limit, or sends the spec's 429. The first refusal per token and window is audited.
    */
   async function admit(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
-    // One reading of the change counter serves both memory caches of the request.
-    const generation = await repos.changeCounter.generation();
-    const token = await requireApiToken(request, generation);
+    const { token, generation } = apiCallerOf(request);
     const decision = readLimiter.hit(token.id);
     if (decision.allowed) {
       admitted.set(request, { token, generation });

@@ -4,7 +4,7 @@ import type { FileCaller } from '../../../domain/files/access.js';
 import { requireStoragePermission } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';
 import type { StoragePermission } from '../../../domain/grants.js';
-import { requireApiToken } from '../../auth/api-token.js';
+import { apiCallerOf } from '../../auth/api-token.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import {
@@ -27,14 +27,13 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   const callers = new WeakMap<FastifyRequest, FileCaller>();
   const caller = (request: FastifyRequest): FileCaller => callers.get(request)!;
   const requirePermission = (permission: StoragePermission) => async (request: FastifyRequest) => {
-    const token = await requireApiToken(request);
+    const { token } = apiCallerOf(request);
     requireStoragePermission(token, permission);
     callers.set(request, token);
   };
   const common = (summary: string, permission: StoragePermission) => ({
     summary: `${summary} (storage grant with \`${permission}\`)`,
     tags: ['public'],
-    security: [{ apiToken: [] }],
   });
   const files = () => app.ctx.files;
 

@@ -15,7 +15,7 @@ import {
 import { apiTokenActor, type RunOutcome } from '../../../domain/trigger-run/run-trigger.js';
 import type { RunTarget } from '../../../domain/trigger-run/run-targets.js';
 import { notFound, placeValidation } from '../../../errors.js';
-import { requireApiToken } from '../../auth/api-token.js';
+import { apiCallerOf } from '../../auth/api-token.js';
 import { errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 
@@ -84,7 +84,7 @@ interface Caller {
 }
 
 export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
-  const { repos, runs } = app.ctx;
+  const { runs } = app.ctx;
   const callers = new WeakMap<FastifyRequest, Caller>();
   /** Ends the sync waits in progress (answered with the current status) when the server closes. */
   const closing = new AbortController();
@@ -99,9 +99,7 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
    */
   async function identifyCaller(request: FastifyRequest): Promise<void> {
     const { id } = request.params as { id: string };
-    // One reading of the change counter serves both memory caches of the request.
-    const generation = await repos.changeCounter.generation();
-    const token = await requireApiToken(request, generation);
+    const { token, generation } = apiCallerOf(request);
     const granted = requireTriggerGrant(token);
     const target = await runs.target(token.orgId, id, generation);
     if (!target) throw notFound('Trigger');
@@ -122,7 +120,6 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         summary: 'Run a trigger: a job on its agent; async answers at once, sync waits for the result',
         tags: ['public'],
-        security: [{ apiToken: [] }],
         params: idParams('id'),
         querystring: noQuery,
         body: RunBodySchema,

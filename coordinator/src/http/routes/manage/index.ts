@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify';
+import { sessionHook } from '../../auth/session.js';
+import { withSecurity } from '../route-group.js';
+import { agentManagementRoutes } from './agents.js';
+import { apiTokenRoutes } from './api-tokens.js';
+import { appRoutes } from './apps.js';
+import { auditRoutes } from './audit.js';
+import { deviceRoutes } from './devices.js';
+import { enrollmentTokenRoutes } from './enrollment-tokens.js';
+import { jobRoutes } from './jobs.js';
+import { orgRoutes } from './orgs.js';
+import { releaseRoutes } from './releases.js';
+import { storageBindingRoutes } from './storage-bindings.js';
+import { triggerRoutes } from './triggers.js';
+import { workflowManagementRoutes } from './workflows.js';
+
+/**
+ * The management API (docs/management.md): every route needs a dashboard session, checked by this
+ * group's `onRequest` hook before the body is read; the organization role is each route's.
+ */
+export async function managementRoutes(app: FastifyInstance): Promise<void> {
+  withSecurity(app, [{ session: [] }]);
+  app.addHook('onRequest', sessionHook);
+  await app.register(orgRoutes);
+  await app.register(enrollmentTokenRoutes);
+  await app.register(agentManagementRoutes);
+  await app.register(workflowManagementRoutes);
+  await app.register(triggerRoutes);
+  await app.register(apiTokenRoutes);
+  await app.register(storageBindingRoutes);
+  await app.register(auditRoutes);
+  await app.register(jobRoutes);
+  await app.register(appRoutes);
+  await app.register(releaseRoutes);
+  await app.register(deviceRoutes);
+}

@@ -1,0 +1,12 @@
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * Describes every route of a group (an encapsulated plugin) as needing `security` in the OpenAPI
+ * document, unless the route says otherwise. The group's authentication hook is what enforces it.
+ */
+export function withSecurity(group: FastifyInstance, security: Record<string, string[]>[]): void {
+  group.addHook('onRoute', (route) => {
+    const schema = (route.schema ??= {}) as { security?: unknown[] };
+    schema.security ??= security;
+  });
+}
