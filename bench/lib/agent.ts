@@ -20,8 +20,14 @@ const AGENT_BINARY = path.join(repoRoot, 'agent/dist/drover-agent');
 const NODE_ARGS = ['--conditions=drover-source', '--import', 'tsx'];
 
 /** The program and its leading arguments for `drover-agent <args>`. */
-function agentCommand(binary: boolean, nodeFlags: string[] = []): [string, string[]] {
-  if (!binary) return [process.execPath, [...nodeFlags, ...NODE_ARGS, AGENT_MAIN]];
+function agentCommand(options: BenchAgentOptions, nodeFlags: string[] = []): [string, string[]] {
+  if (options.command) {
+    if (nodeFlags.length > 0) throw new Error('node flags cannot be given with an explicit agent command');
+    const [program, ...leading] = options.command;
+    if (!program) throw new Error('the agent command is empty');
+    return [program, leading];
+  }
+  if (!options.binary) return [process.execPath, [...nodeFlags, ...NODE_ARGS, AGENT_MAIN]];
   if (!fs.existsSync(AGENT_BINARY))
     throw new Error(`${AGENT_BINARY} is missing: run \`pnpm --filter @drover/agent build:binary\` first`);
   if (nodeFlags.length > 0) throw new Error('node flags (--profile-agent) cannot be given to the single executable');
@@ -49,6 +55,11 @@ export interface BenchAgentOptions {
   parentDir?: string;
   /** Run the single executable `agent/dist/drover-agent` instead of the sources. */
   binary?: boolean;
+  /**
+   * The program and leading arguments that stand for `drover-agent`, instead of the sources or
+   * `binary`: e.g. `[process.execPath, 'agent/dist/cli/main.js']`, or another single executable.
+   */
+  command?: readonly string[];
 }
 
 /**
@@ -63,10 +74,9 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
   const remove = () => fs.rmSync(root, { recursive: true, force: true });
   try {
     const token = await seedEnrollmentToken(bench.coordinator, bench.orgId);
-    const binary = options.binary ?? false;
     await runToEnd(
       ['enroll', '--url', bench.url, '--token', token, '--state-dir', stateDir, '--name', 'bench-agent'],
-      binary,
+      agentCommand(options),
     );
     const { agentId } = JSON.parse(fs.readFileSync(path.join(stateDir, 'agent.json'), 'utf8')) as { agentId: string };
     const workflowsDir = path.join(stateDir, 'workflows');
@@ -76,7 +86,7 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
     }
 
     let output = '';
-    const [program, leading] = agentCommand(binary, options.nodeFlags);
+    const [program, leading] = agentCommand(options, options.nodeFlags);
     const started = spawn(program, [...leading, 'run', '--state-dir', stateDir, ...(options.runArgs ?? [])], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -125,8 +135,7 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
 }
 
 /** Runs `drover-agent <args>` to its end; throws with its output when it fails. */
-function runToEnd(args: string[], binary: boolean): Promise<void> {
-  const [program, leading] = agentCommand(binary);
+function runToEnd(args: string[], [program, leading]: [string, string[]]): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, [...leading, ...args], {
       cwd: repoRoot,

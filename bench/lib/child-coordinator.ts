@@ -92,8 +92,11 @@ export async function startChildCoordinator(
   }
 }
 
-/** VmRSS (now) or VmHWM (the peak over the process's life) of a process, in MB. */
-export function memoryMb(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+/**
+ * VmRSS (now), VmHWM (the peak over the process's life), or RssAnon / RssFile (the anonymous and
+ * file-backed parts of VmRSS) of a process, in MB (MiB: /proc counts kB of 1,024 bytes).
+ */
+export function memoryMb(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile' = 'VmRSS'): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
   return kb / 1024;

@@ -1,0 +1,201 @@
+/**
+ * Benchmark: the agent's footprint. Goals: the single executable is at most 90 MiB, its
+ * `drover-agent --version` takes at most 150 ms (median wall time), and the idle daemon
+ * (`drover-agent run`, connected, nothing to do) holds less than 60 MiB of RSS.
+ *
+ *   pnpm build && pnpm bench bench/agent-footprint.ts [--runs 20] [--settle 15] [--binary <file>]
+ *
+ * The single executable is built first (`agent/scripts/build-binary.mjs --if-stale`: nothing to do
+ * when it is newer than its sources), unless `--binary` names one to measure instead (e.g. an older
+ * build, to compare back to back). Sizes are in MiB (1,048,576 bytes; /proc counts kB of 1,024
+ * bytes), as the other RSS figures of the benchmarks; decimal MB in parentheses.
+ *
+ * Start-up: `--version` of the single executable and of the built JavaScript (`node
+ * agent/dist/cli/main.js`), against `node -e 0` as the floor (a bare Node start on this machine
+ * now), `--runs` times each in turn after 3 warm-up rounds; the wall time from spawn to exit, as
+ * hyperfine measures it. Then, with the daemons below running, `status` and `logs -n 20` of the
+ * single executable the same way (no goal: they should cost little more than `--version`).
+ *
+ * Idle memory: a real coordinator in this process (loopback, temp data directory) and three child
+ * processes: the single executable's daemon and the built JavaScript's (`node
+ * agent/dist/cli/main.js run`), each enrolled through `enroll` in its own temp state directory
+ * with one workflow, and a bare `node -e 'setInterval(() => {}, 1e9)'` as the floor. Once both
+ * agents are connected with their workflow reported, they idle `--settle` seconds; then VmRSS is
+ * read from /proc/<pid>/status once a second for 5 s (the median is the figure), with its
+ * anonymous and file-backed parts (RssAnon, RssFile) and the peak since start (VmHWM).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { sleep, startBenchAgent, type BenchAgent } from './lib/agent.js';
+import { memoryMb } from './lib/child-coordinator.js';
+import { startBenchCoordinator } from './lib/coordinator.js';
+import { integerOption } from './lib/options.js';
+import { machineNote, median } from './lib/report.js';
+
+const GOAL_SIZE_MIB = 90;
+const GOAL_VERSION_MS = 150;
+const GOAL_IDLE_RSS_MIB = 60;
+const SAMPLES = 5;
+
+const REPO = fileURLToPath(new URL('..', import.meta.url));
+const DEFAULT_BINARY = path.join(REPO, 'agent/dist/drover-agent');
+const BUILT_MAIN = path.join(REPO, 'agent/dist/cli/main.js');
+const WORKFLOW = ['name: hello', 'steps:', '  - run: echo', '    args: ["hello"]', ''].join('\n');
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '20' },
+    settle: { type: 'string', default: '15' },
+    binary: { type: 'string' },
+  },
+});
+const runs = integerOption('runs', values.runs, 1);
+const settleSeconds = integerOption('settle', values.settle, 0);
+const binary = path.resolve(values.binary ?? DEFAULT_BINARY);
+
+if (!fs.existsSync(BUILT_MAIN)) throw new Error(`${BUILT_MAIN} is missing: run \`pnpm build\` first`);
+if (values.binary === undefined) {
+  const build = spawnSync(process.execPath, [path.join(REPO, 'agent/scripts/build-binary.mjs'), '--if-stale'], {
+    cwd: REPO,
+    stdio: 'inherit',
+  });
+  if (build.status !== 0) throw new Error(`build-binary.mjs exited with ${build.status}`);
+} else if (!fs.existsSync(binary)) {
+  throw new Error(`--binary: expected an executable file, got \`${values.binary}\` (not found)`);
+}
+
+const verdict = (met: boolean) => (met ? 'MET' : 'NOT MET');
+const mb = (bytes: number) => bytes / 1e6;
+const mib = (bytes: number) => bytes / 1024 / 1024;
+
+console.log(`agent footprint: ${path.relative(REPO, binary)}; ${machineNote()}`);
+
+// ---- the single executable's size ----
+const size = fs.statSync(binary).size;
+console.log(`\nsize: ${mib(size).toFixed(1)} MiB (${mb(size).toFixed(1)} MB, ${size.toLocaleString('en-US')} bytes)`);
+
+// ---- start-up ----
+interface Timed {
+  label: string;
+  command: readonly string[];
+  ms: number[];
+}
+
+/** Runs each command `runs` times in turn (after 3 warm-up rounds), timing spawn to exit. */
+function timeCommands(commands: readonly Omit<Timed, 'ms'>[]): Timed[] {
+  const timed = commands.map((c) => ({ ...c, ms: [] as number[] }));
+  for (let round = -3; round < runs; round++) {
+    for (const t of timed) {
+      const [program, ...args] = t.command;
+      const started = process.hrtime.bigint();
+      const result = spawnSync(program!, args, { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      if (result.status !== 0) {
+        throw new Error(`\`${t.command.join(' ')}\` exited with ${result.status}:\n${result.stdout}${result.stderr}`);
+      }
+      if (round >= 0) t.ms.push(ms);
+    }
+  }
+  return timed;
+}
+
+function printTimes(timed: readonly Timed[]): void {
+  for (const t of timed) {
+    const sorted = [...t.ms].sort((a, b) => a - b);
+    console.log(
+      `  ${t.label.padEnd(44)} median ${median(t.ms).toFixed(1).padStart(6)} ms   min ${sorted[0]!.toFixed(1).padStart(6)} ms   max ${sorted.at(-1)!.toFixed(1).padStart(6)} ms`,
+    );
+  }
+}
+
+console.log(`\nstart-up: wall time from spawn to exit, ${runs} runs each, in turn`);
+const startup = timeCommands([
+  { label: 'node -e 0 (floor)', command: [process.execPath, '-e', '0'] },
+  { label: 'drover-agent --version (single executable)', command: [binary, '--version'] },
+  { label: 'node agent/dist/cli/main.js --version', command: [process.execPath, BUILT_MAIN, '--version'] },
+]);
+printTimes(startup);
+const versionMs = median(startup[1]!.ms);
+const floorMs = median(startup[0]!.ms);
+
+// ---- idle memory ----
+interface Memory {
+  rss: number;
+  anon: number;
+  file: number;
+  peak: number;
+}
+
+/** VmRSS, its anonymous and file-backed parts, and VmHWM of a process, in MiB. */
+function memoryOf(pid: number): Memory {
+  return {
+    rss: memoryMb(pid, 'VmRSS'),
+    anon: memoryMb(pid, 'RssAnon'),
+    file: memoryMb(pid, 'RssFile'),
+    peak: memoryMb(pid, 'VmHWM'),
+  };
+}
+
+const bench = await startBenchCoordinator();
+const agents: BenchAgent[] = [];
+let floor: ChildProcess | undefined;
+try {
+  floor = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e9)'], { stdio: 'ignore' });
+  const sea = await startBenchAgent(bench, { workflows: { hello: WORKFLOW }, command: [binary] });
+  agents.push(sea);
+  const built = await startBenchAgent(bench, {
+    workflows: { hello: WORKFLOW },
+    command: [process.execPath, BUILT_MAIN],
+  });
+  agents.push(built);
+
+  console.log('\nwith both daemons connected: commands of the single executable');
+  printTimes(
+    timeCommands([
+      { label: 'drover-agent status', command: [binary, 'status', '--state-dir', sea.stateDir] },
+      { label: 'drover-agent logs -n 20', command: [binary, 'logs', '--state-dir', sea.stateDir, '-n', '20'] },
+    ]),
+  );
+
+  const processes = [
+    { label: 'bare node (floor)', pid: floor.pid! },
+    { label: 'drover-agent run (single executable)', pid: sea.child.pid! },
+    { label: 'node agent/dist/cli/main.js run', pid: built.child.pid! },
+  ];
+  console.log(`\nidle memory: connected, then ${settleSeconds} s idle, then ${SAMPLES} samples 1 s apart`);
+  await sleep(settleSeconds * 1000);
+  const samples = new Map(processes.map((p) => [p.pid, [] as Memory[]]));
+  for (let i = 0; i < SAMPLES; i++) {
+    if (i > 0) await sleep(1000);
+    for (const p of processes) samples.get(p.pid)!.push(memoryOf(p.pid));
+  }
+  const idle = new Map<number, number>();
+  for (const p of processes) {
+    const taken = samples.get(p.pid)!;
+    const rss = median(taken.map((m) => m.rss));
+    idle.set(p.pid, rss);
+    const last = taken.at(-1)!;
+    console.log(
+      `  ${p.label.padEnd(38)} VmRSS ${rss.toFixed(1).padStart(5)} MiB (${mb(rss * 1024 * 1024).toFixed(1)} MB)   anonymous ${last.anon.toFixed(1).padStart(5)} MiB   file-backed ${last.file.toFixed(1).padStart(5)} MiB   peak ${last.peak.toFixed(1).padStart(5)} MiB`,
+    );
+  }
+  const idleRss = idle.get(sea.child.pid!)!;
+
+  console.log('\ngoals');
+  console.log(`  size <= ${GOAL_SIZE_MIB} MiB: ${mib(size).toFixed(1)} MiB: ${verdict(mib(size) <= GOAL_SIZE_MIB)}`);
+  console.log(
+    `  --version <= ${GOAL_VERSION_MS} ms (median): ${versionMs.toFixed(1)} ms: ${verdict(versionMs <= GOAL_VERSION_MS)}` +
+      `   (the floor, node -e 0: ${floorMs.toFixed(1)} ms; the agent's own share ${(versionMs - floorMs).toFixed(1)} ms)`,
+  );
+  console.log(
+    `  idle RSS < ${GOAL_IDLE_RSS_MIB} MiB: ${idleRss.toFixed(1)} MiB: ${verdict(idleRss < GOAL_IDLE_RSS_MIB)}` +
+      `   (the floor, bare node: ${idle.get(floor.pid!)!.toFixed(1)} MiB)`,
+  );
+} finally {
+  await Promise.allSettled(agents.map((a) => a.close()));
+  floor?.kill('SIGKILL');
+  await bench.close();
+}
