@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { keyFingerprint } from '@drover/shared';
 import { describeOffset, LARGE_OFFSET_MS } from '../http/server-clock.js';
-import { enrollAgent } from '../enroll.js';
 import { defaultStateDir } from '../state/paths.js';
 import type { CliIo } from './io.js';
 
@@ -26,6 +24,11 @@ export function configureEnrollCommand(program: Command, io: CliIo): void {
     )
     .option('--force', 'enroll again over an existing enrollment, as a new agent with a new key')
     .action(async (flags: EnrollFlags) => {
+      // Loaded here, not at start: the HTTP client is for this command and `run` only.
+      const [{ enrollAgent }, { keyFingerprint }] = await Promise.all([
+        import('../enroll.js'),
+        import('@drover/shared'),
+      ]);
       const stateDir = flags.stateDir ?? defaultStateDir();
       const result = await enrollAgent({
         url: flags.url,

@@ -1,12 +1,24 @@
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { loadIdentity, startDaemon } from '../daemon/daemon.js';
-import { DEFAULTS } from '../daemon/options.js';
-import { handleShutdownSignals } from '../daemon/signals.js';
-import { createAgentLogger, levelNumber } from '../logging/index.js';
-import { ensurePrivateDir } from '../state/files.js';
+import { levelNumber } from '@drover/shared';
+import { DEFAULTS } from '../daemon/defaults.js';
 import { defaultStateDir } from '../state/paths.js';
-import { KnownSecrets, parseDuration } from '../workflows/index.js';
+import { parseDuration } from '../workflows/duration.js';
 import type { CliIo } from './io.js';
+
+/**
+ * The daemon and what only it uses (the HTTP client, the stream, pino, the job runner), loaded
+ * when `run` starts: the other commands, `--version` and `--help` never pay for them.
+ */
+async function loadDaemon() {
+  const [daemon, signals, logger, files, secrets] = await Promise.all([
+    import('../daemon/daemon.js'),
+    import('../daemon/signals.js'),
+    import('../logging/create-logger.js'),
+    import('../state/files.js'),
+    import('../workflows/known-secrets.js'),
+  ]);
+  return { ...daemon, ...signals, ...logger, ...files, ...secrets };
+}
 
 interface RunFlags {
   stateDir?: string;
@@ -61,6 +73,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .hideHelp(),
     )
     .action(async (flags: RunFlags) => {
+      const { createAgentLogger, ensurePrivateDir, handleShutdownSignals, KnownSecrets, loadIdentity, startDaemon } =
+        await loadDaemon();
       const stateDir = flags.stateDir ?? defaultStateDir();
       ensurePrivateDir(stateDir);
       loadIdentity(stateDir); // not enrolled: say so before anything else is created

@@ -3,8 +3,7 @@ import type { Command } from 'commander';
 import { defaultStateDir } from '../state/paths.js';
 import { formatDuration } from '../workflows/duration.js';
 import { describeInvalidFiles, formatProblem } from '../workflows/format-problem.js';
-import { defaultWorkflowsDir, loadWorkflows, type LoadedWorkflow } from '../workflows/load-workflows.js';
-import { loadSecrets } from '../workflows/secrets.js';
+import type { LoadedWorkflow } from '../workflows/load-workflows.js';
 import type { FileProblem } from '../workflows/yaml-reader.js';
 import { CliExit, type CliIo } from './io.js';
 
@@ -22,6 +21,11 @@ export function configureWorkflowsCommand(program: Command, io: CliIo): void {
     .option('--workflows-dir <dir>', 'where the workflow files are (default: <state-dir>/workflows)')
     .option('--json', 'print the workflows and problems as JSON')
     .action(async (flags: WorkflowsFlags) => {
+      // The YAML parser is loaded by the commands that read YAML, not at every start.
+      const [{ defaultWorkflowsDir, loadWorkflows }, { loadSecrets }] = await Promise.all([
+        import('../workflows/load-workflows.js'),
+        import('../workflows/secrets.js'),
+      ]);
       const stateDir = flags.stateDir ?? defaultStateDir();
       const dir = path.resolve(flags.workflowsDir ?? defaultWorkflowsDir(stateDir));
       const loaded = await loadWorkflows(dir);

@@ -2,6 +2,9 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { KnownSecrets } from '../workflows/known-secrets.js';
+import { DEFAULTS } from './defaults.js';
+
+export { DEFAULTS };
 
 /** Settings of `drover-agent run` (docs/agent.md, "Run options"). */
 export interface DaemonOptions {
@@ -31,18 +34,6 @@ export interface DaemonOptions {
   /** The secrets file as the daemon reads it (default: a reader of `<state-dir>/secrets.yaml`). */
   secrets?: KnownSecrets;
 }
-
-export const DEFAULTS = {
-  queueCapacity: 4,
-  shutdownGraceMs: 30_000,
-  defaultJobTimeoutMs: 3_600_000,
-  killGraceMs: 5_000,
-  streamIdleTimeoutMs: 45_000,
-  flushTimeoutMs: 5_000,
-  jobRetentionMs: 7 * 24 * 3_600_000,
-  postponeOptional: false,
-  deployPollIntervalMs: 300_000,
-} as const;
 
 export type ResolvedDaemonOptions = Required<Omit<DaemonOptions, 'dispatcher' | 'defaultJobTimeoutMs'>> & {
   defaultJobTimeoutMs: number | null;
