@@ -4,18 +4,25 @@
  * executable application support (Node 20: https://nodejs.org/api/single-executable-applications.html):
  *
  * 1. esbuild bundles the CLI (src/cli/program.ts, with @drover/shared taken from its TypeScript
- *    source through the `source` export condition) and every dependency into one CommonJS file,
- *    the only kind of script a Node 20 SEA can run (no top-level await, no `require` of files).
- * 2. `node --experimental-sea-config sea-config.json` turns it into a preparation blob.
- * 3. A copy of this very `node` binary (the blob only fits the Node version that made it) gets
- *    the blob injected with postject, under the resource name NODE_SEA_BLOB, flipping the
- *    sentinel fuse NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2. No code signing on Linux.
+ *    source through the `source` export condition) and every dependency into one minified
+ *    CommonJS file, the only kind of script a Node 20 SEA can run (no top-level await, no
+ *    `require` of files). The commands load what only they use with `import()`, which esbuild
+ *    turns into modules evaluated on first use: `--version` runs none of the daemon's code.
+ * 2. `node --experimental-sea-config sea-config.json` turns it into a preparation blob, with V8's
+ *    code cache of the bundle (`useCodeCache`), so that a start deserializes instead of compiling.
+ * 3. A copy of this very `node` binary (the blob only fits the Node version that made it) is
+ *    stripped of its symbol tables (`strip`, ~12 MiB) and gets the blob injected with postject,
+ *    under the resource name NODE_SEA_BLOB, flipping the sentinel fuse
+ *    NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2. No code signing on Linux.
+ * 4. The result is copied to its final name (see `install` below for why a copy).
+ *
+ * docs/performance.md ("Agent footprint") has the figures behind each step.
  *
  * Usage: node agent/scripts/build-binary.mjs [--if-stale] [--node <binary>] [--out <file>]
  *   --if-stale       do nothing when the binary is newer than every source file it is made from.
  *   --node <binary>  inject into this Node binary instead of the running one, e.g. the linux-arm64
- *                    build of the SAME Node version, for ARM machines (no code cache or snapshot
- *                    is used, so the blob does not depend on the architecture).
+ *                    build of the SAME Node version, for ARM machines. The blob then has no code
+ *                    cache (it would be made by this machine's V8 for this machine's architecture).
  *   --out <file>     where to write the executable (default agent/dist/drover-agent).
  */
 import { execFileSync } from 'node:child_process';
@@ -34,6 +41,8 @@ const CONFIG = path.join(WORK, 'sea-config.json');
 const BINARY = path.resolve(option('--out') ?? path.join(DIST, 'drover-agent'));
 const BASE_NODE = fs.realpathSync(option('--node') ?? process.execPath);
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+/** A code cache is made by the running V8, so it only fits a binary of the running Node. */
+const CODE_CACHE = BASE_NODE === fs.realpathSync(process.execPath);
 
 /** The value following `name` on the command line, if any. */
 function option(name) {
@@ -78,6 +87,11 @@ async function bundle() {
     platform: 'node',
     target: 'node20',
     format: 'cjs',
+    minify: true,
+    // undici's cookie helpers read `globalThis.Headers` when they load, which makes Node load its
+    // own internal copy of undici next to the bundled one (~1 MiB of memory for nothing): the agent
+    // never hands them Node's Headers, so that reference is left out.
+    define: { 'globalThis.Headers': 'undefined' },
     // Workspace packages from their TypeScript sources (no build needed). Not via the `source`
     // export condition: some dependencies publish a `source` condition of their own.
     alias: { '@drover/shared': path.join(REPO, 'shared', 'src', 'index.ts') },
@@ -110,7 +124,7 @@ function isBuiltin(name) {
 function makeBlob() {
   fs.writeFileSync(
     CONFIG,
-    `${JSON.stringify({ main: BUNDLE, output: BLOB, disableExperimentalSEAWarning: true }, null, 2)}\n`,
+    `${JSON.stringify({ main: BUNDLE, output: BLOB, disableExperimentalSEAWarning: true, useCodeCache: CODE_CACHE }, null, 2)}\n`,
   );
   execFileSync(process.execPath, ['--experimental-sea-config', CONFIG], { stdio: 'inherit' });
 }
@@ -121,12 +135,45 @@ async function inject() {
   fs.copyFileSync(BASE_NODE, temp);
   fs.chmodSync(temp, 0o755);
   try {
+    strip(temp);
     const { inject: postject } = require('postject');
     await postject(temp, 'NODE_SEA_BLOB', fs.readFileSync(BLOB), { sentinelFuse: FUSE });
-    fs.renameSync(temp, BINARY); // atomically: a half-written binary never has the final name
-  } catch (error) {
+    install(temp, BINARY);
+  } finally {
     fs.rmSync(temp, { force: true });
-    throw error;
+  }
+}
+
+/**
+ * Removes the symbol tables and debug information from the copy of node (from ~94 to ~82 MiB for
+ * a distribution's build of Node 20); what the dynamic linker and native addons need stays. Without
+ * a `strip` that knows the binary's format (binutils missing, or another architecture's binary),
+ * the binary is built unstripped and this says so.
+ */
+function strip(file) {
+  try {
+    execFileSync('strip', [file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (error) {
+    const reason =
+      error.code === 'ENOENT' ? 'no `strip` program (binutils)' : String(error.stderr ?? error.message).trim();
+    console.warn(`build-binary: not stripped (${reason}); the binary is ~12 MiB larger`);
+  }
+}
+
+/**
+ * Gives the binary its final name, atomically (a half-written binary never has it), as a COPY of
+ * what postject wrote. postject writes the whole file at once, and Linux (6.x, ext4) keeps such a
+ * file in the page cache in large folios, which are mapped whole into every process that runs it:
+ * +10 to 20 MiB of RSS that no code uses. A copy is cached page by page, as a downloaded or
+ * installed binary is, so the binary on this machine starts as it will on another.
+ */
+function install(from, to) {
+  const copy = `${to}.${process.pid}.copy`;
+  try {
+    fs.copyFileSync(from, copy);
+    fs.renameSync(copy, to);
+  } finally {
+    fs.rmSync(copy, { force: true });
   }
 }
 
