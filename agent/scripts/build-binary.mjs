@@ -109,11 +109,18 @@ async function bundle() {
     throw new Error(`the bundle uses import.meta, which is empty in a single executable: ${where}`);
   }
   // A SEA can `require` built-in modules only: anything left outside the bundle would fail at run time.
-  const external = Object.values(result.metafile.outputs)
-    .flatMap((output) => output.imports)
-    .filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path));
+  const imports = Object.values(result.metafile.outputs).flatMap((output) => output.imports);
+  const external = imports.filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path));
   if (external.length > 0) {
     throw new Error(`the bundle requires modules outside it: ${[...new Set(external.map((i) => i.path))].join(', ')}`);
+  }
+  // esbuild turns `import()` of bundled modules into calls; one left as it is (of a built-in module)
+  // would fail in a SEA with a code cache, where `import()` does not work.
+  const dynamic = imports.filter((i) => i.external && i.kind === 'dynamic-import');
+  if (dynamic.length > 0) {
+    throw new Error(
+      `the bundle uses import() of ${dynamic.map((i) => i.path).join(', ')}: use require() or a static import`,
+    );
   }
 }
 
