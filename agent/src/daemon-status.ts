@@ -8,7 +8,7 @@ import { describeOffset, LARGE_OFFSET_MS } from './http/server-clock.js';
 export const DAEMON_STATUS_FILE = 'status.json';
 
 /**
- * `<state-dir>/status.json` as `drover-agent run` writes it (issue 3 design) and
+ * `<state-dir>/status.json` as `drover-agent run` writes it and
  * `drover-agent status` reads it.
  */
 export interface DaemonStatus {

@@ -36,7 +36,7 @@ export interface EnrollResult {
 }
 
 /**
- * Enrolls this machine (CONTRACT §5): makes an Ed25519 key pair locally, registers its public
+ * Enrolls this machine (docs/agent-protocol.md): makes an Ed25519 key pair locally, registers its public
  * half with the enrollment token, stores the key (0600) and the enrollment (0600) in the state
  * directory (0700), then proves the key works with a signed `GET /v1/agent/me`. The private key
  * never leaves the machine.

@@ -1,6 +1,6 @@
 import { describeValue } from '@drover/shared';
 /**
- * The one error model of the coordinator (CONTRACT §2). Every error a route can answer with is
+ * The one error model of the coordinator (docs/errors.md). Every error a route can answer with is
  * an AppError made from a code in this registry; the HTTP error handler turns it into
  * `{statusCode, code, message, details?}` and hides internals of anything else behind 500.
  */

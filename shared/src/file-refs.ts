@@ -1,5 +1,5 @@
 /**
- * File references in job params and outputs (CONTRACT §5, spec: Deploy event parameters).
+ * File references in job params and outputs (docs/agent-protocol.md, docs/ota.md).
  *
  * - What a caller sends as the value of a `file` param, and what a job stores:
  *   `{__type: 'FileRef', id}` (a `downloadUrl` sent by the caller is accepted and dropped).

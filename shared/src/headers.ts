@@ -1,4 +1,4 @@
-/** Header names of the signed agent protocol (CONTRACT §5), lower-case as Node exposes them. */
+/** Header names of the signed agent protocol (docs/agent-protocol.md), lower-case as Node exposes them. */
 export const AgentHeader = {
   agentId: 'x-agent-id',
   timestamp: 'x-timestamp',

@@ -19,7 +19,7 @@ export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
 export const isTerminalJobStatus = (s: string): s is TerminalJobStatus =>
   (TERMINAL_JOB_STATUSES as readonly string[]).includes(s);
 
-/** Event names of `GET /v1/agent/stream` (CONTRACT §5). */
+/** Event names of `GET /v1/agent/stream` (docs/agent-protocol.md). */
 export const StreamEvent = { job: 'job', deploy: 'deploy', ping: 'ping' } as const;
 export type StreamEvent = (typeof StreamEvent)[keyof typeof StreamEvent];
 

@@ -6,8 +6,7 @@ import type { JobAssignment } from './jobs.js';
 import { UUID_PATTERN } from './uuid.js';
 
 /**
- * Over-the-air deployment on the wire (spec: Desired manifest entry, Deploy event parameters;
- * CONTRACT §7; docs/ota.md): the signed manifest of `GET /v1/agent/deploy/desired`, the report
+ * Over-the-air deployment on the wire (docs/ota.md): the signed manifest of `GET /v1/agent/deploy/desired`, the report
  * of `POST /v1/agent/deploy/report` and the `deploy` event. The coordinator signs and the agent
  * verifies with the functions below, so both serialize the payload the same way (RFC 8785).
  */
@@ -49,7 +48,7 @@ export interface ManifestDesired {
   download_expires_in: number;
 }
 
-/** The signed content of one manifest entry (spec field names). */
+/** The signed content of one manifest entry (the field names of docs/ota.md). */
 export interface ManifestPayload {
   application_id: string;
   slug: string;
@@ -133,7 +132,7 @@ export interface DeployAssignment extends JobAssignment {
   params: Omit<DeployParams, 'artifact'> & { artifact: InputFileRef };
 }
 
-/** `POST /v1/agent/deploy/report`: what the device observes (spec: Report body). */
+/** `POST /v1/agent/deploy/report`: what the device observes (docs/ota.md). */
 export const DeployReportRequest = {
   type: 'object',
   additionalProperties: false,

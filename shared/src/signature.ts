@@ -4,7 +4,7 @@ import { AgentHeader, NONCE_PATTERN, SIGNATURE_SCHEME, SIGNATURE_TOLERANCE_MS } 
 import { UUID_REGEX } from './uuid.js';
 
 /**
- * The agent request signature of CONTRACT §5. The signed content is these lines joined by
+ * The agent request signature (docs/agent-protocol.md, "Signed requests"). The signed content is these lines joined by
  * "\n": the scheme, the method in capitals, the path with its query string as sent, the
  * X-Timestamp value, the X-Nonce value and the lowercase hex SHA-256 of the raw body bytes.
  * Both the agent (signer) and the coordinator (verifier) use this module.
@@ -91,7 +91,7 @@ const SIGNATURE_PATTERN = /^[A-Za-z0-9+/]{86}==$/;
 /**
  * True when `timestampMs` is within the tolerance of `nowMs`. The window is inclusive: a
  * timestamp exactly {@link SIGNATURE_TOLERANCE_MS} away is accepted, one millisecond more is not
- * (CONTRACT §5 refuses "more than 300 s off").
+ * (a timestamp "more than 300 s off" is refused).
  */
 export function isTimestampFresh(timestampMs: number, nowMs: number): boolean {
   return Math.abs(nowMs - timestampMs) <= SIGNATURE_TOLERANCE_MS;

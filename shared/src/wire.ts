@@ -28,7 +28,7 @@ export interface EnrollRequest {
   hostname: string;
   os: string;
   agentVersion: string;
-  /** Optional (a Drover extension of CONTRACT §5): the agent's display name; defaults to `hostname`. */
+  /** Optional (docs/agent-protocol.md, "Enrollment"): the agent's display name; defaults to `hostname`. */
   name?: string;
 }
 
@@ -51,7 +51,7 @@ export interface EnrollResponse {
 export const PARAM_TYPES = ['string', 'number', 'boolean', 'enum', 'file'] as const;
 export type ParamType = (typeof PARAM_TYPES)[number];
 
-/** One item of a workflow's `paramsSchema` (spec: Workflow). */
+/** One item of a workflow's `paramsSchema` (docs/agent-protocol.md). */
 export const ParamDefinition = {
   type: 'object',
   additionalProperties: false,
@@ -164,7 +164,7 @@ export interface AgentSelf {
   status: AgentStatus;
 }
 
-/** A workflow as the public API shows it (spec: Workflow); never secrets, secretsKeys or steps. */
+/** A workflow as the public API shows it (docs/agent-protocol.md); never secrets, secretsKeys or steps. */
 export const PublicWorkflow = {
   type: 'object',
   required: ['id', 'agentId', 'name', 'description', 'version', 'paramsSchema'],

@@ -3,7 +3,7 @@ import { AgentError } from '../errors.js';
 import { answerMessage, signedCall, type SignedCaller } from '../http/client.js';
 
 /**
- * The agent's signed deployment calls (spec: "Application deployment: agent endpoints"). Both
+ * The agent's signed deployment calls (docs/ota.md). Both
  * throw AgentErrors: `unreachable` (no answer), `http_error` (an error answer), `bad_response`.
  */
 export interface DeployApi {

@@ -24,7 +24,7 @@ export function entryFor(
 
 /**
  * Why the deploy event does not match the signed manifest entry, or null when it does: the same
- * release id and checksum (CONTRACT §7), the same update workflow, and an artifact the
+ * release id and checksum (docs/ota.md), the same update workflow, and an artifact the
  * coordinator describes with the signed checksum and size.
  */
 export function eventMismatch(assignment: DeployAssignment, payload: ManifestPayload): string | null {

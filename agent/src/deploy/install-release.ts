@@ -25,7 +25,7 @@ export interface InstallRequest {
 }
 
 /**
- * Runs the application's update workflow with the deploy params (spec: Deploy event parameters),
+ * Runs the application's update workflow with the deploy params (docs/ota.md),
  * taken from the signed manifest, the artifact being the downloaded file: in `params.json` a
  * FileRef with its local `path` (like any input file), in `DROVER_PARAM_ARTIFACT` the path.
  */

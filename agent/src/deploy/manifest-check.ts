@@ -18,7 +18,7 @@ export type ManifestCheck =
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
 
 /**
- * Checks one entry of `GET /v1/agent/deploy/desired` (CONTRACT §7, docs/agent.md "Over-the-air
+ * Checks one entry of `GET /v1/agent/deploy/desired` (docs/ota.md, docs/agent.md "Over-the-air
  * updates"): the Ed25519 signature over the RFC 8785 serialization of its payload must verify with
  * the server key pinned at enrollment (never a key the coordinator sends now), the payload must
  * have the documented shape, and its `issued_at` must not be older than the last entry accepted

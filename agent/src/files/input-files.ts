@@ -42,7 +42,7 @@ const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
 
 /**
  * Downloads every input FileRef of the params (a top-level value `{__type: 'FileRef', ...}`)
- * into `<workspace>/inputs/<param>/<filename>` before the first step (CONTRACT §5), verifying
+ * into `<workspace>/inputs/<param>/<filename>` before the first step (docs/agent-protocol.md), verifying
  * size and SHA-256. The first file that cannot be had ends the whole thing with a message that
  * names it; a URL refused as expired is replaced by a fresh one from the coordinator.
  */

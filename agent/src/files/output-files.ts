@@ -13,7 +13,7 @@ import { uploadFile } from './upload.js';
 import { resolveWorkspaceFile } from './workspace-path.js';
 import { retryTransfer } from './retry-transfer.js';
 
-/** The prefix of an output value naming a file to upload (CONTRACT §5). */
+/** The prefix of an output value naming a file to upload (docs/agent-protocol.md). */
 export const FILE_OUTPUT_PREFIX = 'file:';
 
 export interface OutputFilesRequest extends JobFilesRequest {

@@ -4,7 +4,7 @@ import path from 'node:path';
 export type WorkspacePath = { ok: true; path: string } | { ok: false; problem: string };
 
 /**
- * Where an output `file:<path>` points (CONTRACT §5): the path is taken relative to the job's
+ * Where an output `file:<path>` points (docs/agent-protocol.md): the path is taken relative to the job's
  * workspace (an absolute path is allowed when it lies inside it), then resolved with every
  * symbolic link followed; the result must still be inside the workspace (as resolved the same
  * way) and be a regular file. A link pointing out of the workspace, `../` climbing out of it, a

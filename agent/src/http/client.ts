@@ -12,7 +12,7 @@ export interface HttpAnswer {
   body: unknown;
 }
 
-/** An error answer of the coordinator (CONTRACT §2): `{statusCode, code, message, details?}`. */
+/** An error answer of the coordinator (docs/errors.md): `{statusCode, code, message, details?}`. */
 export interface CoordinatorErrorBody {
   code?: string;
   message?: string;
@@ -142,7 +142,7 @@ export interface SignedCaller {
 }
 
 /**
- * A signed call (CONTRACT §5). The signed path is taken from the URL as undici will send it
+ * A signed call (docs/agent-protocol.md). The signed path is taken from the URL as undici will send it
  * (after URL normalization), so that it is byte for byte what the coordinator sees. The
  * timestamp is the coordinator's time as the caller's clock knows it; a refusal that shows the
  * timestamp was out of the window (the clock corrected itself from that very answer) is tried

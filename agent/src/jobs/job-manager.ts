@@ -111,7 +111,7 @@ export class JobManager {
   /**
    * A `deploy` event of the stream: an update job. Taken into the queue like a job, except that
    * when the queue is full it is dropped with the log line `job queue full; rejecting` and not
-   * reported (spec, Limits): the coordinator keeps it pending and the pull fallback recovers it.
+   * reported (docs/agent.md): the coordinator keeps it pending and the pull fallback recovers it.
    */
   onDeployEvent(data: unknown): void {
     const { logger } = this.options;
@@ -185,7 +185,7 @@ export class JobManager {
         }
         case 'reject': {
           if (deploy) {
-            // Not reported: the coordinator keeps the job pending (spec, Limits rule 2).
+            // Not reported: the coordinator keeps the job pending (docs/agent.md).
             if (decision.reason === 'queue_full') log.warn({ event: 'deploy' }, 'job queue full; rejecting');
             else log.info({ event: 'deploy' }, `deploy event left for later: ${decision.message}`);
             return;

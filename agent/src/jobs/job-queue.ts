@@ -11,7 +11,7 @@ export interface RunningJob extends QueuedJob {
 
 /**
  * The agent's job queue: jobs run one at a time (p-queue, concurrency 1); `capacity` is the
- * number of jobs it holds, the running one included (CONTRACT §5: "The queue holds 4 jobs by
+ * number of jobs it holds, the running one included (docs/agent-protocol.md: "The queue holds 4 jobs by
  * default and runs them one at a time": one running and three waiting). A job that finds the
  * queue full is refused by the caller.
  */

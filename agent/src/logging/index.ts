@@ -1,4 +1,4 @@
-/** The agent's own log (CONTRACT §5): rotating pino JSON lines, and reading them back for people. */
+/** The agent's own log (docs/agent-protocol.md): rotating pino JSON lines, and reading them back for people. */
 export {
   createAgentLogger,
   DEFAULT_LOG_MAX_BYTES,

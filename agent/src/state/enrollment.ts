@@ -56,7 +56,7 @@ export function savePrivateKey(stateDir: string, seedBase64: string): void {
 }
 
 /**
- * Makes the agent key readable by its owner only (CONTRACT §5: mode 0600) when someone loosened
+ * Makes the agent key readable by its owner only (docs/agent-protocol.md: mode 0600) when someone loosened
  * it. Returns the mode it had when it was changed, else null.
  */
 export function tightenPrivateKeyMode(stateDir: string): number | null {

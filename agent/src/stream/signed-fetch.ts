@@ -14,7 +14,7 @@ export interface StreamSigner {
 
 /**
  * The `fetch` given to EventSource: every request it makes (each connection attempt) is signed
- * afresh (new timestamp and nonce, CONTRACT §5) over the path as sent. Redirects are refused:
+ * afresh (new timestamp and nonce, docs/agent-protocol.md) over the path as sent. Redirects are refused:
  * the signature covers the path, so a redirected request could not be valid anyway.
  */
 export function signedFetch(signer: StreamSigner): FetchLike {

@@ -1,5 +1,5 @@
 /**
- * Local workflow files and secrets (CONTRACT §5). The daemon imports:
+ * Local workflow files and secrets (docs/agent-protocol.md). The daemon imports:
  * `loadWorkflows(dir)`, `watchWorkflows(dir, onChange)` and `loadSecrets(stateDir)`.
  */
 export {

@@ -33,7 +33,7 @@ export const defaultWorkflowsDir = (stateDir: string): string => path.join(state
 export const isWorkflowFileName = (name: string): boolean => /\.ya?ml$/i.test(name) && !name.startsWith('.');
 
 /**
- * Reads every workflow file of `dir` (one workflow per file, CONTRACT §5). Never throws for the
+ * Reads every workflow file of `dir` (one workflow per file, docs/agent-protocol.md). Never throws for the
  * content of the directory: an invalid, unreadable or oversized file is reported in `problems`
  * and skipped, and two files defining the same workflow name are both skipped, each problem
  * naming the other file. Other files (not `.yaml`/`.yml`, hidden, directories) are ignored.

@@ -32,7 +32,7 @@ export interface ParsedWorkflowFile {
 }
 
 /**
- * Parses one workflow file (CONTRACT §5: one workflow per file) into the `WorkflowDefinition`
+ * Parses one workflow file (docs/agent-protocol.md: one workflow per file) into the `WorkflowDefinition`
  * the agent reports, refusing unknown keys and anything the coordinator's `PutWorkflowsRequest`
  * schema or its `paramsSchema` rules would refuse, with the line and path of each problem.
  */

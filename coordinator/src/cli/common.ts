@@ -3,7 +3,7 @@ import { isLockHeldError } from '@drover/shared';
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from '../config/config.js';
 import { dataDirHolder, lockDataDir } from './data-dir-lock.js';
 
-/** The flags every command that touches the data directory shares (CONTRACT §1). */
+/** The flags every command that touches the data directory shares (docs/operations.md). */
 export function withServerOptions(command: Command): Command {
   return command
     .option('--port <port>', 'port to listen on (env DROVER_PORT, default 8080)')

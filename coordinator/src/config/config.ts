@@ -2,7 +2,7 @@ import path from 'node:path';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
 
 /**
- * The coordinator's configuration (CONTRACT §1): flags, then environment, then defaults,
+ * The coordinator's configuration (docs/operations.md): flags, then environment, then defaults,
  * validated once at start with messages that name the setting, then frozen and passed in.
  * Nothing reads process.env anywhere else.
  */

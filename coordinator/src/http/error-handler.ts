@@ -49,7 +49,7 @@ const FASTIFY_CODES: Record<string, () => AppError> = {
     }),
 };
 
-/** Normalises any error to the CONTRACT §2 shape; 5xx bodies never carry internals. */
+/** Normalises any error to the error shape of docs/errors.md; 5xx bodies never carry internals. */
 export function toAppError(error: FastifyError | AppError | Error): AppError {
   if (error instanceof AppError) return error;
   const fe = error as FastifyError & { validationContext?: string; validation?: AjvIssue[] };
@@ -77,7 +77,7 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
   return new AppError('internal', 'Internal server error', { cause: error });
 }
 
-/** RFC 9110: a 401 names the scheme to use. Agents sign their requests (CONTRACT §5). */
+/** RFC 9110: a 401 names the scheme to use. Agents sign their requests (docs/agent-protocol.md). */
 function challengeOf(request: FastifyRequest): string {
   const tags = (request.routeOptions.schema as { tags?: string[] } | undefined)?.tags;
   return tags?.includes('agent') ? 'Signature realm="drover-agent"' : 'Bearer realm="drover"';

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOption
 import { AppError } from '../errors.js';
 
 /**
- * Refusals that happen before a route is found, in the one error shape (CONTRACT §2) with an
+ * Refusals that happen before a route is found, in the one error shape (docs/errors.md) with an
  * `x-request-id`, instead of Fastify's and Node's own bodies.
  */
 

@@ -27,7 +27,7 @@ const REASONS: Record<RefusalReason, string> = {
 };
 
 /**
- * Authenticates a signed agent request (CONTRACT §5) and returns its agent; every refusal is a
+ * Authenticates a signed agent request (docs/agent-protocol.md) and returns its agent; every refusal is a
  * 401. Order: header formats and the timestamp window, the agent (known), the signature over the
  * method, the raw URL (path and query exactly as sent) and the raw body bytes, the agent's status
  * (so that only the key holder learns it was revoked), and last the nonce, which is remembered

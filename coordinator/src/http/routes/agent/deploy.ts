@@ -7,7 +7,7 @@ import { ReleaseRefSchema } from '../manage/ota-schemas.js';
 import { noQuery } from './schemas.js';
 
 /**
- * The agent's OTA endpoints (signed; spec: "Application deployment: agent endpoints";
+ * The agent's OTA endpoints (signed; docs/ota.md;
  * docs/ota.md): the signed desired manifest and the installation report.
  */
 

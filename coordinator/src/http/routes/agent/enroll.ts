@@ -4,7 +4,7 @@ import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
 
 /**
- * `POST /v1/agent/enroll` (CONTRACT §5): spends a single-use enrollment token and registers the
+ * `POST /v1/agent/enroll` (docs/agent-protocol.md): spends a single-use enrollment token and registers the
  * agent's public key (domain/agent-enrollment.ts). Not signed: the enrollment token is the credential.
  */
 export async function agentEnrollRoutes(app: FastifyInstance): Promise<void> {

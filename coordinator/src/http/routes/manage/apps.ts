@@ -9,7 +9,7 @@ import { noContent, noQuery } from '../../schemas/management.js';
 import { AppSchema, appParams, type AppParams } from './ota-schemas.js';
 
 /**
- * OTA applications of an organization (spec: "Application deployment: dashboard management";
+ * OTA applications of an organization (docs/ota.md;
  * docs/ota.md). Any member lists, reads, creates and changes them; deleting one is for owners.
  */
 

@@ -15,7 +15,7 @@ import { requireAppAccess } from './ota-access.js';
 import { appParams, BindingSchema, deviceParams, type AppParams, type DeviceParams } from './ota-schemas.js';
 
 /**
- * Device bindings of an application (spec: Devices; CONTRACT §7; docs/ota.md): bind agents,
+ * Device bindings of an application (docs/ota.md): bind agents,
  * list, read, change channel, unbind, reconcile. Any member may do all of it.
  */
 

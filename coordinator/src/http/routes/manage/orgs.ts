@@ -7,7 +7,7 @@ import { errorResponses, orgParams } from '../../schemas/common.js';
 import { noQuery, OrgSchema } from '../../schemas/management.js';
 import { memberRoutes } from './members.js';
 
-/** Organizations of the signed-in user (CONTRACT §3); members are in members.ts. */
+/** Organizations of the signed-in user (docs/management.md); members are in members.ts. */
 export async function orgRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/orgs',

@@ -3,7 +3,7 @@ import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/ota/desired-s
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
 
 /**
- * Response schemas of the OTA dashboard endpoints (CONTRACT §7's fixed bodies). Every field
+ * Response schemas of the OTA dashboard endpoints (the bodies docs/ota.md fixes). Every field
  * returned is listed: fast-json-stringify drops anything else (binding internals such as retry
  * counters never leave).
  */

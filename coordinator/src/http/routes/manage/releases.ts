@@ -18,7 +18,7 @@ import { requireAppAccess } from './ota-access.js';
 import { appParams, ReleaseSchema, releaseParams, type AppParams, type ReleaseParams } from './ota-schemas.js';
 
 /**
- * Releases of an application (spec: Releases; CONTRACT §7; docs/ota.md). Any member creates,
+ * Releases of an application (docs/ota.md). Any member creates,
  * publishes and yanks them. A release is created as a draft; publishing re-evaluates the
  * devices of its channel; a published release is immutable.
  */

@@ -8,7 +8,7 @@ import { errorResponses, nullableTimestamp, uuid } from '../../schemas/common.js
 import { AgentSchema, noQuery, RateLimitSchema } from '../../schemas/management.js';
 
 /**
- * Token discovery (spec: Token discovery): any valid API token may read its own metadata and
+ * Token discovery (docs/management.md): any valid API token may read its own metadata and
  * list the agents and workflows its grants reach. Every call counts against the token read
  * limit; `/agents`, `/devices` and `/workflows` are audited as `api_token.discover`.
  *

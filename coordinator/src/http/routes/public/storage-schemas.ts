@@ -7,7 +7,7 @@ import {
 } from '../../../domain/files/file-input.js';
 import { nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
 
-/** JSON schemas of the public storage API (spec: File storage, Stored file). */
+/** JSON schemas of the public storage API (docs/storage.md: the file API and the stored file's fields). */
 
 /** A stored file's public metadata; fast-json-stringify drops every internal field. */
 export const FileViewSchema = {

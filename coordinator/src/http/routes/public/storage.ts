@@ -18,7 +18,7 @@ import {
 type IdParams = { Params: { id: string } };
 
 /**
- * The public storage API (spec: File storage): a token with a storage grant uploads and downloads
+ * The public storage API (docs/storage.md): a token with a storage grant uploads and downloads
  * files through presigned URLs. Thin: the token and its permission are checked before the body
  * (401, then 403), then domain/files does the rest (404 for a file outside the grant, 422, 409).
  * Storage calls count against no rate limit (neither the token's job limits nor the read limit).

@@ -20,7 +20,7 @@ import { errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 
 /**
- * `POST /v1/triggers/:id/run` (spec: Run a trigger; CONTRACT §4; rules and status codes in
+ * `POST /v1/triggers/:id/run` (rules and status codes in
  * docs/trigger-runs.md). The caller, the trigger and the grant are settled before the body is
  * validated (401, 403 and 404 come before 422); the run itself is the domain's
  * (domain/trigger-run/run-trigger.ts), as for every other source of runs.
@@ -65,7 +65,7 @@ const SyncResponseSchema = {
   },
 } as const;
 
-/** Both 429 shapes of the spec: token limit (`retryAfter`) and workflow limit (`window`). */
+/** Both 429 shapes of docs/errors.md: token limit (`retryAfter`) and workflow limit (`window`). */
 const RateLimitedSchema = {
   type: 'object',
   required: ['statusCode', 'code', 'message'],
@@ -147,7 +147,7 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
       }
       const { jobId, repeated, trigger } = outcome;
       if (trigger.responseMode === 'async') {
-        // A repeated key gets the first call's answer again (spec: the async status is `pending`
+        // A repeated key gets the first call's answer again (the async status is `pending`
         // or `queued`); the job's progress is on its statusUrl, as for the first call.
         return reply.code(202).send({
           jobId,
