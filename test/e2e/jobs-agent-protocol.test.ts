@@ -167,6 +167,33 @@ describe('agent job endpoints', () => {
     expect(late.body).toEqual({ jobId: job.id, status: 'failed', accepted: 1 });
   });
 
+  it('refuses with 422 an output nested too deep or holding a number JSON cannot keep, on an open job and on a resend', async () => {
+    const job = createTestJob(t, agent);
+    const finish = (output: string) =>
+      agent.request('POST', `/v1/agent/jobs/${job.id}/finish`, undefined, {
+        rawBody: `{"status":"success","exitCode":0,"errorMessage":null,"output":${output}}`,
+      });
+    const deep = (levels: number) => '{"a":'.repeat(levels) + '1' + '}'.repeat(levels);
+
+    for (const levels of [33, 10_000]) {
+      const res = await finish(`{"version":"1.0","tree":${deep(levels)}}`);
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({
+        code: 'validation_failed',
+        details: [{ path: 'body.output.tree', message: 'is nested more than 32 levels deep' }],
+      });
+    }
+    const huge = await finish('{"n":1e400}');
+    expect(huge.status).toBe(422);
+    expect(huge.body.details).toEqual([{ path: 'body.output.n', message: expect.stringMatching(/finite number/) }]);
+    expect(await detail(job.id)).toMatchObject({ status: 'pending', output: null });
+
+    expect((await finish(`{"tree":${deep(31)}}`)).status).toBe(200);
+    // A different result sent again (too deep to compare) is refused the same way, not a 500.
+    expect((await finish(`{"tree":${deep(10_000)}}`)).status).toBe(422);
+    expect((await detail(job.id)).status).toBe('success');
+  });
+
   it('records the terminal status exactly once and wakes a waiter once, under conflicting concurrent finishes', async () => {
     const job = createTestJob(t, agent);
     await post(job.id, 'start');

@@ -1,5 +1,6 @@
 import type { ParamDefinition } from '@drover/shared';
-import { describe, validationFailed, type ValidationDetail } from '../../errors.js';
+import { validationFailed, type ValidationDetail } from '../../errors.js';
+import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
 import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
 
 /**
@@ -14,13 +15,13 @@ import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
  * - Parameters the schema does not declare are kept as sent: the spec calls `params` an
  *   "arbitrary payload passed to the workflow steps". With `paramsSchema: null` everything is
  *   passed through.
- * - Whatever the schema, the payload must be plain JSON the job can store and hash: nested at
- *   most MAX_PARAMS_DEPTH levels, numbers finite (JSON such as `1e400` parses to Infinity).
+ * - Whatever the schema, the payload must be plain JSON the job can store and hash
+ *   (plain-json.ts): nested at most MAX_PARAMS_DEPTH levels, numbers finite.
  *
  * Every problem is reported at once, each at `params.<name>`.
  */
 
-export const MAX_PARAMS_DEPTH = 32;
+export const MAX_PARAMS_DEPTH = MAX_JSON_DEPTH;
 
 /** The params to store on the job (defaults applied), or a 422 naming each bad parameter. */
 export function resolveRunParams(
@@ -28,11 +29,7 @@ export function resolveRunParams(
   params: Record<string, unknown> | undefined,
 ): Record<string, unknown> {
   const given = params ?? {};
-  const problems: ValidationDetail[] = [];
-  for (const name of Object.keys(given)) {
-    const problem = plainJsonProblem(given[name], 1);
-    if (problem) problems.push({ path: `params.${name}`, message: problem });
-  }
+  const problems: ValidationDetail[] = plainJsonProblems(given, 'params');
   if (schema === null || schema.length === 0) {
     if (problems.length > 0) throw validationFailed(problems);
     return given;
@@ -82,18 +79,4 @@ function valueProblem(param: ParamDefinition, value: unknown): string | null {
     if (regexp?.test(value)) return null;
   }
   return paramValueProblem(param, value);
-}
-
-/** Why `value` cannot be stored as plain JSON (too deep, a non-finite number), or null. */
-export function plainJsonProblem(value: unknown, depth: number): string | null {
-  if (typeof value === 'number')
-    return Number.isFinite(value) ? null : `must be a finite number, got ${describe(value)}`;
-  if (value === null || typeof value !== 'object') return null;
-  if (depth > MAX_PARAMS_DEPTH) return `is nested more than ${MAX_PARAMS_DEPTH} levels deep`;
-  const items = Array.isArray(value) ? value : Object.values(value);
-  for (const item of items) {
-    const problem = plainJsonProblem(item, depth + 1);
-    if (problem) return problem;
-  }
-  return null;
 }

@@ -9,7 +9,8 @@ import {
 import type { TransitionResult } from '../../../db/repositories/jobs.js';
 import { checkOutputFileRefs } from '../../../domain/job-output-files.js';
 import { rejectMessage } from '../../../domain/job-state.js';
-import { AppError, notFound } from '../../../errors.js';
+import { plainJsonProblems } from '../../../domain/plain-json.js';
+import { AppError, notFound, validationFailed } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
@@ -160,6 +161,9 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const agent = await requireAgent(request);
       const { jobId } = request.params;
+      // Output is stored, compared with a resent result and served: plain JSON only.
+      const problems = plainJsonProblems(request.body.output, 'body.output');
+      if (problems.length > 0) throw validationFailed(problems);
       // Output FileRefs must name active output files of this job; others are left out (logged).
       const { output, dropped } = await checkOutputFileRefs(app.ctx.files, agent.orgId, jobId, request.body.output);
       for (const d of dropped)
