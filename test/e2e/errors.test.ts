@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -218,6 +219,30 @@ describe('error responses', () => {
     );
     expect(oversized.status).toBe(431);
     expect(JSON.parse(oversized.body)).toMatchObject({ statusCode: 431, code: 'headers_too_large' });
+  });
+
+  it('answers a HEAD that HTTP cannot read with the headers of the refusal and no body, as HEAD answers are', async () => {
+    const unreadable = [
+      { request: 'HEAD /v1/orgs/\u00ff HTTP/1.1\r\nHost: x\r\n\r\n', status: 400 },
+      { request: `HEAD /v1/token HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, status: 431 },
+    ];
+    for (const { request, status } of unreadable) {
+      const res = await rawExchange(t.url, request);
+      expect(res.status).toBe(status);
+      expect(res.head).toMatch(/\r\ncontent-type: application\/json; charset=utf-8\r\n/);
+      expect(res.body).toBe('');
+    }
+    // So a client that knows it sent a HEAD reads the refusal, rather than failing on stray bytes.
+    const seen = await new Promise<number | string>((resolve) => {
+      const req = http.request(`${t.url}/v1/token`, { method: 'HEAD', headers: { 'x-big': 'a'.repeat(20_000) } });
+      req.on('response', (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', (error) => resolve(error.message));
+      req.end();
+    });
+    expect(seen).toBe(431);
   });
 
   it('answers missing and garbage credentials with 401 unauthorized', async () => {

@@ -40,20 +40,44 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
             'The request is not valid HTTP (for example, a Content-Length that does not match the body)',
           );
   this.log.debug({ err: error }, 'client error');
-  writeRawRefusal(socket, refusal, error);
+  writeRawRefusal(socket, refusal, error, { head: isHeadRequest(error) });
+}
+
+/** A request line, whole or cut short by the error: the method, then the request target. */
+const REQUEST_LINE = /([A-Z]+) (?:\/|\*|https?:\/\/)[^\r\n]*(?:\r\n|$)/g;
+
+/**
+ * Whether the request Node's parser failed on is a HEAD, read from the bytes it failed in
+ * (`rawPacket`, up to `bytesParsed`): its request line is the last one there, possibly behind the
+ * end of an earlier request on the connection. False when those bytes hold no request line
+ * (headers too large that arrived in pieces): then the refusal keeps its body.
+ */
+export function isHeadRequest(error: Error & { rawPacket?: unknown; bytesParsed?: unknown }): boolean {
+  const raw = error.rawPacket;
+  if (!Buffer.isBuffer(raw)) return false;
+  const end = typeof error.bytesParsed === 'number' ? Math.min(raw.length, error.bytesParsed + 1) : raw.length;
+  const lines = [...raw.toString('latin1', 0, end).matchAll(REQUEST_LINE)];
+  // `endsWith`: the method may follow the last bytes of an earlier body without a separator.
+  return lines.at(-1)?.[1]?.endsWith('HEAD') === true;
 }
 
 /**
  * Answers on a connection Fastify is not answering on (no request was read, or it is abandoned),
- * in the one error shape, then closes it.
+ * in the one error shape, then closes it. The answer to a HEAD has the headers of that answer
+ * and no body: a client reading a HEAD answer takes any bytes after the headers as garbage.
  */
-export function writeRawRefusal(socket: Duplex, refusal: AppError, cause?: Error): void {
+export function writeRawRefusal(
+  socket: Duplex,
+  refusal: AppError,
+  cause?: Error,
+  options: { head?: boolean } = {},
+): void {
   if (socket.writable) {
     const body = JSON.stringify(refusal.toBody());
     socket.write(
       `HTTP/1.1 ${refusal.statusCode} ${STATUS_CODES[refusal.statusCode]}\r\n` +
         `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
-        `date: ${new Date().toUTCString()}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${body}`,
+        `date: ${new Date().toUTCString()}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${options.head ? '' : body}`,
     );
   }
   socket.destroy(cause);
