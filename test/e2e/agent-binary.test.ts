@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { insertEnrollmentToken } from '../helpers/agent.js';
 import { createTestJob } from '../helpers/jobs.js';
+import { eventually } from '../helpers/poll.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const BINARY = path.join(REPO, 'agent/dist/drover-agent');
@@ -123,7 +124,11 @@ describe('the single executable agent/dist/drover-agent', () => {
         return null;
       }
     };
-    await until(() => readStatus()?.connection === 'connected' && readStatus()?.workflows.loaded === 2, 'connected');
+    await eventually(
+      () => readStatus()?.connection === 'connected' && readStatus()?.workflows.loaded === 2,
+      20_000,
+      'connected',
+    );
 
     const status = await run(BINARY, ['status', '--state-dir', stateDir], { cwd: scratch });
     expect(status.stdout).toMatch(new RegExp(`Agent: +running \\(pid ${child.pid},`));
@@ -137,12 +142,12 @@ describe('the single executable agent/dist/drover-agent', () => {
       const job = await jobs.findById(id);
       return job && ['success', 'failed', 'timed_out', 'rejected', 'cancelled'].includes(job.status) ? job : undefined;
     };
-    const helloJob = await until(() => done(hello.id), 'the hello job to finish');
+    const helloJob = await eventually(() => done(hello.id), 20_000, 'the hello job to finish');
     expect(helloJob).toMatchObject({ status: 'success', exitCode: 0, output: { greeting: 'Hello, technician!' } });
     const helloLogs = await jobs.listLogs(hello.id, 0, 100);
     expect(helloLogs.map((l) => l.text)).toContain('Hello, technician!');
 
-    const keyedJob = await until(() => done(keyed.id), 'the keyed job to finish');
+    const keyedJob = await eventually(() => done(keyed.id), 20_000, 'the keyed job to finish');
     expect(keyedJob).toMatchObject({ status: 'success', output: { key: '***' } });
     const keyedLogs = (await jobs.listLogs(keyed.id, 0, 100)).map((l) => l.text);
     expect(keyedLogs).toContain('using ***');
@@ -159,13 +164,3 @@ describe('the single executable agent/dist/drover-agent', () => {
     expect(after.stdout).toMatch(/Agent: +not running/);
   }, 60_000);
 });
-
-/** Polls `check` until it gives a value, for at most 20 s. */
-async function until<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string): Promise<T> {
-  for (const started = Date.now(); Date.now() - started < 20_000;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}

@@ -3,7 +3,6 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
-  eventually,
   isAlive as alive,
   sparesOf,
   startCuttableProxy,
@@ -13,6 +12,7 @@ import {
   type AgentStateDir,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob } from '../helpers/jobs.js';
 

@@ -3,13 +3,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
-  eventually,
   startDaemonProcess,
   stopDaemonProcess,
   writeWorkflowFile,
   type AgentStateDir,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob } from '../helpers/jobs.js';
 

@@ -3,7 +3,8 @@ import { signRequest } from '@drover/shared';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob, finishBody } from '../helpers/jobs.js';
-import { eventually, openAgentStream, type AgentStream } from '../helpers/sse.js';
+import { eventually } from '../helpers/poll.js';
+import { openAgentStream, type AgentStream } from '../helpers/sse.js';
 
 const PING_MS = 100;
 const GRACE_MS = 400;

@@ -3,7 +3,6 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
-  eventually,
   killProcessesWithEnv,
   sleep,
   startCuttableProxy,
@@ -12,6 +11,7 @@ import {
   writeWorkflowFile,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startDaemonRig, type AgentStateDir, type DaemonRig } from '../helpers/agent-daemon.js';
+import { startDaemonRig, type AgentStateDir, type DaemonRig } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import type { TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
 import { defaultBindingId, sha256, uploadFile } from '../helpers/storage.js';

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob, finishBody } from '../helpers/jobs.js';
-import { eventually, openAgentStream } from '../helpers/sse.js';
+import { eventually } from '../helpers/poll.js';
+import { openAgentStream } from '../helpers/sse.js';
 
 const JOB_FIELDS = [
   'agentId',

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob, finishBody } from '../helpers/jobs.js';
-import { eventually, openAgentStream } from '../helpers/sse.js';
+import { eventually } from '../helpers/poll.js';
+import { openAgentStream } from '../helpers/sse.js';
 
 const GRACE_MS = 200;
 const DEADLINE_MESSAGE = "no result from the agent before the job's deadline";

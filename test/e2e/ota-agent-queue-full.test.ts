@@ -3,7 +3,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
-  eventually,
   killProcessesWithEnv,
   startDaemonProcess,
   stopDaemonProcess,
@@ -11,6 +10,7 @@ import {
   type AgentStateDir,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { artifactUploader, bindDevices, createApp, release, uploadArtifact } from '../helpers/ota.js';
 import { bindingWhen, installedVersion, updateJobsOf, writeUpdateWorkflow } from '../helpers/ota-agent.js';

@@ -17,6 +17,7 @@ import {
 } from '../helpers/ota.js';
 import { openAgentStream, type AgentStream } from '../helpers/sse.js';
 import { sha256 } from '../helpers/storage.js';
+import { eventually } from '../helpers/poll.js';
 
 /**
  * The agent's side of OTA through HTTP (docs/ota.md): the `deploy` event on the stream, the
@@ -313,7 +314,7 @@ describe('reports and convergence (CONTRACT §7 through the API)', () => {
     const installing = await report(agent, { applicationId: app.id, currentVersion: '0.9', state: 'installing' });
     expect(installing.body).toMatchObject({ state: 'installing', activeJobId: jobId });
     expect((await finish(agent, jobId, 'success')).status).toBe(200);
-    const done = await waitFor(async () => {
+    const done = await eventually(async () => {
       const b = await getBinding(owner, t.orgId, app.id, binding!.id);
       return b.activeJobId === null ? b : null;
     });
@@ -360,7 +361,7 @@ describe('reports and convergence (CONTRACT §7 through the API)', () => {
     const r2 = await release(owner, t.orgId, app.id, { version: '2', artifactFileId: file });
     const [binding] = await bindDevices(owner, t.orgId, app.id, [agent.agentId]);
     expect((await finish(agent, binding!.activeJobId!, 'success')).status).toBe(200);
-    await waitFor(async () => (await getBinding(owner, t.orgId, app.id, binding!.id)).activeJobId === null);
+    await eventually(async () => (await getBinding(owner, t.orgId, app.id, binding!.id)).activeJobId === null);
     await yankRelease(owner, t.orgId, app.id, r2.id);
     const after = await getBinding(owner, t.orgId, app.id, binding!.id);
     expect(after).toMatchObject({ current: ref(r2), desired: ref(r1), forced: true });
@@ -435,13 +436,3 @@ describe('reports and convergence (CONTRACT §7 through the API)', () => {
     }
   });
 });
-
-async function waitFor<T>(check: () => Promise<T | null | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

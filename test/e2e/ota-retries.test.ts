@@ -11,7 +11,7 @@ import {
   uploadArtifact,
   type BindingBody,
 } from '../helpers/ota.js';
-import { eventually } from '../helpers/sse.js';
+import { eventually } from '../helpers/poll.js';
 
 /**
  * What happens after an update job ends (docs/ota.md, "Update jobs"): retries with backoff, the

@@ -3,12 +3,12 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FAKETIME_LIBRARY, runAgentCli, skewedClockEnv } from '../helpers/agent-cli.js';
 import {
-  eventually,
   startDaemonProcess,
   stopDaemonProcess,
   writeWorkflowFile,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 

@@ -13,6 +13,7 @@ import {
 import { ApiClient } from '../helpers/http.js';
 import { rawRequest, sha256 } from '../helpers/storage.js';
 import { issueApiToken } from '../helpers/tokens.js';
+import { eventually } from '../helpers/poll.js';
 
 /**
  * A coordinator killed (SIGKILL) in the middle of receiving an upload leaves no `active` file and
@@ -67,8 +68,7 @@ describe('a coordinator killed mid-upload', () => {
     const req = http.request(uploadUrl, { method: 'PUT', headers: { 'content-length': String(16 << 20) } });
     const failed = new Promise((resolve) => req.on('error', resolve));
     req.write(Buffer.alloc(1 << 20, 7));
-    const until = Date.now() + 10_000;
-    while (tmpFiles(dataDir).length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await eventually(() => tmpFiles(dataDir).length > 0, 10_000, 'the upload to reach a temp file');
     expect(tmpFiles(dataDir)).toHaveLength(1);
     first.child.kill('SIGKILL');
     await first.exited;

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
 import { defaultBindingId, rawRequest, storageClient, uploadFile } from '../helpers/storage.js';
+import { eventually } from '../helpers/poll.js';
 
 /**
  * File lifecycle (CONTRACT §6, docs/storage.md): the TTL sweeper and DELETE move files
@@ -32,11 +33,7 @@ describe('file lifecycle', () => {
   const blobPath = (fileId: string) => path.join(t.dataDir, 'blobs', fileId.slice(0, 2), fileId);
   const status = async (fileId: string) => (await client.get(`/storage/files/${fileId}`)).body.status as string;
   async function waitForStatus(fileId: string, wanted: string, ms = 5000): Promise<void> {
-    const until = Date.now() + ms;
-    while ((await status(fileId)) !== wanted) {
-      if (Date.now() > until) throw new Error(`file ${fileId} is ${await status(fileId)}, not ${wanted}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    await eventually(async () => (await status(fileId)) === wanted, ms, `file ${fileId} to be ${wanted}`);
   }
   /** A release row referencing the file (releases come with the OTA endpoints). */
   function release(fileId: string, releaseStatus: 'draft' | 'published' | 'yanked'): string {

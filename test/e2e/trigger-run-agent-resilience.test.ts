@@ -3,7 +3,6 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
-  eventually,
   killProcessesWithEnv,
   processesWithEnv,
   sleep,
@@ -15,6 +14,7 @@ import {
   type CuttableProxy,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  eventually,
   isAlive as alive,
   processesWithEnv,
   startDaemonRig,
@@ -10,6 +9,7 @@ import {
   type DaemonProcess,
   type DaemonRig,
 } from '../helpers/agent-daemon.js';
+import { eventually } from '../helpers/poll.js';
 import type { TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiResponse } from '../helpers/http.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';

@@ -5,14 +5,9 @@ import { enrollTestAgent } from '../helpers/agent.js';
 import { outsider } from '../helpers/members.js';
 import { issueApiToken } from '../helpers/tokens.js';
 import { startRunFixture, type RunFixture } from '../helpers/trigger-runs.js';
+import { eventually } from '../helpers/poll.js';
 
 /** `POST /v1/triggers/:id/run`: response shapes, sync waits, access rules and bad input. */
-
-/** Polls `check` every 10 ms for up to 3 s. */
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
-  expect(check()).toBe(true);
-}
 
 const expectError = (res: { status: number; body: any; text: string }, status: number, code: string) => {
   expect(res.status, res.text).toBe(status);
@@ -185,10 +180,10 @@ describe('running a trigger', () => {
       const emitter = (f.t.coordinator.ctx.jobEvents as unknown as { emitter: import('node:events').EventEmitter })
         .emitter;
       const listeners = () => emitter.listenerCount(`finished:${jobId}`);
-      await until(() => listeners() === 1);
+      await eventually(() => listeners() === 1);
       call.destroy();
       expect(await failed).toBeInstanceOf(Error);
-      await until(() => listeners() === 0);
+      await eventually(() => listeners() === 0);
       await f.finish(jobId, { status: 'success', exitCode: 0 });
       expect(f.job(jobId).status).toBe('success');
     });

@@ -6,6 +6,7 @@ import { enrollAgent } from '../../agent/src/enroll.js';
 import type { DaemonStatus } from '../../agent/src/daemon-status.js';
 import { loadPrivateKey } from '../../agent/src/state/enrollment.js';
 import type { TestAgent } from './agent.js';
+import { eventually } from './poll.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from './coordinator.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -86,23 +87,23 @@ export function startDaemonProcess(
     exited,
     output: () => output,
     logRecords,
-    async waitForLog(match, timeoutMs = 15_000) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const found = logRecords().find(match);
-        if (found) return found;
-        if (Date.now() > until) {
-          throw new Error(
-            `no matching agent log record in ${timeoutMs} ms; log:\n${logRecords()
-              .map((r) => r.msg)
-              .join('\n')}\noutput:\n${output}`,
-          );
-        }
-        if (child.exitCode !== null)
-          throw new Error(`the daemon exited (${child.exitCode}) before the log record; output:\n${output}`);
-        await sleep(50);
-      }
+    waitForLog(match, timeoutMs = 15_000) {
+      return eventually(
+        () => {
+          const found = logRecords().find(match);
+          if (found) return found;
+          if (child.exitCode !== null)
+            throw new Error(`the daemon exited (${child.exitCode}) before the log record; output:\n${output}`);
+          return undefined;
+        },
+        timeoutMs,
+        () =>
+          `a matching agent log record; log:\n${logRecords()
+            .map((r) => r.msg)
+            .join('\n')}\noutput:\n${output}\n`,
+      );
     },
+
     status() {
       try {
         return JSON.parse(fs.readFileSync(path.join(stateDir, 'status.json'), 'utf8')) as DaemonStatus;
@@ -203,21 +204,6 @@ function readLog(stateDir: string): Record<string, any>[] {
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls until `check` returns a value that is not undefined/false, or throws after `timeoutMs`. */
-export async function eventually<T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 15_000,
-  what = 'condition',
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`${what} not met within ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
 
 /**
  * A TCP proxy in front of the coordinator that a test can cut (connections refused, open ones

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { writeWorkflowFile } from './agent-daemon.js';
 import type { TestCoordinator } from './coordinator.js';
 import { getBinding, type BindingBody } from './ota.js';
+import { eventually } from './poll.js';
 
 /**
  * Helpers of the OTA end-to-end tests with real agent processes (test/e2e/ota-agent-*.test.ts).
@@ -48,14 +49,15 @@ export async function bindingWhen(
   what: string,
   timeoutMs = 20_000,
 ): Promise<BindingBody> {
-  const until = Date.now() + timeoutMs;
   let last: BindingBody | null = null;
-  for (;;) {
-    last = await getBinding(t.owner, t.orgId, appId, deviceId);
-    if (check(last)) return last;
-    if (Date.now() > until) throw new Error(`${what} not met within ${timeoutMs} ms; binding: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return eventually(
+    async () => {
+      last = await getBinding(t.owner, t.orgId, appId, deviceId);
+      return check(last) && last;
+    },
+    timeoutMs,
+    () => `${what}; binding: ${JSON.stringify(last)}`,
+  );
 }
 
 /**

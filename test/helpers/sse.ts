@@ -149,14 +149,3 @@ function parseBlock(block: string): SseEvent | null {
   }
   return any ? { event, id, data: data.join('\n') } : null;
 }
-
-/** Polls `check` until it returns a truthy value (or throws after `timeoutMs`). */
-export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}

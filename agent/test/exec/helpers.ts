@@ -75,14 +75,6 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-export async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** This process's children that are a launcher's spare (`/bin/dash -s`). */
 export function spares(): number[] {
   return fs

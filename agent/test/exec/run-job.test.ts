@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StepLauncher } from '../../src/exec/step-launcher.js';
 import { LogShipper, MAX_LOG_TEXT } from '../../src/jobs/log-shipper.js';
-import { fixture, isAlive, runJob, sh, spares, tempStateDir, waitFor } from './helpers.js';
+import { fixture, isAlive, runJob, sh, spares, tempStateDir } from './helpers.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 /** The pieces of a secret a cut through it would leave: its beginnings and ends of 4 or more characters. */
 const fragmentsOf = (secret: string): string[] =>
@@ -260,7 +261,7 @@ describe('timeouts', () => {
     });
     expect(out).toEqual(['grandchild started']);
     const grandchild = Number(fs.readFileSync(pidFile, 'utf8'));
-    await waitFor(() => !isAlive(grandchild), 2000);
+    await eventually(() => !isAlive(grandchild), 2000);
   });
 
   it('applies the smaller of the step timeout and what is left of the job timeout', async () => {
@@ -288,7 +289,7 @@ describe('timeouts', () => {
     const { result } = await runJob(stateDir, [sh(`sleep 300 & echo $! > ${pidFile}; echo done`)]);
     expect(result.status).toBe('success');
     expect(Date.now() - startedAt).toBeLessThan(3000);
-    await waitFor(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
+    await eventually(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
   });
 });
 
@@ -299,7 +300,7 @@ describe('cancellation', () => {
     const running = runJob(stateDir, [{ name: 'long', run: fixture('spawn-grandchild.sh'), args: [pidFile] }], {
       abort: controller.signal,
     });
-    await waitFor(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
+    await eventually(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').trim() !== '');
     controller.abort('the agent is shutting down');
     const { result } = await running;
     expect(result).toMatchObject({
@@ -307,6 +308,6 @@ describe('cancellation', () => {
       exitCode: null,
       errorMessage: 'the agent is shutting down; step 1 (long) was stopped',
     });
-    await waitFor(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
+    await eventually(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
   });
 });

@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawnStep, StepLauncher, type StepCommand, type StepProcess } from '../../src/exec/step-launcher.js';
-import { fixture, isAlive, spares, tempStateDir, waitFor } from './helpers.js';
+import { fixture, isAlive, spares, tempStateDir } from './helpers.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 let dir: string;
 let launcher: StepLauncher;
@@ -119,7 +120,7 @@ describe('the step launcher', () => {
       launcher.launch({ file: 'drover-no-such-program', args: [], shell: false, cwd: dir, env: {} }),
     );
     expect(missing.code).toBe('ENOENT');
-    await waitFor(() => !isAlive(spare!));
+    await eventually(() => !isAlive(spare!));
 
     launcher.warm();
     const [second] = spares();
@@ -127,7 +128,7 @@ describe('the step launcher', () => {
     expect(named.pid).not.toBe(second);
     const seen = JSON.parse((await outcome(named)).stdout) as { env: Record<string, string> };
     expect(seen.env['not-a-shell-name']).toBe('kept');
-    await waitFor(() => !isAlive(second!));
+    await eventually(() => !isAlive(second!));
 
     // dash would reset IFS and PPID and drop OPTIND: such a step is spawned as well
     for (const name of ['IFS', 'PPID', 'OPTIND', 'LINENO']) {
@@ -146,7 +147,7 @@ describe('the step launcher', () => {
     const running = spares();
     expect(running).toHaveLength(1);
     launcher.close();
-    await waitFor(() => !isAlive(running[0]!));
+    await eventually(() => !isAlive(running[0]!));
     launcher.warm();
     expect(spares()).toEqual([]);
     const direct = await outcome(launcher.launch({ file: 'echo direct', args: [], shell: true, cwd: dir, env: {} }));
@@ -211,6 +212,6 @@ describe('the step launcher', () => {
     expect(result).toMatchObject({ exitCode: 0, timedOut: false });
     const spare = Number(/^warmed (\d+)$/.exec(String(result.stdout))?.[1]);
     expect(spare).toBeGreaterThan(0);
-    await waitFor(() => !isAlive(spare));
+    await eventually(() => !isAlive(spare));
   });
 });

@@ -12,6 +12,7 @@ import type { Report } from '../../src/outbox/report.js';
 import { Backoff } from '../../src/util/backoff.js';
 import type { LoadedSecrets } from '../../src/workflows/index.js';
 import { captureLogger } from '../log-capture.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 export interface Harness {
   stateDir: string;
@@ -102,11 +103,7 @@ export function harness(
       return report?.kind === 'finish' ? (report.body as Record<string, any>) : undefined;
     },
     async until(check: () => boolean, timeoutMs = 5000) {
-      const end = Date.now() + timeoutMs;
-      while (!check()) {
-        if (Date.now() > end) throw new Error('condition not met in time');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await eventually(check, timeoutMs);
     },
     restart: () => {
       sender.close();

@@ -12,6 +12,7 @@ import { signedCall } from '../../src/http/client.js';
 import { StreamClient, type ConnectionState, type StreamMessage } from '../../src/stream/stream-client.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { captureLogger } from '../log-capture.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 const keys = generateEd25519KeyPair();
 const agentId = '6f1c2b8e-4d3a-4f5b-9c7d-0e1f2a3b4c5d';
@@ -83,14 +84,6 @@ async function closedOrigin(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 describe('the stream client', () => {
   it('signs every connection attempt afresh and hands over the events', async () => {
     const server = await sseServer((_req, res, attempt) => {
@@ -101,7 +94,7 @@ describe('the stream client', () => {
     });
     cleanups.push(server.close);
     const { messages, states } = client(server.origin);
-    await until(() => messages.filter((m) => m.event === 'job').length === 2);
+    await eventually(() => messages.filter((m) => m.event === 'job').length === 2);
     expect(messages.filter((m) => m.event === 'job').map((m) => [m.id, m.data])).toEqual([
       ['job-1', { jobId: 'job-1' }],
       ['job-2', { jobId: 'job-2' }],
@@ -130,7 +123,7 @@ describe('the stream client', () => {
     const server = await sseServer((_req, res) => openStream(res)); // no event, no ping, ever
     cleanups.push(server.close);
     const { states, records } = client(server.origin, { idleTimeoutMs: 200 });
-    await until(() => server.requests.length >= 3);
+    await eventually(() => server.requests.length >= 3);
     expect(states.filter((s) => s[0] === 'disconnected')[0]![1]).toBe(
       'the stream dropped: no event from the coordinator for 200ms',
     );
@@ -147,14 +140,14 @@ describe('the stream client', () => {
     });
     cleanups.push(server.close);
     const { states, stream } = client(server.origin);
-    await until(() => stream.state === 'connected');
+    await eventually(() => stream.state === 'connected');
     expect(server.requests).toHaveLength(3);
     expect(states.find((s) => s[0] === 'disconnected')![1]).toMatch(
       /^cannot open the stream: the coordinator refused the agent signature \(HTTP 401/,
     );
 
     const dead = client(await closedOrigin());
-    await until(() => dead.states.some((s) => s[0] === 'disconnected'));
+    await eventually(() => dead.states.some((s) => s[0] === 'disconnected'));
     expect(dead.states.find((s) => s[0] === 'disconnected')![1]).toMatch(/^cannot open the stream: /);
   });
 
@@ -165,7 +158,7 @@ describe('the stream client', () => {
     const dead = client(origin, {
       beforeConnect: () => signedCall(caller, 'PUT', '/v1/agent/workflows', {}).then(() => {}),
     });
-    await until(() => dead.records.filter((r) => r.level === 40).length >= 3);
+    await eventually(() => dead.records.filter((r) => r.level === 40).length >= 3);
     dead.stream.stop();
     const attempts = dead.states.filter((s) => s[0] === 'connecting').length;
     const lines = dead.records.filter((r) => r.level >= 40).map((r) => r.msg as string);
@@ -193,7 +186,7 @@ describe('the stream client', () => {
         if (prepared === 1) throw new Error('the workflows report failed (HTTP 503: Service Unavailable)');
       },
     });
-    await until(() => server.requests.length === 2 && stream.state === 'connected');
+    await eventually(() => server.requests.length === 2 && stream.state === 'connected');
     expect(records.filter((r) => r.level >= 40).map((r) => r.msg)).toEqual([
       'connected, but the workflows report failed (HTTP 503: Service Unavailable)',
       expect.stringMatching(
@@ -206,7 +199,7 @@ describe('the stream client', () => {
     const server = await sseServer((_req, res) => openStream(res));
     cleanups.push(server.close);
     const { stream } = client(server.origin);
-    await until(() => stream.state === 'connected');
+    await eventually(() => stream.state === 'connected');
     stream.stop();
     await new Promise((r) => setTimeout(r, 200));
     expect(server.requests).toHaveLength(1);
