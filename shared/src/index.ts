@@ -11,3 +11,4 @@ export * from './describe.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './format-log-record.js';
+export * from './pattern-match.js';

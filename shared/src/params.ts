@@ -1,3 +1,4 @@
+import { matchesPattern, PATTERN_BUDGET_MS } from './pattern-match.js';
 import { describeValue } from './describe.js';
 import { fileRefProblem } from './file-refs.js';
 import type { ParamDefinition } from './wire.js';
@@ -98,10 +99,8 @@ export function paramValueProblem(param: ParamDefinition, value: unknown): strin
   switch (param.type) {
     case 'string': {
       if (typeof value !== 'string') return `must be a string, got ${describeValue(value)}`;
-      const regexp = param.pattern === undefined ? null : compilePattern(param.pattern);
-      if (regexp && !regexp.test(value))
-        return `must match the pattern \`${param.pattern}\`, got ${describeValue(value)}`;
-      return null;
+      if (param.pattern === undefined) return null;
+      return patternProblem(param.pattern, compilePattern(param.pattern), value);
     }
     case 'number': {
       if (typeof value !== 'number' || !Number.isFinite(value)) return `must be a number, got ${describeValue(value)}`;
@@ -124,6 +123,19 @@ export function paramValueProblem(param: ParamDefinition, value: unknown): strin
 }
 
 /** The parameter's `pattern` as a RegExp (flag `u`, unanchored), or null when it does not compile. */
+/**
+ * Why `value` does not match `pattern` (compiled as `regexp`; null when it does not compile), or
+ * null when it matches. A pattern that backtracks too much on the value is a refusal too.
+ */
+export function patternProblem(pattern: string, regexp: RegExp | null, value: string): string | null {
+  if (!regexp) return null;
+  const matched = matchesPattern(regexp, value);
+  if (matched === null) {
+    return `could not be checked against the pattern \`${pattern}\` within ${PATTERN_BUDGET_MS} ms (the pattern backtracks too much on this value)`;
+  }
+  return matched ? null : `must match the pattern \`${pattern}\`, got ${describeValue(value)}`;
+}
+
 export function compilePattern(pattern: string): RegExp | null {
   try {
     return new RegExp(pattern, 'u');

@@ -1,4 +1,4 @@
-import type { ParamDefinition } from '@drover/shared';
+import { patternProblem, type ParamDefinition } from '@drover/shared';
 import { validationFailed, type ValidationDetail } from '../../errors.js';
 import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
 import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
@@ -75,8 +75,7 @@ function valueProblem(param: ParamDefinition, value: unknown): string | null {
       regexp = compilePattern(param.pattern);
       patterns.set(param.pattern, regexp);
     }
-    // The common case answers without recompiling; a refusal takes the shared message.
-    if (regexp?.test(value)) return null;
+    return patternProblem(param.pattern, regexp, value);
   }
   return paramValueProblem(param, value);
 }
