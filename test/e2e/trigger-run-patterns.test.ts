@@ -21,7 +21,9 @@ describe('param patterns against hostile values', () => {
     const started = performance.now();
     const bad = await f.run(token, trigger.id, { params: { word: `${'a'.repeat(40)}b` } });
     expect(bad.status, bad.text).toBe(422);
-    expect(bad.body.details).toEqual([{ path: 'body.params.word', message: expect.stringContaining('could not be checked against the pattern') }]);
+    expect(bad.body.details).toEqual([
+      { path: 'body.params.word', message: expect.stringContaining('could not be checked against the pattern') },
+    ]);
     // Unguarded, 40 characters take hours; guarded, well under the test's timeout.
     expect(performance.now() - started).toBeLessThan(10_000);
     const good = await f.run(token, trigger.id, { params: { word: 'aaaa' } });
