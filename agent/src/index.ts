@@ -2,7 +2,8 @@
 export { AgentError, isAgentError, type AgentErrorCode } from './errors.js';
 export { AGENT_VERSION } from './version.js';
 export { enrollAgent, describeOs, type EnrollOptions, type EnrollResult } from './enroll.js';
-export { readAgentStatus, formatAgentStatus, type AgentStatus } from './status.js';
+export { readAgentStatus, type AgentStatus } from './status/agent-status.js';
+export { formatAgentStatus } from './status/format-status.js';
 export { defaultStateDir, statePath, STATE_FILES } from './state/paths.js';
 export { loadEnrollment, loadPrivateKey, saveEnrollment, savePrivateKey, type Enrollment } from './state/enrollment.js';
 export { ensurePrivateDir, writeFileAtomic } from './state/files.js';

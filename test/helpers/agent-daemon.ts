@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { enrollAgent } from '../../agent/src/enroll.js';
-import type { DaemonStatus } from '../../agent/src/daemon-status.js';
+import type { DaemonStatus } from '../../agent/src/status/daemon-status.js';
 import { loadPrivateKey } from '../../agent/src/state/enrollment.js';
 import type { TestAgent } from './agent.js';
 import { eventually } from './poll.js';

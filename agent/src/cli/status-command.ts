@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { defaultStateDir } from '../state/paths.js';
-import { formatAgentStatus, readAgentStatus } from '../status.js';
+import { readAgentStatus } from '../status/agent-status.js';
+import { formatAgentStatus } from '../status/format-status.js';
 import { CliExit, type CliIo } from './io.js';
 
 export function configureStatusCommand(program: Command, io: CliIo): void {

@@ -17,11 +17,11 @@ import { ReportSender } from '../outbox/report-sender.js';
 import { loadEnrollment, loadPrivateKey, tightenPrivateKeyMode, type Enrollment } from '../state/enrollment.js';
 import { ensurePrivateDir } from '../state/files.js';
 import { StreamClient } from '../stream/stream-client.js';
+import { DaemonStatusWriter } from '../status/daemon-status-writer.js';
 import { AGENT_VERSION } from '../version.js';
 import { acquireDaemonLock } from './lock.js';
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from './options.js';
 import { routeStreamMessage } from './route-message.js';
-import { StatusFile } from './status-file.js';
 import { WorkflowRegistry } from './workflow-registry.js';
 
 export interface Daemon {
@@ -29,7 +29,7 @@ export interface Daemon {
   readonly enrollment: Enrollment;
   readonly jobs: JobManager;
   readonly stream: StreamClient;
-  readonly status: StatusFile;
+  readonly status: DaemonStatusWriter;
   /** Graceful stop (docs/agent.md, "Shutdown"); resolves when everything is closed. Idempotent. */
   stop(): Promise<void>;
   /** Kills the running step's process group at once (a second signal): the process exits next. */
@@ -83,7 +83,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
 
   const launcher = new StepLauncher(); // forks its spare once the journal is recovered
   try {
-    const status = new StatusFile(
+    const status = new DaemonStatusWriter(
       stateDir,
       {
         pid: process.pid,

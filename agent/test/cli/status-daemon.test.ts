@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
-import type { DaemonStatus } from '../../src/daemon-status.js';
+import type { DaemonStatus } from '../../src/status/daemon-status.js';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
 import { runAgentCli as run } from './run-cli.js';
 

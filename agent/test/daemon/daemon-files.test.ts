@@ -5,8 +5,8 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { acquireDaemonLock } from '../../src/daemon/lock.js';
-import { StatusFile } from '../../src/daemon/status-file.js';
-import { isAlive, readDaemonStatus } from '../../src/daemon-status.js';
+import { isAlive, readDaemonStatus } from '../../src/status/daemon-status.js';
+import { DaemonStatusWriter } from '../../src/status/daemon-status-writer.js';
 import { runAgentCli as run } from '../cli/run-cli.js';
 
 let root: string;
@@ -89,7 +89,7 @@ function procState(pid: number): string {
 describe('status.json', () => {
   it('is written at once, then once per burst of changes, in the shape `drover-agent status` reads', async () => {
     const writes = () => fs.statSync(path.join(root, 'status.json')).ino; // each write is a new file
-    const status = new StatusFile(
+    const status = new DaemonStatusWriter(
       root,
       {
         pid: process.pid,
@@ -128,7 +128,7 @@ describe('status.json', () => {
   it.runIf(process.platform === 'linux')('counts a daemon whose process is a zombie as not running', async () => {
     const { zombie, parent } = await startZombie();
     try {
-      const status = new StatusFile(
+      const status = new DaemonStatusWriter(
         root,
         {
           pid: zombie,

@@ -11,7 +11,8 @@ import {
 } from '@drover/shared';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
 import { checkManifestEntry } from '../../src/deploy/manifest-check.js';
-import { formatAgentStatus, readAgentStatus } from '../../src/status.js';
+import { readAgentStatus } from '../../src/status/agent-status.js';
+import { formatAgentStatus } from '../../src/status/format-status.js';
 
 let dir: string;
 beforeEach(() => {

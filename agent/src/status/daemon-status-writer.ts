@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { DAEMON_STATUS_FILE, type DaemonStatus } from '../daemon-status.js';
 import { writeFileAtomic } from '../state/files.js';
+import { DAEMON_STATUS_FILE, type DaemonStatus } from './daemon-status.js';
 
 export type StatusPatch = Partial<Omit<DaemonStatus, 'pid' | 'startedAt' | 'version' | 'updatedAt'>>;
 
@@ -8,12 +8,12 @@ export type StatusPatch = Partial<Omit<DaemonStatus, 'pid' | 'startedAt' | 'vers
 export const STATUS_WRITE_DELAY_MS = 100;
 
 /**
- * Keeps `<state-dir>/status.json` current: each change is merged in and the file rewritten
- * atomically, the changes of `delayMs` written once. The delay keeps the rewrite (a rename over
+ * Keeps `<state-dir>/status.json` (daemon-status.ts) current for the daemon: each change is
+ * merged in and the file rewritten atomically, the changes of `delayMs` written once. The delay keeps the rewrite (a rename over
  * the old file, ~0.6 ms on ext4, which flushes the new data on a replace) off the way of a job
  * that has just arrived, and makes one write of a burst; the file is advisory.
  */
-export class StatusFile {
+export class DaemonStatusWriter {
   #status: DaemonStatus;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;

@@ -1,0 +1,71 @@
+import path from 'node:path';
+import fs from 'node:fs';
+import { keyFingerprint, publicKeyOf } from '@drover/shared';
+import { AgentError } from '../errors.js';
+import { loadEnrollment, loadPrivateKey, type Enrollment } from '../state/enrollment.js';
+import { countWaitingReports } from '../outbox/outbox.js';
+import { statePath } from '../state/paths.js';
+import { readDeployState, type AppDeployState } from '../deploy/deploy-state.js';
+import { readDaemonStatus, type DaemonStatus } from './daemon-status.js';
+
+/** What `drover-agent status` shows: the state directory's enrollment, daemon, outbox and deployments. */
+export interface AgentStatus {
+  stateDir: string;
+  enrollment: Enrollment | null;
+  serverKeyFingerprint: string | null;
+  agentKeyFingerprint: string | null;
+  /** What is wrong with the local state, if anything. */
+  problem: string | null;
+  /** True when `status.json` names a live process (the daemon, `drover-agent run`). */
+  running: boolean;
+  /** What the daemon last wrote in `status.json` (also when it is no longer running), or null. */
+  daemon: DaemonStatus | null;
+  /** Over-the-air deployments per application (`deploy/state.json`); null when there were none. */
+  deployments: { applicationId: string; state: AppDeployState }[] | null;
+  /** What is wrong with `deploy/state.json`, if anything (the daemon sets a damaged file aside). */
+  deployProblem: string | null;
+  /** Reports (job results, logs) kept in the outbox until the coordinator takes them. */
+  waitingReports: number;
+}
+
+/** What the state directory says about this agent. Never calls the coordinator. */
+export function readAgentStatus(stateDir: string): AgentStatus {
+  const status: AgentStatus = {
+    stateDir,
+    enrollment: null,
+    serverKeyFingerprint: null,
+    agentKeyFingerprint: null,
+    problem: null,
+    running: false,
+    daemon: null,
+    deployments: null,
+    deployProblem: null,
+    waitingReports: countWaitingReports(path.join(stateDir, 'outbox')),
+  };
+  const deploy = readDeployState(stateDir);
+  if (deploy?.apps) {
+    status.deployments = [...deploy.apps].map(([applicationId, state]) => ({ applicationId, state }));
+  } else if (deploy) status.deployProblem = deploy.problem;
+  const daemon = readDaemonStatus(stateDir);
+  status.daemon = daemon.status;
+  status.running = daemon.running;
+  try {
+    status.enrollment = loadEnrollment(stateDir);
+  } catch (error) {
+    if (!(error instanceof AgentError)) throw error;
+    status.problem = error.message;
+    return status;
+  }
+  if (!status.enrollment) return status;
+  status.serverKeyFingerprint = keyFingerprint(status.enrollment.serverPublicKey);
+  try {
+    status.agentKeyFingerprint = keyFingerprint(publicKeyOf(loadPrivateKey(stateDir)));
+    const mode = fs.statSync(statePath(stateDir, 'privateKey')).mode & 0o777;
+    if (mode & 0o077)
+      status.problem = `The agent key is readable by other users (mode ${mode.toString(8)}); run chmod 600 on it`;
+  } catch (error) {
+    if (!(error instanceof AgentError)) throw error;
+    status.problem = error.message;
+  }
+  return status;
+}

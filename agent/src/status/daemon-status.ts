@@ -1,0 +1,67 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { isProcessRunning } from '@drover/shared';
+
+/** The daemon's status file in the state directory, rewritten (atomically) on every change. */
+export const DAEMON_STATUS_FILE = 'status.json';
+
+/**
+ * `<state-dir>/status.json` as `drover-agent run` writes it (daemon-status-writer.ts) and
+ * `drover-agent status` reads it (agent-status.ts).
+ */
+export interface DaemonStatus {
+  pid: number;
+  startedAt: string;
+  version: string;
+  connection: 'connecting' | 'connected' | 'disconnected';
+  lastConnectedAt: string | null;
+  lastError: string | null;
+  /** The coordinator's clock minus this machine's, in ms, once measured (absent when written by an older agent). */
+  clockOffsetMs?: number | null;
+  queue: {
+    capacity: number;
+    running: { jobId: string; workflowName: string; startedAt: string } | null;
+    waiting: { jobId: string; workflowName: string }[];
+  };
+  workflows: { loaded: number; invalid: { file: string; message: string }[] };
+  updatedAt: string;
+}
+
+/**
+ * The daemon's last status and whether its process is alive. A missing or unreadable file is
+ * "not running"; a file left behind by a daemon that died is returned with `running: false`.
+ */
+export function readDaemonStatus(stateDir: string): { status: DaemonStatus | null; running: boolean } {
+  let status: DaemonStatus | null = null;
+  try {
+    const value = JSON.parse(fs.readFileSync(path.join(stateDir, DAEMON_STATUS_FILE), 'utf8')) as unknown;
+    if (isDaemonStatus(value)) status = value;
+  } catch {
+    status = null;
+  }
+  return { status, running: status !== null && isAlive(status.pid) };
+}
+
+/**
+ * Whether a process with this pid is running: it exists (under any user) and is not a zombie, a
+ * process that exited and that its parent has not reaped yet (`isProcessRunning`, shared with
+ * the daemon lock).
+ */
+export function isAlive(pid: number): boolean {
+  return isProcessRunning(pid);
+}
+
+function isDaemonStatus(value: unknown): value is DaemonStatus {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Partial<DaemonStatus>;
+  return (
+    typeof v.pid === 'number' &&
+    typeof v.connection === 'string' &&
+    typeof v.queue === 'object' &&
+    v.queue !== null &&
+    Array.isArray(v.queue.waiting) &&
+    typeof v.workflows === 'object' &&
+    v.workflows !== null &&
+    Array.isArray(v.workflows.invalid)
+  );
+}

@@ -1,0 +1,95 @@
+import { formatTime, shortId } from '@drover/shared';
+import { describeRelease } from '../deploy/deploy-checks.js';
+import { describeOffset, LARGE_OFFSET_MS } from '../http/server-clock.js';
+import { describeInvalidFiles } from '../workflows/format-problem.js';
+import type { AgentStatus } from './agent-status.js';
+import type { DaemonStatus } from './daemon-status.js';
+
+/** The status as lines for a person (`drover-agent status`). */
+export function formatAgentStatus(status: AgentStatus): string[] {
+  const lines: string[] = [];
+  const e = status.enrollment;
+  if (!e) {
+    lines.push(`Enrolled:      no (nothing in ${status.stateDir})`);
+    if (status.problem) lines.push(`Problem:       ${status.problem}`);
+    else lines.push('               enroll with: drover-agent enroll --url <coordinator url> --token <drve_...>');
+    return lines;
+  }
+  lines.push(
+    'Enrolled:      yes',
+    `Agent id:      ${e.agentId}`,
+    `Organization:  ${e.orgId}`,
+    `Coordinator:   ${e.url}`,
+    `Server key:    ${status.serverKeyFingerprint}`,
+    `Agent key:     ${status.agentKeyFingerprint ?? 'missing'}`,
+    `Enrolled at:   ${e.enrolledAt}`,
+    `State dir:     ${status.stateDir}`,
+    ...formatDaemonStatus(status.daemon, status.running),
+    ...(status.waitingReports > 0
+      ? [`Outbox:        ${status.waitingReports} report(s) waiting for the coordinator (sent when it is reachable)`]
+      : []),
+    ...formatDeployments(status),
+  );
+  if (status.problem) lines.push(`Problem:       ${status.problem}`);
+  return lines;
+}
+
+/** The daemon part of `drover-agent status`, aligned with the enrollment lines. */
+export function formatDaemonStatus(status: DaemonStatus | null, running: boolean): string[] {
+  if (!status) return ['Agent:         not running (start it with: drover-agent run)'];
+  const when = (iso: string | null | undefined) => (iso ? formatTime(iso) : 'never');
+  if (!running) {
+    return [
+      `Agent:         not running (pid ${status.pid} is gone; its last status was written ${when(status.updatedAt)})`,
+    ];
+  }
+  const lines = [
+    `Agent:         running (pid ${status.pid}, version ${status.version}, since ${when(status.startedAt)})`,
+    `Connection:    ${status.connection}${status.connection === 'connected' ? '' : ` (last connected: ${when(status.lastConnectedAt)})`}`,
+  ];
+  if (status.lastError) lines.push(`Last error:    ${status.lastError}`);
+  if (typeof status.clockOffsetMs === 'number') lines.push(`Clock:         ${describeClockLine(status.clockOffsetMs)}`);
+  const q = status.queue;
+  lines.push(
+    `Queue:         ${q.running ? '1 running' : 'idle'}, ${q.waiting.length} waiting (capacity ${q.capacity})`,
+  );
+  if (q.running) {
+    lines.push(
+      `  running:     job ${shortId(q.running.jobId)} ${q.running.workflowName} (started ${when(q.running.startedAt)})`,
+    );
+  }
+  for (const job of q.waiting) lines.push(`  waiting:     job ${shortId(job.jobId)} ${job.workflowName}`);
+  const w = status.workflows;
+  lines.push(`Workflows:     ${w.loaded} loaded${w.invalid.length ? `, ${describeInvalidFiles(w.invalid)}` : ''}`);
+  for (const problem of w.invalid) {
+    const text = problem.message.startsWith(`${problem.file}:`)
+      ? problem.message
+      : `${problem.file}: ${problem.message}`;
+    lines.push(`  invalid:     ${text}`);
+  }
+  if (w.invalid.length) lines.push('               details: drover-agent workflows');
+  return lines;
+}
+
+function describeClockLine(offsetMs: number): string {
+  if (Math.abs(offsetMs) < 1_000) return "agrees with the coordinator's";
+  const note = Math.abs(offsetMs) >= LARGE_OFFSET_MS ? '; set it right (NTP)' : '';
+  return `${describeOffset(offsetMs)} the coordinator's (signing with its time${note})`;
+}
+
+/** One line per application the agent deployed: what is installed, postponed, or last failed. */
+function formatDeployments(status: AgentStatus): string[] {
+  if (status.deployProblem) return [`Deployments:   ${status.deployProblem}`];
+  if (!status.deployments || status.deployments.length === 0) return ['Deployments:   none yet'];
+  const lines = [`Deployments:   ${status.deployments.length} application(s)`];
+  for (const { applicationId, state } of status.deployments) {
+    const parts = [state.current ? `installed ${describeRelease(state.current)}` : 'nothing installed by this agent'];
+    if (state.postponed) parts.push(`postponed ${state.postponed.version} (local policy)`);
+    if (state.lastFailure) {
+      const { state: outcome, releaseId, at, error } = state.lastFailure;
+      parts.push(`last ${outcome}: release ${releaseId} at ${at}: ${error}`);
+    }
+    lines.push(`  ${applicationId}: ${parts.join('; ')}`);
+  }
+  return lines;
+}
