@@ -1,14 +1,16 @@
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { publicKeyFromBase64 } from '@drover/shared';
-import { createDeployment } from '../deploy/create-deployment.js';
+import { createDeployment, type Deployment } from '../deploy/create-deployment.js';
+import type { DeploySync } from '../deploy/deploy-sync.js';
 import { AgentError } from '../errors.js';
 import { formatDuration } from '../exec/durations.js';
 import { killAllProcessGroups } from '../exec/process-group.js';
+import type { Masker } from '../exec/secret-masker.js';
 import { StepLauncher } from '../exec/step-launcher.js';
 import { jobFileTransfer } from '../files/job-file-transfer.js';
 import type { SignedCaller } from '../http/client.js';
-import { describeClockChange, ServerClock, type ClockChange } from '../http/server-clock.js';
+import { describeClockChange, ServerClock } from '../http/server-clock.js';
 import { JobManager } from '../jobs/job-manager.js';
 import { Journal } from '../jobs/journal.js';
 import { httpTransport } from '../outbox/http-transport.js';
@@ -16,8 +18,8 @@ import { Outbox } from '../outbox/outbox.js';
 import { ReportSender } from '../outbox/report-sender.js';
 import { loadEnrollment, loadPrivateKey, tightenPrivateKeyMode, type Enrollment } from '../state/enrollment.js';
 import { ensurePrivateDir } from '../state/files.js';
-import { StreamClient } from '../stream/stream-client.js';
 import { DaemonStatusWriter } from '../status/daemon-status-writer.js';
+import { StreamClient } from '../stream/stream-client.js';
 import { AGENT_VERSION } from '../version.js';
 import { acquireDaemonLock } from './lock.js';
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from './options.js';
@@ -53,205 +55,47 @@ export function loadIdentity(stateDir: string): { enrollment: Enrollment; privat
 /**
  * Starts the agent daemon: takes the state directory's lock, reads the journal and the outbox
  * left by a previous run, loads and watches the workflows, fails jobs a crash interrupted, then
- * holds the stream to the coordinator and runs the jobs it pushes.
+ * holds the stream to the coordinator and runs the jobs it pushes. Each step is a function below,
+ * in the order it runs.
  */
 export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
   const options = resolveDaemonOptions(input);
-  const { stateDir, logger } = options;
-  ensurePrivateDir(stateDir);
-  const { enrollment, privateKey } = loadIdentity(stateDir);
-  // Read before anything is logged or sent: the agent's log, every report, deployment report and
-  // workflow definition are masked with the secret values read so far (docs/agent.md, "How a job runs").
-  const { secrets } = options;
-  await secrets.load();
-  const loosened = tightenPrivateKeyMode(stateDir);
-  if (loosened !== null) {
-    logger.warn(`the agent key was readable by other users (mode ${loosened.toString(8)}); it is mode 600 again`);
-  }
-  const releaseLock = acquireDaemonLock(stateDir);
-  // The coordinator's time, learned from its answers: an edge clock is often wrong, and the
-  // signatures must be within 300 s of the coordinator's (docs/agent.md, "Clocks").
-  let onClockChange = (_change: ClockChange) => {};
-  const clock = new ServerClock(Date.now, (change) => onClockChange(change));
-  const caller: SignedCaller = {
-    origin: enrollment.url,
-    agentId: enrollment.agentId,
-    privateKey,
-    clock,
-    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
-  };
-
+  const { enrollment, privateKey, releaseLock } = await takeStateDirectory(options);
   const launcher = new StepLauncher(); // forks its spare once the journal is recovered
   try {
-    const status = new DaemonStatusWriter(
-      stateDir,
-      {
-        pid: process.pid,
-        startedAt: new Date().toISOString(),
-        version: AGENT_VERSION,
-        connection: 'connecting',
-        lastConnectedAt: null,
-        lastError: null,
-        clockOffsetMs: null,
-        queue: { capacity: options.queueCapacity, running: null, waiting: [] },
-        workflows: { loaded: 0, invalid: [] },
-      },
-      (error) => logger.error({ err: error }, 'cannot write status.json'),
-    );
-    onClockChange = (change) => {
-      status.update({ clockOffsetMs: change.offsetMs });
-      const said = describeClockChange(change);
-      if (said) logger[said.level]({ clockOffsetMs: change.offsetMs }, said.message);
-    };
-    const damaged = (file: string, reason: string) =>
-      logger.error({ file }, `skipped a damaged file: ${file} (${reason})`);
-    const journal = Journal.open(stateDir, damaged);
-    const pruned = journal.prune(options.jobRetentionMs);
-    if (pruned > 0)
-      logger.info(
-        `removed ${pruned} job director${pruned === 1 ? 'y' : 'ies'} settled, or left without a readable journal, more than ${formatDuration(options.jobRetentionMs)} ago`,
-      );
-    const masker = () => secrets.masker;
-    const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
-    if (outbox.size > 0)
-      logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
-
-    const deployment = createDeployment({
-      stateDir,
-      caller,
-      serverKey: publicKeyFromBase64(enrollment.serverPublicKey),
-      logger,
-      postponeOptional: options.postponeOptional,
-      onDamaged: damaged,
-      masker,
-    });
-    let jobs: JobManager | null = null;
-    const sender = new ReportSender({
-      outbox,
-      transport: httpTransport(caller),
-      logger,
-      onSettled: (report) => jobs?.onReportSettled(report),
-      masker,
-    });
-    const registry = new WorkflowRegistry({
-      dir: options.workflowsDir,
-      caller,
-      logger,
-      onLoaded: (summary) => status.update({ workflows: summary }),
-      masker: async () => {
-        await secrets.load(); // the definitions are sent rarely: read the file afresh
-        return secrets.masker;
-      },
-    });
-    jobs = new JobManager({
-      stateDir,
-      journal,
-      outbox,
-      sender,
-      capacity: options.queueCapacity,
-      workflows: registry,
-      loadSecrets: () => secrets.load(),
-      logger,
-      defaultJobTimeoutMs: options.defaultJobTimeoutMs,
-      killGraceMs: options.killGraceMs,
-      transfer: jobFileTransfer(caller),
-      deploy: deployment.context,
-      launcher,
-      onQueueChange: () =>
-        status.update({
-          queue: { capacity: options.queueCapacity, running: jobs!.queue.running, waiting: jobs!.queue.waiting },
-        }),
-    });
-    const manager = jobs;
+    const status = openStatus(options);
+    const caller = signedCaller({ options, enrollment, status }, privateKey);
+    const reports = openReports({ options, caller });
+    const registry = createRegistry({ options, caller, status });
+    const deployment = openDeployment({ options, enrollment, caller, reports });
+    const jobs = createJobManager({ options, caller, status, reports, registry, deployment, launcher });
 
     await registry.load();
-    manager.recover();
+    jobs.recover();
     launcher.warm();
 
-    const stream = new StreamClient({
-      ...caller,
-      logger,
-      queueCapacity: options.queueCapacity,
-      idleTimeoutMs: options.streamIdleTimeoutMs,
-      beforeConnect: () => registry.report(true),
-      onMessage: (message) => routeStreamMessage(message, manager, logger),
-      onState: (state, error) => {
-        const now = new Date().toISOString();
-        status.update({
-          connection: state,
-          ...(state === 'connected' ? { lastConnectedAt: now, lastError: null } : {}),
-          ...(error ? { lastError: error } : {}),
-        });
-        if (state === 'connected') {
-          void sender.drainNow();
-          void sync.check('connect');
-        }
-      },
+    const { stream, sync } = connect({ options, caller, status, reports, registry, deployment, jobs });
+    logStarted({ options, enrollment });
+    const { stop, stopped } = stopper({
+      options,
+      stream,
+      sync,
+      registry,
+      jobs,
+      reports,
+      launcher,
+      status,
+      releaseLock,
     });
-    const sync = deployment.sync({
-      intervalMs: options.deployPollIntervalMs,
-      connected: () => stream.state === 'connected',
-      busy: () => manager.deployingApplications(),
-    });
-    registry.watch(() => {
-      if (stream.state !== 'connected') return; // reported at the next connect
-      registry
-        .report()
-        .catch((error: unknown) =>
-          logger.warn({ err: error }, 'could not report the workflows; retrying at the next connect'),
-        );
-    });
-    stream.start();
-    sync.start();
-    logger.info(
-      { agentId: enrollment.agentId, version: AGENT_VERSION, queueCapacity: options.queueCapacity },
-      `drover-agent ${AGENT_VERSION} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
-        `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity})`,
-    );
-
-    let stopping: Promise<void> | null = null;
-    let resolveStopped!: () => void;
-    const stopped = new Promise<void>((resolve) => {
-      resolveStopped = resolve;
-    });
-
-    const stop = (): Promise<void> => {
-      stopping ??= (async () => {
-        logger.info(
-          `shutting down: no new jobs; the running job has ${formatDuration(options.shutdownGraceMs)} to finish`,
-        );
-        stream.stop(); // the coordinator keeps new jobs pending for the next start
-        sync.stop();
-        registry.close();
-        try {
-          await manager.shutdown(options.shutdownGraceMs);
-          const empty = await sender.flush(options.flushTimeoutMs);
-          if (!empty)
-            logger.warn(`${outbox.size} report(s) could not be delivered; they stay in the outbox for the next start`);
-        } finally {
-          launcher.close();
-          sender.close();
-          status.close({
-            connection: 'disconnected',
-            queue: { capacity: options.queueCapacity, running: null, waiting: [] },
-          });
-          releaseLock();
-          logger.info('drover-agent stopped');
-          resolveStopped();
-        }
-      })();
-      return stopping;
-    };
-
     return {
       options,
       enrollment,
-      jobs: manager,
+      jobs,
       stream,
       status,
       stop,
       killNow: () => {
-        manager.killNow();
+        jobs.killNow();
         killAllProcessGroups();
       },
       stopped,
@@ -261,4 +105,290 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     releaseLock();
     throw error;
   }
+}
+
+/** What the steps make, each passed on to the steps after it that use it. */
+interface Parts {
+  options: ResolvedDaemonOptions;
+  enrollment: Enrollment;
+  releaseLock(): void;
+  launcher: StepLauncher;
+  status: DaemonStatusWriter;
+  caller: SignedCaller;
+  reports: Reports;
+  registry: WorkflowRegistry;
+  deployment: Deployment;
+  jobs: JobManager;
+  stream: StreamClient;
+  sync: DeploySync;
+}
+
+interface Reports {
+  journal: Journal;
+  outbox: Outbox;
+  sender: ReportSender;
+  /** Logs a damaged file that was skipped (journal, outbox, deployment state). */
+  damaged(file: string, reason: string): void;
+  /** The secret values known now, masked out of every report. */
+  masker(): Masker;
+}
+
+/**
+ * The identity, the secrets and the lock: the state directory is enrolled, its key is private
+ * and no other daemon uses it. The secrets are read before anything is logged or sent: the
+ * agent's log, every report, deployment report and workflow definition are masked with the
+ * secret values read so far (docs/agent.md, "How a job runs").
+ */
+async function takeStateDirectory(
+  options: ResolvedDaemonOptions,
+): Promise<{ enrollment: Enrollment; privateKey: KeyObject; releaseLock: () => void }> {
+  const { stateDir, logger, secrets } = options;
+  ensurePrivateDir(stateDir);
+  const { enrollment, privateKey } = loadIdentity(stateDir);
+  await secrets.load();
+  const loosened = tightenPrivateKeyMode(stateDir);
+  if (loosened !== null) {
+    logger.warn(`the agent key was readable by other users (mode ${loosened.toString(8)}); it is mode 600 again`);
+  }
+  const releaseLock = acquireDaemonLock(stateDir);
+  return { enrollment, privateKey, releaseLock };
+}
+
+/** `status.json`, written at once: the daemon is connecting, with an empty queue. */
+function openStatus(options: ResolvedDaemonOptions): DaemonStatusWriter {
+  const { logger } = options;
+  return new DaemonStatusWriter(
+    options.stateDir,
+    {
+      pid: process.pid,
+      startedAt: new Date().toISOString(),
+      version: AGENT_VERSION,
+      connection: 'connecting',
+      lastConnectedAt: null,
+      lastError: null,
+      clockOffsetMs: null,
+      queue: { capacity: options.queueCapacity, running: null, waiting: [] },
+      workflows: { loaded: 0, invalid: [] },
+    },
+    (error) => logger.error({ err: error }, 'cannot write status.json'),
+  );
+}
+
+/**
+ * How the daemon calls the coordinator: signed with the agent key, at the coordinator's time as
+ * learned from its answers. An edge clock is often wrong, and the signatures must be within
+ * 300 s of the coordinator's (docs/agent.md, "Clocks"); each change of the offset goes to
+ * `status.json` and, when it matters, to the log.
+ */
+function signedCaller(
+  { options, enrollment, status }: Pick<Parts, 'options' | 'enrollment' | 'status'>,
+  privateKey: KeyObject,
+): SignedCaller {
+  const { logger } = options;
+  const clock = new ServerClock(Date.now, (change) => {
+    status.update({ clockOffsetMs: change.offsetMs });
+    const said = describeClockChange(change);
+    if (said) logger[said.level]({ clockOffsetMs: change.offsetMs }, said.message);
+  });
+  return {
+    origin: enrollment.url,
+    agentId: enrollment.agentId,
+    privateKey,
+    clock,
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+  };
+}
+
+/**
+ * What the last run left: the journal (directories of jobs settled long ago removed), the outbox
+ * of reports the coordinator has not taken yet, and the sender that delivers reports in order. A
+ * job's result or refusal that reaches the coordinator is marked delivered in the journal.
+ */
+function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Reports {
+  const { stateDir, logger, secrets } = options;
+  const damaged = (file: string, reason: string) =>
+    logger.error({ file }, `skipped a damaged file: ${file} (${reason})`);
+  const masker = () => secrets.masker;
+  const journal = Journal.open(stateDir, damaged);
+  const pruned = journal.prune(options.jobRetentionMs);
+  if (pruned > 0)
+    logger.info(
+      `removed ${pruned} job director${pruned === 1 ? 'y' : 'ies'} settled, or left without a readable journal, more than ${formatDuration(options.jobRetentionMs)} ago`,
+    );
+  const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
+  if (outbox.size > 0)
+    logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
+  const sender = new ReportSender({
+    outbox,
+    transport: httpTransport(caller),
+    logger,
+    onSettled: (report) => journal.markFinalDelivered(report),
+    masker,
+  });
+  return { journal, outbox, sender, damaged, masker };
+}
+
+/** The workflows directory as the daemon knows it; each load is counted in `status.json`. */
+function createRegistry({ options, caller, status }: Pick<Parts, 'options' | 'caller' | 'status'>): WorkflowRegistry {
+  const { secrets } = options;
+  return new WorkflowRegistry({
+    dir: options.workflowsDir,
+    caller,
+    logger: options.logger,
+    onLoaded: (summary) => status.update({ workflows: summary }),
+    masker: async () => {
+      await secrets.load(); // the definitions are sent rarely: read the file afresh
+      return secrets.masker;
+    },
+  });
+}
+
+/** The over-the-air update parts, which trust the server key pinned at enrollment. */
+function openDeployment({
+  options,
+  enrollment,
+  caller,
+  reports,
+}: Pick<Parts, 'options' | 'enrollment' | 'caller' | 'reports'>): Deployment {
+  return createDeployment({
+    stateDir: options.stateDir,
+    caller,
+    serverKey: publicKeyFromBase64(enrollment.serverPublicKey),
+    logger: options.logger,
+    postponeOptional: options.postponeOptional,
+    onDamaged: reports.damaged,
+    masker: reports.masker,
+  });
+}
+
+/** The job manager over the journal and the reports; every change of its queue goes to `status.json`. */
+function createJobManager(
+  p: Pick<Parts, 'options' | 'caller' | 'status' | 'reports' | 'registry' | 'deployment' | 'launcher'>,
+): JobManager {
+  const { options, status } = p;
+  return new JobManager({
+    stateDir: options.stateDir,
+    journal: p.reports.journal,
+    outbox: p.reports.outbox,
+    sender: p.reports.sender,
+    capacity: options.queueCapacity,
+    workflows: p.registry,
+    loadSecrets: () => options.secrets.load(),
+    logger: options.logger,
+    defaultJobTimeoutMs: options.defaultJobTimeoutMs,
+    killGraceMs: options.killGraceMs,
+    transfer: jobFileTransfer(p.caller),
+    deploy: p.deployment.context,
+    launcher: p.launcher,
+    onQueueChange: (queue) =>
+      status.update({ queue: { capacity: options.queueCapacity, running: queue.running, waiting: queue.waiting } }),
+  });
+}
+
+/**
+ * The stream and the deployment sync (the pull fallback of over-the-air updates), started. The
+ * stream records each change of its state in `status.json` before anything else, so the sync
+ * polls only while the status says connected: while the stream is. At each connect the outbox
+ * is sent and the desired releases checked; the workflows are reported before each connect and
+ * whenever the directory changes while connected.
+ */
+function connect(
+  p: Pick<Parts, 'options' | 'caller' | 'status' | 'reports' | 'registry' | 'deployment' | 'jobs'>,
+): Pick<Parts, 'stream' | 'sync'> {
+  const { options, status, registry, jobs } = p;
+  const { logger } = options;
+  const sync = p.deployment.sync({
+    intervalMs: options.deployPollIntervalMs,
+    connected: () => status.current.connection === 'connected',
+    busy: () => jobs.deployingApplications(),
+  });
+  const stream = new StreamClient({
+    ...p.caller,
+    logger,
+    queueCapacity: options.queueCapacity,
+    idleTimeoutMs: options.streamIdleTimeoutMs,
+    beforeConnect: () => registry.report(true),
+    onMessage: (message) => routeStreamMessage(message, jobs, logger),
+    onState: (state, error) => {
+      const now = new Date().toISOString();
+      status.update({
+        connection: state,
+        ...(state === 'connected' ? { lastConnectedAt: now, lastError: null } : {}),
+        ...(error ? { lastError: error } : {}),
+      });
+      if (state === 'connected') {
+        void p.reports.sender.drainNow();
+        void sync.check('connect');
+      }
+    },
+  });
+  registry.watch(() => {
+    if (stream.state !== 'connected') return; // reported at the next connect
+    registry
+      .report()
+      .catch((error: unknown) =>
+        logger.warn({ err: error }, 'could not report the workflows; retrying at the next connect'),
+      );
+  });
+  stream.start();
+  sync.start();
+  return { stream, sync };
+}
+
+function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment'>): void {
+  options.logger.info(
+    { agentId: enrollment.agentId, version: AGENT_VERSION, queueCapacity: options.queueCapacity },
+    `drover-agent ${AGENT_VERSION} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
+      `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity})`,
+  );
+}
+
+/**
+ * The graceful stop (docs/agent.md, "Shutdown"), run once however often it is asked for: no new
+ * jobs (the coordinator keeps them pending for the next start), the running job gets the grace
+ * period, the outbox is flushed for a while, then everything is closed and the lock released.
+ */
+function stopper(
+  p: Pick<
+    Parts,
+    'options' | 'stream' | 'sync' | 'registry' | 'jobs' | 'reports' | 'launcher' | 'status' | 'releaseLock'
+  >,
+): { stop: () => Promise<void>; stopped: Promise<void> } {
+  const { options, reports } = p;
+  const { logger } = options;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => {
+    resolveStopped = resolve;
+  });
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      logger.info(
+        `shutting down: no new jobs; the running job has ${formatDuration(options.shutdownGraceMs)} to finish`,
+      );
+      p.stream.stop();
+      p.sync.stop();
+      p.registry.close();
+      try {
+        await p.jobs.shutdown(options.shutdownGraceMs);
+        const empty = await reports.sender.flush(options.flushTimeoutMs);
+        if (!empty)
+          logger.warn(
+            `${reports.outbox.size} report(s) could not be delivered; they stay in the outbox for the next start`,
+          );
+      } finally {
+        p.launcher.close();
+        reports.sender.close();
+        p.status.close({
+          connection: 'disconnected',
+          queue: { capacity: options.queueCapacity, running: null, waiting: [] },
+        });
+        p.releaseLock();
+        logger.info('drover-agent stopped');
+        resolveStopped();
+      }
+    })();
+    return stopping;
+  };
+  return { stop, stopped };
 }

@@ -36,7 +36,7 @@ export interface JobManagerOptions {
   killGraceMs: number;
   logBatch?: LogShipperOptions;
   /** Called when the queue changes (status.json). */
-  onQueueChange?(): void;
+  onQueueChange?(queue: Pick<JobQueue, 'running' | 'waiting'>): void;
   /** Downloads input files and uploads output files of jobs. */
   transfer?: JobFileTransfer;
   /** Runs update jobs (`deploy` events); absent: deploy events are ignored with a log line. */
@@ -60,7 +60,7 @@ export class JobManager {
   readonly #deps: JobRunnerDeps;
 
   constructor(private readonly options: JobManagerOptions) {
-    this.queue = new JobQueue(options.capacity, () => options.onQueueChange?.());
+    this.queue = new JobQueue(options.capacity, () => options.onQueueChange?.(this.queue));
     this.#deps = {
       stateDir: options.stateDir,
       journal: options.journal,
@@ -75,13 +75,6 @@ export class JobManager {
       ...(options.transfer ? { transfer: options.transfer } : {}),
       ...(options.launcher ? { launcher: options.launcher } : {}),
     };
-  }
-
-  /** Called by the report sender when a report is finally delivered or dropped. */
-  onReportSettled(report: Report): void {
-    if (report.kind !== 'finish' && report.kind !== 'reject') return;
-    if (!this.options.journal.get(report.jobId)) return;
-    this.options.journal.update(report.jobId, { finalDelivered: true }, { durable: false });
   }
 
   /**

@@ -144,6 +144,17 @@ export class Journal {
   }
 
   /**
+   * A report was delivered or dropped for good (the report sender's `onSettled`): when it is a
+   * job's result or refusal, the entry notes that the coordinator took it, so that a restart does
+   * not send it again. Not durable (see Durability).
+   */
+  markFinalDelivered(report: { kind: string; jobId: string }): void {
+    if (report.kind !== 'finish' && report.kind !== 'reject') return;
+    if (!this.#entries.has(report.jobId)) return;
+    this.update(report.jobId, { finalDelivered: true }, { durable: false });
+  }
+
+  /**
    * A durable update whose flushes run on libuv's thread pool: the entry changes in memory at
    * once, and on disk when the promise resolves. Nothing else may write the job's entry until
    * then (the later write could land first). An entry never written before is created in place

@@ -57,7 +57,6 @@ export function harness(
   const outbox = Outbox.open(path.join(stateDir, 'outbox'));
   const h = {} as Harness;
   h.answer = options.answer ?? (() => Promise.resolve({ status: 200, body: {} }));
-  let manager: JobManager | null = null;
   const sender = new ReportSender({
     outbox,
     transport: (report) => {
@@ -66,9 +65,9 @@ export function harness(
     },
     logger,
     backoff: new Backoff({ baseMs: 60_000, capMs: 60_000 }),
-    onSettled: (report) => manager?.onReportSettled(report),
+    onSettled: (report) => journal.markFinalDelivered(report),
   });
-  manager = new JobManager({
+  const manager = new JobManager({
     stateDir,
     journal,
     outbox,
