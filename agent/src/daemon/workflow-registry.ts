@@ -38,8 +38,11 @@ export class WorkflowRegistry {
   #reported: string | null = null;
   #chain: Promise<unknown> = Promise.resolve();
   #watcher: WorkflowWatcher | null = null;
+  readonly #options: WorkflowRegistryOptions;
 
-  constructor(private readonly options: WorkflowRegistryOptions) {}
+  constructor(options: WorkflowRegistryOptions) {
+    this.#options = options;
+  }
 
   get(name: string): WorkflowDefinition | undefined {
     return this.#byName.get(name)?.definition;
@@ -51,7 +54,7 @@ export class WorkflowRegistry {
     const invalid = this.#problems.map((p) => p.file);
     const files = [...new Set(invalid)];
     return (
-      `no valid workflow named ${name} in ${this.options.dir}` +
+      `no valid workflow named ${name} in ${this.#options.dir}` +
       (files.length ? ` (invalid workflow files skipped: ${files.join(', ')})` : '')
     );
   }
@@ -72,8 +75,8 @@ export class WorkflowRegistry {
 
   /** Reads the directory again. */
   async load(): Promise<void> {
-    const { logger } = this.options;
-    const loaded = await loadWorkflows(this.options.dir);
+    const { logger } = this.#options;
+    const loaded = await loadWorkflows(this.#options.dir);
     this.#byName = new Map(loaded.workflows.map((w) => [w.definition.name, w]));
     this.#problems = loaded.problems;
     const problemsKey = JSON.stringify(loaded.problems);
@@ -86,18 +89,18 @@ export class WorkflowRegistry {
     logger.info(
       { workflows: names },
       loaded.missingDirectory
-        ? `the workflows directory ${this.options.dir} does not exist yet; no workflows`
+        ? `the workflows directory ${this.#options.dir} does not exist yet; no workflows`
         : `${names.length} workflow${names.length === 1 ? '' : 's'} loaded${names.length ? `: ${names.join(', ')}` : ''}`,
     );
-    this.options.onLoaded?.(this.summary());
+    this.#options.onLoaded?.(this.summary());
   }
 
   /** Reloads on every change of the directory, then calls `onChanged`. */
   watch(onChanged: () => void): void {
-    this.#watcher = watchWorkflows(this.options.dir, () => {
+    this.#watcher = watchWorkflows(this.#options.dir, () => {
       void this.load()
         .then(onChanged)
-        .catch((error: unknown) => this.options.logger.error({ err: error }, 'could not reload the workflows'));
+        .catch((error: unknown) => this.#options.logger.error({ err: error }, 'could not reload the workflows'));
     });
   }
 
@@ -125,14 +128,14 @@ export class WorkflowRegistry {
    * (its name, a param's name, default, options or pattern) is left out, with an error.
    */
   async #masked(workflows: WorkflowDefinition[]): Promise<WorkflowDefinition[]> {
-    const mask = await this.options.masker?.();
+    const mask = await this.#options.masker?.();
     if (!mask || mask.longest === 0) return workflows;
     const shown: WorkflowDefinition[] = [];
     for (const workflow of workflows) {
       const fields = secretBearingFields(workflow, mask);
       if (fields.length > 0) {
         const file = this.#byName.get(workflow.name)?.file ?? 'a workflow file';
-        this.options.logger.error(
+        this.#options.logger.error(
           { file, fields },
           `the workflow of ${file} is not reported to the coordinator: ${fields.join(', ')} ` +
             `contain${fields.length === 1 ? 's' : ''} the value of a secret from secrets.yaml, which never leaves this machine`,
@@ -145,7 +148,7 @@ export class WorkflowRegistry {
   }
 
   async #report(force: boolean): Promise<void> {
-    const { logger, caller } = this.options;
+    const { logger, caller } = this.#options;
     const workflows = this.definitions();
     const key = JSON.stringify(workflows);
     if (!force && key === this.#reported) return;

@@ -39,14 +39,17 @@ export class DeploySync {
   #running: Promise<void> | null = null;
   #again = false;
   #lastError: string | null = null;
+  readonly #options: DeploySyncOptions;
 
-  constructor(private readonly options: DeploySyncOptions) {}
+  constructor(options: DeploySyncOptions) {
+    this.#options = options;
+  }
 
   start(): void {
     if (this.#timer) return;
     this.#timer = setInterval(() => {
-      if (this.options.connected()) void this.check('poll');
-    }, this.options.intervalMs);
+      if (this.#options.connected()) void this.check('poll');
+    }, this.#options.intervalMs);
     this.#timer.unref();
   }
 
@@ -65,7 +68,7 @@ export class DeploySync {
       do {
         this.#again = false;
         await this.#checkOnce(reason).catch((error: unknown) =>
-          this.options.logger.error({ err: error }, `the deployment check failed: ${(error as Error).message}`),
+          this.#options.logger.error({ err: error }, `the deployment check failed: ${(error as Error).message}`),
         );
       } while (this.#again);
     })().finally(() => {
@@ -75,7 +78,7 @@ export class DeploySync {
   }
 
   async #checkOnce(reason: 'connect' | 'poll'): Promise<void> {
-    const { logger, manifests } = this.options;
+    const { logger, manifests } = this.#options;
     let checks;
     try {
       checks = await manifests.fetch();
@@ -84,14 +87,14 @@ export class DeploySync {
       if (message !== this.#lastError)
         logger.warn(
           { err: error },
-          `could not fetch the signed manifest (${message}); trying again in ${formatDuration(this.options.intervalMs)}`,
+          `could not fetch the signed manifest (${message}); trying again in ${formatDuration(this.#options.intervalMs)}`,
         );
       this.#lastError = message;
       return;
     }
     this.#lastError = null;
     logger.debug({ reason, apps: checks.length }, `deployment check (${reason}): ${checks.length} application(s)`);
-    const busy = this.options.busy();
+    const busy = this.#options.busy();
     for (const check of checks) {
       if (!check.ok) {
         logger.error(
@@ -111,7 +114,7 @@ export class DeploySync {
   /** Reports the local installation when the coordinator should act on it (or once, as the baseline). */
   async #reconcile(payload: ManifestPayload): Promise<void> {
     const id = payload.application_id;
-    const local = this.options.store.get(id);
+    const local = this.#options.store.get(id);
     const desired = payload.desired;
     const behind = desired !== null && !runsDesired(local.current, desired);
     const baseline = !this.#reported.has(id);
@@ -119,7 +122,7 @@ export class DeploySync {
     const { state, error } = this.#stateToReport(payload, local, behind);
     if (behind && state === 'idle') {
       const have = local.current ? describeRelease(local.current) : 'nothing installed by this agent';
-      this.options.logger.info(
+      this.#options.logger.info(
         { applicationId: id, desired: desired.release_id },
         `${payload.slug}: the desired release is ${describeRelease(desired)}${payload.forced ? ' (forced)' : ''}, this agent has ${have}; asking the coordinator for the update`,
       );
@@ -135,7 +138,7 @@ export class DeploySync {
   ): { state: DeviceState; error: string | null } {
     const desiredId = payload.desired?.release_id;
     if (!behind) return { state: local.current ? 'installed' : 'idle', error: null };
-    if (this.options.postponeOptional && !payload.forced && local.postponed?.releaseId === desiredId) {
+    if (this.#options.postponeOptional && !payload.forced && local.postponed?.releaseId === desiredId) {
       return { state: 'postponed', error: null };
     }
     // The last attempt at this very release failed: say so, rather than asking for it again at
@@ -146,6 +149,6 @@ export class DeploySync {
   }
 
   #report(applicationId: string, state: DeviceState, error: string | null) {
-    return reportDeployState(this.options, this.options.logger, applicationId, state, error);
+    return reportDeployState(this.#options, this.#options.logger, applicationId, state, error);
   }
 }

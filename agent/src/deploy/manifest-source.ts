@@ -19,8 +19,11 @@ export interface ManifestSourceOptions {
  */
 export class ManifestSource {
   #chain: Promise<unknown> = Promise.resolve();
+  readonly #options: ManifestSourceOptions;
 
-  constructor(private readonly options: ManifestSourceOptions) {}
+  constructor(options: ManifestSourceOptions) {
+    this.#options = options;
+  }
 
   fetch(): Promise<ManifestCheck[]> {
     const next = this.#chain.then(() => this.#fetchAndCheck());
@@ -29,7 +32,7 @@ export class ManifestSource {
   }
 
   async #fetchAndCheck(): Promise<ManifestCheck[]> {
-    const { api, store, serverKey, logger } = this.options;
+    const { api, store, serverKey, logger } = this.#options;
     const entries = await api.fetchDesired();
     return entries.map((entry) => {
       if (!serverKey) {

@@ -85,13 +85,16 @@ class DeployRun {
   readonly #appId: string;
   readonly #release: InstalledRelease;
   #slug: string;
+  readonly #deps: DeployJobDeps;
+  readonly #job: DeployAssignment;
+  readonly #shipper: LogShipper;
+  readonly #signal: AbortSignal;
 
-  constructor(
-    private readonly deps: DeployJobDeps,
-    private readonly job: DeployAssignment,
-    private readonly shipper: LogShipper,
-    private readonly signal: AbortSignal,
-  ) {
+  constructor(deps: DeployJobDeps, job: DeployAssignment, shipper: LogShipper, signal: AbortSignal) {
+    this.#deps = deps;
+    this.#job = job;
+    this.#shipper = shipper;
+    this.#signal = signal;
     this.#appId = job.applicationId;
     this.#slug = job.applicationId;
     this.#release = { releaseId: job.params.release_id, version: job.params.version, sequence: job.params.sequence };
@@ -100,7 +103,7 @@ class DeployRun {
 
   async run(): Promise<JobResult> {
     const started = performance.now();
-    const { deploy } = this.deps;
+    const { deploy } = this.#deps;
     this.#say(`update to ${describeRelease(this.#release)}: checking it against the signed manifest`);
     const checked = await this.#signedEntry();
     if ('result' in checked) return checked.result;
@@ -109,25 +112,25 @@ class DeployRun {
     const desired = payload.desired!;
     this.#say(`the signed manifest confirms release ${describeRelease(desired)} of ${payload.slug}`);
 
-    const forced = payload.forced || this.job.params.forced;
+    const forced = payload.forced || this.#job.params.forced;
     if (deploy.postponeOptional && !forced) return this.#postpone();
 
-    const workflow = this.deps.workflow(payload.update_workflow);
+    const workflow = this.#deps.workflow(payload.update_workflow);
     if (!workflow) {
       return this.#end(
         'failed',
         `the update workflow ${payload.update_workflow} is not defined on this agent (no valid workflow file with that name); nothing was installed`,
       );
     }
-    const timeoutMs = this.job.timeoutMs ?? workflow.timeout ?? this.deps.defaultJobTimeoutMs;
+    const timeoutMs = this.#job.timeoutMs ?? workflow.timeout ?? this.#deps.defaultJobTimeoutMs;
     const remaining = () => (timeoutMs === null ? null : timeoutMs - (performance.now() - started));
 
-    const files = jobFiles(this.deps.stateDir, this.job.jobId);
+    const files = jobFiles(this.#deps.stateDir, this.#job.jobId);
     const target = path.join(
       files.workspace,
       'inputs',
       'artifact',
-      safeFilename(this.job.params.artifact.filename, 'artifact'),
+      safeFilename(this.#job.params.artifact.filename, 'artifact'),
     );
     await this.#report('downloading');
     this.#say(`downloading the artifact ${describeArtifact(target, desired.size)}`);
@@ -135,7 +138,7 @@ class DeployRun {
       target,
       source: sourceOf(payload),
       refresh: () => this.#freshSource(),
-      signal: jobTimeSignal(this.signal, remaining()),
+      signal: jobTimeSignal(this.#signal, remaining()),
       log: (text) => this.#say(text),
       ...(deploy.dispatcher ? { dispatcher: deploy.dispatcher } : {}),
       ...(deploy.downloadAttempts ? { attempts: deploy.downloadAttempts } : {}),
@@ -151,7 +154,7 @@ class DeployRun {
     const problem = await verifyArtifactOnDisk(
       target,
       { size: desired.size, sha256: desired.checksum_sha256 },
-      this.signal,
+      this.#signal,
     ).catch((error: unknown) => `the artifact could not be read back: ${(error as Error).message}`);
     if (problem) {
       fs.rmSync(target, { force: true });
@@ -162,15 +165,15 @@ class DeployRun {
     await this.#report('installing');
     this.#say(`installing ${payload.slug} ${desired.version} with the workflow ${workflow.name}`);
     const result = await installRelease({
-      deps: this.deps,
-      job: this.job,
+      deps: this.#deps,
+      job: this.#job,
       workflow,
       payload,
       artifactPath: target,
       files,
       timeoutMs: remaining(),
-      signal: this.signal,
-      shipper: this.shipper,
+      signal: this.#signal,
+      shipper: this.#shipper,
       log: this.#log,
     });
     if (result.status !== 'success') {
@@ -220,9 +223,9 @@ class DeployRun {
    * event, or why it is refused. Throws when the manifest cannot be fetched.
    */
   async #checkedEntry(): Promise<{ ok: true; payload: ManifestPayload } | { ok: false; message: string }> {
-    const entry = entryFor(await this.deps.deploy.manifests.fetch(), this.#appId);
+    const entry = entryFor(await this.#deps.deploy.manifests.fetch(), this.#appId);
     if (!entry.ok) return entry;
-    const mismatch = eventMismatch(this.job, entry.payload);
+    const mismatch = eventMismatch(this.#job, entry.payload);
     return mismatch ? { ok: false, message: mismatch } : entry;
   }
 
@@ -232,7 +235,7 @@ class DeployRun {
     );
     this.#remember({ postponed: this.#release });
     this.#log.warn(message);
-    this.shipper.add({ stream: 'system', step: null, text: message });
+    this.#shipper.add({ stream: 'system', step: null, text: message });
     await this.#report('postponed');
     return { ...failedResult(message), status: 'cancelled' };
   }
@@ -251,7 +254,7 @@ class DeployRun {
     );
     const text = state === 'refused' ? `deployment refused: ${message}` : `deployment failed: ${message}`;
     this.#log.error(text);
-    this.shipper.add({ stream: 'system', step: null, text });
+    this.#shipper.add({ stream: 'system', step: null, text });
     this.#remember({
       lastFailure: { releaseId: this.#release.releaseId, state, error: message, at: new Date().toISOString() },
     });
@@ -263,22 +266,22 @@ class DeployRun {
   #say(line: string): void {
     const text = this.#mask(line);
     this.#log.info(text);
-    this.shipper.add({ stream: 'system', step: null, text });
+    this.#shipper.add({ stream: 'system', step: null, text });
   }
 
   /** The text with secret values masked, for a line of the job's log or of the agent's. */
   #mask(text: string): string {
-    const masker = this.deps.deploy.masker;
+    const masker = this.#deps.deploy.masker;
     return masker ? masker()(text) : text;
   }
 
   async #report(state: DeviceState, error: string | null = null): Promise<void> {
-    await reportDeployState(this.deps.deploy, this.#log, this.#appId, state, error);
+    await reportDeployState(this.#deps.deploy, this.#log, this.#appId, state, error);
   }
 
   #remember(patch: Parameters<DeployStateStore['update']>[1]): void {
     try {
-      this.deps.deploy.store.update(this.#appId, patch);
+      this.#deps.deploy.store.update(this.#appId, patch);
     } catch (error) {
       this.#log.error({ err: error }, `cannot write deploy/state.json: ${(error as Error).message}`);
     }

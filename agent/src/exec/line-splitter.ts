@@ -23,11 +23,10 @@ export class LineSplitter {
   readonly #maxChars: number;
   readonly #secrets: Pick<Masker, 'cut' | 'longest'> | undefined;
   #partial = '';
+  readonly #onLine: (line: string) => void;
 
-  constructor(
-    private readonly onLine: (line: string) => void,
-    options: LineSplitterOptions = {},
-  ) {
+  constructor(onLine: (line: string) => void, options: LineSplitterOptions = {}) {
+    this.#onLine = onLine;
     this.#maxChars = options.maxChars ?? MAX_LINE_CHARS;
     this.#secrets = options.secrets;
   }
@@ -61,13 +60,13 @@ export class LineSplitter {
   #emit(raw: string): void {
     let line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     while (line.length > this.#maxChars) line = line.slice(this.#piece(line));
-    this.onLine(line);
+    this.#onLine(line);
   }
 
   /** Hands over the first piece of a long line; returns its length. */
   #piece(line: string): number {
     const at = this.#secrets ? this.#secrets.cut(line, this.#maxChars) : this.#maxChars;
-    this.onLine(line.slice(0, at));
+    this.#onLine(line.slice(0, at));
     return at;
   }
 }

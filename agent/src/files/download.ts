@@ -83,15 +83,17 @@ export async function downloadFile(req: DownloadRequest): Promise<void> {
 class VerifyingStream extends Transform {
   size = 0;
   readonly #hash = createHash('sha256');
+  readonly #limit: number;
 
-  constructor(private readonly limit: number) {
+  constructor(limit: number) {
     super();
+    this.#limit = limit;
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     this.size += chunk.length;
-    if (this.size > this.limit) {
-      const error = new Error(`the download is larger than the ${this.limit} bytes expected`);
+    if (this.size > this.#limit) {
+      const error = new Error(`the download is larger than the ${this.#limit} bytes expected`);
       error.name = 'TooLarge';
       done(error);
       return;

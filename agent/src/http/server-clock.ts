@@ -25,20 +25,22 @@ export class ServerClock {
   /** The bounds all answers since the last jump agree on. */
   #low = -Infinity;
   #high = Infinity;
+  readonly #localNow: () => number;
+  readonly #onChange: ((change: ClockChange) => void) | undefined;
 
-  constructor(
-    private readonly localNow: () => number = Date.now,
-    private readonly onChange?: (change: ClockChange) => void,
-  ) {}
+  constructor(localNow: () => number = Date.now, onChange?: (change: ClockChange) => void) {
+    this.#localNow = localNow;
+    this.#onChange = onChange;
+  }
 
   /** Unix milliseconds on the coordinator's clock, as well as it is known. */
   now(): number {
-    return this.localNow() + this.#offsetMs;
+    return this.#localNow() + this.#offsetMs;
   }
 
   /** The local clock's reading (for the times that bracket a request). */
   localTime(): number {
-    return this.localNow();
+    return this.#localNow();
   }
 
   /** Coordinator time minus local time, in ms (positive: this machine's clock is behind). */
@@ -85,7 +87,7 @@ export class ServerClock {
     if (this.#offsetMs < this.#low || this.#offsetMs > this.#high) {
       this.#offsetMs = Math.round((this.#low + this.#high) / 2);
     }
-    if (first || this.#offsetMs !== previousMs) this.onChange?.({ offsetMs: this.#offsetMs, previousMs, first });
+    if (first || this.#offsetMs !== previousMs) this.#onChange?.({ offsetMs: this.#offsetMs, previousMs, first });
   }
 }
 

@@ -58,8 +58,10 @@ export class JobManager {
 
   /** What running a job needs: the same for every job. */
   readonly #deps: JobRunnerDeps;
+  readonly #options: JobManagerOptions;
 
-  constructor(private readonly options: JobManagerOptions) {
+  constructor(options: JobManagerOptions) {
+    this.#options = options;
     this.queue = new JobQueue(options.capacity, () => options.onQueueChange?.(this.queue));
     this.#deps = {
       stateDir: options.stateDir,
@@ -82,11 +84,11 @@ export class JobManager {
    * `failed` (interrupted). Results and refusals that never reached the coordinator are sent again.
    */
   recover(): void {
-    const { journal } = this.options;
+    const { journal } = this.#options;
     for (const entry of journal.all()) {
       if (entry.state === 'running') {
         this.#failInterrupted(entry);
-      } else if (entry.final && !entry.finalDelivered && !this.options.outbox.has(entry.jobId, entry.final.kind)) {
+      } else if (entry.final && !entry.finalDelivered && !this.#options.outbox.has(entry.jobId, entry.final.kind)) {
         this.#sendFinal(entry.jobId, entry.final);
       }
     }
@@ -107,13 +109,13 @@ export class JobManager {
    * reported (docs/agent.md): the coordinator keeps it pending and the pull fallback recovers it.
    */
   onDeployEvent(data: unknown): void {
-    const { logger } = this.options;
+    const { logger } = this.#options;
     const parsed = parseDeployEvent(data);
     if (!parsed.ok) {
       logger.warn({ event: 'deploy' }, `ignored a deploy event: ${parsed.problem}`);
       return;
     }
-    if (!this.options.deploy) {
+    if (!this.#options.deploy) {
       logger.warn(
         { event: 'deploy', jobId: parsed.assignment.jobId },
         'ignored a deploy event: deployments are not set up',
@@ -127,14 +129,14 @@ export class JobManager {
   deployingApplications(): Set<string> {
     const ids = new Set<string>();
     for (const job of [...this.queue.waiting, ...(this.queue.running ? [this.queue.running] : [])]) {
-      const assignment = this.options.journal.get(job.jobId)?.assignment as { applicationId?: unknown } | undefined;
+      const assignment = this.#options.journal.get(job.jobId)?.assignment as { applicationId?: unknown } | undefined;
       if (typeof assignment?.applicationId === 'string') ids.add(assignment.applicationId);
     }
     return ids;
   }
 
   #intake(assignment: JobAssignment, deploy: boolean): void {
-    const { journal, logger } = this.options;
+    const { journal, logger } = this.#options;
     if (!JOB_ID_PATTERN.test(assignment.jobId)) {
       logger.error({ jobId: String(assignment.jobId) }, 'ignored a job event with an unusable job id');
       return;
@@ -146,12 +148,12 @@ export class JobManager {
       active: this.queue.has(assignment.jobId),
       finalPending:
         this.#finalPending.has(assignment.jobId) ||
-        (entry?.final ? this.options.outbox.has(assignment.jobId, entry.final.kind) : false),
+        (entry?.final ? this.#options.outbox.has(assignment.jobId, entry.final.kind) : false),
       shuttingDown: this.#shuttingDown,
       queueFull: this.queue.isFull,
       capacity: this.queue.capacity,
       // An update workflow missing here fails the job when it runs (a rejection would be re-issued).
-      workflowProblem: deploy ? null : this.options.workflows.problemWith(assignment.workflowName),
+      workflowProblem: deploy ? null : this.#options.workflows.problemWith(assignment.workflowName),
     });
     try {
       switch (decision.action) {
@@ -170,7 +172,7 @@ export class JobManager {
             this.#enqueue(created, Promise.resolve({ outcome: 'stored' }));
             return;
           }
-          this.#enqueue(created, this.options.sender.send({ kind: 'accept', jobId: assignment.jobId }));
+          this.#enqueue(created, this.#options.sender.send({ kind: 'accept', jobId: assignment.jobId }));
           log.info(
             `job accepted into the queue (${this.queue.waiting.length} waiting, capacity ${this.queue.capacity})`,
           );
@@ -192,8 +194,8 @@ export class JobManager {
         }
         case 'requeue': {
           const accepted: Promise<SendOutcome> =
-            assignment.status === 'pending' && !this.options.outbox.has(assignment.jobId, 'accept')
-              ? this.options.sender.send({ kind: 'accept', jobId: assignment.jobId })
+            assignment.status === 'pending' && !this.#options.outbox.has(assignment.jobId, 'accept')
+              ? this.#options.sender.send({ kind: 'accept', jobId: assignment.jobId })
               : Promise.resolve({ outcome: 'stored' });
           this.#enqueue(entry!, accepted);
           log.info('job accepted before the agent restarted: queued again');
@@ -223,7 +225,7 @@ export class JobManager {
    * finish within `graceMs`, after which its steps are killed and it ends `cancelled`.
    */
   async shutdown(graceMs: number): Promise<void> {
-    const { journal, logger } = this.options;
+    const { journal, logger } = this.#options;
     this.#shuttingDown = true;
     for (const job of this.queue.takeWaiting()) {
       const entry = journal.get(job.jobId);
@@ -266,7 +268,7 @@ export class JobManager {
   }
 
   #enqueue(entry: JournalEntry, accepted: Promise<SendOutcome>): void {
-    const { options } = this;
+    const options = this.#options;
     const deps = this.#deps;
     const deploy = entry.assignment.kind === 'update' ? options.deploy : undefined;
     const run = () =>
@@ -292,10 +294,11 @@ export class JobManager {
   /** A job marked running that no process of this agent runs: kill its leftovers, report it failed. */
   #failInterrupted(entry: JournalEntry): void {
     const fields = { jobId: entry.jobId, workflow: entry.assignment.workflowName };
-    this.options.logger.warn(fields, INTERRUPTED_MESSAGE);
+    this.#options.logger.warn(fields, INTERRUPTED_MESSAGE);
     if (entry.processGroup) {
       const killed = killOrphanedStep(entry.processGroup, entry.jobId);
-      if (killed > 0) this.options.logger.warn(fields, `killed ${killed} process(es) the interrupted job left running`);
+      if (killed > 0)
+        this.#options.logger.warn(fields, `killed ${killed} process(es) the interrupted job left running`);
     }
     this.#finish(entry, failedResult(INTERRUPTED_MESSAGE));
   }
@@ -304,9 +307,9 @@ export class JobManager {
   #finish(entry: JournalEntry, result: JobResult): void {
     const final: FinalReport = { kind: 'finish', body: result };
     try {
-      this.options.journal.update(entry.jobId, { state: 'finished', final, finalDelivered: false });
+      this.#options.journal.update(entry.jobId, { state: 'finished', final, finalDelivered: false });
     } catch (error) {
-      this.options.logger.error({ err: error, jobId: entry.jobId }, 'cannot record the job result in the journal');
+      this.#options.logger.error({ err: error, jobId: entry.jobId }, 'cannot record the job result in the journal');
     }
     this.#sendFinal(entry.jobId, final);
   }
@@ -314,6 +317,6 @@ export class JobManager {
   #sendFinal(jobId: string, final: FinalReport): void {
     this.#finalPending.add(jobId);
     const report = { jobId, ...final } as Report;
-    void this.options.sender.send(report).finally(() => this.#finalPending.delete(jobId));
+    void this.#options.sender.send(report).finally(() => this.#finalPending.delete(jobId));
   }
 }

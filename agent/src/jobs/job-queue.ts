@@ -19,11 +19,14 @@ export class JobQueue {
   readonly #queue = new PQueue({ concurrency: 1 });
   readonly #waiting = new Map<string, QueuedJob>();
   #running: RunningJob | null = null;
+  readonly #onChange: () => void;
 
   constructor(
     readonly capacity: number,
-    private readonly onChange: () => void = () => {},
-  ) {}
+    onChange: () => void = () => {},
+  ) {
+    this.#onChange = onChange;
+  }
 
   /** True when the queue holds `capacity` jobs, running and waiting. */
   get isFull(): boolean {
@@ -45,16 +48,16 @@ export class JobQueue {
   /** Queues a job; `run` is called when its turn comes (never for a job taken back by `takeWaiting`). */
   add(job: QueuedJob, run: () => Promise<void>): void {
     this.#waiting.set(job.jobId, job);
-    this.onChange();
+    this.#onChange();
     void this.#queue.add(async () => {
       if (!this.#waiting.delete(job.jobId)) return; // taken back while it waited
       this.#running = { ...job, startedAt: new Date().toISOString() };
-      this.onChange();
+      this.#onChange();
       try {
         await run();
       } finally {
         this.#running = null;
-        this.onChange();
+        this.#onChange();
       }
     });
   }
@@ -64,7 +67,7 @@ export class JobQueue {
     const jobs = this.waiting;
     this.#waiting.clear();
     this.#queue.clear();
-    if (jobs.length) this.onChange();
+    if (jobs.length) this.#onChange();
     return jobs;
   }
 

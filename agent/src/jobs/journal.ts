@@ -67,8 +67,11 @@ export class Journal {
    * flushed with a first durable write); until then each write makes the directory first.
    */
   readonly #rooted = new Set<string>();
+  readonly #stateDir: string;
 
-  private constructor(private readonly stateDir: string) {}
+  private constructor(stateDir: string) {
+    this.#stateDir = stateDir;
+  }
 
   /** Reads every journal of `<state-dir>/jobs/`. Damaged ones are reported and skipped. */
   static open(stateDir: string, onDamaged: (file: string, reason: string) => void = () => {}): Journal {
@@ -191,14 +194,14 @@ export class Journal {
         entry.state === 'accepted' ||
         ((entry.state === 'finished' || entry.state === 'rejected') && entry.finalDelivered);
       if (!settled || now - Date.parse(entry.updatedAt) < olderThanMs) continue;
-      fs.rmSync(jobFiles(this.stateDir, entry.jobId).dir, { recursive: true, force: true });
+      fs.rmSync(jobFiles(this.#stateDir, entry.jobId).dir, { recursive: true, force: true });
       this.#entries.delete(entry.jobId);
       this.#rooted.delete(entry.jobId);
       removed += 1;
     }
     for (const name of fs.readdirSync(this.#root)) {
       if (!JOB_ID_PATTERN.test(name) || this.#entries.has(name)) continue;
-      const dir = jobFiles(this.stateDir, name).dir;
+      const dir = jobFiles(this.#stateDir, name).dir;
       const stat = fs.statSync(dir, { throwIfNoEntry: false });
       if (!stat?.isDirectory() || now - stat.mtimeMs < olderThanMs) continue;
       fs.rmSync(dir, { recursive: true, force: true });
@@ -225,16 +228,16 @@ export class Journal {
   }
 
   #makeDir(jobId: string): void {
-    fs.mkdirSync(jobFiles(this.stateDir, jobId).dir, { recursive: true, mode: 0o700 });
+    fs.mkdirSync(jobFiles(this.#stateDir, jobId).dir, { recursive: true, mode: 0o700 });
   }
 
   #file(jobId: string): string {
-    return jobFiles(this.stateDir, jobId).journalFile;
+    return jobFiles(this.#stateDir, jobId).journalFile;
   }
 
   /** `jobs/`, whose entry for a new job's directory must reach the disk too, with its first flush. */
   get #root(): string {
-    return path.join(this.stateDir, 'jobs');
+    return path.join(this.#stateDir, 'jobs');
   }
 }
 

@@ -29,12 +29,12 @@ export class LogShipper {
   #timer: NodeJS.Timeout | null = null;
   readonly #maxLines: number;
   readonly #intervalMs: number;
+  readonly #jobId: string;
+  readonly #send: (report: Report) => void;
 
-  constructor(
-    private readonly jobId: string,
-    private readonly send: (report: Report) => void,
-    options: LogShipperOptions = {},
-  ) {
+  constructor(jobId: string, send: (report: Report) => void, options: LogShipperOptions = {}) {
+    this.#jobId = jobId;
+    this.#send = send;
     this.#maxLines = options.maxLines ?? 100;
     this.#intervalMs = options.intervalMs ?? 200;
   }
@@ -63,7 +63,7 @@ export class LogShipper {
     const lines = this.#batch;
     this.#batch = [];
     this.#batchBytes = 0;
-    this.send({ kind: 'logs', jobId: this.jobId, body: { lines } });
+    this.#send({ kind: 'logs', jobId: this.#jobId, body: { lines } });
   }
 
   get linesSent(): number {

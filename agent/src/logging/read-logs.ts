@@ -94,12 +94,12 @@ function emit(text: string, filter: LogFilter, onLine: (line: LogLine) => void):
 
 /** Reads a file from an offset onwards, line by line, keeping a partial last line for later. */
 export class FileTail {
-  private fd: number | null = null;
-  private ino: number | null = null;
-  private offset = 0;
-  private partial = '';
-  private decoder = new StringDecoder('utf8');
-  private readonly buffer = Buffer.alloc(64 * 1024);
+  #fd: number | null = null;
+  #ino: number | null = null;
+  #offset = 0;
+  #partial = '';
+  #decoder = new StringDecoder('utf8');
+  readonly #buffer = Buffer.alloc(64 * 1024);
 
   constructor(readonly file: string) {}
 
@@ -107,53 +107,53 @@ export class FileTail {
   open(): boolean {
     this.close();
     try {
-      this.fd = fs.openSync(this.file, 'r');
-      this.ino = fs.fstatSync(this.fd).ino;
-      this.offset = 0;
-      this.partial = '';
-      this.decoder = new StringDecoder('utf8');
+      this.#fd = fs.openSync(this.file, 'r');
+      this.#ino = fs.fstatSync(this.#fd).ino;
+      this.#offset = 0;
+      this.#partial = '';
+      this.#decoder = new StringDecoder('utf8');
       return true;
     } catch {
-      this.fd = null;
-      this.ino = null;
+      this.#fd = null;
+      this.#ino = null;
       return false;
     }
   }
 
   /** Calls `onLine` for each complete line written since the last call. */
   readAvailable(onLine: (line: string) => void): void {
-    if (this.fd === null && !this.open()) return;
+    if (this.#fd === null && !this.open()) return;
     for (;;) {
-      const n = fs.readSync(this.fd!, this.buffer, 0, this.buffer.length, this.offset);
+      const n = fs.readSync(this.#fd!, this.#buffer, 0, this.#buffer.length, this.#offset);
       if (n <= 0) return;
-      this.offset += n;
-      const text = this.partial + this.decoder.write(this.buffer.subarray(0, n));
+      this.#offset += n;
+      const text = this.#partial + this.#decoder.write(this.#buffer.subarray(0, n));
       const lines = text.split('\n');
-      this.partial = lines.pop() ?? '';
+      this.#partial = lines.pop() ?? '';
       for (const line of lines) onLine(line);
     }
   }
 
   /** The last line even without its newline (the file will not grow any more). */
   readRest(onLine: (line: string) => void): void {
-    const rest = this.partial + this.decoder.end();
+    const rest = this.#partial + this.#decoder.end();
     if (rest) onLine(rest);
-    this.partial = '';
+    this.#partial = '';
   }
 
   /** True when the path now names another file (rotated) or none, and we have one open. */
   replaced(): boolean {
-    if (this.fd === null) return false;
+    if (this.#fd === null) return false;
     try {
-      return fs.statSync(this.file).ino !== this.ino;
+      return fs.statSync(this.file).ino !== this.#ino;
     } catch {
       return false; // removed and not yet recreated: keep reading the old one
     }
   }
 
   close(): void {
-    if (this.fd !== null) fs.closeSync(this.fd);
-    this.fd = null;
+    if (this.#fd !== null) fs.closeSync(this.#fd);
+    this.#fd = null;
   }
 }
 

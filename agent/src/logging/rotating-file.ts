@@ -18,52 +18,54 @@ export interface RotatingFileOptions {
  * code that logged it; the file is reopened at the next write.
  */
 export class RotatingFile {
-  private fd: number | null = null;
-  private ino = 0;
-  private size = 0;
-  private lastCheck = 0;
+  #fd: number | null = null;
+  #ino = 0;
+  #size = 0;
+  #lastCheck = 0;
+  readonly #options: RotatingFileOptions;
 
   constructor(
     readonly file: string,
-    private readonly options: RotatingFileOptions,
+    options: RotatingFileOptions,
   ) {
-    this.open();
+    this.#options = options;
+    this.#open();
   }
 
   write(line: string): boolean {
     try {
       const bytes = Buffer.byteLength(line);
-      this.checkStillOurs();
-      if (this.fd !== null && this.size > 0 && this.size + bytes > this.options.maxBytes) this.rotate();
-      if (this.fd === null) this.open();
-      if (this.fd === null) return false;
-      fs.writeSync(this.fd, line);
-      this.size += bytes;
+      this.#checkStillOurs();
+      if (this.#fd !== null && this.#size > 0 && this.#size + bytes > this.#options.maxBytes) this.#rotate();
+      if (this.#fd === null) this.#open();
+      if (this.#fd === null) return false;
+      fs.writeSync(this.#fd, line);
+      this.#size += bytes;
       return true;
     } catch {
-      this.closeFd();
+      this.#closeFd();
       return false;
     }
   }
 
   close(): void {
-    this.closeFd();
+    this.#closeFd();
   }
 
-  private open(): void {
+  #open(): void {
     try {
-      this.fd = fs.openSync(this.file, 'a', 0o600);
-      const stat = fs.fstatSync(this.fd);
-      this.size = stat.size;
-      this.ino = stat.ino;
+      this.#fd = fs.openSync(this.file, 'a', 0o600);
+      const stat = fs.fstatSync(this.#fd);
+      this.#size = stat.size;
+      this.#ino = stat.ino;
     } catch {
-      this.closeFd();
+      this.#closeFd();
     }
   }
 
-  private rotate(): void {
-    this.closeFd();
-    const keep = Math.max(1, this.options.maxFiles);
+  #rotate(): void {
+    this.#closeFd();
+    const keep = Math.max(1, this.#options.maxFiles);
     if (keep === 1) {
       fs.rmSync(this.file, { force: true });
     } else {
@@ -71,35 +73,35 @@ export class RotatingFile {
       for (let n = keep - 2; n >= 1; n--) renameIfExists(rotatedFile(this.file, n), rotatedFile(this.file, n + 1));
       renameIfExists(this.file, rotatedFile(this.file, 1));
     }
-    this.open();
+    this.#open();
   }
 
   /** Once a second: when someone removed or moved the file (logrotate, a technician), start a new one. */
-  private checkStillOurs(): void {
+  #checkStillOurs(): void {
     const now = Date.now();
-    if (this.fd === null || now - this.lastCheck < 1000) return;
-    this.lastCheck = now;
+    if (this.#fd === null || now - this.#lastCheck < 1000) return;
+    this.#lastCheck = now;
     let ino: number | null = null;
     try {
       ino = fs.statSync(this.file).ino;
     } catch {
       ino = null;
     }
-    if (ino !== this.ino) {
-      this.closeFd();
-      this.open();
+    if (ino !== this.#ino) {
+      this.#closeFd();
+      this.#open();
     }
   }
 
-  private closeFd(): void {
-    if (this.fd !== null) {
+  #closeFd(): void {
+    if (this.#fd !== null) {
       try {
-        fs.closeSync(this.fd);
+        fs.closeSync(this.#fd);
       } catch {
         // already closed
       }
     }
-    this.fd = null;
+    this.#fd = null;
   }
 }
 

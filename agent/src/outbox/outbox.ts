@@ -29,12 +29,15 @@ export function countWaitingReports(dir: string): number {
 export class Outbox {
   #entries: OutboxEntry[] = [];
   #nextSeq = 1;
+  readonly #onDamaged: (file: string, reason: string) => void;
 
   private constructor(
     readonly dir: string,
     /** Called for each file that cannot be read back (it is renamed `*.damaged`). */
-    private readonly onDamaged: (file: string, reason: string) => void,
-  ) {}
+    onDamaged: (file: string, reason: string) => void,
+  ) {
+    this.#onDamaged = onDamaged;
+  }
 
   static open(dir: string, onDamaged: (file: string, reason: string) => void = () => {}): Outbox {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -88,7 +91,7 @@ export class Outbox {
       }
       if (!report) {
         fs.renameSync(file, `${file}.damaged`);
-        this.onDamaged(file, 'not a report (renamed *.damaged)');
+        this.#onDamaged(file, 'not a report (renamed *.damaged)');
         continue;
       }
       this.#entries.push({ name, report });

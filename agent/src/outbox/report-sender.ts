@@ -41,8 +41,10 @@ export class ReportSender {
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
   readonly #backoff: Backoff;
+  readonly #options: ReportSenderOptions;
 
-  constructor(private readonly options: ReportSenderOptions) {
+  constructor(options: ReportSenderOptions) {
+    this.#options = options;
     this.#backoff = options.backoff ?? new Backoff({ baseMs: 1000, capMs: 30_000 });
     if (options.outbox.size > 0) this.#offline = true;
   }
@@ -54,7 +56,7 @@ export class ReportSender {
 
   /** Sends a report (secret values masked first), or keeps it in the outbox. */
   send(report: Report): Promise<SendOutcome> {
-    const masked = this.options.masker ? maskReport(report, this.options.masker()) : report;
+    const masked = this.#options.masker ? maskReport(report, this.#options.masker()) : report;
     return this.#enqueue(() => this.#deliver(masked));
   }
 
@@ -93,7 +95,7 @@ export class ReportSender {
   }
 
   async #deliver(report: Report): Promise<SendOutcome> {
-    if (this.#offline || this.options.outbox.size > 0) return this.#store(report);
+    if (this.#offline || this.#options.outbox.size > 0) return this.#store(report);
     const got = await this.#attempt(report);
     const verdict = judgeAnswer(report, got);
     if (verdict.verdict === 'retry' || 'error' in got) {
@@ -105,16 +107,16 @@ export class ReportSender {
       this.#logDrop(report, verdict.reason, verdict.expected);
       const standIn = standInFor(report, answer);
       if (standIn) return this.#deliver(standIn);
-      this.options.onSettled?.(report, 'dropped');
+      this.#options.onSettled?.(report, 'dropped');
       return { outcome: 'dropped', reason: verdict.reason, answer };
     }
-    this.options.onSettled?.(report, 'delivered');
+    this.#options.onSettled?.(report, 'delivered');
     return { outcome: 'delivered', answer };
   }
 
   async #attempt(report: Report): Promise<HttpAnswer | { error: Error }> {
     try {
-      return await this.options.transport(report);
+      return await this.#options.transport(report);
     } catch (error) {
       return { error: error instanceof Error ? error : new Error(String(error)) };
     }
@@ -122,21 +124,21 @@ export class ReportSender {
 
   #store(report: Report): SendOutcome {
     try {
-      this.options.outbox.append(report);
+      this.#options.outbox.append(report);
     } catch (error) {
-      this.options.logger.error(
+      this.#options.logger.error(
         { err: error, jobId: report.jobId, report: report.kind },
         `cannot write the ${describeReport(report)} to the outbox; it is lost`,
       );
       return { outcome: 'dropped', reason: (error as Error).message };
     }
-    this.options.onBacklog?.(this.options.outbox.size);
+    this.#options.onBacklog?.(this.#options.outbox.size);
     this.#scheduleRetry();
     return { outcome: 'stored' };
   }
 
   async #drain(): Promise<boolean> {
-    const { outbox, logger } = this.options;
+    const { outbox, logger } = this.#options;
     if (outbox.size === 0) {
       this.#offline = false;
       return true;
@@ -149,7 +151,7 @@ export class ReportSender {
       if (verdict.verdict === 'retry') {
         this.#goOffline(verdict.reason);
         this.#scheduleRetry();
-        if (sent > 0) this.options.onBacklog?.(outbox.size);
+        if (sent > 0) this.#options.onBacklog?.(outbox.size);
         return false;
       }
       const standIn = verdict.verdict === 'drop' && !('error' in answer) ? standInFor(entry.report, answer) : null;
@@ -157,11 +159,11 @@ export class ReportSender {
       outbox.remove(entry);
       sent += 1;
       if (verdict.verdict === 'drop') this.#logDrop(entry.report, verdict.reason, verdict.expected);
-      if (!standIn) this.options.onSettled?.(entry.report, verdict.verdict === 'drop' ? 'dropped' : 'delivered');
+      if (!standIn) this.#options.onSettled?.(entry.report, verdict.verdict === 'drop' ? 'dropped' : 'delivered');
     }
     // Stand-ins for refused finishes were appended while draining: send them too.
     if (outbox.size > 0) return this.#drain();
-    this.options.onBacklog?.(0);
+    this.#options.onBacklog?.(0);
     this.#backoff.reset();
     if (this.#offline)
       logger.info({ reports: sent }, `the coordinator is reachable again; sent ${sent} report(s) from the outbox`);
@@ -171,7 +173,7 @@ export class ReportSender {
 
   #goOffline(reason: string): void {
     if (!this.#offline) {
-      this.options.logger.warn(
+      this.#options.logger.warn(
         { reason },
         `cannot deliver reports to the coordinator (${reason}); keeping them in the outbox`,
       );
@@ -191,10 +193,11 @@ export class ReportSender {
   #logDrop(report: Report, reason: string, expected: boolean): void {
     const fields = { jobId: report.jobId, report: report.kind, reason };
     if (expected)
-      this.options.logger.info(
+      this.#options.logger.info(
         fields,
         `the coordinator already has a final result for job ${report.jobId}; not sending this one (${reason})`,
       );
-    else this.options.logger.warn(fields, `the coordinator refused the ${describeReport(report)} (${reason}); dropped`);
+    else
+      this.#options.logger.warn(fields, `the coordinator refused the ${describeReport(report)} (${reason}); dropped`);
   }
 }

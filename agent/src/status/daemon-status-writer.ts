@@ -17,13 +17,19 @@ export class DaemonStatusWriter {
   #status: DaemonStatus;
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
+  readonly #stateDir: string;
+  readonly #onError: (error: unknown) => void;
+  readonly #delayMs: number;
 
   constructor(
-    private readonly stateDir: string,
+    stateDir: string,
     initial: Omit<DaemonStatus, 'updatedAt'>,
-    private readonly onError: (error: unknown) => void = () => {},
-    private readonly delayMs = STATUS_WRITE_DELAY_MS,
+    onError: (error: unknown) => void = () => {},
+    delayMs = STATUS_WRITE_DELAY_MS,
   ) {
+    this.#stateDir = stateDir;
+    this.#onError = onError;
+    this.#delayMs = delayMs;
     this.#status = { ...initial, updatedAt: new Date().toISOString() };
     this.#write();
   }
@@ -38,7 +44,7 @@ export class DaemonStatusWriter {
     this.#timer = setTimeout(() => {
       this.#timer = null;
       if (!this.#closed) this.#write();
-    }, this.delayMs);
+    }, this.#delayMs);
     this.#timer.unref();
   }
 
@@ -54,11 +60,11 @@ export class DaemonStatusWriter {
   #write(): void {
     this.#status = { ...this.#status, updatedAt: new Date().toISOString() };
     try {
-      writeFileAtomic(path.join(this.stateDir, DAEMON_STATUS_FILE), `${JSON.stringify(this.#status, null, 2)}\n`, {
+      writeFileAtomic(path.join(this.#stateDir, DAEMON_STATUS_FILE), `${JSON.stringify(this.#status, null, 2)}\n`, {
         durable: false,
       });
     } catch (error) {
-      this.onError(error);
+      this.#onError(error);
     }
   }
 }

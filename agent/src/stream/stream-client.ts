@@ -63,8 +63,10 @@ export class StreamClient {
   readonly #backoff: Backoff;
   readonly #idleTimeoutMs: number;
   readonly #healthyAfterMs: number;
+  readonly #options: StreamClientOptions;
 
-  constructor(private readonly options: StreamClientOptions) {
+  constructor(options: StreamClientOptions) {
+    this.#options = options;
     this.#backoff = options.backoff ?? new Backoff({ baseMs: 500, capMs: 30_000 });
     this.#idleTimeoutMs = options.idleTimeoutMs ?? 45_000;
     this.#healthyAfterMs = options.healthyAfterMs ?? 1_000;
@@ -96,17 +98,18 @@ export class StreamClient {
     this.#setState('connecting', null);
     let prepareError: unknown = null;
     try {
-      await this.options.beforeConnect?.();
+      await this.#options.beforeConnect?.();
     } catch (error) {
       prepareError = error;
     }
     if (this.#stopped || attempt !== this.#attempt) return;
 
-    const url = new URL('/v1/agent/stream', this.options.origin);
-    if (this.options.queueCapacity !== undefined) url.searchParams.set('capacity', String(this.options.queueCapacity));
+    const url = new URL('/v1/agent/stream', this.#options.origin);
+    if (this.#options.queueCapacity !== undefined)
+      url.searchParams.set('capacity', String(this.#options.queueCapacity));
     // The network error behind a failed attempt, for its log line (EventSource passes on only text).
     let fetchError: unknown = null;
-    const signed = signedFetch(this.options);
+    const signed = signedFetch(this.#options);
     const fetch: FetchLike = (input, init) =>
       signed(input, init).catch((error: unknown) => {
         fetchError = error;
@@ -119,10 +122,10 @@ export class StreamClient {
       if (source !== this.#source) return;
       this.#openedAt = Date.now();
       this.#armWatchdog(source);
-      this.options.logger.info(`connected to the coordinator at ${this.options.origin}`);
+      this.#options.logger.info(`connected to the coordinator at ${this.#options.origin}`);
       if (prepareError !== null) {
         const message = prepareError instanceof Error ? prepareError.message : String(prepareError);
-        this.options.logger.warn({ err: prepareError }, `connected, but ${message}`);
+        this.#options.logger.warn({ err: prepareError }, `connected, but ${message}`);
       }
       this.#setState('connected', null);
     });
@@ -134,13 +137,13 @@ export class StreamClient {
         try {
           data = JSON.parse(String(message.data));
         } catch {
-          this.options.logger.warn({ event }, `ignored a ${event} event whose data is not JSON`);
+          this.#options.logger.warn({ event }, `ignored a ${event} event whose data is not JSON`);
           return;
         }
         try {
-          this.options.onMessage({ event, id: message.lastEventId, data });
+          this.#options.onMessage({ event, id: message.lastEventId, data });
         } catch (error) {
-          this.options.logger.error({ err: error, event }, `the ${event} event could not be handled`);
+          this.#options.logger.error({ err: error, event }, `the ${event} event could not be handled`);
         }
       });
     }
@@ -148,10 +151,10 @@ export class StreamClient {
       if (source !== this.#source) return;
       const wasOpen = this.#openedAt !== null;
       if (prepareError !== null && !wasOpen)
-        this.options.logger.debug({ err: prepareError }, 'the preparation of the failed attempt failed too');
+        this.#options.logger.debug({ err: prepareError }, 'the preparation of the failed attempt failed too');
       this.#fail(
         fetchError !== null && !wasOpen
-          ? `cannot reach ${this.options.origin}: ${describeNetworkError(fetchError)}`
+          ? `cannot reach ${this.#options.origin}: ${describeNetworkError(fetchError)}`
           : describeError(event.code, event.message),
       );
     });
@@ -164,7 +167,7 @@ export class StreamClient {
     if (this.#stopped) return;
     const delay = this.#backoff.next();
     const message = `${wasOpen ? 'the stream dropped' : 'cannot open the stream'}: ${reason}`;
-    this.options.logger.warn({ retryInMs: delay }, `${message}; reconnecting in ${formatDuration(delay)}`);
+    this.#options.logger.warn({ retryInMs: delay }, `${message}; reconnecting in ${formatDuration(delay)}`);
     this.#setState('disconnected', message);
     this.#reconnectTimer = setTimeout(() => void this.#connect(), delay);
   }
@@ -188,7 +191,7 @@ export class StreamClient {
   #setState(state: ConnectionState, error: string | null): void {
     if (state === this.#state && error === null) return;
     this.#state = state;
-    this.options.onState?.(state, error);
+    this.#options.onState?.(state, error);
   }
 }
 

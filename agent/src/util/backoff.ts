@@ -14,14 +14,17 @@ export interface BackoffOptions {
  */
 export class Backoff {
   #attempt = 0;
+  readonly #options: BackoffOptions;
 
-  constructor(private readonly options: BackoffOptions) {}
+  constructor(options: BackoffOptions) {
+    this.#options = options;
+  }
 
   /** The delay before the next attempt; each call counts one more failure. */
   next(): number {
-    const ceiling = Math.min(this.options.capMs, this.options.baseMs * 2 ** Math.min(this.#attempt, 30));
+    const ceiling = Math.min(this.#options.capMs, this.#options.baseMs * 2 ** Math.min(this.#attempt, 30));
     this.#attempt += 1;
-    return Math.floor((this.options.random ?? Math.random)() * ceiling);
+    return Math.floor((this.#options.random ?? Math.random)() * ceiling);
   }
 
   reset(): void {

@@ -11,12 +11,15 @@ export class KnownSecrets {
   readonly #values = new Set<string>();
   #masker: Masker = createMasker([]);
   #jsonMasker: Masker | null = null;
+  readonly #stateDir: string;
 
-  constructor(private readonly stateDir: string) {}
+  constructor(stateDir: string) {
+    this.#stateDir = stateDir;
+  }
 
   /** Reads the secrets file (loadSecrets) and remembers its values. */
   async load(): Promise<LoadedSecrets> {
-    const loaded = await loadSecrets(this.stateDir);
+    const loaded = await loadSecrets(this.#stateDir);
     this.remember(Object.values(loaded.secrets));
     return loaded;
   }

@@ -37,17 +37,19 @@ export function formatPath(path: YamlPath): string {
 export class YamlReader {
   readonly problems: FileProblem[] = [];
   readonly doc: Document.Parsed;
-  private readonly lines = new LineCounter();
+  readonly #lines = new LineCounter();
+  readonly #concealValues: boolean;
 
   constructor(
     readonly file: string,
     readonly source: string,
     /** Never quote a value in a message (the secrets file: its problems reach job errors). */
-    private readonly concealValues = false,
+    concealValues = false,
   ) {
-    this.doc = parseDocument(source, { lineCounter: this.lines, prettyErrors: false, uniqueKeys: true });
+    this.#concealValues = concealValues;
+    this.doc = parseDocument(source, { lineCounter: this.#lines, prettyErrors: false, uniqueKeys: true });
     for (const error of this.doc.errors) {
-      const { line, col } = this.lines.linePos(error.pos[0]);
+      const { line, col } = this.#lines.linePos(error.pos[0]);
       this.problems.push({ file, line, column: col, message: `invalid YAML: ${syntaxMessage(error.message)}` });
     }
   }
@@ -65,7 +67,7 @@ export class YamlReader {
   problem(node: YamlNode | null | undefined, path: YamlPath, message: string): void {
     const where = formatPath(path);
     const offset = node?.range?.[0];
-    const pos = offset === undefined ? undefined : this.lines.linePos(offset);
+    const pos = offset === undefined ? undefined : this.#lines.linePos(offset);
     this.problems.push({
       file: this.file,
       ...(pos ? { line: pos.line, column: pos.col } : {}),
@@ -76,7 +78,7 @@ export class YamlReader {
   /** The 1-based line where `node` starts. */
   line(node: YamlNode | null | undefined): number | undefined {
     const offset = node?.range?.[0];
-    return offset === undefined ? undefined : this.lines.linePos(offset).line;
+    return offset === undefined ? undefined : this.#lines.linePos(offset).line;
   }
 
   /** The node an alias points to, or the node itself. */
@@ -214,7 +216,7 @@ export class YamlReader {
     if (isScalar(node)) {
       const value = (node as Scalar).value;
       if (value === null || value === undefined) return 'nothing';
-      if (this.concealValues) return typeof value === 'string' ? 'a string' : `a ${typeof value}`;
+      if (this.#concealValues) return typeof value === 'string' ? 'a string' : `a ${typeof value}`;
       if (typeof value === 'string') return `\`${clip(value)}\``;
       if (typeof value === 'number' || typeof value === 'boolean') return `\`${String(value)}\` (${typeof value})`;
     }
