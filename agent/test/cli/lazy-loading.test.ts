@@ -9,7 +9,7 @@ const AGENT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = path.join(AGENT, 'src/cli/main.ts');
 const RECORDER = path.join(AGENT, 'test/fixtures/record-modules.mjs');
 /** The packages only the daemon (and `enroll`, `workflows`) use; a short command must not load them. */
-const DAEMON_PACKAGES = ['undici', 'eventsource', 'pino', 'execa', 'p-queue', 'yaml'];
+const DAEMON_PACKAGES = ['undici', 'eventsource', 'pino', 'execa', 'yaml'];
 
 let root: string;
 beforeEach(() => {

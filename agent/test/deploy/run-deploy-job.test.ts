@@ -23,8 +23,7 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   for (const h of open.splice(0)) {
-    await h.manager.shutdown(0);
-    h.close();
+    await h.stop();
     fs.rmSync(h.stateDir, { recursive: true, force: true });
   }
   await blobs.close();

@@ -33,6 +33,8 @@ export interface Harness {
   /** A daemon restart: a new manager over the same state directory. */
   restart(): Harness;
   close(): void;
+  /** As the daemon stops: the jobs shut down, the reports in flight settled (for 200 ms at most), the sender closed. */
+  stop(): Promise<void>;
 }
 
 export const sh = (run: string) => ({ run, shell: true });
@@ -109,6 +111,11 @@ export function harness(
       return harness(workflows, { ...options, stateDir });
     },
     close: () => {
+      sender.close();
+    },
+    async stop() {
+      await manager.shutdown(0);
+      await sender.flush(200); // the reports in flight settle (and mark the journal) before the files go
       sender.close();
     },
   });

@@ -12,8 +12,7 @@ function make(...args: Parameters<typeof harness>): Harness {
 }
 afterEach(async () => {
   for (const h of open.splice(0)) {
-    await h.manager.shutdown(0);
-    h.close();
+    await h.stop();
     fs.rmSync(h.stateDir, { recursive: true, force: true });
   }
 });
