@@ -1,7 +1,10 @@
 /**
  * Wire contract between agent and coordinator: each message as a JSON schema (used by the
  * coordinator's routes for validation and OpenAPI) paired with its TypeScript type under the
- * same name, so the two sides cannot drift.
+ * same name, so the two sides cannot drift. The types are written out rather than derived from
+ * the schemas (json-schema-to-ts's `FromSchema`) to keep them named and documented where they
+ * are used; shared/test/wire-schemas.test.ts fails the type-check when a schema and its type
+ * disagree.
  */
 
 export const EnrollRequest = {
