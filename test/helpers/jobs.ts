@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { INSERT_JOB_SQL, newJobParams, type NewJob } from '../../coordinator/src/db/repositories/job-rows.js';
+import { INSERT_JOB_SQL, newJobParams } from '../../coordinator/src/db/repositories/job-rows.js';
+import type { NewJob } from '../../coordinator/src/domain/model/jobs.js';
 import type { TestCoordinator } from './coordinator.js';
 
 /**

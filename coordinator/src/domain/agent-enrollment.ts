@@ -1,6 +1,6 @@
 import { publicKeyFromBase64, type EnrollRequest } from '@drover/shared';
 import type { Logger } from 'pino';
-import type { Agent, AgentRepository } from '../db/repositories/agents.js';
+import type { Agent, AgentRepository } from './model/agents.js';
 import { invalid, unauthorized } from '../errors.js';
 import { isoAt, isoNow, type Clock } from '../util/clock.js';
 import { newId } from '../util/ids.js';

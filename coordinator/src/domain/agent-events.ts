@@ -1,4 +1,4 @@
-import type { Agent } from '../db/repositories/agents.js';
+import type { Agent } from './model/agents.js';
 
 export type AgentRevokedListener = (agent: Agent) => void;
 

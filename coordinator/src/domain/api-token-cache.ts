@@ -1,5 +1,5 @@
-import type { AuthenticatingApiToken } from '../db/repositories/api-tokens.js';
-import type { Repositories } from '../db/repositories/index.js';
+import type { AuthenticatingApiToken } from './model/api-tokens.js';
+import type { Repositories } from './model/repositories.js';
 import { GenerationCache } from './generation-cache.js';
 
 const perRepositories = new WeakMap<Repositories, GenerationCache<AuthenticatingApiToken>>();

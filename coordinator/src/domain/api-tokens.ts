@@ -1,5 +1,6 @@
 import { API_TOKEN_PREFIX } from '@drover/shared';
-import type { ApiToken, RateLimits } from '../db/repositories/api-tokens.js';
+import type { ApiToken } from './model/api-tokens.js';
+import type { RateLimits } from './model/rate-limits.js';
 import { AppError, describe, validationFailed, type ValidationDetail } from '../errors.js';
 import { newId } from '../util/ids.js';
 import { hashBearerSecret, newBearerSecret, secretHint } from '../util/secrets.js';

@@ -1,4 +1,4 @@
-import type { AuditEntryInput, AuditRepository } from '../db/repositories/audit.js';
+import type { AuditEntryInput, AuditRepository } from './model/audit.js';
 import type { Clock } from '../util/clock.js';
 
 export type AuditRecord = Omit<AuditEntryInput, 'createdAt'>;

@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.js';
-import type { Repositories } from '../db/repositories/index.js';
+import type { Repositories } from './model/repositories.js';
 import type { Clock } from '../util/clock.js';
 import { newId } from '../util/ids.js';
 import { hashPassword } from './passwords.js';

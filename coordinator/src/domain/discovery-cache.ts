@@ -1,7 +1,7 @@
-import type { Agent } from '../db/repositories/agents.js';
-import type { ApiToken } from '../db/repositories/api-tokens.js';
-import type { ChangeCounterRepository } from '../db/repositories/change-counter.js';
-import type { Workflow } from '../db/repositories/workflows.js';
+import type { Agent } from './model/agents.js';
+import type { ApiToken } from './model/api-tokens.js';
+import type { ChangeCounterRepository } from './model/change-counter.js';
+import type { Workflow } from './model/workflows.js';
 import { reachableAgents, runnableWorkflows, type DiscoveryRepositories } from './discovery.js';
 import { GenerationCache } from './generation-cache.js';
 

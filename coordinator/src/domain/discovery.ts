@@ -1,7 +1,7 @@
-import type { Agent, AgentRepository } from '../db/repositories/agents.js';
-import type { ApiToken } from '../db/repositories/api-tokens.js';
-import type { Trigger, TriggerRepository } from '../db/repositories/triggers.js';
-import type { Workflow, WorkflowRepository } from '../db/repositories/workflows.js';
+import type { Agent, AgentRepository } from './model/agents.js';
+import type { ApiToken } from './model/api-tokens.js';
+import type { Trigger, TriggerRepository } from './model/triggers.js';
+import type { Workflow, WorkflowRepository } from './model/workflows.js';
 import { findGrant } from './grants.js';
 
 /**

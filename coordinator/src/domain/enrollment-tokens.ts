@@ -1,5 +1,5 @@
 import { ENROLLMENT_TOKEN_PREFIX } from '@drover/shared';
-import type { EnrollmentTokenRepository } from '../db/repositories/enrollment-tokens.js';
+import type { EnrollmentTokenRepository } from './model/enrollment-tokens.js';
 import type { Clock } from '../util/clock.js';
 import { newId } from '../util/ids.js';
 import { hashBearerSecret, newBearerSecret } from '../util/secrets.js';

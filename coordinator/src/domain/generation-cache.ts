@@ -1,4 +1,4 @@
-import type { ChangeCounterRepository } from '../db/repositories/change-counter.js';
+import type { ChangeCounterRepository } from './model/change-counter.js';
 
 /**
  * A memory cache that is exact rather than merely recent. Every entry belongs to one generation

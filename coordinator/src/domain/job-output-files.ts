@@ -1,6 +1,6 @@
 import { isUuid } from '../util/ids.js';
 import { looksLikeFileRef, storedFileRef } from '@drover/shared';
-import type { StoredFile } from '../db/repositories/files.js';
+import type { StoredFile } from './model/files.js';
 
 /** What the finish check needs of the files service. */
 export interface ActiveFiles {

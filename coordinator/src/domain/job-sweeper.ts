@@ -1,4 +1,4 @@
-import type { JobRepository } from '../db/repositories/jobs.js';
+import type { JobRepository } from './model/jobs.js';
 import { isoNow, type Clock } from '../util/clock.js';
 import type { JobEvents } from './job-events.js';
 import { DEADLINE_MESSAGE, REVOKED_MESSAGE } from './job-state.js';

@@ -1,5 +1,5 @@
-import type { Repositories } from '../db/repositories/index.js';
-import type { Member, Role } from '../db/repositories/orgs.js';
+import type { Repositories } from './model/repositories.js';
+import type { Member, Role } from './model/orgs.js';
 import { conflict, describe, invalid, notFound } from '../errors.js';
 import { newId } from '../util/ids.js';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.js';

@@ -1,6 +1,6 @@
-import type { Agent } from '../db/repositories/agents.js';
-import type { StorageBinding } from '../db/repositories/storage-bindings.js';
-import type { Trigger } from '../db/repositories/triggers.js';
+import type { Agent } from './model/agents.js';
+import type { StorageBinding } from './model/storage-bindings.js';
+import type { Trigger } from './model/triggers.js';
 import { describe, validationFailed, type ValidationDetail } from '../errors.js';
 import { STORAGE_PERMISSIONS, type Grant, type GrantType, type StoragePermission } from './grants.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
-import type { ServerSecretRepository } from '../db/repositories/server-secrets.js';
+import type { ServerSecretRepository } from './model/server-secrets.js';
 import type { Clock } from '../util/clock.js';
 
 export interface SessionClaims {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { OrgRepository } from '../db/repositories/orgs.js';
-import type { UserRepository } from '../db/repositories/users.js';
+import type { OrgRepository } from './model/orgs.js';
+import type { UserRepository } from './model/users.js';
 import { AppError, unauthorized } from '../errors.js';
 import { isoAt, type Clock } from '../util/clock.js';
 import { AttemptThrottle, type FailureOutcome, type ThrottlePolicy } from './attempt-throttle.js';

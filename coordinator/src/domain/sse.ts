@@ -1,5 +1,5 @@
 import type { JobAssignment } from '@drover/shared';
-import type { Job } from '../db/repositories/job-rows.js';
+import type { Job } from './model/jobs.js';
 import type { OpenJobStatus } from './job-state.js';
 
 /**

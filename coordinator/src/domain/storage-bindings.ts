@@ -1,5 +1,5 @@
-import type { Repositories } from '../db/repositories/index.js';
-import type { StorageBackend, StorageBinding } from '../db/repositories/storage-bindings.js';
+import type { Repositories } from './model/repositories.js';
+import type { StorageBackend, StorageBinding } from './model/storage-bindings.js';
 import { conflict, describe, notFound, validationFailed, type ValidationDetail } from '../errors.js';
 import { newId } from '../util/ids.js';
 import { nameProblem } from './names.js';

@@ -1,7 +1,6 @@
 import { StreamEvent, type JobAssignment } from '@drover/shared';
-import type { AgentRepository } from '../db/repositories/agents.js';
-import type { Job } from '../db/repositories/job-rows.js';
-import type { JobRepository } from '../db/repositories/jobs.js';
+import type { AgentRepository } from './model/agents.js';
+import type { Job, JobRepository } from './model/jobs.js';
 import { isoNow, type Clock } from '../util/clock.js';
 import type { AgentEvents } from './agent-events.js';
 import type { JobEvents } from './job-events.js';

@@ -1,5 +1,5 @@
-import type { Agent } from '../db/repositories/agents.js';
-import type { ChatProvider, NotifyOn, Trigger, TriggerType } from '../db/repositories/triggers.js';
+import type { Agent } from './model/agents.js';
+import type { ChatProvider, NotifyOn, Trigger, TriggerType } from './model/triggers.js';
 import { conflict, describe, validationFailed, type ValidationDetail } from '../errors.js';
 import { nameProblem } from './names.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from './triggers-cron.js';

@@ -1,6 +1,6 @@
-import type { RateLimits } from '../db/repositories/api-tokens.js';
-import type { Repositories } from '../db/repositories/index.js';
-import type { Workflow } from '../db/repositories/workflows.js';
+import type { RateLimits } from './model/rate-limits.js';
+import type { Repositories } from './model/repositories.js';
+import type { Workflow } from './model/workflows.js';
 import { notFound } from '../errors.js';
 
 /** Largest value of one workflow rate-limit window; null means no limit. */

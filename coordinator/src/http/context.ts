@@ -1,5 +1,5 @@
 import type { Config } from '../config/config.js';
-import type { Repositories } from '../db/repositories/index.js';
+import type { Repositories } from '../domain/model/repositories.js';
 import type { AuditLog } from '../domain/audit-log.js';
 import type { FileService } from '../domain/files/file-service.js';
 import type { JobEvents } from '../domain/job-events.js';

@@ -1,4 +1,4 @@
-import type { StorageBackend as BackendKind, StorageBinding } from '../db/repositories/storage-bindings.js';
+import type { StorageBackend as BackendKind, StorageBinding } from '../domain/model/storage-bindings.js';
 
 /**
  * The storage backend seam (docs/storage.md). The files service talks to a binding's blobs only

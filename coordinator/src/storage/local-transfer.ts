@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { BlobReader } from './blob-reader.js';
-import type { FileForTransfer, FileRepository } from '../db/repositories/files.js';
+import type { FileForTransfer, FileRepository } from '../domain/model/files.js';
 import { AppError, conflict, forbidden, notFound } from '../errors.js';
 import type { Clock } from '../util/clock.js';
 import type { BlobStat } from './backend.js';

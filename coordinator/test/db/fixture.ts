@@ -1,7 +1,7 @@
 import type { Db } from '../../src/db/database.js';
-import type { NewAgent } from '../../src/db/repositories/agents.js';
-import type { Repositories } from '../../src/db/repositories/index.js';
-import type { Trigger } from '../../src/db/repositories/triggers.js';
+import type { NewAgent } from '../../src/domain/model/agents.js';
+import type { Repositories } from '../../src/domain/model/repositories.js';
+import type { Trigger } from '../../src/domain/model/triggers.js';
 import { newId } from '../../src/util/ids.js';
 
 const CREATED_AT = '2030-01-01T00:00:00.000Z';

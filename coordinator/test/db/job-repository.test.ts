@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createSqliteRepositories, type Repositories } from '../../src/db/repositories/index.js';
-import { INSERT_JOB_SQL, newJobParams, type NewJob } from '../../src/db/repositories/job-rows.js';
-import type { FinishReport } from '../../src/db/repositories/jobs.js';
+import { createSqliteRepositories } from '../../src/db/repositories/index.js';
+import type { Repositories } from '../../src/domain/model/repositories.js';
+import { INSERT_JOB_SQL, newJobParams } from '../../src/db/repositories/job-rows.js';
+import type { FinishReport, NewJob } from '../../src/domain/model/jobs.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { DEADLINE_MESSAGE } from '../../src/domain/job-state.js';
 import { newId } from '../../src/util/ids.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Agent } from '../../src/db/repositories/agents.js';
+import type { Agent } from '../../src/domain/model/agents.js';
 import { AgentEvents, agentEventsOf } from '../../src/domain/agent-events.js';
 
 const agent = { id: 'a1', status: 'revoked' } as Agent;

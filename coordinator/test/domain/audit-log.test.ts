@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AuditEntryInput, AuditRepository } from '../../src/db/repositories/audit.js';
+import type { AuditEntryInput, AuditRepository } from '../../src/domain/model/audit.js';
 import { AuditLog } from '../../src/domain/audit-log.js';
 
 function recordingRepo(fail = false) {

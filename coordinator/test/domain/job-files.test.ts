@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { JobAssignment } from '@drover/shared';
-import type { AgentRepository } from '../../src/db/repositories/agents.js';
-import type { StoredFile } from '../../src/db/repositories/files.js';
-import type { Job } from '../../src/db/repositories/job-rows.js';
-import type { JobRepository } from '../../src/db/repositories/jobs.js';
+import type { AgentRepository } from '../../src/domain/model/agents.js';
+import type { StoredFile } from '../../src/domain/model/files.js';
+import type { Job, JobRepository } from '../../src/domain/model/jobs.js';
 import { AgentEvents } from '../../src/domain/agent-events.js';
 import { JobEvents } from '../../src/domain/job-events.js';
 import { StreamRegistry } from '../../src/domain/stream-registry.js';

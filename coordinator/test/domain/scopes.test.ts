@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Agent } from '../../src/db/repositories/agents.js';
-import type { StorageBinding } from '../../src/db/repositories/storage-bindings.js';
-import type { Trigger } from '../../src/db/repositories/triggers.js';
+import type { Agent } from '../../src/domain/model/agents.js';
+import type { StorageBinding } from '../../src/domain/model/storage-bindings.js';
+import type { Trigger } from '../../src/domain/model/triggers.js';
 import { AppError } from '../../src/errors.js';
 import { checkGrantTargets, parseScopes, type GrantInput, type OrgTargets } from '../../src/domain/scopes.js';
 

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Agent, AgentRepository } from '../../src/db/repositories/agents.js';
-import type { Job } from '../../src/db/repositories/job-rows.js';
-import type { JobRepository } from '../../src/db/repositories/jobs.js';
+import type { Agent, AgentRepository } from '../../src/domain/model/agents.js';
+import type { Job, JobRepository } from '../../src/domain/model/jobs.js';
 import { AgentEvents } from '../../src/domain/agent-events.js';
 import { JobEvents } from '../../src/domain/job-events.js';
 import { StreamRegistry, type StreamSink } from '../../src/domain/stream-registry.js';

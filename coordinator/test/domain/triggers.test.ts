@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Agent } from '../../src/db/repositories/agents.js';
-import type { Trigger } from '../../src/db/repositories/triggers.js';
+import type { Agent } from '../../src/domain/model/agents.js';
+import type { Trigger } from '../../src/domain/model/triggers.js';
 import {
   changedFields,
   checkChatKeywordClash,

@@ -3,12 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createFileRepository, type FileRepository, type StoredFile } from '../../src/db/repositories/files.js';
+import { createFileRepository } from '../../src/db/repositories/files.js';
+import type { FileRepository, StoredFile } from '../../src/domain/model/files.js';
 import { createServerSecretRepository } from '../../src/db/repositories/server-secrets.js';
-import {
-  createStorageBindingRepository,
-  type StorageBindingRepository,
-} from '../../src/db/repositories/storage-bindings.js';
+import { createStorageBindingRepository } from '../../src/db/repositories/storage-bindings.js';
+import type { StorageBindingRepository } from '../../src/domain/model/storage-bindings.js';
 import type { Config } from '../../src/config/config.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createFileService } from '../../src/domain/files/create.js';

@@ -1,45 +1,7 @@
+import type { ActorType, AuditEntryInput, AuditRepository } from '../../domain/model/audit.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
-
-export type ActorType = 'user' | 'api_token' | 'agent' | 'system';
-
-export interface AuditEntryInput {
-  orgId: string | null;
-  actorType: ActorType;
-  actorId: string | null;
-  action: string;
-  targetType?: string | null;
-  targetId?: string | null;
-  metadata?: Record<string, unknown>;
-  createdAt: string;
-}
-
-export interface AuditEntry {
-  id: number;
-  orgId: string | null;
-  actorType: ActorType;
-  actorId: string | null;
-  action: string;
-  targetType: string | null;
-  targetId: string | null;
-  metadata: Record<string, unknown>;
-  createdAt: string;
-}
-
-export interface AuditQuery {
-  action?: string | undefined;
-  limit: number;
-  /** Entries with an id below this one (the previous page's last id). */
-  before?: number | undefined;
-}
-
-export interface AuditRepository {
-  /** Inserts all entries in one transaction. */
-  insertMany(entries: readonly AuditEntryInput[]): Promise<void>;
-  /** Newest first. */
-  list(orgId: string, query: AuditQuery): Promise<AuditEntry[]>;
-}
 
 interface AuditRow {
   id: number;

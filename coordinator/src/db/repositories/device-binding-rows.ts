@@ -1,27 +1,5 @@
 import type { DeviceState } from '@drover/shared';
-import type { Installation } from '../../domain/ota/desired-state.js';
-
-/** A device binding (migration 0006): an application on an agent. */
-export interface DeviceBinding {
-  id: string;
-  orgId: string;
-  applicationId: string;
-  agentId: string;
-  channel: string;
-  /** The observed installation, or null until one is observed. */
-  current: Installation | null;
-  /** What the last evaluation decided (answers recompute it). */
-  desiredReleaseId: string | null;
-  forced: boolean;
-  state: DeviceState | null;
-  error: string | null;
-  activeJobId: string | null;
-  lastReportAt: string | null;
-  failedAttempts: number;
-  retryAt: string | null;
-  postponedReleaseId: string | null;
-  createdAt: string;
-}
+import type { DeviceBinding } from '../../domain/model/device-bindings.js';
 
 export interface DeviceBindingRow {
   id: string;

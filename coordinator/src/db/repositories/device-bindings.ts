@@ -1,13 +1,16 @@
-import type { DeviceState } from '@drover/shared';
+import type {
+  BindInput,
+  BindResult,
+  DeviceBinding,
+  DeviceBindingRepository,
+  EvaluationOutcome,
+  EvaluationRequest,
+  ReportWrite,
+} from '../../domain/model/device-bindings.js';
+import type { Release } from '../../domain/model/releases.js';
 import { deployParams, releaseOfDeployParams } from '../../domain/ota/deploy-job.js';
-import { forceReasonText, type DesiredState, type Installation } from '../../domain/ota/desired-state.js';
-import {
-  planEvaluation,
-  type ActiveJobFacts,
-  type EvaluationReason,
-  type HoldReason,
-} from '../../domain/ota/evaluation.js';
-import type { JobEndOutcome } from '../../domain/ota/retry-policy.js';
+import { forceReasonText, type DesiredState } from '../../domain/ota/desired-state.js';
+import { planEvaluation, type ActiveJobFacts } from '../../domain/ota/evaluation.js';
 import { isoAt } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { Db } from '../database.js';
@@ -16,85 +19,10 @@ import {
   toDeviceBinding,
   UPDATE_BINDING_SQL,
   updateBindingParams,
-  type DeviceBinding,
   type DeviceBindingRow,
 } from './device-binding-rows.js';
 import { INSERT_JOB_SQL, newJobParams, toJob, type JobRow } from './job-rows.js';
-import { toRelease, type Release, type ReleaseRow } from './releases.js';
-
-export type { DeviceBinding } from './device-binding-rows.js';
-
-export interface BindInput {
-  orgId: string;
-  applicationId: string;
-  /** One binding per agent, in this order; ids are given by the caller. */
-  bindings: { id: string; agentId: string }[];
-  channel: string;
-  at: string;
-}
-
-export type BindResult =
-  { outcome: 'bound'; bindings: DeviceBinding[] } | { outcome: 'already_bound'; agentIds: string[] };
-
-/** What an agent's report writes before the evaluation it causes. Omitted fields stay as they are. */
-export interface ReportWrite {
-  current?: Installation | undefined;
-  state?: DeviceState | undefined;
-  /** Omitted with a `state`: the error is cleared. */
-  error?: string | null | undefined;
-  at: string;
-}
-
-export interface EvaluationRequest {
-  bindingId: string;
-  reason: EvaluationReason;
-  report?: ReportWrite | undefined;
-}
-
-export interface EvaluationOutcome {
-  bindingId: string;
-  /** The binding after the evaluation; null when it (or its application) no longer exists. */
-  binding: DeviceBinding | null;
-  state: DesiredState<Release> | null;
-  settled: JobEndOutcome | null;
-  createdJobId: string | null;
-  supersededJobId: string | null;
-  repushJobId: string | null;
-  hold: HoldReason | null;
-}
-
-export interface DeviceBindingRepository {
-  /** Binds agents in one transaction; none is bound when one of them already is (`already_bound`). */
-  bind(input: BindInput): Promise<BindResult>;
-  findInApp(applicationId: string, id: string): Promise<DeviceBinding | null>;
-  /** In bind order. */
-  listByApp(applicationId: string): Promise<DeviceBinding[]>;
-  /** The agent's bindings to applications not deleted, in bind order. */
-  listByAgent(agentId: string): Promise<DeviceBinding[]>;
-  findForAgent(agentId: string, applicationId: string): Promise<DeviceBinding | null>;
-  changeChannel(applicationId: string, id: string, channel: string): Promise<DeviceBinding | null>;
-  /** Removes the binding; its update job is cancelled with `message` if still `pending`. */
-  unbind(
-    applicationId: string,
-    id: string,
-    at: string,
-    message: string,
-  ): Promise<{ binding: DeviceBinding; cancelledJobId: string | null } | null>;
-  /** Bindings on the channel, and bindings whose current release is `releaseId` (any order). */
-  idsToEvaluate(applicationId: string, channel: string, releaseId: string): Promise<string[]>;
-  /** Bindings the sweep must evaluate: a retry that is due, or an update job that ended unsettled. */
-  idsDue(now: string, limit: number): Promise<string[]>;
-  /** The binding whose active update job is `jobId`. */
-  bindingOfActiveJob(jobId: string): Promise<string | null>;
-  /** The application an update job was issued for (also after its binding was removed). */
-  applicationOfUpdateJob(jobId: string): Promise<string | null>;
-  /**
-   * Evaluates bindings in one transaction (domain/ota/evaluation.ts): settles ended jobs,
-   * cancels a superseded pending job, creates the update job (`active_job_id` set in the same
-   * transaction) and stores the result. `now` is Unix ms.
-   */
-  evaluate(requests: readonly EvaluationRequest[], now: number): Promise<EvaluationOutcome[]>;
-}
+import { toRelease, type ReleaseRow } from './releases.js';
 
 interface AppFacts {
   id: string;

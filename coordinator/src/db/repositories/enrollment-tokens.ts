@@ -1,19 +1,5 @@
+import type { EnrollmentTokenRepository } from '../../domain/model/enrollment-tokens.js';
 import type { Db } from '../database.js';
-
-export interface EnrollmentToken {
-  id: string;
-  orgId: string;
-  name: string | null;
-  expiresAt: string;
-  usedAt: string | null;
-  usedByAgentId: string | null;
-  createdBy: string | null;
-  createdAt: string;
-}
-
-export interface EnrollmentTokenRepository {
-  insert(token: EnrollmentToken, tokenHash: string): Promise<void>;
-}
 
 export function createEnrollmentTokenRepository(db: Db): EnrollmentTokenRepository {
   const insert = db.prepare(

@@ -1,47 +1,23 @@
+import type { Repositories } from '../../domain/model/repositories.js';
 import type { Db } from '../database.js';
 import { GroupCommitExecutor, type WriteExecutor } from '../writer/executor.js';
-import { createAgentRepository, type AgentRepository } from './agents.js';
-import { createApplicationRepository, type ApplicationRepository } from './applications.js';
-import { createDeviceBindingRepository, type DeviceBindingRepository } from './device-bindings.js';
-import { createReleaseRepository, type ReleaseRepository } from './releases.js';
-import { createApiTokenRepository, type ApiTokenRepository } from './api-tokens.js';
-import { createAuditRepository, type AuditRepository } from './audit.js';
-import { createChangeCounterRepository, type ChangeCounterRepository } from './change-counter.js';
-import { createEnrollmentTokenRepository, type EnrollmentTokenRepository } from './enrollment-tokens.js';
-import { createJobRepository, type JobRepository } from './jobs.js';
-import { createOrgRepository, type OrgRepository } from './orgs.js';
-import { createServerSecretRepository, type ServerSecretRepository } from './server-secrets.js';
-import { createStorageBindingRepository, type StorageBindingRepository } from './storage-bindings.js';
-import { createFileRepository, type FileRepository } from './files.js';
-import { createTriggerRepository, type TriggerRepository } from './triggers.js';
-import { createTriggerRunRepository, type TriggerRunRepository } from './trigger-runs.js';
-import { createUserRepository, type UserRepository } from './users.js';
-import { createWorkflowRepository, type WorkflowRepository } from './workflows.js';
-
-/**
- * The persistence seam: every query the coordinator makes goes through these interfaces, whose
- * methods are async and each atomic (a multi-row change is one method, one transaction), so a
- * second database can implement them without touching the domain or the routes.
- */
-export interface Repositories {
-  agents: AgentRepository;
-  apiTokens: ApiTokenRepository;
-  audit: AuditRepository;
-  changeCounter: ChangeCounterRepository;
-  enrollmentTokens: EnrollmentTokenRepository;
-  jobs: JobRepository;
-  orgs: OrgRepository;
-  serverSecrets: ServerSecretRepository;
-  storageBindings: StorageBindingRepository;
-  files: FileRepository;
-  triggers: TriggerRepository;
-  triggerRuns: TriggerRunRepository;
-  users: UserRepository;
-  workflows: WorkflowRepository;
-  applications: ApplicationRepository;
-  releases: ReleaseRepository;
-  deviceBindings: DeviceBindingRepository;
-}
+import { createAgentRepository } from './agents.js';
+import { createApplicationRepository } from './applications.js';
+import { createDeviceBindingRepository } from './device-bindings.js';
+import { createReleaseRepository } from './releases.js';
+import { createApiTokenRepository } from './api-tokens.js';
+import { createAuditRepository } from './audit.js';
+import { createChangeCounterRepository } from './change-counter.js';
+import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
+import { createJobRepository } from './jobs.js';
+import { createOrgRepository } from './orgs.js';
+import { createServerSecretRepository } from './server-secrets.js';
+import { createStorageBindingRepository } from './storage-bindings.js';
+import { createFileRepository } from './files.js';
+import { createTriggerRepository } from './triggers.js';
+import { createTriggerRunRepository } from './trigger-runs.js';
+import { createUserRepository } from './users.js';
+import { createWorkflowRepository } from './workflows.js';
 
 /**
  * `writes` runs the hot writes (trigger-run admissions, job reports, audit entries, request

@@ -1,39 +1,11 @@
 import type { JobStatus } from '@drover/shared';
+import type { Job, JobKind, NewJob } from '../../domain/model/jobs.js';
 import { parseJsonColumn } from '../../util/json.js';
-
-/** A job (CONTRACT §4) as the coordinator holds it. */
-export interface Job {
-  id: string;
-  orgId: string;
-  kind: 'trigger' | 'update';
-  triggerId: string | null;
-  agentId: string;
-  workflowId: string | null;
-  workflowName: string;
-  status: JobStatus;
-  ref: string | null;
-  debug: boolean;
-  params: Record<string, unknown>;
-  output: Record<string, unknown> | null;
-  exitCode: number | null;
-  errorMessage: string | null;
-  forced: boolean;
-  forceReason: string | null;
-  apiTokenId: string | null;
-  userId: string | null;
-  timeoutMs: number | null;
-  createdAt: string;
-  queuedAt: string | null;
-  startedAt: string | null;
-  finishedAt: string | null;
-  deadlineAt: string | null;
-  seq: number;
-}
 
 export interface JobRow {
   id: string;
   org_id: string;
-  kind: 'trigger' | 'update';
+  kind: JobKind;
   trigger_id: string | null;
   agent_id: string;
   workflow_id: string | null;
@@ -96,28 +68,6 @@ export const INSERT_JOB_SQL = `INSERT INTO jobs (id, org_id, kind, trigger_id, a
     status, ref, debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
     created_at, finished_at)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-
-export interface NewJob {
-  id: string;
-  orgId: string;
-  kind: 'trigger' | 'update';
-  triggerId: string | null;
-  agentId: string;
-  workflowId: string | null;
-  workflowName: string;
-  /** `pending` for an accepted job, `rejected` for a refused call. */
-  status: 'pending' | 'rejected';
-  ref: string | null;
-  debug: boolean;
-  params: Record<string, unknown>;
-  errorMessage: string | null;
-  forced: boolean;
-  forceReason: string | null;
-  apiTokenId: string | null;
-  userId: string | null;
-  timeoutMs: number | null;
-  createdAt: string;
-}
 
 /** The parameters of INSERT_JOB_SQL for a new job. */
 export const newJobParams = (job: NewJob) => jobInsertParams(job, job.status, job.errorMessage);

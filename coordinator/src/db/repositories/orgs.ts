@@ -1,47 +1,6 @@
+import type { Member, Org, OrgRepository, Role } from '../../domain/model/orgs.js';
+import type { UserWithPassword } from '../../domain/model/users.js';
 import type { Db } from '../database.js';
-import type { UserWithPassword } from './users.js';
-
-export type Role = 'owner' | 'member';
-export const ROLES: readonly Role[] = ['owner', 'member'];
-
-export interface Org {
-  id: string;
-  name: string;
-  createdAt: string;
-}
-
-export interface OrgWithRole extends Org {
-  role: Role;
-}
-
-export interface Member {
-  userId: string;
-  email: string;
-  role: Role;
-  joinedAt: string;
-}
-
-export interface OrgRepository {
-  /** Creates the organization with `ownerId` as its owner, in one transaction. */
-  create(org: Org, ownerId: string): Promise<void>;
-  findById(id: string): Promise<Org | null>;
-  listForUser(userId: string): Promise<OrgWithRole[]>;
-  roleOf(orgId: string, userId: string): Promise<Role | null>;
-  listMembers(orgId: string): Promise<Member[]>;
-  findMember(orgId: string, userId: string): Promise<Member | null>;
-  /** Adds an existing user; false when the user is already a member. */
-  addMember(orgId: string, userId: string, role: Role, at: string): Promise<boolean>;
-  /**
-   * Creates a user and makes them a member, in one transaction; `email_taken` (nothing written)
-   * when a user with that email exists.
-   */
-  createUserAndAddMember(user: UserWithPassword, orgId: string, role: Role): Promise<'ok' | 'email_taken'>;
-  /** Changes a role; refuses (returns false) to demote the last owner. */
-  setRole(orgId: string, userId: string, role: Role): Promise<'ok' | 'last_owner' | 'not_found'>;
-  /** Removes a member; refuses to remove the last owner. */
-  removeMember(orgId: string, userId: string): Promise<'ok' | 'last_owner' | 'not_found'>;
-  count(): Promise<number>;
-}
 
 interface MemberRow {
   user_id: string;

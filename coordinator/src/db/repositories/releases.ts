@@ -1,76 +1,12 @@
+import type {
+  CreateReleaseResult,
+  NewRelease,
+  Release,
+  ReleaseChange,
+  ReleaseRepository,
+} from '../../domain/model/releases.js';
 import type { ReleaseStatus, UpdatePolicy } from '../../domain/ota/desired-state.js';
 import type { Db } from '../database.js';
-
-/** A release of an application (migration 0005). */
-export interface Release {
-  id: string;
-  applicationId: string;
-  version: string;
-  /** Application-wide, strictly increasing in creation order; orders releases. */
-  sequence: number;
-  channel: string;
-  updatePolicy: UpdatePolicy;
-  status: ReleaseStatus;
-  artifactFileId: string;
-  /** Of the artifact, copied at creation. */
-  checksumSha256: string;
-  size: number;
-  notes: string | null;
-  createdAt: string;
-  publishedAt: string | null;
-  yankedAt: string | null;
-}
-
-export interface NewRelease {
-  id: string;
-  orgId: string;
-  applicationId: string;
-  version: string;
-  channel: string;
-  updatePolicy: UpdatePolicy;
-  artifactFileId: string;
-  notes: string | null;
-  createdAt: string;
-}
-
-/** Why an artifact cannot back a release. */
-export type ArtifactProblem = 'not_found' | 'not_active' | 'not_persistent';
-
-export type CreateReleaseResult =
-  { outcome: 'created'; release: Release } | { outcome: 'bad_artifact'; problem: ArtifactProblem; status?: string };
-
-/** `applied`: moved now; `conflict`: not possible from the release's status; `not_found`. */
-export type ReleaseChange = { outcome: 'applied' | 'conflict'; release: Release } | { outcome: 'not_found' };
-
-export interface DraftPatch {
-  version?: string | undefined;
-  channel?: string | undefined;
-  updatePolicy?: UpdatePolicy | undefined;
-  notes?: string | null | undefined;
-}
-
-export interface ReleaseListFilter {
-  channel?: string | undefined;
-  status?: ReleaseStatus | undefined;
-}
-
-export interface ReleaseRepository {
-  /**
-   * Creates a draft in one transaction: checks the artifact (a file of the organization, in a
-   * binding not deleted, `active` and `persistent`), copies its checksum and size, and assigns
-   * the next sequence of the application (strictly increasing, also under concurrent calls).
-   */
-  create(release: NewRelease): Promise<CreateReleaseResult>;
-  findInApp(applicationId: string, id: string): Promise<Release | null>;
-  /** Highest sequence first. */
-  list(applicationId: string, filter?: ReleaseListFilter): Promise<Release[]>;
-  /** draft → published. */
-  publish(applicationId: string, id: string, at: string): Promise<ReleaseChange>;
-  /** published → yanked. */
-  yank(applicationId: string, id: string, at: string): Promise<ReleaseChange>;
-  /** Changes a draft; a published or yanked release is immutable (`conflict`). */
-  updateDraft(applicationId: string, id: string, patch: DraftPatch): Promise<ReleaseChange>;
-}
 
 export interface ReleaseRow {
   id: string;

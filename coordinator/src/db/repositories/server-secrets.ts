@@ -1,12 +1,5 @@
+import type { ServerSecretRepository } from '../../domain/model/server-secrets.js';
 import type { Db } from '../database.js';
-
-/**
- * Server-wide secrets that every coordinator sharing the database must agree on (the session
- * signing key, the presign HMAC key). Created once; `getOrCreate` is race-free.
- */
-export interface ServerSecretRepository {
-  getOrCreate(name: string, create: () => string, at: string): Promise<string>;
-}
 
 export function createServerSecretRepository(db: Db): ServerSecretRepository {
   const insert = db.prepare('INSERT OR IGNORE INTO server_secrets (name, value, created_at) VALUES (?, ?, ?)');

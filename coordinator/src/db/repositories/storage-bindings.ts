@@ -1,28 +1,6 @@
+import type { StorageBackend, StorageBinding, StorageBindingRepository } from '../../domain/model/storage-bindings.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
-
-export type StorageBackend = 'local' | 's3';
-
-export interface StorageBinding {
-  id: string;
-  orgId: string;
-  name: string;
-  backend: StorageBackend;
-  /** Backend settings; may hold secrets, never returned. */
-  config: Record<string, unknown>;
-  isDefault: boolean;
-  createdAt: string;
-}
-
-export interface StorageBindingRepository {
-  insert(binding: StorageBinding): Promise<void>;
-  /** Inserts unless the organization has a (not deleted) binding of that name; false then. */
-  insertIfNameFree(binding: StorageBinding): Promise<boolean>;
-  findInOrg(orgId: string, id: string): Promise<StorageBinding | null>;
-  /** Oldest first. */
-  listByOrg(orgId: string): Promise<StorageBinding[]>;
-  softDelete(orgId: string, id: string, at: string): Promise<boolean>;
-}
 
 /** A `storage_bindings` row as SQLite answers it. */
 export interface BindingRow {

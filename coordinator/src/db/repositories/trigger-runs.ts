@@ -1,4 +1,5 @@
 import type { JobStatus } from '@drover/shared';
+import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
 import {
   checkLimits,
   hasAnyLimit,
@@ -13,53 +14,7 @@ import {
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
-import type { RateLimits } from './api-tokens.js';
-import { INSERT_JOB_SQL, jobInsertParams, type NewJob } from './job-rows.js';
-
-/** A trigger call that passed validation, to admit as a job (or refuse) in one transaction. */
-export interface AdmissionRequest {
-  /** The job to create; its status (`pending`, or `rejected` when refused) is decided here. */
-  job: Omit<NewJob, 'status' | 'errorMessage'> & { triggerId: string; workflowId: string };
-  /** Unix ms of the call: the rate windows and the idempotency expiry are computed from it. */
-  now: number;
-  /** Key and body hash, when the call carries an Idempotency-Key; scoped to (trigger, workflow name). */
-  idempotency: { key: string; requestHash: string; ttlMs: number } | null;
-  /** The calling token's job limits (null: not called with a token). */
-  token: { id: string; limits: RateLimits } | null;
-  /** The workflow's limits; bypassed (but still counted) when `job.forced`. Windows are counted only while a limit is set. */
-  workflowLimits: RateLimits;
-}
-
-export type AdmissionOutcome =
-  /** A new `pending` job. */
-  | { outcome: 'admitted'; jobId: string }
-  /** The key was used before with the same body: that call's job. */
-  | { outcome: 'repeated'; jobId: string }
-  /** The key was used before with a different body; nothing was written. */
-  | { outcome: 'idempotency_conflict' }
-  /** Refused by a limit: a `rejected` job was stored (and a rate_limit_blocks row for a workflow limit). */
-  | { outcome: 'refused'; jobId: string; scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string };
-
-/** What a sync trigger run answers with. */
-export interface JobResult {
-  status: JobStatus;
-  exitCode: number | null;
-  errorMessage: string | null;
-  output: Record<string, unknown> | null;
-}
-
-export interface TriggerRunRepository {
-  /**
-   * The admission of a trigger call, atomic and serialized with every other admission (group
-   * commit, see db/writer/): idempotency lookup, token limit, workflow limit (unless
-   * forced), the job, the window counters (dispatched calls only), the idempotency key (dispatched
-   * calls only, so a call refused by a limit can be retried with the same key) and the block row.
-   * Resolves once committed.
-   */
-  admit(request: AdmissionRequest): Promise<AdmissionOutcome>;
-  /** The status and result of a job, or null when it does not exist. */
-  jobResult(jobId: string): Promise<JobResult | null>;
-}
+import { INSERT_JOB_SQL, jobInsertParams } from './job-rows.js';
 
 /** Expired idempotency keys and past window counters are deleted at most this often. */
 const PURGE_EVERY_MS = 60_000;

@@ -1,21 +1,5 @@
+import type { UserRepository, UserWithPassword } from '../../domain/model/users.js';
 import type { Db } from '../database.js';
-
-export interface User {
-  id: string;
-  email: string;
-  createdAt: string;
-}
-
-export interface UserWithPassword extends User {
-  passwordHash: string;
-}
-
-export interface UserRepository {
-  findByEmail(email: string): Promise<UserWithPassword | null>;
-  findById(id: string): Promise<User | null>;
-  insert(user: UserWithPassword): Promise<void>;
-  count(): Promise<number>;
-}
 
 interface UserRow {
   id: string;

@@ -1,43 +1,8 @@
 import type { ParamDefinition, WorkflowDefinition, WorkflowStep } from '@drover/shared';
+import type { Workflow, WorkflowRepository } from '../../domain/model/workflows.js';
 import { newId } from '../../util/ids.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
-import type { RateLimits } from './api-tokens.js';
-
-export interface Workflow {
-  id: string;
-  orgId: string;
-  agentId: string;
-  name: string;
-  description: string | null;
-  version: string | null;
-  paramsSchema: ParamDefinition[] | null;
-  /** Internal: never returned by the public API. */
-  secretsKeys: string[];
-  /** Internal: never returned by the public API. */
-  steps: WorkflowStep[];
-  timeoutMs: number | null;
-  rateLimit: RateLimits;
-  removedAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface WorkflowRepository {
-  /**
-   * Replaces the agent's set of workflows in one transaction: new names are added, known names
-   * updated (keeping their id and limits; a removed one comes back), names missing from the set
-   * are marked removed. Returns the active set, ascending by name.
-   */
-  replaceForAgent(orgId: string, agentId: string, defs: readonly WorkflowDefinition[], at: string): Promise<Workflow[]>;
-  /** Active workflows of these agents, ascending by name (then agent id). */
-  listActiveByAgents(agentIds: readonly string[]): Promise<Workflow[]>;
-  findActiveByAgentAndName(agentId: string, name: string): Promise<Workflow | null>;
-  /** Active workflows of the organization, ascending by name. */
-  listByOrg(orgId: string): Promise<Workflow[]>;
-  findInOrg(orgId: string, id: string): Promise<Workflow | null>;
-  setRateLimits(orgId: string, id: string, limits: RateLimits, at: string): Promise<Workflow | null>;
-}
 
 interface WorkflowRow {
   id: string;

@@ -1,4 +1,4 @@
-import type { ApiToken } from '../../db/repositories/api-tokens.js';
+import type { ApiToken } from '../model/api-tokens.js';
 import { forbidden } from '../../errors.js';
 import { findGrant, type StorageGrant, type StoragePermission } from '../grants.js';
 

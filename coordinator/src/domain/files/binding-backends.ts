@@ -1,4 +1,4 @@
-import type { StorageBinding } from '../../db/repositories/storage-bindings.js';
+import type { StorageBinding } from '../model/storage-bindings.js';
 import type { StorageBackend, StorageBackends } from '../../storage/backend.js';
 
 /** The storage backend of each binding, made once per binding and then remembered. */

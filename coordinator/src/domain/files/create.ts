@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Config } from '../../config/config.js';
-import type { Repositories } from '../../db/repositories/index.js';
+import type { Repositories } from '../model/repositories.js';
 import { StorageBackends } from '../../storage/backend.js';
 import { BlobUrlSigner } from '../../storage/blob-url.js';
 import { LocalBackend } from '../../storage/local-backend.js';

@@ -1,4 +1,4 @@
-import type { FileRepository, StoredFile } from '../../db/repositories/files.js';
+import type { FileRepository, StoredFile } from '../model/files.js';
 import { conflict, notFound } from '../../errors.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import { isoAt, type Clock } from '../../util/clock.js';

@@ -1,6 +1,6 @@
 import type { Config } from '../../config/config.js';
-import type { FileRepository, FileStatus, StoredFile } from '../../db/repositories/files.js';
-import type { StorageBinding, StorageBindingRepository } from '../../db/repositories/storage-bindings.js';
+import type { FileRepository, FileStatus, StoredFile } from '../model/files.js';
+import type { StorageBinding, StorageBindingRepository } from '../model/storage-bindings.js';
 import { conflict, forbidden, invalid, notFound } from '../../errors.js';
 import { UnsupportedBackendError, type StorageBackend, type StorageBackends } from '../../storage/backend.js';
 import type { LocalBackend } from '../../storage/local-backend.js';

@@ -1,5 +1,5 @@
-import type { StoredFile } from '../../db/repositories/files.js';
-import type { StorageBinding } from '../../db/repositories/storage-bindings.js';
+import type { StoredFile } from '../model/files.js';
+import type { StorageBinding } from '../model/storage-bindings.js';
 import type { StorageBackend } from '../../storage/backend.js';
 import { isoAt } from '../../util/clock.js';
 import type { PresignedUploadView } from './view.js';

@@ -1,4 +1,4 @@
-import type { CleanupRule, FileStatus, StoredFile } from '../../db/repositories/files.js';
+import type { CleanupRule, FileStatus, StoredFile } from '../model/files.js';
 
 /**
  * A stored file as the public API shows it (spec: Stored file). Internal fields (organization,

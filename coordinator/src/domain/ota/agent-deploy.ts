@@ -7,10 +7,10 @@ import {
   type ManifestEntry,
   type ManifestPayload,
 } from '@drover/shared';
-import type { Application } from '../../db/repositories/applications.js';
-import type { DeviceBinding } from '../../db/repositories/device-bindings.js';
-import type { StoredFile } from '../../db/repositories/files.js';
-import type { Release } from '../../db/repositories/releases.js';
+import type { Application } from '../model/applications.js';
+import type { DeviceBinding } from '../model/device-bindings.js';
+import type { StoredFile } from '../model/files.js';
+import type { Release } from '../model/releases.js';
 import { notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import type { DownloadUrlView } from '../files/view.js';

@@ -1,4 +1,4 @@
-import type { Application, ApplicationPatch } from '../../db/repositories/applications.js';
+import type { Application, ApplicationPatch } from '../model/applications.js';
 import { AppError, notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';

@@ -1,7 +1,7 @@
-import type { AgentRepository } from '../../db/repositories/agents.js';
-import type { ApplicationRepository } from '../../db/repositories/applications.js';
-import type { DeviceBindingRepository } from '../../db/repositories/device-bindings.js';
-import type { ReleaseRepository } from '../../db/repositories/releases.js';
+import type { AgentRepository } from '../model/agents.js';
+import type { ApplicationRepository } from '../model/applications.js';
+import type { DeviceBindingRepository } from '../model/device-bindings.js';
+import type { ReleaseRepository } from '../model/releases.js';
 import type { Clock } from '../../util/clock.js';
 import type { JobEvents } from '../job-events.js';
 import type { OtaEngine } from './engine.js';

@@ -1,5 +1,5 @@
-import type { Application } from '../../db/repositories/applications.js';
-import type { DeviceBinding, EvaluationOutcome } from '../../db/repositories/device-bindings.js';
+import type { Application } from '../model/applications.js';
+import type { DeviceBinding, EvaluationOutcome } from '../model/device-bindings.js';
 import { AppError, notFound, validationFailed, type ValidationDetail } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';

@@ -1,10 +1,6 @@
 import type { JobAssignment } from '@drover/shared';
-import type {
-  DeviceBindingRepository,
-  EvaluationOutcome,
-  EvaluationRequest,
-} from '../../db/repositories/device-bindings.js';
-import type { Job } from '../../db/repositories/job-rows.js';
+import type { DeviceBindingRepository, EvaluationOutcome, EvaluationRequest } from '../model/device-bindings.js';
+import type { Job } from '../model/jobs.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import type { JobEvents } from '../job-events.js';
 import { toDeployAssignment } from './deploy-job.js';

@@ -1,7 +1,7 @@
-import type { Application, ApplicationRepository } from '../../db/repositories/applications.js';
-import type { ChangeCounterRepository } from '../../db/repositories/change-counter.js';
-import type { StoredFile } from '../../db/repositories/files.js';
-import type { Release, ReleaseRepository } from '../../db/repositories/releases.js';
+import type { Application, ApplicationRepository } from '../model/applications.js';
+import type { ChangeCounterRepository } from '../model/change-counter.js';
+import type { StoredFile } from '../model/files.js';
+import type { Release, ReleaseRepository } from '../model/releases.js';
 import { GenerationCache } from '../generation-cache.js';
 
 /** An application and all its releases, newest sequence first, as the desired state needs them. */

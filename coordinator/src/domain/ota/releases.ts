@@ -1,5 +1,5 @@
-import type { Application } from '../../db/repositories/applications.js';
-import type { ArtifactProblem, DraftPatch, Release, ReleaseChange } from '../../db/repositories/releases.js';
+import type { Application } from '../model/applications.js';
+import type { ArtifactProblem, DraftPatch, Release, ReleaseChange } from '../model/releases.js';
 import { AppError, invalid, notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';

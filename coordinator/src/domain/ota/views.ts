@@ -1,7 +1,7 @@
 import type { DeviceState, ReleaseRef } from '@drover/shared';
-import type { Application } from '../../db/repositories/applications.js';
-import type { DeviceBinding } from '../../db/repositories/device-bindings.js';
-import type { Release } from '../../db/repositories/releases.js';
+import type { Application } from '../model/applications.js';
+import type { DeviceBinding } from '../model/device-bindings.js';
+import type { Release } from '../model/releases.js';
 import type { DesiredState, Installation } from './desired-state.js';
 
 /** The answers of the OTA dashboard endpoints (CONTRACT §7's fixed bodies). */

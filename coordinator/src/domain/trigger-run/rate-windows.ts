@@ -1,4 +1,4 @@
-import type { RateLimits } from '../../db/repositories/api-tokens.js';
+import type { RateLimits } from '../model/rate-limits.js';
 
 /**
  * Workflow and token job limits (spec: Limits; CONTRACT §4): fixed windows aligned to the UTC

@@ -1,5 +1,5 @@
-import type { AuthenticatingApiToken } from '../../db/repositories/api-tokens.js';
-import type { Trigger } from '../../db/repositories/triggers.js';
+import type { AuthenticatingApiToken } from '../model/api-tokens.js';
+import type { Trigger } from '../model/triggers.js';
 import { AppError, conflict, describe, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
 import { findGrant } from '../grants.js';
 import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';

@@ -1,7 +1,7 @@
-import type { AgentRepository } from '../../db/repositories/agents.js';
-import type { ChangeCounterRepository } from '../../db/repositories/change-counter.js';
-import type { TriggerRepository } from '../../db/repositories/triggers.js';
-import type { Workflow, WorkflowRepository } from '../../db/repositories/workflows.js';
+import type { AgentRepository } from '../model/agents.js';
+import type { ChangeCounterRepository } from '../model/change-counter.js';
+import type { TriggerRepository } from '../model/triggers.js';
+import type { Workflow, WorkflowRepository } from '../model/workflows.js';
 import { GenerationCache } from '../generation-cache.js';
 import type { RunTargetState } from './request.js';
 

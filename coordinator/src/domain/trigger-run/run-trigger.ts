@@ -1,7 +1,8 @@
-import type { AuthenticatingApiToken, RateLimits } from '../../db/repositories/api-tokens.js';
-import type { Repositories } from '../../db/repositories/index.js';
-import type { Trigger } from '../../db/repositories/triggers.js';
-import type { JobResult, TriggerRunRepository } from '../../db/repositories/trigger-runs.js';
+import type { AuthenticatingApiToken } from '../model/api-tokens.js';
+import type { RateLimits } from '../model/rate-limits.js';
+import type { Repositories } from '../model/repositories.js';
+import type { Trigger } from '../model/triggers.js';
+import type { JobResult, TriggerRunRepository } from '../model/trigger-runs.js';
 import { isTerminalJobStatus } from '@drover/shared';
 import { conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';

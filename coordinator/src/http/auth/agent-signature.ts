@@ -5,7 +5,7 @@ import {
   verifyParsedSignature,
   type SignatureFailure,
 } from '@drover/shared';
-import type { Agent } from '../../db/repositories/agents.js';
+import type { Agent } from '../../domain/model/agents.js';
 import { agentPublicKey } from './agent-keys.js';
 import { AppError } from '../../errors.js';
 import { oncePerRequest } from './once-per-request.js';

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { API_TOKEN_PREFIX } from '@drover/shared';
-import type { AuthenticatingApiToken } from '../../db/repositories/api-tokens.js';
+import type { AuthenticatingApiToken } from '../../domain/model/api-tokens.js';
 import { findApiTokenByHash } from '../../domain/api-token-cache.js';
 import { unauthorized } from '../../errors.js';
 import { hashBearerSecret } from '../../util/secrets.js';

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { Role } from '../../db/repositories/orgs.js';
+import type { Role } from '../../domain/model/orgs.js';
 import { forbidden, notFound, unauthorized } from '../../errors.js';
 import { API_TOKEN_PREFIX } from '@drover/shared';
 import { bearerToken } from './bearer.js';

@@ -1,5 +1,5 @@
 import { ParamDefinition } from '@drover/shared';
-import { ROLES } from '../../db/repositories/orgs.js';
+import { ROLES } from '../../domain/model/orgs.js';
 import { nullableTimestamp, timestamp, uuid } from './common.js';
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ParamDefinition } from '@drover/shared';
-import type { StoredFile } from '../../../src/db/repositories/files.js';
+import type { StoredFile } from '../../../src/domain/model/files.js';
 import type { FileCaller } from '../../../src/domain/files/access.js';
 import type { FileRefLookup } from '../../../src/domain/files/file-service.js';
 import { checkRunFileRefs, type FileRefLookups } from '../../../src/domain/trigger-run/file-refs.js';

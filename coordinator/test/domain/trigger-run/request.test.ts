@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Trigger } from '../../../src/db/repositories/triggers.js';
+import type { Trigger } from '../../../src/domain/model/triggers.js';
 import { AppError } from '../../../src/errors.js';
 import {
   checkTriggerGranted,

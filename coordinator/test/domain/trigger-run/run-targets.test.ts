@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Agent } from '../../../src/db/repositories/agents.js';
-import type { Trigger } from '../../../src/db/repositories/triggers.js';
-import type { Workflow } from '../../../src/db/repositories/workflows.js';
+import type { Agent } from '../../../src/domain/model/agents.js';
+import type { Trigger } from '../../../src/domain/model/triggers.js';
+import type { Workflow } from '../../../src/domain/model/workflows.js';
 import { RunTargets } from '../../../src/domain/trigger-run/run-targets.js';
 
 function fakeRepos() {

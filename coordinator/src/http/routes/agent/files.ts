@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { Agent } from '../../../db/repositories/agents.js';
-import type { Job } from '../../../db/repositories/job-rows.js';
+import type { Agent } from '../../../domain/model/agents.js';
+import type { Job } from '../../../domain/model/jobs.js';
 import { MAX_CONTENT_TYPE_LENGTH, MAX_FILENAME_LENGTH } from '../../../domain/files/file-input.js';
 import { inputFileIds } from '../../../domain/job-input-files.js';
 import { isOpenJobStatus } from '../../../domain/job-state.js';

@@ -6,7 +6,7 @@ import {
   RejectJobRequest,
   type JobStatusResponse,
 } from '@drover/shared';
-import type { TransitionResult } from '../../../db/repositories/jobs.js';
+import type { TransitionResult } from '../../../domain/model/jobs.js';
 import { checkOutputFileRefs } from '../../../domain/job-output-files.js';
 import { rejectMessage } from '../../../domain/job-state.js';
 import { plainJsonProblems } from '../../../domain/plain-json.js';

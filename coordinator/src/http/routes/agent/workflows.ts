@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { PutWorkflowsRequest, PutWorkflowsResponse, type PublicWorkflow } from '@drover/shared';
-import type { Workflow } from '../../../db/repositories/workflows.js';
+import type { Workflow } from '../../../domain/model/workflows.js';
 import { workflowDefinitionProblems } from '../../../domain/workflow-definitions.js';
 import { validationFailed } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiToken } from '../../../db/repositories/api-tokens.js';
+import type { ApiToken } from '../../../domain/model/api-tokens.js';
 import { issueToken, MAX_RATE_LIMIT, parseIssueRequest, type IssueRequest } from '../../../domain/api-tokens.js';
 import { STORAGE_PERMISSIONS } from '../../../domain/grants.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';

@@ -1,7 +1,7 @@
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
-import type { Job } from '../../../db/repositories/job-rows.js';
+import type { Job } from '../../../domain/model/jobs.js';
 import { notFound } from '../../../errors.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';

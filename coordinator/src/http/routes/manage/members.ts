@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { Role } from '../../../db/repositories/orgs.js';
-import { ROLES } from '../../../db/repositories/orgs.js';
+import type { Role } from '../../../domain/model/orgs.js';
+import { ROLES } from '../../../domain/model/orgs.js';
 import { addMember, changeMemberRole, MAX_EMAIL_LENGTH, removeMember } from '../../../domain/members.js';
 import { MAX_PASSWORD_LENGTH } from '../../../domain/passwords.js';
 import { isoNow } from '../../../util/clock.js';

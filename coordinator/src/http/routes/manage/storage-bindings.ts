@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { StorageBinding } from '../../../db/repositories/storage-bindings.js';
+import type { StorageBinding } from '../../../domain/model/storage-bindings.js';
 import { userAction } from '../../../domain/audit-log.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { CHAT_PROVIDERS, NOTIFY_ON, TRIGGER_TYPES, type Trigger } from '../../../db/repositories/triggers.js';
+import { CHAT_PROVIDERS, NOTIFY_ON, TRIGGER_TYPES, type Trigger } from '../../../domain/model/triggers.js';
 import { userAction } from '../../../domain/audit-log.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/triggers-cron.js';

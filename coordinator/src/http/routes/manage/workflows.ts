@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Workflow } from '../../../db/repositories/workflows.js';
+import type { Workflow } from '../../../domain/model/workflows.js';
 import {
   MAX_WORKFLOW_RATE_LIMIT,
   updateWorkflowLimits,

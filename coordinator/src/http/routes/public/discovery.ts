@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ParamDefinition } from '@drover/shared';
-import type { ApiToken } from '../../../db/repositories/api-tokens.js';
+import type { ApiToken } from '../../../domain/model/api-tokens.js';
 import { DiscoveryCache } from '../../../domain/discovery-cache.js';
 import { readLimitBody } from '../../../domain/read-rate-limiter.js';
 import { apiCallerOf } from '../../auth/api-token.js';

@@ -1,4 +1,4 @@
-import { FILE_STATUSES } from '../../../db/repositories/files.js';
+import { FILE_STATUSES } from '../../../domain/model/files.js';
 import {
   MAX_CONTENT_TYPE_LENGTH,
   MAX_FILENAME_LENGTH,

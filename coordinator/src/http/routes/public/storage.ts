@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { FileStatus } from '../../../db/repositories/files.js';
+import type { FileStatus } from '../../../domain/model/files.js';
 import type { FileCaller } from '../../../domain/files/access.js';
 import { requireStoragePermission } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';

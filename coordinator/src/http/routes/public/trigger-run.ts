@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isTerminalJobStatus, JOB_STATUSES } from '@drover/shared';
-import type { AuthenticatingApiToken } from '../../../db/repositories/api-tokens.js';
-import type { JobResult } from '../../../db/repositories/trigger-runs.js';
+import type { AuthenticatingApiToken } from '../../../domain/model/api-tokens.js';
+import type { JobResult } from '../../../domain/model/trigger-runs.js';
 import { IDEMPOTENCY_HEADER, idempotencyKeyOf } from '../../../domain/trigger-run/idempotency.js';
 import { tokenLimitBody, workflowLimitBody } from '../../../domain/trigger-run/rate-windows.js';
 import {

@@ -1,0 +1,57 @@
+export type AgentStatus = 'pending' | 'connected' | 'disconnected' | 'revoked';
+
+export interface Agent {
+  id: string;
+  orgId: string;
+  name: string;
+  hostname: string;
+  os: string;
+  agentVersion: string;
+  status: AgentStatus;
+  lastSeenAt: string | null;
+  enrolledAt: string;
+  revokedAt: string | null;
+  /** Internal: never returned by any route. */
+  publicKey: string;
+}
+
+export interface NewAgent {
+  id: string;
+  name: string;
+  hostname: string;
+  os: string;
+  agentVersion: string;
+  publicKey: string;
+}
+
+export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: 'unknown' | 'used' | 'expired' };
+
+export interface AgentRepository {
+  /**
+   * Spends a single-use enrollment token and creates the agent, atomically: two agents racing
+   * with one token make exactly one agent.
+   */
+  enroll(tokenHash: string, agent: NewAgent, at: string): Promise<EnrollOutcome>;
+  findById(id: string): Promise<Agent | null>;
+  findInOrg(orgId: string, id: string): Promise<Agent | null>;
+  /** Most recently registered first. */
+  listByOrg(orgId: string): Promise<Agent[]>;
+  /** The given agents of the organization (unknown ids skipped), most recently registered first. */
+  listByIds(orgId: string, ids: readonly string[]): Promise<Agent[]>;
+  rename(orgId: string, id: string, name: string): Promise<Agent | null>;
+  /** Marks the agent revoked; returns null when it does not exist in the organization. */
+  revoke(orgId: string, id: string, at: string): Promise<Agent | null>;
+  /**
+   * Records a request nonce; false when the agent already used it within the window (replay).
+   * Expired nonces are purged as a side effect.
+   */
+  rememberNonce(agentId: string, nonce: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
+  /** Its stream connected: `connected` (from pending or disconnected), lastSeenAt = at. False if revoked or unknown. */
+  markConnected(id: string, at: string): Promise<boolean>;
+  /** Refreshes lastSeenAt of connected agents (one UPDATE for all of them). */
+  touch(ids: readonly string[], at: string): Promise<void>;
+  /** Its stream dropped and stayed down: `connected` → `disconnected`, lastSeenAt = when it dropped (null: unchanged). */
+  markDisconnected(id: string, lastSeenAt: string | null): Promise<boolean>;
+  /** Ids of the agents whose status is `connected`. */
+  listConnectedIds(): Promise<string[]>;
+}

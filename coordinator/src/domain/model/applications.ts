@@ -1,0 +1,38 @@
+/** An OTA application (migration 0005). Deleted ones are kept as tombstones (`deletedAt`). */
+export interface Application {
+  id: string;
+  orgId: string;
+  slug: string;
+  updateWorkflowName: string;
+  defaultChannel: string;
+  createdAt: string;
+  deletedAt: string | null;
+}
+
+export interface ApplicationPatch {
+  updateWorkflowName?: string | undefined;
+  defaultChannel?: string | undefined;
+}
+
+export interface DeletedApplication {
+  app: Application;
+  /** Pending update jobs of its bindings, cancelled with it. */
+  cancelledJobIds: string[];
+}
+
+export interface ApplicationRepository {
+  /** `duplicate_slug` when another application of the organization (not deleted) has the slug. */
+  insert(app: Application): Promise<'created' | 'duplicate_slug'>;
+  /** An application of the organization that is not deleted. */
+  findInOrg(orgId: string, id: string): Promise<Application | null>;
+  findById(id: string): Promise<Application | null>;
+  /** Oldest first. */
+  listByOrg(orgId: string): Promise<Application[]>;
+  update(orgId: string, id: string, patch: ApplicationPatch): Promise<Application | null>;
+  /**
+   * Deletes the application in one transaction: it becomes a tombstone (its slug free again),
+   * its releases and device bindings are removed (their artifacts are no longer in use), and the
+   * bindings' update jobs still `pending` are cancelled with `message`. Null when not found.
+   */
+  delete(orgId: string, id: string, at: string, message: string): Promise<DeletedApplication | null>;
+}

@@ -1,0 +1,99 @@
+import type { DeviceState } from '@drover/shared';
+import type { DesiredState, Installation } from '../ota/desired-state.js';
+import type { EvaluationReason, HoldReason } from '../ota/evaluation.js';
+import type { JobEndOutcome } from '../ota/retry-policy.js';
+import type { Release } from './releases.js';
+
+/** A device binding (migration 0006): an application on an agent. */
+export interface DeviceBinding {
+  id: string;
+  orgId: string;
+  applicationId: string;
+  agentId: string;
+  channel: string;
+  /** The observed installation, or null until one is observed. */
+  current: Installation | null;
+  /** What the last evaluation decided (answers recompute it). */
+  desiredReleaseId: string | null;
+  forced: boolean;
+  state: DeviceState | null;
+  error: string | null;
+  activeJobId: string | null;
+  lastReportAt: string | null;
+  failedAttempts: number;
+  retryAt: string | null;
+  postponedReleaseId: string | null;
+  createdAt: string;
+}
+
+export interface BindInput {
+  orgId: string;
+  applicationId: string;
+  /** One binding per agent, in this order; ids are given by the caller. */
+  bindings: { id: string; agentId: string }[];
+  channel: string;
+  at: string;
+}
+
+export type BindResult =
+  { outcome: 'bound'; bindings: DeviceBinding[] } | { outcome: 'already_bound'; agentIds: string[] };
+
+/** What an agent's report writes before the evaluation it causes. Omitted fields stay as they are. */
+export interface ReportWrite {
+  current?: Installation | undefined;
+  state?: DeviceState | undefined;
+  /** Omitted with a `state`: the error is cleared. */
+  error?: string | null | undefined;
+  at: string;
+}
+
+export interface EvaluationRequest {
+  bindingId: string;
+  reason: EvaluationReason;
+  report?: ReportWrite | undefined;
+}
+
+export interface EvaluationOutcome {
+  bindingId: string;
+  /** The binding after the evaluation; null when it (or its application) no longer exists. */
+  binding: DeviceBinding | null;
+  state: DesiredState<Release> | null;
+  settled: JobEndOutcome | null;
+  createdJobId: string | null;
+  supersededJobId: string | null;
+  repushJobId: string | null;
+  hold: HoldReason | null;
+}
+
+export interface DeviceBindingRepository {
+  /** Binds agents in one transaction; none is bound when one of them already is (`already_bound`). */
+  bind(input: BindInput): Promise<BindResult>;
+  findInApp(applicationId: string, id: string): Promise<DeviceBinding | null>;
+  /** In bind order. */
+  listByApp(applicationId: string): Promise<DeviceBinding[]>;
+  /** The agent's bindings to applications not deleted, in bind order. */
+  listByAgent(agentId: string): Promise<DeviceBinding[]>;
+  findForAgent(agentId: string, applicationId: string): Promise<DeviceBinding | null>;
+  changeChannel(applicationId: string, id: string, channel: string): Promise<DeviceBinding | null>;
+  /** Removes the binding; its update job is cancelled with `message` if still `pending`. */
+  unbind(
+    applicationId: string,
+    id: string,
+    at: string,
+    message: string,
+  ): Promise<{ binding: DeviceBinding; cancelledJobId: string | null } | null>;
+  /** Bindings on the channel, and bindings whose current release is `releaseId` (any order). */
+  idsToEvaluate(applicationId: string, channel: string, releaseId: string): Promise<string[]>;
+  /** Bindings the sweep must evaluate: a retry that is due, or an update job that ended unsettled. */
+  idsDue(now: string, limit: number): Promise<string[]>;
+  /** The binding whose active update job is `jobId`. */
+  bindingOfActiveJob(jobId: string): Promise<string | null>;
+  /** The application an update job was issued for (also after its binding was removed). */
+  applicationOfUpdateJob(jobId: string): Promise<string | null>;
+  /**
+   * Evaluates bindings in one transaction (domain/ota/evaluation.ts): settles ended jobs,
+   * cancels a superseded pending job, creates the update job (`active_job_id` set in the same
+   * transaction) and stores the result. `now` is Unix ms.
+   */
+  evaluate(requests: readonly EvaluationRequest[], now: number): Promise<EvaluationOutcome[]>;
+}

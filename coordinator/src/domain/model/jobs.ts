@@ -1,0 +1,142 @@
+import type { JobStatus, LogStream } from '@drover/shared';
+import type { JobResult } from '../job-state.js';
+
+export type JobKind = 'trigger' | 'update';
+
+/** A job (docs/jobs.md) as the coordinator holds it. */
+export interface Job {
+  id: string;
+  orgId: string;
+  kind: JobKind;
+  triggerId: string | null;
+  agentId: string;
+  workflowId: string | null;
+  workflowName: string;
+  status: JobStatus;
+  ref: string | null;
+  debug: boolean;
+  params: Record<string, unknown>;
+  output: Record<string, unknown> | null;
+  exitCode: number | null;
+  errorMessage: string | null;
+  forced: boolean;
+  forceReason: string | null;
+  apiTokenId: string | null;
+  userId: string | null;
+  timeoutMs: number | null;
+  createdAt: string;
+  queuedAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  deadlineAt: string | null;
+  seq: number;
+}
+
+/** A job to create (a trigger run, an update job). */
+export interface NewJob {
+  id: string;
+  orgId: string;
+  kind: JobKind;
+  triggerId: string | null;
+  agentId: string;
+  workflowId: string | null;
+  workflowName: string;
+  /** `pending` for an accepted job, `rejected` for a refused call. */
+  status: 'pending' | 'rejected';
+  ref: string | null;
+  debug: boolean;
+  params: Record<string, unknown>;
+  errorMessage: string | null;
+  forced: boolean;
+  forceReason: string | null;
+  apiTokenId: string | null;
+  userId: string | null;
+  timeoutMs: number | null;
+  createdAt: string;
+}
+
+export interface JobListQuery {
+  status?: JobStatus | undefined;
+  triggerId?: string | undefined;
+  limit: number;
+  /** Jobs created before this one (the previous page's last `seq`). */
+  beforeSeq?: number | undefined;
+}
+
+export interface JobLogLineRecord {
+  seq: number;
+  at: string;
+  stream: LogStream;
+  step: number | null;
+  text: string;
+}
+
+export interface NewLogLine {
+  seq: number;
+  at: string;
+  stream: LogStream;
+  step?: number | null | undefined;
+  text: string;
+}
+
+/**
+ * What an agent's report did: `applied` (the move was made now), `unchanged` (it had been made
+ * before: a harmless repeat), `conflict` (impossible from the job's status), `not_found` (no such
+ * job for this agent). `job` is the job after the call.
+ */
+export type TransitionResult =
+  { outcome: 'applied' | 'unchanged' | 'conflict'; job: Job } | { outcome: 'not_found'; job?: undefined };
+
+export interface TransitionTime {
+  /** ISO instant of the move. */
+  at: string;
+  /** Added to the job's timeout to make its deadline (queue and start). */
+  deadlineGraceMs: number;
+}
+
+export interface FinishReport extends JobResult {
+  /** The agent's own finish instant (a result sent late from its outbox). */
+  finishedAt?: string | undefined;
+}
+
+/** A report of an agent about one of its jobs. */
+export type JobMove = { agentId: string; jobId: string } & (
+  | ({ move: 'accept' | 'start' } & TransitionTime)
+  | { move: 'reject'; errorMessage: string; at: string }
+  | { move: 'finish'; report: FinishReport; at: string }
+);
+
+export interface JobRepository {
+  findById(id: string): Promise<Job | null>;
+  findInOrg(orgId: string, id: string): Promise<Job | null>;
+  /** Trigger jobs (never update jobs) of an organization, newest first. */
+  listTriggerJobs(orgId: string, query: JobListQuery): Promise<Job[]>;
+  /** The agent's `pending`, `queued` and `running` jobs, oldest first (stream delivery order). */
+  listOpenForAgent(agentId: string): Promise<Job[]>;
+  /** Log lines of a job in `seq` order, after `afterSeq`, at most `limit`. */
+  listLogs(jobId: string, afterSeq: number, limit: number): Promise<JobLogLineRecord[]>;
+  /** `pending` → `queued`. */
+  accept(agentId: string, jobId: string, time: TransitionTime): Promise<TransitionResult>;
+  /** `pending` → `rejected`. */
+  reject(agentId: string, jobId: string, errorMessage: string, at: string): Promise<TransitionResult>;
+  /** `pending` | `queued` → `running`. */
+  start(agentId: string, jobId: string, time: TransitionTime): Promise<TransitionResult>;
+  /** Any open status → the reported terminal status, exactly once. */
+  finish(agentId: string, jobId: string, report: FinishReport, at: string): Promise<TransitionResult>;
+  /**
+   * Stores log lines, ignoring any whose `(job, seq)` is already stored (resends are harmless),
+   * in every status. Null when the job is not the agent's.
+   */
+  appendLogs(
+    agentId: string,
+    jobId: string,
+    lines: readonly NewLogLine[],
+  ): Promise<{ job: Job; accepted: number } | null>;
+  /**
+   * The deadline sweep: fails `running` jobs past their deadline, and `queued` ones past it whose
+   * agent is not connected (a connected agent still holds its queue). Returns the failed job ids.
+   */
+  failOverdue(now: string, errorMessage: string): Promise<string[]>;
+  /** Fails every open job of an agent (it was revoked). Returns the failed job ids. */
+  failOpenOfAgent(agentId: string, errorMessage: string, at: string): Promise<string[]>;
+}

@@ -1,0 +1,43 @@
+import type { AgentRepository } from './agents.js';
+import type { ApiTokenRepository } from './api-tokens.js';
+import type { ApplicationRepository } from './applications.js';
+import type { AuditRepository } from './audit.js';
+import type { ChangeCounterRepository } from './change-counter.js';
+import type { DeviceBindingRepository } from './device-bindings.js';
+import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
+import type { FileRepository } from './files.js';
+import type { JobRepository } from './jobs.js';
+import type { OrgRepository } from './orgs.js';
+import type { ReleaseRepository } from './releases.js';
+import type { ServerSecretRepository } from './server-secrets.js';
+import type { StorageBindingRepository } from './storage-bindings.js';
+import type { TriggerRunRepository } from './trigger-runs.js';
+import type { TriggerRepository } from './triggers.js';
+import type { UserRepository } from './users.js';
+import type { WorkflowRepository } from './workflows.js';
+
+/**
+ * The persistence seam: every query the coordinator makes goes through these interfaces, whose
+ * methods are async and each atomic (a multi-row change is one method, one transaction), so a
+ * second database can implement them without touching the domain or the routes. The SQLite
+ * implementation is in db/repositories/.
+ */
+export interface Repositories {
+  agents: AgentRepository;
+  apiTokens: ApiTokenRepository;
+  audit: AuditRepository;
+  changeCounter: ChangeCounterRepository;
+  enrollmentTokens: EnrollmentTokenRepository;
+  jobs: JobRepository;
+  orgs: OrgRepository;
+  serverSecrets: ServerSecretRepository;
+  storageBindings: StorageBindingRepository;
+  files: FileRepository;
+  triggers: TriggerRepository;
+  triggerRuns: TriggerRunRepository;
+  users: UserRepository;
+  workflows: WorkflowRepository;
+  applications: ApplicationRepository;
+  releases: ReleaseRepository;
+  deviceBindings: DeviceBindingRepository;
+}

@@ -1,0 +1,7 @@
+/**
+ * Server-wide secrets that every coordinator sharing the database must agree on (the session
+ * signing key, the presign HMAC key). Created once; `getOrCreate` is race-free.
+ */
+export interface ServerSecretRepository {
+  getOrCreate(name: string, create: () => string, at: string): Promise<string>;
+}

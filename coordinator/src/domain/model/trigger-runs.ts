@@ -1,0 +1,49 @@
+import type { JobStatus } from '@drover/shared';
+import type { LimitRefusal } from '../trigger-run/rate-windows.js';
+import type { NewJob } from './jobs.js';
+import type { RateLimits } from './rate-limits.js';
+
+/** A trigger call that passed validation, to admit as a job (or refuse) in one transaction. */
+export interface AdmissionRequest {
+  /** The job to create; its status (`pending`, or `rejected` when refused) is decided here. */
+  job: Omit<NewJob, 'status' | 'errorMessage'> & { triggerId: string; workflowId: string };
+  /** Unix ms of the call: the rate windows and the idempotency expiry are computed from it. */
+  now: number;
+  /** Key and body hash, when the call carries an Idempotency-Key; scoped to (trigger, workflow name). */
+  idempotency: { key: string; requestHash: string; ttlMs: number } | null;
+  /** The calling token's job limits (null: not called with a token). */
+  token: { id: string; limits: RateLimits } | null;
+  /** The workflow's limits; bypassed (but still counted) when `job.forced`. Windows are counted only while a limit is set. */
+  workflowLimits: RateLimits;
+}
+
+export type AdmissionOutcome =
+  /** A new `pending` job. */
+  | { outcome: 'admitted'; jobId: string }
+  /** The key was used before with the same body: that call's job. */
+  | { outcome: 'repeated'; jobId: string }
+  /** The key was used before with a different body; nothing was written. */
+  | { outcome: 'idempotency_conflict' }
+  /** Refused by a limit: a `rejected` job was stored (and a rate_limit_blocks row for a workflow limit). */
+  | { outcome: 'refused'; jobId: string; scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string };
+
+/** What a sync trigger run answers with. */
+export interface JobResult {
+  status: JobStatus;
+  exitCode: number | null;
+  errorMessage: string | null;
+  output: Record<string, unknown> | null;
+}
+
+export interface TriggerRunRepository {
+  /**
+   * The admission of a trigger call, atomic and serialized with every other admission (group
+   * commit, see db/writer/): idempotency lookup, token limit, workflow limit (unless
+   * forced), the job, the window counters (dispatched calls only), the idempotency key (dispatched
+   * calls only, so a call refused by a limit can be retried with the same key) and the block row.
+   * Resolves once committed.
+   */
+  admit(request: AdmissionRequest): Promise<AdmissionOutcome>;
+  /** The status and result of a job, or null when it does not exist. */
+  jobResult(jobId: string): Promise<JobResult | null>;
+}
