@@ -34,11 +34,11 @@ const toAgent = (r: AgentRow): Agent => ({
 const NONCE_PURGE_INTERVAL_MS = 60_000;
 
 /**
- * Request nonces as a write operation (see db/writer/write-ops.ts): every signed agent request
- * records one, so it goes through the group commit with the other hot writes instead of taking
- * the database's write lock on the request's own connection.
+ * Request nonces as a write operation of the group commit (db/writer/executor.ts): every signed
+ * agent request records one, so it goes through the group commit with the other hot writes
+ * instead of taking the database's write lock on the request's own connection.
  */
-export function createNonceWrites(db: Db) {
+function createNonceWrites(db: Db) {
   const addNonce = db.prepare('INSERT OR IGNORE INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?)');
   const purgeNonces = db.prepare('DELETE FROM agent_nonces WHERE expires_at < ?');
   let lastPurge = 0;
@@ -53,7 +53,7 @@ export function createNonceWrites(db: Db) {
   };
 }
 
-export interface NonceUse {
+interface NonceUse {
   agentId: string;
   nonce: string;
   expiresAtMs: number;
@@ -61,6 +61,7 @@ export interface NonceUse {
 }
 
 export function createAgentRepository(db: Db, writes: WriteExecutor): AgentRepository {
+  const nonces = createNonceWrites(db);
   const tokenByHash = db.prepare<[string], { id: string; org_id: string; expires_at: string; used_at: string | null }>(
     'SELECT id, org_id, expires_at, used_at FROM enrollment_tokens WHERE token_hash = ?',
   );
@@ -131,7 +132,7 @@ export function createAgentRepository(db: Db, writes: WriteExecutor): AgentRepos
       return toAgent(inOrg.get(orgId, id) as AgentRow);
     },
     rememberNonce(agentId, nonce, expiresAtMs, nowMs) {
-      return writes.run('rememberNonce', { agentId, nonce, expiresAtMs, nowMs });
+      return writes.run(() => nonces.remember({ agentId, nonce, expiresAtMs, nowMs }));
     },
     async markConnected(id, at) {
       return connected.run(at, id).changes === 1;

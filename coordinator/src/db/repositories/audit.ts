@@ -15,11 +15,8 @@ interface AuditRow {
   created_at: string;
 }
 
-/**
- * Audit inserts as a write operation (see db/writer/write-ops.ts): prepared on the connection of
- * whoever executes writes, inside its group commit.
- */
-export function createAuditWrites(db: Db) {
+/** Audit inserts as a write operation of the group commit (db/writer/executor.ts). */
+function createAuditWrites(db: Db) {
   const insert = db.prepare(
     `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -44,13 +41,14 @@ export function createAuditWrites(db: Db) {
 }
 
 export function createAuditRepository(db: Db, writes: WriteExecutor): AuditRepository {
+  const audit = createAuditWrites(db);
   const list = db.prepare<[string, string | null, string | null, number, number], AuditRow>(
     `SELECT * FROM audit_log WHERE org_id = ? AND (? IS NULL OR action = ?) AND id < ?
      ORDER BY id DESC LIMIT ?`,
   );
   return {
     async insertMany(entries) {
-      if (entries.length > 0) await writes.run('insertAuditEntries', entries);
+      if (entries.length > 0) await writes.run(() => audit.insertMany(entries));
     },
     async list(orgId, q) {
       const action = q.action ?? null;

@@ -21,12 +21,11 @@ import { toJob, type JobRow } from './job-rows.js';
 const OPEN = OPEN_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
 
 /**
- * The job writes as operations of the group commit (see db/writer/write-ops.ts): prepared on the
- * connection of whoever executes writes. Operations run serially, so a move reads the job,
- * decides and applies with a conditional UPDATE on one state; the `WHERE status IN (...)` still
- * guards writers outside this process.
+ * The job writes as operations of the group commit (db/writer/executor.ts). Operations run
+ * serially, so a move reads the job, decides and applies with a conditional UPDATE on one state;
+ * the `WHERE status IN (...)` still guards writers outside this process.
  */
-export function createJobWrites(db: Db) {
+function createJobWrites(db: Db) {
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const ofAgent = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE id = ? AND agent_id = ?');
   const toQueued = db.prepare(
@@ -114,6 +113,7 @@ export function createJobWrites(db: Db) {
 }
 
 export function createJobRepository(db: Db, writes: WriteExecutor): JobRepository {
+  const w = createJobWrites(db);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
   type ListParams = { orgId: string; status: string | null; triggerId?: string; before: number; limit: number };
@@ -157,25 +157,25 @@ export function createJobRepository(db: Db, writes: WriteExecutor): JobRepositor
       return logs.all(jobId, afterSeq, limit);
     },
     accept(agentId, jobId, time) {
-      return writes.run('moveJob', { move: 'accept', agentId, jobId, ...time });
+      return writes.run(() => w.move({ move: 'accept', agentId, jobId, ...time }));
     },
     reject(agentId, jobId, errorMessage, at) {
-      return writes.run('moveJob', { move: 'reject', agentId, jobId, errorMessage, at });
+      return writes.run(() => w.move({ move: 'reject', agentId, jobId, errorMessage, at }));
     },
     start(agentId, jobId, time) {
-      return writes.run('moveJob', { move: 'start', agentId, jobId, ...time });
+      return writes.run(() => w.move({ move: 'start', agentId, jobId, ...time }));
     },
     finish(agentId, jobId, report, at) {
-      return writes.run('moveJob', { move: 'finish', agentId, jobId, report, at });
+      return writes.run(() => w.move({ move: 'finish', agentId, jobId, report, at }));
     },
     appendLogs(agentId, jobId, lines) {
-      return writes.run('appendJobLogs', { agentId, jobId, lines });
+      return writes.run(() => w.appendLogs({ agentId, jobId, lines }));
     },
     failOverdue(now, message) {
-      return writes.run('failOverdueJobs', { now, message });
+      return writes.run(() => w.failOverdue({ now, message }));
     },
     failOpenOfAgent(agentId, message, at) {
-      return writes.run('failOpenJobsOfAgent', { agentId, message, at });
+      return writes.run(() => w.failOpenOfAgent({ agentId, message, at }));
     },
   };
 }

@@ -22,9 +22,8 @@ const PURGE_EVERY_MS = 60_000;
 type CountRow = [number | null, number | null, number | null];
 
 /**
- * The admission as a write operation (see db/writer/write-ops.ts): prepared on the connection of
- * whoever executes writes, run serially inside the group commit, so its read-decide-write needs
- * no lock.
+ * The admission as a write operation (db/writer/executor.ts): run serially inside the group
+ * commit, so its read-decide-write needs no lock.
  */
 export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest): AdmissionOutcome } {
   const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string }>(
@@ -136,10 +135,11 @@ export function createTriggerRunRepository(db: Db, writes: WriteExecutor): Trigg
     [string],
     { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
   >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
+  const admission = createAdmissionWrites(db);
 
   return {
     admit(request) {
-      return writes.run('admitTriggerRun', request);
+      return writes.run(() => admission.admit(request));
     },
     async jobResult(jobId) {
       const row = result.get(jobId);

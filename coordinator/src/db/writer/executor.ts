@@ -1,17 +1,23 @@
 import type { Db } from '../database.js';
 import { createGroupCommit, type Outcome } from './group-commit.js';
-import { createWriteOps, type WriteArg, type WriteOpName, type WriteResult } from './write-ops.js';
 
 /**
- * Where the hot writes run (see write-ops.ts). Operations submitted in the same turn of the event
- * loop are committed together (group commit), each in its own savepoint; every promise settles
+ * Where the hot writes run: trigger-run admissions, agents' job reports and log lines, the
+ * deadline sweeps, audit entries and request nonces. Operations submitted in the same turn of
+ * the event loop are committed together (group commit, group-commit.ts); every promise settles
  * only after its transaction committed, so a route that awaits a write answers after it is
- * durable, while a burst of requests pays for one commit instead of one each (LIMITS.md: one
- * write transaction per request caps a route near a quarter of bare Fastify). Operations run
+ * durable, while a burst of requests pays for one commit instead of one each (one write
+ * transaction per request caps a route near a quarter of bare Fastify). Operations run
  * serially, in submission order.
+ *
+ * An operation is a synchronous function over statements prepared on the executor's connection
+ * (the repositories prepare them once): it must not await, and it may run twice from the same
+ * database state (group-commit.ts), so everything it decides must come from the database and
+ * its argument.
  */
 export interface WriteExecutor {
-  run<K extends WriteOpName>(op: K, arg: WriteArg<K>): Promise<WriteResult<K>>;
+  /** Runs `op` in the next group commit; resolves with what it returned once that commit is durable. */
+  run<T>(op: () => T): Promise<T>;
   /** Resolves once everything submitted so far has been committed (or has failed). */
   flush(): Promise<void>;
   /** Flushes, then releases the executor's resources; later calls are refused. */
@@ -39,22 +45,19 @@ const closedError = (): Error => new Error('the database writer is closed');
  * turn in one transaction (group-commit.ts), then settles their promises.
  */
 export class GroupCommitExecutor implements WriteExecutor {
-  private readonly ops;
   private readonly commit;
   private pending: PendingWrite[] = [];
   private scheduled = false;
   private closed = false;
 
   constructor(db: Db) {
-    this.ops = createWriteOps(db);
     this.commit = createGroupCommit(db);
   }
 
-  run<K extends WriteOpName>(op: K, arg: WriteArg<K>): Promise<WriteResult<K>> {
+  run<T>(op: () => T): Promise<T> {
     if (this.closed) return Promise.reject(closedError());
-    return new Promise<WriteResult<K>>((resolve, reject) => {
-      const run = this.ops[op] as (arg: WriteArg<K>) => WriteResult<K>;
-      this.pending.push({ op: () => run(arg), resolve: resolve as (value: unknown) => void, reject });
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ op, resolve: resolve as (value: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.commitPending());
