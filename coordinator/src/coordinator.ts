@@ -4,7 +4,7 @@ import { withListeningPort, type Config } from './config/config.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate } from './db/migrate.js';
-import { createSqliteRepositories } from './db/repositories/index.js';
+import { createSqliteRepositories } from './sqlite-repositories.js';
 import { GroupCommitExecutor } from './db/writer/executor.js';
 import { AuditLog } from './domain/audit-log.js';
 import { JobEvents } from './domain/job-events.js';

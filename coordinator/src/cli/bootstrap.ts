@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { databaseFile, openDatabase } from '../db/database.js';
 import { migrate } from '../db/migrate.js';
-import { createSqliteRepositories } from '../db/repositories/index.js';
+import { createSqliteRepositories } from '../sqlite-repositories.js';
 import { bootstrapIfEmpty } from '../domain/bootstrap.js';
 import { systemClock } from '../util/clock.js';
 import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';

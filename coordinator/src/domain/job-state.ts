@@ -1,9 +1,11 @@
-import type { JobStatus, RejectJobRequest, TerminalJobStatus } from '@drover/shared';
+import type { JobStatus, RejectJobRequest } from '@drover/shared';
+import type { FinishReport, Job, JobMove, JobMovePlan } from './model/jobs.js';
 
 /**
- * The job state machine (CONTRACT §4, docs/jobs.md). Pure rules: which move applies from which
- * status, which repeat is harmless, and what is impossible. The repository turns an `apply`
- * into a conditional UPDATE (`WHERE status IN (...)`), so a terminal status is written once.
+ * The job state machine (docs/jobs.md). Pure rules: which move applies from which status, which
+ * repeat is harmless, and what is impossible. `planJobMove` turns a report into the write; the
+ * repository runs it inside the group commit and makes the write a conditional UPDATE
+ * (`WHERE status IN (...)`), so a terminal status is written once.
  *
  *   pending ──accept──▶ queued ──start──▶ running ──finish──▶ success | failed | timed_out | cancelled
  *      │  └─────────────start──────────────▲                      ▲
@@ -48,12 +50,36 @@ export function decide(transition: Exclude<AgentTransition, 'finish'>, current: 
   return 'conflict';
 }
 
-export interface JobResult {
-  status: Exclude<TerminalJobStatus, 'rejected'>;
-  exitCode: number | null;
-  errorMessage: string | null;
-  output: Record<string, unknown>;
+/**
+ * What an agent's report does to the job as stored: the decision and, when it applies, the new
+ * status with its instants (the deadline of a queued or started job, the finish instant).
+ */
+export function planJobMove(job: Job, m: JobMove): JobMovePlan {
+  switch (m.move) {
+    case 'accept':
+    case 'start': {
+      const decision = decide(m.move, job.status);
+      if (decision !== 'apply') return { decision };
+      const status = m.move === 'accept' ? 'queued' : 'running';
+      return { decision, change: { status, at: m.at, deadlineAt: deadlineAt(m.at, job.timeoutMs, m.deadlineGraceMs) } };
+    }
+    case 'reject': {
+      const decision = decide('reject', job.status);
+      if (decision !== 'apply') return { decision };
+      return { decision, change: { status: 'rejected', at: m.at, errorMessage: m.errorMessage } };
+    }
+    case 'finish': {
+      const decision = decideFinish(job, m.report);
+      if (decision !== 'apply') return { decision };
+      const { status, exitCode, errorMessage, output } = m.report;
+      const finishedAt = finishInstant(m.report.finishedAt, job.createdAt, m.at);
+      return { decision, change: { status, exitCode, errorMessage, output, finishedAt } };
+    }
+  }
 }
+
+/** A finish's result, without the agent's finish instant. */
+export type JobResult = Omit<FinishReport, 'finishedAt'>;
 
 export interface RecordedResult {
   status: JobStatus;

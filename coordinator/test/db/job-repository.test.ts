@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createSqliteRepositories } from '../../src/db/repositories/index.js';
+import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
 import { INSERT_JOB_SQL, newJobParams } from '../../src/db/repositories/job-rows.js';
 import type { FinishReport, NewJob } from '../../src/domain/model/jobs.js';

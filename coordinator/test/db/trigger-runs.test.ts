@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createSqliteRepositories } from '../../src/db/repositories/index.js';
+import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
 import type { AdmissionRequest } from '../../src/domain/model/trigger-runs.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';

@@ -1,6 +1,7 @@
 import type { Repositories } from '../../domain/model/repositories.js';
+import type { TransactionRules } from '../../domain/model/transaction-rules.js';
 import type { Db } from '../database.js';
-import { GroupCommitExecutor, type WriteExecutor } from '../writer/executor.js';
+import type { WriteExecutor } from '../writer/executor.js';
 import { createAgentRepository } from './agents.js';
 import { createApplicationRepository } from './applications.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
@@ -20,17 +21,19 @@ import { createUserRepository } from './users.js';
 import { createWorkflowRepository } from './workflows.js';
 
 /**
- * `writes` runs the hot writes (trigger-run admissions, job reports, audit entries, request
- * nonces) with group commit; see db/writer/. Reads and the other writes use `db` directly.
+ * The SQLite implementation of the repositories. `writes` runs the hot writes (trigger-run
+ * admissions, job reports, audit entries, request nonces) with group commit on `db`; see
+ * db/writer/. Reads and the other writes use `db` directly. `rules` are the domain's decisions
+ * that run inside a repository's write (coordinator/src/sqlite-repositories.ts wires them).
  */
-export function createSqliteRepositories(db: Db, writes: WriteExecutor = new GroupCommitExecutor(db)): Repositories {
+export function createRepositories(db: Db, writes: WriteExecutor, rules: TransactionRules): Repositories {
   return {
     agents: createAgentRepository(db, writes),
     apiTokens: createApiTokenRepository(db),
     audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
     enrollmentTokens: createEnrollmentTokenRepository(db),
-    jobs: createJobRepository(db, writes),
+    jobs: createJobRepository(db, writes, rules.planJobMove),
     orgs: createOrgRepository(db),
     serverSecrets: createServerSecretRepository(db),
     storageBindings: createStorageBindingRepository(db),

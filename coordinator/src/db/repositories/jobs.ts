@@ -1,31 +1,30 @@
+import type { OpenJobStatus } from '../../domain/job-state.js';
 import type {
-  Job,
+  JobChange,
   JobLogLineRecord,
   JobMove,
   JobRepository,
   NewLogLine,
+  PlanJobMove,
   TransitionResult,
 } from '../../domain/model/jobs.js';
-import {
-  decide,
-  decideFinish,
-  deadlineAt,
-  finishInstant,
-  OPEN_JOB_STATUSES,
-  type Decision,
-} from '../../domain/job-state.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
 import { toJob, type JobRow } from './job-rows.js';
 
-const OPEN = OPEN_JOB_STATUSES.map((s) => `'${s}'`).join(', ');
+const OPEN_STATUSES: Record<OpenJobStatus, true> = { pending: true, queued: true, running: true };
+/** The open statuses as an SQL list. */
+const OPEN = Object.keys(OPEN_STATUSES)
+  .map((s) => `'${s}'`)
+  .join(', ');
 
 /**
  * The job writes as operations of the group commit (db/writer/executor.ts). Operations run
- * serially, so a move reads the job, decides and applies with a conditional UPDATE on one state;
- * the `WHERE status IN (...)` still guards writers outside this process.
+ * serially, so a move reads the job, lets the domain decide (`planMove`, run inside the
+ * operation) and applies the change with a conditional UPDATE on one state; the
+ * `WHERE status IN (...)` still guards writers outside this process.
  */
-function createJobWrites(db: Db) {
+function createJobWrites(db: Db, planMove: PlanJobMove) {
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const ofAgent = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE id = ? AND agent_id = ?');
   const toQueued = db.prepare(
@@ -57,28 +56,23 @@ function createJobWrites(db: Db) {
        WHERE agent_id = @agentId AND status IN (${OPEN}) RETURNING id`,
   );
 
-  const decideMove = (m: JobMove, job: Job): Decision => {
-    if (m.move !== 'finish') return decide(m.move, job.status);
-    return decideFinish(job, m.report);
-  };
-  const applyMove = (m: JobMove, job: Job): number => {
-    switch (m.move) {
-      case 'accept':
-        return toQueued.run({ id: job.id, at: m.at, deadline: deadlineAt(m.at, job.timeoutMs, m.deadlineGraceMs) })
-          .changes;
-      case 'start':
-        return toRunning.run({ id: job.id, at: m.at, deadline: deadlineAt(m.at, job.timeoutMs, m.deadlineGraceMs) })
-          .changes;
-      case 'reject':
-        return toRejected.run({ id: job.id, message: m.errorMessage, at: m.at }).changes;
-      case 'finish':
+  /** Writes the change if the job is still in a status it applies from; 1 when it did. */
+  const write = (id: string, c: JobChange): number => {
+    switch (c.status) {
+      case 'queued':
+        return toQueued.run({ id, at: c.at, deadline: c.deadlineAt }).changes;
+      case 'running':
+        return toRunning.run({ id, at: c.at, deadline: c.deadlineAt }).changes;
+      case 'rejected':
+        return toRejected.run({ id, message: c.errorMessage, at: c.at }).changes;
+      default:
         return toFinished.run({
-          id: job.id,
-          status: m.report.status,
-          exitCode: m.report.exitCode,
-          errorMessage: m.report.errorMessage,
-          output: JSON.stringify(m.report.output),
-          finishedAt: finishInstant(m.report.finishedAt, job.createdAt, m.at),
+          id,
+          status: c.status,
+          exitCode: c.exitCode,
+          errorMessage: c.errorMessage,
+          output: JSON.stringify(c.output),
+          finishedAt: c.finishedAt,
         }).changes;
     }
   };
@@ -88,13 +82,12 @@ function createJobWrites(db: Db) {
       const row = ofAgent.get(m.jobId, m.agentId);
       if (!row) return { outcome: 'not_found' };
       const job = toJob(row);
-      const decision = decideMove(m, job);
-      if (decision === 'unchanged') return { outcome: 'unchanged', job };
-      if (decision === 'conflict') return { outcome: 'conflict', job };
-      if (applyMove(m, job) === 1) return { outcome: 'applied', job: toJob(byId.get(m.jobId) as JobRow) };
+      const plan = planMove(job, m);
+      if (plan.decision !== 'apply') return { outcome: plan.decision, job };
+      if (write(job.id, plan.change) === 1) return { outcome: 'applied', job: toJob(byId.get(m.jobId) as JobRow) };
       // Changed by another writer between the read and the UPDATE: decide again on what it wrote.
       const now = toJob(byId.get(m.jobId) as JobRow);
-      return { outcome: decideMove(m, now) === 'unchanged' ? 'unchanged' : 'conflict', job: now };
+      return { outcome: planMove(now, m).decision === 'unchanged' ? 'unchanged' : 'conflict', job: now };
     },
     appendLogs({ agentId, jobId, lines }: { agentId: string; jobId: string; lines: readonly NewLogLine[] }) {
       const row = ofAgent.get(jobId, agentId);
@@ -112,8 +105,9 @@ function createJobWrites(db: Db) {
   };
 }
 
-export function createJobRepository(db: Db, writes: WriteExecutor): JobRepository {
-  const w = createJobWrites(db);
+/** `planMove` decides the agents' reports (the domain's planJobMove). */
+export function createJobRepository(db: Db, writes: WriteExecutor, planMove: PlanJobMove): JobRepository {
+  const w = createJobWrites(db, planMove);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
   type ListParams = { orgId: string; status: string | null; triggerId?: string; before: number; limit: number };

@@ -1,5 +1,4 @@
-import type { JobStatus, LogStream } from '@drover/shared';
-import type { JobResult } from '../job-state.js';
+import type { JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
 
 export type JobKind = 'trigger' | 'update';
 
@@ -94,7 +93,12 @@ export interface TransitionTime {
   deadlineGraceMs: number;
 }
 
-export interface FinishReport extends JobResult {
+/** An agent's result of a job. */
+export interface FinishReport {
+  status: Exclude<TerminalJobStatus, 'rejected'>;
+  exitCode: number | null;
+  errorMessage: string | null;
+  output: Record<string, unknown>;
   /** The agent's own finish instant (a result sent late from its outbox). */
   finishedAt?: string | undefined;
 }
@@ -105,6 +109,27 @@ export type JobMove = { agentId: string; jobId: string } & (
   | { move: 'reject'; errorMessage: string; at: string }
   | { move: 'finish'; report: FinishReport; at: string }
 );
+
+/** What a move writes: the job's next status and the fields that go with it. */
+export type JobChange =
+  | { status: 'queued' | 'running'; at: string; deadlineAt: string | null }
+  | { status: 'rejected'; at: string; errorMessage: string }
+  | {
+      status: FinishReport['status'];
+      exitCode: number | null;
+      errorMessage: string | null;
+      output: Record<string, unknown>;
+      finishedAt: string;
+    };
+
+/**
+ * The decision on a move, from the job as stored: `apply` it with `change`, or it was made
+ * before (`unchanged`) or is impossible (`conflict`).
+ */
+export type JobMovePlan = { decision: 'apply'; change: JobChange } | { decision: 'unchanged' | 'conflict' };
+
+/** Decides a move (domain/job-state.ts); the job repository runs it inside the write. */
+export type PlanJobMove = (job: Job, move: JobMove) => JobMovePlan;
 
 export interface JobRepository {
   findById(id: string): Promise<Job | null>;

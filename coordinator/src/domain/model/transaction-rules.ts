@@ -1,0 +1,13 @@
+import type { PlanJobMove } from './jobs.js';
+
+/**
+ * Decisions of the domain that must be atomic with the read they depend on and the write they
+ * cause, so a repository runs them inside its own write transaction (or group-commit
+ * operation): pure functions of what was read, handed to the repositories when they are made
+ * (coordinator/src/sqlite-repositories.ts). So the rules stay in the domain, the transaction
+ * stays where it was, and db/ never imports the domain's logic.
+ */
+export interface TransactionRules {
+  /** An agent's report about one of its jobs: apply it, or answer that it is a repeat or impossible. */
+  planJobMove: PlanJobMove;
+}
