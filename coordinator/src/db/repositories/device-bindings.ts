@@ -1,18 +1,14 @@
+import type { AgentStatus } from '../../domain/model/agents.js';
 import type {
+  BindingEvaluation,
   BindInput,
   BindResult,
-  DeviceBinding,
   DeviceBindingRepository,
+  EvaluateBinding,
   EvaluationOutcome,
   EvaluationRequest,
-  ReportWrite,
 } from '../../domain/model/device-bindings.js';
 import type { Release } from '../../domain/model/releases.js';
-import { deployParams, releaseOfDeployParams } from '../../domain/ota/deploy-job.js';
-import { forceReasonText, type DesiredState } from '../../domain/ota/desired-state.js';
-import { planEvaluation, type ActiveJobFacts } from '../../domain/ota/evaluation.js';
-import { isoAt } from '../../util/clock.js';
-import { newTimeOrderedId } from '../../util/ids.js';
 import type { Db } from '../database.js';
 import {
   INSERT_BINDING_SQL,
@@ -30,7 +26,8 @@ interface AppFacts {
   update_workflow_name: string;
 }
 
-export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
+/** `evaluateBinding` decides each evaluation (the domain's, domain/ota/evaluate-binding.ts). */
+export function createDeviceBindingRepository(db: Db, evaluateBinding: EvaluateBinding): DeviceBindingRepository {
   const insert = db.prepare(INSERT_BINDING_SQL);
   const update = db.prepare(UPDATE_BINDING_SQL);
   const byId = db.prepare<[string], DeviceBindingRow>('SELECT * FROM device_bindings WHERE id = ?');
@@ -72,7 +69,7 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
     'SELECT id, org_id, update_workflow_name FROM applications WHERE id = ? AND deleted_at IS NULL',
   );
   const releasesOf = db.prepare<[string], ReleaseRow>('SELECT * FROM releases WHERE application_id = ?');
-  const agentStatus = db.prepare<[string], { status: string }>('SELECT status FROM agents WHERE id = ?');
+  const agentStatus = db.prepare<[string], { status: AgentStatus }>('SELECT status FROM agents WHERE id = ?');
   const jobById = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const workflowTimeout = db.prepare<[string, string], { timeout_ms: number | null }>(
     'SELECT timeout_ms FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL',
@@ -118,50 +115,11 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
     return { binding: toDeviceBinding(row), cancelledJobId };
   });
 
-  /** Creates the update job of `release` for the binding; returns its id. */
-  const issueJob = (app: AppFacts, binding: DeviceBinding, release: Release, state: DesiredState, now: number) => {
-    const id = newTimeOrderedId(now);
-    const createdAt = isoAt(now);
-    const timeout = workflowTimeout.get(binding.agentId, app.update_workflow_name);
-    insertJob.run(
-      newJobParams({
-        id,
-        orgId: app.org_id,
-        kind: 'update',
-        triggerId: null,
-        agentId: binding.agentId,
-        workflowId: null,
-        workflowName: app.update_workflow_name,
-        status: 'pending',
-        ref: null,
-        debug: false,
-        params: { ...deployParams(release, state.forced) },
-        errorMessage: null,
-        forced: state.forced,
-        forceReason: forceReasonText(state),
-        apiTokenId: null,
-        userId: null,
-        timeoutMs: timeout?.timeout_ms ?? null,
-        createdAt,
-      }),
-    );
-    insertUpdateJob.run(id, app.org_id, binding.id, app.id, release.id, createdAt);
-    return id;
-  };
-
-  const activeJobFacts = (jobId: string | null): ActiveJobFacts | null => {
-    const row = jobId ? jobById.get(jobId) : undefined;
-    if (!row) return null;
-    const job = toJob(row);
-    const release = releaseOfDeployParams(job.params) ?? { id: '', version: '', sequence: 0, forced: false };
-    return {
-      id: job.id,
-      status: job.status,
-      errorMessage: job.errorMessage,
-      release: { id: release.id, version: release.version, sequence: release.sequence },
-      forced: release.forced,
-      workflowName: job.workflowName,
-    };
+  const insertIssued = (issue: NonNullable<BindingEvaluation['issue']>, bindingId: string, appId: string) => {
+    const { job } = issue;
+    const timeoutMs = workflowTimeout.get(job.agentId, job.workflowName)?.timeout_ms ?? null;
+    insertJob.run(newJobParams({ ...job, timeoutMs }));
+    insertUpdateJob.run(job.id, job.orgId, bindingId, appId, issue.releaseId, job.createdAt);
   };
 
   const evaluateOne = (req: EvaluationRequest, now: number, releaseCache: Map<string, Release[]>) => {
@@ -178,59 +136,40 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
     const row = byId.get(req.bindingId);
     const app = row ? appFacts.get(row.application_id) : undefined;
     if (!row || !app) return gone;
-    const binding = withReport(toDeviceBinding(row), req.report);
+    const binding = toDeviceBinding(row);
     let releases = releaseCache.get(app.id);
     if (!releases) {
       releases = releasesOf.all(app.id).map(toRelease);
       releaseCache.set(app.id, releases);
     }
-    const plan = planEvaluation({
-      binding: {
-        channel: binding.channel,
-        current: binding.current,
-        activeJobId: binding.activeJobId,
-        failedAttempts: binding.failedAttempts,
-        retryAt: binding.retryAt === null ? null : Date.parse(binding.retryAt),
-        postponedReleaseId: binding.postponedReleaseId,
-      },
+    const activeJob = binding.activeJobId ? jobById.get(binding.activeJobId) : undefined;
+    const e = evaluateBinding({
+      request: req,
+      binding,
+      app: { id: app.id, orgId: app.org_id, updateWorkflowName: app.update_workflow_name },
       releases,
-      activeJob: activeJobFacts(binding.activeJobId),
-      updateWorkflowName: app.update_workflow_name,
-      agentRevoked: agentStatus.get(binding.agentId)?.status === 'revoked',
-      reason: req.reason,
-      reportedState: req.report?.state,
+      activeJob: activeJob ? toJob(activeJob) : null,
+      agentStatus: agentStatus.get(binding.agentId)?.status ?? null,
       now,
     });
     let supersededJobId: string | null = null;
-    if (plan.supersede) {
-      const cancelled = cancelPending.run({
-        id: plan.supersede.jobId,
-        message: plan.supersede.message,
-        at: isoAt(now),
-      });
-      if (cancelled.changes === 1) supersededJobId = plan.supersede.jobId;
+    if (
+      e.supersede &&
+      cancelPending.run({ id: e.supersede.jobId, message: e.supersede.message, at: e.supersede.at }).changes === 1
+    ) {
+      supersededJobId = e.supersede.jobId;
     }
-    const createdJobId = plan.issue ? issueJob(app, binding, plan.issue, plan.state, now) : null;
-    const next: DeviceBinding = {
-      ...binding,
-      current: plan.binding.current,
-      failedAttempts: plan.binding.failedAttempts,
-      retryAt: plan.binding.retryAt === null ? null : isoAt(plan.binding.retryAt),
-      postponedReleaseId: plan.binding.postponedReleaseId,
-      activeJobId: createdJobId ?? plan.binding.activeJobId,
-      desiredReleaseId: plan.state.desired?.id ?? null,
-      forced: plan.state.forced,
-    };
-    update.run(updateBindingParams(next));
+    if (e.issue) insertIssued(e.issue, binding.id, app.id);
+    update.run(updateBindingParams(e.binding));
     return {
       ...gone,
-      binding: next,
-      state: plan.state,
-      settled: plan.settled,
-      createdJobId,
+      binding: e.binding,
+      state: e.state,
+      settled: e.settled,
+      createdJobId: e.issue?.job.id ?? null,
       supersededJobId,
-      repushJobId: plan.repush,
-      hold: plan.hold,
+      repushJobId: e.repushJobId,
+      hold: e.hold,
     };
   };
 
@@ -280,16 +219,4 @@ export function createDeviceBindingRepository(db: Db): DeviceBindingRepository {
       return evaluate.immediate(requests, now);
     },
   };
-}
-
-/** The binding with a report's observations applied. */
-function withReport(binding: DeviceBinding, report: ReportWrite | undefined): DeviceBinding {
-  if (!report) return binding;
-  const next = { ...binding, lastReportAt: report.at };
-  if (report.current !== undefined) next.current = report.current;
-  if (report.state !== undefined) {
-    next.state = report.state;
-    next.error = report.error ?? null;
-  } else if (report.error !== undefined) next.error = report.error;
-  return next;
 }

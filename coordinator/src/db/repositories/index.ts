@@ -44,6 +44,6 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     workflows: createWorkflowRepository(db),
     applications: createApplicationRepository(db),
     releases: createReleaseRepository(db),
-    deviceBindings: createDeviceBindingRepository(db),
+    deviceBindings: createDeviceBindingRepository(db, rules.evaluateBinding),
   };
 }

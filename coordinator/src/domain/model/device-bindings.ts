@@ -2,6 +2,8 @@ import type { DeviceState } from '@drover/shared';
 import type { DesiredState, Installation } from '../ota/desired-state.js';
 import type { EvaluationReason, HoldReason } from '../ota/evaluation.js';
 import type { JobEndOutcome } from '../ota/retry-policy.js';
+import type { AgentStatus } from './agents.js';
+import type { Job, NewJob } from './jobs.js';
 import type { Release } from './releases.js';
 
 /** A device binding (migration 0006): an application on an agent. */
@@ -91,9 +93,46 @@ export interface DeviceBindingRepository {
   /** The application an update job was issued for (also after its binding was removed). */
   applicationOfUpdateJob(jobId: string): Promise<string | null>;
   /**
-   * Evaluates bindings in one transaction (domain/ota/evaluation.ts): settles ended jobs,
-   * cancels a superseded pending job, creates the update job (`active_job_id` set in the same
-   * transaction) and stores the result. `now` is Unix ms.
+   * Evaluates bindings in one transaction: for each, reads what the evaluation needs, lets the
+   * domain decide (EvaluateBinding: settles an ended job, cancels a superseded pending job,
+   * issues the update job with `active_job_id` set) and writes the result. `now` is Unix ms.
    */
   evaluate(requests: readonly EvaluationRequest[], now: number): Promise<EvaluationOutcome[]>;
 }
+
+/** What one evaluation reads, inside the evaluation's transaction. */
+export interface BindingEvaluationFacts {
+  request: EvaluationRequest;
+  /** The binding as stored. */
+  binding: DeviceBinding;
+  /** Its application (not deleted). */
+  app: { id: string; orgId: string; updateWorkflowName: string };
+  /** The application's releases, of any channel and status. */
+  releases: readonly Release[];
+  /** The binding's active update job as stored; null when it has none or it no longer exists. */
+  activeJob: Job | null;
+  /** The bound agent's status (null: no such agent). */
+  agentStatus: AgentStatus | null;
+  /** Unix ms. */
+  now: number;
+}
+
+/** What one evaluation writes, in this order, and what it tells its caller. */
+export interface BindingEvaluation {
+  /** A pending update job to cancel: it is cancelled only if it is still `pending`. */
+  supersede: { jobId: string; message: string; at: string } | null;
+  /**
+   * The update job to create, recorded as the binding's update job for `releaseId`; its timeout
+   * is the timeout of the agent's active workflow of that name.
+   */
+  issue: { job: Omit<NewJob, 'timeoutMs'>; releaseId: string } | null;
+  /** The binding to store: the report's observations and the evaluation's result (its new active job included). */
+  binding: DeviceBinding;
+  state: DesiredState<Release>;
+  settled: JobEndOutcome | null;
+  repushJobId: string | null;
+  hold: HoldReason | null;
+}
+
+/** One evaluation of a device binding (domain/ota/evaluate-binding.ts), run inside the repository's transaction. */
+export type EvaluateBinding = (facts: BindingEvaluationFacts) => BindingEvaluation;

@@ -1,3 +1,4 @@
+import type { EvaluateBinding } from './device-bindings.js';
 import type { PlanJobMove } from './jobs.js';
 
 /**
@@ -10,4 +11,6 @@ import type { PlanJobMove } from './jobs.js';
 export interface TransactionRules {
   /** An agent's report about one of its jobs: apply it, or answer that it is a repeat or impossible. */
   planJobMove: PlanJobMove;
+  /** One evaluation of a device binding: what it cancels, issues and stores. */
+  evaluateBinding: EvaluateBinding;
 }

@@ -11,8 +11,9 @@ import { MAX_FAILED_ATTEMPTS, settleJobEnd, type JobEndOutcome, type RetryFields
 /**
  * One evaluation of a device binding (docs/ota.md, "Evaluation"), as a pure plan: settle its
  * update job if that ended, apply the resets of the event that caused the evaluation, compute
- * the desired state, then keep, replace or issue the update job. The repository runs it inside
- * one transaction (read, plan, write), so two evaluations never issue two jobs for a binding.
+ * the desired state, then keep, replace or issue the update job. evaluate-binding.ts turns the
+ * plan into writes, which the repository makes in the transaction of its reads, so two
+ * evaluations never issue two jobs for a binding.
  */
 
 export const EVALUATION_REASONS = [
