@@ -11,7 +11,7 @@ import { JobEvents } from './domain/job-events.js';
 import { JobSweeper, sweepIntervalMs } from './domain/job-sweeper.js';
 import { OtaEngine } from './domain/ota/engine.js';
 import { createFileService } from './domain/files/create.js';
-import { startFileSweeper } from './storage/file-sweeper.js';
+import { startFileSweeper } from './domain/file-sweeper.js';
 import { agentEventsOf } from './domain/agent-events.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';

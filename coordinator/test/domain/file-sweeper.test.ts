@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FileSweeper, STALE_TEMP_MS } from '../../src/storage/file-sweeper.js';
+import { FileSweeper, STALE_TEMP_MS } from '../../src/domain/file-sweeper.js';
 
 function fakeFiles(batches: number[], failWith?: Error) {
   const calls = { sweep: 0, temps: [] as number[] };

@@ -1,4 +1,4 @@
-import type { FileService } from '../domain/files/file-service.js';
+import type { FileService } from './files/file-service.js';
 
 /** Temp files of uploads older than this, not being written by this process, are removed. */
 export const STALE_TEMP_MS = 3600_000;
