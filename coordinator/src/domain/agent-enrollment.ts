@@ -1,6 +1,6 @@
 import { publicKeyFromBase64, type EnrollRequest } from '@drover/shared';
 import type { Logger } from 'pino';
-import type { Agent, AgentRepository } from './model/agents.js';
+import type { Agent, AgentRepository, EnrollRefusal, StoredEnrollmentToken } from './model/agents.js';
 import { invalid, unauthorized } from '../errors.js';
 import { isoAt, isoNow, type Clock } from '../util/clock.js';
 import { newId } from '../util/ids.js';
@@ -15,6 +15,14 @@ const REFUSALS = {
   used: 'The enrollment token has already been used',
   expired: 'The enrollment token has expired',
 } as const;
+
+/** Why a single-use token cannot be spent at `at`: unknown, already spent, or expired; null: it can. */
+export function enrollmentTokenRefusal(token: StoredEnrollmentToken, at: string): EnrollRefusal | null {
+  if (!token) return 'unknown';
+  if (token.usedAt !== null) return 'used';
+  if (token.expiresAt <= at) return 'expired';
+  return null;
+}
 
 /**
  * Enrollments with an unknown token, per client address: 10 are free (a technician retyping a token), then each

@@ -70,6 +70,11 @@ export function checkPassword(password: string): void {
   }
 }
 
+/** An organization keeps an owner: its last one can be neither demoted nor removed. */
+export function roleChangeRefusal(current: Role, next: Role | null, owners: number): 'last_owner' | null {
+  return current === 'owner' && next !== 'owner' && owners <= 1 ? 'last_owner' : null;
+}
+
 /** Changes a member's role; the last owner cannot be demoted (409). */
 export async function changeMemberRole(
   repos: Repositories,

@@ -1,6 +1,15 @@
+import { enrollmentTokenRefusal } from './agent-enrollment.js';
 import { planJobMove } from './job-state.js';
+import { roleChangeRefusal } from './members.js';
 import type { TransactionRules } from './model/transaction-rules.js';
 import { evaluateBinding } from './ota/evaluate-binding.js';
+import { checkArtifact } from './ota/releases.js';
 
 /** The domain's decisions that repositories run inside their write transactions. */
-export const transactionRules: TransactionRules = { planJobMove, evaluateBinding };
+export const transactionRules: TransactionRules = {
+  planJobMove,
+  evaluateBinding,
+  enrollmentTokenRefusal,
+  roleChangeRefusal,
+  checkArtifact,
+};

@@ -1,4 +1,11 @@
-import type { Agent, AgentRepository, AgentStatus, EnrollOutcome, NewAgent } from '../../domain/model/agents.js';
+import type {
+  Agent,
+  AgentRepository,
+  AgentStatus,
+  EnrollmentTokenRefusal,
+  EnrollOutcome,
+  NewAgent,
+} from '../../domain/model/agents.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
 
@@ -60,7 +67,12 @@ interface NonceUse {
   nowMs: number;
 }
 
-export function createAgentRepository(db: Db, writes: WriteExecutor): AgentRepository {
+/** `tokenRefusal` decides whether an enrollment token can be spent (the domain's). */
+export function createAgentRepository(
+  db: Db,
+  writes: WriteExecutor,
+  tokenRefusal: EnrollmentTokenRefusal,
+): AgentRepository {
   const nonces = createNonceWrites(db);
   const tokenByHash = db.prepare<[string], { id: string; org_id: string; expires_at: string; used_at: string | null }>(
     'SELECT id, org_id, expires_at, used_at FROM enrollment_tokens WHERE token_hash = ?',
@@ -96,9 +108,8 @@ export function createAgentRepository(db: Db, writes: WriteExecutor): AgentRepos
 
   const enroll = db.transaction((tokenHash: string, agent: NewAgent, at: string): EnrollOutcome => {
     const token = tokenByHash.get(tokenHash);
-    if (!token) return { ok: false, reason: 'unknown' };
-    if (token.used_at !== null) return { ok: false, reason: 'used' };
-    if (token.expires_at <= at) return { ok: false, reason: 'expired' };
+    const refusal = tokenRefusal(token ? { usedAt: token.used_at, expiresAt: token.expires_at } : null, at);
+    if (refusal || !token) return { ok: false, reason: refusal ?? 'unknown' };
     if (spendToken.run(at, agent.id, token.id).changes !== 1) return { ok: false, reason: 'used' };
     insert.run({ ...agent, orgId: token.org_id, at });
     return { ok: true, agent: toAgent(byId.get(agent.id) as AgentRow) };

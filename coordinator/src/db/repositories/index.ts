@@ -28,13 +28,13 @@ import { createWorkflowRepository } from './workflows.js';
  */
 export function createRepositories(db: Db, writes: WriteExecutor, rules: TransactionRules): Repositories {
   return {
-    agents: createAgentRepository(db, writes),
+    agents: createAgentRepository(db, writes, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(db),
     audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
     enrollmentTokens: createEnrollmentTokenRepository(db),
     jobs: createJobRepository(db, writes, rules.planJobMove),
-    orgs: createOrgRepository(db),
+    orgs: createOrgRepository(db, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(db),
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
@@ -43,7 +43,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),
     applications: createApplicationRepository(db),
-    releases: createReleaseRepository(db),
+    releases: createReleaseRepository(db, rules.checkArtifact),
     deviceBindings: createDeviceBindingRepository(db, rules.evaluateBinding),
   };
 }

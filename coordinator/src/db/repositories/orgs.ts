@@ -1,4 +1,4 @@
-import type { Member, Org, OrgRepository, Role } from '../../domain/model/orgs.js';
+import type { Member, Org, OrgRepository, Role, RoleChangeRefusal } from '../../domain/model/orgs.js';
 import type { UserWithPassword } from '../../domain/model/users.js';
 import type { Db } from '../database.js';
 
@@ -15,7 +15,8 @@ const toMember = (r: MemberRow): Member => ({
   joinedAt: r.created_at,
 });
 
-export function createOrgRepository(db: Db): OrgRepository {
+/** `refusal` decides whether a role change or removal is refused (the domain's). */
+export function createOrgRepository(db: Db, refusal: RoleChangeRefusal): OrgRepository {
   const insertOrg = db.prepare('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)');
   const insertMember = db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)');
   const insertMemberIfAbsent = db.prepare(
@@ -62,7 +63,8 @@ export function createOrgRepository(db: Db): OrgRepository {
     (orgId: string, userId: string, next: Role | null): 'ok' | 'last_owner' | 'not_found' => {
       const current = role.get(orgId, userId);
       if (!current) return 'not_found';
-      if (current.role === 'owner' && next !== 'owner' && (owners.get(orgId)?.n ?? 0) <= 1) return 'last_owner';
+      const refused = refusal(current.role, next, owners.get(orgId)?.n ?? 0);
+      if (refused) return refused;
       if (next === null) deleteMember.run(orgId, userId);
       else updateRole.run(next, orgId, userId);
       return 'ok';

@@ -1,4 +1,6 @@
+import type { CleanupRule, FileStatus } from '../../domain/model/files.js';
 import type {
+  CheckArtifact,
   CreateReleaseResult,
   NewRelease,
   Release,
@@ -43,13 +45,14 @@ export const toRelease = (r: ReleaseRow): Release => ({
 });
 
 interface ArtifactRow {
-  status: string;
-  cleanup_rule: string;
+  status: FileStatus;
+  cleanup_rule: CleanupRule;
   size: number | null;
   sha256: string | null;
 }
 
-export function createReleaseRepository(db: Db): ReleaseRepository {
+/** `checkArtifact` decides whether a file can back a release (the domain's). */
+export function createReleaseRepository(db: Db, checkArtifact: CheckArtifact): ReleaseRepository {
   const artifact = db.prepare<[string, string], ArtifactRow>(
     `SELECT f.status, f.cleanup_rule, f.size, f.sha256 FROM files f
        JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
@@ -83,12 +86,14 @@ export function createReleaseRepository(db: Db): ReleaseRepository {
   );
 
   const create = db.transaction((r: NewRelease): CreateReleaseResult => {
-    const file = artifact.get(r.orgId, r.artifactFileId);
-    if (!file) return { outcome: 'bad_artifact', problem: 'not_found' };
-    if (file.status !== 'active' || file.size === null || file.sha256 === null) {
-      return { outcome: 'bad_artifact', problem: 'not_active', status: file.status };
+    const row = artifact.get(r.orgId, r.artifactFileId);
+    const file = checkArtifact(
+      row ? { status: row.status, cleanupRule: row.cleanup_rule, size: row.size, sha256: row.sha256 } : null,
+    );
+    if (!file.ok) {
+      const { ok: _ok, ...refusal } = file;
+      return { outcome: 'bad_artifact', ...refusal };
     }
-    if (file.cleanup_rule !== 'persistent') return { outcome: 'bad_artifact', problem: 'not_persistent' };
     const sequence = (nextSequence.get(r.applicationId) as { next: number }).next;
     insert.run({
       id: r.id,

@@ -24,7 +24,16 @@ export interface NewAgent {
   publicKey: string;
 }
 
-export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: 'unknown' | 'used' | 'expired' };
+/** Why an enrollment token was refused: none has this hash, it was spent, or it expired. */
+export type EnrollRefusal = 'unknown' | 'used' | 'expired';
+
+export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: EnrollRefusal };
+
+/** An enrollment token as stored (null: none has the hash). */
+export type StoredEnrollmentToken = { usedAt: string | null; expiresAt: string } | null;
+
+/** Why a token cannot be spent at `at`, or null (domain/agent-enrollment.ts); run inside the enrollment. */
+export type EnrollmentTokenRefusal = (token: StoredEnrollmentToken, at: string) => EnrollRefusal | null;
 
 export interface AgentRepository {
   /**

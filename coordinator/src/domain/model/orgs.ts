@@ -20,6 +20,12 @@ export interface Member {
   joinedAt: string;
 }
 
+/**
+ * Whether moving a member from `current` to `next` (null: removing them) is refused, given how
+ * many owners the organization has (domain/members.ts); run inside the change.
+ */
+export type RoleChangeRefusal = (current: Role, next: Role | null, owners: number) => 'last_owner' | null;
+
 export interface OrgRepository {
   /** Creates the organization with `ownerId` as its owner, in one transaction. */
   create(org: Org, ownerId: string): Promise<void>;

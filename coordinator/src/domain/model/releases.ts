@@ -1,4 +1,5 @@
 import type { ReleaseStatus, UpdatePolicy } from '../ota/desired-state.js';
+import type { CleanupRule, FileStatus } from './files.js';
 
 /** A release of an application (migration 0005). */
 export interface Release {
@@ -34,6 +35,22 @@ export interface NewRelease {
 
 /** Why an artifact cannot back a release. */
 export type ArtifactProblem = 'not_found' | 'not_active' | 'not_persistent';
+
+/** A release's artifact as stored: a file of the organization in a binding not deleted (null: none). */
+export type StoredArtifact = {
+  status: FileStatus;
+  cleanupRule: CleanupRule;
+  size: number | null;
+  sha256: string | null;
+} | null;
+
+/**
+ * Whether the file can back a release, and then the size and checksum the release copies
+ * (domain/ota/releases.ts); run inside the release's creation.
+ */
+export type CheckArtifact = (
+  file: StoredArtifact,
+) => { ok: true; size: number; sha256: string } | { ok: false; problem: ArtifactProblem; status?: string };
 
 export type CreateReleaseResult =
   { outcome: 'created'; release: Release } | { outcome: 'bad_artifact'; problem: ArtifactProblem; status?: string };

@@ -1,5 +1,8 @@
+import type { EnrollmentTokenRefusal } from './agents.js';
 import type { EvaluateBinding } from './device-bindings.js';
 import type { PlanJobMove } from './jobs.js';
+import type { RoleChangeRefusal } from './orgs.js';
+import type { CheckArtifact } from './releases.js';
 
 /**
  * Decisions of the domain that must be atomic with the read they depend on and the write they
@@ -13,4 +16,10 @@ export interface TransactionRules {
   planJobMove: PlanJobMove;
   /** One evaluation of a device binding: what it cancels, issues and stores. */
   evaluateBinding: EvaluateBinding;
+  /** Whether an enrollment token can be spent now. */
+  enrollmentTokenRefusal: EnrollmentTokenRefusal;
+  /** An organization keeps at least one owner. */
+  roleChangeRefusal: RoleChangeRefusal;
+  /** A release's artifact is an active, persistent file. */
+  checkArtifact: CheckArtifact;
 }

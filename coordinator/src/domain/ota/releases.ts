@@ -1,5 +1,12 @@
 import type { Application } from '../model/applications.js';
-import type { ArtifactProblem, DraftPatch, Release, ReleaseChange } from '../model/releases.js';
+import type {
+  ArtifactProblem,
+  CheckArtifact,
+  DraftPatch,
+  Release,
+  ReleaseChange,
+  StoredArtifact,
+} from '../model/releases.js';
 import { AppError, invalid, notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -24,6 +31,16 @@ const ARTIFACT_PROBLEMS: Record<ArtifactProblem, (status?: string) => string> = 
   not_found: () => 'no stored file with this id in the organization',
   not_active: (status) => `the file must be active (uploaded and completed), got \`${status ?? 'unknown'}\``,
   not_persistent: () => "the artifact must be uploaded with cleanupRule 'persistent', got a file that expires ('ttl')",
+};
+
+/** A release's artifact is a file of the organization, active (so its size and checksum are known) and persistent. */
+export const checkArtifact: CheckArtifact = (file: StoredArtifact) => {
+  if (!file) return { ok: false, problem: 'not_found' };
+  if (file.status !== 'active' || file.size === null || file.sha256 === null) {
+    return { ok: false, problem: 'not_active', status: file.status };
+  }
+  if (file.cleanupRule !== 'persistent') return { ok: false, problem: 'not_persistent' };
+  return { ok: true, size: file.size, sha256: file.sha256 };
 };
 
 /** A draft with the next sequence of the application; 422 when the artifact cannot back a release. */
