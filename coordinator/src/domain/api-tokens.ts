@@ -27,7 +27,7 @@ const WINDOWS = [
 
 /**
  * The token's job limits. Each is an integer of at least 1, or null or omitted (no limit in that window).
- * The three are independent (spec: Limits), so any combination is taken: a per-minute limit
+ * The three are independent (docs/trigger-runs.md, "Rate limits"), so any combination is taken: a per-minute limit
  * above the per-hour one simply never binds first.
  */
 export function parseRateLimits(input: RateLimitInput): RateLimits {

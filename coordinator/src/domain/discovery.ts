@@ -5,7 +5,7 @@ import type { Workflow, WorkflowRepository } from './model/workflows.js';
 import { findGrant } from './grants.js';
 
 /**
- * Token discovery (spec: Token discovery): which agents and workflows a token's grants reach.
+ * Token discovery (docs/management.md, "API tokens and grants"): which agents and workflows a token's grants reach.
  *
  * | grant                               | agents              | workflows                         |
  * |-------------------------------------|---------------------|-----------------------------------|

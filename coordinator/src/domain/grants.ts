@@ -1,4 +1,4 @@
-/** The grants a token's `scopes` array holds (spec: Grants). Each `type` appears at most once. */
+/** The grants a token's `scopes` array holds (docs/management.md, "API tokens and grants"). Each `type` appears at most once. */
 
 export const STORAGE_PERMISSIONS = ['read', 'write', 'delete'] as const;
 export type StoragePermission = (typeof STORAGE_PERMISSIONS)[number];

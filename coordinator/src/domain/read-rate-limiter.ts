@@ -15,7 +15,7 @@ export type ReadDecision =
     };
 
 /**
- * The token discovery read limit (spec: Limits): a fixed window aligned to the UTC minute, per
+ * The token discovery read limit (docs/errors.md, "The three 429 shapes"): a fixed window aligned to the UTC minute, per
  * token, counted in this process's memory (the spec says each instance keeps its own count).
  */
 export class ReadRateLimiter {
@@ -51,7 +51,7 @@ export class ReadRateLimiter {
 
 export type ReadRefusal = Extract<ReadDecision, { allowed: false }>;
 
-/** The spec's 429 body for the token discovery read limit (spec: Errors, body shapes for 429). */
+/** The 429 body for the token discovery read limit (docs/errors.md, "The three 429 shapes"). */
 export interface ReadLimitBody {
   statusCode: 429;
   error: 'Too Many Requests';

@@ -5,7 +5,7 @@ import { describe, validationFailed, type ValidationDetail } from '../errors.js'
 import { STORAGE_PERMISSIONS, type Grant, type GrantType, type StoragePermission } from './grants.js';
 
 /**
- * Checks the `scopes` of an API token being issued (spec: Grants). The route's JSON schema
+ * Checks the `scopes` of an API token being issued (docs/management.md, "API tokens and grants"). The route's JSON schema
  * has already checked each field's type; this checks what a schema says badly: each grant's
  * own fields, duplicates, and that every id names something of the issuing organization, so
  * that a token is never wider than its issuer's organization.

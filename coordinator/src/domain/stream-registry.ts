@@ -39,7 +39,7 @@ export interface StreamRegistryOptions {
   prepareAssignment?(job: Job, assignment: JobAssignment): Promise<JobAssignment>;
 }
 
-/** The queue capacity an agent that does not announce one has (CONTRACT §5: 4 jobs). */
+/** The queue capacity an agent that does not announce one has (docs/agent-protocol.md: 4 jobs). */
 export const DEFAULT_AGENT_QUEUE_CAPACITY = 4;
 
 /**
@@ -85,7 +85,7 @@ class AgentStream {
 }
 
 /**
- * The agents' event streams of this coordinator (CONTRACT §5, docs/agent-protocol.md §6): one
+ * The agents' event streams of this coordinator (docs/agent-protocol.md, section 6): one
  * stream per agent (a new connection closes the previous one); on connect the agent becomes
  * `connected` and gets a `job` event for each of its open jobs, oldest first, then live `job`
  * events as jobs are created for it; every `pingMs` each stream gets a `ping` and the agents'
@@ -190,7 +190,7 @@ export class StreamRegistry {
 
   /**
    * A new job for a connected agent goes out at once when nothing waits for the agent (its queue
-   * decides: a full one refuses it, CONTRACT §5); behind jobs that wait, it waits its turn.
+   * decides: a full one refuses it, docs/agent-protocol.md); behind jobs that wait, it waits its turn.
    */
   private jobCreated(agentId: string, jobId: string): void {
     const stream = this.streams.get(agentId);

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * The local backend's presigned URLs (CONTRACT §6, docs/storage.md):
+ * The local backend's presigned URLs (docs/storage.md):
  * `<publicUrl>/v1/storage/blobs/<fileId>?m=<PUT|GET>&exp=<unix seconds>&n=<nonce>&sig=<base64url>`
  * where `sig` is HMAC-SHA256, under a server secret kept in the database, over
  * `DROVER-BLOB-V1\n<method>\n<fileId>\n<exp>\n<n>`. The nonce (12 random bytes) makes every URL

@@ -19,7 +19,7 @@ export { BlobTooLargeError } from './blob-writer.js';
 import type { BlobMethod, BlobUrlSigner } from './blob-url.js';
 
 /**
- * The `local` backend (CONTRACT §6, docs/storage.md): blobs under `<dataDir>/blobs/<aa>/<fileId>`
+ * The `local` backend (docs/storage.md): blobs under `<dataDir>/blobs/<aa>/<fileId>`
  * (`aa`: the id's first two characters), each with a `<fileId>.meta` sidecar holding its size and
  * SHA-256, computed while it was received, so `complete` need not re-read gigabytes. Uploads go to
  * `<dataDir>/blobs/tmp/` first and are renamed into place only once whole and synced to disk; an

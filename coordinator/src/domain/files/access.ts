@@ -6,7 +6,7 @@ import { findGrant, type StorageGrant, type StoragePermission } from '../grants.
 export type FileCaller = Pick<ApiToken, 'id' | 'orgId' | 'scopes'>;
 
 /**
- * The token's storage grant when it holds `permission` (spec: Authentication rule 3); 403 when it
+ * The token's storage grant when it holds `permission` (docs/storage.md); 403 when it
  * has no storage grant or the grant lacks the permission. Checked before any file is looked up,
  * so that a refusal says nothing about which files exist.
  */

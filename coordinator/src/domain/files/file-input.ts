@@ -1,6 +1,6 @@
 import { describe, invalid, validationFailed, type ValidationDetail } from '../../errors.js';
 
-/** Limits of presign-upload (spec: Limits) and the defaults this coordinator chose (docs/storage.md). */
+/** Limits of presign-upload (docs/storage.md) and the defaults this coordinator chose (docs/storage.md). */
 export const MAX_FILENAME_LENGTH = 255;
 export const MAX_CONTENT_TYPE_LENGTH = 255;
 export const MIN_TTL_SECONDS = 60;

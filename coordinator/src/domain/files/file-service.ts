@@ -23,7 +23,7 @@ import {
 
 export type { AgentFileDownload, DownloadUrlView, PresignedUploadView } from './view.js';
 
-/** At most this many entries in `GET /storage/files` (spec: Limits). */
+/** At most this many entries in `GET /storage/files` (docs/storage.md). */
 export const MAX_LIST_SIZE = 200;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -66,7 +66,7 @@ export interface JobOutputFileInput {
 }
 
 /**
- * Stored files (spec: File storage; CONTRACT §6; docs/storage.md): the public storage API, the
+ * Stored files (docs/storage.md): the public storage API, the
  * job-file operations the agent endpoints and the job sender use, and the sweeper's deletions.
  * It reaches blobs only through the binding's StorageBackend. Reachable as `ctx.files`.
  */

@@ -1,7 +1,7 @@
 import type { CleanupRule, FileStatus, StoredFile } from '../model/files.js';
 
 /**
- * A stored file as the public API shows it (spec: Stored file). Internal fields (organization,
+ * A stored file as the public API shows it (docs/storage.md). Internal fields (organization,
  * job, blob key, deletion bookkeeping) are never part of it.
  */
 export interface FileView {
@@ -34,7 +34,7 @@ export function toFileView(file: StoredFile): FileView {
   };
 }
 
-/** The answer of presign-upload (spec) and of the agent's job-output upload request. */
+/** The answer of presign-upload (docs/storage.md) and of the agent's job-output upload request. */
 export interface PresignedUploadView {
   fileId: string;
   uploadUrl: string;

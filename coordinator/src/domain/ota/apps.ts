@@ -5,7 +5,7 @@ import { newId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
 import { DEFAULT_CHANNEL } from './inputs.js';
 
-/** Applications (spec: Application; docs/ota.md). Bodies are checked by the route schemas. */
+/** Applications (docs/ota.md). Bodies are checked by the route schemas. */
 
 export interface CreateAppInput {
   slug: string;

@@ -1,5 +1,5 @@
 /**
- * The desired state of a device binding (CONTRACT §7, docs/ota.md), as a pure function of the
+ * The desired state of a device binding (docs/ota.md), as a pure function of the
  * application's releases and the device's observed installation. Everything that answers
  * "what should this device run" (evaluations, the dashboard, the signed manifest) calls it.
  */

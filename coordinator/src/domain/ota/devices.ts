@@ -8,7 +8,7 @@ import { desiredState } from './desired-state.js';
 import { toBindingView, type BindingView } from './views.js';
 
 /**
- * Device bindings (spec: Device binding; docs/ota.md): bind agents to an application, change a
+ * Device bindings (docs/ota.md): bind agents to an application, change a
  * binding's channel, remove it, reconcile it. Each change re-evaluates the binding at once.
  */
 

@@ -5,7 +5,7 @@ import { MAX_WORKFLOW_NAME_LENGTH } from '../triggers.js';
  * routes enforce them; the constants live here so that docs, schemas and tests agree.
  */
 
-/** CONTRACT §7. */
+/** docs/ota.md, "Desired state". */
 export const SLUG_PATTERN = '^[a-z0-9][a-z0-9-]{0,62}$';
 /** Channels: lower-case names such as `stable`, `beta`, `canary-2`, `lts.1`. */
 export const CHANNEL_PATTERN = '^[a-z0-9][a-z0-9._-]{0,62}$';

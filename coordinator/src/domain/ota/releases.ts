@@ -14,7 +14,7 @@ import type { OtaContext } from './context.js';
 import type { ReleaseStatus, UpdatePolicy } from './desired-state.js';
 
 /**
- * Releases (spec: Release, "Release and device"; docs/ota.md): created as drafts, published
+ * Releases (docs/ota.md): created as drafts, published
  * (devices of the channel converge to it), yanked (they converge to the previous one). A
  * published release is immutable.
  */
@@ -109,7 +109,7 @@ export async function publishRelease(ctx: OtaContext, app: Application, releaseI
 /**
  * published → yanked, then the devices converge to the previous published release. A draft can
  * be yanked too, which withdraws it before anyone got it and frees its artifact for deletion
- * (spec: "yank the release first"). 409 for a release already yanked.
+ * (docs/ota.md: "yank the release first"). 409 for a release already yanked.
  */
 export async function yankRelease(ctx: OtaContext, app: Application, releaseId: string): Promise<Release> {
   const release = settle(await ctx.repos.releases.yank(app.id, releaseId, isoNow(ctx.clock)), 'yank');

@@ -4,7 +4,7 @@ import type { DeviceBinding } from '../model/device-bindings.js';
 import type { Release } from '../model/releases.js';
 import type { DesiredState, Installation } from './desired-state.js';
 
-/** The answers of the OTA dashboard endpoints (CONTRACT §7's fixed bodies). */
+/** The answers of the OTA dashboard endpoints (docs/ota.md's fixed bodies). */
 
 export interface AppView {
   id: string;

@@ -4,7 +4,7 @@ import type { FileCaller } from '../files/access.js';
 import type { FileRefLookup } from '../files/file-service.js';
 
 /**
- * Input FileRefs of a trigger run (issue 4; docs/trigger-runs.md, "Files as params"). A file is
+ * Input FileRefs of a trigger run (docs/trigger-runs.md, "Files as params"). A file is
  * given to a job as the value of a parameter the workflow declares with `type: file`:
  * `{__type: 'FileRef', id}` (its shape was checked with the other params). Here each such file is
  * checked against the calling token, after the params and before the job is admitted:

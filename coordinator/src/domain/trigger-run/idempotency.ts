@@ -3,7 +3,7 @@ import canonicalizeModule from 'canonicalize';
 import { describe, invalid } from '../../errors.js';
 
 /**
- * Idempotency of trigger runs (spec: Run a trigger; CONTRACT §4). A key is tracked per trigger
+ * Idempotency of trigger runs (docs/trigger-runs.md, "Idempotency"). A key is tracked per trigger
  * and workflow name; it is 1 to 255 characters and remembered for 24 hours. Two calls carry
  * "the same body" when the SHA-256 of the RFC 8785 (JCS) canonical JSON of their parsed bodies
  * is equal, so key order and number spelling (`1.0` and `1`) do not matter; a missing body

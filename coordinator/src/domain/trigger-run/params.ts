@@ -4,7 +4,7 @@ import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
 import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
 
 /**
- * Trigger-run `params` against the workflow's `paramsSchema` (CONTRACT §4), with the meaning of
+ * Trigger-run `params` against the workflow's `paramsSchema` (docs/trigger-runs.md, "Params"), with the meaning of
  * each item given in workflow-definitions.ts (types, `required`, `pattern`, `options`, `min`,
  * `max`, `default`).
  *

@@ -1,7 +1,7 @@
 import type { RateLimits } from '../model/rate-limits.js';
 
 /**
- * Workflow and token job limits (spec: Limits; CONTRACT §4): fixed windows aligned to the UTC
+ * Workflow and token job limits (docs/trigger-runs.md, "Rate limits"): fixed windows aligned to the UTC
  * minute, hour and day, counting the calls that were dispatched in each (refused calls do not
  * count). A call is refused when, in any window that has a limit, the calls already dispatched
  * reach that limit. Pure functions over counts the admission transaction reads.

@@ -5,9 +5,9 @@ import { findGrant } from '../grants.js';
 import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';
 
 /**
- * The rules of `POST /v1/triggers/:id/run` that depend on the token and the trigger (spec: Run a
- * trigger, Authentication rules 3 and 5; CONTRACT §3, §4). The route's JSON schema has already
- * checked each field's type and length. Status codes and their order: docs/trigger-runs.md.
+ * The rules of `POST /v1/triggers/:id/run` that depend on the actor and the trigger. The route's
+ * JSON schema has already checked each field's type and length. Status codes and their order:
+ * docs/trigger-runs.md.
  */
 
 /** The body of a trigger run, as the route's schema lets it through. */
@@ -26,8 +26,8 @@ export { MAX_REF_LENGTH };
 const WORKFLOW_NAME = new RegExp(WORKFLOW_NAME_PATTERN);
 
 /**
- * The trigger ids the token may run; a token without a trigger grant is 403 (spec, Authentication
- * rule 3), checked before the trigger is looked up.
+ * The trigger ids the token may run; a token without a trigger grant is 403, checked before the
+ * trigger is looked up (docs/trigger-runs.md, "Status codes").
  */
 export function requireTriggerGrant(token: Pick<AuthenticatingApiToken, 'scopes'>): readonly string[] {
   const grant = findGrant(token.scopes, 'trigger');
@@ -122,5 +122,5 @@ export function workflowNotFound(workflowName: string): AppError {
   return new AppError('not_found', `Workflow \`${workflowName}\` is not reported by the trigger's agent`);
 }
 
-/** The dashboard page of a job (spec: statusUrl). */
+/** The dashboard page of a job (the `statusUrl` of docs/trigger-runs.md). */
 export const statusUrl = (jobId: string): string => `/api/jobs/${jobId}`;
