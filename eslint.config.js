@@ -111,5 +111,20 @@ export default defineConfig(
   restrict(['coordinator/src/{cli/**/*,coordinator,server,sqlite-repositories,index}.ts'], [otherPackages('agent')]),
   restrict(['agent/src/**/*.ts'], [otherPackages('coordinator')]),
   restrict(['shared/src/**/*.ts'], [otherPackages('coordinator', 'agent')]),
+  // The agent keeps private state in ES `#private` fields, one style (a private constructor has no
+  // ES form, so it stays TypeScript's).
+  {
+    files: ['agent/src/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            ":matches(PropertyDefinition, TSParameterProperty, MethodDefinition[kind!='constructor'], TSAbstractPropertyDefinition)[accessibility='private']",
+          message: 'The agent uses ES #private fields and methods, not TypeScript `private`',
+        },
+      ],
+    },
+  },
   prettier,
 );

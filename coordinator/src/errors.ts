@@ -103,4 +103,4 @@ export function invalid(path: string, message: string): AppError {
 }
 
 /** Describes a value for "expected X, got Y" messages. */
-export const describe = describeValue;
+export { describeValue };

@@ -1,7 +1,7 @@
 import { API_TOKEN_PREFIX } from '@drover/shared';
 import type { ApiToken } from './model/api-tokens.js';
 import type { RateLimits } from './model/rate-limits.js';
-import { AppError, describe, validationFailed, type ValidationDetail } from '../errors.js';
+import { AppError, describeValue, validationFailed, type ValidationDetail } from '../errors.js';
 import { newId } from '../util/ids.js';
 import { hashBearerSecret, newBearerSecret, secretHint } from '../util/secrets.js';
 import type { Grant } from './grants.js';
@@ -37,7 +37,7 @@ export function parseRateLimits(input: RateLimitInput): RateLimits {
     if (value !== null && (!Number.isInteger(value) || value < 1 || value > MAX_RATE_LIMIT)) {
       problems.push({
         path: `body.${field}`,
-        message: `must be an integer from 1 to ${MAX_RATE_LIMIT} or null (no limit), got ${describe(value)}`,
+        message: `must be an integer from 1 to ${MAX_RATE_LIMIT} or null (no limit), got ${describeValue(value)}`,
       });
     }
   }
@@ -55,13 +55,13 @@ export function parseExpiry(expiresAt: string | null | undefined, nowMs: number)
   const ms = Date.parse(expiresAt);
   if (Number.isNaN(ms))
     throw validationFailed([
-      { path: 'body.expiresAt', message: `must be an ISO 8601 timestamp, got ${describe(expiresAt)}` },
+      { path: 'body.expiresAt', message: `must be an ISO 8601 timestamp, got ${describeValue(expiresAt)}` },
     ]);
   if (ms <= nowMs) {
     throw validationFailed([
       {
         path: 'body.expiresAt',
-        message: `must be in the future (now is ${new Date(nowMs).toISOString()}), got ${describe(expiresAt)}`,
+        message: `must be in the future (now is ${new Date(nowMs).toISOString()}), got ${describeValue(expiresAt)}`,
       },
     ]);
   }

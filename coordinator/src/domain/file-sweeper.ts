@@ -22,17 +22,17 @@ export class FileSweeper {
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
 
-  constructor(private readonly o: FileSweeperOptions) {}
+  constructor(private readonly options: FileSweeperOptions) {}
 
   start(): void {
     const tick = () => {
       this.running = this.sweep().finally(() => {
         if (this.stopped) return;
-        this.timer = setTimeout(tick, this.o.intervalMs);
+        this.timer = setTimeout(tick, this.options.intervalMs);
         this.timer.unref();
       });
     };
-    this.timer = setTimeout(tick, this.o.intervalMs);
+    this.timer = setTimeout(tick, this.options.intervalMs);
     this.timer.unref();
   }
 
@@ -42,14 +42,14 @@ export class FileSweeper {
     try {
       for (;;) {
         if (this.stopped) break;
-        const n = await this.o.files.sweepDue(BATCH);
+        const n = await this.options.files.sweepDue(BATCH);
         handled += n;
         if (n < BATCH) break;
       }
-      if (handled > 0) this.o.logger.info({ files: handled }, 'file sweep handled expired or failed deletions');
-      await this.o.files.local.removeTemps(STALE_TEMP_MS);
+      if (handled > 0) this.options.logger.info({ files: handled }, 'file sweep handled expired or failed deletions');
+      await this.options.files.local.removeTemps(STALE_TEMP_MS);
     } catch (error) {
-      this.o.logger.error({ err: error }, 'file sweep failed');
+      this.options.logger.error({ err: error }, 'file sweep failed');
     }
     return handled;
   }

@@ -30,10 +30,10 @@ export class JobSweeper {
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
 
-  constructor(private readonly o: JobSweeperOptions) {}
+  constructor(private readonly options: JobSweeperOptions) {}
 
   start(): void {
-    const interval = sweepIntervalMs(this.o.deadlineGraceMs);
+    const interval = sweepIntervalMs(this.options.deadlineGraceMs);
     const tick = () => {
       this.running = this.sweep().finally(() => {
         if (this.stopped) return;
@@ -41,7 +41,7 @@ export class JobSweeper {
         this.timer.unref();
       });
     };
-    this.timer = setTimeout(tick, Math.max(this.o.deadlineGraceMs, interval));
+    this.timer = setTimeout(tick, Math.max(this.options.deadlineGraceMs, interval));
     this.timer.unref();
   }
 
@@ -49,11 +49,11 @@ export class JobSweeper {
   async sweep(): Promise<string[]> {
     if (this.stopped) return [];
     try {
-      const failed = await this.o.jobs.failOverdue(isoNow(this.o.clock), DEADLINE_MESSAGE);
+      const failed = await this.options.jobs.failOverdue(isoNow(this.options.clock), DEADLINE_MESSAGE);
       this.finished(failed, 'job failed: no result before its deadline');
       return failed;
     } catch (error) {
-      this.o.logger.error({ err: error }, 'deadline sweep failed');
+      this.options.logger.error({ err: error }, 'deadline sweep failed');
       return [];
     }
   }
@@ -62,11 +62,11 @@ export class JobSweeper {
   async agentRevoked(agentId: string): Promise<string[]> {
     if (this.stopped) return [];
     try {
-      const failed = await this.o.jobs.failOpenOfAgent(agentId, REVOKED_MESSAGE, isoNow(this.o.clock));
+      const failed = await this.options.jobs.failOpenOfAgent(agentId, REVOKED_MESSAGE, isoNow(this.options.clock));
       this.finished(failed, 'job failed: its agent was revoked');
       return failed;
     } catch (error) {
-      this.o.logger.error({ err: error, agentId }, 'could not fail the jobs of a revoked agent');
+      this.options.logger.error({ err: error, agentId }, 'could not fail the jobs of a revoked agent');
       return [];
     }
   }
@@ -80,8 +80,8 @@ export class JobSweeper {
 
   private finished(jobIds: readonly string[], msg: string): void {
     for (const jobId of jobIds) {
-      this.o.logger.info({ jobId }, msg);
-      this.o.jobEvents.jobFinished(jobId);
+      this.options.logger.info({ jobId }, msg);
+      this.options.jobEvents.jobFinished(jobId);
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { Repositories } from './model/repositories.js';
 import type { Member, Role } from './model/orgs.js';
-import { conflict, describe, invalid, notFound } from '../errors.js';
+import { conflict, describeValue, invalid, notFound } from '../errors.js';
 import { newId } from '../util/ids.js';
 import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.js';
 
@@ -34,7 +34,7 @@ export async function addMember(
 ): Promise<AddMemberResult> {
   const email = input.email.trim();
   if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH) {
-    throw invalid('body.email', `must be an email address, got ${describe(input.email)}`);
+    throw invalid('body.email', `must be an email address, got ${describeValue(input.email)}`);
   }
   const existing = await repos.users.findByEmail(email);
   if (existing) {

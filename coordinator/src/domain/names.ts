@@ -1,4 +1,4 @@
-import { describe, invalid } from '../errors.js';
+import { describeValue, invalid } from '../errors.js';
 
 /** Longest display name (organizations, agents, storage bindings, enrollment tokens). */
 export const MAX_NAME_LENGTH = 255;
@@ -10,7 +10,7 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 /** What is wrong with a display name (before trimming), or null when it is fine. */
 export function nameProblem(value: string): string | null {
   const name = value.trim();
-  if (name.length === 0) return `must not be blank, got ${describe(value)}`;
+  if (name.length === 0) return `must not be blank, got ${describeValue(value)}`;
   if (name.length > MAX_NAME_LENGTH) return `must be at most ${MAX_NAME_LENGTH} characters, got ${name.length}`;
   if (CONTROL.test(name)) return 'must not contain control characters';
   return null;

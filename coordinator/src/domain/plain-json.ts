@@ -1,4 +1,4 @@
-import { describe, type ValidationDetail } from '../errors.js';
+import { describeValue, type ValidationDetail } from '../errors.js';
 
 /**
  * Free-form JSON that the coordinator stores and later compares, hashes and serves (trigger-run
@@ -11,7 +11,7 @@ export const MAX_JSON_DEPTH = 32;
 /** Why `value` cannot be stored as plain JSON (too deep, a non-finite number), or null. */
 export function plainJsonProblem(value: unknown, depth: number): string | null {
   if (typeof value === 'number')
-    return Number.isFinite(value) ? null : `must be a finite number, got ${describe(value)}`;
+    return Number.isFinite(value) ? null : `must be a finite number, got ${describeValue(value)}`;
   if (value === null || typeof value !== 'object') return null;
   if (depth > MAX_JSON_DEPTH) return `is nested more than ${MAX_JSON_DEPTH} levels deep`;
   const items = Array.isArray(value) ? value : Object.values(value);

@@ -1,7 +1,7 @@
 import type { Agent } from './model/agents.js';
 import type { StorageBinding } from './model/storage-bindings.js';
 import type { Trigger } from './model/triggers.js';
-import { describe, validationFailed, type ValidationDetail } from '../errors.js';
+import { describeValue, validationFailed, type ValidationDetail } from '../errors.js';
 import { STORAGE_PERMISSIONS, type Grant, type GrantType, type StoragePermission } from './grants.js';
 
 /**
@@ -41,7 +41,7 @@ export function parseScopes(scopes: readonly GrantInput[]): Grant[] {
     if (!GRANT_TYPES.includes(input.type)) {
       problems.push({
         path: at(i, 'type'),
-        message: `must be one of ${GRANT_TYPES.join(', ')}, got ${describe(input.type)}`,
+        message: `must be one of ${GRANT_TYPES.join(', ')}, got ${describeValue(input.type)}`,
       });
       return;
     }
@@ -112,7 +112,7 @@ export function parseScopes(scopes: readonly GrantInput[]): Grant[] {
         } else {
           permissions.forEach((p, j) => {
             if (permissions.indexOf(p) !== j)
-              problems.push({ path: at(i, 'permissions', j), message: `lists ${describe(p)} more than once` });
+              problems.push({ path: at(i, 'permissions', j), message: `lists ${describeValue(p)} more than once` });
           });
         }
         const canonical = STORAGE_PERMISSIONS.filter((p) => permissions?.includes(p));

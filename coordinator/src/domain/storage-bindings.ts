@@ -1,6 +1,6 @@
 import type { Repositories } from './model/repositories.js';
 import type { StorageBackend, StorageBinding } from './model/storage-bindings.js';
-import { conflict, describe, notFound, validationFailed, type ValidationDetail } from '../errors.js';
+import { conflict, describeValue, notFound, validationFailed, type ValidationDetail } from '../errors.js';
 import { newId } from '../util/ids.js';
 import { nameProblem } from './names.js';
 
@@ -69,7 +69,7 @@ function checkS3(input: StorageBindingInput, details: ValidationDetail[]): S3Con
       return null;
     }
     if (typeof value !== 'string') {
-      details.push({ path: `body.${key}`, message: `must be a string, got ${describe(value)}` });
+      details.push({ path: `body.${key}`, message: `must be a string, got ${describeValue(value)}` });
       return null;
     }
     return value;
@@ -78,19 +78,22 @@ function checkS3(input: StorageBindingInput, details: ValidationDetail[]): S3Con
   if (endpoint !== null && !isHttpUrl(endpoint)) {
     details.push({
       path: 'body.endpoint',
-      message: `must be an http or https URL without credentials, got ${describe(endpoint)}`,
+      message: `must be an http or https URL without credentials, got ${describeValue(endpoint)}`,
     });
   }
   const bucket = text('bucket');
   if (bucket !== null && !BUCKET.test(bucket)) {
     details.push({
       path: 'body.bucket',
-      message: `must be an S3 bucket name (3 to 63 of a-z 0-9 . -), got ${describe(bucket)}`,
+      message: `must be an S3 bucket name (3 to 63 of a-z 0-9 . -), got ${describeValue(bucket)}`,
     });
   }
   const region = text('region');
   if (region !== null && !REGION.test(region)) {
-    details.push({ path: 'body.region', message: `must be a region name such as us-east-1, got ${describe(region)}` });
+    details.push({
+      path: 'body.region',
+      message: `must be a region name such as us-east-1, got ${describeValue(region)}`,
+    });
   }
   const accessKeyId = text('accessKeyId');
   if (accessKeyId !== null && !KEY.test(accessKeyId)) {
@@ -103,7 +106,7 @@ function checkS3(input: StorageBindingInput, details: ValidationDetail[]): S3Con
   }
   const forcePathStyle = input.forcePathStyle ?? false;
   if (typeof forcePathStyle !== 'boolean') {
-    details.push({ path: 'body.forcePathStyle', message: `must be a boolean, got ${describe(forcePathStyle)}` });
+    details.push({ path: 'body.forcePathStyle', message: `must be a boolean, got ${describeValue(forcePathStyle)}` });
   }
   if (details.length > before) return null;
   return {

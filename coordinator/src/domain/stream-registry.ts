@@ -104,14 +104,14 @@ export class StreamRegistry {
   private pingTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(private readonly o: StreamRegistryOptions) {}
+  constructor(private readonly options: StreamRegistryOptions) {}
 
   /** Subscribes to job and revocation events and starts the pings. */
   start(): void {
-    this.unsubscribe.push(this.o.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
-    this.unsubscribe.push(this.o.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId)));
-    this.unsubscribe.push(this.o.agentEvents.onRevoked((agent) => this.revoked(agent.id)));
-    this.pingTimer = setInterval(() => void this.pingAll(), this.o.pingMs);
+    this.unsubscribe.push(this.options.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
+    this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId)));
+    this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id)));
+    this.pingTimer = setInterval(() => void this.pingAll(), this.options.pingMs);
     this.pingTimer.unref();
     void this.expireStaleConnections();
   }
@@ -139,18 +139,18 @@ export class StreamRegistry {
     this.streams.set(agentId, stream);
     this.cancelDisconnect(agentId);
     if (previous) {
-      this.o.logger.info({ agentId }, 'agent stream replaced by a new connection');
+      this.options.logger.info({ agentId }, 'agent stream replaced by a new connection');
       this.closeStream(previous);
     }
     sink.onClose(() => this.dropped(stream));
     try {
-      if (!(await this.o.agents.markConnected(agentId, isoNow(this.o.clock)))) {
+      if (!(await this.options.agents.markConnected(agentId, isoNow(this.options.clock)))) {
         // Revoked (or gone) between the signature check and now.
         this.forget(stream);
         return;
       }
-      this.o.logger.info({ agentId, capacity }, 'agent stream connected');
-      const open = await this.o.jobs.listOpenForAgent(agentId);
+      this.options.logger.info({ agentId, capacity }, 'agent stream connected');
+      const open = await this.options.jobs.listOpenForAgent(agentId);
       const seen = new Set<string>();
       // Queued and running jobs are in the agent's hands already: sent again, they fill its queue;
       // pending ones take the room left, in creation order, and the rest wait.
@@ -170,7 +170,7 @@ export class StreamRegistry {
       stream.sending = stream.sending.then(() => this.handWaiting(stream));
       await stream.sending;
     } catch (error) {
-      this.o.logger.error({ err: error, agentId }, 'agent stream failed to start; closing it');
+      this.options.logger.error({ err: error, agentId }, 'agent stream failed to start; closing it');
       this.forget(stream);
     }
   }
@@ -225,10 +225,10 @@ export class StreamRegistry {
 
   private async handById(stream: AgentStream, jobId: string): Promise<void> {
     try {
-      const job = await this.o.jobs.findById(jobId);
+      const job = await this.options.jobs.findById(jobId);
       if (job && job.agentId === stream.agentId) await this.hand(stream, job);
     } catch (error) {
-      this.o.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
+      this.options.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
     }
   }
 
@@ -238,11 +238,11 @@ export class StreamRegistry {
     stream.handed.add(job.id);
     this.handedTo.set(job.id, stream);
     let assignment = toAssignment(job, job.status);
-    if (this.o.prepareAssignment) {
+    if (this.options.prepareAssignment) {
       try {
-        assignment = await this.o.prepareAssignment(job, assignment);
+        assignment = await this.options.prepareAssignment(job, assignment);
       } catch (error) {
-        this.o.logger.error(
+        this.options.logger.error(
           { err: error, agentId: stream.agentId, jobId: job.id },
           'could not prepare the download URLs of a job; sending it without them',
         );
@@ -255,7 +255,7 @@ export class StreamRegistry {
     this.cancelDisconnect(agentId);
     const stream = this.streams.get(agentId);
     if (!stream) return;
-    this.o.logger.info({ agentId }, 'agent revoked: closing its stream');
+    this.options.logger.info({ agentId }, 'agent revoked: closing its stream');
     this.forget(stream);
   }
 
@@ -276,8 +276,8 @@ export class StreamRegistry {
     // A replaced, revoked or shut-down stream is no longer the agent's current one.
     if (this.closed || this.streams.get(stream.agentId) !== stream) return;
     this.streams.delete(stream.agentId);
-    this.o.logger.info({ agentId: stream.agentId }, 'agent stream dropped');
-    this.scheduleDisconnect(stream.agentId, isoNow(this.o.clock));
+    this.options.logger.info({ agentId: stream.agentId }, 'agent stream dropped');
+    this.scheduleDisconnect(stream.agentId, isoNow(this.options.clock));
   }
 
   /** After the grace period without a new stream, the agent becomes `disconnected`. */
@@ -286,13 +286,13 @@ export class StreamRegistry {
     const timer = setTimeout(() => {
       this.disconnectTimers.delete(agentId);
       if (this.closed || this.streams.has(agentId)) return;
-      this.o.agents.markDisconnected(agentId, lastSeenAt).then(
+      this.options.agents.markDisconnected(agentId, lastSeenAt).then(
         (changed) => {
-          if (changed) this.o.logger.info({ agentId }, 'agent disconnected');
+          if (changed) this.options.logger.info({ agentId }, 'agent disconnected');
         },
-        (error: unknown) => this.o.logger.error({ err: error, agentId }, 'could not mark an agent disconnected'),
+        (error: unknown) => this.options.logger.error({ err: error, agentId }, 'could not mark an agent disconnected'),
       );
-    }, this.o.disconnectGraceMs);
+    }, this.options.disconnectGraceMs);
     timer.unref();
     this.disconnectTimers.set(agentId, timer);
   }
@@ -307,7 +307,7 @@ export class StreamRegistry {
 
   private async pingAll(): Promise<void> {
     if (this.streams.size === 0) return;
-    const now = this.o.clock.now();
+    const now = this.options.clock.now();
     const at = new Date(now).toISOString();
     const chunk = sseEvent(StreamEvent.ping, `ping-${now}`, { at });
     const ids: string[] = [];
@@ -316,9 +316,9 @@ export class StreamRegistry {
       if (stream.state !== 'closed') ids.push(stream.agentId);
     }
     try {
-      await this.o.agents.touch(ids, at);
+      await this.options.agents.touch(ids, at);
     } catch (error) {
-      this.o.logger.error({ err: error }, 'could not refresh the agents lastSeenAt');
+      this.options.logger.error({ err: error }, 'could not refresh the agents lastSeenAt');
     }
   }
 
@@ -328,11 +328,11 @@ export class StreamRegistry {
    */
   private async expireStaleConnections(): Promise<void> {
     try {
-      for (const agentId of await this.o.agents.listConnectedIds()) {
+      for (const agentId of await this.options.agents.listConnectedIds()) {
         if (!this.streams.has(agentId) && !this.disconnectTimers.has(agentId)) this.scheduleDisconnect(agentId, null);
       }
     } catch (error) {
-      this.o.logger.error({ err: error }, 'could not list connected agents');
+      this.options.logger.error({ err: error }, 'could not list connected agents');
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { Agent } from './model/agents.js';
 import type { ChatProvider, NotifyOn, Trigger, TriggerType } from './model/triggers.js';
-import { conflict, describe, validationFailed, type ValidationDetail } from '../errors.js';
+import { conflict, describeValue, validationFailed, type ValidationDetail } from '../errors.js';
 import { nameProblem } from './names.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from './triggers-cron.js';
 
@@ -95,7 +95,7 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
   const refuseUnless = (fields: readonly (keyof TriggerInput)[], why: string) => {
     for (const field of fields) {
       if (input[field] !== undefined && input[field] !== null) {
-        problems.push({ path: at(field), message: `${why}; omit it or send null, got ${describe(input[field])}` });
+        problems.push({ path: at(field), message: `${why}; omit it or send null, got ${describeValue(input[field])}` });
       }
     }
   };
@@ -135,7 +135,7 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     if (input.notifyOn !== undefined && input.notifyOn !== 'none') {
       problems.push({
         path: at('notifyOn'),
-        message: `needs a notifyProvider; without one only "none" is accepted, got ${describe(input.notifyOn)}`,
+        message: `needs a notifyProvider; without one only "none" is accepted, got ${describeValue(input.notifyOn)}`,
       });
     }
   }
@@ -159,7 +159,7 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     if (cronTimezone === null) {
       problems.push({
         path: at('cronTimezone'),
-        message: `must be an IANA time zone name such as "Europe/Paris" or "UTC", got ${describe(zone)}`,
+        message: `must be an IANA time zone name such as "Europe/Paris" or "UTC", got ${describeValue(zone)}`,
       });
     }
     cronEnabled = pick('cronEnabled') ?? true;

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { describe, invalid } from '../errors.js';
+import { describeValue, invalid } from '../errors.js';
 
 /**
  * Keyset pagination of newest-first lists (audit entries, jobs). A page is cut at an increasing
@@ -32,7 +32,7 @@ export function parseCursor(cursor: string | undefined): number | undefined {
   if (!Number.isSafeInteger(key)) {
     throw invalid(
       'querystring.cursor',
-      `must be a cursor from the ${NEXT_CURSOR_HEADER} header, got ${describe(cursor)}`,
+      `must be a cursor from the ${NEXT_CURSOR_HEADER} header, got ${describeValue(cursor)}`,
     );
   }
   return key;

@@ -44,8 +44,8 @@ export class LocalBackend implements StorageBackend {
   /** Temp files being written by this process (the periodic cleanup leaves them alone). */
   private readonly writing = new Set<string>();
 
-  constructor(private readonly o: LocalBackendOptions) {
-    this.tmpDir = path.join(o.root, 'tmp');
+  constructor(private readonly options: LocalBackendOptions) {
+    this.tmpDir = path.join(options.root, 'tmp');
   }
 
   /** Creates the directories and removes temp files left by a previous process. */
@@ -152,7 +152,7 @@ export class LocalBackend implements StorageBackend {
       if (isNotFound(error)) return 0;
       throw error;
     }
-    const cutoff = this.o.clock.now() - olderThanMs;
+    const cutoff = this.options.clock.now() - olderThanMs;
     let removed = 0;
     for (const name of names) {
       const file = path.join(this.tmpDir, name);
@@ -169,14 +169,14 @@ export class LocalBackend implements StorageBackend {
   }
 
   private url(method: BlobMethod, fileId: string, expiresInSeconds: number): string {
-    const exp = Math.floor(this.o.clock.now() / 1000) + expiresInSeconds;
-    return `${this.o.publicUrl()}/v1/storage/blobs/${fileId}?${this.o.signer.query(method, fileId, exp)}`;
+    const exp = Math.floor(this.options.clock.now() / 1000) + expiresInSeconds;
+    return `${this.options.publicUrl()}/v1/storage/blobs/${fileId}?${this.options.signer.query(method, fileId, exp)}`;
   }
 
   /** The blob's path; the key is checked so that no key can point outside the blob directory. */
   private pathOf(blobKey: string): string {
     if (!BLOB_KEY.test(blobKey)) throw new Error(`not a local blob key: ${JSON.stringify(blobKey)}`);
-    return path.join(this.o.root, blobKey);
+    return path.join(this.options.root, blobKey);
   }
 }
 

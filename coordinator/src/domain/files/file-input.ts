@@ -1,4 +1,4 @@
-import { describe, invalid, validationFailed, type ValidationDetail } from '../../errors.js';
+import { describeValue, invalid, validationFailed, type ValidationDetail } from '../../errors.js';
 
 /** Limits of presign-upload (docs/storage.md) and the defaults this coordinator chose (docs/storage.md). */
 export const MAX_FILENAME_LENGTH = 255;
@@ -45,7 +45,7 @@ export function filenameProblem(filename: string): string | null {
 export function contentTypeProblem(contentType: string): string | null {
   const length = characters(contentType);
   if (length > MAX_CONTENT_TYPE_LENGTH) return `must be at most ${MAX_CONTENT_TYPE_LENGTH} characters, got ${length}`;
-  if (!MEDIA_TYPE.test(contentType)) return `must be a MIME type such as text/csv, got ${describe(contentType)}`;
+  if (!MEDIA_TYPE.test(contentType)) return `must be a MIME type such as text/csv, got ${describeValue(contentType)}`;
   return null;
 }
 
@@ -81,7 +81,7 @@ export function parseCleanup(input: Pick<PresignUploadInput, 'cleanupRule' | 'tt
   if (!Number.isSafeInteger(ttlSeconds) || ttlSeconds < MIN_TTL_SECONDS || ttlSeconds > MAX_TTL_SECONDS) {
     throw invalid(
       'body.ttlSeconds',
-      `must be an integer from ${MIN_TTL_SECONDS} (1 minute) to ${MAX_TTL_SECONDS} (90 days), got ${describe(ttlSeconds)}`,
+      `must be an integer from ${MIN_TTL_SECONDS} (1 minute) to ${MAX_TTL_SECONDS} (90 days), got ${describeValue(ttlSeconds)}`,
     );
   }
   return { cleanupRule, ttlSeconds };

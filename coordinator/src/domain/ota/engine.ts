@@ -36,19 +36,19 @@ export class OtaEngine {
   private stopped = false;
   private unsubscribe: (() => void) | undefined;
 
-  constructor(private readonly o: OtaEngineOptions) {}
+  constructor(private readonly options: OtaEngineOptions) {}
 
   /** Subscribes to job ends and starts the retry sweep. */
   start(): void {
-    this.unsubscribe = this.o.jobEvents.onJobFinished((jobId) => void this.jobEnded(jobId));
+    this.unsubscribe = this.options.jobEvents.onJobFinished((jobId) => void this.jobEnded(jobId));
     const tick = () => {
       this.running = this.sweep().finally(() => {
         if (this.stopped) return;
-        this.timer = setTimeout(tick, this.o.sweepIntervalMs);
+        this.timer = setTimeout(tick, this.options.sweepIntervalMs);
         this.timer.unref();
       });
     };
-    this.timer = setTimeout(tick, this.o.sweepIntervalMs);
+    this.timer = setTimeout(tick, this.options.sweepIntervalMs);
     this.timer.unref();
   }
 
@@ -64,12 +64,15 @@ export class OtaEngine {
     const outcomes: EvaluationOutcome[] = [];
     for (let i = 0; i < requests.length; i += EVALUATION_CHUNK) {
       if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const chunk = await this.o.bindings.evaluate(requests.slice(i, i + EVALUATION_CHUNK), this.o.clock.now());
+      const chunk = await this.options.bindings.evaluate(
+        requests.slice(i, i + EVALUATION_CHUNK),
+        this.options.clock.now(),
+      );
       for (const outcome of chunk) this.announce(outcome);
       outcomes.push(...chunk);
     }
     const issued = outcomes.filter((o) => o.createdJobId !== null).length;
-    if (issued > 0) this.o.logger.info({ evaluated: outcomes.length, issued }, 'update jobs issued');
+    if (issued > 0) this.options.logger.info({ evaluated: outcomes.length, issued }, 'update jobs issued');
     return outcomes;
   }
 
@@ -81,10 +84,10 @@ export class OtaEngine {
   async jobEnded(jobId: string): Promise<void> {
     if (this.stopped) return;
     try {
-      const bindingId = await this.o.bindings.bindingOfActiveJob(jobId);
+      const bindingId = await this.options.bindings.bindingOfActiveJob(jobId);
       if (bindingId) await this.evaluateIds([bindingId], 'job_end');
     } catch (error) {
-      this.o.logger.error({ err: error, jobId }, 'could not settle the end of an update job');
+      this.options.logger.error({ err: error, jobId }, 'could not settle the end of an update job');
     }
   }
 
@@ -92,11 +95,11 @@ export class OtaEngine {
   async sweep(): Promise<number> {
     if (this.stopped) return 0;
     try {
-      const ids = await this.o.bindings.idsDue(isoNow(this.o.clock), SWEEP_BATCH);
+      const ids = await this.options.bindings.idsDue(isoNow(this.options.clock), SWEEP_BATCH);
       if (ids.length > 0) await this.evaluateIds(ids, 'sweep');
       return ids.length;
     } catch (error) {
-      this.o.logger.error({ err: error }, 'OTA retry sweep failed');
+      this.options.logger.error({ err: error }, 'OTA retry sweep failed');
       return 0;
     }
   }
@@ -104,7 +107,7 @@ export class OtaEngine {
   /** The `deploy` event's data for an update job: its assignment plus the application id. */
   async withDeployFields(job: Job, assignment: JobAssignment): Promise<JobAssignment> {
     if (job.kind !== 'update') return assignment;
-    const applicationId = await this.o.bindings.applicationOfUpdateJob(job.id);
+    const applicationId = await this.options.bindings.applicationOfUpdateJob(job.id);
     return applicationId ? toDeployAssignment(assignment, applicationId) : assignment;
   }
 
@@ -112,16 +115,16 @@ export class OtaEngine {
     const binding = outcome.binding;
     if (!binding) return;
     if (outcome.supersededJobId) {
-      this.o.logger.debug({ bindingId: binding.id, jobId: outcome.supersededJobId }, 'update job superseded');
-      this.o.jobEvents.jobFinished(outcome.supersededJobId);
+      this.options.logger.debug({ bindingId: binding.id, jobId: outcome.supersededJobId }, 'update job superseded');
+      this.options.jobEvents.jobFinished(outcome.supersededJobId);
     }
     if (outcome.createdJobId) {
-      this.o.logger.debug(
+      this.options.logger.debug(
         { bindingId: binding.id, jobId: outcome.createdJobId, releaseId: outcome.state?.desired?.id },
         'update job issued',
       );
-      this.o.jobEvents.jobCreated(binding.agentId, outcome.createdJobId);
+      this.options.jobEvents.jobCreated(binding.agentId, outcome.createdJobId);
     }
-    if (outcome.repushJobId) this.o.jobEvents.jobCreated(binding.agentId, outcome.repushJobId);
+    if (outcome.repushJobId) this.options.jobEvents.jobCreated(binding.agentId, outcome.repushJobId);
   }
 }

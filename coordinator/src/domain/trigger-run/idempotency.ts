@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
-import { describe, invalid } from '../../errors.js';
+import { describeValue, invalid } from '../../errors.js';
 
 /**
  * Idempotency of trigger runs (docs/trigger-runs.md, "Idempotency"). A key is tracked per trigger
@@ -37,6 +37,6 @@ export function idempotencyKeyOf(header: string | string[] | undefined): string 
  */
 export function requestHash(body: unknown): string {
   const canonical = canonicalize(body ?? {});
-  if (canonical === undefined) throw new Error(`request body cannot be canonicalized: ${describe(body)}`);
+  if (canonical === undefined) throw new Error(`request body cannot be canonicalized: ${describeValue(body)}`);
   return createHash('sha256').update(canonical).digest('hex');
 }

@@ -1,6 +1,6 @@
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
 import type { Trigger } from '../model/triggers.js';
-import { AppError, conflict, describe, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
+import { AppError, conflict, describeValue, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
 import { findGrant } from '../grants.js';
 import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';
 
@@ -74,7 +74,7 @@ export function resolveRunRequest(
   }
   const ref = body.ref ?? null;
   if (ref !== null && trigger.allowedRefs !== null && !trigger.allowedRefs.includes(ref)) {
-    throw forbidden(`ref ${describe(ref)} is not among the refs this trigger accepts`);
+    throw forbidden(`ref ${describeValue(ref)} is not among the refs this trigger accepts`);
   }
   if (body.debug === true && !trigger.allowDebug) throw forbidden('This trigger does not allow debug runs');
   const forced = body.force === true;
@@ -99,7 +99,7 @@ export function resolveRunRequest(
     } else if (workflowName.length > MAX_WORKFLOW_NAME_LENGTH || !WORKFLOW_NAME.test(workflowName)) {
       problems.push({
         path: 'workflowName',
-        message: `must be a workflow name (letters, digits, '_', '.', '-', at most ${MAX_WORKFLOW_NAME_LENGTH}), got ${describe(workflowName)}`,
+        message: `must be a workflow name (letters, digits, '_', '.', '-', at most ${MAX_WORKFLOW_NAME_LENGTH}), got ${describeValue(workflowName)}`,
       });
     }
   }
