@@ -19,6 +19,9 @@ import { loadOrCreateServerKey } from './domain/server-key.js';
 import { SessionService } from './domain/sessions.js';
 import { SignInService } from './domain/sign-in.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
+import { ApiTokenService } from './domain/manage/api-token-service.js';
+import { MemberService } from './domain/manage/member-service.js';
+import { TriggerService } from './domain/manage/trigger-service.js';
 import { TriggerRunService } from './domain/trigger-run/run-trigger.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
@@ -68,6 +71,9 @@ export async function createCoordinator(
     });
     const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger });
     const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger });
+    const triggers = new TriggerService({ repos, audit, clock });
+    const apiTokens = new ApiTokenService({ repos, audit, clock });
+    const members = new MemberService({ repos, audit, clock });
     const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files });
     const ctx: AppContext = {
       config,
@@ -81,6 +87,9 @@ export async function createCoordinator(
       readLimiter,
       jobEvents,
       files,
+      triggers,
+      apiTokens,
+      members,
       runs,
       ota,
     };

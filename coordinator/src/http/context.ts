@@ -9,6 +9,9 @@ import type { ServerKey } from '../domain/server-key.js';
 import type { AgentEnrollment } from '../domain/agent-enrollment.js';
 import type { SessionService } from '../domain/sessions.js';
 import type { SignInService } from '../domain/sign-in.js';
+import type { ApiTokenService } from '../domain/manage/api-token-service.js';
+import type { MemberService } from '../domain/manage/member-service.js';
+import type { TriggerService } from '../domain/manage/trigger-service.js';
 import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
 
@@ -29,6 +32,10 @@ export interface AppContext {
   jobEvents: JobEvents;
   /** Stored files: the public storage API, job input/output files, deletions (domain/files). */
   files: FileService;
+  /** Triggers, API tokens and members of organizations, with their audit entries. */
+  triggers: TriggerService;
+  apiTokens: ApiTokenService;
+  members: MemberService;
   /** Runs of triggers: the one way in for every source of runs. */
   runs: TriggerRunService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */

@@ -1,11 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { ApiToken } from '../../../domain/model/api-tokens.js';
-import { issueToken, MAX_RATE_LIMIT, parseIssueRequest, type IssueRequest } from '../../../domain/api-tokens.js';
+import { MAX_RATE_LIMIT, type IssueRequest } from '../../../domain/api-tokens.js';
 import { STORAGE_PERMISSIONS } from '../../../domain/grants.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
-import { checkGrantTargets, GRANT_TYPES, MAX_GRANT_IDS } from '../../../domain/scopes.js';
-import { notFound } from '../../../errors.js';
-import { isoNow } from '../../../util/clock.js';
+import { GRANT_TYPES, MAX_GRANT_IDS } from '../../../domain/scopes.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery, RateLimitSchema } from '../../schemas/management.js';
@@ -104,16 +101,8 @@ const IssuedApiTokenSchema = {
 const tokenParams = idParams('orgId', 'tokenId');
 type TokenParams = { orgId: string; tokenId: string };
 
-/** What the audit log keeps of a token: never the plaintext, the hash or the hint. */
-const auditView = (token: ApiToken) => ({
-  name: token.name,
-  scopes: token.scopes,
-  rateLimit: token.rateLimit,
-  expiresAt: token.expiresAt,
-});
-
 export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
-  const { repos, audit, clock } = app.ctx;
+  const { apiTokens } = app.ctx;
 
   app.get<{ Params: { orgId: string } }>(
     '/orgs/:orgId/api-tokens',
@@ -126,10 +115,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: { type: 'array', items: ApiTokenSchema }, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
-      const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return repos.apiTokens.listByOrg(orgId);
-    },
+    async (request) => apiTokens.list(await requireOrgRole(request, request.params.orgId)),
   );
 
   app.post<{ Params: { orgId: string }; Body: IssueRequest }>(
@@ -145,24 +131,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const fields = parseIssueRequest(request.body, clock.now());
-      await checkGrantTargets(fields.scopes, {
-        agents: (ids) => repos.agents.listByIds(orgId, ids),
-        triggers: (ids) => repos.triggers.listByIds(orgId, ids),
-        bindings: () => repos.storageBindings.listByOrg(orgId),
-      });
-      const issued = issueToken({ orgId, userId, ...fields, createdAt: isoNow(clock) });
-      await repos.apiTokens.insert(issued.token, issued.hash);
-      await audit.record({
-        orgId,
-        actorType: 'user',
-        actorId: userId,
-        action: 'api_token.issue',
-        targetType: 'api_token',
-        targetId: issued.token.id,
-        metadata: auditView(issued.token),
-      });
+      const issued = await apiTokens.issue(await requireOrgRole(request, request.params.orgId), request.body);
       return reply.code(201).send({ ...issued.token, token: issued.plaintext });
     },
   );
@@ -178,12 +147,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: ApiTokenSchema, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
-      const { orgId } = await requireOrgRole(request, request.params.orgId);
-      const token = await repos.apiTokens.findInOrg(orgId, request.params.tokenId);
-      if (!token) throw notFound('API token');
-      return token;
-    },
+    async (request) => apiTokens.get(await requireOrgRole(request, request.params.orgId), request.params.tokenId),
   );
 
   app.delete<{ Params: TokenParams }>(
@@ -197,25 +161,6 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: ApiTokenSchema, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const before = await repos.apiTokens.findInOrg(orgId, request.params.tokenId);
-      if (!before) throw notFound('API token');
-      const revoked = await repos.apiTokens.revoke(orgId, before.id, isoNow(clock));
-      if (!revoked) throw notFound('API token');
-      // Revoking twice answers the same token; only the first revocation is an event.
-      if (before.revokedAt === null) {
-        await audit.record({
-          orgId,
-          actorType: 'user',
-          actorId: userId,
-          action: 'api_token.revoke',
-          targetType: 'api_token',
-          targetId: revoked.id,
-          metadata: { name: revoked.name },
-        });
-      }
-      return revoked;
-    },
+    async (request) => apiTokens.revoke(await requireOrgRole(request, request.params.orgId), request.params.tokenId),
   );
 }

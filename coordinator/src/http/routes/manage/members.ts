@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Role } from '../../../domain/model/orgs.js';
 import { ROLES } from '../../../domain/model/orgs.js';
-import { addMember, changeMemberRole, MAX_EMAIL_LENGTH, removeMember } from '../../../domain/members.js';
+import { MAX_EMAIL_LENGTH } from '../../../domain/members.js';
 import { MAX_PASSWORD_LENGTH } from '../../../domain/passwords.js';
-import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
 import { MemberSchema, noQuery } from '../../schemas/management.js';
@@ -24,10 +23,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: { type: 'array', items: MemberSchema }, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
-      const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return app.ctx.repos.orgs.listMembers(orgId);
-    },
+    async (request) => app.ctx.members.list(await requireOrgRole(request, request.params.orgId)),
   );
 
   app.post<{ Params: { orgId: string }; Body: { email: string; password?: string; role: Role } }>(
@@ -53,18 +49,8 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { orgId, userId: actorId } = await requireOrgRole(request, request.params.orgId, 'owner');
-      const { member, createdUser } = await addMember(app.ctx.repos, orgId, request.body, isoNow(app.ctx.clock));
-      await app.ctx.audit.record({
-        orgId,
-        actorType: 'user',
-        actorId,
-        action: 'member.add',
-        targetType: 'user',
-        targetId: member.userId,
-        metadata: { email: member.email, role: member.role, createdUser },
-      });
-      return reply.code(201).send(member);
+      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      return reply.code(201).send(await app.ctx.members.add(actor, request.body));
     },
   );
 
@@ -81,25 +67,8 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { orgId, userId: actorId } = await requireOrgRole(request, request.params.orgId, 'owner');
-      const { member, previousRole } = await changeMemberRole(
-        app.ctx.repos,
-        orgId,
-        request.params.userId,
-        request.body.role,
-      );
-      if (previousRole !== member.role) {
-        await app.ctx.audit.record({
-          orgId,
-          actorType: 'user',
-          actorId,
-          action: 'member.update',
-          targetType: 'user',
-          targetId: member.userId,
-          metadata: { email: member.email, from: previousRole, to: member.role },
-        });
-      }
-      return member;
+      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      return app.ctx.members.changeRole(actor, request.params.userId, request.body.role);
     },
   );
 
@@ -115,18 +84,8 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { orgId, userId: actorId } = await requireOrgRole(request, request.params.orgId, 'owner');
-      const removed = await removeMember(app.ctx.repos, orgId, request.params.userId);
-      await app.ctx.audit.record({
-        orgId,
-        actorType: 'user',
-        actorId,
-        action: 'member.remove',
-        targetType: 'user',
-        targetId: removed.userId,
-        metadata: { email: removed.email, role: removed.role },
-      });
-      return removed;
+      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      return app.ctx.members.remove(actor, request.params.userId);
     },
   );
 }

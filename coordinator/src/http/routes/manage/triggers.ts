@@ -1,26 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import { CHAT_PROVIDERS, NOTIFY_ON, TRIGGER_TYPES, type Trigger } from '../../../domain/model/triggers.js';
-import { userAction } from '../../../domain/audit-log.js';
+import { CHAT_PROVIDERS, NOTIFY_ON, TRIGGER_TYPES } from '../../../domain/model/triggers.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/triggers-cron.js';
 import {
-  changedFields,
   CONFIG_FIELDS,
-  checkChatKeywordClash,
-  checkTriggerAgent,
   MAX_ALLOWED_REFS,
   MAX_CHAT_KEYWORD_LENGTH,
   MAX_REF_LENGTH,
   MAX_WORKFLOW_NAME_LENGTH,
-  resolveTriggerConfig,
   RESPONSE_TIMEOUT_MS,
   WORKFLOW_NAME_PATTERN,
-  type TriggerConfig,
   type TriggerInput,
 } from '../../../domain/triggers.js';
-import { notFound } from '../../../errors.js';
-import { isoNow } from '../../../util/clock.js';
-import { newId } from '../../../util/ids.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
@@ -108,13 +99,9 @@ const triggerParams = idParams('orgId', 'triggerId');
 type TriggerParams = { orgId: string; triggerId: string };
 
 export async function triggerRoutes(app: FastifyInstance): Promise<void> {
-  const { repos, audit, clock } = app.ctx;
+  const { triggers } = app.ctx;
 
   /** The agent must be an active agent of the organization; chat keywords must not clash. */
-  async function checkConfig(orgId: string, config: TriggerConfig, selfId: string | null, agentChanged: boolean) {
-    if (agentChanged) checkTriggerAgent(config.agentId, await repos.agents.findInOrg(orgId, config.agentId));
-    if (config.chatKeyword !== null) checkChatKeywordClash(config, await repos.triggers.listByOrg(orgId), selfId);
-  }
 
   app.get<{ Params: { orgId: string } }>(
     '/orgs/:orgId/triggers',
@@ -127,10 +114,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: { type: 'array', items: TriggerSchema }, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
-      const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return repos.triggers.listByOrg(orgId);
-    },
+    async (request) => triggers.list(await requireOrgRole(request, request.params.orgId)),
   );
 
   app.post<{ Params: { orgId: string }; Body: TriggerInput }>(
@@ -151,22 +135,8 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const config = resolveTriggerConfig(request.body, null);
-      await checkConfig(orgId, config, null, true);
-      const now = isoNow(clock);
-      const trigger: Trigger = { id: newId(), orgId, ...config, createdBy: userId, createdAt: now, updatedAt: now };
-      await repos.triggers.insert(trigger);
-      await audit.record(
-        userAction({ orgId, userId }, 'trigger.create', 'trigger', trigger.id, {
-          name: trigger.name,
-          type: trigger.type,
-          agentId: trigger.agentId,
-          scopeType: trigger.scopeType,
-          workflowName: trigger.workflowName,
-        }),
-      );
-      return reply.code(201).send(trigger);
+      const actor = await requireOrgRole(request, request.params.orgId);
+      return reply.code(201).send(await triggers.create(actor, request.body));
     },
   );
 
@@ -181,12 +151,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: TriggerSchema, ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
-      const { orgId } = await requireOrgRole(request, request.params.orgId);
-      const trigger = await repos.triggers.findInOrg(orgId, request.params.triggerId);
-      if (!trigger) throw notFound('Trigger');
-      return trigger;
-    },
+    async (request) => triggers.get(await requireOrgRole(request, request.params.orgId), request.params.triggerId),
   );
 
   app.patch<{ Params: TriggerParams; Body: TriggerInput }>(
@@ -201,22 +166,8 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: TriggerSchema, ...errorResponses(401, 404, 409, 422) },
       },
     },
-    async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const current = await repos.triggers.findInOrg(orgId, request.params.triggerId);
-      if (!current) throw notFound('Trigger');
-      const config = resolveTriggerConfig(request.body, current);
-      const changed = changedFields(current, config);
-      if (changed.length === 0) return current;
-      // A trigger whose agent was revoked can still be edited; pointing it at an agent is checked.
-      await checkConfig(orgId, config, current.id, request.body.agentId !== undefined);
-      const updated: Trigger = { ...current, ...config, updatedAt: isoNow(clock) };
-      await repos.triggers.update(updated);
-      await audit.record(
-        userAction({ orgId, userId }, 'trigger.update', 'trigger', updated.id, { name: updated.name, changed }),
-      );
-      return updated;
-    },
+    async (request) =>
+      triggers.update(await requireOrgRole(request, request.params.orgId), request.params.triggerId, request.body),
   );
 
   app.delete<{ Params: TriggerParams }>(
@@ -230,13 +181,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: TriggerSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
-    async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
-      const trigger = await repos.triggers.findInOrg(orgId, request.params.triggerId);
-      if (!trigger || !(await repos.triggers.softDelete(orgId, trigger.id, isoNow(clock)))) throw notFound('Trigger');
-      const metadata = { name: trigger.name, type: trigger.type };
-      await audit.record(userAction({ orgId, userId }, 'trigger.delete', 'trigger', trigger.id, metadata));
-      return trigger;
-    },
+    async (request) =>
+      triggers.remove(await requireOrgRole(request, request.params.orgId, 'owner'), request.params.triggerId),
   );
 }
