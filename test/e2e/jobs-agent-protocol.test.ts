@@ -21,9 +21,11 @@ const JOB_FIELDS = [
   'params',
   'queuedAt',
   'ref',
+  'source',
   'startedAt',
   'status',
   'triggerId',
+  'userId',
   'workflowId',
   'workflowName',
 ];
@@ -85,6 +87,7 @@ describe('agent job endpoints', () => {
     expect(res.body).toMatchObject({
       id: job.id,
       kind: 'trigger',
+      source: 'webhook',
       status: 'success',
       triggerId: job.triggerId,
       agentId: agent.agentId,

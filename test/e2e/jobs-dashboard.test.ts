@@ -21,9 +21,11 @@ const LIST_FIELDS = [
   'params',
   'queuedAt',
   'ref',
+  'source',
   'startedAt',
   'status',
   'triggerId',
+  'userId',
   'workflowId',
   'workflowName',
 ];

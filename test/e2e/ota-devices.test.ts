@@ -130,6 +130,7 @@ describe('OTA device bindings', () => {
     expect(job.body).toMatchObject({
       id: binding!.activeJobId,
       kind: 'update',
+      source: 'ota',
       status: 'pending',
       triggerId: null,
       workflowId: null,

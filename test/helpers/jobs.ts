@@ -18,6 +18,7 @@ export function createTestJob(
     id: randomUUID(),
     orgId: agent.orgId,
     kind: 'trigger',
+    source: fields.kind === 'update' ? 'ota' : 'webhook',
     triggerId: randomUUID(),
     agentId: agent.agentId,
     workflowId: null,

@@ -29,6 +29,7 @@ describe('job repository', () => {
       id: newId(),
       orgId,
       kind: 'trigger',
+      source: fields.kind === 'update' ? 'ota' : 'webhook',
       triggerId: 'trigger-1',
       agentId,
       workflowId: null,

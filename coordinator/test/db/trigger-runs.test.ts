@@ -32,6 +32,7 @@ describe('trigger-run admission', () => {
         id: newId(),
         orgId,
         kind: 'trigger',
+        source: 'webhook',
         triggerId: 'trigger-1',
         agentId,
         workflowId: 'workflow-1',

@@ -81,6 +81,7 @@ describe('group-commit write executor', () => {
       id: newId(),
       orgId,
       kind: 'trigger',
+      source: 'webhook',
       triggerId: 'trigger-1',
       agentId: over.agentId ?? agentId,
       workflowId: 'workflow-1',

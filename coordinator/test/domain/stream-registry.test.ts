@@ -12,6 +12,7 @@ function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job
     id,
     orgId: 'o',
     kind: 'trigger',
+    source: 'webhook',
     triggerId: 't',
     agentId,
     workflowId: null,

@@ -1,11 +1,12 @@
 import type { JobStatus } from '@drover/shared';
-import type { Job, JobKind, NewJob } from '../../domain/model/jobs.js';
+import type { Job, JobKind, JobSource, NewJob } from '../../domain/model/jobs.js';
 import { parseJsonColumn } from '../../util/json.js';
 
 export interface JobRow {
   id: string;
   org_id: string;
   kind: JobKind;
+  source: JobSource;
   trigger_id: string | null;
   agent_id: string;
   workflow_id: string | null;
@@ -34,6 +35,7 @@ export const toJob = (r: JobRow): Job => ({
   id: r.id,
   orgId: r.org_id,
   kind: r.kind,
+  source: r.source,
   triggerId: r.trigger_id,
   agentId: r.agent_id,
   workflowId: r.workflow_id,
@@ -64,10 +66,10 @@ export const toJob = (r: JobRow): Job => ({
  * named parameters costs ~1.7 µs more per row (docs/performance.md), and this runs once per
  * trigger call.
  */
-export const INSERT_JOB_SQL = `INSERT INTO jobs (id, org_id, kind, trigger_id, agent_id, workflow_id, workflow_name,
+export const INSERT_JOB_SQL = `INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name,
     status, ref, debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
     created_at, finished_at)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 
 /** The parameters of INSERT_JOB_SQL for a new job. */
 export const newJobParams = (job: NewJob) => jobInsertParams(job, job.status, job.errorMessage);
@@ -84,6 +86,7 @@ export const jobInsertParams = (
   job.id,
   job.orgId,
   job.kind,
+  job.source,
   job.triggerId,
   job.agentId,
   job.workflowId,

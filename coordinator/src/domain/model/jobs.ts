@@ -2,11 +2,16 @@ import type { JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
 
 export type JobKind = 'trigger' | 'update';
 
+/** Where a job came from: a trigger's source of runs, or `ota` for an update job. */
+export const JOB_SOURCES = ['webhook', 'cron', 'manual', 'slack', 'discord', 'ota'] as const;
+export type JobSource = (typeof JOB_SOURCES)[number];
+
 /** A job (docs/jobs.md) as the coordinator holds it. */
 export interface Job {
   id: string;
   orgId: string;
   kind: JobKind;
+  source: JobSource;
   triggerId: string | null;
   agentId: string;
   workflowId: string | null;
@@ -36,6 +41,7 @@ export interface NewJob {
   id: string;
   orgId: string;
   kind: JobKind;
+  source: JobSource;
   triggerId: string | null;
   agentId: string;
   workflowId: string | null;

@@ -45,6 +45,7 @@ export function evaluateBinding(f: BindingEvaluationFacts): BindingEvaluation {
           id: newTimeOrderedId(f.now),
           orgId: f.app.orgId,
           kind: 'update' as const,
+          source: 'ota' as const,
           triggerId: null,
           agentId: binding.agentId,
           workflowId: null,

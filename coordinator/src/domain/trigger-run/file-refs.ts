@@ -35,6 +35,8 @@ export async function checkRunFileRefs(
   params: Record<string, unknown>,
   caller: FileCaller,
   files: FileRefLookups,
+  /** Who gives the files, for the messages: an API token (its storage grant) or a member (the organization's files). */
+  giver: 'api_token' | 'member' = 'api_token',
 ): Promise<Record<string, unknown>> {
   const fileParams = new Set((schema ?? []).filter((p) => p.type === 'file').map((p) => p.name));
   const problems: ValidationDetail[] = [];
@@ -82,7 +84,10 @@ export async function checkRunFileRefs(
       case 'not_found':
         problems.push({
           path,
-          message: `file ${id} not found among the files this API token can read (its storage grant must cover the file's binding)`,
+          message:
+            giver === 'api_token'
+              ? `file ${id} not found among the files this API token can read (its storage grant must cover the file's binding)`
+              : `file ${id} not found among the files of the organization`,
         });
         return;
       case 'not_active':

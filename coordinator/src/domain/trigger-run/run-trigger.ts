@@ -1,4 +1,6 @@
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
+import type { JobSource } from '../model/jobs.js';
+import type { Role } from '../model/orgs.js';
 import type { RateLimits } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
 import type { Trigger } from '../model/triggers.js';
@@ -7,8 +9,9 @@ import { isTerminalJobStatus } from '@drover/shared';
 import { conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
-import type { AuditLog } from '../audit-log.js';
+import type { AuditLog, UserActor } from '../audit-log.js';
 import type { FileCaller } from '../files/access.js';
+import { STORAGE_PERMISSIONS } from '../grants.js';
 import type { JobEvents } from '../job-events.js';
 import { checkRunFileRefs, type FileRefLookups } from './file-refs.js';
 import { IDEMPOTENCY_TTL_MS, requestHash } from './idempotency.js';
@@ -28,6 +31,8 @@ import { RunTargets, type RunTarget } from './run-targets.js';
 
 /** Who asks for a run, as far as the rules care. */
 export interface RunActor {
+  /** The source of runs the actor stands for, recorded on the job. */
+  source: Exclude<JobSource, 'ota'>;
   /** How the audit log names the actor. */
   auditActor: { actorType: 'api_token' | 'user' | 'system'; actorId: string | null };
   /** Why the actor may not force a run past the workflow's limits, or null when it may. */
@@ -39,11 +44,14 @@ export interface RunActor {
   limits: { id: string; limits: RateLimits } | null;
   /** Whose storage rights decide which files the run may be given. */
   files: FileCaller;
+  /** Whether each accepted run gets its own `trigger.run` audit entry (runs by people do). */
+  auditsRuns: boolean;
 }
 
 /** An API token calling `POST /v1/triggers/:id/run`. */
 export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
   return {
+    source: 'webhook',
     auditActor: { actorType: 'api_token', actorId: token.id },
     forceDenied:
       token.issuerRole === 'owner'
@@ -53,6 +61,30 @@ export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
     userId: token.userId,
     limits: { id: token.id, limits: token.rateLimit },
     files: token,
+    auditsRuns: false,
+  };
+}
+
+/**
+ * A member of the trigger's organization running it by hand (`POST
+ * /v1/orgs/:orgId/triggers/:id/run`): no token, so no token limits; the workflow's apply. Any
+ * member may run, an owner may force; the run may be given any active file of the organization.
+ */
+export function userActor(user: UserActor & { role: Role }): RunActor {
+  return {
+    source: 'manual',
+    auditActor: { actorType: 'user', actorId: user.userId },
+    forceDenied:
+      user.role === 'owner' ? null : 'A forced run needs the owner role; you are a member of the organization',
+    apiTokenId: null,
+    userId: user.userId,
+    limits: null,
+    files: {
+      id: user.userId,
+      orgId: user.orgId,
+      scopes: [{ type: 'storage', bindingIds: null, permissions: [...STORAGE_PERMISSIONS] }],
+    },
+    auditsRuns: true,
   };
 }
 
@@ -113,6 +145,7 @@ export class TriggerRunService {
       resolveRunParams(workflow.paramsSchema, request.params),
       actor.files,
       this.deps.files,
+      actor.auditActor.actorType === 'api_token' ? 'api_token' : 'member',
     );
 
     const now = clock.now();
@@ -122,6 +155,7 @@ export class TriggerRunService {
         id: jobId,
         orgId: trigger.orgId,
         kind: 'trigger',
+        source: actor.source,
         triggerId: trigger.id,
         agentId: trigger.agentId,
         workflowId: workflow.id,
@@ -172,6 +206,16 @@ export class TriggerRunService {
       }
       case 'admitted':
         jobEvents.jobCreated(trigger.agentId, jobId);
+        if (actor.auditsRuns) {
+          await audit.record({
+            orgId: trigger.orgId,
+            ...actor.auditActor,
+            action: 'trigger.run',
+            targetType: 'trigger',
+            targetId: trigger.id,
+            metadata: { jobId, source: actor.source, workflowName: workflow.name, forced: run.forced },
+          });
+        }
         if (run.forced) {
           await audit.record({
             orgId: trigger.orgId,

@@ -11,6 +11,7 @@ import { jobRoutes } from './jobs.js';
 import { orgRoutes } from './orgs.js';
 import { releaseRoutes } from './releases.js';
 import { storageBindingRoutes } from './storage-bindings.js';
+import { triggerRunByHandRoutes } from './trigger-runs.js';
 import { triggerRoutes } from './triggers.js';
 import { workflowManagementRoutes } from './workflows.js';
 
@@ -26,6 +27,7 @@ export async function managementRoutes(app: FastifyInstance): Promise<void> {
   await app.register(agentManagementRoutes);
   await app.register(workflowManagementRoutes);
   await app.register(triggerRoutes);
+  await app.register(triggerRunByHandRoutes);
   await app.register(apiTokenRoutes);
   await app.register(storageBindingRoutes);
   await app.register(auditRoutes);

@@ -1,7 +1,7 @@
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
-import type { Job } from '../../../domain/model/jobs.js';
+import { JOB_SOURCES, type Job } from '../../../domain/model/jobs.js';
 import { notFound } from '../../../errors.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
@@ -14,6 +14,11 @@ const nullableString = { type: ['string', 'null'] } as const;
 const JOB_FIELDS = {
   id: uuid,
   kind: { type: 'string', enum: ['trigger', 'update'] },
+  source: {
+    type: 'string',
+    enum: JOB_SOURCES,
+    description: 'webhook, cron, manual (run by hand), slack, discord; ota for an update job',
+  },
   status: { type: 'string', enum: JOB_STATUSES },
   triggerId: { type: ['string', 'null'] },
   agentId: uuid,
@@ -27,13 +32,14 @@ const JOB_FIELDS = {
   errorMessage: nullableString,
   forced: { type: 'boolean' },
   forceReason: nullableString,
+  userId: { type: ['string', 'null'], description: 'who started it: the user, or the API token issuer' },
   createdAt: timestamp,
   queuedAt: nullableTimestamp,
   startedAt: nullableTimestamp,
   finishedAt: nullableTimestamp,
 } as const;
 
-/** A job in lists (the dashboard's job table). Internal fields (seq, tokens, deadline) never leave. */
+/** A job in lists (the dashboard's job table). Internal fields (seq, token ids, deadline) never leave. */
 export const JobSchema = {
   type: 'object',
   required: Object.keys(JOB_FIELDS),

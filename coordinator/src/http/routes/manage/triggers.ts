@@ -101,8 +101,6 @@ type TriggerParams = { orgId: string; triggerId: string };
 export async function triggerRoutes(app: FastifyInstance): Promise<void> {
   const { triggers } = app.ctx;
 
-  /** The agent must be an active agent of the organization; chat keywords must not clash. */
-
   app.get<{ Params: { orgId: string } }>(
     '/orgs/:orgId/triggers',
     {

@@ -1,82 +1,20 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isTerminalJobStatus, JOB_STATUSES } from '@drover/shared';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthenticatingApiToken } from '../../../domain/model/api-tokens.js';
-import type { JobResult } from '../../../domain/model/trigger-runs.js';
-import { IDEMPOTENCY_HEADER, idempotencyKeyOf } from '../../../domain/trigger-run/idempotency.js';
-import { tokenLimitBody, workflowLimitBody } from '../../../domain/trigger-run/rate-windows.js';
-import {
-  checkTriggerGranted,
-  MAX_FORCE_REASON_LENGTH,
-  MAX_REF_LENGTH,
-  requireTriggerGrant,
-  statusUrl,
-  type TriggerRunBody,
-} from '../../../domain/trigger-run/request.js';
-import { apiTokenActor, type RunOutcome } from '../../../domain/trigger-run/run-trigger.js';
+import { checkTriggerGranted, requireTriggerGrant, type TriggerRunBody } from '../../../domain/trigger-run/request.js';
+import { apiTokenActor } from '../../../domain/trigger-run/run-trigger.js';
 import type { RunTarget } from '../../../domain/trigger-run/run-targets.js';
-import { notFound, placeValidation } from '../../../errors.js';
+import { notFound } from '../../../errors.js';
 import { apiCallerOf } from '../../auth/api-token.js';
+import { defaultRunBody, RunBodySchema, runAnswerer, runResponses } from '../../run-answer.js';
 import { errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 
 /**
- * `POST /v1/triggers/:id/run` (rules and status codes in
- * docs/trigger-runs.md). The caller, the trigger and the grant are settled before the body is
- * validated (401, 403 and 404 come before 422); the run itself is the domain's
- * (domain/trigger-run/run-trigger.ts), as for every other source of runs.
+ * `POST /v1/triggers/:id/run` (rules and status codes in docs/trigger-runs.md). The caller, the
+ * trigger and the grant are settled before the body is validated (401, 403 and 404 come before
+ * 422); the run itself is the domain's (domain/trigger-run/run-trigger.ts), as for every other
+ * source of runs.
  */
-
-const RunBodySchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    ref: { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH },
-    debug: { type: 'boolean' },
-    params: { type: 'object', description: 'arbitrary payload passed to the workflow steps' },
-    workflowName: { type: 'string', maxLength: 255, description: 'required for scopeType agent; ignored otherwise' },
-    force: { type: 'boolean', description: 'bypass the workflow rate limit; owner tokens only' },
-    forceReason: { type: 'string', maxLength: MAX_FORCE_REASON_LENGTH, description: 'required with force=true' },
-  },
-} as const;
-
-const AsyncResponseSchema = {
-  type: 'object',
-  required: ['jobId', 'status', 'statusUrl'],
-  properties: {
-    jobId: { type: 'string' },
-    status: { type: 'string', enum: JOB_STATUSES },
-    statusUrl: { type: 'string' },
-    idempotent: { type: 'boolean' },
-  },
-} as const;
-
-const SyncResponseSchema = {
-  type: 'object',
-  required: ['jobId', 'status', 'exitCode', 'errorMessage', 'output', 'statusUrl'],
-  properties: {
-    jobId: { type: 'string' },
-    status: { type: 'string', enum: JOB_STATUSES },
-    exitCode: { type: ['integer', 'null'] },
-    errorMessage: { type: ['string', 'null'] },
-    output: { type: 'object', additionalProperties: true },
-    statusUrl: { type: 'string' },
-    timedOut: { type: 'boolean' },
-    idempotent: { type: 'boolean' },
-  },
-} as const;
-
-/** Both 429 shapes of docs/errors.md: token limit (`retryAfter`) and workflow limit (`window`). */
-const RateLimitedSchema = {
-  type: 'object',
-  required: ['statusCode', 'code', 'message'],
-  properties: {
-    statusCode: { type: 'integer' },
-    code: { type: 'string' },
-    message: { type: 'string' },
-    retryAfter: { type: 'integer' },
-    window: { type: 'string', enum: ['minute', 'hour', 'day'] },
-  },
-} as const;
 
 interface Caller {
   token: AuthenticatingApiToken;
@@ -86,12 +24,7 @@ interface Caller {
 export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
   const { runs } = app.ctx;
   const callers = new WeakMap<FastifyRequest, Caller>();
-  /** Ends the sync waits in progress (answered with the current status) when the server closes. */
-  const closing = new AbortController();
-  app.addHook('preClose', (done) => {
-    closing.abort();
-    done();
-  });
+  const answer = runAnswerer(app, runs);
 
   /**
    * 401, 403 (no trigger grant), 404 (unknown trigger), 403 (trigger outside the grant): in
@@ -107,85 +40,23 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
     callers.set(request, { token, target });
   }
 
-  /** Every field is optional, so no body at all means `{}` (a JSON `null` is still refused). */
-  async function defaultBody(request: FastifyRequest): Promise<void> {
-    if (request.body === undefined) request.body = {};
-  }
-
   app.post<{ Params: { id: string }; Body: TriggerRunBody | undefined }>(
     '/triggers/:id/run',
     {
       onRequest: identifyCaller,
-      preValidation: defaultBody,
+      preValidation: defaultRunBody,
       schema: {
         summary: 'Run a trigger: a job on its agent; async answers at once, sync waits for the result',
         tags: ['public'],
         params: idParams('id'),
         querystring: noQuery,
         body: RunBodySchema,
-        response: {
-          200: SyncResponseSchema,
-          202: AsyncResponseSchema,
-          429: RateLimitedSchema,
-          ...errorResponses(401, 403, 404, 409, 422),
-        },
+        response: { ...runResponses, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
       const { token, target } = callers.get(request)!;
-      const idempotencyKey = idempotencyKeyOf(request.headers[IDEMPOTENCY_HEADER]);
-      let outcome: RunOutcome;
-      try {
-        outcome = await runs.run({ target, actor: apiTokenActor(token), request: request.body ?? {}, idempotencyKey });
-      } catch (error) {
-        throw placeValidation(error, 'body');
-      }
-      if (outcome.outcome === 'rate_limited') {
-        const { refusal, scope } = outcome;
-        void reply.code(429).header('retry-after', String(refusal.retryAfter));
-        return scope === 'token' ? tokenLimitBody(refusal) : workflowLimitBody(outcome.workflowName, refusal);
-      }
-      const { jobId, repeated, trigger } = outcome;
-      if (trigger.responseMode === 'async') {
-        // A repeated key gets the first call's answer again (the async status is `pending`
-        // or `queued`); the job's progress is on its statusUrl, as for the first call.
-        return reply.code(202).send({
-          jobId,
-          status: 'pending',
-          statusUrl: statusUrl(jobId),
-          ...(repeated ? { idempotent: true } : {}),
-        });
-      }
-      return syncAnswer(reply, jobId, trigger.responseTimeoutMs, repeated);
+      return answer(request, reply, { target, actor: apiTokenActor(token) });
     },
   );
-
-  /** The sync answer: the job's result, waited for at most `timeoutMs` (less when the client goes away or the server closes). */
-  async function syncAnswer(reply: FastifyReply, jobId: string, timeoutMs: number, idempotent: boolean) {
-    const gone = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) gone.abort();
-    };
-    reply.raw.once('close', onClose);
-    let job: JobResult | null;
-    try {
-      job = await runs.waitForResult(jobId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));
-    } finally {
-      reply.raw.off('close', onClose);
-    }
-    if (!job) throw notFound('Job');
-    // Answered because the server is closing: the connection must not stay open for keep-alive.
-    if (closing.signal.aborted) void reply.header('connection', 'close');
-    const timedOut = !isTerminalJobStatus(job.status);
-    return reply.code(200).send({
-      jobId,
-      status: job.status,
-      exitCode: job.exitCode,
-      errorMessage: job.errorMessage,
-      output: job.output ?? {},
-      statusUrl: statusUrl(jobId),
-      ...(timedOut ? { timedOut: true } : {}),
-      ...(idempotent ? { idempotent: true } : {}),
-    });
-  }
 }

@@ -1,0 +1,155 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isTerminalJobStatus, JOB_STATUSES } from '@drover/shared';
+import type { JobResult } from '../domain/model/trigger-runs.js';
+import { IDEMPOTENCY_HEADER, idempotencyKeyOf } from '../domain/trigger-run/idempotency.js';
+import { tokenLimitBody, workflowLimitBody } from '../domain/trigger-run/rate-windows.js';
+import {
+  MAX_FORCE_REASON_LENGTH,
+  MAX_REF_LENGTH,
+  statusUrl,
+  type TriggerRunBody,
+} from '../domain/trigger-run/request.js';
+import type { RunActor, RunOutcome, TriggerRunService } from '../domain/trigger-run/run-trigger.js';
+import type { RunTarget } from '../domain/trigger-run/run-targets.js';
+import { notFound, placeValidation } from '../errors.js';
+
+/**
+ * What every HTTP way of running a trigger shares (the public `POST /v1/triggers/:id/run` and a
+ * run by hand, `POST /v1/orgs/:orgId/triggers/:id/run`): the body, the answers (202 async, 200
+ * sync with the result, 429 for a limit) and the sync wait, which ends when the client goes away
+ * or the server closes. The run itself is the domain's (domain/trigger-run/run-trigger.ts).
+ */
+
+export const RunBodySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    ref: { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH },
+    debug: { type: 'boolean' },
+    params: { type: 'object', description: 'arbitrary payload passed to the workflow steps' },
+    workflowName: { type: 'string', maxLength: 255, description: 'required for scopeType agent; ignored otherwise' },
+    force: { type: 'boolean', description: 'bypass the workflow rate limit; owners only' },
+    forceReason: { type: 'string', maxLength: MAX_FORCE_REASON_LENGTH, description: 'required with force=true' },
+  },
+} as const;
+
+const AsyncResponseSchema = {
+  type: 'object',
+  required: ['jobId', 'status', 'statusUrl'],
+  properties: {
+    jobId: { type: 'string' },
+    status: { type: 'string', enum: JOB_STATUSES },
+    statusUrl: { type: 'string' },
+    idempotent: { type: 'boolean' },
+  },
+} as const;
+
+const SyncResponseSchema = {
+  type: 'object',
+  required: ['jobId', 'status', 'exitCode', 'errorMessage', 'output', 'statusUrl'],
+  properties: {
+    jobId: { type: 'string' },
+    status: { type: 'string', enum: JOB_STATUSES },
+    exitCode: { type: ['integer', 'null'] },
+    errorMessage: { type: ['string', 'null'] },
+    output: { type: 'object', additionalProperties: true },
+    statusUrl: { type: 'string' },
+    timedOut: { type: 'boolean' },
+    idempotent: { type: 'boolean' },
+  },
+} as const;
+
+/** Both 429 shapes of docs/errors.md: token limit (`retryAfter`) and workflow limit (`window`). */
+const RateLimitedSchema = {
+  type: 'object',
+  required: ['statusCode', 'code', 'message'],
+  properties: {
+    statusCode: { type: 'integer' },
+    code: { type: 'string' },
+    message: { type: 'string' },
+    retryAfter: { type: 'integer' },
+    window: { type: 'string', enum: ['minute', 'hour', 'day'] },
+  },
+} as const;
+
+/** The success and limit answers of a run; each route adds its own error statuses. */
+export const runResponses = { 200: SyncResponseSchema, 202: AsyncResponseSchema, 429: RateLimitedSchema } as const;
+
+/** Every field is optional, so no body at all means `{}` (a JSON `null` is still refused). */
+export async function defaultRunBody(request: FastifyRequest): Promise<void> {
+  if (request.body === undefined) request.body = {};
+}
+
+export type RunAnswer = (
+  request: FastifyRequest<{ Body: TriggerRunBody | undefined }>,
+  reply: FastifyReply,
+  run: { target: RunTarget; actor: RunActor },
+) => Promise<unknown>;
+
+/**
+ * Runs a trigger for a request and answers it. Registered once per plugin: the sync waits in
+ * progress end (answered with the job's current status) when the server closes.
+ */
+export function runAnswerer(app: FastifyInstance, runs: TriggerRunService): RunAnswer {
+  const closing = new AbortController();
+  app.addHook('preClose', (done) => {
+    closing.abort();
+    done();
+  });
+
+  /** The sync answer: the job's result, waited for at most `timeoutMs` (less when the client goes away or the server closes). */
+  async function syncAnswer(reply: FastifyReply, jobId: string, timeoutMs: number, idempotent: boolean) {
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    };
+    reply.raw.once('close', onClose);
+    let job: JobResult | null;
+    try {
+      job = await runs.waitForResult(jobId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+    if (!job) throw notFound('Job');
+    // Answered because the server is closing: the connection must not stay open for keep-alive.
+    if (closing.signal.aborted) void reply.header('connection', 'close');
+    const timedOut = !isTerminalJobStatus(job.status);
+    return reply.code(200).send({
+      jobId,
+      status: job.status,
+      exitCode: job.exitCode,
+      errorMessage: job.errorMessage,
+      output: job.output ?? {},
+      statusUrl: statusUrl(jobId),
+      ...(timedOut ? { timedOut: true } : {}),
+      ...(idempotent ? { idempotent: true } : {}),
+    });
+  }
+
+  return async (request, reply, { target, actor }) => {
+    const idempotencyKey = idempotencyKeyOf(request.headers[IDEMPOTENCY_HEADER]);
+    let outcome: RunOutcome;
+    try {
+      outcome = await runs.run({ target, actor, request: request.body ?? {}, idempotencyKey });
+    } catch (error) {
+      throw placeValidation(error, 'body');
+    }
+    if (outcome.outcome === 'rate_limited') {
+      const { refusal, scope } = outcome;
+      void reply.code(429).header('retry-after', String(refusal.retryAfter));
+      return scope === 'token' ? tokenLimitBody(refusal) : workflowLimitBody(outcome.workflowName, refusal);
+    }
+    const { jobId, repeated, trigger } = outcome;
+    if (trigger.responseMode === 'async') {
+      // A repeated key gets the first call's answer again (the async status is `pending`
+      // or `queued`); the job's progress is on its statusUrl, as for the first call.
+      return reply.code(202).send({
+        jobId,
+        status: 'pending',
+        statusUrl: statusUrl(jobId),
+        ...(repeated ? { idempotent: true } : {}),
+      });
+    }
+    return syncAnswer(reply, jobId, trigger.responseTimeoutMs, repeated);
+  };
+}
