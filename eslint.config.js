@@ -95,12 +95,6 @@ export default defineConfig(
   restrict(['coordinator/src/http/**/*.ts'], [composition, noDb, otherPackages('agent')]),
   restrict(['coordinator/src/domain/**/*.ts'], [composition, noHttp, noDb, otherPackages('agent')]),
   restrict(['coordinator/src/db/**/*.ts'], [composition, noHttp, noStorage, domainTypesOnly(), otherPackages('agent')]),
-  restrict(
-    // The trigger-run admission still decides its rate limits inside the repository; it moves
-    // into the domain with the trigger run's service, and this exception goes with it.
-    ['coordinator/src/db/repositories/trigger-runs.ts'],
-    [composition, noHttp, noStorage, domainTypesOnly('(?!trigger-run/rate-windows\\.js$)'), otherPackages('agent')],
-  ),
   restrict(['coordinator/src/storage/**/*.ts'], [composition, noHttp, noDb, domainTypesOnly(), otherPackages('agent')]),
   restrict(
     ['coordinator/src/util/**/*.ts', 'coordinator/src/{errors,logger,version}.ts'],

@@ -4,6 +4,7 @@ import { roleChangeRefusal } from './members.js';
 import type { TransactionRules } from './model/transaction-rules.js';
 import { evaluateBinding } from './ota/evaluate-binding.js';
 import { checkArtifact } from './ota/releases.js';
+import { decideLimits } from './trigger-run/rate-windows.js';
 
 /** The domain's decisions that repositories run inside their write transactions. */
 export const transactionRules: TransactionRules = {
@@ -12,4 +13,5 @@ export const transactionRules: TransactionRules = {
   enrollmentTokenRefusal,
   roleChangeRefusal,
   checkArtifact,
+  decideLimits,
 };

@@ -39,7 +39,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
     triggers: createTriggerRepository(db),
-    triggerRuns: createTriggerRunRepository(db, writes),
+    triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),
     applications: createApplicationRepository(db),

@@ -1,16 +1,7 @@
 import type { JobStatus } from '@drover/shared';
+import type { DecideLimits } from '../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
-import {
-  checkLimits,
-  hasAnyLimit,
-  tokenLimitMessage,
-  windowStarts,
-  workflowLimitMessage,
-  WINDOW_MS,
-  type LimitRefusal,
-  type WindowCounts,
-  type WindowStarts,
-} from '../../domain/trigger-run/rate-windows.js';
+import type { WindowCounts, WindowStarts } from '../../domain/trigger-run/rate-windows.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
@@ -23,9 +14,13 @@ type CountRow = [number | null, number | null, number | null];
 
 /**
  * The admission as a write operation (db/writer/executor.ts): run serially inside the group
- * commit, so its read-decide-write needs no lock.
+ * commit, so its read-decide-write needs no lock. The limits are the domain's to decide
+ * (`decideLimits`) on the counts read here.
  */
-export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest): AdmissionOutcome } {
+export function createAdmissionWrites(
+  db: Db,
+  decideLimits: DecideLimits,
+): { admit(request: AdmissionRequest): AdmissionOutcome } {
   const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string }>(
     `SELECT request_hash AS hash, job_id AS jobId FROM idempotency_keys
      WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
@@ -55,9 +50,10 @@ export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const purgeKeys = db.prepare('DELETE FROM idempotency_keys WHERE expires_at <= ?');
-  const purgeCounts = db.prepare(
-    `DELETE FROM rate_counters WHERE window_start + (CASE window WHEN 'minute' THEN ${WINDOW_MS.minute}
-       WHEN 'hour' THEN ${WINDOW_MS.hour} ELSE ${WINDOW_MS.day} END) <= ?`,
+  // A counter of a window that is no longer the current one of its kind is past.
+  const purgeCounts = db.prepare<WindowStarts>(
+    `DELETE FROM rate_counters WHERE (window = 'minute' AND window_start < @minute)
+       OR (window = 'hour' AND window_start < @hour) OR (window = 'day' AND window_start < @day)`,
   );
   let nextPurgeAt = 0;
 
@@ -67,13 +63,8 @@ export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest
   };
 
   function admitNow(request: AdmissionRequest): AdmissionOutcome {
-    const { job, now, idempotency, token } = request;
+    const { job, now, idempotency } = request;
     const nowIso = job.createdAt;
-    if (now >= nextPurgeAt) {
-      nextPurgeAt = now + PURGE_EVERY_MS;
-      purgeKeys.run(nowIso);
-      purgeCounts.run(now);
-    }
     if (idempotency) {
       const earlier = findKey.get(job.triggerId, job.workflowName, idempotency.key, nowIso);
       if (earlier) {
@@ -83,21 +74,12 @@ export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest
       }
     }
 
-    const starts = windowStarts(now);
-    // Only scopes with a limit are counted (one counter write fewer per call on the hot path): a
-    // limit set on a workflow starts counting when it is set. Token limits are fixed at issue.
-    const tokenCounted = token !== null && hasAnyLimit(token.limits);
-    const workflowCounted = hasAnyLimit(request.workflowLimits);
-    let refused: { scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string } | null = null;
-    if (tokenCounted) {
-      const refusal = checkLimits(token.limits, counts('token', token.id, starts), now);
-      if (refusal) refused = { scope: 'token', refusal, message: tokenLimitMessage(refusal) };
+    const { windows, refused, counted } = decideLimits(request, counts);
+    if (now >= nextPurgeAt) {
+      nextPurgeAt = now + PURGE_EVERY_MS;
+      purgeKeys.run(nowIso);
+      purgeCounts.run(windows);
     }
-    if (!refused && workflowCounted && !job.forced) {
-      const refusal = checkLimits(request.workflowLimits, counts('workflow', job.workflowId, starts), now);
-      if (refusal) refused = { scope: 'workflow', refusal, message: workflowLimitMessage(job.workflowName, refusal) };
-    }
-
     if (refused) {
       insertJob.run(jobInsertParams(job, 'rejected', refused.message));
       if (refused.scope === 'workflow') {
@@ -117,9 +99,7 @@ export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest
     }
 
     insertJob.run(jobInsertParams(job, 'pending', null));
-    // A forced run bypasses the workflow limit but still counts against it.
-    if (workflowCounted) bumpCounts.run({ scope: 'workflow', id: job.workflowId, ...starts });
-    if (tokenCounted) bumpCounts.run({ scope: 'token', id: token.id, ...starts });
+    for (const { scope, id } of counted) bumpCounts.run({ scope, id, ...windows });
     if (idempotency) {
       const expiresAt = new Date(now + idempotency.ttlMs).toISOString();
       saveKey.run(job.triggerId, job.workflowName, idempotency.key, idempotency.requestHash, job.id, expiresAt);
@@ -130,12 +110,16 @@ export function createAdmissionWrites(db: Db): { admit(request: AdmissionRequest
   return { admit: admitNow };
 }
 
-export function createTriggerRunRepository(db: Db, writes: WriteExecutor): TriggerRunRepository {
+export function createTriggerRunRepository(
+  db: Db,
+  writes: WriteExecutor,
+  decideLimits: DecideLimits,
+): TriggerRunRepository {
   const result = db.prepare<
     [string],
     { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
   >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
-  const admission = createAdmissionWrites(db);
+  const admission = createAdmissionWrites(db, decideLimits);
 
   return {
     admit(request) {

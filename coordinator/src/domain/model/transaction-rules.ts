@@ -3,6 +3,11 @@ import type { EvaluateBinding } from './device-bindings.js';
 import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
 import type { CheckArtifact } from './releases.js';
+import type { LimitDecision, ReadWindowCounts } from '../trigger-run/rate-windows.js';
+import type { AdmissionRequest } from './trigger-runs.js';
+
+/** The workflow's and the token's job limits on one admission, on counts the transaction reads. */
+export type DecideLimits = (request: AdmissionRequest, readCounts: ReadWindowCounts) => LimitDecision;
 
 /**
  * Decisions of the domain that must be atomic with the read they depend on and the write they
@@ -22,4 +27,6 @@ export interface TransactionRules {
   roleChangeRefusal: RoleChangeRefusal;
   /** A release's artifact is an active, persistent file. */
   checkArtifact: CheckArtifact;
+  /** A trigger run's limits: refused or admitted, and which counters it adds to. */
+  decideLimits: DecideLimits;
 }

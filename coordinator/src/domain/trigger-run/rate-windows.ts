@@ -1,4 +1,5 @@
 import type { RateLimits } from '../model/rate-limits.js';
+import type { AdmissionRequest } from '../model/trigger-runs.js';
 
 /**
  * Workflow and token job limits (docs/trigger-runs.md, "Rate limits"): fixed windows aligned to the UTC
@@ -133,3 +134,48 @@ export const workflowLimitBody = (workflowName: string, refusal: LimitRefusal): 
   message: workflowLimitMessage(workflowName, refusal),
   window: refusal.window,
 });
+
+/** A limit that refused a call: whose, why, and the rejected job's message. */
+export interface LimitRefused {
+  scope: 'token' | 'workflow';
+  refusal: LimitRefusal;
+  message: string;
+}
+
+/** The limits' verdict on one admission, decided on the counts read inside its transaction. */
+export interface LimitDecision {
+  /** The windows the call falls in. */
+  windows: WindowStarts;
+  /** The limit that refused the call, or null. */
+  refused: LimitRefused | null;
+  /** The counters an admitted call adds one to: only scopes with a limit are counted. */
+  counted: Array<{ scope: 'token' | 'workflow'; id: string }>;
+}
+
+export type ReadWindowCounts = (scope: 'token' | 'workflow', id: string, windows: WindowStarts) => WindowCounts;
+
+/**
+ * The token's limit first, then the workflow's (unless the run is forced: a forced run bypasses
+ * the workflow limit but still counts against it). Only scopes with a limit are read and counted
+ * (one counter write fewer per call on the hot path): a limit set on a workflow starts counting
+ * when it is set; token limits are fixed at issue.
+ */
+export function decideLimits(request: AdmissionRequest, readCounts: ReadWindowCounts): LimitDecision {
+  const { job, now, token, workflowLimits } = request;
+  const windows = windowStarts(now);
+  const counted: LimitDecision['counted'] = [];
+  let refused: LimitRefused | null = null;
+  if (token !== null && hasAnyLimit(token.limits)) {
+    counted.push({ scope: 'token', id: token.id });
+    const refusal = checkLimits(token.limits, readCounts('token', token.id, windows), now);
+    if (refusal) refused = { scope: 'token', refusal, message: tokenLimitMessage(refusal) };
+  }
+  if (hasAnyLimit(workflowLimits)) {
+    counted.push({ scope: 'workflow', id: job.workflowId });
+    if (!refused && !job.forced) {
+      const refusal = checkLimits(workflowLimits, readCounts('workflow', job.workflowId, windows), now);
+      if (refusal) refused = { scope: 'workflow', refusal, message: workflowLimitMessage(job.workflowName, refusal) };
+    }
+  }
+  return { windows, refused, counted };
+}

@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import {
   checkLimits,
+  decideLimits,
   hasAnyLimit,
   retryAfterSeconds,
   tokenLimitBody,
   windowStarts,
   workflowLimitBody,
+  type WindowCounts,
 } from '../../../src/domain/trigger-run/rate-windows.js';
+import type { RateLimits } from '../../../src/domain/model/rate-limits.js';
+import type { AdmissionRequest } from '../../../src/domain/model/trigger-runs.js';
 
 const T = Date.UTC(2030, 4, 17, 13, 42, 25, 300); // 13:42:25.300 UTC
 const none = { perMinute: null, perHour: null, perDay: null };
@@ -96,5 +100,69 @@ describe('429 bodies', () => {
         '7 runs this hour (no limit), 7 runs today (limit 100)',
       window: 'minute',
     });
+  });
+});
+
+describe('decideLimits', () => {
+  const now = Date.UTC(2026, 10, 25, 10, 0, 30);
+  const request = (over: { forced?: boolean; token?: RateLimits | null; workflow?: RateLimits } = {}) =>
+    ({
+      job: { workflowId: 'wf', workflowName: 'deploy', forced: over.forced ?? false },
+      now,
+      idempotency: null,
+      token: over.token === undefined ? null : over.token === null ? null : { id: 'tok', limits: over.token },
+      workflowLimits: over.workflow ?? none,
+    }) as unknown as AdmissionRequest;
+  const reads: string[] = [];
+  const counts =
+    (byScope: Record<string, number>) =>
+    (scope: 'token' | 'workflow', id: string): WindowCounts => {
+      reads.push(`${scope}:${id}`);
+      return { minute: byScope[scope] ?? 0, hour: byScope[scope] ?? 0, day: byScope[scope] ?? 0 };
+    };
+
+  it('reads and counts nothing when no limit is set', () => {
+    reads.length = 0;
+    expect(decideLimits(request({ token: none }), counts({}))).toEqual({
+      windows: windowStarts(now),
+      refused: null,
+      counted: [],
+    });
+    expect(reads).toEqual([]);
+  });
+
+  it('refuses on the token limit first, without reading the workflow', () => {
+    reads.length = 0;
+    const d = decideLimits(
+      request({ token: { ...none, perMinute: 1 }, workflow: { ...none, perMinute: 1 } }),
+      counts({ token: 1, workflow: 1 }),
+    );
+    expect(d.refused).toMatchObject({ scope: 'token', refusal: { window: 'minute', limit: 1, observed: 1 } });
+    expect(d.refused!.message).toMatch(/^API token rate limit exceeded for the minute/);
+    expect(reads).toEqual(['token:tok']);
+  });
+
+  it('refuses on the workflow limit, naming the workflow', () => {
+    const d = decideLimits(request({ workflow: { ...none, perHour: 2 } }), counts({ workflow: 2 }));
+    expect(d.refused).toMatchObject({ scope: 'workflow', refusal: { window: 'hour', limit: 2 } });
+    expect(d.refused!.message).toMatch(/^Rate limit of workflow `deploy` exceeded for the hour/);
+  });
+
+  it('lets a forced run past the workflow limit, still counting it', () => {
+    const d = decideLimits(request({ forced: true, workflow: { ...none, perMinute: 1 } }), counts({ workflow: 5 }));
+    expect(d.refused).toBeNull();
+    expect(d.counted).toEqual([{ scope: 'workflow', id: 'wf' }]);
+  });
+
+  it('counts every limited scope of an admitted call', () => {
+    const d = decideLimits(
+      request({ token: { ...none, perDay: 10 }, workflow: { ...none, perMinute: 10 } }),
+      counts({ token: 1, workflow: 1 }),
+    );
+    expect(d.refused).toBeNull();
+    expect(d.counted).toEqual([
+      { scope: 'token', id: 'tok' },
+      { scope: 'workflow', id: 'wf' },
+    ]);
   });
 });
