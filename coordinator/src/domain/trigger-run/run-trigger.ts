@@ -204,29 +204,30 @@ export class TriggerRunService {
         });
         return { outcome: 'rate_limited', jobId: admission.jobId, scope, refusal, workflowName: workflow.name };
       }
-      case 'admitted':
+      case 'admitted': {
         jobEvents.jobCreated(trigger.agentId, jobId);
-        if (actor.auditsRuns) {
-          await audit.record({
+        const onTrigger = (action: string, metadata: Record<string, unknown>) =>
+          audit.record({
             orgId: trigger.orgId,
             ...actor.auditActor,
-            action: 'trigger.run',
+            action,
             targetType: 'trigger',
             targetId: trigger.id,
-            metadata: { jobId, source: actor.source, workflowName: workflow.name, forced: run.forced },
+            metadata,
+          });
+        if (actor.auditsRuns) {
+          await onTrigger('trigger.run', {
+            jobId,
+            source: actor.source,
+            workflowName: workflow.name,
+            forced: run.forced,
           });
         }
         if (run.forced) {
-          await audit.record({
-            orgId: trigger.orgId,
-            ...actor.auditActor,
-            action: 'trigger.force_run',
-            targetType: 'trigger',
-            targetId: trigger.id,
-            metadata: { forceReason: run.forceReason, jobId, workflowName: workflow.name },
-          });
+          await onTrigger('trigger.force_run', { forceReason: run.forceReason, jobId, workflowName: workflow.name });
         }
         return { outcome: 'accepted', jobId, repeated: false, trigger };
+      }
       case 'repeated':
         return { outcome: 'accepted', jobId: admission.jobId, repeated: true, trigger };
     }
