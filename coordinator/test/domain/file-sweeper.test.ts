@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { FileSweeper, STALE_TEMP_MS } from '../../src/domain/file-sweeper.js';
 
 function fakeFiles(batches: number[], failWith?: Error) {
@@ -30,6 +30,8 @@ const logger = () => {
 };
 
 describe('FileSweeper', () => {
+  afterEach(() => void vi.useRealTimers());
+
   it('sweeps in batches until one comes back short, then removes stale temp files', async () => {
     const { files, calls } = fakeFiles([100, 100, 7]);
     const log = logger();
@@ -48,14 +50,19 @@ describe('FileSweeper', () => {
   });
 
   it('runs every interval once started, and not after stop', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const { files, calls } = fakeFiles([]);
-    const sweeper = new FileSweeper({ files, intervalMs: 20, logger: logger() });
+    const sweeper = new FileSweeper({ files, intervalMs: 1000, logger: logger() });
     sweeper.start();
-    await new Promise((r) => setTimeout(r, 130));
+    await vi.advanceTimersByTimeAsync(999);
+    expect(calls.sweep).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls.sweep).toBe(1);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(calls.sweep).toBe(3);
+    expect(calls.temps).toEqual([STALE_TEMP_MS, STALE_TEMP_MS, STALE_TEMP_MS]);
     await sweeper.stop();
-    const passes = calls.sweep;
-    expect(passes).toBeGreaterThanOrEqual(3);
-    await new Promise((r) => setTimeout(r, 60));
-    expect(calls.sweep).toBe(passes);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(calls.sweep).toBe(3);
   });
 });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { JobAssignment } from '@drover/shared';
 import type { AgentRepository } from '../../src/domain/model/agents.js';
 import type { StoredFile } from '../../src/domain/model/files.js';
@@ -145,14 +145,24 @@ describe('the stream with prepareAssignment', () => {
       ['fast', openJob('fast', {})],
       ['broken', openJob('broken', { f: { __type: 'FileRef', id: B } })],
     ]);
+    // Preparing `slow` lasts until the test lets it go, after the other two were announced.
+    let release!: () => void;
+    const slowDone = new Promise<void>((resolve) => (release = resolve));
+    const preparing: string[] = [];
     const s = registryWith(jobs, async (job, a) => {
-      if (job.id === 'slow') await new Promise((r) => setTimeout(r, 30));
+      preparing.push(job.id);
+      if (job.id === 'slow') await slowDone;
       if (job.id === 'broken') throw new Error('database busy');
       return { ...a, params: { ...a.params, prepared: true } };
     });
     await s.registry.connect('a1', s.sink);
     for (const id of ['slow', 'fast', 'broken']) s.jobEvents.jobCreated('a1', id);
-    await new Promise((r) => setTimeout(r, 80));
+    await vi.waitFor(() => expect(preparing).toEqual(['slow']));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(sent(s.chunks)).toEqual([]);
+    expect(preparing).toEqual(['slow']);
+    release();
+    await vi.waitFor(() => expect(sent(s.chunks)).toHaveLength(3));
     s.registry.close();
     const events = sent(s.chunks);
     expect(events.map((e) => e.jobId)).toEqual(['slow', 'fast', 'broken']);

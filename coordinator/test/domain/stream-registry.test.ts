@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Agent, AgentRepository } from '../../src/domain/model/agents.js';
 import type { Job, JobRepository } from '../../src/domain/model/jobs.js';
 import { AgentEvents } from '../../src/domain/agent-events.js';
@@ -132,7 +132,12 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
 
 describe('StreamRegistry', () => {
   let cleanup: (() => void) | undefined;
-  afterEach(() => cleanup?.());
+  // The disconnect grace and the pings run on fake timers; `tick` (setImmediate) stays real.
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
+  afterEach(() => {
+    cleanup?.();
+    vi.useRealTimers();
+  });
 
   it('sends each job once when jobs are created while the open jobs are being read', async () => {
     const s = setup();
@@ -231,7 +236,7 @@ describe('StreamRegistry', () => {
     await s.registry.connect('a1', second);
     expect(first.ended).toBe(true);
     expect(second.ended).toBe(false);
-    await new Promise((r) => setTimeout(r, 40));
+    await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual([]);
     expect(s.registry.isConnected('a1')).toBe(true);
   });
@@ -243,15 +248,17 @@ describe('StreamRegistry', () => {
     const sink = new FakeSink();
     await s.registry.connect('a1', sink);
     sink.drop();
-    await new Promise((r) => setTimeout(r, 10));
+    await vi.advanceTimersByTimeAsync(29);
     await s.registry.connect('a1', new FakeSink()); // back in time
-    await new Promise((r) => setTimeout(r, 60));
+    await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual([]);
 
     const b = new FakeSink();
     await s.registry.connect('b1', b);
     b.drop();
-    await new Promise((r) => setTimeout(r, 60));
+    await vi.advanceTimersByTimeAsync(29);
+    expect(s.calls.disconnected).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
     expect(s.calls.disconnected).toEqual(['b1']);
   });
 
@@ -264,7 +271,7 @@ describe('StreamRegistry', () => {
     s.agentEvents.revoked({ id: 'a1' } as Agent);
     expect(sink.ended).toBe(true);
     expect(s.registry.isConnected('a1')).toBe(false);
-    await new Promise((r) => setTimeout(r, 60));
+    await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual([]);
   });
 
@@ -274,7 +281,11 @@ describe('StreamRegistry', () => {
     s.openJobs([]);
     await tick();
     await s.registry.connect('back', new FakeSink());
-    await new Promise((r) => setTimeout(r, 60));
+    await vi.advanceTimersByTimeAsync(19);
+    expect(s.calls.disconnected).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(s.calls.disconnected).toEqual(['gone']);
+    await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual(['gone']);
   });
 
@@ -291,7 +302,7 @@ describe('StreamRegistry', () => {
     const late = new FakeSink();
     await s.registry.connect('c1', late);
     expect(late.ended).toBe(true);
-    await new Promise((r) => setTimeout(r, 60));
+    await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual([]);
   });
 });
