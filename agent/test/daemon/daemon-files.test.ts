@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Writable } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { acquireDaemonLock } from '../../src/daemon/lock.js';
 import { isAlive, readDaemonStatus } from '../../src/status/daemon-status.js';
 import { DaemonStatusWriter } from '../../src/status/daemon-status-writer.js';
@@ -88,6 +88,8 @@ function procState(pid: number): string {
 
 describe('status.json', () => {
   it('is written at once, then once per burst of changes, in the shape `drover-agent status` reads', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    onTestFinished(() => void vi.useRealTimers());
     const writes = () => fs.statSync(path.join(root, 'status.json')).ino; // each write is a new file
     const status = new DaemonStatusWriter(
       root,
@@ -107,10 +109,11 @@ describe('status.json', () => {
     expect(readDaemonStatus(root)).toMatchObject({ running: true, status: { connection: 'connecting' } });
     const first = writes();
     status.update({ connection: 'connected', lastConnectedAt: '2026-01-01T00:00:01.000Z' });
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    vi.advanceTimersByTime(10);
     status.update({ queue: { capacity: 4, running: null, waiting: [{ jobId: 'j', workflowName: 'w' }] } });
-    expect(writes()).toBe(first); // not yet: changes gather for 50 ms
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    vi.advanceTimersByTime(39);
+    expect(writes()).toBe(first); // not yet: changes gather for 50 ms from the first one
+    vi.advanceTimersByTime(1);
     expect(writes()).not.toBe(first);
     expect(readDaemonStatus(root).status).toMatchObject({
       connection: 'connected',
@@ -120,7 +123,7 @@ describe('status.json', () => {
     status.close({ connection: 'disconnected' }); // at once, and the pending write is dropped
     expect(readDaemonStatus(root).status?.connection).toBe('disconnected');
     status.update({ connection: 'connected' });
-    await new Promise((resolve) => setTimeout(resolve, 80));
+    vi.advanceTimersByTime(1000);
     expect(readDaemonStatus(root).status?.connection).toBe('disconnected');
     expect(fs.readdirSync(root)).toEqual(['status.json']);
   });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
 import { DeploySync } from '../../src/deploy/deploy-sync.js';
 import { ManifestSource } from '../../src/deploy/manifest-source.js';
@@ -145,22 +145,36 @@ describe('the pull fallback', () => {
     ]);
   });
 
+  /** The poll interval runs on fake timers: each poll is let go by the test. */
+  function fakeInterval(): void {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    onTestFinished(() => void vi.useRealTimers());
+  }
+
   it('polls every interval while connected', async () => {
+    fakeInterval();
     const app = fake.addApp();
     fake.publish(app, '1.0.0');
-    const { s } = sync({ intervalMs: 30 });
+    const { s } = sync({ intervalMs: 60_000 });
     s.start();
-    await new Promise((r) => setTimeout(r, 200));
+    await vi.advanceTimersByTimeAsync(59_999);
+    expect(fake.fetches).toBe(0);
+    for (let poll = 1; poll <= 3; poll++) {
+      await vi.advanceTimersByTimeAsync(poll === 1 ? 1 : 60_000);
+      await vi.waitFor(() => expect(fake.reports).toHaveLength(poll)); // behind: reported at every poll
+      expect(fake.fetches).toBe(poll);
+    }
     s.stop();
-    expect(fake.fetches).toBeGreaterThanOrEqual(3);
-    expect(fake.reports.length).toBeGreaterThanOrEqual(3); // behind: reported at every poll
+    await vi.advanceTimersByTimeAsync(600_000);
+    expect(fake.fetches).toBe(3);
   });
 
   it('does not poll while the stream is down', async () => {
+    fakeInterval();
     fake.addApp();
-    const { s } = sync({ intervalMs: 20, connected: false });
+    const { s } = sync({ intervalMs: 60_000, connected: false });
     s.start();
-    await new Promise((r) => setTimeout(r, 120));
+    await vi.advanceTimersByTimeAsync(600_000);
     expect(fake.fetches).toBe(0);
   });
 });

@@ -315,8 +315,9 @@ describe('shutdown', () => {
     const job = assignment('long');
     h.manager.onJobEvent(job);
     await h.until(() => h.kinds(job.jobId).includes('start'));
-    await new Promise((r) => setTimeout(r, 100));
+    await h.until(() => h.journal.get(job.jobId)?.processGroup != null); // its step was spawned
     const startedAt = Date.now();
+    // Real time: the grace runs out on a real child process.
     await h.manager.shutdown(200);
     expect(Date.now() - startedAt).toBeLessThan(3000);
     await h.until(() => h.finishOf(job.jobId) !== undefined);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { formatRecord, levelNumber } from '@drover/shared';
 import { followLogs, readLogs, type LogLine } from '../../src/logging/read-logs.js';
 import { RotatingFile } from '../../src/logging/rotating-file.js';
@@ -19,7 +19,6 @@ const JOB = '1b2c3d4e-5f60-4718-9a0b-c1d2e3f40516';
 const rec = (msg: string, extra: Record<string, unknown> = {}) =>
   `${JSON.stringify({ level: 30, time: '2026-11-22T10:31:02.000Z', pid: 1, ...extra, msg })}\n`;
 const msgs = (lines: LogLine[]) => lines.map((l) => l.record?.msg ?? l.text);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('readLogs', () => {
   it('reads the rotated files oldest first, then the current one', () => {
@@ -61,6 +60,10 @@ describe('readLogs', () => {
 
 describe('followLogs', () => {
   it('prints new lines as they come, across rotations, without losing or repeating one', async () => {
+    // The follower's polls run on fake timers: each one is let go by the test, between writes.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    onTestFinished(() => void vi.useRealTimers());
+    const poll = () => vi.advanceTimersByTimeAsync(20);
     const file = new RotatingFile(path.join(logs, 'agent.log'), { maxBytes: 400, maxFiles: 3 });
     file.write(rec('before'));
     const seen: LogLine[] = [];
@@ -70,14 +73,15 @@ describe('followLogs', () => {
     try {
       for (let i = 1; i <= 12; i++) {
         file.write(rec(`line ${i}`)); // about 80 bytes: a rotation every 5 lines
-        if (i % 3 === 0) await sleep(60);
+        if (i % 3 === 0) await poll();
       }
+      expect(seen).toHaveLength(13);
       // half a line, then the rest: shown once complete
       file.write(rec('partial').slice(0, 20));
-      await sleep(60);
+      await poll();
       expect(msgs(seen)).not.toContain('partial');
       file.write(rec('partial').slice(20));
-      for (let waited = 0; waited < 2000 && seen.length < 14; waited += 20) await sleep(20);
+      await poll();
     } finally {
       stop.abort();
       await following;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { RotatingFile } from '../../src/logging/rotating-file.js';
 
 let dir: string;
@@ -58,11 +58,13 @@ describe('RotatingFile', () => {
     expect(read('agent.log')).toBe(line(2));
   });
 
-  it('drops lines without throwing when the directory is gone, and starts again when it is back', async () => {
+  it('drops lines without throwing when the directory is gone, and starts again when it is back', () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    onTestFinished(() => void vi.useRealTimers());
     out = new RotatingFile(file, { maxBytes: 1000, maxFiles: 2 });
     out.write(line(1));
     fs.rmSync(dir, { recursive: true });
-    await new Promise((resolve) => setTimeout(resolve, 1100)); // the file is checked once a second
+    vi.advanceTimersByTime(1000); // the file is checked once a second
     expect(() => out!.write(line(2))).not.toThrow();
     fs.mkdirSync(dir);
     out.write(line(3));

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { judgeAnswer } from '../../src/outbox/delivery-policy.js';
 import { Outbox } from '../../src/outbox/outbox.js';
@@ -148,15 +148,25 @@ describe('delivery of reports', () => {
   });
 
   it('retries on its own with backoff until the coordinator answers', async () => {
+    // The retry timer runs on fake timers; the waits are half of 1 s, 2 s, 4 s (random 0.5).
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    onTestFinished(() => void vi.useRealTimers());
     let failures = 3;
     const { transport, calls } = fakeTransport(() =>
       failures-- > 0 ? Promise.resolve({ status: 503, body: null }) : Promise.resolve(ok),
     );
     const outbox = Outbox.open(dir);
-    const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger, backoff: noWait() });
+    const backoff = new Backoff({ baseMs: 1000, capMs: 30_000, random: () => 0.5 });
+    const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger, backoff });
     await sender.send(finish('j'));
-    const until = Date.now() + 5000;
-    while (outbox.size > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    expect(calls).toHaveLength(1);
+    for (const waitMs of [500, 1000, 2000]) {
+      const before = calls.length;
+      await vi.advanceTimersByTimeAsync(waitMs - 1);
+      expect(calls).toHaveLength(before);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(calls).toHaveLength(before + 1);
+    }
     expect(outbox.size).toBe(0);
     expect(calls).toEqual(['finish:j', 'finish:j', 'finish:j', 'finish:j']);
     sender.close();
