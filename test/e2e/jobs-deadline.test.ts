@@ -8,9 +8,16 @@ import { openAgentStream } from '../helpers/sse.js';
 const GRACE_MS = 200;
 const DEADLINE_MESSAGE = "no result from the agent before the job's deadline";
 
+/**
+ * Deadlines are passed by moving an injected clock, not by waiting. The sweep runs every 100 ms;
+ * that a sweep found a job not due is shown by a witness: a job started after it, with a
+ * deadline no earlier, that only the moved clock makes due; once the witness has failed, a
+ * sweep has judged the job at that time.
+ */
 describe('job deadline sweep', () => {
   let t: TestCoordinator;
   let agent: TestAgent;
+  let offsetMs = 0;
   beforeAll(async () => {
     t = await startTestCoordinator({
       env: {
@@ -18,6 +25,7 @@ describe('job deadline sweep', () => {
         DROVER_STREAM_PING_MS: '100',
         DROVER_AGENT_DISCONNECT_GRACE_MS: '100',
       },
+      clock: { now: () => Date.now() + offsetMs },
     });
     agent = await enrollTestAgent(t.owner, t.orgId);
   });
@@ -26,14 +34,28 @@ describe('job deadline sweep', () => {
   const post = (jobId: string, move: string, body?: unknown) =>
     agent.request('POST', `/v1/agent/jobs/${jobId}/${move}`, body);
   const detail = async (jobId: string) => (await t.owner.get(`/jobs/${jobId}`)).body;
+  /** A running job, the witness that a sweep ran once the clock moved past its deadline. */
+  async function witness(timeoutMs: number): Promise<string> {
+    const job = createTestJob(t, agent, { timeoutMs });
+    expect((await post(job.id, 'start')).status).toBe(200);
+    return job.id;
+  }
+  async function failedByDeadline(jobId: string): Promise<void> {
+    await eventually(async () => (await detail(jobId)).status === 'failed', 5_000, `job ${jobId} to fail`);
+    expect((await detail(jobId)).errorMessage).toBe(DEADLINE_MESSAGE);
+  }
 
   it('fails a running job without a result past its timeout plus the grace, once, and refuses a late result', async () => {
-    const job = createTestJob(t, agent, { timeoutMs: 300 });
+    const job = createTestJob(t, agent, { timeoutMs: 30_000 });
     const wait = t.coordinator.ctx.jobEvents.waitForFinish(job.id, 10_000);
-    const started = Date.now();
     expect((await post(job.id, 'start')).status).toBe(200);
+    const early = await witness(15_000);
+    offsetMs += 30_000 + GRACE_MS - 10_000; // 10 s before the job's deadline, 5 s past the witness's
+    await failedByDeadline(early);
+    expect((await detail(job.id)).status).toBe('running');
+
+    offsetMs += 10_001;
     expect(await wait.done).toBe(true);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(300 + GRACE_MS - 20);
     expect(await detail(job.id)).toMatchObject({ status: 'failed', errorMessage: DEADLINE_MESSAGE, exitCode: null });
     const late = await post(job.id, 'finish', finishBody());
     expect(late.status).toBe(409);
@@ -41,34 +63,39 @@ describe('job deadline sweep', () => {
   });
 
   it('leaves a job that reports in time alone', async () => {
-    const job = createTestJob(t, agent, { timeoutMs: 300 });
+    const job = createTestJob(t, agent, { timeoutMs: 5_000 });
     await post(job.id, 'start');
     expect((await post(job.id, 'finish', finishBody())).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 300 + GRACE_MS * 3));
+    const after = await witness(5_000);
+    offsetMs += 6_000;
+    await failedByDeadline(after);
     expect((await detail(job.id)).status).toBe('success');
   });
 
   it('never sweeps a job without a timeout nor a pending one', async () => {
     const noTimeout = createTestJob(t, agent, { timeoutMs: null });
     await post(noTimeout.id, 'start');
-    const pending = createTestJob(t, agent, { timeoutMs: 100 });
-    await new Promise((r) => setTimeout(r, 100 + GRACE_MS * 4));
+    const pending = createTestJob(t, agent, { timeoutMs: 5_000 });
+    const after = await witness(5_000);
+    offsetMs += 6_000;
+    await failedByDeadline(after);
     expect((await detail(noTimeout.id)).status).toBe('running');
     expect((await detail(pending.id)).status).toBe('pending');
   });
 
   it('spares a queued job while its agent is connected and fails it once the agent is disconnected', async () => {
-    const job = createTestJob(t, agent, { timeoutMs: 100 });
+    const job = createTestJob(t, agent, { timeoutMs: 5_000 });
     const stream = await openAgentStream(t.url, agent);
     try {
       await stream.next((e) => e.event === 'ping');
       expect((await post(job.id, 'accept')).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 100 + GRACE_MS * 4));
+      const after = await witness(5_000);
+      offsetMs += 6_000;
+      await failedByDeadline(after);
       expect((await detail(job.id)).status).toBe('queued');
     } finally {
       stream.close();
     }
-    await eventually(async () => (await detail(job.id)).status === 'failed');
-    expect((await detail(job.id)).errorMessage).toBe(DEADLINE_MESSAGE);
+    await failedByDeadline(job.id);
   });
 });
