@@ -12,7 +12,9 @@ import { eventually } from '../helpers/poll.js';
  * `deleting` → `deleted` (blob gone) or `delete_failed` (retried with backoff); a file that a
  * release which is not yanked references answers 409 `file_in_use` and is never swept; a binding
  * that holds files cannot be deleted. Time is moved with an injected clock; the sweeper runs
- * every 50 ms.
+ * every 50 ms. That a sweep left a file alone is shown by a witness: a `ttl` file uploaded after
+ * it that only the moved clock makes due; once the witness is deleted, a sweep has run at the
+ * moved time and passed the file over (a sweep claims every file due at once).
  */
 
 describe('file lifecycle', () => {
@@ -35,7 +37,13 @@ describe('file lifecycle', () => {
   async function waitForStatus(fileId: string, wanted: string, ms = 5000): Promise<void> {
     await eventually(async () => (await status(fileId)) === wanted, ms, `file ${fileId} to be ${wanted}`);
   }
-  /** A release row referencing the file (releases come with the OTA endpoints). */
+  /** A ttl file that expires `ttlSeconds` after now: the witness that a sweep ran past that. */
+  const witness = async (ttlSeconds: number) =>
+    (await uploadFile(client, 'witness', { cleanupRule: 'ttl', ttlSeconds })).fileId;
+  /**
+   * A release row referencing the file, written straight into the database: the API refuses a
+   * file that expires as an artifact, and the sweeper must leave one alone all the same.
+   */
   function release(fileId: string, releaseStatus: 'draft' | 'published' | 'yanked'): string {
     const appId = randomUUID();
     const releaseId = randomUUID();
@@ -70,14 +78,17 @@ describe('file lifecycle', () => {
   });
 
   it('expires a ttl file end to end: the sweeper deletes it and its blob once its TTL has passed', async () => {
-    const expiring = await uploadFile(client, 'short lived', { cleanupRule: 'ttl', ttlSeconds: 60 });
+    const early = await witness(60);
+    const expiring = await uploadFile(client, 'short lived', { cleanupRule: 'ttl', ttlSeconds: 120 });
     const kept = await uploadFile(client, 'kept', { cleanupRule: 'persistent' });
     const longer = await uploadFile(client, 'longer', { cleanupRule: 'ttl', ttlSeconds: 3600 });
     expect(fs.existsSync(blobPath(expiring.fileId))).toBe(true);
-    await new Promise((r) => setTimeout(r, 200)); // several sweeps: nothing is due yet
+    offsetMs += 61_000; // past the witness's TTL, not the file's
+    await waitForStatus(early, 'deleted');
     expect(await status(expiring.fileId)).toBe('active');
+    expect(fs.existsSync(blobPath(expiring.fileId))).toBe(true);
 
-    offsetMs += 61_000;
+    offsetMs += 60_000;
     await waitForStatus(expiring.fileId, 'deleted');
     const meta = (await client.get(`/storage/files/${expiring.fileId}`)).body;
     expect(meta.deletedAt).not.toBeNull();
@@ -106,6 +117,7 @@ describe('file lifecycle', () => {
 
   it('refuses to delete, and never sweeps, a file that a release which is not yanked references', async () => {
     const { fileId } = await uploadFile(client, 'artifact', { cleanupRule: 'ttl', ttlSeconds: 60 });
+    const later = await witness(60);
     const releaseId = release(fileId, 'published');
     const res = await client.delete(`/storage/files/${fileId}`);
     expect(res.status).toBe(409);
@@ -113,7 +125,7 @@ describe('file lifecycle', () => {
     expect(res.body.message).toContain('yank the release first');
 
     offsetMs += 61_000;
-    await new Promise((r) => setTimeout(r, 300));
+    await waitForStatus(later, 'deleted');
     expect(await status(fileId)).toBe('active');
     expect(fs.existsSync(blobPath(fileId))).toBe(true);
 
@@ -139,6 +151,7 @@ describe('file lifecycle', () => {
     const res = await client.delete(`/storage/files/${fileId}`);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'delete_failed', deletedAt: null });
+    // The attempts, the next attempt's time and the last error are not in the API: read from the database.
     const row = t.coordinator.db
       .prepare('SELECT delete_attempts, next_delete_at, last_delete_error FROM files WHERE id = ?')
       .get(fileId) as { delete_attempts: number; next_delete_at: string; last_delete_error: string };
@@ -151,10 +164,12 @@ describe('file lifecycle', () => {
 
     // Still failing at the first retry: the second wait is longer.
     offsetMs += 31_000;
-    await new Promise((r) => setTimeout(r, 300));
-    const second = t.coordinator.db
-      .prepare('SELECT status, delete_attempts, next_delete_at FROM files WHERE id = ?')
-      .get(fileId) as { status: string; delete_attempts: number; next_delete_at: string };
+    const second = await eventually(() => {
+      const current = t.coordinator.db
+        .prepare('SELECT status, delete_attempts, next_delete_at FROM files WHERE id = ?')
+        .get(fileId) as { status: string; delete_attempts: number; next_delete_at: string };
+      return current.delete_attempts === 2 && current;
+    });
     expect(second).toMatchObject({ status: 'delete_failed', delete_attempts: 2 });
     expect(Date.parse(second.next_delete_at) - (Date.now() + offsetMs)).toBeGreaterThan(55_000);
 
@@ -166,8 +181,9 @@ describe('file lifecycle', () => {
   it('deletes an upload abandoned as pending a day after its URL expired', async () => {
     const presign = await client.post('/storage/files/presign-upload', { body: { cleanupRule: 'persistent' } });
     const fileId = presign.body.fileId;
+    const after = await witness(60);
     offsetMs += 900_000 + 23 * 3600_000;
-    await new Promise((r) => setTimeout(r, 200));
+    await waitForStatus(after, 'deleted');
     expect(await status(fileId)).toBe('pending');
     offsetMs += 3600_000 + 1000;
     await waitForStatus(fileId, 'deleted');
