@@ -36,6 +36,22 @@ describe('agent stream', () => {
     (await t.owner.get<AgentView>(`/orgs/${t.orgId}/agents/${agent.agentId}`)).body;
   const statusIs = (agent: TestAgent, status: string) =>
     eventually(async () => (await agentView(agent)).status === status);
+  /**
+   * A connected agent, the witness that the disconnect grace ran out: `graceRanOut` drops its
+   * stream and waits until it shows `disconnected`; by then the grace has run out for every
+   * stream that dropped before (the timers fire in order), without waiting a fixed time.
+   */
+  async function graceWitness(): Promise<{ graceRanOut(): Promise<void> }> {
+    const w = await enrollTestAgent(t.owner, t.orgId);
+    const s = await open(w);
+    await statusIs(w, 'connected');
+    return {
+      async graceRanOut() {
+        s.close();
+        await statusIs(w, 'disconnected');
+      },
+    };
+  }
 
   it('answers with an event stream and turns a pending agent connected', async () => {
     const agent = await enrollTestAgent(t.owner, t.orgId);
@@ -99,6 +115,7 @@ describe('agent stream', () => {
     await statusIs(agent, 'connected');
     const droppedAt = Date.now();
     s.close();
+    // Real time: the grace runs on the coordinator's own timer, halfway through it here.
     await new Promise((r) => setTimeout(r, GRACE_MS / 2));
     expect((await agentView(agent)).status).toBe('connected');
     await statusIs(agent, 'disconnected');
@@ -112,17 +129,20 @@ describe('agent stream', () => {
 
   it('keeps the agent connected when it reconnects within the grace period', async () => {
     const agent = await enrollTestAgent(t.owner, t.orgId);
+    const witness = await graceWitness();
     const first = await open(agent);
     await statusIs(agent, 'connected');
     first.close();
+    // Real time: back a quarter of the grace later, on the coordinator's own timer.
     await new Promise((r) => setTimeout(r, GRACE_MS / 4));
     await open(agent);
-    await new Promise((r) => setTimeout(r, GRACE_MS * 2));
+    await witness.graceRanOut();
     expect((await agentView(agent)).status).toBe('connected');
   });
 
   it('closes the previous stream when the agent opens a second one', async () => {
     const agent = await enrollTestAgent(t.owner, t.orgId);
+    const witness = await graceWitness();
     const first = await open(agent);
     await first.next((e) => e.event === 'ping');
     const second = await open(agent);
@@ -130,7 +150,7 @@ describe('agent stream', () => {
     await second.next((e) => e.event === 'ping');
     expect(second.isEnded).toBe(false);
     // The replaced stream's end does not start the disconnect timer.
-    await new Promise((r) => setTimeout(r, GRACE_MS * 2));
+    await witness.graceRanOut();
     expect((await agentView(agent)).status).toBe('connected');
     const job = createTestJob(t, agent);
     expect((await second.nextJob()).jobId).toBe(job.id);
@@ -138,13 +158,14 @@ describe('agent stream', () => {
 
   it("closes a revoked agent's stream at once and refuses its next one", async () => {
     const agent = await enrollTestAgent(t.owner, t.orgId);
+    const witness = await graceWitness();
     const s = await open(agent);
     await statusIs(agent, 'connected');
     expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${agent.agentId}`)).status).toBe(200);
     await s.ended;
     const again = await openAgentStream(t.url, agent);
     expect(again.status).toBe(401);
-    await new Promise((r) => setTimeout(r, GRACE_MS * 2));
+    await witness.graceRanOut();
     expect((await agentView(agent)).status).toBe('revoked');
   });
 
