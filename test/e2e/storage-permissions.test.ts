@@ -54,8 +54,13 @@ describe('storage permissions', () => {
   let admin: ApiClient;
   let bindingA: string;
   let bindingB: string;
+  /** Added to the coordinator's clock (a token's expiry is passed by moving it). */
+  let offsetMs = 0;
   beforeAll(async () => {
-    t = await startTestCoordinator({ env: { API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: '2' } });
+    t = await startTestCoordinator({
+      env: { API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: '2' },
+      clock: { now: () => Date.now() + offsetMs },
+    });
     bindingA = await defaultBindingId(t);
     const second = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
       body: { name: 'second', backend: 'local' },
@@ -124,9 +129,9 @@ describe('storage permissions', () => {
       t.owner,
       t.orgId,
       [{ type: 'storage', bindingIds: null, permissions: ['read', 'write', 'delete'] }],
-      { expiresAt: new Date(Date.now() + 1500).toISOString() },
+      { expiresAt: new Date(Date.now() + offsetMs + 1500).toISOString() },
     );
-    await new Promise((r) => setTimeout(r, 1600));
+    offsetMs += 1600;
     const fileId = await freshFile(bindingA);
     for (const token of [null, 'drv_not-a-real-token-at-all-000000000000000', revoked.token, expired.token]) {
       const calls = [
