@@ -22,6 +22,8 @@ let work: string;
 let jobIds: string[];
 let storage: ApiClient;
 const triggers = new Map<string, { id: string; token: string }>();
+/** Added to the coordinator's clock (a download URL's expiry is passed by moving it). */
+let offsetMs = 0;
 
 afterAll(() => rig?.close());
 
@@ -71,7 +73,11 @@ const WORKFLOWS = (markers: string): Record<string, string[]> => ({
 });
 
 beforeAll(async () => {
-  rig = await startDaemonRig({ workPrefix: 'drover-job-files-', workflows: WORKFLOWS });
+  rig = await startDaemonRig({
+    workPrefix: 'drover-job-files-',
+    workflows: WORKFLOWS,
+    clock: { now: () => Date.now() + offsetMs },
+  });
   ({ t, a, work, jobIds } = rig);
   const bindingId = await defaultBindingId(t);
   for (const name of Object.keys(WORKFLOWS(work))) {
@@ -159,7 +165,8 @@ describe('an input file whose URL expired while its job waited in the queue', ()
   it('is downloaded through a fresh URL the agent asks for', async () => {
     const { fileId } = await uploadFile(storage, 'late bytes');
     const config = t.coordinator.ctx.config;
-    // URLs issued from now on live 1 s; the checksum job waits longer than that behind `gate`.
+    // URLs issued from now on live 1 s; the checksum job waits longer than that behind `gate`
+    // (on the coordinator's clock, moved forward while the job waits).
     t.coordinator.ctx.config = { ...config, presignTtlSeconds: 1 };
     try {
       const gated = run('gate');
@@ -172,7 +179,7 @@ describe('an input file whose URL expired while its job waited in the queue', ()
         const res = await t.owner.get(`/orgs/${t.orgId}/jobs?status=queued`);
         return res.body.some((j: { workflowName: string }) => j.workflowName === 'checksum');
       });
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      offsetMs += 2_500;
       fs.writeFileSync(path.join(work, 'gate'), '');
       expect((await gated).status).toBe('success');
       const res = await waiting;

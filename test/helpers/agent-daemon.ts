@@ -7,6 +7,7 @@ import type { DaemonStatus } from '../../agent/src/status/daemon-status.js';
 import { loadPrivateKey } from '../../agent/src/state/enrollment.js';
 import type { TestAgent } from './agent.js';
 import { eventually } from './poll.js';
+import type { Clock } from '@drover/coordinator';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from './coordinator.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -148,8 +149,10 @@ export async function startDaemonRig(options: {
   workflows: (work: string) => Record<string, string[]>;
   /** Anything more to write into the state directory before the daemon starts (secrets). */
   prepare?: (stateDir: string) => void;
+  /** The coordinator's clock (a test moves it to pass an expiry). */
+  clock?: Clock;
 }): Promise<DaemonRig> {
-  const t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+  const t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' }, clock: options.clock });
   const work = makeTempDir(options.workPrefix);
   const jobIds: string[] = [];
   let stateDir: string | undefined;
