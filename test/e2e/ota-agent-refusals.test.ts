@@ -131,8 +131,10 @@ describe('an update the agent cannot trust', () => {
   it('refused, it is not asked for again by every poll of the agent (the coordinator’s backoff decides)', async () => {
     const jobs = updateJobsOf(t, dir.agentId).length;
     const before = await bindingWhen(t, app.id, device.id, (x) => x.state === 'refused', 'refused');
-    await new Promise((r) => setTimeout(r, 2_500)); // two polls or more
-    const after = await bindingWhen(t, app.id, device.id, (x) => x.lastReportAt! > before.lastReportAt!, 'a poll');
+    // Two polls of the agent (one a second), each reporting: the coordinator had two chances to ask again.
+    const reportAfter = (b: BindingBody) =>
+      bindingWhen(t, app.id, device.id, (x) => x.lastReportAt! > b.lastReportAt!, 'a poll');
+    const after = await reportAfter(await reportAfter(before));
     // The polls report the refusal again (not `idle`, which would ask for the same release at once).
     expect(after).toMatchObject({ state: 'refused', error: before.error, activeJobId: null });
     expect(updateJobsOf(t, dir.agentId).length).toBe(jobs);
