@@ -90,7 +90,9 @@ describe('a deploy event on a full queue', () => {
     const [job] = updateJobsOf(t, dir.agentId);
     expect(job).toMatchObject({ status: 'pending', params: { release_id: r.id } }); // not reported: still pending
     // While the queue stays full, every re-push is dropped again and the job stays pending.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const drops = () =>
+      daemon!.logRecords().filter((rec) => rec.msg === 'job queue full; rejecting' && rec.event === 'deploy');
+    await eventually(() => drops().length >= 2, 15_000, 'the deploy event pushed again, and dropped again');
     expect(updateJobsOf(t, dir.agentId)).toMatchObject([{ id: job!.id, status: 'pending' }]);
     expect(installedVersion(marks())).toBeNull();
 
