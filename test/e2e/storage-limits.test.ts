@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
+import { eventually } from '../helpers/poll.js';
 import { defaultBindingId, rawRequest, storageClient, uploadFile } from '../helpers/storage.js';
 
 /**
@@ -71,24 +72,19 @@ describe('upload size limit', () => {
   it('keeps nothing of an upload the client abandons halfway', async () => {
     const before = blobFiles(t.dataDir);
     const { fileId, uploadUrl } = await pendingUpload();
-    let during: string[] = [];
-    await new Promise<void>((resolve) => {
-      const req = http.request(uploadUrl, { method: 'PUT', headers: { 'content-length': String(LIMIT) } });
+    const req = http.request(uploadUrl, { method: 'PUT', headers: { 'content-length': String(LIMIT) } });
+    const closed = new Promise<void>((resolve) => {
       req.on('error', () => resolve());
-      req.write(Buffer.alloc(300, 4), () =>
-        setTimeout(() => {
-          during = blobFiles(t.dataDir);
-          req.destroy();
-        }, 150),
-      );
       req.on('close', () => resolve());
     });
+    req.write(Buffer.alloc(300, 4));
     // While the body was arriving, it went to a temp file.
-    expect(during.filter((f) => f.startsWith('tmp/') && f.endsWith('.part'))).toHaveLength(1);
+    const parts = () => blobFiles(t.dataDir).filter((f) => f.startsWith('tmp/') && f.endsWith('.part'));
+    expect(await eventually(() => parts().length > 0 && parts(), 5_000, 'the temp file')).toHaveLength(1);
+    req.destroy();
+    await closed;
     // The server notices the reset and removes its temp file.
-    for (let i = 0; i < 50 && blobFiles(t.dataDir).length !== before.length; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await eventually(() => blobFiles(t.dataDir).length === before.length, 5_000, 'the temp file to go');
     expect(blobFiles(t.dataDir)).toEqual(before);
     expect((await client.get(`/storage/files/${fileId}`)).body.status).toBe('pending');
     expect((await client.post(`/storage/files/${fileId}/complete`)).status).toBe(409);
