@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
+import { eventually } from '../helpers/poll.js';
 import { freePort } from '../helpers/ports.js';
 
 /**
@@ -111,13 +112,11 @@ describe('drover-coordinator start', () => {
     const port = await freePort();
     const c = cli(['start', '--port', String(port), '--data-dir', makeTempDir()], {}, { closeStdout: true });
     const api = new ApiClient(`http://127.0.0.1:${port}/v1`);
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const res = await api.get('/token').catch(() => null);
-      if (res?.status === 401) break;
-      if (Date.now() > deadline) throw new Error(`never answered: ${c.stderr()}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await eventually(
+      async () => (await api.get('/token').catch(() => null))?.status === 401,
+      20_000,
+      () => `an answer; stderr: ${c.stderr()}`,
+    );
     // The banner and every log line since went to a closed pipe: still serving.
     expect((await api.get('/token')).status).toBe(401);
     const { code, ms } = await stop(c);
