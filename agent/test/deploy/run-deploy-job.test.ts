@@ -109,6 +109,7 @@ describe('a deploy event', () => {
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
     expect(h.records.at(-1)).toMatchObject({ level: 40, msg: 'job queue full; rejecting', event: 'deploy' });
+    // Nothing to wait for when nothing is sent: a report of the dropped event would be out within this.
     await new Promise((r) => setTimeout(r, 100));
     expect(h.sent.filter((r) => r.jobId === event.jobId)).toEqual([]);
     expect(h.journal.get(event.jobId)).toBeUndefined(); // a later delivery is a new arrival

@@ -201,6 +201,7 @@ describe('the stream client', () => {
     const { stream } = client(server.origin);
     await eventually(() => stream.state === 'connected');
     stream.stop();
+    // Real time over real sockets: four times the longest reconnect delay (50 ms), and none came.
     await new Promise((r) => setTimeout(r, 200));
     expect(server.requests).toHaveLength(1);
     expect(stream.state).toBe('disconnected');

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { watchWorkflows, type WorkflowWatcher } from '../../src/workflows/watch-workflows.js';
 
 let root: string;
@@ -17,16 +17,16 @@ afterEach(() => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
+/**
+ * Real time throughout: the file events come from the operating system, after a delay the test
+ * cannot move; the waits that show nothing more happens are a few debounce periods long.
+ */
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const onChange = () => void calls++;
 
 /** Waits until `onChange` has been called more than `before` times (or fails after 3 s). */
 async function changedSince(before: number): Promise<void> {
-  for (let waited = 0; waited < 3000; waited += 20) {
-    if (calls > before) return;
-    await sleep(20);
-  }
-  throw new Error('onChange was not called');
+  await vi.waitFor(() => expect(calls, 'onChange calls').toBeGreaterThan(before), { timeout: 3000, interval: 20 });
 }
 
 describe('watchWorkflows', () => {
