@@ -329,6 +329,7 @@ describe('error responses during shutdown', () => {
         body,
       });
       const second = pool.request({ method: 'GET', path: '/v1/no-such-thing' });
+      // Time for both to reach the server, far less than the login's scrypt takes to answer.
       await new Promise((resolve) => setTimeout(resolve, 20));
       const closing = t.close();
       const [a, b] = await Promise.all([first, second]);

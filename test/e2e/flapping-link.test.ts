@@ -69,7 +69,7 @@ describe('a flapping link between agent and coordinator', () => {
         const res = await t.api.post(`/triggers/${trigger.id}/run`, { token: trigger.token, body: {} });
         expect(res.status, res.text).toBe(202);
         jobIds.push(res.body.jobId);
-        await sleep(300);
+        await sleep(300); // real time: the pace of runs against the link's cuts is the scenario
       }
     } finally {
       clearInterval(cutter);

@@ -74,6 +74,7 @@ describe('slow clients', () => {
     const slow = await openRaw(t.url, head(flowing), '127.0.0.4');
     const started = performance.now();
     for (let i = 0; i < size; i++) {
+      // Real time: a slow client across a real socket is the subject (the server's timers judge it).
       await new Promise((r) => setTimeout(r, TIMEOUT_MS / 5));
       slow.socket.write('x');
     }
