@@ -8,6 +8,7 @@ import {
   publicKeyOf,
   type EnrollResponse,
 } from '@drover/shared';
+import { auditEntries } from '../helpers/audit.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import {
   enrollTestAgent,
@@ -53,17 +54,18 @@ describe('agent enrollment', () => {
     expect(res.body.serverPublicKey).toBe(publicKeyOf(privateKeyFromBase64(seed)));
     expect(res.body.serverPublicKey).toBe(t.coordinator.ctx.serverKey.publicKey);
 
-    const agent = await t.coordinator.ctx.repos.agents.findById(res.body.agentId);
-    expect(agent).toMatchObject({
-      orgId: t.orgId,
+    const agent = await t.owner.get(`/orgs/${t.orgId}/agents/${res.body.agentId}`);
+    expect(agent.status).toBe(200);
+    expect(agent.body).toMatchObject({
       name: 'edge-01',
       hostname: 'edge-01',
       os: 'linux 6.8',
       agentVersion: '0.1.0',
       status: 'pending',
       lastSeenAt: null,
-      publicKey: body.publicKey,
     });
+    // The public key it enrolled with is not in the API.
+    expect((await t.coordinator.ctx.repos.agents.findById(res.body.agentId))?.publicKey).toBe(body.publicKey);
     const listed = await t.owner.get(`/orgs/${t.orgId}/agents`);
     expect(listed.status).toBe(200);
     const entry = listed.body.find((a: { id: string }) => a.id === res.body.agentId);
@@ -75,7 +77,7 @@ describe('agent enrollment', () => {
     const token = await insertEnrollmentToken(t);
     const res = await t.api.post<EnrollResponse>('/agent/enroll', { body: enrollBody(token) });
     expect(res.status).toBe(201);
-    const entries = await t.coordinator.ctx.repos.audit.list(t.orgId, { action: 'agent.enroll', limit: 50 });
+    const entries = await auditEntries(t.owner, t.orgId, 'agent.enroll');
     const entry = entries.find((e) => e.targetId === res.body.agentId);
     expect(entry).toMatchObject({ actorType: 'agent', actorId: res.body.agentId, targetType: 'agent' });
     expect(JSON.stringify(entry)).not.toContain(token);
@@ -86,7 +88,7 @@ describe('agent enrollment', () => {
       body: enrollBody(await insertEnrollmentToken(t), { name: '  Kiosk 7  ' }),
     });
     expect(named.status).toBe(201);
-    expect((await t.coordinator.ctx.repos.agents.findById(named.body.agentId))?.name).toBe('Kiosk 7');
+    expect((await t.owner.get(`/orgs/${t.orgId}/agents/${named.body.agentId}`)).body.name).toBe('Kiosk 7');
   });
 
   it('accepts a token issued through the dashboard API', async () => {
@@ -183,12 +185,13 @@ describe('agent enrollment', () => {
 
   it('makes exactly one agent when ten enrollments race with one token', async () => {
     const token = await insertEnrollmentToken(t);
-    const before = (await t.coordinator.ctx.repos.agents.listByOrg(t.orgId)).length;
+    const agents = async () => (await t.owner.get<{ id: string }[]>(`/orgs/${t.orgId}/agents`)).body;
+    const before = (await agents()).length;
     const results = await Promise.all(
       Array.from({ length: 10 }, () => t.api.post('/agent/enroll', { body: enrollBody(token) })),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, ...Array(9).fill(401)]);
-    const after = await t.coordinator.ctx.repos.agents.listByOrg(t.orgId);
+    const after = await agents();
     expect(after.length).toBe(before + 1);
     const winner = results.find((r) => r.status === 201)!;
     expect(after.some((a) => a.id === winner.body.agentId)).toBe(true);
@@ -388,10 +391,9 @@ describe('PUT /v1/agent/workflows', () => {
   });
   afterAll(() => t?.close());
 
-  const names = async () =>
-    (await t.coordinator.ctx.repos.workflows.listByOrg(t.orgId))
-      .filter((w) => w.agentId === agent.agentId)
-      .map((w) => w.name);
+  const listed = async () =>
+    (await t.owner.get<{ agentId: string; name: string }[]>(`/orgs/${t.orgId}/workflows`)).body;
+  const names = async () => (await listed()).filter((w) => w.agentId === agent.agentId).map((w) => w.name);
 
   it('stores the set and answers the active workflows in their public shape', async () => {
     const res = await agent.putWorkflows([
@@ -417,6 +419,7 @@ describe('PUT /v1/agent/workflows', () => {
       { name: 'env', type: 'enum', options: ['staging', 'prod'], default: 'staging', description: 'target' },
     ]);
     expect(res.text).not.toContain('DEPLOY_TOKEN');
+    // Its steps, timeout and secret names are kept for the agent's jobs, and not in the API.
     const stored = await t.coordinator.ctx.repos.workflows.findActiveByAgentAndName(agent.agentId, 'deploy');
     expect(stored).toMatchObject({ secretsKeys: ['DEPLOY_TOKEN'], timeoutMs: 60_000, steps: [{ run: 'true' }] });
   });
@@ -450,7 +453,7 @@ describe('PUT /v1/agent/workflows', () => {
     expect((await other.putWorkflows([workflow('shared')])).status).toBe(200);
     expect((await agent.putWorkflows([workflow('shared')])).status).toBe(200);
     expect((await agent.putWorkflows([])).status).toBe(200);
-    const all = await t.coordinator.ctx.repos.workflows.listByOrg(t.orgId);
+    const all = await listed();
     expect(all.filter((w) => w.name === 'shared').map((w) => w.agentId)).toEqual([other.agentId]);
   });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
+import { auditEntries } from '../helpers/audit.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
 import { addUser, outsider } from '../helpers/members.js';
@@ -30,7 +31,7 @@ describe('trigger management', () => {
   });
   afterAll(() => t?.close());
 
-  const auditOf = async (action: string) => t.coordinator.ctx.repos.audit.list(t.orgId, { action, limit: 100 });
+  const auditOf = (action: string) => auditEntries(t.owner, t.orgId, action);
   const create = async (body: Record<string, unknown>, client: ApiClient = t.owner) => {
     const res = await client.post(path, { body });
     expect(res.status, res.text).toBe(201);
