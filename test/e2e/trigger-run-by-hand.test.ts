@@ -101,7 +101,7 @@ describe('running a trigger by hand', () => {
   });
 
   it('refuses bad input with 422 naming the body field, and stores no job', async () => {
-    const before = f.jobsOf(asyncTrigger.id).length;
+    const before = (await f.jobsOf(asyncTrigger.id)).length;
     const missing = await runByHand(member.client, asyncTrigger.id, { params: {} });
     expectError(missing, 422, 'validation_failed');
     expect(missing.body.details).toContainEqual(expect.objectContaining({ path: 'body.params.env' }));
@@ -112,13 +112,13 @@ describe('running a trigger by hand', () => {
       headers: { 'content-type': 'application/json' },
     });
     expectError(notJson, 422, 'validation_failed');
-    expect(f.jobsOf(asyncTrigger.id)).toHaveLength(before);
+    expect(await f.jobsOf(asyncTrigger.id)).toHaveLength(before);
   });
 
   it('lets only an owner force past the workflow limit; the force is audited', async () => {
     alignToMinute();
     const trigger = await f.createTrigger({ workflowName: 'lint' });
-    await f.setWorkflowLimits(f.workflowId('lint'), { rateLimitPerMinute: 1 });
+    await f.setWorkflowLimits(await f.workflowId('lint'), { rateLimitPerMinute: 1 });
     try {
       expect((await runByHand(member.client, trigger.id)).status).toBe(202);
 
@@ -151,7 +151,7 @@ describe('running a trigger by hand', () => {
         }),
       );
     } finally {
-      await f.setWorkflowLimits(f.workflowId('lint'), { rateLimitPerMinute: null });
+      await f.setWorkflowLimits(await f.workflowId('lint'), { rateLimitPerMinute: null });
     }
   });
 

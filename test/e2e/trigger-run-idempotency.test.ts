@@ -31,7 +31,7 @@ describe('trigger-run idempotency', () => {
     const again = await f.run(token, build.id, { params: { b: [1, 2], a: 1.0 }, ref: 'main' }, withKey(k));
     expect(again.status).toBe(202);
     expect(again.body).toEqual({ ...first.body, idempotent: true });
-    expect(f.jobsOf(build.id).filter((j) => j.id === first.body.jobId)).toHaveLength(1);
+    expect((await f.jobsOf(build.id)).filter((j) => j.id === first.body.jobId)).toHaveLength(1);
   });
 
   it('answers a repeat as the first call was answered, status pending, even after the job ended', async () => {
@@ -51,13 +51,13 @@ describe('trigger-run idempotency', () => {
 
   it('answers 409 idempotency_conflict when the key comes back with a different body', async () => {
     const k = key();
-    const before = f.jobsOf(build.id).length;
+    const before = (await f.jobsOf(build.id)).length;
     expect((await f.run(token, build.id, { ref: 'a' }, withKey(k))).status).toBe(202);
     const res = await f.run(token, build.id, { ref: 'b' }, withKey(k));
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ statusCode: 409, code: 'idempotency_conflict', message: expect.any(String) });
     expect((await f.run(token, build.id, undefined, withKey(k))).status).toBe(409);
-    expect(f.jobsOf(build.id).length).toBe(before + 1);
+    expect((await f.jobsOf(build.id)).length).toBe(before + 1);
   });
 
   it('treats no body and an empty object as the same body', async () => {
@@ -69,14 +69,14 @@ describe('trigger-run idempotency', () => {
 
   it('makes exactly one job from 50 concurrent calls with one key', async () => {
     const k = key();
-    const before = f.jobsOf(build.id).length;
+    const before = (await f.jobsOf(build.id)).length;
     const results = await Promise.all(
       Array.from({ length: 50 }, () => f.run(token, build.id, { ref: 'concurrent' }, withKey(k))),
     );
     expect(results.map((r) => r.status)).toEqual(Array(50).fill(202));
     expect(new Set(results.map((r) => r.body.jobId)).size).toBe(1);
     expect(results.filter((r) => r.body.idempotent !== true)).toHaveLength(1);
-    expect(f.jobsOf(build.id).length).toBe(before + 1);
+    expect((await f.jobsOf(build.id)).length).toBe(before + 1);
   });
 
   it('tracks keys per trigger and per workflow name', async () => {

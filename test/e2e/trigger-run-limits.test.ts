@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { workflow } from '../helpers/agent.js';
-import type { TokenLimits } from '../helpers/tokens.js';
+import { auditEntries } from '../helpers/audit.js';
+import { issueApiToken, type TokenLimits } from '../helpers/tokens.js';
 import { DAY, HOUR, MINUTE, startRunFixture, type RunFixture } from '../helpers/trigger-runs.js';
 
 /**
@@ -40,25 +41,27 @@ describe('trigger-run rate limits', () => {
 
   const setup = async (name: string, workflowLimits: Record<string, number | null>, tokenLimits: TokenLimits = {}) => {
     const trigger = await f.createTrigger({ workflowName: name, name });
-    const workflowId = f.workflowId(name);
+    const workflowId = await f.workflowId(name);
     if (Object.keys(workflowLimits).length > 0) await f.setWorkflowLimits(workflowId, workflowLimits);
-    const token = await f.token([trigger.id], tokenLimits);
-    const tokenId = (
-      f.t.coordinator.db.prepare('SELECT id FROM api_tokens ORDER BY rowid DESC LIMIT 1').get() as { id: string }
-    ).id;
+    const issued = await issueApiToken(
+      await f.owner(),
+      f.t.orgId,
+      [{ type: 'trigger', triggerIds: [trigger.id] }],
+      tokenLimits,
+    );
+    const { token, id: tokenId } = issued;
     return { trigger, workflowId, token, tokenId, run: (body: object = {}) => f.run(token, trigger.id, body) };
   };
 
+  /** The block rows of a job: the API does not show them. */
   const blocksOf = (jobId: string) =>
     f.t.coordinator.db.prepare('SELECT * FROM rate_limit_blocks WHERE job_id = ?').all(jobId) as Record<
       string,
       unknown
     >[];
   const auditFor = async (jobId: string) =>
-    (await f.t.coordinator.ctx.repos.audit.list(f.t.orgId, { action: 'rate_limit.block', limit: 200 })).filter(
-      (e) => e.metadata.jobId === jobId,
-    );
-  const lastJob = (triggerId: string) => f.jobsOf(triggerId).at(-1)!;
+    (await auditEntries(await f.owner(), f.t.orgId, 'rate_limit.block')).filter((e) => e.metadata.jobId === jobId);
+  const lastJob = async (triggerId: string) => (await f.jobsOf(triggerId)).at(-1)!;
 
   describe('of a workflow', () => {
     it('refuses the call past the per-minute limit with the workflow 429 body, a rejected job and a block row', async () => {
@@ -77,15 +80,15 @@ describe('trigger-run rate limits', () => {
           '2 runs this hour (no limit), 2 runs today (no limit)',
         window: 'minute',
       });
-      const job = lastJob(s.trigger.id);
+      const job = await lastJob(s.trigger.id);
       expect(job).toMatchObject({
         status: 'rejected',
-        error_message: res.body.message,
+        errorMessage: res.body.message,
         ref: 'main',
-        workflow_id: s.workflowId,
+        workflowId: s.workflowId,
       });
-      expect(job.finished_at).not.toBeNull();
-      expect(f.jobsOf(s.trigger.id).map((j) => j.status)).toEqual(['pending', 'pending', 'rejected']);
+      expect(job.finishedAt).not.toBeNull();
+      expect((await f.jobsOf(s.trigger.id)).map((j) => j.status)).toEqual(['pending', 'pending', 'rejected']);
       expect(blocksOf(job.id)).toEqual([
         expect.objectContaining({
           org_id: f.t.orgId,
@@ -190,8 +193,8 @@ describe('trigger-run rate limits', () => {
           '2 jobs today (no limit); retry in 55 s',
         retryAfter: 55,
       });
-      const job = lastJob(s.trigger.id);
-      expect(job).toMatchObject({ status: 'rejected', error_message: res.body.message });
+      const job = await lastJob(s.trigger.id);
+      expect(job).toMatchObject({ status: 'rejected', errorMessage: res.body.message });
       expect(blocksOf(job.id)).toEqual([]);
       expect(await auditFor(job.id)).toEqual([
         expect.objectContaining({
@@ -267,7 +270,7 @@ describe('trigger-run rate limits', () => {
       const res = await s.run();
       expect(res.status).toBe(429);
       expect(res.body.message).toContain('3 jobs this hour (limit 3)');
-      expect(f.jobsOf(s.trigger.id).map((j) => j.status)).toEqual([
+      expect((await f.jobsOf(s.trigger.id)).map((j) => j.status)).toEqual([
         'pending',
         'pending',
         'rejected',
@@ -285,7 +288,11 @@ describe('trigger-run rate limits', () => {
       expect((await s.run()).status).toBe(429);
       const forced = await s.run({ force: true, forceReason: 'release blocker' });
       expect(forced.status, forced.text).toBe(202);
-      expect(f.job(forced.body.jobId)).toMatchObject({ status: 'pending', forced: 1, force_reason: 'release blocker' });
+      expect(await f.job(forced.body.jobId)).toMatchObject({
+        status: 'pending',
+        forced: true,
+        forceReason: 'release blocker',
+      });
       const after = await s.run();
       expect(after.status).toBe(429);
       expect(after.body.message).toContain('2 runs this minute (limit 1)');
@@ -299,11 +306,8 @@ describe('trigger-run rate limits', () => {
       const res = await s.run({ force: true, forceReason: 'r' });
       expect(res.status).toBe(429);
       expect(res.body).toMatchObject({ code: 'rate_limited', retryAfter: 55 });
-      expect(lastJob(s.trigger.id)).toMatchObject({ status: 'rejected', forced: 1, force_reason: 'r' });
-      const forceRuns = await f.t.coordinator.ctx.repos.audit.list(f.t.orgId, {
-        action: 'trigger.force_run',
-        limit: 50,
-      });
+      expect(await lastJob(s.trigger.id)).toMatchObject({ status: 'rejected', forced: true, forceReason: 'r' });
+      const forceRuns = await auditEntries(await f.owner(), f.t.orgId, 'trigger.force_run');
       expect(forceRuns.filter((e) => e.targetId === s.trigger.id)).toHaveLength(1);
     });
   });

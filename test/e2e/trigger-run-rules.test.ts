@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditEntries } from '../helpers/audit.js';
 import { addUser } from '../helpers/members.js';
 import { startRunFixture, type RunFixture } from '../helpers/trigger-runs.js';
 
@@ -24,7 +25,7 @@ describe('trigger-run rules', () => {
   });
   afterAll(() => f?.close());
 
-  const paramsOf = (res: { body: { jobId: string } }) => JSON.parse(f.job(res.body.jobId).params);
+  const paramsOf = async (res: { body: { jobId: string } }) => (await f.job(res.body.jobId)).params;
 
   describe('params', () => {
     const run = (params: Record<string, unknown>) => f.run(token, deploy.id, { params });
@@ -32,9 +33,9 @@ describe('trigger-run rules', () => {
     it('applies defaults and keeps the values sent', async () => {
       const res = await run({ env: 'staging', tag: 'v12', dryRun: false, replicas: 10 });
       expect(res.status, res.text).toBe(202);
-      expect(paramsOf(res)).toEqual({ env: 'staging', tag: 'v12', dryRun: false, replicas: 10 });
+      expect(await paramsOf(res)).toEqual({ env: 'staging', tag: 'v12', dryRun: false, replicas: 10 });
       const defaults = await run({ env: 'prod' });
-      expect(paramsOf(defaults)).toEqual({ env: 'prod', replicas: 2 });
+      expect(await paramsOf(defaults)).toEqual({ env: 'prod', replicas: 2 });
     });
 
     it('refuses a missing required parameter, naming it', async () => {
@@ -80,7 +81,7 @@ describe('trigger-run rules', () => {
       const params = { anything: ['goes', 1, true, null], nested: { deep: { er: 'x' } } };
       const res = await f.run(tok, build.id, { params });
       expect(res.status, res.text).toBe(202);
-      expect(paramsOf(res)).toEqual(params);
+      expect(await paramsOf(res)).toEqual(params);
     });
   });
 
@@ -94,8 +95,8 @@ describe('trigger-run rules', () => {
       expect422(await f.run(tok, trigger.id, {}), 'body.ref', /required/);
       const ok = await f.run(tok, trigger.id, { ref: 'v1.0.0' });
       expect(ok.status).toBe(202);
-      expect(f.job(ok.body.jobId).ref).toBe('v1.0.0');
-      expect(f.jobsOf(trigger.id)).toHaveLength(1);
+      expect((await f.job(ok.body.jobId)).ref).toBe('v1.0.0');
+      expect(await f.jobsOf(trigger.id)).toHaveLength(1);
     });
 
     it('accepts any ref, or none, when the trigger has no allowedRefs', async () => {
@@ -114,11 +115,11 @@ describe('trigger-run rules', () => {
       const refused = await f.run(tok, strict.id, { debug: true });
       expect(refused.status).toBe(403);
       expect(refused.body.code).toBe('forbidden');
-      expect(f.jobsOf(strict.id)).toHaveLength(0);
+      expect(await f.jobsOf(strict.id)).toHaveLength(0);
       expect((await f.run(tok, strict.id, { debug: false })).status).toBe(202);
       const allowed = await f.run(tok, lax.id, { debug: true });
       expect(allowed.status).toBe(202);
-      expect(f.job(allowed.body.jobId).debug).toBe(1);
+      expect((await f.job(allowed.body.jobId)).debug).toBe(true);
     });
   });
 
@@ -133,9 +134,12 @@ describe('trigger-run rules', () => {
     it('runs the named workflow of the agent for an agent-scoped trigger', async () => {
       const res = await f.run(tok, anyWorkflow.id, { workflowName: 'lint' });
       expect(res.status, res.text).toBe(202);
-      expect(f.job(res.body.jobId)).toMatchObject({ workflow_name: 'lint', workflow_id: f.workflowId('lint') });
+      expect(await f.job(res.body.jobId)).toMatchObject({
+        workflowName: 'lint',
+        workflowId: await f.workflowId('lint'),
+      });
       const deployRun = await f.run(tok, anyWorkflow.id, { workflowName: 'deploy', params: { env: 'prod' } });
-      expect(paramsOf(deployRun)).toEqual({ env: 'prod', replicas: 2 });
+      expect(await paramsOf(deployRun)).toEqual({ env: 'prod', replicas: 2 });
     });
 
     it('requires workflowName for an agent-scoped trigger (422)', async () => {
@@ -153,7 +157,7 @@ describe('trigger-run rules', () => {
     it('ignores workflowName for a workflow-scoped trigger', async () => {
       const res = await f.run(token, deploy.id, { workflowName: 'lint', params: { env: 'prod' } });
       expect(res.status).toBe(202);
-      expect(f.job(res.body.jobId).workflow_name).toBe('deploy');
+      expect((await f.job(res.body.jobId)).workflowName).toBe('deploy');
     });
 
     it("answers 404 when the trigger's workflow is not reported, or no longer", async () => {
@@ -194,7 +198,7 @@ describe('trigger-run rules', () => {
       const res = await f.run(member.token, limited.id, { force: true, forceReason: 'hotfix' });
       expect(res.status, res.text).toBe(403);
       expect(res.body.code).toBe('forbidden');
-      expect(f.jobsOf(limited.id)).toHaveLength(0);
+      expect(await f.jobsOf(limited.id)).toHaveLength(0);
       // Ordinary runs are allowed to members.
       expect((await f.run(member.token, limited.id, {})).status).toBe(202);
       const owner = await f.owner();
@@ -220,15 +224,19 @@ describe('trigger-run rules', () => {
       for (const body of [{ forceReason: 'why' }, { force: false, forceReason: 'why' }]) {
         const res = await f.run(ownerToken, limited.id, body);
         expect([202, 429], res.text).toContain(res.status);
-        expect(f.jobsOf(limited.id).at(-1)).toMatchObject({ forced: 0, force_reason: null });
+        expect((await f.jobsOf(limited.id)).at(-1)).toMatchObject({ forced: false, forceReason: null });
       }
     });
 
     it('stores forced and forceReason on the job and writes trigger.force_run', async () => {
       const res = await f.run(ownerToken, limited.id, { force: true, forceReason: '  incident 42  ' });
       expect(res.status, res.text).toBe(202);
-      expect(f.job(res.body.jobId)).toMatchObject({ forced: 1, force_reason: 'incident 42', status: 'pending' });
-      const entries = await f.t.coordinator.ctx.repos.audit.list(f.t.orgId, { action: 'trigger.force_run', limit: 50 });
+      expect(await f.job(res.body.jobId)).toMatchObject({
+        forced: true,
+        forceReason: 'incident 42',
+        status: 'pending',
+      });
+      const entries = await auditEntries(await f.owner(), f.t.orgId, 'trigger.force_run');
       const entry = entries.find((e) => e.metadata.jobId === res.body.jobId);
       expect(entry).toMatchObject({
         actorType: 'api_token',

@@ -17,23 +17,29 @@ export const DAY = 24 * HOUR;
 
 export type FakeClock = ReturnType<typeof fakeClock>;
 
-/** A job row as stored (snake_case columns). */
-export interface StoredJob {
+/** A job as the dashboard API answers it (`GET /v1/jobs/:id`, the job list). */
+export interface JobBody {
   id: string;
+  kind: 'trigger' | 'update';
+  source: string;
   status: string;
-  trigger_id: string;
-  agent_id: string;
-  workflow_id: string | null;
-  workflow_name: string;
+  triggerId: string | null;
+  agentId: string;
+  workflowId: string | null;
+  workflowName: string;
   ref: string | null;
-  debug: number;
-  params: string;
-  error_message: string | null;
-  forced: number;
-  force_reason: string | null;
-  api_token_id: string | null;
-  user_id: string | null;
-  finished_at: string | null;
+  debug: boolean;
+  params: Record<string, unknown>;
+  output: Record<string, unknown> | null;
+  exitCode: number | null;
+  errorMessage: string | null;
+  forced: boolean;
+  forceReason: string | null;
+  userId: string | null;
+  createdAt: string;
+  queuedAt: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
 }
 
 export interface RunFixture {
@@ -50,8 +56,10 @@ export interface RunFixture {
   token(triggerIds: string[], limits?: TokenLimits, issuer?: ApiClient): Promise<string>;
   /** `POST /v1/triggers/:id/run`. */
   run(token: string | null, triggerId: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
-  job(jobId: string): StoredJob;
-  jobsOf(triggerId: string): StoredJob[];
+  /** The job through the API (`GET /v1/jobs/:id`). */
+  job(jobId: string): Promise<JobBody>;
+  /** The trigger's jobs through the API (every page of the job list), oldest first. */
+  jobsOf(triggerId: string): Promise<JobBody[]>;
   /** Ends a job of the fixture's agent as the agent would (signed start, then finish). */
   finish(
     jobId: string,
@@ -66,7 +74,8 @@ export interface RunFixture {
   reject(jobId: string, message: string): Promise<void>;
   /** Resolves with the id of the next job created for the agent. */
   nextJob(agentId?: string): Promise<string>;
-  workflowId(name: string, agentId?: string): string;
+  /** The id of the agent's workflow `name`, from the workflow list. */
+  workflowId(name: string, agentId?: string): Promise<string>;
   setWorkflowLimits(workflowId: string, limits: Record<string, number | null>): Promise<void>;
   close(): Promise<void>;
 }
@@ -120,7 +129,7 @@ export async function startRunFixture(defs: WorkflowDefinition[] = WORKFLOWS): P
   const clock = fakeClock(windowAlignedStart());
   const t = await startTestCoordinator({ clock });
   try {
-    const { ctx, db } = t.coordinator;
+    const { ctx } = t.coordinator;
     const agent = await enrollTestAgent(t.owner, t.orgId);
     let session = { client: t.owner, at: clock.now() };
     const fixture: RunFixture = {
@@ -163,13 +172,25 @@ export async function startRunFixture(defs: WorkflowDefinition[] = WORKFLOWS): P
           ...(headers ? { headers } : {}),
         });
       },
-      job(jobId) {
-        const row = db.prepare('SELECT * FROM jobs WHERE id = ?').get(jobId) as StoredJob | undefined;
-        if (!row) throw new Error(`no job ${jobId}`);
-        return row;
+      async job(jobId) {
+        const res = await (await fixture.owner()).get<JobBody & { logs: unknown[] }>(`/jobs/${jobId}`);
+        if (res.status !== 200) throw new Error(`job ${jobId}: ${res.status} ${res.text}`);
+        const { logs: _, ...job } = res.body;
+        return job;
       },
-      jobsOf(triggerId) {
-        return db.prepare('SELECT * FROM jobs WHERE trigger_id = ? ORDER BY seq').all(triggerId) as StoredJob[];
+      async jobsOf(triggerId) {
+        const owner = await fixture.owner();
+        const jobs: JobBody[] = [];
+        let cursor: string | null = null;
+        do {
+          const query = new URLSearchParams({ triggerId, limit: '200' });
+          if (cursor !== null) query.set('cursor', cursor);
+          const res = await owner.get<JobBody[]>(`/orgs/${t.orgId}/jobs?${query}`);
+          if (res.status !== 200) throw new Error(`jobs of ${triggerId}: ${res.status} ${res.text}`);
+          jobs.push(...res.body);
+          cursor = res.headers.get('x-next-cursor');
+        } while (cursor !== null);
+        return jobs.reverse(); // the list is newest first
       },
       async finish(jobId, result) {
         // Through the agent job protocol (signed, at the fake clock's time): start, then finish.
@@ -200,12 +221,13 @@ export async function startRunFixture(defs: WorkflowDefinition[] = WORKFLOWS): P
           });
         });
       },
-      workflowId(name, agentId = agent.agentId) {
-        const row = db
-          .prepare('SELECT id FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL')
-          .get(agentId, name) as { id: string } | undefined;
-        if (!row) throw new Error(`no workflow ${name}`);
-        return row.id;
+      async workflowId(name, agentId = agent.agentId) {
+        const res = await (
+          await fixture.owner()
+        ).get<{ id: string; agentId: string; name: string }[]>(`/orgs/${t.orgId}/workflows`);
+        const found = res.body.find((w) => w.agentId === agentId && w.name === name);
+        if (!found) throw new Error(`no workflow ${name}: ${res.status} ${res.text}`);
+        return found.id;
       },
       async setWorkflowLimits(workflowId, limits) {
         const owner = await fixture.owner();
