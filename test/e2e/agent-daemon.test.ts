@@ -105,6 +105,7 @@ describe('drover-agent run', () => {
     await connected(daemon, a.agentId);
     const workflows = await t.owner.get(`/orgs/${t.orgId}/workflows`);
     expect(workflows.body.map((w: { name: string }) => w.name)).toContain('build');
+    // The steps are kept for the agent's jobs and are not in the API: read from the database.
     const stored = await t.coordinator.ctx.repos.workflows.findActiveByAgentAndName(a.agentId, 'build');
     expect(stored!.steps[1]!.env).toEqual({ PASTED: '***' });
 

@@ -54,7 +54,7 @@ describe('drover-agent enroll (the real CLI against a real coordinator)', { time
     });
     expect(fs.readdirSync(stateDir).sort()).toEqual(['agent-ed25519.key', 'agent.json']); // no temp files left
 
-    // The stored key is the one the coordinator knows.
+    // The stored key is the one the coordinator knows (agents' keys are not in the API).
     const seed = fs.readFileSync(path.join(stateDir, 'agent-ed25519.key'), 'utf8').trim();
     const agent = await t.coordinator.ctx.repos.agents.findById(enrollment.agentId);
     expect(agent?.publicKey).toBe(publicKeyOf(privateKeyFromBase64(seed)));

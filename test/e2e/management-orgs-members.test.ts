@@ -112,6 +112,7 @@ describe('members', () => {
     expect(res.body).not.toHaveProperty('passwordHash');
     const client = await t.api.login('new.user@example.test', MEMBER_PASSWORD);
     expect((await client.get(`/orgs/${t.orgId}`)).body.role).toBe('member');
+    // The password at rest (a hash, never the password) is not in the API.
     const stored = t.coordinator.db
       .prepare('SELECT password_hash FROM users WHERE email = ?')
       .get('new.user@example.test') as {

@@ -40,6 +40,7 @@ describe('storage bindings', () => {
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(BINDING_FIELDS);
     expect(res.body).toMatchObject({ name: 'backups', backend: 's3', isDefault: false });
+    // The secret is stored but never answered: read from the database.
     const stored = t.coordinator.db.prepare('SELECT config FROM storage_bindings WHERE id = ?').get(res.body.id) as {
       config: string;
     };

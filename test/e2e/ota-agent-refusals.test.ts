@@ -116,6 +116,7 @@ describe('an update the agent cannot trust', () => {
 
   it('is refused when the downloaded bytes do not match the signed checksum (the stored blob was altered)', async () => {
     const r = await draft('1.2.0');
+    // Where the bytes are stored is not in the API.
     const { blob_key: blobKey } = t.coordinator.db
       .prepare('SELECT blob_key FROM files WHERE id = ?')
       .get(r.artifactFileId) as { blob_key: string };

@@ -172,6 +172,7 @@ describe('OTA device bindings', () => {
     const again = await Promise.all(Array.from({ length: 10 }, () => member.post<BindingBody>(path)));
     expect(new Set(again.map((r) => r.body.activeJobId))).toEqual(new Set([first]));
     await release(member, t.orgId, app.id, { version: '2', artifactFileId: artifact });
+    // Update jobs are in no list of the API (a binding shows only its active one).
     const count = t.coordinator.db
       .prepare("SELECT COUNT(*) AS n FROM jobs WHERE agent_id = ? AND kind = 'update' AND status = 'pending'")
       .get(agents[4]!.agentId) as { n: number };

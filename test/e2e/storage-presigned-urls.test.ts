@@ -115,6 +115,7 @@ describe('presigned blob URLs', () => {
   });
 
   it('answers 404 for a correctly signed URL naming no file, and for a malformed id', async () => {
+    // The URL signing key never leaves the server: read from the database to sign a URL here.
     const row = t.coordinator.db
       .prepare("SELECT value FROM server_secrets WHERE name = 'blob_url_signing_key'")
       .get() as { value: string };

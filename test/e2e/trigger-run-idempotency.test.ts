@@ -132,7 +132,7 @@ describe('trigger-run idempotency', () => {
     expect(later.status).toBe(202);
     expect(later.body.jobId).not.toBe(first.body.jobId);
     expect(later.body.idempotent).toBeUndefined();
-    // Expired keys are purged from the table, not only ignored.
+    // Expired keys are purged from the table, not only ignored (rows the API does not show).
     const rows = f.t.coordinator.db
       .prepare('SELECT COUNT(*) AS n FROM idempotency_keys WHERE expires_at <= ?')
       .get(new Date(f.clock.now()).toISOString()) as { n: number };
