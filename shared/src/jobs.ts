@@ -20,7 +20,7 @@ export const isTerminalJobStatus = (s: string): s is TerminalJobStatus =>
   (TERMINAL_JOB_STATUSES as readonly string[]).includes(s);
 
 /** Event names of `GET /v1/agent/stream` (docs/agent-protocol.md). */
-export const StreamEvent = { job: 'job', deploy: 'deploy', ping: 'ping' } as const;
+export const StreamEvent = { job: 'job', deploy: 'deploy', cancel: 'cancel', ping: 'ping' } as const;
 export type StreamEvent = (typeof StreamEvent)[keyof typeof StreamEvent];
 
 /**
@@ -42,6 +42,24 @@ export interface JobAssignment {
   timeoutMs: number | null;
   status: 'pending' | 'queued' | 'running';
   createdAt: string;
+}
+
+/**
+ * Data of a `cancel` event (its SSE `id` is `cancel-<jobId>`): a user cancelled the job. The agent
+ * takes a waiting job out of its queue, stops a running one (SIGTERM to its steps' process
+ * groups, SIGKILL after the workflow's `cancelGrace`), and confirms with the job's `finish`
+ * (`cancelled`, or the result it had already reached). A job it does not hold is confirmed with
+ * a `cancelled` finish too. Sent at once when the stream is open, and at every (re)connect, before
+ * any `job` event, until the agent has confirmed it.
+ */
+export const JobCancelEvent = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['jobId'],
+  properties: { jobId: { type: 'string', minLength: 1, maxLength: 100 } },
+} as const;
+export interface JobCancelEvent {
+  jobId: string;
 }
 
 /** Data of a `ping` event, sent every few seconds while the stream is open. */

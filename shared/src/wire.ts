@@ -109,6 +109,11 @@ export interface WorkflowStep {
   shell?: boolean;
 }
 
+/** A cancelled job's steps get this long between SIGTERM and SIGKILL unless the workflow sets `cancelGrace`. */
+export const DEFAULT_CANCEL_GRACE_MS = 10_000;
+/** The longest `cancelGrace` a workflow may set: 1 hour. */
+export const MAX_CANCEL_GRACE_MS = 3_600_000;
+
 export const WorkflowDefinition = {
   type: 'object',
   additionalProperties: false,
@@ -120,6 +125,7 @@ export const WorkflowDefinition = {
     paramsSchema: { type: ['array', 'null'], maxItems: 128, items: ParamDefinition },
     secretsKeys: { type: 'array', maxItems: 128, items: { type: 'string', minLength: 1, maxLength: 128 } },
     timeout: { type: 'integer', minimum: 1, maximum: 86_400_000 },
+    cancelGrace: { type: 'integer', minimum: 1, maximum: MAX_CANCEL_GRACE_MS },
     steps: { type: 'array', minItems: 1, maxItems: 256, items: WorkflowStep },
   },
 } as const;
@@ -131,6 +137,11 @@ export interface WorkflowDefinition {
   secretsKeys?: string[];
   /** Milliseconds for the whole job. */
   timeout?: number;
+  /**
+   * Milliseconds between SIGTERM and SIGKILL to the steps of a cancelled job (default
+   * DEFAULT_CANCEL_GRACE_MS).
+   */
+  cancelGrace?: number;
   steps: WorkflowStep[];
 }
 

@@ -33,6 +33,7 @@ interface Pairs {
   JobLogLine: Agree<shared.JobLogLine, FromSchema<typeof shared.JobLogLine>>;
   AppendJobLogsRequest: Agree<shared.AppendJobLogsRequest, FromSchema<typeof shared.AppendJobLogsRequest>>;
   FinishJobRequest: Agree<shared.FinishJobRequest, FromSchema<typeof shared.FinishJobRequest>>;
+  JobCancelEvent: Agree<shared.JobCancelEvent, FromSchema<typeof shared.JobCancelEvent>>;
   DeployReportRequest: Agree<shared.DeployReportRequest, FromSchema<typeof shared.DeployReportRequest>>;
 }
 
@@ -51,6 +52,7 @@ const agreeing: { [K in keyof Pairs]: Pairs[K] extends true ? true : never } = {
   JobLogLine: true,
   AppendJobLogsRequest: true,
   FinishJobRequest: true,
+  JobCancelEvent: true,
   DeployReportRequest: true,
 };
 
