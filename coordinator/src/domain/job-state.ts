@@ -13,6 +13,8 @@ import type { FinishReport, Job, JobMove, JobMovePlan } from './model/jobs.js';
  *      └── (a refused trigger call is created `rejected` directly)
  *   queued | running ──deadline sweep──▶ failed
  *   pending | queued | running ──agent revoked──▶ failed
+ *   pending | queued ──cancel (a user)──▶ cancelled;  running ──cancel──▶ running, cancel requested:
+ *     the agent stops it and finishes it, or the deadline sweep ends it `cancelled`
  */
 
 /** The moves an agent reports. */
@@ -51,10 +53,21 @@ export function decide(transition: Exclude<AgentTransition, 'finish'>, current: 
 }
 
 /**
- * What an agent's report does to the job as stored: the decision and, when it applies, the new
- * status with its instants (the deadline of a queued or started job, the finish instant).
+ * What an agent's report, or a user's cancel, does to the job as stored: the decision and, when it
+ * applies, the new status with its instants (the deadline of a queued or started job, the finish
+ * instant), and whether the report confirms a cancel.
  */
 export function planJobMove(job: Job, m: JobMove): JobMovePlan {
+  if (m.move === 'cancel') return planCancel(job, m.at, m.confirmBy);
+  const plan = planReport(job, m);
+  return confirmsCancel(job, plan) ? { ...plan, confirmsCancel: true } : plan;
+}
+
+/** An agent's report, decided on the job as stored. */
+function planReport(job: Job, m: Exclude<JobMove, { move: 'cancel' }>): JobMovePlan {
+  // A job a user cancelled before it ran: the agent must not run it (accept and start are refused),
+  // and whatever else it reports about it (its refusal, a result) is taken as a harmless repeat.
+  if (cancelledByUser(job) && (m.move === 'reject' || m.move === 'finish')) return { decision: 'unchanged' };
   switch (m.move) {
     case 'accept':
     case 'start': {
@@ -76,6 +89,41 @@ export function planJobMove(job: Job, m: JobMove): JobMovePlan {
       return { decision, change: { status, exitCode, errorMessage, output, finishedAt } };
     }
   }
+}
+
+/**
+ * A user's cancel (docs/jobs.md, "Cancellation"): a job that has not started is cancelled at once;
+ * a running one gets the request recorded, and its deadline brought forward to `confirmBy` so that
+ * it ends even if its agent never reports; a repeat is harmless; a finished job cannot be cancelled.
+ */
+export function planCancel(job: Job, at: string, confirmBy: string): JobMovePlan {
+  switch (job.status) {
+    case 'pending':
+    case 'queued':
+      return { decision: 'apply', change: { status: 'cancelled', cancel: 'now', errorMessage: CANCELLED_MESSAGE, at } };
+    case 'running': {
+      if (job.cancelRequestedAt !== null) return { decision: 'unchanged' };
+      const deadline = job.deadlineAt !== null && job.deadlineAt < confirmBy ? job.deadlineAt : confirmBy;
+      return { decision: 'apply', change: { status: 'running', cancel: 'requested', at, deadlineAt: deadline } };
+    }
+    default:
+      return { decision: 'conflict' };
+  }
+}
+
+/** A job a user cancelled before it ran (or whose unconfirmed cancel the sweep ended). */
+export const cancelledByUser = (job: Pick<Job, 'status' | 'cancelRequestedAt'>): boolean =>
+  job.status === 'cancelled' && job.cancelRequestedAt !== null;
+
+/**
+ * Whether an agent's report confirms a cancel: the job has a cancel request not yet confirmed,
+ * and had ended before the report, or ends by it. Until then the agent gets the cancel again at
+ * every stream connect.
+ */
+export function confirmsCancel(job: Job, plan: JobMovePlan): boolean {
+  if (job.cancelRequestedAt === null || job.cancelAckedAt !== null) return false;
+  if (!isOpenJobStatus(job.status)) return true;
+  return plan.decision === 'apply' && !isOpenJobStatus(plan.change.status);
 }
 
 /** A finish's result, without the agent's finish instant. */
@@ -143,6 +191,9 @@ export function finishInstant(reported: string | undefined, createdAt: string, n
 
 export const DEADLINE_MESSAGE = "no result from the agent before the job's deadline";
 export const REVOKED_MESSAGE = 'the agent was revoked before the job finished';
+export const CANCELLED_MESSAGE = 'cancelled by a user before it started';
+export const CANCEL_UNCONFIRMED_MESSAGE =
+  "cancelled by a user; the agent did not confirm that the job stopped before the cancel's deadline";
 
 const REJECT_MESSAGES: Record<RejectJobRequest['reason'], string> = {
   queue_full: "the agent's job queue is full",

@@ -1,7 +1,7 @@
 import type { JobRepository } from './model/jobs.js';
 import { isoNow, type Clock } from '../util/clock.js';
 import type { JobEvents } from './job-events.js';
-import { DEADLINE_MESSAGE, REVOKED_MESSAGE } from './job-state.js';
+import { CANCEL_UNCONFIRMED_MESSAGE, DEADLINE_MESSAGE, REVOKED_MESSAGE } from './job-state.js';
 
 export interface JobSweeperOptions {
   jobs: JobRepository;
@@ -19,7 +19,8 @@ export function sweepIntervalMs(deadlineGraceMs: number): number {
 
 /**
  * Fails jobs that can no longer get a result (docs/jobs.md): queued or running jobs past their
- * deadline, and every open job of a revoked agent. Each failure is a terminal transition made
+ * deadline, and every open job of a revoked agent. A running job whose cancel its agent did not
+ * confirm by its (brought forward) deadline becomes `cancelled` instead. Each failure is a terminal transition made
  * once (conditional UPDATE); the sync waits on those jobs are woken after the commit.
  *
  * The first sweep waits one grace period after the coordinator starts, so that agents can
@@ -45,13 +46,16 @@ export class JobSweeper {
     this.timer.unref();
   }
 
-  /** One pass; returns the ids of the jobs it failed. */
+  /** One pass; returns the ids of the jobs it ended. */
   async sweep(): Promise<string[]> {
     if (this.stopped) return [];
     try {
-      const failed = await this.options.jobs.failOverdue(isoNow(this.options.clock), DEADLINE_MESSAGE);
+      const now = isoNow(this.options.clock);
+      const cancelled = await this.options.jobs.cancelOverdue(now, CANCEL_UNCONFIRMED_MESSAGE);
+      this.finished(cancelled, 'job cancelled: its agent did not confirm the cancel before its deadline');
+      const failed = await this.options.jobs.failOverdue(now, DEADLINE_MESSAGE);
       this.finished(failed, 'job failed: no result before its deadline');
-      return failed;
+      return [...cancelled, ...failed];
     } catch (error) {
       this.options.logger.error({ err: error }, 'deadline sweep failed');
       return [];

@@ -28,6 +28,8 @@ export interface JobRow {
   started_at: string | null;
   finished_at: string | null;
   deadline_at: string | null;
+  cancel_requested_at: string | null;
+  cancel_acked_at: string | null;
   seq: number;
 }
 
@@ -57,6 +59,8 @@ export const toJob = (r: JobRow): Job => ({
   startedAt: r.started_at,
   finishedAt: r.finished_at,
   deadlineAt: r.deadline_at,
+  cancelRequestedAt: r.cancel_requested_at,
+  cancelAckedAt: r.cancel_acked_at,
   seq: r.seq,
 });
 

@@ -1,5 +1,6 @@
 import type { OpenJobStatus } from '../../domain/job-state.js';
 import type {
+  CancelRequest,
   JobChange,
   JobLogLineRecord,
   JobMove,
@@ -42,6 +43,17 @@ function createJobWrites(db: Db, planMove: PlanJobMove) {
     `UPDATE jobs SET status = @status, exit_code = @exitCode, error_message = @errorMessage, output = @output,
        finished_at = @finishedAt WHERE id = @id AND status IN (${OPEN})`,
   );
+  const toCancelled = db.prepare(
+    `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @at, cancel_requested_at = @at
+       WHERE id = @id AND status IN ('pending', 'queued')`,
+  );
+  const cancelRequested = db.prepare(
+    `UPDATE jobs SET cancel_requested_at = @at, deadline_at = @deadline
+       WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL`,
+  );
+  const cancelAcked = db.prepare(
+    'UPDATE jobs SET cancel_acked_at = @at WHERE id = @id AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL',
+  );
   const insertLog = db.prepare(
     'INSERT OR IGNORE INTO job_logs (job_id, seq, at, stream, step, text) VALUES (?, ?, ?, ?, ?, ?)',
   );
@@ -51,6 +63,11 @@ function createJobWrites(db: Db, planMove: PlanJobMove) {
          AND (status = 'running' OR agent_id NOT IN (SELECT id FROM agents WHERE status = 'connected'))
        RETURNING id`,
   );
+  const overdueCancels = db.prepare<[{ now: string; message: string }], { id: string }>(
+    `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @now
+       WHERE status = 'running' AND cancel_requested_at IS NOT NULL AND deadline_at IS NOT NULL AND deadline_at < @now
+       RETURNING id`,
+  );
   const openOfAgentFailed = db.prepare<[{ agentId: string; message: string; at: string }], { id: string }>(
     `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @at
        WHERE agent_id = @agentId AND status IN (${OPEN}) RETURNING id`,
@@ -58,6 +75,10 @@ function createJobWrites(db: Db, planMove: PlanJobMove) {
 
   /** Writes the change if the job is still in a status it applies from; 1 when it did. */
   const write = (id: string, c: JobChange): number => {
+    if ('cancel' in c) {
+      if (c.cancel === 'now') return toCancelled.run({ id, message: c.errorMessage, at: c.at }).changes;
+      return cancelRequested.run({ id, at: c.at, deadline: c.deadlineAt }).changes;
+    }
     switch (c.status) {
       case 'queued':
         return toQueued.run({ id, at: c.at, deadline: c.deadlineAt }).changes;
@@ -83,8 +104,15 @@ function createJobWrites(db: Db, planMove: PlanJobMove) {
       if (!row) return { outcome: 'not_found' };
       const job = toJob(row);
       const plan = planMove(job, m);
-      if (plan.decision !== 'apply') return { outcome: plan.decision, job };
-      if (write(job.id, plan.change) === 1) return { outcome: 'applied', job: toJob(byId.get(m.jobId) as JobRow) };
+      if (plan.decision !== 'apply') {
+        if (!plan.confirmsCancel) return { outcome: plan.decision, job };
+        cancelAcked.run({ id: job.id, at: m.at });
+        return { outcome: plan.decision, job: toJob(byId.get(m.jobId) as JobRow) };
+      }
+      if (write(job.id, plan.change) === 1) {
+        if (plan.confirmsCancel) cancelAcked.run({ id: job.id, at: m.at });
+        return { outcome: 'applied', job: toJob(byId.get(m.jobId) as JobRow) };
+      }
       // Changed by another writer between the read and the UPDATE: decide again on what it wrote.
       const now = toJob(byId.get(m.jobId) as JobRow);
       return { outcome: planMove(now, m).decision === 'unchanged' ? 'unchanged' : 'conflict', job: now };
@@ -98,6 +126,9 @@ function createJobWrites(db: Db, planMove: PlanJobMove) {
     },
     failOverdue({ now, message }: { now: string; message: string }): string[] {
       return overdue.all({ now, message }).map((r) => r.id);
+    },
+    cancelOverdue({ now, message }: { now: string; message: string }): string[] {
+      return overdueCancels.all({ now, message }).map((r) => r.id);
     },
     failOpenOfAgent({ agentId, message, at }: { agentId: string; message: string; at: string }): string[] {
       return openOfAgentFailed.all({ agentId, message, at }).map((r) => r.id);
@@ -121,6 +152,10 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
   );
   const openOfAgent = db.prepare<[string], JobRow>(
     `SELECT * FROM jobs WHERE agent_id = ? AND status IN (${OPEN}) ORDER BY seq ASC`,
+  );
+  const unconfirmedCancels = db.prepare<[string], { id: string }>(
+    `SELECT id FROM jobs WHERE agent_id = ? AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL
+       ORDER BY seq ASC`,
   );
   const logs = db.prepare<[string, number, number], JobLogLineRecord>(
     'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?',
@@ -147,6 +182,9 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
     async listOpenForAgent(agentId) {
       return openOfAgent.all(agentId).map(toJob);
     },
+    async listUnconfirmedCancels(agentId) {
+      return unconfirmedCancels.all(agentId).map((r) => r.id);
+    },
     async listLogs(jobId, afterSeq, limit) {
       return logs.all(jobId, afterSeq, limit);
     },
@@ -162,11 +200,17 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
     finish(agentId, jobId, report, at) {
       return writes.run(() => w.move({ move: 'finish', agentId, jobId, report, at }));
     },
+    cancel(agentId, jobId, request: CancelRequest) {
+      return writes.run(() => w.move({ move: 'cancel', agentId, jobId, ...request }));
+    },
     appendLogs(agentId, jobId, lines) {
       return writes.run(() => w.appendLogs({ agentId, jobId, lines }));
     },
     failOverdue(now, message) {
       return writes.run(() => w.failOverdue({ now, message }));
+    },
+    cancelOverdue(now, message) {
+      return writes.run(() => w.cancelOverdue({ now, message }));
     },
     failOpenOfAgent(agentId, message, at) {
       return writes.run(() => w.failOpenOfAgent({ agentId, message, at }));

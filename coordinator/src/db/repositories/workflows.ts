@@ -14,6 +14,7 @@ interface WorkflowRow {
   params_schema: string | null;
   secrets_keys: string;
   timeout_ms: number | null;
+  cancel_grace_ms: number | null;
   steps: string;
   rate_limit_per_minute: number | null;
   rate_limit_per_hour: number | null;
@@ -34,6 +35,7 @@ const toWorkflow = (r: WorkflowRow): Workflow => ({
   secretsKeys: parseJsonColumn<string[]>(r.secrets_keys, 'workflows.secrets_keys') ?? [],
   steps: parseJsonColumn<WorkflowStep[]>(r.steps, 'workflows.steps') ?? [],
   timeoutMs: r.timeout_ms,
+  cancelGraceMs: r.cancel_grace_ms,
   rateLimit: { perMinute: r.rate_limit_per_minute, perHour: r.rate_limit_per_hour, perDay: r.rate_limit_per_day },
   removedAt: r.removed_at,
   createdAt: r.created_at,
@@ -43,12 +45,13 @@ const toWorkflow = (r: WorkflowRow): Workflow => ({
 export function createWorkflowRepository(db: Db): WorkflowRepository {
   const upsert = db.prepare(
     `INSERT INTO workflows (id, org_id, agent_id, name, description, version, params_schema, secrets_keys,
-       timeout_ms, steps, created_at, updated_at)
+       timeout_ms, cancel_grace_ms, steps, created_at, updated_at)
      VALUES (@id, @orgId, @agentId, @name, @description, @version, @paramsSchema, @secretsKeys,
-       @timeoutMs, @steps, @at, @at)
+       @timeoutMs, @cancelGraceMs, @steps, @at, @at)
      ON CONFLICT (agent_id, name) DO UPDATE SET
        description = excluded.description, version = excluded.version, params_schema = excluded.params_schema,
-       secrets_keys = excluded.secrets_keys, timeout_ms = excluded.timeout_ms, steps = excluded.steps,
+       secrets_keys = excluded.secrets_keys, timeout_ms = excluded.timeout_ms,
+       cancel_grace_ms = excluded.cancel_grace_ms, steps = excluded.steps,
        removed_at = NULL, updated_at = excluded.updated_at`,
   );
   const removeMissing = db.prepare(
@@ -86,6 +89,7 @@ export function createWorkflowRepository(db: Db): WorkflowRepository {
         paramsSchema: def.paramsSchema ? JSON.stringify(def.paramsSchema) : null,
         secretsKeys: JSON.stringify(def.secretsKeys ?? []),
         timeoutMs: def.timeout ?? null,
+        cancelGraceMs: def.cancelGrace ?? null,
         steps: JSON.stringify(def.steps),
         at,
       });

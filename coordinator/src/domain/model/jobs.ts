@@ -33,6 +33,10 @@ export interface Job {
   startedAt: string | null;
   finishedAt: string | null;
   deadlineAt: string | null;
+  /** When a user asked to cancel it (docs/jobs.md, "Cancellation"); null: never. */
+  cancelRequestedAt: string | null;
+  /** When its agent confirmed the cancel (its first report once the job had ended); null: not yet. */
+  cancelAckedAt: string | null;
   seq: number;
 }
 
@@ -109,11 +113,23 @@ export interface FinishReport {
   finishedAt?: string | undefined;
 }
 
-/** A report of an agent about one of its jobs. */
+/** A user's cancel of a job (docs/jobs.md, "Cancellation"). */
+export interface CancelRequest {
+  /** ISO instant of the request. */
+  at: string;
+  /**
+   * The instant past which a running job whose agent has not confirmed the cancel is ended by the
+   * deadline sweep: the workflow's cancel grace plus the deadline grace after `at`.
+   */
+  confirmBy: string;
+}
+
+/** A report of an agent about one of its jobs, or a user's cancel of a job of that agent. */
 export type JobMove = { agentId: string; jobId: string } & (
   | ({ move: 'accept' | 'start' } & TransitionTime)
   | { move: 'reject'; errorMessage: string; at: string }
   | { move: 'finish'; report: FinishReport; at: string }
+  | ({ move: 'cancel' } & CancelRequest)
 );
 
 /** What a move writes: the job's next status and the fields that go with it. */
@@ -126,13 +142,20 @@ export type JobChange =
       errorMessage: string | null;
       output: Record<string, unknown>;
       finishedAt: string;
-    };
+    }
+  /** A pending or queued job cancelled at once. */
+  | { status: 'cancelled'; cancel: 'now'; errorMessage: string; at: string }
+  /** A running job: the cancel is recorded (for its agent), the status waits for the agent's result. */
+  | { status: 'running'; cancel: 'requested'; at: string; deadlineAt: string };
 
 /**
  * The decision on a move, from the job as stored: `apply` it with `change`, or it was made
  * before (`unchanged`) or is impossible (`conflict`).
  */
-export type JobMovePlan = { decision: 'apply'; change: JobChange } | { decision: 'unchanged' | 'conflict' };
+export type JobMovePlan = ({ decision: 'apply'; change: JobChange } | { decision: 'unchanged' | 'conflict' }) & {
+  /** The report confirms a cancel requested of the job: record when (docs/jobs.md, "Cancellation"). */
+  confirmsCancel?: true;
+};
 
 /** Decides a move (domain/job-state.ts); the job repository runs it inside the write. */
 export type PlanJobMove = (job: Job, move: JobMove) => JobMovePlan;
@@ -155,6 +178,14 @@ export interface JobRepository {
   /** Any open status → the reported terminal status, exactly once. */
   finish(agentId: string, jobId: string, report: FinishReport, at: string): Promise<TransitionResult>;
   /**
+   * A user's cancel: `pending` | `queued` → `cancelled` at once; `running`: the request is recorded
+   * and the job's deadline brought forward to `confirmBy`. A repeat on a running job is
+   * `unchanged`; a finished job is a `conflict`.
+   */
+  cancel(agentId: string, jobId: string, request: CancelRequest): Promise<TransitionResult>;
+  /** Ids of the agent's jobs whose cancel the agent has not confirmed yet, oldest first. */
+  listUnconfirmedCancels(agentId: string): Promise<string[]>;
+  /**
    * Stores log lines, ignoring any whose `(job, seq)` is already stored (resends are harmless),
    * in every status. Null when the job is not the agent's.
    */
@@ -168,6 +199,11 @@ export interface JobRepository {
    * agent is not connected (a connected agent still holds its queue). Returns the failed job ids.
    */
   failOverdue(now: string, errorMessage: string): Promise<string[]>;
+  /**
+   * The sweep of cancels nobody confirmed: `running` jobs with a cancel request, past their
+   * deadline, become `cancelled` with `errorMessage`. Returns their ids.
+   */
+  cancelOverdue(now: string, errorMessage: string): Promise<string[]>;
   /** Fails every open job of an agent (it was revoked). Returns the failed job ids. */
   failOpenOfAgent(agentId: string, errorMessage: string, at: string): Promise<string[]>;
 }

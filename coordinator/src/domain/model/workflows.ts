@@ -14,6 +14,8 @@ export interface Workflow {
   /** Internal: never returned by the public API. */
   steps: WorkflowStep[];
   timeoutMs: number | null;
+  /** The workflow's `cancelGrace` in ms (null: the default, DEFAULT_CANCEL_GRACE_MS). */
+  cancelGraceMs: number | null;
   rateLimit: RateLimits;
   removedAt: string | null;
   createdAt: string;
