@@ -7,6 +7,7 @@ import { migrate } from './db/migrate.js';
 import { createSqliteRepositories } from './sqlite-repositories.js';
 import { GroupCommitExecutor } from './db/writer/executor.js';
 import { AuditLog } from './domain/audit-log.js';
+import { JobCancelService } from './domain/job-cancel.js';
 import { JobEvents } from './domain/job-events.js';
 import { JobSweeper, sweepIntervalMs } from './domain/job-sweeper.js';
 import { OtaEngine } from './domain/ota/engine.js';
@@ -75,6 +76,13 @@ export async function createCoordinator(
     const apiTokens = new ApiTokenService({ repos, audit, clock });
     const members = new MemberService({ repos, audit, clock });
     const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files });
+    const cancels = new JobCancelService({
+      repos,
+      audit,
+      jobEvents,
+      clock,
+      deadlineGraceMs: config.jobDeadlineGraceMs,
+    });
     const ctx: AppContext = {
       config,
       repos,
@@ -91,13 +99,15 @@ export async function createCoordinator(
       apiTokens,
       members,
       runs,
+      cancels,
       ota,
     };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)
       logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
     const app = await buildApp(ctx, logger);
-    // Jobs past their deadline, and the open jobs of a revoked agent, are failed (docs/jobs.md).
+    // Jobs past their deadline, and the open jobs of a revoked agent, are failed; running jobs whose
+    // cancel was not confirmed in time are cancelled (docs/jobs.md).
     const sweeper = new JobSweeper({
       jobs: repos.jobs,
       jobEvents,

@@ -2,8 +2,9 @@ import { EventEmitter } from 'node:events';
 
 /**
  * In-process job notifications of one coordinator: "a job was created for agent A" (the stream
- * pushes it if A is connected here) and "job J reached a terminal status" (a sync trigger run
- * waiting on J answers). Sync waits listen here instead of polling the database.
+ * pushes it if A is connected here), "a user cancelled job J of agent A" (the stream tells A) and
+ * "job J reached a terminal status" (a sync trigger run waiting on J answers). Sync waits listen
+ * here instead of polling the database.
  *
  * Scale-out note: with several coordinators these events must also travel between instances
  * (PostgreSQL LISTEN/NOTIFY); every emitter goes through this class so that is one change.
@@ -22,6 +23,16 @@ export class JobEvents {
   onJobCreated(listener: (agentId: string, jobId: string) => void): () => void {
     this.emitter.on('created', listener);
     return () => this.emitter.off('created', listener);
+  }
+
+  /** A cancel was committed for a job of the agent (docs/jobs.md, "Cancellation"). */
+  cancelRequested(agentId: string, jobId: string): void {
+    this.emitter.emit('cancel', agentId, jobId);
+  }
+
+  onCancelRequested(listener: (agentId: string, jobId: string) => void): () => void {
+    this.emitter.on('cancel', listener);
+    return () => this.emitter.off('cancel', listener);
   }
 
   jobFinished(jobId: string): void {

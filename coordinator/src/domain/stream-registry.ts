@@ -1,4 +1,4 @@
-import { StreamEvent, type JobAssignment } from '@drover/shared';
+import { StreamEvent, type JobAssignment, type JobCancelEvent } from '@drover/shared';
 import type { AgentRepository } from './model/agents.js';
 import type { Job, JobRepository } from './model/jobs.js';
 import { isoNow, type Clock } from '../util/clock.js';
@@ -54,6 +54,8 @@ class AgentStream {
   state: 'starting' | 'live' | 'closed' = 'starting';
   /** Live job ids that arrived while starting. */
   readonly buffered: string[] = [];
+  /** Cancels of jobs that arrived while starting. */
+  readonly bufferedCancels: string[] = [];
   readonly handed = new Set<string>();
   readonly waiting: string[] = [];
   /** Sends, one after another, so that jobs reach the agent in creation order. */
@@ -76,6 +78,12 @@ class AgentStream {
     this.write(sseEvent(event, assignment.jobId, assignment));
   }
 
+  /** A user cancelled the job (docs/jobs.md, "Cancellation"). */
+  sendCancel(jobId: string): void {
+    const data: JobCancelEvent = { jobId };
+    this.write(sseEvent(StreamEvent.cancel, `cancel-${jobId}`, data));
+  }
+
   close(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
@@ -87,8 +95,9 @@ class AgentStream {
 /**
  * The agents' event streams of this coordinator (docs/agent-protocol.md, section 6): one
  * stream per agent (a new connection closes the previous one); on connect the agent becomes
- * `connected` and gets a `job` event for each of its open jobs, oldest first, then live `job`
- * events as jobs are created for it; every `pingMs` each stream gets a `ping` and the agents'
+ * `connected` and gets a `cancel` event for each cancel it has not confirmed, then a `job` event
+ * for each of its open jobs, oldest first, then live `job` and `cancel` events as jobs are created
+ * and cancelled; every `pingMs` each stream gets a `ping` and the agents'
  * lastSeenAt moves (one UPDATE for all). An agent whose stream dropped and did not come back
  * within `disconnectGraceMs` becomes `disconnected`; a revoked agent's stream is closed at once.
  *
@@ -110,6 +119,9 @@ export class StreamRegistry {
   start(): void {
     this.unsubscribe.push(this.options.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
     this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId)));
+    this.unsubscribe.push(
+      this.options.jobEvents.onCancelRequested((agentId, jobId) => this.cancelRequested(agentId, jobId)),
+    );
     this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id)));
     this.pingTimer = setInterval(() => void this.pingAll(), this.options.pingMs);
     this.pingTimer.unref();
@@ -150,14 +162,20 @@ export class StreamRegistry {
         return;
       }
       this.options.logger.info({ agentId, capacity }, 'agent stream connected');
+      // Cancels the agent has not confirmed come first, before any job: a job cancelled while it
+      // was away is stopped, or taken out of its queue, before anything new arrives.
+      const cancels = await this.options.jobs.listUnconfirmedCancels(agentId);
+      for (const jobId of cancels) stream.sendCancel(jobId);
       const open = await this.options.jobs.listOpenForAgent(agentId);
       const seen = new Set<string>();
       // Queued and running jobs are in the agent's hands already: sent again, they fill its queue;
-      // pending ones take the room left, in creation order, and the rest wait.
+      // pending ones take the room left, in creation order, and the rest wait. A running job whose
+      // cancel was just sent fills its place too, without a job event.
       let room = capacity - open.filter((job) => job.status !== 'pending').length;
       for (const job of open) {
         seen.add(job.id);
-        if (job.status !== 'pending') await this.hand(stream, job);
+        if (job.cancelRequestedAt !== null) this.markHanded(stream, job.id);
+        else if (job.status !== 'pending') await this.hand(stream, job);
         else if (room > 0 && stream.waiting.length === 0) {
           room -= 1;
           await this.hand(stream, job);
@@ -166,6 +184,8 @@ export class StreamRegistry {
       // Live jobs that arrived meanwhile, minus those the open list already carried, wait behind it.
       for (const jobId of stream.buffered) if (!seen.has(jobId)) stream.waiting.push(jobId);
       stream.buffered.length = 0;
+      for (const jobId of stream.bufferedCancels) stream.sendCancel(jobId);
+      stream.bufferedCancels.length = 0;
       if (stream.state === 'starting') stream.state = 'live';
       stream.sending = stream.sending.then(() => this.handWaiting(stream));
       await stream.sending;
@@ -207,6 +227,20 @@ export class StreamRegistry {
     });
   }
 
+  /**
+   * A user cancelled a job of the agent: its stream, if open here, gets a `cancel` event, in turn
+   * with the jobs being sent (so a queue slot the cancel frees is free before the next job).
+   */
+  private cancelRequested(agentId: string, jobId: string): void {
+    const stream = this.streams.get(agentId);
+    if (!stream) return;
+    if (stream.state === 'starting') {
+      stream.bufferedCancels.push(jobId);
+      return;
+    }
+    stream.sending = stream.sending.then(() => stream.sendCancel(jobId));
+  }
+
   /** A job ended: its place in the queue of the agent it was handed to is free for one that waits. */
   private jobEnded(jobId: string): void {
     const stream = this.handedTo.get(jobId);
@@ -232,11 +266,16 @@ export class StreamRegistry {
     }
   }
 
+  /** Counts a job as in the agent's queue (it holds it already). */
+  private markHanded(stream: AgentStream, jobId: string): void {
+    stream.handed.add(jobId);
+    this.handedTo.set(jobId, stream);
+  }
+
   /** Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as handed. */
   private async hand(stream: AgentStream, job: Job): Promise<void> {
     if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
-    stream.handed.add(job.id);
-    this.handedTo.set(job.id, stream);
+    this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);
     if (this.options.prepareAssignment) {
       try {

@@ -2,6 +2,7 @@ import type { Config } from '../config/config.js';
 import type { Repositories } from '../domain/model/repositories.js';
 import type { AuditLog } from '../domain/audit-log.js';
 import type { FileService } from '../domain/files/file-service.js';
+import type { JobCancelService } from '../domain/job-cancel.js';
 import type { JobEvents } from '../domain/job-events.js';
 import type { OtaEngine } from '../domain/ota/engine.js';
 import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
@@ -38,6 +39,8 @@ export interface AppContext {
   members: MemberService;
   /** Runs of triggers: the one way in for every source of runs. */
   runs: TriggerRunService;
+  /** Cancelling jobs: the one way in for the dashboard and chat. */
+  cancels: JobCancelService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */
   ota: OtaEngine;
 }

@@ -34,6 +34,8 @@ function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job
     startedAt: null,
     finishedAt: null,
     deadlineAt: null,
+    cancelRequestedAt: null,
+    cancelAckedAt: null,
     seq: 1,
   };
 }
@@ -62,6 +64,16 @@ class FakeSink implements StreamSink {
   jobIds() {
     return this.chunks.filter((c) => c.startsWith('event: job')).map((c) => /\nid: (.*)\n/.exec(c)![1]);
   }
+  /** `job:<id>` and `cancel:<id>` in the order they were written. */
+  events() {
+    return this.chunks
+      .filter((c) => c.startsWith('event: job') || c.startsWith('event: cancel'))
+      .map((c) => {
+        const event = /^event: (\w+)/.exec(c)![1];
+        const data = JSON.parse(/\ndata: (.*)\n/.exec(c)![1]) as { jobId: string };
+        return `${event}:${data.jobId}`;
+      });
+  }
 }
 
 function deferred<T>() {
@@ -75,6 +87,8 @@ const tick = () => new Promise((r) => setImmediate(r));
 function setup(options: { graceMs?: number; connected?: string[] } = {}) {
   const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
   const jobs = new Map<string, Job>();
+  /** The jobs whose cancel the agent has not confirmed, as the next connect reads them. */
+  const unconfirmedCancels: string[] = [];
   let open = deferred<Job[]>();
   const agents = {
     async markConnected(id: string) {
@@ -94,6 +108,9 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
   } as unknown as AgentRepository;
   const jobRepo = {
     listOpenForAgent: () => open.promise,
+    async listUnconfirmedCancels() {
+      return [...unconfirmedCancels];
+    },
     async findById(id: string) {
       return jobs.get(id) ?? null;
     },
@@ -117,6 +134,7 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     registry,
     calls,
     jobs,
+    unconfirmedCancels,
     jobEvents,
     agentEvents,
     logs,
@@ -287,6 +305,55 @@ describe('StreamRegistry', () => {
     expect(s.calls.disconnected).toEqual(['gone']);
     await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual(['gone']);
+  });
+
+  it('sends the cancels the agent has not confirmed before any job, and no job event for a running job being cancelled', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.unconfirmedCancels.push('gone', 'r1');
+    const running = { ...job('r1', 'a1', 'running'), cancelRequestedAt: AT };
+    for (const id of ['p1', 'p2']) s.jobs.set(id, job(id));
+    s.openJobs([running, job('p1'), job('p2')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 2);
+    // r1 still fills a place in the agent's queue: one pending job goes out, the other waits.
+    expect(sink.events()).toEqual(['cancel:gone', 'cancel:r1', 'job:p1']);
+    s.jobEvents.jobFinished('r1');
+    await tick();
+    expect(sink.events()).toEqual(['cancel:gone', 'cancel:r1', 'job:p1', 'job:p2']);
+  });
+
+  it('sends a live cancel in turn, before the job that takes the place it frees', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['q1', 'p1']) s.jobs.set(id, job(id));
+    s.openJobs([job('q1', 'a1', 'queued'), job('p1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.events()).toEqual(['job:q1']);
+    // The cancel service: the cancel event first, then the end of the job.
+    s.jobs.set('q1', { ...job('q1', 'a1', 'cancelled'), cancelRequestedAt: AT });
+    s.jobEvents.cancelRequested('a1', 'q1');
+    s.jobEvents.jobFinished('q1');
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:q1', 'cancel:q1', 'job:p1']);
+    s.jobEvents.cancelRequested('a2', 'other');
+    await tick();
+    expect(sink.events()).toEqual(['job:q1', 'cancel:q1', 'job:p1']);
+  });
+
+  it('keeps a cancel that arrives while the stream starts, and sends it once the open jobs are out', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.jobs.set('p1', job('p1'));
+    const sink = new FakeSink();
+    const connecting = s.registry.connect('a1', sink);
+    await tick();
+    s.jobEvents.cancelRequested('a1', 'p1');
+    s.openJobs([job('p1')]);
+    await connecting;
+    expect(sink.events()).toEqual(['job:p1', 'cancel:p1']);
   });
 
   it('ends every stream and refuses new ones once closed', async () => {

@@ -4,7 +4,15 @@ import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
 import { JOB_SOURCES, type Job } from '../../../domain/model/jobs.js';
 import { notFound } from '../../../errors.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
-import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
+import {
+  emptyBody,
+  errorResponses,
+  idParams,
+  nullableTimestamp,
+  orgParams,
+  timestamp,
+  uuid,
+} from '../../schemas/common.js';
 
 export const JOBS_DEFAULT_LIMIT = 50;
 export const JOBS_MAX_LIMIT = 200;
@@ -37,6 +45,10 @@ const JOB_FIELDS = {
   queuedAt: nullableTimestamp,
   startedAt: nullableTimestamp,
   finishedAt: nullableTimestamp,
+  cancelRequestedAt: {
+    ...nullableTimestamp,
+    description: 'when a user asked to cancel the job (docs/jobs.md, "Cancellation"); null: never',
+  },
 } as const;
 
 /** A job in lists (the dashboard's job table). Internal fields (seq, token ids, deadline) never leave. */
@@ -125,7 +137,7 @@ export function registerJobDetailRoute(app: FastifyInstance, path: string, summa
   );
 }
 
-/** Dashboard job reads: the trigger job list of an organization and any job's detail. */
+/** Dashboard jobs: the trigger job list of an organization, any job's detail, and cancelling a job. */
 export async function jobRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { orgId: string }; Querystring: ListQuerystring }>(
     '/orgs/:orgId/jobs',
@@ -163,5 +175,31 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     app,
     '/jobs/:id',
     "A job of one of the caller's organizations (update jobs included) with its log lines",
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/jobs/:id/cancel',
+    {
+      schema: {
+        summary:
+          'Cancel a job: a pending or queued one is cancelled at once (200); a running one is stopped by its agent (202)',
+        tags: ['dashboard'],
+        params: idParams('id'),
+        body: emptyBody,
+        response: {
+          200: { ...JobSchema, description: 'The job did not start: it is `cancelled` now' },
+          202: {
+            ...JobSchema,
+            description: 'The job is running: its agent was asked to stop it (`cancelRequestedAt`)',
+          },
+          ...errorResponses(401, 404, 409, 422),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { userId } = await requireSession(request);
+      const { outcome, job } = await app.ctx.cancels.cancel({ userId }, request.params.id);
+      return reply.code(outcome === 'cancelled' ? 200 : 202).send(job);
+    },
   );
 }
