@@ -19,6 +19,7 @@ export interface DeviceBindingRow {
   failed_attempts: number;
   retry_at: string | null;
   postponed_release_id: string | null;
+  cancelled_job_id: string | null;
   created_at: string;
 }
 
@@ -41,6 +42,7 @@ export const toDeviceBinding = (r: DeviceBindingRow): DeviceBinding => ({
   failedAttempts: r.failed_attempts,
   retryAt: r.retry_at,
   postponedReleaseId: r.postponed_release_id,
+  cancelledJobId: r.cancelled_job_id,
   createdAt: r.created_at,
 });
 
@@ -54,7 +56,8 @@ export const INSERT_BINDING_SQL = `INSERT INTO device_bindings (id, org_id, appl
 export const UPDATE_BINDING_SQL = `UPDATE device_bindings SET current_release_id = @currentReleaseId,
     current_version = @currentVersion, current_sequence = @currentSequence, desired_release_id = @desiredReleaseId,
     forced = @forced, state = @state, error = @error, active_job_id = @activeJobId, last_report_at = @lastReportAt,
-    failed_attempts = @failedAttempts, retry_at = @retryAt, postponed_release_id = @postponedReleaseId
+    failed_attempts = @failedAttempts, retry_at = @retryAt, postponed_release_id = @postponedReleaseId,
+    cancelled_job_id = @cancelledJobId
   WHERE id = @id`;
 
 export const updateBindingParams = (b: DeviceBinding) => ({
@@ -71,4 +74,5 @@ export const updateBindingParams = (b: DeviceBinding) => ({
   failedAttempts: b.failedAttempts,
   retryAt: b.retryAt,
   postponedReleaseId: b.postponedReleaseId,
+  cancelledJobId: b.cancelledJobId,
 });

@@ -25,6 +25,8 @@ export interface DeviceBinding {
   failedAttempts: number;
   retryAt: string | null;
   postponedReleaseId: string | null;
+  /** The update job a user cancelled: no new one is issued until a reconcile (docs/ota.md). */
+  cancelledJobId: string | null;
   createdAt: string;
 }
 

@@ -27,6 +27,7 @@ export function evaluateBinding(f: BindingEvaluationFacts): BindingEvaluation {
       failedAttempts: binding.failedAttempts,
       retryAt: binding.retryAt === null ? null : Date.parse(binding.retryAt),
       postponedReleaseId: binding.postponedReleaseId,
+      cancelledJobId: binding.cancelledJobId,
     },
     releases: f.releases,
     activeJob: f.activeJob && activeJobFacts(f.activeJob),
@@ -72,6 +73,7 @@ export function evaluateBinding(f: BindingEvaluationFacts): BindingEvaluation {
       failedAttempts: plan.binding.failedAttempts,
       retryAt: plan.binding.retryAt === null ? null : isoAt(plan.binding.retryAt),
       postponedReleaseId: plan.binding.postponedReleaseId,
+      cancelledJobId: plan.binding.cancelledJobId,
       activeJobId: issue?.job.id ?? plan.binding.activeJobId,
       desiredReleaseId: plan.state.desired?.id ?? null,
       forced: plan.state.forced,
@@ -101,6 +103,7 @@ function activeJobFacts(job: Job): ActiveJobFacts {
   return {
     id: job.id,
     status: job.status,
+    cancelRequested: job.cancelRequestedAt !== null,
     errorMessage: job.errorMessage,
     release: { id: release.id, version: release.version, sequence: release.sequence },
     forced: release.forced,

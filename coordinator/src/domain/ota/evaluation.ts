@@ -39,6 +39,8 @@ export interface BindingFacts extends RetryFields {
 export interface ActiveJobFacts {
   id: string;
   status: JobStatus;
+  /** A user asked to cancel it. */
+  cancelRequested: boolean;
   errorMessage: string | null;
   /** From the job's params. */
   release: { id: string; version: string; sequence: number };
@@ -83,14 +85,24 @@ export interface EvaluationPlan<R extends ReleaseFacts> {
 }
 
 export type HoldReason =
-  'job_in_progress' | 'agent_revoked' | 'no_release' | 'up_to_date' | 'postponed' | 'too_many_failures' | 'retry_later';
+  | 'job_in_progress'
+  | 'agent_revoked'
+  | 'no_release'
+  | 'up_to_date'
+  | 'cancelled'
+  | 'postponed'
+  | 'too_many_failures'
+  | 'retry_later';
 
 export const SUPERSEDED_MESSAGE = 'superseded: the desired release changed before the agent took the job';
 export const WORKFLOW_CHANGED_MESSAGE =
   "superseded: the application's update workflow changed before the agent took the job";
 export const NEEDLESS_MESSAGE = 'not needed: the device reported the release already installed';
 
-/** Reasons that start counting failures again: something changed that a new attempt may fix. */
+/**
+ * Reasons that start counting failures again, and lift the hold of a user's cancel: something
+ * changed that a new attempt may fix, or someone asked for one.
+ */
 const RESETS_FAILURES: readonly EvaluationReason[] = ['publish', 'yank', 'channel', 'reconcile', 'workflow'];
 
 export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>): EvaluationPlan<R> {
@@ -151,6 +163,7 @@ function decideIssue<R extends ReleaseFacts>(
   if (input.agentRevoked) return hold('agent_revoked');
   if (!desired) return hold('no_release');
   if (runsRelease(b.current, desired)) return hold('up_to_date');
+  if (b.cancelledJobId !== null) return hold('cancelled');
   if (b.postponedReleaseId !== null && b.postponedReleaseId !== desired.id) b = { ...b, postponedReleaseId: null };
   if (b.postponedReleaseId === desired.id && !state.forced) return hold('postponed');
   if (b.failedAttempts >= MAX_FAILED_ATTEMPTS) return hold('too_many_failures');
@@ -182,7 +195,7 @@ function applyResets(
 ): BindingFacts {
   if (RESETS_FAILURES.includes(input.reason)) {
     const postponedReleaseId = input.reason === 'reconcile' ? null : b.postponedReleaseId;
-    return { ...b, failedAttempts: 0, retryAt: null, postponedReleaseId };
+    return { ...b, failedAttempts: 0, retryAt: null, postponedReleaseId, cancelledJobId: null };
   }
   if (input.reason !== 'report' || jobInProgress) return b;
   const state = input.reportedState;

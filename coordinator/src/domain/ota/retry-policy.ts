@@ -5,7 +5,9 @@ import type { Installation } from './desired-state.js';
  * What the end of an update job does to its binding (docs/ota.md, "Update jobs"): a success is
  * an observation of the new installation; a failure waits with backoff and, after
  * MAX_FAILED_ATTEMPTS in a row, stops until something new happens; a postponement holds that
- * release; a rejection or another cancellation is tried again shortly, uncounted.
+ * release; a user's cancel holds the binding until a reconcile (or a publish, a yank, a channel
+ * change, a new update workflow); a rejection or another cancellation is tried again shortly,
+ * uncounted.
  */
 
 export const MAX_FAILED_ATTEMPTS = 5;
@@ -29,17 +31,22 @@ export interface RetryFields {
   /** Unix ms, or null. */
   retryAt: number | null;
   postponedReleaseId: string | null;
+  /** The update job a user cancelled: while set, no new job is issued (cleared by a reconcile and the like). */
+  cancelledJobId: string | null;
 }
 
 /** What the coordinator knows of an ended update job. */
 export interface EndedUpdateJob {
+  id: string;
   status: JobStatus;
+  /** A user asked to cancel it (docs/jobs.md, "Cancellation"). */
+  cancelRequested: boolean;
   errorMessage: string | null;
   /** The release the job installs (from its params). */
   release: { id: string; version: string; sequence: number };
 }
 
-export type JobEndOutcome = 'installed' | 'failed' | 'postponed' | 'reissue';
+export type JobEndOutcome = 'installed' | 'failed' | 'postponed' | 'cancelled' | 'reissue';
 
 /** The binding after its active update job reached `job.status` (a terminal one). */
 export function settleJobEnd(
@@ -56,6 +63,7 @@ export function settleJobEnd(
           failedAttempts: 0,
           retryAt: null,
           postponedReleaseId: null,
+          cancelledJobId: null,
         },
       };
     case 'failed':
@@ -67,6 +75,9 @@ export function settleJobEnd(
       };
     }
     case 'cancelled':
+      // A user cancelled it: the binding holds (no retry) until someone asks for a new attempt.
+      if (job.cancelRequested)
+        return { outcome: 'cancelled', fields: { ...binding, retryAt: null, cancelledJobId: job.id } };
       if (job.errorMessage?.startsWith(POSTPONED_PREFIX)) {
         return { outcome: 'postponed', fields: { ...binding, retryAt: null, postponedReleaseId: job.release.id } };
       }

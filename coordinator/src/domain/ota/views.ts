@@ -52,6 +52,8 @@ export interface BindingView {
   state: DeviceState | null;
   error: string | null;
   activeJobId: string | null;
+  /** The update job a user cancelled; no new one is issued until a reconcile (docs/ota.md). */
+  cancelledJobId: string | null;
   lastReportAt: string | null;
 }
 
@@ -73,5 +75,6 @@ export const toBindingView = (b: DeviceBinding, state: Pick<DesiredState, 'desir
   state: b.state,
   error: b.error,
   activeJobId: b.activeJobId,
+  cancelledJobId: b.cancelledJobId,
   lastReportAt: b.lastReportAt,
 });

@@ -30,11 +30,13 @@ const binding = (extra: Partial<BindingFacts> = {}): BindingFacts => ({
   failedAttempts: 0,
   retryAt: null,
   postponedReleaseId: null,
+  cancelledJobId: null,
   ...extra,
 });
 const job = (status: ActiveJobFacts['status'], extra: Partial<ActiveJobFacts> = {}): ActiveJobFacts => ({
   id: 'job-1',
   status,
+  cancelRequested: false,
   errorMessage: null,
   release: { id: r2.id, version: r2.version, sequence: r2.sequence },
   forced: false,

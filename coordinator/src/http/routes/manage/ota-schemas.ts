@@ -80,6 +80,7 @@ export const BindingSchema = {
     'state',
     'error',
     'activeJobId',
+    'cancelledJobId',
     'lastReportAt',
   ],
   properties: {
@@ -93,6 +94,10 @@ export const BindingSchema = {
     state: { type: ['string', 'null'], enum: [...DEVICE_STATES, null] },
     error: { type: ['string', 'null'] },
     activeJobId: { type: ['string', 'null'] },
+    cancelledJobId: {
+      type: ['string', 'null'],
+      description: 'the update job a user cancelled; no new update job is issued until a reconcile (docs/ota.md)',
+    },
     lastReportAt: nullableTimestamp,
   },
 } as const;
