@@ -3,7 +3,7 @@ import type { JobAssignment } from '@drover/shared';
 import type { JobManager } from '../jobs/job-manager.js';
 import type { StreamMessage } from '../stream/stream-client.js';
 
-/** Hands a stream event to the job manager; pings only prove the stream is alive. */
+/** Hands a stream event (a job, an update, a cancel) to the job manager; pings only prove the stream is alive. */
 export function routeStreamMessage(message: StreamMessage, jobs: JobManager, logger: Logger): void {
   switch (message.event) {
     case 'job':
@@ -15,6 +15,9 @@ export function routeStreamMessage(message: StreamMessage, jobs: JobManager, log
       return;
     case 'deploy':
       jobs.onDeployEvent(message.data);
+      return;
+    case 'cancel':
+      jobs.onCancelEvent(message.data);
       return;
     case 'ping':
       logger.trace({ id: message.id }, 'ping');

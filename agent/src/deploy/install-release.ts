@@ -7,6 +7,7 @@ import { executeJob, type JobResult } from '../exec/run-job.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { LocalFileRef } from '../files/input-files.js';
 import { jobHooks, loadJobSecrets, type JobRunnerDeps } from '../jobs/job-runner.js';
+import type { JobStop } from '../jobs/job-stop.js';
 import type { LogShipper } from '../jobs/log-shipper.js';
 
 export interface InstallRequest {
@@ -19,7 +20,8 @@ export interface InstallRequest {
   artifactPath: string;
   files: JobFiles;
   timeoutMs: number | null;
-  signal: AbortSignal;
+  /** Stops the update workflow's steps (a cancel, the shutdown). */
+  stop: JobStop;
   shipper: LogShipper;
   log: Logger;
 }
@@ -65,7 +67,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
       transfer: preparedInputs({ artifact, ...params }, { artifact: req.artifactPath, ...params }, deps.transfer),
       ...(deps.launcher ? { launcher: deps.launcher } : {}),
     },
-    jobHooks(deps.journal, job.jobId, req.log, req.shipper, req.signal),
+    jobHooks(deps.journal, job.jobId, req.log, req.shipper, req.stop, req.workflow),
   );
 }
 

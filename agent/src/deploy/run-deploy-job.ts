@@ -25,6 +25,7 @@ import {
   verifyArtifactOnDisk,
   type ArtifactSource,
 } from './fetch-artifact.js';
+import type { JobStop } from '../jobs/job-stop.js';
 import { installRelease } from './install-release.js';
 import type { ManifestSource } from './manifest-source.js';
 
@@ -61,9 +62,9 @@ export async function runDeployJob(
   deps: DeployJobDeps,
   entry: JournalEntry,
   accepted: Promise<SendOutcome>,
-  signal: AbortSignal,
+  stop: JobStop,
 ): Promise<void> {
-  const begun = await beginAcceptedJob(deps, entry, accepted, signal);
+  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal);
   if (!begun) return;
   const { running } = begun;
   const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
@@ -74,7 +75,7 @@ export async function runDeployJob(
     deps.logger.error({ jobId: entry.jobId }, message);
     result = failedResult(message);
   } else {
-    result = await new DeployRun(deps, parsed.assignment, shipper, signal).run();
+    result = await new DeployRun(deps, parsed.assignment, shipper, stop).run();
   }
   shipper.flush();
   deps.finish(running, result);
@@ -89,12 +90,14 @@ class DeployRun {
   readonly #job: DeployAssignment;
   readonly #shipper: LogShipper;
   readonly #signal: AbortSignal;
+  readonly #stop: JobStop;
 
-  constructor(deps: DeployJobDeps, job: DeployAssignment, shipper: LogShipper, signal: AbortSignal) {
+  constructor(deps: DeployJobDeps, job: DeployAssignment, shipper: LogShipper, stop: JobStop) {
     this.#deps = deps;
     this.#job = job;
     this.#shipper = shipper;
-    this.#signal = signal;
+    this.#stop = stop;
+    this.#signal = stop.signal;
     this.#appId = job.applicationId;
     this.#slug = job.applicationId;
     this.#release = { releaseId: job.params.release_id, version: job.params.version, sequence: job.params.sequence };
@@ -172,7 +175,7 @@ class DeployRun {
       artifactPath: target,
       files,
       timeoutMs: remaining(),
-      signal: this.#signal,
+      stop: this.#stop,
       shipper: this.#shipper,
       log: this.#log,
     });

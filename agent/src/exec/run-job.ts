@@ -52,6 +52,11 @@ export interface JobHooks {
   onStepSpawn?(index: number, pid: number): void;
   /** Aborting it kills the running step; its `reason` (a string) becomes the error message. */
   signal: AbortSignal;
+  /**
+   * Between SIGTERM and SIGKILL to the step `signal` stops, read when it does: the workflow's
+   * `cancelGrace` for a cancel (absent: the plan's `killGraceMs`).
+   */
+  stopGraceMs?: () => number;
 }
 
 export type JobResult = FinishJobRequest & { finishedAt: string };
@@ -156,6 +161,7 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
       onLine: (stream, text) => emit(stream, index, text),
       secrets: mask,
       killGraceMs: plan.killGraceMs,
+      stopGraceMs: hooks.stopGraceMs,
       onSpawn: (pid) => hooks.onStepSpawn?.(index, pid),
       launcher: plan.launcher,
     });

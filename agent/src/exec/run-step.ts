@@ -16,7 +16,7 @@ export interface StepRun {
   env: Record<string, string>;
   /** Kill the step after this many ms (null: no limit). */
   timeoutMs: number | null;
-  /** Aborting it kills the step (shutdown). */
+  /** Aborting it kills the step (a cancel, a shutdown). */
   signal: AbortSignal;
   /**
    * Each line the step writes, as written (the caller masks secrets); a line longer than 64 KiB
@@ -25,8 +25,10 @@ export interface StepRun {
   onLine(stream: StepStream, text: string): void;
   /** The secrets the caller masks: long lines are never cut through one. */
   secrets?: Masker;
-  /** Between SIGTERM and SIGKILL to the step's process group. */
+  /** Between SIGTERM and SIGKILL to the step's process group (a timeout, leftovers of an ended step). */
   killGraceMs: number;
+  /** The same when `signal` stopped the step, read then (absent: `killGraceMs`). */
+  stopGraceMs?: (() => number) | undefined;
   /** Called once the step's process exists, with its pid (= its process group id). */
   onSpawn?(pid: number): void;
   /** Starts the step's process (absent: spawned directly). */
@@ -43,7 +45,8 @@ export type StepOutcome =
 /**
  * Runs one step with execa as the leader of its own process group (spawned detached, or through
  * the launcher's spare, step-launcher.ts), with its output read line by line. A timeout or an
- * abort sends SIGTERM to the whole group, then SIGKILL after the grace. When the step's own
+ * abort (a cancel, a shutdown) sends SIGTERM to the whole group, then SIGKILL after the grace:
+ * `killGraceMs` for a timeout, `stopGraceMs()` for an abort. When the step's own
  * process exits, whatever it left running in its group is terminated the same way, so that a
  * background child cannot hold the job open.
  */
@@ -69,7 +72,8 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
   const stop = (reason: 'timed_out' | 'cancelled') => {
     if (stopReason || subprocess.pid === undefined) return;
     stopReason = reason;
-    terminateProcessGroup(subprocess.pid, run.killGraceMs);
+    const graceMs = reason === 'cancelled' && run.stopGraceMs ? run.stopGraceMs() : run.killGraceMs;
+    terminateProcessGroup(subprocess.pid, graceMs);
   };
   const timer = run.timeoutMs === null ? null : setTimeout(() => stop('timed_out'), run.timeoutMs);
   const onAbort = () => stop('cancelled');

@@ -7,7 +7,15 @@ import type { Outbox } from '../outbox/outbox.js';
 import type { ReportSender, SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
 import type { LoadedSecrets } from '../workflows/index.js';
-import { CANCELLED_BEFORE_START_MESSAGE, decideIntake, INTERRUPTED_MESSAGE, LOST_MESSAGE } from './intake.js';
+import {
+  CANCELLED_BEFORE_START_MESSAGE,
+  CANCELLED_BY_USER_BEFORE_START_MESSAGE,
+  CANCELLED_NOT_HELD_MESSAGE,
+  decideIntake,
+  INTERRUPTED_MESSAGE,
+  LOST_MESSAGE,
+} from './intake.js';
+import { JobStop } from './job-stop.js';
 import { JobQueue } from './job-queue.js';
 import { runAcceptedJob, type JobRunnerDeps } from './job-runner.js';
 import { JOB_ID_PATTERN, type FinalReport, type Journal, type JournalEntry } from './journal.js';
@@ -46,14 +54,16 @@ export interface JobManagerOptions {
 }
 
 /**
- * The agent's jobs: takes `job` and `deploy` events from the stream, keeps the journal, runs
- * accepted jobs one at a time through the queue and reports every move to the coordinator
+ * The agent's jobs: takes `job`, `deploy` and `cancel` events from the stream, keeps the journal,
+ * runs accepted jobs one at a time through the queue and reports every move to the coordinator
  * through the report sender (which keeps undeliverable reports in the outbox).
  */
 export class JobManager {
   readonly queue: JobQueue;
   readonly #finalPending = new Set<string>();
   readonly #kill = new AbortController();
+  /** How each job of the queue is stopped on purpose (a cancel, the shutdown), from its turn to its end. */
+  readonly #stops = new Map<string, JobStop>();
   #shuttingDown = false;
 
   /** What running a job needs: the same for every job. */
@@ -123,6 +133,43 @@ export class JobManager {
       return;
     }
     this.#intake(parsed.assignment, true);
+  }
+
+  /**
+   * A `cancel` event of the stream (docs/agent.md, "Cancelled jobs"): a user cancelled the job. A
+   * waiting job leaves the queue and ends `cancelled` without starting; a running one is stopped
+   * (its steps' process groups get SIGTERM, then SIGKILL after the workflow's `cancelGrace`) and
+   * ends `cancelled`; its result is the confirmation the coordinator waits for. A job that already
+   * ended here is left alone (its result, on its way or delivered, confirms the cancel), and one this
+   * agent does not hold is confirmed with a `cancelled` result.
+   */
+  onCancelEvent(data: unknown): void {
+    const { journal, logger } = this.#options;
+    const jobId = (data as { jobId?: unknown } | null)?.jobId;
+    if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId)) {
+      logger.warn({ event: 'cancel' }, 'ignored a cancel event without a usable job id');
+      return;
+    }
+    const entry = journal.get(jobId);
+    const log = logger.child({ jobId, ...(entry ? { workflow: entry.assignment.workflowName } : {}) });
+    const stop = this.#stops.get(jobId);
+    if (stop) {
+      if (stop.cancelled) return;
+      log.warn('cancel received: stopping the job');
+      stop.cancel();
+      return;
+    }
+    if (this.queue.take(jobId) || entry?.state === 'accepted') {
+      log.warn(`cancel received: ${CANCELLED_BY_USER_BEFORE_START_MESSAGE}`);
+      this.#finish(entry!, cancelledResult(CANCELLED_BY_USER_BEFORE_START_MESSAGE));
+      return;
+    }
+    if (entry) {
+      log.debug(`cancel received for a job that already ended here (${entry.state}); nothing to stop`);
+      return;
+    }
+    log.info(`cancel received for a job this agent does not hold; confirming it`);
+    this.#sendFinal(jobId, { kind: 'finish', body: cancelledResult(CANCELLED_NOT_HELD_MESSAGE) });
   }
 
   /** The applications whose update job is queued or running here. */
@@ -231,7 +278,7 @@ export class JobManager {
       const entry = journal.get(job.jobId);
       if (!entry) continue;
       logger.info({ jobId: job.jobId, workflow: job.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
-      this.#finish(entry, { ...failedResult(CANCELLED_BEFORE_START_MESSAGE), status: 'cancelled' });
+      this.#finish(entry, cancelledResult(CANCELLED_BEFORE_START_MESSAGE));
     }
     const running = this.queue.running;
     if (running) {
@@ -271,12 +318,12 @@ export class JobManager {
     const options = this.#options;
     const deps = this.#deps;
     const deploy = entry.assignment.kind === 'update' ? options.deploy : undefined;
-    const run = () =>
-      deploy
-        ? runDeployJob({ ...deps, deploy }, entry, accepted, this.#kill.signal)
-        : runAcceptedJob(deps, entry, accepted, this.#kill.signal);
-    this.queue.add({ jobId: entry.jobId, workflowName: entry.assignment.workflowName }, () =>
-      run()
+    const run = (stop: JobStop) =>
+      deploy ? runDeployJob({ ...deps, deploy }, entry, accepted, stop) : runAcceptedJob(deps, entry, accepted, stop);
+    this.queue.add({ jobId: entry.jobId, workflowName: entry.assignment.workflowName }, () => {
+      const stop = new JobStop(this.#kill.signal, options.killGraceMs);
+      this.#stops.set(entry.jobId, stop);
+      return run(stop)
         .catch((error: unknown) => {
           options.logger.error({ err: error, jobId: entry.jobId }, 'the job failed inside the agent');
           const current = options.journal.get(entry.jobId);
@@ -284,11 +331,18 @@ export class JobManager {
             this.#finish(current, failedResult(`the agent failed: ${(error as Error).message}`));
         })
         .finally(() => {
+          this.#stops.delete(entry.jobId);
+          // Cancelled before its start was reported: it never ran, and ends here.
+          const current = options.journal.get(entry.jobId);
+          if (stop.cancelled && current?.state === 'accepted')
+            this.#finish(current, cancelledResult(CANCELLED_BY_USER_BEFORE_START_MESSAGE));
+        })
+        .finally(() => {
           // A new spare for the next job's first step, once the result is on the wire.
           const { launcher } = options;
           if (launcher && !this.#shuttingDown) void afterPendingImmediates().then(() => launcher.warm());
-        }),
-    );
+        });
+    });
   }
 
   /** A job marked running that no process of this agent runs: kill its leftovers, report it failed. */
@@ -319,4 +373,9 @@ export class JobManager {
     const report = { jobId, ...final } as Report;
     void this.#options.sender.send(report).finally(() => this.#finalPending.delete(jobId));
   }
+}
+
+/** The result of a job that ended `cancelled` without a step's exit code. */
+function cancelledResult(message: string): JobResult {
+  return { ...failedResult(message), status: 'cancelled' };
 }

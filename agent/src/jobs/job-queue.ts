@@ -14,7 +14,7 @@ export interface RunningJob extends QueuedJob {
  * the queue full is refused by the caller.
  *
  * The list of waiting jobs is this class's own: status.json shows it, `has` and `isFull` look at
- * it, and shutdown takes the waiting jobs back out of it. A promise-queue library cannot be that
+ * it, and a cancel or the shutdown takes waiting jobs back out of it. A promise-queue library cannot be that
  * list (p-queue, which this used at concurrency 1, can tell how many tasks wait but not which,
  * and gives one back only through a per-task abort signal), so it ran beside a map of its own
  * that had to be kept in step with it. What is left is "start the next job when the running one
@@ -58,6 +58,15 @@ export class JobQueue {
     this.#waiting.set(job.jobId, { job, run });
     this.#onChange();
     if (!this.#running) this.#startNext();
+  }
+
+  /** Takes one waiting job out of the queue (a cancel): it will not run. Null when it is not waiting. */
+  take(jobId: string): QueuedJob | null {
+    const waiting = this.#waiting.get(jobId);
+    if (!waiting) return null;
+    this.#waiting.delete(jobId);
+    this.#onChange();
+    return waiting.job;
   }
 
   /** Takes every waiting job out of the queue (shutdown): they will not run. */

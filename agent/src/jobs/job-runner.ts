@@ -8,6 +8,7 @@ import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
 import { afterPendingImmediates } from '../util/event-loop.js';
 import type { LoadedSecrets } from '../workflows/index.js';
+import type { JobStop } from './job-stop.js';
 import type { Journal, JournalEntry } from './journal.js';
 import { LogShipper, type LogShipperOptions } from './log-shipper.js';
 
@@ -43,12 +44,12 @@ export async function runAcceptedJob(
   deps: JobRunnerDeps,
   entry: JournalEntry,
   accepted: Promise<SendOutcome>,
-  signal: AbortSignal,
+  stop: JobStop,
 ): Promise<void> {
   const { assignment } = entry;
   const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
   const files = jobFiles(deps.stateDir, entry.jobId);
-  const begun = await beginAcceptedJob(deps, entry, accepted, signal, async () => {
+  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
     const secrets = deps.loadSecrets(); // read on the thread pool while the files are created
     const prepared = prepareJob(files, assignment.params);
     return { secrets: await secrets, prepared };
@@ -84,7 +85,7 @@ export async function runAcceptedJob(
       ...(deps.transfer ? { transfer: deps.transfer } : {}),
       ...(deps.launcher ? { launcher: deps.launcher } : {}),
     },
-    jobHooks(deps.journal, entry.jobId, log, shipper, signal),
+    jobHooks(deps.journal, entry.jobId, log, shipper, stop, workflow),
   );
   shipper.flush();
   deps.finish(running, result);
@@ -111,7 +112,7 @@ export async function beginAcceptedJob<T = undefined>(
     log.warn(`the coordinator refused the accept (${acceptance.reason}); the job is not run`);
     return null;
   }
-  if (signal.aborted) return null; // shutdown took it back; the caller reports it
+  if (signal.aborted) return null; // a cancel or the shutdown took it back; the caller reports it
   // `running` must be on disk before a step starts (so that a crash can never run it twice), not
   // before the start report: a start whose record a power cut lost finds the job unknown at the
   // next delivery, which fails it as lost. So the report goes out while the entry is flushed.
@@ -150,17 +151,20 @@ function reportSecretsProblem(secrets: LoadedSecrets, workflow: WorkflowDefiniti
 
 /**
  * The executor's hooks for a job, every kind alike: each step's process group is recorded in the
- * journal (killed at the next start after a crash), each line goes to the shipper and the agent's log.
+ * journal (killed at the next start after a crash), each line goes to the shipper and the agent's
+ * log; a step stopped by a cancel gets the workflow's `cancelGrace` before SIGKILL.
  */
 export function jobHooks(
   journal: Journal,
   jobId: string,
   log: Logger,
   shipper: LogShipper,
-  signal: AbortSignal,
+  stop: JobStop,
+  workflow: WorkflowDefinition,
 ): JobHooks {
   return {
-    signal,
+    signal: stop.signal,
+    stopGraceMs: () => stop.graceMs(workflow.cancelGrace),
     onStepSpawn: (_index, pid) => {
       try {
         // Only of use while the machine stays up (no process outlives it): the page cache suffices.

@@ -1,4 +1,5 @@
 import {
+  MAX_CANCEL_GRACE_MS,
   PARAM_TYPES,
   ParamDefinition as ParamSchema,
   paramsSchemaProblems,
@@ -11,11 +12,20 @@ import {
 } from '@drover/shared';
 import { isScalar, type Node as YamlNode } from 'yaml';
 import { paramEnvName } from '../exec/step-env.js';
-import { DURATION_EXPECTED, parseDuration } from './duration.js';
+import { DURATION_EXPECTED, formatDuration, parseDuration } from './duration.js';
 import { YamlReader, type FileProblem, type YamlPath } from './yaml-reader.js';
 
 /** Keys of a workflow file, a step and a parameter (anything else is refused). */
-export const WORKFLOW_KEYS = ['name', 'description', 'version', 'params', 'secrets', 'timeout', 'steps'] as const;
+export const WORKFLOW_KEYS = [
+  'name',
+  'description',
+  'version',
+  'params',
+  'secrets',
+  'timeout',
+  'cancelGrace',
+  'steps',
+] as const;
 export const STEP_KEYS = ['name', 'run', 'args', 'env', 'cwd', 'timeout', 'shell'] as const;
 export const PARAM_KEYS = Object.keys(ParamSchema.properties) as readonly (keyof ParamDefinition)[];
 
@@ -80,6 +90,10 @@ export function parseWorkflowFile(file: string, text: string): ParsedWorkflowFil
   if (top.has('timeout')) {
     const timeout = readDuration(y, field('timeout'), ['timeout']);
     if (timeout !== null) definition.timeout = timeout;
+  }
+  if (top.has('cancelGrace')) {
+    const grace = readDuration(y, field('cancelGrace'), ['cancelGrace'], MAX_CANCEL_GRACE_MS);
+    if (grace !== null) definition.cancelGrace = grace;
   }
   if (!top.has('steps')) y.problem(y.root, [], 'missing `steps`: the list of commands this workflow runs');
   else {
@@ -318,7 +332,8 @@ function readParam(y: YamlReader, node: YamlNode | null, path: YamlPath): ParamD
   return y.problems.length === before ? (param as ParamDefinition) : null;
 }
 
-function readDuration(y: YamlReader, node: YamlNode | null, path: YamlPath): number | null {
+/** A duration (duration.ts) of at most `maxMs` (default: the 24 hours of any timeout). */
+function readDuration(y: YamlReader, node: YamlNode | null, path: YamlPath, maxMs?: number): number | null {
   const resolved = y.resolve(node);
   if (!isScalar(resolved)) {
     y.problem(node, path, `expected ${DURATION_EXPECTED}, got ${y.kind(resolved)}`);
@@ -327,6 +342,10 @@ function readDuration(y: YamlReader, node: YamlNode | null, path: YamlPath): num
   const parsed = parseDuration(resolved.value);
   if ('problem' in parsed) {
     y.problem(node, path, parsed.problem);
+    return null;
+  }
+  if (maxMs !== undefined && parsed.ms > maxMs) {
+    y.problem(node, path, `must be at most ${formatDuration(maxMs)}, got \`${String(resolved.value)}\``);
     return null;
   }
   return parsed.ms;

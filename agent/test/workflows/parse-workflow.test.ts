@@ -97,11 +97,22 @@ describe('parseWorkflowFile', () => {
     expect(parse(text).definition).toBeNull();
   });
 
+  it('reads `cancelGrace` as a duration of at most an hour, naming the line of a bad one', () => {
+    const wf = (grace: string) => `name: x\ncancelGrace: ${grace}\nsteps:\n  - run: a\n`;
+    expect(parse(wf('30s')).definition).toEqual({ name: 'x', cancelGrace: 30_000, steps: [{ run: 'a' }] });
+    expect(parse(wf('1h')).definition?.cancelGrace).toBe(3_600_000);
+    expect(problems(wf('soon'))).toEqual([
+      'deploy.yaml:2: cancelGrace: expected a duration like 30s, 5m or a number of seconds, got `soon`',
+    ]);
+    expect(problems(wf('2h'))).toEqual(['deploy.yaml:2: cancelGrace: must be at most 1h, got `2h`']);
+    expect(problems(wf('0'))).toEqual(['deploy.yaml:2: cancelGrace: must be at least 1ms, got `0`']);
+  });
+
   it('refuses unknown keys at every level, suggesting the key that was probably meant', () => {
     const text =
       'name: x\ntimout: 5s\nsteps:\n  - run: a\n    tiemout: 5s\nparams:\n  - name: p\n    type: string\n    requried: true\n';
     expect(problems(text)).toEqual([
-      'deploy.yaml:2: timout: unknown key (did you mean `timeout`?); expected one of name, description, version, params, secrets, timeout, steps',
+      'deploy.yaml:2: timout: unknown key (did you mean `timeout`?); expected one of name, description, version, params, secrets, timeout, cancelGrace, steps',
       'deploy.yaml:5: steps[0].tiemout: unknown key (did you mean `timeout`?); expected one of name, run, args, env, cwd, timeout, shell',
       expect.stringMatching(/^deploy\.yaml:9: params\[0\]\.requried: unknown key \(did you mean `required`\?\)/),
     ]);

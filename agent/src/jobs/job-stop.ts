@@ -1,0 +1,39 @@
+import { DEFAULT_CANCEL_GRACE_MS } from '@drover/shared';
+
+/** The error message of a job a user cancelled while it ran (the stopped step is named after it). */
+export const CANCELLED_BY_USER_MESSAGE = 'cancelled by a user';
+
+/**
+ * How one job is stopped on purpose: a user's cancel (a `cancel` event of the stream) or the
+ * agent's shutdown (`shutdown`, aborted by the job manager). `signal` is aborted by either, with
+ * the reason that becomes the job's error message; the executor stops the running step's process
+ * group with SIGTERM, then SIGKILL after `graceMs()`: the workflow's `cancelGrace` (10 s by
+ * default) for a cancel, the agent's kill grace for a shutdown.
+ */
+export class JobStop {
+  readonly signal: AbortSignal;
+  readonly #cancel = new AbortController();
+  readonly #killGraceMs: number;
+
+  constructor(shutdown: AbortSignal, killGraceMs: number) {
+    this.signal = AbortSignal.any([shutdown, this.#cancel.signal]);
+    this.#killGraceMs = killGraceMs;
+  }
+
+  /** Stops the job because a user cancelled it (once; a shutdown already under way keeps its reason). */
+  cancel(): void {
+    this.#cancel.abort(CANCELLED_BY_USER_MESSAGE);
+  }
+
+  /** True once a user cancelled the job. */
+  get cancelled(): boolean {
+    return this.#cancel.signal.aborted;
+  }
+
+  /** Between SIGTERM and SIGKILL to a step stopped by `signal`, given the workflow's `cancelGrace`. */
+  graceMs(cancelGraceMs: number | undefined): number {
+    if (this.cancelled && this.signal.reason === CANCELLED_BY_USER_MESSAGE)
+      return cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
+    return this.#killGraceMs;
+  }
+}

@@ -1,0 +1,138 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { HttpAnswer } from '../../src/http/client.js';
+import { fixture, isAlive } from '../exec/helpers.js';
+import { assignment, harness, sh, type Harness } from './harness.js';
+
+const open: Harness[] = [];
+function make(...args: Parameters<typeof harness>): Harness {
+  const h = harness(...args);
+  open.push(h);
+  return h;
+}
+const leftovers: number[] = [];
+afterEach(async () => {
+  for (const h of open.splice(0)) {
+    await h.stop();
+    fs.rmSync(h.stateDir, { recursive: true, force: true });
+  }
+  for (const pid of leftovers.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone, as it should be
+    }
+  }
+});
+
+const slow = { name: 'slow', steps: [sh('sleep 0.4')] };
+const quick = { name: 'quick', steps: [sh('echo hello')] };
+const lines = (h: Harness, jobId: string) =>
+  h.sent.flatMap((r) => (r.kind === 'logs' && r.jobId === jobId ? r.body.lines.map((l) => l.text) : []));
+
+describe('a cancel event', () => {
+  it('takes a waiting job out of the queue and reports it cancelled without starting it', async () => {
+    const h = make([slow, quick]);
+    const [running, waiting] = [assignment('slow'), assignment('quick')];
+    h.manager.onJobEvent(running);
+    h.manager.onJobEvent(waiting);
+    await h.until(() => h.kinds(waiting.jobId).includes('accept'));
+    h.manager.onCancelEvent({ jobId: waiting.jobId });
+    expect(h.manager.queue.waiting).toEqual([]);
+    await h.until(() => h.finishOf(waiting.jobId) !== undefined);
+    expect(h.finishOf(waiting.jobId)).toMatchObject({
+      status: 'cancelled',
+      exitCode: null,
+      errorMessage: 'cancelled by a user before it started',
+    });
+    expect(h.kinds(waiting.jobId)).toEqual(['accept', 'finish']);
+    expect(h.journal.get(waiting.jobId)?.state).toBe('finished');
+    await h.until(() => h.finishOf(running.jobId) !== undefined);
+    expect(h.finishOf(running.jobId)?.status).toBe('success');
+    expect(h.kinds(waiting.jobId)).toEqual(['accept', 'finish']);
+  });
+
+  it("stops a running job with SIGTERM and leaves its steps the workflow's cancelGrace to clean up", async () => {
+    const tidy = {
+      name: 'tidy',
+      cancelGrace: 30_000,
+      steps: [sh(`trap 'echo stopping; sleep 0.5; echo cleaned up; exit 0' TERM; echo ready; sleep 30 & wait`)],
+    };
+    const h = make([tidy]);
+    const job = assignment('tidy');
+    h.manager.onJobEvent(job);
+    await h.until(() => lines(h, job.jobId).includes('ready'));
+    h.manager.onCancelEvent({ jobId: job.jobId });
+    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    // The agent's own kill grace here is 200 ms: the step's half-second cleanup ran within the workflow's.
+    expect(lines(h, job.jobId)).toEqual(expect.arrayContaining(['stopping', 'cleaned up']));
+    expect(h.finishOf(job.jobId)).toMatchObject({
+      status: 'cancelled',
+      exitCode: null,
+      errorMessage: 'cancelled by a user; step 1 was stopped',
+    });
+  });
+
+  it('kills the whole process tree of a running step that ignores SIGTERM once the grace is over', async () => {
+    // The fixture writes its pid and its child's to `tree.pids` in the job's workspace (its cwd).
+    const stubborn = {
+      name: 'stubborn',
+      cancelGrace: 300,
+      steps: [{ run: fixture('stubborn-tree.sh'), args: ['tree.pids'] }],
+    };
+    const h = make([stubborn]);
+    const job = assignment('stubborn');
+    h.manager.onJobEvent(job);
+    const workspacePids = path.join(h.stateDir, 'jobs', job.jobId, 'workspace', 'tree.pids');
+    await h.until(() => fs.existsSync(workspacePids));
+    const pids = fs.readFileSync(workspacePids, 'utf8').trim().split(' ').map(Number);
+    leftovers.push(...pids);
+    expect(pids.every(isAlive)).toBe(true);
+    h.manager.onCancelEvent({ jobId: job.jobId });
+    await h.until(() => h.finishOf(job.jobId) !== undefined, 10_000);
+    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'cancelled' });
+    await h.until(() => pids.every((pid) => !isAlive(pid)), 5_000);
+  });
+
+  it('stops a job whose start is being answered before its first step', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const h = make([quick], {
+      answer: async (r): Promise<HttpAnswer> => {
+        if (r.kind === 'start') await gate;
+        return { status: 200, body: {} };
+      },
+    });
+    const job = assignment('quick');
+    h.manager.onJobEvent(job);
+    await h.until(() => h.kinds(job.jobId).includes('start'));
+    h.manager.onCancelEvent({ jobId: job.jobId });
+    release();
+    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'cancelled', errorMessage: 'cancelled by a user' });
+    expect(lines(h, job.jobId).some((text) => text.startsWith('step 1'))).toBe(false);
+  });
+
+  it('confirms the cancel of a job it does not hold with a cancelled result, and leaves an ended one alone', async () => {
+    const h = make([quick]);
+    const done = assignment('quick');
+    h.manager.onJobEvent(done);
+    await h.until(() => h.journal.get(done.jobId)?.finalDelivered === true);
+    const before = h.sent.length;
+    h.manager.onCancelEvent({ jobId: done.jobId });
+    const unknown = assignment('quick').jobId;
+    h.manager.onCancelEvent({ jobId: unknown });
+    h.manager.onCancelEvent({ jobId: '../etc' });
+    h.manager.onCancelEvent(null);
+    await h.until(() => h.finishOf(unknown) !== undefined);
+    expect(h.sent.slice(before).map((r) => `${r.kind}:${r.jobId === unknown ? 'unknown' : r.jobId}`)).toEqual([
+      'finish:unknown',
+    ]);
+    expect(h.finishOf(unknown)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: 'cancelled by a user; this agent did not hold the job',
+    });
+    expect(h.records.filter((r) => /cancel event without a usable job id/.test(r.msg))).toHaveLength(2);
+  });
+});
