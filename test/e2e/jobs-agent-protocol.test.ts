@@ -7,6 +7,7 @@ import { openAgentStream } from '../helpers/sse.js';
 
 const JOB_FIELDS = [
   'agentId',
+  'cancelRequestedAt',
   'createdAt',
   'debug',
   'errorMessage',

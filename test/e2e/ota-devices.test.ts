@@ -20,6 +20,7 @@ const BINDING_FIELDS = [
   'activeJobId',
   'agentId',
   'applicationId',
+  'cancelledJobId',
   'channel',
   'current',
   'desired',
@@ -66,6 +67,7 @@ describe('OTA device bindings', () => {
       state: null,
       error: null,
       activeJobId: null,
+      cancelledJobId: null,
       lastReportAt: null,
     });
     const list = await member.get(devices(app));

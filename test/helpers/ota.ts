@@ -46,6 +46,7 @@ export interface BindingBody {
   state: string | null;
   error: string | null;
   activeJobId: string | null;
+  cancelledJobId: string | null;
   lastReportAt: string | null;
 }
 

@@ -72,5 +72,5 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
 export const LOST_MESSAGE = 'the agent restarted and lost this job';
 export const INTERRUPTED_MESSAGE = 'interrupted: the agent stopped while the job was running (crash or restart)';
 export const CANCELLED_BEFORE_START_MESSAGE = 'cancelled: the agent shut down before the job started';
-export const CANCELLED_BY_USER_BEFORE_START_MESSAGE = 'cancelled by a user before it started';
-export const CANCELLED_NOT_HELD_MESSAGE = 'cancelled by a user; this agent did not hold the job';
+export const CANCELLED_BY_USER_BEFORE_START_MESSAGE = 'cancelled: a user cancelled the job before it started';
+export const CANCELLED_NOT_HELD_MESSAGE = 'cancelled: a user cancelled the job, which this agent did not hold';

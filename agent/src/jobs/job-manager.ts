@@ -160,7 +160,7 @@ export class JobManager {
       return;
     }
     if (this.queue.take(jobId) || entry?.state === 'accepted') {
-      log.warn(`cancel received: ${CANCELLED_BY_USER_BEFORE_START_MESSAGE}`);
+      log.warn('cancel received: the job will not run');
       this.#finish(entry!, cancelledResult(CANCELLED_BY_USER_BEFORE_START_MESSAGE));
       return;
     }

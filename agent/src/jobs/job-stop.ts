@@ -1,7 +1,7 @@
 import { DEFAULT_CANCEL_GRACE_MS } from '@drover/shared';
 
 /** The error message of a job a user cancelled while it ran (the stopped step is named after it). */
-export const CANCELLED_BY_USER_MESSAGE = 'cancelled by a user';
+export const CANCELLED_BY_USER_MESSAGE = 'cancelled: a user cancelled the job';
 
 /**
  * How one job is stopped on purpose: a user's cancel (a `cancel` event of the stream) or the

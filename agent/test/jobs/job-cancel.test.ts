@@ -44,7 +44,7 @@ describe('a cancel event', () => {
     expect(h.finishOf(waiting.jobId)).toMatchObject({
       status: 'cancelled',
       exitCode: null,
-      errorMessage: 'cancelled by a user before it started',
+      errorMessage: 'cancelled: a user cancelled the job before it started',
     });
     expect(h.kinds(waiting.jobId)).toEqual(['accept', 'finish']);
     expect(h.journal.get(waiting.jobId)?.state).toBe('finished');
@@ -70,7 +70,7 @@ describe('a cancel event', () => {
     expect(h.finishOf(job.jobId)).toMatchObject({
       status: 'cancelled',
       exitCode: null,
-      errorMessage: 'cancelled by a user; step 1 was stopped',
+      errorMessage: 'cancelled: a user cancelled the job; step 1 was stopped',
     });
   });
 
@@ -110,7 +110,7 @@ describe('a cancel event', () => {
     h.manager.onCancelEvent({ jobId: job.jobId });
     release();
     await h.until(() => h.finishOf(job.jobId) !== undefined);
-    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'cancelled', errorMessage: 'cancelled by a user' });
+    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'cancelled', errorMessage: 'cancelled: a user cancelled the job' });
     expect(lines(h, job.jobId).some((text) => text.startsWith('step 1'))).toBe(false);
   });
 
@@ -131,7 +131,7 @@ describe('a cancel event', () => {
     ]);
     expect(h.finishOf(unknown)).toMatchObject({
       status: 'cancelled',
-      errorMessage: 'cancelled by a user; this agent did not hold the job',
+      errorMessage: 'cancelled: a user cancelled the job, which this agent did not hold',
     });
     expect(h.records.filter((r) => /cancel event without a usable job id/.test(r.msg))).toHaveLength(2);
   });

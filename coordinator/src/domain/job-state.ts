@@ -191,9 +191,9 @@ export function finishInstant(reported: string | undefined, createdAt: string, n
 
 export const DEADLINE_MESSAGE = "no result from the agent before the job's deadline";
 export const REVOKED_MESSAGE = 'the agent was revoked before the job finished';
-export const CANCELLED_MESSAGE = 'cancelled by a user before it started';
+export const CANCELLED_MESSAGE = 'cancelled: a user cancelled the job before it started';
 export const CANCEL_UNCONFIRMED_MESSAGE =
-  "cancelled by a user; the agent did not confirm that the job stopped before the cancel's deadline";
+  "cancelled: a user cancelled the job, and its agent did not confirm that it stopped before the cancel's deadline";
 
 const REJECT_MESSAGES: Record<RejectJobRequest['reason'], string> = {
   queue_full: "the agent's job queue is full",

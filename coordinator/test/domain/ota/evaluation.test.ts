@@ -200,6 +200,39 @@ describe('evaluation of a binding', () => {
     }
   });
 
+  it('holds a binding whose update job a user cancelled, forced or not, until a reconcile, a publish or a channel change', () => {
+    const mandatory = { ...r2, updatePolicy: 'mandatory' as const };
+    const p = plan({
+      binding: binding({ activeJobId: 'job-1' }),
+      releases: [r1, mandatory],
+      activeJob: job('cancelled', { cancelRequested: true }),
+      reason: 'job_end',
+    });
+    expect(p.settled).toBe('cancelled');
+    expect(p.binding).toMatchObject({ activeJobId: null, cancelledJobId: 'job-1', retryAt: null });
+    expect([p.issue, p.hold]).toEqual([null, 'cancelled']);
+    const later = { binding: p.binding, releases: [r1, mandatory], now: NOW + 10 * REISSUE_DELAY_MS };
+    expect(plan({ ...later, reason: 'sweep' }).hold).toBe('cancelled');
+    for (const reportedState of ['idle', 'failed'] as const) {
+      expect(plan({ ...later, reason: 'report', reportedState }).hold).toBe('cancelled');
+    }
+    for (const reason of ['reconcile', 'publish', 'channel'] as const) {
+      const next = plan({ ...later, reason });
+      expect(next.issue).toBe(mandatory);
+      expect(next.binding.cancelledJobId).toBeNull();
+    }
+  });
+
+  it('takes the result of an update job the agent finished before the cancel reached it as usual', () => {
+    const p = plan({
+      binding: binding({ activeJobId: 'job-1' }),
+      activeJob: job('success', { cancelRequested: true }),
+      reason: 'job_end',
+    });
+    expect(p.settled).toBe('installed');
+    expect(p.binding).toMatchObject({ current: on(r2), cancelledJobId: null });
+  });
+
   it('forgets an active job id that names no job', () => {
     const p = plan({ binding: binding({ activeJobId: 'gone' }), activeJob: null });
     expect(p.issue).toBe(r2);
