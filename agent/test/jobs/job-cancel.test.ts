@@ -110,7 +110,10 @@ describe('a cancel event', () => {
     h.manager.onCancelEvent({ jobId: job.jobId });
     release();
     await h.until(() => h.finishOf(job.jobId) !== undefined);
-    expect(h.finishOf(job.jobId)).toMatchObject({ status: 'cancelled', errorMessage: 'cancelled: a user cancelled the job' });
+    expect(h.finishOf(job.jobId)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: 'cancelled: a user cancelled the job',
+    });
     expect(lines(h, job.jobId).some((text) => text.startsWith('step 1'))).toBe(false);
   });
 
