@@ -78,11 +78,11 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
       // A HEAD would run this handler and open a stream nobody reads.
       exposeHeadRoute: false,
       schema: {
-        summary: 'The event stream (text/event-stream) pushing job, deploy and ping events to the agent',
+        summary: 'The event stream (text/event-stream) pushing job, deploy, cancel and ping events to the agent',
         tags: ['agent'],
         querystring: StreamQuery,
         response: {
-          200: { description: 'A text/event-stream of `job`, `deploy` and `ping` events', type: 'string' },
+          200: { description: 'A text/event-stream of `job`, `deploy`, `cancel` and `ping` events', type: 'string' },
           ...errorResponses(401, 422),
         },
       },
