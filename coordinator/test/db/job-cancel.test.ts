@@ -27,6 +27,7 @@ describe('job cancellation in the job repository', () => {
       id: newId(),
       orgId,
       kind: 'trigger',
+      source: 'webhook',
       triggerId: 'trigger-1',
       agentId,
       workflowId: null,

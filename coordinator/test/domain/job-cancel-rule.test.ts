@@ -11,6 +11,7 @@ function job(status: JobStatus, fields: Partial<Job> = {}): Job {
     id: 'j1',
     orgId: 'o1',
     kind: 'trigger',
+    source: 'webhook',
     triggerId: 't1',
     agentId: 'a1',
     workflowId: null,

@@ -70,7 +70,7 @@ class FakeSink implements StreamSink {
       .filter((c) => c.startsWith('event: job') || c.startsWith('event: cancel'))
       .map((c) => {
         const event = /^event: (\w+)/.exec(c)![1];
-        const data = JSON.parse(/\ndata: (.*)\n/.exec(c)![1]) as { jobId: string };
+        const data = JSON.parse(/\ndata: (.*)\n/.exec(c)![1]!) as { jobId: string };
         return `${event}:${data.jobId}`;
       });
   }
