@@ -113,6 +113,7 @@ describe('the stream with prepareAssignment', () => {
     } as unknown as AgentRepository;
     const repo = {
       listOpenForAgent: async () => [],
+      listUnconfirmedCancels: async () => [],
       findById: async (id: string) => jobs.get(id) ?? null,
     } as unknown as JobRepository;
     const jobEvents = new JobEvents();

@@ -182,7 +182,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary:
-          'Cancel a job: a pending or queued one is cancelled at once (200); a running one is stopped by its agent (202)',
+          'Cancel a job: one not started yet is cancelled immediately (200), a running one is stopped by its agent (202)',
         tags: ['dashboard'],
         params: idParams('id'),
         body: emptyBody,
