@@ -117,6 +117,7 @@ const ranJobs = () => fs.readFileSync(path.join(work, 'runs'), 'utf8').split('\n
 /** Index of the first agent log record about `jobId` matching `msg`, or -1. */
 const logIndex = (jobId: string, msg: RegExp) =>
   daemon.logRecords().findIndex((r) => r.jobId === jobId && msg.test(String(r.msg)));
+/** Whether the agent confirmed a cancel is not in the API: read from the database. */
 const unconfirmedCancels = () =>
   (
     t.coordinator.db
