@@ -24,7 +24,8 @@ import { runnableTrigger } from '../helpers/trigger-runs.js';
 /**
  * `POST /v1/jobs/:id/cancel` end to end (docs/jobs.md, "Cancellation"): a real coordinator and a
  * real `drover-agent run` child process reaching it through a proxy the test can cut. The agent's
- * queue holds two jobs (one running, one waiting), so a third waits on the coordinator (pending).
+ * queue holds two jobs (one running, one waiting); a job created while its link is cut waits on
+ * the coordinator (pending).
  */
 
 const STUBBORN_TREE = fileURLToPath(new URL('../../agent/test/fixtures/stubborn-tree.sh', import.meta.url));
@@ -131,7 +132,15 @@ describe('cancelling a job that has not started', () => {
     await jobWhen(running, (j) => j.status === 'running', 'running');
     const queued = await run('quick');
     await jobWhen(queued, (j) => j.status === 'queued', 'queued in the agent');
-    const pending = await run('quick'); // the agent's queue of two is full: this one waits here
+    // A job the agent never got: created while its link is cut (a live job goes to a connected
+    // agent at once, and one whose queue is full refuses it), cancelled before the link is back.
+    await proxy.cut();
+    await eventually(
+      async () => (await t.owner.get(`/orgs/${t.orgId}/agents/${a.agentId}`)).body.status === 'disconnected',
+      15_000,
+      'the coordinator to see the agent gone',
+    );
+    const pending = await run('quick');
     expect((await job(pending)).status).toBe('pending');
 
     for (const id of [pending, queued]) {
@@ -146,6 +155,7 @@ describe('cancelling a job that has not started', () => {
         cancelRequestedAt: expect.any(String),
       });
     }
+    await proxy.restore();
     // The agent took the queued one out of its queue and confirmed; the pending one it never held.
     await daemon.waitForLog((r) => r.jobId === queued && r.msg === 'cancel received: the job will not run');
     await eventually(() => unconfirmedCancels() === 0, 15_000, 'the agent to confirm both cancels');
