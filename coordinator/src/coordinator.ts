@@ -24,6 +24,8 @@ import { ApiTokenService } from './domain/manage/api-token-service.js';
 import { MemberService } from './domain/manage/member-service.js';
 import { TriggerService } from './domain/manage/trigger-service.js';
 import { TriggerRunService } from './domain/trigger-run/run-trigger.js';
+import { CronScheduler, type Timers } from './domain/cron/scheduler.js';
+import { CronSchedules } from './domain/cron/schedule.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -33,6 +35,8 @@ export interface Coordinator {
   ctx: AppContext;
   db: Db;
   bootstrap: BootstrapResult;
+  /** Fires cron triggers (docs/schedules.md). */
+  scheduler: CronScheduler;
   /** Stops accepting requests, flushes pending writes and closes the database. */
   close(): Promise<void>;
 }
@@ -48,6 +52,8 @@ export async function createCoordinator(
   config: Config,
   logger: Logger,
   clock: Clock = systemClock,
+  /** The cron scheduler's timer (tests drive it by hand); real timers by default. */
+  timers?: Timers,
 ): Promise<Coordinator> {
   const db = openDatabase(databaseFile(config.dataDir));
   let checkpointer: Checkpointer | undefined;
@@ -72,7 +78,15 @@ export async function createCoordinator(
     });
     const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger });
     const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger });
-    const triggers = new TriggerService({ repos, audit, clock });
+    const schedules = new CronSchedules();
+    const triggers = new TriggerService({
+      repos,
+      audit,
+      clock,
+      schedules,
+      // The scheduler (below) re-reads every trigger the service changes.
+      onChanged: (triggerId) => void scheduler.triggerChanged(triggerId),
+    });
     const apiTokens = new ApiTokenService({ repos, audit, clock });
     const members = new MemberService({ repos, audit, clock });
     const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files });
@@ -82,6 +96,14 @@ export async function createCoordinator(
       jobEvents,
       clock,
       deadlineGraceMs: config.jobDeadlineGraceMs,
+    });
+    const scheduler = new CronScheduler({
+      triggers: repos.triggers,
+      occurrences: repos.cronOccurrences,
+      runs,
+      clock,
+      ...(timers ? { timers } : {}),
+      logger,
     });
     const ctx: AppContext = {
       config,
@@ -120,6 +142,8 @@ export async function createCoordinator(
     // Update jobs that end, and OTA retries that come due (docs/ota.md).
     ota.start();
     const fileSweeper = startFileSweeper({ files, intervalMs: config.fileSweepIntervalMs, logger });
+    // Cron triggers fire on schedule (docs/schedules.md).
+    await scheduler.start();
     // Asked for port 0 without a public URL: once bound, the public URL names the real port.
     app.addHook('onListen', (done) => {
       const address = app.server.address();
@@ -132,6 +156,7 @@ export async function createCoordinator(
       ctx,
       db,
       bootstrap,
+      scheduler,
       async close() {
         if (closed) return;
         closed = true;
@@ -140,6 +165,7 @@ export async function createCoordinator(
           await sweeper.stop();
           await ota.stop();
           await fileSweeper.stop();
+          await scheduler.stop();
           await app.close();
           await audit.flush();
           await writes.close();

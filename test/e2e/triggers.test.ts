@@ -67,13 +67,21 @@ describe('trigger management', () => {
       cronExpression: null,
       cronTimezone: null,
       cronEnabled: null,
+      cronMissedPolicy: null,
+      cronOverlapPolicy: null,
+      params: null,
+      ref: null,
       chatTeamId: null,
       chatChannelId: null,
       chatKeyword: null,
       createdAt: expect.any(String),
       updatedAt: res.body.createdAt,
+      nextRunAt: null,
+      nextRuns: [],
+      lastOccurrences: [],
     });
     expect(res.body).not.toHaveProperty('tokenHash');
+    expect(res.body).not.toHaveProperty('cronSince');
     expect(res.body).not.toHaveProperty('orgId');
     const got = await t.owner.get(`${path}/${res.body.id}`);
     expect(got.status).toBe(200);

@@ -1,7 +1,15 @@
 import type { Agent } from './model/agents.js';
-import type { ChatProvider, NotifyOn, Trigger, TriggerType } from './model/triggers.js';
+import type {
+  ChatProvider,
+  CronMissedPolicy,
+  CronOverlapPolicy,
+  NotifyOn,
+  Trigger,
+  TriggerType,
+} from './model/triggers.js';
 import { conflict, describeValue, validationFailed, type ValidationDetail } from '../errors.js';
 import { nameProblem } from './names.js';
+import { plainJsonProblems } from './plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from './triggers-cron.js';
 
 /**
@@ -35,6 +43,10 @@ export const CONFIG_FIELDS = [
   'cronExpression',
   'cronTimezone',
   'cronEnabled',
+  'cronMissedPolicy',
+  'cronOverlapPolicy',
+  'params',
+  'ref',
   'chatTeamId',
   'chatChannelId',
   'chatKeyword',
@@ -64,12 +76,27 @@ export interface TriggerInput {
   cronExpression?: string | null;
   cronTimezone?: string | null;
   cronEnabled?: boolean | null;
+  cronMissedPolicy?: CronMissedPolicy | null;
+  cronOverlapPolicy?: CronOverlapPolicy | null;
+  params?: Record<string, unknown> | null;
+  ref?: string | null;
   chatTeamId?: string | null;
   chatChannelId?: string | null;
   chatKeyword?: string | null;
 }
 
-const CRON_FIELDS = ['cronExpression', 'cronTimezone', 'cronEnabled'] as const;
+const CRON_FIELDS = [
+  'cronExpression',
+  'cronTimezone',
+  'cronEnabled',
+  'cronMissedPolicy',
+  'cronOverlapPolicy',
+  'params',
+  'ref',
+] as const;
+/** What a cron trigger does with missed occurrences and overlaps unless told (docs/schedules.md). */
+export const DEFAULT_CRON_MISSED_POLICY: CronMissedPolicy = 'skip';
+export const DEFAULT_CRON_OVERLAP_POLICY: CronOverlapPolicy = 'skip';
 const CHAT_FIELDS = ['chatTeamId', 'chatChannelId', 'chatKeyword'] as const;
 const REQUIRED_ON_CREATE = ['name', 'agentId', 'scopeType', 'responseMode'] as const;
 
@@ -143,6 +170,10 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
   let cronExpression: string | null = null;
   let cronTimezone: string | null = null;
   let cronEnabled: boolean | null = null;
+  let cronMissedPolicy: CronMissedPolicy | null = null;
+  let cronOverlapPolicy: CronOverlapPolicy | null = null;
+  let params: Record<string, unknown> | null = null;
+  let ref: string | null = null;
   let chatTeamId: string | null = null;
   let chatChannelId: string | null = null;
   let chatKeyword: string | null = null;
@@ -163,6 +194,27 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
       });
     }
     cronEnabled = pick('cronEnabled') ?? true;
+    cronMissedPolicy = pick('cronMissedPolicy') ?? DEFAULT_CRON_MISSED_POLICY;
+    cronOverlapPolicy = pick('cronOverlapPolicy') ?? DEFAULT_CRON_OVERLAP_POLICY;
+    if (scopeType !== 'workflow') {
+      problems.push({
+        path: at('scopeType'),
+        message: 'must be "workflow" for a cron trigger: a schedule runs one workflow, named by workflowName',
+      });
+    }
+    params = pick('params') ?? null;
+    if (params !== null) {
+      for (const problem of plainJsonProblems(params, 'params')) problems.push({ ...problem, path: at(problem.path) });
+    }
+    ref = pick('ref') ?? null;
+    const allowedRefs = pick('allowedRefs') ?? null;
+    if (allowedRefs !== null) {
+      if (ref === null) {
+        problems.push({ path: at('ref'), message: 'is required: this trigger accepts only the refs in allowedRefs' });
+      } else if (!allowedRefs.includes(ref)) {
+        problems.push({ path: at('ref'), message: `must be one of allowedRefs, got ${describeValue(ref)}` });
+      }
+    }
   } else if (type === 'slack' || type === 'discord') {
     refuseUnless(CRON_FIELDS, 'is used only by cron triggers');
     chatTeamId = need('chatTeamId', pick('chatTeamId'), `when type is "${type}"`);
@@ -191,6 +243,10 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     cronExpression,
     cronTimezone,
     cronEnabled,
+    cronMissedPolicy,
+    cronOverlapPolicy,
+    params,
+    ref,
     chatTeamId,
     chatChannelId,
     chatKeyword,

@@ -41,6 +41,10 @@ describe('trigger configuration on create', () => {
       cronExpression: null,
       cronTimezone: null,
       cronEnabled: null,
+      cronMissedPolicy: null,
+      cronOverlapPolicy: null,
+      params: null,
+      ref: null,
       chatTeamId: null,
       chatChannelId: null,
       chatKeyword: null,
@@ -116,7 +120,33 @@ describe('trigger configuration on create', () => {
       cronExpression: '0 3 * * *',
       cronTimezone: 'UTC',
       cronEnabled: true,
+      cronMissedPolicy: 'skip',
+      cronOverlapPolicy: 'skip',
+      params: null,
+      ref: null,
     });
+  });
+
+  it('takes the policies, fixed params and ref of a cron trigger, and refuses them on other kinds', () => {
+    const cron = { ...base, type: 'cron' as const, cronExpression: '0 3 * * *' };
+    expect(
+      resolveTriggerConfig(
+        { ...cron, cronMissedPolicy: 'run_once', cronOverlapPolicy: 'queue', params: { env: 'prod' }, ref: 'main' },
+        null,
+      ),
+    ).toMatchObject({ cronMissedPolicy: 'run_once', cronOverlapPolicy: 'queue', params: { env: 'prod' }, ref: 'main' });
+    expect(paths(() => resolveTriggerConfig({ ...base, params: { env: 'prod' }, ref: 'main' }, null))).toEqual([
+      'body.params',
+      'body.ref',
+    ]);
+    expect(paths(() => resolveTriggerConfig({ ...cron, scopeType: 'agent', workflowName: null }, null))).toEqual([
+      'body.scopeType',
+    ]);
+    expect(paths(() => resolveTriggerConfig({ ...cron, allowedRefs: ['main'] }, null))).toEqual(['body.ref']);
+    expect(paths(() => resolveTriggerConfig({ ...cron, allowedRefs: ['main'], ref: 'dev' }, null))).toEqual([
+      'body.ref',
+    ]);
+    expect(paths(() => resolveTriggerConfig({ ...cron, params: { n: Number.NaN } }, null))).toEqual(['body.params.n']);
   });
 
   it('checks and canonicalizes the cron time zone', () => {
@@ -179,6 +209,7 @@ describe('trigger configuration on create', () => {
       'body.workflowName',
       'body.notifyOn',
       'body.cronExpression',
+      'body.scopeType',
     ]);
   });
 });
@@ -217,7 +248,7 @@ describe('trigger configuration on update', () => {
   });
 
   it('clears workflowName when the scope becomes agent, and requires one when it becomes workflow', () => {
-    const agentScoped = resolveTriggerConfig({ scopeType: 'agent' }, cronTrigger);
+    const agentScoped = resolveTriggerConfig({ type: 'webhook', scopeType: 'agent' }, cronTrigger);
     expect(agentScoped.workflowName).toBeNull();
     expect(paths(() => resolveTriggerConfig({ scopeType: 'workflow' }, agentScoped))).toEqual(['body.workflowName']);
     expect(resolveTriggerConfig({ scopeType: 'workflow', workflowName: 'build' }, agentScoped).workflowName).toBe(
@@ -243,9 +274,9 @@ describe('trigger configuration on update', () => {
   });
 
   it('lists the changed fields', () => {
-    expect(changedFields(cronTrigger, resolveTriggerConfig({ name: 'x', allowedRefs: ['main'] }, cronTrigger))).toEqual(
-      ['name', 'allowedRefs'],
-    );
+    expect(
+      changedFields(cronTrigger, resolveTriggerConfig({ name: 'x', allowedRefs: ['main'], ref: 'main' }, cronTrigger)),
+    ).toEqual(['name', 'allowedRefs', 'ref']);
     expect(changedFields(cronTrigger, cronTrigger)).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import type { WindowCounts, WindowStarts } from '../../domain/trigger-run/rate-w
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
+import { INSERT_OCCURRENCE_SQL } from './cron-occurrences.js';
 import { INSERT_JOB_SQL, jobInsertParams } from './job-rows.js';
 
 /** Expired idempotency keys and past window counters are deleted at most this often. */
@@ -55,6 +56,13 @@ export function createAdmissionWrites(
     `DELETE FROM rate_counters WHERE (window = 'minute' AND window_start < @minute)
        OR (window = 'hour' AND window_start < @hour) OR (window = 'day' AND window_start < @day)`,
   );
+  const claimOccurrence = db.prepare(INSERT_OCCURRENCE_SQL);
+  const previousScheduledOpen = db
+    .prepare<[string, string], number>(
+      `SELECT status IN ('pending', 'queued', 'running') FROM jobs
+       WHERE org_id = ? AND trigger_id = ? AND source = 'cron' ORDER BY seq DESC LIMIT 1`,
+    )
+    .pluck(true);
   let nextPurgeAt = 0;
 
   const counts = (scope: 'token' | 'workflow', id: string, starts: WindowStarts): WindowCounts => {
@@ -74,7 +82,30 @@ export function createAdmissionWrites(
       }
     }
 
-    const { windows, refused, counted } = decideLimits(request, counts);
+    if (request.occurrence) {
+      // The claim: the occurrence's row, written once whoever tries (its primary key).
+      const { scheduledAt, overlap } = request.occurrence;
+      const skip = overlap === 'skip' && previousScheduledOpen.get(job.orgId, job.triggerId) === 1;
+      const claimed = claimOccurrence.run({
+        triggerId: job.triggerId,
+        scheduledAt,
+        orgId: job.orgId,
+        outcome: skip ? 'skipped' : 'job_created',
+        jobId: skip ? null : job.id,
+        reason: skip ? 'overlap' : null,
+        firstScheduledAt: null,
+        recordedAt: nowIso,
+      });
+      if (claimed.changes === 0) return { outcome: 'claimed_before' };
+      if (skip) return { outcome: 'skipped_overlap' };
+    }
+    if (request.rejection !== undefined || job.workflowId === null) {
+      insertJob.run(jobInsertParams(job, 'rejected', request.rejection ?? 'The workflow is unknown'));
+      return { outcome: 'rejected', jobId: job.id };
+    }
+    const workflowId = job.workflowId;
+
+    const { windows, refused, counted } = decideLimits({ ...request, job: { ...job, workflowId } }, counts);
     if (now >= nextPurgeAt) {
       nextPurgeAt = now + PURGE_EVERY_MS;
       purgeKeys.run(nowIso);
@@ -85,7 +116,7 @@ export function createAdmissionWrites(
       if (refused.scope === 'workflow') {
         insertBlock.run(
           job.orgId,
-          job.workflowId,
+          workflowId,
           job.triggerId,
           job.apiTokenId,
           job.id,

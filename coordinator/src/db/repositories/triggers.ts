@@ -1,4 +1,12 @@
-import type { ChatProvider, NotifyOn, Trigger, TriggerRepository, TriggerType } from '../../domain/model/triggers.js';
+import type {
+  ChatProvider,
+  CronMissedPolicy,
+  CronOverlapPolicy,
+  NotifyOn,
+  Trigger,
+  TriggerRepository,
+  TriggerType,
+} from '../../domain/model/triggers.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
 
@@ -21,6 +29,11 @@ interface TriggerRow {
   cron_expression: string | null;
   cron_timezone: string | null;
   cron_enabled: number | null;
+  cron_missed_policy: CronMissedPolicy | null;
+  cron_overlap_policy: CronOverlapPolicy | null;
+  run_params: string | null;
+  run_ref: string | null;
+  cron_since: string | null;
   chat_team_id: string | null;
   chat_channel_id: string | null;
   chat_keyword: string | null;
@@ -48,6 +61,11 @@ const toTrigger = (r: TriggerRow): Trigger => ({
   cronExpression: r.cron_expression,
   cronTimezone: r.cron_timezone,
   cronEnabled: r.cron_enabled === null ? null : r.cron_enabled === 1,
+  cronMissedPolicy: r.cron_missed_policy,
+  cronOverlapPolicy: r.cron_overlap_policy,
+  params: parseJsonColumn<Record<string, unknown>>(r.run_params, 'triggers.run_params'),
+  ref: r.run_ref,
+  cronSince: r.cron_since,
   chatTeamId: r.chat_team_id,
   chatChannelId: r.chat_channel_id,
   chatKeyword: r.chat_keyword,
@@ -61,18 +79,19 @@ const toParams = (t: Trigger) => ({
   allowedRefs: t.allowedRefs === null ? null : JSON.stringify(t.allowedRefs),
   allowDebug: t.allowDebug ? 1 : 0,
   cronEnabled: t.cronEnabled === null ? null : t.cronEnabled ? 1 : 0,
+  params: t.params === null ? null : JSON.stringify(t.params),
 });
 
 export function createTriggerRepository(db: Db): TriggerRepository {
   const insert = db.prepare(
     `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
        response_timeout_ms, allowed_refs, allow_debug, notify_provider, notify_team_id, notify_channel_id, notify_on,
-       cron_expression, cron_timezone, cron_enabled, chat_team_id, chat_channel_id, chat_keyword,
-       created_by, created_at, updated_at)
+       cron_expression, cron_timezone, cron_enabled, cron_missed_policy, cron_overlap_policy, run_params, run_ref,
+       cron_since, chat_team_id, chat_channel_id, chat_keyword, created_by, created_at, updated_at)
      VALUES (@id, @orgId, @name, @type, @agentId, @scopeType, @workflowName, @responseMode,
        @responseTimeoutMs, @allowedRefs, @allowDebug, @notifyProvider, @notifyTeamId, @notifyChannelId, @notifyOn,
-       @cronExpression, @cronTimezone, @cronEnabled, @chatTeamId, @chatChannelId, @chatKeyword,
-       @createdBy, @createdAt, @updatedAt)`,
+       @cronExpression, @cronTimezone, @cronEnabled, @cronMissedPolicy, @cronOverlapPolicy, @params, @ref,
+       @cronSince, @chatTeamId, @chatChannelId, @chatKeyword, @createdBy, @createdAt, @updatedAt)`,
   );
   const update = db.prepare(
     `UPDATE triggers SET name = @name, type = @type, agent_id = @agentId, scope_type = @scopeType,
@@ -80,7 +99,8 @@ export function createTriggerRepository(db: Db): TriggerRepository {
        allowed_refs = @allowedRefs, allow_debug = @allowDebug, notify_provider = @notifyProvider,
        notify_team_id = @notifyTeamId, notify_channel_id = @notifyChannelId, notify_on = @notifyOn,
        cron_expression = @cronExpression, cron_timezone = @cronTimezone, cron_enabled = @cronEnabled,
-       chat_team_id = @chatTeamId, chat_channel_id = @chatChannelId, chat_keyword = @chatKeyword,
+       cron_missed_policy = @cronMissedPolicy, cron_overlap_policy = @cronOverlapPolicy, run_params = @params,
+       run_ref = @ref, cron_since = @cronSince, chat_team_id = @chatTeamId, chat_channel_id = @chatChannelId, chat_keyword = @chatKeyword,
        updated_at = @updatedAt
      WHERE id = @id AND org_id = @orgId AND deleted_at IS NULL`,
   );
@@ -94,6 +114,9 @@ export function createTriggerRepository(db: Db): TriggerRepository {
   const byIds = db.prepare<[string, string], TriggerRow>(
     `SELECT * FROM triggers WHERE org_id = ? AND id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL
      ORDER BY created_at, rowid`,
+  );
+  const enabledCron = db.prepare<[], TriggerRow>(
+    "SELECT * FROM triggers WHERE type = 'cron' AND cron_enabled = 1 AND deleted_at IS NULL",
   );
   const softDelete = db.prepare(
     'UPDATE triggers SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
@@ -112,6 +135,9 @@ export function createTriggerRepository(db: Db): TriggerRepository {
     async findInOrg(orgId, id) {
       const row = inOrg.get(orgId, id);
       return row ? toTrigger(row) : null;
+    },
+    async listEnabledCron() {
+      return enabledCron.all().map(toTrigger);
     },
     async listByOrg(orgId) {
       return byOrg.all(orgId).map(toTrigger);

@@ -1,12 +1,13 @@
 import type { JobStatus } from '@drover/shared';
 import type { LimitRefusal } from '../trigger-run/rate-windows.js';
 import type { NewJob } from './jobs.js';
+import type { CronOverlapPolicy } from './triggers.js';
 import type { RateLimits } from './rate-limits.js';
 
 /** A trigger call that passed validation, to admit as a job (or refuse) in one transaction. */
 export interface AdmissionRequest {
   /** The job to create; its status (`pending`, or `rejected` when refused) is decided here. */
-  job: Omit<NewJob, 'status' | 'errorMessage'> & { triggerId: string; workflowId: string };
+  job: Omit<NewJob, 'status' | 'errorMessage'> & { triggerId: string };
   /** Unix ms of the call: the rate windows and the idempotency expiry are computed from it. */
   now: number;
   /** Key and body hash, when the call carries an Idempotency-Key; scoped to (trigger, workflow name). */
@@ -15,6 +16,17 @@ export interface AdmissionRequest {
   token: { id: string; limits: RateLimits } | null;
   /** The workflow's limits; bypassed (but still counted) when `job.forced`. Windows are counted only while a limit is set. */
   workflowLimits: RateLimits;
+  /**
+   * A scheduled run: the occurrence of the trigger's schedule it is the job of, claimed in the same
+   * transaction (docs/schedules.md). An occurrence claimed before makes nothing; with `overlap:
+   * 'skip'`, an occurrence whose previous scheduled job is still open is recorded as skipped.
+   */
+  occurrence?: { scheduledAt: string; overlap: CronOverlapPolicy } | undefined;
+  /**
+   * Set when the run is refused by a rule before any limit (a scheduled run whose params no
+   * longer validate, ...): the job is stored `rejected` with this message and nothing is counted.
+   */
+  rejection?: string | undefined;
 }
 
 export type AdmissionOutcome =
@@ -25,7 +37,13 @@ export type AdmissionOutcome =
   /** The key was used before with a different body; nothing was written. */
   | { outcome: 'idempotency_conflict' }
   /** Refused by a limit: a `rejected` job was stored (and a rate_limit_blocks row for a workflow limit). */
-  | { outcome: 'refused'; jobId: string; scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string };
+  | { outcome: 'refused'; jobId: string; scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string }
+  /** Refused by a rule (`rejection`): a `rejected` job was stored. */
+  | { outcome: 'rejected'; jobId: string }
+  /** The occurrence had been claimed before (by this or another scheduler): nothing was written. */
+  | { outcome: 'claimed_before' }
+  /** The occurrence was recorded as skipped because the previous scheduled job is still open. */
+  | { outcome: 'skipped_overlap' };
 
 /** What a sync trigger run answers with. */
 export interface JobResult {

@@ -4,6 +4,12 @@ export const TRIGGER_TYPES = ['webhook', 'cron', ...CHAT_PROVIDERS] as const;
 export type TriggerType = (typeof TRIGGER_TYPES)[number];
 export const NOTIFY_ON = ['always', 'failure', 'success', 'none'] as const;
 export type NotifyOn = (typeof NOTIFY_ON)[number];
+/** What a cron trigger does with occurrences that passed while it could not fire (docs/schedules.md). */
+export const CRON_MISSED_POLICIES = ['skip', 'run_once'] as const;
+export type CronMissedPolicy = (typeof CRON_MISSED_POLICIES)[number];
+/** What a cron trigger does at an occurrence while its previous scheduled job is still open. */
+export const CRON_OVERLAP_POLICIES = ['skip', 'queue'] as const;
+export type CronOverlapPolicy = (typeof CRON_OVERLAP_POLICIES)[number];
 
 export interface Trigger {
   id: string;
@@ -24,6 +30,17 @@ export interface Trigger {
   cronExpression: string | null;
   cronTimezone: string | null;
   cronEnabled: boolean | null;
+  cronMissedPolicy: CronMissedPolicy | null;
+  cronOverlapPolicy: CronOverlapPolicy | null;
+  /** The fixed params of each scheduled run (cron triggers), or null. */
+  params: Record<string, unknown> | null;
+  /** The ref of each scheduled run (cron triggers), or null. */
+  ref: string | null;
+  /**
+   * Cron triggers: the instant the current schedule (expression and zone) took effect; its
+   * occurrences before it are not owed. Null for other kinds.
+   */
+  cronSince: string | null;
   chatTeamId: string | null;
   chatChannelId: string | null;
   chatKeyword: string | null;
@@ -38,6 +55,8 @@ export interface TriggerRepository {
   update(trigger: Trigger): Promise<void>;
   findById(id: string): Promise<Trigger | null>;
   findInOrg(orgId: string, id: string): Promise<Trigger | null>;
+  /** Every cron trigger that is enabled, of every organization. */
+  listEnabledCron(): Promise<Trigger[]>;
   /** Oldest first. */
   listByOrg(orgId: string): Promise<Trigger[]>;
   listByIds(orgId: string, ids: readonly string[]): Promise<Trigger[]>;

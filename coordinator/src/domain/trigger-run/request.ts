@@ -64,10 +64,11 @@ export interface RunTargetState {
 export function resolveRunRequest(
   target: RunTargetState,
   body: TriggerRunBody,
-  actor: { forceDenied: string | null },
+  actor: { forceDenied: string | null; source?: string },
 ): RunRequest {
   const { trigger } = target;
-  if (trigger.type !== 'webhook') {
+  // A cron trigger is run by its own schedule (source `cron`); chat triggers by their chat.
+  if (trigger.type !== 'webhook' && trigger.type !== actor.source) {
     throw forbidden(
       `Trigger \`${trigger.name}\` is a ${trigger.type} trigger; only webhook triggers can be run through the API`,
     );

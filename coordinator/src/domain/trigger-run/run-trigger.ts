@@ -4,9 +4,10 @@ import type { Role } from '../model/orgs.js';
 import type { RateLimits } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
 import type { Trigger } from '../model/triggers.js';
-import type { JobResult, TriggerRunRepository } from '../model/trigger-runs.js';
+import type { Workflow } from '../model/workflows.js';
+import type { AdmissionOutcome, JobResult, TriggerRunRepository } from '../model/trigger-runs.js';
 import { isTerminalJobStatus } from '@drover/shared';
-import { conflict } from '../../errors.js';
+import { AppError, conflict, type ValidationDetail } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { AuditLog, UserActor } from '../audit-log.js';
@@ -17,7 +18,7 @@ import { checkRunFileRefs, type FileRefLookups } from './file-refs.js';
 import { IDEMPOTENCY_TTL_MS, requestHash } from './idempotency.js';
 import { resolveRunParams } from './params.js';
 import type { LimitRefusal } from './rate-windows.js';
-import { resolveRunRequest, workflowNotFound, type TriggerRunBody } from './request.js';
+import { resolveRunRequest, workflowNotFound, type RunRequest, type TriggerRunBody } from './request.js';
 import { RunTargets, type RunTarget } from './run-targets.js';
 
 /**
@@ -88,6 +89,28 @@ export function userActor(user: UserActor & { role: Role }): RunActor {
   };
 }
 
+/**
+ * A cron trigger's schedule firing an occurrence (docs/schedules.md): the system acts, with no
+ * token, so no token limits; the workflow's apply and are never forced. The run is given the
+ * files its fixed params name, any active file of the trigger's organization, and no others.
+ */
+export function scheduleActor(trigger: Pick<Trigger, 'id' | 'orgId'>): RunActor {
+  return {
+    source: 'cron',
+    auditActor: { actorType: 'system', actorId: null },
+    forceDenied: 'A scheduled run is never forced',
+    apiTokenId: null,
+    userId: null,
+    limits: null,
+    files: {
+      id: `schedule:${trigger.id}`,
+      orgId: trigger.orgId,
+      scopes: [{ type: 'storage', bindingIds: null, permissions: ['read'] }],
+    },
+    auditsRuns: false,
+  };
+}
+
 export interface RunTriggerInput {
   target: RunTarget;
   actor: RunActor;
@@ -107,6 +130,39 @@ export type RunOutcome =
       refusal: LimitRefusal;
       workflowName: string;
     };
+
+/** What became of an occurrence of a cron trigger's schedule handed to `runOccurrence`. */
+export type OccurrenceRunOutcome =
+  /** Its job: `pending`, or `rejected` (a limit, or a rule such as params that no longer validate). */
+  | { outcome: 'job_created'; jobId: string; status: 'pending' | 'rejected' }
+  /** Recorded as skipped: the previous scheduled job is still open (overlap policy `skip`). */
+  | { outcome: 'skipped_overlap' }
+  /** Claimed before, by this or another scheduler: nothing was done. */
+  | { outcome: 'claimed_before' }
+  /** The trigger is gone, or no longer has this schedule (`stillDue` said no): nothing was done. */
+  | { outcome: 'not_due' };
+
+export interface RunOccurrenceInput {
+  orgId: string;
+  triggerId: string;
+  /** The occurrence, ISO 8601 UTC. */
+  scheduledAt: string;
+  /** Whether the trigger as it is now still has the schedule that made this occurrence due. */
+  stillDue(trigger: Trigger): boolean;
+}
+
+/** A refusal as one line for a rejected job's message: the error's message and each problem. */
+function rejectionMessage(error: AppError): string {
+  const details = Array.isArray(error.details) ? (error.details as ValidationDetail[]) : [];
+  const problems = details.map((d) => `${d.path} ${d.message}`).join('; ');
+  return problems === '' || error.message.includes(problems) ? error.message : `${error.message}: ${problems}`;
+}
+
+interface PreparedRun {
+  run: RunRequest;
+  workflow: Workflow;
+  params: Record<string, unknown>;
+}
 
 export interface TriggerRunServiceDeps {
   repos: Pick<Repositories, 'triggerRuns' | 'changeCounter' | 'triggers' | 'agents' | 'workflows'>;
@@ -137,16 +193,7 @@ export class TriggerRunService {
   async run({ target, actor, request, idempotencyKey }: RunTriggerInput): Promise<RunOutcome> {
     const { trigger } = target;
     const { audit, clock, jobEvents } = this.deps;
-    const run = resolveRunRequest(target, request, actor);
-    const workflow = await target.workflow(run.workflowName);
-    if (!workflow) throw workflowNotFound(run.workflowName);
-    const params = await checkRunFileRefs(
-      workflow.paramsSchema,
-      resolveRunParams(workflow.paramsSchema, request.params),
-      actor.files,
-      this.deps.files,
-      actor.auditActor.actorType === 'api_token' ? 'api_token' : 'member',
-    );
+    const { run, workflow, params } = await this.prepare(target, actor, request);
 
     const now = clock.now();
     const jobId = newTimeOrderedId(now);
@@ -187,21 +234,7 @@ export class TriggerRunService {
         );
       case 'refused': {
         const { refusal, scope } = admission;
-        await audit.record({
-          orgId: trigger.orgId,
-          ...actor.auditActor,
-          action: 'rate_limit.block',
-          targetType: scope === 'workflow' ? 'workflow' : 'api_token',
-          targetId: scope === 'workflow' ? workflow.id : (actor.limits?.id ?? null),
-          metadata: {
-            scope,
-            window: refusal.window,
-            limit: refusal.limit,
-            observed: refusal.observed,
-            ...(scope === 'workflow' ? { workflowId: workflow.id } : {}),
-            jobId: admission.jobId,
-          },
-        });
+        await this.auditRefusal(trigger, actor, workflow, admission);
         return { outcome: 'rate_limited', jobId: admission.jobId, scope, refusal, workflowName: workflow.name };
       }
       case 'admitted': {
@@ -230,7 +263,125 @@ export class TriggerRunService {
       }
       case 'repeated':
         return { outcome: 'accepted', jobId: admission.jobId, repeated: true, trigger };
+      case 'rejected':
+      case 'claimed_before':
+      case 'skipped_overlap':
+        throw new Error(`a run without an occurrence or a rejection was answered ${admission.outcome}`);
     }
+  }
+
+  /**
+   * Fires one occurrence of a cron trigger's schedule through the same rules as every run, with
+   * the trigger's fixed params and ref, as `scheduleActor`. The occurrence is claimed in the
+   * transaction that stores its job, so it makes at most one job whoever else tries. A run the
+   * rules refuse (params that no longer validate, a ref no longer allowed, a workflow the agent no
+   * longer reports, a revoked agent) is stored as a `rejected` job with the refusal as message.
+   */
+  async runOccurrence({ orgId, triggerId, scheduledAt, stillDue }: RunOccurrenceInput): Promise<OccurrenceRunOutcome> {
+    const { clock, jobEvents } = this.deps;
+    const target = await this.target(orgId, triggerId);
+    if (!target || !stillDue(target.trigger)) return { outcome: 'not_due' };
+    const { trigger } = target;
+    const actor = scheduleActor(trigger);
+    const request: TriggerRunBody = {
+      ...(trigger.ref === null ? {} : { ref: trigger.ref }),
+      ...(trigger.params === null ? {} : { params: trigger.params }),
+    };
+    let prepared: PreparedRun | null = null;
+    let rejection: string | undefined;
+    let workflow: Workflow | null = null;
+    try {
+      prepared = await this.prepare(target, actor, request);
+      workflow = prepared.workflow;
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      rejection = rejectionMessage(error);
+      workflow = trigger.workflowName === null ? null : await target.workflow(trigger.workflowName);
+    }
+    const now = clock.now();
+    const jobId = newTimeOrderedId(now);
+    const admission = await this.runs.admit({
+      job: {
+        id: jobId,
+        orgId: trigger.orgId,
+        kind: 'trigger',
+        source: actor.source,
+        triggerId: trigger.id,
+        agentId: trigger.agentId,
+        workflowId: workflow?.id ?? null,
+        workflowName: workflow?.name ?? trigger.workflowName ?? '',
+        ref: prepared?.run.ref ?? trigger.ref,
+        debug: false,
+        params: prepared?.params ?? trigger.params ?? {},
+        forced: false,
+        forceReason: null,
+        apiTokenId: null,
+        userId: null,
+        timeoutMs: workflow?.timeoutMs ?? null,
+        createdAt: new Date(now).toISOString(),
+      },
+      now,
+      idempotency: null,
+      token: null,
+      workflowLimits: workflow?.rateLimit ?? { perMinute: null, perHour: null, perDay: null },
+      occurrence: { scheduledAt, overlap: trigger.cronOverlapPolicy ?? 'skip' },
+      rejection,
+    });
+    switch (admission.outcome) {
+      case 'admitted':
+        jobEvents.jobCreated(trigger.agentId, jobId);
+        return { outcome: 'job_created', jobId, status: 'pending' };
+      case 'refused':
+        await this.auditRefusal(trigger, actor, workflow as Workflow, admission);
+        return { outcome: 'job_created', jobId, status: 'rejected' };
+      case 'rejected':
+        return { outcome: 'job_created', jobId, status: 'rejected' };
+      case 'skipped_overlap':
+      case 'claimed_before':
+        return { outcome: admission.outcome };
+      case 'repeated':
+      case 'idempotency_conflict':
+        throw new Error(`a scheduled run has no idempotency key, yet its admission answered ${admission.outcome}`);
+    }
+  }
+
+  /** The rules before the admission: the trigger's and the actor's, the workflow, its params and files. */
+  private async prepare(target: RunTarget, actor: RunActor, request: TriggerRunBody): Promise<PreparedRun> {
+    const run = resolveRunRequest(target, request, actor);
+    const workflow = await target.workflow(run.workflowName);
+    if (!workflow) throw workflowNotFound(run.workflowName);
+    const params = await checkRunFileRefs(
+      workflow.paramsSchema,
+      resolveRunParams(workflow.paramsSchema, request.params),
+      actor.files,
+      this.deps.files,
+      actor.auditActor.actorType === 'api_token' ? 'api_token' : 'member',
+    );
+    return { run, workflow, params };
+  }
+
+  private async auditRefusal(
+    trigger: Trigger,
+    actor: RunActor,
+    workflow: Workflow,
+    admission: Extract<AdmissionOutcome, { outcome: 'refused' }>,
+  ): Promise<void> {
+    const { refusal, scope } = admission;
+    await this.deps.audit.record({
+      orgId: trigger.orgId,
+      ...actor.auditActor,
+      action: 'rate_limit.block',
+      targetType: scope === 'workflow' ? 'workflow' : 'api_token',
+      targetId: scope === 'workflow' ? workflow.id : (actor.limits?.id ?? null),
+      metadata: {
+        scope,
+        window: refusal.window,
+        limit: refusal.limit,
+        observed: refusal.observed,
+        ...(scope === 'workflow' ? { workflowId: workflow.id } : {}),
+        jobId: admission.jobId,
+      },
+    });
   }
 
   /**

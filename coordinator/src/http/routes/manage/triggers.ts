@@ -1,5 +1,17 @@
 import type { FastifyInstance } from 'fastify';
-import { CHAT_PROVIDERS, NOTIFY_ON, TRIGGER_TYPES } from '../../../domain/model/triggers.js';
+import {
+  CHAT_PROVIDERS,
+  CRON_MISSED_POLICIES,
+  CRON_OVERLAP_POLICIES,
+  NOTIFY_ON,
+  TRIGGER_TYPES,
+} from '../../../domain/model/triggers.js';
+import { OCCURRENCE_OUTCOMES, SKIP_REASONS } from '../../../domain/model/cron-occurrences.js';
+import { OCCURRENCES_MAX_LIMIT } from '../../../domain/manage/trigger-service.js';
+import { occurrenceView } from '../../../domain/cron/trigger-view.js';
+import { JOB_STATUSES } from '@drover/shared';
+import { isoAt } from '../../../util/clock.js';
+import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/triggers-cron.js';
 import {
@@ -59,6 +71,26 @@ const configProperties = {
   cronExpression: { type: ['string', 'null'], minLength: 1, maxLength: MAX_CRON_EXPRESSION_LENGTH },
   cronTimezone: { type: ['string', 'null'], minLength: 1, maxLength: 64, description: 'IANA zone; default UTC' },
   cronEnabled: { type: ['boolean', 'null'], description: 'default true' },
+  cronMissedPolicy: {
+    type: ['string', 'null'],
+    enum: [...CRON_MISSED_POLICIES, null],
+    description: 'cron: occurrences missed while down or disabled; default skip (docs/schedules.md)',
+  },
+  cronOverlapPolicy: {
+    type: ['string', 'null'],
+    enum: [...CRON_OVERLAP_POLICIES, null],
+    description: 'cron: an occurrence while the previous scheduled job is open; default skip',
+  },
+  params: {
+    type: ['object', 'null'],
+    description: "cron: the params of each scheduled run, checked against the workflow's paramsSchema",
+  },
+  ref: {
+    type: ['string', 'null'],
+    minLength: 1,
+    maxLength: MAX_REF_LENGTH,
+    description: 'cron: the ref of each scheduled run; one of allowedRefs when set',
+  },
   chatTeamId: chatId,
   chatChannelId: chatId,
   chatKeyword: { type: ['string', 'null'], minLength: 1, maxLength: MAX_CHAT_KEYWORD_LENGTH, pattern: '^\\S+$' },
@@ -66,9 +98,26 @@ const configProperties = {
 
 const nullableString = { type: ['string', 'null'] } as const;
 
+const OccurrenceSchema = {
+  type: 'object',
+  required: ['scheduledAt', 'outcome', 'jobId', 'jobStatus', 'reason', 'firstScheduledAt', 'recordedAt'],
+  properties: {
+    scheduledAt: { ...timestamp, description: 'the occurrence (UTC); for a run of missed ones, the last' },
+    outcome: { type: 'string', enum: OCCURRENCE_OUTCOMES },
+    jobId: { ...nullableString, description: 'with job_created: the job (pending, or rejected with its reason)' },
+    jobStatus: { type: ['string', 'null'], enum: [...JOB_STATUSES, null] },
+    reason: { type: ['string', 'null'], enum: [...SKIP_REASONS, null], description: 'with skipped' },
+    firstScheduledAt: {
+      ...nullableString,
+      description: 'a record standing for a run of missed occurrences: the first of them',
+    },
+    recordedAt: timestamp,
+  },
+} as const;
+
 export const TriggerSchema = {
   type: 'object',
-  required: ['id', ...CONFIG_FIELDS, 'createdAt', 'updatedAt'],
+  required: ['id', ...CONFIG_FIELDS, 'createdAt', 'updatedAt', 'nextRunAt', 'nextRuns', 'lastOccurrences'],
   properties: {
     id: uuid,
     name: { type: 'string' },
@@ -87,11 +136,26 @@ export const TriggerSchema = {
     cronExpression: nullableString,
     cronTimezone: nullableString,
     cronEnabled: { type: ['boolean', 'null'] },
+    cronMissedPolicy: { type: ['string', 'null'], enum: [...CRON_MISSED_POLICIES, null] },
+    cronOverlapPolicy: { type: ['string', 'null'], enum: [...CRON_OVERLAP_POLICIES, null] },
+    params: { type: ['object', 'null'], additionalProperties: true },
+    ref: nullableString,
     chatTeamId: nullableString,
     chatChannelId: nullableString,
     chatKeyword: nullableString,
     createdAt: timestamp,
     updatedAt: timestamp,
+    nextRunAt: { ...nullableString, description: 'cron: the next occurrence (UTC); null when not scheduled' },
+    nextRuns: {
+      type: 'array',
+      description: 'cron: the next few occurrences, in UTC and in the local time of cronTimezone',
+      items: {
+        type: 'object',
+        required: ['at', 'localTime'],
+        properties: { at: timestamp, localTime: { type: 'string' } },
+      },
+    },
+    lastOccurrences: { type: 'array', items: OccurrenceSchema, description: 'cron: the newest records, newest first' },
   },
 } as const;
 
@@ -150,6 +214,37 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => triggers.get(await requireOrgRole(request, request.params.orgId), request.params.triggerId),
+  );
+
+  app.get<{ Params: TriggerParams; Querystring: { limit: number; cursor?: string } }>(
+    '/orgs/:orgId/triggers/:triggerId/occurrences',
+    {
+      schema: {
+        summary:
+          "A cron trigger's occurrences, newest first: the job each made or why it was skipped; next page cursor in the x-next-cursor header",
+        tags: ['dashboard'],
+        params: triggerParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: OCCURRENCES_MAX_LIMIT, default: 50 },
+            cursor: cursorQueryProperty,
+          },
+        },
+        response: { 200: pageResponse(OccurrenceSchema, 'occurrences'), ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const actor = await requireOrgRole(request, request.params.orgId);
+      const { limit, cursor } = request.query;
+      const before = parseCursor(cursor);
+      const rows = await triggers.occurrences(actor, request.params.triggerId, {
+        limit: limit + 1,
+        before: before === undefined ? undefined : isoAt(before),
+      });
+      return sendPage(reply, rows, limit, (o) => Date.parse(o.scheduledAt)).map(occurrenceView);
+    },
   );
 
   app.patch<{ Params: TriggerParams; Body: TriggerInput }>(

@@ -1,0 +1,159 @@
+import { Cron } from 'croner';
+
+/**
+ * The occurrences of a cron schedule: a 5-field expression read in an IANA time zone
+ * (docs/schedules.md). Daylight-saving changes:
+ *
+ * - a local time that does not exist (the hour skipped in spring) fires once, at the next valid
+ *   instant (02:30 on a day whose clocks jump from 02:00 to 03:00 fires at 03:00);
+ * - a local time that occurs twice (the hour repeated in autumn) fires once, the first time.
+ *
+ * croner finds the candidate instants (and already moves skipped local times to the next valid
+ * instant); the second rule is applied here, because croner fires a repeated local time twice
+ * for expressions whose hour field matches it (`*\/30 * * * *`).
+ */
+
+const MEMO_SIZE = 16;
+
+export class CronSchedule {
+  private readonly cron: Cron;
+  /** Recent answers of `next`: triggers sharing this schedule ask for the same instants in turn. */
+  private readonly memo = new Map<number, number | null>();
+
+  constructor(
+    readonly expression: string,
+    readonly zone: string,
+  ) {
+    this.cron = new Cron(expression, { paused: true, mode: '5-part', timezone: zone });
+  }
+
+  /** The first occurrence strictly after `afterMs` (Unix ms), or null when there is none. */
+  next(afterMs: number): number | null {
+    const known = this.memo.get(afterMs);
+    if (known !== undefined) return known;
+    const next = this.compute(afterMs);
+    if (this.memo.size >= MEMO_SIZE) this.memo.clear();
+    this.memo.set(afterMs, next);
+    return next;
+  }
+
+  private compute(afterMs: number): number | null {
+    let after = afterMs;
+    // A repeated local time is skipped; a handful of them can follow one another (every minute of
+    // the repeated hour for `* * * * *`), so loop, boundedly.
+    for (let i = 0; i < 200; i++) {
+      const next = this.cron.nextRun(new Date(after));
+      if (next === null) return null;
+      const at = next.getTime();
+      if (!isRepeatedLocalTime(at, this.zone)) return at;
+      after = at;
+    }
+    return null;
+  }
+
+  /** Up to `count` occurrences strictly after `afterMs`, in order. */
+  nextOnes(afterMs: number, count: number): number[] {
+    const found: number[] = [];
+    let after = afterMs;
+    while (found.length < count) {
+      const next = this.next(after);
+      if (next === null) break;
+      found.push(next);
+      after = next;
+    }
+    return found;
+  }
+
+  /** Up to `count` occurrences at or before `atMs` and strictly after `afterMs`, newest first. */
+  latestOnes(atMs: number, afterMs: number, count: number): number[] {
+    const found: number[] = [];
+    // previousRuns looks strictly before its reference; croner works in whole seconds.
+    let before = Math.floor(atMs / 1000) * 1000 + 1000;
+    while (found.length < count) {
+      const batch = this.cron.previousRuns(Math.min(count - found.length + 4, 64), new Date(before));
+      if (batch.length === 0) return found;
+      for (const date of batch) {
+        const at = date.getTime();
+        if (at <= afterMs) return found;
+        before = at;
+        if (at <= atMs && !isRepeatedLocalTime(at, this.zone) && found.length < count) found.push(at);
+      }
+    }
+    return found;
+  }
+}
+
+/** Schedules by expression and zone: triggers that share a schedule share its object. */
+export class CronSchedules {
+  private readonly byKey = new Map<string, CronSchedule>();
+
+  constructor(private readonly maxEntries = 10_000) {}
+
+  get(expression: string, zone: string): CronSchedule {
+    const key = `${zone}\n${expression}`;
+    let schedule = this.byKey.get(key);
+    if (!schedule) {
+      if (this.byKey.size >= this.maxEntries) this.byKey.clear();
+      schedule = new CronSchedule(expression, zone);
+      this.byKey.set(key, schedule);
+    }
+    return schedule;
+  }
+}
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(zone: string): Intl.DateTimeFormat {
+  let format = formatters.get(zone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
+    formatters.set(zone, format);
+  }
+  return format;
+}
+
+/** The zone's offset from UTC at an instant, in ms (Europe/Paris in summer: 7,200,000). */
+export function zoneOffsetMs(atMs: number, zone: string): number {
+  const parts: Record<string, number> = {};
+  for (const part of formatter(zone).formatToParts(new Date(atMs))) {
+    if (part.type !== 'literal') parts[part.type] = Number(part.value);
+  }
+  const local = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
+  return local - Math.floor(atMs / 1000) * 1000;
+}
+
+/** The longest look-back for a clock change: no zone moves its clocks back by more than this. */
+const MAX_SHIFT_MS = 3 * 3_600_000;
+
+/**
+ * Whether the local time at `atMs` already occurred earlier (the clocks went back by Δ within
+ * the last Δ: the instant Δ before showed the same wall-clock time).
+ */
+export function isRepeatedLocalTime(atMs: number, zone: string): boolean {
+  if (zone === 'UTC') return false;
+  const offset = zoneOffsetMs(atMs, zone);
+  const earlier = zoneOffsetMs(atMs - MAX_SHIFT_MS, zone);
+  if (earlier <= offset) return false;
+  const shift = earlier - offset;
+  return zoneOffsetMs(atMs - shift, zone) === offset + shift;
+}
+
+/** An instant as the local time of a zone, ISO 8601 with its offset (`2025-03-30T03:00:00+02:00`). */
+export function localIso(atMs: number, zone: string): string {
+  const offset = zoneOffsetMs(atMs, zone);
+  const local = new Date(atMs + offset).toISOString().slice(0, 19);
+  const sign = offset < 0 ? '-' : '+';
+  const minutes = Math.abs(offset) / 60_000;
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${local}${sign}${hh}:${mm}`;
+}

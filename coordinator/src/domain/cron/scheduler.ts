@@ -1,0 +1,352 @@
+import type { CronOccurrenceRepository, SkipReason, SkippedOccurrence } from '../model/cron-occurrences.js';
+import type { CronMissedPolicy, Trigger, TriggerRepository } from '../model/triggers.js';
+import { isoAt, type Clock } from '../../util/clock.js';
+import type { OccurrenceRunOutcome, RunOccurrenceInput } from '../trigger-run/run-trigger.js';
+import { DueHeap } from './due-heap.js';
+import { CronSchedules, type CronSchedule } from './schedule.js';
+
+/**
+ * Fires every enabled cron trigger at each occurrence of its schedule (docs/schedules.md).
+ *
+ * - An index in memory: each enabled cron trigger with the next instant it is due, in a min-heap,
+ *   and ONE timer for the earliest. Nothing polls the triggers table: the index is read from the
+ *   database at start and each trigger is re-read when the trigger service says it changed.
+ * - Each occurrence is fired through the one way in for runs (`runOccurrence`), which claims it
+ *   in the transaction that stores its job: a restart, a slow tick or a second scheduler on the
+ *   same database never fires it twice. Every due trigger of a tick is fired in the same turn of
+ *   the event loop, so their claims and jobs share group commits.
+ * - Occurrences that passed without being fired (the coordinator was down, or the trigger
+ *   disabled) are accounted for by the missed policy: recorded as skipped, except that
+ *   `run_once` fires the newest of them when it is at most CATCH_UP_WINDOW_MS old. An occurrence
+ *   handled within ON_TIME_MS of its instant is not missed (a restart of a few seconds).
+ */
+
+/** An occurrence fired within this long after its instant is on time, whatever the missed policy. */
+export const ON_TIME_MS = 60_000;
+/** `run_once` fires the newest missed occurrence only when it is at most this old. */
+export const CATCH_UP_WINDOW_MS = 3_600_000;
+/** Missed occurrences get a record each up to this many; older ones share one record (a range). */
+export const MAX_MISSED_RECORDS = 100;
+/** The timer never sleeps longer than this, so a wall-clock jump is noticed within a minute. */
+export const MAX_SLEEP_MS = 60_000;
+
+/** Where the scheduler's timer comes from (tests drive it by hand). */
+export interface Timers {
+  set(fn: () => void, ms: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export const realTimers: Timers = {
+  set(fn, ms) {
+    const timer = setTimeout(fn, ms);
+    timer.unref();
+    return timer;
+  },
+  clear(handle) {
+    clearTimeout(handle as NodeJS.Timeout);
+  },
+};
+
+export interface CronSchedulerDeps {
+  triggers: Pick<TriggerRepository, 'listEnabledCron' | 'findById'>;
+  occurrences: Pick<CronOccurrenceRepository, 'recordSkipped' | 'latestScheduledAt'>;
+  runs: { runOccurrence(input: RunOccurrenceInput): Promise<OccurrenceRunOutcome> };
+  clock: Clock;
+  timers?: Timers;
+  logger: {
+    info(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
+}
+
+/** One enabled cron trigger in the index. */
+interface Entry {
+  triggerId: string;
+  orgId: string;
+  expression: string;
+  zone: string;
+  missedPolicy: CronMissedPolicy;
+  schedule: CronSchedule;
+  /** Every occurrence at or before this instant has been handled (or was not owed). */
+  handledUntil: number;
+  /** The first occurrence after `handledUntil`: when the entry is due. */
+  dueAt: number;
+  /** How occurrences found late are recorded: `missed`, or `disabled` after the trigger was enabled. */
+  lateReason: SkipReason;
+}
+
+/** What one tick does for one trigger. */
+interface Plan {
+  entry: Entry;
+  fire: number | null;
+  skipped: SkippedOccurrence[];
+}
+
+export class CronScheduler {
+  private readonly entries = new Map<string, Entry>();
+  private readonly heap = new DueHeap<Entry>();
+  private readonly schedules = new CronSchedules();
+  private readonly timers: Timers;
+  private timer: unknown = undefined;
+  private timerAt = Number.POSITIVE_INFINITY;
+  /** Every operation (load, tick, change) runs after the previous one: one at a time. */
+  private queue: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(private readonly deps: CronSchedulerDeps) {
+    this.timers = deps.timers ?? realTimers;
+  }
+
+  /** Reads every enabled cron trigger and arms the timer; missed occurrences are handled at once. */
+  start(): Promise<void> {
+    return this.enqueue(async () => {
+      for (const trigger of await this.deps.triggers.listEnabledCron()) await this.load(trigger, 'missed');
+      await this.tick();
+    });
+  }
+
+  /**
+   * The trigger was created, changed or deleted: its schedule takes effect at once (an enabled
+   * trigger whose occurrences passed while it was disabled has them handled now).
+   */
+  triggerChanged(triggerId: string): Promise<void> {
+    return this.enqueue(async () => {
+      const trigger = await this.deps.triggers.findById(triggerId);
+      const current = this.entries.get(triggerId);
+      if (!trigger || !isScheduled(trigger)) {
+        if (current) this.entries.delete(triggerId);
+        this.arm();
+        return;
+      }
+      if (current && sameSchedule(current, trigger)) {
+        current.missedPolicy = trigger.cronMissedPolicy ?? 'skip';
+        return;
+      }
+      await this.load(trigger, current ? 'missed' : 'disabled');
+      await this.tick();
+    });
+  }
+
+  /** Resolves once every operation asked for so far has finished (tests). */
+  idle(): Promise<void> {
+    return this.queue;
+  }
+
+  /** The next instant the trigger is due, in this scheduler's index, or null when it is not scheduled. */
+  nextDue(triggerId: string): number | null {
+    return this.entries.get(triggerId)?.dueAt ?? null;
+  }
+
+  /** Stops the timer and waits for the operation in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.disarm();
+    await this.queue;
+  }
+
+  private enqueue(op: () => Promise<void>): Promise<void> {
+    const run = this.queue.then(async () => {
+      if (this.stopped) return;
+      try {
+        await op();
+      } catch (error) {
+        this.deps.logger.error({ err: error }, 'cron scheduler: operation failed');
+      }
+    });
+    this.queue = run;
+    return run;
+  }
+
+  /** Puts an enabled cron trigger in the index, due at its first occurrence not yet handled. */
+  private async load(trigger: Trigger, lateReason: SkipReason): Promise<void> {
+    const expression = trigger.cronExpression as string;
+    const zone = trigger.cronTimezone as string;
+    let schedule: CronSchedule;
+    try {
+      schedule = this.schedules.get(expression, zone);
+    } catch (error) {
+      this.deps.logger.error(
+        { err: error, triggerId: trigger.id },
+        'cron trigger has an invalid schedule; not scheduled',
+      );
+      return;
+    }
+    const latest = await this.deps.occurrences.latestScheduledAt(trigger.id);
+    const since = Date.parse(trigger.cronSince ?? trigger.updatedAt);
+    const handledUntil = Math.max(since, latest === null ? Number.NEGATIVE_INFINITY : Date.parse(latest));
+    const dueAt = schedule.next(handledUntil);
+    if (dueAt === null) {
+      this.entries.delete(trigger.id);
+      return;
+    }
+    const entry: Entry = {
+      triggerId: trigger.id,
+      orgId: trigger.orgId,
+      expression,
+      zone,
+      missedPolicy: trigger.cronMissedPolicy ?? 'skip',
+      schedule,
+      handledUntil,
+      dueAt,
+      lateReason,
+    };
+    this.entries.set(trigger.id, entry);
+    this.heap.push(dueAt, entry);
+  }
+
+  /** Fires every trigger due now, then arms the timer for the next. */
+  private async tick(): Promise<void> {
+    this.disarm();
+    const now = this.deps.clock.now();
+    const plans: Plan[] = [];
+    for (;;) {
+      const top = this.heap.peek();
+      if (!top || top.at > now) break;
+      this.heap.pop();
+      const entry = top.item;
+      // A stale heap item: the trigger was changed, removed, or is due at another instant.
+      if (this.entries.get(entry.triggerId) !== entry || entry.dueAt !== top.at) continue;
+      plans.push(this.plan(entry, now));
+    }
+    if (plans.length > 0) await this.carryOut(plans);
+    this.arm();
+  }
+
+  /** Which occurrence of a due entry to fire now, which to record as skipped; moves the entry on. */
+  private plan(entry: Entry, now: number): Plan {
+    const { schedule } = entry;
+    const after = schedule.next(entry.dueAt);
+    // Usually one occurrence is due; more when the coordinator was down or the trigger disabled.
+    const due =
+      after === null || after > now
+        ? [entry.dueAt]
+        : schedule.latestOnes(now, entry.handledUntil, MAX_MISSED_RECORDS + 1);
+    const newest = due[0] as number;
+    const age = now - newest;
+    const fire = age <= ON_TIME_MS || (entry.missedPolicy === 'run_once' && age <= CATCH_UP_WINDOW_MS) ? newest : null;
+    // Each of the newest MAX_MISSED_RECORDS gets a record; the older ones share one (below).
+    const skippedAt = due.slice(fire === null ? 0 : 1, MAX_MISSED_RECORDS);
+    const recordedAt = isoAt(now);
+    const skipped: SkippedOccurrence[] = skippedAt.map((at) => ({
+      triggerId: entry.triggerId,
+      orgId: entry.orgId,
+      scheduledAt: isoAt(at),
+      reason: entry.lateReason,
+      firstScheduledAt: null,
+      recordedAt,
+    }));
+    if (due.length > MAX_MISSED_RECORDS) {
+      // More were missed than get a record each: the oldest share one, from the first owed on.
+      const rangeEnd = due[MAX_MISSED_RECORDS] as number;
+      const rangeStart = schedule.next(entry.handledUntil) ?? rangeEnd;
+      skipped.push({
+        triggerId: entry.triggerId,
+        orgId: entry.orgId,
+        scheduledAt: isoAt(rangeEnd),
+        reason: entry.lateReason,
+        firstScheduledAt: rangeStart < rangeEnd ? isoAt(rangeStart) : null,
+        recordedAt,
+      });
+    }
+    entry.handledUntil = Math.max(newest, entry.handledUntil);
+    entry.lateReason = 'missed';
+    const next = schedule.next(Math.max(now, newest));
+    if (next === null) {
+      this.entries.delete(entry.triggerId);
+    } else {
+      entry.dueAt = next;
+      this.heap.push(next, entry);
+    }
+    return { entry, fire, skipped };
+  }
+
+  /** Records the skipped occurrences and fires the others, all in the same turn (group commits). */
+  private async carryOut(plans: readonly Plan[]): Promise<void> {
+    const { runs, occurrences, logger } = this.deps;
+    const skipped = plans.flatMap((p) => p.skipped);
+    const firing = plans.filter((p) => p.fire !== null);
+    const results = await Promise.allSettled([
+      occurrences.recordSkipped(skipped),
+      ...firing.map(({ entry, fire }) =>
+        runs.runOccurrence({
+          orgId: entry.orgId,
+          triggerId: entry.triggerId,
+          scheduledAt: isoAt(fire as number),
+          stillDue: (trigger) => isScheduled(trigger) && sameSchedule(entry, trigger),
+        }),
+      ),
+    ]);
+    let created = 0;
+    let notDue = 0;
+    results.forEach((result, i) => {
+      if (i === 0) {
+        if (result.status === 'rejected') logger.error({ err: result.reason }, 'could not record skipped occurrences');
+        return;
+      }
+      const { entry, fire } = firing[i - 1] as Plan;
+      if (result.status === 'rejected') {
+        logger.error(
+          { err: result.reason, triggerId: entry.triggerId, scheduledAt: isoAt(fire as number) },
+          'cron occurrence could not be fired',
+        );
+        return;
+      }
+      const outcome = result.value as OccurrenceRunOutcome;
+      if (outcome.outcome === 'job_created') created++;
+      if (outcome.outcome === 'not_due') {
+        // Changed by someone this process did not hear from: read it again.
+        notDue++;
+        void this.triggerChanged(entry.triggerId);
+      }
+    });
+    logger.info({ due: plans.length, jobs: created, skipped: skipped.length, notDue }, 'cron occurrences handled');
+  }
+
+  private arm(): void {
+    if (this.stopped) return;
+    let top = this.heap.peek();
+    // Drop stale items at the top so that the timer is for a live entry.
+    while (top && (this.entries.get(top.item.triggerId) !== top.item || top.item.dueAt !== top.at)) {
+      this.heap.pop();
+      top = this.heap.peek();
+    }
+    if (!top) {
+      this.disarm();
+      return;
+    }
+    const now = this.deps.clock.now();
+    const wakeAt = Math.min(top.at, now + MAX_SLEEP_MS);
+    if (this.timer !== undefined && this.timerAt === wakeAt) return;
+    this.disarm();
+    this.timerAt = wakeAt;
+    this.timer = this.timers.set(
+      () => {
+        this.timer = undefined;
+        this.timerAt = Number.POSITIVE_INFINITY;
+        void this.enqueue(() => this.tick());
+      },
+      Math.max(0, wakeAt - now),
+    );
+  }
+
+  private disarm(): void {
+    if (this.timer !== undefined) this.timers.clear(this.timer);
+    this.timer = undefined;
+    this.timerAt = Number.POSITIVE_INFINITY;
+  }
+}
+
+/** An enabled cron trigger with a schedule. */
+function isScheduled(trigger: Trigger): boolean {
+  return (
+    trigger.type === 'cron' &&
+    trigger.cronEnabled === true &&
+    trigger.cronExpression !== null &&
+    trigger.cronTimezone !== null
+  );
+}
+
+function sameSchedule(entry: Pick<Entry, 'expression' | 'zone'>, trigger: Trigger): boolean {
+  return entry.expression === trigger.cronExpression && entry.zone === trigger.cronTimezone;
+}

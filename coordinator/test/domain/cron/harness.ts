@@ -1,0 +1,158 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { WorkflowDefinition } from '@drover/shared';
+import { createCoordinator, type Coordinator } from '../../../src/coordinator.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { createLogger } from '../../../src/logger.js';
+import type { Timers } from '../../../src/domain/cron/scheduler.js';
+import type { UserActor } from '../../../src/domain/audit-log.js';
+import type { TriggerInput } from '../../../src/domain/triggers.js';
+import type { Clock } from '../../../src/util/clock.js';
+import { enrollAgent } from '../../db/fixture.js';
+
+/**
+ * A clock and a timer source moved by hand: `advanceTo` runs every timer due on the way, in
+ * order, each at its own instant, and waits for the schedulers to finish what it started.
+ */
+export class ManualTime implements Clock, Timers {
+  private at: number;
+  private timers = new Map<number, { at: number; fn: () => void }>();
+  private ids = 0;
+  readonly schedulers: { idle(): Promise<void> }[] = [];
+
+  constructor(start: string) {
+    this.at = Date.parse(start);
+  }
+
+  now(): number {
+    return this.at;
+  }
+
+  set(fn: () => void, ms: number): unknown {
+    const id = ++this.ids;
+    this.timers.set(id, { at: this.at + ms, fn });
+    return id;
+  }
+
+  clear(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+
+  async advanceTo(iso: string): Promise<void> {
+    const target = Date.parse(iso);
+    for (;;) {
+      await this.settle();
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const entry of this.timers) if (!next || entry[1].at < next[1].at) next = entry;
+      if (!next || next[1].at > target) break;
+      this.timers.delete(next[0]);
+      this.at = Math.max(this.at, next[1].at);
+      next[1].fn();
+    }
+    this.at = Math.max(this.at, target);
+    await this.settle();
+  }
+
+  /** Jumps without running timers (the coordinator was down meanwhile). */
+  jumpTo(iso: string): void {
+    this.at = Date.parse(iso);
+    this.timers.clear();
+  }
+
+  private async settle(): Promise<void> {
+    for (const scheduler of this.schedulers) await scheduler.idle();
+  }
+}
+
+export const WORKFLOW: WorkflowDefinition = {
+  name: 'nightly',
+  description: null,
+  version: null,
+  paramsSchema: [
+    { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
+    { name: 'replicas', type: 'number', default: 2 },
+  ],
+  secretsKeys: [],
+  timeout: 600_000,
+  steps: [{ run: 'true' }],
+};
+
+export interface CronWorld {
+  coordinator: Coordinator;
+  dataDir: string;
+  actor: UserActor;
+  agentId: string;
+  /** Creates a cron trigger for the workflow `nightly` (params `{env: 'staging'}` unless told). */
+  cron(fields: TriggerInput): Promise<string>;
+  jobs(
+    triggerId: string,
+  ): { id: string; status: string; source: string; params: string; error_message: string | null }[];
+  occurrences(triggerId: string): {
+    scheduled_at: string;
+    outcome: string;
+    job_id: string | null;
+    reason: string | null;
+    first_scheduled_at: string | null;
+  }[];
+  close(): Promise<void>;
+}
+
+export const OWNER = 'owner@example.test';
+
+/** A real coordinator (SQLite file in `dataDir`) on the manual time, with an agent reporting `nightly`. */
+export async function startCronWorld(time: ManualTime, dataDir?: string): Promise<CronWorld> {
+  const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cron-'));
+  const config = loadConfig(
+    { DROVER_BOOTSTRAP_EMAIL: OWNER, DROVER_BOOTSTRAP_PASSWORD: 'correct horse battery', DROVER_BOOTSTRAP_ORG: 'acme' },
+    { port: '0', host: '127.0.0.1', dataDir: dir, logLevel: process.env.DROVER_TEST_LOG ?? 'silent' },
+  );
+  const coordinator = await createCoordinator(config, createLogger(config.logLevel), time, time);
+  time.schedulers.push(coordinator.scheduler);
+  const { repos } = coordinator.ctx;
+  const user = await repos.users.findByEmail(OWNER);
+  const orgs = await repos.orgs.listForUser(user!.id);
+  const actor: UserActor = { orgId: orgs[0]!.id, userId: user!.id };
+  const db = coordinator.db;
+  let agentId = db.prepare('SELECT id FROM agents LIMIT 1').pluck().get() as string | undefined;
+  if (!agentId) {
+    agentId = await enrollAgent(repos, actor.orgId, new Date(time.now()).toISOString());
+    await repos.workflows.replaceForAgent(actor.orgId, agentId, [WORKFLOW], new Date(time.now()).toISOString());
+  }
+  const agent = agentId;
+  return {
+    coordinator,
+    dataDir: dir,
+    actor,
+    agentId: agent,
+    async cron(fields) {
+      const trigger = await coordinator.ctx.triggers.create(actor, {
+        name: 'nightly',
+        type: 'cron',
+        agentId: agent,
+        scopeType: 'workflow',
+        workflowName: 'nightly',
+        responseMode: 'async',
+        params: { env: 'staging' },
+        ...fields,
+      });
+      await coordinator.scheduler.idle();
+      return trigger.id;
+    },
+    jobs: (triggerId) =>
+      db
+        .prepare('SELECT id, status, source, params, error_message FROM jobs WHERE trigger_id = ? ORDER BY seq')
+        .all(triggerId) as ReturnType<CronWorld['jobs']>,
+    occurrences: (triggerId) =>
+      db
+        .prepare(
+          `SELECT scheduled_at, outcome, job_id, reason, first_scheduled_at FROM cron_occurrences
+           WHERE trigger_id = ? ORDER BY scheduled_at`,
+        )
+        .all(triggerId) as ReturnType<CronWorld['occurrences']>,
+    async close() {
+      time.schedulers.splice(time.schedulers.indexOf(coordinator.scheduler), 1);
+      await coordinator.close();
+    },
+  };
+}
