@@ -27,7 +27,13 @@ export interface ChildCoordinator {
 }
 
 export async function startChildCoordinator(
-  options: { source?: boolean; env?: Record<string, string>; nodeFlags?: string[] } = {},
+  options: {
+    source?: boolean;
+    env?: Record<string, string>;
+    nodeFlags?: string[];
+    /** An existing data directory (seeded beforehand); default: a new temp directory. */
+    dataDir?: string;
+  } = {},
 ): Promise<ChildCoordinator> {
   const file = path.join(ROOT, options.source ? 'coordinator/src/cli/main.ts' : 'coordinator/dist/cli/main.js');
   if (!fs.existsSync(file)) throw new Error('coordinator/dist is missing: run `pnpm build` first');
@@ -37,7 +43,7 @@ export async function startChildCoordinator(
     ...(options.source ? ['--conditions=drover-source', '--import', 'tsx'] : []),
     file,
   ];
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-bench-child-'));
+  const dataDir = options.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-bench-child-'));
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
   const child = spawn(
     process.execPath,

@@ -27,6 +27,8 @@ export const ON_TIME_MS = 60_000;
 export const CATCH_UP_WINDOW_MS = 3_600_000;
 /** Missed occurrences get a record each up to this many; older ones share one record (a range). */
 export const MAX_MISSED_RECORDS = 100;
+/** Occurrences fired together: their claims and jobs share a group commit. */
+export const FIRE_BATCH = 500;
 /** The timer never sleeps longer than this, so a wall-clock jump is noticed within a minute. */
 export const MAX_SLEEP_MS = 60_000;
 
@@ -261,14 +263,33 @@ export class CronScheduler {
     return { entry, fire, skipped };
   }
 
-  /** Records the skipped occurrences and fires the others, all in the same turn (group commits). */
+  /**
+   * Records the skipped occurrences and fires the others, FIRE_BATCH at a time: each batch's
+   * claims and jobs share a group commit, and the first jobs of a busy minute are committed
+   * without waiting for the last ones to be decided.
+   */
   private async carryOut(plans: readonly Plan[]): Promise<void> {
-    const { runs, occurrences, logger } = this.deps;
+    const { occurrences, logger } = this.deps;
     const skipped = plans.flatMap((p) => p.skipped);
+    const recording = occurrences.recordSkipped(skipped).catch((error: unknown) => {
+      logger.error({ err: error }, 'could not record skipped occurrences');
+    });
     const firing = plans.filter((p) => p.fire !== null);
-    const results = await Promise.allSettled([
-      occurrences.recordSkipped(skipped),
-      ...firing.map(({ entry, fire }) =>
+    let created = 0;
+    let notDue = 0;
+    for (let i = 0; i < firing.length; i += FIRE_BATCH) {
+      const counts = await this.fire(firing.slice(i, i + FIRE_BATCH));
+      created += counts.created;
+      notDue += counts.notDue;
+    }
+    await recording;
+    logger.info({ due: plans.length, jobs: created, skipped: skipped.length, notDue }, 'cron occurrences handled');
+  }
+
+  private async fire(batch: readonly Plan[]): Promise<{ created: number; notDue: number }> {
+    const { runs, logger } = this.deps;
+    const results = await Promise.allSettled(
+      batch.map(({ entry, fire }) =>
         runs.runOccurrence({
           orgId: entry.orgId,
           triggerId: entry.triggerId,
@@ -276,15 +297,11 @@ export class CronScheduler {
           stillDue: (trigger) => isScheduled(trigger) && sameSchedule(entry, trigger),
         }),
       ),
-    ]);
+    );
     let created = 0;
     let notDue = 0;
     results.forEach((result, i) => {
-      if (i === 0) {
-        if (result.status === 'rejected') logger.error({ err: result.reason }, 'could not record skipped occurrences');
-        return;
-      }
-      const { entry, fire } = firing[i - 1] as Plan;
+      const { entry, fire } = batch[i] as Plan;
       if (result.status === 'rejected') {
         logger.error(
           { err: result.reason, triggerId: entry.triggerId, scheduledAt: isoAt(fire as number) },
@@ -292,15 +309,14 @@ export class CronScheduler {
         );
         return;
       }
-      const outcome = result.value as OccurrenceRunOutcome;
-      if (outcome.outcome === 'job_created') created++;
-      if (outcome.outcome === 'not_due') {
+      if (result.value.outcome === 'job_created') created++;
+      if (result.value.outcome === 'not_due') {
         // Changed by someone this process did not hear from: read it again.
         notDue++;
         void this.triggerChanged(entry.triggerId);
       }
     });
-    logger.info({ due: plans.length, jobs: created, skipped: skipped.length, notDue }, 'cron occurrences handled');
+    return { created, notDue };
   }
 
   private arm(): void {
