@@ -1,7 +1,7 @@
 import type { Repositories } from '../model/repositories.js';
 import type { CronOccurrence } from '../model/cron-occurrences.js';
 import type { Trigger } from '../model/triggers.js';
-import { notFound, validationFailed } from '../../errors.js';
+import { notFound, placeValidation } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { userAction, type AuditLog, type UserActor } from '../audit-log.js';
@@ -16,7 +16,6 @@ import {
 import { CronSchedules } from '../cron/schedule.js';
 import { triggerView, type TriggerView } from '../cron/trigger-view.js';
 import { resolveRunParams } from '../trigger-run/params.js';
-import { AppError } from '../../errors.js';
 
 /** Largest page of `occurrences`. */
 export const OCCURRENCES_MAX_LIMIT = 200;
@@ -159,13 +158,7 @@ export class TriggerService {
     try {
       resolveRunParams(workflow.paramsSchema, config.params ?? undefined);
     } catch (error) {
-      if (!(error instanceof AppError) || !Array.isArray(error.details)) throw error;
-      throw validationFailed(
-        (error.details as { path: string; message: string }[]).map((d) => ({
-          path: `body.${d.path}`,
-          message: d.message,
-        })),
-      );
+      throw placeValidation(error, 'body');
     }
   }
 }

@@ -7,7 +7,7 @@ import type { Trigger } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
 import type { AdmissionOutcome, JobResult, TriggerRunRepository } from '../model/trigger-runs.js';
 import { isTerminalJobStatus } from '@drover/shared';
-import { AppError, conflict, type ValidationDetail } from '../../errors.js';
+import { AppError, conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { AuditLog, UserActor } from '../audit-log.js';
@@ -151,13 +151,6 @@ export interface RunOccurrenceInput {
   stillDue(trigger: Trigger): boolean;
 }
 
-/** A refusal as one line for a rejected job's message: the error's message and each problem. */
-function rejectionMessage(error: AppError): string {
-  const details = Array.isArray(error.details) ? (error.details as ValidationDetail[]) : [];
-  const problems = details.map((d) => `${d.path} ${d.message}`).join('; ');
-  return problems === '' || error.message.includes(problems) ? error.message : `${error.message}: ${problems}`;
-}
-
 interface PreparedRun {
   run: RunRequest;
   workflow: Workflow;
@@ -295,7 +288,8 @@ export class TriggerRunService {
       workflow = prepared.workflow;
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
-      rejection = rejectionMessage(error);
+      // The message names every problem (a 422's message lists each `path: problem`).
+      rejection = error.message;
       workflow = trigger.workflowName === null ? null : await target.workflow(trigger.workflowName);
     }
     const now = clock.now();

@@ -311,7 +311,7 @@ describe('cron scheduler', () => {
       await time.advanceTo('2030-01-07T10:01:30.000Z');
       const [job] = w.jobs(id);
       expect(job).toMatchObject({ status: 'rejected', source: 'cron' });
-      expect(job!.error_message).toMatch(/params\.region is required/);
+      expect(job!.error_message).toBe('params.region: is required (a string)');
       expect(w.occurrences(id)[0]).toMatchObject({ outcome: 'job_created', job_id: job!.id });
     });
 
