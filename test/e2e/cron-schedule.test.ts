@@ -111,6 +111,7 @@ describe('cron schedule with a real agent', { timeout: 90_000 }, () => {
       },
     });
     const id = created.body.id as string;
+    // Three years of a yearly schedule's history: no API makes past occurrences, so they are written.
     const insert = t.coordinator.db.prepare(
       `INSERT INTO cron_occurrences (trigger_id, scheduled_at, org_id, outcome, reason, recorded_at)
        VALUES (?, ?, ?, 'skipped', 'missed', ?)`,

@@ -4,10 +4,10 @@ import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
 import type { CheckArtifact } from './releases.js';
 import type { LimitDecision, ReadWindowCounts } from '../trigger-run/rate-windows.js';
-import type { AdmissionRequest } from './trigger-runs.js';
+import type { LimitedAdmission } from './trigger-runs.js';
 
 /** The workflow's and the token's job limits on one admission, on counts the transaction reads. */
-export type DecideLimits = (request: AdmissionRequest, readCounts: ReadWindowCounts) => LimitDecision;
+export type DecideLimits = (request: LimitedAdmission, readCounts: ReadWindowCounts) => LimitDecision;
 
 /**
  * Decisions of the domain that must be atomic with the read they depend on and the write they

@@ -45,6 +45,9 @@ export type AdmissionOutcome =
   /** The occurrence was recorded as skipped because the previous scheduled job is still open. */
   | { outcome: 'skipped_overlap' };
 
+/** An admission that reached the limits: its workflow is known. */
+export type LimitedAdmission = AdmissionRequest & { job: { workflowId: string } };
+
 /** What a sync trigger run answers with. */
 export interface JobResult {
   status: JobStatus;

@@ -1,5 +1,5 @@
 import type { RateLimits } from '../model/rate-limits.js';
-import type { AdmissionRequest } from '../model/trigger-runs.js';
+import type { LimitedAdmission } from '../model/trigger-runs.js';
 
 /**
  * Workflow and token job limits (docs/trigger-runs.md, "Rate limits"): fixed windows aligned to the UTC
@@ -160,7 +160,7 @@ export type ReadWindowCounts = (scope: 'token' | 'workflow', id: string, windows
  * (one counter write fewer per call on the hot path): a limit set on a workflow starts counting
  * when it is set; token limits are fixed at issue.
  */
-export function decideLimits(request: AdmissionRequest, readCounts: ReadWindowCounts): LimitDecision {
+export function decideLimits(request: LimitedAdmission, readCounts: ReadWindowCounts): LimitDecision {
   const { job, now, token, workflowLimits } = request;
   const windows = windowStarts(now);
   const counted: LimitDecision['counted'] = [];

@@ -10,7 +10,7 @@ import {
   type WindowCounts,
 } from '../../../src/domain/trigger-run/rate-windows.js';
 import type { RateLimits } from '../../../src/domain/model/rate-limits.js';
-import type { AdmissionRequest } from '../../../src/domain/model/trigger-runs.js';
+import type { LimitedAdmission } from '../../../src/domain/model/trigger-runs.js';
 
 const T = Date.UTC(2030, 4, 17, 13, 42, 25, 300); // 13:42:25.300 UTC
 const none = { perMinute: null, perHour: null, perDay: null };
@@ -112,7 +112,7 @@ describe('decideLimits', () => {
       idempotency: null,
       token: over.token === undefined ? null : over.token === null ? null : { id: 'tok', limits: over.token },
       workflowLimits: over.workflow ?? none,
-    }) as unknown as AdmissionRequest;
+    }) as unknown as LimitedAdmission;
   const reads: string[] = [];
   const counts =
     (byScope: Record<string, number>) =>
