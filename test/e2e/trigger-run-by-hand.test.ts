@@ -100,6 +100,27 @@ describe('running a trigger by hand', () => {
     });
   });
 
+  it('runs a cron trigger by hand (the API refuses it to a token): a manual job, the schedule untouched', async () => {
+    const cron = await f.createTrigger({
+      type: 'cron',
+      workflowName: 'build',
+      cronExpression: '0 3 * * *',
+      cronTimezone: 'Europe/Paris',
+    });
+    const token = await f.token([cron.id]);
+    expectError(await f.run(token, cron.id), 403, 'forbidden');
+
+    const res = await runByHand(member.client, cron.id);
+    expect(res.status, res.text).toBe(202);
+    expect((await member.client.get(`/jobs/${res.body.jobId}`)).body).toMatchObject({
+      source: 'manual',
+      triggerId: cron.id,
+      userId: member.userId,
+    });
+    const after = await member.client.get(`/orgs/${f.t.orgId}/triggers/${cron.id}`);
+    expect(after.body).toMatchObject({ cronEnabled: true, nextRunAt: cron.nextRunAt });
+  });
+
   it('refuses bad input with 422 naming the body field, and stores no job', async () => {
     const before = (await f.jobsOf(asyncTrigger.id)).length;
     const missing = await runByHand(member.client, asyncTrigger.id, { params: {} });

@@ -1,5 +1,5 @@
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
-import type { Trigger } from '../model/triggers.js';
+import type { Trigger, TriggerType } from '../model/triggers.js';
 import { AppError, conflict, describeValue, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
 import { findGrant } from '../grants.js';
 import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';
@@ -64,13 +64,15 @@ export interface RunTargetState {
 export function resolveRunRequest(
   target: RunTargetState,
   body: TriggerRunBody,
-  actor: { forceDenied: string | null; source?: string },
+  actor: { forceDenied: string | null; runsTypes: readonly TriggerType[] | null },
 ): RunRequest {
   const { trigger } = target;
-  // A cron trigger is run by its own schedule (source `cron`); chat triggers by their chat.
-  if (trigger.type !== 'webhook' && trigger.type !== actor.source) {
+  // An API token runs webhook triggers; a schedule its cron trigger; a member, by hand, any.
+  if (actor.runsTypes !== null && !actor.runsTypes.includes(trigger.type)) {
     throw forbidden(
-      `Trigger \`${trigger.name}\` is a ${trigger.type} trigger; only webhook triggers can be run through the API`,
+      `Trigger \`${trigger.name}\` is a ${trigger.type} trigger; only ${actor.runsTypes.join(' or ')} triggers can be run ${
+        actor.runsTypes.includes('webhook') ? 'through the API' : 'this way'
+      }`,
     );
   }
   const ref = body.ref ?? null;

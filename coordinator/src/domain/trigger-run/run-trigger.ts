@@ -3,7 +3,7 @@ import type { JobSource } from '../model/jobs.js';
 import type { Role } from '../model/orgs.js';
 import type { RateLimits } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
-import type { Trigger } from '../model/triggers.js';
+import type { Trigger, TriggerType } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
 import type { AdmissionOutcome, JobResult, TriggerRunRepository } from '../model/trigger-runs.js';
 import { isTerminalJobStatus } from '@drover/shared';
@@ -38,6 +38,8 @@ export interface RunActor {
   auditActor: { actorType: 'api_token' | 'user' | 'system'; actorId: string | null };
   /** Why the actor may not force a run past the workflow's limits, or null when it may. */
   forceDenied: string | null;
+  /** The types of trigger the actor may run; null: every type (a member, by hand). */
+  runsTypes: readonly TriggerType[] | null;
   /** Recorded on the job. */
   apiTokenId: string | null;
   userId: string | null;
@@ -53,6 +55,7 @@ export interface RunActor {
 export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
   return {
     source: 'webhook',
+    runsTypes: ['webhook'],
     auditActor: { actorType: 'api_token', actorId: token.id },
     forceDenied:
       token.issuerRole === 'owner'
@@ -74,6 +77,7 @@ export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
 export function userActor(user: UserActor & { role: Role }): RunActor {
   return {
     source: 'manual',
+    runsTypes: null,
     auditActor: { actorType: 'user', actorId: user.userId },
     forceDenied:
       user.role === 'owner' ? null : 'A forced run needs the owner role; you are a member of the organization',
@@ -97,6 +101,7 @@ export function userActor(user: UserActor & { role: Role }): RunActor {
 export function scheduleActor(trigger: Pick<Trigger, 'id' | 'orgId'>): RunActor {
   return {
     source: 'cron',
+    runsTypes: ['cron'],
     auditActor: { actorType: 'system', actorId: null },
     forceDenied: 'A scheduled run is never forced',
     apiTokenId: null,

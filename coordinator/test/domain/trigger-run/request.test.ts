@@ -17,9 +17,12 @@ const trigger = triggerRow({
   scopeType: 'workflow',
   workflowName: 'deploy',
 });
-type Issuer = { forceDenied: string | null };
-const owner: Issuer = { forceDenied: null };
-const member: Issuer = { forceDenied: "A forced run needs the owner role; the API token's issuer is not an owner" };
+type Issuer = { forceDenied: string | null; runsTypes: readonly Trigger['type'][] | null };
+const owner: Issuer = { forceDenied: null, runsTypes: ['webhook'] };
+const member: Issuer = {
+  forceDenied: "A forced run needs the owner role; the API token's issuer is not an owner",
+  runsTypes: ['webhook'],
+};
 
 const resolve = (body: TriggerRunBody, over: Partial<Trigger> = {}, token: Issuer = owner, agentRevoked = false) =>
   resolveRunRequest({ trigger: { ...trigger, ...over }, agentRevoked }, body, token);
@@ -60,9 +63,20 @@ describe('resolveRunRequest', () => {
     });
   });
 
-  it('refuses a cron or chat trigger with 403', () => {
-    expect(refusal(() => resolve({}, { type: 'cron' })).code).toBe('forbidden');
+  it('refuses a cron or chat trigger with 403 to an actor that runs webhook triggers only', () => {
+    const refused = refusal(() => resolve({}, { type: 'cron' }));
+    expect(refused.code).toBe('forbidden');
+    expect(refused.message).toBe(
+      'Trigger `deploy` is a cron trigger; only webhook triggers can be run through the API',
+    );
     expect(refusal(() => resolve({}, { type: 'slack' })).message).toContain('webhook');
+  });
+
+  it('runs a trigger of any type for an actor that may run them all (a member, by hand)', () => {
+    const byHand: Issuer = { forceDenied: null, runsTypes: null };
+    for (const type of ['webhook', 'cron', 'slack', 'discord'] as const) {
+      expect(resolve({}, { type }, byHand).workflowName).toBe('deploy');
+    }
   });
 
   it('refuses a ref outside allowedRefs with 403 and a missing one with 422', () => {
