@@ -44,12 +44,12 @@ const otherPackages = (...names) =>
     `^@drover/(${names.join('|')})(/|$)|(^|/)(${names.join('|')})/(src|dist)/`,
   );
 // Every TypeScript file belongs to one of these projects (test/tsconfig.json covers all tests).
-const projects = ['shared', 'coordinator', 'agent', 'test', 'bench']
+const projects = ['shared', 'coordinator', 'agent', 'test', 'bench', 'dashboard']
   .map((dir) => `./${dir}/tsconfig.json`)
   .filter((file) => fs.existsSync(`${root}/${file}`));
 
 export default defineConfig(
-  { ignores: ['**/dist/', '**/node_modules/', 'coverage/', 'data/', 'bench/results/'] },
+  { ignores: ['**/dist/', '**/node_modules/', 'coverage/', 'data/', 'bench/results/', 'coordinator/dashboard-dist/'] },
   js.configs.recommended,
   tseslint.configs.recommended,
   {
@@ -79,7 +79,7 @@ export default defineConfig(
     },
   },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parserOptions: { project: projects, tsconfigRootDir: root } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

@@ -18,6 +18,8 @@ export default defineConfig({
       'agent/test/**/*.test.ts',
       'test/e2e/**/*.test.ts',
     ],
+    // The dashboard's build, for the tests that open it (made when missing or stale).
+    globalSetup: ['test/helpers/dashboard-build.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

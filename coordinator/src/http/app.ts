@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { Logger } from 'pino';
 import type { AppContext } from './context.js';
@@ -22,6 +23,8 @@ import { withSecurity } from './routes/route-group.js';
 import { authRoutes } from './routes/auth.js';
 import { storageBlobRoutes } from './routes/storage-blobs.js';
 import { apiJobRoutes } from './routes/api-jobs.js';
+import { dashboardForBrowsers, dashboardRoutes } from './routes/dashboard/index.js';
+import { DashboardBuild } from './routes/dashboard/dashboard-build.js';
 import './context.js';
 
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 };
@@ -77,6 +80,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     done(new AppError('unavailable', 'The server is shutting down; retry shortly'));
   });
 
+  // The dashboard's session cookie (auth/session-cookie.ts).
+  await app.register(cookie);
+
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -116,11 +122,16 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     },
     { prefix: '/v1' },
   );
-  // The dashboard's pages, outside the API prefix: a session, as for the management API.
+  // The dashboard's console addresses, outside the API prefix: a session, as for the management
+  // API; a browser asking for a page gets the dashboard, which signs in and reads the JSON.
+  const dashboard = new DashboardBuild();
   await app.register(async (pages) => {
     withSecurity(pages, [{ session: [] }]);
+    pages.addHook('onRequest', dashboardForBrowsers(dashboard));
     pages.addHook('onRequest', sessionHook);
     await pages.register(apiJobRoutes);
   });
+  // The dashboard itself (pages and assets), without credentials: its pages sign in.
+  await app.register(dashboardRoutes(dashboard));
   return app;
 }

@@ -1,0 +1,88 @@
+/**
+ * The dashboard's only way to the coordinator: JSON over the management API (/v1), with the
+ * session cookie. Every answer that is not 2xx becomes an ApiError carrying the API's error body.
+ */
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+/** The API's error body: `{statusCode, code, message, details?}`. */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: string,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+    /** Seconds, from a 429's Retry-After. */
+    readonly retryAfter: number | null = null,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  /** The message of the detail at `path` (e.g. `body.name`), if the API named it. */
+  detail(path: string): string | undefined {
+    return this.details.find((d) => d.path === path)?.message;
+  }
+}
+
+/** Thrown when the coordinator cannot be reached at all. */
+export const UNREACHABLE = 'unreachable';
+
+let onUnauthorized: (() => void) | null = null;
+
+/** Called on every 401 of a signed-in call (the session ended): the app returns to sign-in. */
+export function setUnauthorizedHandler(handler: (() => void) | null): void {
+  onUnauthorized = handler;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  /** A 401 is the caller's to explain (sign-in), not a session that ended. */
+  expectUnauthorized?: boolean;
+}
+
+export async function api<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+  // The custom header is what a cross-site form cannot send: the coordinator requires it on
+  // every state change made with the session cookie.
+  const headers: Record<string, string> = { accept: 'application/json', 'x-drover-csrf': '1' };
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  let res: Response;
+  try {
+    res = await fetch(`/v1${path}`, { method, headers, body, credentials: 'same-origin' });
+  } catch {
+    throw new ApiError(0, UNREACHABLE, 'The coordinator cannot be reached; check that it is running');
+  }
+  const text = await res.text();
+  const parsed: unknown = text ? safeJson(text) : undefined;
+  if (res.ok) return parsed as T;
+  const error = toApiError(res, parsed);
+  if (res.status === 401 && !options.expectUnauthorized) onUnauthorized?.();
+  throw error;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function toApiError(res: Response, body: unknown): ApiError {
+  const b = (body ?? {}) as { code?: unknown; message?: unknown; details?: unknown };
+  const retry = Number(res.headers.get('retry-after'));
+  return new ApiError(
+    res.status,
+    typeof b.code === 'string' ? b.code : 'error',
+    typeof b.message === 'string' ? b.message : `The coordinator answered ${res.status} ${res.statusText}`,
+    Array.isArray(b.details) ? (b.details as ErrorDetail[]) : [],
+    Number.isFinite(retry) && retry > 0 ? retry : null,
+  );
+}

@@ -1,0 +1,42 @@
+import { queryOptions } from '@tanstack/react-query';
+import { api } from './client';
+import type { Agent, JobDetail, Org, Session, Workflow } from './types';
+
+/** Agent status and last-seen move on their own: lists of agents refresh this often. */
+export const LIVE_REFRESH_MS = 5_000;
+
+export const sessionQuery = queryOptions({
+  queryKey: ['session'],
+  queryFn: () => api<Session>('GET', '/auth/session', { expectUnauthorized: true }),
+  retry: false,
+  staleTime: Infinity,
+});
+
+export const orgsQuery = queryOptions({
+  queryKey: ['orgs'],
+  queryFn: () => api<Org[]>('GET', '/orgs'),
+});
+
+export const agentsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'agents'],
+    queryFn: () => api<Agent[]>('GET', `/orgs/${orgId}/agents`),
+    refetchInterval: LIVE_REFRESH_MS,
+  });
+
+export const workflowsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'workflows'],
+    queryFn: () => api<Workflow[]>('GET', `/orgs/${orgId}/workflows`),
+    refetchInterval: LIVE_REFRESH_MS,
+  });
+
+export const jobQuery = (jobId: string) =>
+  queryOptions({
+    queryKey: ['jobs', jobId],
+    queryFn: () => api<JobDetail>('GET', `/jobs/${jobId}`),
+    refetchInterval: (query) => (query.state.data && isFinished(query.state.data.status) ? false : 2_000),
+  });
+
+const FINISHED = new Set(['success', 'failed', 'timed_out', 'cancelled', 'rejected']);
+export const isFinished = (status: string): boolean => FINISHED.has(status);

@@ -1,0 +1,89 @@
+/** The management API's answers the dashboard reads (docs/management.md). */
+
+export type Role = 'owner' | 'member';
+
+export interface User {
+  id: string;
+  email: string;
+  createdAt?: string;
+}
+
+export interface Session {
+  user: User;
+  expiresAt: string;
+}
+
+export interface Org {
+  id: string;
+  name: string;
+  role: Role;
+  createdAt: string;
+}
+
+export type AgentStatus = 'pending' | 'connected' | 'disconnected' | 'revoked';
+
+export interface Agent {
+  id: string;
+  name: string;
+  hostname: string;
+  os: string;
+  agentVersion: string;
+  status: AgentStatus;
+  lastSeenAt: string | null;
+  enrolledAt: string;
+}
+
+export interface WorkflowParam {
+  name: string;
+  type: string;
+  required?: boolean;
+  default?: unknown;
+  description?: string;
+  pattern?: string;
+  options?: unknown[];
+  min?: number;
+  max?: number;
+}
+
+export interface Workflow {
+  id: string;
+  agentId: string;
+  name: string;
+  description: string | null;
+  version: string | null;
+  paramsSchema: WorkflowParam[];
+}
+
+export interface EnrollmentToken {
+  id: string;
+  name: string | null;
+  token: string;
+  expiresAt: string;
+}
+
+export interface JobLogLine {
+  seq: number;
+  at: string;
+  stream: string;
+  step: number | null;
+  text: string;
+}
+
+export interface JobDetail {
+  id: string;
+  kind: 'trigger' | 'update';
+  source: string;
+  status: string;
+  triggerId: string | null;
+  agentId: string;
+  workflowName: string;
+  ref: string | null;
+  params: Record<string, unknown>;
+  output: Record<string, unknown> | null;
+  exitCode: number | null;
+  errorMessage: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  logs: JobLogLine[];
+}

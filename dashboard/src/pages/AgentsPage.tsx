@@ -1,0 +1,192 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api } from '../api/client';
+import { agentsQuery, workflowsQuery } from '../api/queries';
+import type { Agent, Workflow, WorkflowParam } from '../api/types';
+import { EnrollAgent } from '../components/EnrollAgent';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { ago, dateTime } from '../components/time';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+const STATUS_WORDS: Record<Agent['status'], string> = {
+  pending: 'enrolled, never connected',
+  connected: 'connected',
+  disconnected: 'disconnected',
+  revoked: 'revoked',
+};
+
+/** The organization's agents with their live status and workflows; enroll, rename, revoke. */
+export function AgentsPage() {
+  const { orgId, org, loaded } = useOrg();
+  const agents = useQuery(agentsQuery(orgId));
+  const workflows = useQuery(workflowsQuery(orgId));
+  if (loaded && !org) return <NotFoundPage />;
+  const byAgent = new Map<string, Workflow[]>();
+  for (const w of workflows.data ?? []) byAgent.set(w.agentId, [...(byAgent.get(w.agentId) ?? []), w]);
+  return (
+    <section aria-labelledby="agents-heading">
+      <h1 id="agents-heading">Agents</h1>
+      <ErrorMessage error={agents.error ?? workflows.error} />
+      {agents.data && agents.data.length === 0 && <p>No agent has enrolled in this organization yet.</p>}
+      {agents.data && agents.data.length > 0 && (
+        <table className="agents">
+          <caption className="hint">Status and last seen refresh every few seconds.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Status</th>
+              <th scope="col">Machine</th>
+              <th scope="col">Workflows</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {agents.data.map((agent) => (
+              <AgentRow
+                key={agent.id}
+                orgId={orgId}
+                agent={agent}
+                workflows={byAgent.get(agent.id) ?? []}
+                isOwner={org?.role === 'owner'}
+              />
+            ))}
+          </tbody>
+        </table>
+      )}
+      {!agents.data && !agents.error && <p className="loading">Loading…</p>}
+      <EnrollAgent orgId={orgId} />
+    </section>
+  );
+}
+
+function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; isOwner: boolean }) {
+  const { agent, workflows } = props;
+  return (
+    <tr aria-label={agent.name}>
+      <th scope="row">{agent.name}</th>
+      <td>
+        <span className={`status status-${agent.status}`}>{STATUS_WORDS[agent.status]}</span>
+        <br />
+        <span className="hint">
+          {agent.lastSeenAt ? (
+            <time dateTime={agent.lastSeenAt} title={dateTime(agent.lastSeenAt)}>
+              last seen {ago(agent.lastSeenAt)}
+            </time>
+          ) : (
+            'never seen'
+          )}
+        </span>
+      </td>
+      <td>
+        {agent.hostname}
+        <br />
+        <span className="hint">
+          {agent.os} · agent {agent.agentVersion}
+        </span>
+      </td>
+      <td>
+        {workflows.length === 0 ? (
+          <span className="hint">none reported</span>
+        ) : (
+          <ul className="workflows">
+            {workflows.map((w) => (
+              <li key={w.id}>
+                <strong>{w.name}</strong>
+                {w.description && <span className="hint"> {w.description}</span>}
+                {w.paramsSchema.length > 0 && (
+                  <ul className="params">
+                    {w.paramsSchema.map((p) => (
+                      <li key={p.name}>{describeParam(p)}</li>
+                    ))}
+                  </ul>
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </td>
+      <td>{agent.status !== 'revoked' && <AgentActions {...props} />}</td>
+    </tr>
+  );
+}
+
+/** `who: string, default "world", matching ^[a-z]+$` */
+export function describeParam(p: WorkflowParam): string {
+  const parts = [`${p.name}: ${p.type}`];
+  if (p.required) parts.push('required');
+  if (p.default !== undefined) parts.push(`default ${JSON.stringify(p.default)}`);
+  if (p.options) parts.push(`one of ${p.options.map((o) => JSON.stringify(o)).join(', ')}`);
+  if (p.min !== undefined) parts.push(`min ${p.min}`);
+  if (p.max !== undefined) parts.push(`max ${p.max}`);
+  if (p.pattern) parts.push(`matching ${p.pattern}`);
+  return parts.join(', ');
+}
+
+function AgentActions({ orgId, agent, isOwner }: { orgId: string; agent: Agent; isOwner: boolean }) {
+  const [mode, setMode] = useState<'idle' | 'rename' | 'revoke'>('idle');
+  const [name, setName] = useState(agent.name);
+  const queryClient = useQueryClient();
+  const done = () => {
+    setMode('idle');
+    void queryClient.invalidateQueries({ queryKey: agentsQuery(orgId).queryKey });
+  };
+  const rename = useMutation({
+    mutationFn: () => api<Agent>('PATCH', `/orgs/${orgId}/agents/${agent.id}`, { body: { name } }),
+    onSuccess: done,
+  });
+  const revoke = useMutation({
+    mutationFn: () => api<Agent>('DELETE', `/orgs/${orgId}/agents/${agent.id}`),
+    onSuccess: done,
+  });
+  const submitRename = (event: FormEvent) => {
+    event.preventDefault();
+    rename.mutate();
+  };
+  if (mode === 'rename') {
+    return (
+      <form onSubmit={submitRename} className="inline-form">
+        <label>
+          New name for {agent.name}
+          <input value={name} onChange={(e) => setName(e.target.value)} maxLength={255} required />
+        </label>
+        <button type="submit" disabled={rename.isPending}>
+          Save
+        </button>
+        <button type="button" onClick={() => setMode('idle')}>
+          Cancel
+        </button>
+        <ErrorMessage error={rename.error} />
+      </form>
+    );
+  }
+  if (mode === 'revoke') {
+    return (
+      <div role="group" aria-label={`Revoke ${agent.name}`} className="confirm">
+        <p>
+          Revoke {agent.name}? Its stream is closed, its unfinished jobs fail, and it can only come back by enrolling
+          again as a new agent.
+        </p>
+        <button type="button" className="danger" onClick={() => revoke.mutate()} disabled={revoke.isPending}>
+          Revoke agent
+        </button>
+        <button type="button" onClick={() => setMode('idle')}>
+          Keep it
+        </button>
+        <ErrorMessage error={revoke.error} />
+      </div>
+    );
+  }
+  return (
+    <div className="actions">
+      <button type="button" onClick={() => setMode('rename')} aria-label={`Rename ${agent.name}`}>
+        Rename
+      </button>
+      {isOwner && (
+        <button type="button" onClick={() => setMode('revoke')} aria-label={`Revoke ${agent.name}`}>
+          Revoke
+        </button>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,92 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { Navigate, NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router';
+import { api, ApiError } from '../api/client';
+import { orgsQuery, sessionQuery } from '../api/queries';
+import type { Org } from '../api/types';
+import { ErrorMessage } from '../components/ErrorMessage';
+
+/** The frame of every signed-in page: navigation, organization switcher, the user, sign-out. */
+export function Shell() {
+  const session = useQuery(sessionQuery);
+  const location = useLocation();
+  if (session.error instanceof ApiError && session.error.statusCode === 401) {
+    const next = location.pathname + location.search;
+    return <Navigate to={next === '/' ? '/login' : `/login?next=${encodeURIComponent(next)}`} replace />;
+  }
+  if (session.error) return <ErrorMessage error={session.error} />;
+  if (!session.data) return <p className="loading">Loading…</p>;
+  return <SignedIn email={session.data.user.email} />;
+}
+
+function SignedIn({ email }: { email: string }) {
+  const orgs = useQuery(orgsQuery);
+  const { orgId } = useParams();
+  const current = orgs.data?.find((o) => o.id === orgId);
+  return (
+    <div className="shell">
+      <header className="topbar">
+        <span className="brand">Drover</span>
+        {orgs.data && orgs.data.length > 0 && <OrgSwitcher orgs={orgs.data} current={current} />}
+        {current && (
+          <nav aria-label="Main">
+            <NavLink to={`/orgs/${current.id}`} end>
+              Home
+            </NavLink>
+            <NavLink to={`/orgs/${current.id}/agents`}>Agents</NavLink>
+          </nav>
+        )}
+        <UserMenu email={email} role={current?.role} />
+      </header>
+      <main>
+        <ErrorMessage error={orgs.error} />
+        <Outlet />
+      </main>
+    </div>
+  );
+}
+
+function OrgSwitcher({ orgs, current }: { orgs: Org[]; current: Org | undefined }) {
+  const navigate = useNavigate();
+  const location = useLocation();
+  const switchTo = (id: string) => {
+    // The same page in the other organization: /orgs/<old>/agents → /orgs/<new>/agents.
+    const rest = current ? location.pathname.split('/').slice(3).join('/') : '';
+    void navigate(`/orgs/${id}${rest ? `/${rest}` : ''}`);
+  };
+  return (
+    <label className="org-switcher">
+      Organization
+      <select value={current?.id ?? ''} onChange={(e) => switchTo(e.target.value)}>
+        {!current && <option value="">Choose…</option>}
+        {orgs.map((o) => (
+          <option key={o.id} value={o.id}>
+            {o.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+function UserMenu({ email, role }: { email: string; role: string | undefined }) {
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const signOut = useMutation({
+    mutationFn: () => api<void>('POST', '/auth/logout', { expectUnauthorized: true }),
+    onSettled: () => {
+      queryClient.clear();
+      void navigate('/login', { replace: true });
+    },
+  });
+  return (
+    <div className="user">
+      <span>
+        Signed in as <strong>{email}</strong>
+        {role && <span className="role"> ({role})</span>}
+      </span>
+      <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
+        Sign out
+      </button>
+    </div>
+  );
+}

@@ -1,0 +1,97 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { useNavigate, useSearchParams } from 'react-router';
+import { api, ApiError } from '../api/client';
+import { sessionQuery } from '../api/queries';
+import type { Session } from '../api/types';
+import { ErrorMessage, fieldName } from '../components/ErrorMessage';
+
+interface LoginAnswer extends Session {
+  token: string;
+}
+
+/** Only an address of this dashboard: never send a signed-in user elsewhere. */
+export function safeNext(next: string | null): string {
+  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/';
+}
+
+export function SignInPage() {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [params] = useSearchParams();
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const signIn = useMutation({
+    mutationFn: () => api<LoginAnswer>('POST', '/auth/login', { body: { email, password }, expectUnauthorized: true }),
+    onSuccess: ({ user, expiresAt }) => {
+      queryClient.setQueryData(sessionQuery.queryKey, { user, expiresAt });
+      void navigate(safeNext(params.get('next')), { replace: true });
+    },
+  });
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    signIn.mutate();
+  };
+  const expired = params.has('next') && !signIn.error;
+  return (
+    <main className="sign-in">
+      <h1>Sign in to Drover</h1>
+      {expired && <p className="hint">Your session ended; sign in again to continue.</p>}
+      <form onSubmit={submit} noValidate>
+        <label>
+          Email
+          <input
+            type="email"
+            autoComplete="username"
+            required
+            value={email}
+            onChange={(e) => setEmail(e.target.value)}
+          />
+        </label>
+        <label>
+          Password
+          <input
+            type="password"
+            autoComplete="current-password"
+            required
+            value={password}
+            onChange={(e) => setPassword(e.target.value)}
+          />
+        </label>
+        <button type="submit" disabled={signIn.isPending}>
+          {signIn.isPending ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+      {signIn.error && <SignInError error={signIn.error} />}
+    </main>
+  );
+}
+
+function SignInError({ error }: { error: Error }) {
+  if (error instanceof ApiError && error.statusCode === 429) {
+    const wait = error.retryAfter
+      ? ` Try again in ${error.retryAfter} second${error.retryAfter === 1 ? '' : 's'}.`
+      : '';
+    return (
+      <div role="alert" className="error">
+        <p>Sign-in is locked for now after too many failed attempts.{wait}</p>
+        <p className="hint">{error.message}</p>
+      </div>
+    );
+  }
+  if (error instanceof ApiError && error.statusCode === 422) {
+    return (
+      <div role="alert" className="error">
+        <p>Fill in both fields.</p>
+        <ul>
+          {error.details.map((d) => (
+            <li key={d.path}>
+              {fieldName(d.path)} {d.message}
+            </li>
+          ))}
+        </ul>
+      </div>
+    );
+  }
+  return <ErrorMessage error={error} />;
+}

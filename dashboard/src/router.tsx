@@ -1,0 +1,28 @@
+import { createBrowserRouter } from 'react-router';
+import { AgentsPage } from './pages/AgentsPage';
+import { HomePage } from './pages/HomePage';
+import { JobPage } from './pages/JobPage';
+import { NotFoundPage } from './pages/NotFoundPage';
+import { OrgRedirect } from './pages/OrgRedirect';
+import { Shell } from './pages/Shell';
+import { SignInPage } from './pages/SignInPage';
+
+/**
+ * The dashboard's addresses. The coordinator answers each of these paths with index.html
+ * (DASHBOARD_PAGE_PATHS in coordinator/src/http/routes/dashboard/index.ts); keep the two in step.
+ */
+export function createAppRouter() {
+  return createBrowserRouter([
+    { path: '/login', element: <SignInPage /> },
+    {
+      element: <Shell />,
+      children: [
+        { path: '/', element: <OrgRedirect /> },
+        { path: '/orgs/:orgId', element: <HomePage /> },
+        { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
+        { path: '/api/jobs/:jobId', element: <JobPage /> },
+        { path: '*', element: <NotFoundPage /> },
+      ],
+    },
+  ]);
+}

@@ -1,0 +1,24 @@
+import { fileURLToPath } from 'node:url';
+import react from '@vitejs/plugin-react';
+import { defineConfig } from 'vite';
+
+// Built into the coordinator's package, which serves it at / (coordinator/src/http/routes/dashboard).
+const outDir = fileURLToPath(new URL('../coordinator/dashboard-dist', import.meta.url));
+
+export default defineConfig({
+  plugins: [react()],
+  base: '/',
+  build: {
+    outDir,
+    emptyOutDir: true,
+    // The coordinator's Content-Security-Policy allows no inline script or data: module.
+    assetsInlineLimit: 0,
+    modulePreload: { polyfill: false },
+    sourcemap: false,
+    target: 'es2022',
+  },
+  server: {
+    // `pnpm --filter @drover/dashboard dev` against a coordinator on the default port.
+    proxy: { '/v1': 'http://127.0.0.1:8080' },
+  },
+});
