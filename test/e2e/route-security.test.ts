@@ -12,6 +12,7 @@ import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinat
 /** The only operations without credentials, each with a reason; adding one is a deliberate change. */
 const ANONYMOUS = [
   'POST /v1/auth/login', // signs in
+  'POST /v1/auth/logout', // clears the session cookie, signed in or not
   'POST /v1/agent/enroll', // the enrollment token in the body
   'GET /v1/storage/blobs/{fileId}', // a presigned URL: its own HMAC signature
   'PUT /v1/storage/blobs/{fileId}',

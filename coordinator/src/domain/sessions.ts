@@ -5,6 +5,8 @@ import type { Clock } from '../util/clock.js';
 
 export interface SessionClaims {
   userId: string;
+  /** When the session ends (ISO 8601). */
+  expiresAt: string;
 }
 
 const ISSUER = 'drover-coordinator';
@@ -54,7 +56,8 @@ export class SessionService {
         algorithms: ['HS256'],
         currentDate: new Date(this.clock.now()),
       });
-      return typeof payload.sub === 'string' ? { userId: payload.sub } : null;
+      if (typeof payload.sub !== 'string' || typeof payload.exp !== 'number') return null;
+      return { userId: payload.sub, expiresAt: new Date(payload.exp * 1000).toISOString() };
     } catch (error) {
       if (error instanceof joseErrors.JOSEError) return null;
       throw error;

@@ -19,7 +19,7 @@ import { publicApiRoutes } from './routes/public/index.js';
 import { agentRoutes } from './routes/agent/index.js';
 import { managementRoutes } from './routes/manage/index.js';
 import { sessionHook } from './auth/session.js';
-import { withSecurity } from './routes/route-group.js';
+import { SESSION_SECURITY, withSecurity } from './routes/route-group.js';
 import { authRoutes } from './routes/auth.js';
 import { storageBlobRoutes } from './routes/storage-blobs.js';
 import { apiJobRoutes } from './routes/api-jobs.js';
@@ -96,6 +96,13 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
         securitySchemes: {
           apiToken: { type: 'http', scheme: 'bearer', description: 'API token (drv_...)' },
           session: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Dashboard session' },
+          sessionCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'drover_session',
+            description:
+              'Dashboard session in a browser (set by POST /v1/auth/login); a change made with it also needs a same-origin Origin and X-Drover-CSRF: 1',
+          },
           agentSignature: {
             type: 'apiKey',
             in: 'header',
@@ -126,7 +133,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   // API; a browser asking for a page gets the dashboard, which signs in and reads the JSON.
   const dashboard = new DashboardBuild();
   await app.register(async (pages) => {
-    withSecurity(pages, [{ session: [] }]);
+    withSecurity(pages, SESSION_SECURITY);
     pages.addHook('onRequest', dashboardForBrowsers(dashboard));
     pages.addHook('onRequest', sessionHook);
     await pages.register(apiJobRoutes);

@@ -13,11 +13,11 @@ function setup() {
 }
 
 describe('SessionService', () => {
-  it('verifies its own tokens and returns the user id', async () => {
+  it('verifies its own tokens and returns the user id and the end of the session', async () => {
     const { secrets, clock } = setup();
     const sessions = await SessionService.create(secrets, 3600, clock);
     const { token, expiresAt } = await sessions.issue('user-1');
-    expect(await sessions.verify(token)).toEqual({ userId: 'user-1' });
+    expect(await sessions.verify(token)).toEqual({ userId: 'user-1', expiresAt: '2026-06-01T01:00:00.000Z' });
     expect(expiresAt).toBe('2026-06-01T01:00:00.000Z');
   });
 
@@ -34,7 +34,7 @@ describe('SessionService', () => {
     const a = await SessionService.create(secrets, 3600, clock);
     const b = await SessionService.create(secrets, 3600, clock);
     const { token } = await a.issue('user-1');
-    expect(await b.verify(token)).toEqual({ userId: 'user-1' });
+    expect(await b.verify(token)).toEqual({ userId: 'user-1', expiresAt: '2026-06-01T01:00:00.000Z' });
   });
 
   it('refuses a token signed with another key or tampered with', async () => {

@@ -3,10 +3,14 @@ import type { Role } from '../../domain/model/orgs.js';
 import { forbidden, notFound, unauthorized } from '../../errors.js';
 import { API_TOKEN_PREFIX } from '@drover/shared';
 import { bearerToken } from './bearer.js';
+import { refuseCrossSiteChange } from './cross-site.js';
+import { sessionCookieOf } from './session-cookie.js';
 import { oncePerRequest } from './once-per-request.js';
 
 export interface SessionUser {
   userId: string;
+  /** When the session ends (ISO 8601). */
+  expiresAt: string;
 }
 
 export interface OrgAccess extends SessionUser {
@@ -15,7 +19,9 @@ export interface OrgAccess extends SessionUser {
 }
 
 /**
- * The signed-in user of a dashboard request (JWT in the Authorization header), or 401. Every
+ * The signed-in user of a dashboard request, or 401: the session JWT in the Authorization header
+ * (API clients) or in the session cookie (the dashboard in a browser; a change made with the
+ * cookie must also pass the cross-site checks, or 403). Every
  * dashboard route checks it in `onRequest` (`sessionHook`), before its body is read, so a caller
  * without a session gets 401 whatever it sent; the handler's call returns the same answer.
  */
@@ -27,9 +33,10 @@ export async function sessionHook(request: FastifyRequest): Promise<void> {
 }
 
 async function authenticate(request: FastifyRequest): Promise<SessionUser> {
-  const token = bearerToken(request);
+  const bearer = bearerToken(request);
+  const token = bearer ?? sessionCookieOf(request);
   if (!token) throw unauthorized('Sign in first: send Authorization: Bearer <session token>');
-  if (token.startsWith(API_TOKEN_PREFIX)) {
+  if (bearer && token.startsWith(API_TOKEN_PREFIX)) {
     throw unauthorized('API tokens cannot call dashboard endpoints; sign in with POST /v1/auth/login');
   }
   const { sessions, repos } = request.server.ctx;
@@ -37,7 +44,8 @@ async function authenticate(request: FastifyRequest): Promise<SessionUser> {
   if (!claims) throw unauthorized('The session token is invalid or expired');
   const user = await repos.users.findById(claims.userId);
   if (!user) throw unauthorized('The session user no longer exists');
-  return { userId: user.id };
+  if (!bearer) refuseCrossSiteChange(request);
+  return { userId: user.id, expiresAt: claims.expiresAt };
 }
 
 /**

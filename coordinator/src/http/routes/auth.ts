@@ -1,6 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { MAX_PASSWORD_LENGTH } from '../../domain/passwords.js';
+import { refuseCrossSiteChange, refuseCrossSiteSignIn } from '../auth/cross-site.js';
+import { requireSession, sessionHook } from '../auth/session.js';
+import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/session-cookie.js';
+import { SESSION_SECURITY } from './route-group.js';
 import { errorResponses, timestamp, uuid } from '../schemas/common.js';
+import { unauthorized } from '../../errors.js';
 
 export const UserSchema = {
   type: 'object',
@@ -13,7 +18,11 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     '/auth/login',
     {
       schema: {
-        summary: 'Sign in to the dashboard; returns a session JWT',
+        summary: 'Sign in to the dashboard; returns a session JWT and sets it as the session cookie',
+        description:
+          'The answer carries the session JWT (send it as `Authorization: Bearer <token>`) and sets it as the ' +
+          'HttpOnly, SameSite=Strict cookie `drover_session` that the dashboard uses. A sign-in whose `Origin` is ' +
+          'another site is refused (403).',
         tags: ['dashboard'],
         security: [],
         body: {
@@ -31,10 +40,62 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
             required: ['token', 'expiresAt', 'user'],
             properties: { token: { type: 'string' }, expiresAt: timestamp, user: UserSchema },
           },
-          ...errorResponses(401, 422, 429),
+          ...errorResponses(401, 403, 422, 429),
         },
       },
+      onRequest: async (request) => refuseCrossSiteSignIn(request),
     },
-    async (request) => app.ctx.signIn.signIn(request.body.email, request.body.password, request.ip),
+    async (request, reply) => {
+      const signedIn = await app.ctx.signIn.signIn(request.body.email, request.body.password, request.ip);
+      setSessionCookie(request, reply, signedIn.token, signedIn.expiresAt);
+      return signedIn;
+    },
+  );
+
+  app.post(
+    '/auth/logout',
+    {
+      schema: {
+        summary:
+          'Sign out of the dashboard: clears the session cookie (the session JWT itself stays valid until it expires)',
+        tags: ['dashboard'],
+        security: [],
+        response: { 204: { type: 'null', description: 'The cookie is cleared' }, ...errorResponses(403) },
+      },
+      // With the cookie, signing out is a change like any other: no other site may do it.
+      onRequest: async (request) => {
+        if (sessionCookieOf(request)) refuseCrossSiteChange(request);
+      },
+    },
+    async (request, reply) => {
+      clearSessionCookie(request, reply);
+      return reply.status(204).send();
+    },
+  );
+
+  app.get(
+    '/auth/session',
+    {
+      schema: {
+        summary: 'The signed-in user and when the session ends',
+        tags: ['dashboard'],
+        security: SESSION_SECURITY,
+        response: {
+          200: {
+            type: 'object',
+            required: ['user', 'expiresAt'],
+            properties: { user: UserSchema, expiresAt: timestamp },
+          },
+          ...errorResponses(401),
+        },
+      },
+      onRequest: sessionHook,
+    },
+    async (request) => {
+      const { userId, expiresAt } = await requireSession(request);
+      const user = await app.ctx.repos.users.findById(userId);
+      if (!user) throw unauthorized('The session user no longer exists');
+      return { user: { id: user.id, email: user.email, createdAt: user.createdAt }, expiresAt };
+    },
   );
 }

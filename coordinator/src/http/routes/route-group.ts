@@ -10,3 +10,6 @@ export function withSecurity(group: FastifyInstance, security: Record<string, st
     schema.security ??= security;
   });
 }
+
+/** A dashboard session: the JWT as a bearer token, or the session cookie a browser sends. */
+export const SESSION_SECURITY: Record<string, string[]>[] = [{ session: [] }, { sessionCookie: [] }];

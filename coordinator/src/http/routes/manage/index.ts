@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { sessionHook } from '../../auth/session.js';
-import { withSecurity } from '../route-group.js';
+import { SESSION_SECURITY, withSecurity } from '../route-group.js';
 import { agentManagementRoutes } from './agents.js';
 import { apiTokenRoutes } from './api-tokens.js';
 import { appRoutes } from './apps.js';
@@ -20,7 +20,7 @@ import { workflowManagementRoutes } from './workflows.js';
  * group's `onRequest` hook before the body is read; the organization role is each route's.
  */
 export async function managementRoutes(app: FastifyInstance): Promise<void> {
-  withSecurity(app, [{ session: [] }]);
+  withSecurity(app, SESSION_SECURITY);
   app.addHook('onRequest', sessionHook);
   await app.register(orgRoutes);
   await app.register(enrollmentTokenRoutes);

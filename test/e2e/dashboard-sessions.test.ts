@@ -1,0 +1,221 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { fakeClock } from '../helpers/members.js';
+import { SESSION_COOKIE, sessionCookieSet, signInForCookie } from '../helpers/session-cookie.js';
+
+/**
+ * Browser sessions: sign-in sets an HttpOnly, SameSite=Strict cookie carrying the session JWT;
+ * a change made with the cookie needs a same-origin Origin (or Sec-Fetch-Site) and X-Drover-CSRF;
+ * bearer tokens keep working as before; sign-out clears the cookie.
+ */
+
+const TTL_SECONDS = 3600;
+
+describe('dashboard sessions by cookie', () => {
+  const clock = fakeClock();
+  let t: TestCoordinator;
+  let cookie: string;
+  let tokens: string; // POST /v1/orgs/:orgId/enrollment-tokens
+  beforeAll(async () => {
+    t = await startTestCoordinator({ clock, env: { DROVER_SESSION_TTL_SECONDS: String(TTL_SECONDS) } });
+    cookie = await signInForCookie(t.url, OWNER_EMAIL, OWNER_PASSWORD);
+    tokens = `${t.url}/v1/orgs/${t.orgId}/enrollment-tokens`;
+  });
+  afterAll(() => t?.close());
+
+  const withCookie = (headers: Record<string, string> = {}, value = cookie) => ({
+    ...headers,
+    cookie: `${SESSION_COOKIE}=${value}`,
+  });
+  const sameOrigin = () => ({ origin: t.url, 'x-drover-csrf': '1', 'content-type': 'application/json' });
+
+  it('sets the session JWT as an HttpOnly, SameSite=Strict cookie at sign-in, not Secure over plain HTTP', async () => {
+    const res = await fetch(`${t.url}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { token: string; expiresAt: string };
+    const set = sessionCookieSet(res.headers);
+    expect(set).toBeDefined();
+    expect(set!.value).toBe(body.token); // the bearer JWT keeps being returned too
+    expect(set!.attributes).toMatchObject({ path: '/', httponly: true, samesite: 'Strict' });
+    expect(set!.attributes.secure).toBeUndefined();
+    expect(new Date(set!.attributes.expires as string).getTime()).toBe(new Date(body.expiresAt).getTime());
+  });
+
+  it('reads with the cookie alone: the session, the management API and the job address', async () => {
+    const session = await fetch(`${t.url}/v1/auth/session`, { headers: withCookie() });
+    expect(session.status).toBe(200);
+    expect(await session.json()).toMatchObject({ user: { email: OWNER_EMAIL }, expiresAt: expect.any(String) });
+    const orgs = await fetch(`${t.url}/v1/orgs`, { headers: withCookie() });
+    expect(orgs.status).toBe(200);
+    expect(await orgs.json()).toEqual([expect.objectContaining({ id: t.orgId, role: 'owner' })]);
+  });
+
+  it('makes a change with the cookie from the same origin with X-Drover-CSRF', async () => {
+    const byOrigin = await fetch(tokens, { method: 'POST', headers: withCookie(sameOrigin()), body: '{}' });
+    expect(byOrigin.status).toBe(201);
+    const { origin: _origin, ...rest } = sameOrigin();
+    const byFetchSite = await fetch(tokens, {
+      method: 'POST',
+      headers: withCookie({ ...rest, 'sec-fetch-site': 'same-origin' }),
+      body: '{}',
+    });
+    expect(byFetchSite.status).toBe(201);
+  });
+
+  it('refuses a change with the cookie from another origin, or without Origin, 403 with a clear message', async () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ origin: 'https://evil.example', 'x-drover-csrf': '1' }, /must come from the dashboard's own origin/],
+      [{ origin: 'null', 'x-drover-csrf': '1' }, /must come from the dashboard's own origin/],
+      [{ 'x-drover-csrf': '1' }, /needs a same-origin Origin header/],
+      [{ 'x-drover-csrf': '1', 'sec-fetch-site': 'cross-site' }, /needs a same-origin Origin header/],
+      [{ 'x-drover-csrf': '1', 'sec-fetch-site': 'same-site' }, /needs a same-origin Origin header/],
+      [{ origin: 'https://evil.example', 'sec-fetch-site': 'same-origin', 'x-drover-csrf': '1' }, /own origin/],
+    ];
+    for (const [headers, message] of cases) {
+      const res = await fetch(tokens, {
+        method: 'POST',
+        headers: withCookie({ ...headers, 'content-type': 'application/json' }),
+        body: '{}',
+      });
+      expect(res.status, JSON.stringify(headers)).toBe(403);
+      const body = (await res.json()) as { code: string; message: string };
+      expect(body.code).toBe('forbidden');
+      expect(body.message).toMatch(/^Cross-site request refused: /);
+      expect(body.message).toMatch(message);
+    }
+  });
+
+  it('refuses a same-origin change with the cookie but without X-Drover-CSRF (what a cross-site form sends)', async () => {
+    for (const value of [undefined, '0', 'yes']) {
+      const headers: Record<string, string> = { origin: t.url, 'content-type': 'text/plain' };
+      if (value !== undefined) headers['x-drover-csrf'] = value;
+      const res = await fetch(tokens, { method: 'POST', headers: withCookie(headers), body: '{}' });
+      expect(res.status).toBe(403);
+      expect(((await res.json()) as { message: string }).message).toBe(
+        'Cross-site request refused: a change made with the session cookie needs the header X-Drover-CSRF: 1',
+      );
+    }
+  });
+
+  it('refuses a cross-site change before reading its body, and changes nothing', async () => {
+    const before = await t.owner.get('/orgs');
+    for (const method of ['POST', 'PATCH', 'DELETE', 'PUT']) {
+      const res = await fetch(`${t.url}/v1/orgs`, {
+        method,
+        headers: withCookie({ origin: 'https://evil.example', 'content-type': 'application/json' }),
+        body: '{"name": 42, "unknown": true}',
+      });
+      expect([403, 405], method).toContain(res.status);
+    }
+    const created = await fetch(`${t.url}/v1/orgs`, {
+      method: 'POST',
+      headers: withCookie({ origin: 'https://evil.example', 'content-type': 'application/json' }),
+      body: '{"name":"evil"}',
+    });
+    expect(created.status).toBe(403);
+    expect((await t.owner.get('/orgs')).body).toEqual(before.body);
+  });
+
+  it('leaves bearer tokens alone: no Origin or X-Drover-CSRF needed, whatever Origin is sent', async () => {
+    const plain = await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: {} });
+    expect(plain.status).toBe(201);
+    const foreign = await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, {
+      body: {},
+      headers: { origin: 'https://elsewhere.example', 'sec-fetch-site': 'cross-site' },
+    });
+    expect(foreign.status).toBe(201);
+    // A bearer token wins over a cookie sent with it (here a cookie that is not a session).
+    const both = await t.owner.get('/orgs', { headers: { cookie: `${SESSION_COOKIE}=not-a-jwt` } });
+    expect(both.status).toBe(200);
+  });
+
+  it('refuses a sign-in from another site, and accepts one from the same origin', async () => {
+    const body = JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD });
+    for (const headers of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }]) {
+      const res = await fetch(`${t.url}/v1/auth/login`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body,
+      });
+      expect(res.status).toBe(403);
+      expect(sessionCookieSet(res.headers)).toBeUndefined();
+      expect(((await res.json()) as { message: string }).message).toMatch(/^Cross-site sign-in refused/);
+    }
+    const same = await fetch(`${t.url}/v1/auth/login`, {
+      method: 'POST',
+      headers: { origin: t.url, 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' },
+      body,
+    });
+    expect(same.status).toBe(200);
+  });
+
+  it('signs out: clears the cookie; a cross-site sign-out with the cookie is refused', async () => {
+    const mine = await signInForCookie(t.url, OWNER_EMAIL, OWNER_PASSWORD);
+    const crossSite = await fetch(`${t.url}/v1/auth/logout`, {
+      method: 'POST',
+      headers: withCookie({ origin: 'https://evil.example' }, mine),
+    });
+    expect(crossSite.status).toBe(403);
+    expect(sessionCookieSet(crossSite.headers)).toBeUndefined();
+
+    const res = await fetch(`${t.url}/v1/auth/logout`, {
+      method: 'POST',
+      headers: withCookie({ origin: t.url, 'x-drover-csrf': '1' }, mine),
+    });
+    expect(res.status).toBe(204);
+    const cleared = sessionCookieSet(res.headers);
+    expect(cleared).toMatchObject({ value: '', attributes: { path: '/', httponly: true, samesite: 'Strict' } });
+    expect(new Date(cleared!.attributes.expires as string).getTime()).toBeLessThan(clock.now());
+
+    const anonymous = await fetch(`${t.url}/v1/auth/logout`, { method: 'POST' });
+    expect(anonymous.status).toBe(204);
+  });
+
+  it('answers 401 once the session has expired, with the cookie as with the bearer token', async () => {
+    const mine = await signInForCookie(t.url, OWNER_EMAIL, OWNER_PASSWORD);
+    expect((await fetch(`${t.url}/v1/auth/session`, { headers: withCookie({}, mine) })).status).toBe(200);
+    clock.advance((TTL_SECONDS + 1) * 1000);
+    const res = await fetch(`${t.url}/v1/auth/session`, { headers: withCookie({}, mine) });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({
+      code: 'unauthorized',
+      message: 'The session token is invalid or expired',
+    });
+    expect((await fetch(`${t.url}/v1/auth/session`, { headers: { authorization: `Bearer ${mine}` } })).status).toBe(
+      401,
+    );
+  });
+});
+
+describe('dashboard sessions behind HTTPS', () => {
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    t = await startTestCoordinator({ env: { DROVER_PUBLIC_URL: 'https://drover.example.test' } });
+  });
+  afterAll(() => t?.close());
+
+  it('marks the cookie Secure when DROVER_PUBLIC_URL is https, and accepts changes from that origin', async () => {
+    const res = await fetch(`${t.url}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD }),
+    });
+    const set = sessionCookieSet(res.headers);
+    expect(set?.attributes).toMatchObject({ secure: true, httponly: true, samesite: 'Strict' });
+    const change = await fetch(`${t.url}/v1/orgs/${t.orgId}/enrollment-tokens`, {
+      method: 'POST',
+      headers: {
+        cookie: `${SESSION_COOKIE}=${set!.value}`,
+        origin: 'https://drover.example.test',
+        'x-drover-csrf': '1',
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(change.status).toBe(201);
+  });
+});
