@@ -17,6 +17,7 @@ export default defineConfig({
       'coordinator/test/**/*.test.ts',
       'agent/test/**/*.test.ts',
       'test/e2e/**/*.test.ts',
+      'test/browser/**/*.test.ts',
     ],
     // The dashboard's build, for the tests that open it (made when missing or stale).
     globalSetup: ['test/helpers/dashboard-build.ts'],

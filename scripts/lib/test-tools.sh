@@ -1,21 +1,39 @@
 # Sourced by test.sh: system packages the tests use, installed when missing and possible.
-# libfaketime (Debian's `libfaketime`) runs agents with a wrong clock (test/e2e/skewed-clock.test.ts).
+# libfaketime (Debian's `libfaketime`) runs agents with a wrong clock (test/e2e/skewed-clock.test.ts);
+# Chromium (Debian's `chromium`) runs the dashboard's browser tests (test/browser/).
 
-drover_need_test_tools() {
-  local lib
-  for lib in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
-    [ -e "$lib" ] && return 0
-  done
+# drover_apt_install PACKAGE WHAT: installs a Debian package as root; fails (1) when it cannot.
+drover_apt_install() {
+  local package=$1 what=$2
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing libfaketime (for the tests of agents with a wrong clock)" >&2
-    if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfaketime >/dev/null 2>&1 ||
-      { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libfaketime >/dev/null 2>&1; }; then
+    echo "setup: installing $package ($what)" >&2
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1 ||
+      { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1; }; then
       return 0
     fi
   fi
+  return 1
+}
+
+# drover_missing_tool PACKAGE WHAT: in CI a missing tool stops the run; elsewhere its tests are skipped.
+drover_missing_tool() {
+  local package=$1 what=$2
   if [ -n "${CI:-}" ]; then
-    echo "setup: libfaketime is missing and could not be installed (apt-get install libfaketime)" >&2
+    echo "setup: $package is missing and could not be installed (apt-get install $package)" >&2
     exit 1
   fi
-  echo "setup: libfaketime is missing (apt-get install libfaketime); the skewed-clock tests will be skipped" >&2
+  echo "setup: $package is missing (apt-get install $package); $what will be skipped" >&2
+}
+
+drover_need_test_tools() {
+  local lib found=
+  for lib in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
+    [ -e "$lib" ] && found=1 && break
+  done
+  if [ -z "$found" ] && ! drover_apt_install libfaketime 'for the tests of agents with a wrong clock'; then
+    drover_missing_tool libfaketime 'the skewed-clock tests'
+  fi
+  if ! command -v chromium >/dev/null 2>&1 && ! drover_apt_install chromium "for the dashboard's browser tests"; then
+    drover_missing_tool chromium "the dashboard's browser tests"
+  fi
 }
