@@ -135,7 +135,11 @@ describe('dashboard sessions by cookie', () => {
 
   it('refuses a sign-in from another site, and accepts one from the same origin', async () => {
     const body = JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD });
-    for (const headers of [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }]) {
+    const crossSite: Record<string, string>[] = [
+      { origin: 'https://evil.example' },
+      { 'sec-fetch-site': 'cross-site' },
+    ];
+    for (const headers of crossSite) {
       const res = await fetch(`${t.url}/v1/auth/login`, {
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json' },

@@ -58,8 +58,10 @@ export async function openPage(browser: Browser, baseURL: string): Promise<TestP
  */
 export async function expectAccessible(page: Page, what: string): Promise<void> {
   await page.evaluate(axe.source);
+  // Runs in the page, where `axe` is the global the source above defined (the tests have no DOM types).
   const violations = await page.evaluate(async () => {
-    const result = await (window as unknown as { axe: typeof axe }).axe.run(document, { resultTypes: ['violations'] });
+    const { axe: inPage, document: doc } = globalThis as unknown as { axe: typeof axe; document: unknown };
+    const result = await inPage.run(doc as Parameters<typeof axe.run>[0], { resultTypes: ['violations'] });
     return result.violations.map((v) => ({
       id: v.id,
       impact: v.impact,
