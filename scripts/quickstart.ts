@@ -342,6 +342,7 @@ say();
 say(`Drover is running: coordinator ${origin} (log: ${coordinatorLog}),`);
 say(`local agent ${agentId} (log: ${path.join(agentDir, 'logs', 'agent.log')}) with the workflow "hello";`);
 say(`read its log with: node ${agentCli[0]} logs --state-dir ${agentDir}`);
+say(`Dashboard: ${origin}/ (open it in a browser and sign in as the owner)`);
 say(`Dashboard owner: ${creds.email} / ${creds.password} (also in ${stateFile}, mode 0600).`);
 say();
 say('Run the workflow and get the job id at once (async):');

@@ -135,6 +135,7 @@ describe('drover-coordinator start', () => {
     expect(apiBase).toBe(`${url}/v1`);
     await first.waitFor(/Issue an API token/);
     expect(first.stdout()).toContain(`${url}/v1/auth/login`);
+    expect(first.stdout()).toContain(`Dashboard: ${url}/\n`);
     expect(first.stdout()).not.toContain(':0/');
 
     const api = new ApiClient(`${url}/v1`);

@@ -165,6 +165,12 @@ describe('the quickstart', () => {
     // The printed owner credentials sign in, and the async job has run too.
     const creds = /Dashboard owner: (\S+) \/ (\S+) /.exec(output);
     expect(creds, output).not.toBeNull();
+    // The dashboard's address is printed, and it answers with the dashboard.
+    const dashboard = /Dashboard: (http:\/\/\S+\/) /.exec(output);
+    expect(dashboard, output).not.toBeNull();
+    const page = await fetch(dashboard![1]!, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     const owner = await new ApiClient(asyncCall.url.replace(/\/triggers\/.*$/, '')).login(creds![1]!, creds![2]!);
     const job = await eventually(
       async () => {

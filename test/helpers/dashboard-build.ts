@@ -20,5 +20,12 @@ function newestChange(file: string): number {
 export default function buildDashboardWhenStale(): void {
   const built = fs.existsSync(DASHBOARD_INDEX) ? fs.statSync(DASHBOARD_INDEX).mtimeMs : 0;
   if (built >= Math.max(...SOURCES.map(newestChange))) return;
-  execFileSync('pnpm', ['--filter', '@drover/dashboard', 'build'], { cwd: REPO, stdio: 'ignore', timeout: 120_000 });
+  // Vitest sets NODE_ENV=test, which would make Vite bundle React's development build.
+  const env = { ...process.env, NODE_ENV: 'production' };
+  execFileSync('pnpm', ['--filter', '@drover/dashboard', 'build'], {
+    cwd: REPO,
+    env,
+    stdio: 'ignore',
+    timeout: 120_000,
+  });
 }

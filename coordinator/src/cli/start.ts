@@ -54,7 +54,7 @@ function cannotListen(problem: ListenProblem): never {
 /** What a person starting the coordinator by hand needs: where it is, and how to sign in. */
 export function banner(server: RunningServer, boot: BootstrapResult): string[] {
   const base = `${server.publicUrl}/v1`;
-  const lines = [`Drover coordinator listening on ${server.url} (API: ${base})`];
+  const lines = [`Drover coordinator listening on ${server.url} (API: ${base})`, `Dashboard: ${server.publicUrl}/`];
   if (!boot.created) return lines;
   return [
     ...lines,
