@@ -11,8 +11,8 @@ export function prefersHtml(request: FastifyRequest): boolean {
   const weights = new Map<string, number>();
   for (const part of accept.split(',')) {
     const [type = '', ...params] = part.trim().toLowerCase().split(';');
-    const q = params.map((p) => /^\s*q=([0-9.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined);
-    const weight = q === undefined ? 1 : Number(q);
+    const q = params.map((p) => /^\s*q=(.*)$/.exec(p)?.[1]).find((v) => v !== undefined);
+    const weight = q === undefined ? 1 : Number(q.trim() || 'x'); // an unreadable weight counts for nothing
     if (type && Number.isFinite(weight)) weights.set(type.trim(), weight);
   }
   const html = weights.get('text/html') ?? 0;
