@@ -24,7 +24,7 @@ setUnauthorizedHandler(() => {
   if (window.location.pathname === '/login') return;
   queryClient.clear();
   const next = window.location.pathname + window.location.search;
-  void router.navigate(`/login?next=${encodeURIComponent(next)}`, { replace: true });
+  void router.navigate(`/login?reason=expired&next=${encodeURIComponent(next)}`, { replace: true });
 });
 
 createRoot(document.getElementById('root')!).render(

@@ -151,6 +151,7 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     member = await openPage(browser, t.url);
     await member.page.goto(`/orgs/${t.orgId}/agents`);
     await member.page.waitForURL('**/login?next=*');
+    expect(await member.page.getByText('Your session ended').count()).toBe(0); // a first visit, not an expiry
     await signIn(member.page, 'member@example.test', MEMBER_PASSWORD);
     await member.page.waitForURL(`**/orgs/${t.orgId}/agents`); // back where the member was going
     const row = member.page.getByRole('row', { name: 'edge-lab-01' });
@@ -175,7 +176,7 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/' });
     offset += 13 * HOUR; // past the 12 hours a session lasts
     // The Agents page refreshes on its own; its next read is refused, and the page goes to sign-in.
-    await page().waitForURL('**/login?next=*', { timeout: 20_000 });
+    await page().waitForURL('**/login?reason=expired&next=*', { timeout: 20_000 });
     await page().getByText('Your session ended; sign in again to continue.').waitFor();
     expect(owner.problems).toEqual([]);
   });

@@ -32,7 +32,8 @@ export function SignInPage() {
     event.preventDefault();
     signIn.mutate();
   };
-  const expired = params.has('next') && !signIn.error;
+  // Sent here by a call refused 401 while signed in (main.tsx), not by a first visit.
+  const expired = params.get('reason') === 'expired' && !signIn.error;
   return (
     <main className="sign-in">
       <h1>Sign in to Drover</h1>
