@@ -8,7 +8,10 @@ function fakeRepos() {
   const state = {
     generation: 1,
     reads: 0,
+    agentReads: 0,
     trigger: { id: 't1', orgId: 'o1', agentId: 'a1' } as Trigger | null,
+    /** A second trigger of the same agent. */
+    sibling: { id: 't2', orgId: 'o1', agentId: 'a1' } as Trigger,
     agentStatus: 'connected' as Agent['status'],
     workflow: { id: 'w1', name: 'build' } as Workflow | null,
   };
@@ -17,10 +20,16 @@ function fakeRepos() {
     triggers: {
       findInOrg: async (orgId: string, id: string) => {
         state.reads++;
-        return state.trigger && orgId === state.trigger.orgId && id === state.trigger.id ? state.trigger : null;
+        const found = [state.trigger, state.sibling].find((t) => t && t.orgId === orgId && t.id === id);
+        return found ?? null;
       },
     },
-    agents: { findById: async () => ({ status: state.agentStatus }) as Agent },
+    agents: {
+      findById: async () => {
+        state.agentReads++;
+        return { status: state.agentStatus } as Agent;
+      },
+    },
     workflows: {
       findActiveByAgentAndName: async () => {
         state.reads++;
@@ -65,10 +74,31 @@ describe('RunTargets', () => {
     const { state, targets } = fakeRepos();
     state.workflow = null;
     const target = (await targets.trigger('o1', 't1'))!;
-    for (let i = 0; i < 100; i++) await target.workflow(`w${i}`);
+    for (let i = 0; i < 300; i++) await target.workflow(`w${i}`);
     const reads = state.reads;
     await target.workflow('w0');
-    await target.workflow('w99');
+    await target.workflow('w299');
     expect(state.reads).toBe(reads + 1);
+  });
+
+  it('reads an agent and its workflows once per generation for all its triggers', async () => {
+    const { state, targets } = fakeRepos();
+    const first = (await targets.trigger('o1', 't1'))!;
+    const second = (await targets.trigger('o1', 't2'))!;
+    expect((await first.workflow('build'))?.id).toBe('w1');
+    expect((await second.workflow('build'))?.id).toBe('w1');
+    expect(state.agentReads).toBe(1);
+    expect(state.reads).toBe(3); // two triggers, one workflow
+    state.generation++;
+    await (await targets.trigger('o1', 't2'))!.workflow('build');
+    expect(state.agentReads).toBe(2);
+  });
+
+  it('shares lookups in flight: triggers of one agent looked up at once read the agent and a workflow once', async () => {
+    const { state, targets } = fakeRepos();
+    const [first, second] = await Promise.all([targets.trigger('o1', 't1'), targets.trigger('o1', 't2')]);
+    await Promise.all([first!.workflow('build'), second!.workflow('build'), first!.workflow('build')]);
+    expect(state.agentReads).toBe(1);
+    expect(state.reads).toBe(3); // two triggers, one workflow
   });
 });
