@@ -129,10 +129,13 @@ describe('an update the agent cannot trust', () => {
     expect(leftovers.filter((f) => f.includes('signage-1.2.0'))).toEqual([]); // no partial download left
   });
 
-  it('refused, it is not asked for again by every poll of the agent (the coordinator’s backoff decides)', async () => {
+  it('refused, the agent’s polls report the refusal again, not idle, so no new job is asked for at once', async () => {
     const jobs = updateJobsOf(t, dir.agentId).length;
     const before = await bindingWhen(t, app.id, device.id, (x) => x.state === 'refused', 'refused');
-    // Two polls of the agent (one a second), each reporting: the coordinator had two chances to ask again.
+    // Two polls of the agent (one a second), each reporting: the coordinator had two chances to ask
+    // again. When it may ask again (the retry backoff) is the domain's, tested in
+    // coordinator/test/domain/ota/evaluation.test.ts; here, that the agent's reports never read as
+    // an idle device asking for the release.
     const reportAfter = (b: BindingBody) =>
       bindingWhen(t, app.id, device.id, (x) => x.lastReportAt! > b.lastReportAt!, 'a poll');
     const after = await reportAfter(await reportAfter(before));
