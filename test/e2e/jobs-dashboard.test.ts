@@ -157,3 +157,126 @@ describe('dashboard job reads', () => {
     expect(foreign.status).toBe(404);
   });
 });
+
+describe('dashboard job list filters: agent, source, creation time', () => {
+  let t: TestCoordinator;
+  let agentA: TestAgent;
+  let agentB: TestAgent;
+  const trigger = randomUUID();
+  const at = (minute: number) => `2026-03-01T10:${String(minute).padStart(2, '0')}:00.000Z`;
+  // Oldest first: [agent, source, minute of creation].
+  const plan = [
+    ['A', 'webhook', 0],
+    ['B', 'cron', 1],
+    ['A', 'manual', 2],
+    ['B', 'webhook', 3],
+    ['B', 'manual', 4],
+    ['A', 'cron', 5],
+    ['B', 'manual', 6],
+  ] as const;
+  const made: { id: string; agent: 'A' | 'B'; source: string; minute: number }[] = [];
+  const ids = (body: { id: string }[]) => body.map((j) => j.id);
+  const expected = (keep: (j: (typeof made)[number]) => boolean) =>
+    made
+      .filter(keep)
+      .map((j) => j.id)
+      .reverse();
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    agentA = await enrollTestAgent(t.owner, t.orgId);
+    agentB = await enrollTestAgent(t.owner, t.orgId);
+    for (const [agent, source, minute] of plan) {
+      const job = createTestJob(t, agent === 'A' ? agentA : agentB, {
+        triggerId: trigger,
+        source,
+        createdAt: at(minute),
+      });
+      made.push({ id: job.id, agent, source, minute });
+    }
+  });
+  afterAll(() => t?.close());
+
+  it('filters by agent, alone and with the trigger and status filters', async () => {
+    const b = await t.owner.get(`/orgs/${t.orgId}/jobs?agentId=${agentB.agentId}`);
+    expect(b.status).toBe(200);
+    expect(ids(b.body)).toEqual(expected((j) => j.agent === 'B'));
+    const withTrigger = await t.owner.get(`/orgs/${t.orgId}/jobs?agentId=${agentA.agentId}&triggerId=${trigger}`);
+    expect(ids(withTrigger.body)).toEqual(expected((j) => j.agent === 'A'));
+    const withStatus = await t.owner.get(`/orgs/${t.orgId}/jobs?agentId=${agentA.agentId}&status=success`);
+    expect(withStatus.body).toEqual([]);
+    expect((await t.owner.get(`/orgs/${t.orgId}/jobs?agentId=${randomUUID()}`)).body).toEqual([]);
+  });
+
+  it('filters by source, and by source and agent together', async () => {
+    const manual = await t.owner.get(`/orgs/${t.orgId}/jobs?source=manual`);
+    expect(ids(manual.body)).toEqual(expected((j) => j.source === 'manual'));
+    expect(manual.body.every((j: { source: string }) => j.source === 'manual')).toBe(true);
+    const bManual = await t.owner.get(`/orgs/${t.orgId}/jobs?source=manual&agentId=${agentB.agentId}`);
+    expect(ids(bManual.body)).toEqual(expected((j) => j.source === 'manual' && j.agent === 'B'));
+    expect((await t.owner.get(`/orgs/${t.orgId}/jobs?source=slack`)).body).toEqual([]);
+  });
+
+  it('filters by creation time: createdAfter inclusive, createdBefore exclusive, any offset', async () => {
+    const after = await t.owner.get(`/orgs/${t.orgId}/jobs?createdAfter=${encodeURIComponent(at(4))}`);
+    expect(ids(after.body)).toEqual(expected((j) => j.minute >= 4));
+    const before = await t.owner.get(`/orgs/${t.orgId}/jobs?createdBefore=${encodeURIComponent(at(2))}`);
+    expect(ids(before.body)).toEqual(expected((j) => j.minute < 2));
+    // 11:02+01:00 is 10:02Z; 10:05 in UTC.
+    const range = await t.owner.get(
+      `/orgs/${t.orgId}/jobs?createdAfter=${encodeURIComponent('2026-03-01T11:02:00+01:00')}` +
+        `&createdBefore=${encodeURIComponent('2026-03-01T10:05:00Z')}&source=manual`,
+    );
+    expect(ids(range.body)).toEqual(expected((j) => j.minute >= 2 && j.minute < 5 && j.source === 'manual'));
+  });
+
+  it('pages a filtered list with the cursor, covering every matching job exactly once', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const query: string = `agentId=${agentB.agentId}&limit=2${cursor === null ? '' : `&cursor=${cursor}`}`;
+      const res = await t.owner.get(`/orgs/${t.orgId}/jobs?${query}`);
+      expect(res.status).toBe(200);
+      seen.push(...ids(res.body));
+      cursor = res.headers.get('x-next-cursor');
+      pages++;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBe(2);
+    expect(seen).toEqual(expected((j) => j.agent === 'B'));
+  });
+
+  it('refuses bad filters with 422 and says which one', async () => {
+    const cases: [string, string][] = [
+      ['agentId=nope', 'querystring.agentId'],
+      ['source=ota', 'querystring.source'],
+      ['source=email', 'querystring.source'],
+      ['createdAfter=yesterday', 'querystring.createdAfter'],
+      ['createdAfter=2026-03-01T10:00:00', 'querystring.createdAfter'],
+      ['createdBefore=2026-02-30T10:00:00Z', 'querystring.createdBefore'],
+      ['createdAfter=2026-12-31T23:59:60Z', 'querystring.createdAfter'],
+      [
+        `createdAfter=${encodeURIComponent(at(3))}&createdBefore=${encodeURIComponent(at(3))}`,
+        'querystring.createdBefore',
+      ],
+      [
+        `createdAfter=${encodeURIComponent(at(5))}&createdBefore=${encodeURIComponent(at(1))}`,
+        'querystring.createdBefore',
+      ],
+    ];
+    for (const [query, path] of cases) {
+      const res = await t.owner.get(`/orgs/${t.orgId}/jobs?${query}`);
+      expect(res.status, query).toBe(422);
+      expect(res.body, query).toMatchObject({
+        code: 'validation_failed',
+        details: [expect.objectContaining({ path })],
+      });
+    }
+  });
+
+  it("keeps another organization's agent filter empty", async () => {
+    const stranger = await outsider(t.owner, t.orgId, 'filters-stranger@example.test');
+    const res = await stranger.client.get(`/orgs/${stranger.orgId}/jobs?agentId=${agentA.agentId}`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual([]);
+  });
+});

@@ -141,15 +141,29 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
   const w = createJobWrites(db, planMove);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
-  type ListParams = { orgId: string; status: string | null; triggerId?: string; before: number; limit: number };
-  const list = db.prepare<[ListParams], JobRow>(
-    `SELECT * FROM jobs WHERE org_id = @orgId AND kind = 'trigger' AND (@status IS NULL OR status = @status)
-       AND seq < @before ORDER BY seq DESC LIMIT @limit`,
-  );
-  const listByTrigger = db.prepare<[ListParams], JobRow>(
-    `SELECT * FROM jobs WHERE org_id = @orgId AND trigger_id = @triggerId AND kind = 'trigger'
-       AND (@status IS NULL OR status = @status) AND seq < @before ORDER BY seq DESC LIMIT @limit`,
-  );
+  type ListParams = {
+    orgId: string;
+    status: string | null;
+    triggerId: string | null;
+    agentId: string | null;
+    source: string | null;
+    createdAfter: string | null;
+    createdBefore: string | null;
+    before: number;
+    limit: number;
+  };
+  // One query per index that leads the scan (the trigger's, the agent's, or the organization's);
+  // every other filter is a nullable parameter, so the SQL text is fixed.
+  const listWhere = (leading: string) =>
+    `SELECT * FROM jobs WHERE ${leading}org_id = @orgId AND kind = 'trigger'
+       AND (@triggerId IS NULL OR trigger_id = @triggerId) AND (@agentId IS NULL OR agent_id = @agentId)
+       AND (@status IS NULL OR status = @status) AND (@source IS NULL OR source = @source)
+       AND (@createdAfter IS NULL OR created_at >= @createdAfter)
+       AND (@createdBefore IS NULL OR created_at < @createdBefore)
+       AND seq < @before ORDER BY seq DESC LIMIT @limit`;
+  const list = db.prepare<[ListParams], JobRow>(listWhere(''));
+  const listByTrigger = db.prepare<[ListParams], JobRow>(listWhere('trigger_id = @triggerId AND '));
+  const listByAgent = db.prepare<[ListParams], JobRow>(listWhere('agent_id = @agentId AND '));
   const openOfAgent = db.prepare<[string], JobRow>(
     `SELECT * FROM jobs WHERE agent_id = ? AND status IN (${OPEN}) ORDER BY seq ASC`,
   );
@@ -173,11 +187,16 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
       const params: ListParams = {
         orgId,
         status: q.status ?? null,
+        triggerId: q.triggerId ?? null,
+        agentId: q.agentId ?? null,
+        source: q.source ?? null,
+        createdAfter: q.createdAfter ?? null,
+        createdBefore: q.createdBefore ?? null,
         before: q.beforeSeq ?? Number.MAX_SAFE_INTEGER,
         limit: q.limit,
       };
-      if (q.triggerId === undefined) return list.all(params).map(toJob);
-      return listByTrigger.all({ ...params, triggerId: q.triggerId }).map(toJob);
+      const statement = params.triggerId !== null ? listByTrigger : params.agentId !== null ? listByAgent : list;
+      return statement.all(params).map(toJob);
     },
     async listOpenForAgent(agentId) {
       return openOfAgent.all(agentId).map(toJob);

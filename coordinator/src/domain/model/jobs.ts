@@ -67,6 +67,11 @@ export interface NewJob {
 export interface JobListQuery {
   status?: JobStatus | undefined;
   triggerId?: string | undefined;
+  agentId?: string | undefined;
+  source?: JobSource | undefined;
+  /** ISO times (UTC, `toISOString`): created at or after `createdAfter`, strictly before `createdBefore`. */
+  createdAfter?: string | undefined;
+  createdBefore?: string | undefined;
   limit: number;
   /** Jobs created before this one (the previous page's last `seq`). */
   beforeSeq?: number | undefined;

@@ -1,8 +1,8 @@
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
-import { JOB_SOURCES, type Job } from '../../../domain/model/jobs.js';
-import { notFound } from '../../../errors.js';
+import { JOB_SOURCES, type Job, type JobSource } from '../../../domain/model/jobs.js';
+import { describeValue, invalid, notFound } from '../../../errors.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
 import {
   emptyBody,
@@ -90,9 +90,16 @@ const jobDetailQuery = {
   },
 } as const;
 
+/** The sources of trigger jobs (the list never has update jobs, whose source is `ota`). */
+const TRIGGER_JOB_SOURCES = JOB_SOURCES.filter((s) => s !== 'ota');
+
 interface ListQuerystring {
   status?: JobStatus;
   triggerId?: string;
+  agentId?: string;
+  source?: JobSource;
+  createdAfter?: string;
+  createdBefore?: string;
   limit: number;
   cursor?: string;
 }
@@ -137,6 +144,35 @@ export function registerJobDetailRoute(app: FastifyInstance, path: string, summa
   );
 }
 
+/**
+ * The creation-time filters as stored times (UTC `toISOString`, which compare as strings), from
+ * date-times with any offset; an empty range is refused rather than answered with nothing.
+ */
+function createdRange(after: string | undefined, before: string | undefined) {
+  const createdAfter = storedTime('createdAfter', after);
+  const createdBefore = storedTime('createdBefore', before);
+  if (createdAfter !== undefined && createdBefore !== undefined && createdAfter >= createdBefore) {
+    throw invalid(
+      'querystring.createdBefore',
+      `must be later than createdAfter (${createdAfter}), got ${describeValue(before)}`,
+    );
+  }
+  return { createdAfter, createdBefore };
+}
+
+function storedTime(name: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const time = new Date(value);
+  // The schema's date-time admits what Date cannot hold (a leap second, 23:59:60).
+  if (Number.isNaN(time.getTime())) {
+    throw invalid(
+      `querystring.${name}`,
+      `must be a date-time such as 2026-01-31T12:00:00Z, got ${describeValue(value)}`,
+    );
+  }
+  return time.toISOString();
+}
+
 /** Dashboard jobs: the trigger job list of an organization, any job's detail, and cancelling a job. */
 export async function jobRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { orgId: string }; Querystring: ListQuerystring }>(
@@ -152,6 +188,10 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
           properties: {
             status: { type: 'string', enum: JOB_STATUSES, description: 'only jobs in this status' },
             triggerId: { ...uuid, description: 'only jobs of this trigger' },
+            agentId: { ...uuid, description: 'only jobs of this agent' },
+            source: { type: 'string', enum: TRIGGER_JOB_SOURCES, description: 'only jobs from this source' },
+            createdAfter: { ...timestamp, maxLength: 64, description: 'only jobs created at or after this time' },
+            createdBefore: { ...timestamp, maxLength: 64, description: 'only jobs created before this time' },
             limit: { type: 'integer', minimum: 1, maximum: JOBS_MAX_LIMIT, default: JOBS_DEFAULT_LIMIT },
             cursor: cursorQueryProperty,
           },
@@ -164,9 +204,15 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId, 'member');
-      const { status, triggerId, limit, cursor } = request.query;
+      const { limit, cursor, createdAfter, createdBefore, ...filters } = request.query;
       const beforeSeq = parseCursor(cursor);
-      const jobs = await app.ctx.repos.jobs.listTriggerJobs(orgId, { status, triggerId, limit: limit + 1, beforeSeq });
+      const range = createdRange(createdAfter, createdBefore);
+      const jobs = await app.ctx.repos.jobs.listTriggerJobs(orgId, {
+        ...filters,
+        ...range,
+        limit: limit + 1,
+        beforeSeq,
+      });
       return sendPage(reply, jobs, limit, (job) => job.seq);
     },
   );
