@@ -18,6 +18,7 @@ const LIST_FIELDS = [
   'forced',
   'id',
   'kind',
+  'orgId',
   'output',
   'params',
   'queuedAt',
@@ -128,7 +129,13 @@ describe('dashboard job reads', () => {
   it('shows any job of the caller’s organizations, update jobs included, to any member', async () => {
     const res = await member.get(`/jobs/${updateJobId}`);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: updateJobId, kind: 'update', triggerId: null, workflowName: 'update-app' });
+    expect(res.body).toMatchObject({
+      id: updateJobId,
+      orgId: t.orgId,
+      kind: 'update',
+      triggerId: null,
+      workflowName: 'update-app',
+    });
   });
 
   it('answers 404 for an unknown job and for an id that is not a UUID', async () => {
