@@ -2,6 +2,7 @@ import { createBrowserRouter } from 'react-router';
 import { AgentsPage } from './pages/AgentsPage';
 import { HomePage } from './pages/HomePage';
 import { JobPage } from './pages/JobPage';
+import { JobsPage } from './pages/JobsPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { OrgRedirect } from './pages/OrgRedirect';
 import { Shell } from './pages/Shell';
@@ -20,6 +21,7 @@ export function createAppRouter() {
         { path: '/', element: <OrgRedirect /> },
         { path: '/orgs/:orgId', element: <HomePage /> },
         { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
+        { path: '/orgs/:orgId/jobs', element: <JobsPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],

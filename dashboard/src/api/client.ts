@@ -45,6 +45,22 @@ export interface CallOptions {
 }
 
 export async function api<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+  return (await call(method, path, options)).body as T;
+}
+
+/** A page of a newest-first list and the cursor of the next one (the `x-next-cursor` header). */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** A GET of one page of a paged list (docs/management.md: `x-next-cursor`, `cursor`). */
+export async function apiPage<T>(path: string): Promise<Page<T>> {
+  const { body, headers } = await call('GET', path, {});
+  return { items: body as T[], nextCursor: headers.get('x-next-cursor') };
+}
+
+async function call(method: string, path: string, options: CallOptions): Promise<{ body: unknown; headers: Headers }> {
   // The custom header is what a cross-site form cannot send: the coordinator requires it on
   // every state change made with the session cookie.
   const headers: Record<string, string> = { accept: 'application/json', 'x-drover-csrf': '1' };
@@ -61,7 +77,7 @@ export async function api<T>(method: string, path: string, options: CallOptions 
   }
   const text = await res.text();
   const parsed: unknown = text ? safeJson(text) : undefined;
-  if (res.ok) return parsed as T;
+  if (res.ok) return { body: parsed, headers: res.headers };
   const error = toApiError(res, parsed);
   if (res.status === 401 && !options.expectUnauthorized) onUnauthorized?.();
   throw error;

@@ -69,21 +69,33 @@ export interface JobLogLine {
   text: string;
 }
 
-export interface JobDetail {
+/** A job as lists show it (`GET /orgs/:orgId/jobs`, docs/jobs.md "Reading jobs"). */
+export interface Job {
   id: string;
+  orgId: string;
   kind: 'trigger' | 'update';
   source: string;
   status: string;
   triggerId: string | null;
   agentId: string;
+  workflowId: string | null;
   workflowName: string;
   ref: string | null;
+  debug: boolean;
   params: Record<string, unknown>;
   output: Record<string, unknown> | null;
   exitCode: number | null;
   errorMessage: string | null;
+  forced: boolean;
+  forceReason: string | null;
+  userId: string | null;
   createdAt: string;
+  queuedAt: string | null;
   startedAt: string | null;
   finishedAt: string | null;
+  cancelRequestedAt: string | null;
+}
+
+export interface JobDetail extends Job {
   logs: JobLogLine[];
 }

@@ -33,6 +33,7 @@ function SignedIn({ email }: { email: string }) {
               Home
             </NavLink>
             <NavLink to={`/orgs/${current.id}/agents`}>Agents</NavLink>
+            <NavLink to={`/orgs/${current.id}/jobs`}>Jobs</NavLink>
           </nav>
         )}
         <UserMenu email={email} role={current?.role} />

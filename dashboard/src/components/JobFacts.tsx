@@ -1,0 +1,34 @@
+import { JOB_SOURCES } from '../api/jobs';
+import type { Job } from '../api/types';
+
+/** "12.3 s", "4 min 05 s": how long a job ran, or has been running until `now`. */
+export function duration(job: Job, now = Date.now()): string | null {
+  if (!job.startedAt) return null;
+  const end = job.finishedAt ? new Date(job.finishedAt).getTime() : now;
+  const ms = Math.max(0, end - new Date(job.startedAt).getTime());
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.floor((ms % 60_000) / 1000);
+  if (minutes < 60) return `${minutes} min ${String(seconds).padStart(2, '0')} s`;
+  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
+}
+
+/** "run by hand by ada@example.com", "schedule", "API call (token of ada@example.com)". */
+export function startedBy(job: Job, emails: Map<string, string>): string {
+  const what = JOB_SOURCES[job.source] ?? job.source;
+  if (!job.userId) return what;
+  const who = emails.get(job.userId) ?? `user ${job.userId}`;
+  if (job.source === 'webhook') return `${what}, API token of ${who}`;
+  return `${what} by ${who}`;
+}
+
+/** A job's status with its words; a running job asked to stop says so. */
+export function JobStatus({ job }: { job: Job }) {
+  const stopping = job.status === 'running' && job.cancelRequestedAt !== null;
+  return (
+    <span className={`status status-${job.status}`}>
+      {job.status.replace('_', ' ')}
+      {stopping && ' (cancel requested)'}
+    </span>
+  );
+}

@@ -1,0 +1,208 @@
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import { JOB_FILTER_KEYS, JOB_SOURCES, JOB_STATUSES, jobsQuery, membersQuery, triggerNamesQuery } from '../api/jobs';
+import type { JobFilters } from '../api/jobs';
+import { agentsQuery } from '../api/queries';
+import type { Job } from '../api/types';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { duration, JobStatus, startedBy } from '../components/JobFacts';
+import { ago, dateTime } from '../components/time';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/** The organization's trigger jobs, newest first, filtered by the address's search parameters. */
+export function JobsPage() {
+  const { orgId, org, loaded } = useOrg();
+  const [search, setSearch] = useSearchParams();
+  const filters: JobFilters = {};
+  for (const key of JOB_FILTER_KEYS) {
+    const value = search.get(key);
+    if (value) filters[key] = value;
+  }
+  const jobs = useInfiniteQuery(jobsQuery(orgId, filters));
+  const agents = useQuery(agentsQuery(orgId));
+  const triggers = useQuery(triggerNamesQuery(orgId));
+  const members = useQuery(membersQuery(orgId));
+  if (loaded && !org) return <NotFoundPage />;
+  const names = {
+    agents: new Map((agents.data ?? []).map((a) => [a.id, a.name])),
+    triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
+    emails: new Map((members.data ?? []).map((m) => [m.userId, m.email])),
+  };
+  const rows = jobs.data?.pages.flatMap((p) => p.items) ?? [];
+  const apply = (next: JobFilters) => {
+    const params = new URLSearchParams();
+    for (const key of JOB_FILTER_KEYS) if (next[key]) params.set(key, next[key]);
+    setSearch(params);
+  };
+  return (
+    <section aria-labelledby="jobs-heading">
+      <h1 id="jobs-heading">Jobs</h1>
+      <JobFiltersForm
+        key={search.toString()}
+        filters={filters}
+        agents={agents.data?.map((a) => ({ id: a.id, name: a.name })) ?? []}
+        triggers={triggers.data ?? []}
+        onApply={apply}
+      />
+      <ErrorMessage error={jobs.error} />
+      {jobs.data && rows.length === 0 && (
+        <p>
+          {Object.keys(filters).length ? 'No job matches these filters.' : 'No job has run in this organization yet.'}
+        </p>
+      )}
+      {rows.length > 0 && (
+        <table className="jobs">
+          <caption className="hint">Newest first; the list refreshes every few seconds.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Workflow</th>
+              <th scope="col">Status</th>
+              <th scope="col">Started by</th>
+              <th scope="col">Trigger</th>
+              <th scope="col">Agent</th>
+              <th scope="col">Created</th>
+              <th scope="col">Duration</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((job) => (
+              <JobRow key={job.id} job={job} names={names} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      {!jobs.data && !jobs.error && <p className="loading">Loading…</p>}
+      {jobs.hasNextPage && (
+        <button type="button" onClick={() => void jobs.fetchNextPage()} disabled={jobs.isFetchingNextPage}>
+          {jobs.isFetchingNextPage ? 'Loading…' : 'Show older jobs'}
+        </button>
+      )}
+    </section>
+  );
+}
+
+type Names = { agents: Map<string, string>; triggers: Map<string, string>; emails: Map<string, string> };
+
+function JobRow({ job, names }: { job: Job; names: Names }) {
+  return (
+    <tr>
+      <th scope="row">
+        <Link to={`/api/jobs/${job.id}`}>{job.workflowName}</Link>
+        {job.ref && <span className="hint"> @ {job.ref}</span>}
+      </th>
+      <td>
+        <JobStatus job={job} />
+      </td>
+      <td>{startedBy(job, names.emails)}</td>
+      <td>
+        {job.triggerId ? (names.triggers.get(job.triggerId) ?? <span className="hint">deleted trigger</span>) : '—'}
+      </td>
+      <td>{names.agents.get(job.agentId) ?? <span className="hint">{job.agentId.slice(0, 8)}</span>}</td>
+      <td>
+        <time dateTime={job.createdAt} title={dateTime(job.createdAt)}>
+          {ago(job.createdAt)}
+        </time>
+      </td>
+      <td>{duration(job) ?? <span className="hint">not started</span>}</td>
+    </tr>
+  );
+}
+
+/** `2026-03-01T10:00` (a datetime-local input, the browser's time zone) ⇄ an ISO time. */
+const toLocalInput = (iso: string | undefined): string => {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+};
+const fromLocalInput = (value: string): string | undefined => (value ? new Date(value).toISOString() : undefined);
+
+function JobFiltersForm(props: {
+  filters: JobFilters;
+  agents: { id: string; name: string }[];
+  triggers: { id: string; name: string }[];
+  onApply: (filters: JobFilters) => void;
+}) {
+  const { filters } = props;
+  const [status, setStatus] = useState(filters.status ?? '');
+  const [source, setSource] = useState(filters.source ?? '');
+  const [agentId, setAgentId] = useState(filters.agentId ?? '');
+  const [triggerId, setTriggerId] = useState(filters.triggerId ?? '');
+  const [after, setAfter] = useState(toLocalInput(filters.createdAfter));
+  const [before, setBefore] = useState(toLocalInput(filters.createdBefore));
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    props.onApply({
+      status,
+      source,
+      agentId,
+      triggerId,
+      createdAfter: fromLocalInput(after),
+      createdBefore: fromLocalInput(before),
+    });
+  };
+  return (
+    <form onSubmit={submit} className="inline-form filters" aria-label="Filter jobs">
+      <label>
+        Status
+        <select value={status} onChange={(e) => setStatus(e.target.value)}>
+          <option value="">any</option>
+          {JOB_STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s.replace('_', ' ')}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Source
+        <select value={source} onChange={(e) => setSource(e.target.value)}>
+          <option value="">any</option>
+          {Object.entries(JOB_SOURCES)
+            .filter(([value]) => value !== 'ota')
+            .map(([value, words]) => (
+              <option key={value} value={value}>
+                {words}
+              </option>
+            ))}
+        </select>
+      </label>
+      <label>
+        Trigger
+        <select value={triggerId} onChange={(e) => setTriggerId(e.target.value)}>
+          <option value="">any</option>
+          {props.triggers.map((tr) => (
+            <option key={tr.id} value={tr.id}>
+              {tr.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Agent
+        <select value={agentId} onChange={(e) => setAgentId(e.target.value)}>
+          <option value="">any</option>
+          {props.agents.map((a) => (
+            <option key={a.id} value={a.id}>
+              {a.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Created from
+        <input type="datetime-local" value={after} onChange={(e) => setAfter(e.target.value)} />
+      </label>
+      <label>
+        Created before
+        <input type="datetime-local" value={before} onChange={(e) => setBefore(e.target.value)} />
+      </label>
+      <button type="submit">Filter</button>
+      <button type="button" onClick={() => props.onApply({})}>
+        Clear
+      </button>
+    </form>
+  );
+}
