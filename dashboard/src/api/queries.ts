@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import { api } from './client';
-import type { Agent, JobDetail, Org, Session, Workflow } from './types';
+import type { Agent, Org, Session, Workflow } from './types';
 
 /** Agent status and last-seen move on their own: lists of agents refresh this often. */
 export const LIVE_REFRESH_MS = 5_000;
@@ -29,13 +29,6 @@ export const workflowsQuery = (orgId: string) =>
     queryKey: ['orgs', orgId, 'workflows'],
     queryFn: () => api<Workflow[]>('GET', `/orgs/${orgId}/workflows`),
     refetchInterval: LIVE_REFRESH_MS,
-  });
-
-export const jobQuery = (jobId: string) =>
-  queryOptions({
-    queryKey: ['jobs', jobId],
-    queryFn: () => api<JobDetail>('GET', `/jobs/${jobId}`),
-    refetchInterval: (query) => (query.state.data && isFinished(query.state.data.status) ? false : 2_000),
   });
 
 const FINISHED = new Set(['success', 'failed', 'timed_out', 'cancelled', 'rejected']);
