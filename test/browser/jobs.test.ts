@@ -111,6 +111,9 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     const facts = await page().locator('dl.facts').innerText();
     expect(facts).toContain(`API call, API token of ${OWNER_EMAIL}`);
     expect(await page().getByRole('heading', { name: 'Log (live)' }).count()).toBe(1);
+    // The address names no organization: the frame shows the job's.
+    expect(await page().getByLabel('Organization').inputValue()).toBe(t.orgId);
+    await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Jobs' }).waitFor();
     // The next line exists only once the gate opens, after the page was drawn: it arrives live.
     fs.writeFileSync(path.join(gates, 'g1'), '');
     await log().getByText('past g1').waitFor({ timeout: 20_000 });

@@ -1,9 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Navigate, NavLink, Outlet, useLocation, useNavigate, useParams } from 'react-router';
+import { Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { useFrameOrgId } from './use-org';
 
 /** The frame of every signed-in page: navigation, organization switcher, the user, sign-out. */
 export function Shell() {
@@ -20,7 +21,7 @@ export function Shell() {
 
 function SignedIn({ email }: { email: string }) {
   const orgs = useQuery(orgsQuery);
-  const { orgId } = useParams();
+  const orgId = useFrameOrgId();
   const current = orgs.data?.find((o) => o.id === orgId);
   return (
     <div className="shell">
@@ -51,7 +52,8 @@ function OrgSwitcher({ orgs, current }: { orgs: Org[]; current: Org | undefined 
   const location = useLocation();
   const switchTo = (id: string) => {
     // The same page in the other organization: /orgs/<old>/agents → /orgs/<new>/agents.
-    const rest = current ? location.pathname.split('/').slice(3).join('/') : '';
+    const rest =
+      current && location.pathname.startsWith('/orgs/') ? location.pathname.split('/').slice(3).join('/') : '';
     void navigate(`/orgs/${id}${rest ? `/${rest}` : ''}`);
   };
   return (

@@ -1,11 +1,22 @@
-import { useQuery } from '@tanstack/react-query';
+import { skipToken, useQuery } from '@tanstack/react-query';
 import { useParams } from 'react-router';
 import { orgsQuery } from '../api/queries';
-import type { Org } from '../api/types';
+import type { JobDetail, Org } from '../api/types';
 
 /** The organization of the address (`/orgs/:orgId/...`), once the user's organizations are read. */
 export function useOrg(): { orgId: string; org: Org | undefined; loaded: boolean } {
   const { orgId = '' } = useParams();
   const orgs = useQuery(orgsQuery);
   return { orgId, org: orgs.data?.find((o) => o.id === orgId), loaded: orgs.data !== undefined };
+}
+
+/**
+ * The organization the frame shows: the address's (`/orgs/:orgId/...`) or, on a job's page
+ * (`/api/jobs/:jobId`, which names no organization), the job's once the page has read it.
+ */
+export function useFrameOrgId(): string | undefined {
+  const { orgId, jobId } = useParams();
+  // Reads the job page's query from the cache only (skipToken: never fetches on its own).
+  const job = useQuery<JobDetail>({ queryKey: ['jobs', jobId ?? '', 'live'], queryFn: skipToken });
+  return orgId ?? job.data?.orgId;
 }
