@@ -3,11 +3,16 @@ import { registerJobDetailRoute } from './manage/jobs.js';
 
 /**
  * `GET /api/jobs/:id`: the dashboard address of a job, which trigger runs return as `statusUrl`
- * (outside /v1). Until a dashboard exists it renders, for a signed-in member of the job's
- * organization, the same JSON as `GET /v1/jobs/:id` (no redirect: one round trip, and clients
- * that do not follow redirects work too). An API token is refused (401): this is a console
- * address, not part of the public API.
+ * (outside /v1). A browser gets the dashboard's job page (routes/dashboard/, ahead of this
+ * route); every other client, when signed in as a member of the job's organization, the same
+ * JSON as `GET /v1/jobs/:id` (no redirect: one round trip, and clients that do not follow
+ * redirects work too). An API token is refused (401): this is a console address, not part of
+ * the public API.
  */
 export async function apiJobRoutes(app: FastifyInstance): Promise<void> {
-  registerJobDetailRoute(app, '/api/jobs/:id', 'The dashboard page of a job (statusUrl): for now the job detail JSON');
+  registerJobDetailRoute(
+    app,
+    '/api/jobs/:id',
+    'A job (statusUrl): the dashboard page for a browser, the job detail JSON for other clients',
+  );
 }
