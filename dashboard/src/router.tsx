@@ -7,6 +7,7 @@ import { NotFoundPage } from './pages/NotFoundPage';
 import { OrgRedirect } from './pages/OrgRedirect';
 import { Shell } from './pages/Shell';
 import { SignInPage } from './pages/SignInPage';
+import { TriggersPage } from './pages/TriggersPage';
 
 /**
  * The dashboard's addresses. The coordinator answers each of these paths with index.html
@@ -21,6 +22,7 @@ export function createAppRouter() {
         { path: '/', element: <OrgRedirect /> },
         { path: '/orgs/:orgId', element: <HomePage /> },
         { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
+        { path: '/orgs/:orgId/triggers', element: <TriggersPage /> },
         { path: '/orgs/:orgId/jobs', element: <JobsPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '*', element: <NotFoundPage /> },

@@ -34,6 +34,7 @@ function SignedIn({ email }: { email: string }) {
               Home
             </NavLink>
             <NavLink to={`/orgs/${current.id}/agents`}>Agents</NavLink>
+            <NavLink to={`/orgs/${current.id}/triggers`}>Triggers</NavLink>
             <NavLink to={`/orgs/${current.id}/jobs`}>Jobs</NavLink>
           </nav>
         )}

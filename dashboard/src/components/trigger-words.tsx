@@ -1,0 +1,64 @@
+import { Link } from 'react-router';
+import type { Occurrence, Trigger, TriggerType } from '../api/triggers';
+
+/** How the trigger pages say a trigger's kind, workflow, schedule and occurrences. */
+
+export const TYPE_WORDS: Record<TriggerType, string> = {
+  webhook: 'webhook',
+  cron: 'cron',
+  slack: 'Slack',
+  discord: 'Discord',
+};
+
+export const workflowWords = (t: Pick<Trigger, 'scopeType' | 'workflowName'>): string =>
+  t.scopeType === 'workflow' ? (t.workflowName ?? '') : 'any workflow of the agent';
+
+/** `2026-11-26T01:30:00.000Z` → `2026-11-26 01:30 UTC` */
+export const utcWords = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+
+/** `2026-11-26T02:30:00+01:00` in Europe/Paris → `2026-11-26 02:30 Europe/Paris (+01:00)` */
+export const localWords = (localTime: string, zone: string): string =>
+  `${localTime.slice(0, 10)} ${localTime.slice(11, 16)} ${zone} (${localTime.slice(19) || 'Z'})`;
+
+export function ScheduledAt({ at, localTime, zone }: { at: string; localTime: string; zone: string }) {
+  return (
+    <>
+      <time dateTime={at}>{utcWords(at)}</time>
+      {zone !== 'UTC' && (
+        <>
+          <br />
+          <span className="hint">{localWords(localTime, zone)}</span>
+        </>
+      )}
+    </>
+  );
+}
+
+/** A cron trigger's next run, in UTC and in its zone; or why there is none. */
+export function NextRun({ trigger }: { trigger: Trigger }) {
+  if (trigger.cronEnabled === false) return <span className="hint">paused</span>;
+  const next = trigger.nextRuns[0];
+  if (!next) return <span className="hint">never again</span>;
+  return <ScheduledAt at={next.at} localTime={next.localTime} zone={trigger.cronTimezone ?? 'UTC'} />;
+}
+
+const REASON_WORDS: Record<NonNullable<Occurrence['reason']>, string> = {
+  overlap: 'skipped: the previous run was still going',
+  missed: 'skipped: missed while the coordinator was down',
+  disabled: 'skipped: the trigger was paused',
+};
+
+/** What an occurrence did: the job it made (with its status, linked) or why it was skipped. */
+export function OccurrenceOutcome({ occurrence }: { occurrence: Occurrence }) {
+  if (occurrence.outcome === 'skipped') {
+    return (
+      <span className="status status-skipped">{occurrence.reason ? REASON_WORDS[occurrence.reason] : 'skipped'}</span>
+    );
+  }
+  if (!occurrence.jobId) return <span className="hint">job gone</span>;
+  return (
+    <Link to={`/api/jobs/${occurrence.jobId}`}>
+      job <span className={`status status-${occurrence.jobStatus ?? 'gone'}`}>{occurrence.jobStatus ?? 'gone'}</span>
+    </Link>
+  );
+}

@@ -1,0 +1,77 @@
+import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { agentsQuery } from '../api/queries';
+import { triggersQuery, type Trigger } from '../api/triggers';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { NextRun, OccurrenceOutcome, TYPE_WORDS, workflowWords } from '../components/trigger-words';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/** The organization's triggers: what each runs, how it answers, and for cron its schedule. */
+export function TriggersPage() {
+  const { orgId, org, loaded } = useOrg();
+  const triggers = useQuery(triggersQuery(orgId));
+  const agents = useQuery(agentsQuery(orgId));
+  if (loaded && !org) return <NotFoundPage />;
+  const agentName = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
+  return (
+    <section aria-labelledby="triggers-heading">
+      <div className="page-head">
+        <h1 id="triggers-heading">Triggers</h1>
+        <Link className="button-link" to={`/orgs/${orgId}/triggers/new`}>
+          New trigger
+        </Link>
+      </div>
+      <ErrorMessage error={triggers.error} />
+      {triggers.data && triggers.data.length === 0 && (
+        <p>
+          No trigger yet. A trigger names an agent and a workflow, and says how a run starts: a webhook called with an
+          API token, a cron schedule, or a chat command.
+        </p>
+      )}
+      {triggers.data && triggers.data.length > 0 && (
+        <table className="triggers">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Type</th>
+              <th scope="col">Agent</th>
+              <th scope="col">Workflow</th>
+              <th scope="col">Mode</th>
+              <th scope="col">Next run</th>
+              <th scope="col">Last occurrence</th>
+            </tr>
+          </thead>
+          <tbody>
+            {triggers.data.map((trigger) => (
+              <TriggerRow key={trigger.id} orgId={orgId} trigger={trigger} agentName={agentName.get(trigger.agentId)} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      {!triggers.data && !triggers.error && <p className="loading">Loading…</p>}
+    </section>
+  );
+}
+
+function TriggerRow({ orgId, trigger, agentName }: { orgId: string; trigger: Trigger; agentName?: string }) {
+  const cron = trigger.type === 'cron';
+  const last = trigger.lastOccurrences[0];
+  return (
+    <tr aria-label={trigger.name}>
+      <th scope="row">
+        <Link to={`/orgs/${orgId}/triggers/${trigger.id}`}>{trigger.name}</Link>
+      </th>
+      <td>{TYPE_WORDS[trigger.type]}</td>
+      <td>{agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>}</td>
+      <td>{workflowWords(trigger)}</td>
+      <td>{trigger.responseMode}</td>
+      <td>{cron ? <NextRun trigger={trigger} /> : <span className="hint">not scheduled</span>}</td>
+      <td>
+        {!cron && <span className="hint">not scheduled</span>}
+        {cron && !last && <span className="hint">none yet</span>}
+        {cron && last && <OccurrenceOutcome occurrence={last} />}
+      </td>
+    </tr>
+  );
+}
