@@ -7,6 +7,7 @@ import { NotFoundPage } from './pages/NotFoundPage';
 import { OrgRedirect } from './pages/OrgRedirect';
 import { Shell } from './pages/Shell';
 import { SignInPage } from './pages/SignInPage';
+import { TriggerFormPage } from './pages/TriggerFormPage';
 import { TriggersPage } from './pages/TriggersPage';
 
 /**
@@ -23,6 +24,8 @@ export function createAppRouter() {
         { path: '/orgs/:orgId', element: <HomePage /> },
         { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
         { path: '/orgs/:orgId/triggers', element: <TriggersPage /> },
+        { path: '/orgs/:orgId/triggers/new', element: <TriggerFormPage /> },
+        { path: '/orgs/:orgId/triggers/:triggerId/edit', element: <TriggerFormPage /> },
         { path: '/orgs/:orgId/jobs', element: <JobsPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '*', element: <NotFoundPage /> },

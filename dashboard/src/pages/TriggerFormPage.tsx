@@ -1,0 +1,460 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { api, ApiError } from '../api/client';
+import { agentsQuery, workflowsQuery } from '../api/queries';
+import { triggerQuery, type Trigger, type TriggerFields, type TriggerType } from '../api/triggers';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/** The form's state: every input as typed. */
+interface Draft {
+  name: string;
+  type: TriggerType;
+  agentId: string;
+  scopeType: 'workflow' | 'agent';
+  workflowName: string;
+  responseMode: 'async' | 'sync';
+  responseTimeoutMs: string;
+  allowedRefs: string;
+  allowDebug: boolean;
+  notifyProvider: '' | 'slack' | 'discord';
+  notifyTeamId: string;
+  notifyChannelId: string;
+  notifyOn: TriggerFields['notifyOn'];
+  cronExpression: string;
+  cronTimezone: string;
+  cronEnabled: boolean;
+  cronMissedPolicy: 'skip' | 'run_once';
+  cronOverlapPolicy: 'skip' | 'queue';
+  params: string;
+  ref: string;
+  chatTeamId: string;
+  chatChannelId: string;
+  chatKeyword: string;
+}
+
+const FIELDS = [
+  'name',
+  'type',
+  'agentId',
+  'scopeType',
+  'workflowName',
+  'responseMode',
+  'responseTimeoutMs',
+  'allowedRefs',
+  'allowDebug',
+  'notifyProvider',
+  'notifyTeamId',
+  'notifyChannelId',
+  'notifyOn',
+  'cronExpression',
+  'cronTimezone',
+  'cronEnabled',
+  'cronMissedPolicy',
+  'cronOverlapPolicy',
+  'params',
+  'ref',
+  'chatTeamId',
+  'chatChannelId',
+  'chatKeyword',
+] as const;
+
+const EMPTY: Draft = {
+  name: '',
+  type: 'webhook',
+  agentId: '',
+  scopeType: 'workflow',
+  workflowName: '',
+  responseMode: 'async',
+  responseTimeoutMs: '30000',
+  allowedRefs: '',
+  allowDebug: false,
+  notifyProvider: '',
+  notifyTeamId: '',
+  notifyChannelId: '',
+  notifyOn: 'always',
+  cronExpression: '',
+  cronTimezone: 'UTC',
+  cronEnabled: true,
+  cronMissedPolicy: 'skip',
+  cronOverlapPolicy: 'skip',
+  params: '',
+  ref: '',
+  chatTeamId: '',
+  chatChannelId: '',
+  chatKeyword: '',
+};
+
+function draftOf(t: Trigger): Draft {
+  return {
+    name: t.name,
+    type: t.type,
+    agentId: t.agentId,
+    scopeType: t.scopeType,
+    workflowName: t.workflowName ?? '',
+    responseMode: t.responseMode,
+    responseTimeoutMs: String(t.responseTimeoutMs),
+    allowedRefs: (t.allowedRefs ?? []).join('\n'),
+    allowDebug: t.allowDebug,
+    notifyProvider: t.notifyProvider ?? '',
+    notifyTeamId: t.notifyTeamId ?? '',
+    notifyChannelId: t.notifyChannelId ?? '',
+    notifyOn: t.notifyProvider ? t.notifyOn : 'always',
+    cronExpression: t.cronExpression ?? '',
+    cronTimezone: t.cronTimezone ?? 'UTC',
+    cronEnabled: t.cronEnabled ?? true,
+    cronMissedPolicy: t.cronMissedPolicy ?? 'skip',
+    cronOverlapPolicy: t.cronOverlapPolicy ?? 'skip',
+    params: t.params ? JSON.stringify(t.params, null, 2) : '',
+    ref: t.ref ?? '',
+    chatTeamId: t.chatTeamId ?? '',
+    chatChannelId: t.chatChannelId ?? '',
+    chatKeyword: t.chatKeyword ?? '',
+  };
+}
+
+const orNull = (s: string): string | null => (s.trim() === '' ? null : s.trim());
+
+/**
+ * The request body for the draft: the fields of its kind only (the API refuses the others).
+ * Throws an ApiError at `body.params` when the params are not a JSON object.
+ */
+export function bodyOf(d: Draft): Record<string, unknown> {
+  const refs = d.allowedRefs
+    .split('\n')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
+  const body: Record<string, unknown> = {
+    name: d.name,
+    type: d.type,
+    agentId: d.agentId,
+    scopeType: d.scopeType,
+    workflowName: d.scopeType === 'workflow' ? d.workflowName.trim() : null,
+    responseMode: d.responseMode,
+    responseTimeoutMs: Number(d.responseTimeoutMs),
+    allowedRefs: refs.length > 0 ? refs : null,
+    allowDebug: d.allowDebug,
+    notifyProvider: d.notifyProvider || null,
+    notifyTeamId: d.notifyProvider ? d.notifyTeamId : null,
+    notifyChannelId: d.notifyProvider ? d.notifyChannelId : null,
+    notifyOn: d.notifyProvider ? d.notifyOn : 'none',
+  };
+  if (d.type === 'cron') {
+    Object.assign(body, {
+      cronExpression: d.cronExpression,
+      cronTimezone: d.cronTimezone.trim() || 'UTC',
+      cronEnabled: d.cronEnabled,
+      cronMissedPolicy: d.cronMissedPolicy,
+      cronOverlapPolicy: d.cronOverlapPolicy,
+      params: parseParams(d.params),
+      ref: orNull(d.ref),
+    });
+  }
+  if (d.type === 'slack' || d.type === 'discord') {
+    Object.assign(body, { chatTeamId: d.chatTeamId, chatChannelId: d.chatChannelId, chatKeyword: d.chatKeyword });
+  }
+  return body;
+}
+
+function parseParams(text: string): Record<string, unknown> | null {
+  if (text.trim() === '') return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    const message = 'must be a JSON object such as {"who": "night shift"}';
+    throw new ApiError(422, 'validation_failed', `params ${message}`, [{ path: 'body.params', message }]);
+  }
+  return value as Record<string, unknown>;
+}
+
+/** Create a trigger (`/orgs/:orgId/triggers/new`) or change one (`.../:triggerId/edit`). */
+export function TriggerFormPage() {
+  const { orgId, org, loaded } = useOrg();
+  const { triggerId } = useParams();
+  const existing = useQuery({ ...triggerQuery(orgId, triggerId ?? ''), enabled: triggerId !== undefined });
+  if (loaded && !org) return <NotFoundPage />;
+  if (triggerId === undefined) return <TriggerForm orgId={orgId} initial={EMPTY} />;
+  if (existing.error instanceof ApiError && existing.error.statusCode === 404) return <NotFoundPage />;
+  if (existing.error) return <ErrorMessage error={existing.error} />;
+  if (!existing.data) return <p className="loading">Loading…</p>;
+  return <TriggerForm orgId={orgId} trigger={existing.data} initial={draftOf(existing.data)} />;
+}
+
+function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Trigger; initial: Draft }) {
+  const [draft, setDraft] = useState<Draft>(initial);
+  const agents = useQuery(agentsQuery(orgId));
+  const workflows = useQuery(workflowsQuery(orgId));
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const save = useMutation({
+    mutationFn: () => {
+      const body = bodyOf(draft);
+      return trigger
+        ? api<Trigger>('PATCH', `/orgs/${orgId}/triggers/${trigger.id}`, { body })
+        : api<Trigger>('POST', `/orgs/${orgId}/triggers`, { body });
+    },
+    onSuccess: (saved) => {
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] });
+      void navigate(`/orgs/${orgId}/triggers/${saved.id}`);
+    },
+  });
+  const errors = fieldErrors(save.error, FIELDS);
+  const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate();
+  };
+  const activeAgents = (agents.data ?? []).filter((a) => a.status !== 'revoked' || a.id === draft.agentId);
+  const agentWorkflows = (workflows.data ?? []).filter((w) => w.agentId === draft.agentId);
+  const title = trigger ? `Edit ${trigger.name}` : 'New trigger';
+  const text = (field: keyof Draft & string, label: string, hint?: ReactNode, extra: Record<string, unknown> = {}) => (
+    <Field errors={errors} field={field} label={label} hint={hint}>
+      <input
+        {...errors.props(field)}
+        value={draft[field] as string}
+        onChange={(e) => set(field, e.target.value as never)}
+        {...extra}
+      />
+    </Field>
+  );
+  return (
+    <section aria-labelledby="trigger-form-heading">
+      <h1 id="trigger-form-heading">{title}</h1>
+      <form onSubmit={submit} noValidate>
+        <FormError error={save.error} errors={errors} />
+        <div className="form-grid">
+          {text('name', 'Name', undefined, { maxLength: 255 })}
+          <Field errors={errors} field="type" label="Type" hint={TYPE_HINTS[draft.type]}>
+            <select
+              {...errors.props('type')}
+              value={draft.type}
+              onChange={(e) => set('type', e.target.value as TriggerType)}
+            >
+              <option value="webhook">webhook</option>
+              <option value="cron">cron</option>
+              <option value="slack">Slack</option>
+              <option value="discord">Discord</option>
+            </select>
+          </Field>
+          <Field errors={errors} field="agentId" label="Agent">
+            <select {...errors.props('agentId')} value={draft.agentId} onChange={(e) => set('agentId', e.target.value)}>
+              <option value="">Choose an agent…</option>
+              {activeAgents.map((a) => (
+                <option key={a.id} value={a.id}>
+                  {a.name}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field errors={errors} field="scopeType" label="Runs">
+            <select
+              {...errors.props('scopeType')}
+              value={draft.scopeType}
+              onChange={(e) => set('scopeType', e.target.value as Draft['scopeType'])}
+            >
+              <option value="workflow">one workflow</option>
+              <option value="agent">any workflow of the agent (each call names it)</option>
+            </select>
+          </Field>
+          {draft.scopeType === 'workflow' &&
+            text('workflowName', 'Workflow', 'the agent need not report it yet', {
+              list: 'trigger-workflows',
+              maxLength: 128,
+            })}
+          <datalist id="trigger-workflows">
+            {agentWorkflows.map((w) => (
+              <option key={w.id} value={w.name} />
+            ))}
+          </datalist>
+          <Field errors={errors} field="responseMode" label="Answer">
+            <select
+              {...errors.props('responseMode')}
+              value={draft.responseMode}
+              onChange={(e) => set('responseMode', e.target.value as Draft['responseMode'])}
+            >
+              <option value="async">async: the job id at once</option>
+              <option value="sync">sync: the result once the job ended</option>
+            </select>
+          </Field>
+          {draft.responseMode === 'sync' &&
+            text('responseTimeoutMs', 'Sync wait (ms)', '1,000 to 600,000', { type: 'number', min: 1000, max: 600000 })}
+          <Field errors={errors} field="allowedRefs" label="Allowed refs" hint="one per line; empty: any ref, or none">
+            <textarea
+              {...errors.props('allowedRefs')}
+              rows={3}
+              value={draft.allowedRefs}
+              onChange={(e) => set('allowedRefs', e.target.value)}
+            />
+          </Field>
+          <Field errors={errors} field="allowDebug" label="" check>
+            <label className="check">
+              <input
+                {...errors.props('allowDebug')}
+                type="checkbox"
+                checked={draft.allowDebug}
+                onChange={(e) => set('allowDebug', e.target.checked)}
+              />
+              Calls may ask for a debug run
+            </label>
+          </Field>
+        </div>
+
+        {draft.type === 'cron' && (
+          <fieldset>
+            <legend>Schedule</legend>
+            <div className="form-grid">
+              {text(
+                'cronExpression',
+                'Cron expression',
+                'five fields: minute hour day-of-month month day-of-week (30 2 * * MON-FRI)',
+              )}
+              {text('cronTimezone', 'Time zone', 'an IANA zone name such as Europe/Paris')}
+              <Field errors={errors} field="cronMissedPolicy" label="Missed occurrences">
+                <select
+                  {...errors.props('cronMissedPolicy')}
+                  value={draft.cronMissedPolicy}
+                  onChange={(e) => set('cronMissedPolicy', e.target.value as Draft['cronMissedPolicy'])}
+                >
+                  <option value="skip">skip them</option>
+                  <option value="run_once">run the latest once (within 1 hour)</option>
+                </select>
+              </Field>
+              <Field errors={errors} field="cronOverlapPolicy" label="While the previous run is going">
+                <select
+                  {...errors.props('cronOverlapPolicy')}
+                  value={draft.cronOverlapPolicy}
+                  onChange={(e) => set('cronOverlapPolicy', e.target.value as Draft['cronOverlapPolicy'])}
+                >
+                  <option value="skip">skip the occurrence</option>
+                  <option value="queue">queue it</option>
+                </select>
+              </Field>
+              <Field errors={errors} field="cronEnabled" label="" check>
+                <label className="check">
+                  <input
+                    {...errors.props('cronEnabled')}
+                    type="checkbox"
+                    checked={draft.cronEnabled}
+                    onChange={(e) => set('cronEnabled', e.target.checked)}
+                  />
+                  Enabled
+                </label>
+              </Field>
+              {text('ref', 'Ref of each run', 'required, and one of the allowed refs, when they are set')}
+              <Field
+                errors={errors}
+                field="params"
+                label="Params of each run (JSON)"
+                hint='an object, such as {"who": "night shift"}'
+                wide
+              >
+                <textarea
+                  {...errors.props('params')}
+                  rows={4}
+                  value={draft.params}
+                  onChange={(e) => set('params', e.target.value)}
+                />
+              </Field>
+            </div>
+          </fieldset>
+        )}
+
+        {(draft.type === 'slack' || draft.type === 'discord') && (
+          <fieldset>
+            <legend>Chat command</legend>
+            <div className="form-grid">
+              {text('chatTeamId', draft.type === 'slack' ? 'Team id' : 'Guild id')}
+              {text('chatChannelId', 'Channel id')}
+              {text('chatKeyword', 'Keyword', '1 to 64 characters, no spaces', { maxLength: 64 })}
+            </div>
+            <p className="hint">This version stores the chat settings; it does not receive chat commands yet.</p>
+          </fieldset>
+        )}
+
+        <fieldset>
+          <legend>Notification</legend>
+          <div className="form-grid">
+            <Field errors={errors} field="notifyProvider" label="Post the outcome to">
+              <select
+                {...errors.props('notifyProvider')}
+                value={draft.notifyProvider}
+                onChange={(e) => set('notifyProvider', e.target.value as Draft['notifyProvider'])}
+              >
+                <option value="">nowhere</option>
+                <option value="slack">Slack</option>
+                <option value="discord">Discord</option>
+              </select>
+            </Field>
+            {draft.notifyProvider && (
+              <>
+                {text('notifyTeamId', 'Notify team id')}
+                {text('notifyChannelId', 'Notify channel id')}
+                <Field errors={errors} field="notifyOn" label="When">
+                  <select
+                    {...errors.props('notifyOn')}
+                    value={draft.notifyOn}
+                    onChange={(e) => set('notifyOn', e.target.value as Draft['notifyOn'])}
+                  >
+                    <option value="always">always</option>
+                    <option value="failure">on failure</option>
+                    <option value="success">on success</option>
+                    <option value="none">never</option>
+                  </select>
+                </Field>
+              </>
+            )}
+          </div>
+          <p className="hint">This version stores the notification settings; it does not post yet.</p>
+        </fieldset>
+
+        <div className="form-actions">
+          <button type="submit" disabled={save.isPending}>
+            {trigger ? 'Save trigger' : 'Create trigger'}
+          </button>
+          <Link to={trigger ? `/orgs/${orgId}/triggers/${trigger.id}` : `/orgs/${orgId}/triggers`}>Cancel</Link>
+        </div>
+      </form>
+    </section>
+  );
+}
+
+const TYPE_HINTS: Record<TriggerType, string> = {
+  webhook: 'run with an API token: POST /v1/triggers/<id>/run',
+  cron: 'runs on a schedule',
+  slack: 'runs on a Slack command',
+  discord: 'runs on a Discord command',
+};
+
+/** A labelled input with its hint and the API's messages for it. */
+function Field(props: {
+  errors: FieldErrors;
+  field: string;
+  label: string;
+  hint?: ReactNode;
+  wide?: boolean;
+  check?: boolean;
+  children: ReactNode;
+}) {
+  const { errors, field, label, hint, wide, check, children } = props;
+  return (
+    <div className={wide ? 'field wide' : 'field'}>
+      {check ? (
+        children
+      ) : (
+        <label htmlFor={errors.props(field).id}>
+          {label}
+          {children}
+        </label>
+      )}
+      {hint && <span className="hint">{hint}</span>}
+      <FieldError errors={errors} field={field} />
+    </div>
+  );
+}
