@@ -8,6 +8,7 @@ import { OrgRedirect } from './pages/OrgRedirect';
 import { Shell } from './pages/Shell';
 import { SignInPage } from './pages/SignInPage';
 import { TriggerFormPage } from './pages/TriggerFormPage';
+import { TriggerPage } from './pages/TriggerPage';
 import { TriggersPage } from './pages/TriggersPage';
 
 /**
@@ -25,6 +26,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
         { path: '/orgs/:orgId/triggers', element: <TriggersPage /> },
         { path: '/orgs/:orgId/triggers/new', element: <TriggerFormPage /> },
+        { path: '/orgs/:orgId/triggers/:triggerId', element: <TriggerPage /> },
         { path: '/orgs/:orgId/triggers/:triggerId/edit', element: <TriggerFormPage /> },
         { path: '/orgs/:orgId/jobs', element: <JobsPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },

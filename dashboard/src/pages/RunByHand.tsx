@@ -1,0 +1,326 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { api } from '../api/client';
+import type { RunAnswer, Trigger } from '../api/triggers';
+import type { Workflow, WorkflowParam } from '../api/types';
+import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
+
+/** A param's input as typed: text (string, number, file id, enum option index) or a checkbox. */
+type ParamValues = Record<string, string | boolean>;
+
+const RUN_FIELDS = ['workflowName', 'ref', 'debug', 'force', 'forceReason', 'params'] as const;
+
+/** The initial inputs: each param's default, when it has one. */
+function initialValues(schema: WorkflowParam[]): ParamValues {
+  const values: ParamValues = {};
+  for (const p of schema) {
+    if (p.type === 'boolean') values[p.name] = p.default === true;
+    else if (p.type === 'enum') {
+      const index = p.default === undefined ? -1 : (p.options ?? []).findIndex((o) => o === p.default);
+      values[p.name] = index >= 0 ? String(index) : '';
+    } else if (p.type === 'file') values[p.name] = '';
+    else values[p.name] = p.default === undefined ? '' : String(p.default);
+  }
+  return values;
+}
+
+/**
+ * The params to send: each filled input in its type; an empty input is left out, so that the
+ * workflow's default applies (and a required one without default is refused by the API, inline).
+ */
+export function paramsOf(schema: WorkflowParam[], values: ParamValues): Record<string, unknown> {
+  const params: Record<string, unknown> = {};
+  for (const p of schema) {
+    const v = values[p.name];
+    if (typeof v === 'boolean') {
+      params[p.name] = v;
+      continue;
+    }
+    if (v === undefined || v === '') continue;
+    if (p.type === 'number') params[p.name] = Number(v);
+    else if (p.type === 'enum') params[p.name] = (p.options ?? [])[Number(v)];
+    else if (p.type === 'file') params[p.name] = { __type: 'FileRef', id: v.trim() };
+    else params[p.name] = v;
+  }
+  return params;
+}
+
+/** Run the trigger now (`POST /orgs/:orgId/triggers/:id/run`) with a form made from the params schema. */
+export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: Workflow[]; isOwner: boolean }) {
+  const { trigger, workflows } = props;
+  const [chosen, setChosen] = useState(trigger.workflowName ?? workflows[0]?.name ?? '');
+  const name = trigger.scopeType === 'workflow' ? (trigger.workflowName ?? '') : chosen || (workflows[0]?.name ?? '');
+  const workflow = workflows.find((w) => w.name === name);
+  return (
+    <div className="panel">
+      <h2>Run by hand</h2>
+      {trigger.scopeType === 'agent' && (
+        <label className="run-workflow">
+          Workflow to run
+          <select value={name} onChange={(e) => setChosen(e.target.value)}>
+            {workflows.length === 0 && <option value="">the agent reported none</option>}
+            {workflows.map((w) => (
+              <option key={w.id} value={w.name}>
+                {w.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {!workflow && name !== '' && (
+        <p className="hint">The agent has not reported the workflow {name}; a run is refused until it does.</p>
+      )}
+      {/* A new workflow gets a fresh form: its own params and defaults. */}
+      <RunForm
+        key={`${name}:${workflow?.id ?? ''}`}
+        {...props}
+        workflowName={name}
+        schema={workflow?.paramsSchema ?? []}
+      />
+    </div>
+  );
+}
+
+function RunForm(props: {
+  orgId: string;
+  trigger: Trigger;
+  isOwner: boolean;
+  workflowName: string;
+  schema: WorkflowParam[];
+}) {
+  const { orgId, trigger, isOwner, workflowName, schema } = props;
+  const [values, setValues] = useState<ParamValues>(() => initialValues(schema));
+  const [ref, setRef] = useState(trigger.allowedRefs?.[0] ?? '');
+  const [debug, setDebug] = useState(false);
+  const [force, setForce] = useState(false);
+  const [forceReason, setForceReason] = useState('');
+  const navigate = useNavigate();
+  const queryClient = useQueryClient();
+  const run = useMutation({
+    mutationFn: () => {
+      const body: Record<string, unknown> = { params: paramsOf(schema, values) };
+      if (trigger.scopeType === 'agent') body.workflowName = workflowName;
+      if (ref.trim() !== '') body.ref = ref.trim();
+      if (debug) body.debug = true;
+      if (force) Object.assign(body, { force: true, forceReason });
+      return api<RunAnswer>('POST', `/orgs/${orgId}/triggers/${trigger.id}/run`, { body });
+    },
+    onSuccess: (answer) => {
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers', trigger.id] });
+      if (trigger.responseMode === 'async') void navigate(`/api/jobs/${answer.jobId}`);
+    },
+  });
+  const errors = fieldErrors(run.error, RUN_FIELDS, 'body', 'run');
+  const paramErrors = fieldErrors(
+    run.error,
+    schema.map((p) => p.name),
+    'body.params',
+    'param',
+  );
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    run.mutate();
+  };
+  const unplacedParams = paramErrors.rest.filter((d) => d.path.startsWith('body.params'));
+  return (
+    <form onSubmit={submit} noValidate aria-label="Run by hand">
+      <FormError error={run.error} errors={{ ...errors, rest: errors.rest.concat(unplacedParams) }} />
+      {schema.length > 0 && (
+        <fieldset>
+          <legend>Params of {workflowName}</legend>
+          <div className="form-grid">
+            {schema.map((p) => (
+              <ParamInput
+                key={p.name}
+                param={p}
+                value={values[p.name]}
+                errors={paramErrors}
+                onChange={(v) => setValues((old) => ({ ...old, [p.name]: v }))}
+              />
+            ))}
+          </div>
+        </fieldset>
+      )}
+      {schema.length === 0 && workflowName !== '' && <p className="hint">This workflow declares no params.</p>}
+      <div className="form-grid">
+        <div className="field">
+          {trigger.allowedRefs ? (
+            <label htmlFor="run-ref">
+              Ref
+              <select {...errors.props('ref')} value={ref} onChange={(e) => setRef(e.target.value)}>
+                {trigger.allowedRefs.map((r) => (
+                  <option key={r} value={r}>
+                    {r}
+                  </option>
+                ))}
+              </select>
+            </label>
+          ) : (
+            <label htmlFor="run-ref">
+              Ref (optional)
+              <input {...errors.props('ref')} value={ref} onChange={(e) => setRef(e.target.value)} maxLength={255} />
+            </label>
+          )}
+          <FieldError errors={errors} field="ref" idPrefix="run" />
+        </div>
+        {trigger.allowDebug && (
+          <div className="field">
+            <label className="check">
+              <input
+                {...errors.props('debug')}
+                type="checkbox"
+                checked={debug}
+                onChange={(e) => setDebug(e.target.checked)}
+              />
+              Debug run
+            </label>
+            <FieldError errors={errors} field="debug" idPrefix="run" />
+          </div>
+        )}
+        {isOwner && (
+          <div className="field">
+            <label className="check">
+              <input
+                {...errors.props('force')}
+                type="checkbox"
+                checked={force}
+                onChange={(e) => setForce(e.target.checked)}
+              />
+              Force: run past the workflow&apos;s rate limit
+            </label>
+            <FieldError errors={errors} field="force" idPrefix="run" />
+          </div>
+        )}
+        {isOwner && force && (
+          <div className="field">
+            <label htmlFor="run-forceReason">
+              Reason for forcing
+              <input
+                {...errors.props('forceReason')}
+                value={forceReason}
+                onChange={(e) => setForceReason(e.target.value)}
+                maxLength={1000}
+              />
+            </label>
+            <FieldError errors={errors} field="forceReason" idPrefix="run" />
+          </div>
+        )}
+      </div>
+      <div className="form-actions">
+        <button type="submit" disabled={run.isPending}>
+          Run now
+        </button>
+      </div>
+      {run.isPending && trigger.responseMode === 'sync' && (
+        <p role="status">
+          Waiting for the result: this trigger answers once the job has ended (at most{' '}
+          {trigger.responseTimeoutMs / 1000} s)…
+        </p>
+      )}
+      {run.data && trigger.responseMode === 'sync' && <SyncResult answer={run.data} />}
+    </form>
+  );
+}
+
+function SyncResult({ answer }: { answer: RunAnswer }) {
+  return (
+    <div role="status" className="panel run-result">
+      <p>
+        {answer.timedOut ? 'The wait is over and the job runs on: ' : 'The job ended: '}
+        <span className={`status status-${answer.status}`}>{answer.status}</span>
+        {answer.exitCode !== null && answer.exitCode !== undefined && <> (exit code {answer.exitCode})</>}.{' '}
+        <Link to={`/api/jobs/${answer.jobId}`}>Open the job</Link>
+      </p>
+      {answer.errorMessage && <p>{answer.errorMessage}</p>}
+      {answer.output && Object.keys(answer.output).length > 0 && (
+        <pre aria-label="Output">{JSON.stringify(answer.output, null, 2)}</pre>
+      )}
+    </div>
+  );
+}
+
+function ParamInput(props: {
+  param: WorkflowParam;
+  value: string | boolean | undefined;
+  errors: FieldErrors;
+  onChange: (value: string | boolean) => void;
+}) {
+  const { param: p, value, errors, onChange } = props;
+  const attrs = errors.props(p.name);
+  const hint = paramHint(p);
+  if (p.type === 'boolean') {
+    return (
+      <div className="field">
+        <label className="check">
+          <input {...attrs} type="checkbox" checked={value === true} onChange={(e) => onChange(e.target.checked)} />
+          {p.name}
+        </label>
+        {hint && <span className="hint">{hint}</span>}
+        <FieldError errors={errors} field={p.name} idPrefix="param" />
+      </div>
+    );
+  }
+  const text = typeof value === 'string' ? value : '';
+  let input;
+  if (p.type === 'enum') {
+    input = (
+      <select {...attrs} value={text} onChange={(e) => onChange(e.target.value)} required={p.required}>
+        {(!p.required || p.default === undefined) && (
+          <option value="">{p.default === undefined ? '—' : 'default'}</option>
+        )}
+        {(p.options ?? []).map((o, i) => (
+          <option key={String(i)} value={String(i)}>
+            {String(o)}
+          </option>
+        ))}
+      </select>
+    );
+  } else if (p.type === 'number') {
+    input = (
+      <input
+        {...attrs}
+        type="number"
+        step="any"
+        min={p.min}
+        max={p.max}
+        value={text}
+        required={p.required}
+        onChange={(e) => onChange(e.target.value)}
+      />
+    );
+  } else {
+    input = (
+      <input
+        {...attrs}
+        value={text}
+        required={p.required}
+        placeholder={p.type === 'file' ? 'file id' : undefined}
+        onChange={(e) => onChange(e.target.value)}
+      />
+    );
+  }
+  return (
+    <div className="field">
+      <label htmlFor={attrs.id}>
+        {p.name}
+        {p.required ? ' (required)' : ''}
+        {input}
+      </label>
+      {hint && <span className="hint">{hint}</span>}
+      <FieldError errors={errors} field={p.name} idPrefix="param" />
+    </div>
+  );
+}
+
+/** `who to greet · matching ^[a-z]+$ · default "world"` */
+function paramHint(p: WorkflowParam): string {
+  const parts: string[] = [];
+  if (p.description) parts.push(p.description);
+  if (p.type === 'file') parts.push('the id of an active file of the organization');
+  if (p.pattern) parts.push(`matching ${p.pattern}`);
+  if (p.min !== undefined) parts.push(`at least ${p.min}`);
+  if (p.max !== undefined) parts.push(`at most ${p.max}`);
+  if (p.default !== undefined) parts.push(`default ${JSON.stringify(p.default)}`);
+  return parts.join(' · ');
+}

@@ -1,0 +1,217 @@
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type ReactNode } from 'react';
+import { Link, useNavigate, useParams } from 'react-router';
+import { api, ApiError } from '../api/client';
+import { agentsQuery, workflowsQuery } from '../api/queries';
+import { occurrencesQuery, triggerQuery, type Trigger } from '../api/triggers';
+import { CopyBlock } from '../components/CopyBlock';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
+import { dateTime } from '../components/time';
+import { NotFoundPage } from './NotFoundPage';
+import { RunByHand } from './RunByHand';
+import { useOrg } from './use-org';
+
+/** A trigger: its settings, how to call it, its schedule and occurrences; run it by hand; delete. */
+export function TriggerPage() {
+  const { orgId, org, loaded } = useOrg();
+  const { triggerId = '' } = useParams();
+  const trigger = useQuery(triggerQuery(orgId, triggerId));
+  const agents = useQuery(agentsQuery(orgId));
+  const workflows = useQuery(workflowsQuery(orgId));
+  if ((loaded && !org) || (trigger.error instanceof ApiError && trigger.error.statusCode === 404)) {
+    return <NotFoundPage />;
+  }
+  if (trigger.error) return <ErrorMessage error={trigger.error} />;
+  if (!trigger.data) return <p className="loading">Loading…</p>;
+  const t = trigger.data;
+  const isOwner = org?.role === 'owner';
+  const agent = agents.data?.find((a) => a.id === t.agentId);
+  return (
+    <section aria-labelledby="trigger-heading">
+      <div className="page-head">
+        <h1 id="trigger-heading">{t.name}</h1>
+        <Link className="button-link" to={`/orgs/${orgId}/triggers/${t.id}/edit`}>
+          Edit
+        </Link>
+      </div>
+      <p>
+        <Link to={`/orgs/${orgId}/triggers`}>All triggers</Link>
+      </p>
+      <Settings trigger={t} agentName={agent?.name} />
+      {t.type === 'webhook' && <WebhookCall trigger={t} />}
+      {t.type === 'cron' && <Schedule orgId={orgId} trigger={t} />}
+      <RunByHand
+        orgId={orgId}
+        trigger={t}
+        workflows={(workflows.data ?? []).filter((w) => w.agentId === t.agentId)}
+        isOwner={isOwner}
+      />
+      {isOwner && <DeleteTrigger orgId={orgId} trigger={t} />}
+    </section>
+  );
+}
+
+function Settings({ trigger: t, agentName }: { trigger: Trigger; agentName?: string }) {
+  const rows: [string, ReactNode][] = [
+    ['Type', TYPE_WORDS[t.type]],
+    ['Agent', agentName ?? t.agentId],
+    ['Workflow', workflowWords(t)],
+    ['Answer', t.responseMode === 'sync' ? `sync (waits up to ${t.responseTimeoutMs / 1000} s)` : 'async'],
+    ['Allowed refs', t.allowedRefs ? t.allowedRefs.join(', ') : 'any ref, or none'],
+    ['Debug runs', t.allowDebug ? 'allowed' : 'not allowed'],
+  ];
+  if (t.type === 'cron') {
+    rows.push(
+      ['Schedule', `${t.cronExpression} in ${t.cronTimezone}`],
+      ['Enabled', t.cronEnabled ? 'yes' : 'no (paused)'],
+      ['Missed occurrences', t.cronMissedPolicy === 'run_once' ? 'run the latest once' : 'skipped'],
+      ['While the previous run is going', t.cronOverlapPolicy === 'queue' ? 'queued' : 'skipped'],
+      ['Params of each run', t.params ? <code>{JSON.stringify(t.params)}</code> : 'none'],
+      ['Ref of each run', t.ref ?? 'none'],
+    );
+  }
+  if (t.type === 'slack' || t.type === 'discord') {
+    rows.push(['Chat command', `${t.chatKeyword} in channel ${t.chatChannelId} of ${t.chatTeamId}`]);
+  }
+  rows.push(
+    ['Notification', t.notifyProvider ? `${t.notifyProvider} ${t.notifyChannelId} (${t.notifyOn})` : 'none'],
+    ['Created', dateTime(t.createdAt)],
+    ['Changed', dateTime(t.updatedAt)],
+  );
+  return (
+    <dl className="facts" aria-label="Settings">
+      {rows.map(([term, value]) => (
+        <Fact key={term} term={term} value={value} />
+      ))}
+    </dl>
+  );
+}
+
+function Fact({ term, value }: { term: string; value: ReactNode }) {
+  return (
+    <>
+      <dt>{term}</dt>
+      <dd>{value}</dd>
+    </>
+  );
+}
+
+/** The public run's address and a ready-to-edit curl. */
+function WebhookCall({ trigger: t }: { trigger: Trigger }) {
+  const url = `${window.location.origin}/v1/triggers/${t.id}/run`;
+  const body: Record<string, unknown> = {};
+  if (t.scopeType === 'agent') body.workflowName = '<workflow>';
+  if (t.allowedRefs) body.ref = t.allowedRefs[0];
+  body.params = {};
+  const curl = [
+    `curl -s -X POST ${url} \\`,
+    `  -H 'authorization: Bearer <API token>' -H 'content-type: application/json' \\`,
+    `  -d '${JSON.stringify(body)}'`,
+  ].join('\n');
+  return (
+    <div className="panel">
+      <h2>Calling it</h2>
+      <p>
+        An API token whose grant names this trigger runs it with <code>POST {url}</code>; the answer is{' '}
+        {t.responseMode === 'sync' ? 'the result once the job ended' : 'the job id at once'}.
+      </p>
+      <CopyBlock label="Run URL" text={url} />
+      <CopyBlock label="Example curl" text={curl} />
+    </div>
+  );
+}
+
+function Schedule({ orgId, trigger: t }: { orgId: string; trigger: Trigger }) {
+  const zone = t.cronTimezone ?? 'UTC';
+  const occurrences = useInfiniteQuery(occurrencesQuery(orgId, t.id));
+  const items = occurrences.data?.pages.flatMap((p) => p.items) ?? [];
+  return (
+    <div className="panel">
+      <h2>Next runs</h2>
+      {t.cronEnabled === false && <p>Paused: nothing runs until it is enabled again.</p>}
+      {t.cronEnabled !== false && t.nextRuns.length === 0 && <p>The expression never fires again.</p>}
+      {t.nextRuns.length > 0 && (
+        <ol aria-label="Next runs">
+          {t.nextRuns.map((r) => (
+            <li key={r.at}>
+              <ScheduledAt at={r.at} localTime={r.localTime} zone={zone} />
+            </li>
+          ))}
+        </ol>
+      )}
+      <h2>Recent occurrences</h2>
+      <ErrorMessage error={occurrences.error} />
+      {occurrences.data && items.length === 0 && <p>No occurrence yet.</p>}
+      {items.length > 0 && (
+        <table className="occurrences">
+          <thead>
+            <tr>
+              <th scope="col">Scheduled</th>
+              <th scope="col">Outcome</th>
+            </tr>
+          </thead>
+          <tbody>
+            {items.map((o) => (
+              <tr key={o.scheduledAt}>
+                <td>
+                  {o.firstScheduledAt && <>{utcWords(o.firstScheduledAt)} to </>}
+                  {utcWords(o.scheduledAt)}
+                </td>
+                <td>
+                  <OccurrenceOutcome occurrence={o} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {occurrences.hasNextPage && (
+        <button
+          type="button"
+          onClick={() => void occurrences.fetchNextPage()}
+          disabled={occurrences.isFetchingNextPage}
+        >
+          Show older occurrences
+        </button>
+      )}
+    </div>
+  );
+}
+
+function DeleteTrigger({ orgId, trigger }: { orgId: string; trigger: Trigger }) {
+  const [confirming, setConfirming] = useState(false);
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const remove = useMutation({
+    mutationFn: () => api<Trigger>('DELETE', `/orgs/${orgId}/triggers/${trigger.id}`),
+    onSuccess: () => {
+      queryClient.removeQueries({ queryKey: triggerQuery(orgId, trigger.id).queryKey });
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] });
+      void navigate(`/orgs/${orgId}/triggers`);
+    },
+  });
+  return (
+    <div className="panel">
+      <h2>Delete</h2>
+      {!confirming ? (
+        <button type="button" onClick={() => setConfirming(true)}>
+          Delete trigger
+        </button>
+      ) : (
+        <div role="group" aria-label={`Delete ${trigger.name}`} className="confirm">
+          <p>
+            Delete {trigger.name}? It is never found again, and API tokens whose grant names it can no longer run it.
+          </p>
+          <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
+            Delete for good
+          </button>
+          <button type="button" onClick={() => setConfirming(false)}>
+            Keep it
+          </button>
+          <ErrorMessage error={remove.error} />
+        </div>
+      )}
+    </div>
+  );
+}
