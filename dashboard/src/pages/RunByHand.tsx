@@ -56,9 +56,9 @@ export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: W
     <div className="panel">
       <h2>Run by hand</h2>
       {trigger.scopeType === 'agent' && (
-        <label className="run-workflow">
-          Workflow to run
-          <select value={name} onChange={(e) => setChosen(e.target.value)}>
+        <div className="field">
+          <label htmlFor="run-workflow">Workflow to run</label>
+          <select id="run-workflow" value={name} onChange={(e) => setChosen(e.target.value)}>
             {workflows.length === 0 && <option value="">the agent reported none</option>}
             {workflows.map((w) => (
               <option key={w.id} value={w.name}>
@@ -66,7 +66,7 @@ export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: W
               </option>
             ))}
           </select>
-        </label>
+        </div>
       )}
       {!workflow && name !== '' && (
         <p className="hint">The agent has not reported the workflow {name}; a run is refused until it does.</p>
@@ -146,8 +146,8 @@ function RunForm(props: {
       <div className="form-grid">
         <div className="field">
           {trigger.allowedRefs ? (
-            <label htmlFor="run-ref">
-              Ref
+            <>
+              <label htmlFor="run-ref">Ref</label>
               <select {...errors.props('ref')} value={ref} onChange={(e) => setRef(e.target.value)}>
                 {trigger.allowedRefs.map((r) => (
                   <option key={r} value={r}>
@@ -155,12 +155,12 @@ function RunForm(props: {
                   </option>
                 ))}
               </select>
-            </label>
+            </>
           ) : (
-            <label htmlFor="run-ref">
-              Ref (optional)
+            <>
+              <label htmlFor="run-ref">Ref (optional)</label>
               <input {...errors.props('ref')} value={ref} onChange={(e) => setRef(e.target.value)} maxLength={255} />
-            </label>
+            </>
           )}
           <FieldError errors={errors} field="ref" idPrefix="run" />
         </div>
@@ -194,15 +194,13 @@ function RunForm(props: {
         )}
         {isOwner && force && (
           <div className="field">
-            <label htmlFor="run-forceReason">
-              Reason for forcing
-              <input
-                {...errors.props('forceReason')}
-                value={forceReason}
-                onChange={(e) => setForceReason(e.target.value)}
-                maxLength={1000}
-              />
-            </label>
+            <label htmlFor="run-forceReason">Reason for forcing</label>
+            <input
+              {...errors.props('forceReason')}
+              value={forceReason}
+              onChange={(e) => setForceReason(e.target.value)}
+              maxLength={1000}
+            />
             <FieldError errors={errors} field="forceReason" idPrefix="run" />
           </div>
         )}
@@ -305,8 +303,8 @@ function ParamInput(props: {
       <label htmlFor={attrs.id}>
         {p.name}
         {p.required ? ' (required)' : ''}
-        {input}
       </label>
+      {input}
       {hint && <span className="hint">{hint}</span>}
       <FieldError errors={errors} field={p.name} idPrefix="param" />
     </div>

@@ -448,10 +448,10 @@ function Field(props: {
       {check ? (
         children
       ) : (
-        <label htmlFor={errors.props(field).id}>
-          {label}
+        <>
+          <label htmlFor={errors.props(field).id}>{label}</label>
           {children}
-        </label>
+        </>
       )}
       {hint && <span className="hint">{hint}</span>}
       <FieldError errors={errors} field={field} />
