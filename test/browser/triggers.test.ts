@@ -123,6 +123,10 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().getByLabel('Name', { exact: true }).fill('hello by hand');
     await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'daemon-test' });
     await page().getByLabel('Workflow', { exact: true }).fill('hello');
+    // A sync wait typed, then the answer set back to async: the hidden wait is not sent.
+    await page().getByLabel('Answer').selectOption('sync');
+    await page().getByLabel('Sync wait (ms)').fill('500');
+    await page().getByLabel('Answer').selectOption('async');
     await page()
       .getByLabel('Allowed refs')
       .fill('main\n' + 'x'.repeat(300));

@@ -9,7 +9,7 @@ import { FieldError, fieldErrors, FormError, type FieldErrors } from '../compone
 /** A param's input as typed: text (string, number, file id, enum option index) or a checkbox. */
 type ParamValues = Record<string, string | boolean>;
 
-const RUN_FIELDS = ['workflowName', 'ref', 'debug', 'force', 'forceReason', 'params'] as const;
+const RUN_FIELDS = ['ref', 'debug', 'force', 'forceReason'] as const;
 
 /** The initial inputs: each param's default, when it has one. */
 function initialValues(schema: WorkflowParam[]): ParamValues {
@@ -122,10 +122,11 @@ function RunForm(props: {
     event.preventDefault();
     run.mutate();
   };
-  const unplacedParams = paramErrors.rest.filter((d) => d.path.startsWith('body.params'));
+  // What neither the run's fields nor the params' inputs show stays in the alert.
+  const unplaced = errors.rest.filter((d) => paramErrors.rest.includes(d));
   return (
     <form onSubmit={submit} noValidate aria-label="Run by hand">
-      <FormError error={run.error} errors={{ ...errors, rest: errors.rest.concat(unplacedParams) }} />
+      <FormError error={run.error} errors={{ ...errors, rest: unplaced }} />
       {schema.length > 0 && (
         <fieldset>
           <legend>Params of {workflowName}</legend>

@@ -134,7 +134,6 @@ export function bodyOf(d: Draft): Record<string, unknown> {
     scopeType: d.scopeType,
     workflowName: d.scopeType === 'workflow' ? d.workflowName.trim() : null,
     responseMode: d.responseMode,
-    responseTimeoutMs: Number(d.responseTimeoutMs),
     allowedRefs: refs.length > 0 ? refs : null,
     allowDebug: d.allowDebug,
     notifyProvider: d.notifyProvider || null,
@@ -142,6 +141,8 @@ export function bodyOf(d: Draft): Record<string, unknown> {
     notifyChannelId: d.notifyProvider ? d.notifyChannelId : null,
     notifyOn: d.notifyProvider ? d.notifyOn : 'none',
   };
+  // The wait matters to sync triggers only, and its input is shown only for them.
+  if (d.responseMode === 'sync') body.responseTimeoutMs = Number(d.responseTimeoutMs);
   if (d.type === 'cron') {
     Object.assign(body, {
       cronExpression: d.cronExpression,
