@@ -1,5 +1,7 @@
 import type { Db } from '../../src/db/database.js';
+import { INSERT_JOB_SQL, newJobParams } from '../../src/db/repositories/job-rows.js';
 import type { NewAgent } from '../../src/domain/model/agents.js';
+import type { NewJob } from '../../src/domain/model/jobs.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
 import type { Trigger } from '../../src/domain/model/triggers.js';
 import { newId } from '../../src/util/ids.js';
@@ -89,4 +91,37 @@ export function triggerRow(fields: Pick<Trigger, 'id' | 'orgId' | 'agentId'> & P
     updatedAt: CREATED_AT,
     ...fields,
   };
+}
+
+/**
+ * Inserts a job row as the admission would (a pending trigger job of `deploy` by default; update
+ * jobs get the `ota` source) and returns it. `fields` override any default.
+ */
+export function insertJobRow(
+  db: Db,
+  owner: { orgId: string; agentId: string },
+  fields: Partial<NewJob> & Pick<NewJob, 'createdAt' | 'timeoutMs'>,
+): NewJob {
+  const job: NewJob = {
+    id: newId(),
+    orgId: owner.orgId,
+    kind: 'trigger',
+    source: fields.kind === 'update' ? 'ota' : 'webhook',
+    triggerId: 'trigger-1',
+    agentId: owner.agentId,
+    workflowId: null,
+    workflowName: 'deploy',
+    status: 'pending',
+    ref: null,
+    debug: false,
+    params: {},
+    errorMessage: null,
+    forced: false,
+    forceReason: null,
+    apiTokenId: null,
+    userId: null,
+    ...fields,
+  };
+  db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
+  return job;
 }

@@ -1,14 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { INSERT_JOB_SQL, newJobParams } from '../../src/db/repositories/job-rows.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { CANCEL_UNCONFIRMED_MESSAGE, CANCELLED_MESSAGE, DEADLINE_MESSAGE } from '../../src/domain/job-state.js';
 import type { FinishReport, NewJob } from '../../src/domain/model/jobs.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
 import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import { newId } from '../../src/util/ids.js';
-import { enrollAgent } from './fixture.js';
+import { enrollAgent, insertJobRow } from './fixture.js';
 
 const T0 = Date.parse('2026-01-02T03:00:00.000Z');
 const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
@@ -22,32 +21,8 @@ describe('job cancellation in the job repository', () => {
   let orgId: string;
   let agentId: string;
 
-  const insertJob = (fields: Partial<NewJob> = {}): NewJob => {
-    const job: NewJob = {
-      id: newId(),
-      orgId,
-      kind: 'trigger',
-      source: 'webhook',
-      triggerId: 'trigger-1',
-      agentId,
-      workflowId: null,
-      workflowName: 'deploy',
-      status: 'pending',
-      ref: null,
-      debug: false,
-      params: {},
-      errorMessage: null,
-      forced: false,
-      forceReason: null,
-      apiTokenId: null,
-      userId: null,
-      timeoutMs: 600_000,
-      createdAt: iso(0),
-      ...fields,
-    };
-    db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
-    return job;
-  };
+  const insertJob = (fields: Partial<NewJob> = {}): NewJob =>
+    insertJobRow(db, { orgId, agentId }, { timeoutMs: 600_000, createdAt: iso(0), ...fields });
   const result = (fields: Partial<FinishReport> = {}): FinishReport => ({
     status: 'success',
     exitCode: 0,
