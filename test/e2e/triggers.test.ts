@@ -383,6 +383,35 @@ describe('trigger management', () => {
     expect((await t.owner.get(`/orgs/not-a-uuid/triggers`)).status).toBe(404);
   });
 
+  it('refuses bad occurrence queries with 422 naming the field, and unknown or foreign triggers with 404', async () => {
+    const cron = await create({
+      ...webhook(),
+      name: 'nightly',
+      type: 'cron',
+      cronExpression: '0 3 * * *',
+    });
+    const occurrences = `${path}/${cron.id}/occurrences`;
+    const ok = await t.owner.get(occurrences);
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body).toEqual([]);
+    for (const [query, field] of [
+      ['limit=0', 'querystring.limit'],
+      ['limit=100000', 'querystring.limit'],
+      ['limit=ten', 'querystring.limit'],
+      ['cursor=yesterday', 'querystring.cursor'],
+      ['colour=red', 'querystring'],
+    ]) {
+      const res = await t.owner.get(`${occurrences}?${query}`);
+      expect(res.status, `${query}: ${res.text}`).toBe(422);
+      expect(res.body.code).toBe('validation_failed');
+      expect(res.body.details.map((d: { path: string }) => d.path).join(' '), query).toContain(field);
+    }
+    const unknown = await t.owner.get(`${path}/00000000-0000-4000-8000-000000000000/occurrences`);
+    expect(unknown.status).toBe(404);
+    expect((await other.client.get(occurrences)).status).toBe(404);
+    expect((await t.api.get(occurrences)).status).toBe(401);
+  });
+
   it('refuses calls without a session with 401', async () => {
     expect((await t.api.get(path)).status).toBe(401);
     expect((await t.api.post(path, { body: webhook() })).status).toBe(401);
