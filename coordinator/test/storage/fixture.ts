@@ -82,6 +82,7 @@ export async function filesFixture(env: Record<string, string> = {}): Promise<Fi
       blobKey: `${id.slice(0, 2)}/${id}`,
       origin: 'api',
       createdByTokenId: null,
+      createdByUserId: null,
       jobId: null,
       deleteAttempts: 0,
       nextDeleteAt: null,

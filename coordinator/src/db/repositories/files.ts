@@ -30,6 +30,7 @@ interface FileRow {
   blob_key: string;
   origin: FileOrigin;
   created_by_token_id: string | null;
+  created_by_user_id: string | null;
   job_id: string | null;
   delete_attempts: number;
   next_delete_at: string | null;
@@ -57,6 +58,7 @@ const toFile = (r: FileRow): StoredFile => ({
   blobKey: r.blob_key,
   origin: r.origin,
   createdByTokenId: r.created_by_token_id,
+  createdByUserId: r.created_by_user_id,
   jobId: r.job_id,
   deleteAttempts: r.delete_attempts,
   nextDeleteAt: r.next_delete_at,
@@ -69,11 +71,11 @@ export function createFileRepository(db: Db): FileRepository {
   const insert = db.prepare(
     `INSERT INTO files (id, org_id, binding_id, filename, content_type, size, sha256, declared_size,
        declared_sha256, status, cleanup_rule, ttl_seconds, expires_at, deleted_at, created_at, completed_at,
-       upload_expires_at, blob_key, origin, created_by_token_id, job_id, delete_attempts, next_delete_at,
+       upload_expires_at, blob_key, origin, created_by_token_id, created_by_user_id, job_id, delete_attempts, next_delete_at,
        last_delete_error)
      VALUES (@id, @orgId, @bindingId, @filename, @contentType, @size, @sha256, @declaredSize,
        @declaredSha256, @status, @cleanupRule, @ttlSeconds, @expiresAt, @deletedAt, @createdAt, @completedAt,
-       @uploadExpiresAt, @blobKey, @origin, @createdByTokenId, @jobId, @deleteAttempts, @nextDeleteAt,
+       @uploadExpiresAt, @blobKey, @origin, @createdByTokenId, @createdByUserId, @jobId, @deleteAttempts, @nextDeleteAt,
        @lastDeleteError)`,
   );
   const inOrg = db.prepare<[string, string], FileRow>(

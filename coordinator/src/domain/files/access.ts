@@ -1,9 +1,40 @@
 import type { ApiToken } from '../model/api-tokens.js';
 import { forbidden } from '../../errors.js';
-import { findGrant, type StorageGrant, type StoragePermission } from '../grants.js';
+import { findGrant, STORAGE_PERMISSIONS, type Grant, type StorageGrant, type StoragePermission } from '../grants.js';
 
-/** What the files service needs of the calling API token. */
-export type FileCaller = Pick<ApiToken, 'id' | 'orgId' | 'scopes'>;
+/**
+ * Who calls the files service: an API token (its storage grant decides), a member of the
+ * organization from the dashboard (every binding, every permission), or the system (a schedule).
+ * The token or the member is recorded as the creator of the files they upload.
+ */
+export interface FileCaller {
+  orgId: string;
+  scopes: readonly Grant[];
+  /** The API token calling, or null. */
+  tokenId: string | null;
+  /** The member calling through the management API, or null. */
+  userId: string | null;
+}
+
+/** An API token calling the public storage API or handing files to a run. */
+export function tokenFileCaller(token: Pick<ApiToken, 'id' | 'orgId' | 'scopes'>): FileCaller {
+  return { orgId: token.orgId, scopes: token.scopes, tokenId: token.id, userId: null };
+}
+
+/** A member of the organization: any file of any binding, read, write and delete. */
+export function memberFileCaller(orgId: string, userId: string): FileCaller {
+  return {
+    orgId,
+    scopes: [{ type: 'storage', bindingIds: null, permissions: [...STORAGE_PERMISSIONS] }],
+    tokenId: null,
+    userId,
+  };
+}
+
+/** The system acting for the organization (a schedule's run): reads any of its files, nothing else. */
+export function systemReaderFileCaller(orgId: string): FileCaller {
+  return { orgId, scopes: [{ type: 'storage', bindingIds: null, permissions: ['read'] }], tokenId: null, userId: null };
+}
 
 /**
  * The token's storage grant when it holds `permission` (docs/storage.md); 403 when it

@@ -111,7 +111,8 @@ export class FileService {
       ...cleanup,
       expiresAt: cleanup.ttlSeconds === null ? null : isoAt(now + cleanup.ttlSeconds * 1000),
       origin: 'api',
-      createdByTokenId: caller.id,
+      createdByTokenId: caller.tokenId,
+      createdByUserId: caller.userId,
       jobId: null,
       declared: null,
       now,
@@ -261,6 +262,7 @@ export class FileService {
       expiresAt: isoAt(now + jobFileTtlSeconds * 1000),
       origin: 'agent',
       createdByTokenId: null,
+      createdByUserId: null,
       jobId: input.jobId,
       declared: { size: input.size, sha256: input.sha256 },
       now,
@@ -329,16 +331,27 @@ export class FileService {
     grant: StorageGrant,
     bindingId: string | undefined,
   ): Promise<StorageBinding> {
+    const byToken = caller.tokenId !== null;
     if (bindingId !== undefined) {
       const binding = grantCoversBinding(grant, bindingId)
         ? await this.d.storageBindings.findInOrg(caller.orgId, bindingId)
         : null;
-      if (!binding) throw forbidden(`This token may not use the storage binding \`${bindingId}\``);
-      return binding;
+      if (binding) return binding;
+      // A token learns nothing about bindings outside its grant; a member may know them all.
+      if (byToken) throw forbidden(`This token may not use the storage binding \`${bindingId}\``);
+      throw invalid('body.bindingId', 'no storage binding with this id in the organization');
     }
     const all = await this.d.storageBindings.listByOrg(caller.orgId);
     const usable = grant.bindingIds === null ? all : all.filter((b) => grant.bindingIds!.includes(b.id));
     if (usable.length === 1) return usable[0]!;
+    if (!byToken) {
+      throw invalid(
+        'body.bindingId',
+        usable.length === 0
+          ? 'the organization has no storage binding: an owner creates one first'
+          : `is required: the organization has ${usable.length} storage bindings`,
+      );
+    }
     throw invalid(
       'body.bindingId',
       usable.length === 0

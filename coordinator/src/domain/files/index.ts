@@ -1,4 +1,11 @@
-export { grantCoversBinding, requireStoragePermission, type FileCaller } from './access.js';
+export {
+  grantCoversBinding,
+  memberFileCaller,
+  requireStoragePermission,
+  systemReaderFileCaller,
+  tokenFileCaller,
+  type FileCaller,
+} from './access.js';
 export { ABANDONED_UPLOAD_GRACE_MS, DELETE_LEASE_MS, deleteRetryDelayMs, FileDeletion } from './deletion.js';
 export {
   DEFAULT_CONTENT_TYPE,

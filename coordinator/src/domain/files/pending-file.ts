@@ -17,6 +17,7 @@ export interface PendingFileFields {
   expiresAt: string | null;
   origin: StoredFile['origin'];
   createdByTokenId: string | null;
+  createdByUserId: string | null;
   jobId: string | null;
   /** What an agent announced for a job output (checked at completion). */
   declared: { size: number; sha256: string } | null;
@@ -49,6 +50,7 @@ export function newPendingFile(f: PendingFileFields): StoredFile {
     blobKey: f.backend.blobKeyFor(f.id),
     origin: f.origin,
     createdByTokenId: f.createdByTokenId,
+    createdByUserId: f.createdByUserId,
     jobId: f.jobId,
     deleteAttempts: 0,
     nextDeleteAt: null,

@@ -33,6 +33,8 @@ export interface StoredFile {
   blobKey: string;
   origin: FileOrigin;
   createdByTokenId: string | null;
+  /** The member who uploaded it from the dashboard, or null. */
+  createdByUserId: string | null;
   jobId: string | null;
   deleteAttempts: number;
   nextDeleteAt: string | null;

@@ -11,8 +11,7 @@ import { AppError, conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { AuditLog, UserActor } from '../audit-log.js';
-import type { FileCaller } from '../files/access.js';
-import { STORAGE_PERMISSIONS } from '../grants.js';
+import { memberFileCaller, systemReaderFileCaller, tokenFileCaller, type FileCaller } from '../files/access.js';
 import type { JobEvents } from '../job-events.js';
 import { checkRunFileRefs, type FileRefLookups } from './file-refs.js';
 import { IDEMPOTENCY_TTL_MS, requestHash } from './idempotency.js';
@@ -64,7 +63,7 @@ export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
     apiTokenId: token.id,
     userId: token.userId,
     limits: { id: token.id, limits: token.rateLimit },
-    files: token,
+    files: tokenFileCaller(token),
     auditsRuns: false,
   };
 }
@@ -84,11 +83,7 @@ export function userActor(user: UserActor & { role: Role }): RunActor {
     apiTokenId: null,
     userId: user.userId,
     limits: null,
-    files: {
-      id: user.userId,
-      orgId: user.orgId,
-      scopes: [{ type: 'storage', bindingIds: null, permissions: [...STORAGE_PERMISSIONS] }],
-    },
+    files: memberFileCaller(user.orgId, user.userId),
     auditsRuns: true,
   };
 }
@@ -107,11 +102,7 @@ export function scheduleActor(trigger: Pick<Trigger, 'id' | 'orgId'>): RunActor 
     apiTokenId: null,
     userId: null,
     limits: null,
-    files: {
-      id: `schedule:${trigger.id}`,
-      orgId: trigger.orgId,
-      scopes: [{ type: 'storage', bindingIds: null, permissions: ['read'] }],
-    },
+    files: systemReaderFileCaller(trigger.orgId),
     auditsRuns: false,
   };
 }

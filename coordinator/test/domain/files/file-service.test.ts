@@ -29,9 +29,10 @@ describe('files service', () => {
   afterEach(() => f.close());
 
   const caller = (permissions: StoragePermission[] | null, bindingIds: string[] | null = null): FileCaller => ({
-    id: newId(),
     orgId: f.orgId,
     scopes: permissions === null ? [] : [{ type: 'storage', bindingIds, permissions }],
+    tokenId: newId(),
+    userId: null,
   });
   const upload = async (fileId: string, data: string) => {
     const file = (await f.files.findInOrg(f.orgId, fileId))!;

@@ -12,7 +12,7 @@ const PENDING = '22222222-2222-4222-8222-222222222222';
 const UNREADABLE = '33333333-3333-4333-8333-333333333333';
 const UNKNOWN = '44444444-4444-4444-8444-444444444444';
 
-const caller: FileCaller = { id: 'token', orgId: 'org', scopes: [] };
+const caller: FileCaller = { orgId: 'org', scopes: [], tokenId: 'token', userId: null };
 
 function file(id: string, status: StoredFile['status']): StoredFile {
   return { id, status } as StoredFile;

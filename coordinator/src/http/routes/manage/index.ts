@@ -7,6 +7,7 @@ import { appRoutes } from './apps.js';
 import { auditRoutes } from './audit.js';
 import { deviceRoutes } from './devices.js';
 import { enrollmentTokenRoutes } from './enrollment-tokens.js';
+import { fileRoutes } from './files.js';
 import { jobRoutes } from './jobs.js';
 import { orgRoutes } from './orgs.js';
 import { releaseRoutes } from './releases.js';
@@ -30,6 +31,7 @@ export async function managementRoutes(app: FastifyInstance): Promise<void> {
   await app.register(triggerRunByHandRoutes);
   await app.register(apiTokenRoutes);
   await app.register(storageBindingRoutes);
+  await app.register(fileRoutes);
   await app.register(auditRoutes);
   await app.register(jobRoutes);
   await app.register(appRoutes);

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { FileStatus } from '../../../domain/model/files.js';
 import type { FileCaller } from '../../../domain/files/access.js';
-import { requireStoragePermission } from '../../../domain/files/access.js';
+import { requireStoragePermission, tokenFileCaller } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';
 import type { StoragePermission } from '../../../domain/grants.js';
 import { apiCallerOf } from '../../auth/api-token.js';
@@ -28,8 +28,9 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
   const caller = (request: FastifyRequest): FileCaller => callers.get(request)!;
   const requirePermission = (permission: StoragePermission) => async (request: FastifyRequest) => {
     const { token } = apiCallerOf(request);
-    requireStoragePermission(token, permission);
-    callers.set(request, token);
+    const fileCaller = tokenFileCaller(token);
+    requireStoragePermission(fileCaller, permission);
+    callers.set(request, fileCaller);
   };
   const common = (summary: string, permission: StoragePermission) => ({
     summary: `${summary} (storage grant with \`${permission}\`)`,
@@ -124,7 +125,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
       await app.ctx.audit.record({
         orgId: token.orgId,
         actorType: 'api_token',
-        actorId: token.id,
+        actorId: token.tokenId,
         action: 'file.delete',
         targetType: 'file',
         targetId: file.id,
