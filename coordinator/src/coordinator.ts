@@ -64,7 +64,7 @@ export async function createCoordinator(
     const writes = new GroupCommitExecutor(db);
     const repos = createSqliteRepositories(db, writes);
     const serverKey = loadOrCreateServerKey(config.dataDir);
-    const sessions = await SessionService.create(repos.serverSecrets, config.sessionTtlSeconds, clock);
+    const sessions = await SessionService.create(repos, config.sessionTtlSeconds, clock);
     const audit = new AuditLog(repos.audit, clock);
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock);
     const jobEvents = new JobEvents();

@@ -157,7 +157,7 @@ describe('dashboard sessions by cookie', () => {
     expect(same.status).toBe(200);
   });
 
-  it('signs out: clears the cookie; a cross-site sign-out with the cookie is refused', async () => {
+  it('signs out: ends the session and clears the cookie; a cross-site sign-out with the cookie is refused', async () => {
     const mine = await signInForCookie(t.url, OWNER_EMAIL, OWNER_PASSWORD);
     const crossSite = await fetch(`${t.url}/v1/auth/logout`, {
       method: 'POST',
@@ -175,8 +175,26 @@ describe('dashboard sessions by cookie', () => {
     expect(cleared).toMatchObject({ value: '', attributes: { path: '/', httponly: true, samesite: 'Strict' } });
     expect(new Date(cleared!.attributes.expires as string).getTime()).toBeLessThan(clock.now());
 
+    // The session itself has ended, not only the cookie: a copy of it is refused.
+    const copy = await fetch(`${t.url}/v1/auth/session`, { headers: withCookie({}, mine) });
+    expect(copy.status).toBe(401);
+    expect((await fetch(`${t.url}/v1/auth/session`, { headers: { authorization: `Bearer ${mine}` } })).status).toBe(
+      401,
+    );
+
     const anonymous = await fetch(`${t.url}/v1/auth/logout`, { method: 'POST' });
     expect(anonymous.status).toBe(204);
+  });
+
+  it('signs out a bearer session and leaves the other sessions of the user signed in', async () => {
+    const other = await signInForCookie(t.url, OWNER_EMAIL, OWNER_PASSWORD);
+    const mine = await signInForCookie(t.url, OWNER_EMAIL, OWNER_PASSWORD);
+    const bearer = { authorization: `Bearer ${mine}` };
+    expect((await fetch(`${t.url}/v1/auth/logout`, { method: 'POST', headers: bearer })).status).toBe(204);
+    expect((await fetch(`${t.url}/v1/auth/session`, { headers: bearer })).status).toBe(401);
+    expect((await fetch(`${t.url}/v1/auth/session`, { headers: { authorization: `Bearer ${other}` } })).status).toBe(
+      200,
+    );
   });
 
   it('answers 401 once the session has expired, with the cookie as with the bearer token', async () => {

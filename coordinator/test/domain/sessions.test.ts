@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createServerSecretRepository } from '../../src/db/repositories/server-secrets.js';
+import { createSignedOutSessionRepository } from '../../src/db/repositories/signed-out-sessions.js';
 import { SessionService } from '../../src/domain/sessions.js';
 
 function setup() {
@@ -9,7 +10,11 @@ function setup() {
   migrate(db);
   let now = Date.parse('2026-06-01T00:00:00Z');
   const clock = { now: () => now };
-  return { secrets: createServerSecretRepository(db), clock, advance: (ms: number) => (now += ms) };
+  const secrets = {
+    serverSecrets: createServerSecretRepository(db),
+    signedOutSessions: createSignedOutSessionRepository(db),
+  };
+  return { db, secrets, clock, advance: (ms: number) => (now += ms) };
 }
 
 describe('SessionService', () => {
@@ -17,7 +22,11 @@ describe('SessionService', () => {
     const { secrets, clock } = setup();
     const sessions = await SessionService.create(secrets, 3600, clock);
     const { token, expiresAt } = await sessions.issue('user-1');
-    expect(await sessions.verify(token)).toEqual({ userId: 'user-1', expiresAt: '2026-06-01T01:00:00.000Z' });
+    expect(await sessions.verify(token)).toEqual({
+      sessionId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      userId: 'user-1',
+      expiresAt: '2026-06-01T01:00:00.000Z',
+    });
     expect(expiresAt).toBe('2026-06-01T01:00:00.000Z');
   });
 
@@ -34,7 +43,8 @@ describe('SessionService', () => {
     const a = await SessionService.create(secrets, 3600, clock);
     const b = await SessionService.create(secrets, 3600, clock);
     const { token } = await a.issue('user-1');
-    expect(await b.verify(token)).toEqual({ userId: 'user-1', expiresAt: '2026-06-01T01:00:00.000Z' });
+    expect(await b.verify(token)).toEqual(await a.verify(token));
+    expect(await b.verify(token)).not.toBeNull();
   });
 
   it('refuses a token signed with another key or tampered with', async () => {
@@ -48,5 +58,40 @@ describe('SessionService', () => {
     const forged = `${h}.${Buffer.from(JSON.stringify({ sub: 'admin' })).toString('base64url')}.${s}`;
     expect(await a.verify(forged)).toBeNull();
     expect(await a.verify('not-a-jwt')).toBeNull();
+  });
+
+  it('refuses a signed-out session everywhere, keeps the other sessions, and forgets it once expired', async () => {
+    const { db, secrets, clock, advance } = setup();
+    const a = await SessionService.create(secrets, 60, clock);
+    const b = await SessionService.create(secrets, 60, clock);
+    const gone = await a.issue('user-1');
+    const kept = await a.issue('user-1');
+    await a.signOut(gone.token);
+    expect(await a.verify(gone.token)).toBeNull();
+    expect(await b.verify(gone.token)).toBeNull();
+    expect(await b.verify(kept.token)).not.toBeNull();
+    await a.signOut('not-a-jwt'); // nothing to end
+    const count = () => (db.prepare('SELECT COUNT(*) AS n FROM signed_out_sessions').get() as { n: number }).n;
+    expect(count()).toBe(1);
+    advance(61_000);
+    const later = await a.issue('user-1');
+    await a.signOut(later.token); // each sign-out forgets the expired ones
+    expect(count()).toBe(1);
+  });
+
+  it('refuses a token without a session id (made before sessions had one)', async () => {
+    const { secrets, clock } = setup();
+    const sessions = await SessionService.create(secrets, 3600, clock);
+    const key = Buffer.from(await secrets.serverSecrets.getOrCreate('session_signing_key', () => '', ''), 'base64');
+    const { SignJWT } = await import('jose');
+    const old = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject('user-1')
+      .setIssuer('drover-coordinator')
+      .setAudience('drover-dashboard')
+      .setIssuedAt(Math.floor(clock.now() / 1000))
+      .setExpirationTime(Math.floor(clock.now() / 1000) + 60)
+      .sign(key);
+    expect(await sessions.verify(old)).toBeNull();
   });
 });

@@ -14,6 +14,7 @@ import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
 import { createServerSecretRepository } from './server-secrets.js';
+import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
 import { createFileRepository } from './files.js';
 import { createTriggerRepository } from './triggers.js';
@@ -38,6 +39,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     jobs: createJobRepository(db, writes, rules.planJobMove),
     orgs: createOrgRepository(db, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(db),
+    signedOutSessions: createSignedOutSessionRepository(db),
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
     triggers: createTriggerRepository(db),

@@ -11,6 +11,7 @@ import type { JobRepository } from './jobs.js';
 import type { OrgRepository } from './orgs.js';
 import type { ReleaseRepository } from './releases.js';
 import type { ServerSecretRepository } from './server-secrets.js';
+import type { SignedOutSessionRepository } from './signed-out-sessions.js';
 import type { StorageBindingRepository } from './storage-bindings.js';
 import type { TriggerRunRepository } from './trigger-runs.js';
 import type { TriggerRepository } from './triggers.js';
@@ -33,6 +34,7 @@ export interface Repositories {
   jobs: JobRepository;
   orgs: OrgRepository;
   serverSecrets: ServerSecretRepository;
+  signedOutSessions: SignedOutSessionRepository;
   storageBindings: StorageBindingRepository;
   files: FileRepository;
   triggers: TriggerRepository;

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { MAX_PASSWORD_LENGTH } from '../../domain/passwords.js';
+import { bearerToken } from '../auth/bearer.js';
 import { refuseCrossSiteChange, refuseCrossSiteSignIn } from '../auth/cross-site.js';
 import { requireSession, sessionHook } from '../auth/session.js';
 import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/session-cookie.js';
@@ -57,7 +58,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         summary:
-          'Sign out of the dashboard: clears the session cookie (the session JWT itself stays valid until it expires)',
+          'Sign out: ends the session of the cookie or of the bearer session JWT for good, and clears the cookie',
         tags: ['dashboard'],
         security: [],
         response: { 204: { type: 'null', description: 'The cookie is cleared' }, ...errorResponses(403) },
@@ -68,6 +69,8 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
+      const token = bearerToken(request) ?? sessionCookieOf(request);
+      if (token) await app.ctx.sessions.signOut(token);
       clearSessionCookie(request, reply);
       return reply.status(204).send();
     },
