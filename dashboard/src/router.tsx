@@ -1,5 +1,7 @@
 import { createBrowserRouter } from 'react-router';
 import { AgentsPage } from './pages/AgentsPage';
+import { AppPage } from './pages/AppPage';
+import { AppsPage } from './pages/AppsPage';
 import { HomePage } from './pages/HomePage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
@@ -29,6 +31,8 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/triggers/:triggerId', element: <TriggerPage /> },
         { path: '/orgs/:orgId/triggers/:triggerId/edit', element: <TriggerFormPage /> },
         { path: '/orgs/:orgId/jobs', element: <JobsPage /> },
+        { path: '/orgs/:orgId/apps', element: <AppsPage /> },
+        { path: '/orgs/:orgId/apps/:appId', element: <AppPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],

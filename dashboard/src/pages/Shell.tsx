@@ -36,6 +36,7 @@ function SignedIn({ email }: { email: string }) {
             <NavLink to={`/orgs/${current.id}/agents`}>Agents</NavLink>
             <NavLink to={`/orgs/${current.id}/triggers`}>Triggers</NavLink>
             <NavLink to={`/orgs/${current.id}/jobs`}>Jobs</NavLink>
+            <NavLink to={`/orgs/${current.id}/apps`}>Updates</NavLink>
           </nav>
         )}
         <UserMenu email={email} role={current?.role} />

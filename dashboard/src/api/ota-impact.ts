@@ -1,0 +1,137 @@
+import type { Binding, Release, ReleaseRef } from './ota';
+
+/**
+ * What a publish or a yank will do to the devices of an application, computed from its releases
+ * and device bindings with the coordinator's rules (docs/ota.md "Desired state"): a device on
+ * channel C should run the published release of C with the highest sequence, and is moved when
+ * it runs something else.
+ */
+
+/** The published release of `channel` with the highest sequence, or null. */
+export function desiredOf(releases: readonly Release[], channel: string): Release | null {
+  let desired: Release | null = null;
+  for (const r of releases) {
+    if (r.status === 'published' && r.channel === channel && (!desired || r.sequence > desired.sequence)) desired = r;
+  }
+  return desired;
+}
+
+/** The device runs `release`: the same id, or the same sequence when it reported no id. */
+export function runs(current: ReleaseRef | null, release: Pick<Release, 'id' | 'sequence'>): boolean {
+  if (!current) return false;
+  return current.releaseId !== null ? current.releaseId === release.id : current.sequence === release.sequence;
+}
+
+/** Devices grouped by the release they will be told to install. */
+export interface Move {
+  to: Release;
+  /** Devices that run the release being yanked. */
+  back: Binding[];
+  /** Other devices whose next release changes. */
+  others: Binding[];
+}
+
+export interface Impact {
+  /** One sentence per consequence, for the confirmation. */
+  lines: string[];
+  /** How many devices will get an update job. */
+  devices: number;
+}
+
+const devicesWord = (n: number) => (n === 1 ? '1 device' : `${n} devices`);
+
+/** What publishing the draft `release` will do. */
+export function publishImpact(releases: readonly Release[], bindings: readonly Binding[], release: Release): Impact {
+  const after = releases.map((r) => (r.id === release.id ? { ...r, status: 'published' as const } : r));
+  const desired = desiredOf(after, release.channel);
+  const onChannel = bindings.filter((b) => b.channel === release.channel);
+  if (desired?.id !== release.id) {
+    return {
+      devices: 0,
+      lines: [
+        `${release.version} (sequence ${release.sequence}) is older than ${desired?.version ?? 'the latest release'} ` +
+          `(sequence ${desired?.sequence ?? '?'}), already published on channel ${release.channel}: ` +
+          'no device will be told to install it.',
+      ],
+    };
+  }
+  const moving = onChannel.filter((b) => !runs(b.current, release));
+  const lines = [
+    `${devicesWord(moving.length)} on channel ${release.channel} will be told to update to ${release.version}.`,
+  ];
+  const already = onChannel.length - moving.length;
+  if (already > 0) lines.push(`${devicesWord(already)} on the channel already ${already === 1 ? 'runs' : 'run'} it.`);
+  if (release.updatePolicy === 'mandatory' && moving.length > 0) {
+    lines.push('It is mandatory: devices below it must install it, even where they postpone optional updates.');
+  }
+  return { devices: moving.length, lines };
+}
+
+/** What yanking `release` (a draft or a published one) will do. */
+export function yankImpact(releases: readonly Release[], bindings: readonly Binding[], release: Release): Impact {
+  if (release.status === 'draft') {
+    return {
+      devices: 0,
+      lines: [`Withdrawing the draft ${release.version}: no device changes, and its artifact can be deleted.`],
+    };
+  }
+  const after = releases.map((r) => (r.id === release.id ? { ...r, status: 'yanked' as const } : r));
+  const moves = new Map<string, Move>();
+  const stranded: Binding[] = [];
+  for (const b of bindings) {
+    const onIt = runs(b.current, release);
+    if (b.channel !== release.channel && !onIt) continue;
+    const before = desiredOf(releases, b.channel);
+    const next = desiredOf(after, b.channel);
+    if (!next) {
+      if (onIt) stranded.push(b);
+      continue;
+    }
+    if (runs(b.current, next) || (!onIt && before?.id === next.id)) continue;
+    const move = moves.get(next.id) ?? { to: next, back: [], others: [] };
+    (onIt ? move.back : move.others).push(b);
+    moves.set(next.id, move);
+  }
+  const lines: string[] = [];
+  let devices = 0;
+  for (const m of moves.values()) {
+    devices += m.back.length + m.others.length;
+    if (m.back.length > 0) {
+      lines.push(
+        `Yanking ${release.version}: ${devicesWord(m.back.length)} on it will be moved back to ${m.to.version}.`,
+      );
+    }
+    if (m.others.length > 0) {
+      lines.push(
+        `${devicesWord(m.others.length)} that ${m.others.length === 1 ? 'was' : 'were'} to update to ${release.version} ` +
+          `will be told to install ${m.to.version} instead.`,
+      );
+    }
+  }
+  if (stranded.length > 0) {
+    lines.push(
+      `${devicesWord(stranded.length)} on ${release.version} will keep it: ` +
+        `no other release is published on ${stranded.length === 1 ? 'its channel' : 'their channels'}.`,
+    );
+  }
+  if (lines.length === 0) lines.push(`Yanking ${release.version}: no device runs it or is to install it.`);
+  return { devices, lines };
+}
+
+/** Per release: devices that run it, are updating to it, or failed to install it. */
+export interface ReleaseCounts {
+  on: number;
+  updating: number;
+  failed: number;
+}
+
+export function releaseCounts(bindings: readonly Binding[], release: Release): ReleaseCounts {
+  const counts = { on: 0, updating: 0, failed: 0 };
+  for (const b of bindings) {
+    if (runs(b.current, release)) counts.on += 1;
+    const toIt = b.desired?.releaseId === release.id && !runs(b.current, release);
+    if (toIt && b.activeJobId !== null) counts.updating += 1;
+    else if (toIt && (b.state === 'failed' || b.state === 'refused')) counts.failed += 1;
+  }
+  return counts;
+}

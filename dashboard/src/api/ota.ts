@@ -1,0 +1,151 @@
+import { queryOptions } from '@tanstack/react-query';
+import { api, ApiError } from './client';
+
+/** The OTA API's answers (docs/ota.md "Dashboard endpoints"), its queries, and file uploads. */
+
+export type UpdatePolicy = 'mandatory' | 'optional';
+export type ReleaseStatus = 'draft' | 'published' | 'yanked';
+
+export interface App {
+  id: string;
+  slug: string;
+  updateWorkflowName: string;
+  defaultChannel: string;
+  createdAt: string;
+}
+
+export interface Release {
+  id: string;
+  applicationId: string;
+  version: string;
+  sequence: number;
+  channel: string;
+  updatePolicy: UpdatePolicy;
+  status: ReleaseStatus;
+  artifactFileId: string;
+  checksumSha256: string;
+  size: number;
+  notes: string | null;
+  createdAt: string;
+  publishedAt: string | null;
+  yankedAt: string | null;
+}
+
+/** A release a device runs or should run; `releaseId` null: the agent reported only a version. */
+export interface ReleaseRef {
+  releaseId: string | null;
+  version: string;
+  sequence: number;
+}
+
+export interface Binding {
+  id: string;
+  applicationId: string;
+  agentId: string;
+  channel: string;
+  current: ReleaseRef | null;
+  desired: ReleaseRef | null;
+  forced: boolean;
+  state: string | null;
+  error: string | null;
+  activeJobId: string | null;
+  cancelledJobId: string | null;
+  lastReportAt: string | null;
+}
+
+/** A stored file (docs/storage.md): what a release's artifact is chosen from. */
+export interface StoredFile {
+  id: string;
+  bindingId: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  status: string;
+  cleanupRule: string;
+  expiresAt: string | null;
+  deletedAt: string | null;
+  createdAt: string;
+}
+
+/** Devices move on their own (reports, update jobs): the application's page refreshes this often. */
+export const OTA_REFRESH_MS = 2_000;
+
+export const appsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'apps'],
+    queryFn: () => api<App[]>('GET', `/orgs/${orgId}/apps`),
+  });
+
+export const appQuery = (orgId: string, appId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'apps', appId],
+    queryFn: () => api<App>('GET', `/orgs/${orgId}/apps/${appId}`),
+  });
+
+export const releasesQuery = (orgId: string, appId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'apps', appId, 'releases'],
+    queryFn: () => api<Release[]>('GET', `/orgs/${orgId}/apps/${appId}/releases`),
+    refetchInterval: OTA_REFRESH_MS,
+  });
+
+export const devicesQuery = (orgId: string, appId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'apps', appId, 'devices'],
+    queryFn: () => api<Binding[]>('GET', `/orgs/${orgId}/apps/${appId}/devices`),
+    refetchInterval: OTA_REFRESH_MS,
+  });
+
+/** The files a release may point at: active and persistent (newest first). */
+export const artifactFilesQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'files', 'active'],
+    queryFn: async () =>
+      (await api<StoredFile[]>('GET', `/orgs/${orgId}/files?status=active`)).filter(
+        (f) => f.cleanupRule === 'persistent',
+      ),
+  });
+
+interface PresignedUpload {
+  fileId: string;
+  uploadUrl: string;
+  method: string;
+  headers: Record<string, string>;
+  expiresInSeconds: number;
+}
+
+/**
+ * Stores `file` as a persistent file of the organization (docs/storage.md): presign, PUT of the
+ * bytes to the upload address with the headers it came with, complete. Answers the active file.
+ */
+export async function uploadArtifact(orgId: string, file: File): Promise<StoredFile> {
+  const body: Record<string, unknown> = { filename: file.name, cleanupRule: 'persistent' };
+  if (file.type) body.contentType = file.type;
+  const upload = await api<PresignedUpload>('POST', `/orgs/${orgId}/files/presign-upload`, { body });
+  let put: Response;
+  try {
+    put = await fetch(upload.uploadUrl, { method: upload.method, headers: upload.headers, body: file });
+  } catch {
+    throw new ApiError(0, 'unreachable', 'The upload address cannot be reached; check that the coordinator is running');
+  }
+  if (!put.ok) {
+    const text = await put.text();
+    let message = `The upload was refused (${put.status})`;
+    try {
+      const parsed = JSON.parse(text) as { message?: unknown };
+      if (typeof parsed.message === 'string') message = `The upload was refused: ${parsed.message}`;
+    } catch {
+      // not JSON: the status says enough
+    }
+    throw new ApiError(put.status, 'upload_failed', message);
+  }
+  return api<StoredFile>('POST', `/orgs/${orgId}/files/${upload.fileId}/complete`);
+}
+
+/** `1.2 MB`, `340 B` */
+export function byteSize(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MB`;
+  return `${(n / 1024 ** 3).toFixed(1)} GB`;
+}

@@ -1,0 +1,255 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api } from '../api/client';
+import { agentsQuery } from '../api/queries';
+import { devicesQuery, type App, type Binding, type ReleaseRef } from '../api/ota';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { ago, dateTime } from '../components/time';
+
+const STATE_CLASS: Record<string, string> = {
+  installed: 'status-success',
+  idle: 'status-success',
+  downloading: 'status-running',
+  verifying: 'status-running',
+  installing: 'status-running',
+  postponed: 'status-pending',
+  failed: 'status-failed',
+  refused: 'status-failed',
+};
+
+/** The devices bound to an application: what each runs and should run, its update job; bind, move, unbind. */
+export function AppDevices(props: { orgId: string; app: App; devices?: Binding[] }) {
+  const { orgId, app, devices } = props;
+  const agents = useQuery(agentsQuery(orgId));
+  const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
+  const nameOf = (id: string) => names.get(id) ?? id.slice(0, 8);
+  return (
+    <section aria-labelledby="devices-heading">
+      <h2 id="devices-heading">Devices</h2>
+      {devices && devices.length === 0 && (
+        <p>No device yet. Bind agents below: each is told to install the latest published release of its channel.</p>
+      )}
+      {!devices && <p className="loading">Loading…</p>}
+      {devices && devices.length > 0 && (
+        <table className="ota">
+          <caption className="hint">In bind order; refreshed every few seconds.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Agent</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Current</th>
+              <th scope="col">Desired</th>
+              <th scope="col">State</th>
+              <th scope="col">Update job</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {devices.map((b) => (
+              <DeviceRow key={b.id} orgId={orgId} app={app} binding={b} name={nameOf(b.agentId)} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      <BindAgents
+        orgId={orgId}
+        app={app}
+        candidates={(agents.data ?? []).filter(
+          (a) => a.status !== 'revoked' && !(devices ?? []).some((b) => b.agentId === a.id),
+        )}
+      />
+    </section>
+  );
+}
+
+const releaseWords = (ref: ReleaseRef | null, none: string) =>
+  ref ? `${ref.version || '(no version)'} (sequence ${ref.sequence})` : none;
+
+function DeviceRow({ orgId, app, binding: b, name }: { orgId: string; app: App; binding: Binding; name: string }) {
+  return (
+    <tr aria-label={name}>
+      <th scope="row">{name}</th>
+      <td>{b.channel}</td>
+      <td className="current">{releaseWords(b.current, 'unknown')}</td>
+      <td className="desired">
+        {releaseWords(b.desired, 'none published')}
+        {b.forced && (
+          <>
+            <br />
+            <span className="status status-failed">forced</span>
+          </>
+        )}
+      </td>
+      <td>
+        <span className={`status ${STATE_CLASS[b.state ?? ''] ?? ''}`}>{b.state ?? 'no report yet'}</span>
+        {b.error && <p className="field-error">{b.error}</p>}
+        <br />
+        <span className="hint">
+          {b.lastReportAt ? (
+            <time dateTime={b.lastReportAt} title={dateTime(b.lastReportAt)}>
+              reported {ago(b.lastReportAt)}
+            </time>
+          ) : (
+            'never reported'
+          )}
+        </span>
+      </td>
+      <td>
+        {b.activeJobId && <a href={`/api/jobs/${b.activeJobId}`}>in progress</a>}
+        {!b.activeJobId && b.cancelledJobId && (
+          <>
+            <a href={`/api/jobs/${b.cancelledJobId}`}>cancelled</a>
+            <br />
+            <span className="hint">on hold until a retry</span>
+          </>
+        )}
+        {!b.activeJobId && !b.cancelledJobId && <span className="hint">none</span>}
+      </td>
+      <td>
+        <DeviceActions orgId={orgId} app={app} binding={b} name={name} />
+      </td>
+    </tr>
+  );
+}
+
+function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: App; binding: Binding; name: string }) {
+  const [mode, setMode] = useState<'idle' | 'channel' | 'unbind'>('idle');
+  const [channel, setChannel] = useState(b.channel);
+  const queryClient = useQueryClient();
+  const path = `/orgs/${orgId}/apps/${app.id}/devices/${b.id}`;
+  const done = () => {
+    setMode('idle');
+    void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id] });
+  };
+  const move = useMutation({ mutationFn: () => api<Binding>('PATCH', path, { body: { channel } }), onSuccess: done });
+  const unbind = useMutation({ mutationFn: () => api<void>('DELETE', path), onSuccess: done });
+  const retry = useMutation({ mutationFn: () => api<Binding>('POST', `${path}/reconcile`), onSuccess: done });
+  const idPrefix = `dev-${b.id.slice(0, 8)}`;
+  const errors = fieldErrors(move.error, ['channel'], 'body', idPrefix);
+  if (mode === 'channel') {
+    const submit = (event: FormEvent) => {
+      event.preventDefault();
+      move.mutate();
+    };
+    return (
+      <form onSubmit={submit} noValidate className="inline-form">
+        <FormError error={move.error} errors={errors} />
+        <div className="field">
+          <label htmlFor={errors.props('channel').id}>Channel of {name}</label>
+          <input {...errors.props('channel')} value={channel} onChange={(e) => setChannel(e.target.value)} />
+          <FieldError errors={errors} field="channel" idPrefix={idPrefix} />
+        </div>
+        <button type="submit" disabled={move.isPending}>
+          Save
+        </button>
+        <button type="button" onClick={() => setMode('idle')}>
+          Cancel
+        </button>
+      </form>
+    );
+  }
+  if (mode === 'unbind') {
+    return (
+      <div role="group" aria-label={`Unbind ${name}`} className="confirm">
+        <p>
+          Unbind {name} from {app.slug}? It keeps what it installed and gets no more updates of this application; an
+          update job it has not taken yet is cancelled.
+        </p>
+        <button type="button" className="danger" onClick={() => unbind.mutate()} disabled={unbind.isPending}>
+          Unbind
+        </button>
+        <button type="button" onClick={() => setMode('idle')}>
+          Keep it
+        </button>
+        <ErrorMessage error={unbind.error} />
+      </div>
+    );
+  }
+  return (
+    <div className="actions wrap">
+      <button type="button" aria-label={`Change the channel of ${name}`} onClick={() => setMode('channel')}>
+        Channel
+      </button>
+      <button
+        type="button"
+        aria-label={`Retry ${name}`}
+        title="Forget failures and holds, and evaluate the device again"
+        onClick={() => retry.mutate()}
+        disabled={retry.isPending}
+      >
+        Retry
+      </button>
+      <button type="button" aria-label={`Unbind ${name}`} onClick={() => setMode('unbind')}>
+        Unbind
+      </button>
+      <ErrorMessage error={retry.error} />
+    </div>
+  );
+}
+
+function BindAgents(props: { orgId: string; app: App; candidates: { id: string; name: string }[] }) {
+  const { orgId, app, candidates } = props;
+  const [chosen, setChosen] = useState<string[]>([]);
+  const [channel, setChannel] = useState('');
+  const queryClient = useQueryClient();
+  const bind = useMutation({
+    mutationFn: () => {
+      const body: Record<string, unknown> = { agentIds: chosen };
+      if (channel.trim() !== '') body.channel = channel.trim();
+      return api<Binding[]>('POST', `/orgs/${orgId}/apps/${app.id}/devices`, { body });
+    },
+    onSuccess: () => {
+      setChosen([]);
+      void queryClient.invalidateQueries({ queryKey: devicesQuery(orgId, app.id).queryKey });
+    },
+  });
+  const errors = fieldErrors(bind.error, ['agentIds', 'channel'], 'body', 'bind');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    bind.mutate();
+  };
+  const toggle = (id: string, on: boolean) => setChosen((c) => (on ? [...c, id] : c.filter((x) => x !== id)));
+  return (
+    <form className="panel" onSubmit={submit} noValidate aria-labelledby="bind-heading">
+      <h3 id="bind-heading">Bind agents</h3>
+      <FormError error={bind.error} errors={errors} />
+      {candidates.length === 0 ? (
+        <p className="hint">Every agent of the organization is bound to this application (revoked ones cannot be).</p>
+      ) : (
+        <div className="form-grid">
+          <fieldset className="field">
+            <legend>Agents</legend>
+            {candidates.map((a) => (
+              <label key={a.id} className="check">
+                <input
+                  type="checkbox"
+                  checked={chosen.includes(a.id)}
+                  onChange={(e) => toggle(a.id, e.target.checked)}
+                />
+                {a.name}
+              </label>
+            ))}
+            <FieldError errors={errors} field="agentIds" idPrefix="bind" />
+          </fieldset>
+          <div className="field">
+            <label htmlFor={errors.props('channel').id}>Channel</label>
+            <input
+              {...errors.props('channel')}
+              value={channel}
+              onChange={(e) => setChannel(e.target.value)}
+              placeholder={app.defaultChannel}
+            />
+            <span className="hint">empty: the application&apos;s default ({app.defaultChannel})</span>
+            <FieldError errors={errors} field="channel" idPrefix="bind" />
+          </div>
+        </div>
+      )}
+      {candidates.length > 0 && (
+        <button type="submit" disabled={bind.isPending || chosen.length === 0}>
+          Bind {chosen.length === 1 ? '1 agent' : `${chosen.length} agents`}
+        </button>
+      )}
+    </form>
+  );
+}

@@ -1,0 +1,208 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Link, useParams } from 'react-router';
+import { api, ApiError } from '../api/client';
+import { appQuery, byteSize, devicesQuery, releasesQuery, type App, type Binding, type Release } from '../api/ota';
+import { publishImpact, releaseCounts, yankImpact, type Impact } from '../api/ota-impact';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { dateTime } from '../components/time';
+import { AppDevices } from './AppDevices';
+import { NewRelease } from './NewRelease';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/** An application: its releases (publish, yank, create from a file) and its devices. */
+export function AppPage() {
+  const { orgId, org, loaded } = useOrg();
+  const { appId = '' } = useParams();
+  const app = useQuery(appQuery(orgId, appId));
+  const releases = useQuery(releasesQuery(orgId, appId));
+  const devices = useQuery(devicesQuery(orgId, appId));
+  if ((loaded && !org) || (app.error instanceof ApiError && app.error.statusCode === 404)) return <NotFoundPage />;
+  if (app.error) return <ErrorMessage error={app.error} />;
+  if (!app.data) return <p className="loading">Loading…</p>;
+  const a = app.data;
+  return (
+    <section aria-labelledby="app-heading">
+      <h1 id="app-heading">{a.slug}</h1>
+      <p>
+        <Link to={`/orgs/${orgId}/apps`}>All applications</Link>
+      </p>
+      <dl className="facts">
+        <dt>Update workflow</dt>
+        <dd>
+          <code>{a.updateWorkflowName}</code>
+        </dd>
+        <dt>Default channel</dt>
+        <dd>{a.defaultChannel}</dd>
+        <dt>Created</dt>
+        <dd>{dateTime(a.createdAt)}</dd>
+      </dl>
+      <ErrorMessage error={releases.error ?? devices.error} />
+      <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} />
+      <NewRelease orgId={orgId} app={a} />
+      <AppDevices orgId={orgId} app={a} devices={devices.data} />
+    </section>
+  );
+}
+
+const STATUS_CLASS: Record<Release['status'], string> = {
+  draft: 'status-pending',
+  published: 'status-success',
+  yanked: 'status-failed',
+};
+
+function Releases(props: { orgId: string; app: App; releases?: Release[]; devices?: Binding[] }) {
+  const { releases, devices } = props;
+  return (
+    <section aria-labelledby="releases-heading">
+      <h2 id="releases-heading">Releases</h2>
+      {releases && releases.length === 0 && (
+        <p>No release yet. Create one below from an artifact file; it starts as a draft until you publish it.</p>
+      )}
+      {!releases && <p className="loading">Loading…</p>}
+      {releases && releases.length > 0 && (
+        <table className="ota">
+          <caption className="hint">
+            Newest first. Devices: how many run the release, are updating to it, or failed to install it.
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Status</th>
+              <th scope="col">Artifact</th>
+              <th scope="col">Dates</th>
+              <th scope="col">Devices</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {releases.map((r) => (
+              <ReleaseRow key={r.id} {...props} releases={releases} devices={devices ?? []} release={r} />
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function ReleaseRow(props: { orgId: string; app: App; releases: Release[]; devices: Binding[]; release: Release }) {
+  const { release: r, devices } = props;
+  const counts = releaseCounts(devices, r);
+  return (
+    <tr aria-label={`${r.version} (sequence ${r.sequence})`}>
+      <th scope="row">
+        {r.version}
+        <br />
+        <span className="hint">sequence {r.sequence}</span>
+        {r.notes && <p className="hint notes">{r.notes}</p>}
+      </th>
+      <td>
+        {r.channel}
+        <br />
+        <span className="hint">{r.updatePolicy}</span>
+      </td>
+      <td>
+        <span className={`status ${STATUS_CLASS[r.status]}`}>{r.status}</span>
+      </td>
+      <td>
+        {byteSize(r.size)}
+        <br />
+        <code className="hint" title={`SHA-256 ${r.checksumSha256}`}>
+          sha256 {r.checksumSha256.slice(0, 12)}…
+        </code>
+      </td>
+      <td className="dates">
+        created {dateTime(r.createdAt)}
+        {r.publishedAt && (
+          <>
+            <br />
+            published {dateTime(r.publishedAt)}
+          </>
+        )}
+        {r.yankedAt && (
+          <>
+            <br />
+            yanked {dateTime(r.yankedAt)}
+          </>
+        )}
+      </td>
+      <td className="counts">
+        {counts.on} on it
+        <br />
+        {counts.updating} updating
+        <br />
+        <span className={counts.failed > 0 ? 'status-failed' : undefined}>{counts.failed} failed</span>
+      </td>
+      <td>
+        <ReleaseActions {...props} />
+      </td>
+    </tr>
+  );
+}
+
+function ReleaseActions({ orgId, app, releases, devices, release: r }: Parameters<typeof ReleaseRow>[0]) {
+  const [confirm, setConfirm] = useState<{ action: 'publish' | 'yank'; impact: Impact } | null>(null);
+  const queryClient = useQueryClient();
+  const move = useMutation({
+    mutationFn: (action: 'publish' | 'yank') =>
+      api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases/${r.id}/${action}`),
+    onSuccess: () => setConfirm(null),
+    onSettled: () => {
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id] });
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'files'] });
+    },
+  });
+  if (confirm) {
+    const verb = confirm.action === 'publish' ? 'Publish' : r.status === 'draft' ? 'Withdraw' : 'Yank';
+    return (
+      <div role="group" aria-label={`${verb} ${r.version}`} className="confirm">
+        {confirm.impact.lines.map((line) => (
+          <p key={line}>{line}</p>
+        ))}
+        <button
+          type="button"
+          className={confirm.action === 'yank' ? 'danger' : undefined}
+          onClick={() => move.mutate(confirm.action)}
+          disabled={move.isPending}
+        >
+          {verb} {r.version}
+        </button>
+        <button
+          type="button"
+          onClick={() => {
+            setConfirm(null);
+            move.reset();
+          }}
+        >
+          Cancel
+        </button>
+        <ErrorMessage error={move.error} />
+      </div>
+    );
+  }
+  return (
+    <div className="actions">
+      {r.status === 'draft' && (
+        <button
+          type="button"
+          aria-label={`Publish ${r.version}`}
+          onClick={() => setConfirm({ action: 'publish', impact: publishImpact(releases, devices, r) })}
+        >
+          Publish
+        </button>
+      )}
+      {r.status !== 'yanked' && (
+        <button
+          type="button"
+          aria-label={`Yank ${r.version}`}
+          onClick={() => setConfirm({ action: 'yank', impact: yankImpact(releases, devices, r) })}
+        >
+          Yank
+        </button>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,169 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { api, ApiError } from '../api/client';
+import { artifactFilesQuery, byteSize, uploadArtifact, type App, type Release } from '../api/ota';
+import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+
+const FIELDS = ['version', 'artifactFileId', 'channel', 'updatePolicy', 'notes'] as const;
+
+/**
+ * A new release (a draft) from an artifact: a file uploaded here (stored as a persistent file of
+ * the organization) or one already stored, active and persistent.
+ */
+export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
+  const [version, setVersion] = useState('');
+  const [channel, setChannel] = useState('');
+  const [policy, setPolicy] = useState<'optional' | 'mandatory'>('optional');
+  const [notes, setNotes] = useState('');
+  const [source, setSource] = useState<'upload' | 'stored'>('upload');
+  const [file, setFile] = useState<File | null>(null);
+  const [fileId, setFileId] = useState('');
+  const [step, setStep] = useState<string | null>(null);
+  const [inputKey, setInputKey] = useState(0);
+  const files = useQuery({ ...artifactFilesQuery(orgId), enabled: source === 'stored' });
+  const queryClient = useQueryClient();
+  const create = useMutation({
+    mutationFn: async () => {
+      let artifactFileId = fileId;
+      if (source === 'upload') {
+        if (!file) {
+          const message = 'choose the file to upload';
+          throw new ApiError(422, 'validation_failed', message, [{ path: 'body.artifactFileId', message }]);
+        }
+        setStep(`Uploading ${file.name} (${byteSize(file.size)})…`);
+        artifactFileId = (await uploadArtifact(orgId, file)).id;
+        // Stored now: a refused release below can pick it from the stored files.
+        setFileId(artifactFileId);
+        setSource('stored');
+        setFile(null);
+        setInputKey((k) => k + 1);
+      }
+      setStep('Creating the release…');
+      const body: Record<string, unknown> = { version, artifactFileId, updatePolicy: policy };
+      if (channel.trim() !== '') body.channel = channel.trim();
+      if (notes.trim() !== '') body.notes = notes;
+      return api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases`, { body });
+    },
+    onSuccess: () => {
+      setVersion('');
+      setNotes('');
+      setFileId('');
+      setSource('upload');
+    },
+    onSettled: () => {
+      setStep(null);
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id, 'releases'] });
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'files'] });
+    },
+  });
+  const errors = fieldErrors(create.error, FIELDS, 'body', 'rel');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    create.mutate();
+  };
+  return (
+    <form className="panel" onSubmit={submit} noValidate aria-labelledby="new-release-heading">
+      <h2 id="new-release-heading">New release</h2>
+      <p className="hint">A release starts as a draft: no device gets it until it is published.</p>
+      <FormError error={create.error} errors={errors} />
+      <div className="form-grid">
+        <div className="field">
+          <label htmlFor={errors.props('version').id}>Version</label>
+          <input
+            {...errors.props('version')}
+            value={version}
+            onChange={(e) => setVersion(e.target.value)}
+            maxLength={128}
+          />
+          <span className="hint">a label such as 1.4.0; releases are ordered by their sequence, not by it</span>
+          <FieldError errors={errors} field="version" idPrefix="rel" />
+        </div>
+        <div className="field">
+          <label htmlFor={errors.props('channel').id}>Channel</label>
+          <input
+            {...errors.props('channel')}
+            value={channel}
+            onChange={(e) => setChannel(e.target.value)}
+            placeholder={app.defaultChannel}
+          />
+          <span className="hint">empty: the application&apos;s default ({app.defaultChannel})</span>
+          <FieldError errors={errors} field="channel" idPrefix="rel" />
+        </div>
+        <div className="field">
+          <label htmlFor={errors.props('updatePolicy').id}>Update policy</label>
+          <select
+            {...errors.props('updatePolicy')}
+            value={policy}
+            onChange={(e) => setPolicy(e.target.value as 'optional' | 'mandatory')}
+          >
+            <option value="optional">optional: a device may postpone it</option>
+            <option value="mandatory">mandatory: devices below it must install it</option>
+          </select>
+          <FieldError errors={errors} field="updatePolicy" idPrefix="rel" />
+        </div>
+        <fieldset className="field wide">
+          <legend>Artifact</legend>
+          <label className="check">
+            <input
+              type="radio"
+              name="artifact-source"
+              checked={source === 'upload'}
+              onChange={() => setSource('upload')}
+            />
+            Upload a file
+          </label>
+          <label className="check">
+            <input
+              type="radio"
+              name="artifact-source"
+              checked={source === 'stored'}
+              onChange={() => setSource('stored')}
+            />
+            Use a stored file (active, persistent)
+          </label>
+          {source === 'upload' ? (
+            <>
+              <label htmlFor={errors.props('artifactFileId').id}>File to upload</label>
+              <input
+                key={inputKey}
+                {...errors.props('artifactFileId')}
+                type="file"
+                onChange={(e) => setFile(e.target.files?.[0] ?? null)}
+              />
+              <span className="hint">stored as a persistent file of the organization&apos;s default storage</span>
+            </>
+          ) : (
+            <>
+              <label htmlFor={errors.props('artifactFileId').id}>Stored file</label>
+              <select {...errors.props('artifactFileId')} value={fileId} onChange={(e) => setFileId(e.target.value)}>
+                <option value="">Choose a file…</option>
+                {(files.data ?? []).map((f) => (
+                  <option key={f.id} value={f.id}>
+                    {f.filename} ({byteSize(f.size)}, {f.id.slice(0, 8)})
+                  </option>
+                ))}
+              </select>
+              {files.error && (
+                <span className="field-error">The stored files cannot be listed: {files.error.message}</span>
+              )}
+            </>
+          )}
+          <FieldError errors={errors} field="artifactFileId" idPrefix="rel" />
+        </fieldset>
+        <div className="field wide">
+          <label htmlFor={errors.props('notes').id}>Notes</label>
+          <textarea {...errors.props('notes')} rows={2} value={notes} onChange={(e) => setNotes(e.target.value)} />
+          <FieldError errors={errors} field="notes" idPrefix="rel" />
+        </div>
+      </div>
+      {step && (
+        <p role="status" className="hint">
+          {step}
+        </p>
+      )}
+      <button type="submit" disabled={create.isPending}>
+        Create release
+      </button>
+    </form>
+  );
+}
