@@ -1,0 +1,278 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  enrollAgentStateDir,
+  startDaemonProcess,
+  stopDaemonProcess,
+  writeWorkflowFile,
+  type DaemonProcess,
+} from '../helpers/agent-daemon.js';
+import {
+  CHROMIUM,
+  docScreenshot,
+  expectAccessible,
+  launchBrowser,
+  openPage,
+  screenshotOnFailure,
+  type TestPage,
+} from '../helpers/browser.js';
+import {
+  makeTempDir,
+  OWNER_EMAIL,
+  OWNER_PASSWORD,
+  startTestCoordinator,
+  type TestCoordinator,
+} from '../helpers/coordinator.js';
+import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
+import { artifactUploader, uploadArtifact, type AppBody, type BindingBody, type ReleaseBody } from '../helpers/ota.js';
+import { installedVersion } from '../helpers/ota-agent.js';
+
+/**
+ * The Updates (OTA) pages in a real Chromium against a real coordinator and a real agent bound
+ * to an application: create the application (a refusal shown at its field), bind the agent,
+ * create a release from a file uploaded in the browser, publish it after a confirmation that
+ * counts the devices, watch the device install it, publish a second release from a stored file,
+ * yank it and watch the device go back; a member's view; delete. Every page is checked with
+ * axe-core and for CSP violations.
+ */
+
+describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
+  let t: TestCoordinator;
+  let browser: Browser;
+  let owner: TestPage;
+  let member: TestPage | undefined;
+  let daemon: DaemonProcess | undefined;
+  let marks: string;
+  let gate: string;
+  let app: AppBody;
+
+  beforeAll(async () => {
+    t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+    const enrolled = await enrollAgentStateDir(t);
+    marks = path.join(makeTempDir('drover-browser-ota-'), 'device');
+    gate = path.join(path.dirname(marks), 'hold');
+    fs.mkdirSync(marks);
+    // The update workflow records what it installed; while the file `hold` exists it waits, so
+    // the test can see an update job in progress.
+    writeWorkflowFile(
+      enrolled.stateDir,
+      'apply-update',
+      [
+        'name: apply-update',
+        'steps:',
+        `  - run: while [ -f '${gate}' ]; do sleep 0.05; done; cp "$DROVER_PARAM_ARTIFACT" '${marks}/artifact' && printf %s "$DROVER_PARAM_VERSION" > '${marks}/version'`,
+        '    shell: true',
+        '',
+      ].join('\n'),
+    );
+    daemon = startDaemonProcess(enrolled.stateDir, ['--deploy-poll-interval', '1s']);
+    await daemon.waitForLog((r) => /^connected to the coordinator/.test(r.msg), 30_000);
+    browser = await launchBrowser();
+    owner = await openPage(browser, t.url);
+    await owner.page.goto('/login');
+    await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD);
+    await owner.page.waitForURL(`**/orgs/${t.orgId}`);
+  }, 60_000);
+  afterAll(async () => {
+    await stopDaemonProcess(daemon);
+    await browser?.close();
+    await t?.close();
+    if (marks) fs.rmSync(path.dirname(marks), { recursive: true, force: true });
+  });
+  screenshotOnFailure(() => [owner?.page, member?.page]);
+
+  const page = (): Page => owner.page;
+  async function signIn(p: Page, email: string, password: string) {
+    await p.getByLabel('Email').fill(email);
+    await p.getByLabel('Password').fill(password);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+  }
+  const deviceRow = () => page().getByRole('row', { name: 'daemon-test' });
+  const releaseRow = (version: string) => page().getByRole('row', { name: new RegExp(`^${version} \\(sequence`) });
+  async function releases(): Promise<ReleaseBody[]> {
+    return (await t.owner.get<ReleaseBody[]>(`/orgs/${t.orgId}/apps/${app.id}/releases`)).body;
+  }
+  async function binding(): Promise<BindingBody> {
+    const devices = await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${app.id}/devices`);
+    return devices.body[0]!;
+  }
+  /** Waits until the page shows the device on `version`, installed, and checks the device really has it. */
+  async function converged(version: string) {
+    await vi.waitFor(
+      async () => {
+        expect(await deviceRow().locator('td.current').innerText()).toMatch(new RegExp(`^${version} \\(sequence`));
+        expect(await deviceRow().innerText()).toContain('installed');
+        expect(await deviceRow().innerText()).not.toContain('in progress');
+      },
+      { timeout: 30_000, interval: 200 },
+    );
+    expect(installedVersion(marks)).toBe(version);
+  }
+
+  it('lists no application yet, from the navigation', async () => {
+    await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Updates' }).click();
+    await page().getByRole('heading', { name: 'Updates', level: 1 }).waitFor();
+    await page().getByText('No application yet.').waitFor();
+    await expectAccessible(page(), 'the empty Updates page');
+  });
+
+  it('creates an application: a refused slug is shown at its field, then fixed', async () => {
+    await page().getByLabel('Slug').fill('Kiosk!');
+    await page().getByLabel('Update workflow').fill('apply-update');
+    await page().getByRole('button', { name: 'Create application' }).click();
+    const slugError = page().locator('#app-slug-error');
+    await slugError.waitFor();
+    expect(await page().getByLabel('Slug').getAttribute('aria-invalid')).toBe('true');
+    expect(await page().getByRole('alert').innerText()).toContain('Some fields need a change');
+    await expectAccessible(page(), 'the application form with an error');
+
+    await page().getByLabel('Slug').fill('kiosk');
+    await page().getByRole('button', { name: 'Create application' }).click();
+    await page().getByRole('row', { name: 'kiosk' }).waitFor();
+    const apps = await t.owner.get<AppBody[]>(`/orgs/${t.orgId}/apps`);
+    expect(apps.body).toMatchObject([{ slug: 'kiosk', updateWorkflowName: 'apply-update', defaultChannel: 'stable' }]);
+    app = apps.body[0]!;
+
+    // The same slug again: the API's 409 in plain words above the form.
+    await page().getByLabel('Slug').fill('kiosk');
+    await page().getByLabel('Update workflow').fill('apply-update');
+    await page().getByRole('button', { name: 'Create application' }).click();
+    await vi.waitFor(async () => expect(await page().getByRole('alert').innerText()).toMatch(/kiosk/));
+    await docScreenshot(page(), 'ota-apps');
+  });
+
+  it("binds the agent on the application's page; the device reports its baseline", async () => {
+    await page().getByRole('link', { name: 'kiosk' }).click();
+    await page().getByRole('heading', { name: 'kiosk', level: 1 }).waitFor();
+    await page().getByText('No release yet.').waitFor();
+    await page().getByLabel('daemon-test').check();
+    await page().getByRole('button', { name: 'Bind 1 agent' }).click();
+    await vi.waitFor(
+      async () => {
+        const row = await deviceRow().innerText();
+        expect(row).toContain('stable');
+        expect(row).toContain('idle');
+        expect(row).toContain('none published');
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+    await expectAccessible(page(), "an application's page with a device and no release");
+  });
+
+  it('creates a release from a file uploaded in the browser, publishes it after a confirmation, and the device installs it', async () => {
+    await page().getByLabel('Version').fill('1.0.0');
+    await page()
+      .getByLabel('File to upload')
+      .setInputFiles({ name: 'kiosk-1.0.0.tar.gz', mimeType: 'application/gzip', buffer: Buffer.from('kiosk 1.0.0') });
+    await page().getByRole('button', { name: 'Create release' }).click();
+    await releaseRow('1.0.0').waitFor();
+    const [created] = await releases();
+    expect(created).toMatchObject({ version: '1.0.0', status: 'draft', sequence: 1, size: 11, channel: 'stable' });
+    expect(await releaseRow('1.0.0').innerText()).toContain(`sha256 ${created!.checksumSha256.slice(0, 12)}`);
+
+    await page().getByRole('button', { name: 'Publish 1.0.0' }).click();
+    const confirm = page().getByRole('group', { name: 'Publish 1.0.0' });
+    expect(await confirm.innerText()).toContain('1 device on channel stable will be told to update to 1.0.0.');
+    await expectAccessible(page(), 'the publish confirmation');
+    fs.writeFileSync(gate, '');
+    await confirm.getByRole('button', { name: 'Publish 1.0.0' }).click();
+    await vi.waitFor(async () => expect(await releaseRow('1.0.0').innerText()).toContain('published'));
+
+    // While the device installs, its row links the update job and the release counts it as updating.
+    const job = deviceRow().getByRole('link', { name: 'in progress' });
+    await job.waitFor({ timeout: 20_000 });
+    const { activeJobId } = await binding();
+    expect(await job.getAttribute('href')).toBe(`/api/jobs/${activeJobId}`);
+    expect(await releaseRow('1.0.0').locator('td.counts').innerText()).toMatch(/0 on it\s+1 updating\s+0 failed/);
+    await expectAccessible(page(), "an application's page with an update in progress");
+    await job.click();
+    await page()
+      .getByRole('heading', { name: /apply-update/ })
+      .waitFor();
+    await page().goBack();
+    await page().getByRole('heading', { name: 'kiosk', level: 1 }).waitFor();
+    fs.rmSync(gate);
+    await converged('1.0.0');
+    expect(fs.readFileSync(path.join(marks, 'artifact'), 'utf8')).toBe('kiosk 1.0.0');
+    expect(await releaseRow('1.0.0').locator('td.counts').innerText()).toMatch(/1 on it\s+0 updating\s+0 failed/);
+  });
+
+  it('publishes a second release from a stored file, then yanks it: the confirmation counts the device, which goes back', async () => {
+    const uploader = await artifactUploader(t);
+    const fileId = await uploadArtifact(uploader, 'kiosk 1.1.0', 'kiosk-1.1.0.tar.gz');
+    await page().getByLabel('Version').fill('1.1.0');
+    await page().getByLabel('Use a stored file').check();
+    await page().getByLabel('Stored file', { exact: true }).selectOption({ value: fileId });
+    await page().getByRole('button', { name: 'Create release' }).click();
+    await releaseRow('1.1.0').waitFor();
+    expect((await releases())[0]).toMatchObject({ version: '1.1.0', artifactFileId: fileId, sequence: 2 });
+
+    await page().getByRole('button', { name: 'Publish 1.1.0' }).click();
+    const publish = page().getByRole('group', { name: 'Publish 1.1.0' });
+    expect(await publish.innerText()).toContain('1 device on channel stable will be told to update to 1.1.0.');
+    await publish.getByRole('button', { name: 'Publish 1.1.0' }).click();
+    await converged('1.1.0');
+    await docScreenshot(page(), 'ota-app');
+
+    await page().getByRole('button', { name: 'Yank 1.1.0' }).click();
+    const yank = page().getByRole('group', { name: 'Yank 1.1.0' });
+    expect(await yank.innerText()).toContain('Yanking 1.1.0: 1 device on it will be moved back to 1.0.0.');
+    await expectAccessible(page(), 'the yank confirmation');
+    await docScreenshot(page(), 'ota-yank');
+    await yank.getByRole('button', { name: 'Yank 1.1.0' }).click();
+    await vi.waitFor(async () => expect(await releaseRow('1.1.0').innerText()).toContain('yanked'));
+    await converged('1.0.0');
+    expect(await binding()).toMatchObject({ current: { version: '1.0.0' }, forced: false, activeJobId: null });
+    await expectAccessible(page(), "an application's page after a yank");
+  });
+
+  it("changes the device's channel: a refused channel is shown at its input", async () => {
+    await deviceRow().getByRole('button', { name: 'Change the channel of daemon-test' }).click();
+    await page().getByLabel('Channel of daemon-test').fill('Beta!');
+    await page().getByRole('button', { name: 'Save' }).click();
+    await page().locator('[id^="dev-"][id$="-channel-error"]').waitFor();
+    await page().getByLabel('Channel of daemon-test').fill('beta');
+    await page().getByRole('button', { name: 'Save' }).click();
+    await vi.waitFor(async () => expect(await deviceRow().innerText()).toContain('beta'));
+    expect((await binding()).channel).toBe('beta');
+    // Nothing is published on beta: the device keeps 1.0.0 and has nothing to install.
+    await vi.waitFor(async () => expect(await deviceRow().locator('td.desired').innerText()).toBe('none published'));
+  });
+
+  it('hides the owner-only delete from a member, who may still bind and publish', async () => {
+    await addUser(t.owner, t.orgId, 'member@example.test', 'member');
+    member = await openPage(browser, t.url);
+    await member.page.goto(`/orgs/${t.orgId}/apps`);
+    await member.page.waitForURL('**/login?next=*');
+    await signIn(member.page, 'member@example.test', MEMBER_PASSWORD);
+    await member.page.getByRole('row', { name: 'kiosk' }).waitFor();
+    await member.page.getByRole('button', { name: 'Edit kiosk' }).waitFor();
+    expect(await member.page.getByRole('button', { name: /Delete/ }).count()).toBe(0);
+    await expectAccessible(member.page, "a member's Updates page");
+    await member.page.getByRole('link', { name: 'kiosk' }).click();
+    await member.page.getByRole('heading', { name: 'kiosk', level: 1 }).waitFor();
+    await member.page.getByRole('button', { name: 'Create release' }).waitFor();
+    expect(await member.page.getByRole('button', { name: /Delete/ }).count()).toBe(0);
+    expect(member.problems).toEqual([]);
+  });
+
+  it('lets an owner edit an application and delete it after confirming', async () => {
+    await page().goto(`/orgs/${t.orgId}/apps`);
+    await page().getByRole('button', { name: 'Edit kiosk' }).click();
+    await page().getByLabel('Default channel of kiosk').fill('beta');
+    await page().getByRole('button', { name: 'Save' }).click();
+    await vi.waitFor(async () =>
+      expect(await page().getByRole('row', { name: 'kiosk' }).innerText()).toContain('beta'),
+    );
+
+    await page().getByRole('button', { name: 'Delete kiosk' }).click();
+    const confirm = page().getByRole('group', { name: 'Delete kiosk' });
+    expect(await confirm.innerText()).toContain('Its releases and device bindings are deleted');
+    await confirm.getByRole('button', { name: 'Delete application' }).click();
+    await page().getByText('No application yet.').waitFor();
+    expect((await t.owner.get(`/orgs/${t.orgId}/apps/${app.id}`)).status).toBe(404);
+    expect(owner.problems).toEqual([]);
+  });
+});
