@@ -67,6 +67,15 @@ export interface StoredFile {
   createdAt: string;
 }
 
+/** Where a file is stored (docs/storage.md); an upload names one when the organization has several. */
+export interface StorageBinding {
+  id: string;
+  name: string;
+  backend: string;
+  isDefault: boolean;
+  createdAt: string;
+}
+
 /** Devices move on their own (reports, update jobs): the application's page refreshes this often. */
 export const OTA_REFRESH_MS = 2_000;
 
@@ -106,6 +115,12 @@ export const artifactFilesQuery = (orgId: string) =>
       ),
   });
 
+export const storageBindingsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'storage-bindings'],
+    queryFn: () => api<StorageBinding[]>('GET', `/orgs/${orgId}/storage-bindings`),
+  });
+
 interface PresignedUpload {
   fileId: string;
   uploadUrl: string;
@@ -118,8 +133,9 @@ interface PresignedUpload {
  * Stores `file` as a persistent file of the organization (docs/storage.md): presign, PUT of the
  * bytes to the upload address with the headers it came with, complete. Answers the active file.
  */
-export async function uploadArtifact(orgId: string, file: File): Promise<StoredFile> {
+export async function uploadArtifact(orgId: string, file: File, bindingId?: string): Promise<StoredFile> {
   const body: Record<string, unknown> = { filename: file.name, cleanupRule: 'persistent' };
+  if (bindingId) body.bindingId = bindingId;
   if (file.type) body.contentType = file.type;
   const upload = await api<PresignedUpload>('POST', `/orgs/${orgId}/files/presign-upload`, { body });
   let put: Response;

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api/client';
-import { artifactFilesQuery, byteSize, uploadArtifact, type App, type Release } from '../api/ota';
+import { artifactFilesQuery, byteSize, storageBindingsQuery, uploadArtifact, type App, type Release } from '../api/ota';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 
 const FIELDS = ['version', 'artifactFileId', 'channel', 'updatePolicy', 'notes'] as const;
@@ -20,7 +20,11 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
   const [fileId, setFileId] = useState('');
   const [step, setStep] = useState<string | null>(null);
   const [inputKey, setInputKey] = useState(0);
+  const [bindingId, setBindingId] = useState('');
   const files = useQuery({ ...artifactFilesQuery(orgId), enabled: source === 'stored' });
+  const bindings = useQuery(storageBindingsQuery(orgId));
+  const usable = bindings.data ?? [];
+  const chosenBinding = bindingId || usable.find((b) => b.isDefault)?.id || usable[0]?.id;
   const queryClient = useQueryClient();
   const create = useMutation({
     mutationFn: async () => {
@@ -31,7 +35,7 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
           throw new ApiError(422, 'validation_failed', message, [{ path: 'body.artifactFileId', message }]);
         }
         setStep(`Uploading ${file.name} (${byteSize(file.size)})…`);
-        artifactFileId = (await uploadArtifact(orgId, file)).id;
+        artifactFileId = (await uploadArtifact(orgId, file, chosenBinding)).id;
         // Stored now: a refused release below can pick it from the stored files.
         setFileId(artifactFileId);
         setSource('stored');
@@ -130,7 +134,20 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
                 type="file"
                 onChange={(e) => setFile(e.target.files?.[0] ?? null)}
               />
-              <span className="hint">stored as a persistent file of the organization&apos;s default storage</span>
+              <span className="hint">stored as a persistent file of the organization</span>
+              {usable.length > 1 && (
+                <>
+                  <label htmlFor="rel-bindingId">Storage binding</label>
+                  <select id="rel-bindingId" value={chosenBinding} onChange={(e) => setBindingId(e.target.value)}>
+                    {usable.map((b) => (
+                      <option key={b.id} value={b.id}>
+                        {b.name}
+                        {b.isDefault ? ' (default)' : ''}
+                      </option>
+                    ))}
+                  </select>
+                </>
+              )}
             </>
           ) : (
             <>
