@@ -166,6 +166,16 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await page()
       .getByLabel('File to upload')
       .setInputFiles({ name: 'kiosk-1.0.0.tar.gz', mimeType: 'application/gzip', buffer: Buffer.from('kiosk 1.0.0') });
+    // A channel the coordinator refuses: the file is stored already, and the form keeps it.
+    await page().getByLabel('Channel', { exact: true }).fill('Stable!');
+    await page().getByRole('button', { name: 'Create release' }).click();
+    await page().locator('#rel-channel-error').waitFor();
+    expect(await page().getByLabel('Channel', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+    const stored = page().getByLabel('Stored file', { exact: true });
+    await vi.waitFor(async () => expect(await stored.locator('option:checked').innerText()).toMatch(/^kiosk-1\.0\.0/));
+    await expectAccessible(page(), 'the release form with an error');
+    await docScreenshot(page(), 'ota-release-form');
+    await page().getByLabel('Channel', { exact: true }).fill('');
     await page().getByRole('button', { name: 'Create release' }).click();
     await releaseRow('1.0.0').waitFor();
     const [created] = await releases();
