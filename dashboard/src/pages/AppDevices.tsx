@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
+import { Link } from 'react-router';
 import { api } from '../api/client';
 import { agentsQuery } from '../api/queries';
 import { devicesQuery, type App, type Binding, type ReleaseRef } from '../api/ota';
@@ -96,10 +97,10 @@ function DeviceRow({ orgId, app, binding: b, name }: { orgId: string; app: App; 
         </span>
       </td>
       <td>
-        {b.activeJobId && <a href={`/api/jobs/${b.activeJobId}`}>in progress</a>}
+        {b.activeJobId && <Link to={`/api/jobs/${b.activeJobId}`}>in progress</Link>}
         {!b.activeJobId && b.cancelledJobId && (
           <>
-            <a href={`/api/jobs/${b.cancelledJobId}`}>cancelled</a>
+            <Link to={`/api/jobs/${b.cancelledJobId}`}>cancelled</Link>
             <br />
             <span className="hint">on hold until a retry</span>
           </>
