@@ -1,0 +1,195 @@
+import { queryOptions } from '@tanstack/react-query';
+import { api, ApiError, UNREACHABLE } from './client';
+
+/**
+ * Stored files of an organization, with the member's session (docs/storage.md, "Files in the
+ * dashboard"), and the upload through a presigned URL with its progress.
+ */
+
+export const FILE_STATUSES = ['pending', 'active', 'deleting', 'deleted', 'delete_failed'] as const;
+export type FileStatus = (typeof FILE_STATUSES)[number];
+export type CleanupRule = 'ttl' | 'persistent' | 'on_job_end';
+
+/** A file's metadata, as the API answers it. */
+export interface StoredFile {
+  id: string;
+  bindingId: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  status: FileStatus;
+  cleanupRule: CleanupRule;
+  expiresAt: string | null;
+  deletedAt: string | null;
+  createdAt: string;
+}
+
+interface PresignedUpload {
+  fileId: string;
+  uploadUrl: string;
+  method: 'PUT';
+  headers: Record<string, string>;
+  expiresInSeconds: number;
+}
+
+/** How often a list of files refreshes (a deletion or an upload elsewhere shows up). */
+export const FILES_REFRESH_MS = 5_000;
+
+export const filesQuery = (orgId: string, filters: { bindingId?: string; status?: string }) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'files', filters],
+    queryFn: () => {
+      const query = new URLSearchParams();
+      if (filters.bindingId) query.set('bindingId', filters.bindingId);
+      if (filters.status) query.set('status', filters.status);
+      const search = query.toString();
+      return api<StoredFile[]>('GET', `/orgs/${orgId}/files${search ? `?${search}` : ''}`);
+    },
+    refetchInterval: FILES_REFRESH_MS,
+  });
+
+/** The key every files list of the organization starts with (to refresh them all). */
+export const filesKey = (orgId: string) => ['orgs', orgId, 'files'];
+
+/** A fresh presigned download URL: one per click, since each expires. */
+export const downloadUrl = (orgId: string, fileId: string) =>
+  api<{ downloadUrl: string; expiresInSeconds: number }>('GET', `/orgs/${orgId}/files/${fileId}/download-url`);
+
+export const deleteFile = (orgId: string, fileId: string) =>
+  api<StoredFile>('DELETE', `/orgs/${orgId}/files/${fileId}`);
+
+/** What an upload asks of the coordinator (the presign-upload body). */
+export interface UploadRequest {
+  bindingId?: string;
+  filename?: string;
+  contentType?: string;
+  cleanupRule: 'ttl' | 'persistent';
+  ttlSeconds?: number;
+}
+
+/** The three calls of an upload: a failure says which one failed. */
+export type UploadStage = 'presign' | 'upload' | 'complete';
+
+export class UploadFailure extends Error {
+  constructor(
+    readonly stage: UploadStage,
+    readonly error: ApiError,
+  ) {
+    super(error.message);
+    this.name = 'UploadFailure';
+  }
+}
+
+/** Thrown when the upload was cancelled (the signal aborted). */
+export class UploadCancelled extends Error {
+  constructor() {
+    super('The upload was cancelled');
+    this.name = 'UploadCancelled';
+  }
+}
+
+export interface UploadProgress {
+  loaded: number;
+  total: number;
+}
+
+/**
+ * Uploads `blob`: presign-upload, a PUT of the bytes to the presigned URL with its headers
+ * (progress reported as it goes), then complete. A pending file left by a cancel or a failure
+ * after the presign is deleted. Rejects with UploadFailure (which call failed and why) or
+ * UploadCancelled.
+ */
+export async function uploadFile(
+  orgId: string,
+  blob: Blob,
+  request: UploadRequest,
+  onProgress: (progress: UploadProgress) => void,
+  signal: AbortSignal,
+): Promise<StoredFile> {
+  let presigned: PresignedUpload;
+  try {
+    presigned = await api<PresignedUpload>('POST', `/orgs/${orgId}/files/presign-upload`, { body: request });
+  } catch (error) {
+    throw new UploadFailure('presign', asApiError(error));
+  }
+  const abandon = () => deleteFile(orgId, presigned.fileId).catch(() => undefined);
+  if (signal.aborted) {
+    await abandon();
+    throw new UploadCancelled();
+  }
+  try {
+    await putBytes(presigned, blob, onProgress, signal);
+  } catch (error) {
+    await abandon();
+    if (error instanceof UploadCancelled) throw error;
+    throw new UploadFailure('upload', asApiError(error));
+  }
+  try {
+    return await api<StoredFile>('POST', `/orgs/${orgId}/files/${presigned.fileId}/complete`);
+  } catch (error) {
+    await abandon();
+    throw new UploadFailure('complete', asApiError(error));
+  }
+}
+
+const asApiError = (error: unknown): ApiError =>
+  error instanceof ApiError ? error : new ApiError(0, 'error', error instanceof Error ? error.message : String(error));
+
+/**
+ * The PUT, with XMLHttpRequest for its upload progress (fetch has none). The dashboard's
+ * Content-Security-Policy lets the page connect to its own origin only: an upload URL on another
+ * origin (DROVER_PUBLIC_URL differs from the address the browser opened) is refused here with
+ * words that say what to change, rather than by the browser with none.
+ */
+function putBytes(
+  presigned: PresignedUpload,
+  blob: Blob,
+  onProgress: (progress: UploadProgress) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const target = new URL(presigned.uploadUrl, window.location.href);
+  if (target.origin !== window.location.origin) {
+    return Promise.reject(
+      new ApiError(
+        0,
+        'cross_origin',
+        `The coordinator gives upload addresses at ${target.origin}, but this dashboard is open at ${window.location.origin}, and the dashboard may only send files to its own address. Open the dashboard at ${target.origin}, or set DROVER_PUBLIC_URL to ${window.location.origin} on the coordinator.`,
+      ),
+    );
+  }
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open(presigned.method, target.href);
+    for (const [name, value] of Object.entries(presigned.headers)) xhr.setRequestHeader(name, value);
+    xhr.upload.onprogress = (event) =>
+      onProgress({ loaded: event.loaded, total: event.lengthComputable ? event.total : blob.size });
+    xhr.onload = () => {
+      if (xhr.status >= 200 && xhr.status < 300) {
+        onProgress({ loaded: blob.size, total: blob.size });
+        resolve();
+      } else reject(putError(xhr));
+    };
+    xhr.onerror = () =>
+      reject(new ApiError(0, UNREACHABLE, `The file could not be sent to ${target.origin}: the connection failed`));
+    xhr.onabort = () => reject(new UploadCancelled());
+    const abort = () => xhr.abort();
+    signal.addEventListener('abort', abort, { once: true });
+    xhr.onloadend = () => signal.removeEventListener('abort', abort);
+    xhr.send(blob);
+  });
+}
+
+/** The store's refusal of the PUT (413 too large, 403 an expired URL...) as an ApiError. */
+function putError(xhr: XMLHttpRequest): ApiError {
+  let body: { code?: unknown; message?: unknown } = {};
+  try {
+    body = JSON.parse(xhr.responseText) as typeof body;
+  } catch {
+    // Not JSON (another store): the status says it.
+  }
+  return new ApiError(
+    xhr.status,
+    typeof body.code === 'string' ? body.code : 'error',
+    typeof body.message === 'string' ? body.message : `The store answered ${xhr.status} ${xhr.statusText}`,
+  );
+}

@@ -1,0 +1,37 @@
+import { queryOptions } from '@tanstack/react-query';
+import { api } from './client';
+
+/** An organization's storage bindings (docs/management.md, "Storage bindings"). */
+export interface StorageBinding {
+  id: string;
+  name: string;
+  backend: 'local' | 's3';
+  isDefault: boolean;
+  createdAt: string;
+}
+
+/** The create body: a local binding has no settings; an s3 one has its endpoint, bucket and keys. */
+export type NewBinding =
+  | { name: string; backend: 'local' }
+  | {
+      name: string;
+      backend: 's3';
+      endpoint: string;
+      bucket: string;
+      region: string;
+      accessKeyId: string;
+      secretAccessKey: string;
+      forcePathStyle?: boolean;
+    };
+
+export const bindingsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'storage-bindings'],
+    queryFn: () => api<StorageBinding[]>('GET', `/orgs/${orgId}/storage-bindings`),
+  });
+
+export const createBinding = (orgId: string, body: NewBinding) =>
+  api<StorageBinding>('POST', `/orgs/${orgId}/storage-bindings`, { body });
+
+export const deleteBinding = (orgId: string, bindingId: string) =>
+  api<StorageBinding>('DELETE', `/orgs/${orgId}/storage-bindings/${bindingId}`);

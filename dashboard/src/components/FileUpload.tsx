@@ -1,0 +1,218 @@
+import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import { ApiError } from '../api/client';
+import {
+  UploadCancelled,
+  UploadFailure,
+  uploadFile,
+  type StoredFile,
+  type UploadProgress,
+  type UploadRequest,
+} from '../api/files';
+import { humanSize } from './bytes';
+import { plainWords } from './ErrorMessage';
+import { FieldError, fieldErrors, FormError } from './FieldErrors';
+
+export interface FileUploadProps {
+  orgId: string;
+  /** The binding to upload into; left out, the coordinator takes the organization's only binding. */
+  bindingId?: string;
+  /**
+   * A cleanup rule the caller imposes (a release's artifact must be `persistent`): the form then
+   * does not offer the choice. Left out, the form offers `ttl` (with its time to live) and `persistent`.
+   */
+  cleanupRule?: 'ttl' | 'persistent';
+  /** The form's title. */
+  title?: string;
+  /** Called with the file once it is active. */
+  onUploaded?: (file: StoredFile) => void;
+}
+
+const FIELDS = ['filename', 'cleanupRule', 'ttlSeconds', 'bindingId', 'contentType'] as const;
+const TTL_UNITS = [
+  { label: 'minutes', seconds: 60 },
+  { label: 'hours', seconds: 3_600 },
+  { label: 'days', seconds: 86_400 },
+];
+
+const STAGE_WORDS = {
+  upload: 'Sending the file failed',
+  complete: 'The file was sent, but the coordinator could not complete it',
+} as const;
+
+type State =
+  | { phase: 'idle' }
+  | { phase: 'sending'; progress: UploadProgress }
+  | { phase: 'completing' }
+  | { phase: 'done'; file: StoredFile }
+  | { phase: 'cancelled' }
+  | { phase: 'failed'; failure: UploadFailure | ApiError };
+
+/**
+ * Uploads one file: choose it, name it, pick its cleanup rule and time to live, then watch the
+ * progress bar while the bytes go to the presigned URL; cancel stops the transfer and deletes
+ * the pending file. Each failure says which step failed (the coordinator refusing the upload,
+ * sending the bytes, completing the file), with the coordinator's reasons next to the fields.
+ */
+export function FileUpload({ orgId, bindingId, cleanupRule, title = 'Upload a file', onUploaded }: FileUploadProps) {
+  const idPrefix = `upload${useId().replace(/[^a-zA-Z0-9]/g, '')}`;
+  const [file, setFile] = useState<File | null>(null);
+  const [filename, setFilename] = useState('');
+  const [rule, setRule] = useState<'ttl' | 'persistent'>(cleanupRule ?? 'ttl');
+  const [ttl, setTtl] = useState('1');
+  const [unit, setUnit] = useState(86_400);
+  const [state, setState] = useState<State>({ phase: 'idle' });
+  const controller = useRef<AbortController | null>(null);
+  // Leaving the page stops an upload in flight.
+  useEffect(() => () => controller.current?.abort(), []);
+
+  const failure = state.phase === 'failed' ? state.failure : null;
+  const presignError = failure instanceof UploadFailure && failure.stage === 'presign' ? failure.error : null;
+  const errors = fieldErrors(presignError, FIELDS, 'body', idPrefix);
+  const busy = state.phase === 'sending' || state.phase === 'completing';
+  const chosenRule = cleanupRule ?? rule;
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!file) {
+      setState({ phase: 'failed', failure: new ApiError(0, 'no_file', 'Choose a file to upload first.') });
+      return;
+    }
+    const request: UploadRequest = { cleanupRule: chosenRule };
+    if (bindingId) request.bindingId = bindingId;
+    if (filename.trim()) request.filename = filename;
+    if (file.type) request.contentType = file.type;
+    if (chosenRule === 'ttl') request.ttlSeconds = Math.round(Number(ttl) * unit);
+    const abort = new AbortController();
+    controller.current = abort;
+    setState({ phase: 'sending', progress: { loaded: 0, total: file.size } });
+    try {
+      const stored = await uploadFile(
+        orgId,
+        file,
+        request,
+        (progress) =>
+          setState(
+            progress.loaded >= progress.total ? { phase: 'completing' } : { phase: 'sending', progress: progress },
+          ),
+        abort.signal,
+      );
+      setState({ phase: 'done', file: stored });
+      onUploaded?.(stored);
+    } catch (error) {
+      if (error instanceof UploadCancelled) setState({ phase: 'cancelled' });
+      else if (error instanceof UploadFailure || error instanceof ApiError)
+        setState({ phase: 'failed', failure: error });
+      else throw error;
+    } finally {
+      controller.current = null;
+    }
+  };
+
+  return (
+    <form className="panel file-upload" onSubmit={(e) => void submit(e)} noValidate aria-label={title}>
+      <h2>{title}</h2>
+      <div className="form-grid">
+        <label>
+          File
+          <input
+            type="file"
+            disabled={busy}
+            onChange={(e) => {
+              const chosen = e.target.files?.[0] ?? null;
+              setFile(chosen);
+              setFilename(chosen?.name ?? '');
+            }}
+          />
+        </label>
+        <label>
+          Name
+          <input {...errors.props('filename')} value={filename} onChange={(e) => setFilename(e.target.value)} />
+          <FieldError errors={errors} field="filename" idPrefix={idPrefix} />
+        </label>
+        {!cleanupRule && (
+          <label>
+            Cleanup
+            <select
+              {...errors.props('cleanupRule')}
+              value={rule}
+              onChange={(e) => setRule(e.target.value as 'ttl' | 'persistent')}
+            >
+              <option value="ttl">delete it after a time</option>
+              <option value="persistent">keep it until deleted</option>
+            </select>
+            <FieldError errors={errors} field="cleanupRule" idPrefix={idPrefix} />
+          </label>
+        )}
+        {chosenRule === 'ttl' && (
+          <div className="field">
+            <label>
+              Keep for
+              <input
+                {...errors.props('ttlSeconds')}
+                type="number"
+                min="1"
+                value={ttl}
+                onChange={(e) => setTtl(e.target.value)}
+              />
+            </label>
+            <label>
+              Unit
+              <select value={unit} onChange={(e) => setUnit(Number(e.target.value))}>
+                {TTL_UNITS.map((u) => (
+                  <option key={u.seconds} value={u.seconds}>
+                    {u.label}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <FieldError errors={errors} field="ttlSeconds" idPrefix={idPrefix} />
+            <span className="hint">counted from the end of the upload (1 minute to 90 days)</span>
+          </div>
+        )}
+      </div>
+      {presignError ? (
+        <FormError error={presignError} errors={errors} />
+      ) : (
+        failure && (
+          <div role="alert" className="error">
+            <p>
+              {failure instanceof UploadFailure && failure.stage !== 'presign' ? `${STAGE_WORDS[failure.stage]}: ` : ''}
+              {plainWords(failure instanceof UploadFailure ? failure.error : failure)}
+            </p>
+          </div>
+        )
+      )}
+      <div className="form-actions">
+        <button type="submit" disabled={busy}>
+          Upload
+        </button>
+        {busy && (
+          <button type="button" onClick={() => controller.current?.abort()}>
+            Cancel upload
+          </button>
+        )}
+      </div>
+      <UploadStatus state={state} file={file} />
+    </form>
+  );
+}
+
+function UploadStatus({ state, file }: { state: State; file: File | null }) {
+  const total = state.phase === 'sending' ? state.progress.total : (file?.size ?? 0);
+  const loaded = state.phase === 'sending' ? state.progress.loaded : state.phase === 'idle' ? 0 : total;
+  const percent = total > 0 ? Math.floor((loaded / total) * 100) : 0;
+  return (
+    <>
+      {(state.phase === 'sending' || state.phase === 'completing') && (
+        <progress max={total || 1} value={loaded} aria-label="Upload progress" />
+      )}
+      <p role="status" className="hint">
+        {state.phase === 'sending' && `Sending: ${humanSize(loaded)} of ${humanSize(total)} (${percent}%)`}
+        {state.phase === 'completing' && 'Sent; completing the file…'}
+        {state.phase === 'done' &&
+          `Uploaded ${state.file.filename} (${humanSize(state.file.size)}); the file is ${state.file.status}.`}
+        {state.phase === 'cancelled' && 'Upload cancelled; nothing was kept.'}
+      </p>
+    </>
+  );
+}
