@@ -9,6 +9,7 @@ import { NotFoundPage } from './pages/NotFoundPage';
 import { OrgRedirect } from './pages/OrgRedirect';
 import { Shell } from './pages/Shell';
 import { SignInPage } from './pages/SignInPage';
+import { StoragePage } from './pages/StoragePage';
 import { TriggerFormPage } from './pages/TriggerFormPage';
 import { TriggerPage } from './pages/TriggerPage';
 import { TriggersPage } from './pages/TriggersPage';
@@ -33,6 +34,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/jobs', element: <JobsPage /> },
         { path: '/orgs/:orgId/apps', element: <AppsPage /> },
         { path: '/orgs/:orgId/apps/:appId', element: <AppPage /> },
+        { path: '/orgs/:orgId/storage', element: <StoragePage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],

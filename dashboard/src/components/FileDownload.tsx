@@ -19,11 +19,11 @@ export function FileDownload({ orgId, fileId, label }: { orgId: string; fileId: 
     },
   });
   return (
-    <span className="file-download">
+    <div className="file-download">
       <button type="button" onClick={() => download.mutate()} disabled={download.isPending} aria-label={label}>
         Download
       </button>
       <ErrorMessage error={download.error} />
-    </span>
+    </div>
   );
 }

@@ -5,6 +5,7 @@ import { cancelJob, liveJobQuery, membersQuery, runAgain } from '../api/jobs';
 import { isFinished } from '../api/queries';
 import type { Job, JobDetail, JobLogLine } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { FileDownload } from '../components/FileDownload';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { dateTime } from '../components/time';
 
@@ -153,8 +154,8 @@ const isFileRef = (v: unknown): v is FileRef =>
   typeof v === 'object' && v !== null && (v as { __type?: unknown }).__type === 'FileRef';
 
 /**
- * Files given to the job (FileRef params) and files it returned (FileRef outputs). The API names
- * them by id only: a download link comes from the storage API, with an API token.
+ * Files given to the job (FileRef params) and files it returned (FileRef outputs), by id, each
+ * with a download (a fresh URL from the organization's files at each click).
  */
 function JobFiles({ job }: { job: Job }) {
   const files = [
@@ -168,13 +169,11 @@ function JobFiles({ job }: { job: Job }) {
       <ul>
         {files.map((f) => (
           <li key={`${f.way}:${f.name}`}>
-            {f.way} <strong>{f.name}</strong>: file <code>{f.v.id}</code>
+            {f.way} <strong>{f.name}</strong>: file <code>{f.v.id}</code>{' '}
+            <FileDownload orgId={job.orgId} fileId={f.v.id} label={`Download the ${f.way} file ${f.name}`} />
           </li>
         ))}
       </ul>
-      <p className="hint">
-        Download a file with an API token that may read it: <code>GET /v1/storage/files/&lt;id&gt;/download-url</code>.
-      </p>
     </>
   );
 }

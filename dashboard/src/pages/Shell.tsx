@@ -37,6 +37,7 @@ function SignedIn({ email }: { email: string }) {
             <NavLink to={`/orgs/${current.id}/triggers`}>Triggers</NavLink>
             <NavLink to={`/orgs/${current.id}/jobs`}>Jobs</NavLink>
             <NavLink to={`/orgs/${current.id}/apps`}>Updates</NavLink>
+            <NavLink to={`/orgs/${current.id}/storage`}>Storage</NavLink>
           </nav>
         )}
         <UserMenu email={email} role={current?.role} />
