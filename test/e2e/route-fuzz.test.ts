@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { OWNER_EMAIL, OWNER_PASSWORD } from '../helpers/coordinator.js';
 import { generateCases } from '../helpers/fuzz-cases.js';
 import { describeOutcome, runCases, type FuzzOutcome } from '../helpers/fuzz-client.js';
 import { startFuzzFixture, type FuzzFixture } from '../helpers/fuzz-fixture.js';
@@ -61,13 +62,15 @@ describe('route fuzz', () => {
   });
 
   it(`answers seeded random requests to every route without a 5xx, a hang or a malformed error (seed ${SEED})`, async () => {
-    // Routes interleaved (in a seeded order), deletions last so that the rest runs against the whole fixture.
+    // Routes interleaved (in a seeded order), deletions and sign-outs (which end the fuzzer's
+    // sessions) last so that the rest runs against the whole fixture.
     const cases = new Random(SEED).shuffle(generateCases(routes, fx, SEED, CASES_PER_ROUTE));
     const origin = new URL(fx.t.url);
     const options = { concurrency: CONCURRENCY, timeoutMs: ANSWER_BOUND_MS };
     const outcomes: FuzzOutcome[] = [];
-    for (const deletions of [false, true]) {
-      const phase = cases.filter((c) => (c.method === 'DELETE') === deletions);
+    const endsSomething = (c: (typeof cases)[number]) => c.method === 'DELETE' || c.route.path === '/v1/auth/logout';
+    for (const last of [false, true]) {
+      const phase = cases.filter((c) => endsSomething(c) === last);
       outcomes.push(...(await runCases(origin, phase, fx.credentials, options)));
     }
 
@@ -91,7 +94,12 @@ describe('route fuzz', () => {
     ).toBeGreaterThan(0.75);
 
     // And the coordinator still serves ordinary requests.
-    const orgs = await fx.t.owner.get('/orgs');
+    // Signing in again (the fuzzer signed its sessions out, and its wrong passwords slow sign-in down).
+    const owner = await vi.waitFor(() => fx.t.api.login(OWNER_EMAIL, OWNER_PASSWORD), {
+      timeout: 30_000,
+      interval: 500,
+    });
+    const orgs = await owner.get('/orgs');
     expect(orgs.status).toBe(200);
     expect((await fx.t.api.get('/openapi.json')).status).toBe(200);
   }, 240_000);

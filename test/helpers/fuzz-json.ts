@@ -199,12 +199,22 @@ export function mutate(value: unknown, rnd: Random): unknown {
     const key = keys.length > 0 && rnd.chance(0.75) ? rnd.pick(keys) : rnd.string(rnd.int(1, 8));
     rnd.weighted<() => void>([
       [5, () => setOwn(target, key, hostileValue(rnd))],
-      [2, () => (Array.isArray(target) ? target.splice(Number(key) || 0, 1) : delete target[key])],
+      [2, () => (Array.isArray(target) ? removeAt(target, Number(key) || 0) : delete target[key])],
       [1, () => setOwn(target, rnd.pick(['__proto__', 'constructor']), { prototype: { polluted: true } })],
       [1, () => setOwn(target, attackString(rnd), randomJson(rnd))],
     ])();
   }
   return root;
+}
+
+/**
+ * Removes one element in place. Not with `splice`: it builds its answer with the array's
+ * `constructor`, which an earlier mutation may have replaced with a hostile own property.
+ */
+function removeAt(array: unknown[], index: number): void {
+  if (index >= array.length) return;
+  array.copyWithin(index, index + 1);
+  array.length -= 1;
 }
 
 /** JSON text of `value`, with `RawJson` pieces written as is and own `__proto__` keys kept. */
