@@ -1,10 +1,12 @@
 import { createBrowserRouter } from 'react-router';
 import { AgentsPage } from './pages/AgentsPage';
+import { ApiTokensPage } from './pages/ApiTokensPage';
 import { AppPage } from './pages/AppPage';
 import { AppsPage } from './pages/AppsPage';
 import { HomePage } from './pages/HomePage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
+import { MembersPage } from './pages/MembersPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { OrgRedirect } from './pages/OrgRedirect';
 import { Shell } from './pages/Shell';
@@ -35,6 +37,8 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/apps', element: <AppsPage /> },
         { path: '/orgs/:orgId/apps/:appId', element: <AppPage /> },
         { path: '/orgs/:orgId/storage', element: <StoragePage /> },
+        { path: '/orgs/:orgId/api-tokens', element: <ApiTokensPage /> },
+        { path: '/orgs/:orgId/members', element: <MembersPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],

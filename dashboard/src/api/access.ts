@@ -1,0 +1,76 @@
+import { queryOptions } from '@tanstack/react-query';
+import { api } from './client';
+import type { Role } from './types';
+
+/**
+ * Who may reach the organization: its API tokens with their grants (docs/management.md, "API
+ * tokens and grants"), its members (docs/management.md, "Members"), and the storage bindings a
+ * storage grant names.
+ */
+
+export type StoragePermission = 'read' | 'write' | 'delete';
+export const STORAGE_PERMISSIONS: readonly StoragePermission[] = ['read', 'write', 'delete'];
+
+export type Grant =
+  | { type: 'agent'; agentIds: string[] }
+  | { type: 'trigger'; triggerIds: string[] }
+  | { type: 'storage'; bindingIds: string[] | null; permissions: StoragePermission[] };
+
+export interface ApiToken {
+  id: string;
+  name: string;
+  /** `drv_…` and the last four characters. */
+  hint: string;
+  scopes: Grant[];
+  rateLimit: { perMinute: number | null; perHour: number | null; perDay: number | null };
+  expiresAt: string | null;
+  revokedAt: string | null;
+  createdAt: string;
+}
+
+/** The issuing answer: the token and, this once, its plaintext. */
+export interface IssuedApiToken extends ApiToken {
+  token: string;
+}
+
+export interface IssueRequest {
+  name: string;
+  scopes: Grant[];
+  rateLimitPerMinute: number | null;
+  rateLimitPerHour: number | null;
+  rateLimitPerDay: number | null;
+  expiresAt: string | null;
+}
+
+export interface Member {
+  userId: string;
+  email: string;
+  role: Role;
+  joinedAt: string;
+}
+
+export interface StorageBinding {
+  id: string;
+  name: string;
+  backend: string;
+  isDefault: boolean;
+  createdAt: string;
+}
+
+export const apiTokensQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'api-tokens'],
+    queryFn: () => api<ApiToken[]>('GET', `/orgs/${orgId}/api-tokens`),
+  });
+
+export const membersQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'members'],
+    queryFn: () => api<Member[]>('GET', `/orgs/${orgId}/members`),
+  });
+
+export const storageBindingsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'storage-bindings'],
+    queryFn: () => api<StorageBinding[]>('GET', `/orgs/${orgId}/storage-bindings`),
+  });

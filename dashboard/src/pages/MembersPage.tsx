@@ -1,0 +1,223 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState, type FormEvent } from 'react';
+import { useNavigate } from 'react-router';
+import { api } from '../api/client';
+import { membersQuery, type Member } from '../api/access';
+import { orgsQuery, sessionQuery } from '../api/queries';
+import type { Role } from '../api/types';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { dateTime } from '../components/time';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/** The organization's members and their roles; owners add, change and remove them. */
+export function MembersPage() {
+  const { orgId, org, loaded } = useOrg();
+  const members = useQuery(membersQuery(orgId));
+  const session = useQuery(sessionQuery);
+  if (loaded && !org) return <NotFoundPage />;
+  const isOwner = org?.role === 'owner';
+  const me = session.data?.user.id;
+  return (
+    <section aria-labelledby="members-heading">
+      <h1 id="members-heading">Members</h1>
+      <p>
+        Owners manage the organization&apos;s members, revoke agents, delete triggers and force runs; members do the
+        rest. {!isOwner && 'Only an owner adds, changes or removes members.'}
+      </p>
+      <ErrorMessage error={members.error} />
+      {members.data && (
+        <table className="members">
+          <thead>
+            <tr>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">Joined</th>
+              {isOwner && <th scope="col">Actions</th>}
+            </tr>
+          </thead>
+          <tbody>
+            {members.data.map((m) => (
+              <tr key={m.userId} aria-label={m.email}>
+                <th scope="row">
+                  {m.email}
+                  {m.userId === me && <span className="hint"> (you)</span>}
+                </th>
+                <td>{m.role}</td>
+                <td>{dateTime(m.joinedAt)}</td>
+                {isOwner && (
+                  <td>
+                    <MemberActions orgId={orgId} member={m} isMe={m.userId === me} />
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {!members.data && !members.error && <p className="loading">Loading…</p>}
+      {isOwner && <AddMember orgId={orgId} />}
+    </section>
+  );
+}
+
+const other = (role: Role): Role => (role === 'owner' ? 'member' : 'owner');
+
+function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member; isMe: boolean }) {
+  const [mode, setMode] = useState<'idle' | 'role' | 'remove'>('idle');
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const done = () => {
+    setMode('idle');
+    void queryClient.invalidateQueries({ queryKey: membersQuery(orgId).queryKey });
+    // The signed-in user's own role or membership changed: the frame and the pages follow.
+    if (isMe) void queryClient.invalidateQueries({ queryKey: orgsQuery.queryKey });
+  };
+  const changeRole = useMutation({
+    mutationFn: () =>
+      api<Member>('PATCH', `/orgs/${orgId}/members/${member.userId}`, { body: { role: other(member.role) } }),
+    onSuccess: done,
+  });
+  const remove = useMutation({
+    mutationFn: () => api<Member>('DELETE', `/orgs/${orgId}/members/${member.userId}`),
+    onSuccess: () => {
+      done();
+      if (isMe) void navigate('/', { replace: true });
+    },
+  });
+  const cancel = () => {
+    setMode('idle');
+    changeRole.reset();
+    remove.reset();
+  };
+  const who = isMe ? 'yourself' : member.email;
+  if (mode === 'role') {
+    return (
+      <div role="group" aria-label={`Change the role of ${member.email}`} className="confirm">
+        <p>
+          Make {who} {other(member.role) === 'owner' ? 'an owner' : 'a member'}?{' '}
+          {member.role === 'owner'
+            ? 'A member can no longer manage members, revoke agents, delete triggers or force runs.'
+            : 'An owner can manage members, revoke agents, delete triggers and force runs.'}
+        </p>
+        <button type="button" className="danger" onClick={() => changeRole.mutate()} disabled={changeRole.isPending}>
+          Make {other(member.role)}
+        </button>
+        <button type="button" onClick={cancel}>
+          Keep the role
+        </button>
+        <ErrorMessage error={changeRole.error} />
+      </div>
+    );
+  }
+  if (mode === 'remove') {
+    return (
+      <div role="group" aria-label={`Remove ${member.email}`} className="confirm">
+        <p>
+          Remove {who} from the organization? {isMe ? 'You' : 'They'} can no longer sign in to it, and the API tokens{' '}
+          {isMe ? 'you' : 'they'} issued stop working until {isMe ? 'you are' : 'they are'} a member again.
+        </p>
+        <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
+          Remove member
+        </button>
+        <button type="button" onClick={cancel}>
+          Keep {isMe ? 'me' : 'them'}
+        </button>
+        <ErrorMessage error={remove.error} />
+      </div>
+    );
+  }
+  return (
+    <div className="actions">
+      <button type="button" onClick={() => setMode('role')} aria-label={`Change the role of ${member.email}`}>
+        Make {other(member.role)}
+      </button>
+      <button type="button" onClick={() => setMode('remove')} aria-label={`Remove ${member.email}`}>
+        Remove
+      </button>
+    </div>
+  );
+}
+
+const ADD_FIELDS = ['email', 'password', 'role'] as const;
+
+/** Adds someone: a new email creates the user with a password; an existing account joins without one. */
+function AddMember({ orgId }: { orgId: string }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [role, setRole] = useState<Role>('member');
+  const queryClient = useQueryClient();
+  const add = useMutation({
+    mutationFn: () =>
+      api<Member>('POST', `/orgs/${orgId}/members`, {
+        body: { email: email.trim(), role, ...(password !== '' ? { password } : {}) },
+      }),
+    onSuccess: () => {
+      setEmail('');
+      setPassword('');
+      setRole('member');
+      void queryClient.invalidateQueries({ queryKey: membersQuery(orgId).queryKey });
+    },
+  });
+  const errors = fieldErrors(add.error, ADD_FIELDS, 'body', 'member');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    add.mutate();
+  };
+  return (
+    <section aria-labelledby="add-member-heading" className="panel">
+      <h2 id="add-member-heading">Add a member</h2>
+      <p className="hint">
+        Someone new gets an account with the password you choose here (8 characters or more); give it to them. Someone
+        who already has an account joins with it: leave the password empty.
+      </p>
+      <form onSubmit={submit} noValidate>
+        <FormError error={add.error} errors={errors} />
+        {add.isSuccess && add.data && (
+          <p role="status" className="hint">
+            {add.data.email} is now a {add.data.role} of the organization.
+          </p>
+        )}
+        <div className="form-grid">
+          <div className="field">
+            <label htmlFor="member-email">Email</label>
+            <input
+              {...errors.props('email')}
+              type="email"
+              autoComplete="off"
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+            />
+            <FieldError errors={errors} field="email" idPrefix="member" />
+          </div>
+          <div className="field">
+            <label htmlFor="member-password">Password for a new user</label>
+            <input
+              {...errors.props('password')}
+              type="password"
+              autoComplete="new-password"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+            />
+            <span className="hint">empty for an existing account</span>
+            <FieldError errors={errors} field="password" idPrefix="member" />
+          </div>
+          <div className="field">
+            <label htmlFor="member-role">Role</label>
+            <select {...errors.props('role')} value={role} onChange={(e) => setRole(e.target.value as Role)}>
+              <option value="member">member</option>
+              <option value="owner">owner</option>
+            </select>
+            <FieldError errors={errors} field="role" idPrefix="member" />
+          </div>
+        </div>
+        <div className="form-actions">
+          <button type="submit" disabled={add.isPending}>
+            Add member
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
