@@ -130,7 +130,7 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
   }
   return (
     <div className="actions">
-      <button type="button" onClick={() => setMode('role')} aria-label={`Change the role of ${member.email}`}>
+      <button type="button" onClick={() => setMode('role')} aria-label={`Make ${other(member.role)}: ${member.email}`}>
         Make {other(member.role)}
       </button>
       <button type="button" onClick={() => setMode('remove')} aria-label={`Remove ${member.email}`}>

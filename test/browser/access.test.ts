@@ -1,0 +1,311 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  enrollAgentStateDir,
+  startDaemonProcess,
+  stopDaemonProcess,
+  writeWorkflowFile,
+  type DaemonProcess,
+} from '../helpers/agent-daemon.js';
+import {
+  CHROMIUM,
+  docScreenshot,
+  expectAccessible,
+  launchBrowser,
+  openPage,
+  screenshotOnFailure,
+  type TestPage,
+} from '../helpers/browser.js';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+
+/**
+ * The API tokens and Members pages in a real Chromium against a real coordinator and agent: an
+ * owner issues a token with the grants picker (a refused limit and an empty storage grant shown
+ * at their fields), reads its plaintext once, uses it with the real `curl`, revokes it (curl then
+ * gets 401); adds a member, changes a role, meets the last-owner rule and a 403; the member does
+ * not see the owner-only actions; signing out asks for sign-in again. Every page is checked with
+ * axe-core and for CSP violations.
+ */
+
+const HELLO = fs.readFileSync(new URL('../../agent/examples/workflows/hello.yaml', import.meta.url), 'utf8');
+const MEMBER_EMAIL = 'dev@example.test';
+const MEMBER_PASSWORD = 'a long member password';
+
+const run = promisify(execFile);
+
+/** The real curl binary: the answer's status and body. */
+async function curl(args: string[]): Promise<{ status: number; body: string }> {
+  const { stdout } = await run('curl', ['-s', '-w', '\n%{http_code}', ...args]);
+  const cut = stdout.lastIndexOf('\n');
+  return { status: Number(stdout.slice(cut + 1)), body: stdout.slice(0, cut) };
+}
+
+describe.skipIf(!CHROMIUM)('the API tokens and Members pages in a browser', () => {
+  let t: TestCoordinator;
+  let browser: Browser;
+  let owner: TestPage;
+  let member: TestPage | undefined;
+  let daemon: DaemonProcess | undefined;
+  let triggerId: string;
+  let plaintext: string;
+
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    const enrolled = await enrollAgentStateDir(t);
+    writeWorkflowFile(enrolled.stateDir, 'hello', HELLO);
+    daemon = startDaemonProcess(enrolled.stateDir);
+    await vi.waitFor(
+      async () => {
+        const workflows = await t.owner.get<{ name: string }[]>(`/orgs/${t.orgId}/workflows`);
+        expect(workflows.body.map((w) => w.name)).toEqual(['hello']);
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    for (const name of ['hello webhook', 'nightly']) {
+      const created = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+        body: { name, agentId: enrolled.agentId, scopeType: 'workflow', workflowName: 'hello', responseMode: 'async' },
+      });
+      expect(created.status).toBe(201);
+      if (name === 'hello webhook') triggerId = created.body.id;
+    }
+    browser = await launchBrowser();
+    owner = await openPage(browser, t.url);
+    await owner.page.goto('/login');
+    await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD);
+    await owner.page.waitForURL(`**/orgs/${t.orgId}`);
+  }, 60_000);
+  afterAll(async () => {
+    await stopDaemonProcess(daemon);
+    await browser?.close();
+    await t?.close();
+  });
+  screenshotOnFailure(() => [owner?.page, member?.page]);
+
+  const page = (): Page => owner.page;
+  async function signIn(p: Page, email: string, password: string) {
+    await p.getByLabel('Email').fill(email);
+    await p.getByLabel('Password').fill(password);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+  }
+  const nav = (p: Page, name: string) => p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name });
+
+  it('lists no API token yet, from the navigation', async () => {
+    await nav(page(), 'API tokens').click();
+    await page().getByRole('heading', { name: 'API tokens' }).waitFor();
+    await page().getByText('No API token yet.').waitFor();
+    await expectAccessible(page(), 'the empty API tokens page');
+  });
+
+  it('issues a token with the grants picker: refusals shown at their fields, then the plaintext once', async () => {
+    await page().getByLabel('Name', { exact: true }).fill('ci');
+    await page()
+      .getByRole('checkbox', { name: /^hello webhook/ })
+      .check();
+    await page()
+      .getByRole('checkbox', { name: /^daemon-test \(workflows: hello\)/ })
+      .check();
+    await page().getByLabel('Storage bindings').selectOption('some');
+    await page().getByRole('checkbox', { name: 'write' }).check();
+    await page().getByLabel('Per minute').fill('0');
+    await page().getByRole('button', { name: 'Issue token' }).click();
+
+    // The schema's refusal comes first, at its input.
+    const limitError = page().locator('#token-rateLimitPerMinute-error');
+    await limitError.waitFor();
+    expect(await limitError.innerText()).toContain('>= 1');
+    expect(await page().getByLabel('Per minute').getAttribute('aria-invalid')).toBe('true');
+    expect(await page().getByRole('alert').innerText()).toContain('Some fields need a change');
+    await expectAccessible(page(), 'the issue form with an error');
+
+    // Then the grants' own check: storage chosen "some" without a binding, under the storage group.
+    await page().getByLabel('Per minute').fill('60');
+    await page().getByRole('button', { name: 'Issue token' }).click();
+    const bindingError = page().locator('#token-bindingIds-error');
+    await bindingError.waitFor();
+    expect(await bindingError.innerText()).toContain('must list at least one id');
+    expect(await page().locator('#token-rateLimitPerMinute-error').count()).toBe(0);
+    await docScreenshot(page(), 'api-token-form');
+
+    await page().getByLabel('Storage bindings').selectOption('all');
+    await page().getByRole('button', { name: 'Issue token' }).click();
+    const issued = page().getByRole('region', { name: 'New API token' });
+    await issued.waitFor();
+    expect(await issued.innerText()).toContain('this is the only time it is shown');
+    plaintext = await issued.getByLabel('API token').innerText();
+    expect(plaintext).toMatch(/^drv_/);
+    await owner.context.grantPermissions(['clipboard-read', 'clipboard-write']);
+    await issued.getByRole('button', { name: 'Copy' }).click();
+    await issued.getByText('Copied.').waitFor();
+    const copied = await page().evaluate(() =>
+      (
+        globalThis as unknown as { navigator: { clipboard: { readText(): Promise<string> } } }
+      ).navigator.clipboard.readText(),
+    );
+    expect(copied).toBe(plaintext);
+
+    const row = page().getByRole('row', { name: 'ci' });
+    await row.waitFor();
+    const text = await row.innerText();
+    expect(text).toContain('run triggers: hello webhook');
+    expect(text).toContain('agents: daemon-test');
+    expect(text).toContain('storage (every binding): read, write');
+    expect(text).toContain('60 a minute');
+    expect(text).toContain(`drv_…${plaintext.slice(-4)}`);
+    await expectAccessible(page(), 'the API tokens page with a new token');
+    await docScreenshot(page(), 'api-tokens');
+
+    const tokens = await t.owner.get<{ name: string; scopes: unknown[] }[]>(`/orgs/${t.orgId}/api-tokens`);
+    expect(tokens.body).toHaveLength(1);
+    expect(tokens.body[0]).toMatchObject({
+      name: 'ci',
+      scopes: [
+        { type: 'agent', agentIds: [expect.any(String)] },
+        { type: 'trigger', triggerIds: [triggerId] },
+        { type: 'storage', bindingIds: null, permissions: ['read', 'write'] },
+      ],
+      rateLimit: { perMinute: 60, perHour: null, perDay: null },
+      expiresAt: null,
+    });
+
+    // Shown once: after a reload only its hint is left.
+    await page().reload();
+    await page().getByRole('row', { name: 'ci' }).waitFor();
+    expect(await page().getByRole('region', { name: 'New API token' }).count()).toBe(0);
+    expect(await page().content()).not.toContain(plaintext);
+  });
+
+  it('the token works with curl, and once revoked in the page curl gets 401', async () => {
+    const auth = ['-H', `authorization: Bearer ${plaintext}`];
+    const agents = await curl([...auth, `${t.url}/v1/agents`]);
+    expect(agents.status).toBe(200);
+    expect(agents.body).toContain('"daemon-test"');
+    const started = await curl([
+      ...auth,
+      ...['-X', 'POST', '-H', 'content-type: application/json', '-d', '{"params":{"who":"curl"}}'],
+      `${t.url}/v1/triggers/${triggerId}/run`,
+    ]);
+    expect(started.status).toBe(202);
+    expect(JSON.parse(started.body)).toMatchObject({ jobId: expect.any(String) });
+
+    await page().getByRole('button', { name: 'Revoke ci' }).click();
+    const confirm = page().getByRole('group', { name: 'Revoke ci' });
+    expect(await confirm.innerText()).toContain('cannot be undone');
+    await confirm.getByRole('button', { name: 'Revoke token' }).click();
+    await page().getByRole('row', { name: 'ci' }).getByText('revoked', { exact: true }).waitFor();
+    expect(await page().getByRole('button', { name: 'Revoke ci' }).count()).toBe(0);
+
+    const refused = await curl([...auth, `${t.url}/v1/agents`]);
+    expect(refused.status).toBe(401);
+    expect(refused.body).toContain('revoked');
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('adds a member with the form (a short password refused at its input), changes a role, meets the last-owner rule', async () => {
+    await nav(page(), 'Members').click();
+    await page().getByRole('heading', { name: 'Members', exact: true }).waitFor();
+    await page().getByRole('row', { name: OWNER_EMAIL }).waitFor();
+    await expectAccessible(page(), 'the Members page');
+
+    await page().getByLabel('Email').fill(MEMBER_EMAIL);
+    await page().getByLabel('Password for a new user').fill('short');
+    await page().getByRole('button', { name: 'Add member' }).click();
+    const passwordError = page().locator('#member-password-error');
+    await passwordError.waitFor();
+    expect(await passwordError.innerText()).toMatch(/8/);
+    expect(await page().getByLabel('Password for a new user').getAttribute('aria-invalid')).toBe('true');
+
+    await page().getByLabel('Password for a new user').fill(MEMBER_PASSWORD);
+    await page().getByRole('button', { name: 'Add member' }).click();
+    const row = page().getByRole('row', { name: MEMBER_EMAIL });
+    await row.waitFor();
+    expect(await row.innerText()).toContain('member');
+
+    // The only owner cannot demote themselves: the API's reason, in the row.
+    await page()
+      .getByRole('button', { name: `Make member: ${OWNER_EMAIL}` })
+      .click();
+    const demote = page().getByRole('group', { name: `Change the role of ${OWNER_EMAIL}` });
+    await demote.getByRole('button', { name: 'Make member' }).click();
+    await demote.getByRole('alert').waitFor();
+    expect(await demote.getByRole('alert').innerText()).toContain(
+      'The last owner of an organization cannot be demoted',
+    );
+    await expectAccessible(page(), 'the Members page with a refusal');
+    await docScreenshot(page(), 'members');
+    await demote.getByRole('button', { name: 'Keep the role' }).click();
+
+    // Make the new member an owner, and back.
+    for (const [to, words] of [
+      ['owner', 'Make owner'],
+      ['member', 'Make member'],
+    ] as const) {
+      await page()
+        .getByRole('button', { name: `${words}: ${MEMBER_EMAIL}` })
+        .click();
+      await page()
+        .getByRole('group', { name: `Change the role of ${MEMBER_EMAIL}` })
+        .getByRole('button', { name: words })
+        .click();
+      await vi.waitFor(async () => expect(await row.locator('td').first().innerText()).toBe(to), { interval: 50 });
+    }
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('hides the owner-only actions from a member, who still issues tokens', async () => {
+    member = await openPage(browser, t.url);
+    await member.page.goto(`/orgs/${t.orgId}/members`);
+    await member.page.waitForURL('**/login?next=*');
+    await signIn(member.page, MEMBER_EMAIL, MEMBER_PASSWORD);
+    await member.page.getByRole('heading', { name: 'Members', exact: true }).waitFor();
+    await member.page.getByRole('row', { name: OWNER_EMAIL }).waitFor();
+    expect(await member.page.getByText('Only an owner adds, changes or removes members.').count()).toBe(1);
+    expect(await member.page.getByRole('heading', { name: 'Add a member' }).count()).toBe(0);
+    expect(await member.page.getByRole('button', { name: /^(Remove|Make)/ }).count()).toBe(0);
+    await expectAccessible(member.page, "a member's Members page");
+
+    // Any member may issue and revoke tokens (the API allows it): the form is there.
+    await nav(member.page, 'API tokens').click();
+    await member.page.getByRole('row', { name: 'ci' }).waitFor();
+    await member.page.getByRole('button', { name: 'Issue token' }).waitFor();
+    await expectAccessible(member.page, "a member's API tokens page");
+    expect(member.problems).toEqual([]);
+  });
+
+  it("shows the API's 403 to an owner demoted while the page was open", async () => {
+    // The member becomes an owner and demotes the first owner, whose page still shows the buttons.
+    const users = await t.owner.get<{ userId: string; email: string }[]>(`/orgs/${t.orgId}/members`);
+    const id = (email: string) => users.body.find((m) => m.email === email)!.userId;
+    expect(
+      (await t.owner.patch(`/orgs/${t.orgId}/members/${id(MEMBER_EMAIL)}`, { body: { role: 'owner' } })).status,
+    ).toBe(200);
+    const dev = await t.owner.withToken(null).login(MEMBER_EMAIL, MEMBER_PASSWORD);
+    expect((await dev.patch(`/orgs/${t.orgId}/members/${id(OWNER_EMAIL)}`, { body: { role: 'member' } })).status).toBe(
+      200,
+    );
+
+    await page()
+      .getByRole('button', { name: `Remove ${MEMBER_EMAIL}` })
+      .click();
+    const confirm = page().getByRole('group', { name: `Remove ${MEMBER_EMAIL}` });
+    await confirm.getByRole('button', { name: 'Remove member' }).click();
+    await confirm.getByRole('alert').waitFor();
+    expect(await confirm.getByRole('alert').innerText()).toContain(
+      'Not allowed: Only an owner of the organization can do this',
+    );
+    expect((await t.owner.get<unknown[]>(`/orgs/${t.orgId}/members`)).body).toHaveLength(2);
+  });
+
+  it('signs out: back to the sign-in page, and the old page asks to sign in again', async () => {
+    const p = member!.page;
+    await p.getByRole('button', { name: 'Sign out' }).click();
+    await p.waitForURL('**/login');
+    await p.getByRole('button', { name: 'Sign in' }).waitFor();
+    await p.goto(`/orgs/${t.orgId}/api-tokens`);
+    await p.waitForURL('**/login?next=*');
+    expect(new URL(p.url()).searchParams.get('next')).toBe(`/orgs/${t.orgId}/api-tokens`);
+    expect(member!.problems).toEqual([]);
+  });
+});
