@@ -1,6 +1,7 @@
 # Sourced by test.sh: system packages the tests use, installed when missing and possible.
 # libfaketime (Debian's `libfaketime`) runs agents with a wrong clock (test/e2e/skewed-clock.test.ts);
-# Chromium (Debian's `chromium`) runs the dashboard's browser tests (test/browser/).
+# Chromium (Debian's `chromium`) runs the dashboard's browser tests (test/browser/); curl
+# (Debian's `curl`) calls the API with a token issued in the dashboard (test/browser/access.test.ts).
 
 # drover_apt_install PACKAGE WHAT: installs a Debian package as root; fails (1) when it cannot.
 drover_apt_install() {
@@ -35,5 +36,8 @@ drover_need_test_tools() {
   fi
   if ! command -v chromium >/dev/null 2>&1 && ! drover_apt_install chromium "for the dashboard's browser tests"; then
     drover_missing_tool chromium "the dashboard's browser tests"
+  fi
+  if ! command -v curl >/dev/null 2>&1 && ! drover_apt_install curl "for the dashboard's API token test"; then
+    drover_missing_tool curl "the dashboard's API token test"
   fi
 }
