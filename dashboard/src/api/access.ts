@@ -4,8 +4,7 @@ import type { Role } from './types';
 
 /**
  * Who may reach the organization: its API tokens with their grants (docs/management.md, "API
- * tokens and grants"), its members (docs/management.md, "Members"), and the storage bindings a
- * storage grant names.
+ * tokens and grants") and its members (docs/management.md, "Members").
  */
 
 export type StoragePermission = 'read' | 'write' | 'delete';
@@ -49,14 +48,6 @@ export interface Member {
   joinedAt: string;
 }
 
-export interface StorageBinding {
-  id: string;
-  name: string;
-  backend: string;
-  isDefault: boolean;
-  createdAt: string;
-}
-
 export const apiTokensQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'api-tokens'],
@@ -67,10 +58,4 @@ export const membersQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'members'],
     queryFn: () => api<Member[]>('GET', `/orgs/${orgId}/members`),
-  });
-
-export const storageBindingsQuery = (orgId: string) =>
-  queryOptions({
-    queryKey: ['orgs', orgId, 'storage-bindings'],
-    queryFn: () => api<StorageBinding[]>('GET', `/orgs/${orgId}/storage-bindings`),
   });

@@ -1,8 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api/client';
-import { apiTokensQuery, storageBindingsQuery, type ApiToken, type IssuedApiToken } from '../api/access';
+import { apiTokensQuery, type ApiToken, type IssuedApiToken } from '../api/access';
 import { agentsQuery } from '../api/queries';
+import { bindingsQuery } from '../api/storage-bindings';
 import { triggersQuery } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -18,7 +19,7 @@ export function ApiTokensPage() {
   const tokens = useQuery(apiTokensQuery(orgId));
   const agents = useQuery(agentsQuery(orgId));
   const triggers = useQuery(triggersQuery(orgId));
-  const bindings = useQuery(storageBindingsQuery(orgId));
+  const bindings = useQuery(bindingsQuery(orgId));
   const [issued, setIssued] = useState<IssuedApiToken | null>(null);
   if (loaded && !org) return <NotFoundPage />;
   const names: Names = new Map([

@@ -7,10 +7,10 @@ import {
   type Grant,
   type IssuedApiToken,
   type IssueRequest,
-  type StorageBinding,
   type StoragePermission,
 } from '../api/access';
 import { workflowsQuery } from '../api/queries';
+import type { StorageBinding } from '../api/storage-bindings';
 import type { Trigger } from '../api/triggers';
 import type { Agent } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
