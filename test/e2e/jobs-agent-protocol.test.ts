@@ -18,6 +18,7 @@ const JOB_FIELDS = [
   'id',
   'kind',
   'logs',
+  'number',
   'orgId',
   'output',
   'params',

@@ -18,6 +18,7 @@ const LIST_FIELDS = [
   'forced',
   'id',
   'kind',
+  'number',
   'orgId',
   'output',
   'params',
@@ -68,6 +69,13 @@ describe('dashboard job reads', () => {
     expect(res.body.map((j: { id: string }) => j.id)).toEqual([...made].reverse());
     expect(res.headers.get('x-next-cursor')).toBeNull();
     for (const j of res.body) expect(Object.keys(j).sort()).toEqual(LIST_FIELDS);
+    // Numbered in creation order; the update job made before took a number too.
+    const numbers = res.body.map((j: { number: number }) => j.number);
+    expect(numbers).toEqual([...numbers].sort((a, b) => b - a));
+    expect(new Set(numbers).size).toBe(numbers.length);
+    const update = await t.owner.get(`/jobs/${updateJobId}`);
+    expect(numbers).not.toContain(update.body.number);
+    expect(update.body.number).toBeGreaterThan(0);
     expect(res.body[0]).toMatchObject({ forced: true, forceReason: 'hotfix', status: 'success', output: { ok: true } });
     expect(res.body.some((j: { id: string }) => j.id === updateJobId)).toBe(false);
   });

@@ -36,6 +36,7 @@ function job(status: JobStatus, fields: Partial<Job> = {}): Job {
     cancelRequestedAt: null,
     cancelAckedAt: null,
     seq: 1,
+    number: 1,
     ...fields,
   };
 }

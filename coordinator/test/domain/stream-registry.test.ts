@@ -37,6 +37,7 @@ function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job
     cancelRequestedAt: null,
     cancelAckedAt: null,
     seq: 1,
+    number: 1,
   };
 }
 

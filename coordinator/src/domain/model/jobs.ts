@@ -38,6 +38,8 @@ export interface Job {
   /** When its agent confirmed the cancel (its first report once the job had ended); null: not yet. */
   cancelAckedAt: string | null;
   seq: number;
+  /** The organization's number of the job: 1, 2, 3, ... in creation order (docs/jobs.md, "Job numbers"). */
+  number: number;
 }
 
 /** A job to create (a trigger run, an update job). */

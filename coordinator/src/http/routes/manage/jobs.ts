@@ -21,6 +21,7 @@ export const JOB_LOGS_MAX_LIMIT = 10_000;
 const nullableString = { type: ['string', 'null'] } as const;
 const JOB_FIELDS = {
   id: uuid,
+  number: { type: 'integer', description: "the organization's number of the job: 1, 2, 3, ... in creation order" },
   orgId: { ...uuid, description: 'the organization of the job (the dashboard reaches a job by its id alone)' },
   kind: { type: 'string', enum: ['trigger', 'update'] },
   source: {
