@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
+import { parseChatConfig, type ChatConfig } from './chat-config.js';
 
 /**
  * The coordinator's configuration (docs/operations.md): flags, then environment, then defaults,
@@ -37,6 +38,8 @@ export interface Config {
   readonly fileSweepIntervalMs: number;
   /** The TTL of the files agents upload as job outputs. */
   readonly jobFileTtlSeconds: number;
+  /** Slack and Discord app credentials; null: that provider is off. */
+  readonly chat: ChatConfig;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -228,6 +231,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     90 * 86400,
   );
 
+  const chat = parseChatConfig(env, problems);
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -249,6 +254,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     maxFileBytes,
     fileSweepIntervalMs,
     jobFileTtlSeconds,
+    chat,
   });
 }
 

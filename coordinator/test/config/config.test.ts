@@ -44,6 +44,7 @@ describe('loadConfig defaults', () => {
       maxFileBytes: 5_368_709_120,
       fileSweepIntervalMs: 60_000,
       jobFileTtlSeconds: 604_800,
+      chat: { slack: null, discord: null },
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -115,6 +116,7 @@ describe('loadConfig from the environment', () => {
       maxFileBytes: 1_048_576,
       fileSweepIntervalMs: 50,
       jobFileTtlSeconds: 3600,
+      chat: { slack: null, discord: null },
     });
   });
 
