@@ -18,6 +18,9 @@ import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';
 import { loadOrCreateServerKey } from './domain/server-key.js';
 import { SessionService } from './domain/sessions.js';
+import { ChatIntegrationService } from './domain/chat/integrations.js';
+import { loadOrCreateSecretBox } from './domain/secret-box.js';
+import { chatConnectors } from './chat/connectors.js';
 import { SignInService } from './domain/sign-in.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
 import { ApiTokenService } from './domain/manage/api-token-service.js';
@@ -105,6 +108,14 @@ export async function createCoordinator(
       ...(timers ? { timers } : {}),
       logger,
     });
+    const chatIntegrations = new ChatIntegrationService({
+      repos,
+      connectors: chatConnectors(config.chat),
+      box: loadOrCreateSecretBox(config.dataDir),
+      audit,
+      clock,
+      publicUrl: () => ctx.config.publicUrl,
+    });
     const ctx: AppContext = {
       config,
       repos,
@@ -123,6 +134,7 @@ export async function createCoordinator(
       runs,
       cancels,
       ota,
+      chatIntegrations,
     };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)

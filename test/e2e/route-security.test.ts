@@ -16,6 +16,7 @@ const ANONYMOUS = [
   'POST /v1/agent/enroll', // the enrollment token in the body
   'GET /v1/storage/blobs/{fileId}', // a presigned URL: its own HMAC signature
   'PUT /v1/storage/blobs/{fileId}',
+  'GET /v1/chat/{provider}/oauth/callback', // the OAuth flow's single-use state
 ];
 
 interface Operation {

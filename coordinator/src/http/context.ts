@@ -8,6 +8,7 @@ import type { OtaEngine } from '../domain/ota/engine.js';
 import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
 import type { ServerKey } from '../domain/server-key.js';
 import type { AgentEnrollment } from '../domain/agent-enrollment.js';
+import type { ChatIntegrationService } from '../domain/chat/integrations.js';
 import type { SessionService } from '../domain/sessions.js';
 import type { SignInService } from '../domain/sign-in.js';
 import type { ApiTokenService } from '../domain/manage/api-token-service.js';
@@ -43,6 +44,8 @@ export interface AppContext {
   cancels: JobCancelService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */
   ota: OtaEngine;
+  /** Slack workspaces and Discord guilds connected to organizations (domain/chat). */
+  chatIntegrations: ChatIntegrationService;
 }
 
 declare module 'fastify' {

@@ -9,6 +9,7 @@ import { createReleaseRepository } from './releases.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
+import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createJobRepository } from './jobs.js';
@@ -34,6 +35,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     apiTokens: createApiTokenRepository(db),
     audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
+    chatIntegrations: createChatIntegrationRepository(db),
     cronOccurrences: createCronOccurrenceRepository(db, writes),
     enrollmentTokens: createEnrollmentTokenRepository(db),
     jobs: createJobRepository(db, writes, rules.planJobMove),

@@ -3,6 +3,7 @@ import type { ApiTokenRepository } from './api-tokens.js';
 import type { ApplicationRepository } from './applications.js';
 import type { AuditRepository } from './audit.js';
 import type { ChangeCounterRepository } from './change-counter.js';
+import type { ChatIntegrationRepository } from './chat-integrations.js';
 import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
@@ -29,6 +30,7 @@ export interface Repositories {
   apiTokens: ApiTokenRepository;
   audit: AuditRepository;
   changeCounter: ChangeCounterRepository;
+  chatIntegrations: ChatIntegrationRepository;
   cronOccurrences: CronOccurrenceRepository;
   enrollmentTokens: EnrollmentTokenRepository;
   jobs: JobRepository;

@@ -5,6 +5,7 @@ import { agentManagementRoutes } from './agents.js';
 import { apiTokenRoutes } from './api-tokens.js';
 import { appRoutes } from './apps.js';
 import { auditRoutes } from './audit.js';
+import { chatIntegrationRoutes } from './chat-integrations.js';
 import { deviceRoutes } from './devices.js';
 import { enrollmentTokenRoutes } from './enrollment-tokens.js';
 import { fileRoutes } from './files.js';
@@ -37,4 +38,5 @@ export async function managementRoutes(app: FastifyInstance): Promise<void> {
   await app.register(appRoutes);
   await app.register(releaseRoutes);
   await app.register(deviceRoutes);
+  await app.register(chatIntegrationRoutes);
 }

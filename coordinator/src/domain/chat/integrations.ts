@@ -1,0 +1,195 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { ChatIntegration } from '../model/chat-integrations.js';
+import type { Repositories } from '../model/repositories.js';
+import type { ChatProvider } from '../model/triggers.js';
+import { AppError, conflict, notFound } from '../../errors.js';
+import { isoAt, type Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { userAction, type AuditLog, type UserActor } from '../audit-log.js';
+import type { SecretBox } from '../secret-box.js';
+import { ChatProviderError, type ChatConnectors, type ChatConnector } from './connector.js';
+
+/** How long an OAuth flow may take from the dashboard's "Connect" to the provider's callback. */
+export const OAUTH_STATE_TTL_MS = 10 * 60_000;
+
+const PROVIDER_NAMES: Record<ChatProvider, string> = { slack: 'Slack', discord: 'Discord' };
+const SETTINGS: Record<ChatProvider, string> = {
+  slack: 'DROVER_SLACK_CLIENT_ID, DROVER_SLACK_CLIENT_SECRET and DROVER_SLACK_SIGNING_SECRET',
+  discord:
+    'DROVER_DISCORD_APPLICATION_ID, DROVER_DISCORD_PUBLIC_KEY, DROVER_DISCORD_CLIENT_SECRET and DROVER_DISCORD_BOT_TOKEN',
+};
+
+/** A connected workspace as the dashboard sees it: never its token. */
+export interface ChatIntegrationView {
+  id: string;
+  provider: ChatProvider;
+  teamId: string;
+  teamName: string;
+  scopes: string;
+  connectedByUserId: string;
+  createdAt: string;
+}
+
+export const toIntegrationView = (i: ChatIntegration): ChatIntegrationView => ({
+  id: i.id,
+  provider: i.provider,
+  teamId: i.teamId,
+  teamName: i.teamName,
+  scopes: i.scopes,
+  connectedByUserId: i.connectedByUserId,
+  createdAt: i.createdAt,
+});
+
+/** Where the OAuth flow ends: the organization's integrations page, with what happened. */
+export type OAuthCompletion =
+  | { outcome: 'connected'; orgId: string; integration: ChatIntegrationView }
+  | { outcome: 'failed'; orgId: string; message: string };
+
+const hashState = (state: string): string => createHash('sha256').update(state).digest('hex');
+
+/**
+ * Chat workspaces connected to organizations (docs/chat.md, "Connecting a workspace"): an owner
+ * starts the provider's OAuth flow, the provider sends the browser back with a code that is
+ * exchanged for the workspace, which is stored with its token sealed. A workspace belongs to one
+ * organization. Connecting and disconnecting are audited.
+ */
+export class ChatIntegrationService {
+  constructor(
+    private readonly deps: {
+      repos: Pick<Repositories, 'chatIntegrations'>;
+      connectors: ChatConnectors;
+      box: SecretBox;
+      audit: AuditLog;
+      clock: Clock;
+      /** The coordinator's public URL, read at each call (known only once listening). */
+      publicUrl: () => string;
+    },
+  ) {}
+
+  /** The provider's connector, or 409 when this coordinator has no app credentials for it. */
+  connector(provider: ChatProvider): ChatConnector {
+    const connector = this.deps.connectors[provider];
+    if (!connector) {
+      throw conflict(
+        `${PROVIDER_NAMES[provider]} is not set up on this coordinator: its operator sets ${SETTINGS[provider]} (docs/chat.md)`,
+      );
+    }
+    return connector;
+  }
+
+  /** Whether each provider is set up on this coordinator. */
+  providers(): Record<ChatProvider, boolean> {
+    return { slack: Boolean(this.deps.connectors.slack), discord: Boolean(this.deps.connectors.discord) };
+  }
+
+  redirectUri(provider: ChatProvider): string {
+    return `${this.deps.publicUrl()}/v1/chat/${provider}/oauth/callback`;
+  }
+
+  /** Starts the OAuth flow (owners): the address to send the browser to, valid ten minutes. */
+  async connect(actor: UserActor, provider: ChatProvider): Promise<{ authorizeUrl: string; expiresAt: string }> {
+    const connector = this.connector(provider);
+    const state = randomBytes(32).toString('base64url');
+    const now = this.deps.clock.now();
+    const expiresAt = isoAt(now + OAUTH_STATE_TTL_MS);
+    await this.deps.repos.chatIntegrations.addState({
+      stateHash: hashState(state),
+      orgId: actor.orgId,
+      userId: actor.userId,
+      provider,
+      createdAt: isoAt(now),
+      expiresAt,
+    });
+    return { authorizeUrl: connector.authorizeUrl(state, this.redirectUri(provider)), expiresAt };
+  }
+
+  /**
+   * The provider's callback. An unknown, used or expired `state` is 400 (there is no organization
+   * to go back to); anything else ends on the organization's integrations page, connected or with
+   * the reason it was not.
+   */
+  async complete(
+    provider: ChatProvider,
+    query: { code?: string | undefined; state?: string | undefined; error?: string | undefined },
+  ): Promise<OAuthCompletion> {
+    const connector = this.connector(provider);
+    const { repos, clock, box, audit } = this.deps;
+    const state = query.state
+      ? await repos.chatIntegrations.consumeState(hashState(query.state), provider, isoAt(clock.now()))
+      : null;
+    if (!state) {
+      throw new AppError(
+        'bad_request',
+        `This ${PROVIDER_NAMES[provider]} sign-in is unknown, was already used or took longer than ten minutes: start again from the dashboard`,
+      );
+    }
+    const orgId = state.orgId;
+    if (query.error !== undefined || !query.code) {
+      const why = query.error === 'access_denied' ? 'the app was not allowed' : (query.error ?? 'no code came back');
+      return { outcome: 'failed', orgId, message: `${PROVIDER_NAMES[provider]} was not connected: ${why}` };
+    }
+    try {
+      const workspace = await connector.exchangeCode(query.code, this.redirectUri(provider));
+      const result = await repos.chatIntegrations.connect({
+        id: newId(),
+        orgId,
+        provider,
+        teamId: workspace.teamId,
+        teamName: workspace.teamName,
+        botUserId: workspace.botUserId,
+        sealedAccessToken: workspace.accessToken === null ? null : box.seal(workspace.accessToken),
+        scopes: workspace.scopes,
+        connectedByUserId: state.userId,
+        createdAt: isoAt(clock.now()),
+      });
+      if (result.outcome === 'taken') {
+        return {
+          outcome: 'failed',
+          orgId,
+          message: `${PROVIDER_NAMES[provider]} workspace ${workspace.teamName} is connected to another organization: disconnect it there first`,
+        };
+      }
+      await connector.afterConnect(workspace);
+      const view = toIntegrationView(result.integration);
+      await audit.record(
+        userAction({ orgId, userId: state.userId }, 'chat_integration.connect', 'chat_integration', view.id, {
+          provider,
+          teamId: view.teamId,
+          teamName: view.teamName,
+        }),
+      );
+      return { outcome: 'connected', orgId, integration: view };
+    } catch (error) {
+      if (error instanceof ChatProviderError) {
+        return { outcome: 'failed', orgId, message: `${PROVIDER_NAMES[provider]} was not connected: ${error.message}` };
+      }
+      throw error;
+    }
+  }
+
+  async list(orgId: string): Promise<ChatIntegrationView[]> {
+    return (await this.deps.repos.chatIntegrations.listByOrg(orgId)).map(toIntegrationView);
+  }
+
+  /** Disconnects a workspace (owners): its chat triggers stop firing and say why. */
+  async disconnect(actor: UserActor, id: string): Promise<ChatIntegrationView> {
+    const { repos, audit } = this.deps;
+    const integration = await repos.chatIntegrations.findInOrg(actor.orgId, id);
+    if (!integration || !(await repos.chatIntegrations.delete(actor.orgId, id))) throw notFound('Chat integration');
+    const view = toIntegrationView(integration);
+    await audit.record(
+      userAction(actor, 'chat_integration.disconnect', 'chat_integration', id, {
+        provider: view.provider,
+        teamId: view.teamId,
+        teamName: view.teamName,
+      }),
+    );
+    return view;
+  }
+
+  /** The workspace's token, opened; null when it has none or is not connected. */
+  async tokenOf(provider: ChatProvider, teamId: string): Promise<string | null> {
+    const integration = await this.deps.repos.chatIntegrations.findByTeam(provider, teamId);
+    return integration?.sealedAccessToken ? this.deps.box.open(integration.sealedAccessToken) : null;
+  }
+}

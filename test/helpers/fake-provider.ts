@@ -1,0 +1,101 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A request a fake provider received, its body parsed (JSON or form) when it had one. */
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: any;
+  raw: string;
+}
+
+export interface FakeAnswer {
+  status?: number;
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+export type FakeHandler = (request: ReceivedRequest) => FakeAnswer | Promise<FakeAnswer>;
+
+/**
+ * A small HTTP server standing in for a chat provider's API in tests (Slack's and Discord's
+ * fakes build on it): routes by `METHOD /path` (path parameters as `:name`), records every
+ * request, and can be told to answer the next calls of a route otherwise (a 429, an outage).
+ */
+export class FakeProviderServer {
+  readonly requests: ReceivedRequest[] = [];
+  private readonly routes: { method: string; pattern: RegExp; handler: FakeHandler }[] = [];
+  private readonly overrides: { method: string; pattern: RegExp; answer: FakeAnswer; times: number }[] = [];
+  private server: http.Server | null = null;
+  url = '';
+
+  route(method: string, path: string, handler: FakeHandler): void {
+    this.routes.push({ method, pattern: toPattern(path), handler });
+  }
+
+  /** The next `times` calls of `METHOD path` get `answer` instead of the route's own. */
+  failNext(method: string, path: string, answer: FakeAnswer, times = 1): void {
+    this.overrides.push({ method, pattern: toPattern(path), answer, times });
+  }
+
+  /** The requests received on `METHOD path` (path parameters as `:name`). */
+  received(method: string, path: string): ReceivedRequest[] {
+    const pattern = toPattern(path);
+    return this.requests.filter((r) => r.method === method && pattern.test(r.path));
+  }
+
+  async start(): Promise<string> {
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async close(): Promise<void> {
+    if (!this.server) return;
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const request: ReceivedRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      headers: req.headers,
+      body: parseBody(raw, req.headers['content-type']),
+      raw,
+    };
+    this.requests.push(request);
+    let answer: FakeAnswer;
+    const override = this.overrides.find((o) => o.method === request.method && o.pattern.test(request.path));
+    if (override) {
+      if (--override.times <= 0) this.overrides.splice(this.overrides.indexOf(override), 1);
+      answer = override.answer;
+    } else {
+      const route = this.routes.find((r) => r.method === request.method && r.pattern.test(request.path));
+      answer = route ? await route.handler(request) : { status: 404, body: { message: `no fake for ${request.path}` } };
+    }
+    const body = answer.body === undefined ? '' : JSON.stringify(answer.body);
+    res.writeHead(answer.status ?? 200, {
+      ...(body ? { 'content-type': 'application/json' } : {}),
+      ...answer.headers,
+    });
+    res.end(body);
+  }
+}
+
+function toPattern(path: string): RegExp {
+  return new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[a-zA-Z]+/g, '[^/]+')}$`);
+}
+
+function parseBody(raw: string, contentType: string | undefined): any {
+  if (!raw) return null;
+  if (contentType?.includes('application/json')) return JSON.parse(raw);
+  if (contentType?.includes('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(raw));
+  return raw;
+}

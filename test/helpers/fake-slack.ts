@@ -1,0 +1,49 @@
+import { FakeProviderServer } from './fake-provider.js';
+
+export const SLACK_TEAM = { id: 'T0DROVER1', name: 'Drover Test Workspace' };
+export const SLACK_BOT_USER = 'U0DROVERBOT';
+export const SLACK_BOT_TOKEN = 'xoxb-test-bot-token-1234567890';
+export const SLACK_CODE = 'slack-oauth-code-ok';
+
+/** The coordinator's Slack settings pointing at `fake`. */
+export function slackEnv(fake: FakeSlack): Record<string, string> {
+  return {
+    DROVER_SLACK_CLIENT_ID: '1111.2222',
+    DROVER_SLACK_CLIENT_SECRET: 'slack-client-secret',
+    DROVER_SLACK_SIGNING_SECRET: 'slack-signing-secret-0123456789abcdef',
+    DROVER_SLACK_API_URL: `${fake.url}/api/`,
+    DROVER_SLACK_AUTHORIZE_URL: `${fake.url}/oauth/v2/authorize`,
+  };
+}
+
+/**
+ * Slack's Web API as the coordinator uses it, to Slack's documented protocol
+ * (https://api.slack.com/methods): form-encoded POSTs answered `{ok: true, ...}` or
+ * `{ok: false, error}` with HTTP 200. `oauth.v2.access` exchanges SLACK_CODE for a bot token of
+ * SLACK_TEAM; any other code is `invalid_code`.
+ */
+export class FakeSlack extends FakeProviderServer {
+  constructor() {
+    super();
+    this.route('POST', '/api/oauth.v2.access', ({ body }) => {
+      if (body?.client_id !== '1111.2222' || body?.client_secret !== 'slack-client-secret') {
+        return { body: { ok: false, error: 'invalid_client_id' } };
+      }
+      if (body?.code !== SLACK_CODE) return { body: { ok: false, error: 'invalid_code' } };
+      return {
+        body: {
+          ok: true,
+          app_id: 'A0DROVER',
+          authed_user: { id: 'U0OWNER' },
+          scope: 'app_mentions:read,chat:write,chat:write.public,commands',
+          token_type: 'bot',
+          access_token: SLACK_BOT_TOKEN,
+          bot_user_id: SLACK_BOT_USER,
+          team: SLACK_TEAM,
+          enterprise: null,
+          is_enterprise_install: false,
+        },
+      };
+    });
+  }
+}
