@@ -19,6 +19,7 @@ import { ReadRateLimiter } from './domain/read-rate-limiter.js';
 import { loadOrCreateServerKey } from './domain/server-key.js';
 import { SessionService } from './domain/sessions.js';
 import { ChatIntegrationService } from './domain/chat/integrations.js';
+import { ChatRunService } from './domain/chat/chat-runs.js';
 import { loadOrCreateSecretBox } from './domain/secret-box.js';
 import { chatConnectors } from './chat/connectors.js';
 import { SignInService } from './domain/sign-in.js';
@@ -116,6 +117,7 @@ export async function createCoordinator(
       clock,
       publicUrl: () => ctx.config.publicUrl,
     });
+    const chatRuns = new ChatRunService({ repos, runs, publicUrl: () => ctx.config.publicUrl });
     const ctx: AppContext = {
       config,
       repos,
@@ -135,6 +137,7 @@ export async function createCoordinator(
       cancels,
       ota,
       chatIntegrations,
+      chatRuns,
     };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)

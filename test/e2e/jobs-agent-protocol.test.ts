@@ -8,6 +8,7 @@ import { openAgentStream } from '../helpers/sse.js';
 const JOB_FIELDS = [
   'agentId',
   'cancelRequestedAt',
+  'chatOrigin',
   'createdAt',
   'debug',
   'errorMessage',

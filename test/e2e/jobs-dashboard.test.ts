@@ -9,6 +9,7 @@ import { addUser, outsider } from '../helpers/members.js';
 const LIST_FIELDS = [
   'agentId',
   'cancelRequestedAt',
+  'chatOrigin',
   'createdAt',
   'debug',
   'errorMessage',

@@ -17,6 +17,8 @@ const ANONYMOUS = [
   'GET /v1/storage/blobs/{fileId}', // a presigned URL: its own HMAC signature
   'PUT /v1/storage/blobs/{fileId}',
   'GET /v1/chat/{provider}/oauth/callback', // the OAuth flow's single-use state
+  'POST /v1/chat/slack/commands', // Slack's request signature
+  'POST /v1/chat/slack/events',
 ];
 
 interface Operation {

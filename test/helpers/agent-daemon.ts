@@ -151,8 +151,13 @@ export async function startDaemonRig(options: {
   prepare?: (stateDir: string) => void;
   /** The coordinator's clock (a test moves it to pass an expiry). */
   clock?: Clock;
+  /** More coordinator settings (a chat provider's, pointing at a fake). */
+  env?: Record<string, string>;
 }): Promise<DaemonRig> {
-  const t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' }, clock: options.clock });
+  const t = await startTestCoordinator({
+    env: { DROVER_STREAM_PING_MS: '500', ...options.env },
+    clock: options.clock,
+  });
   const work = makeTempDir(options.workPrefix);
   const jobIds: string[] = [];
   let stateDir: string | undefined;

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { FakeProviderServer } from './fake-provider.js';
 
 export const SLACK_TEAM = { id: 'T0DROVER1', name: 'Drover Test Workspace' };
@@ -45,5 +46,25 @@ export class FakeSlack extends FakeProviderServer {
         },
       };
     });
+    const withBotToken = (headers: Record<string, unknown>, answer: () => object) =>
+      headers.authorization === `Bearer ${SLACK_BOT_TOKEN}`
+        ? { body: answer() }
+        : { body: { ok: false, error: 'invalid_auth' } };
+    this.route('POST', '/api/chat.postEphemeral', ({ headers }) =>
+      withBotToken(headers, () => ({ ok: true, message_ts: `${Date.now() / 1000}` })),
+    );
   }
+}
+
+/**
+ * A request as Slack signs it (https://api.slack.com/authentication/verifying-requests-from-slack):
+ * `v0=` HMAC-SHA256 of `v0:<timestamp>:<body>` with the signing secret of slackEnv.
+ */
+export function slackSignedHeaders(
+  body: string,
+  timestampSeconds = Math.floor(Date.now() / 1000),
+  secret = 'slack-signing-secret-0123456789abcdef',
+): Record<string, string> {
+  const signature = createHmac('sha256', secret).update(`v0:${timestampSeconds}:${body}`).digest('hex');
+  return { 'x-slack-request-timestamp': String(timestampSeconds), 'x-slack-signature': `v0=${signature}` };
 }

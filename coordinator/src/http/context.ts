@@ -9,6 +9,7 @@ import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
 import type { ServerKey } from '../domain/server-key.js';
 import type { AgentEnrollment } from '../domain/agent-enrollment.js';
 import type { ChatIntegrationService } from '../domain/chat/integrations.js';
+import type { ChatRunService } from '../domain/chat/chat-runs.js';
 import type { SessionService } from '../domain/sessions.js';
 import type { SignInService } from '../domain/sign-in.js';
 import type { ApiTokenService } from '../domain/manage/api-token-service.js';
@@ -46,6 +47,8 @@ export interface AppContext {
   ota: OtaEngine;
   /** Slack workspaces and Discord guilds connected to organizations (domain/chat). */
   chatIntegrations: ChatIntegrationService;
+  /** Chat commands starting runs of chat triggers (domain/chat/chat-runs.ts). */
+  chatRuns: ChatRunService;
 }
 
 declare module 'fastify' {

@@ -37,6 +37,7 @@ function job(status: JobStatus, fields: Partial<Job> = {}): Job {
     cancelAckedAt: null,
     seq: 1,
     number: 1,
+    chatOrigin: null,
     ...fields,
   };
 }

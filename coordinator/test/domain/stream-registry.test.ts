@@ -38,6 +38,7 @@ function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job
     cancelAckedAt: null,
     seq: 1,
     number: 1,
+    chatOrigin: null,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { JobStatus } from '@drover/shared';
-import type { Job, JobKind, JobSource, NewJob } from '../../domain/model/jobs.js';
+import type { ChatOrigin, Job, JobKind, JobSource, NewJob } from '../../domain/model/jobs.js';
 import { parseJsonColumn } from '../../util/json.js';
 
 export interface JobRow {
@@ -32,6 +32,7 @@ export interface JobRow {
   cancel_acked_at: string | null;
   seq: number;
   number: number;
+  chat_origin: string | null;
 }
 
 export const toJob = (r: JobRow): Job => ({
@@ -64,6 +65,7 @@ export const toJob = (r: JobRow): Job => ({
   cancelAckedAt: r.cancel_acked_at,
   seq: r.seq,
   number: r.number,
+  chatOrigin: parseJsonColumn<ChatOrigin>(r.chat_origin, 'jobs.chat_origin'),
 });
 
 /**
@@ -75,8 +77,8 @@ export const toJob = (r: JobRow): Job => ({
  */
 export const INSERT_JOB_SQL = `INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name,
     status, ref, debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
-    created_at, finished_at, number)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+    created_at, finished_at, chat_origin, number)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
     (SELECT IFNULL(MAX(number), 0) + 1 FROM jobs WHERE org_id = ?))`;
 
 /** The parameters of INSERT_JOB_SQL for a new job. */
@@ -111,5 +113,6 @@ export const jobInsertParams = (
   job.timeoutMs,
   job.createdAt,
   status === 'rejected' ? job.createdAt : null,
+  job.chatOrigin ? JSON.stringify(job.chatOrigin) : null,
   job.orgId,
 ];

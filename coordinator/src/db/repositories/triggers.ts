@@ -121,6 +121,11 @@ export function createTriggerRepository(db: Db): TriggerRepository {
   const softDelete = db.prepare(
     'UPDATE triggers SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
   );
+  const inChannel = db.prepare<[string, string, string, string], TriggerRow>(
+    `SELECT * FROM triggers WHERE type = ? AND chat_team_id = ? AND chat_channel_id = ? AND org_id = ?
+       AND deleted_at IS NULL AND chat_team_id IS NOT NULL
+     ORDER BY chat_keyword, created_at`,
+  );
   return {
     async insert(trigger) {
       insert.run(toParams(trigger));
@@ -135,6 +140,9 @@ export function createTriggerRepository(db: Db): TriggerRepository {
     async findInOrg(orgId, id) {
       const row = inOrg.get(orgId, id);
       return row ? toTrigger(row) : null;
+    },
+    async listInChatChannel(orgId, provider, teamId, channelId) {
+      return inChannel.all(provider, teamId, channelId, orgId).map(toTrigger);
     },
     async listEnabledCron() {
       return enabledCron.all().map(toTrigger);

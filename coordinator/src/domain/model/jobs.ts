@@ -40,6 +40,19 @@ export interface Job {
   seq: number;
   /** The organization's number of the job: 1, 2, 3, ... in creation order (docs/jobs.md, "Job numbers"). */
   number: number;
+  /** A chat run's origin, or null. */
+  chatOrigin: ChatOrigin | null;
+}
+
+/** Who started a chat run, and where (docs/chat.md). */
+export interface ChatOrigin {
+  provider: 'slack' | 'discord';
+  /** Slack's workspace id or Discord's guild id. */
+  teamId: string;
+  channelId: string;
+  userId: string;
+  /** The name the provider gave for the user, as they wrote the command. */
+  userName: string;
 }
 
 /** A job to create (a trigger run, an update job). */
@@ -64,6 +77,8 @@ export interface NewJob {
   userId: string | null;
   timeoutMs: number | null;
   createdAt: string;
+  /** A chat run's origin; absent or null for every other job. */
+  chatOrigin?: ChatOrigin | null;
 }
 
 export interface JobListQuery {

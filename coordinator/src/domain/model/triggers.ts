@@ -55,6 +55,8 @@ export interface TriggerRepository {
   update(trigger: Trigger): Promise<void>;
   findById(id: string): Promise<Trigger | null>;
   findInOrg(orgId: string, id: string): Promise<Trigger | null>;
+  /** The organization's chat triggers of `provider` listening in the channel, by keyword. */
+  listInChatChannel(orgId: string, provider: ChatProvider, teamId: string, channelId: string): Promise<Trigger[]>;
   /** Every cron trigger that is enabled, of every organization. */
   listEnabledCron(): Promise<Trigger[]>;
   /** Oldest first. */

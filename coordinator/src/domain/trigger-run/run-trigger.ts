@@ -1,5 +1,5 @@
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
-import type { JobSource } from '../model/jobs.js';
+import type { ChatOrigin, JobSource } from '../model/jobs.js';
 import type { Role } from '../model/orgs.js';
 import type { RateLimits } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
@@ -48,6 +48,8 @@ export interface RunActor {
   files: FileCaller;
   /** Whether each accepted run gets its own `trigger.run` audit entry (runs by people do). */
   auditsRuns: boolean;
+  /** A chat run's origin, recorded on the job; null for the other sources. */
+  chat: ChatOrigin | null;
 }
 
 /** An API token calling `POST /v1/triggers/:id/run`. */
@@ -65,6 +67,7 @@ export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
     limits: { id: token.id, limits: token.rateLimit },
     files: tokenFileCaller(token),
     auditsRuns: false,
+    chat: null,
   };
 }
 
@@ -85,6 +88,7 @@ export function userActor(user: UserActor & { role: Role }): RunActor {
     limits: null,
     files: memberFileCaller(user.orgId, user.userId),
     auditsRuns: true,
+    chat: null,
   };
 }
 
@@ -104,6 +108,28 @@ export function scheduleActor(trigger: Pick<Trigger, 'id' | 'orgId'>): RunActor 
     limits: null,
     files: systemReaderFileCaller(trigger.orgId),
     auditsRuns: false,
+    chat: null,
+  };
+}
+
+/**
+ * Someone in a connected chat channel running its trigger by keyword (docs/chat.md, "Chat
+ * triggers"): anyone who can post there; no token, so no token limits (the workflow's apply);
+ * never forced; audited with the chat user in the entry; may name any active file of the
+ * organization by id.
+ */
+export function chatActor(trigger: Pick<Trigger, 'orgId'>, origin: ChatOrigin): RunActor {
+  return {
+    source: origin.provider,
+    runsTypes: [origin.provider],
+    auditActor: { actorType: 'system', actorId: null },
+    forceDenied: 'A chat run is never forced',
+    apiTokenId: null,
+    userId: null,
+    limits: null,
+    files: systemReaderFileCaller(trigger.orgId),
+    auditsRuns: true,
+    chat: origin,
   };
 }
 
@@ -205,6 +231,7 @@ export class TriggerRunService {
         userId: actor.userId,
         timeoutMs: workflow.timeoutMs,
         createdAt: new Date(now).toISOString(),
+        chatOrigin: actor.chat,
       },
       now,
       idempotency:
@@ -243,6 +270,7 @@ export class TriggerRunService {
             source: actor.source,
             workflowName: workflow.name,
             forced: run.forced,
+            ...(actor.chat ? { chatUser: { id: actor.chat.userId, name: actor.chat.userName } } : {}),
           });
         }
         if (run.forced) {

@@ -47,6 +47,18 @@ const JOB_FIELDS = {
   queuedAt: nullableTimestamp,
   startedAt: nullableTimestamp,
   finishedAt: nullableTimestamp,
+  chatOrigin: {
+    type: ['object', 'null'],
+    description: 'a chat run: who started it, where (docs/chat.md); null for every other job',
+    required: ['provider', 'teamId', 'channelId', 'userId', 'userName'],
+    properties: {
+      provider: { type: 'string', enum: ['slack', 'discord'] },
+      teamId: { type: 'string' },
+      channelId: { type: 'string' },
+      userId: { type: 'string' },
+      userName: { type: 'string' },
+    },
+  },
   cancelRequestedAt: {
     ...nullableTimestamp,
     description: 'when a user asked to cancel the job (docs/jobs.md, "Cancellation"); null: never',

@@ -1,0 +1,146 @@
+import type { ChatOrigin } from '../model/jobs.js';
+import type { Repositories } from '../model/repositories.js';
+import type { Trigger } from '../model/triggers.js';
+import { AppError } from '../../errors.js';
+import { chatActor, type TriggerRunService } from '../trigger-run/run-trigger.js';
+import { statusUrl, type TriggerRunBody } from '../trigger-run/request.js';
+import { workflowLimitMessage } from '../trigger-run/rate-windows.js';
+import { argumentsToParams, parseChatCommand } from './arguments.js';
+
+/** A chat command as the provider delivered it: who, where, the text after `/drover` or the mention. */
+export interface ChatCommandInput extends ChatOrigin {
+  text: string;
+  /**
+   * The provider's id of this delivery (a Slack event id, a Discord interaction id): a delivery
+   * seen before answers its first job again instead of starting a second (the run's idempotency key).
+   */
+  deliveryId: string | null;
+}
+
+/** What to tell the person who wrote the command, at once and only to them (ephemeral). */
+export type ChatRunAnswer =
+  | {
+      kind: 'started';
+      jobId: string;
+      jobNumber: number;
+      /** Absolute address of the job page. */
+      jobUrl: string;
+      trigger: Pick<Trigger, 'id' | 'name' | 'orgId'>;
+      workflowName: string;
+      /** A repeated delivery: the job is the one the first delivery started. */
+      repeated: boolean;
+      text: string;
+    }
+  /** Nothing started: the text says why (not connected, unknown keyword, a bad argument, a refusal). */
+  | { kind: 'not_started'; text: string };
+
+const USAGE =
+  'Write `/drover <keyword> key=value ...` (quote values with spaces: `msg="two words"`; `ref=<ref>` sets the ref).';
+
+/**
+ * Chat triggers (docs/chat.md, "Chat triggers"): the trigger of the connected workspace's
+ * channel whose keyword is the command's first word runs through the TriggerRunService, with
+ * the arguments as params, as `chatActor`. Every refusal is an answer in plain words, never an
+ * exception: the provider shows it to the person who wrote the command.
+ */
+export class ChatRunService {
+  constructor(
+    private readonly deps: {
+      repos: Pick<Repositories, 'chatIntegrations' | 'triggers' | 'jobs'>;
+      runs: TriggerRunService;
+      /** The coordinator's public URL, read at each call. */
+      publicUrl: () => string;
+    },
+  ) {}
+
+  async run(input: ChatCommandInput): Promise<ChatRunAnswer> {
+    const { repos, runs } = this.deps;
+    const notStarted = (text: string): ChatRunAnswer => ({ kind: 'not_started', text });
+    const integration = await repos.chatIntegrations.findByTeam(input.provider, input.teamId);
+    if (!integration) {
+      return notStarted(
+        'This workspace is not connected to Drover (or was disconnected): an owner connects it on the Integrations page of the dashboard.',
+      );
+    }
+    const parsed = parseChatCommand(input.text);
+    if (!parsed.ok) return notStarted(`Nothing was started: ${parsed.problem}. ${USAGE}`);
+    const { keyword, args, ref } = parsed.command;
+    const triggers = await repos.triggers.listInChatChannel(
+      integration.orgId,
+      input.provider,
+      input.teamId,
+      input.channelId,
+    );
+    const trigger = triggers.find((t) => t.chatKeyword?.toLowerCase() === keyword);
+    if (!trigger) {
+      const keywords = triggers.map((t) => `\`${t.chatKeyword}\``).join(', ');
+      const which = keyword === '' ? 'No keyword given.' : `No trigger answers \`${keyword}\` in this channel.`;
+      return notStarted(
+        triggers.length === 0
+          ? `${which} No Drover trigger listens in this channel yet: an operator creates one in the dashboard.`
+          : `${which} Keywords here: ${keywords}. ${USAGE}`,
+      );
+    }
+
+    const target = await runs.target(integration.orgId, trigger.id);
+    if (!target) return notStarted(`The trigger \`${keyword}\` is gone.`);
+    // An agent-scoped trigger runs the workflow the command names (`workflow=<name>`).
+    const { workflow: workflowArg, ...rest } = args;
+    const named = trigger.scopeType === 'agent' ? workflowArg : undefined;
+    const paramArgs = trigger.scopeType === 'agent' ? rest : args;
+    const workflowName = trigger.workflowName ?? named;
+    if (workflowName === undefined) {
+      return notStarted(
+        `The trigger \`${keyword}\` runs any workflow of its agent: name one with \`workflow=<name>\`.`,
+      );
+    }
+    const workflow = await target.workflow(workflowName);
+    const typed = argumentsToParams(paramArgs, workflow?.paramsSchema ?? null);
+    if (!typed.ok) return notStarted(`Nothing was started: ${typed.problems.join('; ')}.`);
+    const request: TriggerRunBody = {
+      params: typed.params,
+      ...(ref === undefined ? {} : { ref }),
+      ...(named === undefined ? {} : { workflowName: named }),
+    };
+    const origin: ChatOrigin = {
+      provider: input.provider,
+      teamId: input.teamId,
+      channelId: input.channelId,
+      userId: input.userId,
+      userName: input.userName,
+    };
+    let outcome;
+    try {
+      outcome = await runs.run({
+        target,
+        actor: chatActor(trigger, origin),
+        request,
+        idempotencyKey: input.deliveryId === null ? null : `${input.provider}:${input.deliveryId}`,
+      });
+    } catch (error) {
+      if (error instanceof AppError) return notStarted(`Nothing was started: ${chatWords(error.message)}`);
+      throw error;
+    }
+    if (outcome.outcome === 'rate_limited') {
+      return notStarted(`Nothing was started: ${workflowLimitMessage(outcome.workflowName, outcome.refusal)}.`);
+    }
+    const job = await repos.jobs.findById(outcome.jobId);
+    const jobNumber = job?.number ?? 0;
+    const jobUrl = `${this.deps.publicUrl()}${statusUrl(outcome.jobId)}`;
+    return {
+      kind: 'started',
+      jobId: outcome.jobId,
+      jobNumber,
+      jobUrl,
+      trigger: { id: trigger.id, name: trigger.name, orgId: trigger.orgId },
+      workflowName,
+      repeated: outcome.repeated,
+      text: `Started job #${jobNumber} (${trigger.name}, workflow \`${workflowName}\`${ref === undefined ? '' : `, ref \`${ref}\``}): ${jobUrl}`,
+    };
+  }
+}
+
+/** A run's refusal in the words of a chat command: `params.env` is the argument `env`. */
+function chatWords(message: string): string {
+  return message.replace(/\bparams\.([\w-]+)/g, '`$1`').replace(/\bref\b:/, '`ref`:');
+}

@@ -1,0 +1,155 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { SlackConfig } from '../../../config/chat-config.js';
+import { slackSignatureProblem } from '../../../chat/slack-signature.js';
+import { slackWebClient } from '../../../chat/slack-connector.js';
+import type { ChatCommandInput } from '../../../domain/chat/chat-runs.js';
+import { AppError, invalid, notFound, unauthorized } from '../../../errors.js';
+import { errorResponses } from '../../schemas/common.js';
+import { keepRawBodies } from './raw-body.js';
+
+const EPHEMERAL = {
+  type: 'object',
+  required: ['response_type', 'text'],
+  properties: { response_type: { type: 'string', enum: ['ephemeral'] }, text: { type: 'string' } },
+} as const;
+
+/** A leading mention of the bot (`<@U0BOT>` or `<@U0BOT|drover>`) in an app_mention's text. */
+const LEADING_MENTION = /^\s*<@[A-Z0-9]+(\|[^>]*)?>[\s:,]*/;
+
+/**
+ * Slack's requests (docs/chat.md, "Chat triggers"): the `/drover` slash command and the Events
+ * API (URL verification, app mentions). Every request must carry Slack's `v0` signature over its
+ * raw body, made with the signing secret, at most five minutes old (401 otherwise), before its
+ * body is even parsed. Slack being off on this coordinator: 404.
+ */
+export async function slackRoutes(app: FastifyInstance): Promise<void> {
+  keepRawBodies(app);
+  const verified = (request: FastifyRequest): { slack: SlackConfig; body: Buffer } => {
+    const slack = app.ctx.config.chat.slack;
+    if (!slack) throw notFound('Slack is not set up on this coordinator; the route');
+    const body = request.rawBody ?? Buffer.alloc(0);
+    const problem = slackSignatureProblem(
+      slack.signingSecret,
+      {
+        timestamp: header(request, 'x-slack-request-timestamp'),
+        signature: header(request, 'x-slack-signature'),
+      },
+      body,
+      app.ctx.clock.now(),
+    );
+    if (problem) throw unauthorized(`Not a request from Slack: ${problem}`);
+    return { slack, body };
+  };
+
+  app.post(
+    '/chat/slack/commands',
+    {
+      schema: {
+        summary: "Slack's slash command (`/drover <keyword> key=value ...`): a form signed by Slack",
+        tags: ['chat'],
+        security: [],
+        response: { 200: EPHEMERAL, ...errorResponses(400, 401, 404, 422) },
+      },
+    },
+    async (request) => {
+      const { body } = verified(request);
+      const form = new URLSearchParams(body.toString('utf8'));
+      const field = (name: string) => {
+        const value = form.get(name);
+        if (value === null || (value === '' && name !== 'text')) throw invalid(`body.${name}`, 'is required');
+        return value;
+      };
+      const input: ChatCommandInput = {
+        provider: 'slack',
+        teamId: field('team_id'),
+        channelId: field('channel_id'),
+        userId: field('user_id'),
+        userName: form.get('user_name') ?? field('user_id'),
+        text: field('text'),
+        deliveryId: null,
+      };
+      const answer = await app.ctx.chatRuns.run(input);
+      return { response_type: 'ephemeral', text: answer.text };
+    },
+  );
+
+  app.post(
+    '/chat/slack/events',
+    {
+      schema: {
+        summary: "Slack's Events API: URL verification and app mentions, signed by Slack",
+        tags: ['chat'],
+        security: [],
+        response: {
+          200: {
+            type: 'object',
+            properties: { challenge: { type: 'string' }, ok: { type: 'boolean' } },
+          },
+          ...errorResponses(400, 401, 404),
+        },
+      },
+    },
+    async (request) => {
+      const { slack, body } = verified(request);
+      let payload: SlackEventPayload;
+      try {
+        payload = JSON.parse(body.toString('utf8')) as SlackEventPayload;
+      } catch {
+        throw new AppError('bad_request', 'The event is not JSON');
+      }
+      if (payload.type === 'url_verification') return { challenge: String(payload.challenge ?? '') };
+      const event = payload.event;
+      if (payload.type !== 'event_callback' || event?.type !== 'app_mention') return { ok: true };
+      if (!payload.team_id || !event.channel || !event.user)
+        throw new AppError('bad_request', 'The mention lacks its team, channel or user');
+      const answer = await app.ctx.chatRuns.run({
+        provider: 'slack',
+        teamId: payload.team_id,
+        channelId: event.channel,
+        userId: event.user,
+        userName: event.user,
+        text: (event.text ?? '').replace(LEADING_MENTION, ''),
+        // Slack retries an event it thinks went unanswered: the same event id, one job.
+        deliveryId: payload.event_id ?? null,
+      });
+      if (!(answer.kind === 'started' && answer.repeated)) {
+        // After the answer: Slack wants its acknowledgement within three seconds.
+        const teamId = payload.team_id;
+        const { channel, user } = event;
+        setImmediate(() => void acknowledgeMention(app, slack, teamId, channel, user, answer.text));
+      }
+      return { ok: true };
+    },
+  );
+}
+
+interface SlackEventPayload {
+  type?: string;
+  challenge?: unknown;
+  team_id?: string;
+  event_id?: string;
+  event?: { type?: string; channel?: string; user?: string; text?: string };
+}
+
+/** The ephemeral acknowledgement of a mention, to the person who wrote it only. */
+async function acknowledgeMention(
+  app: FastifyInstance,
+  slack: SlackConfig,
+  teamId: string,
+  channel: string,
+  user: string,
+  text: string,
+): Promise<void> {
+  try {
+    const token = await app.ctx.chatIntegrations.tokenOf('slack', teamId);
+    if (!token) return;
+    await slackWebClient(slack, token).chat.postEphemeral({ channel, user, text });
+  } catch (error) {
+    app.log.warn({ err: error, teamId, channel }, 'Slack acknowledgement of a mention failed');
+  }
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

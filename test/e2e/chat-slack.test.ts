@@ -1,0 +1,220 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
+import { auditEntries } from '../helpers/audit.js';
+import { connectWorkspace } from '../helpers/chat.js';
+import {
+  FakeSlack,
+  SLACK_BOT_TOKEN,
+  SLACK_CODE,
+  SLACK_TEAM,
+  slackEnv,
+  slackSignedHeaders,
+} from '../helpers/fake-slack.js';
+import { eventually } from '../helpers/poll.js';
+
+/**
+ * Slack's slash command and app mentions end to end (docs/chat.md, "Chat triggers"): a real
+ * coordinator connected to the fake Slack, a real agent running the workflow, requests signed as
+ * Slack signs them.
+ */
+const CHANNEL = 'C0DEPLOYS';
+
+describe('Slack chat triggers', () => {
+  const slack = new FakeSlack();
+  let rig: DaemonRig;
+  let triggerId: string;
+
+  beforeAll(async () => {
+    await slack.start();
+    rig = await startDaemonRig({
+      workPrefix: 'drover-chat-slack-',
+      env: slackEnv(slack),
+      workflows: () => ({
+        greet: [
+          'name: greet',
+          'params:',
+          '  - {name: name, type: string, required: true}',
+          '  - {name: times, type: number, default: 1, min: 1, max: 5}',
+          '  - {name: loud, type: boolean, default: false}',
+          'steps:',
+          '  - run: echo "hello $DROVER_PARAM_NAME x$DROVER_PARAM_TIMES loud=$DROVER_PARAM_LOUD"',
+          '    shell: true',
+        ],
+      }),
+    });
+    const { t } = rig;
+    const { callback } = await connectWorkspace(t, t.owner, 'slack', (state) => ({ code: SLACK_CODE, state }));
+    expect(callback.status).toBe(302);
+    const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'Greeter',
+        type: 'slack',
+        agentId: rig.a.agentId,
+        scopeType: 'workflow',
+        workflowName: 'greet',
+        responseMode: 'async',
+        chatTeamId: SLACK_TEAM.id,
+        chatChannelId: CHANNEL,
+        chatKeyword: 'greet',
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    triggerId = created.body.id;
+  }, 120_000);
+  afterAll(async () => {
+    await rig?.close();
+    await slack.close();
+  });
+
+  const post = (path: string, body: string, headers: Record<string, string>) =>
+    fetch(`${rig.t.url}/v1/chat/slack/${path}`, { method: 'POST', headers, body });
+  const command = (text: string, fields: Record<string, string> = {}) => {
+    const body = new URLSearchParams({
+      token: 'deprecated-verification-token',
+      team_id: SLACK_TEAM.id,
+      team_domain: 'drover-test',
+      channel_id: CHANNEL,
+      channel_name: 'deploys',
+      user_id: 'U0ADA',
+      user_name: 'ada',
+      command: '/drover',
+      text,
+      response_url: `${slack.url}/commands/response`,
+      trigger_id: '1.2.3',
+      ...fields,
+    }).toString();
+    return post('commands', body, {
+      'content-type': 'application/x-www-form-urlencoded',
+      ...slackSignedHeaders(body),
+    });
+  };
+  const jobsOfTrigger = async () =>
+    (await rig.t.owner.get(`/orgs/${rig.t.orgId}/jobs?triggerId=${triggerId}&limit=200`)).body as Array<{
+      id: string;
+      number: number;
+    }>;
+
+  it('starts a run from /drover with typed arguments, answers at once only to its writer, and the agent runs it', async () => {
+    const res = await command('greet name="Ada Lovelace" times=2 loud=yes');
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { response_type: string; text: string };
+    expect(answer.response_type).toBe('ephemeral');
+    const [job] = await jobsOfTrigger();
+    expect(answer.text).toBe(
+      `Started job #${job!.number} (Greeter, workflow \`greet\`): ${rig.t.url}/api/jobs/${job!.id}`,
+    );
+    rig.jobIds.push(job!.id);
+    const done = await eventually(
+      async () => {
+        const view = await rig.t.owner.get(`/jobs/${job!.id}`);
+        return view.body.status === 'success' ? view.body : null;
+      },
+      30_000,
+      'the chat run to succeed',
+    );
+    expect(done).toMatchObject({
+      source: 'slack',
+      params: { name: 'Ada Lovelace', times: 2, loud: true },
+      chatOrigin: { provider: 'slack', teamId: SLACK_TEAM.id, channelId: CHANNEL, userId: 'U0ADA', userName: 'ada' },
+    });
+    expect(done.logs.map((l: { text: string }) => l.text)).toContain('hello Ada Lovelace x2 loud=true');
+    const entry = (await auditEntries(rig.t.owner, rig.t.orgId, 'trigger.run')).find(
+      (e) => e.metadata.jobId === job!.id,
+    );
+    expect(entry?.metadata).toMatchObject({ source: 'slack', chatUser: { id: 'U0ADA', name: 'ada' } });
+  });
+
+  it('answers a bad argument, an unknown keyword and a refused run in words, starting nothing', async () => {
+    const before = (await jobsOfTrigger()).length;
+    const answers: string[] = [];
+    for (const text of ['greet name=x times=two', 'greet times=9', 'deploy now=yes', 'greet name="open', 'greet']) {
+      const res = await command(text);
+      expect(res.status).toBe(200);
+      answers.push(((await res.json()) as { text: string }).text);
+    }
+    expect(answers[0]).toBe('Nothing was started: `times` must be a number, got `two`.');
+    expect(answers[1]).toMatch(/^Nothing was started: .*`name`: is required.*`times`: must be at most 5/);
+    expect(answers[2]).toMatch(/^No trigger answers `deploy` in this channel\. Keywords here: `greet`\./);
+    expect(answers[3]).toMatch(/^Nothing was started: a quote \(.\) is not closed\./);
+    expect(answers[4]).toMatch(/`name`: is required/);
+    expect((await jobsOfTrigger()).length).toBe(before);
+
+    const elsewhere = await command('greet name=x', { channel_id: 'C0OTHER' });
+    expect(((await elsewhere.json()) as { text: string }).text).toMatch(
+      /No Drover trigger listens in this channel yet/,
+    );
+    const stranger = await command('greet name=x', { team_id: 'T0STRANGER' });
+    expect(((await stranger.json()) as { text: string }).text).toMatch(/^This workspace is not connected to Drover/);
+  });
+
+  it('refuses a forged, stale or unsigned request with 401 and starts nothing', async () => {
+    const before = (await jobsOfTrigger()).length;
+    const body = new URLSearchParams({
+      team_id: SLACK_TEAM.id,
+      channel_id: CHANNEL,
+      user_id: 'U0',
+      text: 'greet name=x',
+    }).toString();
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    const forged = await post('commands', body, { ...form, ...slackSignedHeaders(body, undefined, 'not-the-secret') });
+    expect(forged.status).toBe(401);
+    expect(((await forged.json()) as { message: string }).message).toBe(
+      'Not a request from Slack: X-Slack-Signature does not match',
+    );
+    const stale = await post('commands', body, {
+      ...form,
+      ...slackSignedHeaders(body, Math.floor(Date.now() / 1000) - 301),
+    });
+    expect(stale.status).toBe(401);
+    const altered = await post('commands', `${body}&x=1`, { ...form, ...slackSignedHeaders(body) });
+    expect(altered.status).toBe(401);
+    expect((await post('commands', body, form)).status).toBe(401);
+    expect((await jobsOfTrigger()).length).toBe(before);
+  });
+
+  it('answers URL verification and starts one job for a mention Slack delivers twice', async () => {
+    const challenge = JSON.stringify({ type: 'url_verification', token: 'x', challenge: 'c-123' });
+    const verified = await post('events', challenge, {
+      'content-type': 'application/json',
+      ...slackSignedHeaders(challenge),
+    });
+    expect(await verified.json()).toEqual({ challenge: 'c-123' });
+
+    const before = (await jobsOfTrigger()).length;
+    const event = JSON.stringify({
+      type: 'event_callback',
+      team_id: SLACK_TEAM.id,
+      event_id: 'Ev0MENTION1',
+      event: { type: 'app_mention', user: 'U0BOB', channel: CHANNEL, text: '<@U0DROVERBOT> greet name=Bob', ts: '1.1' },
+    });
+    const headers = { 'content-type': 'application/json', ...slackSignedHeaders(event) };
+    expect((await post('events', event, headers)).status).toBe(200);
+    expect(
+      (await post('events', event, { ...headers, 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' }))
+        .status,
+    ).toBe(200);
+    const jobs = await jobsOfTrigger();
+    expect(jobs.length).toBe(before + 1);
+    rig.jobIds.push(jobs[0]!.id);
+    const acks = await eventually(
+      async () => {
+        const got = slack.received('POST', '/api/chat.postEphemeral');
+        return got.length > 0 ? got : null;
+      },
+      10_000,
+      'the ephemeral acknowledgement of the mention',
+    );
+    expect(acks).toHaveLength(1);
+    expect(acks[0]!.headers.authorization).toBe(`Bearer ${SLACK_BOT_TOKEN}`);
+    expect(acks[0]!.body).toMatchObject({
+      channel: CHANNEL,
+      user: 'U0BOB',
+      text: expect.stringMatching(/^Started job #\d+/),
+    });
+    await eventually(
+      async () => (await rig.t.owner.get(`/jobs/${jobs[0]!.id}`)).body.status === 'success',
+      30_000,
+      'the mention run to succeed',
+    );
+  });
+});
