@@ -19,6 +19,7 @@ const ANONYMOUS = [
   'GET /v1/chat/{provider}/oauth/callback', // the OAuth flow's single-use state
   'POST /v1/chat/slack/commands', // Slack's request signature
   'POST /v1/chat/slack/events',
+  'POST /v1/chat/discord/interactions', // Discord's request signature
 ];
 
 interface Operation {

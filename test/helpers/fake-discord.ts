@@ -1,4 +1,4 @@
-import { generateKeyPairSync } from 'node:crypto';
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { FakeProviderServer } from './fake-provider.js';
 
 export const DISCORD_APP_ID = '1180000000000000001';
@@ -41,6 +41,15 @@ export class FakeDiscord extends FakeProviderServer {
       }
       return { body: (body as object[]).map((c, i) => ({ id: `11800000000000100${i}`, ...c })) };
     });
+  }
+
+  /**
+   * An interaction's headers as Discord signs them: Ed25519 by the application's key over the
+   * timestamp followed by the raw body, hex.
+   */
+  signedHeaders(body: string, timestampSeconds = Math.floor(Date.now() / 1000)): Record<string, string> {
+    const signature = sign(null, Buffer.from(`${timestampSeconds}${body}`), this.keys.privateKey).toString('hex');
+    return { 'x-signature-ed25519': signature, 'x-signature-timestamp': String(timestampSeconds) };
   }
 
   /** The application's public key as the developer portal shows it: 64 hexadecimal characters. */

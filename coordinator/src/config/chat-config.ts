@@ -1,3 +1,4 @@
+import { isValidEd25519PublicKey } from '@drover/shared';
 /**
  * The team-chat providers' app credentials (docs/chat.md, "Settings"). A provider is configured
  * when all of its required settings are set; a provider with none of them set is off (its
@@ -81,6 +82,8 @@ function parseDiscord(env: Env, problems: string[]): DiscordConfig | null {
     problems.push(
       'DROVER_DISCORD_PUBLIC_KEY: expected the application public key as Discord shows it (64 hexadecimal characters)',
     );
+  } else if (!isValidEd25519PublicKey(Buffer.from(publicKey, 'hex'))) {
+    problems.push('DROVER_DISCORD_PUBLIC_KEY: is not an Ed25519 public key (check that it was copied whole)');
   }
   if (problems.length > before) return null;
   return Object.freeze({

@@ -24,6 +24,7 @@ import { authRoutes } from './routes/auth.js';
 import { storageBlobRoutes } from './routes/storage-blobs.js';
 import { chatOAuthCallbackRoutes } from './routes/chat/oauth-callback.js';
 import { slackRoutes } from './routes/chat/slack.js';
+import { discordRoutes } from './routes/chat/discord.js';
 import { apiJobRoutes } from './routes/api-jobs.js';
 import { dashboardForBrowsers, dashboardRoutes } from './routes/dashboard/index.js';
 import { DashboardBuild } from './routes/dashboard/dashboard-build.js';
@@ -127,6 +128,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       await v1.register(storageBlobRoutes);
       await v1.register(chatOAuthCallbackRoutes); // the single-use OAuth state
       await v1.register(slackRoutes); // Slack's request signature
+      await v1.register(discordRoutes); // Discord's request signature
       await v1.register(publicApiRoutes); // API token
       await v1.register(agentRoutes); // agent signature (enrollment: its token)
       await v1.register(managementRoutes); // dashboard session

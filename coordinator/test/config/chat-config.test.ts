@@ -6,7 +6,7 @@ const SLACK = {
   DROVER_SLACK_CLIENT_SECRET: 'slack-client-secret',
   DROVER_SLACK_SIGNING_SECRET: '8f742231b10e8888abcd99yyyzzz85a5',
 };
-const PUBLIC_KEY = 'e6a5c8d1b7f1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b';
+const PUBLIC_KEY = '9909435b80c13d340278d68144d77f671c1c1c5b5f37fde48f49b6ce388de00f';
 const DISCORD = {
   DROVER_DISCORD_APPLICATION_ID: '1180123456789012345',
   DROVER_DISCORD_PUBLIC_KEY: PUBLIC_KEY.toUpperCase(),
@@ -78,6 +78,9 @@ describe('chat settings', () => {
     ).toEqual([
       "DROVER_DISCORD_APPLICATION_ID: expected the application's numeric id, got `my-app`",
       'DROVER_DISCORD_PUBLIC_KEY: expected the application public key as Discord shows it (64 hexadecimal characters)',
+    ]);
+    expect(problems({ ...DISCORD, DROVER_DISCORD_PUBLIC_KEY: '0'.repeat(64) })).toEqual([
+      'DROVER_DISCORD_PUBLIC_KEY: is not an Ed25519 public key (check that it was copied whole)',
     ]);
     expect(problems({ ...SLACK, DROVER_SLACK_API_URL: 'ftp://slack.example' })).toEqual([
       'DROVER_SLACK_API_URL: expected an absolute http(s) URL without credentials, query or fragment, got `ftp://slack.example`',

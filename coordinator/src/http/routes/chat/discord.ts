@@ -1,0 +1,111 @@
+import type { KeyObject } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { InteractionResponseType, InteractionType, MessageFlags } from 'discord-api-types/v10';
+import { discordPublicKey, discordSignatureProblem } from '../../../chat/discord-signature.js';
+import { AppError, notFound, unauthorized } from '../../../errors.js';
+import { errorResponses } from '../../schemas/common.js';
+import { keepRawBodies } from './raw-body.js';
+
+interface Interaction {
+  id?: string;
+  type?: number;
+  guild_id?: string;
+  channel_id?: string;
+  channel?: { id?: string };
+  member?: { user?: DiscordUser; nick?: string | null };
+  user?: DiscordUser;
+  data?: { name?: string; options?: { name?: string; value?: unknown }[] };
+}
+interface DiscordUser {
+  id?: string;
+  username?: string;
+  global_name?: string | null;
+}
+
+/**
+ * Discord's interactions endpoint (docs/chat.md, "Chat triggers"): PING, and the `/drover`
+ * application command the coordinator registers in each connected guild. Every request must
+ * carry Discord's Ed25519 signature over timestamp and raw body by the application's public key,
+ * at most five minutes old (401 otherwise), before the body is parsed. Discord being off: 404.
+ */
+export async function discordRoutes(app: FastifyInstance): Promise<void> {
+  keepRawBodies(app);
+  let key: { hex: string; key: KeyObject } | null = null;
+  const verified = (request: FastifyRequest): Buffer => {
+    const discord = app.ctx.config.chat.discord;
+    if (!discord) throw notFound('Discord is not set up on this coordinator; the route');
+    if (key?.hex !== discord.publicKey) key = { hex: discord.publicKey, key: discordPublicKey(discord.publicKey) };
+    const body = request.rawBody ?? Buffer.alloc(0);
+    const problem = discordSignatureProblem(
+      key.key,
+      { timestamp: header(request, 'x-signature-timestamp'), signature: header(request, 'x-signature-ed25519') },
+      body,
+      app.ctx.clock.now(),
+    );
+    if (problem) throw unauthorized(`Not a request from Discord: ${problem}`);
+    return body;
+  };
+
+  app.post(
+    '/chat/discord/interactions',
+    {
+      schema: {
+        summary: "Discord's interactions: PING and the `/drover` command, signed by Discord",
+        tags: ['chat'],
+        security: [],
+        response: {
+          200: {
+            type: 'object',
+            required: ['type'],
+            properties: {
+              type: { type: 'integer' },
+              data: {
+                type: 'object',
+                properties: { content: { type: 'string' }, flags: { type: 'integer' } },
+              },
+            },
+          },
+          ...errorResponses(400, 401, 404),
+        },
+      },
+    },
+    async (request) => {
+      const body = verified(request);
+      let interaction: Interaction;
+      try {
+        interaction = JSON.parse(body.toString('utf8')) as Interaction;
+      } catch {
+        throw new AppError('bad_request', 'The interaction is not JSON');
+      }
+      if (interaction.type === InteractionType.Ping) return { type: InteractionResponseType.Pong };
+      const ephemeral = (content: string) => ({
+        type: InteractionResponseType.ChannelMessageWithSource,
+        data: { content, flags: MessageFlags.Ephemeral },
+      });
+      if (interaction.type !== InteractionType.ApplicationCommand || interaction.data?.name !== 'drover') {
+        return ephemeral('Drover only answers its `/drover` command.');
+      }
+      const user = interaction.member?.user ?? interaction.user;
+      const channelId = interaction.channel_id ?? interaction.channel?.id;
+      if (!interaction.guild_id || !channelId || !user?.id) {
+        return ephemeral('Drover answers `/drover` in the channels of a server, not in direct messages.');
+      }
+      const text = interaction.data.options?.find((o) => o.name === 'command')?.value;
+      const answer = await app.ctx.chatRuns.run({
+        provider: 'discord',
+        teamId: interaction.guild_id,
+        channelId,
+        userId: user.id,
+        userName: interaction.member?.nick ?? user.global_name ?? user.username ?? user.id,
+        text: typeof text === 'string' ? text : '',
+        deliveryId: interaction.id ?? null,
+      });
+      return ephemeral(answer.text);
+    },
+  );
+}
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
+import { connectWorkspace } from '../helpers/chat.js';
+import { DISCORD_CODE, DISCORD_GUILD, discordEnv, FakeDiscord } from '../helpers/fake-discord.js';
+import { eventually } from '../helpers/poll.js';
+
+/**
+ * Discord's `/drover` command end to end (docs/chat.md, "Chat triggers"): interactions signed
+ * with the fake application's Ed25519 key, a real agent running the workflow.
+ */
+const CHANNEL = '1180000000000000555';
+const EPHEMERAL = 64;
+
+describe('Discord chat triggers', () => {
+  const discord = new FakeDiscord();
+  let rig: DaemonRig;
+  let triggerId: string;
+
+  beforeAll(async () => {
+    await discord.start();
+    rig = await startDaemonRig({
+      workPrefix: 'drover-chat-discord-',
+      env: discordEnv(discord),
+      workflows: () => ({
+        backup: [
+          'name: backup',
+          'params:',
+          '  - {name: target, type: enum, options: [db, files], required: true}',
+          '  - {name: keep, type: number, default: 7}',
+          'steps:',
+          '  - run: echo "backing up $DROVER_PARAM_TARGET, keeping $DROVER_PARAM_KEEP"',
+          '    shell: true',
+        ],
+      }),
+    });
+    const { t } = rig;
+    await connectWorkspace(t, t.owner, 'discord', (state) => ({ code: DISCORD_CODE, state }));
+    const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'Backups',
+        type: 'discord',
+        agentId: rig.a.agentId,
+        scopeType: 'workflow',
+        workflowName: 'backup',
+        responseMode: 'async',
+        chatTeamId: DISCORD_GUILD.id,
+        chatChannelId: CHANNEL,
+        chatKeyword: 'backup',
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    triggerId = created.body.id;
+  }, 120_000);
+  afterAll(async () => {
+    await rig?.close();
+    await discord.close();
+  });
+
+  const send = (
+    interaction: object,
+    sign: (body: string) => Record<string, string> = (b) => discord.signedHeaders(b),
+  ) => {
+    const body = JSON.stringify(interaction);
+    return fetch(`${rig.t.url}/v1/chat/discord/interactions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...sign(body) },
+      body,
+    });
+  };
+  let nextId = 1;
+  const command = (text: string) => ({
+    id: `11800000000000${String(nextId++).padStart(5, '0')}`,
+    application_id: '1180000000000000001',
+    type: 2,
+    guild_id: DISCORD_GUILD.id,
+    channel_id: CHANNEL,
+    member: { user: { id: '1180000000000000321', username: 'grace', global_name: 'Grace' }, nick: null },
+    token: 'interaction-token',
+    version: 1,
+    data: { id: '1180000000000001000', name: 'drover', type: 1, options: [{ name: 'command', type: 3, value: text }] },
+  });
+  const jobs = async () =>
+    (await rig.t.owner.get(`/orgs/${rig.t.orgId}/jobs?triggerId=${triggerId}&limit=200`)).body as Array<{
+      id: string;
+      number: number;
+    }>;
+
+  it('answers PING with PONG', async () => {
+    const res = await send({ id: '1', type: 1, application_id: '1180000000000000001', token: 't', version: 1 });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ type: 1 });
+  });
+
+  it('starts a run from /drover, answers the writer alone at once, and the agent runs it; a redelivery starts nothing more', async () => {
+    const interaction = command('backup target=db keep=3');
+    const res = await send(interaction);
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { type: number; data: { content: string; flags: number } };
+    const [job] = await jobs();
+    expect(answer).toEqual({
+      type: 4,
+      data: {
+        content: `Started job #${job!.number} (Backups, workflow \`backup\`): ${rig.t.url}/api/jobs/${job!.id}`,
+        flags: EPHEMERAL,
+      },
+    });
+    rig.jobIds.push(job!.id);
+    expect((await send(interaction)).status).toBe(200);
+    expect(await jobs()).toHaveLength(1);
+    const done = await eventually(
+      async () => {
+        const view = await rig.t.owner.get(`/jobs/${job!.id}`);
+        return view.body.status === 'success' ? view.body : null;
+      },
+      30_000,
+      'the Discord run to succeed',
+    );
+    expect(done).toMatchObject({
+      source: 'discord',
+      params: { target: 'db', keep: 3 },
+      chatOrigin: {
+        provider: 'discord',
+        teamId: DISCORD_GUILD.id,
+        channelId: CHANNEL,
+        userId: '1180000000000000321',
+        userName: 'Grace',
+      },
+    });
+  });
+
+  it('answers a value the workflow refuses in words, and starts nothing', async () => {
+    const res = await send(command('backup target=everything'));
+    const answer = (await res.json()) as { data: { content: string; flags: number } };
+    expect(answer.data.flags).toBe(EPHEMERAL);
+    expect(answer.data.content).toMatch(/^Nothing was started: .*`target`: must be one of `db`, `files`/);
+    expect(await jobs()).toHaveLength(1);
+  });
+
+  it('refuses a forged, stale or unsigned interaction with 401', async () => {
+    const other = new FakeDiscord();
+    const forged = await send(command('backup target=db'), (b) => other.signedHeaders(b));
+    expect(forged.status).toBe(401);
+    expect(((await forged.json()) as { message: string }).message).toBe(
+      'Not a request from Discord: X-Signature-Ed25519 does not match',
+    );
+    const stale = await send(command('backup target=db'), (b) =>
+      discord.signedHeaders(b, Math.floor(Date.now() / 1000) - 301),
+    );
+    expect(stale.status).toBe(401);
+    expect((await send(command('backup target=db'), () => ({}))).status).toBe(401);
+    expect(await jobs()).toHaveLength(1);
+  });
+});
