@@ -22,6 +22,7 @@ import { ChatIntegrationService } from './domain/chat/integrations.js';
 import { ChatRunService } from './domain/chat/chat-runs.js';
 import { loadOrCreateSecretBox } from './domain/secret-box.js';
 import { chatConnectors } from './chat/connectors.js';
+import { DiscordGateway } from './chat/discord-gateway.js';
 import { SignInService } from './domain/sign-in.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
 import { ApiTokenService } from './domain/manage/api-token-service.js';
@@ -159,6 +160,11 @@ export async function createCoordinator(
     const fileSweeper = startFileSweeper({ files, intervalMs: config.fileSweepIntervalMs, logger });
     // Cron triggers fire on schedule (docs/schedules.md).
     await scheduler.start();
+    // Mentions of the bot in Discord (docs/chat.md).
+    const discordGateway = config.chat.discord
+      ? new DiscordGateway({ config: config.chat.discord, chatRuns, logger })
+      : null;
+    discordGateway?.start();
     // Asked for port 0 without a public URL: once bound, the public URL names the real port.
     app.addHook('onListen', (done) => {
       const address = app.server.address();
@@ -177,6 +183,7 @@ export async function createCoordinator(
         closed = true;
         try {
           stopRevocations();
+          await discordGateway?.stop();
           await sweeper.stop();
           await ota.stop();
           await fileSweeper.stop();

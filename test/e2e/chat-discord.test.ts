@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
 import { connectWorkspace } from '../helpers/chat.js';
-import { DISCORD_CODE, DISCORD_GUILD, discordEnv, FakeDiscord } from '../helpers/fake-discord.js';
+import { DISCORD_APP_ID, DISCORD_CODE, DISCORD_GUILD, discordEnv, FakeDiscord } from '../helpers/fake-discord.js';
 import { eventually } from '../helpers/poll.js';
 
 /**
@@ -149,5 +149,57 @@ describe('Discord chat triggers', () => {
     expect(stale.status).toBe(401);
     expect((await send(command('backup target=db'), () => ({}))).status).toBe(401);
     expect(await jobs()).toHaveLength(1);
+  });
+
+  it('starts a run from a mention of the bot on the Gateway and replies to the message, once per message', async () => {
+    await eventually(async () => discord.gatewayReady(), 20_000, 'the coordinator to identify on the Gateway');
+    const before = (await jobs()).length;
+    const message = {
+      id: '1180000000000042001',
+      channel_id: CHANNEL,
+      guild_id: DISCORD_GUILD.id,
+      author: { id: '1180000000000000654', username: 'linus', global_name: 'Linus', discriminator: '0', avatar: null },
+      member: { nick: 'linus-ops', roles: [] },
+      content: `<@${DISCORD_APP_ID}> backup target=files`,
+      mentions: [{ id: DISCORD_APP_ID, username: 'drover', bot: true }],
+      type: 0,
+      timestamp: new Date().toISOString(),
+      tts: false,
+      mention_everyone: false,
+      mention_roles: [],
+      attachments: [],
+      embeds: [],
+      pinned: false,
+    };
+    discord.dispatchMessage(message);
+    discord.dispatchMessage(message); // a replay after a resume
+    discord.dispatchMessage({ ...message, id: '1180000000000042002', content: 'backup target=files' }); // no mention
+    discord.dispatchMessage({ ...message, id: '1180000000000042003', author: { ...message.author, bot: true } });
+    const replies = await eventually(
+      async () => {
+        const got = discord.received('POST', `/api/v10/channels/${CHANNEL}/messages`);
+        return got.length > 0 ? got : null;
+      },
+      10_000,
+      'the reply to the mention',
+    );
+    const all = await jobs();
+    expect(all.length).toBe(before + 1);
+    rig.jobIds.push(all[0]!.id);
+    expect(replies).toHaveLength(1);
+    expect(replies[0]!.body).toEqual({
+      content: `Started job #${all[0]!.number} (Backups, workflow \`backup\`): ${rig.t.url}/api/jobs/${all[0]!.id}`,
+      message_reference: { message_id: message.id, fail_if_not_exists: false },
+      allowed_mentions: { parse: [] },
+    });
+    const view = await eventually(
+      async () => {
+        const res = await rig.t.owner.get(`/jobs/${all[0]!.id}`);
+        return res.body.status === 'success' ? res.body : null;
+      },
+      30_000,
+      'the mention run to succeed',
+    );
+    expect(view.chatOrigin).toMatchObject({ provider: 'discord', userName: 'linus-ops', channelId: CHANNEL });
   });
 });

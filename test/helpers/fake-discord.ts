@@ -1,4 +1,5 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { FakeProviderServer } from './fake-provider.js';
 
 export const DISCORD_APP_ID = '1180000000000000001';
@@ -14,9 +15,38 @@ export const DISCORD_CODE = 'discord-oauth-code-ok';
  */
 export class FakeDiscord extends FakeProviderServer {
   readonly keys = generateKeyPairSync('ed25519');
+  /** Gateway sessions that identified with the bot token. */
+  private readonly sessions = new Set<WebSocket>();
+  private gateway: WebSocketServer | null = null;
+  private sequence = 0;
+  private messageIds = 0;
 
   constructor() {
     super();
+    const botOnly = (headers: Record<string, unknown>) => headers.authorization === `Bot ${DISCORD_BOT_TOKEN}`;
+    this.route('GET', '/api/v10/gateway/bot', ({ headers }) =>
+      botOnly(headers)
+        ? {
+            body: {
+              url: this.url.replace(/^http/, 'ws'),
+              shards: 1,
+              session_start_limit: { total: 1000, remaining: 999, reset_after: 0, max_concurrency: 1 },
+            },
+          }
+        : { status: 401, body: { message: '401: Unauthorized', code: 0 } },
+    );
+    this.route('POST', '/api/v10/channels/:channel/messages', ({ headers, path, body }) =>
+      botOnly(headers)
+        ? {
+            body: {
+              id: `11800000000009${String(++this.messageIds).padStart(5, '0')}`,
+              channel_id: path.split('/')[4],
+              content: (body as { content?: string })?.content ?? '',
+              type: 0,
+            },
+          }
+        : { status: 401, body: { message: '401: Unauthorized', code: 0 } },
+    );
     this.route('POST', '/api/v10/oauth2/token', ({ body }) => {
       if (body?.client_id !== DISCORD_APP_ID || body?.client_secret !== 'discord-client-secret') {
         return { status: 401, body: { error: 'invalid_client' } };
@@ -50,6 +80,74 @@ export class FakeDiscord extends FakeProviderServer {
   signedHeaders(body: string, timestampSeconds = Math.floor(Date.now() / 1000)): Record<string, string> {
     const signature = sign(null, Buffer.from(`${timestampSeconds}${body}`), this.keys.privateKey).toString('hex');
     return { 'x-signature-ed25519': signature, 'x-signature-timestamp': String(timestampSeconds) };
+  }
+
+  override async start(): Promise<string> {
+    const url = await super.start();
+    this.gateway = new WebSocketServer({ server: this.server! });
+    this.gateway.on('connection', (socket) => this.greet(socket));
+    return url;
+  }
+
+  override async close(): Promise<void> {
+    for (const socket of this.gateway?.clients ?? []) socket.terminate();
+    this.gateway?.close();
+    await super.close();
+  }
+
+  /** Whether a Gateway session is identified (the coordinator is listening for mentions). */
+  gatewayReady(): boolean {
+    return this.sessions.size > 0;
+  }
+
+  /** Delivers a MESSAGE_CREATE to every identified Gateway session, as Discord does. */
+  dispatchMessage(message: object): void {
+    this.dispatch('MESSAGE_CREATE', message);
+  }
+
+  /**
+   * Discord's Gateway (https://discord.com/developers/docs/events/gateway): HELLO with the
+   * heartbeat interval, IDENTIFY with the bot token answered by READY (the bot user is the
+   * application), heartbeats acknowledged; a wrong token is closed with 4004.
+   */
+  private greet(socket: WebSocket): void {
+    socket.send(JSON.stringify({ op: 10, d: { heartbeat_interval: 41_250 }, s: null, t: null }));
+    socket.on('message', (raw) => {
+      const payload = JSON.parse(String(raw)) as { op: number; d: any };
+      if (payload.op === 1) socket.send(JSON.stringify({ op: 11, d: null, s: null, t: null }));
+      if (payload.op === 2) {
+        if (payload.d?.token !== DISCORD_BOT_TOKEN) {
+          socket.close(4004, 'Authentication failed.');
+          return;
+        }
+        this.sessions.add(socket);
+        socket.on('close', () => this.sessions.delete(socket));
+        this.send(socket, 'READY', {
+          v: 10,
+          user: {
+            id: DISCORD_APP_ID,
+            username: 'drover',
+            discriminator: '0',
+            global_name: null,
+            bot: true,
+            avatar: null,
+          },
+          guilds: [],
+          session_id: 'fake-session',
+          resume_gateway_url: this.url.replace(/^http/, 'ws'),
+          shard: [0, 1],
+          application: { id: DISCORD_APP_ID, flags: 0 },
+        });
+      }
+    });
+  }
+
+  private dispatch(event: string, data: object): void {
+    for (const socket of this.sessions) this.send(socket, event, data);
+  }
+
+  private send(socket: WebSocket, event: string, data: object): void {
+    socket.send(JSON.stringify({ op: 0, t: event, s: ++this.sequence, d: data }));
   }
 
   /** The application's public key as the developer portal shows it: 64 hexadecimal characters. */

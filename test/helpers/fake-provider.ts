@@ -27,7 +27,7 @@ export class FakeProviderServer {
   readonly requests: ReceivedRequest[] = [];
   private readonly routes: { method: string; pattern: RegExp; handler: FakeHandler }[] = [];
   private readonly overrides: { method: string; pattern: RegExp; answer: FakeAnswer; times: number }[] = [];
-  private server: http.Server | null = null;
+  protected server: http.Server | null = null;
   url = '';
 
   route(method: string, path: string, handler: FakeHandler): void {
