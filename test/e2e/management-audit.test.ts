@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { addUser } from '../helpers/members.js';
 import type { ApiClient } from '../helpers/http.js';
+import { issueApiToken } from '../helpers/tokens.js';
 
 interface Entry {
   id: number;
@@ -120,5 +121,91 @@ describe('audit log', () => {
     const other = await t.owner.post('/orgs', { body: { name: 'other' } });
     const res = await t.owner.get<Entry[]>(`/orgs/${other.body.id}/audit`);
     expect(res.body.map((e) => e.action)).toEqual(['org.create']);
+  });
+});
+
+describe('audit log filters', () => {
+  let t: TestCoordinator;
+  let all: Entry[];
+  let memberId: string;
+  let tokenId: string;
+  const list = async (query: string) => {
+    const res = await t.owner.get<Entry[]>(`/orgs/${t.orgId}/audit?limit=200&${query}`);
+    expect(res.status, res.text).toBe(200);
+    return res.body;
+  };
+  const ids = (entries: Entry[]) => entries.map((e) => e.id);
+
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    memberId = (await addUser(t.owner, t.orgId, 'filtered@example.test')).userId;
+    await t.owner.patch(`/orgs/${t.orgId}/members/${memberId}`, { body: { role: 'owner' } });
+    await t.owner.patch(`/orgs/${t.orgId}/members/${memberId}`, { body: { role: 'member' } });
+    const token = await issueApiToken(t.owner, t.orgId, [], { name: 'reader' });
+    tokenId = token.id;
+    // A discovery read by the token: an entry whose actor is the token.
+    expect((await t.api.get('/agents', { token: token.token })).status).toBe(200);
+    for (let i = 0; i < 3; i++) await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: { name: `e${i}` } });
+    all = await list('');
+  });
+  afterAll(() => t?.close());
+
+  it('filters by actor type and actor', async () => {
+    const byToken = await list('actorType=api_token');
+    expect(byToken.map((e) => [e.action, e.actorId])).toEqual([['api_token.discover', tokenId]]);
+    expect(ids(await list(`actorId=${tokenId}`))).toEqual(ids(byToken));
+    expect(ids(await list('actorType=user'))).toEqual(ids(all.filter((e) => e.actorType === 'user')));
+    expect(await list('actorType=agent')).toEqual([]);
+  });
+
+  it('filters by target type and target id, alone and together with the action', async () => {
+    const aboutMember = await list(`targetId=${memberId}`);
+    expect(aboutMember.map((e) => e.action)).toEqual(['member.update', 'member.update', 'member.add']);
+    expect(ids(await list(`targetType=user&targetId=${memberId}`))).toEqual(ids(aboutMember));
+    expect(ids(await list(`targetId=${memberId}&action=member.add`))).toEqual([aboutMember[2]!.id]);
+    expect(await list(`targetType=api_token&targetId=${memberId}`)).toEqual([]);
+    const tokens = await list('targetType=enrollment_token');
+    expect(tokens.map((e) => e.metadata.name)).toEqual(['e2', 'e1', 'e0']);
+  });
+
+  it('filters by a creation time range: from inclusive, before exclusive, with any offset', async () => {
+    const oldestFirst = [...all].reverse();
+    const from = oldestFirst[2]!.createdAt;
+    const until = oldestFirst.at(-2)!.createdAt;
+    const expected = all.filter((e) => e.createdAt >= from && e.createdAt < until);
+    expect(expected.length).toBeGreaterThan(0);
+    expect(ids(await list(`createdAfter=${from}&createdBefore=${until}`))).toEqual(ids(expected));
+    expect(ids(await list(`createdAfter=${from}`))).toEqual(ids(all.filter((e) => e.createdAt >= from)));
+    // The same instant written with another offset.
+    const shifted = new Date(new Date(from).getTime() + 2 * 3600_000).toISOString().replace('Z', '+02:00');
+    expect(ids(await list(`createdAfter=${encodeURIComponent(shifted)}`))).toEqual(
+      ids(all.filter((e) => e.createdAt >= from)),
+    );
+  });
+
+  it('pages by cursor within the filters', async () => {
+    const users = all.filter((e) => e.actorType === 'user');
+    const first = await t.owner.get<Entry[]>(`/orgs/${t.orgId}/audit?actorType=user&limit=2`);
+    const cursor = first.headers.get('x-next-cursor');
+    expect(ids(first.body)).toEqual(ids(users.slice(0, 2)));
+    const second = await t.owner.get<Entry[]>(`/orgs/${t.orgId}/audit?actorType=user&limit=200&cursor=${cursor}`);
+    expect(ids(second.body)).toEqual(ids(users.slice(2)));
+  });
+
+  it('refuses bad filters with 422, naming the field', async () => {
+    for (const [query, field] of [
+      ['actorType=robot', 'querystring.actorType'],
+      ['actorId=', 'querystring.actorId'],
+      [`targetType=${'t'.repeat(101)}`, 'querystring.targetType'],
+      ['targetId=', 'querystring.targetId'],
+      ['createdAfter=yesterday', 'querystring.createdAfter'],
+      ['createdBefore=2026-13-01T00:00:00Z', 'querystring.createdBefore'],
+      ['createdAfter=2026-02-01T00:00:00Z&createdBefore=2026-01-01T00:00:00Z', 'querystring.createdBefore'],
+    ]) {
+      const res = await t.owner.get(`/orgs/${t.orgId}/audit?${query}`);
+      expect(res.status, query).toBe(422);
+      expect(res.body.code).toBe('validation_failed');
+      expect(JSON.stringify(res.body.details), query).toContain(field!);
+    }
   });
 });

@@ -42,17 +42,49 @@ function createAuditWrites(db: Db) {
 
 export function createAuditRepository(db: Db, writes: WriteExecutor): AuditRepository {
   const audit = createAuditWrites(db);
-  const list = db.prepare<[string, string | null, string | null, number, number], AuditRow>(
-    `SELECT * FROM audit_log WHERE org_id = ? AND (? IS NULL OR action = ?) AND id < ?
-     ORDER BY id DESC LIMIT ?`,
-  );
+  type ListParams = {
+    orgId: string;
+    action: string | null;
+    actorType: string | null;
+    actorId: string | null;
+    targetType: string | null;
+    targetId: string | null;
+    createdAfter: string | null;
+    createdBefore: string | null;
+    before: number;
+    limit: number;
+  };
+  // One query per index that leads the scan (the target's, or the organization's); every other
+  // filter is a nullable parameter, so the SQL text is fixed.
+  const listWhere = (leading: string) =>
+    `SELECT * FROM audit_log WHERE ${leading}org_id = @orgId
+       AND (@action IS NULL OR action = @action)
+       AND (@actorType IS NULL OR actor_type = @actorType) AND (@actorId IS NULL OR actor_id = @actorId)
+       AND (@targetType IS NULL OR target_type = @targetType) AND (@targetId IS NULL OR target_id = @targetId)
+       AND (@createdAfter IS NULL OR created_at >= @createdAfter)
+       AND (@createdBefore IS NULL OR created_at < @createdBefore)
+       AND id < @before ORDER BY id DESC LIMIT @limit`;
+  const list = db.prepare<[ListParams], AuditRow>(listWhere(''));
+  const listByTarget = db.prepare<[ListParams], AuditRow>(listWhere('target_id = @targetId AND '));
   return {
     async insertMany(entries) {
       if (entries.length > 0) await writes.run(() => audit.insertMany(entries));
     },
     async list(orgId, q) {
-      const action = q.action ?? null;
-      return list.all(orgId, action, action, q.before ?? Number.MAX_SAFE_INTEGER, q.limit).map((r) => ({
+      const params: ListParams = {
+        orgId,
+        action: q.action ?? null,
+        actorType: q.actorType ?? null,
+        actorId: q.actorId ?? null,
+        targetType: q.targetType ?? null,
+        targetId: q.targetId ?? null,
+        createdAfter: q.createdAfter ?? null,
+        createdBefore: q.createdBefore ?? null,
+        before: q.before ?? Number.MAX_SAFE_INTEGER,
+        limit: q.limit,
+      };
+      const statement = params.targetId !== null ? listByTarget : list;
+      return statement.all(params).map((r) => ({
         id: r.id,
         orgId: r.org_id,
         actorType: r.actor_type,

@@ -25,6 +25,13 @@ export interface AuditEntry {
 
 export interface AuditQuery {
   action?: string | undefined;
+  actorType?: ActorType | undefined;
+  actorId?: string | undefined;
+  targetType?: string | undefined;
+  targetId?: string | undefined;
+  /** Stored times (UTC ISO): entries created at or after `createdAfter` and before `createdBefore`. */
+  createdAfter?: string | undefined;
+  createdBefore?: string | undefined;
   limit: number;
   /** Entries with an id below this one (the previous page's last id). */
   before?: number | undefined;

@@ -92,13 +92,16 @@ export const StorageBindingSchema = {
   },
 } as const;
 
+/** Who an audit entry says acted. */
+export const ACTOR_TYPES = ['user', 'api_token', 'agent', 'system'] as const;
+
 export const AuditEntrySchema = {
   type: 'object',
   required: ['id', 'action', 'actorType', 'actorId', 'targetType', 'targetId', 'metadata', 'createdAt'],
   properties: {
     id: { type: 'integer' },
     action: { type: 'string' },
-    actorType: { type: 'string', enum: ['user', 'api_token', 'agent', 'system'] },
+    actorType: { type: 'string', enum: ACTOR_TYPES },
     actorId: { type: ['string', 'null'] },
     targetType: { type: ['string', 'null'] },
     targetId: { type: ['string', 'null'] },

@@ -1,17 +1,27 @@
 import type { FastifyInstance } from 'fastify';
+import type { ActorType } from '../../../domain/model/audit.js';
+import { createdRange, createdRangeQueryProperties } from '../../created-range.js';
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
-import { AuditEntrySchema } from '../../schemas/management.js';
+import { ACTOR_TYPES, AuditEntrySchema } from '../../schemas/management.js';
 
 export const AUDIT_DEFAULT_LIMIT = 50;
 export const AUDIT_MAX_LIMIT = 200;
 
 interface AuditQuerystring {
   action?: string;
+  actorType?: ActorType;
+  actorId?: string;
+  targetType?: string;
+  targetId?: string;
+  createdAfter?: string;
+  createdBefore?: string;
   limit: number;
   cursor?: string;
 }
+
+const name = (what: string) => ({ type: 'string', minLength: 1, maxLength: 100, description: what }) as const;
 
 /**
  * The audit log of an organization (owner), newest first. When more entries follow a page, the
@@ -29,7 +39,12 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           properties: {
-            action: { type: 'string', minLength: 1, maxLength: 100, description: 'only entries with this action' },
+            action: name('only entries with this action'),
+            actorType: { type: 'string', enum: ACTOR_TYPES, description: 'only entries by this kind of actor' },
+            actorId: name('only entries by this actor (a user, API token or agent id)'),
+            targetType: name('only entries about this kind of target (user, agent, trigger, api_token, ...)'),
+            targetId: name('only entries about this target'),
+            ...createdRangeQueryProperties('entries'),
             limit: { type: 'integer', minimum: 1, maximum: AUDIT_MAX_LIMIT, default: AUDIT_DEFAULT_LIMIT },
             cursor: cursorQueryProperty,
           },
@@ -42,9 +57,10 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId, 'owner');
-      const { action, limit, cursor } = request.query;
+      const { limit, cursor, createdAfter, createdBefore, ...filters } = request.query;
       const before = parseCursor(cursor);
-      const entries = await app.ctx.repos.audit.list(orgId, { action, limit: limit + 1, before });
+      const range = createdRange(createdAfter, createdBefore);
+      const entries = await app.ctx.repos.audit.list(orgId, { ...filters, ...range, limit: limit + 1, before });
       return sendPage(reply, entries, limit, (entry) => entry.id);
     },
   );

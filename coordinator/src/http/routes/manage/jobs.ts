@@ -2,7 +2,8 @@ import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
 import { JOB_SOURCES, type Job, type JobSource } from '../../../domain/model/jobs.js';
-import { describeValue, invalid, notFound } from '../../../errors.js';
+import { notFound } from '../../../errors.js';
+import { createdRange, createdRangeQueryProperties } from '../../created-range.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
 import {
   emptyBody,
@@ -158,35 +159,6 @@ export function registerJobDetailRoute(app: FastifyInstance, path: string, summa
   );
 }
 
-/**
- * The creation-time filters as stored times (UTC `toISOString`, which compare as strings), from
- * date-times with any offset; an empty range is refused rather than answered with nothing.
- */
-function createdRange(after: string | undefined, before: string | undefined) {
-  const createdAfter = storedTime('createdAfter', after);
-  const createdBefore = storedTime('createdBefore', before);
-  if (createdAfter !== undefined && createdBefore !== undefined && createdAfter >= createdBefore) {
-    throw invalid(
-      'querystring.createdBefore',
-      `must be later than createdAfter (${createdAfter}), got ${describeValue(before)}`,
-    );
-  }
-  return { createdAfter, createdBefore };
-}
-
-function storedTime(name: string, value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const time = new Date(value);
-  // The schema's date-time admits what Date cannot hold (a leap second, 23:59:60).
-  if (Number.isNaN(time.getTime())) {
-    throw invalid(
-      `querystring.${name}`,
-      `must be a date-time such as 2026-01-31T12:00:00Z, got ${describeValue(value)}`,
-    );
-  }
-  return time.toISOString();
-}
-
 /** Dashboard jobs: the trigger job list of an organization, any job's detail, and cancelling a job. */
 export async function jobRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { orgId: string }; Querystring: ListQuerystring }>(
@@ -204,8 +176,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
             triggerId: { ...uuid, description: 'only jobs of this trigger' },
             agentId: { ...uuid, description: 'only jobs of this agent' },
             source: { type: 'string', enum: TRIGGER_JOB_SOURCES, description: 'only jobs from this source' },
-            createdAfter: { ...timestamp, maxLength: 64, description: 'only jobs created at or after this time' },
-            createdBefore: { ...timestamp, maxLength: 64, description: 'only jobs created before this time' },
+            ...createdRangeQueryProperties('jobs'),
             limit: { type: 'integer', minimum: 1, maximum: JOBS_MAX_LIMIT, default: JOBS_DEFAULT_LIMIT },
             cursor: cursorQueryProperty,
           },
