@@ -3,6 +3,7 @@ import { AgentsPage } from './pages/AgentsPage';
 import { ApiTokensPage } from './pages/ApiTokensPage';
 import { AppPage } from './pages/AppPage';
 import { AppsPage } from './pages/AppsPage';
+import { AuditPage } from './pages/AuditPage';
 import { HomePage } from './pages/HomePage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
@@ -39,6 +40,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/storage', element: <StoragePage /> },
         { path: '/orgs/:orgId/api-tokens', element: <ApiTokensPage /> },
         { path: '/orgs/:orgId/members', element: <MembersPage /> },
+        { path: '/orgs/:orgId/audit', element: <AuditPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],

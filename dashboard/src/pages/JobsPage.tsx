@@ -7,6 +7,7 @@ import { agentsQuery } from '../api/queries';
 import type { Job } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
+import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
@@ -109,15 +110,6 @@ function JobRow({ job, names }: { job: Job; names: Names }) {
     </tr>
   );
 }
-
-/** `2026-03-01T10:00` (a datetime-local input, the browser's time zone) ⇄ an ISO time. */
-const toLocalInput = (iso: string | undefined): string => {
-  if (!iso) return '';
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return '';
-  return new Date(d.getTime() - d.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
-};
-const fromLocalInput = (value: string): string | undefined => (value ? new Date(value).toISOString() : undefined);
 
 function JobFiltersForm(props: {
   filters: JobFilters;

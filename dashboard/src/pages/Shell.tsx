@@ -40,6 +40,7 @@ function SignedIn({ email }: { email: string }) {
             <NavLink to={`/orgs/${current.id}/storage`}>Storage</NavLink>
             <NavLink to={`/orgs/${current.id}/api-tokens`}>API tokens</NavLink>
             <NavLink to={`/orgs/${current.id}/members`}>Members</NavLink>
+            {current.role === 'owner' && <NavLink to={`/orgs/${current.id}/audit`}>Audit log</NavLink>}
           </nav>
         )}
         <UserMenu email={email} role={current?.role} />

@@ -1,0 +1,289 @@
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { useState, type FormEvent, type ReactNode } from 'react';
+import { Link, useSearchParams } from 'react-router';
+import {
+  ACTOR_TYPES,
+  AUDIT_ACTIONS,
+  AUDIT_FILTER_KEYS,
+  auditQuery,
+  SELF_TARGETED,
+  TARGET_TYPES,
+  tokenNamesQuery,
+  type AuditEntry,
+  type AuditFilters,
+} from '../api/audit';
+import { membersQuery, triggerNamesQuery } from '../api/jobs';
+import { agentsQuery } from '../api/queries';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { fromLocalInput, toLocalInput } from '../components/local-time';
+import { ago, dateTime } from '../components/time';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/** The organization's audit log (owners only), newest first, filtered by the address's search parameters. */
+export function AuditPage() {
+  const { orgId, org, loaded } = useOrg();
+  const [search, setSearch] = useSearchParams();
+  const isOwner = org?.role === 'owner';
+  const filters: AuditFilters = {};
+  for (const key of AUDIT_FILTER_KEYS) {
+    const value = search.get(key);
+    if (value) filters[key] = value;
+  }
+  const entries = useInfiniteQuery(auditQuery(orgId, filters, isOwner));
+  const agents = useQuery({ ...agentsQuery(orgId), enabled: isOwner, refetchInterval: false });
+  const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: isOwner });
+  const members = useQuery({ ...membersQuery(orgId), enabled: isOwner });
+  const tokens = useQuery(tokenNamesQuery(orgId, isOwner));
+  if (loaded && !org) return <NotFoundPage />;
+  if (!loaded) return <p className="loading">Loading…</p>;
+  if (!isOwner) {
+    return (
+      <section aria-labelledby="audit-heading">
+        <h1 id="audit-heading">Audit log</h1>
+        <p>Owners only: the audit log is for the organization&apos;s owners. Ask an owner if you need an entry.</p>
+      </section>
+    );
+  }
+  const names: Names = {
+    orgId,
+    agents: new Map((agents.data ?? []).map((a) => [a.id, a.name])),
+    triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
+    emails: new Map((members.data ?? []).map((m) => [m.userId, m.email])),
+    tokens: new Map((tokens.data ?? []).map((tk) => [tk.id, tk.name])),
+  };
+  const rows = entries.data?.pages.flatMap((p) => p.items) ?? [];
+  const apply = (next: AuditFilters) => {
+    const params = new URLSearchParams();
+    for (const key of AUDIT_FILTER_KEYS) if (next[key]) params.set(key, next[key]);
+    setSearch(params);
+  };
+  return (
+    <section aria-labelledby="audit-heading">
+      <h1 id="audit-heading">Audit log</h1>
+      <AuditFiltersForm key={search.toString()} filters={filters} onApply={apply} />
+      <ErrorMessage error={entries.error} />
+      {entries.data && rows.length === 0 && (
+        <p>{Object.keys(filters).length ? 'No entry matches these filters.' : 'The audit log is empty.'}</p>
+      )}
+      {rows.length > 0 && (
+        <table className="jobs audit">
+          <caption className="hint">Newest first.</caption>
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">What happened</th>
+              <th scope="col">Details</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((entry) => (
+              <AuditRow key={entry.id} entry={entry} names={names} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      {!entries.data && !entries.error && <p className="loading">Loading…</p>}
+      {entries.hasNextPage && (
+        <button type="button" onClick={() => void entries.fetchNextPage()} disabled={entries.isFetchingNextPage}>
+          {entries.isFetchingNextPage ? 'Loading…' : 'Show older entries'}
+        </button>
+      )}
+    </section>
+  );
+}
+
+interface Names {
+  orgId: string;
+  agents: Map<string, string>;
+  triggers: Map<string, string>;
+  emails: Map<string, string>;
+  tokens: Map<string, string>;
+}
+
+const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
+const short = (id: string) => id.slice(0, 8);
+
+/** Who acted: a member's email, an API token's name, an agent's name, or the coordinator. */
+function actor(entry: AuditEntry, names: Names): ReactNode {
+  const id = entry.actorId;
+  switch (entry.actorType) {
+    case 'user':
+      return id ? (names.emails.get(id) ?? `a former member (${short(id)})`) : 'a member';
+    case 'api_token':
+      return `API token ${id ? (names.tokens.get(id) ?? short(id)) : ''}`.trim();
+    case 'agent': {
+      const name = id ? names.agents.get(id) : undefined;
+      if (name)
+        return (
+          <>
+            agent <Link to={`/orgs/${names.orgId}/agents`}>{name}</Link>
+          </>
+        );
+      return `agent ${id ? short(id) : ''}`.trim();
+    }
+    default:
+      return 'The coordinator';
+  }
+}
+
+/** The target in words, linked to its page when the dashboard has one. */
+function target(entry: AuditEntry, names: Names): ReactNode {
+  const { targetType: type, targetId: id, metadata } = entry;
+  if (!type || !id) return null;
+  const named = text(metadata.name) ?? text(metadata.email) ?? text(metadata.slug);
+  switch (type) {
+    case 'trigger': {
+      const current = names.triggers.get(id);
+      if (current) return <Link to={`/orgs/${names.orgId}/triggers/${id}`}>{current}</Link>;
+      return <>{named ?? short(id)} (deleted)</>;
+    }
+    case 'job':
+      return <Link to={`/api/jobs/${id}`}>{text(metadata.workflowName) ?? short(id)}</Link>;
+    case 'agent': {
+      const name = names.agents.get(id);
+      return name ? <Link to={`/orgs/${names.orgId}/agents`}>{name}</Link> : (named ?? short(id));
+    }
+    case 'org':
+      return <Link to={`/orgs/${id}`}>{named ?? short(id)}</Link>;
+    case 'user':
+      return names.emails.get(id) ?? named ?? short(id);
+    case 'api_token':
+      return names.tokens.get(id) ?? named ?? short(id);
+    default:
+      return named ?? (type === 'address' ? id : short(id));
+  }
+}
+
+function AuditRow({ entry, names }: { entry: AuditEntry; names: Names }) {
+  const what = AUDIT_ACTIONS[entry.action] ?? entry.action;
+  const self = SELF_TARGETED.has(entry.action) || (entry.actorId !== null && entry.actorId === entry.targetId);
+  const about = self ? null : target(entry, names);
+  return (
+    <tr>
+      <td>
+        <time dateTime={entry.createdAt} title={dateTime(entry.createdAt)}>
+          {ago(entry.createdAt)}
+        </time>
+      </td>
+      <th scope="row">
+        <span className="audit-who">{actor(entry, names)}</span> {what}
+        {about && (
+          <>
+            {' '}
+            the {TARGET_TYPES[entry.targetType ?? ''] ?? entry.targetType} {about}
+          </>
+        )}
+        <div className="hint">
+          <code>{entry.action}</code>
+        </div>
+      </th>
+      <td>
+        <Metadata metadata={entry.metadata} />
+      </td>
+    </tr>
+  );
+}
+
+/** The entry's details, one per line; a job id links to the job. */
+function Metadata({ metadata }: { metadata: Record<string, unknown> }) {
+  const keys = Object.keys(metadata);
+  if (keys.length === 0) return <span className="hint">—</span>;
+  return (
+    <dl className="audit-metadata">
+      {keys.map((key) => {
+        const value = metadata[key];
+        return (
+          <div key={key}>
+            <dt>{key}</dt>
+            <dd>
+              {key === 'jobId' && typeof value === 'string' ? (
+                <Link to={`/api/jobs/${value}`}>{short(value)}</Link>
+              ) : typeof value === 'string' ? (
+                value
+              ) : (
+                <code>{JSON.stringify(value)}</code>
+              )}
+            </dd>
+          </div>
+        );
+      })}
+    </dl>
+  );
+}
+
+function AuditFiltersForm(props: { filters: AuditFilters; onApply: (filters: AuditFilters) => void }) {
+  const { filters } = props;
+  const [action, setAction] = useState(filters.action ?? '');
+  const [actorType, setActorType] = useState(filters.actorType ?? '');
+  const [targetType, setTargetType] = useState(filters.targetType ?? '');
+  const [targetId, setTargetId] = useState(filters.targetId ?? '');
+  const [after, setAfter] = useState(toLocalInput(filters.createdAfter));
+  const [before, setBefore] = useState(toLocalInput(filters.createdBefore));
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    props.onApply({
+      action,
+      actorType,
+      targetType,
+      targetId: targetId.trim(),
+      createdAfter: fromLocalInput(after),
+      createdBefore: fromLocalInput(before),
+    });
+  };
+  const actions = Object.keys(AUDIT_ACTIONS);
+  if (filters.action && !actions.includes(filters.action)) actions.push(filters.action);
+  return (
+    <form onSubmit={submit} className="inline-form filters" aria-label="Filter the audit log">
+      <label>
+        Action
+        <select value={action} onChange={(e) => setAction(e.target.value)}>
+          <option value="">any</option>
+          {actions.map((a) => (
+            <option key={a} value={a}>
+              {a}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Done by
+        <select value={actorType} onChange={(e) => setActorType(e.target.value)}>
+          <option value="">anyone</option>
+          {Object.entries(ACTOR_TYPES).map(([value, words]) => (
+            <option key={value} value={value}>
+              {words}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Target type
+        <select value={targetType} onChange={(e) => setTargetType(e.target.value)}>
+          <option value="">any</option>
+          {Object.entries(TARGET_TYPES).map(([value, words]) => (
+            <option key={value} value={value}>
+              {words}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Target id
+        <input value={targetId} onChange={(e) => setTargetId(e.target.value)} size={20} />
+      </label>
+      <label>
+        From
+        <input type="datetime-local" value={after} onChange={(e) => setAfter(e.target.value)} />
+      </label>
+      <label>
+        Before
+        <input type="datetime-local" value={before} onChange={(e) => setBefore(e.target.value)} />
+      </label>
+      <button type="submit">Filter</button>
+      <button type="button" onClick={() => props.onApply({})}>
+        Clear
+      </button>
+    </form>
+  );
+}

@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollAgentStateDir, type AgentStateDir } from '../helpers/agent-daemon.js';
+import {
+  CHROMIUM,
+  docScreenshot,
+  expectAccessible,
+  launchBrowser,
+  openPage,
+  screenshotOnFailure,
+  type TestPage,
+} from '../helpers/browser.js';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
+import { eventually } from '../helpers/poll.js';
+import { runnableTrigger } from '../helpers/trigger-runs.js';
+
+/**
+ * The Audit log page in a real Chromium against a real coordinator: entries in plain words with
+ * links to their targets, the filters in the address, paging by cursor, and the owners-only
+ * message a member gets. Every page is checked with axe-core and for CSP violations.
+ */
+
+describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
+  let t: TestCoordinator;
+  let browser: Browser;
+  let owner: TestPage;
+  let member: TestPage | undefined;
+  let a: AgentStateDir;
+  let trigger: { id: string };
+  let memberId: string;
+
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    a = await enrollAgentStateDir(t);
+    trigger = await runnableTrigger(t, a.agentId, 'hello');
+    memberId = (await addUser(t.owner, t.orgId, 'member@example.test')).userId;
+    await t.owner.patch(`/orgs/${t.orgId}/members/${memberId}`, { body: { role: 'owner' } });
+    await t.owner.patch(`/orgs/${t.orgId}/members/${memberId}`, { body: { role: 'member' } });
+    // 55 more entries: the first page (50) ends among them.
+    for (let i = 0; i < 55; i++) {
+      const res = await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: { name: `bulk-${i}` } });
+      expect(res.status).toBe(201);
+    }
+    browser = await launchBrowser();
+    owner = await openPage(browser, t.url);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    if (a) fs.rmSync(path.dirname(a.stateDir), { recursive: true, force: true });
+  });
+  screenshotOnFailure(() => [owner?.page, member?.page]);
+
+  const page = (): Page => owner.page;
+  const rows = (p: Page = page()) => p.getByRole('table').getByRole('row');
+  const signIn = async (p: Page, email: string, password: string) => {
+    await p.getByLabel('Email').fill(email);
+    await p.getByLabel('Password').fill(password);
+    await p.getByRole('button', { name: 'Sign in' }).click();
+  };
+
+  it('lists the entries newest first in plain words, 50 at a time, and shows older ones on demand', async () => {
+    await page().goto(`/orgs/${t.orgId}`);
+    await signIn(page(), OWNER_EMAIL, OWNER_PASSWORD);
+    const nav = page().getByRole('navigation', { name: 'Main' });
+    await nav.getByRole('link', { name: 'Audit log' }).click();
+    await page().getByRole('heading', { name: 'Audit log' }).waitFor();
+    expect(page().url()).toBe(`${t.url}/orgs/${t.orgId}/audit`);
+    await eventually(async () => (await rows().count()) === 51, 20_000, '50 entries and the header row');
+    const texts = await rows().allInnerTexts();
+    expect(texts[1]).toContain(`${OWNER_EMAIL} created the enrollment token bulk-54`);
+    await page().getByRole('button', { name: 'Show older entries' }).click();
+    // 55 bulk tokens, the agent's enrollment token and enrollment, the trigger, its API token, the member's 3.
+    await eventually(async () => (await rows().count()) === 63, 20_000, 'all 62 entries');
+    expect(await page().getByRole('button', { name: 'Show older entries' }).count()).toBe(0);
+    const all = await rows().allInnerTexts();
+    expect(all.at(-1)).toContain(`${OWNER_EMAIL} created the enrollment token`);
+    expect(all.join('\n')).toMatch(
+      /changed the role of the member member@example\.test[\s\S]*from\s+member[\s\S]*to\s+owner/,
+    );
+    // The trigger and the agent link to their pages.
+    const created = page().getByRole('row', { name: /created the trigger/ });
+    await created.getByRole('link', { name: 'hello trigger' }).click();
+    await page().waitForURL(`**/orgs/${t.orgId}/triggers/${trigger.id}`);
+    await page().goBack();
+    const enrolled = page().getByRole('row', { name: /agent daemon-test enrolled/ });
+    expect(await enrolled.getByRole('link', { name: 'daemon-test' }).getAttribute('href')).toBe(
+      `/orgs/${t.orgId}/agents`,
+    );
+    await expectAccessible(page(), 'the Audit log page');
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('filters by action, target and time, keeping the filters in the address', async () => {
+    await page().goto(`/orgs/${t.orgId}/audit`);
+    await page().getByLabel('Action').selectOption('member.update');
+    await page().getByRole('button', { name: 'Filter' }).click();
+    await page().waitForURL('**/audit?action=member.update');
+    await eventually(async () => (await rows().count()) === 3, 20_000, 'the two role changes');
+    await page().getByRole('button', { name: 'Clear' }).click();
+    await page().waitForURL(`**/orgs/${t.orgId}/audit`);
+
+    await page().getByLabel('Target type').selectOption('user');
+    await page().getByLabel('Target id').fill(memberId);
+    await page().getByRole('button', { name: 'Filter' }).click();
+    await page().waitForURL(`**/audit?targetType=user&targetId=${memberId}`);
+    await eventually(async () => (await rows().count()) === 4, 20_000, "the member's three entries");
+    expect((await rows().allInnerTexts()).slice(1).map((r) => r.match(/(added|changed the role of)/)?.[0])).toEqual([
+      'changed the role of',
+      'changed the role of',
+      'added',
+    ]);
+    await docScreenshot(page(), 'audit');
+
+    // A range that ends before anything happened.
+    await page().goto(`/orgs/${t.orgId}/audit?createdBefore=2020-01-01T00:00:00.000Z`);
+    await page().getByText('No entry matches these filters.').waitFor();
+    expect(await page().getByLabel('Before').inputValue()).toMatch(/^20(19-12-31|20-01-01)T/);
+    // A refused filter is explained by the API's words.
+    await page().goto(`/orgs/${t.orgId}/audit?actorType=robot`);
+    const alert = page().getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.innerText()).toContain('actorType');
+    await expectAccessible(page(), 'the filtered Audit log page');
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('tells a member who opens the address that the audit log is for owners only, with no link in the navigation', async () => {
+    member = await openPage(browser, t.url);
+    await member.page.goto(`/orgs/${t.orgId}/audit`);
+    await member.page.waitForURL('**/login?next=*');
+    await signIn(member.page, 'member@example.test', MEMBER_PASSWORD);
+    await member.page.waitForURL(`**/orgs/${t.orgId}/audit`);
+    await member.page.getByText(/Owners only/).waitFor();
+    expect(await member.page.getByRole('table').count()).toBe(0);
+    const nav = member.page.getByRole('navigation', { name: 'Main' });
+    await nav.getByRole('link', { name: 'Jobs' }).waitFor();
+    expect(await nav.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+    await expectAccessible(member.page, "a member's Audit log page");
+    expect(member.problems).toEqual([]);
+  });
+});
