@@ -1,4 +1,6 @@
 import type { Coordinator } from '@drover/coordinator';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 
@@ -47,6 +49,12 @@ const operationOf = (spec: { paths: Record<string, Record<string, Operation>> },
     .map((p) => spec.paths[p]?.[route.method.toLowerCase()])
     .find((op) => op !== undefined);
 
+/** The interactive reference (Swagger UI's page and files, `/docs/...`): for people, not API operations. */
+const isApiDocsFile = (path: string) => path.startsWith('/docs');
+
+// ajv-formats is CommonJS; its default export arrives wrapped under NodeNext resolution.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
 /** Every string value of a JSON document (not its keys), with where it is. */
 function stringValues(value: unknown, at = '$'): { at: string; text: string }[] {
   if (typeof value === 'string') return [{ at, text: value }];
@@ -57,11 +65,23 @@ function stringValues(value: unknown, at = '$'): { at: string; text: string }[] 
   return [];
 }
 
+interface Media {
+  schema?: { format?: string };
+  example?: unknown;
+  examples?: Record<string, { value: unknown }>;
+}
+
 interface Operation {
+  operationId?: string;
   summary?: string;
   tags?: string[];
-  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+  requestBody?: { content: Record<string, Media> };
+  responses?: Record<string, { content?: Record<string, Media> }>;
 }
+
+/** The examples of a body (`example`, or the values of `examples`). */
+const examplesOf = (media: Media): unknown[] =>
+  media.example !== undefined ? [media.example] : Object.values(media.examples ?? {}).map((e) => e.value);
 
 describe('the OpenAPI document', () => {
   let t: TestCoordinator;
@@ -78,7 +98,7 @@ describe('the OpenAPI document', () => {
     expect(res.status).toBe(200);
     spec = res.body;
     routes = registeredRoutes(t.coordinator.app).filter(
-      (r) => r.method !== 'HEAD' && r.path !== '/v1/openapi.json' && !isDashboardFile(r.path),
+      (r) => r.method !== 'HEAD' && r.path !== '/v1/openapi.json' && !isDashboardFile(r.path) && !isApiDocsFile(r.path),
     );
   });
   afterAll(() => t?.close());
@@ -103,7 +123,7 @@ describe('the OpenAPI document', () => {
     expect(routes.length).toBeGreaterThan(10);
   });
 
-  it('lists every registered route except itself and the dashboard files', () => {
+  it('lists every registered route except itself, the dashboard files and the reference at /docs', () => {
     const missing = routes.filter((r) => !operationOf(spec, r));
     expect(missing).toEqual([]);
     expect(spec.paths['/v1/openapi.json']).toBeUndefined();
@@ -133,5 +153,64 @@ describe('the OpenAPI document', () => {
       if (!op.tags?.length) problems.push(`${name}: no tag`);
     }
     expect(problems).toEqual([]);
+  });
+
+  const operations = () =>
+    Object.entries(spec.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
+    );
+
+  it('gives every operation a unique camelCase operationId', () => {
+    const ids = operations().map(({ name, op }) => [name, op.operationId] as const);
+    expect(ids.length).toBeGreaterThan(50);
+    expect(ids.filter(([, id]) => !id || !/^[a-z][a-zA-Z0-9]*$/.test(id))).toEqual([]);
+    const seen = new Map<string, string>();
+    const duplicates = ids.filter(([name, id]) => seen.has(id!) || !seen.set(id!, name));
+    expect(duplicates).toEqual([]);
+  });
+
+  it('gives every request body and every success answer an example that its schema accepts', () => {
+    const ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
+    const problems: string[] = [];
+    const check = (where: string, media: Media) => {
+      const examples = examplesOf(media);
+      if (examples.length === 0) problems.push(`${where}: no example`);
+      for (const example of examples) {
+        const validate = ajv.compile(media.schema ?? {});
+        if (!validate(example)) problems.push(`${where}: example refused: ${ajv.errorsText(validate.errors)}`);
+      }
+    };
+    for (const { name, op } of operations()) {
+      for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) check(`${name} body (${type})`, media);
+      for (const [status, response] of Object.entries(op.responses ?? {})) {
+        if (!/^2\d\d$/.test(status)) continue;
+        for (const [type, media] of Object.entries(response.content ?? {})) {
+          // A download's bytes have no JSON example.
+          if (media.schema?.format === 'binary') continue;
+          check(`${name} ${status} (${type})`, media);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('serves the interactive reference at /docs: HTML whose scripts and styles load from the coordinator', async () => {
+    const page = await fetch(`${t.url}/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.filter((a) => a.endsWith('.js')).length).toBeGreaterThanOrEqual(3);
+    for (const asset of assets) {
+      expect(asset, 'an asset of this origin').toMatch(/^\/docs\//);
+      const res = await fetch(`${t.url}${asset}`);
+      expect(res.status, asset).toBe(200);
+      await res.arrayBuffer();
+    }
+    // The page reads the same document as /v1/openapi.json.
+    const json = await fetch(`${t.url}/docs/json`);
+    expect(await json.json()).toEqual(spec);
   });
 });

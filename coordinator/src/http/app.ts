@@ -26,6 +26,7 @@ import { chatOAuthCallbackRoutes } from './routes/chat/oauth-callback.js';
 import { slackRoutes } from './routes/chat/slack.js';
 import { discordRoutes } from './routes/chat/discord.js';
 import { apiJobRoutes } from './routes/api-jobs.js';
+import { apiDocsRoutes } from './routes/api-docs.js';
 import { dashboardForBrowsers, dashboardRoutes } from './routes/dashboard/index.js';
 import { DashboardBuild } from './routes/dashboard/dashboard-build.js';
 import './context.js';
@@ -144,6 +145,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     pages.addHook('onRequest', sessionHook);
     await pages.register(apiJobRoutes);
   });
+  // The interactive API reference (Swagger UI) at /docs, without credentials.
+  await app.register(apiDocsRoutes);
   // The dashboard itself (pages and assets), without credentials: its pages sign in.
   await app.register(dashboardRoutes(dashboard));
   return app;

@@ -18,10 +18,11 @@ export const cursorQueryProperty = {
 } as const;
 
 /** A page's 200 response schema: an array of `items`, with the cursor header. */
-export const pageResponse = <T>(items: T, what: string) =>
+export const pageResponse = <T extends { examples: readonly unknown[] }>(items: T, what: string) =>
   ({
     type: 'array',
     items,
+    examples: [[items.examples[0]]],
     headers: { [NEXT_CURSOR_HEADER]: { type: 'string', description: `present when more ${what} follow` } },
   }) as const;
 

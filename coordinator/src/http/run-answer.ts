@@ -12,6 +12,7 @@ import {
 import type { RunActor, RunOutcome, TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { RunTarget } from '../domain/trigger-run/run-targets.js';
 import { notFound, placeValidation } from '../errors.js';
+import { asyncRunExample, runBodyExample, syncRunExample } from './schemas/examples.js';
 
 /**
  * What every HTTP way of running a trigger shares (the public `POST /v1/triggers/:id/run` and a
@@ -31,6 +32,7 @@ export const RunBodySchema = {
     force: { type: 'boolean', description: 'bypass the workflow rate limit; owners only' },
     forceReason: { type: 'string', maxLength: MAX_FORCE_REASON_LENGTH, description: 'required with force=true' },
   },
+  examples: [runBodyExample],
 } as const;
 
 const AsyncResponseSchema = {
@@ -42,6 +44,7 @@ const AsyncResponseSchema = {
     statusUrl: { type: 'string' },
     idempotent: { type: 'boolean' },
   },
+  examples: [asyncRunExample],
 } as const;
 
 const SyncResponseSchema = {
@@ -57,6 +60,7 @@ const SyncResponseSchema = {
     timedOut: { type: 'boolean' },
     idempotent: { type: 'boolean' },
   },
+  examples: [syncRunExample],
 } as const;
 
 /** Both 429 shapes of docs/errors.md: token limit (`retryAfter`) and workflow limit (`window`). */

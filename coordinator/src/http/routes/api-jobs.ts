@@ -13,6 +13,7 @@ export async function apiJobRoutes(app: FastifyInstance): Promise<void> {
   registerJobDetailRoute(
     app,
     '/api/jobs/:id',
+    'getJobAtStatusUrl',
     'A job (statusUrl): the dashboard page for a browser, the job detail JSON for other clients',
   );
 }

@@ -7,9 +7,12 @@ import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/s
 import { SESSION_SECURITY } from './route-group.js';
 import { errorResponses, timestamp, uuid } from '../schemas/common.js';
 import { unauthorized } from '../../errors.js';
+import { userExample } from '../schemas/examples.js';
+import { sessionExample, signInAnswerExample } from '../schemas/examples.js';
 
 export const UserSchema = {
   type: 'object',
+  examples: [userExample],
   required: ['id', 'email'],
   properties: { id: uuid, email: { type: 'string' }, createdAt: timestamp },
 } as const;
@@ -19,6 +22,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     '/auth/login',
     {
       schema: {
+        operationId: 'signIn',
         summary: 'Sign in to the dashboard; returns a session JWT and sets it as the session cookie',
         description:
           'The answer carries the session JWT (send it as `Authorization: Bearer <token>`) and sets it as the ' +
@@ -30,6 +34,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           required: ['email', 'password'],
+          examples: [{ email: 'alice@example.com', password: 'correct horse battery staple' }],
           properties: {
             email: { type: 'string', minLength: 1, maxLength: 320 },
             password: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
@@ -40,6 +45,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
             type: 'object',
             required: ['token', 'expiresAt', 'user'],
             properties: { token: { type: 'string' }, expiresAt: timestamp, user: UserSchema },
+            examples: [signInAnswerExample],
           },
           ...errorResponses(401, 403, 422, 429),
         },
@@ -57,6 +63,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     '/auth/logout',
     {
       schema: {
+        operationId: 'signOut',
         summary:
           'Sign out: ends the session of the cookie or of the bearer session JWT for good, and clears the cookie',
         tags: ['dashboard'],
@@ -80,6 +87,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
     '/auth/session',
     {
       schema: {
+        operationId: 'getSession',
         summary: 'The signed-in user and when the session ends',
         tags: ['dashboard'],
         security: SESSION_SECURITY,
@@ -88,6 +96,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
             type: 'object',
             required: ['user', 'expiresAt'],
             properties: { user: UserSchema, expiresAt: timestamp },
+            examples: [sessionExample],
           },
           ...errorResponses(401),
         },

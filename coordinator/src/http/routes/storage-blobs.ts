@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { BlobUrlQuery } from '../../storage/blob-url.js';
 import { RangeNotSatisfiable } from '../../storage/local-transfer.js';
 import { errorResponses, idParams } from '../schemas/common.js';
+import { storedBlobExample } from '../schemas/examples.js';
 
 type BlobRequest = { Params: { fileId: string }; Querystring: BlobUrlQuery };
 
@@ -21,6 +22,7 @@ const StoredBlobSchema = {
   type: 'object',
   required: ['fileId', 'size', 'sha256'],
   properties: { fileId: { type: 'string' }, size: { type: 'integer' }, sha256: { type: 'string' } },
+  examples: [storedBlobExample],
 } as const;
 
 /** Downloads are streams of bytes: never serialized, described for the OpenAPI document. */
@@ -47,6 +49,7 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
     '/storage/blobs/:fileId',
     {
       schema: {
+        operationId: 'uploadBlob',
         summary: 'Upload the bytes of a pending file through its presigned URL (local backend)',
         tags: ['public'],
         security: [], // the URL's own signature is the credential
@@ -72,6 +75,7 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
     {
       exposeHeadRoute: false,
       schema: {
+        operationId: 'downloadBlob',
         summary: 'Download an active file through its presigned URL (local backend); supports Range',
         tags: ['public'],
         security: [], // the URL's own signature is the credential

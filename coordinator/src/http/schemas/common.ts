@@ -32,4 +32,9 @@ export const idParams = (...names: string[]) =>
 export const orgParams = idParams('orgId');
 
 /** A body-less POST/DELETE: nothing (Fastify validates a missing body as null), or an empty JSON object. */
-export const emptyBody = { type: ['object', 'null'], additionalProperties: false, maxProperties: 0 } as const;
+export const emptyBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  maxProperties: 0,
+  examples: [{}],
+} as const;

@@ -1,6 +1,15 @@
 import { ParamDefinition } from '@drover/shared';
 import { ROLES } from '../../domain/model/orgs.js';
 import { nullableTimestamp, timestamp, uuid } from './common.js';
+import {
+  agentExample,
+  auditEntryExample,
+  managedWorkflowExample,
+  memberExample,
+  orgExample,
+  rateLimitExample,
+  storageBindingExample,
+} from './examples.js';
 
 /**
  * Response schemas of the dashboard management endpoints (the shapes fixed in the brief). They
@@ -16,18 +25,21 @@ const name = { type: 'string' } as const;
 
 export const OrgSchema = {
   type: 'object',
+  examples: [orgExample],
   required: ['id', 'name', 'role', 'createdAt'],
   properties: { id: uuid, name, role, createdAt: timestamp },
 } as const;
 
 export const MemberSchema = {
   type: 'object',
+  examples: [memberExample],
   required: ['userId', 'email', 'role', 'joinedAt'],
   properties: { userId: uuid, email: { type: 'string' }, role, joinedAt: timestamp },
 } as const;
 
 export const AgentSchema = {
   type: 'object',
+  examples: [agentExample],
   required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
   properties: {
     id: uuid,
@@ -46,12 +58,14 @@ const nullableLimit = { type: ['integer', 'null'] } as const;
 /** An API token's job limits (null: no limit), as the management and public token answers show them. */
 export const RateLimitSchema = {
   type: 'object',
+  examples: [rateLimitExample],
   required: ['perMinute', 'perHour', 'perDay'],
   properties: { perMinute: nullableLimit, perHour: nullableLimit, perDay: nullableLimit },
 } as const;
 
 export const ManagedWorkflowSchema = {
   type: 'object',
+  examples: [managedWorkflowExample],
   required: [
     'id',
     'agentId',
@@ -82,6 +96,7 @@ export const ManagedWorkflowSchema = {
 
 export const StorageBindingSchema = {
   type: 'object',
+  examples: [storageBindingExample],
   required: ['id', 'name', 'backend', 'isDefault', 'createdAt'],
   properties: {
     id: uuid,
@@ -97,6 +112,7 @@ export const ACTOR_TYPES = ['user', 'api_token', 'agent', 'system'] as const;
 
 export const AuditEntrySchema = {
   type: 'object',
+  examples: [auditEntryExample],
   required: ['id', 'action', 'actorType', 'actorId', 'targetType', 'targetId', 'metadata', 'createdAt'],
   properties: {
     id: { type: 'integer' },

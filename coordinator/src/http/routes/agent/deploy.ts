@@ -5,6 +5,7 @@ import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { ReleaseRefSchema } from '../manage/ota-schemas.js';
 import { noQuery } from './schemas.js';
+import { EXAMPLE_IDS, deployReportExample, desiredManifestExample, withExample } from '../../schemas/examples.js';
 
 /**
  * The agent's OTA endpoints (signed; docs/ota.md;
@@ -75,6 +76,7 @@ const ManifestPayloadSchema = {
 
 const DesiredManifestSchema = {
   type: 'object',
+  examples: [desiredManifestExample],
   required: ['apps'],
   properties: {
     apps: {
@@ -93,6 +95,7 @@ const DesiredManifestSchema = {
 
 const ReportResponseSchema = {
   type: 'object',
+  examples: [deployReportExample],
   required: ['applicationId', 'current', 'desired', 'forced', 'state', 'activeJobId'],
   properties: {
     applicationId: string,
@@ -111,6 +114,7 @@ export async function agentDeployRoutes(app: FastifyInstance): Promise<void> {
     '/agent/deploy/desired',
     {
       schema: {
+        operationId: 'getDesiredDeployments',
         summary: 'One signed manifest entry per application bound to the agent (pull fallback and self-check)',
         tags: ['agent'],
         querystring: noQuery,
@@ -127,10 +131,18 @@ export async function agentDeployRoutes(app: FastifyInstance): Promise<void> {
     '/agent/deploy/report',
     {
       schema: {
+        operationId: 'reportDeployment',
         summary: 'The installation the agent observes; the binding is re-evaluated at once',
         tags: ['agent'],
         querystring: noQuery,
-        body: DeployReportRequest,
+        body: withExample(DeployReportRequest, {
+          applicationId: EXAMPLE_IDS.app,
+          currentVersion: '2.3.1',
+          currentReleaseId: 'aa11bb22-cc33-4d44-8e55-ff6677889900',
+          currentSequence: 6,
+          state: 'downloading',
+          error: null,
+        }),
         response: { 200: ReportResponseSchema, ...errorResponses(401, 404, 422) },
       },
     },

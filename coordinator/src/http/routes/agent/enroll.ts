@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { EnrollRequest, EnrollResponse } from '@drover/shared';
 import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
+import { enrollAnswerExample, enrollBodyExample, withExample } from '../../schemas/examples.js';
 
 /**
  * `POST /v1/agent/enroll` (docs/agent-protocol.md): spends a single-use enrollment token and registers the
@@ -12,12 +13,13 @@ export async function agentEnrollRoutes(app: FastifyInstance): Promise<void> {
     '/agent/enroll',
     {
       schema: {
+        operationId: 'enrollAgent',
         summary: 'Enroll an agent with a single-use enrollment token and its Ed25519 public key',
         tags: ['agent'],
         security: [], // the enrollment token in the body is the credential
         querystring: noQuery,
-        body: EnrollRequest,
-        response: { 201: EnrollResponse, ...errorResponses(401, 422, 429) },
+        body: withExample(EnrollRequest, enrollBodyExample),
+        response: { 201: withExample(EnrollResponse, enrollAnswerExample), ...errorResponses(401, 422, 429) },
       },
     },
     async (request, reply) => {

@@ -9,6 +9,7 @@ import { requireAgent } from '../../auth/agent-signature.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { DownloadUrlResponseSchema, FileViewSchema, PresignUploadResponseSchema } from '../public/storage-schemas.js';
 import { noQuery } from './schemas.js';
+import { inputFileExample, outputFileBodyExample } from '../../schemas/examples.js';
 
 /**
  * The agent's file endpoints (signed; docs/agent-protocol.md §6.6): a job's output files are
@@ -34,6 +35,7 @@ const NewOutputFileBodySchema = {
     size: { type: 'integer', minimum: 0, description: 'bytes; at most DROVER_MAX_FILE_BYTES' },
     sha256: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'lowercase hex SHA-256 of the content' },
   },
+  examples: [outputFileBodyExample],
 } as const;
 
 /** A download URL (as `GET /storage/files/:id/download-url` answers it) with what the agent verifies. */
@@ -47,10 +49,12 @@ const InputFileResponseSchema = {
     filename: { type: 'string' },
     contentType: { type: 'string' },
   },
+  examples: [inputFileExample],
 } as const;
 
-const agentRoute = (summary: string) => ({
+const agentRoute = (operationId: string, summary: string) => ({
   tags: ['agent'],
+  operationId,
   summary,
   querystring: noQuery,
 });
@@ -74,7 +78,10 @@ export async function agentFileRoutes(app: FastifyInstance): Promise<void> {
     '/agent/jobs/:jobId/files',
     {
       schema: {
-        ...agentRoute('An output file of the job: a pending file in the default binding and its upload URL'),
+        ...agentRoute(
+          'createJobOutputFile',
+          'An output file of the job: a pending file in the default binding and its upload URL',
+        ),
         params: idParams('jobId'),
         body: NewOutputFileBodySchema,
         response: { 201: PresignUploadResponseSchema, ...errorResponses(401, 404, 409, 422) },
@@ -93,7 +100,10 @@ export async function agentFileRoutes(app: FastifyInstance): Promise<void> {
     '/agent/jobs/:jobId/files/:fileId/complete',
     {
       schema: {
-        ...agentRoute('The output file was PUT: checked against its announced size and SHA-256, it becomes active'),
+        ...agentRoute(
+          'completeJobOutputFile',
+          'The output file was PUT: checked against its announced size and SHA-256, it becomes active',
+        ),
         params: idParams('jobId', 'fileId'),
         body: emptyBody,
         response: { 200: FileViewSchema, ...errorResponses(401, 404, 409, 422) },
@@ -111,7 +121,10 @@ export async function agentFileRoutes(app: FastifyInstance): Promise<void> {
     {
       exposeHeadRoute: false,
       schema: {
-        ...agentRoute('A fresh download URL of one of the job’s input files, with its size, SHA-256 and name'),
+        ...agentRoute(
+          'downloadJobInputFile',
+          'A fresh download URL of one of the job’s input files, with its size, SHA-256 and name',
+        ),
         params: idParams('jobId', 'fileId'),
         response: { 200: InputFileResponseSchema, ...errorResponses(401, 404, 409, 422) },
       },

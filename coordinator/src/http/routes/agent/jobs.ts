@@ -15,6 +15,13 @@ import { isoNow } from '../../../util/clock.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
+import {
+  EXAMPLE_IDS,
+  finishBodyExample,
+  jobStatusExample,
+  logLinesBodyExample,
+  withExample,
+} from '../../schemas/examples.js';
 
 interface JobParams {
   jobId: string;
@@ -28,12 +35,14 @@ const JobStatusResponseSchema = {
   type: 'object',
   required: ['jobId', 'status'],
   properties: { jobId: { type: 'string' }, status: { type: 'string', enum: JOB_STATUSES } },
+  examples: [jobStatusExample],
 } as const;
 
 const AppendLogsResponseSchema = {
   type: 'object',
   required: ['jobId', 'status', 'accepted'],
   properties: { ...JobStatusResponseSchema.properties, accepted: { type: 'integer' } },
+  examples: [{ jobId: EXAMPLE_IDS.job, status: 'running', accepted: 2 }],
 } as const;
 
 const WHAT: Record<'accept' | 'reject' | 'start' | 'finish', string> = {
@@ -64,10 +73,12 @@ function answer(
 }
 
 const routeSchema = (
+  operationId: string,
   summary: string,
   extra: Record<string, unknown> = {},
   okSchema: object = JobStatusResponseSchema,
 ) => ({
+  operationId,
   summary,
   tags: ['agent'],
   params: jobParams,
@@ -91,7 +102,7 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams }>(
     '/agent/jobs/:jobId/accept',
     {
-      schema: routeSchema('The agent took the job into its queue: pending → queued', { body: emptyBody }),
+      schema: routeSchema('acceptJob', 'The agent took the job into its queue: pending → queued', { body: emptyBody }),
     },
     async (request) => {
       const agent = await requireAgent(request);
@@ -105,8 +116,8 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams; Body: RejectJobRequest }>(
     '/agent/jobs/:jobId/reject',
     {
-      schema: routeSchema('The agent refused the job (queue full, unknown workflow): pending → rejected', {
-        body: RejectJobRequest,
+      schema: routeSchema('rejectJob', 'The agent refused the job (queue full, unknown workflow): pending → rejected', {
+        body: withExample(RejectJobRequest, { reason: 'queue_full', message: 'the queue holds 4 jobs already' }),
       }),
     },
     async (request) => {
@@ -122,7 +133,7 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams }>(
     '/agent/jobs/:jobId/start',
     {
-      schema: routeSchema('The job started running: pending or queued → running', { body: emptyBody }),
+      schema: routeSchema('startJob', 'The job started running: pending or queued → running', { body: emptyBody }),
     },
     async (request) => {
       const agent = await requireAgent(request);
@@ -137,8 +148,9 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
     '/agent/jobs/:jobId/logs',
     {
       schema: routeSchema(
+        'appendJobLogs',
         'Log lines of the job; a line whose seq is already stored is ignored',
-        { body: AppendJobLogsRequest },
+        { body: withExample(AppendJobLogsRequest, logLinesBodyExample) },
         AppendLogsResponseSchema,
       ),
     },
@@ -154,9 +166,13 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: JobParams; Body: FinishJobRequest }>(
     '/agent/jobs/:jobId/finish',
     {
-      schema: routeSchema('The job ended: its one terminal result (a resend of the same result is harmless)', {
-        body: FinishJobRequest,
-      }),
+      schema: routeSchema(
+        'finishJob',
+        'The job ended: its one terminal result (a resend of the same result is harmless)',
+        {
+          body: withExample(FinishJobRequest, finishBodyExample),
+        },
+      ),
     },
     async (request) => {
       const agent = await requireAgent(request);

@@ -6,6 +6,7 @@ import { SSE_OPENING } from '../../../domain/sse.js';
 import { DEFAULT_AGENT_QUEUE_CAPACITY, StreamRegistry, type StreamSink } from '../../../domain/stream-registry.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
+import { EXAMPLE_IDS } from '../../schemas/examples.js';
 
 /** The one query parameter: the agent's queue capacity, which paces the jobs handed to it. */
 const StreamQuery = {
@@ -78,11 +79,18 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
       // A HEAD would run this handler and open a stream nobody reads.
       exposeHeadRoute: false,
       schema: {
+        operationId: 'openAgentStream',
         summary: 'The event stream (text/event-stream) pushing job, deploy, cancel and ping events to the agent',
         tags: ['agent'],
         querystring: StreamQuery,
         response: {
-          200: { description: 'A text/event-stream of `job`, `deploy`, `cancel` and `ping` events', type: 'string' },
+          200: {
+            description: 'A text/event-stream of `job`, `deploy`, `cancel` and `ping` events',
+            type: 'string',
+            examples: [
+              `event: cancel\ndata: {"jobId":"${EXAMPLE_IDS.job}"}\n\nevent: ping\ndata: {"at":"2026-11-25T09:58:20.000Z"}\n\n`,
+            ],
+          },
           ...errorResponses(401, 422),
         },
       },

@@ -7,6 +7,7 @@ import { isoNow } from '../../../util/clock.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
+import { withExample, workflowDefinitionExample, workflowExample } from '../../schemas/examples.js';
 
 /** The public workflow shape: never secretsKeys, steps or limits. */
 export const toPublicWorkflow = (w: Workflow): PublicWorkflow => ({
@@ -33,11 +34,15 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
       // Up to 512 definitions of some kilobytes each: more than the API's body limit allows.
       bodyLimit: Math.max(app.ctx.config.bodyLimitBytes, WORKFLOW_SET_LIMIT_BYTES),
       schema: {
+        operationId: 'reportAgentWorkflows',
         summary: "Replace the agent's set of workflow definitions",
         tags: ['agent'],
-        body: PutWorkflowsRequest,
+        body: withExample(PutWorkflowsRequest, { workflows: [workflowDefinitionExample] }),
         querystring: noQuery,
-        response: { 200: PutWorkflowsResponse, ...errorResponses(401, 413, 422) },
+        response: {
+          200: withExample(PutWorkflowsResponse, { workflows: [workflowExample] }),
+          ...errorResponses(401, 413, 422),
+        },
       },
     },
     async (request) => {

@@ -6,6 +6,7 @@ import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
 import { AgentSchema, noQuery } from '../../schemas/management.js';
+import { listOf } from '../../schemas/examples.js';
 
 const agentParams = idParams('orgId', 'agentId');
 type AgentParams = { orgId: string; agentId: string };
@@ -19,11 +20,12 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/agents',
     {
       schema: {
+        operationId: 'listAgents',
         summary: 'List the agents of an organization, most recently registered first',
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: AgentSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(AgentSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -36,6 +38,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/agents/:agentId',
     {
       schema: {
+        operationId: 'getAgent',
         summary: 'An agent of the organization',
         tags: ['dashboard'],
         params: agentParams,
@@ -55,6 +58,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/agents/:agentId',
     {
       schema: {
+        operationId: 'renameAgent',
         summary: 'Rename an agent',
         tags: ['dashboard'],
         params: agentParams,
@@ -64,6 +68,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
           additionalProperties: false,
           required: ['name'],
           properties: { name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH } },
+          examples: [{ name: 'edge-lab-01' }],
         },
         response: { 200: AgentSchema, ...errorResponses(401, 404, 422) },
       },
@@ -94,6 +99,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/agents/:agentId',
     {
       schema: {
+        operationId: 'revokeAgent',
         summary: 'Revoke an agent (owner): its signatures are refused and its stream closed; returns the revoked agent',
         tags: ['dashboard'],
         params: agentParams,

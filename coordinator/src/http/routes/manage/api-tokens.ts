@@ -6,6 +6,8 @@ import { GRANT_TYPES, MAX_GRANT_IDS } from '../../../domain/scopes.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery, RateLimitSchema } from '../../schemas/management.js';
+import { apiTokenExample, issueApiTokenBodyExample } from '../../schemas/examples.js';
+import { listOf } from '../../schemas/examples.js';
 
 /**
  * API tokens of an organization. Any member lists, issues and revokes them (revoking is a
@@ -42,6 +44,7 @@ const limit = {
 
 const IssueBody = {
   type: 'object',
+  examples: [issueApiTokenBodyExample],
   additionalProperties: false,
   required: ['name', 'scopes'],
   properties: {
@@ -66,6 +69,7 @@ const IssueBody = {
 
 export const ApiTokenSchema = {
   type: 'object',
+  examples: [apiTokenExample],
   required: ['id', 'name', 'hint', 'scopes', 'rateLimit', 'expiresAt', 'revokedAt', 'createdAt'],
   properties: {
     id: uuid,
@@ -96,6 +100,7 @@ const IssuedApiTokenSchema = {
   ...ApiTokenSchema,
   required: [...ApiTokenSchema.required, 'token'],
   properties: { ...ApiTokenSchema.properties, token: { type: 'string', description: 'drv_…; shown this once' } },
+  examples: [{ ...apiTokenExample, token: 'drv_3fQ8kZ1mX7pL2wR9tY4vB6nC0sD5hJ9f2c' }],
 } as const;
 
 const tokenParams = idParams('orgId', 'tokenId');
@@ -108,11 +113,12 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/api-tokens',
     {
       schema: {
+        operationId: 'listApiTokens',
         summary: "List the organization's API tokens, newest first (revoked ones included)",
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: ApiTokenSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(ApiTokenSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => apiTokens.list(await requireOrgRole(request, request.params.orgId)),
@@ -122,6 +128,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/api-tokens',
     {
       schema: {
+        operationId: 'issueApiToken',
         summary: 'Issue an API token; the plaintext is returned this once',
         tags: ['dashboard'],
         params: orgParams,
@@ -140,6 +147,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/api-tokens/:tokenId',
     {
       schema: {
+        operationId: 'getApiToken',
         summary: 'Read an API token (never its plaintext)',
         tags: ['dashboard'],
         params: tokenParams,
@@ -154,6 +162,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/api-tokens/:tokenId',
     {
       schema: {
+        operationId: 'revokeApiToken',
         summary: 'Revoke an API token; it stays listed with revokedAt',
         tags: ['dashboard'],
         params: tokenParams,

@@ -7,6 +7,7 @@ import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
 import { AppSchema, appParams, type AppParams } from './ota-schemas.js';
+import { listOf } from '../../schemas/examples.js';
 
 /**
  * OTA applications of an organization (docs/ota.md;
@@ -26,11 +27,12 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps',
     {
       schema: {
+        operationId: 'listApps',
         summary: "List the organization's applications, oldest first",
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: AppSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(AppSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -43,6 +45,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps',
     {
       schema: {
+        operationId: 'createApp',
         summary: 'Create an application (its slug is unique within the organization)',
         tags: ['dashboard'],
         params: orgParams,
@@ -51,6 +54,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           required: ['slug', 'updateWorkflowName'],
+          examples: [{ slug: 'kiosk', updateWorkflowName: 'install-kiosk', defaultChannel: 'stable' }],
           properties: {
             slug: slugSchema,
             updateWorkflowName: workflowNameSchema,
@@ -78,6 +82,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId',
     {
       schema: {
+        operationId: 'getApp',
         summary: 'Read an application',
         tags: ['dashboard'],
         params: appParams,
@@ -95,6 +100,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId',
     {
       schema: {
+        operationId: 'updateApp',
         summary: "Change an application's update workflow and/or default channel",
         tags: ['dashboard'],
         params: appParams,
@@ -103,6 +109,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           properties: { updateWorkflowName: workflowNameSchema, defaultChannel: channelSchema },
+          examples: [{ defaultChannel: 'beta' }],
         },
         response: { 200: AppSchema, ...errorResponses(401, 404, 422) },
       },
@@ -123,6 +130,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId',
     {
       schema: {
+        operationId: 'deleteApp',
         summary: 'Delete an application with its releases and device bindings (owner)',
         tags: ['dashboard'],
         params: appParams,

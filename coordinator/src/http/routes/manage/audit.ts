@@ -32,6 +32,7 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/audit',
     {
       schema: {
+        operationId: 'listAuditEntries',
         summary: 'Audit entries of an organization (owner), newest first; next page cursor in the x-next-cursor header',
         tags: ['dashboard'],
         params: orgParams,

@@ -13,6 +13,8 @@ import { emptyBody, errorResponses, uuid } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
 import { requireAppAccess } from './ota-access.js';
 import { appParams, BindingSchema, deviceParams, type AppParams, type DeviceParams } from './ota-schemas.js';
+import { listOf } from '../../schemas/examples.js';
+import { EXAMPLE_IDS } from '../../schemas/examples.js';
 
 /**
  * Device bindings of an application (docs/ota.md): bind agents,
@@ -29,11 +31,12 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/devices',
     {
       schema: {
+        operationId: 'listDevices',
         summary: "List an application's device bindings with their current and desired releases",
         tags: ['dashboard'],
         params: appParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: BindingSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(BindingSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -46,6 +49,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/devices',
     {
       schema: {
+        operationId: 'bindDevice',
         summary: 'Bind agents to the application (all or none); each is evaluated at once',
         tags: ['dashboard'],
         params: appParams,
@@ -54,12 +58,13 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           required: ['agentIds'],
+          examples: [{ agentIds: [EXAMPLE_IDS.agent], channel: 'stable' }],
           properties: {
             agentIds: { type: 'array', minItems: 1, maxItems: MAX_BIND_AGENTS, uniqueItems: true, items: uuid },
             channel: { ...channelSchema, description: "default: the application's default channel" },
           },
         },
-        response: { 201: { type: 'array', items: BindingSchema }, ...errorResponses(401, 404, 409, 422) },
+        response: { 201: listOf(BindingSchema), ...errorResponses(401, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -82,6 +87,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/devices/:deviceId',
     {
       schema: {
+        operationId: 'getDevice',
         summary: 'Read a device binding',
         tags: ['dashboard'],
         params: deviceParams,
@@ -101,6 +107,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/devices/:deviceId',
     {
       schema: {
+        operationId: 'updateDevice',
         summary: "Change a binding's channel; it is re-evaluated at once",
         tags: ['dashboard'],
         params: deviceParams,
@@ -110,6 +117,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
           additionalProperties: false,
           required: ['channel'],
           properties: { channel: channelSchema },
+          examples: [{ channel: 'beta' }],
         },
         response: { 200: BindingSchema, ...errorResponses(401, 404, 422) },
       },
@@ -132,6 +140,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/devices/:deviceId',
     {
       schema: {
+        operationId: 'unbindDevice',
         summary: 'Remove a device binding (a pending update job of it is cancelled)',
         tags: ['dashboard'],
         params: deviceParams,
@@ -154,6 +163,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/devices/:deviceId/reconcile',
     {
       schema: {
+        operationId: 'reconcileDevice',
         summary: 'Re-evaluate a binding now (failures and postponement forgotten); answers the binding',
         tags: ['dashboard'],
         params: deviceParams,

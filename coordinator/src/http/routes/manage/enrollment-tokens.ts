@@ -8,6 +8,7 @@ import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
+import { enrollmentTokenExample } from '../../schemas/examples.js';
 
 /**
  * Enrollment tokens: any member may issue one (members may add agents; only owners revoke them).
@@ -18,6 +19,7 @@ export async function enrollmentTokenRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/enrollment-tokens',
     {
       schema: {
+        operationId: 'createEnrollmentToken',
         summary: 'Issue a single-use agent enrollment token (default lifetime 1 hour)',
         tags: ['dashboard'],
         params: orgParams,
@@ -26,6 +28,7 @@ export async function enrollmentTokenRoutes(app: FastifyInstance): Promise<void>
           // No body at all is the same as {}: every field is optional.
           type: ['object', 'null'],
           additionalProperties: false,
+          examples: [{ name: 'lab machines', expiresInSeconds: 3600 }],
           properties: {
             name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH },
             expiresInSeconds: {
@@ -45,6 +48,7 @@ export async function enrollmentTokenRoutes(app: FastifyInstance): Promise<void>
               token: { type: 'string', description: 'drve_…; shown this once' },
               expiresAt: timestamp,
             },
+            examples: [enrollmentTokenExample],
           },
           ...errorResponses(401, 404, 422),
         },

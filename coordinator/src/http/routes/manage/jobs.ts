@@ -14,6 +14,7 @@ import {
   timestamp,
   uuid,
 } from '../../schemas/common.js';
+import { jobDetailExample, jobExample, runningJobExample } from '../../schemas/examples.js';
 
 export const JOBS_DEFAULT_LIMIT = 50;
 export const JOBS_MAX_LIMIT = 200;
@@ -70,6 +71,7 @@ const JOB_FIELDS = {
 export const JobSchema = {
   type: 'object',
   required: Object.keys(JOB_FIELDS),
+  examples: [jobExample],
   properties: JOB_FIELDS,
 } as const;
 
@@ -94,6 +96,7 @@ export const JobDetailSchema = {
   type: 'object',
   required: [...Object.keys(JOB_FIELDS), 'logs'],
   properties: { ...JOB_FIELDS, logs: { type: 'array', items: JobLogLineSchema } },
+  examples: [jobDetailExample],
 } as const;
 
 const jobDetailQuery = {
@@ -143,11 +146,12 @@ async function jobDetail(app: FastifyInstance, request: FastifyRequest, id: stri
  * Registers the job detail at `path` (`/jobs/:id` under /v1, and the dashboard address
  * `/api/jobs/:id` that trigger runs return as `statusUrl`).
  */
-export function registerJobDetailRoute(app: FastifyInstance, path: string, summary: string): void {
+export function registerJobDetailRoute(app: FastifyInstance, path: string, operationId: string, summary: string): void {
   app.get<{ Params: { id: string }; Querystring: DetailQuerystring }>(
     path,
     {
       schema: {
+        operationId,
         summary,
         tags: ['dashboard'],
         params: idParams('id'),
@@ -165,6 +169,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/jobs',
     {
       schema: {
+        operationId: 'listJobs',
         summary: 'Trigger jobs of an organization, newest first; next page cursor in the x-next-cursor header',
         tags: ['dashboard'],
         params: orgParams,
@@ -205,6 +210,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
   registerJobDetailRoute(
     app,
     '/jobs/:id',
+    'getJob',
     "A job of one of the caller's organizations (update jobs included) with its log lines",
   );
 
@@ -212,6 +218,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     '/jobs/:id/cancel',
     {
       schema: {
+        operationId: 'cancelJob',
         summary:
           'Cancel a job: one not started yet is cancelled immediately (200), a running one is stopped by its agent (202)',
         tags: ['dashboard'],
@@ -221,6 +228,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
           200: { ...JobSchema, description: 'The job did not start: it is `cancelled` now' },
           202: {
             ...JobSchema,
+            examples: [runningJobExample],
             description: 'The job is running: its agent was asked to stop it (`cancelRequestedAt`)',
           },
           ...errorResponses(401, 404, 409, 422),

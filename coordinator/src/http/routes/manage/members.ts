@@ -6,6 +6,7 @@ import { MAX_PASSWORD_LENGTH } from '../../../domain/passwords.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
 import { MemberSchema, noQuery } from '../../schemas/management.js';
+import { listOf } from '../../schemas/examples.js';
 
 const memberParams = idParams('orgId', 'userId');
 const role = { type: 'string', enum: ROLES } as const;
@@ -16,11 +17,12 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/members',
     {
       schema: {
+        operationId: 'listMembers',
         summary: 'List the members of an organization',
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: MemberSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(MemberSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => app.ctx.members.list(await requireOrgRole(request, request.params.orgId)),
@@ -30,6 +32,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/members',
     {
       schema: {
+        operationId: 'addMember',
         summary:
           'Add a member (owner): creates the user when the email is new (password required), else adds the existing user (no password)',
         tags: ['dashboard'],
@@ -39,6 +42,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           required: ['email', 'role'],
+          examples: [{ email: 'bob@example.com', password: 'a first password', role: 'member' }],
           properties: {
             email: { type: 'string', minLength: 3, maxLength: MAX_EMAIL_LENGTH },
             password: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
@@ -58,11 +62,18 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/members/:userId',
     {
       schema: {
+        operationId: 'changeMemberRole',
         summary: "Change a member's role (owner); the last owner cannot be demoted",
         tags: ['dashboard'],
         params: memberParams,
         querystring: noQuery,
-        body: { type: 'object', additionalProperties: false, required: ['role'], properties: { role } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['role'],
+          properties: { role },
+          examples: [{ role: 'owner' }],
+        },
         response: { 200: MemberSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
@@ -76,6 +87,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/members/:userId',
     {
       schema: {
+        operationId: 'removeMember',
         summary: 'Remove a member (owner); answers the member as it was; the last owner cannot be removed',
         tags: ['dashboard'],
         params: memberParams,

@@ -6,6 +6,7 @@ import { requireOrgRole, requireSession } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
 import { noQuery, OrgSchema } from '../../schemas/management.js';
 import { memberRoutes } from './members.js';
+import { listOf } from '../../schemas/examples.js';
 
 /** Organizations of the signed-in user (docs/management.md); members are in members.ts. */
 export async function orgRoutes(app: FastifyInstance): Promise<void> {
@@ -13,10 +14,11 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     '/orgs',
     {
       schema: {
+        operationId: 'listOrgs',
         summary: "List the caller's organizations with the caller's role in each",
         tags: ['dashboard'],
         querystring: noQuery,
-        response: { 200: { type: 'array', items: OrgSchema }, ...errorResponses(401, 422) },
+        response: { 200: listOf(OrgSchema), ...errorResponses(401, 422) },
       },
     },
     async (request) => {
@@ -29,6 +31,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     '/orgs',
     {
       schema: {
+        operationId: 'createOrg',
         summary: 'Create an organization; the caller becomes its owner',
         tags: ['dashboard'],
         querystring: noQuery,
@@ -37,6 +40,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
           additionalProperties: false,
           required: ['name'],
           properties: { name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH } },
+          examples: [{ name: 'acme' }],
         },
         response: { 201: OrgSchema, ...errorResponses(401, 422) },
       },
@@ -63,6 +67,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId',
     {
       schema: {
+        operationId: 'getOrg',
         summary: "An organization with the caller's role in it",
         tags: ['dashboard'],
         params: orgParams,

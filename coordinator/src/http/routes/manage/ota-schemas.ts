@@ -1,6 +1,7 @@
 import { DEVICE_STATES } from '@drover/shared';
 import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/ota/desired-state.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
+import { appExample, deviceExample, releaseExample } from '../../schemas/examples.js';
 
 /**
  * Response schemas of the OTA dashboard endpoints (the bodies docs/ota.md fixes). Every field
@@ -10,6 +11,7 @@ import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/comm
 
 export const AppSchema = {
   type: 'object',
+  examples: [appExample],
   required: ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'createdAt'],
   properties: {
     id: uuid,
@@ -22,6 +24,7 @@ export const AppSchema = {
 
 export const ReleaseSchema = {
   type: 'object',
+  examples: [releaseExample],
   required: [
     'id',
     'applicationId',
@@ -69,6 +72,7 @@ export const ReleaseRefSchema = {
 
 export const BindingSchema = {
   type: 'object',
+  examples: [deviceExample],
   required: [
     'id',
     'applicationId',

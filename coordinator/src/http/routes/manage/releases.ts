@@ -16,6 +16,8 @@ import { emptyBody, errorResponses, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { requireAppAccess } from './ota-access.js';
 import { appParams, ReleaseSchema, releaseParams, type AppParams, type ReleaseParams } from './ota-schemas.js';
+import { listOf } from '../../schemas/examples.js';
+import { EXAMPLE_IDS } from '../../schemas/examples.js';
 
 /**
  * Releases of an application (docs/ota.md). Any member creates,
@@ -41,6 +43,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/releases',
     {
       schema: {
+        operationId: 'listReleases',
         summary: "List an application's releases, highest sequence first",
         tags: ['dashboard'],
         params: appParams,
@@ -49,7 +52,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
           additionalProperties: false,
           properties: { channel: channelSchema, status: { type: 'string', enum: RELEASE_STATUSES } },
         },
-        response: { 200: { type: 'array', items: ReleaseSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(ReleaseSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -63,6 +66,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/releases',
     {
       schema: {
+        operationId: 'createRelease',
         summary: 'Create a draft release of an artifact (a persistent, active stored file)',
         tags: ['dashboard'],
         params: appParams,
@@ -71,6 +75,9 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           required: ['version', 'artifactFileId'],
+          examples: [
+            { version: '2.4.0', artifactFileId: EXAMPLE_IDS.file, channel: 'stable', notes: 'Faster start-up' },
+          ],
           properties: {
             version: versionSchema,
             artifactFileId: uuid,
@@ -99,6 +106,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/releases/:releaseId',
     {
       schema: {
+        operationId: 'getRelease',
         summary: 'Read a release',
         tags: ['dashboard'],
         params: releaseParams,
@@ -116,6 +124,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/apps/:appId/releases/:releaseId',
     {
       schema: {
+        operationId: 'updateRelease',
         summary: 'Change a draft release; a published or yanked release is immutable (409)',
         tags: ['dashboard'],
         params: releaseParams,
@@ -124,6 +133,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
           type: 'object',
           additionalProperties: false,
           properties: { version: versionSchema, channel: channelSchema, updatePolicy: policy, notes: notesSchema },
+          examples: [{ updatePolicy: 'mandatory', notes: 'Fixes the start-up crash' }],
         },
         response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
       },
@@ -143,6 +153,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
       `/orgs/:orgId/apps/:appId/releases/:releaseId/${move}`,
       {
         schema: {
+          operationId: `${move}Release`,
           summary:
             move === 'publish'
               ? 'Publish a draft: devices of its channel converge to it (409 unless draft)'

@@ -14,6 +14,7 @@ import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
 import { noQuery, StorageBindingSchema } from '../../schemas/management.js';
+import { listOf } from '../../schemas/examples.js';
 
 const bindingParams = idParams('orgId', 'bindingId');
 type BindingParams = { orgId: string; bindingId: string };
@@ -38,11 +39,12 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
     '/orgs/:orgId/storage-bindings',
     {
       schema: {
+        operationId: 'listStorageBindings',
         summary: 'List the storage bindings of an organization, oldest first',
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: StorageBindingSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(StorageBindingSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -55,6 +57,7 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
     '/orgs/:orgId/storage-bindings',
     {
       schema: {
+        operationId: 'createStorageBinding',
         summary: 'Create a storage binding (owner): backend local (no settings) or s3 (endpoint, bucket, region, keys)',
         tags: ['dashboard'],
         params: orgParams,
@@ -63,6 +66,17 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
           type: 'object',
           additionalProperties: false,
           required: ['name', 'backend'],
+          examples: [
+            {
+              name: 'artifacts',
+              backend: 's3',
+              endpoint: 'https://s3.eu-west-1.amazonaws.com',
+              bucket: 'acme-artifacts',
+              region: 'eu-west-1',
+              accessKeyId: 'AKIAEXAMPLE',
+              secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+            },
+          ],
           properties: {
             name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH },
             backend: { type: 'string', enum: STORAGE_BACKENDS },
@@ -95,6 +109,7 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
     '/orgs/:orgId/storage-bindings/:bindingId',
     {
       schema: {
+        operationId: 'getStorageBinding',
         summary: 'A storage binding of the organization (no settings)',
         tags: ['dashboard'],
         params: bindingParams,
@@ -114,6 +129,7 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
     '/orgs/:orgId/storage-bindings/:bindingId',
     {
       schema: {
+        operationId: 'deleteStorageBinding',
         summary:
           "Delete a storage binding (owner); answers it as it was; the organization's default binding cannot be deleted",
         tags: ['dashboard'],

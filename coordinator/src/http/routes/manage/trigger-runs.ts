@@ -33,6 +33,7 @@ export async function triggerRunByHandRoutes(app: FastifyInstance): Promise<void
       onRequest: identifyCaller,
       preValidation: defaultRunBody,
       schema: {
+        operationId: 'runTriggerByHand',
         summary: 'Run a trigger by hand: the public run, as a member (an owner may force); the workflow limits apply',
         tags: ['dashboard'],
         params: idParams('orgId', 'triggerId'),

@@ -27,6 +27,9 @@ import {
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
+import { occurrenceExample, triggerExample } from '../../schemas/examples.js';
+import { listOf } from '../../schemas/examples.js';
+import { createTriggerBodyExample } from '../../schemas/examples.js';
 
 /**
  * Triggers of an organization. Any member lists, reads, creates and changes them (members run
@@ -100,6 +103,7 @@ const nullableString = { type: ['string', 'null'] } as const;
 
 const OccurrenceSchema = {
   type: 'object',
+  examples: [occurrenceExample],
   required: ['scheduledAt', 'outcome', 'jobId', 'jobStatus', 'reason', 'firstScheduledAt', 'recordedAt'],
   properties: {
     scheduledAt: { ...timestamp, description: 'the occurrence (UTC); for a run of missed ones, the last' },
@@ -117,6 +121,7 @@ const OccurrenceSchema = {
 
 export const TriggerSchema = {
   type: 'object',
+  examples: [triggerExample],
   required: ['id', ...CONFIG_FIELDS, 'createdAt', 'updatedAt', 'nextRunAt', 'nextRuns', 'lastOccurrences'],
   properties: {
     id: uuid,
@@ -169,11 +174,12 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/triggers',
     {
       schema: {
+        operationId: 'listTriggers',
         summary: "List the organization's triggers, oldest first",
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: TriggerSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(TriggerSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => triggers.list(await requireOrgRole(request, request.params.orgId)),
@@ -183,6 +189,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/triggers',
     {
       schema: {
+        operationId: 'createTrigger',
         summary: 'Create a trigger (webhook, cron, slack or discord)',
         tags: ['dashboard'],
         params: orgParams,
@@ -192,6 +199,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
           additionalProperties: false,
           required: ['name', 'agentId', 'scopeType', 'responseMode'],
           properties: configProperties,
+          examples: [createTriggerBodyExample],
         },
         response: { 201: TriggerSchema, ...errorResponses(401, 404, 409, 422) },
       },
@@ -206,6 +214,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/triggers/:triggerId',
     {
       schema: {
+        operationId: 'getTrigger',
         summary: 'Read a trigger',
         tags: ['dashboard'],
         params: triggerParams,
@@ -220,6 +229,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/triggers/:triggerId/occurrences',
     {
       schema: {
+        operationId: 'listTriggerOccurrences',
         summary:
           "A cron trigger's occurrences, newest first: the job each made or why it was skipped; next page cursor in the x-next-cursor header",
         tags: ['dashboard'],
@@ -251,11 +261,17 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/triggers/:triggerId',
     {
       schema: {
+        operationId: 'updateTrigger',
         summary: 'Change any subset of a trigger; the result is validated as a whole',
         tags: ['dashboard'],
         params: triggerParams,
         querystring: noQuery,
-        body: { type: 'object', additionalProperties: false, properties: configProperties },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: configProperties,
+          examples: [{ cronExpression: '30 2 * * 1-5', cronEnabled: false }],
+        },
         response: { 200: TriggerSchema, ...errorResponses(401, 404, 409, 422) },
       },
     },
@@ -267,6 +283,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/triggers/:triggerId',
     {
       schema: {
+        operationId: 'deleteTrigger',
         summary: 'Delete a trigger (owner); answers it as it was; it is never found again',
         tags: ['dashboard'],
         params: triggerParams,

@@ -10,6 +10,7 @@ import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
 import { ManagedWorkflowSchema, noQuery } from '../../schemas/management.js';
+import { listOf } from '../../schemas/examples.js';
 
 const workflowParams = idParams('orgId', 'workflowId');
 type WorkflowParams = { orgId: string; workflowId: string };
@@ -43,11 +44,12 @@ export async function workflowManagementRoutes(app: FastifyInstance): Promise<vo
     '/orgs/:orgId/workflows',
     {
       schema: {
+        operationId: 'listWorkflows',
         summary: 'List the active workflows of an organization with their limits, ascending by name',
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: ManagedWorkflowSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(ManagedWorkflowSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -60,6 +62,7 @@ export async function workflowManagementRoutes(app: FastifyInstance): Promise<vo
     '/orgs/:orgId/workflows/:workflowId',
     {
       schema: {
+        operationId: 'getWorkflow',
         summary: 'An active workflow of the organization with its limits',
         tags: ['dashboard'],
         params: workflowParams,
@@ -79,6 +82,7 @@ export async function workflowManagementRoutes(app: FastifyInstance): Promise<vo
     '/orgs/:orgId/workflows/:workflowId',
     {
       schema: {
+        operationId: 'updateWorkflowLimits',
         summary: "Set a workflow's rate limits (owner); keys left out keep their value, null removes a limit",
         tags: ['dashboard'],
         params: workflowParams,
@@ -87,6 +91,7 @@ export async function workflowManagementRoutes(app: FastifyInstance): Promise<vo
           type: 'object',
           additionalProperties: false,
           minProperties: 1,
+          examples: [{ rateLimitPerMinute: 10, rateLimitPerDay: 1000 }],
           properties: { rateLimitPerMinute: limit, rateLimitPerHour: limit, rateLimitPerDay: limit },
         },
         response: { 200: ManagedWorkflowSchema, ...errorResponses(401, 403, 404, 422) },

@@ -6,6 +6,8 @@ import { readLimitBody } from '../../../domain/read-rate-limiter.js';
 import { apiCallerOf } from '../../auth/api-token.js';
 import { errorResponses, nullableTimestamp, uuid } from '../../schemas/common.js';
 import { AgentSchema, noQuery, RateLimitSchema } from '../../schemas/management.js';
+import { publicTokenExample, workflowExample } from '../../schemas/examples.js';
+import { listOf } from '../../schemas/examples.js';
 
 /**
  * Token discovery (docs/management.md): any valid API token may read its own metadata and
@@ -19,6 +21,7 @@ import { AgentSchema, noQuery, RateLimitSchema } from '../../schemas/management.
 
 export const PublicTokenSchema = {
   type: 'object',
+  examples: [publicTokenExample],
   required: ['name', 'scopes', 'rateLimit', 'expiresAt'],
   properties: {
     name: { type: 'string' },
@@ -43,6 +46,7 @@ export const PublicTokenSchema = {
 
 export const PublicWorkflowSchema = {
   type: 'object',
+  examples: [workflowExample],
   required: ['id', 'agentId', 'name', 'description', 'version', 'paramsSchema'],
   properties: {
     id: uuid,
@@ -68,7 +72,8 @@ export const ReadLimitBodySchema = {
   },
 } as const;
 
-const routeSchema = (summary: string, ok: object) => ({
+const routeSchema = (operationId: string, summary: string, ok: object) => ({
+  operationId,
   summary,
   tags: ['public'],
   querystring: noQuery,
@@ -134,7 +139,7 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/token',
-    { onRequest: admit, schema: routeSchema("The calling token's own metadata", PublicTokenSchema) },
+    { onRequest: admit, schema: routeSchema('getToken', "The calling token's own metadata", PublicTokenSchema) },
     async (request) => {
       const { token } = admittedOf(request);
       return { name: token.name, scopes: token.scopes, rateLimit: token.rateLimit, expiresAt: token.expiresAt };
@@ -147,18 +152,18 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     await discovered(token, resource, agents.length);
     return agents;
   };
-  const agentList = { type: 'array', items: AgentSchema } as const;
+  const agentList = listOf(AgentSchema);
   app.get(
     '/agents',
     {
       onRequest: admit,
-      schema: routeSchema('Agents reachable by the token, most recently registered first', agentList),
+      schema: routeSchema('discoverAgents', 'Agents reachable by the token, most recently registered first', agentList),
     },
     listAgents('agents'),
   );
   app.get(
     '/devices',
-    { onRequest: admit, schema: routeSchema('Alias of GET /agents; identical response', agentList) },
+    { onRequest: admit, schema: routeSchema('discoverDevices', 'Alias of GET /agents; identical response', agentList) },
     listAgents('devices'),
   );
 
@@ -166,10 +171,11 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     '/workflows',
     {
       onRequest: admit,
-      schema: routeSchema('Workflows the token can run, ascending by name', {
-        type: 'array',
-        items: PublicWorkflowSchema,
-      }),
+      schema: routeSchema(
+        'discoverWorkflows',
+        'Workflows the token can run, ascending by name',
+        listOf(PublicWorkflowSchema),
+      ),
     },
     async (request) => {
       const { token, generation } = admittedOf(request);

@@ -6,12 +6,14 @@ import {
   MIN_TTL_SECONDS,
 } from '../../../domain/files/file-input.js';
 import { nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
+import { EXAMPLE_IDS, downloadUrlExample, fileExample, presignUploadExample } from '../../schemas/examples.js';
 
 /** JSON schemas of the public storage API (docs/storage.md: the file API and the stored file's fields). */
 
 /** A stored file's public metadata; fast-json-stringify drops every internal field. */
 export const FileViewSchema = {
   type: 'object',
+  examples: [fileExample],
   required: [
     'id',
     'bindingId',
@@ -40,6 +42,14 @@ export const FileViewSchema = {
 
 export const PresignUploadBodySchema = {
   type: 'object',
+  examples: [
+    {
+      bindingId: EXAMPLE_IDS.binding,
+      filename: 'build.tar.gz',
+      contentType: 'application/gzip',
+      cleanupRule: 'persistent',
+    },
+  ],
   additionalProperties: false,
   required: ['cleanupRule'],
   properties: {
@@ -60,6 +70,7 @@ export const PresignUploadBodySchema = {
 
 export const PresignUploadResponseSchema = {
   type: 'object',
+  examples: [presignUploadExample],
   required: ['fileId', 'uploadUrl', 'method', 'headers', 'expiresInSeconds'],
   properties: {
     fileId: uuid,
@@ -72,6 +83,7 @@ export const PresignUploadResponseSchema = {
 
 export const DownloadUrlResponseSchema = {
   type: 'object',
+  examples: [downloadUrlExample],
   required: ['downloadUrl', 'expiresInSeconds'],
   properties: { downloadUrl: { type: 'string' }, expiresInSeconds: { type: 'integer' } },
 } as const;

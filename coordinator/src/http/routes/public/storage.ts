@@ -14,6 +14,7 @@ import {
   PresignUploadBodySchema,
   PresignUploadResponseSchema,
 } from './storage-schemas.js';
+import { listOf } from '../../schemas/examples.js';
 
 type IdParams = { Params: { id: string } };
 
@@ -32,7 +33,8 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     requireStoragePermission(fileCaller, permission);
     callers.set(request, fileCaller);
   };
-  const common = (summary: string, permission: StoragePermission) => ({
+  const common = (operationId: string, summary: string, permission: StoragePermission) => ({
+    operationId,
     summary: `${summary} (storage grant with \`${permission}\`)`,
     tags: ['public'],
   });
@@ -43,7 +45,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: requirePermission('write'),
       schema: {
-        ...common('Create a pending file and get its presigned upload URL', 'write'),
+        ...common('presignUpload', 'Create a pending file and get its presigned upload URL', 'write'),
         querystring: noQuery,
         body: PresignUploadBodySchema,
         response: { 201: PresignUploadResponseSchema, ...errorResponses(401, 403, 422) },
@@ -57,7 +59,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: requirePermission('write'),
       schema: {
-        ...common('Confirm the upload: the file becomes active; no body', 'write'),
+        ...common('completeUpload', 'Confirm the upload: the file becomes active; no body', 'write'),
         params: idParams('id'),
         querystring: noQuery,
         body: emptyBody,
@@ -72,7 +74,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: requirePermission('read'),
       schema: {
-        ...common('A new presigned download URL of an active file', 'read'),
+        ...common('getDownloadUrl', 'A new presigned download URL of an active file', 'read'),
         params: idParams('id'),
         querystring: noQuery,
         response: { 200: DownloadUrlResponseSchema, ...errorResponses(401, 403, 404, 409, 422) },
@@ -86,7 +88,7 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: requirePermission('read'),
       schema: {
-        ...common("A file's metadata", 'read'),
+        ...common('getFile', "A file's metadata", 'read'),
         params: idParams('id'),
         querystring: noQuery,
         response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 422) },
@@ -100,9 +102,13 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: requirePermission('read'),
       schema: {
-        ...common("Up to 200 files of the token's bindings, newest first; filters bindingId and status", 'read'),
+        ...common(
+          'listFiles',
+          "Up to 200 files of the token's bindings, newest first; filters bindingId and status",
+          'read',
+        ),
         querystring: ListQuerySchema,
-        response: { 200: { type: 'array', items: FileViewSchema }, ...errorResponses(401, 403, 422) },
+        response: { 200: listOf(FileViewSchema), ...errorResponses(401, 403, 422) },
       },
     },
     async (request) => files().list(caller(request), request.query),
@@ -113,7 +119,11 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: requirePermission('delete'),
       schema: {
-        ...common('Delete a file now; answers its metadata (status deleted, or delete_failed: retried)', 'delete'),
+        ...common(
+          'deleteFile',
+          'Delete a file now; answers its metadata (status deleted, or delete_failed: retried)',
+          'delete',
+        ),
         params: idParams('id'),
         querystring: noQuery,
         response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 409, 422) },

@@ -46,6 +46,7 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
       onRequest: identifyCaller,
       preValidation: defaultRunBody,
       schema: {
+        operationId: 'runTrigger',
         summary: 'Run a trigger: a job on its agent; async answers at once, sync waits for the result',
         tags: ['public'],
         params: idParams('id'),
