@@ -240,6 +240,24 @@ describe('job repository', () => {
       expect(await repos.jobs.listTriggerJobs(newId(), { limit: 10 })).toEqual([]);
     });
 
+    it('filters by a creation time range exactly, also when creation times are out of order', async () => {
+      // Inserted in this order (seq), created at these minutes: the clock stepped back once.
+      const minutes = [0, 10, 20, 5, 30, 25, 40];
+      const jobs = minutes.map((m) => insertJob({ createdAt: iso(m * 60_000) }));
+      insertJob({ kind: 'update', triggerId: null, createdAt: iso(15 * 60_000) });
+      const ids = async (q: Parameters<Repositories['jobs']['listTriggerJobs']>[1]) =>
+        (await repos.jobs.listTriggerJobs(orgId, q)).map((j) => minutes[jobs.findIndex((x) => x.id === j.id)]);
+      const t = (m: number) => iso(m * 60_000);
+      expect(await ids({ limit: 10, createdBefore: t(10) })).toEqual([5, 0]);
+      expect(await ids({ limit: 10, createdAfter: t(20) })).toEqual([40, 25, 30, 20]);
+      expect(await ids({ limit: 10, createdAfter: t(5), createdBefore: t(26) })).toEqual([25, 5, 20, 10]);
+      expect(await ids({ limit: 10, createdAfter: t(41) })).toEqual([]);
+      expect(await ids({ limit: 10, createdBefore: t(0) })).toEqual([]);
+      // Paging within a range.
+      const seq = (await repos.jobs.findById(jobs[5]!.id))!.seq;
+      expect(await ids({ limit: 2, createdAfter: t(5), createdBefore: t(26), beforeSeq: seq })).toEqual([5, 20]);
+    });
+
     it("lists an agent's open jobs oldest first", async () => {
       const a = insertJob();
       const b = insertJob();

@@ -150,6 +150,7 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
     createdAfter: string | null;
     createdBefore: string | null;
     before: number;
+    after: number;
     limit: number;
   };
   // One query per index that leads the scan (the trigger's, the agent's, or the organization's);
@@ -160,8 +161,19 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
        AND (@status IS NULL OR status = @status) AND (@source IS NULL OR source = @source)
        AND (@createdAfter IS NULL OR created_at >= @createdAfter)
        AND (@createdBefore IS NULL OR created_at < @createdBefore)
-       AND seq < @before ORDER BY seq DESC LIMIT @limit`;
+       AND seq < @before AND seq >= @after ORDER BY seq DESC LIMIT @limit`;
   const list = db.prepare<[ListParams], JobRow>(listWhere(''));
+  // A creation-time range as the window of creation numbers (seq) that holds all its jobs, read
+  // from the (org_id, created_at) index alone: the list's scan starts and stops at the range
+  // instead of walking every newer (or older) job. Exact whatever the clock did: seq and
+  // created_at need not be in the same order, the bounds are the max and min over the range.
+  // INDEXED BY: left alone, the planner answers min/max(seq) by walking jobs_org_seq row by row.
+  const lastSeqBefore = db.prepare<[{ orgId: string; at: string }], { seq: number | null }>(
+    'SELECT max(seq) AS seq FROM jobs INDEXED BY jobs_org_created WHERE org_id = @orgId AND created_at < @at',
+  );
+  const firstSeqFrom = db.prepare<[{ orgId: string; at: string }], { seq: number | null }>(
+    'SELECT min(seq) AS seq FROM jobs INDEXED BY jobs_org_created WHERE org_id = @orgId AND created_at >= @at',
+  );
   const listByTrigger = db.prepare<[ListParams], JobRow>(listWhere('trigger_id = @triggerId AND '));
   const listByAgent = db.prepare<[ListParams], JobRow>(listWhere('agent_id = @agentId AND '));
   const openOfAgent = db.prepare<[string], JobRow>(
@@ -193,8 +205,19 @@ export function createJobRepository(db: Db, writes: WriteExecutor, planMove: Pla
         createdAfter: q.createdAfter ?? null,
         createdBefore: q.createdBefore ?? null,
         before: q.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+        after: 0,
         limit: q.limit,
       };
+      if (params.createdBefore !== null) {
+        const last = lastSeqBefore.get({ orgId, at: params.createdBefore })?.seq ?? null;
+        if (last === null) return [];
+        params.before = Math.min(params.before, last + 1);
+      }
+      if (params.createdAfter !== null) {
+        const first = firstSeqFrom.get({ orgId, at: params.createdAfter })?.seq ?? null;
+        if (first === null) return [];
+        params.after = first;
+      }
       const statement = params.triggerId !== null ? listByTrigger : params.agentId !== null ? listByAgent : list;
       return statement.all(params).map(toJob);
     },
