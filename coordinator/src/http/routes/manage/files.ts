@@ -13,6 +13,7 @@ import {
   PresignUploadBodySchema,
   PresignUploadResponseSchema,
 } from '../public/storage-schemas.js';
+import { listOf } from '../../schemas/examples.js';
 
 const fileParams = idParams('orgId', 'fileId');
 type FileParams = { Params: { orgId: string; fileId: string } };
@@ -30,16 +31,16 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
     const access = await requireOrgRole(request, orgId);
     return { access, caller: memberFileCaller(access.orgId, access.userId) };
   };
-  const common = (summary: string) => ({ summary, tags: ['dashboard'] });
+  const common = (operationId: string, summary: string) => ({ operationId, summary, tags: ['dashboard'] });
 
   app.get<OrgParams & { Querystring: { bindingId?: string; status?: FileStatus } }>(
     '/orgs/:orgId/files',
     {
       schema: {
-        ...common('Up to 200 files of the organization, newest first; filters bindingId and status'),
+        ...common('listOrgFiles', 'Up to 200 files of the organization, newest first; filters bindingId and status'),
         params: orgParams,
         querystring: ListQuerySchema,
-        response: { 200: { type: 'array', items: FileViewSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(FileViewSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -52,7 +53,7 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/files/presign-upload',
     {
       schema: {
-        ...common('Create a pending file and get its presigned upload URL'),
+        ...common('presignOrgUpload', 'Create a pending file and get its presigned upload URL'),
         params: orgParams,
         querystring: noQuery,
         body: PresignUploadBodySchema,
@@ -69,7 +70,7 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/files/:fileId/complete',
     {
       schema: {
-        ...common('Confirm the upload: the file becomes active; no body'),
+        ...common('completeOrgUpload', 'Confirm the upload: the file becomes active; no body'),
         params: fileParams,
         querystring: noQuery,
         body: emptyBody,
@@ -86,7 +87,7 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/files/:fileId/download-url',
     {
       schema: {
-        ...common('A new presigned download URL of an active file'),
+        ...common('getOrgFileDownloadUrl', 'A new presigned download URL of an active file'),
         params: fileParams,
         querystring: noQuery,
         response: { 200: DownloadUrlResponseSchema, ...errorResponses(401, 404, 409, 422) },
@@ -102,7 +103,7 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/files/:fileId',
     {
       schema: {
-        ...common("A file's metadata"),
+        ...common('getOrgFile', "A file's metadata"),
         params: fileParams,
         querystring: noQuery,
         response: { 200: FileViewSchema, ...errorResponses(401, 404, 422) },
@@ -118,7 +119,10 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/files/:fileId',
     {
       schema: {
-        ...common('Delete a file now; answers its metadata (status deleted, or delete_failed: retried)'),
+        ...common(
+          'deleteOrgFile',
+          'Delete a file now; answers its metadata (status deleted, or delete_failed: retried)',
+        ),
         params: fileParams,
         querystring: noQuery,
         response: { 200: FileViewSchema, ...errorResponses(401, 404, 409, 422) },
