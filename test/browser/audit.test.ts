@@ -39,6 +39,10 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     memberId = (await addUser(t.owner, t.orgId, 'member@example.test')).userId;
     await t.owner.patch(`/orgs/${t.orgId}/members/${memberId}`, { body: { role: 'owner' } });
     await t.owner.patch(`/orgs/${t.orgId}/members/${memberId}`, { body: { role: 'member' } });
+    const binding = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
+      body: { name: 'archive', backend: 'local' },
+    });
+    expect(binding.status).toBe(201);
     // 55 more entries: the first page (50) ends among them.
     for (let i = 0; i < 55; i++) {
       const res = await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: { name: `bulk-${i}` } });
@@ -73,8 +77,8 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     const texts = await rows().allInnerTexts();
     expect(texts[1]).toContain(`${OWNER_EMAIL} created the enrollment token bulk-54`);
     await page().getByRole('button', { name: 'Show older entries' }).click();
-    // 55 bulk tokens, the agent's enrollment token and enrollment, the trigger, its API token, the member's 3.
-    await eventually(async () => (await rows().count()) === 63, 20_000, 'all 62 entries');
+    // 55 bulk tokens, the agent's enrollment token and enrollment, the trigger, its API token, the member's 3, the binding.
+    await eventually(async () => (await rows().count()) === 64, 20_000, 'all 63 entries');
     expect(await page().getByRole('button', { name: 'Show older entries' }).count()).toBe(0);
     const all = await rows().allInnerTexts();
     expect(all.at(-1)).toContain(`${OWNER_EMAIL} created the enrollment token`);
@@ -90,6 +94,8 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     expect(await enrolled.getByRole('link', { name: 'daemon-test' }).getAttribute('href')).toBe(
       `/orgs/${t.orgId}/agents`,
     );
+    const bound = page().getByRole('row', { name: /created the storage binding/ });
+    expect(await bound.getByRole('link', { name: 'archive' }).getAttribute('href')).toBe(`/orgs/${t.orgId}/storage`);
     await expectAccessible(page(), 'the Audit log page');
     expect(owner.problems).toEqual([]);
   });

@@ -146,6 +146,15 @@ function target(entry: AuditEntry, names: Names): ReactNode {
     }
     case 'org':
       return <Link to={`/orgs/${id}`}>{named ?? short(id)}</Link>;
+    case 'application':
+      return <Link to={`/orgs/${names.orgId}/apps/${id}`}>{named ?? short(id)}</Link>;
+    case 'release': {
+      const appId = text(metadata.applicationId);
+      const version = text(metadata.version) ?? short(id);
+      return appId ? <Link to={`/orgs/${names.orgId}/apps/${appId}`}>{version}</Link> : version;
+    }
+    case 'storage_binding':
+      return <Link to={`/orgs/${names.orgId}/storage`}>{named ?? short(id)}</Link>;
     case 'user':
       return names.emails.get(id) ?? named ?? short(id);
     case 'api_token':
