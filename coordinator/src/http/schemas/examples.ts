@@ -29,6 +29,7 @@ export const EXAMPLE_IDS = {
   app: 'd4c3b2a1-0f9e-4d8c-8b7a-6f5e4d3c2b1a',
   release: 'f0e1d2c3-b4a5-4968-8778-695a4b3c2d1e',
   device: '7a6b5c4d-3e2f-4a1b-8c0d-9e8f7a6b5c4d',
+  chatIntegration: '2b3c4d5e-6f70-4a81-9b2c-3d4e5f6a7b8c',
 } as const;
 
 const ID = EXAMPLE_IDS;
@@ -156,6 +157,7 @@ export const auditEntryExample = {
 
 export const jobExample = {
   id: ID.job,
+  number: 1842,
   orgId: ID.org,
   kind: 'trigger',
   source: 'webhook',

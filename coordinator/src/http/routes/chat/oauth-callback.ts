@@ -19,6 +19,7 @@ export async function chatOAuthCallbackRoutes(app: FastifyInstance): Promise<voi
     '/chat/:provider/oauth/callback',
     {
       schema: {
+        operationId: 'completeChatOAuth',
         summary: "The chat provider's OAuth redirect: stores the workspace, then goes to the dashboard",
         tags: ['chat'],
         security: [],

@@ -3,6 +3,7 @@ import { CHAT_PROVIDERS, type ChatProvider } from '../../../domain/model/trigger
 import { requireOrgRole } from '../../auth/session.js';
 import { emptyBody, errorResponses, idParams, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
+import { EXAMPLE_IDS, listOf } from '../../schemas/examples.js';
 
 const IntegrationSchema = {
   type: 'object',
@@ -16,6 +17,17 @@ const IntegrationSchema = {
     connectedByUserId: uuid,
     createdAt: timestamp,
   },
+  examples: [
+    {
+      id: EXAMPLE_IDS.chatIntegration,
+      provider: 'slack',
+      teamId: 'T024BE7LD',
+      teamName: 'Acme',
+      scopes: 'chat:write,commands,app_mentions:read',
+      connectedByUserId: EXAMPLE_IDS.user,
+      createdAt: '2026-11-25T09:58:05.856Z',
+    },
+  ],
 } as const;
 
 const providerParams = {
@@ -35,11 +47,12 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/chat-integrations',
     {
       schema: {
+        operationId: 'listChatIntegrations',
         summary: 'The Slack workspaces and Discord guilds connected to the organization, oldest first',
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
-        response: { 200: { type: 'array', items: IntegrationSchema }, ...errorResponses(401, 404, 422) },
+        response: { 200: listOf(IntegrationSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
@@ -52,6 +65,7 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/chat-providers',
     {
       schema: {
+        operationId: 'listChatProviders',
         summary: 'Which chat providers this coordinator is set up for (its operator sets their app credentials)',
         tags: ['dashboard'],
         params: orgParams,
@@ -64,6 +78,12 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
               required: ['provider', 'configured'],
               properties: { provider: { type: 'string', enum: CHAT_PROVIDERS }, configured: { type: 'boolean' } },
             },
+            examples: [
+              [
+                { provider: 'slack', configured: true },
+                { provider: 'discord', configured: false },
+              ],
+            ],
           },
           ...errorResponses(401, 404, 422),
         },
@@ -80,6 +100,7 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/chat-integrations/:provider/connect',
     {
       schema: {
+        operationId: 'connectChatWorkspace',
         summary:
           "Start connecting a workspace (owner): send the browser to `authorizeUrl`, the provider's consent page; valid ten minutes",
         tags: ['dashboard'],
@@ -91,6 +112,13 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
             type: 'object',
             required: ['authorizeUrl', 'expiresAt'],
             properties: { authorizeUrl: { type: 'string' }, expiresAt: timestamp },
+            examples: [
+              {
+                authorizeUrl:
+                  'https://slack.com/oauth/v2/authorize?client_id=1234.5678&scope=chat%3Awrite%2Ccommands&state=3q2-7wZm9v',
+                expiresAt: '2026-11-25T10:08:05.856Z',
+              },
+            ],
           },
           ...errorResponses(401, 403, 404, 409, 422),
         },
@@ -106,6 +134,7 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
     '/orgs/:orgId/chat-integrations/:integrationId',
     {
       schema: {
+        operationId: 'disconnectChatWorkspace',
         summary: 'Disconnect a workspace (owner); its chat triggers stop firing; answers it as it was',
         tags: ['dashboard'],
         params: idParams('orgId', 'integrationId'),
