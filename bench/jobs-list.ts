@@ -101,9 +101,9 @@ try {
   // 100,000 jobs in one transaction, oldest first (seq follows created_at, as in production).
   const next = random(17);
   const insert = db.prepare(
-    `INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_name, status, ref, params,
+    `INSERT INTO jobs (id, number, org_id, kind, source, trigger_id, agent_id, workflow_name, status, ref, params,
        output, exit_code, error_message, user_id, created_at, queued_at, started_at, finished_at)
-     VALUES (@id, @orgId, @kind, @source, @triggerId, @agentId, @workflowName, @status, @ref, @params,
+     VALUES (@id, @number, @orgId, @kind, @source, @triggerId, @agentId, @workflowName, @status, @ref, @params,
        @output, @exitCode, @errorMessage, @userId, @createdAt, @queuedAt, @startedAt, @finishedAt)`,
   );
   const start = Date.now() - 90 * DAY;
@@ -121,6 +121,7 @@ try {
       const ended = !['running', 'queued', 'pending'].includes(status);
       insert.run({
         id: randomUUID(),
+        number: i + 1,
         orgId,
         kind: update ? 'update' : 'trigger',
         source: update ? 'ota' : weighted(next, SOURCES),
