@@ -180,6 +180,7 @@ export const jobExample = {
   startedAt: '2026-11-25T09:58:06.012Z',
   finishedAt: '2026-11-25T09:58:06.530Z',
   cancelRequestedAt: null,
+  chatOrigin: null,
 };
 
 export const runningJobExample = {

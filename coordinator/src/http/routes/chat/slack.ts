@@ -11,6 +11,7 @@ const EPHEMERAL = {
   type: 'object',
   required: ['response_type', 'text'],
   properties: { response_type: { type: 'string', enum: ['ephemeral'] }, text: { type: 'string' } },
+  examples: [{ response_type: 'ephemeral', text: 'Started deploy: https://drover.example.com/api/jobs/01a21224-06c1' }],
 } as const;
 
 /** A leading mention of the bot (`<@U0BOT>` or `<@U0BOT|drover>`) in an app_mention's text. */
@@ -45,6 +46,7 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
     '/chat/slack/commands',
     {
       schema: {
+        operationId: 'receiveSlackCommand',
         summary: "Slack's slash command (`/drover <keyword> key=value ...`): a form signed by Slack",
         tags: ['chat'],
         security: [],
@@ -77,6 +79,7 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
     '/chat/slack/events',
     {
       schema: {
+        operationId: 'receiveSlackEvent',
         summary: "Slack's Events API: URL verification and app mentions, signed by Slack",
         tags: ['chat'],
         security: [],
@@ -84,6 +87,7 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
           200: {
             type: 'object',
             properties: { challenge: { type: 'string' }, ok: { type: 'boolean' } },
+            examples: [{ ok: true }],
           },
           ...errorResponses(400, 401, 404),
         },
