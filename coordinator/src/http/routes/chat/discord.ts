@@ -50,6 +50,7 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
     '/chat/discord/interactions',
     {
       schema: {
+        operationId: 'receiveDiscordInteraction',
         summary: "Discord's interactions: PING and the `/drover` command, signed by Discord",
         tags: ['chat'],
         security: [],
@@ -64,6 +65,13 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
                 properties: { content: { type: 'string' }, flags: { type: 'integer' } },
               },
             },
+            // 4: a message answering the command; flags 64: seen only by its author.
+            examples: [
+              {
+                type: 4,
+                data: { content: 'Started deploy: https://drover.example.com/api/jobs/01a21224-06c1', flags: 64 },
+              },
+            ],
           },
           ...errorResponses(400, 401, 404),
         },
