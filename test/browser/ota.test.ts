@@ -163,15 +163,23 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
 
   it('creates a release from a file uploaded in the browser, publishes it after a confirmation, and the device installs it', async () => {
     await page().getByLabel('Version').fill('1.0.0');
-    await page()
+    // Creating the release before uploading its artifact is refused at the artifact.
+    await page().getByRole('button', { name: 'Create release' }).click();
+    await page().locator('#rel-artifactFileId-error').waitFor();
+    expect(await page().locator('#rel-artifactFileId-error').innerText()).toContain('upload the file first');
+    // The artifact goes up with the dashboard's file upload (progress, cancel), then is chosen.
+    const upload = page().getByRole('group', { name: 'Upload the artifact' });
+    await upload
       .getByLabel('File to upload')
       .setInputFiles({ name: 'kiosk-1.0.0.tar.gz', mimeType: 'application/gzip', buffer: Buffer.from('kiosk 1.0.0') });
+    await upload.getByRole('button', { name: 'Upload', exact: true }).click();
+    const stored = page().getByLabel('Stored file', { exact: true });
+    await vi.waitFor(async () => expect(await stored.locator('option:checked').innerText()).toMatch(/^kiosk-1\.0\.0/));
     // A channel the coordinator refuses: the file is stored already, and the form keeps it.
     await page().getByLabel('Channel', { exact: true }).fill('Stable!');
     await page().getByRole('button', { name: 'Create release' }).click();
     await page().locator('#rel-channel-error').waitFor();
     expect(await page().getByLabel('Channel', { exact: true }).getAttribute('aria-invalid')).toBe('true');
-    const stored = page().getByLabel('Stored file', { exact: true });
     await vi.waitFor(async () => expect(await stored.locator('option:checked').innerText()).toMatch(/^kiosk-1\.0\.0/));
     await expectAccessible(page(), 'the release form with an error');
     await docScreenshot(page(), 'ota-release-form');

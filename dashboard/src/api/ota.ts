@@ -1,7 +1,8 @@
 import { queryOptions } from '@tanstack/react-query';
-import { api, ApiError } from './client';
+import { api } from './client';
+import type { StoredFile } from './files';
 
-/** The OTA API's answers (docs/ota.md "Dashboard endpoints"), its queries, and file uploads. */
+/** The OTA API's answers (docs/ota.md "Dashboard endpoints") and its queries; uploads are in files.ts. */
 
 export type UpdatePolicy = 'mandatory' | 'optional';
 export type ReleaseStatus = 'draft' | 'published' | 'yanked';
@@ -51,20 +52,6 @@ export interface Binding {
   activeJobId: string | null;
   cancelledJobId: string | null;
   lastReportAt: string | null;
-}
-
-/** A stored file (docs/storage.md): what a release's artifact is chosen from. */
-export interface StoredFile {
-  id: string;
-  bindingId: string;
-  filename: string;
-  contentType: string;
-  size: number;
-  status: string;
-  cleanupRule: string;
-  expiresAt: string | null;
-  deletedAt: string | null;
-  createdAt: string;
 }
 
 /** Where a file is stored (docs/storage.md); an upload names one when the organization has several. */
@@ -120,43 +107,6 @@ export const storageBindingsQuery = (orgId: string) =>
     queryKey: ['orgs', orgId, 'storage-bindings'],
     queryFn: () => api<StorageBinding[]>('GET', `/orgs/${orgId}/storage-bindings`),
   });
-
-interface PresignedUpload {
-  fileId: string;
-  uploadUrl: string;
-  method: string;
-  headers: Record<string, string>;
-  expiresInSeconds: number;
-}
-
-/**
- * Stores `file` as a persistent file of the organization (docs/storage.md): presign, PUT of the
- * bytes to the upload address with the headers it came with, complete. Answers the active file.
- */
-export async function uploadArtifact(orgId: string, file: File, bindingId?: string): Promise<StoredFile> {
-  const body: Record<string, unknown> = { filename: file.name, cleanupRule: 'persistent' };
-  if (bindingId) body.bindingId = bindingId;
-  if (file.type) body.contentType = file.type;
-  const upload = await api<PresignedUpload>('POST', `/orgs/${orgId}/files/presign-upload`, { body });
-  let put: Response;
-  try {
-    put = await fetch(upload.uploadUrl, { method: upload.method, headers: upload.headers, body: file });
-  } catch {
-    throw new ApiError(0, 'unreachable', 'The upload address cannot be reached; check that the coordinator is running');
-  }
-  if (!put.ok) {
-    const text = await put.text();
-    let message = `The upload was refused (${put.status})`;
-    try {
-      const parsed = JSON.parse(text) as { message?: unknown };
-      if (typeof parsed.message === 'string') message = `The upload was refused: ${parsed.message}`;
-    } catch {
-      // not JSON: the status says enough
-    }
-    throw new ApiError(put.status, 'upload_failed', message);
-  }
-  return api<StoredFile>('POST', `/orgs/${orgId}/files/${upload.fileId}/complete`);
-}
 
 /** `1.2 MB`, `340 B` */
 export function byteSize(n: number): string {

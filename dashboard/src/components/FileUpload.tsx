@@ -25,6 +25,13 @@ export interface FileUploadProps {
   title?: string;
   /** Called with the file once it is active. */
   onUploaded?: (file: StoredFile) => void;
+  /**
+   * Renders a group inside the caller's form instead of a form of its own (forms cannot nest):
+   * its Upload button then uploads without submitting the caller's form.
+   */
+  embedded?: boolean;
+  /** The label of the file input (default `File`). */
+  fileLabel?: string;
 }
 
 const FIELDS = ['filename', 'cleanupRule', 'ttlSeconds', 'bindingId', 'contentType'] as const;
@@ -53,7 +60,15 @@ type State =
  * the pending file. Each failure says which step failed (the coordinator refusing the upload,
  * sending the bytes, completing the file), with the coordinator's reasons next to the fields.
  */
-export function FileUpload({ orgId, bindingId, cleanupRule, title = 'Upload a file', onUploaded }: FileUploadProps) {
+export function FileUpload({
+  orgId,
+  bindingId,
+  cleanupRule,
+  title = 'Upload a file',
+  onUploaded,
+  embedded = false,
+  fileLabel = 'File',
+}: FileUploadProps) {
   const idPrefix = `upload${useId().replace(/[^a-zA-Z0-9]/g, '')}`;
   const [file, setFile] = useState<File | null>(null);
   const [filename, setFilename] = useState('');
@@ -71,8 +86,10 @@ export function FileUpload({ orgId, bindingId, cleanupRule, title = 'Upload a fi
   const busy = state.phase === 'sending' || state.phase === 'completing';
   const chosenRule = cleanupRule ?? rule;
 
-  const submit = async (event: FormEvent) => {
-    event.preventDefault();
+  const [inputKey, setInputKey] = useState(0);
+
+  const submit = async (event?: FormEvent) => {
+    event?.preventDefault();
     if (!file) {
       setState({ phase: 'failed', failure: new ApiError(0, 'no_file', 'Choose a file to upload first.') });
       return;
@@ -97,6 +114,12 @@ export function FileUpload({ orgId, bindingId, cleanupRule, title = 'Upload a fi
         abort.signal,
       );
       setState({ phase: 'done', file: stored });
+      if (embedded) {
+        // The caller takes the file over: the group is ready for another one.
+        setFile(null);
+        setFilename('');
+        setInputKey((k) => k + 1);
+      }
       onUploaded?.(stored);
     } catch (error) {
       if (error instanceof UploadCancelled) setState({ phase: 'cancelled' });
@@ -108,13 +131,13 @@ export function FileUpload({ orgId, bindingId, cleanupRule, title = 'Upload a fi
     }
   };
 
-  return (
-    <form className="panel file-upload" onSubmit={(e) => void submit(e)} noValidate aria-label={title}>
-      <h2>{title}</h2>
+  const body = (
+    <>
       <div className="form-grid">
         <label>
-          File
+          {fileLabel}
           <input
+            key={inputKey}
             type="file"
             disabled={busy}
             onChange={(e) => {
@@ -183,9 +206,15 @@ export function FileUpload({ orgId, bindingId, cleanupRule, title = 'Upload a fi
         )
       )}
       <div className="form-actions">
-        <button type="submit" disabled={busy}>
-          Upload
-        </button>
+        {embedded ? (
+          <button type="button" disabled={busy} onClick={() => void submit()}>
+            Upload
+          </button>
+        ) : (
+          <button type="submit" disabled={busy}>
+            Upload
+          </button>
+        )}
         {busy && (
           <button type="button" onClick={() => controller.current?.abort()}>
             Cancel upload
@@ -193,6 +222,18 @@ export function FileUpload({ orgId, bindingId, cleanupRule, title = 'Upload a fi
         )}
       </div>
       <UploadStatus state={state} file={file} />
+    </>
+  );
+  if (embedded)
+    return (
+      <div role="group" className="file-upload" aria-label={title}>
+        {body}
+      </div>
+    );
+  return (
+    <form className="panel file-upload" onSubmit={(e) => void submit(e)} noValidate aria-label={title}>
+      <h2>{title}</h2>
+      {body}
     </form>
   );
 }

@@ -1,14 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api/client';
-import { artifactFilesQuery, byteSize, storageBindingsQuery, uploadArtifact, type App, type Release } from '../api/ota';
+import { artifactFilesQuery, byteSize, storageBindingsQuery, type App, type Release } from '../api/ota';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { FileUpload } from '../components/FileUpload';
 
 const FIELDS = ['version', 'artifactFileId', 'channel', 'updatePolicy', 'notes'] as const;
 
 /**
  * A new release (a draft) from an artifact: a file uploaded here (stored as a persistent file of
- * the organization) or one already stored, active and persistent.
+ * the organization, with the upload's progress bar and cancel), then chosen among the stored
+ * files, or one already stored, active and persistent.
  */
 export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
   const [version, setVersion] = useState('');
@@ -16,10 +18,7 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
   const [policy, setPolicy] = useState<'optional' | 'mandatory'>('optional');
   const [notes, setNotes] = useState('');
   const [source, setSource] = useState<'upload' | 'stored'>('upload');
-  const [file, setFile] = useState<File | null>(null);
   const [fileId, setFileId] = useState('');
-  const [step, setStep] = useState<string | null>(null);
-  const [inputKey, setInputKey] = useState(0);
   const [bindingId, setBindingId] = useState('');
   const files = useQuery({ ...artifactFilesQuery(orgId), enabled: source === 'stored' });
   const bindings = useQuery(storageBindingsQuery(orgId));
@@ -28,22 +27,12 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
   const queryClient = useQueryClient();
   const create = useMutation({
     mutationFn: async () => {
-      let artifactFileId = fileId;
-      if (source === 'upload') {
-        if (!file) {
-          const message = 'choose the file to upload';
-          throw new ApiError(422, 'validation_failed', message, [{ path: 'body.artifactFileId', message }]);
-        }
-        setStep(`Uploading ${file.name} (${byteSize(file.size)})…`);
-        artifactFileId = (await uploadArtifact(orgId, file, chosenBinding)).id;
-        // Stored now: a refused release below can pick it from the stored files.
-        setFileId(artifactFileId);
-        setSource('stored');
-        setFile(null);
-        setInputKey((k) => k + 1);
+      if (source === 'upload' || fileId === '') {
+        const message =
+          source === 'upload' ? 'upload the file first (Upload), or use a stored file' : 'choose a stored file';
+        throw new ApiError(422, 'validation_failed', message, [{ path: 'body.artifactFileId', message }]);
       }
-      setStep('Creating the release…');
-      const body: Record<string, unknown> = { version, artifactFileId, updatePolicy: policy };
+      const body: Record<string, unknown> = { version, artifactFileId: fileId, updatePolicy: policy };
       if (channel.trim() !== '') body.channel = channel.trim();
       if (notes.trim() !== '') body.notes = notes;
       return api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases`, { body });
@@ -55,7 +44,6 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
       setSource('upload');
     },
     onSettled: () => {
-      setStep(null);
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id, 'releases'] });
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'files'] });
     },
@@ -127,14 +115,9 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
           </label>
           {source === 'upload' ? (
             <>
-              <label htmlFor={errors.props('artifactFileId').id}>File to upload</label>
-              <input
-                key={inputKey}
-                {...errors.props('artifactFileId')}
-                type="file"
-                onChange={(e) => setFile(e.target.files?.[0] ?? null)}
-              />
-              <span className="hint">stored as a persistent file of the organization</span>
+              <span className="hint">
+                stored as a persistent file of the organization, then chosen as the release&apos;s artifact
+              </span>
               {usable.length > 1 && (
                 <>
                   <label htmlFor="rel-bindingId">Storage binding</label>
@@ -148,6 +131,20 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
                   </select>
                 </>
               )}
+              <FileUpload
+                embedded
+                orgId={orgId}
+                bindingId={chosenBinding}
+                cleanupRule="persistent"
+                title="Upload the artifact"
+                fileLabel="File to upload"
+                onUploaded={(stored) => {
+                  // Stored now: the release points at it (and a refused release keeps it chosen).
+                  setFileId(stored.id);
+                  setSource('stored');
+                  void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'files'] });
+                }}
+              />
             </>
           ) : (
             <>
@@ -173,11 +170,6 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
           <FieldError errors={errors} field="notes" idPrefix="rel" />
         </div>
       </div>
-      {step && (
-        <p role="status" className="hint">
-          {step}
-        </p>
-      )}
       <button type="submit" disabled={create.isPending}>
         Create release
       </button>
