@@ -5,8 +5,9 @@ import { api } from '../api/client';
 import type { RunAnswer, Trigger } from '../api/triggers';
 import type { Workflow, WorkflowParam } from '../api/types';
 import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
+import { FileParamPicker } from '../components/FileParamPicker';
 
-/** A param's input as typed: text (string, number, file id, enum option index) or a checkbox. */
+/** A param's input as typed: text (string, number, chosen file id, enum option index) or a checkbox. */
 type ParamValues = Record<string, string | boolean>;
 
 const RUN_FIELDS = ['ref', 'debug', 'force', 'forceReason'] as const;
@@ -134,6 +135,7 @@ function RunForm(props: {
             {schema.map((p) => (
               <ParamInput
                 key={p.name}
+                orgId={orgId}
                 param={p}
                 value={values[p.name]}
                 errors={paramErrors}
@@ -240,6 +242,7 @@ function SyncResult({ answer }: { answer: RunAnswer }) {
 }
 
 function ParamInput(props: {
+  orgId: string;
   param: WorkflowParam;
   value: string | boolean | undefined;
   errors: FieldErrors;
@@ -288,16 +291,19 @@ function ParamInput(props: {
         onChange={(e) => onChange(e.target.value)}
       />
     );
-  } else {
+  } else if (p.type === 'file') {
     input = (
-      <input
-        {...attrs}
+      <FileParamPicker
+        orgId={props.orgId}
+        name={p.name}
         value={text}
         required={p.required}
-        placeholder={p.type === 'file' ? 'file id' : undefined}
-        onChange={(e) => onChange(e.target.value)}
+        inputProps={attrs}
+        onChange={onChange}
       />
     );
+  } else {
+    input = <input {...attrs} value={text} required={p.required} onChange={(e) => onChange(e.target.value)} />;
   }
   return (
     <div className="field">
@@ -316,7 +322,7 @@ function ParamInput(props: {
 function paramHint(p: WorkflowParam): string {
   const parts: string[] = [];
   if (p.description) parts.push(p.description);
-  if (p.type === 'file') parts.push('the id of an active file of the organization');
+  if (p.type === 'file') parts.push('an active file of the organization');
   if (p.pattern) parts.push(`matching ${p.pattern}`);
   if (p.min !== undefined) parts.push(`at least ${p.min}`);
   if (p.max !== undefined) parts.push(`at most ${p.max}`);
