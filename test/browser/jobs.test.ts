@@ -108,6 +108,8 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
 
     await log().getByText('waiting for g1').waitFor({ timeout: 20_000 });
     expect(await heading().innerText()).toContain('running');
+    // The organization's first job: its number is in the title.
+    expect(await heading().innerText()).toMatch(/^Job #1 slow/);
     const facts = await page().locator('dl.facts').innerText();
     expect(facts).toContain(`API call, API token of ${OWNER_EMAIL}`);
     expect(await page().getByRole('heading', { name: 'Log (live)' }).count()).toBe(1);
@@ -190,6 +192,8 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     expect(await nav.getByRole('link', { name: 'Jobs' }).getAttribute('aria-current')).toBe('page');
     await eventually(async () => (await jobRows().count()) === 4, 20_000, 'three jobs and the header row');
     const rows = await jobRows().allInnerTexts();
+    // Newest first, each with its number in the organization.
+    expect(rows.slice(1).map((r) => /^#(\d+) slow/.exec(r)?.[1])).toEqual(['3', '2', '1']);
     expect(rows[1]).toContain('success');
     expect(rows[3]).toContain('cancelled');
     expect(rows[3]).toContain('API call');

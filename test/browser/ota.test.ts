@@ -203,6 +203,8 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await job.waitFor({ timeout: 20_000 });
     const { activeJobId } = await binding();
     expect(await job.getAttribute('href')).toBe(`/api/jobs/${activeJobId}`);
+    const { number } = (await t.owner.get<{ number: number }>(`/jobs/${activeJobId}`)).body;
+    await vi.waitFor(async () => expect(await job.innerText()).toBe(`#${number} in progress`));
     expect(await releaseRow('1.0.0').locator('td.counts').innerText()).toMatch(/0 on it\s+1 updating\s+0 failed/);
     await expectAccessible(page(), "an application's page with an update in progress");
     await job.click();

@@ -180,7 +180,16 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     expect(await page().getByRole('main').innerText()).toContain('Hello, Drover!');
     const jobId = page().url().split('/').pop()!;
     const job = await t.owner.get(`/jobs/${jobId}`);
-    expect(job.body).toMatchObject({ source: 'manual', triggerId: webhookId, params: { who: 'Drover' } });
+    expect(job.body).toMatchObject({ source: 'manual', triggerId: webhookId, params: { who: 'Drover' }, number: 1 });
+    expect(await page().getByRole('heading', { level: 1 }).innerText()).toMatch(/^Job #1 hello/);
+
+    // The trigger's page lists it among its recent jobs, by its number.
+    await page().goBack();
+    const recent = page().getByRole('table', { name: 'Recent jobs' });
+    const row = recent.getByRole('row', { name: /^#1 hello/ });
+    await row.waitFor();
+    expect(await row.innerText()).toContain(`run by hand by ${OWNER_EMAIL}`);
+    expect(await row.getByRole('link').getAttribute('href')).toBe(`/api/jobs/${jobId}`);
   });
 
   it('runs a sync trigger: the page waits, then shows the result; every kind of param has its input', async () => {

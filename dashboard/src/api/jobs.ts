@@ -120,3 +120,24 @@ export const membersQuery = (orgId: string) =>
     queryKey: ['orgs', orgId, 'members'],
     queryFn: () => api<Member[]>('GET', `/orgs/${orgId}/members`),
   });
+
+/** A trigger's most recent jobs (its page shows them), refreshed like the jobs list. */
+export const recentTriggerJobsQuery = (orgId: string, triggerId: string, limit = 10) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'jobs', { triggerId, recent: limit }],
+    queryFn: async () =>
+      (await apiPage<Job>(`/orgs/${orgId}/jobs?${new URLSearchParams({ triggerId, limit: String(limit) })}`)).items,
+    refetchInterval: JOBS_REFRESH_MS,
+  });
+
+/**
+ * A job's number, for places that know only its id (an occurrence, a device's update job). A
+ * number never changes, so it is read once (with one log line at most, to keep the answer small).
+ */
+export const jobNumberQuery = (jobId: string) =>
+  queryOptions({
+    queryKey: ['jobs', jobId, 'number'],
+    queryFn: async () => (await api<Job>('GET', `/jobs/${jobId}?logsLimit=1`)).number,
+    staleTime: Infinity,
+    retry: false,
+  });

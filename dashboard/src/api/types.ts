@@ -72,6 +72,8 @@ export interface JobLogLine {
 /** A job as lists show it (`GET /orgs/:orgId/jobs`, docs/jobs.md "Reading jobs"). */
 export interface Job {
   id: string;
+  /** The organization's number of the job (1, 2, 3, ... in creation order), shown as `#12`. */
+  number: number;
   orgId: string;
   kind: 'trigger' | 'update';
   source: string;

@@ -1,5 +1,6 @@
 import { Link } from 'react-router';
 import type { Occurrence, Trigger, TriggerType } from '../api/triggers';
+import { JobNumber } from './JobNumber';
 
 /** How the trigger pages say a trigger's kind, workflow, schedule and occurrences. */
 
@@ -58,7 +59,8 @@ export function OccurrenceOutcome({ occurrence }: { occurrence: Occurrence }) {
   if (!occurrence.jobId) return <span className="hint">job gone</span>;
   return (
     <Link to={`/api/jobs/${occurrence.jobId}`}>
-      job <span className={`status status-${occurrence.jobStatus ?? 'gone'}`}>{occurrence.jobStatus ?? 'gone'}</span>
+      job <JobNumber jobId={occurrence.jobId} />
+      <span className={`status status-${occurrence.jobStatus ?? 'gone'}`}>{occurrence.jobStatus ?? 'gone'}</span>
     </Link>
   );
 }

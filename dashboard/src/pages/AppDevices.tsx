@@ -6,6 +6,7 @@ import { agentsQuery } from '../api/queries';
 import { devicesQuery, type App, type Binding, type ReleaseRef } from '../api/ota';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { JobNumber } from '../components/JobNumber';
 import { ago, dateTime } from '../components/time';
 
 const STATE_CLASS: Record<string, string> = {
@@ -97,10 +98,18 @@ function DeviceRow({ orgId, app, binding: b, name }: { orgId: string; app: App; 
         </span>
       </td>
       <td>
-        {b.activeJobId && <Link to={`/api/jobs/${b.activeJobId}`}>in progress</Link>}
+        {b.activeJobId && (
+          <Link to={`/api/jobs/${b.activeJobId}`}>
+            <JobNumber jobId={b.activeJobId} />
+            in progress
+          </Link>
+        )}
         {!b.activeJobId && b.cancelledJobId && (
           <>
-            <Link to={`/api/jobs/${b.cancelledJobId}`}>cancelled</Link>
+            <Link to={`/api/jobs/${b.cancelledJobId}`}>
+              <JobNumber jobId={b.cancelledJobId} />
+              cancelled
+            </Link>
             <br />
             <span className="hint">on hold until a retry</span>
           </>

@@ -33,7 +33,7 @@ function LiveJob({ jobId }: { jobId: string }) {
         <Link to={`/orgs/${j.orgId}/jobs`}>All jobs</Link>
       </p>
       <h1 id="job-heading">
-        Job {j.workflowName} <JobStatus job={j} />
+        Job #{j.number} {j.workflowName} <JobStatus job={j} />
       </h1>
       <ErrorMessage error={job.error} />
       <JobActions job={j} />

@@ -90,7 +90,9 @@ function JobRow({ job, names }: { job: Job; names: Names }) {
   return (
     <tr>
       <th scope="row">
-        <Link to={`/api/jobs/${job.id}`}>{job.workflowName}</Link>
+        <Link to={`/api/jobs/${job.id}`}>
+          #{job.number} {job.workflowName}
+        </Link>
         {job.ref && <span className="hint"> @ {job.ref}</span>}
       </th>
       <td>

@@ -3,11 +3,13 @@ import { useState, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { agentsQuery, workflowsQuery } from '../api/queries';
+import { membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, triggerQuery, type Trigger } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { JobStatus, startedBy } from '../components/JobFacts';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
-import { dateTime } from '../components/time';
+import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { RunByHand } from './RunByHand';
 import { useOrg } from './use-org';
@@ -41,6 +43,7 @@ export function TriggerPage() {
       <Settings trigger={t} agentName={agent?.name} />
       {t.type === 'webhook' && <WebhookCall trigger={t} />}
       {t.type === 'cron' && <Schedule orgId={orgId} trigger={t} />}
+      <RecentJobs orgId={orgId} triggerId={t.id} />
       <RunByHand
         orgId={orgId}
         trigger={t}
@@ -49,6 +52,56 @@ export function TriggerPage() {
       />
       {isOwner && <DeleteTrigger orgId={orgId} trigger={t} />}
     </section>
+  );
+}
+
+/** The trigger's last jobs, newest first, refreshed while the page is on screen. */
+function RecentJobs({ orgId, triggerId }: { orgId: string; triggerId: string }) {
+  const jobs = useQuery(recentTriggerJobsQuery(orgId, triggerId));
+  const members = useQuery(membersQuery(orgId));
+  const emails = new Map((members.data ?? []).map((m) => [m.userId, m.email]));
+  return (
+    <div className="panel">
+      <h2 id="recent-jobs-heading">Recent jobs</h2>
+      <ErrorMessage error={jobs.error} />
+      {jobs.data && jobs.data.length === 0 && <p>No job yet.</p>}
+      {jobs.data && jobs.data.length > 0 && (
+        <table aria-labelledby="recent-jobs-heading">
+          <thead>
+            <tr>
+              <th scope="col">Job</th>
+              <th scope="col">Status</th>
+              <th scope="col">Started by</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {jobs.data.map((job) => (
+              <tr key={job.id}>
+                <th scope="row">
+                  <Link to={`/api/jobs/${job.id}`}>
+                    #{job.number} {job.workflowName}
+                  </Link>
+                  {job.ref && <span className="hint"> @ {job.ref}</span>}
+                </th>
+                <td>
+                  <JobStatus job={job} />
+                </td>
+                <td>{startedBy(job, emails)}</td>
+                <td>
+                  <time dateTime={job.createdAt} title={dateTime(job.createdAt)}>
+                    {ago(job.createdAt)}
+                  </time>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p>
+        <Link to={`/orgs/${orgId}/jobs?triggerId=${encodeURIComponent(triggerId)}`}>All jobs of this trigger</Link>
+      </p>
+    </div>
   );
 }
 
