@@ -273,6 +273,40 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await docScreenshot(page(), 'triggers');
   });
 
+  it("refreshes the triggers list and a trigger's page while they are on screen", async () => {
+    const triggers = (await t.owner.get<{ id: string; name: string }[]>(`/orgs/${t.orgId}/triggers`)).body;
+    const cronId = triggers.find((x) => x.name === 'nightly hello')!.id;
+    const change = async (body: Record<string, unknown>) =>
+      expect((await t.owner.patch(`/orgs/${t.orgId}/triggers/${cronId}`, { body })).status).toBe(200);
+    // The list (still open from the test above) shows the cron trigger enabled elsewhere: its next run.
+    const row = page().getByRole('row', { name: 'nightly hello' });
+    expect(await row.innerText()).toContain('paused');
+    await change({ cronEnabled: true });
+    await vi.waitFor(async () => expect(await row.innerText()).toMatch(/\d\d:30 UTC/), { timeout: 15_000 });
+    expect(await row.innerText()).not.toContain('paused');
+
+    // The trigger's page follows a new schedule.
+    await row.getByRole('link', { name: 'nightly hello' }).click();
+    const next = page().getByRole('list', { name: 'Next runs' }).getByRole('listitem');
+    expect(await next.first().innerText()).toContain('02:30 Europe/Paris');
+    await change({ cronExpression: '45 3 * * *' });
+    await vi.waitFor(async () => expect(await next.first().innerText()).toContain('03:45 Europe/Paris'), {
+      timeout: 15_000,
+    });
+    await change({ cronEnabled: false });
+
+    // A webhook trigger's recent jobs gain a run made elsewhere.
+    await page().goto(`/orgs/${t.orgId}/triggers/${webhookId}`);
+    const recent = page().getByRole('table', { name: 'Recent jobs' });
+    await recent.getByRole('row', { name: /^#1 hello/ }).waitFor();
+    const run = await t.owner.post<{ jobId: string }>(`/orgs/${t.orgId}/triggers/${webhookId}/run`, {
+      body: { params: { who: 'elsewhere' } },
+    });
+    expect(run.status).toBe(202);
+    const { number } = (await t.owner.get<{ number: number }>(`/jobs/${run.body.jobId}`)).body;
+    await recent.getByRole('row', { name: new RegExp(`^#${number} hello`) }).waitFor({ timeout: 15_000 });
+  });
+
   it('hides delete and force from a member, who may still run', async () => {
     await addUser(t.owner, t.orgId, 'member@example.test', 'member');
     member = await openPage(browser, t.url);

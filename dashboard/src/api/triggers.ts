@@ -63,6 +63,12 @@ export interface RunAnswer {
   timedOut?: boolean;
 }
 
+/**
+ * How often the triggers list and a trigger's page refresh while on screen (a cron trigger's next
+ * run and occurrences move by themselves). Other pages read the triggers once.
+ */
+export const TRIGGERS_REFRESH_MS = 3_000;
+
 export const triggersQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'triggers'],

@@ -4,7 +4,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { agentsQuery, workflowsQuery } from '../api/queries';
 import { membersQuery, recentTriggerJobsQuery } from '../api/jobs';
-import { occurrencesQuery, triggerQuery, type Trigger } from '../api/triggers';
+import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { JobStatus, startedBy } from '../components/JobFacts';
@@ -18,7 +18,7 @@ import { useOrg } from './use-org';
 export function TriggerPage() {
   const { orgId, org, loaded } = useOrg();
   const { triggerId = '' } = useParams();
-  const trigger = useQuery(triggerQuery(orgId, triggerId));
+  const trigger = useQuery({ ...triggerQuery(orgId, triggerId), refetchInterval: TRIGGERS_REFRESH_MS });
   const agents = useQuery(agentsQuery(orgId));
   const workflows = useQuery(workflowsQuery(orgId));
   if ((loaded && !org) || (trigger.error instanceof ApiError && trigger.error.statusCode === 404)) {
@@ -177,7 +177,7 @@ function WebhookCall({ trigger: t }: { trigger: Trigger }) {
 
 function Schedule({ orgId, trigger: t }: { orgId: string; trigger: Trigger }) {
   const zone = t.cronTimezone ?? 'UTC';
-  const occurrences = useInfiniteQuery(occurrencesQuery(orgId, t.id));
+  const occurrences = useInfiniteQuery({ ...occurrencesQuery(orgId, t.id), refetchInterval: TRIGGERS_REFRESH_MS });
   const items = occurrences.data?.pages.flatMap((p) => p.items) ?? [];
   return (
     <div className="panel">

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { agentsQuery } from '../api/queries';
-import { triggersQuery, type Trigger } from '../api/triggers';
+import { TRIGGERS_REFRESH_MS, triggersQuery, type Trigger } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { NextRun, OccurrenceOutcome, TYPE_WORDS, workflowWords } from '../components/trigger-words';
 import { NotFoundPage } from './NotFoundPage';
@@ -10,7 +10,7 @@ import { useOrg } from './use-org';
 /** The organization's triggers: what each runs, how it answers, and for cron its schedule. */
 export function TriggersPage() {
   const { orgId, org, loaded } = useOrg();
-  const triggers = useQuery(triggersQuery(orgId));
+  const triggers = useQuery({ ...triggersQuery(orgId), refetchInterval: TRIGGERS_REFRESH_MS });
   const agents = useQuery(agentsQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
   const agentName = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
