@@ -5,6 +5,7 @@ import { AppPage } from './pages/AppPage';
 import { AppsPage } from './pages/AppsPage';
 import { AuditPage } from './pages/AuditPage';
 import { HomePage } from './pages/HomePage';
+import { IntegrationsPage } from './pages/IntegrationsPage';
 import { JobPage } from './pages/JobPage';
 import { JobsPage } from './pages/JobsPage';
 import { MembersPage } from './pages/MembersPage';
@@ -38,6 +39,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/apps', element: <AppsPage /> },
         { path: '/orgs/:orgId/apps/:appId', element: <AppPage /> },
         { path: '/orgs/:orgId/storage', element: <StoragePage /> },
+        { path: '/orgs/:orgId/integrations', element: <IntegrationsPage /> },
         { path: '/orgs/:orgId/api-tokens', element: <ApiTokensPage /> },
         { path: '/orgs/:orgId/members', element: <MembersPage /> },
         { path: '/orgs/:orgId/audit', element: <AuditPage /> },

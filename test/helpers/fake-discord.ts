@@ -23,6 +23,8 @@ export class FakeDiscord extends FakeProviderServer {
 
   constructor() {
     super();
+    // The bot install's consent page (DROVER_DISCORD_AUTHORIZE_URL), answering as after "Authorize".
+    this.consentPage('/oauth2/authorize', { code: DISCORD_CODE, guild_id: DISCORD_GUILD.id, permissions: '84992' });
     const botOnly = (headers: Record<string, unknown>) => headers.authorization === `Bot ${DISCORD_BOT_TOKEN}`;
     this.route('GET', '/api/v10/gateway/bot', ({ headers }) =>
       botOnly(headers)

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 export interface ReceivedRequest {
   method: string;
   path: string;
+  /** The query string's parameters. */
+  query: Record<string, string>;
   headers: http.IncomingHttpHeaders;
   body: any;
   raw: string;
@@ -28,6 +30,7 @@ export class FakeProviderServer {
   private readonly routes: { method: string; pattern: RegExp; handler: FakeHandler }[] = [];
   private readonly overrides: { method: string; pattern: RegExp; answer: FakeAnswer; times: number }[] = [];
   protected server: http.Server | null = null;
+  private denyConsent = false;
   url = '';
 
   route(method: string, path: string, handler: FakeHandler): void {
@@ -37,6 +40,29 @@ export class FakeProviderServer {
   /** The next `times` calls of `METHOD path` get `answer` instead of the route's own. */
   failNext(method: string, path: string, answer: FakeAnswer, times = 1): void {
     this.overrides.push({ method, pattern: toPattern(path), answer, times });
+  }
+
+  /**
+   * The provider's consent page at `GET path`, as after the person clicked "Allow": a 302 back to
+   * the `redirect_uri` with `allowed` (the good code...) and the `state`, or, once after
+   * denyNextConsent(), with `error=access_denied` as when they clicked "Cancel".
+   */
+  consentPage(path: string, allowed: Record<string, string>): void {
+    this.route('GET', path, ({ query }) => {
+      const back = new URL(query.redirect_uri ?? '');
+      const denied = this.denyConsent;
+      this.denyConsent = false;
+      const answer: Record<string, string> = denied
+        ? { error: 'access_denied', error_description: 'The resource owner denied the request' }
+        : allowed;
+      for (const [k, v] of Object.entries({ ...answer, state: query.state ?? '' })) back.searchParams.set(k, v);
+      return { status: 302, headers: { location: back.toString() } };
+    });
+  }
+
+  /** The next visit of the consent page is denied (the person clicked "Cancel"). */
+  denyNextConsent(): void {
+    this.denyConsent = true;
   }
 
   /** The requests received on `METHOD path` (path parameters as `:name`). */
@@ -66,6 +92,7 @@ export class FakeProviderServer {
     const request: ReceivedRequest = {
       method: req.method ?? 'GET',
       path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
       headers: req.headers,
       body: parseBody(raw, req.headers['content-type']),
       raw,

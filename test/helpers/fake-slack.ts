@@ -26,6 +26,8 @@ export function slackEnv(fake: FakeSlack): Record<string, string> {
 export class FakeSlack extends FakeProviderServer {
   constructor() {
     super();
+    // The consent page a browser is sent to (DROVER_SLACK_AUTHORIZE_URL), answering as after "Allow".
+    this.consentPage('/oauth/v2/authorize', { code: SLACK_CODE });
     this.route('POST', '/api/oauth.v2.access', ({ body }) => {
       if (body?.client_id !== '1111.2222' || body?.client_secret !== 'slack-client-secret') {
         return { body: { ok: false, error: 'invalid_client_id' } };

@@ -38,6 +38,7 @@ function SignedIn({ email }: { email: string }) {
             <NavLink to={`/orgs/${current.id}/jobs`}>Jobs</NavLink>
             <NavLink to={`/orgs/${current.id}/apps`}>Updates</NavLink>
             <NavLink to={`/orgs/${current.id}/storage`}>Storage</NavLink>
+            <NavLink to={`/orgs/${current.id}/integrations`}>Integrations</NavLink>
             <NavLink to={`/orgs/${current.id}/api-tokens`}>API tokens</NavLink>
             <NavLink to={`/orgs/${current.id}/members`}>Members</NavLink>
             {current.role === 'owner' && <NavLink to={`/orgs/${current.id}/audit`}>Audit log</NavLink>}

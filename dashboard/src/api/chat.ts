@@ -1,0 +1,56 @@
+import { queryOptions } from '@tanstack/react-query';
+import { api } from './client';
+
+/** The chat providers and the organization's connected workspaces (docs/chat.md, "Connecting a workspace"). */
+
+export type ChatProvider = 'slack' | 'discord';
+
+export const PROVIDER_NAMES: Record<ChatProvider, string> = { slack: 'Slack', discord: 'Discord' };
+
+/** What a provider's workspace is called there. */
+export const TEAM_WORDS: Record<ChatProvider, string> = { slack: 'workspace', discord: 'server' };
+
+/** The coordinator settings that turn a provider on, all required together (docs/chat.md, "Settings"). */
+export const PROVIDER_SETTINGS: Record<ChatProvider, string[]> = {
+  slack: ['DROVER_SLACK_CLIENT_ID', 'DROVER_SLACK_CLIENT_SECRET', 'DROVER_SLACK_SIGNING_SECRET'],
+  discord: [
+    'DROVER_DISCORD_APPLICATION_ID',
+    'DROVER_DISCORD_PUBLIC_KEY',
+    'DROVER_DISCORD_CLIENT_SECRET',
+    'DROVER_DISCORD_BOT_TOKEN',
+  ],
+};
+
+export interface ChatProviderState {
+  provider: ChatProvider;
+  configured: boolean;
+}
+
+export interface ChatIntegration {
+  id: string;
+  provider: ChatProvider;
+  teamId: string;
+  teamName: string;
+  scopes: string;
+  connectedByUserId: string | null;
+  createdAt: string;
+}
+
+export const chatProvidersQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'chat-providers'],
+    queryFn: () => api<ChatProviderState[]>('GET', `/orgs/${orgId}/chat-providers`),
+  });
+
+export const chatIntegrationsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'chat-integrations'],
+    queryFn: () => api<ChatIntegration[]>('GET', `/orgs/${orgId}/chat-integrations`),
+  });
+
+/** Starts the OAuth flow (owners): the provider's consent page, to send the browser to. */
+export const startConnect = (orgId: string, provider: ChatProvider) =>
+  api<{ authorizeUrl: string; expiresAt: string }>('POST', `/orgs/${orgId}/chat-integrations/${provider}/connect`);
+
+export const disconnect = (orgId: string, integrationId: string) =>
+  api<ChatIntegration>('DELETE', `/orgs/${orgId}/chat-integrations/${integrationId}`);

@@ -1,0 +1,216 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useState } from 'react';
+import { useSearchParams } from 'react-router';
+import {
+  chatIntegrationsQuery,
+  chatProvidersQuery,
+  disconnect,
+  PROVIDER_NAMES,
+  PROVIDER_SETTINGS,
+  startConnect,
+  TEAM_WORDS,
+  type ChatIntegration,
+  type ChatProvider,
+  type ChatProviderState,
+} from '../api/chat';
+import { membersQuery } from '../api/jobs';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { ago, dateTime } from '../components/time';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/**
+ * The organization's chat integrations (`/orgs/:orgId/integrations`): the Slack workspaces and
+ * Discord servers it connected, which providers this coordinator is set up for, Connect (the
+ * provider's OAuth consent page, which sends the browser back here) and Disconnect for owners,
+ * and the outcome of a connection the provider sent the browser back with.
+ */
+export function IntegrationsPage() {
+  const { orgId, org, loaded } = useOrg();
+  const providers = useQuery(chatProvidersQuery(orgId));
+  const integrations = useQuery(chatIntegrationsQuery(orgId));
+  const members = useQuery(membersQuery(orgId));
+  if (loaded && !org) return <NotFoundPage />;
+  const isOwner = org?.role === 'owner';
+  const emails = new Map((members.data ?? []).map((m) => [m.userId, m.email]));
+  return (
+    <section aria-labelledby="integrations-heading">
+      <h1 id="integrations-heading">Integrations</h1>
+      <p className="hint">
+        Slack and Discord triggers, and the notifications of any trigger, name a channel of a workspace or server
+        connected here.
+      </p>
+      <ConnectOutcome />
+      <h2 id="connected-heading">Connected workspaces</h2>
+      <ErrorMessage error={integrations.error} />
+      {!integrations.data && !integrations.error && <p className="loading">Loading…</p>}
+      {integrations.data && integrations.data.length === 0 && <p>No workspace or server connected yet.</p>}
+      {integrations.data && integrations.data.length > 0 && (
+        <table className="jobs" aria-labelledby="connected-heading">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Provider</th>
+              <th scope="col">Team id</th>
+              <th scope="col">Connected by</th>
+              <th scope="col">Connected</th>
+              {isOwner && (
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              )}
+            </tr>
+          </thead>
+          <tbody>
+            {integrations.data.map((i) => (
+              <IntegrationRow key={i.id} orgId={orgId} integration={i} emails={emails} isOwner={isOwner} />
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>Providers</h2>
+      <ErrorMessage error={providers.error} />
+      {(providers.data ?? []).map((p) => (
+        <ProviderPanel key={p.provider} orgId={orgId} state={p} isOwner={isOwner} />
+      ))}
+    </section>
+  );
+}
+
+/** What the provider's redirect says: `?connected=slack&team=...` or `?error=...`. */
+function ConnectOutcome() {
+  const [params, setParams] = useSearchParams();
+  const connected = params.get('connected');
+  const team = params.get('team');
+  const error = params.get('error');
+  if (!connected && !error) return null;
+  const dismiss = (
+    <button type="button" onClick={() => setParams({}, { replace: true })}>
+      Dismiss
+    </button>
+  );
+  if (error) {
+    return (
+      <div role="alert" className="error">
+        <p>Connecting failed: {error}</p>
+        {dismiss}
+      </div>
+    );
+  }
+  const provider = connected as ChatProvider;
+  const name = PROVIDER_NAMES[provider] ?? connected;
+  return (
+    <div role="status" className="success">
+      <p>
+        Connected the {name} {TEAM_WORDS[provider] ?? 'workspace'} {team}.
+      </p>
+      {dismiss}
+    </div>
+  );
+}
+
+function IntegrationRow(props: {
+  orgId: string;
+  integration: ChatIntegration;
+  emails: Map<string, string>;
+  isOwner: boolean;
+}) {
+  const { orgId, integration: i, emails, isOwner } = props;
+  const [confirming, setConfirming] = useState(false);
+  const queryClient = useQueryClient();
+  const remove = useMutation({
+    mutationFn: () => disconnect(orgId, i.id),
+    onSuccess: () => void queryClient.invalidateQueries({ queryKey: chatIntegrationsQuery(orgId).queryKey }),
+  });
+  const label = `${PROVIDER_NAMES[i.provider]} ${TEAM_WORDS[i.provider]} ${i.teamName}`;
+  return (
+    <tr>
+      <th scope="row">{i.teamName}</th>
+      <td>{PROVIDER_NAMES[i.provider]}</td>
+      <td>
+        <code>{i.teamId}</code>
+      </td>
+      <td>
+        {i.connectedByUserId ? (emails.get(i.connectedByUserId) ?? <span className="hint">a former member</span>) : '—'}
+      </td>
+      <td>
+        <time dateTime={i.createdAt} title={dateTime(i.createdAt)}>
+          {ago(i.createdAt)}
+        </time>
+      </td>
+      {isOwner && (
+        <td>
+          {!confirming ? (
+            <button type="button" onClick={() => setConfirming(true)} aria-label={`Disconnect ${label}`}>
+              Disconnect
+            </button>
+          ) : (
+            <div role="group" aria-label={`Disconnect ${label}`} className="confirm">
+              <p>
+                Disconnect the {label}? The coordinator forgets it and its token: its chat triggers no longer start runs
+                until an owner connects it again.
+              </p>
+              <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
+                Disconnect for good
+              </button>
+              <button type="button" onClick={() => setConfirming(false)}>
+                Keep it
+              </button>
+              <ErrorMessage error={remove.error} />
+            </div>
+          )}
+        </td>
+      )}
+    </tr>
+  );
+}
+
+/** A provider: set up or not on this coordinator (and what its operator must set), and Connect. */
+function ProviderPanel({ orgId, state, isOwner }: { orgId: string; state: ChatProviderState; isOwner: boolean }) {
+  const name = PROVIDER_NAMES[state.provider];
+  const connect = useMutation({
+    mutationFn: () => startConnect(orgId, state.provider),
+    // The provider's consent page; it sends the browser back to this page with the outcome.
+    onSuccess: ({ authorizeUrl }) => window.location.assign(authorizeUrl),
+  });
+  return (
+    <div className="panel" role="region" aria-label={name}>
+      <h3>{name}</h3>
+      {state.configured ? (
+        <>
+          <p>{name} is set up on this coordinator.</p>
+          {isOwner ? (
+            <>
+              <button type="button" onClick={() => connect.mutate()} disabled={connect.isPending || connect.isSuccess}>
+                Connect {name}
+              </button>
+              <p className="hint">
+                {state.provider === 'slack'
+                  ? 'Opens Slack, where you allow the Drover app in your workspace; Slack then sends you back here.'
+                  : 'Opens Discord, where you add the Drover bot to your server; Discord then sends you back here.'}
+              </p>
+              {connect.isSuccess && <p role="status">Opening {name}…</p>}
+              <ErrorMessage error={connect.error} />
+            </>
+          ) : (
+            <p className="hint">An owner of the organization connects a {TEAM_WORDS[state.provider]}.</p>
+          )}
+        </>
+      ) : (
+        <>
+          <p>
+            {name} is not set up on this coordinator. Its operator sets{' '}
+            {PROVIDER_SETTINGS[state.provider].map((s, i, all) => (
+              <span key={s}>
+                <code>{s}</code>
+                {i < all.length - 2 ? ', ' : i === all.length - 2 ? ' and ' : ''}
+              </span>
+            ))}{' '}
+            (the {name} app&apos;s credentials) and restarts it; then owners can connect a {TEAM_WORDS[state.provider]}{' '}
+            here.
+          </p>
+        </>
+      )}
+    </div>
+  );
+}
