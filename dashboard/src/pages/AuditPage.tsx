@@ -19,6 +19,7 @@ import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
+import { ShowOlder } from '../components/ShowOlder';
 
 /** The organization's audit log (owners only), newest first, filtered by the address's search parameters. */
 export function AuditPage() {
@@ -84,11 +85,7 @@ export function AuditPage() {
         </table>
       )}
       {!entries.data && !entries.error && <p className="loading">Loading…</p>}
-      {entries.hasNextPage && (
-        <button type="button" onClick={() => void entries.fetchNextPage()} disabled={entries.isFetchingNextPage}>
-          {entries.isFetchingNextPage ? 'Loading…' : 'Show older entries'}
-        </button>
-      )}
+      <ShowOlder pages={entries} what="entries" />
     </section>
   );
 }

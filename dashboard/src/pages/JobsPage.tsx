@@ -11,6 +11,7 @@ import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
+import { ShowOlder } from '../components/ShowOlder';
 
 /** The organization's trigger jobs, newest first, filtered by the address's search parameters. */
 export function JobsPage() {
@@ -75,11 +76,7 @@ export function JobsPage() {
         </table>
       )}
       {!jobs.data && !jobs.error && <p className="loading">Loading…</p>}
-      {jobs.hasNextPage && (
-        <button type="button" onClick={() => void jobs.fetchNextPage()} disabled={jobs.isFetchingNextPage}>
-          {jobs.isFetchingNextPage ? 'Loading…' : 'Show older jobs'}
-        </button>
-      )}
+      <ShowOlder pages={jobs} what="jobs" />
     </section>
   );
 }

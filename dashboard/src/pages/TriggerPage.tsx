@@ -13,6 +13,7 @@ import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { RunByHand } from './RunByHand';
 import { useOrg } from './use-org';
+import { ShowOlder } from '../components/ShowOlder';
 
 /** A trigger: its settings, how to call it, its schedule and occurrences; run it by hand; delete. */
 export function TriggerPage() {
@@ -219,15 +220,7 @@ function Schedule({ orgId, trigger: t }: { orgId: string; trigger: Trigger }) {
           </tbody>
         </table>
       )}
-      {occurrences.hasNextPage && (
-        <button
-          type="button"
-          onClick={() => void occurrences.fetchNextPage()}
-          disabled={occurrences.isFetchingNextPage}
-        >
-          Show older occurrences
-        </button>
-      )}
+      <ShowOlder pages={occurrences} what="occurrences" />
     </div>
   );
 }
