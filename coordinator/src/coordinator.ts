@@ -23,6 +23,8 @@ import { ChatRunService } from './domain/chat/chat-runs.js';
 import { loadOrCreateSecretBox } from './domain/secret-box.js';
 import { chatConnectors } from './chat/connectors.js';
 import { DiscordGateway } from './chat/discord-gateway.js';
+import { chatSenders } from './chat/senders/index.js';
+import { DeliveryWorker } from './domain/chat/notifications/delivery-worker.js';
 import { SignInService } from './domain/sign-in.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
 import { ApiTokenService } from './domain/manage/api-token-service.js';
@@ -42,6 +44,8 @@ export interface Coordinator {
   bootstrap: BootstrapResult;
   /** Fires cron triggers (docs/schedules.md). */
   scheduler: CronScheduler;
+  /** Sends the chat outbox's messages: job notifications (docs/chat.md, "Notifications"). */
+  chatDelivery: DeliveryWorker;
   /** Stops accepting requests, flushes pending writes and closes the database. */
   close(): Promise<void>;
 }
@@ -119,6 +123,19 @@ export async function createCoordinator(
       publicUrl: () => ctx.config.publicUrl,
     });
     const chatRuns = new ChatRunService({ repos, runs, publicUrl: () => ctx.config.publicUrl });
+    const chatDelivery = new DeliveryWorker({
+      outbox: repos.chatOutbox,
+      senders: chatSenders(config.chat),
+      workspace: async (provider, teamId) => {
+        const integration = await repos.chatIntegrations.findByTeam(provider, teamId);
+        if (!integration) return null;
+        return { orgId: integration.orgId, token: await chatIntegrations.tokenOf(provider, teamId) };
+      },
+      clock,
+      logger,
+      publicUrl: () => ctx.config.publicUrl,
+      giveUpAfterMs: config.chatGiveUpSeconds * 1000,
+    });
     const ctx: AppContext = {
       config,
       repos,
@@ -165,6 +182,8 @@ export async function createCoordinator(
       ? new DiscordGateway({ config: config.chat.discord, chatRuns, logger })
       : null;
     discordGateway?.start();
+    // Chat messages written by the job paths go out (docs/chat.md, "Notifications").
+    chatDelivery.start();
     // Asked for port 0 without a public URL: once bound, the public URL names the real port.
     app.addHook('onListen', (done) => {
       const address = app.server.address();
@@ -178,6 +197,7 @@ export async function createCoordinator(
       db,
       bootstrap,
       scheduler,
+      chatDelivery,
       async close() {
         if (closed) return;
         closed = true;
@@ -188,6 +208,7 @@ export async function createCoordinator(
           await ota.stop();
           await fileSweeper.stop();
           await scheduler.stop();
+          await chatDelivery.stop();
           await app.close();
           await audit.flush();
           await writes.close();

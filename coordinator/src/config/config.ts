@@ -40,6 +40,8 @@ export interface Config {
   readonly jobFileTtlSeconds: number;
   /** Slack and Discord app credentials; null: that provider is off. */
   readonly chat: ChatConfig;
+  /** How long a chat message (a job's notification) is retried before it is given up. */
+  readonly chatGiveUpSeconds: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -66,6 +68,7 @@ export const DEFAULTS = Object.freeze({
   maxFileBytes: 5 * 1024 ** 3,
   fileSweepIntervalMs: 60_000,
   jobFileTtlSeconds: 7 * 86400,
+  chatGiveUpSeconds: 86400,
 });
 
 /** Options as the CLI hands them over (strings, or undefined when the flag was not given). */
@@ -232,6 +235,12 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   );
 
   const chat = parseChatConfig(env, problems);
+  const chatGiveUpSeconds = integer(
+    pick(undefined, null, 'DROVER_CHAT_GIVE_UP_SECONDS'),
+    DEFAULTS.chatGiveUpSeconds,
+    60,
+    7 * 86400,
+  );
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
@@ -255,6 +264,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     fileSweepIntervalMs,
     jobFileTtlSeconds,
     chat,
+    chatGiveUpSeconds,
   });
 }
 

@@ -10,6 +10,7 @@ import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
+import { createChatOutboxRepository } from './chat-outbox.js';
 import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createJobRepository } from './jobs.js';
@@ -36,16 +37,17 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
     chatIntegrations: createChatIntegrationRepository(db),
+    chatOutbox: createChatOutboxRepository(db),
     cronOccurrences: createCronOccurrenceRepository(db, writes),
     enrollmentTokens: createEnrollmentTokenRepository(db),
-    jobs: createJobRepository(db, writes, rules.planJobMove),
+    jobs: createJobRepository(db, writes, rules.planJobMove, rules.planJobNotification),
     orgs: createOrgRepository(db, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(db),
     signedOutSessions: createSignedOutSessionRepository(db),
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
     triggers: createTriggerRepository(db),
-    triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits),
+    triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits, rules.planJobNotification),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),
     applications: createApplicationRepository(db),

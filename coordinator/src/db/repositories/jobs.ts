@@ -1,4 +1,6 @@
+import { isTerminalJobStatus } from '@drover/shared';
 import type { OpenJobStatus } from '../../domain/job-state.js';
+import type { PlanJobNotification } from '../../domain/model/chat-outbox.js';
 import type {
   CancelRequest,
   JobChange,
@@ -11,6 +13,7 @@ import type {
 } from '../../domain/model/jobs.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
+import { createOutboxWrites } from './chat-outbox.js';
 import { toJob, type JobRow } from './job-rows.js';
 
 const OPEN_STATUSES: Record<OpenJobStatus, true> = { pending: true, queued: true, running: true };
@@ -23,9 +26,11 @@ const OPEN = Object.keys(OPEN_STATUSES)
  * The job writes as operations of the group commit (db/writer/executor.ts). Operations run
  * serially, so a move reads the job, lets the domain decide (`planMove`, run inside the
  * operation) and applies the change with a conditional UPDATE on one state; the
- * `WHERE status IN (...)` still guards writers outside this process.
+ * `WHERE status IN (...)` still guards writers outside this process. Every write that ends a
+ * job enqueues its chat notification in the same operation (chat-outbox.ts).
  */
-function createJobWrites(db: Db, planMove: PlanJobMove) {
+function createJobWrites(db: Db, planMove: PlanJobMove, planNotification: PlanJobNotification) {
+  const outbox = createOutboxWrites(db, planNotification);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const ofAgent = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE id = ? AND agent_id = ?');
   const toQueued = db.prepare(
@@ -111,7 +116,9 @@ function createJobWrites(db: Db, planMove: PlanJobMove) {
       }
       if (write(job.id, plan.change) === 1) {
         if (plan.confirmsCancel) cancelAcked.run({ id: job.id, at: m.at });
-        return { outcome: 'applied', job: toJob(byId.get(m.jobId) as JobRow) };
+        const moved = toJob(byId.get(m.jobId) as JobRow);
+        if (isTerminalJobStatus(moved.status)) outbox.jobsEnded([moved.id], m.at);
+        return { outcome: 'applied', job: moved };
       }
       // Changed by another writer between the read and the UPDATE: decide again on what it wrote.
       const now = toJob(byId.get(m.jobId) as JobRow);
@@ -125,20 +132,34 @@ function createJobWrites(db: Db, planMove: PlanJobMove) {
       return { job: toJob(row), accepted };
     },
     failOverdue({ now, message }: { now: string; message: string }): string[] {
-      return overdue.all({ now, message }).map((r) => r.id);
+      const ids = overdue.all({ now, message }).map((r) => r.id);
+      outbox.jobsEnded(ids, now);
+      return ids;
     },
     cancelOverdue({ now, message }: { now: string; message: string }): string[] {
-      return overdueCancels.all({ now, message }).map((r) => r.id);
+      const ids = overdueCancels.all({ now, message }).map((r) => r.id);
+      outbox.jobsEnded(ids, now);
+      return ids;
     },
     failOpenOfAgent({ agentId, message, at }: { agentId: string; message: string; at: string }): string[] {
-      return openOfAgentFailed.all({ agentId, message, at }).map((r) => r.id);
+      const ids = openOfAgentFailed.all({ agentId, message, at }).map((r) => r.id);
+      outbox.jobsEnded(ids, at);
+      return ids;
     },
   };
 }
 
-/** `planMove` decides the agents' reports (the domain's planJobMove). */
-export function createJobRepository(db: Db, writes: WriteExecutor, planMove: PlanJobMove): JobRepository {
-  const w = createJobWrites(db, planMove);
+/**
+ * `planMove` decides the agents' reports (the domain's planJobMove); `planNotification` whether a
+ * job that ended posts to chat (planJobNotification).
+ */
+export function createJobRepository(
+  db: Db,
+  writes: WriteExecutor,
+  planMove: PlanJobMove,
+  planNotification: PlanJobNotification,
+): JobRepository {
+  const w = createJobWrites(db, planMove, planNotification);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
   type ListParams = {

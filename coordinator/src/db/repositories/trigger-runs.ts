@@ -1,10 +1,12 @@
 import type { JobStatus } from '@drover/shared';
+import type { PlanJobNotification } from '../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
 import type { WindowCounts, WindowStarts } from '../../domain/trigger-run/rate-windows.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
+import { createOutboxWrites } from './chat-outbox.js';
 import { INSERT_OCCURRENCE_SQL } from './cron-occurrences.js';
 import { INSERT_JOB_SQL, jobInsertParams } from './job-rows.js';
 
@@ -16,12 +18,15 @@ type CountRow = [number | null, number | null, number | null];
 /**
  * The admission as a write operation (db/writer/executor.ts): run serially inside the group
  * commit, so its read-decide-write needs no lock. The limits are the domain's to decide
- * (`decideLimits`) on the counts read here.
+ * (`decideLimits`) on the counts read here. A refused call's `rejected` job enqueues its chat
+ * notification in the same operation (chat-outbox.ts).
  */
 export function createAdmissionWrites(
   db: Db,
   decideLimits: DecideLimits,
+  planNotification: PlanJobNotification,
 ): { admit(request: AdmissionRequest): AdmissionOutcome } {
+  const outbox = createOutboxWrites(db, planNotification);
   const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string }>(
     `SELECT request_hash AS hash, job_id AS jobId FROM idempotency_keys
      WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
@@ -101,6 +106,7 @@ export function createAdmissionWrites(
     }
     if (request.rejection !== undefined || job.workflowId === null) {
       insertJob.run(jobInsertParams(job, 'rejected', request.rejection ?? 'The workflow is unknown'));
+      outbox.jobsEnded([job.id], nowIso);
       return { outcome: 'rejected', jobId: job.id };
     }
     const workflowId = job.workflowId;
@@ -113,6 +119,7 @@ export function createAdmissionWrites(
     }
     if (refused) {
       insertJob.run(jobInsertParams(job, 'rejected', refused.message));
+      outbox.jobsEnded([job.id], nowIso);
       if (refused.scope === 'workflow') {
         insertBlock.run(
           job.orgId,
@@ -145,12 +152,13 @@ export function createTriggerRunRepository(
   db: Db,
   writes: WriteExecutor,
   decideLimits: DecideLimits,
+  planNotification: PlanJobNotification,
 ): TriggerRunRepository {
   const result = db.prepare<
     [string],
     { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
   >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
-  const admission = createAdmissionWrites(db, decideLimits);
+  const admission = createAdmissionWrites(db, decideLimits, planNotification);
 
   return {
     admit(request) {

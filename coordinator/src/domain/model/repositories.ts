@@ -4,6 +4,7 @@ import type { ApplicationRepository } from './applications.js';
 import type { AuditRepository } from './audit.js';
 import type { ChangeCounterRepository } from './change-counter.js';
 import type { ChatIntegrationRepository } from './chat-integrations.js';
+import type { ChatOutboxRepository } from './chat-outbox.js';
 import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
@@ -31,6 +32,7 @@ export interface Repositories {
   audit: AuditRepository;
   changeCounter: ChangeCounterRepository;
   chatIntegrations: ChatIntegrationRepository;
+  chatOutbox: ChatOutboxRepository;
   cronOccurrences: CronOccurrenceRepository;
   enrollmentTokens: EnrollmentTokenRepository;
   jobs: JobRepository;

@@ -198,6 +198,20 @@ export const jobDetailExample = {
     { seq: 1, at: '2026-11-25T09:58:06.020Z', stream: 'system', step: null, text: 'step 1 (greet) started' },
     { seq: 2, at: '2026-11-25T09:58:06.480Z', stream: 'stdout', step: 1, text: 'Hello, Drover!' },
   ],
+  notifications: [
+    {
+      provider: 'slack',
+      teamId: 'T0123ABCD',
+      channelId: 'C0456EFGH',
+      status: 'sent',
+      attempts: 1,
+      lastError: null,
+      createdAt: '2026-11-25T09:58:06.600Z',
+      nextAttemptAt: null,
+      sentAt: '2026-11-25T09:58:07.105Z',
+      failedAt: null,
+    },
+  ],
 };
 
 export const occurrenceExample = {

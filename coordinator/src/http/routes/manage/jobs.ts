@@ -1,7 +1,10 @@
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
+import { toJobNotificationView } from '../../../domain/chat/notifications/view.js';
+import { OUTBOX_STATUSES } from '../../../domain/model/chat-outbox.js';
 import { JOB_SOURCES, type Job, type JobSource } from '../../../domain/model/jobs.js';
+import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import { notFound } from '../../../errors.js';
 import { createdRange, createdRangeQueryProperties } from '../../created-range.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
@@ -91,11 +94,52 @@ export const JobLogLineSchema = {
   },
 } as const;
 
-/** A job with its log lines (`GET /v1/jobs/:id`, `GET /api/jobs/:id`). */
+/** A chat message of the job: its notification (docs/chat.md, "Notifications"). */
+export const JobNotificationSchema = {
+  type: 'object',
+  required: [
+    'provider',
+    'teamId',
+    'channelId',
+    'status',
+    'attempts',
+    'lastError',
+    'createdAt',
+    'nextAttemptAt',
+    'sentAt',
+    'failedAt',
+  ],
+  properties: {
+    provider: { type: 'string', enum: CHAT_PROVIDERS },
+    teamId: { type: 'string' },
+    channelId: { type: 'string' },
+    status: {
+      type: 'string',
+      enum: OUTBOX_STATUSES,
+      description: 'pending (waiting for its next attempt), sending, sent, or failed (given up: see lastError)',
+    },
+    attempts: { type: 'integer', description: 'attempts made so far' },
+    lastError: { ...nullableString, description: "why the last attempt failed, in the provider's words" },
+    createdAt: timestamp,
+    nextAttemptAt: nullableTimestamp,
+    sentAt: nullableTimestamp,
+    failedAt: nullableTimestamp,
+  },
+} as const;
+
+/** A job with its log lines and chat notifications (`GET /v1/jobs/:id`, `GET /api/jobs/:id`). */
 export const JobDetailSchema = {
   type: 'object',
-  required: [...Object.keys(JOB_FIELDS), 'logs'],
-  properties: { ...JOB_FIELDS, logs: { type: 'array', items: JobLogLineSchema } },
+  required: [...Object.keys(JOB_FIELDS), 'logs', 'notifications'],
+  properties: {
+    ...JOB_FIELDS,
+    logs: { type: 'array', items: JobLogLineSchema },
+    notifications: {
+      type: 'array',
+      items: JobNotificationSchema,
+      description: "the messages the job's trigger posts to chat about it, and how their delivery went",
+    },
+  },
   examples: [jobDetailExample],
 } as const;
 
@@ -139,7 +183,8 @@ async function jobDetail(app: FastifyInstance, request: FastifyRequest, id: stri
   const stored = await repos.jobs.listLogs(job.id, q.logsAfter, q.logsLimit);
   // Agents send a step's index (from 0, docs/agent-protocol.md); people count steps from 1.
   const logs = stored.map((line) => (line.step === null ? line : { ...line, step: line.step + 1 }));
-  return { ...job, logs } satisfies Job & { logs: unknown[] };
+  const notifications = (await repos.chatOutbox.listByJob(job.id)).map(toJobNotificationView);
+  return { ...job, logs, notifications } satisfies Job & { logs: unknown[]; notifications: unknown[] };
 }
 
 /**

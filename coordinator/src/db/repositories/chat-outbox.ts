@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  ChatOutboxRepository,
+  ClaimedMessage,
+  NewOutboxMessage,
+  OutboxMessage,
+  OutboxPayload,
+  OutboxStatus,
+  OutboxTarget,
+  PlanJobNotification,
+} from '../../domain/model/chat-outbox.js';
+import type { ChatProvider, NotifyOn } from '../../domain/model/triggers.js';
+import { parseJsonColumn } from '../../util/json.js';
+import type { Db } from '../database.js';
+import { toJob, type JobRow } from './job-rows.js';
+
+interface OutboxRow {
+  id: number;
+  org_id: string;
+  dedupe_key: string;
+  job_id: string | null;
+  provider: ChatProvider;
+  target: string;
+  payload: string;
+  status: OutboxStatus;
+  attempts: number;
+  next_attempt_at: string;
+  claim_token: string | null;
+  last_error: string | null;
+  created_at: string;
+  sent_at: string | null;
+  failed_at: string | null;
+}
+
+const toMessage = (r: OutboxRow): OutboxMessage => ({
+  id: r.id,
+  orgId: r.org_id,
+  dedupeKey: r.dedupe_key,
+  jobId: r.job_id,
+  provider: r.provider,
+  target: parseJsonColumn<OutboxTarget>(r.target, 'chat_outbox.target') as OutboxTarget,
+  payload: parseJsonColumn<OutboxPayload>(r.payload, 'chat_outbox.payload') as OutboxPayload,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  sentAt: r.sent_at,
+  failedAt: r.failed_at,
+});
+
+/** A job row with its trigger's notification settings (only for a trigger that posts). */
+type EndedJobRow = JobRow & {
+  n_trigger_name: string;
+  n_provider: ChatProvider;
+  n_team_id: string;
+  n_channel_id: string;
+  n_on: NotifyOn;
+};
+
+/**
+ * The enqueue that the job writes run inside their own operation (db/writer/executor.ts): for
+ * each job that just ended, the domain decides (`plan`) whether its trigger posts a message, and
+ * the message is written in the same transaction as the job's end. A job whose trigger has no
+ * notification costs one indexed read.
+ */
+export function createOutboxWrites(
+  db: Db,
+  plan: PlanJobNotification,
+): { jobsEnded(ids: readonly string[], at: string): void } {
+  const ended = db.prepare<[string], EndedJobRow>(
+    `SELECT j.*, t.name AS n_trigger_name, t.notify_provider AS n_provider, t.notify_team_id AS n_team_id,
+       t.notify_channel_id AS n_channel_id, t.notify_on AS n_on
+     FROM jobs j JOIN triggers t ON t.id = j.trigger_id
+     WHERE j.id = ? AND t.deleted_at IS NULL AND t.notify_provider IS NOT NULL AND t.notify_on <> 'none'
+       AND t.notify_team_id IS NOT NULL AND t.notify_channel_id IS NOT NULL`,
+  );
+  const insert = db.prepare<[Record<string, unknown>]>(
+    `INSERT INTO chat_outbox (org_id, dedupe_key, job_id, provider, target, payload, status, next_attempt_at, created_at)
+     VALUES (@orgId, @dedupeKey, @jobId, @provider, @target, @payload, 'pending', @createdAt, @createdAt)
+     ON CONFLICT (dedupe_key) DO NOTHING`,
+  );
+  return {
+    jobsEnded(ids, at) {
+      for (const id of ids) {
+        const row = ended.get(id);
+        if (!row) continue;
+        const message = plan(
+          toJob(row),
+          {
+            triggerName: row.n_trigger_name,
+            notifyProvider: row.n_provider,
+            notifyTeamId: row.n_team_id,
+            notifyChannelId: row.n_channel_id,
+            notifyOn: row.n_on,
+          },
+          at,
+        );
+        if (message) insert.run(insertParams(message));
+      }
+    },
+  };
+}
+
+const insertParams = (m: NewOutboxMessage): Record<string, unknown> => ({
+  orgId: m.orgId,
+  dedupeKey: m.dedupeKey,
+  jobId: m.jobId,
+  provider: m.provider,
+  target: JSON.stringify(m.target),
+  payload: JSON.stringify(m.payload),
+  createdAt: m.createdAt,
+});
+
+/**
+ * The delivery worker's side of the outbox. A claim is one UPDATE ... RETURNING, so two
+ * coordinators on one database never claim the same message; its `claim_token` guards every
+ * later write of that attempt.
+ */
+export function createChatOutboxRepository(db: Db): ChatOutboxRepository {
+  const due = db.prepare<[string, number], { id: number }>(
+    `SELECT id FROM chat_outbox WHERE status IN ('pending', 'sending') AND next_attempt_at <= ?
+     ORDER BY next_attempt_at, id LIMIT ?`,
+  );
+  const claim = db.prepare<[{ id: number; now: string; leaseUntil: string; token: string }], OutboxRow>(
+    `UPDATE chat_outbox SET status = 'sending', attempts = attempts + 1, next_attempt_at = @leaseUntil,
+       claim_token = @token
+     WHERE id = @id AND status IN ('pending', 'sending') AND next_attempt_at <= @now RETURNING *`,
+  );
+  const claimDue = db.transaction((now: string, leaseUntil: string, limit: number): ClaimedMessage[] => {
+    const claimed: ClaimedMessage[] = [];
+    for (const { id } of due.all(now, limit)) {
+      const token = randomUUID();
+      const row = claim.get({ id, now, leaseUntil, token });
+      if (row) claimed.push({ ...toMessage(row), claimToken: token });
+    }
+    return claimed;
+  });
+  const sent = db.prepare(
+    `UPDATE chat_outbox SET status = 'sent', sent_at = ?, last_error = NULL, claim_token = NULL
+     WHERE id = ? AND claim_token = ? AND status = 'sending'`,
+  );
+  const later = db.prepare(
+    `UPDATE chat_outbox SET status = 'pending', last_error = ?, next_attempt_at = ?, claim_token = NULL
+     WHERE id = ? AND claim_token = ? AND status = 'sending'`,
+  );
+  const failed = db.prepare(
+    `UPDATE chat_outbox SET status = 'failed', last_error = ?, failed_at = ?, claim_token = NULL
+     WHERE id = ? AND claim_token = ? AND status = 'sending'`,
+  );
+  const byJob = db.prepare<[string], OutboxRow>('SELECT * FROM chat_outbox WHERE job_id = ? ORDER BY id');
+  return {
+    async claimDue(now, leaseUntil, limit) {
+      return claimDue.immediate(now, leaseUntil, limit);
+    },
+    async markSent(id, claimToken, at) {
+      return sent.run(at, id, claimToken).changes === 1;
+    },
+    async retryLater(id, claimToken, error, nextAttemptAt) {
+      return later.run(error, nextAttemptAt, id, claimToken).changes === 1;
+    },
+    async markFailed(id, claimToken, error, at) {
+      return failed.run(error, at, id, claimToken).changes === 1;
+    },
+    async listByJob(jobId) {
+      return byJob.all(jobId).map(toMessage);
+    },
+  };
+}

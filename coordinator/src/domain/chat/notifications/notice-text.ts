@@ -1,0 +1,62 @@
+import type { TerminalJobStatus } from '@drover/shared';
+import type { JobOutcomeNotice } from '../../model/chat-outbox.js';
+
+/** The outcome as a message shows it. */
+export const OUTCOME_LABELS: Record<TerminalJobStatus, string> = {
+  success: 'SUCCESS',
+  failed: 'FAILED',
+  timed_out: 'TIMED OUT',
+  cancelled: 'CANCELLED',
+  rejected: 'REJECTED',
+};
+
+/** Outcomes that show the job's error line. */
+export const isFailure = (status: TerminalJobStatus): boolean => status !== 'success';
+
+/** The job page a message links to. */
+export const jobUrl = (publicUrl: string, jobId: string): string =>
+  `${publicUrl.replace(/\/+$/, '')}/api/jobs/${encodeURIComponent(jobId)}`;
+
+/** `text` cut to at most `max` characters, an ellipsis marking the cut. */
+export function shorten(text: string, max: number): string {
+  if (text.length <= max) return text;
+  if (max <= 1) return text.slice(0, Math.max(0, max));
+  return `${text.slice(0, max - 1)}…`;
+}
+
+/** How long the job ran (start to end), readable: `850 ms`, `42 s`, `3 min 5 s`, `2 h 4 min`; null when it never started. */
+export function formatDuration(notice: Pick<JobOutcomeNotice, 'startedAt' | 'finishedAt'>): string | null {
+  if (!notice.startedAt || !notice.finishedAt) return null;
+  const ms = Math.max(0, Date.parse(notice.finishedAt) - Date.parse(notice.startedAt));
+  if (!Number.isFinite(ms)) return null;
+  if (ms < 1000) return `${ms} ms`;
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return s % 60 === 0 ? `${m} min` : `${m} min ${s % 60} s`;
+  const h = Math.floor(m / 60);
+  return m % 60 === 0 ? `${h} h` : `${h} h ${m % 60} min`;
+}
+
+/** An output value as text: strings as they are, a file as `file <id>`, anything else as JSON. */
+export function outputValueText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object' && (value as { __type?: unknown }).__type === 'FileRef') {
+    return `file ${String((value as { id?: unknown }).id)}`;
+  }
+  return JSON.stringify(value) ?? String(value);
+}
+
+/** The job's output values in their order, as `[name, text]`. */
+export const outputEntries = (notice: JobOutcomeNotice): [string, string][] =>
+  Object.entries(notice.output ?? {}).map(([k, v]) => [k, outputValueText(v)]);
+
+/** The error line of a failure: its first line. */
+export const errorLine = (notice: JobOutcomeNotice): string | null => {
+  if (!isFailure(notice.status) || !notice.errorMessage) return null;
+  return notice.errorMessage.split(/\r?\n/, 1)[0]?.trim() || null;
+};
+
+/** The one-line summary both providers use as the plain-text fallback: `Drover job #12 deploy: FAILED`. */
+export const summaryLine = (notice: JobOutcomeNotice): string =>
+  `Drover job #${notice.number} ${notice.triggerName}: ${OUTCOME_LABELS[notice.status]}`;
