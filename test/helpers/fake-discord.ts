@@ -6,6 +6,8 @@ export const DISCORD_APP_ID = '1180000000000000001';
 export const DISCORD_GUILD = { id: '1180000000000000777', name: 'Drover Test Guild' };
 export const DISCORD_BOT_TOKEN = 'MTE4MDAw.bot-token.test';
 export const DISCORD_CODE = 'discord-oauth-code-ok';
+/** A channel id `POST /channels/:id/messages` answers 404 Unknown Channel for. */
+export const DISCORD_MISSING_CHANNEL = '1180000000000000404';
 
 /**
  * Discord's REST API (v10) as the coordinator uses it, to Discord's documented protocol
@@ -37,18 +39,6 @@ export class FakeDiscord extends FakeProviderServer {
           }
         : { status: 401, body: { message: '401: Unauthorized', code: 0 } },
     );
-    this.route('POST', '/api/v10/channels/:channel/messages', ({ headers, path, body }) =>
-      botOnly(headers)
-        ? {
-            body: {
-              id: `11800000000009${String(++this.messageIds).padStart(5, '0')}`,
-              channel_id: path.split('/')[4],
-              content: (body as { content?: string })?.content ?? '',
-              type: 0,
-            },
-          }
-        : { status: 401, body: { message: '401: Unauthorized', code: 0 } },
-    );
     this.route('POST', '/api/v10/oauth2/token', ({ body }) => {
       if (body?.client_id !== DISCORD_APP_ID || body?.client_secret !== 'discord-client-secret') {
         return { status: 401, body: { error: 'invalid_client' } };
@@ -73,7 +63,27 @@ export class FakeDiscord extends FakeProviderServer {
       }
       return { body: (body as object[]).map((c, i) => ({ id: `11800000000000100${i}`, ...c })) };
     });
+    // https://discord.com/developers/docs/resources/message#create-message: replies to mentions
+    // and notifications.
+    this.route('POST', '/api/v10/channels/:channel/messages', ({ headers, body, path }) => {
+      if (headers.authorization !== `Bot ${DISCORD_BOT_TOKEN}`) {
+        return { status: 401, body: { message: '401: Unauthorized', code: 0 } };
+      }
+      const channelId = path.split('/')[4] ?? '';
+      if (channelId === DISCORD_MISSING_CHANNEL)
+        return { status: 404, body: { message: 'Unknown Channel', code: 10003 } };
+      if (!body?.content && !body?.embeds?.length) {
+        return { status: 400, body: { message: 'Cannot send an empty message', code: 50006 } };
+      }
+      const id = `11800000000009${String(++this.messageIds).padStart(5, '0')}`;
+      const message = { id, channel_id: channelId, type: 0, ...body };
+      this.posted.push(message);
+      return { body: message };
+    });
   }
+
+  /** The messages `POST /channels/:id/messages` accepted, in order (with `channel_id`). */
+  readonly posted: Record<string, any>[] = [];
 
   /**
    * An interaction's headers as Discord signs them: Ed25519 by the application's key over the
@@ -84,8 +94,8 @@ export class FakeDiscord extends FakeProviderServer {
     return { 'x-signature-ed25519': signature, 'x-signature-timestamp': String(timestampSeconds) };
   }
 
-  override async start(): Promise<string> {
-    const url = await super.start();
+  override async start(port = 0): Promise<string> {
+    const url = await super.start(port);
     this.gateway = new WebSocketServer({ server: this.server! });
     this.gateway.on('connection', (socket) => this.greet(socket));
     return url;
@@ -94,6 +104,7 @@ export class FakeDiscord extends FakeProviderServer {
   override async close(): Promise<void> {
     for (const socket of this.gateway?.clients ?? []) socket.terminate();
     this.gateway?.close();
+    this.gateway = null;
     await super.close();
   }
 

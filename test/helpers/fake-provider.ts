@@ -65,23 +65,36 @@ export class FakeProviderServer {
     this.denyConsent = true;
   }
 
+  /** Forgets the answers `failNext` still had to give. */
+  clearFailures(): void {
+    this.overrides.length = 0;
+  }
+
   /** The requests received on `METHOD path` (path parameters as `:name`). */
   received(method: string, path: string): ReceivedRequest[] {
     const pattern = toPattern(path);
     return this.requests.filter((r) => r.method === method && pattern.test(r.path));
   }
 
-  async start(): Promise<string> {
+  /** Listens on a free loopback port, or on `port` (a restart after `close`: the provider back from an outage). */
+  async start(port = 0): Promise<string> {
     this.server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(port, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this.url;
   }
 
   async close(): Promise<void> {
     if (!this.server) return;
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    const server = this.server;
+    this.server = null;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** The port it listens on (to start again on it). */
+  get port(): number {
+    return Number(new URL(this.url).port);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {

@@ -5,6 +5,8 @@ export const SLACK_TEAM = { id: 'T0DROVER1', name: 'Drover Test Workspace' };
 export const SLACK_BOT_USER = 'U0DROVERBOT';
 export const SLACK_BOT_TOKEN = 'xoxb-test-bot-token-1234567890';
 export const SLACK_CODE = 'slack-oauth-code-ok';
+/** A channel id `chat.postMessage` answers `channel_not_found` for. */
+export const SLACK_MISSING_CHANNEL = 'C0MISSING';
 
 /** The coordinator's Slack settings pointing at `fake`. */
 export function slackEnv(fake: FakeSlack): Record<string, string> {
@@ -55,7 +57,20 @@ export class FakeSlack extends FakeProviderServer {
     this.route('POST', '/api/chat.postEphemeral', ({ headers }) =>
       withBotToken(headers, () => ({ ok: true, message_ts: `${Date.now() / 1000}` })),
     );
+    // https://api.slack.com/methods/chat.postMessage: the bot token as a bearer token (the Web API
+    // client sends it in the Authorization header); blocks arrive JSON-encoded in the form.
+    this.route('POST', '/api/chat.postMessage', ({ headers, body }) => {
+      if (headers.authorization !== `Bearer ${SLACK_BOT_TOKEN}`) return { body: { ok: false, error: 'invalid_auth' } };
+      if (!body?.channel) return { body: { ok: false, error: 'channel_not_found' } };
+      if (body.channel === SLACK_MISSING_CHANNEL) return { body: { ok: false, error: 'channel_not_found' } };
+      if (!body.text && !body.blocks) return { body: { ok: false, error: 'no_text' } };
+      this.posted.push({ ...body, blocks: typeof body.blocks === 'string' ? JSON.parse(body.blocks) : body.blocks });
+      return { body: { ok: true, channel: body.channel, ts: `${1700000000 + this.posted.length}.000100` } };
+    });
   }
+
+  /** The messages `chat.postMessage` accepted, in order (blocks parsed). */
+  readonly posted: Record<string, any>[] = [];
 }
 
 /**

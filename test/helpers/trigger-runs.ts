@@ -125,9 +125,13 @@ export const WORKFLOWS: WorkflowDefinition[] = [
   workflow('lint'),
 ];
 
-export async function startRunFixture(defs: WorkflowDefinition[] = WORKFLOWS): Promise<RunFixture> {
+export async function startRunFixture(
+  defs: WorkflowDefinition[] = WORKFLOWS,
+  /** Extra coordinator settings (chat providers' settings). */
+  env: Record<string, string> = {},
+): Promise<RunFixture> {
   const clock = fakeClock(windowAlignedStart());
-  const t = await startTestCoordinator({ clock });
+  const t = await startTestCoordinator({ clock, env });
   try {
     const { ctx } = t.coordinator;
     const agent = await enrollTestAgent(t.owner, t.orgId);
