@@ -224,7 +224,7 @@ describe('chat notifications', () => {
     await endAs(jobId, 'success', { url: 'https://example.test/web', replicas: 3 });
     await deliverDue();
 
-    const number = (await f.job(jobId)).number as unknown as number;
+    const { number } = (await f.job(jobId)) as unknown as { number: number };
     const link = `${f.t.url}/api/jobs/${jobId}`;
     const [request] = discord.received('POST', `/api/v10/channels/${DISCORD_CHANNEL}/messages`);
     expect(request?.headers.authorization).toBe(`Bot ${DISCORD_BOT_TOKEN}`);
