@@ -19,6 +19,7 @@ const JOB_FIELDS = [
   'id',
   'kind',
   'logs',
+  'notifications',
   'number',
   'orgId',
   'output',

@@ -45,6 +45,7 @@ describe('loadConfig defaults', () => {
       fileSweepIntervalMs: 60_000,
       jobFileTtlSeconds: 604_800,
       chat: { slack: null, discord: null },
+      chatGiveUpSeconds: 86_400,
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -92,6 +93,7 @@ describe('loadConfig from the environment', () => {
         DROVER_MAX_FILE_BYTES: '1048576',
         DROVER_FILE_SWEEP_INTERVAL_MS: '50',
         DROVER_JOB_FILE_TTL_SECONDS: '3600',
+        DROVER_CHAT_GIVE_UP_SECONDS: '600',
       },
       {},
       CWD,
@@ -117,6 +119,7 @@ describe('loadConfig from the environment', () => {
       fileSweepIntervalMs: 50,
       jobFileTtlSeconds: 3600,
       chat: { slack: null, discord: null },
+      chatGiveUpSeconds: 600,
     });
   });
 
@@ -194,6 +197,11 @@ describe('loadConfig validation', () => {
     ['DROVER_PORT', '-1', 'DROVER_PORT: expected an integer from 0 to 65535, got `-1`'],
     ['DROVER_PORT', '80.5', 'DROVER_PORT: expected an integer from 0 to 65535, got `80.5`'],
     ['DROVER_PORT', '1e3', 'DROVER_PORT: expected an integer from 0 to 65535, got `1e3`'],
+    [
+      'DROVER_CHAT_GIVE_UP_SECONDS',
+      '59',
+      'DROVER_CHAT_GIVE_UP_SECONDS: expected an integer from 60 to 604800, got `59`',
+    ],
     ['DROVER_HOST', 'exa mple', 'DROVER_HOST: expected a host name or IP address, got `exa mple`'],
     ['DROVER_HOST', 'host/path', 'DROVER_HOST: expected a host name or IP address, got `host/path`'],
     ['DROVER_DATA_DIR', '   ', 'DROVER_DATA_DIR: expected a directory path, got an empty string'],
