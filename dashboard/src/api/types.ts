@@ -96,8 +96,33 @@ export interface Job {
   startedAt: string | null;
   finishedAt: string | null;
   cancelRequestedAt: string | null;
+  /** A chat run: who wrote the command, and where; null for every other job. */
+  chatOrigin: ChatOrigin | null;
+}
+
+export interface ChatOrigin {
+  provider: 'slack' | 'discord';
+  teamId: string;
+  channelId: string;
+  userId: string;
+  userName: string;
+}
+
+/** A chat message the job's end posts (its trigger's notification settings), and how its delivery goes. */
+export interface JobNotification {
+  provider: 'slack' | 'discord';
+  teamId: string;
+  channelId: string;
+  status: 'pending' | 'sending' | 'sent' | 'failed';
+  attempts: number;
+  lastError: string | null;
+  createdAt: string;
+  nextAttemptAt: string | null;
+  sentAt: string | null;
+  failedAt: string | null;
 }
 
 export interface JobDetail extends Job {
   logs: JobLogLine[];
+  notifications: JobNotification[];
 }

@@ -13,9 +13,10 @@ export function duration(job: Job, now = Date.now()): string | null {
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
-/** "run by hand by ada@example.com", "schedule", "API call (token of ada@example.com)". */
+/** "run by hand by ada@example.com", "schedule", "API call, API token of ada@example.com", "Slack, by ada in channel C0DEPLOYS". */
 export function startedBy(job: Job, emails: Map<string, string>): string {
   const what = JOB_SOURCES[job.source] ?? job.source;
+  if (job.chatOrigin) return `${what}, by ${job.chatOrigin.userName} in channel ${job.chatOrigin.channelId}`;
   if (!job.userId) return what;
   const who = emails.get(job.userId) ?? `user ${job.userId}`;
   if (job.source === 'webhook') return `${what}, API token of ${who}`;

@@ -93,8 +93,42 @@ function LiveJob({ jobId }: { jobId: string }) {
         </>
       )}
       <JobFiles job={j} />
+      <JobNotifications job={j} />
       <JobLog job={j} />
     </section>
+  );
+}
+
+const NOTIFICATION_STATUS: Record<string, string> = {
+  pending: 'waiting to be sent',
+  sending: 'being sent',
+  sent: 'sent',
+  failed: 'given up',
+};
+
+/** The chat messages the job's end posts (its trigger's notification settings), with how each went. */
+function JobNotifications({ job }: { job: JobDetail }) {
+  if (job.notifications.length === 0) return null;
+  return (
+    <>
+      <h2>Chat notifications</h2>
+      <ul className="notifications" aria-label="Chat notifications">
+        {job.notifications.map((n) => (
+          <li key={`${n.provider}:${n.teamId}:${n.channelId}:${n.createdAt}`}>
+            {n.provider === 'slack' ? 'Slack' : 'Discord'} channel <code>{n.channelId}</code>:{' '}
+            <strong>{NOTIFICATION_STATUS[n.status] ?? n.status}</strong>
+            {n.sentAt && (
+              <>
+                {' '}
+                at <time dateTime={n.sentAt}>{dateTime(n.sentAt)}</time>
+              </>
+            )}
+            {n.attempts > 1 && ` after ${n.attempts} attempts`}
+            {n.lastError && n.status !== 'sent' && <> ({n.lastError})</>}
+          </li>
+        ))}
+      </ul>
+    </>
   );
 }
 
