@@ -94,6 +94,12 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     expect(await enrolled.getByRole('link', { name: 'daemon-test' }).getAttribute('href')).toBe(
       `/orgs/${t.orgId}/agents`,
     );
+    const promoted = page()
+      .getByRole('row', { name: /changed the role of the member/ })
+      .first();
+    expect(await promoted.getByRole('link', { name: 'member@example.test' }).getAttribute('href')).toBe(
+      `/orgs/${t.orgId}/members`,
+    );
     const bound = page().getByRole('row', { name: /created the storage binding/ });
     expect(await bound.getByRole('link', { name: 'archive' }).getAttribute('href')).toBe(`/orgs/${t.orgId}/storage`);
     await expectAccessible(page(), 'the Audit log page');

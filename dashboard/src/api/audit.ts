@@ -97,6 +97,7 @@ export const TARGET_TYPES: Record<string, string> = {
   device_binding: 'device',
   application: 'application',
   release: 'release',
+  chat_integration: 'chat workspace',
 };
 
 const PAGE_SIZE = 50;

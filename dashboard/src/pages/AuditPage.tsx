@@ -152,10 +152,16 @@ function target(entry: AuditEntry, names: Names): ReactNode {
     }
     case 'storage_binding':
       return <Link to={`/orgs/${names.orgId}/storage`}>{named ?? short(id)}</Link>;
-    case 'user':
-      return names.emails.get(id) ?? named ?? short(id);
-    case 'api_token':
-      return names.tokens.get(id) ?? named ?? short(id);
+    case 'user': {
+      const email = names.emails.get(id);
+      return email ? <Link to={`/orgs/${names.orgId}/members`}>{email}</Link> : (named ?? short(id));
+    }
+    case 'api_token': {
+      const name = names.tokens.get(id) ?? named ?? short(id);
+      return <Link to={`/orgs/${names.orgId}/api-tokens`}>{name}</Link>;
+    }
+    case 'chat_integration':
+      return <Link to={`/orgs/${names.orgId}/integrations`}>{text(metadata.teamName) ?? short(id)}</Link>;
     default:
       return named ?? (type === 'address' ? id : short(id));
   }
