@@ -148,6 +148,14 @@ describe('Discord chat triggers', () => {
     );
     expect(stale.status).toBe(401);
     expect((await send(command('backup target=db'), () => ({}))).status).toBe(401);
+    const broken = '{not json';
+    const notJson = await fetch(`${rig.t.url}/v1/chat/discord/interactions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...discord.signedHeaders(broken) },
+      body: broken,
+    });
+    expect(notJson.status).toBe(400);
+    expect(((await notJson.json()) as { message: string }).message).toBe('The interaction is not JSON');
     expect(await jobs()).toHaveLength(1);
   });
 

@@ -169,6 +169,18 @@ describe('Slack chat triggers', () => {
     const altered = await post('commands', `${body}&x=1`, { ...form, ...slackSignedHeaders(body) });
     expect(altered.status).toBe(401);
     expect((await post('commands', body, form)).status).toBe(401);
+    // Signed but incomplete: named, and nothing started.
+    const partial = new URLSearchParams({ channel_id: CHANNEL, user_id: 'U0', text: 'greet name=x' }).toString();
+    const missing = await post('commands', partial, { ...form, ...slackSignedHeaders(partial) });
+    expect(missing.status).toBe(422);
+    expect(((await missing.json()) as { details: unknown[] }).details).toEqual([
+      { path: 'body.team_id', message: 'is required' },
+    ]);
+    const notJson = await post('events', '{not json', {
+      'content-type': 'application/json',
+      ...slackSignedHeaders('{not json'),
+    });
+    expect(notJson.status).toBe(400);
     expect((await jobsOfTrigger()).length).toBe(before);
   });
 
