@@ -110,8 +110,8 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     expect(await heading().innerText()).toContain('running');
     // The organization's first job: its number is in the title.
     expect(await heading().innerText()).toMatch(/^Job #1 slow/);
-    const facts = await page().locator('dl.facts').innerText();
-    expect(facts).toContain(`API call, API token of ${OWNER_EMAIL}`);
+    // The issuer's email once the members have loaded (the source alone until then).
+    await page().locator('dl.facts').getByText(`API call, API token of ${OWNER_EMAIL}`).waitFor();
     expect(await page().getByRole('heading', { name: 'Log (live)' }).count()).toBe(1);
     // The address names no organization: the frame shows the job's.
     expect(await page().getByLabel('Organization').inputValue()).toBe(t.orgId);
@@ -151,7 +151,7 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     jobIds.push(newId);
     // The gate g1 is open already: the new job passes it and waits for g1.end.
     await log().getByText('past g1').waitFor({ timeout: 20_000 });
-    expect(await page().locator('dl.facts').innerText()).toContain(`run by hand by ${OWNER_EMAIL}`);
+    await page().locator('dl.facts').getByText(`run by hand by ${OWNER_EMAIL}`).waitFor();
     expect(await page().getByLabel('Params').innerText()).toContain('"gate": "g1"');
     fs.writeFileSync(path.join(gates, 'g1.end'), '');
     await heading().getByText('success').waitFor({ timeout: 20_000 });
@@ -211,8 +211,8 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     await page().getByRole('button', { name: 'Filter' }).click();
     await page().waitForURL('**/jobs?source=manual');
     await eventually(async () => (await jobRows().count()) === 2, 20_000, 'only the job run by hand');
+    await jobRows().nth(1).getByText(`run by hand by ${OWNER_EMAIL}`).waitFor();
     const manual = await jobRows().nth(1).innerText();
-    expect(manual).toContain(`run by hand by ${OWNER_EMAIL}`);
     expect(manual).toContain('slow trigger');
 
     await page().getByLabel('Status').selectOption('failed');

@@ -188,7 +188,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const recent = page().getByRole('table', { name: 'Recent jobs' });
     const row = recent.getByRole('row', { name: /^#1 hello/ });
     await row.waitFor();
-    expect(await row.innerText()).toContain(`run by hand by ${OWNER_EMAIL}`);
+    await row.getByText(`run by hand by ${OWNER_EMAIL}`).waitFor();
     expect(await row.getByRole('link').getAttribute('href')).toBe(`/api/jobs/${jobId}`);
   });
 

@@ -1,4 +1,4 @@
-import { JOB_SOURCES } from '../api/jobs';
+import { JOB_SOURCES, type Member } from '../api/jobs';
 import type { Job } from '../api/types';
 
 /** "12.3 s", "4 min 05 s": how long a job ran, or has been running until `now`. */
@@ -13,14 +13,23 @@ export function duration(job: Job, now = Date.now()): string | null {
   return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
 }
 
-/** "run by hand by ada@example.com", "schedule", "API call, API token of ada@example.com", "Slack, by ada in channel C0DEPLOYS". */
-export function startedBy(job: Job, emails: Map<string, string>): string {
+/**
+ * "run by hand by ada@example.com", "schedule", "API call, API token of ada@example.com", "Slack, by
+ * ada in channel C0DEPLOYS". While the members are still loading (`emails` undefined) it names only
+ * the source, rather than flashing the user's id; a user no longer a member is named by id.
+ */
+export function startedBy(job: Job, emails: Map<string, string> | undefined): string {
   const what = JOB_SOURCES[job.source] ?? job.source;
   if (job.chatOrigin) return `${what}, by ${job.chatOrigin.userName} in channel ${job.chatOrigin.channelId}`;
-  if (!job.userId) return what;
+  if (!job.userId || !emails) return what;
   const who = emails.get(job.userId) ?? `user ${job.userId}`;
   if (job.source === 'webhook') return `${what}, API token of ${who}`;
   return `${what} by ${who}`;
+}
+
+/** The members' emails by user id, or undefined while they load. */
+export function emailsOf(members: Member[] | undefined): Map<string, string> | undefined {
+  return members && new Map(members.map((m) => [m.userId, m.email]));
 }
 
 /** A job's status with its words; a running job asked to stop says so. */

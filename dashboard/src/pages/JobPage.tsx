@@ -6,7 +6,7 @@ import { isFinished } from '../api/queries';
 import type { Job, JobDetail, JobLogLine } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
-import { duration, JobStatus, startedBy } from '../components/JobFacts';
+import { duration, emailsOf, JobStatus, startedBy } from '../components/JobFacts';
 import { dateTime } from '../components/time';
 
 /**
@@ -26,7 +26,7 @@ function LiveJob({ jobId }: { jobId: string }) {
   if (job.error && !job.data) return <ErrorMessage error={job.error} />;
   if (!job.data) return <p className="loading">Loading…</p>;
   const j = job.data;
-  const emails = new Map((members.data ?? []).map((m) => [m.userId, m.email]));
+  const emails = emailsOf(members.data);
   return (
     <section aria-labelledby="job-heading">
       <p className="hint">

@@ -6,7 +6,7 @@ import type { JobFilters } from '../api/jobs';
 import { agentsQuery } from '../api/queries';
 import type { Job } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { duration, JobStatus, startedBy } from '../components/JobFacts';
+import { duration, emailsOf, JobStatus, startedBy } from '../components/JobFacts';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
@@ -30,7 +30,7 @@ export function JobsPage() {
   const names = {
     agents: new Map((agents.data ?? []).map((a) => [a.id, a.name])),
     triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
-    emails: new Map((members.data ?? []).map((m) => [m.userId, m.email])),
+    emails: emailsOf(members.data),
   };
   const rows = jobs.data?.pages.flatMap((p) => p.items) ?? [];
   const apply = (next: JobFilters) => {

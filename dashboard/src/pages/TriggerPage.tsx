@@ -7,7 +7,7 @@ import { membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { JobStatus, startedBy } from '../components/JobFacts';
+import { emailsOf, JobStatus, startedBy } from '../components/JobFacts';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
@@ -60,7 +60,7 @@ export function TriggerPage() {
 function RecentJobs({ orgId, triggerId }: { orgId: string; triggerId: string }) {
   const jobs = useQuery(recentTriggerJobsQuery(orgId, triggerId));
   const members = useQuery(membersQuery(orgId));
-  const emails = new Map((members.data ?? []).map((m) => [m.userId, m.email]));
+  const emails = emailsOf(members.data);
   return (
     <div className="panel">
       <h2 id="recent-jobs-heading">Recent jobs</h2>
