@@ -81,7 +81,7 @@ export function JobsPage() {
   );
 }
 
-type Names = { agents: Map<string, string>; triggers: Map<string, string>; emails: Map<string, string> };
+type Names = { agents: Map<string, string>; triggers: Map<string, string>; emails: Map<string, string> | undefined };
 
 function JobRow({ job, names }: { job: Job; names: Names }) {
   return (
