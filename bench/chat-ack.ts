@@ -104,6 +104,7 @@ try {
       chatTeamId: teamId,
       chatChannelId: CHANNEL,
       chatKeyword: 'deploy',
+      chatAllowedUserIds: null,
       createdBy: ownerId,
       createdAt: at,
       updatedAt: at,

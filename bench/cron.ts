@@ -101,6 +101,7 @@ const dbFile = seeding.db.name;
       chatTeamId: null,
       chatChannelId: null,
       chatKeyword: null,
+      chatAllowedUserIds: null,
       createdBy: owner!.id,
       createdAt: at,
       updatedAt: at,

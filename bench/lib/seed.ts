@@ -144,6 +144,7 @@ export async function seedTrigger(
     chatTeamId: null,
     chatChannelId: null,
     chatKeyword: null,
+    chatAllowedUserIds: null,
     createdBy: userId,
     createdAt: at,
     updatedAt: at,

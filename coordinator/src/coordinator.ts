@@ -122,7 +122,6 @@ export async function createCoordinator(
       clock,
       publicUrl: () => ctx.config.publicUrl,
     });
-    const chatRuns = new ChatRunService({ repos, runs, publicUrl: () => ctx.config.publicUrl });
     const chatDelivery = new DeliveryWorker({
       outbox: repos.chatOutbox,
       senders: chatSenders(config.chat),
@@ -135,6 +134,13 @@ export async function createCoordinator(
       logger,
       publicUrl: () => ctx.config.publicUrl,
       giveUpAfterMs: config.chatGiveUpSeconds * 1000,
+    });
+    const chatRuns = new ChatRunService({
+      repos,
+      runs,
+      clock,
+      publicUrl: () => ctx.config.publicUrl,
+      queued: () => chatDelivery.wake(),
     });
     const ctx: AppContext = {
       config,
@@ -182,8 +188,10 @@ export async function createCoordinator(
       ? new DiscordGateway({ config: config.chat.discord, chatRuns, logger })
       : null;
     discordGateway?.start();
-    // Chat messages written by the job paths go out (docs/chat.md, "Notifications").
+    // Chat messages written by the job paths go out (docs/chat.md, "Notifications"), at once
+    // when a job of this coordinator ends.
     chatDelivery.start();
+    const stopChatWakes = jobEvents.onJobFinished(() => chatDelivery.wake());
     // Asked for port 0 without a public URL: once bound, the public URL names the real port.
     app.addHook('onListen', (done) => {
       const address = app.server.address();
@@ -203,6 +211,7 @@ export async function createCoordinator(
         closed = true;
         try {
           stopRevocations();
+          stopChatWakes();
           await discordGateway?.stop();
           await sweeper.stop();
           await ota.stop();

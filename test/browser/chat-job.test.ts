@@ -16,7 +16,8 @@ import { eventually } from '../helpers/poll.js';
 
 /**
  * A chat run's page in a real Chromium: who started it from which channel, and the chat
- * notification its end posted (a real coordinator, the fake Slack, a real agent).
+ * message its end posted: the outcome told to its writer, which stands for the trigger's
+ * notification to the same channel (a real coordinator, the fake Slack, a real agent).
  */
 const CHANNEL = 'C0DEPLOYS';
 
@@ -78,7 +79,7 @@ describe.skipIf(!CHROMIUM)('a chat run on the job page', () => {
         return job.body.status === 'success' && job.body.notifications[0]?.status === 'sent';
       },
       30_000,
-      'the chat run to succeed and its notification to be sent',
+      'the chat run to succeed and its outcome to be posted',
     );
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
@@ -89,18 +90,24 @@ describe.skipIf(!CHROMIUM)('a chat run on the job page', () => {
     await slack.close();
   });
 
-  it('says who started the run from which channel, and that its notification was sent', async () => {
+  it('says who started the run from which channel, and that its outcome was told to them', async () => {
     const { page } = owner;
     await page.goto(jobUrl);
     await page.waitForURL('**/login?next=*');
     await page.getByLabel('Email').fill(OWNER_EMAIL);
     await page.getByLabel('Password').fill(OWNER_PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Chat notifications' }).waitFor({ timeout: 20_000 });
+    await page.getByRole('heading', { name: 'Chat messages' }).waitFor({ timeout: 20_000 });
     expect(await page.locator('dl.facts').innerText()).toContain(`Slack, by ada in channel ${CHANNEL}`);
-    expect(await page.getByRole('list', { name: 'Chat notifications' }).innerText()).toMatch(
-      new RegExp(`^Slack channel ${CHANNEL}: sent at `),
+    // One message: the trigger notifies the channel the command was written in.
+    expect(await page.getByRole('list', { name: 'Chat messages' }).innerText()).toMatch(
+      new RegExp(`^Slack outcome told to the writer in channel ${CHANNEL}: sent at [^\\n]+$`),
     );
+    expect(slack.posted).toHaveLength(1);
+    expect(slack.posted[0]).toMatchObject({
+      channel: CHANNEL,
+      text: expect.stringMatching(/^<@U0ADA> Drover job #1 Hello: SUCCESS/),
+    });
     await expectAccessible(page, 'a chat run');
     expect(owner.problems).toEqual([]);
   });

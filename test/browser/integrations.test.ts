@@ -87,7 +87,8 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
     const status = page().getByRole('status').filter({ hasText: 'Connected the' });
     expect(await status.innerText()).toContain(`Connected the Slack workspace ${SLACK_TEAM.name}.`);
     const row = connected().getByRole('row', { name: SLACK_TEAM.name });
-    await row.waitFor();
+    // Who connected it, once the members have loaded.
+    await row.getByText(OWNER_EMAIL).waitFor();
     expect(await row.innerText()).toMatch(new RegExp(`Slack\\s+${SLACK_TEAM.id}\\s+${OWNER_EMAIL}`));
     expect(await integrations()).toEqual(['slack']);
     await expectAccessible(page(), 'the Integrations page after connecting Slack');

@@ -79,6 +79,8 @@ describe('Discord chat triggers', () => {
     version: 1,
     data: { id: '1180000000000001000', name: 'drover', type: 1, options: [{ name: 'command', type: 3, value: text }] },
   });
+  const postedToChannel = () =>
+    discord.received('POST', `/api/v10/channels/${CHANNEL}/messages`).map((r) => r.body as Record<string, any>);
   const jobs = async () =>
     (await rig.t.owner.get(`/orgs/${rig.t.orgId}/jobs?triggerId=${triggerId}&limit=200`)).body as Array<{
       id: string;
@@ -126,6 +128,18 @@ describe('Discord chat triggers', () => {
         userName: 'Grace',
       },
     });
+    // The outcome follows in the channel, naming (and pinging) the writer alone.
+    const outcome = await eventually(
+      async () => postedToChannel().find((m) => m.content.includes(`job #${job!.number} Backups: SUCCESS`)),
+      10_000,
+      'the outcome of the /drover run in the channel',
+    );
+    expect(outcome.content).toMatch(new RegExp(`^<@1180000000000000321> Drover job #${job!.number} Backups: SUCCESS`));
+    expect(outcome.allowed_mentions).toEqual({ parse: [], users: ['1180000000000000321'] });
+    expect(outcome.embeds[0]).toMatchObject({ title: `#${job!.number} Backups: SUCCESS` });
+    expect(outcome).not.toHaveProperty('message_reference');
+    const detail = await rig.t.owner.get(`/jobs/${job!.id}`);
+    expect(detail.body.notifications).toMatchObject([{ kind: 'reply', provider: 'discord', channelId: CHANNEL }]);
   });
 
   it('answers a value the workflow refuses in words, and starts nothing', async () => {
@@ -183,23 +197,24 @@ describe('Discord chat triggers', () => {
     discord.dispatchMessage(message); // a replay after a resume
     discord.dispatchMessage({ ...message, id: '1180000000000042002', content: 'backup target=files' }); // no mention
     discord.dispatchMessage({ ...message, id: '1180000000000042003', author: { ...message.author, bot: true } });
-    const replies = await eventually(
+    const answers = await eventually(
       async () => {
-        const got = discord.received('POST', `/api/v10/channels/${CHANNEL}/messages`);
+        const got = postedToChannel().filter((m) => m.content.startsWith('Started job'));
         return got.length > 0 ? got : null;
       },
       10_000,
-      'the reply to the mention',
+      'the answer to the mention',
     );
     const all = await jobs();
     expect(all.length).toBe(before + 1);
     rig.jobIds.push(all[0]!.id);
-    expect(replies).toHaveLength(1);
-    expect(replies[0]!.body).toEqual({
-      content: `Started job #${all[0]!.number} (Backups, workflow \`backup\`): ${rig.t.url}/api/jobs/${all[0]!.id}`,
-      message_reference: { message_id: message.id, fail_if_not_exists: false },
-      allowed_mentions: { parse: [] },
-    });
+    expect(answers).toEqual([
+      {
+        content: `Started job #${all[0]!.number} (Backups, workflow \`backup\`): ${rig.t.url}/api/jobs/${all[0]!.id}`,
+        message_reference: { message_id: message.id, fail_if_not_exists: false },
+        allowed_mentions: { parse: [], replied_user: false },
+      },
+    ]);
     const view = await eventually(
       async () => {
         const res = await rig.t.owner.get(`/jobs/${all[0]!.id}`);
@@ -209,5 +224,20 @@ describe('Discord chat triggers', () => {
       'the mention run to succeed',
     );
     expect(view.chatOrigin).toMatchObject({ provider: 'discord', userName: 'linus-ops', channelId: CHANNEL });
+    // The outcome is a reply to the same message, which pings its writer.
+    const outcome = await eventually(
+      async () => postedToChannel().find((m) => m.content.includes(`job #${all[0]!.number} Backups: SUCCESS`)),
+      10_000,
+      'the outcome of the mention run',
+    );
+    expect(outcome).toMatchObject({
+      message_reference: { message_id: message.id, fail_if_not_exists: false },
+      allowed_mentions: { parse: [], replied_user: true },
+    });
+    const detail = await rig.t.owner.get(`/jobs/${all[0]!.id}`);
+    expect(detail.body.notifications.map((n: { kind: string; status: string }) => [n.kind, n.status])).toEqual([
+      ['answer', 'sent'],
+      ['reply', 'sent'],
+    ]);
   });
 });

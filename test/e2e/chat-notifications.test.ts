@@ -158,6 +158,7 @@ describe('chat notifications', () => {
     const delivered = await notificationsOf(jobs.failure!.timed_out);
     expect(delivered).toEqual([
       {
+        kind: 'notification',
         provider: 'slack',
         teamId: SLACK_TEAM.id,
         channelId: 'C0FAILURE',

@@ -122,6 +122,40 @@ describe('Slack chat triggers', () => {
       (e) => e.metadata.jobId === job!.id,
     );
     expect(entry?.metadata).toMatchObject({ source: 'slack', chatUser: { id: 'U0ADA', name: 'ada' } });
+    // The outcome follows in the channel, naming the writer (a slash command has no message to thread under).
+    const outcome = await eventually(
+      async () => slack.posted.find((m) => m.text.includes(`job #${job!.number} Greeter: SUCCESS`)),
+      10_000,
+      'the outcome of the slash command run in the channel',
+    );
+    expect(outcome).toMatchObject({ channel: CHANNEL, text: expect.stringMatching(/^<@U0ADA> Drover job #/) });
+    expect(outcome).not.toHaveProperty('thread_ts');
+    expect(outcome.blocks[0]).toEqual({
+      type: 'section',
+      text: { type: 'mrkdwn', text: '<@U0ADA>, the run you started has ended:' },
+    });
+  });
+
+  it('runs a trigger that lists who may run it only for those people', async () => {
+    const patched = await rig.t.owner.patch(`/orgs/${rig.t.orgId}/triggers/${triggerId}`, {
+      body: { chatAllowedUserIds: ['U0ADA'] },
+    });
+    expect(patched.status, patched.text).toBe(200);
+    try {
+      const before = (await jobsOfTrigger()).length;
+      const refused = await command('greet name=Eve', { user_id: 'U0EVE', user_name: 'eve' });
+      expect(((await refused.json()) as { text: string }).text).toBe(
+        "Nothing was started: only the people the trigger `greet` lists may run it, and your user id `U0EVE` is not among them (an operator adds it on the trigger's page in Drover).",
+      );
+      expect((await jobsOfTrigger()).length).toBe(before);
+      const allowed = await command('greet name=Ada');
+      expect(((await allowed.json()) as { text: string }).text).toMatch(/^Started job #/);
+      const jobs = await jobsOfTrigger();
+      expect(jobs.length).toBe(before + 1);
+      rig.jobIds.push(jobs[0]!.id);
+    } finally {
+      await rig.t.owner.patch(`/orgs/${rig.t.orgId}/triggers/${triggerId}`, { body: { chatAllowedUserIds: null } });
+    }
   });
 
   it('answers a bad argument, an unknown keyword and a refused run in words, starting nothing', async () => {
@@ -228,5 +262,18 @@ describe('Slack chat triggers', () => {
       30_000,
       'the mention run to succeed',
     );
+    // The outcome goes to the mention's thread.
+    const outcome = await eventually(
+      async () => slack.posted.find((m) => m.text.includes(`job #${jobs[0]!.number} Greeter: SUCCESS`)),
+      10_000,
+      'the outcome of the mention run in its thread',
+    );
+    expect(outcome).toMatchObject({ channel: CHANNEL, thread_ts: '1.1', text: expect.stringMatching(/^<@U0BOB> /) });
+    expect(outcome).not.toHaveProperty('reply_broadcast');
+    const detail = await rig.t.owner.get(`/jobs/${jobs[0]!.id}`);
+    expect(detail.body.notifications.map((n: { kind: string; status: string }) => [n.kind, n.status])).toEqual([
+      ['answer', 'sent'],
+      ['reply', 'sent'],
+    ]);
   });
 });

@@ -74,6 +74,7 @@ describe('trigger management', () => {
       chatTeamId: null,
       chatChannelId: null,
       chatKeyword: null,
+      chatAllowedUserIds: null,
       createdAt: expect.any(String),
       updatedAt: res.body.createdAt,
       nextRunAt: null,
@@ -163,8 +164,13 @@ describe('trigger management', () => {
         chatTeamId: 'T1',
         chatChannelId: 'C1',
         chatKeyword: 'ship',
+        chatAllowedUserIds: null,
         cronEnabled: null,
       });
+      const limited = await t.owner.patch(`${path}/${body.id}`, { body: { chatAllowedUserIds: ['U0ADA', '1234'] } });
+      expect(limited.status, limited.text).toBe(200);
+      expect(limited.body.chatAllowedUserIds).toEqual(['U0ADA', '1234']);
+      expect((await t.owner.get(`${path}/${body.id}`)).body.chatAllowedUserIds).toEqual(['U0ADA', '1234']);
       const again = await t.owner.post(path, { body: { ...chat, chatKeyword: 'SHIP' } });
       expect(again.status).toBe(409);
       expect(again.body).toMatchObject({ statusCode: 409, code: 'conflict' });
@@ -234,6 +240,11 @@ describe('trigger management', () => {
       ['chatKeyword', { ...chat, chatKeyword: '' }],
       ['cronExpression', { ...chat, cronExpression: '* * * * *' }],
       ['chatKeyword', { ...webhook(), chatKeyword: 'deploy' }],
+      ['chatAllowedUserIds', { ...chat, chatAllowedUserIds: [] }],
+      ['chatAllowedUserIds', { ...chat, chatAllowedUserIds: ['U0ADA', 'U0ADA'] }],
+      ['chatAllowedUserIds.0', { ...chat, chatAllowedUserIds: ['<@U0ADA>'] }],
+      ['chatAllowedUserIds', { ...chat, chatAllowedUserIds: 'U0ADA' }],
+      ['chatAllowedUserIds', { ...webhook(), chatAllowedUserIds: ['U0ADA'] }],
       ['chatTeamId', { ...cron, cronExpression: '* * * * *', chatTeamId: 'T' }],
       ['unexpected', { ...webhook(), unexpected: true }],
       ['tokenHash', { ...webhook(), tokenHash: 'abc' }],
@@ -322,6 +333,7 @@ describe('trigger management', () => {
       scopeType: 'agent',
       workflowName: null,
       chatKeyword: null,
+      chatAllowedUserIds: null,
       chatTeamId: null,
     });
   });

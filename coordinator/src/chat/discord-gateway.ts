@@ -1,13 +1,8 @@
 import { WebSocketManager, WebSocketShardEvents } from '@discordjs/ws';
-import {
-  GatewayDispatchEvents,
-  GatewayIntentBits,
-  Routes,
-  type GatewayMessageCreateDispatchData,
-} from 'discord-api-types/v10';
+import { GatewayDispatchEvents, GatewayIntentBits, type GatewayMessageCreateDispatchData } from 'discord-api-types/v10';
 import type { Logger } from 'pino';
 import type { DiscordConfig } from '../config/chat-config.js';
-import type { ChatRunService } from '../domain/chat/chat-runs.js';
+import type { ChatCommandInput, ChatRunService } from '../domain/chat/chat-runs.js';
 import { discordRest } from './discord-connector.js';
 
 /** How long to wait before connecting again when Discord's Gateway could not be reached. */
@@ -17,8 +12,9 @@ const RETRY_MS = 30_000;
  * Mentions of the bot in Discord (docs/chat.md, "Chat triggers"): a Gateway connection (with
  * `@discordjs/ws`, which heartbeats, resumes and reconnects) receives the guilds' new messages;
  * one that starts with a mention of the bot is a chat command like `/drover`. The answer is a
- * reply to the message (Discord has no ephemeral messages outside interactions). A message seen
- * again (a resumed session replaying it) starts no second job.
+ * reply to the message (Discord has no ephemeral messages outside interactions), queued in the
+ * chat outbox like every message. A message seen again (a resumed session replaying it) starts
+ * no second job and gets no second answer.
  */
 export class DiscordGateway {
   private manager: WebSocketManager | null = null;
@@ -79,24 +75,20 @@ export class DiscordGateway {
     if (!bot || message.author.bot || !message.guild_id) return;
     const mention = new RegExp(`^\\s*<@!?${bot}>[\\s:,]*`);
     if (!mention.test(message.content)) return;
+    const input: ChatCommandInput = {
+      provider: 'discord',
+      teamId: message.guild_id,
+      channelId: message.channel_id,
+      userId: message.author.id,
+      userName: message.member?.nick ?? message.author.global_name ?? message.author.username,
+      text: message.content.replace(mention, ''),
+      // The answer and the outcome are replies to this message.
+      messageId: message.id,
+      deliveryId: message.id,
+    };
     try {
-      const answer = await this.deps.chatRuns.run({
-        provider: 'discord',
-        teamId: message.guild_id,
-        channelId: message.channel_id,
-        userId: message.author.id,
-        userName: message.member?.nick ?? message.author.global_name ?? message.author.username,
-        text: message.content.replace(mention, ''),
-        deliveryId: message.id,
-      });
-      if (answer.kind === 'started' && answer.repeated) return;
-      await this.rest.post(Routes.channelMessages(message.channel_id), {
-        body: {
-          content: answer.text,
-          message_reference: { message_id: message.id, fail_if_not_exists: false },
-          allowed_mentions: { parse: [] },
-        },
-      });
+      const { chatRuns } = this.deps;
+      await chatRuns.answerMention(input, await chatRuns.run(input));
     } catch (error) {
       this.deps.logger.warn({ err: error, channelId: message.channel_id }, 'Discord mention could not be answered');
     }

@@ -1,5 +1,5 @@
 import { enrollmentTokenRefusal } from './agent-enrollment.js';
-import { planJobNotification } from './chat/notifications/plan.js';
+import { planJobMessages } from './chat/notifications/plan.js';
 import { planJobMove } from './job-state.js';
 import { roleChangeRefusal } from './members.js';
 import type { TransactionRules } from './model/transaction-rules.js';
@@ -15,5 +15,5 @@ export const transactionRules: TransactionRules = {
   roleChangeRefusal,
   checkArtifact,
   decideLimits,
-  planJobNotification,
+  planJobMessages,
 };

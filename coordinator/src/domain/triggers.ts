@@ -22,6 +22,10 @@ export const RESPONSE_TIMEOUT_MS = { min: 1_000, max: 600_000, default: 30_000 }
 export const MAX_ALLOWED_REFS = 100;
 export const MAX_REF_LENGTH = 255;
 export const MAX_CHAT_KEYWORD_LENGTH = 64;
+/** At most this many people listed in a chat trigger's `chatAllowedUserIds`. */
+export const MAX_CHAT_ALLOWED_USERS = 200;
+/** A provider's user id: Slack's `U0123ABCD` / `W…`, Discord's numeric snowflake. */
+export const CHAT_USER_ID_PATTERN = '^[A-Za-z0-9]{1,64}$';
 /** Same rule as a workflow definition's `name` (shared/src/wire.ts). */
 export const WORKFLOW_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
 export const MAX_WORKFLOW_NAME_LENGTH = 128;
@@ -50,6 +54,7 @@ export const CONFIG_FIELDS = [
   'chatTeamId',
   'chatChannelId',
   'chatKeyword',
+  'chatAllowedUserIds',
 ] as const satisfies readonly (keyof Trigger)[];
 
 /** Everything about a trigger that its owner configures. */
@@ -83,6 +88,7 @@ export interface TriggerInput {
   chatTeamId?: string | null;
   chatChannelId?: string | null;
   chatKeyword?: string | null;
+  chatAllowedUserIds?: string[] | null;
 }
 
 const CRON_FIELDS = [
@@ -97,7 +103,7 @@ const CRON_FIELDS = [
 /** What a cron trigger does with missed occurrences and overlaps unless told (docs/schedules.md). */
 export const DEFAULT_CRON_MISSED_POLICY: CronMissedPolicy = 'skip';
 export const DEFAULT_CRON_OVERLAP_POLICY: CronOverlapPolicy = 'skip';
-const CHAT_FIELDS = ['chatTeamId', 'chatChannelId', 'chatKeyword'] as const;
+const CHAT_FIELDS = ['chatTeamId', 'chatChannelId', 'chatKeyword', 'chatAllowedUserIds'] as const;
 const REQUIRED_ON_CREATE = ['name', 'agentId', 'scopeType', 'responseMode'] as const;
 
 const at = (field: string) => `body.${field}`;
@@ -177,6 +183,7 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
   let chatTeamId: string | null = null;
   let chatChannelId: string | null = null;
   let chatKeyword: string | null = null;
+  let chatAllowedUserIds: string[] | null = null;
   if (type === 'cron') {
     refuseUnless(CHAT_FIELDS, 'is used only by slack and discord triggers');
     const expression = need('cronExpression', pick('cronExpression'), 'when type is "cron"');
@@ -220,6 +227,7 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     chatTeamId = need('chatTeamId', pick('chatTeamId'), `when type is "${type}"`);
     chatChannelId = need('chatChannelId', pick('chatChannelId'), `when type is "${type}"`);
     chatKeyword = need('chatKeyword', pick('chatKeyword'), `when type is "${type}"`);
+    chatAllowedUserIds = pick('chatAllowedUserIds') ?? null;
   } else {
     refuseUnless(CRON_FIELDS, 'is used only by cron triggers');
     refuseUnless(CHAT_FIELDS, 'is used only by slack and discord triggers');
@@ -250,6 +258,7 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     chatTeamId,
     chatChannelId,
     chatKeyword,
+    chatAllowedUserIds,
   };
 }
 

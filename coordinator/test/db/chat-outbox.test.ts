@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
 import { createChatOutboxRepository, createOutboxWrites } from '../../src/db/repositories/chat-outbox.js';
-import { planJobNotification } from '../../src/domain/chat/notifications/plan.js';
+import { planJobMessages } from '../../src/domain/chat/notifications/plan.js';
 import type { ChatOutboxRepository } from '../../src/domain/model/chat-outbox.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
@@ -98,7 +98,7 @@ describe('chat outbox repository', () => {
       { orgId, agentId },
       { triggerId, createdAt: iso(0), timeoutMs: null, status: 'rejected' },
     );
-    const writes = createOutboxWrites(a, planJobNotification);
+    const writes = createOutboxWrites(a, planJobMessages);
     writes.jobsEnded([jobId], iso(6));
     writes.jobsEnded([jobId], iso(7));
     const rows = a.prepare('SELECT dedupe_key, status, created_at FROM chat_outbox').all();

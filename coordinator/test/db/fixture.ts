@@ -86,6 +86,7 @@ export function triggerRow(fields: Pick<Trigger, 'id' | 'orgId' | 'agentId'> & P
     chatTeamId: null,
     chatChannelId: null,
     chatKeyword: null,
+    chatAllowedUserIds: null,
     createdBy: null,
     createdAt: CREATED_AT,
     updatedAt: CREATED_AT,

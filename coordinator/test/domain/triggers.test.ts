@@ -48,6 +48,7 @@ describe('trigger configuration on create', () => {
       chatTeamId: null,
       chatChannelId: null,
       chatKeyword: null,
+      chatAllowedUserIds: null,
     });
   });
 

@@ -115,6 +115,11 @@ export const triggerNamesQuery = (orgId: string) =>
     queryFn: () => api<TriggerName[]>('GET', `/orgs/${orgId}/triggers`),
   });
 
+/** The members' emails by user id, or undefined while they load. */
+export function emailsOf(members: Member[] | undefined): Map<string, string> | undefined {
+  return members && new Map(members.map((m) => [m.userId, m.email]));
+}
+
 export const membersQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'members'],

@@ -41,6 +41,8 @@ export interface TriggerFields {
   chatTeamId: string | null;
   chatChannelId: string | null;
   chatKeyword: string | null;
+  /** The chat user ids of the people who may run a chat trigger; null: anyone in its channel. */
+  chatAllowedUserIds: string[] | null;
 }
 
 export interface Trigger extends TriggerFields {

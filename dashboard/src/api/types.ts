@@ -110,6 +110,8 @@ export interface ChatOrigin {
 
 /** A chat message the job's end posts (its trigger's notification settings), and how its delivery goes. */
 export interface JobNotification {
+  /** The trigger's notification to its channel, the outcome told to a chat run's writer, or the answer to their mention. */
+  kind: 'notification' | 'reply' | 'answer';
   provider: 'slack' | 'discord';
   teamId: string;
   channelId: string;

@@ -1,4 +1,4 @@
-import { JOB_SOURCES, type Member } from '../api/jobs';
+import { JOB_SOURCES } from '../api/jobs';
 import type { Job } from '../api/types';
 
 /** "12.3 s", "4 min 05 s": how long a job ran, or has been running until `now`. */
@@ -25,11 +25,6 @@ export function startedBy(job: Job, emails: Map<string, string> | undefined): st
   const who = emails.get(job.userId) ?? `user ${job.userId}`;
   if (job.source === 'webhook') return `${what}, API token of ${who}`;
   return `${what} by ${who}`;
-}
-
-/** The members' emails by user id, or undefined while they load. */
-export function emailsOf(members: Member[] | undefined): Map<string, string> | undefined {
-  return members && new Map(members.map((m) => [m.userId, m.email]));
 }
 
 /** A job's status with its words; a running job asked to stop says so. */

@@ -12,7 +12,7 @@ import {
   type AuditEntry,
   type AuditFilters,
 } from '../api/audit';
-import { membersQuery, triggerNamesQuery } from '../api/jobs';
+import { emailsOf, membersQuery, triggerNamesQuery } from '../api/jobs';
 import { agentsQuery } from '../api/queries';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
@@ -50,7 +50,7 @@ export function AuditPage() {
     orgId,
     agents: new Map((agents.data ?? []).map((a) => [a.id, a.name])),
     triggers: new Map((triggers.data ?? []).map((tr) => [tr.id, tr.name])),
-    emails: new Map((members.data ?? []).map((m) => [m.userId, m.email])),
+    emails: emailsOf(members.data),
     tokens: new Map((tokens.data ?? []).map((tk) => [tk.id, tk.name])),
   };
   const rows = entries.data?.pages.flatMap((p) => p.items) ?? [];
@@ -94,7 +94,7 @@ interface Names {
   orgId: string;
   agents: Map<string, string>;
   triggers: Map<string, string>;
-  emails: Map<string, string>;
+  emails: Map<string, string> | undefined;
   tokens: Map<string, string>;
 }
 
@@ -106,7 +106,9 @@ function actor(entry: AuditEntry, names: Names): ReactNode {
   const id = entry.actorId;
   switch (entry.actorType) {
     case 'user':
-      return id ? (names.emails.get(id) ?? `a former member (${short(id)})`) : 'a member';
+      if (!id) return 'a member';
+      // While the members load, the id; once loaded, an id none has is a member who left.
+      return names.emails ? (names.emails.get(id) ?? `a former member (${short(id)})`) : short(id);
     case 'api_token':
       return `API token ${id ? (names.tokens.get(id) ?? short(id)) : ''}`.trim();
     case 'agent': {
@@ -153,7 +155,7 @@ function target(entry: AuditEntry, names: Names): ReactNode {
     case 'storage_binding':
       return <Link to={`/orgs/${names.orgId}/storage`}>{named ?? short(id)}</Link>;
     case 'user': {
-      const email = names.emails.get(id);
+      const email = names.emails?.get(id);
       return email ? <Link to={`/orgs/${names.orgId}/members`}>{email}</Link> : (named ?? short(id));
     }
     case 'api_token': {

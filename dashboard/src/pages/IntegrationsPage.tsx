@@ -13,7 +13,7 @@ import {
   type ChatProvider,
   type ChatProviderState,
 } from '../api/chat';
-import { membersQuery } from '../api/jobs';
+import { emailsOf, membersQuery } from '../api/jobs';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
@@ -32,7 +32,7 @@ export function IntegrationsPage() {
   const members = useQuery(membersQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
   const isOwner = org?.role === 'owner';
-  const emails = new Map((members.data ?? []).map((m) => [m.userId, m.email]));
+  const emails = emailsOf(members.data);
   return (
     <section aria-labelledby="integrations-heading">
       <h1 id="integrations-heading">Integrations</h1>
@@ -112,7 +112,8 @@ function ConnectOutcome() {
 function IntegrationRow(props: {
   orgId: string;
   integration: ChatIntegration;
-  emails: Map<string, string>;
+  /** Undefined while the members load. */
+  emails: Map<string, string> | undefined;
   isOwner: boolean;
 }) {
   const { orgId, integration: i, emails, isOwner } = props;
@@ -131,7 +132,9 @@ function IntegrationRow(props: {
         <code>{i.teamId}</code>
       </td>
       <td>
-        {i.connectedByUserId ? (emails.get(i.connectedByUserId) ?? <span className="hint">a former member</span>) : '—'}
+        {!i.connectedByUserId
+          ? '—'
+          : emails && (emails.get(i.connectedByUserId) ?? <span className="hint">a former member</span>)}
       </td>
       <td>
         <time dateTime={i.createdAt} title={dateTime(i.createdAt)}>

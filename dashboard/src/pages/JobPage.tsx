@@ -1,12 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { cancelJob, liveJobQuery, membersQuery, runAgain } from '../api/jobs';
+import { cancelJob, emailsOf, liveJobQuery, membersQuery, runAgain } from '../api/jobs';
 import { isFinished } from '../api/queries';
-import type { Job, JobDetail, JobLogLine } from '../api/types';
+import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
-import { duration, emailsOf, JobStatus, startedBy } from '../components/JobFacts';
+import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { dateTime } from '../components/time';
 
 /**
@@ -106,16 +106,25 @@ const NOTIFICATION_STATUS: Record<string, string> = {
   failed: 'given up',
 };
 
-/** The chat messages the job's end posts (its trigger's notification settings), with how each went. */
+const MESSAGE_KINDS: Record<JobNotification['kind'], string> = {
+  notification: 'notification to',
+  reply: 'outcome told to the writer in',
+  answer: 'answer to the mention in',
+};
+
+/**
+ * The chat messages about the job (its trigger's notification; for a chat run, the answer and the
+ * outcome told to its writer), with how each delivery went.
+ */
 function JobNotifications({ job }: { job: JobDetail }) {
   if (job.notifications.length === 0) return null;
   return (
     <>
-      <h2>Chat notifications</h2>
-      <ul className="notifications" aria-label="Chat notifications">
+      <h2>Chat messages</h2>
+      <ul className="notifications" aria-label="Chat messages">
         {job.notifications.map((n) => (
-          <li key={`${n.provider}:${n.teamId}:${n.channelId}:${n.createdAt}`}>
-            {n.provider === 'slack' ? 'Slack' : 'Discord'} channel <code>{n.channelId}</code>:{' '}
+          <li key={`${n.kind}:${n.provider}:${n.teamId}:${n.channelId}:${n.createdAt}`}>
+            {n.provider === 'slack' ? 'Slack' : 'Discord'} {MESSAGE_KINDS[n.kind]} channel <code>{n.channelId}</code>:{' '}
             <strong>{NOTIFICATION_STATUS[n.status] ?? n.status}</strong>
             {n.sentAt && (
               <>

@@ -1,12 +1,20 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import { JOB_FILTER_KEYS, JOB_SOURCES, JOB_STATUSES, jobsQuery, membersQuery, triggerNamesQuery } from '../api/jobs';
+import {
+  emailsOf,
+  JOB_FILTER_KEYS,
+  JOB_SOURCES,
+  JOB_STATUSES,
+  jobsQuery,
+  membersQuery,
+  triggerNamesQuery,
+} from '../api/jobs';
 import type { JobFilters } from '../api/jobs';
 import { agentsQuery } from '../api/queries';
 import type { Job } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { duration, emailsOf, JobStatus, startedBy } from '../components/JobFacts';
+import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';

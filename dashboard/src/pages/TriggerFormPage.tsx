@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
+import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { agentsQuery, workflowsQuery } from '../api/queries';
 import { triggerQuery, type Trigger, type TriggerFields, type TriggerType } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -34,6 +35,7 @@ interface Draft {
   chatTeamId: string;
   chatChannelId: string;
   chatKeyword: string;
+  chatAllowedUserIds: string;
 }
 
 const FIELDS = [
@@ -60,6 +62,7 @@ const FIELDS = [
   'chatTeamId',
   'chatChannelId',
   'chatKeyword',
+  'chatAllowedUserIds',
 ] as const;
 
 const EMPTY: Draft = {
@@ -86,6 +89,7 @@ const EMPTY: Draft = {
   chatTeamId: '',
   chatChannelId: '',
   chatKeyword: '',
+  chatAllowedUserIds: '',
 };
 
 function draftOf(t: Trigger): Draft {
@@ -113,6 +117,7 @@ function draftOf(t: Trigger): Draft {
     chatTeamId: t.chatTeamId ?? '',
     chatChannelId: t.chatChannelId ?? '',
     chatKeyword: t.chatKeyword ?? '',
+    chatAllowedUserIds: (t.chatAllowedUserIds ?? []).join('\n'),
   };
 }
 
@@ -155,7 +160,13 @@ export function bodyOf(d: Draft): Record<string, unknown> {
     });
   }
   if (d.type === 'slack' || d.type === 'discord') {
-    Object.assign(body, { chatTeamId: d.chatTeamId, chatChannelId: d.chatChannelId, chatKeyword: d.chatKeyword });
+    const allowed = d.chatAllowedUserIds.split(/[\s,]+/).filter((id) => id !== '');
+    Object.assign(body, {
+      chatTeamId: d.chatTeamId,
+      chatChannelId: d.chatChannelId,
+      chatKeyword: d.chatKeyword,
+      chatAllowedUserIds: allowed.length > 0 ? allowed : null,
+    });
   }
   return body;
 }
@@ -371,13 +382,35 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
           <fieldset>
             <legend>Chat command</legend>
             <div className="form-grid">
-              {text('chatTeamId', draft.type === 'slack' ? 'Team id' : 'Guild id')}
-              {text('chatChannelId', 'Channel id')}
+              {text(
+                'chatTeamId',
+                draft.type === 'slack' ? 'Workspace id' : 'Server id',
+                <WorkspaceHint orgId={orgId} provider={draft.type} teamId={draft.chatTeamId} />,
+                { list: `workspaces-${draft.type}` },
+              )}
+              {text('chatChannelId', 'Channel id', draft.type === 'slack' ? 'C…, from the channel details' : undefined)}
               {text('chatKeyword', 'Keyword', '1 to 64 characters, no spaces', { maxLength: 64 })}
+              <Field
+                errors={errors}
+                field="chatAllowedUserIds"
+                label="Who may run it"
+                hint="user ids, one per line; empty: anyone who can write in the channel"
+              >
+                <textarea
+                  {...errors.props('chatAllowedUserIds')}
+                  rows={3}
+                  value={draft.chatAllowedUserIds}
+                  onChange={(e) => set('chatAllowedUserIds', e.target.value)}
+                />
+              </Field>
             </div>
-            <p className="hint">This version stores the chat settings; it does not receive chat commands yet.</p>
+            <p className="hint">
+              People run it with <code>/drover {draft.chatKeyword || '<keyword>'} key=value …</code> or by mentioning
+              the app; the outcome is told to them in the channel.
+            </p>
           </fieldset>
         )}
+        <WorkspaceOptions orgId={orgId} />
 
         <fieldset>
           <legend>Notification</legend>
@@ -395,7 +428,12 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
             </Field>
             {draft.notifyProvider && (
               <>
-                {text('notifyTeamId', 'Notify team id')}
+                {text(
+                  'notifyTeamId',
+                  draft.notifyProvider === 'slack' ? 'Notify workspace id' : 'Notify server id',
+                  <WorkspaceHint orgId={orgId} provider={draft.notifyProvider} teamId={draft.notifyTeamId} />,
+                  { list: `workspaces-${draft.notifyProvider}` },
+                )}
                 {text('notifyChannelId', 'Notify channel id')}
                 <Field errors={errors} field="notifyOn" label="When">
                   <select
@@ -412,7 +450,9 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
               </>
             )}
           </div>
-          <p className="hint">This version stores the notification settings; it does not post yet.</p>
+          <p className="hint">
+            The message shows the job&apos;s number, outcome, ref, duration, exit code, outputs and a link to the job.
+          </p>
         </fieldset>
 
         <div className="form-actions">
@@ -457,5 +497,41 @@ function Field(props: {
       {hint && <span className="hint">{hint}</span>}
       <FieldError errors={errors} field={field} />
     </div>
+  );
+}
+
+/** The organization's connected workspaces of each provider, offered as the team id inputs' choices. */
+function WorkspaceOptions({ orgId }: { orgId: string }) {
+  const integrations = useQuery(chatIntegrationsQuery(orgId));
+  return (
+    <>
+      {(['slack', 'discord'] as const).map((provider) => (
+        <datalist key={provider} id={`workspaces-${provider}`}>
+          {(integrations.data ?? [])
+            .filter((i) => i.provider === provider)
+            .map((i) => (
+              <option key={i.id} value={i.teamId}>
+                {i.teamName}
+              </option>
+            ))}
+        </datalist>
+      ))}
+    </>
+  );
+}
+
+/** Whether the team id names a workspace connected to the organization: chat needs one. */
+export function WorkspaceHint({ orgId, provider, teamId }: { orgId: string; provider: ChatProvider; teamId: string }) {
+  const integrations = useQuery(chatIntegrationsQuery(orgId));
+  if (!integrations.data) return null;
+  const id = teamId.trim();
+  const connected = integrations.data.find((i) => i.provider === provider && i.teamId === id);
+  if (connected) return <>connected: {connected.teamName}</>;
+  const words = `${PROVIDER_NAMES[provider]} ${TEAM_WORDS[provider]}`;
+  if (id === '') return <>a {words} connected on the Integrations page</>;
+  return (
+    <strong className="warning">
+      no {words} {id} is connected to this organization: <Link to={`/orgs/${orgId}/integrations`}>connect it</Link>
+    </strong>
   );
 }

@@ -2,12 +2,13 @@ import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tansta
 import { useState, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
+import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { agentsQuery, workflowsQuery } from '../api/queries';
-import { membersQuery, recentTriggerJobsQuery } from '../api/jobs';
+import { emailsOf, membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { emailsOf, JobStatus, startedBy } from '../components/JobFacts';
+import { JobStatus, startedBy } from '../components/JobFacts';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
@@ -41,6 +42,7 @@ export function TriggerPage() {
       <p>
         <Link to={`/orgs/${orgId}/triggers`}>All triggers</Link>
       </p>
+      <ChatConnection orgId={orgId} trigger={t} />
       <Settings trigger={t} agentName={agent?.name} />
       {t.type === 'webhook' && <WebhookCall trigger={t} />}
       {t.type === 'cron' && <Schedule orgId={orgId} trigger={t} />}
@@ -53,6 +55,41 @@ export function TriggerPage() {
       />
       {isOwner && <DeleteTrigger orgId={orgId} trigger={t} />}
     </section>
+  );
+}
+
+/**
+ * What stops the trigger's chat while its workspace is not connected to the organization (never
+ * connected, or disconnected since): its command is not run, its notifications are given up.
+ */
+function ChatConnection({ orgId, trigger: t }: { orgId: string; trigger: Trigger }) {
+  const integrations = useQuery(chatIntegrationsQuery(orgId));
+  if (!integrations.data) return null;
+  const connected = (provider: ChatProvider, teamId: string | null) =>
+    integrations.data.some((i) => i.provider === provider && i.teamId === teamId);
+  const words = (provider: ChatProvider, teamId: string | null) =>
+    `the ${PROVIDER_NAMES[provider]} ${TEAM_WORDS[provider]} ${teamId}`;
+  const problems: string[] = [];
+  if ((t.type === 'slack' || t.type === 'discord') && !connected(t.type, t.chatTeamId)) {
+    problems.push(`Its chat command is not run: ${words(t.type, t.chatTeamId)} is not connected to this organization.`);
+  }
+  if (t.notifyProvider && t.notifyOn !== 'none' && !connected(t.notifyProvider, t.notifyTeamId)) {
+    problems.push(
+      `Its notifications are given up: ${words(t.notifyProvider, t.notifyTeamId)} is not connected to this organization.`,
+    );
+  }
+  if (problems.length === 0) return null;
+  return (
+    <div className="panel" role="status" aria-label="Chat connection">
+      {problems.map((p) => (
+        <p key={p} className="warning">
+          {p}
+        </p>
+      ))}
+      <p>
+        An owner connects it on the <Link to={`/orgs/${orgId}/integrations`}>Integrations page</Link>.
+      </p>
+    </div>
   );
 }
 
@@ -126,7 +163,13 @@ function Settings({ trigger: t, agentName }: { trigger: Trigger; agentName?: str
     );
   }
   if (t.type === 'slack' || t.type === 'discord') {
-    rows.push(['Chat command', `${t.chatKeyword} in channel ${t.chatChannelId} of ${t.chatTeamId}`]);
+    rows.push(
+      ['Chat command', `/drover ${t.chatKeyword} in channel ${t.chatChannelId} of ${t.chatTeamId}`],
+      [
+        'Who may run it',
+        t.chatAllowedUserIds ? t.chatAllowedUserIds.join(', ') : 'anyone who can write in the channel',
+      ],
+    );
   }
   rows.push(
     ['Notification', t.notifyProvider ? `${t.notifyProvider} ${t.notifyChannelId} (${t.notifyOn})` : 'none'],

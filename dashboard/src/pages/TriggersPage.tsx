@@ -1,4 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
+import { chatIntegrationsQuery } from '../api/chat';
 import { Link } from 'react-router';
 import { agentsQuery } from '../api/queries';
 import { TRIGGERS_REFRESH_MS, triggersQuery, type Trigger } from '../api/triggers';
@@ -12,8 +13,15 @@ export function TriggersPage() {
   const { orgId, org, loaded } = useOrg();
   const triggers = useQuery({ ...triggersQuery(orgId), refetchInterval: TRIGGERS_REFRESH_MS });
   const agents = useQuery(agentsQuery(orgId));
+  const integrations = useQuery(chatIntegrationsQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
   const agentName = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
+  // Chat triggers whose workspace is not connected do not fire (known once the list has loaded).
+  const connected = integrations.data && new Set(integrations.data.map((i) => `${i.provider}:${i.teamId}`));
+  const idle = (t: Trigger) =>
+    connected !== undefined &&
+    (t.type === 'slack' || t.type === 'discord') &&
+    !connected.has(`${t.type}:${t.chatTeamId}`);
   return (
     <section aria-labelledby="triggers-heading">
       <div className="page-head">
@@ -44,7 +52,13 @@ export function TriggersPage() {
           </thead>
           <tbody>
             {triggers.data.map((trigger) => (
-              <TriggerRow key={trigger.id} orgId={orgId} trigger={trigger} agentName={agentName.get(trigger.agentId)} />
+              <TriggerRow
+                key={trigger.id}
+                orgId={orgId}
+                trigger={trigger}
+                agentName={agentName.get(trigger.agentId)}
+                notConnected={idle(trigger)}
+              />
             ))}
           </tbody>
         </table>
@@ -54,7 +68,8 @@ export function TriggersPage() {
   );
 }
 
-function TriggerRow({ orgId, trigger, agentName }: { orgId: string; trigger: Trigger; agentName?: string }) {
+function TriggerRow(props: { orgId: string; trigger: Trigger; agentName?: string; notConnected: boolean }) {
+  const { orgId, trigger, agentName, notConnected } = props;
   const cron = trigger.type === 'cron';
   const last = trigger.lastOccurrences[0];
   return (
@@ -62,7 +77,10 @@ function TriggerRow({ orgId, trigger, agentName }: { orgId: string; trigger: Tri
       <th scope="row">
         <Link to={`/orgs/${orgId}/triggers/${trigger.id}`}>{trigger.name}</Link>
       </th>
-      <td>{TYPE_WORDS[trigger.type]}</td>
+      <td>
+        {TYPE_WORDS[trigger.type]}
+        {notConnected && <span className="warning"> (workspace not connected)</span>}
+      </td>
       <td>{agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>}</td>
       <td>{workflowWords(trigger)}</td>
       <td>{trigger.responseMode}</td>

@@ -1,7 +1,7 @@
 import { DiscordAPIError, HTTPError, RateLimitError, type REST } from '@discordjs/rest';
 import { Routes } from 'discord-api-types/v10';
 import type { DiscordConfig } from '../../config/chat-config.js';
-import { discordJobMessage } from '../../domain/chat/notifications/discord-message.js';
+import { discordPost } from '../../domain/chat/notifications/discord-message.js';
 import { DeliveryFailure, type ChatDelivery, type ChatSender } from '../../domain/chat/notifications/sender.js';
 import { discordRest } from '../discord-connector.js';
 
@@ -28,7 +28,7 @@ export function discordDeliveryFailure(error: unknown): DeliveryFailure {
   return new DeliveryFailure(`Discord could not be reached: ${(error as Error).message ?? String(error)}`, 'later');
 }
 
-/** Posts to a Discord channel (`POST /channels/{id}/messages`) with the application's bot token. */
+/** Posts to a Discord channel (`POST /channels/{id}/messages`, a reply or not) with the application's bot token. */
 export class DiscordSender implements ChatSender {
   readonly provider = 'discord' as const;
   private readonly rest: REST;
@@ -38,7 +38,10 @@ export class DiscordSender implements ChatSender {
   }
 
   async send(d: ChatDelivery): Promise<void> {
-    const body = discordJobMessage(d.payload, d.publicUrl);
+    if (d.target.type === 'ephemeral') {
+      throw new DeliveryFailure('Discord has no messages seen by one person outside interactions', 'never');
+    }
+    const body = discordPost(d.payload, d.target, d.publicUrl);
     try {
       await this.rest.post(Routes.channelMessages(d.target.channelId), { body });
     } catch (error) {

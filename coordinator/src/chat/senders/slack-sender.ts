@@ -1,6 +1,11 @@
-import { ErrorCode, type WebAPICallError } from '@slack/web-api';
+import {
+  ErrorCode,
+  type ChatPostEphemeralArguments,
+  type ChatPostMessageArguments,
+  type WebAPICallError,
+} from '@slack/web-api';
 import type { SlackConfig } from '../../config/chat-config.js';
-import { slackJobMessage } from '../../domain/chat/notifications/slack-message.js';
+import { slackPost } from '../../domain/chat/notifications/slack-message.js';
 import { DeliveryFailure, type ChatDelivery, type ChatSender } from '../../domain/chat/notifications/sender.js';
 import { slackWebClient } from '../slack-connector.js';
 
@@ -30,7 +35,7 @@ export function slackDeliveryFailure(error: unknown): DeliveryFailure {
   }
 }
 
-/** Posts to Slack with `chat.postMessage` and the workspace's bot token. */
+/** Posts to Slack with `chat.postMessage` (or `chat.postEphemeral`) and the workspace's bot token. */
 export class SlackSender implements ChatSender {
   readonly provider = 'slack' as const;
 
@@ -39,9 +44,13 @@ export class SlackSender implements ChatSender {
   async send(d: ChatDelivery): Promise<void> {
     if (!d.token)
       throw new DeliveryFailure(`Slack workspace ${d.target.teamId} has no bot token: connect it again`, 'never');
-    const message = slackJobMessage(d.payload, d.target.channelId, d.publicUrl);
+    const post = slackPost(d.payload, d.target, d.publicUrl);
+    const client = slackWebClient(this.config, d.token);
     try {
-      await slackWebClient(this.config, d.token).chat.postMessage(message);
+      // The SDK types a message as blocks-or-text unions; slackPost builds one of them.
+      if (post.method === 'chat.postEphemeral')
+        await client.chat.postEphemeral(post.args as ChatPostEphemeralArguments);
+      else await client.chat.postMessage(post.args as ChatPostMessageArguments);
     } catch (error) {
       throw slackDeliveryFailure(error);
     }

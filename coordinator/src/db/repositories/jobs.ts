@@ -1,6 +1,6 @@
 import { isTerminalJobStatus } from '@drover/shared';
 import type { OpenJobStatus } from '../../domain/job-state.js';
-import type { PlanJobNotification } from '../../domain/model/chat-outbox.js';
+import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type {
   CancelRequest,
   JobChange,
@@ -29,8 +29,8 @@ const OPEN = Object.keys(OPEN_STATUSES)
  * `WHERE status IN (...)` still guards writers outside this process. Every write that ends a
  * job enqueues its chat notification in the same operation (chat-outbox.ts).
  */
-function createJobWrites(db: Db, planMove: PlanJobMove, planNotification: PlanJobNotification) {
-  const outbox = createOutboxWrites(db, planNotification);
+function createJobWrites(db: Db, planMove: PlanJobMove, planMessages: PlanJobMessages) {
+  const outbox = createOutboxWrites(db, planMessages);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const ofAgent = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE id = ? AND agent_id = ?');
   const toQueued = db.prepare(
@@ -150,16 +150,16 @@ function createJobWrites(db: Db, planMove: PlanJobMove, planNotification: PlanJo
 }
 
 /**
- * `planMove` decides the agents' reports (the domain's planJobMove); `planNotification` whether a
- * job that ended posts to chat (planJobNotification).
+ * `planMove` decides the agents' reports (the domain's planJobMove); `planMessages` whether a
+ * job that ended posts to chat (planJobMessages).
  */
 export function createJobRepository(
   db: Db,
   writes: WriteExecutor,
   planMove: PlanJobMove,
-  planNotification: PlanJobNotification,
+  planMessages: PlanJobMessages,
 ): JobRepository {
-  const w = createJobWrites(db, planMove, planNotification);
+  const w = createJobWrites(db, planMove, planMessages);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
   type ListParams = {

@@ -1,5 +1,5 @@
 import type { JobStatus } from '@drover/shared';
-import type { PlanJobNotification } from '../../domain/model/chat-outbox.js';
+import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
 import type { WindowCounts, WindowStarts } from '../../domain/trigger-run/rate-windows.js';
@@ -24,9 +24,9 @@ type CountRow = [number | null, number | null, number | null];
 export function createAdmissionWrites(
   db: Db,
   decideLimits: DecideLimits,
-  planNotification: PlanJobNotification,
+  planMessages: PlanJobMessages,
 ): { admit(request: AdmissionRequest): AdmissionOutcome } {
-  const outbox = createOutboxWrites(db, planNotification);
+  const outbox = createOutboxWrites(db, planMessages);
   const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string }>(
     `SELECT request_hash AS hash, job_id AS jobId FROM idempotency_keys
      WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
@@ -106,7 +106,7 @@ export function createAdmissionWrites(
     }
     if (request.rejection !== undefined || job.workflowId === null) {
       insertJob.run(jobInsertParams(job, 'rejected', request.rejection ?? 'The workflow is unknown'));
-      outbox.jobsEnded([job.id], nowIso);
+      outbox.jobsEnded([job.id], nowIso, { atAdmission: true });
       return { outcome: 'rejected', jobId: job.id };
     }
     const workflowId = job.workflowId;
@@ -119,7 +119,7 @@ export function createAdmissionWrites(
     }
     if (refused) {
       insertJob.run(jobInsertParams(job, 'rejected', refused.message));
-      outbox.jobsEnded([job.id], nowIso);
+      outbox.jobsEnded([job.id], nowIso, { atAdmission: true });
       if (refused.scope === 'workflow') {
         insertBlock.run(
           job.orgId,
@@ -152,13 +152,13 @@ export function createTriggerRunRepository(
   db: Db,
   writes: WriteExecutor,
   decideLimits: DecideLimits,
-  planNotification: PlanJobNotification,
+  planMessages: PlanJobMessages,
 ): TriggerRunRepository {
   const result = db.prepare<
     [string],
     { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
   >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
-  const admission = createAdmissionWrites(db, decideLimits, planNotification);
+  const admission = createAdmissionWrites(db, decideLimits, planMessages);
 
   return {
     admit(request) {

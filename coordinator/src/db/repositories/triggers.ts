@@ -37,6 +37,7 @@ interface TriggerRow {
   chat_team_id: string | null;
   chat_channel_id: string | null;
   chat_keyword: string | null;
+  chat_allowed_user_ids: string | null;
   created_by: string | null;
   created_at: string;
   updated_at: string;
@@ -69,6 +70,7 @@ const toTrigger = (r: TriggerRow): Trigger => ({
   chatTeamId: r.chat_team_id,
   chatChannelId: r.chat_channel_id,
   chatKeyword: r.chat_keyword,
+  chatAllowedUserIds: parseJsonColumn<string[]>(r.chat_allowed_user_ids, 'triggers.chat_allowed_user_ids'),
   createdBy: r.created_by,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
@@ -80,6 +82,7 @@ const toParams = (t: Trigger) => ({
   allowDebug: t.allowDebug ? 1 : 0,
   cronEnabled: t.cronEnabled === null ? null : t.cronEnabled ? 1 : 0,
   params: t.params === null ? null : JSON.stringify(t.params),
+  chatAllowedUserIds: t.chatAllowedUserIds === null ? null : JSON.stringify(t.chatAllowedUserIds),
 });
 
 export function createTriggerRepository(db: Db): TriggerRepository {
@@ -87,11 +90,13 @@ export function createTriggerRepository(db: Db): TriggerRepository {
     `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
        response_timeout_ms, allowed_refs, allow_debug, notify_provider, notify_team_id, notify_channel_id, notify_on,
        cron_expression, cron_timezone, cron_enabled, cron_missed_policy, cron_overlap_policy, run_params, run_ref,
-       cron_since, chat_team_id, chat_channel_id, chat_keyword, created_by, created_at, updated_at)
+       cron_since, chat_team_id, chat_channel_id, chat_keyword, chat_allowed_user_ids, created_by, created_at,
+       updated_at)
      VALUES (@id, @orgId, @name, @type, @agentId, @scopeType, @workflowName, @responseMode,
        @responseTimeoutMs, @allowedRefs, @allowDebug, @notifyProvider, @notifyTeamId, @notifyChannelId, @notifyOn,
        @cronExpression, @cronTimezone, @cronEnabled, @cronMissedPolicy, @cronOverlapPolicy, @params, @ref,
-       @cronSince, @chatTeamId, @chatChannelId, @chatKeyword, @createdBy, @createdAt, @updatedAt)`,
+       @cronSince, @chatTeamId, @chatChannelId, @chatKeyword, @chatAllowedUserIds, @createdBy, @createdAt,
+       @updatedAt)`,
   );
   const update = db.prepare(
     `UPDATE triggers SET name = @name, type = @type, agent_id = @agentId, scope_type = @scopeType,
@@ -101,7 +106,7 @@ export function createTriggerRepository(db: Db): TriggerRepository {
        cron_expression = @cronExpression, cron_timezone = @cronTimezone, cron_enabled = @cronEnabled,
        cron_missed_policy = @cronMissedPolicy, cron_overlap_policy = @cronOverlapPolicy, run_params = @params,
        run_ref = @ref, cron_since = @cronSince, chat_team_id = @chatTeamId, chat_channel_id = @chatChannelId, chat_keyword = @chatKeyword,
-       updated_at = @updatedAt
+       chat_allowed_user_ids = @chatAllowedUserIds, updated_at = @updatedAt
      WHERE id = @id AND org_id = @orgId AND deleted_at IS NULL`,
   );
   const byId = db.prepare<[string], TriggerRow>('SELECT * FROM triggers WHERE id = ? AND deleted_at IS NULL');

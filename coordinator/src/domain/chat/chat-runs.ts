@@ -1,7 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import type { OutboxTarget } from '../model/chat-outbox.js';
 import type { ChatOrigin } from '../model/jobs.js';
 import type { Repositories } from '../model/repositories.js';
 import type { Trigger } from '../model/triggers.js';
 import { AppError } from '../../errors.js';
+import { isoAt, type Clock } from '../../util/clock.js';
 import { chatActor, type TriggerRunService } from '../trigger-run/run-trigger.js';
 import { statusUrl, type TriggerRunBody } from '../trigger-run/request.js';
 import { workflowLimitMessage } from '../trigger-run/rate-windows.js';
@@ -46,12 +49,41 @@ const USAGE =
 export class ChatRunService {
   constructor(
     private readonly deps: {
-      repos: Pick<Repositories, 'chatIntegrations' | 'triggers' | 'jobs'>;
+      repos: Pick<Repositories, 'chatIntegrations' | 'triggers' | 'jobs' | 'chatOutbox'>;
       runs: TriggerRunService;
+      clock: Clock;
       /** The coordinator's public URL, read at each call. */
       publicUrl: () => string;
+      /** Something was queued in the chat outbox: its delivery worker sends it now. */
+      queued: () => void;
     },
   ) {}
+
+  /**
+   * The answer to a command written as a mention, which has no HTTP response to carry it: queued
+   * in the chat outbox (sent at once, retried like every message), to the writer alone in Slack,
+   * as a reply to their message in Discord. A delivery seen before queues nothing new.
+   */
+  async answerMention(input: ChatCommandInput, answer: ChatRunAnswer): Promise<void> {
+    const { repos, clock } = this.deps;
+    const { provider, teamId, channelId, userId } = input;
+    const integration = await repos.chatIntegrations.findByTeam(provider, teamId);
+    if (!integration) return; // Nobody to post as: the workspace is not connected.
+    const target: OutboxTarget =
+      provider === 'slack'
+        ? { type: 'ephemeral', teamId, channelId, userId }
+        : { type: 'reply', teamId, channelId, userId, messageId: input.messageId ?? null, broadcast: false };
+    await repos.chatOutbox.enqueue({
+      orgId: integration.orgId,
+      dedupeKey: `answer:${provider}:${input.deliveryId ?? randomUUID()}`,
+      jobId: answer.kind === 'started' ? answer.jobId : null,
+      provider,
+      target,
+      payload: { kind: 'chat_answer', text: answer.text },
+      createdAt: isoAt(clock.now()),
+    });
+    this.deps.queued();
+  }
 
   async run(input: ChatCommandInput): Promise<ChatRunAnswer> {
     const { repos, runs } = this.deps;
@@ -82,6 +114,11 @@ export class ChatRunService {
       );
     }
 
+    if (trigger.chatAllowedUserIds !== null && !trigger.chatAllowedUserIds.includes(input.userId)) {
+      return notStarted(
+        `Nothing was started: only the people the trigger \`${trigger.chatKeyword}\` lists may run it, and your user id \`${input.userId}\` is not among them (an operator adds it on the trigger's page in Drover).`,
+      );
+    }
     const target = await runs.target(integration.orgId, trigger.id);
     if (!target) return notStarted(`The trigger \`${keyword}\` is gone.`);
     // An agent-scoped trigger runs the workflow the command names (`workflow=<name>`).
@@ -108,6 +145,7 @@ export class ChatRunService {
       channelId: input.channelId,
       userId: input.userId,
       userName: input.userName,
+      ...(input.messageId ? { messageId: input.messageId } : {}),
     };
     let outcome;
     try {

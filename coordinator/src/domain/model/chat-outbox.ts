@@ -9,7 +9,32 @@ export interface ChannelTarget {
   channelId: string;
 }
 
-export type OutboxTarget = ChannelTarget;
+/**
+ * An answer to the person who wrote a chat command, in the channel they wrote it in: in the
+ * thread of their message when there is one (a mention), else a message that names them (a
+ * slash command, whose text the channel never saw). `broadcast`: the trigger also notifies this
+ * channel, so the answer stands for that notification (Slack shows the thread reply in the
+ * channel too).
+ */
+export interface ReplyTarget {
+  type: 'reply';
+  teamId: string;
+  channelId: string;
+  userId: string;
+  /** The message to answer (Slack's `ts`, Discord's message id), or null. */
+  messageId: string | null;
+  broadcast: boolean;
+}
+
+/** A message only `userId` sees, in the channel (Slack's `chat.postEphemeral`). */
+export interface EphemeralTarget {
+  type: 'ephemeral';
+  teamId: string;
+  channelId: string;
+  userId: string;
+}
+
+export type OutboxTarget = ChannelTarget | ReplyTarget | EphemeralTarget;
 
 /** The outcome of a trigger job, as its notification shows it (docs/chat.md, "Notifications"). */
 export interface JobOutcomeNotice {
@@ -28,7 +53,13 @@ export interface JobOutcomeNotice {
   output: Record<string, unknown> | null;
 }
 
-export type OutboxPayload = JobOutcomeNotice;
+/** The answer to a chat command that came as a mention (docs/chat.md, "The answer"): plain text. */
+export interface ChatAnswerNotice {
+  kind: 'chat_answer';
+  text: string;
+}
+
+export type OutboxPayload = JobOutcomeNotice | ChatAnswerNotice;
 
 export const OUTBOX_STATUSES = ['pending', 'sending', 'sent', 'failed'] as const;
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
@@ -61,26 +92,33 @@ export interface ClaimedMessage extends OutboxMessage {
   claimToken: string;
 }
 
-/** A trigger's notification settings at the moment one of its jobs ended. */
+/** Where a trigger posts the outcome of its jobs (its `notify*` settings). */
 export interface NotifySettings {
-  triggerName: string;
   notifyProvider: ChatProvider;
   notifyTeamId: string;
   notifyChannelId: string;
   notifyOn: NotifyOn;
 }
 
+/** A trigger job that just ended, with what its messages need of its trigger. */
+export interface EndedJob {
+  job: Job;
+  triggerName: string;
+  /** The trigger's notification settings, or null when it posts none. */
+  notify: NotifySettings | null;
+  /** Ended by the admission that created it (a limit refused the call): its writer was told already. */
+  atAdmission: boolean;
+}
+
 /**
- * Whether and what a trigger job that just ended posts (domain/chat/notifications/plan.ts): run
- * by the job repositories inside the write that ends the job, so the message is as durable as
- * the job's end.
+ * What a trigger job that just ended posts (domain/chat/notifications/plan.ts): run by the job
+ * repositories inside the write that ends the job, so the messages are as durable as its end.
  */
-export type PlanJobNotification = (
-  job: Job,
-  settings: NotifySettings,
-  /** ISO instant of the write that ended the job (the message's first attempt). */
+export type PlanJobMessages = (
+  ended: EndedJob,
+  /** ISO instant of the write that ended the job (the messages' first attempt). */
   at: string,
-) => NewOutboxMessage | null;
+) => NewOutboxMessage[];
 
 export interface ChatOutboxRepository {
   /**
@@ -94,6 +132,13 @@ export interface ChatOutboxRepository {
   retryLater(id: number, claimToken: string, error: string, nextAttemptAt: string): Promise<boolean>;
   /** The claim's message is given up. */
   markFailed(id: number, claimToken: string, error: string, at: string): Promise<boolean>;
+  /** Queues one message (nothing when its dedupe key is queued already). */
+  enqueue(message: NewOutboxMessage): Promise<void>;
   /** The messages of a job, oldest first. */
   listByJob(jobId: string): Promise<OutboxMessage[]>;
+  /**
+   * Deletes the delivered or given-up messages of no job (answers that started nothing) older
+   * than `before`; a job's messages live as long as the job. Returns how many.
+   */
+  pruneJobless(before: string): Promise<number>;
 }

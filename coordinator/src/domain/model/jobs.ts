@@ -53,6 +53,12 @@ export interface ChatOrigin {
   userId: string;
   /** The name the provider gave for the user, as they wrote the command. */
   userName: string;
+  /**
+   * The message that held the command, answered in its thread (Slack's `ts` of a mention, or of
+   * the thread it was written in; Discord's message id); absent for slash commands, whose text
+   * the channel never saw.
+   */
+  messageId?: string | null;
 }
 
 /** A job to create (a trigger run, an update job). */

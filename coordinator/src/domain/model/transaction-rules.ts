@@ -1,5 +1,5 @@
 import type { EnrollmentTokenRefusal } from './agents.js';
-import type { PlanJobNotification } from './chat-outbox.js';
+import type { PlanJobMessages } from './chat-outbox.js';
 import type { EvaluateBinding } from './device-bindings.js';
 import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
@@ -30,6 +30,6 @@ export interface TransactionRules {
   checkArtifact: CheckArtifact;
   /** A trigger run's limits: refused or admitted, and which counters it adds to. */
   decideLimits: DecideLimits;
-  /** A trigger job that ended: the chat message its trigger posts, if any (written with the job's end). */
-  planJobNotification: PlanJobNotification;
+  /** A trigger job that ended: the chat messages it posts, if any (written with the job's end). */
+  planJobMessages: PlanJobMessages;
 }

@@ -44,6 +44,11 @@ export interface Trigger {
   chatTeamId: string | null;
   chatChannelId: string | null;
   chatKeyword: string | null;
+  /**
+   * Chat triggers: the provider's ids of the people who may run it (Slack `U…`, Discord's numeric
+   * ids); null: anyone who can write in the channel.
+   */
+  chatAllowedUserIds: string[] | null;
   createdBy: string | null;
   createdAt: string;
   updatedAt: string;

@@ -200,6 +200,7 @@ export const jobDetailExample = {
   ],
   notifications: [
     {
+      kind: 'notification',
       provider: 'slack',
       teamId: 'T0123ABCD',
       channelId: 'C0456EFGH',
@@ -262,6 +263,7 @@ export const triggerExample = {
   chatTeamId: null,
   chatChannelId: null,
   chatKeyword: null,
+  chatAllowedUserIds: null,
   createdAt: AT,
   updatedAt: AT,
   nextRunAt: '2026-11-26T01:00:00.000Z',

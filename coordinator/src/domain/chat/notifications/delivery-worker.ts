@@ -8,6 +8,11 @@ import { DeliveryFailure, type ChatSenders } from './sender.js';
 export const OUTBOX_POLL_MS = 1000;
 /** How long a claim lasts: far beyond a send's own timeout (10 s), so a live worker never loses it. */
 export const OUTBOX_LEASE_MS = 60_000;
+/** How soon a round follows a wake (a burst of job ends makes one round). */
+export const WAKE_MS = 20;
+/** How often delivered answers of no job are looked for, and how long they are kept. */
+const PRUNE_EVERY_MS = 3600_000;
+const JOBLESS_KEPT_MS = 86_400_000;
 /** Messages claimed (and sent concurrently) per round. */
 export const OUTBOX_BATCH = 20;
 /** The first retry's delay; each next one doubles, up to RETRY_MAX_MS. */
@@ -63,23 +68,58 @@ export interface DeliveryRound {
  */
 export class DeliveryWorker {
   private timer: NodeJS.Timeout | undefined;
+  /** When the scheduled round is due (ms since the epoch), or null while a round runs or before start. */
+  private dueAt: number | null = null;
+  private started = false;
+  /** A wake came during a round: the next round follows it soon. */
+  private wakeAfterRound = false;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  private lastPrune = 0;
 
   constructor(private readonly o: DeliveryWorkerOptions) {}
 
   start(): void {
-    const tick = () => {
-      this.running = this.running
-        .then(() => this.round())
-        .finally(() => {
-          if (this.stopped) return;
-          this.timer = setTimeout(tick, this.o.pollIntervalMs ?? OUTBOX_POLL_MS);
-          this.timer.unref();
-        });
-    };
-    this.timer = setTimeout(tick, this.o.pollIntervalMs ?? OUTBOX_POLL_MS);
+    this.started = true;
+    this.schedule(this.pollMs);
+  }
+
+  /**
+   * Something was queued (a job ended, a mention was answered): a round within WAKE_MS instead
+   * of at the next poll. A burst of wakes makes one round.
+   */
+  wake(): void {
+    if (!this.started || this.stopped) return;
+    if (this.dueAt === null) {
+      // A round is under way: it is followed by one soon after.
+      this.wakeAfterRound = true;
+      return;
+    }
+    if (this.dueAt > Date.now() + WAKE_MS) this.schedule(WAKE_MS);
+  }
+
+  private get pollMs(): number {
+    return this.o.pollIntervalMs ?? OUTBOX_POLL_MS;
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
+    this.dueAt = Date.now() + ms;
+    this.timer = setTimeout(() => this.tick(), ms);
     this.timer.unref();
+  }
+
+  private tick(): void {
+    this.dueAt = null;
+    this.running = this.running
+      .then(() => this.round())
+      .then(() => this.prune())
+      .finally(() => {
+        if (this.stopped) return;
+        const soon = this.wakeAfterRound;
+        this.wakeAfterRound = false;
+        this.schedule(soon ? WAKE_MS : this.pollMs);
+      });
   }
 
   /** Sends every message due now (rounds of OUTBOX_BATCH); tests call it to drive the worker. */
@@ -93,6 +133,19 @@ export class DeliveryWorker {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running.catch(() => undefined);
+  }
+
+  /** Now and then, the answers that started no job are deleted once a day old (nothing shows them). */
+  private async prune(): Promise<void> {
+    const now = this.o.clock.now();
+    if (now - this.lastPrune < PRUNE_EVERY_MS) return;
+    this.lastPrune = now;
+    try {
+      const pruned = await this.o.outbox.pruneJobless(isoAt(now - JOBLESS_KEPT_MS));
+      if (pruned > 0) this.o.logger.debug({ pruned }, 'chat outbox: old answers deleted');
+    } catch (error) {
+      this.o.logger.error({ err: error }, 'chat outbox prune failed');
+    }
   }
 
   private async round(): Promise<DeliveryRound> {

@@ -1,4 +1,4 @@
-import type { JobOutcomeNotice } from '../../model/chat-outbox.js';
+import type { JobOutcomeNotice, OutboxPayload, OutboxTarget } from '../../model/chat-outbox.js';
 import {
   errorLine,
   formatDuration,
@@ -110,5 +110,47 @@ export function discordJobMessage(notice: JobOutcomeNotice, publicUrl: string): 
       },
     ],
     allowed_mentions: { parse: [] },
+  };
+}
+
+/** The body of `POST /channels/{id}/messages` for one outbox message. */
+export interface DiscordMessageBody {
+  content: string;
+  embeds?: DiscordEmbed[];
+  allowed_mentions: { parse: []; users?: string[]; replied_user?: boolean };
+  message_reference?: { message_id: string; fail_if_not_exists: false };
+}
+
+/**
+ * How an outbox message goes to Discord (pure): a job's outcome as an embed, a mention's answer
+ * as text, to a channel or as an answer to a chat run's writer: a reply to their message when
+ * there is one, else a message that names them. Only the outcome pings the writer (they may
+ * have left); nothing else ever pings anyone. Discord has no messages seen by one person outside
+ * interactions, so there is no `ephemeral` target here.
+ */
+export function discordPost(
+  payload: OutboxPayload,
+  target: Exclude<OutboxTarget, { type: 'ephemeral' }>,
+  publicUrl: string,
+): DiscordMessageBody {
+  const base: DiscordMessageBody =
+    payload.kind === 'job_outcome'
+      ? discordJobMessage(payload, publicUrl)
+      : { content: shorten(payload.text, DISCORD_LIMITS.content), allowed_mentions: { parse: [] } };
+  if (target.type === 'channel') return base;
+  const ping = payload.kind === 'job_outcome';
+  const { messageId } = target;
+  if (messageId !== null) {
+    return {
+      ...base,
+      allowed_mentions: { parse: [], replied_user: ping },
+      message_reference: { message_id: messageId, fail_if_not_exists: false },
+    };
+  }
+  if (!ping) return base;
+  return {
+    ...base,
+    content: shorten(`<@${target.userId}> ${base.content}`, DISCORD_LIMITS.content),
+    allowed_mentions: { parse: [], users: [target.userId] },
   };
 }

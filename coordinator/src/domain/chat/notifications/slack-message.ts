@@ -1,4 +1,4 @@
-import type { JobOutcomeNotice } from '../../model/chat-outbox.js';
+import type { JobOutcomeNotice, OutboxPayload, OutboxTarget } from '../../model/chat-outbox.js';
 import {
   errorLine,
   formatDuration,
@@ -132,4 +132,61 @@ export function slackJobMessage(notice: JobOutcomeNotice, channelId: string, pub
     unfurl_links: false,
     unfurl_media: false,
   };
+}
+
+/** A Slack Web API call that posts one outbox message. */
+export type SlackPost =
+  | {
+      method: 'chat.postMessage';
+      args: {
+        channel: string;
+        text: string;
+        blocks?: SlackBlock[];
+        thread_ts?: string;
+        reply_broadcast?: boolean;
+        unfurl_links: false;
+        unfurl_media: false;
+      };
+    }
+  | { method: 'chat.postEphemeral'; args: { channel: string; user: string; text: string; blocks?: SlackBlock[] } };
+
+/**
+ * How an outbox message goes to Slack (pure): a job's outcome as blocks, a mention's answer as
+ * text; to a channel, to one person only (`chat.postEphemeral`), or as the answer to a chat
+ * run's writer: in the thread of their mention (shown in the channel too when it stands for the
+ * trigger's notification there), or naming them in the channel after a slash command.
+ */
+export function slackPost(payload: OutboxPayload, target: OutboxTarget, publicUrl: string): SlackPost {
+  const content: { text: string; blocks?: SlackBlock[] } =
+    payload.kind === 'job_outcome'
+      ? (({ text, blocks }) => ({ text, blocks }))(slackJobMessage(payload, target.channelId, publicUrl))
+      : { text: shorten(payload.text, SLACK_LIMITS.fallbackText) };
+  const unfurl = { unfurl_links: false, unfurl_media: false } as const;
+  switch (target.type) {
+    case 'channel':
+      return { method: 'chat.postMessage', args: { channel: target.channelId, ...content, ...unfurl } };
+    case 'ephemeral':
+      return { method: 'chat.postEphemeral', args: { channel: target.channelId, user: target.userId, ...content } };
+    case 'reply': {
+      const mention = `<@${target.userId}>`;
+      const blocks = content.blocks && [
+        { type: 'section', text: { type: 'mrkdwn', text: `${mention}, the run you started has ended:` } },
+        ...content.blocks,
+      ];
+      const thread =
+        target.messageId === null
+          ? {}
+          : { thread_ts: target.messageId, ...(target.broadcast ? { reply_broadcast: true } : {}) };
+      return {
+        method: 'chat.postMessage',
+        args: {
+          channel: target.channelId,
+          text: `${mention} ${content.text}`,
+          ...(blocks ? { blocks } : {}),
+          ...thread,
+          ...unfurl,
+        },
+      };
+    }
+  }
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SlackConfig } from '../../../config/chat-config.js';
 import { slackSignatureProblem } from '../../../chat/slack-signature.js';
-import { slackWebClient } from '../../../chat/slack-connector.js';
 import type { ChatCommandInput } from '../../../domain/chat/chat-runs.js';
 import { AppError, invalid, notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
@@ -94,7 +93,7 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { slack, body } = verified(request);
+      const { body } = verified(request);
       let payload: SlackEventPayload;
       try {
         payload = JSON.parse(body.toString('utf8')) as SlackEventPayload;
@@ -106,22 +105,21 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
       if (payload.type !== 'event_callback' || event?.type !== 'app_mention') return { ok: true };
       if (!payload.team_id || !event.channel || !event.user)
         throw new AppError('bad_request', 'The mention lacks its team, channel or user');
-      const answer = await app.ctx.chatRuns.run({
+      const input: ChatCommandInput = {
         provider: 'slack',
         teamId: payload.team_id,
         channelId: event.channel,
         userId: event.user,
         userName: event.user,
         text: (event.text ?? '').replace(LEADING_MENTION, ''),
-        // Slack retries an event it thinks went unanswered: the same event id, one job.
+        // The outcome is answered in the mention's thread (or the thread it was written in).
+        messageId: event.thread_ts ?? event.ts ?? null,
+        // Slack retries an event it thinks went unanswered: the same event id, one job, one answer.
         deliveryId: payload.event_id ?? null,
-      });
-      if (!(answer.kind === 'started' && answer.repeated)) {
-        // After the answer: Slack wants its acknowledgement within three seconds.
-        const teamId = payload.team_id;
-        const { channel, user } = event;
-        setImmediate(() => void acknowledgeMention(app, slack, teamId, channel, user, answer.text));
-      }
+      };
+      const answer = await app.ctx.chatRuns.run(input);
+      // Queued, not posted here: Slack wants this request answered within three seconds.
+      await app.ctx.chatRuns.answerMention(input, answer);
       return { ok: true };
     },
   );
@@ -132,25 +130,7 @@ interface SlackEventPayload {
   challenge?: unknown;
   team_id?: string;
   event_id?: string;
-  event?: { type?: string; channel?: string; user?: string; text?: string };
-}
-
-/** The ephemeral acknowledgement of a mention, to the person who wrote it only. */
-async function acknowledgeMention(
-  app: FastifyInstance,
-  slack: SlackConfig,
-  teamId: string,
-  channel: string,
-  user: string,
-  text: string,
-): Promise<void> {
-  try {
-    const token = await app.ctx.chatIntegrations.tokenOf('slack', teamId);
-    if (!token) return;
-    await slackWebClient(slack, token).chat.postEphemeral({ channel, user, text });
-  } catch (error) {
-    app.log.warn({ err: error, teamId, channel }, 'Slack acknowledgement of a mention failed');
-  }
+  event?: { type?: string; channel?: string; user?: string; text?: string; ts?: string; thread_ts?: string };
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {

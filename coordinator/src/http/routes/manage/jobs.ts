@@ -1,7 +1,7 @@
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
-import { toJobNotificationView } from '../../../domain/chat/notifications/view.js';
+import { JOB_MESSAGE_KINDS, toJobNotificationView } from '../../../domain/chat/notifications/view.js';
 import { OUTBOX_STATUSES } from '../../../domain/model/chat-outbox.js';
 import { JOB_SOURCES, type Job, type JobSource } from '../../../domain/model/jobs.js';
 import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
@@ -98,6 +98,7 @@ export const JobLogLineSchema = {
 export const JobNotificationSchema = {
   type: 'object',
   required: [
+    'kind',
     'provider',
     'teamId',
     'channelId',
@@ -110,6 +111,12 @@ export const JobNotificationSchema = {
     'failedAt',
   ],
   properties: {
+    kind: {
+      type: 'string',
+      enum: JOB_MESSAGE_KINDS,
+      description:
+        "notification (the trigger's, to its channel), reply (a chat run's outcome, to its writer) or answer (to the mention that started it)",
+    },
     provider: { type: 'string', enum: CHAT_PROVIDERS },
     teamId: { type: 'string' },
     channelId: { type: 'string' },
@@ -137,7 +144,7 @@ export const JobDetailSchema = {
     notifications: {
       type: 'array',
       items: JobNotificationSchema,
-      description: "the messages the job's trigger posts to chat about it, and how their delivery went",
+      description: 'the messages posted to chat about the job, and how their delivery went',
     },
   },
   examples: [jobDetailExample],

@@ -15,8 +15,10 @@ import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/triggers-cron.js';
 import {
+  CHAT_USER_ID_PATTERN,
   CONFIG_FIELDS,
   MAX_ALLOWED_REFS,
+  MAX_CHAT_ALLOWED_USERS,
   MAX_CHAT_KEYWORD_LENGTH,
   MAX_REF_LENGTH,
   MAX_WORKFLOW_NAME_LENGTH,
@@ -97,6 +99,15 @@ const configProperties = {
   chatTeamId: chatId,
   chatChannelId: chatId,
   chatKeyword: { type: ['string', 'null'], minLength: 1, maxLength: MAX_CHAT_KEYWORD_LENGTH, pattern: '^\\S+$' },
+  chatAllowedUserIds: {
+    type: ['array', 'null'],
+    minItems: 1,
+    maxItems: MAX_CHAT_ALLOWED_USERS,
+    uniqueItems: true,
+    items: { type: 'string', pattern: CHAT_USER_ID_PATTERN },
+    description:
+      "chat: the provider's user ids of the people who may run it (Slack U…, Discord numeric ids); null or omitted: anyone in the channel",
+  },
 } as const;
 
 const nullableString = { type: ['string', 'null'] } as const;
@@ -148,6 +159,7 @@ export const TriggerSchema = {
     chatTeamId: nullableString,
     chatChannelId: nullableString,
     chatKeyword: nullableString,
+    chatAllowedUserIds: { type: ['array', 'null'], items: { type: 'string' } },
     createdAt: timestamp,
     updatedAt: timestamp,
     nextRunAt: { ...nullableString, description: 'cron: the next occurrence (UTC); null when not scheduled' },

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { DISCORD_LIMITS, discordJobMessage } from '../../../../src/domain/chat/notifications/discord-message.js';
+import {
+  DISCORD_LIMITS,
+  discordJobMessage,
+  discordPost,
+} from '../../../../src/domain/chat/notifications/discord-message.js';
 import { JOB_URL, notice, PUBLIC_URL } from './notice.js';
 
 const embedTotal = (embed: ReturnType<typeof discordJobMessage>['embeds'][0]) =>
@@ -52,5 +56,38 @@ describe('discordJobMessage', () => {
     for (const f of cut.fields) expect(f.value.length).toBeLessThanOrEqual(DISCORD_LIMITS.fieldValue);
     expect(embedTotal(cut)).toBeLessThanOrEqual(DISCORD_LIMITS.embedTotal);
     expect(cut.fields.at(-1)?.name).toBe('More output');
+  });
+});
+
+describe('discordPost', () => {
+  const reply = { type: 'reply', teamId: 'G1', channelId: '123', userId: '42', broadcast: false } as const;
+
+  it('posts an outcome to a channel as it is, pinging nobody', () => {
+    expect(discordPost(notice(), { type: 'channel', teamId: 'G1', channelId: '123' }, PUBLIC_URL)).toEqual(
+      discordJobMessage(notice(), PUBLIC_URL),
+    );
+  });
+
+  it("answers a chat run's writer with a reply to their message that pings them, else a message naming them", () => {
+    const toMessage = discordPost(notice(), { ...reply, messageId: '999' }, PUBLIC_URL);
+    expect(toMessage).toMatchObject({
+      content: discordJobMessage(notice(), PUBLIC_URL).content,
+      message_reference: { message_id: '999', fail_if_not_exists: false },
+      allowed_mentions: { parse: [], replied_user: true },
+    });
+    const named = discordPost(notice(), { ...reply, messageId: null }, PUBLIC_URL);
+    expect(named.content).toMatch(/^<@42> Drover job #42 nightly build: FAILED/);
+    expect(named.allowed_mentions).toEqual({ parse: [], users: ['42'] });
+    expect(named).not.toHaveProperty('message_reference');
+  });
+
+  it('answers a mention with a reply that pings nobody', () => {
+    expect(
+      discordPost({ kind: 'chat_answer', text: 'Started job #1' }, { ...reply, messageId: '999' }, PUBLIC_URL),
+    ).toEqual({
+      content: 'Started job #1',
+      allowed_mentions: { parse: [], replied_user: false },
+      message_reference: { message_id: '999', fail_if_not_exists: false },
+    });
   });
 });

@@ -1,7 +1,8 @@
 import { TERMINAL_JOB_STATUSES, type TerminalJobStatus } from '@drover/shared';
 import { describe, expect, it } from 'vitest';
-import { notifyOnMatches, planJobNotification } from '../../../../src/domain/chat/notifications/plan.js';
+import { notifyOnMatches, planJobMessages } from '../../../../src/domain/chat/notifications/plan.js';
 import type { NotifySettings } from '../../../../src/domain/model/chat-outbox.js';
+import type { ChatOrigin } from '../../../../src/domain/model/jobs.js';
 import type { Job } from '../../../../src/domain/model/jobs.js';
 import { NOTIFY_ON } from '../../../../src/domain/model/triggers.js';
 
@@ -40,7 +41,6 @@ const job = (extra: Partial<Job> = {}): Job => ({
 });
 
 const settings = (extra: Partial<NotifySettings> = {}): NotifySettings => ({
-  triggerName: 'nightly',
   notifyProvider: 'slack',
   notifyTeamId: 'T1',
   notifyChannelId: 'C1',
@@ -62,37 +62,106 @@ describe('notifyOnMatches', () => {
   });
 });
 
-describe('planJobNotification', () => {
+const AT = '2026-03-01T10:00:31.000Z';
+const plan = (j: Job, notify: NotifySettings | null, atAdmission = false) =>
+  planJobMessages({ job: j, triggerName: 'nightly', notify, atAdmission }, AT);
+const origin = (extra: Partial<ChatOrigin> = {}): ChatOrigin => ({
+  provider: 'slack',
+  teamId: 'T1',
+  channelId: 'C0CHAT',
+  userId: 'U0ADA',
+  userName: 'ada',
+  ...extra,
+});
+
+describe('planJobMessages', () => {
   it("writes the job's outcome for the trigger's channel, keyed by the job so it is enqueued once", () => {
-    expect(planJobNotification(job(), settings(), '2026-03-01T10:00:31.000Z')).toEqual({
-      orgId: 'org-1',
-      dedupeKey: 'job:job-1:outcome',
-      jobId: 'job-1',
-      provider: 'slack',
-      target: { type: 'channel', teamId: 'T1', channelId: 'C1' },
-      payload: {
-        kind: 'job_outcome',
+    expect(plan(job(), settings())).toEqual([
+      {
+        orgId: 'org-1',
+        dedupeKey: 'job:job-1:outcome',
         jobId: 'job-1',
-        number: 7,
-        triggerName: 'nightly',
-        workflowName: 'build',
-        status: 'success',
-        ref: 'main',
-        startedAt: '2026-03-01T10:00:00.000Z',
-        finishedAt: '2026-03-01T10:00:30.000Z',
-        exitCode: 0,
-        errorMessage: null,
-        output: { version: '1.2' },
+        provider: 'slack',
+        target: { type: 'channel', teamId: 'T1', channelId: 'C1' },
+        payload: {
+          kind: 'job_outcome',
+          jobId: 'job-1',
+          number: 7,
+          triggerName: 'nightly',
+          workflowName: 'build',
+          status: 'success',
+          ref: 'main',
+          startedAt: '2026-03-01T10:00:00.000Z',
+          finishedAt: '2026-03-01T10:00:30.000Z',
+          exitCode: 0,
+          errorMessage: null,
+          output: { version: '1.2' },
+        },
+        createdAt: AT,
       },
-      createdAt: '2026-03-01T10:00:31.000Z',
-    });
+    ]);
   });
 
-  it('posts nothing for an outcome notifyOn does not cover, an open job or an update job', () => {
-    const at = '2026-03-01T10:00:31.000Z';
-    expect(planJobNotification(job(), settings({ notifyOn: 'failure' }), at)).toBeNull();
-    expect(planJobNotification(job({ status: 'running' }), settings(), at)).toBeNull();
-    expect(planJobNotification(job({ kind: 'update', triggerId: null }), settings(), at)).toBeNull();
-    expect(planJobNotification(job({ status: 'timed_out' }), settings({ notifyOn: 'failure' }), at)).not.toBeNull();
+  it('posts nothing for an outcome notifyOn does not cover, an open job, an update job or a trigger without settings', () => {
+    expect(plan(job(), settings({ notifyOn: 'failure' }))).toEqual([]);
+    expect(plan(job({ status: 'running' }), settings())).toEqual([]);
+    expect(plan(job({ kind: 'update', triggerId: null }), settings())).toEqual([]);
+    expect(plan(job(), null)).toEqual([]);
+    expect(plan(job({ status: 'timed_out' }), settings({ notifyOn: 'failure' }))).toHaveLength(1);
+  });
+
+  it("answers a chat run's writer in their channel whatever notifyOn says, in the thread of their message", () => {
+    const messages = plan(job({ source: 'slack', chatOrigin: origin({ messageId: '1700.01' }) }), null);
+    expect(messages).toEqual([
+      expect.objectContaining({
+        dedupeKey: 'job:job-1:reply',
+        provider: 'slack',
+        target: {
+          type: 'reply',
+          teamId: 'T1',
+          channelId: 'C0CHAT',
+          userId: 'U0ADA',
+          messageId: '1700.01',
+          broadcast: false,
+        },
+        payload: expect.objectContaining({ kind: 'job_outcome', status: 'success' }),
+      }),
+    ]);
+    const slash = plan(
+      job({ source: 'discord', chatOrigin: origin({ provider: 'discord' }) }),
+      settings({ notifyOn: 'none' }),
+    );
+    expect(slash).toEqual([
+      expect.objectContaining({
+        provider: 'discord',
+        target: expect.objectContaining({ type: 'reply', messageId: null }),
+      }),
+    ]);
+  });
+
+  it("posts the answer and the trigger's notification to another channel; one broadcast answer to the same channel", () => {
+    const chat = job({ source: 'slack', chatOrigin: origin() });
+    expect(plan(chat, settings()).map((m) => [m.dedupeKey, m.target.type])).toEqual([
+      ['job:job-1:reply', 'reply'],
+      ['job:job-1:outcome', 'channel'],
+    ]);
+    const same = plan(chat, settings({ notifyChannelId: 'C0CHAT' }));
+    expect(same).toEqual([
+      expect.objectContaining({ target: expect.objectContaining({ type: 'reply', broadcast: true }) }),
+    ]);
+    // The same channel id in another provider's workspace is another channel.
+    expect(plan(chat, settings({ notifyProvider: 'discord', notifyChannelId: 'C0CHAT' }))).toHaveLength(2);
+    // notifyOn not matching: the answer alone, not broadcast.
+    expect(plan(chat, settings({ notifyChannelId: 'C0CHAT', notifyOn: 'failure' }))).toEqual([
+      expect.objectContaining({ target: expect.objectContaining({ broadcast: false }) }),
+    ]);
+  });
+
+  it('tells the writer nothing more about a run its admission refused: they were answered at once', () => {
+    const refused = job({ source: 'slack', status: 'rejected', startedAt: null, chatOrigin: origin() });
+    expect(plan(refused, null, true)).toEqual([]);
+    expect(plan(refused, settings({ notifyChannelId: 'C0CHAT' }), true)).toEqual([
+      expect.objectContaining({ target: { type: 'channel', teamId: 'T1', channelId: 'C0CHAT' } }),
+    ]);
   });
 });

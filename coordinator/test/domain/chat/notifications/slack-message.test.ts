@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   escapeMrkdwn,
   slackJobMessage,
+  slackPost,
   SLACK_LIMITS,
 } from '../../../../src/domain/chat/notifications/slack-message.js';
 import { JOB_URL, notice, PUBLIC_URL } from './notice.js';
@@ -88,5 +89,50 @@ describe('slackJobMessage', () => {
     expect(outputText).toContain('• *key0*: `' + 'v'.repeat(499) + '…`');
     expect(message.text.length).toBeLessThanOrEqual(SLACK_LIMITS.fallbackText);
     expect(message.text.endsWith(JOB_URL)).toBe(true);
+  });
+});
+
+describe('slackPost', () => {
+  const reply = { type: 'reply', teamId: 'T1', channelId: 'C0CHAT', userId: 'U0ADA', broadcast: false } as const;
+
+  it('posts an outcome to a channel as chat.postMessage with its blocks', () => {
+    const post = slackPost(notice(), { type: 'channel', teamId: 'T1', channelId: 'C1' }, PUBLIC_URL);
+    const { channel, ...message } = slackJobMessage(notice(), 'C1', PUBLIC_URL);
+    expect(post).toEqual({ method: 'chat.postMessage', args: { channel, ...message } });
+  });
+
+  it("answers a chat run's writer in their mention's thread, naming them; broadcast to the channel when it stands for the notification", () => {
+    const post = slackPost(notice(), { ...reply, messageId: '1700.000100' }, PUBLIC_URL);
+    expect(post.method).toBe('chat.postMessage');
+    expect(post.args).toMatchObject({
+      channel: 'C0CHAT',
+      thread_ts: '1700.000100',
+      text: expect.stringMatching(/^<@U0ADA> Drover job #42 nightly build: FAILED/),
+    });
+    expect(post.args).not.toHaveProperty('reply_broadcast');
+    expect(post.args.blocks?.[0]).toEqual({
+      type: 'section',
+      text: { type: 'mrkdwn', text: '<@U0ADA>, the run you started has ended:' },
+    });
+    const broadcast = slackPost(notice(), { ...reply, messageId: '1700.000100', broadcast: true }, PUBLIC_URL);
+    expect(broadcast.args).toMatchObject({ thread_ts: '1700.000100', reply_broadcast: true });
+  });
+
+  it('names the writer in the channel after a slash command, which has no message to thread under', () => {
+    const post = slackPost(notice(), { ...reply, messageId: null, broadcast: true }, PUBLIC_URL);
+    expect(post.args).not.toHaveProperty('thread_ts');
+    expect(post.args).not.toHaveProperty('reply_broadcast');
+    expect(post.args.text).toMatch(/^<@U0ADA> /);
+  });
+
+  it('answers a mention to its writer alone with chat.postEphemeral, as text', () => {
+    const text = 'Started job #3 (Greeter, workflow `greet`): https://drover.example.com/api/jobs/x';
+    expect(
+      slackPost(
+        { kind: 'chat_answer', text },
+        { type: 'ephemeral', teamId: 'T1', channelId: 'C1', userId: 'U0B' },
+        PUBLIC_URL,
+      ),
+    ).toEqual({ method: 'chat.postEphemeral', args: { channel: 'C1', user: 'U0B', text } });
   });
 });
