@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
+import { startDaemonRig, stopDaemonProcess, type DaemonRig } from '../helpers/agent-daemon.js';
 import { auditEntries } from '../helpers/audit.js';
 import { connectWorkspace } from '../helpers/chat.js';
 import {
@@ -28,7 +28,8 @@ describe('Slack chat triggers', () => {
     await slack.start();
     rig = await startDaemonRig({
       workPrefix: 'drover-chat-slack-',
-      env: slackEnv(slack),
+      // The agent is disconnected as soon as its stream drops (the last test stops it).
+      env: { ...slackEnv(slack), DROVER_AGENT_DISCONNECT_GRACE_MS: '0' },
       workflows: () => ({
         greet: [
           'name: greet',
@@ -275,5 +276,21 @@ describe('Slack chat triggers', () => {
       ['answer', 'sent'],
       ['reply', 'sent'],
     ]);
+  });
+
+  it('starts a run for an agent that is not connected, and says the job waits for it', async () => {
+    await stopDaemonProcess(rig.daemon);
+    await eventually(
+      async () =>
+        (await rig.t.owner.get(`/orgs/${rig.t.orgId}/agents/${rig.a.agentId}`)).body.status === 'disconnected',
+      10_000,
+      'the agent to be disconnected',
+    );
+    const res = await command('greet name=Later');
+    const { text } = (await res.json()) as { text: string };
+    const [job] = await jobsOfTrigger();
+    expect(text).toMatch(new RegExp(`^Started job #${job!.number} .*: the job waits until it is\\.$`));
+    expect(text).toContain('is not connected');
+    expect((await rig.t.owner.get(`/jobs/${job!.id}`)).body.status).toBe('pending');
   });
 });

@@ -49,7 +49,7 @@ const USAGE =
 export class ChatRunService {
   constructor(
     private readonly deps: {
-      repos: Pick<Repositories, 'chatIntegrations' | 'triggers' | 'jobs' | 'chatOutbox'>;
+      repos: Pick<Repositories, 'chatIntegrations' | 'triggers' | 'jobs' | 'chatOutbox' | 'agents'>;
       runs: TriggerRunService;
       clock: Clock;
       /** The coordinator's public URL, read at each call. */
@@ -165,6 +165,12 @@ export class ChatRunService {
     const job = await repos.jobs.findById(outcome.jobId);
     const jobNumber = job?.number ?? 0;
     const jobUrl = `${this.deps.publicUrl()}${statusUrl(outcome.jobId)}`;
+    // As the webhook call would: the job is accepted, and waits for an agent that is offline.
+    const agent = await repos.agents.findById(trigger.agentId);
+    const waits =
+      agent && agent.status !== 'connected'
+        ? ` The agent ${agent.name} is not connected: the job waits until it is.`
+        : '';
     return {
       kind: 'started',
       jobId: outcome.jobId,
@@ -173,7 +179,7 @@ export class ChatRunService {
       trigger: { id: trigger.id, name: trigger.name, orgId: trigger.orgId },
       workflowName,
       repeated: outcome.repeated,
-      text: `Started job #${jobNumber} (${trigger.name}, workflow \`${workflowName}\`${ref === undefined ? '' : `, ref \`${ref}\``}): ${jobUrl}`,
+      text: `Started job #${jobNumber} (${trigger.name}, workflow \`${workflowName}\`${ref === undefined ? '' : `, ref \`${ref}\``}): ${jobUrl}${waits}`,
     };
   }
 }
