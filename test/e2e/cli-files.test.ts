@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import { startBlobProxy, type BlobProxy } from '../helpers/blob-proxy.js';
 import { buildDrover, drover, spawnDrover, stopDrover, type DroverProcess } from '../helpers/cli-binary.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { eventually } from '../helpers/poll.js';
+import { FILE_FIELDS, sha256 as sha256Of } from '../helpers/storage.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
 /**
@@ -15,20 +16,8 @@ import { issueApiToken } from '../helpers/tokens.js';
 
 const MB = 1024 * 1024;
 const SIZE = 50 * MB;
-const FILE_FIELDS = [
-  'bindingId',
-  'cleanupRule',
-  'contentType',
-  'createdAt',
-  'deletedAt',
-  'expiresAt',
-  'filename',
-  'id',
-  'size',
-  'status',
-];
 
-const sha256 = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+const sha256 = (file: string) => sha256Of(fs.readFileSync(file));
 
 describe('drover files', () => {
   let t: TestCoordinator;

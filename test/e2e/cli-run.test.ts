@@ -187,7 +187,10 @@ describe('drover run with an API token', () => {
     const { t, a } = rig;
     const agents = await run(['agents', '--json']);
     expect(agents.code).toBe(0);
-    expect(JSON.parse(agents.stdout)).toEqual((await t.api.get('/agents', { token: env.DROVER_TOKEN })).body);
+    // lastSeenAt moves with every ping of the agent's stream
+    const settled = (list: Record<string, unknown>[]) => list.map((agent) => ({ ...agent, lastSeenAt: 'moves' }));
+    const api = (await t.api.get('/agents', { token: env.DROVER_TOKEN })).body;
+    expect(settled(JSON.parse(agents.stdout))).toEqual(settled(api));
     const table = await run(['agents']);
     expect(table.stdout).toMatch(
       new RegExp(`^ID +NAME +STATUS +LAST SEEN +HOSTNAME +OS +VERSION\n${a.agentId} +daemon-test +connected `),
@@ -228,6 +231,17 @@ describe('drover with a session', () => {
       ),
     );
     expect(res.stderr).toMatch(/^\d\d:\d\d:\d\d stdout {2}greeting session$/m);
+
+    const json = await run(['run', triggers.greet!, '--wait', '--json']);
+    expect(json.code).toBe(0);
+    const job = JSON.parse(json.stdout);
+    rig.jobIds.push(job.id);
+    expect(job).toMatchObject({ status: 'success', output: { greeting: 'hi world x1' }, logs: [] });
+    expect(job).toEqual({ ...(await rig.t.owner.get(`/jobs/${job.id}`)).body, logs: [] });
+
+    const followed = await run(['job', job.id, '--follow']);
+    expect(followed.code).toBe(0);
+    expect(followed.stdout).toMatch(/\n\d\d:\d\d:\d\d stdout {2}greeting world\n(.+\n)*Job \S+ succeeded in /);
   });
 
   it('exits 5 when the job it waits for is cancelled, and 6 when --wait-timeout passes first', async () => {
