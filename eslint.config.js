@@ -40,11 +40,11 @@ const restrict = (files, patterns) => ({
 });
 const otherPackages = (...names) =>
   layer(
-    'The packages point one way: coordinator and agent use @drover/shared, never each other; shared uses neither',
+    'The packages point one way: coordinator and agent use @drover/shared, never each other; the command line (cli) uses shared and @drover/agent/client; shared uses none',
     `^@drover/(${names.join('|')})(/|$)|(^|/)(${names.join('|')})/(src|dist)/`,
   );
 // Every TypeScript file belongs to one of these projects (test/tsconfig.json covers all tests).
-const projects = ['shared', 'coordinator', 'agent', 'test', 'bench', 'dashboard']
+const projects = ['shared', 'coordinator', 'agent', 'cli', 'test', 'bench', 'dashboard']
   .map((dir) => `./${dir}/tsconfig.json`)
   .filter((file) => fs.existsSync(`${root}/${file}`));
 
@@ -92,19 +92,40 @@ export default defineConfig(
     files: ['test/**/*.ts', '*/test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
-  restrict(['coordinator/src/http/**/*.ts'], [composition, noDb, otherPackages('agent')]),
-  restrict(['coordinator/src/domain/**/*.ts'], [composition, noHttp, noDb, otherPackages('agent')]),
-  restrict(['coordinator/src/db/**/*.ts'], [composition, noHttp, noStorage, domainTypesOnly(), otherPackages('agent')]),
-  restrict(['coordinator/src/storage/**/*.ts'], [composition, noHttp, noDb, domainTypesOnly(), otherPackages('agent')]),
+  restrict(['coordinator/src/http/**/*.ts'], [composition, noDb, otherPackages('agent', 'cli')]),
+  restrict(['coordinator/src/domain/**/*.ts'], [composition, noHttp, noDb, otherPackages('agent', 'cli')]),
+  restrict(
+    ['coordinator/src/db/**/*.ts'],
+    [composition, noHttp, noStorage, domainTypesOnly(), otherPackages('agent', 'cli')],
+  ),
+  restrict(
+    ['coordinator/src/storage/**/*.ts'],
+    [composition, noHttp, noDb, domainTypesOnly(), otherPackages('agent', 'cli')],
+  ),
   restrict(
     ['coordinator/src/util/**/*.ts', 'coordinator/src/{errors,logger,version}.ts'],
-    [composition, noHttp, noDb, noStorage, noDomain, otherPackages('agent')],
+    [composition, noHttp, noDb, noStorage, noDomain, otherPackages('agent', 'cli')],
   ),
   // Configuration validates with the domain's constants (password lengths), nothing more.
-  restrict(['coordinator/src/config/**/*.ts'], [composition, noHttp, noDb, noStorage, otherPackages('agent')]),
-  restrict(['coordinator/src/{cli/**/*,coordinator,server,sqlite-repositories,index}.ts'], [otherPackages('agent')]),
-  restrict(['agent/src/**/*.ts'], [otherPackages('coordinator')]),
-  restrict(['shared/src/**/*.ts'], [otherPackages('coordinator', 'agent')]),
+  restrict(['coordinator/src/config/**/*.ts'], [composition, noHttp, noDb, noStorage, otherPackages('agent', 'cli')]),
+  restrict(
+    ['coordinator/src/{cli/**/*,coordinator,server,sqlite-repositories,index}.ts'],
+    [otherPackages('agent', 'cli')],
+  ),
+  restrict(['agent/src/**/*.ts'], [otherPackages('coordinator', 'cli')]),
+  restrict(['shared/src/**/*.ts'], [otherPackages('coordinator', 'agent', 'cli')]),
+  // The client command line talks to the coordinator over HTTP only, and takes from the agent only
+  // what it offers other clients (@drover/agent/client).
+  restrict(
+    ['cli/src/**/*.ts'],
+    [
+      otherPackages('coordinator'),
+      layer(
+        'The command line uses the agent through @drover/agent/client only',
+        '^@drover/agent$|^@drover/agent/(?!client$)|(^|/)agent/(src|dist)/',
+      ),
+    ],
+  ),
   // The agent keeps private state in ES `#private` fields, one style (a private constructor has no
   // ES form, so it stays TypeScript's).
   {

@@ -8,6 +8,8 @@ export default defineConfig({
     alias: {
       '@drover/shared': src('shared'),
       '@drover/coordinator': src('coordinator'),
+      // A subpath before its package, which would match it too.
+      '@drover/agent/client': fileURLToPath(new URL('./agent/src/client.ts', import.meta.url)),
       '@drover/agent': src('agent'),
     },
   },
@@ -16,6 +18,7 @@ export default defineConfig({
       'shared/test/**/*.test.ts',
       'coordinator/test/**/*.test.ts',
       'agent/test/**/*.test.ts',
+      'cli/test/**/*.test.ts',
       'test/e2e/**/*.test.ts',
       'test/browser/**/*.test.ts',
     ],

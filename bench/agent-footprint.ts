@@ -6,7 +6,7 @@
  *   pnpm build && pnpm bench bench/agent-footprint.ts [--runs 20] [--settle 15] [--binary <file>]
  *
  * The single executable is built first (`agent/scripts/build-binary.mjs --if-stale`: nothing to do
- * when it is newer than its sources), unless `--binary` names one to measure instead (e.g. an older
+ * when it was made from the same inputs), unless `--binary` names one to measure instead (e.g. an older
  * build, to compare back to back). Sizes are in MiB (1,048,576 bytes; /proc counts kB of 1,024
  * bytes), as the other RSS figures of the benchmarks; decimal MB in parentheses.
  *

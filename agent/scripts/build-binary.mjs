@@ -1,217 +1,25 @@
 #!/usr/bin/env node
 /**
  * Builds the agent as ONE executable file, `agent/dist/drover-agent`, with Node's single
- * executable application support (Node 20: https://nodejs.org/api/single-executable-applications.html):
- *
- * 1. esbuild bundles the CLI (src/cli/program.ts, with @drover/shared taken from its TypeScript
- *    source through the `source` export condition) and every dependency into one minified
- *    CommonJS file, the only kind of script a Node 20 SEA can run (no top-level await, no
- *    `require` of files). The commands load what only they use with `import()`, which esbuild
- *    turns into modules evaluated on first use: `--version` runs none of the daemon's code.
- * 2. `node --experimental-sea-config sea-config.json` turns it into a preparation blob, with V8's
- *    code cache of the bundle (`useCodeCache`), so that a start deserializes instead of compiling.
- * 3. A copy of this very `node` binary (the blob only fits the Node version that made it) is
- *    stripped of its symbol tables (`strip`, ~12 MiB) and gets the blob injected with postject,
- *    under the resource name NODE_SEA_BLOB, flipping the sentinel fuse
- *    NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2. No code signing on Linux.
- * 4. The result is copied to its final name (see `install` below for why a copy).
- *
- * docs/performance.md ("Agent footprint") has the figures behind each step.
+ * executable application support: esbuild bundles the CLI (src/cli/program.ts) and its
+ * dependencies, Node makes the preparation blob with a code cache, postject injects it into a
+ * stripped copy of this Node binary. The steps, and why each is done so, are in
+ * scripts/lib/single-executable.mjs, shared with the client command line's build.
  *
  * Usage: node agent/scripts/build-binary.mjs [--if-stale] [--node <binary>] [--out <file>]
- *   --if-stale       do nothing when the binary is newer than every source file it is made from.
+ *   --if-stale       do nothing when the binary was built from the same inputs (file contents).
  *   --node <binary>  inject into this Node binary instead of the running one, e.g. the linux-arm64
- *                    build of the SAME Node version, for ARM machines. The blob then has no code
- *                    cache (it would be made by this machine's V8 for this machine's architecture).
+ *                    build of the SAME Node version, for ARM machines (then without a code cache).
  *   --out <file>     where to write the executable (default agent/dist/drover-agent).
  */
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scripts/lib/single-executable.mjs';
 
-const AGENT = fileURLToPath(new URL('..', import.meta.url));
-const REPO = path.dirname(AGENT);
-const DIST = path.join(AGENT, 'dist');
-const WORK = path.join(DIST, 'sea');
-const BUNDLE = path.join(WORK, 'drover-agent.cjs');
-const BLOB = path.join(WORK, 'sea-prep.blob');
-const CONFIG = path.join(WORK, 'sea-config.json');
-const BINARY = path.resolve(option('--out') ?? path.join(DIST, 'drover-agent'));
-const BASE_NODE = fs.realpathSync(option('--node') ?? process.execPath);
-const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
-/** A code cache is made by the running V8, so it only fits a binary of the running Node. */
-const CODE_CACHE = BASE_NODE === fs.realpathSync(process.execPath);
-
-/** The value following `name` on the command line, if any. */
-function option(name) {
-  const i = process.argv.indexOf(name);
-  if (i === -1) return undefined;
-  const value = process.argv[i + 1];
-  if (value === undefined || value.startsWith('--')) throw new Error(`${name} needs a value`);
-  return value;
-}
-
-const require = createRequire(path.join(AGENT, 'package.json'));
-
-/** The bundle's entry: runs the CLI and sets the exit code (CommonJS: no top-level await). */
-const ENTRY = `
-import { runCli } from './program.ts';
-runCli(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (error) => { console.error(error); process.exitCode = 1; },
+runBuildScript(() =>
+  buildSingleExecutable({
+    name: 'drover-agent',
+    packageDir: fileURLToPath(new URL('..', import.meta.url)),
+    cliModule: fileURLToPath(new URL('../src/cli/program.ts', import.meta.url)),
+    ...parseBuildArgs(process.argv.slice(2)),
+  }),
 );
-`;
-
-async function main() {
-  if (process.argv.includes('--if-stale') && upToDate()) {
-    console.log(`${path.relative(REPO, BINARY)} is up to date`);
-    return;
-  }
-  const started = Date.now();
-  fs.mkdirSync(WORK, { recursive: true });
-  fs.mkdirSync(path.dirname(BINARY), { recursive: true });
-  await bundle();
-  makeBlob();
-  await inject();
-  const size = (fs.statSync(BINARY).size / 1024 / 1024).toFixed(1);
-  console.log(`built ${path.relative(REPO, BINARY)} (${size} MiB) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
-}
-
-async function bundle() {
-  const esbuild = require('esbuild');
-  const result = await esbuild.build({
-    stdin: { contents: ENTRY, resolveDir: path.join(AGENT, 'src', 'cli'), sourcefile: 'sea-entry.ts', loader: 'ts' },
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    minify: true,
-    // undici's cookie helpers read `globalThis.Headers` when they load, which makes Node load its
-    // own internal copy of undici next to the bundled one (~1 MiB of memory for nothing): the agent
-    // never hands them Node's Headers, so that reference is left out.
-    define: { 'globalThis.Headers': 'undefined' },
-    // Workspace packages from their TypeScript sources (no build needed). Not via the `source`
-    // export condition: some dependencies publish a `source` condition of their own.
-    alias: { '@drover/shared': path.join(REPO, 'shared', 'src', 'index.ts') },
-    mainFields: ['module', 'main'],
-    outfile: BUNDLE,
-    sourcemap: false,
-    legalComments: 'none',
-    logLevel: 'warning',
-    metafile: true,
-  });
-  // `import.meta` is empty in CommonJS: code relying on it would misbehave inside the binary.
-  const importMeta = result.warnings.filter((w) => w.id === 'empty-import-meta');
-  if (importMeta.length > 0) {
-    const where = importMeta.map((w) => `${w.location?.file}:${w.location?.line}`).join(', ');
-    throw new Error(`the bundle uses import.meta, which is empty in a single executable: ${where}`);
-  }
-  // A SEA can `require` built-in modules only: anything left outside the bundle would fail at run time.
-  const imports = Object.values(result.metafile.outputs).flatMap((output) => output.imports);
-  const external = imports.filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path));
-  if (external.length > 0) {
-    throw new Error(`the bundle requires modules outside it: ${[...new Set(external.map((i) => i.path))].join(', ')}`);
-  }
-  // esbuild turns `import()` of bundled modules into calls; one left as it is (of a built-in module)
-  // would fail in a SEA with a code cache, where `import()` does not work.
-  const dynamic = imports.filter((i) => i.external && i.kind === 'dynamic-import');
-  if (dynamic.length > 0) {
-    throw new Error(
-      `the bundle uses import() of ${dynamic.map((i) => i.path).join(', ')}: use require() or a static import`,
-    );
-  }
-}
-
-function isBuiltin(name) {
-  return require('node:module').builtinModules.includes(name.split('/')[0]);
-}
-
-function makeBlob() {
-  fs.writeFileSync(
-    CONFIG,
-    `${JSON.stringify({ main: BUNDLE, output: BLOB, disableExperimentalSEAWarning: true, useCodeCache: CODE_CACHE }, null, 2)}\n`,
-  );
-  execFileSync(process.execPath, ['--experimental-sea-config', CONFIG], { stdio: 'inherit' });
-}
-
-async function inject() {
-  const temp = `${BINARY}.${process.pid}.tmp`;
-  console.log(`injecting into a copy of ${BASE_NODE} (postject may warn about ".note" sections: harmless)`);
-  fs.copyFileSync(BASE_NODE, temp);
-  fs.chmodSync(temp, 0o755);
-  try {
-    strip(temp);
-    const { inject: postject } = require('postject');
-    await postject(temp, 'NODE_SEA_BLOB', fs.readFileSync(BLOB), { sentinelFuse: FUSE });
-    install(temp, BINARY);
-  } finally {
-    fs.rmSync(temp, { force: true });
-  }
-}
-
-/**
- * Removes the symbol tables and debug information from the copy of node (from ~94 to ~82 MiB for
- * a distribution's build of Node 20); what the dynamic linker and native addons need stays. Without
- * a `strip` that knows the binary's format (binutils missing, or another architecture's binary),
- * the binary is built unstripped and this says so.
- */
-function strip(file) {
-  try {
-    execFileSync('strip', [file], { stdio: ['ignore', 'ignore', 'pipe'] });
-  } catch (error) {
-    const reason =
-      error.code === 'ENOENT' ? 'no `strip` program (binutils)' : String(error.stderr ?? error.message).trim();
-    console.warn(`build-binary: not stripped (${reason}); the binary is ~12 MiB larger`);
-  }
-}
-
-/**
- * Gives the binary its final name, atomically (a half-written binary never has it), as a COPY of
- * what postject wrote. postject writes the whole file at once, and Linux (6.x, ext4) keeps such a
- * file in the page cache in large folios, which are mapped whole into every process that runs it:
- * +10 to 20 MiB of RSS that no code uses. A copy is cached page by page, as a downloaded or
- * installed binary is, so the binary on this machine starts as it will on another.
- */
-function install(from, to) {
-  const copy = `${to}.${process.pid}.copy`;
-  try {
-    fs.copyFileSync(from, copy);
-    fs.renameSync(copy, to);
-  } finally {
-    fs.rmSync(copy, { force: true });
-  }
-}
-
-/** True when the binary is newer than every file it is made from. */
-function upToDate() {
-  let built;
-  try {
-    built = fs.statSync(BINARY).mtimeMs;
-  } catch {
-    return false;
-  }
-  const inputs = [
-    path.join(AGENT, 'src'),
-    path.join(REPO, 'shared', 'src'),
-    path.join(AGENT, 'package.json'),
-    path.join(REPO, 'pnpm-lock.yaml'),
-    fileURLToPath(import.meta.url),
-  ];
-  return inputs.every((input) => newestMtime(input) < built) && fs.statSync(BASE_NODE).mtimeMs < built;
-}
-
-function newestMtime(file) {
-  const stat = fs.statSync(file, { throwIfNoEntry: false });
-  if (!stat) return 0;
-  if (!stat.isDirectory()) return stat.mtimeMs;
-  let newest = stat.mtimeMs;
-  for (const entry of fs.readdirSync(file)) newest = Math.max(newest, newestMtime(path.join(file, entry)));
-  return newest;
-}
-
-main().catch((error) => {
-  console.error(`build-binary: ${error?.stack ?? error}`);
-  process.exitCode = 1;
-});

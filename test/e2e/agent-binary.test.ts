@@ -36,7 +36,7 @@ describe('the single executable agent/dist/drover-agent', () => {
   let agentId: string;
   let daemon: ChildProcess | undefined;
   beforeAll(async () => {
-    // Built once (skipped when newer than every source), as `pnpm --filter @drover/agent build:binary` does.
+    // Built once (skipped when made from the same inputs), as `pnpm --filter @drover/agent build:binary` does.
     const build = await run(process.execPath, [BUILD, '--if-stale'], { cwd: REPO, timeout: 240_000 });
     if (build.code !== 0) throw new Error(`build:binary failed:\n${build.stdout}\n${build.stderr}`);
     t = await startTestCoordinator();

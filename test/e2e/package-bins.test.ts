@@ -15,7 +15,7 @@ import { shebangNodeFlags } from '../../scripts/lib/node-flags.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const tracked = new Set(execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n'));
 
-const bins = ['shared', 'coordinator', 'agent', 'test', 'bench'].flatMap((dir) => {
+const bins = ['shared', 'coordinator', 'agent', 'cli', 'test', 'bench'].flatMap((dir) => {
   const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, dir, 'package.json'), 'utf8')) as {
     bin?: Record<string, string>;
   };
@@ -23,8 +23,8 @@ const bins = ['shared', 'coordinator', 'agent', 'test', 'bench'].flatMap((dir) =
 });
 
 describe('the workspace commands', () => {
-  it('are drover-coordinator and drover-agent', () => {
-    expect(bins.map((b) => b.name).sort()).toEqual(['drover-agent', 'drover-coordinator']);
+  it('are drover-coordinator, drover-agent and drover', () => {
+    expect(bins.map((b) => b.name).sort()).toEqual(['drover', 'drover-agent', 'drover-coordinator']);
   });
 
   it.each(bins)('$name is a file of the repository, not of the build', ({ file }) => {

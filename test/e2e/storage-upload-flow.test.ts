@@ -1,25 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
-import { defaultBindingId, rawRequest, sha256, storageClient, uploadFile } from '../helpers/storage.js';
+import { defaultBindingId, FILE_FIELDS, rawRequest, sha256, storageClient, uploadFile } from '../helpers/storage.js';
 
 /**
  * The whole upload flow as a curl user would drive it (spec: File storage, File status):
  * presign-upload, a raw PUT to the presigned URL, complete, then a download URL and a raw GET.
  */
-
-const FILE_FIELDS = [
-  'bindingId',
-  'cleanupRule',
-  'contentType',
-  'createdAt',
-  'deletedAt',
-  'expiresAt',
-  'filename',
-  'id',
-  'size',
-  'status',
-];
 
 describe('the upload flow with raw HTTP', () => {
   let t: TestCoordinator;

@@ -25,6 +25,20 @@ export async function storageClient(
   return t.api.withToken(issued.token);
 }
 
+/** The keys of file metadata (storage API answers), sorted: nothing internal is ever among them. */
+export const FILE_FIELDS = [
+  'bindingId',
+  'cleanupRule',
+  'contentType',
+  'createdAt',
+  'deletedAt',
+  'expiresAt',
+  'filename',
+  'id',
+  'size',
+  'status',
+];
+
 export const sha256 = (data: Uint8Array | string): string => createHash('sha256').update(data).digest('hex');
 
 export interface PresignedUpload {

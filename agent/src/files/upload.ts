@@ -1,4 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { presignedRequest, type PresignedTarget } from './presigned-request.js';
 import { answerReason, kindOfStatus, readSmallBody, TransferError } from './transfer-error.js';
@@ -9,15 +10,19 @@ export interface UploadRequest extends PresignedTarget {
   headers: Record<string, string>;
   handle: FileHandle;
   size: number;
+  /** Sees every chunk on its way out (a progress bar, a hash of what was sent). */
+  onChunk?(chunk: Buffer): void;
 }
 
 /**
  * PUTs an open file to a presigned upload URL, streaming it from its start (never read whole into
- * memory), with its exact Content-Length. Any 2xx is success; failures are TransferErrors of the
- * kind the status means (transfer-error.ts) or TransferAborted.
+ * memory), with its exact Content-Length. Any 2xx is success, resolving with the answer's body
+ * (the local backend's `{fileId, size, sha256}`, at most 64 KiB of it); failures are
+ * TransferErrors of the kind the status means (transfer-error.ts) or TransferAborted.
  */
-export async function uploadFile(req: UploadRequest): Promise<void> {
-  const body = req.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: 1 << 20 });
+export async function uploadFile(req: UploadRequest): Promise<string> {
+  const file = req.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: 1 << 20 });
+  const body = req.onChunk ? observed(file, req.onChunk) : file;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {
     if (name.toLowerCase() !== 'content-length') headers[name] = value;
@@ -33,4 +38,16 @@ export async function uploadFile(req: UploadRequest): Promise<void> {
     const kind = answer.statusCode === 413 ? 'final' : kindOfStatus(answer.statusCode);
     throw new TransferError(kind, `the upload was refused (${answerReason(answer.statusCode, text)})`);
   }
+  return text;
+}
+
+/** `source` through a pass-through stream calling `onChunk`; destroying either destroys both. */
+function observed(source: Readable, onChunk: (chunk: Buffer) => void): Readable {
+  const tap = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      onChunk(chunk);
+      done(null, chunk);
+    },
+  });
+  return pipeline(source, tap, () => {});
 }

@@ -1,0 +1,82 @@
+import type { Command } from 'commander';
+import { sessionCaller } from '../callers.js';
+import type { Api } from '../http/api.js';
+import { CliExit } from '../errors.js';
+import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
+import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
+import { jobPath, type JobDetail, type LogLine } from '../jobs/job.js';
+import { readJob, waitForJob } from '../jobs/wait.js';
+import { printJson } from '../output/json.js';
+import { formatFields } from '../output/table.js';
+import { elapsed, shortTime } from '../output/time.js';
+import type { Runtime } from '../runtime.js';
+import { loadSettings } from '../settings.js';
+
+interface JobFlags {
+  logs?: boolean;
+  follow?: boolean;
+  json?: boolean;
+}
+
+const LOG_PAGE = 10_000;
+
+export function configureJobCommand(program: Command, rt: Runtime): void {
+  program
+    .command('job')
+    .description('one job: its status, times, output and error (a session)')
+    .argument('<job-id>', 'the job')
+    .option('--logs', 'print its log lines too')
+    .option('--follow', 'print its log lines as they come until it ends, and exit with its outcome (as run --wait)')
+    .option('--json', "print the API's answer as JSON")
+    .action(async (jobId: string, flags: JobFlags, command: Command) => {
+      const { api } = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      if (flags.json && !flags.follow) return printJson(rt, await api.get(jobPath(jobId)));
+      if (flags.follow) {
+        const end = await waitForJob(api, jobId, {
+          signal: rt.signal,
+          onLogs: flags.json ? undefined : (lines) => lines.forEach((line) => rt.out(formatLogLine(line))),
+        });
+        if (flags.json) printJson(rt, await api.get(jobPath(jobId)));
+        else rt.out(`Job ${end.job.id} ${describeOutcome(end.job)}\n${formatOutput(end.job.output)}`);
+        throw new CliExit(end.ended === 'finished' ? exitCodeOfStatus(end.job.status) : EXIT.stillRunning);
+      }
+      const job = await readJob(api, jobId, 0, 1);
+      rt.out(describeJob(job, api.origin));
+      if (flags.logs) {
+        rt.out('Logs:\n');
+        for (const line of await allLogs(api, jobId)) rt.out(formatLogLine(line));
+      }
+    });
+}
+
+function describeJob(job: JobDetail, origin: string): string {
+  return (
+    formatFields([
+      ['Job', `${job.id}${job.number === undefined ? '' : ` (#${job.number})`}`],
+      ['Status', `${job.status}${job.cancelRequestedAt && job.status === 'running' ? ' (cancel requested)' : ''}`],
+      ['Outcome', describeOutcome(job)],
+      ['Workflow', job.workflowName],
+      ['Source', job.source],
+      ['Trigger', job.triggerId],
+      ['Agent', job.agentId],
+      ['Ref', job.ref],
+      ['Created', shortTime(job.createdAt)],
+      ['Started', shortTime(job.startedAt)],
+      ['Finished', shortTime(job.finishedAt)],
+      ['Took', elapsed(job.startedAt, job.finishedAt)],
+      ['Exit code', job.exitCode === null ? null : String(job.exitCode)],
+      ['Error', job.errorMessage],
+      ['Page', statusPageUrl(origin, `/api/jobs/${job.id}`)],
+    ]) + formatOutput(job.output)
+  );
+}
+
+async function allLogs(api: Api, jobId: string): Promise<LogLine[]> {
+  const lines: LogLine[] = [];
+  for (let after = 0; ;) {
+    const page = (await readJob(api, jobId, after, LOG_PAGE)).logs;
+    lines.push(...page);
+    if (page.length < LOG_PAGE) return lines;
+    after = page[page.length - 1]!.seq;
+  }
+}

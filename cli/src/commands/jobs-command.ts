@@ -1,0 +1,103 @@
+import type { Command } from 'commander';
+import { pause } from '@drover/agent/client';
+import { JOB_STATUSES } from '@drover/shared';
+import { sessionCaller } from '../callers.js';
+import { CliError } from '../errors.js';
+import type { Job } from '../jobs/job.js';
+import { printJson } from '../output/json.js';
+import { formatTable } from '../output/table.js';
+import { ago, elapsed } from '../output/time.js';
+import type { Runtime } from '../runtime.js';
+import { loadSettings } from '../settings.js';
+
+interface JobsFlags {
+  status?: string;
+  trigger?: string;
+  limit: string;
+  watch?: boolean;
+  json?: boolean;
+}
+
+const WATCH_EVERY_MS = 2000;
+
+export function configureJobsCommand(program: Command, rt: Runtime): void {
+  program
+    .command('jobs')
+    .description("the organization's trigger jobs, newest first (a session)")
+    .option('--status <status>', `only jobs in this status (${JOB_STATUSES.join(', ')})`)
+    .option('--trigger <id>', 'only the jobs of this trigger')
+    .option('--limit <n>', 'how many (1 to 200)', '20')
+    .option(
+      '--watch',
+      'keep the list on screen, refreshed every 2 s (a new or changed job: a line, outside a terminal)',
+    )
+    .option('--json', "print the API's answer as JSON (with --watch: one job per line, as it appears or changes)")
+    .action(async (flags: JobsFlags, command: Command) => {
+      const limit = Number(flags.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+        throw new CliError(`--limit: expected an integer from 1 to 200, got \`${flags.limit}\``);
+      }
+      if (flags.status !== undefined && !(JOB_STATUSES as readonly string[]).includes(flags.status)) {
+        throw new CliError(`--status: expected one of ${JOB_STATUSES.join(', ')}, got \`${flags.status}\``);
+      }
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const path = `/orgs/${await caller.orgId()}/jobs`;
+      const list = () => caller.api.get<Job[]>(path, { status: flags.status, triggerId: flags.trigger, limit });
+      if (!flags.watch) {
+        const jobs = await list();
+        if (flags.json) return printJson(rt, jobs);
+        return rt.out(jobs.length === 0 ? 'No jobs.\n' : jobTable(jobs));
+      }
+      await watch(rt, list, flags.json === true);
+    });
+}
+
+/**
+ * Refreshes the list until interrupted (which ends the command with 0). On a terminal the table
+ * is redrawn; elsewhere (a log, a pipe) each job that appears or changes status is one line.
+ */
+async function watch(rt: Runtime, list: () => Promise<Job[]>, json: boolean): Promise<void> {
+  const redraw = rt.stdoutIsTTY && !json;
+  const seen = new Map<string, string>();
+  for (;;) {
+    let jobs: Job[];
+    try {
+      jobs = await list();
+    } catch (error) {
+      if (rt.signal.aborted) return;
+      throw error;
+    }
+    if (redraw) {
+      rt.out(`\x1b[H\x1b[2J${jobTable(jobs)}\nEvery ${WATCH_EVERY_MS / 1000}s; Ctrl-C to stop.\n`);
+    } else {
+      for (const job of [...jobs].reverse()) {
+        if (seen.get(job.id) === job.status) continue;
+        seen.set(job.id, job.status);
+        rt.out(json ? `${JSON.stringify(job)}\n` : jobLine(job));
+      }
+    }
+    try {
+      await pause(WATCH_EVERY_MS, rt.signal);
+    } catch {
+      return;
+    }
+  }
+}
+
+export function jobTable(jobs: Job[]): string {
+  const rows = jobs.map((j) => [
+    j.id,
+    j.number === undefined ? null : `#${j.number}`,
+    j.status,
+    j.workflowName,
+    j.source,
+    j.ref,
+    ago(j.createdAt),
+    elapsed(j.startedAt, j.finishedAt),
+  ]);
+  return formatTable(['ID', 'NUMBER', 'STATUS', 'WORKFLOW', 'SOURCE', 'REF', 'CREATED', 'TOOK'], rows);
+}
+
+function jobLine(job: Job): string {
+  return `${new Date().toISOString()} ${job.id} ${job.status} ${job.workflowName}${job.ref ? ` ${job.ref}` : ''}\n`;
+}

@@ -1,0 +1,146 @@
+import type { Command } from 'commander';
+import { anyCaller, optionalSessionCaller, type Caller } from '../callers.js';
+import { parseDuration } from '../duration.js';
+import { CliError, CliExit } from '../errors.js';
+import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
+import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
+import { jobPath, type RunAnswer } from '../jobs/job.js';
+import { waitForJob } from '../jobs/wait.js';
+import { printJson } from '../output/json.js';
+import { buildParams, collect } from '../params.js';
+import type { Runtime } from '../runtime.js';
+import { loadSettings, type Settings } from '../settings.js';
+
+interface RunFlags {
+  param: string[];
+  paramsFile?: string;
+  ref?: string;
+  workflow?: string;
+  idempotencyKey?: string;
+  debug?: boolean;
+  force?: string;
+  wait?: boolean;
+  waitTimeout?: string;
+  logs?: boolean;
+  json?: boolean;
+}
+
+/** The longest a sync trigger may wait (`responseTimeoutMs` is at most 600 s), and some margin. */
+const SYNC_ANSWER_TIMEOUT_MS = 660_000;
+
+export function configureRunCommand(program: Command, rt: Runtime): void {
+  program
+    .command('run')
+    .description('run a trigger: print the job id and its status page; with --wait, exit with the outcome')
+    .argument('<trigger-id>', 'the trigger to run')
+    .option('--param <name=value>', 'a param (repeatable); name:=json for a number, boolean or object', collect, [])
+    .option('--params-file <file>', 'params from a JSON object (--param values win)')
+    .option('--ref <ref>', 'the ref to run (a commit, a tag)')
+    .option('--workflow <name>', 'the workflow, for a trigger of any workflow of an agent')
+    .option('--idempotency-key <key>', 'run once per key: a repeat answers the first job')
+    .option('--debug', 'run in debug mode (when the trigger allows it)')
+    .option('--force <reason>', "bypass the workflow's rate limit (owners only), giving the reason")
+    .option('--wait', "wait for the job's end and exit with its outcome (an async trigger needs a session)")
+    .option('--wait-timeout <duration>', 'stop waiting after this long (exit 6), e.g. 10m')
+    .option('--logs', "with --wait on an async trigger: print the job's log lines as they come (stderr)")
+    .option('--json', "print the API's answer as JSON (with --wait on an async trigger: the job's)")
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 success (or accepted, without --wait), 1 failed, 2 usage or API error, 3 rejected,\n' +
+        '4 timed out, 5 cancelled, 6 the wait ended while the job still runs.\n',
+    )
+    .action(async (triggerId: string, flags: RunFlags, command: Command) => {
+      const settings = loadSettings(command.optsWithGlobals(), rt);
+      const waitTimeoutMs =
+        flags.waitTimeout === undefined ? undefined : parseDuration(flags.waitTimeout, '--wait-timeout');
+      if (!flags.wait && (flags.waitTimeout !== undefined || flags.logs)) {
+        throw new CliError(`${flags.logs ? '--logs' : '--wait-timeout'} needs --wait`);
+      }
+      const body = {
+        ...(flags.ref === undefined ? {} : { ref: flags.ref }),
+        ...(flags.workflow === undefined ? {} : { workflowName: flags.workflow }),
+        ...(flags.debug ? { debug: true } : {}),
+        ...(flags.force === undefined ? {} : { force: true, forceReason: flags.force }),
+        params: buildParams(rt.cwd, flags.param, flags.paramsFile),
+      };
+      const caller = anyCaller(settings, rt);
+      const answer = await runTrigger(caller, triggerId, body, flags.idempotencyKey);
+      const run = answer.body;
+      const sync = answer.status === 200;
+      const page = statusPageUrl(caller.api.origin, run.statusUrl);
+
+      const waiting = flags.wait === true && run.status !== 'rejected';
+      if (waiting && sync) {
+        if (flags.json) printJson(rt, run);
+        else printSyncOutcome(rt, run, page);
+        throw new CliExit(run.timedOut ? EXIT.stillRunning : exitCodeOfStatus(run.status));
+      }
+      if (flags.json && !waiting) printJson(rt, run);
+      if (!flags.json) rt.out(`Job ${run.jobId} ${run.idempotent ? '(a repeat) ' : ''}${run.status}\n${page}\n`);
+      if (run.status === 'rejected') {
+        rt.err(`drover: the job was rejected${run.errorMessage ? `: ${run.errorMessage}` : ''}\n`);
+        throw new CliExit(EXIT.rejected);
+      }
+      if (!waiting) return;
+      await followAsyncJob(rt, settings, caller, run, flags, waitTimeoutMs);
+    });
+}
+
+function runTrigger(caller: Caller, triggerId: string, body: object, idempotencyKey: string | undefined) {
+  const headers = idempotencyKey === undefined ? undefined : { 'idempotency-key': idempotencyKey };
+  const id = encodeURIComponent(triggerId);
+  const options = { body, headers, answerTimeoutMs: SYNC_ANSWER_TIMEOUT_MS };
+  if (caller.kind === 'token') return caller.api.call<RunAnswer>('POST', `/triggers/${id}/run`, options);
+  // A session runs it by hand (the same body and answers, in the user's organization).
+  return caller.orgId().then((org) => caller.api.call<RunAnswer>('POST', `/orgs/${org}/triggers/${id}/run`, options));
+}
+
+function printSyncOutcome(rt: Runtime, run: RunAnswer, page: string): void {
+  rt.out(`Job ${run.jobId} ${run.idempotent ? '(a repeat) ' : ''}`);
+  if (run.timedOut) {
+    rt.out(`is still ${run.status}: the trigger's wait ended before the job\n${page}\n`);
+    return;
+  }
+  const outcome = describeOutcome({
+    status: run.status,
+    exitCode: run.exitCode ?? null,
+    errorMessage: run.errorMessage ?? null,
+    startedAt: null,
+    finishedAt: null,
+  });
+  rt.out(`${outcome}\n${page}\n${formatOutput(run.output)}`);
+}
+
+/** `--wait` on an async trigger: follows the job with the session to its end. */
+async function followAsyncJob(
+  rt: Runtime,
+  settings: Settings,
+  caller: Caller,
+  run: RunAnswer,
+  flags: RunFlags,
+  timeoutMs: number | undefined,
+): Promise<void> {
+  const session = caller.kind === 'session' ? caller : optionalSessionCaller(settings, rt);
+  if (session === null) {
+    rt.err(
+      `drover: --wait on an async trigger needs a session to follow the job (drover login); job ${run.jobId} runs on\n`,
+    );
+    throw new CliExit(EXIT.usage);
+  }
+  const end = await waitForJob(session.api, run.jobId, {
+    signal: rt.signal,
+    timeoutMs,
+    onLogs: flags.logs ? (lines) => lines.forEach((line) => rt.err(formatLogLine(line))) : undefined,
+  });
+  const job = end.job;
+  if (flags.json) {
+    // The job as the API answers it, without its log lines (`drover job <id> --logs --json` has them).
+    printJson(rt, await session.api.get(jobPath(run.jobId), { logsAfter: Number.MAX_SAFE_INTEGER, logsLimit: 1 }));
+  } else if (end.ended === 'finished') {
+    rt.out(`Job ${job.id} ${describeOutcome(job)}\n${formatOutput(job.output)}`);
+  } else {
+    const why = end.ended === 'timeout' ? 'the wait timed out' : 'the wait was interrupted';
+    rt.out(`Job ${job.id} is still ${job.status}: ${why}\n`);
+  }
+  throw new CliExit(end.ended === 'finished' ? exitCodeOfStatus(job.status) : EXIT.stillRunning);
+}

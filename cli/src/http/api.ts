@@ -1,0 +1,117 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { request, type Dispatcher } from 'undici';
+import { ApiError, CliError, Interrupted } from '../errors.js';
+
+/** How long a call waits for the answer's headers unless it says otherwise. */
+const ANSWER_TIMEOUT_MS = 60_000;
+
+export interface ApiAnswer<T> {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: T;
+}
+
+export interface CallOptions {
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  headers?: Record<string, string>;
+  /** Wait this long for the answer (a sync trigger run waits for its job). */
+  answerTimeoutMs?: number;
+}
+
+/**
+ * JSON calls to one coordinator's `/v1` API with one bearer credential (an API token or a
+ * session). A 2xx answer resolves; any other is an ApiError carrying the API's `message`; no
+ * answer at all is a CliError naming the coordinator; an interruption is Interrupted.
+ */
+export class Api {
+  constructor(
+    /** `http(s)://host[:port]` */
+    readonly origin: string,
+    readonly bearer: string | null,
+    readonly signal?: AbortSignal,
+    readonly dispatcher?: Dispatcher,
+  ) {}
+
+  async call<T>(method: Dispatcher.HttpMethod, path: string, options: CallOptions = {}): Promise<ApiAnswer<T>> {
+    const url = new URL(`/v1${path}`, this.origin);
+    for (const [name, value] of Object.entries(options.query ?? {})) {
+      if (value !== undefined) url.searchParams.set(name, String(value));
+    }
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
+    if (this.bearer) headers.authorization = `Bearer ${this.bearer}`;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    let answer: Dispatcher.ResponseData;
+    try {
+      answer = await request(url, {
+        method,
+        headers,
+        body,
+        signal: this.signal,
+        headersTimeout: options.answerTimeoutMs ?? ANSWER_TIMEOUT_MS,
+        bodyTimeout: ANSWER_TIMEOUT_MS,
+        ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
+      });
+    } catch (error) {
+      throw this.#noAnswer(error);
+    }
+    let text: string;
+    try {
+      text = await answer.body.text();
+    } catch (error) {
+      throw this.#noAnswer(error);
+    }
+    const parsed = parseJson(text);
+    if (answer.statusCode < 200 || answer.statusCode >= 300) throw apiError(answer.statusCode, parsed, text);
+    return { status: answer.statusCode, headers: answer.headers, body: parsed as T };
+  }
+
+  async get<T>(path: string, query?: CallOptions['query']): Promise<T> {
+    return (await this.call<T>('GET', path, { query })).body;
+  }
+
+  async post<T>(path: string, body?: unknown): Promise<T> {
+    return (await this.call<T>('POST', path, { body })).body;
+  }
+
+  async delete<T>(path: string): Promise<T> {
+    return (await this.call<T>('DELETE', path)).body;
+  }
+
+  #noAnswer(error: unknown): Error {
+    if (this.signal?.aborted) return new Interrupted();
+    const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+    const detail = e?.cause?.code ?? e?.code ?? e?.cause?.message ?? e?.message ?? String(error);
+    const what = detail === 'UND_ERR_HEADERS_TIMEOUT' ? 'no answer in time' : detail;
+    return new CliError(`cannot reach the coordinator at ${this.origin}: ${what}`, undefined, { cause: error });
+  }
+}
+
+function parseJson(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** The API's error as one line: its `message` (every error body has one), else the status. */
+function apiError(status: number, body: unknown, text: string): ApiError {
+  const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const code = typeof fields.code === 'string' ? fields.code : typeof fields.error === 'string' ? fields.error : null;
+  const message =
+    typeof fields.message === 'string' && fields.message.trim() !== ''
+      ? fields.message
+      : `HTTP ${status}${text && typeof body === 'string' ? `: ${text.slice(0, 200)}` : ''}`;
+  return new ApiError(status, code, oneLine(message), body);
+}
+
+/** A message on one line (a multi-line one joined with spaces). */
+export function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}

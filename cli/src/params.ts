@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { CliError } from './errors.js';
+
+/** commander's collector of a repeatable option. */
+export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
+
+/**
+ * The `params` of a run: the object of `--params-file` (JSON), then each `--param`, in order,
+ * over it. `--param name=value` gives the string `value`; `--param name:=json` gives the JSON
+ * value (`count:=3`, `dry:=true`, `input:={"__type":"FileRef","id":"..."}`): the API never turns
+ * a string into a number or a boolean.
+ */
+export function buildParams(cwd: string, pairs: readonly string[], file?: string): Record<string, unknown> {
+  const params: Record<string, unknown> = file === undefined ? {} : readParamsFile(path.resolve(cwd, file));
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new CliError(`--param: expected name=value or name:=json, got \`${pair}\``);
+    const json = pair[eq - 1] === ':';
+    const name = pair.slice(0, json ? eq - 1 : eq);
+    if (name === '') throw new CliError(`--param: the name is empty in \`${pair}\``);
+    const raw = pair.slice(eq + 1);
+    if (!json) {
+      params[name] = raw;
+      continue;
+    }
+    try {
+      params[name] = JSON.parse(raw);
+    } catch {
+      throw new CliError(`--param ${name}:= expects a JSON value (3, true, "text", {...}), got \`${raw}\``);
+    }
+  }
+  return params;
+}
+
+function readParamsFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`--params-file: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`--params-file: ${file} is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new CliError(`--params-file: ${file} must hold a JSON object of params, got ${describe(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function describe(value: unknown): string {
+  if (Array.isArray(value)) return 'an array';
+  if (value === null) return 'null';
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,89 @@
+import { Command, CommanderError } from 'commander';
+import { configureAgentsCommand } from './commands/agents-command.js';
+import { configureApiTokenCommand } from './commands/api-token-command.js';
+import { configureCancelCommand } from './commands/cancel-command.js';
+import { configureCompletionCommand } from './commands/completion-command.js';
+import { configureEnrollmentTokenCommand } from './commands/enrollment-token-command.js';
+import { configureFilesCommand } from './commands/files-command.js';
+import { configureJobCommand } from './commands/job-command.js';
+import { configureJobsCommand } from './commands/jobs-command.js';
+import { configureLoginCommand } from './commands/login-command.js';
+import { configureLogoutCommand } from './commands/logout-command.js';
+import { configureMemberCommand } from './commands/member-command.js';
+import { configureReleaseCommand } from './commands/release-command.js';
+import { configureRunCommand } from './commands/run-command.js';
+import { configureTokenCommand } from './commands/token-command.js';
+import { configureTriggerCommand } from './commands/trigger-command.js';
+import { configureWorkflowsCommand } from './commands/workflows-command.js';
+import { CliError, CliExit } from './errors.js';
+import { EXIT } from './exit-codes.js';
+import { processRuntime, type Runtime } from './runtime.js';
+import { CLI_VERSION } from './version.js';
+
+export function buildProgram(rt: Runtime): Command {
+  const program = new Command('drover')
+    .description('Drover from the command line: run triggers, move files, follow jobs, manage an organization')
+    .version(CLI_VERSION)
+    .option('--url <url>', 'the coordinator, e.g. https://drover.example.com (env DROVER_URL)')
+    .option('--token <token>', 'an API token, drv_... (env DROVER_TOKEN)')
+    .option('--org <id-or-name>', 'the organization of session commands (env DROVER_ORG; default: your only one)')
+    .addHelpText('after', '\nDocumentation: docs/cli.md. Exit codes: `drover run --help`.\n');
+  // With an API token (or a session)
+  configureRunCommand(program, rt);
+  configureFilesCommand(program, rt);
+  configureAgentsCommand(program, rt);
+  configureWorkflowsCommand(program, rt);
+  configureTokenCommand(program, rt);
+  // Sessions
+  configureLoginCommand(program, rt);
+  configureLogoutCommand(program, rt);
+  configureJobsCommand(program, rt);
+  configureJobCommand(program, rt);
+  configureCancelCommand(program, rt);
+  configureReleaseCommand(program, rt);
+  configureEnrollmentTokenCommand(program, rt);
+  configureTriggerCommand(program, rt);
+  configureApiTokenCommand(program, rt);
+  configureMemberCommand(program, rt);
+  configureCompletionCommand(program, rt);
+  forEachCommand(program, (command) =>
+    command
+      .exitOverride()
+      .showHelpAfterError('(run with --help for usage)')
+      .configureOutput({
+        writeOut: rt.out,
+        writeErr: rt.err,
+        // One style for every error line: `drover: <message>`.
+        outputError: (text, write) => write(text.replace(/^error: /, 'drover: ')),
+      }),
+  );
+  return program;
+}
+
+function forEachCommand(command: Command, apply: (command: Command) => void): void {
+  apply(command);
+  for (const sub of command.commands) forEachCommand(sub, apply);
+}
+
+/**
+ * Runs `drover <argv>` and returns its exit code (exit-codes.ts). A failure is one line on
+ * stderr, `drover: <message>`, the API's own message when the API refused the call.
+ */
+export async function runCli(argv: readonly string[], rt: Runtime = processRuntime()): Promise<number> {
+  try {
+    await buildProgram(rt).parseAsync(argv, { from: 'user' });
+    return EXIT.success;
+  } catch (error) {
+    if (error instanceof CliExit) return error.exitCode;
+    if (error instanceof CommanderError) {
+      // commander printed the message (or the help, or the version)
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT.success : EXIT.usage;
+    }
+    if (error instanceof CliError) {
+      rt.err(`drover: ${error.message}\n`);
+      return error.exitCode;
+    }
+    rt.err(`drover: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    return EXIT.usage;
+  }
+}

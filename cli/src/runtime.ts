@@ -1,0 +1,50 @@
+import os from 'node:os';
+import type { Readable } from 'node:stream';
+
+/**
+ * What a command touches outside itself: its output streams, environment, standard input and
+ * working directory, and the signal of an interruption. `processRuntime` is the real one; tests
+ * of the program in process pass their own.
+ */
+export interface Runtime {
+  out(text: string): void;
+  err(text: string): void;
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+  homedir: string;
+  /** Standard input (a password from `--password-stdin`, or the terminal that asks for one). */
+  stdin: Readable & { isTTY?: boolean; setRawMode?(mode: boolean): unknown };
+  /** Whether stderr is a terminal: progress bars and redrawn tables only there. */
+  stderrIsTTY: boolean;
+  stdoutIsTTY: boolean;
+  /** Aborts when the process is asked to stop (SIGINT, SIGTERM). */
+  signal: AbortSignal;
+}
+
+/** The process's runtime; the first SIGINT or SIGTERM aborts `signal`, a second one ends the process. */
+export function processRuntime(): Runtime {
+  const interrupt = new AbortController();
+  const onSignal = (name: NodeJS.Signals) => {
+    if (interrupt.signal.aborted) process.exit(128 + (os.constants.signals[name] ?? 2));
+    interrupt.abort(name);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    out: (text) => void process.stdout.write(text),
+    err: (text) => void process.stderr.write(text),
+    env: process.env,
+    cwd: process.cwd(),
+    homedir: os.homedir(),
+    stdin: process.stdin,
+    stderrIsTTY: process.stderr.isTTY === true,
+    stdoutIsTTY: process.stdout.isTTY === true,
+    signal: interrupt.signal,
+  };
+}
+
+/** Whether progress may be drawn: stderr is a terminal, and not a CI log (`CI` set) or a dumb one. */
+export function showsProgress(rt: Runtime): boolean {
+  const ci = rt.env.CI;
+  return rt.stderrIsTTY && (ci === undefined || ci === '' || ci === 'false' || ci === '0') && rt.env.TERM !== 'dumb';
+}

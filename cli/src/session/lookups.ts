@@ -1,0 +1,47 @@
+import { CliError } from '../errors.js';
+import type { SessionCaller } from '../callers.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const isUuid = (value: string) => UUID.test(value);
+
+/**
+ * The one item of `items` that `value` names, by id or by `nameOf`; an error naming `what` when
+ * none or several do. An id is taken as it is when `items` is not needed to know it.
+ */
+export function pick<T extends { id: string }>(
+  items: readonly T[],
+  value: string,
+  what: string,
+  nameOf: (item: T) => string,
+): T {
+  const byId = items.find((item) => item.id.toLowerCase() === value.toLowerCase());
+  if (byId) return byId;
+  const named = items.filter((item) => nameOf(item) === value);
+  if (named.length === 1) return named[0]!;
+  if (named.length > 1) throw new CliError(`${named.length} ${what}s are named \`${value}\`: give the id`);
+  throw new CliError(`no ${what} \`${value}\` in the organization`);
+}
+
+/** An agent of the organization, by id or name (revoked agents left out of names). */
+export async function agentId(caller: SessionCaller, value: string): Promise<string> {
+  if (isUuid(value)) return value;
+  const agents = await caller.api.get<{ id: string; name: string; status: string }[]>(
+    `/orgs/${await caller.orgId()}/agents`,
+  );
+  return pick(
+    agents.filter((a) => a.status !== 'revoked'),
+    value,
+    'agent',
+    (a) => a.name,
+  ).id;
+}
+
+/** A storage binding of the organization, by id or name. */
+export async function bindingId(caller: SessionCaller, value: string): Promise<string> {
+  if (isUuid(value)) return value;
+  const bindings = await caller.api.get<{ id: string; name: string }[]>(
+    `/orgs/${await caller.orgId()}/storage-bindings`,
+  );
+  return pick(bindings, value, 'storage binding', (b) => b.name).id;
+}

@@ -1,0 +1,54 @@
+import path from 'node:path';
+import { isAgentError, parseCoordinatorUrl } from '@drover/agent/client';
+import { CliError } from './errors.js';
+import type { Runtime } from './runtime.js';
+
+/** The global options, each also read from its environment variable. */
+export interface GlobalFlags {
+  url?: string;
+  token?: string;
+  org?: string;
+}
+
+/**
+ * Where and as whom a command calls: the coordinator (`--url`, `DROVER_URL`; a session's own
+ * otherwise), the API token (`--token`, `DROVER_TOKEN`), the organization for session commands
+ * (`--org`, `DROVER_ORG`) and the directory of the session file.
+ */
+export interface Settings {
+  /** `http(s)://host[:port]`, or null when neither the flag nor the variable names one. */
+  url: string | null;
+  token: string | null;
+  org: string | null;
+  configDir: string;
+}
+
+export function loadSettings(flags: GlobalFlags, rt: Runtime): Settings {
+  const given = (flag: string | undefined, variable: string) => {
+    const value = (flag ?? rt.env[variable] ?? '').trim();
+    return value === '' ? null : value;
+  };
+  const url = given(flags.url, 'DROVER_URL');
+  return Object.freeze({
+    url: url === null ? null : coordinatorUrl(url, flags.url !== undefined ? '--url' : 'DROVER_URL'),
+    token: given(flags.token, 'DROVER_TOKEN'),
+    org: given(flags.org, 'DROVER_ORG'),
+    configDir: configDir(rt),
+  });
+}
+
+/** `$XDG_CONFIG_HOME/drover` when that is an absolute path, else `~/.config/drover`. */
+export function configDir(rt: Pick<Runtime, 'env' | 'homedir'>): string {
+  const xdg = rt.env.XDG_CONFIG_HOME;
+  const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(rt.homedir, '.config');
+  return path.join(base, 'drover');
+}
+
+function coordinatorUrl(value: string, source: string): string {
+  try {
+    return parseCoordinatorUrl(value);
+  } catch (error) {
+    if (isAgentError(error)) throw new CliError(`${source}: ${error.message}`);
+    throw error;
+  }
+}

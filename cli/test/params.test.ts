@@ -1,0 +1,53 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseDuration } from '../src/duration.js';
+import { buildParams } from '../src/params.js';
+
+describe('--param and --params-file', () => {
+  it('gives strings with =, JSON values with :=, the last one winning', () => {
+    expect(buildParams('/', ['env=prod', 'count:=3', 'dry:=true', 'tags:=["a"]', 'env=staging', 'eq=a=b'])).toEqual({
+      env: 'staging',
+      count: 3,
+      dry: true,
+      tags: ['a'],
+      eq: 'a=b',
+    });
+  });
+
+  it('puts --param over the params of the file', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-params-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'p.json'), '{"env": "prod", "count": 2}');
+      expect(buildParams(dir, ['count:=5'], 'p.json')).toEqual({ env: 'prod', count: 5 });
+      fs.writeFileSync(path.join(dir, 'list.json'), '[1]');
+      expect(() => buildParams(dir, [], 'list.json')).toThrow(/must hold a JSON object of params, got an array/);
+      expect(() => buildParams(dir, [], 'missing.json')).toThrow(/cannot read .*missing\.json: ENOENT/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a pair without a name or a value that is not JSON', () => {
+    expect(() => buildParams('/', ['=x'])).toThrow('--param: expected name=value or name:=json, got `=x`');
+    expect(() => buildParams('/', ['novalue'])).toThrow('--param: expected name=value or name:=json');
+    expect(() => buildParams('/', ['n:=yes'])).toThrow('--param n:= expects a JSON value');
+  });
+});
+
+describe('durations', () => {
+  it('read units from seconds to days, combined, or a number of seconds', () => {
+    expect(parseDuration('90', '--x')).toBe(90_000);
+    expect(parseDuration('1h30m', '--x')).toBe(5_400_000);
+    expect(parseDuration('1d', '--x')).toBe(86_400_000);
+    expect(parseDuration('0.5s', '--x')).toBe(500);
+  });
+
+  it('say what was expected and what was got', () => {
+    expect(() => parseDuration('soon', '--ttl')).toThrow(
+      '--ttl: expected a duration such as 30s, 5m, 2h or 1d, got `soon`',
+    );
+    expect(() => parseDuration('0s', '--ttl')).toThrow('--ttl: must be longer than zero, got `0s`');
+  });
+});

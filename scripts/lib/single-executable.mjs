@@ -1,0 +1,320 @@
+/**
+ * Builds a command of the workspace as ONE executable file with Node's single executable
+ * application support (https://nodejs.org/api/single-executable-applications.html). The agent
+ * (`agent/scripts/build-binary.mjs`) and the client command line (`cli/scripts/build-binary.mjs`)
+ * are built by it; each script only names its package, its entry and its output.
+ *
+ * 1. esbuild bundles the CLI module (which exports `runCli(argv): Promise<number>`), with the
+ *    workspace packages taken from their TypeScript sources (the `drover-source` export
+ *    condition) and every dependency, into one minified CommonJS file, the only kind of script a
+ *    Node 20 SEA can run (no top-level await, no `require` of files). Commands load what only
+ *    they use with `import()`, which esbuild turns into modules evaluated on first use.
+ * 2. `node --experimental-sea-config sea-config.json` turns it into a preparation blob, with V8's
+ *    code cache of the bundle (`useCodeCache`), so that a start deserializes instead of compiling.
+ * 3. A copy of this very `node` binary (the blob only fits the Node version that made it) is
+ *    stripped of its symbol tables (`strip`, ~12 MiB) and gets the blob injected with postject,
+ *    under the resource name NODE_SEA_BLOB, flipping the sentinel fuse
+ *    NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2. No code signing on Linux.
+ * 4. The result is copied to its final name (see `install` below for why a copy).
+ *
+ * `--if-stale` skips the build when the binary was made from the same inputs: the content of
+ * every file esbuild bundled, the build scripts, the package manifest and lockfile, and the Node
+ * binary it was injected into (recorded beside the bundle after each build). Builds of one
+ * package take a lock, so that test files building it at the same time build it once.
+ *
+ * docs/performance.md ("Agent footprint") has the figures behind each step.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
+const LOCK_WAIT_MS = 5 * 60_000;
+
+/**
+ * The command line every build script takes:
+ *   --if-stale       do nothing when the binary was built from the same inputs.
+ *   --node <binary>  inject into this Node binary instead of the running one, e.g. the linux-arm64
+ *                    build of the SAME Node version, for ARM machines. The blob then has no code
+ *                    cache (it would be made by this machine's V8 for this machine's architecture).
+ *   --out <file>     where to write the executable (default <package>/dist/<name>).
+ */
+export function parseBuildArgs(argv) {
+  const option = (name) => {
+    const i = argv.indexOf(name);
+    if (i === -1) return undefined;
+    const value = argv[i + 1];
+    if (value === undefined || value.startsWith('--')) throw new Error(`${name} needs a value`);
+    return value;
+  };
+  return { ifStale: argv.includes('--if-stale'), node: option('--node'), out: option('--out') };
+}
+
+/**
+ * Builds `<packageDir>/dist/<name>` (or `out`) from `cliModule`, a file of the package exporting
+ * `runCli`. Logs what it did; throws on failure.
+ */
+export async function buildSingleExecutable({ name, packageDir, cliModule, ifStale = false, node, out }) {
+  const work = path.join(packageDir, 'dist', 'sea');
+  const binary = path.resolve(out ?? path.join(packageDir, 'dist', name));
+  const baseNode = fs.realpathSync(node ?? process.execPath);
+  const build = {
+    name,
+    packageDir,
+    cliModule,
+    binary,
+    baseNode,
+    work,
+    bundle: path.join(work, `${name}.cjs`),
+    blob: path.join(work, 'sea-prep.blob'),
+    config: path.join(work, 'sea-config.json'),
+    inputsFile: path.join(work, `${path.basename(binary)}.inputs.json`),
+    // A code cache is made by the running V8, so it only fits a binary of the running Node.
+    codeCache: baseNode === fs.realpathSync(process.execPath),
+    require: createRequire(path.join(packageDir, 'package.json')),
+  };
+  fs.mkdirSync(work, { recursive: true });
+  const release = await lock(path.join(work, 'build.lock'));
+  try {
+    if (ifStale && upToDate(build)) {
+      console.log(`${path.relative(REPO, binary)} is up to date`);
+      return;
+    }
+    const started = Date.now();
+    fs.mkdirSync(path.dirname(binary), { recursive: true });
+    fs.rmSync(build.inputsFile, { force: true });
+    const bundled = await bundle(build);
+    makeBlob(build);
+    await inject(build);
+    recordInputs(build, bundled);
+    const size = (fs.statSync(binary).size / 1024 / 1024).toFixed(1);
+    console.log(`built ${path.relative(REPO, binary)} (${size} MiB) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+  } finally {
+    release();
+  }
+}
+
+/** Runs a build script's `main`, printing a failure as `build-binary: ...` with exit code 1. */
+export function runBuildScript(main) {
+  main().catch((error) => {
+    console.error(`build-binary: ${error?.stack ?? error}`);
+    process.exitCode = 1;
+  });
+}
+
+/** The bundle's entry: runs the CLI and sets the exit code (CommonJS: no top-level await). */
+const entry = (cliModule) => `
+import { runCli } from ${JSON.stringify(`./${path.basename(cliModule)}`)};
+runCli(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (error) => { console.error(error); process.exitCode = 1; },
+);
+`;
+
+/** Bundles the CLI; returns the files it is made of (absolute paths). */
+async function bundle(build) {
+  const esbuild = build.require('esbuild');
+  const result = await esbuild.build({
+    stdin: {
+      contents: entry(build.cliModule),
+      resolveDir: path.dirname(build.cliModule),
+      sourcefile: 'sea-entry.ts',
+      loader: 'ts',
+    },
+    bundle: true,
+    platform: 'node',
+    target: `node${process.versions.node.split('.')[0]}`,
+    format: 'cjs',
+    minify: true,
+    // undici's cookie helpers read `globalThis.Headers` when they load, which makes Node load its
+    // own internal copy of undici next to the bundled one (~1 MiB of memory for nothing): the
+    // commands never hand them Node's Headers, so that reference is left out.
+    define: { 'globalThis.Headers': 'undefined' },
+    // Workspace packages from their TypeScript sources (no build needed), through the export
+    // condition only they publish.
+    conditions: ['drover-source'],
+    mainFields: ['module', 'main'],
+    outfile: build.bundle,
+    sourcemap: false,
+    legalComments: 'none',
+    logLevel: 'warning',
+    metafile: true,
+  });
+  // `import.meta` is empty in CommonJS: code relying on it would misbehave inside the binary.
+  const importMeta = result.warnings.filter((w) => w.id === 'empty-import-meta');
+  if (importMeta.length > 0) {
+    const where = importMeta.map((w) => `${w.location?.file}:${w.location?.line}`).join(', ');
+    throw new Error(`the bundle uses import.meta, which is empty in a single executable: ${where}`);
+  }
+  // A SEA can `require` built-in modules only: anything left outside the bundle would fail at run time.
+  const imports = Object.values(result.metafile.outputs).flatMap((output) => output.imports);
+  const external = imports.filter((i) => i.external && !i.path.startsWith('node:') && !isBuiltin(i.path));
+  if (external.length > 0) {
+    throw new Error(`the bundle requires modules outside it: ${[...new Set(external.map((i) => i.path))].join(', ')}`);
+  }
+  // esbuild turns `import()` of bundled modules into calls; one left as it is (of a built-in module)
+  // would fail in a SEA with a code cache, where `import()` does not work.
+  const dynamic = imports.filter((i) => i.external && i.kind === 'dynamic-import');
+  if (dynamic.length > 0) {
+    throw new Error(
+      `the bundle uses import() of ${dynamic.map((i) => i.path).join(', ')}: use require() or a static import`,
+    );
+  }
+  // The entry itself is made here (from `cliModule`, an input); every other input is a file.
+  return Object.keys(result.metafile.inputs)
+    .map((input) => path.resolve(input))
+    .filter((file) => fs.existsSync(file));
+}
+
+function isBuiltin(name) {
+  return builtinModules.includes(name.split('/')[0]);
+}
+
+function makeBlob(build) {
+  fs.writeFileSync(
+    build.config,
+    `${JSON.stringify({ main: build.bundle, output: build.blob, disableExperimentalSEAWarning: true, useCodeCache: build.codeCache }, null, 2)}\n`,
+  );
+  execFileSync(process.execPath, ['--experimental-sea-config', build.config], { stdio: 'inherit' });
+}
+
+async function inject(build) {
+  const temp = `${build.binary}.${process.pid}.tmp`;
+  console.log(`injecting into a copy of ${build.baseNode} (postject may warn about ".note" sections: harmless)`);
+  fs.copyFileSync(build.baseNode, temp);
+  fs.chmodSync(temp, 0o755);
+  try {
+    strip(temp);
+    const { inject: postject } = build.require('postject');
+    await postject(temp, 'NODE_SEA_BLOB', fs.readFileSync(build.blob), { sentinelFuse: FUSE });
+    install(temp, build.binary);
+  } finally {
+    fs.rmSync(temp, { force: true });
+  }
+}
+
+/**
+ * Removes the symbol tables and debug information from the copy of node (from ~94 to ~82 MiB for
+ * a distribution's build of Node 20); what the dynamic linker and native addons need stays. Without
+ * a `strip` that knows the binary's format (binutils missing, or another architecture's binary),
+ * the binary is built unstripped and this says so.
+ */
+function strip(file) {
+  try {
+    execFileSync('strip', [file], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (error) {
+    const reason =
+      error.code === 'ENOENT' ? 'no `strip` program (binutils)' : String(error.stderr ?? error.message).trim();
+    console.warn(`build-binary: not stripped (${reason}); the binary is ~12 MiB larger`);
+  }
+}
+
+/**
+ * Gives the binary its final name, atomically (a half-written binary never has it), as a COPY of
+ * what postject wrote. postject writes the whole file at once, and Linux (6.x, ext4) keeps such a
+ * file in the page cache in large folios, which are mapped whole into every process that runs it:
+ * +10 to 20 MiB of RSS that no code uses. A copy is cached page by page, as a downloaded or
+ * installed binary is, so the binary on this machine starts as it will on another.
+ */
+function install(from, to) {
+  const copy = `${to}.${process.pid}.copy`;
+  try {
+    fs.copyFileSync(from, copy);
+    fs.renameSync(copy, to);
+  } finally {
+    fs.rmSync(copy, { force: true });
+  }
+}
+
+/** Files whose content makes the binary besides the bundled ones. */
+function fixedInputs(build) {
+  return [
+    path.join(build.packageDir, 'package.json'),
+    path.join(REPO, 'pnpm-lock.yaml'),
+    fileURLToPath(import.meta.url),
+    process.argv[1] ? path.resolve(process.argv[1]) : undefined,
+  ].filter((file) => file !== undefined);
+}
+
+/** What the binary is made from: a key over the Node binary and every input file's path and content. */
+function inputsKey(build, files) {
+  const hash = createHash('sha256');
+  const node = fs.statSync(build.baseNode);
+  hash.update(`${build.baseNode}\0${node.size}\0${node.mtimeMs}\0${process.version}\0${build.codeCache}\0`);
+  for (const file of [...new Set(files)].sort()) {
+    hash.update(`${file}\0`);
+    hash.update(fs.readFileSync(file));
+    hash.update('\0');
+  }
+  return hash.digest('hex');
+}
+
+function recordInputs(build, bundled) {
+  const files = [...bundled, ...fixedInputs(build)];
+  const record = { binary: build.binary, key: inputsKey(build, files), files };
+  fs.writeFileSync(build.inputsFile, `${JSON.stringify(record, null, 2)}\n`);
+}
+
+/** True when the binary exists and its recorded inputs are unchanged. */
+function upToDate(build) {
+  if (!fs.existsSync(build.binary)) return false;
+  let record;
+  try {
+    record = JSON.parse(fs.readFileSync(build.inputsFile, 'utf8'));
+  } catch {
+    return false;
+  }
+  try {
+    return record.binary === build.binary && record.key === inputsKey(build, record.files);
+  } catch {
+    return false; // an input is gone
+  }
+}
+
+/** Takes `file` as an exclusive lock (waiting while a live process holds it); returns its release. */
+async function lock(file) {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(file, { force: true });
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+    }
+    const holder = lockHolder(file);
+    if (holder === 'gone') continue;
+    if (!isAlive(holder)) {
+      fs.rmSync(file, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`${file} is held by process ${holder} for too long`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** The pid in a lock file; 'gone' when it was released meanwhile; -1 for a file just made (not written yet). */
+function lockHolder(file) {
+  try {
+    const text = fs.readFileSync(file, 'utf8').trim();
+    if (text !== '') return Number(text);
+    return Date.now() - fs.statSync(file).mtimeMs < 10_000 ? -1 : 0;
+  } catch (error) {
+    if (error.code === 'ENOENT') return 'gone';
+    throw error;
+  }
+}
+
+function isAlive(pid) {
+  if (pid === -1) return true;
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}

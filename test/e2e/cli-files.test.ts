@@ -1,0 +1,152 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startBlobProxy, type BlobProxy } from '../helpers/blob-proxy.js';
+import { buildDrover, drover, spawnDrover, stopDrover, type DroverProcess } from '../helpers/cli-binary.js';
+import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { eventually } from '../helpers/poll.js';
+import { FILE_FIELDS, sha256 as sha256Of } from '../helpers/storage.js';
+import { issueApiToken } from '../helpers/tokens.js';
+
+/**
+ * `drover files upload|download`, the built single executable against a real coordinator whose
+ * presigned URLs go through a proxy that can break a download in the middle.
+ */
+
+const MB = 1024 * 1024;
+const SIZE = 50 * MB;
+
+const sha256 = (file: string) => sha256Of(fs.readFileSync(file));
+
+describe('drover files', () => {
+  let t: TestCoordinator;
+  let proxy: BlobProxy;
+  let work: string;
+  let env: Record<string, string>;
+  let source: string;
+  let sourceSha: string;
+  let fileId: string;
+  let running: DroverProcess | undefined;
+  beforeAll(async () => {
+    proxy = await startBlobProxy();
+    t = await startTestCoordinator({ env: { DROVER_PUBLIC_URL: proxy.url } });
+    proxy.target(t.url);
+    work = makeTempDir('drover-cli-files-');
+    const token = await issueApiToken(t.owner, t.orgId, [
+      { type: 'storage', bindingIds: null, permissions: ['read', 'write'] },
+    ]);
+    env = { DROVER_URL: t.url, DROVER_TOKEN: token.token, XDG_CONFIG_HOME: path.join(work, 'config') };
+    source = path.join(work, 'firmware.bin');
+    fs.writeFileSync(source, randomBytes(SIZE));
+    sourceSha = sha256(source);
+    await buildDrover();
+  }, 300_000);
+  afterAll(async () => {
+    await stopDrover(running);
+    await t?.close();
+    await proxy?.close();
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  it('uploads 50 MB, prints the file id, and checks the SHA-256 the coordinator received', async () => {
+    const up = await drover(['files', 'upload', 'firmware.bin', '--ttl', '2h'], { env, cwd: work });
+    expect(up.stderr).toContain(`SHA-256 ${sourceSha} (the same on the coordinator)`);
+    expect(up.code).toBe(0);
+    fileId = up.stdout.trim();
+    const file = (await t.owner.get(`/orgs/${t.orgId}/files/${fileId}`)).body;
+    expect(file).toMatchObject({
+      id: fileId,
+      filename: 'firmware.bin',
+      size: SIZE,
+      status: 'active',
+      cleanupRule: 'ttl',
+    });
+    const hoursLeft = (Date.parse(file.expiresAt) - Date.now()) / 3_600_000;
+    expect(hoursLeft).toBeGreaterThan(1.9);
+    expect(hoursLeft).toBeLessThanOrEqual(2);
+  });
+
+  it('prints the metadata the API answers with --json', async () => {
+    const small = path.join(work, 'notes.txt');
+    fs.writeFileSync(small, 'hello\n');
+    const up = await drover(['files', 'upload', small, '--persistent', '--json'], { env });
+    expect(up.code).toBe(0);
+    const file = JSON.parse(up.stdout);
+    expect(Object.keys(file).sort()).toEqual(FILE_FIELDS);
+    expect(file).toMatchObject({
+      filename: 'notes.txt',
+      contentType: 'text/plain',
+      size: 6,
+      cleanupRule: 'persistent',
+    });
+  });
+
+  it('downloads the 50 MB back and checks them against the checksum the storage recorded', async () => {
+    const out = path.join(work, 'whole.bin');
+    const down = await drover(['files', 'download', fileId, '-o', out, '--sha256', sourceSha], { env });
+    expect(down.stderr).toContain(`SHA-256 ${sourceSha} (matches the checksum the storage recorded and --sha256)`);
+    expect(down.code).toBe(0);
+    expect(down.stdout.trim()).toBe(out);
+    expect(sha256(out)).toBe(sourceSha);
+    expect(fs.readdirSync(work).filter((f) => f.endsWith('.part'))).toEqual([]);
+  });
+
+  it('goes on from where a download was cut off, with a range request', async () => {
+    const out = path.join(work, 'cut.bin');
+    const before = proxy.ranges.length;
+    proxy.breakNext({ cutAfter: 20 * MB });
+    const down = await drover(['files', 'download', fileId, '-o', out], { env });
+    expect(down.stderr).toMatch(/going on from \d/);
+    expect(down.code).toBe(0);
+    const [first, second] = proxy.ranges.slice(before);
+    expect(first).toBeUndefined();
+    const from = Number(/^bytes=(\d+)-$/.exec(second ?? '')?.[1]);
+    expect(from).toBeGreaterThan(0);
+    expect(from).toBeLessThanOrEqual(20 * MB);
+    expect(sha256(out)).toBe(sourceSha);
+  });
+
+  it('resumes at the next run a download whose process was killed', async () => {
+    const out = path.join(work, 'resumed.bin');
+    const part = `${out}.${fileId}.part`;
+    proxy.breakNext({ stallAfter: 20 * MB });
+    running = spawnDrover(['files', 'download', fileId, '-o', out], { env });
+    await eventually(() => fs.statSync(part, { throwIfNoEntry: false })?.size === 20 * MB, 20_000, 'the part file');
+    running.child.kill('SIGKILL');
+    await running.exited;
+
+    const before = proxy.ranges.length;
+    const again = await drover(['files', 'download', fileId, '-o', out], { env });
+    expect(again.stderr).toContain(`resuming the download of ${fileId} at 21 MB of 52.4 MB`);
+    expect(again.stderr).toContain(`SHA-256 ${sourceSha} (matches the checksum the storage recorded)`);
+    expect(again.code).toBe(0);
+    expect(proxy.ranges.slice(before)).toEqual([`bytes=${20 * MB}-`]);
+    expect(sha256(out)).toBe(sourceSha);
+    expect(fs.existsSync(part)).toBe(false);
+  });
+
+  it('removes a download that does not have the SHA-256 given, and exits 2', async () => {
+    const out = path.join(work, 'wrong.bin');
+    const wrong = 'ab'.repeat(32);
+    const down = await drover(['files', 'download', fileId, '-o', out, '--sha256', wrong], { env });
+    expect(down.code).toBe(2);
+    expect(down.stderr).toBe(
+      `drover: the download of ${fileId} has the SHA-256 ${sourceSha}, not ${wrong} (the one given with --sha256); removed it\n`,
+    );
+    expect(fs.readdirSync(work).filter((f) => f.startsWith('wrong.bin'))).toEqual([]);
+  });
+
+  it("says the API's message in one line and exits 2 for a bad token or an unknown file", async () => {
+    const bad = await drover(['files', 'download', fileId], { env: { ...env, DROVER_TOKEN: 'drv_nope' }, cwd: work });
+    expect(bad).toMatchObject({ code: 2, stdout: '' });
+    expect(bad.stderr).toMatch(/^drover: [^\n]*token[^\n]*\n$/i);
+    const unknown = await drover(['files', 'download', '0190c0de-0000-7000-8000-000000000000'], { env, cwd: work });
+    expect(unknown).toMatchObject({ code: 2, stdout: '', stderr: 'drover: File not found\n' });
+  });
+
+  it('refuses --ttl with --persistent before calling the API (exit 2)', async () => {
+    const res = await drover(['files', 'upload', source, '--ttl', '1d', '--persistent'], { env });
+    expect(res).toMatchObject({ code: 2, stderr: 'drover: choose --ttl or --persistent, not both\n' });
+  });
+});

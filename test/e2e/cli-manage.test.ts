@@ -1,0 +1,249 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollAgentStateDir, type AgentStateDir } from '../helpers/agent-daemon.js';
+import { buildDrover, drover, DROVER } from '../helpers/cli-binary.js';
+import {
+  makeTempDir,
+  OWNER_EMAIL,
+  OWNER_PASSWORD,
+  startTestCoordinator,
+  type TestCoordinator,
+} from '../helpers/coordinator.js';
+
+/**
+ * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
+ * release`), organizations chosen with --org, and shell completion, with the built single
+ * executable against a real coordinator.
+ */
+
+let t: TestCoordinator;
+let agent: AgentStateDir;
+let work: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  t = await startTestCoordinator();
+  agent = await enrollAgentStateDir(t);
+  work = makeTempDir('drover-cli-manage-');
+  env = { DROVER_URL: t.url, XDG_CONFIG_HOME: path.join(work, 'config') };
+  await buildDrover();
+  const login = await drover(['login', '--email', OWNER_EMAIL, '--password-stdin'], {
+    env,
+    input: `${OWNER_PASSWORD}\n`,
+  });
+  if (login.code !== 0) throw new Error(`login: ${login.stderr}`);
+}, 300_000);
+
+afterAll(async () => {
+  await t?.close();
+  if (agent) fs.rmSync(path.dirname(agent.stateDir), { recursive: true, force: true });
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+const run = (args: string[], extra: Record<string, string> = {}) =>
+  drover(args, { env: { ...env, ...extra }, cwd: work });
+
+describe('drover management commands', () => {
+  it('creates an enrollment token and says how to enroll with it', async () => {
+    const res = await run(['enrollment-token', 'create', '--name', 'rack 4', '--expires-in', '2h']);
+    expect(res.code).toBe(0);
+    const token = res.stdout.trim();
+    expect(token).toMatch(/^drve_\S+$/);
+    expect(res.stderr).toContain(`drover-agent enroll --url ${t.url} --token ${token}\n`);
+    const json = JSON.parse((await run(['enrollment-token', 'create', '--json'])).stdout);
+    expect(Object.keys(json).sort()).toEqual(['expiresAt', 'id', 'name', 'token']);
+  });
+
+  it('creates, lists and deletes a trigger, naming the agent by its name', async () => {
+    const created = await run([
+      'trigger',
+      'create',
+      '--name',
+      'deploy',
+      '--agent',
+      'daemon-test',
+      '--workflow',
+      'deploy',
+      '--sync',
+      '--response-timeout',
+      '10s',
+      '--allowed-ref',
+      'main',
+    ]);
+    expect(created.code).toBe(0);
+    const id = created.stdout.trim();
+    expect((await t.owner.get(`/orgs/${t.orgId}/triggers/${id}`)).body).toMatchObject({
+      name: 'deploy',
+      agentId: agent.agentId,
+      workflowName: 'deploy',
+      responseMode: 'sync',
+      responseTimeoutMs: 10_000,
+      allowedRefs: ['main'],
+    });
+    const table = await run(['trigger', 'list']);
+    expect(table.stdout).toMatch(
+      new RegExp(`^ID +NAME +TYPE +MODE +WORKFLOW +AGENT\n${id} +deploy +webhook +sync +deploy +${agent.agentId}\n$`),
+    );
+    const json = JSON.parse((await run(['trigger', 'list', '--json'])).stdout);
+    expect(json).toEqual((await t.owner.get(`/orgs/${t.orgId}/triggers`)).body);
+
+    const deleted = await run(['trigger', 'delete', id]);
+    expect(deleted).toMatchObject({ code: 0, stdout: `Deleted the trigger deploy (${id})\n` });
+    const again = await run(['trigger', 'delete', id]);
+    expect(again).toMatchObject({ code: 2, stderr: 'drover: Trigger not found\n' });
+    const neither = await run(['trigger', 'create', '--name', 'x', '--agent', 'daemon-test']);
+    expect(neither).toMatchObject({
+      code: 2,
+      stderr: 'drover: give --workflow <name> or --any-workflow (one of them)\n',
+    });
+  });
+
+  it('issues an API token that works at once, lists it, and revokes it', async () => {
+    const issued = await run([
+      'api-token',
+      'create',
+      '--name',
+      'ci',
+      '--agent',
+      'daemon-test',
+      '--storage',
+      'read,write',
+      '--limit-per-minute',
+      '10',
+      '--expires-in',
+      '30d',
+    ]);
+    expect(issued.code).toBe(0);
+    const token = issued.stdout.trim();
+    expect(token).toMatch(/^drv_/);
+    const meta = await run(['token', '--json'], { DROVER_TOKEN: token });
+    expect(JSON.parse(meta.stdout)).toMatchObject({
+      name: 'ci',
+      scopes: [
+        { type: 'agent', agentIds: [agent.agentId] },
+        { type: 'storage', bindingIds: null, permissions: ['read', 'write'] },
+      ],
+      rateLimit: { perMinute: 10, perHour: null, perDay: null },
+    });
+    const shown = await run(['token'], { DROVER_TOKEN: token });
+    expect(shown.stdout).toMatch(
+      /^Name: +ci\nGrants: +agents [0-9a-f-]{36}; storage read, write in every binding\nJob limits: +10\/minute\nExpires: +20/,
+    );
+
+    const tokens = await t.owner.get(`/orgs/${t.orgId}/api-tokens`);
+    const id = tokens.body[0].id;
+    const list = await run(['api-token', 'list']);
+    expect(list.stdout).toMatch(
+      new RegExp(`^ID +NAME +HINT +STATE +GRANTS +LIMITS +EXPIRES\n${id} +ci +drv_…\\S+ +active `),
+    );
+    const revoked = await run(['api-token', 'revoke', id]);
+    expect(revoked).toMatchObject({ code: 0, stdout: `Revoked the API token ci (${id})\n` });
+    const refused = await run(['token'], { DROVER_TOKEN: token });
+    expect(refused).toMatchObject({ code: 2, stderr: 'drover: The API token has been revoked\n' });
+  });
+
+  it('adds a member with a new account, refuses a second add with the API message, and removes them', async () => {
+    const added = await run(['member', 'add', '--email', 'dev@example.test', '--new-account'], {
+      DROVER_MEMBER_PASSWORD: 'another long secret',
+    });
+    expect(added.stdout).toMatch(/^Added dev@example\.test as member \([0-9a-f-]{36}\)\n$/);
+    const twice = await run(['member', 'add', '--email', 'dev@example.test']);
+    expect(twice).toMatchObject({ code: 2, stderr: 'drover: This user is already a member of the organization\n' });
+    const removed = await run(['member', 'remove', 'DEV@example.test']);
+    expect(removed).toMatchObject({ code: 0, stdout: 'Removed dev@example.test from the organization\n' });
+  });
+
+  it('creates releases from an artifact it uploads or a stored file, publishes and yanks them by version', async () => {
+    const app = await t.owner.post(`/orgs/${t.orgId}/apps`, { body: { slug: 'fw', updateWorkflowName: 'update' } });
+    expect(app.status, app.text).toBe(201);
+    fs.writeFileSync(path.join(work, 'fw-1.0.bin'), 'firmware one');
+    const first = await run(['release', 'create', '1.0', '--app', 'fw', '--artifact', 'fw-1.0.bin', '--publish']);
+    expect(first.code).toBe(0);
+    expect(first.stderr).toMatch(/^Uploaded the artifact as file [0-9a-f-]{36} \(SHA-256 [0-9a-f]{64}\)\n/);
+    expect(first.stderr).toContain('Release 1.0 (#1, optional) on channel stable: published\n');
+    const release = (await t.owner.get(`/orgs/${t.orgId}/apps/${app.body.id}/releases/${first.stdout.trim()}`)).body;
+    expect(release).toMatchObject({ version: '1.0', status: 'published', size: 12 });
+
+    const second = await run([
+      'release',
+      'create',
+      '1.1',
+      '--app',
+      'fw',
+      '--file',
+      release.artifactFileId,
+      '--mandatory',
+      '--json',
+    ]);
+    expect(JSON.parse(second.stdout)).toMatchObject({
+      version: '1.1',
+      sequence: 2,
+      status: 'draft',
+      updatePolicy: 'mandatory',
+    });
+    const published = await run(['release', 'publish', '1.1', '--app', 'fw']);
+    expect(published).toMatchObject({ code: 0, stdout: 'Release 1.1 (#2, mandatory) on channel stable: published\n' });
+    const yanked = await run(['release', 'yank', '1.1', '--app', 'fw']);
+    expect(yanked.stdout).toBe('Release 1.1 (#2, mandatory) on channel stable: yanked\n');
+    const twice = await run(['release', 'yank', '1.1', '--app', 'fw']);
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(/^drover: [^\n]*yanked[^\n]*\n$/);
+    const list = await run(['release', 'list', '--app', 'fw']);
+    expect(list.stdout).toMatch(
+      /^ID +VERSION +SEQUENCE +CHANNEL +POLICY +STATUS +PUBLISHED\n\S+ +1\.1 +#2 +stable +mandatory +yanked +20/,
+    );
+    const unknown = await run(['release', 'list', '--app', 'nope']);
+    expect(unknown).toMatchObject({ code: 2, stderr: 'drover: no application `nope` in the organization\n' });
+  });
+
+  it("works in the user's only organization, and asks for --org once there are several", async () => {
+    const other = await t.owner.post('/orgs', { body: { name: 'lab' } });
+    expect(other.status).toBe(201);
+    const ambiguous = await run(['trigger', 'list']);
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toBe(
+      `drover: you belong to 2 organizations (acme: ${t.orgId}, lab: ${other.body.id}); choose one with --org or DROVER_ORG\n`,
+    );
+    expect((await run(['trigger', 'list', '--org', 'lab'])).stdout).toBe('No triggers.\n');
+    expect((await run(['agents', '--json'], { DROVER_ORG: 'acme' })).stdout).toContain(agent.agentId);
+  });
+});
+
+describe('drover completion', () => {
+  const complete = (line: string) => {
+    const words = line.split(' ');
+    const script = [
+      'source <(drover completion bash)',
+      `COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')})`,
+      `COMP_CWORD=${words.length - 1}`,
+      '_drover_complete',
+      'printf "%s\\n" "${COMPREPLY[@]}"',
+    ].join('\n');
+    const bin = path.dirname(DROVER);
+    return execFileSync('bash', ['-c', script], {
+      encoding: 'utf8',
+      env: { PATH: `${bin}:${process.env.PATH}`, HOME: work },
+    }).trim();
+  };
+
+  it('completes commands, subcommands and options in bash', () => {
+    expect(complete('drover fi')).toBe('files');
+    expect(complete('drover files ')).toBe('upload\ndownload');
+    expect(complete('drover run x --wa')).toBe('--wait\n--wait-timeout');
+    expect(complete('drover --url http://x release p')).toBe('publish');
+    expect(complete('drover run x --params-file ')).toBe('');
+  });
+
+  it('prints a zsh script and refuses other shells', async () => {
+    const zsh = await run(['completion', 'zsh']);
+    expect(zsh.code).toBe(0);
+    expect(zsh.stdout).toMatch(/^#compdef drover\n/);
+    expect(zsh.stdout).toContain('drover __complete -- ');
+    expect(await run(['completion', 'fish'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: expected the shell bash or zsh, got `fish`\n',
+    });
+  });
+});
