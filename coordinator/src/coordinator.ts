@@ -77,7 +77,14 @@ export async function createCoordinator(
     const audit = new AuditLog(repos.audit, clock);
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock);
     const jobEvents = new JobEvents();
-    const files = await createFileService({ repos, clock, dataDir: config.dataDir, config: () => ctx.config, logger });
+    const files = await createFileService({
+      repos,
+      clock,
+      dataDir: config.dataDir,
+      storage: config.storage,
+      config: () => ctx.config,
+      logger,
+    });
     const ota = new OtaEngine({
       bindings: repos.deviceBindings,
       jobEvents,

@@ -31,6 +31,10 @@ export const ErrorCodes = {
   headers_too_large: { status: 431, description: 'The request headers are larger than the server accepts.' },
   internal: { status: 500, description: 'An unexpected server error; no internals are disclosed.' },
   unavailable: { status: 503, description: 'The server is shutting down or not ready.' },
+  storage_unavailable: {
+    status: 503,
+    description: 'The object store of a storage binding could not be reached, or refused; nothing was changed.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ErrorCode = keyof typeof ErrorCodes;

@@ -115,16 +115,18 @@ describe('storage input validation', () => {
     );
   });
 
-  it('refuses an s3 binding, which this coordinator cannot presign for yet', async () => {
+  it("presigns into an s3 binding's bucket, and answers 503 at complete while the store cannot be reached", async () => {
     const s3 = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
       body: {
         name: 'bucket',
         backend: 's3',
-        endpoint: 'https://s3.example.test',
+        // Nothing listens on port 9 here: the store is down.
+        endpoint: 'http://127.0.0.1:9',
         bucket: 'drover-files',
         region: 'us-east-1',
         accessKeyId: 'AKIAEXAMPLE',
         secretAccessKey: 'secretsecret',
+        forcePathStyle: true,
       },
     });
     expect(s3.status).toBe(201);
@@ -132,8 +134,16 @@ describe('storage input validation', () => {
     const res = await every.post('/storage/files/presign-upload', {
       body: { cleanupRule: 'persistent', bindingId: s3.body.id },
     });
-    expect422(res, 'body.bindingId');
-    expect(res.body.message).toContain('s3 backend');
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.uploadUrl).toMatch(/^http:\/\/127\.0\.0\.1:9\/drover-files\/drover\//);
+    const complete = await every.post(`/storage/files/${res.body.fileId}/complete`);
+    expect(complete.status).toBe(503);
+    expect(complete.body).toEqual({
+      statusCode: 503,
+      code: 'storage_unavailable',
+      message:
+        'The object store of this storage binding could not be reached or refused; nothing was changed, try again later',
+    });
   });
 
   it('refuses bodies that are not JSON objects', async () => {

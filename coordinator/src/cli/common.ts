@@ -11,6 +11,10 @@ export function withServerOptions(command: Command): Command {
     .option('--data-dir <dir>', 'SQLite file, local blobs and server key (env DROVER_DATA_DIR, default ./data)')
     .option('--public-url <url>', 'URL clients reach this server at (env DROVER_PUBLIC_URL)')
     .option(
+      '--storage-url <url>',
+      'keep files in an S3-compatible bucket: s3://<bucket>?endpoint=...&region=... (env DROVER_STORAGE_URL; default: the data directory)',
+    )
+    .option(
       '--log-level <level>',
       'fatal, error, warn, info, debug, trace or silent (env DROVER_LOG_LEVEL, default info)',
     )

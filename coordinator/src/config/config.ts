@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
+import { parseStorageUrl, type StorageConfig } from './storage-config.js';
 
 /**
  * The coordinator's configuration (docs/operations.md): flags, then environment, then defaults,
@@ -38,6 +39,8 @@ export interface Config {
   readonly fileSweepIntervalMs: number;
   /** The TTL of the files agents upload as job outputs. */
   readonly jobFileTtlSeconds: number;
+  /** Where the coordinator's own files are kept: the data directory, or a bucket. */
+  readonly storage: StorageConfig;
   /** Slack and Discord app credentials; null: that provider is off. */
   readonly chat: ChatConfig;
   /** How long a chat message (a job's notification) is retried before it is given up. */
@@ -77,6 +80,7 @@ export interface ConfigFlags {
   host?: string | undefined;
   dataDir?: string | undefined;
   publicUrl?: string | undefined;
+  storageUrl?: string | undefined;
   logLevel?: string | undefined;
   logFormat?: string | undefined;
 }
@@ -234,6 +238,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     90 * 86400,
   );
 
+  const storage = parseStorageUrl(pick(flags.storageUrl, 'storage-url', 'DROVER_STORAGE_URL'), env, problems);
+
   const chat = parseChatConfig(env, problems);
   const chatGiveUpSeconds = integer(
     pick(undefined, null, 'DROVER_CHAT_GIVE_UP_SECONDS'),
@@ -263,6 +269,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     maxFileBytes,
     fileSweepIntervalMs,
     jobFileTtlSeconds,
+    storage,
     chat,
     chatGiveUpSeconds,
   });

@@ -28,9 +28,9 @@ export interface S3Config {
   forcePathStyle: boolean;
 }
 
-// S3 bucket naming rules (3 to 63 lower-case letters, digits, dots and hyphens, alphanumeric ends).
-const BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
-const REGION = /^[A-Za-z0-9_-]{1,64}$/;
+/** S3 bucket naming rules (3 to 63 lower-case letters, digits, dots and hyphens, alphanumeric ends). */
+export const S3_BUCKET = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+export const S3_REGION = /^[A-Za-z0-9_-]{1,64}$/;
 const KEY = /^[\x21-\x7e]{1,256}$/; // printable ASCII, no spaces
 
 /**
@@ -82,14 +82,14 @@ function checkS3(input: StorageBindingInput, details: ValidationDetail[]): S3Con
     });
   }
   const bucket = text('bucket');
-  if (bucket !== null && !BUCKET.test(bucket)) {
+  if (bucket !== null && !S3_BUCKET.test(bucket)) {
     details.push({
       path: 'body.bucket',
       message: `must be an S3 bucket name (3 to 63 of a-z 0-9 . -), got ${describeValue(bucket)}`,
     });
   }
   const region = text('region');
-  if (region !== null && !REGION.test(region)) {
+  if (region !== null && !S3_REGION.test(region)) {
     details.push({
       path: 'body.region',
       message: `must be a region name such as us-east-1, got ${describeValue(region)}`,

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type ValidationDetail } from '../errors.js';
+import { StorageUnavailableError } from '../storage/backend.js';
 import type { AllowedMethods } from './method-not-allowed.js';
 
 interface AjvIssue {
@@ -52,6 +53,14 @@ const FASTIFY_CODES: Record<string, () => AppError> = {
 /** Normalises any error to the error shape of docs/errors.md; 5xx bodies never carry internals. */
 export function toAppError(error: FastifyError | AppError | Error): AppError {
   if (error instanceof AppError) return error;
+  if (error instanceof StorageUnavailableError) {
+    // The store's own words (bucket, status) go to the log with the cause, not to the caller.
+    return new AppError(
+      'storage_unavailable',
+      'The object store of this storage binding could not be reached or refused; nothing was changed, try again later',
+      { cause: error, retryAfter: 5 },
+    );
+  }
   const fe = error as FastifyError & { validationContext?: string; validation?: AjvIssue[] };
   if (fe.validation) {
     // A path id that is not even an id names nothing that could exist.

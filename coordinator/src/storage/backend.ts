@@ -6,19 +6,41 @@ import type { StorageBackend as BackendKind, StorageBinding } from '../domain/mo
  * directly (the local backend's URLs point back at the coordinator, an S3 backend's at the
  * bucket), reports what was uploaded, and deletes blobs.
  *
- * Presigning is synchronous on purpose: it is pure computation (an HMAC, or SigV4 for S3), never a
- * network call, so a fresh download URL can be put into every job sent to an agent cheaply.
+ * Presigning is pure computation (an HMAC, or SigV4 for S3), never a network call, so a fresh
+ * download URL can be put into every job sent to an agent cheaply; it is asynchronous because the
+ * AWS SDK's presigner is.
  */
 export interface StorageBackend {
   readonly kind: BackendKind;
   /** The key of a file's blob: derived from the file id only, never from the filename. */
   blobKeyFor(fileId: string): string;
-  presignUpload(file: UploadTarget, expiresInSeconds: number): PresignedUpload;
-  presignDownload(file: DownloadTarget, expiresInSeconds: number): PresignedDownload;
-  /** The uploaded blob's size and SHA-256 (what `complete` records), or null when there is none. */
+  presignUpload(file: UploadTarget, expiresInSeconds: number): Promise<PresignedUpload>;
+  presignDownload(file: DownloadTarget, expiresInSeconds: number): Promise<PresignedDownload>;
+  /**
+   * The uploaded blob's size and SHA-256 (what `complete` records), or null when there is none.
+   * Throws StorageUnavailableError when the store cannot be reached or refuses.
+   */
   stat(blobKey: string): Promise<BlobStat | null>;
   /** Removes the blob; idempotent (a missing blob is fine). Throws when the store refuses. */
   delete(blobKey: string): Promise<void>;
+}
+
+/**
+ * A file's blob key on every backend: `<aa>/<file id>` (`aa`, the id's first two characters), so
+ * that blobs move between the data directory and a bucket under the same key.
+ */
+export function blobKeyOf(fileId: string): string {
+  const id = fileId.toLowerCase();
+  return `${id.slice(0, 2)}/${id}`;
+}
+
+/** The store behind a backend could not be reached, or refused (its words in the message). */
+export class StorageUnavailableError extends Error {
+  readonly code = 'storage_unavailable';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StorageUnavailableError';
+  }
 }
 
 export interface UploadTarget {

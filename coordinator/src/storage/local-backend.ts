@@ -4,13 +4,14 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Clock } from '../util/clock.js';
-import type {
-  BlobStat,
-  DownloadTarget,
-  PresignedDownload,
-  PresignedUpload,
-  StorageBackend,
-  UploadTarget,
+import {
+  blobKeyOf,
+  type BlobStat,
+  type DownloadTarget,
+  type PresignedDownload,
+  type PresignedUpload,
+  type StorageBackend,
+  type UploadTarget,
 } from './backend.js';
 import { BlobReader } from './blob-reader.js';
 import { writeBlob } from './blob-writer.js';
@@ -55,11 +56,10 @@ export class LocalBackend implements StorageBackend {
   }
 
   blobKeyFor(fileId: string): string {
-    const id = fileId.toLowerCase();
-    return `${id.slice(0, 2)}/${id}`;
+    return blobKeyOf(fileId);
   }
 
-  presignUpload(file: UploadTarget, expiresInSeconds: number): PresignedUpload {
+  async presignUpload(file: UploadTarget, expiresInSeconds: number): Promise<PresignedUpload> {
     return {
       url: this.url('PUT', file.id, expiresInSeconds),
       method: 'PUT',
@@ -67,7 +67,7 @@ export class LocalBackend implements StorageBackend {
     };
   }
 
-  presignDownload(file: DownloadTarget, expiresInSeconds: number): PresignedDownload {
+  async presignDownload(file: DownloadTarget, expiresInSeconds: number): Promise<PresignedDownload> {
     return { url: this.url('GET', file.id, expiresInSeconds) };
   }
 

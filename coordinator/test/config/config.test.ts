@@ -44,6 +44,7 @@ describe('loadConfig defaults', () => {
       maxFileBytes: 5_368_709_120,
       fileSweepIntervalMs: 60_000,
       jobFileTtlSeconds: 604_800,
+      storage: { kind: 'disk' },
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 86_400,
     });
@@ -118,6 +119,7 @@ describe('loadConfig from the environment', () => {
       maxFileBytes: 1_048_576,
       fileSweepIntervalMs: 50,
       jobFileTtlSeconds: 3600,
+      storage: { kind: 'disk' },
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 600,
     });

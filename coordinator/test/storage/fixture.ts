@@ -46,7 +46,18 @@ export async function filesFixture(env: Record<string, string> = {}): Promise<Fi
   db.prepare('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)').run(orgId, 'acme', new Date(T0).toISOString());
   const addBinding = async (name: string, backend: 'local' | 's3' = 'local', isDefault = false) => {
     const id = newId();
-    await bindings.insert({ id, orgId, name, backend, config: {}, isDefault, createdAt: new Date(now).toISOString() });
+    const config =
+      backend === 's3'
+        ? {
+            endpoint: 'http://127.0.0.1:9',
+            bucket: 'team-bucket',
+            region: 'eu-west-1',
+            accessKeyId: 'AKIA0',
+            secretAccessKey: 'secret',
+            forcePathStyle: true,
+          }
+        : {};
+    await bindings.insert({ id, orgId, name, backend, config, isDefault, createdAt: new Date(now).toISOString() });
     return id;
   };
   const bindingId = await addBinding('local', 'local', true);
@@ -56,6 +67,7 @@ export async function filesFixture(env: Record<string, string> = {}): Promise<Fi
     repos: { files, storageBindings: bindings, serverSecrets: createServerSecretRepository(db) },
     clock,
     dataDir,
+    storage: config.storage,
     config: () => config,
     logger: { warn: (obj) => void warnings.push(obj) },
   });

@@ -36,8 +36,8 @@ describe('LocalBackend', () => {
     expect(backend.blobKeyFor(FILE.toUpperCase())).toBe(`3b/${FILE}`);
   });
 
-  it('presigns PUT and GET URLs on the public URL that expire after the given seconds', () => {
-    const up = backend.presignUpload({ id: FILE, blobKey: `3b/${FILE}`, contentType: 'text/csv' }, 900);
+  it('presigns PUT and GET URLs on the public URL that expire after the given seconds', async () => {
+    const up = await backend.presignUpload({ id: FILE, blobKey: `3b/${FILE}`, contentType: 'text/csv' }, 900);
     expect(up.method).toBe('PUT');
     expect(up.headers).toEqual({ 'content-type': 'text/csv' });
     const exp = Math.floor(now / 1000) + 900;
@@ -46,7 +46,7 @@ describe('LocalBackend', () => {
         `^https://files\\.example\\.test/v1/storage/blobs/${FILE}\\?m=PUT&exp=${exp}&n=[A-Za-z0-9_-]{16}&sig=`,
       ),
     );
-    const down = backend.presignDownload(
+    const down = await backend.presignDownload(
       { id: FILE, blobKey: `3b/${FILE}`, filename: 'f', contentType: 'x/y', size: 1 },
       60,
     );

@@ -137,9 +137,10 @@ const asApiError = (error: unknown): ApiError =>
 
 /**
  * The PUT, with XMLHttpRequest for its upload progress (fetch has none). The dashboard's
- * Content-Security-Policy lets the page connect to its own origin only: an upload URL on another
- * origin (DROVER_PUBLIC_URL differs from the address the browser opened) is refused here with
- * words that say what to change, rather than by the browser with none.
+ * Content-Security-Policy lets the page connect to its own origin and to the coordinator's
+ * storage bucket (DROVER_STORAGE_URL) only. An upload address of the coordinator itself on
+ * another origin (DROVER_PUBLIC_URL differs from the address the browser opened) is refused here
+ * with words that say what to change, rather than by the browser with none.
  */
 function putBytes(
   presigned: PresignedUpload,
@@ -148,7 +149,8 @@ function putBytes(
   signal: AbortSignal,
 ): Promise<void> {
   const target = new URL(presigned.uploadUrl, window.location.href);
-  if (target.origin !== window.location.origin) {
+  const elsewhere = target.origin !== window.location.origin;
+  if (elsewhere && target.pathname.startsWith('/v1/storage/blobs/')) {
     return Promise.reject(
       new ApiError(
         0,
@@ -157,6 +159,10 @@ function putBytes(
       ),
     );
   }
+  // A bucket answers a browser only when its CORS rules allow this page's origin.
+  const failed = elsewhere
+    ? `The file could not be sent to the store at ${target.origin}: the connection failed or was refused. The dashboard sends files to the bucket of DROVER_STORAGE_URL, whose CORS rules must allow PUT from ${window.location.origin}; send files to another bucket with the API or the drover command line`
+    : `The file could not be sent to ${target.origin}: the connection failed`;
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open(presigned.method, target.href);
@@ -169,8 +175,7 @@ function putBytes(
         resolve();
       } else reject(putError(xhr));
     };
-    xhr.onerror = () =>
-      reject(new ApiError(0, UNREACHABLE, `The file could not be sent to ${target.origin}: the connection failed`));
+    xhr.onerror = () => reject(new ApiError(0, UNREACHABLE, failed));
     xhr.onabort = () => reject(new UploadCancelled());
     const abort = () => xhr.abort();
     signal.addEventListener('abort', abort, { once: true });

@@ -86,7 +86,7 @@ export function NewBindingForm({ orgId }: { orgId: string }) {
             value={draft.backend}
             onChange={(e) => set('backend', e.target.value as Draft['backend'])}
           >
-            <option value="local">local (the coordinator&apos;s data directory)</option>
+            <option value="local">local (the coordinator&apos;s own storage)</option>
             <option value="s3">s3 (an S3-compatible bucket)</option>
           </select>
           <FieldError errors={errors} field="backend" idPrefix={ID} />

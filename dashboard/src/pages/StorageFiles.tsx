@@ -29,16 +29,19 @@ export function StorageFiles(props: {
   return (
     <section aria-labelledby="files-heading">
       <h2 id="files-heading">Files in {binding.name}</h2>
-      {binding.backend === 's3' ? (
-        <p className="hint">This coordinator cannot store files in an s3 binding yet: uploads into it are refused.</p>
-      ) : (
-        <FileUpload
-          orgId={orgId}
-          bindingId={binding.id}
-          title={`Upload a file to ${binding.name}`}
-          onUploaded={refresh}
-        />
+      {binding.backend === 's3' && (
+        <p className="hint">
+          Its files are in its own bucket. The dashboard sends files straight to a bucket only at the address of the
+          coordinator&apos;s own storage, and only when the bucket&apos;s CORS rules allow this page; otherwise upload
+          with the API or the drover command line.
+        </p>
       )}
+      <FileUpload
+        orgId={orgId}
+        bindingId={binding.id}
+        title={`Upload a file to ${binding.name}`}
+        onUploaded={refresh}
+      />
       <form className="inline-form filters" aria-label="Filter files" onSubmit={(e) => e.preventDefault()}>
         <label>
           Status

@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import type { Config } from '../../config/config.js';
+import type { StorageConfig } from '../../config/storage-config.js';
 import type { Repositories } from '../model/repositories.js';
 import { StorageBackends } from '../../storage/backend.js';
 import { BlobUrlSigner } from '../../storage/blob-url.js';
 import { LocalBackend } from '../../storage/local-backend.js';
+import { S3Backend } from '../../storage/s3-backend.js';
+import type { StorageBinding } from '../model/storage-bindings.js';
+import type { S3Config } from '../storage-bindings.js';
 import { LocalTransfers } from '../../storage/local-transfer.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import type { DeletionLogger } from './deletion.js';
@@ -17,14 +21,18 @@ export interface CreateFileServiceOptions {
   repos: Pick<Repositories, 'files' | 'storageBindings' | 'serverSecrets'>;
   clock: Clock;
   dataDir: string;
+  /** Where the coordinator's own files are kept (DROVER_STORAGE_URL). */
+  storage: StorageConfig;
   /** The current configuration (its public URL changes once the server listens on port 0). */
   config: () => Config;
   logger: DeletionLogger;
 }
 
 /**
- * Builds the files service with its backends: `local` (blobs under `<dataDir>/blobs`, URLs signed
- * with a key kept in the database). Removes temp files an earlier process left behind.
+ * Builds the files service with its backends (docs/storage.md): `local`, the coordinator's own
+ * storage: blobs under `<dataDir>/blobs` (URLs signed with a key kept in the database), or the
+ * bucket of DROVER_STORAGE_URL; `s3`, a binding's own bucket. Removes temp files an earlier
+ * process left behind.
  */
 export async function createFileService(o: CreateFileServiceOptions): Promise<FileService> {
   const key = await o.repos.serverSecrets.getOrCreate(
@@ -40,6 +48,19 @@ export async function createFileService(o: CreateFileServiceOptions): Promise<Fi
     clock: o.clock,
   });
   await local.init();
+  const { storage } = o;
+  const coordinatorStorage =
+    storage.kind === 's3'
+      ? new S3Backend({
+          kind: 'local',
+          bucket: storage.bucket,
+          prefix: storage.prefix,
+          endpoint: storage.endpoint,
+          region: storage.region,
+          forcePathStyle: storage.forcePathStyle,
+          credentials: storage.credentials,
+        })
+      : local;
   const transfers = new LocalTransfers({
     files: o.repos.files,
     local,
@@ -50,11 +71,28 @@ export async function createFileService(o: CreateFileServiceOptions): Promise<Fi
   return new FileService({
     files: o.repos.files,
     storageBindings: o.repos.storageBindings,
-    backends: new StorageBackends({ local: () => local }),
+    backends: new StorageBackends({
+      local: () => coordinatorStorage,
+      s3: (binding) => new S3Backend({ kind: 's3', prefix: S3_BINDING_PREFIX, ...s3BindingConfig(binding) }),
+    }),
     clock: o.clock,
     settings: o.config,
     logger: o.logger,
     transfers,
     local,
   });
+}
+
+/** The objects of an `s3` binding are named `drover/<aa>/<file id>` in its bucket. */
+export const S3_BINDING_PREFIX = 'drover/';
+
+function s3BindingConfig(binding: StorageBinding) {
+  const c = binding.config as unknown as S3Config;
+  return {
+    bucket: c.bucket,
+    endpoint: c.endpoint,
+    region: c.region,
+    forcePathStyle: c.forcePathStyle,
+    credentials: { accessKeyId: c.accessKeyId, secretAccessKey: c.secretAccessKey },
+  };
 }

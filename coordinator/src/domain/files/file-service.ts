@@ -1,7 +1,7 @@
 import type { Config } from '../../config/config.js';
 import type { FileRepository, FileStatus, StoredFile } from '../model/files.js';
 import type { StorageBinding, StorageBindingRepository } from '../model/storage-bindings.js';
-import { conflict, forbidden, invalid, notFound } from '../../errors.js';
+import { AppError, conflict, forbidden, invalid, notFound } from '../../errors.js';
 import { UnsupportedBackendError, type StorageBackend, type StorageBackends } from '../../storage/backend.js';
 import type { LocalBackend } from '../../storage/local-backend.js';
 import type { LocalTransfers } from '../../storage/local-transfer.js';
@@ -196,7 +196,7 @@ export class FileService {
   async issueDownload(file: StoredFile): Promise<DownloadUrlView> {
     const backend = await this.backends.byId(file.bindingId);
     const expiresInSeconds = this.d.settings().presignTtlSeconds;
-    const { url } = backend.presignDownload(
+    const { url } = await backend.presignDownload(
       {
         id: file.id,
         blobKey: file.blobKey,
@@ -293,8 +293,19 @@ export class FileService {
     if (file.status === 'active') return file;
     if (file.status !== 'pending') throw conflict(`The file is ${file.status}; it can no longer be completed`);
     const backend = await this.backends.byId(file.bindingId);
+    // A store that does not answer throws StorageUnavailableError (503): the file stays pending,
+    // and `complete` can be called again once the store is back.
     const stat = await backend.stat(file.blobKey);
     if (!stat) throw conflict('Nothing has been uploaded for this file yet: PUT it to its uploadUrl first');
+    const { maxFileBytes } = this.d.settings();
+    if (stat.size > maxFileBytes) {
+      // A bucket takes what its presigned URL is sent; the limit is applied here instead.
+      await this.deletion.deleteNow(file.id).catch(() => undefined);
+      throw new AppError(
+        'payload_too_large',
+        `The uploaded file has ${stat.size} bytes, more than the largest file this coordinator keeps (${maxFileBytes}); it was dropped`,
+      );
+    }
     if (file.declaredSize !== null && (stat.size !== file.declaredSize || stat.sha256 !== file.declaredSha256)) {
       await this.deletion.deleteNow(file.id).catch(() => undefined);
       throw invalid(

@@ -59,8 +59,12 @@ export function newPendingFile(f: PendingFileFields): StoredFile {
 }
 
 /** The upload URL of a pending file, as presign-upload answers it. */
-export function uploadView(file: StoredFile, backend: StorageBackend, expiresInSeconds: number): PresignedUploadView {
-  const up = backend.presignUpload(
+export async function uploadView(
+  file: StoredFile,
+  backend: StorageBackend,
+  expiresInSeconds: number,
+): Promise<PresignedUploadView> {
+  const up = await backend.presignUpload(
     { id: file.id, blobKey: file.blobKey, contentType: file.contentType },
     expiresInSeconds,
   );

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FileCaller } from '../../../src/domain/files/access.js';
 import type { StoragePermission } from '../../../src/domain/grants.js';
 import { AppError } from '../../../src/errors.js';
+import { StorageUnavailableError } from '../../../src/storage/backend.js';
 import { newId } from '../../../src/util/ids.js';
 import { filesFixture, insertRelease, T0, type FilesFixture } from '../../storage/fixture.js';
 
@@ -186,16 +187,18 @@ describe('files service', () => {
     });
   });
 
-  it('refuses to presign into an s3 binding, which has no backend yet', async () => {
+  it("presigns into an s3 binding's own bucket without asking the store, and answers 503 when complete cannot reach it", async () => {
     const s3 = await f.addBinding('bucket', 's3');
-    const error = await refusal(
-      f.service.presignUpload(caller(['write']), { cleanupRule: 'persistent', bindingId: s3 }),
+    const up = await f.service.presignUpload(caller(['write']), { cleanupRule: 'persistent', bindingId: s3 });
+    const url = new URL(up.uploadUrl);
+    expect(`${url.origin}${url.pathname}`).toBe(
+      `http://127.0.0.1:9/team-bucket/drover/${up.fileId.slice(0, 2)}/${up.fileId}`,
     );
-    expect(error.details).toEqual([
-      {
-        path: 'body.bindingId',
-        message: 'the binding uses the s3 backend, which this coordinator does not support yet',
-      },
-    ]);
+    expect(url.searchParams.get('X-Amz-Credential')).toMatch(/^AKIA0\/\d{8}\/eu-west-1\/s3\/aws4_request$/);
+    expect(url.searchParams.get('X-Amz-SignedHeaders')).toBe('content-type;host');
+    // Port 9 (discard) refuses the connection: the store is down.
+    const error = await f.service.complete(caller(['write']), up.fileId).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageUnavailableError);
+    expect(await f.files.findInOrg(f.orgId, up.fileId)).toMatchObject({ status: 'pending' });
   });
 });
