@@ -7,6 +7,7 @@ import {
   launchBrowser,
   openPage,
   screenshotOnFailure,
+  signIn,
   type TestPage,
 } from '../helpers/browser.js';
 import { connectWorkspace } from '../helpers/chat.js';
@@ -36,11 +37,7 @@ describe.skipIf(!CHROMIUM)('chat triggers in a browser', () => {
     expect(callback.status).toBe(302);
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
-    await owner.page.goto('/login');
-    await owner.page.getByLabel('Email').fill(OWNER_EMAIL);
-    await owner.page.getByLabel('Password').fill(OWNER_PASSWORD);
-    await owner.page.getByRole('button', { name: 'Sign in' }).click();
-    await owner.page.waitForURL(`**/orgs/${t.orgId}`);
+    await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD, t.orgId);
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

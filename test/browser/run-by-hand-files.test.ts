@@ -17,6 +17,7 @@ import {
   launchBrowser,
   openPage,
   screenshotOnFailure,
+  signIn,
   type TestPage,
 } from '../helpers/browser.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
@@ -67,11 +68,7 @@ describe.skipIf(!CHROMIUM)('run by hand with a file param, in a browser', () => 
     triggerId = (await runnableTrigger(t, a.agentId, 'reader')).id;
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
-    await owner.page.goto('/login');
-    await owner.page.getByLabel('Email').fill(OWNER_EMAIL);
-    await owner.page.getByLabel('Password').fill(OWNER_PASSWORD);
-    await owner.page.getByRole('button', { name: 'Sign in' }).click();
-    await owner.page.waitForURL(`**/orgs/${t.orgId}`);
+    await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD, t.orgId);
   }, 60_000);
   afterAll(async () => {
     await stopDaemonProcess(daemon);

@@ -52,6 +52,15 @@ export async function openPage(browser: Browser, baseURL: string): Promise<TestP
   return { context, page, problems };
 }
 
+/** Signs in on the dashboard's sign-in page and waits for the organization's home it lands on. */
+export async function signIn(page: Page, email: string, password: string, orgId: string): Promise<void> {
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`**/orgs/${orgId}`);
+}
+
 /**
  * Checks the page with axe-core: no serious or critical violation. axe is evaluated through
  * the browser's debugging protocol, which the page's CSP (no inline script) does not govern.
