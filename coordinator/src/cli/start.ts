@@ -8,6 +8,10 @@ import { checkListen, listenProblem, type ListenProblem } from './listen-check.j
 export function configureStartCommand(program: Command): void {
   withServerOptions(program.command('start'))
     .description('run the coordinator (migrates the database and bootstraps an empty one first)')
+    .option(
+      '--metrics-listen <host:port>',
+      'also serve GET /metrics without credentials on this address (env DROVER_METRICS_LISTEN; docs/metrics.md)',
+    )
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
       // What another process stands in the way of is said in one line, before anything is
@@ -55,6 +59,7 @@ function cannotListen(problem: ListenProblem): never {
 export function banner(server: RunningServer, boot: BootstrapResult): string[] {
   const base = `${server.publicUrl}/v1`;
   const lines = [`Drover coordinator listening on ${server.url} (API: ${base})`, `Dashboard: ${server.publicUrl}/`];
+  if (server.metricsUrl) lines.push(`Metrics: ${server.metricsUrl}/metrics (Prometheus, no credentials)`);
   if (!boot.created) return lines;
   return [
     ...lines,

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
+import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
 
 /**
  * The coordinator's configuration (docs/operations.md): flags, then environment, then defaults,
@@ -42,6 +43,8 @@ export interface Config {
   readonly chat: ChatConfig;
   /** How long a chat message (a job's notification) is retried before it is given up. */
   readonly chatGiveUpSeconds: number;
+  /** `GET /metrics` (docs/metrics.md): its bearer token and its own unauthenticated address; both null: off. */
+  readonly metrics: MetricsConfig;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -79,6 +82,7 @@ export interface ConfigFlags {
   publicUrl?: string | undefined;
   logLevel?: string | undefined;
   logFormat?: string | undefined;
+  metricsListen?: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -242,6 +246,13 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     7 * 86400,
   );
 
+  const metrics = parseMetricsConfig(
+    env,
+    pick(flags.metricsListen, 'metrics-listen', 'DROVER_METRICS_LISTEN'),
+    { host, port },
+    problems,
+  );
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -265,6 +276,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     jobFileTtlSeconds,
     chat,
     chatGiveUpSeconds,
+    metrics,
   });
 }
 
