@@ -8,6 +8,7 @@ import {
   type StorageDirection,
 } from '../domain/metrics.js';
 import { JOB_SOURCES, type JobSource } from '../domain/model/jobs.js';
+import { HttpSeries } from './http-series.js';
 import { processRegistry } from './process-registry.js';
 
 /** The `route` label of a request that matched no route: one value, whatever the URL was. */
@@ -39,19 +40,14 @@ export class PrometheusMetrics implements Metrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
 
-  private readonly httpRequests = new Counter({
-    name: 'drover_http_requests_total',
-    help: `HTTP requests answered, by route pattern ("${UNMATCHED_ROUTE}" when none matched), method and status`,
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
-  });
-  private readonly httpDuration = new Histogram({
-    name: 'drover_http_request_duration_seconds',
-    help: 'Time from a request arriving to its answer being sent, by route pattern and method',
-    labelNames: ['route', 'method'] as const,
-    buckets: FAST_BUCKETS,
-    registers: [this.registry],
-  });
+  private readonly http = new HttpSeries(
+    { requests: 'drover_http_requests_total', duration: 'drover_http_request_duration_seconds' },
+    {
+      requests: `HTTP requests answered, by route pattern ("${UNMATCHED_ROUTE}" when none matched), method and status`,
+      duration: 'Time from a request arriving to its answer being sent, by route pattern and method',
+    },
+    FAST_BUCKETS,
+  );
   private readonly jobsCreated = new Counter({
     name: 'drover_jobs_created_total',
     help: 'Jobs stored, by source (webhook, cron, manual, slack, discord, ota); refused runs included',
@@ -119,6 +115,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly processSeries = processRegistry();
 
   constructor(logger: MetricsLogger) {
+    for (const metric of this.http.metrics()) this.registry.registerMetric(metric);
     const agentReaders = this.agentReaders;
     new Gauge({
       name: 'drover_agents_connected',
@@ -160,9 +157,7 @@ export class PrometheusMetrics implements Metrics {
 
   /** One HTTP answer: `route` is the route's pattern (`/v1/jobs/:id`), null when none matched. */
   observeHttp(route: string | null, method: string, status: number, seconds: number): void {
-    const labels = { route: route ?? UNMATCHED_ROUTE, method };
-    this.httpRequests.inc({ ...labels, status: String(status) });
-    this.httpDuration.observe(labels, seconds);
+    this.http.observe(route ?? UNMATCHED_ROUTE, method, status, seconds);
   }
 
   jobCreated(source: JobSource): void {
