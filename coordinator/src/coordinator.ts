@@ -201,6 +201,7 @@ export async function createCoordinator(
       }
       return counts;
     });
+    const stopLastSeen = metrics.readAgentsLastSeen(() => repos.agents.listLastSeen());
     sweeper.start();
     // Update jobs that end, and OTA retries that come due (docs/ota.md).
     ota.start();
@@ -236,6 +237,7 @@ export async function createCoordinator(
           stopRevocations();
           stopJobMetrics();
           stopDeviceCounts();
+          stopLastSeen();
           await discordGateway?.stop();
           await sweeper.stop();
           await ota.stop();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadConfig, startServer, type RunningServer } from '@drover/coordinator';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { getMetrics, scrape } from '../helpers/metrics.js';
+import { getMetrics, PROMTOOL, promtoolCheck, scrape } from '../helpers/metrics.js';
 
 /**
  * `GET /metrics` (docs/metrics.md): off by default, behind DROVER_METRICS_TOKEN on the API's
@@ -56,6 +56,7 @@ describe('with DROVER_METRICS_TOKEN', () => {
       'drover_job_run_seconds',
       'drover_dispatch_latency_seconds',
       'drover_agents_connected',
+      'drover_agent_last_seen_timestamp_seconds',
       'drover_rate_limit_blocks_total',
       'drover_idempotent_replays_total',
       'drover_storage_bytes_total',
@@ -81,6 +82,16 @@ describe('with DROVER_METRICS_TOKEN', () => {
     const commits = (await scrape(url(), TOKEN)).histogram('drover_db_commit_batch_size');
     expect(commits.count).toBeGreaterThan(0);
     expect(commits.sum).toBeGreaterThanOrEqual(commits.count);
+  });
+
+  it.runIf(PROMTOOL)("passes Prometheus's own check (promtool check metrics) for every Drover series", async () => {
+    const { text } = await scrape(url(), TOKEN);
+    // prom-client's default series break a naming lint of promtool's (gauges named *_total): only Drover's are judged.
+    const drover = text
+      .split('\n')
+      .filter((line) => /^(# (HELP|TYPE) )?drover_/.test(line))
+      .join('\n');
+    expect(await promtoolCheck(`${drover}\n`)).toEqual({ code: 0, out: '' });
   });
 
   it('labels requests with the route pattern, never the URL, and unmatched routes with one value', async () => {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemonRig, type AgentStateDir, type DaemonRig } from '../helpers/agent-daemon.js';
 import { runAgentCli } from '../helpers/agent-cli.js';
 import { makeTempDir, type TestCoordinator } from '../helpers/coordinator.js';
-import { Scrape, scrape } from '../helpers/metrics.js';
+import { PROMTOOL, promtoolCheck, Scrape, scrape } from '../helpers/metrics.js';
 import { eventually } from '../helpers/poll.js';
 import { defaultBindingId, uploadFile } from '../helpers/storage.js';
 import { issueApiToken } from '../helpers/tokens.js';
@@ -158,6 +158,11 @@ describe('with a real agent running real jobs', () => {
     expect(moved(before, after, 'drover_storage_bytes_total', { direction: 'download' })).toBe(SIZE);
     expect(after.value('drover_ota_devices', { state: 'unreported' })).toBe(1);
     expect(after.value('drover_agents_connected')).toBe(1);
+    const seen = after.samples('drover_agent_last_seen_timestamp_seconds', { agent_id: a.agentId });
+    expect(seen.map((m) => m.labels.agent)).toEqual(['daemon-test']);
+    expect(
+      Date.now() / 1000 - after.value('drover_agent_last_seen_timestamp_seconds', { agent_id: a.agentId }),
+    ).toBeLessThan(60);
     expect(movedCount(before, after, 'drover_db_commit_seconds')).toBeGreaterThan(0);
     const runRoute = { route: '/v1/triggers/:id/run', method: 'POST' };
     expect(moved(before, after, 'drover_http_requests_total', { ...runRoute, status: '200' })).toBe(6);
@@ -199,6 +204,7 @@ describe('with a real agent running real jobs', () => {
     expect(file.value('drover_agent_transfer_bytes_total', { direction: 'upload' })).toBe(SIZE);
     expect(file.value('drover_agent_counters_since_seconds')).toBeGreaterThan(0);
     expect(fs.readdirSync(textfiles)).toEqual(['drover-agent.prom']);
+    if (PROMTOOL) expect(await promtoolCheck(fs.readFileSync(metricsFile(), 'utf8'))).toEqual({ code: 0, out: '' });
   });
 
   it('counts a reconnect of the stream on the agent, and the stream open again on the coordinator', async () => {

@@ -5,6 +5,8 @@ import {
   type PromMetric,
   type PromMetrics,
 } from 'prom2javascript';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import { fetch } from 'undici';
 
 /**
@@ -78,4 +80,17 @@ export async function scrape(url: string, token?: string): Promise<Scrape> {
   if (!type.startsWith('text/plain') || !type.includes('version=0.0.4'))
     throw new Error(`GET ${url}: not the Prometheus text format (${type})`);
   return Scrape.parse(res.text);
+}
+
+/** Prometheus's own checker (Debian's `prometheus` package), when installed. */
+export const PROMTOOL = ['/usr/bin/promtool', '/usr/local/bin/promtool'].find((file) => fs.existsSync(file));
+
+/** `promtool check metrics` on `text`: its exit code and what it said. */
+export function promtoolCheck(text: string): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(PROMTOOL!, ['check', 'metrics'], (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, out: `${stdout}${stderr}` }),
+    );
+    child.stdin!.end(text);
+  });
 }

@@ -1,4 +1,5 @@
 import type { TerminalJobStatus } from '@drover/shared';
+import type { AgentLastSeen } from './model/agents.js';
 import type { JobSource } from './model/jobs.js';
 
 /**
@@ -31,6 +32,8 @@ export interface Metrics {
   readAgentsConnected(read: () => number): () => void;
   /** Device bindings per state (`unreported` before the first report), read at each scrape. */
   readOtaDevices(read: () => Promise<Readonly<Record<string, number>>>): () => void;
+  /** When each agent not revoked was last seen, read at each scrape. */
+  readAgentsLastSeen(read: () => Promise<readonly AgentLastSeen[]>): () => void;
 }
 
 /**
@@ -57,6 +60,7 @@ export const noMetrics: Metrics = Object.freeze({
   dbCommit: nothing,
   readAgentsConnected: () => nothing,
   readOtaDevices: () => nothing,
+  readAgentsLastSeen: () => nothing,
 });
 
 /** Seconds between two ISO instants, never negative (clocks that step back are not a negative duration). */

@@ -8,6 +8,7 @@ import {
   type StorageDirection,
 } from '../domain/metrics.js';
 import { JOB_SOURCES, type JobSource } from '../domain/model/jobs.js';
+import type { AgentLastSeen } from '../domain/model/agents.js';
 import { HttpSeries } from './http-series.js';
 import { processRegistry } from './process-registry.js';
 
@@ -110,6 +111,7 @@ export class PrometheusMetrics implements Metrics {
 
   private readonly agentReaders = new Set<() => number>();
   private readonly deviceReaders = new Set<() => Promise<Readonly<Record<string, number>>>>();
+  private readonly lastSeenReaders = new Set<() => Promise<readonly AgentLastSeen[]>>();
 
   /** prom-client's process series, made now so that its event-loop monitor has samples by the first scrape. */
   private readonly processSeries = processRegistry();
@@ -146,6 +148,24 @@ export class PrometheusMetrics implements Metrics {
           return;
         }
         for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+      },
+    });
+    const lastSeenReaders = this.lastSeenReaders;
+    new Gauge({
+      name: 'drover_agent_last_seen_timestamp_seconds',
+      help: 'When each agent not revoked was last seen (Unix seconds; refreshed at every ping while its stream is open)',
+      labelNames: ['agent_id', 'agent'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        try {
+          for (const read of lastSeenReaders) {
+            for (const a of await read()) this.set({ agent_id: a.id, agent: a.name }, Date.parse(a.lastSeenAt) / 1000);
+          }
+        } catch (error) {
+          logger.error({ err: error }, 'could not read the agents for drover_agent_last_seen_timestamp_seconds');
+          this.reset();
+        }
       },
     });
     // Every series of a known label set exists from the start, at 0: a rate over it is 0, not absent.
@@ -202,6 +222,11 @@ export class PrometheusMetrics implements Metrics {
   readOtaDevices(read: () => Promise<Readonly<Record<string, number>>>): () => void {
     this.deviceReaders.add(read);
     return () => this.deviceReaders.delete(read);
+  }
+
+  readAgentsLastSeen(read: () => Promise<readonly AgentLastSeen[]>): () => void {
+    this.lastSeenReaders.add(read);
+    return () => this.lastSeenReaders.delete(read);
   }
 
   /** The text a scrape gets: this coordinator's series, then the process's. */
