@@ -1,5 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadConfig, startServer, type RunningServer } from '@drover/coordinator';
+import { coordinatorCli, killLeftoverCoordinators } from '../helpers/coordinator-cli.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { getMetrics, PROMTOOL, promtoolCheck, scrape } from '../helpers/metrics.js';
 
@@ -167,5 +171,49 @@ describe('--metrics-listen', () => {
 
     await server.stop();
     await expect(fetch(`${server.metricsUrl}/metrics`)).rejects.toThrow();
+  });
+});
+
+describe('drover-coordinator start with metrics settings', () => {
+  afterEach(() => {
+    expect(killLeftoverCoordinators(), 'child processes left running').toEqual([]);
+  });
+
+  async function start(args: string[], env: Record<string, string> = {}) {
+    const c = coordinatorCli(['start', '--port', '0', ...args], env);
+    const code = await c.exited;
+    return { code, stdout: c.stdout(), stderr: c.stderr() };
+  }
+
+  it('exits 2 naming the setting when the token or the listen address is bad', async () => {
+    const res = await start(['--data-dir', makeTempDir(), '--metrics-listen', 'nowhere'], {
+      DROVER_METRICS_TOKEN: 'short',
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe(
+      [
+        'drover-coordinator: Invalid configuration:',
+        '  - DROVER_METRICS_TOKEN: expected 16 to 1024 characters, got 5',
+        '  - --metrics-listen: expected host:port (an IPv6 address in brackets: [::1]:9464), got `nowhere`',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('exits 1 in one line, creating nothing, when the metrics address is taken', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = taken.address() as net.AddressInfo;
+      const dataDir = path.join(makeTempDir(), 'data');
+      const res = await start(['--data-dir', dataDir, '--metrics-listen', `127.0.0.1:${port}`]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toBe(
+        `drover-coordinator: port ${port} on 127.0.0.1 is in use by another program (--metrics-listen, DROVER_METRICS_LISTEN)\n`,
+      );
+      expect(fs.existsSync(dataDir)).toBe(false);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 });
