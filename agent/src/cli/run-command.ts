@@ -173,6 +173,9 @@ function metricsFileOption(value: string): string {
     throw new InvalidArgumentError(`--metrics-file: the directory ${path.dirname(file)} does not exist.`);
   }
   if (!dir.isDirectory()) throw new InvalidArgumentError(`--metrics-file: ${path.dirname(file)} is not a directory.`);
+  if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new InvalidArgumentError(`--metrics-file expects a file path, got the directory ${file}.`);
+  }
   return file;
 }
 

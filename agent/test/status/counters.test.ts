@@ -86,4 +86,16 @@ describe("the agent's counters", () => {
     const json = JSON.parse((await run('status', '--state-dir', root, '--json')).out);
     expect(json.counters).toMatchObject({ jobsRun: 1234, jobsFailed: 5, jobsRejected: 2, reconnects: 1 });
   });
+
+  it('refuses a --metrics-file in a directory that does not exist, or that is a directory, as run refuses a bad option', async () => {
+    const missing = path.join(root, 'no', 'such', 'dir', 'agent.prom');
+    for (const [value, message] of [
+      [missing, `--metrics-file: the directory ${path.dirname(missing)} does not exist.`],
+      [root, `--metrics-file expects a file path, got the directory ${root}.`],
+    ] as const) {
+      const res = await run('run', '--state-dir', root, '--metrics-file', value);
+      expect(res.code).toBe(1);
+      expect(res.err).toContain(`argument '${value}' is invalid. ${message}\n`);
+    }
+  });
 });
