@@ -39,7 +39,7 @@ import { CronSchedules } from './domain/cron/schedule.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import { systemClock, type Clock } from './util/clock.js';
-import { PrometheusMetrics, UNREPORTED_DEVICE_STATE } from './metrics/prometheus-metrics.js';
+import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 
 export interface Coordinator {
   app: FastifyInstance;
@@ -190,17 +190,12 @@ export async function createCoordinator(
       deadlineGraceMs: config.jobDeadlineGraceMs,
     });
     const stopRevocations = agentEventsOf(ctx).onRevoked((agent) => void sweeper.agentRevoked(agent.id));
-    // Jobs that start and end, and the device bindings per state at each scrape (docs/metrics.md).
+    // Jobs that start and end; at each scrape, the device bindings per state and when each agent
+    // was last seen (docs/metrics.md).
     const stopJobMetrics = prometheus
       ? observeJobMetrics({ jobEvents, jobs: repos.jobs, metrics, logger })
       : () => undefined;
-    const stopDeviceCounts = metrics.readOtaDevices(async () => {
-      const counts: Record<string, number> = {};
-      for (const { state, count } of await repos.deviceBindings.countByState()) {
-        counts[state ?? UNREPORTED_DEVICE_STATE] = count;
-      }
-      return counts;
-    });
+    const stopDeviceCounts = metrics.readOtaDevices(() => repos.deviceBindings.countByState());
     const stopLastSeen = metrics.readAgentsLastSeen(() => repos.agents.listLastSeen());
     sweeper.start();
     // Update jobs that end, and OTA retries that come due (docs/ota.md).

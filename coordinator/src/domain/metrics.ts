@@ -1,4 +1,4 @@
-import type { TerminalJobStatus } from '@drover/shared';
+import type { DeviceState, TerminalJobStatus } from '@drover/shared';
 import type { AgentLastSeen } from './model/agents.js';
 import type { JobSource } from './model/jobs.js';
 
@@ -30,10 +30,15 @@ export interface Metrics {
   dbCommit(seconds: number, batchSize: number): void;
   /** Agent streams open on this coordinator, read at each scrape. Returns the function that stops reading it. */
   readAgentsConnected(read: () => number): () => void;
-  /** Device bindings per state (`unreported` before the first report), read at each scrape. */
-  readOtaDevices(read: () => Promise<Readonly<Record<string, number>>>): () => void;
+  /** Device bindings per state (null: no report yet), read at each scrape. */
+  readOtaDevices(read: () => Promise<readonly DeviceCount[]>): () => void;
   /** When each agent not revoked was last seen, read at each scrape. */
   readAgentsLastSeen(read: () => Promise<readonly AgentLastSeen[]>): () => void;
+}
+
+export interface DeviceCount {
+  state: DeviceState | null;
+  count: number;
 }
 
 /**

@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {
   RATE_LIMIT_KINDS,
   STORAGE_DIRECTIONS,
+  type DeviceCount,
   type Metrics,
   type RateLimitKind,
   type StorageDirection,
@@ -110,7 +111,7 @@ export class PrometheusMetrics implements Metrics {
   });
 
   private readonly agentReaders = new Set<() => number>();
-  private readonly deviceReaders = new Set<() => Promise<Readonly<Record<string, number>>>>();
+  private readonly deviceReaders = new Set<() => Promise<readonly DeviceCount[]>>();
   private readonly lastSeenReaders = new Set<() => Promise<readonly AgentLastSeen[]>>();
 
   /** prom-client's process series, made now so that its event-loop monitor has samples by the first scrape. */
@@ -140,7 +141,10 @@ export class PrometheusMetrics implements Metrics {
         for (const state of [...DEVICE_STATES, UNREPORTED_DEVICE_STATE]) counts[state] = 0;
         try {
           for (const read of deviceReaders) {
-            for (const [state, n] of Object.entries(await read())) counts[state] = (counts[state] ?? 0) + n;
+            for (const { state, count } of await read()) {
+              const label = state ?? UNREPORTED_DEVICE_STATE;
+              counts[label] = (counts[label] ?? 0) + count;
+            }
           }
         } catch (error) {
           logger.error({ err: error }, 'could not count the device bindings for drover_ota_devices');
@@ -219,7 +223,7 @@ export class PrometheusMetrics implements Metrics {
     return () => this.agentReaders.delete(read);
   }
 
-  readOtaDevices(read: () => Promise<Readonly<Record<string, number>>>): () => void {
+  readOtaDevices(read: () => Promise<readonly DeviceCount[]>): () => void {
     this.deviceReaders.add(read);
     return () => this.deviceReaders.delete(read);
   }
