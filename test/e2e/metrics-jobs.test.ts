@@ -167,6 +167,10 @@ describe('with a real agent running real jobs', () => {
     const runRoute = { route: '/v1/triggers/:id/run', method: 'POST' };
     expect(moved(before, after, 'drover_http_requests_total', { ...runRoute, status: '200' })).toBe(6);
     expect(moved(before, after, 'drover_http_requests_total', { ...runRoute, status: '429' })).toBe(1);
+    // The blob routes write their answers themselves; they count when they end.
+    const blobs = { route: '/v1/storage/blobs/:fileId', status: '200' };
+    expect(moved(before, after, 'drover_http_requests_total', { ...blobs, method: 'PUT' })).toBe(2);
+    expect(moved(before, after, 'drover_http_requests_total', { ...blobs, method: 'GET' })).toBe(1);
     // The agent's reports are requests too (a report sent again after a lost answer counts again).
     expect(
       moved(before, after, 'drover_http_requests_total', { route: '/v1/agent/jobs/:jobId/finish', status: '200' }),

@@ -9,9 +9,9 @@ export interface HttpMetrics extends MetricsExposition {
 
 /**
  * Observes every answer once it is sent (`drover_http_requests_total`,
- * `drover_http_request_duration_seconds`). A callback hook: no promise per request. Streams the
- * route takes over itself (the agent stream, blob downloads) are not answers Fastify sends, and
- * are not observed.
+ * `drover_http_request_duration_seconds`). A callback hook: no promise per request. An answer the
+ * route writes itself (the agent stream, a blob download) is observed when it ends; a connection
+ * cut before that is not.
  */
 export function registerHttpMetrics(app: FastifyInstance, metrics: HttpMetrics): void {
   app.addHook('onResponse', (request, reply, done) => {
