@@ -106,6 +106,8 @@ export default defineConfig(
     ['coordinator/src/util/**/*.ts', 'coordinator/src/{errors,logger,version}.ts'],
     [composition, noHttp, noDb, noStorage, noDomain, otherPackages('agent', 'cli')],
   ),
+  // The metrics' edge implements the domain's Metrics with prom-client: it reads the domain's types and enums.
+  restrict(['coordinator/src/metrics/**/*.ts'], [composition, noHttp, noDb, noStorage, otherPackages('agent')]),
   // Configuration validates with the domain's constants (password lengths), nothing more.
   restrict(['coordinator/src/config/**/*.ts'], [composition, noHttp, noDb, noStorage, otherPackages('agent', 'cli')]),
   restrict(

@@ -71,3 +71,31 @@ export function summarizeProfile(profile: CpuProfile, top = 25): string {
       .join('\n');
   return `self time:\n${list(self)}\ninclusive time:\n${list(inclusive)}`;
 }
+
+/**
+ * The share of the samples spent inside code whose URL `inside` accepts (its callees included),
+ * of all samples and of the busy ones (idle left out): what one part of the server costs.
+ */
+export function inclusiveShare(profile: CpuProfile, inside: (url: string) => boolean): { all: number; busy: number } {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  let hit = 0;
+  let idle = 0;
+  for (const id of profile.samples) {
+    if (byId.get(id)!.callFrame.functionName === '(idle)') idle += 1;
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      if (inside(byId.get(cur)!.callFrame.url)) {
+        hit += 1;
+        break;
+      }
+    }
+  }
+  const total = profile.samples.length;
+  return { all: hit / total, busy: hit / Math.max(1, total - idle) };
+}
+
+/** A `.cpuprofile` written by `withCpuProfile`. */
+export function readCpuProfile(file: string): CpuProfile {
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+}

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { withListeningPort, type Config } from './config/config.js';
+import { metricsEnabled } from './config/metrics-config.js';
 import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate } from './db/migrate.js';
@@ -9,6 +10,8 @@ import { GroupCommitExecutor } from './db/writer/executor.js';
 import { AuditLog } from './domain/audit-log.js';
 import { JobCancelService } from './domain/job-cancel.js';
 import { JobEvents } from './domain/job-events.js';
+import { observeJobMetrics } from './domain/job-metrics.js';
+import { noMetrics, type Metrics } from './domain/metrics.js';
 import { JobSweeper, sweepIntervalMs } from './domain/job-sweeper.js';
 import { OtaEngine } from './domain/ota/engine.js';
 import { createFileService } from './domain/files/create.js';
@@ -36,6 +39,7 @@ import { CronSchedules } from './domain/cron/schedule.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import { systemClock, type Clock } from './util/clock.js';
+import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 
 export interface Coordinator {
   app: FastifyInstance;
@@ -46,6 +50,8 @@ export interface Coordinator {
   scheduler: CronScheduler;
   /** Sends the chat outbox's messages: job notifications (docs/chat.md, "Notifications"). */
   chatDelivery: DeliveryWorker;
+  /** The Prometheus series (docs/metrics.md); null when metrics are off. */
+  metrics: PrometheusMetrics | null;
   /** Stops accepting requests, flushes pending writes and closes the database. */
   close(): Promise<void>;
 }
@@ -70,12 +76,15 @@ export async function createCoordinator(
     const { applied } = migrate(db);
     for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
     checkpointer = startCheckpointer(db, { intervalMs: CHECKPOINT_INTERVAL_MS, logger });
-    const writes = new GroupCommitExecutor(db);
+    // Off unless a metrics setting is given: then nothing is measured, not even a clock read per commit.
+    const prometheus = metricsEnabled(config.metrics) ? new PrometheusMetrics(logger) : null;
+    const metrics: Metrics = prometheus ?? noMetrics;
+    const writes = new GroupCommitExecutor(db, prometheus ? (s, n) => prometheus.dbCommit(s, n) : undefined);
     const repos = createSqliteRepositories(db, writes);
     const serverKey = loadOrCreateServerKey(config.dataDir);
     const sessions = await SessionService.create(repos, config.sessionTtlSeconds, clock);
     const audit = new AuditLog(repos.audit, clock);
-    const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock);
+    const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock, metrics);
     const jobEvents = new JobEvents();
     const files = await createFileService({
       repos,
@@ -84,6 +93,7 @@ export async function createCoordinator(
       storage: config.storage,
       config: () => ctx.config,
       logger,
+      metrics,
     });
     const ota = new OtaEngine({
       bindings: repos.deviceBindings,
@@ -91,9 +101,10 @@ export async function createCoordinator(
       clock,
       logger,
       sweepIntervalMs: sweepIntervalMs(config.jobDeadlineGraceMs),
+      metrics,
     });
-    const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger });
-    const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger });
+    const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger, metrics });
+    const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger, metrics });
     const schedules = new CronSchedules();
     const triggers = new TriggerService({
       repos,
@@ -105,7 +116,7 @@ export async function createCoordinator(
     });
     const apiTokens = new ApiTokenService({ repos, audit, clock });
     const members = new MemberService({ repos, audit, clock });
-    const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files });
+    const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files, metrics });
     const cancels = new JobCancelService({
       repos,
       audit,
@@ -169,6 +180,8 @@ export async function createCoordinator(
       ota,
       chatIntegrations,
       chatRuns,
+      metrics,
+      httpMetrics: prometheus,
     };
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)
@@ -184,6 +197,13 @@ export async function createCoordinator(
       deadlineGraceMs: config.jobDeadlineGraceMs,
     });
     const stopRevocations = agentEventsOf(ctx).onRevoked((agent) => void sweeper.agentRevoked(agent.id));
+    // Jobs that start and end; at each scrape, the device bindings per state and when each agent
+    // was last seen (docs/metrics.md).
+    const stopJobMetrics = prometheus
+      ? observeJobMetrics({ jobEvents, jobs: repos.jobs, metrics, logger })
+      : () => undefined;
+    const stopDeviceCounts = metrics.readOtaDevices(() => repos.deviceBindings.countByState());
+    const stopLastSeen = metrics.readAgentsLastSeen(() => repos.agents.listLastSeen());
     sweeper.start();
     // Update jobs that end, and OTA retries that come due (docs/ota.md).
     ota.start();
@@ -213,12 +233,16 @@ export async function createCoordinator(
       bootstrap,
       scheduler,
       chatDelivery,
+      metrics: prometheus,
       async close() {
         if (closed) return;
         closed = true;
         try {
           stopRevocations();
           stopChatWakes();
+          stopJobMetrics();
+          stopDeviceCounts();
+          stopLastSeen();
           await discordGateway?.stop();
           await sweeper.stop();
           await ota.stop();

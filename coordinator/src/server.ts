@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { createCoordinator, type Coordinator } from './coordinator.js';
+import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
 
 /** Process concerns only: listening, signals, last-resort error handlers. */
 
@@ -10,17 +11,37 @@ export interface RunningServer {
   url: string;
   /** The public URL (`{base_url}` is `${publicUrl}/v1`), with the real port when port 0 was asked. */
   publicUrl: string;
+  /** `--metrics-listen`'s address as bound (`http://host:port`, serving `/metrics`), or null. */
+  metricsUrl: string | null;
   stop(): Promise<void>;
 }
 
 /** Starts the coordinator and listens. Signal handling is the CLI's (see installSignalHandlers). */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const coordinator = await createCoordinator(config, logger);
+  let metricsServer: MetricsServer | null = null;
+  const stop = async () => {
+    try {
+      await metricsServer?.close();
+    } finally {
+      await coordinator.close();
+    }
+  };
   try {
     const url = await coordinator.app.listen({ port: config.port, host: config.host });
-    return { coordinator, url, publicUrl: coordinator.ctx.config.publicUrl, stop: () => coordinator.close() };
+    if (config.metrics.listen && coordinator.metrics) {
+      metricsServer = await startMetricsServer(coordinator.metrics, config.metrics.listen, logger);
+      logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening');
+    }
+    return {
+      coordinator,
+      url,
+      publicUrl: coordinator.ctx.config.publicUrl,
+      metricsUrl: metricsServer?.url ?? null,
+      stop,
+    };
   } catch (error) {
-    await coordinator.close();
+    await stop();
     throw error;
   }
 }

@@ -13,7 +13,13 @@ afterEach(() => {
 });
 
 function fakeServer(stop: () => Promise<void>): RunningServer {
-  return { coordinator: {} as RunningServer['coordinator'], url: 'http://x', publicUrl: 'http://x', stop };
+  return {
+    coordinator: {} as RunningServer['coordinator'],
+    url: 'http://x',
+    publicUrl: 'http://x',
+    metricsUrl: null,
+    stop,
+  };
 }
 
 /** Waits until `exit` was called (or fails after a second). */

@@ -153,6 +153,8 @@ export async function startDaemonRig(options: {
   clock?: Clock;
   /** More coordinator settings (a chat provider's, pointing at a fake). */
   env?: Record<string, string>;
+  /** More `drover-agent run` arguments. */
+  daemonArgs?: string[];
 }): Promise<DaemonRig> {
   const t = await startTestCoordinator({
     env: { DROVER_STREAM_PING_MS: '500', ...options.env },
@@ -175,7 +177,7 @@ export async function startDaemonRig(options: {
     const workflows = options.workflows(work);
     for (const [name, lines] of Object.entries(workflows)) writeWorkflowFile(a.stateDir, name, `${lines.join('\n')}\n`);
     options.prepare?.(a.stateDir);
-    daemon = startDaemonProcess(a.stateDir);
+    daemon = startDaemonProcess(a.stateDir, options.daemonArgs);
     const count = Object.keys(workflows).length;
     await eventually(
       async () => {

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import v8 from 'node:v8';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { levelNumber } from '@drover/shared';
@@ -42,6 +44,7 @@ interface RunFlags {
   streamIdleTimeout: number;
   postponeOptional: boolean;
   deployPollInterval: number;
+  metricsFile?: string;
 }
 
 export function configureRunCommand(program: Command, _io: CliIo): void {
@@ -78,6 +81,12 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .default(DEFAULTS.deployPollIntervalMs, '5m'),
     )
     .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
+    .addOption(
+      new Option(
+        '--metrics-file <path>',
+        "also write the agent's counters there for node_exporter's textfile collector (a .prom file)",
+      ).argParser(metricsFileOption),
+    )
     .addOption(
       new Option('--stream-idle-timeout <duration>', 'reopen a stream silent for this long')
         .argParser(durationOption('--stream-idle-timeout'))
@@ -116,6 +125,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         streamIdleTimeoutMs: flags.streamIdleTimeout,
         postponeOptional: flags.postponeOptional,
         deployPollIntervalMs: flags.deployPollInterval,
+        metricsFile: flags.metricsFile,
         logger,
         secrets,
       });
@@ -148,6 +158,25 @@ function durationOption(flag: string, minMs = 0) {
     if (parsed.ms < minMs) throw new InvalidArgumentError(`${flag} must be at least ${minMs}ms, got \`${value}\`.`);
     return parsed.ms;
   };
+}
+
+/** A file in an existing directory (written by rename: the directory must take a temporary file beside it). */
+function metricsFileOption(value: string): string {
+  const file = path.resolve(value.trim());
+  if (value.trim() === '' || value.endsWith('/')) {
+    throw new InvalidArgumentError(`--metrics-file expects a file path, got \`${value}\`.`);
+  }
+  let dir: fs.Stats;
+  try {
+    dir = fs.statSync(path.dirname(file));
+  } catch {
+    throw new InvalidArgumentError(`--metrics-file: the directory ${path.dirname(file)} does not exist.`);
+  }
+  if (!dir.isDirectory()) throw new InvalidArgumentError(`--metrics-file: ${path.dirname(file)} is not a directory.`);
+  if (fs.statSync(file, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new InvalidArgumentError(`--metrics-file expects a file path, got the directory ${file}.`);
+  }
+  return file;
 }
 
 function levelOption(value: string): string {

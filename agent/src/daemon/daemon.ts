@@ -19,6 +19,7 @@ import { ReportSender } from '../outbox/report-sender.js';
 import { loadEnrollment, loadPrivateKey, tightenPrivateKeyMode, type Enrollment } from '../state/enrollment.js';
 import { ensurePrivateDir } from '../state/files.js';
 import { DaemonStatusWriter } from '../status/daemon-status-writer.js';
+import { CountersWriter } from '../status/counters-writer.js';
 import { StreamClient } from '../stream/stream-client.js';
 import { AGENT_VERSION } from '../version.js';
 import { acquireDaemonLock } from './lock.js';
@@ -32,6 +33,8 @@ export interface Daemon {
   readonly jobs: JobManager;
   readonly stream: StreamClient;
   readonly status: DaemonStatusWriter;
+  /** What the agent did: jobs run, failed, rejected, reconnects, bytes moved (docs/metrics.md). */
+  readonly counters: CountersWriter;
   /** Graceful stop (docs/agent.md, "Shutdown"); resolves when everything is closed. Idempotent. */
   stop(): Promise<void>;
   /** Kills the running step's process group at once (a second signal): the process exits next. */
@@ -64,17 +67,18 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
   const launcher = new StepLauncher(); // forks its spare once the journal is recovered
   try {
     const status = openStatus(options);
+    const counters = openCounters(options);
     const caller = signedCaller({ options, enrollment, status }, privateKey);
     const reports = openReports({ options, caller });
     const registry = createRegistry({ options, caller, status });
-    const deployment = openDeployment({ options, enrollment, caller, reports });
-    const jobs = createJobManager({ options, caller, status, reports, registry, deployment, launcher });
+    const deployment = openDeployment({ options, enrollment, caller, reports, counters });
+    const jobs = createJobManager({ options, caller, status, counters, reports, registry, deployment, launcher });
 
     await registry.load();
     jobs.recover();
     launcher.warm();
 
-    const { stream, sync } = connect({ options, caller, status, reports, registry, deployment, jobs });
+    const { stream, sync } = connect({ options, caller, status, counters, reports, registry, deployment, jobs });
     logStarted({ options, enrollment });
     const { stop, stopped } = stopper({
       options,
@@ -85,6 +89,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       reports,
       launcher,
       status,
+      counters,
       releaseLock,
     });
     return {
@@ -93,6 +98,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       jobs,
       stream,
       status,
+      counters,
       stop,
       killNow: () => {
         jobs.killNow();
@@ -114,6 +120,7 @@ interface Parts {
   releaseLock(): void;
   launcher: StepLauncher;
   status: DaemonStatusWriter;
+  counters: CountersWriter;
   caller: SignedCaller;
   reports: Reports;
   registry: WorkflowRegistry;
@@ -172,6 +179,18 @@ function openStatus(options: ResolvedDaemonOptions): DaemonStatusWriter {
     },
     (error) => logger.error({ err: error }, 'cannot write status.json'),
   );
+}
+
+/**
+ * The counters (`counters.json`, and `--metrics-file` if given), from the counts the previous run
+ * left: they go on across restarts.
+ */
+function openCounters(options: ResolvedDaemonOptions): CountersWriter {
+  const { logger } = options;
+  return new CountersWriter(options.stateDir, {
+    metricsFile: options.metricsFile,
+    onError: (error) => logger.error({ err: error }, 'cannot write the counters'),
+  });
 }
 
 /**
@@ -249,7 +268,8 @@ function openDeployment({
   enrollment,
   caller,
   reports,
-}: Pick<Parts, 'options' | 'enrollment' | 'caller' | 'reports'>): Deployment {
+  counters,
+}: Pick<Parts, 'options' | 'enrollment' | 'caller' | 'reports' | 'counters'>): Deployment {
   return createDeployment({
     stateDir: options.stateDir,
     caller,
@@ -258,14 +278,15 @@ function openDeployment({
     postponeOptional: options.postponeOptional,
     onDamaged: reports.damaged,
     masker: reports.masker,
+    onDownloaded: (bytes) => counters.add('bytesDownloaded', bytes),
   });
 }
 
 /** The job manager over the journal and the reports; every change of its queue goes to `status.json`. */
 function createJobManager(
-  p: Pick<Parts, 'options' | 'caller' | 'status' | 'reports' | 'registry' | 'deployment' | 'launcher'>,
+  p: Pick<Parts, 'options' | 'caller' | 'status' | 'counters' | 'reports' | 'registry' | 'deployment' | 'launcher'>,
 ): JobManager {
-  const { options, status } = p;
+  const { options, status, counters } = p;
   return new JobManager({
     stateDir: options.stateDir,
     journal: p.reports.journal,
@@ -277,7 +298,10 @@ function createJobManager(
     logger: options.logger,
     defaultJobTimeoutMs: options.defaultJobTimeoutMs,
     killGraceMs: options.killGraceMs,
-    transfer: jobFileTransfer(p.caller),
+    transfer: jobFileTransfer(p.caller, undefined, (direction, bytes) =>
+      counters.add(direction === 'download' ? 'bytesDownloaded' : 'bytesUploaded', bytes),
+    ),
+    counters,
     deploy: p.deployment.context,
     launcher: p.launcher,
     onQueueChange: (queue) =>
@@ -293,9 +317,10 @@ function createJobManager(
  * whenever the directory changes while connected.
  */
 function connect(
-  p: Pick<Parts, 'options' | 'caller' | 'status' | 'reports' | 'registry' | 'deployment' | 'jobs'>,
+  p: Pick<Parts, 'options' | 'caller' | 'status' | 'counters' | 'reports' | 'registry' | 'deployment' | 'jobs'>,
 ): Pick<Parts, 'stream' | 'sync'> {
-  const { options, status, registry, jobs } = p;
+  const { options, status, counters, registry, jobs } = p;
+  let connectedBefore = false;
   const { logger } = options;
   const sync = p.deployment.sync({
     intervalMs: options.deployPollIntervalMs,
@@ -317,6 +342,8 @@ function connect(
         ...(error ? { lastError: error } : {}),
       });
       if (state === 'connected') {
+        if (connectedBefore) counters.add('reconnects');
+        connectedBefore = true;
         void p.reports.sender.drainNow();
         void sync.check('connect');
       }
@@ -351,7 +378,7 @@ function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment
 function stopper(
   p: Pick<
     Parts,
-    'options' | 'stream' | 'sync' | 'registry' | 'jobs' | 'reports' | 'launcher' | 'status' | 'releaseLock'
+    'options' | 'stream' | 'sync' | 'registry' | 'jobs' | 'reports' | 'launcher' | 'status' | 'counters' | 'releaseLock'
   >,
 ): { stop: () => Promise<void>; stopped: Promise<void> } {
   const { options, reports } = p;
@@ -383,6 +410,7 @@ function stopper(
           connection: 'disconnected',
           queue: { capacity: options.queueCapacity, running: null, waiting: [] },
         });
+        p.counters.close();
         p.releaseLock();
         logger.info('drover-agent stopped');
         resolveStopped();

@@ -33,11 +33,16 @@ export interface DaemonOptions {
   dispatcher?: Dispatcher;
   /** The secrets file as the daemon reads it (default: a reader of `<state-dir>/secrets.yaml`). */
   secrets?: KnownSecrets;
+  /** `--metrics-file`: the counters in the Prometheus text format, for node_exporter (docs/metrics.md). */
+  metricsFile?: string | undefined;
 }
 
-export type ResolvedDaemonOptions = Required<Omit<DaemonOptions, 'dispatcher' | 'defaultJobTimeoutMs'>> & {
+export type ResolvedDaemonOptions = Required<
+  Omit<DaemonOptions, 'dispatcher' | 'defaultJobTimeoutMs' | 'metricsFile'>
+> & {
   defaultJobTimeoutMs: number | null;
   dispatcher?: Dispatcher;
+  metricsFile?: string;
 };
 
 export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
@@ -57,5 +62,6 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     postponeOptional: options.postponeOptional ?? DEFAULTS.postponeOptional,
     deployPollIntervalMs: options.deployPollIntervalMs ?? DEFAULTS.deployPollIntervalMs,
     secrets: options.secrets ?? new KnownSecrets(stateDir),
+    ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
   };
 }

@@ -20,6 +20,8 @@ export interface DeploymentOptions {
   api?: DeployApi;
   /** Masks secret values in what deployments report and log (absent: nothing is masked). */
   masker?: () => Masker;
+  /** Told the bytes of each artifact downloaded (the agent's counters). */
+  onDownloaded?(bytes: number): void;
 }
 
 export interface Deployment {
@@ -48,6 +50,7 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     postponeOptional: options.postponeOptional,
     ...(options.caller.dispatcher ? { dispatcher: options.caller.dispatcher } : {}),
     ...(options.masker ? { masker: options.masker } : {}),
+    ...(options.onDownloaded ? { onDownloaded: options.onDownloaded } : {}),
   };
   return {
     context,

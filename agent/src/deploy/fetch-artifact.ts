@@ -36,7 +36,8 @@ export interface FetchArtifactRequest {
 }
 
 export type ArtifactOutcome =
-  | { ok: true }
+  /** `bytes`: the artifact's size, downloaded. */
+  | { ok: true; bytes: number }
   /** `refused`: the bytes are not the signed ones (size or SHA-256). */
   | { ok: false; refused: boolean; aborted: 'timeout' | 'cancelled' | null; message: string };
 
@@ -71,7 +72,7 @@ export async function fetchArtifact(req: FetchArtifactRequest): Promise<Artifact
         },
       },
     );
-    return { ok: true };
+    return { ok: true, bytes: source.size };
   } catch (error) {
     if (error instanceof TransferAborted)
       return { ok: false, refused: false, aborted: error.why, message: error.message };

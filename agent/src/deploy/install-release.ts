@@ -82,9 +82,10 @@ function preparedInputs(
   transfer: JobFileTransfer | undefined,
 ): JobFileTransfer {
   return {
-    fetchInputs: () => Promise.resolve({ ok: true, params, envParams, count: 1 }),
+    // Its bytes were counted when it was downloaded (run-deploy-job.ts).
+    fetchInputs: () => Promise.resolve({ ok: true, params, envParams, count: 1, bytes: 0 }),
     // Without a transfer (unit tests), `file:` values stay text, as executeJob does.
     deliverOutputs: (req) =>
-      transfer ? transfer.deliverOutputs(req) : Promise.resolve({ output: req.output, problems: [] }),
+      transfer ? transfer.deliverOutputs(req) : Promise.resolve({ output: req.output, problems: [], bytes: 0 }),
   };
 }

@@ -41,6 +41,8 @@ export interface DeployContext {
   downloadBackoff?: Backoff;
   /** Masks secret values in the job's lines, its result and the reports (absent: nothing is masked). */
   masker?: () => Masker;
+  /** Told the bytes of each artifact downloaded (the agent's counters, docs/metrics.md). */
+  onDownloaded?(bytes: number): void;
 }
 
 export interface DeployJobDeps extends JobRunnerDeps {
@@ -147,6 +149,7 @@ class DeployRun {
       ...(deploy.downloadAttempts ? { attempts: deploy.downloadAttempts } : {}),
       ...(deploy.downloadBackoff ? { backoff: deploy.downloadBackoff } : {}),
     });
+    if (downloaded.ok) deploy.onDownloaded?.(downloaded.bytes);
     if (!downloaded.ok) {
       if (downloaded.refused) return this.#end('refused', `the downloaded artifact was refused: ${downloaded.message}`);
       const status = downloaded.aborted === 'timeout' ? 'timed_out' : downloaded.aborted ? 'cancelled' : 'failed';

@@ -35,6 +35,8 @@ export type InputFilesResult =
       envParams: Record<string, unknown>;
       /** How many files were downloaded. */
       count: number;
+      /** Their bytes. */
+      bytes: number;
     }
   | { ok: false; message: string; aborted: 'timeout' | 'cancelled' | null };
 
@@ -50,6 +52,7 @@ export async function fetchInputFiles(req: InputFilesRequest): Promise<InputFile
   const params: Record<string, unknown> = { ...req.params };
   const envParams: Record<string, unknown> = { ...req.params };
   let count = 0;
+  let bytes = 0;
   for (const [name, value] of Object.entries(req.params)) {
     if (!looksLikeFileRef(value)) continue;
     const ref = value as unknown as InputFileRef;
@@ -62,6 +65,7 @@ export async function fetchInputFiles(req: InputFilesRequest): Promise<InputFile
       params[name] = local;
       envParams[name] = local.path;
       count += 1;
+      bytes += local.size;
     } catch (error) {
       const known = safeFilename(ref.filename, '');
       const shown = known === '' || known === ref.id ? '' : `${known}, `;
@@ -80,7 +84,7 @@ export async function fetchInputFiles(req: InputFilesRequest): Promise<InputFile
       };
     }
   }
-  return { ok: true, params, envParams, count };
+  return { ok: true, params, envParams, count, bytes };
 }
 
 interface Source {

@@ -12,14 +12,29 @@ export interface JobFileTransfer {
   deliverOutputs(req: Omit<OutputFilesRequest, Common>): Promise<OutputFilesResult>;
 }
 
+/** Told the bytes of the files moved (the agent's counters, docs/metrics.md). */
+export type TransferBytes = (direction: 'download' | 'upload', bytes: number) => void;
+
 /** The transfer of a daemon: the signed file endpoints of its coordinator. */
-export function jobFileTransfer(caller: SignedCaller, api: FilesApi = signedFilesApi(caller)): JobFileTransfer {
+export function jobFileTransfer(
+  caller: SignedCaller,
+  api: FilesApi = signedFilesApi(caller),
+  moved: TransferBytes = () => {},
+): JobFileTransfer {
   const common: { api: FilesApi; dispatcher?: Dispatcher } = {
     api,
     ...(caller.dispatcher ? { dispatcher: caller.dispatcher } : {}),
   };
   return {
-    fetchInputs: (req) => fetchInputFiles({ ...req, ...common }),
-    deliverOutputs: (req) => deliverOutputFiles({ ...req, ...common }),
+    fetchInputs: async (req) => {
+      const result = await fetchInputFiles({ ...req, ...common });
+      if (result.ok) moved('download', result.bytes);
+      return result;
+    },
+    deliverOutputs: async (req) => {
+      const result = await deliverOutputFiles({ ...req, ...common });
+      moved('upload', result.bytes);
+      return result;
+    },
   };
 }

@@ -28,6 +28,8 @@ export interface OutputFilesResult {
   output: Record<string, unknown>;
   /** One sentence per output file that could not be delivered. */
   problems: string[];
+  /** The bytes of the files uploaded. */
+  bytes: number;
 }
 
 /**
@@ -40,6 +42,7 @@ export interface OutputFilesResult {
 export async function deliverOutputFiles(req: OutputFilesRequest): Promise<OutputFilesResult> {
   const output: Record<string, unknown> = { ...req.output };
   const problems: string[] = [];
+  let bytes = 0;
   for (const [key, value] of Object.entries(req.output)) {
     if (!value.startsWith(FILE_OUTPUT_PREFIX)) continue;
     const given = value.slice(FILE_OUTPUT_PREFIX.length);
@@ -55,8 +58,9 @@ export async function deliverOutputFiles(req: OutputFilesRequest): Promise<Outpu
       continue;
     }
     try {
-      const ref = await uploadOne(req, key, resolved.path);
+      const { ref, size } = await uploadOne(req, key, resolved.path);
       output[key] = ref;
+      bytes += size;
     } catch (error) {
       const reason =
         error instanceof TransferAborted && error.why === 'timeout'
@@ -67,10 +71,10 @@ export async function deliverOutputFiles(req: OutputFilesRequest): Promise<Outpu
       problems.push(`${label} could not be uploaded: ${reason}`);
     }
   }
-  return { output, problems };
+  return { output, problems, bytes };
 }
 
-async function uploadOne(req: OutputFilesRequest, key: string, file: string): Promise<FileRef> {
+async function uploadOne(req: OutputFilesRequest, key: string, file: string): Promise<{ ref: FileRef; size: number }> {
   // The name the coordinator records (the file's name, with any secret value masked).
   const filename = safeFilename((req.mask ?? ((text: string) => text))(path.basename(file)));
   const started = performance.now();
@@ -101,7 +105,7 @@ async function uploadOne(req: OutputFilesRequest, key: string, file: string): Pr
       await req.api.completeOutputFile(req.jobId, presigned.fileId);
       const took = ((performance.now() - started) / 1000).toFixed(1);
       req.log(`output \`${key}\` uploaded as file ${presigned.fileId} (${formatBytes(digest.size)}, ${took}s)`);
-      return { __type: FILE_REF_TYPE, id: presigned.fileId };
+      return { ref: { __type: FILE_REF_TYPE, id: presigned.fileId }, size: digest.size };
     },
     {
       attempts: req.attempts ?? 5,

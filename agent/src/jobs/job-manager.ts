@@ -24,6 +24,7 @@ import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { StepLauncher } from '../exec/step-launcher.js';
 import { afterPendingImmediates } from '../util/event-loop.js';
 import { parseDeployEvent } from '../deploy/deploy-event.js';
+import type { CountersWriter } from '../status/counters-writer.js';
 import { runDeployJob, type DeployContext } from '../deploy/run-deploy-job.js';
 
 export interface JobManagerOptions {
@@ -51,6 +52,8 @@ export interface JobManagerOptions {
   deploy?: DeployContext;
   /** Starts the steps' processes; warmed again after each job (absent: steps are spawned directly). */
   launcher?: StepLauncher;
+  /** Counts the jobs run, failed and rejected (docs/metrics.md, "Agent counters"). */
+  counters?: Pick<CountersWriter, 'add'>;
 }
 
 /**
@@ -234,6 +237,7 @@ export class JobManager {
           }
           const final: FinalReport = { kind: 'reject', body: { reason: decision.reason, message: decision.message } };
           journal.create(assignment, 'rejected', { final });
+          this.#options.counters?.add('jobsRejected');
           if (decision.reason === 'queue_full') log.warn('job queue full; rejecting');
           else log.warn(`job rejected (${decision.reason}): ${decision.message}`);
           this.#sendFinal(assignment.jobId, final);
@@ -357,8 +361,12 @@ export class JobManager {
     this.#finish(entry, failedResult(INTERRUPTED_MESSAGE));
   }
 
-  /** Records the job's result in the journal, then reports it. */
+  /** Records the job's result in the journal, then reports it. A job that was running counts as run. */
   #finish(entry: JournalEntry, result: JobResult): void {
+    if (entry.state === 'running') {
+      this.#options.counters?.add('jobsRun');
+      if (result.status === 'failed' || result.status === 'timed_out') this.#options.counters?.add('jobsFailed');
+    }
     const final: FinalReport = { kind: 'finish', body: result };
     try {
       this.#options.journal.update(entry.jobId, { state: 'finished', final, finalDelivered: false });

@@ -35,17 +35,23 @@ export function ensurePrivateDir(dir: string): void {
 }
 
 /**
- * Writes a file atomically with mode 0600: a temporary file in the same directory, flushed to
- * disk, then renamed over the target, so a reader sees the old content or the new, never half.
- * `durable: false` skips the flushes (about 1 ms each here, up to 12 ms at p99) for writes a
- * power cut may lose without harm, such as status.json (an agent crash keeps them all the same).
+ * Writes a file atomically with mode 0600 (or `mode`): a temporary file in the same directory,
+ * flushed to disk, then renamed over the target, so a reader sees the old content or the new,
+ * never half. `durable: false` skips the flushes (about 1 ms each here, up to 12 ms at p99) for
+ * writes a power cut may lose without harm, such as status.json (an agent crash keeps them all
+ * the same).
  */
-export function writeFileAtomic(file: string, content: string, options: { durable?: boolean } = {}): void {
+export function writeFileAtomic(
+  file: string,
+  content: string,
+  options: { durable?: boolean; mode?: number } = {},
+): void {
   const durable = options.durable ?? true;
   const temp = tempFileFor(file);
   try {
-    const fd = fs.openSync(temp, 'wx', 0o600);
+    const fd = fs.openSync(temp, 'wx', options.mode ?? 0o600);
     try {
+      if (options.mode !== undefined) fs.fchmodSync(fd, options.mode); // whatever the umask
       fs.writeFileSync(fd, content);
       if (durable) fs.fsyncSync(fd);
     } finally {

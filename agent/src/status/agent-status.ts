@@ -7,6 +7,7 @@ import { countWaitingReports } from '../outbox/outbox.js';
 import { statePath } from '../state/paths.js';
 import { readDeployState, type AppDeployState } from '../deploy/deploy-state.js';
 import { readDaemonStatus, type DaemonStatus } from './daemon-status.js';
+import { readCounters, type AgentCounters } from './agent-counters.js';
 
 /** What `drover-agent status` shows: the state directory's enrollment, daemon, outbox and deployments. */
 export interface AgentStatus {
@@ -26,6 +27,8 @@ export interface AgentStatus {
   deployProblem: string | null;
   /** Reports (job results, logs) kept in the outbox until the coordinator takes them. */
   waitingReports: number;
+  /** What the daemon did since its first start here (`counters.json`), or null before it ever ran. */
+  counters: AgentCounters | null;
 }
 
 /** What the state directory says about this agent. Never calls the coordinator. */
@@ -41,6 +44,7 @@ export function readAgentStatus(stateDir: string): AgentStatus {
     deployments: null,
     deployProblem: null,
     waitingReports: countWaitingReports(path.join(stateDir, 'outbox')),
+    counters: readCounters(stateDir),
   };
   const deploy = readDeployState(stateDir);
   if (deploy?.apps) {

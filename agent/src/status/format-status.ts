@@ -4,6 +4,8 @@ import { describeOffset, LARGE_OFFSET_MS } from '../http/server-clock.js';
 import { describeInvalidFiles } from '../workflows/format-problem.js';
 import type { AgentStatus } from './agent-status.js';
 import type { DaemonStatus } from './daemon-status.js';
+import type { AgentCounters } from './agent-counters.js';
+import { formatBytes } from '../files/format.js';
 
 /** The status as lines for a person (`drover-agent status`). */
 export function formatAgentStatus(status: AgentStatus): string[] {
@@ -28,6 +30,7 @@ export function formatAgentStatus(status: AgentStatus): string[] {
     ...(status.waitingReports > 0
       ? [`Outbox:        ${status.waitingReports} report(s) waiting for the coordinator (sent when it is reachable)`]
       : []),
+    ...formatCounters(status.counters),
     ...formatDeployments(status),
   );
   if (status.problem) lines.push(`Problem:       ${status.problem}`);
@@ -69,6 +72,17 @@ export function formatDaemonStatus(status: DaemonStatus | null, running: boolean
   }
   if (w.invalid.length) lines.push('               details: drover-agent workflows');
   return lines;
+}
+
+/** What the agent did since its first start (docs/metrics.md, "Agent counters"). */
+export function formatCounters(c: AgentCounters | null): string[] {
+  if (!c) return ['Counters:      none yet (the agent has not run)'];
+  const n = (value: number) => value.toLocaleString('en-US');
+  return [
+    `Jobs:          ${n(c.jobsRun)} run (${n(c.jobsFailed)} failed), ${n(c.jobsRejected)} rejected, since ${formatTime(c.since)}`,
+    `Stream:        ${n(c.reconnects)} reconnect${c.reconnects === 1 ? '' : 's'}`,
+    `Files moved:   ${formatBytes(c.bytesDownloaded)} downloaded, ${formatBytes(c.bytesUploaded)} uploaded`,
+  ];
 }
 
 function describeClockLine(offsetMs: number): string {

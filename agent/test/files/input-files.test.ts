@@ -69,6 +69,7 @@ describe('fetchInputFiles', () => {
     expect(result).toEqual({
       ok: true,
       count: 1,
+      bytes: CONTENT.length,
       params: {
         bundle: {
           __type: 'FileRef',
@@ -192,7 +193,7 @@ describe('fetchInputFiles', () => {
 
   it('leaves params without FileRefs alone', async () => {
     const params = { a: 1, b: { __type: 'Other' }, c: [{ __type: 'FileRef', id: FILE_ID }] };
-    expect(await fetch(params)).toEqual({ ok: true, count: 0, params, envParams: params });
+    expect(await fetch(params)).toEqual({ ok: true, count: 0, bytes: 0, params, envParams: params });
     expect(server.requests).toEqual([]);
   });
 });

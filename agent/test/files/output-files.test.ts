@@ -47,6 +47,7 @@ describe('deliverOutputFiles', () => {
     expect(result).toEqual({
       output: { report: { __type: 'FileRef', id }, plain: 'kept', notafile: 'files:x' },
       problems: [],
+      bytes: 11,
     });
     expect(server.uploads.get(id)?.toString()).toBe('the result\n');
     expect(api.created).toEqual([
@@ -114,6 +115,7 @@ describe('deliverOutputFiles', () => {
     expect(result).toEqual({
       output: {},
       problems: ['output `report` (file:out.txt) was not uploaded: cancelled: the agent was stopped at once'],
+      bytes: 0,
     });
     expect(server.requests).toEqual([]);
   });

@@ -8,6 +8,10 @@ import { checkListen, listenProblem, type ListenProblem } from './listen-check.j
 export function configureStartCommand(program: Command): void {
   withServerOptions(program.command('start'))
     .description('run the coordinator (migrates the database and bootstraps an empty one first)')
+    .option(
+      '--metrics-listen <host:port>',
+      'also serve GET /metrics without credentials on this address (env DROVER_METRICS_LISTEN; docs/metrics.md)',
+    )
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
       // What another process stands in the way of is said in one line, before anything is
@@ -15,6 +19,9 @@ export function configureStartCommand(program: Command): void {
       refuseIfDataDirInUse(config.dataDir);
       const problem = await checkListen(config.host, config.port);
       if (problem) cannotListen(problem);
+      const metrics = config.metrics.listen;
+      const metricsProblem = metrics && (await checkListen(metrics.host, metrics.port));
+      if (metricsProblem) cannotListen(metricsProblem, METRICS_HINT);
       lockDataDirOrExit(config.dataDir);
       const logger = createLogger(config.logLevel, { format: config.logFormat });
       installCrashHandlers(logger);
@@ -22,8 +29,12 @@ export function configureStartCommand(program: Command): void {
       try {
         server = await startServer(config, logger);
       } catch (error) {
-        const lost = listenProblem(error, config.host, config.port); // taken since the check
-        if (lost) cannotListen(lost);
+        // Taken since the check: the metrics address when the error names its port, else the API's.
+        const onMetrics = metrics !== null && metrics.port !== 0 && (error as { port?: unknown }).port === metrics.port;
+        const lost = onMetrics
+          ? listenProblem(error, metrics.host, metrics.port)
+          : listenProblem(error, config.host, config.port);
+        if (lost) cannotListen(lost, onMetrics ? METRICS_HINT : undefined);
         logger.fatal({ err: error }, 'could not start');
         process.stderr.write(`drover-coordinator: could not start: ${(error as Error).message}\n`);
         process.exit(1);
@@ -46,8 +57,11 @@ const HINTS: Record<ListenProblem['code'], string> = {
   other: '',
 };
 
-function cannotListen(problem: ListenProblem): never {
-  process.stderr.write(`drover-coordinator: ${problem.message}${HINTS[problem.code]}\n`);
+/** What to change when the `--metrics-listen` address is the one that cannot be used. */
+const METRICS_HINT = ' (--metrics-listen, DROVER_METRICS_LISTEN)';
+
+function cannotListen(problem: ListenProblem, hint = HINTS[problem.code]): never {
+  process.stderr.write(`drover-coordinator: ${problem.message}${hint}\n`);
   process.exit(1);
 }
 
@@ -55,6 +69,7 @@ function cannotListen(problem: ListenProblem): never {
 export function banner(server: RunningServer, boot: BootstrapResult): string[] {
   const base = `${server.publicUrl}/v1`;
   const lines = [`Drover coordinator listening on ${server.url} (API: ${base})`, `Dashboard: ${server.publicUrl}/`];
+  if (server.metricsUrl) lines.push(`Metrics: ${server.metricsUrl}/metrics (Prometheus, no credentials)`);
   if (!boot.created) return lines;
   return [
     ...lines,

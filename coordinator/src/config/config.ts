@@ -2,6 +2,7 @@ import path from 'node:path';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseStorageUrl, type StorageConfig } from './storage-config.js';
+import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
 
 /**
  * The coordinator's configuration (docs/operations.md): flags, then environment, then defaults,
@@ -45,6 +46,8 @@ export interface Config {
   readonly chat: ChatConfig;
   /** How long a chat message (a job's notification) is retried before it is given up. */
   readonly chatGiveUpSeconds: number;
+  /** `GET /metrics` (docs/metrics.md): its bearer token and its own unauthenticated address; both null: off. */
+  readonly metrics: MetricsConfig;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -83,6 +86,7 @@ export interface ConfigFlags {
   storageUrl?: string | undefined;
   logLevel?: string | undefined;
   logFormat?: string | undefined;
+  metricsListen?: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -248,6 +252,13 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     7 * 86400,
   );
 
+  const metrics = parseMetricsConfig(
+    env,
+    pick(flags.metricsListen, 'metrics-listen', 'DROVER_METRICS_LISTEN'),
+    { host, port },
+    problems,
+  );
+
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze({
     port,
@@ -272,6 +283,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     storage,
     chat,
     chatGiveUpSeconds,
+    metrics,
   });
 }
 

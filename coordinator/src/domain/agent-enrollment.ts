@@ -9,6 +9,7 @@ import { AttemptThrottle, type ThrottlePolicy } from './attempt-throttle.js';
 import type { AuditLog } from './audit-log.js';
 import { cleanName } from './names.js';
 import { tooManyAttempts } from './sign-in.js';
+import { noMetrics, type Metrics } from './metrics.js';
 
 const REFUSALS = {
   unknown: 'The enrollment token is not valid',
@@ -43,6 +44,8 @@ export interface EnrollmentDeps {
   audit: AuditLog;
   clock: Clock;
   logger: Logger;
+  /** Counts the refusals of a locked address (docs/metrics.md); none by default. */
+  metrics?: Metrics;
 }
 
 /** `POST /v1/agent/enroll`: spends a single-use enrollment token and registers the agent's key. */
@@ -55,7 +58,10 @@ export class AgentEnrollment {
 
   async enroll(body: EnrollRequest, address: string): Promise<Agent> {
     const wait = this.addresses.waitMs(address);
-    if (wait > 0) throw tooManyAttempts('enrollment', wait);
+    if (wait > 0) {
+      (this.deps.metrics ?? noMetrics).rateLimitBlocked('enrollment');
+      throw tooManyAttempts('enrollment', wait);
+    }
     // Checked before the token is spent, so that a bad key does not burn the token.
     if (!publicKeyFromBase64(body.publicKey)) {
       throw invalid(

@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events';
+import type { Job } from './model/jobs.js';
 
 /**
  * In-process job notifications of one coordinator: "a job was created for agent A" (the stream
- * pushes it if A is connected here), "a user cancelled job J of agent A" (the stream tells A) and
- * "job J reached a terminal status" (a sync trigger run waiting on J answers). Sync waits listen
- * here instead of polling the database.
+ * pushes it if A is connected here), "a user cancelled job J of agent A" (the stream tells A),
+ * "job J started" (its figures, docs/metrics.md) and "job J reached a terminal status" (a sync
+ * trigger run waiting on J answers). Sync waits listen here instead of polling the database.
  *
  * Scale-out note: with several coordinators these events must also travel between instances
  * (PostgreSQL LISTEN/NOTIFY); every emitter goes through this class so that is one change.
@@ -23,6 +24,16 @@ export class JobEvents {
   onJobCreated(listener: (agentId: string, jobId: string) => void): () => void {
     this.emitter.on('created', listener);
     return () => this.emitter.off('created', listener);
+  }
+
+  /** The job started running (after its commit): `job` as it is now. */
+  jobStarted(job: Job): void {
+    this.emitter.emit('started', job);
+  }
+
+  onJobStarted(listener: (job: Job) => void): () => void {
+    this.emitter.on('started', listener);
+    return () => this.emitter.off('started', listener);
   }
 
   /** A cancel was committed for a job of the agent (docs/jobs.md, "Cancellation"). */

@@ -1,4 +1,5 @@
 import type { Clock } from '../util/clock.js';
+import { noMetrics, type Metrics } from './metrics.js';
 
 export type ReadDecision =
   | { allowed: true }
@@ -25,6 +26,7 @@ export class ReadRateLimiter {
   constructor(
     private readonly perMinute: number,
     private readonly clock: Clock,
+    private readonly metrics: Pick<Metrics, 'rateLimitBlocked'> = noMetrics,
   ) {}
 
   hit(tokenId: string): ReadDecision {
@@ -38,6 +40,7 @@ export class ReadRateLimiter {
     const observed = (this.counts.get(tokenId) ?? 0) + 1;
     this.counts.set(tokenId, observed);
     if (observed <= this.perMinute) return { allowed: true };
+    this.metrics.rateLimitBlocked('token_read');
     return {
       allowed: false,
       window: 'minute',

@@ -7,6 +7,7 @@ import { AttemptThrottle, type FailureOutcome, type ThrottlePolicy } from './att
 import type { AuditLog } from './audit-log.js';
 import { decoyPasswordHash, verifyPassword } from './passwords.js';
 import type { SessionService } from './sessions.js';
+import { noMetrics, type Metrics } from './metrics.js';
 
 /**
  * Dashboard sign-in: the password check, and the throttles that make guessing slow.
@@ -37,6 +38,8 @@ export interface SignInDeps {
   audit: AuditLog;
   clock: Clock;
   logger: Logger;
+  /** Counts the refusals of a locked account or address (docs/metrics.md); none by default. */
+  metrics?: Metrics;
 }
 
 export interface SignedIn {
@@ -68,7 +71,10 @@ export class SignInService {
     const trimmed = email.trim();
     const account = trimmed.toLowerCase();
     const wait = Math.max(this.accounts.waitMs(account), this.addresses.waitMs(address));
-    if (wait > 0) throw tooManyAttempts('sign-in', wait);
+    if (wait > 0) {
+      (this.deps.metrics ?? noMetrics).rateLimitBlocked('sign_in');
+      throw tooManyAttempts('sign-in', wait);
+    }
 
     const user = await this.deps.users.findByEmail(trimmed);
     // Hash even for an unknown email, so timing does not reveal which emails exist.

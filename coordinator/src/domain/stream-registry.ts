@@ -5,6 +5,7 @@ import { isoNow, type Clock } from '../util/clock.js';
 import type { AgentEvents } from './agent-events.js';
 import type { JobEvents } from './job-events.js';
 import { isOpenJobStatus } from './job-state.js';
+import { noMetrics, type Metrics } from './metrics.js';
 import { sseEvent, toAssignment } from './sse.js';
 
 /** Where a stream's bytes go: the hijacked HTTP response, or a fake in tests. */
@@ -37,6 +38,8 @@ export interface StreamRegistryOptions {
    * job-input-files.ts). When it fails the job is sent as stored: the agent asks for the URLs.
    */
   prepareAssignment?(job: Job, assignment: JobAssignment): Promise<JobAssignment>;
+  /** The streams open and the dispatch latency (docs/metrics.md); none by default. */
+  metrics?: Metrics;
 }
 
 /** The queue capacity an agent that does not announce one has (docs/agent-protocol.md: 4 jobs). */
@@ -65,6 +68,8 @@ class AgentStream {
     readonly agentId: string,
     private readonly sink: StreamSink,
     readonly capacity: number,
+    /** When the stream was opened (Unix ms): jobs created since were created while it was open. */
+    readonly openedAt: number,
   ) {}
 
   write(chunk: string): void {
@@ -72,10 +77,14 @@ class AgentStream {
     if (!this.sink.write(chunk)) this.close();
   }
 
-  /** An update job goes out as a `deploy` event (docs/ota.md), any other job as a `job` event. */
-  sendAssignment(assignment: JobAssignment): void {
+  /**
+   * An update job goes out as a `deploy` event (docs/ota.md), any other job as a `job` event.
+   * False when the stream is closed (or closed by this write).
+   */
+  sendAssignment(assignment: JobAssignment): boolean {
     const event = assignment.kind === 'update' ? StreamEvent.deploy : StreamEvent.job;
     this.write(sseEvent(event, assignment.jobId, assignment));
+    return this.state !== 'closed';
   }
 
   /** A user cancelled the job (docs/jobs.md, "Cancellation"). */
@@ -113,7 +122,11 @@ export class StreamRegistry {
   private pingTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(private readonly options: StreamRegistryOptions) {}
+  private readonly metrics: Metrics;
+
+  constructor(private readonly options: StreamRegistryOptions) {
+    this.metrics = options.metrics ?? noMetrics;
+  }
 
   /** Subscribes to job and revocation events and starts the pings. */
   start(): void {
@@ -123,6 +136,7 @@ export class StreamRegistry {
       this.options.jobEvents.onCancelRequested((agentId, jobId) => this.cancelRequested(agentId, jobId)),
     );
     this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id)));
+    this.unsubscribe.push(this.metrics.readAgentsConnected(() => this.streams.size));
     this.pingTimer = setInterval(() => void this.pingAll(), this.options.pingMs);
     this.pingTimer.unref();
     void this.expireStaleConnections();
@@ -142,7 +156,7 @@ export class StreamRegistry {
    * stream, marks it connected, sends its open jobs, then goes live.
    */
   async connect(agentId: string, sink: StreamSink, capacity = DEFAULT_AGENT_QUEUE_CAPACITY): Promise<void> {
-    const stream = new AgentStream(agentId, sink, capacity);
+    const stream = new AgentStream(agentId, sink, capacity, this.options.clock.now());
     if (this.closed) {
       stream.close();
       return;
@@ -287,7 +301,13 @@ export class StreamRegistry {
         );
       }
     }
-    stream.sendAssignment(assignment);
+    const sent = stream.sendAssignment(assignment);
+    // Dispatch latency: from its creation to its first send, for a job created while the stream was
+    // open (one that waited for the agent to come back is its absence, not the dispatch).
+    const createdAt = Date.parse(job.createdAt);
+    if (sent && job.status === 'pending' && createdAt >= stream.openedAt) {
+      this.metrics.jobDispatched(Math.max(0, this.options.clock.now() - createdAt) / 1000);
+    }
   }
 
   private revoked(agentId: string): void {

@@ -29,6 +29,8 @@ import { apiJobRoutes } from './routes/api-jobs.js';
 import { apiDocsRoutes } from './routes/api-docs.js';
 import { dashboardForBrowsers, dashboardRoutes } from './routes/dashboard/index.js';
 import { DashboardBuild } from './routes/dashboard/dashboard-build.js';
+import { registerHttpMetrics } from './http-metrics.js';
+import { metricsRoutes } from './routes/metrics.js';
 import './context.js';
 
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 };
@@ -66,6 +68,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   registerJsonBodyParser(app);
   orderRefusals(app);
   app.addSchema(ErrorBodySchema);
+  if (ctx.httpMetrics) registerHttpMetrics(app, ctx.httpMetrics);
 
   // Hooks in callback style: no promise per request. While closing, requests still arriving on
   // open connections get 503 `unavailable`.
@@ -145,6 +148,10 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     pages.addHook('onRequest', sessionHook);
     await pages.register(apiJobRoutes);
   });
+  // The Prometheus text for DROVER_METRICS_TOKEN's bearer (docs/metrics.md); without that token, no route.
+  if (ctx.httpMetrics && ctx.config.metrics.token !== null) {
+    await app.register(metricsRoutes(ctx.httpMetrics, ctx.config.metrics.token));
+  }
   // The interactive API reference (Swagger UI) at /docs, without credentials.
   await app.register(apiDocsRoutes);
   // The dashboard itself (pages and assets), without credentials: its pages sign in.

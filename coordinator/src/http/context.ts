@@ -4,6 +4,8 @@ import type { AuditLog } from '../domain/audit-log.js';
 import type { FileService } from '../domain/files/file-service.js';
 import type { JobCancelService } from '../domain/job-cancel.js';
 import type { JobEvents } from '../domain/job-events.js';
+import type { Metrics } from '../domain/metrics.js';
+import type { HttpMetrics } from './http-metrics.js';
 import type { OtaEngine } from '../domain/ota/engine.js';
 import type { ReadRateLimiter } from '../domain/read-rate-limiter.js';
 import type { ServerKey } from '../domain/server-key.js';
@@ -49,6 +51,10 @@ export interface AppContext {
   chatIntegrations: ChatIntegrationService;
   /** Chat commands starting runs of chat triggers (domain/chat/chat-runs.ts). */
   chatRuns: ChatRunService;
+  /** What the domain reports for the operators' figures (docs/metrics.md); measures nothing when metrics are off. */
+  metrics: Metrics;
+  /** The HTTP answers' figures and the `/metrics` text; null when metrics are off. */
+  httpMetrics: HttpMetrics | null;
 }
 
 declare module 'fastify' {

@@ -19,6 +19,9 @@ const BUFFER_BYTES = 1 << 20;
  * collector (docs/performance.md, File transfer). Closes the file in every case.
  */
 export class BlobReader {
+  /** Bytes the sink has taken so far. */
+  sent = 0;
+
   constructor(
     private readonly handle: fsp.FileHandle,
     readonly start: number,
@@ -46,7 +49,9 @@ export class BlobReader {
         const buffer = buffers[i]!;
         const { bytesRead } = await this.handle.read(buffer, 0, Math.min(buffer.length, left), position);
         if (bytesRead === 0) throw new Error('the blob is shorter than its recorded size');
-        writes[i] = write(sink, buffer.subarray(0, bytesRead));
+        writes[i] = write(sink, buffer.subarray(0, bytesRead)).then(() => {
+          this.sent += bytesRead;
+        });
         position += bytesRead;
         left -= bytesRead;
       }

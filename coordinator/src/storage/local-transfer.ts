@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
-import type { BlobReader } from './blob-reader.js';
+import type { BlobReader, BlobSink } from './blob-reader.js';
 import type { FileForTransfer, FileRepository } from '../domain/model/files.js';
+import type { Metrics } from '../domain/metrics.js';
 import { AppError, conflict, forbidden, notFound } from '../errors.js';
 import type { Clock } from '../util/clock.js';
 import type { BlobStat } from './backend.js';
@@ -15,13 +16,15 @@ export interface LocalTransferDeps {
   signer: BlobUrlSigner;
   clock: Clock;
   maxFileBytes: () => number;
+  /** Counts the bytes received and sent (docs/metrics.md). */
+  metrics: Pick<Metrics, 'storageBytes'>;
 }
 
 /** A download ready to send: status, headers and the bytes. */
 export interface BlobDownload {
   status: 200 | 206;
   headers: Record<string, string>;
-  body: BlobReader;
+  body: Pick<BlobReader, 'writeTo'>;
 }
 
 const REFUSALS = {
@@ -69,6 +72,7 @@ export class LocalTransfers {
       await this.d.local.delete(file.blobKey);
       throw conflict(`The file is ${after?.status ?? 'gone'}; the upload was discarded`);
     }
+    this.d.metrics.storageBytes('upload', stat.size);
     return { fileId, ...stat };
   }
 
@@ -97,8 +101,17 @@ export class LocalTransfers {
     };
     if (wanted.kind === 'unsatisfiable') throw new RangeNotSatisfiable(size);
     const partial = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
-    const body = await this.d.local.openRead(file.blobKey, partial);
-    if (!body) throw new AppError('not_found', 'The file is missing from storage');
+    const reader = await this.d.local.openRead(file.blobKey, partial);
+    if (!reader) throw new AppError('not_found', 'The file is missing from storage');
+    const body = {
+      writeTo: async (sink: BlobSink) => {
+        try {
+          await reader.writeTo(sink);
+        } finally {
+          this.d.metrics.storageBytes('download', reader.sent);
+        }
+      },
+    };
     if (!partial) return { status: 200, headers: { ...common, 'content-length': String(size) }, body };
     return {
       status: 206,

@@ -47,6 +47,7 @@ describe('loadConfig defaults', () => {
       storage: { kind: 'disk' },
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 86_400,
+      metrics: { token: null, listen: null },
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -95,6 +96,8 @@ describe('loadConfig from the environment', () => {
         DROVER_FILE_SWEEP_INTERVAL_MS: '50',
         DROVER_JOB_FILE_TTL_SECONDS: '3600',
         DROVER_CHAT_GIVE_UP_SECONDS: '600',
+        DROVER_METRICS_TOKEN: 'prometheus-scrape-token-1',
+        DROVER_METRICS_LISTEN: '0.0.0.0:9464',
       },
       {},
       CWD,
@@ -122,6 +125,7 @@ describe('loadConfig from the environment', () => {
       storage: { kind: 'disk' },
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 600,
+      metrics: { token: 'prometheus-scrape-token-1', listen: { host: '0.0.0.0', port: 9464 } },
     });
   });
 
@@ -365,6 +369,43 @@ describe('loadConfig validation', () => {
 
   it('accepts integers written with surrounding spaces', () => {
     expect(loadConfig({ DROVER_PORT: ' 8081 ' }, {}, CWD).port).toBe(8081);
+  });
+});
+
+describe('metrics settings', () => {
+  const TOKEN = 'a-metrics-token-of-32-characters';
+
+  it('reads the token and the listen address, the flag winning over the variable', () => {
+    const config = loadConfig(
+      { DROVER_METRICS_TOKEN: TOKEN, DROVER_METRICS_LISTEN: '127.0.0.1:9464' },
+      { metricsListen: '[::1]:9465' },
+      CWD,
+    );
+    expect(config.metrics).toEqual({ token: TOKEN, listen: { host: '::1', port: 9465 } });
+    expect(loadConfig({ DROVER_METRICS_LISTEN: ' 10.0.0.5:9464 ' }, {}, CWD).metrics).toEqual({
+      token: null,
+      listen: { host: '10.0.0.5', port: 9464 },
+    });
+    expect(Object.isFrozen(config.metrics)).toBe(true);
+  });
+
+  it('refuses a short token, or one that cannot be sent in a header, without echoing it', () => {
+    const short = problemsOf({ DROVER_METRICS_TOKEN: 'tooshort' });
+    expect(short).toEqual(['DROVER_METRICS_TOKEN: expected 16 to 1024 characters, got 8']);
+    const spaced = problemsOf({ DROVER_METRICS_TOKEN: 'has a space in the middle of it' });
+    expect(spaced).toEqual(['DROVER_METRICS_TOKEN: expected printable ASCII without spaces, got other characters']);
+    for (const problem of [...short, ...spaced]) expect(problem).not.toMatch(/tooshort|has a space/);
+  });
+
+  it('refuses a listen address that is not host:port, or is the API address', () => {
+    for (const bad of ['9464', 'localhost', ':9464', 'host:99999', '::1:9464', '[not-ipv6]:9464', 'a b:1']) {
+      expect(problemsOf({ DROVER_METRICS_LISTEN: bad }), bad).toEqual([
+        `DROVER_METRICS_LISTEN: expected host:port (an IPv6 address in brackets: [::1]:9464), got \`${bad}\``,
+      ]);
+    }
+    expect(problemsOf({}, { metricsListen: '127.0.0.1:8080' })).toEqual([
+      "--metrics-listen: expected an address other than the API's (--host, --port), got `127.0.0.1:8080`",
+    ]);
   });
 });
 

@@ -105,6 +105,9 @@ export function createAgentRepository(
     "UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at) WHERE id = ? AND status = 'connected'",
   );
   const connectedIds = db.prepare<[], { id: string }>("SELECT id FROM agents WHERE status = 'connected'");
+  const lastSeen = db.prepare<[], { id: string; name: string; lastSeenAt: string }>(
+    "SELECT id, name, last_seen_at AS lastSeenAt FROM agents WHERE status <> 'revoked' AND last_seen_at IS NOT NULL",
+  );
 
   const enroll = db.transaction((tokenHash: string, agent: NewAgent, at: string): EnrollOutcome => {
     const token = tokenByHash.get(tokenHash);
@@ -156,6 +159,9 @@ export function createAgentRepository(
     },
     async listConnectedIds() {
       return connectedIds.all().map((r) => r.id);
+    },
+    async listLastSeen() {
+      return lastSeen.all();
     },
   };
 }

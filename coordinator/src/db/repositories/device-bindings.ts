@@ -1,3 +1,4 @@
+import type { DeviceState } from '@drover/shared';
 import type { AgentStatus } from '../../domain/model/agents.js';
 import type {
   BindingEvaluation,
@@ -50,6 +51,10 @@ export function createDeviceBindingRepository(db: Db, evaluateBinding: EvaluateB
   );
   const setChannel = db.prepare('UPDATE device_bindings SET channel = ? WHERE application_id = ? AND id = ?');
   const remove = db.prepare('DELETE FROM device_bindings WHERE id = ?');
+  const perState = db.prepare<[], { state: DeviceState | null; count: number }>(
+    `SELECT b.state AS state, count(*) AS count FROM device_bindings b
+       JOIN applications a ON a.id = b.application_id WHERE a.deleted_at IS NULL GROUP BY b.state`,
+  );
   const concerned = db.prepare<[{ appId: string; channel: string; releaseId: string }], { id: string }>(
     `SELECT id FROM device_bindings WHERE application_id = @appId AND channel = @channel
      UNION SELECT id FROM device_bindings WHERE application_id = @appId AND current_release_id = @releaseId`,
@@ -208,6 +213,9 @@ export function createDeviceBindingRepository(db: Db, evaluateBinding: EvaluateB
     },
     async idsDue(now, limit) {
       return due.all({ now, limit }).map((r) => r.id);
+    },
+    async countByState() {
+      return perState.all();
     },
     async bindingOfActiveJob(jobId) {
       return ofActiveJob.get(jobId)?.id ?? null;

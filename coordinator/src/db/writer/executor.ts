@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Db } from '../database.js';
 import { createGroupCommit, type Outcome } from './group-commit.js';
 
@@ -40,6 +41,9 @@ function settle(batch: readonly PendingWrite[], outcomes: readonly Outcome[]): v
 
 const closedError = (): Error => new Error('the database writer is closed');
 
+/** Told of every group commit: how long it took (seconds) and how many operations it carried. */
+export type CommitObserver = (seconds: number, batchSize: number) => void;
+
 /**
  * Runs the operations on the caller's connection at the end of the event-loop turn, all of one
  * turn in one transaction (group-commit.ts), then settles their promises.
@@ -50,7 +54,11 @@ export class GroupCommitExecutor implements WriteExecutor {
   private scheduled = false;
   private closed = false;
 
-  constructor(db: Db) {
+  constructor(
+    db: Db,
+    /** docs/metrics.md: `drover_db_commit_seconds`, `drover_db_commit_batch_size`; no clock is read without it. */
+    private readonly onCommit?: CommitObserver,
+  ) {
     this.commit = createGroupCommit(db);
   }
 
@@ -80,11 +88,14 @@ export class GroupCommitExecutor implements WriteExecutor {
     if (batch.length === 0) return;
     this.pending = [];
     let outcomes: Outcome[];
+    const started = this.onCommit ? performance.now() : 0;
     try {
       outcomes = this.commit(batch.map((p) => p.op));
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;
+    } finally {
+      this.onCommit?.((performance.now() - started) / 1000, batch.length);
     }
     settle(batch, outcomes);
   }

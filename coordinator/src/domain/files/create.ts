@@ -12,6 +12,7 @@ import type { S3Config } from '../storage-bindings.js';
 import { LocalTransfers } from '../../storage/local-transfer.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import type { DeletionLogger } from './deletion.js';
+import { noMetrics, type Metrics } from '../metrics.js';
 import { FileService } from './file-service.js';
 
 /** The name of the blob URL signing key in `server_secrets` (shared by coordinators on one database). */
@@ -26,6 +27,8 @@ export interface CreateFileServiceOptions {
   /** The current configuration (its public URL changes once the server listens on port 0). */
   config: () => Config;
   logger: DeletionLogger;
+  /** Counts the bytes of the local backend's transfers (docs/metrics.md); none by default. */
+  metrics?: Metrics;
 }
 
 /**
@@ -67,6 +70,7 @@ export async function createFileService(o: CreateFileServiceOptions): Promise<Fi
     signer,
     clock: o.clock,
     maxFileBytes: () => o.config().maxFileBytes,
+    metrics: o.metrics ?? noMetrics,
   });
   return new FileService({
     files: o.repos.files,

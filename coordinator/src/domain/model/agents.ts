@@ -63,4 +63,13 @@ export interface AgentRepository {
   markDisconnected(id: string, lastSeenAt: string | null): Promise<boolean>;
   /** Ids of the agents whose status is `connected`. */
   listConnectedIds(): Promise<string[]>;
+  /** Agents not revoked that were ever seen, with when they last were (for the metrics). */
+  listLastSeen(): Promise<AgentLastSeen[]>;
+}
+
+export interface AgentLastSeen {
+  id: string;
+  name: string;
+  /** ISO instant: refreshed at every ping while the agent's stream is open. */
+  lastSeenAt: string;
 }

@@ -90,6 +90,8 @@ export interface DeviceBindingRepository {
   idsToEvaluate(applicationId: string, channel: string, releaseId: string): Promise<string[]>;
   /** Bindings the sweep must evaluate: a retry that is due, or an update job that ended unsettled. */
   idsDue(now: string, limit: number): Promise<string[]>;
+  /** Bindings of applications not deleted, per state (null: no report yet), for the metrics. */
+  countByState(): Promise<{ state: DeviceState | null; count: number }[]>;
   /** The binding whose active update job is `jobId`. */
   bindingOfActiveJob(jobId: string): Promise<string | null>;
   /** The application an update job was issued for (also after its binding was removed). */

@@ -3,6 +3,7 @@ import type { DeviceBindingRepository, EvaluationOutcome, EvaluationRequest } fr
 import type { Job } from '../model/jobs.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import type { JobEvents } from '../job-events.js';
+import { noMetrics, type Metrics } from '../metrics.js';
 import { toDeployAssignment } from './deploy-job.js';
 import type { EvaluationReason } from './evaluation.js';
 
@@ -17,6 +18,8 @@ export interface OtaEngineOptions {
   };
   /** How often the retry sweep runs. */
   sweepIntervalMs: number;
+  /** Counts the update jobs issued (docs/metrics.md); none by default. */
+  metrics?: Metrics;
 }
 
 /** Bindings evaluated per transaction: a publish to many devices yields to other work between chunks. */
@@ -124,6 +127,7 @@ export class OtaEngine {
         'update job issued',
       );
       this.options.jobEvents.jobCreated(binding.agentId, outcome.createdJobId);
+      (this.options.metrics ?? noMetrics).jobCreated('ota', 'pending');
     }
     if (outcome.repushJobId) this.options.jobEvents.jobCreated(binding.agentId, outcome.repushJobId);
   }

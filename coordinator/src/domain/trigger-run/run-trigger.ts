@@ -13,6 +13,7 @@ import { newTimeOrderedId } from '../../util/ids.js';
 import type { AuditLog, UserActor } from '../audit-log.js';
 import { memberFileCaller, systemReaderFileCaller, tokenFileCaller, type FileCaller } from '../files/access.js';
 import type { JobEvents } from '../job-events.js';
+import { noMetrics, type Metrics } from '../metrics.js';
 import { checkRunFileRefs, type FileRefLookups } from './file-refs.js';
 import { IDEMPOTENCY_TTL_MS, requestHash } from './idempotency.js';
 import { resolveRunParams } from './params.js';
@@ -185,15 +186,19 @@ export interface TriggerRunServiceDeps {
   audit: AuditLog;
   jobEvents: JobEvents;
   files: FileRefLookups;
+  /** The admissions' figures (docs/metrics.md); none by default. */
+  metrics?: Metrics;
 }
 
 export class TriggerRunService {
   private readonly targets: RunTargets;
   private readonly runs: TriggerRunRepository;
+  private readonly metrics: Metrics;
 
   constructor(private readonly deps: TriggerRunServiceDeps) {
     this.targets = new RunTargets(deps.repos);
     this.runs = deps.repos.triggerRuns;
+    this.metrics = deps.metrics ?? noMetrics;
   }
 
   /** The trigger of the organization as a run sees it (cached exactly), or null. */
@@ -250,11 +255,13 @@ export class TriggerRunService {
         );
       case 'refused': {
         const { refusal, scope } = admission;
+        this.countRefusal(actor, admission);
         await this.auditRefusal(trigger, actor, workflow, admission);
         return { outcome: 'rate_limited', jobId: admission.jobId, scope, refusal, workflowName: workflow.name };
       }
       case 'admitted': {
         jobEvents.jobCreated(trigger.agentId, jobId);
+        this.metrics.jobCreated(actor.source, 'pending');
         const onTrigger = (action: string, metadata: Record<string, unknown>) =>
           audit.record({
             orgId: trigger.orgId,
@@ -279,6 +286,7 @@ export class TriggerRunService {
         return { outcome: 'accepted', jobId, repeated: false, trigger };
       }
       case 'repeated':
+        this.metrics.idempotentReplay();
         return { outcome: 'accepted', jobId: admission.jobId, repeated: true, trigger };
       case 'rejected':
       case 'claimed_before':
@@ -348,11 +356,14 @@ export class TriggerRunService {
     switch (admission.outcome) {
       case 'admitted':
         jobEvents.jobCreated(trigger.agentId, jobId);
+        this.metrics.jobCreated(actor.source, 'pending');
         return { outcome: 'job_created', jobId, status: 'pending' };
       case 'refused':
+        this.countRefusal(actor, admission);
         await this.auditRefusal(trigger, actor, workflow as Workflow, admission);
         return { outcome: 'job_created', jobId, status: 'rejected' };
       case 'rejected':
+        this.countRejected(actor);
         return { outcome: 'job_created', jobId, status: 'rejected' };
       case 'skipped_overlap':
       case 'claimed_before':
@@ -376,6 +387,17 @@ export class TriggerRunService {
       actor.auditActor.actorType === 'api_token' ? 'api_token' : 'member',
     );
     return { run, workflow, params };
+  }
+
+  /** A run a limit refused: the block, and its job, created and ended `rejected` at once. */
+  private countRefusal(actor: RunActor, admission: Extract<AdmissionOutcome, { outcome: 'refused' }>): void {
+    this.metrics.rateLimitBlocked(admission.scope);
+    this.countRejected(actor);
+  }
+
+  private countRejected(actor: RunActor): void {
+    this.metrics.jobCreated(actor.source, 'rejected');
+    this.metrics.jobFinished('rejected', null);
   }
 
   private async auditRefusal(

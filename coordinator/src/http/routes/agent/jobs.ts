@@ -140,7 +140,7 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
       const { jobId } = request.params;
       const result = await repos.jobs.start(agent.id, jobId, time());
       logMove(request, jobId, 'start', result);
-      return answer(result, 'start', jobId);
+      return answer(result, 'start', jobId, () => jobEvents.jobStarted(result.job!));
     },
   );
 

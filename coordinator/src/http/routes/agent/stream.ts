@@ -51,7 +51,7 @@ function responseSink(raw: ServerResponse): StreamSink {
  * not apply to the open stream; errors before it opens (a bad signature) are ordinary answers.
  */
 export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
-  const { config, repos, clock, jobEvents, files, ota } = app.ctx;
+  const { config, repos, clock, jobEvents, files, ota, metrics } = app.ctx;
   const registry = new StreamRegistry({
     agents: repos.agents,
     jobs: repos.jobs,
@@ -61,6 +61,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     logger: app.log,
     pingMs: config.streamPingMs,
     disconnectGraceMs: config.agentDisconnectGraceMs,
+    metrics,
     // Input files get a fresh download URL at every send (redelivery included); an update job's
     // `deploy` event also names its application.
     prepareAssignment: async (job, assignment) =>

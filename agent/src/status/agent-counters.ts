@@ -1,0 +1,95 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** The agent's counters in its state directory (docs/metrics.md, "Agent counters"). */
+export const COUNTERS_FILE = 'counters.json';
+
+/**
+ * What this agent did since `since` (the first start of a daemon on this state directory): kept
+ * across restarts in `counters.json`, shown by `drover-agent status`, written for node_exporter
+ * with `run --metrics-file`.
+ */
+export interface AgentCounters {
+  since: string;
+  /** Jobs and update jobs run to an end, whatever the result. */
+  jobsRun: number;
+  /** Of those, the ones that ended `failed` or `timed_out`. */
+  jobsFailed: number;
+  /** Jobs refused (queue full, unknown workflow, params refused, shutting down). */
+  jobsRejected: number;
+  /** Times the stream was opened again after it had been open. */
+  reconnects: number;
+  /** File bytes downloaded (input files, release artifacts) and uploaded (output files). */
+  bytesDownloaded: number;
+  bytesUploaded: number;
+}
+
+export type CounterName = Exclude<keyof AgentCounters, 'since'>;
+
+export const COUNTER_NAMES: readonly CounterName[] = [
+  'jobsRun',
+  'jobsFailed',
+  'jobsRejected',
+  'reconnects',
+  'bytesDownloaded',
+  'bytesUploaded',
+];
+
+export function zeroCounters(since: string): AgentCounters {
+  return {
+    since,
+    jobsRun: 0,
+    jobsFailed: 0,
+    jobsRejected: 0,
+    reconnects: 0,
+    bytesDownloaded: 0,
+    bytesUploaded: 0,
+  };
+}
+
+/** The counters the state directory holds, or null (none yet, or a file that is not counters). */
+export function readCounters(stateDir: string): AgentCounters | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(fs.readFileSync(path.join(stateDir, COUNTERS_FILE), 'utf8'));
+  } catch {
+    return null;
+  }
+  if (typeof value !== 'object' || value === null) return null;
+  const v = value as Record<string, unknown>;
+  if (typeof v.since !== 'string' || Number.isNaN(Date.parse(v.since))) return null;
+  const counters = zeroCounters(v.since);
+  for (const name of COUNTER_NAMES) {
+    const n = v[name];
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) return null;
+    counters[name] = n;
+  }
+  return counters;
+}
+
+/** The counters in the Prometheus text format, for node_exporter's textfile collector. */
+export function countersAsPrometheus(c: AgentCounters): string {
+  const series = (name: string, type: string, help: string, lines: string[]) =>
+    [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...lines].join('\n');
+  return `${[
+    series('drover_agent_jobs_run_total', 'counter', 'Jobs and update jobs this agent ran to an end', [
+      `drover_agent_jobs_run_total ${c.jobsRun}`,
+    ]),
+    series('drover_agent_jobs_failed_total', 'counter', 'Jobs run that ended failed or timed_out', [
+      `drover_agent_jobs_failed_total ${c.jobsFailed}`,
+    ]),
+    series('drover_agent_jobs_rejected_total', 'counter', 'Jobs this agent refused', [
+      `drover_agent_jobs_rejected_total ${c.jobsRejected}`,
+    ]),
+    series('drover_agent_stream_reconnects_total', 'counter', 'Times the stream was opened again after being open', [
+      `drover_agent_stream_reconnects_total ${c.reconnects}`,
+    ]),
+    series('drover_agent_transfer_bytes_total', 'counter', 'File bytes moved through presigned URLs', [
+      `drover_agent_transfer_bytes_total{direction="download"} ${c.bytesDownloaded}`,
+      `drover_agent_transfer_bytes_total{direction="upload"} ${c.bytesUploaded}`,
+    ]),
+    series('drover_agent_counters_since_seconds', 'gauge', 'When these counts started (Unix seconds)', [
+      `drover_agent_counters_since_seconds ${Math.floor(Date.parse(c.since) / 1000)}`,
+    ]),
+  ].join('\n')}\n`;
+}
