@@ -4,7 +4,7 @@ import { migrate } from '../db/migrate.js';
 import { createSqliteRepositories } from '../sqlite-repositories.js';
 import { bootstrapIfEmpty } from '../domain/bootstrap.js';
 import { systemClock } from '../util/clock.js';
-import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
+import { configOrExit, lockDataDirOrExit, refuseUnfinishedDatabase, withServerOptions } from './common.js';
 
 export function configureBootstrapCommand(program: Command): void {
   withServerOptions(program.command('bootstrap'))
@@ -13,6 +13,7 @@ export function configureBootstrapCommand(program: Command): void {
     )
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
+      refuseUnfinishedDatabase(config, 'bootstrap');
       if (!config.bootstrap) {
         process.stderr.write('drover-coordinator: set DROVER_BOOTSTRAP_EMAIL and DROVER_BOOTSTRAP_PASSWORD\n');
         process.exit(2);

@@ -11,6 +11,10 @@ export function withServerOptions(command: Command): Command {
     .option('--data-dir <dir>', 'SQLite file, local blobs and server key (env DROVER_DATA_DIR, default ./data)')
     .option('--public-url <url>', 'URL clients reach this server at (env DROVER_PUBLIC_URL)')
     .option(
+      '--database-url <url>',
+      'keep the state in PostgreSQL: postgres://user:password@host:port/database (env DROVER_DATABASE_URL; default: SQLite in the data directory)',
+    )
+    .option(
       '--storage-url <url>',
       'keep files in an S3-compatible bucket: s3://<bucket>?endpoint=...&region=... (env DROVER_STORAGE_URL; default: the data directory)',
     )
@@ -35,6 +39,18 @@ export function configOrExit(flags: ConfigFlags): Config {
     }
     throw error;
   }
+}
+
+/**
+ * Exits 2 in one line when the configuration names a PostgreSQL database, which this version
+ * cannot run `command` on yet (docs/operations.md, "Database").
+ */
+export function refuseUnfinishedDatabase(config: Config, command: string): void {
+  if (config.database.kind === 'sqlite') return;
+  process.stderr.write(
+    `drover-coordinator: PostgreSQL is not usable yet in this version: \`${command}\` runs on SQLite only (unset DROVER_DATABASE_URL and --database-url)\n`,
+  );
+  process.exit(2);
 }
 
 function inUse(dataDir: string, pid: number): never {

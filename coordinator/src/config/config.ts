@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
+import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
 import { parseStorageUrl, type StorageConfig } from './storage-config.js';
 import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
 
@@ -13,6 +14,8 @@ export interface Config {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
+  /** Where the state is kept: the SQLite file in the data directory, or a PostgreSQL database. */
+  readonly database: DatabaseConfig;
   /** Without trailing slash; `{base_url}` is `${publicUrl}/v1`. */
   readonly publicUrl: string;
   readonly bootstrap: { readonly email: string; readonly password: string; readonly org: string } | null;
@@ -82,6 +85,7 @@ export interface ConfigFlags {
   port?: string | undefined;
   host?: string | undefined;
   dataDir?: string | undefined;
+  databaseUrl?: string | undefined;
   publicUrl?: string | undefined;
   storageUrl?: string | undefined;
   logLevel?: string | undefined;
@@ -149,6 +153,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     problems.push(`${dataDirRaw.source}: expected a directory path, got an empty string`);
   }
   const dataDir = path.resolve(cwd, dataDirRaw?.value.trim() || DEFAULTS.dataDir);
+
+  const database = parseDatabaseUrl(pick(flags.databaseUrl, 'database-url', 'DROVER_DATABASE_URL'), problems);
 
   const publicUrlRaw = pick(flags.publicUrl, 'public-url', 'DROVER_PUBLIC_URL');
   const publicUrl = publicUrlRaw ? parsePublicUrl(publicUrlRaw, problems) : defaultPublicUrl(host, port);
@@ -264,6 +270,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     port,
     host,
     dataDir,
+    database,
     publicUrl,
     bootstrap,
     apiTokenReadRateLimitPerMinute,
