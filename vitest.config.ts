@@ -22,8 +22,9 @@ export default defineConfig({
       'test/e2e/**/*.test.ts',
       'test/browser/**/*.test.ts',
     ],
-    // The dashboard's build, for the tests that open it (made when missing or stale).
-    globalSetup: ['test/helpers/dashboard-build.ts'],
+    // The dashboard's build, for the tests that open it (made when missing or stale); one
+    // PostgreSQL server for the run, started in the background (coordinator/test/postgres/).
+    globalSetup: ['test/helpers/dashboard-build.ts', 'coordinator/test/postgres/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

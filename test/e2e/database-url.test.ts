@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freshPostgresDatabase } from '../../coordinator/test/postgres/database.js';
 import { coordinatorCli as cli, killLeftoverCoordinators } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 
@@ -42,12 +43,32 @@ describe('a PostgreSQL database URL', () => {
     expect(fs.existsSync(dataDir)).toBe(false);
   });
 
-  it('is named when it is not one, without its password', async () => {
-    const res = await run(['start', '--data-dir', makeTempDir()], {
-      DROVER_DATABASE_URL: 'mysql://root:hunter2@db/drover',
-    });
-    expect(res.code).toBe(2);
-    expect(res.stderr).toContain('DROVER_DATABASE_URL: expected postgres://');
-    expect(res.stderr).not.toContain('hunter2');
+  it('is migrated by migrate, which leaves the data directory alone, and is a no-op the second time', async () => {
+    const database = await freshPostgresDatabase();
+    try {
+      const dataDir = `${makeTempDir()}/data`;
+      const first = await run(['migrate', '--data-dir', dataDir, '--database-url', database.url]);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stdout).toBe('applied 0001_schema\ndatabase at version 1\n');
+      const second = await run(['migrate'], { DROVER_DATABASE_URL: database.url });
+      expect(second.stdout).toBe('database at version 1\n');
+      expect(fs.existsSync(dataDir)).toBe(false);
+    } finally {
+      await database.drop();
+    }
+  });
+
+  it('that cannot be reached fails migrate in one line naming it, and one that is not one is named; never the password', async () => {
+    const [unreachable, notOne] = await Promise.all([
+      run(['migrate', '--database-url', UNREACHABLE]),
+      run(['start', '--data-dir', makeTempDir()], { DROVER_DATABASE_URL: 'mysql://root:hunter2@db/drover' }),
+    ]);
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stderr).toMatch(
+      /^drover-coordinator: cannot migrate postgres:\/\/drover:\*\*\*\*@127\.0\.0\.1:9\/drover: .*ECONNREFUSED.*\n$/,
+    );
+    expect(notOne.code).toBe(2);
+    expect(notOne.stderr).toContain('DROVER_DATABASE_URL: expected postgres://');
+    expect(unreachable.stderr + notOne.stderr).not.toContain('hunter2');
   });
 });

@@ -1,22 +1,43 @@
 import type { Command } from 'commander';
+import type { Config } from '../config/config.js';
 import { databaseFile, openDatabase } from '../db/database.js';
-import { migrate } from '../db/migrate.js';
-import { configOrExit, lockDataDirOrExit, refuseUnfinishedDatabase, withServerOptions } from './common.js';
+import { migrate, type MigrationResult } from '../db/migrate.js';
+import { migratePostgres } from '../db/postgres/migrate.js';
+import { createPool } from '../db/postgres/pool.js';
+import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
 
 export function configureMigrateCommand(program: Command): void {
   withServerOptions(program.command('migrate'))
     .description('apply pending database migrations and exit (start does this too)')
-    .action((flags: Record<string, string | undefined>) => {
+    .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
-      refuseUnfinishedDatabase(config, 'migrate');
-      lockDataDirOrExit(config.dataDir); // not under a running coordinator
-      const db = openDatabase(databaseFile(config.dataDir));
-      try {
-        const { applied, current } = migrate(db);
-        for (const m of applied) process.stdout.write(`applied ${String(m.version).padStart(4, '0')}_${m.name}\n`);
-        process.stdout.write(`database at version ${current}\n`);
-      } finally {
-        db.close();
-      }
+      const { applied, current } =
+        config.database.kind === 'postgres' ? await migrateOnPostgres(config.database) : migrateSqlite(config);
+      for (const m of applied) process.stdout.write(`applied ${String(m.version).padStart(4, '0')}_${m.name}\n`);
+      process.stdout.write(`database at version ${current}\n`);
     });
+}
+
+function migrateSqlite(config: Config): MigrationResult {
+  lockDataDirOrExit(config.dataDir); // not under a running coordinator
+  const db = openDatabase(databaseFile(config.dataDir));
+  try {
+    return migrate(db);
+  } finally {
+    db.close();
+  }
+}
+
+/** Several coordinators may migrate one database at once: they take turns (db/postgres/migrate.ts). */
+async function migrateOnPostgres(database: { url: string; redactedUrl: string }): Promise<MigrationResult> {
+  const pool = createPool(database.url, { max: 1 });
+  try {
+    return await migratePostgres(pool);
+  } catch (error) {
+    // The driver's messages name the host and the user, never the password.
+    process.stderr.write(`drover-coordinator: cannot migrate ${database.redactedUrl}: ${(error as Error).message}\n`);
+    process.exit(1);
+  } finally {
+    await pool.end();
+  }
 }

@@ -1,0 +1,47 @@
+import pg from 'pg';
+
+export type PgPool = pg.Pool;
+export type PgClient = pg.PoolClient;
+/** A pool or one of its clients (inside a transaction): what a query runs on. */
+export type Queryable = Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>;
+
+const INT8 = 20;
+const TIMESTAMPTZ = 1184;
+const parseTimestamp = pg.types.getTypeParser(TIMESTAMPTZ) as (text: string) => Date;
+
+/**
+ * How values come back: instants as the ISO 8601 strings the domain uses everywhere
+ * (`2026-01-02T03:04:05.678Z`), and bigint columns (sequences, counts, sizes, Unix ms) as
+ * numbers: every value Drover stores in one is a safe integer. Set per pool, never on the
+ * driver's global parsers.
+ */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8) return (text: string) => Number(text);
+    if (oid === TIMESTAMPTZ) return (text: string) => parseTimestamp(text).toISOString();
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+export interface PoolOptions {
+  /** Connections at most (node-postgres's default is 10). */
+  max?: number;
+  /** Told of an error on an idle connection (the server went away); such a connection is dropped. */
+  onIdleError?: (error: Error) => void;
+}
+
+/**
+ * A connection pool on `url` (config/database-config.ts validated it). The pool opens connections
+ * as queries need them; an idle connection that fails is dropped and reported to `onIdleError`,
+ * never thrown: the next query opens a new one.
+ */
+export function createPool(url: string, options: PoolOptions = {}): PgPool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max ?? 10,
+    types,
+    application_name: 'drover-coordinator',
+  });
+  pool.on('error', (error) => options.onIdleError?.(error));
+  return pool;
+}

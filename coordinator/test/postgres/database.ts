@@ -1,0 +1,62 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+const READY_TIMEOUT_MS = 60_000;
+
+/** A connection to the server's `postgres` database once the server accepts one. */
+async function adminClient(): Promise<pg.Client> {
+  const info = inject('postgresServer');
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    if (fs.existsSync(info.failedFile)) {
+      throw new Error(`the tests' PostgreSQL server did not start:\n${fs.readFileSync(info.failedFile, 'utf8')}`);
+    }
+    const client = new pg.Client({ ...info, database: 'postgres' });
+    try {
+      await client.connect();
+      return client;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      if (Date.now() > deadline) throw new Error("the tests' PostgreSQL server did not answer", { cause: error });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+export interface TestDatabase {
+  /** `postgres://user:password@127.0.0.1:port/name`, as DROVER_DATABASE_URL would hold it. */
+  url: string;
+  name: string;
+  /** Drops the database (its connections must be closed first). */
+  drop(): Promise<void>;
+}
+
+/**
+ * A new, empty database on the run's PostgreSQL server (global-setup.ts): call it once per test
+ * file (in `beforeAll`), so test files never see each other's rows.
+ */
+export async function freshPostgresDatabase(): Promise<TestDatabase> {
+  const info = inject('postgresServer');
+  const name = `drover_test_${crypto.randomBytes(6).toString('hex')}`;
+  const admin = await adminClient();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = `postgres://${info.user}:${info.password}@${info.host}:${info.port}/${name}`;
+  return {
+    url,
+    name,
+    async drop() {
+      const client = await adminClient();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
