@@ -1,0 +1,53 @@
+import type { Repositories } from '../../../domain/model/repositories.js';
+import type { TransactionRules } from '../../../domain/model/transaction-rules.js';
+import type { PgPool } from '../pool.js';
+import { createAgentRepository } from './agents.js';
+import { createApiTokenRepository } from './api-tokens.js';
+import { createAuditRepository } from './audit.js';
+import { createChangeCounterRepository } from './change-counter.js';
+import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
+import { createOrgRepository } from './orgs.js';
+import { createServerSecretRepository } from './server-secrets.js';
+import { createSignedOutSessionRepository } from './signed-out-sessions.js';
+import { createStorageBindingRepository } from './storage-bindings.js';
+import { createUserRepository } from './users.js';
+
+/**
+ * The repositories PostgreSQL implements so far; the others are still SQLite's only, which is
+ * why a coordinator cannot run on PostgreSQL yet (docs/operations.md, "Database").
+ */
+export type PostgresRepositories = Pick<
+  Repositories,
+  | 'agents'
+  | 'apiTokens'
+  | 'audit'
+  | 'changeCounter'
+  | 'enrollmentTokens'
+  | 'orgs'
+  | 'serverSecrets'
+  | 'signedOutSessions'
+  | 'storageBindings'
+  | 'users'
+>;
+
+/**
+ * The PostgreSQL implementation of the repositories, on a pool shared by all of them. Each
+ * method is one statement or one transaction (db/postgres/transaction.ts); there is no group
+ * commit, since PostgreSQL commits concurrent transactions together itself. `rules` are the
+ * domain's decisions that run inside a repository's write (coordinator/src/postgres-repositories.ts
+ * wires them).
+ */
+export function createRepositories(pool: PgPool, rules: TransactionRules): PostgresRepositories {
+  return {
+    agents: createAgentRepository(pool, rules.enrollmentTokenRefusal),
+    apiTokens: createApiTokenRepository(pool),
+    audit: createAuditRepository(pool),
+    changeCounter: createChangeCounterRepository(pool),
+    enrollmentTokens: createEnrollmentTokenRepository(pool),
+    orgs: createOrgRepository(pool, rules.roleChangeRefusal),
+    serverSecrets: createServerSecretRepository(pool),
+    signedOutSessions: createSignedOutSessionRepository(pool),
+    storageBindings: createStorageBindingRepository(pool),
+    users: createUserRepository(pool),
+  };
+}

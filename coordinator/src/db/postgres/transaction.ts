@@ -1,0 +1,40 @@
+import type { PgClient, PgPool } from './pool.js';
+
+/** How often a transaction that lost a deadlock or a serialization check is run again. */
+const ATTEMPTS = 3;
+const RETRYABLE = new Set(['40001', '40P01']); // serialization_failure, deadlock_detected
+
+const isRetryable = (error: unknown): boolean => RETRYABLE.has((error as { code?: string }).code ?? '');
+
+/**
+ * Runs `work` in one transaction on one connection of the pool (READ COMMITTED), committed when it
+ * resolves and rolled back when it throws. Where several coordinators may race, `work` takes the
+ * row locks or relies on the unique constraints its decision needs (db/postgres/repositories/).
+ * A transaction PostgreSQL aborts as a deadlock victim or a serialization failure is run again,
+ * so `work` must decide everything from what it reads.
+ */
+export async function inTransaction<T>(pool: PgPool, work: (client: PgClient) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      try {
+        const result = await work(client);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+        throw error;
+      }
+    } catch (error) {
+      if (attempt < ATTEMPTS && isRetryable(error) && !broken) continue;
+      throw error;
+    } finally {
+      // A connection whose rollback failed is closed, never handed to the next caller.
+      client.release(broken);
+    }
+  }
+}

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import type { NewAgent } from '../../../src/domain/model/agents.js';
+import { newId } from '../../../src/util/ids.js';
+import { DATABASES, databasesOfThisFile } from './databases.js';
+
+const AT = '2026-01-02T03:04:05.000Z';
+const later = (ms: number) => new Date(Date.parse(AT) + ms).toISOString();
+const databases = databasesOfThisFile();
+
+describe.each(DATABASES)('agents (%s)', (kind) => {
+  const t = databases.use(kind);
+
+  const org = async () => {
+    const userId = newId();
+    await t.repos.users.insert({ id: userId, email: `${userId}@example.test`, passwordHash: 'x', createdAt: AT });
+    const orgId = newId();
+    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, userId);
+    return orgId;
+  };
+  const token = async (orgId: string, expiresAt = later(3_600_000)) => {
+    const tokenHash = newId();
+    await t.repos.enrollmentTokens.insert(
+      { id: newId(), orgId, name: null, expiresAt, usedAt: null, usedByAgentId: null, createdBy: null, createdAt: AT },
+      tokenHash,
+    );
+    return tokenHash;
+  };
+  const agent = (fields: Partial<NewAgent> = {}): NewAgent => ({
+    id: newId(),
+    name: 'edge-1',
+    hostname: 'edge-1.local',
+    os: 'linux',
+    agentVersion: '1.0.0',
+    publicKey: 'a2V5',
+    ...fields,
+  });
+
+  it('enrolls with a token once, even when agents race with it on two coordinators', async () => {
+    const orgId = await org();
+    const tokenHash = await token(orgId);
+    const racers = Array.from({ length: 6 }, (_, i) => agent({ name: `racer-${i}` }));
+    const outcomes = await Promise.all(
+      racers.map((a, i) => (i % 2 ? t.other : t.repos).agents.enroll(tokenHash, a, later(i))),
+    );
+    const enrolled = outcomes.filter((o) => o.ok);
+    expect(enrolled).toHaveLength(1);
+    expect(outcomes.filter((o) => !o.ok).map((o) => !o.ok && o.reason)).toEqual(Array(5).fill('used'));
+    const won = enrolled[0]!.ok ? enrolled[0]!.agent : null;
+    expect(won).toMatchObject({
+      orgId,
+      status: 'pending',
+      lastSeenAt: null,
+      revokedAt: null,
+      hostname: 'edge-1.local',
+    });
+    expect(await t.repos.agents.listByOrg(orgId)).toEqual([won]);
+  });
+
+  it('refuses an unknown or an expired token', async () => {
+    const orgId = await org();
+    expect(await t.repos.agents.enroll('unknown', agent(), AT)).toEqual({ ok: false, reason: 'unknown' });
+    const expired = await token(orgId, later(-1));
+    expect(await t.repos.agents.enroll(expired, agent(), AT)).toEqual({ ok: false, reason: 'expired' });
+    expect(await t.repos.agents.listByOrg(orgId)).toEqual([]);
+  });
+
+  it('lists the most recently registered first, and finds agents only in their organization', async () => {
+    const orgId = await org();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const a = agent();
+      await t.repos.agents.enroll(await token(orgId), a, AT); // the same instant
+      ids.push(a.id);
+    }
+    expect((await t.repos.agents.listByOrg(orgId)).map((a) => a.id)).toEqual([...ids].reverse());
+    expect((await t.repos.agents.listByIds(orgId, [ids[0]!, ids[2]!, newId()])).map((a) => a.id)).toEqual([
+      ids[2],
+      ids[0],
+    ]);
+    expect(await t.repos.agents.listByIds(orgId, [])).toEqual([]);
+    expect(await t.repos.agents.findInOrg(newId(), ids[0]!)).toBeNull();
+    expect((await t.repos.agents.findById(ids[0]!))?.id).toBe(ids[0]);
+    expect((await t.repos.agents.rename(orgId, ids[0]!, 'renamed'))?.name).toBe('renamed');
+    expect(await t.repos.agents.rename(newId(), ids[0]!, 'x')).toBeNull();
+  });
+
+  it('moves between connected and disconnected, never out of revoked', async () => {
+    const orgId = await org();
+    const a = agent();
+    await t.repos.agents.enroll(await token(orgId), a, AT);
+    expect(await t.repos.agents.markConnected(a.id, later(1))).toBe(true);
+    expect(await t.repos.agents.listConnectedIds()).toEqual([a.id]);
+    await t.repos.agents.touch([a.id, newId()], later(2));
+    expect((await t.repos.agents.findById(a.id))?.lastSeenAt).toBe(later(2));
+    expect(await t.repos.agents.markDisconnected(a.id, null)).toBe(true);
+    expect(await t.repos.agents.markDisconnected(a.id, later(3))).toBe(false);
+    expect(await t.repos.agents.findById(a.id)).toMatchObject({ status: 'disconnected', lastSeenAt: later(2) });
+    expect(await t.repos.agents.listLastSeen()).toEqual([{ id: a.id, name: 'edge-1', lastSeenAt: later(2) }]);
+    const revoked = await t.repos.agents.revoke(orgId, a.id, later(4));
+    expect(revoked).toMatchObject({ status: 'revoked', revokedAt: later(4) });
+    expect((await t.repos.agents.revoke(orgId, a.id, later(5)))?.revokedAt).toBe(later(4));
+    expect(await t.repos.agents.markConnected(a.id, later(6))).toBe(false);
+    expect(await t.repos.agents.listLastSeen()).toEqual([]);
+    expect(await t.repos.agents.revoke(orgId, newId(), later(7))).toBeNull();
+  });
+
+  it('refuses a replayed nonce, whichever coordinator sees it, and forgets expired ones', async () => {
+    const now = Date.parse(AT);
+    expect(await t.repos.agents.rememberNonce('agent-1', 'nonce-aaaaaaaaaaaa', now + 300_000, now)).toBe(true);
+    const replays = await Promise.all([
+      t.repos.agents.rememberNonce('agent-1', 'nonce-aaaaaaaaaaaa', now + 300_000, now + 1),
+      t.other.agents.rememberNonce('agent-1', 'nonce-aaaaaaaaaaaa', now + 300_000, now + 1),
+    ]);
+    expect(replays).toEqual([false, false]);
+    expect(await t.repos.agents.rememberNonce('agent-2', 'nonce-aaaaaaaaaaaa', now + 300_000, now)).toBe(true);
+    // Past its window and purged: the nonce may be used again.
+    expect(await t.repos.agents.rememberNonce('agent-1', 'nonce-aaaaaaaaaaaa', now + 1_000_000, now + 600_000)).toBe(
+      true,
+    );
+  });
+});
