@@ -21,22 +21,8 @@ function org(db: Db, name: string): { orgId: string; agentId: string } {
 const numbers = (db: Db, orgId: string) =>
   db.prepare('SELECT number FROM jobs WHERE org_id = ? ORDER BY seq').pluck().all(orgId);
 
+/** Numbering new jobs is in the contract suite (contract/job-cancel.test.ts); here, SQLite's migration 0015. */
 describe('job numbers', () => {
-  it('numbers each organization’s jobs 1, 2, 3 in creation order, update jobs included', () => {
-    const db = openDatabase(':memory:');
-    migrate(db);
-    const a = org(db, 'a');
-    const b = org(db, 'b');
-    insertJobRow(db, a, { createdAt: AT, timeoutMs: null });
-    insertJobRow(db, b, { createdAt: AT, timeoutMs: null });
-    insertJobRow(db, a, { createdAt: AT, timeoutMs: null, kind: 'update' });
-    insertJobRow(db, a, { createdAt: AT, timeoutMs: null, status: 'rejected' });
-    expect(numbers(db, a.orgId)).toEqual([1, 2, 3]);
-    expect(numbers(db, b.orgId)).toEqual([1]);
-    expect(() => db.prepare('UPDATE jobs SET number = 1 WHERE org_id = ?').run(a.orgId)).toThrow(/UNIQUE/);
-    db.close();
-  });
-
   it('numbers the jobs made before the migration in their creation order, per organization', () => {
     const db = openDatabase(':memory:');
     const all = loadMigrations();

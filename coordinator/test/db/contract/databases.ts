@@ -4,7 +4,10 @@ import { migrate } from '../../../src/db/migrate.js';
 import { migratePostgres } from '../../../src/db/postgres/migrate.js';
 import { createPool, type PgPool } from '../../../src/db/postgres/pool.js';
 import type { PostgresRepositories } from '../../../src/db/postgres/repositories/index.js';
+import { insertNewJob } from '../../../src/db/postgres/repositories/job-rows.js';
+import { INSERT_JOB_SQL, newJobParams } from '../../../src/db/repositories/job-rows.js';
 import { GroupCommitExecutor } from '../../../src/db/writer/executor.js';
+import type { NewJob } from '../../../src/domain/model/jobs.js';
 import { createPostgresRepositories } from '../../../src/postgres-repositories.js';
 import { createSqliteRepositories } from '../../../src/sqlite-repositories.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../postgres/database.js';
@@ -31,6 +34,10 @@ export interface DatabaseUnderTest {
   readonly other: ContractRepositories;
   /** A statement without parameters that both dialects read alike, for setups no repository method makes. */
   exec(sql: string): Promise<void>;
+  /** The rows of a query without parameters that both dialects read alike, to look at what was stored. */
+  rows<T = Record<string, unknown>>(sql: string): Promise<T[]>;
+  /** Stores a job as an admission would (no repository method creates a bare job). */
+  insertJob(job: NewJob): Promise<void>;
 }
 
 /** Gives the tests of a `describe` an empty database of a kind (databasesOfThisFile). */
@@ -68,6 +75,12 @@ function useSqlite(): DatabaseUnderTest {
     },
     async exec(sql) {
       db.exec(sql);
+    },
+    async rows<T>(sql: string) {
+      return db.prepare(sql).all() as T[];
+    },
+    async insertJob(job) {
+      db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
     },
   };
 }
@@ -120,6 +133,12 @@ function postgresOfThisFile(): { use(): DatabaseUnderTest } {
         },
         async exec(sql) {
           await pool.query(sql);
+        },
+        async rows<T>(sql: string) {
+          return (await pool.query(sql)).rows as T[];
+        },
+        async insertJob(job) {
+          await insertNewJob(pool, job);
         },
       };
     },

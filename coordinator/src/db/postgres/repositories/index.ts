@@ -5,12 +5,19 @@ import { createAgentRepository } from './agents.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
+import { createChatIntegrationRepository } from './chat-integrations.js';
+import { createChatOutboxRepository } from './chat-outbox.js';
+import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
+import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
 import { createServerSecretRepository } from './server-secrets.js';
 import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
+import { createTriggerRunRepository } from './trigger-runs.js';
+import { createTriggerRepository } from './triggers.js';
 import { createUserRepository } from './users.js';
+import { createWorkflowRepository } from './workflows.js';
 
 /**
  * The repositories PostgreSQL implements so far; the others are still SQLite's only, which is
@@ -22,12 +29,19 @@ export type PostgresRepositories = Pick<
   | 'apiTokens'
   | 'audit'
   | 'changeCounter'
+  | 'chatIntegrations'
+  | 'chatOutbox'
+  | 'cronOccurrences'
   | 'enrollmentTokens'
+  | 'jobs'
   | 'orgs'
   | 'serverSecrets'
   | 'signedOutSessions'
   | 'storageBindings'
+  | 'triggerRuns'
+  | 'triggers'
   | 'users'
+  | 'workflows'
 >;
 
 /**
@@ -43,11 +57,18 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Postg
     apiTokens: createApiTokenRepository(pool),
     audit: createAuditRepository(pool),
     changeCounter: createChangeCounterRepository(pool),
+    chatIntegrations: createChatIntegrationRepository(pool),
+    chatOutbox: createChatOutboxRepository(pool),
+    cronOccurrences: createCronOccurrenceRepository(pool),
     enrollmentTokens: createEnrollmentTokenRepository(pool),
+    jobs: createJobRepository(pool, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(pool, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(pool),
     signedOutSessions: createSignedOutSessionRepository(pool),
     storageBindings: createStorageBindingRepository(pool),
+    triggerRuns: createTriggerRunRepository(pool, rules.decideLimits, rules.planJobMessages),
+    triggers: createTriggerRepository(pool),
     users: createUserRepository(pool),
+    workflows: createWorkflowRepository(pool),
   };
 }

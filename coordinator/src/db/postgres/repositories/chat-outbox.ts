@@ -1,0 +1,183 @@
+import type {
+  ChatOutboxRepository,
+  ClaimedMessage,
+  NewOutboxMessage,
+  OutboxMessage,
+  OutboxPayload,
+  OutboxStatus,
+  OutboxTarget,
+  PlanJobMessages,
+} from '../../../domain/model/chat-outbox.js';
+import type { ChatProvider, NotifyOn } from '../../../domain/model/triggers.js';
+import type { PgPool, Queryable } from '../pool.js';
+import { all, run } from '../rows.js';
+import { toJob, type JobRow } from './job-rows.js';
+
+interface OutboxRow {
+  id: number;
+  org_id: string;
+  dedupe_key: string;
+  job_id: string | null;
+  provider: ChatProvider;
+  target: OutboxTarget;
+  payload: OutboxPayload;
+  status: OutboxStatus;
+  attempts: number;
+  next_attempt_at: string;
+  claim_token: string | null;
+  last_error: string | null;
+  created_at: string;
+  sent_at: string | null;
+  failed_at: string | null;
+}
+
+const toMessage = (r: OutboxRow): OutboxMessage => ({
+  id: r.id,
+  orgId: r.org_id,
+  dedupeKey: r.dedupe_key,
+  jobId: r.job_id,
+  provider: r.provider,
+  target: r.target,
+  payload: r.payload,
+  status: r.status,
+  attempts: r.attempts,
+  nextAttemptAt: r.next_attempt_at,
+  lastError: r.last_error,
+  createdAt: r.created_at,
+  sentAt: r.sent_at,
+  failedAt: r.failed_at,
+});
+
+/** A job row with its trigger's name and notification settings (null when it posts none). */
+type EndedJobRow = JobRow & {
+  n_trigger_name: string;
+  n_provider: ChatProvider | null;
+  n_team_id: string | null;
+  n_channel_id: string | null;
+  n_on: NotifyOn;
+};
+
+const enqueue = (db: Queryable, m: NewOutboxMessage) =>
+  run(
+    db,
+    `INSERT INTO chat_outbox (org_id, dedupe_key, job_id, provider, target, payload, status, next_attempt_at,
+       created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7)
+     ON CONFLICT (dedupe_key) DO NOTHING`,
+    [m.orgId, m.dedupeKey, m.jobId, m.provider, JSON.stringify(m.target), JSON.stringify(m.payload), m.createdAt],
+  );
+
+/** The outbox's side of a job that ended: written in the transaction that ends it. */
+export type JobsEnded = (
+  db: Queryable,
+  ids: readonly string[],
+  at: string,
+  options?: { atAdmission: boolean },
+) => Promise<void>;
+
+/**
+ * The enqueue that the job writes run inside their own transaction: for each job that just
+ * ended, the domain decides (`plan`) which messages it posts, written with the job's end.
+ */
+export function createOutboxWrites(plan: PlanJobMessages): JobsEnded {
+  return async (db, ids, at, options) => {
+    if (ids.length === 0) return;
+    // A deleted trigger notifies no more; a chat run still answers the person who started it.
+    const rows = await all<EndedJobRow>(
+      db,
+      `SELECT j.*, t.name AS n_trigger_name, t.notify_provider AS n_provider, t.notify_team_id AS n_team_id,
+         t.notify_channel_id AS n_channel_id, t.notify_on AS n_on
+       FROM jobs j JOIN triggers t ON t.id = j.trigger_id
+       WHERE j.id = ANY($1::text[]) AND (j.chat_origin IS NOT NULL OR (t.deleted_at IS NULL
+         AND t.notify_provider IS NOT NULL AND t.notify_on <> 'none' AND t.notify_team_id IS NOT NULL
+         AND t.notify_channel_id IS NOT NULL))
+       ORDER BY j.seq`,
+      [ids],
+    );
+    for (const row of rows) {
+      const notifies =
+        row.n_provider !== null && row.n_team_id !== null && row.n_channel_id !== null && row.n_on !== 'none';
+      const messages = plan(
+        {
+          job: toJob(row),
+          triggerName: row.n_trigger_name,
+          notify: notifies
+            ? {
+                notifyProvider: row.n_provider as ChatProvider,
+                notifyTeamId: row.n_team_id as string,
+                notifyChannelId: row.n_channel_id as string,
+                notifyOn: row.n_on,
+              }
+            : null,
+          atAdmission: options?.atAdmission ?? false,
+        },
+        at,
+      );
+      for (const message of messages) await enqueue(db, message);
+    }
+  };
+}
+
+/**
+ * The delivery worker's side of the outbox. A claim takes the due rows with `FOR UPDATE SKIP
+ * LOCKED`, so coordinators claiming at once split the due messages instead of waiting on, or
+ * sharing, each other's; its `claim_token` guards every later write of that attempt.
+ */
+export function createChatOutboxRepository(pool: PgPool): ChatOutboxRepository {
+  const settle = async (sql: string, values: unknown[]) => (await run(pool, sql, values)) === 1;
+  return {
+    async claimDue(now, leaseUntil, limit) {
+      const rows = await all<OutboxRow & { due_at: string }>(
+        pool,
+        `WITH due AS (
+           SELECT id, next_attempt_at FROM chat_outbox
+           WHERE status IN ('pending', 'sending') AND next_attempt_at <= $1
+           ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED)
+         UPDATE chat_outbox o SET status = 'sending', attempts = o.attempts + 1, next_attempt_at = $2,
+           claim_token = gen_random_uuid()::text
+         FROM due WHERE o.id = due.id
+         RETURNING o.*, due.next_attempt_at AS due_at`,
+        [now, leaseUntil, limit],
+      );
+      rows.sort((a, b) => (a.due_at < b.due_at ? -1 : a.due_at > b.due_at ? 1 : a.id - b.id));
+      return rows.map((r): ClaimedMessage => ({ ...toMessage(r), claimToken: r.claim_token as string }));
+    },
+    markSent(id, claimToken, at) {
+      return settle(
+        `UPDATE chat_outbox SET status = 'sent', sent_at = $1, last_error = NULL, claim_token = NULL
+         WHERE id = $2 AND claim_token = $3 AND status = 'sending'`,
+        [at, id, claimToken],
+      );
+    },
+    retryLater(id, claimToken, error, nextAttemptAt) {
+      return settle(
+        `UPDATE chat_outbox SET status = 'pending', last_error = $1, next_attempt_at = $2, claim_token = NULL
+         WHERE id = $3 AND claim_token = $4 AND status = 'sending'`,
+        [error, nextAttemptAt, id, claimToken],
+      );
+    },
+    markFailed(id, claimToken, error, at) {
+      return settle(
+        `UPDATE chat_outbox SET status = 'failed', last_error = $1, failed_at = $2, claim_token = NULL
+         WHERE id = $3 AND claim_token = $4 AND status = 'sending'`,
+        [error, at, id, claimToken],
+      );
+    },
+    async enqueue(message) {
+      await enqueue(pool, message);
+    },
+    async listByJob(jobId) {
+      return (await all<OutboxRow>(pool, 'SELECT * FROM chat_outbox WHERE job_id = $1 ORDER BY id', [jobId])).map(
+        toMessage,
+      );
+    },
+    async pruneJobless(before) {
+      return run(
+        pool,
+        `DELETE FROM chat_outbox WHERE job_id IS NULL
+           AND ((status = 'sent' AND sent_at < $1) OR (status = 'failed' AND failed_at < $1))`,
+        [before],
+      );
+    },
+  };
+}

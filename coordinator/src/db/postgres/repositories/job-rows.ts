@@ -1,0 +1,121 @@
+import type { JobStatus } from '@drover/shared';
+import type { ChatOrigin, Job, JobKind, JobSource, NewJob } from '../../../domain/model/jobs.js';
+import type { Queryable } from '../pool.js';
+import { json, run } from '../rows.js';
+
+export interface JobRow {
+  id: string;
+  org_id: string;
+  kind: JobKind;
+  source: JobSource;
+  trigger_id: string | null;
+  agent_id: string;
+  workflow_id: string | null;
+  workflow_name: string;
+  status: JobStatus;
+  ref: string | null;
+  debug: boolean;
+  params: Record<string, unknown> | null;
+  output: Record<string, unknown> | null;
+  exit_code: number | null;
+  error_message: string | null;
+  forced: boolean;
+  force_reason: string | null;
+  api_token_id: string | null;
+  user_id: string | null;
+  timeout_ms: number | null;
+  created_at: string;
+  queued_at: string | null;
+  started_at: string | null;
+  finished_at: string | null;
+  deadline_at: string | null;
+  cancel_requested_at: string | null;
+  cancel_acked_at: string | null;
+  seq: number;
+  number: number;
+  chat_origin: ChatOrigin | null;
+}
+
+export const toJob = (r: JobRow): Job => ({
+  id: r.id,
+  orgId: r.org_id,
+  kind: r.kind,
+  source: r.source,
+  triggerId: r.trigger_id,
+  agentId: r.agent_id,
+  workflowId: r.workflow_id,
+  workflowName: r.workflow_name,
+  status: r.status,
+  ref: r.ref,
+  debug: r.debug,
+  params: r.params ?? {},
+  output: r.output,
+  exitCode: r.exit_code,
+  errorMessage: r.error_message,
+  forced: r.forced,
+  forceReason: r.force_reason,
+  apiTokenId: r.api_token_id,
+  userId: r.user_id,
+  timeoutMs: r.timeout_ms,
+  createdAt: r.created_at,
+  queuedAt: r.queued_at,
+  startedAt: r.started_at,
+  finishedAt: r.finished_at,
+  deadlineAt: r.deadline_at,
+  cancelRequestedAt: r.cancel_requested_at,
+  cancelAckedAt: r.cancel_acked_at,
+  seq: r.seq,
+  number: r.number,
+  chatOrigin: r.chat_origin,
+});
+
+/**
+ * Every job creation (trigger runs, update jobs). `seq` is the identity's next value; `number`,
+ * the organization's next job number, comes from its row in job_number_counters, whose lock the
+ * transaction holds until it commits, so two coordinators never hand out one number (a missing
+ * row starts from the organization's highest number: data copied from SQLite).
+ */
+const INSERT_JOB_SQL = `WITH n AS (
+    INSERT INTO job_number_counters AS c (org_id, last_number)
+    VALUES ($2, (SELECT COALESCE(MAX(number), 0) + 1 FROM jobs WHERE org_id = $2))
+    ON CONFLICT (org_id) DO UPDATE SET last_number = c.last_number + 1
+    RETURNING last_number)
+  INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name, status, ref, debug,
+    params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms, created_at, finished_at,
+    chat_origin, number)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+    (SELECT last_number FROM n))`;
+
+/** Inserts a job with the status decided apart from it (the admission), or its own (`newJob`). */
+export function insertJob(
+  db: Queryable,
+  job: Omit<NewJob, 'status' | 'errorMessage'>,
+  status: NewJob['status'],
+  errorMessage: string | null,
+): Promise<number> {
+  return run(db, INSERT_JOB_SQL, [
+    job.id,
+    job.orgId,
+    job.kind,
+    job.source,
+    job.triggerId,
+    job.agentId,
+    job.workflowId,
+    job.workflowName,
+    status,
+    job.ref,
+    job.debug,
+    JSON.stringify(job.params),
+    errorMessage,
+    job.forced,
+    job.forceReason,
+    job.apiTokenId,
+    job.userId,
+    job.timeoutMs,
+    job.createdAt,
+    status === 'rejected' ? job.createdAt : null,
+    json(job.chatOrigin ?? null),
+  ]);
+}
+
+export const insertNewJob = (db: Queryable, job: NewJob) => insertJob(db, job, job.status, job.errorMessage);

@@ -1,0 +1,179 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { newId } from '../../../src/util/ids.js';
+import { triggerRow } from '../fixture.js';
+import { DATABASES, databasesOfThisFile } from './databases.js';
+import { enroll, orgWithAgent } from './fixture.js';
+
+const T0 = Date.parse('2026-01-02T03:00:00.000Z');
+const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
+const databases = databasesOfThisFile();
+
+describe.each(DATABASES)('workflows, triggers and cron occurrences (%s)', (kind) => {
+  const t = databases.use(kind);
+  let orgId: string;
+  let agentId: string;
+
+  beforeEach(async () => {
+    ({ orgId, agentId } = await orgWithAgent(t.repos, iso(0)));
+  });
+
+  it("replaces an agent's workflows: new ones added, known ones kept with their id and limits, missing ones removed", async () => {
+    const steps = [{ run: 'deploy.sh', args: ['--fast'] }];
+    const first = await t.repos.workflows.replaceForAgent(
+      orgId,
+      agentId,
+      [
+        {
+          name: 'deploy',
+          description: 'Deploys',
+          version: '1',
+          paramsSchema: [{ name: 'env', type: 'string' }],
+          steps,
+        },
+        { name: 'backup', secretsKeys: ['S3_KEY'], timeout: 60_000, cancelGrace: 5_000, steps },
+      ],
+      iso(0),
+    );
+    expect(first.map((w) => w.name)).toEqual(['backup', 'deploy']);
+    expect(first[0]).toMatchObject({
+      orgId,
+      agentId,
+      secretsKeys: ['S3_KEY'],
+      timeoutMs: 60_000,
+      cancelGraceMs: 5_000,
+      paramsSchema: null,
+      steps,
+      removedAt: null,
+      createdAt: iso(0),
+    });
+    const deploy = first[1]!;
+    const limited = await t.repos.workflows.setRateLimits(
+      orgId,
+      deploy.id,
+      { perMinute: 2, perHour: null, perDay: 9 },
+      iso(1),
+    );
+    expect(limited?.rateLimit).toEqual({ perMinute: 2, perHour: null, perDay: 9 });
+    expect(await t.repos.workflows.setRateLimits(newId(), deploy.id, limited!.rateLimit, iso(1))).toBeNull();
+
+    const second = await t.repos.workflows.replaceForAgent(
+      orgId,
+      agentId,
+      [{ name: 'deploy', version: '2', steps }],
+      iso(2),
+    );
+    expect(second).toEqual([
+      {
+        ...deploy,
+        version: '2',
+        description: null,
+        paramsSchema: null,
+        rateLimit: limited!.rateLimit,
+        updatedAt: iso(2),
+      },
+    ]);
+    expect(await t.repos.workflows.findActiveByAgentAndName(agentId, 'backup')).toBeNull();
+    const backup = await t.repos.workflows.findInOrg(orgId, first[0]!.id);
+    expect(backup?.removedAt).toBe(iso(2));
+    // A removed workflow that comes back keeps its id.
+    const third = await t.repos.workflows.replaceForAgent(orgId, agentId, [{ name: 'backup', steps }], iso(3));
+    expect(third.map((w) => [w.id, w.removedAt])).toEqual([[first[0]!.id, null]]);
+
+    const otherAgent = await enroll(t.repos, orgId, iso(0));
+    await t.repos.workflows.replaceForAgent(orgId, otherAgent, [{ name: 'backup', steps }], iso(4));
+    expect((await t.repos.workflows.listActiveByAgents([agentId, otherAgent])).map((w) => w.agentId)).toEqual(
+      [agentId, otherAgent].sort(),
+    );
+    expect(await t.repos.workflows.listActiveByAgents([])).toEqual([]);
+    expect((await t.repos.workflows.listByOrg(orgId)).map((w) => w.name)).toEqual(['backup', 'backup']);
+  });
+
+  it('stores every field of a trigger, updates its configuration and soft-deletes it', async () => {
+    const cron = triggerRow({
+      id: newId(),
+      orgId,
+      agentId,
+      name: 'nightly',
+      type: 'cron',
+      scopeType: 'workflow',
+      workflowName: 'backup',
+      responseMode: 'sync',
+      allowedRefs: ['main', 'v*'],
+      allowDebug: true,
+      notifyProvider: 'slack',
+      notifyTeamId: 'T1',
+      notifyChannelId: 'C1',
+      notifyOn: 'failure',
+      cronExpression: '0 3 * * *',
+      cronTimezone: 'Europe/Paris',
+      cronEnabled: true,
+      cronMissedPolicy: 'run_once',
+      cronOverlapPolicy: 'queue',
+      params: { env: 'prod', retries: 2 },
+      ref: 'main',
+      cronSince: iso(0),
+      createdAt: iso(0),
+      updatedAt: iso(0),
+    });
+    const chat = triggerRow({
+      id: newId(),
+      orgId,
+      agentId,
+      name: 'chat',
+      type: 'slack',
+      chatTeamId: 'T1',
+      chatChannelId: 'C9',
+      chatKeyword: 'deploy',
+      chatAllowedUserIds: ['U1', 'U2'],
+      createdAt: iso(0),
+      updatedAt: iso(0),
+    });
+    const webhook = triggerRow({ id: newId(), orgId, agentId, createdAt: iso(0), updatedAt: iso(0) });
+    for (const x of [cron, chat, webhook]) await t.repos.triggers.insert(x);
+    expect(await t.repos.triggers.findById(cron.id)).toEqual(cron);
+    expect(await t.repos.triggers.findInOrg(orgId, chat.id)).toEqual(chat);
+    expect((await t.repos.triggers.listByOrg(orgId)).map((x) => x.id)).toEqual([cron.id, chat.id, webhook.id]);
+    expect((await t.repos.triggers.listByIds(orgId, [webhook.id, cron.id])).map((x) => x.id)).toEqual([
+      cron.id,
+      webhook.id,
+    ]);
+    expect(await t.repos.triggers.listEnabledCron()).toEqual([cron]);
+    expect(await t.repos.triggers.listInChatChannel(orgId, 'slack', 'T1', 'C9')).toEqual([chat]);
+    expect(await t.repos.triggers.listInChatChannel(orgId, 'discord', 'T1', 'C9')).toEqual([]);
+
+    const paused = { ...cron, name: 'paused', cronEnabled: false, params: null, allowedRefs: null, updatedAt: iso(5) };
+    await t.repos.triggers.update({ ...paused, createdAt: iso(99), createdBy: 'someone else' });
+    expect(await t.repos.triggers.findById(cron.id)).toEqual(paused);
+    expect(await t.repos.triggers.listEnabledCron()).toEqual([]);
+    expect(await t.repos.triggers.softDelete(orgId, chat.id, iso(6))).toBe(true);
+    expect(await t.repos.triggers.softDelete(orgId, chat.id, iso(7))).toBe(false);
+    expect(await t.repos.triggers.findById(chat.id)).toBeNull();
+  });
+
+  it('records skipped occurrences once, whoever records them', async () => {
+    const skipped = (at: number, fields: object = {}) => ({
+      triggerId: 'trigger-1',
+      orgId,
+      scheduledAt: iso(at),
+      reason: 'missed' as const,
+      firstScheduledAt: null,
+      recordedAt: iso(100),
+      ...fields,
+    });
+    const counts = await Promise.all([
+      t.repos.cronOccurrences.recordSkipped([skipped(1), skipped(2, { firstScheduledAt: iso(0) })]),
+      t.other.cronOccurrences.recordSkipped([skipped(2), skipped(3, { reason: 'disabled' })]),
+    ]);
+    expect(counts[0] + counts[1]).toBe(3);
+    expect(await t.repos.cronOccurrences.recordSkipped([])).toBe(0);
+    const listed = await t.repos.cronOccurrences.list('trigger-1', { limit: 10 });
+    expect(listed.map((o) => [o.scheduledAt, o.outcome, o.jobId, o.jobStatus])).toEqual([
+      [iso(3), 'skipped', null, null],
+      [iso(2), 'skipped', null, null],
+      [iso(1), 'skipped', null, null],
+    ]);
+    expect(listed[2]).toMatchObject({ reason: 'missed', firstScheduledAt: null, recordedAt: iso(100) });
+    expect(await t.repos.cronOccurrences.latestScheduledAt('trigger-1')).toBe(iso(3));
+    expect(await t.repos.cronOccurrences.latestScheduledAt('other')).toBeNull();
+  });
+});
