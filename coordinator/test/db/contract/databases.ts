@@ -3,11 +3,11 @@ import { openDatabase, type Db } from '../../../src/db/database.js';
 import { migrate } from '../../../src/db/migrate.js';
 import { migratePostgres } from '../../../src/db/postgres/migrate.js';
 import { createPool, type PgPool } from '../../../src/db/postgres/pool.js';
-import type { PostgresRepositories } from '../../../src/db/postgres/repositories/index.js';
 import { insertNewJob } from '../../../src/db/postgres/repositories/job-rows.js';
 import { INSERT_JOB_SQL, newJobParams } from '../../../src/db/repositories/job-rows.js';
 import { GroupCommitExecutor } from '../../../src/db/writer/executor.js';
 import type { NewJob } from '../../../src/domain/model/jobs.js';
+import type { Repositories } from '../../../src/domain/model/repositories.js';
 import { createPostgresRepositories } from '../../../src/postgres-repositories.js';
 import { createSqliteRepositories } from '../../../src/sqlite-repositories.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../postgres/database.js';
@@ -19,8 +19,8 @@ import { freshPostgresDatabase, type TestDatabase } from '../../postgres/databas
 export const DATABASES = ['sqlite', 'postgres'] as const;
 export type DatabaseKind = (typeof DATABASES)[number];
 
-/** The repositories the contract covers: those PostgreSQL implements so far. */
-export type ContractRepositories = PostgresRepositories;
+/** The repositories the contract covers: all of them. */
+export type ContractRepositories = Repositories;
 
 export interface DatabaseUnderTest {
   readonly kind: DatabaseKind;

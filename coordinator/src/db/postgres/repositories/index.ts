@@ -3,14 +3,18 @@ import type { TransactionRules } from '../../../domain/model/transaction-rules.j
 import type { PgPool } from '../pool.js';
 import { createAgentRepository } from './agents.js';
 import { createApiTokenRepository } from './api-tokens.js';
+import { createApplicationRepository } from './applications.js';
 import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
 import { createCronOccurrenceRepository } from './cron-occurrences.js';
+import { createDeviceBindingRepository } from './device-bindings.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
+import { createFileRepository } from './files.js';
 import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
+import { createReleaseRepository } from './releases.js';
 import { createServerSecretRepository } from './server-secrets.js';
 import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
@@ -20,38 +24,13 @@ import { createUserRepository } from './users.js';
 import { createWorkflowRepository } from './workflows.js';
 
 /**
- * The repositories PostgreSQL implements so far; the others are still SQLite's only, which is
- * why a coordinator cannot run on PostgreSQL yet (docs/operations.md, "Database").
- */
-export type PostgresRepositories = Pick<
-  Repositories,
-  | 'agents'
-  | 'apiTokens'
-  | 'audit'
-  | 'changeCounter'
-  | 'chatIntegrations'
-  | 'chatOutbox'
-  | 'cronOccurrences'
-  | 'enrollmentTokens'
-  | 'jobs'
-  | 'orgs'
-  | 'serverSecrets'
-  | 'signedOutSessions'
-  | 'storageBindings'
-  | 'triggerRuns'
-  | 'triggers'
-  | 'users'
-  | 'workflows'
->;
-
-/**
  * The PostgreSQL implementation of the repositories, on a pool shared by all of them. Each
  * method is one statement or one transaction (db/postgres/transaction.ts); there is no group
  * commit, since PostgreSQL commits concurrent transactions together itself. `rules` are the
  * domain's decisions that run inside a repository's write (coordinator/src/postgres-repositories.ts
  * wires them).
  */
-export function createRepositories(pool: PgPool, rules: TransactionRules): PostgresRepositories {
+export function createRepositories(pool: PgPool, rules: TransactionRules): Repositories {
   return {
     agents: createAgentRepository(pool, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(pool),
@@ -70,5 +49,9 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Postg
     triggers: createTriggerRepository(pool),
     users: createUserRepository(pool),
     workflows: createWorkflowRepository(pool),
+    files: createFileRepository(pool),
+    applications: createApplicationRepository(pool),
+    releases: createReleaseRepository(pool, rules.checkArtifact),
+    deviceBindings: createDeviceBindingRepository(pool, rules.evaluateBinding),
   };
 }

@@ -1,0 +1,214 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { StoredFile } from '../../../src/domain/model/files.js';
+import { newId } from '../../../src/util/ids.js';
+import { DATABASES, databasesOfThisFile } from './databases.js';
+import { orgWithAgent } from './fixture.js';
+
+const T0 = Date.parse('2026-03-01T12:00:00.000Z');
+const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
+const DAY = 86400_000;
+const databases = databasesOfThisFile();
+
+describe.each(DATABASES)('file repository (%s)', (kind) => {
+  const t = databases.use(kind);
+  let orgId: string;
+  let bindingId: string;
+
+  const addBinding = async (name: string) => {
+    const id = newId();
+    await t.repos.storageBindings.insert({
+      id,
+      orgId,
+      name,
+      backend: 'local',
+      config: {},
+      isDefault: false,
+      createdAt: iso(0),
+    });
+    return id;
+  };
+  beforeEach(async () => {
+    ({ orgId } = await orgWithAgent(t.repos, iso(0)));
+    bindingId = await addBinding('local');
+  });
+
+  /** A file row with sensible defaults. */
+  const insertFile = async (fields: Partial<StoredFile> = {}): Promise<StoredFile> => {
+    const id = fields.id ?? newId();
+    const file: StoredFile = {
+      id,
+      orgId,
+      bindingId,
+      filename: 'f.txt',
+      contentType: 'text/plain',
+      size: 1,
+      sha256: 'a'.repeat(64),
+      declaredSize: null,
+      declaredSha256: null,
+      status: 'active',
+      cleanupRule: 'persistent',
+      ttlSeconds: null,
+      expiresAt: null,
+      deletedAt: null,
+      createdAt: iso(0),
+      completedAt: iso(0),
+      uploadExpiresAt: iso(900_000),
+      blobKey: `${id.slice(0, 2)}/${id}`,
+      origin: 'api',
+      createdByTokenId: null,
+      createdByUserId: null,
+      jobId: null,
+      deleteAttempts: 0,
+      nextDeleteAt: null,
+      lastDeleteError: null,
+      ...fields,
+    };
+    await t.repos.files.insert(file);
+    return file;
+  };
+
+  /** A release row referencing `fileId`, written as is (whatever the file). */
+  const insertRelease = async (fileId: string, status: 'draft' | 'published' | 'yanked') => {
+    const appId = newId();
+    const id = newId();
+    await t.exec(`INSERT INTO applications (id, org_id, slug, update_workflow_name, created_at)
+      VALUES ('${appId}', '${orgId}', 'app-${appId.slice(0, 8)}', 'update', '${iso(0)}')`);
+    await t.exec(`INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status,
+        artifact_file_id, checksum_sha256, size, created_at)
+      VALUES ('${id}', '${appId}', '1', 1, 'stable', 'optional', '${status}', '${fileId}', '${'a'.repeat(64)}', 1, '${iso(0)}')`);
+    return id;
+  };
+
+  it('lists newest first within the given bindings, filtered by binding and status, up to the limit', async () => {
+    const other = await addBinding('other');
+    const a1 = await insertFile({ createdAt: iso(1) });
+    const b1 = await insertFile({ bindingId: other, createdAt: iso(2), status: 'pending' });
+    const a2 = await insertFile({ createdAt: iso(3), status: 'deleted' });
+    const q = { orgId: orgId, bindingIds: null, bindingId: null, status: null, limit: 200 };
+    const ids = async (over: object) => (await t.repos.files.list({ ...q, ...over })).map((x) => x.id);
+    expect(await ids({})).toEqual([a2.id, b1.id, a1.id]);
+    expect(await ids({ bindingIds: [bindingId] })).toEqual([a2.id, a1.id]);
+    expect(await ids({ bindingIds: [] })).toEqual([]);
+    expect(await ids({ bindingId: other })).toEqual([b1.id]);
+    expect(await ids({ bindingIds: [bindingId], bindingId: other })).toEqual([]);
+    expect(await ids({ status: 'deleted' })).toEqual([a2.id]);
+    expect(await ids({ limit: 2 })).toEqual([a2.id, b1.id]);
+    expect(await ids({ orgId: '00000000-0000-4000-8000-000000000000' })).toEqual([]);
+  });
+
+  it('hides the files of a deleted binding from lookups and lists, but not from transfers', async () => {
+    const other = await addBinding('other');
+    const file = await insertFile({ bindingId: other });
+    await t.repos.storageBindings.softDelete(orgId, other, iso(5));
+    expect(await t.repos.files.findInOrg(orgId, file.id)).toBeNull();
+    expect(await t.repos.files.findActiveInOrg(orgId, [file.id])).toEqual([]);
+    expect((await t.repos.files.findForTransfer(file.id))?.bindingDeleted).toBe(true);
+    expect((await t.repos.files.findBinding(other))?.name).toBe('other');
+  });
+
+  it('completes only a pending file', async () => {
+    const file = await insertFile({ status: 'pending', size: null, sha256: null });
+    const done = { size: 5, sha256: 'b'.repeat(64), completedAt: iso(10), expiresAt: null };
+    expect(await t.repos.files.complete(file.id, done)).toBe(true);
+    expect(await t.repos.files.complete(file.id, done)).toBe(false);
+    expect(await t.repos.files.findInOrg(orgId, file.id)).toMatchObject({
+      status: 'active',
+      size: 5,
+      completedAt: iso(10),
+    });
+  });
+
+  it('claims a file for deletion once, refuses one in use, and takes over an expired lease', async () => {
+    const file = await insertFile();
+    const first = await t.repos.files.claimForDelete(file.id, iso(0), iso(1000));
+    expect(first).toMatchObject({ outcome: 'claimed', file: { status: 'deleting', nextDeleteAt: iso(1000) } });
+    expect((await t.repos.files.claimForDelete(file.id, iso(500), iso(1500))).outcome).toBe('unchanged');
+    expect((await t.repos.files.claimForDelete(file.id, iso(1000), iso(2000))).outcome).toBe('claimed');
+    expect(await t.repos.files.markDeleted(file.id, iso(1100))).toBe(true);
+    expect(await t.repos.files.markDeleted(file.id, iso(1200))).toBe(false);
+    expect(await t.repos.files.claimForDelete(file.id, iso(1300), iso(2300))).toMatchObject({
+      outcome: 'unchanged',
+      file: { status: 'deleted', deletedAt: iso(1100) },
+    });
+    expect(await t.repos.files.claimForDelete('00000000-0000-4000-8000-000000000000', iso(0), iso(1))).toEqual({
+      outcome: 'not_found',
+    });
+
+    const artifact = await insertFile();
+    const release = await insertRelease(artifact.id, 'published');
+    expect((await t.repos.files.claimForDelete(artifact.id, iso(0), iso(1))).outcome).toBe('in_use');
+    expect(await t.repos.files.isInUse(artifact.id)).toBe(true);
+    await t.exec(`UPDATE releases SET status = 'yanked' WHERE id = '${release}'`);
+    expect(await t.repos.files.isInUse(artifact.id)).toBe(false);
+    expect((await t.repos.files.claimForDelete(artifact.id, iso(0), iso(1))).outcome).toBe('claimed');
+  });
+
+  it('counts the failed attempts and keeps the error and the next retry', async () => {
+    const file = await insertFile();
+    await t.repos.files.claimForDelete(file.id, iso(0), iso(1000));
+    const failed = await t.repos.files.markDeleteFailed(file.id, 'EACCES'.repeat(300), iso(30_000));
+    expect(failed).toMatchObject({ status: 'delete_failed', deleteAttempts: 1, nextDeleteAt: iso(30_000) });
+    expect(failed?.lastDeleteError).toHaveLength(1000);
+    expect(await t.repos.files.markDeleteFailed(file.id, 'again', iso(60_000))).toBeNull(); // not deleting any more
+  });
+
+  it('finds due: expired ttl files, abandoned uploads and retries whose time came, never files in use', async () => {
+    const expired = await insertFile({ cleanupRule: 'ttl', expiresAt: iso(-1) });
+    const jobEnd = await insertFile({ cleanupRule: 'on_job_end', expiresAt: iso(0) });
+    await insertFile({ cleanupRule: 'ttl', expiresAt: iso(1) }); // not yet
+    await insertFile({ cleanupRule: 'persistent' });
+    await insertFile({ cleanupRule: 'ttl', status: 'pending', expiresAt: iso(-DAY), uploadExpiresAt: iso(-DAY + 1) }); // upload URL expired less than a day ago
+    const abandoned = await insertFile({ status: 'pending', uploadExpiresAt: iso(-DAY - 1) });
+    const retry = await insertFile({ status: 'delete_failed', nextDeleteAt: iso(0) });
+    await insertFile({ status: 'delete_failed', nextDeleteAt: iso(1) });
+    const staleLease = await insertFile({ status: 'deleting', nextDeleteAt: iso(-1) });
+    await insertFile({ status: 'deleting', nextDeleteAt: iso(10) });
+    await insertFile({ status: 'deleted', cleanupRule: 'ttl', expiresAt: iso(-5) });
+    const inUse = await insertFile({ cleanupRule: 'ttl', expiresAt: iso(-1) });
+    await insertRelease(inUse.id, 'draft');
+
+    const claimed = await t.repos.files.claimDue({
+      now: iso(0),
+      abandonedBefore: iso(-DAY),
+      leaseUntil: iso(300_000),
+      limit: 100,
+    });
+    expect(claimed.map((x) => x.id).sort()).toEqual(
+      [expired.id, jobEnd.id, abandoned.id, retry.id, staleLease.id].sort(),
+    );
+    expect(claimed.every((x) => x.status === 'deleting' && x.nextDeleteAt === iso(300_000))).toBe(true);
+    // Claimed files are leased: the next sweep does not take them again.
+    const again = await t.repos.files.claimDue({
+      now: iso(0),
+      abandonedBefore: iso(-DAY),
+      leaseUntil: iso(300_000),
+      limit: 100,
+    });
+    expect(again).toEqual([]);
+    // The limit bounds one claim.
+    await insertFile({ cleanupRule: 'ttl', expiresAt: iso(-1) });
+    await insertFile({ cleanupRule: 'ttl', expiresAt: iso(-1) });
+    await insertFile({ cleanupRule: 'ttl', expiresAt: iso(-1) });
+    expect(
+      await t.repos.files.claimDue({ now: iso(0), abandonedBefore: iso(-DAY), leaseUntil: iso(300_000), limit: 2 }),
+    ).toHaveLength(2);
+  });
+
+  it('counts the files of a binding that are not deleted', async () => {
+    await insertFile();
+    await insertFile({ status: 'pending' });
+    await insertFile({ status: 'deleted' });
+    expect(await t.repos.files.countUndeletedInBinding(bindingId)).toBe(2);
+  });
+
+  it('gives each due file to one sweeper when two coordinators sweep at once', async () => {
+    const due = [];
+    for (let i = 0; i < 6; i++) due.push((await insertFile({ cleanupRule: 'ttl', expiresAt: iso(-1) })).id);
+    const sweep = { now: iso(0), abandonedBefore: iso(-DAY), leaseUntil: iso(300_000), limit: 4 };
+    const [a, b] = await Promise.all([t.repos.files.claimDue(sweep), t.other.files.claimDue(sweep)]);
+    const claimed = [...a, ...b].map((x) => x.id);
+    expect(new Set(claimed).size).toBe(claimed.length);
+    const rest = await t.repos.files.claimDue(sweep);
+    expect([...claimed, ...rest.map((x) => x.id)].sort()).toEqual(due.sort());
+  });
+});

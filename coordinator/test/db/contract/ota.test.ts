@@ -1,0 +1,260 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Application } from '../../../src/domain/model/applications.js';
+import type { StoredFile } from '../../../src/domain/model/files.js';
+import type { NewRelease } from '../../../src/domain/model/releases.js';
+import { newId } from '../../../src/util/ids.js';
+import { DATABASES, databasesOfThisFile } from './databases.js';
+import { enroll, insertJob, orgWithAgent } from './fixture.js';
+
+const T0 = Date.parse('2026-03-01T12:00:00.000Z');
+const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
+const databases = databasesOfThisFile();
+
+describe.each(DATABASES)('applications, releases and device bindings (%s)', (kind) => {
+  const t = databases.use(kind);
+  let orgId: string;
+  let agentId: string;
+  let bindingId: string;
+
+  beforeEach(async () => {
+    ({ orgId, agentId } = await orgWithAgent(t.repos, iso(0)));
+    bindingId = newId();
+    await t.repos.storageBindings.insert({
+      id: bindingId,
+      orgId,
+      name: 'local',
+      backend: 'local',
+      config: {},
+      isDefault: true,
+      createdAt: iso(0),
+    });
+  });
+
+  const app = (fields: Partial<Application> = {}): Application => ({
+    id: newId(),
+    orgId,
+    slug: 'firmware',
+    updateWorkflowName: 'update',
+    defaultChannel: 'stable',
+    createdAt: iso(0),
+    deletedAt: null,
+    ...fields,
+  });
+  const artifact = async (fields: Partial<StoredFile> = {}) => {
+    const id = newId();
+    await t.repos.files.insert({
+      id,
+      orgId,
+      bindingId,
+      filename: 'fw.bin',
+      contentType: 'application/octet-stream',
+      size: 1234,
+      sha256: 'c'.repeat(64),
+      declaredSize: null,
+      declaredSha256: null,
+      status: 'active',
+      cleanupRule: 'persistent',
+      ttlSeconds: null,
+      expiresAt: null,
+      deletedAt: null,
+      createdAt: iso(0),
+      completedAt: iso(0),
+      uploadExpiresAt: iso(900_000),
+      blobKey: `${id.slice(0, 2)}/${id}`,
+      origin: 'api',
+      createdByTokenId: null,
+      createdByUserId: null,
+      jobId: null,
+      deleteAttempts: 0,
+      nextDeleteAt: null,
+      lastDeleteError: null,
+      ...fields,
+    });
+    return id;
+  };
+  const release = (applicationId: string, artifactFileId: string, fields: Partial<NewRelease> = {}): NewRelease => ({
+    id: newId(),
+    orgId,
+    applicationId,
+    version: '1.0.0',
+    channel: 'stable',
+    updatePolicy: 'optional',
+    artifactFileId,
+    notes: null,
+    createdAt: iso(1),
+    ...fields,
+  });
+
+  it('takes a slug once among the applications not deleted, and frees it when one is deleted', async () => {
+    const first = app();
+    const outcomes = await Promise.all([t.repos.applications.insert(first), t.other.applications.insert(app())]);
+    expect(outcomes.sort()).toEqual(['created', 'duplicate_slug']);
+    const stored = (await t.repos.applications.listByOrg(orgId))[0]!;
+    expect(await t.repos.applications.findById(stored.id)).toEqual(stored);
+    expect(await t.repos.applications.update(orgId, stored.id, { defaultChannel: 'beta' })).toEqual({
+      ...stored,
+      defaultChannel: 'beta',
+    });
+    expect(await t.repos.applications.update(newId(), stored.id, { defaultChannel: 'x' })).toBeNull();
+    const deleted = await t.repos.applications.delete(orgId, stored.id, iso(9), 'The application was deleted');
+    expect(deleted).toEqual({ app: { ...stored, defaultChannel: 'beta', deletedAt: iso(9) }, cancelledJobIds: [] });
+    expect(await t.repos.applications.delete(orgId, stored.id, iso(9), 'again')).toBeNull();
+    expect(await t.repos.applications.findInOrg(orgId, stored.id)).toBeNull();
+    expect(await t.repos.applications.insert(app())).toBe('created');
+  });
+
+  it('numbers releases 1, 2, 3 also when two coordinators create them at once, and copies the artifact', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const fileId = await artifact();
+    const outcomes = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 ? t.other : t.repos).releases.create(release(a.id, fileId, { version: `1.0.${i}` })),
+      ),
+    );
+    const sequences = outcomes.map((o) => (o.outcome === 'created' ? o.release.sequence : 0)).sort();
+    expect(sequences).toEqual([1, 2, 3, 4, 5, 6]);
+    const listed = await t.repos.releases.list(a.id);
+    expect(listed.map((r) => r.sequence)).toEqual([6, 5, 4, 3, 2, 1]);
+    expect(listed[0]).toMatchObject({ status: 'draft', checksumSha256: 'c'.repeat(64), size: 1234, publishedAt: null });
+  });
+
+  it('refuses an artifact that is not an active, persistent file of the organization', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const pending = await artifact({ status: 'pending', size: null, sha256: null });
+    const ttl = await artifact({ cleanupRule: 'ttl' });
+    expect(await t.repos.releases.create(release(a.id, newId()))).toEqual({
+      outcome: 'bad_artifact',
+      problem: 'not_found',
+    });
+    expect(await t.repos.releases.create(release(a.id, pending))).toMatchObject({
+      outcome: 'bad_artifact',
+      problem: 'not_active',
+    });
+    expect(await t.repos.releases.create(release(a.id, ttl))).toMatchObject({
+      outcome: 'bad_artifact',
+      problem: 'not_persistent',
+    });
+  });
+
+  it('moves a release from draft to published to yanked, changing only drafts', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const created = await t.repos.releases.create(release(a.id, await artifact(), { notes: 'first' }));
+    const id = created.outcome === 'created' ? created.release.id : '';
+    const edited = await t.repos.releases.updateDraft(a.id, id, { version: '1.0.1', notes: null });
+    expect(edited).toMatchObject({ outcome: 'applied', release: { version: '1.0.1', notes: null, channel: 'stable' } });
+    expect(await t.repos.releases.publish(a.id, id, iso(2))).toMatchObject({
+      outcome: 'applied',
+      release: { status: 'published', publishedAt: iso(2) },
+    });
+    expect((await t.repos.releases.publish(a.id, id, iso(3))).outcome).toBe('conflict');
+    expect((await t.repos.releases.updateDraft(a.id, id, { channel: 'beta' })).outcome).toBe('conflict');
+    expect(await t.repos.releases.list(a.id, { status: 'published', channel: 'stable' })).toHaveLength(1);
+    expect(await t.repos.releases.list(a.id, { channel: 'beta' })).toEqual([]);
+    const yanked = await t.repos.releases.yank(a.id, id, iso(4));
+    expect(yanked).toMatchObject({ outcome: 'applied', release: { status: 'yanked', yankedAt: iso(4) } });
+    expect(await t.repos.releases.yank(newId(), id, iso(5))).toEqual({ outcome: 'not_found' });
+    expect(await t.repos.releases.findInApp(a.id, id)).toMatchObject({ status: 'yanked' });
+  });
+
+  it('binds agents all or none, changes a channel, and unbinds, cancelling a pending update job', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const second = await enroll(t.repos, orgId, iso(0));
+    const bind = (agentIds: string[]) =>
+      t.repos.deviceBindings.bind({
+        orgId,
+        applicationId: a.id,
+        bindings: agentIds.map((id) => ({ id: newId(), agentId: id })),
+        channel: 'stable',
+        at: iso(1),
+      });
+    const bound = await bind([agentId, second]);
+    expect(bound.outcome).toBe('bound');
+    const [b1, b2] = bound.outcome === 'bound' ? bound.bindings : [];
+    expect(b1).toMatchObject({ agentId, current: null, forced: false, state: null, failedAttempts: 0 });
+    expect(await bind([newId(), second])).toEqual({ outcome: 'already_bound', agentIds: [second] });
+    expect((await t.repos.deviceBindings.listByApp(a.id)).map((b) => b.id)).toEqual([b1!.id, b2!.id]);
+    expect((await t.repos.deviceBindings.listByAgent(agentId)).map((b) => b.id)).toEqual([b1!.id]);
+    expect((await t.repos.deviceBindings.findForAgent(second, a.id))?.id).toBe(b2!.id);
+    expect((await t.repos.deviceBindings.changeChannel(a.id, b2!.id, 'beta'))?.channel).toBe('beta');
+    expect(await t.repos.deviceBindings.countByState()).toEqual([{ state: null, count: 2 }]);
+
+    const job = await insertJob(
+      t,
+      { orgId, agentId },
+      { kind: 'update', triggerId: null, createdAt: iso(2), timeoutMs: null },
+    );
+    await t.exec(`UPDATE device_bindings SET active_job_id = '${job.id}' WHERE id = '${b1!.id}'`);
+    expect(await t.repos.deviceBindings.bindingOfActiveJob(job.id)).toBe(b1!.id);
+    const unbound = await t.repos.deviceBindings.unbind(a.id, b1!.id, iso(3), 'The device was unbound');
+    expect(unbound?.cancelledJobId).toBe(job.id);
+    expect(await t.repos.jobs.findById(job.id)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: 'The device was unbound',
+    });
+    expect(await t.repos.deviceBindings.unbind(a.id, b1!.id, iso(4), 'again')).toBeNull();
+    expect(await t.repos.deviceBindings.findInApp(a.id, b1!.id)).toBeNull();
+  });
+
+  it('issues one update job for a published release, however many coordinators evaluate at once', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const created = await t.repos.releases.create(release(a.id, await artifact()));
+    const releaseId = created.outcome === 'created' ? created.release.id : '';
+    await t.repos.releases.publish(a.id, releaseId, iso(2));
+    const bound = await t.repos.deviceBindings.bind({
+      orgId,
+      applicationId: a.id,
+      bindings: [{ id: newId(), agentId }],
+      channel: 'stable',
+      at: iso(1),
+    });
+    const id = bound.outcome === 'bound' ? bound.bindings[0]!.id : '';
+    expect(await t.repos.deviceBindings.idsToEvaluate(a.id, 'stable', releaseId)).toEqual([id]);
+    const outcomes = (
+      await Promise.all(
+        Array.from({ length: 4 }, (_, i) =>
+          (i % 2 ? t.other : t.repos).deviceBindings.evaluate([{ bindingId: id, reason: 'publish' }], T0 + 3),
+        ),
+      )
+    ).flat();
+    const issued = outcomes.filter((o) => o.createdJobId !== null);
+    expect(issued).toHaveLength(1);
+    const jobId = issued[0]!.createdJobId!;
+    expect(outcomes.filter((o) => o.hold === 'job_in_progress')).toHaveLength(3);
+    expect(await t.repos.deviceBindings.findInApp(a.id, id)).toMatchObject({
+      activeJobId: jobId,
+      desiredReleaseId: releaseId,
+    });
+    expect(await t.repos.jobs.findById(jobId)).toMatchObject({
+      kind: 'update',
+      source: 'ota',
+      status: 'pending',
+      number: 1,
+    });
+    expect(await t.repos.deviceBindings.applicationOfUpdateJob(jobId)).toBe(a.id);
+
+    // The job ends: the sweep finds the binding due and settles it.
+    await t.repos.jobs.finish(
+      agentId,
+      jobId,
+      { status: 'failed', exitCode: 1, errorMessage: 'no space', output: {} },
+      iso(4),
+    );
+    expect(await t.repos.deviceBindings.idsDue(iso(5), 10)).toEqual([id]);
+    const [settled] = await t.repos.deviceBindings.evaluate([{ bindingId: id, reason: 'sweep' }], T0 + 5);
+    expect(settled!.binding).toMatchObject({ activeJobId: null, failedAttempts: 1 });
+    expect(await t.repos.deviceBindings.evaluate([{ bindingId: newId(), reason: 'sweep' }], T0 + 6)).toMatchObject([
+      { binding: null, createdJobId: null },
+    ]);
+
+    // Deleting the application removes its releases and bindings.
+    const deleted = await t.repos.applications.delete(orgId, a.id, iso(7), 'The application was deleted');
+    expect(deleted?.cancelledJobIds).toEqual([]);
+    expect(await t.repos.deviceBindings.listByApp(a.id)).toEqual([]);
+    expect(await t.repos.releases.list(a.id)).toEqual([]);
+  });
+});
