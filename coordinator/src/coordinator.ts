@@ -2,11 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { withListeningPort, type Config } from './config/config.js';
 import { metricsEnabled } from './config/metrics-config.js';
-import { startCheckpointer, type Checkpointer } from './db/checkpointer.js';
-import { databaseFile, openDatabase, type Db } from './db/database.js';
-import { migrate } from './db/migrate.js';
-import { createSqliteRepositories } from './sqlite-repositories.js';
-import { GroupCommitExecutor } from './db/writer/executor.js';
+import type { Db } from './db/database.js';
+import { openStore } from './store.js';
 import { AuditLog } from './domain/audit-log.js';
 import { JobCancelService } from './domain/job-cancel.js';
 import { JobEvents } from './domain/job-events.js';
@@ -44,7 +41,10 @@ import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 export interface Coordinator {
   app: FastifyInstance;
   ctx: AppContext;
-  db: Db;
+  /** The database it runs on (docs/operations.md, "Database"). */
+  database: 'sqlite' | 'postgres';
+  /** The SQLite connection (tests read and write through it); throws on a coordinator on PostgreSQL. */
+  readonly db: Db;
   bootstrap: BootstrapResult;
   /** Fires cron triggers (docs/schedules.md). */
   scheduler: CronScheduler;
@@ -56,11 +56,9 @@ export interface Coordinator {
   close(): Promise<void>;
 }
 
-/** How often the checkpoint thread copies the WAL into the database file (db/checkpointer.ts). */
-const CHECKPOINT_INTERVAL_MS = 250;
-
 /**
- * The composition root: opens and migrates the database, loads the server key, bootstraps an
+ * The composition root: opens and migrates the database (SQLite in the data directory, or the
+ * PostgreSQL database of `DROVER_DATABASE_URL`: store.ts), loads the server key, bootstraps an
  * empty installation and builds the HTTP app. Listening is left to the caller.
  */
 export async function createCoordinator(
@@ -70,25 +68,19 @@ export async function createCoordinator(
   /** The cron scheduler's timer (tests drive it by hand); real timers by default. */
   timers?: Timers,
 ): Promise<Coordinator> {
-  if (config.database.kind !== 'sqlite') {
-    // Visibly unfinished (docs/operations.md, "Database"): `migrate` works on PostgreSQL, a coordinator does not yet.
-    throw new Error('PostgreSQL is not usable yet in this version: the coordinator runs on SQLite only');
-  }
-  const db = openDatabase(databaseFile(config.dataDir));
-  let checkpointer: Checkpointer | undefined;
+  // Off unless a metrics setting is given: then nothing is measured, not even a clock read per commit.
+  const prometheus = metricsEnabled(config.metrics) ? new PrometheusMetrics(logger) : null;
+  const metrics: Metrics = prometheus ?? noMetrics;
+  const store = await openStore(config, logger, prometheus ? (s, n) => prometheus.dbCommit(s, n) : undefined);
   try {
-    const { applied } = migrate(db);
-    for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
-    checkpointer = startCheckpointer(db, { intervalMs: CHECKPOINT_INTERVAL_MS, logger });
-    // Off unless a metrics setting is given: then nothing is measured, not even a clock read per commit.
-    const prometheus = metricsEnabled(config.metrics) ? new PrometheusMetrics(logger) : null;
-    const metrics: Metrics = prometheus ?? noMetrics;
-    const writes = new GroupCommitExecutor(db, prometheus ? (s, n) => prometheus.dbCommit(s, n) : undefined);
-    const repos = createSqliteRepositories(db, writes);
+    const { repos } = store;
     const serverKey = loadOrCreateServerKey(config.dataDir);
     const sessions = await SessionService.create(repos, config.sessionTtlSeconds, clock);
     const audit = new AuditLog(repos.audit, clock);
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock, metrics);
+    // Job events reach the streams and sync callers of this coordinator only. Several coordinators
+    // on one PostgreSQL database would need the events of the others here (LISTEN/NOTIFY on the
+    // database, feeding this JobEvents); until then, one coordinator per database.
     const jobEvents = new JobEvents();
     const files = await createFileService({
       repos,
@@ -233,7 +225,11 @@ export async function createCoordinator(
     return {
       app,
       ctx,
-      db,
+      database: store.kind,
+      get db() {
+        if (!store.db) throw new Error('this coordinator runs on PostgreSQL: it has no SQLite connection');
+        return store.db;
+      },
       bootstrap,
       scheduler,
       chatDelivery,
@@ -255,16 +251,13 @@ export async function createCoordinator(
           await chatDelivery.stop();
           await app.close();
           await audit.flush();
-          await writes.close();
         } finally {
-          await checkpointer?.stop();
-          db.close();
+          await store.close();
         }
       },
     };
   } catch (error) {
-    await checkpointer?.stop();
-    db.close();
+    await store.close();
     throw error;
   }
 }

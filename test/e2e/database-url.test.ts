@@ -20,27 +20,24 @@ async function run(args: string[], env: Record<string, string> = {}) {
 const UNREACHABLE = 'postgres://drover:hunter2@127.0.0.1:9/drover';
 
 describe('a PostgreSQL database URL', () => {
-  it('is refused by start and bootstrap in one line, creating nothing and never echoing the password', async () => {
-    const dataDir = `${makeTempDir()}/data`;
-    const [start, bootstrap] = await Promise.all([
-      run(['start', '--port', '0', '--data-dir', dataDir, '--database-url', UNREACHABLE]),
-      run(['bootstrap', '--data-dir', dataDir], {
-        DROVER_DATABASE_URL: UNREACHABLE,
+  it('is where start migrates, bootstraps and runs, and where bootstrap then finds the owner', async () => {
+    const database = await freshPostgresDatabase();
+    try {
+      const env = {
+        DROVER_DATABASE_URL: database.url,
         DROVER_BOOTSTRAP_EMAIL: 'owner@example.test',
         DROVER_BOOTSTRAP_PASSWORD: 'a long password',
-      }),
-    ]);
-    for (const [res, command] of [
-      [start, 'start'],
-      [bootstrap, 'bootstrap'],
-    ] as const) {
-      expect(res.code).toBe(2);
-      expect(res.stderr).toBe(
-        `drover-coordinator: PostgreSQL is not usable yet in this version: \`${command}\` runs on SQLite only (unset DROVER_DATABASE_URL and --database-url)\n`,
-      );
-      expect(res.stdout).toBe('');
+      };
+      const start = cli(['start', '--port', '0', '--data-dir', `${makeTempDir()}/data`, '--log-level', 'silent'], env);
+      await start.waitFor(/Bootstrapped owner owner@example\.test/);
+      start.child.kill('SIGTERM');
+      expect(await start.exited).toBe(0);
+      const again = await run(['bootstrap', '--data-dir', `${makeTempDir()}/data`], env);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toBe('drover-coordinator: the database already has users; nothing bootstrapped\n');
+    } finally {
+      await database.drop();
     }
-    expect(fs.existsSync(dataDir)).toBe(false);
   });
 
   it('is migrated by migrate, which leaves the data directory alone, and is a no-op the second time', async () => {
@@ -58,17 +55,21 @@ describe('a PostgreSQL database URL', () => {
     }
   });
 
-  it('that cannot be reached fails migrate in one line naming it, and one that is not one is named; never the password', async () => {
-    const [unreachable, notOne] = await Promise.all([
+  it('that cannot be reached fails migrate and start in one line naming it, and one that is not one is named; never the password', async () => {
+    const [migrate, start, notOne] = await Promise.all([
       run(['migrate', '--database-url', UNREACHABLE]),
+      run(['start', '--port', '0', '--data-dir', `${makeTempDir()}/data`, '--log-level', 'silent'], {
+        DROVER_DATABASE_URL: UNREACHABLE,
+      }),
       run(['start', '--data-dir', makeTempDir()], { DROVER_DATABASE_URL: 'mysql://root:hunter2@db/drover' }),
     ]);
-    expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toMatch(
-      /^drover-coordinator: cannot migrate postgres:\/\/drover:\*\*\*\*@127\.0\.0\.1:9\/drover: .*ECONNREFUSED.*\n$/,
-    );
+    const cannot = 'cannot migrate postgres:\\/\\/drover:\\*\\*\\*\\*@127\\.0\\.0\\.1:9\\/drover: .*ECONNREFUSED.*';
+    expect(migrate.code).toBe(1);
+    expect(migrate.stderr).toMatch(new RegExp(`^drover-coordinator: ${cannot}\\n$`));
+    expect(start.code).toBe(1);
+    expect(start.stderr).toMatch(new RegExp(`^drover-coordinator: could not start: ${cannot}\\n$`));
     expect(notOne.code).toBe(2);
     expect(notOne.stderr).toContain('DROVER_DATABASE_URL: expected postgres://');
-    expect(unreachable.stderr + notOne.stderr).not.toContain('hunter2');
+    for (const res of [migrate, start, notOne]) expect(res.stderr + res.stdout).not.toContain('hunter2');
   });
 });

@@ -1,10 +1,9 @@
 import type { Command } from 'commander';
-import { databaseFile, openDatabase } from '../db/database.js';
-import { migrate } from '../db/migrate.js';
-import { createSqliteRepositories } from '../sqlite-repositories.js';
 import { bootstrapIfEmpty } from '../domain/bootstrap.js';
+import { createLogger } from '../logger.js';
+import { openStore } from '../store.js';
 import { systemClock } from '../util/clock.js';
-import { configOrExit, lockDataDirOrExit, refuseUnfinishedDatabase, withServerOptions } from './common.js';
+import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
 
 export function configureBootstrapCommand(program: Command): void {
   withServerOptions(program.command('bootstrap'))
@@ -13,16 +12,20 @@ export function configureBootstrapCommand(program: Command): void {
     )
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
-      refuseUnfinishedDatabase(config, 'bootstrap');
       if (!config.bootstrap) {
         process.stderr.write('drover-coordinator: set DROVER_BOOTSTRAP_EMAIL and DROVER_BOOTSTRAP_PASSWORD\n');
         process.exit(2);
       }
       lockDataDirOrExit(config.dataDir); // not under a running coordinator
-      const db = openDatabase(databaseFile(config.dataDir));
+      let store;
       try {
-        migrate(db);
-        const result = await bootstrapIfEmpty(createSqliteRepositories(db), config.bootstrap, systemClock);
+        store = await openStore(config, createLogger('silent'));
+      } catch (error) {
+        process.stderr.write(`drover-coordinator: ${(error as Error).message}\n`);
+        process.exit(1);
+      }
+      try {
+        const result = await bootstrapIfEmpty(store.repos, config.bootstrap, systemClock);
         if (!result.created) {
           process.stderr.write('drover-coordinator: the database already has users; nothing bootstrapped\n');
           process.exitCode = 1;
@@ -30,7 +33,7 @@ export function configureBootstrapCommand(program: Command): void {
         }
         process.stdout.write(`owner ${result.email} of organization "${result.orgName}" (${result.orgId})\n`);
       } finally {
-        db.close();
+        await store.close();
       }
     });
 }

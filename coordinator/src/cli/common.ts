@@ -41,18 +41,6 @@ export function configOrExit(flags: ConfigFlags): Config {
   }
 }
 
-/**
- * Exits 2 in one line when the configuration names a PostgreSQL database, which this version
- * cannot run `command` on yet (docs/operations.md, "Database").
- */
-export function refuseUnfinishedDatabase(config: Config, command: string): void {
-  if (config.database.kind === 'sqlite') return;
-  process.stderr.write(
-    `drover-coordinator: PostgreSQL is not usable yet in this version: \`${command}\` runs on SQLite only (unset DROVER_DATABASE_URL and --database-url)\n`,
-  );
-  process.exit(2);
-}
-
 function inUse(dataDir: string, pid: number): never {
   process.stderr.write(
     `drover-coordinator: the data directory ${dataDir} is in use by another drover-coordinator (pid ${pid}); stop it first\n`,

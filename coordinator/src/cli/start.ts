@@ -2,13 +2,7 @@ import type { Command } from 'commander';
 import type { BootstrapResult } from '../domain/bootstrap.js';
 import { createLogger } from '../logger.js';
 import { installCrashHandlers, installSignalHandlers, startServer, type RunningServer } from '../server.js';
-import {
-  configOrExit,
-  lockDataDirOrExit,
-  refuseIfDataDirInUse,
-  refuseUnfinishedDatabase,
-  withServerOptions,
-} from './common.js';
+import { configOrExit, lockDataDirOrExit, refuseIfDataDirInUse, withServerOptions } from './common.js';
 import { checkListen, listenProblem, type ListenProblem } from './listen-check.js';
 
 export function configureStartCommand(program: Command): void {
@@ -20,7 +14,6 @@ export function configureStartCommand(program: Command): void {
     )
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
-      refuseUnfinishedDatabase(config, 'start');
       // What another process stands in the way of is said in one line, before anything is
       // created: a coordinator already using this data directory, then the port.
       refuseIfDataDirInUse(config.dataDir);

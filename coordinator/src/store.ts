@@ -1,0 +1,76 @@
+import type { Logger } from 'pino';
+import type { Config } from './config/config.js';
+import { startCheckpointer } from './db/checkpointer.js';
+import { databaseFile, openDatabase, type Db } from './db/database.js';
+import { migrate, type MigrationResult } from './db/migrate.js';
+import { migratePostgres } from './db/postgres/migrate.js';
+import { createPool } from './db/postgres/pool.js';
+import { GroupCommitExecutor, type CommitObserver } from './db/writer/executor.js';
+import type { Repositories } from './domain/model/repositories.js';
+import { createPostgresRepositories } from './postgres-repositories.js';
+import { createSqliteRepositories } from './sqlite-repositories.js';
+
+/** The database a coordinator runs on, migrated, with the repositories over it. */
+export interface Store {
+  kind: 'sqlite' | 'postgres';
+  repos: Repositories;
+  /** The SQLite connection; null on PostgreSQL. */
+  db: Db | null;
+  /** Commits what is pending, then closes the database (idempotent). */
+  close(): Promise<void>;
+}
+
+/** How often the checkpoint thread copies the WAL into the database file (db/checkpointer.ts). */
+const CHECKPOINT_INTERVAL_MS = 250;
+
+const logApplied = (logger: Logger, { applied }: MigrationResult) => {
+  for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
+};
+
+/**
+ * Opens and migrates the database of `config` (docs/operations.md, "Database"): the SQLite file
+ * of the data directory, with its WAL checkpoint thread and the group-commit executor
+ * (`onCommit` observes its commits), or the PostgreSQL database of `DROVER_DATABASE_URL`, through
+ * a pool.
+ */
+export async function openStore(config: Config, logger: Logger, onCommit?: CommitObserver): Promise<Store> {
+  if (config.database.kind === 'postgres') {
+    const { redactedUrl } = config.database;
+    const pool = createPool(config.database.url, {
+      onIdleError: (error) => logger.warn({ err: error, database: redactedUrl }, 'a PostgreSQL connection failed'),
+    });
+    let closed: Promise<void> | undefined;
+    const close = () => (closed ??= pool.end());
+    try {
+      logApplied(logger, await migratePostgres(pool));
+    } catch (error) {
+      await close();
+      throw new Error(`cannot migrate ${redactedUrl}: ${(error as Error).message}`, { cause: error });
+    }
+    return { kind: 'postgres', repos: createPostgresRepositories(pool), db: null, close };
+  }
+  const db = openDatabase(databaseFile(config.dataDir));
+  try {
+    logApplied(logger, migrate(db));
+    const checkpointer = startCheckpointer(db, { intervalMs: CHECKPOINT_INTERVAL_MS, logger });
+    const writes = new GroupCommitExecutor(db, onCommit);
+    let closed: Promise<void> | undefined;
+    const close = async () => {
+      try {
+        await writes.close();
+      } finally {
+        await checkpointer.stop();
+        db.close();
+      }
+    };
+    return {
+      kind: 'sqlite',
+      repos: createSqliteRepositories(db, writes),
+      db,
+      close: () => (closed ??= close()),
+    };
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
