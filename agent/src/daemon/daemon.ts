@@ -356,10 +356,7 @@ function stopper(
 ): { stop: () => Promise<void>; stopped: Promise<void> } {
   const { options, reports } = p;
   const { logger } = options;
-  let resolveStopped!: () => void;
-  const stopped = new Promise<void>((resolve) => {
-    resolveStopped = resolve;
-  });
+  const { promise: stopped, resolve: resolveStopped } = Promise.withResolvers<void>();
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
