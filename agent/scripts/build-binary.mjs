@@ -13,7 +13,8 @@
  *    files). The commands load what only they use with `import()`, which esbuild turns into
  *    modules evaluated on first use: `--version` runs none of the daemon's code.
  * 2. `node --experimental-sea-config sea-config.json` turns it into a preparation blob, with V8's
- *    code cache of the bundle (`useCodeCache`), so that a start deserializes instead of compiling.
+ *    code cache of the bundle (`useCodeCache`), so that a start deserializes instead of compiling,
+ *    and the V8 options the executable starts with (`execArgv`, EXEC_ARGV below).
  * 3. A copy of this very `node` binary is stripped of its symbol tables and debug information
  *    (`strip`: the official Node 24 build goes from ~121 to ~104 MiB) and gets the blob injected
  *    with postject, under the resource name NODE_SEA_BLOB, flipping the sentinel fuse
@@ -51,6 +52,15 @@ const STAMP = path.join(WORK, `${path.basename(BINARY)}.base-node.json`);
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 /** The major version of Node.js the binary embeds. */
 const RUNTIME_MAJOR = 24;
+/**
+ * V8 options the executable starts with (the SEA configuration's `execArgv`), measured on the idle
+ * daemon (docs/performance.md, "Agent footprint"): WebAssembly, whose only use is undici's HTTP
+ * parser, stays on the baseline compiler (`--liftoff-only`: ~8 MiB of tier-up memory less; set at
+ * run time, as Node 20's executables had to, Node 24 ignores it), and no Maglev, the mid-tier
+ * JavaScript compiler (~3 MiB of its code pages untouched; the agent's few requests a minute do not
+ * need it). The blob is made with the same options, or V8 would reject its code cache at start.
+ */
+const EXEC_ARGV = ['--liftoff-only', '--no-maglev'];
 /** A code cache is made by the running V8, so it only fits a binary of the running Node. */
 const CODE_CACHE = BASE_NODE === fs.realpathSync(process.execPath);
 
@@ -187,9 +197,9 @@ function isBuiltin(name) {
 function makeBlob() {
   fs.writeFileSync(
     CONFIG,
-    `${JSON.stringify({ main: BUNDLE, output: BLOB, disableExperimentalSEAWarning: true, useCodeCache: CODE_CACHE }, null, 2)}\n`,
+    `${JSON.stringify({ main: BUNDLE, output: BLOB, disableExperimentalSEAWarning: true, useCodeCache: CODE_CACHE, execArgv: EXEC_ARGV }, null, 2)}\n`,
   );
-  execFileSync(process.execPath, ['--experimental-sea-config', CONFIG], { stdio: 'inherit' });
+  execFileSync(process.execPath, [...EXEC_ARGV, '--experimental-sea-config', CONFIG], { stdio: 'inherit' });
 }
 
 async function inject() {
