@@ -98,7 +98,7 @@ drover_need_node() {
     exit 1
   fi
   if [ -n "$want" ]; then
-    echo "setup: using Node.js $version from .cache/node (DROVER_NODE_MAJOR=$want; this machine has ${found:-no node})" >&2
+    echo "setup: using Node.js $version from .cache/node (DROVER_NODE_MAJOR=$want; the node on the PATH is ${found:-missing})" >&2
   else
     echo "setup: ${found:-no node} on this machine is too old for Drover, which runs on $DROVER_NODE_SUPPORTED; using Node.js $version from .cache/node" >&2
   fi
