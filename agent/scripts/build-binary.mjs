@@ -1,25 +1,39 @@
 #!/usr/bin/env node
 /**
  * Builds the agent as ONE executable file, `agent/dist/drover-agent`, with Node's single
- * executable application support: esbuild bundles the CLI (src/cli/program.ts) and its
+ * executable application support, from the Node.js 24 runtime (the one the fleet runs;
+ * `drover-agent --version` names it): esbuild bundles the CLI (src/cli/program.ts) and its
  * dependencies, Node makes the preparation blob with a code cache, postject injects it into a
- * stripped copy of this Node binary. The steps, and why each is done so, are in
+ * stripped copy of Node 24. The steps, and why each is done so, are in
  * scripts/lib/single-executable.mjs, shared with the client command line's build.
  *
- * Usage: node agent/scripts/build-binary.mjs [--if-stale] [--node <binary>] [--out <file>]
- *   --if-stale       do nothing when the binary was built from the same inputs (file contents).
+ * Usage: node agent/scripts/build-binary.mjs [--if-stale] [--node <binary>] [--out <file>] [--archive]
+ *   --if-stale       do nothing when the binary was built from the same inputs (file contents
+ *                    and the runtime).
  *   --node <binary>  inject into this Node binary instead of the running one, e.g. the linux-arm64
  *                    build of the SAME Node version, for ARM machines (then without a code cache).
  *   --out <file>     where to write the executable (default agent/dist/drover-agent).
+ *   --archive        also pack the executable as the release archive
+ *                    `drover-agent-<version>-linux-<arch>.tar.xz` beside it (xz: ~1.5 min).
  */
 import { fileURLToPath } from 'node:url';
 import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scripts/lib/single-executable.mjs';
+
+/**
+ * V8 options the agent starts with (the SEA configuration's `execArgv`), measured on the idle
+ * daemon (docs/performance.md, "Agent footprint"): WebAssembly, whose only use is undici's HTTP
+ * parser, stays on the baseline compiler (`--liftoff-only`: ~8 MiB of tier-up memory less; set at
+ * run time, Node 24 ignores it), and no Maglev, the mid-tier JavaScript compiler (~3 MiB of its
+ * code pages untouched; the agent's few requests a minute do not need it).
+ */
+const EXEC_ARGV = ['--liftoff-only', '--no-maglev'];
 
 runBuildScript(() =>
   buildSingleExecutable({
     name: 'drover-agent',
     packageDir: fileURLToPath(new URL('..', import.meta.url)),
     cliModule: fileURLToPath(new URL('../src/cli/program.ts', import.meta.url)),
+    execArgv: EXEC_ARGV,
     ...parseBuildArgs(process.argv.slice(2)),
   }),
 );

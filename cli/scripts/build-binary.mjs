@@ -8,6 +8,7 @@
  *   --node <binary>  inject into this Node binary instead of the running one (the SAME Node
  *                    version for another architecture; then without a code cache).
  *   --out <file>     where to write the executable (default cli/dist/drover).
+ *   --archive        also pack it as the release archive `drover-<version>-linux-<arch>.tar.xz`.
  */
 import { fileURLToPath } from 'node:url';
 import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scripts/lib/single-executable.mjs';

@@ -4,15 +4,21 @@
  * (`agent/scripts/build-binary.mjs`) and the client command line (`cli/scripts/build-binary.mjs`)
  * are built by it; each script only names its package, its entry and its output.
  *
+ * The executables embed the Node.js 24 runtime (`--version` names it). Run by another Node, a
+ * build runs itself again with the Node 24 the setup scripts use (the machine's own, else the
+ * pinned one in .cache/node, fetched when missing: scripts/lib/node.sh): the blob below only fits
+ * the Node version that made it.
+ *
  * 1. esbuild bundles the CLI module (which exports `runCli(argv): Promise<number>`), with the
  *    workspace packages taken from their TypeScript sources (the `drover-source` export
- *    condition) and every dependency, into one minified CommonJS file, the only kind of script a
- *    Node 20 SEA can run (no top-level await, no `require` of files). Commands load what only
- *    they use with `import()`, which esbuild turns into modules evaluated on first use.
+ *    condition) and every dependency, into one minified CommonJS file (a SEA's main script runs
+ *    as CommonJS: no top-level await, no `require` of files). Commands load what only they use
+ *    with `import()`, which esbuild turns into modules evaluated on first use.
  * 2. `node --experimental-sea-config sea-config.json` turns it into a preparation blob, with V8's
- *    code cache of the bundle (`useCodeCache`), so that a start deserializes instead of compiling.
- * 3. A copy of this very `node` binary (the blob only fits the Node version that made it) is
- *    stripped of its symbol tables (`strip`, ~12 MiB) and gets the blob injected with postject,
+ *    code cache of the bundle (`useCodeCache`), so that a start deserializes instead of compiling,
+ *    and the V8 options the executable starts with (`execArgv`).
+ * 3. A copy of this very `node` binary is stripped of its symbol tables and debug information
+ *    (`strip`: the official Node 24 build goes from ~121 to ~104 MiB) and gets the blob injected with postject,
  *    under the resource name NODE_SEA_BLOB, flipping the sentinel fuse
  *    NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2. No code signing on Linux.
  * 4. The result is copied to its final name (see `install` below for why a copy).
@@ -24,7 +30,7 @@
  *
  * docs/performance.md ("Agent footprint") has the figures behind each step.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
@@ -34,6 +40,8 @@ import { fileURLToPath } from 'node:url';
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 const LOCK_WAIT_MS = 5 * 60_000;
+/** The major version of Node.js the executables embed. */
+export const RUNTIME_MAJOR = 24;
 
 /**
  * The command line every build script takes:
@@ -42,6 +50,8 @@ const LOCK_WAIT_MS = 5 * 60_000;
  *                    build of the SAME Node version, for ARM machines. The blob then has no code
  *                    cache (it would be made by this machine's V8 for this machine's architecture).
  *   --out <file>     where to write the executable (default <package>/dist/<name>).
+ *   --archive        also pack the executable as the release archive
+ *                    `<name>-<version>-linux-<arch>.tar.xz` beside it (xz: ~1.5 min).
  */
 export function parseBuildArgs(argv) {
   const option = (name) => {
@@ -51,14 +61,28 @@ export function parseBuildArgs(argv) {
     if (value === undefined || value.startsWith('--')) throw new Error(`${name} needs a value`);
     return value;
   };
-  return { ifStale: argv.includes('--if-stale'), node: option('--node'), out: option('--out') };
+  return {
+    ifStale: argv.includes('--if-stale'),
+    node: option('--node'),
+    out: option('--out'),
+    archive: argv.includes('--archive'),
+  };
 }
 
 /**
  * Builds `<packageDir>/dist/<name>` (or `out`) from `cliModule`, a file of the package exporting
- * `runCli`. Logs what it did; throws on failure.
+ * `runCli`, started with the V8 options `execArgv`. Logs what it did; throws on failure.
  */
-export async function buildSingleExecutable({ name, packageDir, cliModule, ifStale = false, node, out }) {
+export async function buildSingleExecutable({
+  name,
+  packageDir,
+  cliModule,
+  execArgv = [],
+  ifStale = false,
+  node,
+  out,
+  archive = false,
+}) {
   const work = path.join(packageDir, 'dist', 'sea');
   const binary = path.resolve(out ?? path.join(packageDir, 'dist', name));
   const baseNode = fs.realpathSync(node ?? process.execPath);
@@ -75,6 +99,7 @@ export async function buildSingleExecutable({ name, packageDir, cliModule, ifSta
     inputsFile: path.join(work, `${path.basename(binary)}.inputs.json`),
     // A code cache is made by the running V8, so it only fits a binary of the running Node.
     codeCache: baseNode === fs.realpathSync(process.execPath),
+    execArgv,
     require: createRequire(path.join(packageDir, 'package.json')),
   };
   fs.mkdirSync(work, { recursive: true });
@@ -82,28 +107,91 @@ export async function buildSingleExecutable({ name, packageDir, cliModule, ifSta
   try {
     if (ifStale && upToDate(build)) {
       console.log(`${path.relative(REPO, binary)} is up to date`);
-      return;
+    } else {
+      const started = Date.now();
+      fs.mkdirSync(path.dirname(binary), { recursive: true });
+      fs.rmSync(build.inputsFile, { force: true });
+      const bundled = await bundle(build);
+      makeBlob(build);
+      await inject(build);
+      recordInputs(build, bundled);
+      console.log(`built ${path.relative(REPO, binary)} (${mib(binary)}) in ${seconds(started)}`);
     }
-    const started = Date.now();
-    fs.mkdirSync(path.dirname(binary), { recursive: true });
-    fs.rmSync(build.inputsFile, { force: true });
-    const bundled = await bundle(build);
-    makeBlob(build);
-    await inject(build);
-    recordInputs(build, bundled);
-    const size = (fs.statSync(binary).size / 1024 / 1024).toFixed(1);
-    console.log(`built ${path.relative(REPO, binary)} (${size} MiB) in ${((Date.now() - started) / 1000).toFixed(1)}s`);
+    if (archive) packArchive(build);
   } finally {
     release();
   }
 }
 
-/** Runs a build script's `main`, printing a failure as `build-binary: ...` with exit code 1. */
+const mib = (file) => `${(fs.statSync(file).size / 1024 / 1024).toFixed(1)} MiB`;
+const seconds = (started) => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+
+/**
+ * Runs a build script's `main`, printing a failure as `build-binary: ...` with exit code 1. Run by
+ * another Node than RUNTIME_MAJOR, the script runs itself again with that one instead.
+ */
 export function runBuildScript(main) {
+  if (Number(process.versions.node.split('.')[0]) !== RUNTIME_MAJOR) {
+    console.log(`build-binary: this is Node.js ${process.versions.node}; building with Node.js ${RUNTIME_MAJOR}`);
+    process.exitCode = rerunWithRuntime();
+    return;
+  }
   main().catch((error) => {
     console.error(`build-binary: ${error?.stack ?? error}`);
     process.exitCode = 1;
   });
+}
+
+/** Runs the build script again with Node RUNTIME_MAJOR (scripts/lib/node.sh finds or fetches it); its exit code. */
+function rerunWithRuntime() {
+  const script = `DROVER_NODE_MAJOR=${RUNTIME_MAJOR}; . scripts/lib/node.sh && exec node "$@"`;
+  const args = ['-c', script, 'build-binary', path.resolve(process.argv[1]), ...process.argv.slice(2)];
+  const result = spawnSync('bash', args, { cwd: REPO, stdio: 'inherit' });
+  if (result.error) throw result.error;
+  return result.status ?? 1;
+}
+
+/**
+ * The release archive, `<name>-<version>-<os>-<arch>.tar.xz` beside the binary: one directory
+ * holding the executable. xz at its default level: -9 saves ~1% for twice the time.
+ */
+function packArchive(build) {
+  const { version } = JSON.parse(fs.readFileSync(path.join(build.packageDir, 'package.json'), 'utf8'));
+  const dir = `${build.name}-${version}-${process.platform}-${elfArch(build.binary)}`;
+  const file = path.join(path.dirname(build.binary), `${dir}.tar.xz`);
+  if (fs.existsSync(file) && fs.statSync(file).mtimeMs > fs.statSync(build.binary).mtimeMs) {
+    console.log(`${path.relative(REPO, file)} is up to date`);
+    return;
+  }
+  const started = Date.now();
+  const stage = path.join(build.work, 'archive');
+  fs.rmSync(stage, { recursive: true, force: true });
+  fs.mkdirSync(path.join(stage, dir), { recursive: true });
+  fs.copyFileSync(build.binary, path.join(stage, dir, build.name));
+  fs.chmodSync(path.join(stage, dir, build.name), 0o755);
+  const temp = `${file}.${process.pid}.tmp`;
+  try {
+    execFileSync('tar', ['-cJf', temp, '--owner=0', '--group=0', '-C', stage, dir], { stdio: 'inherit' });
+    fs.renameSync(temp, file);
+  } finally {
+    fs.rmSync(temp, { force: true });
+    fs.rmSync(stage, { recursive: true, force: true });
+  }
+  console.log(`archived ${path.relative(REPO, file)} (${mib(file)}) in ${seconds(started)}`);
+}
+
+/** Node's name of the CPU architecture an ELF executable is for (read from its header). */
+function elfArch(file) {
+  const header = Buffer.alloc(20);
+  const fd = fs.openSync(file, 'r');
+  try {
+    fs.readSync(fd, header, 0, 20, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  const machine = { 0x3e: 'x64', 0xb7: 'arm64', 0x28: 'arm', 0xf3: 'riscv64' }[header.readUInt16LE(18)];
+  if (!machine) throw new Error(`${file}: not an executable of a known architecture`);
+  return machine;
 }
 
 /** The bundle's entry: runs the CLI and sets the exit code (CommonJS: no top-level await). */
@@ -127,7 +215,7 @@ async function bundle(build) {
     },
     bundle: true,
     platform: 'node',
-    target: `node${process.versions.node.split('.')[0]}`,
+    target: `node${RUNTIME_MAJOR}`,
     format: 'cjs',
     minify: true,
     // undici's cookie helpers read `globalThis.Headers` when they load, which makes Node load its
@@ -174,12 +262,17 @@ function isBuiltin(name) {
   return builtinModules.includes(name.split('/')[0]);
 }
 
+/** The blob is made with the executable's own V8 options, or V8 would reject its code cache at start. */
 function makeBlob(build) {
-  fs.writeFileSync(
-    build.config,
-    `${JSON.stringify({ main: build.bundle, output: build.blob, disableExperimentalSEAWarning: true, useCodeCache: build.codeCache }, null, 2)}\n`,
-  );
-  execFileSync(process.execPath, ['--experimental-sea-config', build.config], { stdio: 'inherit' });
+  const config = {
+    main: build.bundle,
+    output: build.blob,
+    disableExperimentalSEAWarning: true,
+    useCodeCache: build.codeCache,
+    execArgv: build.execArgv,
+  };
+  fs.writeFileSync(build.config, `${JSON.stringify(config, null, 2)}\n`);
+  execFileSync(process.execPath, [...build.execArgv, '--experimental-sea-config', build.config], { stdio: 'inherit' });
 }
 
 async function inject(build) {
@@ -198,8 +291,8 @@ async function inject(build) {
 }
 
 /**
- * Removes the symbol tables and debug information from the copy of node (from ~94 to ~82 MiB for
- * a distribution's build of Node 20); what the dynamic linker and native addons need stays. Without
+ * Removes the symbol tables and debug information from the copy of node (from ~121 to ~104 MiB for
+ * the official build of Node 24); what the dynamic linker and native addons need stays. Without
  * a `strip` that knows the binary's format (binutils missing, or another architecture's binary),
  * the binary is built unstripped and this says so.
  */
@@ -244,7 +337,9 @@ function fixedInputs(build) {
 function inputsKey(build, files) {
   const hash = createHash('sha256');
   const node = fs.statSync(build.baseNode);
-  hash.update(`${build.baseNode}\0${node.size}\0${node.mtimeMs}\0${process.version}\0${build.codeCache}\0`);
+  hash.update(
+    `${build.baseNode}\0${node.size}\0${node.mtimeMs}\0${process.version}\0${build.codeCache}\0${build.execArgv.join(' ')}\0`,
+  );
   for (const file of [...new Set(files)].sort()) {
     hash.update(`${file}\0`);
     hash.update(fs.readFileSync(file));
@@ -255,7 +350,7 @@ function inputsKey(build, files) {
 
 function recordInputs(build, bundled) {
   const files = [...bundled, ...fixedInputs(build)];
-  const record = { binary: build.binary, key: inputsKey(build, files), files };
+  const record = { binary: build.binary, baseNode: build.baseNode, key: inputsKey(build, files), files };
   fs.writeFileSync(build.inputsFile, `${JSON.stringify(record, null, 2)}\n`);
 }
 

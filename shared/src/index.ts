@@ -12,3 +12,4 @@ export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './format-log-record.js';
 export * from './pattern-match.js';
+export * from './node-version.js';

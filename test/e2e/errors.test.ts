@@ -320,6 +320,8 @@ describe('error responses during shutdown', () => {
     // One connection, two pipelined requests: the slow login (scrypt) is in flight when the
     // server starts closing; the request behind it on the same connection arrives after that.
     const pool = new Pool(t.url, { connections: 1, pipelining: 2 });
+    // The login has reached the server (its connection is accepted) before the close begins.
+    const loginArrived = new Promise<void>((resolve) => t.coordinator.app.server.once('request', () => resolve()));
     try {
       const body = JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD });
       const first = pool.request({
@@ -329,8 +331,9 @@ describe('error responses during shutdown', () => {
         body,
       });
       const second = pool.request({ method: 'GET', path: '/v1/no-such-thing' });
-      // Time for both to reach the server, far less than the login's scrypt takes to answer.
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // The second request is written right behind the first on the same connection; the server
+      // reads it once the login (scrypt, tens of milliseconds) has been answered.
+      await loginArrived;
       const closing = t.close();
       const [a, b] = await Promise.all([first, second]);
       expect(a.statusCode).toBe(200);

@@ -50,8 +50,7 @@ export async function openAgentStream(
   const wake = () => {
     for (const w of [...waiters]) w();
   };
-  let resolveEnded!: () => void;
-  const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
+  const { promise: ended, resolve: resolveEnded } = Promise.withResolvers<void>();
   const finish = () => {
     isEnded = true;
     resolveEnded();

@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { versionWithRuntime } from '@drover/shared';
 import { isAgentError } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
 import { configureEnrollCommand } from './enroll-command.js';
@@ -13,7 +14,7 @@ export { CliExit, processIo, type CliIo };
 export function buildProgram(io: CliIo): Command {
   const program = new Command('drover-agent')
     .description('Drover agent: enrolls this machine with a coordinator and runs its local workflows')
-    .version(AGENT_VERSION)
+    .version(versionWithRuntime(AGENT_VERSION))
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err });

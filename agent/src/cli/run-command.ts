@@ -1,23 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import v8 from 'node:v8';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { levelNumber } from '@drover/shared';
 import { DEFAULTS } from '../daemon/defaults.js';
 import { defaultStateDir } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
 import type { CliIo } from './io.js';
-
-/**
- * WebAssembly stays with V8's baseline compiler (Liftoff). The daemon's only WebAssembly is
- * undici's HTTP parser; when V8 tiers its hot functions up to TurboFan, the compiler's scratch
- * memory stays in a worker thread's malloc arena for the life of the process: ~10 MiB of an idle
- * daemon's RSS. Parsing a few small answers a minute does not need optimized code. Set here, before
- * undici compiles its parser; a single executable takes no command-line V8 flags.
- */
-function keepWebAssemblyOnBaseline(): void {
-  v8.setFlagsFromString('--liftoff-only');
-}
 
 /**
  * The daemon and what only it uses (the HTTP client, the stream, pino, the job runner), loaded
@@ -94,7 +82,6 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .hideHelp(),
     )
     .action(async (flags: RunFlags) => {
-      keepWebAssemblyOnBaseline();
       const { createAgentLogger, ensurePrivateDir, handleShutdownSignals, KnownSecrets, loadIdentity, startDaemon } =
         await loadDaemon();
       const stateDir = flags.stateDir ?? defaultStateDir();

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
-import { publicKeyFromBase64 } from '@drover/shared';
+import { publicKeyFromBase64, versionWithRuntime } from '@drover/shared';
 import { createDeployment, type Deployment } from '../deploy/create-deployment.js';
 import type { DeploySync } from '../deploy/deploy-sync.js';
 import { AgentError } from '../errors.js';
@@ -364,8 +364,13 @@ function connect(
 
 function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment'>): void {
   options.logger.info(
-    { agentId: enrollment.agentId, version: AGENT_VERSION, queueCapacity: options.queueCapacity },
-    `drover-agent ${AGENT_VERSION} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
+    {
+      agentId: enrollment.agentId,
+      version: AGENT_VERSION,
+      node: process.versions.node,
+      queueCapacity: options.queueCapacity,
+    },
+    `drover-agent ${versionWithRuntime(AGENT_VERSION)} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
       `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity})`,
   );
 }
@@ -383,10 +388,7 @@ function stopper(
 ): { stop: () => Promise<void>; stopped: Promise<void> } {
   const { options, reports } = p;
   const { logger } = options;
-  let resolveStopped!: () => void;
-  const stopped = new Promise<void>((resolve) => {
-    resolveStopped = resolve;
-  });
+  const { promise: stopped, resolve: resolveStopped } = Promise.withResolvers<void>();
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {

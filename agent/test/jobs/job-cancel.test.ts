@@ -96,8 +96,7 @@ describe('a cancel event', () => {
   });
 
   it('stops a job whose start is being answered before its first step', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     const h = make([quick], {
       answer: async (r): Promise<HttpAnswer> => {
         if (r.kind === 'start') await gate;

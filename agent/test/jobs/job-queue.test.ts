@@ -3,8 +3,7 @@ import { JobQueue } from '../../src/jobs/job-queue.js';
 
 /** A job body that ends when the test says so. */
 function gate(): { run: () => Promise<void>; started: boolean; finish: () => void } {
-  let finish!: () => void;
-  const ended = new Promise<void>((resolve) => (finish = resolve));
+  const { promise: ended, resolve: finish } = Promise.withResolvers<void>();
   const g = {
     started: false,
     finish: () => finish(),

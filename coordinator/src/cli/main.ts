@@ -1,5 +1,7 @@
 #!/usr/bin/env -S node --max-semi-space-size=4
+import './supported-node.js';
 import { Command, CommanderError } from 'commander';
+import { versionWithRuntime } from '@drover/shared';
 import { configureBootstrapCommand } from './bootstrap.js';
 import { configureMigrateCommand } from './migrate.js';
 import { configureStartCommand } from './start.js';
@@ -10,7 +12,7 @@ import { COORDINATOR_VERSION } from '../version.js';
  */
 const program = new Command('drover-coordinator')
   .description('Drover coordinator: dispatches workflow runs to edge agents, stores files, rolls out releases')
-  .version(COORDINATOR_VERSION)
+  .version(versionWithRuntime(COORDINATOR_VERSION))
   .showHelpAfterError()
   .exitOverride();
 

@@ -49,9 +49,12 @@ export class BlobReader {
         const buffer = buffers[i]!;
         const { bytesRead } = await this.handle.read(buffer, 0, Math.min(buffer.length, left), position);
         if (bytesRead === 0) throw new Error('the blob is shorter than its recorded size');
-        writes[i] = write(sink, buffer.subarray(0, bytesRead)).then(() => {
+        const counted = write(sink, buffer.subarray(0, bytesRead)).then(() => {
           this.sent += bytesRead;
         });
+        // Never an unhandled rejection: the loop stops awaiting it when the client goes away.
+        counted.catch(() => undefined);
+        writes[i] = counted;
         position += bytesRead;
         left -= bytesRead;
       }

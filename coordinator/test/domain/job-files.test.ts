@@ -147,8 +147,7 @@ describe('the stream with prepareAssignment', () => {
       ['broken', openJob('broken', { f: { __type: 'FileRef', id: B } })],
     ]);
     // Preparing `slow` lasts until the test lets it go, after the other two were announced.
-    let release!: () => void;
-    const slowDone = new Promise<void>((resolve) => (release = resolve));
+    const { promise: slowDone, resolve: release } = Promise.withResolvers<void>();
     const preparing: string[] = [];
     const s = registryWith(jobs, async (job, a) => {
       preparing.push(job.id);

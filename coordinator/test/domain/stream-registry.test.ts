@@ -78,12 +78,6 @@ class FakeSink implements StreamSink {
   }
 }
 
-function deferred<T>() {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
 const tick = () => new Promise((r) => setImmediate(r));
 
 function setup(options: { graceMs?: number; connected?: string[] } = {}) {
@@ -91,7 +85,7 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
   const jobs = new Map<string, Job>();
   /** The jobs whose cancel the agent has not confirmed, as the next connect reads them. */
   const unconfirmedCancels: string[] = [];
-  let open = deferred<Job[]>();
+  let open = Promise.withResolvers<Job[]>();
   const agents = {
     async markConnected(id: string) {
       calls.connected.push(id);
@@ -145,7 +139,7 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
       open.resolve(list);
     },
     resetOpen() {
-      open = deferred<Job[]>();
+      open = Promise.withResolvers<Job[]>();
     },
   };
 }

@@ -62,10 +62,11 @@ export function createAdmissionWrites(
        OR (window = 'hour' AND window_start < @hour) OR (window = 'day' AND window_start < @day)`,
   );
   const claimOccurrence = db.prepare(INSERT_OCCURRENCE_SQL);
+  // `+?`: see INSERT_JOB_SQL (SQLite 3.54 and a bare parameter in an ORDER BY ... LIMIT 1 seek).
   const previousScheduledOpen = db
     .prepare<[string, string], number>(
       `SELECT status IN ('pending', 'queued', 'running') FROM jobs
-       WHERE org_id = ? AND trigger_id = ? AND source = 'cron' ORDER BY seq DESC LIMIT 1`,
+       WHERE org_id = +? AND trigger_id = +? AND source = 'cron' ORDER BY seq DESC LIMIT 1`,
     )
     .pluck(true);
   let nextPurgeAt = 0;

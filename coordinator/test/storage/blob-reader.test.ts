@@ -1,0 +1,74 @@
+import { EventEmitter } from 'node:events';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BlobReader, type BlobSink } from '../../src/storage/blob-reader.js';
+
+/** A client that takes `accept` chunks, then goes away: later writes fail as a destroyed response's do. */
+class LeavingClient extends EventEmitter implements BlobSink {
+  destroyed = false;
+  received = 0;
+  constructor(private accept: number) {
+    super();
+  }
+  write(chunk: Buffer, callback: (error?: Error | null) => void): boolean {
+    if (this.destroyed) {
+      process.nextTick(
+        callback,
+        Object.assign(new Error('Cannot call write after a stream was destroyed'), { code: 'ERR_STREAM_DESTROYED' }),
+      );
+      return false;
+    }
+    this.received += chunk.length;
+    if (--this.accept === 0) {
+      // Gone while this chunk is on its way: its callback fails, then the connection closes.
+      this.destroyed = true;
+      process.nextTick(callback, new Error('socket hang up'));
+      setImmediate(() => this.emit('close'));
+      return false;
+    }
+    process.nextTick(callback);
+    return true;
+  }
+  end(callback?: () => void): void {
+    callback?.();
+  }
+}
+
+describe('BlobReader', () => {
+  let dir: string;
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('rejects when the client goes away mid-transfer, leaving no unhandled rejection behind', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-blob-reader-'));
+    const file = path.join(dir, 'blob');
+    fs.writeFileSync(file, Buffer.alloc(5 * 1024 * 1024, 1));
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const client = new LeavingClient(2);
+      const reader = new BlobReader(await fsp.open(file, 'r'), 0, 5 * 1024 * 1024 - 1);
+      await expect(reader.writeTo(client)).rejects.toThrow();
+      // Let every pending write callback settle.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+      expect(reader.sent).toBeLessThan(5 * 1024 * 1024);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('sends the whole range and counts it', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-blob-reader-'));
+    const file = path.join(dir, 'blob');
+    fs.writeFileSync(file, Buffer.alloc(3 * 1024 * 1024 + 7, 2));
+    const client = new LeavingClient(Number.POSITIVE_INFINITY);
+    const reader = new BlobReader(await fsp.open(file, 'r'), 10, 3 * 1024 * 1024 + 6);
+    await reader.writeTo(client);
+    expect(client.received).toBe(3 * 1024 * 1024 - 3);
+    expect(reader.sent).toBe(3 * 1024 * 1024 - 3);
+  });
+});
