@@ -21,8 +21,8 @@ const layer = (what, regex, types = false) => ({
 });
 // The composition root: the only modules that may import every layer.
 const composition = layer(
-  'Only the composition root (coordinator.ts, server.ts, store.ts, sqlite-repositories.ts, postgres-repositories.ts, cli/) wires the layers',
-  '(^|/)cli/|^(\\.\\./)+(coordinator|server|store|sqlite-repositories|postgres-repositories|index)\\.js$',
+  'Only the composition root (coordinator.ts, server.ts, store.ts, sqlite-repositories.ts, postgres-repositories.ts, cli/, copy-data/) wires the layers',
+  '(^|/)(cli|copy-data)/|^(\\.\\./)+(coordinator|server|store|sqlite-repositories|postgres-repositories|index)\\.js$',
 );
 const noHttp = layer('Only http/ and the composition root import http/', '(^|/)http/');
 const noDb = layer('db/ is reached through the repository interfaces in domain/model/, never imported', '(^|/)db/');
@@ -111,7 +111,9 @@ export default defineConfig(
   // Configuration validates with the domain's constants (password lengths), nothing more.
   restrict(['coordinator/src/config/**/*.ts'], [composition, noHttp, noDb, noStorage, otherPackages('agent', 'cli')]),
   restrict(
-    ['coordinator/src/{cli/**/*,coordinator,server,store,sqlite-repositories,postgres-repositories,index}.ts'],
+    [
+      'coordinator/src/{cli/**/*,copy-data/**/*,coordinator,server,store,sqlite-repositories,postgres-repositories,index}.ts',
+    ],
     [otherPackages('agent', 'cli')],
   ),
   restrict(['agent/src/**/*.ts'], [otherPackages('coordinator', 'cli')]),

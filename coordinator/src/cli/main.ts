@@ -3,6 +3,7 @@ import './supported-node.js';
 import { Command, CommanderError } from 'commander';
 import { versionWithRuntime } from '@drover/shared';
 import { configureBootstrapCommand } from './bootstrap.js';
+import { configureCopyDataCommand } from './copy-data.js';
 import { configureMigrateCommand } from './migrate.js';
 import { configureStartCommand } from './start.js';
 import { COORDINATOR_VERSION } from '../version.js';
@@ -19,6 +20,7 @@ const program = new Command('drover-coordinator')
 configureStartCommand(program);
 configureMigrateCommand(program);
 configureBootstrapCommand(program);
+configureCopyDataCommand(program);
 
 try {
   await program.parseAsync(process.argv);

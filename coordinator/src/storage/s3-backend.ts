@@ -138,6 +138,23 @@ export class S3Backend implements StorageBackend {
     }
   }
 
+  /** The object's size as the store reports it (HEAD, nothing read), or null when there is none. */
+  async size(blobKey: string): Promise<number | null> {
+    const { s3, sdk } = await this.connect();
+    try {
+      const head = await s3.send(new sdk.HeadObjectCommand({ Bucket: this.o.bucket, Key: this.objectKey(blobKey) }));
+      return head.ContentLength ?? null;
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw this.unavailable('read', error);
+    }
+  }
+
+  /** Where the objects go, as `s3://<bucket>/<prefix>`, for messages. */
+  get location(): string {
+    return `s3://${this.o.bucket}/${this.o.prefix}`;
+  }
+
   private objectKey(blobKey: string): string {
     return `${this.o.prefix}${blobKey}`;
   }

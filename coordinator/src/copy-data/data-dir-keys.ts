@@ -1,0 +1,62 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { privateKeyFromBase64 } from '@drover/shared';
+import { SECRETS_KEY_FILE } from '../domain/secret-box.js';
+import { SERVER_KEY_FILE } from '../domain/server-key.js';
+
+/**
+ * The names under which `copy-data` stores the data directory's two key files in PostgreSQL's
+ * `server_secrets` (docs/scaling.md, "The server's keys"), each value the file's content:
+ * the server's Ed25519 seed (standard base64 of 32 bytes) and the key that seals chat tokens
+ * (standard base64 of 32 bytes).
+ */
+export const SERVER_KEY_SECRET = 'server_ed25519_key';
+export const SECRETS_KEY_SECRET = 'secrets_key';
+
+export interface DataDirKey {
+  /** The secret's name in `server_secrets`. */
+  name: string;
+  file: string;
+  value: string;
+  /** The file's modification time (ISO 8601): the best guess at when the key was made. */
+  createdAt: string;
+}
+
+/**
+ * Reads the two key files of a data directory, without creating either (a key that is absent is
+ * left out: a coordinator that never started has none), and checks that each is what the
+ * coordinator would accept; a corrupt one throws, naming the file.
+ */
+export function readDataDirKeys(dataDir: string): DataDirKey[] {
+  const keys: DataDirKey[] = [];
+  const serverKey = readKey(dataDir, SERVER_KEY_FILE, SERVER_KEY_SECRET);
+  if (serverKey) {
+    try {
+      privateKeyFromBase64(serverKey.value);
+    } catch (cause) {
+      throw new Error(`The server key ${serverKey.file} is corrupt (expected base64 of a 32-byte Ed25519 seed)`, {
+        cause,
+      });
+    }
+    keys.push(serverKey);
+  }
+  const secretsKey = readKey(dataDir, SECRETS_KEY_FILE, SECRETS_KEY_SECRET);
+  if (secretsKey) {
+    if (Buffer.from(secretsKey.value, 'base64').length !== 32) {
+      throw new Error(`The secrets key ${secretsKey.file} is corrupt (expected base64 of 32 bytes)`);
+    }
+    keys.push(secretsKey);
+  }
+  return keys;
+}
+
+function readKey(dataDir: string, fileName: string, name: string): DataDirKey | null {
+  const file = path.join(dataDir, fileName);
+  try {
+    const value = fs.readFileSync(file, 'utf8').trim();
+    return { name, file, value, createdAt: fs.statSync(file).mtime.toISOString() };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}

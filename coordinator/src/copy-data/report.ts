@@ -1,0 +1,45 @@
+import path from 'node:path';
+import type { CopyDataConfig } from '../config/copy-data-config.js';
+import type { CopyDataReport } from './copy-data.js';
+
+/** What the command prints once the copy is committed. */
+export function reportLines(config: CopyDataConfig, report: CopyDataReport): string[] {
+  const rows = report.tables.reduce((sum, t) => sum + t.rows, 0);
+  const lines = [
+    `copied ${report.tables.length} tables, ${rows} rows, into ${config.to.redactedUrl} in one transaction; each table's row count matches the data directory's:`,
+    ...report.tables.map((t) => `  ${t.table.padEnd(20)} ${t.rows}`),
+  ];
+  if (report.blobs && config.filesTo) {
+    const { copied, bytes, absent, anomalies } = report.blobs;
+    lines.push(
+      `copied ${copied} files (${formatBytes(bytes)}) into s3://${config.filesTo.bucket}/${config.filesTo.prefix}, each object's size checked` +
+        (absent > 0 ? `; ${absent} pending or being deleted had no blob, and need none` : ''),
+      ...anomalies.map((a) => `  warning: file ${a.fileId}: ${a.problem} (copied as it was)`),
+    );
+  } else if (report.filesLeft > 0) {
+    lines.push(
+      `${report.filesLeft} files stay in ${path.join(config.dataDir, 'blobs')}: start the coordinator on this data directory, or copy them into a bucket (docs/scaling.md)`,
+    );
+  }
+  if (report.keys.length > 0) {
+    lines.push(
+      `stored ${report.keys.map((k) => `${path.basename(k.file)} as ${k.name}`).join(' and ')} in the database's server_secrets`,
+    );
+  }
+  lines.push(
+    `a coordinator reads its server key and secrets key from its data directory: start it on ${config.dataDir}, or copy those two files into its own (docs/scaling.md)`,
+    `done in ${report.seconds.toFixed(1)} s`,
+  );
+  return lines;
+}
+
+export function formatBytes(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
+}
