@@ -176,10 +176,12 @@ describe('copy-data', () => {
     const copied = await copyData(['--data-dir', sourceDir, '--to', database.url, '--files-to', filesTo()], awsKeys);
     expect(copied.stderr).toBe('');
     expect(copied.code).toBe(0);
-    expect(copied.stdout).toMatch(/^copied 27 tables, \d+ rows, into postgres:\/\/drover:\*\*\*\*@/);
+    expect(copied.stdout).toMatch(
+      /^copied 27 tables, \d+ rows, into postgres:\/\/drover:\*\*\*\*@.+ in one transaction \(\d+\.\d s\)/,
+    );
     expect(copied.stdout).toMatch(/^ {2}job_logs +3$/m);
     expect(copied.stdout).toMatch(
-      /^copied 2 files \(.+\) into s3:\/\/drover-moved\/prod\/, each object's size checked$/m,
+      /^copied 2 files \(.+\) into s3:\/\/drover-moved\/prod\/ \(\d+\.\d s\), each object's size checked$/m,
     );
     expect(copied.stdout).toContain('stored server-ed25519.key as server_ed25519_key and secrets.key as secrets_key');
     expect(copied.stdout).not.toContain(database.url.split('@')[0]!.split(':')[2]!); // never the password

@@ -6,13 +6,13 @@ import type { CopyDataReport } from './copy-data.js';
 export function reportLines(config: CopyDataConfig, report: CopyDataReport): string[] {
   const rows = report.tables.reduce((sum, t) => sum + t.rows, 0);
   const lines = [
-    `copied ${report.tables.length} tables, ${rows} rows, into ${config.to.redactedUrl} in one transaction; each table's row count matches the data directory's:`,
+    `copied ${report.tables.length} tables, ${rows} rows, into ${config.to.redactedUrl} in one transaction (${report.seconds.database.toFixed(1)} s); each table's row count matches the data directory's:`,
     ...report.tables.map((t) => `  ${t.table.padEnd(20)} ${t.rows}`),
   ];
   if (report.blobs && config.filesTo) {
     const { copied, bytes, absent, anomalies } = report.blobs;
     lines.push(
-      `copied ${copied} files (${formatBytes(bytes)}) into s3://${config.filesTo.bucket}/${config.filesTo.prefix}, each object's size checked` +
+      `copied ${copied} files (${formatBytes(bytes)}) into s3://${config.filesTo.bucket}/${config.filesTo.prefix} (${report.seconds.files.toFixed(1)} s), each object's size checked` +
         (absent > 0 ? `; ${absent} pending or being deleted had no blob, and need none` : ''),
       ...anomalies.map((a) => `  warning: file ${a.fileId}: ${a.problem} (copied as it was)`),
     );
@@ -28,7 +28,7 @@ export function reportLines(config: CopyDataConfig, report: CopyDataReport): str
   }
   lines.push(
     `a coordinator reads its server key and secrets key from its data directory: start it on ${config.dataDir}, or copy those two files into its own (docs/scaling.md)`,
-    `done in ${report.seconds.toFixed(1)} s`,
+    `done in ${report.seconds.total.toFixed(1)} s`,
   );
   return lines;
 }
