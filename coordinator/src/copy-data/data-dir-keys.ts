@@ -1,17 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { privateKeyFromBase64 } from '@drover/shared';
-import { SECRETS_KEY_FILE } from '../domain/secret-box.js';
-import { SERVER_KEY_FILE } from '../domain/server-key.js';
-
-/**
- * The names under which `copy-data` stores the data directory's two key files in PostgreSQL's
- * `server_secrets` (docs/scaling.md, "The server's keys"), each value the file's content:
- * the server's Ed25519 seed (standard base64 of 32 bytes) and the key that seals chat tokens
- * (standard base64 of 32 bytes).
- */
-export const SERVER_KEY_SECRET = 'server_ed25519_key';
-export const SECRETS_KEY_SECRET = 'secrets_key';
+import { SECRETS_KEY_FILE, SECRETS_KEY_SECRET } from '../domain/secret-box.js';
+import { SERVER_KEY_FILE, SERVER_KEY_SECRET } from '../domain/server-key.js';
 
 export interface DataDirKey {
   /** The secret's name in `server_secrets`. */
@@ -23,9 +14,10 @@ export interface DataDirKey {
 }
 
 /**
- * Reads the two key files of a data directory, without creating either (a key that is absent is
- * left out: a coordinator that never started has none), and checks that each is what the
- * coordinator would accept; a corrupt one throws, naming the file.
+ * Reads the two key files of a data directory, to be stored in `server_secrets` (under
+ * SERVER_KEY_SECRET and SECRETS_KEY_SECRET, each value the file's content), without creating
+ * either (a key that is absent is left out: a coordinator that never started has none), and
+ * checks that each is what the coordinator would accept; a corrupt one throws, naming the file.
  */
 export function readDataDirKeys(dataDir: string): DataDirKey[] {
   const keys: DataDirKey[] = [];

@@ -27,7 +27,7 @@ export function reportLines(config: CopyDataConfig, report: CopyDataReport): str
     );
   }
   lines.push(
-    `a coordinator reads its server key and secrets key from its data directory: start it on ${config.dataDir}, or copy those two files into its own (docs/scaling.md)`,
+    `next: start the coordinator with DROVER_DATABASE_URL${config.filesTo ? ' and DROVER_STORAGE_URL' : ''} on ${config.dataDir}, or give its own data directory copies of the two key files (docs/scaling.md, "The server's keys")`,
     `done in ${report.seconds.total.toFixed(1)} s`,
   );
   return lines;

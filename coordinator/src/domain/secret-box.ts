@@ -34,6 +34,8 @@ export class SecretBox {
 }
 
 export const SECRETS_KEY_FILE = 'secrets.key';
+/** Its name in `server_secrets`; the value is the file's: standard base64 of the 32-byte key. */
+export const SECRETS_KEY_SECRET = 'secrets_key';
 
 /** The data directory's secrets key (created once, mode 0600) as a SecretBox. */
 export function loadOrCreateSecretBox(dataDir: string): SecretBox {

@@ -14,6 +14,8 @@ export interface ServerKey {
 }
 
 export const SERVER_KEY_FILE = 'server-ed25519.key';
+/** Its name in `server_secrets`; the value is the file's: standard base64 of the 32-byte seed. */
+export const SERVER_KEY_SECRET = 'server_ed25519_key';
 
 export function loadOrCreateServerKey(dataDir: string): ServerKey {
   const file = path.join(dataDir, SERVER_KEY_FILE);
