@@ -40,7 +40,14 @@ const s3 = new TestS3([BUCKET]);
 let database: TestDatabase;
 let source: TestCoordinator;
 let moved: TestCoordinator | undefined;
-const sourceDir = makeTempDir('drover-copy-source-');
+/** Temporary directories of this file, removed at the end. */
+const dirs: string[] = [];
+const tempDir = (prefix: string) => {
+  const dir = makeTempDir(prefix);
+  dirs.push(dir);
+  return dir;
+};
+const sourceDir = tempDir('drover-copy-source-');
 
 /** What the source coordinator held, read through its API before it stopped. */
 interface Before {
@@ -159,6 +166,7 @@ afterAll(async () => {
   await moved?.close();
   await database?.drop();
   await Promise.all([s3.close(), slack.close()]);
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 async function copyData(args: string[], env: Record<string, string> = {}) {
@@ -193,7 +201,7 @@ describe('copy-data', () => {
     expect(s3.objectKeys(BUCKET)).not.toContain(deletedKey);
 
     // A new machine: its own data directory with the two key files (docs/scaling.md).
-    const newDir = makeTempDir('drover-copy-target-');
+    const newDir = tempDir('drover-copy-target-');
     for (const name of ['server-ed25519.key', 'secrets.key']) {
       fs.copyFileSync(path.join(sourceDir, name), path.join(newDir, name));
     }
@@ -264,7 +272,10 @@ describe('copy-data', () => {
 
 describe('copy-data refuses before writing anything', () => {
   it('a database that holds data (exit status 2, one line), a directory that is not a data directory, one in use, one of an older schema, no --to', async () => {
-    const full = copyData(['--data-dir', sourceDir, '--to', database.url]);
+    // The command runs on a copy: the checks below take the source directory's lock meanwhile.
+    const sourceCopy = tempDir('drover-copy-again-');
+    fs.cpSync(sourceDir, sourceCopy, { recursive: true });
+    const full = copyData(['--data-dir', sourceCopy, '--to', database.url]);
     const refusal = async (dataDir: string) => {
       const config = loadCopyDataConfig({}, { dataDir, to: database.url });
       const error = await copyDataInProcess(config).catch((e: unknown) => e);
@@ -272,7 +283,7 @@ describe('copy-data refuses before writing anything', () => {
       expect((error as CopyDataError).code).toBe('refused');
       return (error as Error).message;
     };
-    const empty = makeTempDir('drover-copy-empty-');
+    const empty = tempDir('drover-copy-empty-');
     expect(await refusal(empty)).toBe(`${empty} is not a coordinator's data directory: it has no drover.sqlite`);
     expect(await refusal(path.join(empty, 'nope'))).toBe(
       `the data directory ${path.join(empty, 'nope')} does not exist (--data-dir)`,
@@ -288,7 +299,7 @@ describe('copy-data refuses before writing anything', () => {
       release();
     }
     // A data directory of an older release: its database lacks the last migration.
-    const older = makeTempDir('drover-copy-older-');
+    const older = tempDir('drover-copy-older-');
     const db = openDatabase(databaseFile(older));
     migrate(db, loadMigrations().slice(0, -1));
     db.close();
@@ -296,6 +307,17 @@ describe('copy-data refuses before writing anything', () => {
     expect(await refusal(older)).toBe(
       `${databaseFile(older)} is at schema version ${last - 1}, this build copies version ${last}: run drover-coordinator migrate --data-dir ${older} first`,
     );
+    // A database that cannot be reached is a failure (exit status 1), named without its password.
+    const unreachable = loadCopyDataConfig(
+      {},
+      { dataDir: sourceDir, to: 'postgres://drover:hunter2@127.0.0.1:9/drover' },
+    );
+    const failure = await copyDataInProcess(unreachable).catch((e: unknown) => e);
+    expect(failure).toMatchObject({ code: 'failed' });
+    expect((failure as Error).message).toMatch(
+      /^cannot read postgres:\/\/drover:\*{4}@127\.0\.0\.1:9\/drover: .*ECONNREFUSED/,
+    );
+    expect((failure as Error).message).not.toContain('hunter2');
     expect(() => loadCopyDataConfig({}, { dataDir: sourceDir })).toThrow(
       '--to: expected the PostgreSQL database to copy into',
     );

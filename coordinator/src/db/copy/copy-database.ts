@@ -117,7 +117,11 @@ async function copyAll(client: PgClient, o: CopyDatabaseOptions): Promise<TableC
       o.batchRows ?? DEFAULT_BATCH_ROWS,
       o.batchBytes ?? DEFAULT_BATCH_BYTES,
     )) {
-      await insertBatch(client, table, target, batch);
+      try {
+        await insertBatch(client, table, target, batch);
+      } catch (error) {
+        throw new Error(`table ${table}: ${(error as Error).message}`, { cause: error });
+      }
       done += batch.length;
       o.onProgress?.(table, done, total);
     }
