@@ -5,6 +5,7 @@ import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate, type MigrationResult } from './db/migrate.js';
 import { migratePostgres } from './db/postgres/migrate.js';
 import { createPool } from './db/postgres/pool.js';
+import { observeCommits } from './db/postgres/transaction.js';
 import { GroupCommitExecutor, type CommitObserver } from './db/writer/executor.js';
 import type { Repositories } from './domain/model/repositories.js';
 import { createPostgresRepositories } from './postgres-repositories.js';
@@ -31,7 +32,7 @@ const logApplied = (logger: Logger, { applied }: MigrationResult) => {
  * Opens and migrates the database of `config` (docs/operations.md, "Database"): the SQLite file
  * of the data directory, with its WAL checkpoint thread and the group-commit executor
  * (`onCommit` observes its commits), or the PostgreSQL database of `DROVER_DATABASE_URL`, through
- * a pool.
+ * a pool (`onCommit` observes each transaction, a batch of one).
  */
 export async function openStore(config: Config, logger: Logger, onCommit?: CommitObserver): Promise<Store> {
   if (config.database.kind === 'postgres') {
@@ -47,6 +48,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
       await close();
       throw new Error(`cannot migrate ${redactedUrl}: ${(error as Error).message}`, { cause: error });
     }
+    if (onCommit) observeCommits(pool, onCommit);
     return { kind: 'postgres', repos: createPostgresRepositories(pool), db: null, close };
   }
   const db = openDatabase(databaseFile(config.dataDir));

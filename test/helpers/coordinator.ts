@@ -9,6 +9,7 @@ import {
   type Clock,
   type Coordinator,
 } from '@drover/coordinator';
+import { freshPostgresDatabase } from '../../coordinator/test/postgres/database.js';
 import { ApiClient } from './http.js';
 
 export const OWNER_EMAIL = 'owner@example.test';
@@ -43,16 +44,27 @@ export function makeTempDir(prefix = 'drover-test-'): string {
 }
 
 /**
+ * The run's database for the test coordinators: SQLite in their data directory, or, with
+ * `DROVER_TEST_DATABASE=postgres` (CI's PostgreSQL pass, scripts/test.sh), a fresh database on the
+ * run's PostgreSQL server for each coordinator that names none itself.
+ */
+const onPostgres = process.env.DROVER_TEST_DATABASE === 'postgres';
+
+/**
  * A real coordinator on a loopback port (port 0: never a fixed one) with its SQLite file in a
- * temp directory, bootstrapped with an owner. Register `close` before asserting anything.
+ * temp directory (or its own PostgreSQL database: above), bootstrapped with an owner. Register
+ * `close` before asserting anything.
  */
 export async function startTestCoordinator(options: TestCoordinatorOptions = {}): Promise<TestCoordinator> {
   const dataDir = options.dataDir ?? makeTempDir();
+  const database =
+    onPostgres && !options.env?.DROVER_DATABASE_URL && !options.dataDir ? await freshPostgresDatabase() : null;
   const config = loadConfig(
     {
       DROVER_BOOTSTRAP_EMAIL: OWNER_EMAIL,
       DROVER_BOOTSTRAP_PASSWORD: OWNER_PASSWORD,
       DROVER_BOOTSTRAP_ORG: 'acme',
+      ...(database ? { DROVER_DATABASE_URL: database.url } : {}),
       ...options.env,
     },
     { port: '0', host: '127.0.0.1', dataDir, logLevel: process.env.DROVER_TEST_LOG ?? 'silent' },
@@ -63,6 +75,7 @@ export async function startTestCoordinator(options: TestCoordinatorOptions = {})
     if (closed) return;
     closed = true;
     await coordinator.close();
+    await database?.drop();
   };
   try {
     const url = await coordinator.app.listen({ port: 0, host: '127.0.0.1' });

@@ -50,9 +50,26 @@ const FASTIFY_CODES: Record<string, () => AppError> = {
     }),
 };
 
+/**
+ * An error of PostgreSQL's class 22, "data exception" (SQLSTATE 22xxx, as node-postgres reports
+ * it in `code` beside `severity`): a value the database cannot take.
+ */
+function isDataException(error: Error): error is Error & { code: string } {
+  const e = error as { code?: unknown; severity?: unknown };
+  return typeof e.code === 'string' && /^22[0-9A-Z]{3}$/.test(e.code) && typeof e.severity === 'string';
+}
+
 /** Normalises any error to the error shape of docs/errors.md; 5xx bodies never carry internals. */
 export function toAppError(error: FastifyError | AppError | Error): AppError {
   if (error instanceof AppError) return error;
+  if (isDataException(error)) {
+    // PostgreSQL refused a value of the request it cannot store (a NUL character, a number out of
+    // its column's range): the request's fault, not the server's. SQLite takes such values.
+    return new AppError('validation_failed', `A value of the request cannot be stored: ${error.message}`, {
+      cause: error,
+      details: [{ path: 'body', message: error.message }],
+    });
+  }
   if (error instanceof StorageUnavailableError) {
     // The store's own words (bucket, status) go to the log with the cause, not to the caller.
     return new AppError(

@@ -1,4 +1,14 @@
+import { performance } from 'node:perf_hooks';
 import type { PgClient, PgPool } from './pool.js';
+
+/** Told of each committed transaction: how long it took from BEGIN to COMMIT (seconds), and 1. */
+export type PgCommitObserver = (seconds: number, batchSize: number) => void;
+const observers = new WeakMap<PgPool, PgCommitObserver>();
+
+/** Has `observer` told of every transaction committed on `pool` (docs/metrics.md, `drover_db_commit_*`). */
+export function observeCommits(pool: PgPool, observer: PgCommitObserver): void {
+  observers.set(pool, observer);
+}
 
 /** How often a transaction that lost a deadlock or a serialization check is run again. */
 const ATTEMPTS = 3;
@@ -18,10 +28,14 @@ export async function inTransaction<T>(pool: PgPool, work: (client: PgClient) =>
     const client = await pool.connect();
     let broken: Error | undefined;
     try {
+      const observer = observers.get(pool);
+      const started = observer ? performance.now() : 0;
       await client.query('BEGIN');
       try {
         const result = await work(client);
         await client.query('COMMIT');
+        // Each transaction commits on its own here: a "batch" of one.
+        observer?.((performance.now() - started) / 1000, 1);
         return result;
       } catch (error) {
         await client.query('ROLLBACK').catch((rollbackError: Error) => {

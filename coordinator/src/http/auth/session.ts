@@ -1,3 +1,4 @@
+import { isUuid } from '../../util/ids.js';
 import type { FastifyRequest } from 'fastify';
 import type { Role } from '../../domain/model/orgs.js';
 import { forbidden, notFound, unauthorized } from '../../errors.js';
@@ -58,7 +59,9 @@ export async function requireOrgRole(
   needs: 'member' | 'owner' = 'member',
 ): Promise<OrgAccess> {
   const session = await requireSession(request);
-  const role = await request.server.ctx.repos.orgs.roleOf(orgId, session.userId);
+  // Checked before its schema is (refusal order, refusal-order.ts): a value no organization's id
+  // can have finds none, without asking the database (PostgreSQL refuses some, such as a NUL).
+  const role = isUuid(orgId) ? await request.server.ctx.repos.orgs.roleOf(orgId, session.userId) : null;
   if (!role) throw notFound('Organization');
   if (needs === 'owner' && role !== 'owner') throw forbidden('Only an owner of the organization can do this');
   return { ...session, orgId, role };

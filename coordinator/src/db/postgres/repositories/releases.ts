@@ -96,7 +96,11 @@ export function createReleaseRepository(pool: PgPool, checkArtifact: CheckArtifa
           `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status,
              artifact_file_id, checksum_sha256, size, notes, created_at, published_at, yanked_at)
            VALUES ($1, $2, $3, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM releases WHERE application_id = $2), $4, $5,
-             'draft', $6, $7, $8, $9, $10, NULL, NULL)
+             'draft', $6, $7, $8, $9,
+             -- Creations wait for one another here (the application's lock), not in the order they
+             -- read the clock: a release is never older than the one with the previous sequence.
+             GREATEST($10::timestamptz, (SELECT MAX(created_at) FROM releases WHERE application_id = $2)),
+             NULL, NULL)
            RETURNING *`,
           [
             r.id,
