@@ -110,8 +110,11 @@ class AgentStream {
  * lastSeenAt moves (one UPDATE for all). An agent whose stream dropped and did not come back
  * within `disconnectGraceMs` becomes `disconnected`; a revoked agent's stream is closed at once.
  *
- * Scale-out note: with several coordinators, job events must reach the instance holding the
- * stream (JobEvents) and the disconnect timers must consider streams held elsewhere.
+ * Several coordinators on one database (docs/architecture.md, "Several coordinators"): job
+ * creations, cancels, ends and revocations committed on any of them reach the one holding the
+ * agent's stream (JobEvents, AgentEvents, through the cluster relay); a stream opened elsewhere
+ * stops the countdown to `disconnected` here; after a gap in those events every stream reads its
+ * agent's jobs again.
  */
 export class StreamRegistry {
   private readonly streams = new Map<string, AgentStream>();
@@ -131,11 +134,16 @@ export class StreamRegistry {
   /** Subscribes to job and revocation events and starts the pings. */
   start(): void {
     this.unsubscribe.push(this.options.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
-    this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId)));
+    this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId), 'anywhere'));
     this.unsubscribe.push(
       this.options.jobEvents.onCancelRequested((agentId, jobId) => this.cancelRequested(agentId, jobId)),
     );
-    this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id)));
+    this.unsubscribe.push(this.options.jobEvents.onGap(() => this.resyncAll()));
+    this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id), 'anywhere'));
+    // The agent came back through another coordinator: it is not disconnected.
+    this.unsubscribe.push(
+      this.options.agentEvents.onStreamOpenedElsewhere((agentId) => this.cancelDisconnect(agentId)),
+    );
     this.unsubscribe.push(this.metrics.readAgentsConnected(() => this.streams.size));
     this.pingTimer = setInterval(() => void this.pingAll(), this.options.pingMs);
     this.pingTimer.unref();
@@ -176,6 +184,7 @@ export class StreamRegistry {
         return;
       }
       this.options.logger.info({ agentId, capacity }, 'agent stream connected');
+      this.options.agentEvents.streamOpened(agentId);
       // Cancels the agent has not confirmed come first, before any job: a job cancelled while it
       // was away is stopped, or taken out of its queue, before anything new arrives.
       const cancels = await this.options.jobs.listUnconfirmedCancels(agentId);
@@ -262,6 +271,39 @@ export class StreamRegistry {
     this.handedTo.delete(jobId);
     stream.handed.delete(jobId);
     if (stream.waiting.length > 0) stream.sending = stream.sending.then(() => this.handWaiting(stream));
+  }
+
+  /**
+   * Events of other coordinators may have been missed (domain/job-events.ts, `onGap`): each live
+   * stream reads its agent's jobs again. Ended jobs free their places; open jobs it neither handed
+   * nor holds waiting join the waiting ones; cancels not yet confirmed are sent again (the agent
+   * ignores a cancel of a job it no longer has).
+   */
+  private resyncAll(): void {
+    for (const stream of this.streams.values()) {
+      if (stream.state !== 'live') continue;
+      stream.sending = stream.sending.then(() => this.resync(stream));
+    }
+  }
+
+  private async resync(stream: AgentStream): Promise<void> {
+    try {
+      const [open, cancels] = await Promise.all([
+        this.options.jobs.listOpenForAgent(stream.agentId),
+        this.options.jobs.listUnconfirmedCancels(stream.agentId),
+      ]);
+      if (stream.state !== 'live') return;
+      const openIds = new Set(open.map((job) => job.id));
+      for (const jobId of [...stream.handed]) if (!openIds.has(jobId)) this.jobEnded(jobId);
+      const waiting = new Set(stream.waiting);
+      for (const job of open) {
+        if (job.status === 'pending' && !stream.handed.has(job.id) && !waiting.has(job.id)) stream.waiting.push(job.id);
+      }
+      for (const jobId of cancels) stream.sendCancel(jobId);
+      await this.handWaiting(stream);
+    } catch (error) {
+      this.options.logger.error({ err: error, agentId: stream.agentId }, "could not read an agent's jobs again");
+    }
   }
 
   /** Hands waiting jobs over, oldest first, while the agent's queue has room. */

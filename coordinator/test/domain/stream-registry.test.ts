@@ -4,6 +4,7 @@ import type { Job, JobRepository } from '../../src/domain/model/jobs.js';
 import { AgentEvents } from '../../src/domain/agent-events.js';
 import { JobEvents } from '../../src/domain/job-events.js';
 import { StreamRegistry, type StreamSink } from '../../src/domain/stream-registry.js';
+import { FakeRelay } from './fake-relay.js';
 
 const AT = '2026-01-02T03:04:05.000Z';
 
@@ -111,8 +112,11 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
       return jobs.get(id) ?? null;
     },
   } as unknown as JobRepository;
-  const jobEvents = new JobEvents();
+  // The other coordinators on the database, as the cluster relay would bring their events.
+  const relay = new FakeRelay();
+  const jobEvents = new JobEvents(relay);
   const agentEvents = new AgentEvents();
+  agentEvents.attach(relay);
   const logs: string[] = [];
   const log = (_: object, msg: string) => void logs.push(msg);
   const registry = new StreamRegistry({
@@ -133,6 +137,7 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     unconfirmedCancels,
     jobEvents,
     agentEvents,
+    relay,
     logs,
     /** The open-jobs answer of the next connect. */
     openJobs(list: Job[]) {
@@ -143,6 +148,78 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     },
   };
 }
+
+describe('StreamRegistry between coordinators', () => {
+  let cleanup: (() => void) | undefined;
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
+  afterEach(() => {
+    cleanup?.();
+    vi.useRealTimers();
+  });
+
+  it('sends jobs and cancels committed on another coordinator, and frees the places of jobs ended there', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['p1', 'p2', 'j1']) s.jobs.set(id, job(id));
+    s.openJobs([job('p1'), job('p2')]);
+    const sink = new FakeSink();
+    // A queue of one: p2 waits until p1 ends, wherever that end is committed.
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.events()).toEqual(['job:p1']);
+    s.relay.deliver({ type: 'cancel_requested', agentId: 'a1', jobId: 'j0' });
+    s.relay.deliver({ type: 'job_finished', jobId: 'p1' });
+    await tick();
+    await tick();
+    s.relay.deliver({ type: 'job_created', agentId: 'a1', jobId: 'j1' });
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:p1', 'cancel:j0', 'job:p2', 'job:j1']);
+    expect(s.relay.published).toContainEqual({ type: 'stream_opened', agentId: 'a1' });
+  });
+
+  it("reads its agents' jobs again after a gap in the other coordinators' events", async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.jobIds()).toEqual(['j1']);
+    // Missed: j1 ended and j2 was created on another coordinator; a cancel of j3 was asked for.
+    s.jobs.set('j2', job('j2'));
+    s.resetOpen();
+    s.openJobs([job('j2')]);
+    s.unconfirmedCancels.push('j3');
+    s.relay.gap();
+    await tick();
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:j1', 'cancel:j3', 'job:j2']);
+  });
+
+  it('stops counting down to disconnected when the agent came back through another coordinator', async () => {
+    const s = setup({ graceMs: 30 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    sink.drop();
+    s.relay.deliver({ type: 'stream_opened', agentId: 'a1' });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(s.calls.disconnected).toEqual([]);
+  });
+
+  it('closes the stream of an agent revoked on another coordinator', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    s.relay.deliver({ type: 'agent_revoked', agentId: 'a1' });
+    expect(sink.ended).toBe(true);
+    expect(s.registry.isConnected('a1')).toBe(false);
+  });
+});
 
 describe('StreamRegistry', () => {
   let cleanup: (() => void) | undefined;
