@@ -16,11 +16,10 @@ import { startFileSweeper } from './domain/file-sweeper.js';
 import { agentEventsOf } from './domain/agent-events.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';
-import { loadOrCreateServerKey } from './domain/server-key.js';
+import { loadKeys } from './keys.js';
 import { SessionService } from './domain/sessions.js';
 import { ChatIntegrationService } from './domain/chat/integrations.js';
 import { ChatRunService } from './domain/chat/chat-runs.js';
-import { loadOrCreateSecretBox } from './domain/secret-box.js';
 import { chatConnectors } from './chat/connectors.js';
 import { DiscordGateway } from './chat/discord-gateway.js';
 import { chatSenders } from './chat/senders/index.js';
@@ -75,7 +74,16 @@ export async function createCoordinator(
   const store = await openStore(config, logger, prometheus ? (s, n) => prometheus.dbCommit(s, n) : undefined);
   try {
     const { repos } = store;
-    const serverKey = loadOrCreateServerKey(config.dataDir);
+    // The keys every coordinator on a PostgreSQL database must hold alike are kept in it
+    // (server_secrets); on SQLite, in the data directory.
+    const keys = await loadKeys(store.kind, config.dataDir, repos, clock, logger);
+    if (store.kind === 'postgres' && config.storage.kind === 'disk') {
+      logger.info(
+        { dataDir: config.dataDir },
+        'files are kept in this data directory: other coordinators on this database cannot serve them (DROVER_STORAGE_URL names a bucket they share)',
+      );
+    }
+    const serverKey = keys.serverKey;
     const sessions = await SessionService.create(repos, config.sessionTtlSeconds, clock);
     const audit = new AuditLog(repos.audit, clock);
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock, metrics);
@@ -135,7 +143,7 @@ export async function createCoordinator(
     const chatIntegrations = new ChatIntegrationService({
       repos,
       connectors: chatConnectors(config.chat),
-      box: loadOrCreateSecretBox(config.dataDir),
+      box: keys.secretBox,
       audit,
       clock,
       publicUrl: () => ctx.config.publicUrl,

@@ -22,8 +22,8 @@ let stream: AgentStream | undefined;
 beforeAll(async () => {
   database = await freshPostgresDatabase();
   const env = { DROVER_DATABASE_URL: database.url, DROVER_STREAM_PING_MS: '500' };
-  a = await startTestCoordinator({ env });
-  b = await startTestCoordinator({ env });
+  // Started at once on the empty database: both migrate and bootstrap it, one wins each race.
+  [a, b] = await Promise.all([startTestCoordinator({ env }), startTestCoordinator({ env })]);
   agent = await enrollTestAgent(a.owner, a.orgId);
   const put = await agent.putWorkflows([workflow('build'), workflow('deploy')]);
   expect(put.status).toBe(200);
@@ -53,6 +53,15 @@ const move = (via: TestCoordinator, jobId: string, step: 'accept' | 'start' | 'f
   agentVia(agent, via.baseUrl).request('POST', `/v1/agent/jobs/${jobId}/${step}`, body);
 
 describe('two coordinators on one PostgreSQL database', () => {
+  it('bootstrap one owner and one organization when started at once, and hold one server key', async () => {
+    expect(await a.coordinator.ctx.repos.users.count()).toBe(1);
+    expect(await a.coordinator.ctx.repos.orgs.count()).toBe(1);
+    expect([a.coordinator.bootstrap.created, b.coordinator.bootstrap.created].filter(Boolean)).toHaveLength(1);
+    expect(b.orgId).toBe(a.orgId);
+    expect(b.coordinator.ctx.serverKey.publicKey).toBe(a.coordinator.ctx.serverKey.publicKey);
+    expect(agent.serverPublicKey).toBe(b.coordinator.ctx.serverKey.publicKey);
+  });
+
   it('share sessions and API tokens: each accepts what the other issued', async () => {
     const orgs = await b.api.withToken(a.owner.token).get('/orgs');
     expect(orgs.status).toBe(200);
