@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../coordinator/src/db/postgres/pool.js';
+import { insertNewJob } from '../../coordinator/src/db/postgres/repositories/job-rows.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import { agentVia, enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
@@ -124,6 +127,55 @@ describe('two coordinators on one PostgreSQL database', () => {
     });
     expect(paused.status).toBe(200);
     await eventually(() => b.coordinator.scheduler.nextDue(created.body.id) === null, 5_000, 'b to unschedule it');
+  });
+
+  it('sends a job whose notification never went out (its coordinator was killed) at the next ping', async () => {
+    const s = await streamOnB();
+    // Committed as an admission would, older than the check's margin, and never announced.
+    const pool = createPool(database.url);
+    const jobId = randomUUID();
+    try {
+      await insertNewJob(pool, {
+        id: jobId,
+        orgId: agent.orgId,
+        kind: 'trigger',
+        source: 'webhook',
+        triggerId: null,
+        agentId: agent.agentId,
+        workflowId: null,
+        workflowName: 'deploy',
+        status: 'pending',
+        ref: null,
+        debug: false,
+        params: {},
+        errorMessage: null,
+        forced: false,
+        forceReason: null,
+        apiTokenId: null,
+        userId: null,
+        timeoutMs: 60_000,
+        createdAt: new Date(Date.now() - 5_000).toISOString(),
+      });
+    } finally {
+      await pool.end();
+    }
+    const event = await s.next((e) => e.event === 'job' && JSON.parse(e.data).jobId === jobId, 10_000);
+    expect(JSON.parse(event.data)).toMatchObject({ jobId, workflowName: 'deploy' });
+  });
+
+  it('keeps the agent connected when a coordinator that starts beside the others finds it connected', async () => {
+    await streamOnB();
+    // Its grace is far shorter than b's pings: it marks the agent disconnected, b's next ping heals it.
+    const c = await startTestCoordinator({
+      env: { DROVER_DATABASE_URL: database.url, DROVER_AGENT_DISCONNECT_GRACE_MS: '50' },
+    });
+    try {
+      const status = async () => (await c.coordinator.ctx.repos.agents.findById(agent.agentId))?.status;
+      await eventually(async () => (await status()) === 'disconnected', 5_000, 'c to mark the agent disconnected');
+      await eventually(async () => (await status()) === 'connected', 5_000, "b's ping to mark it connected again");
+    } finally {
+      await c.close();
+    }
   });
 
   it('closes the stream on the other when the agent is revoked on one', async () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Agent, AgentRepository } from '../../src/domain/model/agents.js';
-import type { Job, JobRepository } from '../../src/domain/model/jobs.js';
+import type { Job, JobRepository, OpenJobSummary } from '../../src/domain/model/jobs.js';
 import { AgentEvents } from '../../src/domain/agent-events.js';
 import { JobEvents } from '../../src/domain/job-events.js';
 import { StreamRegistry, type StreamSink } from '../../src/domain/stream-registry.js';
@@ -43,6 +43,11 @@ function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job
   };
 }
 
+/** An open job as `listOpenOfAgents` gives it, created well before the registry's clock. */
+function summary(id: string, status: OpenJobSummary['status'] = 'pending', cancelUnconfirmed = false): OpenJobSummary {
+  return { id, agentId: 'a1', status, createdAt: '2026-01-01T00:00:00.000Z', cancelUnconfirmed };
+}
+
 class FakeSink implements StreamSink {
   chunks: string[] = [];
   ended = false;
@@ -81,12 +86,14 @@ class FakeSink implements StreamSink {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-function setup(options: { graceMs?: number; connected?: string[] } = {}) {
+function setup(options: { graceMs?: number; connected?: string[]; shared?: boolean; pingMs?: number } = {}) {
   const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
   const jobs = new Map<string, Job>();
   /** The jobs whose cancel the agent has not confirmed, as the next connect reads them. */
   const unconfirmedCancels: string[] = [];
   let open = Promise.withResolvers<Job[]>();
+  /** What the database holds as the agents' open jobs, as a check between coordinators reads it. */
+  const summaries: OpenJobSummary[] = [];
   const agents = {
     async markConnected(id: string) {
       calls.connected.push(id);
@@ -108,6 +115,9 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     async listUnconfirmedCancels() {
       return [...unconfirmedCancels];
     },
+    async listOpenOfAgents(ids: readonly string[]) {
+      return summaries.filter((j) => ids.includes(j.agentId));
+    },
     async findById(id: string) {
       return jobs.get(id) ?? null;
     },
@@ -126,8 +136,9 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     jobEvents,
     agentEvents,
     logger: { info: log, warn: log, error: log },
-    pingMs: 60_000,
+    pingMs: options.pingMs ?? 60_000,
     disconnectGraceMs: options.graceMs ?? 30,
+    shared: options.shared ?? false,
   });
   registry.start();
   return {
@@ -135,6 +146,7 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     calls,
     jobs,
     unconfirmedCancels,
+    summaries,
     jobEvents,
     agentEvents,
     relay,
@@ -187,14 +199,30 @@ describe('StreamRegistry between coordinators', () => {
     expect(sink.jobIds()).toEqual(['j1']);
     // Missed: j1 ended and j2 was created on another coordinator; a cancel of j3 was asked for.
     s.jobs.set('j2', job('j2'));
-    s.resetOpen();
-    s.openJobs([job('j2')]);
-    s.unconfirmedCancels.push('j3');
+    s.summaries.push(summary('j2'), summary('j3', 'running', true));
     s.relay.gap();
     await tick();
     await tick();
     await tick();
     expect(sink.events()).toEqual(['job:j1', 'cancel:j3', 'job:j2']);
+  });
+
+  it('checks its streams against the database at each ping, for the events a killed coordinator never sent', async () => {
+    const s = setup({ shared: true, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    // j1 ended and j2 was created on a coordinator killed before it could say so; j4 was created
+    // a moment ago (its event may still be on its way): it is left to its event.
+    s.jobs.set('j2', job('j2'));
+    s.jobs.set('j4', job('j4'));
+    s.summaries.push(summary('j2'), { ...summary('j4'), createdAt: new Date(Date.parse(AT) - 100).toISOString() });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j2']);
   });
 
   it('stops counting down to disconnected when the agent came back through another coordinator', async () => {
