@@ -79,6 +79,8 @@ export class SimAgent {
   firstDeployAt: number | null = null;
   deployEvents = 0;
   pings = 0;
+  /** Told of each `job` event as it arrives (its job id), when set. */
+  onJob: ((jobId: string) => void) | null = null;
   #request: http.ClientRequest | null = null;
 
   constructor(
@@ -110,6 +112,13 @@ export class SimAgent {
   signedGet(origin: string, path: string, agent?: http.Agent): Promise<HttpAnswer> {
     const headers = signRequest({ agentId: this.agentId, privateKey: this.privateKey, method: 'GET', path });
     return request(`${origin}${path}`, { headers, ...(agent ? { agent } : {}) });
+  }
+
+  /** A signed request with a JSON body (fresh timestamp and nonce). */
+  signedJson(origin: string, method: string, path: string, body: unknown, agent?: http.Agent): Promise<HttpAnswer> {
+    const text = JSON.stringify(body);
+    const headers = signRequest({ agentId: this.agentId, privateKey: this.privateKey, method, path, body: text });
+    return request(`${origin}${path}`, { method, headers, body: text, ...(agent ? { agent } : {}) });
   }
 
   /** Opens the event stream on its own connection; resolves when the coordinator answered 200. */
@@ -163,6 +172,9 @@ export class SimAgent {
       this.firstDeployAt ??= performance.now();
     } else if (name === 'ping') {
       this.pings += 1;
+    } else if (name === 'job' && this.onJob) {
+      const data = /^data: (.*)$/m.exec(block)?.[1];
+      if (data) this.onJob((JSON.parse(data) as { jobId: string }).jobId);
     }
   }
 }

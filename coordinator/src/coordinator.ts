@@ -16,11 +16,10 @@ import { startFileSweeper } from './domain/file-sweeper.js';
 import { agentEventsOf } from './domain/agent-events.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/bootstrap.js';
 import { ReadRateLimiter } from './domain/read-rate-limiter.js';
-import { loadOrCreateServerKey } from './domain/server-key.js';
+import { loadKeys } from './keys.js';
 import { SessionService } from './domain/sessions.js';
 import { ChatIntegrationService } from './domain/chat/integrations.js';
 import { ChatRunService } from './domain/chat/chat-runs.js';
-import { loadOrCreateSecretBox } from './domain/secret-box.js';
 import { chatConnectors } from './chat/connectors.js';
 import { DiscordGateway } from './chat/discord-gateway.js';
 import { chatSenders } from './chat/senders/index.js';
@@ -33,6 +32,7 @@ import { TriggerService } from './domain/manage/trigger-service.js';
 import { TriggerRunService } from './domain/trigger-run/run-trigger.js';
 import { CronScheduler, type Timers } from './domain/cron/scheduler.js';
 import { CronSchedules } from './domain/cron/schedule.js';
+import { relayTriggerChanges } from './domain/cron/trigger-changes.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -74,14 +74,22 @@ export async function createCoordinator(
   const store = await openStore(config, logger, prometheus ? (s, n) => prometheus.dbCommit(s, n) : undefined);
   try {
     const { repos } = store;
-    const serverKey = loadOrCreateServerKey(config.dataDir);
+    // The keys every coordinator on a PostgreSQL database must hold alike are kept in it
+    // (server_secrets); on SQLite, in the data directory.
+    const keys = await loadKeys(store.kind, config.dataDir, repos, clock, logger);
+    if (store.kind === 'postgres' && config.storage.kind === 'disk') {
+      logger.info(
+        { dataDir: config.dataDir },
+        'files are kept in this data directory: other coordinators on this database cannot serve them (DROVER_STORAGE_URL names a bucket they share)',
+      );
+    }
+    const serverKey = keys.serverKey;
     const sessions = await SessionService.create(repos, config.sessionTtlSeconds, clock);
     const audit = new AuditLog(repos.audit, clock);
     const readLimiter = new ReadRateLimiter(config.apiTokenReadRateLimitPerMinute, clock, metrics);
-    // Job events reach the streams and sync callers of this coordinator only. Several coordinators
-    // on one PostgreSQL database would need the events of the others here (LISTEN/NOTIFY on the
-    // database, feeding this JobEvents); until then, one coordinator per database.
-    const jobEvents = new JobEvents();
+    // Job events reach the streams and sync callers of this coordinator and, on PostgreSQL, of the
+    // other coordinators on the database (the relay: LISTEN/NOTIFY); theirs arrive here.
+    const jobEvents = new JobEvents(store.relay);
     const files = await createFileService({
       repos,
       clock,
@@ -107,8 +115,12 @@ export async function createCoordinator(
       audit,
       clock,
       schedules,
-      // The scheduler (below) re-reads every trigger the service changes.
-      onChanged: (triggerId) => void scheduler.triggerChanged(triggerId),
+      // The scheduler (below) re-reads every trigger the service changes, and so do the other
+      // coordinators' (relayTriggerChanges, below).
+      onChanged: (triggerId) => {
+        void scheduler.triggerChanged(triggerId);
+        store.relay?.publish({ type: 'trigger_changed', triggerId });
+      },
     });
     const apiTokens = new ApiTokenService({ repos, audit, clock });
     const members = new MemberService({ repos, audit, clock });
@@ -131,7 +143,7 @@ export async function createCoordinator(
     const chatIntegrations = new ChatIntegrationService({
       repos,
       connectors: chatConnectors(config.chat),
-      box: loadOrCreateSecretBox(config.dataDir),
+      box: keys.secretBox,
       audit,
       clock,
       publicUrl: () => ctx.config.publicUrl,
@@ -179,6 +191,8 @@ export async function createCoordinator(
       metrics,
       httpMetrics: prometheus,
     };
+    // Revocations and stream openings travel between the coordinators too.
+    const detachAgentEvents = store.relay ? agentEventsOf(ctx).attach(store.relay) : () => undefined;
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)
       logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
@@ -204,7 +218,9 @@ export async function createCoordinator(
     // Update jobs that end, and OTA retries that come due (docs/ota.md).
     ota.start();
     const fileSweeper = startFileSweeper({ files, intervalMs: config.fileSweepIntervalMs, logger });
-    // Cron triggers fire on schedule (docs/schedules.md).
+    // Cron triggers fire on schedule (docs/schedules.md), with the triggers changed on the other
+    // coordinators of the database.
+    const stopTriggerChanges = store.relay ? relayTriggerChanges(store.relay, scheduler) : () => undefined;
     await scheduler.start();
     // Mentions of the bot in Discord (docs/chat.md).
     const discordGateway = config.chat.discord
@@ -239,6 +255,8 @@ export async function createCoordinator(
         closed = true;
         try {
           stopRevocations();
+          stopTriggerChanges();
+          detachAgentEvents();
           stopChatWakes();
           stopJobMetrics();
           stopDeviceCounts();

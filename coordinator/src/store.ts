@@ -4,9 +4,11 @@ import { startCheckpointer } from './db/checkpointer.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate, type MigrationResult } from './db/migrate.js';
 import { migratePostgres } from './db/postgres/migrate.js';
+import { PostgresNotifyRelay } from './db/postgres/notify-relay.js';
 import { createPool } from './db/postgres/pool.js';
 import { observeCommits } from './db/postgres/transaction.js';
 import { GroupCommitExecutor, type CommitObserver } from './db/writer/executor.js';
+import type { ClusterRelay } from './domain/model/cluster-relay.js';
 import type { Repositories } from './domain/model/repositories.js';
 import { createPostgresRepositories } from './postgres-repositories.js';
 import { createSqliteRepositories } from './sqlite-repositories.js';
@@ -17,6 +19,11 @@ export interface Store {
   repos: Repositories;
   /** The SQLite connection; null on PostgreSQL. */
   db: Db | null;
+  /**
+   * The channel to the other coordinators on the same database (PostgreSQL LISTEN/NOTIFY,
+   * db/postgres/notify-relay.ts); null on SQLite, where one coordinator holds everything.
+   */
+  relay: ClusterRelay | null;
   /** Commits what is pending, then closes the database (idempotent). */
   close(): Promise<void>;
 }
@@ -32,7 +39,8 @@ const logApplied = (logger: Logger, { applied }: MigrationResult) => {
  * Opens and migrates the database of `config` (docs/operations.md, "Database"): the SQLite file
  * of the data directory, with its WAL checkpoint thread and the group-commit executor
  * (`onCommit` observes its commits), or the PostgreSQL database of `DROVER_DATABASE_URL`, through
- * a pool (`onCommit` observes each transaction, a batch of one).
+ * a pool (`onCommit` observes each transaction, a batch of one), with the relay that carries events
+ * between the coordinators sharing it.
  */
 export async function openStore(config: Config, logger: Logger, onCommit?: CommitObserver): Promise<Store> {
   if (config.database.kind === 'postgres') {
@@ -40,16 +48,33 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
     const pool = createPool(config.database.url, {
       onIdleError: (error) => logger.warn({ err: error, database: redactedUrl }, 'a PostgreSQL connection failed'),
     });
+    const relay = new PostgresNotifyRelay({ url: config.database.url, logger });
     let closed: Promise<void> | undefined;
-    const close = () => (closed ??= pool.end());
+    const close = () =>
+      (closed ??= (async () => {
+        try {
+          await relay.close();
+        } finally {
+          await pool.end();
+        }
+      })());
     try {
       logApplied(logger, await migratePostgres(pool));
     } catch (error) {
       await close();
       throw new Error(`cannot migrate ${redactedUrl}: ${(error as Error).message}`, { cause: error });
     }
+    try {
+      await relay.start();
+    } catch (error) {
+      await close();
+      const reason = (error as Error).message;
+      throw new Error(`cannot listen for the other coordinators' events on ${redactedUrl}: ${reason}`, {
+        cause: error,
+      });
+    }
     if (onCommit) observeCommits(pool, onCommit);
-    return { kind: 'postgres', repos: createPostgresRepositories(pool), db: null, close };
+    return { kind: 'postgres', repos: createPostgresRepositories(pool), db: null, relay, close };
   }
   const db = openDatabase(databaseFile(config.dataDir));
   try {
@@ -69,6 +94,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
       kind: 'sqlite',
       repos: createSqliteRepositories(db, writes),
       db,
+      relay: null,
       close: () => (closed ??= close()),
     };
   } catch (error) {

@@ -23,7 +23,10 @@ export interface AgentStateDir {
 }
 
 /** Enrolls a fresh state directory; `url` is where the agent will reach the coordinator (default `t.url`). */
-export async function enrollAgentStateDir(t: TestCoordinator, url = t.url): Promise<AgentStateDir> {
+export async function enrollAgentStateDir(
+  t: Pick<TestCoordinator, 'owner' | 'orgId' | 'url'>,
+  url = t.url,
+): Promise<AgentStateDir> {
   const root = makeTempDir('drover-agent-daemon-');
   const stateDir = path.join(root, 'state');
   const created = await t.owner.post<{ token: string }>(`/orgs/${t.orgId}/enrollment-tokens`, { body: {} });

@@ -128,6 +128,16 @@ export function signedAgentClient(
   return agent;
 }
 
+/** The same enrolled agent talking to another coordinator (one that shares the database). */
+export function agentVia(agent: TestAgent, baseUrl: string): TestAgent {
+  const { d } = agent.privateKey.export({ format: 'jwk' }) as { d: string };
+  return signedAgentClient(
+    baseUrl,
+    { agentId: agent.agentId, orgId: agent.orgId, serverPublicKey: agent.serverPublicKey },
+    { publicKey: agent.publicKey, privateKey: Buffer.from(d, 'base64url').toString('base64') },
+  );
+}
+
 /**
  * Creates an enrollment token directly in the coordinator's store (for states the API cannot
  * produce, such as an already expired token). Returns the plaintext.

@@ -13,7 +13,9 @@ export interface BootstrapResult {
 
 /**
  * First start with an empty database and bootstrap settings: creates the owner, the organization
- * and its default `local` storage binding. A database that already has users is left alone.
+ * and its default `local` storage binding. A database that already has users is left alone, and
+ * of several coordinators starting at once on an empty one, the first to insert its owner goes on
+ * (`insertIfNone`); the others leave it alone.
  */
 export async function bootstrapIfEmpty(
   repos: Repositories,
@@ -23,12 +25,13 @@ export async function bootstrapIfEmpty(
   if (!bootstrap || (await repos.users.count()) > 0) return { created: false };
   const at = new Date(clock.now()).toISOString();
   const userId = newId();
-  await repos.users.insert({
+  const inserted = await repos.users.insertIfNone({
     id: userId,
     email: bootstrap.email,
     passwordHash: await hashPassword(bootstrap.password),
     createdAt: at,
   });
+  if (!inserted) return { created: false };
   const orgId = await createOrganization(repos, bootstrap.org, userId, at);
   return { created: true, email: bootstrap.email, orgId, orgName: bootstrap.org };
 }

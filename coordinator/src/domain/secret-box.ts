@@ -1,11 +1,15 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { ServerSecretRepository } from './model/server-secrets.js';
+import { sharedSecret } from './shared-secret.js';
 
 /**
  * Seals secrets the coordinator must keep and use again (a chat workspace's token) with
- * AES-256-GCM under a key kept in the data directory beside the database, not in it: a copy of
- * the database alone does not reveal them. A sealed value is `v1.<iv>.<tag>.<ciphertext>`
+ * AES-256-GCM. On SQLite the key is kept in the data directory beside the database, not in it: a
+ * copy of the database alone does not reveal them. On PostgreSQL every coordinator must open what
+ * another sealed, so the key is kept in the database (`loadSharedSecretBox`; docs/decisions.md,
+ * "Several coordinators"). A sealed value is `v1.<iv>.<tag>.<ciphertext>`
  * (base64url); opening one that was altered, or sealed under another key, throws.
  */
 export class SecretBox {
@@ -55,8 +59,36 @@ export function loadOrCreateSecretBox(dataDir: string): SecretBox {
       encoded = fs.readFileSync(file, 'utf8').trim();
     }
   }
-  const key = Buffer.from(encoded, 'base64');
-  if (key.length !== 32) throw new Error(`The secrets key ${file} is corrupt (expected base64 of 32 bytes)`);
+  const box = secretBoxOf(encoded, file);
   if (fs.statSync(file).mode & 0o077) fs.chmodSync(file, 0o600);
+  return box;
+}
+
+/**
+ * The secret box of coordinators sharing a database (`server_secrets`, SECRETS_KEY_SECRET): the
+ * data directory's key file, if any, is adopted into a database that has none, so the chat tokens
+ * an upgraded single coordinator sealed still open; otherwise a new key is made there.
+ * `fileIgnored`: the data directory holds another key, which is not used.
+ */
+export async function loadSharedSecretBox(
+  dataDir: string,
+  secrets: ServerSecretRepository,
+  at: string,
+): Promise<{ box: SecretBox; fileIgnored: boolean }> {
+  const file = path.join(dataDir, SECRETS_KEY_FILE);
+  const { value, fileIgnored } = await sharedSecret(
+    secrets,
+    SECRETS_KEY_SECRET,
+    file,
+    () => randomBytes(32).toString('base64'),
+    at,
+    (encoded) => void secretBoxOf(encoded, file),
+  );
+  return { box: secretBoxOf(value, `${SECRETS_KEY_SECRET} in server_secrets`), fileIgnored };
+}
+
+function secretBoxOf(encoded: string, where: string): SecretBox {
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length !== 32) throw new Error(`The secrets key ${where} is corrupt (expected base64 of 32 bytes)`);
   return new SecretBox(key);
 }

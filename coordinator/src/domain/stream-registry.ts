@@ -1,6 +1,6 @@
 import { StreamEvent, type JobAssignment, type JobCancelEvent } from '@drover/shared';
 import type { AgentRepository } from './model/agents.js';
-import type { Job, JobRepository } from './model/jobs.js';
+import type { Job, JobRepository, OpenJobSummary } from './model/jobs.js';
 import { isoNow, type Clock } from '../util/clock.js';
 import type { AgentEvents } from './agent-events.js';
 import type { JobEvents } from './job-events.js';
@@ -40,7 +40,19 @@ export interface StreamRegistryOptions {
   prepareAssignment?(job: Job, assignment: JobAssignment): Promise<JobAssignment>;
   /** The streams open and the dispatch latency (docs/metrics.md); none by default. */
   metrics?: Metrics;
+  /**
+   * Other coordinators share the database (PostgreSQL): at each ping the streams are checked
+   * against the database, for events a coordinator killed between its commit and its
+   * notification never sent (`reconcileAll`).
+   */
+  shared?: boolean;
 }
+
+/**
+ * Between coordinators, an event normally arrives within milliseconds: the periodic check leaves
+ * alone what changed less than this long ago (its event may be on its way).
+ */
+export const RECONCILE_AFTER_MS = 2_000;
 
 /** The queue capacity an agent that does not announce one has (docs/agent-protocol.md: 4 jobs). */
 export const DEFAULT_AGENT_QUEUE_CAPACITY = 4;
@@ -59,7 +71,8 @@ class AgentStream {
   readonly buffered: string[] = [];
   /** Cancels of jobs that arrived while starting. */
   readonly bufferedCancels: string[] = [];
-  readonly handed = new Set<string>();
+  /** Each handed job with the registry's hand count when it was handed (the reconciliation's cut-off). */
+  readonly handed = new Map<string, number>();
   readonly waiting: string[] = [];
   /** Sends, one after another, so that jobs reach the agent in creation order. */
   sending: Promise<void> = Promise.resolve();
@@ -110,8 +123,11 @@ class AgentStream {
  * lastSeenAt moves (one UPDATE for all). An agent whose stream dropped and did not come back
  * within `disconnectGraceMs` becomes `disconnected`; a revoked agent's stream is closed at once.
  *
- * Scale-out note: with several coordinators, job events must reach the instance holding the
- * stream (JobEvents) and the disconnect timers must consider streams held elsewhere.
+ * Several coordinators on one database (docs/architecture.md, "Several coordinators"): job
+ * creations, cancels, ends and revocations committed on any of them reach the one holding the
+ * agent's stream (JobEvents, AgentEvents, through the cluster relay); a stream opened elsewhere
+ * stops the countdown to `disconnected` here; after a gap in those events every stream reads its
+ * agent's jobs again.
  */
 export class StreamRegistry {
   private readonly streams = new Map<string, AgentStream>();
@@ -119,6 +135,8 @@ export class StreamRegistry {
   private readonly handedTo = new Map<string, AgentStream>();
   private readonly disconnectTimers = new Map<string, NodeJS.Timeout>();
   private readonly unsubscribe: (() => void)[] = [];
+  /** Jobs handed so far: each handed job records the count at its hand. */
+  private hands = 0;
   private pingTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -131,11 +149,16 @@ export class StreamRegistry {
   /** Subscribes to job and revocation events and starts the pings. */
   start(): void {
     this.unsubscribe.push(this.options.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
-    this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId)));
+    this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId), 'anywhere'));
     this.unsubscribe.push(
       this.options.jobEvents.onCancelRequested((agentId, jobId) => this.cancelRequested(agentId, jobId)),
     );
-    this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id)));
+    this.unsubscribe.push(this.options.jobEvents.onGap(() => this.resyncAll()));
+    this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id), 'anywhere'));
+    // The agent came back through another coordinator: it is not disconnected.
+    this.unsubscribe.push(
+      this.options.agentEvents.onStreamOpenedElsewhere((agentId) => this.cancelDisconnect(agentId)),
+    );
     this.unsubscribe.push(this.metrics.readAgentsConnected(() => this.streams.size));
     this.pingTimer = setInterval(() => void this.pingAll(), this.options.pingMs);
     this.pingTimer.unref();
@@ -176,6 +199,7 @@ export class StreamRegistry {
         return;
       }
       this.options.logger.info({ agentId, capacity }, 'agent stream connected');
+      this.options.agentEvents.streamOpened(agentId);
       // Cancels the agent has not confirmed come first, before any job: a job cancelled while it
       // was away is stopped, or taken out of its queue, before anything new arrives.
       const cancels = await this.options.jobs.listUnconfirmedCancels(agentId);
@@ -264,6 +288,83 @@ export class StreamRegistry {
     if (stream.waiting.length > 0) stream.sending = stream.sending.then(() => this.handWaiting(stream));
   }
 
+  /**
+   * Events of other coordinators may have been missed (domain/job-events.ts, `onGap`): each live
+   * stream reads its agent's jobs again and reconciles.
+   */
+  private resyncAll(): void {
+    for (const stream of this.streams.values()) {
+      if (stream.state !== 'live') continue;
+      const cutoff = this.hands;
+      stream.sending = stream.sending.then(async () => {
+        try {
+          const open = await this.options.jobs.listOpenOfAgents([stream.agentId]);
+          await this.reconcile(stream, open, cutoff, Number.POSITIVE_INFINITY);
+        } catch (error) {
+          this.options.logger.error({ err: error, agentId: stream.agentId }, "could not read an agent's jobs again");
+        }
+      });
+    }
+  }
+
+  /**
+   * Between coordinators, at each ping: one read of the open jobs of every agent streaming here,
+   * reconciled with what each stream holds, for the events of a coordinator killed after its
+   * commit and before its notification. Only what is older than RECONCILE_AFTER_MS counts.
+   */
+  private async reconcileAll(): Promise<void> {
+    const live = [...this.streams.values()].filter((stream) => stream.state === 'live');
+    if (live.length === 0) return;
+    const cutoff = this.hands;
+    const before = this.options.clock.now() - RECONCILE_AFTER_MS;
+    let open: OpenJobSummary[];
+    try {
+      open = await this.options.jobs.listOpenOfAgents(live.map((stream) => stream.agentId));
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'could not check the agents streaming here against their jobs');
+      return;
+    }
+    const byAgent = new Map<string, OpenJobSummary[]>();
+    for (const job of open) byAgent.set(job.agentId, [...(byAgent.get(job.agentId) ?? []), job]);
+    for (const stream of live) {
+      if (this.streams.get(stream.agentId) !== stream) continue;
+      const jobs = byAgent.get(stream.agentId) ?? [];
+      stream.sending = stream.sending.then(() => this.reconcile(stream, jobs, cutoff, before));
+    }
+  }
+
+  /**
+   * Brings a stream in line with its agent's open jobs as read: a job it handed before `cutoff`
+   * (a hand count) that is no longer open has ended (its place is free); a pending job created
+   * before `createdBefore` (Unix ms) that it neither handed nor holds waiting joins the waiting
+   * ones; a cancel not confirmed is sent again (the agent ignores one it already acted on).
+   */
+  private async reconcile(
+    stream: AgentStream,
+    open: readonly OpenJobSummary[],
+    cutoff: number,
+    createdBefore: number,
+  ): Promise<void> {
+    if (stream.state !== 'live') return;
+    const openIds = new Set(open.map((job) => job.id));
+    for (const [jobId, hand] of [...stream.handed]) if (hand <= cutoff && !openIds.has(jobId)) this.jobEnded(jobId);
+    const waiting = new Set(stream.waiting);
+    const missed: string[] = [];
+    for (const job of open) {
+      const old = Date.parse(job.createdAt) < createdBefore;
+      if (job.status === 'pending' && old && !stream.handed.has(job.id) && !waiting.has(job.id)) missed.push(job.id);
+      if (job.cancelUnconfirmed && old) stream.sendCancel(job.id);
+    }
+    if (missed.length > 0) {
+      this.options.logger.info(
+        { agentId: stream.agentId, jobs: missed.length },
+        'jobs no event announced: sending them',
+      );
+      stream.waiting.push(...missed);
+    }
+    await this.handWaiting(stream);
+  }
+
   /** Hands waiting jobs over, oldest first, while the agent's queue has room. */
   private async handWaiting(stream: AgentStream): Promise<void> {
     while (stream.state === 'live' && stream.waiting.length > 0 && stream.handed.size < stream.capacity) {
@@ -282,7 +383,7 @@ export class StreamRegistry {
 
   /** Counts a job as in the agent's queue (it holds it already). */
   private markHanded(stream: AgentStream, jobId: string): void {
-    stream.handed.add(jobId);
+    stream.handed.set(jobId, ++this.hands);
     this.handedTo.set(jobId, stream);
   }
 
@@ -327,7 +428,7 @@ export class StreamRegistry {
   /** Closes a stream; the jobs handed on it are counted again by the agent's next stream. */
   private closeStream(stream: AgentStream): void {
     stream.close();
-    for (const jobId of stream.handed) if (this.handedTo.get(jobId) === stream) this.handedTo.delete(jobId);
+    for (const jobId of stream.handed.keys()) if (this.handedTo.get(jobId) === stream) this.handedTo.delete(jobId);
   }
 
   private dropped(stream: AgentStream): void {
@@ -336,16 +437,20 @@ export class StreamRegistry {
     if (this.closed || this.streams.get(stream.agentId) !== stream) return;
     this.streams.delete(stream.agentId);
     this.options.logger.info({ agentId: stream.agentId }, 'agent stream dropped');
-    this.scheduleDisconnect(stream.agentId, isoNow(this.options.clock));
+    const at = isoNow(this.options.clock);
+    this.scheduleDisconnect(stream.agentId, at, at);
   }
 
-  /** After the grace period without a new stream, the agent becomes `disconnected`. */
-  private scheduleDisconnect(agentId: string, lastSeenAt: string | null): void {
+  /**
+   * After the grace period without a new stream, the agent becomes `disconnected`, unless it was
+   * seen after `since` (its stream opened, or was pinged, on another coordinator of the database).
+   */
+  private scheduleDisconnect(agentId: string, lastSeenAt: string | null, since: string): void {
     this.cancelDisconnect(agentId);
     const timer = setTimeout(() => {
       this.disconnectTimers.delete(agentId);
       if (this.closed || this.streams.has(agentId)) return;
-      this.options.agents.markDisconnected(agentId, lastSeenAt).then(
+      this.options.agents.markDisconnected(agentId, lastSeenAt, since).then(
         (changed) => {
           if (changed) this.options.logger.info({ agentId }, 'agent disconnected');
         },
@@ -379,16 +484,21 @@ export class StreamRegistry {
     } catch (error) {
       this.options.logger.error({ err: error }, 'could not refresh the agents lastSeenAt');
     }
+    if (this.options.shared) await this.reconcileAll();
   }
 
   /**
    * Agents the database holds as `connected` without a stream here (this coordinator restarted)
-   * get the same grace as a dropped stream to come back.
+   * get the same grace as a dropped stream to come back, here or on another coordinator of the
+   * database (whose pings move their lastSeenAt past this instant).
    */
   private async expireStaleConnections(): Promise<void> {
+    const since = isoNow(this.options.clock);
     try {
       for (const agentId of await this.options.agents.listConnectedIds()) {
-        if (!this.streams.has(agentId) && !this.disconnectTimers.has(agentId)) this.scheduleDisconnect(agentId, null);
+        if (!this.streams.has(agentId) && !this.disconnectTimers.has(agentId)) {
+          this.scheduleDisconnect(agentId, null, since);
+        }
       }
     } catch (error) {
       this.options.logger.error({ err: error }, 'could not list connected agents');

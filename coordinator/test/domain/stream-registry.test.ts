@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Agent, AgentRepository } from '../../src/domain/model/agents.js';
-import type { Job, JobRepository } from '../../src/domain/model/jobs.js';
+import type { Job, JobRepository, OpenJobSummary } from '../../src/domain/model/jobs.js';
 import { AgentEvents } from '../../src/domain/agent-events.js';
 import { JobEvents } from '../../src/domain/job-events.js';
 import { StreamRegistry, type StreamSink } from '../../src/domain/stream-registry.js';
+import { FakeRelay } from './fake-relay.js';
 
 const AT = '2026-01-02T03:04:05.000Z';
 
@@ -40,6 +41,11 @@ function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job
     number: 1,
     chatOrigin: null,
   };
+}
+
+/** An open job as `listOpenOfAgents` gives it, created well before the registry's clock. */
+function summary(id: string, status: OpenJobSummary['status'] = 'pending', cancelUnconfirmed = false): OpenJobSummary {
+  return { id, agentId: 'a1', status, createdAt: '2026-01-01T00:00:00.000Z', cancelUnconfirmed };
 }
 
 class FakeSink implements StreamSink {
@@ -80,12 +86,14 @@ class FakeSink implements StreamSink {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-function setup(options: { graceMs?: number; connected?: string[] } = {}) {
+function setup(options: { graceMs?: number; connected?: string[]; shared?: boolean; pingMs?: number } = {}) {
   const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
   const jobs = new Map<string, Job>();
   /** The jobs whose cancel the agent has not confirmed, as the next connect reads them. */
   const unconfirmedCancels: string[] = [];
   let open = Promise.withResolvers<Job[]>();
+  /** What the database holds as the agents' open jobs, as a check between coordinators reads it. */
+  const summaries: OpenJobSummary[] = [];
   const agents = {
     async markConnected(id: string) {
       calls.connected.push(id);
@@ -107,12 +115,18 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     async listUnconfirmedCancels() {
       return [...unconfirmedCancels];
     },
+    async listOpenOfAgents(ids: readonly string[]) {
+      return summaries.filter((j) => ids.includes(j.agentId));
+    },
     async findById(id: string) {
       return jobs.get(id) ?? null;
     },
   } as unknown as JobRepository;
-  const jobEvents = new JobEvents();
+  // The other coordinators on the database, as the cluster relay would bring their events.
+  const relay = new FakeRelay();
+  const jobEvents = new JobEvents(relay);
   const agentEvents = new AgentEvents();
+  agentEvents.attach(relay);
   const logs: string[] = [];
   const log = (_: object, msg: string) => void logs.push(msg);
   const registry = new StreamRegistry({
@@ -122,8 +136,9 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     jobEvents,
     agentEvents,
     logger: { info: log, warn: log, error: log },
-    pingMs: 60_000,
+    pingMs: options.pingMs ?? 60_000,
     disconnectGraceMs: options.graceMs ?? 30,
+    shared: options.shared ?? false,
   });
   registry.start();
   return {
@@ -131,8 +146,10 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     calls,
     jobs,
     unconfirmedCancels,
+    summaries,
     jobEvents,
     agentEvents,
+    relay,
     logs,
     /** The open-jobs answer of the next connect. */
     openJobs(list: Job[]) {
@@ -143,6 +160,94 @@ function setup(options: { graceMs?: number; connected?: string[] } = {}) {
     },
   };
 }
+
+describe('StreamRegistry between coordinators', () => {
+  let cleanup: (() => void) | undefined;
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
+  afterEach(() => {
+    cleanup?.();
+    vi.useRealTimers();
+  });
+
+  it('sends jobs and cancels committed on another coordinator, and frees the places of jobs ended there', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['p1', 'p2', 'j1']) s.jobs.set(id, job(id));
+    s.openJobs([job('p1'), job('p2')]);
+    const sink = new FakeSink();
+    // A queue of one: p2 waits until p1 ends, wherever that end is committed.
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.events()).toEqual(['job:p1']);
+    s.relay.deliver({ type: 'cancel_requested', agentId: 'a1', jobId: 'j0' });
+    s.relay.deliver({ type: 'job_finished', jobId: 'p1' });
+    await tick();
+    await tick();
+    s.relay.deliver({ type: 'job_created', agentId: 'a1', jobId: 'j1' });
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:p1', 'cancel:j0', 'job:p2', 'job:j1']);
+    expect(s.relay.published).toContainEqual({ type: 'stream_opened', agentId: 'a1' });
+  });
+
+  it("reads its agents' jobs again after a gap in the other coordinators' events", async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.jobIds()).toEqual(['j1']);
+    // Missed: j1 ended and j2 was created on another coordinator; a cancel of j3 was asked for.
+    s.jobs.set('j2', job('j2'));
+    s.summaries.push(summary('j2'), summary('j3', 'running', true));
+    s.relay.gap();
+    await tick();
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:j1', 'cancel:j3', 'job:j2']);
+  });
+
+  it('checks its streams against the database at each ping, for the events a killed coordinator never sent', async () => {
+    const s = setup({ shared: true, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    // j1 ended and j2 was created on a coordinator killed before it could say so; j4 was created
+    // a moment ago (its event may still be on its way): it is left to its event.
+    s.jobs.set('j2', job('j2'));
+    s.jobs.set('j4', job('j4'));
+    s.summaries.push(summary('j2'), { ...summary('j4'), createdAt: new Date(Date.parse(AT) - 100).toISOString() });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j2']);
+  });
+
+  it('stops counting down to disconnected when the agent came back through another coordinator', async () => {
+    const s = setup({ graceMs: 30 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    sink.drop();
+    s.relay.deliver({ type: 'stream_opened', agentId: 'a1' });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(s.calls.disconnected).toEqual([]);
+  });
+
+  it('closes the stream of an agent revoked on another coordinator', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    s.relay.deliver({ type: 'agent_revoked', agentId: 'a1' });
+    expect(sink.ended).toBe(true);
+    expect(s.registry.isConnected('a1')).toBe(false);
+  });
+});
 
 describe('StreamRegistry', () => {
   let cleanup: (() => void) | undefined;

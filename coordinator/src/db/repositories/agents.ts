@@ -99,10 +99,12 @@ export function createAgentRepository(
     "UPDATE agents SET status = 'connected', last_seen_at = ? WHERE id = ? AND status IN ('pending', 'connected', 'disconnected')",
   );
   const touch = db.prepare(
-    "UPDATE agents SET last_seen_at = ? WHERE id IN (SELECT value FROM json_each(?)) AND status = 'connected'",
+    `UPDATE agents SET last_seen_at = ?, status = 'connected'
+     WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('connected', 'disconnected')`,
   );
   const disconnected = db.prepare(
-    "UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at) WHERE id = ? AND status = 'connected'",
+    `UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at)
+     WHERE id = ? AND status = 'connected' AND (last_seen_at IS NULL OR last_seen_at <= ?)`,
   );
   const connectedIds = db.prepare<[], { id: string }>("SELECT id FROM agents WHERE status = 'connected'");
   const lastSeen = db.prepare<[], { id: string; name: string; lastSeenAt: string }>(
@@ -154,8 +156,8 @@ export function createAgentRepository(
     async touch(ids, at) {
       if (ids.length > 0) touch.run(at, JSON.stringify(ids));
     },
-    async markDisconnected(id, lastSeenAt) {
-      return disconnected.run(lastSeenAt, id).changes === 1;
+    async markDisconnected(id, lastSeenAt, unlessSeenAfter) {
+      return disconnected.run(lastSeenAt, id, unlessSeenAfter).changes === 1;
     },
     async listConnectedIds() {
       return connectedIds.all().map((r) => r.id);

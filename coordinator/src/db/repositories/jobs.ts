@@ -16,6 +16,14 @@ import type { WriteExecutor } from '../writer/executor.js';
 import { createOutboxWrites } from './chat-outbox.js';
 import { toJob, type JobRow } from './job-rows.js';
 
+interface OpenSummaryRow {
+  id: string;
+  agent_id: string;
+  status: OpenJobStatus;
+  created_at: string;
+  cancel_unconfirmed: number;
+}
+
 const OPEN_STATUSES: Record<OpenJobStatus, true> = { pending: true, queued: true, running: true };
 /** The open statuses as an SQL list. */
 const OPEN = Object.keys(OPEN_STATUSES)
@@ -200,6 +208,11 @@ export function createJobRepository(
   const openOfAgent = db.prepare<[string], JobRow>(
     `SELECT * FROM jobs WHERE agent_id = ? AND status IN (${OPEN}) ORDER BY seq ASC`,
   );
+  const openOfAgents = db.prepare<[string], OpenSummaryRow>(
+    `SELECT id, agent_id, status, created_at,
+       (cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL) AS cancel_unconfirmed
+     FROM jobs WHERE agent_id IN (SELECT value FROM json_each(?)) AND status IN (${OPEN}) ORDER BY seq ASC`,
+  );
   const unconfirmedCancels = db.prepare<[string], { id: string }>(
     `SELECT id FROM jobs WHERE agent_id = ? AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL
        ORDER BY seq ASC`,
@@ -244,6 +257,16 @@ export function createJobRepository(
     },
     async listOpenForAgent(agentId) {
       return openOfAgent.all(agentId).map(toJob);
+    },
+    async listOpenOfAgents(agentIds) {
+      if (agentIds.length === 0) return [];
+      return openOfAgents.all(JSON.stringify(agentIds)).map((r) => ({
+        id: r.id,
+        agentId: r.agent_id,
+        status: r.status,
+        createdAt: r.created_at,
+        cancelUnconfirmed: r.cancel_unconfirmed === 1,
+      }));
     },
     async listUnconfirmedCancels(agentId) {
       return unconfirmedCancels.all(agentId).map((r) => r.id);

@@ -20,6 +20,10 @@ export function createUserRepository(db: Db): UserRepository {
   const byId = db.prepare<[string], UserRow>('SELECT * FROM users WHERE id = ?');
   const insert = db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
   const count = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM users');
+  const insertIfNone = db.prepare(
+    `INSERT INTO users (id, email, password_hash, created_at)
+     SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)`,
+  );
   return {
     async findByEmail(email) {
       const row = byEmail.get(email);
@@ -33,6 +37,9 @@ export function createUserRepository(db: Db): UserRepository {
     },
     async insert(user) {
       insert.run(user.id, user.email, user.passwordHash, user.createdAt);
+    },
+    async insertIfNone(user) {
+      return insertIfNone.run(user.id, user.email, user.passwordHash, user.createdAt).changes === 1;
     },
     async count() {
       return count.get()?.n ?? 0;

@@ -118,20 +118,41 @@ export class CronScheduler {
    */
   triggerChanged(triggerId: string): Promise<void> {
     return this.enqueue(async () => {
-      const trigger = await this.deps.triggers.findById(triggerId);
-      const current = this.entries.get(triggerId);
-      if (!trigger || !isScheduled(trigger)) {
-        if (current) this.entries.delete(triggerId);
-        this.arm();
-        return;
-      }
-      if (current && sameSchedule(current, trigger)) {
-        current.missedPolicy = trigger.cronMissedPolicy ?? 'skip';
-        return;
-      }
-      await this.load(trigger, current ? 'missed' : 'disabled');
-      await this.tick();
+      const applied = await this.apply(triggerId, await this.deps.triggers.findById(triggerId));
+      if (applied === 'loaded') await this.tick();
+      else if (applied === 'removed') this.arm();
     });
+  }
+
+  /**
+   * Reads every enabled cron trigger again, as if each had changed (changes made by another
+   * coordinator may have been missed: domain/cron/trigger-changes.ts).
+   */
+  reload(): Promise<void> {
+    return this.enqueue(async () => {
+      const triggers = await this.deps.triggers.listEnabledCron();
+      const listed = new Set(triggers.map((t) => t.id));
+      for (const triggerId of [...this.entries.keys()]) if (!listed.has(triggerId)) this.entries.delete(triggerId);
+      let loaded = false;
+      for (const trigger of triggers) if ((await this.apply(trigger.id, trigger)) === 'loaded') loaded = true;
+      if (loaded) await this.tick();
+      else this.arm();
+    });
+  }
+
+  /** Brings the trigger's entry in line with the trigger as read. */
+  private async apply(triggerId: string, trigger: Trigger | null): Promise<'loaded' | 'removed' | 'kept'> {
+    const current = this.entries.get(triggerId);
+    if (!trigger || !isScheduled(trigger)) {
+      if (current) this.entries.delete(triggerId);
+      return 'removed';
+    }
+    if (current && sameSchedule(current, trigger)) {
+      current.missedPolicy = trigger.cronMissedPolicy ?? 'skip';
+      return 'kept';
+    }
+    await this.load(trigger, current ? 'missed' : 'disabled');
+    return 'loaded';
   }
 
   /** Resolves once every operation asked for so far has finished (tests). */

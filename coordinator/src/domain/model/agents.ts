@@ -57,10 +57,17 @@ export interface AgentRepository {
   rememberNonce(agentId: string, nonce: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
   /** Its stream connected: `connected` (from pending or disconnected), lastSeenAt = at. False if revoked or unknown. */
   markConnected(id: string, at: string): Promise<boolean>;
-  /** Refreshes lastSeenAt of connected agents (one UPDATE for all of them). */
+  /**
+   * The agents whose streams are open: lastSeenAt = at (one UPDATE for all of them), and
+   * `connected` again for any another coordinator marked `disconnected` meanwhile (never a revoked one).
+   */
   touch(ids: readonly string[], at: string): Promise<void>;
-  /** Its stream dropped and stayed down: `connected` → `disconnected`, lastSeenAt = when it dropped (null: unchanged). */
-  markDisconnected(id: string, lastSeenAt: string | null): Promise<boolean>;
+  /**
+   * Its stream dropped and stayed down: `connected` → `disconnected`, lastSeenAt = when it dropped
+   * (null: unchanged), unless it was seen after `unlessSeenAfter` (its stream is open on another
+   * coordinator of the database, which connected or pinged it since).
+   */
+  markDisconnected(id: string, lastSeenAt: string | null, unlessSeenAfter: string): Promise<boolean>;
   /** Ids of the agents whose status is `connected`. */
   listConnectedIds(): Promise<string[]>;
   /** Agents not revoked that were ever seen, with when they last were (for the metrics). */

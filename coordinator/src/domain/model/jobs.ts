@@ -1,4 +1,5 @@
 import type { JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
+import type { OpenJobStatus } from '../job-state.js';
 
 export type JobKind = 'trigger' | 'update';
 
@@ -188,6 +189,16 @@ export type JobMovePlan = ({ decision: 'apply'; change: JobChange } | { decision
 /** Decides a move (domain/job-state.ts); the job repository runs it inside the write. */
 export type PlanJobMove = (job: Job, move: JobMove) => JobMovePlan;
 
+/** An open job, in short (`listOpenOfAgents`). */
+export interface OpenJobSummary {
+  id: string;
+  agentId: string;
+  status: OpenJobStatus;
+  createdAt: string;
+  /** A cancel was asked for and the agent has not confirmed it. */
+  cancelUnconfirmed: boolean;
+}
+
 export interface JobRepository {
   findById(id: string): Promise<Job | null>;
   findInOrg(orgId: string, id: string): Promise<Job | null>;
@@ -195,6 +206,11 @@ export interface JobRepository {
   listTriggerJobs(orgId: string, query: JobListQuery): Promise<Job[]>;
   /** The agent's `pending`, `queued` and `running` jobs, oldest first (stream delivery order). */
   listOpenForAgent(agentId: string): Promise<Job[]>;
+  /**
+   * The open jobs of these agents in short, oldest first: what the streams of a coordinator
+   * check against what they were told (domain/stream-registry.ts, between coordinators).
+   */
+  listOpenOfAgents(agentIds: readonly string[]): Promise<OpenJobSummary[]>;
   /** Log lines of a job in `seq` order, after `afterSeq`, at most `limit`. */
   listLogs(jobId: string, afterSeq: number, limit: number): Promise<JobLogLineRecord[]>;
   /** `pending` → `queued`. */

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
 import type { ChatOrigin, JobSource } from '../model/jobs.js';
 import type { Role } from '../model/orgs.js';
@@ -427,17 +428,21 @@ export class TriggerRunService {
   /**
    * The job's result once it has ended, or as it stands after `timeoutMs` (or when `signal`
    * aborts); null for a job that does not exist. Subscribes to the job's end before reading it,
-   * so an end between the two is not missed.
+   * so an end between the two is not missed; the end may be committed by another coordinator on
+   * the database (JobEvents), and after a gap in their events the job is read again.
    */
   async waitForResult(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<JobResult | null> {
-    const wait = this.deps.jobEvents.waitForFinish(jobId, timeoutMs, signal);
-    try {
-      const job = await this.runs.jobResult(jobId);
-      if (!job || isTerminalJobStatus(job.status)) return job;
-      await wait.done;
-      return await this.runs.jobResult(jobId);
-    } finally {
-      wait.cancel();
+    // Timers run on real time, whatever the clock of the domain says.
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const wait = this.deps.jobEvents.waitForFinish(jobId, Math.max(0, deadline - performance.now()), signal);
+      try {
+        const job = await this.runs.jobResult(jobId);
+        if (!job || isTerminalJobStatus(job.status)) return job;
+        if (!(await wait.done)) return await this.runs.jobResult(jobId);
+      } finally {
+        wait.cancel();
+      }
     }
   }
 }

@@ -30,6 +30,18 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.users.findById(newId())).toBeNull();
   });
 
+  it("inserts the bootstrap's owner once, whichever coordinators race to, and never beside another user", async () => {
+    const owner = (email: string) => ({ id: newId(), email, passwordHash: 'h', createdAt: AT });
+    const raced = await Promise.all([
+      t.repos.users.insertIfNone(owner('first@example.test')),
+      t.other.users.insertIfNone(owner('second@example.test')),
+      t.other.users.insertIfNone(owner('third@example.test')),
+    ]);
+    expect(raced.filter(Boolean)).toHaveLength(1);
+    expect(await t.repos.users.count()).toBe(1);
+    expect(await t.repos.users.insertIfNone(owner('later@example.test'))).toBe(false);
+  });
+
   it('creates an organization with its owner, lists it for its members, and counts them', async () => {
     const owner = await user('owner@example.test');
     const orgId = newId();

@@ -92,8 +92,8 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect(await t.repos.agents.listConnectedIds()).toEqual([a.id]);
     await t.repos.agents.touch([a.id, newId()], later(2));
     expect((await t.repos.agents.findById(a.id))?.lastSeenAt).toBe(later(2));
-    expect(await t.repos.agents.markDisconnected(a.id, null)).toBe(true);
-    expect(await t.repos.agents.markDisconnected(a.id, later(3))).toBe(false);
+    expect(await t.repos.agents.markDisconnected(a.id, null, later(2))).toBe(true);
+    expect(await t.repos.agents.markDisconnected(a.id, later(3), later(3))).toBe(false);
     expect(await t.repos.agents.findById(a.id)).toMatchObject({ status: 'disconnected', lastSeenAt: later(2) });
     expect(await t.repos.agents.listLastSeen()).toEqual([{ id: a.id, name: 'edge-1', lastSeenAt: later(2) }]);
     const revoked = await t.repos.agents.revoke(orgId, a.id, later(4));
@@ -102,6 +102,25 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     expect(await t.repos.agents.markConnected(a.id, later(6))).toBe(false);
     expect(await t.repos.agents.listLastSeen()).toEqual([]);
     expect(await t.repos.agents.revoke(orgId, newId(), later(7))).toBeNull();
+  });
+
+  it('stays connected while another coordinator has seen it since, and comes back with its pings', async () => {
+    const orgId = await org();
+    const a = agent();
+    await t.repos.agents.enroll(await token(orgId), a, AT);
+    expect(await t.repos.agents.markConnected(a.id, later(1))).toBe(true);
+    // Its stream dropped here at later(2), while another coordinator pinged it at later(3).
+    await t.other.agents.touch([a.id], later(3));
+    expect(await t.repos.agents.markDisconnected(a.id, later(2), later(2))).toBe(false);
+    expect(await t.repos.agents.findById(a.id)).toMatchObject({ status: 'connected', lastSeenAt: later(3) });
+    // Marked disconnected all the same (its pings were rarer than the grace): the next ping heals it.
+    expect(await t.repos.agents.markDisconnected(a.id, null, later(4))).toBe(true);
+    await t.other.agents.touch([a.id], later(5));
+    expect(await t.repos.agents.findById(a.id)).toMatchObject({ status: 'connected', lastSeenAt: later(5) });
+    // Never a revoked agent.
+    await t.repos.agents.revoke(orgId, a.id, later(6));
+    await t.other.agents.touch([a.id], later(7));
+    expect(await t.repos.agents.findById(a.id)).toMatchObject({ status: 'revoked' });
   });
 
   it('refuses a replayed nonce, whichever coordinator sees it, and forgets expired ones', async () => {

@@ -32,6 +32,20 @@ describe.each(DATABASES)('job cancellation in the job repository (%s)', (kind) =
     ({ orgId, agentId } = await orgWithAgent(t.repos, iso(0)));
   });
 
+  it("lists the agents' open jobs in short, oldest first, with the cancels they have not confirmed", async () => {
+    const running = await insertJob({ createdAt: iso(1) });
+    const pending = await insertJob({ createdAt: iso(2) });
+    const done = await insertJob({ createdAt: iso(3) });
+    await repos().jobs.start(agentId, running.id, at(1_000));
+    await repos().jobs.finish(agentId, done.id, result(), iso(1_000));
+    expect((await repos().jobs.cancel(agentId, running.id, cancelAt(2_000))).outcome).toBe('applied');
+    expect(await t.other.jobs.listOpenOfAgents([agentId, newId()])).toEqual([
+      { id: running.id, agentId, status: 'running', createdAt: iso(1), cancelUnconfirmed: true },
+      { id: pending.id, agentId, status: 'pending', createdAt: iso(2), cancelUnconfirmed: false },
+    ]);
+    expect(await repos().jobs.listOpenOfAgents([])).toEqual([]);
+  });
+
   it('cancels a pending or a queued job at once, and never lets it start', async () => {
     const pending = await insertJob();
     const queued = await insertJob();

@@ -32,7 +32,7 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
   beforeEach(async () => {
     ({ orgId, agentId } = await orgWithAgent(t.repos, iso(0)));
     // The agents start as enrolled (pending): the deadline sweep case connects one itself.
-    await t.repos.agents.markDisconnected(agentId, null);
+    await t.repos.agents.markDisconnected(agentId, null, iso(0));
     otherAgentId = await enrollAgent(t.repos, orgId, iso(0));
   });
 
@@ -178,7 +178,7 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
       }
       expect((await repos().jobs.findById(pending.id))?.status).toBe('pending');
 
-      await repos().agents.markDisconnected(agentId, iso(10_000));
+      await repos().agents.markDisconnected(agentId, iso(10_000), iso(10_000));
       expect(await repos().jobs.failOverdue(iso(10_001), DEADLINE_MESSAGE)).toEqual([queued.id]);
     });
 

@@ -132,17 +132,19 @@ export function createAgentRepository(pool: PgPool, tokenRefusal: EnrollmentToke
     },
     async touch(ids, at) {
       if (ids.length === 0) return;
-      await run(pool, "UPDATE agents SET last_seen_at = $1 WHERE id = ANY($2::text[]) AND status = 'connected'", [
-        at,
-        ids,
-      ]);
+      await run(
+        pool,
+        `UPDATE agents SET last_seen_at = $1, status = 'connected'
+         WHERE id = ANY($2::text[]) AND status IN ('connected', 'disconnected')`,
+        [at, ids],
+      );
     },
-    async markDisconnected(id, lastSeenAt) {
+    async markDisconnected(id, lastSeenAt, unlessSeenAfter) {
       const changed = await run(
         pool,
         `UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE($1, last_seen_at)
-         WHERE id = $2 AND status = 'connected'`,
-        [lastSeenAt, id],
+         WHERE id = $2 AND status = 'connected' AND (last_seen_at IS NULL OR last_seen_at <= $3)`,
+        [lastSeenAt, id, unlessSeenAfter],
       );
       return changed === 1;
     },

@@ -5,6 +5,7 @@ import type {
   JobLogLineRecord,
   JobMove,
   JobRepository,
+  OpenJobSummary,
   PlanJobMove,
   TransitionResult,
 } from '../../../domain/model/jobs.js';
@@ -176,6 +177,16 @@ export function createJobRepository(pool: PgPool, planMove: PlanJobMove, planMes
         [agentId],
       );
       return rows.map(toJob);
+    },
+    async listOpenOfAgents(agentIds) {
+      if (agentIds.length === 0) return [];
+      return all<OpenJobSummary>(
+        pool,
+        `SELECT id, agent_id AS "agentId", status, created_at AS "createdAt",
+           (cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL) AS "cancelUnconfirmed"
+         FROM jobs WHERE agent_id = ANY($1::text[]) AND status IN ${OPEN} ORDER BY seq ASC`,
+        [agentIds],
+      );
     },
     async listUnconfirmedCancels(agentId) {
       const rows = await all<{ id: string }>(

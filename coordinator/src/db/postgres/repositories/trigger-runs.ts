@@ -3,7 +3,7 @@ import type { PlanJobMessages } from '../../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../../domain/model/trigger-runs.js';
 import type { WindowCounts } from '../../../domain/trigger-run/rate-windows.js';
-import type { PgClient, PgPool } from '../pool.js';
+import type { PgClient, PgPool, Queryable } from '../pool.js';
 import { all, one, run } from '../rows.js';
 import { inTransaction } from '../transaction.js';
 import { createOutboxWrites } from './chat-outbox.js';
@@ -63,7 +63,24 @@ export function createTriggerRunRepository(
     return counters;
   }
 
-  const admit = (request: AdmissionRequest) =>
+  /** Expired idempotency keys and counters of past windows go (at most every PURGE_EVERY_MS). */
+  async function purge(
+    now: number,
+    nowIso: string,
+    windows: { minute: number; hour: number; day: number },
+    db: Queryable = pool,
+  ) {
+    nextPurgeAt = now + PURGE_EVERY_MS;
+    await run(db, 'DELETE FROM idempotency_keys WHERE expires_at <= $1', [nowIso]);
+    await run(
+      db,
+      `DELETE FROM rate_counters WHERE ("window" = 'minute' AND window_start < $1)
+         OR ("window" = 'hour' AND window_start < $2) OR ("window" = 'day' AND window_start < $3)`,
+      [windows.minute, windows.hour, windows.day],
+    );
+  }
+
+  const admitLocked = (request: AdmissionRequest) =>
     inTransaction(pool, async (tx): Promise<AdmissionOutcome> => {
       const { job, now, idempotency } = request;
       const nowIso = job.createdAt;
@@ -132,16 +149,7 @@ export function createTriggerRunRepository(
           day: count(`${scope}:${id}:day`, w.day),
         }),
       );
-      if (now >= nextPurgeAt) {
-        nextPurgeAt = now + PURGE_EVERY_MS;
-        await run(tx, 'DELETE FROM idempotency_keys WHERE expires_at <= $1', [nowIso]);
-        await run(
-          tx,
-          `DELETE FROM rate_counters WHERE ("window" = 'minute' AND window_start < $1)
-             OR ("window" = 'hour' AND window_start < $2) OR ("window" = 'day' AND window_start < $3)`,
-          [windows.minute, windows.hour, windows.day],
-        );
-      }
+      if (now >= nextPurgeAt) await purge(now, nowIso, windows, tx);
       if (refused) {
         await insertJob(tx, job, 'rejected', refused.message);
         await jobsEnded(tx, [job.id], nowIso, { atAdmission: true });
@@ -167,7 +175,6 @@ export function createTriggerRunRepository(
         return { outcome: 'refused', jobId: job.id, ...refused };
       }
 
-      await insertJob(tx, job, 'pending', null);
       for (const { scope, id } of counted) {
         await run(
           tx,
@@ -194,11 +201,38 @@ export function createTriggerRunRepository(
           ],
         );
       }
+      // Last: the job's number locks the organization's counter row until the commit.
+      await insertJob(tx, job, 'pending', null);
       return { outcome: 'admitted', jobId: job.id };
     });
 
+  /**
+   * A call with nothing to decide under a lock (no idempotency key, no limit, not an occurrence, not
+   * refused before the admission) is its job's INSERT alone, committed by itself: the organization's
+   * counter row is locked for that one statement, instead of from the INSERT to the COMMIT's round
+   * trip (which caps an organization's admissions at one per round trip).
+   */
+  const admitPlain = async (request: AdmissionRequest): Promise<AdmissionOutcome | null> => {
+    const { job, now } = request;
+    if (request.idempotency || request.occurrence || request.rejection !== undefined || job.workflowId === null) {
+      return null;
+    }
+    if ((request.token && hasLimit(request.token.limits)) || hasLimit(request.workflowLimits)) return null;
+    const { windows, refused } = decideLimits({ ...request, job: { ...job, workflowId: job.workflowId } }, () => ({
+      minute: 0,
+      hour: 0,
+      day: 0,
+    }));
+    if (refused) return null;
+    if (now >= nextPurgeAt) await purge(now, job.createdAt, windows);
+    await insertJob(pool, job, 'pending', null);
+    return { outcome: 'admitted', jobId: job.id };
+  };
+
   return {
-    admit,
+    async admit(request) {
+      return (await admitPlain(request)) ?? admitLocked(request);
+    },
     async jobResult(jobId) {
       const row = await one<{
         status: JobStatus;

@@ -1,6 +1,7 @@
 import type { UserRepository, UserWithPassword } from '../../../domain/model/users.js';
 import type { PgPool } from '../pool.js';
 import { all, one, run } from '../rows.js';
+import { inTransaction } from '../transaction.js';
 
 interface UserRow {
   id: string;
@@ -16,7 +17,11 @@ const toUser = (row: UserRow): UserWithPassword => ({
   createdAt: row.created_at,
 });
 
-/** Emails compare without case, as SQLite's `COLLATE NOCASE` column does (the unique index is on lower(email)). */
+/**
+ * Emails compare without case, as SQLite's `COLLATE NOCASE` column does (the unique index is on
+ * lower(email)). The bootstrap's insert locks the table against other writers (reads go on), so
+ * two coordinators starting at once cannot both find it empty.
+ */
 export function createUserRepository(pool: PgPool): UserRepository {
   return {
     async findByEmail(email) {
@@ -36,6 +41,18 @@ export function createUserRepository(pool: PgPool): UserRepository {
         user.passwordHash,
         user.createdAt,
       ]);
+    },
+    async insertIfNone(user) {
+      return inTransaction(pool, async (tx) => {
+        await run(tx, 'LOCK TABLE users IN EXCLUSIVE MODE');
+        const inserted = await run(
+          tx,
+          `INSERT INTO users (id, email, password_hash, created_at)
+           SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM users)`,
+          [user.id, user.email, user.passwordHash, user.createdAt],
+        );
+        return inserted === 1;
+      });
     },
     async count() {
       return (await all<{ n: number }>(pool, 'SELECT count(*) AS n FROM users'))[0]!.n;

@@ -62,6 +62,8 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     pingMs: config.streamPingMs,
     disconnectGraceMs: config.agentDisconnectGraceMs,
     metrics,
+    // On PostgreSQL other coordinators may share the database: the streams check it at each ping.
+    shared: config.database.kind === 'postgres',
     // Input files get a fresh download URL at every send (redelivery included); an update job's
     // `deploy` event also names its application.
     prepareAssignment: async (job, assignment) =>

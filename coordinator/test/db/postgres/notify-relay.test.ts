@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { decodePayload, encodeEvent, MAX_PAYLOAD_BYTES, payloadOf } from '../../../src/db/postgres/cluster-payload.js';
+import { PostgresNotifyRelay } from '../../../src/db/postgres/notify-relay.js';
+import type { ClusterEvent } from '../../../src/domain/model/cluster-relay.js';
+import { eventually } from '../../../../test/helpers/poll.js';
+import { freshPostgresDatabase, type TestDatabase } from '../../postgres/database.js';
+
+/**
+ * The cluster relay on PostgreSQL (LISTEN/NOTIFY): what one coordinator publishes reaches the
+ * others, in order, never itself; bursts share notifications; a dropped connection comes back,
+ * with a gap told to the listeners and the events published meanwhile sent after.
+ */
+
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+let database: TestDatabase;
+const relays: PostgresNotifyRelay[] = [];
+
+beforeAll(async () => {
+  database = await freshPostgresDatabase();
+});
+afterEach(async () => {
+  for (const relay of relays.splice(0)) await relay.close();
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+async function relay(): Promise<PostgresNotifyRelay> {
+  const r = new PostgresNotifyRelay({ url: database.url, logger: quiet, reconnectBaseMs: 20, reconnectCapMs: 100 });
+  relays.push(r);
+  await r.start();
+  return r;
+}
+
+/** Everything a relay hears, in order. */
+function record(r: PostgresNotifyRelay): { events: ClusterEvent[]; gaps: number } {
+  const seen = { events: [] as ClusterEvent[], gaps: 0 };
+  r.subscribe({ event: (e) => seen.events.push(e), gap: () => (seen.gaps += 1) });
+  return seen;
+}
+
+describe('cluster payloads', () => {
+  it('carry every event type and its ids, and skip what they do not understand', () => {
+    const agentId = randomUUID();
+    const jobId = randomUUID();
+    const events: ClusterEvent[] = [
+      { type: 'job_created', agentId, jobId },
+      { type: 'cancel_requested', agentId, jobId },
+      { type: 'job_finished', jobId },
+      { type: 'agent_revoked', agentId },
+      { type: 'stream_opened', agentId },
+      { type: 'trigger_changed', triggerId: jobId },
+    ];
+    const text = payloadOf('sender1', [...events.map((e) => encodeEvent(e)!), 'zsomething-newer', 'g']);
+    expect(decodePayload(text)).toEqual({ sender: 'sender1', events, gap: true });
+    expect(decodePayload('no-space')).toBeNull();
+  });
+
+  it('refuses ids that could break the framing', () => {
+    expect(encodeEvent({ type: 'job_finished', jobId: 'a;b' })).toBeNull();
+    expect(encodeEvent({ type: 'agent_revoked', agentId: 'a b' })).toBeNull();
+  });
+});
+
+describe('the LISTEN/NOTIFY relay', () => {
+  it('delivers what one coordinator publishes to the others, never back to itself', async () => {
+    const [a, b, c] = [await relay(), await relay(), await relay()];
+    const [seenA, seenB, seenC] = [record(a), record(b), record(c)];
+    const event: ClusterEvent = { type: 'job_created', agentId: randomUUID(), jobId: randomUUID() };
+    a.publish(event);
+    await eventually(() => seenB.events.length === 1 && seenC.events.length === 1, 5_000, 'the event at b and c');
+    expect(seenB.events).toEqual([event]);
+    expect(seenC.events).toEqual([event]);
+    // A later event from b reaches a and c; a heard nothing of its own.
+    b.publish({ type: 'job_finished', jobId: event.jobId });
+    await eventually(() => seenA.events.length === 1 && seenC.events.length === 2, 5_000, 'the end at a and c');
+    expect(seenA.events).toEqual([{ type: 'job_finished', jobId: event.jobId }]);
+  });
+
+  it('sends a burst in order, in notifications that stay under the size limit', async () => {
+    const [a, b] = [await relay(), await relay()];
+    const seen = record(b);
+    const sent: ClusterEvent[] = Array.from({ length: 5_000 }, () => ({ type: 'job_finished', jobId: randomUUID() }));
+    for (const e of sent) a.publish(e);
+    await eventually(() => seen.events.length === sent.length, 10_000, 'every event of the burst');
+    expect(seen.events).toEqual(sent);
+    // 5,000 ids of 36 characters: far fewer notifications than events.
+    expect(sent.length * 38).toBeGreaterThan(20 * MAX_PAYLOAD_BYTES);
+  });
+
+  it('comes back after its connection drops: a gap for the listeners, and what was published meanwhile', async () => {
+    const [a, b] = [await relay(), await relay()];
+    const seenA = record(a);
+    const seenB = record(b);
+    b.breakConnection();
+    await eventually(() => seenB.gaps === 1 && b.connected, 5_000, 'b to reconnect and tell of the gap');
+    const event: ClusterEvent = { type: 'trigger_changed', triggerId: randomUUID() };
+    a.publish(event);
+    await eventually(() => seenB.events.length === 1, 5_000, 'the event at b after its reconnect');
+    // a published while its own connection was down: sent once it is back.
+    a.breakConnection();
+    const later: ClusterEvent = { type: 'agent_revoked', agentId: randomUUID() };
+    a.publish(later);
+    await eventually(() => seenB.events.length === 2, 5_000, 'the event a published while reconnecting');
+    expect(seenB.events).toEqual([event, later]);
+    expect(seenA.gaps).toBe(1);
+  });
+});
