@@ -4,6 +4,7 @@ import { withListeningPort, type Config } from './config/config.js';
 import { metricsEnabled } from './config/metrics-config.js';
 import type { Db } from './db/database.js';
 import { openStore } from './store.js';
+import { HealthCheck } from './health.js';
 import { AuditLog } from './domain/audit-log.js';
 import { JobCancelService } from './domain/job-cancel.js';
 import { JobEvents } from './domain/job-events.js';
@@ -190,6 +191,7 @@ export async function createCoordinator(
       chatRuns,
       metrics,
       httpMetrics: prometheus,
+      health: new HealthCheck(store, logger),
     };
     // Revocations and stream openings travel between the coordinators too.
     const detachAgentEvents = store.relay ? agentEventsOf(ctx).attach(store.relay) : () => undefined;

@@ -30,7 +30,7 @@ export const ErrorCodes = {
   rate_limited: { status: 429, description: 'A rate limit was exceeded.' },
   headers_too_large: { status: 431, description: 'The request headers are larger than the server accepts.' },
   internal: { status: 500, description: 'An unexpected server error; no internals are disclosed.' },
-  unavailable: { status: 503, description: 'The server is shutting down or not ready.' },
+  unavailable: { status: 503, description: 'The server is shutting down, or its database could not be reached.' },
   storage_unavailable: {
     status: 503,
     description: 'The object store of a storage binding could not be reached, or refused; nothing was changed.',

@@ -24,6 +24,12 @@ export interface Store {
    * db/postgres/notify-relay.ts); null on SQLite, where one coordinator holds everything.
    */
   relay: ClusterRelay | null;
+  /**
+   * Whether the database answers a trivial query within `timeoutMs` (the health check,
+   * health.ts); rejects with the reason otherwise. On PostgreSQL, also whether the relay's
+   * connection is up.
+   */
+  check(timeoutMs: number): Promise<{ clusterEvents: 'connected' | 'reconnecting' | null }>;
   /** Commits what is pending, then closes the database (idempotent). */
   close(): Promise<void>;
 }
@@ -74,7 +80,11 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
       });
     }
     if (onCommit) observeCommits(pool, onCommit);
-    return { kind: 'postgres', repos: createPostgresRepositories(pool), db: null, relay, close };
+    const check = async (timeoutMs: number) => {
+      await withTimeout(pool.query('SELECT 1'), timeoutMs);
+      return { clusterEvents: relay.connected ? ('connected' as const) : ('reconnecting' as const) };
+    };
+    return { kind: 'postgres', repos: createPostgresRepositories(pool), db: null, relay, check, close };
   }
   const db = openDatabase(databaseFile(config.dataDir));
   try {
@@ -95,10 +105,24 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
       repos: createSqliteRepositories(db, writes),
       db,
       relay: null,
+      // Synchronous and local: a closed or unreadable file throws at once.
+      check: () => {
+        db.prepare('SELECT 1').get();
+        return Promise.resolve({ clusterEvents: null });
+      },
       close: () => (closed ??= close()),
     };
   } catch (error) {
     db.close();
     throw error;
   }
+}
+
+/** `promise`, or a rejection once `ms` have passed (the promise itself runs on). */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }

@@ -200,11 +200,12 @@ describe('copy-data', () => {
     expect(s3.objectKeys(BUCKET)).toEqual(expect.arrayContaining(keys));
     expect(s3.objectKeys(BUCKET)).not.toContain(deletedKey);
 
-    // A new machine: its own data directory with the two key files (docs/scaling.md).
+    expect(copied.stdout).toMatch(
+      /^next: start the coordinators with DROVER_DATABASE_URL and DROVER_STORAGE_URL, each on a data directory of its own .*; they read the server's keys from the database/m,
+    );
+
+    // A new machine: an empty data directory of its own; the keys come from the database.
     const newDir = tempDir('drover-copy-target-');
-    for (const name of ['server-ed25519.key', 'secrets.key']) {
-      fs.copyFileSync(path.join(sourceDir, name), path.join(newDir, name));
-    }
     moved = await startTestCoordinator({
       dataDir: newDir,
       env: { DROVER_DATABASE_URL: database.url, ...s3.storageEnv(BUCKET, PREFIX), ...slackEnv(slack) },

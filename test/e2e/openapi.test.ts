@@ -83,6 +83,9 @@ interface Operation {
 const examplesOf = (media: Media): unknown[] =>
   media.example !== undefined ? [media.example] : Object.values(media.examples ?? {}).map((e) => e.value);
 
+/** For load balancers and Prometheus (docs/operations.md), not part of the API. */
+const OPERATIONS_ENDPOINTS = ['/healthz', '/metrics'];
+
 describe('the OpenAPI document', () => {
   let t: TestCoordinator;
   let spec: {
@@ -98,7 +101,12 @@ describe('the OpenAPI document', () => {
     expect(res.status).toBe(200);
     spec = res.body;
     routes = registeredRoutes(t.coordinator.app).filter(
-      (r) => r.method !== 'HEAD' && r.path !== '/v1/openapi.json' && !isDashboardFile(r.path) && !isApiDocsFile(r.path),
+      (r) =>
+        r.method !== 'HEAD' &&
+        r.path !== '/v1/openapi.json' &&
+        !OPERATIONS_ENDPOINTS.includes(r.path) &&
+        !isDashboardFile(r.path) &&
+        !isApiDocsFile(r.path),
     );
   });
   afterAll(() => t?.close());
@@ -123,10 +131,11 @@ describe('the OpenAPI document', () => {
     expect(routes.length).toBeGreaterThan(10);
   });
 
-  it('lists every registered route except itself, the dashboard files and the reference at /docs', () => {
+  it('lists every registered route except itself, the operations endpoints, the dashboard files and the reference at /docs', () => {
     const missing = routes.filter((r) => !operationOf(spec, r));
     expect(missing).toEqual([]);
     expect(spec.paths['/v1/openapi.json']).toBeUndefined();
+    expect(spec.paths['/healthz']).toBeUndefined();
   });
 
   it('cites no document its readers do not have (planning files, the specification)', () => {

@@ -4,6 +4,7 @@ import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
 import { parseStorageUrl, type StorageConfig } from './storage-config.js';
 import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
+import { parseTrustProxy } from './trust-proxy-config.js';
 
 /**
  * The coordinator's configuration (docs/operations.md): flags, then environment, then defaults,
@@ -29,6 +30,11 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** Connections one client address may hold open at once; 0: no limit. */
   readonly maxConnectionsPerClient: number;
+  /**
+   * The load balancers whose `X-Forwarded-For` names the client (addresses, CIDR ranges,
+   * `loopback`...; config/trust-proxy-config.ts); empty: the connection's peer is the client.
+   */
+  readonly trustProxy: readonly string[];
   /** How often the agent stream sends a `ping` event (and refreshes the agent's lastSeenAt). */
   readonly streamPingMs: number;
   /** How long after its stream drops an agent that has not reconnected becomes `disconnected`. */
@@ -258,6 +264,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     7 * 86400,
   );
 
+  const trustProxy = parseTrustProxy(pick(undefined, null, 'DROVER_TRUST_PROXY'), problems);
+
   const metrics = parseMetricsConfig(
     env,
     pick(flags.metricsListen, 'metrics-listen', 'DROVER_METRICS_LISTEN'),
@@ -280,6 +288,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     bodyLimitBytes,
     requestTimeoutMs,
     maxConnectionsPerClient,
+    trustProxy,
     streamPingMs,
     agentDisconnectGraceMs,
     jobDeadlineGraceMs,

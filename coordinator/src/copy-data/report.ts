@@ -26,11 +26,16 @@ export function reportLines(config: CopyDataConfig, report: CopyDataReport): str
       `stored ${report.keys.map((k) => `${path.basename(k.file)} as ${k.name}`).join(' and ')} in the database's server_secrets`,
     );
   }
-  lines.push(
-    `next: start the coordinator with DROVER_DATABASE_URL${config.filesTo ? ' and DROVER_STORAGE_URL' : ''} on ${config.dataDir}, or give its own data directory copies of the two key files (docs/scaling.md, "The server's keys")`,
-    `done in ${report.seconds.total.toFixed(1)} s`,
-  );
+  lines.push(nextStep(config, report), `done in ${report.seconds.total.toFixed(1)} s`);
   return lines;
+}
+
+/** What to start: the coordinators read the server's keys from the database, the files decide where. */
+function nextStep(config: CopyDataConfig, report: CopyDataReport): string {
+  if (!config.filesTo && report.filesLeft > 0) {
+    return `next: start the coordinator with DROVER_DATABASE_URL on ${config.dataDir}, which holds the files; it reads the server's keys from the database (docs/scaling.md, "Moving a coordinator")`;
+  }
+  return `next: start the coordinators with DROVER_DATABASE_URL${config.filesTo ? ' and DROVER_STORAGE_URL' : ''}, each on a data directory of its own (${config.dataDir} may be one); they read the server's keys from the database (docs/scaling.md, "Several coordinators")`;
 }
 
 export function formatBytes(bytes: number): string {

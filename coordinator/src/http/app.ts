@@ -31,6 +31,7 @@ import { dashboardForBrowsers, dashboardRoutes } from './routes/dashboard/index.
 import { DashboardBuild } from './routes/dashboard/dashboard-build.js';
 import { registerHttpMetrics } from './http-metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { healthRoutes } from './routes/health.js';
 import './context.js';
 
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 };
@@ -46,6 +47,9 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     logController: new RequestLogController(logger),
     childLoggerFactory: lazyChildLoggerFactory,
     bodyLimit: ctx.config.bodyLimitBytes,
+    // The client's address (`request.ip`: sign-in lockouts, enrollment records, logs) comes from
+    // X-Forwarded-For only through the load balancers DROVER_TRUST_PROXY names.
+    trustProxy: ctx.config.trustProxy.length > 0 ? [...ctx.config.trustProxy] : false,
     requestIdHeader: false, // genReqId reads X-Request-Id itself and refuses unsafe values
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -152,6 +156,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   if (ctx.httpMetrics && ctx.config.metrics.token !== null) {
     await app.register(metricsRoutes(ctx.httpMetrics, ctx.config.metrics.token));
   }
+  // For load balancers and supervisors, without credentials (docs/operations.md, "Health").
+  await app.register(healthRoutes);
   // The interactive API reference (Swagger UI) at /docs, without credentials.
   await app.register(apiDocsRoutes);
   // The dashboard itself (pages and assets), without credentials: its pages sign in.

@@ -19,6 +19,7 @@ import type { MemberService } from '../domain/manage/member-service.js';
 import type { TriggerService } from '../domain/manage/trigger-service.js';
 import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
+import type { HealthCheck } from '../health.js';
 
 /** Everything a route needs, built once per coordinator and reachable as `app.ctx`. */
 export interface AppContext {
@@ -55,6 +56,8 @@ export interface AppContext {
   metrics: Metrics;
   /** The HTTP answers' figures and the `/metrics` text; null when metrics are off. */
   httpMetrics: HttpMetrics | null;
+  /** Whether this coordinator can serve (`GET /healthz`). */
+  health: HealthCheck;
 }
 
 declare module 'fastify' {

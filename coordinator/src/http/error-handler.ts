@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type ValidationDetail } from '../errors.js';
+import { isDatabaseUnreachable } from '../database-errors.js';
 import { StorageUnavailableError } from '../storage/backend.js';
 import type { AllowedMethods } from './method-not-allowed.js';
 
@@ -68,6 +69,13 @@ export function toAppError(error: FastifyError | AppError | Error): AppError {
     return new AppError('validation_failed', `A value of the request cannot be stored: ${error.message}`, {
       cause: error,
       details: [{ path: 'body', message: error.message }],
+    });
+  }
+  if (isDatabaseUnreachable(error)) {
+    // Whether a write in flight was committed cannot be known: the message promises nothing.
+    return new AppError('unavailable', 'The database could not be reached; try again shortly', {
+      cause: error,
+      retryAfter: 5,
     });
   }
   if (error instanceof StorageUnavailableError) {

@@ -23,6 +23,8 @@ const types = {
   },
 } as pg.CustomTypesConfig;
 
+const CONNECTION_TIMEOUT_MS = 5_000;
+
 export interface PoolOptions {
   /** Connections at most (node-postgres's default is 10). */
   max?: number;
@@ -39,6 +41,9 @@ export function createPool(url: string, options: PoolOptions = {}): PgPool {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.max ?? 10,
+    // A query waits at most this long for a connection (the server down or unreachable), then
+    // fails: answered 503 (database-errors.ts) instead of hanging.
+    connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
     types,
     application_name: 'drover-coordinator',
   });

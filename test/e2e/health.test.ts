@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freshPostgresDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+
+/** `GET /healthz` for load balancers (docs/operations.md, "Health"), and a database that goes away. */
+
+describe('the health check', () => {
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+  });
+  afterAll(() => t?.close());
+
+  it('answers 200 without credentials, never cached, with the version and the database', async () => {
+    const res = await fetch(`${t.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const body = await res.json();
+    expect(body).toEqual({
+      status: 'ok',
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      database: t.coordinator.database,
+      clusterEvents: t.coordinator.database === 'postgres' ? 'connected' : null,
+    });
+    const head = await fetch(`${t.url}/healthz`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    // An operations endpoint, not part of the API.
+    const doc = await t.api.get<{ paths: Record<string, unknown> }>('/openapi.json');
+    expect(Object.keys(doc.body.paths).some((p) => p.includes('healthz'))).toBe(false);
+  });
+
+  it('refuses other methods with 405', async () => {
+    const res = await fetch(`${t.url}/healthz`, { method: 'POST' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toMatch(/GET/);
+  });
+});
+
+describe('a PostgreSQL database that goes away', () => {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    database = await freshPostgresDatabase();
+    const url = new URL(database.url);
+    proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
+    url.port = String(proxy.port);
+    t = await startTestCoordinator({ env: { DROVER_DATABASE_URL: url.toString() } });
+  });
+  afterAll(async () => {
+    await proxy?.restore();
+    await t?.close();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  it('turns the health check and the requests that need it into 503 with Retry-After, then recovers', async () => {
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    await proxy.cut();
+
+    const health = await fetch(`${t.url}/healthz`);
+    expect(health.status).toBe(503);
+    expect(health.headers.get('retry-after')).toBe('5');
+    const body = await health.json();
+    expect(body).toMatchObject({ statusCode: 503, code: 'unavailable', message: 'The database does not answer' });
+    // The reason (addresses, the driver's words) stays in the log.
+    expect(JSON.stringify(body)).not.toMatch(/127\.0\.0\.1|ECONN|terminated/);
+
+    const orgs = await t.owner.get('/orgs');
+    expect(orgs.status).toBe(503);
+    expect(orgs.headers.get('retry-after')).toBe('5');
+    expect(orgs.body).toMatchObject({
+      code: 'unavailable',
+      message: expect.stringMatching(/database could not be reached/),
+    });
+
+    await proxy.restore();
+    await expect.poll(async () => (await fetch(`${t.url}/healthz`)).status, { timeout: 10_000 }).toBe(200);
+    expect((await t.owner.get('/orgs')).status).toBe(200);
+  });
+});
