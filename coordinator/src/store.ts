@@ -52,6 +52,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
   if (config.database.kind === 'postgres') {
     const { redactedUrl } = config.database;
     const pool = createPool(config.database.url, {
+      max: config.databasePoolSize,
       onIdleError: (error) => logger.warn({ err: error, database: redactedUrl }, 'a PostgreSQL connection failed'),
     });
     const relay = new PostgresNotifyRelay({ url: config.database.url, logger });

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freshPostgresDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
+import { freshPostgresDatabase, queryDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
-/** `GET /healthz` for load balancers (docs/operations.md, "Health"), and a database that goes away. */
+/**
+ * `GET /healthz` for load balancers (docs/operations.md, "Health"), a PostgreSQL database that goes
+ * away, and the pool of connections to it.
+ */
 
 describe('the health check', () => {
   let t: TestCoordinator;
@@ -78,5 +81,32 @@ describe('a PostgreSQL database that goes away', () => {
     await proxy.restore();
     await expect.poll(async () => (await fetch(`${t.url}/healthz`)).status, { timeout: 10_000 }).toBe(200);
     expect((await t.owner.get('/orgs')).status).toBe(200);
+  });
+});
+
+describe('DROVER_DATABASE_POOL_SIZE', () => {
+  let database: TestDatabase;
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    database = await freshPostgresDatabase();
+    t = await startTestCoordinator({ env: { DROVER_DATABASE_URL: database.url, DROVER_DATABASE_POOL_SIZE: '2' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await database?.drop();
+  });
+
+  it('caps the connections a coordinator opens; requests beyond it wait their turn', async () => {
+    const answers = await Promise.all(Array.from({ length: 40 }, () => t.owner.get(`/orgs/${t.orgId}/audit`)));
+    expect(answers.map((a) => a.status)).toEqual(Array(40).fill(200));
+    const rows = await queryDatabase(
+      database.url,
+      `SELECT application_name, count(*)::int AS count FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY application_name ORDER BY 1`,
+    );
+    expect(rows).toEqual([
+      { application_name: 'drover-coordinator', count: 2 },
+      { application_name: 'drover-coordinator-events', count: 1 },
+    ]);
   });
 });

@@ -17,6 +17,8 @@ export interface Config {
   readonly dataDir: string;
   /** Where the state is kept: the SQLite file in the data directory, or a PostgreSQL database. */
   readonly database: DatabaseConfig;
+  /** On PostgreSQL, the connections the coordinator's pool opens at most (its event connection aside). */
+  readonly databasePoolSize: number;
   /** Without trailing slash; `{base_url}` is `${publicUrl}/v1`. */
   readonly publicUrl: string;
   readonly bootstrap: { readonly email: string; readonly password: string; readonly org: string } | null;
@@ -76,6 +78,7 @@ export const DEFAULTS = Object.freeze({
   bodyLimitBytes: 1024 * 1024,
   requestTimeoutMs: 30_000,
   maxConnectionsPerClient: 1024,
+  databasePoolSize: 10,
   streamPingMs: 15_000,
   agentDisconnectGraceMs: 30_000,
   jobDeadlineGraceMs: 60_000,
@@ -161,6 +164,12 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   const dataDir = path.resolve(cwd, dataDirRaw?.value.trim() || DEFAULTS.dataDir);
 
   const database = parseDatabaseUrl(pick(flags.databaseUrl, 'database-url', 'DROVER_DATABASE_URL'), problems);
+  const databasePoolSize = integer(
+    pick(undefined, null, 'DROVER_DATABASE_POOL_SIZE'),
+    DEFAULTS.databasePoolSize,
+    1,
+    1000,
+  );
 
   const publicUrlRaw = pick(flags.publicUrl, 'public-url', 'DROVER_PUBLIC_URL');
   const publicUrl = publicUrlRaw ? parsePublicUrl(publicUrlRaw, problems) : defaultPublicUrl(host, port);
@@ -279,6 +288,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     host,
     dataDir,
     database,
+    databasePoolSize,
     publicUrl,
     bootstrap,
     apiTokenReadRateLimitPerMinute,

@@ -60,3 +60,14 @@ export async function freshPostgresDatabase(): Promise<TestDatabase> {
     },
   };
 }
+
+/** Runs one query on the database of `url` on a connection of its own, for a test's checks. */
+export async function queryDatabase<R extends object>(url: string, sql: string): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql)).rows;
+  } finally {
+    await client.end();
+  }
+}
