@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
+import { configProblems } from './problems.js';
 
 const SLACK = {
   DROVER_SLACK_CLIENT_ID: '1234.5678',
@@ -14,15 +15,7 @@ const DISCORD = {
   DROVER_DISCORD_BOT_TOKEN: 'MTE4.bot.token',
 };
 
-const problems = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+const problems = configProblems;
 
 describe('chat settings', () => {
   it('leaves both providers off when none of their settings is set', () => {

@@ -1,17 +1,10 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/config.js';
 import { loadCopyDataConfig, type CopyDataFlags } from '../../src/config/copy-data-config.js';
+import { problemsOf } from './problems.js';
 
-const problems = (env: Record<string, string>, flags: CopyDataFlags): string[] => {
-  try {
-    loadCopyDataConfig(env, flags, '/srv');
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+const problems = (env: Record<string, string>, flags: CopyDataFlags): string[] =>
+  problemsOf(() => loadCopyDataConfig(env, flags, '/srv'));
 
 describe('the settings of copy-data', () => {
   it('read the data directory, the database and the bucket from the flags, the keys from the environment', () => {

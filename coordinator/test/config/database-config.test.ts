@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { redactDatabaseUrl } from '../../src/config/database-config.js';
+import { configProblems } from './problems.js';
 
-const problems = (env: Record<string, string>, flags = {}): string[] => {
-  try {
-    loadConfig(env, flags);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+const problems = configProblems;
 
 describe('DROVER_DATABASE_URL', () => {
   it('keeps the state in the SQLite file of the data directory when unset or empty', () => {

@@ -1,15 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/config.js';
+import { loadConfig } from '../../src/config/config.js';
+import { configProblems } from './problems.js';
 
-const problems = (env: Record<string, string>): string[] => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  return [];
-};
+const problems = configProblems;
 
 describe('DROVER_TRUST_PROXY', () => {
   it('trusts no proxy when unset or empty', () => {
