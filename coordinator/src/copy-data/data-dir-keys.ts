@@ -3,6 +3,7 @@ import path from 'node:path';
 import { privateKeyFromBase64 } from '@drover/shared';
 import { SECRETS_KEY_FILE, SECRETS_KEY_SECRET } from '../domain/secret-box.js';
 import { SERVER_KEY_FILE, SERVER_KEY_SECRET } from '../domain/server-key.js';
+import { readKeyFile } from '../domain/shared-secret.js';
 
 export interface DataDirKey {
   /** The secret's name in `server_secrets`. */
@@ -44,11 +45,6 @@ export function readDataDirKeys(dataDir: string): DataDirKey[] {
 
 function readKey(dataDir: string, fileName: string, name: string): DataDirKey | null {
   const file = path.join(dataDir, fileName);
-  try {
-    const value = fs.readFileSync(file, 'utf8').trim();
-    return { name, file, value, createdAt: fs.statSync(file).mtime.toISOString() };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
+  const value = readKeyFile(file);
+  return value === null ? null : { name, file, value, createdAt: fs.statSync(file).mtime.toISOString() };
 }
