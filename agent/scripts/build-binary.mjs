@@ -21,12 +21,10 @@ import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scr
 
 /**
  * V8 options the agent starts with (the SEA configuration's `execArgv`), measured on the idle
- * daemon (docs/performance.md, "Agent footprint"): WebAssembly, whose only use is undici's HTTP
- * parser, stays on the baseline compiler (`--liftoff-only`: ~8 MiB of tier-up memory less; set at
- * run time, Node 24 ignores it), and no Maglev, the mid-tier JavaScript compiler (~3 MiB of its
- * code pages untouched; the agent's few requests a minute do not need it).
+ * daemon (docs/performance.md, "Agent footprint"): no Maglev, the mid-tier JavaScript compiler
+ * (~2 MiB of its code pages untouched; the agent's few requests a minute do not need it).
  */
-const EXEC_ARGV = ['--liftoff-only', '--no-maglev'];
+const EXEC_ARGV = ['--no-maglev'];
 
 runBuildScript(() =>
   buildSingleExecutable({

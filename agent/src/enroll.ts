@@ -1,5 +1,4 @@
 import os from 'node:os';
-import type { Dispatcher } from 'undici';
 import { ENROLLMENT_TOKEN_PREFIX, generateEd25519KeyPair, privateKeyFromBase64, type AgentSelf } from '@drover/shared';
 import { acquireDaemonLock } from './daemon/lock.js';
 import { AgentError } from './errors.js';
@@ -22,7 +21,6 @@ export interface EnrollOptions {
   force?: boolean | undefined;
   hostname?: string;
   os?: string;
-  dispatcher?: Dispatcher;
 }
 
 export interface EnrollResult {
@@ -84,7 +82,6 @@ async function enrollUnlocked(options: EnrollOptions, origin: string, token: str
       agentVersion: AGENT_VERSION,
       ...(options.name === undefined ? {} : { name: options.name }),
     },
-    options.dispatcher,
     clock,
   );
   // The token is spent now: store the key first, so the agent can always prove who it is.
@@ -97,7 +94,6 @@ async function enrollUnlocked(options: EnrollOptions, origin: string, token: str
     agentId: enrollment.agentId,
     privateKey: privateKeyFromBase64(keys.privateKey),
     clock,
-    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   return { enrollment, self, replaced: existing, clockOffsetMs: clock.offsetMs };
 }

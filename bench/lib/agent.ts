@@ -60,6 +60,10 @@ export interface BenchAgentOptions {
    * `binary`: e.g. `[process.execPath, 'agent/dist/cli/main.js']`, or another single executable.
    */
   command?: readonly string[];
+  /** Where the agent reaches the coordinator (default `bench.url`): e.g. an HTTPS proxy in front of it. */
+  url?: string;
+  /** More environment variables for `enroll` and `run` (NODE_EXTRA_CA_CERTS, say). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -75,8 +79,9 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
   try {
     const token = await seedEnrollmentToken(bench.coordinator, bench.orgId);
     await runToEnd(
-      ['enroll', '--url', bench.url, '--token', token, '--state-dir', stateDir, '--name', 'bench-agent'],
+      ['enroll', '--url', options.url ?? bench.url, '--token', token, '--state-dir', stateDir, '--name', 'bench-agent'],
       agentCommand(options),
+      options.env,
     );
     const { agentId } = JSON.parse(fs.readFileSync(path.join(stateDir, 'agent.json'), 'utf8')) as { agentId: string };
     const workflowsDir = path.join(stateDir, 'workflows');
@@ -90,7 +95,7 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
     const started = spawn(program, [...leading, 'run', '--state-dir', stateDir, ...(options.runArgs ?? [])], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NO_COLOR: '1' },
+      env: { ...process.env, NO_COLOR: '1', ...options.env },
     });
     child = started;
     started.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -135,12 +140,16 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
 }
 
 /** Runs `drover-agent <args>` to its end; throws with its output when it fails. */
-function runToEnd(args: string[], [program, leading]: [string, string[]]): Promise<void> {
+function runToEnd(
+  args: string[],
+  [program, leading]: [string, string[]],
+  env: Record<string, string> = {},
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(program, [...leading, ...args], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, NO_COLOR: '1' },
+      env: { ...process.env, NO_COLOR: '1', ...env },
     });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -218,9 +218,10 @@ async function bundle(build) {
     target: `node${RUNTIME_MAJOR}`,
     format: 'cjs',
     minify: true,
-    // undici's cookie helpers read `globalThis.Headers` when they load, which makes Node load its
-    // own internal copy of undici next to the bundled one (~1 MiB of memory for nothing): the
-    // commands never hand them Node's Headers, so that reference is left out.
+    // undici's cookie helpers (bundled in the client command line) read `globalThis.Headers` when
+    // they load, which makes Node load its own internal copy of undici next to the bundled one
+    // (~1 MiB of memory for nothing): the commands never hand them Node's Headers, so that
+    // reference is left out.
     define: { 'globalThis.Headers': 'undefined' },
     // Workspace packages from their TypeScript sources (no build needed), through the export
     // condition only they publish.

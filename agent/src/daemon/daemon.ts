@@ -214,7 +214,6 @@ function signedCaller(
     agentId: enrollment.agentId,
     privateKey,
     clock,
-    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   };
 }
 

@@ -1,6 +1,5 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import { KnownSecrets } from '../workflows/known-secrets.js';
 import { DEFAULTS } from './defaults.js';
 
@@ -30,18 +29,14 @@ export interface DaemonOptions {
   /** `--deploy-poll-interval`: how often the signed desired manifest is checked (default 5 min). */
   deployPollIntervalMs?: number | undefined;
   logger: Logger;
-  dispatcher?: Dispatcher;
   /** The secrets file as the daemon reads it (default: a reader of `<state-dir>/secrets.yaml`). */
   secrets?: KnownSecrets;
   /** `--metrics-file`: the counters in the Prometheus text format, for node_exporter (docs/metrics.md). */
   metricsFile?: string | undefined;
 }
 
-export type ResolvedDaemonOptions = Required<
-  Omit<DaemonOptions, 'dispatcher' | 'defaultJobTimeoutMs' | 'metricsFile'>
-> & {
+export type ResolvedDaemonOptions = Required<Omit<DaemonOptions, 'defaultJobTimeoutMs' | 'metricsFile'>> & {
   defaultJobTimeoutMs: number | null;
-  dispatcher?: Dispatcher;
   metricsFile?: string;
 };
 

@@ -48,7 +48,6 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     manifests,
     store,
     postponeOptional: options.postponeOptional,
-    ...(options.caller.dispatcher ? { dispatcher: options.caller.dispatcher } : {}),
     ...(options.masker ? { masker: options.masker } : {}),
     ...(options.onDownloaded ? { onDownloaded: options.onDownloaded } : {}),
   };

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Dispatcher } from 'undici';
 import { downloadFile } from '../files/download.js';
 import { formatBytes } from '../files/format.js';
 import { hashFileHandle } from '../files/hash-file.js';
@@ -29,7 +28,6 @@ export interface FetchArtifactRequest {
   refresh(): Promise<ArtifactSource>;
   signal: AbortSignal;
   log(text: string): void;
-  dispatcher?: Dispatcher;
   /** Download attempts (default 3). */
   attempts?: number;
   backoff?: Backoff;
@@ -59,7 +57,6 @@ export async function fetchArtifact(req: FetchArtifactRequest): Promise<Artifact
           expectedSize: source.size,
           expectedSha256: source.sha256,
           signal: req.signal,
-          ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
         }),
       {
         attempts: req.attempts ?? 3,

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/shared';
-import type { Dispatcher } from 'undici';
 import { jobFiles } from '../exec/job-files.js';
 import { failedResult, type JobResult } from '../exec/run-job.js';
 import { jobTimeSignal } from '../files/job-phases.js';
@@ -36,7 +35,6 @@ export interface DeployContext {
   store: DeployStateStore;
   /** `--postpone-optional`: optional releases are not installed (forced ones always are). */
   postponeOptional: boolean;
-  dispatcher?: Dispatcher;
   downloadAttempts?: number;
   downloadBackoff?: Backoff;
   /** Masks secret values in the job's lines, its result and the reports (absent: nothing is masked). */
@@ -145,7 +143,6 @@ class DeployRun {
       refresh: () => this.#freshSource(),
       signal: jobTimeSignal(this.#signal, remaining()),
       log: (text) => this.#say(text),
-      ...(deploy.dispatcher ? { dispatcher: deploy.dispatcher } : {}),
       ...(deploy.downloadAttempts ? { attempts: deploy.downloadAttempts } : {}),
       ...(deploy.downloadBackoff ? { backoff: deploy.downloadBackoff } : {}),
     });

@@ -1,4 +1,3 @@
-import type { Dispatcher } from 'undici';
 import { isAgentError } from '../errors.js';
 import { answerMessage, isRetryableStatus, signedCall, type HttpAnswer, type SignedCaller } from '../http/client.js';
 import type { Backoff } from '../util/backoff.js';
@@ -26,7 +25,6 @@ export interface JobFilesRequest {
   log(text: string): void;
   /** Masks secret values in what is sent or shortened (the job's masker; absent: nothing is masked). */
   mask?: (text: string) => string;
-  dispatcher?: Dispatcher;
   /** Transfer attempts per file. */
   attempts?: number;
   backoff?: Backoff;

@@ -114,7 +114,6 @@ async function fetchOne(req: InputFilesRequest, name: string, ref: InputFileRef)
         expectedSize: source.size,
         expectedSha256: source.sha256,
         signal: req.signal,
-        ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
       });
     },
     {

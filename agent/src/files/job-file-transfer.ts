@@ -1,10 +1,9 @@
-import type { Dispatcher } from 'undici';
 import type { SignedCaller } from '../http/client.js';
 import { signedFilesApi, type FilesApi } from './files-api.js';
 import { fetchInputFiles, type InputFilesRequest, type InputFilesResult } from './input-files.js';
 import { deliverOutputFiles, type OutputFilesRequest, type OutputFilesResult } from './output-files.js';
 
-type Common = 'api' | 'dispatcher';
+type Common = 'api';
 
 /** What the executor needs to move a job's files (docs/agent.md, "Files in and out of jobs"). */
 export interface JobFileTransfer {
@@ -21,10 +20,7 @@ export function jobFileTransfer(
   api: FilesApi = signedFilesApi(caller),
   moved: TransferBytes = () => {},
 ): JobFileTransfer {
-  const common: { api: FilesApi; dispatcher?: Dispatcher } = {
-    api,
-    ...(caller.dispatcher ? { dispatcher: caller.dispatcher } : {}),
-  };
+  const common = { api };
   return {
     fetchInputs: async (req) => {
       const result = await fetchInputFiles({ ...req, ...common });

@@ -99,7 +99,6 @@ async function uploadOne(req: OutputFilesRequest, key: string, file: string): Pr
           handle,
           size: digest.size,
           signal: req.signal,
-          ...(req.dispatcher ? { dispatcher: req.dispatcher } : {}),
         }),
       );
       await req.api.completeOutputFile(req.jobId, presigned.fileId);

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import { request, type Dispatcher } from 'undici';
+import { sendRequest, type HttpResponse } from '../http/request.js';
 import { networkFailure, TransferError } from './transfer-error.js';
 
 /** Wait this long for the answer's headers, and at most this long between two chunks of the body. */
@@ -8,7 +8,6 @@ const STALL_TIMEOUT_MS = 60_000;
 export interface PresignedTarget {
   url: string;
   signal: AbortSignal;
-  dispatcher?: Dispatcher;
 }
 
 /**
@@ -20,16 +19,14 @@ export interface PresignedTarget {
 export async function presignedRequest(
   what: string,
   target: PresignedTarget,
-  options: { method: Dispatcher.HttpMethod; headers?: Record<string, string>; body?: Readable },
-): Promise<Dispatcher.ResponseData> {
+  options: { method: string; headers?: Record<string, string>; body?: Readable },
+): Promise<HttpResponse> {
   try {
     if (!/^https?:\/\//i.test(target.url)) throw new TransferError('final', `${what} URL is not an http(s) URL`);
-    return await request(target.url, {
+    return await sendRequest(target.url, {
       ...options,
       signal: target.signal,
-      headersTimeout: STALL_TIMEOUT_MS,
-      bodyTimeout: STALL_TIMEOUT_MS,
-      ...(target.dispatcher ? { dispatcher: target.dispatcher } : {}),
+      idleTimeoutMs: STALL_TIMEOUT_MS,
     });
   } catch (error) {
     options.body?.destroy();

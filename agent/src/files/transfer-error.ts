@@ -1,3 +1,7 @@
+import { discardBody } from '../http/request.js';
+
+export { discardBody };
+
 /**
  * Why a file transfer failed, and what to do about it: `retry` (the network, a 5xx, 408, 429: try
  * again after a pause), `refresh` (the presigned URL was refused, 401/403: it may have expired;
@@ -64,12 +68,6 @@ export class TransferAborted extends Error {
     super(message);
     this.name = 'TransferAborted';
   }
-}
-
-/** An answer body that will not be read: dropped without an unhandled `error` event. */
-export function discardBody(body: NodeJS.ReadableStream & { destroy(): void }): void {
-  body.on('error', () => {});
-  body.destroy();
 }
 
 /** At most `limit` bytes of an answer body as text (an error answer's reason); the rest is dropped. */

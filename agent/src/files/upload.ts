@@ -1,6 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
 import { pipeline, Transform, type Readable } from 'node:stream';
-import type { Dispatcher } from 'undici';
 import { presignedRequest, type PresignedTarget } from './presigned-request.js';
 import { answerReason, kindOfStatus, readSmallBody, TransferError } from './transfer-error.js';
 
@@ -29,7 +28,7 @@ export async function uploadFile(req: UploadRequest): Promise<string> {
   }
   headers['content-length'] = String(req.size);
   const answer = await presignedRequest('the upload', req, {
-    method: req.method.toUpperCase() as Dispatcher.HttpMethod,
+    method: req.method.toUpperCase(),
     headers,
     body,
   });

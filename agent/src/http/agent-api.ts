@@ -7,19 +7,12 @@ import {
 } from '@drover/shared';
 import { AgentError } from '../errors.js';
 import { answerMessage, callCoordinator, signedCall, type SignedCaller } from './client.js';
-import type { Dispatcher } from 'undici';
 import type { ServerClock } from './server-clock.js';
 
 /** `POST /v1/agent/enroll`; a refused token is an `enrollment_refused` AgentError. */
-export async function postEnroll(
-  origin: string,
-  body: EnrollRequest,
-  dispatcher?: Dispatcher,
-  clock?: ServerClock,
-): Promise<EnrollResponse> {
+export async function postEnroll(origin: string, body: EnrollRequest, clock?: ServerClock): Promise<EnrollResponse> {
   const answer = await callCoordinator(origin, 'POST', '/v1/agent/enroll', {
     body: JSON.stringify(body),
-    ...(dispatcher ? { dispatcher } : {}),
     ...(clock ? { clock } : {}),
   });
   if (answer.status === 401) {

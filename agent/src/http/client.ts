@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import { request, type Dispatcher } from 'undici';
 import { SIGNATURE_TOLERANCE_MS, signRequest } from '@drover/shared';
 import { AgentError } from '../errors.js';
+import { readText, sendRequest, type HttpResponse } from './request.js';
 import type { ServerClock } from './server-clock.js';
 
 /** Seconds to wait for the answer's headers, then for its body. */
@@ -25,14 +25,14 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** The raw JSON text to send. */
   body?: string;
-  dispatcher?: Dispatcher;
   /** Learns the coordinator's time from the answer (its Date header, a refusal's serverTime). */
   clock?: ServerClock;
 }
 
 /**
- * One HTTP call to the coordinator with undici; a network failure becomes an `unreachable`
- * AgentError, an answer of any status is returned as is (the body parsed as JSON when it is).
+ * One HTTP call to the coordinator; a network failure (or no answer within 30 s) becomes an
+ * `unreachable` AgentError, an answer of any status is returned as is (the body parsed as JSON
+ * when it is).
  */
 export async function callCoordinator(
   origin: string,
@@ -44,16 +44,16 @@ export async function callCoordinator(
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const { clock } = options;
   const sentAt = clock?.localTime() ?? 0;
-  let res: Dispatcher.ResponseData;
+  let res: HttpResponse;
+  let text: string;
   try {
-    res = await request(`${origin}${path}`, {
-      method: method as Dispatcher.HttpMethod,
+    res = await sendRequest(`${origin}${path}`, {
+      method,
       headers,
-      body: options.body,
-      headersTimeout: TIMEOUT_MS,
-      bodyTimeout: TIMEOUT_MS,
-      ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+      ...(options.body === undefined ? {} : { body: options.body }),
+      idleTimeoutMs: TIMEOUT_MS,
     });
+    text = await readText(res.body);
   } catch (cause) {
     throw new AgentError('unreachable', `Cannot reach the coordinator at ${origin}: ${describeNetworkError(cause)}`, {
       cause,
@@ -61,7 +61,6 @@ export async function callCoordinator(
   }
   const receivedAt = clock?.localTime() ?? 0;
   clock?.observeDateHeader(res.headers.date, sentAt, receivedAt);
-  const text = await res.body.text();
   let body: unknown = text;
   if (String(res.headers['content-type'] ?? '').includes('json') && text) {
     try {
@@ -83,8 +82,7 @@ function serverTimeOf(body: unknown): number | null {
 
 /**
  * A network failure in plain words (`connection refused (is the coordinator running...)`), from
- * the first error code found along its causes (undici's `fetch failed` carries it in `cause`),
- * else the innermost message.
+ * the first error code found along its causes, else the innermost message.
  */
 export function describeNetworkError(cause: unknown): string {
   let code: string | undefined;
@@ -106,11 +104,10 @@ const NETWORK_ERRORS: Record<string, string> = {
   EHOSTUNREACH: 'host unreachable',
   ENETUNREACH: 'network unreachable',
   ETIMEDOUT: 'timed out',
-  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
-  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
-  UND_ERR_BODY_TIMEOUT: 'the answer did not arrive in time',
-  UND_ERR_SOCKET: 'the connection failed',
-  UND_ERR_CLOSED: 'the connection was closed',
+  EPIPE: 'the connection was closed',
+  CONNECT_TIMEOUT: 'connection timed out',
+  HEADERS_TIMEOUT: 'no answer in time',
+  BODY_TIMEOUT: 'the answer did not arrive in time',
   CERT_HAS_EXPIRED: 'the server certificate has expired',
   DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed',
   SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate is not trusted (self-signed chain)',
@@ -136,13 +133,12 @@ export interface SignedCaller {
   origin: string;
   agentId: string;
   privateKey: KeyObject;
-  dispatcher?: Dispatcher;
   /** Signs with the coordinator's time as measured from its answers (docs/agent.md, "Clocks"). */
   clock?: ServerClock;
 }
 
 /**
- * A signed call (docs/agent-protocol.md). The signed path is taken from the URL as undici will send it
+ * A signed call (docs/agent-protocol.md). The signed path is taken from the URL as it is sent
  * (after URL normalization), so that it is byte for byte what the coordinator sees. The
  * timestamp is the coordinator's time as the caller's clock knows it; a refusal that shows the
  * timestamp was out of the window (the clock corrected itself from that very answer) is tried
@@ -170,7 +166,6 @@ export async function signedCall(
     const answer = await callCoordinator(caller.origin, method, sentPath, {
       headers,
       ...(raw === undefined ? {} : { body: raw }),
-      ...(caller.dispatcher ? { dispatcher: caller.dispatcher } : {}),
       ...(caller.clock ? { clock: caller.clock } : {}),
     });
     return { answer, now };

@@ -1,10 +1,11 @@
-import { EventSource, type FetchLike } from 'eventsource';
 import type { Logger } from 'pino';
 import { StreamEvent } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
 import { formatDuration } from '../exec/durations.js';
 import { describeNetworkError } from '../http/client.js';
-import { signedFetch, type StreamSigner } from './signed-fetch.js';
+import { discardBody, type HttpResponse } from '../http/request.js';
+import { readEvents, type ServerSentEvent } from './event-reader.js';
+import { openSignedStream, type StreamSigner } from './open-stream.js';
 
 export type ConnectionState = 'connecting' | 'connected' | 'disconnected';
 
@@ -40,26 +41,25 @@ export interface StreamClientOptions extends StreamSigner {
   backoff?: Backoff;
 }
 
-const EVENTS = Object.values(StreamEvent);
+const EVENTS = new Set<string>(Object.values(StreamEvent));
 
 /**
- * Holds `GET /v1/agent/stream` open. Reconnects are driven here, not by EventSource: after any
- * failure (network error, HTTP error, stream end, or the liveness watchdog: no event for
- * `idleTimeoutMs`) the connection is closed and reopened after an exponential backoff with full
- * jitter (at most ~30 s). A cut of a stream that had been open for `healthyAfterMs` resets the
- * delay, so a flapping link is crossed again within half a second, while a coordinator that is
- * down, or that drops every connection at once, still sees the delays grow. Each attempt is signed
- * afresh. The coordinator sends every open job again at each connect, so nothing is lost in
- * between.
+ * Holds `GET /v1/agent/stream` open. After any failure (network error, HTTP error, stream end, or
+ * the liveness watchdog: no event for `idleTimeoutMs`) the connection is closed and reopened after
+ * an exponential backoff with full jitter (at most ~30 s). A cut of a stream that had been open
+ * for `healthyAfterMs` resets the delay, so a flapping link is crossed again within half a second,
+ * while a coordinator that is down, or that drops every connection at once, still sees the delays
+ * grow. Each attempt is signed afresh. The coordinator sends every open job again at each connect,
+ * so nothing is lost in between.
  */
 export class StreamClient {
-  #source: EventSource | null = null;
+  /** The connection attempt under way or open; aborting it closes the stream. */
+  #attempt: AbortController | null = null;
   #reconnectTimer: NodeJS.Timeout | null = null;
   #watchdog: NodeJS.Timeout | null = null;
   #openedAt: number | null = null;
   #stopped = true;
   #state: ConnectionState = 'disconnected';
-  #attempt = 0;
   readonly #backoff: Backoff;
   readonly #idleTimeoutMs: number;
   readonly #healthyAfterMs: number;
@@ -87,14 +87,16 @@ export class StreamClient {
     this.#stopped = true;
     if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
     this.#reconnectTimer = null;
-    this.#closeSource();
+    this.#close();
     this.#setState('disconnected', null);
   }
 
   async #connect(): Promise<void> {
     this.#reconnectTimer = null;
     if (this.#stopped) return;
-    const attempt = ++this.#attempt;
+    const attempt = new AbortController();
+    this.#attempt = attempt;
+    const current = () => attempt === this.#attempt;
     this.#setState('connecting', null);
     let prepareError: unknown = null;
     try {
@@ -102,68 +104,79 @@ export class StreamClient {
     } catch (error) {
       prepareError = error;
     }
-    if (this.#stopped || attempt !== this.#attempt) return;
+    if (!current()) return;
 
-    const url = new URL('/v1/agent/stream', this.#options.origin);
+    const { origin, logger } = this.#options;
+    const url = new URL('/v1/agent/stream', origin);
     if (this.#options.queueCapacity !== undefined)
       url.searchParams.set('capacity', String(this.#options.queueCapacity));
-    // The network error behind a failed attempt, for its log line (EventSource passes on only text).
-    let fetchError: unknown = null;
-    const signed = signedFetch(this.#options);
-    const fetch: FetchLike = (input, init) =>
-      signed(input, init).catch((error: unknown) => {
-        fetchError = error;
-        throw error;
-      });
-    const source = new EventSource(url, { fetch });
-    this.#source = source;
-    this.#armWatchdog(source);
-    source.addEventListener('open', () => {
-      if (source !== this.#source) return;
-      this.#openedAt = Date.now();
-      this.#armWatchdog(source);
-      this.#options.logger.info(`connected to the coordinator at ${this.#options.origin}`);
-      if (prepareError !== null) {
-        const message = prepareError instanceof Error ? prepareError.message : String(prepareError);
-        this.#options.logger.warn({ err: prepareError }, `connected, but ${message}`);
-      }
-      this.#setState('connected', null);
-    });
-    for (const event of EVENTS) {
-      source.addEventListener(event, (message: MessageEvent) => {
-        if (source !== this.#source) return;
-        this.#armWatchdog(source);
-        let data: unknown;
-        try {
-          data = JSON.parse(String(message.data));
-        } catch {
-          this.#options.logger.warn({ event }, `ignored a ${event} event whose data is not JSON`);
-          return;
-        }
-        try {
-          this.#options.onMessage({ event, id: message.lastEventId, data });
-        } catch (error) {
-          this.#options.logger.error({ err: error, event }, `the ${event} event could not be handled`);
-        }
-      });
+    this.#armWatchdog(attempt);
+    const failed = (reason: string) => {
+      if (!current()) return;
+      if (prepareError !== null && this.#openedAt === null)
+        logger.debug({ err: prepareError }, 'the preparation of the failed attempt failed too');
+      this.#fail(reason);
+    };
+    let res: HttpResponse;
+    try {
+      res = await openSignedStream(this.#options, url, attempt.signal);
+    } catch (error) {
+      failed(`cannot reach ${origin}: ${describeNetworkError(error)}`);
+      return;
     }
-    source.addEventListener('error', (event: Event & { code?: number; message?: string }) => {
-      if (source !== this.#source) return;
-      const wasOpen = this.#openedAt !== null;
-      if (prepareError !== null && !wasOpen)
-        this.#options.logger.debug({ err: prepareError }, 'the preparation of the failed attempt failed too');
-      this.#fail(
-        fetchError !== null && !wasOpen
-          ? `cannot reach ${this.#options.origin}: ${describeNetworkError(fetchError)}`
-          : describeError(event.code, event.message),
-      );
-    });
+    if (!current()) {
+      discardBody(res.body);
+      return;
+    }
+    const contentType = String(res.headers['content-type'] ?? '');
+    if (res.statusCode !== 200 || !contentType.startsWith('text/event-stream')) {
+      discardBody(res.body);
+      failed(describeRefusal(res.statusCode, contentType));
+      return;
+    }
+
+    this.#openedAt = Date.now();
+    this.#armWatchdog(attempt);
+    logger.info(`connected to the coordinator at ${origin}`);
+    if (prepareError !== null) {
+      const message = prepareError instanceof Error ? prepareError.message : String(prepareError);
+      logger.warn({ err: prepareError }, `connected, but ${message}`);
+    }
+    this.#setState('connected', null);
+    try {
+      await readEvents(res.body, (event) => {
+        if (current()) this.#handle(event, attempt);
+      });
+      failed('the connection closed');
+    } catch (error) {
+      failed(`the connection was cut (${describeCut(error)})`);
+    }
+  }
+
+  /** An event of the open stream: any event proves the connection alive; known ones go to `onMessage`. */
+  #handle(message: ServerSentEvent, attempt: AbortController): void {
+    this.#armWatchdog(attempt);
+    const { event } = message;
+    if (!EVENTS.has(event)) return;
+    const { logger } = this.#options;
+    let data: unknown;
+    try {
+      data = JSON.parse(message.data);
+    } catch {
+      logger.warn({ event }, `ignored a ${event} event whose data is not JSON`);
+      return;
+    }
+    try {
+      this.#options.onMessage({ event: event as StreamEvent, id: message.id, data });
+    } catch (error) {
+      logger.error({ err: error, event }, `the ${event} event could not be handled`);
+    }
   }
 
   #fail(reason: string): void {
     const wasOpen = this.#openedAt !== null;
     if (wasOpen && Date.now() - this.#openedAt! >= this.#healthyAfterMs) this.#backoff.reset();
-    this.#closeSource();
+    this.#close();
     if (this.#stopped) return;
     const delay = this.#backoff.next();
     const message = `${wasOpen ? 'the stream dropped' : 'cannot open the stream'}: ${reason}`;
@@ -172,19 +185,19 @@ export class StreamClient {
     this.#reconnectTimer = setTimeout(() => void this.#connect(), delay);
   }
 
-  #armWatchdog(source: EventSource): void {
+  #armWatchdog(attempt: AbortController): void {
     if (this.#watchdog) clearTimeout(this.#watchdog);
     this.#watchdog = setTimeout(() => {
-      if (source === this.#source)
+      if (attempt === this.#attempt)
         this.#fail(`no event from the coordinator for ${formatDuration(this.#idleTimeoutMs)}`);
     }, this.#idleTimeoutMs);
   }
 
-  #closeSource(): void {
+  #close(): void {
     if (this.#watchdog) clearTimeout(this.#watchdog);
     this.#watchdog = null;
-    this.#source?.close();
-    this.#source = null;
+    this.#attempt?.abort();
+    this.#attempt = null;
     this.#openedAt = null;
   }
 
@@ -195,14 +208,19 @@ export class StreamClient {
   }
 }
 
-/** Why EventSource gave up on a connection, from the HTTP status or its text. */
-function describeError(code: number | undefined, message: string | undefined): string {
-  if (code === 401)
+/** Why an answer is not the event stream: its HTTP status, or what it carries instead. */
+function describeRefusal(status: number, contentType: string): string {
+  if (status === 401)
     return 'the coordinator refused the agent signature (HTTP 401: revoked agent? a clock far off is corrected at the next attempt)';
-  if (code !== undefined) return `the coordinator answered HTTP ${code}`;
-  if (!message) return 'the connection closed';
-  // A read of an open stream that failed: undici's `TypeError: terminated: <cause>`.
-  const cut = /^TypeError: terminated(?:: (.+))?$/.exec(message);
-  if (cut) return `the connection was cut${cut[1] ? ` (${cut[1]})` : ''}`;
-  return message.replace(/^TypeError: /, '');
+  if (status !== 200) return `the coordinator answered HTTP ${status}`;
+  return `the coordinator answered HTTP 200 without an event stream (content-type \`${contentType}\`)`;
+}
+
+/**
+ * Why an open stream failed: the coordinator closed the connection in the middle of the answer
+ * (Node's ECONNRESET without a system call behind it), or a network error.
+ */
+function describeCut(error: unknown): string {
+  const { code, syscall } = error as NodeJS.ErrnoException;
+  return code === 'ECONNRESET' && syscall === undefined ? 'other side closed' : describeNetworkError(error);
 }

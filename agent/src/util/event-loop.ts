@@ -1,10 +1,9 @@
 /**
  * Resolves once every `setImmediate` callback queued in this turn of the event loop, even after
- * this call, has run: in the check phase after the coming one. undici writes a request on a
- * reused keep-alive connection from such a callback (it first lets the poll phase show whether
- * the idle socket was closed or sent stray bytes), so blocking work begun sooner, even from an
- * immediate queued just after the request, would hold the request back. Work that must not delay
- * a request just made waits for this.
+ * this call, has run: in the check phase after the coming one. A request made now is on the wire
+ * by then when it goes out on a kept-alive connection (Node writes it from `process.nextTick`),
+ * so blocking work that waits for this (a file flushed, a process forked) never holds it back,
+ * not even work queued from an immediate just after the request.
  */
 export function afterPendingImmediates(): Promise<void> {
   return new Promise((resolve) => setImmediate(() => setImmediate(resolve)));

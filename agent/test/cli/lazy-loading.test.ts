@@ -9,7 +9,7 @@ const AGENT = fileURLToPath(new URL('../..', import.meta.url));
 const MAIN = path.join(AGENT, 'src/cli/main.ts');
 const RECORDER = path.join(AGENT, 'test/fixtures/record-modules.mjs');
 /** The packages only the daemon (and `enroll`, `workflows`) use; a short command must not load them. */
-const DAEMON_PACKAGES = ['undici', 'eventsource', 'pino', 'execa', 'yaml'];
+const DAEMON_PACKAGES = ['eventsource-parser', 'pino', 'execa', 'yaml'];
 
 let root: string;
 beforeEach(() => {
@@ -51,6 +51,6 @@ describe('drover-agent loads what a command needs', () => {
     const { code, packages } = await packagesLoadedBy('workflows', '--state-dir', root);
     expect(code).toBe(0);
     expect(packages).toContain('yaml');
-    expect(packages).not.toContain('undici');
+    expect(packages).not.toContain('eventsource-parser');
   });
 });

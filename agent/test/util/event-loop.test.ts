@@ -1,14 +1,13 @@
 import dc from 'node:diagnostics_channel';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readText, sendRequest } from '../../src/http/request.js';
 import { afterPendingImmediates } from '../../src/util/event-loop.js';
 
 let server: http.Server | undefined;
-let dispatcher: Agent | undefined;
 afterEach(async () => {
-  await dispatcher?.close();
+  server?.closeAllConnections();
   await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
 });
 
@@ -29,21 +28,23 @@ describe('afterPendingImmediates', () => {
     });
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/report`;
-    dispatcher = new Agent();
-    await (await request(url, { dispatcher })).body.text(); // the connection is now idle, to be reused
+    await readText((await sendRequest(url, { method: 'GET' })).body); // the connection is now idle, to be reused
 
     const order: string[] = [];
-    const written = () => order.push('request written');
-    dc.subscribe('undici:client:sendHeaders', written);
+    const started = ({ request }: { request: http.ClientRequest }) => {
+      expect(request.reusedSocket).toBe(true);
+      request.once('finish', () => order.push('request written'));
+    };
+    dc.subscribe('http.client.request.start', started as (message: unknown) => void);
     try {
       const waited = afterPendingImmediates().then(() => order.push('waited'));
       // Made from a microtask after the wait began, as the report sender makes a job's start report.
-      const answered = Promise.resolve().then(() => request(url, { method: 'POST', body: '{}', dispatcher }));
+      const answered = Promise.resolve().then(() => sendRequest(url, { method: 'POST', body: '{}' }));
       await waited;
       expect(order).toEqual(['request written', 'waited']);
-      await (await answered).body.text();
+      await readText((await answered).body);
     } finally {
-      dc.unsubscribe('undici:client:sendHeaders', written);
+      dc.unsubscribe('http.client.request.start', started as (message: unknown) => void);
     }
   });
 });

@@ -1,0 +1,151 @@
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { pipeline, type Readable } from 'node:stream';
+
+/** How long a new connection may take, TLS handshake included. */
+const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * How long an idle keep-alive connection is kept for the next request, at most: less when the
+ * server says sooner in its `Keep-Alive: timeout=N` (Node then closes it a second before).
+ */
+const IDLE_CONNECTION_MS = 60_000;
+
+/** The answer to a request: its status, headers and body (a stream the caller reads or discards). */
+export interface HttpResponse {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  body: IncomingMessage;
+}
+
+export interface RequestOptions {
+  method: string;
+  headers?: Record<string, string>;
+  /** A text is sent with its Content-Length; a stream as it comes (give its Content-Length in `headers`). */
+  body?: string | Readable;
+  signal?: AbortSignal;
+  /**
+   * Once connected, the longest the connection may stay silent: while the answer's headers are
+   * awaited (`HEADERS_TIMEOUT`), then between two pieces of its body (`BODY_TIMEOUT`). None when absent.
+   */
+  idleTimeoutMs?: number;
+  /** Keep the connection to itself (a long-lived stream), out of the keep-alive pool. */
+  ownConnection?: boolean;
+}
+
+export type RequestTimeoutCode = 'CONNECT_TIMEOUT' | 'HEADERS_TIMEOUT' | 'BODY_TIMEOUT';
+
+/** A request given up for a silent connection; `code` says at which stage. */
+export class RequestTimeout extends Error {
+  override readonly name = 'RequestTimeout';
+
+  constructor(
+    readonly code: RequestTimeoutCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const https = () => process.getBuiltinModule('node:https');
+const pools = new Map<string, http.Agent>();
+
+/**
+ * The pool of kept-alive connections of a scheme, made at its first request. `node:https` is
+ * loaded only then: its TLS layer costs an agent whose coordinator is plain HTTP ~3 MiB of memory.
+ */
+function poolFor(protocol: 'http:' | 'https:'): http.Agent {
+  let pool = pools.get(protocol);
+  if (!pool) {
+    const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
+    pool = protocol === 'https:' ? new (https().Agent)(options) : new http.Agent(options);
+    pools.set(protocol, pool);
+  }
+  return pool;
+}
+
+/**
+ * One HTTP/1.1 request with Node's own client (`node:http`, `node:https`: TLS verified against
+ * Node's CA store, `NODE_EXTRA_CA_CERTS` included). Resolves with the answer, whatever its status,
+ * once its headers arrived; rejects on a network failure, a timeout (RequestTimeout) or an abort
+ * (the signal's AbortError). Connections are kept alive between requests; a request that finds its
+ * reused connection closed by the server in the meantime is sent again once on a new one, when its
+ * body is a text (a stream cannot be sent twice).
+ */
+export function sendRequest(url: string | URL, options: RequestOptions): Promise<HttpResponse> {
+  const target = new URL(url);
+  if (target.protocol !== 'http:' && target.protocol !== 'https:') {
+    return Promise.reject(new TypeError(`expected an http or https URL, got \`${target.protocol}\``));
+  }
+  return send(target, options, options.body === undefined || typeof options.body === 'string');
+}
+
+/** The server closed the kept-alive connection before the request went out on it. */
+const isStaleConnection = (req: http.ClientRequest, error: NodeJS.ErrnoException): boolean =>
+  req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE');
+
+function send(url: URL, options: RequestOptions, mayResend: boolean): Promise<HttpResponse> {
+  const { body, idleTimeoutMs } = options;
+  const headers = { ...options.headers };
+  if (typeof body === 'string') headers['content-length'] = String(Buffer.byteLength(body));
+  const protocol = url.protocol as 'http:' | 'https:';
+  const client = protocol === 'https:' ? https() : http;
+  return new Promise((resolve, reject) => {
+    const req = client.request(url, {
+      method: options.method,
+      headers,
+      agent: options.ownConnection ? false : poolFor(protocol),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    let answered: IncomingMessage | null = null;
+    req.on('socket', (socket) => limitConnect(req, socket));
+    if (idleTimeoutMs !== undefined) {
+      req.setTimeout(idleTimeoutMs, () => {
+        if (answered) {
+          answered.destroy(new RequestTimeout('BODY_TIMEOUT', `no data for ${idleTimeoutMs} ms in the answer`));
+        } else {
+          req.destroy(new RequestTimeout('HEADERS_TIMEOUT', `no answer within ${idleTimeoutMs} ms`));
+        }
+      });
+    }
+    req.on('response', (res) => {
+      answered = res;
+      resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
+    });
+    req.on('error', (error) => {
+      if (answered) return; // the body's reader sees what went wrong
+      if (mayResend && isStaleConnection(req, error)) resolve(send(url, options, false));
+      else reject(error);
+    });
+    if (body === undefined || typeof body === 'string') {
+      req.end(body);
+    } else {
+      // An answer may come before the whole body was sent (a refusal): it is the outcome then.
+      pipeline(body, req, () => {});
+    }
+  });
+}
+
+/** Gives up a connection not established (TLS included) within CONNECT_TIMEOUT_MS. */
+function limitConnect(req: http.ClientRequest, socket: Socket): void {
+  if (!socket.connecting) return; // a kept-alive connection
+  const timer = setTimeout(
+    () => req.destroy(new RequestTimeout('CONNECT_TIMEOUT', `not connected within ${CONNECT_TIMEOUT_MS} ms`)),
+    CONNECT_TIMEOUT_MS,
+  );
+  const done = () => clearTimeout(timer);
+  socket.once('encrypted' in socket ? 'secureConnect' : 'connect', done);
+  socket.once('close', done);
+}
+
+/** The whole body of an answer as text. */
+export async function readText(body: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** An answer body that will not be read: dropped without an unhandled `error` event. */
+export function discardBody(body: NodeJS.ReadableStream & { destroy(): void }): void {
+  body.on('error', () => {});
+  body.destroy();
+}
