@@ -113,9 +113,9 @@ describe('enrollment throttling', () => {
     // The token was not spent: it still enrolls from another address.
     expect((await enroll(valid, '127.0.0.22')).status).toBe(201);
     // An address lockout belongs to no organization, so no organization's audit log in the API shows it.
-    const entries = t.coordinator.db
-      .prepare("SELECT target_id AS address, metadata FROM audit_log WHERE action = 'enrollment.lockout'")
-      .all() as { address: string; metadata: string }[];
+    const entries = await t.sql.all<{ address: string; metadata: string }>(
+      "SELECT target_id AS address, metadata FROM audit_log WHERE action = 'enrollment.lockout'",
+    );
     expect(entries).toEqual([{ address: from, metadata: expect.stringContaining('"failures":11') }]);
   });
 });
