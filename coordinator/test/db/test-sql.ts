@@ -90,7 +90,13 @@ export function numberParameters(sql: string): string {
 /** On connections of its own to the PostgreSQL database `url`, opened at the first statement. */
 export function postgresTestSql(url: string): TestSql {
   let pool: pg.Pool | undefined;
-  const open = () => (pool ??= new pg.Pool({ connectionString: url, max: 2, types }));
+  const open = () => {
+    if (pool) return pool;
+    pool = new pg.Pool({ connectionString: url, max: 2, types });
+    // An idle connection ended by the server (the database dropped under it): the pool drops it.
+    pool.on('error', () => undefined);
+    return pool;
+  };
   const query = async (sql: string, params: unknown[]) => (await open().query(numberParameters(sql), params)).rows;
   return {
     kind: 'postgres',
