@@ -2,49 +2,49 @@ import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
 /**
- * The PostgreSQL pass of the suite (`pnpm test:postgres`, run by scripts/test.sh after the whole
- * suite): end-to-end files of the public and management API, the agent protocol, storage, OTA,
- * chat and metrics, run again with every test coordinator on its own PostgreSQL database
- * (`DROVER_TEST_DATABASE=postgres`, test/helpers/coordinator.ts). The repositories' contract
- * tests run on both databases in the main pass already. Files that reach into a coordinator's
- * SQLite connection, or restart one on the same data directory, stay SQLite-only.
+ * The PostgreSQL pass of the suite (`pnpm test:postgres`, run by scripts/test.sh after the main
+ * pass, which runs everything on SQLite): every file that starts a test coordinator (test/e2e,
+ * test/browser and the cron scheduler's real coordinators) again, each coordinator on a
+ * PostgreSQL database of its own on the run's server (`DROVER_TEST_DATABASE=postgres`:
+ * test/helpers/coordinator.ts, coordinator/test/domain/cron/harness.ts). Tests reach past the API
+ * through `t.sql` (coordinator/test/db/test-sql.ts), alike on both databases. The unit tests of the
+ * agent, the command line and `shared`, and the coordinator's own, touch no coordinator's database
+ * (the repositories' contract suite runs every case on both databases in the main pass already).
  */
 export const POSTGRES_PASS = [
-  'test/e2e/api-tokens.test.ts',
-  'test/e2e/chat-discord.test.ts',
-  'test/e2e/chat-notifications.test.ts',
-  'test/e2e/chat-slack.test.ts',
-  'test/e2e/dashboard-sessions.test.ts',
-  'test/e2e/discovery-access.test.ts',
-  'test/e2e/discovery.test.ts',
-  'test/e2e/job-files-protocol.test.ts',
-  'test/e2e/login.test.ts',
-  'test/e2e/management-agents.test.ts',
-  'test/e2e/management-audit.test.ts',
-  'test/e2e/management-isolation.test.ts',
-  'test/e2e/management-workflows.test.ts',
-  'test/e2e/metrics-jobs.test.ts',
-  'test/e2e/ota-apps.test.ts',
-  'test/e2e/ota-deploy-protocol.test.ts',
-  'test/e2e/ota-releases.test.ts',
-  'test/e2e/ota-retries.test.ts',
-  'test/e2e/refusal-order.test.ts',
-  'test/e2e/route-fuzz.test.ts',
-  'test/e2e/route-security.test.ts',
-  'test/e2e/storage-limits.test.ts',
-  'test/e2e/storage-permissions.test.ts',
-  'test/e2e/storage-s3.test.ts',
-  'test/e2e/storage-upload-flow.test.ts',
-  'test/e2e/storage-validation.test.ts',
-  'test/e2e/trigger-run-agent.test.ts',
-  'test/e2e/trigger-run-by-hand.test.ts',
-  'test/e2e/trigger-run-patterns.test.ts',
-  'test/e2e/trigger-run-rules.test.ts',
-  'test/e2e/triggers.test.ts',
+  'test/e2e/**/*.test.ts',
+  'test/browser/**/*.test.ts',
+  'coordinator/test/domain/cron/**/*.test.ts',
 ];
 
-// Spread, not mergeConfig: that would append the list to the base's include instead of replacing it.
+/**
+ * Files whose database is their own choice, not the pass's: run again here they would repeat the
+ * main pass exactly.
+ */
+export const SAME_ON_BOTH_PASSES = [
+  // No database at all: the commands on an old Node.js, the packages' `bin` entries.
+  'test/e2e/old-node.test.ts',
+  'test/e2e/package-bins.test.ts',
+  // `drover-coordinator` child processes on the SQLite file of their data directory: the command's
+  // exit codes, banner, signals and data directory; the quick start of the README.
+  'test/e2e/cli.test.ts',
+  'test/e2e/quickstart.test.ts',
+  // On PostgreSQL in both passes, with databases they make themselves.
+  'test/e2e/cluster.test.ts',
+  'test/e2e/cluster-events.test.ts',
+  'test/e2e/database-url.test.ts',
+  'test/e2e/postgres-run.test.ts',
+  // From a coordinator on SQLite to PostgreSQL, by design.
+  'test/e2e/copy-data.test.ts',
+];
+
+// Spread, not mergeConfig: that would append the lists to the base's instead of replacing them.
 export default defineConfig({
   ...base,
-  test: { ...base.test, include: POSTGRES_PASS, env: { DROVER_TEST_DATABASE: 'postgres' } },
+  test: {
+    ...base.test,
+    include: POSTGRES_PASS,
+    exclude: [...(base.test?.exclude ?? []), ...SAME_ON_BOTH_PASSES],
+    env: { DROVER_TEST_DATABASE: 'postgres' },
+  },
 });

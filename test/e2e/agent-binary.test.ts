@@ -139,8 +139,12 @@ describe('the single executable agent/dist/drover-agent', () => {
     expect(status.stdout).toMatch(/Connection: +connected/);
 
     const agent = { agentId, orgId: t.orgId };
-    const hello = createTestJob(t, agent, { workflowName: 'hello', params: { who: 'technician' }, timeoutMs: 30_000 });
-    const keyed = createTestJob(t, agent, { workflowName: 'keyed', params: {}, timeoutMs: 30_000 });
+    const hello = await createTestJob(t, agent, {
+      workflowName: 'hello',
+      params: { who: 'technician' },
+      timeoutMs: 30_000,
+    });
+    const keyed = await createTestJob(t, agent, { workflowName: 'keyed', params: {}, timeoutMs: 30_000 });
     const done = async (id: string) => {
       const job = (await t.owner.get(`/jobs/${id}`)).body;
       return ['success', 'failed', 'timed_out', 'rejected', 'cancelled'].includes(job.status) ? job : undefined;

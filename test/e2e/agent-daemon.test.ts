@@ -109,7 +109,7 @@ describe('drover-agent run', () => {
     const stored = await t.coordinator.ctx.repos.workflows.findActiveByAgentAndName(a.agentId, 'build');
     expect(stored!.steps[1]!.env).toEqual({ PASTED: '***' });
 
-    const created = createTestJob(t, a.agent, { workflowName: 'build', params: { env: 'prod' }, ref: 'v1' });
+    const created = await createTestJob(t, a.agent, { workflowName: 'build', params: { env: 'prod' }, ref: 'v1' });
     const done = await settled(created.id);
     expect(done).toMatchObject({
       status: 'success',
@@ -181,11 +181,11 @@ describe('drover-agent run', () => {
     writeWorkflowFile(b.stateDir, 'slow', 'name: slow\nsteps:\n  - run: sleep 1.5\n    shell: true\n');
     const daemon = start(b.stateDir, ['--queue-capacity', '2']);
     await connected(daemon, b.agentId);
-    const first = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
+    const first = await createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
     await eventually(async () => (await job(first.id)).status === 'running', 10_000, 'the first job to run');
-    const second = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
+    const second = await createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
     await eventually(async () => (await job(second.id)).status === 'queued', 10_000, 'the second job to be queued');
-    const third = createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
+    const third = await createTestJob(t, b.agent, { workflowName: 'slow', params: {} });
     expect(await settled(third.id)).toMatchObject({
       status: 'rejected',
       errorMessage: "the agent's job queue is full: it already holds 2 jobs, its capacity",
@@ -200,7 +200,7 @@ describe('drover-agent run', () => {
     const c = await enrolled();
     const daemon = start(c.stateDir);
     await connected(daemon, c.agentId);
-    const unknown = createTestJob(t, c.agent, { workflowName: 'nope', params: {} });
+    const unknown = await createTestJob(t, c.agent, { workflowName: 'nope', params: {} });
     const done = await settled(unknown.id);
     expect(done.status).toBe('rejected');
     expect(done.errorMessage).toMatch(/^the agent does not know this workflow: no valid workflow named nope in /);
@@ -218,7 +218,7 @@ describe('drover-agent run', () => {
     await connected(first, d.agentId);
     const [spare] = sparesOf(first.child.pid!);
     expect(spare).toBeDefined(); // forked ahead for the first step
-    const running = createTestJob(t, d.agent, { workflowName: 'hang', params: {} });
+    const running = await createTestJob(t, d.agent, { workflowName: 'hang', params: {} });
     await eventually(
       async () => (await job(running.id)).logs.some((l: { text: string }) => l.text === 'started'),
       10_000,
@@ -258,9 +258,9 @@ describe('drover-agent run', () => {
     writeWorkflowFile(e.stateDir, 'short', 'name: short\nsteps:\n  - run: sleep 1; echo done\n    shell: true\n');
     const daemon = start(e.stateDir, ['--shutdown-grace', '10s']);
     await connected(daemon, e.agentId);
-    const running = createTestJob(t, e.agent, { workflowName: 'short', params: {} });
+    const running = await createTestJob(t, e.agent, { workflowName: 'short', params: {} });
     await eventually(async () => (await job(running.id)).status === 'running', 10_000, 'the job to run');
-    const waiting = createTestJob(t, e.agent, { workflowName: 'short', params: {} });
+    const waiting = await createTestJob(t, e.agent, { workflowName: 'short', params: {} });
     await eventually(async () => (await job(waiting.id)).status === 'queued', 10_000, 'the second job to wait');
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited).toEqual({ code: 0, signal: null });
@@ -279,7 +279,7 @@ describe('drover-agent run', () => {
     writeWorkflowFile(f.stateDir, 'long', 'name: long\nsteps:\n  - name: wait\n    run: sleep 60\n    shell: true\n');
     const daemon = start(f.stateDir, ['--shutdown-grace', '500ms']);
     await connected(daemon, f.agentId);
-    const running = createTestJob(t, f.agent, { workflowName: 'long', params: {} });
+    const running = await createTestJob(t, f.agent, { workflowName: 'long', params: {} });
     await eventually(async () => (await job(running.id)).status === 'running', 10_000, 'the job to run');
     const stoppedAt = Date.now();
     daemon.child.kill('SIGTERM');
@@ -306,7 +306,7 @@ describe('when the coordinator cannot be reached', () => {
       );
       const daemon = start(g.stateDir);
       await connected(daemon, g.agentId);
-      const created = createTestJob(t, g.agent, { workflowName: 'offline', params: {} });
+      const created = await createTestJob(t, g.agent, { workflowName: 'offline', params: {} });
       await eventually(async () => (await job(created.id)).status === 'running', 10_000, 'the job to run');
       await proxy.cut();
       const outbox = path.join(g.stateDir, 'outbox');

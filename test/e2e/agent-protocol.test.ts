@@ -50,7 +50,15 @@ describe('agent enrollment', () => {
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(['agentId', 'orgId', 'serverPublicKey']);
     expect(res.body.orgId).toBe(t.orgId);
-    const seed = fs.readFileSync(path.join(t.dataDir, SERVER_KEY_FILE), 'utf8').trim();
+    // The key made at the first start: a file of the data directory on SQLite; on PostgreSQL, a row
+    // of the database that every coordinator on it shares, and no file.
+    const keyFile = path.join(t.dataDir, SERVER_KEY_FILE);
+    const seed =
+      t.sql.kind === 'sqlite'
+        ? fs.readFileSync(keyFile, 'utf8').trim()
+        : (await t.sql.get<{ value: string }>("SELECT value FROM server_secrets WHERE name = 'server_ed25519_key'"))!
+            .value;
+    if (t.sql.kind === 'postgres') expect(fs.existsSync(keyFile)).toBe(false);
     expect(res.body.serverPublicKey).toBe(publicKeyOf(privateKeyFromBase64(seed)));
     expect(res.body.serverPublicKey).toBe(t.coordinator.ctx.serverKey.publicKey);
 

@@ -103,7 +103,7 @@ describe('an agent with a secret', () => {
   });
 
   it('runs a job whose lines, output keys and output file names hold it: none reaches the coordinator or the log', async () => {
-    const created = createTestJob(t, a.agent, { workflowName: 'planted', params: { env: 'x' } });
+    const created = await createTestJob(t, a.agent, { workflowName: 'planted', params: { env: 'x' } });
     const done = await eventually(
       async () => {
         const res = await t.owner.get(`/jobs/${created.id}`);

@@ -152,7 +152,7 @@ describe('agent stream', () => {
     // The replaced stream's end does not start the disconnect timer.
     await witness.graceRanOut();
     expect((await agentView(agent)).status).toBe('connected');
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     expect((await second.nextJob()).jobId).toBe(job.id);
   });
 
@@ -171,11 +171,11 @@ describe('agent stream', () => {
 
   it('delivers the open jobs on connect, oldest first, with their status, and never finished ones', async () => {
     const agent = await enrollTestAgent(t.owner, t.orgId);
-    const pending = createTestJob(t, agent, { workflowName: 'a', params: { n: 1 }, ref: null, debug: true });
-    const queued = createTestJob(t, agent, { workflowName: 'b', timeoutMs: null });
-    const running = createTestJob(t, agent, { workflowName: 'c' });
-    const finished = createTestJob(t, agent, { workflowName: 'd' });
-    createTestJob(t, agent, { workflowName: 'e', status: 'rejected', errorMessage: 'limit' });
+    const pending = await createTestJob(t, agent, { workflowName: 'a', params: { n: 1 }, ref: null, debug: true });
+    const queued = await createTestJob(t, agent, { workflowName: 'b', timeoutMs: null });
+    const running = await createTestJob(t, agent, { workflowName: 'c' });
+    const finished = await createTestJob(t, agent, { workflowName: 'd' });
+    await createTestJob(t, agent, { workflowName: 'e', status: 'rejected', errorMessage: 'limit' });
     expect((await agent.request('POST', `/v1/agent/jobs/${queued.id}/accept`)).status).toBe(200);
     expect((await agent.request('POST', `/v1/agent/jobs/${running.id}/start`)).status).toBe(200);
     expect((await agent.request('POST', `/v1/agent/jobs/${finished.id}/finish`, finishBody())).status).toBe(200);
@@ -206,7 +206,7 @@ describe('agent stream', () => {
     const o = await open(other);
     await s.next((e) => e.event === 'ping');
     await o.next((e) => e.event === 'ping');
-    const job = createTestJob(t, agent, { workflowName: 'live' });
+    const job = await createTestJob(t, agent, { workflowName: 'live' });
     const received = await s.next((e) => e.event === 'job');
     expect(received.id).toBe(job.id);
     expect(JSON.parse(received.data)).toMatchObject({ jobId: job.id, workflowName: 'live', status: 'pending' });
@@ -219,13 +219,13 @@ describe('agent stream', () => {
     const agent = await enrollTestAgent(t.owner, t.orgId);
     const first = await open(agent);
     await first.next((e) => e.event === 'ping');
-    const a = createTestJob(t, agent);
-    const b = createTestJob(t, agent);
+    const a = await createTestJob(t, agent);
+    const b = await createTestJob(t, agent);
     expect((await first.nextJob()).jobId).toBe(a.id);
     expect((await first.nextJob()).jobId).toBe(b.id);
     first.close();
     expect((await agent.request('POST', `/v1/agent/jobs/${a.id}/finish`, finishBody())).status).toBe(200);
-    const c = createTestJob(t, agent); // created while no stream is open
+    const c = await createTestJob(t, agent); // created while no stream is open
     const second = await open(agent);
     await second.next((e) => e.event === 'ping');
     await second.next((e) => e.event === 'ping');

@@ -69,11 +69,9 @@ describe('connecting chat workspaces', () => {
         createdAt: expect.any(String),
       },
     ]);
-    const row = t.coordinator.db.prepare('SELECT access_token FROM chat_integrations').get() as {
-      access_token: string;
-    };
-    expect(row.access_token).toMatch(/^v1\./);
-    expect(row.access_token).not.toContain(SLACK_BOT_TOKEN);
+    const row = await t.sql.get<{ access_token: string }>('SELECT access_token FROM chat_integrations');
+    expect(row!.access_token).toMatch(/^v1\./);
+    expect(row!.access_token).not.toContain(SLACK_BOT_TOKEN);
     expect(await t.coordinator.ctx.chatIntegrations.tokenOf('slack', SLACK_TEAM.id)).toBe(SLACK_BOT_TOKEN);
 
     const [entry] = await auditEntries(t.owner, t.orgId, 'chat_integration.connect');

@@ -93,7 +93,7 @@ async function readAll(t: TestCoordinator, owner: ApiClient, appId: string): Pro
 
 beforeAll(async () => {
   [database] = await Promise.all([freshPostgresDatabase(), s3.start(), slack.start()]);
-  source = await startTestCoordinator({ dataDir: sourceDir, env: slackEnv(slack) });
+  source = await startTestCoordinator({ dataDir: sourceDir, env: slackEnv(slack), database: 'sqlite' });
   const t = source;
   const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-1' });
   expect((await agent.putWorkflows([workflow('build'), workflow('apply-update')])).status).toBe(200);

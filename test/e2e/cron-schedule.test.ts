@@ -112,12 +112,15 @@ describe('cron schedule with a real agent', { timeout: 90_000 }, () => {
     });
     const id = created.body.id as string;
     // Three years of a yearly schedule's history: no API makes past occurrences, so they are written.
-    const insert = t.coordinator.db.prepare(
-      `INSERT INTO cron_occurrences (trigger_id, scheduled_at, org_id, outcome, reason, recorded_at)
-       VALUES (?, ?, ?, 'skipped', 'missed', ?)`,
-    );
     for (const year of [2021, 2022, 2023]) {
-      insert.run(id, `${year}-01-01T00:00:00.000Z`, t.orgId, '2024-01-01T00:00:00.000Z');
+      await t.sql.run(
+        `INSERT INTO cron_occurrences (trigger_id, scheduled_at, org_id, outcome, reason, recorded_at)
+         VALUES (?, ?, ?, 'skipped', 'missed', ?)`,
+        id,
+        `${year}-01-01T00:00:00.000Z`,
+        t.orgId,
+        '2024-01-01T00:00:00.000Z',
+      );
     }
     const first = await t.owner.get(`/orgs/${t.orgId}/triggers/${id}/occurrences?limit=2`);
     expect(first.body.map((o: { scheduledAt: string }) => o.scheduledAt)).toEqual([

@@ -29,7 +29,7 @@ describe('the dashboard served by the coordinator', () => {
     t = await startTestCoordinator();
     index = fs.readFileSync(DASHBOARD_INDEX, 'utf8');
     const agent = await enrollTestAgent(t.owner, t.orgId);
-    jobId = createTestJob(t, agent).id;
+    jobId = (await createTestJob(t, agent)).id;
   });
   afterAll(() => t?.close());
 

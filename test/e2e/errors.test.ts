@@ -307,7 +307,7 @@ describe('error responses with the default body limit', () => {
 
   // Last: it leaves this coordinator without a database.
   it('answers 500 internal when the database is gone, without internals', async () => {
-    t.coordinator.db.close();
+    await t.loseDatabase();
     const res = await t.owner.get('/orgs');
     expectError(res, 500, 'internal');
     expect(res.body.message).toBe('Internal server error');

@@ -48,9 +48,10 @@ describe('files for members of the organization', () => {
       status: 'active',
       cleanupRule: 'persistent',
     });
-    const row = t.coordinator.db
-      .prepare('SELECT origin, created_by_user_id, created_by_token_id FROM files WHERE id = ?')
-      .get(file.id);
+    const row = await t.sql.get(
+      'SELECT origin, created_by_user_id, created_by_token_id FROM files WHERE id = ?',
+      file.id,
+    );
     expect(row).toEqual({ origin: 'api', created_by_user_id: memberId, created_by_token_id: null });
 
     const url = await member.get<{ downloadUrl: string; expiresInSeconds: number }>(`${files}/${file.id}/download-url`);

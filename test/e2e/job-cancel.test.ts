@@ -119,12 +119,10 @@ const ranJobs = () => fs.readFileSync(path.join(work, 'runs'), 'utf8').split('\n
 const logIndex = (jobId: string, msg: RegExp) =>
   daemon.logRecords().findIndex((r) => r.jobId === jobId && msg.test(String(r.msg)));
 /** Whether the agent confirmed a cancel is not in the API: read from the database. */
-const unconfirmedCancels = () =>
-  (
-    t.coordinator.db
-      .prepare('SELECT count(*) AS n FROM jobs WHERE cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL')
-      .get() as { n: number }
-  ).n;
+const unconfirmedCancels = async () =>
+  (await t.sql.get<{ n: number }>(
+    'SELECT count(*) AS n FROM jobs WHERE cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL',
+  ))!.n;
 
 describe('cancelling a job that has not started', () => {
   it('cancels a pending and a queued job at once; neither ever starts, and the agent frees its queue', async () => {
@@ -158,7 +156,7 @@ describe('cancelling a job that has not started', () => {
     await proxy.restore();
     // The agent took the queued one out of its queue and confirmed; the pending one it never held.
     await daemon.waitForLog((r) => r.jobId === queued && r.msg === 'cancel received: the job will not run');
-    await eventually(() => unconfirmedCancels() === 0, 15_000, 'the agent to confirm both cancels');
+    await eventually(async () => (await unconfirmedCancels()) === 0, 15_000, 'the agent to confirm both cancels');
 
     open('first');
     await jobWhen(running, (j) => j.status === 'success', 'success');
@@ -272,6 +270,6 @@ describe('an agent offline at cancel time', () => {
     expect(stopped).toBeGreaterThanOrEqual(0);
     expect(received).toBeGreaterThan(stopped);
     expect(processesWithEnv('DROVER_JOB_ID', id)).toEqual([]);
-    expect(unconfirmedCancels()).toBe(0);
+    expect(await unconfirmedCancels()).toBe(0);
   });
 });

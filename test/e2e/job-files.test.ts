@@ -147,7 +147,7 @@ describe('an input file given to a job', () => {
   it('fails the job before any step runs when the stored SHA-256 does not match the bytes', async () => {
     const { fileId } = await uploadFile(storage, 'genuine bytes');
     // The coordinator's record says another hash: what a tampered or corrupted blob looks like to the agent.
-    t.coordinator.db.prepare('UPDATE files SET sha256 = ? WHERE id = ?').run('f'.repeat(64), fileId);
+    await t.sql.run('UPDATE files SET sha256 = ? WHERE id = ?', 'f'.repeat(64), fileId);
     const res = await run('checksum', { bundle: { __type: 'FileRef', id: fileId } });
     expect(res).toMatchObject({ status: 'failed', exitCode: null, output: {} });
     expect(res.errorMessage).toBe(

@@ -53,7 +53,7 @@ describe('agent job endpoints', () => {
   it('runs the whole flow: stream, accept, start, logs, finish, then the job detail shows it all', async () => {
     const stream = await openAgentStream(t.url, agent);
     await stream.next((e) => e.event === 'ping');
-    const job = createTestJob(t, agent, { params: { env: 'prod', replicas: 2 }, ref: 'v1.2.0' });
+    const job = await createTestJob(t, agent, { params: { env: 'prod', replicas: 2 }, ref: 'v1.2.0' });
     const assignment = await stream.nextJob();
     expect(assignment.jobId).toBe(job.id);
     stream.close();
@@ -117,7 +117,7 @@ describe('agent job endpoints', () => {
   });
 
   it('pages log lines in the detail with logsAfter and logsLimit', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     const at = new Date().toISOString();
     const lines = Array.from({ length: 5 }, (_, i) => ({ seq: i + 1, at, stream: 'stdout', text: `l${i + 1}` }));
     expect((await post(job.id, 'logs', { lines })).body.accepted).toBe(5);
@@ -128,7 +128,7 @@ describe('agent job endpoints', () => {
   });
 
   it('answers a repeated move with 200 and the current status, and an impossible one with 409', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     expect((await post(job.id, 'accept')).body.status).toBe('queued');
     expect((await post(job.id, 'accept')).body).toEqual({ jobId: job.id, status: 'queued' });
     expect((await post(job.id, 'start')).body.status).toBe('running');
@@ -154,7 +154,7 @@ describe('agent job endpoints', () => {
   });
 
   it('rejects a pending job with a worded message, and refuses to run it afterwards', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     const res = await post(job.id, 'reject', { reason: 'queue_full', message: 'job queue full; rejecting' });
     expect(res.body).toEqual({ jobId: job.id, status: 'rejected' });
     expect((await post(job.id, 'reject', { reason: 'queue_full' })).status).toBe(200);
@@ -167,7 +167,7 @@ describe('agent job endpoints', () => {
   });
 
   it('finishes a job that never started (the agent lost it) and accepts late log lines', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     const lost = finishBody({ status: 'failed', exitCode: null, errorMessage: 'lost in an agent restart' });
     expect((await post(job.id, 'finish', lost)).body.status).toBe('failed');
     const late = await post(job.id, 'logs', {
@@ -177,7 +177,7 @@ describe('agent job endpoints', () => {
   });
 
   it('refuses with 422 an output nested too deep or holding a number JSON cannot keep, on an open job and on a resend', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     const finish = (output: string) =>
       agent.request('POST', `/v1/agent/jobs/${job.id}/finish`, undefined, {
         rawBody: `{"status":"success","exitCode":0,"errorMessage":null,"output":${output}}`,
@@ -204,7 +204,7 @@ describe('agent job endpoints', () => {
   });
 
   it('records the terminal status exactly once and wakes a waiter once, under conflicting concurrent finishes', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     await post(job.id, 'start');
     const events = t.coordinator.ctx.jobEvents;
     const wait = events.waitForFinish(job.id, 5_000);
@@ -240,7 +240,7 @@ describe('agent job endpoints', () => {
   });
 
   it("answers 404 for another agent's job and an unknown one, and leaves the job as it was", async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     const unknown = '00000000-0000-4000-8000-000000000000';
     for (const [move, body] of [
       ['accept', undefined],
@@ -258,7 +258,7 @@ describe('agent job endpoints', () => {
   });
 
   it('refuses unsigned reports with 401 before validating the body', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     const res = await fetch(`${t.baseUrl}/agent/jobs/${job.id}/finish`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -269,7 +269,7 @@ describe('agent job endpoints', () => {
   });
 
   it('answers every malformed report with a 4xx in the error shape, never a 500', async () => {
-    const job = createTestJob(t, agent);
+    const job = await createTestJob(t, agent);
     const at = new Date().toISOString();
     const line = { seq: 1, at, stream: 'stdout', text: 'x' };
     const cases: [string, string, unknown, string?][] = [
@@ -322,10 +322,10 @@ describe('agent job endpoints', () => {
 
   it('fails the open jobs of a revoked agent and wakes their waiters', async () => {
     const doomed = await enrollTestAgent(t.owner, t.orgId);
-    const pending = createTestJob(t, doomed);
-    const running = createTestJob(t, doomed);
+    const pending = await createTestJob(t, doomed);
+    const running = await createTestJob(t, doomed);
     expect((await post(running.id, 'start', undefined, doomed)).status).toBe(200);
-    const done = createTestJob(t, doomed);
+    const done = await createTestJob(t, doomed);
     expect((await post(done.id, 'finish', finishBody(), doomed)).status).toBe(200);
     const wait = t.coordinator.ctx.jobEvents.waitForFinish(running.id, 5_000);
     expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${doomed.agentId}`)).status).toBe(200);

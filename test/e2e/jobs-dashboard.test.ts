@@ -49,16 +49,19 @@ describe('dashboard job reads', () => {
     agent = await enrollTestAgent(t.owner, t.orgId);
     member = (await addUser(t.owner, t.orgId, 'member@example.test')).client;
     stranger = await outsider(t.owner, t.orgId, 'stranger@example.test');
-    for (let i = 0; i < 7; i++) made.push(createTestJob(t, agent, { triggerId: i % 2 ? triggerB : triggerA }).id);
-    rejectedId = createTestJob(t, agent, {
-      triggerId: triggerA,
-      status: 'rejected',
-      errorMessage: 'rate limited',
-      forced: false,
-    }).id;
+    for (let i = 0; i < 7; i++)
+      made.push((await createTestJob(t, agent, { triggerId: i % 2 ? triggerB : triggerA })).id);
+    rejectedId = (
+      await createTestJob(t, agent, {
+        triggerId: triggerA,
+        status: 'rejected',
+        errorMessage: 'rate limited',
+        forced: false,
+      })
+    ).id;
     made.push(rejectedId);
-    updateJobId = createTestJob(t, agent, { kind: 'update', triggerId: null, workflowName: 'update-app' }).id;
-    const forced = createTestJob(t, agent, { triggerId: triggerB, forced: true, forceReason: 'hotfix' });
+    updateJobId = (await createTestJob(t, agent, { kind: 'update', triggerId: null, workflowName: 'update-app' })).id;
+    const forced = await createTestJob(t, agent, { triggerId: triggerB, forced: true, forceReason: 'hotfix' });
     made.push(forced.id);
     await agent.request('POST', `/v1/agent/jobs/${forced.id}/finish`, finishBody({ output: { ok: true } }));
   });
@@ -202,7 +205,7 @@ describe('dashboard job list filters: agent, source, creation time', () => {
     agentA = await enrollTestAgent(t.owner, t.orgId);
     agentB = await enrollTestAgent(t.owner, t.orgId);
     for (const [agent, source, minute] of plan) {
-      const job = createTestJob(t, agent === 'A' ? agentA : agentB, {
+      const job = await createTestJob(t, agent === 'A' ? agentA : agentB, {
         triggerId: trigger,
         source,
         createdAt: at(minute),

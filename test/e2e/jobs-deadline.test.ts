@@ -36,7 +36,7 @@ describe('job deadline sweep', () => {
   const detail = async (jobId: string) => (await t.owner.get(`/jobs/${jobId}`)).body;
   /** A running job, the witness that a sweep ran once the clock moved past its deadline. */
   async function witness(timeoutMs: number): Promise<string> {
-    const job = createTestJob(t, agent, { timeoutMs });
+    const job = await createTestJob(t, agent, { timeoutMs });
     expect((await post(job.id, 'start')).status).toBe(200);
     return job.id;
   }
@@ -46,7 +46,7 @@ describe('job deadline sweep', () => {
   }
 
   it('fails a running job without a result past its timeout plus the grace, once, and refuses a late result', async () => {
-    const job = createTestJob(t, agent, { timeoutMs: 30_000 });
+    const job = await createTestJob(t, agent, { timeoutMs: 30_000 });
     const wait = t.coordinator.ctx.jobEvents.waitForFinish(job.id, 10_000);
     expect((await post(job.id, 'start')).status).toBe(200);
     const early = await witness(15_000);
@@ -63,7 +63,7 @@ describe('job deadline sweep', () => {
   });
 
   it('leaves a job that reports in time alone', async () => {
-    const job = createTestJob(t, agent, { timeoutMs: 5_000 });
+    const job = await createTestJob(t, agent, { timeoutMs: 5_000 });
     await post(job.id, 'start');
     expect((await post(job.id, 'finish', finishBody())).status).toBe(200);
     const after = await witness(5_000);
@@ -73,9 +73,9 @@ describe('job deadline sweep', () => {
   });
 
   it('never sweeps a job without a timeout nor a pending one', async () => {
-    const noTimeout = createTestJob(t, agent, { timeoutMs: null });
+    const noTimeout = await createTestJob(t, agent, { timeoutMs: null });
     await post(noTimeout.id, 'start');
-    const pending = createTestJob(t, agent, { timeoutMs: 5_000 });
+    const pending = await createTestJob(t, agent, { timeoutMs: 5_000 });
     const after = await witness(5_000);
     offsetMs += 6_000;
     await failedByDeadline(after);
@@ -84,7 +84,7 @@ describe('job deadline sweep', () => {
   });
 
   it('spares a queued job while its agent is connected and fails it once the agent is disconnected', async () => {
-    const job = createTestJob(t, agent, { timeoutMs: 5_000 });
+    const job = await createTestJob(t, agent, { timeoutMs: 5_000 });
     const stream = await openAgentStream(t.url, agent);
     try {
       await stream.next((e) => e.event === 'ping');

@@ -32,7 +32,7 @@ describe('enrollment tokens', () => {
       expiresAt: '2030-01-01T01:00:00.000Z',
     });
     // What is stored of the token (its hash, not the token) is not in the API.
-    const rows = t.coordinator.db.prepare('SELECT * FROM enrollment_tokens WHERE id = ?').all(res.body.id);
+    const rows = await t.sql.all('SELECT * FROM enrollment_tokens WHERE id = ?', res.body.id);
     expect(rows).toHaveLength(1);
     expect(JSON.stringify(rows)).not.toContain(res.body.token);
     expect(JSON.stringify(rows)).not.toContain(res.body.token.slice(5));

@@ -113,13 +113,12 @@ describe('members', () => {
     const client = await t.api.login('new.user@example.test', MEMBER_PASSWORD);
     expect((await client.get(`/orgs/${t.orgId}`)).body.role).toBe('member');
     // The password at rest (a hash, never the password) is not in the API.
-    const stored = t.coordinator.db
-      .prepare('SELECT password_hash FROM users WHERE email = ?')
-      .get('new.user@example.test') as {
-      password_hash: string;
-    };
-    expect(stored.password_hash.startsWith('scrypt$')).toBe(true);
-    expect(stored.password_hash).not.toContain(MEMBER_PASSWORD);
+    const stored = await t.sql.get<{ password_hash: string }>(
+      'SELECT password_hash FROM users WHERE email = ?',
+      'new.user@example.test',
+    );
+    expect(stored!.password_hash.startsWith('scrypt$')).toBe(true);
+    expect(stored!.password_hash).not.toContain(MEMBER_PASSWORD);
   });
 
   it('adds an existing user without a password and refuses one with a password or one already a member', async () => {

@@ -41,10 +41,8 @@ describe('storage bindings', () => {
     expect(Object.keys(res.body).sort()).toEqual(BINDING_FIELDS);
     expect(res.body).toMatchObject({ name: 'backups', backend: 's3', isDefault: false });
     // The secret is stored but never answered: read from the database.
-    const stored = t.coordinator.db.prepare('SELECT config FROM storage_bindings WHERE id = ?').get(res.body.id) as {
-      config: string;
-    };
-    expect(JSON.parse(stored.config)).toEqual({
+    const stored = await t.sql.get<{ config: string }>('SELECT config FROM storage_bindings WHERE id = ?', res.body.id);
+    expect(JSON.parse(stored!.config)).toEqual({
       endpoint: 'https://s3.eu-west-1.example.test',
       bucket: 'drover-backups',
       region: 'eu-west-1',

@@ -29,7 +29,7 @@ let work: string;
 
 afterAll(async () => {
   await stopDaemonProcess(daemon);
-  const jobs = t && a ? updateJobsOf(t, a.agentId) : [];
+  const jobs = t && a ? await updateJobsOf(t, a.agentId) : [];
   await t?.close();
   for (const job of jobs) killProcessesWithEnv('DROVER_JOB_ID', job.id);
   if (a) fs.rmSync(path.dirname(a.stateDir), { recursive: true, force: true });
@@ -94,7 +94,7 @@ describe('cancelling an update job', () => {
       (b) => b.lastReportAt !== null && Date.parse(b.lastReportAt) > cancelledAt,
       'a report after the cancel',
     );
-    expect(updateJobsOf(t, a.agentId).map((j) => j.id)).toEqual([first]);
+    expect((await updateJobsOf(t, a.agentId)).map((j) => j.id)).toEqual([first]);
     expect(installedVersion(work)).toBeNull();
 
     const reconciled = await t.owner.post(`/orgs/${t.orgId}/apps/${app.id}/devices/${bound!.id}/reconcile`);

@@ -87,13 +87,13 @@ describe('a deploy event on a full queue', () => {
       (rec) => rec.msg === 'job queue full; rejecting' && rec.event === 'deploy',
     );
     expect(dropped.level).toBe(40);
-    const [job] = updateJobsOf(t, dir.agentId);
+    const [job] = await updateJobsOf(t, dir.agentId);
     expect(job).toMatchObject({ status: 'pending', params: { release_id: r.id } }); // not reported: still pending
     // While the queue stays full, every re-push is dropped again and the job stays pending.
     const drops = () =>
       daemon!.logRecords().filter((rec) => rec.msg === 'job queue full; rejecting' && rec.event === 'deploy');
     await eventually(() => drops().length >= 2, 15_000, 'the deploy event pushed again, and dropped again');
-    expect(updateJobsOf(t, dir.agentId)).toMatchObject([{ id: job!.id, status: 'pending' }]);
+    expect(await updateJobsOf(t, dir.agentId)).toMatchObject([{ id: job!.id, status: 'pending' }]);
     expect(installedVersion(marks())).toBeNull();
 
     fs.writeFileSync(path.join(work, 'open'), '');
@@ -108,6 +108,6 @@ describe('a deploy event on a full queue', () => {
     expect(b.activeJobId).toBeNull();
     expect(installedVersion(marks())).toBe('1.0.0');
     // The same job, pushed again: no new one was issued.
-    expect(updateJobsOf(t, dir.agentId)).toMatchObject([{ id: job!.id, status: 'success' }]);
+    expect(await updateJobsOf(t, dir.agentId)).toMatchObject([{ id: job!.id, status: 'success' }]);
   });
 });

@@ -90,7 +90,7 @@ describe('an update the agent cannot trust', () => {
     expect(b.current).toBeNull();
     expect(installedVersion(marks())).toBeNull();
     expect(proxy.tampered).toBeGreaterThan(0);
-    const job = updateJobsOf(t, dir.agentId).at(-1)!;
+    const job = (await updateJobsOf(t, dir.agentId)).at(-1)!;
     expect(job).toMatchObject({ status: 'failed', params: { release_id: r.id } });
     expect(job.errorMessage).toMatch(/^refused: the manifest signature does not verify .*; nothing was installed$/);
     await daemon!.waitForLog((rec) => rec.level === 50 && /^deployment refused: the manifest signature/.test(rec.msg));
@@ -104,22 +104,24 @@ describe('an update the agent cannot trust', () => {
 
   it('is refused when the release checksum in the database is not the artifact’s (edited after upload)', async () => {
     const r = await draft('1.1.0');
-    t.coordinator.db
-      .prepare('UPDATE releases SET checksum_sha256 = ? WHERE id = ?')
-      .run(sha256('something else'), r.id);
+    await t.sql.run('UPDATE releases SET checksum_sha256 = ? WHERE id = ?', sha256('something else'), r.id);
     await publishRelease(t.owner, t.orgId, app.id, r.id);
     const b = await refusedWith(/is not the one the signed release names/);
     expect(b.current).toMatchObject({ version: '1.0.0' });
     expect(installedVersion(marks())).toBe('1.0.0');
-    expect(updateJobsOf(t, dir.agentId).at(-1)).toMatchObject({ status: 'failed', params: { release_id: r.id } });
+    expect((await updateJobsOf(t, dir.agentId)).at(-1)).toMatchObject({
+      status: 'failed',
+      params: { release_id: r.id },
+    });
   });
 
   it('is refused when the downloaded bytes do not match the signed checksum (the stored blob was altered)', async () => {
     const r = await draft('1.2.0');
     // Where the bytes are stored is not in the API.
-    const { blob_key: blobKey } = t.coordinator.db
-      .prepare('SELECT blob_key FROM files WHERE id = ?')
-      .get(r.artifactFileId) as { blob_key: string };
+    const { blob_key: blobKey } = (await t.sql.get<{ blob_key: string }>(
+      'SELECT blob_key FROM files WHERE id = ?',
+      r.artifactFileId,
+    ))!;
     fs.writeFileSync(path.join(t.dataDir, 'blobs', blobKey), 'signage 6.6.6'); // same size, other bytes
     await publishRelease(t.owner, t.orgId, app.id, r.id);
     const b = await refusedWith(/the download does not match its checksum/);
@@ -130,7 +132,7 @@ describe('an update the agent cannot trust', () => {
   });
 
   it('refused, the agent’s polls report the refusal again, not idle, so no new job is asked for at once', async () => {
-    const jobs = updateJobsOf(t, dir.agentId).length;
+    const jobs = (await updateJobsOf(t, dir.agentId)).length;
     const before = await bindingWhen(t, app.id, device.id, (x) => x.state === 'refused', 'refused');
     // Two polls of the agent (one a second), each reporting: the coordinator had two chances to ask
     // again. When it may ask again (the retry backoff) is the domain's, tested in
@@ -141,6 +143,6 @@ describe('an update the agent cannot trust', () => {
     const after = await reportAfter(await reportAfter(before));
     // The polls report the refusal again (not `idle`, which would ask for the same release at once).
     expect(after).toMatchObject({ state: 'refused', error: before.error, activeJobId: null });
-    expect(updateJobsOf(t, dir.agentId).length).toBe(jobs);
+    expect((await updateJobsOf(t, dir.agentId)).length).toBe(jobs);
   });
 });

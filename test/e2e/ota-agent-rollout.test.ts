@@ -110,7 +110,7 @@ describe('a rollout to real agents', () => {
     const b = await bindingWhen(t, app.id, binding(B).id, (x) => x.state === 'postponed', 'b postponed');
     expect(b).toMatchObject({ current: null, desired: { releaseId: r.id }, forced: false, activeJobId: null });
     expect(installed(B)).toBeNull();
-    expect(updateJobsOf(t, binding(B).agentId).at(-1)).toMatchObject({
+    expect((await updateJobsOf(t, binding(B).agentId)).at(-1)).toMatchObject({
       status: 'cancelled',
       errorMessage: expect.stringMatching(/^postponed by local policy/),
     });
@@ -120,7 +120,7 @@ describe('a rollout to real agents', () => {
     const r = await publish('1.1.0', { updatePolicy: 'mandatory' });
     await converged(A, '1.1.0');
     await converged(B, '1.1.0');
-    const forcedJob = updateJobsOf(t, binding(B).agentId).at(-1)!;
+    const forcedJob = (await updateJobsOf(t, binding(B).agentId)).at(-1)!;
     expect(forcedJob).toMatchObject({ status: 'success', params: { release_id: r.id, forced: true } });
   });
 
@@ -135,7 +135,7 @@ describe('a rollout to real agents', () => {
   it('yanking the newest release downgrades the devices running it to the previous published one (forced)', async () => {
     await yankRelease(t.owner, t.orgId, app.id, releases.get('1.2.0')!.id);
     await converged(A, '1.1.0');
-    expect(updateJobsOf(t, binding(A).agentId).at(-1)).toMatchObject({
+    expect((await updateJobsOf(t, binding(A).agentId)).at(-1)).toMatchObject({
       status: 'success',
       params: { version: '1.1.0', forced: true },
     });

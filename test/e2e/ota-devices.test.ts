@@ -175,10 +175,11 @@ describe('OTA device bindings', () => {
     expect(new Set(again.map((r) => r.body.activeJobId))).toEqual(new Set([first]));
     await release(member, t.orgId, app.id, { version: '2', artifactFileId: artifact });
     // Update jobs are in no list of the API (a binding shows only its active one).
-    const count = t.coordinator.db
-      .prepare("SELECT COUNT(*) AS n FROM jobs WHERE agent_id = ? AND kind = 'update' AND status = 'pending'")
-      .get(agents[4]!.agentId) as { n: number };
-    expect(count.n).toBe(1);
+    const count = await t.sql.get<{ n: number }>(
+      "SELECT COUNT(*) AS n FROM jobs WHERE agent_id = ? AND kind = 'update' AND status = 'pending'",
+      agents[4]!.agentId,
+    );
+    expect(count).toEqual({ n: 1 });
   });
 
   it('replaces a pending job when the desired release changes, and converges on a yank to the previous release', async () => {

@@ -146,3 +146,20 @@ describe('a flood of half-sent bodies', () => {
     expect(flood.filter((c) => c.status() !== 408)).toEqual([]);
   });
 });
+
+describe('a shutdown', () => {
+  it('does not wait for a connection that has sent nothing yet (a client that connected ahead of need)', async () => {
+    // The default request timeout (30 s), which bounds such a connection otherwise.
+    const t = await startTestCoordinator();
+    try {
+      const silent = await openRaw(t.url, '', '127.0.0.8');
+      const started = performance.now();
+      await t.close();
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(await silent.closed).toBeLessThan(started + 5_000);
+      expect(silent.received()).toBe('');
+    } finally {
+      await t.close();
+    }
+  });
+});

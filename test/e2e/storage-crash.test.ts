@@ -7,6 +7,7 @@ import {
   makeTempDir,
   OWNER_EMAIL,
   OWNER_PASSWORD,
+  databaseEnv,
   startTestCoordinator,
   type TestCoordinator,
 } from '../helpers/coordinator.js';
@@ -31,6 +32,7 @@ afterEach(() => {
 /** `drover-coordinator start` on `dataDir` in a child process; resolves with its URL once listening. */
 async function startChild(dataDir: string): Promise<CoordinatorCli & { url: string }> {
   const started = coordinatorCli(['start', '--port', '0', '--data-dir', dataDir], {
+    ...(await databaseEnv(dataDir)),
     DROVER_BOOTSTRAP_EMAIL: OWNER_EMAIL,
     DROVER_BOOTSTRAP_PASSWORD: OWNER_PASSWORD,
     DROVER_BOOTSTRAP_ORG: 'acme',

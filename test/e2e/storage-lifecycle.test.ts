@@ -44,22 +44,28 @@ describe('file lifecycle', () => {
    * A release row referencing the file, written straight into the database: the API refuses a
    * file that expires as an artifact, and the sweeper must leave one alone all the same.
    */
-  function release(fileId: string, releaseStatus: 'draft' | 'published' | 'yanked'): string {
+  async function release(fileId: string, releaseStatus: 'draft' | 'published' | 'yanked'): Promise<string> {
     const appId = randomUUID();
     const releaseId = randomUUID();
     const now = new Date().toISOString();
-    t.coordinator.db
-      .prepare(
-        `INSERT INTO applications (id, org_id, slug, update_workflow_name, created_at) VALUES (?, ?, ?, 'update', ?)`,
-      )
-      .run(appId, t.orgId, `app-${appId.slice(0, 8)}`, now);
-    t.coordinator.db
-      .prepare(
-        `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status,
-           artifact_file_id, checksum_sha256, size, created_at)
-         VALUES (?, ?, '1.0.0', 1, 'stable', 'optional', ?, ?, ?, 1, ?)`,
-      )
-      .run(releaseId, appId, releaseStatus, fileId, 'a'.repeat(64), now);
+    await t.sql.run(
+      `INSERT INTO applications (id, org_id, slug, update_workflow_name, created_at) VALUES (?, ?, ?, 'update', ?)`,
+      appId,
+      t.orgId,
+      `app-${appId.slice(0, 8)}`,
+      now,
+    );
+    await t.sql.run(
+      `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status,
+         artifact_file_id, checksum_sha256, size, created_at)
+       VALUES (?, ?, '1.0.0', 1, 'stable', 'optional', ?, ?, ?, 1, ?)`,
+      releaseId,
+      appId,
+      releaseStatus,
+      fileId,
+      'a'.repeat(64),
+      now,
+    );
     return releaseId;
   }
 
@@ -118,7 +124,7 @@ describe('file lifecycle', () => {
   it('refuses to delete, and never sweeps, a file that a release which is not yanked references', async () => {
     const { fileId } = await uploadFile(client, 'artifact', { cleanupRule: 'ttl', ttlSeconds: 60 });
     const later = await witness(60);
-    const releaseId = release(fileId, 'published');
+    const releaseId = await release(fileId, 'published');
     const res = await client.delete(`/storage/files/${fileId}`);
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({ statusCode: 409, code: 'file_in_use' });
@@ -130,10 +136,10 @@ describe('file lifecycle', () => {
     expect(fs.existsSync(blobPath(fileId))).toBe(true);
 
     const draft = await uploadFile(client, 'draft artifact', { cleanupRule: 'persistent' });
-    release(draft.fileId, 'draft');
+    await release(draft.fileId, 'draft');
     expect((await client.delete(`/storage/files/${draft.fileId}`)).body.code).toBe('file_in_use');
 
-    t.coordinator.db.prepare(`UPDATE releases SET status = 'yanked' WHERE id = ?`).run(releaseId);
+    await t.sql.run(`UPDATE releases SET status = 'yanked' WHERE id = ?`, releaseId);
     // Yanked: the sweeper may take the expired file now, or DELETE does.
     const after = await client.delete(`/storage/files/${fileId}`);
     expect(after.status).toBe(200);
@@ -152,9 +158,10 @@ describe('file lifecycle', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'delete_failed', deletedAt: null });
     // The attempts, the next attempt's time and the last error are not in the API: read from the database.
-    const row = t.coordinator.db
-      .prepare('SELECT delete_attempts, next_delete_at, last_delete_error FROM files WHERE id = ?')
-      .get(fileId) as { delete_attempts: number; next_delete_at: string; last_delete_error: string };
+    const row = (await t.sql.get<{ delete_attempts: number; next_delete_at: string; last_delete_error: string }>(
+      'SELECT delete_attempts, next_delete_at, last_delete_error FROM files WHERE id = ?',
+      fileId,
+    ))!;
     expect(row.delete_attempts).toBe(1);
     expect(Date.parse(row.next_delete_at) - (Date.now() + offsetMs)).toBeGreaterThan(25_000);
     expect(row.last_delete_error).toBeTruthy();
@@ -164,10 +171,11 @@ describe('file lifecycle', () => {
 
     // Still failing at the first retry: the second wait is longer.
     offsetMs += 31_000;
-    const second = await eventually(() => {
-      const current = t.coordinator.db
-        .prepare('SELECT status, delete_attempts, next_delete_at FROM files WHERE id = ?')
-        .get(fileId) as { status: string; delete_attempts: number; next_delete_at: string };
+    const second = await eventually(async () => {
+      const current = (await t.sql.get<{ status: string; delete_attempts: number; next_delete_at: string }>(
+        'SELECT status, delete_attempts, next_delete_at FROM files WHERE id = ?',
+        fileId,
+      ))!;
       return current.delete_attempts === 2 && current;
     });
     expect(second).toMatchObject({ status: 'delete_failed', delete_attempts: 2 });

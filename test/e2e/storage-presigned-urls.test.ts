@@ -116,11 +116,11 @@ describe('presigned blob URLs', () => {
 
   it('answers 404 for a correctly signed URL naming no file, and for a malformed id', async () => {
     // The URL signing key never leaves the server: read from the database to sign a URL here.
-    const row = t.coordinator.db
-      .prepare("SELECT value FROM server_secrets WHERE name = 'blob_url_signing_key'")
-      .get() as { value: string };
+    const row = await t.sql.get<{ value: string }>(
+      "SELECT value FROM server_secrets WHERE name = 'blob_url_signing_key'",
+    );
     const exp = Math.floor(Date.now() / 1000) + 60;
-    const sig = createHmac('sha256', Buffer.from(row.value, 'base64'))
+    const sig = createHmac('sha256', Buffer.from(row!.value, 'base64'))
       .update(`DROVER-BLOB-V1\nGET\n${UNKNOWN_ID}\n${exp}`)
       .digest('base64url');
     const res = await rawRequest('GET', `${t.baseUrl}/storage/blobs/${UNKNOWN_ID}?m=GET&exp=${exp}&sig=${sig}`);

@@ -133,9 +133,10 @@ describe('trigger-run idempotency', () => {
     expect(later.body.jobId).not.toBe(first.body.jobId);
     expect(later.body.idempotent).toBeUndefined();
     // Expired keys are purged from the table, not only ignored (rows the API does not show).
-    const rows = f.t.coordinator.db
-      .prepare('SELECT COUNT(*) AS n FROM idempotency_keys WHERE expires_at <= ?')
-      .get(new Date(f.clock.now()).toISOString()) as { n: number };
-    expect(rows.n).toBe(0);
+    const rows = await f.t.sql.get<{ n: number }>(
+      'SELECT COUNT(*) AS n FROM idempotency_keys WHERE expires_at <= ?',
+      new Date(f.clock.now()).toISOString(),
+    );
+    expect(rows).toEqual({ n: 0 });
   });
 });

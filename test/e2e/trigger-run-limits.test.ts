@@ -54,11 +54,7 @@ describe('trigger-run rate limits', () => {
   };
 
   /** The block rows of a job: the API does not show them. */
-  const blocksOf = (jobId: string) =>
-    f.t.coordinator.db.prepare('SELECT * FROM rate_limit_blocks WHERE job_id = ?').all(jobId) as Record<
-      string,
-      unknown
-    >[];
+  const blocksOf = (jobId: string) => f.t.sql.all('SELECT * FROM rate_limit_blocks WHERE job_id = ?', jobId);
   const auditFor = async (jobId: string) =>
     (await auditEntries(await f.owner(), f.t.orgId, 'rate_limit.block')).filter((e) => e.metadata.jobId === jobId);
   const lastJob = async (triggerId: string) => (await f.jobsOf(triggerId)).at(-1)!;
@@ -89,7 +85,7 @@ describe('trigger-run rate limits', () => {
       });
       expect(job.finishedAt).not.toBeNull();
       expect((await f.jobsOf(s.trigger.id)).map((j) => j.status)).toEqual(['pending', 'pending', 'rejected']);
-      expect(blocksOf(job.id)).toEqual([
+      expect(await blocksOf(job.id)).toEqual([
         expect.objectContaining({
           org_id: f.t.orgId,
           workflow_id: s.workflowId,
@@ -195,7 +191,7 @@ describe('trigger-run rate limits', () => {
       });
       const job = await lastJob(s.trigger.id);
       expect(job).toMatchObject({ status: 'rejected', errorMessage: res.body.message });
-      expect(blocksOf(job.id)).toEqual([]);
+      expect(await blocksOf(job.id)).toEqual([]);
       expect(await auditFor(job.id)).toEqual([
         expect.objectContaining({
           actorId: s.tokenId,

@@ -53,10 +53,11 @@ describe('running a trigger', () => {
     expect(job.params).toEqual({ env: 'prod', replicas: 2, extra: { a: [1] } });
     expect(job.userId).toEqual(expect.any(String));
     // The token that started it is not in the API.
-    const startedBy = f.t.coordinator.db.prepare('SELECT api_token_id FROM jobs WHERE id = ?').get(job.id) as {
-      api_token_id: string | null;
-    };
-    expect(startedBy.api_token_id).toEqual(expect.any(String));
+    const startedBy = await f.t.sql.get<{ api_token_id: string | null }>(
+      'SELECT api_token_id FROM jobs WHERE id = ?',
+      job.id,
+    );
+    expect(startedBy!.api_token_id).toEqual(expect.any(String));
   });
 
   it('accepts a call without a body when the workflow needs no parameter', async () => {

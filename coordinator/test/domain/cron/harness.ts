@@ -10,6 +10,8 @@ import type { UserActor } from '../../../src/domain/audit-log.js';
 import type { TriggerInput } from '../../../src/domain/triggers.js';
 import type { Clock } from '../../../src/util/clock.js';
 import { enrollAgent } from '../../db/fixture.js';
+import { postgresTestSql, sqliteTestSql, type TestSql } from '../../db/test-sql.js';
+import { freshPostgresDatabase, type TestDatabase } from '../../postgres/database.js';
 
 /**
  * A clock and a timer source moved by hand: `advanceTo` runs every timer due on the way, in
@@ -87,24 +89,57 @@ export interface CronWorld {
   cron(fields: TriggerInput): Promise<string>;
   jobs(
     triggerId: string,
-  ): { id: string; status: string; source: string; params: string; error_message: string | null }[];
-  occurrences(triggerId: string): {
-    scheduled_at: string;
-    outcome: string;
-    job_id: string | null;
-    reason: string | null;
-    first_scheduled_at: string | null;
-  }[];
+  ): Promise<{ id: string; status: string; source: string; params: string; error_message: string | null }[]>;
+  occurrences(triggerId: string): Promise<
+    {
+      scheduled_at: string;
+      outcome: string;
+      job_id: string | null;
+      reason: string | null;
+      first_scheduled_at: string | null;
+    }[]
+  >;
+  /** Its database, past the repositories (test-sql.ts). */
+  sql: TestSql;
   close(): Promise<void>;
 }
 
 export const OWNER = 'owner@example.test';
 
-/** A real coordinator (SQLite file in `dataDir`) on the manual time, with an agent reporting `nightly`. */
+/**
+ * The PostgreSQL database of each data directory, in the PostgreSQL pass
+ * (`DROVER_TEST_DATABASE=postgres`, vitest.postgres.config.ts): a world started again on a data
+ * directory finds the database of the one before.
+ */
+const onPostgres = process.env.DROVER_TEST_DATABASE === 'postgres';
+const databases = new Map<string, TestDatabase>();
+
+/** Removes a world's data directory and drops its PostgreSQL database, once no world runs on them. */
+export async function removeWorldData(dataDir: string): Promise<void> {
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  const database = databases.get(dataDir);
+  databases.delete(dataDir);
+  await database?.drop();
+}
+
+/**
+ * A real coordinator (SQLite file in `dataDir`, or in the PostgreSQL pass the data directory's
+ * own PostgreSQL database) on the manual time, with an agent reporting `nightly`.
+ */
 export async function startCronWorld(time: ManualTime, dataDir?: string): Promise<CronWorld> {
   const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cron-'));
+  let database: TestDatabase | undefined;
+  if (onPostgres) {
+    database = databases.get(dir) ?? (await freshPostgresDatabase());
+    databases.set(dir, database);
+  }
   const config = loadConfig(
-    { DROVER_BOOTSTRAP_EMAIL: OWNER, DROVER_BOOTSTRAP_PASSWORD: 'correct horse battery', DROVER_BOOTSTRAP_ORG: 'acme' },
+    {
+      DROVER_BOOTSTRAP_EMAIL: OWNER,
+      DROVER_BOOTSTRAP_PASSWORD: 'correct horse battery',
+      DROVER_BOOTSTRAP_ORG: 'acme',
+      ...(database ? { DROVER_DATABASE_URL: database.url } : {}),
+    },
     { port: '0', host: '127.0.0.1', dataDir: dir, logLevel: process.env.DROVER_TEST_LOG ?? 'silent' },
   );
   const coordinator = await createCoordinator(config, createLogger(config.logLevel), time, time);
@@ -113,8 +148,8 @@ export async function startCronWorld(time: ManualTime, dataDir?: string): Promis
   const user = await repos.users.findByEmail(OWNER);
   const orgs = await repos.orgs.listForUser(user!.id);
   const actor: UserActor = { orgId: orgs[0]!.id, userId: user!.id };
-  const db = coordinator.db;
-  let agentId = db.prepare('SELECT id FROM agents LIMIT 1').pluck().get() as string | undefined;
+  const sql = database ? postgresTestSql(database.url) : sqliteTestSql(() => coordinator.db);
+  let agentId = (await sql.get<{ id: string }>('SELECT id FROM agents LIMIT 1'))?.id;
   if (!agentId) {
     agentId = await enrollAgent(repos, actor.orgId, new Date(time.now()).toISOString());
     await repos.workflows.replaceForAgent(actor.orgId, agentId, [WORKFLOW], new Date(time.now()).toISOString());
@@ -140,18 +175,20 @@ export async function startCronWorld(time: ManualTime, dataDir?: string): Promis
       return trigger.id;
     },
     jobs: (triggerId) =>
-      db
-        .prepare('SELECT id, status, source, params, error_message FROM jobs WHERE trigger_id = ? ORDER BY seq')
-        .all(triggerId) as ReturnType<CronWorld['jobs']>,
+      sql.all(
+        'SELECT id, status, source, params, error_message FROM jobs WHERE trigger_id = ? ORDER BY seq',
+        triggerId,
+      ),
     occurrences: (triggerId) =>
-      db
-        .prepare(
-          `SELECT scheduled_at, outcome, job_id, reason, first_scheduled_at FROM cron_occurrences
-           WHERE trigger_id = ? ORDER BY scheduled_at`,
-        )
-        .all(triggerId) as ReturnType<CronWorld['occurrences']>,
+      sql.all(
+        `SELECT scheduled_at, outcome, job_id, reason, first_scheduled_at FROM cron_occurrences
+         WHERE trigger_id = ? ORDER BY scheduled_at`,
+        triggerId,
+      ),
+    sql,
     async close() {
       time.schedulers.splice(time.schedulers.indexOf(coordinator.scheduler), 1);
+      await sql.close();
       await coordinator.close();
     },
   };

@@ -1,19 +1,19 @@
-import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualTime, startCronWorld, WORKFLOW, type CronWorld } from './harness.js';
+import { ManualTime, removeWorldData, startCronWorld, WORKFLOW, type CronWorld } from './harness.js';
 
 /**
- * The cron scheduler on a manual clock and timer, inside real coordinators over SQLite files:
- * occurrences, daylight-saving changes, missed and overlap policies, changes taking effect at
- * once, and two schedulers sharing one database.
+ * The cron scheduler on a manual clock and timer, inside real coordinators over SQLite files (in
+ * the PostgreSQL pass, PostgreSQL databases: harness.ts): occurrences, daylight-saving changes,
+ * missed and overlap policies, changes taking effect at once, and two schedulers sharing one
+ * database.
  */
 
 const worlds: CronWorld[] = [];
 afterEach(async () => {
-  for (const world of worlds.splice(0).reverse()) {
-    await world.close();
-    fs.rmSync(world.dataDir, { recursive: true, force: true });
-  }
+  const closing = worlds.splice(0).reverse();
+  for (const world of closing) await world.close();
+  // Once every world is closed: worlds may share a data directory.
+  for (const dataDir of new Set(closing.map((w) => w.dataDir))) await removeWorldData(dataDir);
 });
 
 async function world(time: ManualTime, dataDir?: string): Promise<CronWorld> {
@@ -22,7 +22,7 @@ async function world(time: ManualTime, dataDir?: string): Promise<CronWorld> {
   return w;
 }
 
-const scheduled = (w: CronWorld, id: string) => w.occurrences(id).map((o) => o.scheduled_at);
+const scheduled = async (w: CronWorld, id: string) => (await w.occurrences(id)).map((o) => o.scheduled_at);
 
 describe('cron scheduler', () => {
   it('fires an enabled trigger at each occurrence: one cron job with its fixed params per occurrence', async () => {
@@ -32,15 +32,15 @@ describe('cron scheduler', () => {
     expect((await w.coordinator.ctx.triggers.get(w.actor, id)).nextRunAt).toBe('2030-01-07T10:05:00.000Z');
 
     await time.advanceTo('2030-01-07T10:04:59.000Z');
-    expect(w.jobs(id)).toEqual([]);
+    expect(await w.jobs(id)).toEqual([]);
     await time.advanceTo('2030-01-07T10:10:30.000Z');
-    const jobs = w.jobs(id);
+    const jobs = await w.jobs(id);
     expect(jobs.map((j) => [j.status, j.source])).toEqual([
       ['pending', 'cron'],
       ['pending', 'cron'],
     ]);
     expect(JSON.parse(jobs[0]!.params)).toEqual({ env: 'staging', replicas: 2 });
-    expect(w.occurrences(id)).toEqual([
+    expect(await w.occurrences(id)).toEqual([
       {
         scheduled_at: '2030-01-07T10:05:00.000Z',
         outcome: 'job_created',
@@ -69,8 +69,8 @@ describe('cron scheduler', () => {
     const w = await world(time);
     const id = await w.cron({ cronExpression: '* * * * *', cronEnabled: false });
     await time.advanceTo('2030-01-07T10:10:00.000Z');
-    expect(w.jobs(id)).toEqual([]);
-    expect(w.occurrences(id)).toEqual([]);
+    expect(await w.jobs(id)).toEqual([]);
+    expect(await w.occurrences(id)).toEqual([]);
     const view = await w.coordinator.ctx.triggers.get(w.actor, id);
     expect(view).toMatchObject({ nextRunAt: null, nextRuns: [] });
   });
@@ -132,8 +132,8 @@ describe('cron scheduler', () => {
         const w = await world(time);
         const id = await w.cron({ cronExpression: c.expression, cronTimezone: c.zone, cronOverlapPolicy: 'queue' });
         await time.advanceTo(c.to);
-        expect(scheduled(w, id)).toEqual(c.fired);
-        expect(w.jobs(id)).toHaveLength(c.fired.length);
+        expect(await scheduled(w, id)).toEqual(c.fired);
+        expect(await w.jobs(id)).toHaveLength(c.fired.length);
       });
     }
 
@@ -158,15 +158,15 @@ describe('cron scheduler', () => {
       worlds.splice(worlds.indexOf(first), 1);
       time.jumpTo('2030-01-07T13:30:00.000Z');
       const w = await world(time, first.dataDir);
-      expect(w.jobs(id)).toEqual([]);
-      expect(w.occurrences(id).map((o) => [o.scheduled_at, o.outcome, o.reason])).toEqual([
+      expect(await w.jobs(id)).toEqual([]);
+      expect((await w.occurrences(id)).map((o) => [o.scheduled_at, o.outcome, o.reason])).toEqual([
         ['2030-01-07T11:00:00.000Z', 'skipped', 'missed'],
         ['2030-01-07T12:00:00.000Z', 'skipped', 'missed'],
         ['2030-01-07T13:00:00.000Z', 'skipped', 'missed'],
       ]);
       await time.advanceTo('2030-01-07T14:00:10.000Z');
-      expect(w.jobs(id)).toHaveLength(1);
-      expect(scheduled(w, id).at(-1)).toBe('2030-01-07T14:00:00.000Z');
+      expect(await w.jobs(id)).toHaveLength(1);
+      expect((await scheduled(w, id)).at(-1)).toBe('2030-01-07T14:00:00.000Z');
     });
 
     it('fires an occurrence a short restart delayed, whatever the policy', async () => {
@@ -177,7 +177,7 @@ describe('cron scheduler', () => {
       worlds.splice(worlds.indexOf(first), 1);
       time.jumpTo('2030-01-07T11:00:40.000Z');
       const w = await world(time, first.dataDir);
-      expect(w.occurrences(id).map((o) => [o.scheduled_at, o.outcome])).toEqual([
+      expect((await w.occurrences(id)).map((o) => [o.scheduled_at, o.outcome])).toEqual([
         ['2030-01-07T11:00:00.000Z', 'job_created'],
       ]);
     });
@@ -190,9 +190,9 @@ describe('cron scheduler', () => {
       worlds.splice(worlds.indexOf(first), 1);
       time.jumpTo('2030-01-07T13:30:00.000Z');
       const w = await world(time, first.dataDir);
-      const jobs = w.jobs(id);
+      const jobs = await w.jobs(id);
       expect(jobs).toHaveLength(1);
-      expect(w.occurrences(id).map((o) => [o.scheduled_at, o.outcome, o.reason, o.job_id])).toEqual([
+      expect((await w.occurrences(id)).map((o) => [o.scheduled_at, o.outcome, o.reason, o.job_id])).toEqual([
         ['2030-01-07T11:00:00.000Z', 'skipped', 'missed', null],
         ['2030-01-07T12:00:00.000Z', 'skipped', 'missed', null],
         ['2030-01-07T13:00:00.000Z', 'job_created', null, jobs[0]!.id],
@@ -207,8 +207,8 @@ describe('cron scheduler', () => {
       worlds.splice(worlds.indexOf(first), 1);
       time.jumpTo('2030-01-07T05:00:00.000Z');
       const w = await world(time, first.dataDir);
-      expect(w.jobs(id)).toEqual([]);
-      expect(w.occurrences(id).map((o) => [o.scheduled_at, o.reason])).toEqual([
+      expect(await w.jobs(id)).toEqual([]);
+      expect((await w.occurrences(id)).map((o) => [o.scheduled_at, o.reason])).toEqual([
         ['2030-01-07T02:00:00.000Z', 'missed'],
       ]);
     });
@@ -221,8 +221,8 @@ describe('cron scheduler', () => {
       worlds.splice(worlds.indexOf(first), 1);
       time.jumpTo('2030-01-08T10:00:30.000Z');
       const w = await world(time, first.dataDir);
-      expect(w.jobs(id)).toHaveLength(1);
-      const records = w.occurrences(id);
+      expect(await w.jobs(id)).toHaveLength(1);
+      const records = await w.occurrences(id);
       expect(records).toHaveLength(101);
       // The oldest record stands for every occurrence from the first missed one on.
       expect(records[0]).toMatchObject({
@@ -240,14 +240,14 @@ describe('cron scheduler', () => {
       const w = await world(time);
       const id = await w.cron({ cronExpression: '* * * * *', cronOverlapPolicy: 'skip' });
       await time.advanceTo('2030-01-07T10:02:30.000Z');
-      expect(w.occurrences(id).map((o) => [o.outcome, o.reason])).toEqual([
+      expect((await w.occurrences(id)).map((o) => [o.outcome, o.reason])).toEqual([
         ['job_created', null],
         ['skipped', 'overlap'],
       ]);
-      w.coordinator.db.prepare("UPDATE jobs SET status = 'success' WHERE trigger_id = ?").run(id);
+      await w.sql.run("UPDATE jobs SET status = 'success' WHERE trigger_id = ?", id);
       await time.advanceTo('2030-01-07T10:03:30.000Z');
-      expect(w.occurrences(id).map((o) => o.outcome)).toEqual(['job_created', 'skipped', 'job_created']);
-      expect(w.jobs(id)).toHaveLength(2);
+      expect((await w.occurrences(id)).map((o) => o.outcome)).toEqual(['job_created', 'skipped', 'job_created']);
+      expect(await w.jobs(id)).toHaveLength(2);
     });
 
     it('queue: every occurrence makes a job while the previous ones are open', async () => {
@@ -255,7 +255,7 @@ describe('cron scheduler', () => {
       const w = await world(time);
       const id = await w.cron({ cronExpression: '* * * * *', cronOverlapPolicy: 'queue' });
       await time.advanceTo('2030-01-07T10:03:30.000Z');
-      expect(w.jobs(id).map((j) => j.status)).toEqual(['pending', 'pending', 'pending']);
+      expect((await w.jobs(id)).map((j) => j.status)).toEqual(['pending', 'pending', 'pending']);
     });
   });
 
@@ -267,32 +267,32 @@ describe('cron scheduler', () => {
       const id = await w.cron({ cronExpression: '0 * * * *', cronOverlapPolicy: 'queue' });
       await triggers.update(w.actor, id, { cronExpression: '*/5 * * * *' });
       await time.advanceTo('2030-01-07T10:06:00.000Z');
-      expect(scheduled(w, id)).toEqual(['2030-01-07T10:05:00.000Z']);
+      expect(await scheduled(w, id)).toEqual(['2030-01-07T10:05:00.000Z']);
 
       // 11:00 in Asia/Tokyo (UTC+9) is 02:00 UTC the next day; 10:30 UTC would be hourly's next.
       await triggers.update(w.actor, id, { cronExpression: '0 11 * * *', cronTimezone: 'Asia/Tokyo' });
       expect((await triggers.get(w.actor, id)).nextRunAt).toBe('2030-01-08T02:00:00.000Z');
       await time.advanceTo('2030-01-07T12:00:00.000Z');
-      expect(scheduled(w, id)).toEqual(['2030-01-07T10:05:00.000Z']);
+      expect(await scheduled(w, id)).toEqual(['2030-01-07T10:05:00.000Z']);
 
       await triggers.update(w.actor, id, { cronExpression: '*/10 * * * *', cronTimezone: 'UTC' });
       await triggers.update(w.actor, id, { cronEnabled: false });
       await time.advanceTo('2030-01-07T12:35:00.000Z');
-      expect(w.jobs(id)).toHaveLength(1);
+      expect(await w.jobs(id)).toHaveLength(1);
       await triggers.update(w.actor, id, { cronEnabled: true });
       await w.coordinator.scheduler.idle();
-      expect(w.occurrences(id).map((o) => [o.scheduled_at, o.reason])).toEqual([
+      expect((await w.occurrences(id)).map((o) => [o.scheduled_at, o.reason])).toEqual([
         ['2030-01-07T10:05:00.000Z', null],
         ['2030-01-07T12:10:00.000Z', 'disabled'],
         ['2030-01-07T12:20:00.000Z', 'disabled'],
         ['2030-01-07T12:30:00.000Z', 'disabled'],
       ]);
       await time.advanceTo('2030-01-07T12:40:05.000Z');
-      expect(w.jobs(id)).toHaveLength(2);
+      expect(await w.jobs(id)).toHaveLength(2);
 
       await triggers.remove(w.actor, id);
       await time.advanceTo('2030-01-07T13:00:00.000Z');
-      expect(w.jobs(id)).toHaveLength(2);
+      expect(await w.jobs(id)).toHaveLength(2);
     });
   });
 
@@ -309,10 +309,10 @@ describe('cron scheduler', () => {
         new Date(time.now()).toISOString(),
       );
       await time.advanceTo('2030-01-07T10:01:30.000Z');
-      const [job] = w.jobs(id);
+      const [job] = await w.jobs(id);
       expect(job).toMatchObject({ status: 'rejected', source: 'cron' });
       expect(job!.error_message).toBe('params.region: is required (a string)');
-      expect(w.occurrences(id)[0]).toMatchObject({ outcome: 'job_created', job_id: job!.id });
+      expect((await w.occurrences(id))[0]).toMatchObject({ outcome: 'job_created', job_id: job!.id });
     });
 
     it("refuses params the workflow's paramsSchema refuses when the trigger is saved", async () => {
@@ -337,26 +337,26 @@ describe('cron scheduler', () => {
       );
       const id = await w.cron({ cronExpression: '* * * * *', cronOverlapPolicy: 'queue' });
       await time.advanceTo('2030-01-07T10:02:30.000Z');
-      expect(w.jobs(id).map((j) => j.status)).toEqual(['pending', 'rejected']);
-      const blocks = w.coordinator.db.prepare('SELECT job_id FROM rate_limit_blocks').pluck().all();
-      expect(blocks).toEqual([w.jobs(id)[1]!.id]);
+      expect((await w.jobs(id)).map((j) => j.status)).toEqual(['pending', 'rejected']);
+      const blocks = (await w.sql.all<{ job_id: string }>('SELECT job_id FROM rate_limit_blocks')).map((b) => b.job_id);
+      expect(blocks).toEqual([(await w.jobs(id))[1]!.id]);
     });
   });
 
-  it('claims each occurrence once with two schedulers over one database file', async () => {
+  it('claims each occurrence once with two schedulers over one database', async () => {
     const time = new ManualTime('2030-01-07T10:00:30.000Z');
     const a = await world(time);
     const id = await a.cron({ cronExpression: '* * * * *', cronOverlapPolicy: 'queue' });
     const b = await world(time, a.dataDir);
     expect(b.coordinator.scheduler.nextDue(id)).toBe(Date.parse('2030-01-07T10:01:00.000Z'));
     await time.advanceTo('2030-01-07T10:05:30.000Z');
-    expect(scheduled(a, id)).toEqual([
+    expect(await scheduled(a, id)).toEqual([
       '2030-01-07T10:01:00.000Z',
       '2030-01-07T10:02:00.000Z',
       '2030-01-07T10:03:00.000Z',
       '2030-01-07T10:04:00.000Z',
       '2030-01-07T10:05:00.000Z',
     ]);
-    expect(a.jobs(id)).toHaveLength(5);
+    expect(await a.jobs(id)).toHaveLength(5);
   });
 });
