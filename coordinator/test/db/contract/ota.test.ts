@@ -236,7 +236,10 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       status: 'pending',
       number: 1,
     });
-    expect(await t.repos.deviceBindings.applicationOfUpdateJob(jobId)).toBe(a.id);
+    expect(await t.repos.deviceBindings.applicationsOfUpdateJobs([jobId, newId()])).toEqual([
+      { jobId, applicationId: a.id },
+    ]);
+    expect(await t.repos.deviceBindings.applicationsOfUpdateJobs([])).toEqual([]);
 
     // The job ends: the sweep finds the binding due and settles it.
     await t.repos.jobs.finish(
@@ -318,8 +321,11 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       params: { release_id: firstId, artifact: { id: fileId } },
       createdAt: iso(4),
     });
+    const applications = await t.repos.deviceBindings.applicationsOfUpdateJobs(created);
+    expect(applications.sort((x, y) => created.indexOf(x.jobId) - created.indexOf(y.jobId))).toEqual(
+      created.map((jobId) => ({ jobId, applicationId: a.id })),
+    );
     for (const [i, id] of created.entries()) {
-      expect(await t.repos.deviceBindings.applicationOfUpdateJob(id)).toBe(a.id);
       expect(await t.repos.deviceBindings.findInApp(a.id, ids[i + 1]!)).toMatchObject({
         activeJobId: id,
         desiredReleaseId: firstId,

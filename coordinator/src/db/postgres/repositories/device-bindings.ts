@@ -132,13 +132,13 @@ export function createDeviceBindingRepository(pool: PgPool, evaluateBinding: Eva
         null
       );
     },
-    async applicationOfUpdateJob(jobId) {
-      const row = await one<{ application_id: string }>(
+    async applicationsOfUpdateJobs(jobIds) {
+      if (jobIds.length === 0) return [];
+      return all<{ jobId: string; applicationId: string }>(
         pool,
-        'SELECT application_id FROM update_jobs WHERE job_id = $1',
-        [jobId],
+        'SELECT job_id AS "jobId", application_id AS "applicationId" FROM update_jobs WHERE job_id = ANY($1::text[])',
+        [jobIds],
       );
-      return row?.application_id ?? null;
     },
     evaluate(requests, now) {
       return inTransaction(pool, (tx) => evaluateBindings(tx, requests, now, evaluateBinding));
