@@ -12,18 +12,28 @@ import { cancelPendingJobs, storeBindings, toDeviceBinding, type DeviceBindingRo
 import { insertJobs, toJob, type JobRow } from './job-rows.js';
 import { toRelease, type ReleaseRow } from './releases.js';
 
-interface AppRow {
-  id: string;
-  org_id: string;
-  update_workflow_name: string;
+/** A binding with its application (null when deleted) and its agent's status, as an evaluation reads it. */
+interface BindingFactsRow extends DeviceBindingRow {
+  app_org_id: string | null;
+  app_update_workflow_name: string | null;
+  agent_status: AgentStatus | null;
 }
+
+/** Locks and reads the bindings (in id order) with their applications and agents, in one statement. */
+const READ_BINDINGS = `SELECT b.*, a.org_id AS app_org_id, a.update_workflow_name AS app_update_workflow_name,
+    g.status AS agent_status
+  FROM device_bindings b
+    LEFT JOIN applications a ON a.id = b.application_id AND a.deleted_at IS NULL
+    LEFT JOIN agents g ON g.id = b.agent_id
+  WHERE b.id = ANY($1::text[]) ORDER BY b.id FOR UPDATE OF b`;
 
 /**
  * Evaluates bindings inside the caller's transaction, set-based: each read and each write covers
  * every binding of the call in one statement (a publish evaluates 250 at once), so the round
  * trips to PostgreSQL do not grow with the bindings. The rows are locked first, in id order (two
- * evaluations of overlapping sets cannot wait on each other), and `evaluateBinding` (the
- * domain's) decides each binding from what was read, exactly as one at a time would.
+ * evaluations of overlapping sets cannot wait on each other) and read with their applications
+ * and agents, and `evaluateBinding` (the domain's) decides each binding from what was read,
+ * exactly as one at a time would.
  *
  * A binding named twice is evaluated twice, in order: the requests are split into rounds in
  * which each binding appears once, and each round reads what the ones before it wrote.
@@ -35,16 +45,11 @@ export async function evaluateBindings(
   evaluateBinding: EvaluateBinding,
 ): Promise<EvaluationOutcome[]> {
   const ids = [...new Set(requests.map((r) => r.bindingId))].sort();
-  const lockAndRead = 'SELECT * FROM device_bindings WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE';
   const releases = new Map<string, Release[]>();
   const outcomes: EvaluationOutcome[] = [];
   for (const [i, round] of rounds(requests).entries()) {
-    const rows =
-      i === 0
-        ? await all<DeviceBindingRow>(tx, lockAndRead, [ids])
-        : await all<DeviceBindingRow>(tx, 'SELECT * FROM device_bindings WHERE id = ANY($1::text[])', [
-            round.map((r) => r.bindingId),
-          ]);
+    // The first read locks every binding of the call; later rounds read theirs again.
+    const rows = await all<BindingFactsRow>(tx, READ_BINDINGS, [i === 0 ? ids : round.map((r) => r.bindingId)]);
     outcomes.push(...(await evaluateRound(tx, round, rows, now, releases, evaluateBinding)));
   }
   return outcomes;
@@ -74,24 +79,15 @@ const unique = <T>(values: Iterable<T | null | undefined>): T[] =>
 async function evaluateRound(
   tx: PgClient,
   round: readonly EvaluationRequest[],
-  rows: readonly DeviceBindingRow[],
+  rows: readonly BindingFactsRow[],
   now: number,
   releaseCache: Map<string, Release[]>,
   evaluateBinding: EvaluateBinding,
 ): Promise<EvaluationOutcome[]> {
   const byId = new Map(rows.map((r) => [r.id, r]));
-  const appIds = unique(rows.map((r) => r.application_id));
-  const apps = new Map(
-    (appIds.length === 0
-      ? []
-      : await all<AppRow>(
-          tx,
-          'SELECT id, org_id, update_workflow_name FROM applications WHERE id = ANY($1::text[]) AND deleted_at IS NULL',
-          [appIds],
-        )
-    ).map((a) => [a.id, a]),
+  const uncached = unique(rows.map((r) => (r.app_org_id === null ? null : r.application_id))).filter(
+    (id) => !releaseCache.has(id),
   );
-  const uncached = [...apps.keys()].filter((id) => !releaseCache.has(id));
   if (uncached.length > 0) {
     for (const id of uncached) releaseCache.set(id, []);
     const read = await all<ReleaseRow>(tx, 'SELECT * FROM releases WHERE application_id = ANY($1::text[])', [uncached]);
@@ -103,16 +99,6 @@ async function evaluateRound(
       (j) => [j.id, toJob(j)],
     ),
   );
-  const agentIds = unique(rows.map((r) => r.agent_id));
-  const agents = new Map(
-    (agentIds.length === 0
-      ? []
-      : await all<{ id: string; status: AgentStatus }>(tx, 'SELECT id, status FROM agents WHERE id = ANY($1::text[])', [
-          agentIds,
-        ])
-    ).map((a) => [a.id, a.status]),
-  );
-
   const evaluated: { e: BindingEvaluation; appId: string; outcome: EvaluationOutcome }[] = [];
   const outcomes = round.map((request): EvaluationOutcome => {
     const gone: EvaluationOutcome = {
@@ -126,16 +112,15 @@ async function evaluateRound(
       hold: null,
     };
     const row = byId.get(request.bindingId);
-    const app = row && apps.get(row.application_id);
-    if (!row || !app) return gone;
+    if (!row || row.app_org_id === null || row.app_update_workflow_name === null) return gone;
     const binding = toDeviceBinding(row);
     const e = evaluateBinding({
       request,
       binding,
-      app: { id: app.id, orgId: app.org_id, updateWorkflowName: app.update_workflow_name },
-      releases: releaseCache.get(app.id)!,
+      app: { id: row.application_id, orgId: row.app_org_id, updateWorkflowName: row.app_update_workflow_name },
+      releases: releaseCache.get(row.application_id)!,
       activeJob: (binding.activeJobId && jobs.get(binding.activeJobId)) || null,
-      agentStatus: agents.get(binding.agentId) ?? null,
+      agentStatus: row.agent_status,
       now,
     });
     const outcome = {
@@ -147,7 +132,7 @@ async function evaluateRound(
       repushJobId: e.repushJobId,
       hold: e.hold,
     };
-    evaluated.push({ e, appId: app.id, outcome });
+    evaluated.push({ e, appId: row.application_id, outcome });
     return outcome;
   });
 
