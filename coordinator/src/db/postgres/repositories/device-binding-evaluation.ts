@@ -21,10 +21,8 @@ interface BindingFactsRow extends DeviceBindingRow {
 
 /** Locks and reads the bindings (in id order) with their applications and agents, in one statement. */
 const READ_BINDINGS = `SELECT b.*, a.org_id AS app_org_id, a.update_workflow_name AS app_update_workflow_name,
-    g.status AS agent_status
-  FROM device_bindings b
-    LEFT JOIN applications a ON a.id = b.application_id AND a.deleted_at IS NULL
-    LEFT JOIN agents g ON g.id = b.agent_id
+    (SELECT g.status FROM agents g WHERE g.id = b.agent_id) AS agent_status
+  FROM device_bindings b LEFT JOIN applications a ON a.id = b.application_id AND a.deleted_at IS NULL
   WHERE b.id = ANY($1::text[]) ORDER BY b.id FOR UPDATE OF b`;
 
 /**

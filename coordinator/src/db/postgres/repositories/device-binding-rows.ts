@@ -66,7 +66,7 @@ export async function cancelPendingJobs(
     db,
     `UPDATE jobs j SET status = 'cancelled', error_message = t.message, finished_at = t.at
      FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS t(id, message, at)
-     WHERE j.id = t.id AND j.status = 'pending' RETURNING j.id`,
+     WHERE j.id = t.id AND j.id = ANY($1::text[]) AND j.status = 'pending' RETURNING j.id`,
     [cancels.map((c) => c.jobId), cancels.map((c) => c.message), cancels.map((c) => c.at)],
   );
   return new Set(rows.map((r) => r.id));
@@ -87,7 +87,7 @@ export async function storeBindings(db: Queryable, bindings: readonly DeviceBind
        $9::text[], $10::timestamptz[], $11::bigint[], $12::timestamptz[], $13::text[], $14::text[])
        AS t(id, current_release_id, current_version, current_sequence, desired_release_id, forced, state, error,
          active_job_id, last_report_at, failed_attempts, retry_at, postponed_release_id, cancelled_job_id)
-     WHERE b.id = t.id`,
+     WHERE b.id = t.id AND b.id = ANY($1::text[])`,
     [
       column((b) => b.id),
       column((b) => b.current?.releaseId ?? null),
