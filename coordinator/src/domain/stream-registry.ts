@@ -1,6 +1,7 @@
 import { StreamEvent, type JobAssignment, type JobCancelEvent } from '@drover/shared';
 import type { AgentRepository } from './model/agents.js';
 import type { Job, JobRepository, OpenJobSummary } from './model/jobs.js';
+import { batchLoader } from '../util/batch-loader.js';
 import { isoNow, type Clock } from '../util/clock.js';
 import type { AgentEvents } from './agent-events.js';
 import type { JobEvents } from './job-events.js';
@@ -141,9 +142,12 @@ export class StreamRegistry {
   private closed = false;
 
   private readonly metrics: Metrics;
+  /** Jobs read for sending: those of one turn of the event loop (a publish's hundreds) in one read. */
+  private readonly readJob: (id: string) => Promise<Job | undefined>;
 
   constructor(private readonly options: StreamRegistryOptions) {
     this.metrics = options.metrics ?? noMetrics;
+    this.readJob = batchLoader(async (ids) => new Map((await options.jobs.findByIds(ids)).map((job) => [job.id, job])));
   }
 
   /** Subscribes to job and revocation events and starts the pings. */
@@ -374,7 +378,7 @@ export class StreamRegistry {
 
   private async handById(stream: AgentStream, jobId: string): Promise<void> {
     try {
-      const job = await this.options.jobs.findById(jobId);
+      const job = await this.readJob(jobId);
       if (job && job.agentId === stream.agentId) await this.hand(stream, job);
     } catch (error) {
       this.options.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');

@@ -114,7 +114,7 @@ describe('the stream with prepareAssignment', () => {
     const repo = {
       listOpenForAgent: async () => [],
       listUnconfirmedCancels: async () => [],
-      findById: async (id: string) => jobs.get(id) ?? null,
+      findByIds: async (ids: readonly string[]) => ids.flatMap((id) => jobs.get(id) ?? []),
     } as unknown as JobRepository;
     const jobEvents = new JobEvents();
     const errors: string[] = [];

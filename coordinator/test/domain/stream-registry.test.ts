@@ -118,8 +118,8 @@ function setup(options: { graceMs?: number; connected?: string[]; shared?: boole
     async listOpenOfAgents(ids: readonly string[]) {
       return summaries.filter((j) => ids.includes(j.agentId));
     },
-    async findById(id: string) {
-      return jobs.get(id) ?? null;
+    async findByIds(ids: readonly string[]) {
+      return ids.flatMap((id) => jobs.get(id) ?? []);
     },
   } as unknown as JobRepository;
   // The other coordinators on the database, as the cluster relay would bring their events.

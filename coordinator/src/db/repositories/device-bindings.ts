@@ -67,8 +67,9 @@ export function createDeviceBindingRepository(db: Db, evaluateBinding: EvaluateB
      LIMIT @limit`,
   );
   const ofActiveJob = db.prepare<[string], { id: string }>('SELECT id FROM device_bindings WHERE active_job_id = ?');
-  const appOfJob = db.prepare<[string], { application_id: string }>(
-    'SELECT application_id FROM update_jobs WHERE job_id = ?',
+  const appsOfJobs = db.prepare<[string], { jobId: string; applicationId: string }>(
+    `SELECT job_id AS jobId, application_id AS applicationId FROM update_jobs
+     WHERE job_id IN (SELECT value FROM json_each(?))`,
   );
   const appFacts = db.prepare<[string], AppFacts>(
     'SELECT id, org_id, update_workflow_name FROM applications WHERE id = ? AND deleted_at IS NULL',
@@ -220,8 +221,9 @@ export function createDeviceBindingRepository(db: Db, evaluateBinding: EvaluateB
     async bindingOfActiveJob(jobId) {
       return ofActiveJob.get(jobId)?.id ?? null;
     },
-    async applicationOfUpdateJob(jobId) {
-      return appOfJob.get(jobId)?.application_id ?? null;
+    async applicationsOfUpdateJobs(jobIds) {
+      if (jobIds.length === 0) return [];
+      return appsOfJobs.all(JSON.stringify(jobIds));
     },
     async evaluate(requests, now) {
       return evaluate.immediate(requests, now);

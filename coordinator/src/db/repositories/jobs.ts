@@ -170,6 +170,7 @@ export function createJobRepository(
   const w = createJobWrites(db, planMove, planMessages);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
+  const byIds = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))');
   type ListParams = {
     orgId: string;
     status: string | null;
@@ -224,6 +225,10 @@ export function createJobRepository(
     async findById(id) {
       const row = byId.get(id);
       return row ? toJob(row) : null;
+    },
+    async findByIds(ids) {
+      if (ids.length === 0) return [];
+      return byIds.all(JSON.stringify(ids)).map(toJob);
     },
     async findInOrg(orgId, id) {
       const row = inOrg.get(orgId, id);

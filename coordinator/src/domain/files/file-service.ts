@@ -5,6 +5,7 @@ import { AppError, conflict, forbidden, invalid, notFound } from '../../errors.j
 import { UnsupportedBackendError, type StorageBackend, type StorageBackends } from '../../storage/backend.js';
 import type { LocalBackend } from '../../storage/local-backend.js';
 import type { LocalTransfers } from '../../storage/local-transfer.js';
+import { batchLoader } from '../../util/batch-loader.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { findGrant, type StorageGrant } from '../grants.js';
@@ -77,6 +78,33 @@ export class FileService {
   /** The local backend itself (temp-file cleanup by the sweeper). */
   readonly local: LocalBackend;
   private readonly backends: BindingBackends;
+  /**
+   * The downloads of the jobs sent in one turn of the event loop, keyed by `[orgId, fileId]` as
+   * JSON: a publish's thousands of update jobs, all with one artifact, read it and sign its URL once.
+   */
+  private readonly download = batchLoader<string, AgentFileDownload>(async (keys) => {
+    const byOrg = new Map<string, string[]>();
+    for (const key of keys) {
+      const [orgId, fileId] = JSON.parse(key) as [string, string];
+      const ids = byOrg.get(orgId);
+      if (ids) ids.push(fileId);
+      else byOrg.set(orgId, [fileId]);
+    }
+    const out = new Map<string, AgentFileDownload>();
+    for (const [orgId, ids] of byOrg) {
+      for (const file of await this.d.files.findActiveInOrg(orgId, ids)) {
+        const url = await this.issueDownload(file);
+        out.set(JSON.stringify([orgId, file.id]), {
+          ...url,
+          size: file.size ?? 0,
+          sha256: file.sha256 ?? '',
+          filename: file.filename,
+          contentType: file.contentType,
+        });
+      }
+    }
+    return out;
+  });
 
   constructor(private readonly d: FileServiceDeps) {
     this.transfers = d.transfers;
@@ -211,20 +239,13 @@ export class FileService {
 
   /**
    * Download URLs plus size, SHA-256 and filename of the active files among `fileIds`, for a job
-   * sent to an agent. Files not active (or unknown) are absent from the map.
+   * sent to an agent. Files not active (or unknown) are absent from the map. The calls of one turn
+   * of the event loop share one read, and one URL per file.
    */
   async agentDownloads(orgId: string, fileIds: readonly string[]): Promise<Map<string, AgentFileDownload>> {
+    const found = await Promise.all(fileIds.map((id) => this.download(JSON.stringify([orgId, id]))));
     const out = new Map<string, AgentFileDownload>();
-    for (const file of await this.d.files.findActiveInOrg(orgId, fileIds)) {
-      const url = await this.issueDownload(file);
-      out.set(file.id, {
-        ...url,
-        size: file.size ?? 0,
-        sha256: file.sha256 ?? '',
-        filename: file.filename,
-        contentType: file.contentType,
-      });
-    }
+    for (const [i, download] of found.entries()) if (download) out.set(fileIds[i]!, download);
     return out;
   }
 

@@ -94,8 +94,8 @@ export interface DeviceBindingRepository {
   countByState(): Promise<{ state: DeviceState | null; count: number }[]>;
   /** The binding whose active update job is `jobId`. */
   bindingOfActiveJob(jobId: string): Promise<string | null>;
-  /** The application an update job was issued for (also after its binding was removed). */
-  applicationOfUpdateJob(jobId: string): Promise<string | null>;
+  /** The applications update jobs were issued for (also after their bindings were removed); others are absent. */
+  applicationsOfUpdateJobs(jobIds: readonly string[]): Promise<{ jobId: string; applicationId: string }[]>;
   /**
    * Evaluates bindings in one transaction: for each, reads what the evaluation needs, lets the
    * domain decide (EvaluateBinding: settles an ended job, cancels a superseded pending job,

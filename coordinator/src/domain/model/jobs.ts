@@ -201,6 +201,8 @@ export interface OpenJobSummary {
 
 export interface JobRepository {
   findById(id: string): Promise<Job | null>;
+  /** The jobs among `ids` that exist, in any order. */
+  findByIds(ids: readonly string[]): Promise<Job[]>;
   findInOrg(orgId: string, id: string): Promise<Job | null>;
   /** Trigger jobs (never update jobs) of an organization, newest first. */
   listTriggerJobs(orgId: string, query: JobListQuery): Promise<Job[]>;

@@ -1,6 +1,7 @@
 import type { JobAssignment } from '@drover/shared';
 import type { DeviceBindingRepository, EvaluationOutcome, EvaluationRequest } from '../model/device-bindings.js';
 import type { Job } from '../model/jobs.js';
+import { batchLoader } from '../../util/batch-loader.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import type { JobEvents } from '../job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -38,8 +39,15 @@ export class OtaEngine {
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private unsubscribe: (() => void) | undefined;
+  /** The application of each update job being sent: those of one turn of the event loop in one read. */
+  private readonly applicationOf: (jobId: string) => Promise<string | undefined>;
 
-  constructor(private readonly options: OtaEngineOptions) {}
+  constructor(private readonly options: OtaEngineOptions) {
+    this.applicationOf = batchLoader(
+      async (ids) =>
+        new Map((await options.bindings.applicationsOfUpdateJobs(ids)).map((r) => [r.jobId, r.applicationId])),
+    );
+  }
 
   /** Subscribes to job ends and starts the retry sweep. */
   start(): void {
@@ -110,7 +118,7 @@ export class OtaEngine {
   /** The `deploy` event's data for an update job: its assignment plus the application id. */
   async withDeployFields(job: Job, assignment: JobAssignment): Promise<JobAssignment> {
     if (job.kind !== 'update') return assignment;
-    const applicationId = await this.options.bindings.applicationOfUpdateJob(job.id);
+    const applicationId = await this.applicationOf(job.id);
     return applicationId ? toDeployAssignment(assignment, applicationId) : assignment;
   }
 

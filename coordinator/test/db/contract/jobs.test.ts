@@ -218,6 +218,15 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
   });
 
   describe('reads', () => {
+    it('reads many jobs by id at once, the unknown ones left out', async () => {
+      const a = await insertJob();
+      const b = await insertJob({ agentId: otherAgentId, kind: 'update', triggerId: null });
+      const found = await repos().jobs.findByIds([b.id, newId(), a.id, a.id]);
+      expect(found.map((j) => j.id).sort()).toEqual([a.id, b.id].sort());
+      expect(found.find((j) => j.id === b.id)).toEqual(await repos().jobs.findById(b.id));
+      expect(await repos().jobs.findByIds([])).toEqual([]);
+    });
+
     it('lists trigger jobs newest first with filters and a cursor, never update jobs', async () => {
       const a = await insertJob({ triggerId: 't1' });
       const b = await insertJob({ triggerId: 't2', status: 'rejected', errorMessage: 'limit' });

@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { Application } from '../../../src/domain/model/applications.js';
 import type { StoredFile } from '../../../src/domain/model/files.js';
 import type { NewRelease } from '../../../src/domain/model/releases.js';
+import { SUPERSEDED_MESSAGE } from '../../../src/domain/ota/evaluation.js';
 import { newId } from '../../../src/util/ids.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { enroll, insertJob, orgWithAgent } from './fixture.js';
@@ -235,7 +236,10 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       status: 'pending',
       number: 1,
     });
-    expect(await t.repos.deviceBindings.applicationOfUpdateJob(jobId)).toBe(a.id);
+    expect(await t.repos.deviceBindings.applicationsOfUpdateJobs([jobId, newId()])).toEqual([
+      { jobId, applicationId: a.id },
+    ]);
+    expect(await t.repos.deviceBindings.applicationsOfUpdateJobs([])).toEqual([]);
 
     // The job ends: the sweep finds the binding due and settles it.
     await t.repos.jobs.finish(
@@ -256,5 +260,98 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(deleted?.cancelledJobIds).toEqual([]);
     expect(await t.repos.deviceBindings.listByApp(a.id)).toEqual([]);
     expect(await t.repos.releases.list(a.id)).toEqual([]);
+  });
+
+  it('evaluates many bindings in one call as one at a time would: numbers in order, each job its own', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const fileId = await artifact();
+    const first = await t.repos.releases.create(release(a.id, fileId));
+    const firstId = first.outcome === 'created' ? first.release.id : '';
+    await t.repos.releases.publish(a.id, firstId, iso(2));
+    const agents = [agentId, ...(await Promise.all(Array.from({ length: 5 }, () => enroll(t.repos, orgId, iso(0)))))];
+    await t.repos.workflows.replaceForAgent(
+      orgId,
+      agents[1]!,
+      [{ name: 'update', timeout: 90_000, steps: [{ run: 'u' }] }],
+      iso(0),
+    );
+    const revoked = agents[5]!;
+    await t.exec(`UPDATE agents SET status = 'revoked' WHERE id = '${revoked}'`);
+    const bound = await t.repos.deviceBindings.bind({
+      orgId,
+      applicationId: a.id,
+      bindings: agents.map((id) => ({ id: newId(), agentId: id })),
+      channel: 'stable',
+      at: iso(1),
+    });
+    const ids = bound.outcome === 'bound' ? bound.bindings.map((b) => b.id) : [];
+    // A job already issued on one binding counts before the evaluation's.
+    const [one] = await t.repos.deviceBindings.evaluate([{ bindingId: ids[0]!, reason: 'publish' }], T0 + 3);
+    expect(one!.createdJobId).not.toBeNull();
+
+    const gone = newId();
+    const outcomes = await t.repos.deviceBindings.evaluate(
+      [...ids.slice(1), gone, ids[2]!, ids[0]!].map((bindingId) => ({ bindingId, reason: 'publish' as const })),
+      T0 + 4,
+    );
+    expect(outcomes.map((o) => o.bindingId)).toEqual([...ids.slice(1), gone, ids[2]!, ids[0]!]);
+    expect(outcomes.map((o) => o.hold)).toEqual([
+      null,
+      null,
+      null,
+      null,
+      'agent_revoked',
+      null,
+      'job_in_progress',
+      'job_in_progress',
+    ]);
+    const created = outcomes.slice(0, 4).map((o) => o.createdJobId!);
+    expect(outcomes[6]!.createdJobId).toBeNull();
+    const jobs = await Promise.all(created.map((id) => t.repos.jobs.findById(id)));
+    expect(jobs.map((j) => j!.number)).toEqual([2, 3, 4, 5]);
+    expect(jobs.map((j) => j!.seq)).toEqual([...jobs.map((j) => j!.seq)].sort((x, y) => x - y));
+    expect(jobs.map((j) => j!.timeoutMs)).toEqual([90_000, null, null, null]);
+    expect(jobs[0]).toMatchObject({
+      kind: 'update',
+      source: 'ota',
+      status: 'pending',
+      agentId: agents[1],
+      workflowName: 'update',
+      params: { release_id: firstId, artifact: { id: fileId } },
+      createdAt: iso(4),
+    });
+    const applications = await t.repos.deviceBindings.applicationsOfUpdateJobs(created);
+    expect(applications.sort((x, y) => created.indexOf(x.jobId) - created.indexOf(y.jobId))).toEqual(
+      created.map((jobId) => ({ jobId, applicationId: a.id })),
+    );
+    for (const [i, id] of created.entries()) {
+      expect(await t.repos.deviceBindings.findInApp(a.id, ids[i + 1]!)).toMatchObject({
+        activeJobId: id,
+        desiredReleaseId: firstId,
+      });
+    }
+    expect(await t.repos.deviceBindings.findInApp(a.id, ids[5]!)).toMatchObject({
+      activeJobId: null,
+      desiredReleaseId: firstId,
+    });
+
+    // A newer release supersedes the pending jobs, not the one the agent took.
+    await t.exec(`UPDATE jobs SET status = 'queued' WHERE id = '${created[1]}'`);
+    const second = await t.repos.releases.create(release(a.id, fileId, { version: '2.0.0' }));
+    const secondId = second.outcome === 'created' ? second.release.id : '';
+    await t.repos.releases.publish(a.id, secondId, iso(6));
+    const next = await t.repos.deviceBindings.evaluate(
+      ids.slice(1, 4).map((bindingId) => ({ bindingId, reason: 'publish' as const })),
+      T0 + 7,
+    );
+    expect(next.map((o) => o.supersededJobId)).toEqual([created[0], null, created[2]]);
+    expect(next.map((o) => o.hold)).toEqual([null, 'job_in_progress', null]);
+    expect(await t.repos.jobs.findById(created[0]!)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: SUPERSEDED_MESSAGE,
+      finishedAt: iso(7),
+    });
+    expect((await t.repos.jobs.findById(next[2]!.createdJobId!))?.number).toBe(7);
   });
 });

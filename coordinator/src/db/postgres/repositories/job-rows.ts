@@ -119,3 +119,61 @@ export function insertJob(
 }
 
 export const insertNewJob = (db: Queryable, job: NewJob) => insertJob(db, job, job.status, job.errorMessage);
+
+/**
+ * Many jobs of one organization in one statement: the counter moves by their count at once and
+ * they take its numbers in the order given (their `seq` in the same order).
+ */
+const INSERT_JOBS_SQL = `WITH n AS (
+    INSERT INTO job_number_counters AS c (org_id, last_number)
+    VALUES ($1, (SELECT COALESCE(MAX(number), 0) FROM jobs WHERE org_id = $1) + cardinality($2::text[]))
+    ON CONFLICT (org_id) DO UPDATE SET last_number = c.last_number + cardinality($2::text[])
+    RETURNING last_number)
+  INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name, status, ref, debug,
+    params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms, created_at, finished_at,
+    chat_origin, number)
+  SELECT t.id, $1, t.kind, t.source, t.trigger_id, t.agent_id, t.workflow_id, t.workflow_name, t.status, t.ref,
+    t.debug, t.params, t.error_message, t.forced, t.force_reason, t.api_token_id, t.user_id, t.timeout_ms,
+    t.created_at, CASE WHEN t.status = 'rejected' THEN t.created_at END, t.chat_origin,
+    (SELECT last_number FROM n) - cardinality($2::text[]) + t.ord
+  FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+    $10::text[], $11::boolean[], $12::json[], $13::text[], $14::boolean[], $15::text[], $16::text[], $17::text[],
+    $18::bigint[], $19::timestamptz[], $20::json[])
+    WITH ORDINALITY AS t(id, kind, source, trigger_id, agent_id, workflow_id, workflow_name, status, ref, debug,
+      params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms, created_at, chat_origin, ord)
+  ORDER BY t.ord`;
+
+/** Inserts jobs, one statement per organization, each organization's numbered in the order given. */
+export async function insertJobs(db: Queryable, jobs: readonly NewJob[]): Promise<void> {
+  const byOrg = new Map<string, NewJob[]>();
+  for (const job of jobs) {
+    const list = byOrg.get(job.orgId);
+    if (list) list.push(job);
+    else byOrg.set(job.orgId, [job]);
+  }
+  for (const [orgId, list] of byOrg) {
+    const column = <T>(value: (job: NewJob) => T) => list.map(value);
+    await run(db, INSERT_JOBS_SQL, [
+      orgId,
+      column((j) => j.id),
+      column((j) => j.kind),
+      column((j) => j.source),
+      column((j) => j.triggerId),
+      column((j) => j.agentId),
+      column((j) => j.workflowId),
+      column((j) => j.workflowName),
+      column((j) => j.status),
+      column((j) => j.ref),
+      column((j) => j.debug),
+      column((j) => JSON.stringify(j.params)),
+      column((j) => j.errorMessage),
+      column((j) => j.forced),
+      column((j) => j.forceReason),
+      column((j) => j.apiTokenId),
+      column((j) => j.userId),
+      column((j) => j.timeoutMs),
+      column((j) => j.createdAt),
+      column((j) => json(j.chatOrigin ?? null)),
+    ]);
+  }
+}

@@ -121,6 +121,10 @@ export function createJobRepository(pool: PgPool, planMove: PlanJobMove, planMes
       const row = await one<JobRow>(pool, 'SELECT * FROM jobs WHERE id = $1', [id]);
       return row ? toJob(row) : null;
     },
+    async findByIds(ids) {
+      if (ids.length === 0) return [];
+      return (await all<JobRow>(pool, 'SELECT * FROM jobs WHERE id = ANY($1::text[])', [ids])).map(toJob);
+    },
     async findInOrg(orgId, id) {
       const row = await one<JobRow>(pool, 'SELECT * FROM jobs WHERE org_id = $1 AND id = $2', [orgId, id]);
       return row ? toJob(row) : null;
