@@ -67,7 +67,7 @@ describe.skipIf(!hasOpenssl())('an HTTPS coordinator', () => {
     await eventually(() => daemon.status()?.connection === 'connected', 20_000, 'the daemon to connect');
     expect(daemon.logRecords().some((r) => r.msg === `connected to the coordinator at ${proxy.url}`)).toBe(true);
 
-    const created = createTestJob(t, a.agent, { workflowName: 'hello', params: {} });
+    const created = await createTestJob(t, a.agent, { workflowName: 'hello', params: {} });
     const done = await eventually(
       async () => {
         const res = await t.owner.get(`/jobs/${created.id}`);
