@@ -2,9 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetch } from 'undici';
-import { CLUSTER_CHANNEL } from '../../coordinator/src/db/postgres/notify-relay.js';
-import { encodeEvent, payloadOf } from '../../coordinator/src/db/postgres/cluster-payload.js';
-import { createPool } from '../../coordinator/src/db/postgres/pool.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import {
   enrollAgentStateDir,
@@ -194,43 +191,29 @@ describe('three coordinators on one PostgreSQL database and one bucket', { timeo
   });
 
   it('fires a cron occurrence once, though all three schedulers find it due at once', async () => {
-    // Once an hour, at the minute half a minute ago was in: due now once it is scheduled from 90 s
-    // ago (below), 30 to 90 s late (fired: run_once catches up), and not again during the test,
-    // whenever in the minute it runs.
-    const minute = new Date(Date.now() - 30_000).getUTCMinutes();
+    // Due once an hour, at the next minute boundary at least 5 s away: every scheduler has loaded
+    // the trigger by then (the creation reaches the others through the relay within
+    // milliseconds), so all three timers go off at that instant and race for the occurrence; it
+    // does not come again during the test. Waits up to a minute for that instant.
+    const boundary = Math.ceil((Date.now() + 5_000) / 60_000) * 60_000;
+    const handled = cluster.nodes.map((n) => n.cli.stdout().match(/cron occurrences handled/g)?.length ?? 0);
     const created = await ownerOn(cluster.nodes[0]!).post(`/orgs/${cluster.orgId}/triggers`, {
       body: {
-        name: 'every minute',
+        name: 'hourly',
         agentId: agents[0]!.dir.agentId,
         scopeType: 'workflow',
         workflowName: 'work',
         responseMode: 'async',
         type: 'cron',
-        cronExpression: `${minute} * * * *`,
-        cronMissedPolicy: 'run_once',
+        cronExpression: `${new Date(boundary).getUTCMinutes()} * * * *`,
       },
     });
     expect(created.status, created.text).toBe(201);
     const triggerId = created.body.id as string;
-    // As if it had been scheduled 90 s ago: an occurrence of the last minute is due now. Every
-    // coordinator hears of the change at once (the notification the trigger service would send).
-    const handled = cluster.nodes.map((n) => n.cli.stdout().match(/cron occurrences handled/g)?.length ?? 0);
-    const pool = createPool(database.url);
-    try {
-      // The same schedule in other words: the schedulers load it again, from cron_since.
-      await pool.query(
-        `UPDATE triggers SET cron_expression = $2, cron_since = now() - interval '90 seconds' WHERE id = $1`,
-        [triggerId, `${minute} */1 * * *`],
-      );
-      const event = encodeEvent({ type: 'trigger_changed', triggerId })!;
-      await pool.query('SELECT pg_notify($1, $2)', [CLUSTER_CHANNEL, payloadOf('cluster-test', [event])]);
-    } finally {
-      await pool.end();
-    }
     await eventually(
       () =>
         cluster.nodes.every((n, i) => (n.cli.stdout().match(/cron occurrences handled/g)?.length ?? 0) > handled[i]!),
-      15_000,
+      boundary - Date.now() + 15_000,
       'every scheduler to handle the occurrence',
     );
     const jobs = await cluster.owner.get<{ id: string; source: string }[]>(
@@ -244,7 +227,7 @@ describe('three coordinators on one PostgreSQL database and one bucket', { timeo
     );
     expect(occurrences.body.filter((o) => o.outcome === 'job_created')).toHaveLength(1);
     await eventually(async () => (await job(jobs.body[0]!.id)).status === 'success', 20_000, 'the cron job to succeed');
-  });
+  }, 120_000);
 
   it('uploads through one coordinator and downloads through another, straight from the bucket', async () => {
     const { token } = await issueApiToken(cluster.owner, cluster.orgId, [
