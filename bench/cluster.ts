@@ -37,6 +37,7 @@ import { runLoad, type LoadResult } from './lib/load.js';
 import { integerOption } from './lib/options.js';
 import { startBenchPostgres, type BenchPostgres } from './lib/postgres.js';
 import { machineNote, median } from './lib/report.js';
+import { DEPLOY_WORKFLOW } from './lib/seed.js';
 
 const { values } = parseArgs({
   options: {
@@ -61,20 +62,6 @@ const ms = (v: number) => `${v.toFixed(2)} ms`;
 const sleep = (t: number) => new Promise((resolve) => setTimeout(resolve, t));
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-/** The async `deploy` workflow of the trigger-run benchmark. */
-const WORKFLOW = {
-  name: 'deploy',
-  description: 'deploys a release',
-  version: '1.0.0',
-  paramsSchema: [
-    { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
-    { name: 'replicas', type: 'number', min: 1, max: 10, default: 2 },
-    { name: 'dryRun', type: 'boolean', default: false },
-  ],
-  secretsKeys: [],
-  timeout: 600_000,
-  steps: [{ run: './deploy.sh', args: ['--env', 'staging'] }],
-};
 const RUN_BODY = JSON.stringify({ ref: 'v1.42.0', params: { env: 'staging', replicas: 3 } });
 
 interface Installation {
@@ -101,12 +88,12 @@ async function signIn(origin: string): Promise<Installation> {
   };
 }
 
-/** An agent reporting WORKFLOW, an async trigger on it and a token that may run it. */
+/** An agent reporting DEPLOY_WORKFLOW, an async trigger on it and a token that may run it. */
 async function runnable(origin: string): Promise<{ agent: SimAgent; triggerId: string; token: string }> {
   const inst = await signIn(origin);
   const { token: enrollment } = await inst.manage('/enrollment-tokens', {}, 201);
   const agent = await SimAgent.enroll(origin, enrollment as string, 0);
-  const put = await agent.signedJson(origin, 'PUT', '/v1/agent/workflows', { workflows: [WORKFLOW] });
+  const put = await agent.signedJson(origin, 'PUT', '/v1/agent/workflows', { workflows: [DEPLOY_WORKFLOW] });
   assert.equal(put.status, 200, `PUT workflows: ${put.status} ${put.text}`);
   const trigger = await inst.manage(
     '/triggers',

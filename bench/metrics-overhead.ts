@@ -25,7 +25,7 @@ import { runCleanLoad, type LoadResult } from './lib/load.js';
 import { parseLoadOptions } from './lib/options.js';
 import { inclusiveShare, readCpuProfile, withCpuProfile } from './lib/profile.js';
 import { formatRow, machineNote, printRatio } from './lib/report.js';
-import { seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
+import { DEPLOY_WORKFLOW, seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
 
 const GOAL = 0.98;
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
@@ -46,21 +46,7 @@ interface Target {
 /** The trigger-run fixture of bench/trigger-run.ts on `coordinator`: the run URL and its headers. */
 async function seedRun(coordinator: BenchCoordinator): Promise<{ url: string; headers: Record<string, string> }> {
   const c = coordinator.coordinator;
-  const agentId = await seedAgent(c, coordinator.orgId, 0, [
-    {
-      name: 'deploy',
-      description: 'deploys a release',
-      version: '1.0.0',
-      paramsSchema: [
-        { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
-        { name: 'replicas', type: 'number', min: 1, max: 10, default: 2 },
-        { name: 'dryRun', type: 'boolean', default: false },
-      ],
-      secretsKeys: [],
-      timeout: 600_000,
-      steps: [{ run: './deploy.sh', args: ['--env', 'staging'] }],
-    },
-  ]);
+  const agentId = await seedAgent(c, coordinator.orgId, 0, [DEPLOY_WORKFLOW]);
   const triggerId = await seedTrigger(c, coordinator.orgId, coordinator.ownerId, {
     agentId,
     workflowName: 'deploy',

@@ -30,7 +30,7 @@ import { runCleanLoad, type LoadResult } from './lib/load.js';
 import { parseLoadOptions } from './lib/options.js';
 import { withCpuProfile } from './lib/profile.js';
 import { formatRow, machineNote, printRatio } from './lib/report.js';
-import { seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
+import { DEPLOY_WORKFLOW, seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
 
 const GOAL = 0.4;
 
@@ -56,21 +56,7 @@ const coordinator = await startBenchCoordinator();
 let bare: Awaited<ReturnType<typeof startBarePostServer>> | undefined;
 try {
   const { ctx, db } = coordinator.coordinator;
-  const agentId = await seedAgent(coordinator.coordinator, coordinator.orgId, 0, [
-    {
-      name: 'deploy',
-      description: 'deploys a release',
-      version: '1.0.0',
-      paramsSchema: [
-        { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
-        { name: 'replicas', type: 'number', min: 1, max: 10, default: 2 },
-        { name: 'dryRun', type: 'boolean', default: false },
-      ],
-      secretsKeys: [],
-      timeout: 600_000,
-      steps: [{ run: './deploy.sh', args: ['--env', 'staging'] }],
-    },
-  ]);
+  const agentId = await seedAgent(coordinator.coordinator, coordinator.orgId, 0, [DEPLOY_WORKFLOW]);
   const triggerId = await seedTrigger(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, {
     agentId,
     workflowName: 'deploy',

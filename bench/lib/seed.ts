@@ -7,6 +7,21 @@ import type { WorkflowDefinition } from '@drover/shared';
  * the management routes, so a benchmark measures only the route under test.
  */
 
+/** The async `deploy` workflow the trigger-run benchmarks run (its parameters validated on each call). */
+export const DEPLOY_WORKFLOW: WorkflowDefinition = {
+  name: 'deploy',
+  description: 'deploys a release',
+  version: '1.0.0',
+  paramsSchema: [
+    { name: 'env', type: 'enum', options: ['staging', 'prod'], required: true },
+    { name: 'replicas', type: 'number', min: 1, max: 10, default: 2 },
+    { name: 'dryRun', type: 'boolean', default: false },
+  ],
+  secretsKeys: [],
+  timeout: 600_000,
+  steps: [{ run: './deploy.sh', args: ['--env', 'staging'] }],
+};
+
 export interface SeededAgent {
   id: string;
   workflowNames: string[];
