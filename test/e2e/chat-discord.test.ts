@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
+import { auditEntries } from '../helpers/audit.js';
 import { connectWorkspace } from '../helpers/chat.js';
 import { DISCORD_APP_ID, DISCORD_CODE, DISCORD_GUILD, discordEnv, FakeDiscord } from '../helpers/fake-discord.js';
 import { eventually } from '../helpers/poll.js';
@@ -148,6 +149,14 @@ describe('Discord chat triggers', () => {
         userId: '1180000000000000321',
         userName: 'Grace',
       },
+    });
+    // Who it was, by name as well as by id, in the audit log too (as for Slack).
+    const entry = (await auditEntries(rig.t.owner, rig.t.orgId, 'trigger.run')).find(
+      (e) => e.metadata.jobId === job!.id,
+    );
+    expect(entry?.metadata).toMatchObject({
+      source: 'discord',
+      chatUser: { id: '1180000000000000321', name: 'Grace' },
     });
     // The outcome follows in the channel, naming (and pinging) the writer alone.
     const outcome = await eventually(
