@@ -26,7 +26,7 @@ function registeredRoutes(app: Coordinator['app']): Route[] {
 }
 
 /** The dashboard's pages and assets (`/`, `/login`, `/orgs/...`, `/assets/...`): for browsers, not API operations. */
-const isDashboardFile = (path: string) => /^\/(login|orgs\/.*|assets\/.*)?$/.test(path);
+const isDashboardFile = (path: string) => /^\/(login|orgs\/.*|chat\/:provider\/finish|assets\/.*)?$/.test(path);
 
 /**
  * The OpenAPI paths a registered route may be documented at. Where routes name the parameter at
