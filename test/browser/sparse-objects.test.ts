@@ -50,14 +50,14 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
       expect(res.status, res.text).toBe(201);
       return res.body.id;
     };
-    // Every optional field left out: no workflow (any of the agent's), no refs, no notification.
+    // Every optional field left out: no workflow (any of the agent's), no refs, no notification;
+    // a cron trigger has no answer settings at all.
     ids.webhook = await trigger({ name: 'any-workflow', scopeType: 'agent', responseMode: 'async' });
     ids.cron = await trigger({
       name: 'nightly',
       type: 'cron',
       scopeType: 'workflow',
       workflowName: 'apply-update',
-      responseMode: 'async',
       cronExpression: '0 3 * * *',
     });
     ids.chat = await trigger({

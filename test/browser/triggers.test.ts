@@ -233,6 +233,9 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().goto(`/orgs/${t.orgId}/triggers/new`);
     await page().getByLabel('Name', { exact: true }).fill('nightly hello');
     await page().getByLabel('Type', { exact: true }).selectOption('cron');
+    // A cron trigger answers no caller and never runs in debug: the form asks neither.
+    expect(await page().getByLabel('Answer').count()).toBe(0);
+    expect(await page().getByLabel('Calls may ask for a debug run').count()).toBe(0);
     await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'daemon-test' });
     await page().getByLabel('Workflow', { exact: true }).fill('hello');
     await page().getByLabel('Cron expression').fill('0 0 31 2 *');
@@ -267,6 +270,9 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const row = page().getByRole('row', { name: 'nightly hello' });
     await row.waitFor();
     expect(await row.innerText()).toContain('paused');
+    // Its schedule where the others say how they answer.
+    expect(await row.innerText()).toContain('on 30 2 * * MON-FRI, Europe/Paris');
+    expect(await row.innerText()).not.toContain('async');
     const webhookRow = await page().getByRole('row', { name: 'hello by hand' }).innerText();
     expect(webhookRow).toMatch(/webhook\s+daemon-test\s+hello\s+async/);
     await expectAccessible(page(), 'the Triggers page');
