@@ -1,9 +1,12 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { DASHBOARD_INDEX } from '../helpers/dashboard-build.js';
 import { createTestJob } from '../helpers/jobs.js';
+import { rawRequest } from '../helpers/storage.js';
 
 /** The coordinator serves the dashboard at / from its own origin, without shadowing the API. */
 
@@ -71,6 +74,54 @@ describe('the dashboard served by the coordinator', () => {
     expect(await missing.json()).toMatchObject({ statusCode: 404, code: 'not_found' });
     const traversal = await fetch(`${t.url}/assets/..%2f..%2fpackage.json`);
     expect(traversal.status).toBe(404);
+  });
+
+  it('sends each asset compressed as the browser accepts it (Brotli, gzip or none), the same bytes once decoded', async () => {
+    const scripts = [...index.matchAll(/src="\/(assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    const styles = [...index.matchAll(/href="\/(assets\/[^"]+\.css)"/g)].map((m) => m[1]!);
+    for (const asset of [...scripts, ...styles]) {
+      const original = fs.readFileSync(path.join(path.dirname(DASHBOARD_INDEX), asset));
+      const type = asset.endsWith('.js') ? /^text\/javascript|^application\/javascript/ : /^text\/css/;
+      const get = (acceptEncoding?: string, method = 'GET', extra: Record<string, string> = {}) =>
+        rawRequest(method, `${t.url}/${asset}`, {
+          headers: { ...(acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding }), ...extra },
+        });
+      const cases: [string | undefined, string | undefined, (b: Buffer) => Buffer][] = [
+        ['gzip, deflate, br, zstd', 'br', brotliDecompressSync], // Chromium's
+        ['br', 'br', brotliDecompressSync],
+        ['gzip', 'gzip', gunzipSync],
+        ['br;q=0, gzip', 'gzip', gunzipSync],
+        [undefined, undefined, (b) => b],
+        ['identity', undefined, (b) => b],
+      ];
+      for (const [accept, encoding, decode] of cases) {
+        const res = await get(accept);
+        const what = `${asset} for Accept-Encoding ${accept}`;
+        expect(res.status, what).toBe(200);
+        expect(res.headers['content-encoding'], what).toBe(encoding);
+        expect(res.headers['content-type'], what).toMatch(type);
+        expect(res.headers.vary, what).toMatch(/accept-encoding/i);
+        expect(res.headers['cache-control'], what).toBe('public, max-age=31536000, immutable');
+        expect(Number(res.headers['content-length']), what).toBe(res.body.length);
+        expect(decode(res.body).equals(original), what).toBe(true);
+        if (encoding) expect(res.body.length, what).toBeLessThan(original.length / 2);
+      }
+      // HEAD: the headers of the GET, no body; a revalidation with the ETag: 304.
+      const brotli = await get('br');
+      const head = await get('br', 'HEAD');
+      expect(head.status).toBe(200);
+      expect(head.body.length).toBe(0);
+      expect(head.headers['content-encoding']).toBe('br');
+      expect(head.headers['content-length']).toBe(brotli.headers['content-length']);
+      expect(brotli.headers.etag).toBeTruthy();
+      const again = await get('br', 'GET', { 'if-none-match': brotli.headers.etag! });
+      expect(again.status).toBe(304);
+      expect(again.body.length).toBe(0);
+    }
+    // The compressed copies are no addresses of their own.
+    for (const copy of [`${scripts[0]}.br`, `${scripts[0]}.gz`]) {
+      expect((await rawRequest('GET', `${t.url}/${copy}`)).status, copy).toBe(404);
+    }
   });
 
   it('gives a browser opening a statusUrl (/api/jobs/:id) the dashboard, signed in or not', async () => {
