@@ -61,11 +61,12 @@ describe('the dashboard served by the coordinator', () => {
   it('serves the hashed assets with a long, immutable cache, and an unknown asset is a JSON 404', async () => {
     const assets = [...index.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
     expect(assets.some((a) => a.endsWith('.js'))).toBe(true);
+    const types: Record<string, RegExp> = { js: /javascript/, css: /^text\/css/, svg: /^image\/svg\+xml/ };
     for (const asset of assets) {
       const res = await fetch(`${t.url}${asset}`);
       expect(res.status, asset).toBe(200);
       expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
-      expect(res.headers.get('content-type')).toMatch(asset.endsWith('.js') ? /javascript/ : /text\/css/);
+      expect(res.headers.get('content-type')).toMatch(types[asset.split('.').pop()!]!);
       expectPageHeaders(res.headers);
       await res.arrayBuffer();
     }
@@ -121,6 +122,28 @@ describe('the dashboard served by the coordinator', () => {
     // The compressed copies are no addresses of their own.
     for (const copy of [`${scripts[0]}.br`, `${scripts[0]}.gz`]) {
       expect((await rawRequest('GET', `${t.url}/${copy}`)).status, copy).toBe(404);
+    }
+  });
+
+  it('has an icon: the one the page links to, and /favicon.ico for clients that ask for it on their own', async () => {
+    const linked = /<link rel="icon" type="image\/svg\+xml" href="(\/assets\/favicon-[^"]+\.svg)"/.exec(index);
+    expect(linked, 'index.html links its icon').not.toBeNull();
+    const svg = await rawRequest('GET', `${t.url}${linked![1]}`);
+    expect(svg.status).toBe(200);
+    expect(svg.headers['content-type']).toMatch(/^image\/svg\+xml/);
+
+    const ico = await rawRequest('GET', `${t.url}/favicon.ico`);
+    expect(ico.status).toBe(200);
+    expect(ico.headers['content-type']).toMatch(/^image\/(x-icon|vnd\.microsoft\.icon)/);
+    expect(ico.headers['cache-control']).toBe('no-cache');
+    expect(ico.body.subarray(0, 4).equals(Buffer.from([0, 0, 1, 0]))).toBe(true); // an ICO file
+    expectPageHeaders(new Headers(ico.headers as Record<string, string>));
+    const again = await rawRequest('GET', `${t.url}/favicon.ico`, { headers: { 'if-none-match': ico.headers.etag! } });
+    expect(again.status).toBe(304);
+    expect((await rawRequest('HEAD', `${t.url}/favicon.ico`)).status).toBe(200);
+    // Only the build's own files: nothing else of its folder, nor the API, is reached this way.
+    for (const path of ['/index.html', '/assets/', '/favicon.ico.gz', '/nothing.ico']) {
+      expect((await rawRequest('GET', `${t.url}${path}`)).status, path).toBe(404);
     }
   });
 

@@ -75,5 +75,20 @@ export function dashboardRoutes(build: DashboardBuild) {
       // copy the request's Accept-Encoding prefers is sent, with Content-Encoding and Vary.
       preCompressed: true,
     });
+    // The build's files beside index.html (dashboard/public: /favicon.ico, which browsers and
+    // other clients ask for on their own): names without a hash, so revalidated each time.
+    await app.register(fastifyStatic, {
+      root: build.dir,
+      prefix: '/',
+      schemaHide: true,
+      decorateReply: false,
+      wildcard: false,
+      globIgnore: ['assets/**', 'index.html', ...PRECOMPRESSED],
+      index: false,
+      list: false,
+      dotfiles: 'deny',
+      cacheControl: false,
+      setHeaders: (reply) => void reply.header('cache-control', 'no-cache'),
+    });
   };
 }
