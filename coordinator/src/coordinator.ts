@@ -117,6 +117,7 @@ export async function createCoordinator(
       audit,
       clock,
       schedules,
+      limits: { triggers: config.maxTriggersPerOrg, enabledCron: config.maxCronTriggersPerOrg },
       // The scheduler (below) re-reads every trigger the service changes, and so do the other
       // coordinators' (relayTriggerChanges, below).
       onChanged: (triggerId) => {

@@ -48,7 +48,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     signedOutSessions: createSignedOutSessionRepository(db),
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
-    triggers: createTriggerRepository(db),
+    triggers: createTriggerRepository(db, rules.triggerLimitRefusal),
     triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits, rules.planJobMessages),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),

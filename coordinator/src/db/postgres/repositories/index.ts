@@ -48,7 +48,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     signedOutSessions: createSignedOutSessionRepository(pool),
     storageBindings: createStorageBindingRepository(pool),
     triggerRuns: createTriggerRunRepository(pool, rules.decideLimits, rules.planJobMessages),
-    triggers: createTriggerRepository(pool),
+    triggers: createTriggerRepository(pool, rules.triggerLimitRefusal),
     users: createUserRepository(pool),
     workflows: createWorkflowRepository(pool),
     files: createFileRepository(pool),
