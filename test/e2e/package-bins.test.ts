@@ -1,4 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +37,21 @@ describe('the workspace commands', () => {
     const launcher = bins.find((b) => b.name === 'drover-coordinator')!.file;
     expect(shebangNodeFlags(path.join(ROOT, launcher))).toEqual(
       shebangNodeFlags(path.join(ROOT, 'coordinator/src/cli/main.ts')),
+    );
+  });
+
+  it('are licensed under the Apache License 2.0, whose text is LICENSE', () => {
+    for (const dir of ['.', 'shared', 'coordinator', 'agent', 'cli', 'dashboard', 'test', 'bench']) {
+      const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, dir, 'package.json'), 'utf8')) as {
+        license?: string;
+      };
+      expect(manifest.license, `${dir}/package.json`).toBe('Apache-2.0');
+    }
+    const text = fs.readFileSync(path.join(ROOT, 'LICENSE'), 'utf8');
+    expect(text).toMatch(/^\s+Apache License\n\s+Version 2\.0, January 2004\n/);
+    expect(text).toContain('APPENDIX: How to apply the Apache License to your work.');
+    expect(createHash('sha256').update(text).digest('hex')).toBe(
+      'cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30', // apache.org's LICENSE-2.0.txt
     );
   });
 
