@@ -2,6 +2,7 @@
  * A pino log record as one readable line, for a person at a terminal: `drover-agent logs` and the
  * agent's `run` in a terminal, and the coordinator's log on a terminal.
  */
+import { showControls } from './visible-controls.js';
 
 /** pino's numeric levels and their names. */
 export const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as const;
@@ -66,25 +67,28 @@ export function formatRecord(record: LogRecord, options: FormatOptions = {}): st
   const workflow = typeof record.workflow === 'string' ? record.workflow : record.workflowName;
   if (typeof record.jobId === 'string') {
     const job = `job ${shortId(record.jobId)}${typeof workflow === 'string' ? ` ${workflow}` : ''}:`;
-    line += `${paint(options.color, 'cyan', job)} `;
+    line += `${paint(options.color, 'cyan', inLine(job))} `;
   } else if (typeof workflow === 'string') {
-    line += `${paint(options.color, 'cyan', `${workflow}:`)} `;
+    line += `${paint(options.color, 'cyan', `${inLine(workflow)}:`)} `;
   }
-  line += typeof record.msg === 'string' ? record.msg : '';
+  line += typeof record.msg === 'string' ? inLine(record.msg) : '';
   const extras = Object.keys(record)
     .filter((key) => !SHOWN.has(key) && !options.hide?.includes(key) && record[key] !== undefined)
     .map((key) => `${key}=${formatValue(record[key])}`);
-  if (extras.length > 0) line += `  ${paint(options.color, 'gray', extras.join(' '))}`;
+  if (extras.length > 0) line += `  ${paint(options.color, 'gray', inLine(extras.join(' ')))}`;
   const err = record.err;
   if (err && typeof err === 'object') {
     if (options.stacks && typeof err.stack === 'string') {
-      line += `\n${paint(options.color, 'gray', err.stack.replace(/^/gm, '    '))}`;
-    } else if (typeof err.message === 'string' && !line.includes(err.message)) {
-      line += `  ${paint(options.color, 'red', `(${err.message})`)}`;
+      line += `\n${paint(options.color, 'gray', showControls(err.stack).replace(/^/gm, '    '))}`;
+    } else if (typeof err.message === 'string' && !line.includes(inLine(err.message))) {
+      line += `  ${paint(options.color, 'red', `(${inLine(err.message)})`)}`;
     }
   }
   return line;
 }
+
+/** A field's text as the line shows it: its control characters, line breaks included, as `\xHH`. */
+const inLine = (text: string) => showControls(text, { lineBreaks: false });
 
 export function levelLabel(level: number): string {
   for (const name of [...LEVEL_NAMES].reverse()) if (level >= LEVELS[name]) return name.toUpperCase();

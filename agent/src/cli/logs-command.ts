@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { formatRecord, levelNumber, LEVEL_NAMES } from '@drover/shared';
+import { formatRecord, levelNumber, LEVEL_NAMES, showControls, showControlsInJson } from '@drover/shared';
 import { followLogs, readLogs, type LogFilter, type LogLine } from '../logging/read-logs.js';
 import { logFile } from '../logging/log-files.js';
 import { defaultStateDir } from '../state/paths.js';
@@ -56,10 +56,16 @@ export function configureLogsCommand(program: Command, io: CliIo): void {
 
       const stateDir = flags.stateDir ?? defaultStateDir();
       const color = io === processIo && process.stdout.isTTY === true && !process.env.NO_COLOR;
-      const show = (line: LogLine) =>
-        io.out(
-          `${flags.json || !line.record ? line.text : formatRecord(line.record, { color, utc: flags.utc, stacks: flags.stacks })}\n`,
-        );
+      // What a job or a workflow put in the log is shown, never obeyed by the terminal: control
+      // characters as `\xHH` (JSON lines stay the same JSON, with `\u00HH` escapes).
+      const show = (line: LogLine) => {
+        const text = !line.record
+          ? showControls(line.text, { lineBreaks: false })
+          : flags.json
+            ? showControlsInJson(line.text)
+            : formatRecord(line.record, { color, utc: flags.utc, stacks: flags.stacks });
+        io.out(`${text}\n`);
+      };
 
       let shown = 0;
       const kept: LogLine[] = [];

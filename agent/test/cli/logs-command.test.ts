@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { showControls } from '@drover/shared';
 import { runAgentCli as run } from './run-cli.js';
 
 let stateDir: string;
@@ -56,6 +57,28 @@ describe('drover-agent logs', () => {
         .split('\n')
         .map((l) => JSON.parse(l).msg),
     ).toEqual(['step 2 (build) exited with code 3']);
+  });
+
+  it('shows the control characters a job or a workflow put in the log instead of letting the terminal obey them', async () => {
+    const clipboard = '\u001b]52;c;cm0gLXJmIH4=\u0007'; // OSC 52: sets the clipboard
+    const rewrite = '\u001b[1A\u001b[2K'; // CSI: up one line, erase it
+    fs.writeFileSync(
+      path.join(stateDir, 'logs', 'agent.log'),
+      rec(30, `step output ${clipboard}done${rewrite}`, { jobId: JOB, workflow: `deploy\u009b2J` }) +
+        `not json \u001b[31mred\r\n`,
+    );
+    const res = await run('logs', '--state-dir', stateDir, '--utc');
+    expect(res.out).toBe(
+      '2026-11-22 10:31:02  INFO   job 1b2c3d4e… deploy\\x9b2J: step output \\x1b]52;c;cm0gLXJmIH4=\\x07done\\x1b[1A\\x1b[2K\n' +
+        'not json \\x1b[31mred\\x0d\n',
+    );
+    // --json: the same JSON (DEL and C1 controls, which JSON leaves raw, as \u escapes).
+    const json = await run('logs', '--state-dir', stateDir, '--json', '--job', JOB);
+    expect(showControls(json.out)).toBe(json.out);
+    expect(JSON.parse(json.out)).toMatchObject({
+      msg: `step output ${clipboard}done${rewrite}`,
+      workflow: 'deploy\u009b2J',
+    });
   });
 
   it('says so when there is nothing to show', async () => {
