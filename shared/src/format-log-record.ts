@@ -55,7 +55,7 @@ const paint = (on: boolean | undefined, color: keyof typeof COLORS, text: string
 
 /**
  * One log record as a line for a person at a terminal:
- * `2026-11-22 10:31:02  INFO  job 1b2c3d4e… deploy: step 2 (build) exited with code 3`
+ * `2026-11-22 10:31:02  INFO  job …e3f40516 deploy: step 2 (build) exited with code 3`
  * then the remaining fields as `key=value`, and an error's message (and stack, when asked).
  */
 export function formatRecord(record: LogRecord, options: FormatOptions = {}): string {
@@ -95,9 +95,13 @@ export function levelLabel(level: number): string {
   return 'TRACE';
 }
 
-/** `1b2c3d4e…` for a UUID: enough to tell jobs apart and to pass to `--job`. */
+/**
+ * `…e3f40516` for a UUID: its last 8 characters, enough to tell jobs apart and to pass to `--job`.
+ * Not its first ones: a job id is a UUIDv7, whose first 8 characters are its creation time, the
+ * same for every job of the same minute.
+ */
 export function shortId(id: string): string {
-  return id.length > 8 ? `${id.slice(0, 8)}…` : id;
+  return id.length > 8 ? `…${id.slice(-8)}` : id;
 }
 
 /** `2026-11-22 10:31:02` in the machine's time zone (or UTC). */
