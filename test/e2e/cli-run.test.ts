@@ -203,7 +203,7 @@ describe('drover run with an API token', () => {
     const workflows = await run(['workflows']);
     expect(workflows.code).toBe(0);
     expect(workflows.stdout.split('\n')[0]).toMatch(/^NAME +VERSION +PARAMS +AGENT +DESCRIPTION$/);
-    expect(workflows.stdout).toMatch(/\ngreet +- +who:string times:number +[0-9a-f-]{36} +-\n/);
+    expect(workflows.stdout).toMatch(/\ngreet +- +who:string times:number +daemon-test +-\n/);
     const wfJson = JSON.parse((await run(['workflows', '--json'])).stdout);
     expect(wfJson.map((w: { name: string }) => w.name)).toEqual(['broken', 'gated', 'greet', 'hang']);
 
@@ -272,7 +272,8 @@ describe('drover with a session', () => {
     });
     const waited = await running.exited;
     expect(waited.code).toBe(5);
-    expect(waited.stdout).toContain(`Job ${jobId} was cancelled`);
+    expect(waited.stdout).toContain(`Job ${jobId} was cancelled: a user cancelled the job`);
+    expect(waited.stdout).not.toContain('cancelled: cancelled');
     openGate('later');
   });
 
