@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
+import type { AuditAction } from '../model/audit.js';
 import type { ChatOrigin, JobSource } from '../model/jobs.js';
 import type { Role } from '../model/orgs.js';
 import type { RateLimits } from '../model/rate-limits.js';
@@ -264,7 +265,7 @@ export class TriggerRunService {
       case 'admitted': {
         jobEvents.jobCreated(trigger.agentId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
-        const onTrigger = (action: string, metadata: Record<string, unknown>) =>
+        const onTrigger = (action: AuditAction, metadata: Record<string, unknown>) =>
           audit.record({
             orgId: trigger.orgId,
             ...actor.auditActor,
