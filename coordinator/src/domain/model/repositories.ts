@@ -9,6 +9,7 @@ import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
 import type { FileRepository } from './files.js';
+import type { InvitationRepository } from './invitations.js';
 import type { JobRepository } from './jobs.js';
 import type { OrgRepository } from './orgs.js';
 import type { ReleaseRepository } from './releases.js';
@@ -41,6 +42,7 @@ export interface Repositories {
   signedOutSessions: SignedOutSessionRepository;
   storageBindings: StorageBindingRepository;
   files: FileRepository;
+  invitations: InvitationRepository;
   triggers: TriggerRepository;
   triggerRuns: TriggerRunRepository;
   users: UserRepository;
