@@ -10,6 +10,7 @@ import { configureJobsCommand } from './commands/jobs-command.js';
 import { configureLoginCommand } from './commands/login-command.js';
 import { configureLogoutCommand } from './commands/logout-command.js';
 import { configureMemberCommand } from './commands/member-command.js';
+import { configurePasswordCommand } from './commands/password-command.js';
 import { configureReleaseCommand } from './commands/release-command.js';
 import { configureRunCommand } from './commands/run-command.js';
 import { configureTokenCommand } from './commands/token-command.js';
@@ -37,6 +38,7 @@ export function buildProgram(rt: Runtime): Command {
   // Sessions
   configureLoginCommand(program, rt);
   configureLogoutCommand(program, rt);
+  configurePasswordCommand(program, rt);
   configureJobsCommand(program, rt);
   configureJobCommand(program, rt);
   configureCancelCommand(program, rt);

@@ -26,6 +26,7 @@ import { DiscordGateway } from './chat/discord-gateway.js';
 import { chatSenders } from './chat/senders/index.js';
 import { DeliveryWorker } from './domain/chat/notifications/delivery-worker.js';
 import { SignInService } from './domain/sign-in.js';
+import { AccountService } from './domain/account.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
 import { ApiTokenService } from './domain/manage/api-token-service.js';
 import { MemberService } from './domain/manage/member-service.js';
@@ -109,6 +110,7 @@ export async function createCoordinator(
       metrics,
     });
     const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger, metrics });
+    const account = new AccountService({ users: repos.users, orgs: repos.orgs, sessions, signIn, audit });
     const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger, metrics });
     const schedules = new CronSchedules();
     const triggers = new TriggerService({
@@ -176,6 +178,7 @@ export async function createCoordinator(
       audit,
       sessions,
       signIn,
+      account,
       enrollment,
       serverKey,
       readLimiter,

@@ -26,13 +26,15 @@ import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator
  * owner issues a token with the grants picker (a refused limit and an empty storage grant shown
  * at their fields), reads its plaintext once, uses it with the real `curl`, revokes it (curl then
  * gets 401); adds a member, changes a role, meets the last-owner rule and a 403; the member does
- * not see the owner-only actions; signing out asks for sign-in again. Every page is checked with
+ * not see the owner-only actions; the member changes their password on the account page (their
+ * other sessions end) and signs out everywhere; signing out asks for sign-in again. Every page is checked with
  * axe-core and for CSP violations.
  */
 
 const HELLO = fs.readFileSync(new URL('../../agent/examples/workflows/hello.yaml', import.meta.url), 'utf8');
 const MEMBER_EMAIL = 'dev@example.test';
 const MEMBER_PASSWORD = 'a long member password';
+const NEW_MEMBER_PASSWORD = 'a new member passphrase';
 
 const run = promisify(execFile);
 
@@ -303,6 +305,55 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
       'Not allowed: Only an owner of the organization can do this',
     );
     expect((await t.owner.get<unknown[]>(`/orgs/${t.orgId}/members`)).body).toHaveLength(2);
+  });
+
+  it('changes the password on the account page, reached from the header: the other sessions end, this one goes on', async () => {
+    const p = member!.page;
+    const elsewhere = await t.api.login(MEMBER_EMAIL, MEMBER_PASSWORD); // a script's session of the same user
+    await p.getByRole('link', { name: 'Account' }).click();
+    await p.getByRole('heading', { name: 'Your account' }).waitFor();
+    await expectAccessible(p, 'the account page');
+
+    await p.getByLabel('Current password').fill('not my password');
+    await p.getByLabel('New password', { exact: true }).fill(NEW_MEMBER_PASSWORD);
+    await p.getByLabel('New password again').fill(`${NEW_MEMBER_PASSWORD}!`);
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await p.locator('#account-again-error').waitFor();
+    await p.getByLabel('New password again').fill(NEW_MEMBER_PASSWORD);
+    await p.getByRole('button', { name: 'Change password' }).click();
+    const wrong = p.locator('#account-currentPassword-error');
+    await wrong.waitFor();
+    expect(await wrong.innerText()).toBe('is not your current password');
+    expect(await p.getByLabel('Current password').getAttribute('aria-invalid')).toBe('true');
+    await expectAccessible(p, 'the account page with a refusal');
+
+    await p.getByLabel('Current password').fill(MEMBER_PASSWORD);
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await p.getByRole('status').filter({ hasText: 'Your password is changed' }).waitFor();
+    await docScreenshot(p, 'account');
+    expect((await elsewhere.get('/orgs')).status).toBe(401);
+    // This browser's session was renewed: the pages go on.
+    await nav(p, 'Members').click();
+    await p.getByRole('row', { name: OWNER_EMAIL }).waitFor();
+    expect(member!.problems).toEqual([]);
+  });
+
+  it('signs out everywhere from the account page: this browser and every other session of the user', async () => {
+    const p = member!.page;
+    const elsewhere = await t.api.login(MEMBER_EMAIL, NEW_MEMBER_PASSWORD);
+    await p.getByRole('link', { name: 'Account' }).click();
+    await p.getByRole('button', { name: 'Sign out everywhere…' }).click();
+    await p
+      .getByRole('group', { name: 'Sign out everywhere' })
+      .getByRole('button', { name: 'Sign out everywhere' })
+      .click();
+    await p.waitForURL('**/login');
+    expect((await elsewhere.get('/orgs')).status).toBe(401);
+    await p.goto(`/orgs/${t.orgId}/members`);
+    await p.waitForURL('**/login?next=*');
+    await signIn(p, MEMBER_EMAIL, NEW_MEMBER_PASSWORD);
+    await p.getByRole('heading', { name: 'Members', exact: true }).waitFor();
+    expect(member!.problems).toEqual([]);
   });
 
   it('signs out: back to the sign-in page, and the old page asks to sign in again', async () => {

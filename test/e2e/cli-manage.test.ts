@@ -247,3 +247,51 @@ describe('drover completion', () => {
     });
   });
 });
+
+// Last in the file: these end the owner's sessions.
+describe('drover password and drover logout --everywhere', () => {
+  const NEW_PASSWORD = 'a new long passphrase';
+  const sessionFile = () => path.join(work, 'config', 'drover', 'session.json');
+  const storedToken = () => (JSON.parse(fs.readFileSync(sessionFile(), 'utf8')) as { token: string }).token;
+
+  it('changes the password from standard input, never argv: the other sessions end, this one is renewed', async () => {
+    expect(await run(['password'])).toMatchObject({
+      code: 2,
+      stderr:
+        'drover: no terminal to ask the password on: pass --password-stdin (the current password, then the new one, one a line)\n',
+    });
+    expect(await drover(['password', '--password-stdin'], { env, input: `${OWNER_PASSWORD}\n` })).toMatchObject({
+      code: 2,
+      stderr: 'drover: --password-stdin: expected two lines (the current password, then the new one), got 1\n',
+    });
+    const wrong = await drover(['password', '--password-stdin'], { env, input: `not it\n${NEW_PASSWORD}\n` });
+    expect(wrong).toMatchObject({ code: 2, stderr: 'drover: body.currentPassword: is not your current password\n' });
+
+    const before = storedToken();
+    const changed = await drover(['password', '--password-stdin'], {
+      env,
+      input: `${OWNER_PASSWORD}\n${NEW_PASSWORD}\n`,
+    });
+    expect(changed).toMatchObject({
+      code: 0,
+      stdout: `Changed the password of ${OWNER_EMAIL}; your other sessions are signed out\n`,
+    });
+    expect(storedToken()).not.toBe(before);
+    expect((await t.owner.get('/orgs')).status).toBe(401); // another session of the owner
+    expect((await t.api.get('/orgs', { token: before })).status).toBe(401);
+    expect((await run(['trigger', 'list', '--org', 'acme'])).code).toBe(0); // the renewed one
+  });
+
+  it('signs out everywhere: every session of the user ends, and the file is deleted', async () => {
+    const other = await t.api.login(OWNER_EMAIL, NEW_PASSWORD);
+    const token = storedToken();
+    const res = await run(['logout', '--everywhere']);
+    expect(res).toMatchObject({ code: 0, stdout: `Signed out of every session of ${OWNER_EMAIL} on ${t.url}\n` });
+    expect(fs.existsSync(sessionFile())).toBe(false);
+    for (const ended of [token, other.token]) expect((await t.api.get('/orgs', { token: ended })).status).toBe(401);
+    expect(await run(['logout', '--everywhere'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: not signed in: sign in with `drover login` to sign out everywhere\n',
+    });
+  });
+});

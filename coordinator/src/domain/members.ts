@@ -2,7 +2,7 @@ import type { Repositories } from './model/repositories.js';
 import type { Member, Role } from './model/orgs.js';
 import { conflict, describeValue, invalid, notFound } from '../errors.js';
 import { newId } from '../util/ids.js';
-import { hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords.js';
+import { checkNewPassword, hashPassword } from './passwords.js';
 
 export const MAX_EMAIL_LENGTH = 320;
 // One @, something on each side, no spaces: deliverability is the mail system's business.
@@ -47,7 +47,7 @@ export async function addMember(
     return { member: await mustFindMember(repos, orgId, existing.id), createdUser: false };
   }
   if (input.password === undefined) throw invalid('body.password', 'is required to create a new user');
-  checkPassword(input.password);
+  checkNewPassword(input.password, 'body.password');
   const userId = newId();
   const passwordHash = await hashPassword(input.password);
   const outcome = await repos.orgs.createUserAndAddMember(
@@ -59,15 +59,6 @@ export async function addMember(
   if (outcome === 'email_taken')
     throw conflict('A user with this email was created meanwhile; add them without a password');
   return { member: await mustFindMember(repos, orgId, userId), createdUser: true };
-}
-
-export function checkPassword(password: string): void {
-  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-    throw invalid(
-      'body.password',
-      `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, got ${password.length}`,
-    );
-  }
 }
 
 /** An organization keeps an owner: its last one can be neither demoted nor removed. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { OrgRepository } from './model/orgs.js';
-import type { UserRepository, UserWithPassword } from './model/users.js';
+import type { StoredUser, UserRepository, UserWithPassword } from './model/users.js';
 import { AppError, unauthorized } from '../errors.js';
 import { isoAt, type Clock } from '../util/clock.js';
 import { AttemptThrottle, type FailureOutcome, type ThrottlePolicy } from './attempt-throttle.js';
@@ -76,7 +76,7 @@ export class SignInService {
     const trimmed = email.trim();
     const user = await this.checkPassword(trimmed, password, address);
     if (!user) throw unauthorized('Wrong email or password');
-    const session = await this.deps.sessions.issue(user.id);
+    const session = await this.deps.sessions.issue(user.id, user.sessionGeneration);
     return {
       token: session.token,
       expiresAt: session.expiresAt,
@@ -90,7 +90,11 @@ export class SignInService {
    * being looked at. Signing in and changing one's password (which asks for the current one) both
    * check passwords here, so they share the counts.
    */
-  async checkPassword(email: string, password: string, address: string): Promise<UserWithPassword | null> {
+  async checkPassword(
+    email: string,
+    password: string,
+    address: string,
+  ): Promise<(UserWithPassword & StoredUser) | null> {
     const account = email.trim().toLowerCase();
     const pair = pairKey(account, address);
     const wait = Math.max(this.accounts.waitMs(pair), this.addresses.waitMs(address));

@@ -14,6 +14,7 @@ import type { ChatIntegrationService } from '../domain/chat/integrations.js';
 import type { ChatRunService } from '../domain/chat/chat-runs.js';
 import type { SessionService } from '../domain/sessions.js';
 import type { SignInService } from '../domain/sign-in.js';
+import type { AccountService } from '../domain/account.js';
 import type { ApiTokenService } from '../domain/manage/api-token-service.js';
 import type { MemberService } from '../domain/manage/member-service.js';
 import type { TriggerService } from '../domain/manage/trigger-service.js';
@@ -30,6 +31,8 @@ export interface AppContext {
   sessions: SessionService;
   /** Dashboard sign-in with its throttles. */
   signIn: SignInService;
+  /** A signed-in user's password and sessions. */
+  account: AccountService;
   /** Agent enrollment with its throttle. */
   enrollment: AgentEnrollment;
   serverKey: ServerKey;

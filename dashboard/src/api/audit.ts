@@ -58,6 +58,8 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   'api_token.discover': 'listed what it may use',
   'rate_limit.block': 'was held back by the rate limit of',
   'auth.lockout': 'locked, after failed sign-ins,',
+  'auth.password_change': 'changed their password',
+  'auth.sign_out_everywhere': 'signed out everywhere',
   'storage_binding.create': 'created',
   'storage_binding.delete': 'deleted',
   'file.delete': 'deleted',

@@ -4,7 +4,7 @@ import { api, ApiError } from '../api/client';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { useFrameOrgId } from './use-org';
+import { useFrameOrgId, type FrameOrgState } from './use-org';
 
 /** The frame of every signed-in page: navigation, organization switcher, the user, sign-out. */
 export function Shell() {
@@ -44,7 +44,7 @@ function SignedIn({ email }: { email: string }) {
             {current.role === 'owner' && <NavLink to={`/orgs/${current.id}/audit`}>Audit log</NavLink>}
           </nav>
         )}
-        <UserMenu email={email} role={current?.role} />
+        <UserMenu email={email} current={current} />
       </header>
       <main>
         <ErrorMessage error={orgs.error} />
@@ -78,7 +78,8 @@ function OrgSwitcher({ orgs, current }: { orgs: Org[]; current: Org | undefined 
   );
 }
 
-function UserMenu({ email, role }: { email: string; role: string | undefined }) {
+function UserMenu({ email, current }: { email: string; current: Org | undefined }) {
+  const frame: FrameOrgState = { frameOrgId: current?.id };
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const signOut = useMutation({
@@ -92,8 +93,11 @@ function UserMenu({ email, role }: { email: string; role: string | undefined }) 
     <div className="user">
       <span>
         Signed in as <strong>{email}</strong>
-        {role && <span className="role"> ({role})</span>}
+        {current && <span className="role"> ({current.role})</span>}
       </span>
+      <NavLink to="/account" state={frame} className="account-link">
+        Account
+      </NavLink>
       <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
         Sign out
       </button>

@@ -9,7 +9,7 @@ import { setPageHeaders } from './page-headers.js';
  * The addresses of the dashboard's pages (its client-side routes, dashboard/src/router.tsx),
  * each answered with index.html. None is under /v1, /api or /docs: the API keeps its paths.
  */
-export const DASHBOARD_PAGE_PATHS = ['/', '/login', '/orgs/:orgId', '/orgs/:orgId/*'] as const;
+export const DASHBOARD_PAGE_PATHS = ['/', '/login', '/account', '/orgs/:orgId', '/orgs/:orgId/*'] as const;
 
 /** Hashed file names (Vite's build): an asset never changes under its name. */
 const ASSET_MAX_AGE_SECONDS = 365 * 24 * 3600;
