@@ -5,6 +5,7 @@ import { configureCancelCommand } from './commands/cancel-command.js';
 import { configureCompletionCommand } from './commands/completion-command.js';
 import { configureEnrollmentTokenCommand } from './commands/enrollment-token-command.js';
 import { configureFilesCommand } from './commands/files-command.js';
+import { configureInvitationCommand } from './commands/invitation-command.js';
 import { configureJobCommand } from './commands/job-command.js';
 import { configureJobsCommand } from './commands/jobs-command.js';
 import { configureLoginCommand } from './commands/login-command.js';
@@ -47,6 +48,7 @@ export function buildProgram(rt: Runtime): Command {
   configureTriggerCommand(program, rt);
   configureApiTokenCommand(program, rt);
   configureMemberCommand(program, rt);
+  configureInvitationCommand(program, rt);
   configureCompletionCommand(program, rt);
   forEachCommand(program, (command) =>
     command

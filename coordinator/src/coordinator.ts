@@ -30,6 +30,7 @@ import { AccountService } from './domain/account.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
 import { ApiTokenService } from './domain/manage/api-token-service.js';
 import { MemberService } from './domain/manage/member-service.js';
+import { InvitationService } from './domain/manage/invitation-service.js';
 import { TriggerService } from './domain/manage/trigger-service.js';
 import { TriggerRunService } from './domain/trigger-run/run-trigger.js';
 import { CronScheduler, type Timers } from './domain/cron/scheduler.js';
@@ -127,6 +128,7 @@ export async function createCoordinator(
     });
     const apiTokens = new ApiTokenService({ repos, audit, clock });
     const members = new MemberService({ repos, audit, clock });
+    const invitations = new InvitationService({ repos, audit, clock });
     const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files, metrics });
     const cancels = new JobCancelService({
       repos,
@@ -187,6 +189,7 @@ export async function createCoordinator(
       triggers,
       apiTokens,
       members,
+      invitations,
       runs,
       cancels,
       ota,

@@ -21,6 +21,14 @@ export const ErrorCodes = {
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },
   file_in_use: { status: 409, description: 'The file is referenced by a release that is not yanked.' },
+  invitation_expired: {
+    status: 410,
+    description: 'The invitation has expired; an owner of the organization can invite again.',
+  },
+  invitation_revoked: {
+    status: 410,
+    description: 'The invitation was revoked by an owner of the organization, or declined by the invitee.',
+  },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
   range_not_satisfiable: { status: 416, description: 'The requested byte range lies outside the file.' },
   validation_failed: {

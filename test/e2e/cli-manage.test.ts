@@ -14,7 +14,7 @@ import {
 
 /**
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
- * release`), organizations chosen with --org, and shell completion, with the built single
+ * invitation|release`), organizations chosen with --org, and shell completion, with the built single
  * executable against a real coordinator.
  */
 
@@ -144,13 +144,54 @@ describe('drover management commands', () => {
     expect(refused).toMatchObject({ code: 2, stderr: 'drover: The API token has been revoked\n' });
   });
 
-  it('adds a member with a new account, refuses a second add with the API message, and removes them', async () => {
+  it('invites a member with a first password, who accepts with drover invitation; lists, revokes and removes', async () => {
     const added = await run(['member', 'add', '--email', 'dev@example.test', '--new-account'], {
       DROVER_MEMBER_PASSWORD: 'another long secret',
     });
-    expect(added.stdout).toMatch(/^Added dev@example\.test as member \([0-9a-f-]{36}\)\n$/);
+    expect(added.stdout).toMatch(
+      /^Invited dev@example\.test as member until \S+ \(invitation [0-9a-f-]{36}\); they join when they accept it\n$/,
+    );
     const twice = await run(['member', 'add', '--email', 'dev@example.test']);
-    expect(twice).toMatchObject({ code: 2, stderr: 'drover: This user is already a member of the organization\n' });
+    expect(twice).toMatchObject({
+      code: 2,
+      stderr: 'drover: This email has a pending invitation to the organization already; revoke it to invite again\n',
+    });
+    const pending = await run(['member', 'invitations']);
+    expect(pending.stdout).toMatch(
+      /^ID +EMAIL +ROLE +STATUS +EXPIRES +INVITED BY\n\S+ +dev@example\.test +member +pending /,
+    );
+
+    // The invitee, signed in on their own machine (another config directory), accepts it by name.
+    const dev = { ...env, XDG_CONFIG_HOME: path.join(work, 'dev-config') };
+    const devRun = (args: string[]) => drover(args, { env: dev, cwd: work });
+    expect(
+      (
+        await drover(['login', '--email', 'dev@example.test', '--password-stdin'], {
+          env: dev,
+          input: 'another long secret\n',
+        })
+      ).code,
+    ).toBe(0);
+    expect((await devRun(['invitation', 'list'])).stdout).toMatch(
+      /^ID +ORGANIZATION +ROLE +INVITED BY +EXPIRES\n\S+ +acme +member +owner@example\.test /,
+    );
+    expect(await devRun(['invitation', 'accept', 'acme'])).toMatchObject({
+      code: 0,
+      stdout: `Joined acme as member (${t.orgId})\n`,
+    });
+    expect(await devRun(['invitation', 'list'])).toMatchObject({ code: 0, stdout: 'No pending invitations.\n' });
+    expect(await devRun(['invitation', 'decline', 'acme'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no pending invitation `acme` of yours\n',
+    });
+
+    // An invitation revoked by email.
+    expect((await run(['member', 'add', '--email', 'late@example.test'])).code).toBe(0);
+    expect(await run(['member', 'revoke-invitation', 'LATE@example.test'])).toMatchObject({
+      code: 0,
+      stdout: 'Revoked the invitation of late@example.test\n',
+    });
+    expect(await run(['member', 'invitations'])).toMatchObject({ code: 0, stdout: 'No pending invitations.\n' });
     const removed = await run(['member', 'remove', 'DEV@example.test']);
     expect(removed).toMatchObject({ code: 0, stdout: 'Removed dev@example.test from the organization\n' });
   });

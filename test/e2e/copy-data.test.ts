@@ -185,7 +185,7 @@ describe('copy-data', () => {
     expect(copied.stderr).toBe('');
     expect(copied.code).toBe(0);
     expect(copied.stdout).toMatch(
-      /^copied 27 tables, \d+ rows, into postgres:\/\/drover:\*\*\*\*@.+ in one transaction \(\d+\.\d s\)/,
+      /^copied 28 tables, \d+ rows, into postgres:\/\/drover:\*\*\*\*@.+ in one transaction \(\d+\.\d s\)/,
     );
     expect(copied.stdout).toMatch(/^ {2}job_logs +3$/m);
     expect(copied.stdout).toMatch(

@@ -1,65 +1,6 @@
 import type { Repositories } from './model/repositories.js';
 import type { Member, Role } from './model/orgs.js';
-import { conflict, describeValue, invalid, notFound } from '../errors.js';
-import { newId } from '../util/ids.js';
-import { checkNewPassword, hashPassword } from './passwords.js';
-
-export const MAX_EMAIL_LENGTH = 320;
-// One @, something on each side, no spaces: deliverability is the mail system's business.
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
-
-export interface AddMemberInput {
-  email: string;
-  password?: string | undefined;
-  role: Role;
-}
-
-export interface AddMemberResult {
-  member: Member;
-  /** True when the user account was created by this call. */
-  createdUser: boolean;
-}
-
-/**
- * Adds a member to an organization. An unknown email creates the user, which needs a password;
- * an existing user is added as is and a password given for them is refused (409), because one
- * organization's owner must not be able to set the password of an account that may belong to
- * other organizations too. Adding someone who is already a member is 409.
- */
-export async function addMember(
-  repos: Repositories,
-  orgId: string,
-  input: AddMemberInput,
-  at: string,
-): Promise<AddMemberResult> {
-  const email = input.email.trim();
-  if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH) {
-    throw invalid('body.email', `must be an email address, got ${describeValue(input.email)}`);
-  }
-  const existing = await repos.users.findByEmail(email);
-  if (existing) {
-    if (input.password !== undefined) {
-      throw conflict('A user with this email already exists; add them without a password (only they can change it)');
-    }
-    if (!(await repos.orgs.addMember(orgId, existing.id, input.role, at))) {
-      throw conflict('This user is already a member of the organization');
-    }
-    return { member: await mustFindMember(repos, orgId, existing.id), createdUser: false };
-  }
-  if (input.password === undefined) throw invalid('body.password', 'is required to create a new user');
-  checkNewPassword(input.password, 'body.password');
-  const userId = newId();
-  const passwordHash = await hashPassword(input.password);
-  const outcome = await repos.orgs.createUserAndAddMember(
-    { id: userId, email, passwordHash, createdAt: at },
-    orgId,
-    input.role,
-  );
-  // Another request created the same email between our lookup and our insert.
-  if (outcome === 'email_taken')
-    throw conflict('A user with this email was created meanwhile; add them without a password');
-  return { member: await mustFindMember(repos, orgId, userId), createdUser: true };
-}
+import { conflict, notFound } from '../errors.js';
 
 /** An organization keeps an owner: its last one can be neither demoted nor removed. */
 export function roleChangeRefusal(current: Role, next: Role | null, owners: number): 'last_owner' | null {

@@ -17,6 +17,7 @@ import type { SignInService } from '../domain/sign-in.js';
 import type { AccountService } from '../domain/account.js';
 import type { ApiTokenService } from '../domain/manage/api-token-service.js';
 import type { MemberService } from '../domain/manage/member-service.js';
+import type { InvitationService } from '../domain/manage/invitation-service.js';
 import type { TriggerService } from '../domain/manage/trigger-service.js';
 import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
@@ -45,6 +46,7 @@ export interface AppContext {
   triggers: TriggerService;
   apiTokens: ApiTokenService;
   members: MemberService;
+  invitations: InvitationService;
   /** Runs of triggers: the one way in for every source of runs. */
   runs: TriggerRunService;
   /** Cancelling jobs: the one way in for the dashboard and chat. */

@@ -39,6 +39,10 @@ export const AUDIT_FILTER_KEYS = [
 export const AUDIT_ACTIONS: Record<string, string> = {
   'org.create': 'created',
   'member.add': 'added',
+  'invitation.create': 'created',
+  'invitation.revoke': 'revoked',
+  'invitation.accept': 'accepted an invitation and joined',
+  'invitation.decline': 'declined an invitation',
   'member.update': 'changed the role of',
   'member.remove': 'removed',
   'enrollment_token.create': 'created',
@@ -100,6 +104,7 @@ export const TARGET_TYPES: Record<string, string> = {
   application: 'application',
   release: 'release',
   chat_integration: 'chat workspace',
+  invitation: 'invitation of',
 };
 
 const PAGE_SIZE = 50;

@@ -7,8 +7,9 @@ import type { Session } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { dateTime } from '../components/time';
+import { MyInvitations } from './MyInvitations';
 
-/** The signed-in user's own account: their password, and their sessions. */
+/** The signed-in user's own account: their invitations, their password, and their sessions. */
 export function AccountPage() {
   const session = useQuery(sessionQuery);
   return (
@@ -19,6 +20,7 @@ export function AccountPage() {
           Signed in as <strong>{session.data.user.email}</strong>; this session ends {dateTime(session.data.expiresAt)}.
         </p>
       )}
+      <MyInvitations always />
       <ChangePassword />
       <SignOutEverywhere />
     </section>

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, ApiError } from '../api/client';
+import { myInvitationsQuery } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -80,6 +81,7 @@ function OrgSwitcher({ orgs, current }: { orgs: Org[]; current: Org | undefined 
 
 function UserMenu({ email, current }: { email: string; current: Org | undefined }) {
   const frame: FrameOrgState = { frameOrgId: current?.id };
+  const invitations = useQuery(myInvitationsQuery).data?.length ?? 0;
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const signOut = useMutation({
@@ -97,6 +99,7 @@ function UserMenu({ email, current }: { email: string; current: Org | undefined 
       </span>
       <NavLink to="/account" state={frame} className="account-link">
         Account
+        {invitations > 0 && ` (${invitations} invitation${invitations === 1 ? '' : 's'})`}
       </NavLink>
       <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
         Sign out

@@ -82,19 +82,6 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.orgs.findMember(orgId, newId())).toBeNull();
   });
 
-  it('creates a user and its membership at once, or nothing when the email is taken', async () => {
-    const owner = await user('owner@example.test');
-    const orgId = newId();
-    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, owner);
-    const id = newId();
-    const created = { id, email: 'new@example.test', passwordHash: 'h', createdAt: AT };
-    expect(await t.repos.orgs.createUserAndAddMember(created, orgId, 'member')).toBe('ok');
-    expect(await t.repos.orgs.roleOf(orgId, id)).toBe('member');
-    const again = { ...created, id: newId(), email: 'NEW@example.test' };
-    expect(await t.repos.orgs.createUserAndAddMember(again, orgId, 'member')).toBe('email_taken');
-    expect(await t.repos.users.count()).toBe(2);
-  });
-
   it('keeps the last owner, also when two owners are demoted at once from two coordinators', async () => {
     const [a, b] = [await user('a@example.test'), await user('b@example.test')];
     const orgId = newId();
