@@ -12,6 +12,7 @@ import { AppError, conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { AuditLog, UserActor } from '../audit-log.js';
+import { TOKEN_RUNNABLE_TRIGGER_TYPES } from '../grants.js';
 import { memberFileCaller, systemReaderFileCaller, tokenFileCaller, type FileCaller } from '../files/access.js';
 import type { JobEvents } from '../job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -58,7 +59,7 @@ export interface RunActor {
 export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
   return {
     source: 'webhook',
-    runsTypes: ['webhook'],
+    runsTypes: TOKEN_RUNNABLE_TRIGGER_TYPES,
     auditActor: { actorType: 'api_token', actorId: token.id },
     forceDenied:
       token.issuerRole === 'owner'
