@@ -269,7 +269,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
     const invitation = member.page.getByRole('listitem', { name: 'Invitation to acme' });
     await invitation.waitFor();
     expect(await invitation.innerText()).toContain(`acme invites you as a member (${OWNER_EMAIL})`);
-    expect(await member.page.getByRole('link', { name: 'Account (1 invitation)' }).count()).toBe(1);
+    expect(await member.page.getByRole('link', { name: /, your account · 1 invitation$/ }).count()).toBe(1);
     await expectAccessible(member.page, 'an invitee without an organization');
     await invitation.getByRole('button', { name: 'Accept and join acme' }).click();
     await member.page.waitForURL(`**/orgs/${t.orgId}`);
@@ -360,7 +360,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
   it('changes the password on the account page, reached from the header: the other sessions end, this one goes on', async () => {
     const p = member!.page;
     const elsewhere = await t.api.login(MEMBER_EMAIL, MEMBER_PASSWORD); // a script's session of the same user
-    await p.getByRole('link', { name: 'Account' }).click();
+    await p.getByRole('link', { name: /your account/ }).click();
     await p.getByRole('heading', { name: 'Your account' }).waitFor();
     await expectAccessible(p, 'the account page');
 
@@ -391,7 +391,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
   it('signs out everywhere from the account page: this browser and every other session of the user', async () => {
     const p = member!.page;
     const elsewhere = await t.api.login(MEMBER_EMAIL, NEW_MEMBER_PASSWORD);
-    await p.getByRole('link', { name: 'Account' }).click();
+    await p.getByRole('link', { name: /your account/ }).click();
     await p.getByRole('button', { name: 'Sign out everywhere…' }).click();
     await p
       .getByRole('group', { name: 'Sign out everywhere' })

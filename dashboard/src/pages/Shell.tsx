@@ -102,14 +102,20 @@ function UserMenu({ email, current }: { email: string; current: Org | undefined 
   });
   return (
     <div className="user">
-      <span className="who" title={`Signed in as ${email}${current ? ` (${current.role})` : ''}`}>
+      {/* The signed-in user is the way to their account page (password, sessions, invitations). */}
+      <NavLink
+        to="/account"
+        state={frame}
+        className="who account-link"
+        title={`Signed in as ${email}${current ? ` (${current.role})` : ''}: your account`}
+      >
         <span className="visually-hidden">Signed in as </span>
         <strong>{email}</strong>
         {current && <span className="role"> ({current.role})</span>}
-      </span>
-      <NavLink to="/account" state={frame} className="account-link">
-        Account
-        {invitations > 0 && ` (${invitations} invitation${invitations === 1 ? '' : 's'})`}
+        <span className="visually-hidden">, your account</span>
+        {invitations > 0 && (
+          <span className="badge">{` · ${invitations} invitation${invitations === 1 ? '' : 's'}`}</span>
+        )}
       </NavLink>
       <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
         Sign out
