@@ -61,7 +61,11 @@ export class AccountService {
   }
 
   /** One entry in each organization of the user; one without an organization when they have none. */
-  private async audit(userId: string, action: string, email: string): Promise<void> {
+  private async audit(
+    userId: string,
+    action: 'auth.password_change' | 'auth.sign_out_everywhere',
+    email: string,
+  ): Promise<void> {
     const orgs = await this.deps.orgs.listForUser(userId);
     const orgIds = orgs.length > 0 ? orgs.map((o) => o.id) : [null];
     const entries: AuditRecord[] = orgIds.map((orgId) => ({
