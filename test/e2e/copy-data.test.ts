@@ -185,9 +185,10 @@ describe('copy-data', () => {
     expect(copied.stderr).toBe('');
     expect(copied.code).toBe(0);
     expect(copied.stdout).toMatch(
-      /^copied 27 tables, \d+ rows, into postgres:\/\/drover:\*\*\*\*@.+ in one transaction \(\d+\.\d s\)/,
+      /^copied 28 tables, \d+ rows, into postgres:\/\/drover:\*\*\*\*@.+ in one transaction \(\d+\.\d s\)/,
     );
     expect(copied.stdout).toMatch(/^ {2}job_logs +3$/m);
+    expect(copied.stdout).toMatch(/^ {2}job_log_usage +1$/m);
     expect(copied.stdout).toMatch(
       /^copied 2 files \(.+\) into s3:\/\/drover-moved\/prod\/ \(\d+\.\d s\), each object's size checked$/m,
     );
@@ -304,9 +305,11 @@ describe('copy-data refuses before writing anything', () => {
     const db = openDatabase(databaseFile(older));
     migrate(db, loadMigrations().slice(0, -1));
     db.close();
-    const last = loadMigrations().at(-1)!.version;
+    const [previous, last] = loadMigrations()
+      .slice(-2)
+      .map((m) => m.version);
     expect(await refusal(older)).toBe(
-      `${databaseFile(older)} is at schema version ${last - 1}, this build copies version ${last}: run drover-coordinator migrate --data-dir ${older} first`,
+      `${databaseFile(older)} is at schema version ${previous}, this build copies version ${last}: run drover-coordinator migrate --data-dir ${older} first`,
     );
     // A database that cannot be reached is a failure (exit status 1), named without its password.
     const unreachable = loadCopyDataConfig(

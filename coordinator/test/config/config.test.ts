@@ -47,6 +47,7 @@ describe('loadConfig defaults', () => {
       maxFileBytes: 5_368_709_120,
       fileSweepIntervalMs: 60_000,
       jobFileTtlSeconds: 604_800,
+      jobLogMaxBytes: 16_777_216,
       storage: { kind: 'disk' },
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 86_400,
@@ -101,6 +102,7 @@ describe('loadConfig from the environment', () => {
         DROVER_MAX_FILE_BYTES: '1048576',
         DROVER_FILE_SWEEP_INTERVAL_MS: '50',
         DROVER_JOB_FILE_TTL_SECONDS: '3600',
+        DROVER_JOB_LOG_MAX_BYTES: '65536',
         DROVER_CHAT_GIVE_UP_SECONDS: '600',
         DROVER_METRICS_TOKEN: 'prometheus-scrape-token-1',
         DROVER_METRICS_LISTEN: '0.0.0.0:9464',
@@ -135,6 +137,7 @@ describe('loadConfig from the environment', () => {
       maxFileBytes: 1_048_576,
       fileSweepIntervalMs: 50,
       jobFileTtlSeconds: 3600,
+      jobLogMaxBytes: 65_536,
       storage: { kind: 'disk' },
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 600,
@@ -302,6 +305,16 @@ describe('loadConfig validation', () => {
       'DROVER_JOB_DEADLINE_GRACE_MS',
       '1m',
       'DROVER_JOB_DEADLINE_GRACE_MS: expected an integer from 0 to 86400000, got `1m`',
+    ],
+    [
+      'DROVER_JOB_LOG_MAX_BYTES',
+      '65535',
+      'DROVER_JOB_LOG_MAX_BYTES: expected an integer from 65536 to 1073741824, got `65535`',
+    ],
+    [
+      'DROVER_JOB_LOG_MAX_BYTES',
+      '16MiB',
+      'DROVER_JOB_LOG_MAX_BYTES: expected an integer from 65536 to 1073741824, got `16MiB`',
     ],
   ])('refuses %s=%j naming the variable', (name, value, message) => {
     expect(problemsOf({ [name]: value })).toEqual([message]);
