@@ -7,6 +7,7 @@ import { openAgentStream } from '../helpers/sse.js';
 
 const JOB_FIELDS = [
   'agentId',
+  'applicationId',
   'cancelRequestedAt',
   'chatOrigin',
   'createdAt',
@@ -108,6 +109,7 @@ describe('agent job endpoints', () => {
       errorMessage: null,
       forced: false,
       forceReason: null,
+      applicationId: null,
     });
     const times = ['createdAt', 'queuedAt', 'startedAt', 'finishedAt'].map((k) => Date.parse(res.body[k]));
     expect(times).toEqual([...times].sort((a, b) => a - b));

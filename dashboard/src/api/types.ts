@@ -125,6 +125,8 @@ export interface JobNotification {
 }
 
 export interface JobDetail extends Job {
+  /** An update job's application; null for a trigger job. */
+  applicationId: string | null;
   /** A page of the log (the job page: every line it has read so far). */
   logs: JobLogLine[];
   /** More lines are stored after the last one in `logs`. */

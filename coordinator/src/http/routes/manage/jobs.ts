@@ -137,9 +137,21 @@ export const JobNotificationSchema = {
 /** A job with a page of its log lines and its chat notifications (`GET /v1/jobs/:id`, `GET /api/jobs/:id`). */
 export const JobDetailSchema = {
   type: 'object',
-  required: [...Object.keys(JOB_FIELDS), 'logs', 'logsMore', 'logsTotal', 'logsDropped', 'notifications'],
+  required: [
+    ...Object.keys(JOB_FIELDS),
+    'applicationId',
+    'logs',
+    'logsMore',
+    'logsTotal',
+    'logsDropped',
+    'notifications',
+  ],
   properties: {
     ...JOB_FIELDS,
+    applicationId: {
+      type: ['string', 'null'],
+      description: "an update job's application (docs/ota.md), whose release `params` names; null for a trigger job",
+    },
     logs: {
       type: 'array',
       items: JobLogLineSchema,
@@ -209,7 +221,15 @@ async function jobDetail(app: FastifyInstance, request: FastifyRequest, id: stri
   if (!job || !(await repos.orgs.roleOf(job.orgId, userId))) throw notFound('Job');
   const log = await jobLogs.read(job.id, q.logsAfter, q.logsLimit);
   const notifications = (await repos.chatOutbox.listByJob(job.id)).map(toJobNotificationView);
-  return { ...job, ...log, notifications } satisfies Job & { logs: unknown[]; notifications: unknown[] };
+  const applicationId =
+    job.kind === 'update'
+      ? ((await repos.deviceBindings.applicationsOfUpdateJobs([job.id]))[0]?.applicationId ?? null)
+      : null;
+  return { ...job, applicationId, ...log, notifications } satisfies Job & {
+    applicationId: string | null;
+    logs: unknown[];
+    notifications: unknown[];
+  };
 }
 
 /**
