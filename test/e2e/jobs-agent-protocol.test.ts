@@ -156,6 +156,15 @@ describe('agent job endpoints', () => {
     expect(capped).toMatchObject({ logsMore: true, logsTotal: 100 });
   });
 
+  it('stores a line holding a NUL character (binary output) with U+FFFD in its place, on every database', async () => {
+    const job = await createTestJob(t, agent);
+    const at = new Date().toISOString();
+    const sent = await post(job.id, 'logs', { lines: [{ seq: 1, at, stream: 'stdout', text: 'bin\u0000ary' }] });
+    expect(sent.status, sent.text).toBe(200);
+    expect(sent.body.accepted).toBe(1);
+    expect((await detail(job.id)).logs).toEqual([{ seq: 1, at, stream: 'stdout', step: null, text: 'bin\uFFFDary' }]);
+  });
+
   it('answers a repeated move with 200 and the current status, and an impossible one with 409', async () => {
     const job = await createTestJob(t, agent);
     expect((await post(job.id, 'accept')).body.status).toBe('queued');

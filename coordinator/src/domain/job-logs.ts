@@ -41,6 +41,15 @@ function sizeOf(bytes: number): string {
   return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
 }
 
+/**
+ * A line as both databases store it: PostgreSQL's text holds no NUL character (it refuses the
+ * whole batch), so a NUL in a line (a program that writes binary output) becomes U+FFFD, the
+ * replacement character, on every database.
+ */
+function storable(line: NewLogLine): NewLogLine {
+  return line.text.includes('\u0000') ? { ...line, text: line.text.replaceAll('\u0000', '\uFFFD') } : line;
+}
+
 /** A page of a job's log as the job detail answers it (`GET /v1/jobs/:id`). */
 export interface JobLogView {
   /** The lines, `step` counted from 1 as people do (null for the job's own lines). */
@@ -75,7 +84,7 @@ export class JobLogService {
    * has ended (docs/agent-protocol.md §6.5: the agent drops the batch and goes on).
    */
   async append(agentId: string, jobId: string, lines: readonly NewLogLine[]) {
-    const result = await this.deps.jobs.appendLogs(agentId, jobId, lines, this.cap);
+    const result = await this.deps.jobs.appendLogs(agentId, jobId, lines.map(storable), this.cap);
     if (result.outcome === 'not_found') throw notFound('Job');
     if (result.outcome === 'ended') {
       throw new AppError('conflict', `The job is ${result.job.status}; a job that ended takes no more log lines`, {
