@@ -62,6 +62,10 @@ export interface Config {
   readonly chatGiveUpSeconds: number;
   /** `GET /metrics` (docs/metrics.md): its bearer token and its own unauthenticated address; both null: off. */
   readonly metrics: MetricsConfig;
+  /** The most triggers an organization may have (not deleted, of every kind). */
+  readonly maxTriggersPerOrg: number;
+  /** The most enabled cron triggers an organization may have. */
+  readonly maxCronTriggersPerOrg: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -91,6 +95,8 @@ export const DEFAULTS = Object.freeze({
   jobFileTtlSeconds: 7 * 86400,
   jobLogMaxBytes: DEFAULT_JOB_LOG_MAX_BYTES,
   chatGiveUpSeconds: 86400,
+  maxTriggersPerOrg: 1000,
+  maxCronTriggersPerOrg: 100,
 });
 
 /** Options as the CLI hands them over (strings, or undefined when the flag was not given). */
@@ -284,6 +290,19 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     7 * 86400,
   );
 
+  const maxTriggersPerOrg = integer(
+    pick(undefined, null, 'DROVER_MAX_TRIGGERS_PER_ORG'),
+    DEFAULTS.maxTriggersPerOrg,
+    0,
+    1_000_000,
+  );
+  const maxCronTriggersPerOrg = integer(
+    pick(undefined, null, 'DROVER_MAX_CRON_TRIGGERS_PER_ORG'),
+    DEFAULTS.maxCronTriggersPerOrg,
+    0,
+    1_000_000,
+  );
+
   const trustProxy = parseTrustProxy(pick(undefined, null, 'DROVER_TRUST_PROXY'), problems);
 
   const metrics = parseMetricsConfig(
@@ -322,6 +341,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     chat,
     chatGiveUpSeconds,
     metrics,
+    maxTriggersPerOrg,
+    maxCronTriggersPerOrg,
   });
 }
 
