@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadPostgresMigrations } from '../../coordinator/src/db/postgres/migrate.js';
 import { freshPostgresDatabase } from '../../coordinator/test/postgres/database.js';
 import { coordinatorCli as cli, killLeftoverCoordinators } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
@@ -47,14 +46,15 @@ describe('a PostgreSQL database URL', () => {
       const dataDir = `${makeTempDir()}/data`;
       const first = await run(['migrate', '--data-dir', dataDir, '--database-url', database.url]);
       expect(first.code, first.stderr).toBe(0);
-      // Every PostgreSQL migration, in order, then the version reached.
-      const migrations = loadPostgresMigrations();
-      const last = migrations.at(-1)!.version;
-      const applied = migrations.map((m) => `applied ${String(m.version).padStart(4, '0')}_${m.name}\n`).join('');
-      expect(first.stdout).toBe(`${applied}database at version ${last}\n`);
-      expect(first.stdout).toMatch(/^applied 0001_schema\n/);
+      const migrations = fs
+        .readdirSync(new URL('../../coordinator/migrations/postgres/', import.meta.url))
+        .filter((name) => name.endsWith('.sql'))
+        .map((name) => name.slice(0, -'.sql'.length))
+        .sort();
+      const version = `database at version ${Number(migrations.at(-1)!.slice(0, 4))}\n`;
+      expect(first.stdout).toBe(`${migrations.map((name) => `applied ${name}\n`).join('')}${version}`);
       const second = await run(['migrate'], { DROVER_DATABASE_URL: database.url });
-      expect(second.stdout).toBe(`database at version ${last}\n`);
+      expect(second.stdout).toBe(version);
       expect(fs.existsSync(dataDir)).toBe(false);
     } finally {
       await database.drop();
