@@ -96,7 +96,7 @@ try {
   async function stepClock(jobId: string): Promise<number> {
     const until = Date.now() + 5_000;
     for (;;) {
-      const lines = await ctx.repos.jobs.listLogs(jobId, 0, 100);
+      const { lines } = await ctx.repos.jobs.listLogs(jobId, { afterSeq: 0, limit: 100, maxBytes: 1 << 20 });
       const line = lines.find((l) => l.stream === 'stdout' && /^\d{19}$/.test(l.text.trim()));
       if (line) {
         const ns = BigInt(line.text.trim());

@@ -131,10 +131,10 @@ export function probeJobMoments(coordinator: Coordinator, clock: WallClock) {
     at(jobId).startCommitted = clock.now();
     return result;
   };
-  jobs.appendLogs = async (agentId, jobId, lines) => {
+  jobs.appendLogs = async (agentId, jobId, lines, cap) => {
     const first = at(jobId).logsReceived === undefined;
     if (first) at(jobId).logsReceived = clock.now();
-    const result = await original.appendLogs.call(jobs, agentId, jobId, lines);
+    const result = await original.appendLogs.call(jobs, agentId, jobId, lines, cap);
     if (first) at(jobId).logsCommitted = clock.now();
     return result;
   };

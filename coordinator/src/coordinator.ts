@@ -7,6 +7,7 @@ import { openStore } from './store.js';
 import { HealthCheck } from './health.js';
 import { AuditLog } from './domain/audit-log.js';
 import { JobCancelService } from './domain/job-cancel.js';
+import { JobLogService } from './domain/job-logs.js';
 import { JobEvents } from './domain/job-events.js';
 import { observeJobMetrics } from './domain/job-metrics.js';
 import { noMetrics, type Metrics } from './domain/metrics.js';
@@ -139,6 +140,7 @@ export async function createCoordinator(
       clock,
       deadlineGraceMs: config.jobDeadlineGraceMs,
     });
+    const jobLogs = new JobLogService({ jobs: repos.jobs, maxBytes: config.jobLogMaxBytes });
     const scheduler = new CronScheduler({
       triggers: repos.triggers,
       occurrences: repos.cronOccurrences,
@@ -194,6 +196,7 @@ export async function createCoordinator(
       invitations,
       runs,
       cancels,
+      jobLogs,
       ota,
       chatIntegrations,
       chatRuns,

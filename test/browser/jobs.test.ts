@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   enrollAgentStateDir,
   killProcessesWithEnv,
@@ -48,7 +48,8 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
   const jobIds: string[] = [];
 
   beforeAll(async () => {
-    t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+    // The least cap of a job's stored log, so that a job can pass it quickly.
+    t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500', DROVER_JOB_LOG_MAX_BYTES: '65536' } });
     work = makeTempDir('drover-browser-jobs-');
     gates = path.join(work, 'gates');
     fs.mkdirSync(gates);
@@ -67,9 +68,17 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
       '    shell: true',
     ];
     writeWorkflowFile(a.stateDir, 'slow', `${slow.join('\n')}\n`);
+    // 2,500 lines of 43 bytes: past the cap of 64 KiB, and more than two pages of the job page.
+    const chatty = [
+      'name: chatty',
+      'steps:',
+      `  - run: seq -f "chatty %05g ${'.'.repeat(30)}" 2500`,
+      '    shell: true',
+    ];
+    writeWorkflowFile(a.stateDir, 'chatty', `${chatty.join('\n')}\n`);
     daemon = startDaemonProcess(a.stateDir);
     await eventually(
-      async () => (await t.owner.get(`/orgs/${t.orgId}/workflows`)).body.length === 1,
+      async () => (await t.owner.get(`/orgs/${t.orgId}/workflows`)).body.length === 2,
       30_000,
       'the agent to connect and report its workflow',
     );
@@ -112,6 +121,15 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     expect(await heading().innerText()).toMatch(/^Job #1 slow/);
     // The issuer's email once the members have loaded (the source alone until then).
     await page().locator('dl.facts').getByText(`API call, API token of ${OWNER_EMAIL}`).waitFor();
+    // Its agent, to the Agents page; its trigger, to the trigger's page.
+    const facts = page().locator('dl.facts');
+    const agentLink = facts.getByRole('link', { name: 'daemon-test' });
+    await agentLink.waitFor();
+    expect(await agentLink.getAttribute('href')).toBe(`/orgs/${t.orgId}/agents`);
+    const triggerLink = facts.getByRole('link', { name: 'slow trigger' });
+    await triggerLink.waitFor();
+    expect(await triggerLink.getAttribute('href')).toBe(`/orgs/${t.orgId}/triggers/${trigger.id}`);
+    expect(await facts.innerText()).toMatch(/Agent\s+daemon-test\s+Trigger\s+slow trigger/);
     expect(await page().getByRole('heading', { name: 'Log (live)' }).count()).toBe(1);
     // The address names no organization: the frame shows the job's.
     expect(await page().getByLabel('Organization').inputValue()).toBe(t.orgId);
@@ -135,6 +153,9 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     await page().getByText('Cancel requested: the agent is stopping the job').waitFor();
     await heading().getByText('cancelled').waitFor({ timeout: 20_000 });
     await page().getByRole('heading', { name: 'Log', exact: true }).waitFor();
+    // The cancel's word ends with the job: no "Cancel requested" beside a cancelled job.
+    await page().getByText('Cancelled: its agent stopped the job.').waitFor();
+    expect(await page().getByText('Cancel requested: the agent is stopping the job').count()).toBe(0);
     const facts = await page().locator('dl.facts').innerText();
     expect(facts).toContain('Cancel requested');
     expect(facts).toContain('cancelled: a user cancelled the job');
@@ -218,6 +239,54 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     await page().getByLabel('Status').selectOption('failed');
     await page().getByRole('button', { name: 'Filter' }).click();
     await page().getByText('No job matches these filters.').waitFor();
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('reads a long log a page at a time, and says that the coordinator dropped its middle past the cap', async () => {
+    const chatty = await runnableTrigger(t, a.agentId, 'chatty');
+    const run = await t.api.post(`/triggers/${chatty.id}/run`, { token: chatty.token, body: {} });
+    expect(run.status, run.text).toBe(202);
+    jobIds.push(run.body.jobId);
+    const stored = await eventually(
+      async () => {
+        const job = (await t.owner.get(`/jobs/${run.body.jobId}?logsLimit=0`)).body;
+        return job.status === 'success' ? job : undefined;
+      },
+      20_000,
+      'the long job to end',
+    );
+    // Capped: more than two pages of the job page were sent, fewer than two are kept.
+    expect(stored.logsDropped).toBeGreaterThan(0);
+    expect(stored.logsTotal).toBeGreaterThan(1000);
+    expect(stored.logsTotal).toBeLessThan(2000);
+    await page().goto(run.body.statusUrl);
+    await heading().getByText('success').waitFor({ timeout: 20_000 });
+    const lines = async () => (await log().innerText()).split('\n');
+    await vi.waitFor(async () => expect(await lines()).toHaveLength(1000), { timeout: 10_000 });
+    expect((await lines())[0]).toMatch(/step 1\b.* of 1 started/);
+    expect((await lines())[1]).toContain('chatty 00001');
+    await page()
+      .getByText(`1,000 of ${stored.logsTotal.toLocaleString('en-US')} lines shown.`)
+      .waitFor();
+    await page()
+      .getByText(`${stored.logsDropped.toLocaleString('en-US')} lines from the middle of the log were not kept`)
+      .waitFor();
+    await expectAccessible(page(), 'the first page of a long log');
+    await page().getByRole('button', { name: 'Show the next 1,000 lines' }).click();
+    await vi.waitFor(async () => expect(await lines()).toHaveLength(stored.logsTotal), { timeout: 10_000 });
+    expect(
+      await page()
+        .getByRole('button', { name: /^Show the next/ })
+        .count(),
+    ).toBe(0);
+    const all = await lines();
+    expect(all.filter((l) => l.includes('dropped here'))).toEqual([
+      expect.stringMatching(
+        /\[system\] \[drover\] [\d,]+ lines \(.+\) dropped here: this job's log passed its limit of 64 KiB/,
+      ),
+    ]);
+    expect(all.findLast((l) => l.includes(' chatty '))).toContain('chatty 02500');
+    expect(all.at(-1)).toContain('job finished: success');
     expect(owner.problems).toEqual([]);
   });
 });

@@ -211,6 +211,14 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await page()
       .getByRole('heading', { name: /apply-update/ })
       .waitFor();
+    // The update job's page says what it is: the release it installs, of its application, on its agent.
+    const facts = page().locator('dl.facts');
+    await facts.getByRole('link', { name: 'kiosk' }).waitFor();
+    expect(await facts.getByRole('link', { name: 'kiosk' }).getAttribute('href')).toBe(
+      `/orgs/${t.orgId}/apps/${app.id}`,
+    );
+    expect(await facts.innerText()).toMatch(/Update\s+installs release 1\.0\.0 \(channel stable\) of kiosk/);
+    await facts.getByRole('link', { name: 'daemon-test' }).waitFor();
     await page().goBack();
     await page().getByRole('heading', { name: 'kiosk', level: 1 }).waitFor();
     fs.rmSync(gate);

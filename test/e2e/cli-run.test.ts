@@ -21,6 +21,8 @@ const triggers: Record<string, string> = {};
 let limitedToken: string;
 let running: DroverProcess | undefined;
 
+const PAD = 'x'.repeat(290);
+
 const WORKFLOWS = (work: string): Record<string, string[]> => ({
   greet: [
     'name: greet',
@@ -34,6 +36,8 @@ const WORKFLOWS = (work: string): Record<string, string[]> => ({
     "  - run: printf 'sequences \\033]52;c;aGk=\\007 \\033[2K\\n'",
     '    shell: true',
   ],
+  // 12,000 lines of 300 bytes: pages of the API's log end at about 1 MiB, before 5,000 lines.
+  chatty: ['name: chatty', 'steps:', `  - run: seq -f "line %g ${PAD}" 12000`, '    shell: true'],
   broken: ['name: broken', 'steps:', '  - run: echo failing; exit 3', '    shell: true'],
   hang: ['name: hang', 'steps:', '  - run: sleep 30', '    shell: true', '    timeout: 1s'],
   // Runs until the test creates the file named by its `gate` param (at most 30 s).
@@ -59,6 +63,7 @@ beforeAll(async () => {
   };
   await create('greet', 'greet');
   await create('greet-sync', 'greet', { responseMode: 'sync' });
+  await create('chatty', 'chatty');
   await create('broken-sync', 'broken', { responseMode: 'sync' });
   await create('hang-sync', 'hang', { responseMode: 'sync' });
   await create('gated', 'gated');
@@ -205,7 +210,7 @@ describe('drover run with an API token', () => {
     expect(workflows.stdout.split('\n')[0]).toMatch(/^NAME +VERSION +PARAMS +AGENT +DESCRIPTION$/);
     expect(workflows.stdout).toMatch(/\ngreet +- +who:string times:number +daemon-test +-\n/);
     const wfJson = JSON.parse((await run(['workflows', '--json'])).stdout);
-    expect(wfJson.map((w: { name: string }) => w.name)).toEqual(['broken', 'gated', 'greet', 'hang']);
+    expect(wfJson.map((w: { name: string }) => w.name)).toEqual(['broken', 'chatty', 'gated', 'greet', 'hang']);
 
     const token = JSON.parse((await run(['token', '--json'])).stdout);
     expect(Object.keys(token).sort()).toEqual(['expiresAt', 'name', 'rateLimit', 'scopes']);
@@ -249,6 +254,21 @@ describe('drover with a session', () => {
     const followed = await run(['job', job.id, '--follow']);
     expect(followed.code).toBe(0);
     expect(followed.stdout).toMatch(/\n\d\d:\d\d:\d\d stdout {2}greeting world\n(.+\n)*Job \S+ succeeded in /);
+  });
+
+  it('prints every line of a log longer than a page, in order, following it and after it ended', async () => {
+    const expected = Array.from({ length: 12_000 }, (_, i) => `line ${i + 1} ${PAD}`);
+    const stdoutLines = (out: string) => [...out.matchAll(/^\d\d:\d\d:\d\d stdout {2}(.*)$/gm)].map((m) => m[1]);
+    const waited = await run(['run', triggers.chatty!, '--wait', '--logs']);
+    expect(waited.code).toBe(0);
+    const jobId = jobIdOf(waited.stdout);
+    expect(stdoutLines(waited.stderr)).toEqual(expected);
+    const followed = await run(['job', jobId, '--follow']);
+    expect(followed.code).toBe(0);
+    expect(stdoutLines(followed.stdout)).toEqual(expected);
+    const shown = await run(['job', jobId, '--logs']);
+    expect(shown.stdout).toMatch(/\nLog: +12,00\d lines\n/);
+    expect(stdoutLines(shown.stdout)).toEqual(expected);
   });
 
   it('exits 5 when the job it waits for is cancelled, and 6 when --wait-timeout passes first', async () => {

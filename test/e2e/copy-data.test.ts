@@ -190,6 +190,7 @@ describe('copy-data', () => {
       ),
     );
     expect(copied.stdout).toMatch(/^ {2}job_logs +3$/m);
+    expect(copied.stdout).toMatch(/^ {2}job_log_usage +1$/m);
     expect(copied.stdout).toMatch(
       /^copied 2 files \(.+\) into s3:\/\/drover-moved\/prod\/ \(\d+\.\d s\), each object's size checked$/m,
     );

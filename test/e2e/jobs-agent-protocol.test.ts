@@ -7,6 +7,7 @@ import { openAgentStream } from '../helpers/sse.js';
 
 const JOB_FIELDS = [
   'agentId',
+  'applicationId',
   'cancelRequestedAt',
   'chatOrigin',
   'createdAt',
@@ -19,6 +20,9 @@ const JOB_FIELDS = [
   'id',
   'kind',
   'logs',
+  'logsDropped',
+  'logsMore',
+  'logsTotal',
   'notifications',
   'number',
   'orgId',
@@ -105,6 +109,7 @@ describe('agent job endpoints', () => {
       errorMessage: null,
       forced: false,
       forceReason: null,
+      applicationId: null,
     });
     const times = ['createdAt', 'queuedAt', 'startedAt', 'finishedAt'].map((k) => Date.parse(res.body[k]));
     expect(times).toEqual([...times].sort((a, b) => a - b));
@@ -114,17 +119,50 @@ describe('agent job endpoints', () => {
       { seq: 2, at, stream: 'stdout', step: 1, text: 'hello' },
       { seq: 3, at, stream: 'stderr', step: 1, text: 'warning: x' },
     ]);
+    expect(res.body).toMatchObject({ logsMore: false, logsTotal: 3, logsDropped: 0 });
   });
 
-  it('pages log lines in the detail with logsAfter and logsLimit', async () => {
+  it('pages log lines in the detail: 500 by default, logsAfter and logsLimit, about 1 MiB at most', async () => {
     const job = await createTestJob(t, agent);
     const at = new Date().toISOString();
-    const lines = Array.from({ length: 5 }, (_, i) => ({ seq: i + 1, at, stream: 'stdout', text: `l${i + 1}` }));
-    expect((await post(job.id, 'logs', { lines })).body.accepted).toBe(5);
-    const page = await t.owner.get(`/jobs/${job.id}?logsAfter=2&logsLimit=2`);
-    expect(page.body.logs.map((l: { seq: number }) => l.seq)).toEqual([3, 4]);
-    expect((await t.owner.get(`/jobs/${job.id}?logsLimit=0`)).status).toBe(422);
-    expect((await t.owner.get(`/jobs/${job.id}?logsAfter=-1`)).status).toBe(422);
+    const line = (seq: number, text = `l${seq}`) => ({ seq, at, stream: 'stdout', text });
+    for (let from = 1; from <= 600; from += 200) {
+      const lines = Array.from({ length: 200 }, (_, i) => line(from + i));
+      expect((await post(job.id, 'logs', { lines })).body.accepted).toBe(200);
+    }
+    const first = (await t.owner.get(`/jobs/${job.id}`)).body;
+    expect(first.logs.map((l: { seq: number }) => l.seq)).toEqual(Array.from({ length: 500 }, (_, i) => i + 1));
+    expect(first).toMatchObject({ logsMore: true, logsTotal: 600, logsDropped: 0 });
+    const next = (await t.owner.get(`/jobs/${job.id}?logsAfter=500&logsLimit=5000`)).body;
+    expect(next.logs).toHaveLength(100);
+    expect(next.logsMore).toBe(false);
+    const page = (await t.owner.get(`/jobs/${job.id}?logsAfter=2&logsLimit=2`)).body;
+    expect(page.logs.map((l: { seq: number }) => l.seq)).toEqual([3, 4]);
+    // The job alone: no line, whether any follow.
+    expect((await t.owner.get(`/jobs/${job.id}?logsLimit=0`)).body).toMatchObject({ logs: [], logsMore: true });
+    expect((await t.owner.get(`/jobs/${job.id}?logsAfter=600&logsLimit=0`)).body.logsMore).toBe(false);
+    for (const query of ['logsLimit=5001', 'logsLimit=-1', 'logsAfter=-1']) {
+      const refused = await t.owner.get(`/jobs/${job.id}?${query}`);
+      expect(refused.status, query).toBe(422);
+    }
+    // Lines of 16 KiB: a page stops at about 1 MiB of text, however many lines were asked for.
+    const big = await createTestJob(t, agent);
+    for (let from = 1; from <= 100; from += 50) {
+      const lines = Array.from({ length: 50 }, (_, i) => line(from + i, 'x'.repeat(16_384)));
+      expect((await post(big.id, 'logs', { lines })).status).toBe(200);
+    }
+    const capped = (await t.owner.get(`/jobs/${big.id}?logsLimit=5000`)).body;
+    expect(capped.logs).toHaveLength(64);
+    expect(capped).toMatchObject({ logsMore: true, logsTotal: 100 });
+  });
+
+  it('stores a line holding a NUL character (binary output) with U+FFFD in its place, on every database', async () => {
+    const job = await createTestJob(t, agent);
+    const at = new Date().toISOString();
+    const sent = await post(job.id, 'logs', { lines: [{ seq: 1, at, stream: 'stdout', text: 'bin\u0000ary' }] });
+    expect(sent.status, sent.text).toBe(200);
+    expect(sent.body.accepted).toBe(1);
+    expect((await detail(job.id)).logs).toEqual([{ seq: 1, at, stream: 'stdout', step: null, text: 'bin\uFFFDary' }]);
   });
 
   it('answers a repeated move with 200 and the current status, and an impossible one with 409', async () => {
@@ -166,14 +204,21 @@ describe('agent job endpoints', () => {
     expect((await post(job.id, 'finish', finishBody())).status).toBe(409);
   });
 
-  it('finishes a job that never started (the agent lost it) and accepts late log lines', async () => {
+  it('finishes a job that never started (the agent lost it) and refuses log lines sent after it ended', async () => {
     const job = await createTestJob(t, agent);
     const lost = finishBody({ status: 'failed', exitCode: null, errorMessage: 'lost in an agent restart' });
     expect((await post(job.id, 'finish', lost)).body.status).toBe('failed');
     const late = await post(job.id, 'logs', {
       lines: [{ seq: 1, at: new Date().toISOString(), stream: 'system', text: 'late' }],
     });
-    expect(late.body).toEqual({ jobId: job.id, status: 'failed', accepted: 1 });
+    expect(late.status).toBe(409);
+    expect(late.body).toEqual({
+      statusCode: 409,
+      code: 'conflict',
+      message: 'The job is failed; a job that ended takes no more log lines',
+      details: { jobId: job.id, status: 'failed' },
+    });
+    expect(await detail(job.id)).toMatchObject({ logs: [], logsTotal: 0 });
   });
 
   it('refuses with 422 an output nested too deep or holding a number JSON cannot keep, on an open job and on a resend', async () => {

@@ -175,6 +175,8 @@ describe('the deploy event', () => {
     expect((await owner.get(`/jobs/${after.activeJobId}`)).body).toMatchObject({
       status: 'pending',
       workflowName: 'install-v2',
+      kind: 'update',
+      applicationId: app.id,
     });
     expect((await nextDeploy(s, after.activeJobId)).jobId).toBe(after.activeJobId);
     s.close();

@@ -21,6 +21,8 @@ import { runnableTrigger } from '../helpers/trigger-runs.js';
  */
 
 const SECRET = 's3cr3t-value-8f2a';
+/** The coordinator's cap of a job's stored log (DROVER_JOB_LOG_MAX_BYTES): its least. */
+const LOG_CAP = 65_536;
 const TERMINAL = ['success', 'failed', 'timed_out', 'cancelled', 'rejected'];
 
 let rig: DaemonRig | undefined;
@@ -84,6 +86,15 @@ const WORKFLOWS: Record<string, string[]> = {
     '      echo "file=$(tr -d \'\\n\' < "$DROVER_PARAMS_FILE")" >> "$DROVER_OUTPUT"',
     '    shell: true',
   ],
+  // 3,000 short lines (about 40 KB): under the coordinator's cap, below.
+  chatty: ['name: chatty', 'steps:', '  - run: seq -f "line %g" 3000', '    shell: true'],
+  // 5,000 lines of 100 bytes: past it.
+  flood: [
+    'name: flood',
+    'steps:',
+    `  - run: for i in $(seq 5000); do printf 'flood %05d %s\\n' $i ${'.'.repeat(88)}; done`,
+    '    shell: true',
+  ],
   secretive: [
     'name: secretive',
     'secrets: [DEPLOY_TOKEN]',
@@ -115,6 +126,7 @@ beforeAll(async () => {
     }),
     prepare: (stateDir) =>
       fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), `DEPLOY_TOKEN: "${SECRET}"\n`, { mode: 0o600 }),
+    env: { DROVER_JOB_LOG_MAX_BYTES: String(LOG_CAP) },
   });
   ({ t, a, daemon, work, jobIds } = rig);
 }, 60_000);
@@ -153,6 +165,55 @@ function settled(id: string, timeoutMs = 20_000): Promise<Record<string, any>> {
 const gateFile = () => path.join(work, 'gate');
 
 const texts = (j: Record<string, any>): string[] => j.logs.map((l: { text: string }) => l.text);
+
+/** Every stored line of a job, page by page as a client follows them (`logsAfter`, `logsMore`). */
+async function wholeLog(id: string): Promise<{ seq: number; stream: string; text: string }[]> {
+  const lines = [];
+  for (let after = 0; ;) {
+    const page = (await t.owner.get(`/jobs/${id}?logsAfter=${after}&logsLimit=1000`)).body;
+    lines.push(...page.logs);
+    if (!page.logsMore) return lines;
+    after = page.logs.at(-1).seq;
+  }
+}
+
+describe("a job's log with a real agent", () => {
+  it('arrives whole before the result, every line in order, read page by page', async () => {
+    const res = await run(await trigger('chatty'));
+    const done = await settled(res.body.jobId);
+    expect(done.status).toBe('success');
+    const lines = await wholeLog(done.id);
+    expect(done.logsTotal).toBe(lines.length);
+    expect(lines.map((l) => l.seq)).toEqual(lines.map((_, i) => i + 1));
+    const stdout = lines.filter((l) => l.stream === 'stdout').map((l) => l.text);
+    expect(stdout).toEqual(Array.from({ length: 3000 }, (_, i) => `line ${i + 1}`));
+    // The job's own last line was sent before its result: none came too late.
+    expect(lines.at(-1)!.text).toBe('job finished: success');
+  });
+
+  it('is capped past DROVER_JOB_LOG_MAX_BYTES: its first lines, one line counting the dropped ones, its newest', async () => {
+    const res = await run(await trigger('flood'));
+    const done = await settled(res.body.jobId);
+    expect(done.status).toBe('success');
+    const lines = await wholeLog(done.id);
+    expect(done.logsTotal).toBe(lines.length);
+    expect(lines.reduce((sum, l) => sum + Buffer.byteLength(l.text), 0)).toBeLessThanOrEqual(LOG_CAP);
+    const gap = lines.findIndex((l) => l.stream === 'system' && l.text.includes('dropped here'));
+    expect(lines.filter((l) => l.text.includes('dropped here'))).toHaveLength(1);
+    expect(lines[gap]!.text).toBe(
+      `[drover] ${done.logsDropped.toLocaleString('en-US')} lines (${lines[gap]!.text.match(/\((.+?)\)/)![1]}) dropped here: ` +
+        "this job's log passed its limit of 64 KiB (DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept",
+    );
+    const floods = (part: typeof lines) =>
+      part.filter((l) => l.stream === 'stdout').map((l) => Number(l.text.slice(6, 11)));
+    const head = floods(lines.slice(0, gap));
+    const tail = floods(lines.slice(gap + 1));
+    expect(head).toEqual(head.map((_, i) => i + 1));
+    expect(tail).toEqual(tail.map((_, i) => 5000 - tail.length + 1 + i));
+    expect(head.length + tail.length + done.logsDropped).toBe(5000);
+    expect(lines.at(-1)!.text).toBe('job finished: success');
+  });
+});
 
 describe('an async trigger run with a real agent', () => {
   it('answers 202 at once, and the job ends success with its log lines, output and exit code 0', async () => {

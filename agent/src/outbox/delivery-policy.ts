@@ -13,7 +13,8 @@ export type Verdict =
  * What to do with the answer to a report: a network failure, a 5xx, 401 (a signature refused,
  * perhaps by a clock that will be fixed), 408 and 429 are retried; any other 4xx is final and
  * the report is dropped. A 409 to `finish` means the job is already terminal (the same result
- * sent again is a 200, so the coordinator has a different one, such as the deadline's): expected.
+ * sent again is a 200, so the coordinator has a different one, such as the deadline's), and a
+ * 409 to `logs` that the job ended there (its deadline passed, its agent was revoked): expected.
  */
 export function judgeAnswer(report: Report, answer: HttpAnswer | { error: Error }): Verdict {
   if ('error' in answer) return { verdict: 'retry', reason: answer.error.message };
@@ -22,7 +23,7 @@ export function judgeAnswer(report: Report, answer: HttpAnswer | { error: Error 
   const message = messageOf(answer);
   const reason = `HTTP ${status}${message ? `: ${message}` : ''}`;
   if (isRetryableStatus(status)) return { verdict: 'retry', reason };
-  return { verdict: 'drop', reason, expected: status === 409 && report.kind === 'finish' };
+  return { verdict: 'drop', reason, expected: status === 409 && (report.kind === 'finish' || report.kind === 'logs') };
 }
 
 function messageOf(answer: HttpAnswer): string | null {

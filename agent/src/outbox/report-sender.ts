@@ -192,7 +192,12 @@ export class ReportSender {
 
   #logDrop(report: Report, reason: string, expected: boolean): void {
     const fields = { jobId: report.jobId, report: report.kind, reason };
-    if (expected)
+    if (expected && report.kind === 'logs')
+      this.#options.logger.info(
+        fields,
+        `job ${report.jobId} has ended on the coordinator, which takes no more of its log lines (${reason})`,
+      );
+    else if (expected)
       this.#options.logger.info(
         fields,
         `the coordinator already has a final result for job ${report.jobId}; not sending this one (${reason})`,

@@ -94,7 +94,9 @@ describe('delivery of reports', () => {
       reason: 'HTTP 409: x',
       expected: true,
     });
-    expect(judgeAnswer(logs('j', 1), { status: 409, body: null })).toMatchObject({ verdict: 'drop', expected: false });
+    // Log lines of a job that ended on the coordinator: refused, and expected (no warning).
+    expect(judgeAnswer(logs('j', 1), { status: 409, body: null })).toMatchObject({ verdict: 'drop', expected: true });
+    expect(judgeAnswer(logs('j', 1), { status: 422, body: null })).toMatchObject({ verdict: 'drop', expected: false });
     for (const status of [400, 404, 422]) expect(judgeAnswer(r, { status, body: null }).verdict).toBe('drop');
   });
 
@@ -189,6 +191,36 @@ describe('delivery of reports', () => {
     expect(calls).toEqual(['finish:gone', 'finish:next']);
     expect(settled).toEqual(['gone:dropped', 'next:delivered']);
     expect(records.find((r) => r.jobId === 'gone')).toMatchObject({ level: 40, report: 'finish' });
+    sender.close();
+  });
+
+  it('drops the log lines of a job that ended on the coordinator (409) once, in order, and says so without a warning', async () => {
+    let online = false;
+    const { transport, calls } = fakeTransport((r) => {
+      if (!online) return down();
+      return Promise.resolve(r.jobId === 'ended' ? { status: 409, body: { message: 'The job is failed' } } : ok);
+    });
+    const { logger, records } = captureLogger();
+    const outbox = Outbox.open(dir);
+    const sender = new ReportSender({ outbox, transport, logger, backoff: noWait() });
+    // Kept while the coordinator is away, then sent in order: the refused batch is not retried.
+    await sender.send(logs('ended', 1));
+    await sender.send(logs('open', 1));
+    await sender.send(finish('open'));
+    online = true;
+    calls.length = 0;
+    expect(await sender.drainNow()).toBe(true);
+    expect(await sender.drainNow()).toBe(true);
+    expect(calls).toEqual(['logs:ended:1', 'logs:open:1', 'finish:open']);
+    expect(outbox.size).toBe(0);
+    const refused = records.filter((r) => r.jobId === 'ended');
+    expect(refused).toEqual([
+      expect.objectContaining({
+        level: 30,
+        report: 'logs',
+        msg: 'job ended has ended on the coordinator, which takes no more of its log lines (HTTP 409: The job is failed)',
+      }),
+    ]);
     sender.close();
   });
 

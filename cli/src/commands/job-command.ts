@@ -4,7 +4,7 @@ import type { Api } from '../http/api.js';
 import { CliExit } from '../errors.js';
 import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
 import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
-import { jobPath, type JobDetail, type LogLine } from '../jobs/job.js';
+import { jobPath, LOG_PAGE, moreLogsAfter, type JobDetail, type LogLine } from '../jobs/job.js';
 import { readJob, waitForJob } from '../jobs/wait.js';
 import { printJson } from '../output/json.js';
 import { formatFields } from '../output/table.js';
@@ -17,8 +17,6 @@ interface JobFlags {
   follow?: boolean;
   json?: boolean;
 }
-
-const LOG_PAGE = 10_000;
 
 export function configureJobCommand(program: Command, rt: Runtime): void {
   program
@@ -40,7 +38,7 @@ export function configureJobCommand(program: Command, rt: Runtime): void {
         else rt.out(`Job ${end.job.id} ${describeOutcome(end.job)}\n${formatOutput(end.job.output)}`);
         throw new CliExit(end.ended === 'finished' ? exitCodeOfStatus(end.job.status) : EXIT.stillRunning);
       }
-      const job = await readJob(api, jobId, 0, 1);
+      const job = await readJob(api, jobId, 0, 0);
       rt.out(describeJob(job, api.origin));
       if (flags.logs) {
         rt.out('Logs:\n');
@@ -66,17 +64,27 @@ function describeJob(job: JobDetail, origin: string): string {
       ['Took', elapsed(job.startedAt, job.finishedAt)],
       ['Exit code', job.exitCode === null ? null : String(job.exitCode)],
       ['Error', job.errorMessage],
+      ['Log', describeLog(job)],
       ['Page', statusPageUrl(origin, `/api/jobs/${job.id}`)],
     ]) + formatOutput(job.output)
   );
 }
 
+/** `1,204 lines`, and how many the coordinator's cap dropped from the middle; null from an older coordinator. */
+function describeLog(job: JobDetail): string | null {
+  if (job.logsTotal === undefined) return null;
+  const lines = `${job.logsTotal.toLocaleString('en-US')} line${job.logsTotal === 1 ? '' : 's'}`;
+  if (!job.logsDropped) return lines;
+  return `${lines} (${job.logsDropped.toLocaleString('en-US')} more dropped from the middle: the log passed the coordinator's limit)`;
+}
+
+/** Every line of the job's log, page after page. */
 async function allLogs(api: Api, jobId: string): Promise<LogLine[]> {
   const lines: LogLine[] = [];
   for (let after = 0; ;) {
-    const page = (await readJob(api, jobId, after, LOG_PAGE)).logs;
-    lines.push(...page);
-    if (page.length < LOG_PAGE) return lines;
-    after = page[page.length - 1]!.seq;
+    const page = await readJob(api, jobId, after, LOG_PAGE);
+    lines.push(...page.logs);
+    if (!moreLogsAfter(page, LOG_PAGE) || page.logs.length === 0) return lines;
+    after = page.logs[page.logs.length - 1]!.seq;
   }
 }

@@ -31,8 +31,20 @@ export interface Job {
 }
 
 export interface JobDetail extends Job {
+  /** A page of the log (`logsAfter`, `logsLimit`). */
   logs: LogLine[];
+  /** More lines follow the page (absent from a coordinator older than paged logs). */
+  logsMore?: boolean;
+  /** Lines stored, and lines the coordinator's cap dropped from the middle of the log. */
+  logsTotal?: number;
+  logsDropped?: number;
 }
+
+/** The most lines the API answers at once (`logsLimit`). */
+export const LOG_PAGE = 5000;
+
+/** Whether lines follow a page read with `logsLimit` = `limit`. */
+export const moreLogsAfter = (page: JobDetail, limit: number): boolean => page.logsMore ?? page.logs.length === limit;
 
 /** What a trigger run answers (202 async, 200 sync; `timedOut` when a sync wait ran out). */
 export interface RunAnswer {

@@ -2,12 +2,11 @@ import { pause } from '@drover/agent/client';
 import { isTerminalJobStatus } from '@drover/shared';
 import { Interrupted } from '../errors.js';
 import type { Api } from '../http/api.js';
-import { jobPath, type JobDetail, type LogLine } from './job.js';
+import { jobPath, LOG_PAGE, moreLogsAfter, type JobDetail, type LogLine } from './job.js';
 
 /** The first pause between two looks at the job, growing by half each time up to the longest. */
 const FIRST_PAUSE_MS = 250;
 const LONGEST_PAUSE_MS = 2000;
-const LOG_PAGE = 1000;
 
 export interface WaitOptions {
   signal: AbortSignal;
@@ -40,7 +39,7 @@ export async function waitForJob(api: Api, jobId: string, options: WaitOptions):
   for (;;) {
     let seen: JobDetail;
     try {
-      seen = await readJob(api, jobId, lastSeq, options.onLogs ? LOG_PAGE : 1);
+      seen = await readJob(api, jobId, lastSeq, options.onLogs ? LOG_PAGE : 0);
     } catch (error) {
       if (error instanceof Interrupted && job) return { job, ended: 'interrupted' };
       throw error;
@@ -56,7 +55,8 @@ export async function waitForJob(api: Api, jobId: string, options: WaitOptions):
       moved = true;
     }
     job = seen;
-    const morePages = options.onLogs !== undefined && seen.logs.length === LOG_PAGE;
+    // A page ends at LOG_PAGE lines or about 1 MiB of text: the API says whether more follow.
+    const morePages = options.onLogs !== undefined && moreLogsAfter(seen, LOG_PAGE);
     if (morePages) continue;
     if (isTerminalJobStatus(seen.status)) return { job: seen, ended: 'finished' };
     if (Date.now() >= deadline) return { job: seen, ended: 'timeout' };

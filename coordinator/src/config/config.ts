@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_JOB_LOG_MAX_BYTES, MAX_JOB_LOG_MAX_BYTES, MIN_JOB_LOG_MAX_BYTES } from '../domain/job-logs.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
@@ -51,6 +52,8 @@ export interface Config {
   readonly fileSweepIntervalMs: number;
   /** The TTL of the files agents upload as job outputs. */
   readonly jobFileTtlSeconds: number;
+  /** A job's stored log is capped at this many bytes of text (docs/jobs.md, "Log lines"). */
+  readonly jobLogMaxBytes: number;
   /** Where the coordinator's own files are kept: the data directory, or a bucket. */
   readonly storage: StorageConfig;
   /** Slack and Discord app credentials; null: that provider is off. */
@@ -90,6 +93,7 @@ export const DEFAULTS = Object.freeze({
   maxFileBytes: 5 * 1024 ** 3,
   fileSweepIntervalMs: 60_000,
   jobFileTtlSeconds: 7 * 86400,
+  jobLogMaxBytes: DEFAULT_JOB_LOG_MAX_BYTES,
   chatGiveUpSeconds: 86400,
   maxTriggersPerOrg: 1000,
   maxCronTriggersPerOrg: 100,
@@ -269,6 +273,13 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     90 * 86400,
   );
 
+  const jobLogMaxBytes = integer(
+    pick(undefined, null, 'DROVER_JOB_LOG_MAX_BYTES'),
+    DEFAULTS.jobLogMaxBytes,
+    MIN_JOB_LOG_MAX_BYTES,
+    MAX_JOB_LOG_MAX_BYTES,
+  );
+
   const storage = parseStorageUrl(pick(flags.storageUrl, 'storage-url', 'DROVER_STORAGE_URL'), env, problems);
 
   const chat = parseChatConfig(env, problems);
@@ -325,6 +336,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     maxFileBytes,
     fileSweepIntervalMs,
     jobFileTtlSeconds,
+    jobLogMaxBytes,
     storage,
     chat,
     chatGiveUpSeconds,

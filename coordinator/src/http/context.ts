@@ -4,6 +4,7 @@ import type { AuditLog } from '../domain/audit-log.js';
 import type { FileService } from '../domain/files/file-service.js';
 import type { JobCancelService } from '../domain/job-cancel.js';
 import type { JobEvents } from '../domain/job-events.js';
+import type { JobLogService } from '../domain/job-logs.js';
 import type { Metrics } from '../domain/metrics.js';
 import type { HttpMetrics } from './http-metrics.js';
 import type { OtaEngine } from '../domain/ota/engine.js';
@@ -52,6 +53,8 @@ export interface AppContext {
   runs: TriggerRunService;
   /** Cancelling jobs: the one way in for the dashboard and chat. */
   cancels: JobCancelService;
+  /** Jobs' logs: the agents' batches within the cap, the job detail's pages. */
+  jobLogs: JobLogService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */
   ota: OtaEngine;
   /** Slack workspaces and Discord guilds connected to organizations (domain/chat). */

@@ -33,8 +33,10 @@ export const JOBS_REFRESH_MS = 3_000;
 /** How often a running job's new log lines are asked for. */
 export const JOB_LOG_POLL_MS = 1_000;
 const PAGE_SIZE = 50;
-/** The API's most log lines per answer (`logsLimit`). */
-const LOGS_PAGE = 10_000;
+/** Log lines per page the job page reads (the API answers at most 5,000, and about 1 MiB). */
+export const LOGS_PAGE = 1_000;
+/** While a live log is followed, the most pages one refresh reads. */
+const FOLLOW_PAGES = 5;
 
 export const jobsQuery = (orgId: string, filters: JobFilters) =>
   infiniteQueryOptions({
@@ -52,35 +54,49 @@ export const jobsQuery = (orgId: string, filters: JobFilters) =>
 
 const lastSeq = (logs: JobLogLine[]): number => logs[logs.length - 1]?.seq ?? 0;
 
-/** The job with all its log lines after `after`, reading as many pages as the log has. */
-async function readJob(jobId: string, after: number): Promise<JobDetail> {
-  const logs: JobLogLine[] = [];
-  for (;;) {
-    const seq = logs.length ? lastSeq(logs) : after;
-    const job = await api<JobDetail>('GET', `/jobs/${jobId}?logsAfter=${seq}&logsLimit=${LOGS_PAGE}`);
-    logs.push(...job.logs);
-    if (job.logs.length < LOGS_PAGE) return { ...job, logs };
+const readPage = (jobId: string, after: number, limit: number) =>
+  api<JobDetail>('GET', `/jobs/${jobId}?logsAfter=${after}&logsLimit=${limit}`);
+
+/** The job with the lines after those of `shown` appended, at most `pages` pages of them. */
+async function readOn(jobId: string, shown: JobDetail | undefined, pages: number): Promise<JobDetail> {
+  let logs = shown?.logs ?? [];
+  for (let read = 1; ; read++) {
+    const page = await readPage(jobId, lastSeq(logs), LOGS_PAGE);
+    logs = [...logs, ...page.logs];
+    if (!page.logsMore || read === pages) return { ...page, logs };
   }
 }
 
+const liveKey = (jobId: string) => ['jobs', jobId, 'live'];
+
 /**
- * A job whose log grows while it runs: the first read takes the whole log, each later one only the
- * lines after the last one shown, appended. Once the job has ended the whole log is read once
- * more, so that the page ends with the complete log even if lines arrived out of order.
+ * A job and the lines of its log read so far. The first read takes the first page; after that,
+ * while every stored line is shown and the job runs, each refresh reads the new lines (a few pages
+ * at most) and appends them: the log follows the job. When more lines are stored than shown, a
+ * refresh reads the job alone, and the reader asks for the next page (loadMoreLogs).
  */
 export const liveJobQuery = (jobId: string, client: QueryClient) =>
   queryOptions({
-    queryKey: ['jobs', jobId, 'live'],
+    queryKey: liveKey(jobId),
     queryFn: async (): Promise<JobDetail> => {
-      const shown = client.getQueryData<JobDetail>(['jobs', jobId, 'live']);
-      if (!shown || isFinished(shown.status)) return readJob(jobId, 0);
-      const next = await readJob(jobId, lastSeq(shown.logs));
-      if (isFinished(next.status)) return readJob(jobId, 0);
-      return { ...next, logs: [...shown.logs, ...next.logs] };
+      const shown = client.getQueryData<JobDetail>(liveKey(jobId));
+      if (!shown) return readOn(jobId, undefined, 1);
+      if (!shown.logsMore) return readOn(jobId, shown, FOLLOW_PAGES);
+      const job = await readPage(jobId, lastSeq(shown.logs), 0);
+      // The reader may have loaded a page meanwhile: keep the lines shown now.
+      const now = client.getQueryData<JobDetail>(liveKey(jobId)) ?? shown;
+      return { ...job, logs: now.logs, logsMore: now.logsMore };
     },
     refetchInterval: (query) => (query.state.data && isFinished(query.state.data.status) ? false : JOB_LOG_POLL_MS),
     refetchIntervalInBackground: false,
   });
+
+/** Reads the next page of the log shown on the job page and appends it. */
+export async function loadMoreLogs(client: QueryClient, jobId: string): Promise<void> {
+  await client.cancelQueries({ queryKey: liveKey(jobId) });
+  const shown = client.getQueryData<JobDetail>(liveKey(jobId));
+  client.setQueryData(liveKey(jobId), await readOn(jobId, shown, 1));
+}
 
 /** `POST /jobs/:id/cancel`: the job, `cancelled` (it had not started) or with `cancelRequestedAt` (running). */
 export const cancelJob = (jobId: string) => api<Job>('POST', `/jobs/${jobId}/cancel`);
@@ -146,12 +162,12 @@ export const jobsInStatusQuery = (orgId: string, status: string, limit: number) 
 
 /**
  * A job's number, for places that know only its id (an occurrence, a device's update job). A
- * number never changes, so it is read once (with one log line at most, to keep the answer small).
+ * number never changes, so it is read once (without its log lines, to keep the answer small).
  */
 export const jobNumberQuery = (jobId: string) =>
   queryOptions({
     queryKey: ['jobs', jobId, 'number'],
-    queryFn: async () => (await api<Job>('GET', `/jobs/${jobId}?logsLimit=1`)).number,
+    queryFn: async () => (await api<Job>('GET', `/jobs/${jobId}?logsLimit=0`)).number,
     staleTime: Infinity,
     retry: false,
   });

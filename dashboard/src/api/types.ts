@@ -126,6 +126,14 @@ export interface JobNotification {
 }
 
 export interface JobDetail extends Job {
+  /** An update job's application; null for a trigger job. */
+  applicationId: string | null;
+  /** A page of the log (the job page: every line it has read so far). */
   logs: JobLogLine[];
+  /** More lines are stored after the last one in `logs`. */
+  logsMore: boolean;
+  /** Lines stored, and lines the coordinator's cap dropped from the middle (docs/jobs.md, "Log lines"). */
+  logsTotal: number;
+  logsDropped: number;
   notifications: JobNotification[];
 }

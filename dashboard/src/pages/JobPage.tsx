@@ -1,8 +1,18 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { cancelJob, emailsOf, liveJobQuery, membersQuery, runAgain } from '../api/jobs';
-import { isFinished } from '../api/queries';
+import {
+  cancelJob,
+  emailsOf,
+  liveJobQuery,
+  loadMoreLogs,
+  LOGS_PAGE,
+  membersQuery,
+  runAgain,
+  triggerNamesQuery,
+} from '../api/jobs';
+import { appsQuery } from '../api/ota';
+import { agentsQuery, isFinished } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
@@ -10,8 +20,9 @@ import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { dateTime } from '../components/time';
 
 /**
- * A job (`/api/jobs/:id`, the `statusUrl` of a run): status, timing, params, output, files and its
- * log, which grows live while the job runs; cancel it, or run its trigger again.
+ * A job (`/api/jobs/:id`, the `statusUrl` of a run): status, its agent and trigger (or the release
+ * an update job installs), timing, params, output, files and its log, read a page at a time and
+ * followed live while the job runs; cancel it, or run its trigger again.
  */
 export function JobPage() {
   const { jobId = '' } = useParams();
@@ -44,6 +55,7 @@ function LiveJob({ jobId }: { jobId: string }) {
         </dd>
         <dt>Started by</dt>
         <dd>{startedBy(j, emails)}</dd>
+        <JobPlace job={j} />
         {j.forced && (
           <>
             <dt>Forced</dt>
@@ -97,6 +109,75 @@ function LiveJob({ jobId }: { jobId: string }) {
       <JobLog job={j} />
     </section>
   );
+}
+
+/**
+ * Where the job ran and what started it: its agent (to the Agents page), its trigger (to the
+ * trigger's page) or, for an update job, the release it installs (to its application's page).
+ * Names come from the organization's lists; an id stands in until they load, or when the agent or
+ * trigger is gone.
+ */
+function JobPlace({ job }: { job: JobDetail }) {
+  const orgId = job.orgId;
+  const agents = useQuery({ ...agentsQuery(orgId), refetchInterval: false });
+  const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: job.triggerId !== null });
+  const apps = useQuery({ ...appsQuery(orgId), enabled: job.applicationId !== null });
+  const agent = agents.data?.find((a) => a.id === job.agentId);
+  const trigger = job.triggerId === null ? undefined : triggers.data?.find((tr) => tr.id === job.triggerId);
+  const app = job.applicationId === null ? undefined : apps.data?.find((a) => a.id === job.applicationId);
+  const release = job.kind === 'update' ? releaseOf(job.params) : null;
+  return (
+    <>
+      <dt>Agent</dt>
+      <dd>
+        <Link to={`/orgs/${orgId}/agents`}>{agent?.name ?? <code>{job.agentId.slice(0, 8)}</code>}</Link>
+        {agent?.status === 'revoked' && <span className="hint"> (revoked)</span>}
+      </dd>
+      {job.triggerId !== null && (
+        <>
+          <dt>Trigger</dt>
+          <dd>
+            {trigger ? (
+              <Link to={`/orgs/${orgId}/triggers/${trigger.id}`}>{trigger.name}</Link>
+            ) : (
+              <span className="hint">{triggers.data ? 'deleted trigger' : job.triggerId.slice(0, 8)}</span>
+            )}
+          </dd>
+        </>
+      )}
+      {job.kind === 'update' && (
+        <>
+          <dt>Update</dt>
+          <dd>
+            {release ? (
+              <>
+                installs release <strong>{release.version}</strong> (channel {release.channel})
+                {release.forced && ', forced'}
+              </>
+            ) : (
+              'an update job'
+            )}
+            {job.applicationId !== null && (
+              <>
+                {' of '}
+                <Link to={`/orgs/${orgId}/apps/${job.applicationId}`}>
+                  {app?.slug ?? <code>{job.applicationId.slice(0, 8)}</code>}
+                </Link>
+              </>
+            )}{' '}
+            <span className="hint">(over-the-air update, workflow {job.workflowName})</span>
+          </dd>
+        </>
+      )}
+    </>
+  );
+}
+
+/** The release an update job installs, from its params (`version`, `channel`, `forced`). */
+function releaseOf(params: Record<string, unknown>): { version: string; channel: string; forced: boolean } | null {
+  const { version, channel, forced } = params;
+  if (typeof version !== 'string') return null;
+  return { version, channel: typeof channel === 'string' ? channel : 'unknown', forced: forced === true };
 }
 
 const NOTIFICATION_STATUS: Record<string, string> = {
@@ -153,18 +234,24 @@ function Time({ label, at }: { label: string; at: string | null }) {
   );
 }
 
-/** The log, newest line last; it follows new lines while the reader is at its end. */
+/**
+ * The log, newest line last, read a page at a time: more pages on request, new lines as they come
+ * while the job runs; the view follows new lines while the reader is at its end.
+ */
 function JobLog({ job }: { job: JobDetail }) {
+  const queryClient = useQueryClient();
   const ref = useRef<HTMLPreElement>(null);
   const atEnd = useRef(true);
+  const more = useMutation({ mutationFn: () => loadMoreLogs(queryClient, job.id) });
   useEffect(() => {
     const el = ref.current;
-    if (el && atEnd.current) el.scrollTop = el.scrollHeight;
-  }, [job.logs.length]);
+    if (el && atEnd.current && !job.logsMore) el.scrollTop = el.scrollHeight;
+  }, [job.logs.length, job.logsMore]);
   const running = !isFinished(job.status);
+  const shown = job.logs.length;
   return (
     <>
-      <h2>Log{running ? ' (live)' : ''}</h2>
+      <h2>Log{running && !job.logsMore ? ' (live)' : ''}</h2>
       <pre
         ref={ref}
         className="log"
@@ -179,12 +266,23 @@ function JobLog({ job }: { job: JobDetail }) {
         {job.logs.map(logLine).join('\n') || (running ? 'No log lines yet.' : 'The job wrote no log lines.')}
       </pre>
       <p className="hint">
-        {job.logs.length} line{job.logs.length === 1 ? '' : 's'}
-        {running ? '; new lines appear as the agent sends them.' : '.'}
+        {job.logsMore
+          ? `${shown.toLocaleString('en-US')} of ${count(Math.max(job.logsTotal, shown), 'line')} shown.`
+          : `${count(shown, 'line')}${running ? '; new lines appear as the agent sends them.' : '.'}`}
+        {job.logsDropped > 0 &&
+          ` ${count(job.logsDropped, 'line')} from the middle of the log were not kept: it passed the coordinator's limit (one line says where).`}
       </p>
+      {job.logsMore && (
+        <button type="button" onClick={() => more.mutate()} disabled={more.isPending}>
+          {more.isPending ? 'Loading…' : `Show the next ${LOGS_PAGE.toLocaleString('en-US')} lines`}
+        </button>
+      )}
+      <ErrorMessage error={more.error} />
     </>
   );
 }
+
+const count = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`;
 
 const logLine = (l: JobLogLine): string =>
   `${new Date(l.at).toLocaleTimeString()} ${l.stream === 'stdout' ? '' : `[${l.stream}] `}${l.text}`;
@@ -229,8 +327,10 @@ function JobActions({ job }: { job: JobDetail }) {
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['jobs', job.id, 'live'] });
   const cancel = useMutation({
     mutationFn: () => cancelJob(job.id),
-    onSuccess: () => {
+    onSuccess: (answer) => {
       setConfirming(false);
+      // The answer is the job as the cancel left it: shown at once, its log kept.
+      queryClient.setQueryData<JobDetail>(['jobs', job.id, 'live'], (shown) => shown && { ...shown, ...answer });
       void refresh();
     },
     onError: () => void refresh(),
@@ -268,12 +368,21 @@ function JobActions({ job }: { job: JobDetail }) {
         </button>
       )}
       <p role="status" className="hint">
-        {cancel.data && cancel.data.status === 'cancelled' && 'Cancelled: the job had not started.'}
-        {cancel.data &&
-          cancel.data.status !== 'cancelled' &&
-          'Cancel requested: the agent is stopping the job; it ends cancelled when the agent confirms.'}
+        {cancelState(job)}
       </p>
       <ErrorMessage error={cancel.error ?? again.error} />
     </div>
   );
+}
+
+/**
+ * What became of a cancel, from the job as last read (so it also holds after a reload, and ends
+ * when the job ends): null when nobody asked to cancel it.
+ */
+function cancelState(job: Job): string | null {
+  if (job.cancelRequestedAt === null) return null;
+  if (!isFinished(job.status))
+    return 'Cancel requested: the agent is stopping the job; it ends cancelled when the agent confirms.';
+  if (job.status !== 'cancelled') return `The job ended ${job.status.replace('_', ' ')} before it could be stopped.`;
+  return job.startedAt === null ? 'Cancelled: the job had not started.' : 'Cancelled: its agent stopped the job.';
 }

@@ -20,6 +20,7 @@ export const COPIED_TABLES = [
   'audit_log',
   'jobs',
   'job_logs',
+  'job_log_usage',
   'idempotency_keys',
   'rate_counters',
   'rate_limit_blocks',

@@ -2,11 +2,14 @@ import { isTerminalJobStatus } from '@drover/shared';
 import type { OpenJobStatus } from '../../domain/job-state.js';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type {
+  AppendLogsResult,
   CancelRequest,
   JobChange,
   JobLogLineRecord,
+  JobLogSummary,
   JobMove,
   JobRepository,
+  LogCap,
   NewLogLine,
   PlanJobMove,
   TransitionResult,
@@ -23,6 +26,33 @@ interface OpenSummaryRow {
   created_at: string;
   cancel_unconfirmed: number;
 }
+
+/** A job's row of `job_log_usage` (migrations/0021_job_log_cap.sql). */
+interface LogUsage {
+  lines: number;
+  bytes: number;
+  gap_first_seq: number | null;
+  gap_last_seq: number | null;
+  dropped_lines: number;
+  dropped_bytes: number;
+}
+
+const NO_LOG: LogUsage = {
+  lines: 0,
+  bytes: 0,
+  gap_first_seq: null,
+  gap_last_seq: null,
+  dropped_lines: 0,
+  dropped_bytes: 0,
+};
+
+/**
+ * A line the cap has passed: once it dropped lines, the head and the gap are settled, and a line
+ * not newer than the gap is ignored (a resend of a dropped line, or one come too late for its place).
+ */
+const beforeGapEnd = (u: LogUsage, seq: number): boolean => u.gap_last_seq !== null && seq <= u.gap_last_seq;
+
+const textBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
 const OPEN_STATUSES: Record<OpenJobStatus, true> = { pending: true, queued: true, running: true };
 /** The open statuses as an SQL list. */
@@ -70,6 +100,22 @@ function createJobWrites(db: Db, planMove: PlanJobMove, planMessages: PlanJobMes
   const insertLog = db.prepare(
     'INSERT OR IGNORE INTO job_logs (job_id, seq, at, stream, step, text) VALUES (?, ?, ?, ?, ?, ?)',
   );
+  const logUsage = db.prepare<[string], LogUsage>('SELECT * FROM job_log_usage WHERE job_id = ?');
+  const saveLogUsage = db.prepare(
+    `INSERT INTO job_log_usage (job_id, lines, bytes, gap_first_seq, gap_last_seq, dropped_lines, dropped_bytes)
+       VALUES (@job_id, @lines, @bytes, @gap_first_seq, @gap_last_seq, @dropped_lines, @dropped_bytes)
+       ON CONFLICT (job_id) DO UPDATE SET lines = excluded.lines, bytes = excluded.bytes,
+         gap_first_seq = excluded.gap_first_seq, gap_last_seq = excluded.gap_last_seq,
+         dropped_lines = excluded.dropped_lines, dropped_bytes = excluded.dropped_bytes`,
+  );
+  /** The job's lines from `seq` on, oldest first, with their text's size (never the text). */
+  const linesFrom = db.prepare<[string, number], { seq: number; at: string; bytes: number }>(
+    'SELECT seq, at, length(CAST(text AS BLOB)) AS bytes FROM job_logs WHERE job_id = ? AND seq >= ? ORDER BY seq',
+  );
+  const deleteLogs = db.prepare('DELETE FROM job_logs WHERE job_id = ? AND seq >= ? AND seq <= ?');
+  const insertGapLine = db.prepare(
+    "INSERT INTO job_logs (job_id, seq, at, stream, step, text) VALUES (?, ?, ?, 'system', NULL, ?)",
+  );
   const overdue = db.prepare<[{ now: string; message: string }], { id: string }>(
     `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @now
        WHERE status IN ('queued', 'running') AND deadline_at IS NOT NULL AND deadline_at < @now
@@ -85,6 +131,57 @@ function createJobWrites(db: Db, planMove: PlanJobMove, planMessages: PlanJobMes
     `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @at
        WHERE agent_id = @agentId AND status IN (${OPEN}) RETURNING id`,
   );
+
+  /**
+   * Brings a log over its cap back under it (docs/jobs.md, "Log lines"): the head (the first
+   * lines within `cap.headBytes`) stays, the oldest lines after it are deleted until the rest
+   * fits, and one line at the last dropped seq says how many were dropped in all (replacing the
+   * one a previous cut left). Reads only the lines it deletes, and the head at the first cut.
+   */
+  const cutLog = (jobId: string, usage: LogUsage, cap: LogCap): LogUsage => {
+    let from: number | null = null;
+    let gapLine: { seq: number; bytes: number } | null = null;
+    if (usage.gap_last_seq === null) {
+      let head = 0;
+      for (const line of linesFrom.iterate(jobId, 0)) {
+        head += line.bytes;
+        if (head > cap.headBytes) {
+          from = line.seq;
+          break;
+        }
+      }
+    } else {
+      const stored = linesFrom.get(jobId, usage.gap_last_seq);
+      if (stored?.seq === usage.gap_last_seq) gapLine = { seq: stored.seq, bytes: stored.bytes };
+      from = usage.gap_last_seq + 1;
+    }
+    if (from === null) return usage;
+    const dropped = { lines: usage.dropped_lines, bytes: usage.dropped_bytes };
+    const kept = () => usage.bytes - (dropped.bytes - usage.dropped_bytes) - (gapLine?.bytes ?? 0);
+    const fits = () => kept() + textBytes(cap.gapText(dropped)) <= cap.maxBytes;
+    let first: number | null = null;
+    let last: { seq: number; at: string } | null = null;
+    for (const line of linesFrom.iterate(jobId, from)) {
+      if (fits()) break;
+      first ??= line.seq;
+      last = line;
+      dropped.lines += 1;
+      dropped.bytes += line.bytes;
+    }
+    if (first === null || last === null) return usage;
+    deleteLogs.run(jobId, first, last.seq);
+    if (gapLine) deleteLogs.run(jobId, gapLine.seq, gapLine.seq);
+    const text = cap.gapText(dropped);
+    insertGapLine.run(jobId, last.seq, last.at, text);
+    return {
+      lines: usage.lines - (dropped.lines - usage.dropped_lines) - (gapLine ? 1 : 0) + 1,
+      bytes: kept() + textBytes(text),
+      gap_first_seq: usage.gap_first_seq ?? first,
+      gap_last_seq: last.seq,
+      dropped_lines: dropped.lines,
+      dropped_bytes: dropped.bytes,
+    };
+  };
 
   /** Writes the change if the job is still in a status it applies from; 1 when it did. */
   const write = (id: string, c: JobChange): number => {
@@ -132,12 +229,23 @@ function createJobWrites(db: Db, planMove: PlanJobMove, planMessages: PlanJobMes
       const now = toJob(byId.get(m.jobId) as JobRow);
       return { outcome: planMove(now, m).decision === 'unchanged' ? 'unchanged' : 'conflict', job: now };
     },
-    appendLogs({ agentId, jobId, lines }: { agentId: string; jobId: string; lines: readonly NewLogLine[] }) {
-      const row = ofAgent.get(jobId, agentId);
-      if (!row) return null;
+    appendLogs(a: { agentId: string; jobId: string; lines: readonly NewLogLine[]; cap: LogCap }): AppendLogsResult {
+      const row = ofAgent.get(a.jobId, a.agentId);
+      if (!row) return { outcome: 'not_found' };
+      const job = toJob(row);
+      if (isTerminalJobStatus(job.status)) return { outcome: 'ended', job };
+      const before = logUsage.get(a.jobId) ?? NO_LOG;
+      let usage = before;
       let accepted = 0;
-      for (const l of lines) accepted += insertLog.run(jobId, l.seq, l.at, l.stream, l.step ?? null, l.text).changes;
-      return { job: toJob(row), accepted };
+      for (const l of a.lines) {
+        if (beforeGapEnd(before, l.seq)) continue;
+        if (insertLog.run(a.jobId, l.seq, l.at, l.stream, l.step ?? null, l.text).changes === 0) continue;
+        accepted += 1;
+        usage = { ...usage, lines: usage.lines + 1, bytes: usage.bytes + textBytes(l.text) };
+      }
+      if (usage.bytes > a.cap.maxBytes) usage = cutLog(a.jobId, usage, a.cap);
+      if (usage !== before) saveLogUsage.run({ job_id: a.jobId, ...usage });
+      return { outcome: 'stored', job, accepted };
     },
     failOverdue({ now, message }: { now: string; message: string }): string[] {
       const ids = overdue.all({ now, message }).map((r) => r.id);
@@ -218,8 +326,15 @@ export function createJobRepository(
     `SELECT id FROM jobs WHERE agent_id = ? AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL
        ORDER BY seq ASC`,
   );
-  const logs = db.prepare<[string, number, number], JobLogLineRecord>(
-    'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+  const logs = db.prepare<[string, number], JobLogLineRecord>(
+    'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = ? AND seq > ? ORDER BY seq',
+  );
+  const anyLogAfter = db.prepare<[string, number], { seq: number }>(
+    'SELECT seq FROM job_logs WHERE job_id = ? AND seq > ? LIMIT 1',
+  );
+  const logUsage = db.prepare<[string], JobLogSummary>(
+    `SELECT lines, bytes, dropped_lines AS droppedLines, dropped_bytes AS droppedBytes
+       FROM job_log_usage WHERE job_id = ?`,
   );
   return {
     async findById(id) {
@@ -276,8 +391,20 @@ export function createJobRepository(
     async listUnconfirmedCancels(agentId) {
       return unconfirmedCancels.all(agentId).map((r) => r.id);
     },
-    async listLogs(jobId, afterSeq, limit) {
-      return logs.all(jobId, afterSeq, limit);
+    async listLogs(jobId, { afterSeq, limit, maxBytes }) {
+      if (limit === 0) return { lines: [], more: anyLogAfter.get(jobId, afterSeq) !== undefined };
+      // Read line by line, so that a page stops at its bytes without reading further.
+      const lines: JobLogLineRecord[] = [];
+      let bytes = 0;
+      for (const line of logs.iterate(jobId, afterSeq)) {
+        bytes += textBytes(line.text);
+        if (lines.length === limit || (lines.length > 0 && bytes > maxBytes)) return { lines, more: true };
+        lines.push(line);
+      }
+      return { lines, more: false };
+    },
+    async logSummary(jobId) {
+      return logUsage.get(jobId) ?? { lines: 0, bytes: 0, droppedLines: 0, droppedBytes: 0 };
     },
     accept(agentId, jobId, time) {
       return writes.run(() => w.move({ move: 'accept', agentId, jobId, ...time }));
@@ -294,8 +421,8 @@ export function createJobRepository(
     cancel(agentId, jobId, request: CancelRequest) {
       return writes.run(() => w.move({ move: 'cancel', agentId, jobId, ...request }));
     },
-    appendLogs(agentId, jobId, lines) {
-      return writes.run(() => w.appendLogs({ agentId, jobId, lines }));
+    appendLogs(agentId, jobId, lines, cap) {
+      return writes.run(() => w.appendLogs({ agentId, jobId, lines, cap }));
     },
     failOverdue(now, message) {
       return writes.run(() => w.failOverdue({ now, message }));

@@ -118,6 +118,46 @@ export interface NewLogLine {
 }
 
 /**
+ * How a job's stored log is capped (docs/jobs.md, "Log lines"), as the domain decides it
+ * (domain/job-logs.ts) and the repository applies it inside the write that stores a batch.
+ */
+export interface LogCap {
+  /** The most bytes of text (UTF-8) a job's stored lines hold, the gap's line included. */
+  maxBytes: number;
+  /** The first lines are kept while their text fits in this many bytes: the head. */
+  headBytes: number;
+  /** The text of the one line that stands where lines were dropped, for all dropped so far. */
+  gapText(dropped: { lines: number; bytes: number }): string;
+}
+
+/**
+ * What storing a batch of log lines did: `stored` (`accepted` lines were new), `ended` (the job
+ * has ended: nothing was stored), `not_found` (no such job for this agent).
+ */
+export type AppendLogsResult =
+  | { outcome: 'stored'; job: Job; accepted: number }
+  | { outcome: 'ended'; job: Job }
+  | { outcome: 'not_found'; job?: undefined };
+
+/** A page of a job's log (`listLogs`). */
+export interface JobLogPage {
+  lines: JobLogLineRecord[];
+  /** More lines are stored after the page's last one (or after `afterSeq` when the page is empty). */
+  more: boolean;
+}
+
+/** What a job's stored log holds now, and what its cap dropped. */
+export interface JobLogSummary {
+  /** Lines stored, the gap's line included. */
+  lines: number;
+  /** Their text's bytes (UTF-8). */
+  bytes: number;
+  /** Lines the cap dropped from the middle, and their text's bytes. */
+  droppedLines: number;
+  droppedBytes: number;
+}
+
+/**
  * What an agent's report did: `applied` (the move was made now), `unchanged` (it had been made
  * before: a harmless repeat), `conflict` (impossible from the job's status), `not_found` (no such
  * job for this agent). `job` is the job after the call.
@@ -213,8 +253,13 @@ export interface JobRepository {
    * check against what they were told (domain/stream-registry.ts, between coordinators).
    */
   listOpenOfAgents(agentIds: readonly string[]): Promise<OpenJobSummary[]>;
-  /** Log lines of a job in `seq` order, after `afterSeq`, at most `limit`. */
-  listLogs(jobId: string, afterSeq: number, limit: number): Promise<JobLogLineRecord[]>;
+  /**
+   * Log lines of a job in `seq` order after `afterSeq`: at most `limit` of them, and no more than
+   * `maxBytes` of text (at least one line, whatever its size, when `limit` is not 0).
+   */
+  listLogs(jobId: string, page: { afterSeq: number; limit: number; maxBytes: number }): Promise<JobLogPage>;
+  /** What the job's stored log holds (all zero for a job without lines). */
+  logSummary(jobId: string): Promise<JobLogSummary>;
   /** `pending` → `queued`. */
   accept(agentId: string, jobId: string, time: TransitionTime): Promise<TransitionResult>;
   /** `pending` → `rejected`. */
@@ -232,14 +277,12 @@ export interface JobRepository {
   /** Ids of the agent's jobs whose cancel the agent has not confirmed yet, oldest first. */
   listUnconfirmedCancels(agentId: string): Promise<string[]>;
   /**
-   * Stores log lines, ignoring any whose `(job, seq)` is already stored (resends are harmless),
-   * in every status. Null when the job is not the agent's.
+   * Stores log lines of an open job, ignoring any whose `(job, seq)` is stored already or was
+   * dropped by the cap (resends are harmless); past `cap.maxBytes` the middle of the log is
+   * dropped and one line stands in the gap (docs/jobs.md, "Log lines"). A job that ended takes no
+   * more lines (`ended`). The status check, the lines and the cap are one atomic write.
    */
-  appendLogs(
-    agentId: string,
-    jobId: string,
-    lines: readonly NewLogLine[],
-  ): Promise<{ job: Job; accepted: number } | null>;
+  appendLogs(agentId: string, jobId: string, lines: readonly NewLogLine[], cap: LogCap): Promise<AppendLogsResult>;
   /**
    * The deadline sweep: fails `running` jobs past their deadline, and `queued` ones past it whose
    * agent is not connected (a connected agent still holds its queue). Returns the failed job ids.

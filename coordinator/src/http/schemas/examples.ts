@@ -207,10 +207,14 @@ export const runningJobExample = {
 
 export const jobDetailExample = {
   ...jobExample,
+  applicationId: null,
   logs: [
     { seq: 1, at: '2026-11-25T09:58:06.020Z', stream: 'system', step: null, text: 'step 1 (greet) started' },
     { seq: 2, at: '2026-11-25T09:58:06.480Z', stream: 'stdout', step: 1, text: 'Hello, Drover!' },
   ],
+  logsMore: false,
+  logsTotal: 2,
+  logsDropped: 0,
   notifications: [
     {
       kind: 'notification',

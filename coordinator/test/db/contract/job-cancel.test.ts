@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { CANCEL_UNCONFIRMED_MESSAGE, CANCELLED_MESSAGE, DEADLINE_MESSAGE } from '../../../src/domain/job-state.js';
 import type { FinishReport, NewJob } from '../../../src/domain/model/jobs.js';
+import { logCap } from '../../../src/domain/job-logs.js';
 import { newId } from '../../../src/util/ids.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { insertJob as storeJob, orgWithAgent } from './fixture.js';
@@ -11,6 +12,7 @@ const at = (offsetMs: number) => ({ at: iso(offsetMs), deadlineGraceMs: 1_000 })
 /** A cancel at `offsetMs` whose agent must confirm within 70 s. */
 const cancelAt = (offsetMs: number) => ({ at: iso(offsetMs), confirmBy: iso(offsetMs + 70_000) });
 const databases = databasesOfThisFile();
+const CAP = logCap(1 << 20);
 
 describe.each(DATABASES)('job cancellation in the job repository (%s)', (kind) => {
   const t = databases.use(kind);
@@ -122,7 +124,7 @@ describe.each(DATABASES)('job cancellation in the job repository (%s)', (kind) =
     await repos().jobs.cancel(agentId, running.id, cancelAt(2_000));
     expect(await repos().jobs.listUnconfirmedCancels(agentId)).toEqual([pending.id, running.id]);
     // A log batch is no confirmation; a refused accept of the cancelled job is.
-    await repos().jobs.appendLogs(agentId, running.id, [{ seq: 1, at: iso(3_000), stream: 'stdout', text: 'x' }]);
+    await repos().jobs.appendLogs(agentId, running.id, [{ seq: 1, at: iso(3_000), stream: 'stdout', text: 'x' }], CAP);
     expect((await repos().jobs.accept(agentId, pending.id, at(3_000))).outcome).toBe('conflict');
     expect(await repos().jobs.listUnconfirmedCancels(agentId)).toEqual([running.id]);
     await repos().jobs.finish(agentId, running.id, result({ status: 'cancelled', exitCode: null }), iso(4_000));

@@ -1,6 +1,8 @@
+import fs from 'node:fs';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { DEADLINE_MESSAGE } from '../../../src/domain/job-state.js';
-import type { FinishReport, JobListQuery, NewJob } from '../../../src/domain/model/jobs.js';
+import { logCap } from '../../../src/domain/job-logs.js';
+import type { FinishReport, JobListQuery, NewJob, NewLogLine } from '../../../src/domain/model/jobs.js';
 import { newId } from '../../../src/util/ids.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { enroll as enrollAgent, insertJob as storeJob, orgWithAgent } from './fixture.js';
@@ -10,6 +12,9 @@ const iso = (offsetMs: number) => new Date(T0 + offsetMs).toISOString();
 const GRACE = 1_000;
 const at = (offsetMs: number) => ({ at: iso(offsetMs), deadlineGraceMs: GRACE });
 const databases = databasesOfThisFile();
+const CAP = logCap(1 << 20);
+/** A page of a log as big as any. */
+const ALL = { afterSeq: 0, limit: 100_000, maxBytes: 1 << 30 };
 
 describe.each(DATABASES)('job repository (%s)', (kind) => {
   const t = databases.use(kind);
@@ -81,7 +86,7 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
       expect((await repos().jobs.accept(otherAgentId, job.id, at(0))).outcome).toBe('not_found');
       expect((await repos().jobs.finish(otherAgentId, job.id, result(), iso(0))).outcome).toBe('not_found');
       expect((await repos().jobs.start(agentId, newId(), at(0))).outcome).toBe('not_found');
-      expect(await repos().jobs.appendLogs(otherAgentId, job.id, [])).toBeNull();
+      expect((await repos().jobs.appendLogs(otherAgentId, job.id, [], CAP)).outcome).toBe('not_found');
       expect((await repos().jobs.findById(job.id))?.status).toBe('pending');
     });
 
@@ -197,23 +202,179 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
   });
 
   describe('logs', () => {
-    it('stores lines once per seq, in any status, and lists them in seq order', async () => {
+    const line = (seq: number, text = `line ${seq}`): NewLogLine => ({ seq, at: iso(seq), stream: 'stdout', text });
+    const accepted = async (jobId: string, lines: NewLogLine[], cap = CAP) => {
+      const r = await repos().jobs.appendLogs(agentId, jobId, lines, cap);
+      return r.outcome === 'stored' ? r.accepted : r.outcome;
+    };
+    const stored = async (jobId: string) => (await repos().jobs.listLogs(jobId, ALL)).lines;
+
+    it('stores lines once per seq while the job is open and lists them in seq order', async () => {
       const job = await insertJob();
-      const line = (seq: number, text = `line ${seq}`) => ({ seq, at: iso(seq), stream: 'stdout' as const, text });
-      expect((await repos().jobs.appendLogs(agentId, job.id, [line(2), line(1)]))?.accepted).toBe(2);
-      expect((await repos().jobs.appendLogs(agentId, job.id, [line(2, 'changed'), line(3)]))?.accepted).toBe(1);
-      await repos().jobs.finish(agentId, job.id, result(), iso(10));
-      expect(
-        (await repos().jobs.appendLogs(agentId, job.id, [{ ...line(4), stream: 'system', step: 0 }]))?.accepted,
-      ).toBe(1);
-      const logs = await repos().jobs.listLogs(job.id, 0, 100);
-      expect(logs.map((l) => [l.seq, l.text, l.step])).toEqual([
+      expect(await accepted(job.id, [line(2), line(1)])).toBe(2);
+      await repos().jobs.start(agentId, job.id, at(1));
+      expect(await accepted(job.id, [line(2, 'changed'), line(3), { ...line(4), stream: 'system', step: 0 }])).toBe(2);
+      expect((await stored(job.id)).map((l) => [l.seq, l.text, l.step])).toEqual([
         [1, 'line 1', null],
         [2, 'line 2', null],
         [3, 'line 3', null],
         [4, 'line 4', 0],
       ]);
-      expect((await repos().jobs.listLogs(job.id, 2, 1)).map((l) => l.seq)).toEqual([3]);
+      expect(await repos().jobs.logSummary(job.id)).toEqual({ lines: 4, bytes: 24, droppedLines: 0, droppedBytes: 0 });
+      expect(await repos().jobs.logSummary(newId())).toEqual({ lines: 0, bytes: 0, droppedLines: 0, droppedBytes: 0 });
+    });
+
+    it("counts the logs stored before the cap's migration as that migration does", async () => {
+      const job = await insertJob();
+      await accepted(job.id, [line(1, 'é'), line(2, '日本'), line(3)]);
+      const summary = await repos().jobs.logSummary(job.id);
+      expect(summary).toEqual({ lines: 3, bytes: 2 + 6 + 6, droppedLines: 0, droppedBytes: 0 });
+      const file = kind === 'sqlite' ? '0021_job_log_cap.sql' : 'postgres/0003_job_log_cap.sql';
+      const sql = fs.readFileSync(new URL(`../../../migrations/${file}`, import.meta.url), 'utf8');
+      const backfill = sql.slice(sql.indexOf('INSERT INTO job_log_usage'));
+      await t.exec('DELETE FROM job_log_usage');
+      expect(await repos().jobs.logSummary(job.id)).toMatchObject({ lines: 0 });
+      await t.exec(backfill);
+      expect(await repos().jobs.logSummary(job.id)).toEqual(summary);
+    });
+
+    it('refuses the lines of a job that ended, storing none of them', async () => {
+      const job = await insertJob();
+      await repos().jobs.start(agentId, job.id, at(1));
+      expect(await accepted(job.id, [line(1)])).toBe(1);
+      await repos().jobs.finish(agentId, job.id, result(), iso(10));
+      const late = await repos().jobs.appendLogs(agentId, job.id, [line(1), line(2)], CAP);
+      expect(late).toMatchObject({ outcome: 'ended', job: { id: job.id, status: 'success' } });
+      expect((await stored(job.id)).map((l) => l.seq)).toEqual([1]);
+      const cancelled = await insertJob();
+      await repos().jobs.cancel(agentId, cancelled.id, { at: iso(1), confirmBy: iso(2) });
+      expect(await accepted(cancelled.id, [line(1)])).toBe('ended');
+      expect(await repos().jobs.logSummary(cancelled.id)).toMatchObject({ lines: 0 });
+    });
+
+    it('pages the log by lines and by bytes, saying whether more lines follow', async () => {
+      const job = await insertJob();
+      await accepted(
+        job.id,
+        [1, 2, 3, 4, 5].map((seq) => line(seq, `${seq}`.repeat(10))),
+      );
+      const page = (afterSeq: number, limit: number, maxBytes = 1 << 20) =>
+        repos().jobs.listLogs(job.id, { afterSeq, limit, maxBytes });
+      const seqs = async (afterSeq: number, limit: number, maxBytes?: number) => {
+        const p = await page(afterSeq, limit, maxBytes);
+        return [p.lines.map((l) => l.seq), p.more];
+      };
+      expect(await seqs(0, 2)).toEqual([[1, 2], true]);
+      expect(await seqs(2, 2)).toEqual([[3, 4], true]);
+      expect(await seqs(4, 2)).toEqual([[5], false]);
+      expect(await seqs(5, 2)).toEqual([[], false]);
+      // 10 bytes a line: a page of 25 bytes holds two; a page always holds one, whatever its size.
+      expect(await seqs(0, 100, 25)).toEqual([[1, 2], true]);
+      expect(await seqs(0, 100, 5)).toEqual([[1], true]);
+      expect(await seqs(0, 100, 50)).toEqual([[1, 2, 3, 4, 5], false]);
+      // No lines: only whether there are any after afterSeq.
+      expect(await seqs(0, 0)).toEqual([[], true]);
+      expect(await seqs(5, 0)).toEqual([[], false]);
+      expect((await page(0, 2)).lines[0]).toEqual({
+        seq: 1,
+        at: iso(1),
+        stream: 'stdout',
+        step: null,
+        text: '1'.repeat(10),
+      });
+    });
+
+    describe('past the cap', () => {
+      // 100 bytes a line; a cap of 4,000 bytes keeps a head of 1,000 (10 lines) and the newest lines.
+      const cap = logCap(4_000);
+      const hundred = (seq: number) => line(seq, `line ${seq} `.padEnd(100, '.'));
+      const batch = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => hundred(from + i));
+      const gapLines = <L extends { stream: string; text: string }>(lines: L[]) =>
+        lines.filter((l) => l.stream === 'system' && l.text.includes('dropped here'));
+
+      /** What is stored agrees with the counts, within the cap, in seq order. */
+      const consistent = async (jobId: string) => {
+        const lines = await stored(jobId);
+        const summary = await repos().jobs.logSummary(jobId);
+        expect(summary.lines).toBe(lines.length);
+        expect(summary.bytes).toBe(lines.reduce((sum, l) => sum + Buffer.byteLength(l.text), 0));
+        expect(summary.bytes).toBeLessThanOrEqual(cap.maxBytes);
+        expect(lines.map((l) => l.seq)).toEqual([...lines.map((l) => l.seq)].sort((a, b) => a - b));
+        return { lines, summary };
+      };
+
+      it('keeps the head and the newest lines, one line in the gap counting what was dropped', async () => {
+        const job = await insertJob();
+        await repos().jobs.start(agentId, job.id, at(1));
+        for (let from = 1; from <= 60; from += 10) expect(await accepted(job.id, batch(from, from + 9), cap)).toBe(10);
+        const { lines, summary } = await consistent(job.id);
+        const gap = gapLines(lines);
+        expect(gap).toHaveLength(1);
+        const gapAt = lines.indexOf(gap[0]!);
+        // The head: lines 1 to 10 (1,000 bytes); the newest lines, up to 60, follow the gap's line.
+        expect(lines.slice(0, gapAt).map((l) => l.seq)).toEqual(batch(1, 10).map((l) => l.seq));
+        const tail = lines.slice(gapAt + 1).map((l) => l.seq);
+        expect(tail.at(-1)).toBe(60);
+        expect(tail).toEqual(batch(tail[0]!, 60).map((l) => l.seq));
+        expect(gap[0]!.seq).toBe(tail[0]! - 1);
+        expect(summary.droppedLines).toBe(60 - 10 - tail.length);
+        expect(summary.droppedBytes).toBe(summary.droppedLines * 100);
+        expect(gap[0]!.text).toBe(cap.gapText({ lines: summary.droppedLines, bytes: summary.droppedBytes }));
+        expect(gap[0]!.text).toMatch(new RegExp(`^\\[drover\\] ${summary.droppedLines} lines \\(.+\\) dropped here`));
+        expect(gap[0]!.at).toBe(iso(gap[0]!.seq));
+        // Lines of the middle sent again (an agent's resend) stay dropped; the stored ones stay once.
+        expect(await accepted(job.id, batch(11, 20), cap)).toBe(0);
+        expect(await accepted(job.id, batch(51, 60), cap)).toBe(0);
+        expect((await consistent(job.id)).lines).toEqual(lines);
+      });
+
+      it("moves the gap's line to the newest dropped line as more are dropped, and pages across it", async () => {
+        const job = await insertJob();
+        await repos().jobs.start(agentId, job.id, at(1));
+        await accepted(job.id, batch(1, 50), cap);
+        const first = await consistent(job.id);
+        for (let from = 51; from <= 200; from += 25) await accepted(job.id, batch(from, from + 24), cap);
+        const { lines, summary } = await consistent(job.id);
+        const gap = gapLines(lines);
+        expect(gap).toHaveLength(1);
+        expect(gap[0]!.seq).toBeGreaterThan(gapLines(first.lines)[0]!.seq);
+        expect(lines.filter((l) => l.seq <= 10)).toHaveLength(10);
+        expect(summary.droppedLines + summary.lines - 1).toBe(200);
+        // Pages of 7 lines, each from the last seq read, give every stored line once, in order.
+        const read: number[] = [];
+        for (let afterSeq = 0, more = true; more;) {
+          const page = await repos().jobs.listLogs(job.id, { afterSeq, limit: 7, maxBytes: 1 << 20 });
+          read.push(...page.lines.map((l) => l.seq));
+          more = page.more;
+          afterSeq = page.lines.at(-1)?.seq ?? afterSeq;
+        }
+        expect(read).toEqual(lines.map((l) => l.seq));
+      });
+
+      it('cuts a single batch larger than the whole cap, keeping its newest lines', async () => {
+        const job = await insertJob();
+        await repos().jobs.start(agentId, job.id, at(1));
+        expect(await accepted(job.id, batch(1, 100), cap)).toBe(100);
+        const { lines, summary } = await consistent(job.id);
+        expect(lines.at(-1)!.seq).toBe(100);
+        expect(gapLines(lines)).toHaveLength(1);
+        expect(summary.droppedLines).toBeGreaterThan(60);
+      });
+
+      it('counts exactly when batches of one job reach two coordinators at once', async () => {
+        const job = await insertJob();
+        await repos().jobs.start(agentId, job.id, at(1));
+        const sends = [];
+        for (let from = 1; from <= 200; from += 10) {
+          const via = from % 20 === 1 ? t.repos : t.other;
+          sends.push(via.jobs.appendLogs(agentId, job.id, batch(from, from + 9), cap));
+        }
+        // In any order: a batch that lands in the gap an earlier-sent later one made is ignored.
+        const accepts = (await Promise.all(sends)).map((r) => (r.outcome === 'stored' ? r.accepted : 0));
+        const { lines, summary } = await consistent(job.id);
+        expect(gapLines(lines)).toHaveLength(1);
+        expect(summary.droppedLines + summary.lines - 1).toBe(accepts.reduce((a, b) => a + b, 0));
+      });
     });
   });
 

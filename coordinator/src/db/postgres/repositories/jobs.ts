@@ -1,10 +1,14 @@
 import { isTerminalJobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../../domain/model/chat-outbox.js';
 import type {
+  AppendLogsResult,
   JobChange,
   JobLogLineRecord,
+  JobLogSummary,
   JobMove,
   JobRepository,
+  LogCap,
+  NewLogLine,
   OpenJobSummary,
   PlanJobMove,
   TransitionResult,
@@ -63,6 +67,178 @@ function write(db: Queryable, id: string, c: JobChange): Promise<number> {
         [id, c.status, c.exitCode, c.errorMessage, JSON.stringify(c.output), c.finishedAt],
       );
   }
+}
+
+/** A job's row of `job_log_usage` (migrations/postgres/0003_job_log_cap.sql). */
+interface LogUsage {
+  lines: number;
+  bytes: number;
+  gap_first_seq: number | null;
+  gap_last_seq: number | null;
+  dropped_lines: number;
+  dropped_bytes: number;
+}
+
+const NO_LOG: LogUsage = {
+  lines: 0,
+  bytes: 0,
+  gap_first_seq: null,
+  gap_last_seq: null,
+  dropped_lines: 0,
+  dropped_bytes: 0,
+};
+
+/**
+ * A line the cap has passed: once it dropped lines, the head and the gap are settled, and a line
+ * not newer than the gap is ignored (a resend of a dropped line, or one come too late for its place).
+ */
+const beforeGapEnd = (u: LogUsage, seq: number): boolean => u.gap_last_seq !== null && seq <= u.gap_last_seq;
+
+const textBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
+
+/** How many lines' sizes one read of the cap's walk takes. */
+const WALK_CHUNK = 500;
+
+/** The job's lines from `seq` on, oldest first, with their text's size (never the text), a chunk at a time. */
+async function* linesFrom(db: Queryable, jobId: string, seq: number) {
+  for (let from = seq; ;) {
+    const chunk = await all<{ seq: number; at: string; bytes: number }>(
+      db,
+      `SELECT seq, at, octet_length(text) AS bytes FROM job_logs WHERE job_id = $1 AND seq >= $2
+       ORDER BY seq LIMIT $3`,
+      [jobId, from, WALK_CHUNK],
+    );
+    yield* chunk;
+    if (chunk.length < WALK_CHUNK) return;
+    from = chunk[chunk.length - 1]!.seq + 1;
+  }
+}
+
+/**
+ * Brings a log over its cap back under it (docs/jobs.md, "Log lines"), as on SQLite
+ * (db/repositories/jobs.ts): the head stays, the oldest lines after it are deleted until the rest
+ * fits, and one line at the last dropped seq says how many were dropped in all. The caller holds
+ * the job's row lock.
+ */
+async function cutLog(tx: Queryable, jobId: string, usage: LogUsage, cap: LogCap): Promise<LogUsage> {
+  let from: number | null = null;
+  let gapLine: { seq: number; bytes: number } | null = null;
+  if (usage.gap_last_seq === null) {
+    let head = 0;
+    for await (const line of linesFrom(tx, jobId, 0)) {
+      head += line.bytes;
+      if (head > cap.headBytes) {
+        from = line.seq;
+        break;
+      }
+    }
+  } else {
+    const stored = await one<{ bytes: number }>(
+      tx,
+      'SELECT octet_length(text) AS bytes FROM job_logs WHERE job_id = $1 AND seq = $2',
+      [jobId, usage.gap_last_seq],
+    );
+    if (stored) gapLine = { seq: usage.gap_last_seq, bytes: stored.bytes };
+    from = usage.gap_last_seq + 1;
+  }
+  if (from === null) return usage;
+  const dropped = { lines: usage.dropped_lines, bytes: usage.dropped_bytes };
+  const kept = () => usage.bytes - (dropped.bytes - usage.dropped_bytes) - (gapLine?.bytes ?? 0);
+  const fits = () => kept() + textBytes(cap.gapText(dropped)) <= cap.maxBytes;
+  let first: number | null = null;
+  let last: { seq: number; at: string } | null = null;
+  for await (const line of linesFrom(tx, jobId, from)) {
+    if (fits()) break;
+    first ??= line.seq;
+    last = line;
+    dropped.lines += 1;
+    dropped.bytes += line.bytes;
+  }
+  if (first === null || last === null) return usage;
+  await run(tx, 'DELETE FROM job_logs WHERE job_id = $1 AND seq >= $2 AND seq <= $3', [jobId, first, last.seq]);
+  if (gapLine) await run(tx, 'DELETE FROM job_logs WHERE job_id = $1 AND seq = $2', [jobId, gapLine.seq]);
+  const text = cap.gapText(dropped);
+  await run(tx, "INSERT INTO job_logs (job_id, seq, at, stream, step, text) VALUES ($1, $2, $3, 'system', NULL, $4)", [
+    jobId,
+    last.seq,
+    last.at,
+    text,
+  ]);
+  return {
+    lines: usage.lines - (dropped.lines - usage.dropped_lines) - (gapLine ? 1 : 0) + 1,
+    bytes: kept() + textBytes(text),
+    gap_first_seq: usage.gap_first_seq ?? first,
+    gap_last_seq: last.seq,
+    dropped_lines: dropped.lines,
+    dropped_bytes: dropped.bytes,
+  };
+}
+
+/**
+ * Stores a batch of an open job's lines and applies the cap. The job's row is locked first, so a
+ * batch and the job's finish (or another batch, through another coordinator) are one after the
+ * other: a job that ended takes no more lines, and the counts stay exact.
+ */
+function appendLogs(
+  pool: PgPool,
+  agentId: string,
+  jobId: string,
+  lines: readonly NewLogLine[],
+  cap: LogCap,
+): Promise<AppendLogsResult> {
+  return inTransaction(pool, async (tx) => {
+    const row = await one<JobRow>(tx, 'SELECT * FROM jobs WHERE id = $1 AND agent_id = $2 FOR NO KEY UPDATE', [
+      jobId,
+      agentId,
+    ]);
+    if (!row) return { outcome: 'not_found' };
+    const job = toJob(row);
+    if (isTerminalJobStatus(job.status)) return { outcome: 'ended', job };
+    const before = (await one<LogUsage>(tx, 'SELECT * FROM job_log_usage WHERE job_id = $1', [jobId])) ?? NO_LOG;
+    const fresh = lines.filter((l) => !beforeGapEnd(before, l.seq));
+    if (fresh.length === 0) return { outcome: 'stored', job, accepted: 0 };
+    // One statement for the batch; a line whose (job, seq) is stored already is skipped.
+    const inserted = await all<{ bytes: number }>(
+      tx,
+      `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
+       SELECT $1, * FROM unnest($2::integer[], $3::timestamptz[], $4::text[], $5::integer[], $6::text[])
+       ON CONFLICT (job_id, seq) DO NOTHING
+       RETURNING octet_length(text) AS bytes`,
+      [
+        jobId,
+        fresh.map((l) => l.seq),
+        fresh.map((l) => l.at),
+        fresh.map((l) => l.stream),
+        fresh.map((l) => l.step ?? null),
+        fresh.map((l) => l.text),
+      ],
+    );
+    if (inserted.length === 0) return { outcome: 'stored', job, accepted: 0 };
+    let usage: LogUsage = {
+      ...before,
+      lines: before.lines + inserted.length,
+      bytes: before.bytes + inserted.reduce((sum, r) => sum + r.bytes, 0),
+    };
+    if (usage.bytes > cap.maxBytes) usage = await cutLog(tx, jobId, usage, cap);
+    await run(
+      tx,
+      `INSERT INTO job_log_usage (job_id, lines, bytes, gap_first_seq, gap_last_seq, dropped_lines, dropped_bytes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (job_id) DO UPDATE SET lines = excluded.lines, bytes = excluded.bytes,
+         gap_first_seq = excluded.gap_first_seq, gap_last_seq = excluded.gap_last_seq,
+         dropped_lines = excluded.dropped_lines, dropped_bytes = excluded.dropped_bytes`,
+      [
+        jobId,
+        usage.lines,
+        usage.bytes,
+        usage.gap_first_seq,
+        usage.gap_last_seq,
+        usage.dropped_lines,
+        usage.dropped_bytes,
+      ],
+    );
+    return { outcome: 'stored', job, accepted: inserted.length };
+  });
 }
 
 const byId = async (db: Queryable, id: string) =>
@@ -201,12 +377,39 @@ export function createJobRepository(pool: PgPool, planMove: PlanJobMove, planMes
       );
       return rows.map((r) => r.id);
     },
-    listLogs(jobId, afterSeq, limit) {
-      return all<JobLogLineRecord>(
+    async listLogs(jobId, { afterSeq, limit, maxBytes }) {
+      // The sizes first (never the text), then the lines of the page alone: a page stops at its
+      // bytes without the text of what follows it reaching this process.
+      const sizes = await all<{ seq: number; bytes: number }>(
         pool,
-        'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-        [jobId, afterSeq, limit],
+        'SELECT seq, octet_length(text) AS bytes FROM job_logs WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
+        [jobId, afterSeq, limit + 1],
       );
+      let bytes = 0;
+      let end = 0;
+      while (end < sizes.length && end < limit) {
+        bytes += sizes[end]!.bytes;
+        if (end > 0 && bytes > maxBytes) break;
+        end += 1;
+      }
+      const more = sizes.length > end;
+      if (end === 0) return { lines: [], more };
+      const lines = await all<JobLogLineRecord>(
+        pool,
+        `SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = $1 AND seq > $2 AND seq <= $3
+         ORDER BY seq`,
+        [jobId, afterSeq, sizes[end - 1]!.seq],
+      );
+      return { lines, more };
+    },
+    async logSummary(jobId) {
+      const row = await one<JobLogSummary>(
+        pool,
+        `SELECT lines, bytes, dropped_lines AS "droppedLines", dropped_bytes AS "droppedBytes"
+         FROM job_log_usage WHERE job_id = $1`,
+        [jobId],
+      );
+      return row ?? { lines: 0, bytes: 0, droppedLines: 0, droppedBytes: 0 };
     },
     accept(agentId, jobId, time) {
       return move({ move: 'accept', agentId, jobId, ...time });
@@ -223,26 +426,8 @@ export function createJobRepository(pool: PgPool, planMove: PlanJobMove, planMes
     cancel(agentId, jobId, request) {
       return move({ move: 'cancel', agentId, jobId, ...request });
     },
-    async appendLogs(agentId, jobId, lines) {
-      const row = await one<JobRow>(pool, 'SELECT * FROM jobs WHERE id = $1 AND agent_id = $2', [jobId, agentId]);
-      if (!row) return null;
-      if (lines.length === 0) return { job: toJob(row), accepted: 0 };
-      // One statement for the batch; a line whose (job, seq) is stored already is skipped.
-      const accepted = await run(
-        pool,
-        `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
-         SELECT $1, * FROM unnest($2::integer[], $3::timestamptz[], $4::text[], $5::integer[], $6::text[])
-         ON CONFLICT (job_id, seq) DO NOTHING`,
-        [
-          jobId,
-          lines.map((l) => l.seq),
-          lines.map((l) => l.at),
-          lines.map((l) => l.stream),
-          lines.map((l) => l.step ?? null),
-          lines.map((l) => l.text),
-        ],
-      );
-      return { job: toJob(row), accepted };
+    appendLogs(agentId, jobId, lines, cap) {
+      return appendLogs(pool, agentId, jobId, lines, cap);
     },
     failOverdue(now, message) {
       return endMany(

@@ -149,7 +149,7 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: routeSchema(
         'appendJobLogs',
-        'Log lines of the job; a line whose seq is already stored is ignored',
+        'Log lines of an open job; a line whose seq is already stored is ignored; 409 once the job has ended',
         { body: withExample(AppendJobLogsRequest, logLinesBodyExample) },
         AppendLogsResponseSchema,
       ),
@@ -157,8 +157,7 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const agent = await requireAgent(request);
       const { jobId } = request.params;
-      const stored = await repos.jobs.appendLogs(agent.id, jobId, request.body.lines);
-      if (!stored) throw notFound('Job');
+      const stored = await app.ctx.jobLogs.append(agent.id, jobId, request.body.lines);
       return { jobId, status: stored.job.status, accepted: stored.accepted };
     },
   );

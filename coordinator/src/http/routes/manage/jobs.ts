@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
 import { JOB_MESSAGE_KINDS, toJobNotificationView } from '../../../domain/chat/notifications/view.js';
 import { OUTBOX_STATUSES } from '../../../domain/model/chat-outbox.js';
+import { JOB_LOGS_DEFAULT_LIMIT, JOB_LOGS_MAX_LIMIT, JOB_LOGS_PAGE_MAX_BYTES } from '../../../domain/job-logs.js';
 import { JOB_SOURCES, type Job, type JobSource } from '../../../domain/model/jobs.js';
 import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import { notFound } from '../../../errors.js';
@@ -21,7 +22,6 @@ import { jobDetailExample, jobExample, runningJobExample } from '../../schemas/e
 
 export const JOBS_DEFAULT_LIMIT = 50;
 export const JOBS_MAX_LIMIT = 200;
-export const JOB_LOGS_MAX_LIMIT = 10_000;
 
 const nullableString = { type: ['string', 'null'] } as const;
 const JOB_FIELDS = {
@@ -134,13 +134,39 @@ export const JobNotificationSchema = {
   },
 } as const;
 
-/** A job with its log lines and chat notifications (`GET /v1/jobs/:id`, `GET /api/jobs/:id`). */
+/** A job with a page of its log lines and its chat notifications (`GET /v1/jobs/:id`, `GET /api/jobs/:id`). */
 export const JobDetailSchema = {
   type: 'object',
-  required: [...Object.keys(JOB_FIELDS), 'logs', 'notifications'],
+  required: [
+    ...Object.keys(JOB_FIELDS),
+    'applicationId',
+    'logs',
+    'logsMore',
+    'logsTotal',
+    'logsDropped',
+    'notifications',
+  ],
   properties: {
     ...JOB_FIELDS,
-    logs: { type: 'array', items: JobLogLineSchema },
+    applicationId: {
+      type: ['string', 'null'],
+      description: "an update job's application (docs/ota.md), whose release `params` names; null for a trigger job",
+    },
+    logs: {
+      type: 'array',
+      items: JobLogLineSchema,
+      description: `a page of the log in seq order: the lines after \`logsAfter\`, at most \`logsLimit\` of them and about ${JOB_LOGS_PAGE_MAX_BYTES / 1024 / 1024} MiB of text`,
+    },
+    logsMore: {
+      type: 'boolean',
+      description: "more lines are stored after this page: ask again with `logsAfter` set to its last line's seq",
+    },
+    logsTotal: { type: 'integer', description: "the lines stored for the job now, the gap's line included" },
+    logsDropped: {
+      type: 'integer',
+      description:
+        'lines dropped from the middle of the log when it passed its limit (DROVER_JOB_LOG_MAX_BYTES); one line where the gap is says so',
+    },
     notifications: {
       type: 'array',
       items: JobNotificationSchema,
@@ -155,7 +181,13 @@ const jobDetailQuery = {
   additionalProperties: false,
   properties: {
     logsAfter: { type: 'integer', minimum: 0, default: 0, description: 'only log lines with a greater seq' },
-    logsLimit: { type: 'integer', minimum: 1, maximum: JOB_LOGS_MAX_LIMIT, default: JOB_LOGS_MAX_LIMIT },
+    logsLimit: {
+      type: 'integer',
+      minimum: 0,
+      maximum: JOB_LOGS_MAX_LIMIT,
+      default: JOB_LOGS_DEFAULT_LIMIT,
+      description: 'the most log lines in the answer (0: the job alone, with logsMore and logsTotal)',
+    },
   },
 } as const;
 
@@ -184,14 +216,20 @@ interface DetailQuerystring {
  */
 async function jobDetail(app: FastifyInstance, request: FastifyRequest, id: string, q: DetailQuerystring) {
   const { userId } = await requireSession(request);
-  const { repos } = app.ctx;
+  const { repos, jobLogs } = app.ctx;
   const job = await repos.jobs.findById(id);
   if (!job || !(await repos.orgs.roleOf(job.orgId, userId))) throw notFound('Job');
-  const stored = await repos.jobs.listLogs(job.id, q.logsAfter, q.logsLimit);
-  // Agents send a step's index (from 0, docs/agent-protocol.md); people count steps from 1.
-  const logs = stored.map((line) => (line.step === null ? line : { ...line, step: line.step + 1 }));
+  const log = await jobLogs.read(job.id, q.logsAfter, q.logsLimit);
   const notifications = (await repos.chatOutbox.listByJob(job.id)).map(toJobNotificationView);
-  return { ...job, logs, notifications } satisfies Job & { logs: unknown[]; notifications: unknown[] };
+  const applicationId =
+    job.kind === 'update'
+      ? ((await repos.deviceBindings.applicationsOfUpdateJobs([job.id]))[0]?.applicationId ?? null)
+      : null;
+  return { ...job, applicationId, ...log, notifications } satisfies Job & {
+    applicationId: string | null;
+    logs: unknown[];
+    notifications: unknown[];
+  };
 }
 
 /**
@@ -263,7 +301,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
     app,
     '/jobs/:id',
     'getJob',
-    "A job of one of the caller's organizations (update jobs included) with its log lines",
+    "A job of one of the caller's organizations (update jobs included) with a page of its log lines",
   );
 
   app.post<{ Params: { id: string } }>(
