@@ -1,6 +1,7 @@
 import { matchesPattern, PATTERN_BUDGET_MS } from './pattern-match.js';
 import { describeValue } from './describe.js';
 import { fileRefProblem } from './file-refs.js';
+import { describeParamEnvClash, paramEnvClashes } from './param-env.js';
 import type { ParamDefinition } from './wire.js';
 
 /**
@@ -38,6 +39,10 @@ export function paramsSchemaProblems(params: readonly ParamDefinition[], path: s
     else problems.push({ path: `${at}.name`, message: `duplicates ${path}.${first}.name \`${param.name}\`` });
     problems.push(...paramDefinitionProblems(param, at));
   });
+  // Two names that would set the same DROVER_PARAM_<NAME> (`a-b` and `a_b`, `safe` and `SAFE`).
+  for (const clash of paramEnvClashes(params.map((p) => p.name))) {
+    problems.push({ path: `${path}.${clash.index}.name`, message: `${describeParamEnvClash(clash)}; rename one` });
+  }
   return problems;
 }
 

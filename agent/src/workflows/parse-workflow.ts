@@ -11,7 +11,6 @@ import {
   type WorkflowStep,
 } from '@drover/shared';
 import { isScalar, type Node as YamlNode } from 'yaml';
-import { paramEnvName } from '../exec/step-env.js';
 import { DURATION_EXPECTED, formatDuration, parseDuration } from './duration.js';
 import { YamlReader, type FileProblem, type YamlPath } from './yaml-reader.js';
 
@@ -223,24 +222,6 @@ function readSecretNames(y: YamlReader, node: YamlNode | null): string[] | null 
   return ok ? names : null;
 }
 
-/** Two params that would set the same `DROVER_PARAM_<NAME>` (`a-b` and `a_b`, `a` and `A`). */
-function envNameClashes(params: readonly ParamDefinition[]): { path: string; message: string }[] {
-  const seen = new Map<string, string>();
-  const clashes: { path: string; message: string }[] = [];
-  params.forEach((param, i) => {
-    const env = paramEnvName(param.name);
-    const first = seen.get(env);
-    if (first === undefined) seen.set(env, param.name);
-    else if (first !== param.name) {
-      clashes.push({
-        path: `params.${i}.name`,
-        message: `\`${param.name}\` and \`${first}\` would both be the environment variable ${env}; rename one`,
-      });
-    }
-  });
-  return clashes;
-}
-
 function readParams(y: YamlReader, node: YamlNode | null): ParamDefinition[] | null {
   const items = y.list(node, ['params'], { max: DefinitionSchema.properties.paramsSchema.maxItems });
   if (!items) return null;
@@ -252,8 +233,9 @@ function readParams(y: YamlReader, node: YamlNode | null): ParamDefinition[] | n
     else ok = false;
   });
   if (!ok) return null;
-  // The coordinator's own rules (shared/src/params.ts): keywords per type, enum options, bounds, default.
-  const problems = [...paramsSchemaProblems(params, 'params'), ...envNameClashes(params)];
+  // The coordinator's own rules (shared/src/params.ts): keywords per type, enum options, bounds,
+  // default, names that would set the same environment variable.
+  const problems = paramsSchemaProblems(params, 'params');
   for (const problem of problems) {
     const path = problem.path.split('.').map((part) => (/^\d+$/.test(part) ? Number(part) : part));
     const at = y.doc.getIn(path, true) as YamlNode | undefined;

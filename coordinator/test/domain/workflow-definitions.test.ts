@@ -42,6 +42,23 @@ describe('workflow set checks', () => {
     ]);
   });
 
+  it('refuses two parameter names that would set the same environment variable on the agent', () => {
+    const problems = workflowDefinitionProblems([
+      wf('a', {
+        paramsSchema: [
+          { name: 'safe', type: 'string', pattern: '^[a-z]+$' },
+          { name: 'SAFE', type: 'string' },
+        ],
+      }),
+    ]);
+    expect(problems).toEqual([
+      {
+        path: 'body.workflows.0.paramsSchema.1.name',
+        message: '`SAFE` and `safe` would both be the environment variable DROVER_PARAM_SAFE; rename one',
+      },
+    ]);
+  });
+
   it('treats names as case-sensitive', () => {
     expect(workflowDefinitionProblems([wf('Deploy'), wf('deploy')])).toEqual([]);
   });
