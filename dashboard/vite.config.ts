@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
-import { defineConfig } from 'vite';
+import { defaultClientConditions, defineConfig } from 'vite';
 
 // Built into the coordinator's package, which serves it at / (coordinator/src/http/routes/dashboard).
 const outDir = fileURLToPath(new URL('../coordinator/dashboard-dist', import.meta.url));
@@ -8,6 +8,9 @@ const outDir = fileURLToPath(new URL('../coordinator/dashboard-dist', import.met
 export default defineConfig({
   plugins: [react()],
   base: '/',
+  // @drover/shared from its TypeScript sources (its `drover-source` export condition), as the other
+  // packages take it: the dashboard uses its browser-safe entry `@drover/shared/params`.
+  resolve: { conditions: ['drover-source', ...defaultClientConditions] },
   build: {
     outDir,
     emptyOutDir: true,

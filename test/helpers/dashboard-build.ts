@@ -4,7 +4,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const SOURCES = ['dashboard/src', 'dashboard/index.html', 'dashboard/vite.config.ts'].map((p) => path.join(REPO, p));
+// shared/src: the dashboard bundles @drover/shared/params from its sources.
+const SOURCES = ['dashboard/src', 'dashboard/index.html', 'dashboard/vite.config.ts', 'shared/src'].map((p) =>
+  path.join(REPO, p),
+);
 export const DASHBOARD_INDEX = path.join(REPO, 'coordinator/dashboard-dist/index.html');
 
 function newestChange(file: string): number {

@@ -1,6 +1,8 @@
 import {
+  loadPatternEngine,
   MAX_CANCEL_GRACE_MS,
   PARAM_TYPES,
+  PatternSet,
   ParamDefinition as ParamSchema,
   paramsSchemaProblems,
   WorkflowDefinition as DefinitionSchema,
@@ -44,8 +46,14 @@ export interface ParsedWorkflowFile {
  * Parses one workflow file (docs/agent-protocol.md: one workflow per file) into the `WorkflowDefinition`
  * the agent reports, refusing unknown keys and anything the coordinator's `PutWorkflowsRequest`
  * schema or its `paramsSchema` rules would refuse, with the line and path of each problem.
+ * `patterns`: the patterns of the agent's other workflow files read before this one (their
+ * limits span the set the agent reports); the pattern engine is loaded only when a param has one.
  */
-export function parseWorkflowFile(file: string, text: string): ParsedWorkflowFile {
+export async function parseWorkflowFile(
+  file: string,
+  text: string,
+  patterns: PatternSet = new PatternSet(),
+): Promise<ParsedWorkflowFile> {
   const y = new YamlReader(file, text);
   if (!y.parsed) return { definition: null, problems: y.problems };
   if (y.root === null) {
@@ -80,7 +88,8 @@ export function parseWorkflowFile(file: string, text: string): ParsedWorkflowFil
   }
   if (has('params')) {
     const params = readParams(y, field('params'));
-    if (params) definition.paramsSchema = params;
+    if (params?.some((p) => p.pattern !== undefined)) await loadPatternEngine();
+    if (params && paramsAreValid(y, params, patterns)) definition.paramsSchema = params;
   }
   if (has('secrets')) {
     const secrets = readSecretNames(y, field('secrets'));
@@ -232,17 +241,22 @@ function readParams(y: YamlReader, node: YamlNode | null): ParamDefinition[] | n
     if (param) params.push(param);
     else ok = false;
   });
-  if (!ok) return null;
-  // The coordinator's own rules (shared/src/params.ts): keywords per type, enum options, bounds,
-  // default, names that would set the same environment variable.
-  const problems = paramsSchemaProblems(params, 'params');
+  return ok ? params : null;
+}
+
+/**
+ * The coordinator's own rules (shared/src/params.ts): keywords per type, patterns, enum options,
+ * bounds, default, names that would set the same environment variable.
+ */
+function paramsAreValid(y: YamlReader, params: ParamDefinition[], patterns: PatternSet): boolean {
+  const problems = paramsSchemaProblems(params, 'params', patterns);
   for (const problem of problems) {
     const path = problem.path.split('.').map((part) => (/^\d+$/.test(part) ? Number(part) : part));
     const at = y.doc.getIn(path, true) as YamlNode | undefined;
     const fallback = y.doc.getIn(path.slice(0, 2), true) as YamlNode | undefined;
     y.problem(at ?? fallback ?? null, path, problem.message);
   }
-  return problems.length === 0 ? params : null;
+  return problems.length === 0;
 }
 
 function readParam(y: YamlReader, node: YamlNode | null, path: YamlPath): ParamDefinition | null {

@@ -2,12 +2,12 @@ import {
   describeParamEnvClash,
   paramEnvClashes,
   paramEnvName,
-  patternProblem,
+  PatternBudget,
   type ParamDefinition,
 } from '@drover/shared';
 import { validationFailed, type ValidationDetail } from '../../errors.js';
 import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
-import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
+import { paramValueProblem } from '../workflow-definitions.js';
 
 /**
  * Trigger-run `params` against the workflow's `paramsSchema` (docs/trigger-runs.md, "Params"), with the meaning of
@@ -51,6 +51,8 @@ export function resolveRunParams(
   const unfit = new Set(problems.map((p) => p.path));
   problems.push(...undeclaredProblems(schema, given).filter((p) => !unfit.has(p.path)));
   const resolved: Record<string, unknown> = { ...given };
+  // What the run's values may cost their patterns, in all (shared/src/pattern-match.ts).
+  const budget = new PatternBudget();
   for (const param of schema) {
     const path = `params.${param.name}`;
     if (!Object.hasOwn(given, param.name)) {
@@ -59,7 +61,7 @@ export function resolveRunParams(
       continue;
     }
     if (unfit.has(path)) continue;
-    const problem = valueProblem(param, given[param.name]);
+    const problem = paramValueProblem(param, given[param.name], budget);
     if (problem) problems.push({ path, message: problem });
   }
   if (problems.length > 0) throw validationFailed(problems);
@@ -117,21 +119,4 @@ function expected(param: ParamDefinition): string {
     default:
       return `a ${param.type}`;
   }
-}
-
-/** Compiled patterns, kept so that a hot trigger does not recompile its regular expressions per call. */
-const patterns = new Map<string, RegExp | null>();
-const MAX_CACHED_PATTERNS = 1000;
-
-function valueProblem(param: ParamDefinition, value: unknown): string | null {
-  if (param.type === 'string' && typeof value === 'string' && param.pattern !== undefined) {
-    let regexp = patterns.get(param.pattern);
-    if (regexp === undefined) {
-      if (patterns.size >= MAX_CACHED_PATTERNS) patterns.clear();
-      regexp = compilePattern(param.pattern);
-      patterns.set(param.pattern, regexp);
-    }
-    return patternProblem(param.pattern, regexp, value);
-  }
-  return paramValueProblem(param, value);
 }

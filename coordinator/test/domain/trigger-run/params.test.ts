@@ -123,6 +123,33 @@ describe('resolveRunParams', () => {
     expect(resolveRunParams(schema, { env: 'prod', tag: 'v12' }).tag).toBe('v12');
   });
 
+  it('refuses a value of a stored pattern RE2 does not support, saying that the workflow must change', () => {
+    // A workflow reported before patterns were RE2 syntax: refused at report today, maybe stored.
+    const stored: ParamDefinition[] = [{ name: 'branch', type: 'string', pattern: '^(?!main$)' }];
+    expect(problems(() => resolveRunParams(stored, { branch: 'dev' }))).toEqual([
+      {
+        path: 'params.branch',
+        message: expect.stringMatching(
+          /^cannot be checked: the workflow's pattern `\^\(\?!main\$\)` uses a lookahead .*; the workflow must change it, and its agent report it again/,
+        ),
+      },
+    ]);
+    // Left out, it is not checked.
+    expect(resolveRunParams(stored, {})).toEqual({});
+  });
+
+  it('spends at most the run’s budget on patterns, over all its values', () => {
+    const hostile: ParamDefinition[] = ['a', 'b', 'c'].map((name) => ({
+      name,
+      type: 'string',
+      pattern: '\\pL{500}\\pN',
+    }));
+    const value = `${'x'.repeat(700)}1`;
+    expect(problems(() => resolveRunParams(hostile, { a: value, b: value, c: value }))).toEqual([
+      { path: 'params.c', message: expect.stringMatching(/^is too long to check against the pattern/) },
+    ]);
+  });
+
   it('refuses payloads that are not plain JSON, with or without a schema', () => {
     let deep: unknown = 'leaf';
     for (let i = 0; i < MAX_PARAMS_DEPTH + 1; i++) deep = [deep];
