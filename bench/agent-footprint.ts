@@ -58,10 +58,12 @@ const DEFAULT_BINARY = path.join(REPO, 'agent/dist/drover-agent');
 const BUILT_MAIN = path.join(REPO, 'agent/dist/cli/main.js');
 const PLAIN_WORKFLOW = ['name: hello', 'steps:', '  - run: echo', '    args: ["hello"]', ''].join('\n');
 /** `--pattern`: the workflow declares a param with a pattern, so that the daemon loads the pattern engine (re2js). */
-const PATTERN_WORKFLOW = PLAIN_WORKFLOW.replace(
-  'steps:',
-  "params:\n  - {name: tag, type: string, pattern: '^v[0-9]+$'}\nsteps:",
-);
+const PATTERN_WORKFLOW = [
+  'name: hello',
+  'params:',
+  "  - {name: tag, type: string, pattern: '^v[0-9]+$'}",
+  ...PLAIN_WORKFLOW.split('\n').slice(1),
+].join('\n');
 
 const { values } = parseArgs({
   options: {

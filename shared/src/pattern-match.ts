@@ -33,11 +33,20 @@ export const MAX_RUN_PATTERN_WORK = 1_000_000;
 let engine: Engine | null = null;
 let loading: Promise<void> | null = null;
 
-/** Loads re2js once; every later call answers at once. Compiling a pattern needs it done. */
+/**
+ * Loads re2js once; every later call answers at once. Compiling a pattern needs it done. A load
+ * that failed (the dashboard's chunk not fetched) is tried again by the next call.
+ */
 export function loadPatternEngine(): Promise<void> {
-  loading ??= import('re2js').then((module) => {
-    engine = module;
-  });
+  loading ??= import('re2js').then(
+    (module) => {
+      engine = module;
+    },
+    (error: unknown) => {
+      loading = null;
+      throw error;
+    },
+  );
   return loading;
 }
 
