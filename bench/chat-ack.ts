@@ -112,7 +112,10 @@ try {
   }
 
   const text = 'deploy env=prod replicas=3 ref=v1.42.0';
+  let invocations = 0;
   const slackRequest = (): RequestInit & { url: string } => {
+    // As Slack sends it: a `trigger_id` of its own for every invocation (the same signed body
+    // sent twice would be a replay, answered without a job).
     const body = new URLSearchParams({
       team_id: TEAM,
       channel_id: CHANNEL,
@@ -120,6 +123,7 @@ try {
       user_name: 'bench',
       command: '/drover',
       text,
+      trigger_id: `${++invocations}.${Date.now()}.bench`,
     }).toString();
     const ts = Math.floor(Date.now() / 1000);
     const signature = createHmac('sha256', SIGNING_SECRET).update(`v0:${ts}:${body}`).digest('hex');

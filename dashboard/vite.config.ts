@@ -1,12 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
 import { defaultClientConditions, defineConfig } from 'vite';
+import { precompress } from './precompress';
 
 // Built into the coordinator's package, which serves it at / (coordinator/src/http/routes/dashboard).
 const outDir = fileURLToPath(new URL('../coordinator/dashboard-dist', import.meta.url));
 
 export default defineConfig({
-  plugins: [react()],
+  // Each asset also as .br and .gz, which the coordinator serves by Accept-Encoding.
+  plugins: [react(), precompress()],
   base: '/',
   // @drover/shared from its TypeScript sources (its `drover-source` export condition), as the other
   // packages take it: the dashboard uses its browser-safe entry `@drover/shared/params`.

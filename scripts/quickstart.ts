@@ -338,10 +338,17 @@ if (!tokenWorks) {
 }
 saveState(creds);
 
+/**
+ * A command of the checkout (`drover`, `drover-agent`) as a path that works pasted in any shell,
+ * whatever its directory and its `node` (the command picks a Node.js Drover runs on).
+ */
+const command = (name: string): string => shellWord(path.join(root, name));
+const shellWord = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`);
+
 say();
 say(`Drover is running: coordinator ${origin} (log: ${coordinatorLog}),`);
 say(`local agent ${agentId} (log: ${path.join(agentDir, 'logs', 'agent.log')}) with the workflow "hello";`);
-say(`read its log with: node ${agentCli[0]} logs --state-dir ${agentDir}`);
+say(`read its log with: ${command('drover-agent')} logs --state-dir ${shellWord(agentDir)}`);
 say(`Dashboard: ${origin}/ (open it in a browser and sign in as the owner)`);
 say(`Dashboard owner: ${creds.email} / ${creds.password} (also in ${stateFile}, mode 0600).`);
 say();
@@ -354,5 +361,14 @@ say('Run it and wait for the result (sync):');
 say(`  curl -s -X POST ${base}/triggers/${creds.syncTriggerId}/run \\`);
 say(`    -H 'authorization: Bearer ${creds.apiToken}' -H 'content-type: application/json' \\`);
 say(`    -d '{"params":{"who":"Drover"}}'`);
+say();
+say('The same with the drover command line (exit code 0 when the job succeeded):');
+say(`  DROVER_URL=${origin} DROVER_TOKEN=${creds.apiToken} \\`);
+say(`    ${command('drover')} run ${creds.syncTriggerId} --param who=Drover --wait`);
+say();
+say(
+  `These commands work from any directory: ${['drover', 'drover-agent', 'drover-coordinator'].map(command).join(', ')}.`,
+);
+say(`To call them by name, put the checkout on your PATH: export PATH=${shellWord(root)}:"$PATH"`);
 say();
 say('Press Ctrl-C to stop both.');

@@ -17,10 +17,12 @@ import { configureTriggerCommand } from './commands/trigger-command.js';
 import { configureWorkflowsCommand } from './commands/workflows-command.js';
 import { CliError, CliExit } from './errors.js';
 import { EXIT } from './exit-codes.js';
+import { showingControls } from './output/terminal.js';
 import { processRuntime, type Runtime } from './runtime.js';
 import { CLI_VERSION } from './version.js';
 
-export function buildProgram(rt: Runtime): Command {
+export function buildProgram(runtime: Runtime): Command {
+  const rt = showingControls(runtime);
   const program = new Command('drover')
     .description('Drover from the command line: run triggers, move files, follow jobs, manage an organization')
     .version(CLI_VERSION)
@@ -67,9 +69,11 @@ function forEachCommand(command: Command, apply: (command: Command) => void): vo
 
 /**
  * Runs `drover <argv>` and returns its exit code (exit-codes.ts). A failure is one line on
- * stderr, `drover: <message>`, the API's own message when the API refused the call.
+ * stderr, `drover: <message>`, the API's own message when the API refused the call. Whatever it
+ * prints shows its control characters instead of letting the terminal obey them (output/terminal.ts).
  */
-export async function runCli(argv: readonly string[], rt: Runtime = processRuntime()): Promise<number> {
+export async function runCli(argv: readonly string[], runtime: Runtime = processRuntime()): Promise<number> {
+  const rt = showingControls(runtime);
   try {
     await buildProgram(rt).parseAsync(argv, { from: 'user' });
     return EXIT.success;

@@ -7,8 +7,19 @@ import type { Readable } from 'node:stream';
  * of the program in process pass their own.
  */
 export interface Runtime {
+  /**
+   * Writes to stdout. Once the command line runs (`runCli`), every control character in the text
+   * but tab and line break is shown as `\xHH`, never obeyed (output/terminal.ts): job logs, error
+   * messages and names come from elsewhere.
+   */
   out(text: string): void;
+  /** Writes to stderr, control characters shown as `out` shows them. */
   err(text: string): void;
+  /**
+   * The command line's own terminal sequences (a progress bar redrawn in place, the table of
+   * `jobs --watch`), written as they are. Set by output/terminal.ts; absent, `out` and `err` are raw.
+   */
+  raw?: { out(text: string): void; err(text: string): void };
   env: Readonly<Record<string, string | undefined>>;
   cwd: string;
   homedir: string;

@@ -20,6 +20,7 @@ import { ReadRateLimiter } from './domain/read-rate-limiter.js';
 import { loadKeys } from './keys.js';
 import { SessionService } from './domain/sessions.js';
 import { ChatIntegrationService } from './domain/chat/integrations.js';
+import { ChatReplayGuard } from './domain/chat/replays.js';
 import { ChatRunService } from './domain/chat/chat-runs.js';
 import { chatConnectors } from './chat/connectors.js';
 import { DiscordGateway } from './chat/discord-gateway.js';
@@ -116,6 +117,7 @@ export async function createCoordinator(
       audit,
       clock,
       schedules,
+      limits: { triggers: config.maxTriggersPerOrg, enabledCron: config.maxCronTriggersPerOrg },
       // The scheduler (below) re-reads every trigger the service changes, and so do the other
       // coordinators' (relayTriggerChanges, below).
       onChanged: (triggerId) => {
@@ -189,6 +191,7 @@ export async function createCoordinator(
       ota,
       chatIntegrations,
       chatRuns,
+      chatReplays: new ChatReplayGuard({ repos, clock }),
       metrics,
       httpMetrics: prometheus,
       health: new HealthCheck(store, logger),

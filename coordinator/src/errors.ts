@@ -21,6 +21,11 @@ export const ErrorCodes = {
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },
   file_in_use: { status: 409, description: 'The file is referenced by a release that is not yanked.' },
+  limit_reached: {
+    status: 409,
+    description:
+      'The organization has as many of these as the server allows; `details` names the limit, its value and its setting.',
+  },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
   range_not_satisfiable: { status: 416, description: 'The requested byte range lies outside the file.' },
   validation_failed: {

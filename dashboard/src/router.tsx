@@ -4,6 +4,7 @@ import { ApiTokensPage } from './pages/ApiTokensPage';
 import { AppPage } from './pages/AppPage';
 import { AppsPage } from './pages/AppsPage';
 import { AuditPage } from './pages/AuditPage';
+import { ChatConnectFinishPage } from './pages/ChatConnectFinishPage';
 import { HomePage } from './pages/HomePage';
 import { IntegrationsPage } from './pages/IntegrationsPage';
 import { JobPage } from './pages/JobPage';
@@ -44,6 +45,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/members', element: <MembersPage /> },
         { path: '/orgs/:orgId/audit', element: <AuditPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
+        { path: '/chat/:provider/finish', element: <ChatConnectFinishPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],
     },

@@ -2,6 +2,7 @@
  * A pino log record as one readable line, for a person at a terminal: `drover-agent logs` and the
  * agent's `run` in a terminal, and the coordinator's log on a terminal.
  */
+import { showControls } from './visible-controls.js';
 
 /** pino's numeric levels and their names. */
 export const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as const;
@@ -54,7 +55,7 @@ const paint = (on: boolean | undefined, color: keyof typeof COLORS, text: string
 
 /**
  * One log record as a line for a person at a terminal:
- * `2026-11-22 10:31:02  INFO  job 1b2c3d4e… deploy: step 2 (build) exited with code 3`
+ * `2026-11-22 10:31:02  INFO  job …e3f40516 deploy: step 2 (build) exited with code 3`
  * then the remaining fields as `key=value`, and an error's message (and stack, when asked).
  */
 export function formatRecord(record: LogRecord, options: FormatOptions = {}): string {
@@ -66,34 +67,41 @@ export function formatRecord(record: LogRecord, options: FormatOptions = {}): st
   const workflow = typeof record.workflow === 'string' ? record.workflow : record.workflowName;
   if (typeof record.jobId === 'string') {
     const job = `job ${shortId(record.jobId)}${typeof workflow === 'string' ? ` ${workflow}` : ''}:`;
-    line += `${paint(options.color, 'cyan', job)} `;
+    line += `${paint(options.color, 'cyan', inLine(job))} `;
   } else if (typeof workflow === 'string') {
-    line += `${paint(options.color, 'cyan', `${workflow}:`)} `;
+    line += `${paint(options.color, 'cyan', `${inLine(workflow)}:`)} `;
   }
-  line += typeof record.msg === 'string' ? record.msg : '';
+  line += typeof record.msg === 'string' ? inLine(record.msg) : '';
   const extras = Object.keys(record)
     .filter((key) => !SHOWN.has(key) && !options.hide?.includes(key) && record[key] !== undefined)
     .map((key) => `${key}=${formatValue(record[key])}`);
-  if (extras.length > 0) line += `  ${paint(options.color, 'gray', extras.join(' '))}`;
+  if (extras.length > 0) line += `  ${paint(options.color, 'gray', inLine(extras.join(' ')))}`;
   const err = record.err;
   if (err && typeof err === 'object') {
     if (options.stacks && typeof err.stack === 'string') {
-      line += `\n${paint(options.color, 'gray', err.stack.replace(/^/gm, '    '))}`;
-    } else if (typeof err.message === 'string' && !line.includes(err.message)) {
-      line += `  ${paint(options.color, 'red', `(${err.message})`)}`;
+      line += `\n${paint(options.color, 'gray', showControls(err.stack).replace(/^/gm, '    '))}`;
+    } else if (typeof err.message === 'string' && !line.includes(inLine(err.message))) {
+      line += `  ${paint(options.color, 'red', `(${inLine(err.message)})`)}`;
     }
   }
   return line;
 }
+
+/** A field's text as the line shows it: its control characters, line breaks included, as `\xHH`. */
+const inLine = (text: string) => showControls(text, { lineBreaks: false });
 
 export function levelLabel(level: number): string {
   for (const name of [...LEVEL_NAMES].reverse()) if (level >= LEVELS[name]) return name.toUpperCase();
   return 'TRACE';
 }
 
-/** `1b2c3d4e…` for a UUID: enough to tell jobs apart and to pass to `--job`. */
+/**
+ * `…e3f40516` for a UUID: its last 8 characters, enough to tell jobs apart and to pass to `--job`.
+ * Not its first ones: a job id is a UUIDv7, whose first 8 characters are its creation time, the
+ * same for every job of the same minute.
+ */
 export function shortId(id: string): string {
-  return id.length > 8 ? `${id.slice(0, 8)}…` : id;
+  return id.length > 8 ? `…${id.slice(-8)}` : id;
 }
 
 /** `2026-11-22 10:31:02` in the machine's time zone (or UTC). */

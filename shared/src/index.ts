@@ -14,3 +14,4 @@ export * from './pid-lock.js';
 export * from './format-log-record.js';
 export * from './pattern-match.js';
 export * from './node-version.js';
+export * from './visible-controls.js';

@@ -71,12 +71,16 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
       },
       { timeout: 20_000, interval: 100 },
     );
-    for (const name of ['hello webhook', 'nightly']) {
+    const kinds = [
+      { name: 'hello webhook', responseMode: 'async' },
+      { name: 'nightly', type: 'cron', cronExpression: '0 3 * * *' },
+    ];
+    for (const kind of kinds) {
       const created = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
-        body: { name, agentId: enrolled.agentId, scopeType: 'workflow', workflowName: 'hello', responseMode: 'async' },
+        body: { agentId: enrolled.agentId, scopeType: 'workflow', workflowName: 'hello', ...kind },
       });
-      expect(created.status).toBe(201);
-      if (name === 'hello webhook') triggerId = created.body.id;
+      expect(created.status, created.text).toBe(201);
+      if (kind.name === 'hello webhook') triggerId = created.body.id;
     }
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
@@ -107,6 +111,10 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
   });
 
   it('issues a token with the grants picker: refusals shown at their fields, then the plaintext once', async () => {
+    // A token runs webhook triggers only: the cron trigger is not offered.
+    const runs = page().getByRole('group', { name: 'Run triggers' });
+    await runs.getByRole('checkbox', { name: /^hello webhook/ }).waitFor();
+    expect(await runs.getByRole('checkbox', { name: /^nightly/ }).count()).toBe(0);
     await page().getByLabel('Name', { exact: true }).fill('ci');
     await page()
       .getByRole('checkbox', { name: /^hello webhook/ })

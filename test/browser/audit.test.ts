@@ -15,12 +15,19 @@ import {
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { eventually } from '../helpers/poll.js';
+import { createTestJob } from '../helpers/jobs.js';
+import { createApp, createRelease, publishRelease, uploadArtifact } from '../helpers/ota.js';
+import { defaultBindingId, storageClient } from '../helpers/storage.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
+import { AUDIT_ACTIONS } from '../../coordinator/src/domain/model/audit.js';
+import { newTimeOrderedId } from '../../coordinator/src/util/ids.js';
+import { AUDIT_ACTIONS as ACTION_WORDS } from '../../dashboard/src/api/audit-words.js';
 
 /**
  * The Audit log page in a real Chromium against a real coordinator: entries in plain words with
  * links to their targets, the filters in the address, paging by cursor, and the owners-only
- * message a member gets. Every page is checked with axe-core and for CSP violations.
+ * message a member gets. Every page is checked with axe-core and for CSP violations. Its words
+ * are held against every action the coordinator records.
  */
 
 describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
@@ -140,6 +147,50 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     expect(owner.problems).toEqual([]);
   });
 
+  it('names a release published, a device by its agent and a job by its number, each action in the filter', async () => {
+    const app = await createApp(t.owner, t.orgId, { slug: 'edge-app' });
+    const uploader = await storageClient(t, [await defaultBindingId(t)], ['read', 'write']);
+    const artifact = await uploadArtifact(uploader, 'v1 bytes');
+    const draft = await createRelease(t.owner, t.orgId, app.id, { version: '1.0.0', artifactFileId: artifact });
+    await publishRelease(t.owner, t.orgId, app.id, draft.id);
+    const bound = await t.owner.post(`/orgs/${t.orgId}/apps/${app.id}/devices`, { body: { agentIds: [a.agentId] } });
+    expect(bound.status).toBe(201);
+    // Two jobs of the same minute: their ids begin alike, their numbers do not.
+    const minute = Date.now() - (Date.now() % 0x10000); // the first 8 hex digits change every 65.536 s
+    const jobs = [
+      await createTestJob(t, a.agent, { id: newTimeOrderedId(minute) }),
+      await createTestJob(t, a.agent, { id: newTimeOrderedId(minute + 1) }),
+    ];
+    expect(jobs[0]!.id.slice(0, 8)).toBe(jobs[1]!.id.slice(0, 8));
+    for (const job of jobs) expect((await t.owner.post(`/jobs/${job.id}/cancel`)).status).toBe(200);
+    const numbers = await Promise.all(jobs.map(async (job) => (await t.owner.get(`/jobs/${job.id}`)).body.number));
+
+    await page().goto(`/orgs/${t.orgId}/audit`);
+    for (const [action, sentence] of [
+      ['release.publish', `${OWNER_EMAIL} published the release 1.0.0`],
+      ['device.bind', `${OWNER_EMAIL} bound the device daemon-test`],
+    ] as const) {
+      await page().getByLabel('Action').selectOption(action);
+      await page().getByRole('button', { name: 'Filter' }).click();
+      await page().waitForURL(`**/audit?action=${action}`);
+      await eventually(async () => (await rows().count()) === 2, 20_000, `the ${action} entry`);
+      expect((await rows().allInnerTexts())[1]).toContain(sentence);
+    }
+    const device = page().getByRole('row', { name: /bound the device/ });
+    expect(await device.getByRole('link', { name: 'daemon-test' }).getAttribute('href')).toBe(
+      `/orgs/${t.orgId}/apps/${app.id}`,
+    );
+
+    await page().goto(`/orgs/${t.orgId}/audit?action=job.cancel`);
+    await eventually(async () => (await rows().count()) === 3, 20_000, 'the two cancels');
+    for (const [i, job] of jobs.entries()) {
+      const link = page().getByRole('link', { name: `deploy #${numbers[i]}` });
+      expect(await link.getAttribute('href')).toBe(`/api/jobs/${job.id}`);
+    }
+    await expectAccessible(page(), 'the Audit log page with releases, devices and jobs');
+    expect(owner.problems).toEqual([]);
+  });
+
   it('tells a member who opens the address that the audit log is for owners only, with no link in the navigation', async () => {
     member = await openPage(browser, t.url);
     await member.page.goto(`/orgs/${t.orgId}/audit`);
@@ -153,5 +204,17 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     expect(await nav.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
     await expectAccessible(member.page, "a member's Audit log page");
     expect(member.problems).toEqual([]);
+  });
+});
+
+describe('the words of the Audit log page', () => {
+  it('say every action the coordinator records, all offered by its action filter', () => {
+    expect(Object.keys(ACTION_WORDS).sort()).toEqual([...AUDIT_ACTIONS].sort());
+  });
+
+  it('match the actions docs/management.md lists', () => {
+    const docs = fs.readFileSync(new URL('../../docs/management.md', import.meta.url), 'utf8');
+    const section = docs.slice(docs.indexOf('\n## Audit log'));
+    for (const action of AUDIT_ACTIONS) expect(section, action).toContain(`\`${action}\``);
   });
 });

@@ -33,8 +33,8 @@ describe.skipIf(!CHROMIUM)('chat triggers in a browser', () => {
     t = await startTestCoordinator({ env: slackEnv(slack) });
     ({ agentId } = await enrollAgentStateDir(t));
     await t.owner.patch(`/orgs/${t.orgId}/agents/${agentId}`, { body: { name: 'edge-1' } });
-    const { callback } = await connectWorkspace(t, t.owner, 'slack', (state) => ({ code: SLACK_CODE, state }));
-    expect(callback.status).toBe(302);
+    const { completion } = await connectWorkspace(t, t.owner, 'slack', (state) => ({ code: SLACK_CODE, state }));
+    expect(completion.body.outcome, completion.text).toBe('connected');
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
     await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD, t.orgId);

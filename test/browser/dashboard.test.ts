@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +27,8 @@ import {
   type TestCoordinator,
 } from '../helpers/coordinator.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
+import { enrollTestAgent } from '../helpers/agent.js';
+import { createTestJob } from '../helpers/jobs.js';
 
 /**
  * The dashboard in a real Chromium against a real coordinator and a real agent, driven as a
@@ -96,7 +99,8 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     await page().getByRole('heading', { name: 'Welcome to acme' }).waitFor();
     expect(page().url()).toBe(`${t.url}/orgs/${t.orgId}`);
     const banner = page().getByRole('banner');
-    expect(await banner.innerText()).toContain(`Signed in as ${OWNER_EMAIL} (owner)`);
+    expect(await banner.innerText()).toContain(`${OWNER_EMAIL} (owner)`);
+    expect(await banner.textContent()).toContain(`Signed in as ${OWNER_EMAIL} (owner)`); // "Signed in as" for screen readers
     expect(await page().getByLabel('Organization').inputValue()).toBe(t.orgId);
     await expectAccessible(page(), 'the first-run page');
   });
@@ -144,6 +148,106 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     await page().getByRole('row', { name: 'edge-lab-01' }).waitFor();
     const agents = await t.owner.get(`/orgs/${t.orgId}/agents`);
     expect(agents.body.map((a: { name: string }) => a.name)).toEqual(['edge-lab-01']);
+  });
+
+  it('shows on the home page what failed, what runs and which agents are offline, each linked to its list', async () => {
+    await page().getByRole('link', { name: 'Drover home' }).click();
+    await page().getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+    const panel = (name: string) => page().getByRole('region', { name });
+    await panel('Recent failures').getByText('No job has failed or timed out.').waitFor();
+    await panel('Running jobs').getByText('No job is running.').waitFor();
+    await panel('Agents offline').getByText('No agent is offline.').waitFor();
+    expect(await page().getByText('1 of 1 agent connected.').count()).toBe(1);
+
+    // An agent that lost its connection, and jobs of it: two that failed, one that runs.
+    const away = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-away' });
+    const seen = new Date(Date.now() + offset - 5 * 60_000).toISOString();
+    await t.coordinator.ctx.repos.agents.markConnected(away.agentId, seen);
+    expect(await t.coordinator.ctx.repos.agents.markDisconnected(away.agentId, seen, seen)).toBe(true);
+    const trigger = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+      body: { name: 'nightly build', agentId: away.agentId, scopeType: 'agent', responseMode: 'async' },
+    });
+    expect(trigger.status).toBe(201);
+    const job = async (workflowName: string, status: string) => {
+      const { id } = await createTestJob(t, away, { workflowName, triggerId: trigger.body.id }, { notify: false });
+      const at = new Date(Date.now() + offset).toISOString();
+      const ended = status !== 'running';
+      await t.sql.run(
+        'UPDATE jobs SET status = ?, started_at = ?, finished_at = ?, exit_code = ? WHERE id = ?',
+        status,
+        at,
+        ended ? at : null,
+        ended ? 1 : null,
+        id,
+      );
+    };
+    await job('build', 'failed');
+    await job('test', 'timed_out');
+    await job('deploy', 'running');
+
+    // The agents' list refreshes every 5 seconds: the new agent's name comes with it.
+    const offline = panel('Agents offline');
+    await offline.getByText('edge-away').first().waitFor({ timeout: 10_000 });
+    expect(await offline.innerText()).toContain('last seen 5 minutes ago');
+    const failures = panel('Recent failures');
+    await failures.getByRole('link', { name: /^#\d+ test$/ }).waitFor({ timeout: 10_000 });
+    const failureText = await failures.innerText();
+    expect(failureText).toMatch(/#\d+ test\s+timed out[\s\S]*#\d+ build\s+failed/); // newest first
+    expect(failureText).toContain('nightly build · edge-away');
+    await panel('Running jobs')
+      .getByRole('link', { name: /^#\d+ deploy$/ })
+      .waitFor({ timeout: 10_000 });
+    expect(await panel('Running jobs').innerText()).toContain('running for');
+    expect(await page().getByText('1 of 2 agents connected.').count()).toBe(1);
+    await expectAccessible(page(), 'the home page');
+    await docScreenshot(page(), 'home');
+
+    // Each list leads to its page, filtered.
+    await failures.getByRole('link', { name: 'All timed-out jobs' }).click();
+    await page().waitForURL(`**/orgs/${t.orgId}/jobs?status=timed_out`);
+    await page().getByRole('row', { name: /test/ }).waitFor();
+    expect(await page().getByRole('row').count()).toBe(2); // the header and the one job
+    await page().goBack();
+    await panel('Running jobs').getByRole('link', { name: 'All running jobs' }).click();
+    await page().waitForURL(`**/orgs/${t.orgId}/jobs?status=running`);
+    await page().goBack();
+    await panel('Agents offline').getByRole('link', { name: 'All agents' }).click();
+    await page().waitForURL(`**/orgs/${t.orgId}/agents`);
+    // Revoke the away agent: the pages below know one agent.
+    expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${away.agentId}`)).status).toBe(200);
+  });
+
+  it('keeps its header on one line at 1,280 and 1,400 pixels, with a link to the API reference and an icon', async () => {
+    const header = page().getByRole('banner');
+    for (const width of [1280, 1400]) {
+      await page().setViewportSize({ width, height: 800 });
+      await page().goto(`/orgs/${t.orgId}/agents`);
+      await page().getByRole('heading', { name: 'Agents' }).waitFor();
+      await header.screenshot({ path: path.join(os.tmpdir(), `drover-header-${width}.png`) });
+      const box = (await header.boundingBox())!;
+      // One line: the height of its tallest control (the sign-out button) and its padding.
+      expect(box.height, `the header's height at ${width} px`).toBeLessThan(60);
+      const nav = page().getByRole('navigation', { name: 'Main' });
+      // Every link is drawn whole, none scrolled out of the navigation.
+      const bounds = (await nav.boundingBox())!;
+      for (const link of await nav.getByRole('link').all()) {
+        const b = (await link.boundingBox())!;
+        expect(b.x + b.width, `${await link.innerText()} at ${width} px`).toBeLessThanOrEqual(
+          bounds.x + bounds.width + 1,
+        );
+      }
+      expect(await header.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
+    }
+    await page().setViewportSize({ width: 1280, height: 800 });
+    // The API reference, served by the coordinator beside the dashboard.
+    const docs = page().getByRole('contentinfo').getByRole('link', { name: 'API reference' });
+    expect(await docs.getAttribute('href')).toBe('/docs');
+    const reference = await page().request.get('/docs');
+    expect(reference.status()).toBe(200);
+    // The icon the page names, and /favicon.ico: no 404 on any page.
+    const icon = await page().locator('link[rel="icon"]').getAttribute('href');
+    expect((await page().request.get(icon!)).status()).toBe(200);
+    expect((await page().request.get('/favicon.ico')).status()).toBe(200);
   });
 
   it('hides owner-only actions from a member, who may still rename', async () => {

@@ -18,9 +18,13 @@ import { addUser, MEMBER_PASSWORD, outsider } from '../helpers/members.js';
  * The Integrations page in a real Chromium against a real coordinator whose Slack and Discord
  * are fake servers with a consent page: an owner connects a Slack workspace and a Discord server
  * through the whole OAuth round trip in the browser (the coordinator's connect, the provider's
- * consent page, the callback, back to the page), sees a refusal in plain words, disconnects
- * after a confirmation; a member sees no owner action; a coordinator without the providers says
- * what its operator must set. Every page is checked with axe-core and for CSP violations.
+ * consent page, the callback, the dashboard's page that finishes the flow, back to the page),
+ * sees a refusal in plain words, disconnects after a confirmation; a consent link opened in
+ * another browser connects nothing and says why; a member sees no owner action; a coordinator
+ * without the providers says what its operator must set. Every page is checked with axe-core and
+ * for CSP violations. The consent pages are on `localhost`, another site than the coordinator's
+ * `127.0.0.1`, as Slack's and Discord's are: the browser comes back from another site, without
+ * the dashboard's SameSite=Strict cookies on that navigation.
  */
 
 interface IntegrationBody {
@@ -40,7 +44,11 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
 
   beforeAll(async () => {
     await Promise.all([slack.start(), discord.start()]);
-    t = await startTestCoordinator({ env: { ...slackEnv(slack), ...discordEnv(discord) } });
+    const otherSite = (url: string) => url.replace('//127.0.0.1:', '//localhost:');
+    const env = { ...slackEnv(slack), ...discordEnv(discord) };
+    env.DROVER_SLACK_AUTHORIZE_URL = otherSite(env.DROVER_SLACK_AUTHORIZE_URL!);
+    env.DROVER_DISCORD_AUTHORIZE_URL = otherSite(env.DROVER_DISCORD_AUTHORIZE_URL!);
+    t = await startTestCoordinator({ env });
     await addUser(t.owner, t.orgId, 'member@example.test');
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
@@ -80,8 +88,12 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
 
   it('connects a Slack workspace through the OAuth round trip, and shows it', async () => {
     await page().getByRole('button', { name: 'Connect Slack', exact: true }).click();
-    // Slack's consent page sends the browser to the coordinator's callback, which sends it back here.
+    // Slack's consent page sends the browser to the coordinator's callback, then to the page
+    // that finishes the flow, which comes back here.
+    await page().getByRole('link', { name: 'Allow' }).click();
+    const finishing = page().waitForURL('**/chat/slack/finish');
     await page().waitForURL(`**${pageUrl()}?connected=slack*`);
+    await finishing;
     expect(new URL(page().url()).searchParams.get('team')).toBe(SLACK_TEAM.name);
     expect(slack.received('GET', '/oauth/v2/authorize')).toHaveLength(1);
     const status = page().getByRole('status').filter({ hasText: 'Connected the' });
@@ -99,6 +111,7 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
 
   it('connects a Discord server the same way', async () => {
     await page().getByRole('button', { name: 'Connect Discord', exact: true }).click();
+    await page().getByRole('link', { name: 'Allow' }).click();
     await page().waitForURL(`**${pageUrl()}?connected=discord*`);
     await page().getByText(`Connected the Discord server ${DISCORD_GUILD.name}.`).waitFor();
     const row = connected().getByRole('row', { name: DISCORD_GUILD.name });
@@ -109,8 +122,8 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
   });
 
   it('shows the refusal the provider sent the browser back with: consent denied', async () => {
-    slack.denyNextConsent();
     await page().getByRole('button', { name: 'Connect Slack', exact: true }).click();
+    await page().getByRole('link', { name: 'Cancel' }).click();
     await page().waitForURL(`**${pageUrl()}?error=*`);
     const alert = page().getByRole('alert');
     await alert.waitFor();
@@ -125,6 +138,7 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
     await other.page.waitForURL('**/orgs/*');
     await other.page.goto(pageUrl(second.orgId));
     await other.page.getByRole('button', { name: 'Connect Slack', exact: true }).click();
+    await other.page.getByRole('link', { name: 'Allow' }).click();
     await other.page.waitForURL(`**${pageUrl(second.orgId)}?error=*`);
     expect(await other.page.getByRole('alert').innerText()).toContain(
       `Slack workspace ${SLACK_TEAM.name} is connected to another organization: disconnect it there first`,
@@ -133,6 +147,34 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
     expect(other.problems).toEqual([]);
     await other.context.close();
     other = undefined;
+  });
+
+  it('connects nothing from a consent link opened in another browser, and says why there', async () => {
+    // The link an owner's Connect made (here through the API, whose caller holds no browser of ours).
+    const started = await t.owner.post<{ authorizeUrl: string }>(`/orgs/${t.orgId}/chat-integrations/discord/connect`);
+    const elsewhere = await openPage(browser, t.url);
+    try {
+      // The same owner, signed in, in another browser: not the one that pressed Connect.
+      await signIn(elsewhere.page, OWNER_EMAIL, OWNER_PASSWORD);
+      await elsewhere.page.waitForURL(`**/orgs/${t.orgId}`);
+      await elsewhere.page.goto(started.body.authorizeUrl);
+      await elsewhere.page.getByRole('link', { name: 'Allow' }).click();
+      await elsewhere.page.getByRole('heading', { name: 'Connecting Discord', level: 1 }).waitFor();
+      const alert = elsewhere.page.getByRole('alert');
+      await alert.waitFor();
+      expect(await alert.innerText()).toMatch(
+        /^Not allowed: This Discord sign-in was started in another browser: it can be finished only in the browser that pressed Connect\. Nothing was connected/,
+      );
+      // The code and the state are gone from the address bar.
+      expect(new URL(elsewhere.page.url()).search).toBe('');
+      expect(discord.received('POST', '/api/v10/oauth2/token')).toHaveLength(1);
+      await expectAccessible(elsewhere.page, 'a refused connection');
+      await elsewhere.page.getByRole('link', { name: 'Back to the dashboard' }).click();
+      await elsewhere.page.waitForURL(`**/orgs/${t.orgId}`);
+      expect(elsewhere.problems).toEqual([]);
+    } finally {
+      await elsewhere.context.close();
+    }
   });
 
   it('shows a member the workspaces without any owner action', async () => {

@@ -75,7 +75,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
   let webhookId: string;
 
   beforeAll(async () => {
-    t = await startTestCoordinator();
+    // One enabled cron trigger per organization: a second is refused on the form.
+    t = await startTestCoordinator({ env: { DROVER_MAX_CRON_TRIGGERS_PER_ORG: '1' } });
     const enrolled = await enrollAgentStateDir(t);
     agentId = enrolled.agentId;
     gate = path.join(makeTempDir('drover-browser-gate-'), 'open');
@@ -252,6 +253,9 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().goto(`/orgs/${t.orgId}/triggers/new`);
     await page().getByLabel('Name', { exact: true }).fill('nightly hello');
     await page().getByLabel('Type', { exact: true }).selectOption('cron');
+    // A cron trigger answers no caller and never runs in debug: the form asks neither.
+    expect(await page().getByLabel('Answer').count()).toBe(0);
+    expect(await page().getByLabel('Calls may ask for a debug run').count()).toBe(0);
     await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'daemon-test' });
     await page().getByLabel('Workflow', { exact: true }).fill('hello');
     await page().getByLabel('Cron expression').fill('0 0 31 2 *');
@@ -272,6 +276,23 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().getByText('No occurrence yet.').waitFor();
     await expectAccessible(page(), "a cron trigger's page");
     await docScreenshot(page(), 'trigger-cron');
+    const cronPage = page().url();
+
+    // A second enabled cron trigger is past the server's limit: the form says which and why.
+    await page().goto(`/orgs/${t.orgId}/triggers/new`);
+    await page().getByLabel('Name', { exact: true }).fill('hourly hello');
+    await page().getByLabel('Type', { exact: true }).selectOption('cron');
+    await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'daemon-test' });
+    await page().getByLabel('Workflow', { exact: true }).fill('hello');
+    await page().getByLabel('Cron expression').fill('0 * * * *');
+    await page().getByRole('button', { name: 'Create trigger' }).click();
+    const refusal = page().getByRole('alert');
+    await refusal.waitFor();
+    expect(await refusal.innerText()).toContain(
+      'This organization has 1 enabled cron trigger, the most this server allows (DROVER_MAX_CRON_TRIGGERS_PER_ORG=1)',
+    );
+    expect(page().url()).toContain('/triggers/new');
+    await page().goto(cronPage);
 
     // Edit: pause it.
     await page().getByRole('link', { name: 'Edit' }).click();
@@ -286,6 +307,9 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const row = page().getByRole('row', { name: 'nightly hello' });
     await row.waitFor();
     expect(await row.innerText()).toContain('paused');
+    // Its schedule where the others say how they answer.
+    expect(await row.innerText()).toContain('on 30 2 * * MON-FRI, Europe/Paris');
+    expect(await row.innerText()).not.toContain('async');
     const webhookRow = await page().getByRole('row', { name: 'hello by hand' }).innerText();
     expect(webhookRow).toMatch(/webhook\s+daemon-test\s+hello\s+async/);
     await expectAccessible(page(), 'the Triggers page');

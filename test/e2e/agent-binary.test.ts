@@ -161,9 +161,12 @@ describe('the single executable agent/dist/drover-agent', () => {
     expect(JSON.stringify(keyedLogs)).not.toContain('sk-live-4242');
     expect(fs.readFileSync(path.join(stateDir, 'logs', 'agent.log'), 'utf8')).not.toContain('sk-live-4242');
 
-    const logs = await run(BINARY, ['logs', '--state-dir', stateDir, '--job', hello.id.slice(0, 8)], { cwd: scratch });
+    // A job id's last 8 characters, as the lines show them (its first 8 are its creation time).
+    const tail = `…${hello.id.slice(-8)}`;
+    const logs = await run(BINARY, ['logs', '--state-dir', stateDir, '--job', tail], { cwd: scratch });
     expect(logs.code).toBe(0);
-    expect(logs.stdout).toContain(`job ${hello.id.slice(0, 8)}… hello:`);
+    expect(logs.stdout).toContain(`job ${tail} hello:`);
+    expect(logs.stdout).not.toContain(keyed.id.slice(-8));
 
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

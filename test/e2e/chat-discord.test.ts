@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
+import { auditEntries } from '../helpers/audit.js';
 import { connectWorkspace } from '../helpers/chat.js';
 import { DISCORD_APP_ID, DISCORD_CODE, DISCORD_GUILD, discordEnv, FakeDiscord } from '../helpers/fake-discord.js';
 import { eventually } from '../helpers/poll.js';
@@ -95,7 +96,8 @@ describe('Discord chat triggers', () => {
 
   it('starts a run from /drover, answers the writer alone at once, and the agent runs it; a redelivery starts nothing more', async () => {
     const interaction = command('backup target=db keep=3');
-    const res = await send(interaction);
+    const signedAt = Math.floor(Date.now() / 1000);
+    const res = await send(interaction, (b) => discord.signedHeaders(b, signedAt));
     expect(res.status).toBe(200);
     const answer = (await res.json()) as { type: number; data: { content: string; flags: number } };
     const [job] = await jobs();
@@ -107,7 +109,27 @@ describe('Discord chat triggers', () => {
       },
     });
     rig.jobIds.push(job!.id);
-    expect((await send(interaction)).status).toBe(200);
+    // The same signed request again: not acted on, and said so. The same interaction signed anew
+    // (Discord never sends one twice): its id finds the first job.
+    const body = JSON.stringify(interaction);
+    const signed = discord.signedHeaders(body, signedAt);
+    const replays = await Promise.all(
+      [signed, signed, discord.signedHeaders(body, signedAt + 1)].map(async (headers) => {
+        const replay = await fetch(`${rig.t.url}/v1/chat/discord/interactions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body,
+        });
+        return ((await replay.json()) as { data: { content: string } }).data.content;
+      }),
+    );
+    expect(replays.sort()).toEqual(
+      [
+        answer.data.content,
+        'This interaction was already received (the same signed request, sent again): nothing more was started.',
+        'This interaction was already received (the same signed request, sent again): nothing more was started.',
+      ].sort(),
+    );
     expect(await jobs()).toHaveLength(1);
     const done = await eventually(
       async () => {
@@ -127,6 +149,14 @@ describe('Discord chat triggers', () => {
         userId: '1180000000000000321',
         userName: 'Grace',
       },
+    });
+    // Who it was, by name as well as by id, in the audit log too (as for Slack).
+    const entry = (await auditEntries(rig.t.owner, rig.t.orgId, 'trigger.run')).find(
+      (e) => e.metadata.jobId === job!.id,
+    );
+    expect(entry?.metadata).toMatchObject({
+      source: 'discord',
+      chatUser: { id: '1180000000000000321', name: 'Grace' },
     });
     // The outcome follows in the channel, naming (and pinging) the writer alone.
     const outcome = await eventually(

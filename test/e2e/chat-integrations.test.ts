@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditEntries } from '../helpers/audit.js';
-import { connectWorkspace } from '../helpers/chat.js';
+import { CHAT_CONNECT_COOKIE, connectWorkspace, finishConnect, startConnect } from '../helpers/chat.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import {
   DISCORD_APP_ID,
@@ -29,14 +29,14 @@ describe('connecting chat workspaces', () => {
     await Promise.all([slack.close(), discord.close()]);
   });
 
-  const integrationsPage = (query: Record<string, string>) => {
-    const url = new URL(`${t.url}/orgs/${t.orgId}/integrations`);
+  const finishingPage = (provider: string, query: Record<string, string>) => {
+    const url = new URL(`${t.url}/chat/${provider}/finish`);
     for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
     return url.toString();
   };
 
   it("connects a Slack workspace: Slack's consent page, the code exchanged, the bot token sealed at rest", async () => {
-    const { authorizeUrl, callback } = await connectWorkspace(t, t.owner, 'slack', (state) => ({
+    const { authorizeUrl, callback, completion } = await connectWorkspace(t, t.owner, 'slack', (state) => ({
       code: SLACK_CODE,
       state,
     }));
@@ -47,8 +47,17 @@ describe('connecting chat workspaces', () => {
       redirect_uri: `${t.url}/v1/chat/slack/oauth/callback`,
       state: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
-    expect(callback.status).toBe(302);
-    expect(callback.headers.get('location')).toBe(integrationsPage({ connected: 'slack', team: SLACK_TEAM.name }));
+    // The callback sends the browser on to the dashboard's page that finishes the flow.
+    expect(callback.status).toBe(303);
+    expect(callback.headers.get('location')).toBe(
+      finishingPage('slack', { code: SLACK_CODE, state: authorizeUrl.searchParams.get('state')! }),
+    );
+    expect(completion.status, completion.text).toBe(200);
+    expect(completion.body).toEqual({
+      outcome: 'connected',
+      orgId: t.orgId,
+      integration: expect.objectContaining({ provider: 'slack', teamId: SLACK_TEAM.id, teamName: SLACK_TEAM.name }),
+    });
     expect(slack.received('POST', '/api/oauth.v2.access').at(-1)?.body).toEqual({
       client_id: '1111.2222',
       client_secret: 'slack-client-secret',
@@ -84,7 +93,7 @@ describe('connecting chat workspaces', () => {
   });
 
   it('connects a Discord guild through the bot install flow and registers /drover there', async () => {
-    const { authorizeUrl, callback } = await connectWorkspace(t, t.owner, 'discord', (state) => ({
+    const { authorizeUrl, callback, completion } = await connectWorkspace(t, t.owner, 'discord', (state) => ({
       code: DISCORD_CODE,
       state,
       guild_id: DISCORD_GUILD.id,
@@ -97,7 +106,14 @@ describe('connecting chat workspaces', () => {
       response_type: 'code',
       redirect_uri: `${t.url}/v1/chat/discord/oauth/callback`,
     });
-    expect(callback.headers.get('location')).toBe(integrationsPage({ connected: 'discord', team: DISCORD_GUILD.name }));
+    // Discord's own parameters (guild_id, permissions) stay behind: the code and the state go on.
+    expect(callback.headers.get('location')).toBe(
+      finishingPage('discord', { code: DISCORD_CODE, state: authorizeUrl.searchParams.get('state')! }),
+    );
+    expect(completion.body).toMatchObject({
+      outcome: 'connected',
+      integration: { provider: 'discord', teamId: DISCORD_GUILD.id, teamName: DISCORD_GUILD.name },
+    });
     const registered = discord.received(
       'PUT',
       `/api/v10/applications/${DISCORD_APP_ID}/guilds/${DISCORD_GUILD.id}/commands`,
@@ -118,56 +134,106 @@ describe('connecting chat workspaces', () => {
   });
 
   it('uses a state once, and refuses an unknown one with a plain 400', async () => {
-    let used = '';
-    await connectWorkspace(t, t.owner, 'slack', (state) => {
-      used = state;
-      return { code: SLACK_CODE, state };
-    });
-    const again = await fetch(`${t.url}/v1/chat/slack/oauth/callback?code=${SLACK_CODE}&state=${used}`, {
-      redirect: 'manual',
-    });
-    expect(again.status).toBe(400);
-    expect(await again.json()).toMatchObject({
+    const started = await startConnect(t, t.owner, 'slack');
+    const query = { code: SLACK_CODE, state: started.state };
+    expect((await finishConnect(t, t.owner, 'slack', query, started.browserKey)).completion.status).toBe(200);
+    const again = await finishConnect(t, t.owner, 'slack', query, started.browserKey);
+    expect(again.completion.status).toBe(400);
+    expect(again.completion.body).toMatchObject({
       code: 'bad_request',
       message: expect.stringContaining('start again from the dashboard'),
     });
     // A Slack state is not a Discord one.
-    const { callback } = await connectWorkspace(t, t.owner, 'slack', (state) => ({ code: DISCORD_CODE, state }));
-    expect(callback.status).toBe(302);
-    const none = await fetch(`${t.url}/v1/chat/discord/oauth/callback?code=x`, { redirect: 'manual' });
-    expect(none.status).toBe(400);
+    const slackState = await startConnect(t, t.owner, 'slack');
+    const crossed = await finishConnect(
+      t,
+      t.owner,
+      'discord',
+      { code: DISCORD_CODE, state: slackState.state },
+      slackState.browserKey,
+    );
+    expect(crossed.completion.status).toBe(400);
+    // No state at all: named.
+    const none = await t.owner.post('/chat/discord/oauth/complete', { body: { code: 'x' } });
+    expect(none.status).toBe(422);
+    expect(none.body.details).toEqual([{ path: 'body.state', message: 'is required' }]);
   });
 
   it("goes back to the dashboard with the provider's refusal: a bad code, consent denied", async () => {
     const bad = await connectWorkspace(t, t.owner, 'slack', (state) => ({ code: 'stale', state }));
-    expect(bad.callback.headers.get('location')).toBe(
-      integrationsPage({ error: 'Slack was not connected: Slack answered: invalid_code' }),
-    );
+    expect(bad.completion.body).toEqual({
+      outcome: 'failed',
+      orgId: t.orgId,
+      message: 'Slack was not connected: Slack answered: invalid_code',
+    });
     const denied = await connectWorkspace(t, t.owner, 'discord', (state) => ({ error: 'access_denied', state }));
-    expect(denied.callback.headers.get('location')).toBe(
-      integrationsPage({ error: 'Discord was not connected: the app was not allowed' }),
-    );
+    expect(new URL(denied.callback.headers.get('location')!).searchParams.get('error')).toBe('access_denied');
+    expect(denied.completion.body).toEqual({
+      outcome: 'failed',
+      orgId: t.orgId,
+      message: 'Discord was not connected: the app was not allowed',
+    });
   });
 
   it("refuses a workspace that is another organization's", async () => {
     const other = await outsider(t.owner, t.orgId, 'other-owner@example.test');
-    const started = await other.client.post<{ authorizeUrl: string }>(
-      `/orgs/${other.orgId}/chat-integrations/slack/connect`,
+    const started = await startConnect(t, other.client, 'slack', other.orgId);
+    const { completion } = await finishConnect(
+      t,
+      other.client,
+      'slack',
+      { code: SLACK_CODE, state: started.state },
+      started.browserKey,
     );
-    const state = new URL(started.body.authorizeUrl).searchParams.get('state')!;
-    const res = await fetch(`${t.url}/v1/chat/slack/oauth/callback?code=${SLACK_CODE}&state=${state}`, {
-      redirect: 'manual',
+    expect(completion.body).toEqual({
+      outcome: 'failed',
+      orgId: other.orgId,
+      message: `Slack workspace ${SLACK_TEAM.name} is connected to another organization: disconnect it there first`,
     });
-    const location = new URL(res.headers.get('location')!);
-    expect(location.pathname).toBe(`/orgs/${other.orgId}/integrations`);
-    expect(location.searchParams.get('error')).toBe(
-      `Slack workspace ${SLACK_TEAM.name} is connected to another organization: disconnect it there first`,
-    );
     expect((await other.client.get(`/orgs/${other.orgId}/chat-integrations`)).body).toEqual([]);
     // Nor can they see or disconnect ours.
     const ours = (await t.owner.get(`/orgs/${t.orgId}/chat-integrations`)).body[0];
     expect((await other.client.delete(`/orgs/${t.orgId}/chat-integrations/${ours.id}`)).status).toBe(404);
     expect((await other.client.delete(`/orgs/${other.orgId}/chat-integrations/${ours.id}`)).status).toBe(404);
+  });
+
+  it("binds the flow to the starter's browser: a consent link sent to another workspace's admin connects nothing", async () => {
+    // Connect sets the cookie the flow is bound to: HttpOnly, SameSite=Strict, the API only, ten minutes.
+    const res = await t.owner.post(`/orgs/${t.orgId}/chat-integrations/slack/connect`);
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith(`${CHAT_CONNECT_COOKIE}=`));
+    expect(cookie).toMatch(
+      new RegExp(`^${CHAT_CONNECT_COOKIE}=[A-Za-z0-9_-]{43}; Max-Age=600; Path=/v1/; HttpOnly; SameSite=Strict$`),
+    );
+
+    // An owner of their own organization sends a real consent link to the admin of a workspace.
+    const attacker = await outsider(t.owner, t.orgId, 'attacker@example.test');
+    const exchanges = slack.received('POST', '/api/oauth.v2.access').length;
+    const refusals: string[] = [];
+    for (const [who, client, key] of [
+      // The admin's browser, signed in to Drover or not, holds no cookie of the attacker's.
+      ['the admin, without the cookie', t.owner, null],
+      ['the admin, with a cookie of their own', t.owner, (await startConnect(t, t.owner, 'slack')).browserKey],
+    ] as const) {
+      const link = await startConnect(t, attacker.client, 'slack', attacker.orgId);
+      const { completion } = await finishConnect(t, client, 'slack', { code: SLACK_CODE, state: link.state }, key);
+      refusals.push(`${who}: ${completion.status} ${completion.body.message}`);
+    }
+    expect(refusals).toEqual([
+      expect.stringMatching(/^the admin, without the cookie: 403 This Slack sign-in was started in another browser/),
+      expect.stringMatching(
+        /^the admin, with a cookie of their own: 403 This Slack sign-in was started in another browser/,
+      ),
+    ]);
+    // The attacker's own cookie with another user's session is refused too.
+    const link = await startConnect(t, attacker.client, 'slack', attacker.orgId);
+    const other = await finishConnect(t, t.owner, 'slack', { code: SLACK_CODE, state: link.state }, link.browserKey);
+    expect(other.completion.status).toBe(403);
+    expect(other.completion.body.message).toMatch(/^This Slack sign-in was started by another user/);
+    expect(slack.received('POST', '/api/oauth.v2.access')).toHaveLength(exchanges);
+    expect((await attacker.client.get(`/orgs/${attacker.orgId}/chat-integrations`)).body).toEqual([]);
+    // Without a session at all: 401, as every dashboard call.
+    const anonymous = await t.owner.withToken(null).post('/chat/slack/oauth/complete', { body: { state: link.state } });
+    expect(anonymous.status).toBe(401);
   });
 
   it('lets owners only connect and disconnect; disconnecting is audited', async () => {
@@ -201,7 +267,7 @@ describe('chat providers that are not set up', () => {
   });
   afterAll(() => t?.close());
 
-  it('answers connecting with 409 naming the settings, and the callback with 409 too', async () => {
+  it('answers connecting with 409 naming the settings, and the callback and its finishing call with 409 too', async () => {
     const res = await t.owner.post(`/orgs/${t.orgId}/chat-integrations/slack/connect`);
     expect(res.status).toBe(409);
     expect(res.body.message).toBe(
@@ -213,5 +279,6 @@ describe('chat providers that are not set up', () => {
     ]);
     const callback = await fetch(`${t.url}/v1/chat/discord/oauth/callback?code=x&state=y`, { redirect: 'manual' });
     expect(callback.status).toBe(409);
+    expect((await t.owner.post('/chat/discord/oauth/complete', { body: { state: 'y' } })).status).toBe(409);
   });
 });

@@ -55,10 +55,8 @@ async function connectBoth(t: TestCoordinator, client: ApiClient): Promise<void>
     state,
     guild_id: DISCORD_GUILD.id,
   }));
-  for (const { callback } of [slack, discord]) {
-    if (!callback.headers.get('location')?.includes('connected=')) {
-      throw new Error(`not connected: ${callback.headers.get('location')}`);
-    }
+  for (const { completion } of [slack, discord]) {
+    if (completion.body.outcome !== 'connected') throw new Error(`not connected: ${completion.text}`);
   }
 }
 

@@ -44,8 +44,8 @@ describe('Slack chat triggers', () => {
       }),
     });
     const { t } = rig;
-    const { callback } = await connectWorkspace(t, t.owner, 'slack', (state) => ({ code: SLACK_CODE, state }));
-    expect(callback.status).toBe(302);
+    const { completion } = await connectWorkspace(t, t.owner, 'slack', (state) => ({ code: SLACK_CODE, state }));
+    expect(completion.body.outcome, completion.text).toBe('connected');
     const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
       body: {
         name: 'Greeter',
@@ -69,8 +69,10 @@ describe('Slack chat triggers', () => {
 
   const post = (path: string, body: string, headers: Record<string, string>) =>
     fetch(`${rig.t.url}/v1/chat/slack/${path}`, { method: 'POST', headers, body });
-  const command = (text: string, fields: Record<string, string> = {}) => {
-    const body = new URLSearchParams({
+  let invocations = 0;
+  /** A slash command's form as Slack sends it: `trigger_id` differs for every invocation. */
+  const commandBody = (text: string, fields: Record<string, string> = {}) =>
+    new URLSearchParams({
       token: 'deprecated-verification-token',
       team_id: SLACK_TEAM.id,
       team_domain: 'drover-test',
@@ -81,9 +83,11 @@ describe('Slack chat triggers', () => {
       command: '/drover',
       text,
       response_url: `${slack.url}/commands/response`,
-      trigger_id: '1.2.3',
+      trigger_id: `1337.42.${++invocations}`,
       ...fields,
     }).toString();
+  const command = (text: string, fields: Record<string, string> = {}) => {
+    const body = commandBody(text, fields);
     return post('commands', body, {
       'content-type': 'application/x-www-form-urlencoded',
       ...slackSignedHeaders(body),
@@ -219,6 +223,32 @@ describe('Slack chat triggers', () => {
     expect((await jobsOfTrigger()).length).toBe(before);
   });
 
+  it('starts one job for a signed command sent three times, and tells the repeats that nothing more started', async () => {
+    const before = (await jobsOfTrigger()).length;
+    const body = commandBody('greet name=Replay');
+    const headers = { 'content-type': 'application/x-www-form-urlencoded', ...slackSignedHeaders(body) };
+    // Once, then twice more at the same moment (as from two coordinators): the same signed request.
+    const first = await post('commands', body, headers);
+    const again = await Promise.all([post('commands', body, headers), post('commands', body, headers)]);
+    const answers = [first, ...again].map((r) => r.status);
+    expect(answers).toEqual([200, 200, 200]);
+    const texts = await Promise.all([first, ...again].map(async (r) => ((await r.json()) as { text: string }).text));
+    expect(texts[0]).toMatch(/^Started job #\d+ \(Greeter/);
+    expect(texts.slice(1)).toEqual([
+      'This command was already received (the same signed request, sent again): nothing more was started.',
+      'This command was already received (the same signed request, sent again): nothing more was started.',
+    ]);
+    const jobs = await jobsOfTrigger();
+    expect(jobs.length).toBe(before + 1);
+    rig.jobIds.push(jobs[0]!.id);
+    // The same command written again is a new request (Slack signs each one): it runs.
+    const written = await command('greet name=Replay');
+    expect(((await written.json()) as { text: string }).text).toMatch(/^Started job #/);
+    const after = await jobsOfTrigger();
+    expect(after.length).toBe(before + 2);
+    rig.jobIds.push(after[0]!.id);
+  });
+
   it('answers URL verification and starts one job for a mention Slack delivers twice', async () => {
     const challenge = JSON.stringify({ type: 'url_verification', token: 'x', challenge: 'c-123' });
     const verified = await post('events', challenge, {
@@ -234,12 +264,22 @@ describe('Slack chat triggers', () => {
       event_id: 'Ev0MENTION1',
       event: { type: 'app_mention', user: 'U0BOB', channel: CHANNEL, text: '<@U0DROVERBOT> greet name=Bob', ts: '1.1' },
     });
-    const headers = { 'content-type': 'application/json', ...slackSignedHeaders(event) };
+    const signedAt = Math.floor(Date.now() / 1000);
+    const headers = { 'content-type': 'application/json', ...slackSignedHeaders(event, signedAt) };
     expect((await post('events', event, headers)).status).toBe(200);
-    expect(
-      (await post('events', event, { ...headers, 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' }))
-        .status,
-    ).toBe(200);
+    // Slack's retry is signed anew (its event id finds the first delivery's job); a replay of the
+    // first request is not acted on at all. Both are acknowledged.
+    const retry = {
+      'content-type': 'application/json',
+      ...slackSignedHeaders(event, signedAt + 1),
+      'x-slack-retry-num': '1',
+      'x-slack-retry-reason': 'http_timeout',
+    };
+    for (const again of [retry, headers]) {
+      const res = await post('events', event, again);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ ok: true });
+    }
     const jobs = await jobsOfTrigger();
     expect(jobs.length).toBe(before + 1);
     rig.jobIds.push(jobs[0]!.id);

@@ -145,6 +145,29 @@ describe('drover files', () => {
     expect(unknown).toMatchObject({ code: 2, stdout: '', stderr: 'drover: File not found\n' });
   });
 
+  it("prints the coordinator's 413 in one line for a file over its limit, and exits 2", async () => {
+    const small = await startTestCoordinator({ env: { DROVER_MAX_FILE_BYTES: String(MB) } });
+    try {
+      const token = await issueApiToken(small.owner, small.orgId, [
+        { type: 'storage', bindingIds: null, permissions: ['write'] },
+      ]);
+      // Larger than the limit, smaller than what the network takes before the coordinator answers:
+      // the refusal once came while the bytes were still going out (EPIPE, then a crash on retry).
+      fs.writeFileSync(path.join(work, 'over.bin'), randomBytes(1.5 * MB));
+      const up = await drover(['files', 'upload', 'over.bin'], {
+        env: { ...env, DROVER_URL: small.url, DROVER_TOKEN: token.token },
+        cwd: work,
+      });
+      expect(up).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `drover: the upload was refused (HTTP 413: The file is larger than the limit of ${MB} bytes)\n`,
+      });
+    } finally {
+      await small.close();
+    }
+  });
+
   it('refuses --ttl with --persistent before calling the API (exit 2)', async () => {
     const res = await drover(['files', 'upload', source, '--ttl', '1d', '--persistent'], { env });
     expect(res).toMatchObject({ code: 2, stderr: 'drover: choose --ttl or --persistent, not both\n' });

@@ -84,7 +84,7 @@ describe('drover management commands', () => {
     });
     const table = await run(['trigger', 'list']);
     expect(table.stdout).toMatch(
-      new RegExp(`^ID +NAME +TYPE +MODE +WORKFLOW +AGENT\n${id} +deploy +webhook +sync +deploy +${agent.agentId}\n$`),
+      new RegExp(`^ID +NAME +TYPE +MODE +WORKFLOW +AGENT\n${id} +deploy +webhook +sync +deploy +daemon-test\n$`),
     );
     const json = JSON.parse((await run(['trigger', 'list', '--json'])).stdout);
     expect(json).toEqual((await t.owner.get(`/orgs/${t.orgId}/triggers`)).body);

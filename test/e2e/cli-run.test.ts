@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { showControls } from '@drover/shared';
 import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
 import { buildDrover, drover, spawnDrover, stopDrover, type DroverProcess } from '../helpers/cli-binary.js';
 import { OWNER_EMAIL, OWNER_PASSWORD } from '../helpers/coordinator.js';
@@ -28,6 +29,9 @@ const WORKFLOWS = (work: string): Record<string, string[]> => ({
     '  - {name: times, type: number, default: 1}',
     'steps:',
     '  - run: echo "greeting $DROVER_PARAM_WHO"; echo "greeting=hi $DROVER_PARAM_WHO x$DROVER_PARAM_TIMES" >> "$DROVER_OUTPUT"',
+    '    shell: true',
+    // Sequences that set the clipboard (OSC 52) and erase the line (CSI), for the terminal to never obey.
+    "  - run: printf 'sequences \\033]52;c;aGk=\\007 \\033[2K\\n'",
     '    shell: true',
   ],
   broken: ['name: broken', 'steps:', '  - run: echo failing; exit 3', '    shell: true'],
@@ -199,7 +203,7 @@ describe('drover run with an API token', () => {
     const workflows = await run(['workflows']);
     expect(workflows.code).toBe(0);
     expect(workflows.stdout.split('\n')[0]).toMatch(/^NAME +VERSION +PARAMS +AGENT +DESCRIPTION$/);
-    expect(workflows.stdout).toMatch(/\ngreet +- +who:string times:number +[0-9a-f-]{36} +-\n/);
+    expect(workflows.stdout).toMatch(/\ngreet +- +who:string times:number +daemon-test +-\n/);
     const wfJson = JSON.parse((await run(['workflows', '--json'])).stdout);
     expect(wfJson.map((w: { name: string }) => w.name)).toEqual(['broken', 'gated', 'greet', 'hang']);
 
@@ -231,6 +235,9 @@ describe('drover with a session', () => {
       ),
     );
     expect(res.stderr).toMatch(/^\d\d:\d\d:\d\d stdout {2}greeting session$/m);
+    // What the job printed is shown, never obeyed: no control character reaches the terminal.
+    expect(res.stderr).toMatch(/^\d\d:\d\d:\d\d stdout {2}sequences \\x1b\]52;c;aGk=\\x07 \\x1b\[2K$/m);
+    expect(showControls(res.stderr)).toBe(res.stderr);
 
     const json = await run(['run', triggers.greet!, '--wait', '--json']);
     expect(json.code).toBe(0);
@@ -265,7 +272,8 @@ describe('drover with a session', () => {
     });
     const waited = await running.exited;
     expect(waited.code).toBe(5);
-    expect(waited.stdout).toContain(`Job ${jobId} was cancelled`);
+    expect(waited.stdout).toContain(`Job ${jobId} was cancelled: a user cancelled the job`);
+    expect(waited.stdout).not.toContain('cancelled: cancelled');
     openGate('later');
   });
 

@@ -1,9 +1,12 @@
 import fs from 'node:fs';
+import path from 'node:path';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { DASHBOARD_INDEX } from '../helpers/dashboard-build.js';
 import { createTestJob } from '../helpers/jobs.js';
+import { rawRequest } from '../helpers/storage.js';
 
 /** The coordinator serves the dashboard at / from its own origin, without shadowing the API. */
 
@@ -58,11 +61,12 @@ describe('the dashboard served by the coordinator', () => {
   it('serves the hashed assets with a long, immutable cache, and an unknown asset is a JSON 404', async () => {
     const assets = [...index.matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((m) => m[1]!);
     expect(assets.some((a) => a.endsWith('.js'))).toBe(true);
+    const types: Record<string, RegExp> = { js: /javascript/, css: /^text\/css/, svg: /^image\/svg\+xml/ };
     for (const asset of assets) {
       const res = await fetch(`${t.url}${asset}`);
       expect(res.status, asset).toBe(200);
       expect(res.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
-      expect(res.headers.get('content-type')).toMatch(asset.endsWith('.js') ? /javascript/ : /text\/css/);
+      expect(res.headers.get('content-type')).toMatch(types[asset.split('.').pop()!]!);
       expectPageHeaders(res.headers);
       await res.arrayBuffer();
     }
@@ -71,6 +75,76 @@ describe('the dashboard served by the coordinator', () => {
     expect(await missing.json()).toMatchObject({ statusCode: 404, code: 'not_found' });
     const traversal = await fetch(`${t.url}/assets/..%2f..%2fpackage.json`);
     expect(traversal.status).toBe(404);
+  });
+
+  it('sends each asset compressed as the browser accepts it (Brotli, gzip or none), the same bytes once decoded', async () => {
+    const scripts = [...index.matchAll(/src="\/(assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    const styles = [...index.matchAll(/href="\/(assets\/[^"]+\.css)"/g)].map((m) => m[1]!);
+    for (const asset of [...scripts, ...styles]) {
+      const original = fs.readFileSync(path.join(path.dirname(DASHBOARD_INDEX), asset));
+      const type = asset.endsWith('.js') ? /^text\/javascript|^application\/javascript/ : /^text\/css/;
+      const get = (acceptEncoding?: string, method = 'GET', extra: Record<string, string> = {}) =>
+        rawRequest(method, `${t.url}/${asset}`, {
+          headers: { ...(acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding }), ...extra },
+        });
+      const cases: [string | undefined, string | undefined, (b: Buffer) => Buffer][] = [
+        ['gzip, deflate, br, zstd', 'br', brotliDecompressSync], // Chromium's
+        ['br', 'br', brotliDecompressSync],
+        ['gzip', 'gzip', gunzipSync],
+        ['br;q=0, gzip', 'gzip', gunzipSync],
+        [undefined, undefined, (b) => b],
+        ['identity', undefined, (b) => b],
+      ];
+      for (const [accept, encoding, decode] of cases) {
+        const res = await get(accept);
+        const what = `${asset} for Accept-Encoding ${accept}`;
+        expect(res.status, what).toBe(200);
+        expect(res.headers['content-encoding'], what).toBe(encoding);
+        expect(res.headers['content-type'], what).toMatch(type);
+        expect(res.headers.vary, what).toMatch(/accept-encoding/i);
+        expect(res.headers['cache-control'], what).toBe('public, max-age=31536000, immutable');
+        expect(Number(res.headers['content-length']), what).toBe(res.body.length);
+        expect(decode(res.body).equals(original), what).toBe(true);
+        if (encoding) expect(res.body.length, what).toBeLessThan(original.length / 2);
+      }
+      // HEAD: the headers of the GET, no body; a revalidation with the ETag: 304.
+      const brotli = await get('br');
+      const head = await get('br', 'HEAD');
+      expect(head.status).toBe(200);
+      expect(head.body.length).toBe(0);
+      expect(head.headers['content-encoding']).toBe('br');
+      expect(head.headers['content-length']).toBe(brotli.headers['content-length']);
+      expect(brotli.headers.etag).toBeTruthy();
+      const again = await get('br', 'GET', { 'if-none-match': brotli.headers.etag! });
+      expect(again.status).toBe(304);
+      expect(again.body.length).toBe(0);
+    }
+    // The compressed copies are no addresses of their own.
+    for (const copy of [`${scripts[0]}.br`, `${scripts[0]}.gz`]) {
+      expect((await rawRequest('GET', `${t.url}/${copy}`)).status, copy).toBe(404);
+    }
+  });
+
+  it('has an icon: the one the page links to, and /favicon.ico for clients that ask for it on their own', async () => {
+    const linked = /<link rel="icon" type="image\/svg\+xml" href="(\/assets\/favicon-[^"]+\.svg)"/.exec(index);
+    expect(linked, 'index.html links its icon').not.toBeNull();
+    const svg = await rawRequest('GET', `${t.url}${linked![1]}`);
+    expect(svg.status).toBe(200);
+    expect(svg.headers['content-type']).toMatch(/^image\/svg\+xml/);
+
+    const ico = await rawRequest('GET', `${t.url}/favicon.ico`);
+    expect(ico.status).toBe(200);
+    expect(ico.headers['content-type']).toMatch(/^image\/(x-icon|vnd\.microsoft\.icon)/);
+    expect(ico.headers['cache-control']).toBe('no-cache');
+    expect(ico.body.subarray(0, 4).equals(Buffer.from([0, 0, 1, 0]))).toBe(true); // an ICO file
+    expectPageHeaders(new Headers(ico.headers as Record<string, string>));
+    const again = await rawRequest('GET', `${t.url}/favicon.ico`, { headers: { 'if-none-match': ico.headers.etag! } });
+    expect(again.status).toBe(304);
+    expect((await rawRequest('HEAD', `${t.url}/favicon.ico`)).status).toBe(200);
+    // Only the build's own files: nothing else of its folder, nor the API, is reached this way.
+    for (const path of ['/index.html', '/assets/', '/favicon.ico.gz', '/nothing.ico']) {
+      expect((await rawRequest('GET', `${t.url}${path}`)).status, path).toBe(404);
+    }
   });
 
   it('gives a browser opening a statusUrl (/api/jobs/:id) the dashboard, signed in or not', async () => {

@@ -108,9 +108,12 @@ describe('error responses', () => {
     expectError(res, 422, 'validation_failed');
   });
 
-  it('answers a body over the limit with 413 payload_too_large', async () => {
+  it('answers a body over the limit with 413 payload_too_large, naming the limit and its setting', async () => {
     const res = await login({ body: { email: 'a@b.test', password: 'p'.repeat(BODY_LIMIT) } });
     expectError(res, 413, 'payload_too_large');
+    expect(res.body.message).toBe(
+      `The request body is larger than the limit of ${BODY_LIMIT} bytes (the setting DROVER_BODY_LIMIT_BYTES); files go through presigned URLs`,
+    );
   });
 
   it('reads a body as JSON whatever its content type, and refuses one that is not JSON with 422', async () => {

@@ -168,6 +168,10 @@ describe('cancelling a job that has not started', () => {
     }
     const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=job.cancel`);
     expect(audit.body.map((e: { targetId: string }) => e.targetId).sort()).toEqual([pending, queued].sort());
+    // Each entry names its job by number too: the ids of jobs of the same minute begin alike.
+    for (const entry of audit.body as { targetId: string; metadata: { jobNumber: number } }[]) {
+      expect(entry.metadata.jobNumber).toBe((await job(entry.targetId)).number);
+    }
   });
 
   it('refuses to cancel a job that already ended (409), whatever its status', async () => {

@@ -25,8 +25,9 @@ function registeredRoutes(app: Coordinator['app']): Route[] {
   return routes;
 }
 
-/** The dashboard's pages and assets (`/`, `/login`, `/orgs/...`, `/assets/...`): for browsers, not API operations. */
-const isDashboardFile = (path: string) => /^\/(login|orgs\/.*|assets\/.*)?$/.test(path);
+/** The dashboard's pages and files (`/`, `/login`, `/orgs/...`, `/chat/:provider/finish`, `/assets/...`, `/favicon.ico`): for browsers, not API operations. */
+const isDashboardFile = (path: string) =>
+  /^\/(login|orgs\/.*|chat\/:provider\/finish|assets\/.*|favicon\.ico)?$/.test(path);
 
 /**
  * The OpenAPI paths a registered route may be documented at. Where routes name the parameter at

@@ -7,6 +7,7 @@ import { isAlive as alive } from '../helpers/agent-daemon.js';
 import { eventually } from '../helpers/poll.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
+import { userPath } from '../helpers/old-node.js';
 import { freePort } from '../helpers/ports.js';
 
 /**
@@ -76,10 +77,10 @@ function curlAfter(output: string, intro: string): CurlCall {
 const QUICKSTART = ['--conditions=drover-source', '--import', 'tsx', 'scripts/quickstart.ts'];
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
 
-/** Runs a command to its end in the checkout, with `env` added to a DROVER_-free environment. */
-function runToEnd(command: string, args: string[], env: Record<string, string>) {
+/** Runs a command to its end (in the checkout), with `env` added to a DROVER_-free environment. */
+function runToEnd(command: string, args: string[], env: Record<string, string>, cwd = repoRoot) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const c = spawn(command, args, { cwd: repoRoot, env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(command, args, { cwd, env: { ...cleanEnv, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     c.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -181,6 +182,34 @@ describe('the quickstart', () => {
       'the async job to succeed',
     );
     expect(job.output).toEqual({ greeting: 'Hello, Drover!' });
+  }, 60_000);
+
+  it('prints drover and drover-agent commands that work as pasted, from anywhere, even where `node` is too old', async () => {
+    const elsewhere = makeTempDir('drover-quickstart-shell-');
+    try {
+      // A shell whose `node` is 20 when setup fetched Node.js 24 (as on such a machine), in another directory.
+      const { PATH } = userPath(path.join(elsewhere, 'bin'));
+      const paste = (line: string) => runToEnd('bash', ['-c', line], { PATH, HOME: elsewhere }, elsewhere);
+      const at = output.indexOf('The same with the drover command line');
+      expect(at, output).toBeGreaterThanOrEqual(0);
+      const drover = output.slice(output.indexOf('\n', at) + 1).split('\n\n')[0]!;
+      expect(drover).toMatch(/^ {2}DROVER_URL=\S+ DROVER_TOKEN=drv_\S+ \\\n {4}\/\S+\/drover run [0-9a-f-]{36} /);
+      const ran = await paste(drover);
+      expect(ran.stderr).toBe('');
+      expect(ran.stdout).toMatch(/^Job [0-9a-f-]{36} succeeded\n.+\nOutput:\n {2}greeting: Hello, Drover!\n$/);
+      expect(ran.code).toBe(0);
+
+      const logs = /^read its log with: (.+)$/m.exec(output)?.[1];
+      expect(logs, output).toMatch(/^\/\S+\/drover-agent logs --state-dir /);
+      const read = await paste(logs!);
+      expect(read.code, read.stderr).toBe(0);
+      expect(read.stdout).toMatch(/ job …[0-9a-f]{8} hello: /);
+      expect(output).toContain(
+        `To call them by name, put the checkout on your PATH: export PATH=${repoRoot.replace(/\/$/, '')}:"$PATH"`,
+      );
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it('says what it is doing while it starts', () => {

@@ -16,7 +16,7 @@ const ANONYMOUS = [
   'POST /v1/agent/enroll', // the enrollment token in the body
   'GET /v1/storage/blobs/{fileId}', // a presigned URL: its own HMAC signature
   'PUT /v1/storage/blobs/{fileId}',
-  'GET /v1/chat/{provider}/oauth/callback', // the OAuth flow's single-use state
+  'GET /v1/chat/{provider}/oauth/callback', // decides nothing: sends the browser on to the dashboard's page
   'POST /v1/chat/slack/commands', // Slack's request signature
   'POST /v1/chat/slack/events',
   'POST /v1/chat/discord/interactions', // Discord's request signature

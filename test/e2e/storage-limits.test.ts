@@ -9,8 +9,9 @@ import { defaultBindingId, rawRequest, storageClient, uploadFile } from '../help
 
 /**
  * DROVER_MAX_FILE_BYTES (CONTRACT §6): an upload over it is refused and leaves nothing behind,
- * whether its Content-Length says so at once or a chunked body grows past it; an upload cut off
- * by the client leaves nothing either. And `GET /storage/files` lists at most 200 entries.
+ * whether its Content-Length says so at once (before the body is sent, to a client that expects
+ * `100 Continue`) or a chunked body grows past it; an upload cut off by the client leaves nothing
+ * either. And `GET /storage/files` lists at most 200 entries.
  */
 
 const LIMIT = 1024;
@@ -67,6 +68,38 @@ describe('upload size limit', () => {
     expect(exact.status).toBe(200);
     const done = await client.post(`/storage/files/${fileId}/complete`);
     expect(done.body).toMatchObject({ status: 'active', size: LIMIT });
+  });
+
+  it('tells a client that expects 100-continue of a refusal before it sends a byte, and to go on otherwise', async () => {
+    const expecting = (uploadUrl: string, size: number) =>
+      new Promise<{ status: number; continued: boolean; body: string }>((resolve, reject) => {
+        const req = http.request(uploadUrl, {
+          method: 'PUT',
+          headers: { 'content-length': String(size), expect: '100-continue' },
+        });
+        let continued = false;
+        req.on('continue', () => {
+          continued = true;
+          req.end(Buffer.alloc(size, 5));
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, continued, body }));
+        });
+        req.on('error', reject);
+        req.flushHeaders();
+      });
+    const over = await pendingUpload();
+    const refused = await expecting(over.uploadUrl, LIMIT + 1);
+    expect(refused).toMatchObject({ status: 413, continued: false });
+    expect(JSON.parse(refused.body).message).toBe(`The file is larger than the limit of ${LIMIT} bytes`);
+    const forged = await expecting(over.uploadUrl.replace(/sig=[^&]+/, 'sig=forged'), 10);
+    expect(forged).toMatchObject({ status: 403, continued: false });
+
+    const within = await pendingUpload();
+    expect(await expecting(within.uploadUrl, LIMIT)).toMatchObject({ status: 200, continued: true });
+    expect((await client.post(`/storage/files/${within.fileId}/complete`)).body).toMatchObject({ size: LIMIT });
   });
 
   it('keeps nothing of an upload the client abandons halfway', async () => {

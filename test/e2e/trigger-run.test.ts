@@ -244,13 +244,21 @@ describe('running a trigger', () => {
       expectError(await f.run(token, foreign.body.id), 404, 'not_found');
     });
 
-    it('refuses to run cron and chat triggers through the API (403)', async () => {
+    it('refuses to run cron and chat triggers through the API (403), and to grant runs of them (422)', async () => {
       const cron = await f.createTrigger({ name: 'nightly', type: 'cron', cronExpression: '0 3 * * *' });
-      const tok = await f.token([cron.id]);
-      const res = await f.run(tok, cron.id);
+      await expect(f.token([cron.id])).rejects.toThrow(/is the cron trigger `nightly`; an API token runs only webhook/);
+      // A webhook trigger granted to a token, turned into a cron trigger since.
+      const turned = await f.createTrigger({ name: 'turned' });
+      const tok = await f.token([turned.id]);
+      const owner = await f.owner();
+      const patch = await owner.patch(`/orgs/${f.t.orgId}/triggers/${turned.id}`, {
+        body: { type: 'cron', cronExpression: '0 3 * * *' },
+      });
+      expect(patch.status, patch.text).toBe(200);
+      const res = await f.run(tok, turned.id);
       expectError(res, 403, 'forbidden');
       expect(res.body.message).toContain('webhook');
-      expect(await f.jobsOf(cron.id)).toEqual([]);
+      expect(await f.jobsOf(turned.id)).toEqual([]);
     });
 
     it("answers 409 when the trigger's agent has been revoked", async () => {

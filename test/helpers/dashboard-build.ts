@@ -4,13 +4,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-// shared/src: the dashboard bundles @drover/shared/params from its sources.
-const SOURCES = ['dashboard/src', 'dashboard/index.html', 'dashboard/vite.config.ts', 'shared/src'].map((p) =>
-  path.join(REPO, p),
-);
+const SOURCES = [
+  'dashboard/src',
+  'dashboard/public',
+  'dashboard/index.html',
+  'dashboard/vite.config.ts',
+  'dashboard/precompress.ts',
+  // The dashboard bundles @drover/shared/params from its sources.
+  'shared/src',
+].map((p) => path.join(REPO, p));
 export const DASHBOARD_INDEX = path.join(REPO, 'coordinator/dashboard-dist/index.html');
 
 function newestChange(file: string): number {
+  if (!fs.existsSync(file)) return 0;
   const stat = fs.statSync(file);
   if (!stat.isDirectory()) return stat.mtimeMs;
   return Math.max(stat.mtimeMs, ...fs.readdirSync(file).map((name) => newestChange(path.join(file, name))));

@@ -15,7 +15,10 @@ export interface ReceivedRequest {
 export interface FakeAnswer {
   status?: number;
   headers?: Record<string, string>;
+  /** Sent as JSON. */
   body?: unknown;
+  /** An HTML page, sent as is instead of `body`. */
+  html?: string;
 }
 
 export type FakeHandler = (request: ReceivedRequest) => FakeAnswer | Promise<FakeAnswer>;
@@ -30,7 +33,6 @@ export class FakeProviderServer {
   private readonly routes: { method: string; pattern: RegExp; handler: FakeHandler }[] = [];
   private readonly overrides: { method: string; pattern: RegExp; answer: FakeAnswer; times: number }[] = [];
   protected server: http.Server | null = null;
-  private denyConsent = false;
   url = '';
 
   route(method: string, path: string, handler: FakeHandler): void {
@@ -43,26 +45,29 @@ export class FakeProviderServer {
   }
 
   /**
-   * The provider's consent page at `GET path`, as after the person clicked "Allow": a 302 back to
-   * the `redirect_uri` with `allowed` (the good code...) and the `state`, or, once after
-   * denyNextConsent(), with `error=access_denied` as when they clicked "Cancel".
+   * The provider's consent page at `GET path`, as Slack's and Discord's are: a page of their own
+   * site where the person chooses. "Allow" goes back to the `redirect_uri` with `allowed` (the
+   * good code...) and the `state`; "Cancel" with `error=access_denied` and the state. Either is a
+   * navigation started by this page, from this site: the coordinator's SameSite=Strict cookies
+   * are not sent with it when the fake is reached as another site (`localhost` for `127.0.0.1`).
    */
   consentPage(path: string, allowed: Record<string, string>): void {
     this.route('GET', path, ({ query }) => {
-      const back = new URL(query.redirect_uri ?? '');
-      const denied = this.denyConsent;
-      this.denyConsent = false;
-      const answer: Record<string, string> = denied
-        ? { error: 'access_denied', error_description: 'The resource owner denied the request' }
-        : allowed;
-      for (const [k, v] of Object.entries({ ...answer, state: query.state ?? '' })) back.searchParams.set(k, v);
-      return { status: 302, headers: { location: back.toString() } };
+      const back = (answer: Record<string, string>) => {
+        const url = new URL(query.redirect_uri ?? '');
+        for (const [k, v] of Object.entries({ ...answer, state: query.state ?? '' })) url.searchParams.set(k, v);
+        return url.toString().replaceAll('&', '&amp;').replaceAll('"', '&quot;');
+      };
+      const denied = { error: 'access_denied', error_description: 'The resource owner denied the request' };
+      return {
+        html: [
+          '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Allow the app?</title></head>',
+          '<body><main><h1>Allow the app to join your workspace?</h1>',
+          `<p><a href="${back(allowed)}">Allow</a> <a href="${back(denied)}">Cancel</a></p>`,
+          '</main></body></html>',
+        ].join(''),
+      };
     });
-  }
-
-  /** The next visit of the consent page is denied (the person clicked "Cancel"). */
-  denyNextConsent(): void {
-    this.denyConsent = true;
   }
 
   /** Forgets the answers `failNext` still had to give. */
@@ -120,9 +125,13 @@ export class FakeProviderServer {
       const route = this.routes.find((r) => r.method === request.method && r.pattern.test(request.path));
       answer = route ? await route.handler(request) : { status: 404, body: { message: `no fake for ${request.path}` } };
     }
-    const body = answer.body === undefined ? '' : JSON.stringify(answer.body);
+    const body = answer.html ?? (answer.body === undefined ? '' : JSON.stringify(answer.body));
     res.writeHead(answer.status ?? 200, {
-      ...(body ? { 'content-type': 'application/json' } : {}),
+      ...(answer.html !== undefined
+        ? { 'content-type': 'text/html; charset=utf-8' }
+        : body
+          ? { 'content-type': 'application/json' }
+          : {}),
       ...answer.headers,
     });
     res.end(body);

@@ -25,7 +25,7 @@ export function configureEnrollCommand(program: Command, io: CliIo): void {
     .option('--force', 'enroll again over an existing enrollment, as a new agent with a new key')
     .action(async (flags: EnrollFlags) => {
       // Loaded here, not at start: the HTTP client is for this command and `run` only.
-      const [{ enrollAgent }, { keyFingerprint }] = await Promise.all([
+      const [{ enrollAgent }, { keyFingerprint, showControls }] = await Promise.all([
         import('../enroll.js'),
         import('@drover/shared'),
       ]);
@@ -54,6 +54,7 @@ export function configureEnrollCommand(program: Command, io: CliIo): void {
             `the agent signs with the coordinator's time, but set the clock right (NTP)`,
         );
       }
-      io.out(`${lines.join('\n')}\n`);
+      // The name and status are the coordinator's: shown, never obeyed by the terminal.
+      io.out(`${showControls(lines.join('\n'))}\n`);
     });
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { formatRecord, levelNumber, LEVEL_NAMES } from '@drover/shared';
+import { formatRecord, levelNumber, LEVEL_NAMES, showControls, showControlsInJson } from '@drover/shared';
 import { followLogs, readLogs, type LogFilter, type LogLine } from '../logging/read-logs.js';
 import { logFile } from '../logging/log-files.js';
 import { defaultStateDir } from '../state/paths.js';
@@ -21,7 +21,7 @@ export function configureLogsCommand(program: Command, io: CliIo): void {
     .command('logs')
     .description("show the agent's log readably, oldest first (also the rotated files)")
     .option('--state-dir <dir>', 'the agent state directory (env DROVER_AGENT_STATE_DIR)')
-    .option('--job <id>', 'only lines about this job (its id or the first characters of it)')
+    .option('--job <id>', 'only lines about this job: its id, or a part of it such as the 8 characters the lines show')
     .option('--level <level>', `only lines at this level or above (${LEVEL_NAMES.join(', ')})`)
     .option('-n, --lines <n>', 'only the last n matching lines (then new ones with --follow)')
     .option('-f, --follow', 'keep printing new lines as they are written (Ctrl-C to stop)')
@@ -31,11 +31,13 @@ export function configureLogsCommand(program: Command, io: CliIo): void {
     .action(async (flags: LogsFlags) => {
       const filter: LogFilter = {};
       if (flags.job !== undefined) {
-        if (!/^[0-9a-fA-F-]{1,36}$/.test(flags.job)) {
-          io.err(`drover-agent: error: --job expects a job id or its beginning, got \`${flags.job}\`\n`);
+        // As the lines show it (`…e3f40516`) or as the dashboard does: the ellipsis is not part of it.
+        const job = flags.job.replace(/^…|…$/g, '');
+        if (!/^[0-9a-fA-F-]{1,36}$/.test(job)) {
+          io.err(`drover-agent: error: --job expects a job id or a part of it, got \`${flags.job}\`\n`);
           throw new CliExit(2);
         }
-        filter.job = flags.job;
+        filter.job = job;
       }
       if (flags.level !== undefined) {
         const level = levelNumber(flags.level);
@@ -56,10 +58,16 @@ export function configureLogsCommand(program: Command, io: CliIo): void {
 
       const stateDir = flags.stateDir ?? defaultStateDir();
       const color = io === processIo && process.stdout.isTTY === true && !process.env.NO_COLOR;
-      const show = (line: LogLine) =>
-        io.out(
-          `${flags.json || !line.record ? line.text : formatRecord(line.record, { color, utc: flags.utc, stacks: flags.stacks })}\n`,
-        );
+      // What a job or a workflow put in the log is shown, never obeyed by the terminal: control
+      // characters as `\xHH` (JSON lines stay the same JSON, with `\u00HH` escapes).
+      const show = (line: LogLine) => {
+        const text = !line.record
+          ? showControls(line.text, { lineBreaks: false })
+          : flags.json
+            ? showControlsInJson(line.text)
+            : formatRecord(line.record, { color, utc: flags.utc, stacks: flags.stacks });
+        io.out(`${text}\n`);
+      };
 
       let shown = 0;
       const kept: LogLine[] = [];

@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { versionWithRuntime } from '@drover/shared';
+import { showControls, versionWithRuntime } from '@drover/shared';
 import { isAgentError } from '../errors.js';
 import { AGENT_VERSION } from '../version.js';
 import { configureEnrollCommand } from './enroll-command.js';
@@ -40,10 +40,11 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     if (error instanceof CliExit) return error.exitCode;
     if (error instanceof CommanderError) return error.exitCode; // commander printed the message
     if (isAgentError(error)) {
-      io.err(`drover-agent: error: ${error.message}\n`);
+      // A coordinator's refusal is in it: shown, never obeyed by the terminal.
+      io.err(`drover-agent: error: ${showControls(error.message)}\n`);
       return 1;
     }
-    io.err(`drover-agent: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    io.err(`drover-agent: unexpected error: ${showControls((error as Error)?.stack ?? String(error))}\n`);
     return 1;
   }
 }

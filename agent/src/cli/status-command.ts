@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { showControls, showControlsInJson } from '@drover/shared';
 import { defaultStateDir } from '../state/paths.js';
 import { readAgentStatus } from '../status/agent-status.js';
 import { formatAgentStatus } from '../status/format-status.js';
@@ -12,8 +13,9 @@ export function configureStatusCommand(program: Command, io: CliIo): void {
     .option('--json', 'print the status as JSON')
     .action((flags: { stateDir?: string; json?: boolean }) => {
       const status = readAgentStatus(flags.stateDir ?? defaultStateDir());
-      if (flags.json) io.out(`${JSON.stringify(status, null, 2)}\n`);
-      else io.out(`${formatAgentStatus(status).join('\n')}\n`);
+      // Names and errors in it may come from the coordinator or a workflow: shown, never obeyed.
+      if (flags.json) io.out(`${showControlsInJson(JSON.stringify(status, null, 2))}\n`);
+      else io.out(`${showControls(formatAgentStatus(status).join('\n'))}\n`);
       if (!status.enrollment || status.problem) throw new CliExit(1);
     });
 }

@@ -19,7 +19,7 @@ export interface PresignedTarget {
 export async function presignedRequest(
   what: string,
   target: PresignedTarget,
-  options: { method: string; headers?: Record<string, string>; body?: Readable },
+  options: { method: string; headers?: Record<string, string>; body?: Readable; expectContinue?: boolean },
 ): Promise<HttpResponse> {
   try {
     if (!/^https?:\/\//i.test(target.url)) throw new TransferError('final', `${what} URL is not an http(s) URL`);

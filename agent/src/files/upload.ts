@@ -27,10 +27,12 @@ export async function uploadFile(req: UploadRequest): Promise<string> {
     if (name.toLowerCase() !== 'content-length') headers[name] = value;
   }
   headers['content-length'] = String(req.size);
+  // Refusals (an expired URL, a file over the limit) come before the bytes: `100 Continue`.
   const answer = await presignedRequest('the upload', req, {
     method: req.method.toUpperCase(),
     headers,
     body,
+    expectContinue: true,
   });
   const text = await readSmallBody(answer.body);
   if (answer.statusCode < 200 || answer.statusCode >= 300) {

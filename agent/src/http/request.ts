@@ -5,6 +5,11 @@ import { pipeline, type Readable } from 'node:stream';
 /** How long a new connection may take, TLS handshake included. */
 const CONNECT_TIMEOUT_MS = 10_000;
 /**
+ * How long a body waits for the server's `100 Continue` when it was asked for (`expectContinue`),
+ * before it is sent anyway to a server that ignores the expectation (as curl waits).
+ */
+const CONTINUE_WAIT_MS = 1000;
+/**
  * How long an idle keep-alive connection is kept for the next request, at most: less when the
  * server says sooner in its `Keep-Alive: timeout=N` (Node then closes it a second before).
  */
@@ -30,6 +35,13 @@ export interface RequestOptions {
   idleTimeoutMs?: number;
   /** Keep the connection to itself (a long-lived stream), out of the keep-alive pool. */
   ownConnection?: boolean;
+  /**
+   * With a stream body: send `Expect: 100-continue` and the body only once the server agreed, so
+   * that a refusal (a bad URL, a file over the limit) is heard before any byte of it is sent.
+   * Without it, a server that refuses at once and closes the connection while the body is still
+   * being written leaves the client a reset connection (EPIPE, ECONNRESET) instead of its answer.
+   */
+  expectContinue?: boolean;
 }
 
 export type RequestTimeoutCode = 'CONNECT_TIMEOUT' | 'HEADERS_TIMEOUT' | 'BODY_TIMEOUT';
@@ -87,6 +99,8 @@ function send(url: URL, options: RequestOptions, mayResend: boolean): Promise<Ht
   const { body, idleTimeoutMs } = options;
   const headers = { ...options.headers };
   if (typeof body === 'string') headers['content-length'] = String(Buffer.byteLength(body));
+  const expectContinue = options.expectContinue === true && body !== undefined && typeof body !== 'string';
+  if (expectContinue) headers.expect = '100-continue';
   const protocol = url.protocol as 'http:' | 'https:';
   const client = protocol === 'https:' ? https() : http;
   return new Promise((resolve, reject) => {
@@ -118,9 +132,29 @@ function send(url: URL, options: RequestOptions, mayResend: boolean): Promise<Ht
     });
     if (body === undefined || typeof body === 'string') {
       req.end(body);
-    } else {
+    } else if (!expectContinue) {
       // An answer may come before the whole body was sent (a refusal): it is the outcome then.
       pipeline(body, req, () => {});
+    } else {
+      // The body waits for `100 Continue`. A final answer instead (a refusal) is the outcome, and
+      // the body is never sent; the unfinished request cannot leave its connection reusable.
+      let sending = false;
+      const sendBody = () => {
+        if (sending || answered !== null || req.destroyed) return;
+        sending = true;
+        clearTimeout(wait);
+        pipeline(body, req, () => {});
+      };
+      const wait = setTimeout(sendBody, CONTINUE_WAIT_MS);
+      req.once('continue', sendBody);
+      req.once('close', () => clearTimeout(wait));
+      req.once('response', (res) => {
+        clearTimeout(wait);
+        if (sending) return;
+        body.destroy();
+        res.once('close', () => req.destroy());
+      });
+      req.flushHeaders();
     }
   });
 }

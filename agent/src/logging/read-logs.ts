@@ -4,7 +4,7 @@ import { recordLevel, type LogRecord } from '@drover/shared';
 import { logFile, logFilesInOrder } from './log-files.js';
 
 export interface LogFilter {
-  /** A job id or its beginning (`1b2c3d4e`), case-insensitive. */
+  /** A job id or a part of it (the `e3f40516` the readable lines show), case-insensitive. */
   job?: string;
   /** The lowest level shown (pino number: 40 = warn). */
   minLevel?: number;
@@ -21,7 +21,7 @@ export function matches(line: LogLine, filter: LogFilter): boolean {
   const record = line.record;
   if (!record) return false; // not a log record: shown only without filters
   if (filter.job !== undefined) {
-    if (typeof record.jobId !== 'string' || !record.jobId.toLowerCase().startsWith(filter.job.toLowerCase()))
+    if (typeof record.jobId !== 'string' || !record.jobId.toLowerCase().includes(filter.job.toLowerCase()))
       return false;
   }
   if (filter.minLevel !== undefined && recordLevel(record) < filter.minLevel) return false;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { showControls } from '@drover/shared';
 import { runAgentCli as run } from './run-cli.js';
 
 let stateDir: string;
@@ -33,8 +34,8 @@ describe('drover-agent logs', () => {
     expect(res.out).toBe(
       [
         '2026-11-22 10:31:02  INFO   agent started',
-        '2026-11-22 10:31:02  INFO   job 1b2c3d4e… deploy: step 1 (test) passed',
-        '2026-11-22 10:31:02  ERROR  job 1b2c3d4e… deploy: step 2 (build) exited with code 3',
+        '2026-11-22 10:31:02  INFO   job …e3f40516 deploy: step 1 (test) passed',
+        '2026-11-22 10:31:02  ERROR  job …e3f40516 deploy: step 2 (build) exited with code 3',
         '2026-11-22 10:31:02  WARN   job queue full; rejecting',
         '',
       ].join('\n'),
@@ -58,6 +59,46 @@ describe('drover-agent logs', () => {
     ).toEqual(['step 2 (build) exited with code 3']);
   });
 
+  it('shows the control characters a job or a workflow put in the log instead of letting the terminal obey them', async () => {
+    const clipboard = '\u001b]52;c;cm0gLXJmIH4=\u0007'; // OSC 52: sets the clipboard
+    const rewrite = '\u001b[1A\u001b[2K'; // CSI: up one line, erase it
+    fs.writeFileSync(
+      path.join(stateDir, 'logs', 'agent.log'),
+      rec(30, `step output ${clipboard}done${rewrite}`, { jobId: JOB, workflow: `deploy\u009b2J` }) +
+        `not json \u001b[31mred\r\n`,
+    );
+    const res = await run('logs', '--state-dir', stateDir, '--utc');
+    expect(res.out).toBe(
+      '2026-11-22 10:31:02  INFO   job …e3f40516 deploy\\x9b2J: step output \\x1b]52;c;cm0gLXJmIH4=\\x07done\\x1b[1A\\x1b[2K\n' +
+        'not json \\x1b[31mred\\x0d\n',
+    );
+    // --json: the same JSON (DEL and C1 controls, which JSON leaves raw, as \u escapes).
+    const json = await run('logs', '--state-dir', stateDir, '--json', '--job', JOB);
+    expect(showControls(json.out)).toBe(json.out);
+    expect(JSON.parse(json.out)).toMatchObject({
+      msg: `step output ${clipboard}done${rewrite}`,
+      workflow: 'deploy\u009b2J',
+    });
+  });
+
+  it('tells apart jobs created in the same minute, whose ids begin alike, by the end of their ids', async () => {
+    // UUIDv7: the first 12 hex digits are the creation time in milliseconds.
+    const first = '019ac0de-4a10-7000-8000-00000000aaaa';
+    const second = '019ac0de-4a11-7000-8000-00000000bbbb';
+    fs.writeFileSync(
+      path.join(stateDir, 'logs', 'agent.log'),
+      rec(30, 'job finished', { jobId: first, workflow: 'deploy' }) +
+        rec(30, 'job finished', { jobId: second, workflow: 'deploy' }),
+    );
+    const all = await run('logs', '--state-dir', stateDir, '--utc');
+    expect(all.out).toContain('job …0000aaaa deploy: job finished\n');
+    expect(all.out).toContain('job …0000bbbb deploy: job finished\n');
+    for (const given of ['…0000bbbb', '0000bbbb', second, '019ac0de-4a11']) {
+      const res = await run('logs', '--state-dir', stateDir, '--utc', '--job', given);
+      expect(res.out, given).toBe('2026-11-22 10:31:02  INFO   job …0000bbbb deploy: job finished\n');
+    }
+  });
+
   it('says so when there is nothing to show', async () => {
     const res = await run('logs', '--state-dir', stateDir);
     expect(res.code).toBe(0);
@@ -68,7 +109,7 @@ describe('drover-agent logs', () => {
   it('refuses an unknown level, a job that is not an id and a bad line count, with exit code 2', async () => {
     for (const [args, message] of [
       [['--level', 'loud'], '--level expects one of trace, debug, info, warn, error, fatal, got `loud`'],
-      [['--job', 'deploy!'], '--job expects a job id or its beginning, got `deploy!`'],
+      [['--job', 'deploy!'], '--job expects a job id or a part of it, got `deploy!`'],
       [['-n', 'ten'], '--lines expects a whole number, got `ten`'],
     ] as const) {
       const res = await run('logs', '--state-dir', stateDir, ...args);

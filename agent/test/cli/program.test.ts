@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -70,6 +72,24 @@ describe('drover-agent enroll, before any network call', () => {
     const res = await run('enroll', '--url', 'http://127.0.0.1:9', '--token', 'drve_x', '--state-dir', root);
     expect(res.code).toBe(1);
     expect(res.err).toMatch(/already enrolled as agent 6f1c2b8e-.* with https:\/\/drover\.example\.com/);
+  });
+
+  it("shows the control characters of a coordinator's refusal instead of letting the terminal obey them", async () => {
+    const server = http.createServer((req, res) => {
+      req.resume();
+      res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ statusCode: 401, code: 'unauthorized', message: 'no\u001b]52;c;aGk=\u0007\u001b[2K' }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const res = await run('enroll', '--url', url, '--token', 'drve_x', '--state-dir', root);
+      expect(res.code).toBe(1);
+      expect(res.err).toMatch(/^drover-agent: error: .*no\\x1b\]52;c;aGk=\\x07\\x1b\[2K.*\n$/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('exits non-zero with commander usage errors', async () => {

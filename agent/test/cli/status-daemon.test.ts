@@ -36,7 +36,7 @@ const daemon = (pid: number): DaemonStatus => ({
       workflowName: 'deploy',
       startedAt: '2026-11-22T10:31:02.000Z',
     },
-    waiting: [{ jobId: 'aaaabbbb-5f60-4718-9a0b-c1d2e3f40516', workflowName: 'backup' }],
+    waiting: [{ jobId: 'aaaabbbb-5f60-4718-9a0b-c1d2e3f4bbbb', workflowName: 'backup' }],
   },
   workflows: {
     loaded: 2,
@@ -60,8 +60,8 @@ describe('drover-agent status with the daemon', () => {
     expect(res.out).toMatch(/Connection: +disconnected \(last connected: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\)/);
     expect(res.out).toMatch(/Last error: +Cannot reach the coordinator/);
     expect(res.out).toMatch(/Queue: +1 running, 1 waiting \(capacity 4\)/);
-    expect(res.out).toMatch(/running: +job 1b2c3d4e… deploy \(started /);
-    expect(res.out).toMatch(/waiting: +job aaaabbbb… backup/);
+    expect(res.out).toMatch(/running: +job …e3f40516 deploy \(started /);
+    expect(res.out).toMatch(/waiting: +job …e3f4bbbb backup/);
     // Files are counted, as `drover-agent workflows` counts them; each problem has its line.
     expect(res.out).toMatch(
       /Workflows: +2 loaded, 2 invalid files skipped \(3 problems\)\n +invalid: +bad\.yaml: line 2: steps: expected a list\n +invalid: +bad\.yaml: line 5: /,

@@ -84,7 +84,7 @@ describe('createAgentLogger', () => {
     vi.restoreAllMocks();
     expect(written).toEqual([
       expect.stringMatching(
-        /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}ERROR {2}job 1b2c3d4e… deploy: step 2 \(build\) exited with code 3\n$/,
+        /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}ERROR {2}job …00000000 deploy: step 2 \(build\) exited with code 3\n$/,
       ),
     ]);
     expect(records()).toHaveLength(1);

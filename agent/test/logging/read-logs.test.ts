@@ -108,7 +108,7 @@ describe('formatRecord', () => {
       { utc: true },
     );
     expect(line).toBe(
-      '2026-11-22 10:31:02  ERROR  job 1b2c3d4e… deploy: step 2 (build) exited with code 3  exitCode=3  (boom)',
+      '2026-11-22 10:31:02  ERROR  job …e3f40516 deploy: step 2 (build) exited with code 3  exitCode=3  (boom)',
     );
     expect(formatRecord({ level: 30, time: 0, msg: 'x' }, { utc: true, color: true })).toBe(
       '1970-01-01 00:00:00  \u001b[32mINFO \u001b[39m  x',

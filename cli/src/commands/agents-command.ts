@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { listAgents } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -6,26 +7,13 @@ import { ago } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
 
-export interface Agent {
-  id: string;
-  name: string;
-  hostname: string;
-  os: string;
-  agentVersion: string;
-  status: string;
-  lastSeenAt: string | null;
-  enrolledAt: string;
-}
-
 export function configureAgentsCommand(program: Command, rt: Runtime): void {
   program
     .command('agents')
     .description("the agents the API token reaches (GET /v1/agents), or with a session the organization's")
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: { json?: boolean }, command: Command) => {
-      const caller = anyCaller(loadSettings(command.optsWithGlobals(), rt), rt);
-      const path = caller.kind === 'token' ? '/agents' : `/orgs/${await caller.orgId()}/agents`;
-      const agents = await caller.api.get<Agent[]>(path);
+      const agents = await listAgents(anyCaller(loadSettings(command.optsWithGlobals(), rt), rt));
       if (flags.json) return printJson(rt, agents);
       if (agents.length === 0) return rt.out('No agents.\n');
       const rows = agents.map((a) => [a.id, a.name, a.status, ago(a.lastSeenAt), a.hostname, a.os, a.agentVersion]);

@@ -4,8 +4,9 @@ import { JOB_STATUSES } from '@drover/shared';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
 import type { Job } from '../jobs/job.js';
-import { printJson } from '../output/json.js';
+import { jsonLine, printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
+import { rawOutput } from '../output/terminal.js';
 import { ago, elapsed } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
@@ -68,12 +69,13 @@ async function watch(rt: Runtime, list: () => Promise<Job[]>, json: boolean): Pr
       throw error;
     }
     if (redraw) {
-      rt.out(`\x1b[H\x1b[2J${jobTable(jobs)}\nEvery ${WATCH_EVERY_MS / 1000}s; Ctrl-C to stop.\n`);
+      rawOutput(rt).out('\x1b[H\x1b[2J');
+      rt.out(`${jobTable(jobs)}\nEvery ${WATCH_EVERY_MS / 1000}s; Ctrl-C to stop.\n`);
     } else {
       for (const job of [...jobs].reverse()) {
         if (seen.get(job.id) === job.status) continue;
         seen.set(job.id, job.status);
-        rt.out(json ? `${JSON.stringify(job)}\n` : jobLine(job));
+        rt.out(json ? jsonLine(job) : jobLine(job));
       }
     }
     try {

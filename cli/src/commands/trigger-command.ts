@@ -7,6 +7,7 @@ import { formatTable } from '../output/table.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
 import { agentId } from '../session/lookups.js';
+import { agentNamer } from '../agent-names.js';
 import { loadSettings } from '../settings.js';
 
 interface Trigger {
@@ -81,13 +82,14 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       const triggers = await caller.api.get<Trigger[]>(`/orgs/${await caller.orgId()}/triggers`);
       if (flags.json) return printJson(rt, triggers);
       if (triggers.length === 0) return rt.out('No triggers.\n');
+      const agentName = await agentNamer(caller);
       const rows = triggers.map((t) => [
         t.id,
         t.name,
         t.type,
         t.responseMode,
         t.scopeType === 'agent' ? '(any)' : t.workflowName,
-        t.agentId,
+        agentName(t.agentId),
       ]);
       rt.out(formatTable(['ID', 'NAME', 'TYPE', 'MODE', 'WORKFLOW', 'AGENT'], rows));
     });

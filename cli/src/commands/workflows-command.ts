@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { agentNamer } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -32,7 +33,14 @@ export function configureWorkflowsCommand(program: Command, rt: Runtime): void {
       const workflows = await caller.api.get<Workflow[]>(path);
       if (flags.json) return printJson(rt, workflows);
       if (workflows.length === 0) return rt.out('No workflows.\n');
-      const rows = workflows.map((w) => [w.name, w.version, params(w.paramsSchema), w.agentId, w.description]);
+      const agentName = await agentNamer(caller);
+      const rows = workflows.map((w) => [
+        w.name,
+        w.version,
+        params(w.paramsSchema),
+        agentName(w.agentId),
+        w.description,
+      ]);
       rt.out(formatTable(['NAME', 'VERSION', 'PARAMS', 'AGENT', 'DESCRIPTION'], rows));
     });
 }

@@ -53,7 +53,6 @@ export async function uploadLocalFile(rt: Runtime, caller: Caller, options: Uplo
     cleanupRule: options.cleanupRule,
     ...(options.ttlSeconds === undefined ? {} : { ttlSeconds: options.ttlSeconds }),
   });
-  const handle = await fs.promises.open(file, 'r');
   const progress = progressBar(rt, `Uploading ${name}`, size);
   let sha256 = '';
   let answer: string;
@@ -62,20 +61,26 @@ export async function uploadLocalFile(rt: Runtime, caller: Caller, options: Uplo
       async () => {
         const hash = createHash('sha256');
         progress.reset(0);
-        const text = await uploadFile({
-          url: presigned.uploadUrl,
-          method: presigned.method,
-          headers: presigned.headers,
-          handle,
-          size,
-          signal: rt.signal,
-          onChunk: (chunk) => {
-            hash.update(chunk);
-            progress.advance(chunk.length);
-          },
-        });
-        sha256 = hash.digest('hex');
-        return text;
+        // Opened for each attempt: a failed attempt's stream takes its file handle with it.
+        const handle = await openForUpload(file);
+        try {
+          const text = await uploadFile({
+            url: presigned.uploadUrl,
+            method: presigned.method,
+            headers: presigned.headers,
+            handle,
+            size,
+            signal: rt.signal,
+            onChunk: (chunk) => {
+              hash.update(chunk);
+              progress.advance(chunk.length);
+            },
+          });
+          sha256 = hash.digest('hex');
+          return text;
+        } finally {
+          await handle.close().catch(() => {});
+        }
       },
       {
         attempts: ATTEMPTS,
@@ -89,7 +94,6 @@ export async function uploadLocalFile(rt: Runtime, caller: Caller, options: Uplo
     throw transferFailure(error);
   } finally {
     progress.done();
-    await handle.close();
   }
   const received = receivedSha256(answer);
   if (received !== null && received !== sha256) {
@@ -102,6 +106,14 @@ export async function uploadLocalFile(rt: Runtime, caller: Caller, options: Uplo
     throw new CliError(`the coordinator recorded ${completed.size} bytes for file ${completed.id}, ${size} were sent`);
   }
   return { file: completed, sha256, checkedByServer: received !== null };
+}
+
+async function openForUpload(file: string): Promise<fs.promises.FileHandle> {
+  try {
+    return await fs.promises.open(file, 'r');
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
 }
 
 function regularFileSize(file: string): number {

@@ -6,7 +6,7 @@ export function describeOutcome(
   job: Pick<Job, 'status' | 'exitCode' | 'errorMessage' | 'startedAt' | 'finishedAt'>,
 ): string {
   const took = job.startedAt && job.finishedAt ? ` in ${elapsed(job.startedAt, job.finishedAt)}` : '';
-  const why = job.errorMessage ? `: ${job.errorMessage}` : '';
+  const why = job.errorMessage ? `: ${withoutOutcome(job.errorMessage, job.status)}` : '';
   const code = job.exitCode === null || job.exitCode === undefined ? '' : ` (exit code ${job.exitCode})`;
   switch (job.status) {
     case 'success':
@@ -22,6 +22,17 @@ export function describeOutcome(
     default:
       return `is still ${job.status}`;
   }
+}
+
+/**
+ * An error message without the outcome it begins with, which the sentence already says: a
+ * cancelled job's message is `cancelled: a user cancelled the job`, and `was cancelled: cancelled:
+ * ...` says it twice.
+ */
+function withoutOutcome(message: string, status: Job['status']): string {
+  const outcome = status === 'cancelled' ? 'cancelled' : status === 'rejected' ? 'rejected' : null;
+  if (outcome === null || !message.toLowerCase().startsWith(`${outcome}:`)) return message;
+  return message.slice(outcome.length + 1).trimStart() || message;
 }
 
 /** A job's output as `  name: value` lines (a file output names the command that fetches it). */

@@ -1,5 +1,6 @@
 import { formatBytes } from '@drover/agent/client';
 import { showsProgress, type Runtime } from '../runtime.js';
+import { rawOutput } from './terminal.js';
 
 /** How often the bar is redrawn at most. */
 const REDRAW_MS = 100;
@@ -35,7 +36,7 @@ export function progressBar(rt: Runtime, label: string, total: number): Progress
     const seconds = (now - started) / 1000;
     const rate = seconds > 0.2 ? ` ${formatBytes(Math.round((moved - startedFrom) / seconds))}/s` : '';
     const bar = `${'#'.repeat(filled)}${'-'.repeat(WIDTH - filled)}`;
-    rt.err(
+    rawOutput(rt).err(
       `\r\x1b[2K${label} [${bar}] ${Math.floor(share * 100)}% ${formatBytes(moved)} / ${formatBytes(total)}${rate}`,
     );
   };
@@ -51,7 +52,7 @@ export function progressBar(rt: Runtime, label: string, total: number): Progress
       draw(true);
     },
     done() {
-      rt.err('\r\x1b[2K');
+      rawOutput(rt).err('\r\x1b[2K');
     },
   };
 }

@@ -59,6 +59,10 @@ export interface Config {
   readonly chatGiveUpSeconds: number;
   /** `GET /metrics` (docs/metrics.md): its bearer token and its own unauthenticated address; both null: off. */
   readonly metrics: MetricsConfig;
+  /** The most triggers an organization may have (not deleted, of every kind). */
+  readonly maxTriggersPerOrg: number;
+  /** The most enabled cron triggers an organization may have. */
+  readonly maxCronTriggersPerOrg: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -87,6 +91,8 @@ export const DEFAULTS = Object.freeze({
   fileSweepIntervalMs: 60_000,
   jobFileTtlSeconds: 7 * 86400,
   chatGiveUpSeconds: 86400,
+  maxTriggersPerOrg: 1000,
+  maxCronTriggersPerOrg: 100,
 });
 
 /** Options as the CLI hands them over (strings, or undefined when the flag was not given). */
@@ -273,6 +279,19 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     7 * 86400,
   );
 
+  const maxTriggersPerOrg = integer(
+    pick(undefined, null, 'DROVER_MAX_TRIGGERS_PER_ORG'),
+    DEFAULTS.maxTriggersPerOrg,
+    0,
+    1_000_000,
+  );
+  const maxCronTriggersPerOrg = integer(
+    pick(undefined, null, 'DROVER_MAX_CRON_TRIGGERS_PER_ORG'),
+    DEFAULTS.maxCronTriggersPerOrg,
+    0,
+    1_000_000,
+  );
+
   const trustProxy = parseTrustProxy(pick(undefined, null, 'DROVER_TRUST_PROXY'), problems);
 
   const metrics = parseMetricsConfig(
@@ -310,6 +329,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     chat,
     chatGiveUpSeconds,
     metrics,
+    maxTriggersPerOrg,
+    maxCronTriggersPerOrg,
   });
 }
 

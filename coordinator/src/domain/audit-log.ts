@@ -1,4 +1,4 @@
-import type { AuditEntryInput, AuditRepository } from './model/audit.js';
+import type { AuditAction, AuditEntryInput, AuditRepository } from './model/audit.js';
 import type { Clock } from '../util/clock.js';
 
 export type AuditRecord = Omit<AuditEntryInput, 'createdAt'>;
@@ -54,7 +54,7 @@ export interface UserActor {
 /** The audit entry of an action a user took on one target of their organization. */
 export function userAction(
   actor: UserActor,
-  action: string,
+  action: AuditAction,
   targetType: string,
   targetId: string,
   metadata: Record<string, unknown>,

@@ -1,4 +1,12 @@
+import type { TriggerType } from './model/triggers.js';
+
 /** The grants a token's `scopes` array holds (docs/management.md, "API tokens and grants"). Each `type` appears at most once. */
+
+/**
+ * The kinds of trigger an API token runs (`POST /v1/triggers/:id/run`): webhook triggers only.
+ * Cron triggers run on their schedule and chat triggers from their channel (docs/trigger-runs.md).
+ */
+export const TOKEN_RUNNABLE_TRIGGER_TYPES: readonly TriggerType[] = ['webhook'];
 
 export const STORAGE_PERMISSIONS = ['read', 'write', 'delete'] as const;
 export type StoragePermission = (typeof STORAGE_PERMISSIONS)[number];

@@ -59,6 +59,7 @@ export class JobCancelService {
     if (outcome === 'cancelled') jobEvents.jobFinished(job.id);
     await audit.record(
       userAction({ orgId: job.orgId, userId: actor.userId }, 'job.cancel', 'job', job.id, {
+        jobNumber: job.number,
         kind: job.kind,
         workflowName: job.workflowName,
         outcome,

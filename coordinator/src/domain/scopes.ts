@@ -2,7 +2,13 @@ import type { Agent } from './model/agents.js';
 import type { StorageBinding } from './model/storage-bindings.js';
 import type { Trigger } from './model/triggers.js';
 import { describeValue, validationFailed, type ValidationDetail } from '../errors.js';
-import { STORAGE_PERMISSIONS, type Grant, type GrantType, type StoragePermission } from './grants.js';
+import {
+  STORAGE_PERMISSIONS,
+  TOKEN_RUNNABLE_TRIGGER_TYPES,
+  type Grant,
+  type GrantType,
+  type StoragePermission,
+} from './grants.js';
 
 /**
  * Checks the `scopes` of an API token being issued (docs/management.md, "API tokens and grants"). The route's JSON schema
@@ -135,7 +141,8 @@ export interface OrgTargets {
 
 /**
  * Every agent, trigger and binding a grant names must belong to the organization (revoked
- * agents and deleted triggers or bindings do not count): otherwise a 422 naming each id.
+ * agents and deleted triggers or bindings do not count), and every trigger must be one a token
+ * can run (a webhook trigger): otherwise a 422 naming each id.
  */
 export async function checkGrantTargets(grants: readonly Grant[], targets: OrgTargets): Promise<void> {
   const problems: ValidationDetail[] = [];
@@ -158,6 +165,15 @@ export async function checkGrantTargets(grants: readonly Grant[], targets: OrgTa
     } else if (grant.type === 'trigger') {
       const found = await targets.triggers(grant.triggerIds);
       report(i, 'triggerIds', grant.triggerIds, new Set(found.map((t) => t.id)), 'a trigger');
+      grant.triggerIds.forEach((id, j) => {
+        const trigger = found.find((t) => t.id === id);
+        if (trigger && !TOKEN_RUNNABLE_TRIGGER_TYPES.includes(trigger.type)) {
+          problems.push({
+            path: at(i, 'triggerIds', j),
+            message: `\`${id}\` is the ${trigger.type} trigger \`${trigger.name}\`; an API token runs only ${TOKEN_RUNNABLE_TRIGGER_TYPES.join(' and ')} triggers`,
+          });
+        }
+      });
     } else if (grant.bindingIds !== null) {
       const found = await targets.bindings();
       report(i, 'bindingIds', grant.bindingIds, new Set(found.map((b) => b.id)), 'a storage binding');

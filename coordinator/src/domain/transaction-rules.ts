@@ -6,6 +6,7 @@ import type { TransactionRules } from './model/transaction-rules.js';
 import { evaluateBinding } from './ota/evaluate-binding.js';
 import { checkArtifact } from './ota/releases.js';
 import { decideLimits } from './trigger-run/rate-windows.js';
+import { triggerLimitRefusal } from './trigger-limits.js';
 
 /** The domain's decisions that repositories run inside their write transactions. */
 export const transactionRules: TransactionRules = {
@@ -16,4 +17,5 @@ export const transactionRules: TransactionRules = {
   checkArtifact,
   decideLimits,
   planJobMessages,
+  triggerLimitRefusal,
 };

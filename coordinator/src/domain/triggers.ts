@@ -104,7 +104,7 @@ const CRON_FIELDS = [
 export const DEFAULT_CRON_MISSED_POLICY: CronMissedPolicy = 'skip';
 export const DEFAULT_CRON_OVERLAP_POLICY: CronOverlapPolicy = 'skip';
 const CHAT_FIELDS = ['chatTeamId', 'chatChannelId', 'chatKeyword', 'chatAllowedUserIds'] as const;
-const REQUIRED_ON_CREATE = ['name', 'agentId', 'scopeType', 'responseMode'] as const;
+const REQUIRED_ON_CREATE = ['name', 'agentId', 'scopeType'] as const;
 
 const at = (field: string) => `body.${field}`;
 
@@ -125,6 +125,8 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     for (const field of REQUIRED_ON_CREATE)
       if (!sent(field)) problems.push({ path: at(field), message: 'is required' });
   }
+  const type = pick('type') ?? 'webhook';
+  const scopeType = pick('scopeType') ?? 'workflow';
   const refuseUnless = (fields: readonly (keyof TriggerInput)[], why: string) => {
     for (const field of fields) {
       if (input[field] !== undefined && input[field] !== null) {
@@ -140,12 +142,41 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     return value;
   };
 
+  // A cron trigger's runs answer no caller and are never debug runs: it has no answer settings
+  // (stored as an async trigger without debug, which is how a run by hand of it answers).
+  let responseMode = pick('responseMode');
+  let responseTimeoutMs = pick('responseTimeoutMs') ?? RESPONSE_TIMEOUT_MS.default;
+  let allowDebug = pick('allowDebug') ?? false;
+  if (type === 'cron') {
+    if (input.responseMode === 'sync') {
+      problems.push({
+        path: at('responseMode'),
+        message: `is used only by webhook and chat triggers: a cron trigger answers no caller; omit it, got ${describeValue(input.responseMode)}`,
+      });
+    }
+    if (input.responseTimeoutMs !== undefined) {
+      problems.push({
+        path: at('responseTimeoutMs'),
+        message: `is used only by sync triggers: a cron trigger answers no caller; omit it, got ${describeValue(input.responseTimeoutMs)}`,
+      });
+    }
+    if (input.allowDebug === true) {
+      problems.push({
+        path: at('allowDebug'),
+        message: `is used only by webhook and chat triggers: a scheduled run is never a debug run; omit it, got ${describeValue(input.allowDebug)}`,
+      });
+    }
+    responseMode = 'async';
+    responseTimeoutMs = RESPONSE_TIMEOUT_MS.default;
+    allowDebug = false;
+  } else if (responseMode === undefined || responseMode === null) {
+    problems.push({ path: at('responseMode'), message: `is required for a ${type} trigger` });
+  }
+
   if (input.name !== undefined) {
     const problem = nameProblem(input.name);
     if (problem) problems.push({ path: at('name'), message: problem });
   }
-  const type = pick('type') ?? 'webhook';
-  const scopeType = pick('scopeType') ?? 'workflow';
 
   let workflowName: string | null = null;
   if (scopeType === 'workflow') {
@@ -240,10 +271,10 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     agentId: pick('agentId') as string,
     scopeType,
     workflowName,
-    responseMode: pick('responseMode') as 'async' | 'sync',
-    responseTimeoutMs: pick('responseTimeoutMs') ?? RESPONSE_TIMEOUT_MS.default,
+    responseMode: responseMode as 'async' | 'sync',
+    responseTimeoutMs,
     allowedRefs: pick('allowedRefs') ?? null,
-    allowDebug: pick('allowDebug') ?? false,
+    allowDebug,
     notifyProvider,
     notifyTeamId,
     notifyChannelId,

@@ -12,6 +12,7 @@ import type { ServerKey } from '../domain/server-key.js';
 import type { AgentEnrollment } from '../domain/agent-enrollment.js';
 import type { ChatIntegrationService } from '../domain/chat/integrations.js';
 import type { ChatRunService } from '../domain/chat/chat-runs.js';
+import type { ChatReplayGuard } from '../domain/chat/replays.js';
 import type { SessionService } from '../domain/sessions.js';
 import type { SignInService } from '../domain/sign-in.js';
 import type { ApiTokenService } from '../domain/manage/api-token-service.js';
@@ -52,6 +53,8 @@ export interface AppContext {
   chatIntegrations: ChatIntegrationService;
   /** Chat commands starting runs of chat triggers (domain/chat/chat-runs.ts). */
   chatRuns: ChatRunService;
+  /** Signed chat requests received before: a replay is not acted on (domain/chat/replays.ts). */
+  chatReplays: ChatReplayGuard;
   /** What the domain reports for the operators' figures (docs/metrics.md); measures nothing when metrics are off. */
   metrics: Metrics;
   /** The HTTP answers' figures and the `/metrics` text; null when metrics are off. */

@@ -40,7 +40,6 @@ function join(base: string, key: string): string {
 const FASTIFY_CODES: Record<string, () => AppError> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     new AppError('bad_request', 'The Content-Length header does not match the body'),
-  FST_ERR_CTP_BODY_TOO_LARGE: () => new AppError('payload_too_large', 'The request body is too large'),
   FST_ERR_CTP_EMPTY_JSON_BODY: () =>
     new AppError('validation_failed', 'The body is empty but Content-Type is application/json', {
       details: [{ path: 'body', message: 'is empty' }],
@@ -60,9 +59,28 @@ function isDataException(error: Error): error is Error & { code: string } {
   return typeof e.code === 'string' && /^22[0-9A-Z]{3}$/.test(e.code) && typeof e.severity === 'string';
 }
 
+/** The body limit of the route a request went to, and the server's (`DROVER_BODY_LIMIT_BYTES`). */
+export interface BodyLimits {
+  route: number;
+  server: number;
+}
+
+/** A body over its route's limit: the limit in bytes, and the setting when it is the server's. */
+export function bodyTooLarge(limits: BodyLimits): AppError {
+  const which =
+    limits.route === limits.server
+      ? ' (the setting DROVER_BODY_LIMIT_BYTES); files go through presigned URLs'
+      : ' of this route';
+  return new AppError(
+    'payload_too_large',
+    `The request body is larger than the limit of ${limits.route} bytes${which}`,
+  );
+}
+
 /** Normalises any error to the error shape of docs/errors.md; 5xx bodies never carry internals. */
-export function toAppError(error: FastifyError | AppError | Error): AppError {
+export function toAppError(error: FastifyError | AppError | Error, limits?: BodyLimits): AppError {
   if (error instanceof AppError) return error;
+  if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' && limits) return bodyTooLarge(limits);
   if (isDataException(error)) {
     // PostgreSQL refused a value of the request it cannot store (a NUL character, a number out of
     // its column's range): the request's fault, not the server's. SQLite takes such values.
@@ -119,7 +137,11 @@ function challengeOf(request: FastifyRequest): string {
 
 export function registerErrorHandling(app: FastifyInstance, allowed: AllowedMethods): void {
   app.setErrorHandler((error, request, reply) => {
-    const appError = toAppError(error as FastifyError);
+    const server = app.initialConfig.bodyLimit ?? 1024 * 1024; // Fastify's default
+    const appError = toAppError(error as FastifyError, {
+      route: request.routeOptions.bodyLimit ?? server,
+      server,
+    });
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.debug({ code: appError.code, reason: appError.message }, 'request refused');
     if (appError.statusCode === 401) void reply.header('www-authenticate', challengeOf(request));

@@ -40,6 +40,7 @@ export function createGuardedServer(
     },
     handler,
   );
+  answerExpectContinue(server);
   enforceBodyDeadlines(server, limits.requestTimeoutMs);
   if (limits.maxConnectionsPerClient > 0) limitConnectionsPerClient(server, limits.maxConnectionsPerClient);
   closeSilentConnectionsWithIdleOnes(server);
@@ -77,6 +78,19 @@ interface Pending {
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers['content-length'];
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * `Expect: 100-continue`: a file upload (the agent and `drover` send it) is told to send its body
+ * only once its route accepted it (routes/storage-blobs.ts), so that a refusal (a bad URL, a file
+ * over the limit) comes before any byte of it; a client that wrote its bytes meanwhile would get a
+ * reset connection instead of the answer. Any other request is told at once, as Node does.
+ */
+function answerExpectContinue(server: Server): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (!isUpload(req)) res.writeContinue();
+    server.emit('request', req, res);
+  });
 }
 
 function isUpload(req: IncomingMessage): boolean {

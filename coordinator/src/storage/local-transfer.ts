@@ -42,12 +42,17 @@ const REFUSALS = {
 export class LocalTransfers {
   constructor(private readonly d: LocalTransferDeps) {}
 
-  /** Receives the blob of a pending file; a second PUT before complete replaces the first. */
+  /**
+   * Receives the blob of a pending file; a second PUT before complete replaces the first.
+   * `accepted` is called once every refusal that needs no byte of the body was ruled out, before
+   * the body is read (the route answers a client's `Expect: 100-continue` then).
+   */
   async receive(
     fileId: string,
     query: BlobUrlQuery,
     body: Readable,
     contentLength: string | undefined,
+    accepted: () => void = () => {},
   ): Promise<BlobStat & { fileId: string }> {
     const file = await this.authorize('PUT', fileId, query);
     if (file.status !== 'pending') {
@@ -59,6 +64,7 @@ export class LocalTransfers {
     }
     const limit = Math.min(this.d.maxFileBytes(), file.declaredSize ?? Number.MAX_SAFE_INTEGER);
     if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge(limit);
+    accepted();
     let stat: BlobStat;
     try {
       stat = await this.d.local.receive(file.blobKey, body, limit);

@@ -51,6 +51,8 @@ describe('loadConfig defaults', () => {
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 86_400,
       metrics: { token: null, listen: null },
+      maxTriggersPerOrg: 1000,
+      maxCronTriggersPerOrg: 100,
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -104,6 +106,8 @@ describe('loadConfig from the environment', () => {
         DROVER_CHAT_GIVE_UP_SECONDS: '600',
         DROVER_METRICS_TOKEN: 'prometheus-scrape-token-1',
         DROVER_METRICS_LISTEN: '0.0.0.0:9464',
+        DROVER_MAX_TRIGGERS_PER_ORG: '50',
+        DROVER_MAX_CRON_TRIGGERS_PER_ORG: '0',
       },
       {},
       CWD,
@@ -139,6 +143,8 @@ describe('loadConfig from the environment', () => {
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 600,
       metrics: { token: 'prometheus-scrape-token-1', listen: { host: '0.0.0.0', port: 9464 } },
+      maxTriggersPerOrg: 50,
+      maxCronTriggersPerOrg: 0,
     });
   });
 
@@ -302,6 +308,16 @@ describe('loadConfig validation', () => {
       'DROVER_JOB_DEADLINE_GRACE_MS',
       '1m',
       'DROVER_JOB_DEADLINE_GRACE_MS: expected an integer from 0 to 86400000, got `1m`',
+    ],
+    [
+      'DROVER_MAX_TRIGGERS_PER_ORG',
+      '-1',
+      'DROVER_MAX_TRIGGERS_PER_ORG: expected an integer from 0 to 1000000, got `-1`',
+    ],
+    [
+      'DROVER_MAX_CRON_TRIGGERS_PER_ORG',
+      'many',
+      'DROVER_MAX_CRON_TRIGGERS_PER_ORG: expected an integer from 0 to 1000000, got `many`',
     ],
   ])('refuses %s=%j naming the variable', (name, value, message) => {
     expect(problemsOf({ [name]: value })).toEqual([message]);

@@ -33,6 +33,35 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('leaves cron triggers made before migration 0024 without answer settings (async, no debug)', () => {
+    const db = openDatabase(':memory:');
+    const all = loadMigrations();
+    migrate(
+      db,
+      all.filter((m) => m.version < 24),
+    );
+    const at = '2030-01-01T00:00:00.000Z';
+    db.prepare("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', ?)").run(at);
+    db.prepare(
+      `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
+       VALUES ('a', 'o', 'a', 'h', 'linux', '1', 'k', 'connected', ?, 1)`,
+    ).run(at);
+    const insert = db.prepare(
+      `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
+         response_timeout_ms, allow_debug, cron_expression, created_at, updated_at)
+       VALUES (?, 'o', ?, ?, 'a', 'workflow', 'w', 'sync', 5000, 1, ?, ?, ?)`,
+    );
+    insert.run('c', 'nightly', 'cron', '0 3 * * *', at, at);
+    insert.run('w', 'hook', 'webhook', null, at, at);
+    migrate(db, all);
+    const answer = db.prepare(
+      'SELECT response_mode AS mode, response_timeout_ms AS wait, allow_debug AS debug FROM triggers WHERE id = ?',
+    );
+    expect(answer.get('c')).toEqual({ mode: 'async', wait: 30000, debug: 0 });
+    expect(answer.get('w')).toEqual({ mode: 'sync', wait: 5000, debug: 1 });
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');

@@ -142,9 +142,9 @@ describe('group-commit write executor', () => {
     expect(await repos.agents.rememberNonce(agentId, 'nonce-0123456789ab', NOW + 60_000, NOW)).toBe(true);
     expect(await repos.agents.rememberNonce(agentId, 'nonce-0123456789ab', NOW + 60_000, NOW)).toBe(false);
     await repos.audit.insertMany([
-      { orgId, actorType: 'system', actorId: null, action: 'test.entry', metadata: { a: 1 }, createdAt: at },
+      { orgId, actorType: 'system', actorId: null, action: 'auth.lockout', metadata: { a: 1 }, createdAt: at },
     ]);
-    expect((await repos.audit.list(orgId, { limit: 10 })).map((e) => e.action)).toContain('test.entry');
+    expect((await repos.audit.list(orgId, { limit: 10 })).map((e) => e.action)).toContain('auth.lockout');
   });
 
   it('flushes what was submitted on close and refuses calls after it', async () => {

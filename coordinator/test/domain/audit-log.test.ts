@@ -22,7 +22,7 @@ describe('AuditLog', () => {
   it('commits entries recorded in the same tick as one batch and resolves after the commit', async () => {
     const { repo, batches } = recordingRepo();
     const log = new AuditLog(repo, clock);
-    const entry = { orgId: 'o', actorType: 'system' as const, actorId: null, action: 'x' };
+    const entry = { orgId: 'o', actorType: 'system' as const, actorId: null, action: 'auth.lockout' as const };
     const done = Promise.all([log.record(entry), log.record(entry), log.record(entry)]);
     expect(batches).toHaveLength(0);
     await done;
@@ -34,7 +34,7 @@ describe('AuditLog', () => {
   it('starts a new batch for entries recorded after a flush', async () => {
     const { repo, batches } = recordingRepo();
     const log = new AuditLog(repo, clock);
-    const entry = { orgId: 'o', actorType: 'system' as const, actorId: null, action: 'x' };
+    const entry = { orgId: 'o', actorType: 'system' as const, actorId: null, action: 'auth.lockout' as const };
     await log.record(entry);
     await log.record(entry);
     expect(batches.map((b) => b.length)).toEqual([1, 1]);
@@ -43,7 +43,7 @@ describe('AuditLog', () => {
   it('rejects every waiting record when the batch cannot be written', async () => {
     const { repo } = recordingRepo(true);
     const log = new AuditLog(repo, clock);
-    const entry = { orgId: 'o', actorType: 'system' as const, actorId: null, action: 'x' };
+    const entry = { orgId: 'o', actorType: 'system' as const, actorId: null, action: 'auth.lockout' as const };
     const results = await Promise.allSettled([log.record(entry), log.record(entry)]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
   });
@@ -51,7 +51,7 @@ describe('AuditLog', () => {
   it('flush() writes pending entries at once (used at shutdown)', async () => {
     const { repo, batches } = recordingRepo();
     const log = new AuditLog(repo, clock);
-    const pending = log.record({ orgId: 'o', actorType: 'system', actorId: null, action: 'x' });
+    const pending = log.record({ orgId: 'o', actorType: 'system', actorId: null, action: 'auth.lockout' });
     await log.flush();
     expect(batches).toHaveLength(1);
     await pending;

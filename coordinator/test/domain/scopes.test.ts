@@ -8,6 +8,8 @@ import { checkGrantTargets, parseScopes, type GrantInput, type OrgTargets } from
 const A1 = '11111111-1111-4111-8111-111111111111';
 const A2 = '22222222-2222-4222-8222-222222222222';
 const T1 = '33333333-3333-4333-8333-333333333333';
+const T2 = '55555555-5555-4555-8555-555555555555';
+const T3 = '66666666-6666-4666-8666-666666666666';
 const B1 = '44444444-4444-4444-8444-444444444444';
 const FOREIGN = '99999999-9999-4999-8999-999999999999';
 
@@ -110,7 +112,12 @@ describe('grant targets', () => {
         { id: A1, status: 'connected' },
         { id: A2, status: 'revoked' },
       ].filter((a) => ids.includes(a.id)) as Agent[],
-    triggers: async (ids) => [{ id: T1 }].filter((t) => ids.includes(t.id)) as Trigger[],
+    triggers: async (ids) =>
+      [
+        { id: T1, type: 'webhook', name: 'deploy' },
+        { id: T2, type: 'cron', name: 'nightly' },
+        { id: T3, type: 'slack', name: 'chat' },
+      ].filter((t) => ids.includes(t.id)) as Trigger[],
     bindings: async () => [{ id: B1 }] as StorageBinding[],
   };
 
@@ -148,5 +155,19 @@ describe('grant targets', () => {
       'body.scopes.2.bindingIds.1',
     ]);
     expect(d[0]!.message).toContain(FOREIGN);
+  });
+
+  it('refuses to grant runs of cron and chat triggers, which a token cannot run', async () => {
+    const d = await details(() => checkGrantTargets([{ type: 'trigger', triggerIds: [T1, T2, T3] }], targets));
+    expect(d).toEqual([
+      {
+        path: 'body.scopes.0.triggerIds.1',
+        message: `\`${T2}\` is the cron trigger \`nightly\`; an API token runs only webhook triggers`,
+      },
+      {
+        path: 'body.scopes.0.triggerIds.2',
+        message: `\`${T3}\` is the slack trigger \`chat\`; an API token runs only webhook triggers`,
+      },
+    ]);
   });
 });

@@ -150,6 +150,36 @@ describe('trigger configuration on create', () => {
     expect(paths(() => resolveTriggerConfig({ ...cron, params: { n: Number.NaN } }, null))).toEqual(['body.params.n']);
   });
 
+  it('makes a cron trigger without answer settings: async, no debug, whatever responseMode it is sent', () => {
+    const { responseMode: _, ...noMode } = base;
+    const cron = { ...noMode, type: 'cron' as const, cronExpression: '0 3 * * *' };
+    expect(resolveTriggerConfig(cron, null)).toMatchObject({
+      responseMode: 'async',
+      responseTimeoutMs: 30000,
+      allowDebug: false,
+    });
+    expect(resolveTriggerConfig({ ...cron, responseMode: 'async', allowDebug: false }, null).responseMode).toBe(
+      'async',
+    );
+    // Webhook and chat triggers still need one.
+    expect(problems(() => resolveTriggerConfig(noMode, null))).toEqual([
+      { path: 'body.responseMode', message: 'is required for a webhook trigger' },
+    ]);
+  });
+
+  it('refuses sync, a sync wait and debug runs on a cron trigger, naming each', () => {
+    const cron = { ...base, type: 'cron' as const, cronExpression: '0 3 * * *' };
+    expect(
+      problems(() =>
+        resolveTriggerConfig({ ...cron, responseMode: 'sync', responseTimeoutMs: 5000, allowDebug: true }, null),
+      ),
+    ).toEqual([
+      { path: 'body.responseMode', message: expect.stringContaining('a cron trigger answers no caller') },
+      { path: 'body.responseTimeoutMs', message: expect.stringContaining('got `5000`') },
+      { path: 'body.allowDebug', message: expect.stringContaining('a scheduled run is never a debug run') },
+    ]);
+  });
+
   it('checks and canonicalizes the cron time zone', () => {
     const cron = { ...base, type: 'cron' as const, cronExpression: '0 3 * * *' };
     expect(resolveTriggerConfig({ ...cron, cronTimezone: 'europe/paris', cronEnabled: false }, null)).toMatchObject({
@@ -238,6 +268,19 @@ describe('trigger configuration on update', () => {
   it('clears the stored fields of the old kind when the kind changes', () => {
     const webhook = resolveTriggerConfig({ type: 'webhook' }, cronTrigger);
     expect(webhook).toMatchObject({ type: 'webhook', cronExpression: null, cronTimezone: null, cronEnabled: null });
+  });
+
+  it('drops the answer settings of a sync, debug webhook trigger that becomes a cron trigger', () => {
+    const sync = resolveTriggerConfig(
+      { ...base, responseMode: 'sync', responseTimeoutMs: 5000, allowDebug: true },
+      null,
+    );
+    expect(resolveTriggerConfig({ type: 'cron', cronExpression: '0 3 * * *' }, sync)).toMatchObject({
+      type: 'cron',
+      responseMode: 'async',
+      responseTimeoutMs: 30000,
+      allowDebug: false,
+    });
   });
 
   it('requires the fields of the new kind when the kind changes', () => {

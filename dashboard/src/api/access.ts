@@ -15,12 +15,24 @@ export type Grant =
   | { type: 'trigger'; triggerIds: string[] }
   | { type: 'storage'; bindingIds: string[] | null; permissions: StoragePermission[] };
 
+/**
+ * A grant as the API answers it: the lists of its type, each of which the answer's schema lets
+ * be absent (the pages read them with a default).
+ */
+export interface GrantView {
+  type: Grant['type'];
+  agentIds?: string[];
+  triggerIds?: string[];
+  bindingIds?: string[] | null;
+  permissions?: StoragePermission[];
+}
+
 export interface ApiToken {
   id: string;
   name: string;
   /** `drv_…` and the last four characters. */
   hint: string;
-  scopes: Grant[];
+  scopes: GrantView[];
   rateLimit: { perMinute: number | null; perHour: number | null; perDay: number | null };
   expiresAt: string | null;
   revokedAt: string | null;

@@ -54,3 +54,15 @@ export const startConnect = (orgId: string, provider: ChatProvider) =>
 
 export const disconnect = (orgId: string, integrationId: string) =>
   api<ChatIntegration>('DELETE', `/orgs/${orgId}/chat-integrations/${integrationId}`);
+
+/** What finishing a connection answers: connected, or refused by the provider (its words in `message`). */
+export type ConnectCompletion =
+  | { outcome: 'connected'; orgId: string; integration: ChatIntegration }
+  | { outcome: 'failed'; orgId: string; message: string };
+
+/**
+ * Finishes the OAuth flow with the code and state the provider sent the browser back with: only
+ * in the browser that started it (its connect cookie) and by the owner who did (the session).
+ */
+export const completeConnect = (provider: ChatProvider, body: { state: string; code?: string; error?: string }) =>
+  api<ConnectCompletion>('POST', `/chat/${provider}/oauth/complete`, { body });

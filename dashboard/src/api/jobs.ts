@@ -135,6 +135,15 @@ export const recentTriggerJobsQuery = (orgId: string, triggerId: string, limit =
     refetchInterval: JOBS_REFRESH_MS,
   });
 
+/** The organization's newest jobs in one status (the home page's lists), refreshed like the jobs list. */
+export const jobsInStatusQuery = (orgId: string, status: string, limit: number) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'jobs', { status, recent: limit }],
+    queryFn: async () =>
+      (await apiPage<Job>(`/orgs/${orgId}/jobs?${new URLSearchParams({ status, limit: String(limit) })}`)).items,
+    refetchInterval: JOBS_REFRESH_MS,
+  });
+
 /**
  * A job's number, for places that know only its id (an occurrence, a device's update job). A
  * number never changes, so it is read once (with one log line at most, to keep the answer small).

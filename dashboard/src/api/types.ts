@@ -51,7 +51,8 @@ export interface Workflow {
   name: string;
   description: string | null;
   version: string | null;
-  paramsSchema: WorkflowParam[];
+  /** null: the workflow declares no params (its definition has no `params:`). */
+  paramsSchema: WorkflowParam[] | null;
 }
 
 export interface EnrollmentToken {

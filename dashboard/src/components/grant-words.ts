@@ -1,5 +1,5 @@
 import { ApiError } from '../api/client';
-import type { ApiToken, Grant } from '../api/access';
+import type { ApiToken, Grant, GrantView } from '../api/access';
 
 /** How the API tokens page says a token's grants, limits and state. */
 
@@ -10,15 +10,15 @@ const listOf = (ids: string[], names: Names): string =>
   ids.map((id) => names.get(id) ?? `${id.slice(0, 8)}…`).join(', ');
 
 /** `run triggers: deploy, nightly` · `agents: build-01` · `storage (every binding): read, write` */
-export function grantWords(grant: Grant, names: Names): string {
+export function grantWords(grant: GrantView, names: Names): string {
   switch (grant.type) {
     case 'agent':
-      return `agents: ${listOf(grant.agentIds, names)}`;
+      return `agents: ${listOf(grant.agentIds ?? [], names)}`;
     case 'trigger':
-      return `run triggers: ${listOf(grant.triggerIds, names)}`;
+      return `run triggers: ${listOf(grant.triggerIds ?? [], names)}`;
     case 'storage': {
-      const where = grant.bindingIds === null ? 'every binding' : listOf(grant.bindingIds, names);
-      return `storage (${where}): ${grant.permissions.join(', ')}`;
+      const where = grant.bindingIds ? listOf(grant.bindingIds, names) : 'every binding';
+      return `storage (${where}): ${(grant.permissions ?? []).join(', ') || 'no permission'}`;
     }
   }
 }

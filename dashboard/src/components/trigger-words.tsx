@@ -14,6 +14,13 @@ export const TYPE_WORDS: Record<TriggerType, string> = {
 export const workflowWords = (t: Pick<Trigger, 'scopeType' | 'workflowName'>): string =>
   t.scopeType === 'workflow' ? (t.workflowName ?? '') : 'any workflow of the agent';
 
+/**
+ * How a run starts and answers: a cron trigger's schedule (`on 30 2 * * 1-5, Europe/Paris`), or how
+ * a webhook or chat trigger's call is answered (`async`, `sync`).
+ */
+export const answerWords = (t: Pick<Trigger, 'type' | 'responseMode' | 'cronExpression' | 'cronTimezone'>): string =>
+  t.type === 'cron' ? `on ${t.cronExpression ?? 'no schedule'}, ${t.cronTimezone ?? 'UTC'}` : t.responseMode;
+
 /** `2026-11-26T01:30:00.000Z` → `2026-11-26 01:30 UTC` */
 export const utcWords = (iso: string): string => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 

@@ -94,7 +94,7 @@ function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; i
               <li key={w.id}>
                 <strong>{w.name}</strong>
                 {w.description && <span className="hint"> {w.description}</span>}
-                {w.paramsSchema.length > 0 && (
+                {w.paramsSchema && w.paramsSchema.length > 0 && (
                   <ul className="params">
                     {w.paramsSchema.map((p) => (
                       <li key={p.name}>{describeParam(p)}</li>

@@ -1,17 +1,8 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { Link, useSearchParams } from 'react-router';
-import {
-  ACTOR_TYPES,
-  AUDIT_ACTIONS,
-  AUDIT_FILTER_KEYS,
-  auditQuery,
-  SELF_TARGETED,
-  TARGET_TYPES,
-  tokenNamesQuery,
-  type AuditEntry,
-  type AuditFilters,
-} from '../api/audit';
+import { AUDIT_FILTER_KEYS, auditQuery, tokenNamesQuery, type AuditEntry, type AuditFilters } from '../api/audit';
+import { ACTOR_TYPES, AUDIT_ACTIONS, SELF_TARGETED, TARGET_TYPES } from '../api/audit-words';
 import { emailsOf, membersQuery, triggerNamesQuery } from '../api/jobs';
 import { agentsQuery } from '../api/queries';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -100,6 +91,13 @@ interface Names {
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
 const short = (id: string) => id.slice(0, 8);
+/**
+ * A job by its number (`#42`) when the entry has it, else by the end of its id (`…9f3c2a1b`): a job
+ * id begins with its creation time, the same for every job of the same minute.
+ */
+const jobLabel = (id: string, number?: unknown) => (typeof number === 'number' ? `#${number}` : `…${id.slice(-8)}`);
+/** Metadata keys that hold a job id, each shown as a link to the job. */
+const JOB_ID_KEYS = new Set(['jobId', 'activeJobId', 'cancelledJobId']);
 
 /** Who acted: a member's email, an API token's name, an agent's name, or the coordinator. */
 function actor(entry: AuditEntry, names: Names): ReactNode {
@@ -137,8 +135,18 @@ function target(entry: AuditEntry, names: Names): ReactNode {
       if (current) return <Link to={`/orgs/${names.orgId}/triggers/${id}`}>{current}</Link>;
       return <>{named ?? short(id)} (deleted)</>;
     }
-    case 'job':
-      return <Link to={`/api/jobs/${id}`}>{text(metadata.workflowName) ?? short(id)}</Link>;
+    case 'job': {
+      const workflow = text(metadata.workflowName);
+      const label = jobLabel(id, metadata.jobNumber);
+      return <Link to={`/api/jobs/${id}`}>{workflow ? `${workflow} ${label}` : label}</Link>;
+    }
+    case 'device_binding': {
+      // A device is an agent bound to an application: named by the agent, linked to the application.
+      const agentId = text(metadata.agentId);
+      const name = agentId ? (names.agents.get(agentId) ?? `agent ${short(agentId)}`) : short(id);
+      const appId = text(metadata.applicationId);
+      return appId ? <Link to={`/orgs/${names.orgId}/apps/${appId}`}>{name}</Link> : name;
+    }
     case 'agent': {
       const name = names.agents.get(id);
       return name ? <Link to={`/orgs/${names.orgId}/agents`}>{name}</Link> : (named ?? short(id));
@@ -199,9 +207,9 @@ function AuditRow({ entry, names }: { entry: AuditEntry; names: Names }) {
   );
 }
 
-/** The entry's details, one per line; a job id links to the job. */
+/** The entry's details, one per line; a job id links to the job (its number is in the link). */
 function Metadata({ metadata }: { metadata: Record<string, unknown> }) {
-  const keys = Object.keys(metadata);
+  const keys = Object.keys(metadata).filter((key) => key !== 'jobNumber');
   if (keys.length === 0) return <span className="hint">—</span>;
   return (
     <dl className="audit-metadata">
@@ -211,8 +219,10 @@ function Metadata({ metadata }: { metadata: Record<string, unknown> }) {
           <div key={key}>
             <dt>{key}</dt>
             <dd>
-              {key === 'jobId' && typeof value === 'string' ? (
-                <Link to={`/api/jobs/${value}`}>{short(value)}</Link>
+              {JOB_ID_KEYS.has(key) && typeof value === 'string' ? (
+                <Link to={`/api/jobs/${value}`}>
+                  {jobLabel(value, key === 'jobId' ? metadata.jobNumber : undefined)}
+                </Link>
               ) : typeof value === 'string' ? (
                 value
               ) : (

@@ -137,6 +137,8 @@ export function IssueTokenForm(props: {
     issue.mutate(requestOf(draft));
   };
   const agents = props.agents.filter((a) => a.status !== 'revoked');
+  // A token runs webhook triggers only: cron triggers run on their schedule, chat ones from their channel.
+  const runnable = triggers.filter((t) => t.type === 'webhook');
   const agentName = new Map(props.agents.map((a) => [a.id, a.name]));
   const limit = (key: 'perMinute' | 'perHour' | 'perDay', field: (typeof FIELDS)[number], label: string) => (
     <Field errors={errors} field={field} label={label}>
@@ -169,8 +171,8 @@ export function IssueTokenForm(props: {
         </div>
 
         <Group errors={errors} field="triggerIds" legend="Run triggers">
-          {triggers.length === 0 && <p className="hint">This organization has no trigger yet.</p>}
-          {triggers.map((t) => (
+          {runnable.length === 0 && <p className="hint">This organization has no webhook trigger yet.</p>}
+          {runnable.map((t) => (
             <label key={t.id} className="check">
               <input
                 type="checkbox"
@@ -184,6 +186,7 @@ export function IssueTokenForm(props: {
           ))}
           <p className="hint">
             <code>POST /v1/triggers/&lt;id&gt;/run</code>; discovery then shows each trigger&apos;s agent and workflow.
+            Webhook triggers only: cron triggers run on their schedule, chat triggers from their channel.
           </p>
         </Group>
 
@@ -306,7 +309,7 @@ export function IssueTokenForm(props: {
 }
 
 function pickerTriggerWords(t: Trigger, agentName: Map<string, string>): string {
-  return `${t.type}, ${agentName.get(t.agentId) ?? 'agent'} · ${workflowWords(t)}`;
+  return `${agentName.get(t.agentId) ?? 'agent'} · ${workflowWords(t)}`;
 }
 
 /** A labelled input with its hint and the API's messages for it. */

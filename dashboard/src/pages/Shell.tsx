@@ -1,12 +1,16 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
+import { Link, Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { useFrameOrgId } from './use-org';
 
-/** The frame of every signed-in page: navigation, organization switcher, the user, sign-out. */
+/**
+ * The frame of every signed-in page: one line of header (the brand, which leads home, the
+ * organization switcher, the navigation, the user and sign-out) down to 1,280 px wide, and a
+ * footer with the API reference.
+ */
 export function Shell() {
   const session = useQuery(sessionQuery);
   const location = useLocation();
@@ -26,13 +30,12 @@ function SignedIn({ email }: { email: string }) {
   return (
     <div className="shell">
       <header className="topbar">
-        <span className="brand">Drover</span>
+        <Link className="brand" to={current ? `/orgs/${current.id}` : '/'} aria-label="Drover home">
+          Drover
+        </Link>
         {orgs.data && orgs.data.length > 0 && <OrgSwitcher orgs={orgs.data} current={current} />}
         {current && (
           <nav aria-label="Main">
-            <NavLink to={`/orgs/${current.id}`} end>
-              Home
-            </NavLink>
             <NavLink to={`/orgs/${current.id}/agents`}>Agents</NavLink>
             <NavLink to={`/orgs/${current.id}/triggers`}>Triggers</NavLink>
             <NavLink to={`/orgs/${current.id}/jobs`}>Jobs</NavLink>
@@ -50,6 +53,12 @@ function SignedIn({ email }: { email: string }) {
         <ErrorMessage error={orgs.error} />
         <Outlet />
       </main>
+      <footer className="footer">
+        {/* Served by the coordinator, outside the dashboard's own pages. */}
+        <a href="/docs">API reference</a>
+        <span aria-hidden="true"> · </span>
+        <a href="/v1/openapi.json">OpenAPI document</a>
+      </footer>
     </div>
   );
 }
@@ -65,7 +74,7 @@ function OrgSwitcher({ orgs, current }: { orgs: Org[]; current: Org | undefined 
   };
   return (
     <label className="org-switcher">
-      Organization
+      <span className="visually-hidden">Organization</span>
       <select value={current?.id ?? ''} onChange={(e) => switchTo(e.target.value)}>
         {!current && <option value="">Choose…</option>}
         {orgs.map((o) => (
@@ -90,8 +99,9 @@ function UserMenu({ email, role }: { email: string; role: string | undefined }) 
   });
   return (
     <div className="user">
-      <span>
-        Signed in as <strong>{email}</strong>
+      <span className="who" title={`Signed in as ${email}${role ? ` (${role})` : ''}`}>
+        <span className="visually-hidden">Signed in as </span>
+        <strong>{email}</strong>
         {role && <span className="role"> ({role})</span>}
       </span>
       <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>

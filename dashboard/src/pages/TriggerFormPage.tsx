@@ -138,16 +138,19 @@ export function bodyOf(d: Draft): Record<string, unknown> {
     agentId: d.agentId,
     scopeType: d.scopeType,
     workflowName: d.scopeType === 'workflow' ? d.workflowName.trim() : null,
-    responseMode: d.responseMode,
     allowedRefs: refs.length > 0 ? refs : null,
-    allowDebug: d.allowDebug,
     notifyProvider: d.notifyProvider || null,
     notifyTeamId: d.notifyProvider ? d.notifyTeamId : null,
     notifyChannelId: d.notifyProvider ? d.notifyChannelId : null,
     notifyOn: d.notifyProvider ? d.notifyOn : 'none',
   };
-  // The wait matters to sync triggers only, and its input is shown only for them.
-  if (d.responseMode === 'sync') body.responseTimeoutMs = Number(d.responseTimeoutMs);
+  // A cron trigger answers no caller and never runs in debug: the form has no such inputs for it.
+  if (d.type !== 'cron') {
+    body.responseMode = d.responseMode;
+    body.allowDebug = d.allowDebug;
+    // The wait matters to sync triggers only, and its input is shown only for them.
+    if (d.responseMode === 'sync') body.responseTimeoutMs = Number(d.responseTimeoutMs);
+  }
   if (d.type === 'cron') {
     Object.assign(body, {
       cronExpression: d.cronExpression,
@@ -285,17 +288,20 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
               <option key={w.id} value={w.name} />
             ))}
           </datalist>
-          <Field errors={errors} field="responseMode" label="Answer">
-            <select
-              {...errors.props('responseMode')}
-              value={draft.responseMode}
-              onChange={(e) => set('responseMode', e.target.value as Draft['responseMode'])}
-            >
-              <option value="async">async: the job id at once</option>
-              <option value="sync">sync: the result once the job ended</option>
-            </select>
-          </Field>
-          {draft.responseMode === 'sync' &&
+          {draft.type !== 'cron' && (
+            <Field errors={errors} field="responseMode" label="Answer">
+              <select
+                {...errors.props('responseMode')}
+                value={draft.responseMode}
+                onChange={(e) => set('responseMode', e.target.value as Draft['responseMode'])}
+              >
+                <option value="async">async: the job id at once</option>
+                <option value="sync">sync: the result once the job ended</option>
+              </select>
+            </Field>
+          )}
+          {draft.type !== 'cron' &&
+            draft.responseMode === 'sync' &&
             text('responseTimeoutMs', 'Sync wait (ms)', '1,000 to 600,000', { type: 'number', min: 1000, max: 600000 })}
           <Field errors={errors} field="allowedRefs" label="Allowed refs" hint="one per line; empty: any ref, or none">
             <textarea
@@ -305,17 +311,19 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
               onChange={(e) => set('allowedRefs', e.target.value)}
             />
           </Field>
-          <Field errors={errors} field="allowDebug" label="" check>
-            <label className="check">
-              <input
-                {...errors.props('allowDebug')}
-                type="checkbox"
-                checked={draft.allowDebug}
-                onChange={(e) => set('allowDebug', e.target.checked)}
-              />
-              Calls may ask for a debug run
-            </label>
-          </Field>
+          {draft.type !== 'cron' && (
+            <Field errors={errors} field="allowDebug" label="" check>
+              <label className="check">
+                <input
+                  {...errors.props('allowDebug')}
+                  type="checkbox"
+                  checked={draft.allowDebug}
+                  onChange={(e) => set('allowDebug', e.target.checked)}
+                />
+                Calls may ask for a debug run
+              </label>
+            </Field>
+          )}
         </div>
 
         {draft.type === 'cron' && (
@@ -468,7 +476,7 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
 
 const TYPE_HINTS: Record<TriggerType, string> = {
   webhook: 'run with an API token: POST /v1/triggers/<id>/run',
-  cron: 'runs on a schedule',
+  cron: 'runs on a schedule; no caller waits for its answer',
   slack: 'runs on a Slack command',
   discord: 'runs on a Discord command',
 };

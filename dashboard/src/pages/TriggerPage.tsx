@@ -148,10 +148,13 @@ function Settings({ trigger: t, agentName }: { trigger: Trigger; agentName?: str
     ['Type', TYPE_WORDS[t.type]],
     ['Agent', agentName ?? t.agentId],
     ['Workflow', workflowWords(t)],
-    ['Answer', t.responseMode === 'sync' ? `sync (waits up to ${t.responseTimeoutMs / 1000} s)` : 'async'],
-    ['Allowed refs', t.allowedRefs ? t.allowedRefs.join(', ') : 'any ref, or none'],
-    ['Debug runs', t.allowDebug ? 'allowed' : 'not allowed'],
   ];
+  // A cron trigger answers no caller and never runs in debug: it has neither setting.
+  if (t.type !== 'cron') {
+    rows.push(['Answer', t.responseMode === 'sync' ? `sync (waits up to ${t.responseTimeoutMs / 1000} s)` : 'async']);
+  }
+  rows.push(['Allowed refs', t.allowedRefs ? t.allowedRefs.join(', ') : 'any ref, or none']);
+  if (t.type !== 'cron') rows.push(['Debug runs', t.allowDebug ? 'allowed' : 'not allowed']);
   if (t.type === 'cron') {
     rows.push(
       ['Schedule', `${t.cronExpression} in ${t.cronTimezone}`],

@@ -4,7 +4,7 @@ import { Link } from 'react-router';
 import { agentsQuery } from '../api/queries';
 import { TRIGGERS_REFRESH_MS, triggersQuery, type Trigger } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { NextRun, OccurrenceOutcome, TYPE_WORDS, workflowWords } from '../components/trigger-words';
+import { answerWords, NextRun, OccurrenceOutcome, TYPE_WORDS, workflowWords } from '../components/trigger-words';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
 
@@ -45,7 +45,7 @@ export function TriggersPage() {
               <th scope="col">Type</th>
               <th scope="col">Agent</th>
               <th scope="col">Workflow</th>
-              <th scope="col">Mode</th>
+              <th scope="col">Runs</th>
               <th scope="col">Next run</th>
               <th scope="col">Last occurrence</th>
             </tr>
@@ -83,7 +83,7 @@ function TriggerRow(props: { orgId: string; trigger: Trigger; agentName?: string
       </td>
       <td>{agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>}</td>
       <td>{workflowWords(trigger)}</td>
-      <td>{trigger.responseMode}</td>
+      <td>{answerWords(trigger)}</td>
       <td>{cron ? <NextRun trigger={trigger} /> : <span className="hint">not scheduled</span>}</td>
       <td>
         {!cron && <span className="hint">not scheduled</span>}

@@ -31,6 +31,7 @@ export const COPIED_TABLES = [
   'signed_out_sessions',
   'chat_integrations',
   'chat_oauth_states',
+  'chat_requests_seen',
   'chat_outbox',
 ] as const;
 

@@ -64,8 +64,8 @@ export function createChatIntegrationRepository(db: Db): ChatIntegrationReposito
 
   const forgetStates = db.prepare('DELETE FROM chat_oauth_states WHERE expires_at < ?');
   const insertState = db.prepare(
-    `INSERT INTO chat_oauth_states (state_hash, org_id, user_id, provider, created_at, expires_at)
-     VALUES (@stateHash, @orgId, @userId, @provider, @createdAt, @expiresAt)`,
+    `INSERT INTO chat_oauth_states (state_hash, org_id, user_id, provider, browser_hash, created_at, expires_at)
+     VALUES (@stateHash, @orgId, @userId, @provider, @browserHash, @createdAt, @expiresAt)`,
   );
   const addState = db.transaction((state: OAuthState) => {
     forgetStates.run(state.createdAt);
@@ -73,11 +73,18 @@ export function createChatIntegrationRepository(db: Db): ChatIntegrationReposito
   });
   const consume = db.prepare<
     [string, string, string, string],
-    { org_id: string; user_id: string; provider: ChatProvider; created_at: string; expires_at: string }
+    {
+      org_id: string;
+      user_id: string;
+      provider: ChatProvider;
+      browser_hash: string | null;
+      created_at: string;
+      expires_at: string;
+    }
   >(
     `UPDATE chat_oauth_states SET used_at = ?
      WHERE state_hash = ? AND provider = ? AND used_at IS NULL AND expires_at > ?
-     RETURNING org_id, user_id, provider, created_at, expires_at`,
+     RETURNING org_id, user_id, provider, browser_hash, created_at, expires_at`,
   );
 
   return {
@@ -109,6 +116,7 @@ export function createChatIntegrationRepository(db: Db): ChatIntegrationReposito
         orgId: row.org_id,
         userId: row.user_id,
         provider: row.provider,
+        browserHash: row.browser_hash,
         createdAt: row.created_at,
         expiresAt: row.expires_at,
       };

@@ -11,6 +11,7 @@ import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
+import { createChatRequestRepository } from './chat-requests.js';
 import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createJobRepository } from './jobs.js';
@@ -38,6 +39,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     changeCounter: createChangeCounterRepository(db),
     chatIntegrations: createChatIntegrationRepository(db),
     chatOutbox: createChatOutboxRepository(db),
+    chatRequests: createChatRequestRepository(db),
     cronOccurrences: createCronOccurrenceRepository(db, writes),
     enrollmentTokens: createEnrollmentTokenRepository(db),
     jobs: createJobRepository(db, writes, rules.planJobMove, rules.planJobMessages),
@@ -46,7 +48,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     signedOutSessions: createSignedOutSessionRepository(db),
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
-    triggers: createTriggerRepository(db),
+    triggers: createTriggerRepository(db, rules.triggerLimitRefusal),
     triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits, rules.planJobMessages),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),

@@ -4,6 +4,9 @@ import type {
   CronOverlapPolicy,
   NotifyOn,
   Trigger,
+  TriggerLimit,
+  TriggerLimitRefusal,
+  TriggerLimits,
   TriggerRepository,
   TriggerType,
 } from '../../domain/model/triggers.js';
@@ -85,7 +88,7 @@ const toParams = (t: Trigger) => ({
   chatAllowedUserIds: t.chatAllowedUserIds === null ? null : JSON.stringify(t.chatAllowedUserIds),
 });
 
-export function createTriggerRepository(db: Db): TriggerRepository {
+export function createTriggerRepository(db: Db, limitRefusal: TriggerLimitRefusal): TriggerRepository {
   const insert = db.prepare(
     `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
        response_timeout_ms, allowed_refs, allow_debug, notify_provider, notify_team_id, notify_channel_id, notify_on,
@@ -126,17 +129,44 @@ export function createTriggerRepository(db: Db): TriggerRepository {
   const softDelete = db.prepare(
     'UPDATE triggers SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
   );
+  const counts = db.prepare<[string, string], TriggerLimits>(
+    `SELECT count(*) AS triggers, count(*) FILTER (WHERE type = 'cron' AND cron_enabled = 1) AS enabledCron
+     FROM triggers WHERE org_id = ? AND id != ? AND deleted_at IS NULL`,
+  );
+  const kindOf = db.prepare<[string, string], Pick<TriggerRow, 'type' | 'cron_enabled'>>(
+    'SELECT type, cron_enabled FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+  );
+  /** Writes `trigger` unless it would pass one of `limits`, counted in the same transaction. */
+  const writeWithin = db.transaction(
+    (
+      trigger: Trigger,
+      limits: TriggerLimits | undefined,
+      write: () => void,
+      inserting: boolean,
+    ): TriggerLimit | null => {
+      if (limits) {
+        const stored = inserting ? undefined : kindOf.get(trigger.orgId, trigger.id);
+        const before = stored ? { type: stored.type, cronEnabled: stored.cron_enabled === 1 } : null;
+        const others = counts.get(trigger.orgId, trigger.id) as TriggerLimits;
+        // An update of a trigger deleted meanwhile writes nothing: nothing to refuse.
+        const refused = !inserting && !stored ? null : limitRefusal(before, trigger, others, limits);
+        if (refused) return refused;
+      }
+      write();
+      return null;
+    },
+  );
   const inChannel = db.prepare<[string, string, string, string], TriggerRow>(
     `SELECT * FROM triggers WHERE type = ? AND chat_team_id = ? AND chat_channel_id = ? AND org_id = ?
        AND deleted_at IS NULL AND chat_team_id IS NOT NULL
      ORDER BY chat_keyword, created_at`,
   );
   return {
-    async insert(trigger) {
-      insert.run(toParams(trigger));
+    async insert(trigger, limits) {
+      return writeWithin(trigger, limits, () => insert.run(toParams(trigger)), true);
     },
-    async update(trigger) {
-      update.run(toParams(trigger));
+    async update(trigger, limits) {
+      return writeWithin(trigger, limits, () => update.run(toParams(trigger)), false);
     },
     async findById(id) {
       const row = byId.get(id);

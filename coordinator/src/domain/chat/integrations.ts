@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ChatIntegration } from '../model/chat-integrations.js';
 import type { Repositories } from '../model/repositories.js';
 import type { ChatProvider } from '../model/triggers.js';
-import { AppError, conflict, notFound } from '../../errors.js';
+import { AppError, conflict, forbidden, notFound } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { userAction, type AuditLog, type UserActor } from '../audit-log.js';
@@ -12,7 +12,11 @@ import { ChatProviderError, type ChatConnectors, type ChatConnector } from './co
 /** How long an OAuth flow may take from the dashboard's "Connect" to the provider's callback. */
 export const OAUTH_STATE_TTL_MS = 10 * 60_000;
 
+/** A browser key: 32 random bytes, base64url (what the connect cookie holds). */
+const BROWSER_KEY = /^[A-Za-z0-9_-]{43}$/;
+
 const PROVIDER_NAMES: Record<ChatProvider, string> = { slack: 'Slack', discord: 'Discord' };
+const TEAM_WORDS: Record<ChatProvider, string> = { slack: 'workspace', discord: 'server' };
 const SETTINGS: Record<ChatProvider, string> = {
   slack: 'DROVER_SLACK_CLIENT_ID, DROVER_SLACK_CLIENT_SECRET and DROVER_SLACK_SIGNING_SECRET',
   discord:
@@ -45,18 +49,34 @@ export type OAuthCompletion =
   | { outcome: 'connected'; orgId: string; integration: ChatIntegrationView }
   | { outcome: 'failed'; orgId: string; message: string };
 
-const hashState = (state: string): string => createHash('sha256').update(state).digest('hex');
+const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+const sameHash = (a: string, b: string): boolean =>
+  a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+
+/** Who finishes an OAuth flow: the signed-in user, and the key of their browser's connect cookie. */
+export interface OAuthFinisher {
+  userId: string;
+  /** The connect cookie's value, or null when the browser sent none. */
+  browserKey: string | null;
+}
 
 /**
  * Chat workspaces connected to organizations (docs/chat.md, "Connecting a workspace"): an owner
  * starts the provider's OAuth flow, the provider sends the browser back with a code that is
  * exchanged for the workspace, which is stored with its token sealed. A workspace belongs to one
  * organization. Connecting and disconnecting are audited.
+ *
+ * The flow is bound to the browser and the owner that started it: the `state` is single use and
+ * valid ten minutes, and it is finished only by the same user, signed in, in the browser holding
+ * the key the connect cookie was given, while they are still an owner of the organization.
+ * Otherwise anyone owning an organization could send a workspace's admin a real consent link and
+ * have that workspace connected to their organization.
  */
 export class ChatIntegrationService {
   constructor(
     private readonly deps: {
-      repos: Pick<Repositories, 'chatIntegrations'>;
+      repos: Pick<Repositories, 'chatIntegrations' | 'orgs'>;
       connectors: ChatConnectors;
       box: SecretBox;
       audit: AuditLog;
@@ -86,47 +106,82 @@ export class ChatIntegrationService {
     return `${this.deps.publicUrl()}/v1/chat/${provider}/oauth/callback`;
   }
 
-  /** Starts the OAuth flow (owners): the address to send the browser to, valid ten minutes. */
-  async connect(actor: UserActor, provider: ChatProvider): Promise<{ authorizeUrl: string; expiresAt: string }> {
+  /**
+   * Starts the OAuth flow (owners): the address to send the browser to, valid ten minutes, and
+   * the browser key for its connect cookie: the one it already holds (flows started side by side
+   * in one browser share it), or a new one.
+   */
+  async connect(
+    actor: UserActor,
+    provider: ChatProvider,
+    browserKey: string | null,
+  ): Promise<{ authorizeUrl: string; expiresAt: string; browserKey: string }> {
     const connector = this.connector(provider);
+    const key =
+      browserKey !== null && BROWSER_KEY.test(browserKey) ? browserKey : randomBytes(32).toString('base64url');
     const state = randomBytes(32).toString('base64url');
     const now = this.deps.clock.now();
     const expiresAt = isoAt(now + OAUTH_STATE_TTL_MS);
     await this.deps.repos.chatIntegrations.addState({
-      stateHash: hashState(state),
+      stateHash: sha256(state),
       orgId: actor.orgId,
       userId: actor.userId,
       provider,
+      browserHash: sha256(key),
       createdAt: isoAt(now),
       expiresAt,
     });
-    return { authorizeUrl: connector.authorizeUrl(state, this.redirectUri(provider)), expiresAt };
+    return { authorizeUrl: connector.authorizeUrl(state, this.redirectUri(provider)), expiresAt, browserKey: key };
   }
 
   /**
-   * The provider's callback. An unknown, used or expired `state` is 400 (there is no organization
-   * to go back to); anything else ends on the organization's integrations page, connected or with
-   * the reason it was not.
+   * Finishes the flow the provider sent the browser back from. The state is used up whatever
+   * happens next. A refusal is an error, and nothing is connected: an unknown, used or expired
+   * state (400); another browser than the one that started it, another user than the owner who
+   * started it, or an owner no longer one (403). What the provider answered (consent denied, a
+   * stale code) and a workspace that is another organization's are a `failed` outcome, to show
+   * on the organization's integrations page.
    */
   async complete(
     provider: ChatProvider,
     query: { code?: string | undefined; state?: string | undefined; error?: string | undefined },
+    finisher: OAuthFinisher,
   ): Promise<OAuthCompletion> {
     const connector = this.connector(provider);
     const { repos, clock, box, audit } = this.deps;
+    const name = PROVIDER_NAMES[provider];
     const state = query.state
-      ? await repos.chatIntegrations.consumeState(hashState(query.state), provider, isoAt(clock.now()))
+      ? await repos.chatIntegrations.consumeState(sha256(query.state), provider, isoAt(clock.now()))
       : null;
     if (!state) {
       throw new AppError(
         'bad_request',
-        `This ${PROVIDER_NAMES[provider]} sign-in is unknown, was already used or took longer than ten minutes: start again from the dashboard`,
+        `This ${name} sign-in is unknown, was already used or took longer than ten minutes: nothing was connected; start again from the dashboard`,
+      );
+    }
+    if (
+      state.browserHash === null ||
+      finisher.browserKey === null ||
+      !sameHash(state.browserHash, sha256(finisher.browserKey))
+    ) {
+      throw forbidden(
+        `This ${name} sign-in was started in another browser: it can be finished only in the browser that pressed Connect. Nothing was connected; start again from the dashboard's Integrations page`,
+      );
+    }
+    if (finisher.userId !== state.userId) {
+      throw forbidden(
+        `This ${name} sign-in was started by another user: it can be finished only by the owner who pressed Connect, signed in. Nothing was connected`,
+      );
+    }
+    if ((await repos.orgs.roleOf(state.orgId, state.userId)) !== 'owner') {
+      throw forbidden(
+        `Only an owner of the organization connects a ${name} ${TEAM_WORDS[provider]}, and you no longer are one: nothing was connected`,
       );
     }
     const orgId = state.orgId;
     if (query.error !== undefined || !query.code) {
       const why = query.error === 'access_denied' ? 'the app was not allowed' : (query.error ?? 'no code came back');
-      return { outcome: 'failed', orgId, message: `${PROVIDER_NAMES[provider]} was not connected: ${why}` };
+      return { outcome: 'failed', orgId, message: `${name} was not connected: ${why}` };
     }
     try {
       const workspace = await connector.exchangeCode(query.code, this.redirectUri(provider));
@@ -146,7 +201,7 @@ export class ChatIntegrationService {
         return {
           outcome: 'failed',
           orgId,
-          message: `${PROVIDER_NAMES[provider]} workspace ${workspace.teamName} is connected to another organization: disconnect it there first`,
+          message: `${name} workspace ${workspace.teamName} is connected to another organization: disconnect it there first`,
         };
       }
       await connector.afterConnect(workspace);
@@ -161,7 +216,7 @@ export class ChatIntegrationService {
       return { outcome: 'connected', orgId, integration: view };
     } catch (error) {
       if (error instanceof ChatProviderError) {
-        return { outcome: 'failed', orgId, message: `${PROVIDER_NAMES[provider]} was not connected: ${error.message}` };
+        return { outcome: 'failed', orgId, message: `${name} was not connected: ${error.message}` };
       }
       throw error;
     }

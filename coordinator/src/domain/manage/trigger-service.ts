@@ -1,6 +1,6 @@
 import type { Repositories } from '../model/repositories.js';
 import type { CronOccurrence } from '../model/cron-occurrences.js';
-import type { Trigger } from '../model/triggers.js';
+import type { Trigger, TriggerLimits } from '../model/triggers.js';
 import { notFound, placeValidation } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
@@ -16,6 +16,7 @@ import {
 import { CronSchedules } from '../cron/schedule.js';
 import { triggerView, type TriggerView } from '../cron/trigger-view.js';
 import { resolveRunParams } from '../trigger-run/params.js';
+import { triggerLimitReached } from '../trigger-limits.js';
 
 /** Largest page of `occurrences`. */
 export const OCCURRENCES_MAX_LIMIT = 200;
@@ -34,6 +35,8 @@ export class TriggerService {
       repos: Pick<Repositories, 'triggers' | 'agents' | 'workflows' | 'cronOccurrences'>;
       audit: AuditLog;
       clock: Clock;
+      /** The most triggers, and enabled cron triggers, an organization may have (409 past them). */
+      limits: TriggerLimits;
       /** Told after every create, change and delete (the cron scheduler re-reads the trigger). */
       onChanged?: (triggerId: string) => void;
       schedules?: CronSchedules;
@@ -76,7 +79,8 @@ export class TriggerService {
       createdAt: now,
       updatedAt: now,
     };
-    await repos.triggers.insert(trigger);
+    const refused = await repos.triggers.insert(trigger, this.deps.limits);
+    if (refused) throw triggerLimitReached(refused, this.deps.limits);
     this.changed(trigger.id);
     await audit.record(
       userAction(actor, 'trigger.create', 'trigger', trigger.id, {
@@ -108,7 +112,8 @@ export class TriggerService {
         current.cronTimezone !== config.cronTimezone);
     const cronSince = config.type !== 'cron' ? null : newSchedule ? now : current.cronSince;
     const updated: Trigger = { ...current, ...config, cronSince, updatedAt: now };
-    await repos.triggers.update(updated);
+    const refused = await repos.triggers.update(updated, this.deps.limits);
+    if (refused) throw triggerLimitReached(refused, this.deps.limits);
     this.changed(updated.id);
     await audit.record(userAction(actor, 'trigger.update', 'trigger', updated.id, { name: updated.name, changed }));
     return this.view(updated);

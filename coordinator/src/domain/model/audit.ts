@@ -1,10 +1,56 @@
 export type ActorType = 'user' | 'api_token' | 'agent' | 'system';
 
+/**
+ * Every action the audit log records, each written only through this list (`AuditEntryInput`
+ * takes nothing else), so that the dashboard's words for them and docs/management.md ("Audit
+ * log") can be checked to name them all (test/browser/audit.test.ts).
+ */
+export const AUDIT_ACTIONS = [
+  'org.create',
+  'member.add',
+  'member.update',
+  'member.remove',
+  'enrollment_token.create',
+  'agent.enroll',
+  'agent.rename',
+  'agent.revoke',
+  'enrollment.lockout',
+  'workflow.update_limits',
+  'trigger.create',
+  'trigger.update',
+  'trigger.delete',
+  'trigger.run',
+  'trigger.force_run',
+  'job.cancel',
+  'api_token.issue',
+  'api_token.revoke',
+  'api_token.discover',
+  'rate_limit.block',
+  'auth.lockout',
+  'storage_binding.create',
+  'storage_binding.delete',
+  'file.delete',
+  'app.create',
+  'app.update',
+  'app.delete',
+  'release.create',
+  'release.update',
+  'release.publish',
+  'release.yank',
+  'device.bind',
+  'device.update',
+  'device.unbind',
+  'device.reconcile',
+  'chat_integration.connect',
+  'chat_integration.disconnect',
+] as const;
+export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+
 export interface AuditEntryInput {
   orgId: string | null;
   actorType: ActorType;
   actorId: string | null;
-  action: string;
+  action: AuditAction;
   targetType?: string | null;
   targetId?: string | null;
   metadata?: Record<string, unknown>;

@@ -18,11 +18,14 @@ export interface ChatIntegration {
   createdAt: string;
 }
 
+/** An OAuth flow in progress: single use, bound to the organization, the owner and their browser. */
 export interface OAuthState {
   stateHash: string;
   orgId: string;
   userId: string;
   provider: ChatProvider;
+  /** SHA-256 of the key the starting browser's connect cookie holds; null on states older than it. */
+  browserHash: string | null;
   createdAt: string;
   expiresAt: string;
 }

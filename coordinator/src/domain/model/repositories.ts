@@ -5,6 +5,7 @@ import type { AuditRepository } from './audit.js';
 import type { ChangeCounterRepository } from './change-counter.js';
 import type { ChatIntegrationRepository } from './chat-integrations.js';
 import type { ChatOutboxRepository } from './chat-outbox.js';
+import type { ChatRequestRepository } from './chat-requests.js';
 import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
@@ -33,6 +34,7 @@ export interface Repositories {
   changeCounter: ChangeCounterRepository;
   chatIntegrations: ChatIntegrationRepository;
   chatOutbox: ChatOutboxRepository;
+  chatRequests: ChatRequestRepository;
   cronOccurrences: CronOccurrenceRepository;
   enrollmentTokens: EnrollmentTokenRepository;
   jobs: JobRepository;

@@ -6,6 +6,7 @@ import type { RoleChangeRefusal } from './orgs.js';
 import type { CheckArtifact } from './releases.js';
 import type { LimitDecision, ReadWindowCounts } from '../trigger-run/rate-windows.js';
 import type { LimitedAdmission } from './trigger-runs.js';
+import type { TriggerLimitRefusal } from './triggers.js';
 
 /** The workflow's and the token's job limits on one admission, on counts the transaction reads. */
 export type DecideLimits = (request: LimitedAdmission, readCounts: ReadWindowCounts) => LimitDecision;
@@ -32,4 +33,6 @@ export interface TransactionRules {
   decideLimits: DecideLimits;
   /** A trigger job that ended: the chat messages it posts, if any (written with the job's end). */
   planJobMessages: PlanJobMessages;
+  /** An organization's triggers stay within the server's limits. */
+  triggerLimitRefusal: TriggerLimitRefusal;
 }

@@ -54,10 +54,35 @@ export interface Trigger {
   updatedAt: string;
 }
 
+/**
+ * The most triggers an organization may have (settings of the server, docs/management.md,
+ * "Limits"), and how many it has: triggers not deleted, of every kind, and enabled cron triggers.
+ */
+export interface TriggerLimits {
+  triggers: number;
+  enabledCron: number;
+}
+export type TriggerLimit = keyof TriggerLimits;
+
+/**
+ * Which limit writing `after` (over `before`; null: inserting it) would pass, given how many
+ * triggers the organization has besides this one (domain/trigger-limits.ts); run inside the write.
+ */
+export type TriggerLimitRefusal = (
+  before: Pick<Trigger, 'type' | 'cronEnabled'> | null,
+  after: Pick<Trigger, 'type' | 'cronEnabled'>,
+  others: TriggerLimits,
+  limits: TriggerLimits,
+) => TriggerLimit | null;
+
 export interface TriggerRepository {
-  insert(trigger: Trigger): Promise<void>;
-  /** Replaces every configuration field of an existing trigger. */
-  update(trigger: Trigger): Promise<void>;
+  /**
+   * Inserts the trigger, unless it would pass one of `limits` (counted in the same transaction,
+   * so that two writes cannot both take the last place): then the limit, and nothing is written.
+   */
+  insert(trigger: Trigger, limits?: TriggerLimits): Promise<TriggerLimit | null>;
+  /** Replaces every configuration field of an existing trigger; `limits` as for `insert`. */
+  update(trigger: Trigger, limits?: TriggerLimits): Promise<TriggerLimit | null>;
   findById(id: string): Promise<Trigger | null>;
   findInOrg(orgId: string, id: string): Promise<Trigger | null>;
   /** The organization's chat triggers of `provider` listening in the channel, by keyword. */

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
+import type { AuditAction } from '../model/audit.js';
 import type { ChatOrigin, JobSource } from '../model/jobs.js';
 import type { Role } from '../model/orgs.js';
 import type { RateLimits } from '../model/rate-limits.js';
@@ -12,6 +13,7 @@ import { AppError, conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { AuditLog, UserActor } from '../audit-log.js';
+import { TOKEN_RUNNABLE_TRIGGER_TYPES } from '../grants.js';
 import { memberFileCaller, systemReaderFileCaller, tokenFileCaller, type FileCaller } from '../files/access.js';
 import type { JobEvents } from '../job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -58,7 +60,7 @@ export interface RunActor {
 export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
   return {
     source: 'webhook',
-    runsTypes: ['webhook'],
+    runsTypes: TOKEN_RUNNABLE_TRIGGER_TYPES,
     auditActor: { actorType: 'api_token', actorId: token.id },
     forceDenied:
       token.issuerRole === 'owner'
@@ -263,7 +265,7 @@ export class TriggerRunService {
       case 'admitted': {
         jobEvents.jobCreated(trigger.agentId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
-        const onTrigger = (action: string, metadata: Record<string, unknown>) =>
+        const onTrigger = (action: AuditAction, metadata: Record<string, unknown>) =>
           audit.record({
             orgId: trigger.orgId,
             ...actor.auditActor,

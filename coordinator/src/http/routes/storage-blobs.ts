@@ -64,6 +64,11 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
         request.query,
         request.raw,
         request.headers['content-length'],
+        // `Expect: 100-continue`: the client sends its bytes once told the upload is accepted, so
+        // that a refusal (403, 404, 409, 413) comes before any of them (http/slow-clients.ts).
+        () => {
+          if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue();
+        },
       );
       void reply.header('etag', `"${stored.sha256}"`);
       return stored;

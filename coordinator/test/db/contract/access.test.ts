@@ -224,7 +224,7 @@ describe.each(DATABASES)('audit log (%s)', (kind) => {
       orgId,
       actorType: 'user' as const,
       actorId: 'u1',
-      action: i % 2 ? 'trigger.run' : 'token.create',
+      action: i % 2 ? ('trigger.run' as const) : ('api_token.issue' as const),
       targetType: 'trigger',
       targetId: `t${i % 3}`,
       metadata: { i },
@@ -248,7 +248,7 @@ describe.each(DATABASES)('audit log (%s)', (kind) => {
       createdAt: later(5000),
     });
     const ids = async (q: object) => (await t.repos.audit.list(orgId, { limit: 10, ...q })).map((e) => e.metadata.i);
-    expect(await ids({ action: 'token.create' })).toEqual([4, 2, 0]);
+    expect(await ids({ action: 'api_token.issue' })).toEqual([4, 2, 0]);
     expect(await ids({ targetId: 't1', action: 'trigger.run' })).toEqual([7, 1]);
     expect(await ids({ actorType: 'system' })).toEqual([7]);
     expect(

@@ -170,6 +170,7 @@ describe.each(DATABASES)('chat integrations (%s)', (kind) => {
       orgId,
       userId: 'u1',
       provider: 'slack' as const,
+      browserHash: 'b1',
       createdAt: iso(0),
       expiresAt: iso(600_000),
     };
@@ -189,5 +190,23 @@ describe.each(DATABASES)('chat integrations (%s)', (kind) => {
       expiresAt: iso(800_000),
     });
     expect(await t.rows("SELECT state_hash FROM chat_oauth_states WHERE state_hash = 'h2'")).toEqual([]);
+  });
+
+  it('records a signed request once for every coordinator until it expires, and forgets expired ones', async () => {
+    const seen = await Promise.all([
+      t.repos.chatRequests.firstSeen('slack', 'r1', iso(600_000), iso(0)),
+      t.other.chatRequests.firstSeen('slack', 'r1', iso(600_000), iso(0)),
+      t.repos.chatRequests.firstSeen('slack', 'r1', iso(600_000), iso(1)),
+    ]);
+    expect(seen.filter(Boolean)).toHaveLength(1);
+    // The same hash from the other provider is another request.
+    expect(await t.other.chatRequests.firstSeen('discord', 'r1', iso(600_000), iso(2))).toBe(true);
+    expect(await t.repos.chatRequests.firstSeen('slack', 'r1', iso(600_000), iso(599_999))).toBe(false);
+    // Expired: forgotten, and a request of that hash is new again.
+    expect(await t.repos.chatRequests.firstSeen('slack', 'r2', iso(1_200_000), iso(600_000))).toBe(true);
+    expect(await t.rows("SELECT request_hash FROM chat_requests_seen WHERE provider = 'slack'")).toEqual([
+      { request_hash: 'r2' },
+    ]);
+    expect(await t.other.chatRequests.firstSeen('slack', 'r1', iso(1_200_000), iso(600_001))).toBe(true);
   });
 });

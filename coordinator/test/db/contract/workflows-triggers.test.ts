@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import type { Trigger } from '../../../src/domain/model/triggers.js';
 import { newId } from '../../../src/util/ids.js';
 import { triggerRow } from '../fixture.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
@@ -148,6 +149,69 @@ describe.each(DATABASES)('workflows, triggers and cron occurrences (%s)', (kind)
     expect(await t.repos.triggers.softDelete(orgId, chat.id, iso(6))).toBe(true);
     expect(await t.repos.triggers.softDelete(orgId, chat.id, iso(7))).toBe(false);
     expect(await t.repos.triggers.findById(chat.id)).toBeNull();
+  });
+
+  describe('trigger limits', () => {
+    const trigger = (fields: Partial<Trigger> = {}) => triggerRow({ id: newId(), orgId, agentId, ...fields });
+    const cron = (cronEnabled: boolean) =>
+      trigger({
+        type: 'cron',
+        scopeType: 'workflow',
+        workflowName: 'backup',
+        cronExpression: '0 3 * * *',
+        cronTimezone: 'UTC',
+        cronEnabled,
+      });
+
+    it('refuses a write past a limit and writes nothing; deleted triggers and disabled cron ones do not count', async () => {
+      const limits = { triggers: 3, enabledCron: 1 };
+      const first = cron(true);
+      expect(await t.repos.triggers.insert(first, limits)).toBeNull();
+      const second = cron(true);
+      expect(await t.repos.triggers.insert(second, limits)).toBe('enabledCron');
+      expect(await t.repos.triggers.findById(second.id)).toBeNull();
+      const paused = cron(false);
+      expect(await t.repos.triggers.insert(paused, limits)).toBeNull();
+      // Enabling it takes a place: refused while the first holds the only one.
+      expect(await t.repos.triggers.update({ ...paused, cronEnabled: true }, limits)).toBe('enabledCron');
+      expect((await t.repos.triggers.findById(paused.id))?.cronEnabled).toBe(false);
+      expect(await t.repos.triggers.update({ ...first, cronEnabled: false }, limits)).toBeNull();
+      expect(await t.repos.triggers.update({ ...paused, cronEnabled: true }, limits)).toBeNull();
+      // An enabled cron trigger changed again keeps its place.
+      expect(await t.repos.triggers.update({ ...paused, cronEnabled: true, name: 'renamed' }, limits)).toBeNull();
+
+      const hook = trigger();
+      expect(await t.repos.triggers.insert(hook, limits)).toBeNull();
+      expect(await t.repos.triggers.insert(trigger(), limits)).toBe('triggers');
+      // A full organization still changes its triggers; a deleted one frees its place.
+      expect(await t.repos.triggers.update({ ...hook, name: 'renamed' }, limits)).toBeNull();
+      expect(await t.repos.triggers.softDelete(orgId, hook.id, iso(1))).toBe(true);
+      expect(await t.repos.triggers.insert(trigger(), limits)).toBeNull();
+      // Another organization has places of its own.
+      const other = await orgWithAgent(t.repos, iso(0));
+      const theirs = triggerRow({ id: newId(), orgId: other.orgId, agentId: other.agentId });
+      expect(await t.repos.triggers.insert(theirs, limits)).toBeNull();
+      expect((await t.repos.triggers.listByOrg(orgId)).length).toBe(3);
+    });
+
+    it('lets one of several writes at once take the last place, whichever coordinator makes them', async () => {
+      const limits = { triggers: 1, enabledCron: 1 };
+      const sides = [t.repos, t.other, t.repos, t.other];
+      const inserted = await Promise.all(sides.map((repos) => repos.triggers.insert(trigger(), limits)));
+      expect(inserted.filter((r) => r === null)).toHaveLength(1);
+      expect(inserted.filter((r) => r === 'triggers')).toHaveLength(3);
+      expect(await t.repos.triggers.listByOrg(orgId)).toHaveLength(1);
+
+      // Enabling paused cron triggers at once: one of them gets the only place.
+      const roomy = { triggers: 100, enabledCron: 1 };
+      const paused = [cron(false), cron(false), cron(false), cron(false)];
+      for (const p of paused) expect(await t.repos.triggers.insert(p, roomy)).toBeNull();
+      const enabled = await Promise.all(
+        paused.map((p, i) => sides[i]!.triggers.update({ ...p, cronEnabled: true }, roomy)),
+      );
+      expect(enabled.filter((r) => r === null)).toHaveLength(1);
+      expect(await t.repos.triggers.listEnabledCron()).toHaveLength(1);
+    });
   });
 
   it('records skipped occurrences once, whoever records them', async () => {

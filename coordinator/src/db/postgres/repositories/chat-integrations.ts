@@ -98,9 +98,17 @@ export function createChatIntegrationRepository(pool: PgPool): ChatIntegrationRe
         await run(tx, 'DELETE FROM chat_oauth_states WHERE expires_at < $1', [state.createdAt]);
         await run(
           tx,
-          `INSERT INTO chat_oauth_states (state_hash, org_id, user_id, provider, created_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6)`,
-          [state.stateHash, state.orgId, state.userId, state.provider, state.createdAt, state.expiresAt],
+          `INSERT INTO chat_oauth_states (state_hash, org_id, user_id, provider, browser_hash, created_at, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          [
+            state.stateHash,
+            state.orgId,
+            state.userId,
+            state.provider,
+            state.browserHash,
+            state.createdAt,
+            state.expiresAt,
+          ],
         );
       });
     },
@@ -109,13 +117,14 @@ export function createChatIntegrationRepository(pool: PgPool): ChatIntegrationRe
         org_id: string;
         user_id: string;
         provider: ChatProvider;
+        browser_hash: string | null;
         created_at: string;
         expires_at: string;
       }>(
         pool,
         `UPDATE chat_oauth_states SET used_at = $1
          WHERE state_hash = $2 AND provider = $3 AND used_at IS NULL AND expires_at > $1
-         RETURNING org_id, user_id, provider, created_at, expires_at`,
+         RETURNING org_id, user_id, provider, browser_hash, created_at, expires_at`,
         [now, stateHash, provider],
       );
       if (!row) return null;
@@ -124,6 +133,7 @@ export function createChatIntegrationRepository(pool: PgPool): ChatIntegrationRe
         orgId: row.org_id,
         userId: row.user_id,
         provider: row.provider,
+        browserHash: row.browser_hash,
         createdAt: row.created_at,
         expiresAt: row.expires_at,
       };

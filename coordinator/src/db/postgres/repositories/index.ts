@@ -8,6 +8,7 @@ import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
+import { createChatRequestRepository } from './chat-requests.js';
 import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
@@ -38,6 +39,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     changeCounter: createChangeCounterRepository(pool),
     chatIntegrations: createChatIntegrationRepository(pool),
     chatOutbox: createChatOutboxRepository(pool),
+    chatRequests: createChatRequestRepository(pool),
     cronOccurrences: createCronOccurrenceRepository(pool),
     enrollmentTokens: createEnrollmentTokenRepository(pool),
     jobs: createJobRepository(pool, rules.planJobMove, rules.planJobMessages),
@@ -46,7 +48,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     signedOutSessions: createSignedOutSessionRepository(pool),
     storageBindings: createStorageBindingRepository(pool),
     triggerRuns: createTriggerRunRepository(pool, rules.decideLimits, rules.planJobMessages),
-    triggers: createTriggerRepository(pool),
+    triggers: createTriggerRepository(pool, rules.triggerLimitRefusal),
     users: createUserRepository(pool),
     workflows: createWorkflowRepository(pool),
     files: createFileRepository(pool),

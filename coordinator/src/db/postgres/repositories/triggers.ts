@@ -4,11 +4,15 @@ import type {
   CronOverlapPolicy,
   NotifyOn,
   Trigger,
+  TriggerLimit,
+  TriggerLimitRefusal,
+  TriggerLimits,
   TriggerRepository,
   TriggerType,
 } from '../../../domain/model/triggers.js';
-import type { PgPool } from '../pool.js';
+import type { PgPool, Queryable } from '../pool.js';
 import { all, json, one, run } from '../rows.js';
+import { inTransaction } from '../transaction.js';
 
 interface TriggerRow {
   id: string;
@@ -141,14 +145,59 @@ const INSERT_SQL = `INSERT INTO triggers (id, org_id, ${CONFIGURATION.join(', ')
 const UPDATE_SQL = `UPDATE triggers SET ${CONFIGURATION.map((c, i) => `${c} = $${i + 3}`).join(', ')}
   WHERE id = $1 AND org_id = $2 AND deleted_at IS NULL`;
 
-export function createTriggerRepository(pool: PgPool): TriggerRepository {
+export function createTriggerRepository(pool: PgPool, limitRefusal: TriggerLimitRefusal): TriggerRepository {
   const list = async (sql: string, values: unknown[]) => (await all<TriggerRow>(pool, sql, values)).map(toTrigger);
+  /**
+   * Writes `t` unless it would pass one of `limits`. The organization's row is locked first, so
+   * that the writes of one organization that count (on every coordinator) take turns: two of them
+   * cannot both see the last place free.
+   */
+  const writeWithin = async (
+    t: Trigger,
+    limits: TriggerLimits | undefined,
+    write: (db: Queryable) => Promise<unknown>,
+    inserting: boolean,
+  ): Promise<TriggerLimit | null> => {
+    if (!limits) {
+      await write(pool);
+      return null;
+    }
+    return inTransaction(pool, async (tx) => {
+      await run(tx, 'SELECT 1 FROM orgs WHERE id = $1 FOR NO KEY UPDATE', [t.orgId]);
+      const stored = inserting
+        ? null
+        : await one<Pick<TriggerRow, 'type' | 'cron_enabled'>>(
+            tx,
+            'SELECT type, cron_enabled FROM triggers WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL',
+            [t.orgId, t.id],
+          );
+      // An update of a trigger deleted meanwhile writes nothing: nothing to refuse.
+      if (!inserting && !stored) return null;
+      const others = await one<TriggerLimits>(
+        tx,
+        `SELECT count(*)::int AS triggers,
+           (count(*) FILTER (WHERE type = 'cron' AND cron_enabled))::int AS "enabledCron"
+         FROM triggers WHERE org_id = $1 AND id != $2 AND deleted_at IS NULL`,
+        [t.orgId, t.id],
+      );
+      const before = stored ? { type: stored.type, cronEnabled: stored.cron_enabled === true } : null;
+      const refused = limitRefusal(before, t, others ?? { triggers: 0, enabledCron: 0 }, limits);
+      if (refused) return refused;
+      await write(tx);
+      return null;
+    });
+  };
   return {
-    async insert(t) {
-      await run(pool, INSERT_SQL, [t.id, t.orgId, ...configuration(t), t.createdBy, t.createdAt]);
+    insert(t, limits) {
+      return writeWithin(
+        t,
+        limits,
+        (db) => run(db, INSERT_SQL, [t.id, t.orgId, ...configuration(t), t.createdBy, t.createdAt]),
+        true,
+      );
     },
-    async update(t) {
-      await run(pool, UPDATE_SQL, [t.id, t.orgId, ...configuration(t)]);
+    update(t, limits) {
+      return writeWithin(t, limits, (db) => run(db, UPDATE_SQL, [t.id, t.orgId, ...configuration(t)]), false);
     },
     async findById(id) {
       const row = await one<TriggerRow>(pool, 'SELECT * FROM triggers WHERE id = $1 AND deleted_at IS NULL', [id]);

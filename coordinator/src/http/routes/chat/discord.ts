@@ -26,24 +26,27 @@ interface DiscordUser {
  * Discord's interactions endpoint (docs/chat.md, "Chat triggers"): PING, and the `/drover`
  * application command the coordinator registers in each connected guild. Every request must
  * carry Discord's Ed25519 signature over timestamp and raw body by the application's public key,
- * at most five minutes old (401 otherwise), before the body is parsed. Discord being off: 404.
+ * at most five minutes old (401 otherwise), before the body is parsed. The same signed
+ * interaction received again is not acted on (a replay: domain/chat/replays.ts). Discord being
+ * off: 404.
  */
 export async function discordRoutes(app: FastifyInstance): Promise<void> {
   keepRawBodies(app);
   let key: { hex: string; key: KeyObject } | null = null;
-  const verified = (request: FastifyRequest): Buffer => {
+  const verified = (request: FastifyRequest): { body: Buffer; timestamp: string } => {
     const discord = app.ctx.config.chat.discord;
     if (!discord) throw notFound('Discord is not set up on this coordinator; the route');
     if (key?.hex !== discord.publicKey) key = { hex: discord.publicKey, key: discordPublicKey(discord.publicKey) };
     const body = request.rawBody ?? Buffer.alloc(0);
+    const timestamp = header(request, 'x-signature-timestamp');
     const problem = discordSignatureProblem(
       key.key,
-      { timestamp: header(request, 'x-signature-timestamp'), signature: header(request, 'x-signature-ed25519') },
+      { timestamp, signature: header(request, 'x-signature-ed25519') },
       body,
       app.ctx.clock.now(),
     );
-    if (problem) throw unauthorized(`Not a request from Discord: ${problem}`);
-    return body;
+    if (problem || timestamp === undefined) throw unauthorized(`Not a request from Discord: ${problem}`);
+    return { body, timestamp };
   };
 
   app.post(
@@ -78,7 +81,7 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const body = verified(request);
+      const { body, timestamp } = verified(request);
       let interaction: Interaction;
       try {
         interaction = JSON.parse(body.toString('utf8')) as Interaction;
@@ -90,6 +93,20 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
         type: InteractionResponseType.ChannelMessageWithSource,
         data: { content, flags: MessageFlags.Ephemeral },
       });
+      if (!(await app.ctx.chatReplays.firstTime('discord', timestamp, body))) {
+        request.log.warn(
+          {
+            provider: 'discord',
+            route: request.routeOptions.url,
+            signedAt: Number(timestamp),
+            interactionId: interaction.id,
+          },
+          'chat request received again (the same signed request): not acted on',
+        );
+        return ephemeral(
+          'This interaction was already received (the same signed request, sent again): nothing more was started.',
+        );
+      }
       if (interaction.type !== InteractionType.ApplicationCommand || interaction.data?.name !== 'drover') {
         return ephemeral('Drover only answers its `/drover` command.');
       }

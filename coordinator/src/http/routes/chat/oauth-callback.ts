@@ -10,9 +10,11 @@ interface CallbackQuery {
 
 /**
  * Where Slack and Discord send the browser back after the operator allowed the app (docs/chat.md).
- * No session: the browser arrives from the provider's site, so the SameSite=Strict cookie is not
- * sent; the single-use `state` ties the flow to the organization and the owner who started it.
- * Ends with a redirect to the organization's integrations page.
+ * The browser arrives from the provider's site, so the dashboard's SameSite=Strict cookies are
+ * not sent with this request: it finishes nothing itself. It sends the browser on to the
+ * dashboard's page `/chat/<provider>/finish` with the provider's code and state; that page,
+ * on this origin, finishes the flow with the owner's session and the browser's connect cookie
+ * (`POST /v1/chat/:provider/oauth/complete`), then shows the organization's integrations page.
  */
 export async function chatOAuthCallbackRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { provider: ChatProvider }; Querystring: CallbackQuery }>(
@@ -20,7 +22,7 @@ export async function chatOAuthCallbackRoutes(app: FastifyInstance): Promise<voi
     {
       schema: {
         operationId: 'completeChatOAuth',
-        summary: "The chat provider's OAuth redirect: stores the workspace, then goes to the dashboard",
+        summary: "The chat provider's OAuth redirect: goes on to the dashboard's page that finishes the connection",
         tags: ['chat'],
         security: [],
         params: {
@@ -38,21 +40,23 @@ export async function chatOAuthCallbackRoutes(app: FastifyInstance): Promise<voi
           },
         },
         response: {
-          302: { type: 'null', description: "to the organization's integrations page" },
-          ...errorResponses(400, 404, 409, 422),
+          303: {
+            type: 'null',
+            description: "to the dashboard's page `/chat/<provider>/finish`, with `code`, `state` and `error`",
+          },
+          ...errorResponses(404, 409, 422),
         },
       },
     },
     async (request, reply) => {
-      const done = await app.ctx.chatIntegrations.complete(request.params.provider, request.query);
-      const page = new URL(`${app.ctx.config.publicUrl}/orgs/${done.orgId}/integrations`);
-      if (done.outcome === 'connected') {
-        page.searchParams.set('connected', done.integration.provider);
-        page.searchParams.set('team', done.integration.teamName);
-      } else {
-        page.searchParams.set('error', done.message);
+      const { provider } = request.params;
+      app.ctx.chatIntegrations.connector(provider); // 409 when the provider is not set up here
+      const page = new URL(`${app.ctx.config.publicUrl}/chat/${provider}/finish`);
+      for (const name of ['code', 'state', 'error'] as const) {
+        const value = request.query[name];
+        if (value !== undefined) page.searchParams.set(name, value);
       }
-      return reply.redirect(page.toString(), 302);
+      return reply.redirect(page.toString(), 303);
     },
   );
 }

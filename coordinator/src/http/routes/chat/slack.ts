@@ -16,29 +16,41 @@ const EPHEMERAL = {
 /** A leading mention of the bot (`<@U0BOT>` or `<@U0BOT|drover>`) in an app_mention's text. */
 const LEADING_MENTION = /^\s*<@[A-Z0-9]+(\|[^>]*)?>[\s:,]*/;
 
+/** The answer to a slash command received before: Slack shows it to whoever sent it. */
+const REPLAYED_COMMAND =
+  'This command was already received (the same signed request, sent again): nothing more was started.';
+
 /**
  * Slack's requests (docs/chat.md, "Chat triggers"): the `/drover` slash command and the Events
  * API (URL verification, app mentions). Every request must carry Slack's `v0` signature over its
  * raw body, made with the signing secret, at most five minutes old (401 otherwise), before its
- * body is even parsed. Slack being off on this coordinator: 404.
+ * body is even parsed. The same signed request received again is not acted on (a replay:
+ * domain/chat/replays.ts). Slack being off on this coordinator: 404.
  */
 export async function slackRoutes(app: FastifyInstance): Promise<void> {
   keepRawBodies(app);
-  const verified = (request: FastifyRequest): { slack: SlackConfig; body: Buffer } => {
+  const verified = (request: FastifyRequest): { slack: SlackConfig; body: Buffer; timestamp: string } => {
     const slack = app.ctx.config.chat.slack;
     if (!slack) throw notFound('Slack is not set up on this coordinator; the route');
     const body = request.rawBody ?? Buffer.alloc(0);
+    const timestamp = header(request, 'x-slack-request-timestamp');
     const problem = slackSignatureProblem(
       slack.signingSecret,
-      {
-        timestamp: header(request, 'x-slack-request-timestamp'),
-        signature: header(request, 'x-slack-signature'),
-      },
+      { timestamp, signature: header(request, 'x-slack-signature') },
       body,
       app.ctx.clock.now(),
     );
-    if (problem) throw unauthorized(`Not a request from Slack: ${problem}`);
-    return { slack, body };
+    if (problem || timestamp === undefined) throw unauthorized(`Not a request from Slack: ${problem}`);
+    return { slack, body, timestamp };
+  };
+  /** Whether the request is a replay, logged as one: a signed request acted on before. */
+  const replayed = async (request: FastifyRequest, body: Buffer, timestamp: string): Promise<boolean> => {
+    if (await app.ctx.chatReplays.firstTime('slack', timestamp, body)) return false;
+    request.log.warn(
+      { provider: 'slack', route: request.routeOptions.url, signedAt: Number(timestamp) },
+      'chat request received again (the same signed request): not acted on',
+    );
+    return true;
   };
 
   app.post(
@@ -53,7 +65,8 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { body } = verified(request);
+      const { body, timestamp } = verified(request);
+      if (await replayed(request, body, timestamp)) return { response_type: 'ephemeral', text: REPLAYED_COMMAND };
       const form = new URLSearchParams(body.toString('utf8'));
       const field = (name: string) => {
         const value = form.get(name);
@@ -93,7 +106,7 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { body } = verified(request);
+      const { body, timestamp } = verified(request);
       let payload: SlackEventPayload;
       try {
         payload = JSON.parse(body.toString('utf8')) as SlackEventPayload;
@@ -101,6 +114,9 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
         throw new AppError('bad_request', 'The event is not JSON');
       }
       if (payload.type === 'url_verification') return { challenge: String(payload.challenge ?? '') };
+      // A replay is acknowledged (Slack would retry anything else) and not acted on. Slack's own
+      // retries (`X-Slack-Retry-Num`) are signed anew: the event id finds the first delivery's job.
+      if (await replayed(request, body, timestamp)) return { ok: true };
       const event = payload.event;
       if (payload.type !== 'event_callback' || event?.type !== 'app_mention') return { ok: true };
       if (!payload.team_id || !event.channel || !event.user)

@@ -9,10 +9,18 @@ import { setPageHeaders } from './page-headers.js';
  * The addresses of the dashboard's pages (its client-side routes, dashboard/src/router.tsx),
  * each answered with index.html. None is under /v1, /api or /docs: the API keeps its paths.
  */
-export const DASHBOARD_PAGE_PATHS = ['/', '/login', '/orgs/:orgId', '/orgs/:orgId/*'] as const;
+export const DASHBOARD_PAGE_PATHS = [
+  '/',
+  '/login',
+  '/orgs/:orgId',
+  '/orgs/:orgId/*',
+  '/chat/:provider/finish',
+] as const;
 
 /** Hashed file names (Vite's build): an asset never changes under its name. */
 const ASSET_MAX_AGE_SECONDS = 365 * 24 * 3600;
+/** The compressed copies of the build's files, sent in their place (`preCompressed`). */
+const PRECOMPRESSED = ['**/*.br', '**/*.gz'];
 
 const notBuilt = () =>
   new AppError('not_found', 'The dashboard is not built on this coordinator: run `pnpm build` and restart it');
@@ -60,14 +68,33 @@ export function dashboardRoutes(build: DashboardBuild) {
       prefix: '/assets/',
       schemaHide: true,
       decorateReply: false,
-      // One route per file found at start (hashed names): an unknown asset is a plain 404.
+      // One route per file found at start (hashed names): an unknown asset is a plain 404. The
+      // build's compressed copies are no addresses of their own.
       wildcard: false,
+      globIgnore: PRECOMPRESSED,
       index: false,
       list: false,
       dotfiles: 'deny',
       immutable: true,
       maxAge: ASSET_MAX_AGE_SECONDS * 1000,
-      preCompressed: false,
+      // The build writes file.br and file.gz beside each file (dashboard/precompress.ts): the
+      // copy the request's Accept-Encoding prefers is sent, with Content-Encoding and Vary.
+      preCompressed: true,
+    });
+    // The build's files beside index.html (dashboard/public: /favicon.ico, which browsers and
+    // other clients ask for on their own): names without a hash, so revalidated each time.
+    await app.register(fastifyStatic, {
+      root: build.dir,
+      prefix: '/',
+      schemaHide: true,
+      decorateReply: false,
+      wildcard: false,
+      globIgnore: ['assets/**', 'index.html', ...PRECOMPRESSED],
+      index: false,
+      list: false,
+      dotfiles: 'deny',
+      cacheControl: false,
+      setHeaders: (reply) => void reply.header('cache-control', 'no-cache'),
     });
   };
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CHAT_PROVIDERS, type ChatProvider } from '../../../domain/model/triggers.js';
-import { requireOrgRole } from '../../auth/session.js';
+import { chatConnectCookieOf, setChatConnectCookie } from '../../auth/chat-connect-cookie.js';
+import { requireOrgRole, requireSession } from '../../auth/session.js';
 import { emptyBody, errorResponses, idParams, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { EXAMPLE_IDS, listOf } from '../../schemas/examples.js';
@@ -30,6 +31,12 @@ const IntegrationSchema = {
   ],
 } as const;
 
+interface CompleteBody {
+  state: string;
+  code?: string;
+  error?: string;
+}
+
 const providerParams = {
   type: 'object',
   required: ['orgId', 'provider'],
@@ -38,7 +45,8 @@ const providerParams = {
 
 /**
  * Chat workspaces of an organization (docs/chat.md, "Connecting a workspace"): members list
- * them; owners connect (the provider's OAuth flow) and disconnect. Thin: domain/chat/integrations.ts.
+ * them; owners connect (the provider's OAuth flow, bound to their browser by a cookie and
+ * finished by the dashboard with their session) and disconnect. Thin: domain/chat/integrations.ts.
  */
 export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void> {
   const chat = () => app.ctx.chatIntegrations;
@@ -102,7 +110,9 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
       schema: {
         operationId: 'connectChatWorkspace',
         summary:
-          "Start connecting a workspace (owner): send the browser to `authorizeUrl`, the provider's consent page; valid ten minutes",
+          "Start connecting a workspace (owner): send this browser to `authorizeUrl`, the provider's consent page; valid ten minutes, in this browser only",
+        description:
+          'Sets the cookie `drover_chat_connect` (HttpOnly, SameSite=Strict, ten minutes): the flow can be finished only by the same user, signed in, in the browser holding it (docs/chat.md, "Connecting a workspace").',
         tags: ['dashboard'],
         params: providerParams,
         querystring: noQuery,
@@ -124,9 +134,74 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
         },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const access = await requireOrgRole(request, request.params.orgId, 'owner');
-      return chat().connect(access, request.params.provider);
+      const { browserKey, ...started } = await chat().connect(
+        access,
+        request.params.provider,
+        chatConnectCookieOf(request),
+      );
+      setChatConnectCookie(request, reply, browserKey);
+      return started;
+    },
+  );
+
+  app.post<{ Params: { provider: ChatProvider }; Body: CompleteBody }>(
+    '/chat/:provider/oauth/complete',
+    {
+      schema: {
+        operationId: 'completeChatWorkspaceConnection',
+        summary:
+          'Finish connecting a workspace: the code and state the provider sent the browser back with, from the browser and by the owner that started it',
+        description:
+          'The dashboard calls it from the page the OAuth callback sends the browser to. Needs the session of the owner who started the flow and the `drover_chat_connect` cookie of the browser that started it; the state is used up by the call, whatever its answer.',
+        tags: ['dashboard'],
+        params: {
+          type: 'object',
+          required: ['provider'],
+          properties: { provider: { type: 'string', enum: CHAT_PROVIDERS } },
+        },
+        querystring: noQuery,
+        body: {
+          type: 'object',
+          required: ['state'],
+          additionalProperties: false,
+          properties: {
+            state: { type: 'string', minLength: 1, maxLength: 256 },
+            code: { type: 'string', maxLength: 2048 },
+            error: { type: 'string', maxLength: 256 },
+          },
+          examples: [{ state: '3q2-7wZm9v', code: '1234.5678.abcd' }],
+        },
+        response: {
+          200: {
+            type: 'object',
+            required: ['outcome', 'orgId'],
+            properties: {
+              outcome: { type: 'string', enum: ['connected', 'failed'] },
+              orgId: uuid,
+              integration: IntegrationSchema,
+              message: { type: 'string', description: 'why it was not connected (`failed`)' },
+            },
+            examples: [
+              { outcome: 'connected', orgId: EXAMPLE_IDS.org, integration: IntegrationSchema.examples[0] },
+              {
+                outcome: 'failed',
+                orgId: EXAMPLE_IDS.org,
+                message: 'Slack was not connected: the app was not allowed',
+              },
+            ],
+          },
+          ...errorResponses(400, 401, 403, 404, 409, 422),
+        },
+      },
+    },
+    async (request) => {
+      const { userId } = await requireSession(request);
+      return chat().complete(request.params.provider, request.body, {
+        userId,
+        browserKey: chatConnectCookieOf(request),
+      });
     },
   );
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { userAction, type UserActor } from '../../../domain/audit-log.js';
+import type { AuditAction } from '../../../domain/model/audit.js';
 import {
   bindDevices,
   bindingViews,
@@ -24,7 +25,7 @@ import { EXAMPLE_IDS } from '../../schemas/examples.js';
 export async function deviceRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;
 
-  const record = (caller: UserActor, action: string, targetId: string, metadata: Record<string, unknown>) =>
+  const record = (caller: UserActor, action: AuditAction, targetId: string, metadata: Record<string, unknown>) =>
     ctx.audit.record(userAction(caller, action, 'device_binding', targetId, metadata));
 
   app.get<{ Params: AppParams }>(

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { AuditAction } from '../../../domain/model/audit.js';
 import type { DraftPatch, Release } from '../../../domain/model/releases.js';
 import { userAction, type AuditRecord, type UserActor } from '../../../domain/audit-log.js';
 import { RELEASE_STATUSES, UPDATE_POLICIES, type ReleaseStatus } from '../../../domain/ota/desired-state.js';
@@ -30,7 +31,7 @@ const policy = { type: 'string', enum: UPDATE_POLICIES } as const;
 export async function releaseRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;
 
-  const audited = (caller: UserActor, release: Release, action: string, metadata = {}): AuditRecord =>
+  const audited = (caller: UserActor, release: Release, action: AuditAction, metadata = {}): AuditRecord =>
     userAction(caller, action, 'release', release.id, {
       applicationId: release.applicationId,
       version: release.version,

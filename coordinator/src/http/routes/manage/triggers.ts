@@ -53,12 +53,16 @@ const configProperties = {
     description:
       'required with scopeType workflow, refused with scopeType agent; the workflow need not be reported yet',
   },
-  responseMode: { type: 'string', enum: ['async', 'sync'] },
+  responseMode: {
+    type: 'string',
+    enum: ['async', 'sync'],
+    description: 'required, except for a cron trigger: its runs answer no caller (it is async, sync is refused)',
+  },
   responseTimeoutMs: {
     type: 'integer',
     minimum: RESPONSE_TIMEOUT_MS.min,
     maximum: RESPONSE_TIMEOUT_MS.max,
-    description: `sync wait; default ${RESPONSE_TIMEOUT_MS.default}`,
+    description: `sync wait; default ${RESPONSE_TIMEOUT_MS.default}; refused for a cron trigger`,
   },
   allowedRefs: {
     type: ['array', 'null'],
@@ -68,7 +72,7 @@ const configProperties = {
     items: { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH },
     description: 'null or omitted: every ref is accepted',
   },
-  allowDebug: { type: 'boolean' },
+  allowDebug: { type: 'boolean', description: 'default false; true is refused for a cron trigger' },
   notifyProvider: { type: ['string', 'null'], enum: [...CHAT_PROVIDERS, null] },
   notifyTeamId: chatId,
   notifyChannelId: chatId,
@@ -209,7 +213,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
         body: {
           type: 'object',
           additionalProperties: false,
-          required: ['name', 'agentId', 'scopeType', 'responseMode'],
+          required: ['name', 'agentId', 'scopeType'],
           properties: configProperties,
           examples: [createTriggerBodyExample],
         },

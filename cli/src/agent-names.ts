@@ -1,0 +1,43 @@
+import type { Caller } from './callers.js';
+import { ApiError } from './errors.js';
+
+/** An agent as `GET /v1/agents` (an API token) and `GET /v1/orgs/:orgId/agents` (a session) answer it. */
+export interface Agent {
+  id: string;
+  name: string;
+  hostname: string;
+  os: string;
+  agentVersion: string;
+  status: string;
+  lastSeenAt: string | null;
+  enrolledAt: string;
+}
+
+/** The agents the caller reaches: an API token's (`GET /v1/agents`), else the organization's. */
+export async function listAgents(caller: Caller): Promise<Agent[]> {
+  const path = caller.kind === 'token' ? '/agents' : `/orgs/${await caller.orgId()}/agents`;
+  return caller.api.get<Agent[]>(path);
+}
+
+/**
+ * How a table names an agent: its name, with the start of its id when another agent has the same
+ * name; its id when the caller cannot list it (or listing is refused: a rate limit, say, since
+ * the table itself was answered).
+ */
+export async function agentNamer(caller: Caller): Promise<(agentId: string) => string> {
+  let agents: Agent[];
+  try {
+    agents = await listAgents(caller);
+  } catch (error) {
+    if (error instanceof ApiError) return (agentId) => agentId;
+    throw error;
+  }
+  const named = new Map(agents.map((a) => [a.id, a.name]));
+  const uses = new Map<string, number>();
+  for (const a of agents) uses.set(a.name, (uses.get(a.name) ?? 0) + 1);
+  return (agentId) => {
+    const name = named.get(agentId);
+    if (name === undefined) return agentId;
+    return uses.get(name)! > 1 ? `${name} (${agentId.slice(0, 8)})` : name;
+  };
+}

@@ -1,0 +1,39 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** An answer of the fake coordinator: its status and JSON body. */
+export type FakeAnswer = [status: number, body: unknown];
+
+export interface FakeCoordinator {
+  url: string;
+  /** The requests it got, as `METHOD /path?query`. */
+  calls: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * A stand-in for a coordinator on a loopback port, answering each `METHOD /path` (query string
+ * left out) with the JSON given for it, else 404: for tests of how the command line shows what a
+ * coordinator answers, whatever that is.
+ */
+export async function fakeCoordinator(routes: Record<string, FakeAnswer>): Promise<FakeCoordinator> {
+  const calls: string[] = [];
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      calls.push(`${req.method} ${req.url}`);
+      const [status, body] = routes[`${req.method} ${req.url!.split('?')[0]}`] ?? [
+        404,
+        { statusCode: 404, code: 'not_found', message: 'Not found' },
+      ];
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    calls,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../src/program.js';
+import { testRuntime } from './test-runtime.js';
+
+const FILE_ID = '019ac0de-0000-7000-8000-0000000f11e5';
+const SIZE = 3 * 1024 * 1024;
+
+let server: http.Server | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('drover files upload', () => {
+  it('tries again with the file opened afresh when the connection breaks during an attempt', async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-upload-'));
+    const bytes = Buffer.alloc(SIZE, 9);
+    fs.writeFileSync(path.join(dir, 'app.bin'), bytes);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    let puts = 0;
+    server = http.createServer((req, res) => {
+      const json = (status: number, body: unknown) =>
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (req.method === 'PUT') {
+        puts++;
+        let received = 0;
+        req.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+          // The first attempt's connection breaks halfway.
+          if (puts === 1 && received > SIZE / 2) req.socket.destroy();
+        });
+        req.on('end', () => json(200, { fileId: FILE_ID, size: received, sha256 }));
+        return;
+      }
+      req.resume();
+      req.on('end', () => {
+        if (req.url === '/v1/storage/files/presign-upload') {
+          json(201, {
+            fileId: FILE_ID,
+            uploadUrl: `http://127.0.0.1:${(server!.address() as AddressInfo).port}/blob`,
+            method: 'PUT',
+            headers: {},
+            expiresInSeconds: 900,
+          });
+        } else if (req.url === `/v1/storage/files/${FILE_ID}/complete`) {
+          json(200, {
+            id: FILE_ID,
+            bindingId: FILE_ID,
+            filename: 'app.bin',
+            contentType: 'application/octet-stream',
+            size: SIZE,
+            status: 'active',
+            cleanupRule: 'ttl',
+            expiresAt: '2099-01-01T00:00:00.000Z',
+            deletedAt: null,
+            createdAt: '2026-11-25T09:58:00.000Z',
+          });
+        } else json(404, { statusCode: 404, code: 'not_found', message: 'Not found' });
+      });
+    });
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const rt = testRuntime({
+      cwd: dir,
+      env: { DROVER_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, DROVER_TOKEN: 'drv_x' },
+    });
+    const code = await runCli(['files', 'upload', 'app.bin'], rt);
+    expect(rt.stderr()).toMatch(
+      /^drover: the upload of app\.bin failed \(the upload failed: \w+\); trying again \(attempt 2 of 3\)\n/,
+    );
+    expect(code).toBe(0);
+    expect(rt.stdout()).toBe(`${FILE_ID}\n`);
+    expect(rt.stderr()).toContain(`SHA-256 ${sha256} (the same on the coordinator)`);
+    expect(puts).toBe(2);
+  });
+});

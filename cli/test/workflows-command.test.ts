@@ -1,0 +1,66 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../src/program.js';
+import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
+import { testRuntime } from './test-runtime.js';
+
+const A = '3f0c1d52-0000-4000-8000-00000000000a';
+const B = '7b1e0a99-0000-4000-8000-00000000000b';
+const C = 'c4d2f3e1-0000-4000-8000-00000000000c';
+const GONE = '99999999-0000-4000-8000-000000000000';
+
+const agent = (id: string, name: string) => ({
+  id,
+  name,
+  hostname: name,
+  os: 'linux',
+  agentVersion: '0.1.0',
+  status: 'connected',
+  lastSeenAt: null,
+  enrolledAt: '2026-11-25T09:58:00.000Z',
+});
+const workflow = (agentId: string, name: string) => ({
+  id: `${agentId.slice(0, 8)}-1111-4000-8000-000000000000`,
+  agentId,
+  name,
+  description: null,
+  version: null,
+  paramsSchema: null,
+});
+const WORKFLOWS = [workflow(A, 'backup'), workflow(B, 'deploy'), workflow(C, 'deploy'), workflow(GONE, 'old')];
+
+let api: FakeCoordinator | undefined;
+afterEach(() => api?.close());
+
+const workflows = async () => {
+  const rt = testRuntime({ env: { DROVER_URL: api!.url, DROVER_TOKEN: 'drv_x' } });
+  const code = await runCli(['workflows'], rt);
+  return { code, lines: rt.stdout().trimEnd().split('\n'), err: rt.stderr() };
+};
+
+describe('drover workflows', () => {
+  it("names each workflow's agent, telling apart agents of the same name by the start of their id", async () => {
+    api = await fakeCoordinator({
+      'GET /v1/workflows': [200, WORKFLOWS],
+      'GET /v1/agents': [200, [agent(A, 'edge-1'), agent(B, 'edge'), agent(C, 'edge')]],
+    });
+    const res = await workflows();
+    expect(res.code).toBe(0);
+    expect(res.lines.map((line) => line.replace(/ +/g, ' '))).toEqual([
+      'NAME VERSION PARAMS AGENT DESCRIPTION',
+      'backup - - edge-1 -',
+      'deploy - - edge (7b1e0a99) -',
+      'deploy - - edge (c4d2f3e1) -',
+      `old - - ${GONE} -`,
+    ]);
+  });
+
+  it('names the agents by id when it may not list them (a rate limit)', async () => {
+    api = await fakeCoordinator({
+      'GET /v1/workflows': [200, WORKFLOWS],
+      'GET /v1/agents': [429, { statusCode: 429, error: 'Too Many Requests', message: 'slow down' }],
+    });
+    const res = await workflows();
+    expect(res).toMatchObject({ code: 0, err: '' });
+    expect(res.lines[1]).toMatch(new RegExp(`^backup +- +- +${A} +-$`));
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * The Audit log page's words for what the coordinator records: actions, kinds of actor and of
+ * target. Data only (no import), so that a test can hold it against the coordinator's list.
+ */
+
+/**
+ * Each action the coordinator records as the page says it (docs/management.md, "Audit log"): the
+ * verb between who acted and the target ("alice@example.com **revoked** the API token ci"). The
+ * page's action filter offers these; test/browser/audit.test.ts checks that every action the
+ * coordinator can record is here.
+ */
+export const AUDIT_ACTIONS: Record<string, string> = {
+  'org.create': 'created',
+  'member.add': 'added',
+  'member.update': 'changed the role of',
+  'member.remove': 'removed',
+  'enrollment_token.create': 'created',
+  'agent.enroll': 'enrolled',
+  'agent.rename': 'renamed',
+  'agent.revoke': 'revoked',
+  'enrollment.lockout': 'blocked, after failed enrollments,',
+  'workflow.update_limits': 'changed the limits of',
+  'trigger.create': 'created',
+  'trigger.update': 'changed',
+  'trigger.delete': 'deleted',
+  'trigger.run': 'ran by hand',
+  'trigger.force_run': 'forced a run of',
+  'job.cancel': 'cancelled',
+  'api_token.issue': 'issued',
+  'api_token.revoke': 'revoked',
+  'api_token.discover': 'listed what it may use',
+  'rate_limit.block': 'was held back by the rate limit of',
+  'auth.lockout': 'locked, after failed sign-ins,',
+  'storage_binding.create': 'created',
+  'storage_binding.delete': 'deleted',
+  'file.delete': 'deleted',
+  'app.create': 'created',
+  'app.update': 'changed',
+  'app.delete': 'deleted',
+  'release.create': 'created',
+  'release.update': 'changed',
+  'release.publish': 'published',
+  'release.yank': 'yanked',
+  'device.bind': 'bound',
+  'device.update': 'changed',
+  'device.unbind': 'unbound',
+  'device.reconcile': 'reconciled',
+  'chat_integration.connect': 'connected',
+  'chat_integration.disconnect': 'disconnected',
+};
+
+/** Actions whose target is the actor itself: the sentence names it once. */
+export const SELF_TARGETED = new Set(['api_token.discover']);
+
+export const ACTOR_TYPES: Record<string, string> = {
+  user: 'a member',
+  api_token: 'an API token',
+  agent: 'an agent',
+  system: 'the coordinator',
+};
+
+export const TARGET_TYPES: Record<string, string> = {
+  user: 'member',
+  agent: 'agent',
+  trigger: 'trigger',
+  job: 'job',
+  workflow: 'workflow',
+  api_token: 'API token',
+  enrollment_token: 'enrollment token',
+  storage_binding: 'storage binding',
+  file: 'file',
+  org: 'organization',
+  address: 'client address',
+  device_binding: 'device',
+  application: 'application',
+  release: 'release',
+  chat_integration: 'chat workspace',
+};
