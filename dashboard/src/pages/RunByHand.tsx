@@ -1,4 +1,4 @@
-import { loadPatternEngine, paramValueProblem, PatternBudget, type ParamDefinition } from '@drover/shared/params';
+import type { ParamDefinition } from '@drover/shared/params';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
@@ -50,11 +50,13 @@ export function paramsOf(schema: WorkflowParam[], values: ParamValues): Record<s
 
 /**
  * The problems the API would answer for the params given, found in the page with the API's own
- * rules and pattern engine (@drover/shared/params; the engine is fetched only for a workflow with
- * a pattern), so that a bad value is shown at once, as the API's 422 would be. What the page
- * cannot know (a missing required param, a file's state) is still the API's to say.
+ * rules and pattern engine (@drover/shared/params, fetched at the first run by hand; the engine
+ * only for a workflow with a pattern), so that a bad value is shown at once, as the API's 422
+ * would be. What the page cannot know (a missing required param, a file's state) is still the
+ * API's to say.
  */
 export async function paramProblems(schema: WorkflowParam[], params: Record<string, unknown>): Promise<ErrorDetail[]> {
+  const { loadPatternEngine, paramValueProblem, PatternBudget } = await import('@drover/shared/params');
   if (schema.some((p) => p.pattern !== undefined)) await loadPatternEngine();
   const budget = new PatternBudget();
   const details: ErrorDetail[] = [];
