@@ -5,11 +5,13 @@ import { configureCancelCommand } from './commands/cancel-command.js';
 import { configureCompletionCommand } from './commands/completion-command.js';
 import { configureEnrollmentTokenCommand } from './commands/enrollment-token-command.js';
 import { configureFilesCommand } from './commands/files-command.js';
+import { configureInvitationCommand } from './commands/invitation-command.js';
 import { configureJobCommand } from './commands/job-command.js';
 import { configureJobsCommand } from './commands/jobs-command.js';
 import { configureLoginCommand } from './commands/login-command.js';
 import { configureLogoutCommand } from './commands/logout-command.js';
 import { configureMemberCommand } from './commands/member-command.js';
+import { configurePasswordCommand } from './commands/password-command.js';
 import { configureReleaseCommand } from './commands/release-command.js';
 import { configureRunCommand } from './commands/run-command.js';
 import { configureTokenCommand } from './commands/token-command.js';
@@ -39,6 +41,7 @@ export function buildProgram(runtime: Runtime): Command {
   // Sessions
   configureLoginCommand(program, rt);
   configureLogoutCommand(program, rt);
+  configurePasswordCommand(program, rt);
   configureJobsCommand(program, rt);
   configureJobCommand(program, rt);
   configureCancelCommand(program, rt);
@@ -47,6 +50,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureTriggerCommand(program, rt);
   configureApiTokenCommand(program, rt);
   configureMemberCommand(program, rt);
+  configureInvitationCommand(program, rt);
   configureCompletionCommand(program, rt);
   forEachCommand(program, (command) =>
     command

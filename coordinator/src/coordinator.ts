@@ -27,9 +27,11 @@ import { DiscordGateway } from './chat/discord-gateway.js';
 import { chatSenders } from './chat/senders/index.js';
 import { DeliveryWorker } from './domain/chat/notifications/delivery-worker.js';
 import { SignInService } from './domain/sign-in.js';
+import { AccountService } from './domain/account.js';
 import { AgentEnrollment } from './domain/agent-enrollment.js';
 import { ApiTokenService } from './domain/manage/api-token-service.js';
 import { MemberService } from './domain/manage/member-service.js';
+import { InvitationService } from './domain/manage/invitation-service.js';
 import { TriggerService } from './domain/manage/trigger-service.js';
 import { TriggerRunService } from './domain/trigger-run/run-trigger.js';
 import { CronScheduler, type Timers } from './domain/cron/scheduler.js';
@@ -110,6 +112,7 @@ export async function createCoordinator(
       metrics,
     });
     const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger, metrics });
+    const account = new AccountService({ users: repos.users, orgs: repos.orgs, sessions, signIn, audit });
     const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger, metrics });
     const schedules = new CronSchedules();
     const triggers = new TriggerService({
@@ -127,6 +130,7 @@ export async function createCoordinator(
     });
     const apiTokens = new ApiTokenService({ repos, audit, clock });
     const members = new MemberService({ repos, audit, clock });
+    const invitations = new InvitationService({ repos, audit, clock });
     const runs = new TriggerRunService({ repos, clock, audit, jobEvents, files, metrics });
     const cancels = new JobCancelService({
       repos,
@@ -178,6 +182,7 @@ export async function createCoordinator(
       audit,
       sessions,
       signIn,
+      account,
       enrollment,
       serverKey,
       readLimiter,
@@ -186,6 +191,7 @@ export async function createCoordinator(
       triggers,
       apiTokens,
       members,
+      invitations,
       runs,
       cancels,
       ota,

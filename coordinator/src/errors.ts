@@ -26,6 +26,14 @@ export const ErrorCodes = {
     description:
       'The organization has as many of these as the server allows; `details` names the limit, its value and its setting.',
   },
+  invitation_expired: {
+    status: 410,
+    description: 'The invitation has expired; an owner of the organization can invite again.',
+  },
+  invitation_revoked: {
+    status: 410,
+    description: 'The invitation was revoked by an owner of the organization, or declined by the invitee.',
+  },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
   range_not_satisfiable: { status: 416, description: 'The requested byte range lies outside the file.' },
   validation_failed: {

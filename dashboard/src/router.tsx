@@ -1,4 +1,5 @@
 import { createBrowserRouter } from 'react-router';
+import { AccountPage } from './pages/AccountPage';
 import { AgentsPage } from './pages/AgentsPage';
 import { ApiTokensPage } from './pages/ApiTokensPage';
 import { AppPage } from './pages/AppPage';
@@ -30,6 +31,7 @@ export function createAppRouter() {
       element: <Shell />,
       children: [
         { path: '/', element: <OrgRedirect /> },
+        { path: '/account', element: <AccountPage /> },
         { path: '/orgs/:orgId', element: <HomePage /> },
         { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
         { path: '/orgs/:orgId/triggers', element: <TriggersPage /> },

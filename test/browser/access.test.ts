@@ -22,17 +22,20 @@ import {
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 
 /**
- * The API tokens and Members pages in a real Chromium against a real coordinator and agent: an
- * owner issues a token with the grants picker (a refused limit and an empty storage grant shown
- * at their fields), reads its plaintext once, uses it with the real `curl`, revokes it (curl then
- * gets 401); adds a member, changes a role, meets the last-owner rule and a 403; the member does
- * not see the owner-only actions; signing out asks for sign-in again. Every page is checked with
- * axe-core and for CSP violations.
+ * The API tokens, Members and account pages in a real Chromium against a real coordinator and
+ * agent: an owner issues a token with the grants picker (a refused limit and an empty storage
+ * grant shown at their fields), reads its plaintext once, uses it with the real `curl`, revokes it
+ * (curl then gets 401); invites a member (and revokes a mistyped invitation), who accepts on
+ * signing in; changes a role, meets the last-owner rule and a 403; the member does not see the
+ * owner-only actions, changes their password on the account page (their other sessions end) and
+ * signs out everywhere; signing out asks for sign-in again. Every page is checked with axe-core
+ * and for CSP violations.
  */
 
 const HELLO = fs.readFileSync(new URL('../../agent/examples/workflows/hello.yaml', import.meta.url), 'utf8');
 const MEMBER_EMAIL = 'dev@example.test';
 const MEMBER_PASSWORD = 'a long member password';
+const NEW_MEMBER_PASSWORD = 'a new member passphrase';
 
 const run = promisify(execFile);
 
@@ -218,25 +221,86 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
     expect(owner.problems).toEqual([]);
   });
 
-  it('adds a member with the form (a short password refused at its input), changes a role, meets the last-owner rule', async () => {
+  it('invites a member with the form (a short password refused at its field); the invitation waits, revocable', async () => {
     await nav(page(), 'Members').click();
     await page().getByRole('heading', { name: 'Members', exact: true }).waitFor();
     await page().getByRole('row', { name: OWNER_EMAIL }).waitFor();
     await expectAccessible(page(), 'the Members page');
 
     await page().getByLabel('Email').fill(MEMBER_EMAIL);
-    await page().getByLabel('Password for a new user').fill('short');
-    await page().getByRole('button', { name: 'Add member' }).click();
+    await page().getByLabel('First password').fill('short');
+    await page().getByRole('button', { name: 'Invite', exact: true }).click();
     const passwordError = page().locator('#member-password-error');
     await passwordError.waitFor();
     expect(await passwordError.innerText()).toMatch(/8/);
-    expect(await page().getByLabel('Password for a new user').getAttribute('aria-invalid')).toBe('true');
+    expect(await page().getByLabel('First password').getAttribute('aria-invalid')).toBe('true');
 
-    await page().getByLabel('Password for a new user').fill(MEMBER_PASSWORD);
-    await page().getByRole('button', { name: 'Add member' }).click();
-    const row = page().getByRole('row', { name: MEMBER_EMAIL });
+    await page().getByLabel('First password').fill(MEMBER_PASSWORD);
+    await page().getByRole('button', { name: 'Invite', exact: true }).click();
+    await page()
+      .getByRole('status')
+      .filter({ hasText: `Invited ${MEMBER_EMAIL} as member` })
+      .waitFor();
+    await page()
+      .getByRole('row', { name: `Invitation of ${MEMBER_EMAIL}` })
+      .waitFor();
+    // Not a member until they accept.
+    expect(await page().getByRole('row', { name: MEMBER_EMAIL, exact: true }).count()).toBe(0);
+
+    // A mistyped invitation, revoked.
+    await page().getByLabel('Email').fill('typo@example.test');
+    await page().getByRole('button', { name: 'Invite', exact: true }).click();
+    await page().getByRole('row', { name: 'Invitation of typo@example.test' }).waitFor();
+    await expectAccessible(page(), 'the Members page with pending invitations');
+    await page().getByRole('button', { name: 'Revoke the invitation of typo@example.test' }).click();
+    await vi.waitFor(
+      async () => expect(await page().getByRole('row', { name: 'Invitation of typo@example.test' }).count()).toBe(0),
+      { interval: 50 },
+    );
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('the invitee accepts on signing in, then sees the Members page without the owner-only actions, and issues tokens', async () => {
+    member = await openPage(browser, t.url);
+    await member.page.goto('/');
+    await member.page.waitForURL('**/login');
+    await signIn(member.page, MEMBER_EMAIL, MEMBER_PASSWORD);
+    await member.page.getByRole('heading', { name: 'No organization yet' }).waitFor();
+    const invitation = member.page.getByRole('listitem', { name: 'Invitation to acme' });
+    await invitation.waitFor();
+    expect(await invitation.innerText()).toContain(`acme invites you as a member (${OWNER_EMAIL})`);
+    expect(await member.page.getByRole('link', { name: /, your account · 1 invitation$/ }).count()).toBe(1);
+    await expectAccessible(member.page, 'an invitee without an organization');
+    await invitation.getByRole('button', { name: 'Accept and join acme' }).click();
+    await member.page.waitForURL(`**/orgs/${t.orgId}`);
+
+    await nav(member.page, 'Members').click();
+    await member.page.getByRole('heading', { name: 'Members', exact: true }).waitFor();
+    await member.page.getByRole('row', { name: OWNER_EMAIL }).waitFor();
+    expect(await member.page.getByText('Only an owner invites, changes or removes members.').count()).toBe(1);
+    expect(await member.page.getByRole('heading', { name: 'Invite a member' }).count()).toBe(0);
+    expect(await member.page.getByRole('heading', { name: 'Pending invitations' }).count()).toBe(0);
+    expect(await member.page.getByRole('button', { name: /^(Remove|Make|Revoke)/ }).count()).toBe(0);
+    await expectAccessible(member.page, "a member's Members page");
+
+    // Any member may issue and revoke tokens (the API allows it): the form is there.
+    await nav(member.page, 'API tokens').click();
+    await member.page.getByRole('row', { name: 'ci' }).waitFor();
+    await member.page.getByRole('button', { name: 'Issue token' }).waitFor();
+    await expectAccessible(member.page, "a member's API tokens page");
+    expect(member.problems).toEqual([]);
+  });
+
+  it('changes a role, and meets the last-owner rule', async () => {
+    await page().reload();
+    const row = page().getByRole('row', { name: MEMBER_EMAIL, exact: true });
     await row.waitFor();
     expect(await row.innerText()).toContain('member');
+    expect(
+      await page()
+        .getByRole('row', { name: `Invitation of ${MEMBER_EMAIL}` })
+        .count(),
+    ).toBe(0);
 
     // The only owner cannot demote themselves: the API's reason, in the row.
     await page()
@@ -269,26 +333,6 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
     expect(owner.problems).toEqual([]);
   });
 
-  it('hides the owner-only actions from a member, who still issues tokens', async () => {
-    member = await openPage(browser, t.url);
-    await member.page.goto(`/orgs/${t.orgId}/members`);
-    await member.page.waitForURL('**/login?next=*');
-    await signIn(member.page, MEMBER_EMAIL, MEMBER_PASSWORD);
-    await member.page.getByRole('heading', { name: 'Members', exact: true }).waitFor();
-    await member.page.getByRole('row', { name: OWNER_EMAIL }).waitFor();
-    expect(await member.page.getByText('Only an owner adds, changes or removes members.').count()).toBe(1);
-    expect(await member.page.getByRole('heading', { name: 'Add a member' }).count()).toBe(0);
-    expect(await member.page.getByRole('button', { name: /^(Remove|Make)/ }).count()).toBe(0);
-    await expectAccessible(member.page, "a member's Members page");
-
-    // Any member may issue and revoke tokens (the API allows it): the form is there.
-    await nav(member.page, 'API tokens').click();
-    await member.page.getByRole('row', { name: 'ci' }).waitFor();
-    await member.page.getByRole('button', { name: 'Issue token' }).waitFor();
-    await expectAccessible(member.page, "a member's API tokens page");
-    expect(member.problems).toEqual([]);
-  });
-
   it("shows the API's 403 to an owner demoted while the page was open", async () => {
     // The member becomes an owner and demotes the first owner, whose page still shows the buttons.
     const users = await t.owner.get<{ userId: string; email: string }[]>(`/orgs/${t.orgId}/members`);
@@ -311,6 +355,55 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
       'Not allowed: Only an owner of the organization can do this',
     );
     expect((await t.owner.get<unknown[]>(`/orgs/${t.orgId}/members`)).body).toHaveLength(2);
+  });
+
+  it('changes the password on the account page, reached from the header: the other sessions end, this one goes on', async () => {
+    const p = member!.page;
+    const elsewhere = await t.api.login(MEMBER_EMAIL, MEMBER_PASSWORD); // a script's session of the same user
+    await p.getByRole('link', { name: /your account/ }).click();
+    await p.getByRole('heading', { name: 'Your account' }).waitFor();
+    await expectAccessible(p, 'the account page');
+
+    await p.getByLabel('Current password').fill('not my password');
+    await p.getByLabel('New password', { exact: true }).fill(NEW_MEMBER_PASSWORD);
+    await p.getByLabel('New password again').fill(`${NEW_MEMBER_PASSWORD}!`);
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await p.locator('#account-again-error').waitFor();
+    await p.getByLabel('New password again').fill(NEW_MEMBER_PASSWORD);
+    await p.getByRole('button', { name: 'Change password' }).click();
+    const wrong = p.locator('#account-currentPassword-error');
+    await wrong.waitFor();
+    expect(await wrong.innerText()).toBe('is not your current password');
+    expect(await p.getByLabel('Current password').getAttribute('aria-invalid')).toBe('true');
+    await expectAccessible(p, 'the account page with a refusal');
+
+    await p.getByLabel('Current password').fill(MEMBER_PASSWORD);
+    await p.getByRole('button', { name: 'Change password' }).click();
+    await p.getByRole('status').filter({ hasText: 'Your password is changed' }).waitFor();
+    await docScreenshot(p, 'account');
+    expect((await elsewhere.get('/orgs')).status).toBe(401);
+    // This browser's session was renewed: the pages go on.
+    await nav(p, 'Members').click();
+    await p.getByRole('row', { name: OWNER_EMAIL }).waitFor();
+    expect(member!.problems).toEqual([]);
+  });
+
+  it('signs out everywhere from the account page: this browser and every other session of the user', async () => {
+    const p = member!.page;
+    const elsewhere = await t.api.login(MEMBER_EMAIL, NEW_MEMBER_PASSWORD);
+    await p.getByRole('link', { name: /your account/ }).click();
+    await p.getByRole('button', { name: 'Sign out everywhere…' }).click();
+    await p
+      .getByRole('group', { name: 'Sign out everywhere' })
+      .getByRole('button', { name: 'Sign out everywhere' })
+      .click();
+    await p.waitForURL('**/login');
+    expect((await elsewhere.get('/orgs')).status).toBe(401);
+    await p.goto(`/orgs/${t.orgId}/members`);
+    await p.waitForURL('**/login?next=*');
+    await signIn(p, MEMBER_EMAIL, NEW_MEMBER_PASSWORD);
+    await p.getByRole('heading', { name: 'Members', exact: true }).waitFor();
+    expect(member!.problems).toEqual([]);
   });
 
   it('signs out: back to the sign-in page, and the old page asks to sign in again', async () => {

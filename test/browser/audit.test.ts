@@ -84,8 +84,9 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     const texts = await rows().allInnerTexts();
     expect(texts[1]).toContain(`${OWNER_EMAIL} created the enrollment token bulk-54`);
     await page().getByRole('button', { name: 'Show older entries' }).click();
-    // 55 bulk tokens, the agent's enrollment token and enrollment, the trigger, its API token, the member's 3, the binding.
-    await eventually(async () => (await rows().count()) === 64, 20_000, 'all 63 entries');
+    // 55 bulk tokens, the agent's enrollment token and enrollment, the trigger, its API token, the member's 4
+    // (invited, joined, two role changes), the binding.
+    await eventually(async () => (await rows().count()) === 65, 20_000, 'all 64 entries');
     expect(await page().getByRole('button', { name: 'Show older entries' }).count()).toBe(0);
     const all = await rows().allInnerTexts();
     expect(all.at(-1)).toContain(`${OWNER_EMAIL} created the enrollment token`);
@@ -127,10 +128,10 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     await page().getByRole('button', { name: 'Filter' }).click();
     await page().waitForURL(`**/audit?targetType=user&targetId=${memberId}`);
     await eventually(async () => (await rows().count()) === 4, 20_000, "the member's three entries");
-    expect((await rows().allInnerTexts()).slice(1).map((r) => r.match(/(added|changed the role of)/)?.[0])).toEqual([
+    expect((await rows().allInnerTexts()).slice(1).map((r) => r.match(/(joined|changed the role of)/)?.[0])).toEqual([
       'changed the role of',
       'changed the role of',
-      'added',
+      'joined',
     ]);
     await docScreenshot(page(), 'audit');
 

@@ -14,7 +14,7 @@ import {
 
 /**
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
- * release`), organizations chosen with --org, and shell completion, with the built single
+ * invitation|release`), organizations chosen with --org, and shell completion, with the built single
  * executable against a real coordinator.
  */
 
@@ -144,13 +144,54 @@ describe('drover management commands', () => {
     expect(refused).toMatchObject({ code: 2, stderr: 'drover: The API token has been revoked\n' });
   });
 
-  it('adds a member with a new account, refuses a second add with the API message, and removes them', async () => {
+  it('invites a member with a first password, who accepts with drover invitation; lists, revokes and removes', async () => {
     const added = await run(['member', 'add', '--email', 'dev@example.test', '--new-account'], {
       DROVER_MEMBER_PASSWORD: 'another long secret',
     });
-    expect(added.stdout).toMatch(/^Added dev@example\.test as member \([0-9a-f-]{36}\)\n$/);
+    expect(added.stdout).toMatch(
+      /^Invited dev@example\.test as member until \S+ \(invitation [0-9a-f-]{36}\); they join when they accept it\n$/,
+    );
     const twice = await run(['member', 'add', '--email', 'dev@example.test']);
-    expect(twice).toMatchObject({ code: 2, stderr: 'drover: This user is already a member of the organization\n' });
+    expect(twice).toMatchObject({
+      code: 2,
+      stderr: 'drover: This email has a pending invitation to the organization already; revoke it to invite again\n',
+    });
+    const pending = await run(['member', 'invitations']);
+    expect(pending.stdout).toMatch(
+      /^ID +EMAIL +ROLE +STATUS +EXPIRES +INVITED BY\n\S+ +dev@example\.test +member +pending /,
+    );
+
+    // The invitee, signed in on their own machine (another config directory), accepts it by name.
+    const dev = { ...env, XDG_CONFIG_HOME: path.join(work, 'dev-config') };
+    const devRun = (args: string[]) => drover(args, { env: dev, cwd: work });
+    expect(
+      (
+        await drover(['login', '--email', 'dev@example.test', '--password-stdin'], {
+          env: dev,
+          input: 'another long secret\n',
+        })
+      ).code,
+    ).toBe(0);
+    expect((await devRun(['invitation', 'list'])).stdout).toMatch(
+      /^ID +ORGANIZATION +ROLE +INVITED BY +EXPIRES\n\S+ +acme +member +owner@example\.test /,
+    );
+    expect(await devRun(['invitation', 'accept', 'acme'])).toMatchObject({
+      code: 0,
+      stdout: `Joined acme as member (${t.orgId})\n`,
+    });
+    expect(await devRun(['invitation', 'list'])).toMatchObject({ code: 0, stdout: 'No pending invitations.\n' });
+    expect(await devRun(['invitation', 'decline', 'acme'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no pending invitation `acme` of yours\n',
+    });
+
+    // An invitation revoked by email.
+    expect((await run(['member', 'add', '--email', 'late@example.test'])).code).toBe(0);
+    expect(await run(['member', 'revoke-invitation', 'LATE@example.test'])).toMatchObject({
+      code: 0,
+      stdout: 'Revoked the invitation of late@example.test\n',
+    });
+    expect(await run(['member', 'invitations'])).toMatchObject({ code: 0, stdout: 'No pending invitations.\n' });
     const removed = await run(['member', 'remove', 'DEV@example.test']);
     expect(removed).toMatchObject({ code: 0, stdout: 'Removed dev@example.test from the organization\n' });
   });
@@ -244,6 +285,54 @@ describe('drover completion', () => {
     expect(await run(['completion', 'fish'])).toMatchObject({
       code: 2,
       stderr: 'drover: expected the shell bash or zsh, got `fish`\n',
+    });
+  });
+});
+
+// Last in the file: these end the owner's sessions.
+describe('drover password and drover logout --everywhere', () => {
+  const NEW_PASSWORD = 'a new long passphrase';
+  const sessionFile = () => path.join(work, 'config', 'drover', 'session.json');
+  const storedToken = () => (JSON.parse(fs.readFileSync(sessionFile(), 'utf8')) as { token: string }).token;
+
+  it('changes the password from standard input, never argv: the other sessions end, this one is renewed', async () => {
+    expect(await run(['password'])).toMatchObject({
+      code: 2,
+      stderr:
+        'drover: no terminal to ask the password on: pass --password-stdin (the current password, then the new one, one a line)\n',
+    });
+    expect(await drover(['password', '--password-stdin'], { env, input: `${OWNER_PASSWORD}\n` })).toMatchObject({
+      code: 2,
+      stderr: 'drover: --password-stdin: expected two lines (the current password, then the new one), got 1\n',
+    });
+    const wrong = await drover(['password', '--password-stdin'], { env, input: `not it\n${NEW_PASSWORD}\n` });
+    expect(wrong).toMatchObject({ code: 2, stderr: 'drover: body.currentPassword: is not your current password\n' });
+
+    const before = storedToken();
+    const changed = await drover(['password', '--password-stdin'], {
+      env,
+      input: `${OWNER_PASSWORD}\n${NEW_PASSWORD}\n`,
+    });
+    expect(changed).toMatchObject({
+      code: 0,
+      stdout: `Changed the password of ${OWNER_EMAIL}; your other sessions are signed out\n`,
+    });
+    expect(storedToken()).not.toBe(before);
+    expect((await t.owner.get('/orgs')).status).toBe(401); // another session of the owner
+    expect((await t.api.get('/orgs', { token: before })).status).toBe(401);
+    expect((await run(['trigger', 'list', '--org', 'acme'])).code).toBe(0); // the renewed one
+  });
+
+  it('signs out everywhere: every session of the user ends, and the file is deleted', async () => {
+    const other = await t.api.login(OWNER_EMAIL, NEW_PASSWORD);
+    const token = storedToken();
+    const res = await run(['logout', '--everywhere']);
+    expect(res).toMatchObject({ code: 0, stdout: `Signed out of every session of ${OWNER_EMAIL} on ${t.url}\n` });
+    expect(fs.existsSync(sessionFile())).toBe(false);
+    for (const ended of [token, other.token]) expect((await t.api.get('/orgs', { token: ended })).status).toBe(401);
+    expect(await run(['logout', '--everywhere'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: not signed in: sign in with `drover login` to sign out everywhere\n',
     });
   });
 });

@@ -37,7 +37,7 @@ describe('the dashboard served by the coordinator', () => {
   afterAll(() => t?.close());
 
   it('answers / and its client routes with index.html, revalidated, with the security headers', async () => {
-    for (const path of ['/', '/login', `/orgs/${t.orgId}`, `/orgs/${t.orgId}/agents`]) {
+    for (const path of ['/', '/login', '/account', `/orgs/${t.orgId}`, `/orgs/${t.orgId}/agents`]) {
       const res = await fetch(`${t.url}${path}`, { headers: { accept: BROWSER_ACCEPT } });
       expect(res.status, path).toBe(200);
       expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');

@@ -205,7 +205,7 @@ describe('dashboard sessions by cookie', () => {
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({
       code: 'unauthorized',
-      message: 'The session token is invalid or expired',
+      message: 'The session token is invalid, expired or signed out',
     });
     expect((await fetch(`${t.url}/v1/auth/session`, { headers: { authorization: `Bearer ${mine}` } })).status).toBe(
       401,
@@ -239,5 +239,127 @@ describe('dashboard sessions behind HTTPS', () => {
       body: '{}',
     });
     expect(change.status).toBe(201);
+  });
+});
+
+describe('ending sessions: a password change, and sign out everywhere', () => {
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+  });
+  afterAll(() => t?.close());
+
+  const session = (token: string) =>
+    fetch(`${t.url}/v1/auth/session`, { headers: { authorization: `Bearer ${token}` } });
+  const changePassword = (token: string, body: unknown, from?: string) =>
+    (from ? t.api.fromAddress(from) : t.api).post('/auth/password', { body, token });
+  const signIn = async (password: string) => (await t.api.login(OWNER_EMAIL, password)).token!;
+
+  it('refuses a wrong current password, a short or unchanged new one, with 422 at the field, changing nothing', async () => {
+    const token = await signIn(OWNER_PASSWORD);
+    const cases: [unknown, string, RegExp][] = [
+      [
+        { currentPassword: 'not it at all', newPassword: 'a new long passphrase' },
+        'body.currentPassword',
+        /is not your current password/,
+      ],
+      [
+        { currentPassword: OWNER_PASSWORD, newPassword: 'short' },
+        'body.newPassword',
+        /must be 8 to 1024 characters, got 5/,
+      ],
+      [{ currentPassword: OWNER_PASSWORD, newPassword: OWNER_PASSWORD }, 'body.newPassword', /must differ/],
+      [{ currentPassword: OWNER_PASSWORD }, 'body.newPassword', /required/],
+      [{ currentPassword: OWNER_PASSWORD, newPassword: 'a new long passphrase', extra: 1 }, 'body.extra', /./],
+    ];
+    for (const [body, path, message] of cases) {
+      const res = await changePassword(token, body);
+      expect(res.status, JSON.stringify(body)).toBe(422);
+      expect(res.body.details).toEqual([{ path, message: expect.stringMatching(message) }]);
+    }
+    expect((await session(token)).status).toBe(200);
+    expect((await t.api.post('/auth/password', { body: {}, token: null })).status).toBe(401);
+  });
+
+  it('counts wrong current passwords as failed sign-ins: locked from that address after five', async () => {
+    const token = await signIn(OWNER_PASSWORD);
+    const from = '127.0.0.31';
+    const wrong = { currentPassword: 'a wrong guess', newPassword: 'a new long passphrase' };
+    for (let i = 0; i < 6; i++) expect((await changePassword(token, wrong, from)).status).toBe(422);
+    const locked = await changePassword(token, { ...wrong, currentPassword: OWNER_PASSWORD }, from);
+    expect(locked.status).toBe(429);
+    expect(locked.body.message).toMatch(/Too many failed sign-in attempts/);
+    // The same counts as sign-in: that address cannot sign in with the account either, another can.
+    const fromThere = await t.api.fromAddress(from).post('/auth/login', {
+      body: { email: OWNER_EMAIL, password: OWNER_PASSWORD },
+      token: null,
+    });
+    expect(fromThere.status).toBe(429);
+    expect((await session(token)).status).toBe(200);
+  });
+
+  it("changes the password: every other session is refused at once, the caller's is renewed", async () => {
+    const other = await signIn(OWNER_PASSWORD);
+    const cookie = await signInForCookie(t.url, OWNER_EMAIL, OWNER_PASSWORD);
+    const mine = await signIn(OWNER_PASSWORD);
+    const res = await changePassword(mine, { currentPassword: OWNER_PASSWORD, newPassword: 'a new long passphrase' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ token: expect.any(String), user: { email: OWNER_EMAIL } });
+    expect(sessionCookieSet(res.headers)).toBeUndefined(); // a bearer call: no cookie to replace
+    for (const ended of [other, cookie, mine]) expect((await session(ended)).status).toBe(401);
+    expect((await session(res.body.token)).status).toBe(200);
+    const byCookie = await fetch(`${t.url}/v1/auth/session`, { headers: { cookie: `${SESSION_COOKIE}=${cookie}` } });
+    expect(byCookie.status).toBe(401);
+    expect(await byCookie.json()).toMatchObject({ message: 'The session token is invalid, expired or signed out' });
+    await expect(signIn(OWNER_PASSWORD)).rejects.toThrow(/401/);
+    const renewed = t.api.withToken(await signIn('a new long passphrase'));
+    const audit = await renewed.get(`/orgs/${t.orgId}/audit?action=auth.password_change`);
+    expect(audit.body).toEqual([
+      expect.objectContaining({ actorType: 'user', targetType: 'user', metadata: { email: OWNER_EMAIL } }),
+    ]);
+  });
+
+  it('with the cookie, replaces the cookie, and refuses a cross-site change', async () => {
+    const cookie = await signInForCookie(t.url, OWNER_EMAIL, 'a new long passphrase');
+    const body = JSON.stringify({ currentPassword: 'a new long passphrase', newPassword: 'the third passphrase' });
+    const headers = (origin: string) => ({
+      cookie: `${SESSION_COOKIE}=${cookie}`,
+      origin,
+      'x-drover-csrf': '1',
+      'content-type': 'application/json',
+    });
+    const crossSite = await fetch(`${t.url}/v1/auth/password`, {
+      method: 'POST',
+      headers: headers('https://evil.example'),
+      body,
+    });
+    expect(crossSite.status).toBe(403);
+    const res = await fetch(`${t.url}/v1/auth/password`, { method: 'POST', headers: headers(t.url), body });
+    expect(res.status).toBe(200);
+    const set = sessionCookieSet(res.headers);
+    expect(set?.value).toBe(((await res.json()) as { token: string }).token);
+    expect(set?.attributes).toMatchObject({ httponly: true, samesite: 'Strict' });
+    expect(
+      (await fetch(`${t.url}/v1/auth/session`, { headers: { cookie: `${SESSION_COOKIE}=${set!.value}` } })).status,
+    ).toBe(200);
+  });
+
+  it("signs out everywhere: every session of the user ends, the caller's included", async () => {
+    const password = 'the third passphrase';
+    const [one, two] = [await signIn(password), await signIn(password)];
+    const cookie = await signInForCookie(t.url, OWNER_EMAIL, password);
+    const res = await fetch(`${t.url}/v1/auth/logout-everywhere`, {
+      method: 'POST',
+      headers: { cookie: `${SESSION_COOKIE}=${cookie}`, origin: t.url, 'x-drover-csrf': '1' },
+    });
+    expect(res.status).toBe(204);
+    expect(sessionCookieSet(res.headers)).toMatchObject({ value: '' });
+    for (const ended of [one, two, cookie]) expect((await session(ended)).status).toBe(401);
+    expect((await t.api.post('/auth/logout-everywhere', { token: one })).status).toBe(401);
+    // Signing in again works, with the same password.
+    const again = t.api.withToken(await signIn(password));
+    expect((await again.get('/auth/session')).status).toBe(200);
+    const audit = await again.get(`/orgs/${t.orgId}/audit?action=auth.sign_out_everywhere`);
+    expect(audit.body).toHaveLength(1);
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import { auditEntries } from '../helpers/audit.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { addUser, fakeClock } from '../helpers/members.js';
+import { acceptInvitation, addUser, fakeClock } from '../helpers/members.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
 const ROUTES = ['/token', '/agents', '/devices', '/workflows'];
@@ -87,6 +87,8 @@ describe('token discovery authentication', () => {
       body: { email: 'leaver@example.test', role: 'member' },
     });
     expect(back.status).toBe(201);
+    expect((await t.api.get('/token', { token })).status).toBe(401); // invited, not a member yet
+    await acceptInvitation(member.client, back.body.id);
     expect((await t.api.get('/token', { token })).status).toBe(200);
   });
 

@@ -26,7 +26,7 @@ describe('audit log', () => {
     ownerId = (await t.owner.get(`/orgs/${t.orgId}/members`)).body.find(
       (m: { role: string }) => m.role === 'owner',
     ).userId;
-    // 12 enrollment tokens and 3 bindings: 16 entries with the member.add.
+    // The member's invitation and its acceptance, 12 enrollment tokens and 3 bindings: 17 entries.
     for (let i = 0; i < 12; i++) await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: { name: `t${i}` } });
     for (let i = 0; i < 3; i++)
       await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, { body: { name: `b${i}`, backend: 'local' } });
@@ -36,7 +36,7 @@ describe('audit log', () => {
   it('lists entries newest first with the documented fields', async () => {
     const res = await t.owner.get<Entry[]>(`/orgs/${t.orgId}/audit`);
     expect(res.status).toBe(200);
-    expect(res.body).toHaveLength(16);
+    expect(res.body).toHaveLength(17);
     expect(res.headers.get('x-next-cursor')).toBeNull();
     const ids = res.body.map((e) => e.id);
     expect(ids).toEqual([...ids].sort((a, b) => b - a));
@@ -48,9 +48,15 @@ describe('audit log', () => {
       metadata: { name: 'b2' },
     });
     expect(res.body.at(-1)).toMatchObject({
-      action: 'member.add',
+      action: 'invitation.create',
+      targetType: 'invitation',
+      metadata: { email: 'member@example.test', role: 'member' },
+    });
+    expect(res.body.at(-2)).toMatchObject({
+      action: 'invitation.accept',
+      actorType: 'user',
       targetType: 'user',
-      metadata: { email: 'member@example.test' },
+      metadata: { email: 'member@example.test', role: 'member', invitationId: res.body.at(-1)!.targetId },
     });
   });
 
@@ -160,9 +166,9 @@ describe('audit log filters', () => {
 
   it('filters by target type and target id, alone and together with the action', async () => {
     const aboutMember = await list(`targetId=${memberId}`);
-    expect(aboutMember.map((e) => e.action)).toEqual(['member.update', 'member.update', 'member.add']);
+    expect(aboutMember.map((e) => e.action)).toEqual(['member.update', 'member.update', 'invitation.accept']);
     expect(ids(await list(`targetType=user&targetId=${memberId}`))).toEqual(ids(aboutMember));
-    expect(ids(await list(`targetId=${memberId}&action=member.add`))).toEqual([aboutMember[2]!.id]);
+    expect(ids(await list(`targetId=${memberId}&action=invitation.accept`))).toEqual([aboutMember[2]!.id]);
     expect(await list(`targetType=api_token&targetId=${memberId}`)).toEqual([]);
     const tokens = await list('targetType=enrollment_token');
     expect(tokens.map((e) => e.metadata.name)).toEqual(['e2', 'e1', 'e0']);

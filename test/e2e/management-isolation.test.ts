@@ -20,6 +20,7 @@ describe('management access control', () => {
       ['GET', o],
       ['GET', `${o}/members`],
       ['POST', `${o}/members`, { email: 'new@example.test', password: 'long enough pw', role: 'member' }],
+      ['GET', `${o}/invitations`],
       ['PATCH', `${o}/members/${memberId}`, { role: 'owner' }],
       ['DELETE', `${o}/members/${memberId}`],
       ['POST', `${o}/enrollment-tokens`, {}],
@@ -39,6 +40,7 @@ describe('management access control', () => {
   };
   const OWNER_ONLY = new Set([
     'POST members',
+    'GET invitations',
     'PATCH members',
     'DELETE members',
     'DELETE agents',

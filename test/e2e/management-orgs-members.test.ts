@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OWNER_EMAIL, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { addUser, fakeClock, MEMBER_PASSWORD } from '../helpers/members.js';
 
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
@@ -82,14 +82,19 @@ describe('organizations', () => {
 });
 
 describe('members', () => {
+  const clock = fakeClock();
   let t: TestCoordinator;
   let ownerId: string;
   beforeAll(async () => {
-    t = await startTestCoordinator();
+    t = await startTestCoordinator({ clock });
     const members = await t.owner.get(`/orgs/${t.orgId}/members`);
     ownerId = members.body[0].userId;
   });
   afterAll(() => t?.close());
+
+  const invite = (body: unknown, orgId = t.orgId) => t.owner.post(`/orgs/${orgId}/members`, { body });
+  const memberEmails = async (orgId = t.orgId) =>
+    (await t.owner.get<{ email: string }[]>(`/orgs/${orgId}/members`)).body.map((m) => m.email);
 
   it('lists the owner as the only member at first', async () => {
     const res = await t.owner.get(`/orgs/${t.orgId}/members`);
@@ -97,21 +102,33 @@ describe('members', () => {
     expect(res.body).toEqual([{ userId: ownerId, email: OWNER_EMAIL, role: 'owner', joinedAt: expect.any(String) }]);
   });
 
-  it('creates a new user with a password, who can then sign in and see the organization', async () => {
-    const res = await t.owner.post(`/orgs/${t.orgId}/members`, {
-      body: { email: ' new.user@example.test ', password: MEMBER_PASSWORD, role: 'member' },
-    });
+  it('invites a new email with a first password: the invitee signs in with it, accepts, and is a member', async () => {
+    const res = await invite({ email: ' new.user@example.test ', password: MEMBER_PASSWORD, role: 'member' });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
-      userId: expect.any(String),
+      id: expect.any(String),
+      orgId: t.orgId,
+      orgName: 'acme',
       email: 'new.user@example.test',
       role: 'member',
-      joinedAt: expect.any(String),
+      status: 'pending',
+      invitedBy: { userId: ownerId, email: OWNER_EMAIL },
+      createdAt: new Date(clock.now()).toISOString(),
+      expiresAt: new Date(clock.now() + 7 * 24 * 3600_000).toISOString(),
+      endedAt: null,
     });
     expect(res.body).not.toHaveProperty('password');
-    expect(res.body).not.toHaveProperty('passwordHash');
+    expect(await memberEmails()).toEqual([OWNER_EMAIL]); // not a member before accepting
+
     const client = await t.api.login('new.user@example.test', MEMBER_PASSWORD);
+    expect((await client.get('/orgs')).body).toEqual([]);
+    expect((await client.get('/invitations')).body).toEqual([res.body]);
+    const accepted = await client.post(`/invitations/${res.body.id}/accept`);
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toEqual({ id: t.orgId, name: 'acme', role: 'member', createdAt: expect.any(String) });
     expect((await client.get(`/orgs/${t.orgId}`)).body.role).toBe('member');
+    expect((await client.get('/invitations')).body).toEqual([]);
+    expect((await memberEmails()).sort()).toEqual(['new.user@example.test', OWNER_EMAIL]);
     // The password at rest (a hash, never the password) is not in the API.
     const stored = await t.sql.get<{ password_hash: string }>(
       'SELECT password_hash FROM users WHERE email = ?',
@@ -121,27 +138,129 @@ describe('members', () => {
     expect(stored!.password_hash).not.toContain(MEMBER_PASSWORD);
   });
 
-  it('adds an existing user without a password and refuses one with a password or one already a member', async () => {
-    const { client: other } = await addUser(t.owner, t.orgId, 'existing@example.test');
-    const second = await t.owner.post('/orgs', { body: { name: 'second' } });
-    const path = `/orgs/${second.body.id}/members`;
-    const withPassword = await t.owner.post(path, {
-      body: { email: 'existing@example.test', password: 'another password', role: 'member' },
-    });
-    expect(withPassword.status).toBe(409);
-    expect(withPassword.body.code).toBe('conflict');
-    const added = await t.owner.post(path, { body: { email: 'EXISTING@example.test', role: 'owner' } });
-    expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ email: 'existing@example.test', role: 'owner' });
-    expect((await other.get(`/orgs/${second.body.id}`)).body.role).toBe('owner');
-    const again = await t.owner.post(path, { body: { email: 'existing@example.test', role: 'member' } });
-    expect(again.status).toBe(409);
+  it('adds no existing account without its consent, and answers it as a new email: nothing tells them apart', async () => {
+    const other = await t.owner.post('/orgs', { body: { name: 'elsewhere' } });
+    const { client: existing } = await addUser(t.owner, other.body.id, 'existing@example.test');
+    // Another signed-in user owns an organization of their own, and invites an existing and a new email.
+    const stranger = await addUser(t.owner, other.body.id, 'stranger@example.test');
+    const own = await stranger.client.post('/orgs', { body: { name: 'probe' } });
+    const path = `/orgs/${own.body.id}/members`;
+    const answers = [];
+    for (const email of ['EXISTING@example.test', 'nobody.yet@example.test']) {
+      for (const body of [
+        { email, role: 'member' },
+        { email, password: 'a password of mine', role: 'owner' },
+      ]) {
+        const res = await stranger.client.post(path, { body });
+        answers.push(res);
+        if (res.status === 201) await stranger.client.delete(`/orgs/${own.body.id}/invitations/${res.body.id}`);
+      }
+    }
+    expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201]);
+    const shape = (body: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(body).map(([k, v]) => [k, v === null ? 'null' : typeof v]));
+    for (const answer of answers) {
+      expect([...answer.headers.keys()].sort()).toEqual([...answers[0]!.headers.keys()].sort());
+      expect(shape(answer.body)).toEqual(shape(answers[0]!.body));
+      expect(answer.body.status).toBe('pending');
+    }
+    // The existing account is not a member of the stranger's organization, and its password is its own.
+    expect((await existing.get('/orgs')).body.map((o: { name: string }) => o.name)).toEqual(['elsewhere']);
+    expect((await stranger.client.get(`${path}`)).body.map((m: { email: string }) => m.email)).toEqual([
+      'stranger@example.test',
+    ]);
+    await expect(t.api.login('existing@example.test', 'a password of mine')).rejects.toThrow(/401/);
+    await t.api.login('existing@example.test', MEMBER_PASSWORD);
   });
 
-  it('refuses a new user without a password, a short password, a bad email or a bad role with 422', async () => {
+  it('lets the invitee decline: the invitation can no longer be accepted (410)', async () => {
+    const { client } = await addUser(
+      t.owner,
+      (await t.owner.post('/orgs', { body: { name: 'd' } })).body.id,
+      'decliner@example.test',
+    );
+    const res = await invite({ email: 'decliner@example.test', role: 'owner' });
+    const pending = await client.get('/invitations');
+    expect(pending.body).toEqual([expect.objectContaining({ id: res.body.id, orgName: 'acme', role: 'owner' })]);
+    const declined = await client.post(`/invitations/${res.body.id}/decline`);
+    expect(declined.status).toBe(200);
+    expect(declined.body).toMatchObject({ id: res.body.id, status: 'declined', endedAt: expect.any(String) });
+    const late = await client.post(`/invitations/${res.body.id}/accept`);
+    expect(late.status).toBe(410);
+    expect(late.body).toMatchObject({
+      code: 'invitation_revoked',
+      message: 'This invitation was declined by its invitee',
+    });
+    expect((await client.get(`/orgs/${t.orgId}`)).status).toBe(404);
+    expect((await t.owner.get(`/orgs/${t.orgId}/invitations`)).body.map((i: { id: string }) => i.id)).not.toContain(
+      res.body.id,
+    );
+  });
+
+  it('lists and revokes pending invitations (owner); answers accepted, revoked and foreign invitations clearly', async () => {
+    const { client: bob } = await addUser(
+      t.owner,
+      (await t.owner.post('/orgs', { body: { name: 'b' } })).body.id,
+      'bob@example.test',
+    );
+    const revoked = await invite({ email: 'bob@example.test', role: 'member' });
+    const list = await t.owner.get(`/orgs/${t.orgId}/invitations`);
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual([revoked.body]);
+    // Someone else's invitation is not found, to accept or to decline.
+    const carol = await t.api.login('new.user@example.test', MEMBER_PASSWORD);
+    for (const action of ['accept', 'decline']) {
+      const res = await carol.post(`/invitations/${revoked.body.id}/${action}`);
+      expect(res.status).toBe(404);
+      expect(res.body).toMatchObject({ code: 'not_found', message: 'Invitation not found' });
+    }
+    const gone = await t.owner.delete(`/orgs/${t.orgId}/invitations/${revoked.body.id}`);
+    expect(gone.status).toBe(200);
+    expect(gone.body).toMatchObject({ id: revoked.body.id, status: 'revoked', endedAt: expect.any(String) });
+    expect((await t.owner.get(`/orgs/${t.orgId}/invitations`)).body).toEqual([]);
+    expect((await bob.get('/invitations')).body).toEqual([]);
+    const late = await bob.post(`/invitations/${revoked.body.id}/accept`);
+    expect(late.status).toBe(410);
+    expect(late.body).toMatchObject({
+      code: 'invitation_revoked',
+      message: 'This invitation was revoked by an owner of the organization',
+    });
+    expect((await t.owner.delete(`/orgs/${t.orgId}/invitations/${revoked.body.id}`)).status).toBe(410);
+
+    // Invited again, accepted, and accepted twice: 409; revoking it now is 409 too.
+    const again = await invite({ email: 'bob@example.test', role: 'member' });
+    expect(again.status).toBe(201);
+    expect((await bob.post(`/invitations/${again.body.id}/accept`)).status).toBe(200);
+    const twice = await bob.post(`/invitations/${again.body.id}/accept`);
+    expect(twice.status).toBe(409);
+    expect(twice.body).toMatchObject({ code: 'conflict', message: 'This invitation was accepted already' });
+    expect((await t.owner.delete(`/orgs/${t.orgId}/invitations/${again.body.id}`)).status).toBe(409);
+    // An invitation of another organization, and a malformed id, are not found.
+    const elsewhere = await t.owner.post('/orgs', { body: { name: 'other' } });
+    expect((await t.owner.delete(`/orgs/${elsewhere.body.id}/invitations/${again.body.id}`)).status).toBe(404);
+    expect((await bob.post('/invitations/not-a-uuid/accept')).status).toBe(404);
+  });
+
+  it('refuses inviting a member or an email already invited (409), whether or not it has an account', async () => {
+    const member = await invite({ email: 'NEW.USER@example.test', role: 'member' });
+    expect(member.status).toBe(409);
+    expect(member.body).toMatchObject({
+      code: 'conflict',
+      message: 'This email belongs to a member of the organization already',
+    });
+    for (const email of ['pending.new@example.test', 'existing@example.test']) {
+      expect((await invite({ email, role: 'member' })).status).toBe(201);
+      const twice = await invite({ email: email.toUpperCase(), password: MEMBER_PASSWORD, role: 'owner' });
+      expect(twice.status).toBe(409);
+      expect(twice.body.message).toBe(
+        'This email has a pending invitation to the organization already; revoke it to invite again',
+      );
+    }
+  });
+
+  it('refuses a short password, a bad email or a bad role with 422', async () => {
     const path = `/orgs/${t.orgId}/members`;
     const cases: [unknown, string][] = [
-      [{ email: 'nopass@example.test', role: 'member' }, 'body.password'],
       [{ email: 'short@example.test', password: 'short', role: 'member' }, 'body.password'],
       [{ email: 'not-an-email', password: MEMBER_PASSWORD, role: 'member' }, 'body.email'],
       [{ email: 'a b@example.test', password: MEMBER_PASSWORD, role: 'member' }, 'body.email'],
@@ -158,16 +277,19 @@ describe('members', () => {
       expect(res.status, JSON.stringify(body).slice(0, 80)).toBe(422);
       expect(res.body.details.map((d: { path: string }) => d.path)).toContain(detailPath);
     }
-    expect(await t.api.login('nopass@example.test', MEMBER_PASSWORD).catch(() => null)).toBeNull();
+    expect(await t.api.login('short@example.test', 'short').catch(() => null)).toBeNull();
   });
 
   it('lets a member list members but refuses every owner-only member call with 403', async () => {
     const { userId, client } = await addUser(t.owner, t.orgId, 'plain.member@example.test');
     expect((await client.get(`/orgs/${t.orgId}/members`)).status).toBe(200);
+    const pending = (await t.owner.get(`/orgs/${t.orgId}/invitations`)).body[0].id;
     const calls = [
       client.post(`/orgs/${t.orgId}/members`, {
         body: { email: 'y@example.test', password: MEMBER_PASSWORD, role: 'member' },
       }),
+      client.get(`/orgs/${t.orgId}/invitations`),
+      client.delete(`/orgs/${t.orgId}/invitations/${pending}`),
       client.patch(`/orgs/${t.orgId}/members/${userId}`, { body: { role: 'owner' } }),
       client.patch(`/orgs/${t.orgId}/members/${ownerId}`, { body: { role: 'member' } }),
       client.delete(`/orgs/${t.orgId}/members/${ownerId}`),
@@ -212,9 +334,22 @@ describe('members', () => {
     ]);
 
     const audit = await secondClient.get(`/orgs/${orgId}/audit`);
-    const actions = audit.body.map((e: { action: string }) => e.action);
+    const entries = audit.body as { action: string; actorId: string; metadata: Record<string, unknown> }[];
     // The PATCH that changed nothing recorded nothing.
-    expect(actions).toEqual(['member.remove', 'member.update', 'member.update', 'member.add', 'org.create']);
+    expect(entries.map((e) => e.action)).toEqual([
+      'member.remove',
+      'member.update',
+      'member.update',
+      'invitation.accept',
+      'invitation.create',
+      'org.create',
+    ]);
+    // The invitee accepted; the owner invited; whether the email had an account is not recorded.
+    expect(entries[3]).toMatchObject({
+      actorId: second,
+      metadata: { email: 'second.owner@example.test', role: 'member' },
+    });
+    expect(Object.keys(entries[4]!.metadata).sort()).toEqual(['email', 'expiresAt', 'role']);
   });
 
   it('answers 404 for a user who is not a member and for a malformed user id', async () => {
@@ -237,10 +372,33 @@ describe('members', () => {
     }
   });
 
-  it('makes exactly one user when the same new email is added concurrently', async () => {
+  it('makes one invitation and one user when the same new email is invited concurrently', async () => {
     const body = { email: 'race@example.test', password: MEMBER_PASSWORD, role: 'member' };
     const results = await Promise.all([1, 2, 3].map(() => t.owner.post(`/orgs/${t.orgId}/members`, { body })));
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 409, 409]);
+    expect(await t.sql.all('SELECT id FROM users WHERE email = ?', 'race@example.test')).toHaveLength(1);
+  });
+
+  // Last: it moves the clock past the sessions' lifetime.
+  it('lets an invitation expire after 7 days: 410 to accept, shown as expired, replaced by a new one', async () => {
+    const res = await invite({ email: 'slow@example.test', password: MEMBER_PASSWORD, role: 'member' });
+    clock.advance(7 * 24 * 3600_000);
+    const slow = await t.api.login('slow@example.test', MEMBER_PASSWORD);
+    expect((await slow.get('/invitations')).body).toEqual([]);
+    const late = await slow.post(`/invitations/${res.body.id}/accept`);
+    expect(late.status).toBe(410);
+    expect(late.body).toMatchObject({
+      code: 'invitation_expired',
+      message: `This invitation expired at ${res.body.expiresAt}; an owner of the organization can invite again`,
+    });
+    const owner = await t.api.login(OWNER_EMAIL, OWNER_PASSWORD);
+    const list = await owner.get(`/orgs/${t.orgId}/invitations`);
+    expect(list.body.find((i: { id: string }) => i.id === res.body.id)).toMatchObject({ status: 'expired' });
+    const again = await owner.post(`/orgs/${t.orgId}/members`, {
+      body: { email: 'slow@example.test', role: 'member' },
+    });
+    expect(again.status).toBe(201);
+    expect((await slow.post(`/invitations/${again.body.id}/accept`)).status).toBe(200);
   });
 });

@@ -68,7 +68,8 @@ describe('route fuzz', () => {
     const origin = new URL(fx.t.url);
     const options = { concurrency: CONCURRENCY, timeoutMs: ANSWER_BOUND_MS };
     const outcomes: FuzzOutcome[] = [];
-    const endsSomething = (c: (typeof cases)[number]) => c.method === 'DELETE' || c.route.path === '/v1/auth/logout';
+    const endsSessions = ['/v1/auth/logout', '/v1/auth/logout-everywhere', '/v1/auth/password'];
+    const endsSomething = (c: (typeof cases)[number]) => c.method === 'DELETE' || endsSessions.includes(c.route.path);
     for (const last of [false, true]) {
       const phase = cases.filter((c) => endsSomething(c) === last);
       outcomes.push(...(await runCases(origin, phase, fx.credentials, options)));

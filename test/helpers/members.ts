@@ -3,8 +3,9 @@ import type { ApiClient } from './http.js';
 export const MEMBER_PASSWORD = 'member password 1';
 
 /**
- * Adds a new user to the organization as `owner` (a session client of one of its owners) and
- * returns their id and a client signed in as them.
+ * Adds a new user to the organization as `owner` (a session client of one of its owners) the way
+ * people join: invited with a first password, signed in with it, the invitation accepted. Returns
+ * their id and a client signed in as them.
  */
 export async function addUser(
   owner: ApiClient,
@@ -12,11 +13,20 @@ export async function addUser(
   email: string,
   role: 'owner' | 'member' = 'member',
 ): Promise<{ userId: string; client: ApiClient }> {
-  const res = await owner.post<{ userId: string }>(`/orgs/${orgId}/members`, {
+  const invited = await owner.post<{ id: string }>(`/orgs/${orgId}/members`, {
     body: { email, password: MEMBER_PASSWORD, role },
   });
-  if (res.status !== 201) throw new Error(`add member: ${res.status} ${res.text}`);
-  return { userId: res.body.userId, client: await owner.withToken(null).login(email, MEMBER_PASSWORD) };
+  if (invited.status !== 201) throw new Error(`invite member: ${invited.status} ${invited.text}`);
+  const client = await owner.withToken(null).login(email, MEMBER_PASSWORD);
+  await acceptInvitation(client, invited.body.id);
+  const session = await client.get<{ user: { id: string } }>('/auth/session');
+  return { userId: session.body.user.id, client };
+}
+
+/** Accepts an invitation as the signed-in `invitee`. */
+export async function acceptInvitation(invitee: ApiClient, invitationId: string): Promise<void> {
+  const accepted = await invitee.post(`/invitations/${invitationId}/accept`);
+  if (accepted.status !== 200) throw new Error(`accept invitation: ${accepted.status} ${accepted.text}`);
 }
 
 /**

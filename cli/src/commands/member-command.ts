@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
 import { printJson } from '../output/json.js';
+import { formatTable } from '../output/table.js';
+import { shortTime } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
 import { promptSecret } from '../session/prompt.js';
 import { loadSettings } from '../settings.js';
@@ -13,6 +15,20 @@ interface Member {
   joinedAt: string;
 }
 
+/** An invitation to an organization, as the API answers it. */
+export interface Invitation {
+  id: string;
+  orgId: string;
+  orgName: string;
+  email: string;
+  role: string;
+  status: string;
+  invitedBy: { userId: string; email: string } | null;
+  createdAt: string;
+  expiresAt: string;
+  endedAt: string | null;
+}
+
 interface AddFlags {
   email: string;
   role: string;
@@ -20,16 +36,20 @@ interface AddFlags {
   json?: boolean;
 }
 
-/** `drover member add|remove`: who belongs to the organization (owners only). */
+/** `drover member add|invitations|revoke-invitation|remove`: who belongs to the organization (owners only). */
 export function configureMemberCommand(program: Command, rt: Runtime): void {
   const group = program.command('member').description("the organization's members (owners only; a session)");
 
   group
     .command('add')
-    .description('add someone who has an account, or create one with --new-account')
+    .description('invite someone: they become a member when they accept (drover invitation accept, or the dashboard)')
     .requiredOption('--email <email>', 'their email')
     .option('--role <role>', 'owner or member', 'member')
-    .option('--new-account', 'create the account: its first password is asked (or read from DROVER_MEMBER_PASSWORD)')
+    .option(
+      '--new-account',
+      'give a first password, for an email without an account yet (asked, or read from DROVER_MEMBER_PASSWORD); ' +
+        'unused when the email has one',
+    )
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: AddFlags, command: Command) => {
       if (flags.role !== 'owner' && flags.role !== 'member') {
@@ -38,15 +58,55 @@ export function configureMemberCommand(program: Command, rt: Runtime): void {
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const password = flags.newAccount
         ? (rt.env.DROVER_MEMBER_PASSWORD ??
-          (await promptSecret(rt, `Password for ${flags.email}: `, 'set DROVER_MEMBER_PASSWORD')))
+          (await promptSecret(rt, `First password for ${flags.email}: `, 'set DROVER_MEMBER_PASSWORD')))
         : undefined;
-      const member = await caller.api.post<Member>(`/orgs/${await caller.orgId()}/members`, {
+      const invitation = await caller.api.post<Invitation>(`/orgs/${await caller.orgId()}/members`, {
         email: flags.email,
         role: flags.role,
         ...(password === undefined ? {} : { password }),
       });
-      if (flags.json) return printJson(rt, member);
-      rt.out(`Added ${member.email} as ${member.role} (${member.userId})\n`);
+      if (flags.json) return printJson(rt, invitation);
+      rt.out(
+        `Invited ${invitation.email} as ${invitation.role} until ${invitation.expiresAt} (invitation ${invitation.id}); ` +
+          'they join when they accept it\n',
+      );
+    });
+
+  group
+    .command('invitations')
+    .description("the organization's pending invitations, newest first")
+    .option('--json', "print the API's answer as JSON")
+    .action(async (flags: { json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const invitations = await caller.api.get<Invitation[]>(`/orgs/${await caller.orgId()}/invitations`);
+      if (flags.json) return printJson(rt, invitations);
+      if (invitations.length === 0) return rt.out('No pending invitations.\n');
+      const rows = invitations.map((i) => [
+        i.id,
+        i.email,
+        i.role,
+        i.status,
+        shortTime(i.expiresAt),
+        i.invitedBy?.email,
+      ]);
+      rt.out(formatTable(['ID', 'EMAIL', 'ROLE', 'STATUS', 'EXPIRES', 'INVITED BY'], rows));
+    });
+
+  group
+    .command('revoke-invitation')
+    .description('revoke a pending invitation: it can no longer be accepted')
+    .argument('<invitation>', 'its id, or the email it was sent to')
+    .option('--json', "print the API's answer as JSON")
+    .action(async (value: string, flags: { json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const base = `/orgs/${await caller.orgId()}/invitations`;
+      const wanted = value.trim().toLowerCase();
+      const invitations = await caller.api.get<Invitation[]>(base);
+      const invitation = invitations.find((i) => i.id === wanted || i.email.toLowerCase() === wanted);
+      if (!invitation) throw new CliError(`no pending invitation \`${value}\` in the organization`);
+      const revoked = await caller.api.delete<Invitation>(`${base}/${invitation.id}`);
+      if (flags.json) return printJson(rt, revoked);
+      rt.out(`Revoked the invitation of ${revoked.email}\n`);
     });
 
   group

@@ -1,6 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import PQueue from 'p-queue';
-import { AppError } from '../errors.js';
+import { AppError, invalid } from '../errors.js';
 
 /**
  * Passwords are stored as `scrypt$N$r$p$<salt b64>$<hash b64>` (RFC 7914, N=2^15, r=8, p=1:
@@ -10,6 +10,13 @@ const PARAMS = { N: 32768, r: 8, p: 1 } as const;
 const KEY_BYTES = 32;
 export const MIN_PASSWORD_LENGTH = 8;
 export const MAX_PASSWORD_LENGTH = 1024;
+
+/** Refuses (422 at `path`) a password to be set that is too short or too long. */
+export function checkNewPassword(password: string, path: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw invalid(path, `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, got ${password.length}`);
+  }
+}
 
 /**
  * One hash at a time, for the whole process. scrypt runs on libuv's thread pool, which file

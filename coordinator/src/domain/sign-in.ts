@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { OrgRepository } from './model/orgs.js';
-import type { UserRepository } from './model/users.js';
+import type { StoredUser, UserRepository, UserWithPassword } from './model/users.js';
 import { AppError, unauthorized } from '../errors.js';
 import { isoAt, type Clock } from '../util/clock.js';
 import { AttemptThrottle, type FailureOutcome, type ThrottlePolicy } from './attempt-throttle.js';
@@ -12,15 +12,19 @@ import { noMetrics, type Metrics } from './metrics.js';
 /**
  * Dashboard sign-in: the password check, and the throttles that make guessing slow.
  *
- * Failures are counted per account (the email, in lower case) and per client address. An account
- * may fail 5 times and an address 20 times (many users may share one, behind a NAT) before each
- * further failure locks it: 1 s, then 2, 4, 8 s ... up to 15 minutes (guesses already being checked
- * when the lock began do not lengthen it). While locked, a sign-in is
+ * Failures are counted per account from one client address (the email, in lower case, with the
+ * address) and per client address. An account may fail 5 times from one address, and an address
+ * 20 times whatever the accounts (many users may share one, behind a NAT), before each further
+ * failure locks that pair or that address: 1 s, then 2, 4, 8 s ... up to 15 minutes (guesses
+ * already being checked when the lock began do not lengthen it). While locked, a sign-in is
  * answered 429 with `Retry-After` without its password being looked at, the right one included,
- * so a lockout costs the coordinator no hashing. A success clears the account's count; an
- * address's count only ages out (an hour without failures), or an attacker holding one account
- * could clear it between guesses. Every lockout is logged and audited: in the organizations of
- * the account when it exists, and without an organization for an address.
+ * so a lockout costs the coordinator no hashing. An account is never locked as a whole: a
+ * stranger who knows its email and fails from their address locks only themselves, and its holder
+ * still signs in from any address that has not failed (docs/decisions.md, "Sign-in lockouts").
+ * A success clears the pair's count; an address's count only ages out (an hour without
+ * failures), or an attacker holding one account could clear it between guesses. Every lockout is
+ * logged and audited: in the organizations of the account when it exists, and without an
+ * organization for an address. The counts live in this coordinator's memory.
  */
 export const SIGN_IN_ACCOUNT_POLICY: ThrottlePolicy = {
   freeFailures: 5,
@@ -59,6 +63,7 @@ export function tooManyAttempts(what: string, waitMs: number): AppError {
 }
 
 export class SignInService {
+  /** Keyed by the account and the client address together (`pairKey`). */
   private readonly accounts: AttemptThrottle;
   private readonly addresses: AttemptThrottle;
 
@@ -69,22 +74,9 @@ export class SignInService {
 
   async signIn(email: string, password: string, address: string): Promise<SignedIn> {
     const trimmed = email.trim();
-    const account = trimmed.toLowerCase();
-    const wait = Math.max(this.accounts.waitMs(account), this.addresses.waitMs(address));
-    if (wait > 0) {
-      (this.deps.metrics ?? noMetrics).rateLimitBlocked('sign_in');
-      throw tooManyAttempts('sign-in', wait);
-    }
-
-    const user = await this.deps.users.findByEmail(trimmed);
-    // Hash even for an unknown email, so timing does not reveal which emails exist.
-    const ok = await verifyPassword(password, user?.passwordHash ?? (await decoyPasswordHash()));
-    if (!user || !ok) {
-      await this.failed(account, address, user?.id ?? null);
-      throw unauthorized('Wrong email or password');
-    }
-    this.accounts.succeed(account);
-    const session = await this.deps.sessions.issue(user.id);
+    const user = await this.checkPassword(trimmed, password, address);
+    if (!user) throw unauthorized('Wrong email or password');
+    const session = await this.deps.sessions.issue(user.id, user.sessionGeneration);
     return {
       token: session.token,
       expiresAt: session.expiresAt,
@@ -92,8 +84,37 @@ export class SignInService {
     };
   }
 
+  /**
+   * The account of `email` when `password` is its password, else null (the failure counted); 429
+   * while the account is locked from this address or the address is locked, without the password
+   * being looked at. Signing in and changing one's password (which asks for the current one) both
+   * check passwords here, so they share the counts.
+   */
+  async checkPassword(
+    email: string,
+    password: string,
+    address: string,
+  ): Promise<(UserWithPassword & StoredUser) | null> {
+    const account = email.trim().toLowerCase();
+    const pair = pairKey(account, address);
+    const wait = Math.max(this.accounts.waitMs(pair), this.addresses.waitMs(address));
+    if (wait > 0) {
+      (this.deps.metrics ?? noMetrics).rateLimitBlocked('sign_in');
+      throw tooManyAttempts('sign-in', wait);
+    }
+    const user = await this.deps.users.findByEmail(email.trim());
+    // Hash even for an unknown email, so timing does not reveal which emails exist.
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await decoyPasswordHash()));
+    if (!user || !ok) {
+      await this.failed(account, address, user?.id ?? null);
+      return null;
+    }
+    this.accounts.succeed(pair);
+    return user;
+  }
+
   private async failed(account: string, address: string, userId: string | null): Promise<void> {
-    const byAccount = this.accounts.fail(account);
+    const byAccount = this.accounts.fail(pairKey(account, address));
     const byAddress = this.addresses.fail(address);
     const records = [];
     if (byAccount.lockedUntil !== null) {
@@ -133,7 +154,11 @@ export class SignInService {
 
   private lockout(scope: 'account' | 'address', outcome: FailureOutcome, who: Record<string, string>) {
     const metadata = { scope, ...who, failures: outcome.failures, lockedUntil: isoAt(outcome.lockedUntil!) };
-    this.deps.logger.warn(metadata, `sign-in locked for this ${scope} after repeated failures`);
+    const what = scope === 'account' ? 'account from this address' : 'address';
+    this.deps.logger.warn(metadata, `sign-in locked for this ${what} after repeated failures`);
     return metadata;
   }
 }
+
+/** One key per account and client address; an address holds no NUL, so the last one splits them. */
+const pairKey = (account: string, address: string): string => `${account}\u0000${address}`;

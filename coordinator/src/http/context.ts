@@ -15,8 +15,10 @@ import type { ChatRunService } from '../domain/chat/chat-runs.js';
 import type { ChatReplayGuard } from '../domain/chat/replays.js';
 import type { SessionService } from '../domain/sessions.js';
 import type { SignInService } from '../domain/sign-in.js';
+import type { AccountService } from '../domain/account.js';
 import type { ApiTokenService } from '../domain/manage/api-token-service.js';
 import type { MemberService } from '../domain/manage/member-service.js';
+import type { InvitationService } from '../domain/manage/invitation-service.js';
 import type { TriggerService } from '../domain/manage/trigger-service.js';
 import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
@@ -31,6 +33,8 @@ export interface AppContext {
   sessions: SessionService;
   /** Dashboard sign-in with its throttles. */
   signIn: SignInService;
+  /** A signed-in user's password and sessions. */
+  account: AccountService;
   /** Agent enrollment with its throttle. */
   enrollment: AgentEnrollment;
   serverKey: ServerKey;
@@ -43,6 +47,7 @@ export interface AppContext {
   triggers: TriggerService;
   apiTokens: ApiTokenService;
   members: MemberService;
+  invitations: InvitationService;
   /** Runs of triggers: the one way in for every source of runs. */
   runs: TriggerRunService;
   /** Cancelling jobs: the one way in for the dashboard and chat. */

@@ -24,8 +24,12 @@ describe("the coordinator's node flags", () => {
     expect(scripts.coordinator).toContain(`node ${flags.join(' ')} `);
   });
 
-  it('are passed by the start command in README.md', () => {
-    expect(read('README.md')).toContain(`node ${flags.join(' ')} coordinator/dist/cli/main.js start`);
+  it('are what README.md says ./drover-coordinator runs, which reads them from the first line of its program', () => {
+    expect(read('README.md')).toContain(
+      `\`./drover-coordinator\` is \`node ${flags.join(' ')} coordinator/dist/cli/main.js\``,
+    );
+    expect(read('drover-coordinator')).toContain('launch.sh" drover-coordinator coordinator/dist/cli/main.js');
+    expect(read('scripts/lib/launch.sh')).toContain('IFS= read -r first <"$program"');
   });
 
   it('are passed by the systemd unit in docs/operations.md', () => {

@@ -4,7 +4,7 @@ import type { Role } from './types';
 
 /**
  * Who may reach the organization: its API tokens with their grants (docs/management.md, "API
- * tokens and grants") and its members (docs/management.md, "Members").
+ * tokens and grants"), its members and the invitations to it (docs/management.md, "Members").
  */
 
 export type StoragePermission = 'read' | 'write' | 'delete';
@@ -60,6 +60,20 @@ export interface Member {
   joinedAt: string;
 }
 
+/** An invitation to an organization (docs/management.md, "Members"). */
+export interface Invitation {
+  id: string;
+  orgId: string;
+  orgName: string;
+  email: string;
+  role: Role;
+  status: 'pending' | 'accepted' | 'declined' | 'revoked' | 'expired';
+  invitedBy: { userId: string; email: string } | null;
+  createdAt: string;
+  expiresAt: string;
+  endedAt: string | null;
+}
+
 export const apiTokensQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'api-tokens'],
@@ -71,3 +85,16 @@ export const membersQuery = (orgId: string) =>
     queryKey: ['orgs', orgId, 'members'],
     queryFn: () => api<Member[]>('GET', `/orgs/${orgId}/members`),
   });
+
+/** The organization's pending invitations (owners only). */
+export const invitationsQuery = (orgId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'invitations'],
+    queryFn: () => api<Invitation[]>('GET', `/orgs/${orgId}/invitations`),
+  });
+
+/** The signed-in user's own pending invitations. */
+export const myInvitationsQuery = queryOptions({
+  queryKey: ['invitations'],
+  queryFn: () => api<Invitation[]>('GET', '/invitations'),
+});

@@ -12,6 +12,10 @@
 export const AUDIT_ACTIONS: Record<string, string> = {
   'org.create': 'created',
   'member.add': 'added',
+  'invitation.create': 'created',
+  'invitation.revoke': 'revoked',
+  'invitation.accept': 'accepted an invitation and joined',
+  'invitation.decline': 'declined an invitation',
   'member.update': 'changed the role of',
   'member.remove': 'removed',
   'enrollment_token.create': 'created',
@@ -31,6 +35,8 @@ export const AUDIT_ACTIONS: Record<string, string> = {
   'api_token.discover': 'listed what it may use',
   'rate_limit.block': 'was held back by the rate limit of',
   'auth.lockout': 'locked, after failed sign-ins,',
+  'auth.password_change': 'changed their password',
+  'auth.sign_out_everywhere': 'signed out everywhere',
   'storage_binding.create': 'created',
   'storage_binding.delete': 'deleted',
   'file.delete': 'deleted',
@@ -75,4 +81,5 @@ export const TARGET_TYPES: Record<string, string> = {
   application: 'application',
   release: 'release',
   chat_integration: 'chat workspace',
+  invitation: 'invitation of',
 };

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
 import { api } from '../api/client';
-import { membersQuery, type Member } from '../api/access';
+import { invitationsQuery, membersQuery, type Invitation, type Member } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Role } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -11,7 +11,7 @@ import { dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
 
-/** The organization's members and their roles; owners add, change and remove them. */
+/** The organization's members and their roles; owners invite, change and remove them. */
 export function MembersPage() {
   const { orgId, org, loaded } = useOrg();
   const members = useQuery(membersQuery(orgId));
@@ -24,7 +24,7 @@ export function MembersPage() {
       <h1 id="members-heading">Members</h1>
       <p>
         Owners manage the organization&apos;s members, revoke agents, delete triggers and force runs; members do the
-        rest. {!isOwner && 'Only an owner adds, changes or removes members.'}
+        rest. {!isOwner && 'Only an owner invites, changes or removes members.'}
       </p>
       <ErrorMessage error={members.error} />
       {members.data && (
@@ -57,7 +57,8 @@ export function MembersPage() {
         </table>
       )}
       {!members.data && !members.error && <p className="loading">Loading…</p>}
-      {isOwner && <AddMember orgId={orgId} />}
+      {isOwner && <PendingInvitations orgId={orgId} />}
+      {isOwner && <InviteMember orgId={orgId} />}
     </section>
   );
 }
@@ -140,43 +141,49 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
   );
 }
 
-const ADD_FIELDS = ['email', 'password', 'role'] as const;
+const INVITE_FIELDS = ['email', 'password', 'role'] as const;
 
-/** Adds someone: a new email creates the user with a password; an existing account joins without one. */
-function AddMember({ orgId }: { orgId: string }) {
+/**
+ * Invites someone: they join when they accept. The answer is the same whether the email has an
+ * account or not, so the page cannot say which; a first password serves only an email without one.
+ */
+function InviteMember({ orgId }: { orgId: string }) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [role, setRole] = useState<Role>('member');
   const queryClient = useQueryClient();
   const add = useMutation({
     mutationFn: () =>
-      api<Member>('POST', `/orgs/${orgId}/members`, {
+      api<Invitation>('POST', `/orgs/${orgId}/members`, {
         body: { email: email.trim(), role, ...(password !== '' ? { password } : {}) },
       }),
     onSuccess: () => {
       setEmail('');
       setPassword('');
       setRole('member');
-      void queryClient.invalidateQueries({ queryKey: membersQuery(orgId).queryKey });
+      void queryClient.invalidateQueries({ queryKey: invitationsQuery(orgId).queryKey });
     },
   });
-  const errors = fieldErrors(add.error, ADD_FIELDS, 'body', 'member');
+  const errors = fieldErrors(add.error, INVITE_FIELDS, 'body', 'member');
   const submit = (event: FormEvent) => {
     event.preventDefault();
     add.mutate();
   };
   return (
-    <section aria-labelledby="add-member-heading" className="panel">
-      <h2 id="add-member-heading">Add a member</h2>
+    <section aria-labelledby="invite-member-heading" className="panel">
+      <h2 id="invite-member-heading">Invite a member</h2>
       <p className="hint">
-        Someone new gets an account with the password you choose here (8 characters or more); give it to them. Someone
-        who already has an account joins with it: leave the password empty.
+        They become a member when they accept the invitation, signed in (on their account page, or with{' '}
+        <code>drover invitation accept</code>); it waits 7 days. Someone without an account yet signs in with the first
+        password you choose here (8 characters or more): give it to them. Someone who has an account signs in with
+        theirs, and this one is not used.
       </p>
       <form onSubmit={submit} noValidate>
         <FormError error={add.error} errors={errors} />
         {add.isSuccess && add.data && (
           <p role="status" className="hint">
-            {add.data.email} is now a {add.data.role} of the organization.
+            Invited {add.data.email} as {add.data.role}, until {dateTime(add.data.expiresAt)}: they join when they
+            accept.
           </p>
         )}
         <div className="form-grid">
@@ -192,7 +199,7 @@ function AddMember({ orgId }: { orgId: string }) {
             <FieldError errors={errors} field="email" idPrefix="member" />
           </div>
           <div className="field">
-            <label htmlFor="member-password">Password for a new user</label>
+            <label htmlFor="member-password">First password</label>
             <input
               {...errors.props('password')}
               type="password"
@@ -200,7 +207,7 @@ function AddMember({ orgId }: { orgId: string }) {
               value={password}
               onChange={(e) => setPassword(e.target.value)}
             />
-            <span className="hint">empty for an existing account</span>
+            <span className="hint">for someone without an account; optional</span>
             <FieldError errors={errors} field="password" idPrefix="member" />
           </div>
           <div className="field">
@@ -214,10 +221,67 @@ function AddMember({ orgId }: { orgId: string }) {
         </div>
         <div className="form-actions">
           <button type="submit" disabled={add.isPending}>
-            Add member
+            Invite
           </button>
         </div>
       </form>
     </section>
+  );
+}
+
+/** The organization's pending invitations (owners), each revocable. */
+function PendingInvitations({ orgId }: { orgId: string }) {
+  const invitations = useQuery(invitationsQuery(orgId));
+  if (invitations.error) return <ErrorMessage error={invitations.error} />;
+  if (!invitations.data || invitations.data.length === 0) return null;
+  return (
+    <section aria-labelledby="pending-invitations-heading">
+      <h2 id="pending-invitations-heading">Pending invitations</h2>
+      <table className="members">
+        <thead>
+          <tr>
+            <th scope="col">Email</th>
+            <th scope="col">Role</th>
+            <th scope="col">Invited by</th>
+            <th scope="col">Expires</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {invitations.data.map((i) => (
+            <tr key={i.id} aria-label={`Invitation of ${i.email}`}>
+              <th scope="row">{i.email}</th>
+              <td>{i.role}</td>
+              <td>{i.invitedBy?.email ?? 'a former member'}</td>
+              <td>{i.status === 'expired' ? `expired ${dateTime(i.expiresAt)}` : dateTime(i.expiresAt)}</td>
+              <td>
+                <RevokeInvitation orgId={orgId} invitation={i} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function RevokeInvitation({ orgId, invitation }: { orgId: string; invitation: Invitation }) {
+  const queryClient = useQueryClient();
+  const revoke = useMutation({
+    mutationFn: () => api<Invitation>('DELETE', `/orgs/${orgId}/invitations/${invitation.id}`),
+    onSettled: () => void queryClient.invalidateQueries({ queryKey: invitationsQuery(orgId).queryKey }),
+  });
+  return (
+    <div className="actions">
+      <button
+        type="button"
+        onClick={() => revoke.mutate()}
+        disabled={revoke.isPending}
+        aria-label={`Revoke the invitation of ${invitation.email}`}
+      >
+        Revoke
+      </button>
+      <ErrorMessage error={revoke.error} />
+    </div>
   );
 }

@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { Navigate } from 'react-router';
 import { orgsQuery } from '../api/queries';
+import { MyInvitations } from './MyInvitations';
 
 /** `/`: the first organization of the signed-in user. */
 export function OrgRedirect() {
@@ -11,7 +12,11 @@ export function OrgRedirect() {
     return (
       <section>
         <h1>No organization yet</h1>
-        <p>You are not a member of any organization. Ask an owner to add you, or create one with the API.</p>
+        <p>
+          You are not a member of any organization. Accept an invitation below, ask an owner to invite you, or create
+          one with the API.
+        </p>
+        <MyInvitations />
       </section>
     );
   }

@@ -1,10 +1,11 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { Link, Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, ApiError } from '../api/client';
+import { myInvitationsQuery } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { useFrameOrgId } from './use-org';
+import { useFrameOrgId, type FrameOrgState } from './use-org';
 
 /**
  * The frame of every signed-in page: one line of header (the brand, which leads home, the
@@ -47,7 +48,7 @@ function SignedIn({ email }: { email: string }) {
             {current.role === 'owner' && <NavLink to={`/orgs/${current.id}/audit`}>Audit log</NavLink>}
           </nav>
         )}
-        <UserMenu email={email} role={current?.role} />
+        <UserMenu email={email} current={current} />
       </header>
       <main>
         <ErrorMessage error={orgs.error} />
@@ -87,7 +88,9 @@ function OrgSwitcher({ orgs, current }: { orgs: Org[]; current: Org | undefined 
   );
 }
 
-function UserMenu({ email, role }: { email: string; role: string | undefined }) {
+function UserMenu({ email, current }: { email: string; current: Org | undefined }) {
+  const frame: FrameOrgState = { frameOrgId: current?.id };
+  const invitations = useQuery(myInvitationsQuery).data?.length ?? 0;
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const signOut = useMutation({
@@ -99,11 +102,21 @@ function UserMenu({ email, role }: { email: string; role: string | undefined }) 
   });
   return (
     <div className="user">
-      <span className="who" title={`Signed in as ${email}${role ? ` (${role})` : ''}`}>
+      {/* The signed-in user is the way to their account page (password, sessions, invitations). */}
+      <NavLink
+        to="/account"
+        state={frame}
+        className="who account-link"
+        title={`Signed in as ${email}${current ? ` (${current.role})` : ''}: your account`}
+      >
         <span className="visually-hidden">Signed in as </span>
         <strong>{email}</strong>
-        {role && <span className="role"> ({role})</span>}
-      </span>
+        {current && <span className="role"> ({current.role})</span>}
+        <span className="visually-hidden">, your account</span>
+        {invitations > 0 && (
+          <span className="badge">{` · ${invitations} invitation${invitations === 1 ? '' : 's'}`}</span>
+        )}
+      </NavLink>
       <button type="button" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
         Sign out
       </button>

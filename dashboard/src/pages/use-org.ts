@@ -1,5 +1,5 @@
 import { skipToken, useQuery } from '@tanstack/react-query';
-import { useParams } from 'react-router';
+import { useLocation, useParams } from 'react-router';
 import { orgsQuery } from '../api/queries';
 import type { JobDetail, Org } from '../api/types';
 
@@ -11,12 +11,19 @@ export function useOrg(): { orgId: string; org: Org | undefined; loaded: boolean
 }
 
 /**
- * The organization the frame shows: the address's (`/orgs/:orgId/...`) or, on a job's page
- * (`/api/jobs/:jobId`, which names no organization), the job's once the page has read it.
+ * The organization the frame shows: the address's (`/orgs/:orgId/...`); on a job's page
+ * (`/api/jobs/:jobId`, which names no organization), the job's once the page has read it; on a
+ * page of no organization (`/account`), the one the link to it came from (`frameOrg`).
  */
 export function useFrameOrgId(): string | undefined {
   const { orgId, jobId } = useParams();
+  const { state } = useLocation();
   // Reads the job page's query from the cache only (skipToken: never fetches on its own).
   const job = useQuery<JobDetail>({ queryKey: ['jobs', jobId ?? '', 'live'], queryFn: skipToken });
-  return orgId ?? job.data?.orgId;
+  return orgId ?? job.data?.orgId ?? (state as FrameOrgState | null)?.frameOrgId;
+}
+
+/** The navigation state of a link to a page of no organization: the organization to keep in the frame. */
+export interface FrameOrgState {
+  frameOrgId?: string | undefined;
 }

@@ -9,6 +9,7 @@ export const COPIED_TABLES = [
   'users',
   'orgs',
   'memberships',
+  'org_invitations',
   'enrollment_tokens',
   'agents',
   'agent_nonces',

@@ -20,6 +20,7 @@ import { createServerSecretRepository } from './server-secrets.js';
 import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
 import { createFileRepository } from './files.js';
+import { createInvitationRepository } from './invitations.js';
 import { createTriggerRepository } from './triggers.js';
 import { createTriggerRunRepository } from './trigger-runs.js';
 import { createUserRepository } from './users.js';
@@ -48,6 +49,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     signedOutSessions: createSignedOutSessionRepository(db),
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
+    invitations: createInvitationRepository(db),
     triggers: createTriggerRepository(db, rules.triggerLimitRefusal),
     triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits, rules.planJobMessages),
     users: createUserRepository(db),

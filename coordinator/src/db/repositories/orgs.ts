@@ -1,5 +1,4 @@
 import type { Member, Org, OrgRepository, Role, RoleChangeRefusal } from '../../domain/model/orgs.js';
-import type { UserWithPassword } from '../../domain/model/users.js';
 import type { Db } from '../database.js';
 
 interface MemberRow {
@@ -21,9 +20,6 @@ export function createOrgRepository(db: Db, refusal: RoleChangeRefusal): OrgRepo
   const insertMember = db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)');
   const insertMemberIfAbsent = db.prepare(
     'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
-  );
-  const insertUser = db.prepare(
-    'INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
   );
   const byId = db.prepare<[string], { id: string; name: string; created_at: string }>(
     'SELECT * FROM orgs WHERE id = ?',
@@ -53,11 +49,6 @@ export function createOrgRepository(db: Db, refusal: RoleChangeRefusal): OrgRepo
   const create = db.transaction((org: Org, ownerId: string) => {
     insertOrg.run(org.id, org.name, org.createdAt);
     insertMember.run(org.id, ownerId, 'owner', org.createdAt);
-  });
-  const createUserAndAdd = db.transaction((user: UserWithPassword, orgId: string, r: Role): 'ok' | 'email_taken' => {
-    if (insertUser.run(user.id, user.email, user.passwordHash, user.createdAt).changes === 0) return 'email_taken';
-    insertMember.run(orgId, user.id, r, user.createdAt);
-    return 'ok';
   });
   const change = db.transaction(
     (orgId: string, userId: string, next: Role | null): 'ok' | 'last_owner' | 'not_found' => {
@@ -94,9 +85,6 @@ export function createOrgRepository(db: Db, refusal: RoleChangeRefusal): OrgRepo
     },
     async addMember(orgId, userId, r, at) {
       return insertMemberIfAbsent.run(orgId, userId, r, at).changes === 1;
-    },
-    async createUserAndAddMember(user, orgId, r) {
-      return createUserAndAdd(user, orgId, r);
     },
     async setRole(orgId, userId, r) {
       return change(orgId, userId, r);

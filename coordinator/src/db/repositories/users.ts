@@ -1,4 +1,4 @@
-import type { UserRepository, UserWithPassword } from '../../domain/model/users.js';
+import type { StoredUser, UserRepository, UserWithPassword } from '../../domain/model/users.js';
 import type { Db } from '../database.js';
 
 interface UserRow {
@@ -6,13 +6,15 @@ interface UserRow {
   email: string;
   password_hash: string;
   created_at: string;
+  session_generation: number;
 }
 
-const toUser = (row: UserRow): UserWithPassword => ({
+const toUser = (row: UserRow): UserWithPassword & StoredUser => ({
   id: row.id,
   email: row.email,
   passwordHash: row.password_hash,
   createdAt: row.created_at,
+  sessionGeneration: row.session_generation,
 });
 
 export function createUserRepository(db: Db): UserRepository {
@@ -23,6 +25,13 @@ export function createUserRepository(db: Db): UserRepository {
   const insertIfNone = db.prepare(
     `INSERT INTO users (id, email, password_hash, created_at)
      SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)`,
+  );
+  const setPassword = db.prepare<[string, string], { session_generation: number }>(
+    `UPDATE users SET password_hash = ?, session_generation = session_generation + 1 WHERE id = ?
+     RETURNING session_generation`,
+  );
+  const endSessions = db.prepare<[string], { session_generation: number }>(
+    'UPDATE users SET session_generation = session_generation + 1 WHERE id = ? RETURNING session_generation',
   );
   return {
     async findByEmail(email) {
@@ -43,6 +52,12 @@ export function createUserRepository(db: Db): UserRepository {
     },
     async count() {
       return count.get()?.n ?? 0;
+    },
+    async setPassword(id, passwordHash) {
+      return setPassword.get(passwordHash, id)?.session_generation ?? null;
+    },
+    async endSessions(id) {
+      return endSessions.get(id)?.session_generation ?? null;
     },
   };
 }

@@ -1,13 +1,13 @@
 import type { Member, Role } from '../model/orgs.js';
 import type { Repositories } from '../model/repositories.js';
-import { isoNow, type Clock } from '../../util/clock.js';
+import type { Clock } from '../../util/clock.js';
 import { userAction, type AuditLog, type UserActor } from '../audit-log.js';
-import { addMember, changeMemberRole, removeMember, type AddMemberInput } from '../members.js';
+import { changeMemberRole, removeMember } from '../members.js';
 
 /**
- * Members of an organization (docs/management.md, "Members"): added (creating the user when the
- * email is new), given another role, removed; an organization keeps at least one owner. Each
- * change is audited. Owners only: the caller checks that.
+ * Members of an organization (docs/management.md, "Members"): given another role, removed; an
+ * organization keeps at least one owner. Each change is audited. Owners only: the caller checks
+ * that. Members join by accepting an invitation (InvitationService).
  */
 export class MemberService {
   constructor(
@@ -20,15 +20,6 @@ export class MemberService {
 
   list(actor: UserActor): Promise<Member[]> {
     return this.deps.repos.orgs.listMembers(actor.orgId);
-  }
-
-  async add(actor: UserActor, input: AddMemberInput): Promise<Member> {
-    const { repos, audit, clock } = this.deps;
-    const { member, createdUser } = await addMember(repos, actor.orgId, input, isoNow(clock));
-    await audit.record(
-      userAction(actor, 'member.add', 'user', member.userId, { email: member.email, role: member.role, createdUser }),
-    );
-    return member;
   }
 
   async changeRole(actor: UserActor, userId: string, role: Role): Promise<Member> {

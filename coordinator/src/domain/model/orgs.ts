@@ -1,5 +1,3 @@
-import type { UserWithPassword } from './users.js';
-
 export type Role = 'owner' | 'member';
 export const ROLES: readonly Role[] = ['owner', 'member'];
 
@@ -34,13 +32,11 @@ export interface OrgRepository {
   roleOf(orgId: string, userId: string): Promise<Role | null>;
   listMembers(orgId: string): Promise<Member[]>;
   findMember(orgId: string, userId: string): Promise<Member | null>;
-  /** Adds an existing user; false when the user is already a member. */
-  addMember(orgId: string, userId: string, role: Role, at: string): Promise<boolean>;
   /**
-   * Creates a user and makes them a member, in one transaction; `email_taken` (nothing written)
-   * when a user with that email exists.
+   * Adds a user as a member; false when they are one already. For tests and tools: people join
+   * by accepting an invitation (InvitationRepository.accept).
    */
-  createUserAndAddMember(user: UserWithPassword, orgId: string, role: Role): Promise<'ok' | 'email_taken'>;
+  addMember(orgId: string, userId: string, role: Role, at: string): Promise<boolean>;
   /** Changes a role; refuses (returns false) to demote the last owner. */
   setRole(orgId: string, userId: string, role: Role): Promise<'ok' | 'last_owner' | 'not_found'>;
   /** Removes a member; refuses to remove the last owner. */

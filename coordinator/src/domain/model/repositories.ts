@@ -10,6 +10,7 @@ import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
 import type { FileRepository } from './files.js';
+import type { InvitationRepository } from './invitations.js';
 import type { JobRepository } from './jobs.js';
 import type { OrgRepository } from './orgs.js';
 import type { ReleaseRepository } from './releases.js';
@@ -43,6 +44,7 @@ export interface Repositories {
   signedOutSessions: SignedOutSessionRepository;
   storageBindings: StorageBindingRepository;
   files: FileRepository;
+  invitations: InvitationRepository;
   triggers: TriggerRepository;
   triggerRuns: TriggerRunRepository;
   users: UserRepository;

@@ -8,9 +8,17 @@ export interface UserWithPassword extends User {
   passwordHash: string;
 }
 
+/**
+ * A stored user as the session check reads it: `sessionGeneration` moves on at every password
+ * change and "sign out everywhere", and a session issued under another generation is refused.
+ */
+export interface StoredUser extends User {
+  sessionGeneration: number;
+}
+
 export interface UserRepository {
-  findByEmail(email: string): Promise<UserWithPassword | null>;
-  findById(id: string): Promise<User | null>;
+  findByEmail(email: string): Promise<(UserWithPassword & StoredUser) | null>;
+  findById(id: string): Promise<StoredUser | null>;
   insert(user: UserWithPassword): Promise<void>;
   /**
    * Inserts the user only when there is no user at all (the bootstrap's owner); false when there
@@ -18,4 +26,11 @@ export interface UserRepository {
    */
   insertIfNone(user: UserWithPassword): Promise<boolean>;
   count(): Promise<number>;
+  /**
+   * Replaces the password and moves the session generation on, in one statement; the new
+   * generation, or null when there is no such user.
+   */
+  setPassword(id: string, passwordHash: string): Promise<number | null>;
+  /** Moves the session generation on (every session issued before is refused); null: no such user. */
+  endSessions(id: string): Promise<number | null>;
 }

@@ -10,6 +10,7 @@ import { oncePerRequest } from './once-per-request.js';
 
 export interface SessionUser {
   userId: string;
+  email: string;
   /** When the session ends (ISO 8601). */
   expiresAt: string;
 }
@@ -40,13 +41,10 @@ async function authenticate(request: FastifyRequest): Promise<SessionUser> {
   if (bearer && token.startsWith(API_TOKEN_PREFIX)) {
     throw unauthorized('API tokens cannot call dashboard endpoints; sign in with POST /v1/auth/login');
   }
-  const { sessions, repos } = request.server.ctx;
-  const claims = await sessions.verify(token);
-  if (!claims) throw unauthorized('The session token is invalid or expired');
-  const user = await repos.users.findById(claims.userId);
-  if (!user) throw unauthorized('The session user no longer exists');
+  const session = await request.server.ctx.sessions.verify(token);
+  if (!session) throw unauthorized('The session token is invalid, expired or signed out');
   if (!bearer) refuseCrossSiteChange(request);
-  return { userId: user.id, expiresAt: claims.expiresAt };
+  return { userId: session.userId, email: session.user.email, expiresAt: session.expiresAt };
 }
 
 /**

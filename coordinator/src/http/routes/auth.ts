@@ -17,6 +17,13 @@ export const UserSchema = {
   properties: { id: uuid, email: { type: 'string' }, createdAt: timestamp },
 } as const;
 
+const SignInAnswerSchema = {
+  type: 'object',
+  required: ['token', 'expiresAt', 'user'],
+  properties: { token: { type: 'string' }, expiresAt: timestamp, user: UserSchema },
+  examples: [signInAnswerExample],
+} as const;
+
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Body: { email: string; password: string } }>(
     '/auth/login',
@@ -40,15 +47,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
             password: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
           },
         },
-        response: {
-          200: {
-            type: 'object',
-            required: ['token', 'expiresAt', 'user'],
-            properties: { token: { type: 'string' }, expiresAt: timestamp, user: UserSchema },
-            examples: [signInAnswerExample],
-          },
-          ...errorResponses(401, 403, 422, 429),
-        },
+        response: { 200: SignInAnswerSchema, ...errorResponses(401, 403, 422, 429) },
       },
       onRequest: async (request) => refuseCrossSiteSignIn(request),
     },
@@ -108,6 +107,67 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
       const user = await app.ctx.repos.users.findById(userId);
       if (!user) throw unauthorized('The session user no longer exists');
       return { user: { id: user.id, email: user.email, createdAt: user.createdAt }, expiresAt };
+    },
+  );
+
+  app.post<{ Body: { currentPassword: string; newPassword: string } }>(
+    '/auth/password',
+    {
+      schema: {
+        operationId: 'changePassword',
+        summary: 'Change your password; every other session of yours ends, and this one is renewed',
+        description:
+          'Needs the current password (a wrong one is 422 and counts as a failed sign-in, so the sign-in lockouts ' +
+          'apply). Every session issued before ends on every coordinator, this one included: the answer is a new ' +
+          'session, as a sign-in answers, and with the cookie the cookie is replaced. API tokens are not sessions ' +
+          'and keep working.',
+        tags: ['dashboard'],
+        security: SESSION_SECURITY,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['currentPassword', 'newPassword'],
+          examples: [{ currentPassword: 'correct horse battery staple', newPassword: 'a new long passphrase' }],
+          properties: {
+            currentPassword: { type: 'string', minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+            newPassword: { type: 'string', maxLength: MAX_PASSWORD_LENGTH },
+          },
+        },
+        response: { 200: SignInAnswerSchema, ...errorResponses(401, 403, 422, 429) },
+      },
+      onRequest: sessionHook,
+    },
+    async (request, reply) => {
+      const { userId } = await requireSession(request);
+      const signedIn = await app.ctx.account.changePassword(userId, request.body, request.ip);
+      if (bearerToken(request) === null) setSessionCookie(request, reply, signedIn.token, signedIn.expiresAt);
+      return signedIn;
+    },
+  );
+
+  app.post(
+    '/auth/logout-everywhere',
+    {
+      schema: {
+        operationId: 'signOutEverywhere',
+        summary: 'Sign out everywhere: every session of yours ends, this one included, and the cookie is cleared',
+        description:
+          'Every browser and script signed in as you is signed out, on every coordinator sharing the database. ' +
+          'API tokens are not sessions and keep working (revoke them on their own).',
+        tags: ['dashboard'],
+        security: SESSION_SECURITY,
+        response: {
+          204: { type: 'null', description: 'Every session ended; the cookie is cleared' },
+          ...errorResponses(401, 403),
+        },
+      },
+      onRequest: sessionHook,
+    },
+    async (request, reply) => {
+      const { userId } = await requireSession(request);
+      await app.ctx.account.signOutEverywhere(userId);
+      clearSessionCookie(request, reply);
+      return reply.status(204).send();
     },
   );
 }

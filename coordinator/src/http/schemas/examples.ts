@@ -30,6 +30,7 @@ export const EXAMPLE_IDS = {
   release: 'f0e1d2c3-b4a5-4968-8778-695a4b3c2d1e',
   device: '7a6b5c4d-3e2f-4a1b-8c0d-9e8f7a6b5c4d',
   chatIntegration: '2b3c4d5e-6f70-4a81-9b2c-3d4e5f6a7b8c',
+  invitation: '4c5d6e7f-8091-4a2b-9c3d-4e5f60718293',
 } as const;
 
 const ID = EXAMPLE_IDS;
@@ -41,6 +42,18 @@ const BASE = 'https://drover.example.com';
 export const orgExample = { id: ID.org, name: 'acme', role: 'owner', createdAt: AT };
 export const userExample = { id: ID.user, email: 'alice@example.com', createdAt: AT };
 export const memberExample = { userId: ID.user, email: 'alice@example.com', role: 'owner', joinedAt: AT };
+export const invitationExample = {
+  id: ID.invitation,
+  orgId: ID.org,
+  orgName: 'acme',
+  email: 'bob@example.com',
+  role: 'member',
+  status: 'pending',
+  invitedBy: { userId: ID.user, email: 'alice@example.com' },
+  createdAt: AT,
+  expiresAt: '2026-12-02T09:58:05.856Z',
+  endedAt: null,
+};
 
 export const agentExample = {
   id: ID.agent,

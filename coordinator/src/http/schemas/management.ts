@@ -7,6 +7,7 @@ import {
   managedWorkflowExample,
   memberExample,
   orgExample,
+  invitationExample,
   rateLimitExample,
   storageBindingExample,
 } from './examples.js';
@@ -35,6 +36,29 @@ export const MemberSchema = {
   examples: [memberExample],
   required: ['userId', 'email', 'role', 'joinedAt'],
   properties: { userId: uuid, email: { type: 'string' }, role, joinedAt: timestamp },
+} as const;
+
+export const InvitationSchema = {
+  type: 'object',
+  examples: [invitationExample],
+  required: ['id', 'orgId', 'orgName', 'email', 'role', 'status', 'invitedBy', 'createdAt', 'expiresAt', 'endedAt'],
+  properties: {
+    id: uuid,
+    orgId: uuid,
+    orgName: { type: 'string' },
+    email: { type: 'string' },
+    role,
+    status: { type: 'string', enum: ['pending', 'accepted', 'declined', 'revoked', 'expired'] },
+    invitedBy: {
+      type: ['object', 'null'],
+      description: 'The owner who invited; null once their account is gone',
+      required: ['userId', 'email'],
+      properties: { userId: uuid, email: { type: 'string' } },
+    },
+    createdAt: timestamp,
+    expiresAt: timestamp,
+    endedAt: nullableTimestamp,
+  },
 } as const;
 
 export const AgentSchema = {

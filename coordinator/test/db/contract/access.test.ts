@@ -23,11 +23,31 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
       email: 'Ada@Example.test',
       passwordHash: 'hash of Ada@Example.test',
       createdAt: AT,
+      sessionGeneration: 0,
     });
-    expect(await t.repos.users.findById(id)).toEqual({ id, email: 'Ada@Example.test', createdAt: AT });
+    expect(await t.repos.users.findById(id)).toEqual({
+      id,
+      email: 'Ada@Example.test',
+      createdAt: AT,
+      sessionGeneration: 0,
+    });
     await expect(user('ADA@example.test')).rejects.toThrow();
     expect(await t.repos.users.count()).toBe(1);
     expect(await t.repos.users.findById(newId())).toBeNull();
+  });
+
+  it('replaces a password and ends the sessions, each moving the session generation on once', async () => {
+    const id = await user('gen@example.test');
+    expect(await t.repos.users.setPassword(id, 'new hash')).toBe(1);
+    expect(await t.repos.users.findByEmail('gen@example.test')).toMatchObject({
+      passwordHash: 'new hash',
+      sessionGeneration: 1,
+    });
+    const ended = await Promise.all([t.repos.users.endSessions(id), t.other.users.endSessions(id)]);
+    expect(ended.sort()).toEqual([2, 3]);
+    expect(await t.repos.users.findById(id)).toMatchObject({ sessionGeneration: 3 });
+    expect(await t.repos.users.setPassword(newId(), 'h')).toBeNull();
+    expect(await t.repos.users.endSessions(newId())).toBeNull();
   });
 
   it("inserts the bootstrap's owner once, whichever coordinators race to, and never beside another user", async () => {
@@ -62,19 +82,6 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.orgs.findMember(orgId, newId())).toBeNull();
   });
 
-  it('creates a user and its membership at once, or nothing when the email is taken', async () => {
-    const owner = await user('owner@example.test');
-    const orgId = newId();
-    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, owner);
-    const id = newId();
-    const created = { id, email: 'new@example.test', passwordHash: 'h', createdAt: AT };
-    expect(await t.repos.orgs.createUserAndAddMember(created, orgId, 'member')).toBe('ok');
-    expect(await t.repos.orgs.roleOf(orgId, id)).toBe('member');
-    const again = { ...created, id: newId(), email: 'NEW@example.test' };
-    expect(await t.repos.orgs.createUserAndAddMember(again, orgId, 'member')).toBe('email_taken');
-    expect(await t.repos.users.count()).toBe(2);
-  });
-
   it('keeps the last owner, also when two owners are demoted at once from two coordinators', async () => {
     const [a, b] = [await user('a@example.test'), await user('b@example.test')];
     const orgId = newId();
@@ -92,6 +99,145 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.orgs.removeMember(orgId, member)).toBe('ok');
     expect(await t.repos.orgs.removeMember(orgId, member)).toBe('not_found');
     expect(await t.repos.orgs.setRole(orgId, member, 'owner')).toBe('not_found');
+  });
+});
+
+describe.each(DATABASES)('invitations (%s)', (kind) => {
+  const t = databases.use(kind);
+  const WEEK = 7 * 24 * 3600_000;
+
+  const setup = async () => {
+    const owner = newId();
+    await t.repos.users.insert({ id: owner, email: 'owner@example.test', passwordHash: 'h', createdAt: AT });
+    const orgId = newId();
+    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, owner);
+    const invite = (email: string, at = AT, role: 'owner' | 'member' = 'member') => ({
+      id: newId(),
+      orgId,
+      email,
+      role,
+      createdBy: owner,
+      createdAt: at,
+      expiresAt: new Date(Date.parse(at) + WEEK).toISOString(),
+    });
+    return { owner, orgId, invite };
+  };
+
+  it("records a pending invitation, creating a new email's user but leaving an existing account as it is", async () => {
+    const { owner, orgId, invite } = await setup();
+    const fresh = invite('New@Example.test');
+    const newUser = { id: newId(), email: 'New@Example.test', passwordHash: 'first', createdAt: AT };
+    expect(await t.repos.invitations.create(fresh, newUser)).toBe('ok');
+    expect(await t.repos.users.findByEmail('new@example.test')).toMatchObject({
+      id: newUser.id,
+      passwordHash: 'first',
+    });
+    expect(await t.repos.invitations.findById(fresh.id)).toEqual({
+      id: fresh.id,
+      orgId,
+      orgName: 'acme',
+      email: 'New@Example.test',
+      role: 'member',
+      status: 'pending',
+      invitedBy: { userId: owner, email: 'owner@example.test' },
+      createdAt: AT,
+      expiresAt: fresh.expiresAt,
+      endedAt: null,
+    });
+    // The owner's own account: invited elsewhere, its password is not touched.
+    const other = newId();
+    await t.repos.orgs.create({ id: other, name: 'other', createdAt: AT }, newUser.id);
+    const again = { ...invite('OWNER@example.test'), orgId: other };
+    const attempt = { id: newId(), email: 'OWNER@example.test', passwordHash: 'chosen by a stranger', createdAt: AT };
+    expect(await t.repos.invitations.create(again, attempt)).toBe('ok');
+    expect(await t.repos.users.findByEmail('owner@example.test')).toMatchObject({ id: owner, passwordHash: 'h' });
+    expect(await t.repos.users.count()).toBe(2);
+    expect(await t.repos.invitations.findById(newId())).toBeNull();
+  });
+
+  it('refuses a member and a second pending invitation, and replaces one that expired', async () => {
+    const { orgId, invite } = await setup();
+    expect(await t.repos.invitations.create(invite('owner@EXAMPLE.test'), null)).toBe('already_member');
+    const first = invite('dev@example.test');
+    expect(await t.repos.invitations.create(first, null)).toBe('ok');
+    expect(await t.repos.invitations.create(invite('DEV@example.test', later(WEEK - 1)), null)).toBe('already_invited');
+    const renewed = invite('dev@example.test', later(WEEK));
+    expect(await t.repos.invitations.create(renewed, null)).toBe('ok');
+    expect(await t.repos.invitations.findById(first.id)).toMatchObject({ status: 'expired', endedAt: later(WEEK) });
+    expect((await t.repos.invitations.listPending(orgId)).map((i) => i.id)).toEqual([renewed.id]);
+  });
+
+  it('records one invitation when two coordinators invite the same email at once', async () => {
+    const { orgId, invite } = await setup();
+    const outcomes = await Promise.all([
+      t.repos.invitations.create(invite('race@example.test'), null),
+      t.other.invitations.create(invite('RACE@example.test'), null),
+    ]);
+    expect(outcomes.sort()).toEqual(['already_invited', 'ok']);
+    expect(await t.repos.invitations.listPending(orgId)).toHaveLength(1);
+  });
+
+  it("lists an email's invitations that have not expired, and an organization's pending ones newest first", async () => {
+    const { orgId, invite } = await setup();
+    const older = invite('a@example.test');
+    const newer = invite('b@example.test', later(1000), 'owner');
+    await t.repos.invitations.create(older, null);
+    await t.repos.invitations.create(newer, null);
+    expect((await t.repos.invitations.listPending(orgId)).map((i) => i.email)).toEqual([
+      'b@example.test',
+      'a@example.test',
+    ]);
+    expect(await t.repos.invitations.listForEmail('A@example.TEST', later(1))).toEqual([
+      expect.objectContaining({ id: older.id, orgName: 'acme', role: 'member' }),
+    ]);
+    expect(await t.repos.invitations.listForEmail('a@example.test', older.expiresAt)).toEqual([]);
+    expect(await t.repos.invitations.listForEmail('nobody@example.test', AT)).toEqual([]);
+  });
+
+  it('accepts once, adding the membership with its role; not once expired, declined or revoked', async () => {
+    const { orgId, invite } = await setup();
+    const dev = newId();
+    await t.repos.users.insert({ id: dev, email: 'dev@example.test', passwordHash: 'h', createdAt: AT });
+    const invitation = invite('dev@example.test', AT, 'owner');
+    await t.repos.invitations.create(invitation, null);
+    const outcomes = await Promise.all([
+      t.repos.invitations.accept(invitation.id, dev, later(5)),
+      t.other.invitations.accept(invitation.id, dev, later(5)),
+    ]);
+    expect(outcomes.sort()).toEqual(['not_pending', 'ok']);
+    expect(await t.repos.orgs.findMember(orgId, dev)).toMatchObject({ role: 'owner', joinedAt: later(5) });
+    expect(await t.repos.invitations.findById(invitation.id)).toMatchObject({
+      status: 'accepted',
+      endedAt: later(5),
+    });
+    expect(await t.repos.invitations.end(invitation.id, 'revoked', later(6))).toBe(false);
+
+    const late = invite('late@example.test');
+    await t.repos.invitations.create(late, null);
+    expect(await t.repos.invitations.accept(late.id, dev, late.expiresAt)).toBe('not_pending');
+    expect(await t.repos.invitations.findById(late.id)).toMatchObject({ status: 'pending' });
+    // An expired invitation can still be revoked (the owner's list is tidied).
+    expect(await t.repos.invitations.end(late.id, 'revoked', later(WEEK + 1))).toBe(true);
+    expect(await t.repos.invitations.findById(late.id)).toMatchObject({ status: 'revoked', endedAt: later(WEEK + 1) });
+
+    const declined = invite('declined@example.test');
+    await t.repos.invitations.create(declined, null);
+    expect(await t.repos.invitations.end(declined.id, 'declined', later(1))).toBe(true);
+    expect(await t.repos.invitations.end(declined.id, 'declined', later(2))).toBe(false);
+    expect(await t.repos.invitations.accept(declined.id, dev, later(3))).toBe('not_pending');
+    expect(await t.repos.invitations.listPending(orgId)).toEqual([]);
+  });
+
+  it('accepts for someone who became a member meanwhile, keeping their role', async () => {
+    const { orgId, invite } = await setup();
+    const dev = newId();
+    await t.repos.users.insert({ id: dev, email: 'dev@example.test', passwordHash: 'h', createdAt: AT });
+    const invitation = invite('dev@example.test', AT, 'owner');
+    await t.repos.invitations.create(invitation, null);
+    await t.repos.orgs.addMember(orgId, dev, 'member', later(1));
+    expect(await t.repos.invitations.accept(invitation.id, dev, later(2))).toBe('already_member');
+    expect(await t.repos.orgs.findMember(orgId, dev)).toMatchObject({ role: 'member' });
+    expect(await t.repos.invitations.findById(invitation.id)).toMatchObject({ status: 'accepted' });
   });
 });
 

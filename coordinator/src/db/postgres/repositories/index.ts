@@ -13,6 +13,7 @@ import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createFileRepository } from './files.js';
+import { createInvitationRepository } from './invitations.js';
 import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
 import { createReleaseRepository } from './releases.js';
@@ -52,6 +53,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     users: createUserRepository(pool),
     workflows: createWorkflowRepository(pool),
     files: createFileRepository(pool),
+    invitations: createInvitationRepository(pool),
     applications: createApplicationRepository(pool),
     releases: createReleaseRepository(pool, rules.checkArtifact),
     deviceBindings: createDeviceBindingRepository(pool, rules.evaluateBinding),

@@ -98,23 +98,6 @@ export function createOrgRepository(pool: PgPool, refusal: RoleChangeRefusal): O
       );
       return added === 1;
     },
-    async createUserAndAddMember(user, orgId, role) {
-      return inTransaction(pool, async (tx) => {
-        const inserted = await run(
-          tx,
-          'INSERT INTO users (id, email, password_hash, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING',
-          [user.id, user.email, user.passwordHash, user.createdAt],
-        );
-        if (inserted === 0) return 'email_taken' as const;
-        await run(tx, 'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)', [
-          orgId,
-          user.id,
-          role,
-          user.createdAt,
-        ]);
-        return 'ok' as const;
-      });
-    },
     async setRole(orgId, userId, role) {
       return change(orgId, userId, role);
     },

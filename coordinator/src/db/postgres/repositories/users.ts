@@ -1,4 +1,4 @@
-import type { UserRepository, UserWithPassword } from '../../../domain/model/users.js';
+import type { StoredUser, UserRepository, UserWithPassword } from '../../../domain/model/users.js';
 import type { PgPool } from '../pool.js';
 import { all, one, run } from '../rows.js';
 import { inTransaction } from '../transaction.js';
@@ -8,13 +8,15 @@ interface UserRow {
   email: string;
   password_hash: string;
   created_at: string;
+  session_generation: number;
 }
 
-const toUser = (row: UserRow): UserWithPassword => ({
+const toUser = (row: UserRow): UserWithPassword & StoredUser => ({
   id: row.id,
   email: row.email,
   passwordHash: row.password_hash,
   createdAt: row.created_at,
+  sessionGeneration: row.session_generation,
 });
 
 /**
@@ -56,6 +58,23 @@ export function createUserRepository(pool: PgPool): UserRepository {
     },
     async count() {
       return (await all<{ n: number }>(pool, 'SELECT count(*) AS n FROM users'))[0]!.n;
+    },
+    async setPassword(id, passwordHash) {
+      const row = await one<{ session_generation: number }>(
+        pool,
+        `UPDATE users SET password_hash = $1, session_generation = session_generation + 1 WHERE id = $2
+         RETURNING session_generation`,
+        [passwordHash, id],
+      );
+      return row?.session_generation ?? null;
+    },
+    async endSessions(id) {
+      const row = await one<{ session_generation: number }>(
+        pool,
+        'UPDATE users SET session_generation = session_generation + 1 WHERE id = $1 RETURNING session_generation',
+        [id],
+      );
+      return row?.session_generation ?? null;
     },
   };
 }

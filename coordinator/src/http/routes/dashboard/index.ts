@@ -12,6 +12,7 @@ import { setPageHeaders } from './page-headers.js';
 export const DASHBOARD_PAGE_PATHS = [
   '/',
   '/login',
+  '/account',
   '/orgs/:orgId',
   '/orgs/:orgId/*',
   '/chat/:provider/finish',

@@ -9,6 +9,7 @@ import { chatIntegrationRoutes } from './chat-integrations.js';
 import { deviceRoutes } from './devices.js';
 import { enrollmentTokenRoutes } from './enrollment-tokens.js';
 import { fileRoutes } from './files.js';
+import { invitationRoutes } from './invitations.js';
 import { jobRoutes } from './jobs.js';
 import { orgRoutes } from './orgs.js';
 import { releaseRoutes } from './releases.js';
@@ -25,6 +26,7 @@ export async function managementRoutes(app: FastifyInstance): Promise<void> {
   withSecurity(app, SESSION_SECURITY);
   app.addHook('onRequest', sessionHook);
   await app.register(orgRoutes);
+  await app.register(invitationRoutes);
   await app.register(enrollmentTokenRoutes);
   await app.register(agentManagementRoutes);
   await app.register(workflowManagementRoutes);

@@ -1,17 +1,22 @@
 import type { FastifyInstance } from 'fastify';
 import type { Role } from '../../../domain/model/orgs.js';
 import { ROLES } from '../../../domain/model/orgs.js';
-import { MAX_EMAIL_LENGTH } from '../../../domain/members.js';
+import { MAX_EMAIL_LENGTH } from '../../../domain/invitations.js';
 import { MAX_PASSWORD_LENGTH } from '../../../domain/passwords.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
-import { MemberSchema, noQuery } from '../../schemas/management.js';
+import { InvitationSchema, MemberSchema, noQuery } from '../../schemas/management.js';
 import { listOf } from '../../schemas/examples.js';
 
 const memberParams = idParams('orgId', 'userId');
+const invitationParams = idParams('orgId', 'invitationId');
 const role = { type: 'string', enum: ROLES } as const;
 
-/** Members of an organization: any member lists them; owners add, change and remove them. */
+/**
+ * Members of an organization: any member lists them; owners invite people (who join when they
+ * accept: routes/manage/invitations.ts), list and revoke the pending invitations, change roles
+ * and remove members.
+ */
 export async function memberRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { orgId: string } }>(
     '/orgs/:orgId/members',
@@ -32,9 +37,12 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
     '/orgs/:orgId/members',
     {
       schema: {
-        operationId: 'addMember',
-        summary:
-          'Add a member (owner): creates the user when the email is new (password required), else adds the existing user (no password)',
+        operationId: 'inviteMember',
+        summary: 'Invite someone to the organization (owner): they become a member when they accept',
+        description:
+          'Answers the pending invitation, the same whether the email has an account or not. `password` is the first ' +
+          'password of the account when the email has none yet (the invitee signs in with it to accept); when it has ' +
+          'one, it is not used. The invitation expires after 7 days.',
         tags: ['dashboard'],
         params: orgParams,
         querystring: noQuery,
@@ -49,12 +57,45 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
             role,
           },
         },
-        response: { 201: MemberSchema, ...errorResponses(401, 403, 404, 409, 422) },
+        response: { 201: InvitationSchema, ...errorResponses(401, 403, 404, 409, 422, 429) },
       },
     },
     async (request, reply) => {
       const actor = await requireOrgRole(request, request.params.orgId, 'owner');
-      return reply.code(201).send(await app.ctx.members.add(actor, request.body));
+      return reply.code(201).send(await app.ctx.invitations.invite(actor, request.body));
+    },
+  );
+
+  app.get<{ Params: { orgId: string } }>(
+    '/orgs/:orgId/invitations',
+    {
+      schema: {
+        operationId: 'listInvitations',
+        summary: "The organization's pending invitations (owner), newest first; those past their expiry as `expired`",
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: noQuery,
+        response: { 200: listOf(InvitationSchema), ...errorResponses(401, 403, 404, 422) },
+      },
+    },
+    async (request) => app.ctx.invitations.listForOrg(await requireOrgRole(request, request.params.orgId, 'owner')),
+  );
+
+  app.delete<{ Params: { orgId: string; invitationId: string } }>(
+    '/orgs/:orgId/invitations/:invitationId',
+    {
+      schema: {
+        operationId: 'revokeInvitation',
+        summary: 'Revoke a pending invitation (owner), expired or not; answers it revoked',
+        tags: ['dashboard'],
+        params: invitationParams,
+        querystring: noQuery,
+        response: { 200: InvitationSchema, ...errorResponses(401, 403, 404, 409, 410, 422) },
+      },
+    },
+    async (request) => {
+      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      return app.ctx.invitations.revoke(actor, request.params.invitationId);
     },
   );
 
