@@ -4,7 +4,7 @@
  * `drover-agent --version` takes at most 100 ms (median wall time); and the idle daemon
  * (`drover-agent run`, connected, nothing to do) holds less than 60 MiB of RSS.
  *
- *   pnpm build && pnpm bench bench/agent-footprint.ts [--runs 20] [--settle 15] [--binary <file> --runtime <node>]
+ *   pnpm build && pnpm bench bench/agent-footprint.ts [--runs 20] [--settle 15] [--binary <file> --runtime <node>] [--pattern]
  *
  * The single executable and its release archive are built first (`agent/scripts/build-binary.mjs
  * --if-stale --archive`: nothing to do when they were made from the same inputs; the archive takes
@@ -26,7 +26,8 @@
  * reverse proxy does in production; left out without openssl), and four child processes: the
  * single executable's daemon over HTTP and over HTTPS (trusting the CA through
  * NODE_EXTRA_CA_CERTS), the built JavaScript's over HTTP (`node agent/dist/cli/main.js run`),
- * each enrolled through `enroll` in its own temp state directory with one workflow, and a bare
+ * each enrolled through `enroll` in its own temp state directory with one workflow (`--pattern`:
+ * one whose param has a pattern, so that the daemons load the pattern engine), and a bare
  * `node -e 'setInterval(() => {}, 1e9)'` as the floor. Once the agents are connected with their
  * workflow reported, they idle `--settle` seconds; then VmRSS is read from /proc/<pid>/status once
  * a second for 5 s (the median is the figure), with its anonymous and file-backed parts (RssAnon,
@@ -55,7 +56,14 @@ const SAMPLES = 5;
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const DEFAULT_BINARY = path.join(REPO, 'agent/dist/drover-agent');
 const BUILT_MAIN = path.join(REPO, 'agent/dist/cli/main.js');
-const WORKFLOW = ['name: hello', 'steps:', '  - run: echo', '    args: ["hello"]', ''].join('\n');
+const PLAIN_WORKFLOW = ['name: hello', 'steps:', '  - run: echo', '    args: ["hello"]', ''].join('\n');
+/** `--pattern`: the workflow declares a param with a pattern, so that the daemon loads the pattern engine (re2js). */
+const PATTERN_WORKFLOW = [
+  'name: hello',
+  'params:',
+  "  - {name: tag, type: string, pattern: '^v[0-9]+$'}",
+  ...PLAIN_WORKFLOW.split('\n').slice(1),
+].join('\n');
 
 const { values } = parseArgs({
   options: {
@@ -63,8 +71,10 @@ const { values } = parseArgs({
     settle: { type: 'string', default: '15' },
     binary: { type: 'string' },
     runtime: { type: 'string' },
+    pattern: { type: 'boolean', default: false },
   },
 });
+const WORKFLOW = values.pattern ? PATTERN_WORKFLOW : PLAIN_WORKFLOW;
 const runs = integerOption('runs', values.runs, 1);
 const settleSeconds = integerOption('settle', values.settle, 0);
 const binary = path.resolve(values.binary ?? DEFAULT_BINARY);

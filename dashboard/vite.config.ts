@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import react from '@vitejs/plugin-react';
-import { defineConfig } from 'vite';
+import { defaultClientConditions, defineConfig } from 'vite';
 import { precompress } from './precompress';
 
 // Built into the coordinator's package, which serves it at / (coordinator/src/http/routes/dashboard).
@@ -10,6 +10,9 @@ export default defineConfig({
   // Each asset also as .br and .gz, which the coordinator serves by Accept-Encoding.
   plugins: [react(), precompress()],
   base: '/',
+  // @drover/shared from its TypeScript sources (its `drover-source` export condition), as the other
+  // packages take it: the dashboard uses its browser-safe entry `@drover/shared/params`.
+  resolve: { conditions: ['drover-source', ...defaultClientConditions] },
   build: {
     outDir,
     emptyOutDir: true,

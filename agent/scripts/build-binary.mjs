@@ -22,9 +22,13 @@ import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scr
 /**
  * V8 options the agent starts with (the SEA configuration's `execArgv`), measured on the idle
  * daemon (docs/performance.md, "Agent footprint"): no Maglev, the mid-tier JavaScript compiler
- * (~2 MiB of its code pages untouched; the agent's few requests a minute do not need it).
+ * (~2 MiB of its code pages untouched; the agent's few requests a minute do not need it); no
+ * on-stack replacement, so that a loop run once (re2js decoding its Unicode tables when a
+ * workflow has a param pattern) is not optimized by TurboFan, whose code pages would then stay
+ * touched (~6 MiB); and `gc` exposed, for the one memory-reducing collection the daemon makes
+ * once it has connected (src/daemon/release-startup-memory.ts: ~4 MiB).
  */
-const EXEC_ARGV = ['--no-maglev'];
+const EXEC_ARGV = ['--no-maglev', '--no-use-osr', '--expose-gc'];
 
 runBuildScript(() =>
   buildSingleExecutable({

@@ -5,6 +5,7 @@ export * from './signature.js';
 export * from './wire.js';
 export * from './jobs.js';
 export * from './params.js';
+export * from './param-env.js';
 export * from './file-refs.js';
 export * from './manifest.js';
 export * from './describe.js';

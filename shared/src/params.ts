@@ -1,6 +1,7 @@
-import { matchesPattern, PATTERN_BUDGET_MS } from './pattern-match.js';
+import { compilePattern, PatternBudget, PatternSet, MAX_RUN_PATTERN_WORK } from './pattern-match.js';
 import { describeValue } from './describe.js';
 import { fileRefProblem } from './file-refs.js';
+import { describeParamEnvClash, paramEnvClashes } from './param-env.js';
 import type { ParamDefinition } from './wire.js';
 
 /**
@@ -8,8 +9,8 @@ import type { ParamDefinition } from './wire.js';
  * definitions an agent reports and validates trigger-run params) and the agent (which checks its
  * workflow files before reporting them), so that both agree on what a valid definition is.
  *
- * - `string`: `pattern` (optional) is a JavaScript regular expression compiled with the `u` flag
- *   and tested unanchored, as JSON Schema's `pattern` is (write `^...$` to match the whole value).
+ * - `string`: `pattern` (optional) is a regular expression in RE2 syntax (pattern-match.ts), tested
+ *   unanchored, as JSON Schema's `pattern` is (write `^...$` to match the whole value).
  * - `number`: any finite number; `min` and `max` (optional) are inclusive bounds.
  * - `boolean`: true or false.
  * - `enum`: one of `options`, a non-empty list of distinct strings.
@@ -28,7 +29,15 @@ export interface ParamProblem {
   message: string;
 }
 
-export function paramsSchemaProblems(params: readonly ParamDefinition[], path: string): ParamProblem[] {
+/**
+ * `patterns`: the workflow set's patterns (its limits span every workflow an agent reports); a
+ * fresh set checks one workflow alone.
+ */
+export function paramsSchemaProblems(
+  params: readonly ParamDefinition[],
+  path: string,
+  patterns: PatternSet = new PatternSet(),
+): ParamProblem[] {
   const problems: ParamProblem[] = [];
   const seen = new Map<string, number>();
   params.forEach((param, i) => {
@@ -36,8 +45,12 @@ export function paramsSchemaProblems(params: readonly ParamDefinition[], path: s
     const first = seen.get(param.name);
     if (first === undefined) seen.set(param.name, i);
     else problems.push({ path: `${at}.name`, message: `duplicates ${path}.${first}.name \`${param.name}\`` });
-    problems.push(...paramDefinitionProblems(param, at));
+    problems.push(...paramDefinitionProblems(param, at, patterns));
   });
+  // Two names that would set the same DROVER_PARAM_<NAME> (`a-b` and `a_b`, `safe` and `SAFE`).
+  for (const clash of paramEnvClashes(params.map((p) => p.name))) {
+    problems.push({ path: `${path}.${clash.index}.name`, message: `${describeParamEnvClash(clash)}; rename one` });
+  }
   return problems;
 }
 
@@ -49,18 +62,22 @@ const KEYWORDS_BY_TYPE: Record<ParamDefinition['type'], ReadonlySet<'pattern' | 
   file: new Set(),
 };
 
-export function paramDefinitionProblems(param: ParamDefinition, at: string): ParamProblem[] {
+export function paramDefinitionProblems(
+  param: ParamDefinition,
+  at: string,
+  patterns: PatternSet = new PatternSet(),
+): ParamProblem[] {
   const problems: ParamProblem[] = [];
   for (const keyword of ['pattern', 'options', 'min', 'max'] as const) {
     if (param[keyword] !== undefined && !KEYWORDS_BY_TYPE[param.type].has(keyword)) {
       problems.push({ path: `${at}.${keyword}`, message: `does not apply to a parameter of type \`${param.type}\`` });
     }
   }
-  if (param.pattern !== undefined && compilePattern(param.pattern) === null) {
-    problems.push({
-      path: `${at}.pattern`,
-      message: `must be a valid regular expression, got ${describeValue(param.pattern)}`,
-    });
+  if (param.pattern !== undefined && param.type === 'string') {
+    const compiled = patterns.compile(param.pattern);
+    if (!compiled.ok) {
+      problems.push({ path: `${at}.pattern`, message: `${compiled.problem}; got ${describeValue(param.pattern)}` });
+    }
   }
   if (param.type === 'enum') {
     if (!param.options || param.options.length === 0) {
@@ -93,14 +110,20 @@ export function paramDefinitionProblems(param: ParamDefinition, at: string): Par
 
 /**
  * Why `value` is not acceptable for `param` ("must be ..., got ..."), or null when it is. Used for
- * `default` here and for trigger-run params, so both agree on what a value is.
+ * `default` here, for trigger-run params and by the dashboard's run form, so all agree on what a
+ * value is. `budget`: what the run may still spend on patterns (a fresh one checks one value).
+ * A pattern needs loadPatternEngine() done.
  */
-export function paramValueProblem(param: ParamDefinition, value: unknown): string | null {
+export function paramValueProblem(
+  param: ParamDefinition,
+  value: unknown,
+  budget: PatternBudget = new PatternBudget(),
+): string | null {
   switch (param.type) {
     case 'string': {
       if (typeof value !== 'string') return `must be a string, got ${describeValue(value)}`;
       if (param.pattern === undefined) return null;
-      return patternProblem(param.pattern, compilePattern(param.pattern), value);
+      return patternProblem(param.pattern, value, budget);
     }
     case 'number': {
       if (typeof value !== 'number' || !Number.isFinite(value)) return `must be a number, got ${describeValue(value)}`;
@@ -122,26 +145,28 @@ export function paramValueProblem(param: ParamDefinition, value: unknown): strin
   }
 }
 
-/** The parameter's `pattern` as a RegExp (flag `u`, unanchored), or null when it does not compile. */
 /**
- * Why `value` does not match `pattern` (compiled as `regexp`; null when it does not compile), or
- * null when it matches. A pattern that backtracks too much on the value is a refusal too.
+ * Why `value` does not match `pattern`, or null when it does. A pattern the engine refuses (a
+ * workflow stored before patterns were RE2: a lookahead, a backreference...) cannot check
+ * anything, so the value is refused, saying that the workflow must change; so is a value that
+ * would take more than what is left of the run's budget.
  */
-export function patternProblem(pattern: string, regexp: RegExp | null, value: string): string | null {
-  if (!regexp) return null;
-  const matched = matchesPattern(regexp, value);
-  if (matched === null) {
-    return `could not be checked against the pattern \`${pattern}\` within ${PATTERN_BUDGET_MS} ms (the pattern backtracks too much on this value)`;
+export function patternProblem(source: string, value: string, budget: PatternBudget): string | null {
+  const compiled = compilePattern(source);
+  if (!compiled.ok) {
+    return (
+      `cannot be checked: the workflow's pattern \`${source}\` ${compiled.problem}; ` +
+      'the workflow must change it, and its agent report it again (docs/agent.md, "Param patterns")'
+    );
   }
-  return matched ? null : `must match the pattern \`${pattern}\`, got ${describeValue(value)}`;
-}
-
-export function compilePattern(pattern: string): RegExp | null {
-  try {
-    return new RegExp(pattern, 'u');
-  } catch {
-    return null;
+  const { pattern } = compiled;
+  if (!budget.take(pattern, value)) {
+    return (
+      `is too long to check against the pattern \`${source}\`: ${value.length} characters × ` +
+      `${pattern.instructions} instructions, more than what is left of the ${MAX_RUN_PATTERN_WORK} a run may spend on patterns`
+    );
   }
+  return pattern.test(value) ? null : `must match the pattern \`${source}\`, got ${describeValue(value)}`;
 }
 
 /** Problems for values repeated in a list (`path.<i>`: duplicates an earlier value ...). */

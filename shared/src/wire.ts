@@ -64,7 +64,13 @@ export const ParamDefinition = {
     type: { type: 'string', enum: PARAM_TYPES },
     required: { type: 'boolean' },
     default: { type: ['string', 'number', 'boolean'] },
-    pattern: { type: 'string', maxLength: 1024 },
+    pattern: {
+      type: 'string',
+      maxLength: 1024,
+      description:
+        'for a `string`: a regular expression in RE2 syntax (no lookaround, backreferences or possessive ' +
+        'quantifiers), tested unanchored; at most 5,000 instructions compiled (docs/agent.md, "Param patterns")',
+    },
     options: { type: 'array', maxItems: 256, items: { type: 'string', maxLength: 255 } },
     min: { type: 'number' },
     max: { type: 'number' },

@@ -211,6 +211,25 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().getByText('matching ^v[0-9]+$').waitFor();
     expect(await page().getByLabel('Debug run').count()).toBe(0); // allowDebug is off
 
+    // A value its pattern refuses: found in the page, by the coordinator's own rules and pattern
+    // engine (RE2, loaded for this form), before any request.
+    const runs: string[] = [];
+    const onRequest = (request: { method(): string; url(): string }) => {
+      if (request.method() === 'POST' && request.url().endsWith('/run')) runs.push(request.url());
+    };
+    page().on('request', onRequest);
+    const tag = page().getByLabel('tag', { exact: true });
+    await tag.fill('v1x');
+    await page().getByRole('button', { name: 'Run now' }).click();
+    await page()
+      .locator('#param-tag-error')
+      .getByText('must match the pattern `^v[0-9]+$`, got `v1x` (string)')
+      .waitFor();
+    expect(await tag.getAttribute('aria-invalid')).toBe('true');
+    expect(runs).toEqual([]);
+    page().off('request', onRequest);
+    await tag.fill('');
+
     // A required enum left empty: the API's message sits under it.
     await page().getByRole('button', { name: 'Run now' }).click();
     await page().locator('#param-target-error').waitFor();

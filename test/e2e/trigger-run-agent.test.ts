@@ -328,7 +328,7 @@ describe('a step timeout', () => {
 describe('params', () => {
   it('applies the defaults and gives the steps DROVER_PARAM_* variables and the params JSON file', async () => {
     const tr = await trigger('params', { responseMode: 'sync', responseTimeoutMs: 20_000 });
-    const res = await run(tr, { params: { env: 'prod', note: 'passed through' } });
+    const res = await run(tr, { params: { env: 'prod' } });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ status: 'success', exitCode: 0 });
     const { file, ...vars } = res.body.output;
@@ -338,7 +338,6 @@ describe('params', () => {
       'max-count': 3,
       dry_run: false,
       who: 'world',
-      note: 'passed through',
     });
 
     const given = await run(tr, { params: { env: 'staging', 'max-count': 7, dry_run: true, who: 'ada' } });
@@ -354,6 +353,9 @@ describe('params', () => {
       { params: { env: 'prod', 'max-count': '3' } },
       { params: { env: 'prod', who: 'Not Lower' } },
       { params: { env: 'prod', dry_run: 'yes' } },
+      // Issue 29: `WHO` would have replaced the checked `who` in DROVER_PARAM_WHO on the agent.
+      { params: { env: 'prod', who: 'ok', WHO: 'x; touch /tmp/p' } },
+      { params: { env: 'prod', whom: 'ada' } },
     ];
     for (const body of bad) {
       const res = await run(tr, body);

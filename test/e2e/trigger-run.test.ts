@@ -28,7 +28,7 @@ describe('running a trigger', () => {
 
   it('answers an async trigger with 202, the job id, pending and the status URL, and stores the job', async () => {
     const created = f.nextJob();
-    const res = await f.run(token, asyncTrigger.id, { ref: 'main', params: { env: 'prod', extra: { a: [1] } } });
+    const res = await f.run(token, asyncTrigger.id, { ref: 'main', params: { env: 'prod', dryRun: true } });
     expect(res.status, res.text).toBe(202);
     expect(res.body).toEqual({
       jobId: expect.any(String),
@@ -49,8 +49,8 @@ describe('running a trigger', () => {
       forceReason: null,
       finishedAt: null,
     });
-    // Defaults applied; parameters the schema does not declare are passed through.
-    expect(job.params).toEqual({ env: 'prod', replicas: 2, extra: { a: [1] } });
+    // Defaults applied.
+    expect(job.params).toEqual({ env: 'prod', replicas: 2, dryRun: true });
     expect(job.userId).toEqual(expect.any(String));
     // The token that started it is not in the API.
     const startedBy = await f.t.sql.get<{ api_token_id: string | null }>(

@@ -10,6 +10,8 @@ const SOURCES = [
   'dashboard/index.html',
   'dashboard/vite.config.ts',
   'dashboard/precompress.ts',
+  // The dashboard bundles @drover/shared/params from its sources.
+  'shared/src',
 ].map((p) => path.join(REPO, p));
 export const DASHBOARD_INDEX = path.join(REPO, 'coordinator/dashboard-dist/index.html');
 

@@ -24,6 +24,7 @@ import { StreamClient } from '../stream/stream-client.js';
 import { AGENT_VERSION } from '../version.js';
 import { acquireDaemonLock } from './lock.js';
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from './options.js';
+import { releaseStartupMemory, RELEASE_DELAY_MS } from './release-startup-memory.js';
 import { routeStreamMessage } from './route-message.js';
 import { WorkflowRegistry } from './workflow-registry.js';
 
@@ -342,6 +343,7 @@ function connect(
       });
       if (state === 'connected') {
         if (connectedBefore) counters.add('reconnects');
+        else setTimeout(releaseStartupMemory, RELEASE_DELAY_MS).unref();
         connectedBefore = true;
         void p.reports.sender.drainNow();
         void sync.check('connect');

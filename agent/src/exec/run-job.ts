@@ -8,7 +8,7 @@ import { MAX_OUTPUT_BYTES, parseOutputFile } from './output-file.js';
 import { runStep, type StepOutcome } from './run-step.js';
 import { createMasker, maskDeep, type Masker } from './secret-masker.js';
 import type { StepLauncher } from './step-launcher.js';
-import { jobEnv } from './step-env.js';
+import { jobEnv, paramEnvProblem } from './step-env.js';
 
 export interface JobPlan {
   jobId: string;
@@ -104,6 +104,8 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
 
   const prepared = plan.prepared === undefined ? prepareJob(plan.files, plan.params) : plan.prepared;
   if (prepared !== null) return finish('failed', null, prepared);
+  const clash = paramEnvProblem(plan.params);
+  if (clash !== null) return finish('failed', null, clash);
   let envParams = paramsWithoutUrls(plan.params);
   const secrets = pickSecrets(plan);
   if (typeof secrets === 'string') return finish('failed', null, secrets);
@@ -138,6 +140,7 @@ export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobRes
     paramsFile: plan.files.paramsFile,
     outputFile: plan.files.outputFile,
     params: envParams,
+    declared: (plan.workflow.paramsSchema ?? []).map((p) => p.name),
     secrets,
   });
   const steps = plan.workflow.steps;

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { PutWorkflowsRequest, type WorkflowDefinition } from '@drover/shared';
+import { PatternSet, PutWorkflowsRequest, type WorkflowDefinition } from '@drover/shared';
 import { parseWorkflowFile } from './parse-workflow.js';
 import type { FileProblem } from './yaml-reader.js';
 
@@ -51,8 +51,10 @@ export async function loadWorkflows(dir: string): Promise<LoadedWorkflows> {
 
   const problems: WorkflowProblem[] = [];
   const parsed: { file: string; definition: WorkflowDefinition; nameLine?: number }[] = [];
+  // The coordinator's limits on patterns span the whole set: files past them are refused here.
+  const patterns = new PatternSet();
   for (const file of names) {
-    const result = await readWorkflowFile(dir, file);
+    const result = await readWorkflowFile(dir, file, patterns);
     if ('problems' in result) problems.push(...result.problems);
     else parsed.push(result);
   }
@@ -92,6 +94,7 @@ export async function loadWorkflows(dir: string): Promise<LoadedWorkflows> {
 async function readWorkflowFile(
   dir: string,
   file: string,
+  patterns: PatternSet,
 ): Promise<{ file: string; definition: WorkflowDefinition; nameLine?: number } | { problems: WorkflowProblem[] }> {
   const full = path.join(dir, file);
   let text: string;
@@ -128,7 +131,7 @@ async function readWorkflowFile(
   if (text.length > MAX_WORKFLOW_FILE_BYTES) {
     return { problems: [{ file, message: 'the file is too large (a workflow file is at most 1 MiB)' }] };
   }
-  const result = parseWorkflowFile(file, text);
+  const result = await parseWorkflowFile(file, text, patterns);
   if (!result.definition) return { problems: result.problems };
   return { file, definition: result.definition, ...(result.nameLine ? { nameLine: result.nameLine } : {}) };
 }

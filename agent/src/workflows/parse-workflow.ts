@@ -1,6 +1,8 @@
 import {
+  loadPatternEngine,
   MAX_CANCEL_GRACE_MS,
   PARAM_TYPES,
+  PatternSet,
   ParamDefinition as ParamSchema,
   paramsSchemaProblems,
   WorkflowDefinition as DefinitionSchema,
@@ -11,7 +13,6 @@ import {
   type WorkflowStep,
 } from '@drover/shared';
 import { isScalar, type Node as YamlNode } from 'yaml';
-import { paramEnvName } from '../exec/step-env.js';
 import { DURATION_EXPECTED, formatDuration, parseDuration } from './duration.js';
 import { YamlReader, type FileProblem, type YamlPath } from './yaml-reader.js';
 
@@ -45,8 +46,14 @@ export interface ParsedWorkflowFile {
  * Parses one workflow file (docs/agent-protocol.md: one workflow per file) into the `WorkflowDefinition`
  * the agent reports, refusing unknown keys and anything the coordinator's `PutWorkflowsRequest`
  * schema or its `paramsSchema` rules would refuse, with the line and path of each problem.
+ * `patterns`: the patterns of the agent's other workflow files read before this one (their
+ * limits span the set the agent reports); the pattern engine is loaded only when a param has one.
  */
-export function parseWorkflowFile(file: string, text: string): ParsedWorkflowFile {
+export async function parseWorkflowFile(
+  file: string,
+  text: string,
+  patterns: PatternSet = new PatternSet(),
+): Promise<ParsedWorkflowFile> {
   const y = new YamlReader(file, text);
   if (!y.parsed) return { definition: null, problems: y.problems };
   if (y.root === null) {
@@ -81,7 +88,8 @@ export function parseWorkflowFile(file: string, text: string): ParsedWorkflowFil
   }
   if (has('params')) {
     const params = readParams(y, field('params'));
-    if (params) definition.paramsSchema = params;
+    if (params?.some((p) => p.pattern !== undefined)) await loadPatternEngine();
+    if (params && paramsAreValid(y, params, patterns)) definition.paramsSchema = params;
   }
   if (has('secrets')) {
     const secrets = readSecretNames(y, field('secrets'));
@@ -223,24 +231,6 @@ function readSecretNames(y: YamlReader, node: YamlNode | null): string[] | null 
   return ok ? names : null;
 }
 
-/** Two params that would set the same `DROVER_PARAM_<NAME>` (`a-b` and `a_b`, `a` and `A`). */
-function envNameClashes(params: readonly ParamDefinition[]): { path: string; message: string }[] {
-  const seen = new Map<string, string>();
-  const clashes: { path: string; message: string }[] = [];
-  params.forEach((param, i) => {
-    const env = paramEnvName(param.name);
-    const first = seen.get(env);
-    if (first === undefined) seen.set(env, param.name);
-    else if (first !== param.name) {
-      clashes.push({
-        path: `params.${i}.name`,
-        message: `\`${param.name}\` and \`${first}\` would both be the environment variable ${env}; rename one`,
-      });
-    }
-  });
-  return clashes;
-}
-
 function readParams(y: YamlReader, node: YamlNode | null): ParamDefinition[] | null {
   const items = y.list(node, ['params'], { max: DefinitionSchema.properties.paramsSchema.maxItems });
   if (!items) return null;
@@ -251,16 +241,22 @@ function readParams(y: YamlReader, node: YamlNode | null): ParamDefinition[] | n
     if (param) params.push(param);
     else ok = false;
   });
-  if (!ok) return null;
-  // The coordinator's own rules (shared/src/params.ts): keywords per type, enum options, bounds, default.
-  const problems = [...paramsSchemaProblems(params, 'params'), ...envNameClashes(params)];
+  return ok ? params : null;
+}
+
+/**
+ * The coordinator's own rules (shared/src/params.ts): keywords per type, patterns, enum options,
+ * bounds, default, names that would set the same environment variable.
+ */
+function paramsAreValid(y: YamlReader, params: ParamDefinition[], patterns: PatternSet): boolean {
+  const problems = paramsSchemaProblems(params, 'params', patterns);
   for (const problem of problems) {
     const path = problem.path.split('.').map((part) => (/^\d+$/.test(part) ? Number(part) : part));
     const at = y.doc.getIn(path, true) as YamlNode | undefined;
     const fallback = y.doc.getIn(path.slice(0, 2), true) as YamlNode | undefined;
     y.problem(at ?? fallback ?? null, path, problem.message);
   }
-  return problems.length === 0 ? params : null;
+  return problems.length === 0;
 }
 
 function readParam(y: YamlReader, node: YamlNode | null, path: YamlPath): ParamDefinition | null {

@@ -221,6 +221,19 @@ describe('the executor', () => {
     expect(refused.result.errorMessage).toMatch(/needs the secret A but the agent's secrets file was refused: .*0600/);
     expect(fs.existsSync(marker)).toBe(false);
   });
+
+  it('fails before the first step when two params would set the same variable, whatever the coordinator let through', async () => {
+    const marker = `${stateDir}/ran`;
+    const { result } = await runJob(stateDir, [sh(`echo "$DROVER_PARAM_SAFE" > ${marker}`)], {
+      workflow: { paramsSchema: [{ name: 'safe', type: 'string', pattern: '^[a-z]+$' }] },
+      params: { safe: 'ok', SAFE: 'x; touch /tmp/p' },
+    });
+    expect(result).toMatchObject({ status: 'failed', exitCode: null });
+    expect(result.errorMessage).toBe(
+      'the params `SAFE` and `safe` would both be the environment variable DROVER_PARAM_SAFE; no step was run',
+    );
+    expect(fs.existsSync(marker)).toBe(false);
+  });
 });
 
 describe('with a step launcher', () => {

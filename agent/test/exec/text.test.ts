@@ -3,7 +3,8 @@ import { formatDuration } from '../../src/exec/durations.js';
 import { LineSplitter } from '../../src/exec/line-splitter.js';
 import { parseOutputFile, MAX_OUTPUT_KEYS } from '../../src/exec/output-file.js';
 import { createMasker, maskDeep } from '../../src/exec/secret-masker.js';
-import { jobEnv, paramEnvName, paramEnvValue } from '../../src/exec/step-env.js';
+import { paramEnvName } from '@drover/shared';
+import { jobEnv, paramEnvProblem, paramEnvValue } from '../../src/exec/step-env.js';
 
 function split(chunks: (string | Buffer)[], max?: number): string[] {
   const lines: string[] = [];
@@ -119,6 +120,8 @@ describe('$DROVER_OUTPUT', () => {
 describe('the step environment', () => {
   it('names params DROVER_PARAM_<NAME> and gives non-strings as JSON', () => {
     expect(paramEnvName('target-env.v2')).toBe('DROVER_PARAM_TARGET_ENV_V2');
+    // ASCII only: no Unicode case mapping turns `ſafe` into SAFE or `ß` into SS.
+    expect([paramEnvName('ſafe'), paramEnvName('straße')]).toEqual(['DROVER_PARAM__AFE', 'DROVER_PARAM_STRA_E']);
     expect([paramEnvValue('a b'), paramEnvValue(3), paramEnvValue(true), paramEnvValue(null)]).toEqual([
       'a b',
       '3',
@@ -139,6 +142,7 @@ describe('the step environment', () => {
         paramsFile: '/p.json',
         outputFile: '/out.env',
         params: { env: 'prod' },
+        declared: ['env'],
         secrets: { TOKEN: 's' },
       }),
     ).toEqual({
@@ -152,6 +156,27 @@ describe('the step environment', () => {
       DROVER_PARAM_ENV: 'prod',
       TOKEN: 's',
     });
+  });
+
+  // Issue 29: `{"safe":"ok","SAFE":"x; touch /tmp/p"}` passed the pattern of `safe` on the
+  // coordinator, and `SAFE` then replaced its variable on the agent.
+  const attack = { safe: 'ok', SAFE: 'x; touch /tmp/p' };
+
+  it('never lets an undeclared param replace the variable of a declared one, in either order', () => {
+    const base = { jobId: 'j', workflowName: 'w', ref: null, debug: false, workspace: '/ws' };
+    const files = { paramsFile: '/p.json', outputFile: '/out.env', secrets: {} };
+    for (const params of [attack, { SAFE: attack.SAFE, safe: attack.safe }]) {
+      const env = jobEnv({ ...base, ...files, params, declared: ['safe'] });
+      expect(env.DROVER_PARAM_SAFE).toBe('ok');
+    }
+  });
+
+  it('refuses params that would set the same variable, naming both', () => {
+    expect(paramEnvProblem(attack)).toBe(
+      'the params `SAFE` and `safe` would both be the environment variable DROVER_PARAM_SAFE; no step was run',
+    );
+    expect(paramEnvProblem({ 'a-b': 1, a_b: 2, c: 3 })).toMatch(/`a_b` and `a-b` would both be .* DROVER_PARAM_A_B/);
+    expect(paramEnvProblem({ safe: 'ok', other: 'x' })).toBeNull();
   });
 });
 

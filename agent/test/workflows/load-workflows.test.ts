@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { MAX_SET_PATTERNS, patternEngineLoaded } from '@drover/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadWorkflows, MAX_WORKFLOW_FILE_BYTES } from '../../src/workflows/load-workflows.js';
 import { formatProblem } from '../../src/workflows/format-problem.js';
@@ -118,5 +119,44 @@ describe('loadWorkflows', () => {
         message: `the workflows directory ${path.join(dir, 'plain')}: it is not a directory`,
       },
     ]);
+  });
+});
+
+describe('param patterns in workflow files', () => {
+  const withPatterns = (name: string, patterns: string[]) =>
+    `name: ${name}\nparams:\n${patterns.map((p, i) => `  - {name: p${i}, type: string, pattern: '${p}'}\n`).join('')}` +
+    'steps: [{run: a}]\n';
+
+  it('loads the pattern engine only for a file with a pattern, and names what RE2 lacks at its line', async () => {
+    write('plain.yaml', workflow('plain'));
+    await loadWorkflows(dir);
+    expect(patternEngineLoaded()).toBe(false);
+    write('ref.yaml', withPatterns('ref', ['^v[0-9]+$', '^(?!main$)']));
+    const loaded = await loadWorkflows(dir);
+    expect(patternEngineLoaded()).toBe(true);
+    expect(loaded.workflows.map((w) => w.file)).toEqual(['plain.yaml']);
+    expect(loaded.problems.map(formatProblem)).toEqual([
+      'ref.yaml:4: params[1].pattern: uses a lookahead `(?=...)`/`(?!...)`, which patterns do not support ' +
+        '(they are RE2 syntax, matched in linear time); got `^(?!main$)` (string)',
+    ]);
+  });
+
+  it(`keeps the coordinator's limits across files: at most ${MAX_SET_PATTERNS} distinct patterns`, async () => {
+    for (const file of ['a', 'b', 'c']) {
+      write(
+        `${file}.yaml`,
+        withPatterns(
+          file,
+          Array.from({ length: 100 }, (_, i) => `^${file}${i}$`),
+        ),
+      );
+    }
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.workflows.map((w) => w.file)).toEqual(['a.yaml', 'b.yaml']);
+    expect(loaded.problems).toHaveLength(100 - (MAX_SET_PATTERNS - 200));
+    expect(formatProblem(loaded.problems[0]!)).toBe(
+      `c.yaml:${3 + MAX_SET_PATTERNS - 200}: params[${MAX_SET_PATTERNS - 200}].pattern: is one pattern too many: ` +
+        `the workflows of one agent carry at most ${MAX_SET_PATTERNS} distinct patterns; got \`^c56$\` (string)`,
+    );
   });
 });

@@ -4,7 +4,7 @@ import { formatProblem } from '../../src/workflows/format-problem.js';
 
 const parse = (text: string) => parseWorkflowFile('deploy.yaml', text);
 /** The problems as `file:line: message` lines. */
-const problems = (text: string) => parse(text).problems.map(formatProblem);
+const problems = async (text: string) => (await parse(text)).problems.map(formatProblem);
 
 const FULL = `# Deploys the web app
 name: deploy
@@ -46,8 +46,8 @@ steps:
 `;
 
 describe('parseWorkflowFile', () => {
-  it('turns a complete file into the definition reported to the coordinator', () => {
-    const parsed = parse(FULL);
+  it('turns a complete file into the definition reported to the coordinator', async () => {
+    const parsed = await parse(FULL);
     expect(parsed.problems).toEqual([]);
     expect(parsed.nameLine).toBe(2);
     expect(parsed.definition).toEqual({
@@ -82,90 +82,94 @@ describe('parseWorkflowFile', () => {
     });
   });
 
-  it('accepts the smallest workflow: a name and one step', () => {
-    expect(parse('name: hello\nsteps:\n  - run: echo\n').definition).toEqual({
+  it('accepts the smallest workflow: a name and one step', async () => {
+    expect((await parse('name: hello\nsteps:\n  - run: echo\n')).definition).toEqual({
       name: 'hello',
       steps: [{ run: 'echo' }],
     });
   });
 
-  it('names the file, the line and the path of a bad duration', () => {
+  it('names the file, the line and the path of a bad duration', async () => {
     const text = FULL.replace('timeout: 90\n', 'timeout: soon\n');
-    expect(problems(text)).toEqual([
+    expect(await problems(text)).toEqual([
       'deploy.yaml:33: steps[0].timeout: expected a duration like 30s, 5m or a number of seconds, got `soon`',
     ]);
-    expect(parse(text).definition).toBeNull();
+    expect((await parse(text)).definition).toBeNull();
   });
 
-  it('reads `cancelGrace` as a duration of at most an hour, naming the line of a bad one', () => {
+  it('reads `cancelGrace` as a duration of at most an hour, naming the line of a bad one', async () => {
     const wf = (grace: string) => `name: x\ncancelGrace: ${grace}\nsteps:\n  - run: a\n`;
-    expect(parse(wf('30s')).definition).toEqual({ name: 'x', cancelGrace: 30_000, steps: [{ run: 'a' }] });
-    expect(parse(wf('1h')).definition?.cancelGrace).toBe(3_600_000);
-    expect(problems(wf('soon'))).toEqual([
+    expect((await parse(wf('30s'))).definition).toEqual({ name: 'x', cancelGrace: 30_000, steps: [{ run: 'a' }] });
+    expect((await parse(wf('1h'))).definition?.cancelGrace).toBe(3_600_000);
+    expect(await problems(wf('soon'))).toEqual([
       'deploy.yaml:2: cancelGrace: expected a duration like 30s, 5m or a number of seconds, got `soon`',
     ]);
-    expect(problems(wf('2h'))).toEqual(['deploy.yaml:2: cancelGrace: must be at most 1h, got `2h`']);
-    expect(problems(wf('0'))).toEqual(['deploy.yaml:2: cancelGrace: must be at least 1ms, got `0`']);
+    expect(await problems(wf('2h'))).toEqual(['deploy.yaml:2: cancelGrace: must be at most 1h, got `2h`']);
+    expect(await problems(wf('0'))).toEqual(['deploy.yaml:2: cancelGrace: must be at least 1ms, got `0`']);
   });
 
-  it('refuses unknown keys at every level, suggesting the key that was probably meant', () => {
+  it('refuses unknown keys at every level, suggesting the key that was probably meant', async () => {
     const text =
       'name: x\ntimout: 5s\nsteps:\n  - run: a\n    tiemout: 5s\nparams:\n  - name: p\n    type: string\n    requried: true\n';
-    expect(problems(text)).toEqual([
+    expect(await problems(text)).toEqual([
       'deploy.yaml:2: timout: unknown key (did you mean `timeout`?); expected one of name, description, version, params, secrets, timeout, cancelGrace, steps',
       'deploy.yaml:5: steps[0].tiemout: unknown key (did you mean `timeout`?); expected one of name, run, args, env, cwd, timeout, shell',
       expect.stringMatching(/^deploy\.yaml:9: params\[0\]\.requried: unknown key \(did you mean `required`\?\)/),
     ]);
   });
 
-  it('reports missing name and steps, and an empty step list', () => {
-    expect(problems('description: nothing else\n')).toEqual([
+  it('reports missing name and steps, and an empty step list', async () => {
+    expect(await problems('description: nothing else\n')).toEqual([
       'deploy.yaml:1: missing `name`: the name triggers use to run this workflow',
       'deploy.yaml:1: missing `steps`: the list of commands this workflow runs',
     ]);
-    expect(problems('name: x\nsteps: []\n')).toEqual(['deploy.yaml:2: steps: expected at least 1 item, got none']);
-    expect(problems('name: x\nsteps:\n  - name: no run\n')).toEqual([
+    expect(await problems('name: x\nsteps: []\n')).toEqual([
+      'deploy.yaml:2: steps: expected at least 1 item, got none',
+    ]);
+    expect(await problems('name: x\nsteps:\n  - name: no run\n')).toEqual([
       'deploy.yaml:3: steps[0]: missing `run`: the program (or, with `shell: true`, the command line) to run',
     ]);
   });
 
-  it('reports YAML syntax errors with their line and column', () => {
-    const parsed = parse('name: x\nsteps:\n  - run: a\n   bad: indent\n');
+  it('reports YAML syntax errors with their line and column', async () => {
+    const parsed = await parse('name: x\nsteps:\n  - run: a\n   bad: indent\n');
     expect(parsed.definition).toBeNull();
     expect(parsed.problems[0]).toMatchObject({
       file: 'deploy.yaml',
       line: 4,
       message: expect.stringMatching(/^invalid YAML: /),
     });
-    expect(parse('name: a\nname: b\nsteps: [{run: x}]\n').problems[0]?.message).toMatch(/invalid YAML: .*unique/);
+    expect((await parse('name: a\nname: b\nsteps: [{run: x}]\n')).problems[0]?.message).toMatch(
+      /invalid YAML: .*unique/,
+    );
   });
 
-  it('refuses an empty file, a file that is a list, and values of the wrong kind', () => {
-    expect(problems('')).toEqual([
+  it('refuses an empty file, a file that is a list, and values of the wrong kind', async () => {
+    expect(await problems('')).toEqual([
       'deploy.yaml: the file is empty; expected a workflow with at least `name` and `steps`',
     ]);
-    expect(problems('- run: a\n')).toEqual(['deploy.yaml:1: expected a map (key: value lines), got a list']);
-    expect(problems('name: x\nsteps:\n  run: a\n')).toEqual([
+    expect(await problems('- run: a\n')).toEqual(['deploy.yaml:1: expected a map (key: value lines), got a list']);
+    expect(await problems('name: x\nsteps:\n  run: a\n')).toEqual([
       'deploy.yaml:3: steps: expected a list (lines starting with `- `), got a map',
     ]);
-    expect(problems('name: x\nsteps:\n  - run: a\n    shell: yes\n    args: a b\n')).toEqual([
+    expect(await problems('name: x\nsteps:\n  - run: a\n    shell: yes\n    args: a b\n')).toEqual([
       'deploy.yaml:4: steps[0].shell: expected true or false, got `yes`',
       'deploy.yaml:5: steps[0].args: expected a list (lines starting with `- `), got `a b`',
     ]);
   });
 
-  it('refuses names the coordinator would refuse', () => {
-    expect(problems('name: -deploy\nsteps: [{run: a}]\n')).toEqual([
+  it('refuses names the coordinator would refuse', async () => {
+    expect(await problems('name: -deploy\nsteps: [{run: a}]\n')).toEqual([
       'deploy.yaml:1: name: must start with a letter or digit and contain only letters, digits, `_`, `.` and `-`, got `-deploy`',
     ]);
-    expect(problems(`name: ${'x'.repeat(129)}\nsteps: [{run: a}]\n`)).toEqual([
+    expect(await problems(`name: ${'x'.repeat(129)}\nsteps: [{run: a}]\n`)).toEqual([
       'deploy.yaml:1: name: must be at most 128 characters long, got 129',
     ]);
   });
 
-  it('refuses secret and variable names that cannot be environment variables, and repeated secrets', () => {
+  it('refuses secret and variable names that cannot be environment variables, and repeated secrets', async () => {
     expect(
-      problems('name: x\nsecrets: [API-KEY, TOKEN, TOKEN]\nsteps:\n  - run: a\n    env: {1X: a, OK: [1]}\n'),
+      await problems('name: x\nsecrets: [API-KEY, TOKEN, TOKEN]\nsteps:\n  - run: a\n    env: {1X: a, OK: [1]}\n'),
     ).toEqual([
       expect.stringMatching(/^deploy\.yaml:2: secrets\[0\]: a secret name becomes an environment variable/),
       'deploy.yaml:2: secrets[2]: `TOKEN` is listed twice',
@@ -174,7 +178,7 @@ describe('parseWorkflowFile', () => {
     ]);
   });
 
-  it("applies the coordinator's paramsSchema rules, pointing at the offending key", () => {
+  it("applies the coordinator's paramsSchema rules, pointing at the offending key", async () => {
     const text = [
       'name: x',
       'params:',
@@ -196,46 +200,48 @@ describe('parseWorkflowFile', () => {
       '    type: list',
       'steps: [{run: a}]',
     ].join('\n');
-    expect(problems(text)).toEqual([
+    expect(await problems(text)).toEqual([
       'deploy.yaml:18: params[4].type: expected one of string, number, boolean, enum, file, got `list`',
     ]);
     const noBadType = text.replace('type: list', 'type: boolean');
-    expect(problems(noBadType)).toEqual([
+    expect(await problems(noBadType)).toEqual([
       'deploy.yaml:5: params[0].min: must not be greater than max (1), got `10`',
       'deploy.yaml:7: params[1].name: duplicates params.0.name `size`',
       'deploy.yaml:9: params[1].options: does not apply to a parameter of type `string`',
       'deploy.yaml:12: params[2].options[1]: duplicates an earlier value `red` (string)',
-      'deploy.yaml:16: params[3].pattern: must be a valid regular expression, got `(` (string)',
+      'deploy.yaml:16: params[3].pattern: must be a regular expression in RE2 syntax (missing closing ) at `(`); got `(` (string)',
     ]);
   });
 
-  it('refuses two params that would set the same environment variable', () => {
+  it('refuses two params that would set the same environment variable', async () => {
     expect(
-      problems('name: x\nparams:\n  - {name: a-b, type: string}\n  - {name: a_b, type: string}\nsteps: [{run: a}]\n'),
+      await problems(
+        'name: x\nparams:\n  - {name: a-b, type: string}\n  - {name: a_b, type: string}\nsteps: [{run: a}]\n',
+      ),
     ).toEqual([
       'deploy.yaml:4: params[1].name: `a_b` and `a-b` would both be the environment variable DROVER_PARAM_A_B; rename one',
     ]);
     expect(
-      problems('name: x\nparams:\n  - {name: v, type: string}\n  - {name: V, type: string}\nsteps: [{run: a}]\n'),
+      await problems('name: x\nparams:\n  - {name: v, type: string}\n  - {name: V, type: string}\nsteps: [{run: a}]\n'),
     ).toEqual([
       'deploy.yaml:4: params[1].name: `V` and `v` would both be the environment variable DROVER_PARAM_V; rename one',
     ]);
   });
 
-  it('checks a default against its parameter', () => {
-    expect(problems('name: x\nparams:\n  - {name: n, type: number, max: 5, default: 7}\nsteps: [{run: a}]\n')).toEqual([
-      'deploy.yaml:3: params[0].default: must be at most 5, got `7` (number)',
-    ]);
+  it('checks a default against its parameter', async () => {
+    expect(
+      await problems('name: x\nparams:\n  - {name: n, type: number, max: 5, default: 7}\nsteps: [{run: a}]\n'),
+    ).toEqual(['deploy.yaml:3: params[0].default: must be at most 5, got `7` (number)']);
     // A string default written as a plain number is the text as written.
     expect(
-      parse('name: x\nparams:\n  - {name: v, type: string, default: 1.10}\nsteps: [{run: a}]\n').definition
+      (await parse('name: x\nparams:\n  - {name: v, type: string, default: 1.10}\nsteps: [{run: a}]\n')).definition
         ?.paramsSchema,
     ).toEqual([{ name: 'v', type: 'string', default: '1.10' }]);
   });
 
-  it('treats an empty optional key as absent, and follows YAML anchors', () => {
+  it('treats an empty optional key as absent, and follows YAML anchors', async () => {
     const text = 'name: x\ndescription:\nsteps:\n  - run: a\n    env: &common {A: "1"}\n  - run: b\n    env: *common\n';
-    expect(parse(text).definition).toEqual({
+    expect((await parse(text)).definition).toEqual({
       name: 'x',
       steps: [
         { run: 'a', env: { A: '1' } },

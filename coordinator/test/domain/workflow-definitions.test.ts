@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ParamDefinition, WorkflowDefinition } from '@drover/shared';
 import {
-  compilePattern,
   paramDefinitionProblems,
   paramValueProblem,
   workflowDefinitionProblems,
@@ -39,6 +38,23 @@ describe('workflow set checks', () => {
   it('refuses a workflow name given twice, naming both places', () => {
     expect(workflowDefinitionProblems([wf('a'), wf('b'), wf('a')])).toEqual([
       { path: 'body.workflows.2.name', message: 'duplicates body.workflows.0.name `a`' },
+    ]);
+  });
+
+  it('refuses two parameter names that would set the same environment variable on the agent', () => {
+    const problems = workflowDefinitionProblems([
+      wf('a', {
+        paramsSchema: [
+          { name: 'safe', type: 'string', pattern: '^[a-z]+$' },
+          { name: 'SAFE', type: 'string' },
+        ],
+      }),
+    ]);
+    expect(problems).toEqual([
+      {
+        path: 'body.workflows.0.paramsSchema.1.name',
+        message: '`SAFE` and `safe` would both be the environment variable DROVER_PARAM_SAFE; rename one',
+      },
     ]);
   });
 
@@ -99,14 +115,41 @@ describe('parameter definition checks', () => {
     ]);
   });
 
-  it('requires the pattern to compile as a regular expression with the u flag', () => {
+  it('requires the pattern to be RE2 syntax, naming a feature of JavaScript that RE2 lacks', () => {
     expect(problemsOf({ name: 's', type: 'string', pattern: '([a-z]' })).toEqual([
-      'p.pattern: must be a valid regular expression, got `([a-z]` (string)',
+      'p.pattern: must be a regular expression in RE2 syntax (missing closing ) at `([a-z]`); got `([a-z]` (string)',
     ]);
-    // Valid without the u flag, invalid with it: the stricter reading is the one used.
-    expect(compilePattern('\\-')).toBeNull();
-    expect(compilePattern('^\\p{L}+$')?.test('héllo')).toBe(true);
-    expect(problemsOf({ name: 's', type: 'string', pattern: '^[a-z]+$' })).toEqual([]);
+    expect(problemsOf({ name: 's', type: 'string', pattern: '^(?!main$)' })).toEqual([
+      'p.pattern: uses a lookahead `(?=...)`/`(?!...)`, which patterns do not support (they are RE2 syntax, ' +
+        'matched in linear time); got `^(?!main$)` (string)',
+    ]);
+    expect(problemsOf({ name: 's', type: 'string', pattern: '^\\p{L}+$', default: 'héllo' })).toEqual([]);
+  });
+
+  it('refuses unsupported patterns at their path in the set, and keeps the limits across the workflows', () => {
+    const pattern = (p: string): ParamDefinition[] => [{ name: 's', type: 'string', pattern: p }];
+    expect(
+      workflowDefinitionProblems([
+        wf('a', { paramsSchema: pattern('^v1$') }),
+        wf('b', { paramsSchema: pattern('(a)\\1') }),
+      ]),
+    ).toEqual([
+      {
+        path: 'body.workflows.1.paramsSchema.0.pattern',
+        message: expect.stringMatching(/^uses a backreference \(`\\1`\), which patterns do not support/),
+      },
+    ]);
+    const many = Array.from({ length: 3 }, (_, w) =>
+      wf(`w${w}`, {
+        paramsSchema: Array.from({ length: 100 }, (_, i) => pattern(`^${w}-${i}$`)[0]!).map((p, i) => ({
+          ...p,
+          name: `p${i}`,
+        })),
+      }),
+    );
+    expect(workflowDefinitionProblems(many).map((d) => d.path)).toEqual(
+      Array.from({ length: 44 }, (_, i) => `body.workflows.2.paramsSchema.${56 + i}.pattern`),
+    );
   });
 
   it('requires min not above max, and allows them equal', () => {

@@ -1,7 +1,8 @@
+import type { ParamDefinition } from '@drover/shared/params';
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
-import { api } from '../api/client';
+import { api, ApiError, type ErrorDetail } from '../api/client';
 import type { RunAnswer, Trigger } from '../api/triggers';
 import type { Workflow, WorkflowParam } from '../api/types';
 import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
@@ -45,6 +46,26 @@ export function paramsOf(schema: WorkflowParam[], values: ParamValues): Record<s
     else params[p.name] = v;
   }
   return params;
+}
+
+/**
+ * The problems the API would answer for the params given, found in the page with the API's own
+ * rules and pattern engine (@drover/shared/params, fetched at the first run by hand; the engine
+ * only for a workflow with a pattern), so that a bad value is shown at once, as the API's 422
+ * would be. What the page cannot know (a missing required param, a file's state) is still the
+ * API's to say.
+ */
+export async function paramProblems(schema: WorkflowParam[], params: Record<string, unknown>): Promise<ErrorDetail[]> {
+  const { loadPatternEngine, paramValueProblem, PatternBudget } = await import('@drover/shared/params');
+  if (schema.some((p) => p.pattern !== undefined)) await loadPatternEngine();
+  const budget = new PatternBudget();
+  const details: ErrorDetail[] = [];
+  for (const p of schema) {
+    if (!Object.hasOwn(params, p.name)) continue;
+    const problem = paramValueProblem(p as ParamDefinition, params[p.name], budget);
+    if (problem) details.push({ path: `body.params.${p.name}`, message: problem });
+  }
+  return details;
 }
 
 /** Run the trigger now (`POST /orgs/:orgId/triggers/:id/run`) with a form made from the params schema. */
@@ -99,8 +120,12 @@ function RunForm(props: {
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const run = useMutation({
-    mutationFn: () => {
-      const body: Record<string, unknown> = { params: paramsOf(schema, values) };
+    mutationFn: async () => {
+      const params = paramsOf(schema, values);
+      const problems = await paramProblems(schema, params);
+      // The 422 the API would answer, placed under the fields the same way.
+      if (problems.length > 0) throw new ApiError(422, 'validation_failed', 'A param is not valid', problems);
+      const body: Record<string, unknown> = { params };
       if (trigger.scopeType === 'agent') body.workflowName = workflowName;
       if (ref.trim() !== '') body.ref = ref.trim();
       if (debug) body.debug = true;

@@ -104,7 +104,8 @@ function findClosing(
  * The arguments as run params, typed by the workflow's `paramsSchema`: `number` parameters from
  * their decimal text, `boolean` from true/false/yes/no/on/off/1/0; the rest stay strings and are
  * checked by the run like any params (enum options, pattern, min/max). A `file` parameter takes a
- * stored file's id. Undeclared arguments pass as strings. Problems name each argument.
+ * stored file's id. Undeclared arguments pass as strings (the run refuses them when the workflow
+ * declares its params: trigger-run/params.ts). Problems name each argument.
  */
 export function argumentsToParams(
   args: Record<string, string>,

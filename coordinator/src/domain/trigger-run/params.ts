@@ -1,7 +1,13 @@
-import { patternProblem, type ParamDefinition } from '@drover/shared';
+import {
+  describeParamEnvClash,
+  paramEnvClashes,
+  paramEnvName,
+  PatternBudget,
+  type ParamDefinition,
+} from '@drover/shared';
 import { validationFailed, type ValidationDetail } from '../../errors.js';
 import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
-import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
+import { paramValueProblem } from '../workflow-definitions.js';
 
 /**
  * Trigger-run `params` against the workflow's `paramsSchema` (docs/trigger-runs.md, "Params"), with the meaning of
@@ -12,9 +18,13 @@ import { compilePattern, paramValueProblem } from '../workflow-definitions.js';
  *   422 when `required` and left out otherwise. `required` with a `default` never fails.
  * - `null` is a value like any other: it is refused for every declared type (send nothing to
  *   leave a parameter out).
- * - Parameters the schema does not declare are kept as sent: the spec calls `params` an
- *   "arbitrary payload passed to the workflow steps". With `paramsSchema: null` everything is
- *   passed through.
+ * - A workflow that declares its params (`paramsSchema` a list, even an empty one) takes only
+ *   those: any other is a 422 naming it and the declared ones, so that a typo (`cod` for `code`)
+ *   is not run with the default, and a name such as `SAFE` cannot reach the variable of the
+ *   declared `safe` on the agent (both are `DROVER_PARAM_SAFE`).
+ * - With `paramsSchema: null` (the workflow declares nothing) everything is passed through, as
+ *   the spec's "arbitrary payload passed to the workflow steps", except two names that would set
+ *   the same `DROVER_PARAM_<NAME>` on the agent: a 422 naming both.
  * - Whatever the schema, the payload must be plain JSON the job can store and hash
  *   (plain-json.ts): nested at most MAX_PARAMS_DEPTH levels, numbers finite.
  *
@@ -30,11 +40,19 @@ export function resolveRunParams(
 ): Record<string, unknown> {
   const given = params ?? {};
   const problems: ValidationDetail[] = plainJsonProblems(given, 'params');
-  if (schema === null || schema.length === 0) {
+  if (schema === null) {
+    for (const clash of paramEnvClashes(Object.keys(given))) {
+      problems.push({ path: `params.${clash.name}`, message: `${describeParamEnvClash(clash)}; send only one` });
+    }
     if (problems.length > 0) throw validationFailed(problems);
     return given;
   }
+  // A value that is not plain JSON gets that one problem, not a second one about its name or type.
+  const unfit = new Set(problems.map((p) => p.path));
+  problems.push(...undeclaredProblems(schema, given).filter((p) => !unfit.has(p.path)));
   const resolved: Record<string, unknown> = { ...given };
+  // What the run's values may cost their patterns, in all (shared/src/pattern-match.ts).
+  const budget = new PatternBudget();
   for (const param of schema) {
     const path = `params.${param.name}`;
     if (!Object.hasOwn(given, param.name)) {
@@ -42,11 +60,51 @@ export function resolveRunParams(
       else if (param.required === true) problems.push({ path, message: `is required (${expected(param)})` });
       continue;
     }
-    const problem = valueProblem(param, given[param.name]);
+    if (unfit.has(path)) continue;
+    const problem = paramValueProblem(param, given[param.name], budget);
     if (problem) problems.push({ path, message: problem });
   }
   if (problems.length > 0) throw validationFailed(problems);
+  // Declared names that collide (a workflow stored before such names were refused at report).
+  const clashes = paramEnvClashes(Object.keys(resolved));
+  if (clashes.length > 0) {
+    throw validationFailed(
+      clashes.map((clash) => ({
+        path: `params.${clash.name}`,
+        message: `${describeParamEnvClash(clash)}; the workflow must rename one of them`,
+      })),
+    );
+  }
   return resolved;
+}
+
+/** How many declared names an "is not declared" message lists at most. */
+const LISTED_NAMES = 20;
+
+/** A 422 for each given param the schema does not declare, naming the declared one it collides with. */
+function undeclaredProblems(schema: readonly ParamDefinition[], given: Record<string, unknown>): ValidationDetail[] {
+  const declared = new Set(schema.map((p) => p.name));
+  const byEnv = new Map(schema.map((p) => [paramEnvName(p.name), p.name]));
+  const names = schema.map((p) => `\`${p.name}\``);
+  const listed =
+    names.length === 0
+      ? 'the workflow declares no params'
+      : `the workflow's params are ${names.slice(0, LISTED_NAMES).join(', ')}` +
+        (names.length > LISTED_NAMES ? ` and ${names.length - LISTED_NAMES} more` : '');
+  const problems: ValidationDetail[] = [];
+  for (const name of Object.keys(given)) {
+    if (declared.has(name)) continue;
+    const env = paramEnvName(name);
+    const twin = byEnv.get(env);
+    problems.push({
+      path: `params.${name}`,
+      message:
+        twin === undefined
+          ? `is not a parameter of this workflow (${listed})`
+          : `is not a parameter of this workflow, and ${describeParamEnvClash({ name, first: twin, env })}; send \`${twin}\` only`,
+    });
+  }
+  return problems;
 }
 
 /** What a value of this parameter must be, for "is required" messages. */
@@ -61,21 +119,4 @@ function expected(param: ParamDefinition): string {
     default:
       return `a ${param.type}`;
   }
-}
-
-/** Compiled patterns, kept so that a hot trigger does not recompile its regular expressions per call. */
-const patterns = new Map<string, RegExp | null>();
-const MAX_CACHED_PATTERNS = 1000;
-
-function valueProblem(param: ParamDefinition, value: unknown): string | null {
-  if (param.type === 'string' && typeof value === 'string' && param.pattern !== undefined) {
-    let regexp = patterns.get(param.pattern);
-    if (regexp === undefined) {
-      if (patterns.size >= MAX_CACHED_PATTERNS) patterns.clear();
-      regexp = compilePattern(param.pattern);
-      patterns.set(param.pattern, regexp);
-    }
-    return patternProblem(param.pattern, regexp, value);
-  }
-  return paramValueProblem(param, value);
 }

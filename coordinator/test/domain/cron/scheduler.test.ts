@@ -311,7 +311,10 @@ describe('cron scheduler', () => {
       await time.advanceTo('2030-01-07T10:01:30.000Z');
       const [job] = await w.jobs(id);
       expect(job).toMatchObject({ status: 'rejected', source: 'cron' });
-      expect(job!.error_message).toBe('params.region: is required (a string)');
+      expect(job!.error_message).toBe(
+        "params.env: is not a parameter of this workflow (the workflow's params are `region`); " +
+          'params.region: is required (a string)',
+      );
       expect((await w.occurrences(id))[0]).toMatchObject({ outcome: 'job_created', job_id: job!.id });
     });
 

@@ -17,23 +17,69 @@ describe('resolveRunParams', () => {
     expect(resolveRunParams(schema, { env: 'prod' })).toEqual({ env: 'prod', replicas: 2, region: 'eu' });
   });
 
-  it('keeps values sent, and parameters the schema does not declare', () => {
-    expect(
-      resolveRunParams(schema, { env: 'staging', replicas: 10, tag: 'v3', dryRun: true, region: 'us', note: { x: 1 } }),
-    ).toEqual({
+  it('keeps the values sent', () => {
+    expect(resolveRunParams(schema, { env: 'staging', replicas: 10, tag: 'v3', dryRun: true, region: 'us' })).toEqual({
       env: 'staging',
       replicas: 10,
       tag: 'v3',
       dryRun: true,
       region: 'us',
-      note: { x: 1 },
     });
   });
 
-  it('passes everything through without a schema', () => {
+  it('refuses a param the workflow does not declare, listing the declared ones', () => {
+    expect(problems(() => resolveRunParams(schema, { env: 'prod', replica: 3 }))).toEqual([
+      {
+        path: 'params.replica',
+        message:
+          "is not a parameter of this workflow (the workflow's params are `env`, `replicas`, `tag`, `dryRun`, `region`)",
+      },
+    ]);
+    expect(problems(() => resolveRunParams([], { x: 1 }))).toEqual([
+      { path: 'params.x', message: 'is not a parameter of this workflow (the workflow declares no params)' },
+    ]);
+    expect(resolveRunParams([], undefined)).toEqual({});
+  });
+
+  // Issue 29: `SAFE` passed unchecked beside a valid `safe`, and replaced its variable on the agent.
+  it('refuses an undeclared param that would set the variable of a declared one, naming both', () => {
+    const safe: ParamDefinition[] = [{ name: 'safe', type: 'string', pattern: '^[a-z]+$' }];
+    expect(problems(() => resolveRunParams(safe, { safe: 'ok', SAFE: 'x; touch /tmp/p' }))).toEqual([
+      {
+        path: 'params.SAFE',
+        message:
+          'is not a parameter of this workflow, and `SAFE` and `safe` would both be the environment variable DROVER_PARAM_SAFE; send `safe` only',
+      },
+    ]);
+  });
+
+  it('refuses declared params that collide, in a workflow stored before such names were refused', () => {
+    const twins: ParamDefinition[] = [
+      { name: 'a-b', type: 'string' },
+      { name: 'a_b', type: 'string', default: 'x' },
+    ];
+    expect(problems(() => resolveRunParams(twins, { 'a-b': 'y' }))).toEqual([
+      {
+        path: 'params.a_b',
+        message:
+          '`a_b` and `a-b` would both be the environment variable DROVER_PARAM_A_B; the workflow must rename one of them',
+      },
+    ]);
+  });
+
+  it('passes everything through without a schema, but two names of one variable', () => {
     const params = { a: [1, { b: null }], c: 'x' };
     expect(resolveRunParams(null, params)).toBe(params);
-    expect(resolveRunParams([], undefined)).toEqual({});
+    expect(problems(() => resolveRunParams(null, { safe: 'ok', SAFE: 'x; touch /tmp/p', 'a.b': 1, a_b: 2 }))).toEqual([
+      {
+        path: 'params.SAFE',
+        message: '`SAFE` and `safe` would both be the environment variable DROVER_PARAM_SAFE; send only one',
+      },
+      {
+        path: 'params.a_b',
+        message: '`a_b` and `a.b` would both be the environment variable DROVER_PARAM_A_B; send only one',
+      },
+    ]);
   });
 
   it('refuses a missing required parameter, saying what is expected', () => {
@@ -75,6 +121,33 @@ describe('resolveRunParams', () => {
   it('accepts a pattern match again after a cached refusal', () => {
     expect(() => resolveRunParams(schema, { env: 'prod', tag: 'nope' })).toThrow(AppError);
     expect(resolveRunParams(schema, { env: 'prod', tag: 'v12' }).tag).toBe('v12');
+  });
+
+  it('refuses a value of a stored pattern RE2 does not support, saying that the workflow must change', () => {
+    // A workflow reported before patterns were RE2 syntax: refused at report today, maybe stored.
+    const stored: ParamDefinition[] = [{ name: 'branch', type: 'string', pattern: '^(?!main$)' }];
+    expect(problems(() => resolveRunParams(stored, { branch: 'dev' }))).toEqual([
+      {
+        path: 'params.branch',
+        message: expect.stringMatching(
+          /^cannot be checked: the workflow's pattern `\^\(\?!main\$\)` uses a lookahead .*; the workflow must change it, and its agent report it again/,
+        ),
+      },
+    ]);
+    // Left out, it is not checked.
+    expect(resolveRunParams(stored, {})).toEqual({});
+  });
+
+  it('spends at most the run’s budget on patterns, over all its values', () => {
+    const hostile: ParamDefinition[] = ['a', 'b', 'c'].map((name) => ({
+      name,
+      type: 'string',
+      pattern: '\\pL{500}\\pN',
+    }));
+    const value = `${'x'.repeat(700)}1`;
+    expect(problems(() => resolveRunParams(hostile, { a: value, b: value, c: value }))).toEqual([
+      { path: 'params.c', message: expect.stringMatching(/^is too long to check against the pattern/) },
+    ]);
   });
 
   it('refuses payloads that are not plain JSON, with or without a schema', () => {
