@@ -246,6 +246,35 @@ describe('the OpenAPI document', () => {
     });
   });
 
+  it('leaves no shape vague: an object lists its properties or says what its other keys hold, a field has a type', () => {
+    const vague: string[] = [];
+    const visit = (schema: unknown, at: string): void => {
+      if (Array.isArray(schema)) return schema.forEach((item, i) => visit(item, `${at}[${i}]`));
+      if (typeof schema !== 'object' || schema === null) return;
+      const s = schema as Record<string, unknown>;
+      const types = [s.type].flat();
+      const said = ['$ref', 'allOf', 'anyOf', 'oneOf', 'enum', 'const', 'type'].some((k) => k in s);
+      if (!said) vague.push(`${at}: no type`);
+      // An empty body (`maxProperties: 0`) holds nothing, and says so.
+      if (types.includes('object') && !s.properties && s.additionalProperties === undefined && s.maxProperties !== 0) {
+        vague.push(`${at}: an object without properties`);
+      }
+      for (const [key, value] of Object.entries(s)) {
+        if (key === 'properties') {
+          for (const [name, property] of Object.entries(value as object)) visit(property, `${at}.${name}`);
+        } else if (['items', 'additionalProperties', 'allOf', 'anyOf', 'oneOf'].includes(key)) visit(value, at);
+      }
+    };
+    for (const [name, schema] of Object.entries(spec.components.schemas)) visit(schema, name);
+    for (const { name, op } of operations()) {
+      for (const media of Object.values(op.requestBody?.content ?? {})) visit(media.schema, `${name} body`);
+      for (const [status, response] of Object.entries(op.responses ?? {})) {
+        for (const media of Object.values(response.content ?? {})) visit(media.schema, `${name} ${status}`);
+      }
+    }
+    expect(vague).toEqual([]);
+  });
+
   it('serves the interactive reference at /docs: HTML whose scripts and styles load from the coordinator', async () => {
     const page = await fetch(`${t.url}/docs`);
     expect(page.status).toBe(200);
