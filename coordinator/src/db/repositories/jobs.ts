@@ -1,5 +1,5 @@
 import { isTerminalJobStatus } from '@drover/shared';
-import type { OpenJobStatus } from '../../domain/job-state.js';
+import type { OpenJobStatus } from '../../domain/jobs/job-state.js';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type {
   AppendLogsResult,

@@ -8,7 +8,7 @@ import type { LocalTransfers } from '../../storage/local-transfer.js';
 import { batchLoader } from '../../util/batch-loader.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
-import { findGrant, type StorageGrant } from '../grants.js';
+import { findGrant, type StorageGrant } from '../tokens/grants.js';
 import { grantCoversBinding, requireStoragePermission, type FileCaller } from './access.js';
 import { BindingBackends } from './binding-backends.js';
 import { FileDeletion, type DeletionLogger } from './deletion.js';

@@ -1,4 +1,4 @@
-import type { Grant } from '../grants.js';
+import type { Grant } from '../tokens/grants.js';
 import type { Role } from './orgs.js';
 import type { RateLimits } from './rate-limits.js';
 

@@ -1,4 +1,4 @@
-import type { Grant } from '../../../domain/grants.js';
+import type { Grant } from '../../../domain/tokens/grants.js';
 import type { ApiToken, ApiTokenRepository } from '../../../domain/model/api-tokens.js';
 import type { Role } from '../../../domain/model/orgs.js';
 import type { PgPool } from '../pool.js';
