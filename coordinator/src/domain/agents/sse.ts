@@ -1,6 +1,5 @@
 import type { JobAssignment } from '@drover/shared';
-import type { Job } from '../model/jobs.js';
-import type { OpenJobStatus } from '../jobs/job-state.js';
+import type { Job, OpenJobStatus } from '../model/jobs.js';
 
 /**
  * One server-sent event (text/event-stream): `event`, `id` and one `data` line. `data` is JSON,

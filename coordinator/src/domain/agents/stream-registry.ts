@@ -1,11 +1,10 @@
 import { StreamEvent, type JobAssignment, type JobCancelEvent } from '@drover/shared';
 import type { AgentRepository } from '../model/agents.js';
-import type { Job, JobRepository, OpenJobSummary } from '../model/jobs.js';
+import { isOpenJobStatus, type Job, type JobRepository, type OpenJobSummary } from '../model/jobs.js';
 import { batchLoader } from '../../util/batch-loader.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import type { AgentEvents } from './agent-events.js';
 import type { JobEvents } from '../jobs/job-events.js';
-import { isOpenJobStatus } from '../jobs/job-state.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { sseEvent, toAssignment } from './sse.js';
 

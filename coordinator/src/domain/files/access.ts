@@ -1,12 +1,12 @@
-import type { ApiToken } from '../model/api-tokens.js';
-import { forbidden } from '../../errors.js';
 import {
-  findGrant,
+  type ApiToken,
   STORAGE_PERMISSIONS,
   type Grant,
   type StorageGrant,
   type StoragePermission,
-} from '../tokens/grants.js';
+} from '../model/api-tokens.js';
+import { forbidden } from '../../errors.js';
+import { findGrant } from '../tokens/grants.js';
 
 /**
  * Who calls the files service: an API token (its storage grant decides), a member of the

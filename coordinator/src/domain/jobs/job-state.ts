@@ -1,5 +1,12 @@
 import type { JobStatus, RejectJobRequest } from '@drover/shared';
-import type { FinishReport, Job, JobMove, JobMovePlan } from '../model/jobs.js';
+import {
+  isOpenJobStatus,
+  OPEN_JOB_STATUSES,
+  type FinishReport,
+  type Job,
+  type JobMove,
+  type JobMovePlan,
+} from '../model/jobs.js';
 
 /**
  * The job state machine (docs/jobs.md). Pure rules: which move applies from which status, which
@@ -22,11 +29,6 @@ export type AgentTransition = 'accept' | 'reject' | 'start' | 'finish';
 
 /** `apply`: make the move; `unchanged`: already made, answer 200 as is; `conflict`: 409. */
 export type Decision = 'apply' | 'unchanged' | 'conflict';
-
-export const OPEN_JOB_STATUSES = ['pending', 'queued', 'running'] as const satisfies readonly JobStatus[];
-export type OpenJobStatus = (typeof OPEN_JOB_STATUSES)[number];
-export const isOpenJobStatus = (s: JobStatus): s is OpenJobStatus =>
-  (OPEN_JOB_STATUSES as readonly string[]).includes(s);
 
 interface Rule {
   /** Statuses the move applies from. */

@@ -1,7 +1,12 @@
 import type { JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
-import type { OpenJobStatus } from '../jobs/job-state.js';
 
 export type JobKind = 'trigger' | 'update';
+
+/** The statuses of a job not yet ended (docs/jobs.md). */
+export const OPEN_JOB_STATUSES = ['pending', 'queued', 'running'] as const satisfies readonly JobStatus[];
+export type OpenJobStatus = (typeof OPEN_JOB_STATUSES)[number];
+export const isOpenJobStatus = (s: JobStatus): s is OpenJobStatus =>
+  (OPEN_JOB_STATUSES as readonly string[]).includes(s);
 
 /** Where a job came from: a trigger's source of runs, or `ota` for an update job. */
 export const JOB_SOURCES = ['webhook', 'cron', 'manual', 'slack', 'discord', 'ota'] as const;

@@ -1,10 +1,9 @@
 import { API_TOKEN_PREFIX } from '@drover/shared';
-import type { ApiToken } from '../model/api-tokens.js';
+import type { ApiToken, Grant } from '../model/api-tokens.js';
 import type { RateLimits } from '../model/rate-limits.js';
 import { AppError, describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
 import { newId } from '../../util/ids.js';
 import { hashBearerSecret, newBearerSecret, secretHint } from '../../util/secrets.js';
-import type { Grant } from './grants.js';
 import { nameProblem } from '../names.js';
 import { parseScopes, type GrantInput } from './scopes.js';
 

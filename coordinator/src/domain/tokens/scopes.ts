@@ -2,13 +2,8 @@ import type { Agent } from '../model/agents.js';
 import type { StorageBinding } from '../model/storage-bindings.js';
 import type { Trigger } from '../model/triggers.js';
 import { describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
-import {
-  STORAGE_PERMISSIONS,
-  TOKEN_RUNNABLE_TRIGGER_TYPES,
-  type Grant,
-  type GrantType,
-  type StoragePermission,
-} from './grants.js';
+import { TOKEN_RUNNABLE_TRIGGER_TYPES } from './grants.js';
+import { STORAGE_PERMISSIONS, type Grant, type GrantType, type StoragePermission } from '../model/api-tokens.js';
 
 /**
  * Checks the `scopes` of an API token being issued (docs/management.md, "API tokens and grants"). The route's JSON schema

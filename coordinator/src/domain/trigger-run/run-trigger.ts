@@ -3,7 +3,7 @@ import type { AuthenticatingApiToken } from '../model/api-tokens.js';
 import type { AuditAction } from '../model/audit.js';
 import type { ChatOrigin, JobSource } from '../model/jobs.js';
 import type { Role } from '../model/orgs.js';
-import type { RateLimits } from '../model/rate-limits.js';
+import type { LimitRefusal, RateLimits } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
 import type { Trigger, TriggerType } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
@@ -20,7 +20,6 @@ import { noMetrics, type Metrics } from '../metrics.js';
 import { checkRunFileRefs, type FileRefLookups } from './file-refs.js';
 import { IDEMPOTENCY_TTL_MS, requestHash } from './idempotency.js';
 import { resolveRunParams } from './params.js';
-import type { LimitRefusal } from './rate-windows.js';
 import { resolveRunRequest, workflowNotFound, type RunRequest, type TriggerRunBody } from './request.js';
 import { RunTargets, type RunTarget } from './run-targets.js';
 

@@ -4,7 +4,7 @@ import { migrate } from '../../../src/db/migrate.js';
 import { createSqliteRepositories } from '../../../src/sqlite-repositories.js';
 import type { Repositories } from '../../../src/domain/model/repositories.js';
 import { reachableAgents, runnableWorkflows } from '../../../src/domain/discovery/discovery.js';
-import type { Grant } from '../../../src/domain/tokens/grants.js';
+import type { Grant } from '../../../src/domain/model/api-tokens.js';
 import { newId } from '../../../src/util/ids.js';
 import { enrollAgent, triggerRow } from '../../db/fixture.js';
 

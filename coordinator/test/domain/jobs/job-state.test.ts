@@ -6,10 +6,10 @@ import {
   decide,
   decideFinish,
   finishInstant,
-  isOpenJobStatus,
   rejectMessage,
   type JobResult,
 } from '../../../src/domain/jobs/job-state.js';
+import { isOpenJobStatus } from '../../../src/domain/model/jobs.js';
 
 const table = (transition: 'accept' | 'reject' | 'start') =>
   Object.fromEntries(JOB_STATUSES.map((s) => [s, decide(transition, s)]));

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { MAX_RATE_LIMIT, type IssueRequest } from '../../../domain/tokens/api-tokens.js';
-import { STORAGE_PERMISSIONS } from '../../../domain/tokens/grants.js';
+import { STORAGE_PERMISSIONS } from '../../../domain/model/api-tokens.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { GRANT_TYPES, MAX_GRANT_IDS } from '../../../domain/tokens/scopes.js';
 import { requireOrgRole } from '../../auth/session.js';
