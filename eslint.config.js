@@ -27,13 +27,23 @@ const composition = layer(
 const noHttp = layer('Only http/ and the composition root import http/', '(^|/)http/');
 const noDb = layer('db/ is reached through the repository interfaces in domain/model/, never imported', '(^|/)db/');
 const noStorage = layer('storage/ is used by the domain (the files service), not by this layer', '(^|/)storage/');
-const domainTypesOnly = (exceptFor = '') =>
+const domainTypesOnly = (under = '') =>
   layer(
     'db/ and storage/ may import types from domain/, never its logic: pass a decision in (domain/model/transaction-rules.ts)',
-    `(^|/)domain/${exceptFor}`,
+    `(^|/)domain/${under}`,
     true,
   );
 const noDomain = layer('This module is below the domain', '(^|/)domain/');
+const modelOnly = layer(
+  'db/ implements the repository interfaces of domain/model/ and imports nothing else of the domain: a type it needs belongs in domain/model/',
+  '(^|/)domain/(?!model/)',
+);
+// domain/model/ is the bottom of the domain (entity types, enums, repository interfaces): it
+// imports its own files and util/, never a feature folder, so db/ reading it closes no cycle.
+const modelBelowFeatures = layer(
+  'domain/model/ imports nothing of the domain outside domain/model/: move the type here instead',
+  '^\\.\\./(?!\\.\\./)',
+);
 const restrict = (files, patterns) => ({
   files,
   rules: { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] },
@@ -95,8 +105,12 @@ export default defineConfig(
   restrict(['coordinator/src/http/**/*.ts'], [composition, noDb, otherPackages('agent', 'cli')]),
   restrict(['coordinator/src/domain/**/*.ts'], [composition, noHttp, noDb, otherPackages('agent', 'cli')]),
   restrict(
+    ['coordinator/src/domain/model/**/*.ts'],
+    [composition, noHttp, noDb, modelBelowFeatures, otherPackages('agent', 'cli')],
+  ),
+  restrict(
     ['coordinator/src/db/**/*.ts'],
-    [composition, noHttp, noStorage, domainTypesOnly(), otherPackages('agent', 'cli')],
+    [composition, noHttp, noStorage, modelOnly, domainTypesOnly('model/'), otherPackages('agent', 'cli')],
   ),
   restrict(
     ['coordinator/src/storage/**/*.ts'],

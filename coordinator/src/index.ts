@@ -6,4 +6,5 @@ export { systemClock, type Clock } from './util/clock.js';
 export { startServer, type RunningServer } from './server.js';
 export { desiredManifest } from './domain/ota/agent-deploy.js';
 export { loadCopyDataConfig, type CopyDataConfig } from './config/copy-data-config.js';
-export { copyData, CopyDataError, type CopyDataReport } from './copy-data/copy-data.js';
+export { copyData, CopyDataError } from './copy-data/copy-data.js';
+export type { CopyDataReport } from './copy-data/report.js';

@@ -1,7 +1,17 @@
 import type { Logger } from 'pino';
 import type { Repositories } from './domain/model/repositories.js';
-import { loadOrCreateSecretBox, loadSharedSecretBox, SECRETS_KEY_FILE, type SecretBox } from './domain/secret-box.js';
-import { loadOrCreateServerKey, loadSharedServerKey, SERVER_KEY_FILE, type ServerKey } from './domain/server-key.js';
+import {
+  loadOrCreateSecretBox,
+  loadSharedSecretBox,
+  SECRETS_KEY_FILE,
+  type SecretBox,
+} from './domain/secrets/secret-box.js';
+import {
+  loadOrCreateServerKey,
+  loadSharedServerKey,
+  SERVER_KEY_FILE,
+  type ServerKey,
+} from './domain/secrets/server-key.js';
 import { isoNow, type Clock } from './util/clock.js';
 
 /**

@@ -1,4 +1,4 @@
-import { agentEventsOf } from '../../coordinator/src/domain/agent-events.js';
+import { agentEventsOf } from '../../coordinator/src/domain/agents/agent-events.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';

@@ -13,9 +13,11 @@ beforeEach(() => {
   dir = tempStateDir();
   launcher = new StepLauncher();
 });
-afterEach(() => {
+afterEach(async () => {
   launcher.close();
   fs.rmSync(dir, { recursive: true, force: true });
+  // A closed launcher's spare exits soon after, not at once: the next test counts spares.
+  await eventually(() => spares().length === 0, 5_000, 'the spares of the closed launcher to exit');
 });
 
 async function outcome(

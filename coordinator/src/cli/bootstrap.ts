@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { bootstrapIfEmpty } from '../domain/bootstrap.js';
+import { bootstrapIfEmpty } from '../domain/orgs/bootstrap.js';
 import { createLogger } from '../logger.js';
 import { openStore } from '../store.js';
 import { systemClock } from '../util/clock.js';

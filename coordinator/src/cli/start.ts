@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { BootstrapResult } from '../domain/bootstrap.js';
+import type { BootstrapResult } from '../domain/orgs/bootstrap.js';
 import { createLogger } from '../logger.js';
 import { installCrashHandlers, installSignalHandlers, startServer, type RunningServer } from '../server.js';
 import { configOrExit, lockDataDirOrExit, refuseIfDataDirInUse, withServerOptions } from './common.js';

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { DEFAULT_JOB_LOG_MAX_BYTES, MAX_JOB_LOG_MAX_BYTES, MIN_JOB_LOG_MAX_BYTES } from '../domain/job-logs.js';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/passwords.js';
+import { DEFAULT_JOB_LOG_MAX_BYTES, MAX_JOB_LOG_MAX_BYTES, MIN_JOB_LOG_MAX_BYTES } from '../domain/jobs/job-logs.js';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/auth/passwords.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
 import { parseStorageUrl, type StorageConfig } from './storage-config.js';

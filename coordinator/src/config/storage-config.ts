@@ -1,4 +1,4 @@
-import { S3_BUCKET, S3_REGION } from '../domain/storage-bindings.js';
+import { S3_BUCKET, S3_REGION } from '../domain/files/storage-bindings.js';
 
 /**
  * Where the coordinator keeps its own files (docs/storage.md, "Where files are kept"):

@@ -14,7 +14,7 @@ import { migratePostgres } from '../db/postgres/migrate.js';
 import { createPool } from '../db/postgres/pool.js';
 import { copyBlobs, type BlobCopyResult } from '../storage/copy-blobs.js';
 import { S3Backend } from '../storage/s3-backend.js';
-import { formatBytes } from './report.js';
+import { formatBytes, type CopyDataReport } from './report.js';
 
 /**
  * `copy-data` (docs/scaling.md, "Moving a coordinator"): a stopped SQLite coordinator's data into
@@ -38,17 +38,6 @@ export class CopyDataError extends Error {
 
 const refused = (message: string) => new CopyDataError('refused', message);
 const failed = (message: string, cause?: unknown) => new CopyDataError('failed', message, { cause });
-
-export interface CopyDataReport {
-  tables: TableCopy[];
-  /** null without `--files-to`. */
-  blobs: BlobCopyResult | null;
-  /** The data directory's files that stayed there (without `--files-to`). */
-  filesLeft: number;
-  keys: DataDirKey[];
-  /** How long the files, the database and the whole command took. */
-  seconds: { files: number; database: number; total: number };
-}
 
 /** Copies, telling `progress` a line now and then on long tables and many files. */
 export async function copyData(

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { privateKeyFromBase64 } from '@drover/shared';
-import { SECRETS_KEY_FILE, SECRETS_KEY_SECRET } from '../domain/secret-box.js';
-import { SERVER_KEY_FILE, SERVER_KEY_SECRET } from '../domain/server-key.js';
-import { readKeyFile } from '../domain/shared-secret.js';
+import { SECRETS_KEY_FILE, SECRETS_KEY_SECRET } from '../domain/secrets/secret-box.js';
+import { SERVER_KEY_FILE, SERVER_KEY_SECRET } from '../domain/secrets/server-key.js';
+import { readKeyFile } from '../domain/secrets/shared-secret.js';
 
 export interface DataDirKey {
   /** The secret's name in `server_secrets`. */

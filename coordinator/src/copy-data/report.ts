@@ -1,6 +1,20 @@
 import path from 'node:path';
 import type { CopyDataConfig } from '../config/copy-data-config.js';
-import type { CopyDataReport } from './copy-data.js';
+import type { TableCopy } from '../db/copy/copy-database.js';
+import type { BlobCopyResult } from '../storage/copy-blobs.js';
+import type { DataDirKey } from './data-dir-keys.js';
+
+/** What a copy did: the tables, the files, the keys, and how long each part took. */
+export interface CopyDataReport {
+  tables: TableCopy[];
+  /** null without `--files-to`. */
+  blobs: BlobCopyResult | null;
+  /** The data directory's files that stayed there (without `--files-to`). */
+  filesLeft: number;
+  keys: DataDirKey[];
+  /** How long the files, the database and the whole command took. */
+  seconds: { files: number; database: number; total: number };
+}
 
 /** What the command prints once the copy is committed. */
 export function reportLines(config: CopyDataConfig, report: CopyDataReport): string[] {

@@ -1,12 +1,12 @@
-import { enrollmentTokenRefusal } from './agent-enrollment.js';
+import { enrollmentTokenRefusal } from './agents/agent-enrollment.js';
 import { planJobMessages } from './chat/notifications/plan.js';
-import { planJobMove } from './job-state.js';
-import { roleChangeRefusal } from './members.js';
+import { planJobMove } from './jobs/job-state.js';
+import { roleChangeRefusal } from './orgs/members.js';
 import type { TransactionRules } from './model/transaction-rules.js';
 import { evaluateBinding } from './ota/evaluate-binding.js';
 import { checkArtifact } from './ota/releases.js';
 import { decideLimits } from './trigger-run/rate-windows.js';
-import { triggerLimitRefusal } from './trigger-limits.js';
+import { triggerLimitRefusal } from './triggers/trigger-limits.js';
 
 /** The domain's decisions that repositories run inside their write transactions. */
 export const transactionRules: TransactionRules = {

@@ -1,5 +1,4 @@
-import type { Grant } from '../../domain/grants.js';
-import type { ApiToken, ApiTokenRepository } from '../../domain/model/api-tokens.js';
+import type { ApiToken, ApiTokenRepository, Grant } from '../../domain/model/api-tokens.js';
 import type { Role } from '../../domain/model/orgs.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';

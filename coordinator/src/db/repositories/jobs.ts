@@ -1,5 +1,4 @@
 import { isTerminalJobStatus } from '@drover/shared';
-import type { OpenJobStatus } from '../../domain/job-state.js';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type {
   AppendLogsResult,
@@ -11,6 +10,7 @@ import type {
   JobRepository,
   LogCap,
   NewLogLine,
+  OpenJobStatus,
   PlanJobMove,
   TransitionResult,
 } from '../../domain/model/jobs.js';

@@ -6,8 +6,9 @@ import type {
   Release,
   ReleaseChange,
   ReleaseRepository,
+  ReleaseStatus,
+  UpdatePolicy,
 } from '../../domain/model/releases.js';
-import type { ReleaseStatus, UpdatePolicy } from '../../domain/ota/desired-state.js';
 import type { Db } from '../database.js';
 
 export interface ReleaseRow {

@@ -2,7 +2,7 @@ import type { JobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
-import type { WindowCounts, WindowStarts } from '../../domain/trigger-run/rate-windows.js';
+import type { WindowCounts, WindowStarts } from '../../domain/model/rate-limits.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';

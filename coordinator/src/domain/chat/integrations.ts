@@ -5,8 +5,8 @@ import type { ChatProvider } from '../model/triggers.js';
 import { AppError, conflict, forbidden, notFound } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
-import { userAction, type AuditLog, type UserActor } from '../audit-log.js';
-import type { SecretBox } from '../secret-box.js';
+import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
+import type { SecretBox } from '../secrets/secret-box.js';
 import { ChatProviderError, type ChatConnectors, type ChatConnector } from './connector.js';
 
 /** How long an OAuth flow may take from the dashboard's "Connect" to the provider's callback. */

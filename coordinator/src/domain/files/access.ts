@@ -1,6 +1,12 @@
-import type { ApiToken } from '../model/api-tokens.js';
+import {
+  type ApiToken,
+  STORAGE_PERMISSIONS,
+  type Grant,
+  type StorageGrant,
+  type StoragePermission,
+} from '../model/api-tokens.js';
 import { forbidden } from '../../errors.js';
-import { findGrant, STORAGE_PERMISSIONS, type Grant, type StorageGrant, type StoragePermission } from '../grants.js';
+import { findGrant } from '../tokens/grants.js';
 
 /**
  * Who calls the files service: an API token (its storage grant decides), a member of the

@@ -8,7 +8,7 @@ import { BlobUrlSigner } from '../../storage/blob-url.js';
 import { LocalBackend } from '../../storage/local-backend.js';
 import { S3Backend } from '../../storage/s3-backend.js';
 import type { StorageBinding } from '../model/storage-bindings.js';
-import type { S3Config } from '../storage-bindings.js';
+import type { S3Config } from './storage-bindings.js';
 import { LocalTransfers } from '../../storage/local-transfer.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import type { DeletionLogger } from './deletion.js';

@@ -32,7 +32,7 @@ export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: En
 /** An enrollment token as stored (null: none has the hash). */
 export type StoredEnrollmentToken = { usedAt: string | null; expiresAt: string } | null;
 
-/** Why a token cannot be spent at `at`, or null (domain/agent-enrollment.ts); run inside the enrollment. */
+/** Why a token cannot be spent at `at`, or null (domain/agents/agent-enrollment.ts); run inside the enrollment. */
 export type EnrollmentTokenRefusal = (token: StoredEnrollmentToken, at: string) => EnrollRefusal | null;
 
 export interface AgentRepository {

@@ -1,4 +1,3 @@
-import type { Grant } from '../grants.js';
 import type { Role } from './orgs.js';
 import type { RateLimits } from './rate-limits.js';
 
@@ -31,3 +30,24 @@ export interface ApiTokenRepository {
   listByOrg(orgId: string): Promise<ApiToken[]>;
   revoke(orgId: string, id: string, at: string): Promise<ApiToken | null>;
 }
+
+/** The grants a token's `scopes` array holds (docs/management.md, "API tokens and grants"). Each `type` appears at most once. */
+export const STORAGE_PERMISSIONS = ['read', 'write', 'delete'] as const;
+export type StoragePermission = (typeof STORAGE_PERMISSIONS)[number];
+
+export interface AgentGrant {
+  type: 'agent';
+  agentIds: string[];
+}
+export interface TriggerGrant {
+  type: 'trigger';
+  triggerIds: string[];
+}
+export interface StorageGrant {
+  type: 'storage';
+  /** null: every binding of the organization. */
+  bindingIds: string[] | null;
+  permissions: StoragePermission[];
+}
+export type Grant = AgentGrant | TriggerGrant | StorageGrant;
+export type GrantType = Grant['type'];

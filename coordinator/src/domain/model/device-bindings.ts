@@ -1,10 +1,7 @@
 import type { DeviceState } from '@drover/shared';
-import type { DesiredState, Installation } from '../ota/desired-state.js';
-import type { EvaluationReason, HoldReason } from '../ota/evaluation.js';
-import type { JobEndOutcome } from '../ota/retry-policy.js';
 import type { AgentStatus } from './agents.js';
 import type { Job, NewJob } from './jobs.js';
-import type { Release } from './releases.js';
+import type { Release, ReleaseFacts } from './releases.js';
 
 /** A device binding (migration 0006): an application on an agent. */
 export interface DeviceBinding {
@@ -140,3 +137,53 @@ export interface BindingEvaluation {
 
 /** One evaluation of a device binding (domain/ota/evaluate-binding.ts), run inside the repository's transaction. */
 export type EvaluateBinding = (facts: BindingEvaluationFacts) => BindingEvaluation;
+
+/** Why a binding is evaluated (docs/ota.md, "Evaluation"). */
+export const EVALUATION_REASONS = [
+  'publish',
+  'yank',
+  'bind',
+  'channel',
+  'report',
+  'reconcile',
+  'job_end',
+  'sweep',
+  'workflow',
+] as const;
+export type EvaluationReason = (typeof EVALUATION_REASONS)[number];
+
+/** Why an evaluation issued no update job. */
+export type HoldReason =
+  | 'job_in_progress'
+  | 'agent_revoked'
+  | 'no_release'
+  | 'up_to_date'
+  | 'cancelled'
+  | 'postponed'
+  | 'too_many_failures'
+  | 'retry_later';
+
+/** What the end of an update job does to its binding (docs/ota.md, "Update jobs"). */
+export type JobEndOutcome = 'installed' | 'failed' | 'postponed' | 'cancelled' | 'reissue';
+
+/** An installation the coordinator observed. `releaseId` is null when the agent reported only a version. */
+export interface Installation {
+  releaseId: string | null;
+  version: string;
+  sequence: number;
+}
+
+/** Why a device must update. */
+export type ForceReason = 'below_minimum' | 'current_yanked';
+
+/** What a device binding should run (docs/ota.md): the desired release and the minimum. */
+export interface DesiredState<R extends ReleaseFacts = ReleaseFacts> {
+  /** The published, not yanked release of the channel with the highest sequence, or null. */
+  desired: R | null;
+  /** Sequence and version of the highest mandatory one (0 and "" when there is none). */
+  minSequence: number;
+  minVersion: string;
+  /** The device must update: it is below `minSequence`, or its current release was yanked. */
+  forced: boolean;
+  forceReason: ForceReason | null;
+}

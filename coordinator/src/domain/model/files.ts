@@ -82,7 +82,7 @@ export interface FileRepository {
    * yanked references it, it is already deleted, or another deletion's lease is still running.
    */
   claimForDelete(id: string, now: string, leaseUntil: string): Promise<DeleteClaim>;
-  /** Claims up to `limit` files the sweeper must delete now (domain/file-sweeper.ts). */
+  /** Claims up to `limit` files the sweeper must delete now (domain/files/file-sweeper.ts). */
   claimDue(due: { now: string; abandonedBefore: string; leaseUntil: string; limit: number }): Promise<StoredFile[]>;
   /** deleting → deleted; false when the file was not `deleting`. */
   markDeleted(id: string, at: string): Promise<boolean>;

@@ -1,7 +1,12 @@
 import type { JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
-import type { OpenJobStatus } from '../job-state.js';
 
 export type JobKind = 'trigger' | 'update';
+
+/** The statuses of a job not yet ended (docs/jobs.md). */
+export const OPEN_JOB_STATUSES = ['pending', 'queued', 'running'] as const satisfies readonly JobStatus[];
+export type OpenJobStatus = (typeof OPEN_JOB_STATUSES)[number];
+export const isOpenJobStatus = (s: JobStatus): s is OpenJobStatus =>
+  (OPEN_JOB_STATUSES as readonly string[]).includes(s);
 
 /** Where a job came from: a trigger's source of runs, or `ota` for an update job. */
 export const JOB_SOURCES = ['webhook', 'cron', 'manual', 'slack', 'discord', 'ota'] as const;
@@ -119,7 +124,7 @@ export interface NewLogLine {
 
 /**
  * How a job's stored log is capped (docs/jobs.md, "Log lines"), as the domain decides it
- * (domain/job-logs.ts) and the repository applies it inside the write that stores a batch.
+ * (domain/jobs/job-logs.ts) and the repository applies it inside the write that stores a batch.
  */
 export interface LogCap {
   /** The most bytes of text (UTF-8) a job's stored lines hold, the gap's line included. */
@@ -226,7 +231,7 @@ export type JobMovePlan = ({ decision: 'apply'; change: JobChange } | { decision
   confirmsCancel?: true;
 };
 
-/** Decides a move (domain/job-state.ts); the job repository runs it inside the write. */
+/** Decides a move (domain/jobs/job-state.ts); the job repository runs it inside the write. */
 export type PlanJobMove = (job: Job, move: JobMove) => JobMovePlan;
 
 /** An open job, in short (`listOpenOfAgents`). */
@@ -250,7 +255,7 @@ export interface JobRepository {
   listOpenForAgent(agentId: string): Promise<Job[]>;
   /**
    * The open jobs of these agents in short, oldest first: what the streams of a coordinator
-   * check against what they were told (domain/stream-registry.ts, between coordinators).
+   * check against what they were told (domain/agents/stream-registry.ts, between coordinators).
    */
   listOpenOfAgents(agentIds: readonly string[]): Promise<OpenJobSummary[]>;
   /**

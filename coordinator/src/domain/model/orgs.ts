@@ -20,7 +20,7 @@ export interface Member {
 
 /**
  * Whether moving a member from `current` to `next` (null: removing them) is refused, given how
- * many owners the organization has (domain/members.ts); run inside the change.
+ * many owners the organization has (domain/orgs/members.ts); run inside the change.
  */
 export type RoleChangeRefusal = (current: Role, next: Role | null, owners: number) => 'last_owner' | null;
 

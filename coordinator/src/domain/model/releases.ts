@@ -1,4 +1,3 @@
-import type { ReleaseStatus, UpdatePolicy } from '../ota/desired-state.js';
 import type { CleanupRule, FileStatus } from './files.js';
 
 /** A release of an application (migration 0005). */
@@ -86,4 +85,19 @@ export interface ReleaseRepository {
   yank(applicationId: string, id: string, at: string): Promise<ReleaseChange>;
   /** Changes a draft; a published or yanked release is immutable (`conflict`). */
   updateDraft(applicationId: string, id: string, patch: DraftPatch): Promise<ReleaseChange>;
+}
+
+export const RELEASE_STATUSES = ['draft', 'published', 'yanked'] as const;
+export type ReleaseStatus = (typeof RELEASE_STATUSES)[number];
+export const UPDATE_POLICIES = ['mandatory', 'optional'] as const;
+export type UpdatePolicy = (typeof UPDATE_POLICIES)[number];
+
+/** What the rules need of a release. */
+export interface ReleaseFacts {
+  id: string;
+  version: string;
+  sequence: number;
+  channel: string;
+  status: ReleaseStatus;
+  updatePolicy: UpdatePolicy;
 }

@@ -4,7 +4,7 @@ import type { EvaluateBinding } from './device-bindings.js';
 import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
 import type { CheckArtifact } from './releases.js';
-import type { LimitDecision, ReadWindowCounts } from '../trigger-run/rate-windows.js';
+import type { LimitDecision, ReadWindowCounts } from './rate-limits.js';
 import type { LimitedAdmission } from './trigger-runs.js';
 import type { TriggerLimitRefusal } from './triggers.js';
 

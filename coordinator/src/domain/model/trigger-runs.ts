@@ -1,8 +1,7 @@
 import type { JobStatus } from '@drover/shared';
-import type { LimitRefusal } from '../trigger-run/rate-windows.js';
 import type { NewJob } from './jobs.js';
 import type { CronOverlapPolicy } from './triggers.js';
-import type { RateLimits } from './rate-limits.js';
+import type { LimitRefusal, RateLimits } from './rate-limits.js';
 
 /** A trigger call that passed validation, to admit as a job (or refuse) in one transaction. */
 export interface AdmissionRequest {

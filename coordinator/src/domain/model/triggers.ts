@@ -66,7 +66,7 @@ export type TriggerLimit = keyof TriggerLimits;
 
 /**
  * Which limit writing `after` (over `before`; null: inserting it) would pass, given how many
- * triggers the organization has besides this one (domain/trigger-limits.ts); run inside the write.
+ * triggers the organization has besides this one (domain/triggers/trigger-limits.ts); run inside the write.
  */
 export type TriggerLimitRefusal = (
   before: Pick<Trigger, 'type' | 'cronEnabled'> | null,

@@ -8,14 +8,14 @@ import {
   type ManifestPayload,
 } from '@drover/shared';
 import type { Application } from '../model/applications.js';
-import type { DeviceBinding } from '../model/device-bindings.js';
+import type { DeviceBinding, DesiredState } from '../model/device-bindings.js';
 import type { StoredFile } from '../model/files.js';
 import type { Release } from '../model/releases.js';
 import { notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import type { DownloadUrlView } from '../files/view.js';
 import type { OtaContext } from './context.js';
-import { desiredState, type DesiredState } from './desired-state.js';
+import { desiredState } from './desired-state.js';
 import { appReleases, type AppReleases, type ReleaseCacheRepositories } from './release-cache.js';
 import { reportedInstallation } from './report.js';
 import { installationRef, releaseRef } from './views.js';

@@ -3,7 +3,7 @@ import type { ApplicationRepository } from '../model/applications.js';
 import type { DeviceBindingRepository } from '../model/device-bindings.js';
 import type { ReleaseRepository } from '../model/releases.js';
 import type { Clock } from '../../util/clock.js';
-import type { JobEvents } from '../job-events.js';
+import type { JobEvents } from '../jobs/job-events.js';
 import type { OtaEngine } from './engine.js';
 
 /** What the OTA operations need (the coordinator's `app.ctx` has it all). */

@@ -1,43 +1,11 @@
+import type { DesiredState, ForceReason, Installation } from '../model/device-bindings.js';
+import type { ReleaseFacts, ReleaseStatus } from '../model/releases.js';
+
 /**
  * The desired state of a device binding (docs/ota.md), as a pure function of the
  * application's releases and the device's observed installation. Everything that answers
  * "what should this device run" (evaluations, the dashboard, the signed manifest) calls it.
  */
-
-export const RELEASE_STATUSES = ['draft', 'published', 'yanked'] as const;
-export type ReleaseStatus = (typeof RELEASE_STATUSES)[number];
-export const UPDATE_POLICIES = ['mandatory', 'optional'] as const;
-export type UpdatePolicy = (typeof UPDATE_POLICIES)[number];
-
-/** What the rules need of a release. */
-export interface ReleaseFacts {
-  id: string;
-  version: string;
-  sequence: number;
-  channel: string;
-  status: ReleaseStatus;
-  updatePolicy: UpdatePolicy;
-}
-
-/** An installation the coordinator observed. `releaseId` is null when the agent reported only a version. */
-export interface Installation {
-  releaseId: string | null;
-  version: string;
-  sequence: number;
-}
-
-export type ForceReason = 'below_minimum' | 'current_yanked';
-
-export interface DesiredState<R extends ReleaseFacts = ReleaseFacts> {
-  /** The published, not yanked release of the channel with the highest sequence, or null. */
-  desired: R | null;
-  /** Sequence and version of the highest mandatory one (0 and "" when there is none). */
-  minSequence: number;
-  minVersion: string;
-  /** The device must update: it is below `minSequence`, or its current release was yanked. */
-  forced: boolean;
-  forceReason: ForceReason | null;
-}
 
 export interface DesiredStateInput<R extends ReleaseFacts> {
   /** The binding's channel. */

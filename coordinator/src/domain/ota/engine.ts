@@ -1,12 +1,16 @@
 import type { JobAssignment } from '@drover/shared';
-import type { DeviceBindingRepository, EvaluationOutcome, EvaluationRequest } from '../model/device-bindings.js';
+import type {
+  DeviceBindingRepository,
+  EvaluationOutcome,
+  EvaluationRequest,
+  EvaluationReason,
+} from '../model/device-bindings.js';
 import type { Job } from '../model/jobs.js';
 import { batchLoader } from '../../util/batch-loader.js';
 import { isoNow, type Clock } from '../../util/clock.js';
-import type { JobEvents } from '../job-events.js';
+import type { JobEvents } from '../jobs/job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { toDeployAssignment } from './deploy-job.js';
-import type { EvaluationReason } from './evaluation.js';
 
 export interface OtaEngineOptions {
   bindings: DeviceBindingRepository;

@@ -1,12 +1,8 @@
 import { isTerminalJobStatus, type DeviceState, type JobStatus } from '@drover/shared';
-import {
-  desiredState,
-  runsRelease,
-  type DesiredState,
-  type ReleaseFacts,
-  type ReleaseStatus,
-} from './desired-state.js';
-import { MAX_FAILED_ATTEMPTS, settleJobEnd, type JobEndOutcome, type RetryFields } from './retry-policy.js';
+import { desiredState, runsRelease } from './desired-state.js';
+import type { DesiredState, EvaluationReason, HoldReason, JobEndOutcome } from '../model/device-bindings.js';
+import type { ReleaseFacts, ReleaseStatus } from '../model/releases.js';
+import { MAX_FAILED_ATTEMPTS, settleJobEnd, type RetryFields } from './retry-policy.js';
 
 /**
  * One evaluation of a device binding (docs/ota.md, "Evaluation"), as a pure plan: settle its
@@ -15,19 +11,6 @@ import { MAX_FAILED_ATTEMPTS, settleJobEnd, type JobEndOutcome, type RetryFields
  * plan into writes, which the repository makes in the transaction of its reads, so two
  * evaluations never issue two jobs for a binding.
  */
-
-export const EVALUATION_REASONS = [
-  'publish',
-  'yank',
-  'bind',
-  'channel',
-  'report',
-  'reconcile',
-  'job_end',
-  'sweep',
-  'workflow',
-] as const;
-export type EvaluationReason = (typeof EVALUATION_REASONS)[number];
 
 /** The binding fields an evaluation reads and writes. */
 export interface BindingFacts extends RetryFields {
@@ -83,16 +66,6 @@ export interface EvaluationPlan<R extends ReleaseFacts> {
   /** Why no job was issued (for logs and tests). */
   hold: HoldReason | null;
 }
-
-export type HoldReason =
-  | 'job_in_progress'
-  | 'agent_revoked'
-  | 'no_release'
-  | 'up_to_date'
-  | 'cancelled'
-  | 'postponed'
-  | 'too_many_failures'
-  | 'retry_later';
 
 export const SUPERSEDED_MESSAGE = 'superseded: the desired release changed before the agent took the job';
 export const WORKFLOW_CHANGED_MESSAGE =

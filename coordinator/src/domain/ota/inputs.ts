@@ -1,4 +1,4 @@
-import { MAX_WORKFLOW_NAME_LENGTH } from '../triggers.js';
+import { MAX_WORKFLOW_NAME_LENGTH } from '../triggers/triggers.js';
 
 /**
  * Input rules of the OTA dashboard endpoints (docs/ota.md, "Bodies"). The JSON schemas of the

@@ -6,12 +6,13 @@ import type {
   Release,
   ReleaseChange,
   StoredArtifact,
+  ReleaseStatus,
+  UpdatePolicy,
 } from '../model/releases.js';
 import { AppError, invalid, notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
-import type { ReleaseStatus, UpdatePolicy } from './desired-state.js';
 
 /**
  * Releases (docs/ota.md): created as drafts, published

@@ -1,6 +1,6 @@
 import type { DeployReportRequest } from '@drover/shared';
 import { validationFailed, type ValidationDetail } from '../../errors.js';
-import type { Installation } from './desired-state.js';
+import type { Installation } from '../model/device-bindings.js';
 
 /**
  * The installation an agent's report states (docs/ota.md, "Report"):

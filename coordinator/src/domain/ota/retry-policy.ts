@@ -1,5 +1,5 @@
 import type { JobStatus } from '@drover/shared';
-import type { Installation } from './desired-state.js';
+import type { Installation, JobEndOutcome } from '../model/device-bindings.js';
 
 /**
  * What the end of an update job does to its binding (docs/ota.md, "Update jobs"): a success is
@@ -45,8 +45,6 @@ export interface EndedUpdateJob {
   /** The release the job installs (from its params). */
   release: { id: string; version: string; sequence: number };
 }
-
-export type JobEndOutcome = 'installed' | 'failed' | 'postponed' | 'cancelled' | 'reissue';
 
 /** The binding after its active update job reached `job.status` (a terminal one). */
 export function settleJobEnd(

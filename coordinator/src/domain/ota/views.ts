@@ -1,8 +1,7 @@
 import type { DeviceState, ReleaseRef } from '@drover/shared';
 import type { Application } from '../model/applications.js';
-import type { DeviceBinding } from '../model/device-bindings.js';
+import type { DeviceBinding, DesiredState, Installation } from '../model/device-bindings.js';
 import type { Release } from '../model/releases.js';
-import type { DesiredState, Installation } from './desired-state.js';
 
 /** The answers of the OTA dashboard endpoints (docs/ota.md's fixed bodies). */
 

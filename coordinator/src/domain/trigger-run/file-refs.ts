@@ -18,7 +18,7 @@ import type { FileRefLookup } from '../files/file-service.js';
  * agent downloads only the files of `file` parameters, so it would silently get no file.
  *
  * The job stores each FileRef as `{__type: 'FileRef', id}`: a `downloadUrl` sent by the caller is
- * dropped; a fresh one is made at every send to the agent (domain/job-input-files.ts).
+ * dropped; a fresh one is made at every send to the agent (domain/jobs/job-input-files.ts).
  */
 
 /** What this check needs of the files service. */

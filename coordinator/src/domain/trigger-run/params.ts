@@ -7,7 +7,7 @@ import {
 } from '@drover/shared';
 import { validationFailed, type ValidationDetail } from '../../errors.js';
 import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
-import { paramValueProblem } from '../workflow-definitions.js';
+import { paramValueProblem } from '../workflows/workflow-definitions.js';
 
 /**
  * Trigger-run `params` against the workflow's `paramsSchema` (docs/trigger-runs.md, "Params"), with the meaning of

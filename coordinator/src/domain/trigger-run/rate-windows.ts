@@ -1,4 +1,14 @@
-import type { RateLimits } from '../model/rate-limits.js';
+import {
+  RATE_WINDOWS,
+  type LimitDecision,
+  type LimitRefusal,
+  type LimitRefused,
+  type RateLimits,
+  type RateWindow,
+  type ReadWindowCounts,
+  type WindowCounts,
+  type WindowStarts,
+} from '../model/rate-limits.js';
 import type { LimitedAdmission } from '../model/trigger-runs.js';
 
 /**
@@ -8,21 +18,11 @@ import type { LimitedAdmission } from '../model/trigger-runs.js';
  * reach that limit. Pure functions over counts the admission transaction reads.
  */
 
-export const RATE_WINDOWS = ['minute', 'hour', 'day'] as const;
-export type RateWindow = (typeof RATE_WINDOWS)[number];
-
 export const WINDOW_MS: Readonly<Record<RateWindow, number>> = {
   minute: 60_000,
   hour: 3_600_000,
   day: 86_400_000,
 };
-
-/** Unix ms of the start of each window containing `now` (Unix time has no leap seconds, so these are UTC-aligned). */
-export interface WindowStarts {
-  minute: number;
-  hour: number;
-  day: number;
-}
 
 export function windowStarts(now: number): WindowStarts {
   return {
@@ -32,27 +32,7 @@ export function windowStarts(now: number): WindowStarts {
   };
 }
 
-/** Calls dispatched so far in each current window. */
-export interface WindowCounts {
-  minute: number;
-  hour: number;
-  day: number;
-}
-
 export const ZERO_COUNTS: Readonly<WindowCounts> = Object.freeze({ minute: 0, hour: 0, day: 0 });
-
-export interface LimitRefusal {
-  /** The window that refused the call; when several did, the longest (it resets last). */
-  window: RateWindow;
-  limit: number;
-  /** Calls dispatched in that window before this one (at least `limit`). */
-  observed: number;
-  /** Every window's count, for messages. */
-  counts: WindowCounts;
-  limits: RateLimits;
-  /** Whole seconds until `window` resets (at least 1). */
-  retryAfter: number;
-}
 
 const LIMIT_OF: Readonly<Record<RateWindow, keyof RateLimits>> = {
   minute: 'perMinute',
@@ -134,25 +114,6 @@ export const workflowLimitBody = (workflowName: string, refusal: LimitRefusal): 
   message: workflowLimitMessage(workflowName, refusal),
   window: refusal.window,
 });
-
-/** A limit that refused a call: whose, why, and the rejected job's message. */
-export interface LimitRefused {
-  scope: 'token' | 'workflow';
-  refusal: LimitRefusal;
-  message: string;
-}
-
-/** The limits' verdict on one admission, decided on the counts read inside its transaction. */
-export interface LimitDecision {
-  /** The windows the call falls in. */
-  windows: WindowStarts;
-  /** The limit that refused the call, or null. */
-  refused: LimitRefused | null;
-  /** The counters an admitted call adds one to: only scopes with a limit are counted. */
-  counted: Array<{ scope: 'token' | 'workflow'; id: string }>;
-}
-
-export type ReadWindowCounts = (scope: 'token' | 'workflow', id: string, windows: WindowStarts) => WindowCounts;
 
 /**
  * The token's limit first, then the workflow's (unless the run is forced: a forced run bypasses

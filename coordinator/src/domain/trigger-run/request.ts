@@ -1,8 +1,8 @@
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
 import type { Trigger, TriggerType } from '../model/triggers.js';
 import { AppError, conflict, describeValue, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
-import { findGrant } from '../grants.js';
-import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers.js';
+import { findGrant } from '../tokens/grants.js';
+import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers/triggers.js';
 
 /**
  * The rules of `POST /v1/triggers/:id/run` that depend on the actor and the trigger. The route's

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { API_TOKEN_PREFIX } from '@drover/shared';
 import type { AuthenticatingApiToken } from '../../domain/model/api-tokens.js';
-import { findApiTokenByHash } from '../../domain/api-token-cache.js';
+import { findApiTokenByHash } from '../../domain/tokens/api-token-cache.js';
 import { unauthorized } from '../../errors.js';
 import { hashBearerSecret } from '../../util/secrets.js';
 import { bearerToken } from './bearer.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { MAX_PASSWORD_LENGTH } from '../../domain/passwords.js';
+import { MAX_PASSWORD_LENGTH } from '../../domain/auth/passwords.js';
 import { bearerToken } from '../auth/bearer.js';
 import { refuseCrossSiteChange, refuseCrossSiteSignIn } from '../auth/cross-site.js';
 import { requireSession, sessionHook } from '../auth/session.js';

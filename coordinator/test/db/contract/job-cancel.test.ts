@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { CANCEL_UNCONFIRMED_MESSAGE, CANCELLED_MESSAGE, DEADLINE_MESSAGE } from '../../../src/domain/job-state.js';
+import { CANCEL_UNCONFIRMED_MESSAGE, CANCELLED_MESSAGE, DEADLINE_MESSAGE } from '../../../src/domain/jobs/job-state.js';
 import type { FinishReport, NewJob } from '../../../src/domain/model/jobs.js';
-import { logCap } from '../../../src/domain/job-logs.js';
+import { logCap } from '../../../src/domain/jobs/job-logs.js';
 import { newId } from '../../../src/util/ids.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { insertJob as storeJob, orgWithAgent } from './fixture.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { DEADLINE_MESSAGE } from '../../../src/domain/job-state.js';
-import { logCap } from '../../../src/domain/job-logs.js';
+import { DEADLINE_MESSAGE } from '../../../src/domain/jobs/job-state.js';
+import { logCap } from '../../../src/domain/jobs/job-logs.js';
 import type { FinishReport, JobListQuery, NewJob, NewLogLine } from '../../../src/domain/model/jobs.js';
 import { newId } from '../../../src/util/ids.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';

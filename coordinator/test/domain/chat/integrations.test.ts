@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../../src/db/database.js';
 import { migrate } from '../../../src/db/migrate.js';
-import { AuditLog } from '../../../src/domain/audit-log.js';
-import { createOrganization } from '../../../src/domain/bootstrap.js';
+import { AuditLog } from '../../../src/domain/audit/audit-log.js';
+import { createOrganization } from '../../../src/domain/orgs/bootstrap.js';
 import type { ChatConnector, ConnectedWorkspace } from '../../../src/domain/chat/connector.js';
 import { ChatIntegrationService, OAUTH_STATE_TTL_MS } from '../../../src/domain/chat/integrations.js';
 import type { Repositories } from '../../../src/domain/model/repositories.js';
-import { SecretBox } from '../../../src/domain/secret-box.js';
+import { SecretBox } from '../../../src/domain/secrets/secret-box.js';
 import { createSqliteRepositories } from '../../../src/sqlite-repositories.js';
-import type { UserActor } from '../../../src/domain/audit-log.js';
+import type { UserActor } from '../../../src/domain/audit/audit-log.js';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const AT = new Date(T0).toISOString();

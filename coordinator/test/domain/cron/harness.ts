@@ -6,8 +6,8 @@ import { createCoordinator, type Coordinator } from '../../../src/coordinator.js
 import { loadConfig } from '../../../src/config/config.js';
 import { createLogger } from '../../../src/logger.js';
 import type { Timers } from '../../../src/domain/cron/scheduler.js';
-import type { UserActor } from '../../../src/domain/audit-log.js';
-import type { TriggerInput } from '../../../src/domain/triggers.js';
+import type { UserActor } from '../../../src/domain/audit/audit-log.js';
+import type { TriggerInput } from '../../../src/domain/triggers/triggers.js';
 import type { Clock } from '../../../src/util/clock.js';
 import { enrollAgent } from '../../db/fixture.js';
 import { postgresTestSql, sqliteTestSql, type TestSql } from '../../db/test-sql.js';

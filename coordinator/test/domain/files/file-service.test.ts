@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FileCaller } from '../../../src/domain/files/access.js';
-import type { StoragePermission } from '../../../src/domain/grants.js';
+import type { StoragePermission } from '../../../src/domain/model/api-tokens.js';
 import { AppError } from '../../../src/errors.js';
 import { StorageUnavailableError } from '../../../src/storage/backend.js';
 import { newId } from '../../../src/util/ids.js';

@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  desiredState,
-  forceReasonText,
-  runsRelease,
-  type Installation,
-  type ReleaseFacts,
-} from '../../../src/domain/ota/desired-state.js';
+import { desiredState, forceReasonText, runsRelease } from '../../../src/domain/ota/desired-state.js';
+import type { Installation } from '../../../src/domain/model/device-bindings.js';
+import type { ReleaseFacts } from '../../../src/domain/model/releases.js';
 
 let nextSequence = 1;
 function release(overrides: Partial<ReleaseFacts> = {}): ReleaseFacts {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ReleaseFacts } from '../../../src/domain/ota/desired-state.js';
+import type { ReleaseFacts } from '../../../src/domain/model/releases.js';
 import {
   planEvaluation,
   NEEDLESS_MESSAGE,

@@ -7,9 +7,8 @@ import {
   tokenLimitBody,
   windowStarts,
   workflowLimitBody,
-  type WindowCounts,
 } from '../../../src/domain/trigger-run/rate-windows.js';
-import type { RateLimits } from '../../../src/domain/model/rate-limits.js';
+import type { RateLimits, WindowCounts } from '../../../src/domain/model/rate-limits.js';
 import type { LimitedAdmission } from '../../../src/domain/model/trigger-runs.js';
 
 const T = Date.UTC(2030, 4, 17, 13, 42, 25, 300); // 13:42:25.300 UTC

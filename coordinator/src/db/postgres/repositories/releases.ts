@@ -5,8 +5,9 @@ import type {
   Release,
   ReleaseChange,
   ReleaseRepository,
+  ReleaseStatus,
+  UpdatePolicy,
 } from '../../../domain/model/releases.js';
-import type { ReleaseStatus, UpdatePolicy } from '../../../domain/ota/desired-state.js';
 import type { PgClient, PgPool } from '../pool.js';
 import { all, one, run } from '../rows.js';
 import { inTransaction } from '../transaction.js';

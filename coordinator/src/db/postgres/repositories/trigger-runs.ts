@@ -2,7 +2,7 @@ import type { JobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../../domain/model/trigger-runs.js';
-import type { WindowCounts } from '../../../domain/trigger-run/rate-windows.js';
+import type { WindowCounts } from '../../../domain/model/rate-limits.js';
 import type { PgClient, PgPool, Queryable } from '../pool.js';
 import { all, one, run } from '../rows.js';
 import { inTransaction } from '../transaction.js';

@@ -11,7 +11,7 @@ export interface ChatDelivery {
   publicUrl: string;
 }
 
-/** Posts messages to one provider (chat/senders/). Throws DeliveryFailure when it did not. */
+/** Posts messages to one provider (domain/chat/providers/senders/). Throws DeliveryFailure when it did not. */
 export interface ChatSender {
   readonly provider: ChatProvider;
   send(delivery: ChatDelivery): Promise<void>;

@@ -6,7 +6,7 @@ import { enrollAnswerExample, enrollBodyExample, withExample } from '../../schem
 
 /**
  * `POST /v1/agent/enroll` (docs/agent-protocol.md): spends a single-use enrollment token and registers the
- * agent's public key (domain/agent-enrollment.ts). Not signed: the enrollment token is the credential.
+ * agent's public key (domain/agents/agent-enrollment.ts). Not signed: the enrollment token is the credential.
  */
 export async function agentEnrollRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Body: EnrollRequest }>(

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Agent } from '../../../domain/model/agents.js';
-import type { Job } from '../../../domain/model/jobs.js';
+import { isOpenJobStatus, type Job } from '../../../domain/model/jobs.js';
 import { MAX_CONTENT_TYPE_LENGTH, MAX_FILENAME_LENGTH } from '../../../domain/files/file-input.js';
-import { inputFileIds } from '../../../domain/job-input-files.js';
-import { isOpenJobStatus } from '../../../domain/job-state.js';
+import { inputFileIds } from '../../../domain/jobs/job-input-files.js';
 import { AppError, notFound } from '../../../errors.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';

@@ -7,8 +7,8 @@ import {
   type JobStatusResponse,
 } from '@drover/shared';
 import type { TransitionResult } from '../../../domain/model/jobs.js';
-import { checkOutputFileRefs } from '../../../domain/job-output-files.js';
-import { rejectMessage } from '../../../domain/job-state.js';
+import { checkOutputFileRefs } from '../../../domain/jobs/job-output-files.js';
+import { rejectMessage } from '../../../domain/jobs/job-state.js';
 import { plainJsonProblems } from '../../../domain/plain-json.js';
 import { AppError, notFound, validationFailed } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';

@@ -1,9 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { agentEventsOf } from '../../../domain/agent-events.js';
-import { withFreshDownloadUrls } from '../../../domain/job-input-files.js';
-import { SSE_OPENING } from '../../../domain/sse.js';
-import { DEFAULT_AGENT_QUEUE_CAPACITY, StreamRegistry, type StreamSink } from '../../../domain/stream-registry.js';
+import { agentEventsOf } from '../../../domain/agents/agent-events.js';
+import { withFreshDownloadUrls } from '../../../domain/jobs/job-input-files.js';
+import { SSE_OPENING } from '../../../domain/agents/sse.js';
+import {
+  DEFAULT_AGENT_QUEUE_CAPACITY,
+  StreamRegistry,
+  type StreamSink,
+} from '../../../domain/agents/stream-registry.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { EXAMPLE_IDS } from '../../schemas/examples.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { PutWorkflowsRequest, PutWorkflowsResponse, type PublicWorkflow } from '@drover/shared';
 import type { Workflow } from '../../../domain/model/workflows.js';
-import { workflowDefinitionProblems } from '../../../domain/workflow-definitions.js';
+import { workflowDefinitionProblems } from '../../../domain/workflows/workflow-definitions.js';
 import { validationFailed } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireAgent } from '../../auth/agent-signature.js';

@@ -1,7 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { InteractionResponseType, InteractionType, MessageFlags } from 'discord-api-types/v10';
-import { discordPublicKey, discordSignatureProblem } from '../../../chat/discord-signature.js';
+import { discordPublicKey, discordSignatureProblem } from '../../../domain/chat/providers/discord-signature.js';
 import { AppError, notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import { keepRawBodies } from './raw-body.js';

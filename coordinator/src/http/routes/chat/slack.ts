@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SlackConfig } from '../../../config/chat-config.js';
-import { slackSignatureProblem } from '../../../chat/slack-signature.js';
+import { slackSignatureProblem } from '../../../domain/chat/providers/slack-signature.js';
 import type { ChatCommandInput } from '../../../domain/chat/chat-runs.js';
 import { AppError, invalid, notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { agentEventsOf } from '../../../domain/agent-events.js';
+import { agentEventsOf } from '../../../domain/agents/agent-events.js';
 import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import { MAX_RATE_LIMIT, type IssueRequest } from '../../../domain/api-tokens.js';
-import { STORAGE_PERMISSIONS } from '../../../domain/grants.js';
+import { MAX_RATE_LIMIT, type IssueRequest } from '../../../domain/tokens/api-tokens.js';
+import { STORAGE_PERMISSIONS } from '../../../domain/model/api-tokens.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
-import { GRANT_TYPES, MAX_GRANT_IDS } from '../../../domain/scopes.js';
+import { GRANT_TYPES, MAX_GRANT_IDS } from '../../../domain/tokens/scopes.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery, RateLimitSchema } from '../../schemas/management.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { userAction } from '../../../domain/audit-log.js';
+import { userAction } from '../../../domain/audit/audit-log.js';
 import { createApp, deleteApp, findApp, updateApp, type CreateAppInput } from '../../../domain/ota/apps.js';
 import { channelSchema, slugSchema, workflowNameSchema } from '../../../domain/ota/inputs.js';
 import { toAppView } from '../../../domain/ota/views.js';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { userAction, type UserActor } from '../../../domain/audit-log.js';
+import { userAction, type UserActor } from '../../../domain/audit/audit-log.js';
 import type { AuditAction } from '../../../domain/model/audit.js';
 import {
   bindDevices,

@@ -3,7 +3,7 @@ import {
   ENROLLMENT_TOKEN_MAX_TTL_SECONDS,
   ENROLLMENT_TOKEN_MIN_TTL_SECONDS,
   issueEnrollmentToken,
-} from '../../../domain/enrollment-tokens.js';
+} from '../../../domain/agents/enrollment-tokens.js';
 import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams, timestamp, uuid } from '../../schemas/common.js';

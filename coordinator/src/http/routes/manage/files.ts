@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { FileStatus } from '../../../domain/model/files.js';
 import { memberFileCaller } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';
-import { userAction } from '../../../domain/audit-log.js';
+import { userAction } from '../../../domain/audit/audit-log.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { emptyBody, errorResponses, idParams, orgParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { JOB_STATUSES, LOG_STREAMS, type JobStatus } from '@drover/shared';
 import { JOB_MESSAGE_KINDS, toJobNotificationView } from '../../../domain/chat/notifications/view.js';
 import { OUTBOX_STATUSES } from '../../../domain/model/chat-outbox.js';
-import { JOB_LOGS_DEFAULT_LIMIT, JOB_LOGS_MAX_LIMIT, JOB_LOGS_PAGE_MAX_BYTES } from '../../../domain/job-logs.js';
+import { JOB_LOGS_DEFAULT_LIMIT, JOB_LOGS_MAX_LIMIT, JOB_LOGS_PAGE_MAX_BYTES } from '../../../domain/jobs/job-logs.js';
 import { JOB_SOURCES, type Job, type JobSource } from '../../../domain/model/jobs.js';
 import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import { notFound } from '../../../errors.js';

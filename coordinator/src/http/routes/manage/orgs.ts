@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createOrganization } from '../../../domain/bootstrap.js';
+import { createOrganization } from '../../../domain/orgs/bootstrap.js';
 import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';

@@ -1,5 +1,5 @@
 import { DEVICE_STATES } from '@drover/shared';
-import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/ota/desired-state.js';
+import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/model/releases.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
 import { appExample, deviceExample, releaseExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';

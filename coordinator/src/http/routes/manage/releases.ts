@@ -1,8 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { AuditAction } from '../../../domain/model/audit.js';
-import type { DraftPatch, Release } from '../../../domain/model/releases.js';
-import { userAction, type AuditRecord, type UserActor } from '../../../domain/audit-log.js';
-import { RELEASE_STATUSES, UPDATE_POLICIES, type ReleaseStatus } from '../../../domain/ota/desired-state.js';
+import {
+  type DraftPatch,
+  type Release,
+  RELEASE_STATUSES,
+  UPDATE_POLICIES,
+  type ReleaseStatus,
+} from '../../../domain/model/releases.js';
+import { userAction, type AuditRecord, type UserActor } from '../../../domain/audit/audit-log.js';
 import { channelSchema, notesSchema, versionSchema } from '../../../domain/ota/inputs.js';
 import {
   createRelease,

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { StorageBinding } from '../../../domain/model/storage-bindings.js';
-import { userAction } from '../../../domain/audit-log.js';
+import { userAction } from '../../../domain/audit/audit-log.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import {
   auditableSettings,
@@ -8,7 +8,7 @@ import {
   deleteStorageBinding,
   STORAGE_BACKENDS,
   type StorageBindingInput,
-} from '../../../domain/storage-bindings.js';
+} from '../../../domain/files/storage-bindings.js';
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
@@ -32,7 +32,7 @@ const toView = (b: StorageBinding) => ({
 /**
  * Storage bindings: members list and read them; owners create and delete them. The backend
  * settings of the body sit beside `name` and `backend`; they are checked per backend in
- * domain/storage-bindings.ts and never returned.
+ * domain/files/storage-bindings.ts and never returned.
  */
 export async function storageBindingRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { orgId: string } }>(

@@ -7,13 +7,13 @@ import {
   TRIGGER_TYPES,
 } from '../../../domain/model/triggers.js';
 import { OCCURRENCE_OUTCOMES, SKIP_REASONS } from '../../../domain/model/cron-occurrences.js';
-import { OCCURRENCES_MAX_LIMIT } from '../../../domain/manage/trigger-service.js';
+import { OCCURRENCES_MAX_LIMIT } from '../../../domain/triggers/trigger-service.js';
 import { occurrenceView } from '../../../domain/cron/trigger-view.js';
 import { JOB_STATUSES } from '@drover/shared';
 import { isoAt } from '../../../util/clock.js';
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
-import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/triggers-cron.js';
+import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/cron/triggers-cron.js';
 import {
   CHAT_USER_ID_PATTERN,
   CONFIG_FIELDS,
@@ -25,7 +25,7 @@ import {
   RESPONSE_TIMEOUT_MS,
   WORKFLOW_NAME_PATTERN,
   type TriggerInput,
-} from '../../../domain/triggers.js';
+} from '../../../domain/triggers/triggers.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';

@@ -4,7 +4,7 @@ import {
   MAX_WORKFLOW_RATE_LIMIT,
   updateWorkflowLimits,
   type WorkflowLimitsPatch,
-} from '../../../domain/workflow-limits.js';
+} from '../../../domain/workflows/workflow-limits.js';
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiToken } from '../../../domain/model/api-tokens.js';
-import { DiscoveryCache } from '../../../domain/discovery-cache.js';
-import { readLimitBody } from '../../../domain/read-rate-limiter.js';
+import { DiscoveryCache } from '../../../domain/discovery/discovery-cache.js';
+import { readLimitBody } from '../../../domain/discovery/read-rate-limiter.js';
 import { apiCallerOf } from '../../auth/api-token.js';
 import { errorResponses, nullableTimestamp, uuid } from '../../schemas/common.js';
 import { AgentSchema, noQuery, RateLimitSchema, WorkflowParamSchema } from '../../schemas/management.js';

@@ -3,7 +3,7 @@ import type { FileStatus } from '../../../domain/model/files.js';
 import type { FileCaller } from '../../../domain/files/access.js';
 import { requireStoragePermission, tokenFileCaller } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';
-import type { StoragePermission } from '../../../domain/grants.js';
+import type { StoragePermission } from '../../../domain/model/api-tokens.js';
 import { apiCallerOf } from '../../auth/api-token.js';
 import { emptyBody, errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';

@@ -1,0 +1,121 @@
+import { publicKeyFromBase64, type EnrollRequest } from '@drover/shared';
+import type { Logger } from 'pino';
+import type { Agent, AgentRepository, EnrollRefusal, StoredEnrollmentToken } from '../model/agents.js';
+import { invalid, unauthorized } from '../../errors.js';
+import { isoAt, isoNow, type Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { hashBearerSecret } from '../../util/secrets.js';
+import { AttemptThrottle, type ThrottlePolicy } from '../auth/attempt-throttle.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import { cleanName } from '../names.js';
+import { tooManyAttempts } from '../auth/sign-in.js';
+import { noMetrics, type Metrics } from '../metrics.js';
+
+const REFUSALS = {
+  unknown: 'The enrollment token is not valid',
+  used: 'The enrollment token has already been used',
+  expired: 'The enrollment token has expired',
+} as const;
+
+/** Why a single-use token cannot be spent at `at`: unknown, already spent, or expired; null: it can. */
+export function enrollmentTokenRefusal(token: StoredEnrollmentToken, at: string): EnrollRefusal | null {
+  if (!token) return 'unknown';
+  if (token.usedAt !== null) return 'used';
+  if (token.expiresAt <= at) return 'expired';
+  return null;
+}
+
+/**
+ * Enrollments with an unknown token, per client address: 10 are free (a technician retyping a token), then each
+ * further one locks the address for 1 s, 2 s, 4 s ... up to 15 minutes, answered 429 with
+ * `Retry-After`. A token cannot be guessed, so this bounds the work a flood makes, and every
+ * lockout is logged and audited.
+ */
+export const ENROLLMENT_ADDRESS_POLICY: ThrottlePolicy = {
+  freeFailures: 10,
+  baseLockMs: 1_000,
+  maxLockMs: 15 * 60_000,
+  forgetAfterMs: 60 * 60_000,
+  maxKeys: 100_000,
+};
+
+export interface EnrollmentDeps {
+  agents: AgentRepository;
+  audit: AuditLog;
+  clock: Clock;
+  logger: Logger;
+  /** Counts the refusals of a locked address (docs/metrics.md); none by default. */
+  metrics?: Metrics;
+}
+
+/** `POST /v1/agent/enroll`: spends a single-use enrollment token and registers the agent's key. */
+export class AgentEnrollment {
+  private readonly addresses: AttemptThrottle;
+
+  constructor(private readonly deps: EnrollmentDeps) {
+    this.addresses = new AttemptThrottle(ENROLLMENT_ADDRESS_POLICY, deps.clock);
+  }
+
+  async enroll(body: EnrollRequest, address: string): Promise<Agent> {
+    const wait = this.addresses.waitMs(address);
+    if (wait > 0) {
+      (this.deps.metrics ?? noMetrics).rateLimitBlocked('enrollment');
+      throw tooManyAttempts('enrollment', wait);
+    }
+    // Checked before the token is spent, so that a bad key does not burn the token.
+    if (!publicKeyFromBase64(body.publicKey)) {
+      throw invalid(
+        'body.publicKey',
+        'must be standard base64 of a raw 32-byte Ed25519 public key (a valid curve point)',
+      );
+    }
+    // The display name: the one asked for, else the hostname (renamed later in the dashboard).
+    const name =
+      body.name === undefined ? cleanName('body.hostname', body.hostname) : cleanName('body.name', body.name);
+    const outcome = await this.deps.agents.enroll(
+      hashBearerSecret(body.enrollmentToken),
+      {
+        id: newId(),
+        name,
+        hostname: body.hostname,
+        os: body.os,
+        agentVersion: body.agentVersion,
+        publicKey: body.publicKey,
+      },
+      isoNow(this.deps.clock),
+    );
+    if (!outcome.ok) {
+      this.deps.logger.info({ reason: outcome.reason, address }, 'enrollment refused');
+      // Only a token that never existed is a guess; a used or expired one was real.
+      if (outcome.reason === 'unknown') await this.failed(address);
+      throw unauthorized(REFUSALS[outcome.reason]);
+    }
+    const agent = outcome.agent;
+    await this.deps.audit.record({
+      orgId: agent.orgId,
+      actorType: 'agent',
+      actorId: agent.id,
+      action: 'agent.enroll',
+      targetType: 'agent',
+      targetId: agent.id,
+      metadata: { name: agent.name, hostname: agent.hostname, os: agent.os, agentVersion: agent.agentVersion },
+    });
+    return agent;
+  }
+
+  private async failed(address: string): Promise<void> {
+    const { failures, lockedUntil } = this.addresses.fail(address);
+    if (lockedUntil === null) return;
+    const metadata = { scope: 'address', address, failures, lockedUntil: isoAt(lockedUntil) };
+    this.deps.logger.warn(metadata, 'enrollment locked for this address after repeated failures');
+    await this.deps.audit.record({
+      orgId: null,
+      actorType: 'system',
+      actorId: null,
+      action: 'enrollment.lockout',
+      targetType: 'address',
+      targetId: address,
+      metadata,
+    });
+  }
+}

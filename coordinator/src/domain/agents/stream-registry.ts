@@ -1,0 +1,510 @@
+import { StreamEvent, type JobAssignment, type JobCancelEvent } from '@drover/shared';
+import type { AgentRepository } from '../model/agents.js';
+import { isOpenJobStatus, type Job, type JobRepository, type OpenJobSummary } from '../model/jobs.js';
+import { batchLoader } from '../../util/batch-loader.js';
+import { isoNow, type Clock } from '../../util/clock.js';
+import type { AgentEvents } from './agent-events.js';
+import type { JobEvents } from '../jobs/job-events.js';
+import { noMetrics, type Metrics } from '../metrics.js';
+import { sseEvent, toAssignment } from './sse.js';
+
+/** Where a stream's bytes go: the hijacked HTTP response, or a fake in tests. */
+export interface StreamSink {
+  /** Writes a chunk; false when the connection is gone (or was cut for being too far behind). */
+  write(chunk: string): boolean;
+  /** Ends the response (the agent sees the stream end and reconnects). */
+  end(): void;
+  /** Called once when the connection closes, whoever closed it. */
+  onClose(listener: () => void): void;
+}
+
+export interface StreamLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface StreamRegistryOptions {
+  agents: AgentRepository;
+  jobs: JobRepository;
+  clock: Clock;
+  jobEvents: JobEvents;
+  agentEvents: AgentEvents;
+  logger: StreamLogger;
+  pingMs: number;
+  disconnectGraceMs: number;
+  /**
+   * Completes a job's assignment at each send (fresh download URLs of its input files,
+   * job-input-files.ts). When it fails the job is sent as stored: the agent asks for the URLs.
+   */
+  prepareAssignment?(job: Job, assignment: JobAssignment): Promise<JobAssignment>;
+  /** The streams open and the dispatch latency (docs/metrics.md); none by default. */
+  metrics?: Metrics;
+  /**
+   * Other coordinators share the database (PostgreSQL): at each ping the streams are checked
+   * against the database, for events a coordinator killed between its commit and its
+   * notification never sent (`reconcileAll`).
+   */
+  shared?: boolean;
+}
+
+/**
+ * Between coordinators, an event normally arrives within milliseconds: the periodic check leaves
+ * alone what changed less than this long ago (its event may be on its way).
+ */
+export const RECONCILE_AFTER_MS = 2_000;
+
+/** The queue capacity an agent that does not announce one has (docs/agent-protocol.md: 4 jobs). */
+export const DEFAULT_AGENT_QUEUE_CAPACITY = 4;
+
+/**
+ * One agent's open stream. Until its open jobs are read it buffers live job ids (`starting`).
+ *
+ * `handed` are the jobs given to the agent on this stream and not ended: they fill its queue.
+ * `waiting` are jobs that waited for the agent (created while it was away, or while others
+ * waited): they are handed over in creation order as the queue has room, never more at once
+ * than its capacity, so a reconnect does not pour a backlog into a queue of four.
+ */
+class AgentStream {
+  state: 'starting' | 'live' | 'closed' = 'starting';
+  /** Live job ids that arrived while starting. */
+  readonly buffered: string[] = [];
+  /** Cancels of jobs that arrived while starting. */
+  readonly bufferedCancels: string[] = [];
+  /** Each handed job with the registry's hand count when it was handed (the reconciliation's cut-off). */
+  readonly handed = new Map<string, number>();
+  readonly waiting: string[] = [];
+  /** Sends, one after another, so that jobs reach the agent in creation order. */
+  sending: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly agentId: string,
+    private readonly sink: StreamSink,
+    readonly capacity: number,
+    /** When the stream was opened (Unix ms): jobs created since were created while it was open. */
+    readonly openedAt: number,
+  ) {}
+
+  write(chunk: string): void {
+    if (this.state === 'closed') return;
+    if (!this.sink.write(chunk)) this.close();
+  }
+
+  /**
+   * An update job goes out as a `deploy` event (docs/ota.md), any other job as a `job` event.
+   * False when the stream is closed (or closed by this write).
+   */
+  sendAssignment(assignment: JobAssignment): boolean {
+    const event = assignment.kind === 'update' ? StreamEvent.deploy : StreamEvent.job;
+    this.write(sseEvent(event, assignment.jobId, assignment));
+    return this.state !== 'closed';
+  }
+
+  /** A user cancelled the job (docs/jobs.md, "Cancellation"). */
+  sendCancel(jobId: string): void {
+    const data: JobCancelEvent = { jobId };
+    this.write(sseEvent(StreamEvent.cancel, `cancel-${jobId}`, data));
+  }
+
+  close(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.waiting.length = 0;
+    this.sink.end();
+  }
+}
+
+/**
+ * The agents' event streams of this coordinator (docs/agent-protocol.md, section 6): one
+ * stream per agent (a new connection closes the previous one); on connect the agent becomes
+ * `connected` and gets a `cancel` event for each cancel it has not confirmed, then a `job` event
+ * for each of its open jobs, oldest first, then live `job` and `cancel` events as jobs are created
+ * and cancelled; every `pingMs` each stream gets a `ping` and the agents'
+ * lastSeenAt moves (one UPDATE for all). An agent whose stream dropped and did not come back
+ * within `disconnectGraceMs` becomes `disconnected`; a revoked agent's stream is closed at once.
+ *
+ * Several coordinators on one database (docs/architecture.md, "Several coordinators"): job
+ * creations, cancels, ends and revocations committed on any of them reach the one holding the
+ * agent's stream (JobEvents, AgentEvents, through the cluster relay); a stream opened elsewhere
+ * stops the countdown to `disconnected` here; after a gap in those events every stream reads its
+ * agent's jobs again.
+ */
+export class StreamRegistry {
+  private readonly streams = new Map<string, AgentStream>();
+  /** Which stream each handed, not yet ended job went out on. */
+  private readonly handedTo = new Map<string, AgentStream>();
+  private readonly disconnectTimers = new Map<string, NodeJS.Timeout>();
+  private readonly unsubscribe: (() => void)[] = [];
+  /** Jobs handed so far: each handed job records the count at its hand. */
+  private hands = 0;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  private readonly metrics: Metrics;
+  /** Jobs read for sending: those of one turn of the event loop (a publish's hundreds) in one read. */
+  private readonly readJob: (id: string) => Promise<Job | undefined>;
+
+  constructor(private readonly options: StreamRegistryOptions) {
+    this.metrics = options.metrics ?? noMetrics;
+    this.readJob = batchLoader(async (ids) => new Map((await options.jobs.findByIds(ids)).map((job) => [job.id, job])));
+  }
+
+  /** Subscribes to job and revocation events and starts the pings. */
+  start(): void {
+    this.unsubscribe.push(this.options.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
+    this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId), 'anywhere'));
+    this.unsubscribe.push(
+      this.options.jobEvents.onCancelRequested((agentId, jobId) => this.cancelRequested(agentId, jobId)),
+    );
+    this.unsubscribe.push(this.options.jobEvents.onGap(() => this.resyncAll()));
+    this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id), 'anywhere'));
+    // The agent came back through another coordinator: it is not disconnected.
+    this.unsubscribe.push(
+      this.options.agentEvents.onStreamOpenedElsewhere((agentId) => this.cancelDisconnect(agentId)),
+    );
+    this.unsubscribe.push(this.metrics.readAgentsConnected(() => this.streams.size));
+    this.pingTimer = setInterval(() => void this.pingAll(), this.options.pingMs);
+    this.pingTimer.unref();
+    void this.expireStaleConnections();
+  }
+
+  /** Number of open streams (for status and tests). */
+  get size(): number {
+    return this.streams.size;
+  }
+
+  isConnected(agentId: string): boolean {
+    return this.streams.has(agentId);
+  }
+
+  /**
+   * Takes over a new stream for an agent whose signature was verified: replaces its previous
+   * stream, marks it connected, sends its open jobs, then goes live.
+   */
+  async connect(agentId: string, sink: StreamSink, capacity = DEFAULT_AGENT_QUEUE_CAPACITY): Promise<void> {
+    const stream = new AgentStream(agentId, sink, capacity, this.options.clock.now());
+    if (this.closed) {
+      stream.close();
+      return;
+    }
+    const previous = this.streams.get(agentId);
+    this.streams.set(agentId, stream);
+    this.cancelDisconnect(agentId);
+    if (previous) {
+      this.options.logger.info({ agentId }, 'agent stream replaced by a new connection');
+      this.closeStream(previous);
+    }
+    sink.onClose(() => this.dropped(stream));
+    try {
+      if (!(await this.options.agents.markConnected(agentId, isoNow(this.options.clock)))) {
+        // Revoked (or gone) between the signature check and now.
+        this.forget(stream);
+        return;
+      }
+      this.options.logger.info({ agentId, capacity }, 'agent stream connected');
+      this.options.agentEvents.streamOpened(agentId);
+      // Cancels the agent has not confirmed come first, before any job: a job cancelled while it
+      // was away is stopped, or taken out of its queue, before anything new arrives.
+      const cancels = await this.options.jobs.listUnconfirmedCancels(agentId);
+      for (const jobId of cancels) stream.sendCancel(jobId);
+      const open = await this.options.jobs.listOpenForAgent(agentId);
+      const seen = new Set<string>();
+      // Queued and running jobs are in the agent's hands already: sent again, they fill its queue;
+      // pending ones take the room left, in creation order, and the rest wait. A running job whose
+      // cancel was just sent fills its place too, without a job event.
+      let room = capacity - open.filter((job) => job.status !== 'pending').length;
+      for (const job of open) {
+        seen.add(job.id);
+        if (job.cancelRequestedAt !== null) this.markHanded(stream, job.id);
+        else if (job.status !== 'pending') await this.hand(stream, job);
+        else if (room > 0 && stream.waiting.length === 0) {
+          room -= 1;
+          await this.hand(stream, job);
+        } else stream.waiting.push(job.id);
+      }
+      // Live jobs that arrived meanwhile, minus those the open list already carried, wait behind it.
+      for (const jobId of stream.buffered) if (!seen.has(jobId)) stream.waiting.push(jobId);
+      stream.buffered.length = 0;
+      for (const jobId of stream.bufferedCancels) stream.sendCancel(jobId);
+      stream.bufferedCancels.length = 0;
+      if (stream.state === 'starting') stream.state = 'live';
+      stream.sending = stream.sending.then(() => this.handWaiting(stream));
+      await stream.sending;
+    } catch (error) {
+      this.options.logger.error({ err: error, agentId }, 'agent stream failed to start; closing it');
+      this.forget(stream);
+    }
+  }
+
+  /** Closes every stream and stops all timers (coordinator shutdown). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.pingTimer);
+    for (const off of this.unsubscribe.splice(0)) off();
+    for (const timer of this.disconnectTimers.values()) clearTimeout(timer);
+    this.disconnectTimers.clear();
+    const streams = [...this.streams.values()];
+    this.streams.clear();
+    for (const stream of streams) this.closeStream(stream);
+  }
+
+  /**
+   * A new job for a connected agent goes out at once when nothing waits for the agent (its queue
+   * decides: a full one refuses it, docs/agent-protocol.md); behind jobs that wait, it waits its turn.
+   */
+  private jobCreated(agentId: string, jobId: string): void {
+    const stream = this.streams.get(agentId);
+    if (!stream) return;
+    if (stream.state === 'starting') {
+      stream.buffered.push(jobId);
+      return;
+    }
+    stream.sending = stream.sending.then(async () => {
+      if (stream.waiting.length > 0) {
+        stream.waiting.push(jobId);
+        await this.handWaiting(stream);
+      } else await this.handById(stream, jobId);
+    });
+  }
+
+  /**
+   * A user cancelled a job of the agent: its stream, if open here, gets a `cancel` event, in turn
+   * with the jobs being sent (so a queue slot the cancel frees is free before the next job).
+   */
+  private cancelRequested(agentId: string, jobId: string): void {
+    const stream = this.streams.get(agentId);
+    if (!stream) return;
+    if (stream.state === 'starting') {
+      stream.bufferedCancels.push(jobId);
+      return;
+    }
+    stream.sending = stream.sending.then(() => stream.sendCancel(jobId));
+  }
+
+  /** A job ended: its place in the queue of the agent it was handed to is free for one that waits. */
+  private jobEnded(jobId: string): void {
+    const stream = this.handedTo.get(jobId);
+    if (!stream) return;
+    this.handedTo.delete(jobId);
+    stream.handed.delete(jobId);
+    if (stream.waiting.length > 0) stream.sending = stream.sending.then(() => this.handWaiting(stream));
+  }
+
+  /**
+   * Events of other coordinators may have been missed (domain/jobs/job-events.ts, `onGap`): each live
+   * stream reads its agent's jobs again and reconciles.
+   */
+  private resyncAll(): void {
+    for (const stream of this.streams.values()) {
+      if (stream.state !== 'live') continue;
+      const cutoff = this.hands;
+      stream.sending = stream.sending.then(async () => {
+        try {
+          const open = await this.options.jobs.listOpenOfAgents([stream.agentId]);
+          await this.reconcile(stream, open, cutoff, Number.POSITIVE_INFINITY);
+        } catch (error) {
+          this.options.logger.error({ err: error, agentId: stream.agentId }, "could not read an agent's jobs again");
+        }
+      });
+    }
+  }
+
+  /**
+   * Between coordinators, at each ping: one read of the open jobs of every agent streaming here,
+   * reconciled with what each stream holds, for the events of a coordinator killed after its
+   * commit and before its notification. Only what is older than RECONCILE_AFTER_MS counts.
+   */
+  private async reconcileAll(): Promise<void> {
+    const live = [...this.streams.values()].filter((stream) => stream.state === 'live');
+    if (live.length === 0) return;
+    const cutoff = this.hands;
+    const before = this.options.clock.now() - RECONCILE_AFTER_MS;
+    let open: OpenJobSummary[];
+    try {
+      open = await this.options.jobs.listOpenOfAgents(live.map((stream) => stream.agentId));
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'could not check the agents streaming here against their jobs');
+      return;
+    }
+    const byAgent = new Map<string, OpenJobSummary[]>();
+    for (const job of open) byAgent.set(job.agentId, [...(byAgent.get(job.agentId) ?? []), job]);
+    for (const stream of live) {
+      if (this.streams.get(stream.agentId) !== stream) continue;
+      const jobs = byAgent.get(stream.agentId) ?? [];
+      stream.sending = stream.sending.then(() => this.reconcile(stream, jobs, cutoff, before));
+    }
+  }
+
+  /**
+   * Brings a stream in line with its agent's open jobs as read: a job it handed before `cutoff`
+   * (a hand count) that is no longer open has ended (its place is free); a pending job created
+   * before `createdBefore` (Unix ms) that it neither handed nor holds waiting joins the waiting
+   * ones; a cancel not confirmed is sent again (the agent ignores one it already acted on).
+   */
+  private async reconcile(
+    stream: AgentStream,
+    open: readonly OpenJobSummary[],
+    cutoff: number,
+    createdBefore: number,
+  ): Promise<void> {
+    if (stream.state !== 'live') return;
+    const openIds = new Set(open.map((job) => job.id));
+    for (const [jobId, hand] of [...stream.handed]) if (hand <= cutoff && !openIds.has(jobId)) this.jobEnded(jobId);
+    const waiting = new Set(stream.waiting);
+    const missed: string[] = [];
+    for (const job of open) {
+      const old = Date.parse(job.createdAt) < createdBefore;
+      if (job.status === 'pending' && old && !stream.handed.has(job.id) && !waiting.has(job.id)) missed.push(job.id);
+      if (job.cancelUnconfirmed && old) stream.sendCancel(job.id);
+    }
+    if (missed.length > 0) {
+      this.options.logger.info(
+        { agentId: stream.agentId, jobs: missed.length },
+        'jobs no event announced: sending them',
+      );
+      stream.waiting.push(...missed);
+    }
+    await this.handWaiting(stream);
+  }
+
+  /** Hands waiting jobs over, oldest first, while the agent's queue has room. */
+  private async handWaiting(stream: AgentStream): Promise<void> {
+    while (stream.state === 'live' && stream.waiting.length > 0 && stream.handed.size < stream.capacity) {
+      await this.handById(stream, stream.waiting.shift()!);
+    }
+  }
+
+  private async handById(stream: AgentStream, jobId: string): Promise<void> {
+    try {
+      const job = await this.readJob(jobId);
+      if (job && job.agentId === stream.agentId) await this.hand(stream, job);
+    } catch (error) {
+      this.options.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
+    }
+  }
+
+  /** Counts a job as in the agent's queue (it holds it already). */
+  private markHanded(stream: AgentStream, jobId: string): void {
+    stream.handed.set(jobId, ++this.hands);
+    this.handedTo.set(jobId, stream);
+  }
+
+  /** Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as handed. */
+  private async hand(stream: AgentStream, job: Job): Promise<void> {
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
+    this.markHanded(stream, job.id);
+    let assignment = toAssignment(job, job.status);
+    if (this.options.prepareAssignment) {
+      try {
+        assignment = await this.options.prepareAssignment(job, assignment);
+      } catch (error) {
+        this.options.logger.error(
+          { err: error, agentId: stream.agentId, jobId: job.id },
+          'could not prepare the download URLs of a job; sending it without them',
+        );
+      }
+    }
+    const sent = stream.sendAssignment(assignment);
+    // Dispatch latency: from its creation to its first send, for a job created while the stream was
+    // open (one that waited for the agent to come back is its absence, not the dispatch).
+    const createdAt = Date.parse(job.createdAt);
+    if (sent && job.status === 'pending' && createdAt >= stream.openedAt) {
+      this.metrics.jobDispatched(Math.max(0, this.options.clock.now() - createdAt) / 1000);
+    }
+  }
+
+  private revoked(agentId: string): void {
+    this.cancelDisconnect(agentId);
+    const stream = this.streams.get(agentId);
+    if (!stream) return;
+    this.options.logger.info({ agentId }, 'agent revoked: closing its stream');
+    this.forget(stream);
+  }
+
+  /** Removes a stream without scheduling a disconnect, and closes it. */
+  private forget(stream: AgentStream): void {
+    if (this.streams.get(stream.agentId) === stream) this.streams.delete(stream.agentId);
+    this.closeStream(stream);
+  }
+
+  /** Closes a stream; the jobs handed on it are counted again by the agent's next stream. */
+  private closeStream(stream: AgentStream): void {
+    stream.close();
+    for (const jobId of stream.handed.keys()) if (this.handedTo.get(jobId) === stream) this.handedTo.delete(jobId);
+  }
+
+  private dropped(stream: AgentStream): void {
+    this.closeStream(stream);
+    // A replaced, revoked or shut-down stream is no longer the agent's current one.
+    if (this.closed || this.streams.get(stream.agentId) !== stream) return;
+    this.streams.delete(stream.agentId);
+    this.options.logger.info({ agentId: stream.agentId }, 'agent stream dropped');
+    const at = isoNow(this.options.clock);
+    this.scheduleDisconnect(stream.agentId, at, at);
+  }
+
+  /**
+   * After the grace period without a new stream, the agent becomes `disconnected`, unless it was
+   * seen after `since` (its stream opened, or was pinged, on another coordinator of the database).
+   */
+  private scheduleDisconnect(agentId: string, lastSeenAt: string | null, since: string): void {
+    this.cancelDisconnect(agentId);
+    const timer = setTimeout(() => {
+      this.disconnectTimers.delete(agentId);
+      if (this.closed || this.streams.has(agentId)) return;
+      this.options.agents.markDisconnected(agentId, lastSeenAt, since).then(
+        (changed) => {
+          if (changed) this.options.logger.info({ agentId }, 'agent disconnected');
+        },
+        (error: unknown) => this.options.logger.error({ err: error, agentId }, 'could not mark an agent disconnected'),
+      );
+    }, this.options.disconnectGraceMs);
+    timer.unref();
+    this.disconnectTimers.set(agentId, timer);
+  }
+
+  private cancelDisconnect(agentId: string): void {
+    const timer = this.disconnectTimers.get(agentId);
+    if (timer) {
+      clearTimeout(timer);
+      this.disconnectTimers.delete(agentId);
+    }
+  }
+
+  private async pingAll(): Promise<void> {
+    if (this.streams.size === 0) return;
+    const now = this.options.clock.now();
+    const at = new Date(now).toISOString();
+    const chunk = sseEvent(StreamEvent.ping, `ping-${now}`, { at });
+    const ids: string[] = [];
+    for (const stream of this.streams.values()) {
+      stream.write(chunk);
+      if (stream.state !== 'closed') ids.push(stream.agentId);
+    }
+    try {
+      await this.options.agents.touch(ids, at);
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'could not refresh the agents lastSeenAt');
+    }
+    if (this.options.shared) await this.reconcileAll();
+  }
+
+  /**
+   * Agents the database holds as `connected` without a stream here (this coordinator restarted)
+   * get the same grace as a dropped stream to come back, here or on another coordinator of the
+   * database (whose pings move their lastSeenAt past this instant).
+   */
+  private async expireStaleConnections(): Promise<void> {
+    const since = isoNow(this.options.clock);
+    try {
+      for (const agentId of await this.options.agents.listConnectedIds()) {
+        if (!this.streams.has(agentId) && !this.disconnectTimers.has(agentId)) {
+          this.scheduleDisconnect(agentId, null, since);
+        }
+      }
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'could not list connected agents');
+    }
+  }
+}

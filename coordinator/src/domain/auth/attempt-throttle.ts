@@ -1,0 +1,82 @@
+import type { Clock } from '../../util/clock.js';
+
+/**
+ * Failed attempts per key (an account, a client address), and the lockouts they earn: after
+ * `freeFailures` failures each further one locks the key, for `baseLockMs` the first time,
+ * doubling with every lockout up to `maxLockMs`. Failures of attempts that were already under way
+ * when the key got locked (concurrent guesses) are counted but do not lock it longer. A locked key
+ * is refused without looking at the attempt. A key's
+ * record is forgotten once it has had no failure for `forgetAfterMs`, or on success where the
+ * caller says so. The table holds at most `maxKeys` records; when full, the oldest is dropped
+ * first, so a flood of keys costs bounded memory and only loses the oldest history.
+ */
+export interface ThrottlePolicy {
+  readonly freeFailures: number;
+  readonly baseLockMs: number;
+  readonly maxLockMs: number;
+  readonly forgetAfterMs: number;
+  readonly maxKeys: number;
+}
+
+interface Record {
+  failures: number;
+  locks: number;
+  lastFailureAt: number;
+  lockedUntil: number;
+}
+
+export interface FailureOutcome {
+  failures: number;
+  /** Set when this failure locked the key: until when (Unix ms). */
+  lockedUntil: number | null;
+}
+
+export class AttemptThrottle {
+  /** In insertion order, oldest first: Map keeps it, and a touched key is moved to the end. */
+  private readonly records = new Map<string, Record>();
+
+  constructor(
+    readonly policy: ThrottlePolicy,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Milliseconds until `key` may try again; 0 when it may now. */
+  waitMs(key: string): number {
+    const record = this.current(key);
+    return record ? Math.max(0, record.lockedUntil - this.clock.now()) : 0;
+  }
+
+  fail(key: string): FailureOutcome {
+    const now = this.clock.now();
+    const record = this.current(key) ?? { failures: 0, locks: 0, lastFailureAt: now, lockedUntil: 0 };
+    record.failures += 1;
+    record.lastFailureAt = now;
+    let lockedUntil: number | null = null;
+    if (record.failures > this.policy.freeFailures && record.lockedUntil <= now) {
+      const lockMs = Math.min(this.policy.maxLockMs, this.policy.baseLockMs * 2 ** Math.min(record.locks, 40));
+      record.locks += 1;
+      record.lockedUntil = now + lockMs;
+      lockedUntil = record.lockedUntil;
+    }
+    this.records.delete(key);
+    this.records.set(key, record);
+    while (this.records.size > this.policy.maxKeys) {
+      const oldest = this.records.keys().next().value as string;
+      this.records.delete(oldest);
+    }
+    return { failures: record.failures, lockedUntil };
+  }
+
+  succeed(key: string): void {
+    this.records.delete(key);
+  }
+
+  private current(key: string): Record | undefined {
+    const record = this.records.get(key);
+    if (record && this.clock.now() - record.lastFailureAt >= this.policy.forgetAfterMs) {
+      this.records.delete(key);
+      return undefined;
+    }
+    return record;
+  }
+}

@@ -1,0 +1,73 @@
+import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import PQueue from 'p-queue';
+import { AppError, invalid } from '../../errors.js';
+
+/**
+ * Passwords are stored as `scrypt$N$r$p$<salt b64>$<hash b64>` (RFC 7914, N=2^15, r=8, p=1:
+ * about 50 ms and 32 MiB per hash here), never plain or with a fast hash.
+ */
+const PARAMS = { N: 32768, r: 8, p: 1 } as const;
+const KEY_BYTES = 32;
+export const MIN_PASSWORD_LENGTH = 8;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+/** Refuses (422 at `path`) a password to be set that is too short or too long. */
+export function checkNewPassword(password: string, path: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw invalid(path, `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, got ${password.length}`);
+  }
+}
+
+/**
+ * One hash at a time, for the whole process. scrypt runs on libuv's thread pool, which file
+ * reads and writes share: 32 concurrent sign-ins used to occupy all four threads and stall every
+ * presigned download for seconds. One thread for hashing leaves the other three to files. At
+ * most `MAX_WAITING` hashes wait; beyond that a sign-in is refused at once (429, retry in a
+ * second), so a flood costs neither memory nor a queue whose last caller waits for minutes.
+ */
+const hashing = new PQueue({ concurrency: 1 });
+const MAX_WAITING = 64;
+
+function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
+  if (hashing.size >= MAX_WAITING) {
+    return Promise.reject(
+      new AppError('rate_limited', 'Too many sign-ins are being checked at once; retry in a second', {
+        retryAfter: 1,
+      }),
+    );
+  }
+  return hashing.add(() => scryptKey(password, salt, options));
+}
+
+function scryptKey(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    scrypt(
+      password.normalize('NFKC'),
+      salt,
+      KEY_BYTES,
+      { ...options, maxmem: 128 * options.N! * options.r! * 2 },
+      (err, key) => (err ? reject(err) : resolve(key)),
+    );
+  });
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  const salt = randomBytes(16);
+  const key = await derive(password, salt, PARAMS);
+  return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$');
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, hash] = stored.split('$');
+  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !hash) return false;
+  const expected = Buffer.from(hash, 'base64');
+  const key = await derive(password, Buffer.from(salt, 'base64'), { N: Number(n), r: Number(r), p: Number(p) });
+  return key.length === expected.length && timingSafeEqual(key, expected);
+}
+
+/** A hash of a random password, so a login for an unknown email costs as much as a real one. */
+let decoy: Promise<string> | undefined;
+export function decoyPasswordHash(): Promise<string> {
+  decoy ??= hashPassword(randomBytes(16).toString('hex'));
+  return decoy;
+}

@@ -1,0 +1,96 @@
+import { WebSocketManager, WebSocketShardEvents } from '@discordjs/ws';
+import { GatewayDispatchEvents, GatewayIntentBits, type GatewayMessageCreateDispatchData } from 'discord-api-types/v10';
+import type { Logger } from 'pino';
+import type { DiscordConfig } from '../../../config/chat-config.js';
+import type { ChatCommandInput, ChatRunService } from '../chat-runs.js';
+import { discordRest } from './discord-connector.js';
+
+/** How long to wait before connecting again when Discord's Gateway could not be reached. */
+const RETRY_MS = 30_000;
+
+/**
+ * Mentions of the bot in Discord (docs/chat.md, "Chat triggers"): a Gateway connection (with
+ * `@discordjs/ws`, which heartbeats, resumes and reconnects) receives the guilds' new messages;
+ * one that starts with a mention of the bot is a chat command like `/drover`. The answer is a
+ * reply to the message (Discord has no ephemeral messages outside interactions), queued in the
+ * chat outbox like every message. A message seen again (a resumed session replaying it) starts
+ * no second job and gets no second answer.
+ */
+export class DiscordGateway {
+  private manager: WebSocketManager | null = null;
+  private botUserId: string | null = null;
+  private retry: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private readonly rest;
+
+  constructor(private readonly deps: { config: DiscordConfig; chatRuns: ChatRunService; logger: Logger }) {
+    this.rest = discordRest(deps.config);
+  }
+
+  /** Connects in the background: the coordinator starts whether or not Discord answers. */
+  start(): void {
+    void this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
+    const manager = this.manager;
+    this.manager = null;
+    await manager?.destroy();
+  }
+
+  private async connect(): Promise<void> {
+    const { config, logger } = this.deps;
+    const manager = new WebSocketManager({
+      token: config.botToken,
+      // Messages that mention the bot carry their content without the privileged intent.
+      intents: GatewayIntentBits.Guilds | GatewayIntentBits.GuildMessages,
+      rest: this.rest,
+      shardCount: 1,
+    });
+    manager.on(WebSocketShardEvents.Ready, (data) => {
+      this.botUserId = data.user.id;
+      logger.info({ botUserId: data.user.id }, 'Discord Gateway connected');
+    });
+    manager.on(WebSocketShardEvents.Dispatch, (payload) => {
+      if (payload.t === GatewayDispatchEvents.MessageCreate) void this.onMessage(payload.d);
+    });
+    manager.on(WebSocketShardEvents.Error, (error) => logger.warn({ err: error }, 'Discord Gateway error'));
+    this.manager = manager;
+    try {
+      await manager.connect();
+    } catch (error) {
+      this.manager = null;
+      await Promise.resolve(manager.destroy()).catch(() => undefined);
+      if (this.stopped) return;
+      logger.warn({ err: error, retryInMs: RETRY_MS }, 'Discord Gateway could not be reached; mentions wait');
+      this.retry = setTimeout(() => void this.connect(), RETRY_MS);
+      this.retry.unref();
+    }
+  }
+
+  private async onMessage(message: GatewayMessageCreateDispatchData): Promise<void> {
+    const bot = this.botUserId;
+    if (!bot || message.author.bot || !message.guild_id) return;
+    const mention = new RegExp(`^\\s*<@!?${bot}>[\\s:,]*`);
+    if (!mention.test(message.content)) return;
+    const input: ChatCommandInput = {
+      provider: 'discord',
+      teamId: message.guild_id,
+      channelId: message.channel_id,
+      userId: message.author.id,
+      userName: message.member?.nick ?? message.author.global_name ?? message.author.username,
+      text: message.content.replace(mention, ''),
+      // The answer and the outcome are replies to this message.
+      messageId: message.id,
+      deliveryId: message.id,
+    };
+    try {
+      const { chatRuns } = this.deps;
+      await chatRuns.answerMention(input, await chatRuns.run(input));
+    } catch (error) {
+      this.deps.logger.warn({ err: error, channelId: message.channel_id }, 'Discord mention could not be answered');
+    }
+  }
+}

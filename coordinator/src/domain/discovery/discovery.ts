@@ -1,0 +1,91 @@
+import type { Agent, AgentRepository } from '../model/agents.js';
+import type { ApiToken } from '../model/api-tokens.js';
+import type { Trigger, TriggerRepository } from '../model/triggers.js';
+import type { Workflow, WorkflowRepository } from '../model/workflows.js';
+import { findGrant } from '../tokens/grants.js';
+
+/**
+ * Token discovery (docs/management.md, "API tokens and grants"): which agents and workflows a token's grants reach.
+ *
+ * | grant                               | agents              | workflows                         |
+ * |-------------------------------------|---------------------|-----------------------------------|
+ * | agent                               | the listed agents   | all active workflows of them      |
+ * | trigger, scopeType `agent`          | the trigger's agent | all active workflows of it        |
+ * | trigger, scopeType `workflow`       | the trigger's agent | that one workflow, when active    |
+ * | storage only                        | none                | none                              |
+ *
+ * Grants combine as a union without duplicates. Only agents of the token's organization count,
+ * deleted triggers give nothing, removed workflows are never listed, and a revoked agent is not
+ * reachable: it and its workflows are left out (it can run nothing; see docs/decisions.md).
+ */
+
+export interface DiscoveryRepositories {
+  agents: Pick<AgentRepository, 'listByIds'>;
+  workflows: Pick<WorkflowRepository, 'listActiveByAgents' | 'findActiveByAgentAndName'>;
+  triggers: Pick<TriggerRepository, 'listByIds'>;
+}
+
+type TokenGrants = Pick<ApiToken, 'orgId' | 'scopes'>;
+
+/** Agents reachable by the token, most recently registered first. */
+export async function reachableAgents(repos: DiscoveryRepositories, token: TokenGrants): Promise<Agent[]> {
+  const agentIds = findGrant(token.scopes, 'agent')?.agentIds ?? [];
+  const triggers = await grantedTriggers(repos, token);
+  if (triggers.length === 0) return liveAgents(repos, token.orgId, agentIds);
+  return liveAgents(repos, token.orgId, unique([...agentIds, ...triggers.map((t) => t.agentId)]));
+}
+
+/** Workflows the token can run, ascending by name (then agent id). */
+export async function runnableWorkflows(repos: DiscoveryRepositories, token: TokenGrants): Promise<Workflow[]> {
+  const grantedAgentIds = findGrant(token.scopes, 'agent')?.agentIds ?? [];
+  const triggers = await grantedTriggers(repos, token);
+
+  // Agents whose whole workflow set is reachable, and single workflows named by triggers.
+  const wholeAgentIds = new Set(grantedAgentIds);
+  const single: { agentId: string; name: string }[] = [];
+  for (const trigger of triggers) {
+    if (trigger.scopeType === 'agent') wholeAgentIds.add(trigger.agentId);
+    else if (trigger.workflowName !== null) single.push({ agentId: trigger.agentId, name: trigger.workflowName });
+  }
+  const candidateAgentIds = unique([...wholeAgentIds, ...single.map((s) => s.agentId)]);
+  if (candidateAgentIds.length === 0) return [];
+
+  // One query keeps other organizations' and revoked agents out of everything below.
+  const live = new Set((await liveAgents(repos, token.orgId, candidateAgentIds)).map((a) => a.id));
+  const wholeLive = [...wholeAgentIds].filter((id) => live.has(id));
+  const workflows = await repos.workflows.listActiveByAgents(wholeLive);
+  const singleLive = single.filter((s) => live.has(s.agentId) && !wholeAgentIds.has(s.agentId));
+  if (singleLive.length === 0) return workflows; // already ascending by name, then agent id
+
+  const seen = new Set(workflows.map((w) => w.id));
+  for (const { agentId, name } of singleLive) {
+    const workflow = await repos.workflows.findActiveByAgentAndName(agentId, name);
+    if (workflow && !seen.has(workflow.id)) {
+      seen.add(workflow.id);
+      workflows.push(workflow);
+    }
+  }
+  return workflows.sort(byNameThenAgent);
+}
+
+async function grantedTriggers(repos: DiscoveryRepositories, token: TokenGrants): Promise<Trigger[]> {
+  const triggerIds = findGrant(token.scopes, 'trigger')?.triggerIds ?? [];
+  return triggerIds.length === 0 ? [] : repos.triggers.listByIds(token.orgId, triggerIds);
+}
+
+async function liveAgents(repos: DiscoveryRepositories, orgId: string, ids: readonly string[]): Promise<Agent[]> {
+  if (ids.length === 0) return [];
+  const agents = await repos.agents.listByIds(orgId, ids);
+  return agents.some((a) => a.status === 'revoked') ? agents.filter((a) => a.status !== 'revoked') : agents;
+}
+
+function unique(ids: readonly string[]): string[] {
+  return [...new Set(ids)];
+}
+
+/** The order of SQL `ORDER BY name, agent_id` (names and ids are ASCII, so code units = bytes). */
+function byNameThenAgent(a: Workflow, b: Workflow): number {
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  if (a.agentId !== b.agentId) return a.agentId < b.agentId ? -1 : 1;
+  return 0;
+}

@@ -1,0 +1,76 @@
+import { DEFAULT_CANCEL_GRACE_MS } from '@drover/shared';
+import { AppError, notFound } from '../../errors.js';
+import { isoNow, type Clock } from '../../util/clock.js';
+import { userAction, type AuditLog } from '../audit/audit-log.js';
+import type { JobEvents } from './job-events.js';
+import type { Job } from '../model/jobs.js';
+import type { Repositories } from '../model/repositories.js';
+
+export interface JobCancelDeps {
+  repos: Repositories;
+  audit: AuditLog;
+  jobEvents: JobEvents;
+  clock: Clock;
+  /** DROVER_JOB_DEADLINE_GRACE_MS: added to the workflow's cancel grace to make a running job's confirm-by instant. */
+  deadlineGraceMs: number;
+}
+
+/**
+ * What a cancel did: `cancelled`: the job had not started and is `cancelled` now; `requested`:
+ * the job is running, its agent was asked to stop it and reports how it ended.
+ */
+export interface CancelOutcome {
+  outcome: 'cancelled' | 'requested';
+  job: Job;
+}
+
+/**
+ * Cancelling a job (docs/jobs.md, "Cancellation"): the one way in for every caller (the
+ * dashboard's `POST /v1/jobs/:id/cancel` today, chat commands later). A member of the job's
+ * organization may cancel it; a job of another organization is not found. The rule itself
+ * (`planCancel` in job-state.ts) is decided inside the write, so a cancel racing the agent's own
+ * finish has one winner: a cancel that lost is 409, a result that lost is taken as a repeat.
+ * After the commit the agent's stream gets a `cancel` event, a job that ended wakes the sync
+ * callers waiting on it, and the first successful request is audited (`job.cancel`).
+ */
+export class JobCancelService {
+  constructor(private readonly deps: JobCancelDeps) {}
+
+  async cancel(actor: { userId: string }, jobId: string): Promise<CancelOutcome> {
+    const { repos, jobEvents, audit, clock } = this.deps;
+    const found = await repos.jobs.findById(jobId);
+    if (!found || !(await repos.orgs.roleOf(found.orgId, actor.userId))) throw notFound('Job');
+    const at = isoNow(clock);
+    const confirmBy = new Date(Date.parse(at) + (await this.cancelGraceMs(found)) + this.deps.deadlineGraceMs);
+    const result = await repos.jobs.cancel(found.agentId, found.id, { at, confirmBy: confirmBy.toISOString() });
+    if (result.outcome === 'not_found') throw notFound('Job');
+    const { job } = result;
+    if (result.outcome === 'conflict') {
+      throw new AppError(
+        'conflict',
+        `The job already ended (${job.status}); only a pending, queued or running job can be cancelled`,
+        { details: { jobId: job.id, status: job.status } },
+      );
+    }
+    // The agent hears of it first, so that a queue slot it frees is free before the next job arrives.
+    jobEvents.cancelRequested(job.agentId, job.id);
+    const outcome = job.status === 'cancelled' ? 'cancelled' : 'requested';
+    if (result.outcome === 'unchanged') return { outcome, job };
+    if (outcome === 'cancelled') jobEvents.jobFinished(job.id);
+    await audit.record(
+      userAction({ orgId: job.orgId, userId: actor.userId }, 'job.cancel', 'job', job.id, {
+        jobNumber: job.number,
+        kind: job.kind,
+        workflowName: job.workflowName,
+        outcome,
+      }),
+    );
+    return { outcome, job };
+  }
+
+  /** The grace the job's workflow gives its steps between SIGTERM and SIGKILL, as its agent reported it. */
+  private async cancelGraceMs(job: Job): Promise<number> {
+    const workflow = await this.deps.repos.workflows.findActiveByAgentAndName(job.agentId, job.workflowName);
+    return workflow?.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
+  }
+}

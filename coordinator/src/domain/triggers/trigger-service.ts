@@ -1,0 +1,169 @@
+import type { Repositories } from '../model/repositories.js';
+import type { CronOccurrence } from '../model/cron-occurrences.js';
+import type { Trigger, TriggerLimits } from '../model/triggers.js';
+import { notFound, placeValidation } from '../../errors.js';
+import { isoNow, type Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
+import {
+  changedFields,
+  checkChatKeywordClash,
+  checkTriggerAgent,
+  resolveTriggerConfig,
+  type TriggerConfig,
+  type TriggerInput,
+} from './triggers.js';
+import { CronSchedules } from '../cron/schedule.js';
+import { triggerView, type TriggerView } from '../cron/trigger-view.js';
+import { resolveRunParams } from '../trigger-run/params.js';
+import { triggerLimitReached } from './trigger-limits.js';
+
+/** Largest page of `occurrences`. */
+export const OCCURRENCES_MAX_LIMIT = 200;
+
+/**
+ * Triggers of an organization (docs/management.md, "Triggers"): the management API's one way to
+ * create, change and delete them, with their audit entries. Who may call what (a member; an
+ * owner to delete) is the caller's to check.
+ */
+export class TriggerService {
+  private readonly schedules: CronSchedules;
+  private readonly changed: (triggerId: string) => void;
+
+  constructor(
+    private readonly deps: {
+      repos: Pick<Repositories, 'triggers' | 'agents' | 'workflows' | 'cronOccurrences'>;
+      audit: AuditLog;
+      clock: Clock;
+      /** The most triggers, and enabled cron triggers, an organization may have (409 past them). */
+      limits: TriggerLimits;
+      /** Told after every create, change and delete (the cron scheduler re-reads the trigger). */
+      onChanged?: (triggerId: string) => void;
+      schedules?: CronSchedules;
+    },
+  ) {
+    this.schedules = deps.schedules ?? new CronSchedules();
+    this.changed = deps.onChanged ?? (() => undefined);
+  }
+
+  async list(actor: UserActor): Promise<TriggerView[]> {
+    const triggers = await this.deps.repos.triggers.listByOrg(actor.orgId);
+    return Promise.all(triggers.map((t) => this.view(t)));
+  }
+
+  async get(actor: UserActor, triggerId: string): Promise<TriggerView> {
+    return this.view(await this.find(actor, triggerId));
+  }
+
+  /** The trigger's occurrence records, newest first; `before`: those scheduled before this instant. */
+  async occurrences(
+    actor: UserActor,
+    triggerId: string,
+    page: { limit: number; before?: string | undefined },
+  ): Promise<CronOccurrence[]> {
+    const trigger = await this.find(actor, triggerId);
+    return this.deps.repos.cronOccurrences.list(trigger.id, page);
+  }
+
+  async create(actor: UserActor, input: TriggerInput): Promise<TriggerView> {
+    const { repos, audit, clock } = this.deps;
+    const config = resolveTriggerConfig(input, null);
+    await this.checkConfig(actor.orgId, config, null, true);
+    const now = isoNow(clock);
+    const trigger: Trigger = {
+      id: newId(),
+      orgId: actor.orgId,
+      ...config,
+      cronSince: config.type === 'cron' ? now : null,
+      createdBy: actor.userId,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const refused = await repos.triggers.insert(trigger, this.deps.limits);
+    if (refused) throw triggerLimitReached(refused, this.deps.limits);
+    this.changed(trigger.id);
+    await audit.record(
+      userAction(actor, 'trigger.create', 'trigger', trigger.id, {
+        name: trigger.name,
+        type: trigger.type,
+        agentId: trigger.agentId,
+        scopeType: trigger.scopeType,
+        workflowName: trigger.workflowName,
+      }),
+    );
+    return this.view(trigger);
+  }
+
+  /** Changes any subset of the configuration; the result is validated as a whole. */
+  async update(actor: UserActor, triggerId: string, input: TriggerInput): Promise<TriggerView> {
+    const { repos, audit, clock } = this.deps;
+    const current = await this.find(actor, triggerId);
+    const config = resolveTriggerConfig(input, current);
+    const changed = changedFields(current, config);
+    if (changed.length === 0) return this.view(current);
+    // A trigger whose agent was revoked can still be edited; pointing it at an agent is checked.
+    await this.checkConfig(actor.orgId, config, current.id, input.agentId !== undefined);
+    const now = isoNow(clock);
+    // A new schedule owes no occurrence from before it; enabling again keeps the old one's debts.
+    const newSchedule =
+      config.type === 'cron' &&
+      (current.type !== 'cron' ||
+        current.cronExpression !== config.cronExpression ||
+        current.cronTimezone !== config.cronTimezone);
+    const cronSince = config.type !== 'cron' ? null : newSchedule ? now : current.cronSince;
+    const updated: Trigger = { ...current, ...config, cronSince, updatedAt: now };
+    const refused = await repos.triggers.update(updated, this.deps.limits);
+    if (refused) throw triggerLimitReached(refused, this.deps.limits);
+    this.changed(updated.id);
+    await audit.record(userAction(actor, 'trigger.update', 'trigger', updated.id, { name: updated.name, changed }));
+    return this.view(updated);
+  }
+
+  /** Deletes a trigger (it is never found again) and answers it as it was. */
+  async remove(actor: UserActor, triggerId: string): Promise<TriggerView> {
+    const { repos, audit, clock } = this.deps;
+    const trigger = await repos.triggers.findInOrg(actor.orgId, triggerId);
+    if (!trigger || !(await repos.triggers.softDelete(actor.orgId, trigger.id, isoNow(clock)))) {
+      throw notFound('Trigger');
+    }
+    this.changed(trigger.id);
+    await audit.record(
+      userAction(actor, 'trigger.delete', 'trigger', trigger.id, { name: trigger.name, type: trigger.type }),
+    );
+    return { ...(await this.view(trigger)), nextRunAt: null, nextRuns: [] };
+  }
+
+  private async find(actor: UserActor, triggerId: string): Promise<Trigger> {
+    const trigger = await this.deps.repos.triggers.findInOrg(actor.orgId, triggerId);
+    if (!trigger) throw notFound('Trigger');
+    return trigger;
+  }
+
+  private view(trigger: Trigger): Promise<TriggerView> {
+    return triggerView(trigger, this.deps.clock.now(), this.schedules, this.deps.repos.cronOccurrences);
+  }
+
+  private async checkConfig(orgId: string, config: TriggerConfig, selfId: string | null, agentChanged: boolean) {
+    const { repos } = this.deps;
+    if (agentChanged) checkTriggerAgent(config.agentId, await repos.agents.findInOrg(orgId, config.agentId));
+    if (config.chatKeyword !== null) checkChatKeywordClash(config, await repos.triggers.listByOrg(orgId), selfId);
+    if (config.type === 'cron' && config.workflowName !== null) await this.checkFixedParams(config);
+  }
+
+  /**
+   * A cron trigger's fixed params against the workflow's paramsSchema, when its agent reports the
+   * workflow (a workflow not reported yet is checked at each run). Files are checked at each run.
+   */
+  private async checkFixedParams(config: TriggerConfig): Promise<void> {
+    const workflow = await this.deps.repos.workflows.findActiveByAgentAndName(
+      config.agentId,
+      config.workflowName as string,
+    );
+    if (!workflow) return;
+    try {
+      resolveRunParams(workflow.paramsSchema, config.params ?? undefined);
+    } catch (error) {
+      throw placeValidation(error, 'body');
+    }
+  }
+}

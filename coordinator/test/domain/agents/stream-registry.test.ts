@@ -1,0 +1,476 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Agent, AgentRepository } from '../../../src/domain/model/agents.js';
+import type { Job, JobRepository, OpenJobSummary } from '../../../src/domain/model/jobs.js';
+import { AgentEvents } from '../../../src/domain/agents/agent-events.js';
+import { JobEvents } from '../../../src/domain/jobs/job-events.js';
+import { StreamRegistry, type StreamSink } from '../../../src/domain/agents/stream-registry.js';
+import { FakeRelay } from '../fake-relay.js';
+
+const AT = '2026-01-02T03:04:05.000Z';
+
+function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job {
+  return {
+    id,
+    orgId: 'o',
+    kind: 'trigger',
+    source: 'webhook',
+    triggerId: 't',
+    agentId,
+    workflowId: null,
+    workflowName: 'wf',
+    status,
+    ref: null,
+    debug: false,
+    params: {},
+    output: null,
+    exitCode: null,
+    errorMessage: null,
+    forced: false,
+    forceReason: null,
+    apiTokenId: null,
+    userId: null,
+    timeoutMs: null,
+    createdAt: AT,
+    queuedAt: null,
+    startedAt: null,
+    finishedAt: null,
+    deadlineAt: null,
+    cancelRequestedAt: null,
+    cancelAckedAt: null,
+    seq: 1,
+    number: 1,
+    chatOrigin: null,
+  };
+}
+
+/** An open job as `listOpenOfAgents` gives it, created well before the registry's clock. */
+function summary(id: string, status: OpenJobSummary['status'] = 'pending', cancelUnconfirmed = false): OpenJobSummary {
+  return { id, agentId: 'a1', status, createdAt: '2026-01-01T00:00:00.000Z', cancelUnconfirmed };
+}
+
+class FakeSink implements StreamSink {
+  chunks: string[] = [];
+  ended = false;
+  private listeners: (() => void)[] = [];
+  write(chunk: string) {
+    if (this.ended) return false;
+    this.chunks.push(chunk);
+    return true;
+  }
+  end() {
+    if (this.ended) return;
+    this.ended = true;
+    for (const l of this.listeners.splice(0)) l();
+  }
+  onClose(listener: () => void) {
+    this.listeners.push(listener);
+  }
+  /** The client went away. */
+  drop() {
+    this.end();
+  }
+  jobIds() {
+    return this.chunks.filter((c) => c.startsWith('event: job')).map((c) => /\nid: (.*)\n/.exec(c)![1]);
+  }
+  /** `job:<id>` and `cancel:<id>` in the order they were written. */
+  events() {
+    return this.chunks
+      .filter((c) => c.startsWith('event: job') || c.startsWith('event: cancel'))
+      .map((c) => {
+        const event = /^event: (\w+)/.exec(c)![1];
+        const data = JSON.parse(/\ndata: (.*)\n/.exec(c)![1]!) as { jobId: string };
+        return `${event}:${data.jobId}`;
+      });
+  }
+}
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+function setup(options: { graceMs?: number; connected?: string[]; shared?: boolean; pingMs?: number } = {}) {
+  const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
+  const jobs = new Map<string, Job>();
+  /** The jobs whose cancel the agent has not confirmed, as the next connect reads them. */
+  const unconfirmedCancels: string[] = [];
+  let open = Promise.withResolvers<Job[]>();
+  /** What the database holds as the agents' open jobs, as a check between coordinators reads it. */
+  const summaries: OpenJobSummary[] = [];
+  const agents = {
+    async markConnected(id: string) {
+      calls.connected.push(id);
+      return true;
+    },
+    async touch(ids: readonly string[]) {
+      calls.touched.push([...ids]);
+    },
+    async markDisconnected(id: string) {
+      calls.disconnected.push(id);
+      return true;
+    },
+    async listConnectedIds() {
+      return options.connected ?? [];
+    },
+  } as unknown as AgentRepository;
+  const jobRepo = {
+    listOpenForAgent: () => open.promise,
+    async listUnconfirmedCancels() {
+      return [...unconfirmedCancels];
+    },
+    async listOpenOfAgents(ids: readonly string[]) {
+      return summaries.filter((j) => ids.includes(j.agentId));
+    },
+    async findByIds(ids: readonly string[]) {
+      return ids.flatMap((id) => jobs.get(id) ?? []);
+    },
+  } as unknown as JobRepository;
+  // The other coordinators on the database, as the cluster relay would bring their events.
+  const relay = new FakeRelay();
+  const jobEvents = new JobEvents(relay);
+  const agentEvents = new AgentEvents();
+  agentEvents.attach(relay);
+  const logs: string[] = [];
+  const log = (_: object, msg: string) => void logs.push(msg);
+  const registry = new StreamRegistry({
+    agents,
+    jobs: jobRepo,
+    clock: { now: () => Date.parse(AT) },
+    jobEvents,
+    agentEvents,
+    logger: { info: log, warn: log, error: log },
+    pingMs: options.pingMs ?? 60_000,
+    disconnectGraceMs: options.graceMs ?? 30,
+    shared: options.shared ?? false,
+  });
+  registry.start();
+  return {
+    registry,
+    calls,
+    jobs,
+    unconfirmedCancels,
+    summaries,
+    jobEvents,
+    agentEvents,
+    relay,
+    logs,
+    /** The open-jobs answer of the next connect. */
+    openJobs(list: Job[]) {
+      open.resolve(list);
+    },
+    resetOpen() {
+      open = Promise.withResolvers<Job[]>();
+    },
+  };
+}
+
+describe('StreamRegistry between coordinators', () => {
+  let cleanup: (() => void) | undefined;
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
+  afterEach(() => {
+    cleanup?.();
+    vi.useRealTimers();
+  });
+
+  it('sends jobs and cancels committed on another coordinator, and frees the places of jobs ended there', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['p1', 'p2', 'j1']) s.jobs.set(id, job(id));
+    s.openJobs([job('p1'), job('p2')]);
+    const sink = new FakeSink();
+    // A queue of one: p2 waits until p1 ends, wherever that end is committed.
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.events()).toEqual(['job:p1']);
+    s.relay.deliver({ type: 'cancel_requested', agentId: 'a1', jobId: 'j0' });
+    s.relay.deliver({ type: 'job_finished', jobId: 'p1' });
+    await tick();
+    await tick();
+    s.relay.deliver({ type: 'job_created', agentId: 'a1', jobId: 'j1' });
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:p1', 'cancel:j0', 'job:p2', 'job:j1']);
+    expect(s.relay.published).toContainEqual({ type: 'stream_opened', agentId: 'a1' });
+  });
+
+  it("reads its agents' jobs again after a gap in the other coordinators' events", async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.jobIds()).toEqual(['j1']);
+    // Missed: j1 ended and j2 was created on another coordinator; a cancel of j3 was asked for.
+    s.jobs.set('j2', job('j2'));
+    s.summaries.push(summary('j2'), summary('j3', 'running', true));
+    s.relay.gap();
+    await tick();
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:j1', 'cancel:j3', 'job:j2']);
+  });
+
+  it('checks its streams against the database at each ping, for the events a killed coordinator never sent', async () => {
+    const s = setup({ shared: true, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    // j1 ended and j2 was created on a coordinator killed before it could say so; j4 was created
+    // a moment ago (its event may still be on its way): it is left to its event.
+    s.jobs.set('j2', job('j2'));
+    s.jobs.set('j4', job('j4'));
+    s.summaries.push(summary('j2'), { ...summary('j4'), createdAt: new Date(Date.parse(AT) - 100).toISOString() });
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j2']);
+  });
+
+  it('stops counting down to disconnected when the agent came back through another coordinator', async () => {
+    const s = setup({ graceMs: 30 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    sink.drop();
+    s.relay.deliver({ type: 'stream_opened', agentId: 'a1' });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(s.calls.disconnected).toEqual([]);
+  });
+
+  it('closes the stream of an agent revoked on another coordinator', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    s.relay.deliver({ type: 'agent_revoked', agentId: 'a1' });
+    expect(sink.ended).toBe(true);
+    expect(s.registry.isConnected('a1')).toBe(false);
+  });
+});
+
+describe('StreamRegistry', () => {
+  let cleanup: (() => void) | undefined;
+  // The disconnect grace and the pings run on fake timers; `tick` (setImmediate) stays real.
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
+  afterEach(() => {
+    cleanup?.();
+    vi.useRealTimers();
+  });
+
+  it('sends each job once when jobs are created while the open jobs are being read', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['j1', 'j2', 'j3']) s.jobs.set(id, job(id));
+    const sink = new FakeSink();
+    const connecting = s.registry.connect('a1', sink);
+    await tick();
+    // j2 was committed before the read and announced after it started; j3 after.
+    s.jobEvents.jobCreated('a1', 'j2');
+    s.jobEvents.jobCreated('a1', 'j3');
+    s.openJobs([job('j1'), job('j2')]);
+    await connecting;
+    expect(sink.jobIds()).toEqual(['j1', 'j2', 'j3']);
+    s.jobs.set('j4', job('j4'));
+    s.jobEvents.jobCreated('a1', 'j4');
+    await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j2', 'j3', 'j4']);
+  });
+
+  it('hands a backlog over no faster than the agent queue frees, oldest first', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    const backlog = ['p1', 'p2', 'p3', 'p4', 'p5', 'p6'];
+    for (const id of backlog) s.jobs.set(id, job(id));
+    s.jobs.set('q1', job('q1', 'a1', 'queued'));
+    s.openJobs([job('q1', 'a1', 'queued'), ...backlog.map((id) => job(id))]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 4);
+    // The queued job fills one place: three of the backlog go out, in creation order.
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3']);
+    // A new job waits behind the backlog instead of being refused by a full queue.
+    s.jobs.set('live', job('live'));
+    s.jobEvents.jobCreated('a1', 'live');
+    await tick();
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3']);
+    s.jobEvents.jobFinished('q1');
+    await tick();
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3', 'p4']);
+    for (const id of ['p1', 'p2', 'p3', 'p4']) s.jobEvents.jobFinished(id);
+    await tick();
+    await tick();
+    expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'live']);
+  });
+
+  it('sends a new job at once when nothing waits, even to a full queue, which refuses it', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    const held = ['r1', 'q1', 'q2'];
+    s.openJobs(held.map((id, i) => job(id, 'a1', i === 0 ? 'running' : 'queued')));
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 2);
+    expect(sink.jobIds()).toEqual(held);
+    s.jobs.set('n1', job('n1'));
+    s.jobEvents.jobCreated('a1', 'n1');
+    await tick();
+    expect(sink.jobIds()).toEqual([...held, 'n1']);
+  });
+
+  it('takes the capacity the agent announces, four when it announces none', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    const ids = Array.from({ length: 6 }, (_, i) => `p${i}`);
+    for (const id of ids) s.jobs.set(id, job(id));
+    s.openJobs(ids.map((id) => job(id)));
+    const four = new FakeSink();
+    await s.registry.connect('a1', four);
+    expect(four.jobIds()).toEqual(ids.slice(0, 4));
+    const one = new FakeSink();
+    await s.registry.connect('a1', one, 1);
+    expect(one.jobIds()).toEqual(['p0']);
+  });
+
+  it('ignores job events of other agents and jobs no longer open', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    s.jobs.set('x', job('x', 'a2'));
+    s.jobs.set('done', job('done', 'a1', 'success'));
+    s.jobEvents.jobCreated('a2', 'x');
+    s.jobEvents.jobCreated('a1', 'done');
+    s.jobEvents.jobCreated('a1', 'unknown');
+    await tick();
+    expect(sink.jobIds()).toEqual([]);
+  });
+
+  it('closes the previous stream of an agent when a new one connects, without a disconnect', async () => {
+    const s = setup({ graceMs: 10 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const first = new FakeSink();
+    const second = new FakeSink();
+    await s.registry.connect('a1', first);
+    await s.registry.connect('a1', second);
+    expect(first.ended).toBe(true);
+    expect(second.ended).toBe(false);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(s.calls.disconnected).toEqual([]);
+    expect(s.registry.isConnected('a1')).toBe(true);
+  });
+
+  it('marks an agent disconnected only when its dropped stream is not replaced within the grace', async () => {
+    const s = setup({ graceMs: 30 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    sink.drop();
+    await vi.advanceTimersByTimeAsync(29);
+    await s.registry.connect('a1', new FakeSink()); // back in time
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(s.calls.disconnected).toEqual([]);
+
+    const b = new FakeSink();
+    await s.registry.connect('b1', b);
+    b.drop();
+    await vi.advanceTimersByTimeAsync(29);
+    expect(s.calls.disconnected).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(s.calls.disconnected).toEqual(['b1']);
+  });
+
+  it("closes a revoked agent's stream at once", async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    s.agentEvents.revoked({ id: 'a1' } as Agent);
+    expect(sink.ended).toBe(true);
+    expect(s.registry.isConnected('a1')).toBe(false);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(s.calls.disconnected).toEqual([]);
+  });
+
+  it('gives agents left connected by a previous run the grace period to come back', async () => {
+    const s = setup({ graceMs: 20, connected: ['gone', 'back'] });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    await tick();
+    await s.registry.connect('back', new FakeSink());
+    await vi.advanceTimersByTimeAsync(19);
+    expect(s.calls.disconnected).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(s.calls.disconnected).toEqual(['gone']);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(s.calls.disconnected).toEqual(['gone']);
+  });
+
+  it('sends the cancels the agent has not confirmed before any job, and no job event for a running job being cancelled', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.unconfirmedCancels.push('gone', 'r1');
+    const running = { ...job('r1', 'a1', 'running'), cancelRequestedAt: AT };
+    for (const id of ['p1', 'p2']) s.jobs.set(id, job(id));
+    s.openJobs([running, job('p1'), job('p2')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 2);
+    // r1 still fills a place in the agent's queue: one pending job goes out, the other waits.
+    expect(sink.events()).toEqual(['cancel:gone', 'cancel:r1', 'job:p1']);
+    s.jobEvents.jobFinished('r1');
+    await tick();
+    expect(sink.events()).toEqual(['cancel:gone', 'cancel:r1', 'job:p1', 'job:p2']);
+  });
+
+  it('sends a live cancel in turn, before the job that takes the place it frees', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    for (const id of ['q1', 'p1']) s.jobs.set(id, job(id));
+    s.openJobs([job('q1', 'a1', 'queued'), job('p1')]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 1);
+    expect(sink.events()).toEqual(['job:q1']);
+    // The cancel service: the cancel event first, then the end of the job.
+    s.jobs.set('q1', { ...job('q1', 'a1', 'cancelled'), cancelRequestedAt: AT });
+    s.jobEvents.cancelRequested('a1', 'q1');
+    s.jobEvents.jobFinished('q1');
+    await tick();
+    await tick();
+    expect(sink.events()).toEqual(['job:q1', 'cancel:q1', 'job:p1']);
+    s.jobEvents.cancelRequested('a2', 'other');
+    await tick();
+    expect(sink.events()).toEqual(['job:q1', 'cancel:q1', 'job:p1']);
+  });
+
+  it('keeps a cancel that arrives while the stream starts, and sends it once the open jobs are out', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.jobs.set('p1', job('p1'));
+    const sink = new FakeSink();
+    const connecting = s.registry.connect('a1', sink);
+    await tick();
+    s.jobEvents.cancelRequested('a1', 'p1');
+    s.openJobs([job('p1')]);
+    await connecting;
+    expect(sink.events()).toEqual(['job:p1', 'cancel:p1']);
+  });
+
+  it('ends every stream and refuses new ones once closed', async () => {
+    const s = setup();
+    s.openJobs([]);
+    const a = new FakeSink();
+    const b = new FakeSink();
+    await s.registry.connect('a1', a);
+    await s.registry.connect('b1', b);
+    s.registry.close();
+    expect([a.ended, b.ended]).toEqual([true, true]);
+    expect(s.registry.size).toBe(0);
+    const late = new FakeSink();
+    await s.registry.connect('c1', late);
+    expect(late.ended).toBe(true);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(s.calls.disconnected).toEqual([]);
+  });
+});

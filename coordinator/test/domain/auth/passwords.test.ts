@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { hashPassword, verifyPassword } from '../../../src/domain/auth/passwords.js';
+
+describe('passwords', () => {
+  it('stores scrypt hashes with a random salt, never the password', async () => {
+    const a = await hashPassword('correct horse battery');
+    const b = await hashPassword('correct horse battery');
+    expect(a).toMatch(/^scrypt\$32768\$8\$1\$/);
+    expect(a).not.toBe(b);
+    expect(a).not.toContain('correct horse');
+  });
+
+  it('verifies the right password and refuses a wrong one', async () => {
+    const stored = await hashPassword('correct horse battery');
+    expect(await verifyPassword('correct horse battery', stored)).toBe(true);
+    expect(await verifyPassword('correct horse batterY', stored)).toBe(false);
+  });
+
+  it('refuses hashes of an unknown scheme or shape', async () => {
+    expect(await verifyPassword('x', 'md5$abc')).toBe(false);
+    expect(await verifyPassword('x', '')).toBe(false);
+  });
+});
