@@ -1,17 +1,9 @@
+import type { Schema } from '@drover/shared/api';
 import type { Caller } from './callers.js';
 import { ApiError } from './errors.js';
 
 /** An agent as `GET /v1/agents` (an API token) and `GET /v1/orgs/:orgId/agents` (a session) answer it. */
-export interface Agent {
-  id: string;
-  name: string;
-  hostname: string;
-  os: string;
-  agentVersion: string;
-  status: string;
-  lastSeenAt: string | null;
-  enrolledAt: string;
-}
+export type Agent = Schema<'Agent'>;
 
 /** The agents the caller reaches: an API token's (`GET /v1/agents`), else the organization's. */
 export async function listAgents(caller: Caller): Promise<Agent[]> {

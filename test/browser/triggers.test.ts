@@ -247,6 +247,19 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().waitForURL('**/api/jobs/*');
     const job = await t.owner.get(`/jobs/${page().url().split('/').pop()!}`);
     expect(job.body.params).toEqual({ target: 'production', replicas: 3, dry: true });
+
+    // How a trigger answers is its setting when the run arrives. Switched to async after the page
+    // read it as sync, the run is accepted (202): the page follows the job, as for an async
+    // trigger, rather than showing a result it does not have.
+    await page().goBack();
+    await page().getByRole('heading', { name: 'kinds (sync)' }).waitFor();
+    await target.selectOption({ label: 'staging' });
+    const patched = await t.owner.patch(`/orgs/${t.orgId}/triggers/${created.body.id}`, {
+      body: { responseMode: 'async' },
+    });
+    expect(patched.status).toBe(200);
+    await page().getByRole('button', { name: 'Run now' }).click();
+    await page().waitForURL((url) => url.pathname.startsWith('/api/jobs/') && !url.pathname.endsWith(job.body.id));
   });
 
   it('creates a cron trigger, refusing an expression that never fires, and shows its next runs', async () => {

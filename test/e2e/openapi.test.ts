@@ -3,6 +3,14 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import {
+  DOCUMENT_FILE,
+  REGENERATE,
+  renderApiFiles,
+  servedWithoutServers,
+  staleFiles,
+  TYPES_FILE,
+} from '../../scripts/lib/api-files.js';
 
 /** `GET /v1/openapi.json` describes every route the app serves, with its response schemas. */
 
@@ -67,7 +75,7 @@ function stringValues(value: unknown, at = '$'): { at: string; text: string }[] 
 }
 
 interface Media {
-  schema?: { format?: string };
+  schema?: { format?: string; items?: unknown };
   example?: unknown;
   examples?: Record<string, { value: unknown }>;
 }
@@ -94,6 +102,7 @@ describe('the OpenAPI document', () => {
     info: { title: string };
     servers: { url: string }[];
     paths: Record<string, Record<string, Operation>>;
+    components: { schemas: Record<string, { examples?: unknown[] }> };
   };
   let routes: Route[];
   beforeAll(async () => {
@@ -182,14 +191,25 @@ describe('the OpenAPI document', () => {
   it('gives every request body and every success answer an example that its schema accepts', () => {
     const ajv = addFormats(new Ajv({ strict: false, allErrors: true }));
     const problems: string[] = [];
+    // A schema refers to the named ones as `#/components/schemas/<name>`: compiled beside them.
+    const validatorOf = (schema: object) => ajv.compile({ ...schema, components: spec.components });
     const check = (where: string, media: Media) => {
       const examples = examplesOf(media);
       if (examples.length === 0) problems.push(`${where}: no example`);
+      const validate = validatorOf(media.schema ?? {});
       for (const example of examples) {
-        const validate = ajv.compile(media.schema ?? {});
         if (!validate(example)) problems.push(`${where}: example refused: ${ajv.errorsText(validate.errors)}`);
       }
     };
+    for (const [name, schema] of Object.entries(spec.components.schemas)) {
+      if (name === 'ErrorBody') continue;
+      const examples = schema.examples ?? [];
+      if (examples.length === 0) problems.push(`${name}: no example`);
+      const validate = validatorOf(schema);
+      for (const example of examples) {
+        if (!validate(example)) problems.push(`${name}: example refused: ${ajv.errorsText(validate.errors)}`);
+      }
+    }
     for (const { name, op } of operations()) {
       for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) check(`${name} body (${type})`, media);
       for (const [status, response] of Object.entries(op.responses ?? {})) {
@@ -202,6 +222,57 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  it(`is the committed ${DOCUMENT_FILE}, whose types the dashboard and the CLI use (${TYPES_FILE})`, async () => {
+    const stale = staleFiles(await renderApiFiles(servedWithoutServers(spec)));
+    expect(stale, `not what the coordinator serves: run \`${REGENERATE}\` and commit`).toEqual([]);
+  });
+
+  it('describes each shape it answers with once, by name, and refers to it', () => {
+    const names = Object.keys(spec.components.schemas);
+    expect(names).toEqual(expect.arrayContaining(['Job', 'JobDetail', 'Trigger', 'Agent', 'Workflow', 'ApiToken']));
+    const answer = (path: string, method: string, status: string) =>
+      spec.paths[path]?.[method]?.responses?.[status]?.content?.['application/json']?.schema;
+    // A whole answer, an item of a list, and a field.
+    expect(answer('/v1/orgs/{orgId}/triggers/{triggerId}', 'get', '200')).toEqual({
+      allOf: [{ $ref: '#/components/schemas/Trigger' }],
+    });
+    expect(answer('/v1/orgs/{orgId}/jobs', 'get', '200')).toMatchObject({
+      items: { $ref: '#/components/schemas/Job' },
+    });
+    expect(spec.components.schemas.Trigger).toMatchObject({
+      properties: { lastOccurrences: { items: { $ref: '#/components/schemas/CronOccurrence' } } },
+    });
+  });
+
+  it('leaves no shape vague: an object lists its properties or says what its other keys hold, a field has a type', () => {
+    const vague: string[] = [];
+    const visit = (schema: unknown, at: string): void => {
+      if (Array.isArray(schema)) return schema.forEach((item, i) => visit(item, `${at}[${i}]`));
+      if (typeof schema !== 'object' || schema === null) return;
+      const s = schema as Record<string, unknown>;
+      const types = [s.type].flat();
+      const said = ['$ref', 'allOf', 'anyOf', 'oneOf', 'enum', 'const', 'type'].some((k) => k in s);
+      if (!said) vague.push(`${at}: no type`);
+      // An empty body (`maxProperties: 0`) holds nothing, and says so.
+      if (types.includes('object') && !s.properties && s.additionalProperties === undefined && s.maxProperties !== 0) {
+        vague.push(`${at}: an object without properties`);
+      }
+      for (const [key, value] of Object.entries(s)) {
+        if (key === 'properties') {
+          for (const [name, property] of Object.entries(value as object)) visit(property, `${at}.${name}`);
+        } else if (['items', 'additionalProperties', 'allOf', 'anyOf', 'oneOf'].includes(key)) visit(value, at);
+      }
+    };
+    for (const [name, schema] of Object.entries(spec.components.schemas)) visit(schema, name);
+    for (const { name, op } of operations()) {
+      for (const media of Object.values(op.requestBody?.content ?? {})) visit(media.schema, `${name} body`);
+      for (const [status, response] of Object.entries(op.responses ?? {})) {
+        for (const media of Object.values(response.content ?? {})) visit(media.schema, `${name} ${status}`);
+      }
+    }
+    expect(vague).toEqual([]);
   });
 
   it('serves the interactive reference at /docs: HTML whose scripts and styles load from the coordinator', async () => {

@@ -1,3 +1,4 @@
+import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
@@ -9,19 +10,10 @@ import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
 import { agentId, bindingId } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
-import { describeGrant, describeLimits, type Grant, type RateLimit } from './token-command.js';
+import { describeGrant, describeLimits, type Grant } from './token-command.js';
 
-interface ApiToken {
-  id: string;
-  name: string;
-  hint: string;
-  scopes: Grant[];
-  rateLimit: RateLimit;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  createdAt: string;
-  token?: string;
-}
+type ApiToken = Schema<'ApiToken'>;
+type IssuedApiToken = Schema<'IssuedApiToken'>;
 
 interface CreateFlags {
   name: string;
@@ -36,7 +28,9 @@ interface CreateFlags {
   json?: boolean;
 }
 
-const PERMISSIONS = ['read', 'write', 'delete'];
+type Permission = Extract<Grant, { type: 'storage' }>['permissions'][number];
+const PERMISSIONS: readonly Permission[] = ['read', 'write', 'delete'];
+const isPermission = (p: string): p is Permission => (PERMISSIONS as readonly string[]).includes(p);
 
 /** `drover api-token create|list|revoke`: the organization's API tokens, for CI and scripts. */
 export function configureApiTokenCommand(program: Command, rt: Runtime): void {
@@ -75,12 +69,12 @@ export function configureApiTokenCommand(program: Command, rt: Runtime): void {
           : new Date(Date.now() + parseDuration(flags.expiresIn, '--expires-in')).toISOString();
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const scopes = await grants(caller, flags, permissions);
-      const issued = await caller.api.post<ApiToken>(`/orgs/${await caller.orgId()}/api-tokens`, {
+      const issued = await caller.api.post<IssuedApiToken>(`/orgs/${await caller.orgId()}/api-tokens`, {
         name: flags.name,
         scopes,
         ...limits,
         ...(expiresAt === undefined ? {} : { expiresAt }),
-      });
+      } satisfies RequestBody<'issueApiToken'>);
       if (flags.json) return printJson(rt, issued);
       rt.out(`${issued.token}\n`);
       rt.err(`Issued the API token ${issued.name} (${issued.id}); it is shown only now\n`);
@@ -122,7 +116,7 @@ export function configureApiTokenCommand(program: Command, rt: Runtime): void {
     });
 }
 
-async function grants(caller: SessionCaller, flags: CreateFlags, permissions: string[] | null): Promise<Grant[]> {
+async function grants(caller: SessionCaller, flags: CreateFlags, permissions: Permission[] | null): Promise<Grant[]> {
   const scopes: Grant[] = [];
   if (flags.trigger.length > 0) scopes.push({ type: 'trigger', triggerIds: flags.trigger });
   if (flags.agent.length > 0) {
@@ -138,10 +132,10 @@ async function grants(caller: SessionCaller, flags: CreateFlags, permissions: st
   return scopes;
 }
 
-function storagePermissions(text: string): string[] {
-  const permissions = [...new Set(text.split(',').map((p) => p.trim().toLowerCase()))].filter((p) => p !== '');
-  const unknown = permissions.filter((p) => !PERMISSIONS.includes(p));
-  if (permissions.length === 0 || unknown.length > 0) {
+function storagePermissions(text: string): Permission[] {
+  const given = [...new Set(text.split(',').map((p) => p.trim().toLowerCase()))].filter((p) => p !== '');
+  const permissions = given.filter(isPermission);
+  if (given.length === 0 || permissions.length < given.length) {
     throw new CliError(`--storage: expected permissions among read, write, delete (comma-separated), got \`${text}\``);
   }
   return permissions;

@@ -1,3 +1,4 @@
+import type { Answer } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
@@ -5,12 +6,7 @@ import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
 
-interface EnrollmentToken {
-  id: string;
-  name: string | null;
-  token: string;
-  expiresAt: string;
-}
+type EnrollmentToken = Answer<'createEnrollmentToken', 201>;
 
 export function configureEnrollmentTokenCommand(program: Command, rt: Runtime): void {
   const group = program

@@ -1,3 +1,4 @@
+import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { CliError } from '../errors.js';
 import { Api } from '../http/api.js';
@@ -12,11 +13,7 @@ interface LoginFlags {
   passwordStdin?: boolean;
 }
 
-interface LoginAnswer {
-  token: string;
-  expiresAt: string;
-  user: { id: string; email: string };
-}
+type LoginAnswer = Schema<'SignInAnswer'>;
 
 export function configureLoginCommand(program: Command, rt: Runtime): void {
   program

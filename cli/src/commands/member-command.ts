@@ -1,3 +1,4 @@
+import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
@@ -8,26 +9,10 @@ import type { Runtime } from '../runtime.js';
 import { promptSecret } from '../session/prompt.js';
 import { loadSettings } from '../settings.js';
 
-interface Member {
-  userId: string;
-  email: string;
-  role: string;
-  joinedAt: string;
-}
+type Member = Schema<'Member'>;
 
 /** An invitation to an organization, as the API answers it. */
-export interface Invitation {
-  id: string;
-  orgId: string;
-  orgName: string;
-  email: string;
-  role: string;
-  status: string;
-  invitedBy: { userId: string; email: string } | null;
-  createdAt: string;
-  expiresAt: string;
-  endedAt: string | null;
-}
+export type Invitation = Schema<'Invitation'>;
 
 interface AddFlags {
   email: string;

@@ -1,3 +1,4 @@
+import type { Answer } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
@@ -10,10 +11,7 @@ interface PasswordFlags {
   passwordStdin?: boolean;
 }
 
-interface PasswordAnswer {
-  token: string;
-  expiresAt: string;
-}
+type PasswordAnswer = Answer<'changePassword'>;
 
 const INSTEAD = 'pass --password-stdin (the current password, then the new one, one a line)';
 

@@ -1,3 +1,4 @@
+import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
@@ -9,20 +10,7 @@ import type { Runtime } from '../runtime.js';
 import { isUuid, pick } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
-interface Release {
-  id: string;
-  version: string;
-  sequence: number;
-  channel: string;
-  updatePolicy: string;
-  status: string;
-  artifactFileId: string;
-  checksumSha256: string;
-  size: number;
-  createdAt: string;
-  publishedAt: string | null;
-  yankedAt: string | null;
-}
+type Release = Schema<'Release'>;
 
 interface CreateFlags {
   app: string;
@@ -126,7 +114,7 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
 /** `/orgs/:orgId/apps/:appId/releases` of the application named by slug or id. */
 async function releasesPath(caller: SessionCaller, app: string): Promise<string> {
   const org = await caller.orgId();
-  const apps = await caller.api.get<{ id: string; slug: string }[]>(`/orgs/${org}/apps`);
+  const apps = await caller.api.get<Schema<'Application'>[]>(`/orgs/${org}/apps`);
   return `/orgs/${org}/apps/${pick(apps, app, 'application', (a) => a.slug).id}/releases`;
 }
 

@@ -1,10 +1,11 @@
+import type { RequestBody } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { anyCaller, optionalSessionCaller, type Caller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { CliError, CliExit } from '../errors.js';
 import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
 import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
-import { jobPath, type RunAnswer } from '../jobs/job.js';
+import { jobPath, type RunAccepted, type RunResult } from '../jobs/job.js';
 import { waitForJob } from '../jobs/wait.js';
 import { printJson } from '../output/json.js';
 import { buildParams, collect } from '../params.js';
@@ -62,23 +63,24 @@ export function configureRunCommand(program: Command, rt: Runtime): void {
         ...(flags.debug ? { debug: true } : {}),
         ...(flags.force === undefined ? {} : { force: true, forceReason: flags.force }),
         params: buildParams(rt.cwd, flags.param, flags.paramsFile),
-      };
+      } satisfies RequestBody<'runTrigger'>;
       const caller = anyCaller(settings, rt);
       const answer = await runTrigger(caller, triggerId, body, flags.idempotencyKey);
       const run = answer.body;
-      const sync = answer.status === 200;
+      // 200: the trigger is sync, and this is the job's result; 202: the job was accepted.
+      const result = answer.status === 200 ? (run as RunResult) : null;
       const page = statusPageUrl(caller.api.origin, run.statusUrl);
 
       const waiting = flags.wait === true && run.status !== 'rejected';
-      if (waiting && sync) {
-        if (flags.json) printJson(rt, run);
-        else printSyncOutcome(rt, run, page);
-        throw new CliExit(run.timedOut ? EXIT.stillRunning : exitCodeOfStatus(run.status));
+      if (waiting && result) {
+        if (flags.json) printJson(rt, result);
+        else printSyncOutcome(rt, result, page);
+        throw new CliExit(result.timedOut ? EXIT.stillRunning : exitCodeOfStatus(result.status));
       }
       if (flags.json && !waiting) printJson(rt, run);
       if (!flags.json) rt.out(`Job ${run.jobId} ${run.idempotent ? '(a repeat) ' : ''}${run.status}\n${page}\n`);
       if (run.status === 'rejected') {
-        rt.err(`drover: the job was rejected${run.errorMessage ? `: ${run.errorMessage}` : ''}\n`);
+        rt.err(`drover: the job was rejected${result?.errorMessage ? `: ${result.errorMessage}` : ''}\n`);
         throw new CliExit(EXIT.rejected);
       }
       if (!waiting) return;
@@ -90,12 +92,13 @@ function runTrigger(caller: Caller, triggerId: string, body: object, idempotency
   const headers = idempotencyKey === undefined ? undefined : { 'idempotency-key': idempotencyKey };
   const id = encodeURIComponent(triggerId);
   const options = { body, headers, answerTimeoutMs: SYNC_ANSWER_TIMEOUT_MS };
-  if (caller.kind === 'token') return caller.api.call<RunAnswer>('POST', `/triggers/${id}/run`, options);
+  type Answer = RunAccepted | RunResult;
+  if (caller.kind === 'token') return caller.api.call<Answer>('POST', `/triggers/${id}/run`, options);
   // A session runs it by hand (the same body and answers, in the user's organization).
-  return caller.orgId().then((org) => caller.api.call<RunAnswer>('POST', `/orgs/${org}/triggers/${id}/run`, options));
+  return caller.orgId().then((org) => caller.api.call<Answer>('POST', `/orgs/${org}/triggers/${id}/run`, options));
 }
 
-function printSyncOutcome(rt: Runtime, run: RunAnswer, page: string): void {
+function printSyncOutcome(rt: Runtime, run: RunResult, page: string): void {
   rt.out(`Job ${run.jobId} ${run.idempotent ? '(a repeat) ' : ''}`);
   if (run.timedOut) {
     rt.out(`is still ${run.status}: the trigger's wait ended before the job\n${page}\n`);
@@ -116,7 +119,7 @@ async function followAsyncJob(
   rt: Runtime,
   settings: Settings,
   caller: Caller,
-  run: RunAnswer,
+  run: RunAccepted | RunResult,
   flags: RunFlags,
   timeoutMs: number | undefined,
 ): Promise<void> {

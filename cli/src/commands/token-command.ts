@@ -1,3 +1,4 @@
+import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { tokenCaller } from '../callers.js';
 import { printJson } from '../output/json.js';
@@ -5,23 +6,9 @@ import { formatFields } from '../output/table.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
 
-export type Grant =
-  | { type: 'agent'; agentIds: string[] }
-  | { type: 'trigger'; triggerIds: string[] }
-  | { type: 'storage'; bindingIds: string[] | null; permissions: string[] };
-
-export interface RateLimit {
-  perMinute: number | null;
-  perHour: number | null;
-  perDay: number | null;
-}
-
-interface TokenMetadata {
-  name: string;
-  scopes: Grant[];
-  rateLimit: RateLimit;
-  expiresAt: string | null;
-}
+export type Grant = Schema<'Grant'>;
+export type RateLimit = Schema<'RateLimit'>;
+type TokenMetadata = Schema<'TokenInfo'>;
 
 export function configureTokenCommand(program: Command, rt: Runtime): void {
   program

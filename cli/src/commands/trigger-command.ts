@@ -1,3 +1,4 @@
+import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
@@ -10,17 +11,7 @@ import { agentId } from '../session/lookups.js';
 import { agentNamer } from '../agent-names.js';
 import { loadSettings } from '../settings.js';
 
-interface Trigger {
-  id: string;
-  name: string;
-  type: string;
-  agentId: string;
-  scopeType: string;
-  workflowName: string | null;
-  responseMode: string;
-  responseTimeoutMs: number;
-  allowedRefs: string[] | null;
-}
+type Trigger = Schema<'Trigger'>;
 
 interface CreateFlags {
   name: string;
@@ -67,7 +58,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
         ...(responseTimeoutMs === undefined ? {} : { responseTimeoutMs }),
         ...(flags.allowedRef.length === 0 ? {} : { allowedRefs: flags.allowedRef }),
         ...(flags.allowDebug ? { allowDebug: true } : {}),
-      });
+      } satisfies RequestBody<'createTrigger'>);
       if (flags.json) return printJson(rt, created);
       rt.out(`${created.id}\n`);
       rt.err(`Created the ${created.responseMode} trigger ${created.name}; run it with: drover run ${created.id}\n`);

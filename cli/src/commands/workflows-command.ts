@@ -1,3 +1,4 @@
+import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { agentNamer } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
@@ -6,21 +7,9 @@ import { formatTable } from '../output/table.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
 
-interface ParamSpec {
-  name: string;
-  type: string;
-  required?: boolean;
-  default?: unknown;
-}
-
-interface Workflow {
-  id: string;
-  agentId: string;
-  name: string;
-  description: string | null;
-  version: string | null;
-  paramsSchema: ParamSpec[] | null;
-}
+/** A workflow as `GET /v1/workflows` (an API token) answers it; the organization's list has these fields too. */
+type Workflow = Schema<'PublicWorkflow'>;
+type ParamSpec = Schema<'WorkflowParam'>;
 
 export function configureWorkflowsCommand(program: Command, rt: Runtime): void {
   program

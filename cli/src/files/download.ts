@@ -15,6 +15,7 @@ import {
   readSmallBody,
   safeFilename,
 } from '@drover/agent/client';
+import type { Schema } from '@drover/shared/api';
 import type { Caller } from '../callers.js';
 import { CliError, Interrupted } from '../errors.js';
 import { progressBar, type Progress } from '../output/progress.js';
@@ -58,7 +59,7 @@ export async function downloadStoredFile(rt: Runtime, caller: Caller, options: D
   const file = await caller.api.get<StoredFile>(filePath);
   const target = targetPath(rt.cwd, options.output, file);
   const part = `${target}.${file.id}.part`;
-  const freshUrl = async () => (await caller.api.get<{ downloadUrl: string }>(`${filePath}/download-url`)).downloadUrl;
+  const freshUrl = async () => (await caller.api.get<Schema<'DownloadUrl'>>(`${filePath}/download-url`)).downloadUrl;
   let url = await freshUrl();
   const resumedFrom = partSize(part, file.size);
   if (resumedFrom > 0) {

@@ -1,18 +1,8 @@
+import type { Schema } from '@drover/shared/api';
 import type { Caller } from '../callers.js';
 
 /** A stored file's metadata (the storage API's answer). */
-export interface StoredFile {
-  id: string;
-  bindingId: string;
-  filename: string;
-  contentType: string;
-  size: number;
-  status: string;
-  cleanupRule: string;
-  expiresAt: string | null;
-  deletedAt: string | null;
-  createdAt: string;
-}
+export type StoredFile = Schema<'StoredFile'>;
 
 /**
  * Where the caller reaches files: the public storage API with an API token

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Backoff, contentTypeOf, retryTransfer, uploadFile } from '@drover/agent/client';
+import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Caller } from '../callers.js';
 import { CliError } from '../errors.js';
 import { progressBar } from '../output/progress.js';
@@ -14,7 +15,7 @@ const ATTEMPTS = 3;
 export interface UploadOptions {
   file: string;
   bindingId?: string;
-  cleanupRule: 'ttl' | 'persistent';
+  cleanupRule: RequestBody<'presignUpload'>['cleanupRule'];
   ttlSeconds?: number;
 }
 
@@ -27,13 +28,7 @@ export interface Uploaded {
   checkedByServer: boolean;
 }
 
-interface PresignedUpload {
-  fileId: string;
-  uploadUrl: string;
-  method: string;
-  headers: Record<string, string>;
-  expiresInSeconds: number;
-}
+type PresignedUpload = Schema<'PresignedUpload'>;
 
 /**
  * Uploads a local file: presign, PUT the bytes to the presigned URL (streamed from disk, hashed
@@ -52,7 +47,7 @@ export async function uploadLocalFile(rt: Runtime, caller: Caller, options: Uplo
     contentType: contentTypeOf(name),
     cleanupRule: options.cleanupRule,
     ...(options.ttlSeconds === undefined ? {} : { ttlSeconds: options.ttlSeconds }),
-  });
+  } satisfies RequestBody<'presignUpload'>);
   const progress = progressBar(rt, `Uploading ${name}`, size);
   let sha256 = '';
   let answer: string;

@@ -1,3 +1,4 @@
+import type { Schema } from '@drover/shared/api';
 import { CliError } from '../errors.js';
 import type { SessionCaller } from '../callers.js';
 
@@ -26,9 +27,7 @@ export function pick<T extends { id: string }>(
 /** An agent of the organization, by id or name (revoked agents left out of names). */
 export async function agentId(caller: SessionCaller, value: string): Promise<string> {
   if (isUuid(value)) return value;
-  const agents = await caller.api.get<{ id: string; name: string; status: string }[]>(
-    `/orgs/${await caller.orgId()}/agents`,
-  );
+  const agents = await caller.api.get<Schema<'Agent'>[]>(`/orgs/${await caller.orgId()}/agents`);
   return pick(
     agents.filter((a) => a.status !== 'revoked'),
     value,
@@ -40,8 +39,6 @@ export async function agentId(caller: SessionCaller, value: string): Promise<str
 /** A storage binding of the organization, by id or name. */
 export async function bindingId(caller: SessionCaller, value: string): Promise<string> {
   if (isUuid(value)) return value;
-  const bindings = await caller.api.get<{ id: string; name: string }[]>(
-    `/orgs/${await caller.orgId()}/storage-bindings`,
-  );
+  const bindings = await caller.api.get<Schema<'StorageBinding'>[]>(`/orgs/${await caller.orgId()}/storage-bindings`);
   return pick(bindings, value, 'storage binding', (b) => b.name).id;
 }

@@ -1,11 +1,8 @@
+import type { Schema } from '@drover/shared/api';
 import { CliError } from '../errors.js';
 import type { Api } from '../http/api.js';
 
-export interface Org {
-  id: string;
-  name: string;
-  role: string;
-}
+export type Org = Schema<'Org'>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -14,6 +14,7 @@ import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { orderRefusals } from './refusal-order.js';
 import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
 import { ErrorBodySchema } from './schemas/common.js';
+import { nameAnswers } from './schemas/named.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { publicApiRoutes } from './routes/public/index.js';
 import { agentRoutes } from './routes/agent/index.js';
@@ -72,6 +73,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
   registerJsonBodyParser(app);
   orderRefusals(app);
   app.addSchema(ErrorBodySchema);
+  nameAnswers(app);
   if (ctx.httpMetrics) registerHttpMetrics(app, ctx.httpMetrics);
 
   // Hooks in callback style: no promise per request. While closing, requests still arriving on

@@ -13,6 +13,7 @@ import type { RunActor, RunOutcome, TriggerRunService } from '../domain/trigger-
 import type { RunTarget } from '../domain/trigger-run/run-targets.js';
 import { notFound, placeValidation } from '../errors.js';
 import { asyncRunExample, runBodyExample, syncRunExample } from './schemas/examples.js';
+import { named } from './schemas/named.js';
 
 /**
  * What every HTTP way of running a trigger shares (the public `POST /v1/triggers/:id/run` and a
@@ -27,7 +28,12 @@ export const RunBodySchema = {
   properties: {
     ref: { type: 'string', minLength: 1, maxLength: MAX_REF_LENGTH },
     debug: { type: 'boolean' },
-    params: { type: 'object', description: 'arbitrary payload passed to the workflow steps' },
+    params: {
+      type: 'object',
+      additionalProperties: true,
+      description:
+        "arbitrary payload passed to the workflow steps; checked against the workflow's paramsSchema when it declares one",
+    },
     workflowName: { type: 'string', maxLength: 255, description: 'required for scopeType agent; ignored otherwise' },
     force: { type: 'boolean', description: 'bypass the workflow rate limit; owners only' },
     forceReason: { type: 'string', maxLength: MAX_FORCE_REASON_LENGTH, description: 'required with force=true' },
@@ -35,7 +41,7 @@ export const RunBodySchema = {
   examples: [runBodyExample],
 } as const;
 
-const AsyncResponseSchema = {
+const AsyncResponseSchema = named('RunAccepted', {
   type: 'object',
   required: ['jobId', 'status', 'statusUrl'],
   properties: {
@@ -45,9 +51,9 @@ const AsyncResponseSchema = {
     idempotent: { type: 'boolean' },
   },
   examples: [asyncRunExample],
-} as const;
+} as const);
 
-const SyncResponseSchema = {
+const SyncResponseSchema = named('RunResult', {
   type: 'object',
   required: ['jobId', 'status', 'exitCode', 'errorMessage', 'output', 'statusUrl'],
   properties: {
@@ -61,18 +67,22 @@ const SyncResponseSchema = {
     idempotent: { type: 'boolean' },
   },
   examples: [syncRunExample],
-} as const;
+} as const);
 
 /** Both 429 shapes of docs/errors.md: token limit (`retryAfter`) and workflow limit (`window`). */
 const RateLimitedSchema = {
   type: 'object',
   required: ['statusCode', 'code', 'message'],
   properties: {
-    statusCode: { type: 'integer' },
-    code: { type: 'string' },
+    statusCode: { type: 'integer', enum: [429] },
+    code: { type: 'string', enum: ['rate_limited'] },
     message: { type: 'string' },
-    retryAfter: { type: 'integer' },
-    window: { type: 'string', enum: ['minute', 'hour', 'day'] },
+    retryAfter: { type: 'integer', description: "a token's limit: seconds until a call may succeed" },
+    window: {
+      type: 'string',
+      enum: ['minute', 'hour', 'day'],
+      description: "the workflow's limit: the window that is full",
+    },
   },
 } as const;
 

@@ -1,78 +1,33 @@
 import { queryOptions } from '@tanstack/react-query';
+import type { RequestBody, Schema } from '@drover/shared/api';
 import { api } from './client';
-import type { Role } from './types';
 
 /**
  * Who may reach the organization: its API tokens with their grants (docs/management.md, "API
  * tokens and grants"), its members and the invitations to it (docs/management.md, "Members").
  */
 
-export type StoragePermission = 'read' | 'write' | 'delete';
+export type StoragePermission = Extract<GrantView, { type: 'storage' }>['permissions'][number];
 export const STORAGE_PERMISSIONS: readonly StoragePermission[] = ['read', 'write', 'delete'];
 
-export type Grant =
-  | { type: 'agent'; agentIds: string[] }
-  | { type: 'trigger'; triggerIds: string[] }
-  | { type: 'storage'; bindingIds: string[] | null; permissions: StoragePermission[] };
+/** A grant as the API answers it: its type and the fields of that type. */
+export type GrantView = Schema<'Grant'>;
 
-/**
- * A grant as the API answers it: the lists of its type, each of which the answer's schema lets
- * be absent (the pages read them with a default).
- */
-export interface GrantView {
-  type: Grant['type'];
-  agentIds?: string[];
-  triggerIds?: string[];
-  bindingIds?: string[] | null;
-  permissions?: StoragePermission[];
-}
-
-export interface ApiToken {
-  id: string;
-  name: string;
-  /** `drv_…` and the last four characters. */
-  hint: string;
-  scopes: GrantView[];
-  rateLimit: { perMinute: number | null; perHour: number | null; perDay: number | null };
-  expiresAt: string | null;
-  revokedAt: string | null;
-  createdAt: string;
-}
+export type ApiToken = Schema<'ApiToken'>;
 
 /** The issuing answer: the token and, this once, its plaintext. */
-export interface IssuedApiToken extends ApiToken {
-  token: string;
-}
+export type IssuedApiToken = Schema<'IssuedApiToken'>;
 
-export interface IssueRequest {
-  name: string;
-  scopes: Grant[];
-  rateLimitPerMinute: number | null;
-  rateLimitPerHour: number | null;
-  rateLimitPerDay: number | null;
-  expiresAt: string | null;
-}
+/** What a token is issued with. */
+export type IssueRequest = RequestBody<'issueApiToken'>;
 
-export interface Member {
-  userId: string;
-  email: string;
-  role: Role;
-  joinedAt: string;
-}
+/** A grant as the issuing form sends it. */
+export type Grant = IssueRequest['scopes'][number];
+
+export type Member = Schema<'Member'>;
 
 /** An invitation to an organization (docs/management.md, "Members"). */
-export interface Invitation {
-  id: string;
-  orgId: string;
-  orgName: string;
-  email: string;
-  role: Role;
-  status: 'pending' | 'accepted' | 'declined' | 'revoked' | 'expired';
-  invitedBy: { userId: string; email: string } | null;
-  createdAt: string;
-  expiresAt: string;
-  endedAt: string | null;
-}
+export type Invitation = Schema<'Invitation'>;
 
 export const apiTokensQuery = (orgId: string) =>
   queryOptions({

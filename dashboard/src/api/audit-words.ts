@@ -1,6 +1,8 @@
+import type { Schema } from '@drover/shared/api';
+
 /**
  * The Audit log page's words for what the coordinator records: actions, kinds of actor and of
- * target. Data only (no import), so that a test can hold it against the coordinator's list.
+ * target. Data only (no code imported), so that a test can hold it against the coordinator's list.
  */
 
 /**
@@ -9,7 +11,7 @@
  * page's action filter offers these; test/browser/audit.test.ts checks that every action the
  * coordinator can record is here.
  */
-export const AUDIT_ACTIONS: Record<string, string> = {
+export const AUDIT_ACTIONS: Record<Schema<'AuditEntry'>['action'], string> = {
   'org.create': 'created',
   'member.add': 'added',
   'invitation.create': 'created',
@@ -58,7 +60,7 @@ export const AUDIT_ACTIONS: Record<string, string> = {
 /** Actions whose target is the actor itself: the sentence names it once. */
 export const SELF_TARGETED = new Set(['api_token.discover']);
 
-export const ACTOR_TYPES: Record<string, string> = {
+export const ACTOR_TYPES: Record<Schema<'AuditEntry'>['actorType'], string> = {
   user: 'a member',
   api_token: 'an API token',
   agent: 'an agent',

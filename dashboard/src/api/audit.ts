@@ -1,17 +1,9 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
+import type { Schema } from '@drover/shared/api';
 import { api, apiPage } from './client';
 
 /** An entry of the audit log (`GET /v1/orgs/:orgId/audit`, owners only). */
-export interface AuditEntry {
-  id: number;
-  action: string;
-  actorType: 'user' | 'api_token' | 'agent' | 'system';
-  actorId: string | null;
-  targetType: string | null;
-  targetId: string | null;
-  metadata: Record<string, unknown>;
-  createdAt: string;
-}
+export type AuditEntry = Schema<'AuditEntry'>;
 
 /** The Audit page's filters, as the address's search parameters carry them (the API's names). */
 export interface AuditFilters {

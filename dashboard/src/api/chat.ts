@@ -1,9 +1,10 @@
 import { queryOptions } from '@tanstack/react-query';
+import type { Answer, RequestBody, Schema } from '@drover/shared/api';
 import { api } from './client';
 
 /** The chat providers and the organization's connected workspaces (docs/chat.md, "Connecting a workspace"). */
 
-export type ChatProvider = 'slack' | 'discord';
+export type ChatProvider = ChatIntegration['provider'];
 
 export const PROVIDER_NAMES: Record<ChatProvider, string> = { slack: 'Slack', discord: 'Discord' };
 
@@ -21,20 +22,10 @@ export const PROVIDER_SETTINGS: Record<ChatProvider, string[]> = {
   ],
 };
 
-export interface ChatProviderState {
-  provider: ChatProvider;
-  configured: boolean;
-}
+/** Whether the coordinator's settings turn a provider on. */
+export type ChatProviderState = Answer<'listChatProviders'>[number];
 
-export interface ChatIntegration {
-  id: string;
-  provider: ChatProvider;
-  teamId: string;
-  teamName: string;
-  scopes: string;
-  connectedByUserId: string | null;
-  createdAt: string;
-}
+export type ChatIntegration = Schema<'ChatIntegration'>;
 
 export const chatProvidersQuery = (orgId: string) =>
   queryOptions({
@@ -50,19 +41,17 @@ export const chatIntegrationsQuery = (orgId: string) =>
 
 /** Starts the OAuth flow (owners): the provider's consent page, to send the browser to. */
 export const startConnect = (orgId: string, provider: ChatProvider) =>
-  api<{ authorizeUrl: string; expiresAt: string }>('POST', `/orgs/${orgId}/chat-integrations/${provider}/connect`);
+  api<Answer<'connectChatWorkspace'>>('POST', `/orgs/${orgId}/chat-integrations/${provider}/connect`);
 
 export const disconnect = (orgId: string, integrationId: string) =>
   api<ChatIntegration>('DELETE', `/orgs/${orgId}/chat-integrations/${integrationId}`);
 
 /** What finishing a connection answers: connected, or refused by the provider (its words in `message`). */
-export type ConnectCompletion =
-  | { outcome: 'connected'; orgId: string; integration: ChatIntegration }
-  | { outcome: 'failed'; orgId: string; message: string };
+export type ConnectCompletion = Answer<'completeChatWorkspaceConnection'>;
 
 /**
  * Finishes the OAuth flow with the code and state the provider sent the browser back with: only
  * in the browser that started it (its connect cookie) and by the owner who did (the session).
  */
-export const completeConnect = (provider: ChatProvider, body: { state: string; code?: string; error?: string }) =>
+export const completeConnect = (provider: ChatProvider, body: RequestBody<'completeChatWorkspaceConnection'>) =>
   api<ConnectCompletion>('POST', `/chat/${provider}/oauth/complete`, { body });

@@ -2,11 +2,10 @@
  * The dashboard's only way to the coordinator: JSON over the management API (/v1), with the
  * session cookie. Every answer that is not 2xx becomes an ApiError carrying the API's error body.
  */
+import type { Schema } from '@drover/shared/api';
 
-export interface ErrorDetail {
-  path: string;
-  message: string;
-}
+/** A problem of a 422 `validation_failed`: where (`body.name`) and what. */
+export type ErrorDetail = Extract<Schema<'ErrorBody'>['details'], unknown[]>[number];
 
 /** The API's error body: `{statusCode, code, message, details?}`. */
 export class ApiError extends Error {

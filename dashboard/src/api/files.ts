@@ -1,4 +1,5 @@
 import { queryOptions } from '@tanstack/react-query';
+import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, ApiError, UNREACHABLE } from './client';
 
 /**
@@ -6,31 +7,14 @@ import { api, ApiError, UNREACHABLE } from './client';
  * dashboard"), and the upload through a presigned URL with its progress.
  */
 
-export const FILE_STATUSES = ['pending', 'active', 'deleting', 'deleted', 'delete_failed'] as const;
-export type FileStatus = (typeof FILE_STATUSES)[number];
-export type CleanupRule = 'ttl' | 'persistent' | 'on_job_end';
-
 /** A file's metadata, as the API answers it. */
-export interface StoredFile {
-  id: string;
-  bindingId: string;
-  filename: string;
-  contentType: string;
-  size: number;
-  status: FileStatus;
-  cleanupRule: CleanupRule;
-  expiresAt: string | null;
-  deletedAt: string | null;
-  createdAt: string;
-}
+export type StoredFile = Schema<'StoredFile'>;
+export type FileStatus = StoredFile['status'];
+export type CleanupRule = StoredFile['cleanupRule'];
 
-interface PresignedUpload {
-  fileId: string;
-  uploadUrl: string;
-  method: 'PUT';
-  headers: Record<string, string>;
-  expiresInSeconds: number;
-}
+export const FILE_STATUSES: readonly FileStatus[] = ['pending', 'active', 'deleting', 'deleted', 'delete_failed'];
+
+type PresignedUpload = Schema<'PresignedUpload'>;
 
 /** How often a list of files refreshes (a deletion or an upload elsewhere shows up). */
 export const FILES_REFRESH_MS = 5_000;
@@ -53,19 +37,13 @@ export const filesKey = (orgId: string) => ['orgs', orgId, 'files'];
 
 /** A fresh presigned download URL: one per click, since each expires. */
 export const downloadUrl = (orgId: string, fileId: string) =>
-  api<{ downloadUrl: string; expiresInSeconds: number }>('GET', `/orgs/${orgId}/files/${fileId}/download-url`);
+  api<Schema<'DownloadUrl'>>('GET', `/orgs/${orgId}/files/${fileId}/download-url`);
 
 export const deleteFile = (orgId: string, fileId: string) =>
   api<StoredFile>('DELETE', `/orgs/${orgId}/files/${fileId}`);
 
 /** What an upload asks of the coordinator (the presign-upload body). */
-export interface UploadRequest {
-  bindingId?: string;
-  filename?: string;
-  contentType?: string;
-  cleanupRule: 'ttl' | 'persistent';
-  ttlSeconds?: number;
-}
+export type UploadRequest = RequestBody<'presignOrgUpload'>;
 
 /** The three calls of an upload: a failure says which one failed. */
 export type UploadStage = 'presign' | 'upload' | 'complete';

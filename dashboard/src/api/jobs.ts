@@ -1,6 +1,8 @@
 import { infiniteQueryOptions, queryOptions, type QueryClient } from '@tanstack/react-query';
 import { api, apiPage } from './client';
 import { isFinished } from './queries';
+import type { RequestBody, Schema } from '@drover/shared/api';
+import type { RunAnswer, Trigger } from './triggers';
 import type { Job, JobDetail, JobLogLine } from './types';
 
 /** Every job status, in the order a job moves through them (docs/jobs.md "Statuses"). */
@@ -101,29 +103,17 @@ export async function loadMoreLogs(client: QueryClient, jobId: string): Promise<
 /** `POST /jobs/:id/cancel`: the job, `cancelled` (it had not started) or with `cancelRequestedAt` (running). */
 export const cancelJob = (jobId: string) => api<Job>('POST', `/jobs/${jobId}/cancel`);
 
-/** A trigger run by hand's answer: its job, whatever the trigger's response mode. */
-interface RunAnswer {
-  jobId: string;
-  status: string;
-}
-
 /** Runs the job's trigger by hand again with the job's ref, params, workflow and debug flag. */
 export const runAgain = (orgId: string, job: Job) => {
-  const body: Record<string, unknown> = { params: job.params, workflowName: job.workflowName };
+  const body: RequestBody<'runTriggerByHand'> = { params: job.params, workflowName: job.workflowName };
   if (job.ref !== null) body.ref = job.ref;
   if (job.debug) body.debug = true;
   return api<RunAnswer>('POST', `/orgs/${orgId}/triggers/${job.triggerId}/run`, { body });
 };
 
 /** The names the Jobs pages show in place of ids. */
-export interface TriggerName {
-  id: string;
-  name: string;
-}
-export interface Member {
-  userId: string;
-  email: string;
-}
+export type TriggerName = Pick<Trigger, 'id' | 'name'>;
+export type Member = Pick<Schema<'Member'>, 'userId' | 'email'>;
 
 export const triggerNamesQuery = (orgId: string) =>
   queryOptions({

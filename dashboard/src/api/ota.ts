@@ -1,67 +1,24 @@
 import { queryOptions } from '@tanstack/react-query';
+import type { Schema } from '@drover/shared/api';
 import { api } from './client';
 import type { StoredFile } from './files';
 
 /** The OTA API's answers (docs/ota.md "Dashboard endpoints") and its queries; uploads are in files.ts. */
 
-export type UpdatePolicy = 'mandatory' | 'optional';
-export type ReleaseStatus = 'draft' | 'published' | 'yanked';
+export type App = Schema<'Application'>;
 
-export interface App {
-  id: string;
-  slug: string;
-  updateWorkflowName: string;
-  defaultChannel: string;
-  createdAt: string;
-}
+export type Release = Schema<'Release'>;
+export type UpdatePolicy = Release['updatePolicy'];
+export type ReleaseStatus = Release['status'];
 
-export interface Release {
-  id: string;
-  applicationId: string;
-  version: string;
-  sequence: number;
-  channel: string;
-  updatePolicy: UpdatePolicy;
-  status: ReleaseStatus;
-  artifactFileId: string;
-  checksumSha256: string;
-  size: number;
-  notes: string | null;
-  createdAt: string;
-  publishedAt: string | null;
-  yankedAt: string | null;
-}
+/** A device of an application: its channel, the release it runs and the one it should run. */
+export type Binding = Schema<'DeviceBinding'>;
 
 /** A release a device runs or should run; `releaseId` null: the agent reported only a version. */
-export interface ReleaseRef {
-  releaseId: string | null;
-  version: string;
-  sequence: number;
-}
-
-export interface Binding {
-  id: string;
-  applicationId: string;
-  agentId: string;
-  channel: string;
-  current: ReleaseRef | null;
-  desired: ReleaseRef | null;
-  forced: boolean;
-  state: string | null;
-  error: string | null;
-  activeJobId: string | null;
-  cancelledJobId: string | null;
-  lastReportAt: string | null;
-}
+export type ReleaseRef = NonNullable<Binding['current']>;
 
 /** Where a file is stored (docs/storage.md); an upload names one when the organization has several. */
-export interface StorageBinding {
-  id: string;
-  name: string;
-  backend: string;
-  isDefault: boolean;
-  createdAt: string;
-}
+export type StorageBinding = Schema<'StorageBinding'>;
 
 /** Devices move on their own (reports, update jobs): the application's page refreshes this often. */
 export const OTA_REFRESH_MS = 2_000;

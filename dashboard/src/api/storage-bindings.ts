@@ -1,28 +1,12 @@
 import { queryOptions } from '@tanstack/react-query';
+import type { RequestBody, Schema } from '@drover/shared/api';
 import { api } from './client';
 
 /** An organization's storage bindings (docs/management.md, "Storage bindings"). */
-export interface StorageBinding {
-  id: string;
-  name: string;
-  backend: 'local' | 's3';
-  isDefault: boolean;
-  createdAt: string;
-}
+export type StorageBinding = Schema<'StorageBinding'>;
 
 /** The create body: a local binding has no settings; an s3 one has its endpoint, bucket and keys. */
-export type NewBinding =
-  | { name: string; backend: 'local' }
-  | {
-      name: string;
-      backend: 's3';
-      endpoint: string;
-      bucket: string;
-      region: string;
-      accessKeyId: string;
-      secretAccessKey: string;
-      forcePathStyle?: boolean;
-    };
+export type NewBinding = RequestBody<'createStorageBinding'>;
 
 export const bindingsQuery = (orgId: string) =>
   queryOptions({

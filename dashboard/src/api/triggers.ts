@@ -1,69 +1,28 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
+import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, apiPage, type Page } from './client';
 
 /** The triggers API's answers (docs/management.md "Triggers", docs/schedules.md) and its queries. */
 
-export type TriggerType = 'webhook' | 'cron' | 'slack' | 'discord';
-export type ChatProvider = 'slack' | 'discord';
+export type Trigger = Schema<'Trigger'>;
 
-export interface Occurrence {
-  scheduledAt: string;
-  outcome: 'job_created' | 'skipped';
-  jobId: string | null;
-  jobStatus: string | null;
-  reason: 'overlap' | 'missed' | 'disabled' | null;
-  firstScheduledAt: string | null;
-  recordedAt: string;
-}
+export type TriggerType = Trigger['type'];
+export type ChatProvider = NonNullable<Trigger['notifyProvider']>;
 
-/** The fields a trigger is created and changed with. */
-export interface TriggerFields {
-  name: string;
-  type: TriggerType;
-  agentId: string;
-  scopeType: 'workflow' | 'agent';
-  workflowName: string | null;
-  responseMode: 'async' | 'sync';
-  responseTimeoutMs: number;
-  allowedRefs: string[] | null;
-  allowDebug: boolean;
-  notifyProvider: ChatProvider | null;
-  notifyTeamId: string | null;
-  notifyChannelId: string | null;
-  notifyOn: 'always' | 'failure' | 'success' | 'none';
-  cronExpression: string | null;
-  cronTimezone: string | null;
-  cronEnabled: boolean | null;
-  cronMissedPolicy: 'skip' | 'run_once' | null;
-  cronOverlapPolicy: 'skip' | 'queue' | null;
-  params: Record<string, unknown> | null;
-  ref: string | null;
-  chatTeamId: string | null;
-  chatChannelId: string | null;
-  chatKeyword: string | null;
-  /** The chat user ids of the people who may run a chat trigger; null: anyone in its channel. */
-  chatAllowedUserIds: string[] | null;
-}
+/** A cron trigger's occurrence: a job it created, or one it skipped and why (docs/schedules.md). */
+export type Occurrence = Schema<'CronOccurrence'>;
 
-export interface Trigger extends TriggerFields {
-  id: string;
-  createdAt: string;
-  updatedAt: string;
-  nextRunAt: string | null;
-  nextRuns: { at: string; localTime: string }[];
-  lastOccurrences: Occurrence[];
-}
+/** The body a trigger is created with (docs/management.md "Triggers"). */
+export type TriggerFields = RequestBody<'createTrigger'>;
 
-/** The answer of a run (public or by hand): 202 async, 200 sync with the result. */
-export interface RunAnswer {
-  jobId: string;
-  status: string;
-  statusUrl: string;
-  exitCode?: number | null;
-  errorMessage?: string | null;
-  output?: Record<string, unknown>;
-  timedOut?: boolean;
-}
+/** The answer of a run (public or by hand): 202 async, or 200 sync with the result. */
+export type RunAnswer = Schema<'RunAccepted'> | Schema<'RunResult'>;
+
+/**
+ * A sync run's answer (the job's result, or its status when the wait ran out). How the trigger
+ * answers is its setting when the run arrives, which may have changed since the page read it.
+ */
+export const isRunResult = (answer: RunAnswer): answer is Schema<'RunResult'> => 'exitCode' in answer;
 
 /**
  * How often the triggers list and a trigger's page refresh while on screen (a cron trigger's next

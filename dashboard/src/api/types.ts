@@ -1,139 +1,37 @@
-/** The management API's answers the dashboard reads (docs/management.md). */
+import type { Schema } from '@drover/shared/api';
 
-export type Role = 'owner' | 'member';
+/**
+ * The management API's answers the dashboard reads (docs/management.md): the named shapes of the
+ * OpenAPI document the coordinator serves, as generated into `@drover/shared/api` (`pnpm gen:api`).
+ */
 
-export interface User {
-  id: string;
-  email: string;
-  createdAt?: string;
-}
+export type Role = Org['role'];
 
-export interface Session {
-  user: User;
-  expiresAt: string;
-}
+export type User = Schema<'User'>;
 
-export interface Org {
-  id: string;
-  name: string;
-  role: Role;
-  createdAt: string;
-}
+export type Session = Schema<'Session'>;
 
-export type AgentStatus = 'pending' | 'connected' | 'disconnected' | 'revoked';
+export type Org = Schema<'Org'>;
 
-export interface Agent {
-  id: string;
-  name: string;
-  hostname: string;
-  os: string;
-  agentVersion: string;
-  status: AgentStatus;
-  lastSeenAt: string | null;
-  enrolledAt: string;
-}
+export type AgentStatus = Agent['status'];
 
-export interface WorkflowParam {
-  name: string;
-  type: string;
-  required?: boolean;
-  default?: unknown;
-  description?: string;
-  pattern?: string;
-  options?: unknown[];
-  min?: number;
-  max?: number;
-}
+export type Agent = Schema<'Agent'>;
 
-export interface Workflow {
-  id: string;
-  agentId: string;
-  name: string;
-  description: string | null;
-  version: string | null;
-  /** null: the workflow declares no params (its definition has no `params:`). */
-  paramsSchema: WorkflowParam[] | null;
-}
+export type WorkflowParam = Schema<'WorkflowParam'>;
 
-export interface EnrollmentToken {
-  id: string;
-  name: string | null;
-  token: string;
-  expiresAt: string;
-}
+/** `paramsSchema` null: the workflow declares no params (its definition has no `params:`). */
+export type Workflow = Schema<'Workflow'>;
 
-export interface JobLogLine {
-  seq: number;
-  at: string;
-  stream: string;
-  step: number | null;
-  text: string;
-}
+export type JobLogLine = Schema<'JobLogLine'>;
 
 /** A job as lists show it (`GET /orgs/:orgId/jobs`, docs/jobs.md "Reading jobs"). */
-export interface Job {
-  id: string;
-  /** The organization's number of the job (1, 2, 3, ... in creation order), shown as `#12`. */
-  number: number;
-  orgId: string;
-  kind: 'trigger' | 'update';
-  source: string;
-  status: string;
-  triggerId: string | null;
-  agentId: string;
-  workflowId: string | null;
-  workflowName: string;
-  ref: string | null;
-  debug: boolean;
-  params: Record<string, unknown>;
-  output: Record<string, unknown> | null;
-  exitCode: number | null;
-  errorMessage: string | null;
-  forced: boolean;
-  forceReason: string | null;
-  userId: string | null;
-  createdAt: string;
-  queuedAt: string | null;
-  startedAt: string | null;
-  finishedAt: string | null;
-  cancelRequestedAt: string | null;
-  /** A chat run: who wrote the command, and where; null for every other job. */
-  chatOrigin: ChatOrigin | null;
-}
+export type Job = Schema<'Job'>;
 
-export interface ChatOrigin {
-  provider: 'slack' | 'discord';
-  teamId: string;
-  channelId: string;
-  userId: string;
-  userName: string;
-}
+/** A chat run: who wrote the command, and where. */
+export type ChatOrigin = NonNullable<Job['chatOrigin']>;
 
 /** A chat message the job's end posts (its trigger's notification settings), and how its delivery goes. */
-export interface JobNotification {
-  /** The trigger's notification to its channel, the outcome told to a chat run's writer, or the answer to their mention. */
-  kind: 'notification' | 'reply' | 'answer';
-  provider: 'slack' | 'discord';
-  teamId: string;
-  channelId: string;
-  status: 'pending' | 'sending' | 'sent' | 'failed';
-  attempts: number;
-  lastError: string | null;
-  createdAt: string;
-  nextAttemptAt: string | null;
-  sentAt: string | null;
-  failedAt: string | null;
-}
+export type JobNotification = Schema<'JobNotification'>;
 
-export interface JobDetail extends Job {
-  /** An update job's application; null for a trigger job. */
-  applicationId: string | null;
-  /** A page of the log (the job page: every line it has read so far). */
-  logs: JobLogLine[];
-  /** More lines are stored after the last one in `logs`. */
-  logsMore: boolean;
-  /** Lines stored, and lines the coordinator's cap dropped from the middle (docs/jobs.md, "Log lines"). */
-  logsTotal: number;
-  logsDropped: number;
-  notifications: JobNotification[];
-}
+/** A job with a page of its log lines and its chat messages (`GET /jobs/:id`). */
+export type JobDetail = Schema<'JobDetail'>;

@@ -1,7 +1,7 @@
 import { useMutation } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { api } from '../api/client';
-import type { EnrollmentToken } from '../api/types';
+import type { Answer, RequestBody } from '@drover/shared/api';
 import { CopyBlock } from './CopyBlock';
 import { ErrorMessage } from './ErrorMessage';
 import { dateTime } from './time';
@@ -27,8 +27,11 @@ export function EnrollAgent({ orgId }: { orgId: string }) {
   const [expiresInSeconds, setExpires] = useState(3600);
   const create = useMutation({
     mutationFn: () =>
-      api<EnrollmentToken>('POST', `/orgs/${orgId}/enrollment-tokens`, {
-        body: { expiresInSeconds, ...(name.trim() ? { name: name.trim() } : {}) },
+      api<Answer<'createEnrollmentToken', 201>>('POST', `/orgs/${orgId}/enrollment-tokens`, {
+        body: {
+          expiresInSeconds,
+          ...(name.trim() ? { name: name.trim() } : {}),
+        } satisfies RequestBody<'createEnrollmentToken'>,
       }),
   });
   const submit = (event: FormEvent) => {

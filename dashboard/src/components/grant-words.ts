@@ -13,12 +13,12 @@ const listOf = (ids: string[], names: Names): string =>
 export function grantWords(grant: GrantView, names: Names): string {
   switch (grant.type) {
     case 'agent':
-      return `agents: ${listOf(grant.agentIds ?? [], names)}`;
+      return `agents: ${listOf(grant.agentIds, names)}`;
     case 'trigger':
-      return `run triggers: ${listOf(grant.triggerIds ?? [], names)}`;
+      return `run triggers: ${listOf(grant.triggerIds, names)}`;
     case 'storage': {
       const where = grant.bindingIds ? listOf(grant.bindingIds, names) : 'every binding';
-      return `storage (${where}): ${(grant.permissions ?? []).join(', ') || 'no permission'}`;
+      return `storage (${where}): ${grant.permissions.join(', ') || 'no permission'}`;
     }
   }
 }

@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { RequestBody } from '@drover/shared/api';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api/client';
@@ -205,7 +206,7 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
   const queryClient = useQueryClient();
   const bind = useMutation({
     mutationFn: () => {
-      const body: Record<string, unknown> = { agentIds: chosen };
+      const body: RequestBody<'bindDevice'> = { agentIds: chosen };
       if (channel.trim() !== '') body.channel = channel.trim();
       return api<Binding[]>('POST', `/orgs/${orgId}/apps/${app.id}/devices`, { body });
     },

@@ -1,4 +1,5 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { RequestBody } from '@drover/shared/api';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api/client';
 import { artifactFilesQuery, byteSize, storageBindingsQuery, type App, type Release } from '../api/ota';
@@ -32,7 +33,7 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
           source === 'upload' ? 'upload the file first (Upload), or use a stored file' : 'choose a stored file';
         throw new ApiError(422, 'validation_failed', message, [{ path: 'body.artifactFileId', message }]);
       }
-      const body: Record<string, unknown> = { version, artifactFileId: fileId, updatePolicy: policy };
+      const body: RequestBody<'createRelease'> = { version, artifactFileId: fileId, updatePolicy: policy };
       if (channel.trim() !== '') body.channel = channel.trim();
       if (notes.trim() !== '') body.notes = notes;
       return api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases`, { body });

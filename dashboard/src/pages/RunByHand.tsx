@@ -3,7 +3,8 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { api, ApiError, type ErrorDetail } from '../api/client';
-import type { RunAnswer, Trigger } from '../api/triggers';
+import type { RequestBody, Schema } from '@drover/shared/api';
+import { isRunResult, type RunAnswer, type Trigger } from '../api/triggers';
 import type { Workflow, WorkflowParam } from '../api/types';
 import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
 import { FileParamPicker } from '../components/FileParamPicker';
@@ -125,16 +126,19 @@ function RunForm(props: {
       const problems = await paramProblems(schema, params);
       // The 422 the API would answer, placed under the fields the same way.
       if (problems.length > 0) throw new ApiError(422, 'validation_failed', 'A param is not valid', problems);
-      const body: Record<string, unknown> = { params };
+      const body: RequestBody<'runTriggerByHand'> = { params };
       if (trigger.scopeType === 'agent') body.workflowName = workflowName;
       if (ref.trim() !== '') body.ref = ref.trim();
       if (debug) body.debug = true;
-      if (force) Object.assign(body, { force: true, forceReason });
+      if (force) {
+        body.force = true;
+        body.forceReason = forceReason;
+      }
       return api<RunAnswer>('POST', `/orgs/${orgId}/triggers/${trigger.id}/run`, { body });
     },
     onSuccess: (answer) => {
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers', trigger.id] });
-      if (trigger.responseMode === 'async') void navigate(`/api/jobs/${answer.jobId}`);
+      if (!isRunResult(answer)) void navigate(`/api/jobs/${answer.jobId}`);
     },
   });
   const errors = fieldErrors(run.error, RUN_FIELDS, 'body', 'run');
@@ -244,12 +248,12 @@ function RunForm(props: {
           {trigger.responseTimeoutMs / 1000} s)…
         </p>
       )}
-      {run.data && trigger.responseMode === 'sync' && <SyncResult answer={run.data} />}
+      {run.data && isRunResult(run.data) && <SyncResult answer={run.data} />}
     </form>
   );
 }
 
-function SyncResult({ answer }: { answer: RunAnswer }) {
+function SyncResult({ answer }: { answer: Schema<'RunResult'> }) {
   return (
     <div role="status" className="panel run-result">
       <p>

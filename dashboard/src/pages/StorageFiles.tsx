@@ -12,7 +12,6 @@ import { ago, dateTime } from '../components/time';
 const CLEANUP_WORDS: Record<StoredFile['cleanupRule'], string> = {
   ttl: 'deleted when it expires',
   persistent: 'kept until deleted',
-  on_job_end: 'deleted when its job ends',
 };
 
 /** The files of one binding, newest first, filtered by status; upload, download, delete. */

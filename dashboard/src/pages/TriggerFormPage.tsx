@@ -127,12 +127,12 @@ const orNull = (s: string): string | null => (s.trim() === '' ? null : s.trim())
  * The request body for the draft: the fields of its kind only (the API refuses the others).
  * Throws an ApiError at `body.params` when the params are not a JSON object.
  */
-export function bodyOf(d: Draft): Record<string, unknown> {
+export function bodyOf(d: Draft): TriggerFields {
   const refs = d.allowedRefs
     .split('\n')
     .map((r) => r.trim())
     .filter((r) => r !== '');
-  const body: Record<string, unknown> = {
+  const body: TriggerFields = {
     name: d.name,
     type: d.type,
     agentId: d.agentId,
@@ -152,24 +152,20 @@ export function bodyOf(d: Draft): Record<string, unknown> {
     if (d.responseMode === 'sync') body.responseTimeoutMs = Number(d.responseTimeoutMs);
   }
   if (d.type === 'cron') {
-    Object.assign(body, {
-      cronExpression: d.cronExpression,
-      cronTimezone: d.cronTimezone.trim() || 'UTC',
-      cronEnabled: d.cronEnabled,
-      cronMissedPolicy: d.cronMissedPolicy,
-      cronOverlapPolicy: d.cronOverlapPolicy,
-      params: parseParams(d.params),
-      ref: orNull(d.ref),
-    });
+    body.cronExpression = d.cronExpression;
+    body.cronTimezone = d.cronTimezone.trim() || 'UTC';
+    body.cronEnabled = d.cronEnabled;
+    body.cronMissedPolicy = d.cronMissedPolicy;
+    body.cronOverlapPolicy = d.cronOverlapPolicy;
+    body.params = parseParams(d.params);
+    body.ref = orNull(d.ref);
   }
   if (d.type === 'slack' || d.type === 'discord') {
     const allowed = d.chatAllowedUserIds.split(/[\s,]+/).filter((id) => id !== '');
-    Object.assign(body, {
-      chatTeamId: d.chatTeamId,
-      chatChannelId: d.chatChannelId,
-      chatKeyword: d.chatKeyword,
-      chatAllowedUserIds: allowed.length > 0 ? allowed : null,
-    });
+    body.chatTeamId = d.chatTeamId;
+    body.chatChannelId = d.chatChannelId;
+    body.chatKeyword = d.chatKeyword;
+    body.chatAllowedUserIds = allowed.length > 0 ? allowed : null;
   }
   return body;
 }

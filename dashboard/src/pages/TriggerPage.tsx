@@ -1,4 +1,5 @@
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import type { RequestBody } from '@drover/shared/api';
 import { useState, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
@@ -200,7 +201,7 @@ function Fact({ term, value }: { term: string; value: ReactNode }) {
 /** The public run's address and a ready-to-edit curl. */
 function WebhookCall({ trigger: t }: { trigger: Trigger }) {
   const url = `${window.location.origin}/v1/triggers/${t.id}/run`;
-  const body: Record<string, unknown> = {};
+  const body: RequestBody<'runTrigger'> = {};
   if (t.scopeType === 'agent') body.workflowName = '<workflow>';
   if (t.allowedRefs) body.ref = t.allowedRefs[0];
   body.params = {};

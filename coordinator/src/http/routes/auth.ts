@@ -9,20 +9,29 @@ import { errorResponses, timestamp, uuid } from '../schemas/common.js';
 import { unauthorized } from '../../errors.js';
 import { userExample } from '../schemas/examples.js';
 import { sessionExample, signInAnswerExample } from '../schemas/examples.js';
+import { named } from '../schemas/named.js';
 
-export const UserSchema = {
+export const UserSchema = named('User', {
   type: 'object',
   examples: [userExample],
   required: ['id', 'email'],
   properties: { id: uuid, email: { type: 'string' }, createdAt: timestamp },
-} as const;
+} as const);
 
-const SignInAnswerSchema = {
+/** The signed-in user and when the session ends. */
+const SessionSchema = named('Session', {
+  type: 'object',
+  required: ['user', 'expiresAt'],
+  properties: { user: UserSchema, expiresAt: timestamp },
+  examples: [sessionExample],
+} as const);
+
+const SignInAnswerSchema = named('SignInAnswer', {
   type: 'object',
   required: ['token', 'expiresAt', 'user'],
   properties: { token: { type: 'string' }, expiresAt: timestamp, user: UserSchema },
   examples: [signInAnswerExample],
-} as const;
+} as const);
 
 export async function authRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Body: { email: string; password: string } }>(
@@ -91,12 +100,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
         tags: ['dashboard'],
         security: SESSION_SECURITY,
         response: {
-          200: {
-            type: 'object',
-            required: ['user', 'expiresAt'],
-            properties: { user: UserSchema, expiresAt: timestamp },
-            examples: [sessionExample],
-          },
+          200: SessionSchema,
           ...errorResponses(401),
         },
       },

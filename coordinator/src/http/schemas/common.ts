@@ -1,4 +1,5 @@
 import { UUID_PATTERN } from '../../util/ids.js';
+import { ErrorCodes } from '../../errors.js';
 
 /** JSON schemas shared by routes. Every route declares its request and response schemas. */
 
@@ -8,9 +9,23 @@ export const ErrorBodySchema = {
   required: ['statusCode', 'code', 'message'],
   properties: {
     statusCode: { type: 'integer' },
-    code: { type: 'string' },
+    code: { type: 'string', enum: Object.keys(ErrorCodes), description: 'docs/errors.md lists them' },
     message: { type: 'string' },
-    details: {},
+    details: {
+      description:
+        'validation_failed: the `{path, message}` of each problem; other codes: what the error is about (limit_reached: `limit`, `max`, `setting`)',
+      anyOf: [
+        {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['path', 'message'],
+            properties: { path: { type: 'string' }, message: { type: 'string' } },
+          },
+        },
+        { type: 'object', additionalProperties: true },
+      ],
+    },
   },
 } as const;
 

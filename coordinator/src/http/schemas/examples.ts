@@ -66,7 +66,7 @@ export const agentExample = {
   enrolledAt: AT,
 };
 
-const paramsSchemaExample = [
+export const paramsSchemaExample = [
   { name: 'who', type: 'string', required: true, description: 'whom to greet', pattern: '^[A-Za-z ]+$' },
   { name: 'times', type: 'number', default: 1, min: 1, max: 10 },
 ];

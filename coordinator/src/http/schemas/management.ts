@@ -1,4 +1,5 @@
 import { ParamDefinition } from '@drover/shared';
+import { AUDIT_ACTIONS } from '../../domain/model/audit.js';
 import { ROLES } from '../../domain/model/orgs.js';
 import { nullableTimestamp, timestamp, uuid } from './common.js';
 import {
@@ -7,10 +8,12 @@ import {
   managedWorkflowExample,
   memberExample,
   orgExample,
+  paramsSchemaExample,
   invitationExample,
   rateLimitExample,
   storageBindingExample,
 } from './examples.js';
+import { named } from './named.js';
 
 /**
  * Response schemas of the dashboard management endpoints (the shapes fixed in the brief). They
@@ -24,21 +27,21 @@ export const noQuery = { type: 'object', additionalProperties: false, properties
 const role = { type: 'string', enum: ROLES } as const;
 const name = { type: 'string' } as const;
 
-export const OrgSchema = {
+export const OrgSchema = named('Org', {
   type: 'object',
   examples: [orgExample],
   required: ['id', 'name', 'role', 'createdAt'],
   properties: { id: uuid, name, role, createdAt: timestamp },
-} as const;
+} as const);
 
-export const MemberSchema = {
+export const MemberSchema = named('Member', {
   type: 'object',
   examples: [memberExample],
   required: ['userId', 'email', 'role', 'joinedAt'],
   properties: { userId: uuid, email: { type: 'string' }, role, joinedAt: timestamp },
-} as const;
+} as const);
 
-export const InvitationSchema = {
+export const InvitationSchema = named('Invitation', {
   type: 'object',
   examples: [invitationExample],
   required: ['id', 'orgId', 'orgName', 'email', 'role', 'status', 'invitedBy', 'createdAt', 'expiresAt', 'endedAt'],
@@ -59,9 +62,9 @@ export const InvitationSchema = {
     expiresAt: timestamp,
     endedAt: nullableTimestamp,
   },
-} as const;
+} as const);
 
-export const AgentSchema = {
+export const AgentSchema = named('Agent', {
   type: 'object',
   examples: [agentExample],
   required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
@@ -75,19 +78,22 @@ export const AgentSchema = {
     lastSeenAt: nullableTimestamp,
     enrolledAt: timestamp,
   },
-} as const;
+} as const);
+
+/** A param a workflow declares (its definition's `params:`, docs/workflows.md). */
+export const WorkflowParamSchema = named('WorkflowParam', { ...ParamDefinition, examples: paramsSchemaExample });
 
 const nullableLimit = { type: ['integer', 'null'] } as const;
 
 /** An API token's job limits (null: no limit), as the management and public token answers show them. */
-export const RateLimitSchema = {
+export const RateLimitSchema = named('RateLimit', {
   type: 'object',
   examples: [rateLimitExample],
   required: ['perMinute', 'perHour', 'perDay'],
   properties: { perMinute: nullableLimit, perHour: nullableLimit, perDay: nullableLimit },
-} as const;
+} as const);
 
-export const ManagedWorkflowSchema = {
+export const ManagedWorkflowSchema = named('Workflow', {
   type: 'object',
   examples: [managedWorkflowExample],
   required: [
@@ -109,16 +115,16 @@ export const ManagedWorkflowSchema = {
     name,
     description: { type: ['string', 'null'] },
     version: { type: ['string', 'null'] },
-    paramsSchema: { type: ['array', 'null'], items: ParamDefinition },
+    paramsSchema: { type: ['array', 'null'], items: WorkflowParamSchema },
     rateLimitPerMinute: nullableLimit,
     rateLimitPerHour: nullableLimit,
     rateLimitPerDay: nullableLimit,
     createdAt: timestamp,
     updatedAt: timestamp,
   },
-} as const;
+} as const);
 
-export const StorageBindingSchema = {
+export const StorageBindingSchema = named('StorageBinding', {
   type: 'object',
   examples: [storageBindingExample],
   required: ['id', 'name', 'backend', 'isDefault', 'createdAt'],
@@ -129,18 +135,18 @@ export const StorageBindingSchema = {
     isDefault: { type: 'boolean' },
     createdAt: timestamp,
   },
-} as const;
+} as const);
 
 /** Who an audit entry says acted. */
 export const ACTOR_TYPES = ['user', 'api_token', 'agent', 'system'] as const;
 
-export const AuditEntrySchema = {
+export const AuditEntrySchema = named('AuditEntry', {
   type: 'object',
   examples: [auditEntryExample],
   required: ['id', 'action', 'actorType', 'actorId', 'targetType', 'targetId', 'metadata', 'createdAt'],
   properties: {
     id: { type: 'integer' },
-    action: { type: 'string' },
+    action: { type: 'string', enum: AUDIT_ACTIONS, description: 'what was done (docs/management.md, "Audit log")' },
     actorType: { type: 'string', enum: ACTOR_TYPES },
     actorId: { type: ['string', 'null'] },
     targetType: { type: ['string', 'null'] },
@@ -148,7 +154,7 @@ export const AuditEntrySchema = {
     metadata: { type: 'object', additionalProperties: true },
     createdAt: timestamp,
   },
-} as const;
+} as const);
 
 /** A 204 answer: no body. */
 export const noContent = { type: 'null', description: 'No content' } as const;

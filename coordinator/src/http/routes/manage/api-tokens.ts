@@ -8,6 +8,7 @@ import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid
 import { noQuery, RateLimitSchema } from '../../schemas/management.js';
 import { apiTokenExample, issueApiTokenBodyExample } from '../../schemas/examples.js';
 import { listOf } from '../../schemas/examples.js';
+import { named } from '../../schemas/named.js';
 
 /**
  * API tokens of an organization. Any member lists, issues and revokes them (revoking is a
@@ -67,7 +68,39 @@ const IssueBody = {
   },
 } as const;
 
-export const ApiTokenSchema = {
+/** A grant of a token as answers show it: its type and that type's fields (docs/management.md, "API tokens and grants"). */
+export const GrantSchema = named('Grant', {
+  oneOf: [
+    {
+      type: 'object',
+      required: ['type', 'agentIds'],
+      properties: {
+        type: { type: 'string', enum: ['agent'] },
+        agentIds: { type: 'array', items: uuid, description: 'the agents whose workflows it lists' },
+      },
+    },
+    {
+      type: 'object',
+      required: ['type', 'triggerIds'],
+      properties: {
+        type: { type: 'string', enum: ['trigger'] },
+        triggerIds: { type: 'array', items: uuid, description: 'the triggers it runs' },
+      },
+    },
+    {
+      type: 'object',
+      required: ['type', 'bindingIds', 'permissions'],
+      properties: {
+        type: { type: 'string', enum: ['storage'] },
+        bindingIds: { type: ['array', 'null'], items: uuid, description: 'null: every binding' },
+        permissions: { type: 'array', items: { type: 'string', enum: STORAGE_PERMISSIONS } },
+      },
+    },
+  ],
+  examples: apiTokenExample.scopes,
+} as const);
+
+export const ApiTokenSchema = named('ApiToken', {
   type: 'object',
   examples: [apiTokenExample],
   required: ['id', 'name', 'hint', 'scopes', 'rateLimit', 'expiresAt', 'revokedAt', 'createdAt'],
@@ -75,33 +108,20 @@ export const ApiTokenSchema = {
     id: uuid,
     name: { type: 'string' },
     hint: { type: 'string', description: 'drv_… and the last four characters' },
-    scopes: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['type'],
-        properties: {
-          type: { type: 'string', enum: GRANT_TYPES },
-          agentIds: { type: 'array', items: uuid },
-          triggerIds: { type: 'array', items: uuid },
-          bindingIds: { type: ['array', 'null'], items: uuid },
-          permissions: { type: 'array', items: { type: 'string', enum: STORAGE_PERMISSIONS } },
-        },
-      },
-    },
+    scopes: { type: 'array', items: GrantSchema },
     rateLimit: RateLimitSchema,
     expiresAt: nullableTimestamp,
     revokedAt: nullableTimestamp,
     createdAt: timestamp,
   },
-} as const;
+} as const);
 
-const IssuedApiTokenSchema = {
+const IssuedApiTokenSchema = named('IssuedApiToken', {
   ...ApiTokenSchema,
   required: [...ApiTokenSchema.required, 'token'],
   properties: { ...ApiTokenSchema.properties, token: { type: 'string', description: 'drv_…; shown this once' } },
   examples: [{ ...apiTokenExample, token: 'drv_3fQ8kZ1mX7pL2wR9tY4vB6nC0sD5hJ9f2c' }],
-} as const;
+} as const);
 
 const tokenParams = idParams('orgId', 'tokenId');
 type TokenParams = { orgId: string; tokenId: string };

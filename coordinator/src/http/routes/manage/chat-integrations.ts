@@ -5,8 +5,9 @@ import { requireOrgRole, requireSession } from '../../auth/session.js';
 import { emptyBody, errorResponses, idParams, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { EXAMPLE_IDS, listOf } from '../../schemas/examples.js';
+import { named } from '../../schemas/named.js';
 
-const IntegrationSchema = {
+const IntegrationSchema = named('ChatIntegration', {
   type: 'object',
   required: ['id', 'provider', 'teamId', 'teamName', 'scopes', 'connectedByUserId', 'createdAt'],
   properties: {
@@ -29,7 +30,7 @@ const IntegrationSchema = {
       createdAt: '2026-11-25T09:58:05.856Z',
     },
   ],
-} as const;
+} as const);
 
 interface CompleteBody {
   state: string;
@@ -175,14 +176,26 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
         },
         response: {
           200: {
-            type: 'object',
-            required: ['outcome', 'orgId'],
-            properties: {
-              outcome: { type: 'string', enum: ['connected', 'failed'] },
-              orgId: uuid,
-              integration: IntegrationSchema,
-              message: { type: 'string', description: 'why it was not connected (`failed`)' },
-            },
+            oneOf: [
+              {
+                type: 'object',
+                required: ['outcome', 'orgId', 'integration'],
+                properties: {
+                  outcome: { type: 'string', enum: ['connected'] },
+                  orgId: uuid,
+                  integration: IntegrationSchema,
+                },
+              },
+              {
+                type: 'object',
+                required: ['outcome', 'orgId', 'message'],
+                properties: {
+                  outcome: { type: 'string', enum: ['failed'] },
+                  orgId: uuid,
+                  message: { type: 'string', description: 'why it was not connected' },
+                },
+              },
+            ],
             examples: [
               { outcome: 'connected', orgId: EXAMPLE_IDS.org, integration: IntegrationSchema.examples[0] },
               {

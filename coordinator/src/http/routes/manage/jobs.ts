@@ -18,6 +18,7 @@ import {
   timestamp,
   uuid,
 } from '../../schemas/common.js';
+import { named } from '../../schemas/named.js';
 import { jobDetailExample, jobExample, runningJobExample } from '../../schemas/examples.js';
 
 export const JOBS_DEFAULT_LIMIT = 50;
@@ -71,15 +72,16 @@ const JOB_FIELDS = {
 } as const;
 
 /** A job in lists (the dashboard's job table). Internal fields (seq, token ids, deadline) never leave. */
-export const JobSchema = {
+export const JobSchema = named('Job', {
   type: 'object',
   required: Object.keys(JOB_FIELDS),
   examples: [jobExample],
   properties: JOB_FIELDS,
-} as const;
+} as const);
 
-export const JobLogLineSchema = {
+export const JobLogLineSchema = named('JobLogLine', {
   type: 'object',
+  examples: jobDetailExample.logs,
   required: ['seq', 'at', 'stream', 'step', 'text'],
   properties: {
     seq: { type: 'integer' },
@@ -92,11 +94,12 @@ export const JobLogLineSchema = {
     },
     text: { type: 'string' },
   },
-} as const;
+} as const);
 
 /** A chat message of the job: its notification (docs/chat.md, "Notifications"). */
-export const JobNotificationSchema = {
+export const JobNotificationSchema = named('JobNotification', {
   type: 'object',
+  examples: jobDetailExample.notifications,
   required: [
     'kind',
     'provider',
@@ -132,10 +135,10 @@ export const JobNotificationSchema = {
     sentAt: nullableTimestamp,
     failedAt: nullableTimestamp,
   },
-} as const;
+} as const);
 
 /** A job with a page of its log lines and its chat notifications (`GET /v1/jobs/:id`, `GET /api/jobs/:id`). */
-export const JobDetailSchema = {
+export const JobDetailSchema = named('JobDetail', {
   type: 'object',
   required: [
     ...Object.keys(JOB_FIELDS),
@@ -174,7 +177,7 @@ export const JobDetailSchema = {
     },
   },
   examples: [jobDetailExample],
-} as const;
+} as const);
 
 const jobDetailQuery = {
   type: 'object',

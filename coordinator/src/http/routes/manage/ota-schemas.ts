@@ -2,6 +2,7 @@ import { DEVICE_STATES } from '@drover/shared';
 import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/model/releases.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
 import { appExample, deviceExample, releaseExample } from '../../schemas/examples.js';
+import { named } from '../../schemas/named.js';
 
 /**
  * Response schemas of the OTA dashboard endpoints (the bodies docs/ota.md fixes). Every field
@@ -9,7 +10,7 @@ import { appExample, deviceExample, releaseExample } from '../../schemas/example
  * counters never leave).
  */
 
-export const AppSchema = {
+export const AppSchema = named('Application', {
   type: 'object',
   examples: [appExample],
   required: ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'createdAt'],
@@ -20,9 +21,9 @@ export const AppSchema = {
     defaultChannel: { type: 'string' },
     createdAt: timestamp,
   },
-} as const;
+} as const);
 
-export const ReleaseSchema = {
+export const ReleaseSchema = named('Release', {
   type: 'object',
   examples: [releaseExample],
   required: [
@@ -57,7 +58,7 @@ export const ReleaseSchema = {
     publishedAt: nullableTimestamp,
     yankedAt: nullableTimestamp,
   },
-} as const;
+} as const);
 
 /** `{releaseId, version, sequence}` or null (`releaseId` null: a version the agent reported without an id). */
 export const ReleaseRefSchema = {
@@ -70,7 +71,7 @@ export const ReleaseRefSchema = {
   },
 } as const;
 
-export const BindingSchema = {
+export const BindingSchema = named('DeviceBinding', {
   type: 'object',
   examples: [deviceExample],
   required: [
@@ -104,7 +105,7 @@ export const BindingSchema = {
     },
     lastReportAt: nullableTimestamp,
   },
-} as const;
+} as const);
 
 export const appParams = idParams('orgId', 'appId');
 export const releaseParams = idParams('orgId', 'appId', 'releaseId');

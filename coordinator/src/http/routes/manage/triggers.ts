@@ -27,11 +27,12 @@ import {
   type TriggerInput,
 } from '../../../domain/triggers/triggers.js';
 import { requireOrgRole } from '../../auth/session.js';
-import { errorResponses, idParams, orgParams, timestamp, uuid } from '../../schemas/common.js';
+import { errorResponses, idParams, nullableTimestamp, orgParams, timestamp, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { occurrenceExample, triggerExample } from '../../schemas/examples.js';
 import { listOf } from '../../schemas/examples.js';
 import { createTriggerBodyExample } from '../../schemas/examples.js';
+import { named } from '../../schemas/named.js';
 
 /**
  * Triggers of an organization. Any member lists, reads, creates and changes them (members run
@@ -92,6 +93,7 @@ const configProperties = {
   },
   params: {
     type: ['object', 'null'],
+    additionalProperties: true,
     description: "cron: the params of each scheduled run, checked against the workflow's paramsSchema",
   },
   ref: {
@@ -116,7 +118,7 @@ const configProperties = {
 
 const nullableString = { type: ['string', 'null'] } as const;
 
-const OccurrenceSchema = {
+const OccurrenceSchema = named('CronOccurrence', {
   type: 'object',
   examples: [occurrenceExample],
   required: ['scheduledAt', 'outcome', 'jobId', 'jobStatus', 'reason', 'firstScheduledAt', 'recordedAt'],
@@ -127,14 +129,14 @@ const OccurrenceSchema = {
     jobStatus: { type: ['string', 'null'], enum: [...JOB_STATUSES, null] },
     reason: { type: ['string', 'null'], enum: [...SKIP_REASONS, null], description: 'with skipped' },
     firstScheduledAt: {
-      ...nullableString,
+      ...nullableTimestamp,
       description: 'a record standing for a run of missed occurrences: the first of them',
     },
     recordedAt: timestamp,
   },
-} as const;
+} as const);
 
-export const TriggerSchema = {
+export const TriggerSchema = named('Trigger', {
   type: 'object',
   examples: [triggerExample],
   required: ['id', ...CONFIG_FIELDS, 'createdAt', 'updatedAt', 'nextRunAt', 'nextRuns', 'lastOccurrences'],
@@ -149,7 +151,7 @@ export const TriggerSchema = {
     responseTimeoutMs: { type: 'integer' },
     allowedRefs: { type: ['array', 'null'], items: { type: 'string' } },
     allowDebug: { type: 'boolean' },
-    notifyProvider: nullableString,
+    notifyProvider: { type: ['string', 'null'], enum: [...CHAT_PROVIDERS, null] },
     notifyTeamId: nullableString,
     notifyChannelId: nullableString,
     notifyOn: { type: 'string', enum: NOTIFY_ON },
@@ -166,7 +168,7 @@ export const TriggerSchema = {
     chatAllowedUserIds: { type: ['array', 'null'], items: { type: 'string' } },
     createdAt: timestamp,
     updatedAt: timestamp,
-    nextRunAt: { ...nullableString, description: 'cron: the next occurrence (UTC); null when not scheduled' },
+    nextRunAt: { ...nullableTimestamp, description: 'cron: the next occurrence (UTC); null when not scheduled' },
     nextRuns: {
       type: 'array',
       description: 'cron: the next few occurrences, in UTC and in the local time of cronTimezone',
@@ -178,7 +180,7 @@ export const TriggerSchema = {
     },
     lastOccurrences: { type: 'array', items: OccurrenceSchema, description: 'cron: the newest records, newest first' },
   },
-} as const;
+} as const);
 
 const triggerParams = idParams('orgId', 'triggerId');
 type TriggerParams = { orgId: string; triggerId: string };

@@ -1,13 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ParamDefinition } from '@drover/shared';
 import type { ApiToken } from '../../../domain/model/api-tokens.js';
 import { DiscoveryCache } from '../../../domain/discovery/discovery-cache.js';
 import { readLimitBody } from '../../../domain/discovery/read-rate-limiter.js';
 import { apiCallerOf } from '../../auth/api-token.js';
 import { errorResponses, nullableTimestamp, uuid } from '../../schemas/common.js';
-import { AgentSchema, noQuery, RateLimitSchema } from '../../schemas/management.js';
+import { AgentSchema, noQuery, RateLimitSchema, WorkflowParamSchema } from '../../schemas/management.js';
+import { GrantSchema } from '../manage/api-tokens.js';
 import { publicTokenExample, workflowExample } from '../../schemas/examples.js';
 import { listOf } from '../../schemas/examples.js';
+import { named } from '../../schemas/named.js';
 
 /**
  * Token discovery (docs/management.md): any valid API token may read its own metadata and
@@ -19,32 +20,19 @@ import { listOf } from '../../schemas/examples.js';
  * token hash).
  */
 
-export const PublicTokenSchema = {
+export const PublicTokenSchema = named('TokenInfo', {
   type: 'object',
   examples: [publicTokenExample],
   required: ['name', 'scopes', 'rateLimit', 'expiresAt'],
   properties: {
     name: { type: 'string' },
-    scopes: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['type'],
-        properties: {
-          type: { type: 'string' },
-          agentIds: { type: 'array', items: { type: 'string' } },
-          triggerIds: { type: 'array', items: { type: 'string' } },
-          bindingIds: { type: ['array', 'null'], items: { type: 'string' } },
-          permissions: { type: 'array', items: { type: 'string' } },
-        },
-      },
-    },
+    scopes: { type: 'array', items: GrantSchema },
     rateLimit: RateLimitSchema,
     expiresAt: nullableTimestamp,
   },
-} as const;
+} as const);
 
-export const PublicWorkflowSchema = {
+export const PublicWorkflowSchema = named('PublicWorkflow', {
   type: 'object',
   examples: [workflowExample],
   required: ['id', 'agentId', 'name', 'description', 'version', 'paramsSchema'],
@@ -54,19 +42,19 @@ export const PublicWorkflowSchema = {
     name: { type: 'string' },
     description: { type: ['string', 'null'] },
     version: { type: ['string', 'null'] },
-    paramsSchema: { type: ['array', 'null'], items: ParamDefinition },
+    paramsSchema: { type: ['array', 'null'], items: WorkflowParamSchema },
   },
-} as const;
+} as const);
 
 export const ReadLimitBodySchema = {
   type: 'object',
   required: ['statusCode', 'error', 'message', 'scope', 'window', 'limit', 'observed'],
   properties: {
     statusCode: { type: 'integer' },
-    error: { type: 'string' },
+    error: { type: 'string', enum: ['Too Many Requests'] },
     message: { type: 'string' },
-    scope: { type: 'string' },
-    window: { type: 'string' },
+    scope: { type: 'string', enum: ['token_read'] },
+    window: { type: 'string', enum: ['minute'] },
     limit: { type: 'integer' },
     observed: { type: 'integer' },
   },

@@ -7,11 +7,12 @@ import {
 } from '../../../domain/files/file-input.js';
 import { nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
 import { EXAMPLE_IDS, downloadUrlExample, fileExample, presignUploadExample } from '../../schemas/examples.js';
+import { named } from '../../schemas/named.js';
 
 /** JSON schemas of the public storage API (docs/storage.md: the file API and the stored file's fields). */
 
 /** A stored file's public metadata; fast-json-stringify drops every internal field. */
-export const FileViewSchema = {
+export const FileViewSchema = named('StoredFile', {
   type: 'object',
   examples: [fileExample],
   required: [
@@ -38,7 +39,7 @@ export const FileViewSchema = {
     deletedAt: nullableTimestamp,
     createdAt: timestamp,
   },
-} as const;
+} as const);
 
 export const PresignUploadBodySchema = {
   type: 'object',
@@ -68,7 +69,7 @@ export const PresignUploadBodySchema = {
   },
 } as const;
 
-export const PresignUploadResponseSchema = {
+export const PresignUploadResponseSchema = named('PresignedUpload', {
   type: 'object',
   examples: [presignUploadExample],
   required: ['fileId', 'uploadUrl', 'method', 'headers', 'expiresInSeconds'],
@@ -79,14 +80,14 @@ export const PresignUploadResponseSchema = {
     headers: { type: 'object', additionalProperties: { type: 'string' } },
     expiresInSeconds: { type: 'integer' },
   },
-} as const;
+} as const);
 
-export const DownloadUrlResponseSchema = {
+export const DownloadUrlResponseSchema = named('DownloadUrl', {
   type: 'object',
   examples: [downloadUrlExample],
   required: ['downloadUrl', 'expiresInSeconds'],
   properties: { downloadUrl: { type: 'string' }, expiresInSeconds: { type: 'integer' } },
-} as const;
+} as const);
 
 export const ListQuerySchema = {
   type: 'object',
