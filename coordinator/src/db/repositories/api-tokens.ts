@@ -1,7 +1,7 @@
 import type { ApiToken, ApiTokenRepository, Grant } from '../../domain/model/api-tokens.js';
 import type { Role } from '../../domain/model/orgs.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { Db } from '../database.js';
+import { command, json, query, type Database } from '../sql/index.js';
 
 interface ApiTokenRow {
   id: string;
@@ -31,58 +31,62 @@ const toApiToken = (r: ApiTokenRow): ApiToken => ({
   createdAt: r.created_at,
 });
 
-export function createApiTokenRepository(db: Db): ApiTokenRepository {
-  const insert = db.prepare(
-    `INSERT INTO api_tokens (id, org_id, user_id, name, token_hash, token_hint, scopes,
-       rate_limit_per_minute, rate_limit_per_hour, rate_limit_per_day, expires_at, created_at)
-     VALUES (@id, @orgId, @userId, @name, @tokenHash, @hint, @scopes, @perMinute, @perHour, @perDay, @expiresAt, @createdAt)`,
-  );
-  const byHash = db.prepare<[string], ApiTokenRow>('SELECT * FROM api_tokens WHERE token_hash = ?');
-  const forAuthentication = db.prepare<[string], ApiTokenRow & { issuer_role: Role | null }>(
-    `SELECT t.*, m.role AS issuer_role FROM api_tokens t
-     LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
-     WHERE t.token_hash = ?`,
-  );
-  const inOrg = db.prepare<[string, string], ApiTokenRow>('SELECT * FROM api_tokens WHERE org_id = ? AND id = ?');
-  const byOrg = db.prepare<[string], ApiTokenRow>(
-    'SELECT * FROM api_tokens WHERE org_id = ? ORDER BY created_at DESC, rowid DESC',
-  );
-  const revoke = db.prepare('UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?');
+const INSERT = command(
+  `INSERT INTO api_tokens (id, org_id, user_id, name, token_hash, token_hint, scopes,
+     rate_limit_per_minute, rate_limit_per_hour, rate_limit_per_day, expires_at, created_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+);
+const BY_HASH = query<ApiTokenRow, [string]>('SELECT * FROM api_tokens WHERE token_hash = ?');
+const FOR_AUTHENTICATION = query<ApiTokenRow & { issuer_role: Role | null }, [string]>(
+  `SELECT t.*, m.role AS issuer_role FROM api_tokens t
+   LEFT JOIN memberships m ON m.org_id = t.org_id AND m.user_id = t.user_id
+   WHERE t.token_hash = ?`,
+);
+const IN_ORG = query<ApiTokenRow, [string, string]>('SELECT * FROM api_tokens WHERE org_id = ? AND id = ?');
+const BY_ORG = query<ApiTokenRow, [string]>(
+  (d) => `SELECT * FROM api_tokens WHERE org_id = ? ORDER BY created_at DESC, ${d.insertionOrder} DESC`,
+);
+const REVOKE = command<[string, string, string]>(
+  'UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?',
+);
+
+export function createApiTokenRepository(db: Database): ApiTokenRepository {
+  const inOrg = async (orgId: string, id: string) => {
+    const row = await db.one(IN_ORG, [orgId, id]);
+    return row ? toApiToken(row) : null;
+  };
   return {
-    async insert(token, tokenHash) {
-      insert.run({
-        id: token.id,
-        orgId: token.orgId,
-        userId: token.userId,
-        name: token.name,
+    async insert(t, tokenHash) {
+      await db.run(INSERT, [
+        t.id,
+        t.orgId,
+        t.userId,
+        t.name,
         tokenHash,
-        hint: token.hint,
-        scopes: JSON.stringify(token.scopes),
-        perMinute: token.rateLimit.perMinute,
-        perHour: token.rateLimit.perHour,
-        perDay: token.rateLimit.perDay,
-        expiresAt: token.expiresAt,
-        createdAt: token.createdAt,
-      });
+        t.hint,
+        json(t.scopes),
+        t.rateLimit.perMinute,
+        t.rateLimit.perHour,
+        t.rateLimit.perDay,
+        t.expiresAt,
+        t.createdAt,
+      ]);
     },
     async findByHash(tokenHash) {
-      const row = byHash.get(tokenHash);
+      const row = await db.one(BY_HASH, [tokenHash]);
       return row ? toApiToken(row) : null;
     },
     async findForAuthentication(tokenHash) {
-      const row = forAuthentication.get(tokenHash);
+      const row = await db.one(FOR_AUTHENTICATION, [tokenHash]);
       return row ? { ...toApiToken(row), issuerRole: row.issuer_role } : null;
     },
-    async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
-      return row ? toApiToken(row) : null;
-    },
+    findInOrg: inOrg,
     async listByOrg(orgId) {
-      return byOrg.all(orgId).map(toApiToken);
+      return (await db.all(BY_ORG, [orgId])).map(toApiToken);
     },
     async revoke(orgId, id, at) {
-      if (revoke.run(at, orgId, id).changes === 0) return null;
-      return toApiToken(inOrg.get(orgId, id) as ApiTokenRow);
+      if ((await db.run(REVOKE, [at, orgId, id])) === 0) return null;
+      return inOrg(orgId, id);
     },
   };
 }

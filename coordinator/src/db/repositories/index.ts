@@ -1,6 +1,7 @@
 import type { Repositories } from '../../domain/model/repositories.js';
 import type { TransactionRules } from '../../domain/model/transaction-rules.js';
 import type { Db } from '../database.js';
+import { SqliteDatabase } from '../sql/sqlite.js';
 import type { WriteExecutor } from '../writer/executor.js';
 import { createAgentRepository } from './agents.js';
 import { createApplicationRepository } from './applications.js';
@@ -33,9 +34,11 @@ import { createWorkflowRepository } from './workflows.js';
  * that run inside a repository's write (coordinator/src/sqlite-repositories.ts wires them).
  */
 export function createRepositories(db: Db, writes: WriteExecutor, rules: TransactionRules): Repositories {
+  // The repositories written once for both databases (db/sql/) take this; the others `db` itself.
+  const database = new SqliteDatabase(db, writes);
   return {
     agents: createAgentRepository(db, writes, rules.enrollmentTokenRefusal),
-    apiTokens: createApiTokenRepository(db),
+    apiTokens: createApiTokenRepository(database),
     audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
     chatIntegrations: createChatIntegrationRepository(db),

@@ -2,7 +2,8 @@ import type { Repositories } from '../../../domain/model/repositories.js';
 import type { TransactionRules } from '../../../domain/model/transaction-rules.js';
 import type { PgPool } from '../pool.js';
 import { createAgentRepository } from './agents.js';
-import { createApiTokenRepository } from './api-tokens.js';
+import { createApiTokenRepository } from '../../repositories/api-tokens.js';
+import { PostgresDatabase } from '../../sql/postgres.js';
 import { createApplicationRepository } from './applications.js';
 import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
@@ -33,9 +34,11 @@ import { createWorkflowRepository } from './workflows.js';
  * wires them).
  */
 export function createRepositories(pool: PgPool, rules: TransactionRules): Repositories {
+  // The repositories written once for both databases (db/sql/) take this; the others `pool` itself.
+  const database = new PostgresDatabase(pool);
   return {
     agents: createAgentRepository(pool, rules.enrollmentTokenRefusal),
-    apiTokens: createApiTokenRepository(pool),
+    apiTokens: createApiTokenRepository(database),
     audit: createAuditRepository(pool),
     changeCounter: createChangeCounterRepository(pool),
     chatIntegrations: createChatIntegrationRepository(pool),
