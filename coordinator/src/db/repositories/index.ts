@@ -53,7 +53,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     storageBindings: createStorageBindingRepository(db),
     files: createFileRepository(db),
     invitations: createInvitationRepository(db),
-    triggers: createTriggerRepository(db, rules.triggerLimitRefusal),
+    triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits, rules.planJobMessages),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(db),

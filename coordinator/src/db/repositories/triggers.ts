@@ -11,7 +11,19 @@ import type {
   TriggerType,
 } from '../../domain/model/triggers.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { Db } from '../database.js';
+import {
+  command,
+  flag,
+  flagOrNull,
+  isSet,
+  json,
+  one,
+  query,
+  run,
+  type Database,
+  type Flow,
+  type Query,
+} from '../sql/index.js';
 
 interface TriggerRow {
   id: string;
@@ -57,14 +69,14 @@ const toTrigger = (r: TriggerRow): Trigger => ({
   responseMode: r.response_mode,
   responseTimeoutMs: r.response_timeout_ms,
   allowedRefs: parseJsonColumn<string[]>(r.allowed_refs, 'triggers.allowed_refs'),
-  allowDebug: r.allow_debug === 1,
+  allowDebug: isSet(r.allow_debug),
   notifyProvider: r.notify_provider,
   notifyTeamId: r.notify_team_id,
   notifyChannelId: r.notify_channel_id,
   notifyOn: r.notify_on,
   cronExpression: r.cron_expression,
   cronTimezone: r.cron_timezone,
-  cronEnabled: r.cron_enabled === null ? null : r.cron_enabled === 1,
+  cronEnabled: r.cron_enabled === null ? null : isSet(r.cron_enabled),
   cronMissedPolicy: r.cron_missed_policy,
   cronOverlapPolicy: r.cron_overlap_policy,
   params: parseJsonColumn<Record<string, unknown>>(r.run_params, 'triggers.run_params'),
@@ -79,118 +91,128 @@ const toTrigger = (r: TriggerRow): Trigger => ({
   updatedAt: r.updated_at,
 });
 
+/** A trigger as the named parameters of INSERT and UPDATE. */
 const toParams = (t: Trigger) => ({
   ...t,
-  allowedRefs: t.allowedRefs === null ? null : JSON.stringify(t.allowedRefs),
-  allowDebug: t.allowDebug ? 1 : 0,
-  cronEnabled: t.cronEnabled === null ? null : t.cronEnabled ? 1 : 0,
-  params: t.params === null ? null : JSON.stringify(t.params),
-  chatAllowedUserIds: t.chatAllowedUserIds === null ? null : JSON.stringify(t.chatAllowedUserIds),
+  allowedRefs: json(t.allowedRefs),
+  allowDebug: flag(t.allowDebug),
+  cronEnabled: flagOrNull(t.cronEnabled),
+  params: json(t.params),
+  chatAllowedUserIds: json(t.chatAllowedUserIds),
 });
+type TriggerParams = ReturnType<typeof toParams>;
 
-export function createTriggerRepository(db: Db, limitRefusal: TriggerLimitRefusal): TriggerRepository {
-  const insert = db.prepare(
-    `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
-       response_timeout_ms, allowed_refs, allow_debug, notify_provider, notify_team_id, notify_channel_id, notify_on,
-       cron_expression, cron_timezone, cron_enabled, cron_missed_policy, cron_overlap_policy, run_params, run_ref,
-       cron_since, chat_team_id, chat_channel_id, chat_keyword, chat_allowed_user_ids, created_by, created_at,
-       updated_at)
-     VALUES (@id, @orgId, @name, @type, @agentId, @scopeType, @workflowName, @responseMode,
-       @responseTimeoutMs, @allowedRefs, @allowDebug, @notifyProvider, @notifyTeamId, @notifyChannelId, @notifyOn,
-       @cronExpression, @cronTimezone, @cronEnabled, @cronMissedPolicy, @cronOverlapPolicy, @params, @ref,
-       @cronSince, @chatTeamId, @chatChannelId, @chatKeyword, @chatAllowedUserIds, @createdBy, @createdAt,
-       @updatedAt)`,
-  );
-  const update = db.prepare(
-    `UPDATE triggers SET name = @name, type = @type, agent_id = @agentId, scope_type = @scopeType,
-       workflow_name = @workflowName, response_mode = @responseMode, response_timeout_ms = @responseTimeoutMs,
-       allowed_refs = @allowedRefs, allow_debug = @allowDebug, notify_provider = @notifyProvider,
-       notify_team_id = @notifyTeamId, notify_channel_id = @notifyChannelId, notify_on = @notifyOn,
-       cron_expression = @cronExpression, cron_timezone = @cronTimezone, cron_enabled = @cronEnabled,
-       cron_missed_policy = @cronMissedPolicy, cron_overlap_policy = @cronOverlapPolicy, run_params = @params,
-       run_ref = @ref, cron_since = @cronSince, chat_team_id = @chatTeamId, chat_channel_id = @chatChannelId, chat_keyword = @chatKeyword,
-       chat_allowed_user_ids = @chatAllowedUserIds, updated_at = @updatedAt
-     WHERE id = @id AND org_id = @orgId AND deleted_at IS NULL`,
-  );
-  const byId = db.prepare<[string], TriggerRow>('SELECT * FROM triggers WHERE id = ? AND deleted_at IS NULL');
-  const inOrg = db.prepare<[string, string], TriggerRow>(
-    'SELECT * FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
-  );
-  const byOrg = db.prepare<[string], TriggerRow>(
-    'SELECT * FROM triggers WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
-  );
-  const byIds = db.prepare<[string, string], TriggerRow>(
-    `SELECT * FROM triggers WHERE org_id = ? AND id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL
-     ORDER BY created_at, rowid`,
-  );
-  const enabledCron = db.prepare<[], TriggerRow>(
-    "SELECT * FROM triggers WHERE type = 'cron' AND cron_enabled = 1 AND deleted_at IS NULL",
-  );
-  const softDelete = db.prepare(
-    'UPDATE triggers SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
-  );
-  const counts = db.prepare<[string, string], TriggerLimits>(
-    `SELECT count(*) AS triggers, count(*) FILTER (WHERE type = 'cron' AND cron_enabled = 1) AS enabledCron
-     FROM triggers WHERE org_id = ? AND id != ? AND deleted_at IS NULL`,
-  );
-  const kindOf = db.prepare<[string, string], Pick<TriggerRow, 'type' | 'cron_enabled'>>(
-    'SELECT type, cron_enabled FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
-  );
-  /** Writes `trigger` unless it would pass one of `limits`, counted in the same transaction. */
-  const writeWithin = db.transaction(
-    (
-      trigger: Trigger,
-      limits: TriggerLimits | undefined,
-      write: () => void,
-      inserting: boolean,
-    ): TriggerLimit | null => {
-      if (limits) {
-        const stored = inserting ? undefined : kindOf.get(trigger.orgId, trigger.id);
-        const before = stored ? { type: stored.type, cronEnabled: stored.cron_enabled === 1 } : null;
-        const others = counts.get(trigger.orgId, trigger.id) as TriggerLimits;
-        // An update of a trigger deleted meanwhile writes nothing: nothing to refuse.
-        const refused = !inserting && !stored ? null : limitRefusal(before, trigger, others, limits);
-        if (refused) return refused;
-      }
-      write();
-      return null;
-    },
-  );
-  const inChannel = db.prepare<[string, string, string, string], TriggerRow>(
-    `SELECT * FROM triggers WHERE type = ? AND chat_team_id = ? AND chat_channel_id = ? AND org_id = ?
-       AND deleted_at IS NULL AND chat_team_id IS NOT NULL
-     ORDER BY chat_keyword, created_at`,
-  );
+const INSERT = command<TriggerParams>(
+  `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
+     response_timeout_ms, allowed_refs, allow_debug, notify_provider, notify_team_id, notify_channel_id, notify_on,
+     cron_expression, cron_timezone, cron_enabled, cron_missed_policy, cron_overlap_policy, run_params, run_ref,
+     cron_since, chat_team_id, chat_channel_id, chat_keyword, chat_allowed_user_ids, created_by, created_at,
+     updated_at)
+   VALUES (@id, @orgId, @name, @type, @agentId, @scopeType, @workflowName, @responseMode,
+     @responseTimeoutMs, @allowedRefs, @allowDebug, @notifyProvider, @notifyTeamId, @notifyChannelId, @notifyOn,
+     @cronExpression, @cronTimezone, @cronEnabled, @cronMissedPolicy, @cronOverlapPolicy, @params, @ref,
+     @cronSince, @chatTeamId, @chatChannelId, @chatKeyword, @chatAllowedUserIds, @createdBy, @createdAt,
+     @updatedAt)`,
+);
+const UPDATE = command<TriggerParams>(
+  `UPDATE triggers SET name = @name, type = @type, agent_id = @agentId, scope_type = @scopeType,
+     workflow_name = @workflowName, response_mode = @responseMode, response_timeout_ms = @responseTimeoutMs,
+     allowed_refs = @allowedRefs, allow_debug = @allowDebug, notify_provider = @notifyProvider,
+     notify_team_id = @notifyTeamId, notify_channel_id = @notifyChannelId, notify_on = @notifyOn,
+     cron_expression = @cronExpression, cron_timezone = @cronTimezone, cron_enabled = @cronEnabled,
+     cron_missed_policy = @cronMissedPolicy, cron_overlap_policy = @cronOverlapPolicy, run_params = @params,
+     run_ref = @ref, cron_since = @cronSince, chat_team_id = @chatTeamId, chat_channel_id = @chatChannelId,
+     chat_keyword = @chatKeyword, chat_allowed_user_ids = @chatAllowedUserIds, updated_at = @updatedAt
+   WHERE id = @id AND org_id = @orgId AND deleted_at IS NULL`,
+);
+const BY_ID = query<TriggerRow, [string]>('SELECT * FROM triggers WHERE id = ? AND deleted_at IS NULL');
+const IN_ORG = query<TriggerRow, [string, string]>(
+  'SELECT * FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+);
+const BY_ORG = query<TriggerRow, [string]>(
+  (d) => `SELECT * FROM triggers WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
+);
+const BY_IDS = query<TriggerRow, [string, string]>(
+  (d) => `SELECT * FROM triggers
+    WHERE org_id = ? AND id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND deleted_at IS NULL
+    ORDER BY created_at, ${d.insertionOrder}`,
+);
+const ENABLED_CRON = query<TriggerRow, []>(
+  "SELECT * FROM triggers WHERE type = 'cron' AND cron_enabled = TRUE AND deleted_at IS NULL",
+);
+const SOFT_DELETE = command<[string, string, string]>(
+  'UPDATE triggers SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+);
+const IN_CHANNEL = query<TriggerRow, [string, string, string, string]>(
+  `SELECT * FROM triggers WHERE type = ? AND chat_team_id = ? AND chat_channel_id = ? AND org_id = ?
+     AND deleted_at IS NULL AND chat_team_id IS NOT NULL
+   ORDER BY chat_keyword, created_at`,
+);
+/** The organization's row, locked on PostgreSQL so that the writes of one organization that count take turns. */
+const LOCK_ORG = query<{ one: number }, [string]>((d) => `SELECT 1 AS one FROM orgs WHERE id = ? ${d.forNoKeyUpdate}`);
+const KIND_OF = query<Pick<TriggerRow, 'type' | 'cron_enabled'>, [string, string]>(
+  'SELECT type, cron_enabled FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+);
+const OTHERS = query<TriggerLimits, [string, string]>(
+  `SELECT count(*) AS triggers, count(*) FILTER (WHERE type = 'cron' AND cron_enabled = TRUE) AS "enabledCron"
+   FROM triggers WHERE org_id = ? AND id != ? AND deleted_at IS NULL`,
+);
+
+export function createTriggerRepository(db: Database, limitRefusal: TriggerLimitRefusal): TriggerRepository {
+  /**
+   * Writes `trigger` unless it would pass one of `limits`, counted in the same transaction, after
+   * the organization's row is locked (on every coordinator, two writes cannot both see the last
+   * place free).
+   */
+  function* writeWithin(trigger: Trigger, limits: TriggerLimits, inserting: boolean): Flow<TriggerLimit | null> {
+    yield* one(LOCK_ORG, [trigger.orgId]);
+    const stored = inserting ? null : yield* one(KIND_OF, [trigger.orgId, trigger.id]);
+    // An update of a trigger deleted meanwhile writes nothing: nothing to refuse.
+    if (!inserting && !stored) return null;
+    const before = stored ? { type: stored.type, cronEnabled: isSet(stored.cron_enabled ?? 0) } : null;
+    const others = (yield* one(OTHERS, [trigger.orgId, trigger.id])) ?? { triggers: 0, enabledCron: 0 };
+    const refused = limitRefusal(before, trigger, others, limits);
+    if (refused) return refused;
+    yield* run(inserting ? INSERT : UPDATE, toParams(trigger));
+    return null;
+  }
+  const write = async (trigger: Trigger, limits: TriggerLimits | undefined, inserting: boolean) => {
+    if (limits) return db.transaction(() => writeWithin(trigger, limits, inserting));
+    await db.run(inserting ? INSERT : UPDATE, toParams(trigger));
+    return null;
+  };
+  const list = async <P extends readonly unknown[]>(statement: Query<TriggerRow, P>, params: P) =>
+    (await db.all(statement, params)).map(toTrigger);
   return {
-    async insert(trigger, limits) {
-      return writeWithin(trigger, limits, () => insert.run(toParams(trigger)), true);
+    insert(trigger, limits) {
+      return write(trigger, limits, true);
     },
-    async update(trigger, limits) {
-      return writeWithin(trigger, limits, () => update.run(toParams(trigger)), false);
+    update(trigger, limits) {
+      return write(trigger, limits, false);
     },
     async findById(id) {
-      const row = byId.get(id);
+      const row = await db.one(BY_ID, [id]);
       return row ? toTrigger(row) : null;
     },
     async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
+      const row = await db.one(IN_ORG, [orgId, id]);
       return row ? toTrigger(row) : null;
     },
-    async listInChatChannel(orgId, provider, teamId, channelId) {
-      return inChannel.all(provider, teamId, channelId, orgId).map(toTrigger);
+    listInChatChannel(orgId, provider, teamId, channelId) {
+      return list(IN_CHANNEL, [provider, teamId, channelId, orgId]);
     },
-    async listEnabledCron() {
-      return enabledCron.all().map(toTrigger);
+    listEnabledCron() {
+      return list(ENABLED_CRON, []);
     },
-    async listByOrg(orgId) {
-      return byOrg.all(orgId).map(toTrigger);
+    listByOrg(orgId) {
+      return list(BY_ORG, [orgId]);
     },
     async listByIds(orgId, ids) {
       if (ids.length === 0) return [];
-      return byIds.all(orgId, JSON.stringify(ids)).map(toTrigger);
+      return list(BY_IDS, [orgId, JSON.stringify(ids)]);
     },
     async softDelete(orgId, id, at) {
-      return softDelete.run(at, orgId, id).changes === 1;
+      return (await db.run(SOFT_DELETE, [at, orgId, id])) === 1;
     },
   };
 }

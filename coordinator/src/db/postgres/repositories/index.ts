@@ -3,6 +3,7 @@ import type { TransactionRules } from '../../../domain/model/transaction-rules.j
 import type { PgPool } from '../pool.js';
 import { createAgentRepository } from './agents.js';
 import { createApiTokenRepository } from '../../repositories/api-tokens.js';
+import { createTriggerRepository } from '../../repositories/triggers.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
 import { createApplicationRepository } from './applications.js';
 import { createAuditRepository } from './audit.js';
@@ -22,7 +23,6 @@ import { createServerSecretRepository } from './server-secrets.js';
 import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
 import { createTriggerRunRepository } from './trigger-runs.js';
-import { createTriggerRepository } from './triggers.js';
 import { createUserRepository } from './users.js';
 import { createWorkflowRepository } from './workflows.js';
 
@@ -52,7 +52,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     signedOutSessions: createSignedOutSessionRepository(pool),
     storageBindings: createStorageBindingRepository(pool),
     triggerRuns: createTriggerRunRepository(pool, rules.decideLimits, rules.planJobMessages),
-    triggers: createTriggerRepository(pool, rules.triggerLimitRefusal),
+    triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     users: createUserRepository(pool),
     workflows: createWorkflowRepository(pool),
     files: createFileRepository(pool),
