@@ -56,7 +56,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     triggerRuns: createTriggerRunRepository(db, writes, rules.decideLimits, rules.planJobMessages),
     users: createUserRepository(db),
-    workflows: createWorkflowRepository(db),
+    workflows: createWorkflowRepository(database),
     applications: createApplicationRepository(db),
     releases: createReleaseRepository(db, rules.checkArtifact),
     deviceBindings: createDeviceBindingRepository(db, rules.evaluateBinding),

@@ -1,8 +1,8 @@
-import type { ParamDefinition, WorkflowDefinition, WorkflowStep } from '@drover/shared';
+import type { ParamDefinition, WorkflowStep } from '@drover/shared';
 import type { Workflow, WorkflowRepository } from '../../domain/model/workflows.js';
 import { newId } from '../../util/ids.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { Db } from '../database.js';
+import { all, command, json, query, run, type Database, type Named } from '../sql/index.js';
 
 interface WorkflowRow {
   id: string;
@@ -42,84 +42,84 @@ const toWorkflow = (r: WorkflowRow): Workflow => ({
   updatedAt: r.updated_at,
 });
 
-export function createWorkflowRepository(db: Db): WorkflowRepository {
-  const upsert = db.prepare(
-    `INSERT INTO workflows (id, org_id, agent_id, name, description, version, params_schema, secrets_keys,
-       timeout_ms, cancel_grace_ms, steps, created_at, updated_at)
-     VALUES (@id, @orgId, @agentId, @name, @description, @version, @paramsSchema, @secretsKeys,
-       @timeoutMs, @cancelGraceMs, @steps, @at, @at)
-     ON CONFLICT (agent_id, name) DO UPDATE SET
-       description = excluded.description, version = excluded.version, params_schema = excluded.params_schema,
-       secrets_keys = excluded.secrets_keys, timeout_ms = excluded.timeout_ms,
-       cancel_grace_ms = excluded.cancel_grace_ms, steps = excluded.steps,
-       removed_at = NULL, updated_at = excluded.updated_at`,
-  );
-  const removeMissing = db.prepare(
-    `UPDATE workflows SET removed_at = ?, updated_at = ?
-     WHERE agent_id = ? AND removed_at IS NULL AND name NOT IN (SELECT value FROM json_each(?))`,
-  );
-  const activeByAgent = db.prepare<[string], WorkflowRow>(
-    'SELECT * FROM workflows WHERE agent_id = ? AND removed_at IS NULL ORDER BY name',
-  );
-  const activeByAgents = db.prepare<[string], WorkflowRow>(
-    `SELECT * FROM workflows WHERE agent_id IN (SELECT value FROM json_each(?)) AND removed_at IS NULL
-     ORDER BY name, agent_id`,
-  );
-  const byAgentAndName = db.prepare<[string, string], WorkflowRow>(
-    'SELECT * FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL',
-  );
-  const byOrg = db.prepare<[string], WorkflowRow>(
-    'SELECT * FROM workflows WHERE org_id = ? AND removed_at IS NULL ORDER BY name, agent_id',
-  );
-  const inOrg = db.prepare<[string, string], WorkflowRow>('SELECT * FROM workflows WHERE org_id = ? AND id = ?');
-  const setLimits = db.prepare(
-    `UPDATE workflows SET rate_limit_per_minute = ?, rate_limit_per_hour = ?, rate_limit_per_day = ?, updated_at = ?
-     WHERE org_id = ? AND id = ? AND removed_at IS NULL`,
-  );
+const UPSERT = command<Named>(
+  `INSERT INTO workflows (id, org_id, agent_id, name, description, version, params_schema, secrets_keys,
+     timeout_ms, cancel_grace_ms, steps, created_at, updated_at)
+   VALUES (@id, @orgId, @agentId, @name, @description, @version, @paramsSchema, @secretsKeys,
+     @timeoutMs, @cancelGraceMs, @steps, @at, @at)
+   ON CONFLICT (agent_id, name) DO UPDATE SET
+     description = excluded.description, version = excluded.version, params_schema = excluded.params_schema,
+     secrets_keys = excluded.secrets_keys, timeout_ms = excluded.timeout_ms,
+     cancel_grace_ms = excluded.cancel_grace_ms, steps = excluded.steps,
+     removed_at = NULL, updated_at = excluded.updated_at`,
+);
+const REMOVE_MISSING = command<[string, string, string, string]>(
+  (d) => `UPDATE workflows SET removed_at = ?, updated_at = ?
+    WHERE agent_id = ? AND removed_at IS NULL AND name NOT IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
+);
+const ACTIVE_BY_AGENT = query<WorkflowRow, [string]>(
+  'SELECT * FROM workflows WHERE agent_id = ? AND removed_at IS NULL ORDER BY name',
+);
+const ACTIVE_BY_AGENTS = query<WorkflowRow, [string]>(
+  (d) => `SELECT * FROM workflows WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?))
+    AND removed_at IS NULL ORDER BY name, agent_id`,
+);
+const BY_AGENT_AND_NAME = query<WorkflowRow, [string, string]>(
+  'SELECT * FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL',
+);
+const BY_ORG = query<WorkflowRow, [string]>(
+  'SELECT * FROM workflows WHERE org_id = ? AND removed_at IS NULL ORDER BY name, agent_id',
+);
+const IN_ORG = query<WorkflowRow, [string, string]>('SELECT * FROM workflows WHERE org_id = ? AND id = ?');
+const SET_LIMITS = command<[number | null, number | null, number | null, string, string, string]>(
+  `UPDATE workflows SET rate_limit_per_minute = ?, rate_limit_per_hour = ?, rate_limit_per_day = ?, updated_at = ?
+   WHERE org_id = ? AND id = ? AND removed_at IS NULL`,
+);
 
-  const replace = db.transaction((orgId: string, agentId: string, defs: readonly WorkflowDefinition[], at: string) => {
-    for (const def of defs) {
-      upsert.run({
-        id: newId(),
-        orgId,
-        agentId,
-        name: def.name,
-        description: def.description ?? null,
-        version: def.version ?? null,
-        paramsSchema: def.paramsSchema ? JSON.stringify(def.paramsSchema) : null,
-        secretsKeys: JSON.stringify(def.secretsKeys ?? []),
-        timeoutMs: def.timeout ?? null,
-        cancelGraceMs: def.cancelGrace ?? null,
-        steps: JSON.stringify(def.steps),
-        at,
-      });
-    }
-    removeMissing.run(at, at, agentId, JSON.stringify(defs.map((d) => d.name)));
-    return activeByAgent.all(agentId).map(toWorkflow);
-  });
-
+export function createWorkflowRepository(db: Database): WorkflowRepository {
+  const inOrg = async (orgId: string, id: string) => {
+    const row = await db.one(IN_ORG, [orgId, id]);
+    return row ? toWorkflow(row) : null;
+  };
   return {
-    async replaceForAgent(orgId, agentId, defs, at) {
-      return replace(orgId, agentId, defs, at);
+    replaceForAgent(orgId, agentId, defs, at) {
+      return db.transaction(function* () {
+        for (const def of defs) {
+          yield* run(UPSERT, {
+            id: newId(),
+            orgId,
+            agentId,
+            name: def.name,
+            description: def.description ?? null,
+            version: def.version ?? null,
+            paramsSchema: json(def.paramsSchema),
+            secretsKeys: JSON.stringify(def.secretsKeys ?? []),
+            timeoutMs: def.timeout ?? null,
+            cancelGraceMs: def.cancelGrace ?? null,
+            steps: JSON.stringify(def.steps),
+            at,
+          });
+        }
+        yield* run(REMOVE_MISSING, [at, at, agentId, JSON.stringify(defs.map((d) => d.name))]);
+        return (yield* all(ACTIVE_BY_AGENT, [agentId])).map(toWorkflow);
+      });
     },
     async listActiveByAgents(agentIds) {
       if (agentIds.length === 0) return [];
-      return activeByAgents.all(JSON.stringify(agentIds)).map(toWorkflow);
+      return (await db.all(ACTIVE_BY_AGENTS, [JSON.stringify(agentIds)])).map(toWorkflow);
     },
     async findActiveByAgentAndName(agentId, name) {
-      const row = byAgentAndName.get(agentId, name);
+      const row = await db.one(BY_AGENT_AND_NAME, [agentId, name]);
       return row ? toWorkflow(row) : null;
     },
     async listByOrg(orgId) {
-      return byOrg.all(orgId).map(toWorkflow);
+      return (await db.all(BY_ORG, [orgId])).map(toWorkflow);
     },
-    async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
-      return row ? toWorkflow(row) : null;
-    },
+    findInOrg: inOrg,
     async setRateLimits(orgId, id, limits, at) {
-      if (setLimits.run(limits.perMinute, limits.perHour, limits.perDay, at, orgId, id).changes === 0) return null;
-      return toWorkflow(inOrg.get(orgId, id) as WorkflowRow);
+      if ((await db.run(SET_LIMITS, [limits.perMinute, limits.perHour, limits.perDay, at, orgId, id])) === 0)
+        return null;
+      return inOrg(orgId, id);
     },
   };
 }

@@ -2,4 +2,4 @@ export type { Database } from './database.js';
 export type { Dialect } from './dialect.js';
 export { all, lock, one, run, type Flow } from './flow.js';
 export { flag, flagOrNull, isSet, isUniqueViolation, json } from './rows.js';
-export { command, query, values, type Command, type Params, type Query } from './statement.js';
+export { command, query, values, type Command, type Named, type Params, type Query } from './statement.js';

@@ -4,7 +4,10 @@ import type { Dialect } from './dialect.js';
  * A statement's parameters: positional (`?` in the text, an array in order) or named (`@name` in
  * the text, an object; a name may appear more than once). One statement uses one kind.
  */
-export type Params = readonly unknown[] | Readonly<Record<string, unknown>>;
+export type Params = readonly unknown[] | Named;
+
+/** Named parameters: `@name` in the text. */
+export type Named = Readonly<Record<string, unknown>>;
 
 /** A statement's text: one for both databases, or built from the dialect's fragments (dialect.ts). */
 export type SqlSource = string | ((dialect: Dialect) => string);

@@ -4,6 +4,7 @@ import type { PgPool } from '../pool.js';
 import { createAgentRepository } from './agents.js';
 import { createApiTokenRepository } from '../../repositories/api-tokens.js';
 import { createTriggerRepository } from '../../repositories/triggers.js';
+import { createWorkflowRepository } from '../../repositories/workflows.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
 import { createApplicationRepository } from './applications.js';
 import { createAuditRepository } from './audit.js';
@@ -24,7 +25,6 @@ import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
 import { createTriggerRunRepository } from './trigger-runs.js';
 import { createUserRepository } from './users.js';
-import { createWorkflowRepository } from './workflows.js';
 
 /**
  * The PostgreSQL implementation of the repositories, on a pool shared by all of them. Each
@@ -54,7 +54,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     triggerRuns: createTriggerRunRepository(pool, rules.decideLimits, rules.planJobMessages),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     users: createUserRepository(pool),
-    workflows: createWorkflowRepository(pool),
+    workflows: createWorkflowRepository(database),
     files: createFileRepository(pool),
     invitations: createInvitationRepository(pool),
     applications: createApplicationRepository(pool),
