@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../coordinator/src/db/postgres/pool.js';
-import { insertNewJob } from '../../coordinator/src/db/postgres/repositories/job-rows.js';
+import { INSERT_JOB, newJobParams } from '../../coordinator/src/db/repositories/job-rows.js';
+import { PostgresDatabase } from '../../coordinator/src/db/sql/postgres.js';
 import { freshPostgresDatabase, queryDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import { agentVia, enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
@@ -135,27 +136,30 @@ describe('two coordinators on one PostgreSQL database', () => {
     const pool = createPool(database.url);
     const jobId = randomUUID();
     try {
-      await insertNewJob(pool, {
-        id: jobId,
-        orgId: agent.orgId,
-        kind: 'trigger',
-        source: 'webhook',
-        triggerId: null,
-        agentId: agent.agentId,
-        workflowId: null,
-        workflowName: 'deploy',
-        status: 'pending',
-        ref: null,
-        debug: false,
-        params: {},
-        errorMessage: null,
-        forced: false,
-        forceReason: null,
-        apiTokenId: null,
-        userId: null,
-        timeoutMs: 60_000,
-        createdAt: new Date(Date.now() - 5_000).toISOString(),
-      });
+      await new PostgresDatabase(pool).run(
+        INSERT_JOB,
+        newJobParams({
+          id: jobId,
+          orgId: agent.orgId,
+          kind: 'trigger',
+          source: 'webhook',
+          triggerId: null,
+          agentId: agent.agentId,
+          workflowId: null,
+          workflowName: 'deploy',
+          status: 'pending',
+          ref: null,
+          debug: false,
+          params: {},
+          errorMessage: null,
+          forced: false,
+          forceReason: null,
+          apiTokenId: null,
+          userId: null,
+          timeoutMs: 60_000,
+          createdAt: new Date(Date.now() - 5_000).toISOString(),
+        }),
+      );
     } finally {
       await pool.end();
     }

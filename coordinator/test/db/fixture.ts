@@ -1,5 +1,6 @@
 import type { Db } from '../../src/db/database.js';
-import { INSERT_JOB_SQL, newJobParams } from '../../src/db/repositories/job-rows.js';
+import { INSERT_JOB, newJobParams } from '../../src/db/repositories/job-rows.js';
+import { SQLITE } from '../../src/db/sql/dialect.js';
 import type { NewAgent } from '../../src/domain/model/agents.js';
 import type { NewJob } from '../../src/domain/model/jobs.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
@@ -123,6 +124,6 @@ export function insertJobRow(
     userId: null,
     ...fields,
   };
-  db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
+  db.prepare(INSERT_JOB.compiled(SQLITE).text).run(newJobParams(job));
   return job;
 }

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import type { Db } from '../../src/db/database.js';
-import { insertNewJob } from '../../src/db/postgres/repositories/job-rows.js';
-import { INSERT_JOB_SQL, newJobParams } from '../../src/db/repositories/job-rows.js';
+import { INSERT_JOB, newJobParams } from '../../src/db/repositories/job-rows.js';
+import { SQLITE } from '../../src/db/sql/dialect.js';
+import { PostgresDatabase, SQLITE_SHAPED_TYPES } from '../../src/db/sql/postgres.js';
+import { numberParameters } from '../../src/db/sql/statement.js';
 import type { NewJob } from '../../src/domain/model/jobs.js';
 
 /**
@@ -44,47 +46,10 @@ export function sqliteTestSql(db: () => Db): TestSql {
         .run(...params);
     },
     async insertJob(job) {
-      db().prepare(INSERT_JOB_SQL).run(newJobParams(job));
+      db().prepare(INSERT_JOB.compiled(SQLITE).text).run(newJobParams(job));
     },
     async close() {},
   };
-}
-
-const BOOL = 16;
-const INT8 = 20;
-const JSON_OID = 114;
-const JSONB = 3802;
-const TIMESTAMPTZ = 1184;
-const parseTimestamp = pg.types.getTypeParser(TIMESTAMPTZ) as (text: string) => Date;
-
-/** Values as SQLite holds them (above). */
-const types = {
-  getTypeParser(oid: number, format?: 'text' | 'binary') {
-    if (oid === BOOL) return (text: string) => (text === 't' ? 1 : 0);
-    if (oid === INT8) return (text: string) => Number(text);
-    if (oid === JSON_OID || oid === JSONB) return (text: string) => text;
-    if (oid === TIMESTAMPTZ) return (text: string) => parseTimestamp(text).toISOString();
-    return pg.types.getTypeParser(oid, format);
-  },
-} as pg.CustomTypesConfig;
-
-/** `?` → `$1, $2, ...`, outside quoted strings and names. */
-export function numberParameters(sql: string): string {
-  let n = 0;
-  let quote: string | null = null;
-  let out = '';
-  for (const c of sql) {
-    if (quote) {
-      if (c === quote) quote = null;
-    } else if (c === "'" || c === '"') {
-      quote = c;
-    } else if (c === '?') {
-      out += `$${++n}`;
-      continue;
-    }
-    out += c;
-  }
-  return out;
 }
 
 /** On connections of its own to the PostgreSQL database `url`, opened at the first statement. */
@@ -92,12 +57,12 @@ export function postgresTestSql(url: string): TestSql {
   let pool: pg.Pool | undefined;
   const open = () => {
     if (pool) return pool;
-    pool = new pg.Pool({ connectionString: url, max: 2, types });
+    pool = new pg.Pool({ connectionString: url, max: 2, types: SQLITE_SHAPED_TYPES });
     // An idle connection ended by the server (the database dropped under it): the pool drops it.
     pool.on('error', () => undefined);
     return pool;
   };
-  const query = async (sql: string, params: unknown[]) => (await open().query(numberParameters(sql), params)).rows;
+  const query = async (sql: string, params: unknown[]) => (await open().query(numberParameters(sql).text, params)).rows;
   return {
     kind: 'postgres',
     async all<T>(sql: string, ...params: unknown[]) {
@@ -110,7 +75,7 @@ export function postgresTestSql(url: string): TestSql {
       await query(sql, params);
     },
     async insertJob(job) {
-      await insertNewJob(open(), job);
+      await new PostgresDatabase(open()).run(INSERT_JOB, newJobParams(job));
     },
     async close() {
       await pool?.end();

@@ -7,12 +7,10 @@ import type {
   OutboxPayload,
   OutboxStatus,
   OutboxTarget,
-  PlanJobMessages,
 } from '../../domain/model/chat-outbox.js';
-import type { ChatProvider, NotifyOn } from '../../domain/model/triggers.js';
+import type { ChatProvider } from '../../domain/model/triggers.js';
 import { parseJsonColumn } from '../../util/json.js';
 import type { Db } from '../database.js';
-import { toJob, type JobRow } from './job-rows.js';
 
 interface OutboxRow {
   id: number;
@@ -48,63 +46,6 @@ const toMessage = (r: OutboxRow): OutboxMessage => ({
   sentAt: r.sent_at,
   failedAt: r.failed_at,
 });
-
-/** A job row with its trigger's name and notification settings (null when it posts none). */
-type EndedJobRow = JobRow & {
-  n_trigger_name: string;
-  n_provider: ChatProvider | null;
-  n_team_id: string | null;
-  n_channel_id: string | null;
-  n_on: NotifyOn;
-};
-
-/**
- * The enqueue that the job writes run inside their own operation (db/writer/executor.ts): for
- * each job that just ended, the domain decides (`plan`) which messages it posts (its trigger's
- * notification, the answer to a chat run's writer), written in the same transaction as the
- * job's end. A job of a trigger that posts nothing costs one indexed read.
- */
-export function createOutboxWrites(
-  db: Db,
-  plan: PlanJobMessages,
-): { jobsEnded(ids: readonly string[], at: string, options?: { atAdmission: boolean }): void } {
-  // A deleted trigger notifies no more; a chat run still answers the person who started it.
-  const ended = db.prepare<[string], EndedJobRow>(
-    `SELECT j.*, t.name AS n_trigger_name, t.notify_provider AS n_provider, t.notify_team_id AS n_team_id,
-       t.notify_channel_id AS n_channel_id, t.notify_on AS n_on
-     FROM jobs j JOIN triggers t ON t.id = j.trigger_id
-     WHERE j.id = ? AND (j.chat_origin IS NOT NULL OR (t.deleted_at IS NULL AND t.notify_provider IS NOT NULL
-       AND t.notify_on <> 'none' AND t.notify_team_id IS NOT NULL AND t.notify_channel_id IS NOT NULL))`,
-  );
-  const insert = db.prepare<[Record<string, unknown>]>(INSERT_SQL);
-  return {
-    jobsEnded(ids, at, options) {
-      for (const id of ids) {
-        const row = ended.get(id);
-        if (!row) continue;
-        const notifies =
-          row.n_provider !== null && row.n_team_id !== null && row.n_channel_id !== null && row.n_on !== 'none';
-        const messages = plan(
-          {
-            job: toJob(row),
-            triggerName: row.n_trigger_name,
-            notify: notifies
-              ? {
-                  notifyProvider: row.n_provider as ChatProvider,
-                  notifyTeamId: row.n_team_id as string,
-                  notifyChannelId: row.n_channel_id as string,
-                  notifyOn: row.n_on,
-                }
-              : null,
-            atAdmission: options?.atAdmission ?? false,
-          },
-          at,
-        );
-        for (const message of messages) insert.run(insertParams(message));
-      }
-    },
-  };
-}
 
 const INSERT_SQL = `INSERT INTO chat_outbox (org_id, dedupe_key, job_id, provider, target, payload, status, next_attempt_at, created_at)
   VALUES (@orgId, @dedupeKey, @jobId, @provider, @target, @payload, 'pending', @createdAt, @createdAt)

@@ -5,8 +5,7 @@ import type {
   OccurrenceOutcome,
   SkipReason,
 } from '../../domain/model/cron-occurrences.js';
-import type { Db } from '../database.js';
-import type { WriteExecutor } from '../writer/executor.js';
+import { command, query, run, values, type Database } from '../sql/index.js';
 
 interface OccurrenceRow {
   trigger_id: string;
@@ -30,42 +29,59 @@ const toOccurrence = (r: OccurrenceRow): CronOccurrence => ({
   recordedAt: r.recorded_at,
 });
 
-/** The statement that claims an occurrence; the admission uses it inside its write (trigger-runs.ts). */
-export const INSERT_OCCURRENCE_SQL = `INSERT INTO cron_occurrences
-  (trigger_id, scheduled_at, org_id, outcome, job_id, reason, first_scheduled_at, recorded_at)
-  VALUES (@triggerId, @scheduledAt, @orgId, @outcome, @jobId, @reason, @firstScheduledAt, @recordedAt)
-  ON CONFLICT (trigger_id, scheduled_at) DO NOTHING`;
+/** An occurrence's row, written by whoever claims the occurrence. */
+export interface OccurrenceClaim {
+  triggerId: string;
+  scheduledAt: string;
+  orgId: string;
+  outcome: OccurrenceOutcome;
+  jobId: string | null;
+  reason: SkipReason | null;
+  firstScheduledAt: string | null;
+  recordedAt: string;
+}
 
-export function createCronOccurrenceRepository(db: Db, writes: WriteExecutor): CronOccurrenceRepository {
-  const insert = db.prepare(INSERT_OCCURRENCE_SQL);
-  const latest = db
-    .prepare<[string], string>('SELECT max(scheduled_at) FROM cron_occurrences WHERE trigger_id = ?')
-    .pluck(true);
-  const select = `SELECT o.trigger_id, o.scheduled_at, o.outcome, o.job_id, j.status AS job_status, o.reason,
-      o.first_scheduled_at, o.recorded_at
-    FROM cron_occurrences o LEFT JOIN jobs j ON j.id = o.job_id`;
-  const page = db.prepare<[string, number], OccurrenceRow>(
-    `${select} WHERE o.trigger_id = ? ORDER BY o.scheduled_at DESC LIMIT ?`,
-  );
-  const pageBefore = db.prepare<[string, string, number], OccurrenceRow>(
-    `${select} WHERE o.trigger_id = ? AND o.scheduled_at < ? ORDER BY o.scheduled_at DESC LIMIT ?`,
-  );
+/**
+ * Writes an occurrence's row unless one is there: whichever writes it first has claimed the
+ * occurrence (its primary key); on PostgreSQL a second writer waits for the first's commit and
+ * writes nothing. Changes 1 row when this call claimed it. The admission runs it too (trigger-runs.ts).
+ */
+export const CLAIM_OCCURRENCE = command<OccurrenceClaim>(
+  `INSERT INTO cron_occurrences
+     (trigger_id, scheduled_at, org_id, outcome, job_id, reason, first_scheduled_at, recorded_at)
+   VALUES (@triggerId, @scheduledAt, @orgId, @outcome, @jobId, @reason, @firstScheduledAt, @recordedAt)
+   ON CONFLICT (trigger_id, scheduled_at) DO NOTHING`,
+);
+
+const LATEST = values<string | null, [string]>('SELECT max(scheduled_at) FROM cron_occurrences WHERE trigger_id = ?');
+const SELECT = `SELECT o.trigger_id, o.scheduled_at, o.outcome, o.job_id, j.status AS job_status, o.reason,
+    o.first_scheduled_at, o.recorded_at
+  FROM cron_occurrences o LEFT JOIN jobs j ON j.id = o.job_id`;
+const PAGE = query<OccurrenceRow, [string, number]>(
+  `${SELECT} WHERE o.trigger_id = ? ORDER BY o.scheduled_at DESC LIMIT ?`,
+);
+const PAGE_BEFORE = query<OccurrenceRow, [string, string, number]>(
+  `${SELECT} WHERE o.trigger_id = ? AND o.scheduled_at < ? ORDER BY o.scheduled_at DESC LIMIT ?`,
+);
+
+export function createCronOccurrenceRepository(db: Database): CronOccurrenceRepository {
   return {
-    recordSkipped(rows) {
-      if (rows.length === 0) return Promise.resolve(0);
-      return writes.run(() => {
+    async recordSkipped(rows) {
+      if (rows.length === 0) return 0;
+      return db.write(function* () {
         let added = 0;
-        for (const row of rows) {
-          added += insert.run({ ...row, outcome: 'skipped', jobId: null }).changes;
-        }
+        for (const row of rows) added += yield* run(CLAIM_OCCURRENCE, { ...row, outcome: 'skipped', jobId: null });
         return added;
       });
     },
     async latestScheduledAt(triggerId) {
-      return latest.get(triggerId) ?? null;
+      return (await db.one(LATEST, [triggerId])) ?? null;
     },
     async list(triggerId, { limit, before }) {
-      const rows = before === undefined ? page.all(triggerId, limit) : pageBefore.all(triggerId, before, limit);
+      const rows =
+        before === undefined
+          ? await db.all(PAGE, [triggerId, limit])
+          : await db.all(PAGE_BEFORE, [triggerId, before, limit]);
       return rows.map(toOccurrence);
     },
   };

@@ -10,7 +10,6 @@ import type {
   EvaluationRequest,
 } from '../../domain/model/device-bindings.js';
 import type { Release } from '../../domain/model/releases.js';
-import type { Db } from '../database.js';
 import {
   INSERT_BINDING_SQL,
   toDeviceBinding,
@@ -18,7 +17,8 @@ import {
   updateBindingParams,
   type DeviceBindingRow,
 } from './device-binding-rows.js';
-import { INSERT_JOB_SQL, newJobParams, toJob, type JobRow } from './job-rows.js';
+import type { SqliteDatabase } from '../sql/sqlite.js';
+import { INSERT_JOB, newJobParams, toJob, type JobRow } from './job-rows.js';
 import { toRelease, type ReleaseRow } from './releases.js';
 
 interface AppFacts {
@@ -28,7 +28,11 @@ interface AppFacts {
 }
 
 /** `evaluateBinding` decides each evaluation (the domain's, domain/ota/evaluate-binding.ts). */
-export function createDeviceBindingRepository(db: Db, evaluateBinding: EvaluateBinding): DeviceBindingRepository {
+export function createDeviceBindingRepository(
+  database: SqliteDatabase,
+  evaluateBinding: EvaluateBinding,
+): DeviceBindingRepository {
+  const { db } = database;
   const insert = db.prepare(INSERT_BINDING_SQL);
   const update = db.prepare(UPDATE_BINDING_SQL);
   const byId = db.prepare<[string], DeviceBindingRow>('SELECT * FROM device_bindings WHERE id = ?');
@@ -84,7 +88,7 @@ export function createDeviceBindingRepository(db: Db, evaluateBinding: EvaluateB
     `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @at
      WHERE id = @id AND status = 'pending'`,
   );
-  const insertJob = db.prepare(INSERT_JOB_SQL);
+  const insertJob = database.prepare(INSERT_JOB);
   const insertUpdateJob = db.prepare(
     `INSERT INTO update_jobs (job_id, org_id, binding_id, application_id, release_id, created_at)
      VALUES (?, ?, ?, ?, ?, ?)`,

@@ -1,7 +1,9 @@
 import type { JobStatus } from '@drover/shared';
 import type { ChatOrigin, Job, JobKind, JobSource, NewJob } from '../../domain/model/jobs.js';
 import { parseJsonColumn } from '../../util/json.js';
+import { command, flag, isSet } from '../sql/index.js';
 
+/** A row of `jobs`, as both databases give it (db/sql/postgres.ts). */
 export interface JobRow {
   id: string;
   org_id: string;
@@ -46,12 +48,12 @@ export const toJob = (r: JobRow): Job => ({
   workflowName: r.workflow_name,
   status: r.status,
   ref: r.ref,
-  debug: r.debug === 1,
+  debug: isSet(r.debug),
   params: parseJsonColumn<Record<string, unknown>>(r.params, 'jobs.params') ?? {},
   output: parseJsonColumn<Record<string, unknown>>(r.output, 'jobs.output'),
   exitCode: r.exit_code,
   errorMessage: r.error_message,
-  forced: r.forced === 1,
+  forced: isSet(r.forced),
   forceReason: r.force_reason,
   apiTokenId: r.api_token_id,
   userId: r.user_id,
@@ -69,26 +71,47 @@ export const toJob = (r: JobRow): Job => ({
 });
 
 /**
- * The INSERT every job creation uses (trigger runs, update jobs). `seq` is the rowid, assigned by
- * SQLite as the next creation number; `number`, the organization's next job number, is read
- * in the same statement (its unique index makes the MAX a seek). Positional parameters (jobInsertParams): binding twenty
- * named parameters costs ~1.7 µs more per row (docs/performance.md), and this runs once per
- * trigger call. `org_id = +?`, not `= ?`: SQLite 3.54 spends ~4 µs more on every run of a MAX
- * (or ORDER BY ... LIMIT 1) whose indexed column is compared with a bare parameter; the no-op `+`
- * keeps the seek at its old cost (docs/performance.md, "Measured facts").
+ * The INSERT every job creation uses (trigger runs, update jobs), with the parameters of
+ * `jobInsertParams`: the job's columns, then its organization again for its number.
+ *
+ * On SQLite `seq` is the rowid, assigned as the next creation number; `number`, the
+ * organization's next job number, is read in the same statement (its unique index makes the MAX
+ * a seek). Positional parameters: binding twenty named parameters costs ~1.7 µs more per row
+ * (docs/performance.md), and this runs once per trigger call. `org_id = +?`, not `= ?`: SQLite
+ * 3.54 spends ~4 µs more on every run of a MAX (or ORDER BY ... LIMIT 1) whose indexed column is
+ * compared with a bare parameter; the no-op `+` keeps the seek at its old cost (docs/performance.md,
+ * "Measured facts").
+ *
+ * On PostgreSQL `seq` is the identity's next value; `number` comes from the organization's row in
+ * job_number_counters, whose lock the transaction holds until it commits, so two coordinators
+ * never hand out one number (a missing row starts from the organization's highest number: data
+ * copied from SQLite).
  */
-export const INSERT_JOB_SQL = `INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name,
-    status, ref, debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
-    created_at, finished_at, chat_origin, number)
-  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-    (SELECT IFNULL(MAX(number), 0) + 1 FROM jobs WHERE org_id = +?))`;
+export const INSERT_JOB = command((d) =>
+  d.name === 'sqlite'
+    ? `INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name,
+        status, ref, debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
+        created_at, finished_at, chat_origin, number)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+        (SELECT IFNULL(MAX(number), 0) + 1 FROM jobs WHERE org_id = +?))`
+    : `WITH n AS (
+        INSERT INTO job_number_counters AS c (org_id, last_number)
+        VALUES ($22, (SELECT COALESCE(MAX(number), 0) + 1 FROM jobs WHERE org_id = $22))
+        ON CONFLICT (org_id) DO UPDATE SET last_number = c.last_number + 1
+        RETURNING last_number)
+      INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name, status, ref,
+        debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms, created_at,
+        finished_at, chat_origin, number)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+        (SELECT last_number FROM n))`,
+);
 
-/** The parameters of INSERT_JOB_SQL for a new job. */
+/** The parameters of INSERT_JOB for a new job. */
 export const newJobParams = (job: NewJob) => jobInsertParams(job, job.status, job.errorMessage);
 
 /**
  * The same, with the status decided apart from the job (the admission); one array literal in
- * INSERT_JOB_SQL's column order, no spreads: this runs once per trigger call.
+ * INSERT_JOB's order, no spreads: this runs once per trigger call.
  */
 export const jobInsertParams = (
   job: Omit<NewJob, 'status' | 'errorMessage'>,
@@ -105,10 +128,10 @@ export const jobInsertParams = (
   job.workflowName,
   status,
   job.ref,
-  job.debug ? 1 : 0,
+  flag(job.debug),
   JSON.stringify(job.params),
   errorMessage,
-  job.forced ? 1 : 0,
+  flag(job.forced),
   job.forceReason,
   job.apiTokenId,
   job.userId,

@@ -14,9 +14,9 @@ import type {
   PlanJobMove,
   TransitionResult,
 } from '../../domain/model/jobs.js';
-import type { Db } from '../database.js';
 import type { WriteExecutor } from '../writer/executor.js';
-import { createOutboxWrites } from './chat-outbox.js';
+import type { SqliteDatabase } from '../sql/sqlite.js';
+import { jobsEnded } from './job-messages.js';
 import { toJob, type JobRow } from './job-rows.js';
 
 interface OpenSummaryRow {
@@ -65,10 +65,13 @@ const OPEN = Object.keys(OPEN_STATUSES)
  * serially, so a move reads the job, lets the domain decide (`planMove`, run inside the
  * operation) and applies the change with a conditional UPDATE on one state; the
  * `WHERE status IN (...)` still guards writers outside this process. Every write that ends a
- * job enqueues its chat notification in the same operation (chat-outbox.ts).
+ * job enqueues its chat notification in the same operation (job-messages.ts).
  */
-function createJobWrites(db: Db, planMove: PlanJobMove, planMessages: PlanJobMessages) {
-  const outbox = createOutboxWrites(db, planMessages);
+function createJobWrites(database: SqliteDatabase, planMove: PlanJobMove, planMessages: PlanJobMessages) {
+  const { db } = database;
+  const outbox = {
+    jobsEnded: (ids: readonly string[], at: string) => database.runSync(jobsEnded(planMessages, ids, at)),
+  };
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const ofAgent = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE id = ? AND agent_id = ?');
   const toQueued = db.prepare(
@@ -270,12 +273,13 @@ function createJobWrites(db: Db, planMove: PlanJobMove, planMessages: PlanJobMes
  * job that ended posts to chat (planJobMessages).
  */
 export function createJobRepository(
-  db: Db,
+  database: SqliteDatabase,
   writes: WriteExecutor,
   planMove: PlanJobMove,
   planMessages: PlanJobMessages,
 ): JobRepository {
-  const w = createJobWrites(db, planMove, planMessages);
+  const { db } = database;
+  const w = createJobWrites(database, planMove, planMessages);
   const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
   const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
   const byIds = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))');

@@ -2,88 +2,107 @@ import type { JobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
-import type { WindowCounts, WindowStarts } from '../../domain/model/rate-limits.js';
+import type { RateWindow, WindowCounts } from '../../domain/model/rate-limits.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { Db } from '../database.js';
-import type { WriteExecutor } from '../writer/executor.js';
-import { createOutboxWrites } from './chat-outbox.js';
-import { INSERT_OCCURRENCE_SQL } from './cron-occurrences.js';
-import { INSERT_JOB_SQL, jobInsertParams } from './job-rows.js';
+import { all, command, lock, one, query, run, values, type Database, type Flow } from '../sql/index.js';
+import { CLAIM_OCCURRENCE } from './cron-occurrences.js';
+import { jobsEnded } from './job-messages.js';
+import { INSERT_JOB, jobInsertParams } from './job-rows.js';
 
-/** Expired idempotency keys and past window counters are deleted at most this often. */
+/** Expired idempotency keys and past window counters are deleted at most this often (per coordinator). */
 const PURGE_EVERY_MS = 60_000;
 
-type CountRow = [number | null, number | null, number | null];
+type Scope = 'token' | 'workflow';
+interface Windows {
+  minute: number;
+  hour: number;
+  day: number;
+}
+
+const FIND_KEY = query<{ hash: string; job_id: string }, [string, string, string, string]>(
+  `SELECT request_hash AS hash, job_id FROM idempotency_keys
+   WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
+);
+const SAVE_KEY = command<[string, string, string, string, string, string]>(
+  `INSERT INTO idempotency_keys (trigger_id, workflow_name, key, request_hash, job_id, expires_at)
+   VALUES (?, ?, ?, ?, ?, ?)
+   ON CONFLICT (trigger_id, workflow_name, key) DO UPDATE SET
+     request_hash = excluded.request_hash, job_id = excluded.job_id, expires_at = excluded.expires_at`,
+);
+/** A scope's counters up to now: the domain counts the one of each window the call falls in. */
+const COUNTERS = query<{ window: RateWindow; start: number; count: number }, [Scope, string, number]>(
+  `SELECT "window", window_start AS start, count FROM rate_counters
+   WHERE scope = ? AND scope_id = ? AND window_start <= ?`,
+);
+const BUMP_COUNTERS = command<{ scope: Scope; id: string } & Windows>(
+  `INSERT INTO rate_counters (scope, scope_id, "window", window_start, count)
+   VALUES (@scope, @id, 'minute', @minute, 1), (@scope, @id, 'hour', @hour, 1), (@scope, @id, 'day', @day, 1)
+   ON CONFLICT (scope, scope_id, "window", window_start) DO UPDATE SET count = rate_counters.count + 1`,
+);
+const INSERT_BLOCK = command(
+  `INSERT INTO rate_limit_blocks (org_id, workflow_id, trigger_id, api_token_id, job_id, "window", limit_value,
+     observed, created_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+);
+const PURGE_KEYS = command<[string]>('DELETE FROM idempotency_keys WHERE expires_at <= ?');
+// A counter of a window that is no longer the current one of its kind is past.
+const PURGE_COUNTERS = command<[number, number, number]>(
+  `DELETE FROM rate_counters WHERE ("window" = 'minute' AND window_start < ?)
+     OR ("window" = 'hour' AND window_start < ?) OR ("window" = 'day' AND window_start < ?)`,
+);
+/** Whether the trigger's latest scheduled job is still open (1) or not (0); null without one. */
+const PREVIOUS_SCHEDULED_OPEN = values<number, [string, string]>(
+  (d) => `SELECT status IN ('pending', 'queued', 'running') FROM jobs
+    WHERE org_id = ${d.seekParameter} AND trigger_id = ${d.seekParameter} AND source = 'cron'
+    ORDER BY seq DESC LIMIT 1`,
+);
+const RESULT = query<
+  { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null },
+  [string]
+>('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
+
+const hasLimit = (l: { perMinute: number | null; perHour: number | null; perDay: number | null }) =>
+  l.perMinute !== null || l.perHour !== null || l.perDay !== null;
 
 /**
- * The admission as a write operation (db/writer/executor.ts): run serially inside the group
- * commit, so its read-decide-write needs no lock. The limits are the domain's to decide
- * (`decideLimits`) on the counts read here. A refused call's `rejected` job enqueues its chat
- * notification in the same operation (chat-outbox.ts).
+ * A call with nothing to decide under a lock: no idempotency key, no limit, not an occurrence, not
+ * refused before the admission. Its statements need not commit together (atomic: false).
  */
-export function createAdmissionWrites(
-  db: Db,
+const isPlain = (request: AdmissionRequest): boolean =>
+  request.idempotency === null &&
+  request.occurrence === undefined &&
+  request.rejection === undefined &&
+  request.job.workflowId !== null &&
+  !(request.token && hasLimit(request.token.limits)) &&
+  !hasLimit(request.workflowLimits);
+
+/**
+ * The admission of a trigger call (idempotency → occurrence claim → limits → job → counters),
+ * written once: on SQLite an operation of the group commit, run serially, so its
+ * read-decide-write needs no lock; on PostgreSQL one transaction, where transaction-scoped
+ * advisory locks, taken in one order (the idempotency key, then the token's and the workflow's
+ * windows) before what the decision rests on is read, make the read, the domain's decision
+ * (`decideLimits`, on the counts read) and the write one step for calls that could collide across
+ * coordinators: one job per idempotency key, never more jobs in a window than the limit. The
+ * occurrence of a scheduled run is claimed by its row's primary key. A refused call's `rejected`
+ * job enqueues its chat notification in the same transaction (job-messages.ts).
+ */
+export function createTriggerRunRepository(
+  db: Database,
   decideLimits: DecideLimits,
   planMessages: PlanJobMessages,
-): { admit(request: AdmissionRequest): AdmissionOutcome } {
-  const outbox = createOutboxWrites(db, planMessages);
-  const findKey = db.prepare<[string, string, string, string], { hash: string; jobId: string }>(
-    `SELECT request_hash AS hash, job_id AS jobId FROM idempotency_keys
-     WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
-  );
-  const saveKey = db.prepare(
-    `INSERT INTO idempotency_keys (trigger_id, workflow_name, key, request_hash, job_id, expires_at)
-     VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (trigger_id, workflow_name, key) DO UPDATE SET
-       request_hash = excluded.request_hash, job_id = excluded.job_id, expires_at = excluded.expires_at`,
-  );
-  const readCounts = db
-    .prepare<{ scope: string; id: string; minute: number; hour: number; day: number }, CountRow>(
-      `SELECT
-         (SELECT count FROM rate_counters WHERE scope = @scope AND scope_id = @id AND window = 'minute' AND window_start = @minute),
-         (SELECT count FROM rate_counters WHERE scope = @scope AND scope_id = @id AND window = 'hour' AND window_start = @hour),
-         (SELECT count FROM rate_counters WHERE scope = @scope AND scope_id = @id AND window = 'day' AND window_start = @day)`,
-    )
-    .raw(true);
-  const bumpCounts = db.prepare<{ scope: string; id: string; minute: number; hour: number; day: number }>(
-    `INSERT INTO rate_counters (scope, scope_id, window, window_start, count)
-     VALUES (@scope, @id, 'minute', @minute, 1), (@scope, @id, 'hour', @hour, 1), (@scope, @id, 'day', @day, 1)
-     ON CONFLICT (scope, scope_id, window, window_start) DO UPDATE SET count = count + 1`,
-  );
-  const insertJob = db.prepare(INSERT_JOB_SQL);
-  const insertBlock = db.prepare(
-    `INSERT INTO rate_limit_blocks (org_id, workflow_id, trigger_id, api_token_id, job_id, window, limit_value, observed, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const purgeKeys = db.prepare('DELETE FROM idempotency_keys WHERE expires_at <= ?');
-  // A counter of a window that is no longer the current one of its kind is past.
-  const purgeCounts = db.prepare<WindowStarts>(
-    `DELETE FROM rate_counters WHERE (window = 'minute' AND window_start < @minute)
-       OR (window = 'hour' AND window_start < @hour) OR (window = 'day' AND window_start < @day)`,
-  );
-  const claimOccurrence = db.prepare(INSERT_OCCURRENCE_SQL);
-  // `+?`: see INSERT_JOB_SQL (SQLite 3.54 and a bare parameter in an ORDER BY ... LIMIT 1 seek).
-  const previousScheduledOpen = db
-    .prepare<[string, string], number>(
-      `SELECT status IN ('pending', 'queued', 'running') FROM jobs
-       WHERE org_id = +? AND trigger_id = +? AND source = 'cron' ORDER BY seq DESC LIMIT 1`,
-    )
-    .pluck(true);
+): TriggerRunRepository {
   let nextPurgeAt = 0;
 
-  const counts = (scope: 'token' | 'workflow', id: string, starts: WindowStarts): WindowCounts => {
-    const [minute, hour, day] = readCounts.get({ scope, id, ...starts }) as CountRow;
-    return { minute: minute ?? 0, hour: hour ?? 0, day: day ?? 0 };
-  };
-
-  function admitNow(request: AdmissionRequest): AdmissionOutcome {
+  function* admission(request: AdmissionRequest): Flow<AdmissionOutcome> {
     const { job, now, idempotency } = request;
     const nowIso = job.createdAt;
     if (idempotency) {
-      const earlier = findKey.get(job.triggerId, job.workflowName, idempotency.key, nowIso);
+      yield* lock('idempotency', job.triggerId, job.workflowName, idempotency.key);
+      const earlier = yield* one(FIND_KEY, [job.triggerId, job.workflowName, idempotency.key, nowIso]);
       if (earlier) {
         return earlier.hash === idempotency.requestHash
-          ? { outcome: 'repeated', jobId: earlier.jobId }
+          ? { outcome: 'repeated', jobId: earlier.job_id }
           : { outcome: 'idempotency_conflict' };
       }
     }
@@ -91,8 +110,8 @@ export function createAdmissionWrites(
     if (request.occurrence) {
       // The claim: the occurrence's row, written once whoever tries (its primary key).
       const { scheduledAt, overlap } = request.occurrence;
-      const skip = overlap === 'skip' && previousScheduledOpen.get(job.orgId, job.triggerId) === 1;
-      const claimed = claimOccurrence.run({
+      const skip = overlap === 'skip' && (yield* one(PREVIOUS_SCHEDULED_OPEN, [job.orgId, job.triggerId])) === 1;
+      const claimed = yield* run(CLAIM_OCCURRENCE, {
         triggerId: job.triggerId,
         scheduledAt,
         orgId: job.orgId,
@@ -102,27 +121,47 @@ export function createAdmissionWrites(
         firstScheduledAt: null,
         recordedAt: nowIso,
       });
-      if (claimed.changes === 0) return { outcome: 'claimed_before' };
+      if (claimed === 0) return { outcome: 'claimed_before' };
       if (skip) return { outcome: 'skipped_overlap' };
     }
     if (request.rejection !== undefined || job.workflowId === null) {
-      insertJob.run(jobInsertParams(job, 'rejected', request.rejection ?? 'The workflow is unknown'));
-      outbox.jobsEnded([job.id], nowIso, { atAdmission: true });
+      yield* run(INSERT_JOB, jobInsertParams(job, 'rejected', request.rejection ?? 'The workflow is unknown'));
+      yield* jobsEnded(planMessages, [job.id], nowIso, { atAdmission: true });
       return { outcome: 'rejected', jobId: job.id };
     }
     const workflowId = job.workflowId;
 
-    const { windows, refused, counted } = decideLimits({ ...request, job: { ...job, workflowId } }, counts);
+    // The windows that may be read and counted, locked in one order before they are read.
+    const limited: { scope: Scope; id: string }[] = [];
+    if (request.token && hasLimit(request.token.limits)) limited.push({ scope: 'token', id: request.token.id });
+    if (hasLimit(request.workflowLimits)) limited.push({ scope: 'workflow', id: workflowId });
+    for (const { scope, id } of limited) yield* lock('rate', scope, id);
+    const counters = new Map<string, { start: number; count: number }[]>();
+    for (const { scope, id } of limited) {
+      for (const c of yield* all(COUNTERS, [scope, id, now])) {
+        const key = `${scope}:${id}:${c.window}`;
+        counters.set(key, [...(counters.get(key) ?? []), c]);
+      }
+    }
+    const count = (key: string, start: number) => counters.get(key)?.find((c) => c.start === start)?.count ?? 0;
+    const { windows, refused, counted } = decideLimits(
+      { ...request, job: { ...job, workflowId } },
+      (scope, id, w): WindowCounts => ({
+        minute: count(`${scope}:${id}:minute`, w.minute),
+        hour: count(`${scope}:${id}:hour`, w.hour),
+        day: count(`${scope}:${id}:day`, w.day),
+      }),
+    );
     if (now >= nextPurgeAt) {
       nextPurgeAt = now + PURGE_EVERY_MS;
-      purgeKeys.run(nowIso);
-      purgeCounts.run(windows);
+      yield* run(PURGE_KEYS, [nowIso]);
+      yield* run(PURGE_COUNTERS, [windows.minute, windows.hour, windows.day]);
     }
     if (refused) {
-      insertJob.run(jobInsertParams(job, 'rejected', refused.message));
-      outbox.jobsEnded([job.id], nowIso, { atAdmission: true });
+      yield* run(INSERT_JOB, jobInsertParams(job, 'rejected', refused.message));
+      yield* jobsEnded(planMessages, [job.id], nowIso, { atAdmission: true });
       if (refused.scope === 'workflow') {
-        insertBlock.run(
+        yield* run(INSERT_BLOCK, [
           job.orgId,
           workflowId,
           job.triggerId,
@@ -132,41 +171,37 @@ export function createAdmissionWrites(
           refused.refusal.limit,
           refused.refusal.observed,
           nowIso,
-        );
+        ]);
       }
       return { outcome: 'refused', jobId: job.id, ...refused };
     }
 
-    insertJob.run(jobInsertParams(job, 'pending', null));
-    for (const { scope, id } of counted) bumpCounts.run({ scope, id, ...windows });
+    for (const { scope, id } of counted) yield* run(BUMP_COUNTERS, { scope, id, ...windows });
     if (idempotency) {
       const expiresAt = new Date(now + idempotency.ttlMs).toISOString();
-      saveKey.run(job.triggerId, job.workflowName, idempotency.key, idempotency.requestHash, job.id, expiresAt);
+      yield* run(SAVE_KEY, [
+        job.triggerId,
+        job.workflowName,
+        idempotency.key,
+        idempotency.requestHash,
+        job.id,
+        expiresAt,
+      ]);
     }
+    // Last: on PostgreSQL the job's number locks the organization's counter row until the commit.
+    yield* run(INSERT_JOB, jobInsertParams(job, 'pending', null));
     return { outcome: 'admitted', jobId: job.id };
   }
 
-  return { admit: admitNow };
-}
-
-export function createTriggerRunRepository(
-  db: Db,
-  writes: WriteExecutor,
-  decideLimits: DecideLimits,
-  planMessages: PlanJobMessages,
-): TriggerRunRepository {
-  const result = db.prepare<
-    [string],
-    { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null }
-  >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
-  const admission = createAdmissionWrites(db, decideLimits, planMessages);
-
   return {
     admit(request) {
-      return writes.run(() => admission.admit(request));
+      // A plain call on PostgreSQL is its job's INSERT alone, committed by itself: the
+      // organization's counter row is locked for that one statement, not until a COMMIT's round
+      // trip (which would cap an organization's admissions at one per round trip).
+      return db.write(() => admission(request), { atomic: !isPlain(request) });
     },
     async jobResult(jobId) {
-      const row = result.get(jobId);
+      const row = await db.one(RESULT, [jobId]);
       if (!row) return null;
       return {
         status: row.status,

@@ -6,8 +6,8 @@ import type { Dialect } from './dialect.js';
  */
 export type Params = readonly unknown[] | Named;
 
-/** Named parameters: `@name` in the text. */
-export type Named = Readonly<Record<string, unknown>>;
+/** Named parameters: `@name` in the text, an object with a property of each name (an interface will do). */
+export type Named = object;
 
 /** A statement's text: one for both databases, or built from the dialect's fragments (dialect.ts). */
 export type SqlSource = string | ((dialect: Dialect) => string);

@@ -3,8 +3,9 @@ import { openDatabase, type Db } from '../../../src/db/database.js';
 import { migrate } from '../../../src/db/migrate.js';
 import { migratePostgres } from '../../../src/db/postgres/migrate.js';
 import { createPool, type PgPool } from '../../../src/db/postgres/pool.js';
-import { insertNewJob } from '../../../src/db/postgres/repositories/job-rows.js';
-import { INSERT_JOB_SQL, newJobParams } from '../../../src/db/repositories/job-rows.js';
+import { INSERT_JOB, newJobParams } from '../../../src/db/repositories/job-rows.js';
+import { PostgresDatabase } from '../../../src/db/sql/postgres.js';
+import { SQLITE } from '../../../src/db/sql/dialect.js';
 import { GroupCommitExecutor } from '../../../src/db/writer/executor.js';
 import type { NewJob } from '../../../src/domain/model/jobs.js';
 import type { Repositories } from '../../../src/domain/model/repositories.js';
@@ -80,7 +81,7 @@ function useSqlite(): DatabaseUnderTest {
       return db.prepare(sql).all() as T[];
     },
     async insertJob(job) {
-      db.prepare(INSERT_JOB_SQL).run(newJobParams(job));
+      db.prepare(INSERT_JOB.compiled(SQLITE).text).run(newJobParams(job));
     },
   };
 }
@@ -138,7 +139,7 @@ function postgresOfThisFile(): { use(): DatabaseUnderTest } {
           return (await pool.query(sql)).rows as T[];
         },
         async insertJob(job) {
-          await insertNewJob(pool, job);
+          await new PostgresDatabase(pool).run(INSERT_JOB, newJobParams(job));
         },
       };
     },

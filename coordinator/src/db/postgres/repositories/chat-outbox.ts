@@ -6,12 +6,10 @@ import type {
   OutboxPayload,
   OutboxStatus,
   OutboxTarget,
-  PlanJobMessages,
 } from '../../../domain/model/chat-outbox.js';
-import type { ChatProvider, NotifyOn } from '../../../domain/model/triggers.js';
+import type { ChatProvider } from '../../../domain/model/triggers.js';
 import type { PgPool, Queryable } from '../pool.js';
 import { all, run } from '../rows.js';
-import { toJob, type JobRow } from './job-rows.js';
 
 interface OutboxRow {
   id: number;
@@ -48,15 +46,6 @@ const toMessage = (r: OutboxRow): OutboxMessage => ({
   failedAt: r.failed_at,
 });
 
-/** A job row with its trigger's name and notification settings (null when it posts none). */
-type EndedJobRow = JobRow & {
-  n_trigger_name: string;
-  n_provider: ChatProvider | null;
-  n_team_id: string | null;
-  n_channel_id: string | null;
-  n_on: NotifyOn;
-};
-
 const enqueue = (db: Queryable, m: NewOutboxMessage) =>
   run(
     db,
@@ -66,57 +55,6 @@ const enqueue = (db: Queryable, m: NewOutboxMessage) =>
      ON CONFLICT (dedupe_key) DO NOTHING`,
     [m.orgId, m.dedupeKey, m.jobId, m.provider, JSON.stringify(m.target), JSON.stringify(m.payload), m.createdAt],
   );
-
-/** The outbox's side of a job that ended: written in the transaction that ends it. */
-export type JobsEnded = (
-  db: Queryable,
-  ids: readonly string[],
-  at: string,
-  options?: { atAdmission: boolean },
-) => Promise<void>;
-
-/**
- * The enqueue that the job writes run inside their own transaction: for each job that just
- * ended, the domain decides (`plan`) which messages it posts, written with the job's end.
- */
-export function createOutboxWrites(plan: PlanJobMessages): JobsEnded {
-  return async (db, ids, at, options) => {
-    if (ids.length === 0) return;
-    // A deleted trigger notifies no more; a chat run still answers the person who started it.
-    const rows = await all<EndedJobRow>(
-      db,
-      `SELECT j.*, t.name AS n_trigger_name, t.notify_provider AS n_provider, t.notify_team_id AS n_team_id,
-         t.notify_channel_id AS n_channel_id, t.notify_on AS n_on
-       FROM jobs j JOIN triggers t ON t.id = j.trigger_id
-       WHERE j.id = ANY($1::text[]) AND (j.chat_origin IS NOT NULL OR (t.deleted_at IS NULL
-         AND t.notify_provider IS NOT NULL AND t.notify_on <> 'none' AND t.notify_team_id IS NOT NULL
-         AND t.notify_channel_id IS NOT NULL))
-       ORDER BY j.seq`,
-      [ids],
-    );
-    for (const row of rows) {
-      const notifies =
-        row.n_provider !== null && row.n_team_id !== null && row.n_channel_id !== null && row.n_on !== 'none';
-      const messages = plan(
-        {
-          job: toJob(row),
-          triggerName: row.n_trigger_name,
-          notify: notifies
-            ? {
-                notifyProvider: row.n_provider as ChatProvider,
-                notifyTeamId: row.n_team_id as string,
-                notifyChannelId: row.n_channel_id as string,
-                notifyOn: row.n_on,
-              }
-            : null,
-          atAdmission: options?.atAdmission ?? false,
-        },
-        at,
-      );
-      for (const message of messages) await enqueue(db, message);
-    }
-  };
-}
 
 /**
  * The delivery worker's side of the outbox. A claim takes the due rows with `FOR UPDATE SKIP

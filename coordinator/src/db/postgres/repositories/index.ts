@@ -3,6 +3,8 @@ import type { TransactionRules } from '../../../domain/model/transaction-rules.j
 import type { PgPool } from '../pool.js';
 import { createAgentRepository } from './agents.js';
 import { createApiTokenRepository } from '../../repositories/api-tokens.js';
+import { createCronOccurrenceRepository } from '../../repositories/cron-occurrences.js';
+import { createTriggerRunRepository } from '../../repositories/trigger-runs.js';
 import { createTriggerRepository } from '../../repositories/triggers.js';
 import { createWorkflowRepository } from '../../repositories/workflows.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
@@ -12,7 +14,6 @@ import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
 import { createChatRequestRepository } from './chat-requests.js';
-import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createFileRepository } from './files.js';
@@ -23,7 +24,6 @@ import { createReleaseRepository } from './releases.js';
 import { createServerSecretRepository } from './server-secrets.js';
 import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
-import { createTriggerRunRepository } from './trigger-runs.js';
 import { createUserRepository } from './users.js';
 
 /**
@@ -44,14 +44,14 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     chatIntegrations: createChatIntegrationRepository(pool),
     chatOutbox: createChatOutboxRepository(pool),
     chatRequests: createChatRequestRepository(pool),
-    cronOccurrences: createCronOccurrenceRepository(pool),
+    cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(pool),
     jobs: createJobRepository(pool, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(pool, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(pool),
     signedOutSessions: createSignedOutSessionRepository(pool),
     storageBindings: createStorageBindingRepository(pool),
-    triggerRuns: createTriggerRunRepository(pool, rules.decideLimits, rules.planJobMessages),
+    triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     users: createUserRepository(pool),
     workflows: createWorkflowRepository(database),

@@ -3,6 +3,11 @@ import type { ChatOrigin, Job, JobKind, JobSource, NewJob } from '../../../domai
 import type { Queryable } from '../pool.js';
 import { json, run } from '../rows.js';
 
+/**
+ * A row of `jobs` as the pool gives it (flags as booleans, JSON parsed): for the PostgreSQL
+ * repositories not yet written once for both databases (jobs.ts, device-binding-evaluation.ts);
+ * the others use db/repositories/job-rows.ts.
+ */
 export interface JobRow {
   id: string;
   org_id: string;
@@ -68,57 +73,6 @@ export const toJob = (r: JobRow): Job => ({
   number: r.number,
   chatOrigin: r.chat_origin,
 });
-
-/**
- * Every job creation (trigger runs, update jobs). `seq` is the identity's next value; `number`,
- * the organization's next job number, comes from its row in job_number_counters, whose lock the
- * transaction holds until it commits, so two coordinators never hand out one number (a missing
- * row starts from the organization's highest number: data copied from SQLite).
- */
-const INSERT_JOB_SQL = `WITH n AS (
-    INSERT INTO job_number_counters AS c (org_id, last_number)
-    VALUES ($2, (SELECT COALESCE(MAX(number), 0) + 1 FROM jobs WHERE org_id = $2))
-    ON CONFLICT (org_id) DO UPDATE SET last_number = c.last_number + 1
-    RETURNING last_number)
-  INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name, status, ref, debug,
-    params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms, created_at, finished_at,
-    chat_origin, number)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-    (SELECT last_number FROM n))`;
-
-/** Inserts a job with the status decided apart from it (the admission), or its own (`newJob`). */
-export function insertJob(
-  db: Queryable,
-  job: Omit<NewJob, 'status' | 'errorMessage'>,
-  status: NewJob['status'],
-  errorMessage: string | null,
-): Promise<number> {
-  return run(db, INSERT_JOB_SQL, [
-    job.id,
-    job.orgId,
-    job.kind,
-    job.source,
-    job.triggerId,
-    job.agentId,
-    job.workflowId,
-    job.workflowName,
-    status,
-    job.ref,
-    job.debug,
-    JSON.stringify(job.params),
-    errorMessage,
-    job.forced,
-    job.forceReason,
-    job.apiTokenId,
-    job.userId,
-    job.timeoutMs,
-    job.createdAt,
-    status === 'rejected' ? job.createdAt : null,
-    json(job.chatOrigin ?? null),
-  ]);
-}
-
-export const insertNewJob = (db: Queryable, job: NewJob) => insertJob(db, job, job.status, job.errorMessage);
 
 /**
  * Many jobs of one organization in one statement: the counter moves by their count at once and

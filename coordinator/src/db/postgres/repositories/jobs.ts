@@ -16,7 +16,8 @@ import type {
 import type { PgClient, PgPool, Queryable } from '../pool.js';
 import { all, one, run } from '../rows.js';
 import { inTransaction } from '../transaction.js';
-import { createOutboxWrites } from './chat-outbox.js';
+import { jobsEnded as endedFlow } from '../../repositories/job-messages.js';
+import { runFlow } from '../../sql/postgres.js';
 import { toJob, type JobRow } from './job-rows.js';
 
 const OPEN = `('pending', 'queued', 'running')`;
@@ -252,7 +253,9 @@ const byId = async (db: Queryable, id: string) =>
  * single UPDATEs whose conditions PostgreSQL checks again on a row another transaction changed.
  */
 export function createJobRepository(pool: PgPool, planMove: PlanJobMove, planMessages: PlanJobMessages): JobRepository {
-  const jobsEnded = createOutboxWrites(planMessages);
+  /** The chat messages of jobs that ended, in the transaction that ends them (job-messages.ts). */
+  const jobsEnded = (tx: Queryable, ids: readonly string[], at: string) =>
+    runFlow(tx, endedFlow(planMessages, ids, at));
 
   const move = (m: JobMove) =>
     inTransaction(pool, async (tx: PgClient): Promise<TransitionResult> => {
