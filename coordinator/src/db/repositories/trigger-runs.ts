@@ -30,7 +30,12 @@ const SAVE_KEY = command<[string, string, string, string, string, string]>(
      request_hash = excluded.request_hash, job_id = excluded.job_id, expires_at = excluded.expires_at`,
 );
 /** A scope's counters up to now: the domain counts the one of each window the call falls in. */
-const COUNTERS = query<{ window: RateWindow; start: number; count: number }, [Scope, string, number]>(
+interface CounterRow {
+  window: RateWindow;
+  start: number;
+  count: number;
+}
+const COUNTERS = query<CounterRow, [Scope, string, number]>(
   `SELECT "window", window_start AS start, count FROM rate_counters
    WHERE scope = ? AND scope_id = ? AND window_start <= ?`,
 );
@@ -136,20 +141,18 @@ export function createTriggerRunRepository(
     if (request.token && hasLimit(request.token.limits)) limited.push({ scope: 'token', id: request.token.id });
     if (hasLimit(request.workflowLimits)) limited.push({ scope: 'workflow', id: workflowId });
     for (const { scope, id } of limited) yield* lock('rate', scope, id);
-    const counters = new Map<string, { start: number; count: number }[]>();
-    for (const { scope, id } of limited) {
-      for (const c of yield* all(COUNTERS, [scope, id, now])) {
-        const key = `${scope}:${id}:${c.window}`;
-        counters.set(key, [...(counters.get(key) ?? []), c]);
-      }
-    }
-    const count = (key: string, start: number) => counters.get(key)?.find((c) => c.start === start)?.count ?? 0;
+    const counters: { scope: Scope; id: string; rows: CounterRow[] }[] = [];
+    for (const { scope, id } of limited) counters.push({ scope, id, rows: yield* all(COUNTERS, [scope, id, now]) });
+    const count = (scope: Scope, id: string, window: RateWindow, start: number): number => {
+      const rows = counters.find((c) => c.scope === scope && c.id === id)?.rows ?? [];
+      return rows.find((r) => r.window === window && r.start === start)?.count ?? 0;
+    };
     const { windows, refused, counted } = decideLimits(
       { ...request, job: { ...job, workflowId } },
       (scope, id, w): WindowCounts => ({
-        minute: count(`${scope}:${id}:minute`, w.minute),
-        hour: count(`${scope}:${id}:hour`, w.hour),
-        day: count(`${scope}:${id}:day`, w.day),
+        minute: count(scope, id, 'minute', w.minute),
+        hour: count(scope, id, 'hour', w.hour),
+        day: count(scope, id, 'day', w.day),
       }),
     );
     if (now >= nextPurgeAt) {
