@@ -5,7 +5,7 @@
  *
  *   pnpm build && pnpm --filter @drover/agent build:binary
  *   pnpm bench bench/runtimes.ts --baseline <checkout> [--baseline-node <node>] [--rounds 2] [--settle 10]
- *                                [--only trigger|discovery|sync|idle]
+ *                                [--only trigger|discovery|dispatch|sync|idle]
  *
  * `--baseline` is another checkout, set up and built (`bash scripts/setup.sh`, then
  * `node agent/scripts/build-binary.mjs`) on the baseline runtime, `--baseline-node` (default
@@ -21,8 +21,14 @@
  *   on the same runtime as the server it loads) and the ratio to bare Fastify on that runtime;
  * - sync round trip: `bench/sync-roundtrip.ts --binary`, one round: p50 and p99, with that
  *   checkout's agent executable (built from that runtime);
+ * - dispatch latency (only with `--only dispatch`): `bench/dispatch-latency.ts --runs 200`, p50
+ *   and p99 from the trigger call to the step running, the agent from that checkout's sources;
  * - idle RSS: the built `drover-coordinator start` (with its shebang's flags) on an empty data
  *   directory, after `--settle` seconds, VmRSS read 5 times a second apart (the median).
+ *
+ * Two revisions on one runtime compare the same way: `--baseline` a worktree of the older
+ * revision, `--baseline-node` its `node_modules/.bin/node`. Only what the chosen figures run must
+ * be built (the sync round trip: the agent executable; idle RSS: the coordinator).
  *
  * The medians over the rounds are compared at the end.
  */
@@ -63,9 +69,6 @@ interface Side {
 function side(node: string, dir: string, what: string): Side {
   const version = spawnSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.trim();
   if (!version) throw new Error(`${node} does not run`);
-  for (const file of ['coordinator/dist/cli/main.js', 'agent/dist/drover-agent']) {
-    if (!fs.existsSync(path.join(dir, file))) throw new Error(`${path.join(dir, file)} is missing: build it first`);
-  }
   return { label: `Node ${version} (${what})`, node, dir };
 }
 
@@ -103,6 +106,15 @@ function throughput(s: Side, script: string, name: string): Figures {
     [`${name}: coordinator req/s`]: Number(row[1]!.replaceAll(',', '')),
     [`${name}: server CPU µs per request`]: Number(row[2]),
     [`${name}: ratio to bare Fastify`]: read(out, /^coordinator \/ bare: ([\d.]+) x baseline req\/s/m, 'ratio'),
+  };
+}
+
+/** dispatch-latency.ts: a real agent (from its sources) runs each job's step; p50 and p99 to the step running. */
+function dispatchLatency(s: Side): Figures {
+  const out = runBench(s, 'bench/dispatch-latency.ts', ['--runs', '200']);
+  return {
+    'dispatch latency: p50 ms': read(out, /^p50 ([\d.]+) ms \(goal/m, 'p50'),
+    'dispatch latency: p99 ms': read(out, /; p99 ([\d.]+) ms$/m, 'p99'),
   };
 }
 
@@ -153,14 +165,37 @@ async function idleRss(s: Side): Promise<Figures> {
   }
 }
 
-const allMeasures: { key: string; name: string; run: (s: Side) => Figures | Promise<Figures> }[] = [
-  { key: 'trigger', name: 'async trigger run', run: (s) => throughput(s, 'bench/trigger-run.ts', 'async trigger run') },
-  { key: 'discovery', name: 'token discovery', run: (s) => throughput(s, 'bench/discovery.ts', 'token discovery') },
-  { key: 'sync', name: 'sync round trip', run: syncRoundTrip },
-  { key: 'idle', name: 'idle RSS', run: idleRss },
+const allMeasures: {
+  key: string;
+  name: string;
+  /** The built files of each checkout it runs. */
+  needs: string[];
+  run: (s: Side) => Figures | Promise<Figures>;
+}[] = [
+  {
+    key: 'trigger',
+    name: 'async trigger run',
+    needs: [],
+    run: (s) => throughput(s, 'bench/trigger-run.ts', 'async trigger run'),
+  },
+  {
+    key: 'discovery',
+    name: 'token discovery',
+    needs: [],
+    run: (s) => throughput(s, 'bench/discovery.ts', 'token discovery'),
+  },
+  { key: 'dispatch', name: 'dispatch latency', needs: [], run: dispatchLatency },
+  { key: 'sync', name: 'sync round trip', needs: ['agent/dist/drover-agent'], run: syncRoundTrip },
+  { key: 'idle', name: 'idle RSS', needs: ['coordinator/dist/cli/main.js'], run: idleRss },
 ];
-const measures = allMeasures.filter((m) => values.only === undefined || m.key === values.only);
+// All but the dispatch latency (the sync round trip covers dispatch too) unless --only names one.
+const measures = allMeasures.filter((m) => (values.only === undefined ? m.key !== 'dispatch' : m.key === values.only));
 if (measures.length === 0) throw new Error(`--only: expected one of ${allMeasures.map((m) => m.key).join(', ')}`);
+for (const s of sides) {
+  for (const file of measures.flatMap((m) => m.needs)) {
+    if (!fs.existsSync(path.join(s.dir, file))) throw new Error(`${path.join(s.dir, file)} is missing: build it first`);
+  }
+}
 
 /** Whether a larger value of the figure is better. */
 const higherIsBetter = (figure: string) => /req\/s|ratio/.test(figure);

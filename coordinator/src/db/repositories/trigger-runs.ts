@@ -2,7 +2,7 @@ import type { JobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../domain/model/transaction-rules.js';
 import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
-import type { RateWindow, WindowCounts } from '../../domain/model/rate-limits.js';
+import type { RateWindow, ReadWindowCounts, WindowCounts } from '../../domain/model/rate-limits.js';
 import { parseJsonColumn } from '../../util/json.js';
 import { all, command, lock, one, query, run, values, type Database, type Flow } from '../sql/index.js';
 import { CLAIM_OCCURRENCE } from './cron-occurrences.js';
@@ -29,7 +29,7 @@ const SAVE_KEY = command<[string, string, string, string, string, string]>(
    ON CONFLICT (trigger_id, workflow_name, key) DO UPDATE SET
      request_hash = excluded.request_hash, job_id = excluded.job_id, expires_at = excluded.expires_at`,
 );
-/** A scope's counters up to now: the domain counts the one of each window the call falls in. */
+/** A scope's counters up to now. */
 interface CounterRow {
   window: RateWindow;
   start: number;
@@ -65,6 +65,24 @@ const RESULT = query<
   { status: JobStatus; exit_code: number | null; error_message: string | null; output: string | null },
   [string]
 >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
+
+/** The reader of a call without limits: the domain reads nothing (a limit is what makes it read). */
+const NOTHING_COUNTED: ReadWindowCounts = () => ({ minute: 0, hour: 0, day: 0 });
+
+/** Reads the counters of `limited` (up to `now`): the domain counts the one of each window the call falls in. */
+function* readCounts(limited: readonly { scope: Scope; id: string }[], now: number): Flow<ReadWindowCounts> {
+  const counters: { scope: Scope; id: string; rows: CounterRow[] }[] = [];
+  for (const { scope, id } of limited) counters.push({ scope, id, rows: yield* all(COUNTERS, [scope, id, now]) });
+  const count = (scope: Scope, id: string, window: RateWindow, start: number): number => {
+    const rows = counters.find((c) => c.scope === scope && c.id === id)?.rows ?? [];
+    return rows.find((r) => r.window === window && r.start === start)?.count ?? 0;
+  };
+  return (scope, id, w): WindowCounts => ({
+    minute: count(scope, id, 'minute', w.minute),
+    hour: count(scope, id, 'hour', w.hour),
+    day: count(scope, id, 'day', w.day),
+  });
+}
 
 const hasLimit = (l: { perMinute: number | null; perHour: number | null; perDay: number | null }) =>
   l.perMinute !== null || l.perHour !== null || l.perDay !== null;
@@ -141,19 +159,9 @@ export function createTriggerRunRepository(
     if (request.token && hasLimit(request.token.limits)) limited.push({ scope: 'token', id: request.token.id });
     if (hasLimit(request.workflowLimits)) limited.push({ scope: 'workflow', id: workflowId });
     for (const { scope, id } of limited) yield* lock('rate', scope, id);
-    const counters: { scope: Scope; id: string; rows: CounterRow[] }[] = [];
-    for (const { scope, id } of limited) counters.push({ scope, id, rows: yield* all(COUNTERS, [scope, id, now]) });
-    const count = (scope: Scope, id: string, window: RateWindow, start: number): number => {
-      const rows = counters.find((c) => c.scope === scope && c.id === id)?.rows ?? [];
-      return rows.find((r) => r.window === window && r.start === start)?.count ?? 0;
-    };
     const { windows, refused, counted } = decideLimits(
       { ...request, job: { ...job, workflowId } },
-      (scope, id, w): WindowCounts => ({
-        minute: count(scope, id, 'minute', w.minute),
-        hour: count(scope, id, 'hour', w.hour),
-        day: count(scope, id, 'day', w.day),
-      }),
+      limited.length === 0 ? NOTHING_COUNTED : yield* readCounts(limited, now),
     );
     if (now >= nextPurgeAt) {
       nextPurgeAt = now + PURGE_EVERY_MS;
