@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type {
   ChatOutboxRepository,
   ClaimedMessage,
-  NewOutboxMessage,
   OutboxMessage,
   OutboxPayload,
   OutboxStatus,
@@ -10,7 +9,8 @@ import type {
 } from '../../domain/model/chat-outbox.js';
 import type { ChatProvider } from '../../domain/model/triggers.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { Db } from '../database.js';
+import type { SqliteDatabase } from '../sql/sqlite.js';
+import { ENQUEUE_MESSAGE, enqueueParams } from './job-messages.js';
 
 interface OutboxRow {
   id: number;
@@ -47,26 +47,13 @@ const toMessage = (r: OutboxRow): OutboxMessage => ({
   failedAt: r.failed_at,
 });
 
-const INSERT_SQL = `INSERT INTO chat_outbox (org_id, dedupe_key, job_id, provider, target, payload, status, next_attempt_at, created_at)
-  VALUES (@orgId, @dedupeKey, @jobId, @provider, @target, @payload, 'pending', @createdAt, @createdAt)
-  ON CONFLICT (dedupe_key) DO NOTHING`;
-
-const insertParams = (m: NewOutboxMessage): Record<string, unknown> => ({
-  orgId: m.orgId,
-  dedupeKey: m.dedupeKey,
-  jobId: m.jobId,
-  provider: m.provider,
-  target: JSON.stringify(m.target),
-  payload: JSON.stringify(m.payload),
-  createdAt: m.createdAt,
-});
-
 /**
  * The delivery worker's side of the outbox. A claim is one UPDATE ... RETURNING, so two
  * coordinators on one database never claim the same message; its `claim_token` guards every
  * later write of that attempt.
  */
-export function createChatOutboxRepository(db: Db): ChatOutboxRepository {
+export function createChatOutboxRepository(database: SqliteDatabase): ChatOutboxRepository {
+  const { db } = database;
   const due = db.prepare<[string, number], { id: number }>(
     `SELECT id FROM chat_outbox WHERE status IN ('pending', 'sending') AND next_attempt_at <= ?
      ORDER BY next_attempt_at, id LIMIT ?`,
@@ -98,7 +85,7 @@ export function createChatOutboxRepository(db: Db): ChatOutboxRepository {
      WHERE id = ? AND claim_token = ? AND status = 'sending'`,
   );
   const byJob = db.prepare<[string], OutboxRow>('SELECT * FROM chat_outbox WHERE job_id = ? ORDER BY id');
-  const insert = db.prepare<[Record<string, unknown>]>(INSERT_SQL);
+  const insert = database.prepare(ENQUEUE_MESSAGE);
   const prune = db.prepare<[string, string]>(
     `DELETE FROM chat_outbox WHERE job_id IS NULL AND ((status = 'sent' AND sent_at < ?) OR (status = 'failed' AND failed_at < ?))`,
   );
@@ -118,7 +105,7 @@ export function createChatOutboxRepository(db: Db): ChatOutboxRepository {
       return failed.run(error, at, id, claimToken).changes === 1;
     },
     async enqueue(message) {
-      insert.run(insertParams(message));
+      insert.run(enqueueParams(message));
     },
     async listByJob(jobId) {
       return byJob.all(jobId).map(toMessage);

@@ -42,7 +42,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
     chatIntegrations: createChatIntegrationRepository(db),
-    chatOutbox: createChatOutboxRepository(db),
+    chatOutbox: createChatOutboxRepository(database),
     chatRequests: createChatRequestRepository(db),
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(db),

@@ -1,14 +1,15 @@
 import type {
   ChatOutboxRepository,
   ClaimedMessage,
-  NewOutboxMessage,
   OutboxMessage,
   OutboxPayload,
   OutboxStatus,
   OutboxTarget,
 } from '../../../domain/model/chat-outbox.js';
 import type { ChatProvider } from '../../../domain/model/triggers.js';
-import type { PgPool, Queryable } from '../pool.js';
+import type { PgPool } from '../pool.js';
+import { ENQUEUE_MESSAGE, enqueueParams } from '../../repositories/job-messages.js';
+import { PostgresDatabase } from '../../sql/postgres.js';
 import { all, run } from '../rows.js';
 
 interface OutboxRow {
@@ -46,22 +47,13 @@ const toMessage = (r: OutboxRow): OutboxMessage => ({
   failedAt: r.failed_at,
 });
 
-const enqueue = (db: Queryable, m: NewOutboxMessage) =>
-  run(
-    db,
-    `INSERT INTO chat_outbox (org_id, dedupe_key, job_id, provider, target, payload, status, next_attempt_at,
-       created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, $7)
-     ON CONFLICT (dedupe_key) DO NOTHING`,
-    [m.orgId, m.dedupeKey, m.jobId, m.provider, JSON.stringify(m.target), JSON.stringify(m.payload), m.createdAt],
-  );
-
 /**
  * The delivery worker's side of the outbox. A claim takes the due rows with `FOR UPDATE SKIP
  * LOCKED`, so coordinators claiming at once split the due messages instead of waiting on, or
  * sharing, each other's; its `claim_token` guards every later write of that attempt.
  */
 export function createChatOutboxRepository(pool: PgPool): ChatOutboxRepository {
+  const database = new PostgresDatabase(pool);
   const settle = async (sql: string, values: unknown[]) => (await run(pool, sql, values)) === 1;
   return {
     async claimDue(now, leaseUntil, limit) {
@@ -102,7 +94,7 @@ export function createChatOutboxRepository(pool: PgPool): ChatOutboxRepository {
       );
     },
     async enqueue(message) {
-      await enqueue(pool, message);
+      await database.run(ENQUEUE_MESSAGE, enqueueParams(message));
     },
     async listByJob(jobId) {
       return (await all<OutboxRow>(pool, 'SELECT * FROM chat_outbox WHERE job_id = $1 ORDER BY id', [jobId])).map(
