@@ -3,15 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createFileRepository } from '../../src/db/repositories/files.js';
 import type { FileRepository, StoredFile } from '../../src/domain/model/files.js';
-import { createServerSecretRepository } from '../../src/db/repositories/server-secrets.js';
-import { createStorageBindingRepository } from '../../src/db/repositories/storage-bindings.js';
 import type { StorageBindingRepository } from '../../src/domain/model/storage-bindings.js';
 import type { Config } from '../../src/config/config.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createFileService } from '../../src/domain/files/create.js';
 import type { FileService } from '../../src/domain/files/file-service.js';
+import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import { newId } from '../../src/util/ids.js';
 
 /** A migrated in-memory database with one organization and its default local binding. */
@@ -40,8 +38,7 @@ export async function filesFixture(env: Record<string, string> = {}): Promise<Fi
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-files-'));
   let now = T0;
   const clock = { now: () => now, advance: (ms: number) => void (now += ms) };
-  const files = createFileRepository(db);
-  const bindings = createStorageBindingRepository(db);
+  const { files, storageBindings: bindings, serverSecrets } = createSqliteRepositories(db);
   const orgId = newId();
   db.prepare('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)').run(orgId, 'acme', new Date(T0).toISOString());
   const addBinding = async (name: string, backend: 'local' | 's3' = 'local', isDefault = false) => {
@@ -64,7 +61,7 @@ export async function filesFixture(env: Record<string, string> = {}): Promise<Fi
   const config = loadConfig({ DROVER_PUBLIC_URL: 'https://drover.example.test', ...env }, { dataDir });
   const warnings: object[] = [];
   const service = await createFileService({
-    repos: { files, storageBindings: bindings, serverSecrets: createServerSecretRepository(db) },
+    repos: { files, storageBindings: bindings, serverSecrets },
     clock,
     dataDir,
     storage: config.storage,

@@ -1,19 +1,20 @@
 import type { ChatRequestRepository } from '../../domain/model/chat-requests.js';
 import type { ChatProvider } from '../../domain/model/triggers.js';
-import type { Db } from '../database.js';
+import { command, run, type Database } from '../sql/index.js';
 
-export function createChatRequestRepository(db: Db): ChatRequestRepository {
-  const forget = db.prepare('DELETE FROM chat_requests_seen WHERE expires_at <= ?');
-  const insert = db.prepare(
-    'INSERT OR IGNORE INTO chat_requests_seen (provider, request_hash, expires_at) VALUES (?, ?, ?)',
-  );
-  const firstSeen = db.transaction((provider: ChatProvider, requestHash: string, expiresAt: string, now: string) => {
-    forget.run(now);
-    return insert.run(provider, requestHash, expiresAt).changes > 0;
-  });
+const FORGET = command<[string]>('DELETE FROM chat_requests_seen WHERE expires_at <= ?');
+const INSERT = command<[ChatProvider, string, string]>(
+  `INSERT INTO chat_requests_seen (provider, request_hash, expires_at) VALUES (?, ?, ?)
+   ON CONFLICT DO NOTHING`,
+);
+
+export function createChatRequestRepository(db: Database): ChatRequestRepository {
   return {
-    async firstSeen(provider, requestHash, expiresAt, now) {
-      return firstSeen(provider, requestHash, expiresAt, now);
+    firstSeen(provider, requestHash, expiresAt, now) {
+      return db.transaction(function* () {
+        yield* run(FORGET, [now]);
+        return (yield* run(INSERT, [provider, requestHash, expiresAt])) > 0;
+      });
     },
   };
 }

@@ -1,14 +1,15 @@
 import type { EnrollmentTokenRepository } from '../../domain/model/enrollment-tokens.js';
-import type { Db } from '../database.js';
+import { command, type Database } from '../sql/index.js';
 
-export function createEnrollmentTokenRepository(db: Db): EnrollmentTokenRepository {
-  const insert = db.prepare(
-    `INSERT INTO enrollment_tokens (id, org_id, name, token_hash, created_by, expires_at, created_at)
-     VALUES (@id, @orgId, @name, @tokenHash, @createdBy, @expiresAt, @createdAt)`,
-  );
+const INSERT = command(
+  `INSERT INTO enrollment_tokens (id, org_id, name, token_hash, created_by, expires_at, created_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?)`,
+);
+
+export function createEnrollmentTokenRepository(db: Database): EnrollmentTokenRepository {
   return {
-    async insert(token, tokenHash) {
-      insert.run({ ...token, tokenHash });
+    async insert(t, tokenHash) {
+      await db.run(INSERT, [t.id, t.orgId, t.name, tokenHash, t.createdBy, t.expiresAt, t.createdAt]);
     },
   };
 }

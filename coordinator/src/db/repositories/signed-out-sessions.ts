@@ -1,20 +1,22 @@
 import type { SignedOutSessionRepository } from '../../domain/model/signed-out-sessions.js';
-import type { Db } from '../database.js';
+import { command, query, run, type Database } from '../sql/index.js';
 
-export function createSignedOutSessionRepository(db: Db): SignedOutSessionRepository {
-  const insert = db.prepare('INSERT OR IGNORE INTO signed_out_sessions (id, expires_at) VALUES (?, ?)');
-  const forget = db.prepare('DELETE FROM signed_out_sessions WHERE expires_at < ?');
-  const has = db.prepare<[string], { one: number }>('SELECT 1 AS one FROM signed_out_sessions WHERE id = ?');
-  const add = db.transaction((sessionId: string, expiresAt: string, now: string) => {
-    forget.run(now);
-    insert.run(sessionId, expiresAt);
-  });
+const INSERT = command<[string, string]>(
+  'INSERT INTO signed_out_sessions (id, expires_at) VALUES (?, ?) ON CONFLICT DO NOTHING',
+);
+const FORGET = command<[string]>('DELETE FROM signed_out_sessions WHERE expires_at < ?');
+const HAS = query<{ one: number }, [string]>('SELECT 1 AS one FROM signed_out_sessions WHERE id = ?');
+
+export function createSignedOutSessionRepository(db: Database): SignedOutSessionRepository {
   return {
     async add(sessionId, expiresAt, now) {
-      add(sessionId, expiresAt, now);
+      await db.transaction(function* () {
+        yield* run(FORGET, [now]);
+        yield* run(INSERT, [sessionId, expiresAt]);
+      });
     },
     async has(sessionId) {
-      return has.get(sessionId) !== undefined;
+      return (await db.one(HAS, [sessionId])) !== null;
     },
   };
 }

@@ -1,21 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/db/database.js';
 import { migrate } from '../../../src/db/migrate.js';
-import { createServerSecretRepository } from '../../../src/db/repositories/server-secrets.js';
-import { createSignedOutSessionRepository } from '../../../src/db/repositories/signed-out-sessions.js';
-import { createUserRepository } from '../../../src/db/repositories/users.js';
 import { SessionService } from '../../../src/domain/auth/sessions.js';
+import { createSqliteRepositories } from '../../../src/sqlite-repositories.js';
 
 function setup() {
   const db = openDatabase(':memory:');
   migrate(db);
   let now = Date.parse('2026-06-01T00:00:00Z');
   const clock = { now: () => now };
-  const secrets = {
-    serverSecrets: createServerSecretRepository(db),
-    signedOutSessions: createSignedOutSessionRepository(db),
-    users: createUserRepository(db),
-  };
+  const { serverSecrets, signedOutSessions, users } = createSqliteRepositories(db);
+  const secrets = { serverSecrets, signedOutSessions, users };
   for (const id of ['user-1', 'user-2']) {
     db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)').run(
       id,

@@ -3,6 +3,10 @@ import type { TransactionRules } from '../../../domain/model/transaction-rules.j
 import type { PgPool } from '../pool.js';
 import { createAgentRepository } from './agents.js';
 import { createApiTokenRepository } from '../../repositories/api-tokens.js';
+import { createSignedOutSessionRepository } from '../../repositories/signed-out-sessions.js';
+import { createServerSecretRepository } from '../../repositories/server-secrets.js';
+import { createChatRequestRepository } from '../../repositories/chat-requests.js';
+import { createEnrollmentTokenRepository } from '../../repositories/enrollment-tokens.js';
 import { createCronOccurrenceRepository } from '../../repositories/cron-occurrences.js';
 import { createTriggerRunRepository } from '../../repositories/trigger-runs.js';
 import { createTriggerRepository } from '../../repositories/triggers.js';
@@ -13,16 +17,12 @@ import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
-import { createChatRequestRepository } from './chat-requests.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
-import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createFileRepository } from './files.js';
 import { createInvitationRepository } from './invitations.js';
 import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
 import { createReleaseRepository } from './releases.js';
-import { createServerSecretRepository } from './server-secrets.js';
-import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
 import { createUserRepository } from './users.js';
 
@@ -43,13 +43,13 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     changeCounter: createChangeCounterRepository(pool),
     chatIntegrations: createChatIntegrationRepository(pool),
     chatOutbox: createChatOutboxRepository(pool),
-    chatRequests: createChatRequestRepository(pool),
+    chatRequests: createChatRequestRepository(database),
     cronOccurrences: createCronOccurrenceRepository(database),
-    enrollmentTokens: createEnrollmentTokenRepository(pool),
+    enrollmentTokens: createEnrollmentTokenRepository(database),
     jobs: createJobRepository(pool, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(pool, rules.roleChangeRefusal),
-    serverSecrets: createServerSecretRepository(pool),
-    signedOutSessions: createSignedOutSessionRepository(pool),
+    serverSecrets: createServerSecretRepository(database),
+    signedOutSessions: createSignedOutSessionRepository(database),
     storageBindings: createStorageBindingRepository(pool),
     triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
