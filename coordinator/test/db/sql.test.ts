@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
@@ -173,6 +176,41 @@ describe('SQLite', () => {
       expect(new SqliteDatabase(other, new GroupCommitExecutor(other)).prepare(IDS)).not.toBe(database.prepare(IDS));
     } finally {
       other.close();
+    }
+  });
+
+  it('takes the write lock at BEGIN when a transaction asks for it (immediate)', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-sql-'));
+    const file = path.join(dir, 'x.sqlite');
+    const mine = openDatabase(file);
+    const other = openDatabase(file);
+    try {
+      mine.exec('CREATE TABLE t (id INTEGER PRIMARY KEY)');
+      other.pragma('busy_timeout = 0');
+      const onFile = new SqliteDatabase(mine, new GroupCommitExecutor(mine));
+      const otherCanWrite = () => {
+        try {
+          other.exec('BEGIN IMMEDIATE; ROLLBACK');
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const seen: boolean[] = [];
+      for (const immediate of [false, true]) {
+        await onFile.transaction(
+          function* () {
+            yield* all(IDS, []);
+            seen.push(otherCanWrite());
+          },
+          { immediate },
+        );
+      }
+      expect(seen).toEqual([true, false]);
+    } finally {
+      other.close();
+      mine.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -21,9 +21,11 @@ export interface Database {
   read<T>(flow: () => Flow<T>): Promise<T>;
   /**
    * A flow in one transaction: committed when it returns, rolled back when it throws. `flow` makes
-   * a new generator at each call: PostgreSQL runs it again after a deadlock.
+   * a new generator at each call: PostgreSQL runs it again after a deadlock. `immediate`: SQLite
+   * takes the write lock at BEGIN (for a flow that reads before it writes while another process
+   * may write: no SQLITE_BUSY on the upgrade); nothing on PostgreSQL.
    */
-  transaction<T>(flow: () => Flow<T>): Promise<T>;
+  transaction<T>(flow: () => Flow<T>, options?: { immediate: boolean }): Promise<T>;
   /**
    * A hot write (an admission, an agent's report, an audit entry): on SQLite an operation of the
    * group commit (db/writer/), committed with the other writes of the event-loop turn, which may

@@ -17,7 +17,7 @@ type Prepared = BetterSqlite3.Statement<unknown[], unknown>;
 export class SqliteDatabase implements Database {
   readonly dialect = SQLITE;
   private readonly prepared: (Prepared | undefined)[] = [];
-  private readonly inTransaction: (flow: () => Flow<unknown>) => unknown;
+  private readonly inTransaction: BetterSqlite3.Transaction<(flow: () => Flow<unknown>) => unknown>;
 
   constructor(
     readonly db: Db,
@@ -67,8 +67,8 @@ export class SqliteDatabase implements Database {
     return this.runSync(flow());
   }
 
-  async transaction<T>(flow: () => Flow<T>): Promise<T> {
-    return this.inTransaction(flow) as T;
+  async transaction<T>(flow: () => Flow<T>, options?: { immediate: boolean }): Promise<T> {
+    return (options?.immediate ? this.inTransaction.immediate(flow) : this.inTransaction(flow)) as T;
   }
 
   write<T>(flow: () => Flow<T>): Promise<T> {
