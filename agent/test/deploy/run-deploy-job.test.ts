@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair, privateKeyFromBase64, signManifest } from '@drover/shared';
 import { reportDeployState } from '../../src/deploy/deploy-report.js';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
+import { deployJobRunner } from '../../src/deploy/run-deploy-job.js';
 import { createMasker, type Masker } from '../../src/exec/secret-masker.js';
 import { captureLogger } from '../log-capture.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
@@ -46,7 +47,7 @@ function make(
 ): Harness {
   const h = harness(options.workflows ?? [update(), slow], {
     capacity: options.capacity ?? 4,
-    deploy: (stateDir) => deployContext(fake, stateDir, options),
+    runUpdateJob: (stateDir) => deployJobRunner(deployContext(fake, stateDir, options)),
   });
   open.push(h);
   return h;

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
-import type { DeployContext } from '../../src/deploy/run-deploy-job.js';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { JobManager } from '../../src/jobs/job-manager.js';
+import type { RunJob } from '../../src/jobs/job-run.js';
 import { Journal } from '../../src/jobs/journal.js';
 import { Outbox } from '../../src/outbox/outbox.js';
 import { ReportSender } from '../../src/outbox/report-sender.js';
@@ -47,8 +47,8 @@ export function harness(
     answer?: Harness['answer'];
     /** The secrets file as the daemon reads it (default: none). */
     loadSecrets?: () => Promise<LoadedSecrets>;
-    /** Update jobs (deploy events) run with this context. */
-    deploy?: (stateDir: string) => DeployContext;
+    /** Runs update jobs (deploy events); absent: they are ignored, as without deployments. */
+    runUpdateJob?: (stateDir: string) => RunJob;
   } = {},
 ): Harness {
   const stateDir = options.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-jobs-'));
@@ -84,7 +84,7 @@ export function harness(
     defaultJobTimeoutMs: 60_000,
     killGraceMs: 200,
     logBatch: { intervalMs: 20 },
-    ...(options.deploy ? { deploy: options.deploy(stateDir) } : {}),
+    ...(options.runUpdateJob ? { runUpdateJob: options.runUpdateJob(stateDir) } : {}),
   });
   Object.assign(h, {
     stateDir,
