@@ -11,6 +11,7 @@ import { captureLogger } from '../log-capture.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
 import { assignment, harness, sh, type Harness } from '../jobs/harness.js';
 import { deployContext, FakeDeployCoordinator, unreachable, type FakeApp } from './fake-deploy.js';
+import { eventually, sleep } from '../../../test/helpers/poll.js';
 
 let blobs: BlobServer;
 let fake: FakeDeployCoordinator;
@@ -64,7 +65,7 @@ describe('a deploy event', () => {
     const release = fake.publish(app, '1.2.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({ status: 'success', exitCode: 0 });
     expect(installed()).toBe('artifact 1.2.0');
     expect(fs.readFileSync(path.join(marks, 'version'), 'utf8')).toBe('1.2.0');
@@ -97,7 +98,7 @@ describe('a deploy event', () => {
     fake.publish(app, '2.0.0');
     const event = fake.event(app);
     h.manager.onJobEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(fake.fetches).toBe(1);
     expect(fake.states(app).at(-1)).toBe('installed');
   });
@@ -111,7 +112,7 @@ describe('a deploy event', () => {
     h.manager.onDeployEvent(event);
     expect(h.records.at(-1)).toMatchObject({ level: 40, msg: 'job queue full; rejecting', event: 'deploy' });
     // Nothing to wait for when nothing is sent: a report of the dropped event would be out within this.
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(h.sent.filter((r) => r.jobId === event.jobId)).toEqual([]);
     expect(h.journal.get(event.jobId)).toBeUndefined(); // a later delivery is a new arrival
     expect(fake.fetches).toBe(0);
@@ -130,7 +131,7 @@ describe('a deploy event', () => {
 describe('nothing is installed', () => {
   async function refused(h: Harness, app: FakeApp, event = fake.event(app)) {
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(installed()).toBeNull();
     expect(fake.states(app).at(-1)).toBe('refused');
     const finish = h.finishOf(event.jobId)!;
@@ -196,7 +197,7 @@ describe('nothing is installed', () => {
     fake.publish(app, '1.0.0');
     const first = fake.event(app);
     h.manager.onDeployEvent(first);
-    await h.until(() => h.finishOf(first.jobId)?.status === 'success');
+    await eventually(() => h.finishOf(first.jobId)?.status === 'success');
     fs.rmSync(path.join(marks, 'installed'));
     fake.publish(app, '1.1.0');
     fake.clockOffset = -60;
@@ -212,7 +213,7 @@ describe('the local policy', () => {
     const release = fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({ status: 'cancelled' });
     expect(h.finishOf(event.jobId)!.errorMessage).toMatch(/^postponed by local policy/);
     expect(fake.states(app)).toEqual(['postponed']);
@@ -227,7 +228,7 @@ describe('the local policy', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)?.status).toBe('success');
     expect(installed()).toBe('artifact 1.0.0');
   });
@@ -240,7 +241,7 @@ describe('a failed update', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({
       status: 'failed',
       errorMessage:
@@ -256,7 +257,7 @@ describe('a failed update', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({
       status: 'failed',
       exitCode: 3,
@@ -274,7 +275,7 @@ describe('a failed update', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)?.errorMessage).toMatch(/^the update workflow update-\*\*\* is not defined/);
     expect(fake.reports.at(-1)?.error).toMatch(/^the update workflow update-\*\*\* is not defined/);
     expect(JSON.stringify([h.sent, fake.reports])).not.toContain(secret);
@@ -303,7 +304,7 @@ describe('a failed update', () => {
     fake.fetchErrors.push(unreachable());
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)?.errorMessage).toBe(
       'could not fetch the signed manifest from the coordinator (Cannot reach the coordinator: connection refused); nothing was installed',
     );

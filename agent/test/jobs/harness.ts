@@ -12,7 +12,6 @@ import type { Report } from '../../src/outbox/report.js';
 import { Backoff } from '../../src/util/backoff.js';
 import type { LoadedSecrets } from '../../src/workflows/index.js';
 import { captureLogger } from '../log-capture.js';
-import { eventually } from '../../../test/helpers/poll.js';
 
 export interface Harness {
   stateDir: string;
@@ -28,8 +27,6 @@ export interface Harness {
   /** The reports of one job, as `kind` strings (logs batches folded). */
   kinds(jobId: string): string[];
   finishOf(jobId: string): Record<string, any> | undefined;
-  /** Resolves when `check` holds. */
-  until(check: () => boolean, timeoutMs?: number): Promise<void>;
   /** A daemon restart: a new manager over the same state directory. */
   restart(): Harness;
   close(): void;
@@ -102,9 +99,6 @@ export function harness(
     finishOf: (jobId: string) => {
       const report = sent.find((r) => r.jobId === jobId && r.kind === 'finish');
       return report?.kind === 'finish' ? (report.body as Record<string, any>) : undefined;
-    },
-    async until(check: () => boolean, timeoutMs = 5000) {
-      await eventually(check, timeoutMs);
     },
     restart: () => {
       sender.close();
