@@ -58,7 +58,9 @@ describe('a cancel event', () => {
     const tidy = {
       name: 'tidy',
       cancelGrace: 30_000,
-      steps: [sh(`trap 'echo stopping; sleep 0.5; echo cleaned up; exit 0' TERM; echo ready; sleep 30 & wait`)],
+      // `ready` once the sleep runs: a cancel before it would miss it, which would hold the output
+      // open until the grace's SIGKILL.
+      steps: [sh(`trap 'echo stopping; sleep 0.5; echo cleaned up; exit 0' TERM; sleep 30 & echo ready; wait`)],
     };
     const h = make([tidy]);
     const job = assignment('tidy');
