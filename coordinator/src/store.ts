@@ -38,10 +38,13 @@ export interface Store {
 /** How often the checkpoint thread copies the WAL into the database file (db/checkpointer.ts). */
 const CHECKPOINT_INTERVAL_MS = 250;
 
-/** What migrating tells the log: each breaking migration before it is applied (others once applied). */
+/**
+ * What migrating tells the log: a breaking migration before it is applied to a database in use
+ * (on a new one no older coordinator can be running), every migration once applied.
+ */
 const migrationLog = (logger: Logger): MigrateOptions => ({
-  onApply: (m) => {
-    if (m.breaking) logger.warn({ migration: migrationLabel(m), breaking: true }, applyingBreaking(m));
+  onApply: (m, fromEmpty) => {
+    if (m.breaking && !fromEmpty) logger.warn({ migration: migrationLabel(m), breaking: true }, applyingBreaking(m));
   },
 });
 

@@ -12,10 +12,12 @@ export function configureMigrateCommand(program: Command): void {
     .description('apply pending database migrations and exit (start does this too)')
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
-      const { applied, newer, current } =
+      const { applied, newer, current, fromEmpty } =
         config.database.kind === 'postgres' ? await migrateOnPostgres(config.database) : migrateSqlite(config);
       for (const m of applied) {
-        process.stdout.write(`applied ${migrationLabel(m)}${m.breaking ? `, ${BREAKING_NOTE}` : ''}\n`);
+        // On a new database no older coordinator can be running: nothing to say about breaking ones.
+        const note = m.breaking && !fromEmpty ? `, ${BREAKING_NOTE}` : '';
+        process.stdout.write(`applied ${migrationLabel(m)}${note}\n`);
       }
       if (newer.length > 0) process.stdout.write(`${runningBeside(newer)}\n`);
       process.stdout.write(`database at version ${current}\n`);

@@ -32,8 +32,11 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
 }
 
 export interface MigrateOptions {
-  /** Called before each migration is applied (the coordinator logs the breaking ones). */
-  onApply?: (migration: Migration) => void;
+  /**
+   * Called before each migration is applied, with whether the database recorded no migration
+   * before this run (the coordinator logs the breaking ones applied to a database in use).
+   */
+  onApply?: (migration: Migration, fromEmpty: boolean) => void;
 }
 
 /**
@@ -68,11 +71,16 @@ export function migrate(db: Db, migrations = loadMigrations(), options: MigrateO
   }
   const record = db.prepare('INSERT INTO schema_migrations (version, name, applied_at, breaking) VALUES (?, ?, ?, ?)');
   for (const migration of plan.pending) {
-    options.onApply?.(migration);
+    options.onApply?.(migration, plan.fromEmpty);
     db.transaction(() => {
       db.exec(migration.sql);
       record.run(migration.version, migration.name, new Date().toISOString(), migration.breaking ? 1 : 0);
     })();
   }
-  return { applied: plan.pending, newer: plan.newer, current: versionAfter(recorded, migrations) };
+  return {
+    applied: plan.pending,
+    newer: plan.newer,
+    current: versionAfter(recorded, migrations),
+    fromEmpty: plan.fromEmpty,
+  };
 }

@@ -38,6 +38,8 @@ export interface MigrationPlan {
    * they were applied): recorded as breaking now, so that older builds refuse them too.
    */
   remark: number[];
+  /** The database recorded no migration: a new one, where no older coordinator can be running. */
+  fromEmpty: boolean;
 }
 
 export interface MigrationResult {
@@ -46,6 +48,8 @@ export interface MigrationResult {
   newer: RecordedMigration[];
   /** The database's version: the highest migration it records. */
   current: number;
+  /** The database recorded no migration before (a new one): breaking or not, nothing ran on it. */
+  fromEmpty: boolean;
 }
 
 /** `0021_job_log_cap`, as the migration's file is named. */
@@ -81,6 +85,7 @@ export function planMigrations(
     pending: migrations.filter((m) => !done.has(m.version)),
     newer: unknown,
     remark: recorded.filter((r) => !r.breaking && known.get(r.version)?.breaking === true).map((r) => r.version),
+    fromEmpty: recorded.length === 0,
   };
 }
 

@@ -69,15 +69,17 @@ describe('migrate', () => {
     db.close();
   });
 
-  it('tells onApply of each migration before it is applied', () => {
+  it('tells onApply of each migration before it is applied, and whether the database was new', () => {
     const db = openDatabase(':memory:');
     const seen: string[] = [];
-    const onApply = (m: Migration) => {
+    const onApply = (m: Migration, fromEmpty: boolean) => {
       const done = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version) !== undefined;
-      seen.push(`${m.name} ${m.breaking ? 'breaking' : 'safe'}${done ? ' already applied' : ''}`);
+      seen.push(`${m.name} ${m.breaking ? 'breaking' : 'safe'}${fromEmpty ? ' new' : ''}${done ? ' already' : ''}`);
     };
-    migrate(db, [future(9001, 'a'), future(9002, 'b', '', true)], { onApply });
-    expect(seen).toEqual(['a safe', 'b breaking']);
+    expect(migrate(db, [future(9001, 'a')], { onApply }).fromEmpty).toBe(true);
+    const later = migrate(db, [future(9001, 'a'), future(9002, 'b', '', true)], { onApply });
+    expect(later.fromEmpty).toBe(false);
+    expect(seen).toEqual(['a safe new', 'b breaking']);
     expect(applyingBreaking(future(9002, 'b', '', true))).toBe(
       'applying 9002_b, a breaking change: coordinators of earlier versions cannot run on this database once it ' +
         'is applied; stop any still running on it (docs/scaling.md, "Upgrading several coordinators")',

@@ -68,7 +68,7 @@ export async function migratePostgres(
         ]);
       }
       for (const migration of plan.pending) {
-        options.onApply?.(migration);
+        options.onApply?.(migration, plan.fromEmpty);
         await client.query('BEGIN');
         try {
           // A query without parameters may hold several statements.
@@ -83,7 +83,12 @@ export async function migratePostgres(
           throw error;
         }
       }
-      return { applied: plan.pending, newer: plan.newer, current: versionAfter(recorded, migrations) };
+      return {
+        applied: plan.pending,
+        newer: plan.newer,
+        current: versionAfter(recorded, migrations),
+        fromEmpty: plan.fromEmpty,
+      };
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }

@@ -81,6 +81,7 @@ describe('PostgreSQL migrations', () => {
         applied: [],
         newer: [{ version: 9999, name: 'future_column', breaking: false }],
         current: 9999,
+        fromEmpty: false,
       });
     } finally {
       await p.end();
@@ -113,10 +114,13 @@ describe('PostgreSQL migrations', () => {
       const breaking = async () =>
         (await p.query('SELECT version, breaking FROM schema_migrations ORDER BY version')).rows;
       const seen: string[] = [];
-      await migratePostgres(p, [future(9001, 'a'), future(9002, 'b', '', true)], {
-        onApply: (m) => seen.push(`${m.name} ${m.breaking ? 'breaking' : 'safe'}`),
-      });
-      expect(seen).toEqual(['a safe', 'b breaking']);
+      const onApply = (m: Migration, fromEmpty: boolean) =>
+        seen.push(`${m.name} ${m.breaking ? 'breaking' : 'safe'}${fromEmpty ? ' new' : ''}`);
+      await migratePostgres(p, [future(9001, 'a')], { onApply });
+      expect((await migratePostgres(p, [future(9001, 'a'), future(9002, 'b', '', true)], { onApply })).fromEmpty).toBe(
+        false,
+      );
+      expect(seen).toEqual(['a safe new', 'b breaking']);
       expect(await breaking()).toEqual([
         { version: 9001, breaking: false },
         { version: 9002, breaking: true },
