@@ -131,6 +131,17 @@ export default defineConfig(
     [otherPackages('agent', 'cli')],
   ),
   restrict(['agent/src/**/*.ts'], [otherPackages('coordinator', 'cli')]),
+  // The agent's jobs run whatever runner of update jobs they are handed; the daemon hands them deploy/'s.
+  restrict(
+    ['agent/src/jobs/**/*.ts'],
+    [
+      otherPackages('coordinator', 'cli'),
+      layer(
+        "jobs/ knows nothing of deploy/: the daemon hands the job manager deploy/'s runner of update jobs",
+        '(^|/)deploy/',
+      ),
+    ],
+  ),
   restrict(['shared/src/**/*.ts'], [otherPackages('coordinator', 'agent', 'cli')]),
   // The client command line talks to the coordinator over HTTP only, and takes from the agent only
   // what it offers other clients (@drover/agent/client).

@@ -1,3 +1,6 @@
+--! breaking-change
+-- Breaking (docs/scaling.md, "Breaking migrations"): coordinators before it store log lines
+-- without counting them here, so the counts of the jobs they serve would go wrong.
 -- A job's stored log is capped (DROVER_JOB_LOG_MAX_BYTES, docs/jobs.md "Log lines"). One row per
 -- job with log lines: what its log holds now and the gap the cap made in it, so that each batch
 -- of lines is checked against the cap without reading the log.

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { startCheckpointer } from './db/checkpointer.js';
 import { databaseFile, openDatabase, type Db } from './db/database.js';
-import { migrate, type MigrationResult } from './db/migrate.js';
+import { migrate, type MigrateOptions, type MigrationResult } from './db/migrate.js';
+import { applyingBreaking, migrationLabel, runningBeside } from './db/migration-plan.js';
 import { migratePostgres } from './db/postgres/migrate.js';
 import { PostgresNotifyRelay } from './db/postgres/notify-relay.js';
 import { createPool } from './db/postgres/pool.js';
@@ -37,8 +38,19 @@ export interface Store {
 /** How often the checkpoint thread copies the WAL into the database file (db/checkpointer.ts). */
 const CHECKPOINT_INTERVAL_MS = 250;
 
-const logApplied = (logger: Logger, { applied }: MigrationResult) => {
-  for (const m of applied) logger.info({ migration: `${m.version}_${m.name}` }, 'migration applied');
+/**
+ * What migrating tells the log: a breaking migration before it is applied to a database in use
+ * (on a new one no older coordinator can be running), every migration once applied.
+ */
+const migrationLog = (logger: Logger): MigrateOptions => ({
+  onApply: (m, fromEmpty) => {
+    if (m.breaking && !fromEmpty) logger.warn({ migration: migrationLabel(m), breaking: true }, applyingBreaking(m));
+  },
+});
+
+const logApplied = (logger: Logger, { applied, newer }: MigrationResult) => {
+  for (const m of applied) logger.info({ migration: migrationLabel(m), breaking: m.breaking }, 'migration applied');
+  if (newer.length > 0) logger.warn({ newerMigrations: newer.map(migrationLabel) }, runningBeside(newer));
 };
 
 /**
@@ -66,7 +78,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
         }
       })());
     try {
-      logApplied(logger, await migratePostgres(pool));
+      logApplied(logger, await migratePostgres(pool, undefined, migrationLog(logger)));
     } catch (error) {
       await close();
       throw new Error(`cannot migrate ${redactedUrl}: ${(error as Error).message}`, { cause: error });
@@ -89,7 +101,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
   }
   const db = openDatabase(databaseFile(config.dataDir));
   try {
-    logApplied(logger, migrate(db));
+    logApplied(logger, migrate(db, undefined, migrationLog(logger)));
     const checkpointer = startCheckpointer(db, { intervalMs: CHECKPOINT_INTERVAL_MS, logger });
     const writes = new GroupCommitExecutor(db, onCommit);
     let closed: Promise<void> | undefined;

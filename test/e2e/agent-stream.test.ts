@@ -3,7 +3,7 @@ import { signRequest } from '@drover/shared';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob, finishBody } from '../helpers/jobs.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, sleep } from '../helpers/poll.js';
 import { openAgentStream, type AgentStream } from '../helpers/sse.js';
 
 const PING_MS = 100;
@@ -116,7 +116,7 @@ describe('agent stream', () => {
     const droppedAt = Date.now();
     s.close();
     // Real time: the grace runs on the coordinator's own timer, halfway through it here.
-    await new Promise((r) => setTimeout(r, GRACE_MS / 2));
+    await sleep(GRACE_MS / 2);
     expect((await agentView(agent)).status).toBe('connected');
     await statusIs(agent, 'disconnected');
     expect(Date.now() - droppedAt).toBeGreaterThanOrEqual(GRACE_MS - 50);
@@ -134,7 +134,7 @@ describe('agent stream', () => {
     await statusIs(agent, 'connected');
     first.close();
     // Real time: back a quarter of the grace later, on the coordinator's own timer.
-    await new Promise((r) => setTimeout(r, GRACE_MS / 4));
+    await sleep(GRACE_MS / 4);
     await open(agent);
     await witness.graceRanOut();
     expect((await agentView(agent)).status).toBe('connected');

@@ -4,6 +4,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { openDatabase } from '../../coordinator/src/db/database.js';
+import { loadMigrations, migrate } from '../../coordinator/src/db/migrate.js';
+import { BREAKING_NOTE } from '../../coordinator/src/db/migration-plan.js';
 import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
@@ -69,19 +72,49 @@ describe('drover-coordinator configuration errors', () => {
 });
 
 describe('drover-coordinator migrate and bootstrap', () => {
-  it('migrate creates the database, prints its version, and is a no-op the second time', async () => {
+  it('migrate creates the database, prints its version, is a no-op the second time, names a breaking migration, refuses a newer one', async () => {
     const dataDir = makeTempDir();
     const first = await run(['migrate', '--data-dir', dataDir]);
     expect(first.code, first.stderr).toBe(0);
     expect(first.stdout).toMatch(/^applied 0001_core$/m);
     const version = first.stdout.match(/^database at version (\d+)$/m)?.[1];
     expect(Number(version)).toBeGreaterThanOrEqual(1);
+    expect(first.stdout, 'a new database: no coordinator of an earlier version to warn about').not.toContain(
+      'breaking',
+    );
     expect(fs.existsSync(path.join(dataDir, 'drover.sqlite'))).toBe(true);
 
     const second = await run(['migrate', '--data-dir', dataDir]);
     expect(second.code).toBe(0);
     expect(second.stdout).not.toContain('applied');
     expect(second.stdout).toContain(`database at version ${version}`);
+
+    // A database in use before a breaking migration: migrate says what it means when it applies it.
+    const older = makeTempDir();
+    const olderDb = openDatabase(path.join(older, 'drover.sqlite'));
+    migrate(
+      olderDb,
+      loadMigrations().filter((m) => m.version < 21),
+    );
+    olderDb.close();
+    const upgrade = await run(['migrate', '--data-dir', older]);
+    expect(upgrade.stdout.startsWith(`applied 0021_job_log_cap, ${BREAKING_NOTE}\napplied 0022_`), upgrade.stdout).toBe(
+      true,
+    );
+
+    // A breaking migration of a newer drover-coordinator: refused in one line naming it.
+    const db = openDatabase(path.join(dataDir, 'drover.sqlite'));
+    db.prepare(
+      "INSERT INTO schema_migrations (version, name, applied_at, breaking) VALUES (9999, 'future', 'x', 1)",
+    ).run();
+    db.close();
+    const refused = await run(['migrate', '--data-dir', dataDir]);
+    expect([refused.code, refused.stdout, refused.stderr]).toEqual([
+      1,
+      '',
+      'drover-coordinator: the database has migration 9999_future of a newer drover-coordinator, a breaking change ' +
+        'this one does not know: upgrade this drover-coordinator\n',
+    ]);
   });
 
   it('bootstrap exits 2 without the bootstrap settings', async () => {

@@ -1,5 +1,8 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { migrationLabel } from '../../coordinator/src/db/migration-plan.js';
+import { loadPostgresMigrations, migratePostgres } from '../../coordinator/src/db/postgres/migrate.js';
+import { createPool } from '../../coordinator/src/db/postgres/pool.js';
 import { freshPostgresDatabase } from '../../coordinator/test/postgres/database.js';
 import { coordinatorCli as cli, killLeftoverCoordinators } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
@@ -46,17 +49,46 @@ describe('a PostgreSQL database URL', () => {
       const dataDir = `${makeTempDir()}/data`;
       const first = await run(['migrate', '--data-dir', dataDir, '--database-url', database.url]);
       expect(first.code, first.stderr).toBe(0);
-      const migrations = fs
-        .readdirSync(new URL('../../coordinator/migrations/postgres/', import.meta.url))
-        .filter((name) => name.endsWith('.sql'))
-        .map((name) => name.slice(0, -'.sql'.length))
-        .sort();
-      const version = `database at version ${Number(migrations.at(-1)!.slice(0, 4))}\n`;
-      expect(first.stdout).toBe(`${migrations.map((name) => `applied ${name}\n`).join('')}${version}`);
+      const migrations = loadPostgresMigrations();
+      const version = `database at version ${migrations.at(-1)!.version}\n`;
+      // A new database: no older coordinator can run on it, so nothing is said of breaking migrations.
+      const applied = migrations.map((m) => `applied ${migrationLabel(m)}\n`);
+      expect(first.stdout).toBe(`${applied.join('')}${version}`);
       const second = await run(['migrate'], { DROVER_DATABASE_URL: database.url });
       expect(second.stdout).toBe(version);
       expect(fs.existsSync(dataDir)).toBe(false);
     } finally {
+      await database.drop();
+    }
+  });
+
+  it('is run on by an older coordinator beside a migration of a newer one, unless that one is breaking', async () => {
+    const database = await freshPostgresDatabase();
+    const pool = createPool(database.url, { max: 1 });
+    try {
+      const env = { DROVER_DATABASE_URL: database.url };
+      // Migrated, with what a newer drover-coordinator leaves: a migration this build does not know.
+      await migratePostgres(pool);
+      await pool.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', now())");
+      const beside = 'the database has migration 9999_future of a newer drover-coordinator, not a breaking change';
+      const start = cli(['start', '--port', '0', '--data-dir', `${makeTempDir()}/data`, '--log-format', 'json'], env);
+      await start.waitFor(/Drover coordinator listening on/);
+      expect(start.stdout()).toContain(`"newerMigrations":["9999_future"],"msg":"${beside}: this one runs on it`);
+      start.child.kill('SIGTERM');
+      expect(await start.exited).toBe(0);
+
+      await pool.query('UPDATE schema_migrations SET breaking = true WHERE version = 9999');
+      const refused =
+        `cannot migrate ${database.url.replace(/:[^:@/]*@/, ':****@')}: the database has migration 9999_future of a ` +
+        'newer drover-coordinator, a breaking change this one does not know: upgrade this drover-coordinator\n';
+      const [migrate, refusedStart] = await Promise.all([
+        run(['migrate'], env),
+        run(['start', '--port', '0', '--data-dir', `${makeTempDir()}/data`, '--log-level', 'silent'], env),
+      ]);
+      expect([migrate.code, migrate.stderr]).toEqual([1, `drover-coordinator: ${refused}`]);
+      expect([refusedStart.code, refusedStart.stderr]).toEqual([1, `drover-coordinator: could not start: ${refused}`]);
+    } finally {
+      await pool.end();
       await database.drop();
     }
   });

@@ -4,14 +4,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
   killProcessesWithEnv,
-  sleep,
   startCuttableProxy,
   startDaemonProcess,
   stopDaemonProcess,
   writeWorkflowFile,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, sleep } from '../helpers/poll.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 

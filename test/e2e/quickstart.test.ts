@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAlive as alive } from '../helpers/agent-daemon.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, sleep } from '../helpers/poll.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
 import { userPath } from '../helpers/old-node.js';
@@ -253,7 +253,7 @@ describe('the quickstart', () => {
     // Left running a while first: a response the quickstart never read once held one of its
     // connections open, and the coordinator's shutdown waited for it until its 10 s watchdog
     // (it showed only after several seconds of uptime).
-    await new Promise((resolve) => setTimeout(resolve, 8000));
+    await sleep(8000);
     const stopAt = Date.now();
     child!.kill('SIGINT');
     expect(await exited).toEqual({ code: 0, signal: null });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { sleep } from '../helpers/poll.js';
 import { halfSentPost, openRaw, type RawConnection } from '../helpers/raw-socket.js';
 import { storageClient, type PresignedUpload } from '../helpers/storage.js';
 
@@ -75,7 +76,7 @@ describe('slow clients', () => {
     const started = performance.now();
     for (let i = 0; i < size; i++) {
       // Real time: a slow client across a real socket is the subject (the server's timers judge it).
-      await new Promise((r) => setTimeout(r, TIMEOUT_MS / 5));
+      await sleep(TIMEOUT_MS / 5);
       slow.socket.write('x');
     }
     expect(performance.now() - started).toBeGreaterThan(TIMEOUT_MS * 2);

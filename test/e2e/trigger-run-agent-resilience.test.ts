@@ -5,7 +5,6 @@ import {
   enrollAgentStateDir,
   killProcessesWithEnv,
   processesWithEnv,
-  sleep,
   startCuttableProxy,
   startDaemonProcess,
   stopDaemonProcess,
@@ -14,7 +13,7 @@ import {
   type CuttableProxy,
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, sleep } from '../helpers/poll.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 

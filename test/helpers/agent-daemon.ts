@@ -216,8 +216,6 @@ function readLog(stateDir: string): Record<string, any>[] {
     });
 }
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /**
  * A TCP proxy in front of the coordinator that a test can cut (connections refused, open ones
  * dropped) and restore on the same port: the coordinator "goes down" for the agent only.

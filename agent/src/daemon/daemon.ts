@@ -282,7 +282,10 @@ function openDeployment({
   });
 }
 
-/** The job manager over the journal and the reports; every change of its queue goes to `status.json`. */
+/**
+ * The job manager over the journal and the reports, running update jobs with the deployment's
+ * runner; every change of its queue goes to `status.json`.
+ */
 function createJobManager(
   p: Pick<Parts, 'options' | 'caller' | 'status' | 'counters' | 'reports' | 'registry' | 'deployment' | 'launcher'>,
 ): JobManager {
@@ -302,7 +305,7 @@ function createJobManager(
       counters.add(direction === 'download' ? 'bytesDownloaded' : 'bytesUploaded', bytes),
     ),
     counters,
-    deploy: p.deployment.context,
+    runUpdateJob: p.deployment.runJob,
     launcher: p.launcher,
     onQueueChange: (queue) =>
       status.update({ queue: { capacity: options.queueCapacity, running: queue.running, waiting: queue.waiting } }),

@@ -6,7 +6,8 @@ import { signedDeployApi, type DeployApi } from './deploy-api.js';
 import { DeployStateStore } from './deploy-state.js';
 import { DeploySync, type DeploySyncOptions } from './deploy-sync.js';
 import { ManifestSource } from './manifest-source.js';
-import type { DeployContext } from './run-deploy-job.js';
+import type { RunJob } from '../jobs/job-run.js';
+import { deployJobRunner, type DeployContext } from './run-deploy-job.js';
 
 export interface DeploymentOptions {
   stateDir: string;
@@ -25,8 +26,8 @@ export interface DeploymentOptions {
 }
 
 export interface Deployment {
-  /** What the job manager needs to run update jobs. */
-  context: DeployContext;
+  /** Runs update jobs: the daemon hands it to the job manager. */
+  runJob: RunJob;
   /** The pull fallback; the daemon starts and stops it. */
   sync(options: Pick<DeploySyncOptions, 'intervalMs' | 'connected' | 'busy'>): DeploySync;
 }
@@ -52,7 +53,7 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     ...(options.onDownloaded ? { onDownloaded: options.onDownloaded } : {}),
   };
   return {
-    context,
+    runJob: deployJobRunner(context),
     sync: (s) =>
       new DeploySync({
         api,

@@ -3,15 +3,15 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { DeployAssignment, ManifestPayload, WorkflowDefinition } from '@drover/shared';
 import type { JobFiles } from '../exec/job-files.js';
-import { executeJob, type JobResult } from '../exec/run-job.js';
+import { runWorkflow, type JobResult } from '../exec/run-workflow.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { LocalFileRef } from '../files/input-files.js';
-import { jobHooks, loadJobSecrets, type JobRunnerDeps } from '../jobs/job-runner.js';
+import { jobHooks, loadJobSecrets, type JobRunDeps } from '../jobs/job-run.js';
 import type { JobStop } from '../jobs/job-stop.js';
 import type { LogShipper } from '../jobs/log-shipper.js';
 
 export interface InstallRequest {
-  deps: JobRunnerDeps;
+  deps: JobRunDeps;
   job: DeployAssignment;
   workflow: WorkflowDefinition;
   /** The verified manifest entry: its values are the ones given to the workflow. */
@@ -52,7 +52,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
     checksum_sha256: desired.checksum_sha256.toLowerCase(),
   };
   const secrets = await loadJobSecrets(deps, req.workflow, req.log);
-  return executeJob(
+  return runWorkflow(
     {
       jobId: job.jobId,
       workflow: req.workflow,
@@ -84,7 +84,7 @@ function preparedInputs(
   return {
     // Its bytes were counted when it was downloaded (run-deploy-job.ts).
     fetchInputs: () => Promise.resolve({ ok: true, params, envParams, count: 1, bytes: 0 }),
-    // Without a transfer (unit tests), `file:` values stay text, as executeJob does.
+    // Without a transfer (unit tests), `file:` values stay text, as runWorkflow does.
     deliverOutputs: (req) =>
       transfer ? transfer.deliverOutputs(req) : Promise.resolve({ output: req.output, problems: [], bytes: 0 }),
   };

@@ -3,10 +3,10 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { failedResult, type JobResult } from '../exec/run-job.js';
+import { failedResult, type JobResult } from '../exec/run-workflow.js';
 import { jobTimeSignal } from '../files/job-phases.js';
 import { safeFilename } from '../files/safe-names.js';
-import { beginAcceptedJob, type JobRunnerDeps } from '../jobs/job-runner.js';
+import { beginAcceptedJob, type JobRunDeps, type RunJob } from '../jobs/job-run.js';
 import type { JournalEntry } from '../jobs/journal.js';
 import { LogShipper } from '../jobs/log-shipper.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
@@ -14,7 +14,7 @@ import type { Masker } from '../exec/secret-masker.js';
 import type { Backoff } from '../util/backoff.js';
 import type { DeployApi } from './deploy-api.js';
 import { describeRelease, entryFor, eventMismatch } from './deploy-checks.js';
-import { parseDeployEvent } from './deploy-event.js';
+import { parseDeployEvent } from '../jobs/deploy-event.js';
 import { reportDeployState } from './deploy-report.js';
 import type { DeployStateStore, InstalledRelease } from './deploy-state.js';
 import {
@@ -43,8 +43,13 @@ export interface DeployContext {
   onDownloaded?(bytes: number): void;
 }
 
-export interface DeployJobDeps extends JobRunnerDeps {
+export interface DeployJobDeps extends JobRunDeps {
   deploy: DeployContext;
+}
+
+/** The runner of update jobs the job manager is given (the daemon puts the two together). */
+export function deployJobRunner(deploy: DeployContext): RunJob {
+  return (deps, entry, accepted, stop) => runDeployJob({ ...deps, deploy }, entry, accepted, stop);
 }
 
 /** The `errorMessage` of an update job the local policy postponed (the coordinator keys on `postponed`). */

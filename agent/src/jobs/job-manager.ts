@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
-import { failedResult, type JobResult } from '../exec/run-job.js';
+import { failedResult, type JobResult } from '../exec/run-workflow.js';
 import { formatDuration } from '../exec/durations.js';
 import { killOrphanedStep } from '../exec/orphans.js';
 import type { Outbox } from '../outbox/outbox.js';
@@ -17,15 +17,15 @@ import {
 } from './intake.js';
 import { JobStop } from './job-stop.js';
 import { JobQueue } from './job-queue.js';
-import { runAcceptedJob, type JobRunnerDeps } from './job-runner.js';
+import type { JobRunDeps, RunJob } from './job-run.js';
 import { JOB_ID_PATTERN, type FinalReport, type Journal, type JournalEntry } from './journal.js';
 import type { LogShipperOptions } from './log-shipper.js';
+import { runTriggerJob } from './run-trigger-job.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { StepLauncher } from '../exec/step-launcher.js';
 import { afterPendingImmediates } from '../util/event-loop.js';
-import { parseDeployEvent } from '../deploy/deploy-event.js';
+import { parseDeployEvent } from './deploy-event.js';
 import type { CountersWriter } from '../status/counters-writer.js';
-import { runDeployJob, type DeployContext } from '../deploy/run-deploy-job.js';
 
 export interface JobManagerOptions {
   stateDir: string;
@@ -48,8 +48,11 @@ export interface JobManagerOptions {
   onQueueChange?(queue: Pick<JobQueue, 'running' | 'waiting'>): void;
   /** Downloads input files and uploads output files of jobs. */
   transfer?: JobFileTransfer;
-  /** Runs update jobs (`deploy` events); absent: deploy events are ignored with a log line. */
-  deploy?: DeployContext;
+  /**
+   * Runs update jobs (`deploy` events) when their turn comes: the daemon hands in deploy/'s
+   * runner. Absent: deploy events are ignored with a log line.
+   */
+  runUpdateJob?: RunJob;
   /** Starts the steps' processes; warmed again after each job (absent: steps are spawned directly). */
   launcher?: StepLauncher;
   /** Counts the jobs run, failed and rejected (docs/metrics.md, "Agent counters"). */
@@ -70,7 +73,7 @@ export class JobManager {
   #shuttingDown = false;
 
   /** What running a job needs: the same for every job. */
-  readonly #deps: JobRunnerDeps;
+  readonly #deps: JobRunDeps;
   readonly #options: JobManagerOptions;
 
   constructor(options: JobManagerOptions) {
@@ -128,7 +131,7 @@ export class JobManager {
       logger.warn({ event: 'deploy' }, `ignored a deploy event: ${parsed.problem}`);
       return;
     }
-    if (!this.#options.deploy) {
+    if (!this.#options.runUpdateJob) {
       logger.warn(
         { event: 'deploy', jobId: parsed.assignment.jobId },
         'ignored a deploy event: deployments are not set up',
@@ -321,13 +324,11 @@ export class JobManager {
   #enqueue(entry: JournalEntry, accepted: Promise<SendOutcome>): void {
     const options = this.#options;
     const deps = this.#deps;
-    const deploy = entry.assignment.kind === 'update' ? options.deploy : undefined;
-    const run = (stop: JobStop) =>
-      deploy ? runDeployJob({ ...deps, deploy }, entry, accepted, stop) : runAcceptedJob(deps, entry, accepted, stop);
+    const run = (entry.assignment.kind === 'update' && options.runUpdateJob) || runTriggerJob;
     this.queue.add({ jobId: entry.jobId, workflowName: entry.assignment.workflowName }, () => {
       const stop = new JobStop(this.#kill.signal, options.killGraceMs);
       this.#stops.set(entry.jobId, stop);
-      return run(stop)
+      return run(deps, entry, accepted, stop)
         .catch((error: unknown) => {
           options.logger.error({ err: error, jobId: entry.jobId }, 'the job failed inside the agent');
           const current = options.journal.get(entry.jobId);

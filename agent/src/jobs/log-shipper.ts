@@ -1,5 +1,5 @@
 import type { JobLogLine } from '@drover/shared';
-import type { JobLine } from '../exec/run-job.js';
+import type { JobLine } from '../exec/run-workflow.js';
 import type { Report } from '../outbox/report.js';
 
 /** The coordinator's limit on one log line. */

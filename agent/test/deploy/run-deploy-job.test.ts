@@ -5,11 +5,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair, privateKeyFromBase64, signManifest } from '@drover/shared';
 import { reportDeployState } from '../../src/deploy/deploy-report.js';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
+import { deployJobRunner } from '../../src/deploy/run-deploy-job.js';
 import { createMasker, type Masker } from '../../src/exec/secret-masker.js';
 import { captureLogger } from '../log-capture.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
 import { assignment, harness, sh, type Harness } from '../jobs/harness.js';
 import { deployContext, FakeDeployCoordinator, unreachable, type FakeApp } from './fake-deploy.js';
+import { eventually, sleep } from '../../../test/helpers/poll.js';
 
 let blobs: BlobServer;
 let fake: FakeDeployCoordinator;
@@ -46,7 +48,7 @@ function make(
 ): Harness {
   const h = harness(options.workflows ?? [update(), slow], {
     capacity: options.capacity ?? 4,
-    deploy: (stateDir) => deployContext(fake, stateDir, options),
+    runUpdateJob: (stateDir) => deployJobRunner(deployContext(fake, stateDir, options)),
   });
   open.push(h);
   return h;
@@ -63,7 +65,7 @@ describe('a deploy event', () => {
     const release = fake.publish(app, '1.2.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({ status: 'success', exitCode: 0 });
     expect(installed()).toBe('artifact 1.2.0');
     expect(fs.readFileSync(path.join(marks, 'version'), 'utf8')).toBe('1.2.0');
@@ -96,7 +98,7 @@ describe('a deploy event', () => {
     fake.publish(app, '2.0.0');
     const event = fake.event(app);
     h.manager.onJobEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(fake.fetches).toBe(1);
     expect(fake.states(app).at(-1)).toBe('installed');
   });
@@ -110,7 +112,7 @@ describe('a deploy event', () => {
     h.manager.onDeployEvent(event);
     expect(h.records.at(-1)).toMatchObject({ level: 40, msg: 'job queue full; rejecting', event: 'deploy' });
     // Nothing to wait for when nothing is sent: a report of the dropped event would be out within this.
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     expect(h.sent.filter((r) => r.jobId === event.jobId)).toEqual([]);
     expect(h.journal.get(event.jobId)).toBeUndefined(); // a later delivery is a new arrival
     expect(fake.fetches).toBe(0);
@@ -129,7 +131,7 @@ describe('a deploy event', () => {
 describe('nothing is installed', () => {
   async function refused(h: Harness, app: FakeApp, event = fake.event(app)) {
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(installed()).toBeNull();
     expect(fake.states(app).at(-1)).toBe('refused');
     const finish = h.finishOf(event.jobId)!;
@@ -195,7 +197,7 @@ describe('nothing is installed', () => {
     fake.publish(app, '1.0.0');
     const first = fake.event(app);
     h.manager.onDeployEvent(first);
-    await h.until(() => h.finishOf(first.jobId)?.status === 'success');
+    await eventually(() => h.finishOf(first.jobId)?.status === 'success');
     fs.rmSync(path.join(marks, 'installed'));
     fake.publish(app, '1.1.0');
     fake.clockOffset = -60;
@@ -211,7 +213,7 @@ describe('the local policy', () => {
     const release = fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({ status: 'cancelled' });
     expect(h.finishOf(event.jobId)!.errorMessage).toMatch(/^postponed by local policy/);
     expect(fake.states(app)).toEqual(['postponed']);
@@ -226,7 +228,7 @@ describe('the local policy', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)?.status).toBe('success');
     expect(installed()).toBe('artifact 1.0.0');
   });
@@ -239,7 +241,7 @@ describe('a failed update', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({
       status: 'failed',
       errorMessage:
@@ -255,7 +257,7 @@ describe('a failed update', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)).toMatchObject({
       status: 'failed',
       exitCode: 3,
@@ -273,7 +275,7 @@ describe('a failed update', () => {
     fake.publish(app, '1.0.0');
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)?.errorMessage).toMatch(/^the update workflow update-\*\*\* is not defined/);
     expect(fake.reports.at(-1)?.error).toMatch(/^the update workflow update-\*\*\* is not defined/);
     expect(JSON.stringify([h.sent, fake.reports])).not.toContain(secret);
@@ -302,7 +304,7 @@ describe('a failed update', () => {
     fake.fetchErrors.push(unreachable());
     const event = fake.event(app);
     h.manager.onDeployEvent(event);
-    await h.until(() => h.finishOf(event.jobId) !== undefined);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
     expect(h.finishOf(event.jobId)?.errorMessage).toBe(
       'could not fetch the signed manifest from the coordinator (Cannot reach the coordinator: connection refused); nothing was installed',
     );

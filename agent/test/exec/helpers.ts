@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowDefinition, WorkflowStep } from '@drover/shared';
 import { jobFiles } from '../../src/exec/job-files.js';
-import { executeJob, type JobLine, type JobPlan, type JobResult } from '../../src/exec/run-job.js';
+import { runWorkflow, type JobLine, type JobPlan, type JobResult } from '../../src/exec/run-workflow.js';
 
 export const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 
@@ -49,7 +49,7 @@ export async function runJob(
     ...(options.launcher ? { launcher: options.launcher } : {}),
   };
   const lines: JobLine[] = [];
-  const result = await executeJob(plan, {
+  const result = await runWorkflow(plan, {
     onLine: (line) => {
       lines.push(line);
       options.onLine?.(line);

@@ -5,7 +5,7 @@ import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { spawnStep, StepLauncher, type StepCommand, type StepProcess } from '../../src/exec/step-launcher.js';
 import { fixture, isAlive, spares, tempStateDir } from './helpers.js';
-import { eventually } from '../../../test/helpers/poll.js';
+import { eventually, eventuallySync } from '../../../test/helpers/poll.js';
 
 let dir: string;
 let launcher: StepLauncher;
@@ -161,10 +161,11 @@ describe('the step launcher', () => {
     const [spare] = spares();
     process.kill(spare!, 'SIGKILL');
     // No turn of the event loop until it is a zombie: the agent has not seen it die.
-    const until = Date.now() + 5000;
-    while (fs.readFileSync(`/proc/${spare}/stat`, 'utf8').split(') ')[1]![0] !== 'Z') {
-      if (Date.now() > until) throw new Error('the spare did not die');
-    }
+    eventuallySync(
+      () => fs.readFileSync(`/proc/${spare}/stat`, 'utf8').split(') ')[1]![0] === 'Z',
+      5000,
+      'the spare to die',
+    );
     const child = launcher.launch({ file: 'echo fine', args: [], shell: true, cwd: dir, env: {} });
     expect(child.pid).not.toBe(spare);
     expect(await outcome(child)).toEqual({ stdout: 'fine\n', stderr: '', exitCode: 0 });

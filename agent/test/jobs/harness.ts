@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
-import type { DeployContext } from '../../src/deploy/run-deploy-job.js';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { JobManager } from '../../src/jobs/job-manager.js';
+import type { RunJob } from '../../src/jobs/job-run.js';
 import { Journal } from '../../src/jobs/journal.js';
 import { Outbox } from '../../src/outbox/outbox.js';
 import { ReportSender } from '../../src/outbox/report-sender.js';
@@ -12,7 +12,6 @@ import type { Report } from '../../src/outbox/report.js';
 import { Backoff } from '../../src/util/backoff.js';
 import type { LoadedSecrets } from '../../src/workflows/index.js';
 import { captureLogger } from '../log-capture.js';
-import { eventually } from '../../../test/helpers/poll.js';
 
 export interface Harness {
   stateDir: string;
@@ -28,8 +27,6 @@ export interface Harness {
   /** The reports of one job, as `kind` strings (logs batches folded). */
   kinds(jobId: string): string[];
   finishOf(jobId: string): Record<string, any> | undefined;
-  /** Resolves when `check` holds. */
-  until(check: () => boolean, timeoutMs?: number): Promise<void>;
   /** A daemon restart: a new manager over the same state directory. */
   restart(): Harness;
   close(): void;
@@ -47,8 +44,8 @@ export function harness(
     answer?: Harness['answer'];
     /** The secrets file as the daemon reads it (default: none). */
     loadSecrets?: () => Promise<LoadedSecrets>;
-    /** Update jobs (deploy events) run with this context. */
-    deploy?: (stateDir: string) => DeployContext;
+    /** Runs update jobs (deploy events); absent: they are ignored, as without deployments. */
+    runUpdateJob?: (stateDir: string) => RunJob;
   } = {},
 ): Harness {
   const stateDir = options.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-jobs-'));
@@ -84,7 +81,7 @@ export function harness(
     defaultJobTimeoutMs: 60_000,
     killGraceMs: 200,
     logBatch: { intervalMs: 20 },
-    ...(options.deploy ? { deploy: options.deploy(stateDir) } : {}),
+    ...(options.runUpdateJob ? { runUpdateJob: options.runUpdateJob(stateDir) } : {}),
   });
   Object.assign(h, {
     stateDir,
@@ -102,9 +99,6 @@ export function harness(
     finishOf: (jobId: string) => {
       const report = sent.find((r) => r.jobId === jobId && r.kind === 'finish');
       return report?.kind === 'finish' ? (report.body as Record<string, any>) : undefined;
-    },
-    async until(check: () => boolean, timeoutMs = 5000) {
-      await eventually(check, timeoutMs);
     },
     restart: () => {
       sender.close();

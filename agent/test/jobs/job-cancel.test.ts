@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { fixture, isAlive } from '../exec/helpers.js';
 import { assignment, harness, sh, type Harness } from './harness.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 const open: Harness[] = [];
 function make(...args: Parameters<typeof harness>): Harness {
@@ -37,10 +38,10 @@ describe('a cancel event', () => {
     const [running, waiting] = [assignment('slow'), assignment('quick')];
     h.manager.onJobEvent(running);
     h.manager.onJobEvent(waiting);
-    await h.until(() => h.kinds(waiting.jobId).includes('accept'));
+    await eventually(() => h.kinds(waiting.jobId).includes('accept'));
     h.manager.onCancelEvent({ jobId: waiting.jobId });
     expect(h.manager.queue.waiting).toEqual([]);
-    await h.until(() => h.finishOf(waiting.jobId) !== undefined);
+    await eventually(() => h.finishOf(waiting.jobId) !== undefined);
     expect(h.finishOf(waiting.jobId)).toMatchObject({
       status: 'cancelled',
       exitCode: null,
@@ -48,7 +49,7 @@ describe('a cancel event', () => {
     });
     expect(h.kinds(waiting.jobId)).toEqual(['accept', 'finish']);
     expect(h.journal.get(waiting.jobId)?.state).toBe('finished');
-    await h.until(() => h.finishOf(running.jobId) !== undefined);
+    await eventually(() => h.finishOf(running.jobId) !== undefined);
     expect(h.finishOf(running.jobId)?.status).toBe('success');
     expect(h.kinds(waiting.jobId)).toEqual(['accept', 'finish']);
   });
@@ -57,14 +58,16 @@ describe('a cancel event', () => {
     const tidy = {
       name: 'tidy',
       cancelGrace: 30_000,
-      steps: [sh(`trap 'echo stopping; sleep 0.5; echo cleaned up; exit 0' TERM; echo ready; sleep 30 & wait`)],
+      // `ready` once the sleep runs: a cancel before it would miss it, which would hold the output
+      // open until the grace's SIGKILL.
+      steps: [sh(`trap 'echo stopping; sleep 0.5; echo cleaned up; exit 0' TERM; sleep 30 & echo ready; wait`)],
     };
     const h = make([tidy]);
     const job = assignment('tidy');
     h.manager.onJobEvent(job);
-    await h.until(() => lines(h, job.jobId).includes('ready'));
+    await eventually(() => lines(h, job.jobId).includes('ready'));
     h.manager.onCancelEvent({ jobId: job.jobId });
-    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    await eventually(() => h.finishOf(job.jobId) !== undefined);
     // The agent's own kill grace here is 200 ms: the step's half-second cleanup ran within the workflow's.
     expect(lines(h, job.jobId)).toEqual(expect.arrayContaining(['stopping', 'cleaned up']));
     expect(h.finishOf(job.jobId)).toMatchObject({
@@ -85,14 +88,14 @@ describe('a cancel event', () => {
     const job = assignment('stubborn');
     h.manager.onJobEvent(job);
     const workspacePids = path.join(h.stateDir, 'jobs', job.jobId, 'workspace', 'tree.pids');
-    await h.until(() => fs.existsSync(workspacePids));
+    await eventually(() => fs.existsSync(workspacePids));
     const pids = fs.readFileSync(workspacePids, 'utf8').trim().split(' ').map(Number);
     leftovers.push(...pids);
     expect(pids.every(isAlive)).toBe(true);
     h.manager.onCancelEvent({ jobId: job.jobId });
-    await h.until(() => h.finishOf(job.jobId) !== undefined, 10_000);
+    await eventually(() => h.finishOf(job.jobId) !== undefined, 10_000);
     expect(h.finishOf(job.jobId)).toMatchObject({ status: 'cancelled' });
-    await h.until(() => pids.every((pid) => !isAlive(pid)), 5_000);
+    await eventually(() => pids.every((pid) => !isAlive(pid)), 5_000);
   });
 
   it('stops a job whose start is being answered before its first step', async () => {
@@ -105,10 +108,10 @@ describe('a cancel event', () => {
     });
     const job = assignment('quick');
     h.manager.onJobEvent(job);
-    await h.until(() => h.kinds(job.jobId).includes('start'));
+    await eventually(() => h.kinds(job.jobId).includes('start'));
     h.manager.onCancelEvent({ jobId: job.jobId });
     release();
-    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    await eventually(() => h.finishOf(job.jobId) !== undefined);
     expect(h.finishOf(job.jobId)).toMatchObject({
       status: 'cancelled',
       errorMessage: 'cancelled: a user cancelled the job',
@@ -120,14 +123,14 @@ describe('a cancel event', () => {
     const h = make([quick]);
     const done = assignment('quick');
     h.manager.onJobEvent(done);
-    await h.until(() => h.journal.get(done.jobId)?.finalDelivered === true);
+    await eventually(() => h.journal.get(done.jobId)?.finalDelivered === true);
     const before = h.sent.length;
     h.manager.onCancelEvent({ jobId: done.jobId });
     const unknown = assignment('quick').jobId;
     h.manager.onCancelEvent({ jobId: unknown });
     h.manager.onCancelEvent({ jobId: '../etc' });
     h.manager.onCancelEvent(null);
-    await h.until(() => h.finishOf(unknown) !== undefined);
+    await eventually(() => h.finishOf(unknown) !== undefined);
     expect(h.sent.slice(before).map((r) => `${r.kind}:${r.jobId === unknown ? 'unknown' : r.jobId}`)).toEqual([
       'finish:unknown',
     ]);

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jobFiles } from '../../src/exec/job-files.js';
 import { decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
 import { assignment, harness, sh, type Harness } from './harness.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 const open: Harness[] = [];
 function make(...args: Parameters<typeof harness>): Harness {
@@ -25,13 +26,13 @@ describe('a new job', () => {
     const h = make([quick]);
     const job = assignment('quick');
     h.manager.onJobEvent(job);
-    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    await eventually(() => h.finishOf(job.jobId) !== undefined);
     expect(h.kinds(job.jobId)).toEqual(['start', 'logs', 'finish']);
     expect(h.finishOf(job.jobId)).toMatchObject({ status: 'success', exitCode: 0 });
     const lines = h.sent.filter((r) => r.kind === 'logs').flatMap((r) => (r.kind === 'logs' ? r.body.lines : []));
     expect(lines.map((l) => l.seq)).toEqual(lines.map((_, i) => i + 1));
     expect(lines.find((l) => l.stream === 'stdout')).toMatchObject({ text: 'hello', step: 0 });
-    await h.until(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    await eventually(() => h.journal.get(job.jobId)?.finalDelivered === true);
     expect(h.journal.get(job.jobId)).toMatchObject({ state: 'finished', final: { kind: 'finish' } });
   });
 
@@ -39,9 +40,9 @@ describe('a new job', () => {
     const h = make([quick, { name: 'broken', steps: [sh('exit 3')] }]);
     const [good, bad] = [assignment('quick'), assignment('broken')];
     h.manager.onJobEvent(good);
-    await h.until(() => h.finishOf(good.jobId) !== undefined);
+    await eventually(() => h.finishOf(good.jobId) !== undefined);
     h.manager.onJobEvent(bad);
-    await h.until(() => h.finishOf(bad.jobId) !== undefined);
+    await eventually(() => h.finishOf(bad.jobId) !== undefined);
     const last = (jobId: string) => h.records.filter((r) => r.jobId === jobId && /^job finished/.test(r.msg)).at(-1);
     expect(last(good.jobId)).toMatchObject({ level: 30, msg: 'job finished: success' });
     expect(last(bad.jobId)).toMatchObject({ level: 50, msg: expect.stringMatching(/^job finished: failed: step 1/) });
@@ -66,8 +67,8 @@ describe('a new job', () => {
     });
     try {
       h.manager.onJobEvent(first);
-      await h.until(() => h.kinds(first.jobId).includes('start'));
-      await h.until(() => h.journal.get(first.jobId)?.processGroup !== undefined);
+      await eventually(() => h.kinds(first.jobId).includes('start'));
+      await eventually(() => h.journal.get(first.jobId)?.processGroup !== undefined);
       // Started at once: only its `running` entry is flushed (the file, its directory and the new
       // directory's entry in jobs/), on the thread pool while its start is reported (handed to the
       // transport before the first flush begins), and before its step is spawned; neither its
@@ -81,7 +82,7 @@ describe('a new job', () => {
       expect(flushes.slice(3)).toEqual(
         Array.from({ length: 3 }, () => ({ on: 'loop', sent: sentBefore, spawned: true })),
       );
-      await h.until(() => h.kinds(second.jobId).includes('accept'));
+      await eventually(() => h.kinds(second.jobId).includes('accept'));
       expect(h.finishOf(first.jobId)).toBeUndefined();
       expect(flushes).toHaveLength(6);
     } finally {
@@ -109,11 +110,11 @@ describe('a new job', () => {
     const files = jobFiles(h.stateDir, job.jobId);
     h.manager.onJobEvent(job);
     // The start is not answered yet: the files and the secrets are ready, and no step runs.
-    await h.until(() => answerStart !== undefined && secretsRead && fs.existsSync(files.outputFile));
+    await eventually(() => answerStart !== undefined && secretsRead && fs.existsSync(files.outputFile));
     expect(JSON.parse(fs.readFileSync(files.paramsFile, 'utf8'))).toEqual({ env: 'staging' });
     expect(h.journal.get(job.jobId)?.processGroup).toBeUndefined();
     answerStart!();
-    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    await eventually(() => h.finishOf(job.jobId) !== undefined);
     expect(h.finishOf(job.jobId)).toMatchObject({ status: 'success', exitCode: 0 });
     const lines = h.sent.flatMap((r) => (r.kind === 'logs' ? r.body.lines : [])).map((l) => l.text);
     expect(lines).toContain('token=***');
@@ -127,14 +128,14 @@ describe('a new job', () => {
     h.manager.onJobEvent(waiting);
     h.manager.onJobEvent(refused);
     expect(h.manager.queue.waiting.map((j) => j.jobId)).toEqual([waiting.jobId]);
-    await h.until(() => h.kinds(refused.jobId).length > 0);
+    await eventually(() => h.kinds(refused.jobId).length > 0);
     expect(h.sent.find((r) => r.jobId === refused.jobId)).toEqual({
       kind: 'reject',
       jobId: refused.jobId,
       body: { reason: 'queue_full', message: 'it already holds 2 jobs, its capacity' },
     });
     expect(h.records.find((r) => r.jobId === refused.jobId && r.level === 40)?.msg).toBe('job queue full; rejecting');
-    await h.until(() => h.finishOf(waiting.jobId) !== undefined, 5000);
+    await eventually(() => h.finishOf(waiting.jobId) !== undefined, 5000);
     expect(h.finishOf(running.jobId)?.status).toBe('success');
   });
 
@@ -142,7 +143,7 @@ describe('a new job', () => {
     const h = make([quick]);
     const job = assignment('missing');
     h.manager.onJobEvent(job);
-    await h.until(() => h.sent.length > 0);
+    await eventually(() => h.sent.length > 0);
     expect(h.sent).toEqual([
       {
         kind: 'reject',
@@ -157,7 +158,7 @@ describe('a new job', () => {
     const [first, second] = [assignment('slow'), assignment('quick')];
     h.manager.onJobEvent(first);
     h.manager.onJobEvent(second);
-    await h.until(() => h.finishOf(second.jobId) !== undefined);
+    await eventually(() => h.finishOf(second.jobId) !== undefined);
     expect(h.kinds(second.jobId)).toEqual(['accept', 'start', 'logs', 'finish']);
     const order = h.sent.map((r) => `${r.kind}:${r.jobId === first.jobId ? 1 : 2}`);
     expect(order.indexOf('start:2')).toBeGreaterThan(order.indexOf('finish:1'));
@@ -174,7 +175,7 @@ describe('a new job', () => {
     });
     const refusedStart = assignment('quick');
     h.manager.onJobEvent(refusedStart);
-    await h.until(() => h.journal.get(refusedStart.jobId)?.state === 'abandoned');
+    await eventually(() => h.journal.get(refusedStart.jobId)?.state === 'abandoned');
     const [running, refusedAccept] = [assignment('slow'), assignment('quick')];
     h.manager.onJobEvent(running);
     h.manager.onJobEvent(refusedAccept);
@@ -192,9 +193,9 @@ describe('a job id runs at most once', () => {
     const job = assignment('slow');
     h.manager.onJobEvent(job);
     h.manager.onJobEvent({ ...job, status: 'queued' });
-    await h.until(() => h.manager.queue.running !== null);
+    await eventually(() => h.manager.queue.running !== null);
     h.manager.onJobEvent({ ...job, status: 'running' });
-    await h.until(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    await eventually(() => h.journal.get(job.jobId)?.finalDelivered === true);
     h.manager.onJobEvent({ ...job, status: 'running' });
     await h.manager.queue.onIdle();
     expect(h.kinds(job.jobId)).toEqual(['start', 'logs', 'finish']);
@@ -210,11 +211,11 @@ describe('a job id runs at most once', () => {
     });
     const job = assignment('quick');
     h.manager.onJobEvent(job);
-    await h.until(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    await eventually(() => h.journal.get(job.jobId)?.finalDelivered === true);
     // Dropped (404) counts as settled: the journal does not ask again on its own...
     h.journal.update(job.jobId, { finalDelivered: false }); // ...but an undelivered one is resent on redelivery
     h.manager.onJobEvent({ ...job, status: 'running' });
-    await h.until(() => h.sent.filter((r) => r.kind === 'finish').length === 2);
+    await eventually(() => h.sent.filter((r) => r.kind === 'finish').length === 2);
     expect(h.kinds(job.jobId).filter((k) => k === 'start')).toHaveLength(1);
   });
 
@@ -222,7 +223,7 @@ describe('a job id runs at most once', () => {
     const h = make([quick]);
     const job = assignment('quick', { status: 'queued' });
     h.manager.onJobEvent(job);
-    await h.until(() => h.sent.length > 0);
+    await eventually(() => h.sent.length > 0);
     expect(h.sent).toEqual([
       {
         kind: 'finish',
@@ -246,7 +247,7 @@ describe('a job id runs at most once', () => {
     const after = before.restart();
     open.push(after);
     after.manager.recover();
-    await after.until(() => after.finishOf(interrupted.jobId) !== undefined);
+    await eventually(() => after.finishOf(interrupted.jobId) !== undefined);
     expect(after.finishOf(interrupted.jobId)).toMatchObject({
       status: 'failed',
       errorMessage: 'interrupted: the agent stopped while the job was running (crash or restart)',
@@ -254,7 +255,7 @@ describe('a job id runs at most once', () => {
     // The coordinator delivers both again at connect:
     after.manager.onJobEvent({ ...interrupted, status: 'running' });
     after.manager.onJobEvent({ ...neverStarted, status: 'queued' });
-    await after.until(() => after.finishOf(neverStarted.jobId) !== undefined);
+    await eventually(() => after.finishOf(neverStarted.jobId) !== undefined);
     expect(after.kinds(neverStarted.jobId)).toEqual(['start', 'logs', 'finish']);
     expect(after.kinds(interrupted.jobId)).toEqual(['finish']);
   });
@@ -268,7 +269,7 @@ describe('a job id runs at most once', () => {
     const after = before.restart();
     open.push(after);
     after.manager.recover();
-    await after.until(() => after.journal.get(job.jobId)?.finalDelivered === true);
+    await eventually(() => after.journal.get(job.jobId)?.finalDelivered === true);
     expect(after.sent).toEqual([
       { kind: 'finish', jobId: job.jobId, body: expect.objectContaining({ output: { a: '1' } }) },
     ]);
@@ -292,7 +293,7 @@ describe('shutdown', () => {
     const [running, waiting] = [assignment('slow'), assignment('slow')];
     h.manager.onJobEvent(running);
     h.manager.onJobEvent(waiting);
-    await h.until(() => h.manager.queue.running !== null);
+    await eventually(() => h.manager.queue.running !== null);
     const stopping = h.manager.shutdown(5000);
     const late = assignment('slow');
     h.manager.onJobEvent(late);
@@ -303,7 +304,7 @@ describe('shutdown', () => {
       errorMessage: 'cancelled: the agent shut down before the job started',
     });
     expect(h.kinds(waiting.jobId)).toEqual(['accept', 'finish']);
-    await h.until(() => h.kinds(late.jobId).length > 0);
+    await eventually(() => h.kinds(late.jobId).length > 0);
     expect(h.sent.find((r) => r.jobId === late.jobId)).toMatchObject({
       kind: 'reject',
       body: { reason: 'shutting_down' },
@@ -314,13 +315,13 @@ describe('shutdown', () => {
     const h = make([{ name: 'long', steps: [sh('sleep 30')] }]);
     const job = assignment('long');
     h.manager.onJobEvent(job);
-    await h.until(() => h.kinds(job.jobId).includes('start'));
-    await h.until(() => h.journal.get(job.jobId)?.processGroup != null); // its step was spawned
+    await eventually(() => h.kinds(job.jobId).includes('start'));
+    await eventually(() => h.journal.get(job.jobId)?.processGroup != null); // its step was spawned
     const startedAt = Date.now();
     // Real time: the grace runs out on a real child process.
     await h.manager.shutdown(200);
     expect(Date.now() - startedAt).toBeLessThan(3000);
-    await h.until(() => h.finishOf(job.jobId) !== undefined);
+    await eventually(() => h.finishOf(job.jobId) !== undefined);
     expect(h.finishOf(job.jobId)).toMatchObject({
       status: 'cancelled',
       errorMessage:

@@ -12,7 +12,7 @@ import { signedCall } from '../../src/http/client.js';
 import { StreamClient, type ConnectionState, type StreamMessage } from '../../src/stream/stream-client.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { captureLogger } from '../log-capture.js';
-import { eventually } from '../../../test/helpers/poll.js';
+import { eventually, sleep } from '../../../test/helpers/poll.js';
 
 const keys = generateEd25519KeyPair();
 const agentId = '6f1c2b8e-4d3a-4f5b-9c7d-0e1f2a3b4c5d';
@@ -202,7 +202,7 @@ describe('the stream client', () => {
     await eventually(() => stream.state === 'connected');
     stream.stop();
     // Real time over real sockets: four times the longest reconnect delay (50 ms), and none came.
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     expect(server.requests).toHaveLength(1);
     expect(stream.state).toBe('disconnected');
   });

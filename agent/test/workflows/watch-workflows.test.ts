@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { watchWorkflows, type WorkflowWatcher } from '../../src/workflows/watch-workflows.js';
+import { eventually, sleep } from '../../../test/helpers/poll.js';
 
 let root: string;
 let watcher: WorkflowWatcher | undefined;
@@ -19,14 +20,17 @@ afterEach(() => {
 
 /**
  * Real time throughout: the file events come from the operating system, after a delay the test
- * cannot move; the waits that show nothing more happens are a few debounce periods long.
+ * cannot move; the sleeps that show nothing more happens are a few debounce periods long.
  */
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const onChange = () => void calls++;
 
 /** Waits until `onChange` has been called more than `before` times (or fails after 3 s). */
 async function changedSince(before: number): Promise<void> {
-  await vi.waitFor(() => expect(calls, 'onChange calls').toBeGreaterThan(before), { timeout: 3000, interval: 20 });
+  await eventually(
+    () => calls > before,
+    3000,
+    () => `onChange called more than ${before} times (${calls})`,
+  );
 }
 
 describe('watchWorkflows', () => {
@@ -41,7 +45,6 @@ describe('watchWorkflows', () => {
   it('sees a save done the way editors do it: write a temporary file, rename it over the old one', async () => {
     fs.writeFileSync(path.join(root, 'deploy.yaml'), 'name: old\n');
     watcher = watchWorkflows(root, onChange, { debounceMs: 50 });
-    await sleep(100);
     fs.writeFileSync(path.join(root, '.deploy.yaml.swp'), 'name: new\n');
     fs.renameSync(path.join(root, '.deploy.yaml.swp'), path.join(root, 'deploy.yaml'));
     await changedSince(0);

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { Config } from '../config/config.js';
 import { databaseFile, openDatabase } from '../db/database.js';
 import { migrate, type MigrationResult } from '../db/migrate.js';
+import { BREAKING_NOTE, migrationLabel, runningBeside } from '../db/migration-plan.js';
 import { migratePostgres } from '../db/postgres/migrate.js';
 import { createPool } from '../db/postgres/pool.js';
 import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
@@ -11,9 +12,14 @@ export function configureMigrateCommand(program: Command): void {
     .description('apply pending database migrations and exit (start does this too)')
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
-      const { applied, current } =
+      const { applied, newer, current, fromEmpty } =
         config.database.kind === 'postgres' ? await migrateOnPostgres(config.database) : migrateSqlite(config);
-      for (const m of applied) process.stdout.write(`applied ${String(m.version).padStart(4, '0')}_${m.name}\n`);
+      for (const m of applied) {
+        // On a new database no older coordinator can be running: nothing to say about breaking ones.
+        const note = m.breaking && !fromEmpty ? `, ${BREAKING_NOTE}` : '';
+        process.stdout.write(`applied ${migrationLabel(m)}${note}\n`);
+      }
+      if (newer.length > 0) process.stdout.write(`${runningBeside(newer)}\n`);
       process.stdout.write(`database at version ${current}\n`);
     });
 }

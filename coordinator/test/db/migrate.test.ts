@@ -3,7 +3,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
-import { loadMigrations, migrate } from '../../src/db/migrate.js';
+import { loadMigrations, migrate, type Migration } from '../../src/db/migrate.js';
+import { applyingBreaking, runningBeside } from '../../src/db/migration-plan.js';
+
+/** A migration of another build (a newer one, when its version is past this build's). */
+const future = (version: number, name: string, sql = '', breaking = false): Migration => ({
+  version,
+  name,
+  sql,
+  breaking,
+});
 
 describe('migrate', () => {
   it('applies every migration once and records its version', () => {
@@ -16,17 +25,100 @@ describe('migrate', () => {
     db.close();
   });
 
-  it('refuses a database that has a migration this build does not know', () => {
+  it('runs beside a migration of a newer build that is not breaking, and says so', () => {
     const db = openDatabase(':memory:');
-    migrate(db);
-    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', 'x')").run();
-    expect(() => migrate(db)).toThrow(/does not know \(9999\)/);
+    migrate(db, [...loadMigrations(), future(9999, 'future_column', 'ALTER TABLE orgs ADD COLUMN future TEXT')]);
+    const older = migrate(db);
+    expect(older.applied).toEqual([]);
+    expect(older.newer).toEqual([{ version: 9999, name: 'future_column', breaking: false }]);
+    expect(older.current).toBe(9999);
+    expect(runningBeside(older.newer)).toBe(
+      'the database has migration 9999_future_column of a newer drover-coordinator, not a breaking change: ' +
+        'this one runs on it, and should be upgraded',
+    );
     db.close();
+  });
+
+  it('refuses a database with a breaking migration of a newer build, naming it, before applying anything', () => {
+    const db = openDatabase(':memory:');
+    const all = loadMigrations();
+    const last = all.at(-1)!;
+    // The newer build's history, less this build's last migration: refused, that one is not applied either.
+    migrate(db, [...all.slice(0, -1), future(9998, 'quiet'), future(9999, 'drop_old_column', '', true)]);
+    expect(() => migrate(db)).toThrow(
+      'the database has migration 9999_drop_old_column of a newer drover-coordinator, a breaking change ' +
+        'this one does not know: upgrade this drover-coordinator',
+    );
+    expect(db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(last.version)).toBeUndefined();
+    db.close();
+  });
+
+  it('records whether each migration is breaking, and marks one marked breaking after it was applied', () => {
+    const db = openDatabase(':memory:');
+    const breaking = () => db.prepare('SELECT version, breaking FROM schema_migrations WHERE version >= 9000').all();
+    migrate(db, [future(9001, 'a'), future(9002, 'b', '', true)]);
+    expect(breaking()).toEqual([
+      { version: 9001, breaking: 0 },
+      { version: 9002, breaking: 1 },
+    ]);
+    migrate(db, [future(9001, 'a', '', true), future(9002, 'b', '', true)]);
+    expect(breaking()).toEqual([
+      { version: 9001, breaking: 1 },
+      { version: 9002, breaking: 1 },
+    ]);
+    db.close();
+  });
+
+  it('tells onApply of each migration before it is applied, and whether the database was new', () => {
+    const db = openDatabase(':memory:');
+    const seen: string[] = [];
+    const onApply = (m: Migration, fromEmpty: boolean) => {
+      const done = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version) !== undefined;
+      seen.push(`${m.name} ${m.breaking ? 'breaking' : 'safe'}${fromEmpty ? ' new' : ''}${done ? ' already' : ''}`);
+    };
+    expect(migrate(db, [future(9001, 'a')], { onApply }).fromEmpty).toBe(true);
+    const later = migrate(db, [future(9001, 'a'), future(9002, 'b', '', true)], { onApply });
+    expect(later.fromEmpty).toBe(false);
+    expect(seen).toEqual(['a safe new', 'b breaking']);
+    expect(applyingBreaking(future(9002, 'b', '', true))).toBe(
+      'applying 9002_b, a breaking change: coordinators of earlier versions cannot run on this database once it ' +
+        'is applied; stop any still running on it (docs/scaling.md, "Upgrading several coordinators")',
+    );
+    db.close();
+  });
+
+  it('gives a migrations table made before the breaking column that column, its rows not breaking', () => {
+    const db = openDatabase(':memory:');
+    db.exec(
+      'CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    );
+    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9001, 'a', 'x')").run();
+    const result = migrate(db, [future(9001, 'a'), future(9002, 'b', '', true)]);
+    expect(result.applied.map((m) => m.name)).toEqual(['b']);
+    expect(db.prepare('SELECT version, breaking FROM schema_migrations ORDER BY version').all()).toEqual([
+      { version: 9001, breaking: 0 },
+      { version: 9002, breaking: 1 },
+    ]);
+    db.close();
+  });
+
+  it("reads a first line `--! breaking-change` as a migration's mark, and refuses any other `--!` line", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-migrations-'));
+    fs.writeFileSync(path.join(dir, '0001_safe.sql'), '-- --! breaking-change, not on the first line\nSELECT 1;\n');
+    fs.writeFileSync(path.join(dir, '0002_breaking.sql'), '--! breaking-change\nSELECT 1;\n');
+    expect(loadMigrations(dir).map((m) => [m.name, m.breaking])).toEqual([
+      ['safe', false],
+      ['breaking', true],
+    ]);
+    fs.writeFileSync(path.join(dir, '0003_misspelt.sql'), '--! breaking_change\nSELECT 1;\n');
+    expect(() => loadMigrations(dir)).toThrow(
+      '0003_misspelt.sql: unknown marker "--! breaking_change" on its first line (the one marker is "--! breaking-change")',
+    );
   });
 
   it('rolls a failing migration back whole, leaving its version unrecorded', () => {
     const db = openDatabase(':memory:');
-    const broken = [{ version: 1, name: 'broken', sql: 'CREATE TABLE t (x INTEGER); INSERT INTO nope VALUES (1);' }];
+    const broken = [future(1, 'broken', 'CREATE TABLE t (x INTEGER); INSERT INTO nope VALUES (1);')];
     expect(() => migrate(db, broken)).toThrow();
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 't'").get()).toBeUndefined();
     expect(db.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get()).toEqual({ n: 0 });

@@ -2,27 +2,32 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { eventually } from '../../../test/helpers/poll.js';
 
 const READY_TIMEOUT_MS = 60_000;
 
 /** A connection to the server's `postgres` database once the server accepts one. */
 async function adminClient(): Promise<pg.Client> {
   const info = inject('postgresServer');
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  for (;;) {
-    if (fs.existsSync(info.failedFile)) {
-      throw new Error(`the tests' PostgreSQL server did not start:\n${fs.readFileSync(info.failedFile, 'utf8')}`);
-    }
-    const client = new pg.Client({ ...info, database: 'postgres' });
-    try {
-      await client.connect();
-      return client;
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      if (Date.now() > deadline) throw new Error("the tests' PostgreSQL server did not answer", { cause: error });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+  let refused: unknown;
+  const ready = await eventually(
+    async () => {
+      if (fs.existsSync(info.failedFile)) return { failed: fs.readFileSync(info.failedFile, 'utf8') };
+      const client = new pg.Client({ ...info, database: 'postgres' });
+      try {
+        await client.connect();
+        return { client };
+      } catch (error) {
+        refused = error;
+        await client.end().catch(() => undefined);
+        return undefined;
+      }
+    },
+    READY_TIMEOUT_MS,
+    () => `the tests' PostgreSQL server to answer (${(refused as Error | undefined)?.message ?? 'no attempt'})`,
+  );
+  if ('failed' in ready) throw new Error(`the tests' PostgreSQL server did not start:\n${ready.failed}`);
+  return ready.client;
 }
 
 export interface TestDatabase {

@@ -5,15 +5,23 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BlobReader, type BlobSink } from '../../src/storage/blob-reader.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 /** A client that takes `accept` chunks, then goes away: later writes fail as a destroyed response's do. */
 class LeavingClient extends EventEmitter implements BlobSink {
   destroyed = false;
   received = 0;
+  /** Write callbacks not called yet. */
+  pending = 0;
   constructor(private accept: number) {
     super();
   }
-  write(chunk: Buffer, callback: (error?: Error | null) => void): boolean {
+  write(chunk: Buffer, done: (error?: Error | null) => void): boolean {
+    this.pending += 1;
+    const callback = (error?: Error) => {
+      this.pending -= 1;
+      done(error);
+    };
     if (this.destroyed) {
       process.nextTick(
         callback,
@@ -52,8 +60,10 @@ describe('BlobReader', () => {
       const client = new LeavingClient(2);
       const reader = new BlobReader(await fsp.open(file, 'r'), 0, 5 * 1024 * 1024 - 1);
       await expect(reader.writeTo(client)).rejects.toThrow();
-      // Let every pending write callback settle.
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Every write callback has been called, and the turn of the event loop that reports the
+      // rejections left unhandled by them is over.
+      await eventually(() => client.pending === 0, 5000, 'every write callback');
+      await new Promise((resolve) => setImmediate(resolve));
       expect(unhandled).toEqual([]);
       expect(reader.sent).toBeLessThan(5 * 1024 * 1024);
     } finally {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/db/database.js';
-import { loadMigrations, migrate } from '../../../src/db/migrate.js';
+import { loadMigrations, migrate, type Migration } from '../../../src/db/migrate.js';
+import { migrationLabel } from '../../../src/db/migration-plan.js';
 import { loadPostgresMigrations, migratePostgres } from '../../../src/db/postgres/migrate.js';
 import { createPool, type PgPool } from '../../../src/db/postgres/pool.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../postgres/database.js';
@@ -23,6 +24,14 @@ const POSTGRES_ONLY_COLUMNS = [
   'triggers.seq',
 ];
 const POSTGRES_ONLY_TABLES = ['job_number_counters'];
+
+/** A migration of another build (a newer one, when its version is past this build's). */
+const future = (version: number, name: string, sql = '', breaking = false): Migration => ({
+  version,
+  name,
+  sql,
+  breaking,
+});
 
 let database: TestDatabase;
 let pool: PgPool;
@@ -62,12 +71,83 @@ describe('PostgreSQL migrations', () => {
     }
   });
 
-  it('refuses a database that has a migration this build does not know', async () => {
+  it('runs beside a migration of a newer build that is not breaking', async () => {
     const p = await emptyPool();
     try {
-      await migratePostgres(p);
-      await p.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', now())");
-      await expect(migratePostgres(p)).rejects.toThrow(/does not know \(9999\)/);
+      const newer = future(9999, 'future_column', 'ALTER TABLE orgs ADD COLUMN future text');
+      await migratePostgres(p, [...loadPostgresMigrations(), newer]);
+      const older = await migratePostgres(p);
+      expect(older).toEqual({
+        applied: [],
+        newer: [{ version: 9999, name: 'future_column', breaking: false }],
+        current: 9999,
+        fromEmpty: false,
+      });
+    } finally {
+      await p.end();
+    }
+  });
+
+  it('refuses a database with a breaking migration of a newer build, naming it, before applying anything', async () => {
+    const p = await emptyPool();
+    try {
+      const all = loadPostgresMigrations();
+      await migratePostgres(p, [...all.slice(0, -1), future(9998, 'quiet'), future(9999, 'drop_old_column', '', true)]);
+      await expect(migratePostgres(p)).rejects.toThrow(
+        'the database has migration 9999_drop_old_column of a newer drover-coordinator, a breaking change ' +
+          'this one does not know: upgrade this drover-coordinator',
+      );
+      const last = await p.query('SELECT 1 FROM schema_migrations WHERE version = $1', [all.at(-1)!.version]);
+      expect(last.rows).toEqual([]);
+      // The lock was given back: the newer build still migrates.
+      expect(
+        (await migratePostgres(p, [...all, future(9998, 'quiet'), future(9999, 'drop_old_column', '', true)])).applied,
+      ).toHaveLength(1);
+    } finally {
+      await p.end();
+    }
+  });
+
+  it('records whether each migration is breaking, and marks one marked breaking after it was applied', async () => {
+    const p = await emptyPool();
+    try {
+      const breaking = async () =>
+        (await p.query('SELECT version, breaking FROM schema_migrations ORDER BY version')).rows;
+      const seen: string[] = [];
+      const onApply = (m: Migration, fromEmpty: boolean) =>
+        seen.push(`${m.name} ${m.breaking ? 'breaking' : 'safe'}${fromEmpty ? ' new' : ''}`);
+      await migratePostgres(p, [future(9001, 'a')], { onApply });
+      expect((await migratePostgres(p, [future(9001, 'a'), future(9002, 'b', '', true)], { onApply })).fromEmpty).toBe(
+        false,
+      );
+      expect(seen).toEqual(['a safe new', 'b breaking']);
+      expect(await breaking()).toEqual([
+        { version: 9001, breaking: false },
+        { version: 9002, breaking: true },
+      ]);
+      await migratePostgres(p, [future(9001, 'a', '', true), future(9002, 'b', '', true)]);
+      expect(await breaking()).toEqual([
+        { version: 9001, breaking: true },
+        { version: 9002, breaking: true },
+      ]);
+    } finally {
+      await p.end();
+    }
+  });
+
+  it('gives a migrations table made before the breaking column that column, its rows not breaking', async () => {
+    const p = await emptyPool();
+    try {
+      await p.query(
+        'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)',
+      );
+      await p.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9001, 'a', now())");
+      const result = await migratePostgres(p, [future(9001, 'a'), future(9002, 'b', '', true)]);
+      expect(result.applied.map((m) => m.name)).toEqual(['b']);
+      expect((await p.query('SELECT version, breaking FROM schema_migrations ORDER BY version')).rows).toEqual([
+        { version: 9001, breaking: false },
+        { version: 9002, breaking: true },
+      ]);
     } finally {
       await p.end();
     }
@@ -76,7 +156,7 @@ describe('PostgreSQL migrations', () => {
   it('rolls a failing migration back whole, leaving its version unrecorded', async () => {
     const p = await emptyPool();
     try {
-      const broken = [{ version: 1, name: 'broken', sql: 'CREATE TABLE t (x integer); INSERT INTO nope VALUES (1);' }];
+      const broken = [future(1, 'broken', 'CREATE TABLE t (x integer); INSERT INTO nope VALUES (1);')];
       await expect(migratePostgres(p, broken)).rejects.toThrow(/nope/);
       expect((await p.query("SELECT to_regclass('t') AS t")).rows).toEqual([{ t: null }]);
       expect((await p.query('SELECT count(*) AS n FROM schema_migrations')).rows).toEqual([{ n: 0 }]);
@@ -120,7 +200,15 @@ describe('the two schemas', () => {
     const missing = loadMigrations()
       .filter((m) => m.version > FOLDED_INTO_0001)
       .filter((m) => !postgres.has(m.name))
-      .map((m) => `${String(m.version).padStart(4, '0')}_${m.name}`);
+      .map(migrationLabel);
     expect(missing, 'SQLite migrations without a PostgreSQL twin (docs/architecture.md, "Two databases")').toEqual([]);
+  });
+
+  it('are breaking together: a migration and its twin both carry `--! breaking-change`, or neither', () => {
+    const postgres = new Map(loadPostgresMigrations().map((m) => [m.name, m.breaking]));
+    const apart = loadMigrations()
+      .filter((m) => postgres.has(m.name) && postgres.get(m.name) !== m.breaking)
+      .map(migrationLabel);
+    expect(apart, 'twins marked differently (docs/scaling.md, "Breaking migrations")').toEqual([]);
   });
 });

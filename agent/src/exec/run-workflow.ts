@@ -27,7 +27,7 @@ export interface JobPlan {
   killGraceMs: number;
   /** Downloads input FileRefs and uploads `file:` outputs (absent: both are passed on as they are). */
   transfer?: JobFileTransfer;
-  /** What prepareJob answered when it already ran for this plan (absent: executeJob runs it). */
+  /** What prepareJob answered when it already ran for this plan (absent: runWorkflow runs it). */
   prepared?: string | null;
   /** Starts the steps' processes (absent: each is spawned directly). */
   launcher?: StepLauncher;
@@ -67,7 +67,7 @@ export function failedResult(message: string): JobResult {
 }
 
 /**
- * Creates a job's workspace, params.json (file params as they were sent: executeJob rewrites it
+ * Creates a job's workspace, params.json (file params as they were sent: runWorkflow rewrites it
  * once input files are downloaded) and empty output file. Null when done, else why not.
  */
 export function prepareJob(files: JobFiles, params: Record<string, unknown>): string | null {
@@ -80,14 +80,14 @@ export function prepareJob(files: JobFiles, params: Record<string, unknown>): st
 }
 
 /**
- * Runs a job's steps in order (docs/agent.md, "The executor"): prepares the job's files, checks
- * its secrets, downloads its input files, runs each step under the smaller of its own timeout and
- * what is left of the job's, stops at the first step that does not exit 0, then reads
- * `$DROVER_OUTPUT` and uploads its `file:` outputs. Never throws: every
- * failure becomes the job's result. Secret values are masked in every line, output value and
- * message it produces.
+ * Runs a job's workflow in its workspace, for a trigger job as for an update job's install
+ * (docs/agent.md, "The executor"): prepares the job's files, checks its secrets, downloads its
+ * input files, runs each step under the smaller of its own timeout and what is left of the
+ * job's, stops at the first step that does not exit 0, then reads `$DROVER_OUTPUT` and uploads
+ * its `file:` outputs. Never throws: every failure becomes the job's result. Secret values are
+ * masked in every line, output value and message it produces.
  */
-export async function executeJob(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
+export async function runWorkflow(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
   const mask = createMasker(Object.values(plan.secrets));
   const emit = (stream: LogStream, step: number | null, text: string) =>
     hooks.onLine({ stream, step, text: mask(text) });

@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
-import { jobFiles } from '../exec/job-files.js';
-import { executeJob, failedResult, prepareJob, type JobHooks, type JobLine, type JobResult } from '../exec/run-job.js';
+import type { JobHooks, JobLine, JobResult } from '../exec/run-workflow.js';
 import type { StepLauncher } from '../exec/step-launcher.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
@@ -10,9 +9,13 @@ import { afterPendingImmediates } from '../util/event-loop.js';
 import type { LoadedSecrets } from '../workflows/index.js';
 import type { JobStop } from './job-stop.js';
 import type { Journal, JournalEntry } from './journal.js';
-import { LogShipper, type LogShipperOptions } from './log-shipper.js';
+import type { LogShipper, LogShipperOptions } from './log-shipper.js';
 
-export interface JobRunnerDeps {
+/**
+ * What a job's run needs, the same for every job of every kind: the job manager makes it once,
+ * and hands it to the runner of the job's kind when the job's turn in the queue comes.
+ */
+export interface JobRunDeps {
   stateDir: string;
   journal: Journal;
   send(report: Report): Promise<SendOutcome>;
@@ -32,64 +35,17 @@ export interface JobRunnerDeps {
 }
 
 /**
- * Runs one accepted job when its turn in the queue comes: waits for the coordinator's answer to
- * the accept, marks the job `running` in the journal (from then on it is never started again),
- * reports the start, runs the steps while shipping their log lines, then reports the result.
- * A job the coordinator no longer holds (404/409 to accept or start) is abandoned unrun.
- * While the start is answered, the job's files are created and the secrets read, so that its
- * first step starts as soon as the answer comes (an abandoned job's files go with its directory
- * when the journal is pruned).
+ * Runs one accepted job of a kind when its turn in the queue comes, from the coordinator's answer
+ * to its accept to its result; resolves once the job has ended. `runTriggerJob` runs trigger
+ * jobs; the runner of update jobs is handed to the job manager by whoever puts the agent
+ * together (the daemon).
  */
-export async function runAcceptedJob(
-  deps: JobRunnerDeps,
+export type RunJob = (
+  deps: JobRunDeps,
   entry: JournalEntry,
   accepted: Promise<SendOutcome>,
   stop: JobStop,
-): Promise<void> {
-  const { assignment } = entry;
-  const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
-  const files = jobFiles(deps.stateDir, entry.jobId);
-  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
-    const secrets = deps.loadSecrets(); // read on the thread pool while the files are created
-    const prepared = prepareJob(files, assignment.params);
-    return { secrets: await secrets, prepared };
-  });
-  if (!begun) return;
-  const { running } = begun;
-  const { secrets, prepared } = begun.meanwhile;
-
-  const workflow = deps.workflow(assignment.workflowName);
-  if (!workflow) {
-    const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
-    log.error(message);
-    deps.finish(running, failedResult(message));
-    return;
-  }
-  reportSecretsProblem(secrets, workflow, log);
-
-  const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
-  log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
-  const result = await executeJob(
-    {
-      jobId: entry.jobId,
-      workflow,
-      params: assignment.params,
-      ref: assignment.ref,
-      debug: assignment.debug,
-      timeoutMs: assignment.timeoutMs ?? workflow.timeout ?? deps.defaultJobTimeoutMs,
-      files,
-      prepared,
-      secrets: secrets.secrets,
-      secretsProblem: secrets.problem,
-      killGraceMs: deps.killGraceMs,
-      ...(deps.transfer ? { transfer: deps.transfer } : {}),
-      ...(deps.launcher ? { launcher: deps.launcher } : {}),
-    },
-    jobHooks(deps.journal, entry.jobId, log, shipper, stop, workflow),
-  );
-  shipper.flush();
-  deps.finish(running, result);
-}
+) => Promise<void>;
 
 /**
  * The start of an accepted job's run, for every kind of job: waits for the coordinator's answer
@@ -99,7 +55,7 @@ export async function runAcceptedJob(
  * with the `running` entry.
  */
 export async function beginAcceptedJob<T = undefined>(
-  deps: Pick<JobRunnerDeps, 'journal' | 'send' | 'logger'>,
+  deps: Pick<JobRunDeps, 'journal' | 'send' | 'logger'>,
   entry: JournalEntry,
   accepted: Promise<SendOutcome>,
   signal: AbortSignal,
@@ -136,7 +92,7 @@ export async function beginAcceptedJob<T = undefined>(
 
 /** The secrets for a job of `workflow`; a refused secrets file is logged when the workflow lists any. */
 export async function loadJobSecrets(
-  deps: Pick<JobRunnerDeps, 'loadSecrets'>,
+  deps: Pick<JobRunDeps, 'loadSecrets'>,
   workflow: WorkflowDefinition,
   log: Logger,
 ): Promise<LoadedSecrets> {
@@ -145,7 +101,7 @@ export async function loadJobSecrets(
   return secrets;
 }
 
-function reportSecretsProblem(secrets: LoadedSecrets, workflow: WorkflowDefinition, log: Logger): void {
+export function reportSecretsProblem(secrets: LoadedSecrets, workflow: WorkflowDefinition, log: Logger): void {
   if (secrets.problem && (workflow.secretsKeys ?? []).length > 0) log.error(secrets.problem);
 }
 

@@ -1,0 +1,68 @@
+import { jobFiles } from '../exec/job-files.js';
+import { failedResult, prepareJob, runWorkflow } from '../exec/run-workflow.js';
+import type { SendOutcome } from '../outbox/report-sender.js';
+import { beginAcceptedJob, jobHooks, reportSecretsProblem, type JobRunDeps } from './job-run.js';
+import type { JobStop } from './job-stop.js';
+import type { JournalEntry } from './journal.js';
+import { LogShipper } from './log-shipper.js';
+
+/**
+ * Runs one accepted trigger job when its turn in the queue comes: waits for the coordinator's
+ * answer to the accept, marks the job `running` in the journal (from then on it is never started
+ * again), reports the start, runs its workflow's steps while shipping their log lines, then
+ * reports the result.
+ * A job the coordinator no longer holds (404/409 to accept or start) is abandoned unrun.
+ * While the start is answered, the job's files are created and the secrets read, so that its
+ * first step starts as soon as the answer comes (an abandoned job's files go with its directory
+ * when the journal is pruned).
+ */
+export async function runTriggerJob(
+  deps: JobRunDeps,
+  entry: JournalEntry,
+  accepted: Promise<SendOutcome>,
+  stop: JobStop,
+): Promise<void> {
+  const { assignment } = entry;
+  const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
+  const files = jobFiles(deps.stateDir, entry.jobId);
+  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
+    const secrets = deps.loadSecrets(); // read on the thread pool while the files are created
+    const prepared = prepareJob(files, assignment.params);
+    return { secrets: await secrets, prepared };
+  });
+  if (!begun) return;
+  const { running } = begun;
+  const { secrets, prepared } = begun.meanwhile;
+
+  const workflow = deps.workflow(assignment.workflowName);
+  if (!workflow) {
+    const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
+    log.error(message);
+    deps.finish(running, failedResult(message));
+    return;
+  }
+  reportSecretsProblem(secrets, workflow, log);
+
+  const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
+  log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
+  const result = await runWorkflow(
+    {
+      jobId: entry.jobId,
+      workflow,
+      params: assignment.params,
+      ref: assignment.ref,
+      debug: assignment.debug,
+      timeoutMs: assignment.timeoutMs ?? workflow.timeout ?? deps.defaultJobTimeoutMs,
+      files,
+      prepared,
+      secrets: secrets.secrets,
+      secretsProblem: secrets.problem,
+      killGraceMs: deps.killGraceMs,
+      ...(deps.transfer ? { transfer: deps.transfer } : {}),
+      ...(deps.launcher ? { launcher: deps.launcher } : {}),
+    },
+    jobHooks(deps.journal, entry.jobId, log, shipper, stop, workflow),
+  );
+  shipper.flush();
+  deps.finish(running, result);
+}
