@@ -41,7 +41,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     apiTokens: createApiTokenRepository(database),
     audit: createAuditRepository(db, writes),
     changeCounter: createChangeCounterRepository(db),
-    chatIntegrations: createChatIntegrationRepository(db),
+    chatIntegrations: createChatIntegrationRepository(database),
     chatOutbox: createChatOutboxRepository(database),
     chatRequests: createChatRequestRepository(database),
     cronOccurrences: createCronOccurrenceRepository(database),
