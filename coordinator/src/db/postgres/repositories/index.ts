@@ -13,12 +13,12 @@ import { createTriggerRepository } from '../../repositories/triggers.js';
 import { createWorkflowRepository } from '../../repositories/workflows.js';
 import { createFileRepository } from '../../repositories/files.js';
 import { createStorageBindingRepository } from '../../repositories/storage-bindings.js';
+import { createAuditRepository } from '../../repositories/audit.js';
+import { createChangeCounterRepository } from '../../repositories/change-counter.js';
 import { createChatIntegrationRepository } from '../../repositories/chat-integrations.js';
 import { createChatOutboxRepository } from '../../repositories/chat-outbox.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
 import { createApplicationRepository } from './applications.js';
-import { createAuditRepository } from './audit.js';
-import { createChangeCounterRepository } from './change-counter.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
 import { createInvitationRepository } from './invitations.js';
 import { createJobRepository } from './jobs.js';
@@ -39,8 +39,8 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
   return {
     agents: createAgentRepository(pool, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(database),
-    audit: createAuditRepository(pool),
-    changeCounter: createChangeCounterRepository(pool),
+    audit: createAuditRepository(database),
+    changeCounter: createChangeCounterRepository(database),
     chatIntegrations: createChatIntegrationRepository(database),
     chatOutbox: createChatOutboxRepository(database),
     chatRequests: createChatRequestRepository(database),
