@@ -418,5 +418,13 @@ describe.each(DATABASES)('audit log (%s)', (kind) => {
     expect((await t.repos.audit.list('org-1', { limit: 10 })).map((e) => [e.metadata.i, e.targetId])).toEqual([
       [2, null],
     ]);
+    const metadata = { i: 3, name: 'é "q" \\ ✓', nested: { list: [1.5, null, true] } };
+    await t.repos.audit.insertMany([
+      { ...entry(3), metadata },
+      { ...entry(4), targetType: 'org', targetId: 'org-1' },
+    ]);
+    const [fourth, third] = await t.repos.audit.list('org-1', { limit: 2 });
+    expect(third).toMatchObject({ metadata, createdAt: later(3), targetType: null, actorId: null });
+    expect(fourth).toMatchObject({ metadata: { i: 4 }, createdAt: later(4), targetType: 'org', targetId: 'org-1' });
   });
 });
