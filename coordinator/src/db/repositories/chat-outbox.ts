@@ -84,8 +84,8 @@ const PRUNE = command<[string, string]>(
 /**
  * The delivery worker's side of the outbox. A claim takes the due rows (on PostgreSQL with `FOR
  * UPDATE SKIP LOCKED`, so coordinators claiming at once split them instead of waiting on, or
- * sharing, each other's) and leases them with a new `claim_token`, which guards every later write
- * of that attempt.
+ * sharing, each other's) and leases them with a new `claim_token` (one per claim, shared by the
+ * messages it took), which guards every later write of that attempt with the message's id.
  */
 export function createChatOutboxRepository(db: Database): ChatOutboxRepository {
   return {
