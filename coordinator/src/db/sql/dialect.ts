@@ -17,6 +17,8 @@ export interface Dialect {
   readonly forUpdate: string;
   /** `FOR NO KEY UPDATE`: the lock of a parent row (an organization) that inserts referencing it need not wait for. */
   readonly forNoKeyUpdate: string;
+  /** `FOR SHARE`: a row that must not change or go until the commit, while others may read it so too (nothing on SQLite). */
+  readonly forShare: string;
   /**
    * A table-valued function giving the elements of a JSON array parameter (text) as rows of one
    * column `value`: `id IN (SELECT value FROM ${d.jsonArrayElements}(?))`, with `JSON.stringify(ids)`.
@@ -35,6 +37,7 @@ export const SQLITE: Dialect = {
   insertionOrder: 'rowid',
   forUpdate: '',
   forNoKeyUpdate: '',
+  forShare: '',
   jsonArrayElements: 'json_each',
   seekParameter: '+?',
 };
@@ -44,6 +47,7 @@ export const POSTGRES: Dialect = {
   insertionOrder: 'seq',
   forUpdate: 'FOR UPDATE',
   forNoKeyUpdate: 'FOR NO KEY UPDATE',
+  forShare: 'FOR SHARE',
   jsonArrayElements: 'json_array_elements_text',
   seekParameter: '?',
 };

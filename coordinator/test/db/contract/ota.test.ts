@@ -118,6 +118,11 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     const listed = await t.repos.releases.list(a.id);
     expect(listed.map((r) => r.sequence)).toEqual([6, 5, 4, 3, 2, 1]);
     expect(listed[0]).toMatchObject({ status: 'draft', checksumSha256: 'c'.repeat(64), size: 1234, publishedAt: null });
+
+    // A creation whose clock is behind the previous one's is not older than it.
+    await t.repos.releases.create(release(a.id, fileId, { version: '2.0.0', createdAt: iso(50) }));
+    const late = await t.other.releases.create(release(a.id, fileId, { version: '2.0.1', createdAt: iso(40) }));
+    expect(late).toMatchObject({ outcome: 'created', release: { sequence: 8, createdAt: iso(50) } });
   });
 
   it('refuses an artifact that is not an active, persistent file of the organization', async () => {

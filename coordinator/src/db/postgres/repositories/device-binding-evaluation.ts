@@ -10,7 +10,7 @@ import type { PgClient } from '../pool.js';
 import { all, run } from '../rows.js';
 import { cancelPendingJobs, storeBindings, toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
 import { insertJobs, toJob, type JobRow } from './job-rows.js';
-import { toRelease, type ReleaseRow } from './releases.js';
+import { toRelease, type ReleaseRow } from '../../repositories/releases.js';
 
 /** A binding with its application (null when deleted) and its agent's status, as an evaluation reads it. */
 interface BindingFactsRow extends DeviceBindingRow {

@@ -11,8 +11,9 @@ import { createCronOccurrenceRepository } from '../../repositories/cron-occurren
 import { createTriggerRunRepository } from '../../repositories/trigger-runs.js';
 import { createTriggerRepository } from '../../repositories/triggers.js';
 import { createWorkflowRepository } from '../../repositories/workflows.js';
+import { createApplicationRepository } from '../../repositories/applications.js';
+import { createReleaseRepository } from '../../repositories/releases.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
-import { createApplicationRepository } from './applications.js';
 import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
@@ -22,7 +23,6 @@ import { createFileRepository } from './files.js';
 import { createInvitationRepository } from './invitations.js';
 import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
-import { createReleaseRepository } from './releases.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
 import { createUserRepository } from './users.js';
 
@@ -57,8 +57,8 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     workflows: createWorkflowRepository(database),
     files: createFileRepository(pool),
     invitations: createInvitationRepository(pool),
-    applications: createApplicationRepository(pool),
-    releases: createReleaseRepository(pool, rules.checkArtifact),
+    applications: createApplicationRepository(database),
+    releases: createReleaseRepository(database, rules.checkArtifact),
     deviceBindings: createDeviceBindingRepository(pool, rules.evaluateBinding),
   };
 }
