@@ -13,12 +13,12 @@ import { createTriggerRepository } from '../../repositories/triggers.js';
 import { createWorkflowRepository } from '../../repositories/workflows.js';
 import { createApplicationRepository } from '../../repositories/applications.js';
 import { createReleaseRepository } from '../../repositories/releases.js';
+import { createDeviceBindingRepository } from '../../repositories/device-bindings.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
 import { createAuditRepository } from './audit.js';
 import { createChangeCounterRepository } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
-import { createDeviceBindingRepository } from './device-bindings.js';
 import { createFileRepository } from './files.js';
 import { createInvitationRepository } from './invitations.js';
 import { createJobRepository } from './jobs.js';
@@ -59,6 +59,6 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     invitations: createInvitationRepository(pool),
     applications: createApplicationRepository(database),
     releases: createReleaseRepository(database, rules.checkArtifact),
-    deviceBindings: createDeviceBindingRepository(pool, rules.evaluateBinding),
+    deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
   };
 }
