@@ -8,7 +8,7 @@ import type {
 } from '../../domain/model/device-bindings.js';
 import type { NewJob } from '../../domain/model/jobs.js';
 import type { Release } from '../../domain/model/releases.js';
-import { all, command, query, run, type Flow } from '../sql/index.js';
+import { all, command, flag, jsonRecords, query, run, type Dialect, type Flow } from '../sql/index.js';
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
 import { toJob, type JobRow } from './job-rows.js';
 import { toRelease, type ReleaseRow } from './releases.js';
@@ -20,31 +20,48 @@ interface BindingFactsRow extends DeviceBindingRow {
   agent_status: AgentStatus | null;
 }
 
-const IN_LIST = (d: { jsonArrayElements: string }) => `IN (SELECT value FROM ${d.jsonArrayElements}(?))`;
+/** Among the ids of a JSON array parameter. */
+const IN_LIST = (d: Dialect) => `IN (SELECT value FROM ${d.jsonArrayElements}(?))`;
+
+/**
+ * A read of the rows whose key is among some ids, as two statements: `= ?` for one id (a plain seek;
+ * an agent's report evaluates its one binding), a JSON array for several (`match` is the clause).
+ */
+function byIds<R>(sql: (match: string, d: Dialect) => string) {
+  return {
+    one: query<R, [string]>((d) => sql('= ?', d)),
+    many: query<R, [string]>((d) => sql(IN_LIST(d), d)),
+  };
+}
+function* rowsOf<R>(statement: ReturnType<typeof byIds<R>>, ids: readonly string[]): Flow<R[]> {
+  if (ids.length === 0) return [];
+  return ids.length === 1 ? yield* all(statement.one, [ids[0]!]) : yield* all(statement.many, [JSON.stringify(ids)]);
+}
 
 /**
  * Locks (PostgreSQL) and reads the bindings, in id order, with their applications and agents (in
  * subqueries: only the bindings' rows are locked).
  */
-const READ_BINDINGS = query<BindingFactsRow, [string]>(
-  (d) => `SELECT b.*,
+const BINDINGS = byIds<BindingFactsRow>(
+  (match, d) => `SELECT b.*,
     (SELECT a.org_id FROM applications a WHERE a.id = b.application_id AND a.deleted_at IS NULL) AS app_org_id,
     (SELECT a.update_workflow_name FROM applications a WHERE a.id = b.application_id AND a.deleted_at IS NULL)
       AS app_update_workflow_name,
     (SELECT g.status FROM agents g WHERE g.id = b.agent_id) AS agent_status
-  FROM device_bindings b WHERE b.id ${IN_LIST(d)} ORDER BY b.id ${d.forUpdate}`,
+  FROM device_bindings b WHERE b.id ${match} ORDER BY b.id ${d.forUpdate}`,
 );
-const RELEASES_OF = query<ReleaseRow, [string]>((d) => `SELECT * FROM releases WHERE application_id ${IN_LIST(d)}`);
-const JOBS = query<JobRow, [string]>((d) => `SELECT * FROM jobs WHERE id ${IN_LIST(d)}`);
+const RELEASES_OF = byIds<ReleaseRow>((match) => `SELECT * FROM releases WHERE application_id ${match}`);
+const JOBS = byIds<JobRow>((match) => `SELECT * FROM jobs WHERE id ${match}`);
 const TIMEOUTS = query<{ agent_id: string; name: string; timeout_ms: number | null }, [string, string]>(
   (d) => `SELECT agent_id, name, timeout_ms FROM workflows
     WHERE agent_id ${IN_LIST(d)} AND name ${IN_LIST(d)} AND removed_at IS NULL`,
 );
 
-/** Cancels the jobs still pending among the records `{id, message, at}`; gives their ids. */
+const CANCELLED = { id: 'text', message: 'text', at: 'timestamptz' };
+/** Cancels the jobs still pending among those of the records (CANCELLED); gives their ids. */
 const CANCEL_PENDING = query<{ id: string }, [string]>(
   (d) => `UPDATE jobs SET status = 'cancelled', error_message = t.message, finished_at = t.at
-   FROM ${d.jsonRecords('?', 't', { id: 'text', message: 'text', at: 'timestamptz' })}
+   FROM ${d.jsonRecords('?', 't', CANCELLED)}
    WHERE jobs.id = t.id AND jobs.status = 'pending' RETURNING jobs.id`,
 );
 
@@ -95,65 +112,67 @@ const INSERT_JOBS = command<{ orgId: string; jobs: string }>((d) => {
       ${insert}, (SELECT last_number FROM n) - json_array_length(@jobs) + t.ord
       FROM ${records} ORDER BY t.ord`;
 });
+const UPDATE_JOB = {
+  job_id: 'text',
+  org_id: 'text',
+  binding_id: 'text',
+  application_id: 'text',
+  release_id: 'text',
+  created_at: 'timestamptz',
+};
 const INSERT_UPDATE_JOBS = command<[string]>(
   (d) => `INSERT INTO update_jobs (job_id, org_id, binding_id, application_id, release_id, created_at)
    SELECT t.job_id, t.org_id, t.binding_id, t.application_id, t.release_id, t.created_at
-   FROM ${d.jsonRecords('?', 't', {
-     job_id: 'text',
-     org_id: 'text',
-     binding_id: 'text',
-     application_id: 'text',
-     release_id: 'text',
-     created_at: 'timestamptz',
-   })}`,
+   FROM ${d.jsonRecords('?', 't', UPDATE_JOB)}`,
 );
-/** Writes bindings back (an evaluation's results, a report's observations), all in one statement. */
-export const STORE_BINDINGS = command<[string]>(
-  (d) => `UPDATE device_bindings SET current_release_id = t.current_release_id, current_version = t.current_version,
-     current_sequence = t.current_sequence, desired_release_id = t.desired_release_id, forced = t.forced,
-     state = t.state, error = t.error, active_job_id = t.active_job_id, last_report_at = t.last_report_at,
-     failed_attempts = t.failed_attempts, retry_at = t.retry_at, postponed_release_id = t.postponed_release_id,
-     cancelled_job_id = t.cancelled_job_id
-   FROM ${d.jsonRecords('?', 't', {
-     id: 'text',
-     current_release_id: 'text',
-     current_version: 'text',
-     current_sequence: 'bigint',
-     desired_release_id: 'text',
-     forced: 'boolean',
-     state: 'text',
-     error: 'text',
-     active_job_id: 'text',
-     last_report_at: 'timestamptz',
-     failed_attempts: 'bigint',
-     retry_at: 'timestamptz',
-     postponed_release_id: 'text',
-     cancelled_job_id: 'text',
-   })}
-   WHERE device_bindings.id = t.id`,
+/** The columns an evaluation (and a report's observations) writes back to a binding. */
+const STORED = {
+  current_release_id: 'text',
+  current_version: 'text',
+  current_sequence: 'bigint',
+  desired_release_id: 'text',
+  forced: 'boolean',
+  state: 'text',
+  error: 'text',
+  active_job_id: 'text',
+  last_report_at: 'timestamptz',
+  failed_attempts: 'bigint',
+  retry_at: 'timestamptz',
+  postponed_release_id: 'text',
+  cancelled_job_id: 'text',
+};
+const STORED_ROW = { id: 'text', ...STORED };
+const setStored = (value: (column: string) => string) =>
+  Object.keys(STORED)
+    .map((column) => `${column} = ${value(column)}`)
+    .join(', ');
+/** Writes one binding back (named parameters: `id` and the STORED columns)... */
+const STORE_BINDING = command<Record<string, unknown>>(
+  `UPDATE device_bindings SET ${setStored((column) => `@${column}`)} WHERE id = @id`,
+);
+/** ...or several, in one statement (their records as a JSON array). */
+const STORE_BINDINGS = command<[string]>(
+  (d) => `UPDATE device_bindings SET ${setStored((column) => `t.${column}`)}
+   FROM ${d.jsonRecords('?', 't', STORED_ROW)} WHERE device_bindings.id = t.id`,
 );
 
-/** STORE_BINDINGS' parameter: the bindings as a JSON array of their columns. */
-export const storedBindings = (bindings: readonly DeviceBinding[]): [string] => [
-  JSON.stringify(
-    bindings.map((b) => ({
-      id: b.id,
-      current_release_id: b.current?.releaseId ?? null,
-      current_version: b.current?.version ?? null,
-      current_sequence: b.current?.sequence ?? null,
-      desired_release_id: b.desiredReleaseId,
-      forced: b.forced,
-      state: b.state,
-      error: b.error,
-      active_job_id: b.activeJobId,
-      last_report_at: b.lastReportAt,
-      failed_attempts: b.failedAttempts,
-      retry_at: b.retryAt,
-      postponed_release_id: b.postponedReleaseId,
-      cancelled_job_id: b.cancelledJobId,
-    })),
-  ),
-];
+/** A binding as STORE_BINDING's parameters, and a record of STORE_BINDINGS. */
+const stored = (b: DeviceBinding): Record<string, unknown> => ({
+  id: b.id,
+  current_release_id: b.current?.releaseId ?? null,
+  current_version: b.current?.version ?? null,
+  current_sequence: b.current?.sequence ?? null,
+  desired_release_id: b.desiredReleaseId,
+  forced: flag(b.forced),
+  state: b.state,
+  error: b.error,
+  active_job_id: b.activeJobId,
+  last_report_at: b.lastReportAt,
+  failed_attempts: b.failedAttempts,
+  retry_at: b.retryAt,
+  postponed_release_id: b.postponedReleaseId,
+  cancelled_job_id: b.cancelledJobId,
+});
 
 /**
  * Evaluates bindings in the caller's transaction, set-based: each read and each write covers every
@@ -177,7 +196,7 @@ export function* evaluateBindings(
   const outcomes: EvaluationOutcome[] = [];
   for (const [i, round] of rounds(requests).entries()) {
     // The first read locks every binding of the call; later rounds read theirs again.
-    const rows = yield* all(READ_BINDINGS, [JSON.stringify(i === 0 ? ids : round.map((r) => r.bindingId))]);
+    const rows = yield* rowsOf(BINDINGS, i === 0 ? ids : round.map((r) => r.bindingId));
     outcomes.push(...(yield* evaluateRound(round, rows, now, releases, evaluateBinding)));
   }
   return outcomes;
@@ -217,14 +236,12 @@ function* evaluateRound(
   );
   if (uncached.length > 0) {
     for (const id of uncached) releaseCache.set(id, []);
-    for (const r of yield* all(RELEASES_OF, [JSON.stringify(uncached)])) {
+    for (const r of yield* rowsOf(RELEASES_OF, uncached)) {
       releaseCache.get(r.application_id)!.push(toRelease(r));
     }
   }
   const jobIds = unique(rows.map((r) => r.active_job_id));
-  const jobs = new Map(
-    (jobIds.length === 0 ? [] : yield* all(JOBS, [JSON.stringify(jobIds)])).map((j) => [j.id, toJob(j)]),
-  );
+  const jobs = new Map((yield* rowsOf(JOBS, jobIds)).map((j) => [j.id, toJob(j)]));
   const evaluated: { e: BindingEvaluation; appId: string; outcome: EvaluationOutcome }[] = [];
   const outcomes = round.map((request): EvaluationOutcome => {
     const gone: EvaluationOutcome = {
@@ -266,7 +283,7 @@ function* evaluateRound(
   const supersedes = evaluated.flatMap(({ e }) => (e.supersede ? [e.supersede] : []));
   if (supersedes.length > 0) {
     const records = supersedes.map((s) => ({ id: s.jobId, message: s.message, at: s.at }));
-    const cancelled = new Set((yield* all(CANCEL_PENDING, [JSON.stringify(records)])).map((r) => r.id));
+    const cancelled = new Set((yield* all(CANCEL_PENDING, [jsonRecords(CANCELLED, records)])).map((r) => r.id));
     for (const { e, outcome } of evaluated) {
       if (e.supersede && cancelled.has(e.supersede.jobId)) outcome.supersededJobId = e.supersede.jobId;
     }
@@ -274,7 +291,9 @@ function* evaluateRound(
   yield* issueJobs(
     evaluated.flatMap(({ e, appId }) => (e.issue ? [{ ...e.issue, bindingId: e.binding.id, appId }] : [])),
   );
-  if (evaluated.length > 0) yield* run(STORE_BINDINGS, storedBindings(evaluated.map(({ e }) => e.binding)));
+  const bindings = evaluated.map(({ e }) => stored(e.binding));
+  if (bindings.length === 1) yield* run(STORE_BINDING, bindings[0]!);
+  else if (bindings.length > 1) yield* run(STORE_BINDINGS, [jsonRecords(STORED_ROW, bindings)]);
   return outcomes;
 }
 
@@ -316,7 +335,7 @@ function* issueJobs(
       created_at: j.createdAt,
       chat_origin: j.chatOrigin ?? null,
     }));
-    yield* run(INSERT_JOBS, { orgId, jobs: JSON.stringify(records) });
+    yield* run(INSERT_JOBS, { orgId, jobs: jsonRecords(JOB_COLUMNS, records) });
   }
   const updateJobs = issues.map((i) => ({
     job_id: i.job.id,
@@ -326,5 +345,5 @@ function* issueJobs(
     release_id: i.releaseId,
     created_at: i.job.createdAt,
   }));
-  yield* run(INSERT_UPDATE_JOBS, [JSON.stringify(updateJobs)]);
+  yield* run(INSERT_UPDATE_JOBS, [jsonRecords(UPDATE_JOB, updateJobs)]);
 }
