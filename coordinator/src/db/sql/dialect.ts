@@ -42,6 +42,14 @@ export interface Dialect {
   readonly seekParameter: string;
 }
 
+/** `jsonRecords` over `elements` (a function giving a JSON array's elements as rows of a column `value`). */
+function jsonRows(elements: string, read: (index: number, type: string) => string): Dialect['jsonRecords'] {
+  return (parameter, alias, columns) =>
+    `(SELECT ${Object.entries(columns)
+      .map(([name, type], i) => `${read(i, type)} AS ${name}`)
+      .join(', ')} FROM ${elements}(${parameter})) AS ${alias}`;
+}
+
 export const SQLITE: Dialect = {
   name: 'sqlite',
   insertionOrder: 'rowid',
@@ -49,10 +57,7 @@ export const SQLITE: Dialect = {
   forNoKeyUpdate: '',
   forShare: '',
   jsonArrayElements: 'json_each',
-  jsonRecords: (parameter, alias, columns) =>
-    `(SELECT ${Object.keys(columns)
-      .map((name, i) => `value ->> ${i} AS ${name}`)
-      .join(', ')} FROM json_each(${parameter})) AS ${alias}`,
+  jsonRecords: jsonRows('json_each', (i) => `value ->> ${i}`),
   seekParameter: '+?',
 };
 
@@ -63,9 +68,6 @@ export const POSTGRES: Dialect = {
   forNoKeyUpdate: 'FOR NO KEY UPDATE',
   forShare: 'FOR SHARE',
   jsonArrayElements: 'json_array_elements_text',
-  jsonRecords: (parameter, alias, columns) =>
-    `(SELECT ${Object.entries(columns)
-      .map(([name, type], i) => `CAST(value ->> ${i} AS ${type}) AS ${name}`)
-      .join(', ')} FROM json_array_elements(${parameter})) AS ${alias}`,
+  jsonRecords: jsonRows('json_array_elements', (i, type) => `CAST(value ->> ${i} AS ${type})`),
   seekParameter: '?',
 };
