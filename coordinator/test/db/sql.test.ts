@@ -8,7 +8,7 @@ import { POSTGRES, SQLITE } from '../../src/db/sql/dialect.js';
 import { all, lock, one, run, runFlowAsync, runFlowSync, type Flow, type Op } from '../../src/db/sql/flow.js';
 import type { Database } from '../../src/db/sql/database.js';
 import { PostgresDatabase } from '../../src/db/sql/postgres.js';
-import { isUniqueViolation } from '../../src/db/sql/rows.js';
+import { isUniqueViolation, jsonRecords } from '../../src/db/sql/rows.js';
 import { SqliteDatabase } from '../../src/db/sql/sqlite.js';
 import { command, numberParameters, query, values } from '../../src/db/sql/statement.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
@@ -101,6 +101,11 @@ const INSERT = command<{ id: number; flag: 1 | 0; doc: string | null; at: string
   'INSERT INTO t (id, flag, doc, at, big) VALUES (@id, @flag, @doc, @at, @big)',
 );
 const FLIP = command<[number]>('UPDATE t SET flag = NOT flag WHERE id = ?');
+const MANY = { id: 'integer', flag: 'boolean', doc: 'json', at: 'timestamptz', big: 'bigint' };
+const INSERT_MANY = command<[string]>(
+  (d) =>
+    `INSERT INTO t (id, flag, doc, at, big) SELECT r.id, r.flag, r.doc, r.at, r.big FROM ${d.jsonRecords('?', 'r', MANY)}`,
+);
 
 /** The same cases on both databases: what a repository written once relies on. */
 function behavesAlike(kind: 'sqlite' | 'postgres', database: () => Database) {
@@ -147,6 +152,16 @@ function behavesAlike(kind: 'sqlite' | 'postgres', database: () => Database) {
     expect(await db.write(() => run(INSERT, row(1)))).toBe(1);
     expect(await db.write(() => run(INSERT, row(2)), { atomic: false })).toBe(1);
     expect(await db.read(() => all(IDS, []))).toEqual([1, 2]);
+  });
+
+  it(`${kind}: writes many rows in one statement from a JSON array of objects (jsonRecords)`, async () => {
+    const db = database();
+    const records = [
+      { id: 1, flag: true, doc: { b: 1, a: [true] }, at: row(1).at, big: 2 ** 40 },
+      { id: 2, flag: false, doc: null, at: row(2).at, big: 2 ** 40 },
+    ];
+    expect(await db.run(INSERT_MANY, [jsonRecords(MANY, records)])).toBe(2);
+    expect(await db.all(ROWS, [1])).toEqual([row(1), { ...row(2), flag: 0, doc: null }]);
   });
 
   it(`${kind}: refuses a named statement run without one of its names`, async () => {

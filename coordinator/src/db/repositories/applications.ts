@@ -1,5 +1,5 @@
 import type { Application, ApplicationRepository } from '../../domain/model/applications.js';
-import type { Db } from '../database.js';
+import { all, command, isUniqueViolation, one, query, run, type Database } from '../sql/index.js';
 
 interface ApplicationRow {
   id: string;
@@ -21,80 +21,81 @@ const toApplication = (r: ApplicationRow): Application => ({
   deletedAt: r.deleted_at,
 });
 
-const isUniqueViolation = (error: unknown): boolean => (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
+const INSERT = command<[string, string, string, string, string, string]>(
+  `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, created_at, deleted_at)
+   VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+);
+const IN_ORG = query<ApplicationRow, [string, string]>(
+  'SELECT * FROM applications WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+);
+const IN_ORG_LOCKED = query<ApplicationRow, [string, string]>(
+  (d) => `SELECT * FROM applications WHERE org_id = ? AND id = ? AND deleted_at IS NULL ${d.forUpdate}`,
+);
+const BY_ID = query<ApplicationRow, [string]>('SELECT * FROM applications WHERE id = ? AND deleted_at IS NULL');
+const OF_ORG = query<ApplicationRow, [string]>(
+  (d) => `SELECT * FROM applications WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
+);
+const UPDATE = command<[string | null, string | null, string, string]>(
+  `UPDATE applications SET update_workflow_name = COALESCE(?, update_workflow_name),
+     default_channel = COALESCE(?, default_channel)
+   WHERE org_id = ? AND id = ? AND deleted_at IS NULL`,
+);
+const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
+  `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?
+   WHERE status = 'pending' AND id IN (SELECT active_job_id FROM device_bindings
+     WHERE application_id = ? AND active_job_id IS NOT NULL)
+   RETURNING id`,
+);
+const DELETE_BINDINGS = command<[string]>('DELETE FROM device_bindings WHERE application_id = ?');
+const DELETE_RELEASES = command<[string]>('DELETE FROM releases WHERE application_id = ?');
+const TOMBSTONE = command<[string, string]>('UPDATE applications SET deleted_at = ? WHERE id = ?');
 
-export function createApplicationRepository(db: Db): ApplicationRepository {
-  const insert = db.prepare(
-    `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, created_at, deleted_at)
-     VALUES (@id, @orgId, @slug, @updateWorkflowName, @defaultChannel, @createdAt, NULL)`,
-  );
-  const inOrg = db.prepare<[string, string], ApplicationRow>(
-    'SELECT * FROM applications WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
-  );
-  const byId = db.prepare<[string], ApplicationRow>('SELECT * FROM applications WHERE id = ? AND deleted_at IS NULL');
-  const list = db.prepare<[string], ApplicationRow>(
-    'SELECT * FROM applications WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
-  );
-  const update = db.prepare(
-    `UPDATE applications SET update_workflow_name = COALESCE(@updateWorkflowName, update_workflow_name),
-       default_channel = COALESCE(@defaultChannel, default_channel)
-     WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL`,
-  );
-  const tombstone = db.prepare(
-    'UPDATE applications SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
-  );
-  const cancelPending = db.prepare<[{ appId: string; message: string; at: string }], { id: string }>(
-    `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @at
-     WHERE status = 'pending' AND id IN (SELECT active_job_id FROM device_bindings
-       WHERE application_id = @appId AND active_job_id IS NOT NULL)
-     RETURNING id`,
-  );
-  const deleteBindings = db.prepare('DELETE FROM device_bindings WHERE application_id = ?');
-  const deleteReleases = db.prepare('DELETE FROM releases WHERE application_id = ?');
-
-  const remove = db.transaction((orgId: string, id: string, at: string, message: string) => {
-    const row = inOrg.get(orgId, id);
-    if (!row) return null;
-    const cancelledJobIds = cancelPending.all({ appId: id, message, at }).map((r) => r.id);
-    deleteBindings.run(id);
-    deleteReleases.run(id);
-    tombstone.run(at, orgId, id);
-    return { app: toApplication({ ...row, deleted_at: at }), cancelledJobIds };
-  });
+/**
+ * A slug is taken once among an organization's applications not deleted: its partial unique index
+ * decides. A deletion locks the application's row (PostgreSQL), cancels the pending update jobs of
+ * its bindings and removes its bindings and releases, in one transaction.
+ */
+export function createApplicationRepository(db: Database): ApplicationRepository {
+  const inOrg = async (orgId: string, id: string) => {
+    const row = await db.one(IN_ORG, [orgId, id]);
+    return row ? toApplication(row) : null;
+  };
 
   return {
     async insert(app) {
       try {
-        insert.run(app);
+        await db.run(INSERT, [app.id, app.orgId, app.slug, app.updateWorkflowName, app.defaultChannel, app.createdAt]);
         return 'created';
       } catch (error) {
         if (isUniqueViolation(error)) return 'duplicate_slug';
         throw error;
       }
     },
-    async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
-      return row ? toApplication(row) : null;
-    },
+    findInOrg: inOrg,
     async findById(id) {
-      const row = byId.get(id);
+      const row = await db.one(BY_ID, [id]);
       return row ? toApplication(row) : null;
     },
     async listByOrg(orgId) {
-      return list.all(orgId).map(toApplication);
+      return (await db.all(OF_ORG, [orgId])).map(toApplication);
     },
     async update(orgId, id, patch) {
-      update.run({
-        orgId,
-        id,
-        updateWorkflowName: patch.updateWorkflowName ?? null,
-        defaultChannel: patch.defaultChannel ?? null,
-      });
-      const row = inOrg.get(orgId, id);
-      return row ? toApplication(row) : null;
+      await db.run(UPDATE, [patch.updateWorkflowName ?? null, patch.defaultChannel ?? null, orgId, id]);
+      return inOrg(orgId, id);
     },
-    async delete(orgId, id, at, message) {
-      return remove.immediate(orgId, id, at, message);
+    delete(orgId, id, at, message) {
+      return db.transaction(
+        function* () {
+          const row = yield* one(IN_ORG_LOCKED, [orgId, id]);
+          if (!row) return null;
+          const cancelled = yield* all(CANCEL_PENDING, [message, at, id]);
+          yield* run(DELETE_BINDINGS, [id]);
+          yield* run(DELETE_RELEASES, [id]);
+          yield* run(TOMBSTONE, [at, id]);
+          return { app: toApplication({ ...row, deleted_at: at }), cancelledJobIds: cancelled.map((r) => r.id) };
+        },
+        { immediate: true },
+      );
     },
   };
 }

@@ -57,8 +57,8 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),
     users: createUserRepository(db),
     workflows: createWorkflowRepository(database),
-    applications: createApplicationRepository(db),
-    releases: createReleaseRepository(db, rules.checkArtifact),
+    applications: createApplicationRepository(database),
+    releases: createReleaseRepository(database, rules.checkArtifact),
     deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
   };
 }

@@ -9,7 +9,7 @@ import type {
   ReleaseStatus,
   UpdatePolicy,
 } from '../../domain/model/releases.js';
-import type { Db } from '../database.js';
+import { command, flag, one, query, run, type Command, type Database, type Flow } from '../sql/index.js';
 
 export interface ReleaseRow {
   id: string;
@@ -45,49 +45,73 @@ export const toRelease = (r: ReleaseRow): Release => ({
   yankedAt: r.yanked_at,
 });
 
-interface ArtifactRow {
-  status: FileStatus;
-  cleanup_rule: CleanupRule;
-  size: number | null;
-  sha256: string | null;
+const LOCK_APP = query<{ id: string }, [string]>((d) => `SELECT id FROM applications WHERE id = ? ${d.forNoKeyUpdate}`);
+// The file's row only (the storage binding in a subquery): it is the one shared-locked.
+const ARTIFACT = query<
+  { status: FileStatus; cleanup_rule: CleanupRule; size: number | null; sha256: string | null },
+  [string, string]
+>(
+  (d) => `SELECT f.status, f.cleanup_rule, f.size, f.sha256 FROM files f
+   WHERE f.org_id = ? AND f.id = ?
+     AND EXISTS (SELECT 1 FROM storage_bindings b WHERE b.id = f.binding_id AND b.deleted_at IS NULL) ${d.forShare}`,
+);
+interface NewReleaseParams {
+  id: string;
+  applicationId: string;
+  version: string;
+  channel: string;
+  updatePolicy: UpdatePolicy;
+  artifactFileId: string;
+  checksumSha256: string;
+  size: number;
+  notes: string | null;
+  createdAt: string;
 }
+const INSERT = query<ReleaseRow, NewReleaseParams>(
+  `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status, artifact_file_id,
+     checksum_sha256, size, notes, created_at, published_at, yanked_at)
+   VALUES (@id, @applicationId, @version,
+     (SELECT COALESCE(MAX(sequence), 0) + 1 FROM releases WHERE application_id = @applicationId),
+     @channel, @updatePolicy, 'draft', @artifactFileId, @checksumSha256, @size, @notes,
+     -- Creations wait for one another (the application's lock), not in the order they read the
+     -- clock: a release is never older than the one with the previous sequence.
+     COALESCE((SELECT MAX(created_at) FROM releases WHERE application_id = @applicationId
+       AND created_at > @createdAt), @createdAt),
+     NULL, NULL)
+   RETURNING *`,
+);
+const IN_APP = query<ReleaseRow, [string, string]>('SELECT * FROM releases WHERE application_id = ? AND id = ?');
+const IN_APP_LOCKED = query<ReleaseRow, [string, string]>(
+  (d) => `SELECT * FROM releases WHERE application_id = ? AND id = ? ${d.forUpdate}`,
+);
+const LIST = query<ReleaseRow, { appId: string; channel: string | null; status: string | null }>(
+  `SELECT * FROM releases WHERE application_id = @appId AND (CAST(@channel AS TEXT) IS NULL OR channel = @channel)
+     AND (CAST(@status AS TEXT) IS NULL OR status = @status) ORDER BY sequence DESC`,
+);
+const PUBLISH = command<[string, string, string]>(
+  "UPDATE releases SET status = 'published', published_at = ? WHERE application_id = ? AND id = ? AND status = 'draft'",
+);
+const YANK = command<[string, string, string]>(
+  `UPDATE releases SET status = 'yanked', yanked_at = ?
+   WHERE application_id = ? AND id = ? AND status IN ('draft', 'published')`,
+);
+const UPDATE_DRAFT = command<[string | null, string | null, UpdatePolicy | null, 1 | 0, string | null, string, string]>(
+  `UPDATE releases SET version = COALESCE(?, version), channel = COALESCE(?, channel),
+     update_policy = COALESCE(?, update_policy), notes = CASE WHEN ? = 1 THEN ? ELSE notes END
+   WHERE application_id = ? AND id = ? AND status = 'draft'`,
+);
 
-/** `checkArtifact` decides whether a file can back a release (the domain's). */
-export function createReleaseRepository(db: Db, checkArtifact: CheckArtifact): ReleaseRepository {
-  const artifact = db.prepare<[string, string], ArtifactRow>(
-    `SELECT f.status, f.cleanup_rule, f.size, f.sha256 FROM files f
-       JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
-     WHERE f.org_id = ? AND f.id = ?`,
-  );
-  const nextSequence = db.prepare<[string], { next: number }>(
-    'SELECT COALESCE(MAX(sequence), 0) + 1 AS next FROM releases WHERE application_id = ?',
-  );
-  const insert = db.prepare(
-    `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status, artifact_file_id,
-       checksum_sha256, size, notes, created_at, published_at, yanked_at)
-     VALUES (@id, @applicationId, @version, @sequence, @channel, @updatePolicy, 'draft', @artifactFileId,
-       @checksumSha256, @size, @notes, @createdAt, NULL, NULL)`,
-  );
-  const inApp = db.prepare<[string, string], ReleaseRow>('SELECT * FROM releases WHERE application_id = ? AND id = ?');
-  const list = db.prepare<[{ appId: string; channel: string | null; status: string | null }], ReleaseRow>(
-    `SELECT * FROM releases WHERE application_id = @appId AND (@channel IS NULL OR channel = @channel)
-       AND (@status IS NULL OR status = @status) ORDER BY sequence DESC`,
-  );
-  const toPublished = db.prepare(
-    "UPDATE releases SET status = 'published', published_at = ? WHERE application_id = ? AND id = ? AND status = 'draft'",
-  );
-  const toYanked = db.prepare(
-    "UPDATE releases SET status = 'yanked', yanked_at = ? WHERE application_id = ? AND id = ? AND status IN ('draft', 'published')",
-  );
-  const updateDraft = db.prepare(
-    `UPDATE releases SET version = COALESCE(@version, version), channel = COALESCE(@channel, channel),
-       update_policy = COALESCE(@updatePolicy, update_policy),
-       notes = CASE WHEN @setNotes = 1 THEN @notes ELSE notes END
-     WHERE application_id = @appId AND id = @id AND status = 'draft'`,
-  );
-
-  const create = db.transaction((r: NewRelease): CreateReleaseResult => {
-    const row = artifact.get(r.orgId, r.artifactFileId);
+/**
+ * `checkArtifact` decides whether a file can back a release (the domain's). A creation locks its
+ * application's row (the next sequence is read and used by one creation at a time, whichever
+ * coordinator makes it; SQLite's writer takes the write lock at BEGIN) and holds a share lock on the
+ * artifact's row, so the file cannot be claimed for deletion meanwhile (files.ts). A status change
+ * locks the release's row and reads it back to tell applied from conflict.
+ */
+export function createReleaseRepository(db: Database, checkArtifact: CheckArtifact): ReleaseRepository {
+  function* create(r: NewRelease): Flow<CreateReleaseResult> {
+    yield* one(LOCK_APP, [r.applicationId]);
+    const row = yield* one(ARTIFACT, [r.orgId, r.artifactFileId]);
     const file = checkArtifact(
       row ? { status: row.status, cleanupRule: row.cleanup_rule, size: row.size, sha256: row.sha256 } : null,
     );
@@ -95,12 +119,10 @@ export function createReleaseRepository(db: Db, checkArtifact: CheckArtifact): R
       const { ok: _ok, ...refusal } = file;
       return { outcome: 'bad_artifact', ...refusal };
     }
-    const sequence = (nextSequence.get(r.applicationId) as { next: number }).next;
-    insert.run({
+    const created = yield* one(INSERT, {
       id: r.id,
       applicationId: r.applicationId,
       version: r.version,
-      sequence,
       channel: r.channel,
       updatePolicy: r.updatePolicy,
       artifactFileId: r.artifactFileId,
@@ -109,53 +131,52 @@ export function createReleaseRepository(db: Db, checkArtifact: CheckArtifact): R
       notes: r.notes,
       createdAt: r.createdAt,
     });
-    return { outcome: 'created', release: toRelease(inApp.get(r.applicationId, r.id) as ReleaseRow) };
-  });
+    return { outcome: 'created', release: toRelease(created as ReleaseRow) };
+  }
 
-  /** Applies a conditional UPDATE; reads the release back to tell applied from conflict. */
-  const change = (appId: string, id: string, apply: () => number): ReleaseChange => {
-    const before = inApp.get(appId, id);
-    if (!before) return { outcome: 'not_found' };
-    const applied = apply() === 1;
-    const after = toRelease(inApp.get(appId, id) as ReleaseRow);
-    return { outcome: applied ? 'applied' : 'conflict', release: after };
-  };
+  function change<P extends unknown[]>(appId: string, id: string, update: Command<P>, params: P) {
+    return db.transaction(
+      function* (): Flow<ReleaseChange> {
+        if (!(yield* one(IN_APP_LOCKED, [appId, id]))) return { outcome: 'not_found' };
+        const applied = (yield* run(update, params)) === 1;
+        return { outcome: applied ? 'applied' : 'conflict', release: toRelease((yield* one(IN_APP, [appId, id]))!) };
+      },
+      { immediate: true },
+    );
+  }
 
   return {
-    async create(release) {
-      // IMMEDIATE: the sequence is read and used under the write lock, also across processes.
-      return create.immediate(release);
+    create(release) {
+      return db.transaction(() => create(release), { immediate: true });
     },
     async findInApp(applicationId, id) {
-      const row = inApp.get(applicationId, id);
+      const row = await db.one(IN_APP, [applicationId, id]);
       return row ? toRelease(row) : null;
     },
     async list(applicationId, filter = {}) {
-      return list
-        .all({ appId: applicationId, channel: filter.channel ?? null, status: filter.status ?? null })
-        .map(toRelease);
+      const rows = await db.all(LIST, {
+        appId: applicationId,
+        channel: filter.channel ?? null,
+        status: filter.status ?? null,
+      });
+      return rows.map(toRelease);
     },
-    async publish(applicationId, id, at) {
-      return change(applicationId, id, () => toPublished.run(at, applicationId, id).changes);
+    publish(applicationId, id, at) {
+      return change(applicationId, id, PUBLISH, [at, applicationId, id]);
     },
-    async yank(applicationId, id, at) {
-      return change(applicationId, id, () => toYanked.run(at, applicationId, id).changes);
+    yank(applicationId, id, at) {
+      return change(applicationId, id, YANK, [at, applicationId, id]);
     },
-    async updateDraft(applicationId, id, patch) {
-      return change(
+    updateDraft(applicationId, id, patch) {
+      return change(applicationId, id, UPDATE_DRAFT, [
+        patch.version ?? null,
+        patch.channel ?? null,
+        patch.updatePolicy ?? null,
+        flag(patch.notes !== undefined),
+        patch.notes ?? null,
         applicationId,
         id,
-        () =>
-          updateDraft.run({
-            appId: applicationId,
-            id,
-            version: patch.version ?? null,
-            channel: patch.channel ?? null,
-            updatePolicy: patch.updatePolicy ?? null,
-            setNotes: patch.notes === undefined ? 0 : 1,
-            notes: patch.notes ?? null,
-          }).changes,
-      );
+      ]);
     },
   };
 }

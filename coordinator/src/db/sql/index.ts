@@ -1,5 +1,5 @@
 export type { Database } from './database.js';
 export type { Dialect } from './dialect.js';
 export { all, lock, one, run, type Flow } from './flow.js';
-export { flag, flagOrNull, isSet, isUniqueViolation, json } from './rows.js';
+export { flag, flagOrNull, isSet, isUniqueViolation, json, jsonRecords } from './rows.js';
 export { command, query, values, type Command, type Named, type Params, type Query } from './statement.js';

@@ -16,6 +16,15 @@ export const isSet = (value: number): boolean => value === 1;
 export const json = (value: unknown): string | null =>
   value === null || value === undefined ? null : JSON.stringify(value);
 
+/**
+ * The parameter of `d.jsonRecords(parameter, alias, columns)` (dialect.ts): each object's values in
+ * the order of `columns`, a missing one as null, as one JSON text.
+ */
+export function jsonRecords(columns: Readonly<Record<string, string>>, rows: readonly object[]): string {
+  const names = Object.keys(columns);
+  return JSON.stringify(rows.map((row) => names.map((name) => (row as Record<string, unknown>)[name] ?? null)));
+}
+
 /** Whether `error` is a unique constraint's refusal, on either database. */
 export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;

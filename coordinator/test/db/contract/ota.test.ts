@@ -118,6 +118,11 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     const listed = await t.repos.releases.list(a.id);
     expect(listed.map((r) => r.sequence)).toEqual([6, 5, 4, 3, 2, 1]);
     expect(listed[0]).toMatchObject({ status: 'draft', checksumSha256: 'c'.repeat(64), size: 1234, publishedAt: null });
+
+    // A creation whose clock is behind the previous one's is not older than it.
+    await t.repos.releases.create(release(a.id, fileId, { version: '2.0.0', createdAt: iso(50) }));
+    const late = await t.other.releases.create(release(a.id, fileId, { version: '2.0.1', createdAt: iso(40) }));
+    expect(late).toMatchObject({ outcome: 'created', release: { sequence: 8, createdAt: iso(50) } });
   });
 
   it('refuses an artifact that is not an active, persistent file of the organization', async () => {
@@ -353,5 +358,35 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       finishedAt: iso(7),
     });
     expect((await t.repos.jobs.findById(next[2]!.createdJobId!))?.number).toBe(7);
+  });
+
+  it('numbers the update jobs of one evaluation in each organization apart (a sweep spans organizations)', async () => {
+    const other = await orgWithAgent(t.repos, iso(0));
+    const bindings: string[] = [];
+    for (const owner of [{ orgId, agentId }, other, { orgId, agentId: await enroll(t.repos, orgId, iso(0)) }]) {
+      const a = app({ orgId: owner.orgId, slug: `fw-${bindings.length}` });
+      await t.repos.applications.insert(a);
+      const fileId = await artifact({ orgId: owner.orgId });
+      const created = await t.repos.releases.create(release(a.id, fileId, { orgId: owner.orgId }));
+      await t.repos.releases.publish(a.id, created.outcome === 'created' ? created.release.id : '', iso(2));
+      const bound = await t.repos.deviceBindings.bind({
+        orgId: owner.orgId,
+        applicationId: a.id,
+        bindings: [{ id: newId(), agentId: owner.agentId }],
+        channel: 'stable',
+        at: iso(1),
+      });
+      bindings.push(bound.outcome === 'bound' ? bound.bindings[0]!.id : '');
+    }
+    const outcomes = await t.repos.deviceBindings.evaluate(
+      bindings.map((bindingId) => ({ bindingId, reason: 'sweep' as const })),
+      T0 + 3,
+    );
+    const jobs = await Promise.all(outcomes.map((o) => t.repos.jobs.findById(o.createdJobId!)));
+    expect(jobs.map((j) => [j!.orgId, j!.number])).toEqual([
+      [orgId, 1],
+      [other.orgId, 1],
+      [orgId, 2],
+    ]);
   });
 });

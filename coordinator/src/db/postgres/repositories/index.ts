@@ -17,13 +17,13 @@ import { createAuditRepository } from '../../repositories/audit.js';
 import { createChangeCounterRepository } from '../../repositories/change-counter.js';
 import { createChatIntegrationRepository } from '../../repositories/chat-integrations.js';
 import { createChatOutboxRepository } from '../../repositories/chat-outbox.js';
+import { createApplicationRepository } from '../../repositories/applications.js';
+import { createReleaseRepository } from '../../repositories/releases.js';
+import { createDeviceBindingRepository } from '../../repositories/device-bindings.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
-import { createApplicationRepository } from './applications.js';
-import { createDeviceBindingRepository } from './device-bindings.js';
 import { createInvitationRepository } from './invitations.js';
 import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
-import { createReleaseRepository } from './releases.js';
 import { createUserRepository } from './users.js';
 
 /**
@@ -57,8 +57,8 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     workflows: createWorkflowRepository(database),
     files: createFileRepository(database),
     invitations: createInvitationRepository(pool),
-    applications: createApplicationRepository(pool),
-    releases: createReleaseRepository(pool, rules.checkArtifact),
-    deviceBindings: createDeviceBindingRepository(pool, rules.evaluateBinding),
+    applications: createApplicationRepository(database),
+    releases: createReleaseRepository(database, rules.checkArtifact),
+    deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
   };
 }
