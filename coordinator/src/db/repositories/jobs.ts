@@ -198,10 +198,17 @@ const INSERT_LINES = values<number, [string, string]>((d) =>
        FROM json_array_elements(?::json) AS l(value)
        ON CONFLICT (job_id, seq) DO NOTHING RETURNING octet_length(text)`,
 );
+/** A line's place and size, as the cap's walk reads it (never its text). */
+interface LineSize {
+  seq: number;
+  at: string;
+  bytes: number;
+}
+
 /** How many lines' sizes one read of the cap's walk takes. */
 const WALK_CHUNK = 500;
 /** The job's lines from `seq` on, oldest first, with their text's size (never the text): a chunk of the walk. */
-const SIZES_FROM = query<{ seq: number; at: string; bytes: number }, [string, number, number]>(
+const SIZES_FROM = query<LineSize, [string, number, number]>(
   'SELECT seq, at, octet_length(text) AS bytes FROM job_logs WHERE job_id = ? AND seq >= ? ORDER BY seq LIMIT ?',
 );
 const LINE_BYTES = values<number, [string, number]>(
@@ -230,18 +237,14 @@ const beforeGapEnd = (u: LogUsage, seq: number): boolean => u.gap_last_seq !== n
 const textBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
 /**
- * Walks the job's lines from `from` on, oldest first, with their text's size (never the text), a
- * chunk at a time, until `take` says stop (false): reads only as far as it walks.
+ * Walks the job's lines from `from` on, oldest first, a chunk at a time, while `take` says go on:
+ * reads only as far as it walks. Gives the line `take` stopped at, or null at the end.
  */
-function* walk(
-  jobId: string,
-  from: number,
-  take: (line: { seq: number; at: string; bytes: number }) => boolean,
-): Flow<void> {
+function* walk(jobId: string, from: number, take: (line: LineSize) => boolean): Flow<LineSize | null> {
   for (let seq = from; ;) {
     const chunk = yield* all(SIZES_FROM, [jobId, seq, WALK_CHUNK]);
-    for (const line of chunk) if (!take(line)) return;
-    if (chunk.length < WALK_CHUNK) return;
+    for (const line of chunk) if (!take(line)) return line;
+    if (chunk.length < WALK_CHUNK) return null;
     seq = chunk[chunk.length - 1]!.seq + 1;
   }
 }
@@ -257,12 +260,7 @@ function* cutLog(jobId: string, usage: LogUsage, cap: LogCap): Flow<LogUsage> {
   let gapLine: { seq: number; bytes: number } | null = null;
   if (usage.gap_last_seq === null) {
     let head = 0;
-    yield* walk(jobId, 0, (line) => {
-      head += line.bytes;
-      if (head <= cap.headBytes) return true;
-      from = line.seq;
-      return false;
-    });
+    from = (yield* walk(jobId, 0, (line) => (head += line.bytes) <= cap.headBytes))?.seq ?? null;
   } else {
     const bytes = yield* one(LINE_BYTES, [jobId, usage.gap_last_seq]);
     if (bytes !== null) gapLine = { seq: usage.gap_last_seq, bytes };
@@ -272,27 +270,26 @@ function* cutLog(jobId: string, usage: LogUsage, cap: LogCap): Flow<LogUsage> {
   const dropped = { lines: usage.dropped_lines, bytes: usage.dropped_bytes };
   const kept = () => usage.bytes - (dropped.bytes - usage.dropped_bytes) - (gapLine?.bytes ?? 0);
   const fits = () => kept() + textBytes(cap.gapText(dropped)) <= cap.maxBytes;
-  let first: number | null = null;
-  let last: { seq: number; at: string } | null = null;
+  const cut: { first: number | null; last: LineSize | null } = { first: null, last: null };
   yield* walk(jobId, from, (line) => {
     if (fits()) return false;
-    first ??= line.seq;
-    last = line;
+    cut.first ??= line.seq;
+    cut.last = line;
     dropped.lines += 1;
     dropped.bytes += line.bytes;
     return true;
   });
+  const { first, last } = cut;
   if (first === null || last === null) return usage;
-  const end: { seq: number; at: string } = last;
-  yield* run(DELETE_LINES, [jobId, first, end.seq]);
+  yield* run(DELETE_LINES, [jobId, first, last.seq]);
   if (gapLine) yield* run(DELETE_LINES, [jobId, gapLine.seq, gapLine.seq]);
   const text = cap.gapText(dropped);
-  yield* run(INSERT_GAP_LINE, [jobId, end.seq, end.at, text]);
+  yield* run(INSERT_GAP_LINE, [jobId, last.seq, last.at, text]);
   return {
     lines: usage.lines - (dropped.lines - usage.dropped_lines) - (gapLine ? 1 : 0) + 1,
     bytes: kept() + textBytes(text),
     gap_first_seq: usage.gap_first_seq ?? first,
-    gap_last_seq: end.seq,
+    gap_last_seq: last.seq,
     dropped_lines: dropped.lines,
     dropped_bytes: dropped.bytes,
   };
