@@ -36,37 +36,40 @@ const OF_AGENT_FOR_LINES = query<JobRow, [string, string]>(
   (d) => `SELECT * FROM jobs WHERE id = ? AND agent_id = ? ${d.forNoKeyUpdate}`,
 );
 
-// Each change applies from the statuses it names only: the guard holds against any other writer.
+// Each change applies from the statuses it names only (the guard holds against any other writer),
+// and gives the job as it wrote it: no read after the write.
 type At = { id: string; at: string };
-const TO_QUEUED = command<At & { deadline: string | null }>(
-  "UPDATE jobs SET status = 'queued', queued_at = @at, deadline_at = @deadline WHERE id = @id AND status = 'pending'",
+const TO_QUEUED = query<JobRow, At & { deadline: string | null }>(
+  `UPDATE jobs SET status = 'queued', queued_at = @at, deadline_at = @deadline
+     WHERE id = @id AND status = 'pending' RETURNING *`,
 );
-const TO_RUNNING = command<At & { deadline: string | null }>(
+const TO_RUNNING = query<JobRow, At & { deadline: string | null }>(
   `UPDATE jobs SET status = 'running', started_at = @at, deadline_at = @deadline
-     WHERE id = @id AND status IN ('pending', 'queued')`,
+     WHERE id = @id AND status IN ('pending', 'queued') RETURNING *`,
 );
-const TO_REJECTED = command<At & { message: string }>(
+const TO_REJECTED = query<JobRow, At & { message: string }>(
   `UPDATE jobs SET status = 'rejected', error_message = @message, finished_at = @at
-     WHERE id = @id AND status = 'pending'`,
+     WHERE id = @id AND status = 'pending' RETURNING *`,
 );
-const TO_FINISHED = command<{
+type Finished = {
   id: string;
   status: string;
   exitCode: number | null;
   errorMessage: string | null;
   output: string;
   finishedAt: string;
-}>(
+};
+const TO_FINISHED = query<JobRow, Finished>(
   `UPDATE jobs SET status = @status, exit_code = @exitCode, error_message = @errorMessage, output = @output,
-     finished_at = @finishedAt WHERE id = @id AND status IN ${OPEN}`,
+     finished_at = @finishedAt WHERE id = @id AND status IN ${OPEN} RETURNING *`,
 );
-const TO_CANCELLED = command<At & { message: string }>(
+const TO_CANCELLED = query<JobRow, At & { message: string }>(
   `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @at, cancel_requested_at = @at
-     WHERE id = @id AND status IN ('pending', 'queued')`,
+     WHERE id = @id AND status IN ('pending', 'queued') RETURNING *`,
 );
-const CANCEL_REQUESTED = command<At & { deadline: string }>(
+const CANCEL_REQUESTED = query<JobRow, At & { deadline: string }>(
   `UPDATE jobs SET cancel_requested_at = @at, deadline_at = @deadline
-     WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL`,
+     WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL RETURNING *`,
 );
 const CANCEL_ACKED = command<At>(
   'UPDATE jobs SET cancel_acked_at = @at WHERE id = @id AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL',
@@ -328,21 +331,26 @@ function* appendLogs(
   return { outcome: 'stored', job, accepted: inserted.length };
 }
 
-/** Writes the change if the job is still in a status it applies from; 1 when it did. */
-function write(id: string, c: JobChange): Flow<number> {
+/** The job as it is now (its row is locked, or it is SQLite's one writer). */
+function* reread(id: string): Flow<Job> {
+  return toJob((yield* one(BY_ID, [id])) as JobRow);
+}
+
+/** Writes the change if the job is still in a status it applies from; gives the job's row then, else null. */
+function write(id: string, c: JobChange): Flow<JobRow | null> {
   if ('cancel' in c) {
-    if (c.cancel === 'now') return run(TO_CANCELLED, { id, message: c.errorMessage, at: c.at });
-    return run(CANCEL_REQUESTED, { id, at: c.at, deadline: c.deadlineAt });
+    if (c.cancel === 'now') return one(TO_CANCELLED, { id, message: c.errorMessage, at: c.at });
+    return one(CANCEL_REQUESTED, { id, at: c.at, deadline: c.deadlineAt });
   }
   switch (c.status) {
     case 'queued':
-      return run(TO_QUEUED, { id, at: c.at, deadline: c.deadlineAt });
+      return one(TO_QUEUED, { id, at: c.at, deadline: c.deadlineAt });
     case 'running':
-      return run(TO_RUNNING, { id, at: c.at, deadline: c.deadlineAt });
+      return one(TO_RUNNING, { id, at: c.at, deadline: c.deadlineAt });
     case 'rejected':
-      return run(TO_REJECTED, { id, message: c.errorMessage, at: c.at });
+      return one(TO_REJECTED, { id, message: c.errorMessage, at: c.at });
     default:
-      return run(TO_FINISHED, {
+      return one(TO_FINISHED, {
         id,
         status: c.status,
         exitCode: c.exitCode,
@@ -373,22 +381,20 @@ export function createJobRepository(db: Database, planMove: PlanJobMove, planMes
     if (!row) return { outcome: 'not_found' };
     const job = toJob(row);
     const plan = planMove(job, m);
-    const reread = function* () {
-      return toJob((yield* one(BY_ID, [job.id])) as JobRow);
-    };
     if (plan.decision !== 'apply') {
       if (!plan.confirmsCancel) return { outcome: plan.decision, job };
       yield* run(CANCEL_ACKED, { id: job.id, at: m.at });
-      return { outcome: plan.decision, job: yield* reread() };
+      return { outcome: plan.decision, job: yield* reread(job.id) };
     }
-    if ((yield* write(job.id, plan.change)) === 1) {
+    const written = yield* write(job.id, plan.change);
+    if (written) {
       if (plan.confirmsCancel) yield* run(CANCEL_ACKED, { id: job.id, at: m.at });
-      const moved = yield* reread();
+      const moved = plan.confirmsCancel ? yield* reread(job.id) : toJob(written);
       if (isTerminalJobStatus(moved.status)) yield* jobsEnded(planMessages, [moved.id], m.at);
       return { outcome: 'applied', job: moved };
     }
     // Changed by another writer between the read and the UPDATE: decide again on what it wrote.
-    const now = yield* reread();
+    const now = yield* reread(job.id);
     return { outcome: planMove(now, m).decision === 'unchanged' ? 'unchanged' : 'conflict', job: now };
   }
 
