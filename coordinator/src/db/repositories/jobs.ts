@@ -188,13 +188,15 @@ const LOG_SUMMARY = query<JobLogSummary, [string]>(
  * A batch of lines in one statement: the job, then its lines as a JSON array of
  * `[seq, at, stream, step, text]`; a line whose (job, seq) is stored already, or comes again
  * later in the batch, is skipped. Gives the text's bytes of each line stored. The text differs
- * as a whole: SQLite reads the array with json_each and stores what it reads, PostgreSQL casts
- * each field to its column's type.
+ * as a whole: SQLite reads the array with jsonb_each (each line's fields read from its binary
+ * form, not its text parsed again for each field) and stores what it reads, PostgreSQL casts each
+ * field to its column's type. On SQLite a batch of long lines costs more than one INSERT a line
+ * did (docs/performance.md, "One data layer").
  */
 const INSERT_LINES = values<number, [string, string]>((d) =>
   d.name === 'sqlite'
     ? `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
-       SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM json_each(?) WHERE TRUE
+       SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM jsonb_each(?) WHERE TRUE
        ON CONFLICT (job_id, seq) DO NOTHING RETURNING octet_length(text)`
     : `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
        SELECT ?, (value ->> 0)::bigint, (value ->> 1)::timestamptz, value ->> 2, (value ->> 3)::bigint, value ->> 4
