@@ -53,6 +53,11 @@ const otherPackages = (...names) =>
     'The packages point one way: coordinator and agent use @drover/shared, never each other; the command line (cli) uses shared and @drover/agent/client; shared uses none',
     `^@drover/(${names.join('|')})(/|$)|(^|/)(${names.join('|')})/(src|dist)/`,
   );
+// The dashboard runs in a browser: @drover/shared's root entry is Node's (node:crypto, files).
+const dashboardShared = layer(
+  'The dashboard takes from @drover/shared only its browser entries (@drover/shared/api, @drover/shared/params), never another package',
+  '^@drover/(shared$|(?!shared/)[^/]+)|(^|/)(coordinator|agent|cli|shared)/(src|dist)/',
+);
 // Every TypeScript file belongs to one of these projects (test/tsconfig.json covers all tests).
 const projects = ['shared', 'coordinator', 'agent', 'cli', 'test', 'bench', 'dashboard']
   .map((dir) => `./${dir}/tsconfig.json`)
@@ -152,6 +157,40 @@ export default defineConfig(
       layer(
         'The command line uses the agent through @drover/agent/client only',
         '^@drover/agent$|^@drover/agent/(?!client$)|(^|/)agent/(src|dist)/',
+      ),
+    ],
+  ),
+  // The dashboard's layers (docs/architecture.md, "The dashboard"): api/ speaks to the coordinator and
+  // knows no screen; components/ are the pieces pages are made of; pages/ compose both; router.tsx
+  // and main.tsx wire the pages. In the browser it takes only @drover/shared's browser entries.
+  restrict(['dashboard/src/**/*.{ts,tsx}'], [dashboardShared]),
+  restrict(
+    ['dashboard/src/api/**/*.{ts,tsx}'],
+    [
+      dashboardShared,
+      layer(
+        'dashboard/src/api/ speaks to the coordinator and knows no screen: it imports no React, router, component or page',
+        '^react($|-dom|-router)|(^|/)(components|pages)/|^\\.\\./(router|main)$',
+      ),
+    ],
+  ),
+  restrict(
+    ['dashboard/src/components/**/*.{ts,tsx}'],
+    [
+      dashboardShared,
+      layer(
+        'dashboard/src/components/ are the pieces pages are made of: they import no page and not the router',
+        '(^|/)pages/|^\\.\\./(router|main)$',
+      ),
+    ],
+  ),
+  restrict(
+    ['dashboard/src/pages/**/*.{ts,tsx}'],
+    [
+      dashboardShared,
+      layer(
+        'A page is reached through router.tsx, never imported by name from main.tsx or the router',
+        '^\\.\\./(router|main)$',
       ),
     ],
   ),

@@ -1,7 +1,6 @@
 import type { ActorType, AuditEntryInput, AuditRepository } from '../../domain/model/audit.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { Db } from '../database.js';
-import type { WriteExecutor } from '../writer/executor.js';
+import { command, json, query, run, type Database, type Flow } from '../sql/index.js';
 
 interface AuditRow {
   id: number;
@@ -15,60 +14,72 @@ interface AuditRow {
   created_at: string;
 }
 
-/** Audit inserts as a write operation of the group commit (db/writer/executor.ts). */
-function createAuditWrites(db: Db) {
-  const insert = db.prepare(
-    `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  return {
-    insertMany(entries: readonly AuditEntryInput[]): number {
-      for (const e of entries) {
-        insert.run(
-          e.orgId,
-          e.actorType,
-          e.actorId,
-          e.action,
-          e.targetType ?? null,
-          e.targetId ?? null,
-          JSON.stringify(e.metadata ?? {}),
-          e.createdAt,
-        );
-      }
-      return entries.length;
-    },
-  };
+const COLUMNS = 'org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at';
+const INSERT = command(`INSERT INTO audit_log (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+// Several entries in one statement, from one parameter however many they are: a JSON array of
+// rows in INSERT's order. PostgreSQL parses it once (jsonb) and casts where a column is not text.
+const INSERT_ALL = command<[string]>((d) =>
+  d.name === 'sqlite'
+    ? `INSERT INTO audit_log (${COLUMNS})
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7
+       FROM json_each(?)`
+    : `INSERT INTO audit_log (${COLUMNS})
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, (value ->> 6)::json,
+         (value ->> 7)::timestamptz
+       FROM jsonb_array_elements(?)`,
+);
+
+const row = (e: AuditEntryInput) => [
+  e.orgId,
+  e.actorType,
+  e.actorId,
+  e.action,
+  e.targetType ?? null,
+  e.targetId ?? null,
+  json(e.metadata ?? {}),
+  e.createdAt,
+];
+
+/** One statement, so written whole or not at all. */
+function* insertAll(entries: readonly AuditEntryInput[]): Flow<void> {
+  if (entries.length === 1) yield* run(INSERT, row(entries[0]!));
+  else yield* run(INSERT_ALL, [JSON.stringify(entries.map(row))]);
 }
 
-export function createAuditRepository(db: Db, writes: WriteExecutor): AuditRepository {
-  const audit = createAuditWrites(db);
-  type ListParams = {
-    orgId: string;
-    action: string | null;
-    actorType: string | null;
-    actorId: string | null;
-    targetType: string | null;
-    targetId: string | null;
-    createdAfter: string | null;
-    createdBefore: string | null;
-    before: number;
-    limit: number;
-  };
-  // One query per index that leads the scan (the target's, or the organization's); every other
-  // filter is a nullable parameter, so the SQL text is fixed.
-  const listWhere = (leading: string) =>
+interface ListParams {
+  orgId: string;
+  action: string | null;
+  actorType: string | null;
+  actorId: string | null;
+  targetType: string | null;
+  targetId: string | null;
+  createdAfter: string | null;
+  createdBefore: string | null;
+  before: number;
+  limit: number;
+}
+
+// One query per index that leads the scan (the target's, or the organization's); every other
+// filter is a nullable parameter, so the SQL text is fixed. Each is compared with its column before
+// it is tested for NULL: PostgreSQL takes a parameter's type from its first use.
+const listWhere = (leading: string) =>
+  query<AuditRow, ListParams>(
     `SELECT * FROM audit_log WHERE ${leading}org_id = @orgId
-       AND (@action IS NULL OR action = @action)
-       AND (@actorType IS NULL OR actor_type = @actorType) AND (@actorId IS NULL OR actor_id = @actorId)
-       AND (@targetType IS NULL OR target_type = @targetType) AND (@targetId IS NULL OR target_id = @targetId)
-       AND (@createdAfter IS NULL OR created_at >= @createdAfter)
-       AND (@createdBefore IS NULL OR created_at < @createdBefore)
-       AND id < @before ORDER BY id DESC LIMIT @limit`;
-  const list = db.prepare<[ListParams], AuditRow>(listWhere(''));
-  const listByTarget = db.prepare<[ListParams], AuditRow>(listWhere('target_id = @targetId AND '));
+       AND (action = @action OR @action IS NULL)
+       AND (actor_type = @actorType OR @actorType IS NULL) AND (actor_id = @actorId OR @actorId IS NULL)
+       AND (target_type = @targetType OR @targetType IS NULL) AND (target_id = @targetId OR @targetId IS NULL)
+       AND (created_at >= @createdAfter OR @createdAfter IS NULL)
+       AND (created_at < @createdBefore OR @createdBefore IS NULL)
+       AND id < @before ORDER BY id DESC LIMIT @limit`,
+  );
+const LIST = listWhere('');
+const LIST_BY_TARGET = listWhere('target_id = @targetId AND ');
+
+export function createAuditRepository(db: Database): AuditRepository {
   return {
     async insertMany(entries) {
-      if (entries.length > 0) await writes.run(() => audit.insertMany(entries));
+      // A hot write: on SQLite in the group commit; on PostgreSQL one statement, without a transaction.
+      if (entries.length > 0) await db.write(() => insertAll(entries), { atomic: false });
     },
     async list(orgId, q) {
       const params: ListParams = {
@@ -83,8 +94,8 @@ export function createAuditRepository(db: Db, writes: WriteExecutor): AuditRepos
         before: q.before ?? Number.MAX_SAFE_INTEGER,
         limit: q.limit,
       };
-      const statement = params.targetId !== null ? listByTarget : list;
-      return statement.all(params).map((r) => ({
+      const rows = await db.all(params.targetId !== null ? LIST_BY_TARGET : LIST, params);
+      return rows.map((r) => ({
         id: r.id,
         orgId: r.org_id,
         actorType: r.actor_type,

@@ -1,6 +1,6 @@
 import type { ChatIntegration, ChatIntegrationRepository, OAuthState } from '../../domain/model/chat-integrations.js';
 import type { ChatProvider } from '../../domain/model/triggers.js';
-import type { Db } from '../database.js';
+import { command, query, run, type Database } from '../sql/index.js';
 
 interface IntegrationRow {
   id: string;
@@ -28,88 +28,79 @@ const toIntegration = (r: IntegrationRow): ChatIntegration => ({
   createdAt: r.created_at,
 });
 
-export function createChatIntegrationRepository(db: Db): ChatIntegrationRepository {
-  const byTeam = db.prepare<[string, string], IntegrationRow>(
-    'SELECT * FROM chat_integrations WHERE provider = ? AND team_id = ?',
-  );
-  const insert = db.prepare(
-    `INSERT INTO chat_integrations (id, org_id, provider, team_id, team_name, bot_user_id, access_token, scopes,
-       connected_by_user_id, created_at)
-     VALUES (@id, @orgId, @provider, @teamId, @teamName, @botUserId, @sealedAccessToken, @scopes,
-       @connectedByUserId, @createdAt)`,
-  );
-  const refresh = db.prepare(
-    `UPDATE chat_integrations SET team_name = @teamName, bot_user_id = @botUserId, access_token = @sealedAccessToken,
-       scopes = @scopes, connected_by_user_id = @connectedByUserId
-     WHERE id = @id`,
-  );
-  const connect = db.transaction((i: ChatIntegration) => {
-    const existing = byTeam.get(i.provider, i.teamId);
-    if (existing && existing.org_id !== i.orgId) return { outcome: 'taken' as const };
-    if (existing) {
-      const again = { ...i, id: existing.id, createdAt: existing.created_at };
-      refresh.run(again);
-      return { outcome: 'connected' as const, integration: again };
-    }
-    insert.run(i);
-    return { outcome: 'connected' as const, integration: i };
-  });
-  const listByOrg = db.prepare<[string], IntegrationRow>(
-    'SELECT * FROM chat_integrations WHERE org_id = ? ORDER BY created_at, id',
-  );
-  const inOrg = db.prepare<[string, string], IntegrationRow>(
-    'SELECT * FROM chat_integrations WHERE org_id = ? AND id = ?',
-  );
-  const remove = db.prepare('DELETE FROM chat_integrations WHERE org_id = ? AND id = ?');
+interface StateRow {
+  org_id: string;
+  user_id: string;
+  provider: ChatProvider;
+  browser_hash: string | null;
+  created_at: string;
+  expires_at: string;
+}
 
-  const forgetStates = db.prepare('DELETE FROM chat_oauth_states WHERE expires_at < ?');
-  const insertState = db.prepare(
-    `INSERT INTO chat_oauth_states (state_hash, org_id, user_id, provider, browser_hash, created_at, expires_at)
-     VALUES (@stateHash, @orgId, @userId, @provider, @browserHash, @createdAt, @expiresAt)`,
-  );
-  const addState = db.transaction((state: OAuthState) => {
-    forgetStates.run(state.createdAt);
-    insertState.run(state);
-  });
-  const consume = db.prepare<
-    [string, string, string, string],
-    {
-      org_id: string;
-      user_id: string;
-      provider: ChatProvider;
-      browser_hash: string | null;
-      created_at: string;
-      expires_at: string;
-    }
-  >(
-    `UPDATE chat_oauth_states SET used_at = ?
-     WHERE state_hash = ? AND provider = ? AND used_at IS NULL AND expires_at > ?
-     RETURNING org_id, user_id, provider, browser_hash, created_at, expires_at`,
-  );
+// A reconnect by the same organization refreshes the row (same id); one by another organization
+// changes nothing and returns no row.
+const CONNECT = query<IntegrationRow, ChatIntegration>(
+  `INSERT INTO chat_integrations AS c (id, org_id, provider, team_id, team_name, bot_user_id, access_token, scopes,
+     connected_by_user_id, created_at)
+   VALUES (@id, @orgId, @provider, @teamId, @teamName, @botUserId, @sealedAccessToken, @scopes,
+     @connectedByUserId, @createdAt)
+   ON CONFLICT (provider, team_id) DO UPDATE SET team_name = excluded.team_name,
+     bot_user_id = excluded.bot_user_id, access_token = excluded.access_token, scopes = excluded.scopes,
+     connected_by_user_id = excluded.connected_by_user_id
+   WHERE c.org_id = excluded.org_id
+   RETURNING *`,
+);
+const BY_TEAM = query<IntegrationRow, [ChatProvider, string]>(
+  'SELECT * FROM chat_integrations WHERE provider = ? AND team_id = ?',
+);
+const BY_ORG = query<IntegrationRow, [string]>(
+  'SELECT * FROM chat_integrations WHERE org_id = ? ORDER BY created_at, id',
+);
+const IN_ORG = query<IntegrationRow, [string, string]>('SELECT * FROM chat_integrations WHERE org_id = ? AND id = ?');
+const DELETE = command<[string, string]>('DELETE FROM chat_integrations WHERE org_id = ? AND id = ?');
+const FORGET_STATES = command<[string]>('DELETE FROM chat_oauth_states WHERE expires_at < ?');
+const INSERT_STATE = command<OAuthState>(
+  `INSERT INTO chat_oauth_states (state_hash, org_id, user_id, provider, browser_hash, created_at, expires_at)
+   VALUES (@stateHash, @orgId, @userId, @provider, @browserHash, @createdAt, @expiresAt)`,
+);
+const CONSUME_STATE = query<StateRow, { stateHash: string; provider: ChatProvider; now: string }>(
+  `UPDATE chat_oauth_states SET used_at = @now
+   WHERE state_hash = @stateHash AND provider = @provider AND used_at IS NULL AND expires_at > @now
+   RETURNING org_id, user_id, provider, browser_hash, created_at, expires_at`,
+);
 
+/**
+ * A connection is one INSERT ... ON CONFLICT on the workspace's unique index, whichever coordinator
+ * it comes through; a state is consumed by one UPDATE.
+ */
+export function createChatIntegrationRepository(db: Database): ChatIntegrationRepository {
   return {
     async connect(integration) {
-      return connect(integration);
+      const row = await db.one(CONNECT, integration);
+      return row ? { outcome: 'connected', integration: toIntegration(row) } : { outcome: 'taken' };
     },
     async listByOrg(orgId) {
-      return listByOrg.all(orgId).map(toIntegration);
+      return (await db.all(BY_ORG, [orgId])).map(toIntegration);
     },
     async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
+      const row = await db.one(IN_ORG, [orgId, id]);
       return row ? toIntegration(row) : null;
     },
     async findByTeam(provider, teamId) {
-      const row = byTeam.get(provider, teamId);
+      const row = await db.one(BY_TEAM, [provider, teamId]);
       return row ? toIntegration(row) : null;
     },
     async delete(orgId, id) {
-      return remove.run(orgId, id).changes > 0;
+      return (await db.run(DELETE, [orgId, id])) > 0;
     },
     async addState(state) {
-      addState(state);
+      await db.transaction(function* () {
+        yield* run(FORGET_STATES, [state.createdAt]);
+        yield* run(INSERT_STATE, state);
+      });
     },
     async consumeState(stateHash, provider, now) {
-      const row = consume.get(now, stateHash, provider, now);
+      const row = await db.one(CONSUME_STATE, { stateHash, provider, now });
       if (!row) return null;
       return {
         stateHash,

@@ -9,7 +9,7 @@ import type {
 } from '../../domain/model/chat-outbox.js';
 import type { ChatProvider } from '../../domain/model/triggers.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { SqliteDatabase } from '../sql/sqlite.js';
+import { all, command, query, values, type Database, type Flow } from '../sql/index.js';
 import { ENQUEUE_MESSAGE, enqueueParams } from './job-messages.js';
 
 interface OutboxRow {
@@ -47,71 +47,82 @@ const toMessage = (r: OutboxRow): OutboxMessage => ({
   failedAt: r.failed_at,
 });
 
+const DUE_STATUS = `status IN ('pending', 'sending')`;
+const ANY_DUE = values<number, [string]>(
+  `SELECT 1 FROM chat_outbox WHERE ${DUE_STATUS} AND next_attempt_at <= ? LIMIT 1`,
+);
+// Rows another coordinator's claim holds are skipped, not waited for.
+const DUE = values<number, [string, number]>(
+  (d) => `SELECT id FROM chat_outbox WHERE ${DUE_STATUS} AND next_attempt_at <= ?
+   ORDER BY next_attempt_at, id LIMIT ? ${d.forUpdateSkipLocked}`,
+);
+const CLAIM = query<OutboxRow, { ids: string; now: string; leaseUntil: string; token: string }>(
+  (d) => `UPDATE chat_outbox SET status = 'sending', attempts = attempts + 1, next_attempt_at = @leaseUntil,
+     claim_token = @token
+   WHERE id IN (SELECT CAST(value AS INTEGER) FROM ${d.jsonArrayElements}(@ids))
+     AND ${DUE_STATUS} AND next_attempt_at <= @now
+   RETURNING *`,
+);
+const SENT = command<[string, number, string]>(
+  `UPDATE chat_outbox SET status = 'sent', sent_at = ?, last_error = NULL, claim_token = NULL
+   WHERE id = ? AND claim_token = ? AND status = 'sending'`,
+);
+const LATER = command<[string, string, number, string]>(
+  `UPDATE chat_outbox SET status = 'pending', last_error = ?, next_attempt_at = ?, claim_token = NULL
+   WHERE id = ? AND claim_token = ? AND status = 'sending'`,
+);
+const FAILED = command<[string, string, number, string]>(
+  `UPDATE chat_outbox SET status = 'failed', last_error = ?, failed_at = ?, claim_token = NULL
+   WHERE id = ? AND claim_token = ? AND status = 'sending'`,
+);
+const BY_JOB = query<OutboxRow, [string]>('SELECT * FROM chat_outbox WHERE job_id = ? ORDER BY id');
+const PRUNE = command<[string, string]>(
+  `DELETE FROM chat_outbox WHERE job_id IS NULL
+     AND ((status = 'sent' AND sent_at < ?) OR (status = 'failed' AND failed_at < ?))`,
+);
+
 /**
- * The delivery worker's side of the outbox. A claim is one UPDATE ... RETURNING, so two
- * coordinators on one database never claim the same message; its `claim_token` guards every
- * later write of that attempt.
+ * The delivery worker's side of the outbox. A claim takes the due rows (on PostgreSQL with `FOR
+ * UPDATE SKIP LOCKED`, so coordinators claiming at once split them instead of waiting on, or
+ * sharing, each other's) and leases them with a new `claim_token` (one per claim, shared by the
+ * messages it took), which guards every later write of that attempt with the message's id.
  */
-export function createChatOutboxRepository(database: SqliteDatabase): ChatOutboxRepository {
-  const { db } = database;
-  const due = db.prepare<[string, number], { id: number }>(
-    `SELECT id FROM chat_outbox WHERE status IN ('pending', 'sending') AND next_attempt_at <= ?
-     ORDER BY next_attempt_at, id LIMIT ?`,
-  );
-  const claim = db.prepare<[{ id: number; now: string; leaseUntil: string; token: string }], OutboxRow>(
-    `UPDATE chat_outbox SET status = 'sending', attempts = attempts + 1, next_attempt_at = @leaseUntil,
-       claim_token = @token
-     WHERE id = @id AND status IN ('pending', 'sending') AND next_attempt_at <= @now RETURNING *`,
-  );
-  const claimDue = db.transaction((now: string, leaseUntil: string, limit: number): ClaimedMessage[] => {
-    const claimed: ClaimedMessage[] = [];
-    for (const { id } of due.all(now, limit)) {
-      const token = randomUUID();
-      const row = claim.get({ id, now, leaseUntil, token });
-      if (row) claimed.push({ ...toMessage(row), claimToken: token });
-    }
-    return claimed;
-  });
-  const sent = db.prepare(
-    `UPDATE chat_outbox SET status = 'sent', sent_at = ?, last_error = NULL, claim_token = NULL
-     WHERE id = ? AND claim_token = ? AND status = 'sending'`,
-  );
-  const later = db.prepare(
-    `UPDATE chat_outbox SET status = 'pending', last_error = ?, next_attempt_at = ?, claim_token = NULL
-     WHERE id = ? AND claim_token = ? AND status = 'sending'`,
-  );
-  const failed = db.prepare(
-    `UPDATE chat_outbox SET status = 'failed', last_error = ?, failed_at = ?, claim_token = NULL
-     WHERE id = ? AND claim_token = ? AND status = 'sending'`,
-  );
-  const byJob = db.prepare<[string], OutboxRow>('SELECT * FROM chat_outbox WHERE job_id = ? ORDER BY id');
-  const insert = database.prepare(ENQUEUE_MESSAGE);
-  const prune = db.prepare<[string, string]>(
-    `DELETE FROM chat_outbox WHERE job_id IS NULL AND ((status = 'sent' AND sent_at < ?) OR (status = 'failed' AND failed_at < ?))`,
-  );
+export function createChatOutboxRepository(db: Database): ChatOutboxRepository {
   return {
     async claimDue(now, leaseUntil, limit) {
       // Most rounds find nothing due: they take no write lock.
-      if (due.all(now, 1).length === 0) return [];
-      return claimDue.immediate(now, leaseUntil, limit);
+      if ((await db.one(ANY_DUE, [now])) === null) return [];
+      const token = randomUUID();
+      return db.transaction(
+        function* (): Flow<ClaimedMessage[]> {
+          const ids = yield* all(DUE, [now, limit]);
+          if (ids.length === 0) return [];
+          const rows = yield* all(CLAIM, { ids: JSON.stringify(ids), now, leaseUntil, token });
+          // In due order, as the due rows were read.
+          const order = new Map(ids.map((id, i) => [id, i]));
+          rows.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
+          return rows.map((r) => ({ ...toMessage(r), claimToken: token }));
+        },
+        { immediate: true },
+      );
     },
     async markSent(id, claimToken, at) {
-      return sent.run(at, id, claimToken).changes === 1;
+      return (await db.run(SENT, [at, id, claimToken])) === 1;
     },
     async retryLater(id, claimToken, error, nextAttemptAt) {
-      return later.run(error, nextAttemptAt, id, claimToken).changes === 1;
+      return (await db.run(LATER, [error, nextAttemptAt, id, claimToken])) === 1;
     },
     async markFailed(id, claimToken, error, at) {
-      return failed.run(error, at, id, claimToken).changes === 1;
+      return (await db.run(FAILED, [error, at, id, claimToken])) === 1;
     },
     async enqueue(message) {
-      insert.run(enqueueParams(message));
+      await db.run(ENQUEUE_MESSAGE, enqueueParams(message));
     },
     async listByJob(jobId) {
-      return byJob.all(jobId).map(toMessage);
+      return (await db.all(BY_JOB, [jobId])).map(toMessage);
     },
     async pruneJobless(before) {
-      return prune.run(before, before).changes;
+      return db.run(PRUNE, [before, before]);
     },
   };
 }

@@ -6,8 +6,8 @@ import type {
   FileStatus,
   StoredFile,
 } from '../../domain/model/files.js';
-import type { Db } from '../database.js';
-import { toBinding, type BindingRow } from './storage-bindings.js';
+import { all, command, isSet, one, query, run, values, type Database, type Flow } from '../sql/index.js';
+import { BINDING_COLUMNS, toBinding, type BindingRow } from './storage-bindings.js';
 
 interface FileRow {
   id: string;
@@ -65,164 +65,177 @@ const toFile = (r: FileRow): StoredFile => ({
   lastDeleteError: r.last_delete_error,
 });
 
+/** The file `f` backs a release that is not yanked. */
 const IN_USE = `EXISTS (SELECT 1 FROM releases r WHERE r.artifact_file_id = f.id AND r.status <> 'yanked')`;
+const VISIBLE = 'FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL';
 
-export function createFileRepository(db: Db): FileRepository {
-  const insert = db.prepare(
-    `INSERT INTO files (id, org_id, binding_id, filename, content_type, size, sha256, declared_size,
-       declared_sha256, status, cleanup_rule, ttl_seconds, expires_at, deleted_at, created_at, completed_at,
-       upload_expires_at, blob_key, origin, created_by_token_id, created_by_user_id, job_id, delete_attempts, next_delete_at,
-       last_delete_error)
-     VALUES (@id, @orgId, @bindingId, @filename, @contentType, @size, @sha256, @declaredSize,
-       @declaredSha256, @status, @cleanupRule, @ttlSeconds, @expiresAt, @deletedAt, @createdAt, @completedAt,
-       @uploadExpiresAt, @blobKey, @origin, @createdByTokenId, @createdByUserId, @jobId, @deleteAttempts, @nextDeleteAt,
-       @lastDeleteError)`,
-  );
-  const inOrg = db.prepare<[string, string], FileRow>(
-    `SELECT f.* FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
-     WHERE f.org_id = ? AND f.id = ?`,
-  );
-  const forTransfer = db.prepare<[string], FileRow & { binding_deleted: number }>(
-    `SELECT f.*, (b.deleted_at IS NOT NULL) AS binding_deleted
-     FROM files f JOIN storage_bindings b ON b.id = f.binding_id WHERE f.id = ?`,
-  );
-  const list = db.prepare<
-    { orgId: string; all: number; bindingIds: string; bindingId: string | null; status: string | null; limit: number },
-    FileRow
-  >(
-    `SELECT f.* FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
-     WHERE f.org_id = @orgId
-       AND (@all = 1 OR f.binding_id IN (SELECT value FROM json_each(@bindingIds)))
-       AND (@bindingId IS NULL OR f.binding_id = @bindingId)
-       AND (@status IS NULL OR f.status = @status)
-     ORDER BY f.created_at DESC, f.rowid DESC
-     LIMIT @limit`,
-  );
-  // `+f.org_id`: look the files up by id (primary key), never by scanning the organization's files.
-  const activeIn = db.prepare<[string, string], FileRow>(
-    `SELECT f.* FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
-     WHERE +f.org_id = ? AND f.status = 'active' AND f.id IN (SELECT value FROM json_each(?))`,
-  );
-  const activeOne = db.prepare<[string, string], FileRow>(
-    `SELECT f.* FROM files f JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
-     WHERE f.id = ? AND f.org_id = ? AND f.status = 'active'`,
-  );
-  const complete = db.prepare(
-    `UPDATE files SET status = 'active', size = @size, sha256 = @sha256, completed_at = @completedAt,
-       expires_at = @expiresAt
-     WHERE id = @id AND status = 'pending'`,
-  );
-  const byId = db.prepare<[string], FileRow & { in_use: number }>(
-    `SELECT f.*, ${IN_USE} AS in_use FROM files f WHERE f.id = ?`,
-  );
-  const setDeleting = db.prepare<[string, string, string]>(
-    `UPDATE files SET status = 'deleting', next_delete_at = ? WHERE id = ? AND status = ?`,
-  );
-  const claimForDelete = db.transaction((id: string, now: string, leaseUntil: string): DeleteClaim => {
-    const row = byId.get(id);
-    if (!row) return { outcome: 'not_found' };
-    const file = toFile(row);
-    if (row.in_use === 1) return { outcome: 'in_use', file };
-    if (file.status === 'deleted') return { outcome: 'unchanged', file };
-    if (file.status === 'deleting' && file.nextDeleteAt !== null && file.nextDeleteAt > now) {
-      return { outcome: 'unchanged', file };
-    }
-    setDeleting.run(leaseUntil, id, file.status);
-    return { outcome: 'claimed', file: { ...file, status: 'deleting', nextDeleteAt: leaseUntil } };
-  });
-  const due = db.prepare<{ now: string; abandonedBefore: string; limit: number }, FileRow>(
-    `SELECT f.* FROM files f WHERE f.id IN (
-       SELECT id FROM files WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= @now
-         AND cleanup_rule IN ('ttl', 'on_job_end')
-       UNION SELECT id FROM files WHERE status = 'pending' AND upload_expires_at <= @abandonedBefore
-       UNION SELECT id FROM files WHERE status IN ('deleting', 'delete_failed') AND next_delete_at <= @now
-     ) AND NOT ${IN_USE}
-     LIMIT @limit`,
-  );
-  const claimDue = db.transaction(
-    (d: { now: string; abandonedBefore: string; leaseUntil: string; limit: number }): StoredFile[] => {
-      const rows = due.all({ now: d.now, abandonedBefore: d.abandonedBefore, limit: d.limit });
-      return rows.map((row) => {
-        setDeleting.run(d.leaseUntil, row.id, row.status);
-        return { ...toFile(row), status: 'deleting', nextDeleteAt: d.leaseUntil } satisfies StoredFile;
-      });
-    },
-  );
-  const markDeleted = db.prepare(
-    `UPDATE files SET status = 'deleted', deleted_at = ?, next_delete_at = NULL, last_delete_error = NULL
-     WHERE id = ? AND status = 'deleting'`,
-  );
-  const markFailed = db.prepare<[string, string, string], FileRow>(
-    `UPDATE files SET status = 'delete_failed', delete_attempts = delete_attempts + 1, last_delete_error = ?,
-       next_delete_at = ?
-     WHERE id = ? AND status = 'deleting' RETURNING *`,
-  );
-  const inUse = db.prepare<[string], { n: number }>(`SELECT ${IN_USE} AS n FROM files f WHERE f.id = ?`);
-  const binding = db.prepare<[string], BindingRow>(
-    'SELECT id, org_id, name, backend, config, is_default, created_at FROM storage_bindings WHERE id = ?',
-  );
-  const undeleted = db.prepare<[string], { n: number }>(
-    `SELECT COUNT(*) AS n FROM files WHERE binding_id = ? AND status <> 'deleted'`,
-  );
+const INSERT = command<StoredFile>(
+  `INSERT INTO files (id, org_id, binding_id, filename, content_type, size, sha256, declared_size,
+     declared_sha256, status, cleanup_rule, ttl_seconds, expires_at, deleted_at, created_at, completed_at,
+     upload_expires_at, blob_key, origin, created_by_token_id, created_by_user_id, job_id, delete_attempts,
+     next_delete_at, last_delete_error)
+   VALUES (@id, @orgId, @bindingId, @filename, @contentType, @size, @sha256, @declaredSize,
+     @declaredSha256, @status, @cleanupRule, @ttlSeconds, @expiresAt, @deletedAt, @createdAt, @completedAt,
+     @uploadExpiresAt, @blobKey, @origin, @createdByTokenId, @createdByUserId, @jobId, @deleteAttempts,
+     @nextDeleteAt, @lastDeleteError)`,
+);
+const IN_ORG = query<FileRow, [string, string]>(`SELECT f.* ${VISIBLE} WHERE f.org_id = ? AND f.id = ?`);
+const FOR_TRANSFER = query<FileRow & { binding_deleted: number }, [string]>(
+  `SELECT f.*, (b.deleted_at IS NOT NULL) AS binding_deleted
+   FROM files f JOIN storage_bindings b ON b.id = f.binding_id WHERE f.id = ?`,
+);
+interface ListParams {
+  orgId: string;
+  all: 1 | 0;
+  bindingIds: string;
+  bindingId: string | null;
+  status: string | null;
+  limit: number;
+}
+const LIST = query<FileRow, ListParams>(
+  (d) => `SELECT f.* ${VISIBLE} WHERE f.org_id = @orgId
+     AND (@all = 1 OR f.binding_id IN (SELECT value FROM ${d.jsonArrayElements}(@bindingIds)))
+     AND (f.binding_id = @bindingId OR @bindingId IS NULL)
+     AND (f.status = @status OR @status IS NULL)
+   ORDER BY f.created_at DESC, f.${d.insertionOrder} DESC
+   LIMIT @limit`,
+);
+const ACTIVE_ONE = query<FileRow, [string, string]>(
+  `SELECT f.* ${VISIBLE} WHERE f.id = ? AND f.org_id = ? AND f.status = 'active'`,
+);
+// The ids first (CROSS JOIN keeps SQLite to that order): each file is looked up by its primary
+// key, never by a scan of the organization's files.
+const ACTIVE_IN = query<FileRow, [string, string]>(
+  (d) => `SELECT f.* FROM (SELECT DISTINCT value FROM ${d.jsonArrayElements}(?)) AS ids CROSS JOIN files f
+     JOIN storage_bindings b ON b.id = f.binding_id AND b.deleted_at IS NULL
+   WHERE f.id = ids.value AND f.org_id = ? AND f.status = 'active'`,
+);
+const COMPLETE = command<{ id: string; size: number; sha256: string; completedAt: string; expiresAt: string | null }>(
+  `UPDATE files SET status = 'active', size = @size, sha256 = @sha256, completed_at = @completedAt,
+     expires_at = @expiresAt
+   WHERE id = @id AND status = 'pending'`,
+);
+const FOR_DELETE = query<FileRow, [string]>((d) => `SELECT * FROM files WHERE id = ? ${d.forUpdate}`);
+const IS_IN_USE = values<number, [string]>(`SELECT ${IN_USE} FROM files f WHERE f.id = ?`);
+const IN_USE_AMONG = values<string, [string]>(
+  (d) => `SELECT f.id FROM files f WHERE f.id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND ${IN_USE}`,
+);
+const SET_DELETING = command<[string, string]>(`UPDATE files SET status = 'deleting', next_delete_at = ? WHERE id = ?`);
+const SET_ALL_DELETING = command<[string, string]>(
+  (d) => `UPDATE files SET status = 'deleting', next_delete_at = ?
+   WHERE id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
+);
+// Rows another coordinator's sweep holds are skipped, not waited for.
+const DUE = query<FileRow, { now: string; abandonedBefore: string; limit: number }>(
+  (d) => `SELECT f.* FROM files f WHERE f.id IN (
+     SELECT id FROM files WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= @now
+       AND cleanup_rule IN ('ttl', 'on_job_end')
+     UNION SELECT id FROM files WHERE status = 'pending' AND upload_expires_at <= @abandonedBefore
+     UNION SELECT id FROM files WHERE status IN ('deleting', 'delete_failed') AND next_delete_at <= @now
+   ) AND NOT ${IN_USE}
+   LIMIT @limit ${d.forUpdateSkipLocked}`,
+);
+const MARK_DELETED = command<[string, string]>(
+  `UPDATE files SET status = 'deleted', deleted_at = ?, next_delete_at = NULL, last_delete_error = NULL
+   WHERE id = ? AND status = 'deleting'`,
+);
+const MARK_FAILED = query<FileRow, [string, string, string]>(
+  `UPDATE files SET status = 'delete_failed', delete_attempts = delete_attempts + 1, last_delete_error = ?,
+     next_delete_at = ?
+   WHERE id = ? AND status = 'deleting' RETURNING *`,
+);
+const BINDING = query<BindingRow, [string]>(`SELECT ${BINDING_COLUMNS} FROM storage_bindings WHERE id = ?`);
+const UNDELETED = values<number, [string]>(`SELECT COUNT(*) FROM files WHERE binding_id = ? AND status <> 'deleted'`);
 
+/**
+ * A file is moved to `deleting` under its row lock, and whether a release uses it is read after
+ * the lock is held, in a statement of its own (on PostgreSQL, READ COMMITTED: a release committed
+ * meanwhile is seen). A release's creation locks the file's row too (releases.ts), so a file is
+ * never both claimed for deletion and made a release's artifact, whichever coordinators do the two.
+ */
+export function createFileRepository(db: Database): FileRepository {
   return {
     async insert(file) {
-      insert.run(file);
+      await db.run(INSERT, file);
     },
     async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
+      const row = await db.one(IN_ORG, [orgId, id]);
       return row ? toFile(row) : null;
     },
     async findForTransfer(id) {
-      const row = forTransfer.get(id);
-      return row ? { ...toFile(row), bindingDeleted: row.binding_deleted === 1 } : null;
+      const row = await db.one(FOR_TRANSFER, [id]);
+      return row ? { ...toFile(row), bindingDeleted: isSet(row.binding_deleted) } : null;
     },
     async list(q) {
-      return list
-        .all({
-          orgId: q.orgId,
-          all: q.bindingIds === null ? 1 : 0,
-          bindingIds: JSON.stringify(q.bindingIds ?? []),
-          bindingId: q.bindingId,
-          status: q.status,
-          limit: q.limit,
-        })
-        .map(toFile);
+      const rows = await db.all(LIST, {
+        orgId: q.orgId,
+        all: q.bindingIds === null ? 1 : 0,
+        bindingIds: JSON.stringify(q.bindingIds ?? []),
+        bindingId: q.bindingId,
+        status: q.status,
+        limit: q.limit,
+      });
+      return rows.map(toFile);
     },
     async findActiveInOrg(orgId, ids) {
       if (ids.length === 0) return [];
       if (ids.length === 1) {
-        // The common case (one artifact, one input file) without json_each's cost.
-        const row = activeOne.get(ids[0]!, orgId);
+        // The common case (one artifact, one input file) without the JSON array's cost.
+        const row = await db.one(ACTIVE_ONE, [ids[0]!, orgId]);
         return row ? [toFile(row)] : [];
       }
-      return activeIn.all(orgId, JSON.stringify(ids)).map(toFile);
+      return (await db.all(ACTIVE_IN, [JSON.stringify(ids), orgId])).map(toFile);
     },
     async complete(id, done) {
-      return complete.run({ id, ...done }).changes === 1;
+      return (await db.run(COMPLETE, { id, ...done })) === 1;
     },
-    async claimForDelete(id, now, leaseUntil) {
-      return claimForDelete.immediate(id, now, leaseUntil);
+    claimForDelete(id, now, leaseUntil) {
+      return db.transaction(
+        function* (): Flow<DeleteClaim> {
+          const row = yield* one(FOR_DELETE, [id]);
+          if (!row) return { outcome: 'not_found' };
+          const file = toFile(row);
+          if ((yield* one(IS_IN_USE, [id])) === 1) return { outcome: 'in_use', file };
+          if (file.status === 'deleted') return { outcome: 'unchanged', file };
+          if (file.status === 'deleting' && file.nextDeleteAt !== null && file.nextDeleteAt > now) {
+            return { outcome: 'unchanged', file };
+          }
+          yield* run(SET_DELETING, [leaseUntil, id]);
+          return { outcome: 'claimed', file: { ...file, status: 'deleting', nextDeleteAt: leaseUntil } };
+        },
+        { immediate: true },
+      );
     },
-    async claimDue(d) {
-      return claimDue.immediate(d);
+    claimDue(d) {
+      return db.transaction(
+        function* (): Flow<StoredFile[]> {
+          const due = yield* all(DUE, { now: d.now, abandonedBefore: d.abandonedBefore, limit: d.limit });
+          if (due.length === 0) return [];
+          const used = new Set(yield* all(IN_USE_AMONG, [JSON.stringify(due.map((r) => r.id))]));
+          const claimed = due.filter((r) => !used.has(r.id));
+          if (claimed.length === 0) return [];
+          yield* run(SET_ALL_DELETING, [d.leaseUntil, JSON.stringify(claimed.map((r) => r.id))]);
+          return claimed.map((row) => ({ ...toFile(row), status: 'deleting', nextDeleteAt: d.leaseUntil }));
+        },
+        { immediate: true },
+      );
     },
     async markDeleted(id, at) {
-      return markDeleted.run(at, id).changes === 1;
+      return (await db.run(MARK_DELETED, [at, id])) === 1;
     },
     async markDeleteFailed(id, error, retryAt) {
-      const row = markFailed.get(error.slice(0, 1000), retryAt, id);
+      const row = await db.one(MARK_FAILED, [error.slice(0, 1000), retryAt, id]);
       return row ? toFile(row) : null;
     },
     async isInUse(id) {
-      return (inUse.get(id)?.n ?? 0) === 1;
+      return (await db.one(IS_IN_USE, [id])) === 1;
     },
     async findBinding(bindingId) {
-      const r = binding.get(bindingId);
-      return r ? toBinding(r) : null;
+      const row = await db.one(BINDING, [bindingId]);
+      return row ? toBinding(row) : null;
     },
     async countUndeletedInBinding(bindingId) {
-      return undeleted.get(bindingId)?.n ?? 0;
+      return (await db.one(UNDELETED, [bindingId])) ?? 0;
     },
   };
 }

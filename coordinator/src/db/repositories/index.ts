@@ -9,7 +9,7 @@ import { createDeviceBindingRepository } from './device-bindings.js';
 import { createReleaseRepository } from './releases.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
-import { createChangeCounterRepository } from './change-counter.js';
+import { createChangeCounterRepository, keptForTheTurn } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
 import { createChatRequestRepository } from './chat-requests.js';
@@ -39,9 +39,9 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
   return {
     agents: createAgentRepository(db, writes, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(database),
-    audit: createAuditRepository(db, writes),
-    changeCounter: createChangeCounterRepository(db),
-    chatIntegrations: createChatIntegrationRepository(db),
+    audit: createAuditRepository(database),
+    changeCounter: createChangeCounterRepository(database, keptForTheTurn(db)),
+    chatIntegrations: createChatIntegrationRepository(database),
     chatOutbox: createChatOutboxRepository(database),
     chatRequests: createChatRequestRepository(database),
     cronOccurrences: createCronOccurrenceRepository(database),
@@ -50,8 +50,8 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     orgs: createOrgRepository(db, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(database),
     signedOutSessions: createSignedOutSessionRepository(database),
-    storageBindings: createStorageBindingRepository(db),
-    files: createFileRepository(db),
+    storageBindings: createStorageBindingRepository(database),
+    files: createFileRepository(database),
     invitations: createInvitationRepository(db),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),

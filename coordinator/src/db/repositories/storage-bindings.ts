@@ -1,8 +1,8 @@
 import type { StorageBackend, StorageBinding, StorageBindingRepository } from '../../domain/model/storage-bindings.js';
 import { parseJsonColumn } from '../../util/json.js';
-import type { Db } from '../database.js';
+import { command, flag, isSet, json, one, query, run, type Database } from '../sql/index.js';
 
-/** A `storage_bindings` row as SQLite answers it. */
+/** A `storage_bindings` row. */
 export interface BindingRow {
   id: string;
   org_id: string;
@@ -13,54 +13,70 @@ export interface BindingRow {
   created_at: string;
 }
 
+export const BINDING_COLUMNS = 'id, org_id, name, backend, config, is_default, created_at';
+
 export const toBinding = (r: BindingRow): StorageBinding => ({
   id: r.id,
   orgId: r.org_id,
   name: r.name,
   backend: r.backend,
   config: parseJsonColumn<Record<string, unknown>>(r.config, 'storage_bindings.config') ?? {},
-  isDefault: r.is_default === 1,
+  isDefault: isSet(r.is_default),
   createdAt: r.created_at,
 });
 
-export function createStorageBindingRepository(db: Db): StorageBindingRepository {
-  const insert = db.prepare(
-    `INSERT INTO storage_bindings (id, org_id, name, backend, config, is_default, created_at)
-     VALUES (@id, @orgId, @name, @backend, @config, @isDefault, @createdAt)`,
-  );
-  const nameTaken = db.prepare<[string, string], { id: string }>(
-    'SELECT id FROM storage_bindings WHERE org_id = ? AND name = ? AND deleted_at IS NULL',
-  );
-  const insertIfNameFree = db.transaction((row: Record<string, unknown> & { orgId: string; name: string }) => {
-    if (nameTaken.get(row.orgId, row.name)) return false;
-    insert.run(row);
-    return true;
-  });
-  const inOrg = db.prepare<[string, string], BindingRow>(
-    'SELECT * FROM storage_bindings WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
-  );
-  const byOrg = db.prepare<[string], BindingRow>(
-    'SELECT * FROM storage_bindings WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, rowid',
-  );
-  const softDelete = db.prepare(
-    'UPDATE storage_bindings SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
-  );
+const INSERT = command(
+  `INSERT INTO storage_bindings (id, org_id, name, backend, config, is_default, created_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?)`,
+);
+const LOCK_ORG = query<{ one: number }, [string]>((d) => `SELECT 1 AS one FROM orgs WHERE id = ? ${d.forNoKeyUpdate}`);
+const NAME_TAKEN = query<{ id: string }, [string, string]>(
+  'SELECT id FROM storage_bindings WHERE org_id = ? AND name = ? AND deleted_at IS NULL',
+);
+const IN_ORG = query<BindingRow, [string, string]>(
+  `SELECT ${BINDING_COLUMNS} FROM storage_bindings WHERE org_id = ? AND id = ? AND deleted_at IS NULL`,
+);
+const BY_ORG = query<BindingRow, [string]>(
+  (d) => `SELECT ${BINDING_COLUMNS} FROM storage_bindings WHERE org_id = ? AND deleted_at IS NULL
+    ORDER BY created_at, ${d.insertionOrder}`,
+);
+const SOFT_DELETE = command<[string, string, string]>(
+  'UPDATE storage_bindings SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
+);
+
+const insertParams = (b: StorageBinding) => [
+  b.id,
+  b.orgId,
+  b.name,
+  b.backend,
+  json(b.config),
+  flag(b.isDefault),
+  b.createdAt,
+];
+
+/** A name is checked and taken under the organization's row lock: two coordinators never both take it. */
+export function createStorageBindingRepository(db: Database): StorageBindingRepository {
   return {
     async insert(b) {
-      insert.run({ ...b, config: JSON.stringify(b.config), isDefault: b.isDefault ? 1 : 0 });
+      await db.run(INSERT, insertParams(b));
     },
-    async insertIfNameFree(b) {
-      return insertIfNameFree({ ...b, config: JSON.stringify(b.config), isDefault: b.isDefault ? 1 : 0 });
+    insertIfNameFree(b) {
+      return db.transaction(function* () {
+        yield* one(LOCK_ORG, [b.orgId]);
+        if (yield* one(NAME_TAKEN, [b.orgId, b.name])) return false;
+        yield* run(INSERT, insertParams(b));
+        return true;
+      });
     },
     async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
+      const row = await db.one(IN_ORG, [orgId, id]);
       return row ? toBinding(row) : null;
     },
     async listByOrg(orgId) {
-      return byOrg.all(orgId).map(toBinding);
+      return (await db.all(BY_ORG, [orgId])).map(toBinding);
     },
     async softDelete(orgId, id, at) {
-      return softDelete.run(at, orgId, id).changes === 1;
+      return (await db.run(SOFT_DELETE, [at, orgId, id])) === 1;
     },
   };
 }

@@ -18,6 +18,11 @@ export interface Dialect {
   /** `FOR NO KEY UPDATE`: the lock of a parent row (an organization) that inserts referencing it need not wait for. */
   readonly forNoKeyUpdate: string;
   /**
+   * `FOR UPDATE SKIP LOCKED`: a claim of due rows (a sweep, a delivery round) that leaves the rows
+   * another coordinator's claim holds to it instead of waiting; nothing on SQLite.
+   */
+  readonly forUpdateSkipLocked: string;
+  /**
    * A table-valued function giving the elements of a JSON array parameter (text) as rows of one
    * column `value`: `id IN (SELECT value FROM ${d.jsonArrayElements}(?))`, with `JSON.stringify(ids)`.
    */
@@ -35,6 +40,7 @@ export const SQLITE: Dialect = {
   insertionOrder: 'rowid',
   forUpdate: '',
   forNoKeyUpdate: '',
+  forUpdateSkipLocked: '',
   jsonArrayElements: 'json_each',
   seekParameter: '+?',
 };
@@ -44,6 +50,7 @@ export const POSTGRES: Dialect = {
   insertionOrder: 'seq',
   forUpdate: 'FOR UPDATE',
   forNoKeyUpdate: 'FOR NO KEY UPDATE',
+  forUpdateSkipLocked: 'FOR UPDATE SKIP LOCKED',
   jsonArrayElements: 'json_array_elements_text',
   seekParameter: '?',
 };

@@ -402,4 +402,29 @@ describe.each(DATABASES)('audit log (%s)', (kind) => {
     ).toEqual([4, 3, 2]);
     expect(await ids({ limit: 2, before: all[2]!.id })).toEqual([3, 2]);
   });
+
+  it('stores a batch whole or not at all, and a single entry alone', async () => {
+    const entry = (i: number, actorType = 'system') => ({
+      orgId: 'org-1',
+      actorType: actorType as 'system',
+      actorId: null,
+      action: 'org.create' as const,
+      metadata: { i },
+      createdAt: later(i),
+    });
+    await expect(t.repos.audit.insertMany([entry(0), entry(1, 'robot')])).rejects.toThrow();
+    expect(await t.repos.audit.list('org-1', { limit: 10 })).toEqual([]);
+    await t.repos.audit.insertMany([entry(2)]);
+    expect((await t.repos.audit.list('org-1', { limit: 10 })).map((e) => [e.metadata.i, e.targetId])).toEqual([
+      [2, null],
+    ]);
+    const metadata = { i: 3, name: 'é "q" \\ ✓', nested: { list: [1.5, null, true] } };
+    await t.repos.audit.insertMany([
+      { ...entry(3), metadata },
+      { ...entry(4), targetType: 'org', targetId: 'org-1' },
+    ]);
+    const [fourth, third] = await t.repos.audit.list('org-1', { limit: 2 });
+    expect(third).toMatchObject({ metadata, createdAt: later(3), targetType: null, actorId: null });
+    expect(fourth).toMatchObject({ metadata: { i: 4 }, createdAt: later(4), targetType: 'org', targetId: 'org-1' });
+  });
 });

@@ -64,6 +64,18 @@ describe.each(DATABASES)('chat outbox repository (%s)', (kind) => {
     expect((await t.repos.chatOutbox.claimDue(iso(10), iso(LEASE), 2)).map((m) => m.dedupeKey)).toEqual(['m0', 'm1']);
   });
 
+  it('claims by due time, not by age: a retry comes after the messages due before it', async () => {
+    await enqueue(3);
+    const [first] = await t.repos.chatOutbox.claimDue(iso(0), iso(LEASE), 1);
+    await t.repos.chatOutbox.retryLater(first!.id, first!.claimToken, 'rate limited', iso(5));
+    const claimed = await t.repos.chatOutbox.claimDue(iso(10), iso(10 + LEASE), 3);
+    expect(claimed.map((m) => [m.dedupeKey, m.attempts])).toEqual([
+      ['m1', 1],
+      ['m2', 1],
+      ['m0', 2],
+    ]);
+  });
+
   it("lets another worker take a message whose lease ran out, and refuses the first worker's late result", async () => {
     await enqueue(1);
     const [stale] = await t.repos.chatOutbox.claimDue(iso(10), iso(10 + LEASE), 5);

@@ -106,6 +106,20 @@ describe.each(DATABASES)('file repository (%s)', (kind) => {
     expect((await t.repos.files.findBinding(other))?.name).toBe('other');
   });
 
+  it("finds the active files of the organization among several ids, each once, not another's or a hidden one", async () => {
+    const a = await insertFile();
+    const b = await insertFile();
+    const pending = await insertFile({ status: 'pending' });
+    const other = await addBinding('other');
+    const hidden = await insertFile({ bindingId: other });
+    await t.repos.storageBindings.softDelete(orgId, other, iso(5));
+    const found = await t.repos.files.findActiveInOrg(orgId, [a.id, b.id, a.id, pending.id, hidden.id, newId()]);
+    expect(found.map((f) => f.id).sort()).toEqual([a.id, b.id].sort());
+    expect(found.find((f) => f.id === a.id)).toEqual(a);
+    const { orgId: otherOrgId } = await orgWithAgent(t.repos, iso(0));
+    expect(await t.repos.files.findActiveInOrg(otherOrgId, [a.id, b.id])).toEqual([]);
+  });
+
   it('completes only a pending file', async () => {
     const file = await insertFile({ status: 'pending', size: null, sha256: null });
     const done = { size: 5, sha256: 'b'.repeat(64), completedAt: iso(10), expiresAt: null };

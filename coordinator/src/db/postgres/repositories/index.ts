@@ -12,18 +12,18 @@ import { createJobRepository } from '../../repositories/jobs.js';
 import { createTriggerRunRepository } from '../../repositories/trigger-runs.js';
 import { createTriggerRepository } from '../../repositories/triggers.js';
 import { createWorkflowRepository } from '../../repositories/workflows.js';
+import { createFileRepository } from '../../repositories/files.js';
+import { createStorageBindingRepository } from '../../repositories/storage-bindings.js';
+import { createAuditRepository } from '../../repositories/audit.js';
+import { createChangeCounterRepository } from '../../repositories/change-counter.js';
+import { createChatIntegrationRepository } from '../../repositories/chat-integrations.js';
+import { createChatOutboxRepository } from '../../repositories/chat-outbox.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
 import { createApplicationRepository } from './applications.js';
-import { createAuditRepository } from './audit.js';
-import { createChangeCounterRepository } from './change-counter.js';
-import { createChatIntegrationRepository } from './chat-integrations.js';
-import { createChatOutboxRepository } from './chat-outbox.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
-import { createFileRepository } from './files.js';
 import { createInvitationRepository } from './invitations.js';
 import { createOrgRepository } from './orgs.js';
 import { createReleaseRepository } from './releases.js';
-import { createStorageBindingRepository } from './storage-bindings.js';
 import { createUserRepository } from './users.js';
 
 /**
@@ -39,10 +39,10 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
   return {
     agents: createAgentRepository(pool, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(database),
-    audit: createAuditRepository(pool),
-    changeCounter: createChangeCounterRepository(pool),
-    chatIntegrations: createChatIntegrationRepository(pool),
-    chatOutbox: createChatOutboxRepository(pool),
+    audit: createAuditRepository(database),
+    changeCounter: createChangeCounterRepository(database),
+    chatIntegrations: createChatIntegrationRepository(database),
+    chatOutbox: createChatOutboxRepository(database),
     chatRequests: createChatRequestRepository(database),
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(database),
@@ -50,12 +50,12 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     orgs: createOrgRepository(pool, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(database),
     signedOutSessions: createSignedOutSessionRepository(database),
-    storageBindings: createStorageBindingRepository(pool),
+    storageBindings: createStorageBindingRepository(database),
     triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     users: createUserRepository(pool),
     workflows: createWorkflowRepository(database),
-    files: createFileRepository(pool),
+    files: createFileRepository(database),
     invitations: createInvitationRepository(pool),
     applications: createApplicationRepository(pool),
     releases: createReleaseRepository(pool, rules.checkArtifact),
