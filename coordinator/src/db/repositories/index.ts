@@ -46,7 +46,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     chatRequests: createChatRequestRepository(database),
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(database),
-    jobs: createJobRepository(database, writes, rules.planJobMove, rules.planJobMessages),
+    jobs: createJobRepository(database, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(db, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(database),
     signedOutSessions: createSignedOutSessionRepository(database),

@@ -2,8 +2,9 @@ import { isTerminalJobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type {
   AppendLogsResult,
-  CancelRequest,
+  Job,
   JobChange,
+  JobListQuery,
   JobLogLineRecord,
   JobLogSummary,
   JobMove,
@@ -14,18 +15,143 @@ import type {
   PlanJobMove,
   TransitionResult,
 } from '../../domain/model/jobs.js';
-import type { WriteExecutor } from '../writer/executor.js';
-import type { SqliteDatabase } from '../sql/sqlite.js';
+import type { Dialect } from '../sql/dialect.js';
+import { all, command, one, query, run, values, type Database, type Flow } from '../sql/index.js';
 import { jobsEnded } from './job-messages.js';
 import { toJob, type JobRow } from './job-rows.js';
 
-interface OpenSummaryRow {
+const OPEN = `('pending', 'queued', 'running')`;
+
+const BY_ID = query<JobRow, [string]>('SELECT * FROM jobs WHERE id = ?');
+const IN_ORG = query<JobRow, [string, string]>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
+const BY_IDS = query<JobRow, [string]>(
+  (d) => `SELECT * FROM jobs WHERE id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
+);
+/** The job an agent reports on, locked until the decision on the report is written. */
+const OF_AGENT = query<JobRow, [string, string]>(
+  (d) => `SELECT * FROM jobs WHERE id = ? AND agent_id = ? ${d.forUpdate}`,
+);
+/** The same for a batch of its lines: a lock that the job's children (its lines) need not wait for. */
+const OF_AGENT_FOR_LINES = query<JobRow, [string, string]>(
+  (d) => `SELECT * FROM jobs WHERE id = ? AND agent_id = ? ${d.forNoKeyUpdate}`,
+);
+
+// Each change applies from the statuses it names only (the guard holds against any other writer),
+// and gives the job as it wrote it: no read after the write.
+type At = { id: string; at: string };
+const TO_QUEUED = query<JobRow, At & { deadline: string | null }>(
+  `UPDATE jobs SET status = 'queued', queued_at = @at, deadline_at = @deadline
+     WHERE id = @id AND status = 'pending' RETURNING *`,
+);
+const TO_RUNNING = query<JobRow, At & { deadline: string | null }>(
+  `UPDATE jobs SET status = 'running', started_at = @at, deadline_at = @deadline
+     WHERE id = @id AND status IN ('pending', 'queued') RETURNING *`,
+);
+const TO_REJECTED = query<JobRow, At & { message: string }>(
+  `UPDATE jobs SET status = 'rejected', error_message = @message, finished_at = @at
+     WHERE id = @id AND status = 'pending' RETURNING *`,
+);
+type Finished = {
   id: string;
-  agent_id: string;
-  status: OpenJobStatus;
-  created_at: string;
-  cancel_unconfirmed: number;
-}
+  status: string;
+  exitCode: number | null;
+  errorMessage: string | null;
+  output: string;
+  finishedAt: string;
+};
+const TO_FINISHED = query<JobRow, Finished>(
+  `UPDATE jobs SET status = @status, exit_code = @exitCode, error_message = @errorMessage, output = @output,
+     finished_at = @finishedAt WHERE id = @id AND status IN ${OPEN} RETURNING *`,
+);
+const TO_CANCELLED = query<JobRow, At & { message: string }>(
+  `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @at, cancel_requested_at = @at
+     WHERE id = @id AND status IN ('pending', 'queued') RETURNING *`,
+);
+const CANCEL_REQUESTED = query<JobRow, At & { deadline: string }>(
+  `UPDATE jobs SET cancel_requested_at = @at, deadline_at = @deadline
+     WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL RETURNING *`,
+);
+const CANCEL_ACKED = command<At>(
+  'UPDATE jobs SET cancel_acked_at = @at WHERE id = @id AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL',
+);
+
+// The sweeps: one UPDATE each, whose conditions PostgreSQL checks again on a row another
+// transaction changed meanwhile.
+type Sweep = { now: string; message: string };
+const OVERDUE = values<string, Sweep>(
+  `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @now
+     WHERE status IN ('queued', 'running') AND deadline_at IS NOT NULL AND deadline_at < @now
+       AND (status = 'running' OR agent_id NOT IN (SELECT id FROM agents WHERE status = 'connected'))
+     RETURNING id`,
+);
+const OVERDUE_CANCELS = values<string, Sweep>(
+  `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @now
+     WHERE status = 'running' AND cancel_requested_at IS NOT NULL AND deadline_at IS NOT NULL AND deadline_at < @now
+     RETURNING id`,
+);
+const OPEN_OF_AGENT_FAILED = values<string, Sweep & { agentId: string }>(
+  `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @now
+     WHERE agent_id = @agentId AND status IN ${OPEN} RETURNING id`,
+);
+
+type ListParams = {
+  orgId: string;
+  status: string | null;
+  triggerId: string | null;
+  agentId: string | null;
+  source: string | null;
+  createdAfter: string | null;
+  createdBefore: string | null;
+  before: number;
+  after: number;
+  limit: number;
+};
+// One query per index that leads the scan (the trigger's, the agent's, or the organization's);
+// every other filter is a nullable parameter, so the SQL text is fixed. Each parameter is compared
+// with its column before it is tested for NULL: PostgreSQL takes its type from the first.
+const listWhere = (leading: string) =>
+  query<JobRow, ListParams>(
+    `SELECT * FROM jobs WHERE ${leading}org_id = @orgId AND kind = 'trigger'
+       AND (trigger_id = @triggerId OR @triggerId IS NULL) AND (agent_id = @agentId OR @agentId IS NULL)
+       AND (status = @status OR @status IS NULL) AND (source = @source OR @source IS NULL)
+       AND (created_at >= @createdAfter OR @createdAfter IS NULL)
+       AND (created_at < @createdBefore OR @createdBefore IS NULL)
+       AND seq < @before AND seq >= @after ORDER BY seq DESC LIMIT @limit`,
+  );
+const LIST = listWhere('');
+const LIST_BY_TRIGGER = listWhere('trigger_id = @triggerId AND ');
+const LIST_BY_AGENT = listWhere('agent_id = @agentId AND ');
+/**
+ * SQLite must be told to read min/max(seq) from the (org_id, created_at) index: left alone, its
+ * planner walks jobs_org_seq row by row. PostgreSQL's picks the index itself.
+ */
+const byCreation = (d: Dialect) => (d.name === 'sqlite' ? 'INDEXED BY jobs_org_created' : '');
+// A creation-time range as the window of creation numbers (seq) that holds all its jobs, read
+// from the (org_id, created_at) index alone: the list's scan starts and stops at the range
+// instead of walking every newer (or older) job. Exact whatever the clock did: seq and
+// created_at need not be in the same order, the bounds are the max and min over the range.
+const LAST_SEQ_BEFORE = values<number | null, [string, string]>(
+  (d) => `SELECT max(seq) FROM jobs ${byCreation(d)} WHERE org_id = ? AND created_at < ?`,
+);
+const FIRST_SEQ_FROM = values<number | null, [string, string]>(
+  (d) => `SELECT min(seq) FROM jobs ${byCreation(d)} WHERE org_id = ? AND created_at >= ?`,
+);
+
+const OPEN_OF_AGENT = query<JobRow, [string]>(
+  `SELECT * FROM jobs WHERE agent_id = ? AND status IN ${OPEN} ORDER BY seq`,
+);
+const OPEN_OF_AGENTS = query<
+  { id: string; agent_id: string; status: OpenJobStatus; created_at: string; cancel_unconfirmed: number },
+  [string]
+>(
+  (d) => `SELECT id, agent_id, status, created_at,
+       (cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL) AS cancel_unconfirmed
+     FROM jobs WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ${OPEN} ORDER BY seq`,
+);
+const UNCONFIRMED_CANCELS = values<string, [string]>(
+  `SELECT id FROM jobs WHERE agent_id = ? AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL
+     ORDER BY seq`,
+);
 
 /** A job's row of `job_log_usage` (migrations/0021_job_log_cap.sql). */
 interface LogUsage {
@@ -46,6 +172,67 @@ const NO_LOG: LogUsage = {
   dropped_bytes: 0,
 };
 
+const LOG_USAGE = query<LogUsage, [string]>('SELECT * FROM job_log_usage WHERE job_id = ?');
+const SAVE_LOG_USAGE = command<LogUsage & { job_id: string }>(
+  `INSERT INTO job_log_usage (job_id, lines, bytes, gap_first_seq, gap_last_seq, dropped_lines, dropped_bytes)
+     VALUES (@job_id, @lines, @bytes, @gap_first_seq, @gap_last_seq, @dropped_lines, @dropped_bytes)
+     ON CONFLICT (job_id) DO UPDATE SET lines = excluded.lines, bytes = excluded.bytes,
+       gap_first_seq = excluded.gap_first_seq, gap_last_seq = excluded.gap_last_seq,
+       dropped_lines = excluded.dropped_lines, dropped_bytes = excluded.dropped_bytes`,
+);
+const LOG_SUMMARY = query<JobLogSummary, [string]>(
+  `SELECT lines, bytes, dropped_lines AS "droppedLines", dropped_bytes AS "droppedBytes"
+     FROM job_log_usage WHERE job_id = ?`,
+);
+/**
+ * A batch of lines in one statement: the job, then its lines as a JSON array of
+ * `[seq, at, stream, step, text]`; a line whose (job, seq) is stored already, or comes again
+ * later in the batch, is skipped. Gives the text's bytes of each line stored. The text differs
+ * as a whole: SQLite reads the array with jsonb_each (each line's fields read from its binary
+ * form, not its text parsed again for each field) and stores what it reads, PostgreSQL casts each
+ * field to its column's type. On SQLite a batch of long lines costs more than one INSERT a line
+ * did (docs/performance.md, "One data layer").
+ */
+const INSERT_LINES = values<number, [string, string]>((d) =>
+  d.name === 'sqlite'
+    ? `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
+       SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM jsonb_each(?) WHERE TRUE
+       ON CONFLICT (job_id, seq) DO NOTHING RETURNING octet_length(text)`
+    : `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
+       SELECT ?, (value ->> 0)::bigint, (value ->> 1)::timestamptz, value ->> 2, (value ->> 3)::bigint, value ->> 4
+       FROM json_array_elements(?::json) AS l(value)
+       ON CONFLICT (job_id, seq) DO NOTHING RETURNING octet_length(text)`,
+);
+/** A line's place and size, as the cap's walk reads it (never its text). */
+interface LineSize {
+  seq: number;
+  at: string;
+  bytes: number;
+}
+
+/** How many lines' sizes one read of the cap's walk takes. */
+const WALK_CHUNK = 500;
+/** The job's lines from `seq` on, oldest first, with their text's size (never the text): a chunk of the walk. */
+const SIZES_FROM = query<LineSize, [string, number, number]>(
+  'SELECT seq, at, octet_length(text) AS bytes FROM job_logs WHERE job_id = ? AND seq >= ? ORDER BY seq LIMIT ?',
+);
+const LINE_BYTES = values<number, [string, number]>(
+  'SELECT octet_length(text) FROM job_logs WHERE job_id = ? AND seq = ?',
+);
+const DELETE_LINES = command<[string, number, number]>(
+  'DELETE FROM job_logs WHERE job_id = ? AND seq >= ? AND seq <= ?',
+);
+const INSERT_GAP_LINE = command<[string, number, string, string]>(
+  "INSERT INTO job_logs (job_id, seq, at, stream, step, text) VALUES (?, ?, ?, 'system', NULL, ?)",
+);
+/** The sizes of the lines after `seq` (a page's worth and one more), then the lines of the page alone. */
+const SIZES_AFTER = query<{ seq: number; bytes: number }, [string, number, number]>(
+  'SELECT seq, octet_length(text) AS bytes FROM job_logs WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?',
+);
+const LINES = query<JobLogLineRecord, [string, number, number]>(
+  'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = ? AND seq > ? AND seq <= ? ORDER BY seq',
+);
+
 /**
  * A line the cap has passed: once it dropped lines, the head and the gap are settled, and a line
  * not newer than the gap is ignored (a resend of a dropped line, or one come too late for its place).
@@ -54,337 +241,196 @@ const beforeGapEnd = (u: LogUsage, seq: number): boolean => u.gap_last_seq !== n
 
 const textBytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 
-const OPEN_STATUSES: Record<OpenJobStatus, true> = { pending: true, queued: true, running: true };
-/** The open statuses as an SQL list. */
-const OPEN = Object.keys(OPEN_STATUSES)
-  .map((s) => `'${s}'`)
-  .join(', ');
+/**
+ * Walks the job's lines from `from` on, oldest first, a chunk at a time, while `take` says go on:
+ * reads only as far as it walks. Gives the line `take` stopped at, or null at the end.
+ */
+function* walk(jobId: string, from: number, take: (line: LineSize) => boolean): Flow<LineSize | null> {
+  for (let seq = from; ;) {
+    const chunk = yield* all(SIZES_FROM, [jobId, seq, WALK_CHUNK]);
+    for (const line of chunk) if (!take(line)) return line;
+    if (chunk.length < WALK_CHUNK) return null;
+    seq = chunk[chunk.length - 1]!.seq + 1;
+  }
+}
 
 /**
- * The job writes as operations of the group commit (db/writer/executor.ts). Operations run
- * serially, so a move reads the job, lets the domain decide (`planMove`, run inside the
- * operation) and applies the change with a conditional UPDATE on one state; the
- * `WHERE status IN (...)` still guards writers outside this process. Every write that ends a
- * job enqueues its chat notification in the same operation (job-messages.ts).
+ * Brings a log over its cap back under it (docs/jobs.md, "Log lines"): the head (the first
+ * lines within `cap.headBytes`) stays, the oldest lines after it are deleted until the rest
+ * fits, and one line at the last dropped seq says how many were dropped in all (replacing the
+ * one a previous cut left). Reads only the lines it deletes, and the head at the first cut.
  */
-function createJobWrites(database: SqliteDatabase, planMove: PlanJobMove, planMessages: PlanJobMessages) {
-  const { db } = database;
-  const outbox = {
-    jobsEnded: (ids: readonly string[], at: string) => database.runSync(jobsEnded(planMessages, ids, at)),
-  };
-  const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
-  const ofAgent = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE id = ? AND agent_id = ?');
-  const toQueued = db.prepare(
-    "UPDATE jobs SET status = 'queued', queued_at = @at, deadline_at = @deadline WHERE id = @id AND status = 'pending'",
-  );
-  const toRejected = db.prepare(
-    `UPDATE jobs SET status = 'rejected', error_message = @message, finished_at = @at
-       WHERE id = @id AND status = 'pending'`,
-  );
-  const toRunning = db.prepare(
-    `UPDATE jobs SET status = 'running', started_at = @at, deadline_at = @deadline
-       WHERE id = @id AND status IN ('pending', 'queued')`,
-  );
-  const toFinished = db.prepare(
-    `UPDATE jobs SET status = @status, exit_code = @exitCode, error_message = @errorMessage, output = @output,
-       finished_at = @finishedAt WHERE id = @id AND status IN (${OPEN})`,
-  );
-  const toCancelled = db.prepare(
-    `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @at, cancel_requested_at = @at
-       WHERE id = @id AND status IN ('pending', 'queued')`,
-  );
-  const cancelRequested = db.prepare(
-    `UPDATE jobs SET cancel_requested_at = @at, deadline_at = @deadline
-       WHERE id = @id AND status = 'running' AND cancel_requested_at IS NULL`,
-  );
-  const cancelAcked = db.prepare(
-    'UPDATE jobs SET cancel_acked_at = @at WHERE id = @id AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL',
-  );
-  const insertLog = db.prepare(
-    'INSERT OR IGNORE INTO job_logs (job_id, seq, at, stream, step, text) VALUES (?, ?, ?, ?, ?, ?)',
-  );
-  const logUsage = db.prepare<[string], LogUsage>('SELECT * FROM job_log_usage WHERE job_id = ?');
-  const saveLogUsage = db.prepare(
-    `INSERT INTO job_log_usage (job_id, lines, bytes, gap_first_seq, gap_last_seq, dropped_lines, dropped_bytes)
-       VALUES (@job_id, @lines, @bytes, @gap_first_seq, @gap_last_seq, @dropped_lines, @dropped_bytes)
-       ON CONFLICT (job_id) DO UPDATE SET lines = excluded.lines, bytes = excluded.bytes,
-         gap_first_seq = excluded.gap_first_seq, gap_last_seq = excluded.gap_last_seq,
-         dropped_lines = excluded.dropped_lines, dropped_bytes = excluded.dropped_bytes`,
-  );
-  /** The job's lines from `seq` on, oldest first, with their text's size (never the text). */
-  const linesFrom = db.prepare<[string, number], { seq: number; at: string; bytes: number }>(
-    'SELECT seq, at, length(CAST(text AS BLOB)) AS bytes FROM job_logs WHERE job_id = ? AND seq >= ? ORDER BY seq',
-  );
-  const deleteLogs = db.prepare('DELETE FROM job_logs WHERE job_id = ? AND seq >= ? AND seq <= ?');
-  const insertGapLine = db.prepare(
-    "INSERT INTO job_logs (job_id, seq, at, stream, step, text) VALUES (?, ?, ?, 'system', NULL, ?)",
-  );
-  const overdue = db.prepare<[{ now: string; message: string }], { id: string }>(
-    `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @now
-       WHERE status IN ('queued', 'running') AND deadline_at IS NOT NULL AND deadline_at < @now
-         AND (status = 'running' OR agent_id NOT IN (SELECT id FROM agents WHERE status = 'connected'))
-       RETURNING id`,
-  );
-  const overdueCancels = db.prepare<[{ now: string; message: string }], { id: string }>(
-    `UPDATE jobs SET status = 'cancelled', error_message = @message, finished_at = @now
-       WHERE status = 'running' AND cancel_requested_at IS NOT NULL AND deadline_at IS NOT NULL AND deadline_at < @now
-       RETURNING id`,
-  );
-  const openOfAgentFailed = db.prepare<[{ agentId: string; message: string; at: string }], { id: string }>(
-    `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @at
-       WHERE agent_id = @agentId AND status IN (${OPEN}) RETURNING id`,
-  );
-
-  /**
-   * Brings a log over its cap back under it (docs/jobs.md, "Log lines"): the head (the first
-   * lines within `cap.headBytes`) stays, the oldest lines after it are deleted until the rest
-   * fits, and one line at the last dropped seq says how many were dropped in all (replacing the
-   * one a previous cut left). Reads only the lines it deletes, and the head at the first cut.
-   */
-  const cutLog = (jobId: string, usage: LogUsage, cap: LogCap): LogUsage => {
-    let from: number | null = null;
-    let gapLine: { seq: number; bytes: number } | null = null;
-    if (usage.gap_last_seq === null) {
-      let head = 0;
-      for (const line of linesFrom.iterate(jobId, 0)) {
-        head += line.bytes;
-        if (head > cap.headBytes) {
-          from = line.seq;
-          break;
-        }
-      }
-    } else {
-      const stored = linesFrom.get(jobId, usage.gap_last_seq);
-      if (stored?.seq === usage.gap_last_seq) gapLine = { seq: stored.seq, bytes: stored.bytes };
-      from = usage.gap_last_seq + 1;
-    }
-    if (from === null) return usage;
-    const dropped = { lines: usage.dropped_lines, bytes: usage.dropped_bytes };
-    const kept = () => usage.bytes - (dropped.bytes - usage.dropped_bytes) - (gapLine?.bytes ?? 0);
-    const fits = () => kept() + textBytes(cap.gapText(dropped)) <= cap.maxBytes;
-    let first: number | null = null;
-    let last: { seq: number; at: string } | null = null;
-    for (const line of linesFrom.iterate(jobId, from)) {
-      if (fits()) break;
-      first ??= line.seq;
-      last = line;
-      dropped.lines += 1;
-      dropped.bytes += line.bytes;
-    }
-    if (first === null || last === null) return usage;
-    deleteLogs.run(jobId, first, last.seq);
-    if (gapLine) deleteLogs.run(jobId, gapLine.seq, gapLine.seq);
-    const text = cap.gapText(dropped);
-    insertGapLine.run(jobId, last.seq, last.at, text);
-    return {
-      lines: usage.lines - (dropped.lines - usage.dropped_lines) - (gapLine ? 1 : 0) + 1,
-      bytes: kept() + textBytes(text),
-      gap_first_seq: usage.gap_first_seq ?? first,
-      gap_last_seq: last.seq,
-      dropped_lines: dropped.lines,
-      dropped_bytes: dropped.bytes,
-    };
-  };
-
-  /** Writes the change if the job is still in a status it applies from; 1 when it did. */
-  const write = (id: string, c: JobChange): number => {
-    if ('cancel' in c) {
-      if (c.cancel === 'now') return toCancelled.run({ id, message: c.errorMessage, at: c.at }).changes;
-      return cancelRequested.run({ id, at: c.at, deadline: c.deadlineAt }).changes;
-    }
-    switch (c.status) {
-      case 'queued':
-        return toQueued.run({ id, at: c.at, deadline: c.deadlineAt }).changes;
-      case 'running':
-        return toRunning.run({ id, at: c.at, deadline: c.deadlineAt }).changes;
-      case 'rejected':
-        return toRejected.run({ id, message: c.errorMessage, at: c.at }).changes;
-      default:
-        return toFinished.run({
-          id,
-          status: c.status,
-          exitCode: c.exitCode,
-          errorMessage: c.errorMessage,
-          output: JSON.stringify(c.output),
-          finishedAt: c.finishedAt,
-        }).changes;
-    }
-  };
-
+function* cutLog(jobId: string, usage: LogUsage, cap: LogCap): Flow<LogUsage> {
+  let from: number | null = null;
+  let gapLine: { seq: number; bytes: number } | null = null;
+  if (usage.gap_last_seq === null) {
+    let head = 0;
+    from = (yield* walk(jobId, 0, (line) => (head += line.bytes) <= cap.headBytes))?.seq ?? null;
+  } else {
+    const bytes = yield* one(LINE_BYTES, [jobId, usage.gap_last_seq]);
+    if (bytes !== null) gapLine = { seq: usage.gap_last_seq, bytes };
+    from = usage.gap_last_seq + 1;
+  }
+  if (from === null) return usage;
+  const dropped = { lines: usage.dropped_lines, bytes: usage.dropped_bytes };
+  const kept = () => usage.bytes - (dropped.bytes - usage.dropped_bytes) - (gapLine?.bytes ?? 0);
+  const fits = () => kept() + textBytes(cap.gapText(dropped)) <= cap.maxBytes;
+  const cut: { first: number | null; last: LineSize | null } = { first: null, last: null };
+  yield* walk(jobId, from, (line) => {
+    if (fits()) return false;
+    cut.first ??= line.seq;
+    cut.last = line;
+    dropped.lines += 1;
+    dropped.bytes += line.bytes;
+    return true;
+  });
+  const { first, last } = cut;
+  if (first === null || last === null) return usage;
+  yield* run(DELETE_LINES, [jobId, first, last.seq]);
+  if (gapLine) yield* run(DELETE_LINES, [jobId, gapLine.seq, gapLine.seq]);
+  const text = cap.gapText(dropped);
+  yield* run(INSERT_GAP_LINE, [jobId, last.seq, last.at, text]);
   return {
-    move(m: JobMove): TransitionResult {
-      const row = ofAgent.get(m.jobId, m.agentId);
-      if (!row) return { outcome: 'not_found' };
-      const job = toJob(row);
-      const plan = planMove(job, m);
-      if (plan.decision !== 'apply') {
-        if (!plan.confirmsCancel) return { outcome: plan.decision, job };
-        cancelAcked.run({ id: job.id, at: m.at });
-        return { outcome: plan.decision, job: toJob(byId.get(m.jobId) as JobRow) };
-      }
-      if (write(job.id, plan.change) === 1) {
-        if (plan.confirmsCancel) cancelAcked.run({ id: job.id, at: m.at });
-        const moved = toJob(byId.get(m.jobId) as JobRow);
-        if (isTerminalJobStatus(moved.status)) outbox.jobsEnded([moved.id], m.at);
-        return { outcome: 'applied', job: moved };
-      }
-      // Changed by another writer between the read and the UPDATE: decide again on what it wrote.
-      const now = toJob(byId.get(m.jobId) as JobRow);
-      return { outcome: planMove(now, m).decision === 'unchanged' ? 'unchanged' : 'conflict', job: now };
-    },
-    appendLogs(a: { agentId: string; jobId: string; lines: readonly NewLogLine[]; cap: LogCap }): AppendLogsResult {
-      const row = ofAgent.get(a.jobId, a.agentId);
-      if (!row) return { outcome: 'not_found' };
-      const job = toJob(row);
-      if (isTerminalJobStatus(job.status)) return { outcome: 'ended', job };
-      const before = logUsage.get(a.jobId) ?? NO_LOG;
-      let usage = before;
-      let accepted = 0;
-      for (const l of a.lines) {
-        if (beforeGapEnd(before, l.seq)) continue;
-        if (insertLog.run(a.jobId, l.seq, l.at, l.stream, l.step ?? null, l.text).changes === 0) continue;
-        accepted += 1;
-        usage = { ...usage, lines: usage.lines + 1, bytes: usage.bytes + textBytes(l.text) };
-      }
-      if (usage.bytes > a.cap.maxBytes) usage = cutLog(a.jobId, usage, a.cap);
-      if (usage !== before) saveLogUsage.run({ job_id: a.jobId, ...usage });
-      return { outcome: 'stored', job, accepted };
-    },
-    failOverdue({ now, message }: { now: string; message: string }): string[] {
-      const ids = overdue.all({ now, message }).map((r) => r.id);
-      outbox.jobsEnded(ids, now);
-      return ids;
-    },
-    cancelOverdue({ now, message }: { now: string; message: string }): string[] {
-      const ids = overdueCancels.all({ now, message }).map((r) => r.id);
-      outbox.jobsEnded(ids, now);
-      return ids;
-    },
-    failOpenOfAgent({ agentId, message, at }: { agentId: string; message: string; at: string }): string[] {
-      const ids = openOfAgentFailed.all({ agentId, message, at }).map((r) => r.id);
-      outbox.jobsEnded(ids, at);
-      return ids;
-    },
+    lines: usage.lines - (dropped.lines - usage.dropped_lines) - (gapLine ? 1 : 0) + 1,
+    bytes: kept() + textBytes(text),
+    gap_first_seq: usage.gap_first_seq ?? first,
+    gap_last_seq: last.seq,
+    dropped_lines: dropped.lines,
+    dropped_bytes: dropped.bytes,
   };
 }
 
 /**
- * `planMove` decides the agents' reports (the domain's planJobMove); `planMessages` whether a
- * job that ended posts to chat (planJobMessages).
+ * Stores a batch of an open job's lines and applies the cap, in one write: after the job's row
+ * (locked on PostgreSQL, so a batch and the job's finish, or another batch through another
+ * coordinator, are one after the other), a job that ended takes no more lines and the counts stay
+ * exact.
  */
-export function createJobRepository(
-  database: SqliteDatabase,
-  writes: WriteExecutor,
-  planMove: PlanJobMove,
-  planMessages: PlanJobMessages,
-): JobRepository {
-  const { db } = database;
-  const w = createJobWrites(database, planMove, planMessages);
-  const byId = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id = ?');
-  const inOrg = db.prepare<[string, string], JobRow>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
-  const byIds = db.prepare<[string], JobRow>('SELECT * FROM jobs WHERE id IN (SELECT value FROM json_each(?))');
-  type ListParams = {
-    orgId: string;
-    status: string | null;
-    triggerId: string | null;
-    agentId: string | null;
-    source: string | null;
-    createdAfter: string | null;
-    createdBefore: string | null;
-    before: number;
-    after: number;
-    limit: number;
+function* appendLogs(
+  agentId: string,
+  jobId: string,
+  lines: readonly NewLogLine[],
+  cap: LogCap,
+): Flow<AppendLogsResult> {
+  const row = yield* one(OF_AGENT_FOR_LINES, [jobId, agentId]);
+  if (!row) return { outcome: 'not_found' };
+  const job = toJob(row);
+  if (isTerminalJobStatus(job.status)) return { outcome: 'ended', job };
+  const before = (yield* one(LOG_USAGE, [jobId])) ?? NO_LOG;
+  const fresh = lines.filter((l) => !beforeGapEnd(before, l.seq));
+  if (fresh.length === 0) return { outcome: 'stored', job, accepted: 0 };
+  // Lone surrogates as U+FFFD, as either driver binds a string: PostgreSQL refuses them in JSON.
+  const batch = JSON.stringify(fresh.map((l) => [l.seq, l.at, l.stream, l.step ?? null, l.text.toWellFormed()]));
+  const inserted = yield* all(INSERT_LINES, [jobId, batch]);
+  if (inserted.length === 0) return { outcome: 'stored', job, accepted: 0 };
+  let usage: LogUsage = {
+    ...before,
+    lines: before.lines + inserted.length,
+    bytes: before.bytes + inserted.reduce((sum, bytes) => sum + bytes, 0),
   };
-  // One query per index that leads the scan (the trigger's, the agent's, or the organization's);
-  // every other filter is a nullable parameter, so the SQL text is fixed.
-  const listWhere = (leading: string) =>
-    `SELECT * FROM jobs WHERE ${leading}org_id = @orgId AND kind = 'trigger'
-       AND (@triggerId IS NULL OR trigger_id = @triggerId) AND (@agentId IS NULL OR agent_id = @agentId)
-       AND (@status IS NULL OR status = @status) AND (@source IS NULL OR source = @source)
-       AND (@createdAfter IS NULL OR created_at >= @createdAfter)
-       AND (@createdBefore IS NULL OR created_at < @createdBefore)
-       AND seq < @before AND seq >= @after ORDER BY seq DESC LIMIT @limit`;
-  const list = db.prepare<[ListParams], JobRow>(listWhere(''));
-  // A creation-time range as the window of creation numbers (seq) that holds all its jobs, read
-  // from the (org_id, created_at) index alone: the list's scan starts and stops at the range
-  // instead of walking every newer (or older) job. Exact whatever the clock did: seq and
-  // created_at need not be in the same order, the bounds are the max and min over the range.
-  // INDEXED BY: left alone, the planner answers min/max(seq) by walking jobs_org_seq row by row.
-  const lastSeqBefore = db.prepare<[{ orgId: string; at: string }], { seq: number | null }>(
-    'SELECT max(seq) AS seq FROM jobs INDEXED BY jobs_org_created WHERE org_id = @orgId AND created_at < @at',
-  );
-  const firstSeqFrom = db.prepare<[{ orgId: string; at: string }], { seq: number | null }>(
-    'SELECT min(seq) AS seq FROM jobs INDEXED BY jobs_org_created WHERE org_id = @orgId AND created_at >= @at',
-  );
-  const listByTrigger = db.prepare<[ListParams], JobRow>(listWhere('trigger_id = @triggerId AND '));
-  const listByAgent = db.prepare<[ListParams], JobRow>(listWhere('agent_id = @agentId AND '));
-  const openOfAgent = db.prepare<[string], JobRow>(
-    `SELECT * FROM jobs WHERE agent_id = ? AND status IN (${OPEN}) ORDER BY seq ASC`,
-  );
-  const openOfAgents = db.prepare<[string], OpenSummaryRow>(
-    `SELECT id, agent_id, status, created_at,
-       (cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL) AS cancel_unconfirmed
-     FROM jobs WHERE agent_id IN (SELECT value FROM json_each(?)) AND status IN (${OPEN}) ORDER BY seq ASC`,
-  );
-  const unconfirmedCancels = db.prepare<[string], { id: string }>(
-    `SELECT id FROM jobs WHERE agent_id = ? AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL
-       ORDER BY seq ASC`,
-  );
-  const logs = db.prepare<[string, number], JobLogLineRecord>(
-    'SELECT seq, at, stream, step, text FROM job_logs WHERE job_id = ? AND seq > ? ORDER BY seq',
-  );
-  const anyLogAfter = db.prepare<[string, number], { seq: number }>(
-    'SELECT seq FROM job_logs WHERE job_id = ? AND seq > ? LIMIT 1',
-  );
-  const logUsage = db.prepare<[string], JobLogSummary>(
-    `SELECT lines, bytes, dropped_lines AS droppedLines, dropped_bytes AS droppedBytes
-       FROM job_log_usage WHERE job_id = ?`,
-  );
+  if (usage.bytes > cap.maxBytes) usage = yield* cutLog(jobId, usage, cap);
+  yield* run(SAVE_LOG_USAGE, { job_id: jobId, ...usage });
+  return { outcome: 'stored', job, accepted: inserted.length };
+}
+
+/** The job as it is now (its row is locked, or it is SQLite's one writer). */
+function* reread(id: string): Flow<Job> {
+  return toJob((yield* one(BY_ID, [id])) as JobRow);
+}
+
+/** Writes the change if the job is still in a status it applies from; gives the job's row then, else null. */
+function write(id: string, c: JobChange): Flow<JobRow | null> {
+  if ('cancel' in c) {
+    if (c.cancel === 'now') return one(TO_CANCELLED, { id, message: c.errorMessage, at: c.at });
+    return one(CANCEL_REQUESTED, { id, at: c.at, deadline: c.deadlineAt });
+  }
+  switch (c.status) {
+    case 'queued':
+      return one(TO_QUEUED, { id, at: c.at, deadline: c.deadlineAt });
+    case 'running':
+      return one(TO_RUNNING, { id, at: c.at, deadline: c.deadlineAt });
+    case 'rejected':
+      return one(TO_REJECTED, { id, message: c.errorMessage, at: c.at });
+    default:
+      return one(TO_FINISHED, {
+        id,
+        status: c.status,
+        exitCode: c.exitCode,
+        errorMessage: c.errorMessage,
+        output: JSON.stringify(c.output),
+        finishedAt: c.finishedAt,
+      });
+  }
+}
+
+/**
+ * The job repository, written once (docs/architecture.md, "Two databases"). `planMove` decides
+ * the agents' reports (the domain's planJobMove); `planMessages` whether a job that ended posts to
+ * chat (planJobMessages).
+ *
+ * The job writes are hot writes (`db.write`): on SQLite operations of the group commit
+ * (db/writer/), run serially, so a move reads the job, lets the domain decide and applies the
+ * change with no lock; on PostgreSQL one transaction each, where the move locks the job's row
+ * (`FOR UPDATE`) before the domain decides, so reports and cancels reaching two coordinators at
+ * once are decided one after the other and a terminal status is written exactly once. Each change
+ * is a conditional UPDATE on the statuses it applies from, which still guards writers outside the
+ * lock. Every write that ends a job enqueues its chat notification in the same write
+ * (job-messages.ts).
+ */
+export function createJobRepository(db: Database, planMove: PlanJobMove, planMessages: PlanJobMessages): JobRepository {
+  function* move(m: JobMove): Flow<TransitionResult> {
+    const row = yield* one(OF_AGENT, [m.jobId, m.agentId]);
+    if (!row) return { outcome: 'not_found' };
+    const job = toJob(row);
+    const plan = planMove(job, m);
+    if (plan.decision !== 'apply') {
+      if (!plan.confirmsCancel) return { outcome: plan.decision, job };
+      yield* run(CANCEL_ACKED, { id: job.id, at: m.at });
+      return { outcome: plan.decision, job: yield* reread(job.id) };
+    }
+    const written = yield* write(job.id, plan.change);
+    if (written) {
+      if (plan.confirmsCancel) yield* run(CANCEL_ACKED, { id: job.id, at: m.at });
+      const moved = plan.confirmsCancel ? yield* reread(job.id) : toJob(written);
+      if (isTerminalJobStatus(moved.status)) yield* jobsEnded(planMessages, [moved.id], m.at);
+      return { outcome: 'applied', job: moved };
+    }
+    // Changed by another writer between the read and the UPDATE: decide again on what it wrote.
+    const now = yield* reread(job.id);
+    return { outcome: planMove(now, m).decision === 'unchanged' ? 'unchanged' : 'conflict', job: now };
+  }
+
+  /** A sweep's UPDATE ... RETURNING id, with the chat messages of the jobs it ended, in one write. */
+  function* endMany(sweep: Flow<string[]>, at: string): Flow<string[]> {
+    const ids = yield* sweep;
+    yield* jobsEnded(planMessages, ids, at);
+    return ids;
+  }
+
+  const reports = (m: JobMove) => db.write(() => move(m));
+
   return {
     async findById(id) {
-      const row = byId.get(id);
+      const row = await db.one(BY_ID, [id]);
       return row ? toJob(row) : null;
     },
     async findByIds(ids) {
       if (ids.length === 0) return [];
-      return byIds.all(JSON.stringify(ids)).map(toJob);
+      return (await db.all(BY_IDS, [JSON.stringify(ids)])).map(toJob);
     },
     async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
+      const row = await db.one(IN_ORG, [orgId, id]);
       return row ? toJob(row) : null;
     },
-    async listTriggerJobs(orgId, q) {
-      const params: ListParams = {
-        orgId,
-        status: q.status ?? null,
-        triggerId: q.triggerId ?? null,
-        agentId: q.agentId ?? null,
-        source: q.source ?? null,
-        createdAfter: q.createdAfter ?? null,
-        createdBefore: q.createdBefore ?? null,
-        before: q.beforeSeq ?? Number.MAX_SAFE_INTEGER,
-        after: 0,
-        limit: q.limit,
-      };
-      if (params.createdBefore !== null) {
-        const last = lastSeqBefore.get({ orgId, at: params.createdBefore })?.seq ?? null;
-        if (last === null) return [];
-        params.before = Math.min(params.before, last + 1);
-      }
-      if (params.createdAfter !== null) {
-        const first = firstSeqFrom.get({ orgId, at: params.createdAfter })?.seq ?? null;
-        if (first === null) return [];
-        params.after = first;
-      }
-      const statement = params.triggerId !== null ? listByTrigger : params.agentId !== null ? listByAgent : list;
-      return statement.all(params).map(toJob);
+    listTriggerJobs(orgId, q) {
+      return db.read(() => listTriggerJobs(orgId, q));
     },
     async listOpenForAgent(agentId) {
-      return openOfAgent.all(agentId).map(toJob);
+      return (await db.all(OPEN_OF_AGENT, [agentId])).map(toJob);
     },
     async listOpenOfAgents(agentIds) {
       if (agentIds.length === 0) return [];
-      return openOfAgents.all(JSON.stringify(agentIds)).map((r) => ({
+      return (await db.all(OPEN_OF_AGENTS, [JSON.stringify(agentIds)])).map((r) => ({
         id: r.id,
         agentId: r.agent_id,
         status: r.status,
@@ -392,50 +438,90 @@ export function createJobRepository(
         cancelUnconfirmed: r.cancel_unconfirmed === 1,
       }));
     },
-    async listUnconfirmedCancels(agentId) {
-      return unconfirmedCancels.all(agentId).map((r) => r.id);
+    listUnconfirmedCancels(agentId) {
+      return db.all(UNCONFIRMED_CANCELS, [agentId]);
     },
-    async listLogs(jobId, { afterSeq, limit, maxBytes }) {
-      if (limit === 0) return { lines: [], more: anyLogAfter.get(jobId, afterSeq) !== undefined };
-      // Read line by line, so that a page stops at its bytes without reading further.
-      const lines: JobLogLineRecord[] = [];
-      let bytes = 0;
-      for (const line of logs.iterate(jobId, afterSeq)) {
-        bytes += textBytes(line.text);
-        if (lines.length === limit || (lines.length > 0 && bytes > maxBytes)) return { lines, more: true };
-        lines.push(line);
-      }
-      return { lines, more: false };
+    listLogs(jobId, page) {
+      return db.read(() => listLogs(jobId, page));
     },
     async logSummary(jobId) {
-      return logUsage.get(jobId) ?? { lines: 0, bytes: 0, droppedLines: 0, droppedBytes: 0 };
+      return (await db.one(LOG_SUMMARY, [jobId])) ?? { lines: 0, bytes: 0, droppedLines: 0, droppedBytes: 0 };
     },
     accept(agentId, jobId, time) {
-      return writes.run(() => w.move({ move: 'accept', agentId, jobId, ...time }));
+      return reports({ move: 'accept', agentId, jobId, ...time });
     },
     reject(agentId, jobId, errorMessage, at) {
-      return writes.run(() => w.move({ move: 'reject', agentId, jobId, errorMessage, at }));
+      return reports({ move: 'reject', agentId, jobId, errorMessage, at });
     },
     start(agentId, jobId, time) {
-      return writes.run(() => w.move({ move: 'start', agentId, jobId, ...time }));
+      return reports({ move: 'start', agentId, jobId, ...time });
     },
     finish(agentId, jobId, report, at) {
-      return writes.run(() => w.move({ move: 'finish', agentId, jobId, report, at }));
+      return reports({ move: 'finish', agentId, jobId, report, at });
     },
-    cancel(agentId, jobId, request: CancelRequest) {
-      return writes.run(() => w.move({ move: 'cancel', agentId, jobId, ...request }));
+    cancel(agentId, jobId, request) {
+      return reports({ move: 'cancel', agentId, jobId, ...request });
     },
     appendLogs(agentId, jobId, lines, cap) {
-      return writes.run(() => w.appendLogs({ agentId, jobId, lines, cap }));
+      return db.write(() => appendLogs(agentId, jobId, lines, cap));
     },
     failOverdue(now, message) {
-      return writes.run(() => w.failOverdue({ now, message }));
+      return db.write(() => endMany(all(OVERDUE, { now, message }), now));
     },
     cancelOverdue(now, message) {
-      return writes.run(() => w.cancelOverdue({ now, message }));
+      return db.write(() => endMany(all(OVERDUE_CANCELS, { now, message }), now));
     },
     failOpenOfAgent(agentId, message, at) {
-      return writes.run(() => w.failOpenOfAgent({ agentId, message, at }));
+      return db.write(() => endMany(all(OPEN_OF_AGENT_FAILED, { agentId, message, now: at }), at));
     },
   };
+}
+
+/** The trigger jobs of a list page (JobRepository.listTriggerJobs). */
+function* listTriggerJobs(orgId: string, q: JobListQuery): Flow<Job[]> {
+  const params: ListParams = {
+    orgId,
+    status: q.status ?? null,
+    triggerId: q.triggerId ?? null,
+    agentId: q.agentId ?? null,
+    source: q.source ?? null,
+    createdAfter: q.createdAfter ?? null,
+    createdBefore: q.createdBefore ?? null,
+    before: q.beforeSeq ?? Number.MAX_SAFE_INTEGER,
+    after: 0,
+    limit: q.limit,
+  };
+  if (params.createdBefore !== null) {
+    const last = yield* one(LAST_SEQ_BEFORE, [orgId, params.createdBefore]);
+    if (last === null) return [];
+    params.before = Math.min(params.before, last + 1);
+  }
+  if (params.createdAfter !== null) {
+    const first = yield* one(FIRST_SEQ_FROM, [orgId, params.createdAfter]);
+    if (first === null) return [];
+    params.after = first;
+  }
+  const statement = params.triggerId !== null ? LIST_BY_TRIGGER : params.agentId !== null ? LIST_BY_AGENT : LIST;
+  return (yield* all(statement, params)).map(toJob);
+}
+
+/**
+ * A page of a job's log: the sizes first (never the text), then the lines of the page alone, so a
+ * page stops at its bytes without the text of what follows it being read.
+ */
+function* listLogs(
+  jobId: string,
+  { afterSeq, limit, maxBytes }: { afterSeq: number; limit: number; maxBytes: number },
+): Flow<{ lines: JobLogLineRecord[]; more: boolean }> {
+  const sizes = yield* all(SIZES_AFTER, [jobId, afterSeq, limit + 1]);
+  let bytes = 0;
+  let end = 0;
+  while (end < sizes.length && end < limit) {
+    bytes += sizes[end]!.bytes;
+    if (end > 0 && bytes > maxBytes) break;
+    end += 1;
+  }
+  const more = sizes.length > end;
+  if (end === 0) return { lines: [], more };
+  return { lines: yield* all(LINES, [jobId, afterSeq, sizes[end - 1]!.seq]), more };
 }

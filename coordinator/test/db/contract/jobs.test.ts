@@ -224,6 +224,16 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
       expect(await repos().jobs.logSummary(newId())).toEqual({ lines: 0, bytes: 0, droppedLines: 0, droppedBytes: 0 });
     });
 
+    it('stores any text as sent, the first of a seq sent twice in one batch, a lone surrogate as U+FFFD', async () => {
+      const job = await insertJob();
+      const text = `"quoted" \\ back\\slash\nnew line\ttab \u0001 \u007f é 日本 😀 {"json": [1]}`;
+      const batch = [line(1, text), line(2, 'first'), line(2, 'second'), line(3, 'lone \ud800 surrogate')];
+      expect(await accepted(job.id, batch)).toBe(3);
+      expect((await stored(job.id)).map((l) => l.text)).toEqual([text, 'first', 'lone \ufffd surrogate']);
+      const bytes = [text, 'first', 'lone \ufffd surrogate'].reduce((sum, s) => sum + Buffer.byteLength(s), 0);
+      expect(await repos().jobs.logSummary(job.id)).toMatchObject({ lines: 3, bytes });
+    });
+
     it("counts the logs stored before the cap's migration as that migration does", async () => {
       const job = await insertJob();
       await accepted(job.id, [line(1, 'é'), line(2, '日本'), line(3)]);

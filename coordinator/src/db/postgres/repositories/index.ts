@@ -8,6 +8,7 @@ import { createServerSecretRepository } from '../../repositories/server-secrets.
 import { createChatRequestRepository } from '../../repositories/chat-requests.js';
 import { createEnrollmentTokenRepository } from '../../repositories/enrollment-tokens.js';
 import { createCronOccurrenceRepository } from '../../repositories/cron-occurrences.js';
+import { createJobRepository } from '../../repositories/jobs.js';
 import { createTriggerRunRepository } from '../../repositories/trigger-runs.js';
 import { createTriggerRepository } from '../../repositories/triggers.js';
 import { createWorkflowRepository } from '../../repositories/workflows.js';
@@ -22,7 +23,6 @@ import { createReleaseRepository } from '../../repositories/releases.js';
 import { createDeviceBindingRepository } from '../../repositories/device-bindings.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
 import { createInvitationRepository } from './invitations.js';
-import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
 import { createUserRepository } from './users.js';
 
@@ -46,7 +46,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     chatRequests: createChatRequestRepository(database),
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(database),
-    jobs: createJobRepository(pool, rules.planJobMove, rules.planJobMessages),
+    jobs: createJobRepository(database, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(pool, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(database),
     signedOutSessions: createSignedOutSessionRepository(database),

@@ -5,8 +5,8 @@ import { json, run } from '../rows.js';
 
 /**
  * A row of `jobs` as the pool gives it (flags as booleans, JSON parsed): for the PostgreSQL
- * repositories not yet written once for both databases (jobs.ts, device-binding-evaluation.ts);
- * the others use db/repositories/job-rows.ts.
+ * repository not yet written once for both databases (device-binding-evaluation.ts); the others
+ * use db/repositories/job-rows.ts.
  */
 export interface JobRow {
   id: string;
