@@ -1,13 +1,12 @@
 import type {
   Agent,
+  AgentLastSeen,
   AgentRepository,
   AgentStatus,
   EnrollmentTokenRefusal,
   EnrollOutcome,
-  NewAgent,
 } from '../../domain/model/agents.js';
-import type { Db } from '../database.js';
-import type { WriteExecutor } from '../writer/executor.js';
+import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
 
 interface AgentRow {
   id: string;
@@ -37,133 +36,125 @@ const toAgent = (r: AgentRow): Agent => ({
   publicKey: r.public_key,
 });
 
-/** Purge expired nonces at most this often. */
+/** An enrollment token, its row locked on PostgreSQL: two agents racing with it on two coordinators take turns. */
+const TOKEN = query<{ id: string; org_id: string; expires_at: string; used_at: string | null }, [string]>(
+  (d) => `SELECT id, org_id, expires_at, used_at FROM enrollment_tokens WHERE token_hash = ? ${d.forUpdate}`,
+);
+const SPEND_TOKEN = command<[string, string, string]>(
+  'UPDATE enrollment_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ? AND used_at IS NULL',
+);
+/**
+ * `seq`, the registration order: PostgreSQL's identity gives it; SQLite's column has no default,
+ * so the statement takes the next after the highest (its single writer makes that unique).
+ */
+const INSERT = query<AgentRow, [string, string, string, string, string, string, string, string]>(
+  (d) => `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
+   VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?,
+     ${d.name === 'sqlite' ? '(SELECT COALESCE(MAX(seq), 0) + 1 FROM agents)' : 'DEFAULT'})
+   RETURNING *`,
+);
+const BY_ID = query<AgentRow, [string]>('SELECT * FROM agents WHERE id = ?');
+const IN_ORG = query<AgentRow, [string, string]>('SELECT * FROM agents WHERE org_id = ? AND id = ?');
+const BY_ORG = query<AgentRow, [string]>('SELECT * FROM agents WHERE org_id = ? ORDER BY seq DESC');
+const BY_IDS = query<AgentRow, [string, string]>(
+  (d) => `SELECT * FROM agents WHERE org_id = ? AND id IN (SELECT value FROM ${d.jsonArrayElements}(?))
+   ORDER BY seq DESC`,
+);
+const RENAME = query<AgentRow, [string, string, string]>(
+  'UPDATE agents SET name = ? WHERE org_id = ? AND id = ? RETURNING *',
+);
+const REVOKE = query<AgentRow, [string, string, string]>(
+  `UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?
+   RETURNING *`,
+);
+const ADD_NONCE = command<[string, string, number]>(
+  'INSERT INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
+);
+const PURGE_NONCES = command<[number]>('DELETE FROM agent_nonces WHERE expires_at < ?');
+const CONNECTED = command<[string, string]>(
+  `UPDATE agents SET status = 'connected', last_seen_at = ?
+   WHERE id = ? AND status IN ('pending', 'connected', 'disconnected')`,
+);
+const TOUCH = command<[string, string]>(
+  (d) => `UPDATE agents SET last_seen_at = ?, status = 'connected'
+   WHERE id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ('connected', 'disconnected')`,
+);
+const DISCONNECTED = command<[string | null, string, string]>(
+  `UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at)
+   WHERE id = ? AND status = 'connected' AND (last_seen_at IS NULL OR last_seen_at <= ?)`,
+);
+const CONNECTED_IDS = query<{ id: string }, []>("SELECT id FROM agents WHERE status = 'connected'");
+const LAST_SEEN = query<AgentLastSeen, []>(
+  `SELECT id, name, last_seen_at AS "lastSeenAt" FROM agents WHERE status <> 'revoked' AND last_seen_at IS NOT NULL`,
+);
+
+/** Purge expired nonces at most this often (per coordinator). */
 const NONCE_PURGE_INTERVAL_MS = 60_000;
 
 /**
- * Request nonces as a write operation of the group commit (db/writer/executor.ts): every signed
- * agent request records one, so it goes through the group commit with the other hot writes
- * instead of taking the database's write lock on the request's own connection.
+ * `tokenRefusal` decides whether an enrollment token can be spent (the domain's). Request nonces
+ * are a hot write (every signed agent request records one): on SQLite an operation of the group
+ * commit. A nonce is a row whose primary key refuses its second use, on whichever coordinator it comes.
  */
-function createNonceWrites(db: Db) {
-  const addNonce = db.prepare('INSERT OR IGNORE INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?)');
-  const purgeNonces = db.prepare('DELETE FROM agent_nonces WHERE expires_at < ?');
+export function createAgentRepository(db: Database, tokenRefusal: EnrollmentTokenRefusal): AgentRepository {
   let lastPurge = 0;
+  const agentOrNull = (row: AgentRow | null) => (row ? toAgent(row) : null);
   return {
-    remember({ agentId, nonce, expiresAtMs, nowMs }: NonceUse): boolean {
-      if (nowMs - lastPurge > NONCE_PURGE_INTERVAL_MS) {
-        lastPurge = nowMs;
-        purgeNonces.run(nowMs);
-      }
-      return addNonce.run(agentId, nonce, expiresAtMs).changes === 1;
-    },
-  };
-}
-
-interface NonceUse {
-  agentId: string;
-  nonce: string;
-  expiresAtMs: number;
-  nowMs: number;
-}
-
-/** `tokenRefusal` decides whether an enrollment token can be spent (the domain's). */
-export function createAgentRepository(
-  db: Db,
-  writes: WriteExecutor,
-  tokenRefusal: EnrollmentTokenRefusal,
-): AgentRepository {
-  const nonces = createNonceWrites(db);
-  const tokenByHash = db.prepare<[string], { id: string; org_id: string; expires_at: string; used_at: string | null }>(
-    'SELECT id, org_id, expires_at, used_at FROM enrollment_tokens WHERE token_hash = ?',
-  );
-  const spendToken = db.prepare(
-    'UPDATE enrollment_tokens SET used_at = ?, used_by_agent_id = ? WHERE id = ? AND used_at IS NULL',
-  );
-  const insert = db.prepare(
-    `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
-     VALUES (@id, @orgId, @name, @hostname, @os, @agentVersion, @publicKey, 'pending', @at,
-             (SELECT COALESCE(MAX(seq), 0) + 1 FROM agents))`,
-  );
-  const byId = db.prepare<[string], AgentRow>('SELECT * FROM agents WHERE id = ?');
-  const inOrg = db.prepare<[string, string], AgentRow>('SELECT * FROM agents WHERE org_id = ? AND id = ?');
-  const byOrg = db.prepare<[string], AgentRow>('SELECT * FROM agents WHERE org_id = ? ORDER BY seq DESC');
-  const byIds = db.prepare<[string, string], AgentRow>(
-    'SELECT * FROM agents WHERE org_id = ? AND id IN (SELECT value FROM json_each(?)) ORDER BY seq DESC',
-  );
-  const rename = db.prepare('UPDATE agents SET name = ? WHERE org_id = ? AND id = ?');
-  const revoke = db.prepare(
-    "UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?",
-  );
-  const connected = db.prepare(
-    "UPDATE agents SET status = 'connected', last_seen_at = ? WHERE id = ? AND status IN ('pending', 'connected', 'disconnected')",
-  );
-  const touch = db.prepare(
-    `UPDATE agents SET last_seen_at = ?, status = 'connected'
-     WHERE id IN (SELECT value FROM json_each(?)) AND status IN ('connected', 'disconnected')`,
-  );
-  const disconnected = db.prepare(
-    `UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at)
-     WHERE id = ? AND status = 'connected' AND (last_seen_at IS NULL OR last_seen_at <= ?)`,
-  );
-  const connectedIds = db.prepare<[], { id: string }>("SELECT id FROM agents WHERE status = 'connected'");
-  const lastSeen = db.prepare<[], { id: string; name: string; lastSeenAt: string }>(
-    "SELECT id, name, last_seen_at AS lastSeenAt FROM agents WHERE status <> 'revoked' AND last_seen_at IS NOT NULL",
-  );
-
-  const enroll = db.transaction((tokenHash: string, agent: NewAgent, at: string): EnrollOutcome => {
-    const token = tokenByHash.get(tokenHash);
-    const refusal = tokenRefusal(token ? { usedAt: token.used_at, expiresAt: token.expires_at } : null, at);
-    if (refusal || !token) return { ok: false, reason: refusal ?? 'unknown' };
-    if (spendToken.run(at, agent.id, token.id).changes !== 1) return { ok: false, reason: 'used' };
-    insert.run({ ...agent, orgId: token.org_id, at });
-    return { ok: true, agent: toAgent(byId.get(agent.id) as AgentRow) };
-  });
-
-  return {
-    async enroll(tokenHash, agent, at) {
-      return enroll(tokenHash, agent, at);
+    enroll(tokenHash, agent, at) {
+      return db.transaction(function* (): Flow<EnrollOutcome> {
+        const token = yield* one(TOKEN, [tokenHash]);
+        const refusal = tokenRefusal(token ? { usedAt: token.used_at, expiresAt: token.expires_at } : null, at);
+        if (refusal || !token) return { ok: false, reason: refusal ?? 'unknown' };
+        if ((yield* run(SPEND_TOKEN, [at, agent.id, token.id])) !== 1) return { ok: false, reason: 'used' };
+        const { id, name, hostname, os, agentVersion, publicKey } = agent;
+        const row = yield* one(INSERT, [id, token.org_id, name, hostname, os, agentVersion, publicKey, at]);
+        return { ok: true, agent: toAgent(row!) };
+      });
     },
     async findById(id) {
-      const row = byId.get(id);
-      return row ? toAgent(row) : null;
+      return agentOrNull(await db.one(BY_ID, [id]));
     },
     async findInOrg(orgId, id) {
-      const row = inOrg.get(orgId, id);
-      return row ? toAgent(row) : null;
+      return agentOrNull(await db.one(IN_ORG, [orgId, id]));
     },
     async listByOrg(orgId) {
-      return byOrg.all(orgId).map(toAgent);
+      return (await db.all(BY_ORG, [orgId])).map(toAgent);
     },
     async listByIds(orgId, ids) {
       if (ids.length === 0) return [];
-      return byIds.all(orgId, JSON.stringify(ids)).map(toAgent);
+      return (await db.all(BY_IDS, [orgId, JSON.stringify(ids)])).map(toAgent);
     },
     async rename(orgId, id, name) {
-      if (rename.run(name, orgId, id).changes === 0) return null;
-      return toAgent(inOrg.get(orgId, id) as AgentRow);
+      return agentOrNull(await db.one(RENAME, [name, orgId, id]));
     },
     async revoke(orgId, id, at) {
-      if (revoke.run(at, orgId, id).changes === 0) return null;
-      return toAgent(inOrg.get(orgId, id) as AgentRow);
+      return agentOrNull(await db.one(REVOKE, [at, orgId, id]));
     },
     rememberNonce(agentId, nonce, expiresAtMs, nowMs) {
-      return writes.run(() => nonces.remember({ agentId, nonce, expiresAtMs, nowMs }));
+      const purge = nowMs - lastPurge > NONCE_PURGE_INTERVAL_MS;
+      if (purge) lastPurge = nowMs;
+      return db.write(
+        function* () {
+          if (purge) yield* run(PURGE_NONCES, [nowMs]);
+          return (yield* run(ADD_NONCE, [agentId, nonce, expiresAtMs])) === 1;
+        },
+        { atomic: false },
+      );
     },
     async markConnected(id, at) {
-      return connected.run(at, id).changes === 1;
+      return (await db.run(CONNECTED, [at, id])) === 1;
     },
     async touch(ids, at) {
-      if (ids.length > 0) touch.run(at, JSON.stringify(ids));
+      if (ids.length > 0) await db.run(TOUCH, [at, JSON.stringify(ids)]);
     },
     async markDisconnected(id, lastSeenAt, unlessSeenAfter) {
-      return disconnected.run(lastSeenAt, id, unlessSeenAfter).changes === 1;
+      return (await db.run(DISCONNECTED, [lastSeenAt, id, unlessSeenAfter])) === 1;
     },
     async listConnectedIds() {
-      return connectedIds.all().map((r) => r.id);
+      return (await db.all(CONNECTED_IDS, [])).map((r) => r.id);
     },
     async listLastSeen() {
-      return lastSeen.all();
+      return db.all(LAST_SEEN, []);
     },
   };
 }

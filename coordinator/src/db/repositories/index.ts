@@ -37,7 +37,7 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
   // The repositories written once for both databases (db/sql/) take this; the others `db` itself.
   const database = new SqliteDatabase(db, writes);
   return {
-    agents: createAgentRepository(db, writes, rules.enrollmentTokenRefusal),
+    agents: createAgentRepository(database, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(database),
     audit: createAuditRepository(database),
     changeCounter: createChangeCounterRepository(database, keptForTheTurn(db)),
@@ -47,15 +47,15 @@ export function createRepositories(db: Db, writes: WriteExecutor, rules: Transac
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(database),
     jobs: createJobRepository(database, rules.planJobMove, rules.planJobMessages),
-    orgs: createOrgRepository(db, rules.roleChangeRefusal),
+    orgs: createOrgRepository(database, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(database),
     signedOutSessions: createSignedOutSessionRepository(database),
     storageBindings: createStorageBindingRepository(database),
     files: createFileRepository(database),
-    invitations: createInvitationRepository(db),
+    invitations: createInvitationRepository(database),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
     triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),
-    users: createUserRepository(db),
+    users: createUserRepository(database),
     workflows: createWorkflowRepository(database),
     applications: createApplicationRepository(database),
     releases: createReleaseRepository(database, rules.checkArtifact),

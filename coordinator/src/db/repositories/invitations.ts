@@ -1,7 +1,8 @@
-import type { Invitation, InvitationRepository, NewInvitation } from '../../domain/model/invitations.js';
+import type { Invitation, InvitationRepository } from '../../domain/model/invitations.js';
 import type { Role } from '../../domain/model/orgs.js';
-import type { UserWithPassword } from '../../domain/model/users.js';
-import type { Db } from '../database.js';
+import { command, one, query, run, type Database } from '../sql/index.js';
+import { ADD_MEMBER, LOCK_ORG } from './orgs.js';
+import { sameEmail } from './users.js';
 
 interface InvitationRow {
   id: string;
@@ -35,81 +36,83 @@ const INVITATION = `SELECT i.id, i.org_id, o.name AS org_name, i.email, i.role, 
   u.email AS created_by_email, i.created_at, i.expires_at, i.ended_at
   FROM org_invitations i JOIN orgs o ON o.id = i.org_id LEFT JOIN users u ON u.id = i.created_by`;
 
-/** Emails compare without case: the column is `COLLATE NOCASE`, as `users.email` is. */
-export function createInvitationRepository(db: Db): InvitationRepository {
-  const insertUser = db.prepare(
-    'INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
-  );
-  const isMember = db.prepare<[string, string], { one: number }>(
-    `SELECT 1 AS one FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND u.email = ?`,
-  );
-  const pendingOf = db.prepare<[string, string], { id: string; expires_at: string }>(
-    "SELECT id, expires_at FROM org_invitations WHERE org_id = ? AND email = ? AND status = 'pending'",
-  );
-  const markExpired = db.prepare("UPDATE org_invitations SET status = 'expired', ended_at = ? WHERE id = ?");
-  const insert = db.prepare(
-    `INSERT INTO org_invitations (id, org_id, email, role, status, created_by, created_at, expires_at)
-     VALUES (@id, @orgId, @email, @role, 'pending', @createdBy, @createdAt, @expiresAt)`,
-  );
-  const byId = db.prepare<[string], InvitationRow>(`${INVITATION} WHERE i.id = ?`);
-  const pendingInOrg = db.prepare<[string], InvitationRow>(
-    `${INVITATION} WHERE i.org_id = ? AND i.status = 'pending' ORDER BY i.created_at DESC, i.id DESC`,
-  );
-  const forEmail = db.prepare<[string, string], InvitationRow>(
-    `${INVITATION} WHERE i.email = ? AND i.status = 'pending' AND i.expires_at > ?
-     ORDER BY i.created_at DESC, i.id DESC`,
-  );
-  const markAccepted = db.prepare<[string, string, string], { org_id: string; role: Role }>(
-    `UPDATE org_invitations SET status = 'accepted', ended_at = ?
-     WHERE id = ? AND status = 'pending' AND expires_at > ? RETURNING org_id, role`,
-  );
-  const insertMember = db.prepare(
-    'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
-  );
-  const endPending = db.prepare(
-    "UPDATE org_invitations SET status = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
-  );
+const BY_ID = query<InvitationRow, [string]>(`${INVITATION} WHERE i.id = ?`);
+const PENDING_IN_ORG = query<InvitationRow, [string]>(
+  `${INVITATION} WHERE i.org_id = ? AND i.status = 'pending' ORDER BY i.created_at DESC, i.id DESC`,
+);
+const FOR_EMAIL = query<InvitationRow, [string, string]>(
+  (d) => `${INVITATION} WHERE ${sameEmail(d, 'i.email')} AND i.status = 'pending' AND i.expires_at > ?
+   ORDER BY i.created_at DESC, i.id DESC`,
+);
+const IS_MEMBER = query<{ one: number }, [string, string]>(
+  (d) =>
+    `SELECT 1 AS one FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.org_id = ? AND ${sameEmail(d, 'u.email')}`,
+);
+const PENDING_OF = query<{ id: string; expires_at: string }, [string, string]>(
+  (d) =>
+    `SELECT id, expires_at FROM org_invitations WHERE org_id = ? AND ${sameEmail(d, 'email')} AND status = 'pending'`,
+);
+const MARK_EXPIRED = command<[string, string]>(
+  "UPDATE org_invitations SET status = 'expired', ended_at = ? WHERE id = ?",
+);
+const INSERT_USER = command<[string, string, string, string]>(
+  'INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+);
+const INSERT = command<[string, string, string, Role, string, string, string]>(
+  `INSERT INTO org_invitations (id, org_id, email, role, status, created_by, created_at, expires_at)
+   VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
+);
+const MARK_ACCEPTED = query<{ org_id: string; role: Role }, { at: string; id: string }>(
+  `UPDATE org_invitations SET status = 'accepted', ended_at = @at
+   WHERE id = @id AND status = 'pending' AND expires_at > @at RETURNING org_id, role`,
+);
+const END = command<[string, string, string]>(
+  "UPDATE org_invitations SET status = ?, ended_at = ? WHERE id = ? AND status = 'pending'",
+);
 
-  const create = db.transaction(
-    (invitation: NewInvitation, newUser: UserWithPassword | null): 'ok' | 'already_member' | 'already_invited' => {
-      if (isMember.get(invitation.orgId, invitation.email)) return 'already_member';
-      const pending = pendingOf.get(invitation.orgId, invitation.email);
-      if (pending) {
-        if (pending.expires_at > invitation.createdAt) return 'already_invited';
-        markExpired.run(invitation.createdAt, pending.id);
-      }
-      if (newUser) insertUser.run(newUser.id, newUser.email, newUser.passwordHash, newUser.createdAt);
-      insert.run(invitation);
-      return 'ok';
-    },
-  );
-  const accept = db.transaction((id: string, userId: string, at: string) => {
-    const accepted = markAccepted.get(at, id, at);
-    if (!accepted) return 'not_pending' as const;
-    return insertMember.run(accepted.org_id, userId, accepted.role, at).changes === 1
-      ? ('ok' as const)
-      : ('already_member' as const);
-  });
-
+/**
+ * Emails compare without case (`sameEmail`). Creating an invitation locks the organization's row
+ * first (on PostgreSQL; SQLite's single writer serializes), so two coordinators inviting the same
+ * email take turns: the second sees the first's pending invitation (`already_invited`) rather than
+ * breaking the unique index.
+ */
+export function createInvitationRepository(db: Database): InvitationRepository {
   return {
-    async create(invitation, newUser) {
-      return create(invitation, newUser);
+    create(invitation, newUser) {
+      const { id, orgId, email, role, createdBy, createdAt, expiresAt } = invitation;
+      return db.transaction(function* () {
+        yield* one(LOCK_ORG, [orgId]);
+        if (yield* one(IS_MEMBER, [orgId, email])) return 'already_member' as const;
+        const pending = yield* one(PENDING_OF, [orgId, email]);
+        if (pending) {
+          if (pending.expires_at > createdAt) return 'already_invited' as const;
+          yield* run(MARK_EXPIRED, [createdAt, pending.id]);
+        }
+        if (newUser) yield* run(INSERT_USER, [newUser.id, newUser.email, newUser.passwordHash, newUser.createdAt]);
+        yield* run(INSERT, [id, orgId, email, role, createdBy, createdAt, expiresAt]);
+        return 'ok' as const;
+      });
     },
     async findById(id) {
-      const row = byId.get(id);
+      const row = await db.one(BY_ID, [id]);
       return row ? toInvitation(row) : null;
     },
     async listPending(orgId) {
-      return pendingInOrg.all(orgId).map(toInvitation);
+      return (await db.all(PENDING_IN_ORG, [orgId])).map(toInvitation);
     },
     async listForEmail(email, now) {
-      return forEmail.all(email, now).map(toInvitation);
+      return (await db.all(FOR_EMAIL, [email, now])).map(toInvitation);
     },
-    async accept(id, userId, at) {
-      return accept(id, userId, at);
+    accept(id, userId, at) {
+      return db.transaction(function* () {
+        const accepted = yield* one(MARK_ACCEPTED, { at, id });
+        if (!accepted) return 'not_pending' as const;
+        const added = yield* run(ADD_MEMBER, [accepted.org_id, userId, accepted.role, at]);
+        return added === 1 ? ('ok' as const) : ('already_member' as const);
+      });
     },
     async end(id, status, at) {
-      return endPending.run(status, at, id).changes === 1;
+      return (await db.run(END, [status, at, id])) === 1;
     },
   };
 }

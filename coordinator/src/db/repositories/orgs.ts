@@ -1,5 +1,11 @@
 import type { Member, Org, OrgRepository, Role, RoleChangeRefusal } from '../../domain/model/orgs.js';
-import type { Db } from '../database.js';
+import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
+
+interface OrgRow {
+  id: string;
+  name: string;
+  created_at: string;
+}
 
 interface MemberRow {
   user_id: string;
@@ -7,6 +13,9 @@ interface MemberRow {
   role: Role;
   created_at: string;
 }
+
+const toOrg = (r: OrgRow): Org => ({ id: r.id, name: r.name, createdAt: r.created_at });
+
 const toMember = (r: MemberRow): Member => ({
   userId: r.user_id,
   email: r.email,
@@ -14,86 +23,89 @@ const toMember = (r: MemberRow): Member => ({
   joinedAt: r.created_at,
 });
 
-/** `refusal` decides whether a role change or removal is refused (the domain's). */
-export function createOrgRepository(db: Db, refusal: RoleChangeRefusal): OrgRepository {
-  const insertOrg = db.prepare('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)');
-  const insertMember = db.prepare('INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?)');
-  const insertMemberIfAbsent = db.prepare(
-    'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
-  );
-  const byId = db.prepare<[string], { id: string; name: string; created_at: string }>(
-    'SELECT * FROM orgs WHERE id = ?',
-  );
-  const forUser = db.prepare<[string], { id: string; name: string; created_at: string; role: Role }>(
-    `SELECT o.id, o.name, o.created_at, m.role FROM orgs o JOIN memberships m ON m.org_id = o.id
-     WHERE m.user_id = ? ORDER BY o.created_at, o.id`,
-  );
-  const role = db.prepare<[string, string], { role: Role }>(
-    'SELECT role FROM memberships WHERE org_id = ? AND user_id = ?',
-  );
-  const members = db.prepare<[string], MemberRow>(
-    `SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
-     WHERE m.org_id = ? ORDER BY m.created_at, u.email`,
-  );
-  const member = db.prepare<[string, string], MemberRow>(
-    `SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id
-     WHERE m.org_id = ? AND m.user_id = ?`,
-  );
-  const owners = db.prepare<[string], { n: number }>(
-    "SELECT COUNT(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'",
-  );
-  const updateRole = db.prepare('UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ?');
-  const deleteMember = db.prepare('DELETE FROM memberships WHERE org_id = ? AND user_id = ?');
-  const count = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM orgs');
+const INSERT_ORG = command<[string, string, string]>('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)');
+const INSERT_OWNER = command<[string, string, string]>(
+  "INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, 'owner', ?)",
+);
+/** A membership, unless the user is a member already. */
+export const ADD_MEMBER = command<[string, string, Role, string]>(
+  'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+);
+const BY_ID = query<OrgRow, [string]>('SELECT id, name, created_at FROM orgs WHERE id = ?');
+const FOR_USER = query<OrgRow & { role: Role }, [string]>(
+  `SELECT o.id, o.name, o.created_at, m.role FROM orgs o JOIN memberships m ON m.org_id = o.id
+   WHERE m.user_id = ? ORDER BY o.created_at, o.id`,
+);
+const ROLE = query<{ role: Role }, [string, string]>('SELECT role FROM memberships WHERE org_id = ? AND user_id = ?');
+const MEMBER = `SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id`;
+const MEMBERS = query<MemberRow, [string]>(`${MEMBER} WHERE m.org_id = ? ORDER BY m.created_at, u.email`);
+const MEMBER_OF = query<MemberRow, [string, string]>(`${MEMBER} WHERE m.org_id = ? AND m.user_id = ?`);
+/** The organization's row, locked on PostgreSQL so that changes of its members take turns. */
+export const LOCK_ORG = query<{ one: number }, [string]>(
+  (d) => `SELECT 1 AS one FROM orgs WHERE id = ? ${d.forNoKeyUpdate}`,
+);
+const OWNERS = query<{ n: number }, [string]>(
+  "SELECT count(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'",
+);
+const SET_ROLE = command<[Role, string, string]>('UPDATE memberships SET role = ? WHERE org_id = ? AND user_id = ?');
+const REMOVE = command<[string, string]>('DELETE FROM memberships WHERE org_id = ? AND user_id = ?');
+const COUNT = query<{ n: number }, []>('SELECT count(*) AS n FROM orgs');
 
-  const create = db.transaction((org: Org, ownerId: string) => {
-    insertOrg.run(org.id, org.name, org.createdAt);
-    insertMember.run(org.id, ownerId, 'owner', org.createdAt);
-  });
-  const change = db.transaction(
-    (orgId: string, userId: string, next: Role | null): 'ok' | 'last_owner' | 'not_found' => {
-      const current = role.get(orgId, userId);
-      if (!current) return 'not_found';
-      const refused = refusal(current.role, next, owners.get(orgId)?.n ?? 0);
-      if (refused) return refused;
-      if (next === null) deleteMember.run(orgId, userId);
-      else updateRole.run(next, orgId, userId);
-      return 'ok';
-    },
-  );
+type ChangeOutcome = 'ok' | 'last_owner' | 'not_found';
+
+/** `refusal` decides whether a role change or removal is refused (the domain's). */
+export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): OrgRepository {
+  /**
+   * Sets the member's role, or removes them (`next` null), unless refused. The organization's row
+   * is locked first, so that the owners counted are the ones the change leaves, on every
+   * coordinator (never two demotions that each saw another owner).
+   */
+  function* change(orgId: string, userId: string, next: Role | null): Flow<ChangeOutcome> {
+    yield* one(LOCK_ORG, [orgId]);
+    const current = yield* one(ROLE, [orgId, userId]);
+    if (!current) return 'not_found';
+    const refused = refusal(current.role, next, (yield* one(OWNERS, [orgId]))?.n ?? 0);
+    if (refused) return refused;
+    if (next === null) yield* run(REMOVE, [orgId, userId]);
+    else yield* run(SET_ROLE, [next, orgId, userId]);
+    return 'ok';
+  }
 
   return {
     async create(org, ownerId) {
-      create(org, ownerId);
+      await db.transaction(function* () {
+        yield* run(INSERT_ORG, [org.id, org.name, org.createdAt]);
+        yield* run(INSERT_OWNER, [org.id, ownerId, org.createdAt]);
+      });
     },
     async findById(id) {
-      const row = byId.get(id);
-      return row ? { id: row.id, name: row.name, createdAt: row.created_at } : null;
+      const row = await db.one(BY_ID, [id]);
+      return row ? toOrg(row) : null;
     },
     async listForUser(userId) {
-      return forUser.all(userId).map((r) => ({ id: r.id, name: r.name, createdAt: r.created_at, role: r.role }));
+      return (await db.all(FOR_USER, [userId])).map((r) => ({ ...toOrg(r), role: r.role }));
     },
     async roleOf(orgId, userId) {
-      return role.get(orgId, userId)?.role ?? null;
+      return (await db.one(ROLE, [orgId, userId]))?.role ?? null;
     },
     async listMembers(orgId) {
-      return members.all(orgId).map(toMember);
+      return (await db.all(MEMBERS, [orgId])).map(toMember);
     },
     async findMember(orgId, userId) {
-      const row = member.get(orgId, userId);
+      const row = await db.one(MEMBER_OF, [orgId, userId]);
       return row ? toMember(row) : null;
     },
-    async addMember(orgId, userId, r, at) {
-      return insertMemberIfAbsent.run(orgId, userId, r, at).changes === 1;
+    async addMember(orgId, userId, role, at) {
+      return (await db.run(ADD_MEMBER, [orgId, userId, role, at])) === 1;
     },
-    async setRole(orgId, userId, r) {
-      return change(orgId, userId, r);
+    setRole(orgId, userId, role) {
+      return db.transaction(() => change(orgId, userId, role));
     },
-    async removeMember(orgId, userId) {
-      return change(orgId, userId, null);
+    removeMember(orgId, userId) {
+      return db.transaction(() => change(orgId, userId, null));
     },
     async count() {
-      return count.get()?.n ?? 0;
+      return (await db.one(COUNT, []))?.n ?? 0;
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { StoredUser, UserRepository, UserWithPassword } from '../../domain/model/users.js';
-import type { Db } from '../database.js';
+import { command, lock, query, run, type Database, type Dialect } from '../sql/index.js';
 
 interface UserRow {
   id: string;
@@ -17,47 +17,66 @@ const toUser = (row: UserRow): UserWithPassword & StoredUser => ({
   sessionGeneration: row.session_generation,
 });
 
-export function createUserRepository(db: Db): UserRepository {
-  const byEmail = db.prepare<[string], UserRow>('SELECT * FROM users WHERE email = ?');
-  const byId = db.prepare<[string], UserRow>('SELECT * FROM users WHERE id = ?');
-  const insert = db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
-  const count = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM users');
-  const insertIfNone = db.prepare(
-    `INSERT INTO users (id, email, password_hash, created_at)
-     SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)`,
-  );
-  const setPassword = db.prepare<[string, string], { session_generation: number }>(
-    `UPDATE users SET password_hash = ?, session_generation = session_generation + 1 WHERE id = ?
-     RETURNING session_generation`,
-  );
-  const endSessions = db.prepare<[string], { session_generation: number }>(
-    'UPDATE users SET session_generation = session_generation + 1 WHERE id = ? RETURNING session_generation',
-  );
+/**
+ * `column` equals the email parameter `?` whatever its case: SQLite's email columns are
+ * `COLLATE NOCASE` (their unique indexes serve a plain `=`); PostgreSQL's indexes are on lower(email).
+ */
+export const sameEmail = (d: Dialect, column: string): string =>
+  d.name === 'sqlite' ? `${column} = ?` : `lower(${column}) = lower(?)`;
+
+type UserParams = [id: string, email: string, passwordHash: string, createdAt: string];
+
+const BY_EMAIL = query<UserRow, [string]>((d) => `SELECT * FROM users WHERE ${sameEmail(d, 'email')}`);
+const BY_ID = query<UserRow, [string]>('SELECT * FROM users WHERE id = ?');
+const INSERT = command<UserParams>('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
+const INSERT_IF_NONE = command<UserParams>(
+  `INSERT INTO users (id, email, password_hash, created_at)
+   SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)`,
+);
+const COUNT = query<{ n: number }, []>('SELECT count(*) AS n FROM users');
+const SET_PASSWORD = query<{ session_generation: number }, [string, string]>(
+  `UPDATE users SET password_hash = ?, session_generation = session_generation + 1 WHERE id = ?
+   RETURNING session_generation`,
+);
+const END_SESSIONS = query<{ session_generation: number }, [string]>(
+  'UPDATE users SET session_generation = session_generation + 1 WHERE id = ? RETURNING session_generation',
+);
+
+const paramsOf = (user: UserWithPassword): UserParams => [user.id, user.email, user.passwordHash, user.createdAt];
+
+export function createUserRepository(db: Database): UserRepository {
   return {
     async findByEmail(email) {
-      const row = byEmail.get(email);
+      const row = await db.one(BY_EMAIL, [email]);
       return row ? toUser(row) : null;
     },
     async findById(id) {
-      const row = byId.get(id);
+      const row = await db.one(BY_ID, [id]);
       if (!row) return null;
       const { passwordHash: _omit, ...user } = toUser(row);
       return user;
     },
     async insert(user) {
-      insert.run(user.id, user.email, user.passwordHash, user.createdAt);
+      await db.run(INSERT, paramsOf(user));
     },
-    async insertIfNone(user) {
-      return insertIfNone.run(user.id, user.email, user.passwordHash, user.createdAt).changes === 1;
+    /**
+     * The bootstrap's owner. Coordinators starting at once on an empty database take turns
+     * (PostgreSQL's lock; SQLite's single writer), so only the first finds it empty.
+     */
+    insertIfNone(user) {
+      return db.transaction(function* () {
+        yield* lock('users', 'first');
+        return (yield* run(INSERT_IF_NONE, paramsOf(user))) === 1;
+      });
     },
     async count() {
-      return count.get()?.n ?? 0;
+      return (await db.one(COUNT, []))?.n ?? 0;
     },
     async setPassword(id, passwordHash) {
-      return setPassword.get(passwordHash, id)?.session_generation ?? null;
+      return (await db.one(SET_PASSWORD, [passwordHash, id]))?.session_generation ?? null;
     },
     async endSessions(id) {
-      return endSessions.get(id)?.session_generation ?? null;
+      return (await db.one(END_SESSIONS, [id]))?.session_generation ?? null;
     },
   };
 }

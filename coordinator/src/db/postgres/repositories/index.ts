@@ -1,7 +1,7 @@
 import type { Repositories } from '../../../domain/model/repositories.js';
 import type { TransactionRules } from '../../../domain/model/transaction-rules.js';
 import type { PgPool } from '../pool.js';
-import { createAgentRepository } from './agents.js';
+import { createAgentRepository } from '../../repositories/agents.js';
 import { createApiTokenRepository } from '../../repositories/api-tokens.js';
 import { createSignedOutSessionRepository } from '../../repositories/signed-out-sessions.js';
 import { createServerSecretRepository } from '../../repositories/server-secrets.js';
@@ -22,9 +22,9 @@ import { createApplicationRepository } from '../../repositories/applications.js'
 import { createReleaseRepository } from '../../repositories/releases.js';
 import { createDeviceBindingRepository } from '../../repositories/device-bindings.js';
 import { PostgresDatabase } from '../../sql/postgres.js';
-import { createInvitationRepository } from './invitations.js';
-import { createOrgRepository } from './orgs.js';
-import { createUserRepository } from './users.js';
+import { createInvitationRepository } from '../../repositories/invitations.js';
+import { createOrgRepository } from '../../repositories/orgs.js';
+import { createUserRepository } from '../../repositories/users.js';
 
 /**
  * The PostgreSQL implementation of the repositories, on a pool shared by all of them. Each
@@ -37,7 +37,7 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
   // The repositories written once for both databases (db/sql/) take this; the others `pool` itself.
   const database = new PostgresDatabase(pool);
   return {
-    agents: createAgentRepository(pool, rules.enrollmentTokenRefusal),
+    agents: createAgentRepository(database, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(database),
     audit: createAuditRepository(database),
     changeCounter: createChangeCounterRepository(database),
@@ -47,16 +47,16 @@ export function createRepositories(pool: PgPool, rules: TransactionRules): Repos
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(database),
     jobs: createJobRepository(database, rules.planJobMove, rules.planJobMessages),
-    orgs: createOrgRepository(pool, rules.roleChangeRefusal),
+    orgs: createOrgRepository(database, rules.roleChangeRefusal),
     serverSecrets: createServerSecretRepository(database),
     signedOutSessions: createSignedOutSessionRepository(database),
     storageBindings: createStorageBindingRepository(database),
     triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
-    users: createUserRepository(pool),
+    users: createUserRepository(database),
     workflows: createWorkflowRepository(database),
     files: createFileRepository(database),
-    invitations: createInvitationRepository(pool),
+    invitations: createInvitationRepository(database),
     applications: createApplicationRepository(database),
     releases: createReleaseRepository(database, rules.checkArtifact),
     deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
