@@ -54,6 +54,10 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
       hostname: 'edge-1.local',
     });
     expect(await t.repos.agents.listByOrg(orgId)).toEqual([won]);
+    // The token records when and by which agent it was spent.
+    expect(
+      await t.rows(`SELECT used_at, used_by_agent_id FROM enrollment_tokens WHERE token_hash = '${tokenHash}'`),
+    ).toEqual([{ used_at: won!.enrolledAt, used_by_agent_id: won!.id }]);
   });
 
   it('refuses an unknown or an expired token', async () => {
