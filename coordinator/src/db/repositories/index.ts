@@ -34,7 +34,7 @@ import { createWorkflowRepository } from './workflows.js';
  * that run inside a repository's write (coordinator/src/sqlite-repositories.ts wires them).
  */
 export function createRepositories(db: Db, writes: WriteExecutor, rules: TransactionRules): Repositories {
-  // The repositories written once for both databases (db/sql/) take this; the others `db` itself.
+  // Every repository is written once for both databases (db/repositories/, over db/sql/) and takes this.
   const database = new SqliteDatabase(db, writes);
   return {
     agents: createAgentRepository(database, rules.enrollmentTokenRefusal),

@@ -34,7 +34,7 @@ import { createUserRepository } from '../../repositories/users.js';
  * wires them).
  */
 export function createRepositories(pool: PgPool, rules: TransactionRules): Repositories {
-  // The repositories written once for both databases (db/sql/) take this; the others `pool` itself.
+  // Every repository is written once for both databases (db/repositories/, over db/sql/) and takes this.
   const database = new PostgresDatabase(pool);
   return {
     agents: createAgentRepository(database, rules.enrollmentTokenRefusal),
