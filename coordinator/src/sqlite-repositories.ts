@@ -1,5 +1,7 @@
 import type { Db } from './db/database.js';
+import { keptForTheTurn } from './db/repositories/change-counter.js';
 import { createRepositories } from './db/repositories/index.js';
+import { SqliteDatabase } from './db/sql/sqlite.js';
 import { GroupCommitExecutor, type WriteExecutor } from './db/writer/executor.js';
 import type { Repositories } from './domain/model/repositories.js';
 import { transactionRules } from './domain/transaction-rules.js';
@@ -11,5 +13,5 @@ import { transactionRules } from './domain/transaction-rules.js';
  * `writes` defaults to a group-commit executor on the same connection.
  */
 export function createSqliteRepositories(db: Db, writes: WriteExecutor = new GroupCommitExecutor(db)): Repositories {
-  return createRepositories(db, writes, transactionRules);
+  return createRepositories(new SqliteDatabase(db, writes), transactionRules, { keepGeneration: keptForTheTurn(db) });
 }

@@ -19,7 +19,7 @@ const isRetryable = (error: unknown): boolean => RETRYABLE.has((error as { code?
 /**
  * Runs `work` in one transaction on one connection of the pool (READ COMMITTED), committed when it
  * resolves and rolled back when it throws. Where several coordinators may race, `work` takes the
- * row locks or relies on the unique constraints its decision needs (db/postgres/repositories/).
+ * row locks or relies on the unique constraints its decision needs (the flows of db/repositories/).
  * A transaction PostgreSQL aborts as a deadlock victim or a serialization failure is run again,
  * so `work` must decide everything from what it reads.
  */

@@ -5,7 +5,7 @@ import { values, type Database } from '../sql/index.js';
 const GENERATION = values<number, []>('SELECT generation FROM change_counter WHERE id = 1');
 const OTA_GENERATION = values<number, []>('SELECT generation FROM ota_change_counter WHERE id = 1');
 
-type Reading = () => Promise<number>;
+export type Reading = () => Promise<number>;
 
 /**
  * `keep` decides how long a reading of the main counter serves: by default it is read at every

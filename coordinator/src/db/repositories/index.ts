@@ -1,15 +1,13 @@
 import type { Repositories } from '../../domain/model/repositories.js';
 import type { TransactionRules } from '../../domain/model/transaction-rules.js';
-import type { Db } from '../database.js';
-import { SqliteDatabase } from '../sql/sqlite.js';
-import type { WriteExecutor } from '../writer/executor.js';
+import type { Database } from '../sql/index.js';
 import { createAgentRepository } from './agents.js';
 import { createApplicationRepository } from './applications.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
 import { createReleaseRepository } from './releases.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
-import { createChangeCounterRepository, keptForTheTurn } from './change-counter.js';
+import { createChangeCounterRepository, type Reading } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
 import { createChatRequestRepository } from './chat-requests.js';
@@ -27,20 +25,30 @@ import { createTriggerRunRepository } from './trigger-runs.js';
 import { createUserRepository } from './users.js';
 import { createWorkflowRepository } from './workflows.js';
 
+/** What one database does differently in a repository's wiring. */
+export interface RepositoryOptions {
+  /** How a read of the change counter is kept (SQLite: for the event-loop turn, db/repositories/change-counter.ts). */
+  keepGeneration?: (read: Reading) => Reading;
+}
+
 /**
- * The SQLite implementation of the repositories. `writes` runs the hot writes (trigger-run
- * admissions, job reports, audit entries, request nonces) with group commit on `db`; see
- * db/writer/. Reads and the other writes use `db` directly. `rules` are the domain's decisions
- * that run inside a repository's write (coordinator/src/sqlite-repositories.ts wires them).
+ * The repositories, on either database: every one is written once (db/repositories/, over
+ * db/sql/). On SQLite `database` runs the hot writes (trigger-run admissions, job reports, audit
+ * entries, request nonces) in the group commit of its writer (db/writer/); on PostgreSQL each
+ * method is one statement or one transaction of the pool, which commits concurrent transactions
+ * together itself. `rules` are the domain's decisions that run inside a repository's write
+ * (coordinator/src/sqlite-repositories.ts and postgres-repositories.ts wire them).
  */
-export function createRepositories(db: Db, writes: WriteExecutor, rules: TransactionRules): Repositories {
-  // Every repository is written once for both databases (db/repositories/, over db/sql/) and takes this.
-  const database = new SqliteDatabase(db, writes);
+export function createRepositories(
+  database: Database,
+  rules: TransactionRules,
+  options: RepositoryOptions = {},
+): Repositories {
   return {
     agents: createAgentRepository(database, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(database),
     audit: createAuditRepository(database),
-    changeCounter: createChangeCounterRepository(database, keptForTheTurn(db)),
+    changeCounter: createChangeCounterRepository(database, options.keepGeneration),
     chatIntegrations: createChatIntegrationRepository(database),
     chatOutbox: createChatOutboxRepository(database),
     chatRequests: createChatRequestRepository(database),
