@@ -9,8 +9,8 @@ import type {
 import { all, command, one, query, run, type Database, type Flow } from '../sql/index.js';
 import { evaluateBindings } from './device-binding-evaluation.js';
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
+import { lockApplication } from './parent-locks.js';
 
-const LOCK_APP = query<{ id: string }, [string]>((d) => `SELECT id FROM applications WHERE id = ? ${d.forNoKeyUpdate}`);
 const ALREADY_BOUND = query<{ agent_id: string }, [string, string]>(
   (d) => `SELECT agent_id FROM device_bindings
    WHERE application_id = ? AND agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
@@ -70,7 +70,7 @@ const orNull = (row: DeviceBindingRow | null) => (row ? toDeviceBinding(row) : n
  */
 export function createDeviceBindingRepository(db: Database, evaluateBinding: EvaluateBinding): DeviceBindingRepository {
   function* bind(input: BindInput): Flow<BindResult> {
-    yield* one(LOCK_APP, [input.applicationId]);
+    yield* lockApplication(input.applicationId);
     const ids = input.bindings.map((b) => b.agentId);
     const taken = (yield* all(ALREADY_BOUND, [input.applicationId, JSON.stringify(ids)])).map((r) => r.agent_id);
     if (taken.length > 0) return { outcome: 'already_bound', agentIds: ids.filter((id) => taken.includes(id)) };

@@ -1,8 +1,9 @@
 import type { Invitation, InvitationRepository } from '../../domain/model/invitations.js';
 import type { Role } from '../../domain/model/orgs.js';
 import { command, one, query, run, type Database } from '../sql/index.js';
-import { ADD_MEMBER, LOCK_ORG } from './orgs.js';
+import { ADD_MEMBER } from './orgs.js';
 import { sameEmail } from './users.js';
+import { lockOrg } from './parent-locks.js';
 
 interface InvitationRow {
   id: string;
@@ -81,7 +82,7 @@ export function createInvitationRepository(db: Database): InvitationRepository {
     create(invitation, newUser) {
       const { id, orgId, email, role, createdBy, createdAt, expiresAt } = invitation;
       return db.transaction(function* () {
-        yield* one(LOCK_ORG, [orgId]);
+        yield* lockOrg(orgId);
         if (yield* one(IS_MEMBER, [orgId, email])) return 'already_member' as const;
         const pending = yield* one(PENDING_OF, [orgId, email]);
         if (pending) {

@@ -1,5 +1,6 @@
 import type { Member, Org, OrgRepository, Role, RoleChangeRefusal } from '../../domain/model/orgs.js';
 import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
+import { lockOrg } from './parent-locks.js';
 
 interface OrgRow {
   id: string;
@@ -40,10 +41,6 @@ const ROLE = query<{ role: Role }, [string, string]>('SELECT role FROM membershi
 const MEMBER = `SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id`;
 const MEMBERS = query<MemberRow, [string]>(`${MEMBER} WHERE m.org_id = ? ORDER BY m.created_at, u.email`);
 const MEMBER_OF = query<MemberRow, [string, string]>(`${MEMBER} WHERE m.org_id = ? AND m.user_id = ?`);
-/** The organization's row, locked on PostgreSQL so that changes of its members take turns. */
-export const LOCK_ORG = query<{ one: number }, [string]>(
-  (d) => `SELECT 1 AS one FROM orgs WHERE id = ? ${d.forNoKeyUpdate}`,
-);
 const OWNERS = query<{ n: number }, [string]>(
   "SELECT count(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'",
 );
@@ -61,7 +58,7 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
    * coordinator (never two demotions that each saw another owner).
    */
   function* change(orgId: string, userId: string, next: Role | null): Flow<ChangeOutcome> {
-    yield* one(LOCK_ORG, [orgId]);
+    yield* lockOrg(orgId);
     const current = yield* one(ROLE, [orgId, userId]);
     if (!current) return 'not_found';
     const refused = refusal(current.role, next, (yield* one(OWNERS, [orgId]))?.n ?? 0);

@@ -10,6 +10,7 @@ import type {
   UpdatePolicy,
 } from '../../domain/model/releases.js';
 import { command, flag, one, query, run, type Command, type Database, type Flow } from '../sql/index.js';
+import { lockApplication } from './parent-locks.js';
 
 export interface ReleaseRow {
   id: string;
@@ -45,7 +46,6 @@ export const toRelease = (r: ReleaseRow): Release => ({
   yankedAt: r.yanked_at,
 });
 
-const LOCK_APP = query<{ id: string }, [string]>((d) => `SELECT id FROM applications WHERE id = ? ${d.forNoKeyUpdate}`);
 // The file's row only (the storage binding in a subquery): it is the one shared-locked.
 const ARTIFACT = query<
   { status: FileStatus; cleanup_rule: CleanupRule; size: number | null; sha256: string | null },
@@ -110,7 +110,7 @@ const UPDATE_DRAFT = command<[string | null, string | null, UpdatePolicy | null,
  */
 export function createReleaseRepository(db: Database, checkArtifact: CheckArtifact): ReleaseRepository {
   function* create(r: NewRelease): Flow<CreateReleaseResult> {
-    yield* one(LOCK_APP, [r.applicationId]);
+    yield* lockApplication(r.applicationId);
     const row = yield* one(ARTIFACT, [r.orgId, r.artifactFileId]);
     const file = checkArtifact(
       row ? { status: row.status, cleanupRule: row.cleanup_rule, size: row.size, sha256: row.sha256 } : null,

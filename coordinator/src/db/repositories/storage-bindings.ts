@@ -1,6 +1,7 @@
 import type { StorageBackend, StorageBinding, StorageBindingRepository } from '../../domain/model/storage-bindings.js';
 import { parseJsonColumn } from '../../util/json.js';
 import { command, flag, isSet, json, one, query, run, type Database } from '../sql/index.js';
+import { lockOrg } from './parent-locks.js';
 
 /** A `storage_bindings` row. */
 export interface BindingRow {
@@ -29,7 +30,6 @@ const INSERT = command(
   `INSERT INTO storage_bindings (id, org_id, name, backend, config, is_default, created_at)
    VALUES (?, ?, ?, ?, ?, ?, ?)`,
 );
-const LOCK_ORG = query<{ one: number }, [string]>((d) => `SELECT 1 AS one FROM orgs WHERE id = ? ${d.forNoKeyUpdate}`);
 const NAME_TAKEN = query<{ id: string }, [string, string]>(
   'SELECT id FROM storage_bindings WHERE org_id = ? AND name = ? AND deleted_at IS NULL',
 );
@@ -62,7 +62,7 @@ export function createStorageBindingRepository(db: Database): StorageBindingRepo
     },
     insertIfNameFree(b) {
       return db.transaction(function* () {
-        yield* one(LOCK_ORG, [b.orgId]);
+        yield* lockOrg(b.orgId);
         if (yield* one(NAME_TAKEN, [b.orgId, b.name])) return false;
         yield* run(INSERT, insertParams(b));
         return true;

@@ -24,6 +24,7 @@ import {
   type Flow,
   type Query,
 } from '../sql/index.js';
+import { lockOrg } from './parent-locks.js';
 
 interface TriggerRow {
   id: string;
@@ -148,8 +149,6 @@ const IN_CHANNEL = query<TriggerRow, [string, string, string, string]>(
      AND deleted_at IS NULL AND chat_team_id IS NOT NULL
    ORDER BY chat_keyword, created_at`,
 );
-/** The organization's row, locked on PostgreSQL so that the writes of one organization that count take turns. */
-const LOCK_ORG = query<{ one: number }, [string]>((d) => `SELECT 1 AS one FROM orgs WHERE id = ? ${d.forNoKeyUpdate}`);
 const KIND_OF = query<Pick<TriggerRow, 'type' | 'cron_enabled'>, [string, string]>(
   'SELECT type, cron_enabled FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
 );
@@ -165,7 +164,7 @@ export function createTriggerRepository(db: Database, limitRefusal: TriggerLimit
    * place free).
    */
   function* writeWithin(trigger: Trigger, limits: TriggerLimits, inserting: boolean): Flow<TriggerLimit | null> {
-    yield* one(LOCK_ORG, [trigger.orgId]);
+    yield* lockOrg(trigger.orgId);
     const stored = inserting ? null : yield* one(KIND_OF, [trigger.orgId, trigger.id]);
     // An update of a trigger deleted meanwhile writes nothing: nothing to refuse.
     if (!inserting && !stored) return null;
