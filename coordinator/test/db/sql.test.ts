@@ -5,12 +5,12 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { POSTGRES, SQLITE } from '../../src/db/sql/dialect.js';
-import { all, lock, one, run, runFlowAsync, runFlowSync, type Flow, type Op } from '../../src/db/sql/flow.js';
+import { all, lock, one, rows, run, runFlowAsync, runFlowSync, type Flow, type Op } from '../../src/db/sql/flow.js';
 import type { Database } from '../../src/db/sql/database.js';
 import { PostgresDatabase } from '../../src/db/sql/postgres.js';
 import { isUniqueViolation, jsonRecords } from '../../src/db/sql/rows.js';
 import { SqliteDatabase } from '../../src/db/sql/sqlite.js';
-import { command, numberParameters, query, values } from '../../src/db/sql/statement.js';
+import { command, manyRows, numberParameters, query, values } from '../../src/db/sql/statement.js';
 import { GroupCommitExecutor } from '../../src/db/writer/executor.js';
 import { freshPostgresDatabase, type TestDatabase } from '../postgres/database.js';
 
@@ -60,7 +60,7 @@ describe('flow runners', () => {
     return results;
   }
   const answer = (op: Op): unknown => {
-    if (op.kind === 'lock') return undefined;
+    if (op.kind === 'lock' || op.kind === 'rows') return undefined;
     const [x] = op.params as number[];
     if (op.kind === 'run' && (x as number) < 0) throw new Error('nope');
     return op.kind === 'one' ? (x as number) * 2 : 1;
@@ -105,6 +105,14 @@ const MANY = { id: 'integer', flag: 'boolean', doc: 'json', at: 'timestamptz', b
 const INSERT_MANY = command<[string]>(
   (d) =>
     `INSERT INTO t (id, flag, doc, at, big) SELECT r.id, r.flag, r.doc, r.at, r.big FROM ${d.jsonRecords('?', 'r', MANY)}`,
+);
+// Rows after a leading parameter (the `big` of every row): SQLite's one row at a time, PostgreSQL's all at once.
+const INSERT_ROWS = manyRows<[number], [id: number, at: string], number>(
+  'INSERT INTO t (big, id, at, flag) VALUES (?, ?, ?, TRUE) ON CONFLICT (id) DO NOTHING',
+  `INSERT INTO t (big, id, at, flag)
+   SELECT ?, (value ->> 0)::integer, (value ->> 1)::timestamptz, TRUE FROM json_array_elements(?::json)
+   ON CONFLICT (id) DO NOTHING RETURNING id`,
+  ([id]) => id,
 );
 
 /** The same cases on both databases: what a repository written once relies on. */
@@ -162,6 +170,30 @@ function behavesAlike(kind: 'sqlite' | 'postgres', database: () => Database) {
     ];
     expect(await db.run(INSERT_MANY, [jsonRecords(MANY, records)])).toBe(2);
     expect(await db.all(ROWS, [1])).toEqual([row(1), { ...row(2), flag: 0, doc: null }]);
+  });
+
+  it(`${kind}: writes many rows after leading parameters and gives those stored: a row stored before, or again in the batch, is skipped`, async () => {
+    const db = database();
+    const at = row(1).at;
+    expect(await db.run(INSERT, row(3))).toBe(1);
+    const stored = await db.write(() =>
+      rows(
+        INSERT_ROWS,
+        [2 ** 40],
+        [
+          [1, at],
+          [3, at],
+          [2, at],
+          [1, '2031-01-01T00:00:00.000Z'],
+        ],
+      ),
+    );
+    expect(stored).toEqual([
+      [1, at],
+      [2, at],
+    ]);
+    expect(await db.all(ROWS, [1])).toEqual([{ ...row(1), doc: null }, { ...row(2), doc: null }, row(3)]);
+    expect(await db.write(() => rows(INSERT_ROWS, [0], []))).toEqual([]);
   });
 
   it(`${kind}: refuses a named statement run without one of its names`, async () => {

@@ -16,7 +16,7 @@ import type {
   TransitionResult,
 } from '../../domain/model/jobs.js';
 import type { Dialect } from '../sql/dialect.js';
-import { all, command, one, query, run, values, type Database, type Flow } from '../sql/index.js';
+import { all, command, manyRows, one, query, rows, run, values, type Database, type Flow } from '../sql/index.js';
 import { jobsEnded } from './job-messages.js';
 import { toJob, type JobRow } from './job-rows.js';
 
@@ -184,24 +184,22 @@ const LOG_SUMMARY = query<JobLogSummary, [string]>(
   `SELECT lines, bytes, dropped_lines AS "droppedLines", dropped_bytes AS "droppedBytes"
      FROM job_log_usage WHERE job_id = ?`,
 );
+/** A line as stored: `[seq, at, stream, step, text]`. */
+type LineFields = [seq: number, at: string, stream: string, step: number | null, text: string];
 /**
- * A batch of lines in one statement: the job, then its lines as a JSON array of
- * `[seq, at, stream, step, text]`; a line whose (job, seq) is stored already, or comes again
- * later in the batch, is skipped. Gives the text's bytes of each line stored. The text differs
- * as a whole: SQLite reads the array with jsonb_each (each line's fields read from its binary
- * form, not its text parsed again for each field) and stores what it reads, PostgreSQL casts each
- * field to its column's type. On SQLite a batch of long lines costs more than one INSERT a line
- * did (docs/performance.md, "One data layer").
+ * A batch of an open job's lines; a line whose (job, seq) is stored already, or comes again later
+ * in the batch, is skipped. SQLite inserts line by line with its prepared statement (a line's text
+ * bound as it is: reading long lines out of one JSON parameter cost it 80% more), PostgreSQL the
+ * whole batch from one JSON array, each field cast to its column's type (one round trip).
  */
-const INSERT_LINES = values<number, [string, string]>((d) =>
-  d.name === 'sqlite'
-    ? `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
-       SELECT ?, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4 FROM jsonb_each(?) WHERE TRUE
-       ON CONFLICT (job_id, seq) DO NOTHING RETURNING octet_length(text)`
-    : `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
-       SELECT ?, (value ->> 0)::bigint, (value ->> 1)::timestamptz, value ->> 2, (value ->> 3)::bigint, value ->> 4
-       FROM json_array_elements(?::json) AS l(value)
-       ON CONFLICT (job_id, seq) DO NOTHING RETURNING octet_length(text)`,
+const INSERT_LINES = manyRows<[string], LineFields, number>(
+  `INSERT INTO job_logs (job_id, seq, at, stream, step, text) VALUES (?, ?, ?, ?, ?, ?)
+   ON CONFLICT (job_id, seq) DO NOTHING`,
+  `INSERT INTO job_logs (job_id, seq, at, stream, step, text)
+   SELECT ?, (value ->> 0)::bigint, (value ->> 1)::timestamptz, value ->> 2, (value ->> 3)::bigint, value ->> 4
+   FROM json_array_elements(?::json) AS l(value)
+   ON CONFLICT (job_id, seq) DO NOTHING RETURNING seq`,
+  ([seq]) => seq,
 );
 /** A line's place and size, as the cap's walk reads it (never its text). */
 interface LineSize {
@@ -320,13 +318,13 @@ function* appendLogs(
   const fresh = lines.filter((l) => !beforeGapEnd(before, l.seq));
   if (fresh.length === 0) return { outcome: 'stored', job, accepted: 0 };
   // Lone surrogates as U+FFFD, as either driver binds a string: PostgreSQL refuses them in JSON.
-  const batch = JSON.stringify(fresh.map((l) => [l.seq, l.at, l.stream, l.step ?? null, l.text.toWellFormed()]));
-  const inserted = yield* all(INSERT_LINES, [jobId, batch]);
+  const batch = fresh.map((l): LineFields => [l.seq, l.at, l.stream, l.step ?? null, l.text.toWellFormed()]);
+  const inserted = yield* rows(INSERT_LINES, [jobId], batch);
   if (inserted.length === 0) return { outcome: 'stored', job, accepted: 0 };
   let usage: LogUsage = {
     ...before,
     lines: before.lines + inserted.length,
-    bytes: before.bytes + inserted.reduce((sum, bytes) => sum + bytes, 0),
+    bytes: before.bytes + inserted.reduce((sum, [, , , , text]) => sum + Buffer.byteLength(text), 0),
   };
   if (usage.bytes > cap.maxBytes) usage = yield* cutLog(jobId, usage, cap);
   yield* run(SAVE_LOG_USAGE, { job_id: jobId, ...usage });

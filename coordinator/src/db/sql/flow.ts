@@ -1,9 +1,15 @@
-import type { Command, Params, Query, Statement } from './statement.js';
+import type { Command, ManyRows, Params, Query, Statement } from './statement.js';
 
 /** One step of a flow: a statement to run, or a lock to take. */
 export type Op =
   | { readonly kind: 'one' | 'all' | 'run'; readonly statement: Statement<unknown, Params>; readonly params: Params }
-  | { readonly kind: 'lock'; readonly name: readonly string[] };
+  | { readonly kind: 'lock'; readonly name: readonly string[] }
+  | {
+      readonly kind: 'rows';
+      readonly statement: ManyRows<readonly unknown[], readonly unknown[], unknown>;
+      readonly fixed: readonly unknown[];
+      readonly rows: readonly (readonly unknown[])[];
+    };
 
 /**
  * Several statements written once for both databases, with the reads, the decisions between them
@@ -30,6 +36,28 @@ export function* all<R, P extends Params>(statement: Query<R, P>, params: P): Fl
 /** Runs a write; gives how many rows it changed. */
 export function* run<P extends Params>(statement: Command<P>, params: P): Flow<number> {
   return (yield { kind: 'run', statement, params }) as number;
+}
+
+/** Writes `rows` after the `fixed` parameters (`ManyRows`); gives the rows stored, in order. */
+export function* rows<F extends readonly unknown[], Row extends readonly unknown[], K>(
+  statement: ManyRows<F, Row, K>,
+  fixed: F,
+  rows: readonly Row[],
+): Flow<Row[]> {
+  return (yield { kind: 'rows', statement, fixed, rows } as unknown as Op) as Row[];
+}
+
+/**
+ * The rows a statement of many (`ManyRows`) stored, from the keys it returned: the first row of
+ * each key, as a conflict refuses the rows after it.
+ */
+export function storedRows<Row extends readonly unknown[], K>(
+  rows: readonly Row[],
+  keys: readonly K[],
+  key: (row: Row) => K,
+): Row[] {
+  const left = new Set(keys);
+  return rows.filter((row) => left.delete(key(row)));
 }
 
 /**

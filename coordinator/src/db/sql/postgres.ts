@@ -3,7 +3,7 @@ import type { PgPool, Queryable } from '../postgres/pool.js';
 import { inTransaction } from '../postgres/transaction.js';
 import type { Database } from './database.js';
 import { POSTGRES } from './dialect.js';
-import { runFlowAsync, type Flow, type Op } from './flow.js';
+import { runFlowAsync, storedRows, type Flow, type Op } from './flow.js';
 import type { Command, Params, Query, Statement } from './statement.js';
 
 const BOOL = 16;
@@ -56,6 +56,16 @@ async function execute(on: Queryable, op: Op): Promise<unknown> {
   if (op.kind === 'lock') {
     await on.query(LOCK_SQL, [JSON.stringify(op.name)]);
     return undefined;
+  }
+  if (op.kind === 'rows') {
+    if (op.rows.length === 0) return [];
+    const { many, key } = op.statement;
+    const keys = (await execute(on, {
+      kind: 'all',
+      statement: many,
+      params: [...op.fixed, JSON.stringify(op.rows)],
+    })) as unknown[];
+    return storedRows(op.rows, keys, key);
   }
   const result = await query(on, op.statement, op.params);
   if (op.kind === 'run') return result.rowCount ?? 0;

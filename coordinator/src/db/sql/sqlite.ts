@@ -45,6 +45,10 @@ export class SqliteDatabase implements Database {
 
   private readonly execute = (op: Op): unknown => {
     if (op.kind === 'lock') return undefined;
+    if (op.kind === 'rows') {
+      const each = this.prepare(op.statement.each);
+      return op.rows.filter((row) => each.run(...op.fixed, ...row).changes > 0);
+    }
     const prepared = this.prepare(op.statement);
     if (op.kind === 'one') return prepared.get(op.params) ?? null;
     if (op.kind === 'all') return prepared.all(op.params);

@@ -114,3 +114,25 @@ export function numberParameters(sql: string): CompiledSql {
   if (positional > 0 && names.length > 0) throw new Error(`a statement mixes ? and @name parameters: ${sql}`);
   return { text: out, names: names.length > 0 ? names : null };
 }
+
+/**
+ * A write of many rows that share their leading parameters (`F`: a job's id), skipping those a
+ * conflict refuses; it gives the rows stored. What is cheapest differs, so each database has its
+ * statement: SQLite runs `each` once per row (its prepared statement: long texts bound as they
+ * are, none read back), PostgreSQL runs `many` once with the rows as one JSON array after the
+ * leading parameters (one round trip), returning the `key` of each row it stored.
+ */
+export interface ManyRows<F extends readonly unknown[], Row extends readonly unknown[], K> {
+  readonly each: Command<readonly unknown[]>;
+  readonly many: Query<K, readonly unknown[]>;
+  readonly key: (row: Row) => K;
+  /** Type-only: keeps `F` part of the type. */
+  readonly __fixed?: F;
+}
+
+/** A write of many rows (`ManyRows`): `each` is SQLite's statement of one row, `many` PostgreSQL's of a JSON array of them. */
+export const manyRows = <F extends readonly unknown[], Row extends readonly unknown[], K>(
+  each: string,
+  many: string,
+  key: (row: Row) => K,
+): ManyRows<F, Row, K> => ({ each: command(each), many: values<K, readonly unknown[]>(many), key });
