@@ -10,8 +10,7 @@ import { firstTableWithRows } from '../../coordinator/src/db/copy/postgres-targe
 import { SqliteSource } from '../../coordinator/src/db/copy/sqlite-source.js';
 import { COPIED_TABLES } from '../../coordinator/src/db/copy/tables.js';
 import { databaseFile, openDatabase } from '../../coordinator/src/db/database.js';
-import { loadMigrations, migrate } from '../../coordinator/src/db/migrate.js';
-import { migratePostgres } from '../../coordinator/src/db/postgres/migrate.js';
+import { loadMigrations, migrate, migratePostgres } from '../../coordinator/src/db/migrate.js';
 import { createPool } from '../../coordinator/src/db/postgres/pool.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';

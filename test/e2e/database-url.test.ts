@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrationLabel } from '../../coordinator/src/db/migration-plan.js';
-import { loadPostgresMigrations, migratePostgres } from '../../coordinator/src/db/postgres/migrate.js';
+import { loadPostgresMigrations, migratePostgres } from '../../coordinator/src/db/migrate.js';
 import { createPool } from '../../coordinator/src/db/postgres/pool.js';
 import { freshPostgresDatabase } from '../../coordinator/test/postgres/database.js';
 import { coordinatorCli as cli, killLeftoverCoordinators } from '../helpers/coordinator-cli.js';

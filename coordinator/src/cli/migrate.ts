@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import type { Config } from '../config/config.js';
 import { databaseFile, openDatabase } from '../db/database.js';
-import { migrate, type MigrationResult } from '../db/migrate.js';
+import { migrate, migratePostgres, type MigrationResult } from '../db/migrate.js';
 import { BREAKING_NOTE, migrationLabel, runningBeside } from '../db/migration-plan.js';
-import { migratePostgres } from '../db/postgres/migrate.js';
 import { createPool } from '../db/postgres/pool.js';
 import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
 

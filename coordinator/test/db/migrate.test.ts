@@ -116,12 +116,17 @@ describe('migrate', () => {
     );
   });
 
-  it('rolls a failing migration back whole, leaving its version unrecorded', () => {
+  it('applies the pending migrations all or none: a failing one rolls back those before it in the run', () => {
     const db = openDatabase(':memory:');
-    const broken = [future(1, 'broken', 'CREATE TABLE t (x INTEGER); INSERT INTO nope VALUES (1);')];
-    expect(() => migrate(db, broken)).toThrow();
-    expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 't'").get()).toBeUndefined();
-    expect(db.prepare('SELECT COUNT(*) AS n FROM schema_migrations').get()).toEqual({ n: 0 });
+    migrate(db, [future(1, 'first', 'CREATE TABLE f (x INTEGER);')]);
+    const run = [
+      future(1, 'first', 'CREATE TABLE f (x INTEGER);'),
+      future(2, 'good', 'CREATE TABLE g (x INTEGER);'),
+      future(3, 'broken', 'CREATE TABLE t (x INTEGER); INSERT INTO nope VALUES (1);'),
+    ];
+    expect(() => migrate(db, run)).toThrow(/nope/);
+    expect(db.prepare("SELECT name FROM sqlite_master WHERE name IN ('g', 't')").all()).toEqual([]);
+    expect(db.prepare('SELECT version FROM schema_migrations').pluck().all()).toEqual([1]);
     db.close();
   });
 

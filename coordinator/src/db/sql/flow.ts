@@ -1,9 +1,10 @@
 import type { Command, ManyRows, Params, Query, Statement } from './statement.js';
 
-/** One step of a flow: a statement to run, or a lock to take. */
+/** One step of a flow: a statement to run, a lock to take, or a script of this build's own. */
 export type Op =
   | { readonly kind: 'one' | 'all' | 'run'; readonly statement: Statement<unknown, Params>; readonly params: Params }
   | { readonly kind: 'lock'; readonly name: readonly string[] }
+  | { readonly kind: 'script'; readonly sql: string }
   | {
       readonly kind: 'rows';
       readonly statement: ManyRows<readonly unknown[], readonly unknown[], unknown>;
@@ -68,6 +69,14 @@ export function storedRows<Row extends readonly unknown[], K>(
  */
 export function* lock(...name: string[]): Flow<void> {
   yield { kind: 'lock', name };
+}
+
+/**
+ * Runs `sql`, several statements without parameters, as written for the database at hand (never
+ * compiled): a migration's file. Never text built from input.
+ */
+export function* script(sql: string): Flow<void> {
+  yield { kind: 'script', sql };
 }
 
 /** Drives `flow` to its end, answering each step at once (SQLite). */

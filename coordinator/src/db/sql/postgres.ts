@@ -57,6 +57,8 @@ async function execute(on: Queryable, op: Op): Promise<unknown> {
     await on.query(LOCK_SQL, [JSON.stringify(op.name)]);
     return undefined;
   }
+  // Without parameters, a query may hold several statements.
+  if (op.kind === 'script') return void (await on.query(op.sql));
   if (op.kind === 'rows') {
     if (op.rows.length === 0) return [];
     const { many, key } = op.statement;

@@ -21,7 +21,8 @@ export class SqliteDatabase implements Database {
 
   constructor(
     readonly db: Db,
-    private readonly writes: WriteExecutor,
+    /** The group commit of the hot writes; without one (the migrator) each runs as a transaction. */
+    private readonly writes?: WriteExecutor,
   ) {
     // Built once: better-sqlite3's transaction wrappers are not free.
     this.inTransaction = db.transaction((flow: () => Flow<unknown>) => this.runSync(flow()));
@@ -45,6 +46,7 @@ export class SqliteDatabase implements Database {
 
   private readonly execute = (op: Op): unknown => {
     if (op.kind === 'lock') return undefined;
+    if (op.kind === 'script') return void this.db.exec(op.sql);
     if (op.kind === 'rows') {
       const each = this.prepare(op.statement.each);
       return op.rows.filter((row) => each.run(...op.fixed, ...row).changes > 0);
@@ -71,11 +73,16 @@ export class SqliteDatabase implements Database {
     return this.runSync(flow());
   }
 
-  async transaction<T>(flow: () => Flow<T>, options?: { immediate: boolean }): Promise<T> {
+  /** `transaction`, synchronously: for SQLite code that is not a flow itself. */
+  transactionSync<T>(flow: () => Flow<T>, options?: { immediate: boolean }): T {
     return (options?.immediate ? this.inTransaction.immediate(flow) : this.inTransaction(flow)) as T;
   }
 
+  async transaction<T>(flow: () => Flow<T>, options?: { immediate: boolean }): Promise<T> {
+    return this.transactionSync(flow, options);
+  }
+
   write<T>(flow: () => Flow<T>): Promise<T> {
-    return this.writes.run(() => this.runSync(flow()));
+    return this.writes ? this.writes.run(() => this.runSync(flow())) : this.transaction(flow);
   }
 }

@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { openDatabase, type Db } from '../../../src/db/database.js';
-import { migrate } from '../../../src/db/migrate.js';
-import { migratePostgres } from '../../../src/db/postgres/migrate.js';
+import { migrate, migratePostgres } from '../../../src/db/migrate.js';
 import { createPool, type PgPool } from '../../../src/db/postgres/pool.js';
 import { INSERT_JOB, newJobParams } from '../../../src/db/repositories/job-rows.js';
 import { PostgresDatabase } from '../../../src/db/sql/postgres.js';

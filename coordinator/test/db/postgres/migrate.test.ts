@@ -1,8 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../../src/db/database.js';
-import { loadMigrations, migrate, type Migration } from '../../../src/db/migrate.js';
+import {
+  loadMigrations,
+  loadPostgresMigrations,
+  migrate,
+  migratePostgres,
+  type Migration,
+} from '../../../src/db/migrate.js';
 import { migrationLabel } from '../../../src/db/migration-plan.js';
-import { loadPostgresMigrations, migratePostgres } from '../../../src/db/postgres/migrate.js';
 import { createPool, type PgPool } from '../../../src/db/postgres/pool.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../postgres/database.js';
 
@@ -153,13 +158,21 @@ describe('PostgreSQL migrations', () => {
     }
   });
 
-  it('rolls a failing migration back whole, leaving its version unrecorded', async () => {
+  it('applies the pending migrations all or none: a failing one rolls back those before it in the run', async () => {
     const p = await emptyPool();
     try {
-      const broken = [future(1, 'broken', 'CREATE TABLE t (x integer); INSERT INTO nope VALUES (1);')];
+      const first = future(1, 'first', 'CREATE TABLE f (x integer);');
+      await migratePostgres(p, [first]);
+      const broken = [
+        first,
+        future(2, 'good', 'CREATE TABLE g (x integer);'),
+        future(3, 'broken', 'CREATE TABLE t (x integer); INSERT INTO nope VALUES (1);'),
+      ];
       await expect(migratePostgres(p, broken)).rejects.toThrow(/nope/);
-      expect((await p.query("SELECT to_regclass('t') AS t")).rows).toEqual([{ t: null }]);
-      expect((await p.query('SELECT count(*) AS n FROM schema_migrations')).rows).toEqual([{ n: 0 }]);
+      expect((await p.query("SELECT to_regclass('g') AS g, to_regclass('t') AS t")).rows).toEqual([
+        { g: null, t: null },
+      ]);
+      expect((await p.query('SELECT version FROM schema_migrations')).rows).toEqual([{ version: 1 }]);
       // The lock was given back: the next run proceeds.
       expect((await migratePostgres(p, [])).applied).toEqual([]);
     } finally {
