@@ -55,7 +55,7 @@ const otherPackages = (...names) =>
   );
 // The dashboard runs in a browser: @drover/shared's root entry is Node's (node:crypto, files).
 const dashboardShared = layer(
-  'The dashboard takes from @drover/shared only its browser entries (@drover/shared/api, @drover/shared/params), never another package',
+  'The dashboard takes from @drover/shared only its browser entries (@drover/shared/api, @drover/shared/params, @drover/shared/labels), never another package',
   '^@drover/(shared$|(?!shared/)[^/]+)|(^|/)(coordinator|agent|cli|shared)/(src|dist)/',
 );
 // Every TypeScript file belongs to one of these projects (test/tsconfig.json covers all tests).

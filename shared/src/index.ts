@@ -15,3 +15,4 @@ export * from './format-log-record.js';
 export * from './pattern-match.js';
 export * from './node-version.js';
 export * from './visible-controls.js';
+export * from './labels.js';

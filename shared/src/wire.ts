@@ -184,6 +184,36 @@ export interface AgentSelf {
   status: AgentStatus;
 }
 
+/**
+ * `PUT /v1/agent/labels`: the labels the agent reports of itself (docs/fleets.md), sent when it
+ * connects; they replace those it reported before. `os` and `arch` are always among them.
+ */
+export const PutAgentLabelsRequest = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['labels'],
+  properties: { labels: { type: 'object', additionalProperties: { type: 'string' } } },
+} as const;
+export interface PutAgentLabelsRequest {
+  labels: Record<string, string>;
+}
+
+/** The answer: the agent's labels as the coordinator now has them (reported, operators', merged). */
+export const PutAgentLabelsResponse = {
+  type: 'object',
+  required: ['labels', 'reportedLabels', 'operatorLabels'],
+  properties: {
+    labels: { type: 'object', additionalProperties: { type: 'string' } },
+    reportedLabels: { type: 'object', additionalProperties: { type: 'string' } },
+    operatorLabels: { type: 'object', additionalProperties: { type: 'string' } },
+  },
+} as const;
+export interface PutAgentLabelsResponse {
+  labels: Record<string, string>;
+  reportedLabels: Record<string, string>;
+  operatorLabels: Record<string, string>;
+}
+
 /** A workflow as the public API shows it (docs/agent-protocol.md); never secrets, secretsKeys or steps. */
 export const PublicWorkflow = {
   type: 'object',

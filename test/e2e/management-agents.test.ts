@@ -5,7 +5,19 @@ import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { addUser } from '../helpers/members.js';
 import type { ApiClient } from '../helpers/http.js';
 
-const AGENT_FIELDS = ['agentVersion', 'enrolledAt', 'hostname', 'id', 'lastSeenAt', 'name', 'os', 'status'];
+const AGENT_FIELDS = [
+  'agentVersion',
+  'enrolledAt',
+  'hostname',
+  'id',
+  'labels',
+  'lastSeenAt',
+  'name',
+  'operatorLabels',
+  'os',
+  'reportedLabels',
+  'status',
+];
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('agent management', () => {
@@ -74,6 +86,84 @@ describe('agent management', () => {
     }
     expect((await t.owner.patch(`/orgs/${t.orgId}/agents/${UNKNOWN_ID}`, { body: { name: 'x' } })).status).toBe(404);
     expect((await t.owner.patch(path, { body: { name: 'x'.repeat(255) } })).status).toBe(200);
+  });
+
+  it("takes the labels an agent reports, an operator's labels over them, and filters by selector", async () => {
+    const reported = await first.request('PUT', '/v1/agent/labels', {
+      labels: { site: 'berlin', role: 'gateway', os: 'linux', arch: 'x64' },
+    });
+    expect(reported.status).toBe(200);
+    expect(reported.body.reportedLabels).toEqual({ arch: 'x64', os: 'linux', role: 'gateway', site: 'berlin' });
+    await second.request('PUT', '/v1/agent/labels', { labels: { site: 'munich', os: 'linux', arch: 'arm64' } });
+
+    const path = `/orgs/${t.orgId}/agents/${first.agentId}`;
+    const set = await member.patch(path, { body: { labels: { site: 'hamburg', tier: 'gold' } } });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({
+      labels: { arch: 'x64', os: 'linux', role: 'gateway', site: 'hamburg', tier: 'gold' },
+      reportedLabels: { site: 'berlin' },
+      operatorLabels: { site: 'hamburg', tier: 'gold' },
+    });
+    // What the agent reports again leaves the operators' labels alone, and still loses a clash.
+    const again = await first.request('PUT', '/v1/agent/labels', {
+      labels: { site: 'berlin', os: 'linux', arch: 'x64' },
+    });
+    expect(again.body.labels).toEqual({ arch: 'x64', os: 'linux', site: 'hamburg', tier: 'gold' });
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=agent.labels`);
+    expect(audit.body).toHaveLength(1);
+    expect(audit.body[0]).toMatchObject({
+      targetId: first.agentId,
+      metadata: { from: {}, to: { site: 'hamburg', tier: 'gold' } },
+    });
+    // The same labels again change nothing and are not audited again.
+    expect((await member.patch(path, { body: { labels: { tier: 'gold', site: 'hamburg' } } })).status).toBe(200);
+    expect((await t.owner.get(`/orgs/${t.orgId}/audit?action=agent.labels`)).body).toHaveLength(1);
+
+    const select = async (selector: string) =>
+      (await member.get(`/orgs/${t.orgId}/agents?selector=${encodeURIComponent(selector)}`)).body.map(
+        (a: { id: string }) => a.id,
+      );
+    expect(await select('os=linux')).toEqual([second.agentId, first.agentId]);
+    expect(await select('site in (hamburg,munich),arch!=arm64')).toEqual([first.agentId]);
+    expect(await select('tier notin (gold)')).toEqual([second.agentId]);
+    expect(await select('!tier,site')).toEqual([second.agentId]);
+    expect(await select('site=berlin')).toEqual([]);
+    expect(await select('')).toEqual([second.agentId, first.agentId]);
+
+    const bad = await member.get(`/orgs/${t.orgId}/agents?selector=${encodeURIComponent('site in berlin')}`);
+    expect(bad.status).toBe(422);
+    expect(bad.body.details).toEqual([
+      { path: 'querystring.selector', message: "not a label selector: at position 8: expected '(', found 'berlin'" },
+    ]);
+  });
+
+  it('refuses labels past the rules with 422 naming the label, from operators and agents alike', async () => {
+    const path = `/orgs/${t.orgId}/agents/${first.agentId}`;
+    const many = Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']));
+    for (const [labels, detail] of [
+      [{ Site: 'x' }, 'body.labels.Site'],
+      [{ site: 'a b' }, 'body.labels.site'],
+      [{ site: 'x'.repeat(64) }, 'body.labels.site'],
+      [{ site: 3 }, 'body.labels.site'],
+      [many, 'body.labels'],
+    ] as const) {
+      const res = await t.owner.patch(path, { body: { labels } });
+      expect(res.status, JSON.stringify(labels)).toBe(422);
+      expect(res.body.details.map((d: { path: string }) => d.path)).toContain(detail);
+    }
+    expect((await t.owner.patch(path, { body: { labels: ['site'] } })).status).toBe(422);
+    const agentRes = await first.request('PUT', '/v1/agent/labels', {
+      labels: { Site: 'x', os: 'linux', arch: 'x64' },
+    });
+    expect(agentRes.status).toBe(422);
+    expect(agentRes.body.details).toEqual([
+      { path: 'body.labels.Site', message: expect.stringContaining('label key') },
+    ]);
+    const noOs = await first.request('PUT', '/v1/agent/labels', { labels: { site: 'x' } });
+    expect(noOs.status).toBe(422);
+    expect(noOs.body.details.map((d: { path: string }) => d.path)).toEqual(['body.labels.os', 'body.labels.arch']);
+    // Nothing refused was stored.
+    expect((await t.owner.get(path)).body.operatorLabels).toEqual({ site: 'hamburg', tier: 'gold' });
   });
 
   it('lets only an owner revoke', async () => {

@@ -23,6 +23,7 @@ export const AUDIT_ACTIONS: Record<Schema<'AuditEntry'>['action'], string> = {
   'enrollment_token.create': 'created',
   'agent.enroll': 'enrolled',
   'agent.rename': 'renamed',
+  'agent.labels': 'changed the labels of',
   'agent.revoke': 'revoked',
   'enrollment.lockout': 'blocked, after failed enrollments,',
   'workflow.update_limits': 'changed the limits of',

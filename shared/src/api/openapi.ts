@@ -407,6 +407,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/agent/labels': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    /** Replace the labels the agent reports of itself */
+    put: operations['reportAgentLabels'];
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/agent/stream': {
     parameters: {
       query?: never;
@@ -780,7 +797,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List the agents of an organization, most recently registered first */
+    /** List the agents of an organization, most recently registered first; those a label selector matches */
     get: operations['listAgents'];
     put?: never;
     post?: never;
@@ -805,8 +822,8 @@ export interface paths {
     delete: operations['revokeAgent'];
     options?: never;
     head?: never;
-    /** Rename an agent */
-    patch: operations['renameAgent'];
+    /** Rename an agent, or replace the operators' labels of it (docs/fleets.md) */
+    patch: operations['updateAgent'];
     trace?: never;
   };
   '/v1/orgs/{orgId}/workflows': {
@@ -1513,6 +1530,18 @@ export interface components {
       lastSeenAt: string | null;
       /** Format: date-time */
       enrolledAt: string;
+      /** @description The agent's labels: those it reports, with the operators' on top. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+      labels: {
+        [key: string]: string;
+      };
+      /** @description The labels the agent reports of itself (os and arch among them; at most 32). Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+      reportedLabels: {
+        [key: string]: string;
+      };
+      /** @description The labels operators set (at most 32); one wins over the agent's of the same key. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+      operatorLabels: {
+        [key: string]: string;
+      };
     };
     PublicWorkflow: {
       id: string;
@@ -1775,6 +1804,7 @@ export interface components {
         | 'enrollment_token.create'
         | 'agent.enroll'
         | 'agent.rename'
+        | 'agent.labels'
         | 'agent.revoke'
         | 'enrollment.lockout'
         | 'workflow.update_limits'
@@ -3587,6 +3617,62 @@ export interface operations {
       };
     };
   };
+  reportAgentLabels: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          labels: {
+            [key: string]: string;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': {
+            labels: {
+              [key: string]: string;
+            };
+            reportedLabels: {
+              [key: string]: string;
+            };
+            operatorLabels: {
+              [key: string]: string;
+            };
+          };
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   openAgentStream: {
     parameters: {
       query?: {
@@ -5126,7 +5212,10 @@ export interface operations {
   };
   listAgents: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description A label selector (docs/fleets.md): only the agents whose labels it matches */
+        selector?: string;
+      };
       header?: never;
       path: {
         orgId: string;
@@ -5282,7 +5371,7 @@ export interface operations {
       };
     };
   };
-  renameAgent: {
+  updateAgent: {
     parameters: {
       query?: never;
       header?: never;
@@ -5295,7 +5384,11 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
-          name: string;
+          name?: string;
+          /** @description The operators' labels, replacing those set before as a whole ({} removes them). Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+          labels?: {
+            [key: string]: string;
+          };
         };
       };
     };

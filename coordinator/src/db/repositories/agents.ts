@@ -6,6 +6,7 @@ import type {
   EnrollmentTokenRefusal,
   EnrollOutcome,
 } from '../../domain/model/agents.js';
+import { mergeLabels } from '@drover/shared';
 import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
 
 interface AgentRow {
@@ -20,21 +21,30 @@ interface AgentRow {
   last_seen_at: string | null;
   enrolled_at: string;
   revoked_at: string | null;
+  reported_labels: string;
+  operator_labels: string;
 }
 
-const toAgent = (r: AgentRow): Agent => ({
-  id: r.id,
-  orgId: r.org_id,
-  name: r.name,
-  hostname: r.hostname,
-  os: r.os,
-  agentVersion: r.agent_version,
-  status: r.status,
-  lastSeenAt: r.last_seen_at,
-  enrolledAt: r.enrolled_at,
-  revokedAt: r.revoked_at,
-  publicKey: r.public_key,
-});
+const toAgent = (r: AgentRow): Agent => {
+  const reportedLabels = JSON.parse(r.reported_labels) as Record<string, string>;
+  const operatorLabels = JSON.parse(r.operator_labels) as Record<string, string>;
+  return {
+    id: r.id,
+    orgId: r.org_id,
+    name: r.name,
+    hostname: r.hostname,
+    os: r.os,
+    agentVersion: r.agent_version,
+    status: r.status,
+    lastSeenAt: r.last_seen_at,
+    enrolledAt: r.enrolled_at,
+    revokedAt: r.revoked_at,
+    labels: mergeLabels(reportedLabels, operatorLabels),
+    reportedLabels,
+    operatorLabels,
+    publicKey: r.public_key,
+  };
+};
 
 /** An enrollment token, its row locked on PostgreSQL: two agents racing with it on two coordinators take turns. */
 const TOKEN = query<{ id: string; org_id: string; expires_at: string; used_at: string | null }, [string]>(
@@ -62,6 +72,12 @@ const BY_IDS = query<AgentRow, [string, string]>(
 );
 const RENAME = query<AgentRow, [string, string, string]>(
   'UPDATE agents SET name = ? WHERE org_id = ? AND id = ? RETURNING *',
+);
+const OPERATOR_LABELS = query<AgentRow, [string, string, string]>(
+  'UPDATE agents SET operator_labels = ? WHERE org_id = ? AND id = ? RETURNING *',
+);
+const REPORTED_LABELS = query<AgentRow, [string, string]>(
+  'UPDATE agents SET reported_labels = ? WHERE id = ? RETURNING *',
 );
 const REVOKE = query<AgentRow, [string, string, string]>(
   `UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?
@@ -126,6 +142,12 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
     },
     async rename(orgId, id, name) {
       return agentOrNull(await db.one(RENAME, [name, orgId, id]));
+    },
+    async setOperatorLabels(orgId, id, labels) {
+      return agentOrNull(await db.one(OPERATOR_LABELS, [JSON.stringify(labels), orgId, id]));
+    },
+    async setReportedLabels(id, labels) {
+      return agentOrNull(await db.one(REPORTED_LABELS, [JSON.stringify(labels), id]));
     },
     async revoke(orgId, id, at) {
       return agentOrNull(await db.one(REVOKE, [at, orgId, id]));

@@ -11,6 +11,12 @@ export interface Agent {
   lastSeenAt: string | null;
   enrolledAt: string;
   revokedAt: string | null;
+  /** The labels it carries: `reportedLabels` with `operatorLabels` on top (docs/fleets.md). */
+  labels: Record<string, string>;
+  /** The labels the agent reports of itself when it connects (`os` and `arch` among them). */
+  reportedLabels: Record<string, string>;
+  /** The labels operators set; an operator's label wins over the agent's of the same key. */
+  operatorLabels: Record<string, string>;
   /** Internal: never returned by any route. */
   publicKey: string;
 }
@@ -48,6 +54,10 @@ export interface AgentRepository {
   /** The given agents of the organization (unknown ids skipped), most recently registered first. */
   listByIds(orgId: string, ids: readonly string[]): Promise<Agent[]>;
   rename(orgId: string, id: string, name: string): Promise<Agent | null>;
+  /** Replaces the operators' labels as a whole; null when the agent is not in the organization. */
+  setOperatorLabels(orgId: string, id: string, labels: Readonly<Record<string, string>>): Promise<Agent | null>;
+  /** Replaces the labels the agent reports of itself; null when it is unknown. */
+  setReportedLabels(id: string, labels: Readonly<Record<string, string>>): Promise<Agent | null>;
   /** Marks the agent revoked; returns null when it does not exist in the organization. */
   revoke(orgId: string, id: string, at: string): Promise<Agent | null>;
   /**

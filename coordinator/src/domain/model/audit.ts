@@ -17,6 +17,7 @@ export const AUDIT_ACTIONS = [
   'enrollment_token.create',
   'agent.enroll',
   'agent.rename',
+  'agent.labels',
   'agent.revoke',
   'enrollment.lockout',
   'workflow.update_limits',

@@ -64,6 +64,9 @@ export const agentExample = {
   status: 'connected',
   lastSeenAt: LATER,
   enrolledAt: AT,
+  labels: { arch: 'x64', os: 'linux', role: 'gateway', site: 'munich' },
+  reportedLabels: { arch: 'x64', os: 'linux', role: 'gateway', site: 'berlin' },
+  operatorLabels: { site: 'munich' },
 };
 
 export const paramsSchemaExample = [

@@ -64,10 +64,30 @@ export const InvitationSchema = named('Invitation', {
   },
 } as const);
 
+/** Agent labels (docs/fleets.md): key to value. */
+export const labelsSchema = (description: string) =>
+  ({
+    type: 'object',
+    description: `${description}. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ -`,
+    additionalProperties: { type: 'string' },
+  }) as const;
+
 export const AgentSchema = named('Agent', {
   type: 'object',
   examples: [agentExample],
-  required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
+  required: [
+    'id',
+    'name',
+    'hostname',
+    'os',
+    'agentVersion',
+    'status',
+    'lastSeenAt',
+    'enrolledAt',
+    'labels',
+    'reportedLabels',
+    'operatorLabels',
+  ],
   properties: {
     id: uuid,
     name,
@@ -77,6 +97,9 @@ export const AgentSchema = named('Agent', {
     status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
     lastSeenAt: nullableTimestamp,
     enrolledAt: timestamp,
+    labels: labelsSchema("The agent's labels: those it reports, with the operators' on top"),
+    reportedLabels: labelsSchema('The labels the agent reports of itself (os and arch among them; at most 32)'),
+    operatorLabels: labelsSchema("The labels operators set (at most 32); one wins over the agent's of the same key"),
   },
 } as const);
 

@@ -5,6 +5,7 @@ import { agentDeployRoutes } from './deploy.js';
 import { agentEnrollRoutes } from './enroll.js';
 import { agentFileRoutes } from './files.js';
 import { agentJobRoutes } from './jobs.js';
+import { agentLabelRoutes } from './labels.js';
 import { agentSelfRoutes } from './me.js';
 import { agentStreamRoutes } from './stream.js';
 import { agentWorkflowRoutes } from './workflows.js';
@@ -22,6 +23,7 @@ export async function agentRoutes(app: FastifyInstance): Promise<void> {
     signed.addHook('preValidation', agentSignatureHook);
     await signed.register(agentWorkflowRoutes);
     await signed.register(agentSelfRoutes);
+    await signed.register(agentLabelRoutes);
     await signed.register(agentStreamRoutes);
     await signed.register(agentJobRoutes);
     await signed.register(agentFileRoutes);

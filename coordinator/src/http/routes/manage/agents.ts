@@ -1,36 +1,50 @@
 import type { FastifyInstance } from 'fastify';
 import { agentEventsOf } from '../../../domain/agents/agent-events.js';
+import { selectAgents, selectorFrom, setOperatorLabels } from '../../../domain/agents/agent-labels.js';
 import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
-import { AgentSchema, noQuery } from '../../schemas/management.js';
+import { AgentSchema, labelsSchema, noQuery } from '../../schemas/management.js';
 import { listOf } from '../../schemas/examples.js';
 
 const agentParams = idParams('orgId', 'agentId');
 type AgentParams = { orgId: string; agentId: string };
 
 /**
- * Agents of an organization: members list, read and rename them; revoking (DELETE) is for owners.
- * Responses carry the spec's agent fields only (AgentSchema drops publicKey and the rest).
+ * Agents of an organization: members list (by label selector too), read, rename and label them;
+ * revoking (DELETE) is for owners. Responses carry the agent view only (AgentSchema drops publicKey).
  */
 export async function agentManagementRoutes(app: FastifyInstance): Promise<void> {
-  app.get<{ Params: { orgId: string } }>(
+  app.get<{ Params: { orgId: string }; Querystring: { selector?: string } }>(
     '/orgs/:orgId/agents',
     {
       schema: {
         operationId: 'listAgents',
-        summary: 'List the agents of an organization, most recently registered first',
+        summary: 'List the agents of an organization, most recently registered first; those a label selector matches',
         tags: ['dashboard'],
         params: orgParams,
-        querystring: noQuery,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            selector: {
+              type: 'string',
+              description: 'A label selector (docs/fleets.md): only the agents whose labels it matches',
+              examples: ['site in (berlin,munich),role=gateway'],
+            },
+          },
+        },
         response: { 200: listOf(AgentSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return app.ctx.repos.agents.listByOrg(orgId);
+      const { selector } = request.query;
+      const requirements = selector === undefined ? null : selectorFrom(selector, 'querystring.selector');
+      const agents = await app.ctx.repos.agents.listByOrg(orgId);
+      return requirements ? selectAgents(agents, requirements) : agents;
     },
   );
 
@@ -54,34 +68,47 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
     },
   );
 
-  app.patch<{ Params: AgentParams; Body: { name: string } }>(
+  app.patch<{ Params: AgentParams; Body: { name?: string; labels?: Record<string, string> } }>(
     '/orgs/:orgId/agents/:agentId',
     {
       schema: {
-        operationId: 'renameAgent',
-        summary: 'Rename an agent',
+        operationId: 'updateAgent',
+        summary: "Rename an agent, or replace the operators' labels of it (docs/fleets.md)",
         tags: ['dashboard'],
         params: agentParams,
         querystring: noQuery,
         body: {
           type: 'object',
           additionalProperties: false,
-          required: ['name'],
-          properties: { name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH } },
-          examples: [{ name: 'edge-lab-01' }],
+          minProperties: 1,
+          properties: {
+            name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH },
+            labels: labelsSchema("The operators' labels, replacing those set before as a whole ({} removes them)"),
+          },
+          examples: [{ name: 'edge-lab-01' }, { labels: { site: 'munich', role: 'gateway' } }],
         },
         response: { 200: AgentSchema, ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
       const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const name = cleanName('body.name', request.body.name);
-      const before = await app.ctx.repos.agents.findInOrg(orgId, request.params.agentId);
-      if (!before) throw notFound('Agent');
-      const agent = await app.ctx.repos.agents.rename(orgId, before.id, name);
+      const { repos, audit } = app.ctx;
+      const name = request.body.name === undefined ? undefined : cleanName('body.name', request.body.name);
+      let agent = await repos.agents.findInOrg(orgId, request.params.agentId);
       if (!agent) throw notFound('Agent');
-      if (before.name !== agent.name) {
-        await app.ctx.audit.record({
+      if (request.body.labels !== undefined) {
+        agent = await setOperatorLabels(
+          { agents: repos.agents, audit },
+          { orgId, userId },
+          agent.id,
+          request.body.labels,
+        );
+      }
+      if (name !== undefined && name !== agent.name) {
+        const before = agent;
+        agent = await repos.agents.rename(orgId, before.id, name);
+        if (!agent) throw notFound('Agent');
+        await audit.record({
           orgId,
           actorType: 'user',
           actorId: userId,

@@ -1,0 +1,89 @@
+import {
+  BUILT_IN_LABELS,
+  labelProblems,
+  matchesSelector,
+  parseSelector,
+  SelectorError,
+  type Labels,
+  type Requirement,
+} from '@drover/shared';
+import { isDeepStrictEqual } from 'node:util';
+import { notFound, validationFailed } from '../../errors.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { Agent, AgentRepository } from '../model/agents.js';
+
+/**
+ * Agent labels (docs/fleets.md): the agent reports its own when it connects, operators set theirs,
+ * and the agent carries both, an operator's winning a clash. Every change goes through here.
+ */
+
+/** Refuses labels that break the rules (422 naming each label under `path`). */
+function checkLabels(labels: unknown, path: string): asserts labels is Labels {
+  const problems = labelProblems(labels, path);
+  if (problems.length > 0) throw validationFailed(problems);
+}
+
+/** Sorted by key: the order labels are stored and shown in. */
+const sorted = (labels: Labels): Record<string, string> =>
+  Object.fromEntries(
+    Object.keys(labels)
+      .sort()
+      .map((key) => [key, labels[key]!]),
+  );
+
+/**
+ * The labels an agent reports of itself replace those it reported before. An agent always reports
+ * `os` and `arch`; one that leaves them out is refused, so a selector on them never misses an agent
+ * by accident (agents of versions before labels report nothing and keep none).
+ */
+export async function reportLabels(agents: AgentRepository, agent: Agent, labels: unknown): Promise<Agent> {
+  checkLabels(labels, 'body.labels');
+  const missing = BUILT_IN_LABELS.filter((key) => !Object.hasOwn(labels, key));
+  if (missing.length > 0) {
+    throw validationFailed(missing.map((key) => ({ path: `body.labels.${key}`, message: 'an agent reports its own' })));
+  }
+  if (isDeepStrictEqual(sorted(labels), agent.reportedLabels)) return agent;
+  return (await agents.setReportedLabels(agent.id, sorted(labels))) ?? agent;
+}
+
+/** An operator replaces the operators' labels of an agent as a whole; audited when they change. */
+export async function setOperatorLabels(
+  deps: { agents: AgentRepository; audit: AuditLog },
+  actor: { orgId: string; userId: string },
+  agentId: string,
+  labels: unknown,
+): Promise<Agent> {
+  checkLabels(labels, 'body.labels');
+  const before = await deps.agents.findInOrg(actor.orgId, agentId);
+  if (!before) throw notFound('Agent');
+  const next = sorted(labels);
+  if (isDeepStrictEqual(next, before.operatorLabels)) return before;
+  const agent = await deps.agents.setOperatorLabels(actor.orgId, before.id, next);
+  if (!agent) throw notFound('Agent');
+  await deps.audit.record({
+    orgId: actor.orgId,
+    actorType: 'user',
+    actorId: actor.userId,
+    action: 'agent.labels',
+    targetType: 'agent',
+    targetId: agent.id,
+    metadata: { from: before.operatorLabels, to: agent.operatorLabels },
+  });
+  return agent;
+}
+
+/** A selector from a request, parsed; a bad one is 422 naming `path` and the position of the error. */
+export function selectorFrom(source: string, path: string): Requirement[] {
+  try {
+    return parseSelector(source);
+  } catch (error) {
+    if (error instanceof SelectorError) {
+      throw validationFailed([{ path, message: `not a label selector: ${error.message}` }]);
+    }
+    throw error;
+  }
+}
+
+/** The agents whose labels meet `selector`. */
+export const selectAgents = (agents: readonly Agent[], selector: readonly Requirement[]): Agent[] =>
+  selector.length === 0 ? [...agents] : agents.filter((agent) => matchesSelector(selector, agent.labels));

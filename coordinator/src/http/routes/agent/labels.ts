@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import { PutAgentLabelsRequest, PutAgentLabelsResponse } from '@drover/shared';
+import { reportLabels } from '../../../domain/agents/agent-labels.js';
+import { requireAgent } from '../../auth/agent-signature.js';
+import { errorResponses } from '../../schemas/common.js';
+import { withExample } from '../../schemas/examples.js';
+import { noQuery } from './schemas.js';
+
+/**
+ * `PUT /v1/agent/labels` (signed): the labels the agent reports of itself, sent when it connects
+ * (docs/agent-protocol.md). They replace those it reported before; operators' labels stay.
+ */
+export async function agentLabelRoutes(app: FastifyInstance): Promise<void> {
+  app.put<{ Body: PutAgentLabelsRequest }>(
+    '/agent/labels',
+    {
+      schema: {
+        operationId: 'reportAgentLabels',
+        summary: 'Replace the labels the agent reports of itself',
+        tags: ['agent'],
+        body: withExample(PutAgentLabelsRequest, { labels: { os: 'linux', arch: 'arm64', site: 'berlin' } }),
+        querystring: noQuery,
+        response: {
+          200: withExample(PutAgentLabelsResponse, {
+            labels: { arch: 'arm64', os: 'linux', site: 'munich' },
+            reportedLabels: { arch: 'arm64', os: 'linux', site: 'berlin' },
+            operatorLabels: { site: 'munich' },
+          }),
+          ...errorResponses(401, 422),
+        },
+      },
+    },
+    async (request): Promise<PutAgentLabelsResponse> => {
+      const agent = await reportLabels(app.ctx.repos.agents, await requireAgent(request), request.body.labels);
+      return { labels: agent.labels, reportedLabels: agent.reportedLabels, operatorLabels: agent.operatorLabels };
+    },
+  );
+}
