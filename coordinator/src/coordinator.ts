@@ -7,6 +7,7 @@ import { openStore } from './store.js';
 import { HealthCheck } from './health.js';
 import { AuditLog } from './domain/audit/audit-log.js';
 import { JobCancelService } from './domain/jobs/job-cancel.js';
+import { BatchService } from './domain/fleet/batch-service.js';
 import { JobLogService } from './domain/jobs/job-logs.js';
 import { JobEvents } from './domain/jobs/job-events.js';
 import { observeJobMetrics } from './domain/jobs/job-metrics.js';
@@ -140,6 +141,7 @@ export async function createCoordinator(
       clock,
       deadlineGraceMs: config.jobDeadlineGraceMs,
     });
+    const batches = new BatchService({ repos, jobEvents, cancels, audit, clock, logger });
     const jobLogs = new JobLogService({ jobs: repos.jobs, maxBytes: config.jobLogMaxBytes });
     const scheduler = new CronScheduler({
       triggers: repos.triggers,
@@ -196,6 +198,7 @@ export async function createCoordinator(
       invitations,
       runs,
       cancels,
+      batches,
       jobLogs,
       ota,
       chatIntegrations,
@@ -219,8 +222,12 @@ export async function createCoordinator(
       clock,
       logger,
       deadlineGraceMs: config.jobDeadlineGraceMs,
+      alsoSweep: () => batches.sweep(),
     });
     const stopRevocations = agentEventsOf(ctx).onRevoked((agent) => void sweeper.agentRevoked(agent.id));
+    // A batch moves on as its jobs end here (its held jobs handed out, its end marked), and the
+    // sweep catches up after a coordinator stopped in between (docs/fleets.md).
+    const stopBatches = batches.follow(async (jobId) => (await repos.jobs.findById(jobId))?.batchId ?? null);
     // Jobs that start and end; at each scrape, the device bindings per state and when each agent
     // was last seen (docs/metrics.md).
     const stopJobMetrics = prometheus
@@ -269,6 +276,7 @@ export async function createCoordinator(
         closed = true;
         try {
           stopRevocations();
+          stopBatches();
           stopTriggerChanges();
           detachAgentEvents();
           stopChatWakes();

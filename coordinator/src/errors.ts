@@ -21,6 +21,10 @@ export const ErrorCodes = {
   conflict: { status: 409, description: 'The request conflicts with the current state of the resource.' },
   idempotency_conflict: { status: 409, description: 'The Idempotency-Key was used before with a different body.' },
   file_in_use: { status: 409, description: 'The file is referenced by a release that is not yanked.' },
+  no_matching_agent: {
+    status: 409,
+    description: "No agent of the organization matches the trigger's label selector: nothing was created.",
+  },
   limit_reached: {
     status: 409,
     description:
@@ -91,8 +95,10 @@ export const unauthorized = (message = 'Authentication required'): AppError => n
 export const forbidden = (message = 'You do not have the right to do this'): AppError =>
   new AppError('forbidden', message);
 export const notFound = (what: string): AppError => new AppError('not_found', `${what} not found`);
-export const conflict = (message: string, code: 'conflict' | 'idempotency_conflict' | 'file_in_use' = 'conflict') =>
-  new AppError(code, message);
+export const conflict = (
+  message: string,
+  code: 'conflict' | 'idempotency_conflict' | 'file_in_use' | 'no_matching_agent' = 'conflict',
+) => new AppError(code, message);
 
 const summarize = (details: ValidationDetail[]) =>
   details.map((d) => (d.path ? `${d.path}: ${d.message}` : d.message)).join('; ') || 'Validation failed';

@@ -29,6 +29,8 @@ interface Pairs {
   AgentSelf: Agree<shared.AgentSelf, FromSchema<typeof shared.AgentSelf>>;
   PublicWorkflow: Agree<shared.PublicWorkflow, FromSchema<typeof shared.PublicWorkflow>>;
   PutWorkflowsResponse: Agree<shared.PutWorkflowsResponse, FromSchema<typeof shared.PutWorkflowsResponse>>;
+  PutAgentLabelsRequest: Agree<shared.PutAgentLabelsRequest, FromSchema<typeof shared.PutAgentLabelsRequest>>;
+  PutAgentLabelsResponse: Agree<shared.PutAgentLabelsResponse, FromSchema<typeof shared.PutAgentLabelsResponse>>;
   RejectJobRequest: Agree<shared.RejectJobRequest, FromSchema<typeof shared.RejectJobRequest>>;
   JobLogLine: Agree<shared.JobLogLine, FromSchema<typeof shared.JobLogLine>>;
   AppendJobLogsRequest: Agree<shared.AppendJobLogsRequest, FromSchema<typeof shared.AppendJobLogsRequest>>;
@@ -48,6 +50,8 @@ const agreeing: { [K in keyof Pairs]: Pairs[K] extends true ? true : never } = {
   AgentSelf: true,
   PublicWorkflow: true,
   PutWorkflowsResponse: true,
+  PutAgentLabelsRequest: true,
+  PutAgentLabelsResponse: true,
   RejectJobRequest: true,
   JobLogLine: true,
   AppendJobLogsRequest: true,

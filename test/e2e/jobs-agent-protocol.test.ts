@@ -8,6 +8,7 @@ import { openAgentStream } from '../helpers/sse.js';
 const JOB_FIELDS = [
   'agentId',
   'applicationId',
+  'batchId',
   'cancelRequestedAt',
   'chatOrigin',
   'createdAt',

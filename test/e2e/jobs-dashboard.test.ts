@@ -8,6 +8,7 @@ import { addUser, outsider } from '../helpers/members.js';
 
 const LIST_FIELDS = [
   'agentId',
+  'batchId',
   'cancelRequestedAt',
   'chatOrigin',
   'createdAt',

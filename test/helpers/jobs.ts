@@ -36,7 +36,7 @@ export async function createTestJob(
     ...fields,
   };
   await t.sql.insertJob(job);
-  if (options.notify !== false && job.status === 'pending') {
+  if (options.notify !== false && job.status === 'pending' && job.agentId !== null) {
     t.coordinator.ctx.jobEvents.jobCreated(job.agentId, job.id);
   }
   return job;

@@ -80,7 +80,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
         t.type,
         t.responseMode,
         t.scopeType === 'agent' ? '(any)' : t.workflowName,
-        agentName(t.agentId),
+        t.agentId === null ? `${t.agentSelector} (${t.fanout})` : agentName(t.agentId),
       ]);
       rt.out(formatTable(['ID', 'NAME', 'TYPE', 'MODE', 'WORKFLOW', 'AGENT'], rows));
     });

@@ -105,9 +105,19 @@ function* migrations(sqlite: boolean, known: Migration[], options: MigrateOption
   };
 }
 
-/** Migrates a SQLite database (its write lock taken at BEGIN). */
+/**
+ * Migrates a SQLite database (its write lock taken at BEGIN). While it migrates, the connection
+ * allows a migration to edit a table's definition in place (better-sqlite3's unsafe mode lifts
+ * SQLite's defensive flag): the documented way to drop a NOT NULL without rebuilding the table
+ * (0026_fleet_runs).
+ */
 export function migrate(db: Db, known = loadMigrations(), options: MigrateOptions = {}): MigrationResult {
-  return new SqliteDatabase(db).transactionSync(() => migrations(true, known, options), { immediate: true });
+  db.unsafeMode(true);
+  try {
+    return new SqliteDatabase(db).transactionSync(() => migrations(true, known, options), { immediate: true });
+  } finally {
+    db.unsafeMode(false);
+  }
 }
 
 /** Migrates a PostgreSQL database: several coordinators may at once, and take turns. */

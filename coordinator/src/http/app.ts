@@ -14,7 +14,7 @@ import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { orderRefusals } from './refusal-order.js';
 import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
 import { ErrorBodySchema } from './schemas/common.js';
-import { nameAnswers } from './schemas/named.js';
+import { describeOtherAnswers, nameAnswers } from './schemas/named.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { publicApiRoutes } from './routes/public/index.js';
 import { agentRoutes } from './routes/agent/index.js';
@@ -127,6 +127,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: describeOtherAnswers,
   });
 
   // Route groups, each an encapsulated plugin that owns its authentication (docs/architecture.md).

@@ -3,6 +3,7 @@ import type { Repositories } from '../domain/model/repositories.js';
 import type { AuditLog } from '../domain/audit/audit-log.js';
 import type { FileService } from '../domain/files/file-service.js';
 import type { JobCancelService } from '../domain/jobs/job-cancel.js';
+import type { BatchService } from '../domain/fleet/batch-service.js';
 import type { JobEvents } from '../domain/jobs/job-events.js';
 import type { JobLogService } from '../domain/jobs/job-logs.js';
 import type { Metrics } from '../domain/metrics.js';
@@ -53,6 +54,8 @@ export interface AppContext {
   runs: TriggerRunService;
   /** Cancelling jobs: the one way in for the dashboard and chat. */
   cancels: JobCancelService;
+  /** Batches of runs on many agents: views, cancel, their course (domain/fleet). */
+  batches: BatchService;
   /** Jobs' logs: the agents' batches within the cap, the job detail's pages. */
   jobLogs: JobLogService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */

@@ -12,6 +12,9 @@ import {
 import type { RunActor, RunOutcome, TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { RunTarget } from '../domain/trigger-run/run-targets.js';
 import { notFound, placeValidation } from '../errors.js';
+import { BATCH_STATUSES } from '../domain/model/batches.js';
+import type { BatchService } from '../domain/fleet/batch-service.js';
+import { batchStatus, batchStatusUrl } from '../domain/fleet/batch-service.js';
 import { asyncRunExample, runBodyExample, syncRunExample } from './schemas/examples.js';
 import { named } from './schemas/named.js';
 
@@ -69,6 +72,92 @@ const SyncResponseSchema = named('RunResult', {
   examples: [syncRunExample],
 } as const);
 
+/** A batch's job as a sync answer shows it (docs/fleets.md): one per agent. */
+const BatchJobResultSchema = {
+  type: 'object',
+  required: ['jobId', 'agentId', 'agentName', 'status', 'exitCode', 'errorMessage', 'output'],
+  properties: {
+    jobId: { type: 'string' },
+    agentId: { type: ['string', 'null'] },
+    agentName: { type: ['string', 'null'] },
+    status: { type: 'string', enum: JOB_STATUSES },
+    exitCode: { type: ['integer', 'null'] },
+    errorMessage: { type: ['string', 'null'] },
+    output: { type: 'object', additionalProperties: true },
+  },
+} as const;
+
+/** The async answer of a `fanout: all` trigger: its batch (docs/fleets.md, "Batches"). */
+export const BatchAcceptedSchema = named('BatchAccepted', {
+  type: 'object',
+  required: ['batchId', 'jobIds', 'jobCount', 'status', 'statusUrl'],
+  properties: {
+    batchId: { type: 'string' },
+    jobIds: { type: 'array', items: { type: 'string' } },
+    jobCount: { type: 'integer' },
+    status: { type: 'string', enum: ['pending'] },
+    statusUrl: { type: 'string' },
+    idempotent: { type: 'boolean' },
+  },
+  examples: [
+    {
+      batchId: '019ac3e2-6b1f-7c4e-9d2a-3f5b6c7d8e9f',
+      jobIds: ['019ac3e2-6b20-7d11-8e0f-1a2b3c4d5e6f', '019ac3e2-6b20-7d12-9f10-2b3c4d5e6f70'],
+      jobCount: 2,
+      status: 'pending',
+      statusUrl: '/api/batches/019ac3e2-6b1f-7c4e-9d2a-3f5b6c7d8e9f',
+    },
+  ],
+} as const);
+
+/** The sync answer of a `fanout: all` trigger, once every job ended or the timeout passed. */
+export const BatchResultSchema = named('BatchResult', {
+  type: 'object',
+  required: ['batchId', 'status', 'jobs', 'statusUrl'],
+  properties: {
+    batchId: { type: 'string' },
+    status: { type: 'string', enum: BATCH_STATUSES },
+    jobs: { type: 'array', items: BatchJobResultSchema },
+    statusUrl: { type: 'string' },
+    timedOut: { type: 'boolean' },
+    idempotent: { type: 'boolean' },
+  },
+  examples: [
+    {
+      batchId: '019ac3e2-6b1f-7c4e-9d2a-3f5b6c7d8e9f',
+      status: 'partial',
+      jobs: [
+        {
+          jobId: '019ac3e2-6b20-7d11-8e0f-1a2b3c4d5e6f',
+          agentId: '6f1c2b8e-4d3a-4f5b-9c7d-0e1f2a3b4c5d',
+          agentName: 'gw-berlin-01',
+          status: 'success',
+          exitCode: 0,
+          errorMessage: null,
+          output: { rotated: 'true' },
+        },
+        {
+          jobId: '019ac3e2-6b20-7d12-9f10-2b3c4d5e6f70',
+          agentId: '7a2d3c9f-5e4b-4a6c-8d8e-1f2a3b4c5d6e',
+          agentName: 'gw-berlin-02',
+          status: 'rejected',
+          exitCode: null,
+          errorMessage: 'Agent gw-berlin-02 does not report the workflow `rotate-certs`',
+          output: {},
+        },
+      ],
+      statusUrl: '/api/batches/019ac3e2-6b1f-7c4e-9d2a-3f5b6c7d8e9f',
+    },
+  ],
+} as const);
+
+/**
+ * What the API description adds to a run's answers: a selector trigger with `fanout: all` answers
+ * with its batch. Route `config` read by the description (http/app.ts); the answers themselves
+ * are written by `runAnswerer`, a batch's without the single job's serializer.
+ */
+export const batchAnswers = { otherAnswers: { 200: BatchResultSchema, 202: BatchAcceptedSchema } } as const;
+
 /** Both 429 shapes of docs/errors.md: token limit (`retryAfter`) and workflow limit (`window`). */
 const RateLimitedSchema = {
   type: 'object',
@@ -104,7 +193,7 @@ export type RunAnswer = (
  * Runs a trigger for a request and answers it. Registered once per plugin: the sync waits in
  * progress end (answered with the job's current status) when the server closes.
  */
-export function runAnswerer(app: FastifyInstance, runs: TriggerRunService): RunAnswer {
+export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batches: BatchService): RunAnswer {
   const closing = new AbortController();
   app.addHook('preClose', (done) => {
     closing.abort();
@@ -140,6 +229,50 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService): RunA
     });
   }
 
+  /** A batch's sync answer: its jobs once every one ended, or as they are after `timeoutMs`. */
+  async function syncBatchAnswer(
+    reply: FastifyReply,
+    orgId: string,
+    batchId: string,
+    timeoutMs: number,
+    idempotent: boolean,
+  ) {
+    const gone = new AbortController();
+    const onClose = () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    };
+    reply.raw.once('close', onClose);
+    let result: Awaited<ReturnType<BatchService['waitForEnd']>>;
+    try {
+      result = await batches.waitForEnd(orgId, batchId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+    if (closing.signal.aborted) void reply.header('connection', 'close');
+    const counts = Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])) as Record<(typeof JOB_STATUSES)[number], number>;
+    for (const job of result.jobs) counts[job.status] += 1;
+    return reply
+      .code(200)
+      .serializer(JSON.stringify)
+      .type('application/json; charset=utf-8')
+      .send({
+        batchId,
+        status: batchStatus(counts, result.jobs.length),
+        jobs: result.jobs.map(({ jobId, agentId, agentName, status, exitCode, errorMessage, output }) => ({
+          jobId,
+          agentId,
+          agentName,
+          status,
+          exitCode,
+          errorMessage,
+          output,
+        })),
+        statusUrl: batchStatusUrl(batchId),
+        ...(result.ended ? {} : { timedOut: true }),
+        ...(idempotent ? { idempotent: true } : {}),
+      });
+  }
+
   return async (request, reply, { target, actor }) => {
     const idempotencyKey = idempotencyKeyOf(request.headers[IDEMPOTENCY_HEADER]);
     let outcome: RunOutcome;
@@ -152,6 +285,24 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService): RunA
       const { refusal, scope } = outcome;
       void reply.code(429).header('retry-after', String(refusal.retryAfter));
       return scope === 'token' ? tokenLimitBody(refusal) : workflowLimitBody(outcome.workflowName, refusal);
+    }
+    if (outcome.outcome === 'batch') {
+      const { batchId, jobIds, repeated, trigger } = outcome;
+      if (trigger.responseMode === 'sync') {
+        return syncBatchAnswer(reply, trigger.orgId, batchId, trigger.responseTimeoutMs, repeated);
+      }
+      return reply
+        .code(202)
+        .serializer(JSON.stringify)
+        .type('application/json; charset=utf-8')
+        .send({
+          batchId,
+          jobIds,
+          jobCount: jobIds.length,
+          status: 'pending',
+          statusUrl: batchStatusUrl(batchId),
+          ...(repeated ? { idempotent: true } : {}),
+        });
     }
     const { jobId, repeated, trigger } = outcome;
     if (trigger.responseMode === 'async') {

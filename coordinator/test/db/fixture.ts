@@ -66,6 +66,9 @@ export function triggerRow(fields: Pick<Trigger, 'id' | 'orgId' | 'agentId'> & P
   return {
     name: 't',
     type: 'webhook',
+    agentSelector: null,
+    fanout: null,
+    maxParallel: null,
     scopeType: 'agent',
     workflowName: null,
     responseMode: 'async',

@@ -33,6 +33,7 @@ export const AUDIT_ACTIONS: Record<Schema<'AuditEntry'>['action'], string> = {
   'trigger.run': 'ran by hand',
   'trigger.force_run': 'forced a run of',
   'job.cancel': 'cancelled',
+  'batch.cancel': 'cancelled the unfinished jobs of',
   'api_token.issue': 'issued',
   'api_token.revoke': 'revoked',
   'api_token.discover': 'listed what it may use',

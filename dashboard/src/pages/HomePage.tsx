@@ -70,7 +70,8 @@ function JobList(props: { orgId: string; jobs: Job[]; agents: Agent[]; when: (jo
           <br />
           <span className="hint">
             {job.triggerId ? (triggerName.get(job.triggerId) ?? 'a deleted trigger') : 'no trigger'} ·{' '}
-            {agentName.get(job.agentId) ?? job.agentId.slice(0, 8)} · {when(job)}
+            {job.agentId === null ? 'waiting for an agent' : (agentName.get(job.agentId) ?? job.agentId.slice(0, 8))} ·{' '}
+            {when(job)}
           </span>
         </li>
       ))}

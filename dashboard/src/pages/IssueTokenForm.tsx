@@ -309,7 +309,8 @@ export function IssueTokenForm(props: {
 }
 
 function pickerTriggerWords(t: Trigger, agentName: Map<string, string>): string {
-  return `${agentName.get(t.agentId) ?? 'agent'} · ${workflowWords(t)}`;
+  const agent = t.agentId === null ? `agents ${t.agentSelector}` : (agentName.get(t.agentId) ?? 'agent');
+  return `${agent} · ${workflowWords(t)}`;
 }
 
 /** A labelled input with its hint and the API's messages for it. */

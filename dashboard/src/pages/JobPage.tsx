@@ -130,7 +130,11 @@ function JobPlace({ job }: { job: JobDetail }) {
     <>
       <dt>Agent</dt>
       <dd>
-        <Link to={`/orgs/${orgId}/agents`}>{agent?.name ?? <code>{job.agentId.slice(0, 8)}</code>}</Link>
+        {job.agentId === null ? (
+          <span className="hint">waiting for an agent</span>
+        ) : (
+          <Link to={`/orgs/${orgId}/agents`}>{agent?.name ?? <code>{job.agentId.slice(0, 8)}</code>}</Link>
+        )}
         {agent?.status === 'revoked' && <span className="hint"> (revoked)</span>}
       </dd>
       {job.triggerId !== null && (

@@ -107,7 +107,13 @@ function JobRow({ job, names }: { job: Job; names: Names }) {
       <td>
         {job.triggerId ? (names.triggers.get(job.triggerId) ?? <span className="hint">deleted trigger</span>) : '—'}
       </td>
-      <td>{names.agents.get(job.agentId) ?? <span className="hint">{job.agentId.slice(0, 8)}</span>}</td>
+      <td>
+        {job.agentId === null ? (
+          <span className="hint">waiting for an agent</span>
+        ) : (
+          (names.agents.get(job.agentId) ?? <span className="hint">{job.agentId.slice(0, 8)}</span>)
+        )}
+      </td>
       <td>
         <time dateTime={job.createdAt} title={dateTime(job.createdAt)}>
           {ago(job.createdAt)}

@@ -96,7 +96,7 @@ function draftOf(t: Trigger): Draft {
   return {
     name: t.name,
     type: t.type,
-    agentId: t.agentId,
+    agentId: t.agentId ?? '',
     scopeType: t.scopeType,
     workflowName: t.workflowName ?? '',
     responseMode: t.responseMode,

@@ -56,7 +56,7 @@ export function TriggersPage() {
                 key={trigger.id}
                 orgId={orgId}
                 trigger={trigger}
-                agentName={agentName.get(trigger.agentId)}
+                agentName={trigger.agentId === null ? undefined : agentName.get(trigger.agentId)}
                 notConnected={idle(trigger)}
               />
             ))}
@@ -81,7 +81,15 @@ function TriggerRow(props: { orgId: string; trigger: Trigger; agentName?: string
         {TYPE_WORDS[trigger.type]}
         {notConnected && <span className="warning"> (workspace not connected)</span>}
       </td>
-      <td>{agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>}</td>
+      <td>
+        {trigger.agentId === null ? (
+          <span>
+            agents <code>{trigger.agentSelector}</code> ({trigger.fanout})
+          </span>
+        ) : (
+          (agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>)
+        )}
+      </td>
       <td>{workflowWords(trigger)}</td>
       <td>{answerWords(trigger)}</td>
       <td>{cron ? <NextRun trigger={trigger} /> : <span className="hint">not scheduled</span>}</td>

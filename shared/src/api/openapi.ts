@@ -1158,6 +1158,74 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/orgs/{orgId}/batches': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Batches of an organization, newest first; next page cursor in the x-next-cursor header */
+    get: operations['listBatches'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/batches/{batchId}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A batch with its jobs, one per agent */
+    get: operations['getBatch'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/batches/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A batch of one of the caller's organizations, with its jobs */
+    get: operations['getBatchById'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/batches/{id}/cancel': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Cancel every unfinished job of a batch (as a job's cancel: running ones are stopped by their agents) */
+    post: operations['cancelBatch'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/orgs/{orgId}/apps': {
     parameters: {
       query?: never;
@@ -1427,6 +1495,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/batches/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** A batch (a fanout: all trigger's statusUrl): the dashboard page for a browser, the batch JSON for other clients */
+    get: operations['getBatchAtStatusUrl'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1447,6 +1532,7 @@ export interface components {
         | 'conflict'
         | 'idempotency_conflict'
         | 'file_in_use'
+        | 'no_matching_agent'
         | 'limit_reached'
         | 'invitation_expired'
         | 'invitation_revoked'
@@ -1518,7 +1604,7 @@ export interface components {
       perHour: number | null;
       perDay: number | null;
     };
-    Agent: {
+    PublicAgent: {
       id: string;
       name: string;
       hostname: string;
@@ -1530,18 +1616,6 @@ export interface components {
       lastSeenAt: string | null;
       /** Format: date-time */
       enrolledAt: string;
-      /** @description The agent's labels: those it reports, with the operators' on top. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
-      labels: {
-        [key: string]: string;
-      };
-      /** @description The labels the agent reports of itself (os and arch among them; at most 32). Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
-      reportedLabels: {
-        [key: string]: string;
-      };
-      /** @description The labels operators set (at most 32); one wins over the agent's of the same key. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
-      operatorLabels: {
-        [key: string]: string;
-      };
     };
     PublicWorkflow: {
       id: string;
@@ -1577,10 +1651,39 @@ export interface components {
       timedOut?: boolean;
       idempotent?: boolean;
     };
+    BatchResult: {
+      batchId: string;
+      /** @enum {string} */
+      status: 'pending' | 'running' | 'success' | 'failed' | 'partial' | 'cancelled';
+      jobs: {
+        jobId: string;
+        agentId: string | null;
+        agentName: string | null;
+        /** @enum {string} */
+        status: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
+        exitCode: number | null;
+        errorMessage: string | null;
+        output: {
+          [key: string]: unknown;
+        };
+      }[];
+      statusUrl: string;
+      timedOut?: boolean;
+      idempotent?: boolean;
+    };
     RunAccepted: {
       jobId: string;
       /** @enum {string} */
       status: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
+      statusUrl: string;
+      idempotent?: boolean;
+    };
+    BatchAccepted: {
+      batchId: string;
+      jobIds: string[];
+      jobCount: number;
+      /** @enum {string} */
+      status: 'pending';
       statusUrl: string;
       idempotent?: boolean;
     };
@@ -1653,6 +1756,31 @@ export interface components {
       /** Format: date-time */
       endedAt: string | null;
     };
+    Agent: {
+      id: string;
+      name: string;
+      hostname: string;
+      os: string;
+      agentVersion: string;
+      /** @enum {string} */
+      status: 'pending' | 'connected' | 'disconnected' | 'revoked';
+      /** Format: date-time */
+      lastSeenAt: string | null;
+      /** Format: date-time */
+      enrolledAt: string;
+      /** @description The agent's labels: those it reports, with the operators' on top. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+      labels: {
+        [key: string]: string;
+      };
+      /** @description The labels the agent reports of itself (os and arch among them; at most 32). Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+      reportedLabels: {
+        [key: string]: string;
+      };
+      /** @description The labels operators set (at most 32); one wins over the agent's of the same key. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ - */
+      operatorLabels: {
+        [key: string]: string;
+      };
+    };
     Workflow: {
       id: string;
       agentId: string;
@@ -1673,7 +1801,11 @@ export interface components {
       name: string;
       /** @enum {string} */
       type: 'webhook' | 'cron' | 'slack' | 'discord';
-      agentId: string;
+      agentId: string | null;
+      agentSelector: string | null;
+      /** @enum {string|null} */
+      fanout: 'one' | 'all' | null;
+      maxParallel: number | null;
       /** @enum {string} */
       scopeType: 'workflow' | 'agent';
       workflowName: string | null;
@@ -1814,6 +1946,7 @@ export interface components {
         | 'trigger.run'
         | 'trigger.force_run'
         | 'job.cancel'
+        | 'batch.cancel'
         | 'api_token.issue'
         | 'api_token.revoke'
         | 'api_token.discover'
@@ -1864,7 +1997,10 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
       triggerId: string | null;
-      agentId: string;
+      /** @description the agent that runs it; null while a job of a pool waits for one (docs/fleets.md) */
+      agentId: string | null;
+      /** @description the batch it is one job of (docs/fleets.md), or null */
+      batchId: string | null;
       workflowId: string | null;
       workflowName: string;
       ref: string | null;
@@ -1920,7 +2056,10 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
       triggerId: string | null;
-      agentId: string;
+      /** @description the agent that runs it; null while a job of a pool waits for one (docs/fleets.md) */
+      agentId: string | null;
+      /** @description the batch it is one job of (docs/fleets.md), or null */
+      batchId: string | null;
       workflowId: string | null;
       workflowName: string;
       ref: string | null;
@@ -2009,6 +2148,102 @@ export interface components {
       sentAt: string | null;
       /** Format: date-time */
       failedAt: string | null;
+    };
+    Batch: {
+      id: string;
+      /** @description the organization's number of the batch: 1, 2, 3, ... in creation order */
+      number: number;
+      orgId: string;
+      triggerId: string;
+      workflowName: string;
+      /** @description the trigger's label selector when it was called */
+      selector: string;
+      /** @description at most this many of its jobs handed out at a time */
+      maxParallel: number | null;
+      /** @enum {string} */
+      source: 'webhook' | 'cron' | 'manual' | 'slack' | 'discord';
+      /**
+       * @description pending (no job handed out yet), running (until every job ended), then success (all succeeded), failed (none did), partial, or cancelled (every job cancelled)
+       * @enum {string}
+       */
+      status: 'pending' | 'running' | 'success' | 'failed' | 'partial' | 'cancelled';
+      /** @description how many of the batch's jobs are in each status */
+      counts: {
+        pending: number;
+        queued: number;
+        running: number;
+        success: number;
+        failed: number;
+        timed_out: number;
+        cancelled: number;
+        rejected: number;
+      };
+      jobCount: number;
+      /** Format: date-time */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description when its last job ended
+       */
+      endedAt: string | null;
+    };
+    BatchDetail: {
+      id: string;
+      /** @description the organization's number of the batch: 1, 2, 3, ... in creation order */
+      number: number;
+      orgId: string;
+      triggerId: string;
+      workflowName: string;
+      /** @description the trigger's label selector when it was called */
+      selector: string;
+      /** @description at most this many of its jobs handed out at a time */
+      maxParallel: number | null;
+      /** @enum {string} */
+      source: 'webhook' | 'cron' | 'manual' | 'slack' | 'discord';
+      /**
+       * @description pending (no job handed out yet), running (until every job ended), then success (all succeeded), failed (none did), partial, or cancelled (every job cancelled)
+       * @enum {string}
+       */
+      status: 'pending' | 'running' | 'success' | 'failed' | 'partial' | 'cancelled';
+      /** @description how many of the batch's jobs are in each status */
+      counts: {
+        pending: number;
+        queued: number;
+        running: number;
+        success: number;
+        failed: number;
+        timed_out: number;
+        cancelled: number;
+        rejected: number;
+      };
+      jobCount: number;
+      /** Format: date-time */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description when its last job ended
+       */
+      endedAt: string | null;
+      /** @description one per agent */
+      jobs: {
+        jobId: string;
+        number: number;
+        agentId: string | null;
+        agentName: string | null;
+        /** @enum {string} */
+        status: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
+        exitCode: number | null;
+        errorMessage: string | null;
+        output: {
+          [key: string]: unknown;
+        };
+        /** Format: date-time */
+        createdAt: string;
+        /** Format: date-time */
+        startedAt: string | null;
+        /** Format: date-time */
+        finishedAt: string | null;
+      }[];
     };
     Application: {
       id: string;
@@ -2748,7 +2983,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Agent'][];
+          'application/json': components['schemas']['PublicAgent'][];
         };
       };
       /** @description Default Response */
@@ -2806,7 +3041,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Agent'][];
+          'application/json': components['schemas']['PublicAgent'][];
         };
       };
       /** @description Default Response */
@@ -2941,7 +3176,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunResult'];
+          'application/json': components['schemas']['RunResult'] | components['schemas']['BatchResult'];
         };
       };
       /** @description Default Response */
@@ -2950,7 +3185,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunAccepted'];
+          'application/json': components['schemas']['RunAccepted'] | components['schemas']['BatchAccepted'];
         };
       };
       /** @description Default Response */
@@ -5667,7 +5902,17 @@ export interface operations {
            * @enum {string}
            */
           type?: 'webhook' | 'cron' | 'slack' | 'discord';
-          agentId: string;
+          /** @description the agent it runs on; or name agents with agentSelector */
+          agentId?: string | null;
+          /** @description a label selector (docs/fleets.md), instead of agentId: its runs go to the agents it selects, as fanout says */
+          agentSelector?: string | null;
+          /**
+           * @description with agentSelector: "all" runs a batch, one job per agent selected; "one" (pools) is not available yet
+           * @enum {string|null}
+           */
+          fanout?: 'one' | 'all' | null;
+          /** @description fanout "all": at most this many of a batch's jobs handed out at a time; null: all at once */
+          maxParallel?: number | null;
           /** @enum {string} */
           scopeType: 'workflow' | 'agent';
           /** @description required with scopeType workflow, refused with scopeType agent; the workflow need not be reported yet */
@@ -5897,7 +6142,17 @@ export interface operations {
            * @enum {string}
            */
           type?: 'webhook' | 'cron' | 'slack' | 'discord';
-          agentId?: string;
+          /** @description the agent it runs on; or name agents with agentSelector */
+          agentId?: string | null;
+          /** @description a label selector (docs/fleets.md), instead of agentId: its runs go to the agents it selects, as fanout says */
+          agentSelector?: string | null;
+          /**
+           * @description with agentSelector: "all" runs a batch, one job per agent selected; "one" (pools) is not available yet
+           * @enum {string|null}
+           */
+          fanout?: 'one' | 'all' | null;
+          /** @description fanout "all": at most this many of a batch's jobs handed out at a time; null: all at once */
+          maxParallel?: number | null;
           /** @enum {string} */
           scopeType?: 'workflow' | 'agent';
           /** @description required with scopeType workflow, refused with scopeType agent; the workflow need not be reported yet */
@@ -6090,7 +6345,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunResult'];
+          'application/json': components['schemas']['RunResult'] | components['schemas']['BatchResult'];
         };
       };
       /** @description Default Response */
@@ -6099,7 +6354,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['RunAccepted'];
+          'application/json': components['schemas']['RunAccepted'] | components['schemas']['BatchAccepted'];
         };
       };
       /** @description Default Response */
@@ -7088,6 +7343,8 @@ export interface operations {
         status?: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
         /** @description only jobs of this trigger */
         triggerId?: string;
+        /** @description only jobs of this batch */
+        batchId?: string;
         /** @description only jobs of this agent */
         agentId?: string;
         /** @description only jobs from this source */
@@ -7264,6 +7521,213 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  listBatches: {
+    parameters: {
+      query?: {
+        limit?: number;
+        /** @description the x-next-cursor of the previous page */
+        cursor?: string;
+      };
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          /** @description present when more batches follow */
+          'x-next-cursor'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Batch'][];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getBatch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        batchId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BatchDetail'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getBatchById: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BatchDetail'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  cancelBatch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': Record<string, never> | null;
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BatchDetail'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -8615,6 +9079,55 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['JobDetail'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getBatchAtStatusUrl: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['BatchDetail'];
         };
       };
       /** @description Default Response */

@@ -30,6 +30,7 @@ export const COPIED_TABLES = [
   'device_bindings',
   'update_jobs',
   'cron_occurrences',
+  'batches',
   'signed_out_sessions',
   'chat_integrations',
   'chat_oauth_states',

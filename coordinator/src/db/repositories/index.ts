@@ -7,6 +7,7 @@ import { createDeviceBindingRepository } from './device-bindings.js';
 import { createReleaseRepository } from './releases.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
+import { createBatchRepository } from './batches.js';
 import { createChangeCounterRepository, type Reading } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
@@ -48,6 +49,7 @@ export function createRepositories(
     agents: createAgentRepository(database, rules.enrollmentTokenRefusal),
     apiTokens: createApiTokenRepository(database),
     audit: createAuditRepository(database),
+    batches: createBatchRepository(database, rules.decideLimits),
     changeCounter: createChangeCounterRepository(database, options.keepGeneration),
     chatIntegrations: createChatIntegrationRepository(database),
     chatOutbox: createChatOutboxRepository(database),

@@ -12,11 +12,12 @@ type EndedJobRow = JobRow & {
   n_on: NotifyOn;
 };
 
-// A deleted trigger notifies no more; a chat run still answers the person who started it.
+// A deleted trigger notifies no more; a chat run still answers the person who started it. A job of
+// a batch posts nothing of its own: its batch does, once it ended (docs/fleets.md).
 const ENDED = `SELECT j.*, t.name AS n_trigger_name, t.notify_provider AS n_provider, t.notify_team_id AS n_team_id,
     t.notify_channel_id AS n_channel_id, t.notify_on AS n_on
   FROM jobs j JOIN triggers t ON t.id = j.trigger_id`;
-const POSTS = `(j.chat_origin IS NOT NULL OR (t.deleted_at IS NULL AND t.notify_provider IS NOT NULL
+const POSTS = `j.batch_id IS NULL AND (j.chat_origin IS NOT NULL OR (t.deleted_at IS NULL AND t.notify_provider IS NOT NULL
     AND t.notify_on <> 'none' AND t.notify_team_id IS NOT NULL AND t.notify_channel_id IS NOT NULL))`;
 const ENDED_JOB = query<EndedJobRow, [string]>(`${ENDED} WHERE j.id = ? AND ${POSTS}`);
 const ENDED_JOBS = query<EndedJobRow, [string]>(

@@ -10,7 +10,9 @@ export interface JobRow {
   kind: JobKind;
   source: JobSource;
   trigger_id: string | null;
-  agent_id: string;
+  agent_id: string | null;
+  batch_id: string | null;
+  held: number;
   workflow_id: string | null;
   workflow_name: string;
   status: JobStatus;
@@ -44,6 +46,8 @@ export const toJob = (r: JobRow): Job => ({
   source: r.source,
   triggerId: r.trigger_id,
   agentId: r.agent_id,
+  batchId: r.batch_id,
+  held: isSet(r.held),
   workflowId: r.workflow_id,
   workflowName: r.workflow_name,
   status: r.status,
@@ -91,19 +95,19 @@ export const INSERT_JOB = command((d) =>
   d.name === 'sqlite'
     ? `INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name,
         status, ref, debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms,
-        created_at, finished_at, chat_origin, number)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+        created_at, finished_at, chat_origin, batch_id, held, number)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
         (SELECT IFNULL(MAX(number), 0) + 1 FROM jobs WHERE org_id = +?))`
     : `WITH n AS (
         INSERT INTO job_number_counters AS c (org_id, last_number)
-        VALUES ($22, (SELECT COALESCE(MAX(number), 0) + 1 FROM jobs WHERE org_id = $22))
+        VALUES ($24, (SELECT COALESCE(MAX(number), 0) + 1 FROM jobs WHERE org_id = $24))
         ON CONFLICT (org_id) DO UPDATE SET last_number = c.last_number + 1
         RETURNING last_number)
       INSERT INTO jobs (id, org_id, kind, source, trigger_id, agent_id, workflow_id, workflow_name, status, ref,
         debug, params, error_message, forced, force_reason, api_token_id, user_id, timeout_ms, created_at,
-        finished_at, chat_origin, number)
+        finished_at, chat_origin, batch_id, held, number)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-        (SELECT last_number FROM n))`,
+        $22, $23, (SELECT last_number FROM n))`,
 );
 
 /** The parameters of INSERT_JOB for a new job. */
@@ -139,5 +143,7 @@ export const jobInsertParams = (
   job.createdAt,
   status === 'rejected' ? job.createdAt : null,
   job.chatOrigin ? JSON.stringify(job.chatOrigin) : null,
+  job.batchId ?? null,
+  flag(job.held ?? false),
   job.orgId,
 ];

@@ -27,9 +27,12 @@ const IN_ORG = query<JobRow, [string, string]>('SELECT * FROM jobs WHERE org_id 
 const BY_IDS = query<JobRow, [string]>(
   (d) => `SELECT * FROM jobs WHERE id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
 );
-/** The job an agent reports on, locked until the decision on the report is written. */
-const OF_AGENT = query<JobRow, [string, string]>(
-  (d) => `SELECT * FROM jobs WHERE id = ? AND agent_id = ? ${d.forUpdate}`,
+/**
+ * The job an agent reports on (or a user cancels: its agent, or none for a job waiting in a pool),
+ * locked until the decision on the report is written.
+ */
+const OF_AGENT = query<JobRow, [string, string | null]>(
+  (d) => `SELECT * FROM jobs WHERE id = ? AND agent_id IS NOT DISTINCT FROM ? ${d.forUpdate}`,
 );
 /** The same for a batch of its lines: a lock that the job's children (its lines) need not wait for. */
 const OF_AGENT_FOR_LINES = query<JobRow, [string, string]>(
@@ -98,6 +101,7 @@ type ListParams = {
   orgId: string;
   status: string | null;
   triggerId: string | null;
+  batchId: string | null;
   agentId: string | null;
   source: string | null;
   createdAfter: string | null;
@@ -113,6 +117,7 @@ const listWhere = (leading: string) =>
   query<JobRow, ListParams>(
     `SELECT * FROM jobs WHERE ${leading}org_id = @orgId AND kind = 'trigger'
        AND (trigger_id = @triggerId OR @triggerId IS NULL) AND (agent_id = @agentId OR @agentId IS NULL)
+       AND (batch_id = @batchId OR @batchId IS NULL)
        AND (status = @status OR @status IS NULL) AND (source = @source OR @source IS NULL)
        AND (created_at >= @createdAfter OR @createdAfter IS NULL)
        AND (created_at < @createdBefore OR @createdBefore IS NULL)
@@ -121,6 +126,7 @@ const listWhere = (leading: string) =>
 const LIST = listWhere('');
 const LIST_BY_TRIGGER = listWhere('trigger_id = @triggerId AND ');
 const LIST_BY_AGENT = listWhere('agent_id = @agentId AND ');
+const LIST_BY_BATCH = listWhere('batch_id = @batchId AND ');
 /**
  * SQLite must be told to read min/max(seq) from the (org_id, created_at) index: left alone, its
  * planner walks jobs_org_seq row by row. PostgreSQL's picks the index itself.
@@ -137,8 +143,9 @@ const FIRST_SEQ_FROM = values<number | null, [string, string]>(
   (d) => `SELECT min(seq) FROM jobs ${byCreation(d)} WHERE org_id = ? AND created_at >= ?`,
 );
 
+// The open jobs an agent's stream hands out: a job of a batch held by its maxParallel is not one yet.
 const OPEN_OF_AGENT = query<JobRow, [string]>(
-  `SELECT * FROM jobs WHERE agent_id = ? AND status IN ${OPEN} ORDER BY seq`,
+  `SELECT * FROM jobs WHERE agent_id = ? AND status IN ${OPEN} AND held = FALSE ORDER BY seq`,
 );
 const OPEN_OF_AGENTS = query<
   { id: string; agent_id: string; status: OpenJobStatus; created_at: string; cancel_unconfirmed: number },
@@ -146,7 +153,8 @@ const OPEN_OF_AGENTS = query<
 >(
   (d) => `SELECT id, agent_id, status, created_at,
        (cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL) AS cancel_unconfirmed
-     FROM jobs WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ${OPEN} ORDER BY seq`,
+     FROM jobs WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ${OPEN} AND held = FALSE
+     ORDER BY seq`,
 );
 const UNCONFIRMED_CANCELS = values<string, [string]>(
   `SELECT id FROM jobs WHERE agent_id = ? AND cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL
@@ -481,6 +489,7 @@ function* listTriggerJobs(orgId: string, q: JobListQuery): Flow<Job[]> {
     orgId,
     status: q.status ?? null,
     triggerId: q.triggerId ?? null,
+    batchId: q.batchId ?? null,
     agentId: q.agentId ?? null,
     source: q.source ?? null,
     createdAfter: q.createdAfter ?? null,
@@ -499,7 +508,14 @@ function* listTriggerJobs(orgId: string, q: JobListQuery): Flow<Job[]> {
     if (first === null) return [];
     params.after = first;
   }
-  const statement = params.triggerId !== null ? LIST_BY_TRIGGER : params.agentId !== null ? LIST_BY_AGENT : LIST;
+  const statement =
+    params.batchId !== null
+      ? LIST_BY_BATCH
+      : params.triggerId !== null
+        ? LIST_BY_TRIGGER
+        : params.agentId !== null
+          ? LIST_BY_AGENT
+          : LIST;
   return (yield* all(statement, params)).map(toJob);
 }
 

@@ -12,18 +12,18 @@ import { INSERT_JOB, jobInsertParams } from './job-rows.js';
 /** Expired idempotency keys and past window counters are deleted at most this often (per coordinator). */
 const PURGE_EVERY_MS = 60_000;
 
-type Scope = 'token' | 'workflow';
+export type Scope = 'token' | 'workflow';
 interface Windows {
   minute: number;
   hour: number;
   day: number;
 }
 
-const FIND_KEY = query<{ hash: string; job_id: string }, [string, string, string, string]>(
+export const FIND_KEY = query<{ hash: string; job_id: string }, [string, string, string, string]>(
   `SELECT request_hash AS hash, job_id FROM idempotency_keys
    WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
 );
-const SAVE_KEY = command<[string, string, string, string, string, string]>(
+export const SAVE_KEY = command<[string, string, string, string, string, string]>(
   `INSERT INTO idempotency_keys (trigger_id, workflow_name, key, request_hash, job_id, expires_at)
    VALUES (?, ?, ?, ?, ?, ?)
    ON CONFLICT (trigger_id, workflow_name, key) DO UPDATE SET
@@ -39,12 +39,12 @@ const COUNTERS = query<CounterRow, [Scope, string, number]>(
   `SELECT "window", window_start AS start, count FROM rate_counters
    WHERE scope = ? AND scope_id = ? AND window_start <= ?`,
 );
-const BUMP_COUNTERS = command<{ scope: Scope; id: string } & Windows>(
+export const BUMP_COUNTERS = command<{ scope: Scope; id: string } & Windows>(
   `INSERT INTO rate_counters (scope, scope_id, "window", window_start, count)
    VALUES (@scope, @id, 'minute', @minute, 1), (@scope, @id, 'hour', @hour, 1), (@scope, @id, 'day', @day, 1)
    ON CONFLICT (scope, scope_id, "window", window_start) DO UPDATE SET count = rate_counters.count + 1`,
 );
-const INSERT_BLOCK = command(
+export const INSERT_BLOCK = command(
   `INSERT INTO rate_limit_blocks (org_id, workflow_id, trigger_id, api_token_id, job_id, "window", limit_value,
      observed, created_at)
    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -70,7 +70,7 @@ const RESULT = query<
 const NOTHING_COUNTED: ReadWindowCounts = () => ({ minute: 0, hour: 0, day: 0 });
 
 /** Reads the counters of `limited` (up to `now`): the domain counts the one of each window the call falls in. */
-function* readCounts(limited: readonly { scope: Scope; id: string }[], now: number): Flow<ReadWindowCounts> {
+export function* readCounts(limited: readonly { scope: Scope; id: string }[], now: number): Flow<ReadWindowCounts> {
   const counters: { scope: Scope; id: string; rows: CounterRow[] }[] = [];
   for (const { scope, id } of limited) counters.push({ scope, id, rows: yield* all(COUNTERS, [scope, id, now]) });
   const count = (scope: Scope, id: string, window: RateWindow, start: number): number => {
@@ -84,7 +84,7 @@ function* readCounts(limited: readonly { scope: Scope; id: string }[], now: numb
   });
 }
 
-const hasLimit = (l: { perMinute: number | null; perHour: number | null; perDay: number | null }) =>
+export const hasLimit = (l: { perMinute: number | null; perHour: number | null; perDay: number | null }) =>
   l.perMinute !== null || l.perHour !== null || l.perDay !== null;
 
 /**

@@ -2,6 +2,7 @@ import type {
   ChatProvider,
   CronMissedPolicy,
   CronOverlapPolicy,
+  Fanout,
   NotifyOn,
   Trigger,
   TriggerLimit,
@@ -31,7 +32,10 @@ interface TriggerRow {
   org_id: string;
   name: string;
   type: TriggerType;
-  agent_id: string;
+  agent_id: string | null;
+  agent_selector: string | null;
+  fanout: Fanout | null;
+  max_parallel: number | null;
   scope_type: 'workflow' | 'agent';
   workflow_name: string | null;
   response_mode: 'async' | 'sync';
@@ -65,6 +69,9 @@ const toTrigger = (r: TriggerRow): Trigger => ({
   name: r.name,
   type: r.type,
   agentId: r.agent_id,
+  agentSelector: r.agent_selector,
+  fanout: r.fanout,
+  maxParallel: r.max_parallel,
   scopeType: r.scope_type,
   workflowName: r.workflow_name,
   responseMode: r.response_mode,
@@ -108,12 +115,12 @@ const INSERT = command<TriggerParams>(
      response_timeout_ms, allowed_refs, allow_debug, notify_provider, notify_team_id, notify_channel_id, notify_on,
      cron_expression, cron_timezone, cron_enabled, cron_missed_policy, cron_overlap_policy, run_params, run_ref,
      cron_since, chat_team_id, chat_channel_id, chat_keyword, chat_allowed_user_ids, created_by, created_at,
-     updated_at)
+     updated_at, agent_selector, fanout, max_parallel)
    VALUES (@id, @orgId, @name, @type, @agentId, @scopeType, @workflowName, @responseMode,
      @responseTimeoutMs, @allowedRefs, @allowDebug, @notifyProvider, @notifyTeamId, @notifyChannelId, @notifyOn,
      @cronExpression, @cronTimezone, @cronEnabled, @cronMissedPolicy, @cronOverlapPolicy, @params, @ref,
      @cronSince, @chatTeamId, @chatChannelId, @chatKeyword, @chatAllowedUserIds, @createdBy, @createdAt,
-     @updatedAt)`,
+     @updatedAt, @agentSelector, @fanout, @maxParallel)`,
 );
 const UPDATE = command<TriggerParams>(
   `UPDATE triggers SET name = @name, type = @type, agent_id = @agentId, scope_type = @scopeType,
@@ -123,7 +130,8 @@ const UPDATE = command<TriggerParams>(
      cron_expression = @cronExpression, cron_timezone = @cronTimezone, cron_enabled = @cronEnabled,
      cron_missed_policy = @cronMissedPolicy, cron_overlap_policy = @cronOverlapPolicy, run_params = @params,
      run_ref = @ref, cron_since = @cronSince, chat_team_id = @chatTeamId, chat_channel_id = @chatChannelId,
-     chat_keyword = @chatKeyword, chat_allowed_user_ids = @chatAllowedUserIds, updated_at = @updatedAt
+     chat_keyword = @chatKeyword, chat_allowed_user_ids = @chatAllowedUserIds, updated_at = @updatedAt,
+     agent_selector = @agentSelector, fanout = @fanout, max_parallel = @maxParallel
    WHERE id = @id AND org_id = @orgId AND deleted_at IS NULL`,
 );
 const BY_ID = query<TriggerRow, [string]>('SELECT * FROM triggers WHERE id = ? AND deleted_at IS NULL');

@@ -162,11 +162,13 @@ export class ChatRunService {
     if (outcome.outcome === 'rate_limited') {
       return notStarted(`Nothing was started: ${workflowLimitMessage(outcome.workflowName, outcome.refusal)}.`);
     }
+    // Chat triggers on a label selector are refused when the trigger is written (not available yet).
+    if (outcome.outcome === 'batch') throw new Error('a chat trigger ran a batch');
     const job = await repos.jobs.findById(outcome.jobId);
     const jobNumber = job?.number ?? 0;
     const jobUrl = `${this.deps.publicUrl()}${statusUrl(outcome.jobId)}`;
     // As the webhook call would: the job is accepted, and waits for an agent that is offline.
-    const agent = await repos.agents.findById(trigger.agentId);
+    const agent = trigger.agentId === null ? null : await repos.agents.findById(trigger.agentId);
     const waits =
       agent && agent.status !== 'connected'
         ? ` The agent ${agent.name} is not connected: the job waits until it is.`

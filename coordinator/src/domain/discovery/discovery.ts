@@ -3,6 +3,8 @@ import type { ApiToken } from '../model/api-tokens.js';
 import type { Trigger, TriggerRepository } from '../model/triggers.js';
 import type { Workflow, WorkflowRepository } from '../model/workflows.js';
 import { findGrant } from '../tokens/grants.js';
+import { selectAgents } from '../agents/agent-labels.js';
+import { parseSelector } from '@drover/shared';
 
 /**
  * Token discovery (docs/management.md, "API tokens and grants"): which agents and workflows a token's grants reach.
@@ -12,6 +14,7 @@ import { findGrant } from '../tokens/grants.js';
  * | agent                               | the listed agents   | all active workflows of them      |
  * | trigger, scopeType `agent`          | the trigger's agent | all active workflows of it        |
  * | trigger, scopeType `workflow`       | the trigger's agent | that one workflow, when active    |
+ * | trigger on a label selector         | the agents it selects now | that workflow on each of them |
  * | storage only                        | none                | none                              |
  *
  * Grants combine as a union without duplicates. Only agents of the token's organization count,
@@ -20,7 +23,7 @@ import { findGrant } from '../tokens/grants.js';
  */
 
 export interface DiscoveryRepositories {
-  agents: Pick<AgentRepository, 'listByIds'>;
+  agents: Pick<AgentRepository, 'listByIds' | 'listByOrg'>;
   workflows: Pick<WorkflowRepository, 'listActiveByAgents' | 'findActiveByAgentAndName'>;
   triggers: Pick<TriggerRepository, 'listByIds'>;
 }
@@ -30,7 +33,7 @@ type TokenGrants = Pick<ApiToken, 'orgId' | 'scopes'>;
 /** Agents reachable by the token, most recently registered first. */
 export async function reachableAgents(repos: DiscoveryRepositories, token: TokenGrants): Promise<Agent[]> {
   const agentIds = findGrant(token.scopes, 'agent')?.agentIds ?? [];
-  const triggers = await grantedTriggers(repos, token);
+  const triggers = await targetsOf(repos, token.orgId, await grantedTriggers(repos, token));
   if (triggers.length === 0) return liveAgents(repos, token.orgId, agentIds);
   return liveAgents(repos, token.orgId, unique([...agentIds, ...triggers.map((t) => t.agentId)]));
 }
@@ -38,7 +41,7 @@ export async function reachableAgents(repos: DiscoveryRepositories, token: Token
 /** Workflows the token can run, ascending by name (then agent id). */
 export async function runnableWorkflows(repos: DiscoveryRepositories, token: TokenGrants): Promise<Workflow[]> {
   const grantedAgentIds = findGrant(token.scopes, 'agent')?.agentIds ?? [];
-  const triggers = await grantedTriggers(repos, token);
+  const triggers = await targetsOf(repos, token.orgId, await grantedTriggers(repos, token));
 
   // Agents whose whole workflow set is reachable, and single workflows named by triggers.
   const wholeAgentIds = new Set(grantedAgentIds);
@@ -71,6 +74,22 @@ export async function runnableWorkflows(repos: DiscoveryRepositories, token: Tok
 async function grantedTriggers(repos: DiscoveryRepositories, token: TokenGrants): Promise<Trigger[]> {
   const triggerIds = findGrant(token.scopes, 'trigger')?.triggerIds ?? [];
   return triggerIds.length === 0 ? [] : repos.triggers.listByIds(token.orgId, triggerIds);
+}
+
+/** Each trigger with each agent it runs on: its agent, or every agent its selector matches now. */
+async function targetsOf(
+  repos: DiscoveryRepositories,
+  orgId: string,
+  triggers: readonly Trigger[],
+): Promise<(Trigger & { agentId: string })[]> {
+  const all = triggers.some((t) => t.agentSelector !== null) ? await repos.agents.listByOrg(orgId) : [];
+  return triggers.flatMap((t) =>
+    t.agentSelector === null
+      ? t.agentId === null
+        ? []
+        : [{ ...t, agentId: t.agentId }]
+      : selectAgents(all, parseSelector(t.agentSelector)).map((agent) => ({ ...t, agentId: agent.id })),
+  );
 }
 
 async function liveAgents(repos: DiscoveryRepositories, orgId: string, ids: readonly string[]): Promise<Agent[]> {

@@ -3,7 +3,7 @@ import { AppError, notFound } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { userAction, type AuditLog } from '../audit/audit-log.js';
 import type { JobEvents } from './job-events.js';
-import type { Job } from '../model/jobs.js';
+import type { Job, TransitionResult } from '../model/jobs.js';
 import type { Repositories } from '../model/repositories.js';
 
 export interface JobCancelDeps {
@@ -37,12 +37,10 @@ export class JobCancelService {
   constructor(private readonly deps: JobCancelDeps) {}
 
   async cancel(actor: { userId: string }, jobId: string): Promise<CancelOutcome> {
-    const { repos, jobEvents, audit, clock } = this.deps;
+    const { repos, audit } = this.deps;
     const found = await repos.jobs.findById(jobId);
     if (!found || !(await repos.orgs.roleOf(found.orgId, actor.userId))) throw notFound('Job');
-    const at = isoNow(clock);
-    const confirmBy = new Date(Date.parse(at) + (await this.cancelGraceMs(found)) + this.deps.deadlineGraceMs);
-    const result = await repos.jobs.cancel(found.agentId, found.id, { at, confirmBy: confirmBy.toISOString() });
+    const result = await this.cancelJob(found);
     if (result.outcome === 'not_found') throw notFound('Job');
     const { job } = result;
     if (result.outcome === 'conflict') {
@@ -52,11 +50,8 @@ export class JobCancelService {
         { details: { jobId: job.id, status: job.status } },
       );
     }
-    // The agent hears of it first, so that a queue slot it frees is free before the next job arrives.
-    jobEvents.cancelRequested(job.agentId, job.id);
     const outcome = job.status === 'cancelled' ? 'cancelled' : 'requested';
     if (result.outcome === 'unchanged') return { outcome, job };
-    if (outcome === 'cancelled') jobEvents.jobFinished(job.id);
     await audit.record(
       userAction({ orgId: job.orgId, userId: actor.userId }, 'job.cancel', 'job', job.id, {
         jobNumber: job.number,
@@ -68,8 +63,26 @@ export class JobCancelService {
     return { outcome, job };
   }
 
+  /**
+   * The cancel of one job, without the caller's checks or an audit entry (a batch's cancel audits
+   * once, domain/fleet/batch-service.ts): written, then told to its agent and to the waits on it.
+   */
+  async cancelJob(found: Job): Promise<TransitionResult> {
+    const { repos, jobEvents, clock } = this.deps;
+    const at = isoNow(clock);
+    const confirmBy = new Date(Date.parse(at) + (await this.cancelGraceMs(found)) + this.deps.deadlineGraceMs);
+    const result = await repos.jobs.cancel(found.agentId, found.id, { at, confirmBy: confirmBy.toISOString() });
+    if (result.outcome === 'not_found' || result.outcome === 'conflict') return result;
+    const { job } = result;
+    // The agent hears of it first, so that a queue slot it frees is free before the next job arrives.
+    if (job.agentId !== null) jobEvents.cancelRequested(job.agentId, job.id);
+    if (result.outcome === 'applied' && job.status === 'cancelled') jobEvents.jobFinished(job.id);
+    return result;
+  }
+
   /** The grace the job's workflow gives its steps between SIGTERM and SIGKILL, as its agent reported it. */
   private async cancelGraceMs(job: Job): Promise<number> {
+    if (job.agentId === null) return DEFAULT_CANCEL_GRACE_MS;
     const workflow = await this.deps.repos.workflows.findActiveByAgentAndName(job.agentId, job.workflowName);
     return workflow?.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS;
   }

@@ -10,6 +10,8 @@ export interface JobSweeperOptions {
   logger: { info(obj: object, msg: string): void; error(obj: object, msg: string): void };
   /** DROVER_JOB_DEADLINE_GRACE_MS: also the delay before the first sweep after a start. */
   deadlineGraceMs: number;
+  /** Run after each pass: the batches' course caught up (domain/fleet/batch-service.ts). */
+  alsoSweep?: () => Promise<void>;
 }
 
 /** How often the sweep runs: every few seconds, more often when the grace is short (tests). */
@@ -55,6 +57,7 @@ export class JobSweeper {
       this.finished(cancelled, 'job cancelled: its agent did not confirm the cancel before its deadline');
       const failed = await this.options.jobs.failOverdue(now, DEADLINE_MESSAGE);
       this.finished(failed, 'job failed: no result before its deadline');
+      await this.options.alsoSweep?.();
       return [...cancelled, ...failed];
     } catch (error) {
       this.options.logger.error({ err: error }, 'deadline sweep failed');

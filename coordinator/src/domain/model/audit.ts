@@ -27,6 +27,7 @@ export const AUDIT_ACTIONS = [
   'trigger.run',
   'trigger.force_run',
   'job.cancel',
+  'batch.cancel',
   'api_token.issue',
   'api_token.revoke',
   'api_token.discover',

@@ -19,7 +19,12 @@ export interface Job {
   kind: JobKind;
   source: JobSource;
   triggerId: string | null;
-  agentId: string;
+  /** The agent that runs it; null for a job waiting in a pool until an agent takes it (docs/fleets.md). */
+  agentId: string | null;
+  /** The batch it is one job of, or null. */
+  batchId: string | null;
+  /** A job of a batch past its trigger's maxParallel: not handed out until one of the batch's jobs ends. */
+  held: boolean;
   workflowId: string | null;
   workflowName: string;
   status: JobStatus;
@@ -74,7 +79,12 @@ export interface NewJob {
   kind: JobKind;
   source: JobSource;
   triggerId: string | null;
-  agentId: string;
+  /** Null: a job of a pool, which the first matching agent with a free slot takes. */
+  agentId: string | null;
+  /** The batch it is one job of. */
+  batchId?: string | null;
+  /** Held until one of its batch's jobs ends (the trigger's maxParallel). */
+  held?: boolean;
   workflowId: string | null;
   workflowName: string;
   /** `pending` for an accepted job, `rejected` for a refused call. */
@@ -96,6 +106,7 @@ export interface NewJob {
 export interface JobListQuery {
   status?: JobStatus | undefined;
   triggerId?: string | undefined;
+  batchId?: string | undefined;
   agentId?: string | undefined;
   source?: JobSource | undefined;
   /** ISO times (UTC, `toISOString`): created at or after `createdAfter`, strictly before `createdBefore`. */
@@ -198,8 +209,11 @@ export interface CancelRequest {
   confirmBy: string;
 }
 
-/** A report of an agent about one of its jobs, or a user's cancel of a job of that agent. */
-export type JobMove = { agentId: string; jobId: string } & (
+/**
+ * A report of an agent about one of its jobs, or a user's cancel of a job of that agent (agentId
+ * null: a job waiting in a pool, which no agent has taken).
+ */
+export type JobMove = { agentId: string | null; jobId: string } & (
   | ({ move: 'accept' | 'start' } & TransitionTime)
   | { move: 'reject'; errorMessage: string; at: string }
   | { move: 'finish'; report: FinishReport; at: string }
@@ -278,7 +292,7 @@ export interface JobRepository {
    * and the job's deadline brought forward to `confirmBy`. A repeat on a running job is
    * `unchanged`; a finished job is a `conflict`.
    */
-  cancel(agentId: string, jobId: string, request: CancelRequest): Promise<TransitionResult>;
+  cancel(agentId: string | null, jobId: string, request: CancelRequest): Promise<TransitionResult>;
   /** Ids of the agent's jobs whose cancel the agent has not confirmed yet, oldest first. */
   listUnconfirmedCancels(agentId: string): Promise<string[]>;
   /**

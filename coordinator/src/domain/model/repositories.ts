@@ -2,6 +2,7 @@ import type { AgentRepository } from './agents.js';
 import type { ApiTokenRepository } from './api-tokens.js';
 import type { ApplicationRepository } from './applications.js';
 import type { AuditRepository } from './audit.js';
+import type { BatchRepository } from './batches.js';
 import type { ChangeCounterRepository } from './change-counter.js';
 import type { ChatIntegrationRepository } from './chat-integrations.js';
 import type { ChatOutboxRepository } from './chat-outbox.js';
@@ -32,6 +33,7 @@ export interface Repositories {
   agents: AgentRepository;
   apiTokens: ApiTokenRepository;
   audit: AuditRepository;
+  batches: BatchRepository;
   changeCounter: ChangeCounterRepository;
   chatIntegrations: ChatIntegrationRepository;
   chatOutbox: ChatOutboxRepository;

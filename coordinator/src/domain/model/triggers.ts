@@ -11,12 +11,22 @@ export type CronMissedPolicy = (typeof CRON_MISSED_POLICIES)[number];
 export const CRON_OVERLAP_POLICIES = ['skip', 'queue'] as const;
 export type CronOverlapPolicy = (typeof CRON_OVERLAP_POLICIES)[number];
 
+export const FANOUTS = ['one', 'all'] as const;
+export type Fanout = (typeof FANOUTS)[number];
+
 export interface Trigger {
   id: string;
   orgId: string;
   name: string;
   type: TriggerType;
-  agentId: string;
+  /** The agent it runs on; null for a trigger on a label selector. */
+  agentId: string | null;
+  /** The label selector of the agents it runs on (docs/fleets.md), canonical; null: it runs on `agentId`. */
+  agentSelector: string | null;
+  /** A selector trigger: on one agent of the pool (`one`) or on every agent selected, as a batch (`all`). */
+  fanout: Fanout | null;
+  /** `fanout: all`: at most this many of a batch's jobs handed out at a time; null: all at once. */
+  maxParallel: number | null;
   scopeType: 'workflow' | 'agent';
   workflowName: string | null;
   responseMode: 'async' | 'sync';

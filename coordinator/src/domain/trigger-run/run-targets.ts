@@ -59,6 +59,8 @@ export class RunTargets {
       async () => {
         const trigger = await this.repos.triggers.findInOrg(orgId, triggerId);
         if (!trigger) return null;
+        // A trigger on a label selector runs on the agents it selects at each call (domain/fleet/).
+        if (trigger.agentId === null) return { trigger, agentRevoked: false, workflow: async () => null };
         const agent = await this.agent(trigger.agentId, at);
         return { trigger, agentRevoked: agent.revoked, workflow: agent.workflow };
       },

@@ -1,20 +1,15 @@
 import { performance } from 'node:perf_hooks';
-import type { AuthenticatingApiToken } from '../model/api-tokens.js';
 import type { AuditAction } from '../model/audit.js';
-import type { ChatOrigin, JobSource } from '../model/jobs.js';
-import type { Role } from '../model/orgs.js';
-import type { LimitRefusal, RateLimits } from '../model/rate-limits.js';
+import type { LimitRefusal } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
-import type { Trigger, TriggerType } from '../model/triggers.js';
+import type { Trigger } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
 import type { AdmissionOutcome, JobResult, TriggerRunRepository } from '../model/trigger-runs.js';
 import { isTerminalJobStatus } from '@drover/shared';
 import { AppError, conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
-import type { AuditLog, UserActor } from '../audit/audit-log.js';
-import { TOKEN_RUNNABLE_TRIGGER_TYPES } from '../tokens/grants.js';
-import { memberFileCaller, systemReaderFileCaller, tokenFileCaller, type FileCaller } from '../files/access.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { checkRunFileRefs, type FileRefLookups } from './file-refs.js';
@@ -22,6 +17,10 @@ import { IDEMPOTENCY_TTL_MS, requestHash } from './idempotency.js';
 import { resolveRunParams } from './params.js';
 import { resolveRunRequest, workflowNotFound, type RunRequest, type TriggerRunBody } from './request.js';
 import { RunTargets, type RunTarget } from './run-targets.js';
+import { scheduleActor, type RunActor } from './run-actors.js';
+import { runBatch, type BatchRunDeps } from '../fleet/batch-runs.js';
+
+export { apiTokenActor, chatActor, scheduleActor, userActor, type RunActor } from './run-actors.js';
 
 /**
  * The one way in for a run of a trigger (docs/trigger-runs.md): every source of runs (the public
@@ -31,110 +30,6 @@ import { RunTargets, type RunTarget } from './run-targets.js';
  * limits, the job, its audit entries and its event to the agent's stream. Validation problems name
  * the request's fields (`ref`, `params.env`); the HTTP layer places them (`body.ref`).
  */
-
-/** Who asks for a run, as far as the rules care. */
-export interface RunActor {
-  /** The source of runs the actor stands for, recorded on the job. */
-  source: Exclude<JobSource, 'ota'>;
-  /** How the audit log names the actor. */
-  auditActor: { actorType: 'api_token' | 'user' | 'system'; actorId: string | null };
-  /** Why the actor may not force a run past the workflow's limits, or null when it may. */
-  forceDenied: string | null;
-  /** The types of trigger the actor may run; null: every type (a member, by hand). */
-  runsTypes: readonly TriggerType[] | null;
-  /** Recorded on the job. */
-  apiTokenId: string | null;
-  userId: string | null;
-  /** The actor's own job limits (an API token's), applied with the workflow's; null: none. */
-  limits: { id: string; limits: RateLimits } | null;
-  /** Whose storage rights decide which files the run may be given. */
-  files: FileCaller;
-  /** Whether each accepted run gets its own `trigger.run` audit entry (runs by people do). */
-  auditsRuns: boolean;
-  /** A chat run's origin, recorded on the job; null for the other sources. */
-  chat: ChatOrigin | null;
-}
-
-/** An API token calling `POST /v1/triggers/:id/run`. */
-export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
-  return {
-    source: 'webhook',
-    runsTypes: TOKEN_RUNNABLE_TRIGGER_TYPES,
-    auditActor: { actorType: 'api_token', actorId: token.id },
-    forceDenied:
-      token.issuerRole === 'owner'
-        ? null
-        : "A forced run needs the owner role; the API token's issuer is not an owner of the organization",
-    apiTokenId: token.id,
-    userId: token.userId,
-    limits: { id: token.id, limits: token.rateLimit },
-    files: tokenFileCaller(token),
-    auditsRuns: false,
-    chat: null,
-  };
-}
-
-/**
- * A member of the trigger's organization running it by hand (`POST
- * /v1/orgs/:orgId/triggers/:id/run`): no token, so no token limits; the workflow's apply. Any
- * member may run, an owner may force; the run may be given any active file of the organization.
- */
-export function userActor(user: UserActor & { role: Role }): RunActor {
-  return {
-    source: 'manual',
-    runsTypes: null,
-    auditActor: { actorType: 'user', actorId: user.userId },
-    forceDenied:
-      user.role === 'owner' ? null : 'A forced run needs the owner role; you are a member of the organization',
-    apiTokenId: null,
-    userId: user.userId,
-    limits: null,
-    files: memberFileCaller(user.orgId, user.userId),
-    auditsRuns: true,
-    chat: null,
-  };
-}
-
-/**
- * A cron trigger's schedule firing an occurrence (docs/schedules.md): the system acts, with no
- * token, so no token limits; the workflow's apply and are never forced. The run is given the
- * files its fixed params name, any active file of the trigger's organization, and no others.
- */
-export function scheduleActor(trigger: Pick<Trigger, 'id' | 'orgId'>): RunActor {
-  return {
-    source: 'cron',
-    runsTypes: ['cron'],
-    auditActor: { actorType: 'system', actorId: null },
-    forceDenied: 'A scheduled run is never forced',
-    apiTokenId: null,
-    userId: null,
-    limits: null,
-    files: systemReaderFileCaller(trigger.orgId),
-    auditsRuns: false,
-    chat: null,
-  };
-}
-
-/**
- * Someone in a connected chat channel running its trigger by keyword (docs/chat.md, "Chat
- * triggers"): anyone who can post there; no token, so no token limits (the workflow's apply);
- * never forced; audited with the chat user in the entry; may name any active file of the
- * organization by id.
- */
-export function chatActor(trigger: Pick<Trigger, 'orgId'>, origin: ChatOrigin): RunActor {
-  return {
-    source: origin.provider,
-    runsTypes: [origin.provider],
-    auditActor: { actorType: 'system', actorId: null },
-    forceDenied: 'A chat run is never forced',
-    apiTokenId: null,
-    userId: null,
-    limits: null,
-    files: systemReaderFileCaller(trigger.orgId),
-    auditsRuns: true,
-    chat: origin,
-  };
-}
 
 export interface RunTriggerInput {
   target: RunTarget;
@@ -147,10 +42,12 @@ export interface RunTriggerInput {
 export type RunOutcome =
   /** A job: new (`repeated: false`) or, for a repeated idempotency key, the first call's. */
   | { outcome: 'accepted'; jobId: string; repeated: boolean; trigger: Trigger }
-  /** Refused by a limit: a `rejected` job was stored and the refusal audited. */
+  /** The batch of a `fanout: all` trigger (docs/fleets.md): new, or a repeated key's. */
+  | { outcome: 'batch'; batchId: string; jobIds: string[]; repeated: boolean; trigger: Trigger }
+  /** Refused by a limit: a `rejected` job was stored (none for a batch) and the refusal audited. */
   | {
       outcome: 'rate_limited';
-      jobId: string;
+      jobId: string | null;
       scope: 'token' | 'workflow';
       refusal: LimitRefusal;
       workflowName: string;
@@ -183,7 +80,7 @@ interface PreparedRun {
 }
 
 export interface TriggerRunServiceDeps {
-  repos: Pick<Repositories, 'triggerRuns' | 'changeCounter' | 'triggers' | 'agents' | 'workflows'>;
+  repos: Pick<Repositories, 'triggerRuns' | 'changeCounter' | 'triggers' | 'agents' | 'workflows' | 'batches'>;
   clock: Clock;
   audit: AuditLog;
   jobEvents: JobEvents;
@@ -214,6 +111,12 @@ export class TriggerRunService {
    */
   async run({ target, actor, request, idempotencyKey }: RunTriggerInput): Promise<RunOutcome> {
     const { trigger } = target;
+    if (trigger.agentSelector !== null) {
+      const run = resolveRunRequest(target, request, actor);
+      const outcome = await runBatch(this.batchDeps(), { trigger, actor, run, request, idempotencyKey });
+      return outcome.outcome === 'batch' ? outcome : { ...outcome, jobId: null };
+    }
+    const agentId = trigger.agentId as string;
     const { audit, clock, jobEvents } = this.deps;
     const { run, workflow, params } = await this.prepare(target, actor, request);
 
@@ -226,7 +129,7 @@ export class TriggerRunService {
         kind: 'trigger',
         source: actor.source,
         triggerId: trigger.id,
-        agentId: trigger.agentId,
+        agentId,
         workflowId: workflow.id,
         workflowName: workflow.name,
         ref: run.ref,
@@ -262,7 +165,7 @@ export class TriggerRunService {
         return { outcome: 'rate_limited', jobId: admission.jobId, scope, refusal, workflowName: workflow.name };
       }
       case 'admitted': {
-        jobEvents.jobCreated(trigger.agentId, jobId);
+        jobEvents.jobCreated(agentId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
         const onTrigger = (action: AuditAction, metadata: Record<string, unknown>) =>
           audit.record({
@@ -309,6 +212,9 @@ export class TriggerRunService {
     const target = await this.target(orgId, triggerId);
     if (!target || !stillDue(target.trigger)) return { outcome: 'not_due' };
     const { trigger } = target;
+    // A schedule on a label selector is refused when the trigger is written (not available yet).
+    if (trigger.agentId === null) return { outcome: 'not_due' };
+    const agentId = trigger.agentId;
     const actor = scheduleActor(trigger);
     const request: TriggerRunBody = {
       ...(trigger.ref === null ? {} : { ref: trigger.ref }),
@@ -335,7 +241,7 @@ export class TriggerRunService {
         kind: 'trigger',
         source: actor.source,
         triggerId: trigger.id,
-        agentId: trigger.agentId,
+        agentId,
         workflowId: workflow?.id ?? null,
         workflowName: workflow?.name ?? trigger.workflowName ?? '',
         ref: prepared?.run.ref ?? trigger.ref,
@@ -357,7 +263,7 @@ export class TriggerRunService {
     });
     switch (admission.outcome) {
       case 'admitted':
-        jobEvents.jobCreated(trigger.agentId, jobId);
+        jobEvents.jobCreated(agentId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
         return { outcome: 'job_created', jobId, status: 'pending' };
       case 'refused':
@@ -374,6 +280,11 @@ export class TriggerRunService {
       case 'idempotency_conflict':
         throw new Error(`a scheduled run has no idempotency key, yet its admission answered ${admission.outcome}`);
     }
+  }
+
+  private batchDeps(): BatchRunDeps {
+    const { repos, clock, audit, jobEvents, files } = this.deps;
+    return { repos, clock, audit, jobEvents, files, metrics: this.metrics };
   }
 
   /** The rules before the admission: the trigger's and the actor's, the workflow, its params and files. */

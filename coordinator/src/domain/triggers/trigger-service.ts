@@ -145,7 +145,9 @@ export class TriggerService {
 
   private async checkConfig(orgId: string, config: TriggerConfig, selfId: string | null, agentChanged: boolean) {
     const { repos } = this.deps;
-    if (agentChanged) checkTriggerAgent(config.agentId, await repos.agents.findInOrg(orgId, config.agentId));
+    if (agentChanged && config.agentId !== null) {
+      checkTriggerAgent(config.agentId, await repos.agents.findInOrg(orgId, config.agentId));
+    }
     if (config.chatKeyword !== null) checkChatKeywordClash(config, await repos.triggers.listByOrg(orgId), selfId);
     if (config.type === 'cron' && config.workflowName !== null) await this.checkFixedParams(config);
   }
@@ -155,6 +157,8 @@ export class TriggerService {
    * workflow (a workflow not reported yet is checked at each run). Files are checked at each run.
    */
   private async checkFixedParams(config: TriggerConfig): Promise<void> {
+    // A selector trigger's agents may report different versions of the workflow: checked at each run.
+    if (config.agentId === null) return;
     const workflow = await this.deps.repos.workflows.findActiveByAgentAndName(
       config.agentId,
       config.workflowName as string,

@@ -3,6 +3,7 @@ import type {
   ChatProvider,
   CronMissedPolicy,
   CronOverlapPolicy,
+  Fanout,
   NotifyOn,
   Trigger,
   TriggerType,
@@ -11,6 +12,7 @@ import { conflict, describeValue, validationFailed, type ValidationDetail } from
 import { nameProblem } from '../names.js';
 import { plainJsonProblems } from '../plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from '../cron/triggers-cron.js';
+import { formatSelector, parseSelector, SelectorError } from '@drover/shared';
 
 /**
  * Trigger configuration rules beyond single-field types (those are the route's JSON schema):
@@ -34,6 +36,9 @@ export const CONFIG_FIELDS = [
   'name',
   'type',
   'agentId',
+  'agentSelector',
+  'fanout',
+  'maxParallel',
   'scopeType',
   'workflowName',
   'responseMode',
@@ -67,7 +72,10 @@ export type TriggerConfig = Pick<Trigger, (typeof CONFIG_FIELDS)[number]>;
 export interface TriggerInput {
   name?: string;
   type?: TriggerType;
-  agentId?: string;
+  agentId?: string | null;
+  agentSelector?: string | null;
+  fanout?: Fanout | null;
+  maxParallel?: number | null;
   scopeType?: 'workflow' | 'agent';
   workflowName?: string | null;
   responseMode?: 'async' | 'sync';
@@ -104,7 +112,7 @@ const CRON_FIELDS = [
 export const DEFAULT_CRON_MISSED_POLICY: CronMissedPolicy = 'skip';
 export const DEFAULT_CRON_OVERLAP_POLICY: CronOverlapPolicy = 'skip';
 const CHAT_FIELDS = ['chatTeamId', 'chatChannelId', 'chatKeyword', 'chatAllowedUserIds'] as const;
-const REQUIRED_ON_CREATE = ['name', 'agentId', 'scopeType'] as const;
+const REQUIRED_ON_CREATE = ['name', 'scopeType'] as const;
 
 const at = (field: string) => `body.${field}`;
 
@@ -177,6 +185,8 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     const problem = nameProblem(input.name);
     if (problem) problems.push({ path: at('name'), message: problem });
   }
+
+  const target = resolveTarget(input, current, scopeType, problems);
 
   let workflowName: string | null = null;
   if (scopeType === 'workflow') {
@@ -268,7 +278,7 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
   return {
     name: (pick('name') as string).trim(),
     type,
-    agentId: pick('agentId') as string,
+    ...target,
     scopeType,
     workflowName,
     responseMode: responseMode as 'async' | 'sync',
@@ -291,6 +301,93 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     chatKeyword,
     chatAllowedUserIds,
   };
+}
+
+/**
+ * Where a trigger runs: on one agent (`agentId`) or on the agents a label selector picks
+ * (`agentSelector`, with `fanout` and, for `all`, `maxParallel`), never both (docs/fleets.md).
+ * On update, naming one of the two replaces the other.
+ */
+function resolveTarget(
+  input: TriggerInput,
+  current: TriggerConfig | null,
+  scopeType: 'workflow' | 'agent',
+  problems: ValidationDetail[],
+): Pick<TriggerConfig, 'agentId' | 'agentSelector' | 'fanout' | 'maxParallel'> {
+  const none = { agentId: null, agentSelector: null, fanout: null, maxParallel: null };
+  const sentAgent = input.agentId !== undefined && input.agentId !== null;
+  const sentSelector = input.agentSelector !== undefined && input.agentSelector !== null;
+  if (sentAgent && sentSelector) {
+    problems.push({
+      path: at('agentSelector'),
+      message: 'a trigger runs on agentId or on the agents agentSelector selects, not both; send one of them',
+    });
+    return none;
+  }
+  const onSelector = sentSelector || (!sentAgent && input.agentSelector !== null && current?.agentSelector != null);
+  if (!onSelector) {
+    const agentId = sentAgent ? (input.agentId as string) : input.agentId === null ? null : (current?.agentId ?? null);
+    if (agentId === null)
+      problems.push({ path: at('agentId'), message: 'is required: or name agents with agentSelector' });
+    for (const field of ['fanout', 'maxParallel'] as const) {
+      if (input[field] !== undefined && input[field] !== null) {
+        problems.push({
+          path: at(field),
+          message: `is used only with agentSelector; omit it or send null, got ${describeValue(input[field])}`,
+        });
+      }
+    }
+    return { ...none, agentId };
+  }
+  let agentSelector: string | null = null;
+  const source = sentSelector ? (input.agentSelector as string) : (current?.agentSelector as string);
+  try {
+    const requirements = parseSelector(source);
+    if (requirements.length === 0) {
+      problems.push({
+        path: at('agentSelector'),
+        message: 'must select by at least one label (to reach every agent, select one they all have, such as `os`)',
+      });
+    } else {
+      agentSelector = formatSelector(requirements);
+    }
+  } catch (error) {
+    if (!(error instanceof SelectorError)) throw error;
+    problems.push({ path: at('agentSelector'), message: `is not a label selector: ${error.message}` });
+  }
+  if (scopeType !== 'workflow') {
+    problems.push({
+      path: at('scopeType'),
+      message: 'must be "workflow" for a trigger on agentSelector: its agents run the workflow named by workflowName',
+    });
+  }
+  const fanout = input.fanout === undefined ? (current?.fanout ?? null) : input.fanout;
+  if (fanout === null) problems.push({ path: at('fanout'), message: 'is required with agentSelector: "all"' });
+  // Not available yet: pools (`one`), and schedules and chat commands on a selector.
+  if (fanout === 'one') {
+    problems.push({
+      path: at('fanout'),
+      message: '"one" (a pool: any one matching agent) is not available yet; use "all", or agentId',
+    });
+  }
+  const type = input.type ?? current?.type ?? 'webhook';
+  if (type !== 'webhook') {
+    problems.push({
+      path: at('agentSelector'),
+      message: `is available on webhook triggers for now (runs by hand included), not yet on ${type} triggers`,
+    });
+  }
+  const maxParallel = input.maxParallel === undefined ? (current?.maxParallel ?? null) : input.maxParallel;
+  if (fanout === 'one' && maxParallel !== null) {
+    if (input.maxParallel !== undefined) {
+      problems.push({
+        path: at('maxParallel'),
+        message: `is used only with fanout "all" (a pool runs each call's one job); omit it or send null, got ${describeValue(maxParallel)}`,
+      });
+    }
+    return { agentId: null, agentSelector, fanout, maxParallel: null };
+  }
+  return { agentId: null, agentSelector, fanout, maxParallel };
 }
 
 /** A trigger runs on one agent of its organization, which must not be revoked. */

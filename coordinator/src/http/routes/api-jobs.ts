@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { registerJobDetailRoute } from './manage/jobs.js';
+import { registerBatchDetailRoute } from './manage/batches.js';
 
 /**
  * `GET /api/jobs/:id`: the dashboard address of a job, which trigger runs return as `statusUrl`
@@ -15,5 +16,11 @@ export async function apiJobRoutes(app: FastifyInstance): Promise<void> {
     '/api/jobs/:id',
     'getJobAtStatusUrl',
     'A job (statusUrl): the dashboard page for a browser, the job detail JSON for other clients',
+  );
+  registerBatchDetailRoute(
+    app,
+    '/api/batches/:id',
+    'getBatchAtStatusUrl',
+    "A batch (a fanout: all trigger's statusUrl): the dashboard page for a browser, the batch JSON for other clients",
   );
 }

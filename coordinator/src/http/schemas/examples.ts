@@ -69,6 +69,18 @@ export const agentExample = {
   operatorLabels: { site: 'munich' },
 };
 
+/** The agent as discovery shows it: the specification's fields. */
+export const publicAgentExample = {
+  id: ID.agent,
+  name: 'edge-lab-01',
+  hostname: 'edge-lab-01',
+  os: 'linux x64',
+  agentVersion: '0.1.0',
+  status: 'connected',
+  lastSeenAt: LATER,
+  enrolledAt: AT,
+};
+
 export const paramsSchemaExample = [
   { name: 'who', type: 'string', required: true, description: 'whom to greet', pattern: '^[A-Za-z ]+$' },
   { name: 'times', type: 'number', default: 1, min: 1, max: 10 },
@@ -180,6 +192,7 @@ export const jobExample = {
   status: 'success',
   triggerId: ID.trigger,
   agentId: ID.agent,
+  batchId: null,
   workflowId: ID.workflow,
   workflowName: 'hello',
   ref: 'main',
@@ -249,6 +262,9 @@ export const createTriggerBodyExample = {
   name: 'nightly build',
   type: 'cron',
   agentId: ID.agent,
+  agentSelector: null,
+  fanout: null,
+  maxParallel: null,
   scopeType: 'workflow',
   workflowName: 'hello',
   responseMode: 'async',
@@ -263,6 +279,9 @@ export const triggerExample = {
   name: 'nightly build',
   type: 'cron',
   agentId: ID.agent,
+  agentSelector: null,
+  fanout: null,
+  maxParallel: null,
   scopeType: 'workflow',
   workflowName: 'hello',
   responseMode: 'async',

@@ -4,6 +4,7 @@ import { ROLES } from '../../domain/model/orgs.js';
 import { nullableTimestamp, timestamp, uuid } from './common.js';
 import {
   agentExample,
+  publicAgentExample,
   auditEntryExample,
   managedWorkflowExample,
   memberExample,
@@ -71,6 +72,23 @@ export const labelsSchema = (description: string) =>
     description: `${description}. Keys: 1 to 63 of a-z 0-9 . _ / -, starting and ending with a letter or digit; values: up to 63 of A-Z a-z 0-9 . _ -`,
     additionalProperties: { type: 'string' },
   }) as const;
+
+/** An agent as the public API shows it (discovery): the specification's fields, nothing more. */
+export const PublicAgentSchema = named('PublicAgent', {
+  type: 'object',
+  examples: [publicAgentExample],
+  required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
+  properties: {
+    id: uuid,
+    name,
+    hostname: { type: 'string' },
+    os: { type: 'string' },
+    agentVersion: { type: 'string' },
+    status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
+    lastSeenAt: nullableTimestamp,
+    enrolledAt: timestamp,
+  },
+} as const);
 
 export const AgentSchema = named('Agent', {
   type: 'object',

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
 
 /**
  * Named schemas: the shapes the API answers with (a job, a trigger, an agent, ...) each have a
@@ -82,4 +82,41 @@ export function nameAnswers(app: FastifyInstance): void {
     }
     (route.schema as { response: Record<string, unknown> }).response = answers;
   });
+}
+
+/**
+ * The API description's view of a route whose answers have another shape beside the one its
+ * serializer writes (`config.otherAnswers`, status to schema: a run's batch, http/run-answer.ts):
+ * each such answer is described as either. The other shape is written without the route's
+ * serializer, so the hot path keeps its own.
+ */
+export function describeOtherAnswers<S extends FastifySchema>(input: {
+  schema: S;
+  url: string;
+  route: RouteOptions;
+}): {
+  schema: FastifySchema;
+  url: string;
+} {
+  const { schema, url, route } = input;
+  const other = route.config?.otherAnswers;
+  const response = (schema as { response?: Record<string, unknown> } | undefined)?.response;
+  if (!other || !response) return { schema, url };
+  const answers = { ...response };
+  const examplesOf = (schema: unknown): unknown[] =>
+    isObject(schema) && Array.isArray(schema.examples) ? schema.examples : [];
+  for (const [status, alternative] of Object.entries(other)) {
+    const own = answers[status];
+    answers[status] = own
+      ? { anyOf: [own, alternative], examples: [...examplesOf(own), ...examplesOf(alternative)] }
+      : alternative;
+  }
+  return { schema: { ...schema, response: answers }, url };
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Answers of another shape, described beside the route's own (describeOtherAnswers). */
+    otherAnswers?: Readonly<Record<string, object>>;
+  }
 }

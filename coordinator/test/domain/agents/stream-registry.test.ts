@@ -16,6 +16,8 @@ function job(id: string, agentId = 'a1', status: Job['status'] = 'pending'): Job
     source: 'webhook',
     triggerId: 't',
     agentId,
+    batchId: null,
+    held: false,
     workflowId: null,
     workflowName: 'wf',
     status,

@@ -14,6 +14,8 @@ function job(status: JobStatus, fields: Partial<Job> = {}): Job {
     source: 'webhook',
     triggerId: 't1',
     agentId: 'a1',
+    batchId: null,
+    held: false,
     workflowId: null,
     workflowName: 'deploy',
     status,

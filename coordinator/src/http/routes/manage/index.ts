@@ -11,6 +11,7 @@ import { enrollmentTokenRoutes } from './enrollment-tokens.js';
 import { fileRoutes } from './files.js';
 import { invitationRoutes } from './invitations.js';
 import { jobRoutes } from './jobs.js';
+import { batchRoutes } from './batches.js';
 import { orgRoutes } from './orgs.js';
 import { releaseRoutes } from './releases.js';
 import { storageBindingRoutes } from './storage-bindings.js';
@@ -37,6 +38,7 @@ export async function managementRoutes(app: FastifyInstance): Promise<void> {
   await app.register(fileRoutes);
   await app.register(auditRoutes);
   await app.register(jobRoutes);
+  await app.register(batchRoutes);
   await app.register(appRoutes);
   await app.register(releaseRoutes);
   await app.register(deviceRoutes);

@@ -37,7 +37,11 @@ const JOB_FIELDS = {
   },
   status: { type: 'string', enum: JOB_STATUSES },
   triggerId: { type: ['string', 'null'] },
-  agentId: uuid,
+  agentId: {
+    type: ['string', 'null'],
+    description: 'the agent that runs it; null while a job of a pool waits for one (docs/fleets.md)',
+  },
+  batchId: { type: ['string', 'null'], description: 'the batch it is one job of (docs/fleets.md), or null' },
   workflowId: { type: ['string', 'null'] },
   workflowName: { type: 'string' },
   ref: nullableString,
@@ -200,6 +204,7 @@ const TRIGGER_JOB_SOURCES = JOB_SOURCES.filter((s) => s !== 'ota');
 interface ListQuerystring {
   status?: JobStatus;
   triggerId?: string;
+  batchId?: string;
   agentId?: string;
   source?: JobSource;
   createdAfter?: string;
@@ -272,6 +277,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
           properties: {
             status: { type: 'string', enum: JOB_STATUSES, description: 'only jobs in this status' },
             triggerId: { ...uuid, description: 'only jobs of this trigger' },
+            batchId: { ...uuid, description: 'only jobs of this batch' },
             agentId: { ...uuid, description: 'only jobs of this agent' },
             source: { type: 'string', enum: TRIGGER_JOB_SOURCES, description: 'only jobs from this source' },
             ...createdRangeQueryProperties('jobs'),

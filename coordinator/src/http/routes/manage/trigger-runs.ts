@@ -4,7 +4,7 @@ import { userActor, type RunActor } from '../../../domain/trigger-run/run-trigge
 import type { RunTarget } from '../../../domain/trigger-run/run-targets.js';
 import { notFound } from '../../../errors.js';
 import { requireOrgRole } from '../../auth/session.js';
-import { defaultRunBody, RunBodySchema, runAnswerer, runResponses } from '../../run-answer.js';
+import { batchAnswers, defaultRunBody, RunBodySchema, runAnswerer, runResponses } from '../../run-answer.js';
 import { errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 
@@ -17,7 +17,7 @@ import { noQuery } from '../../schemas/management.js';
 export async function triggerRunByHandRoutes(app: FastifyInstance): Promise<void> {
   const { runs } = app.ctx;
   const callers = new WeakMap<FastifyRequest, { target: RunTarget; actor: RunActor }>();
-  const answer = runAnswerer(app, runs);
+  const answer = runAnswerer(app, runs, app.ctx.batches);
 
   async function identifyCaller(request: FastifyRequest): Promise<void> {
     const { orgId, triggerId } = request.params as { orgId: string; triggerId: string };
@@ -32,6 +32,7 @@ export async function triggerRunByHandRoutes(app: FastifyInstance): Promise<void
     {
       onRequest: identifyCaller,
       preValidation: defaultRunBody,
+      config: batchAnswers,
       schema: {
         operationId: 'runTriggerByHand',
         summary: 'Run a trigger by hand: the public run, as a member (an owner may force); the workflow limits apply',

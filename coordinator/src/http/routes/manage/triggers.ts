@@ -3,9 +3,11 @@ import {
   CHAT_PROVIDERS,
   CRON_MISSED_POLICIES,
   CRON_OVERLAP_POLICIES,
+  FANOUTS,
   NOTIFY_ON,
   TRIGGER_TYPES,
 } from '../../../domain/model/triggers.js';
+import { MAX_SELECTOR_LENGTH } from '@drover/shared';
 import { OCCURRENCE_OUTCOMES, SKIP_REASONS } from '../../../domain/model/cron-occurrences.js';
 import { OCCURRENCES_MAX_LIMIT } from '../../../domain/triggers/trigger-service.js';
 import { occurrenceView } from '../../../domain/cron/trigger-view.js';
@@ -44,7 +46,30 @@ const chatId = { type: ['string', 'null'], minLength: 1, maxLength: 128, pattern
 const configProperties = {
   name: { type: 'string', minLength: 1, maxLength: MAX_NAME_LENGTH },
   type: { type: 'string', enum: TRIGGER_TYPES, description: 'omitted: webhook' },
-  agentId: uuid,
+  agentId: {
+    ...uuid,
+    type: ['string', 'null'],
+    description: 'the agent it runs on; or name agents with agentSelector',
+  },
+  agentSelector: {
+    type: ['string', 'null'],
+    minLength: 1,
+    maxLength: MAX_SELECTOR_LENGTH,
+    description:
+      'a label selector (docs/fleets.md), instead of agentId: its runs go to the agents it selects, as fanout says',
+  },
+  fanout: {
+    type: ['string', 'null'],
+    enum: [...FANOUTS, null],
+    description:
+      'with agentSelector: "all" runs a batch, one job per agent selected; "one" (pools) is not available yet',
+  },
+  maxParallel: {
+    type: ['integer', 'null'],
+    minimum: 1,
+    maximum: 100_000,
+    description: 'fanout "all": at most this many of a batch\'s jobs handed out at a time; null: all at once',
+  },
   scopeType: { type: 'string', enum: ['workflow', 'agent'] },
   workflowName: {
     type: ['string', 'null'],
@@ -144,7 +169,10 @@ export const TriggerSchema = named('Trigger', {
     id: uuid,
     name: { type: 'string' },
     type: { type: 'string', enum: TRIGGER_TYPES },
-    agentId: uuid,
+    agentId: nullableString,
+    agentSelector: nullableString,
+    fanout: { type: ['string', 'null'], enum: [...FANOUTS, null] },
+    maxParallel: { type: ['integer', 'null'] },
     scopeType: { type: 'string', enum: ['workflow', 'agent'] },
     workflowName: nullableString,
     responseMode: { type: 'string', enum: ['async', 'sync'] },
@@ -215,7 +243,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
         body: {
           type: 'object',
           additionalProperties: false,
-          required: ['name', 'agentId', 'scopeType'],
+          required: ['name', 'scopeType'],
           properties: configProperties,
           examples: [createTriggerBodyExample],
         },

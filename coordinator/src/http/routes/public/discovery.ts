@@ -4,7 +4,7 @@ import { DiscoveryCache } from '../../../domain/discovery/discovery-cache.js';
 import { readLimitBody } from '../../../domain/discovery/read-rate-limiter.js';
 import { apiCallerOf } from '../../auth/api-token.js';
 import { errorResponses, nullableTimestamp, uuid } from '../../schemas/common.js';
-import { AgentSchema, noQuery, RateLimitSchema, WorkflowParamSchema } from '../../schemas/management.js';
+import { noQuery, PublicAgentSchema, RateLimitSchema, WorkflowParamSchema } from '../../schemas/management.js';
 import { GrantSchema } from '../manage/api-tokens.js';
 import { publicTokenExample, workflowExample } from '../../schemas/examples.js';
 import { listOf } from '../../schemas/examples.js';
@@ -15,7 +15,7 @@ import { named } from '../../schemas/named.js';
  * list the agents and workflows its grants reach. Every call counts against the token read
  * limit; `/agents`, `/devices` and `/workflows` are audited as `api_token.discover`.
  *
- * The fields below (and AgentSchema, the agent's one representation) are the whole public
+ * The fields below (and PublicAgentSchema, the specification's agent) are the whole public
  * representation: the response schemas drop everything else (publicKey, secretsKeys, steps, the
  * token hash).
  */
@@ -140,7 +140,7 @@ export async function discoveryRoutes(app: FastifyInstance): Promise<void> {
     await discovered(token, resource, agents.length);
     return agents;
   };
-  const agentList = listOf(AgentSchema);
+  const agentList = listOf(PublicAgentSchema);
   app.get(
     '/agents',
     {

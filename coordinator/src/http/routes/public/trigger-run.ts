@@ -5,7 +5,7 @@ import { apiTokenActor } from '../../../domain/trigger-run/run-trigger.js';
 import type { RunTarget } from '../../../domain/trigger-run/run-targets.js';
 import { notFound } from '../../../errors.js';
 import { apiCallerOf } from '../../auth/api-token.js';
-import { defaultRunBody, RunBodySchema, runAnswerer, runResponses } from '../../run-answer.js';
+import { batchAnswers, defaultRunBody, RunBodySchema, runAnswerer, runResponses } from '../../run-answer.js';
 import { errorResponses, idParams } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 
@@ -24,7 +24,7 @@ interface Caller {
 export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
   const { runs } = app.ctx;
   const callers = new WeakMap<FastifyRequest, Caller>();
-  const answer = runAnswerer(app, runs);
+  const answer = runAnswerer(app, runs, app.ctx.batches);
 
   /**
    * 401, 403 (no trigger grant), 404 (unknown trigger), 403 (trigger outside the grant): in
@@ -45,6 +45,7 @@ export async function triggerRunRoutes(app: FastifyInstance): Promise<void> {
     {
       onRequest: identifyCaller,
       preValidation: defaultRunBody,
+      config: batchAnswers,
       schema: {
         operationId: 'runTrigger',
         summary: 'Run a trigger: a job on its agent; async answers at once, sync waits for the result',

@@ -13,6 +13,8 @@ const job = (extra: Partial<Job> = {}): Job => ({
   source: 'webhook',
   triggerId: 'trigger-1',
   agentId: 'agent-1',
+  batchId: null,
+  held: false,
   workflowId: 'wf-1',
   workflowName: 'build',
   status: 'success',

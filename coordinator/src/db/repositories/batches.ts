@@ -1,0 +1,250 @@
+import type { JobStatus } from '@drover/shared';
+import type {
+  Batch,
+  BatchAdmissionOutcome,
+  BatchAdmissionRequest,
+  BatchCounts,
+  BatchRepository,
+  BatchWithCounts,
+} from '../../domain/model/batches.js';
+import type { Job } from '../../domain/model/jobs.js';
+import type { DecideLimits } from '../../domain/model/transaction-rules.js';
+import { all, lock, one, query, run, values, type Database, type Flow } from '../sql/index.js';
+import { toJob, INSERT_JOB, jobInsertParams, type JobRow } from './job-rows.js';
+import { lockOrg } from './parent-locks.js';
+import { BUMP_COUNTERS, FIND_KEY, hasLimit, INSERT_BLOCK, readCounts, SAVE_KEY, type Scope } from './trigger-runs.js';
+
+interface BatchRow {
+  id: string;
+  org_id: string;
+  number: number;
+  trigger_id: string;
+  workflow_name: string;
+  selector: string;
+  max_parallel: number | null;
+  source: Batch['source'];
+  api_token_id: string | null;
+  user_id: string | null;
+  job_count: number;
+  created_at: string;
+  ended_at: string | null;
+}
+
+const toBatch = (r: BatchRow): Batch => ({
+  id: r.id,
+  orgId: r.org_id,
+  number: r.number,
+  triggerId: r.trigger_id,
+  workflowName: r.workflow_name,
+  selector: r.selector,
+  maxParallel: r.max_parallel,
+  source: r.source,
+  apiTokenId: r.api_token_id,
+  userId: r.user_id,
+  jobCount: r.job_count,
+  createdAt: r.created_at,
+  endedAt: r.ended_at,
+});
+
+const OPEN = `('pending', 'queued', 'running')`;
+const NO_LIMITS = { perMinute: null, perHour: null, perDay: null };
+
+/** The organization's next number: its row is locked first on PostgreSQL (lockOrg), SQLite's writer is one. */
+const INSERT_BATCH = query<BatchRow, Omit<Batch, 'number' | 'endedAt'>>(
+  `INSERT INTO batches (id, org_id, number, trigger_id, workflow_name, selector, max_parallel, source, api_token_id,
+     user_id, job_count, created_at)
+   VALUES (@id, @orgId, (SELECT COALESCE(MAX(number), 0) + 1 FROM batches WHERE org_id = @orgId), @triggerId,
+     @workflowName, @selector, @maxParallel, @source, @apiTokenId, @userId, @jobCount, @createdAt)
+   RETURNING *`,
+);
+const BY_ID = query<BatchRow, [string]>('SELECT * FROM batches WHERE id = ?');
+const IN_ORG = query<BatchRow, [string, string]>('SELECT * FROM batches WHERE org_id = ? AND id = ?');
+const PAGE = query<BatchRow, [string, number, number]>(
+  'SELECT * FROM batches WHERE org_id = ? AND number < ? ORDER BY number DESC LIMIT ?',
+);
+const COUNTS = query<{ batch_id: string; status: JobStatus; n: number }, [string]>(
+  (d) => `SELECT batch_id, status, count(*) AS n FROM jobs
+    WHERE batch_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) GROUP BY batch_id, status`,
+);
+const JOBS = query<JobRow, [string]>('SELECT * FROM jobs WHERE batch_id = ? ORDER BY seq');
+const MAX_PARALLEL = values<number | null, [string]>('SELECT max_parallel FROM batches WHERE id = ?');
+const HANDED_OUT = values<number, [string]>(
+  `SELECT count(*) FROM jobs WHERE batch_id = ? AND held = FALSE AND status IN ${OPEN}`,
+);
+const RELEASE = query<JobRow, [string, number]>(
+  `UPDATE jobs SET held = FALSE WHERE seq IN (
+     SELECT seq FROM jobs WHERE batch_id = ? AND held = TRUE AND status = 'pending' ORDER BY seq LIMIT ?)
+   RETURNING *`,
+);
+const SETTLE = query<BatchRow, [string, string]>(
+  `UPDATE batches SET ended_at = ? WHERE id = ? AND ended_at IS NULL
+     AND NOT EXISTS (SELECT 1 FROM jobs WHERE batch_id = batches.id AND status IN ${OPEN})
+   RETURNING *`,
+);
+const UNSETTLED = values<string, [number]>('SELECT id FROM batches WHERE ended_at IS NULL ORDER BY created_at LIMIT ?');
+
+const NO_COUNTS = (): BatchCounts => ({
+  pending: 0,
+  queued: 0,
+  running: 0,
+  success: 0,
+  failed: 0,
+  timed_out: 0,
+  cancelled: 0,
+  rejected: 0,
+});
+
+/**
+ * Batches (docs/fleets.md), written once. A batch's admission is one write: on SQLite an
+ * operation of the group commit; on PostgreSQL one transaction, with the advisory locks of a
+ * single run's admission (the idempotency key, then the token's and each workflow's windows, in
+ * one order) and the organization's row for the batch's number.
+ */
+export function createBatchRepository(db: Database, decideLimits: DecideLimits): BatchRepository {
+  function* admission(request: BatchAdmissionRequest): Flow<BatchAdmissionOutcome> {
+    const { batch, jobs, now, idempotency, token } = request;
+    if (idempotency) {
+      yield* lock('idempotency', batch.triggerId, batch.workflowName, idempotency.key);
+      const earlier = yield* one(FIND_KEY, [batch.triggerId, batch.workflowName, idempotency.key, batch.createdAt]);
+      if (earlier) {
+        return earlier.hash === idempotency.requestHash
+          ? { outcome: 'repeated', batchId: earlier.job_id }
+          : { outcome: 'idempotency_conflict' };
+      }
+    }
+    // The windows that may be counted, locked in one order before they are read: the token's, then
+    // each workflow's by id.
+    const limited: { scope: Scope; id: string }[] = [];
+    if (token && hasLimit(token.limits)) limited.push({ scope: 'token', id: token.id });
+    const workflows = jobs
+      .filter((j) => j.rejection === null && j.job.workflowId !== null && hasLimit(j.workflowLimits))
+      .map((j) => j.job.workflowId as string)
+      .sort();
+    for (const id of workflows) limited.push({ scope: 'workflow', id });
+    for (const { scope, id } of limited) yield* lock('rate', scope, id);
+    const counts = yield* readCounts(limited, now);
+
+    const first = jobs[0]!.job;
+    const tokenDecision = decideLimits(
+      { job: { ...first, workflowId: '' }, now, idempotency: null, token, workflowLimits: NO_LIMITS },
+      counts,
+    );
+    if (tokenDecision.refused) {
+      return { outcome: 'refused', refusal: tokenDecision.refused.refusal, message: tokenDecision.refused.message };
+    }
+    const { windows } = tokenDecision;
+    const counted = [...tokenDecision.counted];
+
+    yield* lockOrg(batch.orgId);
+    const stored = yield* one(INSERT_BATCH, { ...batch, jobCount: jobs.length });
+    const created: Job[] = [];
+    let handedOut = 0;
+    for (const { job, rejection, workflowLimits } of jobs) {
+      let status: 'pending' | 'rejected' = 'pending';
+      let message = rejection;
+      if (message === null && job.workflowId !== null) {
+        const decision = decideLimits(
+          { job: { ...job, workflowId: job.workflowId }, now, idempotency: null, token: null, workflowLimits },
+          counts,
+        );
+        if (decision.refused) {
+          message = decision.refused.message;
+          const { refusal } = decision.refused;
+          yield* run(INSERT_BLOCK, [
+            job.orgId,
+            job.workflowId,
+            job.triggerId,
+            job.apiTokenId,
+            job.id,
+            refusal.window,
+            refusal.limit,
+            refusal.observed,
+            batch.createdAt,
+          ]);
+        } else {
+          counted.push(...decision.counted);
+        }
+      }
+      if (message !== null) status = 'rejected';
+      const held = status === 'pending' && batch.maxParallel !== null && handedOut >= batch.maxParallel;
+      if (status === 'pending' && !held) handedOut += 1;
+      const row = { ...job, batchId: batch.id, held };
+      yield* run(INSERT_JOB, jobInsertParams(row, status, message));
+      created.push({
+        ...row,
+        batchId: batch.id,
+        status,
+        errorMessage: message,
+        output: null,
+        exitCode: null,
+        queuedAt: null,
+        startedAt: null,
+        finishedAt: status === 'rejected' ? job.createdAt : null,
+        deadlineAt: null,
+        cancelRequestedAt: null,
+        cancelAckedAt: null,
+        seq: 0,
+        number: 0,
+        chatOrigin: job.chatOrigin ?? null,
+      });
+    }
+    for (const { scope, id } of counted) yield* run(BUMP_COUNTERS, { scope, id, ...windows });
+    if (idempotency) {
+      const expiresAt = new Date(now + idempotency.ttlMs).toISOString();
+      yield* run(SAVE_KEY, [
+        batch.triggerId,
+        batch.workflowName,
+        idempotency.key,
+        idempotency.requestHash,
+        batch.id,
+        expiresAt,
+      ]);
+    }
+    return { outcome: 'admitted', batch: toBatch(stored!), jobs: created };
+  }
+
+  async function withCounts(rows: readonly BatchRow[]): Promise<BatchWithCounts[]> {
+    if (rows.length === 0) return [];
+    const counts = new Map(rows.map((r) => [r.id, NO_COUNTS()]));
+    for (const c of await db.all(COUNTS, [JSON.stringify(rows.map((r) => r.id))])) {
+      counts.get(c.batch_id)![c.status] = c.n;
+    }
+    return rows.map((r) => ({ ...toBatch(r), counts: counts.get(r.id)! }));
+  }
+  const oneWithCounts = async (row: BatchRow | null) => (row ? (await withCounts([row]))[0]! : null);
+
+  return {
+    admit(request) {
+      if (request.jobs.length === 0) throw new Error('a batch has at least one job');
+      return db.write(() => admission(request));
+    },
+    async findInOrg(orgId, id) {
+      return oneWithCounts(await db.one(IN_ORG, [orgId, id]));
+    },
+    async findById(id) {
+      return oneWithCounts(await db.one(BY_ID, [id]));
+    },
+    async listByOrg(orgId, q) {
+      return withCounts(await db.all(PAGE, [orgId, q.beforeNumber ?? Number.MAX_SAFE_INTEGER, q.limit]));
+    },
+    async jobs(batchId) {
+      return (await db.all(JOBS, [batchId])).map(toJob);
+    },
+    release(batchId) {
+      return db.write(function* (): Flow<Job[]> {
+        yield* lock('batch', batchId);
+        const max = yield* one(MAX_PARALLEL, [batchId]);
+        if (max === null) return [];
+        const free = max - ((yield* one(HANDED_OUT, [batchId])) ?? 0);
+        if (free <= 0) return [];
+        return (yield* all(RELEASE, [batchId, free])).map(toJob);
+      });
+    },
+    async settle(batchId, at) {
+      return oneWithCounts(await db.write(() => one(SETTLE, [at, batchId])));
+    },
+    listUnsettled(limit) {
+      return db.all(UNSETTLED, [limit]);
+    },
+  };
+}

@@ -1,0 +1,203 @@
+import { performance } from 'node:perf_hooks';
+import { isTerminalJobStatus } from '@drover/shared';
+import { notFound } from '../../errors.js';
+import { isoNow, type Clock } from '../../util/clock.js';
+import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
+import type { JobCancelService } from '../jobs/job-cancel.js';
+import type { JobEvents } from '../jobs/job-events.js';
+import type { BatchCounts, BatchListQuery, BatchStatus, BatchWithCounts } from '../model/batches.js';
+import type { Job } from '../model/jobs.js';
+import type { Repositories } from '../model/repositories.js';
+
+/** A batch as the API shows it (docs/fleets.md, "Batches"). */
+export interface BatchView extends BatchWithCounts {
+  status: BatchStatus;
+}
+
+/** One job of a batch, as the batch's view and its sync answer show it: one row per agent. */
+export interface BatchJobView {
+  jobId: string;
+  number: number;
+  agentId: string | null;
+  agentName: string | null;
+  status: Job['status'];
+  exitCode: number | null;
+  errorMessage: string | null;
+  output: Record<string, unknown>;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+/** Where a batch's progress is: its page in the dashboard (`GET /v1/orgs/:orgId/batches/:id` in the API). */
+export const batchStatusUrl = (batchId: string): string => `/api/batches/${batchId}`;
+
+const ENDED_STATUSES = ['success', 'failed', 'timed_out', 'cancelled', 'rejected'] as const;
+
+/**
+ * A batch's status from its jobs: `pending` while none has been taken by its agent (queued or
+ * further; a job refused at once does not count),
+ * `running` until every job ended; then `success` (all succeeded), `cancelled` (all cancelled),
+ * `failed` (none succeeded) or `partial`.
+ */
+export function batchStatus(counts: BatchCounts, jobCount: number): BatchStatus {
+  const ended = ENDED_STATUSES.reduce((sum, s) => sum + counts[s], 0);
+  if (ended < jobCount) return ended - counts.rejected + counts.queued + counts.running === 0 ? 'pending' : 'running';
+  if (counts.success === jobCount) return 'success';
+  if (counts.cancelled === jobCount) return 'cancelled';
+  return counts.success === 0 ? 'failed' : 'partial';
+}
+
+export const viewBatch = (batch: BatchWithCounts): BatchView => ({
+  ...batch,
+  status: batchStatus(batch.counts, batch.jobCount),
+});
+
+export interface BatchServiceDeps {
+  repos: Pick<Repositories, 'batches' | 'agents' | 'orgs'>;
+  jobEvents: JobEvents;
+  cancels: JobCancelService;
+  audit: AuditLog;
+  clock: Clock;
+  logger: { error(obj: object, msg: string): void };
+}
+
+/**
+ * Batches after their call (docs/fleets.md): views, cancel, and their course: when one of a
+ * batch's jobs ends, held jobs are handed out while the trigger's maxParallel allows, and the
+ * batch is marked ended once none of its jobs is open. Both are decided in the database (one
+ * decision whichever coordinator tries), after the job's end here, and by a sweep that catches
+ * up after a coordinator stopped between a job's end and its batch's turn.
+ */
+export class BatchService {
+  constructor(private readonly deps: BatchServiceDeps) {}
+
+  async list(actor: UserActor, query: BatchListQuery): Promise<BatchView[]> {
+    return (await this.deps.repos.batches.listByOrg(actor.orgId, query)).map(viewBatch);
+  }
+
+  async get(actor: UserActor, batchId: string): Promise<BatchView & { jobs: BatchJobView[] }> {
+    const batch = await this.deps.repos.batches.findInOrg(actor.orgId, batchId);
+    if (!batch) throw notFound('Batch');
+    return { ...viewBatch(batch), jobs: await this.jobViews(batch.orgId, batch.id) };
+  }
+
+  /** The batch's jobs, one row per agent, with the agents' names. */
+  async jobViews(orgId: string, batchId: string): Promise<BatchJobView[]> {
+    const jobs = await this.deps.repos.batches.jobs(batchId);
+    const names = new Map((await this.deps.repos.agents.listByOrg(orgId)).map((a) => [a.id, a.name]));
+    return jobs.map((job) => ({
+      jobId: job.id,
+      number: job.number,
+      agentId: job.agentId,
+      agentName: job.agentId === null ? null : (names.get(job.agentId) ?? null),
+      status: job.status,
+      exitCode: job.exitCode,
+      errorMessage: job.errorMessage,
+      output: job.output ?? {},
+      createdAt: job.createdAt,
+      startedAt: job.startedAt,
+      finishedAt: job.finishedAt,
+    }));
+  }
+
+  /** Cancels every unfinished job of the batch (audited once); answers the batch as it is then. */
+  async cancel(actor: UserActor, batchId: string): Promise<BatchView & { jobs: BatchJobView[] }> {
+    const { repos, cancels, audit } = this.deps;
+    const batch = await repos.batches.findInOrg(actor.orgId, batchId);
+    if (!batch) throw notFound('Batch');
+    const open = (await repos.batches.jobs(batch.id)).filter((j) => !isTerminalJobStatus(j.status));
+    let cancelled = 0;
+    for (const job of open) {
+      const result = await cancels.cancelJob(job);
+      if (result.outcome === 'applied') cancelled += 1;
+    }
+    if (open.length > 0) {
+      await audit.record(
+        userAction(actor, 'batch.cancel', 'batch', batch.id, {
+          batchNumber: batch.number,
+          workflowName: batch.workflowName,
+          jobs: cancelled,
+        }),
+      );
+    }
+    await this.advance(batch.id);
+    return this.get(actor, batch.id);
+  }
+
+  /**
+   * One of the batch's jobs ended (or the sweep): hand out the held jobs its maxParallel now
+   * allows, and mark it ended when none is open.
+   */
+  async advance(batchId: string): Promise<void> {
+    const { repos, jobEvents, clock } = this.deps;
+    for (const job of await repos.batches.release(batchId)) {
+      if (job.agentId !== null) jobEvents.jobCreated(job.agentId, job.id);
+    }
+    await repos.batches.settle(batchId, isoNow(clock));
+  }
+
+  /** The batches not marked ended: their course caught up (a pass of the job sweeper). */
+  async sweep(): Promise<void> {
+    for (const id of await this.deps.repos.batches.listUnsettled(100)) {
+      try {
+        await this.advance(id);
+      } catch (error) {
+        this.deps.logger.error({ err: error, batchId: id }, 'batch sweep failed');
+      }
+    }
+  }
+
+  /**
+   * Every job, once it ended here, moves its batch on. Returns the unsubscribe function.
+   * `batchOf` reads the job's batch (null for a job of none).
+   */
+  follow(batchOf: (jobId: string) => Promise<string | null>): () => void {
+    return this.deps.jobEvents.onJobFinished((jobId) => {
+      void (async () => {
+        const batchId = await batchOf(jobId);
+        if (batchId !== null) await this.advance(batchId);
+      })().catch((error: unknown) => this.deps.logger.error({ err: error, jobId }, 'batch advance failed'));
+    });
+  }
+
+  /**
+   * The batch's jobs once every one ended, or as they are after `timeoutMs` (or when `signal`
+   * aborts): a sync call's answer. Wakes at each end of one of them, here or on another
+   * coordinator, and after a gap in those events.
+   */
+  async waitForEnd(
+    orgId: string,
+    batchId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<{ jobs: BatchJobView[]; ended: boolean }> {
+    const deadline = performance.now() + timeoutMs;
+    // The jobs still open at the last read: the end of one of them wakes the wait (null: any).
+    let open: Set<string> | null = null;
+    for (;;) {
+      let wake = () => {};
+      const woken = new Promise<void>((resolve) => (wake = resolve));
+      const offFinished = this.deps.jobEvents.onJobFinished((jobId) => {
+        if (open === null || open.has(jobId)) wake();
+      }, 'anywhere');
+      const offGap = this.deps.jobEvents.onGap(() => wake());
+      try {
+        const jobs = await this.jobViews(orgId, batchId);
+        open = new Set(jobs.filter((j) => !isTerminalJobStatus(j.status)).map((j) => j.jobId));
+        const ended = jobs.every((j) => isTerminalJobStatus(j.status));
+        const left = deadline - performance.now();
+        if (ended || left <= 0 || signal?.aborted) return { jobs, ended };
+        let timer: NodeJS.Timeout | undefined;
+        const onAbort = () => wake();
+        signal?.addEventListener('abort', onAbort, { once: true });
+        await Promise.race([woken, new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]);
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      } finally {
+        offFinished();
+        offGap();
+      }
+    }
+  }
+}

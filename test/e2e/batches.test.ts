@@ -1,0 +1,212 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import { finishBody } from '../helpers/jobs.js';
+import { eventually } from '../helpers/poll.js';
+import { issueApiToken } from '../helpers/tokens.js';
+
+/**
+ * Runs on many agents (docs/fleets.md, "Batches"): a `fanout: all` trigger on a label selector
+ * makes one job per selected agent, grouped in a batch that counts once against the caller's
+ * limits, holds its jobs past maxParallel, answers sync calls when every job ended, and cancels
+ * as a whole. Real coordinator, signed agent clients.
+ */
+describe('batches', () => {
+  let t: TestCoordinator;
+  const agents: Record<string, TestAgent> = {};
+  let caller: ApiClient;
+  const triggers: Record<string, string> = {};
+
+  const labels = (agent: TestAgent, extra: Record<string, string>) =>
+    agent.request('PUT', '/v1/agent/labels', { labels: { os: 'linux', arch: 'x64', ...extra } });
+  const move = (agent: TestAgent, jobId: string, step: string, body?: unknown) =>
+    agent.request('POST', `/v1/agent/jobs/${jobId}/${step}`, body);
+  const runAll = async (agent: TestAgent, jobId: string, status = 'success') => {
+    expect((await move(agent, jobId, 'accept')).status).toBe(200);
+    expect((await move(agent, jobId, 'start')).status).toBe(200);
+    expect(
+      (await move(agent, jobId, 'finish', finishBody({ status, exitCode: status === 'success' ? 0 : 1 }))).status,
+    ).toBe(200);
+  };
+  const createTrigger = async (body: Record<string, unknown>) => {
+    const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: { name: 'fleet', scopeType: 'workflow', workflowName: 'rotate', responseMode: 'async', ...body },
+    });
+    expect(res.status, res.text).toBe(201);
+    return res.body.id as string;
+  };
+  const batch = async (id: string) => (await t.owner.get(`/orgs/${t.orgId}/batches/${id}`)).body;
+  const jobOf = (b: { jobs: Array<{ agentId: string; jobId: string }> }, agent: TestAgent) =>
+    b.jobs.find((j) => j.agentId === agent.agentId)!.jobId;
+
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    for (const [name, site] of [
+      ['gw-a', 'berlin'],
+      ['gw-b', 'berlin'],
+      ['gw-c', 'berlin'],
+      ['kiosk', 'munich'],
+    ] as const) {
+      const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: name });
+      expect((await t.owner.patch(`/orgs/${t.orgId}/agents/${agent.agentId}`, { body: { name } })).status).toBe(200);
+      expect((await labels(agent, { site, role: name === 'kiosk' ? 'kiosk' : 'gateway' })).status).toBe(200);
+      // gw-c does not have the workflow.
+      await agent.putWorkflows(name === 'gw-c' ? [workflow('other')] : [workflow('rotate')]);
+      agents[name] = agent;
+    }
+    triggers.all = await createTrigger({ agentSelector: 'role=gateway, site=berlin', fanout: 'all' });
+    triggers.one = await createTrigger({
+      name: 'serial',
+      agentSelector: 'role=gateway',
+      fanout: 'all',
+      maxParallel: 1,
+    });
+    triggers.none = await createTrigger({ name: 'nobody', agentSelector: 'role=router', fanout: 'all' });
+    triggers.sync = await createTrigger({
+      name: 'sync',
+      agentSelector: 'site=berlin,role=gateway',
+      fanout: 'all',
+      responseMode: 'sync',
+      responseTimeoutMs: 10_000,
+    });
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: Object.values(triggers) }], {
+      rateLimitPerMinute: 100,
+    });
+    caller = t.api.withToken(token.token);
+  });
+  afterAll(() => t?.close());
+
+  it('makes one job per selected agent, rejected where the workflow is missing, and follows them to the end', async () => {
+    const res = await caller.post(`/triggers/${triggers.all}/run`, { body: { params: {} } });
+    expect(res.status, res.text).toBe(202);
+    expect(res.body).toEqual({
+      batchId: expect.any(String),
+      jobIds: [expect.any(String), expect.any(String), expect.any(String)],
+      jobCount: 3,
+      status: 'pending',
+      statusUrl: `/api/batches/${res.body.batchId}`,
+    });
+    const b = await batch(res.body.batchId);
+    expect(b).toMatchObject({
+      number: 1,
+      triggerId: triggers.all,
+      workflowName: 'rotate',
+      selector: 'role=gateway,site=berlin',
+      source: 'webhook',
+      status: 'pending',
+      jobCount: 3,
+      endedAt: null,
+      counts: { pending: 2, rejected: 1, success: 0 },
+    });
+    expect(b.jobs.map((j: { agentName: string }) => j.agentName)).toEqual(['gw-a', 'gw-b', 'gw-c']);
+    expect(b.jobs[2]).toMatchObject({
+      status: 'rejected',
+      errorMessage: 'Agent gw-c does not report the workflow `rotate`',
+    });
+    // The jobs list filters by batch; each job names its batch.
+    const listed = await t.owner.get(`/orgs/${t.orgId}/jobs?batchId=${res.body.batchId}`);
+    expect(listed.body).toHaveLength(3);
+    expect(listed.body.every((j: { batchId: string }) => j.batchId === res.body.batchId)).toBe(true);
+
+    await runAll(agents['gw-a']!, jobOf(b, agents['gw-a']!));
+    expect((await batch(res.body.batchId)).status).toBe('running');
+    await runAll(agents['gw-b']!, jobOf(b, agents['gw-b']!), 'failed');
+    const ended = await eventually(async () => {
+      const now = await batch(res.body.batchId);
+      return now.endedAt ? now : null;
+    });
+    expect(ended).toMatchObject({ status: 'partial', counts: { success: 1, failed: 1, rejected: 1 } });
+    const page = await t.owner.get(`/orgs/${t.orgId}/batches`);
+    expect(page.body[0]).toMatchObject({ id: res.body.batchId, status: 'partial' });
+  });
+
+  it('hands out at most maxParallel jobs of a batch at a time, the next as one ends', async () => {
+    const res = await caller.post(`/triggers/${triggers.one}/run`);
+    expect(res.status, res.text).toBe(202);
+    const b = await batch(res.body.batchId);
+    const pending = b.jobs.filter((j: { status: string }) => j.status === 'pending');
+    expect(pending).toHaveLength(2);
+    const held = async () =>
+      (await Promise.all(pending.map((j: { jobId: string }) => t.coordinator.ctx.repos.jobs.findById(j.jobId)))).map(
+        (j) => j!.held,
+      );
+    expect(await held()).toEqual([false, true]);
+    // The first job's agent runs it; the second is handed out once it ends.
+    const first = pending[0]!;
+    const firstAgent = Object.values(agents).find((a) => a.agentId === first.agentId)!;
+    await runAll(firstAgent, first.jobId);
+    await eventually(async () => ((await held())[1] === false ? true : null));
+    const second = pending[1]!;
+    await runAll(
+      Object.values(agents).find((a) => a.agentId === second.agentId)!,
+      second.jobId,
+    );
+    await eventually(async () => ((await batch(res.body.batchId)).endedAt ? true : null));
+  });
+
+  it('answers a sync call when every job ended, one row per agent', async () => {
+    const call = caller.post(`/triggers/${triggers.sync}/run`);
+    const open = await eventually(async () => {
+      const [newest] = (await t.owner.get(`/orgs/${t.orgId}/batches?limit=1`)).body;
+      return newest?.triggerId === triggers.sync ? batch(newest.id) : null;
+    });
+    await runAll(agents['gw-a']!, jobOf(open, agents['gw-a']!));
+    await runAll(agents['gw-b']!, jobOf(open, agents['gw-b']!));
+    const res = await call;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ batchId: open.id, status: 'partial', statusUrl: `/api/batches/${open.id}` });
+    expect(res.body.jobs.map((j: { agentName: string; status: string }) => [j.agentName, j.status])).toEqual([
+      ['gw-a', 'success'],
+      ['gw-b', 'success'],
+      ['gw-c', 'rejected'],
+    ]);
+    expect(res.body.timedOut).toBeUndefined();
+  });
+
+  it('names the batch with one idempotency key, and cancels every unfinished job of it', async () => {
+    const headers = { 'idempotency-key': 'rotate-2026-11-28' };
+    const first = await caller.post(`/triggers/${triggers.all}/run`, { headers });
+    const again = await caller.post(`/triggers/${triggers.all}/run`, { headers });
+    expect(again.status).toBe(202);
+    expect(again.body).toEqual({ ...first.body, idempotent: true });
+    const other = await caller.post(`/triggers/${triggers.all}/run`, { headers, body: { params: { x: 1 } } });
+    expect(other.status).toBe(409);
+    expect(other.body.code).toBe('idempotency_conflict');
+
+    const cancelled = await t.owner.post(`/batches/${first.body.batchId}/cancel`);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(cancelled.body).toMatchObject({ counts: { cancelled: 2, rejected: 1 }, status: 'failed' });
+    expect(cancelled.body.endedAt).not.toBeNull();
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=batch.cancel`);
+    expect(audit.body[0]).toMatchObject({ targetId: first.body.batchId, metadata: { jobs: 2 } });
+  });
+
+  it('refuses a selector that matches nothing with 409, and bad selector triggers with 422 naming the field', async () => {
+    const none = await caller.post(`/triggers/${triggers.none}/run`);
+    expect(none.status).toBe(409);
+    expect(none.body).toMatchObject({ code: 'no_matching_agent' });
+    const refused = async (body: Record<string, unknown>, path: string) => {
+      const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+        body: { name: 'bad', scopeType: 'workflow', workflowName: 'rotate', responseMode: 'async', ...body },
+      });
+      expect(res.status, res.text).toBe(422);
+      expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
+      return res.body.details.find((d: { path: string }) => d.path === path).message as string;
+    };
+    await refused(
+      { agentId: agents['gw-a']!.agentId, agentSelector: 'role=gateway', fanout: 'all' },
+      'body.agentSelector',
+    );
+    expect(await refused({ agentSelector: 'role in gateway', fanout: 'all' }, 'body.agentSelector')).toBe(
+      "is not a label selector: at position 8: expected '(', found 'gateway'",
+    );
+    await refused({ agentSelector: 'role=gateway' }, 'body.fanout');
+    await refused(
+      { agentSelector: 'role=gateway', fanout: 'all', scopeType: 'agent', workflowName: null },
+      'body.scopeType',
+    );
+    await refused({ agentId: agents['gw-a']!.agentId, fanout: 'all' }, 'body.fanout');
+    await refused({}, 'body.agentId');
+  });
+});
