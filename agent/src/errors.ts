@@ -10,7 +10,8 @@ export type AgentErrorCode =
   | 'already_enrolled'
   | 'not_enrolled'
   | 'bad_state'
-  | 'already_running';
+  | 'already_running'
+  | 'bad_config';
 
 export class AgentError extends Error {
   readonly code: AgentErrorCode;

@@ -38,8 +38,8 @@ async function enrolled(url?: string): Promise<AgentStateDir> {
   return a;
 }
 
-function start(stateDir: string, args: string[] = []): DaemonProcess {
-  const daemon = startDaemonProcess(stateDir, args);
+function start(stateDir: string, args: string[] = [], env: Record<string, string> = {}): DaemonProcess {
+  const daemon = startDaemonProcess(stateDir, args, env);
   daemons.push(daemon);
   return daemon;
 }
@@ -290,6 +290,70 @@ describe('drover-agent run', () => {
       exitCode: null,
       errorMessage:
         'cancelled: the agent shut down and the job did not finish within the 500ms grace period; step 1 (wait) was stopped',
+    });
+  });
+});
+
+describe('labels (docs/agent.md, "Labels")', () => {
+  it("reports --label and DROVER_AGENT_LABELS with os and arch at each connect; operators' labels stay", async () => {
+    const l = await enrolled();
+    const agentPath = `/orgs/${t.orgId}/agents/${l.agentId}`;
+    const reportedOnCoordinator = (site: string) =>
+      eventually(
+        async () => {
+          const agent = (await t.owner.get(agentPath)).body;
+          return agent.reportedLabels?.site === site ? agent : undefined;
+        },
+        20_000,
+        `the labels with site=${site}`,
+      );
+    const first = start(l.stateDir, ['--label', 'site=berlin', '--label', 'rack=r1'], {
+      DROVER_AGENT_LABELS: 'site=munich,tier=edge',
+    });
+    const own = { arch: process.arch, os: process.platform };
+    // A flag wins over the variable for its key; the agent adds os and arch.
+    expect((await reportedOnCoordinator('berlin')).reportedLabels).toEqual({
+      ...own,
+      rack: 'r1',
+      site: 'berlin',
+      tier: 'edge',
+    });
+    const started = await first.waitForLog((r) => /^drover-agent .* started /.test(r.msg));
+    expect(started.msg).toContain(`labels: arch=${process.arch},os=${process.platform},rack=r1,site=berlin,tier=edge)`);
+    await eventually(() => first.status()?.labels?.state === 'accepted', 5000, 'the labels in status.json');
+
+    const patched = await t.owner.patch(agentPath, { body: { labels: { site: 'hq' } } });
+    expect(patched.status).toBe(200);
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+
+    // Connected again with other labels: they replace the reported ones, the operator's stays and wins.
+    const second = start(l.stateDir, ['--label', 'site=paris']);
+    const agent = await reportedOnCoordinator('paris');
+    expect(agent).toMatchObject({
+      reportedLabels: { ...own, site: 'paris' },
+      operatorLabels: { site: 'hq' },
+      labels: { ...own, site: 'hq' },
+    });
+    await eventually(() => second.status()?.labels?.effective?.site === 'hq', 5000, 'the merged labels in status.json');
+    expect(second.status()!.labels).toEqual({
+      reported: { ...own, site: 'paris' },
+      state: 'accepted',
+      effective: { ...own, site: 'hq' },
+      problem: null,
+    });
+  });
+
+  it('stops at startup with one line naming a bad --label, before connecting', async () => {
+    const b = await enrolled();
+    const bad = start(b.stateDir, ['--label', 'os=plan9']);
+    expect(await bad.exited).toEqual({ code: 1, signal: null });
+    expect(bad.output()).toBe(
+      `drover-agent: error: --label "os=plan9": the agent sets the label os itself (os=${process.platform} here); remove it\n`,
+    );
+    expect((await t.owner.get(`/orgs/${t.orgId}/agents/${b.agentId}`)).body).toMatchObject({
+      status: 'pending',
+      reportedLabels: {},
     });
   });
 });

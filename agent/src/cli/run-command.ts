@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { levelNumber } from '@drover/shared';
+import { LABELS_ENV, loadAgentLabels, MAX_USER_LABELS } from '../daemon/agent-labels.js';
 import { DEFAULTS } from '../daemon/defaults.js';
 import { defaultStateDir } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
@@ -33,6 +34,7 @@ interface RunFlags {
   postponeOptional: boolean;
   deployPollInterval: number;
   metricsFile?: string;
+  label: string[];
 }
 
 export function configureRunCommand(program: Command, _io: CliIo): void {
@@ -68,6 +70,15 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .argParser(durationOption('--deploy-poll-interval', 100))
         .default(DEFAULTS.deployPollIntervalMs, '5m'),
     )
+    .addOption(
+      new Option(
+        '--label <key=value>',
+        `a label this agent reports (repeatable, at most ${MAX_USER_LABELS}; also env ${LABELS_ENV}=k=v,k2=v2, ` +
+          'a flag winning for its key); os and arch are always added',
+      )
+        .argParser((value: string, previous: string[]) => [...previous, value])
+        .default([], 'none'),
+    )
     .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
     .addOption(
       new Option(
@@ -82,6 +93,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .hideHelp(),
     )
     .action(async (flags: RunFlags) => {
+      // Settings first: a bad one stops the agent before anything is opened or written.
+      const labels = loadAgentLabels({ flags: flags.label, env: process.env[LABELS_ENV] });
       const { createAgentLogger, ensurePrivateDir, handleShutdownSignals, KnownSecrets, loadIdentity, startDaemon } =
         await loadDaemon();
       const stateDir = flags.stateDir ?? defaultStateDir();
@@ -113,6 +126,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         postponeOptional: flags.postponeOptional,
         deployPollIntervalMs: flags.deployPollInterval,
         metricsFile: flags.metricsFile,
+        labels,
         logger,
         secrets,
       });

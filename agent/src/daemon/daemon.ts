@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
-import { publicKeyFromBase64, versionWithRuntime } from '@drover/shared';
+import { formatLabels, publicKeyFromBase64, versionWithRuntime } from '@drover/shared';
 import { createDeployment, type Deployment } from '../deploy/create-deployment.js';
 import type { DeploySync } from '../deploy/deploy-sync.js';
 import { AgentError } from '../errors.js';
@@ -22,6 +22,7 @@ import { DaemonStatusWriter } from '../status/daemon-status-writer.js';
 import { CountersWriter } from '../status/counters-writer.js';
 import { StreamClient } from '../stream/stream-client.js';
 import { AGENT_VERSION } from '../version.js';
+import { LabelReporter } from './label-reporter.js';
 import { acquireDaemonLock } from './lock.js';
 import { resolveDaemonOptions, type DaemonOptions, type ResolvedDaemonOptions } from './options.js';
 import { releaseStartupMemory, RELEASE_DELAY_MS } from './release-startup-memory.js';
@@ -72,6 +73,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     const caller = signedCaller({ options, enrollment, status }, privateKey);
     const reports = openReports({ options, caller });
     const registry = createRegistry({ options, caller, status });
+    const labels = createLabelReporter({ options, caller, status });
     const deployment = openDeployment({ options, enrollment, caller, reports, counters });
     const jobs = createJobManager({ options, caller, status, counters, reports, registry, deployment, launcher });
 
@@ -79,7 +81,17 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
     jobs.recover();
     launcher.warm();
 
-    const { stream, sync } = connect({ options, caller, status, counters, reports, registry, deployment, jobs });
+    const { stream, sync } = connect({
+      options,
+      caller,
+      status,
+      counters,
+      reports,
+      registry,
+      labels,
+      deployment,
+      jobs,
+    });
     logStarted({ options, enrollment });
     const { stop, stopped } = stopper({
       options,
@@ -125,6 +137,7 @@ interface Parts {
   caller: SignedCaller;
   reports: Reports;
   registry: WorkflowRegistry;
+  labels: LabelReporter;
   deployment: Deployment;
   jobs: JobManager;
   stream: StreamClient;
@@ -262,6 +275,18 @@ function createRegistry({ options, caller, status }: Pick<Parts, 'options' | 'ca
   });
 }
 
+/** The labels the agent reports at every connect; how the coordinator took them goes to `status.json`. */
+function createLabelReporter({ options, caller, status }: Pick<Parts, 'options' | 'caller' | 'status'>): LabelReporter {
+  const reporter = new LabelReporter({
+    labels: options.labels,
+    caller,
+    logger: options.logger,
+    onChange: (labels) => status.update({ labels }),
+  });
+  status.update({ labels: reporter.status });
+  return reporter;
+}
+
 /** The over-the-air update parts, which trust the server key pinned at enrollment. */
 function openDeployment({
   options,
@@ -316,13 +341,17 @@ function createJobManager(
  * The stream and the deployment sync (the pull fallback of over-the-air updates), started. The
  * stream records each change of its state in `status.json` before anything else, so the sync
  * polls only while the status says connected: while the stream is. At each connect the outbox
- * is sent and the desired releases checked; the workflows are reported before each connect and
- * whenever the directory changes while connected.
+ * is sent and the desired releases checked; the workflows and the labels are reported before each
+ * connect (so a job waiting for an agent of these labels finds it as the stream opens), the
+ * workflows also whenever the directory changes while connected.
  */
 function connect(
-  p: Pick<Parts, 'options' | 'caller' | 'status' | 'counters' | 'reports' | 'registry' | 'deployment' | 'jobs'>,
+  p: Pick<
+    Parts,
+    'options' | 'caller' | 'status' | 'counters' | 'reports' | 'registry' | 'labels' | 'deployment' | 'jobs'
+  >,
 ): Pick<Parts, 'stream' | 'sync'> {
-  const { options, status, counters, registry, jobs } = p;
+  const { options, status, counters, registry, labels, jobs } = p;
   let connectedBefore = false;
   const { logger } = options;
   const sync = p.deployment.sync({
@@ -335,7 +364,7 @@ function connect(
     logger,
     queueCapacity: options.queueCapacity,
     idleTimeoutMs: options.streamIdleTimeoutMs,
-    beforeConnect: () => registry.report(true),
+    beforeConnect: () => allReported([registry.report(true), labels.report()]),
     onMessage: (message) => routeStreamMessage(message, jobs, logger),
     onState: (state, error) => {
       const now = new Date().toISOString();
@@ -366,6 +395,19 @@ function connect(
   return { stream, sync };
 }
 
+/**
+ * Waits for every report made before a connect; one failure is thrown as it is, several as one
+ * error saying each (the stream logs it once it is open).
+ */
+async function allReported(reports: Promise<void>[]): Promise<void> {
+  const failures = (await Promise.allSettled(reports)).flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+  if (failures.length === 1) throw failures[0];
+  if (failures.length > 1) {
+    const text = (e: unknown) => (e instanceof Error ? e.message : String(e));
+    throw new AggregateError(failures, failures.map(text).join('; '));
+  }
+}
+
 function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment'>): void {
   options.logger.info(
     {
@@ -373,9 +415,10 @@ function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment
       version: AGENT_VERSION,
       node: process.versions.node,
       queueCapacity: options.queueCapacity,
+      labels: options.labels,
     },
     `drover-agent ${versionWithRuntime(AGENT_VERSION)} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
-      `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity})`,
+      `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity}, labels: ${formatLabels(options.labels)})`,
   );
 }
 

@@ -1,6 +1,8 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
+import type { Labels } from '@drover/shared';
 import { KnownSecrets } from '../workflows/known-secrets.js';
+import { builtInLabels } from './agent-labels.js';
 import { DEFAULTS } from './defaults.js';
 
 export { DEFAULTS };
@@ -28,6 +30,11 @@ export interface DaemonOptions {
   postponeOptional?: boolean | undefined;
   /** `--deploy-poll-interval`: how often the signed desired manifest is checked (default 5 min). */
   deployPollIntervalMs?: number | undefined;
+  /**
+   * `--label`, `DROVER_AGENT_LABELS` (agent-labels.ts): the labels reported to the coordinator at
+   * every connect; `os` and `arch` are always added (default: only those).
+   */
+  labels?: Labels | undefined;
   logger: Logger;
   /** The secrets file as the daemon reads it (default: a reader of `<state-dir>/secrets.yaml`). */
   secrets?: KnownSecrets;
@@ -56,6 +63,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     jobRetentionMs: options.jobRetentionMs ?? DEFAULTS.jobRetentionMs,
     postponeOptional: options.postponeOptional ?? DEFAULTS.postponeOptional,
     deployPollIntervalMs: options.deployPollIntervalMs ?? DEFAULTS.deployPollIntervalMs,
+    labels: { ...options.labels, ...builtInLabels() },
     secrets: options.secrets ?? new KnownSecrets(stateDir),
     ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
   };

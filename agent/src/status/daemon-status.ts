@@ -24,7 +24,25 @@ export interface DaemonStatus {
     waiting: { jobId: string; workflowName: string }[];
   };
   workflows: { loaded: number; invalid: { file: string; message: string }[] };
+  /** The labels the agent reports and how the coordinator took them (absent when written by an older agent). */
+  labels?: LabelStatus;
   updatedAt: string;
+}
+
+/**
+ * The labels in `status.json`: those this agent reports of itself (`--label`,
+ * `DROVER_AGENT_LABELS`, `os`, `arch`), and the coordinator's answer at the last connect.
+ */
+export interface LabelStatus {
+  reported: Record<string, string>;
+  /**
+   * `pending`: not taken yet (not connected yet, or the last attempt failed); `accepted`;
+   * `refused` (422, `problem` says why); `unsupported`: the coordinator has no labels (older, 404).
+   */
+  state: 'pending' | 'accepted' | 'refused' | 'unsupported';
+  /** The agent's labels on the coordinator (an operator's label wins a clash), once accepted. */
+  effective: Record<string, string> | null;
+  problem: string | null;
 }
 
 /**

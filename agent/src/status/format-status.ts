@@ -1,9 +1,9 @@
-import { formatTime, shortId } from '@drover/shared';
+import { formatLabels, formatTime, shortId } from '@drover/shared';
 import { describeRelease } from '../deploy/deploy-checks.js';
 import { describeOffset, LARGE_OFFSET_MS } from '../http/server-clock.js';
 import { describeInvalidFiles } from '../workflows/format-problem.js';
 import type { AgentStatus } from './agent-status.js';
-import type { DaemonStatus } from './daemon-status.js';
+import type { DaemonStatus, LabelStatus } from './daemon-status.js';
 import type { AgentCounters } from './agent-counters.js';
 import { formatBytes } from '../files/format.js';
 
@@ -71,7 +71,27 @@ export function formatDaemonStatus(status: DaemonStatus | null, running: boolean
     lines.push(`  invalid:     ${text}`);
   }
   if (w.invalid.length) lines.push('               details: drover-agent workflows');
+  if (status.labels) lines.push(...formatLabelStatus(status.labels));
   return lines;
+}
+
+/** The labels the agent reports, and what the coordinator made of them at the last connect. */
+export function formatLabelStatus(labels: LabelStatus): string[] {
+  const reported = formatLabels(labels.reported);
+  switch (labels.state) {
+    case 'pending':
+      return [`Labels:        ${reported} (not taken by the coordinator yet)`];
+    case 'unsupported':
+      return [`Labels:        ${reported} (this coordinator does not take labels; upgrade it to use them)`];
+    case 'refused':
+      return [`Labels:        ${reported} (refused by the coordinator: ${labels.problem ?? 'no reason given'})`];
+    case 'accepted': {
+      const effective = labels.effective ? formatLabels(labels.effective) : reported;
+      return effective === reported
+        ? [`Labels:        ${reported}`]
+        : [`Labels:        ${reported}`, `  coordinator: ${effective} (an operator's label wins a clash)`];
+    }
+  }
 }
 
 /** What the agent did since its first start (docs/metrics.md, "Agent counters"). */

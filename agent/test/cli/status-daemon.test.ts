@@ -80,6 +80,37 @@ describe('drover-agent status with the daemon', () => {
     expect(json).toMatchObject({ running: true, daemon: { pid: process.pid, connection: 'disconnected' } });
   });
 
+  it('shows the labels the agent reports, and what the coordinator made of them', async () => {
+    const reported = { arch: 'x64', os: 'linux', site: 'berlin' };
+    const labelsOut = async (labels: DaemonStatus['labels']) => {
+      writeStatus({ ...daemon(process.pid), labels });
+      const { out } = await run('status', '--state-dir', root);
+      return out.split('\n').filter((line) => /^(Labels:| {2}coordinator:)/.test(line));
+    };
+    expect(await labelsOut({ reported, state: 'pending', effective: null, problem: null })).toEqual([
+      'Labels:        arch=x64,os=linux,site=berlin (not taken by the coordinator yet)',
+    ]);
+    expect(await labelsOut({ reported, state: 'accepted', effective: reported, problem: null })).toEqual([
+      'Labels:        arch=x64,os=linux,site=berlin',
+    ]);
+    expect(
+      await labelsOut({ reported, state: 'accepted', effective: { ...reported, site: 'munich' }, problem: null }),
+    ).toEqual([
+      'Labels:        arch=x64,os=linux,site=berlin',
+      "  coordinator: arch=x64,os=linux,site=munich (an operator's label wins a clash)",
+    ]);
+    expect(await labelsOut({ reported, state: 'unsupported', effective: null, problem: null })).toEqual([
+      'Labels:        arch=x64,os=linux,site=berlin (this coordinator does not take labels; upgrade it to use them)',
+    ]);
+    expect(
+      await labelsOut({ reported, state: 'refused', effective: null, problem: 'body.labels.site: not allowed' }),
+    ).toEqual([
+      'Labels:        arch=x64,os=linux,site=berlin (refused by the coordinator: body.labels.site: not allowed)',
+    ]);
+    // A status.json of an agent before labels has none: no line.
+    expect(await labelsOut(undefined)).toEqual([]);
+  });
+
   it('says "not running" when the pid in status.json is gone', async () => {
     const child = spawn(process.execPath, ['-e', '']);
     const pid = child.pid!;
