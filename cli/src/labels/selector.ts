@@ -21,10 +21,14 @@ function refused(message: string, selector: string, position: number | null): Cl
 export function selectorRefusal(error: unknown, selector: string): unknown {
   if (!(error instanceof ApiError) || error.status !== 422) return error;
   const details = (error.body as { details?: unknown } | null)?.details;
-  const detail = Array.isArray(details)
-    ? (details as { path?: unknown; message?: unknown }[]).find((d) => d.path === 'querystring.selector')
-    : undefined;
-  if (detail === undefined || typeof detail.message !== 'string') return error;
+  const detail = (Array.isArray(details) ? (details as unknown[]) : []).find(
+    (d): d is { path: string; message: string } =>
+      typeof d === 'object' &&
+      d !== null &&
+      (d as { path?: unknown }).path === 'querystring.selector' &&
+      typeof (d as { message?: unknown }).message === 'string',
+  );
+  if (detail === undefined) return error;
   const position = POSITION.exec(detail.message)?.[1];
   return refused(error.message, selector, position === undefined ? null : Number(position));
 }
@@ -42,5 +46,6 @@ export function selectLocally(agents: readonly Agent[], selector: string): Agent
     if (!(error instanceof SelectorError)) throw error;
     throw refused(`--selector: not a label selector: ${error.message}`, selector, error.position);
   }
-  return agents.filter((agent) => matchesSelector(requirements, agent.labels));
+  // No labels from a coordinator older than labels: nothing but what needs no key matches.
+  return agents.filter((agent) => matchesSelector(requirements, agent.labels ?? {}));
 }
