@@ -1,14 +1,27 @@
 import type { Schema } from '@drover/shared/api';
 import type { Caller } from './callers.js';
 import { ApiError } from './errors.js';
+import { selectLocally, selectorRefusal } from './labels/selector.js';
 
 /** An agent as `GET /v1/agents` (an API token) and `GET /v1/orgs/:orgId/agents` (a session) answer it. */
 export type Agent = Schema<'Agent'>;
 
-/** The agents the caller reaches: an API token's (`GET /v1/agents`), else the organization's. */
-export async function listAgents(caller: Caller): Promise<Agent[]> {
-  const path = caller.kind === 'token' ? '/agents' : `/orgs/${await caller.orgId()}/agents`;
-  return caller.api.get<Agent[]>(path);
+/**
+ * The agents the caller reaches: an API token's (`GET /v1/agents`), else the organization's; with
+ * a label `selector`, those it matches (the coordinator selects the organization's; an API token's
+ * are selected here, by the same rules, as `GET /v1/agents` takes no selector).
+ */
+export async function listAgents(caller: Caller, selector?: string): Promise<Agent[]> {
+  if (caller.kind === 'token') {
+    const agents = await caller.api.get<Agent[]>('/agents');
+    return selector === undefined ? agents : selectLocally(agents, selector);
+  }
+  const path = `/orgs/${await caller.orgId()}/agents`;
+  try {
+    return await caller.api.get<Agent[]>(path, { selector });
+  } catch (error) {
+    throw selector === undefined ? error : selectorRefusal(error, selector);
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { configureAgentCommand } from './commands/agent-command.js';
 import { configureAgentsCommand } from './commands/agents-command.js';
 import { configureApiTokenCommand } from './commands/api-token-command.js';
 import { configureCancelCommand } from './commands/cancel-command.js';
@@ -51,6 +52,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureApiTokenCommand(program, rt);
   configureMemberCommand(program, rt);
   configureInvitationCommand(program, rt);
+  configureAgentCommand(program, rt);
   configureCompletionCommand(program, rt);
   forEachCommand(program, (command) =>
     command

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent } from '../helpers/agent.js';
 import { enrollAgentStateDir, type AgentStateDir } from '../helpers/agent-daemon.js';
 import { buildDrover, drover, DROVER } from '../helpers/cli-binary.js';
 import {
@@ -14,8 +15,8 @@ import {
 
 /**
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
- * invitation|release`), organizations chosen with --org, and shell completion, with the built single
- * executable against a real coordinator.
+ * invitation|release|agent label`, `drover agents --selector`), organizations chosen with --org, and
+ * shell completion, with the built single executable against a real coordinator.
  */
 
 let t: TestCoordinator;
@@ -249,6 +250,157 @@ describe('drover management commands', () => {
     );
     expect((await run(['trigger', 'list', '--org', 'lab'])).stdout).toBe('No triggers.\n');
     expect((await run(['agents', '--json'], { DROVER_ORG: 'acme' })).stdout).toContain(agent.agentId);
+  });
+});
+
+describe('drover agents --selector and drover agent label', () => {
+  let gateway: string;
+  let kiosk: string;
+  beforeAll(async () => {
+    const gw = await enrollTestAgent(t.owner, t.orgId, { hostname: 'gw-berlin-1' });
+    const ki = await enrollTestAgent(t.owner, t.orgId, { hostname: 'kiosk-munich-1' });
+    gateway = gw.agentId;
+    kiosk = ki.agentId;
+    for (const [a, labels] of [
+      [gw, { site: 'berlin', role: 'gateway', os: 'linux', arch: 'arm64' }],
+      [ki, { site: 'munich', role: 'kiosk', os: 'linux', arch: 'x64' }],
+    ] as const) {
+      const res = await a.request('PUT', '/v1/agent/labels', { labels });
+      if (res.status !== 200) throw new Error(`labels: ${res.status} ${res.text}`);
+    }
+  });
+  // The organization made by a test above is a second one of the owner's.
+  const inAcme = (args: string[]) => run(args, { DROVER_ORG: 'acme' });
+  const operatorLabels = async (id: string) =>
+    (await t.owner.get(`/orgs/${t.orgId}/agents/${id}`)).body.operatorLabels as Record<string, string>;
+
+  it('lists the agents a selector matches, with their labels, and the API answer with --json', async () => {
+    const table = await inAcme(['agents', '--selector', 'site in (berlin,hamburg),role=gateway']);
+    expect(table).toMatchObject({ code: 0, stderr: '' });
+    expect(table.stdout).toMatch(
+      new RegExp(
+        `^ID +NAME +STATUS +LAST SEEN +HOSTNAME +OS +VERSION +LABELS\n` +
+          `${gateway} +gw-berlin-1 +pending .+ +arch=arm64,os=linux,role=gateway,site=berlin\n$`,
+      ),
+    );
+    const selector = 'role notin (gateway)';
+    const json = await inAcme(['agents', '--selector', selector, '--json']);
+    const api = await t.owner.get(`/orgs/${t.orgId}/agents?selector=${encodeURIComponent(selector)}`);
+    expect(JSON.parse(json.stdout)).toEqual(api.body);
+    // notin matches the agent without a role too (daemon-test reported no labels).
+    expect(api.body.map((a: { id: string }) => a.id)).toEqual([kiosk, agent.agentId]);
+    expect(await inAcme(['agents', '--selector', 'site=paris'])).toMatchObject({
+      code: 0,
+      stdout: 'No agent matches.\n',
+    });
+  });
+
+  it("prints the coordinator's refusal of a bad selector with a caret under the position, and exits 2", async () => {
+    expect(await inAcme(['agents', '--selector', 'site in berlin'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "drover: querystring.selector: not a label selector: at position 8: expected '(', found 'berlin'\n" +
+        '  site in berlin\n' +
+        '          ^\n',
+    });
+    const bad = await inAcme(['agents', '--selector', 'role=gateway,Site']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      'drover: querystring.selector: not a label selector: at position 13: "Site" is not a label key: 1 to 63 ' +
+        "lowercase letters, digits, '.', '_', '/' or '-', starting and ending with a letter or digit\n" +
+        '  role=gateway,Site\n' +
+        '               ^\n',
+    );
+  });
+
+  it("shows an agent's labels, sets and removes operators' labels (audited), and clears them", async () => {
+    expect(await inAcme(['agent', 'label', 'gw-berlin-1'])).toEqual({
+      code: 0,
+      stderr: '',
+      stdout:
+        'KEY   VALUE    SOURCE\narch  arm64    reported\nos    linux    reported\nrole  gateway  reported\nsite  berlin   reported\n',
+    });
+
+    const set = await inAcme(['agent', 'label', 'gw-berlin-1', 'site=hamburg', 'tier=gold', 'rack=r4']);
+    expect(set).toMatchObject({ code: 0, stderr: '' });
+    expect(set.stdout).toBe(
+      [
+        'KEY   VALUE    SOURCE',
+        'arch  arm64    reported',
+        'os    linux    reported',
+        'rack  r4       operator',
+        'role  gateway  reported',
+        'site  hamburg  operator (reported: berlin)',
+        'tier  gold     operator',
+        '',
+      ].join('\n'),
+    );
+    expect(await operatorLabels(gateway)).toEqual({ rack: 'r4', site: 'hamburg', tier: 'gold' });
+    // The new selection sees it at once.
+    expect((await inAcme(['agents', '--selector', 'site=hamburg'])).stdout).toContain(gateway);
+
+    // By id; key- removes, a key it does not have is said and skipped, one the agent reports stays.
+    const removed = await inAcme([
+      'agent',
+      'label',
+      gateway,
+      'site-',
+      'rack-',
+      'zone-',
+      'os-',
+      'tier=silver',
+      '--json',
+    ]);
+    expect(removed.code).toBe(0);
+    expect(removed.stderr).toBe(
+      'drover: the agent has no label zone to remove\n' +
+        "drover: the agent reports os itself: an operator's label can override it, not remove it\n",
+    );
+    expect(JSON.parse(removed.stdout)).toEqual((await t.owner.get(`/orgs/${t.orgId}/agents/${gateway}`)).body);
+    expect(await operatorLabels(gateway)).toEqual({ tier: 'silver' });
+
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=agent.labels`);
+    expect(audit.body.map((e: { metadata: unknown }) => e.metadata)).toEqual([
+      { from: { rack: 'r4', site: 'hamburg', tier: 'gold' }, to: { tier: 'silver' } },
+      { from: {}, to: { rack: 'r4', site: 'hamburg', tier: 'gold' } },
+    ]);
+
+    const cleared = await inAcme(['agent', 'label', 'gw-berlin-1', '--clear', 'zone=a']);
+    expect(cleared.code).toBe(0);
+    expect(await operatorLabels(gateway)).toEqual({ zone: 'a' });
+    expect((await inAcme(['agent', 'label', 'gw-berlin-1', '--clear'])).stdout).not.toContain('operator');
+    expect(await operatorLabels(gateway)).toEqual({});
+  });
+
+  it('refuses bad items before any call, an unknown agent, and what the coordinator refuses (422)', async () => {
+    const auditCount = async () => (await t.owner.get(`/orgs/${t.orgId}/audit?action=agent.labels`)).body.length;
+    const before = await auditCount();
+    expect(await inAcme(['agent', 'label', 'gw-berlin-1', 'site=a b'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `drover: "a b" is not a label value: up to 63 letters, digits, '.', '_' or '-'\n`,
+    });
+    expect(await inAcme(['agent', 'label', 'gw-berlin-1', 'site'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: "site" is not a label change: expected key=value to set a label, or key- to remove one\n',
+    });
+    expect(await inAcme(['agent', 'label', 'nope', 'site=x'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no agent `nope` in the organization\n',
+    });
+    expect(await inAcme(['agent', 'label', '00000000-0000-4000-8000-000000000000'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: Agent not found\n',
+    });
+    const tooMany = Array.from({ length: 33 }, (_, i) => `k${i}=v`);
+    expect(await inAcme(['agent', 'label', 'kiosk-munich-1', ...tooMany])).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: body.labels: at most 32 labels, got 33\n',
+    });
+    expect(await operatorLabels(kiosk)).toEqual({});
+    expect(await auditCount()).toBe(before);
   });
 });
 

@@ -202,7 +202,7 @@ describe('drover run with an API token', () => {
     expect(settled(JSON.parse(agents.stdout))).toEqual(settled(api));
     const table = await run(['agents']);
     expect(table.stdout).toMatch(
-      new RegExp(`^ID +NAME +STATUS +LAST SEEN +HOSTNAME +OS +VERSION\n${a.agentId} +daemon-test +connected `),
+      new RegExp(`^ID +NAME +STATUS +LAST SEEN +HOSTNAME +OS +VERSION +LABELS\n${a.agentId} +daemon-test +connected `),
     );
 
     const workflows = await run(['workflows']);

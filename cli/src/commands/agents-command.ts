@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { listAgents } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
+import { labelsCell } from '../labels/show-labels.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import { ago } from '../output/time.js';
@@ -11,12 +12,26 @@ export function configureAgentsCommand(program: Command, rt: Runtime): void {
   program
     .command('agents')
     .description("the agents the API token reaches (GET /v1/agents), or with a session the organization's")
+    .option(
+      '--selector <selector>',
+      "only the agents whose labels it matches, e.g. 'site in (berlin,munich),role=gateway' (docs/fleets.md)",
+    )
     .option('--json', "print the API's answer as JSON")
-    .action(async (flags: { json?: boolean }, command: Command) => {
-      const agents = await listAgents(anyCaller(loadSettings(command.optsWithGlobals(), rt), rt));
+    .action(async (flags: { selector?: string; json?: boolean }, command: Command) => {
+      const caller = anyCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const agents = await listAgents(caller, flags.selector);
       if (flags.json) return printJson(rt, agents);
-      if (agents.length === 0) return rt.out('No agents.\n');
-      const rows = agents.map((a) => [a.id, a.name, a.status, ago(a.lastSeenAt), a.hostname, a.os, a.agentVersion]);
-      rt.out(formatTable(['ID', 'NAME', 'STATUS', 'LAST SEEN', 'HOSTNAME', 'OS', 'VERSION'], rows));
+      if (agents.length === 0) return rt.out(flags.selector === undefined ? 'No agents.\n' : 'No agent matches.\n');
+      const rows = agents.map((a) => [
+        a.id,
+        a.name,
+        a.status,
+        ago(a.lastSeenAt),
+        a.hostname,
+        a.os,
+        a.agentVersion,
+        labelsCell(a.labels ?? {}), // none from a coordinator older than labels
+      ]);
+      rt.out(formatTable(['ID', 'NAME', 'STATUS', 'LAST SEEN', 'HOSTNAME', 'OS', 'VERSION', 'LABELS'], rows));
     });
 }

@@ -78,6 +78,10 @@ export class Api {
     return (await this.call<T>('POST', path, { body })).body;
   }
 
+  async patch<T>(path: string, body: unknown): Promise<T> {
+    return (await this.call<T>('PATCH', path, { body })).body;
+  }
+
   async delete<T>(path: string): Promise<T> {
     return (await this.call<T>('DELETE', path)).body;
   }

@@ -27,13 +27,23 @@ export function pick<T extends { id: string }>(
 /** An agent of the organization, by id or name (revoked agents left out of names). */
 export async function agentId(caller: SessionCaller, value: string): Promise<string> {
   if (isUuid(value)) return value;
+  return (await agentByName(caller, value)).id;
+}
+
+/** An agent of the organization as the API shows it, by id (`GET .../agents/:id`) or name. */
+export async function findAgent(caller: SessionCaller, value: string): Promise<Schema<'Agent'>> {
+  if (!isUuid(value)) return agentByName(caller, value);
+  return caller.api.get<Schema<'Agent'>>(`/orgs/${await caller.orgId()}/agents/${value}`);
+}
+
+async function agentByName(caller: SessionCaller, value: string): Promise<Schema<'Agent'>> {
   const agents = await caller.api.get<Schema<'Agent'>[]>(`/orgs/${await caller.orgId()}/agents`);
   return pick(
     agents.filter((a) => a.status !== 'revoked'),
     value,
     'agent',
     (a) => a.name,
-  ).id;
+  );
 }
 
 /** A storage binding of the organization, by id or name. */

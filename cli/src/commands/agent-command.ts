@@ -1,0 +1,52 @@
+import type { RequestBody, Schema } from '@drover/shared/api';
+import type { Command } from 'commander';
+import { isDeepStrictEqual } from 'node:util';
+import { sessionCaller } from '../callers.js';
+import { applyLabelChanges, changesAnything, parseLabelChanges } from '../labels/changes.js';
+import { formatAgentLabels } from '../labels/show-labels.js';
+import { printJson } from '../output/json.js';
+import type { Runtime } from '../runtime.js';
+import { findAgent } from '../session/lookups.js';
+import { loadSettings } from '../settings.js';
+
+type Agent = Schema<'Agent'>;
+
+/** `drover agent label`: one agent of the organization (a session). */
+export function configureAgentCommand(program: Command, rt: Runtime): void {
+  const group = program.command('agent').description('one agent of the organization (a session)');
+
+  group
+    .command('label')
+    .description(
+      "show an agent's labels, or change the operators' labels of it: key=value sets one, key- removes one " +
+        '(docs/fleets.md)',
+    )
+    .argument('<agent>', 'the agent, by id or name')
+    .argument('[changes...]', 'key=value to set a label, key- to remove one')
+    .option('--clear', "remove every operator label first (the agent's own stay)")
+    .option('--json', "print the API's answer (the agent) as JSON")
+    .action(async (value: string, items: string[], flags: { clear?: boolean; json?: boolean }, command: Command) => {
+      const changes = parseLabelChanges(items, flags.clear === true);
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      let agent = await findAgent(caller, value);
+      if (changesAnything(changes)) {
+        for (const key of changes.remove) {
+          if (Object.hasOwn(agent.operatorLabels, key)) continue;
+          const reported = Object.hasOwn(agent.reportedLabels, key);
+          rt.err(
+            reported
+              ? `drover: the agent reports ${key} itself: an operator's label can override it, not remove it\n`
+              : `drover: the agent has no label ${key} to remove\n`,
+          );
+        }
+        const labels = applyLabelChanges(agent.operatorLabels, changes);
+        if (!isDeepStrictEqual(labels, agent.operatorLabels)) {
+          agent = await caller.api.patch<Agent>(`/orgs/${await caller.orgId()}/agents/${agent.id}`, {
+            labels,
+          } satisfies RequestBody<'updateAgent'>);
+        }
+      }
+      if (flags.json) return printJson(rt, agent);
+      rt.out(formatAgentLabels(agent));
+    });
+}

@@ -1,0 +1,51 @@
+import { matchesSelector, parseSelector, SelectorError } from '@drover/shared';
+import type { Schema } from '@drover/shared/api';
+import { ApiError, CliError } from '../errors.js';
+import { caretUnder } from '../output/caret.js';
+
+type Agent = Schema<'Agent'>;
+
+/** The 0-based position a selector error names: `... at position N: ...`. */
+const POSITION = /\bat position (\d+):/;
+
+/** A selector refused at `position`: `message`, then the selector with a caret under the spot. */
+function refused(message: string, selector: string, position: number | null): CliError {
+  const caret = position === null ? null : caretUnder(selector, position);
+  return new CliError(caret === null ? message : `${message}\n${caret.replace(/\n$/, '')}`);
+}
+
+/**
+ * The coordinator's 422 for `selector` (its detail at `querystring.selector`) as the error to
+ * print: the API's message, with a caret under the position it names; any other error unchanged.
+ */
+export function selectorRefusal(error: unknown, selector: string): unknown {
+  if (!(error instanceof ApiError) || error.status !== 422) return error;
+  const details = (error.body as { details?: unknown } | null)?.details;
+  const detail = (Array.isArray(details) ? (details as unknown[]) : []).find(
+    (d): d is { path: string; message: string } =>
+      typeof d === 'object' &&
+      d !== null &&
+      (d as { path?: unknown }).path === 'querystring.selector' &&
+      typeof (d as { message?: unknown }).message === 'string',
+  );
+  if (detail === undefined) return error;
+  const position = POSITION.exec(detail.message)?.[1];
+  return refused(error.message, selector, position === undefined ? null : Number(position));
+}
+
+/**
+ * The agents of `agents` that `selector` matches, judged here by the rules the coordinator
+ * applies (`@drover/shared`): for the public API's `GET /v1/agents`, which takes no selector.
+ * A selector that does not parse is an error naming `--selector`, with a caret under the position.
+ */
+export function selectLocally(agents: readonly Agent[], selector: string): Agent[] {
+  let requirements;
+  try {
+    requirements = parseSelector(selector);
+  } catch (error) {
+    if (!(error instanceof SelectorError)) throw error;
+    throw refused(`--selector: not a label selector: ${error.message}`, selector, error.position);
+  }
+  // No labels from a coordinator older than labels: nothing but what needs no key matches.
+  return agents.filter((agent) => matchesSelector(requirements, agent.labels ?? {}));
+}
