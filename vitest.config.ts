@@ -6,6 +6,8 @@ const src = (pkg: string) => fileURLToPath(new URL(`./${pkg}/src/index.ts`, impo
 export default defineConfig({
   resolve: {
     alias: {
+      // A subpath before its package, which would match it too: the dashboard's modules tests import.
+      '@drover/shared/labels': fileURLToPath(new URL('./shared/src/labels.ts', import.meta.url)),
       '@drover/shared': src('shared'),
       '@drover/coordinator': src('coordinator'),
       // A subpath before its package, which would match it too.

@@ -1,5 +1,6 @@
 import { createBrowserRouter } from 'react-router';
 import { AccountPage } from './pages/AccountPage';
+import { AgentPage } from './pages/AgentPage';
 import { AgentsPage } from './pages/AgentsPage';
 import { ApiTokensPage } from './pages/ApiTokensPage';
 import { AppPage } from './pages/AppPage';
@@ -34,6 +35,7 @@ export function createAppRouter() {
         { path: '/account', element: <AccountPage /> },
         { path: '/orgs/:orgId', element: <HomePage /> },
         { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
+        { path: '/orgs/:orgId/agents/:agentId', element: <AgentPage /> },
         { path: '/orgs/:orgId/triggers', element: <TriggersPage /> },
         { path: '/orgs/:orgId/triggers/new', element: <TriggerFormPage /> },
         { path: '/orgs/:orgId/triggers/:triggerId', element: <TriggerPage /> },

@@ -29,12 +29,20 @@ import {
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { enrollTestAgent } from '../helpers/agent.js';
 import { createTestJob } from '../helpers/jobs.js';
+import {
+  labelsOf,
+  newRow,
+  rowProblems,
+  rowsOf,
+  rowsProblem,
+  serverRowProblems,
+} from '../../dashboard/src/components/label-rows.js';
 
 /**
  * The dashboard in a real Chromium against a real coordinator and a real agent, driven as a
  * person does (by label and role): sign in, the first-run page, enrolling an agent with the
- * command the page shows, the Agents page, renaming, a member's view, signing out, and a session
- * that expires. Every page is checked with axe-core and for CSP violations.
+ * command the page shows, the Agents page, renaming, labels and the selector filter, a member's
+ * view, signing out, and a session that expires. Every page is checked with axe-core and for CSP violations.
  */
 
 const HELLO = fs.readFileSync(new URL('../../agent/examples/workflows/hello.yaml', import.meta.url), 'utf8');
@@ -250,6 +258,152 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     expect((await page().request.get('/favicon.ico')).status()).toBe(200);
   });
 
+  it("shows agents' labels, edits an operator's, and filters the list by a selector kept in the address", async () => {
+    // Two agents that report labels of their own, as an agent does when it connects.
+    const report = async (hostname: string, labels: Record<string, string>) => {
+      const agent = await enrollTestAgent(t.owner, t.orgId, { hostname });
+      const res = await agent.request('PUT', '/v1/agent/labels', { labels: { ...labels, os: 'linux' } });
+      expect(res.status, res.text).toBe(200);
+      return agent;
+    };
+    const berlin = await report('edge-berlin', { site: 'berlin', role: 'gateway', arch: 'x64' });
+    await report('edge-munich', { site: 'munich', arch: 'arm64' });
+    const total = (await t.owner.get(`/orgs/${t.orgId}/agents`)).body.length;
+
+    // The list: each agent's labels as chips, the agent's own said to be reported.
+    await page().goto(`/orgs/${t.orgId}/agents`);
+    const row = (name: string) => page().getByRole('row', { name });
+    const chip = (name: string, text: string) => row(name).getByRole('listitem').filter({ hasText: text });
+    await chip('edge-berlin', 'site=berlin').waitFor();
+    expect(await chip('edge-berlin', 'site=berlin').getAttribute('title')).toBe('site=berlin: reported by the agent');
+    expect(await row('edge-berlin').getByRole('cell').nth(2).locator('code').allInnerTexts()).toEqual([
+      'arch=x64',
+      'os=linux',
+      'role=gateway',
+      'site=berlin',
+    ]);
+    expect(await chip('edge-munich', 'arch=arm64').textContent()).toBe('arch=arm64, reported by the agent');
+
+    // The agent's page: what it reports, what operators set, and what it carries.
+    await row('edge-berlin').getByRole('link', { name: 'edge-berlin' }).click();
+    await page().waitForURL(`**/orgs/${t.orgId}/agents/${berlin.agentId}`);
+    await page().getByRole('heading', { name: 'edge-berlin', level: 1 }).waitFor();
+    const region = (name: string) => page().getByRole('region', { name });
+    expect(await region('Reported by the agent').innerText()).toContain('site=berlin');
+    expect(await region('Set by operators').innerText()).toContain('none set');
+    await expectAccessible(page(), "an agent's page");
+
+    // The form opens on one empty row; Escape closes it and the keyboard is back on its button.
+    const edit = page().getByRole('button', { name: 'Edit labels' });
+    await edit.click();
+    const form = page().getByRole('form', { name: "Edit the operators' labels of edge-berlin" });
+    const label = (n: number) => form.getByRole('group', { name: `Label ${n}` });
+    await label(1).getByLabel('Key').press('Escape');
+    await edit.waitFor();
+    expect(await edit.evaluate((el) => el === el.ownerDocument.activeElement)).toBe(true);
+
+    // Checked in the browser with the shared rules: each reason under its row, the first one focused.
+    await edit.click();
+    await label(1).getByLabel('Key').fill('Site');
+    await label(1).getByLabel('Value').fill('munich');
+    await form.getByRole('button', { name: 'Add a label' }).click();
+    expect(
+      await label(2)
+        .getByLabel('Key')
+        .evaluate((el) => el === el.ownerDocument.activeElement),
+    ).toBe(true);
+    await label(2).getByLabel('Key').fill('rack');
+    await label(2).getByLabel('Value').fill('a 1');
+    await form.getByRole('button', { name: 'Add a label' }).click();
+    await label(3).getByLabel('Key').fill('rack');
+    await form.getByRole('button', { name: 'Save labels' }).click();
+    expect(await form.getByRole('alert').innerText()).toBe('Some labels need a change; the reason is under each.');
+    const key1 = label(1).getByLabel('Key');
+    expect(await key1.getAttribute('aria-invalid')).toBe('true');
+    expect(await key1.evaluate((el) => el === el.ownerDocument.activeElement)).toBe(true);
+    const problem1 = await form.locator(`#${await key1.getAttribute('aria-describedby')}`).innerText();
+    expect(problem1).toContain('Key: "Site" is not a label key: 1 to 63 lowercase letters');
+    expect(await form.getByRole('listitem').nth(1).innerText()).toContain(
+      `Value: "a 1" is not a label value: up to 63 letters, digits, '.', '_' or '-'`,
+    );
+    expect(await form.getByRole('listitem').nth(2).innerText()).toContain('Key: the key rack is given twice');
+    expect(await page().getByRole('alert').count()).toBe(1);
+    // Fixed as typed; the third row removed; saved with the keyboard.
+    await key1.fill('site');
+    await label(2).getByLabel('Value').fill('a1');
+    await form.getByRole('button', { name: 'Remove label 3' }).click();
+    expect(await form.getByRole('alert').count()).toBe(0);
+    await label(2).getByLabel('Value').press('Enter');
+    await page().getByRole('status').filter({ hasText: 'Labels saved.' }).waitFor();
+    expect(await region('Set by operators').locator('code').allInnerTexts()).toEqual(['rack=a1', 'site=munich']);
+    const replaced = region('Reported by the agent').getByRole('listitem').filter({ hasText: 'site=berlin' });
+    expect(await replaced.getAttribute('title')).toBe("site=berlin: reported by the agent, replaced by an operator's");
+    expect(await page().getByText("An operator's site=munich replaces the agent's site=berlin.").count()).toBe(1);
+    expect((await t.owner.get(`/orgs/${t.orgId}/agents/${berlin.agentId}`)).body.operatorLabels).toEqual({
+      rack: 'a1',
+      site: 'munich',
+    });
+    await docScreenshot(page(), 'agent-labels');
+
+    // The list shows the operator's labels as theirs.
+    await page().getByRole('link', { name: 'All agents' }).click();
+    await chip('edge-berlin', 'site=munich').waitFor();
+    const operatorChip = chip('edge-berlin', 'site=munich');
+    expect(await operatorChip.getAttribute('title')).toBe('site=munich: set by an operator');
+    expect(await operatorChip.textContent()).toBe('site=munich, set by an operator');
+    // Drawn apart from the agent's own, by more than colour: a thicker outline and a mark before it.
+    const look = (l: typeof operatorChip) =>
+      l.evaluate((el) => {
+        const view = el.ownerDocument.defaultView!;
+        return `${view.getComputedStyle(el).borderTopWidth} ${view.getComputedStyle(el, '::before').content}`;
+      });
+    expect(await look(operatorChip)).toMatch(/^2px "✎"/);
+    expect(await look(chip('edge-berlin', 'role=gateway'))).toBe('1px none');
+
+    // A selector typed filters the list as it goes; one that does not parse says where, and marks it.
+    const selector = page().getByLabel('Selector');
+    const count = page().getByRole('search', { name: 'Filter the agents by label' }).getByRole('status');
+    expect(await count.innerText()).toBe(`${total} agents.`);
+    const entries = () => selector.evaluate((el) => el.ownerDocument.defaultView!.history.length);
+    const before = await entries();
+    await selector.pressSequentially('site in (munich');
+    const problem = page().locator('#agents-selector-error');
+    expect(await problem.innerText()).toBe("Not a label selector: at position 15: expected ',' or ')', found the end");
+    expect(await selector.getAttribute('aria-invalid')).toBe('true');
+    expect(await selector.getAttribute('aria-describedby')).toContain('agents-selector-error');
+    expect(await page().locator('.selector-mark mark').count()).toBe(1);
+    await selector.press(')');
+    await expect.poll(() => count.innerText()).toBe(`2 of ${total} agents match.`);
+    expect(await selector.getAttribute('aria-invalid')).toBeNull();
+    expect(await row('edge-munich').count()).toBe(1);
+    expect(await row('edge-lab-01').count()).toBe(0);
+    await selector.fill('site=munich,rack');
+    await expect.poll(() => count.innerText()).toBe(`1 of ${total} agents match.`);
+    expect(await row('edge-berlin').count()).toBe(1);
+    expect(await row('edge-munich').count()).toBe(0);
+    await expectAccessible(page(), 'the Agents page filtered by a selector');
+    await docScreenshot(page(), 'agents-selector');
+
+    // The address keeps the selector (typing adds no history entry): the view can be linked, and survives a reload.
+    expect(new URL(page().url()).searchParams.get('selector')).toBe('site=munich,rack');
+    expect(await entries()).toBe(before);
+    await page().reload();
+    await row('edge-berlin').waitFor();
+    expect(await selector.inputValue()).toBe('site=munich,rack');
+    expect(await count.innerText()).toBe(`1 of ${total} agents match.`);
+    // A half-typed selector keeps the last one that parsed; the navigation's link shows every agent again.
+    await selector.press('End');
+    await selector.pressSequentially(',');
+    await problem.waitFor();
+    expect(await problem.innerText()).toContain('at position 17: expected a label key, found the end');
+    expect(await count.innerText()).toBe(`1 of ${total} agents match the last selector that parsed.`);
+    await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents' }).click();
+    await expect.poll(() => selector.inputValue()).toBe('');
+    expect(await count.innerText()).toBe(`${total} agents.`);
+    expect(page().url()).toBe(`${t.url}/orgs/${t.orgId}/agents`);
+    expect(owner.problems).toEqual([]);
+  });
+
   it('hides owner-only actions from a member, who may still rename', async () => {
     await addUser(t.owner, t.orgId, 'member@example.test', 'member');
     member = await openPage(browser, t.url);
@@ -261,7 +415,8 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     const row = member.page.getByRole('row', { name: 'edge-lab-01' });
     await row.getByRole('button', { name: 'Rename edge-lab-01' }).waitFor();
     expect(await row.getByRole('button', { name: /Revoke/ }).count()).toBe(0);
-    expect(await member.page.getByRole('banner').innerText()).toContain('(member)');
+    // The role comes with the organizations, which the header may read after the agents.
+    await expect.poll(() => member!.page.getByRole('banner').innerText()).toContain('(member)');
     await expectAccessible(member.page, "a member's Agents page");
   });
 
@@ -283,5 +438,31 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     await page().waitForURL('**/login?reason=expired&next=*', { timeout: 20_000 });
     await page().getByText('Your session ended; sign in again to continue.').waitFor();
     expect(owner.problems).toEqual([]);
+  });
+});
+
+// The rows of the agent page's Edit labels form, without a browser: what the coordinator refuses
+// (the browser checks the same rules first, so only a coordinator of other rules shows this).
+describe("the rows of an agent's Edit labels form", () => {
+  it('sends the labels the rows say, trimmed, leaving blank rows out', () => {
+    const rows = [newRow(' site ', ' munich '), newRow('', ''), newRow('empty', '')];
+    expect(labelsOf(rows)).toEqual({ site: 'munich', empty: '' });
+    expect(rowProblems(rows).size).toBe(0);
+    expect(rowsOf({ site: 'x', arch: 'y' }).map((r) => r.key)).toEqual(['arch', 'site']);
+    expect(rowsProblem(Array.from({ length: 33 }, (_, i) => newRow(`k${i}`, 'v')))).toBe('at most 32 labels, got 33');
+  });
+
+  it("puts each of the coordinator's details on the row of the key it names, the rest above the form", () => {
+    const rows = [newRow('site', 'munich'), newRow('rack', 'a1')];
+    const { byRow, rest } = serverRowProblems(
+      [
+        { path: 'body.labels.rack', message: 'not this rack' },
+        { path: 'body.labels', message: 'at most 32 labels, got 40' },
+        { path: 'body.labels.gone', message: 'a key no row has' },
+      ],
+      rows,
+    );
+    expect([...byRow]).toEqual([[rows[1]!.id, { row: 'not this rack' }]]);
+    expect(rest.map((d) => d.path)).toEqual(['body.labels', 'body.labels.gone']);
   });
 });

@@ -42,6 +42,7 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
     await enrollTestAgent(api, orgId, { hostname: 'never-connected' });
     const revoked = await enrollTestAgent(api, orgId, { hostname: 'gone' });
     expect((await api.delete(`/orgs/${orgId}/agents/${revoked.agentId}`)).status).toBe(200);
+    ids.revoked = revoked.agentId;
 
     const trigger = async (body: Record<string, unknown>) => {
       const res = await api.post<{ id: string }>(`/orgs/${orgId}/triggers`, {
@@ -138,6 +139,10 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
           .count(),
       )
       .toBe(2);
+    // An agent that reported no labels and has none of operators, and one revoked (no Edit labels).
+    await visit(`${org}/agents/${ids.agent}`, 'edge-sparse', ['never seen', 'none reported', 'none set']);
+    await visit(`${org}/agents/${ids.revoked}`, 'gone', ['revoked']);
+    expect(await page().getByRole('button', { name: 'Edit labels' }).count()).toBe(0);
     await visit(`${org}/triggers`, 'Triggers', ['any-workflow', 'nightly', 'chat-deploy']);
     await visit(`${org}/triggers/new`, 'New trigger');
     await visit(`${org}/jobs`, 'Jobs', ['rejected']);

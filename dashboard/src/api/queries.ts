@@ -24,6 +24,14 @@ export const agentsQuery = (orgId: string) =>
     refetchInterval: LIVE_REFRESH_MS,
   });
 
+/** One agent (`GET /orgs/:orgId/agents/:agentId`), under the list's key: a change to the list reaches it. */
+export const agentQuery = (orgId: string, agentId: string) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'agents', agentId],
+    queryFn: () => api<Agent>('GET', `/orgs/${orgId}/agents/${agentId}`),
+    refetchInterval: LIVE_REFRESH_MS,
+  });
+
 export const workflowsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'workflows'],

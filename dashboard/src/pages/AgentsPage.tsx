@@ -1,48 +1,87 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { matchesSelector } from '@drover/shared/labels';
 import { useState, type FormEvent } from 'react';
+import { Link } from 'react-router';
 import { api } from '../api/client';
 import { agentsQuery, workflowsQuery } from '../api/queries';
 import type { Agent, Workflow, WorkflowParam } from '../api/types';
 import { EnrollAgent } from '../components/EnrollAgent';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { LabelChips } from '../components/LabelChips';
+import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
+import { STATUS_WORDS } from '../components/agent-words';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
+import { useSearchText } from './use-search-text';
 
-const STATUS_WORDS: Record<Agent['status'], string> = {
-  pending: 'enrolled, never connected',
-  connected: 'connected',
-  disconnected: 'disconnected',
-  revoked: 'revoked',
-};
+const agentsWord = (n: number): string => `${n} agent${n === 1 ? '' : 's'}`;
 
-/** The organization's agents with their live status and workflows; enroll, rename, revoke. */
+/**
+ * The organization's agents with their live status, labels and workflows, filtered by a label
+ * selector kept in the address (`?selector=`); enroll, rename, revoke.
+ */
 export function AgentsPage() {
   const { orgId, org, loaded } = useOrg();
   const agents = useQuery(agentsQuery(orgId));
   const workflows = useQuery(workflowsQuery(orgId));
+  const [selector, setSelector] = useSearchText('selector');
+  const parsed = parseSelectorText(selector);
+  // While what is typed does not parse, the list stays as the last selector that did filtered it.
+  const [lastValid, setLastValid] = useState(parsed.requirements ? selector : '');
+  if (parsed.requirements && lastValid !== selector) setLastValid(selector);
   if (loaded && !org) return <NotFoundPage />;
+  const requirements = parsed.requirements ?? parseSelectorText(lastValid).requirements ?? [];
   const byAgent = new Map<string, Workflow[]>();
   for (const w of workflows.data ?? []) byAgent.set(w.agentId, [...(byAgent.get(w.agentId) ?? []), w]);
+  const all = agents.data ?? [];
+  const shown = all.filter((agent) => matchesSelector(requirements, agent.labels));
+  const filtering = selector.trim() !== '';
   return (
     <section aria-labelledby="agents-heading">
       <h1 id="agents-heading">Agents</h1>
       <ErrorMessage error={agents.error ?? workflows.error} />
-      {agents.data && agents.data.length === 0 && <p>No agent has enrolled in this organization yet.</p>}
-      {agents.data && agents.data.length > 0 && (
+      {agents.data && agents.data.length === 0 && !filtering && <p>No agent has enrolled in this organization yet.</p>}
+      {agents.data && (agents.data.length > 0 || filtering) && (
+        <>
+          <div role="search" aria-label="Filter the agents by label" className="selector-filter">
+            <SelectorInput
+              id="agents-selector"
+              label="Selector"
+              value={selector}
+              onChange={setSelector}
+              parsed={parsed}
+            />
+            <p role="status" className="match-count">
+              {!filtering
+                ? `${agentsWord(all.length)}.`
+                : parsed.error
+                  ? `${shown.length} of ${agentsWord(all.length)} match the last selector that parsed.`
+                  : `${shown.length} of ${agentsWord(all.length)} match.`}
+            </p>
+          </div>
+          {shown.length === 0 && filtering && <p>No agent matches this selector.</p>}
+        </>
+      )}
+      {shown.length > 0 && (
         <table className="agents">
-          <caption className="hint">Status and last seen refresh every few seconds.</caption>
+          <caption className="hint">
+            Status and last seen refresh every few seconds. Labels:{' '}
+            <span className="label label-reported">reported by the agent</span>{' '}
+            <span className="label label-operator">set by an operator</span>
+          </caption>
           <thead>
             <tr>
               <th scope="col">Name</th>
               <th scope="col">Status</th>
               <th scope="col">Machine</th>
+              <th scope="col">Labels</th>
               <th scope="col">Workflows</th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
-            {agents.data.map((agent) => (
+            {shown.map((agent) => (
               <AgentRow
                 key={agent.id}
                 orgId={orgId}
@@ -64,7 +103,9 @@ function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; i
   const { agent, workflows } = props;
   return (
     <tr aria-label={agent.name}>
-      <th scope="row">{agent.name}</th>
+      <th scope="row">
+        <Link to={`/orgs/${props.orgId}/agents/${agent.id}`}>{agent.name}</Link>
+      </th>
       <td>
         <span className={`status status-${agent.status}`}>{STATUS_WORDS[agent.status]}</span>
         <br />
@@ -84,6 +125,9 @@ function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; i
         <span className="hint">
           {agent.os} · agent {agent.agentVersion}
         </span>
+      </td>
+      <td>
+        <LabelChips labels={agent.labels} operatorLabels={agent.operatorLabels} />
       </td>
       <td>
         {workflows.length === 0 ? (
