@@ -83,7 +83,11 @@ try {
   assert.deepEqual(job.params, { env: 'staging', replicas: 3, dryRun: false }, 'params validated, defaults applied');
 
   if (values.without === 'write') {
-    ctx.repos.triggerRuns.admit = async (request) => ({ outcome: 'admitted', jobId: request.job.id });
+    ctx.repos.triggerRuns.admit = async (request) => ({
+      outcome: 'admitted',
+      jobId: request.job.id,
+      agentId: request.job.agentId,
+    });
   } else if (values.without === 'counter') {
     const generation = await ctx.repos.changeCounter.generation();
     ctx.repos.changeCounter.generation = async () => generation;

@@ -8,6 +8,7 @@ import { HealthCheck } from './health.js';
 import { AuditLog } from './domain/audit/audit-log.js';
 import { JobCancelService } from './domain/jobs/job-cancel.js';
 import { BatchService } from './domain/fleet/batch-service.js';
+import { PoolService } from './domain/fleet/pool-service.js';
 import { JobLogService } from './domain/jobs/job-logs.js';
 import { JobEvents } from './domain/jobs/job-events.js';
 import { observeJobMetrics } from './domain/jobs/job-metrics.js';
@@ -142,6 +143,7 @@ export async function createCoordinator(
       deadlineGraceMs: config.jobDeadlineGraceMs,
     });
     const batches = new BatchService({ repos, jobEvents, cancels, audit, clock, logger });
+    const pools = new PoolService({ repos });
     const jobLogs = new JobLogService({ jobs: repos.jobs, maxBytes: config.jobLogMaxBytes });
     const scheduler = new CronScheduler({
       triggers: repos.triggers,
@@ -199,6 +201,7 @@ export async function createCoordinator(
       runs,
       cancels,
       batches,
+      pools,
       jobLogs,
       ota,
       chatIntegrations,

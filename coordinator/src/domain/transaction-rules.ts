@@ -7,6 +7,7 @@ import { evaluateBinding } from './ota/evaluate-binding.js';
 import { checkArtifact } from './ota/releases.js';
 import { decideLimits } from './trigger-run/rate-windows.js';
 import { triggerLimitRefusal } from './triggers/trigger-limits.js';
+import { choosePoolAgent } from './fleet/pool-choice.js';
 
 /** The domain's decisions that repositories run inside their write transactions. */
 export const transactionRules: TransactionRules = {
@@ -17,5 +18,6 @@ export const transactionRules: TransactionRules = {
   checkArtifact,
   decideLimits,
   planJobMessages,
+  choosePoolAgent: (loads) => choosePoolAgent(loads),
   triggerLimitRefusal,
 };

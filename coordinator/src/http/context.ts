@@ -4,6 +4,7 @@ import type { AuditLog } from '../domain/audit/audit-log.js';
 import type { FileService } from '../domain/files/file-service.js';
 import type { JobCancelService } from '../domain/jobs/job-cancel.js';
 import type { BatchService } from '../domain/fleet/batch-service.js';
+import type { PoolService } from '../domain/fleet/pool-service.js';
 import type { JobEvents } from '../domain/jobs/job-events.js';
 import type { JobLogService } from '../domain/jobs/job-logs.js';
 import type { Metrics } from '../domain/metrics.js';
@@ -56,6 +57,8 @@ export interface AppContext {
   cancels: JobCancelService;
   /** Batches of runs on many agents: views, cancel, their course (domain/fleet). */
   batches: BatchService;
+  /** Pools: jobs waiting for any one matching agent, taken as agents have room (domain/fleet). */
+  pools: PoolService;
   /** Jobs' logs: the agents' batches within the cap, the job detail's pages. */
   jobLogs: JobLogService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */

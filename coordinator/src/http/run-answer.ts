@@ -51,6 +51,10 @@ const AsyncResponseSchema = named('RunAccepted', {
     jobId: { type: 'string' },
     status: { type: 'string', enum: JOB_STATUSES },
     statusUrl: { type: 'string' },
+    agentId: {
+      type: 'string',
+      description: 'a trigger on a pool (fanout one): the agent the job went to; absent while it waits for one',
+    },
     idempotent: { type: 'boolean' },
   },
   examples: [asyncRunExample],
@@ -312,6 +316,7 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
         jobId,
         status: 'pending',
         statusUrl: statusUrl(jobId),
+        ...(outcome.agentId ? { agentId: outcome.agentId } : {}),
         ...(repeated ? { idempotent: true } : {}),
       });
     }

@@ -1676,6 +1676,8 @@ export interface components {
       /** @enum {string} */
       status: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
       statusUrl: string;
+      /** @description a trigger on a pool (fanout one): the agent the job went to; absent while it waits for one */
+      agentId?: string;
       idempotent?: boolean;
     };
     BatchAccepted: {
@@ -5907,7 +5909,7 @@ export interface operations {
           /** @description a label selector (docs/fleets.md), instead of agentId: its runs go to the agents it selects, as fanout says */
           agentSelector?: string | null;
           /**
-           * @description with agentSelector: "all" runs a batch, one job per agent selected; "one" (pools) is not available yet
+           * @description with agentSelector: "one" runs each call on one agent of the pool (the least busy with room, or the first to have room), "all" on every agent selected (a batch)
            * @enum {string|null}
            */
           fanout?: 'one' | 'all' | null;
@@ -6147,7 +6149,7 @@ export interface operations {
           /** @description a label selector (docs/fleets.md), instead of agentId: its runs go to the agents it selects, as fanout says */
           agentSelector?: string | null;
           /**
-           * @description with agentSelector: "all" runs a batch, one job per agent selected; "one" (pools) is not available yet
+           * @description with agentSelector: "one" runs each call on one agent of the pool (the least busy with room, or the first to have room), "all" on every agent selected (a batch)
            * @enum {string|null}
            */
           fanout?: 'one' | 'all' | null;

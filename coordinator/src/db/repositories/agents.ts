@@ -23,6 +23,7 @@ interface AgentRow {
   revoked_at: string | null;
   reported_labels: string;
   operator_labels: string;
+  queue_capacity: number | null;
 }
 
 const toAgent = (r: AgentRow): Agent => {
@@ -39,6 +40,7 @@ const toAgent = (r: AgentRow): Agent => {
     lastSeenAt: r.last_seen_at,
     enrolledAt: r.enrolled_at,
     revokedAt: r.revoked_at,
+    queueCapacity: r.queue_capacity,
     labels: mergeLabels(reportedLabels, operatorLabels),
     reportedLabels,
     operatorLabels,
@@ -87,8 +89,8 @@ const ADD_NONCE = command<[string, string, number]>(
   'INSERT INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
 );
 const PURGE_NONCES = command<[number]>('DELETE FROM agent_nonces WHERE expires_at < ?');
-const CONNECTED = command<[string, string]>(
-  `UPDATE agents SET status = 'connected', last_seen_at = ?
+const CONNECTED = command<[string, number | null, string]>(
+  `UPDATE agents SET status = 'connected', last_seen_at = ?, queue_capacity = COALESCE(?, queue_capacity)
    WHERE id = ? AND status IN ('pending', 'connected', 'disconnected')`,
 );
 const TOUCH = command<[string, string]>(
@@ -163,8 +165,8 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
         { atomic: false },
       );
     },
-    async markConnected(id, at) {
-      return (await db.run(CONNECTED, [at, id])) === 1;
+    async markConnected(id, at, queueCapacity) {
+      return (await db.run(CONNECTED, [at, queueCapacity ?? null, id])) === 1;
     },
     async touch(ids, at) {
       if (ids.length > 0) await db.run(TOUCH, [at, JSON.stringify(ids)]);

@@ -16,6 +16,7 @@ import { createCronOccurrenceRepository } from './cron-occurrences.js';
 import { createEnrollmentTokenRepository } from './enrollment-tokens.js';
 import { createJobRepository } from './jobs.js';
 import { createOrgRepository } from './orgs.js';
+import { createPoolRepository } from './pools.js';
 import { createServerSecretRepository } from './server-secrets.js';
 import { createSignedOutSessionRepository } from './signed-out-sessions.js';
 import { createStorageBindingRepository } from './storage-bindings.js';
@@ -58,13 +59,19 @@ export function createRepositories(
     enrollmentTokens: createEnrollmentTokenRepository(database),
     jobs: createJobRepository(database, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(database, rules.roleChangeRefusal),
+    pools: createPoolRepository(database),
     serverSecrets: createServerSecretRepository(database),
     signedOutSessions: createSignedOutSessionRepository(database),
     storageBindings: createStorageBindingRepository(database),
     files: createFileRepository(database),
     invitations: createInvitationRepository(database),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
-    triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages),
+    triggerRuns: createTriggerRunRepository(
+      database,
+      rules.decideLimits,
+      rules.planJobMessages,
+      rules.choosePoolAgent,
+    ),
     users: createUserRepository(database),
     workflows: createWorkflowRepository(database),
     applications: createApplicationRepository(database),

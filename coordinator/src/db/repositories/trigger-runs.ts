@@ -1,7 +1,13 @@
 import type { JobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type { DecideLimits } from '../../domain/model/transaction-rules.js';
-import type { AdmissionOutcome, AdmissionRequest, TriggerRunRepository } from '../../domain/model/trigger-runs.js';
+import type {
+  AdmissionOutcome,
+  AdmissionRequest,
+  ChoosePoolAgent,
+  PoolCandidate,
+  TriggerRunRepository,
+} from '../../domain/model/trigger-runs.js';
 import type { RateWindow, ReadWindowCounts, WindowCounts } from '../../domain/model/rate-limits.js';
 import { parseJsonColumn } from '../../util/json.js';
 import { all, command, lock, one, query, run, values, type Database, type Flow } from '../sql/index.js';
@@ -66,6 +72,32 @@ const RESULT = query<
   [string]
 >('SELECT status, exit_code, error_message, output FROM jobs WHERE id = ?');
 
+/** The open jobs handed to each of the agents (a JSON array of ids): a pool's candidates' load. */
+const OPEN_COUNTS = query<{ agent_id: string; n: number }, [string]>(
+  (d) => `SELECT agent_id, count(*) AS n FROM jobs
+    WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ('pending', 'queued', 'running')
+      AND held = FALSE
+    GROUP BY agent_id`,
+);
+
+/**
+ * The agent a pool's job goes to, decided on the candidates' load as the write reads it: on
+ * PostgreSQL under the organization's pool lock, which the claims of waiting jobs take too
+ * (pools.ts), so decisions and claims take turns across coordinators.
+ */
+export function* choosePooled(
+  orgId: string,
+  candidates: readonly PoolCandidate[],
+  choose: ChoosePoolAgent,
+): Flow<PoolCandidate | null> {
+  yield* lock('pool', orgId);
+  if (candidates.length === 0) return null;
+  const open = new Map(
+    (yield* all(OPEN_COUNTS, [JSON.stringify(candidates.map((c) => c.agentId))])).map((r) => [r.agent_id, r.n]),
+  );
+  return choose(candidates.map((c) => ({ ...c, open: open.get(c.agentId) ?? 0 })));
+}
+
 /** The reader of a call without limits: the domain reads nothing (a limit is what makes it read). */
 const NOTHING_COUNTED: ReadWindowCounts = () => ({ minute: 0, hour: 0, day: 0 });
 
@@ -93,6 +125,7 @@ export const hasLimit = (l: { perMinute: number | null; perHour: number | null; 
  */
 const isPlain = (request: AdmissionRequest): boolean =>
   request.idempotency === null &&
+  request.pool === undefined &&
   request.occurrence === undefined &&
   request.rejection === undefined &&
   request.job.workflowId !== null &&
@@ -114,11 +147,13 @@ export function createTriggerRunRepository(
   db: Database,
   decideLimits: DecideLimits,
   planMessages: PlanJobMessages,
+  choosePoolAgent: ChoosePoolAgent,
 ): TriggerRunRepository {
   let nextPurgeAt = 0;
 
   function* admission(request: AdmissionRequest): Flow<AdmissionOutcome> {
-    const { job, now, idempotency } = request;
+    const { now, idempotency } = request;
+    let { job } = request;
     const nowIso = job.createdAt;
     if (idempotency) {
       yield* lock('idempotency', job.triggerId, job.workflowName, idempotency.key);
@@ -146,6 +181,12 @@ export function createTriggerRunRepository(
       });
       if (claimed === 0) return { outcome: 'claimed_before' };
       if (skip) return { outcome: 'skipped_overlap' };
+    }
+    if (request.pool && request.rejection === undefined) {
+      // A pool's job: its agent, and that agent's version of the workflow, decided now.
+      const chosen = yield* choosePooled(job.orgId, request.pool.candidates, choosePoolAgent);
+      if (chosen) job = { ...job, agentId: chosen.agentId, workflowId: chosen.workflowId };
+      else job = { ...job, agentId: null };
     }
     if (request.rejection !== undefined || job.workflowId === null) {
       yield* run(INSERT_JOB, jobInsertParams(job, 'rejected', request.rejection ?? 'The workflow is unknown'));
@@ -201,7 +242,7 @@ export function createTriggerRunRepository(
     }
     // Last: on PostgreSQL the job's number locks the organization's counter row until the commit.
     yield* run(INSERT_JOB, jobInsertParams(job, 'pending', null));
-    return { outcome: 'admitted', jobId: job.id };
+    return { outcome: 'admitted', jobId: job.id, agentId: job.agentId };
   }
 
   return {

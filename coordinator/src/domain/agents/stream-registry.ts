@@ -46,6 +46,12 @@ export interface StreamRegistryOptions {
    * notification never sent (`reconcileAll`).
    */
   shared?: boolean;
+  /**
+   * Jobs waiting in a pool that the agent takes, up to `room` (domain/fleet/pool-service.ts):
+   * asked when its stream opens, when a place in its queue frees, and at each ping. Without it,
+   * an agent takes no pool's jobs here.
+   */
+  claimPooled?(agentId: string, room: number): Promise<string[]>;
 }
 
 /**
@@ -74,6 +80,9 @@ class AgentStream {
   /** Each handed job with the registry's hand count when it was handed (the reconciliation's cut-off). */
   readonly handed = new Map<string, number>();
   readonly waiting: string[] = [];
+  /** A claim of pool jobs is under way for this stream (one at a time), and another was asked meanwhile. */
+  claiming = false;
+  claimAgain = false;
   /** Sends, one after another, so that jobs reach the agent in creation order. */
   sending: Promise<void> = Promise.resolve();
 
@@ -196,7 +205,7 @@ export class StreamRegistry {
     }
     sink.onClose(() => this.dropped(stream));
     try {
-      if (!(await this.options.agents.markConnected(agentId, isoNow(this.options.clock)))) {
+      if (!(await this.options.agents.markConnected(agentId, isoNow(this.options.clock), capacity))) {
         // Revoked (or gone) between the signature check and now.
         this.forget(stream);
         return;
@@ -230,6 +239,7 @@ export class StreamRegistry {
       if (stream.state === 'starting') stream.state = 'live';
       stream.sending = stream.sending.then(() => this.handWaiting(stream));
       await stream.sending;
+      this.offerRoom(stream);
     } catch (error) {
       this.options.logger.error({ err: error, agentId }, 'agent stream failed to start; closing it');
       this.forget(stream);
@@ -289,6 +299,41 @@ export class StreamRegistry {
     this.handedTo.delete(jobId);
     stream.handed.delete(jobId);
     if (stream.waiting.length > 0) stream.sending = stream.sending.then(() => this.handWaiting(stream));
+    else this.offerRoom(stream);
+  }
+
+  /**
+   * The agent's queue has room and nothing waits for it: it takes jobs waiting in a pool it belongs
+   * to (docs/fleets.md, "Pools"), as many as the room, which join its waiting jobs. One claim at a
+   * time per stream; one asked meanwhile runs after it, on the room left then.
+   */
+  private offerRoom(stream: AgentStream): void {
+    const claim = this.options.claimPooled;
+    if (!claim || stream.state !== 'live') return;
+    if (stream.claiming) {
+      stream.claimAgain = true;
+      return;
+    }
+    const room = stream.capacity - stream.handed.size - stream.waiting.length;
+    if (room <= 0) return;
+    stream.claiming = true;
+    claim(stream.agentId, room)
+      .then((jobIds) => {
+        if (jobIds.length === 0 || stream.state !== 'live') return;
+        stream.waiting.push(...jobIds);
+        stream.sending = stream.sending.then(() => this.handWaiting(stream));
+        return stream.sending;
+      })
+      .catch((error: unknown) =>
+        this.options.logger.error({ err: error, agentId: stream.agentId }, 'could not take jobs waiting in a pool'),
+      )
+      .finally(() => {
+        stream.claiming = false;
+        if (stream.claimAgain) {
+          stream.claimAgain = false;
+          this.offerRoom(stream);
+        }
+      });
   }
 
   /**
@@ -488,6 +533,8 @@ export class StreamRegistry {
       this.options.logger.error({ err: error }, 'could not refresh the agents lastSeenAt');
     }
     if (this.options.shared) await this.reconcileAll();
+    // A label or a workflow that changed since may have put an agent with room in a pool.
+    for (const stream of this.streams.values()) if (stream.waiting.length === 0) this.offerRoom(stream);
   }
 
   /**

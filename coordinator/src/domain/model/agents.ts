@@ -11,6 +11,8 @@ export interface Agent {
   lastSeenAt: string | null;
   enrolledAt: string;
   revokedAt: string | null;
+  /** The queue capacity its stream announced when it last connected; null: the default. */
+  queueCapacity: number | null;
   /** The labels it carries: `reportedLabels` with `operatorLabels` on top (docs/fleets.md). */
   labels: Record<string, string>;
   /** The labels the agent reports of itself when it connects (`os` and `arch` among them). */
@@ -66,7 +68,7 @@ export interface AgentRepository {
    */
   rememberNonce(agentId: string, nonce: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
   /** Its stream connected: `connected` (from pending or disconnected), lastSeenAt = at. False if revoked or unknown. */
-  markConnected(id: string, at: string): Promise<boolean>;
+  markConnected(id: string, at: string, queueCapacity?: number): Promise<boolean>;
   /**
    * The agents whose streams are open: lastSeenAt = at (one UPDATE for all of them), and
    * `connected` again for any another coordinator marked `disconnected` meanwhile (never a revoked one).

@@ -3,6 +3,7 @@ import type { ApiTokenRepository } from './api-tokens.js';
 import type { ApplicationRepository } from './applications.js';
 import type { AuditRepository } from './audit.js';
 import type { BatchRepository } from './batches.js';
+import type { PoolRepository } from './pools.js';
 import type { ChangeCounterRepository } from './change-counter.js';
 import type { ChatIntegrationRepository } from './chat-integrations.js';
 import type { ChatOutboxRepository } from './chat-outbox.js';
@@ -34,6 +35,7 @@ export interface Repositories {
   apiTokens: ApiTokenRepository;
   audit: AuditRepository;
   batches: BatchRepository;
+  pools: PoolRepository;
   changeCounter: ChangeCounterRepository;
   chatIntegrations: ChatIntegrationRepository;
   chatOutbox: ChatOutboxRepository;

@@ -5,7 +5,7 @@ import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
 import type { CheckArtifact } from './releases.js';
 import type { LimitDecision, ReadWindowCounts } from './rate-limits.js';
-import type { LimitedAdmission } from './trigger-runs.js';
+import type { ChoosePoolAgent, LimitedAdmission } from './trigger-runs.js';
 import type { TriggerLimitRefusal } from './triggers.js';
 
 /** The workflow's and the token's job limits on one admission, on counts the transaction reads. */
@@ -33,6 +33,8 @@ export interface TransactionRules {
   decideLimits: DecideLimits;
   /** A trigger job that ended: the chat messages it posts, if any (written with the job's end). */
   planJobMessages: PlanJobMessages;
+  /** The agent a pool's job goes to (docs/fleets.md, "Pools"). */
+  choosePoolAgent: ChoosePoolAgent;
   /** An organization's triggers stay within the server's limits. */
   triggerLimitRefusal: TriggerLimitRefusal;
 }

@@ -22,15 +22,37 @@ export interface AdmissionRequest {
    */
   occurrence?: { scheduledAt: string; overlap: CronOverlapPolicy } | undefined;
   /**
+   * A run of a pool (`fanout: one`, docs/fleets.md): the job goes to the least busy of these
+   * agents with room in its queue, chosen in the write (`choosePoolAgent`), or, with none, waits
+   * in the pool without an agent (`job.agentId` null) for the first matching agent to take it.
+   */
+  pool?: { candidates: PoolCandidate[] } | undefined;
+  /**
    * Set when the run is refused by a rule before any limit (a scheduled run whose params no
    * longer validate, ...): the job is stored `rejected` with this message and nothing is counted.
    */
   rejection?: string | undefined;
 }
 
+/** An agent a pool's job may go to at once: connected, reporting the workflow. */
+export interface PoolCandidate {
+  agentId: string;
+  workflowId: string;
+  /** The queue capacity its stream announced. */
+  capacity: number;
+}
+
+/** A candidate with the jobs it holds now (open, handed out). */
+export interface PoolLoad extends PoolCandidate {
+  open: number;
+}
+
+/** Which candidate a pool's job goes to (the least busy with room), or null: it waits in the pool. */
+export type ChoosePoolAgent = (loads: readonly PoolLoad[]) => PoolCandidate | null;
+
 export type AdmissionOutcome =
-  /** A new `pending` job. */
-  | { outcome: 'admitted'; jobId: string }
+  /** A new `pending` job; `agentId`: its agent (null: it waits in a pool). */
+  | { outcome: 'admitted'; jobId: string; agentId: string | null }
   /** The key was used before with the same body: that call's job. */
   | { outcome: 'repeated'; jobId: string }
   /** The key was used before with a different body; nothing was written. */

@@ -19,6 +19,7 @@ import { resolveRunRequest, workflowNotFound, type RunRequest, type TriggerRunBo
 import { RunTargets, type RunTarget } from './run-targets.js';
 import { scheduleActor, type RunActor } from './run-actors.js';
 import { runBatch, type BatchRunDeps } from '../fleet/batch-runs.js';
+import { preparePoolRun } from '../fleet/pool-runs.js';
 
 export { apiTokenActor, chatActor, scheduleActor, userActor, type RunActor } from './run-actors.js';
 
@@ -40,8 +41,11 @@ export interface RunTriggerInput {
 }
 
 export type RunOutcome =
-  /** A job: new (`repeated: false`) or, for a repeated idempotency key, the first call's. */
-  | { outcome: 'accepted'; jobId: string; repeated: boolean; trigger: Trigger }
+  /**
+   * A job: new (`repeated: false`) or, for a repeated idempotency key, the first call's; `agentId`:
+   * the agent a new pool's job went to (null: it waits in the pool).
+   */
+  | { outcome: 'accepted'; jobId: string; repeated: boolean; trigger: Trigger; agentId?: string | null }
   /** The batch of a `fanout: all` trigger (docs/fleets.md): new, or a repeated key's. */
   | { outcome: 'batch'; batchId: string; jobIds: string[]; repeated: boolean; trigger: Trigger }
   /** Refused by a limit: a `rejected` job was stored (none for a batch) and the refusal audited. */
@@ -111,14 +115,17 @@ export class TriggerRunService {
    */
   async run({ target, actor, request, idempotencyKey }: RunTriggerInput): Promise<RunOutcome> {
     const { trigger } = target;
-    if (trigger.agentSelector !== null) {
+    if (trigger.agentSelector !== null && trigger.fanout === 'all') {
       const run = resolveRunRequest(target, request, actor);
       const outcome = await runBatch(this.batchDeps(), { trigger, actor, run, request, idempotencyKey });
       return outcome.outcome === 'batch' ? outcome : { ...outcome, jobId: null };
     }
-    const agentId = trigger.agentId as string;
     const { audit, clock, jobEvents } = this.deps;
-    const { run, workflow, params } = await this.prepare(target, actor, request);
+    // A pool's job (fanout one) gets its agent in the admission, or waits for one.
+    const { run, workflow, params, pool } =
+      trigger.agentSelector !== null
+        ? await preparePoolRun(this.deps.repos, this.deps.files, target, actor, request)
+        : { ...(await this.prepare(target, actor, request)), pool: undefined };
 
     const now = clock.now();
     const jobId = newTimeOrderedId(now);
@@ -129,7 +136,7 @@ export class TriggerRunService {
         kind: 'trigger',
         source: actor.source,
         triggerId: trigger.id,
-        agentId,
+        agentId: trigger.agentId,
         workflowId: workflow.id,
         workflowName: workflow.name,
         ref: run.ref,
@@ -150,6 +157,7 @@ export class TriggerRunService {
           : { key: idempotencyKey, requestHash: requestHash(request), ttlMs: IDEMPOTENCY_TTL_MS },
       token: actor.limits,
       workflowLimits: workflow.rateLimit,
+      pool,
     });
 
     switch (admission.outcome) {
@@ -165,7 +173,7 @@ export class TriggerRunService {
         return { outcome: 'rate_limited', jobId: admission.jobId, scope, refusal, workflowName: workflow.name };
       }
       case 'admitted': {
-        jobEvents.jobCreated(agentId, jobId);
+        if (admission.agentId !== null) jobEvents.jobCreated(admission.agentId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
         const onTrigger = (action: AuditAction, metadata: Record<string, unknown>) =>
           audit.record({
@@ -188,7 +196,7 @@ export class TriggerRunService {
         if (run.forced) {
           await onTrigger('trigger.force_run', { forceReason: run.forceReason, jobId, workflowName: workflow.name });
         }
-        return { outcome: 'accepted', jobId, repeated: false, trigger };
+        return { outcome: 'accepted', jobId, repeated: false, trigger, agentId: admission.agentId };
       }
       case 'repeated':
         this.metrics.idempotentReplay();

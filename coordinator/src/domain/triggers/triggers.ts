@@ -362,14 +362,10 @@ function resolveTarget(
     });
   }
   const fanout = input.fanout === undefined ? (current?.fanout ?? null) : input.fanout;
-  if (fanout === null) problems.push({ path: at('fanout'), message: 'is required with agentSelector: "all"' });
-  // Not available yet: pools (`one`), and schedules and chat commands on a selector.
-  if (fanout === 'one') {
-    problems.push({
-      path: at('fanout'),
-      message: '"one" (a pool: any one matching agent) is not available yet; use "all", or agentId',
-    });
+  if (fanout === null) {
+    problems.push({ path: at('fanout'), message: 'is required with agentSelector: "one" (a pool) or "all" (a batch)' });
   }
+  // Not available yet: schedules and chat commands on a selector.
   const type = input.type ?? current?.type ?? 'webhook';
   if (type !== 'webhook') {
     problems.push({

@@ -55,7 +55,7 @@ function responseSink(raw: ServerResponse): StreamSink {
  * not apply to the open stream; errors before it opens (a bad signature) are ordinary answers.
  */
 export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
-  const { config, repos, clock, jobEvents, files, ota, metrics } = app.ctx;
+  const { config, repos, clock, jobEvents, files, ota, metrics, pools } = app.ctx;
   const registry = new StreamRegistry({
     agents: repos.agents,
     jobs: repos.jobs,
@@ -70,6 +70,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     shared: config.database.kind === 'postgres',
     // Input files get a fresh download URL at every send (redelivery included); an update job's
     // `deploy` event also names its application.
+    claimPooled: (agentId, room) => pools.claim(agentId, room),
     prepareAssignment: async (job, assignment) =>
       ota.withDeployFields(job, await withFreshDownloadUrls(files, job.orgId, assignment)),
   });

@@ -62,7 +62,7 @@ const configProperties = {
     type: ['string', 'null'],
     enum: [...FANOUTS, null],
     description:
-      'with agentSelector: "all" runs a batch, one job per agent selected; "one" (pools) is not available yet',
+      'with agentSelector: "one" runs each call on one agent of the pool (the least busy with room, or the first to have room), "all" on every agent selected (a batch)',
   },
   maxParallel: {
     type: ['integer', 'null'],

@@ -1,0 +1,50 @@
+import type { Job } from '../../domain/model/jobs.js';
+import type { PoolRepository, PoolTaker } from '../../domain/model/pools.js';
+import { lock, query, all, one, type Database, type Flow } from '../sql/index.js';
+import { toJob, type JobRow } from './job-rows.js';
+
+/** How many waiting jobs of the organization one claim looks at, oldest first. */
+const SCAN = 500;
+
+/**
+ * The organization's jobs waiting in a pool for a workflow the agent reports, oldest first, with
+ * their trigger's selector. On PostgreSQL the jobs' rows are locked, skipping those another
+ * claim holds.
+ */
+const WAITING = query<{ id: string; workflow_name: string; selector: string | null }, [string, string, number]>(
+  (d) => `SELECT j.id, j.workflow_name, t.agent_selector AS selector FROM jobs j JOIN triggers t ON t.id = j.trigger_id
+    WHERE j.org_id = ? AND j.agent_id IS NULL AND j.status = 'pending'
+      AND j.workflow_name IN (SELECT value FROM ${d.jsonArrayElements}(?))
+    ORDER BY j.seq LIMIT ? ${d.name === 'postgres' ? 'FOR UPDATE OF j SKIP LOCKED' : ''}`,
+);
+const TAKE = query<JobRow, [string, string, string]>(
+  `UPDATE jobs SET agent_id = ?, workflow_id = ? WHERE id = ? AND agent_id IS NULL AND status = 'pending'
+   RETURNING *`,
+);
+
+/**
+ * Pools (docs/fleets.md): the jobs of `fanout: one` triggers that found no agent with room wait
+ * without one; an agent that connects, or frees a place in its queue, claims them here. The claim
+ * takes the organization's pool lock on PostgreSQL (as a pool's admission does,
+ * trigger-runs.ts), and each job is taken by a conditional UPDATE: once, by one agent.
+ */
+export function createPoolRepository(db: Database): PoolRepository {
+  function* claim(taker: PoolTaker, room: number): Flow<Job[]> {
+    yield* lock('pool', taker.orgId);
+    const waiting = yield* all(WAITING, [taker.orgId, JSON.stringify([...taker.workflows.keys()]), SCAN]);
+    const taken: Job[] = [];
+    for (const job of waiting) {
+      if (taken.length >= room) break;
+      if (job.selector === null || !taker.matches(job.selector)) continue;
+      const row = yield* one(TAKE, [taker.id, taker.workflows.get(job.workflow_name)!, job.id]);
+      if (row) taken.push(toJob(row));
+    }
+    return taken;
+  }
+  return {
+    async claim(taker, room) {
+      if (room <= 0 || taker.workflows.size === 0) return [];
+      return db.write(() => claim(taker, room));
+    },
+  };
+}

@@ -1,0 +1,20 @@
+import type { Job } from './jobs.js';
+
+/** What a claim of a pool's waiting jobs needs to know of the agent that takes them. */
+export interface PoolTaker {
+  id: string;
+  orgId: string;
+  /** The workflows it reports, by name: the id of its version of each. */
+  workflows: ReadonlyMap<string, string>;
+  /** Whether its labels meet a trigger's selector (canonical text). */
+  matches(selector: string): boolean;
+}
+
+export interface PoolRepository {
+  /**
+   * Gives the agent up to `room` of the jobs waiting in its organization's pools (oldest first)
+   * whose trigger selects it and whose workflow it reports: each taken once, whichever agents and
+   * coordinators claim at the same time.
+   */
+  claim(taker: PoolTaker, room: number): Promise<Job[]>;
+}

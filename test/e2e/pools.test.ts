@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import { finishBody } from '../helpers/jobs.js';
+import { eventually } from '../helpers/poll.js';
+import { openAgentStream, type AgentStream } from '../helpers/sse.js';
+import { issueApiToken } from '../helpers/tokens.js';
+
+/**
+ * Pools (docs/fleets.md, "Pools"): a `fanout: one` trigger's job goes to the least busy connected
+ * agent its selector matches that has room in its queue; with none, it waits without an agent,
+ * and the first matching agent to free a place or to connect takes it, once. Real coordinator,
+ * signed agent clients holding real streams.
+ */
+describe('pools', () => {
+  let t: TestCoordinator;
+  let a: TestAgent;
+  let b: TestAgent;
+  let late: TestAgent;
+  let caller: ApiClient;
+  let pool: string;
+  const streams: AgentStream[] = [];
+
+  const open = async (agent: TestAgent, capacity: number) => {
+    const stream = await openAgentStream(t.url, agent, { path: `/v1/agent/stream?capacity=${capacity}` });
+    expect(stream.status).toBe(200);
+    streams.push(stream);
+    return stream;
+  };
+  const finish = async (agent: TestAgent, jobId: string) => {
+    for (const [step, body] of [['accept'], ['start'], ['finish', finishBody()]] as const) {
+      const res = await agent.request('POST', `/v1/agent/jobs/${jobId}/${step}`, body);
+      expect(res.status, res.text).toBe(200);
+    }
+  };
+  const job = async (id: string) => (await t.owner.get(`/jobs/${id}`)).body;
+
+  beforeAll(async () => {
+    // A dropped stream makes its agent disconnected at once: the second case needs none connected.
+    t = await startTestCoordinator({ env: { DROVER_AGENT_DISCONNECT_GRACE_MS: '0' } });
+    const builder = async (role: string) => {
+      const agent = await enrollTestAgent(t.owner, t.orgId);
+      await agent.request('PUT', '/v1/agent/labels', { labels: { os: 'linux', arch: 'x64', role } });
+      await agent.putWorkflows([workflow('build')]);
+      return agent;
+    };
+    a = await builder('builder');
+    b = await builder('builder');
+    late = await builder('builder');
+    await builder('tester');
+    const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'any builder',
+        agentSelector: 'role=builder',
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'build',
+        responseMode: 'async',
+      },
+    });
+    expect(res.status, res.text).toBe(201);
+    pool = res.body.id;
+    caller = t.api.withToken((await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [pool] }])).token);
+  });
+  afterAll(async () => {
+    for (const s of streams) s.close();
+    await t?.close();
+  });
+
+  it('gives each call to the least busy agent with room, lets the rest wait, and the first agent with room takes them', async () => {
+    const streamA = await open(a, 1);
+    const streamB = await open(b, 1);
+    await eventually(
+      async () => (await t.owner.get(`/orgs/${t.orgId}/agents/${b.agentId}`)).body.status === 'connected',
+    );
+    const first = await caller.post(`/triggers/${pool}/run`);
+    expect(first.status, first.text).toBe(202);
+    expect(first.body.agentId).toBeDefined();
+    const second = await caller.post(`/triggers/${pool}/run`);
+    // The other agent: the first one's queue (capacity 1) is full.
+    expect(second.body.agentId).toBe(first.body.agentId === a.agentId ? b.agentId : a.agentId);
+    const third = await caller.post(`/triggers/${pool}/run`);
+    expect(third.status).toBe(202);
+    expect(third.body.agentId).toBeUndefined();
+    expect(await job(third.body.jobId)).toMatchObject({ status: 'pending', agentId: null });
+
+    const streamOf = (agentId: string) => (agentId === a.agentId ? streamA : streamB);
+    const agentOf = (agentId: string) => (agentId === a.agentId ? a : b);
+    expect((await streamOf(first.body.agentId).nextJob()).jobId).toBe(first.body.jobId);
+    expect((await streamOf(second.body.agentId).nextJob()).jobId).toBe(second.body.jobId);
+    // The first agent to free its place takes the waiting job.
+    await finish(agentOf(second.body.agentId), second.body.jobId);
+    expect((await streamOf(second.body.agentId).nextJob()).jobId).toBe(third.body.jobId);
+    expect(await job(third.body.jobId)).toMatchObject({ agentId: second.body.agentId, status: 'pending' });
+    await finish(agentOf(second.body.agentId), third.body.jobId);
+    await finish(agentOf(first.body.agentId), first.body.jobId);
+    streamA.close();
+    streamB.close();
+  });
+
+  it('keeps a job for the first matching agent that connects, never one the selector leaves out', async () => {
+    await eventually(async () => {
+      const agents = (await t.owner.get(`/orgs/${t.orgId}/agents`)).body as { status: string }[];
+      return agents.every((agent) => agent.status !== 'connected');
+    });
+    const waiting = await caller.post(`/triggers/${pool}/run`);
+    expect(waiting.body.agentId).toBeUndefined();
+    const stream = await open(late, 2);
+    expect((await stream.nextJob()).jobId).toBe(waiting.body.jobId);
+    expect(await job(waiting.body.jobId)).toMatchObject({ agentId: late.agentId });
+    // A cancel reaches a job waiting in the pool too.
+    stream.close();
+    await eventually(
+      async () => (await t.owner.get(`/orgs/${t.orgId}/agents/${late.agentId}`)).body.status !== 'connected',
+      20_000,
+    );
+    const cancelled = await caller.post(`/triggers/${pool}/run`);
+    expect(cancelled.body.agentId).toBeUndefined();
+    const res = await t.owner.post(`/jobs/${cancelled.body.jobId}/cancel`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ status: 'cancelled', agentId: null });
+  });
+});
