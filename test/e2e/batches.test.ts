@@ -31,7 +31,15 @@ describe('batches', () => {
   };
   const createTrigger = async (body: Record<string, unknown>) => {
     const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
-      body: { name: 'fleet', scopeType: 'workflow', workflowName: 'rotate', responseMode: 'async', ...body },
+      body: JSON.parse(
+        JSON.stringify({
+          name: 'fleet',
+          scopeType: 'workflow',
+          workflowName: 'rotate',
+          responseMode: 'async',
+          ...body,
+        }),
+      ),
     });
     expect(res.status, res.text).toBe(201);
     return res.body.id as string;
@@ -55,7 +63,14 @@ describe('batches', () => {
       await agent.putWorkflows(name === 'gw-c' ? [workflow('other')] : [workflow('rotate')]);
       agents[name] = agent;
     }
-    triggers.all = await createTrigger({ agentSelector: 'role=gateway, site=berlin', fanout: 'all' });
+    triggers.all = await createTrigger({
+      agentSelector: 'role=gateway, site=berlin',
+      fanout: 'all',
+      notifyProvider: 'slack',
+      notifyTeamId: 'T0001',
+      notifyChannelId: 'C0001',
+      notifyOn: 'failure',
+    });
     triggers.one = await createTrigger({
       name: 'serial',
       agentSelector: 'role=gateway',
@@ -117,6 +132,18 @@ describe('batches', () => {
       return now.endedAt ? now : null;
     });
     expect(ended).toMatchObject({ status: 'partial', counts: { success: 1, failed: 1, rejected: 1 } });
+    // One chat message for the batch, written with its end; none for its jobs.
+    const messages = await t.sql.all<{ dedupe_key: string; payload: string }>(
+      'SELECT dedupe_key, payload FROM chat_outbox ORDER BY id',
+    );
+    expect(messages.map((m) => m.dedupe_key)).toEqual([`batch:${res.body.batchId}:outcome`]);
+    expect(JSON.parse(messages[0]!.payload)).toMatchObject({
+      kind: 'batch_outcome',
+      status: 'partial',
+      succeeded: 1,
+      failed: 2,
+      failedAgents: ['gw-b', 'gw-c'],
+    });
     const page = await t.owner.get(`/orgs/${t.orgId}/batches`);
     expect(page.body[0]).toMatchObject({ id: res.body.batchId, status: 'partial' });
   });
@@ -180,6 +207,31 @@ describe('batches', () => {
     expect(cancelled.body.endedAt).not.toBeNull();
     const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=batch.cancel`);
     expect(audit.body[0]).toMatchObject({ targetId: first.body.batchId, metadata: { jobs: 2 } });
+  });
+
+  it('makes a batch at each occurrence of a schedule, claimed once, skipped while the previous one runs', async () => {
+    const cron = await createTrigger({
+      name: 'nightly',
+      type: 'cron',
+      cronExpression: '0 3 * * *',
+      agentSelector: 'role=gateway',
+      fanout: 'all',
+      responseMode: undefined,
+    });
+    const fire = (scheduledAt: string) =>
+      t.coordinator.ctx.runs.runOccurrence({ orgId: t.orgId, triggerId: cron, scheduledAt, stillDue: () => true });
+    const first = await fire('2026-11-28T03:00:00.000Z');
+    expect(first).toEqual({ outcome: 'batch_created', batchId: expect.any(String) });
+    expect(await fire('2026-11-28T03:00:00.000Z')).toEqual({ outcome: 'claimed_before' });
+    expect(await fire('2026-11-29T03:00:00.000Z')).toEqual({ outcome: 'skipped_overlap' });
+    const b = await batch((first as { batchId: string }).batchId);
+    expect(b).toMatchObject({ source: 'cron', jobCount: 3, counts: { pending: 2, rejected: 1 } });
+    const occurrences = await t.owner.get(`/orgs/${t.orgId}/triggers/${cron}/occurrences`);
+    expect(occurrences.body.map((o: { outcome: string; batchId: string | null }) => [o.outcome, o.batchId])).toEqual([
+      ['skipped', null],
+      ['job_created', b.id],
+    ]);
+    expect((await t.owner.post(`/batches/${b.id}/cancel`)).status).toBe(200);
   });
 
   it('refuses a selector that matches nothing with 409, and bad selector triggers with 422 naming the field', async () => {

@@ -120,5 +120,27 @@ describe('pools', () => {
     const res = await t.owner.post(`/jobs/${cancelled.body.jobId}/cancel`);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ status: 'cancelled', agentId: null });
+
+    // A schedule's occurrence of a pool trigger makes one job of the pool, waiting here.
+    const cron = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'nightly build',
+        type: 'cron',
+        cronExpression: '0 3 * * *',
+        agentSelector: 'role=builder',
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'build',
+      },
+    });
+    expect(cron.status, cron.text).toBe(201);
+    const fired = await t.coordinator.ctx.runs.runOccurrence({
+      orgId: t.orgId,
+      triggerId: cron.body.id,
+      scheduledAt: '2026-11-28T03:00:00.000Z',
+      stillDue: () => true,
+    });
+    expect(fired).toMatchObject({ outcome: 'job_created', status: 'pending' });
+    expect(await job((fired as { jobId: string }).jobId)).toMatchObject({ source: 'cron', agentId: null });
   });
 });

@@ -1,5 +1,5 @@
 import { enrollmentTokenRefusal } from './agents/agent-enrollment.js';
-import { planJobMessages } from './chat/notifications/plan.js';
+import { planBatchMessages, planJobMessages } from './chat/notifications/plan.js';
 import { planJobMove } from './jobs/job-state.js';
 import { roleChangeRefusal } from './orgs/members.js';
 import type { TransactionRules } from './model/transaction-rules.js';
@@ -18,6 +18,7 @@ export const transactionRules: TransactionRules = {
   checkArtifact,
   decideLimits,
   planJobMessages,
+  planBatchMessages,
   choosePoolAgent: (loads) => choosePoolAgent(loads),
   triggerLimitRefusal,
 };

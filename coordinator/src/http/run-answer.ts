@@ -316,7 +316,8 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
         jobId,
         status: 'pending',
         statusUrl: statusUrl(jobId),
-        ...(outcome.agentId ? { agentId: outcome.agentId } : {}),
+        // A pool's job names its agent (the spec's single job answers as it always did).
+        ...(trigger.fanout === 'one' && outcome.agentId ? { agentId: outcome.agentId } : {}),
         ...(repeated ? { idempotent: true } : {}),
       });
     }

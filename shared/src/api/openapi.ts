@@ -1865,6 +1865,8 @@ export interface components {
       outcome: 'job_created' | 'skipped';
       /** @description with job_created: the job (pending, or rejected with its reason) */
       jobId: string | null;
+      /** @description with job_created on a trigger with fanout "all": the batch the occurrence made (docs/fleets.md) */
+      batchId: string | null;
       /** @enum {string|null} */
       jobStatus:
         'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected' | null;

@@ -9,8 +9,13 @@ import type {
 } from '../../domain/model/batches.js';
 import type { Job } from '../../domain/model/jobs.js';
 import type { DecideLimits } from '../../domain/model/transaction-rules.js';
+import type { PlanBatchMessages } from '../../domain/model/chat-outbox.js';
+import type { ChatOrigin } from '../../domain/model/jobs.js';
+import type { ChatProvider, NotifyOn } from '../../domain/model/triggers.js';
+import { ENQUEUE_MESSAGE, enqueueParams } from './job-messages.js';
 import { all, lock, one, query, run, values, type Database, type Flow } from '../sql/index.js';
 import { toJob, INSERT_JOB, jobInsertParams, type JobRow } from './job-rows.js';
+import { CLAIM_OCCURRENCE } from './cron-occurrences.js';
 import { lockOrg } from './parent-locks.js';
 import { BUMP_COUNTERS, FIND_KEY, hasLimit, INSERT_BLOCK, readCounts, SAVE_KEY, type Scope } from './trigger-runs.js';
 
@@ -81,6 +86,37 @@ const SETTLE = query<BatchRow, [string, string]>(
      AND NOT EXISTS (SELECT 1 FROM jobs WHERE batch_id = batches.id AND status IN ${OPEN})
    RETURNING *`,
 );
+/** A scheduled batch of the trigger not ended yet (overlap policy `skip`). */
+const OPEN_SCHEDULED_BATCH = values<number, [string]>(
+  "SELECT 1 FROM batches WHERE trigger_id = ? AND source = 'cron' AND ended_at IS NULL LIMIT 1",
+);
+/** What an ended batch's message needs of its trigger. */
+const NOTIFY_OF = query<
+  {
+    name: string;
+    provider: ChatProvider | null;
+    team_id: string | null;
+    channel_id: string | null;
+    notify_on: NotifyOn;
+    deleted_at: string | null;
+  },
+  [string]
+>(
+  `SELECT name, notify_provider AS provider, notify_team_id AS team_id, notify_channel_id AS channel_id, notify_on,
+     deleted_at
+   FROM triggers WHERE id = ?`,
+);
+/** How many of the agents whose jobs failed a batch's message names (it counts the others). */
+const FAILED_AGENTS_NAMED = 10;
+/** The agents whose jobs of the batch did not succeed (failed, timed out, rejected), by name. */
+const FAILED_AGENTS = values<string, [string, number]>(
+  `SELECT a.name FROM jobs j JOIN agents a ON a.id = j.agent_id
+   WHERE j.batch_id = ? AND j.status IN ('failed', 'timed_out', 'rejected') ORDER BY a.name LIMIT ?`,
+);
+/** A chat run's origin, which every job of its batch carries. */
+const CHAT_ORIGIN = values<string, [string]>(
+  'SELECT chat_origin FROM jobs WHERE batch_id = ? AND chat_origin IS NOT NULL LIMIT 1',
+);
 const UNSETTLED = values<string, [number]>('SELECT id FROM batches WHERE ended_at IS NULL ORDER BY created_at LIMIT ?');
 
 const NO_COUNTS = (): BatchCounts => ({
@@ -100,7 +136,56 @@ const NO_COUNTS = (): BatchCounts => ({
  * single run's admission (the idempotency key, then the token's and each workflow's windows, in
  * one order) and the organization's row for the batch's number.
  */
-export function createBatchRepository(db: Database, decideLimits: DecideLimits): BatchRepository {
+export function createBatchRepository(
+  db: Database,
+  decideLimits: DecideLimits,
+  planMessages: PlanBatchMessages,
+): BatchRepository {
+  /**
+   * Marks the batch ended when none of its jobs is open (once) and enqueues its chat message in
+   * the same write: the trigger's notification, the answer to the chat run that started it.
+   */
+  function* settle(batchId: string, at: string): Flow<BatchRow | null> {
+    const row = yield* one(SETTLE, [at, batchId]);
+    if (!row) return null;
+    const trigger = yield* one(NOTIFY_OF, [row.trigger_id]);
+    if (!trigger) return row;
+    const counts = NO_COUNTS();
+    for (const c of yield* all(COUNTS, [JSON.stringify([batchId])])) counts[c.status] = c.n;
+    const failed = counts.failed + counts.timed_out + counts.rejected;
+    const origin = yield* one(CHAT_ORIGIN, [batchId]);
+    const notifies =
+      trigger.deleted_at === null &&
+      trigger.provider !== null &&
+      trigger.team_id !== null &&
+      trigger.channel_id !== null &&
+      trigger.notify_on !== 'none';
+    const messages = planMessages(
+      {
+        orgId: row.org_id,
+        batchId,
+        number: row.number,
+        triggerName: trigger.name,
+        workflowName: row.workflow_name,
+        jobCount: row.job_count,
+        counts,
+        failedAgents: failed === 0 ? [] : yield* all(FAILED_AGENTS, [batchId, FAILED_AGENTS_NAMED]),
+        notify: notifies
+          ? {
+              notifyProvider: trigger.provider as ChatProvider,
+              notifyTeamId: trigger.team_id as string,
+              notifyChannelId: trigger.channel_id as string,
+              notifyOn: trigger.notify_on,
+            }
+          : null,
+        chatOrigin: origin ? (JSON.parse(origin) as ChatOrigin) : null,
+      },
+      at,
+    );
+    for (const message of messages) yield* run(ENQUEUE_MESSAGE, enqueueParams(message));
+    return row;
+  }
+
   function* admission(request: BatchAdmissionRequest): Flow<BatchAdmissionOutcome> {
     const { batch, jobs, now, idempotency, token } = request;
     if (idempotency) {
@@ -111,6 +196,24 @@ export function createBatchRepository(db: Database, decideLimits: DecideLimits):
           ? { outcome: 'repeated', batchId: earlier.job_id }
           : { outcome: 'idempotency_conflict' };
       }
+    }
+    if (request.occurrence) {
+      // The claim: the occurrence's row, written once whoever tries (its primary key).
+      const { scheduledAt, overlap } = request.occurrence;
+      const skip = overlap === 'skip' && (yield* one(OPEN_SCHEDULED_BATCH, [batch.triggerId])) !== null;
+      const claimed = yield* run(CLAIM_OCCURRENCE, {
+        triggerId: batch.triggerId,
+        scheduledAt,
+        orgId: batch.orgId,
+        outcome: skip ? 'skipped' : 'job_created',
+        jobId: null,
+        batchId: skip ? null : batch.id,
+        reason: skip ? 'overlap' : null,
+        firstScheduledAt: null,
+        recordedAt: batch.createdAt,
+      });
+      if (claimed === 0) return { outcome: 'claimed_before' };
+      if (skip) return { outcome: 'skipped_overlap' };
     }
     // The windows that may be counted, locked in one order before they are read: the token's, then
     // each workflow's by id.
@@ -241,7 +344,7 @@ export function createBatchRepository(db: Database, decideLimits: DecideLimits):
       });
     },
     async settle(batchId, at) {
-      return oneWithCounts(await db.write(() => one(SETTLE, [at, batchId])));
+      return oneWithCounts(await db.write(() => settle(batchId, at)));
     },
     listUnsettled(limit) {
       return db.all(UNSETTLED, [limit]);

@@ -12,6 +12,7 @@ interface OccurrenceRow {
   scheduled_at: string;
   outcome: OccurrenceOutcome;
   job_id: string | null;
+  batch_id: string | null;
   job_status: JobStatus | null;
   reason: SkipReason | null;
   first_scheduled_at: string | null;
@@ -23,6 +24,7 @@ const toOccurrence = (r: OccurrenceRow): CronOccurrence => ({
   scheduledAt: r.scheduled_at,
   outcome: r.outcome,
   jobId: r.job_id,
+  batchId: r.batch_id,
   jobStatus: r.job_status,
   reason: r.reason,
   firstScheduledAt: r.first_scheduled_at,
@@ -36,6 +38,8 @@ export interface OccurrenceClaim {
   orgId: string;
   outcome: OccurrenceOutcome;
   jobId: string | null;
+  /** With job_created on a `fanout: all` trigger: the batch (its jobId is null). */
+  batchId?: string | null;
   reason: SkipReason | null;
   firstScheduledAt: string | null;
   recordedAt: string;
@@ -48,13 +52,13 @@ export interface OccurrenceClaim {
  */
 export const CLAIM_OCCURRENCE = command<OccurrenceClaim>(
   `INSERT INTO cron_occurrences
-     (trigger_id, scheduled_at, org_id, outcome, job_id, reason, first_scheduled_at, recorded_at)
-   VALUES (@triggerId, @scheduledAt, @orgId, @outcome, @jobId, @reason, @firstScheduledAt, @recordedAt)
+     (trigger_id, scheduled_at, org_id, outcome, job_id, batch_id, reason, first_scheduled_at, recorded_at)
+   VALUES (@triggerId, @scheduledAt, @orgId, @outcome, @jobId, @batchId, @reason, @firstScheduledAt, @recordedAt)
    ON CONFLICT (trigger_id, scheduled_at) DO NOTHING`,
 );
 
 const LATEST = values<string | null, [string]>('SELECT max(scheduled_at) FROM cron_occurrences WHERE trigger_id = ?');
-const SELECT = `SELECT o.trigger_id, o.scheduled_at, o.outcome, o.job_id, j.status AS job_status, o.reason,
+const SELECT = `SELECT o.trigger_id, o.scheduled_at, o.outcome, o.job_id, o.batch_id, j.status AS job_status, o.reason,
     o.first_scheduled_at, o.recorded_at
   FROM cron_occurrences o LEFT JOIN jobs j ON j.id = o.job_id`;
 const PAGE = query<OccurrenceRow, [string, number]>(
@@ -70,7 +74,8 @@ export function createCronOccurrenceRepository(db: Database): CronOccurrenceRepo
       if (rows.length === 0) return 0;
       return db.write(function* () {
         let added = 0;
-        for (const row of rows) added += yield* run(CLAIM_OCCURRENCE, { ...row, outcome: 'skipped', jobId: null });
+        for (const row of rows)
+          added += yield* run(CLAIM_OCCURRENCE, { ...row, outcome: 'skipped', jobId: null, batchId: null });
         return added;
       });
     },

@@ -175,6 +175,7 @@ export function createTriggerRunRepository(
         orgId: job.orgId,
         outcome: skip ? 'skipped' : 'job_created',
         jobId: skip ? null : job.id,
+        batchId: null,
         reason: skip ? 'overlap' : null,
         firstScheduledAt: null,
         recordedAt: nowIso,

@@ -7,6 +7,7 @@ import { AppError } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { chatActor, type TriggerRunService } from '../trigger-run/run-trigger.js';
 import { statusUrl, type TriggerRunBody } from '../trigger-run/request.js';
+import { batchStatusUrl } from '../fleet/batch-service.js';
 import { workflowLimitMessage } from '../trigger-run/rate-windows.js';
 import { argumentsToParams, parseChatCommand } from './arguments.js';
 
@@ -34,6 +35,18 @@ export type ChatRunAnswer =
       repeated: boolean;
       text: string;
     }
+  /** A batch on the agents the trigger selects (docs/fleets.md): one message when it ends. */
+  | {
+      kind: 'batch_started';
+      batchId: string;
+      jobCount: number;
+      /** Absolute address of the batch page. */
+      batchUrl: string;
+      trigger: Pick<Trigger, 'id' | 'name' | 'orgId'>;
+      workflowName: string;
+      repeated: boolean;
+      text: string;
+    }
   /** Nothing started: the text says why (not connected, unknown keyword, a bad argument, a refusal). */
   | { kind: 'not_started'; text: string };
 
@@ -49,7 +62,7 @@ const USAGE =
 export class ChatRunService {
   constructor(
     private readonly deps: {
-      repos: Pick<Repositories, 'chatIntegrations' | 'triggers' | 'jobs' | 'chatOutbox' | 'agents'>;
+      repos: Pick<Repositories, 'chatIntegrations' | 'triggers' | 'jobs' | 'chatOutbox' | 'agents' | 'batches'>;
       runs: TriggerRunService;
       clock: Clock;
       /** The coordinator's public URL, read at each call. */
@@ -162,8 +175,23 @@ export class ChatRunService {
     if (outcome.outcome === 'rate_limited') {
       return notStarted(`Nothing was started: ${workflowLimitMessage(outcome.workflowName, outcome.refusal)}.`);
     }
-    // Chat triggers on a label selector are refused when the trigger is written (not available yet).
-    if (outcome.outcome === 'batch') throw new Error('a chat trigger ran a batch');
+    if (outcome.outcome === 'batch') {
+      const batch = await repos.batches.findById(outcome.batchId);
+      const batchUrl = `${this.deps.publicUrl()}${batchStatusUrl(outcome.batchId)}`;
+      const count = outcome.jobIds.length;
+      return {
+        kind: 'batch_started',
+        batchId: outcome.batchId,
+        jobCount: count,
+        batchUrl,
+        trigger: { id: trigger.id, name: trigger.name, orgId: trigger.orgId },
+        workflowName,
+        repeated: outcome.repeated,
+        text: `Started batch #${batch?.number ?? 0} (${trigger.name}, workflow \`${workflowName}\`) on ${count} ${
+          count === 1 ? 'agent' : 'agents'
+        }: ${batchUrl}. One message follows when every job has ended.`,
+      };
+    }
     const job = await repos.jobs.findById(outcome.jobId);
     const jobNumber = job?.number ?? 0;
     const jobUrl = `${this.deps.publicUrl()}${statusUrl(outcome.jobId)}`;

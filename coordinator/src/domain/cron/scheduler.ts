@@ -330,7 +330,7 @@ export class CronScheduler {
         );
         return;
       }
-      if (result.value.outcome === 'job_created') created++;
+      if (result.value.outcome === 'job_created' || result.value.outcome === 'batch_created') created++;
       if (result.value.outcome === 'not_due') {
         // Changed by someone this process did not hear from: read it again.
         notDue++;

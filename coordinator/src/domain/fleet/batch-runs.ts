@@ -10,7 +10,7 @@ import type { Agent } from '../model/agents.js';
 import type { BatchJobRequest } from '../model/batches.js';
 import type { LimitRefusal } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
-import type { Trigger } from '../model/triggers.js';
+import type { CronOverlapPolicy, Trigger } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
 import { checkRunFileRefs, type FileRefLookups } from '../trigger-run/file-refs.js';
 import { IDEMPOTENCY_TTL_MS, requestHash } from '../trigger-run/idempotency.js';
@@ -37,6 +37,8 @@ export interface BatchRunDeps {
 
 export type BatchRunOutcome =
   | { outcome: 'batch'; batchId: string; jobIds: string[]; repeated: boolean; trigger: Trigger }
+  /** A scheduled batch's occurrence: claimed before by another scheduler, or skipped (the previous still open). */
+  | { outcome: 'claimed_before' | 'skipped_overlap' }
   | { outcome: 'rate_limited'; scope: 'token'; refusal: LimitRefusal; workflowName: string };
 
 /** The agents a selector trigger runs on now: those its selector matches, not revoked, by name. */
@@ -63,9 +65,17 @@ interface Version {
 
 export async function runBatch(
   deps: BatchRunDeps,
-  input: { trigger: Trigger; actor: RunActor; run: RunRequest; request: TriggerRunBody; idempotencyKey: string | null },
+  input: {
+    trigger: Trigger;
+    actor: RunActor;
+    run: RunRequest;
+    request: TriggerRunBody;
+    idempotencyKey: string | null;
+    /** A schedule's occurrence, claimed with the batch (docs/schedules.md). */
+    occurrence?: { scheduledAt: string; overlap: CronOverlapPolicy };
+  },
 ): Promise<BatchRunOutcome> {
-  const { trigger, actor, run, request, idempotencyKey } = input;
+  const { trigger, actor, run, request, idempotencyKey, occurrence } = input;
   const { repos, clock, metrics } = deps;
   const agents = await selectedAgents(repos.agents, trigger);
   if (agents.length === 0) throw noMatchingAgent(trigger);
@@ -154,8 +164,12 @@ export async function runBatch(
         ? null
         : { key: idempotencyKey, requestHash: requestHash(request), ttlMs: IDEMPOTENCY_TTL_MS },
     token: actor.limits,
+    occurrence,
   });
   switch (admission.outcome) {
+    case 'claimed_before':
+    case 'skipped_overlap':
+      return { outcome: admission.outcome };
     case 'idempotency_conflict':
       throw conflict(
         'This Idempotency-Key was already used with a different request body for this trigger and workflow',

@@ -1,6 +1,7 @@
 import type { JobStatus } from '@drover/shared';
 import type { Job, JobSource, NewJob } from './jobs.js';
 import type { LimitRefusal, RateLimits } from './rate-limits.js';
+import type { CronOverlapPolicy } from './triggers.js';
 
 /** A batch's status: `pending` until one of its jobs is handed out, `running` until every job ended, then its outcome. */
 export const BATCH_STATUSES = ['pending', 'running', 'success', 'failed', 'partial', 'cancelled'] as const;
@@ -49,6 +50,11 @@ export interface BatchAdmissionRequest {
   idempotency: { key: string; requestHash: string; ttlMs: number } | null;
   /** The calling token's limits, counted once for the whole batch. */
   token: { id: string; limits: RateLimits } | null;
+  /**
+   * A schedule's occurrence (docs/schedules.md), claimed in the same write: claimed before makes
+   * nothing; with `overlap: 'skip'`, an open scheduled batch of the trigger records it skipped.
+   */
+  occurrence?: { scheduledAt: string; overlap: CronOverlapPolicy } | undefined;
 }
 
 export type BatchAdmissionOutcome =
@@ -58,7 +64,9 @@ export type BatchAdmissionOutcome =
   | { outcome: 'repeated'; batchId: string }
   | { outcome: 'idempotency_conflict' }
   /** The token's limit refused the call: nothing was stored. */
-  | { outcome: 'refused'; refusal: LimitRefusal; message: string };
+  | { outcome: 'refused'; refusal: LimitRefusal; message: string }
+  | { outcome: 'claimed_before' }
+  | { outcome: 'skipped_overlap' };
 
 export interface BatchListQuery {
   limit: number;

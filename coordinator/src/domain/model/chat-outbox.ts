@@ -1,5 +1,5 @@
 import type { TerminalJobStatus } from '@drover/shared';
-import type { Job } from './jobs.js';
+import type { ChatOrigin, Job } from './jobs.js';
 import type { ChatProvider, NotifyOn } from './triggers.js';
 
 /** Where a message goes: a channel of a connected workspace (Slack) or guild (Discord). */
@@ -59,7 +59,25 @@ export interface ChatAnswerNotice {
   text: string;
 }
 
-export type OutboxPayload = JobOutcomeNotice | ChatAnswerNotice;
+/** A batch that ended (docs/fleets.md, "Batches"): its counts and the agents whose jobs did not succeed. */
+export interface BatchNotice {
+  kind: 'batch_outcome';
+  batchId: string;
+  /** The organization's number of the batch. */
+  number: number;
+  triggerName: string;
+  workflowName: string;
+  status: 'success' | 'failed' | 'partial' | 'cancelled';
+  jobCount: number;
+  succeeded: number;
+  /** Failed, timed out or rejected. */
+  failed: number;
+  cancelled: number;
+  /** The first names of the agents whose jobs failed (the rest are counted in `failed`). */
+  failedAgents: string[];
+}
+
+export type OutboxPayload = JobOutcomeNotice | ChatAnswerNotice | BatchNotice;
 
 export const OUTBOX_STATUSES = ['pending', 'sending', 'sent', 'failed'] as const;
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
@@ -109,6 +127,26 @@ export interface EndedJob {
   /** Ended by the admission that created it (a limit refused the call): its writer was told already. */
   atAdmission: boolean;
 }
+
+/** A batch that just ended, with what its message needs. */
+export interface EndedBatch {
+  orgId: string;
+  batchId: string;
+  number: number;
+  triggerName: string;
+  workflowName: string;
+  jobCount: number;
+  /** Its jobs per status. */
+  counts: Record<TerminalJobStatus | 'pending' | 'queued' | 'running', number>;
+  /** The first agents (by name) whose jobs did not succeed; the message says how many more. */
+  failedAgents: string[];
+  notify: NotifySettings | null;
+  /** A batch started by a chat command: where to answer its writer. */
+  chatOrigin: ChatOrigin | null;
+}
+
+/** What a batch that just ended posts (written with its end, db/repositories/batches.ts). */
+export type PlanBatchMessages = (ended: EndedBatch, at: string) => NewOutboxMessage[];
 
 /**
  * What a trigger job that just ended posts (domain/chat/notifications/plan.ts): run by the job

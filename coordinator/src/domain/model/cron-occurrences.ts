@@ -18,6 +18,8 @@ export interface CronOccurrence {
   scheduledAt: string;
   outcome: OccurrenceOutcome;
   jobId: string | null;
+  /** The batch the occurrence made (a `fanout: all` trigger, docs/fleets.md); null otherwise. */
+  batchId: string | null;
   /** The job's status now (null without a job, or when the job is gone). */
   jobStatus: JobStatus | null;
   reason: SkipReason | null;

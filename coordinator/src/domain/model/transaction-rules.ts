@@ -1,5 +1,5 @@
 import type { EnrollmentTokenRefusal } from './agents.js';
-import type { PlanJobMessages } from './chat-outbox.js';
+import type { PlanBatchMessages, PlanJobMessages } from './chat-outbox.js';
 import type { EvaluateBinding } from './device-bindings.js';
 import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
@@ -33,6 +33,8 @@ export interface TransactionRules {
   decideLimits: DecideLimits;
   /** A trigger job that ended: the chat messages it posts, if any (written with the job's end). */
   planJobMessages: PlanJobMessages;
+  /** A batch that ended: its one chat message, if any (written with its end). */
+  planBatchMessages: PlanBatchMessages;
   /** The agent a pool's job goes to (docs/fleets.md, "Pools"). */
   choosePoolAgent: ChoosePoolAgent;
   /** An organization's triggers stay within the server's limits. */

@@ -4,7 +4,7 @@ import type { LimitRefusal } from '../model/rate-limits.js';
 import type { Repositories } from '../model/repositories.js';
 import type { Trigger } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
-import type { AdmissionOutcome, JobResult, TriggerRunRepository } from '../model/trigger-runs.js';
+import type { AdmissionOutcome, JobResult, PoolCandidate, TriggerRunRepository } from '../model/trigger-runs.js';
 import { isTerminalJobStatus } from '@drover/shared';
 import { AppError, conflict } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
@@ -61,6 +61,8 @@ export type RunOutcome =
 export type OccurrenceRunOutcome =
   /** Its job: `pending`, or `rejected` (a limit, or a rule such as params that no longer validate). */
   | { outcome: 'job_created'; jobId: string; status: 'pending' | 'rejected' }
+  /** Its batch (a trigger on a label selector with fanout all, docs/fleets.md). */
+  | { outcome: 'batch_created'; batchId: string }
   /** Recorded as skipped: the previous scheduled job is still open (overlap policy `skip`). */
   | { outcome: 'skipped_overlap' }
   /** Claimed before, by this or another scheduler: nothing was done. */
@@ -118,7 +120,9 @@ export class TriggerRunService {
     if (trigger.agentSelector !== null && trigger.fanout === 'all') {
       const run = resolveRunRequest(target, request, actor);
       const outcome = await runBatch(this.batchDeps(), { trigger, actor, run, request, idempotencyKey });
-      return outcome.outcome === 'batch' ? outcome : { ...outcome, jobId: null };
+      if (outcome.outcome === 'batch') return outcome;
+      if (outcome.outcome === 'rate_limited') return { ...outcome, jobId: null };
+      throw new Error(`a batch without an occurrence was answered ${outcome.outcome}`);
     }
     const { audit, clock, jobEvents } = this.deps;
     // A pool's job (fanout one) gets its agent in the admission, or waits for one.
@@ -220,19 +224,47 @@ export class TriggerRunService {
     const target = await this.target(orgId, triggerId);
     if (!target || !stillDue(target.trigger)) return { outcome: 'not_due' };
     const { trigger } = target;
-    // A schedule on a label selector is refused when the trigger is written (not available yet).
-    if (trigger.agentId === null) return { outcome: 'not_due' };
-    const agentId = trigger.agentId;
     const actor = scheduleActor(trigger);
     const request: TriggerRunBody = {
       ...(trigger.ref === null ? {} : { ref: trigger.ref }),
       ...(trigger.params === null ? {} : { params: trigger.params }),
     };
-    let prepared: PreparedRun | null = null;
+    const occurrence = { scheduledAt, overlap: trigger.cronOverlapPolicy ?? 'skip' };
+    // A batch at each occurrence (docs/fleets.md); one the rules refuse as a whole (no agent
+    // matches, params no version takes) is recorded as a rejected job, as a single run's is.
     let rejection: string | undefined;
+    if (trigger.agentSelector !== null && trigger.fanout === 'all') {
+      try {
+        const run = resolveRunRequest(target, request, actor);
+        const batch = await runBatch(this.batchDeps(), {
+          trigger,
+          actor,
+          run,
+          request,
+          idempotencyKey: null,
+          occurrence,
+        });
+        if (batch.outcome === 'claimed_before' || batch.outcome === 'skipped_overlap')
+          return { outcome: batch.outcome };
+        if (batch.outcome !== 'batch') throw new Error(`a scheduled batch has no token, yet it was ${batch.outcome}`);
+        return { outcome: 'batch_created', batchId: batch.batchId };
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        rejection = error.message;
+      }
+    }
+    let prepared: PreparedRun | null = null;
+    let pool: { candidates: PoolCandidate[] } | undefined;
     let workflow: Workflow | null = null;
     try {
-      prepared = await this.prepare(target, actor, request);
+      if (rejection !== undefined) throw new AppError('conflict', rejection);
+      if (trigger.agentSelector !== null) {
+        const pooled = await preparePoolRun(this.deps.repos, this.deps.files, target, actor, request);
+        pool = pooled.pool;
+        prepared = pooled;
+      } else {
+        prepared = await this.prepare(target, actor, request);
+      }
       workflow = prepared.workflow;
     } catch (error) {
       if (!(error instanceof AppError)) throw error;
@@ -249,7 +281,7 @@ export class TriggerRunService {
         kind: 'trigger',
         source: actor.source,
         triggerId: trigger.id,
-        agentId,
+        agentId: trigger.agentId,
         workflowId: workflow?.id ?? null,
         workflowName: workflow?.name ?? trigger.workflowName ?? '',
         ref: prepared?.run.ref ?? trigger.ref,
@@ -266,12 +298,13 @@ export class TriggerRunService {
       idempotency: null,
       token: null,
       workflowLimits: workflow?.rateLimit ?? { perMinute: null, perHour: null, perDay: null },
-      occurrence: { scheduledAt, overlap: trigger.cronOverlapPolicy ?? 'skip' },
+      occurrence,
       rejection,
+      pool,
     });
     switch (admission.outcome) {
       case 'admitted':
-        jobEvents.jobCreated(agentId, jobId);
+        if (admission.agentId !== null) jobEvents.jobCreated(admission.agentId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
         return { outcome: 'job_created', jobId, status: 'pending' };
       case 'refused':

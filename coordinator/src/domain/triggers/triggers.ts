@@ -365,14 +365,6 @@ function resolveTarget(
   if (fanout === null) {
     problems.push({ path: at('fanout'), message: 'is required with agentSelector: "one" (a pool) or "all" (a batch)' });
   }
-  // Not available yet: schedules and chat commands on a selector.
-  const type = input.type ?? current?.type ?? 'webhook';
-  if (type !== 'webhook') {
-    problems.push({
-      path: at('agentSelector'),
-      message: `is available on webhook triggers for now (runs by hand included), not yet on ${type} triggers`,
-    });
-  }
   const maxParallel = input.maxParallel === undefined ? (current?.maxParallel ?? null) : input.maxParallel;
   if (fanout === 'one' && maxParallel !== null) {
     if (input.maxParallel !== undefined) {

@@ -252,6 +252,7 @@ export const occurrenceExample = {
   scheduledAt: '2026-11-25T10:00:00.000Z',
   outcome: 'job_created',
   jobId: ID.job,
+  batchId: null,
   jobStatus: 'success',
   reason: null,
   firstScheduledAt: null,

@@ -5,6 +5,7 @@ import {
   jobUrl,
   OUTCOME_LABELS,
   outputEntries,
+  plainText,
   shorten,
   summaryLine,
 } from './notice-text.js';
@@ -136,9 +137,9 @@ export function discordPost(
   const base: DiscordMessageBody =
     payload.kind === 'job_outcome'
       ? discordJobMessage(payload, publicUrl)
-      : { content: shorten(payload.text, DISCORD_LIMITS.content), allowed_mentions: { parse: [] } };
+      : { content: shorten(plainText(payload, publicUrl), DISCORD_LIMITS.content), allowed_mentions: { parse: [] } };
   if (target.type === 'channel') return base;
-  const ping = payload.kind === 'job_outcome';
+  const ping = payload.kind !== 'chat_answer';
   const { messageId } = target;
   if (messageId !== null) {
     return {

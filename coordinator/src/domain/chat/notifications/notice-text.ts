@@ -1,5 +1,5 @@
 import type { TerminalJobStatus } from '@drover/shared';
-import type { JobOutcomeNotice } from '../../model/chat-outbox.js';
+import type { BatchNotice, ChatAnswerNotice, JobOutcomeNotice } from '../../model/chat-outbox.js';
 
 /** The outcome as a message shows it. */
 export const OUTCOME_LABELS: Record<TerminalJobStatus, string> = {
@@ -60,3 +60,29 @@ export const errorLine = (notice: JobOutcomeNotice): string | null => {
 /** The one-line summary both providers use as the plain-text fallback: `Drover job #12 deploy: FAILED`. */
 export const summaryLine = (notice: JobOutcomeNotice): string =>
   `Drover job #${notice.number} ${notice.triggerName}: ${OUTCOME_LABELS[notice.status]}`;
+
+/** The batch page a message links to (its statusUrl). */
+export const batchUrl = (publicUrl: string, batchId: string): string =>
+  `${publicUrl.replace(/\/+$/, '')}/api/batches/${encodeURIComponent(batchId)}`;
+
+/**
+ * A batch's message, plain text for both providers: `Drover batch #12 rotate-certs (rotate):
+ * PARTIAL, 38 of 40 succeeded, 2 failed: gw-07, gw-12 <link>`.
+ */
+export function batchText(notice: BatchNotice, publicUrl: string): string {
+  const parts = [`${notice.succeeded} of ${notice.jobCount} succeeded`];
+  if (notice.failed > 0) {
+    const more = notice.failed - notice.failedAgents.length;
+    parts.push(`${notice.failed} failed: ${notice.failedAgents.join(', ')}${more > 0 ? ` and ${more} more` : ''}`);
+  }
+  if (notice.cancelled > 0) parts.push(`${notice.cancelled} cancelled`);
+  const label = notice.status === 'partial' ? 'PARTIAL' : notice.status.toUpperCase();
+  return (
+    `Drover batch #${notice.number} ${notice.triggerName} (${notice.workflowName}): ${label}, ${parts.join(', ')} ` +
+    batchUrl(publicUrl, notice.batchId)
+  );
+}
+
+/** The text of a message that is text: a mention's answer, or a batch's outcome. */
+export const plainText = (payload: ChatAnswerNotice | BatchNotice, publicUrl: string): string =>
+  payload.kind === 'batch_outcome' ? batchText(payload, publicUrl) : payload.text;

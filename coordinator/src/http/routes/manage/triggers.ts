@@ -146,11 +146,15 @@ const nullableString = { type: ['string', 'null'] } as const;
 const OccurrenceSchema = named('CronOccurrence', {
   type: 'object',
   examples: [occurrenceExample],
-  required: ['scheduledAt', 'outcome', 'jobId', 'jobStatus', 'reason', 'firstScheduledAt', 'recordedAt'],
+  required: ['scheduledAt', 'outcome', 'jobId', 'batchId', 'jobStatus', 'reason', 'firstScheduledAt', 'recordedAt'],
   properties: {
     scheduledAt: { ...timestamp, description: 'the occurrence (UTC); for a run of missed ones, the last' },
     outcome: { type: 'string', enum: OCCURRENCE_OUTCOMES },
     jobId: { ...nullableString, description: 'with job_created: the job (pending, or rejected with its reason)' },
+    batchId: {
+      ...nullableString,
+      description: 'with job_created on a trigger with fanout "all": the batch the occurrence made (docs/fleets.md)',
+    },
     jobStatus: { type: ['string', 'null'], enum: [...JOB_STATUSES, null] },
     reason: { type: ['string', 'null'], enum: [...SKIP_REASONS, null], description: 'with skipped' },
     firstScheduledAt: {
