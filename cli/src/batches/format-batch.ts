@@ -1,6 +1,7 @@
 import { describeOutcome, statusPageUrl } from '../jobs/format-job.js';
 import { formatFields, formatTable } from '../output/table.js';
 import { ago, elapsed, shortTime } from '../output/time.js';
+import type { Runtime } from '../runtime.js';
 import {
   batchPath,
   describeCounts,
@@ -51,16 +52,17 @@ export function batchJobsTable(jobs: readonly BatchJob[]): string {
 export const batchState = (status: Batch['status'], jobs: readonly { status: BatchJob['status'] }[]): string =>
   `${status} (${describeCounts(jobs)})`;
 
-/** One line as a job of a batch is seen to end: `gw-a (job #12) failed (exit code 1) in 0.3s: ...`. */
-export function jobEndLine(job: BatchJob, agent: string): string {
-  return `${agent} (job #${job.number}) ${describeOutcome(job)}\n`;
-}
-
-/** The agent of each job of `jobs`, as the tables name it. */
-export const agentsOf = (jobs: readonly BatchJob[]): Map<string, string> => {
-  const names = agentNames(jobs);
-  return new Map(jobs.map((j, i) => [j.jobId, names[i]!]));
-};
+/**
+ * What a wait for a batch prints (to stderr) as its jobs are seen to end, one line each:
+ * `gw-a (job #12) failed (exit code 1) in 0.3s: ...`, the agent named as the tables name it.
+ */
+export const printJobEnds =
+  (rt: Runtime) =>
+  (ended: readonly BatchJob[], batch: BatchDetail): void => {
+    const names = agentNames(batch.jobs);
+    const agents = new Map(batch.jobs.map((j, i) => [j.jobId, names[i]!]));
+    for (const job of ended) rt.err(`${agents.get(job.jobId)} (job #${job.number}) ${describeOutcome(job)}\n`);
+  };
 
 /** `drover batch show`: the batch's fields, then one row per agent. */
 export function describeBatch(batch: BatchDetail, origin: string): string {

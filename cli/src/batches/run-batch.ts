@@ -6,7 +6,7 @@ import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
 import type { Settings } from '../settings.js';
 import { exitCodeOfBatch, type BatchAccepted, type BatchResult } from './batch.js';
-import { agentsOf, batchResultTable, batchState, jobEndLine } from './format-batch.js';
+import { batchResultTable, batchState, printJobEnds } from './format-batch.js';
 import { waitForBatch } from './wait-batch.js';
 
 export interface BatchRunFlags {
@@ -66,10 +66,7 @@ export async function reportBatchRun(
   const end = await waitForBatch(session.api, accepted.batchId, {
     signal: rt.signal,
     timeoutMs: waitTimeoutMs,
-    onJobsEnded: (jobs, batch) => {
-      const agents = agentsOf(batch.jobs);
-      for (const job of jobs) rt.err(jobEndLine(job, agents.get(job.jobId)!));
-    },
+    onJobsEnded: printJobEnds(rt),
   });
   const { batch } = end;
   if (flags.json) printJson(rt, batch);

@@ -1,14 +1,7 @@
 import { isTerminalJobStatus } from '@drover/shared';
 import type { Command } from 'commander';
 import { batchPath, exitCodeOfBatch, type Batch, type BatchDetail } from '../batches/batch.js';
-import {
-  agentsOf,
-  batchJobsTable,
-  batchListTable,
-  batchState,
-  describeBatch,
-  jobEndLine,
-} from '../batches/format-batch.js';
+import { batchJobsTable, batchListTable, batchState, describeBatch, printJobEnds } from '../batches/format-batch.js';
 import { waitForBatch } from '../batches/wait-batch.js';
 import { sessionCaller } from '../callers.js';
 import { CliError, CliExit } from '../errors.js';
@@ -66,12 +59,7 @@ export function configureBatchCommand(program: Command, rt: Runtime): void {
       }
       const end = await waitForBatch(api, batchId, {
         signal: rt.signal,
-        onJobsEnded: flags.json
-          ? undefined
-          : (jobs, batch) => {
-              const agents = agentsOf(batch.jobs);
-              for (const job of jobs) rt.err(jobEndLine(job, agents.get(job.jobId)!));
-            },
+        onJobsEnded: printJobEnds(rt),
       });
       if (flags.json) printJson(rt, end.batch);
       else rt.out(describeBatch(end.batch, api.origin));
