@@ -250,6 +250,22 @@ describe('drover run on a selector trigger', () => {
     expect(table.code).toBe(6);
     expect(table.stdout).toContain(`Batch ${BATCH}: running (1 running, 1 rejected): the wait timed out\nAGENT`);
   });
+
+  it('exits 6 with the batch as it is when the wait is interrupted (Ctrl-C)', async () => {
+    const interrupt = new AbortController();
+    let looks = 0;
+    await start({
+      [`POST /v1/orgs/${ORG}/triggers/fleet/run`]: [202, accepted],
+      // Interrupted at the second look, once the first one showed the batch.
+      [`GET /v1/batches/${BATCH}`]: () => {
+        if (++looks === 2) interrupt.abort('SIGINT');
+        return [200, detail('running', [job(1, A, 'gw-a', 'running'), rejected])];
+      },
+    });
+    const rt = testRuntime({ env: signIn(), signal: interrupt.signal });
+    expect(await runCli(['run', 'fleet', '--wait'], rt)).toBe(6);
+    expect(rt.stdout()).toContain(`Batch ${BATCH}: running (1 running, 1 rejected): the wait was interrupted\n`);
+  });
 });
 
 describe('drover trigger create on a selector, before any call', () => {
