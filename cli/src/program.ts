@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { configureAgentCommand } from './commands/agent-command.js';
 import { configureAgentsCommand } from './commands/agents-command.js';
 import { configureApiTokenCommand } from './commands/api-token-command.js';
+import { configureBatchCommand } from './commands/batch-command.js';
 import { configureCancelCommand } from './commands/cancel-command.js';
 import { configureCompletionCommand } from './commands/completion-command.js';
 import { configureEnrollmentTokenCommand } from './commands/enrollment-token-command.js';
@@ -46,6 +47,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureJobsCommand(program, rt);
   configureJobCommand(program, rt);
   configureCancelCommand(program, rt);
+  configureBatchCommand(program, rt);
   configureReleaseCommand(program, rt);
   configureEnrollmentTokenCommand(program, rt);
   configureTriggerCommand(program, rt);

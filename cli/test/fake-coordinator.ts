@@ -1,8 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** An answer of the fake coordinator: its status and JSON body. */
-export type FakeAnswer = [status: number, body: unknown];
+/** An answer of the fake coordinator: its status, JSON body and any more headers. */
+export type FakeAnswer = [status: number, body: unknown, headers?: Record<string, string>];
+
+/** A route's answer: always the same, or one made at each call (a job or a batch that moves). */
+export type FakeRoute = FakeAnswer | (() => FakeAnswer);
 
 export interface FakeCoordinator {
   url: string;
@@ -13,20 +16,21 @@ export interface FakeCoordinator {
 
 /**
  * A stand-in for a coordinator on a loopback port, answering each `METHOD /path` (query string
- * left out) with the JSON given for it, else 404: for tests of how the command line shows what a
+ * left out) with the JSON given for it (or made for each call), else 404: for tests of how the command line shows what a
  * coordinator answers, whatever that is.
  */
-export async function fakeCoordinator(routes: Record<string, FakeAnswer>): Promise<FakeCoordinator> {
+export async function fakeCoordinator(routes: Record<string, FakeRoute>): Promise<FakeCoordinator> {
   const calls: string[] = [];
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       calls.push(`${req.method} ${req.url}`);
-      const [status, body] = routes[`${req.method} ${req.url!.split('?')[0]}`] ?? [
+      const route = routes[`${req.method} ${req.url!.split('?')[0]}`];
+      const [status, body, headers] = (typeof route === 'function' ? route() : route) ?? [
         404,
         { statusCode: 404, code: 'not_found', message: 'Not found' },
       ];
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enrollTestAgent } from '../helpers/agent.js';
+import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { enrollAgentStateDir, type AgentStateDir } from '../helpers/agent-daemon.js';
-import { buildDrover, drover, DROVER } from '../helpers/cli-binary.js';
+import { buildDrover, drover, DROVER, spawnDrover, stopDrover } from '../helpers/cli-binary.js';
 import {
   makeTempDir,
   OWNER_EMAIL,
@@ -12,10 +12,14 @@ import {
   startTestCoordinator,
   type TestCoordinator,
 } from '../helpers/coordinator.js';
+import { finishBody } from '../helpers/jobs.js';
+import { eventually } from '../helpers/poll.js';
+import { issueApiToken } from '../helpers/tokens.js';
 
 /**
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
- * invitation|release|agent label`, `drover agents --selector`), organizations chosen with --org, and
+ * invitation|release|agent label|batch`, `drover agents --selector`), `drover run` on selector
+ * triggers (batches, their jobs run by signed test agents), organizations chosen with --org, and
  * shell completion, with the built single executable against a real coordinator.
  */
 
@@ -401,6 +405,249 @@ describe('drover agents --selector and drover agent label', () => {
     });
     expect(await operatorLabels(kiosk)).toEqual({});
     expect(await auditCount()).toBe(before);
+  });
+});
+
+describe('drover batches: selector triggers, drover run on them, drover batch', () => {
+  const edges: Record<string, TestAgent> = {};
+  const triggers: Record<string, string> = {};
+  let token: string;
+  const inAcme = (args: string[], extra: Record<string, string> = {}) => run(args, { DROVER_ORG: 'acme', ...extra });
+  const detail = async (batchId: string) => (await t.owner.get(`/batches/${batchId}`)).body;
+  const move = (agent: TestAgent, jobId: string, step: string, body?: unknown) =>
+    agent.request('POST', `/v1/agent/jobs/${jobId}/${step}`, body);
+  /** Runs the batch's jobs as their agents would, each ending as `ends` says (by agent name). */
+  const runJobs = async (batchId: string, ends: Record<string, 'success' | 'failed'>) => {
+    const batch = await detail(batchId);
+    for (const [name, status] of Object.entries(ends)) {
+      const { jobId } = batch.jobs.find((j: { agentName: string }) => j.agentName === name);
+      expect((await move(edges[name]!, jobId, 'accept')).status).toBe(200);
+      expect((await move(edges[name]!, jobId, 'start')).status).toBe(200);
+      const finished = finishBody({ status, exitCode: status === 'success' ? 0 : 1, errorMessage: null });
+      expect((await move(edges[name]!, jobId, 'finish', finished)).status).toBe(200);
+    }
+  };
+  const newestBatch = (triggerId: string) =>
+    eventually(async () => {
+      const [newest] = (await t.owner.get(`/orgs/${t.orgId}/batches?limit=1`)).body;
+      return newest?.triggerId === triggerId ? (newest.id as string) : null;
+    });
+
+  beforeAll(async () => {
+    for (const [name, labels, workflowName] of [
+      ['edge-1', { role: 'edge' }, 'rotate'],
+      ['edge-2', { role: 'edge' }, 'rotate'],
+      ['edge-3', { role: 'edge', hw: 'old' }, 'other'],
+    ] as const) {
+      const a = await enrollTestAgent(t.owner, t.orgId, { hostname: name });
+      expect(
+        (await a.request('PUT', '/v1/agent/labels', { labels: { os: 'linux', arch: 'x64', ...labels } })).status,
+      ).toBe(200);
+      expect((await a.putWorkflows([workflow(workflowName)])).status).toBe(200);
+      edges[name] = a;
+    }
+  });
+
+  it('creates selector triggers, the selector checked before any call, and lists them with it', async () => {
+    const created = await inAcme([
+      'trigger',
+      'create',
+      '--name',
+      'fleet',
+      '--selector',
+      'role=edge',
+      '--workflow',
+      'rotate',
+    ]);
+    expect(created.code).toBe(0);
+    triggers.fleet = created.stdout.trim();
+    expect(created.stderr).toBe(
+      'Created the async trigger fleet on the agents role=edge selects (a batch: one job each; 3 agents now); ' +
+        `run it with: drover run ${triggers.fleet}\n`,
+    );
+    expect((await t.owner.get(`/orgs/${t.orgId}/triggers/${triggers.fleet}`)).body).toMatchObject({
+      agentId: null,
+      agentSelector: 'role=edge',
+      fanout: 'all',
+      maxParallel: null,
+      workflowName: 'rotate',
+    });
+    const sync = await inAcme([
+      'trigger',
+      'create',
+      '--name',
+      'fleet-sync',
+      '--selector',
+      'role=edge, hw!=old',
+      '--fanout',
+      'all',
+      '--max-parallel',
+      '2',
+      '--workflow',
+      'rotate',
+      '--sync',
+      '--response-timeout',
+      '30s',
+    ]);
+    expect(sync.code).toBe(0);
+    triggers.sync = sync.stdout.trim();
+    expect(sync.stderr).toContain(
+      ' on the agents role=edge,hw!=old selects (a batch: one job each, 2 at a time; 2 agents now)',
+    );
+
+    const list = await inAcme(['trigger', 'list']);
+    expect(list.stdout).toMatch(
+      new RegExp(`\n${triggers.fleet} +fleet +webhook +async +rotate +role=edge \\(all\\)\n`),
+    );
+    expect(list.stdout).toMatch(
+      new RegExp(`\n${triggers.sync} +fleet-sync +webhook +sync +rotate +role=edge,hw!=old \\(all, 2 at a time\\)\n`),
+    );
+
+    // A selector that does not parse: refused here, nothing sent. One that parses is the coordinator's to judge.
+    const before = (await t.owner.get(`/orgs/${t.orgId}/triggers`)).body.length;
+    expect(
+      await inAcme(['trigger', 'create', '--name', 'x', '--selector', 'role in edge', '--workflow', 'rotate']),
+    ).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        "drover: --selector: not a label selector: at position 8: expected '(', found 'edge'\n" +
+        '  role in edge\n' +
+        '          ^\n',
+    });
+    expect(await inAcme(['trigger', 'create', '--name', 'x', '--selector', ' ', '--workflow', 'rotate'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: body.agentSelector: must select by at least one label (to reach every agent, select one they all ' +
+        'have, such as `os`)\n',
+    });
+    expect(
+      await inAcme(['trigger', 'create', '--name', 'x', '--selector', 'role=edge', '--any-workflow']),
+    ).toMatchObject({ code: 2, stderr: expect.stringMatching(/^drover: body\.scopeType: must be "workflow" /) });
+    expect((await t.owner.get(`/orgs/${t.orgId}/triggers`)).body).toHaveLength(before);
+
+    token = (await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [triggers.fleet, triggers.sync] }]))
+      .token;
+  });
+
+  it('follows an async batch with the session to its end, each job as it ends, and exits 1 when one failed', async () => {
+    const waiting = spawnDrover(['run', triggers.fleet!, '--wait'], { env: { ...env, DROVER_ORG: 'acme' } });
+    try {
+      const batchId = await eventually(
+        () => /^Batch ([0-9a-f-]{36}): pending, 3 jobs\n/.exec(waiting.output().stdout)?.[1],
+        20_000,
+        'the batch',
+      );
+      await runJobs(batchId, { 'edge-1': 'success', 'edge-2': 'failed' });
+      const res = await waiting.exited;
+      expect(res.code).toBe(1);
+      expect(res.stdout).toBe(
+        [
+          `Batch ${batchId}: pending, 3 jobs`,
+          `${t.url}/api/batches/${batchId}`,
+          `Batch ${batchId}: partial (1 success, 1 failed, 1 rejected)`,
+          'AGENT   STATUS    EXIT  ERROR',
+          'edge-1  success   0     -',
+          'edge-2  failed    1     -',
+          'edge-3  rejected  -     Agent edge-3 does not report the workflow `rotate`',
+          '',
+        ].join('\n'),
+      );
+      expect(res.stderr).toMatch(
+        /^edge-3 \(job #\d+\) was rejected: Agent edge-3 does not report the workflow `rotate`$/m,
+      );
+      expect(res.stderr).toMatch(/^edge-1 \(job #\d+\) succeeded in [\d.]+s$/m);
+      expect(res.stderr).toMatch(/^edge-2 \(job #\d+\) failed \(exit code 1\) in [\d.]+s$/m);
+    } finally {
+      await stopDrover(waiting);
+    }
+  });
+
+  it("prints a sync selector trigger's answer with an API token, exit 0 when every job succeeded", async () => {
+    const call = run(['run', triggers.sync!, '--wait'], { DROVER_TOKEN: token });
+    const batchId = await newestBatch(triggers.sync!);
+    await runJobs(batchId, { 'edge-1': 'success', 'edge-2': 'success' });
+    const res = await call;
+    expect(res).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: [
+        `Batch ${batchId}: success (2 success)`,
+        `${t.url}/api/batches/${batchId}`,
+        'AGENT   STATUS   EXIT  ERROR',
+        'edge-1  success  0     -',
+        'edge-2  success  0     -',
+        '',
+      ].join('\n'),
+    });
+  });
+
+  it('says plainly that an API token alone cannot follow an async batch, which runs on', async () => {
+    const res = await run(['run', triggers.fleet!, '--wait'], {
+      DROVER_TOKEN: token,
+      XDG_CONFIG_HOME: path.join(work, 'no-session'),
+    });
+    expect(res.code).toBe(2);
+    const batchId = /^Batch ([0-9a-f-]{36}): pending, 3 jobs\n/.exec(res.stdout)![1]!;
+    expect(res.stderr).toBe(
+      'drover: --wait on an async selector trigger needs a session to follow its batch (drover login), or a sync ' +
+        `trigger, whose answer waits for every job; batch ${batchId} runs on\n`,
+    );
+    expect((await detail(batchId)).status).toBe('pending');
+  });
+
+  it('lists the batches newest first page by page, shows one, and cancels one', async () => {
+    const api = (await t.owner.get(`/orgs/${t.orgId}/batches`)).body;
+    expect(api.map((b: { status: string }) => b.status)).toEqual(['pending', 'success', 'partial']);
+    const [open, done, partial] = api.map((b: { id: string }) => b.id);
+
+    const page = await inAcme(['batch', 'list', '--limit', '2']);
+    expect(page.code).toBe(0);
+    const lines = page.stdout.split('\n');
+    expect(lines[0]).toMatch(/^ID +NUMBER +STATUS +WORKFLOW +SELECTOR +JOBS +CREATED +TOOK$/);
+    expect(lines[1]).toMatch(
+      new RegExp(`^${open} +#3 +pending +rotate +role=edge +3: 2 pending, 1 rejected +\\S+ ago +-$`),
+    );
+    expect(lines[2]).toMatch(
+      new RegExp(`^${done} +#2 +success +rotate +role=edge,hw!=old +2: 2 success +\\S+ ago +[\\d.]+s$`),
+    );
+    expect(lines).toHaveLength(4);
+    expect(page.stderr).toBe('More batches follow: drover batch list --limit 2 --cursor 2\n');
+    const next = await inAcme(['batch', 'list', '--limit', '2', '--cursor', '2', '--json']);
+    expect(next).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(next.stdout)).toEqual(api.slice(2));
+
+    const shown = await run(['batch', 'show', partial]);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toMatch(
+      new RegExp(
+        `^Batch: +${partial} \\(#1\\)\nStatus: +partial \\(1 success, 1 failed, 1 rejected\\)\nWorkflow: +rotate\n` +
+          `Selector: +role=edge\nMax parallel: +all at once\nTrigger: +${triggers.fleet}\nSource: +manual\n`,
+      ),
+    );
+    expect(shown.stdout).toMatch(
+      /\n\nAGENT +JOB +STATUS +EXIT +TOOK +ERROR\nedge-1 +[0-9a-f-]{36} +success +0 +[\d.]+s +-\n/,
+    );
+    expect(JSON.parse((await run(['batch', 'show', partial, '--json'])).stdout)).toEqual(await detail(partial));
+
+    const cancelled = await run(['batch', 'cancel', open]);
+    expect(cancelled.code).toBe(0);
+    expect(cancelled.stdout).toMatch(
+      new RegExp(`^Cancelled 2 jobs of batch ${open}\nBatch ${open}: failed \\(2 cancelled, 1 rejected\\)\nAGENT `),
+    );
+    expect((await t.owner.get(`/orgs/${t.orgId}/audit?action=batch.cancel`)).body[0]).toMatchObject({ targetId: open });
+    expect(await run(['batch', 'cancel', open])).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(new RegExp(`^Batch ${open} had ended: nothing to cancel\n`)),
+    });
+    // Waiting for a batch that ended answers at once, with its outcome.
+    expect((await run(['batch', 'show', open, '--wait'])).code).toBe(1);
+    expect((await run(['batch', 'show', done, '--wait'])).code).toBe(0);
+    expect(await run(['batch', 'show', '00000000-0000-4000-8000-000000000000'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: Batch not found\n',
+    });
   });
 });
 

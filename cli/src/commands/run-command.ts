@@ -1,5 +1,7 @@
 import type { RequestBody } from '@drover/shared/api';
 import type { Command } from 'commander';
+import { isBatchAnswer, type BatchAccepted, type BatchResult } from '../batches/batch.js';
+import { reportBatchRun } from '../batches/run-batch.js';
 import { anyCaller, optionalSessionCaller, type Caller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { CliError, CliExit } from '../errors.js';
@@ -32,7 +34,9 @@ const SYNC_ANSWER_TIMEOUT_MS = 660_000;
 export function configureRunCommand(program: Command, rt: Runtime): void {
   program
     .command('run')
-    .description('run a trigger: print the job id and its status page; with --wait, exit with the outcome')
+    .description(
+      "run a trigger: print the job id (a selector trigger's batch) and its status page; with --wait, exit with the outcome",
+    )
     .argument('<trigger-id>', 'the trigger to run')
     .option('--param <name=value>', 'a param (repeatable); name:=json for a number, boolean or object', collect, [])
     .option('--params-file <file>', 'params from a JSON object (--param values win)')
@@ -41,14 +45,18 @@ export function configureRunCommand(program: Command, rt: Runtime): void {
     .option('--idempotency-key <key>', 'run once per key: a repeat answers the first job')
     .option('--debug', 'run in debug mode (when the trigger allows it)')
     .option('--force <reason>', "bypass the workflow's rate limit (owners only), giving the reason")
-    .option('--wait', "wait for the job's end and exit with its outcome (an async trigger needs a session)")
+    .option(
+      '--wait',
+      "wait for the job's end (a batch's: every job's) and exit with its outcome (an async trigger needs a session)",
+    )
     .option('--wait-timeout <duration>', 'stop waiting after this long (exit 6), e.g. 10m')
     .option('--logs', "with --wait on an async trigger: print the job's log lines as they come (stderr)")
-    .option('--json', "print the API's answer as JSON (with --wait on an async trigger: the job's)")
+    .option('--json', "print the API's answer as JSON (with --wait on an async trigger: the job's, or the batch's)")
     .addHelpText(
       'after',
       '\nExit codes: 0 success (or accepted, without --wait), 1 failed, 2 usage or API error, 3 rejected,\n' +
-        '4 timed out, 5 cancelled, 6 the wait ended while the job still runs.\n',
+        '4 timed out, 5 cancelled, 6 the wait ended while the job still runs.\n' +
+        'A batch (a selector trigger) waited for: 0 when every job succeeded, 1 otherwise, 6 while it still runs.\n',
     )
     .action(async (triggerId: string, flags: RunFlags, command: Command) => {
       const settings = loadSettings(command.optsWithGlobals(), rt);
@@ -66,6 +74,10 @@ export function configureRunCommand(program: Command, rt: Runtime): void {
       } satisfies RequestBody<'runTrigger'>;
       const caller = anyCaller(settings, rt);
       const answer = await runTrigger(caller, triggerId, body, flags.idempotencyKey);
+      // A selector trigger answers with its batch: one job per agent it selects.
+      if (isBatchAnswer(answer.body)) {
+        return reportBatchRun(rt, settings, caller, { ...answer, body: answer.body }, flags, waitTimeoutMs);
+      }
       const run = answer.body;
       // 200: the trigger is sync, and this is the job's result; 202: the job was accepted.
       const result = answer.status === 200 ? (run as RunResult) : null;
@@ -92,7 +104,7 @@ function runTrigger(caller: Caller, triggerId: string, body: object, idempotency
   const headers = idempotencyKey === undefined ? undefined : { 'idempotency-key': idempotencyKey };
   const id = encodeURIComponent(triggerId);
   const options = { body, headers, answerTimeoutMs: SYNC_ANSWER_TIMEOUT_MS };
-  type Answer = RunAccepted | RunResult;
+  type Answer = RunAccepted | RunResult | BatchAccepted | BatchResult;
   if (caller.kind === 'token') return caller.api.call<Answer>('POST', `/triggers/${id}/run`, options);
   // A session runs it by hand (the same body and answers, in the user's organization).
   return caller.orgId().then((org) => caller.api.call<Answer>('POST', `/orgs/${org}/triggers/${id}/run`, options));

@@ -1,21 +1,25 @@
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { sessionCaller } from '../callers.js';
+import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
-import { CliError } from '../errors.js';
+import { ApiError, CliError } from '../errors.js';
+import { parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
 import { agentId } from '../session/lookups.js';
-import { agentNamer } from '../agent-names.js';
+import { agentNamer, listAgents } from '../agent-names.js';
 import { loadSettings } from '../settings.js';
 
 type Trigger = Schema<'Trigger'>;
 
 interface CreateFlags {
   name: string;
-  agent: string;
+  agent?: string;
+  selector?: string;
+  fanout?: string;
+  maxParallel?: string;
   workflow?: string;
   anyWorkflow?: boolean;
   sync?: boolean;
@@ -33,7 +37,13 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
     .command('create')
     .description('create a webhook trigger (run with `drover run <id>`); prints its id')
     .requiredOption('--name <name>', 'its name')
-    .requiredOption('--agent <id-or-name>', 'the agent it runs on')
+    .option('--agent <id-or-name>', 'the agent it runs on (or --selector)')
+    .option(
+      '--selector <selector>',
+      "instead of --agent: run on the agents a label selector picks, e.g. 'role=gateway,site=berlin' (docs/fleets.md)",
+    )
+    .option('--fanout <fanout>', 'with --selector: all (the default), a batch of one job per agent selected')
+    .option('--max-parallel <n>', "with --selector: at most n of a batch's jobs at a time (default: all at once)")
     .option('--workflow <name>', 'the one workflow it runs')
     .option('--any-workflow', 'any workflow of the agent, named by each run (drover run --workflow)')
     .option('--sync', 'answer a run once its job ended (default: at once, async)')
@@ -48,10 +58,11 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       if (flags.responseTimeout !== undefined && !flags.sync) throw new CliError('--response-timeout needs --sync');
       const responseTimeoutMs =
         flags.responseTimeout === undefined ? undefined : parseDuration(flags.responseTimeout, '--response-timeout');
+      const target = triggerTarget(flags);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const created = await caller.api.post<Trigger>(`/orgs/${await caller.orgId()}/triggers`, {
         name: flags.name,
-        agentId: await agentId(caller, flags.agent),
+        ...(target.agent === undefined ? target.selector : { agentId: await agentId(caller, target.agent) }),
         scopeType: flags.anyWorkflow ? 'agent' : 'workflow',
         ...(flags.workflow === undefined ? {} : { workflowName: flags.workflow }),
         responseMode: flags.sync ? 'sync' : 'async',
@@ -61,7 +72,10 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       } satisfies RequestBody<'createTrigger'>);
       if (flags.json) return printJson(rt, created);
       rt.out(`${created.id}\n`);
-      rt.err(`Created the ${created.responseMode} trigger ${created.name}; run it with: drover run ${created.id}\n`);
+      const on = created.agentSelector === null ? '' : ` on ${await describeSelection(caller, created)}`;
+      rt.err(
+        `Created the ${created.responseMode} trigger ${created.name}${on}; run it with: drover run ${created.id}\n`,
+      );
     });
 
   group
@@ -80,7 +94,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
         t.type,
         t.responseMode,
         t.scopeType === 'agent' ? '(any)' : t.workflowName,
-        t.agentId === null ? `${t.agentSelector} (${t.fanout})` : agentName(t.agentId),
+        t.agentId === null ? selectionCell(t) : agentName(t.agentId),
       ]);
       rt.out(formatTable(['ID', 'NAME', 'TYPE', 'MODE', 'WORKFLOW', 'AGENT'], rows));
     });
@@ -98,4 +112,53 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       if (flags.json) return printJson(rt, deleted);
       rt.out(`Deleted the trigger ${deleted.name} (${deleted.id})\n`);
     });
+}
+
+/** Where a new trigger runs: one agent (`--agent`), or the agents of a selector checked here first. */
+function triggerTarget(
+  flags: CreateFlags,
+):
+  | { agent: string; selector?: never }
+  | { agent?: never; selector: Pick<RequestBody<'createTrigger'>, 'agentSelector' | 'fanout' | 'maxParallel'> } {
+  if ((flags.agent === undefined) === (flags.selector === undefined)) {
+    throw new CliError('give --agent <id-or-name> or --selector <selector> (one of them)');
+  }
+  if (flags.selector === undefined) {
+    const extra = flags.fanout !== undefined ? '--fanout' : flags.maxParallel !== undefined ? '--max-parallel' : null;
+    if (extra !== null) throw new CliError(`${extra} needs --selector`);
+    return { agent: flags.agent! };
+  }
+  parseSelectorOption(flags.selector);
+  const fanout = flags.fanout ?? 'all';
+  if (fanout !== 'all' && fanout !== 'one') throw new CliError(`--fanout: expected all, got \`${fanout}\``);
+  let maxParallel: number | undefined;
+  if (flags.maxParallel !== undefined) {
+    maxParallel = Number(flags.maxParallel);
+    if (!Number.isInteger(maxParallel) || maxParallel < 1) {
+      throw new CliError(`--max-parallel: expected a positive integer, got \`${flags.maxParallel}\``);
+    }
+  }
+  return { selector: { agentSelector: flags.selector, fanout, ...(maxParallel === undefined ? {} : { maxParallel }) } };
+}
+
+/** A selector trigger's AGENT cell: `role=gateway (all)`, `role=gateway (all, 5 at a time)`. */
+function selectionCell(t: Trigger): string {
+  const parallel = t.maxParallel === null ? '' : `, ${t.maxParallel} at a time`;
+  return `${t.agentSelector} (${t.fanout ?? '-'}${parallel})`;
+}
+
+/**
+ * What a new selector trigger runs on, for the line that confirms it: the selector, the fanout,
+ * and how many agents it selects now (left out when they cannot be listed).
+ */
+async function describeSelection(caller: SessionCaller, t: Trigger): Promise<string> {
+  let now = '';
+  try {
+    const count = (await listAgents(caller, t.agentSelector!)).filter((a) => a.status !== 'revoked').length;
+    now = `; ${count} agent${count === 1 ? '' : 's'} now`;
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+  }
+  const parallel = t.maxParallel === null ? '' : `, ${t.maxParallel} at a time`;
+  return `the agents ${t.agentSelector} selects (a batch: one job each${parallel}${now})`;
 }

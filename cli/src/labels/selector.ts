@@ -1,4 +1,4 @@
-import { matchesSelector, parseSelector, SelectorError } from '@drover/shared';
+import { matchesSelector, parseSelector, SelectorError, type Requirement } from '@drover/shared';
 import type { Schema } from '@drover/shared/api';
 import { ApiError, CliError } from '../errors.js';
 import { caretUnder } from '../output/caret.js';
@@ -39,13 +39,21 @@ export function selectorRefusal(error: unknown, selector: string): unknown {
  * A selector that does not parse is an error naming `--selector`, with a caret under the position.
  */
 export function selectLocally(agents: readonly Agent[], selector: string): Agent[] {
-  let requirements;
+  const requirements = parseSelectorOption(selector);
+  // No labels from a coordinator older than labels: nothing but what needs no key matches.
+  return agents.filter((agent) => matchesSelector(requirements, agent.labels ?? {}));
+}
+
+/**
+ * The requirements of a selector given to `--selector`, parsed by the shared rules before any
+ * request: one that does not parse is an error naming the option and the position, with a caret
+ * under it.
+ */
+export function parseSelectorOption(selector: string): Requirement[] {
   try {
-    requirements = parseSelector(selector);
+    return parseSelector(selector);
   } catch (error) {
     if (!(error instanceof SelectorError)) throw error;
     throw refused(`--selector: not a label selector: ${error.message}`, selector, error.position);
   }
-  // No labels from a coordinator older than labels: nothing but what needs no key matches.
-  return agents.filter((agent) => matchesSelector(requirements, agent.labels ?? {}));
 }
