@@ -141,6 +141,42 @@ describe('Slack chat triggers', () => {
     });
   });
 
+  it('starts a batch from a trigger on a label selector, and posts one message when it ends', async () => {
+    const created = await rig.t.owner.post(`/orgs/${rig.t.orgId}/triggers`, {
+      body: {
+        name: 'Fleet greeter',
+        type: 'slack',
+        agentSelector: 'os=linux',
+        fanout: 'all',
+        scopeType: 'workflow',
+        workflowName: 'greet',
+        responseMode: 'async',
+        chatTeamId: SLACK_TEAM.id,
+        chatChannelId: CHANNEL,
+        chatKeyword: 'fleetgreet',
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    const res = await command('fleetgreet name=Ada');
+    const answer = (await res.json()) as { text: string };
+    const [batch] = (await rig.t.owner.get(`/orgs/${rig.t.orgId}/batches?limit=1`)).body;
+    expect(answer.text).toBe(
+      `Started batch #${batch.number} (Fleet greeter, workflow \`greet\`) on 1 agent: ${rig.t.url}/api/batches/${batch.id}. ` +
+        'One message follows when every job has ended.',
+    );
+    const outcome = await eventually(
+      async () => slack.posted.find((m) => m.text.includes(`Drover batch #${batch.number} Fleet greeter`)),
+      30_000,
+      "the batch's one message",
+    );
+    expect(outcome.text).toBe(
+      `<@U0ADA> Drover batch #${batch.number} Fleet greeter (greet): SUCCESS, 1 of 1 succeeded ${rig.t.url}/api/batches/${batch.id}`,
+    );
+    expect(slack.posted.filter((m) => m.text.includes('Fleet greeter'))).toHaveLength(1);
+    // The channel's keywords are the other tests' again.
+    expect((await rig.t.owner.delete(`/orgs/${rig.t.orgId}/triggers/${created.body.id}`)).status).toBe(200);
+  });
+
   it('runs a trigger that lists who may run it only for those people', async () => {
     const patched = await rig.t.owner.patch(`/orgs/${rig.t.orgId}/triggers/${triggerId}`, {
       body: { chatAllowedUserIds: ['U0ADA'] },
