@@ -234,6 +234,21 @@ describe('batches', () => {
     expect((await t.owner.post(`/batches/${b.id}/cancel`)).status).toBe(200);
   });
 
+  it('lets a trigger grant discover the agents a selector trigger selects now, and its workflow on each', async () => {
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [triggers.all!] }]);
+    const discover = t.api.withToken(token.token);
+    const agentsSeen = await discover.get('/agents');
+    expect(agentsSeen.status, agentsSeen.text).toBe(200);
+    expect(agentsSeen.body.map((a: { name: string }) => a.name).sort()).toEqual(['gw-a', 'gw-b', 'gw-c']);
+    const workflows = await discover.get('/workflows');
+    expect(workflows.body.map((w: { name: string; agentId: string }) => [w.name, w.agentId]).sort()).toEqual(
+      [
+        ['rotate', agents['gw-a']!.agentId],
+        ['rotate', agents['gw-b']!.agentId],
+      ].sort(),
+    );
+  });
+
   it('refuses a selector that matches nothing with 409, and bad selector triggers with 422 naming the field', async () => {
     const none = await caller.post(`/triggers/${triggers.none}/run`);
     expect(none.status).toBe(409);
