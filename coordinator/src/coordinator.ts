@@ -8,6 +8,7 @@ import { HealthCheck } from './health.js';
 import { AuditLog } from './domain/audit/audit-log.js';
 import { JobCancelService } from './domain/jobs/job-cancel.js';
 import { BatchService } from './domain/fleet/batch-service.js';
+import { batchLoader } from './util/batch-loader.js';
 import { PoolService } from './domain/fleet/pool-service.js';
 import { JobLogService } from './domain/jobs/job-logs.js';
 import { JobEvents } from './domain/jobs/job-events.js';
@@ -230,7 +231,11 @@ export async function createCoordinator(
     const stopRevocations = agentEventsOf(ctx).onRevoked((agent) => void sweeper.agentRevoked(agent.id));
     // A batch moves on as its jobs end here (its held jobs handed out, its end marked), and the
     // sweep catches up after a coordinator stopped in between (docs/fleets.md).
-    const stopBatches = batches.follow(async (jobId) => (await repos.jobs.findById(jobId))?.batchId ?? null);
+    // The jobs ended in one turn (a batch's cancel ends thousands) are read in a few statements.
+    const endedJob = batchLoader(
+      async (ids: readonly string[]) => new Map((await repos.jobs.findByIds(ids)).map((job) => [job.id, job])),
+    );
+    const stopBatches = batches.follow(async (jobId) => (await endedJob(jobId))?.batchId ?? null);
     // Jobs that start and end; at each scrape, the device bindings per state and when each agent
     // was last seen (docs/metrics.md).
     const stopJobMetrics = prometheus

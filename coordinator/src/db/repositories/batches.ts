@@ -117,6 +117,10 @@ const FAILED_AGENTS = values<string, [string, number]>(
 const CHAT_ORIGIN = values<string, [string]>(
   'SELECT chat_origin FROM jobs WHERE batch_id = ? AND chat_origin IS NOT NULL LIMIT 1',
 );
+const CANCEL_NOT_STARTED = query<{ id: string; agent_id: string | null }, [string, string, string, string]>(
+  `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?, cancel_requested_at = ?
+   WHERE batch_id = ? AND status IN ('pending', 'queued') RETURNING id, agent_id`,
+);
 const UNSETTLED = values<string, [number]>('SELECT id FROM batches WHERE ended_at IS NULL ORDER BY created_at LIMIT ?');
 
 const NO_COUNTS = (): BatchCounts => ({
@@ -345,6 +349,10 @@ export function createBatchRepository(
     },
     async settle(batchId, at) {
       return oneWithCounts(await db.write(() => settle(batchId, at)));
+    },
+    async cancelNotStarted(batchId, at, message) {
+      const rows = await db.write(() => all(CANCEL_NOT_STARTED, [message, at, at, batchId]));
+      return rows.map((r) => ({ id: r.id, agentId: r.agent_id }));
     },
     listUnsettled(limit) {
       return db.all(UNSETTLED, [limit]);

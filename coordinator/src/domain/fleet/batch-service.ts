@@ -4,6 +4,7 @@ import { notFound } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
 import type { JobCancelService } from '../jobs/job-cancel.js';
+import { CANCELLED_MESSAGE } from '../jobs/job-state.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import type { BatchCounts, BatchListQuery, BatchStatus, BatchWithCounts } from '../model/batches.js';
 import type { Job } from '../model/jobs.js';
@@ -106,13 +107,20 @@ export class BatchService {
     const { repos, cancels, audit } = this.deps;
     const batch = await repos.batches.findInOrg(actor.orgId, batchId);
     if (!batch) throw notFound('Batch');
-    const open = (await repos.batches.jobs(batch.id)).filter((j) => !isTerminalJobStatus(j.status));
-    let cancelled = 0;
-    for (const job of open) {
+    // Those not started first, in one write (held ones too, so none is handed out meanwhile);
+    // then the running ones, each stopped by its agent.
+    const waiting = await repos.batches.cancelNotStarted(batch.id, isoNow(this.deps.clock), CANCELLED_MESSAGE);
+    for (const job of waiting) {
+      if (job.agentId !== null) this.deps.jobEvents.cancelRequested(job.agentId, job.id);
+    }
+    for (const job of waiting) this.deps.jobEvents.jobFinished(job.id);
+    let cancelled = waiting.length;
+    const running = (await repos.batches.jobs(batch.id)).filter((j) => !isTerminalJobStatus(j.status));
+    for (const job of running) {
       const result = await cancels.cancelJob(job);
       if (result.outcome === 'applied') cancelled += 1;
     }
-    if (open.length > 0) {
+    if (waiting.length + running.length > 0) {
       await audit.record(
         userAction(actor, 'batch.cancel', 'batch', batch.id, {
           batchNumber: batch.number,
@@ -154,11 +162,39 @@ export class BatchService {
    */
   follow(batchOf: (jobId: string) => Promise<string | null>): () => void {
     return this.deps.jobEvents.onJobFinished((jobId) => {
-      void (async () => {
-        const batchId = await batchOf(jobId);
-        if (batchId !== null) await this.advance(batchId);
-      })().catch((error: unknown) => this.deps.logger.error({ err: error, jobId }, 'batch advance failed'));
+      void batchOf(jobId).then(
+        (batchId) => {
+          if (batchId !== null) this.advanceSoon(batchId);
+        },
+        (error: unknown) => this.deps.logger.error({ err: error, jobId }, 'could not read the batch of a job'),
+      );
     });
+  }
+
+  /** Batches moving on now, and whether one of their jobs ended meanwhile (then once more after). */
+  private readonly advancing = new Map<string, { again: boolean }>();
+
+  /**
+   * `advance`, one at a time per batch: the ends of many of its jobs at once (a cancel, a wave of
+   * results) make one pass, and one more if jobs ended during it.
+   */
+  private advanceSoon(batchId: string): void {
+    const running = this.advancing.get(batchId);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: false };
+    this.advancing.set(batchId, state);
+    const pass = (): Promise<void> =>
+      this.advance(batchId).then(() => {
+        if (!state.again) return;
+        state.again = false;
+        return pass();
+      });
+    void pass()
+      .catch((error: unknown) => this.deps.logger.error({ err: error, batchId }, 'batch advance failed'))
+      .finally(() => this.advancing.delete(batchId));
   }
 
   /**

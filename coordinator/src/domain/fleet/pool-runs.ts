@@ -4,7 +4,8 @@ import type { PoolCandidate } from '../model/trigger-runs.js';
 import type { Workflow } from '../model/workflows.js';
 import { checkRunFileRefs, type FileRefLookups } from '../trigger-run/file-refs.js';
 import { resolveRunParams } from '../trigger-run/params.js';
-import { resolveRunRequest, workflowNotFound, type RunRequest, type TriggerRunBody } from '../trigger-run/request.js';
+import { AppError } from '../../errors.js';
+import { resolveRunRequest, type RunRequest, type TriggerRunBody } from '../trigger-run/request.js';
 import type { RunActor } from '../trigger-run/run-actors.js';
 import type { RunTarget } from '../trigger-run/run-targets.js';
 import { noMatchingAgent, selectedAgents } from './batch-runs.js';
@@ -37,7 +38,12 @@ export async function preparePoolRun(
   for (const w of await repos.workflows.listActiveByAgents(agents.map((a) => a.id))) {
     if (w.name === run.workflowName) byAgent.set(w.agentId, w);
   }
-  if (byAgent.size === 0) throw workflowNotFound(run.workflowName);
+  if (byAgent.size === 0) {
+    throw new AppError(
+      'not_found',
+      `Workflow \`${run.workflowName}\` is not reported by any agent the selector \`${trigger.agentSelector}\` matches`,
+    );
+  }
   const candidates: PoolCandidate[] = agents
     .filter((a) => a.status === 'connected' && byAgent.has(a.id))
     .map((a) => ({

@@ -97,6 +97,12 @@ export interface BatchRepository {
    * does; its chat notification is written in the same transaction); gives it then, else null.
    */
   settle(batchId: string, at: string): Promise<BatchWithCounts | null>;
+  /**
+   * Cancels, in one write, every job of the batch not started yet (pending, held or not, and
+   * queued): `cancelled` at once, as a single job's cancel before it starts. Gives them (their
+   * agents are told). Running jobs are cancelled one by one, as any job's (their agents stop them).
+   */
+  cancelNotStarted(batchId: string, at: string, message: string): Promise<{ id: string; agentId: string | null }[]>;
   /** Batches with open held jobs or not yet marked ended (the sweep after a coordinator stopped mid-way). */
   listUnsettled(limit: number): Promise<string[]>;
 }
