@@ -192,6 +192,19 @@ async function agentStatuses(): Promise<string[]> {
   return agents.map((a) => res.body.find((b) => b.id === a.agentId)?.status ?? 'missing');
 }
 
+/** Waits until every agent is connected, or none is (failing with their statuses). */
+async function untilEveryAgent(state: 'connected' | 'disconnected'): Promise<void> {
+  let seen: string[] = [];
+  await eventually(
+    async () => {
+      seen = await agentStatuses();
+      return seen.every((s) => (s === 'connected') === (state === 'connected'));
+    },
+    10_000,
+    () => `every agent ${state} (seen: ${seen.join(', ')})`,
+  );
+}
+
 /** The pool's calls, through the three coordinators alternately, all at once. */
 async function callPool(): Promise<{ jobId: string; agentId?: string }[]> {
   return Promise.all(
@@ -227,11 +240,14 @@ async function ended(ids: readonly string[]): Promise<Map<string, JobRow>> {
 
 /** Every job ran once, on the one agent it was handed to, and succeeded; none was refused. */
 function expectEachRunOnce(ledger: Ledger, ids: readonly string[], jobs: Map<string, JobRow>, list: Worker[]) {
-  expect(ledger.errors).toEqual([]);
-  expect(ledger.refused).toEqual([]);
+  expect(ledger.errors, 'reports refused').toEqual([]);
+  expect(ledger.refused, 'jobs sent past a full queue').toEqual([]);
   expect(new Set(ids).size).toBe(CALLS);
   // Each job id was sent once, to one agent, and none other was sent.
-  expect([...ledger.handed].filter(([, to]) => to.length !== 1)).toEqual([]);
+  expect(
+    [...ledger.handed].filter(([, to]) => to.length !== 1),
+    'jobs sent more than once',
+  ).toEqual([]);
   expect([...ledger.handed.keys()].sort()).toEqual([...ids].sort());
   const ranBy = new Map<string, string>();
   for (const w of list) for (const id of w.ran) ranBy.set(id, w.agent.agentId);
@@ -241,18 +257,17 @@ function expectEachRunOnce(ledger: Ledger, ids: readonly string[], jobs: Map<str
     expect(ranBy.get(id)).toBe(jobs.get(id)!.agentId);
   }
   // The load spread: every agent ran some.
-  expect(list.map((w) => w.ran.length).filter((n) => n === 0)).toEqual([]);
+  expect(
+    list.map((w) => w.ran.length),
+    'jobs run by each agent',
+  ).not.toContain(0);
 }
 
 describe('pools and batches across three coordinators on one PostgreSQL database', { timeout: 30_000 }, () => {
   it('gives each of a pool calls, through every coordinator at once, to one connected agent, which runs it once', async () => {
     const ledger = newLedger();
     const list = await startWorkers(ledger);
-    await eventually(
-      async () => (await agentStatuses()).every((s) => s === 'connected'),
-      10_000,
-      'every agent connected',
-    );
+    await untilEveryAgent('connected');
     const calls = await callPool();
     const ids = calls.map((c) => c.jobId);
     const jobs = await ended(ids);
@@ -263,11 +278,7 @@ describe('pools and batches across three coordinators on one PostgreSQL database
   });
 
   it('keeps a pool calls made while no agent is connected waiting, and the agents that connect on any coordinator take each once', async () => {
-    await eventually(
-      async () => (await agentStatuses()).every((s) => s !== 'connected'),
-      10_000,
-      'every agent disconnected',
-    );
+    await untilEveryAgent('disconnected');
     const calls = await callPool();
     expect(calls.filter((c) => c.agentId !== undefined)).toEqual([]);
     const ids = calls.map((c) => c.jobId);
@@ -285,19 +296,11 @@ describe('pools and batches across three coordinators on one PostgreSQL database
   });
 
   it('hands out a batch made on one coordinator at most maxParallel jobs at a time to agents streaming on the others, and ends it once', async () => {
-    await eventually(
-      async () => (await agentStatuses()).every((s) => s !== 'connected'),
-      10_000,
-      'every agent disconnected',
-    );
+    await untilEveryAgent('disconnected');
     const ledger = newLedger();
     // On the second and the third coordinator; the batch is made on the first.
     const list = await startWorkers(ledger, (i) => 1 + (i % 2));
-    await eventually(
-      async () => (await agentStatuses()).every((s) => s === 'connected'),
-      10_000,
-      'every agent connected',
-    );
+    await untilEveryAgent('connected');
     const res = await caller(0).post(`/triggers/${batchTrigger}/run`, { body: {} });
     expect(res.status, res.text).toBe(202);
     expect(res.body.jobCount).toBe(AGENTS);
