@@ -325,8 +325,11 @@ export class StreamRegistry {
     stream.claiming = true;
     claim(stream.agentId, room)
       .then((jobIds) => {
-        if (jobIds.length === 0 || stream.state !== 'live') return;
-        stream.waiting.push(...jobIds);
+        // The check at a ping may have found a job taken meanwhile (its claim committed) already.
+        const waiting = new Set(stream.waiting);
+        const taken = jobIds.filter((id) => !stream.handed.has(id) && !waiting.has(id));
+        if (taken.length === 0 || stream.state !== 'live') return;
+        stream.waiting.push(...taken);
         stream.sending = stream.sending.then(() => this.handWaiting(stream));
         return stream.sending;
       })
@@ -441,9 +444,12 @@ export class StreamRegistry {
     this.handedTo.set(jobId, stream);
   }
 
-  /** Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as handed. */
+  /**
+   * Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as
+   * handed: once per stream (one handed already, found again by a check, is not sent again).
+   */
   private async hand(stream: AgentStream, job: Job): Promise<void> {
-    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status) || stream.handed.has(job.id)) return;
     this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);
     if (this.options.prepareAssignment) {

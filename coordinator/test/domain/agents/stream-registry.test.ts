@@ -245,6 +245,35 @@ describe('StreamRegistry between coordinators', () => {
     expect(sink.jobIds()).toEqual(['j1', 'j2']);
   });
 
+  it('sends a job taken from a pool once, though the check at a ping finds it before its claim answers', async () => {
+    const claims: { room: number; answer: PromiseWithResolvers<string[]> }[] = [];
+    const s = setup({
+      shared: true,
+      pingMs: 1_000,
+      claimPooled: (_, room) => {
+        const answer = Promise.withResolvers<string[]>();
+        claims.push({ room, answer });
+        return answer.promise;
+      },
+    });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 2);
+    expect(claims.map((c) => c.room)).toEqual([2]);
+    // The claim took p1 (committed, created long ago in the pool); the ping's check reads it as
+    // the agent's before the claim's answer comes back.
+    s.jobs.set('p1', job('p1'));
+    s.summaries.push(summary('p1'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    expect(sink.jobIds()).toEqual(['p1']);
+    claims[0]!.answer.resolve(['p1']);
+    await tick();
+    await tick();
+    expect(sink.jobIds()).toEqual(['p1']);
+  });
+
   it('stops counting down to disconnected when the agent came back through another coordinator', async () => {
     const s = setup({ graceMs: 30 });
     cleanup = () => s.registry.close();
