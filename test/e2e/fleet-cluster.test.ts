@@ -43,8 +43,10 @@ beforeAll(async () => {
     DROVER_STREAM_PING_MS: '500',
     DROVER_AGENT_DISCONNECT_GRACE_MS: '0',
   };
-  // Started at once on the empty database: they migrate and bootstrap it together.
-  nodes.push(...(await Promise.all(Array.from({ length: NODES }, () => startTestCoordinator({ env })))));
+  // The first one migrates and bootstraps the database, then the others start beside it (starting
+  // together is cluster-events.test.ts's case).
+  nodes.push(await startTestCoordinator({ env }));
+  nodes.push(...(await Promise.all(Array.from({ length: NODES - 1 }, () => startTestCoordinator({ env })))));
   const [first] = nodes;
   for (let i = 0; i < AGENTS; i++) {
     const agent = await enrollTestAgent(first!.owner, first!.orgId, { hostname: `builder-${i}` });
