@@ -66,12 +66,7 @@ export function createRepositories(
     files: createFileRepository(database),
     invitations: createInvitationRepository(database),
     triggers: createTriggerRepository(database, rules.triggerLimitRefusal),
-    triggerRuns: createTriggerRunRepository(
-      database,
-      rules.decideLimits,
-      rules.planJobMessages,
-      rules.choosePoolAgent,
-    ),
+    triggerRuns: createTriggerRunRepository(database, rules.decideLimits, rules.planJobMessages, rules.choosePoolAgent),
     users: createUserRepository(database),
     workflows: createWorkflowRepository(database),
     applications: createApplicationRepository(database),

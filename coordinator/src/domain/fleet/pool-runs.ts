@@ -23,7 +23,12 @@ export async function preparePoolRun(
   target: RunTarget,
   actor: RunActor,
   request: TriggerRunBody,
-): Promise<{ run: RunRequest; workflow: Workflow; params: Record<string, unknown>; pool: { candidates: PoolCandidate[] } }> {
+): Promise<{
+  run: RunRequest;
+  workflow: Workflow;
+  params: Record<string, unknown>;
+  pool: { candidates: PoolCandidate[] };
+}> {
   const { trigger } = target;
   const run = resolveRunRequest(target, request, actor);
   const agents = await selectedAgents(repos.agents, trigger);
@@ -53,4 +58,3 @@ export async function preparePoolRun(
   );
   return { run, workflow, params, pool: { candidates } };
 }
-
