@@ -266,7 +266,7 @@ function expectEachRunOnce(ledger: Ledger, ids: readonly string[], jobs: Map<str
 }
 
 describe('pools and batches across three coordinators on one PostgreSQL database', { timeout: 30_000 }, () => {
-  it('gives each of a pool calls, through every coordinator at once, to one connected agent, which runs it once', async () => {
+  it("gives each of a pool's calls, made through every coordinator at once, to one connected agent, which runs it once", async () => {
     const ledger = newLedger();
     const list = await startWorkers(ledger);
     await untilEveryAgent('connected');
@@ -279,7 +279,7 @@ describe('pools and batches across three coordinators on one PostgreSQL database
     expect(calls.filter((c) => c.agentId === undefined).length).toBeGreaterThan(0);
   });
 
-  it('keeps a pool calls made while no agent is connected waiting, and the agents that connect on any coordinator take each once', async () => {
+  it("keeps a pool's calls made while no agent is connected waiting, and the agents that connect on any coordinator take each once", async () => {
     await untilEveryAgent('disconnected');
     const calls = await callPool();
     expect(calls.filter((c) => c.agentId !== undefined)).toEqual([]);
