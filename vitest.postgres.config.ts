@@ -32,6 +32,7 @@ export const SAME_ON_BOTH_PASSES = [
   // On PostgreSQL in both passes, with databases they make themselves.
   'test/e2e/cluster.test.ts',
   'test/e2e/cluster-events.test.ts',
+  'test/e2e/fleet-cluster.test.ts',
   'test/e2e/database-url.test.ts',
   'test/e2e/postgres-run.test.ts',
   // From a coordinator on SQLite to PostgreSQL, by design.

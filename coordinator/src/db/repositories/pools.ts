@@ -1,6 +1,6 @@
 import type { Job } from '../../domain/model/jobs.js';
 import type { PoolRepository, PoolTaker } from '../../domain/model/pools.js';
-import { lock, query, all, one, type Database, type Flow } from '../sql/index.js';
+import { lock, query, values, all, one, type Database, type Flow } from '../sql/index.js';
 import { toJob, type JobRow } from './job-rows.js';
 
 /** How many waiting jobs of the organization one claim looks at, oldest first. */
@@ -17,6 +17,10 @@ const WAITING = query<{ id: string; workflow_name: string; selector: string | nu
       AND j.workflow_name IN (SELECT value FROM ${d.jsonArrayElements}(?))
     ORDER BY j.seq LIMIT ? ${d.name === 'postgres' ? 'FOR UPDATE OF j SKIP LOCKED' : ''}`,
 );
+/** The open jobs given to the agent and not held back by a batch: what fills its queue (as trigger-runs.ts counts). */
+const OPEN_OF_AGENT = values<number, [string]>(
+  `SELECT count(*) FROM jobs WHERE agent_id = ? AND status IN ('pending', 'queued', 'running') AND held = FALSE`,
+);
 const TAKE = query<JobRow, [string, string, string]>(
   `UPDATE jobs SET agent_id = ?, workflow_id = ? WHERE id = ? AND agent_id IS NULL AND status = 'pending'
    RETURNING *`,
@@ -26,15 +30,20 @@ const TAKE = query<JobRow, [string, string, string]>(
  * Pools (docs/fleets.md): the jobs of `fanout: one` triggers that found no agent with room wait
  * without one; an agent that connects, or frees a place in its queue, claims them here. The claim
  * takes the organization's pool lock on PostgreSQL (as a pool's admission does,
- * trigger-runs.ts), and each job is taken by a conditional UPDATE: once, by one agent.
+ * trigger-runs.ts), and each job is taken by a conditional UPDATE: once, by one agent. The room
+ * the claim is asked for (its stream's count) is capped by the agent's open jobs as the database
+ * holds them under that lock: a job an admission gave the agent a moment ago, whose event has not
+ * reached the stream yet, takes its place, so the agent is never sent more than its capacity.
  */
 export function createPoolRepository(db: Database): PoolRepository {
   function* claim(taker: PoolTaker, room: number): Flow<Job[]> {
     yield* lock('pool', taker.orgId);
+    const free = Math.min(room, taker.capacity - ((yield* one(OPEN_OF_AGENT, [taker.id])) ?? 0));
+    if (free <= 0) return [];
     const waiting = yield* all(WAITING, [taker.orgId, JSON.stringify([...taker.workflows.keys()]), SCAN]);
     const taken: Job[] = [];
     for (const job of waiting) {
-      if (taken.length >= room) break;
+      if (taken.length >= free) break;
       if (job.selector === null || !taker.matches(job.selector)) continue;
       const row = yield* one(TAKE, [taker.id, taker.workflows.get(job.workflow_name)!, job.id]);
       if (row) taken.push(toJob(row));

@@ -146,6 +146,12 @@ export class StreamRegistry {
   private readonly unsubscribe: (() => void)[] = [];
   /** Jobs handed so far: each handed job records the count at its hand. */
   private hands = 0;
+  /**
+   * The pings' updates of lastSeenAt in flight, which mark their agents connected: a countdown to
+   * `disconnected` that ends meanwhile waits for them, else an agent whose stream dropped after its
+   * ping went out would be marked connected again after, with no stream anywhere.
+   */
+  private readonly touching = new Set<Promise<void>>();
   private pingTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -319,8 +325,11 @@ export class StreamRegistry {
     stream.claiming = true;
     claim(stream.agentId, room)
       .then((jobIds) => {
-        if (jobIds.length === 0 || stream.state !== 'live') return;
-        stream.waiting.push(...jobIds);
+        // The check at a ping may have found a job taken meanwhile (its claim committed) already.
+        const waiting = new Set(stream.waiting);
+        const taken = jobIds.filter((id) => !stream.handed.has(id) && !waiting.has(id));
+        if (taken.length === 0 || stream.state !== 'live') return;
+        stream.waiting.push(...taken);
         stream.sending = stream.sending.then(() => this.handWaiting(stream));
         return stream.sending;
       })
@@ -435,9 +444,12 @@ export class StreamRegistry {
     this.handedTo.set(jobId, stream);
   }
 
-  /** Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as handed. */
+  /**
+   * Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as
+   * handed: once per stream (one handed already, found again by a check, is not sent again).
+   */
   private async hand(stream: AgentStream, job: Job): Promise<void> {
-    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status) || stream.handed.has(job.id)) return;
     this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);
     if (this.options.prepareAssignment) {
@@ -497,13 +509,16 @@ export class StreamRegistry {
     this.cancelDisconnect(agentId);
     const timer = setTimeout(() => {
       this.disconnectTimers.delete(agentId);
-      if (this.closed || this.streams.has(agentId)) return;
-      this.options.agents.markDisconnected(agentId, lastSeenAt, since).then(
-        (changed) => {
-          if (changed) this.options.logger.info({ agentId }, 'agent disconnected');
-        },
-        (error: unknown) => this.options.logger.error({ err: error, agentId }, 'could not mark an agent disconnected'),
-      );
+      void Promise.all(this.touching)
+        .then(async () => {
+          if (this.closed || this.streams.has(agentId)) return;
+          if (await this.options.agents.markDisconnected(agentId, lastSeenAt, since)) {
+            this.options.logger.info({ agentId }, 'agent disconnected');
+          }
+        })
+        .catch((error: unknown) =>
+          this.options.logger.error({ err: error, agentId }, 'could not mark an agent disconnected'),
+        );
     }, this.options.disconnectGraceMs);
     timer.unref();
     this.disconnectTimers.set(agentId, timer);
@@ -527,11 +542,12 @@ export class StreamRegistry {
       stream.write(chunk);
       if (stream.state !== 'closed') ids.push(stream.agentId);
     }
-    try {
-      await this.options.agents.touch(ids, at);
-    } catch (error) {
-      this.options.logger.error({ err: error }, 'could not refresh the agents lastSeenAt');
-    }
+    const touched = this.options.agents
+      .touch(ids, at)
+      .catch((error: unknown) => this.options.logger.error({ err: error }, 'could not refresh the agents lastSeenAt'));
+    this.touching.add(touched);
+    await touched;
+    this.touching.delete(touched);
     if (this.options.shared) await this.reconcileAll();
     // A label or a workflow that changed since may have put an agent with room in a pool.
     for (const stream of this.streams.values()) if (stream.waiting.length === 0) this.offerRoom(stream);

@@ -1,4 +1,5 @@
 import { matchesSelector, parseSelector, type Requirement } from '@drover/shared';
+import { DEFAULT_AGENT_QUEUE_CAPACITY } from '../agents/stream-registry.js';
 import type { Repositories } from '../model/repositories.js';
 
 /** Parsed selectors remembered (canonical texts of triggers; few per organization). */
@@ -26,6 +27,7 @@ export class PoolService {
         orgId: agent.orgId,
         workflows,
         matches: (selector) => matchesSelector(this.requirements(selector), agent.labels),
+        capacity: agent.queueCapacity ?? DEFAULT_AGENT_QUEUE_CAPACITY,
       },
       room,
     );

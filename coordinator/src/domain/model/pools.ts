@@ -8,13 +8,17 @@ export interface PoolTaker {
   workflows: ReadonlyMap<string, string>;
   /** Whether its labels meet a trigger's selector (canonical text). */
   matches(selector: string): boolean;
+  /** Its queue's capacity: the open jobs given to it (not held back by a batch) fill it. */
+  capacity: number;
 }
 
 export interface PoolRepository {
   /**
    * Gives the agent up to `room` of the jobs waiting in its organization's pools (oldest first)
-   * whose trigger selects it and whose workflow it reports: each taken once, whichever agents and
-   * coordinators claim at the same time.
+   * whose trigger selects it and whose workflow it reports, and never more than its queue has
+   * room for as the database holds it then (jobs given to it meanwhile, by an admission on any
+   * coordinator, count): each taken once, whichever agents and coordinators claim at the same
+   * time.
    */
   claim(taker: PoolTaker, room: number): Promise<Job[]>;
 }

@@ -88,7 +88,15 @@ class FakeSink implements StreamSink {
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-function setup(options: { graceMs?: number; connected?: string[]; shared?: boolean; pingMs?: number } = {}) {
+function setup(
+  options: {
+    graceMs?: number;
+    connected?: string[];
+    shared?: boolean;
+    pingMs?: number;
+    claimPooled?: (agentId: string, room: number) => Promise<string[]>;
+  } = {},
+) {
   const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
   const jobs = new Map<string, Job>();
   /** The jobs whose cancel the agent has not confirmed, as the next connect reads them. */
@@ -96,12 +104,15 @@ function setup(options: { graceMs?: number; connected?: string[]; shared?: boole
   let open = Promise.withResolvers<Job[]>();
   /** What the database holds as the agents' open jobs, as a check between coordinators reads it. */
   const summaries: OpenJobSummary[] = [];
+  /** The pings' updates of lastSeenAt wait for it, when set (a slow database). */
+  let touchGate: Promise<void> | undefined;
   const agents = {
     async markConnected(id: string) {
       calls.connected.push(id);
       return true;
     },
     async touch(ids: readonly string[]) {
+      await touchGate;
       calls.touched.push([...ids]);
     },
     async markDisconnected(id: string) {
@@ -141,6 +152,7 @@ function setup(options: { graceMs?: number; connected?: string[]; shared?: boole
     pingMs: options.pingMs ?? 60_000,
     disconnectGraceMs: options.graceMs ?? 30,
     shared: options.shared ?? false,
+    ...(options.claimPooled ? { claimPooled: options.claimPooled } : {}),
   });
   registry.start();
   return {
@@ -159,6 +171,12 @@ function setup(options: { graceMs?: number; connected?: string[]; shared?: boole
     },
     resetOpen() {
       open = Promise.withResolvers<Job[]>();
+    },
+    /** Holds the pings' updates of lastSeenAt until `release` is called. */
+    holdTouches() {
+      const gate = Promise.withResolvers<void>();
+      touchGate = gate.promise;
+      return { release: () => gate.resolve() };
     },
   };
 }
@@ -225,6 +243,35 @@ describe('StreamRegistry between coordinators', () => {
     await tick();
     await tick();
     expect(sink.jobIds()).toEqual(['j1', 'j2']);
+  });
+
+  it('sends a job taken from a pool once, though the check at a ping finds it before its claim answers', async () => {
+    const claims: { room: number; answer: PromiseWithResolvers<string[]> }[] = [];
+    const s = setup({
+      shared: true,
+      pingMs: 1_000,
+      claimPooled: (_, room) => {
+        const answer = Promise.withResolvers<string[]>();
+        claims.push({ room, answer });
+        return answer.promise;
+      },
+    });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink, 2);
+    expect(claims.map((c) => c.room)).toEqual([2]);
+    // The claim took p1 (committed, created long ago in the pool); the ping's check reads it as
+    // the agent's before the claim's answer comes back.
+    s.jobs.set('p1', job('p1'));
+    s.summaries.push(summary('p1'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    expect(sink.jobIds()).toEqual(['p1']);
+    claims[0]!.answer.resolve(['p1']);
+    await tick();
+    await tick();
+    expect(sink.jobIds()).toEqual(['p1']);
   });
 
   it('stops counting down to disconnected when the agent came back through another coordinator', async () => {
@@ -381,6 +428,27 @@ describe('StreamRegistry', () => {
     expect(s.calls.disconnected).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
     expect(s.calls.disconnected).toEqual(['b1']);
+  });
+
+  it("marks a dropped agent disconnected only after the ping's update in flight, which marks it connected", async () => {
+    // Without the wait, the ping's late update would mark the agent connected again after its
+    // disconnect, with no stream anywhere: a pool would hand it jobs.
+    const s = setup({ graceMs: 0, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect('a1', sink);
+    const touches = s.holdTouches();
+    await vi.advanceTimersByTimeAsync(1_000);
+    sink.drop();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(s.calls.touched).toEqual([]);
+    expect(s.calls.disconnected).toEqual([]);
+    touches.release();
+    await tick();
+    await tick();
+    expect(s.calls.touched).toEqual([['a1']]);
+    expect(s.calls.disconnected).toEqual(['a1']);
   });
 
   it("closes a revoked agent's stream at once", async () => {

@@ -1,0 +1,84 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { PoolTaker } from '../../../src/domain/model/pools.js';
+import { newId } from '../../../src/util/ids.js';
+import { triggerRow } from '../fixture.js';
+import { DATABASES, databasesOfThisFile } from './databases.js';
+import { enroll, insertJob, orgWithAgent } from './fixture.js';
+
+const AT = '2030-01-01T10:00:00.000Z';
+const databases = databasesOfThisFile();
+
+describe.each(DATABASES)('pool claims (%s)', (kind) => {
+  const t = databases.use(kind);
+  let orgId: string;
+  let agentId: string;
+  let triggerId: string;
+
+  beforeEach(async () => {
+    ({ orgId, agentId } = await orgWithAgent(t.repos, AT));
+    triggerId = newId();
+    await t.repos.triggers.insert(
+      triggerRow({
+        id: triggerId,
+        orgId,
+        agentId: null,
+        agentSelector: 'role=builder',
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'build',
+      }),
+    );
+  });
+
+  const taker = (id: string, capacity: number): PoolTaker => ({
+    id,
+    orgId,
+    workflows: new Map([['build', `workflow-of-${id}`]]),
+    matches: (selector) => selector === 'role=builder',
+    capacity,
+  });
+  /** Jobs waiting in the pool, oldest first. */
+  const waiting = async (n: number) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const job = await insertJob(
+        t,
+        { orgId, agentId },
+        {
+          agentId: null,
+          triggerId,
+          workflowName: 'build',
+          createdAt: AT,
+          timeoutMs: null,
+        },
+      );
+      ids.push(job.id);
+    }
+    return ids;
+  };
+
+  it('gives each waiting job to one agent, whichever coordinators claim at once', async () => {
+    const ids = await waiting(12);
+    const agents = [agentId];
+    for (let i = 0; i < 5; i++) agents.push(await enroll(t.repos, orgId, AT));
+    const claims = await Promise.all(agents.map((id, i) => (i % 2 ? t.other : t.repos).pools.claim(taker(id, 2), 2)));
+    const taken = claims.flat();
+    expect(taken.map((j) => j.id).sort()).toEqual([...ids].sort());
+    claims.forEach((jobs, i) => {
+      expect(jobs.length).toBe(2);
+      for (const job of jobs) expect(job).toMatchObject({ agentId: agents[i], workflowId: `workflow-of-${agents[i]}` });
+    });
+    expect(await t.repos.pools.claim(taker(agentId, 4), 4)).toEqual([]);
+  });
+
+  it('takes no more than the room the agent has as the database holds it, counting jobs given to it meanwhile', async () => {
+    const [oldest, next] = await waiting(2);
+    // An admission gave the agent a job a moment ago: its stream, not told yet, asks for 2 places.
+    await insertJob(t, { orgId, agentId }, { triggerId, workflowName: 'build', createdAt: AT, timeoutMs: null });
+    const ended = await insertJob(t, { orgId, agentId }, { workflowName: 'build', createdAt: AT, timeoutMs: null });
+    await t.exec(`UPDATE jobs SET status = 'success' WHERE id = '${ended.id}'`);
+    expect((await t.repos.pools.claim(taker(agentId, 1), 1)).map((j) => j.id)).toEqual([]);
+    expect((await t.repos.pools.claim(taker(agentId, 2), 2)).map((j) => j.id)).toEqual([oldest]);
+    expect((await t.repos.pools.claim(taker(agentId, 3), 1)).map((j) => j.id)).toEqual([next]);
+  });
+});
