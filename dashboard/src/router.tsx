@@ -6,6 +6,8 @@ import { ApiTokensPage } from './pages/ApiTokensPage';
 import { AppPage } from './pages/AppPage';
 import { AppsPage } from './pages/AppsPage';
 import { AuditPage } from './pages/AuditPage';
+import { BatchesPage } from './pages/BatchesPage';
+import { BatchPage } from './pages/BatchPage';
 import { ChatConnectFinishPage } from './pages/ChatConnectFinishPage';
 import { HomePage } from './pages/HomePage';
 import { IntegrationsPage } from './pages/IntegrationsPage';
@@ -41,6 +43,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/triggers/:triggerId', element: <TriggerPage /> },
         { path: '/orgs/:orgId/triggers/:triggerId/edit', element: <TriggerFormPage /> },
         { path: '/orgs/:orgId/jobs', element: <JobsPage /> },
+        { path: '/orgs/:orgId/batches', element: <BatchesPage /> },
         { path: '/orgs/:orgId/apps', element: <AppsPage /> },
         { path: '/orgs/:orgId/apps/:appId', element: <AppPage /> },
         { path: '/orgs/:orgId/storage', element: <StoragePage /> },
@@ -49,6 +52,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/members', element: <MembersPage /> },
         { path: '/orgs/:orgId/audit', element: <AuditPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
+        { path: '/api/batches/:batchId', element: <BatchPage /> },
         { path: '/chat/:provider/finish', element: <ChatConnectFinishPage /> },
         { path: '*', element: <NotFoundPage /> },
       ],

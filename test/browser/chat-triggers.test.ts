@@ -53,7 +53,7 @@ describe.skipIf(!CHROMIUM)('chat triggers in a browser', () => {
     await page().goto(`/orgs/${t.orgId}/triggers/new`);
     await page().getByLabel('Name').fill('Greeter');
     await page().getByLabel('Type').selectOption('slack');
-    await page().getByLabel('Agent').selectOption(agentId);
+    await page().getByLabel('Agent', { exact: true }).selectOption(agentId);
     await page().getByLabel('Workflow').fill('greet');
     // A workspace that is not connected is flagged where it is typed.
     await chat().getByLabel('Workspace id').fill('T0UNKNOWN');

@@ -11,7 +11,8 @@ import { issueApiToken } from '../helpers/tokens.js';
  * Every page of the dashboard drawn over the sparsest objects the API answers: each field its
  * response schemas let be null or absent is null or absent somewhere below (a workflow without
  * params, description or version, agents that never connected, a revoked one, triggers without
- * any optional setting, jobs without output, exit code, trigger or workflow, an application
+ * any optional setting, a trigger on a selector without maxParallel and its batch (a job
+ * rejected), jobs without output, exit code, trigger or workflow, an application
  * without releases, a release without notes, a device that never reported, a pending file
  * without a name, a token without grants, limits or expiry). No page may fall into the router's
  * error screen, and each shows what it is about. One coordinator, one browser.
@@ -71,6 +72,21 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
       chatChannelId: 'C0SPARSE',
       chatKeyword: 'deploy',
     });
+
+    // A trigger on a selector without maxParallel, run into a batch: a job waiting on the agent that
+    // has the workflow, a rejected one on the agent that never reported any.
+    ids.selector = await trigger({
+      agentId: null,
+      agentSelector: '!role',
+      fanout: 'all',
+      name: 'fleet-wide',
+      scopeType: 'workflow',
+      workflowName: 'apply-update',
+      responseMode: 'async',
+    });
+    const batch = await api.post<{ batchId: string }>(`/orgs/${orgId}/triggers/${ids.selector}/run`);
+    expect(batch.status, batch.text).toBe(202);
+    ids.batch = batch.body.batchId;
 
     // Jobs with no output, exit code, ref, workflow id or times; one of no trigger (an update).
     const sparseJob = { workflowId: null, ref: null, params: {}, timeoutMs: null };
@@ -146,6 +162,8 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
     await visit(`${org}/triggers`, 'Triggers', ['any-workflow', 'nightly', 'chat-deploy']);
     await visit(`${org}/triggers/new`, 'New trigger');
     await visit(`${org}/jobs`, 'Jobs', ['rejected']);
+    await visit(`${org}/batches`, 'Batches', ['!role', '1 pending']);
+    await visit(`${org}/jobs?batchId=${ids.batch}`, 'Jobs', ['Only the jobs of batch #1.']);
     await visit(`${org}/apps`, 'Updates', ['bare', 'kiosk']);
     await visit(`${org}/apps/${ids.bareApp}`, 'bare', [/no release/i]);
     await visit(`${org}/apps/${ids.app}`, 'kiosk', ['1.0.0', 'edge-sparse']);
@@ -163,6 +181,7 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
       [ids.webhook, 'any-workflow'],
       [ids.cron, 'nightly'],
       [ids.chat, 'chat-deploy'],
+      [ids.selector, 'fleet-wide'],
     ] as const) {
       await visit(`${org}/triggers/${id}`, name, ['Recent jobs']);
       await visit(`${org}/triggers/${id}/edit`, `Edit ${name}`);
@@ -170,6 +189,10 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
     await visit(`/api/jobs/${ids.pendingJob}`, /^Job #\d+ deploy/, ['pending']);
     await visit(`/api/jobs/${ids.rejectedJob}`, /^Job #\d+ deploy/, ['rejected']);
     await visit(`/api/jobs/${ids.updateJob}`, /^Job #\d+ deploy/);
+    await visit(`/api/batches/${ids.batch}`, /^Batch #1 apply-update/, [
+      'edge-sparse',
+      'Agent never-connected does not report the workflow `apply-update`',
+    ]);
     expect(owner.problems).toEqual([]);
   });
 });

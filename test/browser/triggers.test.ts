@@ -25,14 +25,18 @@ import {
   startTestCoordinator,
   type TestCoordinator,
 } from '../helpers/coordinator.js';
+import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
+import { finishBody } from '../helpers/jobs.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 
 /**
  * The Triggers pages in a real Chromium against a real coordinator and a real agent: create a
  * webhook trigger (a validation error shown at its field, then fixed), run it by hand from the
  * form generated from the workflow's params and land on the job page, a sync run that waits and
- * shows its result, a cron trigger's schedule, edit, a member's view, delete. Every page is
- * checked with axe-core and for CSP violations.
+ * shows its result, a cron trigger's schedule, edit, a member's view, delete. Then a trigger on a
+ * label selector made with the form (its live preview of the agents it matches), run by hand into
+ * a batch whose page follows its jobs (run by signed agent clients) to the end, a batch cancelled
+ * from its page, and the Batches page. Every page is checked with axe-core and for CSP violations.
  */
 
 const HELLO = fs.readFileSync(new URL('../../agent/examples/workflows/hello.yaml', import.meta.url), 'utf8');
@@ -396,5 +400,299 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     expect(await page().getByRole('row', { name: 'hello by hand' }).count()).toBe(0);
     expect((await t.owner.get(`/orgs/${t.orgId}/triggers/${webhookId}`)).status).toBe(404);
     expect(owner.problems).toEqual([]);
+  });
+
+  describe('triggers on a label selector and their batches', () => {
+    const fleet: Record<string, TestAgent> = {};
+    let selectorId: string;
+    let firstBatch: string;
+
+    const move = (agent: TestAgent, jobId: string, step: string, body?: unknown) =>
+      agent.request('POST', `/v1/agent/jobs/${jobId}/${step}`, body);
+    const step = async (agent: TestAgent, jobId: string, what: string, body?: unknown) =>
+      expect((await move(agent, jobId, what, body)).status).toBe(200);
+    const batchJobs = async (batchId: string) =>
+      (await t.owner.get<{ jobs: { agentName: string; jobId: string }[] }>(`/orgs/${t.orgId}/batches/${batchId}`)).body
+        .jobs;
+    const jobOn = async (batchId: string, name: string) =>
+      (await batchJobs(batchId)).find((j) => j.agentName === name)!.jobId;
+    const heading = () => page().getByRole('heading', { level: 1 });
+    const jobRow = (name: string) =>
+      page().getByRole('table', { name: 'Jobs' }).getByRole('row', { name, exact: true });
+
+    beforeAll(async () => {
+      // Signed agent clients: three gateways (gw-c without the workflow, in another site) and a kiosk.
+      for (const [name, labels, workflows] of [
+        ['gw-a', { role: 'gateway', site: 'berlin' }, ['rotate']],
+        ['gw-b', { role: 'gateway', site: 'berlin' }, ['rotate']],
+        ['gw-c', { role: 'gateway', site: 'munich' }, ['other']],
+        ['kiosk', { role: 'kiosk', site: 'berlin' }, ['rotate']],
+      ] as const) {
+        const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: name });
+        expect((await t.owner.patch(`/orgs/${t.orgId}/agents/${agent.agentId}`, { body: { name } })).status).toBe(200);
+        const reported = await agent.request('PUT', '/v1/agent/labels', {
+          labels: { os: 'linux', arch: 'x64', ...labels },
+        });
+        expect(reported.status, reported.text).toBe(200);
+        expect((await agent.putWorkflows(workflows.map((w) => workflow(w)))).status).toBe(200);
+        fleet[name] = agent;
+      }
+    });
+
+    it('creates one with the form: the preview names the agents it matches and those lacking the workflow; refusals sit under their fields', async () => {
+      await page().goto(`/orgs/${t.orgId}/triggers/new`);
+      await page().getByLabel('Name', { exact: true }).fill('rotate gateways');
+      await page().getByRole('radio', { name: 'the agents matching a label selector' }).check();
+      expect(await page().getByLabel('Agent', { exact: true }).count()).toBe(0);
+      // One workflow only, and the form says why.
+      await page()
+        .getByText('a trigger on a selector runs one workflow, named below, on each agent it matches')
+        .waitFor();
+      expect(
+        await page()
+          .getByRole('option', { name: /any workflow of the agent/ })
+          .isDisabled(),
+      ).toBe(true);
+      expect(await page().getByLabel('Fan-out').locator('option').allInnerTexts()).toEqual([
+        'all: one job per agent (a batch)',
+      ]);
+
+      // The coordinator's refusals, each under its field.
+      const selector = page().getByLabel('Label selector', { exact: true });
+      await selector.fill(' ');
+      await page().getByLabel('Max parallel (optional)').fill('0');
+      await page().getByLabel('Workflow', { exact: true }).fill('rotate');
+      await page().getByRole('button', { name: 'Create trigger' }).click();
+      await page().locator('#f-maxParallel-error').waitFor();
+      expect(await page().getByLabel('Max parallel (optional)').getAttribute('aria-invalid')).toBe('true');
+      expect(await page().getByRole('alert').innerText()).toContain('Some fields need a change');
+      await page().getByLabel('Max parallel (optional)').fill('');
+      await page().getByRole('button', { name: 'Create trigger' }).click();
+      await page().locator('#f-agentSelector-refusal').getByText('must select by at least one label').waitFor();
+      expect(await selector.getAttribute('aria-invalid')).toBe('true');
+
+      // A selector that does not parse is said so in the page, at its position, before any request.
+      await selector.fill('role in gateway');
+      await page().getByText("Not a label selector: at position 8: expected '(', found 'gateway'").waitFor();
+      const preview = page().getByRole('status').filter({ hasText: /match/ });
+      await selector.fill('role=gateway');
+      await vi.waitFor(async () =>
+        expect(await preview.innerText()).toBe(
+          '3 agents match now: gw-a, gw-b and gw-c. gw-c does not report the workflow rotate: its job would be rejected.',
+        ),
+      );
+      await page().getByLabel('Workflow', { exact: true }).fill('other');
+      await vi.waitFor(async () =>
+        expect(await preview.innerText()).toContain('2 agents (gw-a and gw-b) do not report the workflow other'),
+      );
+      await page().getByLabel('Workflow', { exact: true }).fill('rotate');
+      await expectAccessible(page(), 'the trigger form on a selector');
+      await docScreenshot(page(), 'trigger-selector-form');
+      await page().getByLabel('Max parallel (optional)').fill('2');
+      await page().getByRole('button', { name: 'Create trigger' }).click();
+      await page().getByRole('heading', { name: 'rotate gateways' }).waitFor();
+      selectorId = page().url().split('/').pop()!;
+      const created = await t.owner.get(`/orgs/${t.orgId}/triggers/${selectorId}`);
+      expect(created.body).toMatchObject({
+        agentId: null,
+        agentSelector: 'role=gateway',
+        fanout: 'all',
+        maxParallel: 2,
+        scopeType: 'workflow',
+        workflowName: 'rotate',
+      });
+      const settings = page().getByRole('definition');
+      await settings.filter({ hasText: 'all: one job per agent (a batch)' }).waitFor();
+      await settings.filter({ hasText: '2 jobs of a batch at a time' }).waitFor();
+      await settings.filter({ hasText: '3 agents match now: gw-a, gw-b and gw-c.' }).waitFor();
+
+      // The list says where it runs in place of an agent.
+      await page().getByRole('link', { name: 'All triggers' }).click();
+      const row = page().getByRole('row', { name: 'rotate gateways' });
+      await row.waitFor();
+      await vi.waitFor(async () =>
+        expect(await row.innerText()).toMatch(
+          /webhook\s+agents matching role=gateway\s+a batch: one job per agent, 2 at a time · 3 match now\s+rotate\s+async/,
+        ),
+      );
+      await expectAccessible(page(), 'the Triggers page with a selector trigger');
+    });
+
+    it('runs it by hand into a batch: its page has one row per agent and follows the jobs live to the end', async () => {
+      await page().getByRole('link', { name: 'rotate gateways' }).click();
+      await page().getByText('A run makes a batch: one job on each agent the selector matches then').waitFor();
+      await page().getByRole('button', { name: 'Run now' }).click();
+      await page().waitForURL('**/api/batches/*');
+      firstBatch = page().url().split('/').pop()!;
+      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate pending'));
+      for (const [name, status] of [
+        ['gw-a', 'pending'],
+        ['gw-b', 'pending'],
+        ['gw-c', 'rejected'],
+      ]) {
+        await jobRow(name!).getByText(status!, { exact: true }).waitFor();
+      }
+      expect(await jobRow('gw-c').innerText()).toContain('Agent gw-c does not report the workflow `rotate`');
+      expect(await jobRow('gw-a').getByRole('link', { name: 'gw-a', exact: true }).getAttribute('href')).toBe(
+        `/orgs/${t.orgId}/agents/${fleet['gw-a']!.agentId}`,
+      );
+      expect(await page().getByRole('definition').filter({ hasText: 'role=gateway' }).count()).toBe(1);
+      await page().getByRole('link', { name: 'rotate gateways' }).waitFor();
+      await page()
+        .getByRole('list', { name: /^Jobs by status: 1 of 3 jobs ended/ })
+        .waitFor();
+
+      // The agents take their jobs; the page follows each move.
+      const a = await jobOn(firstBatch, 'gw-a');
+      const b = await jobOn(firstBatch, 'gw-b');
+      await step(fleet['gw-a']!, a, 'accept');
+      await step(fleet['gw-a']!, a, 'start');
+      await jobRow('gw-a').getByText('running', { exact: true }).waitFor({ timeout: 10_000 });
+      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate running'));
+      const legend = page()
+        .getByRole('list', { name: /^Jobs by status/ })
+        .getByRole('listitem');
+      expect(await legend.allInnerTexts()).toEqual([
+        '0 succeeded',
+        '0 failed',
+        '1 running',
+        '1 pending',
+        '1 rejected',
+        '0 cancelled',
+      ]);
+      await expectAccessible(page(), 'a running batch');
+      await docScreenshot(page(), 'batch-running');
+
+      await step(fleet['gw-a']!, a, 'finish', finishBody());
+      await step(fleet['gw-b']!, b, 'accept');
+      await step(fleet['gw-b']!, b, 'start');
+      await step(
+        fleet['gw-b']!,
+        b,
+        'finish',
+        finishBody({ status: 'failed', exitCode: 3, errorMessage: 'step 1 failed' }),
+      );
+      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate partial'), {
+        timeout: 10_000,
+      });
+      expect(await jobRow('gw-a').innerText()).toMatch(/^gw-a\s+#\d+\s+success\s+0\s/);
+      expect(await jobRow('gw-b').innerText()).toMatch(/^gw-b\s+#\d+\s+failed\s+3\s+step 1 failed\s/);
+      await page().getByText('3 of 3 jobs ended. Every job ended.').waitFor();
+      expect(await page().getByRole('button', { name: 'Cancel batch' }).count()).toBe(0);
+      // Ended: the page reads the batch no more.
+      const read = page().waitForRequest((r) => r.url().includes(`/v1/batches/${firstBatch}`), { timeout: 3_000 });
+      await expect(read).rejects.toThrow(/Timeout/);
+
+      // A job of it says so, and leads back; the Jobs list shows the batch's jobs only.
+      await jobRow('gw-b')
+        .getByRole('link', { name: /^Job #\d+ on gw-b$/ })
+        .click();
+      await page().waitForURL('**/api/jobs/*');
+      await page().getByRole('link', { name: 'batch #1' }).click();
+      await page().waitForURL(`**/api/batches/${firstBatch}`);
+      await page().getByRole('link', { name: 'These jobs in the Jobs list' }).click();
+      await page().getByText('Only the jobs of batch #1.').waitFor();
+      await vi.waitFor(async () => expect(await page().getByRole('table').getByRole('row').count()).toBe(4));
+      expect(page().url()).toContain(`batchId=${firstBatch}`);
+      await expectAccessible(page(), 'the jobs of a batch');
+    });
+
+    it('cancels a batch from its page after confirming: the held job at once, the running one once its agent stopped it', async () => {
+      const created = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+        body: {
+          name: 'berlin gateways',
+          agentSelector: 'role=gateway,site=berlin',
+          fanout: 'all',
+          maxParallel: 1,
+          scopeType: 'workflow',
+          workflowName: 'rotate',
+          responseMode: 'async',
+        },
+      });
+      expect(created.status, created.text).toBe(201);
+      const run = await t.owner.post<{ batchId: string; statusUrl: string }>(
+        `/orgs/${t.orgId}/triggers/${created.body.id}/run`,
+      );
+      expect(run.status, run.text).toBe(202);
+      const batchId = run.body.batchId;
+      const a = await jobOn(batchId, 'gw-a');
+      await step(fleet['gw-a']!, a, 'accept');
+      await step(fleet['gw-a']!, a, 'start');
+
+      await page().goto(run.body.statusUrl);
+      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate running'));
+      await jobRow('gw-a').getByText('running', { exact: true }).waitFor();
+      await page().getByRole('button', { name: 'Cancel batch' }).click();
+      const confirm = page().getByRole('group', { name: 'Cancel the batch' });
+      expect(await confirm.innerText()).toContain('Cancel the 2 unfinished jobs of this batch?');
+      await expectAccessible(page(), 'the cancel confirmation of a batch');
+      await confirm.getByRole('button', { name: 'Yes, cancel the batch' }).click();
+      await jobRow('gw-b').getByText('cancelled', { exact: true }).waitFor();
+      await page()
+        .getByText('Cancel requested: the running job ends cancelled once its agent has stopped it.')
+        .waitFor();
+      expect(await heading().innerText()).toBe('Batch #2 rotate running');
+
+      // The agent stops the job: the batch ends cancelled.
+      await step(fleet['gw-a']!, a, 'finish', finishBody({ status: 'cancelled', exitCode: null }));
+      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate cancelled'), {
+        timeout: 10_000,
+      });
+      const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=batch.cancel`);
+      expect(audit.body[0]).toMatchObject({ targetId: batchId, metadata: { jobs: 2 } });
+    });
+
+    it('lists the batches from the navigation, newest first, with their status and counts', async () => {
+      await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Batches' }).click();
+      await page().getByRole('heading', { name: 'Batches' }).waitFor();
+      const rows = page().getByRole('table').getByRole('row');
+      await vi.waitFor(async () => expect(await rows.count()).toBe(3));
+      expect(await rows.nth(1).innerText()).toMatch(
+        /^#2 rotate\s+cancelled\s+2 cancelled\s+berlin gateways\s+run by hand\s+role=gateway,site=berlin\s/,
+      );
+      expect(await rows.nth(2).innerText()).toMatch(
+        /^#1 rotate\s+partial\s+1 succeeded\s+1 failed\s+1 rejected\s+rotate gateways\s+run by hand\s+role=gateway\s/,
+      );
+      await expectAccessible(page(), 'the Batches page');
+      await docScreenshot(page(), 'batches');
+      await rows.nth(2).getByRole('link', { name: '#1 rotate' }).click();
+      await page().waitForURL(`**/api/batches/${firstBatch}`);
+      // Opened afresh, the page (whose address names no organization) has its organization's frame.
+      await page().reload();
+      await page().getByRole('heading', { name: 'Batch #1 rotate partial' }).waitFor();
+      await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Batches' }).waitFor();
+    });
+
+    it("runs a batch's job again: its trigger makes a new batch, whose page opens", async () => {
+      await page().goto(`/api/jobs/${await jobOn(firstBatch, 'gw-a')}`);
+      await page().getByRole('link', { name: 'batch #1' }).waitFor();
+      await page().getByRole('button', { name: 'Run again' }).click();
+      await page().waitForURL((url) => url.pathname.startsWith('/api/batches/') && !url.pathname.endsWith(firstBatch));
+      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #3 rotate pending'));
+      await jobRow('gw-c').getByText('rejected', { exact: true }).waitFor();
+    });
+
+    it('edits a selector trigger back onto one agent: the selector is gone', async () => {
+      await page().goto(`/orgs/${t.orgId}/triggers/${selectorId}/edit`);
+      await page().getByRole('heading', { name: 'Edit rotate gateways' }).waitFor();
+      expect(await page().getByRole('radio', { name: 'the agents matching a label selector' }).isChecked()).toBe(true);
+      expect(await page().getByLabel('Label selector', { exact: true }).inputValue()).toBe('role=gateway');
+      expect(await page().getByLabel('Max parallel (optional)').inputValue()).toBe('2');
+      await page().getByRole('radio', { name: 'one agent' }).check();
+      await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'gw-a' });
+      await page().getByRole('button', { name: 'Save trigger' }).click();
+      await page()
+        .getByRole('definition')
+        .filter({ hasText: /^gw-a$/ })
+        .waitFor();
+      const saved = await t.owner.get(`/orgs/${t.orgId}/triggers/${selectorId}`);
+      expect(saved.body).toMatchObject({
+        agentId: fleet['gw-a']!.agentId,
+        agentSelector: null,
+        fanout: null,
+        maxParallel: null,
+      });
+      expect(owner.problems).toEqual([]);
+    });
   });
 });

@@ -26,9 +26,19 @@ export interface JobFilters {
   triggerId?: string;
   createdAfter?: string;
   createdBefore?: string;
+  /** The jobs of one batch (a batch's page links to them). */
+  batchId?: string;
 }
 
-export const JOB_FILTER_KEYS = ['status', 'source', 'agentId', 'triggerId', 'createdAfter', 'createdBefore'] as const;
+export const JOB_FILTER_KEYS = [
+  'status',
+  'source',
+  'agentId',
+  'triggerId',
+  'createdAfter',
+  'createdBefore',
+  'batchId',
+] as const;
 
 /** How often the list of jobs refreshes while it is on screen. */
 export const JOBS_REFRESH_MS = 3_000;

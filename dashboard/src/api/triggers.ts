@@ -15,14 +15,28 @@ export type Occurrence = Schema<'CronOccurrence'>;
 /** The body a trigger is created with (docs/management.md "Triggers"). */
 export type TriggerFields = RequestBody<'createTrigger'>;
 
-/** The answer of a run (public or by hand): 202 async, or 200 sync with the result. */
-export type RunAnswer = Schema<'RunAccepted'> | Schema<'RunResult'>;
+/**
+ * The answer of a run (public or by hand): 202 async, or 200 sync with the result; for a trigger
+ * on a label selector with fanout `all`, its batch (accepted, or its jobs' results).
+ */
+export type RunAnswer = Schema<'RunAccepted'> | Schema<'RunResult'> | BatchAnswer;
+
+/** A run that made a batch: one job per agent the trigger's selector picked (docs/fleets.md). */
+export type BatchAnswer = Schema<'BatchAccepted'> | Schema<'BatchResult'>;
+
+/** Whether the run made a batch (the trigger's target is its setting when the run arrives). */
+export const isBatchAnswer = (answer: RunAnswer): answer is BatchAnswer => 'batchId' in answer;
 
 /**
  * A sync run's answer (the job's result, or its status when the wait ran out). How the trigger
  * answers is its setting when the run arrives, which may have changed since the page read it.
  */
-export const isRunResult = (answer: RunAnswer): answer is Schema<'RunResult'> => 'exitCode' in answer;
+export const isRunResult = (answer: RunAnswer): answer is Schema<'RunResult'> =>
+  !isBatchAnswer(answer) && 'exitCode' in answer;
+
+/** The page a run's answer leads to: its batch's, or its job's. */
+export const answerPage = (answer: RunAnswer): string =>
+  isBatchAnswer(answer) ? `/api/batches/${answer.batchId}` : `/api/jobs/${answer.jobId}`;
 
 /**
  * How often the triggers list and a trigger's page refresh while on screen (a cron trigger's next

@@ -2,7 +2,7 @@ import { JOB_SOURCES } from '../api/jobs';
 import type { Job } from '../api/types';
 
 /** "12.3 s", "4 min 05 s": how long a job ran, or has been running until `now`. */
-export function duration(job: Job, now = Date.now()): string | null {
+export function duration(job: Pick<Job, 'startedAt' | 'finishedAt'>, now = Date.now()): string | null {
   if (!job.startedAt) return null;
   const end = job.finishedAt ? new Date(job.finishedAt).getTime() : now;
   const ms = Math.max(0, end - new Date(job.startedAt).getTime());

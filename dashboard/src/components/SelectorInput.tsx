@@ -1,4 +1,5 @@
 import { parseSelector, SelectorError, type Requirement } from '@drover/shared/labels';
+import type { ReactNode } from 'react';
 
 /** A selector as typed: its requirements, or where and why it does not parse. */
 export type ParsedSelector =
@@ -25,10 +26,16 @@ export function SelectorInput(props: {
   value: string;
   onChange: (value: string) => void;
   parsed: ParsedSelector;
+  /** What the coordinator said of the selector last sent (a form's 422), shown under it. */
+  refusals?: string[];
+  /** Shown under the input, after the syntax (what the selector is for). */
+  children?: ReactNode;
 }) {
-  const { id, value, parsed } = props;
+  const { id, value, parsed, refusals = [] } = props;
   const hintId = `${id}-hint`;
   const errorId = `${id}-error`;
+  const refusalId = `${id}-refusal`;
+  const described = [parsed.error ? errorId : null, refusals.length > 0 ? refusalId : null, hintId];
   return (
     <div className="field selector-field">
       <label htmlFor={id}>{props.label}</label>
@@ -42,15 +49,21 @@ export function SelectorInput(props: {
         spellCheck={false}
         autoCapitalize="off"
         autoComplete="off"
-        aria-invalid={parsed.error ? true : undefined}
-        aria-describedby={parsed.error ? `${errorId} ${hintId}` : hintId}
+        aria-invalid={parsed.error || refusals.length > 0 ? true : undefined}
+        aria-describedby={described.filter((d) => d !== null).join(' ')}
       />
       <span id={hintId} className="hint">
         Requirements separated by commas, all of which an agent&apos;s labels must meet: <code>key</code>,{' '}
         <code>!key</code>, <code>key=value</code>, <code>key!=value</code>, <code>key in (a,b)</code>,{' '}
         <code>key notin (a,b)</code>.
       </span>
+      {props.children}
       {parsed.error && <SelectorProblem id={errorId} text={value} error={parsed.error} />}
+      {refusals.length > 0 && (
+        <span id={refusalId} className="field-error">
+          {refusals.join('; ')}
+        </span>
+      )}
     </div>
   );
 }

@@ -1,6 +1,9 @@
 import { Link } from 'react-router';
 import type { Occurrence, Trigger, TriggerType } from '../api/triggers';
+import type { Agent } from '../api/types';
 import { JobNumber } from './JobNumber';
+import { parseSelectorText } from './SelectorInput';
+import { selectorMatch } from './SelectorMatches';
 
 /** How the trigger pages say a trigger's kind, workflow, schedule and occurrences. */
 
@@ -13,6 +16,31 @@ export const TYPE_WORDS: Record<TriggerType, string> = {
 
 export const workflowWords = (t: Pick<Trigger, 'scopeType' | 'workflowName'>): string =>
   t.scopeType === 'workflow' ? (t.workflowName ?? '') : 'any workflow of the agent';
+
+/** How a selector trigger's runs go to the agents it matches: `a batch: one job per agent, 5 at a time`. */
+export const fanoutWords = (t: Pick<Trigger, 'fanout' | 'maxParallel'>): string =>
+  t.fanout === 'one'
+    ? 'one job, on one of them'
+    : `a batch: one job per agent${t.maxParallel === null ? '' : `, ${t.maxParallel} at a time`}`;
+
+/**
+ * Where a trigger on a label selector runs, as the triggers list says it: its selector, its
+ * fan-out and how many agents it matches now (when the agents are read).
+ */
+export function SelectorTarget({ trigger, agents }: { trigger: Trigger; agents: readonly Agent[] | undefined }) {
+  const requirements = parseSelectorText(trigger.agentSelector ?? '').requirements;
+  const count = agents && requirements ? selectorMatch(agents, [], requirements, '').agents.length : null;
+  return (
+    <>
+      agents matching <code className="selector">{trigger.agentSelector}</code>
+      <br />
+      <span className="hint">
+        {fanoutWords(trigger)}
+        {count !== null && ` · ${count === 1 ? '1 matches' : `${count} match`} now`}
+      </span>
+    </>
+  );
+}
 
 /**
  * How a run starts and answers: a cron trigger's schedule (`on 30 2 * * 1-5, Europe/Paris`), or how

@@ -12,8 +12,10 @@ import {
   triggerNamesQuery,
 } from '../api/jobs';
 import { appsQuery } from '../api/ota';
+import { answerPage } from '../api/triggers';
 import { agentsQuery, isFinished } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
+import { BatchName } from '../components/BatchName';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
@@ -146,6 +148,18 @@ function JobPlace({ job }: { job: JobDetail }) {
             ) : (
               <span className="hint">{triggers.data ? 'deleted trigger' : job.triggerId.slice(0, 8)}</span>
             )}
+          </dd>
+        </>
+      )}
+      {job.batchId !== null && (
+        <>
+          <dt>Batch</dt>
+          <dd>
+            Part of{' '}
+            <Link to={`/api/batches/${job.batchId}`}>
+              <BatchName batchId={job.batchId} />
+            </Link>
+            <span className="hint">: one job per agent its trigger&apos;s selector matched</span>
           </dd>
         </>
       )}
@@ -341,7 +355,7 @@ function JobActions({ job }: { job: JobDetail }) {
   });
   const again = useMutation({
     mutationFn: () => runAgain(job.orgId, job),
-    onSuccess: (answer) => void navigate(`/api/jobs/${answer.jobId}`),
+    onSuccess: (answer) => void navigate(answerPage(answer)),
   });
   const open = !isFinished(job.status);
   const canRunAgain = job.kind === 'trigger' && job.triggerId !== null;

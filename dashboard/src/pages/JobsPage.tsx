@@ -17,6 +17,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
+import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
@@ -49,6 +50,15 @@ export function JobsPage() {
   return (
     <section aria-labelledby="jobs-heading">
       <h1 id="jobs-heading">Jobs</h1>
+      {filters.batchId && (
+        <p role="status">
+          Only the jobs of{' '}
+          <Link to={`/api/batches/${filters.batchId}`}>
+            <BatchName batchId={filters.batchId} />
+          </Link>
+          . <Link to={`/orgs/${orgId}/jobs`}>All jobs</Link>
+        </p>
+      )}
       <JobFiltersForm
         key={search.toString()}
         filters={filters}
@@ -140,6 +150,8 @@ function JobFiltersForm(props: {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     props.onApply({
+      // Kept: the form has no input for it (the batch's page links here with it).
+      batchId: filters.batchId,
       status,
       source,
       agentId,

@@ -4,7 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { api, ApiError, type ErrorDetail } from '../api/client';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { isRunResult, type RunAnswer, type Trigger } from '../api/triggers';
+import { answerPage, isRunResult, type RunAnswer, type Trigger } from '../api/triggers';
 import type { Workflow, WorkflowParam } from '../api/types';
 import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
 import { FileParamPicker } from '../components/FileParamPicker';
@@ -69,12 +69,21 @@ export async function paramProblems(schema: WorkflowParam[], params: Record<stri
   return details;
 }
 
-/** Run the trigger now (`POST /orgs/:orgId/triggers/:id/run`) with a form made from the params schema. */
+/**
+ * Run the trigger now (`POST /orgs/:orgId/triggers/:id/run`) with a form made from the params
+ * schema. `workflows`: those of the agents a run goes to (the trigger's agent, or the agents its
+ * selector matches now).
+ */
 export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: Workflow[]; isOwner: boolean }) {
   const { trigger, workflows } = props;
   const [chosen, setChosen] = useState(trigger.workflowName ?? workflows[0]?.name ?? '');
   const name = trigger.scopeType === 'workflow' ? (trigger.workflowName ?? '') : chosen || (workflows[0]?.name ?? '');
-  const workflow = workflows.find((w) => w.name === name);
+  const versions = workflows.filter((w) => w.name === name);
+  const workflow = versions[0];
+  // Agents of a selector may report versions of the workflow with other params: each checks the
+  // params against its own, so the page checks none of them before sending.
+  const schemas = new Set(versions.map((w) => JSON.stringify(w.paramsSchema ?? [])));
+  const onSelector = trigger.agentSelector !== null;
   return (
     <div className="panel">
       <h2>Run by hand</h2>
@@ -91,8 +100,18 @@ export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: W
           </select>
         </div>
       )}
-      {!workflow && name !== '' && (
+      {!workflow && name !== '' && !onSelector && (
         <p className="hint">The agent has not reported the workflow {name}; a run is refused until it does.</p>
+      )}
+      {onSelector && (
+        <p className="hint">
+          A run makes a batch: one job on each agent the selector matches then, and the batch&apos;s page opens.
+          {!workflow &&
+            name !== '' &&
+            ` None of the agents it matches now reports the workflow ${name}: their jobs would be rejected.`}
+          {schemas.size > 1 &&
+            ` The agents report ${schemas.size} versions of ${name} with different params: the form shows those of one of them, and each agent checks the params against its own version (one that refuses them gets a rejected job).`}
+        </p>
       )}
       {/* A new workflow gets a fresh form: its own params and defaults. */}
       <RunForm
@@ -100,6 +119,7 @@ export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: W
         {...props}
         workflowName={name}
         schema={workflow?.paramsSchema ?? []}
+        checkInPage={schemas.size <= 1}
       />
     </div>
   );
@@ -111,8 +131,10 @@ function RunForm(props: {
   isOwner: boolean;
   workflowName: string;
   schema: WorkflowParam[];
+  /** Whether the params are checked in the page before sending: the schema is the one every agent has. */
+  checkInPage: boolean;
 }) {
-  const { orgId, trigger, isOwner, workflowName, schema } = props;
+  const { orgId, trigger, isOwner, workflowName, schema, checkInPage } = props;
   const [values, setValues] = useState<ParamValues>(() => initialValues(schema));
   const [ref, setRef] = useState(trigger.allowedRefs?.[0] ?? '');
   const [debug, setDebug] = useState(false);
@@ -123,7 +145,7 @@ function RunForm(props: {
   const run = useMutation({
     mutationFn: async () => {
       const params = paramsOf(schema, values);
-      const problems = await paramProblems(schema, params);
+      const problems = checkInPage ? await paramProblems(schema, params) : [];
       // The 422 the API would answer, placed under the fields the same way.
       if (problems.length > 0) throw new ApiError(422, 'validation_failed', 'A param is not valid', problems);
       const body: RequestBody<'runTriggerByHand'> = { params };
@@ -138,7 +160,8 @@ function RunForm(props: {
     },
     onSuccess: (answer) => {
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers', trigger.id] });
-      if (!isRunResult(answer)) void navigate(`/api/jobs/${answer.jobId}`);
+      // A sync job's result is shown here; a job accepted, or a batch, has its own page.
+      if (!isRunResult(answer)) void navigate(answerPage(answer));
     },
   });
   const errors = fieldErrors(run.error, RUN_FIELDS, 'body', 'run');
@@ -244,7 +267,8 @@ function RunForm(props: {
       </div>
       {run.isPending && trigger.responseMode === 'sync' && (
         <p role="status">
-          Waiting for the result: this trigger answers once the job has ended (at most{' '}
+          Waiting for the result: this trigger answers once{' '}
+          {trigger.agentSelector !== null ? 'every job of its batch has' : 'the job has'} ended (at most{' '}
           {trigger.responseTimeoutMs / 1000} s)…
         </p>
       )}

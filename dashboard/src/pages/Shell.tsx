@@ -40,6 +40,7 @@ function SignedIn({ email }: { email: string }) {
             <NavLink to={`/orgs/${current.id}/agents`}>Agents</NavLink>
             <NavLink to={`/orgs/${current.id}/triggers`}>Triggers</NavLink>
             <NavLink to={`/orgs/${current.id}/jobs`}>Jobs</NavLink>
+            <NavLink to={`/orgs/${current.id}/batches`}>Batches</NavLink>
             <NavLink to={`/orgs/${current.id}/apps`}>Updates</NavLink>
             <NavLink to={`/orgs/${current.id}/storage`}>Storage</NavLink>
             <NavLink to={`/orgs/${current.id}/integrations`}>Integrations</NavLink>

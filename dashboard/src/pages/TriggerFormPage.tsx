@@ -4,6 +4,8 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { agentsQuery, workflowsQuery } from '../api/queries';
+import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
+import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { triggerQuery, type Trigger, type TriggerFields, type TriggerType } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
@@ -14,7 +16,13 @@ import { useOrg } from './use-org';
 interface Draft {
   name: string;
   type: TriggerType;
+  /** Where it runs: one agent (`agentId`), or the agents a label selector matches. */
+  target: 'agent' | 'selector';
   agentId: string;
+  agentSelector: string;
+  /** Only `all` (a batch) for now: a pool (`one`) is not offered. */
+  fanout: 'all';
+  maxParallel: string;
   scopeType: 'workflow' | 'agent';
   workflowName: string;
   responseMode: 'async' | 'sync';
@@ -38,10 +46,10 @@ interface Draft {
   chatAllowedUserIds: string;
 }
 
+/** The API's fields the form shows; those of where it runs depend on the choice (TARGET_FIELDS). */
 const FIELDS = [
   'name',
   'type',
-  'agentId',
   'scopeType',
   'workflowName',
   'responseMode',
@@ -65,10 +73,19 @@ const FIELDS = [
   'chatAllowedUserIds',
 ] as const;
 
+const TARGET_FIELDS: Record<Draft['target'], readonly string[]> = {
+  agent: ['agentId'],
+  selector: ['agentSelector', 'fanout', 'maxParallel'],
+};
+
 const EMPTY: Draft = {
   name: '',
   type: 'webhook',
+  target: 'agent',
   agentId: '',
+  agentSelector: '',
+  fanout: 'all',
+  maxParallel: '',
   scopeType: 'workflow',
   workflowName: '',
   responseMode: 'async',
@@ -96,7 +113,11 @@ function draftOf(t: Trigger): Draft {
   return {
     name: t.name,
     type: t.type,
+    target: t.agentSelector !== null ? 'selector' : 'agent',
     agentId: t.agentId ?? '',
+    agentSelector: t.agentSelector ?? '',
+    fanout: 'all',
+    maxParallel: t.maxParallel === null ? '' : String(t.maxParallel),
     scopeType: t.scopeType,
     workflowName: t.workflowName ?? '',
     responseMode: t.responseMode,
@@ -135,7 +156,15 @@ export function bodyOf(d: Draft): TriggerFields {
   const body: TriggerFields = {
     name: d.name,
     type: d.type,
-    agentId: d.agentId,
+    // The other way is sent as null: a trigger edited from one to the other leaves it.
+    ...(d.target === 'agent'
+      ? { agentId: d.agentId, agentSelector: null, fanout: null, maxParallel: null }
+      : {
+          agentId: null,
+          agentSelector: d.agentSelector,
+          fanout: d.fanout,
+          maxParallel: d.maxParallel.trim() === '' ? null : Number(d.maxParallel),
+        }),
     scopeType: d.scopeType,
     workflowName: d.scopeType === 'workflow' ? d.workflowName.trim() : null,
     allowedRefs: refs.length > 0 ? refs : null,
@@ -205,8 +234,8 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const save = useMutation({
-    mutationFn: () => {
-      const body = bodyOf(draft);
+    mutationFn: (sent: Draft) => {
+      const body = bodyOf(sent);
       return trigger
         ? api<Trigger>('PATCH', `/orgs/${orgId}/triggers/${trigger.id}`, { body })
         : api<Trigger>('POST', `/orgs/${orgId}/triggers`, { body });
@@ -216,14 +245,25 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
       void navigate(`/orgs/${orgId}/triggers/${saved.id}`);
     },
   });
-  const errors = fieldErrors(save.error, FIELDS);
+  const onSelector = draft.target === 'selector';
+  const errors = fieldErrors(save.error, [...FIELDS, ...TARGET_FIELDS[draft.target]]);
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
+  // A trigger on a selector runs one workflow, named here, on each agent: choosing it sets that scope.
+  const setTarget = (target: Draft['target']) =>
+    setDraft((d) => ({ ...d, target, scopeType: target === 'selector' ? 'workflow' : d.scopeType }));
+  const parsedSelector = parseSelectorText(draft.agentSelector);
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    save.mutate();
+    save.mutate(draft);
   };
   const activeAgents = (agents.data ?? []).filter((a) => a.status !== 'revoked' || a.id === draft.agentId);
-  const agentWorkflows = (workflows.data ?? []).filter((w) => w.agentId === draft.agentId);
+  // The workflows to offer: the agent's, or those of the agents the selector matches now.
+  const runners = onSelector
+    ? selectorMatch(agents.data ?? [], [], parsedSelector.requirements ?? [], '').agents.map((a) => a.id)
+    : [draft.agentId];
+  const offered = [
+    ...new Set((workflows.data ?? []).filter((w) => runners.includes(w.agentId)).map((w) => w.name)),
+  ].sort();
   const title = trigger ? `Edit ${trigger.name}` : 'New trigger';
   const text = (field: keyof Draft & string, label: string, hint?: ReactNode, extra: Record<string, unknown> = {}) => (
     <Field errors={errors} field={field} label={label} hint={hint}>
@@ -254,34 +294,129 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
               <option value="discord">Discord</option>
             </select>
           </Field>
-          <Field errors={errors} field="agentId" label="Agent">
-            <select {...errors.props('agentId')} value={draft.agentId} onChange={(e) => set('agentId', e.target.value)}>
-              <option value="">Choose an agent…</option>
-              {activeAgents.map((a) => (
-                <option key={a.id} value={a.id}>
-                  {a.name}
-                </option>
-              ))}
-            </select>
-          </Field>
-          <Field errors={errors} field="scopeType" label="Runs">
+        </div>
+
+        <fieldset>
+          <legend>Runs on</legend>
+          <div className="choices">
+            <label className="check">
+              <input
+                type="radio"
+                name="target"
+                value="agent"
+                checked={!onSelector}
+                onChange={() => setTarget('agent')}
+              />
+              one agent
+            </label>
+            <label className="check">
+              <input
+                type="radio"
+                name="target"
+                value="selector"
+                checked={onSelector}
+                onChange={() => setTarget('selector')}
+              />
+              the agents matching a label selector
+            </label>
+          </div>
+          {!onSelector && (
+            <div className="form-grid">
+              <Field errors={errors} field="agentId" label="Agent">
+                <select
+                  {...errors.props('agentId')}
+                  value={draft.agentId}
+                  onChange={(e) => set('agentId', e.target.value)}
+                >
+                  <option value="">Choose an agent…</option>
+                  {activeAgents.map((a) => (
+                    <option key={a.id} value={a.id}>
+                      {a.name}
+                    </option>
+                  ))}
+                </select>
+              </Field>
+            </div>
+          )}
+          {onSelector && (
+            <>
+              <SelectorInput
+                id={errors.props('agentSelector').id}
+                label="Label selector"
+                value={draft.agentSelector}
+                onChange={(value) => set('agentSelector', value)}
+                parsed={parsedSelector}
+                // What the coordinator said of the selector sent, until it is changed.
+                refusals={save.variables?.agentSelector === draft.agentSelector ? errors.of('agentSelector') : []}
+              >
+                <SelectorMatches
+                  agents={agents.data}
+                  workflows={workflows.data}
+                  requirements={parsedSelector.requirements}
+                  workflowName={draft.workflowName}
+                />
+              </SelectorInput>
+              <div className="form-grid wide-fields">
+                <Field
+                  errors={errors}
+                  field="fanout"
+                  label="Fan-out"
+                  hint="each run makes a batch of jobs, one on every agent the selector matches then; a pool (one job, on one of them) is not available yet"
+                >
+                  <select
+                    {...errors.props('fanout')}
+                    value={draft.fanout}
+                    onChange={(e) => set('fanout', e.target.value as Draft['fanout'])}
+                  >
+                    <option value="all">all: one job per agent (a batch)</option>
+                  </select>
+                </Field>
+                {text(
+                  'maxParallel',
+                  'Max parallel (optional)',
+                  "at most this many of a batch's jobs handed out at a time, the next as one ends; empty: all at once",
+                  { type: 'number', min: 1, step: 1, placeholder: 'all at once' },
+                )}
+              </div>
+            </>
+          )}
+        </fieldset>
+
+        <div className="form-grid">
+          <Field
+            errors={errors}
+            field="scopeType"
+            label="Runs"
+            hint={
+              onSelector
+                ? 'a trigger on a selector runs one workflow, named below, on each agent it matches'
+                : undefined
+            }
+          >
             <select
               {...errors.props('scopeType')}
               value={draft.scopeType}
               onChange={(e) => set('scopeType', e.target.value as Draft['scopeType'])}
             >
               <option value="workflow">one workflow</option>
-              <option value="agent">any workflow of the agent (each call names it)</option>
+              <option value="agent" disabled={onSelector}>
+                any workflow of the agent (each call names it){onSelector ? ': not on a selector' : ''}
+              </option>
             </select>
           </Field>
           {draft.scopeType === 'workflow' &&
-            text('workflowName', 'Workflow', 'the agent need not report it yet', {
-              list: 'trigger-workflows',
-              maxLength: 128,
-            })}
+            text(
+              'workflowName',
+              'Workflow',
+              onSelector ? 'an agent that does not report it gets a rejected job' : 'the agent need not report it yet',
+              {
+                list: 'trigger-workflows',
+                maxLength: 128,
+              },
+            )}
           <datalist id="trigger-workflows">
-            {agentWorkflows.map((w) => (
-              <option key={w.id} value={w.name} />
+            {offered.map((name) => (
+              <option key={name} value={name} />
             ))}
           </datalist>
           {draft.type !== 'cron' && (
@@ -291,8 +426,10 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                 value={draft.responseMode}
                 onChange={(e) => set('responseMode', e.target.value as Draft['responseMode'])}
               >
-                <option value="async">async: the job id at once</option>
-                <option value="sync">sync: the result once the job ended</option>
+                <option value="async">async: the {onSelector ? 'batch' : 'job'} id at once</option>
+                <option value="sync">
+                  sync: {onSelector ? 'the results once all jobs ended' : 'the result once the job ended'}
+                </option>
               </select>
             </Field>
           )}

@@ -16,6 +16,8 @@ import { NotFoundPage } from './NotFoundPage';
 import { RunByHand } from './RunByHand';
 import { useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
+import { parseSelectorText } from '../components/SelectorInput';
+import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
 
 /** A trigger: its settings, how to call it, its schedule and occurrences; run it by hand; delete. */
 export function TriggerPage() {
@@ -32,6 +34,12 @@ export function TriggerPage() {
   const t = trigger.data;
   const isOwner = org?.role === 'owner';
   const agent = agents.data?.find((a) => a.id === t.agentId);
+  // The agents a run goes to: the trigger's agent, or those its selector matches now.
+  const requirements = t.agentSelector === null ? null : parseSelectorText(t.agentSelector).requirements;
+  const runners =
+    requirements === null
+      ? [t.agentId]
+      : selectorMatch(agents.data ?? [], [], requirements, '').agents.map((a) => a.id);
   return (
     <section aria-labelledby="trigger-heading">
       <div className="page-head">
@@ -44,14 +52,25 @@ export function TriggerPage() {
         <Link to={`/orgs/${orgId}/triggers`}>All triggers</Link>
       </p>
       <ChatConnection orgId={orgId} trigger={t} />
-      <Settings trigger={t} agentName={agent?.name} />
+      <Settings
+        trigger={t}
+        agentName={agent?.name}
+        matches={
+          <SelectorMatches
+            agents={agents.data}
+            workflows={workflows.data}
+            requirements={requirements}
+            workflowName={t.workflowName ?? ''}
+          />
+        }
+      />
       {t.type === 'webhook' && <WebhookCall trigger={t} />}
       {t.type === 'cron' && <Schedule orgId={orgId} trigger={t} />}
       <RecentJobs orgId={orgId} triggerId={t.id} />
       <RunByHand
         orgId={orgId}
         trigger={t}
-        workflows={(workflows.data ?? []).filter((w) => w.agentId === t.agentId)}
+        workflows={(workflows.data ?? []).filter((w) => runners.includes(w.agentId))}
         isOwner={isOwner}
       />
       {isOwner && <DeleteTrigger orgId={orgId} trigger={t} />}
@@ -144,12 +163,24 @@ function RecentJobs({ orgId, triggerId }: { orgId: string; triggerId: string }) 
   );
 }
 
-function Settings({ trigger: t, agentName }: { trigger: Trigger; agentName?: string }) {
-  const rows: [string, ReactNode][] = [
-    ['Type', TYPE_WORDS[t.type]],
-    ['Agent', agentName ?? t.agentId],
-    ['Workflow', workflowWords(t)],
-  ];
+function Settings({ trigger: t, agentName, matches }: { trigger: Trigger; agentName?: string; matches: ReactNode }) {
+  const rows: [string, ReactNode][] = [['Type', TYPE_WORDS[t.type]]];
+  if (t.agentSelector !== null) {
+    rows.push(
+      [
+        'Runs on',
+        <>
+          the agents matching <code>{t.agentSelector}</code>
+        </>,
+      ],
+      ['Fan-out', t.fanout === 'one' ? 'one: one job, on one of them' : 'all: one job per agent (a batch)'],
+      ['Max parallel', t.maxParallel === null ? 'no limit: all at once' : `${t.maxParallel} jobs of a batch at a time`],
+      ['Matching now', matches],
+    );
+  } else {
+    rows.push(['Agent', agentName ?? t.agentId]);
+  }
+  rows.push(['Workflow', workflowWords(t)]);
   // A cron trigger answers no caller and never runs in debug: it has neither setting.
   if (t.type !== 'cron') {
     rows.push(['Answer', t.responseMode === 'sync' ? `sync (waits up to ${t.responseTimeoutMs / 1000} s)` : 'async']);
@@ -215,7 +246,14 @@ function WebhookCall({ trigger: t }: { trigger: Trigger }) {
       <h2>Calling it</h2>
       <p>
         An API token whose grant names this trigger runs it with <code>POST {url}</code>; the answer is{' '}
-        {t.responseMode === 'sync' ? 'the result once the job ended' : 'the job id at once'}.
+        {t.agentSelector !== null
+          ? t.responseMode === 'sync'
+            ? "its batch, with every job's result, once all ended"
+            : 'its batch, with the job ids, at once'
+          : t.responseMode === 'sync'
+            ? 'the result once the job ended'
+            : 'the job id at once'}
+        .
       </p>
       <CopyBlock label="Run URL" text={url} />
       <CopyBlock label="Example curl" text={curl} />

@@ -4,7 +4,15 @@ import { Link } from 'react-router';
 import { agentsQuery } from '../api/queries';
 import { TRIGGERS_REFRESH_MS, triggersQuery, type Trigger } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { answerWords, NextRun, OccurrenceOutcome, TYPE_WORDS, workflowWords } from '../components/trigger-words';
+import type { Agent } from '../api/types';
+import {
+  answerWords,
+  NextRun,
+  OccurrenceOutcome,
+  SelectorTarget,
+  TYPE_WORDS,
+  workflowWords,
+} from '../components/trigger-words';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
 
@@ -33,8 +41,8 @@ export function TriggersPage() {
       <ErrorMessage error={triggers.error} />
       {triggers.data && triggers.data.length === 0 && (
         <p>
-          No trigger yet. A trigger names an agent and a workflow, and says how a run starts: a webhook called with an
-          API token, a cron schedule, or a chat command.
+          No trigger yet. A trigger names an agent (or the agents a label selector matches) and a workflow, and says how
+          a run starts: a webhook called with an API token, a cron schedule, or a chat command.
         </p>
       )}
       {triggers.data && triggers.data.length > 0 && (
@@ -43,7 +51,7 @@ export function TriggersPage() {
             <tr>
               <th scope="col">Name</th>
               <th scope="col">Type</th>
-              <th scope="col">Agent</th>
+              <th scope="col">Runs on</th>
               <th scope="col">Workflow</th>
               <th scope="col">Runs</th>
               <th scope="col">Next run</th>
@@ -57,6 +65,7 @@ export function TriggersPage() {
                 orgId={orgId}
                 trigger={trigger}
                 agentName={trigger.agentId === null ? undefined : agentName.get(trigger.agentId)}
+                agents={agents.data}
                 notConnected={idle(trigger)}
               />
             ))}
@@ -68,7 +77,13 @@ export function TriggersPage() {
   );
 }
 
-function TriggerRow(props: { orgId: string; trigger: Trigger; agentName?: string; notConnected: boolean }) {
+function TriggerRow(props: {
+  orgId: string;
+  trigger: Trigger;
+  agentName?: string;
+  agents: Agent[] | undefined;
+  notConnected: boolean;
+}) {
   const { orgId, trigger, agentName, notConnected } = props;
   const cron = trigger.type === 'cron';
   const last = trigger.lastOccurrences[0];
@@ -82,13 +97,10 @@ function TriggerRow(props: { orgId: string; trigger: Trigger; agentName?: string
         {notConnected && <span className="warning"> (workspace not connected)</span>}
       </td>
       <td>
-        {trigger.agentId === null ? (
-          <span>
-            agents <code>{trigger.agentSelector}</code> ({trigger.fanout})
-          </span>
-        ) : (
-          (agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>)
-        )}
+        {trigger.agentSelector !== null && <SelectorTarget trigger={trigger} agents={props.agents} />}
+        {trigger.agentSelector === null &&
+          trigger.agentId !== null &&
+          (agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>)}
       </td>
       <td>{workflowWords(trigger)}</td>
       <td>{answerWords(trigger)}</td>

@@ -1,5 +1,6 @@
 import { skipToken, useQuery } from '@tanstack/react-query';
 import { useLocation, useParams } from 'react-router';
+import { liveBatchKey, type BatchDetail } from '../api/batches';
 import { orgsQuery } from '../api/queries';
 import type { JobDetail, Org } from '../api/types';
 
@@ -11,16 +12,18 @@ export function useOrg(): { orgId: string; org: Org | undefined; loaded: boolean
 }
 
 /**
- * The organization the frame shows: the address's (`/orgs/:orgId/...`); on a job's page
- * (`/api/jobs/:jobId`, which names no organization), the job's once the page has read it; on a
- * page of no organization (`/account`), the one the link to it came from (`frameOrg`).
+ * The organization the frame shows: the address's (`/orgs/:orgId/...`); on a job's or a batch's
+ * page (`/api/jobs/:jobId`, `/api/batches/:batchId`, which name no organization), theirs once the
+ * page has read it; on a page of no organization (`/account`), the one the link to it came from
+ * (`frameOrg`).
  */
 export function useFrameOrgId(): string | undefined {
-  const { orgId, jobId } = useParams();
+  const { orgId, jobId, batchId } = useParams();
   const { state } = useLocation();
-  // Reads the job page's query from the cache only (skipToken: never fetches on its own).
+  // Reads the page's query from the cache only (skipToken: never fetches on its own).
   const job = useQuery<JobDetail>({ queryKey: ['jobs', jobId ?? '', 'live'], queryFn: skipToken });
-  return orgId ?? job.data?.orgId ?? (state as FrameOrgState | null)?.frameOrgId;
+  const batch = useQuery<BatchDetail>({ queryKey: liveBatchKey(batchId ?? ''), queryFn: skipToken });
+  return orgId ?? job.data?.orgId ?? batch.data?.orgId ?? (state as FrameOrgState | null)?.frameOrgId;
 }
 
 /** The navigation state of a link to a page of no organization: the organization to keep in the frame. */

@@ -1,0 +1,102 @@
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router';
+import { batchesQuery, type Batch } from '../api/batches';
+import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
+import { BatchProgress } from '../components/BatchProgress';
+import { ErrorMessage } from '../components/ErrorMessage';
+import { ShowOlder } from '../components/ShowOlder';
+import { ago, dateTime } from '../components/time';
+import { NotFoundPage } from './NotFoundPage';
+import { useOrg } from './use-org';
+
+/**
+ * The organization's batches (runs of triggers on a label selector, one job per agent), newest
+ * first, 50 at a time, refreshed while on screen: each with its status and its jobs' counts.
+ */
+export function BatchesPage() {
+  const { orgId, org, loaded } = useOrg();
+  const batches = useInfiniteQuery(batchesQuery(orgId));
+  const triggers = useQuery(triggerNamesQuery(orgId));
+  if (loaded && !org) return <NotFoundPage />;
+  const names = triggers.data && new Map(triggers.data.map((t) => [t.id, t.name]));
+  const rows = batches.data?.pages.flatMap((p) => p.items) ?? [];
+  return (
+    <section aria-labelledby="batches-heading">
+      <h1 id="batches-heading">Batches</h1>
+      <ErrorMessage error={batches.error} />
+      {batches.data && rows.length === 0 && (
+        <p>
+          No batch yet. A trigger that runs on the agents a label selector matches makes a batch at each run: one job
+          per agent. Choose <em>the agents matching a label selector</em> in a{' '}
+          <Link to={`/orgs/${orgId}/triggers/new`}>new trigger</Link>.
+        </p>
+      )}
+      {rows.length > 0 && (
+        <table className="jobs batches">
+          <caption className="hint">Newest first; the list refreshes every few seconds.</caption>
+          <thead>
+            <tr>
+              <th scope="col">Batch</th>
+              <th scope="col">Status</th>
+              <th scope="col">Jobs</th>
+              <th scope="col">Trigger</th>
+              <th scope="col">Selector</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((batch) => (
+              <BatchRow
+                key={batch.id}
+                batch={batch}
+                triggerName={names?.get(batch.triggerId) ?? null}
+                loaded={!!names}
+              />
+            ))}
+          </tbody>
+        </table>
+      )}
+      {!batches.data && !batches.error && <p className="loading">Loading…</p>}
+      <ShowOlder pages={batches} what="batches" />
+    </section>
+  );
+}
+
+function BatchRow({ batch, triggerName, loaded }: { batch: Batch; triggerName: string | null; loaded: boolean }) {
+  return (
+    <tr>
+      <th scope="row">
+        <Link to={`/api/batches/${batch.id}`}>
+          #{batch.number} {batch.workflowName}
+        </Link>
+      </th>
+      <td>
+        <span className={`status status-${batch.status}`}>{batch.status}</span>
+      </td>
+      <td>
+        <BatchProgress batch={batch} compact />
+      </td>
+      <td>
+        {triggerName ?? <span className="hint">{loaded ? 'deleted trigger' : batch.triggerId.slice(0, 8)}</span>}
+        <br />
+        <span className="hint">{JOB_SOURCES[batch.source] ?? batch.source}</span>
+      </td>
+      <td>
+        <code>{batch.selector}</code>
+      </td>
+      <td>
+        <time dateTime={batch.createdAt} title={dateTime(batch.createdAt)}>
+          {ago(batch.createdAt)}
+        </time>
+        {batch.endedAt && (
+          <>
+            <br />
+            <span className="hint">
+              ended <time dateTime={batch.endedAt}>{ago(batch.endedAt)}</time>
+            </span>
+          </>
+        )}
+      </td>
+    </tr>
+  );
+}
