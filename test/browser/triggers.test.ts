@@ -466,6 +466,10 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().locator('#f-maxParallel-error').waitFor();
       expect(await page().getByLabel('Max parallel (optional)').getAttribute('aria-invalid')).toBe('true');
       expect(await page().getByRole('alert').innerText()).toContain('Some fields need a change');
+      // Words are not taken for none (all at once).
+      await page().getByLabel('Max parallel (optional)').fill('two');
+      await page().getByRole('button', { name: 'Create trigger' }).click();
+      await page().locator('#f-maxParallel-error').getByText('must be a number, such as 5').waitFor();
       await page().getByLabel('Max parallel (optional)').fill('');
       await page().getByRole('button', { name: 'Create trigger' }).click();
       await page().locator('#f-agentSelector-refusal').getByText('must select by at least one label').waitFor();
@@ -492,6 +496,9 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByRole('button', { name: 'Create trigger' }).click();
       await page().getByRole('heading', { name: 'rotate gateways' }).waitFor();
       selectorId = page().url().split('/').pop()!;
+      await page().getByText('3 agents match now: gw-a, gw-b and gw-c.').waitFor();
+      await expectAccessible(page(), "a selector trigger's page");
+      await docScreenshot(page(), 'trigger-selector');
       const created = await t.owner.get(`/orgs/${t.orgId}/triggers/${selectorId}`);
       expect(created.body).toMatchObject({
         agentId: null,
@@ -638,8 +645,10 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate cancelled'), {
         timeout: 10_000,
       });
-      const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=batch.cancel`);
-      expect(audit.body[0]).toMatchObject({ targetId: batchId, metadata: { jobs: 2 } });
+      // The audit log names the batch, linked to its page.
+      await page().goto(`/orgs/${t.orgId}/audit?action=batch.cancel`);
+      const entry = page().getByRole('row', { name: /cancelled the unfinished jobs of the batch rotate #2/ });
+      expect(await entry.getByRole('link', { name: 'rotate #2' }).getAttribute('href')).toBe(`/api/batches/${batchId}`);
     });
 
     it('lists the batches from the navigation, newest first, with their status and counts', async () => {

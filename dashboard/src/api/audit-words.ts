@@ -74,6 +74,7 @@ export const TARGET_TYPES: Record<string, string> = {
   agent: 'agent',
   trigger: 'trigger',
   job: 'job',
+  batch: 'batch',
   workflow: 'workflow',
   api_token: 'API token',
   enrollment_token: 'enrollment token',

@@ -140,6 +140,11 @@ function target(entry: AuditEntry, names: Names): ReactNode {
       const label = jobLabel(id, metadata.jobNumber);
       return <Link to={`/api/jobs/${id}`}>{workflow ? `${workflow} ${label}` : label}</Link>;
     }
+    case 'batch': {
+      const workflow = text(metadata.workflowName);
+      const label = jobLabel(id, metadata.batchNumber);
+      return <Link to={`/api/batches/${id}`}>{workflow ? `${workflow} ${label}` : label}</Link>;
+    }
     case 'device_binding': {
       // A device is an agent bound to an application: named by the agent, linked to the application.
       const agentId = text(metadata.agentId);

@@ -163,7 +163,7 @@ export function bodyOf(d: Draft): TriggerFields {
           agentId: null,
           agentSelector: d.agentSelector,
           fanout: d.fanout,
-          maxParallel: d.maxParallel.trim() === '' ? null : Number(d.maxParallel),
+          maxParallel: parseMaxParallel(d.maxParallel),
         }),
     scopeType: d.scopeType,
     workflowName: d.scopeType === 'workflow' ? d.workflowName.trim() : null,
@@ -197,6 +197,19 @@ export function bodyOf(d: Draft): TriggerFields {
     body.chatAllowedUserIds = allowed.length > 0 ? allowed : null;
   }
   return body;
+}
+
+/**
+ * Max parallel as typed: empty is none (all at once), a number is sent as is (the API says what it
+ * takes); anything else throws an ApiError at `body.maxParallel`, rather than being sent as none.
+ */
+function parseMaxParallel(text: string): number | null {
+  const typed = text.trim();
+  if (typed === '') return null;
+  const value = Number(typed);
+  if (Number.isFinite(value)) return value;
+  const message = `must be a number, such as 5, or empty for all at once; got "${typed}"`;
+  throw new ApiError(422, 'validation_failed', `maxParallel ${message}`, [{ path: 'body.maxParallel', message }]);
 }
 
 function parseParams(text: string): Record<string, unknown> | null {
@@ -375,7 +388,8 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                   'maxParallel',
                   'Max parallel (optional)',
                   "at most this many of a batch's jobs handed out at a time, the next as one ends; empty: all at once",
-                  { type: 'number', min: 1, step: 1, placeholder: 'all at once' },
+                  // Text, not a number input: what is typed reaches the form, which says what is wrong with it.
+                  { inputMode: 'numeric', placeholder: 'all at once' },
                 )}
               </div>
             </>
