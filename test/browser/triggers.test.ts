@@ -455,6 +455,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       ).toBe(true);
       expect(await page().getByLabel('Fan-out').locator('option').allInnerTexts()).toEqual([
         'all: one job per agent (a batch)',
+        'one: one job on one of them (a pool)',
       ]);
 
       // The coordinator's refusals, each under its field.

@@ -84,6 +84,7 @@ export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: W
   // params against its own, so the page checks none of them before sending.
   const schemas = new Set(versions.map((w) => JSON.stringify(w.paramsSchema ?? [])));
   const onSelector = trigger.agentSelector !== null;
+  const batch = onSelector && trigger.fanout === 'all';
   return (
     <div className="panel">
       <h2>Run by hand</h2>
@@ -105,7 +106,9 @@ export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: W
       )}
       {onSelector && (
         <p className="hint">
-          A run makes a batch: one job on each agent the selector matches then, and the batch&apos;s page opens.
+          {batch
+            ? "A run makes a batch: one job on each agent the selector matches then, and the batch's page opens."
+            : 'A run makes one job, for one of the agents the selector matches: the least busy with room, or the first to have room.'}
           {!workflow &&
             name !== '' &&
             ` None of the agents it matches now reports the workflow ${name}: their jobs would be rejected.`}
@@ -268,8 +271,8 @@ function RunForm(props: {
       {run.isPending && trigger.responseMode === 'sync' && (
         <p role="status">
           Waiting for the result: this trigger answers once{' '}
-          {trigger.agentSelector !== null ? 'every job of its batch has' : 'the job has'} ended (at most{' '}
-          {trigger.responseTimeoutMs / 1000} s)…
+          {trigger.agentSelector !== null && trigger.fanout === 'all' ? 'every job of its batch has' : 'the job has'}{' '}
+          ended (at most {trigger.responseTimeoutMs / 1000} s)…
         </p>
       )}
       {run.data && isRunResult(run.data) && <SyncResult answer={run.data} />}

@@ -20,8 +20,8 @@ interface Draft {
   target: 'agent' | 'selector';
   agentId: string;
   agentSelector: string;
-  /** Only `all` (a batch) for now: a pool (`one`) is not offered. */
-  fanout: 'all';
+  /** `all`: a batch, one job per agent; `one`: a pool, one job on one of them. */
+  fanout: 'one' | 'all';
   maxParallel: string;
   scopeType: 'workflow' | 'agent';
   workflowName: string;
@@ -116,7 +116,7 @@ function draftOf(t: Trigger): Draft {
     target: t.agentSelector !== null ? 'selector' : 'agent',
     agentId: t.agentId ?? '',
     agentSelector: t.agentSelector ?? '',
-    fanout: 'all',
+    fanout: t.fanout ?? 'all',
     maxParallel: t.maxParallel === null ? '' : String(t.maxParallel),
     scopeType: t.scopeType,
     workflowName: t.workflowName ?? '',
@@ -163,7 +163,8 @@ export function bodyOf(d: Draft): TriggerFields {
           agentId: null,
           agentSelector: d.agentSelector,
           fanout: d.fanout,
-          maxParallel: parseMaxParallel(d.maxParallel),
+          // A pool runs each call's one job: it has no max parallel.
+          maxParallel: d.fanout === 'all' ? parseMaxParallel(d.maxParallel) : null,
         }),
     scopeType: d.scopeType,
     workflowName: d.scopeType === 'workflow' ? d.workflowName.trim() : null,
@@ -374,7 +375,7 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                   errors={errors}
                   field="fanout"
                   label="Fan-out"
-                  hint="each run makes a batch of jobs, one on every agent the selector matches then; a pool (one job, on one of them) is not available yet"
+                  hint="all: each run makes a batch, one job on every agent the selector matches then; one: each run's job goes to one of them (a pool), the least busy with room, or the first to have room"
                 >
                   <select
                     {...errors.props('fanout')}
@@ -382,15 +383,17 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                     onChange={(e) => set('fanout', e.target.value as Draft['fanout'])}
                   >
                     <option value="all">all: one job per agent (a batch)</option>
+                    <option value="one">one: one job on one of them (a pool)</option>
                   </select>
                 </Field>
-                {text(
-                  'maxParallel',
-                  'Max parallel (optional)',
-                  "at most this many of a batch's jobs handed out at a time, the next as one ends; empty: all at once",
-                  // Text, not a number input: what is typed reaches the form, which says what is wrong with it.
-                  { inputMode: 'numeric', placeholder: 'all at once' },
-                )}
+                {draft.fanout === 'all' &&
+                  text(
+                    'maxParallel',
+                    'Max parallel (optional)',
+                    "at most this many of a batch's jobs handed out at a time, the next as one ends; empty: all at once",
+                    // Text, not a number input: what is typed reaches the form, which says what is wrong with it.
+                    { inputMode: 'numeric', placeholder: 'all at once' },
+                  )}
               </div>
             </>
           )}

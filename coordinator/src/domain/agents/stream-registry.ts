@@ -446,10 +446,11 @@ export class StreamRegistry {
 
   /**
    * Sends an open job's event, its assignment completed by `prepareAssignment`, and counts it as
-   * handed: once per stream (one handed already, found again by a check, is not sent again).
+   * handed. A job is sent again on purpose when its agent says it dropped it (a full queue); the
+   * checks that find jobs (a claim of a pool's, the reconciliation) skip those handed already.
    */
   private async hand(stream: AgentStream, job: Job): Promise<void> {
-    if (stream.state === 'closed' || !isOpenJobStatus(job.status) || stream.handed.has(job.id)) return;
+    if (stream.state === 'closed' || !isOpenJobStatus(job.status)) return;
     this.markHanded(stream, job.id);
     let assignment = toAssignment(job, job.status);
     if (this.options.prepareAssignment) {
