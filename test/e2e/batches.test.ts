@@ -115,6 +115,9 @@ describe('batches', () => {
       counts: { pending: 2, rejected: 1, success: 0 },
     });
     expect(b.jobs.map((j: { agentName: string }) => j.agentName)).toEqual(['gw-a', 'gw-b', 'gw-c']);
+    // The organization's job numbers, taken in one go: consecutive, in the batch's order.
+    const numbers = b.jobs.map((j: { number: number }) => j.number);
+    expect(numbers).toEqual([numbers[0], numbers[0] + 1, numbers[0] + 2]);
     expect(b.jobs[2]).toMatchObject({
       status: 'rejected',
       errorMessage: 'Agent gw-c does not report the workflow `rotate`',
@@ -153,6 +156,12 @@ describe('batches', () => {
     expect(res.status, res.text).toBe(202);
     const b = await batch(res.body.batchId);
     const pending = b.jobs.filter((j: { status: string }) => j.status === 'pending');
+    // Numbered after every job made before it, the first batch's included.
+    const before = await t.owner.get(`/orgs/${t.orgId}/jobs?limit=200`);
+    const older = before.body.filter((j: { batchId: string | null }) => j.batchId !== res.body.batchId);
+    expect(Math.min(...b.jobs.map((j: { number: number }) => j.number))).toBe(
+      Math.max(...older.map((j: { number: number }) => j.number)) + 1,
+    );
     expect(pending).toHaveLength(2);
     const held = async () =>
       (await Promise.all(pending.map((j: { jobId: string }) => t.coordinator.ctx.repos.jobs.findById(j.jobId)))).map(

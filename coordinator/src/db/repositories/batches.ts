@@ -13,8 +13,8 @@ import type { PlanBatchMessages } from '../../domain/model/chat-outbox.js';
 import type { ChatOrigin } from '../../domain/model/jobs.js';
 import type { ChatProvider, NotifyOn } from '../../domain/model/triggers.js';
 import { ENQUEUE_MESSAGE, enqueueParams } from './job-messages.js';
-import { all, lock, one, query, run, values, type Database, type Flow } from '../sql/index.js';
-import { toJob, INSERT_JOB, jobInsertParams, type JobRow } from './job-rows.js';
+import { all, flag, lock, manyRows, one, query, rows, run, values, type Database, type Flow } from '../sql/index.js';
+import { toJob, type JobRow } from './job-rows.js';
 import { CLAIM_OCCURRENCE } from './cron-occurrences.js';
 import { lockOrg } from './parent-locks.js';
 import { BUMP_COUNTERS, FIND_KEY, hasLimit, INSERT_BLOCK, readCounts, SAVE_KEY, type Scope } from './trigger-runs.js';
@@ -52,6 +52,66 @@ const toBatch = (r: BatchRow): Batch => ({
 });
 
 const OPEN = `('pending', 'queued', 'running')`;
+
+/** What a batch's jobs share (the call's), in the order of INSERT_BATCH_JOBS. */
+type BatchFixed = [
+  orgId: string,
+  source: string,
+  triggerId: string,
+  workflowName: string,
+  ref: string | null,
+  debug: 0 | 1,
+  forced: 0 | 1,
+  forceReason: string | null,
+  apiTokenId: string | null,
+  userId: string | null,
+  createdAt: string,
+  chatOrigin: string | null,
+  batchId: string,
+];
+/** What each job of a batch has of its own (its agent's), then its organization again for its number. */
+type BatchJobTuple = [
+  id: string,
+  agentId: string | null,
+  workflowId: string | null,
+  status: string,
+  params: string,
+  errorMessage: string | null,
+  timeoutMs: number | null,
+  finishedAt: string | null,
+  held: 0 | 1,
+  orgId: string,
+];
+
+/**
+ * A batch's jobs, written in the batch's write: on SQLite one prepared INSERT per job (each takes
+ * the organization's next number as a single job's does, job-rows.ts); on PostgreSQL one INSERT
+ * of them all from a JSON array, their numbers reserved at once in job_number_counters (one round
+ * trip for 10,000 jobs instead of 10,000).
+ */
+const INSERT_BATCH_JOBS = manyRows<BatchFixed, BatchJobTuple, string>(
+  `INSERT INTO jobs (org_id, kind, source, trigger_id, workflow_name, ref, debug, forced, force_reason, api_token_id,
+     user_id, created_at, chat_origin, batch_id, id, agent_id, workflow_id, status, params, error_message, timeout_ms,
+     finished_at, held, number)
+   VALUES (?, 'trigger', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+     (SELECT IFNULL(MAX(number), 0) + 1 FROM jobs WHERE org_id = +?))`,
+  `WITH r AS (SELECT x.value AS v, x.ord FROM json_array_elements($14::json) WITH ORDINALITY AS x(value, ord)),
+   k AS (SELECT count(*) AS n FROM r),
+   n AS (
+     INSERT INTO job_number_counters AS c (org_id, last_number)
+     VALUES ($1, (SELECT COALESCE(MAX(number), 0) FROM jobs WHERE org_id = $1) + (SELECT n FROM k))
+     ON CONFLICT (org_id) DO UPDATE SET last_number = c.last_number + (SELECT n FROM k)
+     RETURNING last_number)
+   INSERT INTO jobs (org_id, kind, source, trigger_id, workflow_name, ref, debug, forced, force_reason, api_token_id,
+     user_id, created_at, chat_origin, batch_id, id, agent_id, workflow_id, status, params, error_message, timeout_ms,
+     finished_at, held, number)
+   SELECT $1, 'trigger', $2, $3, $4, $5, $6::boolean, $7::boolean, $8, $9, $10, $11::timestamptz, $12::json, $13,
+     v->>0, v->>1, v->>2, v->>3, (v->>4)::json, v->>5, (v->>6)::bigint, (v->>7)::timestamptz, (v->>8)::boolean,
+     (SELECT last_number FROM n) - (SELECT n FROM k) + r.ord
+   FROM r ORDER BY r.ord
+   RETURNING id`,
+  ([id]) => id,
+);
 const NO_LIMITS = { perMinute: null, perHour: null, perDay: null };
 
 /** The organization's next number: its row is locked first on PostgreSQL (lockOrg), SQLite's writer is one. */
@@ -245,6 +305,7 @@ export function createBatchRepository(
     yield* lockOrg(batch.orgId);
     const stored = yield* one(INSERT_BATCH, { ...batch, jobCount: jobs.length });
     const created: Job[] = [];
+    const tuples: BatchJobTuple[] = [];
     let handedOut = 0;
     for (const { job, rejection, workflowLimits } of jobs) {
       let status: 'pending' | 'rejected' = 'pending';
@@ -276,7 +337,18 @@ export function createBatchRepository(
       const held = status === 'pending' && batch.maxParallel !== null && handedOut >= batch.maxParallel;
       if (status === 'pending' && !held) handedOut += 1;
       const row = { ...job, batchId: batch.id, held };
-      yield* run(INSERT_JOB, jobInsertParams(row, status, message));
+      tuples.push([
+        job.id,
+        job.agentId,
+        job.workflowId,
+        status,
+        JSON.stringify(job.params),
+        message,
+        job.timeoutMs,
+        status === 'rejected' ? job.createdAt : null,
+        flag(held),
+        batch.orgId,
+      ]);
       created.push({
         ...row,
         batchId: batch.id,
@@ -295,6 +367,25 @@ export function createBatchRepository(
         chatOrigin: job.chatOrigin ?? null,
       });
     }
+    yield* rows(
+      INSERT_BATCH_JOBS,
+      [
+        batch.orgId,
+        first.source,
+        batch.triggerId,
+        batch.workflowName,
+        first.ref,
+        flag(first.debug),
+        flag(first.forced),
+        first.forceReason,
+        first.apiTokenId,
+        first.userId,
+        batch.createdAt,
+        first.chatOrigin ? JSON.stringify(first.chatOrigin) : null,
+        batch.id,
+      ],
+      tuples,
+    );
     for (const { scope, id } of counted) yield* run(BUMP_COUNTERS, { scope, id, ...windows });
     if (idempotency) {
       const expiresAt = new Date(now + idempotency.ttlMs).toISOString();
