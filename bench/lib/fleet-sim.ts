@@ -1,12 +1,20 @@
 import type { KeyObject } from 'node:crypto';
 import http from 'node:http';
-import { generateEd25519KeyPair, privateKeyFromBase64, signRequest } from '@drover/shared';
+import {
+  generateEd25519KeyPair,
+  privateKeyFromBase64,
+  signRequest,
+  type Labels,
+  type WorkflowDefinition,
+} from '@drover/shared';
 
 /**
- * Simulated agents for the fleet benchmark: each has its own Ed25519 key, enrolled through the
- * real `POST /v1/agent/enroll`, signs every request as CONTRACT §5 says, and holds a real
- * `GET /v1/agent/stream` (server-sent events over its own TCP connection). Many of them live in
- * one process; they do nothing with the jobs they receive but record when the events arrived.
+ * Simulated agents for the fleet benchmarks: each has its own Ed25519 key, enrolled through the
+ * real `POST /v1/agent/enroll`, signs every request as docs/agent-protocol.md says, reports its
+ * workflows and labels (`PUT /v1/agent/workflows`, `PUT /v1/agent/labels`) and holds a real
+ * `GET /v1/agent/stream` (server-sent events over its own TCP connection, announcing its queue
+ * capacity). Many of them live in one process. By themselves they do nothing with the jobs they
+ * receive but tell `onJob`; a `SimJobRunner` runs them as the reference agent does.
  */
 
 export interface HttpAnswer {
@@ -121,9 +129,30 @@ export class SimAgent {
     return request(`${origin}${path}`, { method, headers, body: text, ...(agent ? { agent } : {}) });
   }
 
-  /** Opens the event stream on its own connection; resolves when the coordinator answered 200. */
-  connect(origin: string): Promise<void> {
-    const path = '/v1/agent/stream';
+  /** A signed request with a JSON body that must answer 200. */
+  async report(origin: string, method: string, path: string, body: unknown, agent?: http.Agent): Promise<void> {
+    const answer = await this.signedJson(origin, method, path, body, agent);
+    if (answer.status !== 200) {
+      throw new Error(`${method} ${path} of agent ${this.index}: HTTP ${answer.status} ${answer.text.slice(0, 300)}`);
+    }
+  }
+
+  /** Reports the agent's workflows (`PUT /v1/agent/workflows`, the whole set). */
+  reportWorkflows(origin: string, workflows: readonly WorkflowDefinition[], agent?: http.Agent): Promise<void> {
+    return this.report(origin, 'PUT', '/v1/agent/workflows', { workflows }, agent);
+  }
+
+  /** Reports the agent's own labels (`PUT /v1/agent/labels`; `os` and `arch` are required). */
+  reportLabels(origin: string, labels: Labels, agent?: http.Agent): Promise<void> {
+    return this.report(origin, 'PUT', '/v1/agent/labels', { labels }, agent);
+  }
+
+  /**
+   * Opens the event stream on its own connection, announcing `capacity` (the jobs its queue
+   * holds; the coordinator's default, 4, when absent); resolves when the coordinator answered 200.
+   */
+  connect(origin: string, capacity?: number): Promise<void> {
+    const path = `/v1/agent/stream${capacity === undefined ? '' : `?capacity=${capacity}`}`;
     const headers = {
       ...signRequest({ agentId: this.agentId, privateKey: this.privateKey, method: 'GET', path }),
       accept: 'text/event-stream',
@@ -176,5 +205,108 @@ export class SimAgent {
       const data = /^data: (.*)$/m.exec(block)?.[1];
       if (data) this.onJob((JSON.parse(data) as { jobId: string }).jobId);
     }
+  }
+}
+
+/** One job a `SimJobRunner` ran: performance.now() instants in this process. */
+export interface SimJobRun {
+  jobId: string;
+  /** Its `job` event arrived. */
+  receivedAt: number;
+  /** Its run began (its accept answered, the agent's previous job ended). */
+  startedAt: number;
+  /** Its run ended (the simulated work done; `finish` goes out then). */
+  endedAt: number;
+}
+
+/**
+ * Runs the jobs an agent receives as the reference agent does (docs/agent-protocol.md, §6.5): each
+ * `job` event is accepted at once (`accept`: it is in the agent's queue), the jobs run one at a time
+ * in arrival order, each reported with `start`, then `runMs` of simulated work, then `finish`
+ * (`success`). Reports go out one at a time, in order, like the agent's outbox; the next job begins
+ * as soon as the previous one's work is done (its `finish` is on its way). The coordinator's
+ * answers must be 200.
+ */
+export class SimJobRunner {
+  readonly runs: SimJobRun[] = [];
+  /** Set when a report was refused or failed; the runner then stops taking jobs. */
+  error: Error | null = null;
+  #queue: { jobId: string; receivedAt: number; accepted: Promise<void> }[] = [];
+  #busy = false;
+  #stopped = false;
+  #outbox: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly agent: SimAgent,
+    private readonly origin: string,
+    private readonly runMs: number,
+    private readonly http: http.Agent,
+  ) {
+    agent.onJob = (jobId) => this.#received(jobId);
+  }
+
+  /** Jobs received and not yet begun. */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  get busy(): boolean {
+    return this.#busy;
+  }
+
+  /**
+   * Takes no more jobs: events that arrive are ignored and the queued jobs are not begun (they stay
+   * `queued`, filling the agent's queue on the coordinator); the running one ends as it would.
+   */
+  stop(): void {
+    this.#stopped = true;
+    this.#queue.length = 0;
+    this.agent.onJob = null;
+  }
+
+  /** Resolves once every report sent so far was answered. */
+  settled(): Promise<void> {
+    return this.#outbox;
+  }
+
+  #received(jobId: string): void {
+    if (this.#stopped) return;
+    const receivedAt = performance.now();
+    this.#queue.push({ jobId, receivedAt, accepted: this.#send(jobId, 'accept', {}) });
+    if (!this.#busy) void this.#next();
+  }
+
+  /** The reports in order, one at a time; each resolves once answered. */
+  #send(jobId: string, move: 'accept' | 'start' | 'finish', body: unknown): Promise<void> {
+    const sent = this.#outbox.then(() =>
+      this.agent.report(this.origin, 'POST', `/v1/agent/jobs/${jobId}/${move}`, body, this.http),
+    );
+    this.#outbox = sent.catch((error: unknown) => {
+      this.error ??= error as Error;
+      this.stop();
+    });
+    return sent;
+  }
+
+  async #next(): Promise<void> {
+    const item = this.#queue.shift();
+    if (!item || this.error || this.#stopped) return;
+    this.#busy = true;
+    try {
+      await item.accepted;
+      const startedAt = performance.now();
+      void this.#send(item.jobId, 'start', {}).catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, this.runMs));
+      const endedAt = performance.now();
+      void this.#send(item.jobId, 'finish', { status: 'success', exitCode: 0, errorMessage: null, output: {} }).catch(
+        () => {},
+      );
+      this.runs.push({ jobId: item.jobId, receivedAt: item.receivedAt, startedAt, endedAt });
+    } catch {
+      // The accept was refused: recorded in `error`.
+    } finally {
+      this.#busy = false;
+    }
+    void this.#next();
   }
 }

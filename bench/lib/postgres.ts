@@ -103,3 +103,22 @@ export async function startBenchPostgres(
     },
   };
 }
+
+/**
+ * The statements PostgreSQL ran since the last `SELECT pg_stat_statements_reset()` (the server
+ * started with `statements: true` and the extension created), the costliest first: how many per
+ * `unit` (a request, a device, a job) and their mean time.
+ */
+export async function printStatements(pg: BenchPostgres, units: number, unit: string, top = 12): Promise<void> {
+  const rows = await pg.sql<{ query: string; calls: string; total: number }>(
+    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, total_exec_time AS total
+     FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT ${top}`,
+  );
+  for (const r of rows) {
+    const perUnit = Number(r.calls) / units;
+    console.log(
+      `    ${perUnit.toFixed(3).padStart(7)} per ${unit}  ${((r.total * 1000) / Number(r.calls)).toFixed(0).padStart(8)} µs each  ` +
+        `${r.total.toFixed(0).padStart(6)} ms in all  ${r.query.slice(0, 110)}`,
+    );
+  }
+}

