@@ -122,3 +122,33 @@ export const monotonicMicros = (): number => Number(process.hrtime.bigint() / 10
 export function readCpuProfile(file: string): CpuProfile {
   return JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
 }
+
+/**
+ * For each label, the share of the samples spent inside a function its predicate accepts (its
+ * callees included), of all samples and of the busy ones (idle left out).
+ */
+export function inclusiveShareOfFunctions(
+  profile: CpuProfile,
+  functions: Record<string, (frame: ProfileNode['callFrame']) => boolean>,
+): Record<string, { all: number; busy: number }> {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const hits = Object.fromEntries(Object.keys(functions).map((label) => [label, 0]));
+  let idle = 0;
+  for (const id of profile.samples) {
+    if (byId.get(id)!.callFrame.functionName === '(idle)') idle += 1;
+    for (const [label, match] of Object.entries(functions)) {
+      for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+        if (match(byId.get(cur)!.callFrame)) {
+          hits[label]! += 1;
+          break;
+        }
+      }
+    }
+  }
+  const total = profile.samples.length;
+  return Object.fromEntries(
+    Object.entries(hits).map(([label, hit]) => [label, { all: hit / total, busy: hit / Math.max(1, total - idle) }]),
+  );
+}

@@ -1,0 +1,209 @@
+import http from 'node:http';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import type { Labels, WorkflowDefinition } from '@drover/shared';
+import { jsonCall, mapLimit, request, SimAgent, SimJobRunner, type SimJobRun } from './fleet-sim.js';
+
+/**
+ * A simulated fleet (bench/lib/fleet-sim.ts) and its callers on a worker thread: a benchmark
+ * that hosts the coordinator in its own thread, to time its services with probes, keeps the
+ * simulation's JavaScript (signing, parsing the streams, the HTTP clients) off the coordinator's
+ * event loop, as real agents and callers on other machines would be. Both threads still share the
+ * machine's cores. Instants are `performance.now()` of the WORKER (its own time origin): compare
+ * them with each other only.
+ */
+
+export interface FleetSetup {
+  origin: string;
+  /** A member's session token, and the organization: enrollment tokens are made with them. */
+  session: string;
+  orgId: string;
+  count: number;
+  labels: Labels;
+  workflows: WorkflowDefinition[];
+  /** The queue capacity each stream announces. */
+  capacity: number;
+  /** The simulated work of each job (SimJobRunner). */
+  runMs: number;
+}
+
+export interface FleetLoad {
+  /** `POST` here (`/v1/triggers/<id>/run`) with the token and body, `calls` times from `concurrency` loops. */
+  route: string;
+  token: string;
+  body: string;
+  calls: number;
+  concurrency: number;
+}
+
+export interface FleetAnswer {
+  jobId: string;
+  /** The agent the 202 named, or null (the job waits in the pool). */
+  agentId: string | null;
+  sentAt: number;
+  answeredAt: number;
+}
+
+export interface FleetLoadResult {
+  /** When the first call was sent. */
+  t0: number;
+  /** When the last call was answered. */
+  answeredAt: number;
+  answers: FleetAnswer[];
+  /** Each agent's runs, in the order of `agentIds`. */
+  runs: SimJobRun[][];
+}
+
+type Command =
+  { type: 'setup'; setup: FleetSetup } | { type: 'load'; load: FleetLoad } | { type: 'stop' } | { type: 'close' };
+type Reply =
+  | { type: 'ready'; agentIds: string[] }
+  | { type: 'loaded'; result: FleetLoadResult }
+  | { type: 'stopped' }
+  | { type: 'closed' }
+  | { type: 'error'; message: string };
+
+/** The main thread's handle on the worker: one command at a time. */
+export class FleetWorker {
+  readonly #worker = new Worker(new URL(import.meta.url), { workerData: { role: 'drover-bench-fleet' } });
+  #exit: Promise<void>;
+
+  constructor() {
+    this.#exit = new Promise((resolve) => this.#worker.once('exit', () => resolve()));
+  }
+
+  #ask<T extends Reply['type']>(command: Command, expected: T): Promise<Extract<Reply, { type: T }>> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (reply: Reply) => {
+        this.#worker.off('error', onError);
+        if (reply.type === 'error') reject(new Error(`fleet worker: ${reply.message}`));
+        else if (reply.type !== expected) reject(new Error(`fleet worker: ${reply.type}, expected ${expected}`));
+        else resolve(reply as Extract<Reply, { type: T }>);
+      };
+      const onError = (error: Error) => {
+        this.#worker.off('message', onMessage);
+        reject(error);
+      };
+      this.#worker.once('message', onMessage);
+      this.#worker.once('error', onError);
+      this.#worker.postMessage(command);
+    });
+  }
+
+  /** Enrolls the agents, reports their workflows and labels, opens their streams, starts their runners. */
+  async setup(setup: FleetSetup): Promise<string[]> {
+    return (await this.#ask({ type: 'setup', setup }, 'ready')).agentIds;
+  }
+
+  /** Makes the calls; resolves once every job they made has been run (its work done). */
+  async load(load: FleetLoad): Promise<FleetLoadResult> {
+    return (await this.#ask({ type: 'load', load }, 'loaded')).result;
+  }
+
+  /** The agents take no more jobs (their queued ones stay queued); resolves once their reports were answered. */
+  async stop(): Promise<void> {
+    await this.#ask({ type: 'stop' }, 'stopped');
+  }
+
+  /** Closes the streams and ends the worker. */
+  async close(): Promise<void> {
+    try {
+      await this.#ask({ type: 'close' }, 'closed');
+    } finally {
+      await this.#worker.terminate();
+      await this.#exit;
+    }
+  }
+}
+
+// ---- The worker ------------------------------------------------------------------------------------------
+
+if (!isMainThread && (workerData as { role?: string } | null)?.role === 'drover-bench-fleet') {
+  const port = parentPort!;
+  const http1 = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const reports = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  let agents: SimAgent[] = [];
+  let runners: SimJobRunner[] = [];
+
+  const setup = async (s: FleetSetup): Promise<Reply> => {
+    agents = await mapLimit(
+      Array.from({ length: s.count }, (_, i) => i),
+      16,
+      async (i) => {
+        const { token } = await jsonCall(`${s.origin}/v1/orgs/${s.orgId}/enrollment-tokens`, {
+          method: 'POST',
+          token: s.session,
+          body: {},
+          expected: 201,
+          agent: http1,
+        });
+        const agent = await SimAgent.enroll(s.origin, token as string, i);
+        await agent.reportWorkflows(s.origin, s.workflows, http1);
+        await agent.reportLabels(s.origin, s.labels, http1);
+        return agent;
+      },
+    );
+    runners = agents.map((a) => new SimJobRunner(a, s.origin, s.runMs, reports));
+    await mapLimit(agents, 50, (a) => a.connect(s.origin, s.capacity));
+    return { type: 'ready', agentIds: agents.map((a) => a.agentId) };
+  };
+
+  const load = async (l: FleetLoad): Promise<Reply> => {
+    const before = runners.reduce((sum, r) => sum + r.runs.length, 0);
+    const answers: FleetAnswer[] = [];
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: l.concurrency }, async () => {
+        while (next < l.calls) {
+          next += 1;
+          const sentAt = performance.now();
+          const answer = await request(l.route, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${l.token}` },
+            body: l.body,
+            agent: http1,
+          });
+          if (answer.status !== 202) throw new Error(`run: HTTP ${answer.status} ${answer.text.slice(0, 300)}`);
+          const { jobId, agentId } = JSON.parse(answer.text) as { jobId: string; agentId?: string | null };
+          answers.push({ jobId, agentId: agentId ?? null, sentAt, answeredAt: performance.now() });
+        }
+      }),
+    );
+    const answeredAt = performance.now();
+    const deadline = answeredAt + 600_000;
+    for (;;) {
+      const failed = runners.find((r) => r.error);
+      if (failed) throw failed.error!;
+      const done = runners.reduce((sum, r) => sum + r.runs.length, 0) - before;
+      if (done >= l.calls) break;
+      if (performance.now() > deadline) throw new Error(`${l.calls - done} jobs not run 600 s after the calls`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await Promise.all(runners.map((r) => r.settled()));
+    return { type: 'loaded', result: { t0, answeredAt, answers, runs: runners.map((r) => r.runs) } };
+  };
+
+  port.on('message', (command: Command) => {
+    const handle = async (): Promise<Reply> => {
+      switch (command.type) {
+        case 'setup':
+          return setup(command.setup);
+        case 'load':
+          return load(command.load);
+        case 'stop':
+          for (const r of runners) r.stop();
+          await Promise.all(runners.map((r) => r.settled()));
+          return { type: 'stopped' };
+        case 'close':
+          for (const a of agents) a.close();
+          http1.destroy();
+          reports.destroy();
+          return { type: 'closed' };
+      }
+    };
+    handle().then(
+      (reply) => port.postMessage(reply),
+      (error: unknown) => port.postMessage({ type: 'error', message: (error as Error).stack ?? String(error) }),
+    );
+  });
+}
