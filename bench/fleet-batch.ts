@@ -6,9 +6,10 @@
  *
  *   pnpm build && pnpm bench bench/fleet-batch.ts --agents 1000
  *   pnpm build && pnpm bench bench/fleet-batch.ts --agents 10000            # needs ulimit -n > 10,000
- *   options: --rounds 3 | --warmup 1 | --postgres | --source
+ *   options: --rounds 3 | --warmup 1 | --idle 31 | --postgres | --source
  *   diagnosis: --profile <dir> (the coordinator's CPU profile, summarized over the measured calls and
- *   over the finishes) | --statements (with --postgres: the statements PostgreSQL ran per job)
+ *   over the finishes) | --statements (the statements the database ran per job, for the call and
+ *   for the finishes: pg_stat_statements on PostgreSQL, bench/lib/sqlite-statements.ts on SQLite)
  *
  * The coordinator is the real `drover-coordinator start` in a CHILD process (the built
  * `coordinator/dist`; `--source`: TypeScript through tsx), so that its RSS and CPU time are its
@@ -19,7 +20,8 @@
  * and holding their own signed stream. The trigger: a webhook trigger on `role=edge`, `fanout:
  * all`, async, run with an API token (no limits) and a 38-byte body.
  *
- * Each round: one `POST /v1/triggers/:id/run`; the time from sending it until its answer (202
+ * First, with every stream open and nothing to run, the coordinator's CPU time over `--idle`
+ * seconds (two of its pings, every 15 s by default). Then each round: one `POST /v1/triggers/:id/run`; the time from sending it until its answer (202
  * with the batch's N job ids) and until each agent's `job` event arrived (first, p50, p99, all);
  * the coordinator's VmRSS before, at its peak (sampled every 20 ms) and after, and its CPU time
  * from the call until the last event. Then every agent finishes its job (`POST .../finish`, 64 at
@@ -31,13 +33,21 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
 import { jsonCall, mapLimit, request, SimAgent } from './lib/fleet-sim.js';
 import { integerOption } from './lib/options.js';
 import { printStatements, startBenchPostgres, type BenchPostgres } from './lib/postgres.js';
-import { monotonicMicros, profileWithin, readCpuProfile, summarizeProfile } from './lib/profile.js';
+import {
+  inclusiveShareOfFunctions,
+  monotonicMicros,
+  profileWithin,
+  readCpuProfile,
+  summarizeProfile,
+} from './lib/profile.js';
+import { collectStatements, printSqliteStatements, statementsPreload } from './lib/sqlite-statements.js';
 import { machineNote, median } from './lib/report.js';
 import { DEPLOY_WORKFLOW } from './lib/seed.js';
 
@@ -50,6 +60,7 @@ const { values } = parseArgs({
     agents: { type: 'string', default: '1000' },
     rounds: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '1' },
+    idle: { type: 'string', default: '31' },
     postgres: { type: 'boolean', default: false },
     statements: { type: 'boolean', default: false },
     source: { type: 'boolean', default: false },
@@ -59,7 +70,7 @@ const { values } = parseArgs({
 const N = integerOption('agents', values.agents, 1);
 const rounds = integerOption('rounds', values.rounds, 1);
 const warmup = integerOption('warmup', values.warmup, 0);
-if (values.statements && !values.postgres) throw new Error('--statements: only with --postgres');
+const idleS = integerOption('idle', values.idle, 0);
 
 const ms = (v: number) => `${v.toFixed(v < 10 ? 1 : 0)} ms`;
 const mb = (v: number) => `${v.toFixed(1)} MiB`;
@@ -95,12 +106,28 @@ if (values.postgres) {
   if (values.statements) await pg.sql('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   env.DROVER_DATABASE_URL = await pg.createDatabase();
 }
+// --statements on SQLite: the child counts its statements (bench/lib/sqlite-statements.ts).
+const statementsFile = path.join(os.tmpdir(), `drover-bench-statements-${process.pid}.json`);
+const sqliteStatements = values.statements && !values.postgres ? statementsPreload(statementsFile) : null;
+Object.assign(env, sqliteStatements?.env);
 const coordinator = await startChildCoordinator({
   source: values.source,
   // Every simulated agent connects from 127.0.0.1: no per-address connection limit here.
   env,
-  ...(profileDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval', '250'] } : {}),
+  nodeFlags: [
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval', '250'] : []),
+    ...(sqliteStatements?.nodeFlags ?? []),
+  ],
 });
+/** The statements run since the last call to this: printed per job of the batch. */
+const statements = async (what: string, unit = 'job') => {
+  if (!values.statements) return;
+  console.log(`  the statements the database ran for ${what}, per ${unit}:`);
+  if (pg) {
+    await printStatements(pg, N, unit);
+    await pg.sql('SELECT pg_stat_statements_reset()');
+  } else printSqliteStatements(await collectStatements(coordinator.pid, statementsFile), N, unit);
+};
 const origin = coordinator.url;
 const base = `${origin}/v1`;
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -174,6 +201,21 @@ try {
       `(${(((rssConnected - rssEmpty) * 1024) / N).toFixed(1)} KiB per connected agent)`,
   );
 
+  // ---- Idle: the streams open, nothing to run (the pings and what each brings) -----------------
+  if (idleS > 0) {
+    await statements('the enrollments and connects', 'agent');
+    const cpuBefore = cpuTimeMs(coordinator.pid);
+    const pgBefore = pg?.cpuTimeMs() ?? 0;
+    await sleep(idleS * 1000);
+    const cpuMs = cpuTimeMs(coordinator.pid) - cpuBefore;
+    console.log(
+      `idle ${idleS} s (pings every 15 s): coordinator CPU ${cpuMs} ms, ${((100 * cpuMs) / (idleS * 1000)).toFixed(1)} % of a core` +
+        (pg ? `; PostgreSQL ${pg.cpuTimeMs() - pgBefore} ms` : '') +
+        `; RSS ${mb(memoryMb(coordinator.pid))}`,
+    );
+    await statements(`${idleS} s of idle streams`, 'agent');
+  }
+
   // ---- Rounds ------------------------------------------------------------------------------------------
   const arrivals = new Array<{ jobId: string; at: number } | undefined>(N);
   agents.forEach((a, i) => {
@@ -184,7 +226,10 @@ try {
   for (let round = 1 - warmup; round <= rounds; round++) {
     const label = round <= 0 ? `warm-up ${round + warmup}` : `round ${round}`;
     arrivals.fill(undefined);
-    if (values.statements) await pg!.sql('SELECT pg_stat_statements_reset()');
+    if (values.statements) {
+      if (pg) await pg.sql('SELECT pg_stat_statements_reset()');
+      else await collectStatements(coordinator.pid, statementsFile);
+    }
     const rssBefore = memoryMb(coordinator.pid);
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, memoryMb(coordinator.pid))), 20);
@@ -219,10 +264,7 @@ try {
     const strays = arrivals.filter((a) => !jobIds.has(a!.jobId)).length;
     if (strays > 0) throw new Error(`${strays} agents got a job event of another job`);
     const times = arrivals.map((a) => a!.at - t0).sort((x, y) => x - y);
-    if (values.statements) {
-      console.log(`  ${label}: the statements PostgreSQL ran for the call, per job of the batch`);
-      await printStatements(pg!, N, 'job');
-    }
+    await statements(`the call of ${label}`);
 
     // Every agent finishes its job; the batch ends.
     const finishFrom = monotonicMicros();
@@ -249,6 +291,7 @@ try {
     }
     const endedS = (performance.now() - f0) / 1000;
     const finishCpuMs = cpuTimeMs(coordinator.pid) - finishCpuBefore;
+    await statements(`the finishes of ${label}`);
     const result: Round = {
       answeredMs,
       allMs: times.at(-1)!,
@@ -370,6 +413,7 @@ try {
   keepAlive.destroy();
   await coordinator.close();
   await pg?.stop();
+  fs.rmSync(statementsFile, { force: true });
 }
 if (profileDir) {
   const newest = fs
@@ -380,7 +424,30 @@ if (profileDir) {
   if (newest) {
     const profile = readCpuProfile(newest);
     console.log(`\ncoordinator profile ${newest}, the measured calls (call sent -> last job event):`);
-    console.log(summarizeProfile(profileWithin(profile, callWindows)));
+    const calls = profileWithin(profile, callWindows);
+    console.log(summarizeProfile(calls));
+    const at = (file: string, name: string) => (f: { functionName: string; url: string }) =>
+      f.functionName === name && f.url.includes(file);
+    const shares = inclusiveShareOfFunctions(calls, {
+      'runBatch (before and after the admission)': at('fleet/batch-runs', 'runBatch'),
+      '  selectedAgents (agents read, selector)': at('fleet/batch-runs', 'selectedAgents'),
+      '  listActiveByAgents (their workflows read)': at('repositories/workflows', 'listActiveByAgents'),
+      'admission (the write: batch and job rows)': at('repositories/batches', 'admission'),
+      '  jobInsertParams': at('repositories/job-rows', 'jobInsertParams'),
+      'StreamRegistry.jobCreated (queued per stream)': at('agents/stream-registry', 'jobCreated'),
+      'StreamRegistry.handById (job read, sent)': at('agents/stream-registry', 'handById'),
+      '  findByIds (the jobs read back)': at('repositories/jobs', 'findByIds'),
+      '  toJob': at('repositories/job-rows', 'toJob'),
+      'StreamRegistry.hand (assignment, event written)': at('agents/stream-registry', 'hand'),
+      '  sseEvent': at('agents/sse', 'sseEvent'),
+      'socket writes (writev)': (f) => f.functionName === 'writev',
+      'garbage collector': (f) => f.functionName === '(garbage collector)',
+      idle: (f) => f.functionName === '(idle)',
+    });
+    console.log('the calls, inclusive shares of the samples:');
+    for (const [label, share] of Object.entries(shares)) {
+      console.log(`  ${label.padEnd(50)} ${(100 * share.all).toFixed(1).padStart(5)} %`);
+    }
     console.log(`\nthe same profile, the finishes (first finish sent -> batch ended):`);
     console.log(summarizeProfile(profileWithin(profile, finishWindows), 15));
   }
