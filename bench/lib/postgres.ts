@@ -15,7 +15,10 @@ import { cpuTimeMs } from './child-coordinator.js';
 export interface BenchPostgres {
   /** A new empty database: its `postgres://` URL. */
   createDatabase(): Promise<string>;
-  /** CPU time (ms) the server's processes (postmaster and backends) have used so far. */
+  /**
+   * CPU time (ms) the server's processes (postmaster and backends) have used so far, read from /proc:
+   * a backend that ended counts with its last reading.
+   */
   cpuTimeMs(): number;
   /** Runs a statement in the `postgres` database; its rows. */
   sql<T = Record<string, unknown>>(text: string): Promise<T[]>;
@@ -68,6 +71,8 @@ export async function startBenchPostgres(
   await server.initialise();
   await server.start();
   const postmaster = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  /** The last CPU time read of each server process, ended ones included. */
+  const seen = new Map<string, number>();
   return {
     async createDatabase() {
       const name = `drover_bench_${crypto.randomBytes(6).toString('hex')}`;
@@ -75,17 +80,20 @@ export async function startBenchPostgres(
       return `postgres://${user}:${password}@127.0.0.1:${port}/${name}`;
     },
     cpuTimeMs() {
-      let total = 0;
+      // Backends end (a pool's idle connections are closed): each process's last reading is kept,
+      // so that the sum never goes back (what an ending backend used since its last reading is lost).
       for (const entry of fs.readdirSync('/proc')) {
         if (!/^\d+$/.test(entry)) continue;
         try {
           const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
           const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-          if (Number(entry) === postmaster || ppid === postmaster) total += cpuTimeMs(Number(entry));
+          if (Number(entry) === postmaster || ppid === postmaster) seen.set(entry, cpuTimeMs(Number(entry)));
         } catch {
           // gone meanwhile
         }
       }
+      let total = 0;
+      for (const ms of seen.values()) total += ms;
       return total;
     },
     async sql<T>(text: string) {
