@@ -5,7 +5,7 @@
  * agent, and the claim of a waiting job by an agent that freed a place).
  *
  *   pnpm bench bench/fleet-pool.ts [--agents 100] [--calls 5000] [--run-ms 1000] [--concurrency 16]
- *                                  [--capacity 4] [--quiet 300] [--postgres] [--profile <file>]
+ *                                  [--capacity 4] [--quiet 300] [--postgres] [--profile <file>] [--statements]
  *
  * The coordinator is real and in this process's main thread (createCoordinator, log level warn),
  * so that probes can time its services; on SQLite, or with `--postgres` on a PostgreSQL server
@@ -40,7 +40,9 @@
  *    round robin over the pool): the decision's own cost.
  *
  * `--profile <file>` writes a CPU profile of the main thread (the coordinator) over the load and
- * prints where the time went, with the shares of the pool's code.
+ * prints where the time went, with the shares of the pool's code. `--statements` prints the
+ * statements the database ran in each phase, per call or claim, with their times
+ * (bench/lib/sqlite-statements.ts on SQLite, pg_stat_statements on PostgreSQL).
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
@@ -49,9 +51,10 @@ import { jsonCall, request } from './lib/fleet-sim.js';
 import { FleetWorker } from './lib/fleet-worker.js';
 import { formatLatency, summarize } from './lib/latency.js';
 import { integerOption } from './lib/options.js';
-import { startBenchPostgres, type BenchPostgres } from './lib/postgres.js';
+import { printStatements, startBenchPostgres, type BenchPostgres } from './lib/postgres.js';
 import { inclusiveShareOfFunctions, readCpuProfile, withCpuProfile } from './lib/profile.js';
 import { machineNote, median } from './lib/report.js';
+import { countStatements, printSqliteStatements } from './lib/sqlite-statements.js';
 import { DEPLOY_WORKFLOW } from './lib/seed.js';
 
 const GOAL_P99_MS = 1;
@@ -68,6 +71,7 @@ const { values } = parseArgs({
     quiet: { type: 'string', default: '300' },
     postgres: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    statements: { type: 'boolean', default: false },
   },
 });
 const N = integerOption('agents', values.agents, 1);
@@ -200,9 +204,28 @@ console.log(
 let pg: BenchPostgres | undefined;
 const env: Record<string, string> = { DROVER_MAX_CONNECTIONS_PER_CLIENT: '0' };
 if (values.postgres) {
-  pg = await startBenchPostgres();
+  pg = await startBenchPostgres({ statements: values.statements });
+  if (values.statements) await pg.sql('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   env.DROVER_DATABASE_URL = await pg.createDatabase();
 }
+// Before the coordinator prepares its statements.
+const counter = values.statements && !pg ? countStatements() : null;
+/** The statements run since the last call to this (none printed for `what` null), per `unit`. */
+const statements = async (what: string | null, units: number, unit: string) => {
+  if (!values.statements) return;
+  if (pg) {
+    if (what !== null) {
+      console.log(`  the statements the database ran for ${what}, per ${unit}:`);
+      await printStatements(pg, units, unit);
+    }
+    await pg.sql('SELECT pg_stat_statements_reset()');
+  } else {
+    const stats = counter!.take();
+    if (what === null) return;
+    console.log(`  the statements the database ran for ${what}, per ${unit}:`);
+    printSqliteStatements(stats, units, unit);
+  }
+};
 const bench = await startBenchCoordinator(env);
 const origin = bench.url;
 const base = `${origin}/v1`;
@@ -248,6 +271,7 @@ try {
 
   // ---- 1. Load ---------------------------------------------------------------------------------------
   const probes = probe(bench.coordinator);
+  await statements(null, 1, 'call');
   const result = await withCpuProfile(values.profile, () =>
     fleet.load({ route: `${base}/triggers/${trigger.id}/run`, token, body: RUN_BODY, calls, concurrency }),
   );
@@ -257,6 +281,7 @@ try {
     `load: ${calls} calls answered in ${callsS.toFixed(1)} s (${Math.round(calls / callsS)} calls/s); ` +
       `${answers.filter((a) => a.agentId === null).length} jobs waited in the pool, the others went to an agent at once`,
   );
+  await statements('the load (calls, reports, claims)', calls, 'call');
   const runs = result.runs.flat();
   const ran = new Map(runs.map((r) => [r.jobId, r]));
   const missing = answers.filter((a) => !ran.has(a.jobId)).length;
@@ -370,6 +395,7 @@ try {
     for (let i = 0; i < N * capacity; i++) await call();
     await sleep(1000);
     for (const list of [probes.admit, probes.run, probes.claim, probes.admitCpu, probes.claimCpu]) list.length = 0;
+    await statements(null, 1, 'call');
     const quietAnswers: number[] = [];
     for (let i = 0; i < quiet; i++) {
       const began = performance.now();
@@ -385,6 +411,7 @@ try {
     console.log(formatLatency('  admission (triggerRuns.admit)', admitQuiet));
     const admitCpu = meanCpu(probes.admitCpu);
     console.log(`  admission: CPU of the main thread, mean ${admitCpu.toFixed(3)} ms`);
+    await statements('the quiet calls', quiet, 'call');
     probes.claim.length = 0;
     probes.claimCpu.length = 0;
     const pools = bench.coordinator.ctx.pools;
@@ -400,6 +427,7 @@ try {
     console.log(formatLatency('  claim (pools.claim)', claimQuiet));
     const claimCpu = meanCpu(probes.claimCpu);
     console.log(`  claim: CPU of the main thread, mean ${claimCpu.toFixed(3)} ms`);
+    await statements('the quiet claims', quiet, 'claim');
     const verdict = (p99: number) => (p99 < GOAL_P99_MS ? 'met' : 'NOT met');
     console.log(
       `dispatch decision p99 (goal < ${GOAL_P99_MS} ms): admission ${admitQuiet.p99.toFixed(2)} ms quiet ` +

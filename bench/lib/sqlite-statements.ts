@@ -4,13 +4,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * What each SQLite statement of a child coordinator costs: the SQLite counterpart of
- * PostgreSQL's pg_stat_statements, for a benchmark's `--statements` (a diagnosis: it adds a clock
- * read around every statement). Preloaded into the child (`statementsNodeFlags`), it wraps
- * better-sqlite3's statements (`run`, `get`, `all`, `iterate`) and `exec` before the coordinator
- * prepares any, and counts each SQL text's calls and time (the statement's whole call: SQLite's
- * work and the rows made into objects). On SIGUSR2 it writes the counts to the file named by
- * DROVER_BENCH_STATEMENTS_FILE and starts again from zero (`collectStatements`).
+ * What each SQLite statement of a coordinator costs: the SQLite counterpart of PostgreSQL's
+ * pg_stat_statements, for a benchmark's `--statements` (a diagnosis: it adds two clock reads
+ * around every statement). `countStatements` wraps better-sqlite3's statements (`run`, `get`,
+ * `all`, `iterate`) and `exec`, and records each SQL text's calls and their times (the
+ * statement's whole call: SQLite's work and the rows made into objects), for a coordinator in
+ * this process created afterwards (the wrappers are taken when a statement is prepared).
+ * Preloaded into a child coordinator (`statementsPreload`), it writes the counts to the file
+ * named by DROVER_BENCH_STATEMENTS_FILE on SIGUSR2 and starts again from zero
+ * (`collectStatements`).
  */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -20,11 +22,14 @@ export interface StatementStat {
   sql: string;
   calls: number;
   ms: number;
+  /** Each call's time, ms, in order. */
+  samples: number[];
 }
 
 type Method = (this: { source: string }, ...args: unknown[]) => unknown;
 
-function install(file: string): void {
+/** Counts every statement of this process's better-sqlite3 from now on; `take` gives the counts and starts again. */
+export function countStatements(): { take(): StatementStat[] } {
   // The coordinator's own copy of better-sqlite3: the module instance its `import` gets.
   const require = createRequire(path.join(ROOT, 'coordinator/package.json'));
   const Database = require('better-sqlite3') as new (file: string) => {
@@ -34,13 +39,11 @@ function install(file: string): void {
   const probe = new Database(':memory:');
   const proto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as Record<string, Method>;
   probe.close();
-  let stats = new Map<string, { calls: number; ms: number }>();
+  let stats = new Map<string, number[]>();
   const count = (sql: string, ms: number) => {
-    const s = stats.get(sql);
-    if (s) {
-      s.calls += 1;
-      s.ms += ms;
-    } else stats.set(sql, { calls: 1, ms });
+    const samples = stats.get(sql);
+    if (samples) samples.push(ms);
+    else stats.set(sql, [ms]);
   };
   for (const name of ['run', 'get', 'all'] as const) {
     const original = proto[name]!;
@@ -79,15 +82,28 @@ function install(file: string): void {
       count(String(args[0]), performance.now() - began);
     }
   };
+  return {
+    take() {
+      const rows = [...stats].map(([sql, samples]) => ({
+        sql,
+        calls: samples.length,
+        ms: samples.reduce((a, b) => a + b, 0),
+        samples,
+      }));
+      stats = new Map();
+      return rows;
+    },
+  };
+}
+
+const file = process.env[FILE_ENV];
+if (file) {
+  const counter = countStatements();
   process.on('SIGUSR2', () => {
-    const rows: StatementStat[] = [...stats].map(([sql, s]) => ({ sql, calls: s.calls, ms: s.ms }));
-    stats = new Map();
-    fs.writeFileSync(`${file}.tmp`, JSON.stringify(rows));
+    fs.writeFileSync(`${file}.tmp`, JSON.stringify(counter.take()));
     fs.renameSync(`${file}.tmp`, file);
   });
 }
-
-if (process.env[FILE_ENV]) install(process.env[FILE_ENV]);
 
 /** The child's node flags and environment that preload this module, its counts going to `file`. */
 export function statementsPreload(file: string): { nodeFlags: string[]; env: Record<string, string> } {
@@ -109,14 +125,20 @@ export async function collectStatements(pid: number, file: string): Promise<Stat
   return JSON.parse(fs.readFileSync(file, 'utf8')) as StatementStat[];
 }
 
-/** The costliest statements first: how many per `unit` (a job, a device), their mean time, their total. */
+/**
+ * The costliest statements first: how many per `unit` (a job, a device), their mean, p50 and p99
+ * times, their total.
+ */
 export function printSqliteStatements(stats: readonly StatementStat[], units: number, unit: string, top = 12): void {
   const total = stats.reduce((sum, s) => sum + s.ms, 0);
   console.log(`    SQLite statements: ${total.toFixed(0)} ms in all`);
+  const us = (ms: number) => (ms * 1000).toFixed(1).padStart(8);
   for (const s of [...stats].sort((a, b) => b.ms - a.ms).slice(0, top)) {
+    const sorted = [...s.samples].sort((a, b) => a - b);
+    const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
     console.log(
-      `    ${(s.calls / units).toFixed(3).padStart(7)} per ${unit}  ${((s.ms * 1000) / s.calls).toFixed(1).padStart(8)} µs each  ` +
-        `${s.ms.toFixed(0).padStart(6)} ms in all  ${s.sql.replace(/\s+/g, ' ').slice(0, 110)}`,
+      `    ${(s.calls / units).toFixed(3).padStart(7)} per ${unit}  mean ${us(s.ms / s.calls)} µs  p50 ${us(at(50))}  ` +
+        `p99 ${us(at(99))}  ${s.ms.toFixed(0).padStart(6)} ms in all  ${s.sql.replace(/\s+/g, ' ').slice(0, 100)}`,
     );
   }
 }
