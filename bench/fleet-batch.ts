@@ -108,7 +108,8 @@ if (values.postgres) {
 }
 // --statements on SQLite: the child counts its statements (bench/lib/sqlite-statements.ts).
 const statementsFile = path.join(os.tmpdir(), `drover-bench-statements-${process.pid}.json`);
-const sqliteStatements = values.statements && !values.postgres ? statementsPreload(statementsFile) : null;
+const sqliteStatements =
+  values.statements && !values.postgres ? statementsPreload(statementsFile, { tsx: !values.source }) : null;
 Object.assign(env, sqliteStatements?.env);
 const coordinator = await startChildCoordinator({
   source: values.source,

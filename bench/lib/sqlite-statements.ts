@@ -105,10 +105,16 @@ if (file) {
   });
 }
 
-/** The child's node flags and environment that preload this module, its counts going to `file`. */
-export function statementsPreload(file: string): { nodeFlags: string[]; env: Record<string, string> } {
+/**
+ * The child's node flags and environment that preload this module (TypeScript: through tsx, which
+ * a child run from the sources, `tsx: false`, loads already), its counts going to `file`.
+ */
+export function statementsPreload(
+  file: string,
+  { tsx = true }: { tsx?: boolean } = {},
+): { nodeFlags: string[]; env: Record<string, string> } {
   return {
-    nodeFlags: ['--import', 'tsx', '--import', fileURLToPath(import.meta.url)],
+    nodeFlags: [...(tsx ? ['--import', 'tsx'] : []), '--import', fileURLToPath(import.meta.url)],
     env: { [FILE_ENV]: file },
   };
 }
