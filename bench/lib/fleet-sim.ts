@@ -232,7 +232,9 @@ export class SimJobRunner {
   /** Set when a report was refused or failed; the runner then stops taking jobs. */
   error: Error | null = null;
   #queue: { jobId: string; receivedAt: number; accepted: Promise<void> }[] = [];
-  #busy = false;
+  /** Jobs received and not finished, oldest first (those a stopped runner holds too). */
+  readonly #open = new Set<string>();
+  #running: string | null = null;
   #stopped = false;
   #outbox: Promise<void> = Promise.resolve();
 
@@ -251,17 +253,29 @@ export class SimJobRunner {
   }
 
   get busy(): boolean {
-    return this.#busy;
+    return this.#running !== null;
   }
 
   /**
-   * Takes no more jobs: events that arrive are ignored and the queued jobs are not begun (they stay
-   * `queued`, filling the agent's queue on the coordinator); the running one ends as it would.
+   * Begins no more jobs: the queued ones, and those that arrive from now on, are held as they are
+   * (pending or queued on the coordinator, filling the agent's queue) until `finishOne`; the
+   * running one ends as it would.
    */
   stop(): void {
     this.#stopped = true;
     this.#queue.length = 0;
-    this.agent.onJob = null;
+  }
+
+  /**
+   * A stopped runner finishes the oldest job it holds (not the running one), freeing its place in
+   * the agent's queue; resolves once the coordinator answered. False when it holds none.
+   */
+  async finishOne(): Promise<boolean> {
+    const jobId = [...this.#open].find((id) => id !== this.#running);
+    if (jobId === undefined) return false;
+    this.#open.delete(jobId);
+    await this.#send(jobId, 'finish', { status: 'success', exitCode: 0, errorMessage: null, output: {} });
+    return true;
   }
 
   /** Resolves once every report sent so far was answered. */
@@ -270,10 +284,12 @@ export class SimJobRunner {
   }
 
   #received(jobId: string): void {
+    if (this.#open.has(jobId) || this.runs.some((r) => r.jobId === jobId)) return;
+    this.#open.add(jobId);
     if (this.#stopped) return;
     const receivedAt = performance.now();
     this.#queue.push({ jobId, receivedAt, accepted: this.#send(jobId, 'accept', {}) });
-    if (!this.#busy) void this.#next();
+    if (this.#running === null) void this.#next();
   }
 
   /** The reports in order, one at a time; each resolves once answered. */
@@ -291,13 +307,14 @@ export class SimJobRunner {
   async #next(): Promise<void> {
     const item = this.#queue.shift();
     if (!item || this.error || this.#stopped) return;
-    this.#busy = true;
+    this.#running = item.jobId;
     try {
       await item.accepted;
       const startedAt = performance.now();
       void this.#send(item.jobId, 'start', {}).catch(() => {});
       await new Promise((resolve) => setTimeout(resolve, this.runMs));
       const endedAt = performance.now();
+      this.#open.delete(item.jobId);
       void this.#send(item.jobId, 'finish', { status: 'success', exitCode: 0, errorMessage: null, output: {} }).catch(
         () => {},
       );
@@ -305,7 +322,7 @@ export class SimJobRunner {
     } catch {
       // The accept was refused: recorded in `error`.
     } finally {
-      this.#busy = false;
+      this.#running = null;
     }
     void this.#next();
   }

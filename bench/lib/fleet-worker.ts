@@ -54,11 +54,16 @@ export interface FleetLoadResult {
 }
 
 type Command =
-  { type: 'setup'; setup: FleetSetup } | { type: 'load'; load: FleetLoad } | { type: 'stop' } | { type: 'close' };
+  | { type: 'setup'; setup: FleetSetup }
+  | { type: 'load'; load: FleetLoad }
+  | { type: 'stop' }
+  | { type: 'finishOne'; index: number }
+  | { type: 'close' };
 type Reply =
   | { type: 'ready'; agentIds: string[] }
   | { type: 'loaded'; result: FleetLoadResult }
   | { type: 'stopped' }
+  | { type: 'finished'; finished: boolean }
   | { type: 'closed' }
   | { type: 'error'; message: string };
 
@@ -99,9 +104,17 @@ export class FleetWorker {
     return (await this.#ask({ type: 'load', load }, 'loaded')).result;
   }
 
-  /** The agents take no more jobs (their queued ones stay queued); resolves once their reports were answered. */
+  /**
+   * The agents begin no more jobs (those they hold stay in their queues); resolves once their
+   * reports were answered.
+   */
   async stop(): Promise<void> {
     await this.#ask({ type: 'stop' }, 'stopped');
+  }
+
+  /** Agent `index`, stopped, finishes the oldest job it holds; resolves once answered (false: it held none). */
+  async finishOne(index: number): Promise<boolean> {
+    return (await this.#ask({ type: 'finishOne', index }, 'finished')).finished;
   }
 
   /** Closes the streams and ends the worker. */
@@ -194,6 +207,8 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === 'drover-
           for (const r of runners) r.stop();
           await Promise.all(runners.map((r) => r.settled()));
           return { type: 'stopped' };
+        case 'finishOne':
+          return { type: 'finished', finished: await runners[command.index]!.finishOne() };
         case 'close':
           for (const a of agents) a.close();
           http1.destroy();
