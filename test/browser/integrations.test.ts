@@ -115,7 +115,8 @@ describe.skipIf(!CHROMIUM)('the Integrations page in a browser', () => {
     await page().waitForURL(`**${pageUrl()}?connected=discord*`);
     await page().getByText(`Connected the Discord server ${DISCORD_GUILD.name}.`).waitFor();
     const row = connected().getByRole('row', { name: DISCORD_GUILD.name });
-    await row.waitFor();
+    // Who connected it, once the members have loaded.
+    await row.getByText(OWNER_EMAIL).waitFor();
     expect(await row.innerText()).toMatch(new RegExp(`Discord\\s+${DISCORD_GUILD.id}\\s+${OWNER_EMAIL}`));
     expect((await integrations()).sort()).toEqual(['discord', 'slack']);
     await docScreenshot(page(), 'integrations');
