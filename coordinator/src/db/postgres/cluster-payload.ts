@@ -14,6 +14,7 @@ export const GAP_REQUEST = 'g';
 
 const CODES = {
   job_created: 'c',
+  job_pooled: 'p',
   cancel_requested: 'x',
   job_finished: 'f',
   agent_revoked: 'r',
@@ -29,11 +30,13 @@ export function encodeEvent(event: ClusterEvent): string | null {
   const ids =
     event.type === 'job_created' || event.type === 'cancel_requested'
       ? [event.agentId, event.jobId]
-      : event.type === 'job_finished'
-        ? [event.jobId]
-        : event.type === 'trigger_changed'
-          ? [event.triggerId]
-          : [event.agentId];
+      : event.type === 'job_pooled'
+        ? [event.orgId, event.jobId]
+        : event.type === 'job_finished'
+          ? [event.jobId]
+          : event.type === 'trigger_changed'
+            ? [event.triggerId]
+            : [event.agentId];
   if (!ids.every((id) => ID.test(id))) return null;
   return `${CODES[event.type]}${ids.join(',')}`;
 }
@@ -68,6 +71,9 @@ export function decodePayload(payload: string): DecodedPayload | null {
     switch (item[0]) {
       case CODES.job_created:
         if (b !== undefined) events.push({ type: 'job_created', agentId: a, jobId: b });
+        break;
+      case CODES.job_pooled:
+        if (b !== undefined) events.push({ type: 'job_pooled', orgId: a, jobId: b });
         break;
       case CODES.cancel_requested:
         if (b !== undefined) events.push({ type: 'cancel_requested', agentId: a, jobId: b });

@@ -69,7 +69,7 @@ const BY_ID = query<AgentRow, [string]>('SELECT * FROM agents WHERE id = ?');
 const IN_ORG = query<AgentRow, [string, string]>('SELECT * FROM agents WHERE org_id = ? AND id = ?');
 const BY_ORG = query<AgentRow, [string]>('SELECT * FROM agents WHERE org_id = ? ORDER BY seq DESC');
 const BY_IDS = query<AgentRow, [string, string]>(
-  (d) => `SELECT * FROM agents WHERE org_id = ? AND id IN (SELECT value FROM ${d.jsonArrayElements}(?))
+  (d) => `SELECT * FROM agents WHERE org_id = ? AND id ${d.inJsonArray('?')}
    ORDER BY seq DESC`,
 );
 const RENAME = query<AgentRow, [string, string, string]>(
@@ -95,7 +95,7 @@ const CONNECTED = command<[string, number | null, string]>(
 );
 const TOUCH = command<[string, string]>(
   (d) => `UPDATE agents SET last_seen_at = ?, status = 'connected'
-   WHERE id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ('connected', 'disconnected')`,
+   WHERE id ${d.inJsonArray('?')} AND status IN ('connected', 'disconnected')`,
 );
 const DISCONNECTED = command<[string | null, string, string]>(
   `UPDATE agents SET status = 'disconnected', last_seen_at = COALESCE(?, last_seen_at)

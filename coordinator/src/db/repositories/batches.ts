@@ -129,7 +129,7 @@ const PAGE = query<BatchRow, [string, number, number]>(
 );
 const COUNTS = query<{ batch_id: string; status: JobStatus; n: number }, [string]>(
   (d) => `SELECT batch_id, status, count(*) AS n FROM jobs
-    WHERE batch_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) GROUP BY batch_id, status`,
+    WHERE batch_id ${d.inJsonArray('?')} GROUP BY batch_id, status`,
 );
 const JOBS = query<JobRow, [string]>('SELECT * FROM jobs WHERE batch_id = ? ORDER BY seq');
 const MAX_PARALLEL = values<number | null, [string]>('SELECT max_parallel FROM batches WHERE id = ?');

@@ -21,7 +21,7 @@ interface BindingFactsRow extends DeviceBindingRow {
 }
 
 /** Among the ids of a JSON array parameter. */
-const IN_LIST = (d: Dialect) => `IN (SELECT value FROM ${d.jsonArrayElements}(?))`;
+const IN_LIST = (d: Dialect) => d.inJsonArray('?');
 
 /**
  * A read of the rows whose key is among some ids, as two statements: `= ?` for one id (a plain seek;

@@ -13,7 +13,7 @@ import { lockApplication } from './parent-locks.js';
 
 const ALREADY_BOUND = query<{ agent_id: string }, [string, string]>(
   (d) => `SELECT agent_id FROM device_bindings
-   WHERE application_id = ? AND agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
+   WHERE application_id = ? AND agent_id ${d.inJsonArray('?')}`,
 );
 const INSERT = query<DeviceBindingRow, [string, string, string, string, string, string]>(
   `INSERT INTO device_bindings (id, org_id, application_id, agent_id, channel, created_at)
@@ -57,7 +57,7 @@ const PER_STATE = query<{ state: DeviceState | null; count: number }, []>(
 const OF_ACTIVE_JOB = query<{ id: string }, [string]>('SELECT id FROM device_bindings WHERE active_job_id = ?');
 const APPS_OF_JOBS = query<{ jobId: string; applicationId: string }, [string]>(
   (d) => `SELECT job_id AS "jobId", application_id AS "applicationId" FROM update_jobs
-   WHERE job_id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
+   WHERE job_id ${d.inJsonArray('?')}`,
 );
 
 const orNull = (row: DeviceBindingRow | null) => (row ? toDeviceBinding(row) : null);

@@ -94,7 +94,7 @@ interface ListParams {
 }
 const LIST = query<FileRow, ListParams>(
   (d) => `SELECT f.* ${VISIBLE} WHERE f.org_id = @orgId
-     AND (@all = 1 OR f.binding_id IN (SELECT value FROM ${d.jsonArrayElements}(@bindingIds)))
+     AND (@all = 1 OR f.binding_id ${d.inJsonArray('@bindingIds')})
      AND (f.binding_id = @bindingId OR @bindingId IS NULL)
      AND (f.status = @status OR @status IS NULL)
    ORDER BY f.created_at DESC, f.${d.insertionOrder} DESC
@@ -118,12 +118,12 @@ const COMPLETE = command<{ id: string; size: number; sha256: string; completedAt
 const FOR_DELETE = query<FileRow, [string]>((d) => `SELECT * FROM files WHERE id = ? ${d.forUpdate}`);
 const IS_IN_USE = values<number, [string]>(`SELECT ${IN_USE} FROM files f WHERE f.id = ?`);
 const IN_USE_AMONG = values<string, [string]>(
-  (d) => `SELECT f.id FROM files f WHERE f.id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND ${IN_USE}`,
+  (d) => `SELECT f.id FROM files f WHERE f.id ${d.inJsonArray('?')} AND ${IN_USE}`,
 );
 const SET_DELETING = command<[string, string]>(`UPDATE files SET status = 'deleting', next_delete_at = ? WHERE id = ?`);
 const SET_ALL_DELETING = command<[string, string]>(
   (d) => `UPDATE files SET status = 'deleting', next_delete_at = ?
-   WHERE id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
+   WHERE id ${d.inJsonArray('?')}`,
 );
 // Rows another coordinator's sweep holds are skipped, not waited for.
 const DUE = query<FileRow, { now: string; abandonedBefore: string; limit: number }>(

@@ -21,7 +21,7 @@ const POSTS = `j.batch_id IS NULL AND (j.chat_origin IS NOT NULL OR (t.deleted_a
     AND t.notify_on <> 'none' AND t.notify_team_id IS NOT NULL AND t.notify_channel_id IS NOT NULL))`;
 const ENDED_JOB = query<EndedJobRow, [string]>(`${ENDED} WHERE j.id = ? AND ${POSTS}`);
 const ENDED_JOBS = query<EndedJobRow, [string]>(
-  (d) => `${ENDED} WHERE j.id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND ${POSTS} ORDER BY j.seq`,
+  (d) => `${ENDED} WHERE j.id ${d.inJsonArray('?')} AND ${POSTS} ORDER BY j.seq`,
 );
 
 /** A message into the outbox, once per `dedupe_key`. */

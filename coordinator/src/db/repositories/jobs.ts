@@ -24,9 +24,7 @@ const OPEN = `('pending', 'queued', 'running')`;
 
 const BY_ID = query<JobRow, [string]>('SELECT * FROM jobs WHERE id = ?');
 const IN_ORG = query<JobRow, [string, string]>('SELECT * FROM jobs WHERE org_id = ? AND id = ?');
-const BY_IDS = query<JobRow, [string]>(
-  (d) => `SELECT * FROM jobs WHERE id IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
-);
+const BY_IDS = query<JobRow, [string]>((d) => `SELECT * FROM jobs WHERE id ${d.inJsonArray('?')}`);
 /**
  * The job an agent reports on (or a user cancels: its agent, or none for a job waiting in a pool),
  * locked until the decision on the report is written.
@@ -153,7 +151,7 @@ const OPEN_OF_AGENTS = query<
 >(
   (d) => `SELECT id, agent_id, status, created_at,
        (cancel_requested_at IS NOT NULL AND cancel_acked_at IS NULL) AS cancel_unconfirmed
-     FROM jobs WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ${OPEN} AND held = FALSE
+     FROM jobs WHERE agent_id ${d.inJsonArray('?')} AND status IN ${OPEN} AND held = FALSE
      ORDER BY seq`,
 );
 const UNCONFIRMED_CANCELS = values<string, [string]>(

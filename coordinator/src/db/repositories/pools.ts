@@ -14,12 +14,19 @@ const SCAN = 500;
 const WAITING = query<{ id: string; workflow_name: string; selector: string | null }, [string, string, number]>(
   (d) => `SELECT j.id, j.workflow_name, t.agent_selector AS selector FROM jobs j JOIN triggers t ON t.id = j.trigger_id
     WHERE j.org_id = ? AND j.agent_id IS NULL AND j.status = 'pending'
-      AND j.workflow_name IN (SELECT value FROM ${d.jsonArrayElements}(?))
+      AND j.workflow_name ${d.inJsonArray('?')}
     ORDER BY j.seq LIMIT ? ${d.name === 'postgres' ? 'FOR UPDATE OF j SKIP LOCKED' : ''}`,
 );
 /** The open jobs given to the agent and not held back by a batch: what fills its queue (as trigger-runs.ts counts). */
 const OPEN_OF_AGENT = values<number, [string]>(
   `SELECT count(*) FROM jobs WHERE agent_id = ? AND status IN ('pending', 'queued', 'running') AND held = FALSE`,
+);
+/** Both on the partial index of jobs waiting in a pool (jobs_pooled): as many rows read as jobs wait. */
+const ANY_WAITING = values<number, [string]>(
+  `SELECT 1 FROM jobs WHERE org_id = ? AND agent_id IS NULL AND status = 'pending' LIMIT 1`,
+);
+const WAITING_ORGS = values<string, []>(
+  `SELECT DISTINCT org_id FROM jobs WHERE agent_id IS NULL AND status = 'pending'`,
 );
 const TAKE = query<JobRow, [string, string, string]>(
   `UPDATE jobs SET agent_id = ?, workflow_id = ? WHERE id = ? AND agent_id IS NULL AND status = 'pending'
@@ -54,6 +61,12 @@ export function createPoolRepository(db: Database): PoolRepository {
     async claim(taker, room) {
       if (room <= 0 || taker.workflows.size === 0) return [];
       return db.write(() => claim(taker, room));
+    },
+    async anyWaiting(orgId) {
+      return (await db.one(ANY_WAITING, [orgId])) !== null;
+    },
+    waitingOrgs() {
+      return db.all(WAITING_ORGS, []);
     },
   };
 }

@@ -75,7 +75,7 @@ const RESULT = query<
 /** The open jobs handed to each of the agents (a JSON array of ids): a pool's candidates' load. */
 const OPEN_COUNTS = query<{ agent_id: string; n: number }, [string]>(
   (d) => `SELECT agent_id, count(*) AS n FROM jobs
-    WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND status IN ('pending', 'queued', 'running')
+    WHERE agent_id ${d.inJsonArray('?')} AND status IN ('pending', 'queued', 'running')
       AND held = FALSE
     GROUP BY agent_id`,
 );

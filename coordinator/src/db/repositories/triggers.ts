@@ -143,7 +143,7 @@ const BY_ORG = query<TriggerRow, [string]>(
 );
 const BY_IDS = query<TriggerRow, [string, string]>(
   (d) => `SELECT * FROM triggers
-    WHERE org_id = ? AND id IN (SELECT value FROM ${d.jsonArrayElements}(?)) AND deleted_at IS NULL
+    WHERE org_id = ? AND id ${d.inJsonArray('?')} AND deleted_at IS NULL
     ORDER BY created_at, ${d.insertionOrder}`,
 );
 const ENABLED_CRON = query<TriggerRow, []>(

@@ -61,7 +61,7 @@ const ACTIVE_BY_AGENT = query<WorkflowRow, [string]>(
   'SELECT * FROM workflows WHERE agent_id = ? AND removed_at IS NULL ORDER BY name',
 );
 const ACTIVE_BY_AGENTS = query<WorkflowRow, [string]>(
-  (d) => `SELECT * FROM workflows WHERE agent_id IN (SELECT value FROM ${d.jsonArrayElements}(?))
+  (d) => `SELECT * FROM workflows WHERE agent_id ${d.inJsonArray('?')}
     AND removed_at IS NULL ORDER BY name, agent_id`,
 );
 const BY_AGENT_AND_NAME = query<WorkflowRow, [string, string]>(

@@ -46,12 +46,26 @@ export interface StreamRegistryOptions {
    * notification never sent (`reconcileAll`).
    */
   shared?: boolean;
-  /**
-   * Jobs waiting in a pool that the agent takes, up to `room` (domain/fleet/pool-service.ts):
-   * asked when its stream opens, when a place in its queue frees, and at each ping. Without it,
-   * an agent takes no pool's jobs here.
-   */
-  claimPooled?(agentId: string, room: number): Promise<string[]>;
+  /** Jobs waiting in pools (domain/fleet/pool-service.ts); without it, agents take no pool's jobs here. */
+  pools?: StreamPools;
+}
+
+/** The agent of a stream: its id and its organization (whose pools it may take jobs from). */
+export interface StreamAgent {
+  id: string;
+  orgId: string;
+}
+
+/**
+ * A stream with room takes jobs waiting in its organization's pools: when it opens, when a place
+ * in its queue frees, when a job of its organization is put in a pool (on any coordinator), and
+ * at each ping if its organization has some (a label or a workflow may have changed since).
+ */
+export interface StreamPools {
+  /** Takes for the agent up to `room` of the jobs waiting in its pools; gives their ids. */
+  claim(agent: StreamAgent, room: number): Promise<string[]>;
+  /** The organizations where jobs wait in a pool now. */
+  waitingOrgs(): Promise<string[]>;
 }
 
 /**
@@ -87,12 +101,16 @@ class AgentStream {
   sending: Promise<void> = Promise.resolve();
 
   constructor(
-    readonly agentId: string,
+    readonly agent: StreamAgent,
     private readonly sink: StreamSink,
     readonly capacity: number,
     /** When the stream was opened (Unix ms): jobs created since were created while it was open. */
     readonly openedAt: number,
   ) {}
+
+  get agentId(): string {
+    return this.agent.id;
+  }
 
   write(chunk: string): void {
     if (this.state === 'closed') return;
@@ -167,6 +185,7 @@ export class StreamRegistry {
   /** Subscribes to job and revocation events and starts the pings. */
   start(): void {
     this.unsubscribe.push(this.options.jobEvents.onJobCreated((agentId, jobId) => this.jobCreated(agentId, jobId)));
+    this.unsubscribe.push(this.options.jobEvents.onJobPooled((orgId) => this.offerPool(orgId)));
     this.unsubscribe.push(this.options.jobEvents.onJobFinished((jobId) => this.jobEnded(jobId), 'anywhere'));
     this.unsubscribe.push(
       this.options.jobEvents.onCancelRequested((agentId, jobId) => this.cancelRequested(agentId, jobId)),
@@ -196,8 +215,9 @@ export class StreamRegistry {
    * Takes over a new stream for an agent whose signature was verified: replaces its previous
    * stream, marks it connected, sends its open jobs, then goes live.
    */
-  async connect(agentId: string, sink: StreamSink, capacity = DEFAULT_AGENT_QUEUE_CAPACITY): Promise<void> {
-    const stream = new AgentStream(agentId, sink, capacity, this.options.clock.now());
+  async connect(agent: StreamAgent, sink: StreamSink, capacity = DEFAULT_AGENT_QUEUE_CAPACITY): Promise<void> {
+    const agentId = agent.id;
+    const stream = new AgentStream(agent, sink, capacity, this.options.clock.now());
     if (this.closed) {
       stream.close();
       return;
@@ -308,14 +328,21 @@ export class StreamRegistry {
     else this.offerRoom(stream);
   }
 
+  /** A job of the organization waits in a pool: its streams with room and nothing waiting take it. */
+  private offerPool(orgId: string): void {
+    for (const stream of this.streams.values()) {
+      if (stream.agent.orgId === orgId && stream.waiting.length === 0) this.offerRoom(stream);
+    }
+  }
+
   /**
    * The agent's queue has room and nothing waits for it: it takes jobs waiting in a pool it belongs
    * to (docs/fleets.md, "Pools"), as many as the room, which join its waiting jobs. One claim at a
    * time per stream; one asked meanwhile runs after it, on the room left then.
    */
   private offerRoom(stream: AgentStream): void {
-    const claim = this.options.claimPooled;
-    if (!claim || stream.state !== 'live') return;
+    const pools = this.options.pools;
+    if (!pools || stream.state !== 'live') return;
     if (stream.claiming) {
       stream.claimAgain = true;
       return;
@@ -323,7 +350,8 @@ export class StreamRegistry {
     const room = stream.capacity - stream.handed.size - stream.waiting.length;
     if (room <= 0) return;
     stream.claiming = true;
-    claim(stream.agentId, room)
+    pools
+      .claim(stream.agent, room)
       .then((jobIds) => {
         // The check at a ping may have found a job taken meanwhile (its claim committed) already.
         const waiting = new Set(stream.waiting);
@@ -551,7 +579,13 @@ export class StreamRegistry {
     this.touching.delete(touched);
     if (this.options.shared) await this.reconcileAll();
     // A label or a workflow that changed since may have put an agent with room in a pool.
-    for (const stream of this.streams.values()) if (stream.waiting.length === 0) this.offerRoom(stream);
+    if (this.options.pools) {
+      try {
+        for (const orgId of await this.options.pools.waitingOrgs()) this.offerPool(orgId);
+      } catch (error) {
+        this.options.logger.error({ err: error }, 'could not read the organizations with jobs waiting in a pool');
+      }
+    }
   }
 
   /**

@@ -1,5 +1,5 @@
 import { matchesSelector, parseSelector, type Requirement } from '@drover/shared';
-import { DEFAULT_AGENT_QUEUE_CAPACITY } from '../agents/stream-registry.js';
+import { DEFAULT_AGENT_QUEUE_CAPACITY, type StreamAgent, type StreamPools } from '../agents/stream-registry.js';
 import type { Repositories } from '../model/repositories.js';
 
 /** Parsed selectors remembered (canonical texts of triggers; few per organization). */
@@ -10,15 +10,20 @@ const MAX_PARSED = 1_000;
  * wait without an agent; an agent of the pool that connects or frees a place in its queue takes
  * them (the stream registry asks, domain/agents/stream-registry.ts), oldest first, each once.
  */
-export class PoolService {
+export class PoolService implements StreamPools {
   private readonly parsed = new Map<string, Requirement[]>();
 
   constructor(private readonly deps: { repos: Pick<Repositories, 'agents' | 'workflows' | 'pools'> }) {}
 
-  /** Takes for the agent up to `room` jobs waiting in its pools; gives their ids. */
-  async claim(agentId: string, room: number): Promise<string[]> {
+  /**
+   * Takes for the agent up to `room` jobs waiting in its pools; gives their ids. Asked whenever a
+   * place in a queue frees, it first reads whether any job waits in the organization (an index
+   * seek, no lock): most often none does, and nothing else is read or written.
+   */
+  async claim(taker: StreamAgent, room: number): Promise<string[]> {
     const { repos } = this.deps;
-    const agent = await repos.agents.findById(agentId);
+    if (room <= 0 || !(await repos.pools.anyWaiting(taker.orgId))) return [];
+    const agent = await repos.agents.findById(taker.id);
     if (!agent || agent.status === 'revoked') return [];
     const workflows = new Map((await repos.workflows.listActiveByAgents([agent.id])).map((w) => [w.name, w.id]));
     const jobs = await repos.pools.claim(
@@ -32,6 +37,10 @@ export class PoolService {
       room,
     );
     return jobs.map((job) => job.id);
+  }
+
+  waitingOrgs(): Promise<string[]> {
+    return this.deps.repos.pools.waitingOrgs();
   }
 
   private requirements(selector: string): Requirement[] {

@@ -16,11 +16,11 @@ export type EventScope = 'here' | 'anywhere';
  * status" (a sync trigger run waiting on J answers). Sync waits listen here instead of polling the
  * database.
  *
- * With a cluster relay (several coordinators on one PostgreSQL database, domain/model/
- * cluster-relay.ts) creations, cancels and ends also travel to the other coordinators and theirs
- * arrive here: `onJobCreated`, `onCancelRequested`, `onJobFinished(…, 'anywhere')` and the sync
- * waits hear them wherever they were committed; `onGap` tells when some may have been missed.
- * Starts stay local (metrics).
+
+
+
+
+
  */
 export class JobEvents {
   private readonly emitter = new EventEmitter();
@@ -39,6 +39,21 @@ export class JobEvents {
   onJobCreated(listener: (agentId: string, jobId: string) => void): () => void {
     this.emitter.on('created', listener);
     return () => this.emitter.off('created', listener);
+  }
+
+  /**
+   * A job of the organization waits in a pool: no agent of it had room when it was admitted
+   * (docs/fleets.md, "Pools"). Streams of its agents that have room since take it.
+   */
+  jobPooled(orgId: string, jobId: string): void {
+    this.emitter.emit('pooled', orgId, jobId);
+    this.relay?.publish({ type: 'job_pooled', orgId, jobId });
+  }
+
+  /** Jobs put in a pool on any coordinator of the database. */
+  onJobPooled(listener: (orgId: string, jobId: string) => void): () => void {
+    this.emitter.on('pooled', listener);
+    return () => this.emitter.off('pooled', listener);
   }
 
   /** The job started running (after its commit): `job` as it is now. */
@@ -132,6 +147,9 @@ export class JobEvents {
     switch (event.type) {
       case 'job_created':
         this.emitter.emit('created', event.agentId, event.jobId);
+        break;
+      case 'job_pooled':
+        this.emitter.emit('pooled', event.orgId, event.jobId);
         break;
       case 'cancel_requested':
         this.emitter.emit('cancel', event.agentId, event.jobId);

@@ -6,6 +6,8 @@
 export type ClusterEvent =
   /** A job was created for the agent: the instance holding its stream sends it. */
   | { type: 'job_created'; agentId: string; jobId: string }
+  /** A job of the organization waits in a pool for an agent with room (docs/fleets.md, "Pools"). */
+  | { type: 'job_pooled'; orgId: string; jobId: string }
   /** A user cancelled a job of the agent: the instance holding its stream tells it. */
   | { type: 'cancel_requested'; agentId: string; jobId: string }
   /** The job reached a terminal status: sync calls waiting on it answer, its queue slot is free. */

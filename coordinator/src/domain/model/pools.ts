@@ -21,4 +21,8 @@ export interface PoolRepository {
    * time.
    */
   claim(taker: PoolTaker, room: number): Promise<Job[]>;
+  /** Whether any job waits in a pool of the organization (a read, no lock). */
+  anyWaiting(orgId: string): Promise<boolean>;
+  /** The organizations where jobs wait in a pool. */
+  waitingOrgs(): Promise<string[]>;
 }

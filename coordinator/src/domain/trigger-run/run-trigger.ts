@@ -178,6 +178,7 @@ export class TriggerRunService {
       }
       case 'admitted': {
         if (admission.agentId !== null) jobEvents.jobCreated(admission.agentId, jobId);
+        else jobEvents.jobPooled(trigger.orgId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
         const onTrigger = (action: AuditAction, metadata: Record<string, unknown>) =>
           audit.record({
@@ -305,6 +306,7 @@ export class TriggerRunService {
     switch (admission.outcome) {
       case 'admitted':
         if (admission.agentId !== null) jobEvents.jobCreated(admission.agentId, jobId);
+        else jobEvents.jobPooled(trigger.orgId, jobId);
         this.metrics.jobCreated(actor.source, 'pending');
         return { outcome: 'job_created', jobId, status: 'pending' };
       case 'refused':

@@ -57,6 +57,20 @@ describe.each(DATABASES)('pool claims (%s)', (kind) => {
     return ids;
   };
 
+  it('tells which organizations have jobs waiting in a pool, until they are taken', async () => {
+    expect(await t.repos.pools.anyWaiting(orgId)).toBe(false);
+    expect(await t.repos.pools.waitingOrgs()).toEqual([]);
+    // A job given to an agent waits in no pool.
+    await insertJob(t, { orgId, agentId }, { triggerId, workflowName: 'build', createdAt: AT, timeoutMs: null });
+    expect(await t.repos.pools.anyWaiting(orgId)).toBe(false);
+    await waiting(2);
+    expect(await t.repos.pools.anyWaiting(orgId)).toBe(true);
+    expect(await t.repos.pools.waitingOrgs()).toEqual([orgId]);
+    expect(await t.other.pools.claim(taker(agentId, 4), 4)).toHaveLength(2);
+    expect(await t.repos.pools.anyWaiting(orgId)).toBe(false);
+    expect(await t.repos.pools.waitingOrgs()).toEqual([]);
+  });
+
   it('gives each waiting job to one agent, whichever coordinators claim at once', async () => {
     const ids = await waiting(12);
     const agents = [agentId];

@@ -47,6 +47,7 @@ describe('cluster payloads', () => {
     const jobId = randomUUID();
     const events: ClusterEvent[] = [
       { type: 'job_created', agentId, jobId },
+      { type: 'job_pooled', orgId: agentId, jobId },
       { type: 'cancel_requested', agentId, jobId },
       { type: 'job_finished', jobId },
       { type: 'agent_revoked', agentId },

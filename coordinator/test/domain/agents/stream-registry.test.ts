@@ -3,7 +3,7 @@ import type { Agent, AgentRepository } from '../../../src/domain/model/agents.js
 import type { Job, JobRepository, OpenJobSummary } from '../../../src/domain/model/jobs.js';
 import { AgentEvents } from '../../../src/domain/agents/agent-events.js';
 import { JobEvents } from '../../../src/domain/jobs/job-events.js';
-import { StreamRegistry, type StreamSink } from '../../../src/domain/agents/stream-registry.js';
+import { StreamRegistry, type StreamPools, type StreamSink } from '../../../src/domain/agents/stream-registry.js';
 import { FakeRelay } from '../fake-relay.js';
 
 const AT = '2026-01-02T03:04:05.000Z';
@@ -94,7 +94,7 @@ function setup(
     connected?: string[];
     shared?: boolean;
     pingMs?: number;
-    claimPooled?: (agentId: string, room: number) => Promise<string[]>;
+    pools?: StreamPools;
   } = {},
 ) {
   const calls = { connected: [] as string[], disconnected: [] as string[], touched: [] as string[][] };
@@ -152,7 +152,7 @@ function setup(
     pingMs: options.pingMs ?? 60_000,
     disconnectGraceMs: options.graceMs ?? 30,
     shared: options.shared ?? false,
-    ...(options.claimPooled ? { claimPooled: options.claimPooled } : {}),
+    ...(options.pools ? { pools: options.pools } : {}),
   });
   registry.start();
   return {
@@ -196,7 +196,7 @@ describe('StreamRegistry between coordinators', () => {
     s.openJobs([job('p1'), job('p2')]);
     const sink = new FakeSink();
     // A queue of one: p2 waits until p1 ends, wherever that end is committed.
-    await s.registry.connect('a1', sink, 1);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 1);
     expect(sink.events()).toEqual(['job:p1']);
     s.relay.deliver({ type: 'cancel_requested', agentId: 'a1', jobId: 'j0' });
     s.relay.deliver({ type: 'job_finished', jobId: 'p1' });
@@ -215,7 +215,7 @@ describe('StreamRegistry between coordinators', () => {
     s.jobs.set('j1', job('j1'));
     s.openJobs([job('j1')]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink, 1);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 1);
     expect(sink.jobIds()).toEqual(['j1']);
     // Missed: j1 ended and j2 was created on another coordinator; a cancel of j3 was asked for.
     s.jobs.set('j2', job('j2'));
@@ -233,7 +233,7 @@ describe('StreamRegistry between coordinators', () => {
     s.jobs.set('j1', job('j1'));
     s.openJobs([job('j1')]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink, 1);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 1);
     // j1 ended and j2 was created on a coordinator killed before it could say so; j4 was created
     // a moment ago (its event may still be on its way): it is left to its event.
     s.jobs.set('j2', job('j2'));
@@ -250,16 +250,19 @@ describe('StreamRegistry between coordinators', () => {
     const s = setup({
       shared: true,
       pingMs: 1_000,
-      claimPooled: (_, room) => {
-        const answer = Promise.withResolvers<string[]>();
-        claims.push({ room, answer });
-        return answer.promise;
+      pools: {
+        claim: (_, room) => {
+          const answer = Promise.withResolvers<string[]>();
+          claims.push({ room, answer });
+          return answer.promise;
+        },
+        waitingOrgs: async () => ['o1'],
       },
     });
     cleanup = () => s.registry.close();
     s.openJobs([]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink, 2);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 2);
     expect(claims.map((c) => c.room)).toEqual([2]);
     // The claim took p1 (committed, created long ago in the pool); the ping's check reads it as
     // the agent's before the claim's answer comes back.
@@ -274,12 +277,46 @@ describe('StreamRegistry between coordinators', () => {
     expect(sink.jobIds()).toEqual(['p1']);
   });
 
+  it('asks a stream with room for pool jobs when a job of its organization waits in a pool, or at a ping while some wait', async () => {
+    const claims: string[] = [];
+    let waitingOrgs: string[] = [];
+    const s = setup({
+      pingMs: 1_000,
+      pools: {
+        claim: async (agent) => {
+          claims.push(agent.id);
+          return [];
+        },
+        waitingOrgs: async () => waitingOrgs,
+      },
+    });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, new FakeSink(), 2);
+    s.openJobs([]);
+    await s.registry.connect({ id: 'b1', orgId: 'o2' }, new FakeSink(), 2);
+    await tick();
+    claims.length = 0;
+    // A job put in a pool of o2 on another coordinator: only o2's agent asks.
+    s.relay.deliver({ type: 'job_pooled', orgId: 'o2', jobId: 'p1' });
+    await tick();
+    expect(claims).toEqual(['b1']);
+    // A ping while nothing waits asks nobody; while o1 has jobs waiting, o1's agent asks.
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    expect(claims).toEqual(['b1']);
+    waitingOrgs = ['o1'];
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    expect(claims).toEqual(['b1', 'a1']);
+  });
+
   it('stops counting down to disconnected when the agent came back through another coordinator', async () => {
     const s = setup({ graceMs: 30 });
     cleanup = () => s.registry.close();
     s.openJobs([]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     sink.drop();
     s.relay.deliver({ type: 'stream_opened', agentId: 'a1' });
     await vi.advanceTimersByTimeAsync(100);
@@ -291,7 +328,7 @@ describe('StreamRegistry between coordinators', () => {
     cleanup = () => s.registry.close();
     s.openJobs([]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     s.relay.deliver({ type: 'agent_revoked', agentId: 'a1' });
     expect(sink.ended).toBe(true);
     expect(s.registry.isConnected('a1')).toBe(false);
@@ -312,7 +349,7 @@ describe('StreamRegistry', () => {
     cleanup = () => s.registry.close();
     for (const id of ['j1', 'j2', 'j3']) s.jobs.set(id, job(id));
     const sink = new FakeSink();
-    const connecting = s.registry.connect('a1', sink);
+    const connecting = s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     await tick();
     // j2 was committed before the read and announced after it started; j3 after.
     s.jobEvents.jobCreated('a1', 'j2');
@@ -334,7 +371,7 @@ describe('StreamRegistry', () => {
     s.jobs.set('q1', job('q1', 'a1', 'queued'));
     s.openJobs([job('q1', 'a1', 'queued'), ...backlog.map((id) => job(id))]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink, 4);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 4);
     // The queued job fills one place: three of the backlog go out, in creation order.
     expect(sink.jobIds()).toEqual(['q1', 'p1', 'p2', 'p3']);
     // A new job waits behind the backlog instead of being refused by a full queue.
@@ -357,7 +394,7 @@ describe('StreamRegistry', () => {
     const held = ['r1', 'q1', 'q2'];
     s.openJobs(held.map((id, i) => job(id, 'a1', i === 0 ? 'running' : 'queued')));
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink, 2);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 2);
     expect(sink.jobIds()).toEqual(held);
     s.jobs.set('n1', job('n1'));
     s.jobEvents.jobCreated('a1', 'n1');
@@ -372,10 +409,10 @@ describe('StreamRegistry', () => {
     for (const id of ids) s.jobs.set(id, job(id));
     s.openJobs(ids.map((id) => job(id)));
     const four = new FakeSink();
-    await s.registry.connect('a1', four);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, four);
     expect(four.jobIds()).toEqual(ids.slice(0, 4));
     const one = new FakeSink();
-    await s.registry.connect('a1', one, 1);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, one, 1);
     expect(one.jobIds()).toEqual(['p0']);
   });
 
@@ -384,7 +421,7 @@ describe('StreamRegistry', () => {
     cleanup = () => s.registry.close();
     s.openJobs([]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     s.jobs.set('x', job('x', 'a2'));
     s.jobs.set('done', job('done', 'a1', 'success'));
     s.jobEvents.jobCreated('a2', 'x');
@@ -400,8 +437,8 @@ describe('StreamRegistry', () => {
     s.openJobs([]);
     const first = new FakeSink();
     const second = new FakeSink();
-    await s.registry.connect('a1', first);
-    await s.registry.connect('a1', second);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, first);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, second);
     expect(first.ended).toBe(true);
     expect(second.ended).toBe(false);
     await vi.advanceTimersByTimeAsync(1000);
@@ -414,15 +451,15 @@ describe('StreamRegistry', () => {
     cleanup = () => s.registry.close();
     s.openJobs([]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     sink.drop();
     await vi.advanceTimersByTimeAsync(29);
-    await s.registry.connect('a1', new FakeSink()); // back in time
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, new FakeSink()); // back in time
     await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual([]);
 
     const b = new FakeSink();
-    await s.registry.connect('b1', b);
+    await s.registry.connect({ id: 'b1', orgId: 'o1' }, b);
     b.drop();
     await vi.advanceTimersByTimeAsync(29);
     expect(s.calls.disconnected).toEqual([]);
@@ -437,7 +474,7 @@ describe('StreamRegistry', () => {
     cleanup = () => s.registry.close();
     s.openJobs([]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     const touches = s.holdTouches();
     await vi.advanceTimersByTimeAsync(1_000);
     sink.drop();
@@ -456,7 +493,7 @@ describe('StreamRegistry', () => {
     cleanup = () => s.registry.close();
     s.openJobs([]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     s.agentEvents.revoked({ id: 'a1' } as Agent);
     expect(sink.ended).toBe(true);
     expect(s.registry.isConnected('a1')).toBe(false);
@@ -469,7 +506,7 @@ describe('StreamRegistry', () => {
     cleanup = () => s.registry.close();
     s.openJobs([]);
     await tick();
-    await s.registry.connect('back', new FakeSink());
+    await s.registry.connect({ id: 'back', orgId: 'o1' }, new FakeSink());
     await vi.advanceTimersByTimeAsync(19);
     expect(s.calls.disconnected).toEqual([]);
     await vi.advanceTimersByTimeAsync(1);
@@ -486,7 +523,7 @@ describe('StreamRegistry', () => {
     for (const id of ['p1', 'p2']) s.jobs.set(id, job(id));
     s.openJobs([running, job('p1'), job('p2')]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink, 2);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 2);
     // r1 still fills a place in the agent's queue: one pending job goes out, the other waits.
     expect(sink.events()).toEqual(['cancel:gone', 'cancel:r1', 'job:p1']);
     s.jobEvents.jobFinished('r1');
@@ -500,7 +537,7 @@ describe('StreamRegistry', () => {
     for (const id of ['q1', 'p1']) s.jobs.set(id, job(id));
     s.openJobs([job('q1', 'a1', 'queued'), job('p1')]);
     const sink = new FakeSink();
-    await s.registry.connect('a1', sink, 1);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 1);
     expect(sink.events()).toEqual(['job:q1']);
     // The cancel service: the cancel event first, then the end of the job.
     s.jobs.set('q1', { ...job('q1', 'a1', 'cancelled'), cancelRequestedAt: AT });
@@ -519,7 +556,7 @@ describe('StreamRegistry', () => {
     cleanup = () => s.registry.close();
     s.jobs.set('p1', job('p1'));
     const sink = new FakeSink();
-    const connecting = s.registry.connect('a1', sink);
+    const connecting = s.registry.connect({ id: 'a1', orgId: 'o1' }, sink);
     await tick();
     s.jobEvents.cancelRequested('a1', 'p1');
     s.openJobs([job('p1')]);
@@ -532,13 +569,13 @@ describe('StreamRegistry', () => {
     s.openJobs([]);
     const a = new FakeSink();
     const b = new FakeSink();
-    await s.registry.connect('a1', a);
-    await s.registry.connect('b1', b);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, a);
+    await s.registry.connect({ id: 'b1', orgId: 'o1' }, b);
     s.registry.close();
     expect([a.ended, b.ended]).toEqual([true, true]);
     expect(s.registry.size).toBe(0);
     const late = new FakeSink();
-    await s.registry.connect('c1', late);
+    await s.registry.connect({ id: 'c1', orgId: 'o1' }, late);
     expect(late.ended).toBe(true);
     await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual([]);

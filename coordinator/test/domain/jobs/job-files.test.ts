@@ -155,7 +155,7 @@ describe('the stream with prepareAssignment', () => {
       if (job.id === 'broken') throw new Error('database busy');
       return { ...a, params: { ...a.params, prepared: true } };
     });
-    await s.registry.connect('a1', s.sink);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, s.sink);
     for (const id of ['slow', 'fast', 'broken']) s.jobEvents.jobCreated('a1', id);
     await vi.waitFor(() => expect(preparing).toEqual(['slow']));
     for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));

@@ -70,7 +70,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     shared: config.database.kind === 'postgres',
     // Input files get a fresh download URL at every send (redelivery included); an update job's
     // `deploy` event also names its application.
-    claimPooled: (agentId, room) => pools.claim(agentId, room),
+    pools,
     prepareAssignment: async (job, assignment) =>
       ota.withDeployFields(job, await withFreshDownloadUrls(files, job.orgId, assignment)),
   });
@@ -118,7 +118,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
       raw.socket?.setNoDelay(true);
       raw.socket?.setKeepAlive(true, 30_000);
       raw.write(SSE_OPENING);
-      await registry.connect(agent.id, responseSink(raw), request.query.capacity);
+      await registry.connect({ id: agent.id, orgId: agent.orgId }, responseSink(raw), request.query.capacity);
     },
   );
 }
