@@ -159,6 +159,34 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('drops the NOT NULL of triggers.agent_id and jobs.agent_id in place (0026): rows kept, the file intact', () => {
+    const db = openDatabase(':memory:');
+    const all = loadMigrations();
+    migrate(
+      db,
+      all.filter((m) => m.version < 26),
+    );
+    const at = '2030-01-01T00:00:00.000Z';
+    db.prepare("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', ?)").run(at);
+    db.prepare(
+      `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
+       VALUES ('a', 'o', 'a', 'h', 'linux', '1', 'k', 'connected', ?, 1)`,
+    ).run(at);
+    db.prepare(
+      `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
+         response_timeout_ms, allow_debug, created_at, updated_at)
+       VALUES ('t', 'o', 'hook', 'webhook', 'a', 'workflow', 'w', 'sync', 5000, 1, ?, ?)`,
+    ).run(at, at);
+    const notNull = db.prepare(`SELECT "notnull" FROM pragma_table_info(?) WHERE name = 'agent_id'`).pluck();
+    expect([notNull.get('jobs'), notNull.get('triggers')]).toEqual([1, 1]);
+    migrate(db, all);
+    expect([notNull.get('jobs'), notNull.get('triggers')]).toEqual([0, 0]);
+    expect(db.prepare('PRAGMA integrity_check').pluck().all()).toEqual(['ok']);
+    expect(db.prepare("SELECT agent_id FROM triggers WHERE id = 't'").pluck().get()).toBe('a');
+    db.prepare("UPDATE triggers SET agent_id = NULL, agent_selector = 'role=x' WHERE id = 't'").run();
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
