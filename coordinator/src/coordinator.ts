@@ -16,6 +16,7 @@ import { observeJobMetrics } from './domain/jobs/job-metrics.js';
 import { noMetrics, type Metrics } from './domain/metrics.js';
 import { JobSweeper, sweepIntervalMs } from './domain/jobs/job-sweeper.js';
 import { OtaEngine } from './domain/ota/engine.js';
+import { RolloutService } from './domain/ota/rollouts.js';
 import { createFileService } from './domain/files/create.js';
 import { startFileSweeper } from './domain/files/file-sweeper.js';
 import { agentEventsOf } from './domain/agents/agent-events.js';
@@ -145,6 +146,7 @@ export async function createCoordinator(
     });
     const batches = new BatchService({ repos, jobEvents, cancels, audit, clock, logger });
     const pools = new PoolService({ repos });
+    const rollouts = new RolloutService({ ctx: { repos, clock, jobEvents, ota }, audit, jobEvents, logger });
     const jobLogs = new JobLogService({ jobs: repos.jobs, maxBytes: config.jobLogMaxBytes });
     const scheduler = new CronScheduler({
       triggers: repos.triggers,
@@ -203,6 +205,7 @@ export async function createCoordinator(
       cancels,
       batches,
       pools,
+      rollouts,
       jobLogs,
       ota,
       chatIntegrations,
@@ -246,6 +249,8 @@ export async function createCoordinator(
     sweeper.start();
     // Update jobs that end, and OTA retries that come due (docs/ota.md).
     ota.start();
+    // Running rollouts move on as their waves' updates end and their soaks pass (docs/ota.md).
+    rollouts.start();
     const fileSweeper = startFileSweeper({ files, intervalMs: config.fileSweepIntervalMs, logger });
     // Cron triggers fire on schedule (docs/schedules.md), with the triggers changed on the other
     // coordinators of the database.
@@ -293,6 +298,7 @@ export async function createCoordinator(
           stopLastSeen();
           await discordGateway?.stop();
           await sweeper.stop();
+          await rollouts.stop();
           await ota.stop();
           await fileSweeper.stop();
           await scheduler.stop();

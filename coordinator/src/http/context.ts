@@ -1,3 +1,4 @@
+import type { RolloutService } from '../domain/ota/rollouts.js';
 import type { Config } from '../config/config.js';
 import type { Repositories } from '../domain/model/repositories.js';
 import type { AuditLog } from '../domain/audit/audit-log.js';
@@ -63,6 +64,8 @@ export interface AppContext {
   jobLogs: JobLogService;
   /** Over-the-air deployment: evaluations of device bindings, update jobs, retries (domain/ota). */
   ota: OtaEngine;
+  /** Staged rollouts of releases: publish with a plan, their waves, the operators' moves (domain/ota/rollouts.ts). */
+  rollouts: RolloutService;
   /** Slack workspaces and Discord guilds connected to organizations (domain/chat). */
   chatIntegrations: ChatIntegrationService;
   /** Chat commands starting runs of chat triggers (domain/chat/chat-runs.ts). */

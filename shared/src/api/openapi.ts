@@ -1308,7 +1308,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Publish a draft: devices of its channel converge to it (409 unless draft) */
+    /** Publish a draft: devices of its channel converge to it, at once or wave by wave with a rollout plan (409 unless draft) */
     post: operations['publishRelease'];
     delete?: never;
     options?: never;
@@ -1325,8 +1325,93 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Yank a published release: devices converge to the previous one (409 unless published) */
+    /** Yank a published release: devices converge to the previous one; its unfinished rollout ends aborted (409 unless published) */
     post: operations['yankRelease'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/apps/{appId}/releases/{releaseId}/rollout': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Read a release's staged rollout: its state, each wave's counts, its history */
+    get: operations['getRollout'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/apps/{appId}/releases/{releaseId}/rollout/pause': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Pause a running rollout: no new wave starts (409 unless running) */
+    post: operations['pauseRollout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/apps/{appId}/releases/{releaseId}/rollout/resume': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Resume a paused rollout; one paused by the failure threshold accepts its wave's failures (409 unless paused) */
+    post: operations['resumeRollout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/apps/{appId}/releases/{releaseId}/rollout/advance': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Start the next wave now, or complete the rollout after its last wave (409 unless running or paused) */
+    post: operations['advanceRollout'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/apps/{appId}/releases/{releaseId}/rollout/abort': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Abort a rollout: devices not yet given the release keep the previous one, and so do devices bound later (409 unless running or paused) */
+    post: operations['abortRollout'];
     delete?: never;
     options?: never;
     head?: never;
@@ -1968,6 +2053,12 @@ export interface components {
         | 'release.update'
         | 'release.publish'
         | 'release.yank'
+        | 'release.rollout.start'
+        | 'release.rollout.advance'
+        | 'release.rollout.pause'
+        | 'release.rollout.resume'
+        | 'release.rollout.abort'
+        | 'release.rollout.complete'
         | 'device.bind'
         | 'device.update'
         | 'device.unbind'
@@ -2277,6 +2368,61 @@ export interface components {
       publishedAt: string | null;
       /** Format: date-time */
       yankedAt: string | null;
+    };
+    Rollout: {
+      releaseId: string;
+      applicationId: string;
+      channel: string;
+      /**
+       * @description running, paused (pausedReason says why), then completed (every wave went through), aborted (by an operator or a yank) or superseded (another release of the channel was published)
+       * @enum {string}
+       */
+      status: 'running' | 'paused' | 'completed' | 'aborted' | 'superseded';
+      /** @description the current wave, 0-based */
+      currentWave: number;
+      /** @description the channel's devices when the release was published */
+      deviceCount: number;
+      soakSeconds: number;
+      maxFailureRate: number;
+      minAttempts: number;
+      waves: {
+        percent: number;
+        /** @description the devices the waves up to this one hold (cumulative) */
+        devices: number;
+        /** @description of the devices new in this wave: those that run the release */
+        succeeded: number;
+        /** @description of the devices new in this wave: those whose update to it failed */
+        failed: number;
+        /** @description of the devices new in this wave: the others */
+        pending: number;
+        /** Format: date-time */
+        startedAt: string | null;
+        /**
+         * Format: date-time
+         * @description the wave's last update ended (the soak follows)
+         */
+        endedAt: string | null;
+      }[];
+      /** @enum {string|null} */
+      pausedReason: 'failure_threshold' | 'operator' | null;
+      /**
+       * Format: date-time
+       * @description when the current wave's soak ends (null: its updates have not all ended, or the rollout is not running)
+       */
+      soakEndsAt: string | null;
+      history: {
+        /** Format: date-time */
+        at: string;
+        /** @enum {string} */
+        event: 'start' | 'wave_end' | 'pause' | 'resume' | 'advance' | 'abort' | 'complete' | 'supersede';
+        /** @description a user id, or 'system' */
+        by: string;
+        detail: string | null;
+      }[];
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      endedAt: string | null;
     };
     DeviceBinding: {
       id: string;
@@ -8280,9 +8426,21 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description Without a body (or without `rollout`) the release is published to every device of its channel at once. */
     requestBody: {
       content: {
-        'application/json': Record<string, never> | null;
+        'application/json': {
+          rollout?: {
+            /** @description increasing percentages of the channel's devices, the last 100 (at most 20) */
+            waves: number[];
+            /** @description seconds to wait after a wave's last update ended before the next wave (0 to 604800) */
+            soakSeconds: number;
+            /** @description from 0 to 1: the rollout pauses by itself when failed ÷ ended updates of the current wave is strictly above it */
+            maxFailureRate: number;
+            /** @description updates of the wave that must have ended before its failure rate is judged (default 1, at most 100000) */
+            minAttempts?: number;
+          };
+        } | null;
       };
     };
     responses: {
@@ -8357,6 +8515,313 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Release'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getRollout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        appId: string;
+        releaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Rollout'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  pauseRollout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        appId: string;
+        releaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': Record<string, never> | null;
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Rollout'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  resumeRollout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        appId: string;
+        releaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': Record<string, never> | null;
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Rollout'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  advanceRollout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        appId: string;
+        releaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': Record<string, never> | null;
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Rollout'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  abortRollout: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+        appId: string;
+        releaseId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': Record<string, never> | null;
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Rollout'];
         };
       };
       /** @description Default Response */

@@ -12,6 +12,9 @@ import { all, command, flag, jsonRecords, query, run, type Dialect, type Flow } 
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
 import { toJob, type JobRow } from './job-rows.js';
 import { toRelease, type ReleaseRow } from './releases.js';
+import { withheldOf } from './rollouts.js';
+
+const NONE_WITHHELD: ReadonlySet<string> = new Set();
 
 /** A binding with its application (null when deleted) and its agent's status, as an evaluation reads it. */
 interface BindingFactsRow extends DeviceBindingRow {
@@ -240,6 +243,7 @@ function* evaluateRound(
       releaseCache.get(r.application_id)!.push(toRelease(r));
     }
   }
+  const withheld = yield* withheldOf(rows.map((r) => r.id));
   const jobIds = unique(rows.map((r) => r.active_job_id));
   const jobs = new Map((yield* rowsOf(JOBS, jobIds)).map((j) => [j.id, toJob(j)]));
   const evaluated: { e: BindingEvaluation; appId: string; outcome: EvaluationOutcome }[] = [];
@@ -262,6 +266,7 @@ function* evaluateRound(
       binding,
       app: { id: row.application_id, orgId: row.app_org_id, updateWorkflowName: row.app_update_workflow_name },
       releases: releaseCache.get(row.application_id)!,
+      withheld: withheld.get(row.id) ?? NONE_WITHHELD,
       activeJob: (binding.activeJobId && jobs.get(binding.activeJobId)) || null,
       agentStatus: row.agent_status,
       now,

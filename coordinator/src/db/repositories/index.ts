@@ -5,6 +5,7 @@ import { createAgentRepository } from './agents.js';
 import { createApplicationRepository } from './applications.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
 import { createReleaseRepository } from './releases.js';
+import { createRolloutRepository } from './rollouts.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
 import { createBatchRepository } from './batches.js';
@@ -71,6 +72,7 @@ export function createRepositories(
     workflows: createWorkflowRepository(database),
     applications: createApplicationRepository(database),
     releases: createReleaseRepository(database, rules.checkArtifact),
+    rollouts: createRolloutRepository(database),
     deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
   };
 }

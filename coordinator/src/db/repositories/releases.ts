@@ -80,15 +80,15 @@ const INSERT = query<ReleaseRow, NewReleaseParams>(
      NULL, NULL)
    RETURNING *`,
 );
-const IN_APP = query<ReleaseRow, [string, string]>('SELECT * FROM releases WHERE application_id = ? AND id = ?');
-const IN_APP_LOCKED = query<ReleaseRow, [string, string]>(
+export const IN_APP = query<ReleaseRow, [string, string]>('SELECT * FROM releases WHERE application_id = ? AND id = ?');
+export const IN_APP_LOCKED = query<ReleaseRow, [string, string]>(
   (d) => `SELECT * FROM releases WHERE application_id = ? AND id = ? ${d.forUpdate}`,
 );
 const LIST = query<ReleaseRow, { appId: string; channel: string | null; status: string | null }>(
   `SELECT * FROM releases WHERE application_id = @appId AND (CAST(@channel AS TEXT) IS NULL OR channel = @channel)
      AND (CAST(@status AS TEXT) IS NULL OR status = @status) ORDER BY sequence DESC`,
 );
-const PUBLISH = command<[string, string, string]>(
+export const PUBLISH = command<[string, string, string]>(
   "UPDATE releases SET status = 'published', published_at = ? WHERE application_id = ? AND id = ? AND status = 'draft'",
 );
 const YANK = command<[string, string, string]>(

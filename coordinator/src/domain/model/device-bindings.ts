@@ -110,6 +110,8 @@ export interface BindingEvaluationFacts {
   app: { id: string; orgId: string; updateWorkflowName: string };
   /** The application's releases, of any channel and status. */
   releases: readonly Release[];
+  /** Releases whose staged rollout has not reached the binding yet (they do not count for it). */
+  withheld: ReadonlySet<string>;
   /** The binding's active update job as stored; null when it has none or it no longer exists. */
   activeJob: Job | null;
   /** The bound agent's status (null: no such agent). */

@@ -16,6 +16,7 @@ import type { InvitationRepository } from './invitations.js';
 import type { JobRepository } from './jobs.js';
 import type { OrgRepository } from './orgs.js';
 import type { ReleaseRepository } from './releases.js';
+import type { RolloutRepository } from './rollouts.js';
 import type { ServerSecretRepository } from './server-secrets.js';
 import type { SignedOutSessionRepository } from './signed-out-sessions.js';
 import type { StorageBindingRepository } from './storage-bindings.js';
@@ -55,5 +56,6 @@ export interface Repositories {
   workflows: WorkflowRepository;
   applications: ApplicationRepository;
   releases: ReleaseRepository;
+  rollouts: RolloutRepository;
   deviceBindings: DeviceBindingRepository;
 }

@@ -49,6 +49,7 @@ const manifestNonce = () => randomUUID();
 export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAgent): Promise<DesiredManifestResponse> {
   const generation = await ctx.repos.changeCounter.otaGeneration();
   const bindings = await ctx.repos.deviceBindings.listByAgent(agent.id);
+  const withheld = await ctx.repos.rollouts.withheld(bindings.map((b) => b.id));
   const apps = new Map<string, AppReleases>();
   const items: { binding: DeviceBinding; entry: AppReleases; state: DesiredState<Release> }[] = [];
   for (const binding of bindings) {
@@ -59,7 +60,12 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
       entry = found;
       apps.set(found.app.id, entry);
     }
-    const state = desiredState({ channel: binding.channel, releases: entry.releases, current: binding.current });
+    const state = desiredState({
+      channel: binding.channel,
+      releases: entry.releases,
+      current: binding.current,
+      withheld: withheld.get(binding.id) ?? new Set(),
+    });
     items.push({ binding, entry, state });
   }
   // Artifacts not yet remembered by their application's cache entry, read in one query.

@@ -20,13 +20,18 @@ export interface DesiredStateInput<R extends ReleaseFacts> {
   current: Installation | null;
   /** The status of the current release when it is not in `releases`. */
   currentReleaseStatus?: ReleaseStatus | null;
+  /**
+   * Releases that do not count for this device yet: their staged rollout has not reached it
+   * (docs/ota.md, "Staged rollouts"). They are neither desired nor a minimum for it.
+   */
+  withheld?: ReadonlySet<string>;
 }
 
 export function desiredState<R extends ReleaseFacts>(input: DesiredStateInput<R>): DesiredState<R> {
   let desired: R | null = null;
   let minimum: R | null = null;
   for (const r of input.releases) {
-    if (r.status !== 'published' || r.channel !== input.channel) continue;
+    if (r.status !== 'published' || r.channel !== input.channel || input.withheld?.has(r.id)) continue;
     if (!desired || r.sequence > desired.sequence) desired = r;
     if (r.updatePolicy === 'mandatory' && (!minimum || r.sequence > minimum.sequence)) minimum = r;
   }

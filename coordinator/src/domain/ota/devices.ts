@@ -22,7 +22,13 @@ export async function bindingViews(
 ): Promise<BindingView[]> {
   if (bindings.length === 0) return [];
   const releases = await ctx.repos.releases.list(app.id);
-  return bindings.map((b) => toBindingView(b, desiredState({ channel: b.channel, releases, current: b.current })));
+  const withheld = await ctx.repos.rollouts.withheld(bindings.map((b) => b.id));
+  return bindings.map((b) =>
+    toBindingView(
+      b,
+      desiredState({ channel: b.channel, releases, current: b.current, withheld: withheld.get(b.id) ?? new Set() }),
+    ),
+  );
 }
 
 function viewOf(outcome: EvaluationOutcome | undefined): BindingView {

@@ -30,6 +30,7 @@ export function evaluateBinding(f: BindingEvaluationFacts): BindingEvaluation {
       cancelledJobId: binding.cancelledJobId,
     },
     releases: f.releases,
+    withheld: f.withheld,
     activeJob: f.activeJob && activeJobFacts(f.activeJob),
     updateWorkflowName: f.app.updateWorkflowName,
     agentRevoked: f.agentStatus === 'revoked',

@@ -38,6 +38,8 @@ export interface EvaluationInput<R extends ReleaseFacts> {
   releases: readonly R[];
   /** The status of the current release when it is not in `releases`. */
   currentReleaseStatus?: ReleaseStatus | null;
+  /** Releases whose staged rollout has not reached the device (desired-state.ts). */
+  withheld?: ReadonlySet<string>;
   /** Null when `binding.activeJobId` is null (or names a job that no longer exists). */
   activeJob: ActiveJobFacts | null;
   /** The application's update workflow now: a pending job for another one is replaced. */
@@ -96,6 +98,7 @@ export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>
     releases: input.releases,
     current: b.current,
     currentReleaseStatus: input.currentReleaseStatus ?? null,
+    ...(input.withheld ? { withheld: input.withheld } : {}),
   });
   b = applyResets(b, input, active !== null, state.desired?.id ?? null);
   const plan = { state, settled, supersede: null, issue: null, repush: null };

@@ -14,6 +14,7 @@ import { jobRoutes } from './jobs.js';
 import { batchRoutes } from './batches.js';
 import { orgRoutes } from './orgs.js';
 import { releaseRoutes } from './releases.js';
+import { rolloutRoutes } from './rollouts.js';
 import { storageBindingRoutes } from './storage-bindings.js';
 import { triggerRunByHandRoutes } from './trigger-runs.js';
 import { triggerRoutes } from './triggers.js';
@@ -41,6 +42,7 @@ export async function managementRoutes(app: FastifyInstance): Promise<void> {
   await app.register(batchRoutes);
   await app.register(appRoutes);
   await app.register(releaseRoutes);
+  await app.register(rolloutRoutes);
   await app.register(deviceRoutes);
   await app.register(chatIntegrationRoutes);
 }

@@ -9,19 +9,15 @@ import {
 } from '../../../domain/model/releases.js';
 import { userAction, type AuditRecord, type UserActor } from '../../../domain/audit/audit-log.js';
 import { channelSchema, notesSchema, versionSchema } from '../../../domain/ota/inputs.js';
-import {
-  createRelease,
-  findRelease,
-  publishRelease,
-  updateDraft,
-  yankRelease,
-  type CreateReleaseInput,
-} from '../../../domain/ota/releases.js';
+import { createRelease, findRelease, updateDraft, type CreateReleaseInput } from '../../../domain/ota/releases.js';
+import { checkRolloutPlan } from '../../../domain/ota/rollout-rules.js';
+import { AppError } from '../../../errors.js';
 import { toReleaseView } from '../../../domain/ota/views.js';
 import { emptyBody, errorResponses, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { requireAppAccess } from './ota-access.js';
 import { appParams, ReleaseSchema, releaseParams, type AppParams, type ReleaseParams } from './ota-schemas.js';
+import { PublishBodySchema, type PublishBody } from './rollout-schemas.js';
 import { listOf } from '../../schemas/examples.js';
 import { EXAMPLE_IDS } from '../../schemas/examples.js';
 
@@ -154,32 +150,55 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 
-  for (const move of ['publish', 'yank'] as const) {
-    app.post<{ Params: ReleaseParams }>(
-      `/orgs/:orgId/apps/:appId/releases/:releaseId/${move}`,
-      {
-        schema: {
-          operationId: `${move}Release`,
-          summary:
-            move === 'publish'
-              ? 'Publish a draft: devices of its channel converge to it (409 unless draft)'
-              : 'Yank a published release: devices converge to the previous one (409 unless published)',
-          tags: ['dashboard'],
-          params: releaseParams,
-          querystring: noQuery,
-          body: emptyBody,
-          response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
-        },
+  app.post<{ Params: ReleaseParams; Body: PublishBody | null }>(
+    '/orgs/:orgId/apps/:appId/releases/:releaseId/publish',
+    {
+      schema: {
+        operationId: 'publishRelease',
+        summary:
+          'Publish a draft: devices of its channel converge to it, at once or wave by wave with a rollout plan (409 unless draft)',
+        tags: ['dashboard'],
+        params: releaseParams,
+        querystring: noQuery,
+        body: PublishBodySchema,
+        response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
       },
-      async (request) => {
-        const { application, ...caller } = await requireAppAccess(request);
-        const release =
-          move === 'publish'
-            ? await publishRelease(ctx, application, request.params.releaseId)
-            : await yankRelease(ctx, application, request.params.releaseId);
-        await ctx.audit.record(audited(caller, release, `release.${move}`));
+    },
+    async (request) => {
+      const { application, ...caller } = await requireAppAccess(request);
+      const plan = request.body?.rollout;
+      if (!plan) {
+        const release = await ctx.rollouts.publishNow(application, request.params.releaseId);
+        await ctx.audit.record(audited(caller, release, 'release.publish'));
         return toReleaseView(release);
+      }
+      const checked = checkRolloutPlan(plan);
+      if (checked instanceof AppError) throw checked;
+      const { release } = await ctx.rollouts.publish(application, request.params.releaseId, checked, caller);
+      await ctx.audit.record(audited(caller, release, 'release.publish', { rollout: checked }));
+      return toReleaseView(release);
+    },
+  );
+
+  app.post<{ Params: ReleaseParams }>(
+    '/orgs/:orgId/apps/:appId/releases/:releaseId/yank',
+    {
+      schema: {
+        operationId: 'yankRelease',
+        summary:
+          'Yank a published release: devices converge to the previous one; its unfinished rollout ends aborted (409 unless published)',
+        tags: ['dashboard'],
+        params: releaseParams,
+        querystring: noQuery,
+        body: emptyBody,
+        response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
       },
-    );
-  }
+    },
+    async (request) => {
+      const { application, ...caller } = await requireAppAccess(request);
+      const release = await ctx.rollouts.yank(application, request.params.releaseId, caller);
+      await ctx.audit.record(audited(caller, release, 'release.yank'));
+      return toReleaseView(release);
+    },
+  );
 }

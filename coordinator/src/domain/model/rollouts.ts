@@ -1,0 +1,117 @@
+import type { Release } from './releases.js';
+
+/** Staged rollouts (docs/ota.md, "Staged rollouts"; migration 0032). */
+
+export const ROLLOUT_STATUSES = ['running', 'paused', 'completed', 'aborted', 'superseded'] as const;
+export type RolloutStatus = (typeof ROLLOUT_STATUSES)[number];
+export const PAUSED_REASONS = ['failure_threshold', 'operator'] as const;
+export type PausedReason = (typeof PAUSED_REASONS)[number];
+
+export interface RolloutPlan {
+  /** Increasing percentages of the devices, the last 100. */
+  waves: number[];
+  soakSeconds: number;
+  maxFailureRate: number;
+  minAttempts: number;
+}
+
+/** What the rules of a rollout read (domain/ota/rollout-rules.ts). */
+export interface RolloutState {
+  status: RolloutStatus;
+  plan: RolloutPlan;
+  /** 0-based. */
+  currentWave: number;
+  /** The last wave whose failures an operator accepted by resuming it (-1: none). */
+  acceptedWave: number;
+  /** [startedAt, endedAt or null] of each wave so far (endedAt: its last update ended). */
+  waveTimes: [string, string | null][];
+}
+
+export interface Rollout extends RolloutState {
+  releaseId: string;
+  orgId: string;
+  applicationId: string;
+  channel: string;
+  /** The channel's devices at publish. */
+  deviceCount: number;
+  pausedReason: PausedReason | null;
+  createdAt: string;
+  endedAt: string | null;
+}
+
+/** The devices new in a wave: how many, and how many of them run the release or failed to. */
+export interface WaveCounts {
+  devices: number;
+  succeeded: number;
+  failed: number;
+}
+
+export const ROLLOUT_EVENTS = [
+  'start',
+  'wave_end',
+  'pause',
+  'resume',
+  'advance',
+  'abort',
+  'complete',
+  'supersede',
+] as const;
+export type RolloutEventName = (typeof ROLLOUT_EVENTS)[number];
+
+export interface RolloutEvent {
+  at: string;
+  event: RolloutEventName;
+  /** A user id, or 'system'. */
+  by: string;
+  /** Why, in words (a pause's failure counts, an abort by a yank, ...). */
+  detail: string | null;
+}
+
+/** A move of a rollout: its new fields, applied only if it is still as `from` says (exactly once). */
+export interface RolloutMove {
+  from: { status: RolloutStatus; currentWave: number };
+  to: Partial<Pick<Rollout, 'status' | 'currentWave' | 'acceptedWave' | 'pausedReason' | 'waveTimes' | 'endedAt'>>;
+  event: RolloutEvent;
+}
+
+export type StartRollout =
+  | { outcome: 'started'; release: Release; rollout: Rollout }
+  | { outcome: 'conflict'; release: Release }
+  | { outcome: 'not_found' };
+
+export interface RolloutRepository {
+  /**
+   * Publishes the draft and starts its rollout in one transaction: the channel's devices counted
+   * and each given its wave (`assign`), the history's first entry.
+   */
+  publish(input: {
+    applicationId: string;
+    releaseId: string;
+    plan: RolloutPlan;
+    at: string;
+    by: string;
+    assign: (bindingIds: readonly string[]) => { bindingId: string; wave: number }[];
+  }): Promise<StartRollout>;
+  find(releaseId: string): Promise<Rollout | null>;
+  /** Rollouts in status `running`. */
+  listRunning(): Promise<Rollout[]>;
+  /** Counts of the devices new in each wave, by wave index (waves without devices absent). */
+  waveCounts(releaseId: string, releaseSequence: number): Promise<Map<number, WaveCounts>>;
+  /** Counts of the devices new in one wave. */
+  countsOfWave(releaseId: string, releaseSequence: number, wave: number): Promise<WaveCounts>;
+  /** Applies the move if the rollout is still as `move.from` says; the rollout after it, or null when it was not. */
+  move(releaseId: string, move: RolloutMove): Promise<Rollout | null>;
+  /** The bindings that hold a wave of the rollout. */
+  bindingsOfWave(releaseId: string, wave: number): Promise<string[]>;
+  history(releaseId: string): Promise<RolloutEvent[]>;
+  /**
+   * Ends the unfinished (running or paused) rollouts of the application's channel but `except`'s,
+   * as superseded; gives the release ids of those ended.
+   */
+  supersede(applicationId: string, channel: string, except: string, at: string): Promise<string[]>;
+  /**
+   * For each binding, the releases whose rollout has not completed and has not reached it yet:
+   * they do not count for its desired state (docs/ota.md).
+   */
+  withheld(bindingIds: readonly string[]): Promise<Map<string, Set<string>>>;
+}

@@ -1,0 +1,211 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  enrollAgentStateDir,
+  startDaemonProcess,
+  stopDaemonProcess,
+  writeWorkflowFile,
+  type AgentStateDir,
+  type DaemonProcess,
+} from '../helpers/agent-daemon.js';
+import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import type { ApiClient } from '../helpers/http.js';
+import {
+  artifactUploader,
+  bindDevices,
+  createApp,
+  createRelease,
+  uploadArtifact,
+  yankRelease,
+  type AppBody,
+  type BindingBody,
+} from '../helpers/ota.js';
+import { installedVersion, updateJobsOf } from '../helpers/ota-agent.js';
+import { eventually } from '../helpers/poll.js';
+
+/**
+ * Staged rollouts end to end (docs/ota.md, "Staged rollouts") with four real `drover-agent run`
+ * processes whose update workflow records what it installed and fails for a version starting with
+ * `bad`: a good release goes through every wave, a bad one stops in its first wave and no device
+ * outside it ever gets an update job, and an operator's moves.
+ */
+
+let t: TestCoordinator;
+let uploader: ApiClient;
+let work: string;
+let app: AppBody;
+const agents: { dir: AgentStateDir; daemon: DaemonProcess; marks: string; binding: BindingBody }[] = [];
+
+afterAll(async () => {
+  for (const a of agents) await stopDaemonProcess(a.daemon);
+  await t?.close();
+  for (const a of agents) fs.rmSync(path.dirname(a.dir.stateDir), { recursive: true, force: true });
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+beforeAll(async () => {
+  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+  work = makeTempDir('drover-staged-rollout-');
+  uploader = await artifactUploader(t);
+  app = await createApp(t.owner, t.orgId, { slug: 'gateway', updateWorkflowName: 'apply-update' });
+  for (let i = 0; i < 4; i++) {
+    const dir = await enrollAgentStateDir(t);
+    const marks = path.join(work, `agent-${i}`);
+    fs.mkdirSync(marks, { recursive: true });
+    writeWorkflowFile(
+      dir.stateDir,
+      'apply-update',
+      [
+        'name: apply-update',
+        'steps:',
+        `  - run: case "$DROVER_PARAM_VERSION" in bad*) echo "this build does not start" >&2; exit 1;; esac; printf %s "$DROVER_PARAM_VERSION" > "${marks}/version"`,
+        '    shell: true',
+        '',
+      ].join('\n'),
+    );
+    const daemon = startDaemonProcess(dir.stateDir, ['--deploy-poll-interval', '1s']);
+    agents.push({ dir, daemon, marks, binding: undefined as unknown as BindingBody });
+  }
+  for (const a of agents) await a.daemon.waitForLog((r) => /^connected to the coordinator/.test(r.msg), 30_000);
+  const bindings = await bindDevices(
+    t.owner,
+    t.orgId,
+    app.id,
+    agents.map((a) => a.dir.agentId),
+  );
+  for (const a of agents) a.binding = bindings.find((b) => b.agentId === a.dir.agentId)!;
+}, 90_000);
+
+const base = () => `/orgs/${t.orgId}/apps/${app.id}/releases`;
+
+async function draft(version: string) {
+  const artifactFileId = await uploadArtifact(uploader, `gateway build ${version}`, `gateway-${version}.tar.gz`);
+  return createRelease(t.owner, t.orgId, app.id, { version, artifactFileId });
+}
+
+async function publishWith(releaseId: string, rollout: Record<string, unknown>) {
+  const res = await t.owner.post(`${base()}/${releaseId}/publish`, { body: { rollout } });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+}
+
+async function rollout(releaseId: string) {
+  const res = await t.owner.get(`${base()}/${releaseId}/rollout`);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body;
+}
+
+async function rolloutWhen(releaseId: string, check: (r: any) => boolean, what: string) {
+  let last: unknown;
+  return eventually(
+    async () => {
+      last = await rollout(releaseId);
+      return check(last) && last;
+    },
+    30_000,
+    () => `${what}; rollout: ${JSON.stringify(last)}`,
+  );
+}
+
+const versions = () => agents.map((a) => installedVersion(a.marks));
+
+describe('staged rollouts', { timeout: 90_000 }, () => {
+  it('refuses a bad plan with a 422 naming the field, and a move that does not fit the state with a 409', async () => {
+    const r = await draft('0.9.0');
+    const bad = await t.owner.post(`${base()}/${r.id}/publish`, {
+      body: { rollout: { waves: [50, 10], soakSeconds: 0, maxFailureRate: 2 } },
+    });
+    expect(bad.status).toBe(422);
+    expect(bad.body.details.map((d: { path: string }) => d.path)).toEqual([
+      'body.rollout.waves.1',
+      'body.rollout.waves',
+      'body.rollout.maxFailureRate',
+    ]);
+    expect((await t.owner.get(`${base()}/${r.id}/rollout`)).status).toBe(404);
+    expect((await t.owner.post(`${base()}/${r.id}/rollout/pause`)).status).toBe(404);
+  });
+
+  it('takes a good release through every wave, then completes', async () => {
+    const r = await draft('1.0.0');
+    await publishWith(r.id, { waves: [25, 50, 100], soakSeconds: 0, maxFailureRate: 0 });
+    const done = await rolloutWhen(r.id, (x) => x.status === 'completed', 'the rollout completes');
+    expect(done.waves.map((w: any) => [w.devices, w.succeeded, w.failed, w.pending])).toEqual([
+      [1, 1, 0, 0],
+      [2, 1, 0, 0],
+      [4, 2, 0, 0],
+    ]);
+    expect(done.history.map((h: any) => h.event)).toEqual([
+      'start',
+      'wave_end',
+      'advance',
+      'wave_end',
+      'advance',
+      'complete',
+    ]);
+    await eventually(
+      () => versions().every((v) => v === '1.0.0'),
+      20_000,
+      () => `installed: ${versions()}`,
+    );
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?limit=50`);
+    const actions = (audit.body.items ?? audit.body).map((e: any) => e.action);
+    for (const action of ['release.rollout.start', 'release.rollout.advance', 'release.rollout.complete']) {
+      expect(actions).toContain(action);
+    }
+  });
+
+  it('stops a bad release in its first wave: no device outside it gets an update job; abort keeps the others where they are', async () => {
+    const before = await Promise.all(agents.map(async (a) => (await updateJobsOf(t, a.dir.agentId)).length));
+    const r = await draft('bad-2.0.0');
+    await publishWith(r.id, { waves: [25, 100], soakSeconds: 0, maxFailureRate: 0 });
+    const paused = await rolloutWhen(r.id, (x) => x.status === 'paused', 'the rollout pauses by itself');
+    expect(paused.pausedReason).toBe('failure_threshold');
+    expect(paused.waves[0]).toMatchObject({ devices: 1, failed: 1 });
+    expect(paused.history.at(-1)).toMatchObject({ event: 'pause', by: 'system' });
+    const after = await Promise.all(agents.map(async (a) => (await updateJobsOf(t, a.dir.agentId)).length));
+    // One device (wave 1) got update jobs for it (with its retries); the three others none.
+    expect(after.filter((n, i) => n > before[i]!)).toHaveLength(1);
+    expect((await t.owner.post(`${base()}/${r.id}/rollout/pause`)).status).toBe(409);
+    const aborted = await t.owner.post(`${base()}/${r.id}/rollout/abort`);
+    expect(aborted.status).toBe(200);
+    expect(aborted.body.status).toBe('aborted');
+    expect((await t.owner.post(`${base()}/${r.id}/rollout/resume`)).status).toBe(409);
+    const resumeAfter = await Promise.all(agents.map(async (a) => (await updateJobsOf(t, a.dir.agentId)).length));
+    expect(resumeAfter.filter((n, i) => n > before[i]!)).toHaveLength(1);
+    expect(versions().filter((v) => v === '1.0.0')).toHaveLength(4);
+  });
+
+  it('lets an operator pause, resume and advance through a long soak; a yank ends a rollout aborted', async () => {
+    const r = await draft('1.1.0');
+    await publishWith(r.id, { waves: [25, 100], soakSeconds: 3600, maxFailureRate: 0.5 });
+    const soaking = await rolloutWhen(r.id, (x) => x.soakEndsAt !== null, 'wave 1 soaks');
+    expect(soaking.currentWave).toBe(0);
+    const paused = await t.owner.post(`${base()}/${r.id}/rollout/pause`);
+    expect(paused.body).toMatchObject({ status: 'paused', pausedReason: 'operator' });
+    const resumed = await t.owner.post(`${base()}/${r.id}/rollout/resume`);
+    expect(resumed.body).toMatchObject({ status: 'running', pausedReason: null });
+    const advanced = await t.owner.post(`${base()}/${r.id}/rollout/advance`);
+    expect(advanced.body).toMatchObject({ status: 'running', currentWave: 1 });
+    await eventually(
+      () => versions().every((v) => v === '1.1.0'),
+      30_000,
+      () => `installed: ${versions()}`,
+    );
+    const done = await rolloutWhen(r.id, (x) => x.status === 'completed', 'the rollout completes');
+    expect(done.history.map((h: any) => [h.event, h.by === 'system' ? 'system' : 'user'])).toEqual([
+      ['start', 'user'],
+      ['wave_end', 'system'],
+      ['pause', 'user'],
+      ['resume', 'user'],
+      ['advance', 'user'],
+      ['complete', 'system'],
+    ]);
+
+    const y = await draft('1.2.0');
+    await publishWith(y.id, { waves: [25, 100], soakSeconds: 3600, maxFailureRate: 0 });
+    await yankRelease(t.owner, t.orgId, app.id, y.id);
+    const ended = await rollout(y.id);
+    expect(ended.status).toBe('aborted');
+    expect(ended.history.at(-1)).toMatchObject({ event: 'abort', detail: 'the release was yanked' });
+  });
+});
