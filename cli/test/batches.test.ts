@@ -344,6 +344,41 @@ describe('drover batch', () => {
     expect(api!.calls[1]).toBe(`GET /v1/orgs/${ORG}/batches?limit=20&cursor=7`);
   });
 
+  it("lists one trigger's batches with --trigger, kept in the next page's command; a malformed id is refused first", async () => {
+    const { jobs: _, ...batch } = detail('partial', []);
+    const cli = await session({
+      [`GET /v1/orgs/${ORG}/batches`]: [200, [batch], { 'x-next-cursor': '7' }],
+    });
+    const res = await cli(['batch', 'list', '--trigger', batch.triggerId, '--limit', '1']);
+    expect(res.code).toBe(0);
+    expect(res.stderr).toBe(
+      `More batches follow: drover batch list --trigger ${batch.triggerId} --limit 1 --cursor 7\n`,
+    );
+    expect(api!.calls).toEqual([`GET /v1/orgs/${ORG}/batches?triggerId=${batch.triggerId}&limit=1`]);
+    expect(await cli(['batch', 'list', '--trigger', 'nightly'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: --trigger: expected a trigger id (a UUID), got `nightly`\n',
+    });
+    expect(api!.calls).toHaveLength(1);
+  });
+
+  it('lists the jobs of a batch with drover jobs --batch, with the other filters; a malformed id is refused first', async () => {
+    const cli = await session({ [`GET /v1/orgs/${ORG}/jobs`]: [200, []] });
+    expect(await cli(['jobs', '--batch', BATCH, '--status', 'failed'])).toEqual({
+      code: 0,
+      stdout: 'No jobs.\n',
+      stderr: '',
+    });
+    expect(api!.calls).toEqual([`GET /v1/orgs/${ORG}/jobs?status=failed&batchId=${BATCH}&limit=20`]);
+    expect(await cli(['jobs', '--batch', '#12'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: --batch: expected a batch id (a UUID), got `#12`\n',
+    });
+    expect(api!.calls).toHaveLength(1);
+  });
+
   it('cancels nothing in a batch that ended, and says so', async () => {
     const cli = await session({
       [`GET /v1/batches/${BATCH}`]: [200, detail('partial', [job(1, A, 'gw-a', 'success'), rejected])],

@@ -163,6 +163,10 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
     await visit(`${org}/triggers/new`, 'New trigger');
     await visit(`${org}/jobs`, 'Jobs', ['rejected']);
     await visit(`${org}/batches`, 'Batches', ['!role', '1 pending']);
+    await visit(`${org}/batches?triggerId=${ids.selector}`, 'Batches', [
+      'Only the batches of fleet-wide.',
+      '1 pending',
+    ]);
     await visit(`${org}/jobs?batchId=${ids.batch}`, 'Jobs', ['Only the jobs of batch #1.']);
     await visit(`${org}/apps`, 'Updates', ['bare', 'kiosk']);
     await visit(`${org}/apps/${ids.bareApp}`, 'bare', [/no release/i]);
@@ -183,7 +187,11 @@ describe.skipIf(!CHROMIUM)('the dashboard over the sparsest objects the API answ
       [ids.chat, 'chat-deploy'],
       [ids.selector, 'fleet-wide'],
     ] as const) {
-      await visit(`${org}/triggers/${id}`, name, ['Recent jobs']);
+      await visit(
+        `${org}/triggers/${id}`,
+        name,
+        id === ids.selector ? ['Recent batches', '#1 apply-update'] : ['Recent jobs'],
+      );
       await visit(`${org}/triggers/${id}/edit`, `Edit ${name}`);
     }
     await visit(`/api/jobs/${ids.pendingJob}`, /^Job #\d+ deploy/, ['pending']);

@@ -682,6 +682,43 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await jobRow('gw-c').getByText('rejected', { exact: true }).waitFor();
     });
 
+    it("shows a selector trigger's recent batches on its page, followed live, each linked to its page", async () => {
+      const [third] = (
+        await t.owner.get<{ id: string }[]>(`/orgs/${t.orgId}/batches?triggerId=${selectorId}&limit=1`)
+      ).body.map((b) => b.id);
+      await page().goto(`/orgs/${t.orgId}/triggers/${selectorId}`);
+      const rows = page().getByRole('table', { name: 'Recent batches' }).getByRole('row');
+      // Its own batches only, newest first (#2 is another trigger's).
+      await vi.waitFor(async () => expect(await rows.count()).toBe(3));
+      expect(await rows.nth(1).innerText()).toMatch(/^#3 rotate\s+pending\s+2 pending\s+1 rejected\s+\S/);
+      expect(await rows.nth(2).innerText()).toMatch(/^#1 rotate\s+partial\s+1 succeeded\s+1 failed\s+1 rejected\s+\S/);
+      await expectAccessible(page(), "a selector trigger's page with its batches");
+
+      // Its agents run #3's jobs: the row follows, without a reload.
+      for (const name of ['gw-a', 'gw-b']) {
+        const jobId = await jobOn(third!, name);
+        await step(fleet[name]!, jobId, 'accept');
+        await step(fleet[name]!, jobId, 'start');
+        await step(fleet[name]!, jobId, 'finish', finishBody());
+      }
+      await vi.waitFor(
+        async () => expect(await rows.nth(1).innerText()).toMatch(/^#3 rotate\s+partial\s+2 succeeded\s+1 rejected\s/),
+        { timeout: 10_000 },
+      );
+      await docScreenshot(page(), 'trigger-batches');
+
+      await page().getByRole('link', { name: 'All batches of this trigger' }).click();
+      await page().getByText('Only the batches of rotate gateways.').waitFor();
+      const listed = page().getByRole('table').getByRole('row');
+      await vi.waitFor(async () => expect(await listed.count()).toBe(3));
+      expect(await listed.nth(2).innerText()).toMatch(/^#1 rotate\s+partial\s/);
+      await expectAccessible(page(), 'the Batches page of one trigger');
+      await page().getByRole('link', { name: 'rotate gateways' }).click();
+      await rows.nth(2).getByRole('link', { name: '#1 rotate' }).click();
+      await page().waitForURL(`**/api/batches/${firstBatch}`);
+      await page().getByRole('heading', { name: 'Batch #1 rotate partial' }).waitFor();
+    });
+
     it('edits a selector trigger back onto one agent: the selector is gone', async () => {
       await page().goto(`/orgs/${t.orgId}/triggers/${selectorId}/edit`);
       await page().getByRole('heading', { name: 'Edit rotate gateways' }).waitFor();
@@ -695,6 +732,9 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
         .getByRole('definition')
         .filter({ hasText: /^gw-a$/ })
         .waitFor();
+      // On one agent, a run makes a job, not a batch: the page lists its jobs only.
+      await page().getByRole('heading', { name: 'Recent jobs' }).waitFor();
+      expect(await page().getByRole('heading', { name: 'Recent batches' }).count()).toBe(0);
       const saved = await t.owner.get(`/orgs/${t.orgId}/triggers/${selectorId}`);
       expect(saved.body).toMatchObject({
         agentId: fleet['gw-a']!.agentId,

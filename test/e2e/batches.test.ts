@@ -218,6 +218,28 @@ describe('batches', () => {
     expect(audit.body[0]).toMatchObject({ targetId: first.body.batchId, metadata: { jobs: 2 } });
   });
 
+  it("lists one trigger's batches newest first, a page at a time, and refuses a malformed trigger id", async () => {
+    const all = (await t.owner.get(`/orgs/${t.orgId}/batches`)).body as { id: string; triggerId: string }[];
+    const ofAll = all.filter((b) => b.triggerId === triggers.all).map((b) => b.id);
+    expect(ofAll).toHaveLength(2);
+    const first = await t.owner.get(`/orgs/${t.orgId}/batches?triggerId=${triggers.all}&limit=1`);
+    expect(first.status, first.text).toBe(200);
+    expect(first.body.map((b: { id: string }) => b.id)).toEqual([ofAll[0]]);
+    const cursor = first.headers.get('x-next-cursor');
+    expect(cursor).not.toBeNull();
+    const next = await t.owner.get(`/orgs/${t.orgId}/batches?triggerId=${triggers.all}&limit=1&cursor=${cursor}`);
+    expect(next.body.map((b: { id: string }) => b.id)).toEqual([ofAll[1]]);
+    expect(next.headers.get('x-next-cursor')).toBeNull();
+    // A trigger with no batch, as an id of no trigger, lists none.
+    expect((await t.owner.get(`/orgs/${t.orgId}/batches?triggerId=${triggers.none}`)).body).toEqual([]);
+    const malformed = await t.owner.get(`/orgs/${t.orgId}/batches?triggerId=nope`);
+    expect(malformed.status).toBe(422);
+    expect(malformed.body).toMatchObject({
+      code: 'validation_failed',
+      details: [{ path: 'querystring.triggerId', message: expect.stringMatching(/^must match pattern /) }],
+    });
+  });
+
   it('makes a batch at each occurrence of a schedule, claimed once, skipped while the previous one runs', async () => {
     const cron = await createTrigger({
       name: 'nightly',

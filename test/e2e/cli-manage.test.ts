@@ -617,6 +617,14 @@ describe('drover batches: selector triggers, drover run on them, drover batch', 
     const next = await inAcme(['batch', 'list', '--limit', '2', '--cursor', '2', '--json']);
     expect(next).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(next.stdout)).toEqual(api.slice(2));
+    // One trigger's batches; the jobs of one batch.
+    const ofFleet = await inAcme(['batch', 'list', '--trigger', triggers.fleet!, '--json']);
+    expect(ofFleet).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(ofFleet.stdout).map((b: { id: string }) => b.id)).toEqual([open, partial]);
+    const jobs = await inAcme(['jobs', '--batch', partial, '--json']);
+    expect(jobs).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(jobs.stdout)).toEqual((await t.owner.get(`/orgs/${t.orgId}/jobs?batchId=${partial}`)).body);
+    expect(JSON.parse(jobs.stdout)).toHaveLength(3);
 
     const shown = await run(['batch', 'show', partial]);
     expect(shown.code).toBe(0);

@@ -7,9 +7,11 @@ import { sessionCaller } from '../callers.js';
 import { CliError, CliExit } from '../errors.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
+import { idFlag } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 interface ListFlags {
+  trigger?: string;
   limit: string;
   cursor?: string;
   json?: boolean;
@@ -24,6 +26,7 @@ export function configureBatchCommand(program: Command, rt: Runtime): void {
   group
     .command('list')
     .description("the organization's batches, newest first")
+    .option('--trigger <trigger-id>', 'only the batches of this trigger')
     .option('--limit <n>', 'how many (1 to 200)', '20')
     .option('--cursor <cursor>', 'the page after the one that ended with this cursor (printed when more follow)')
     .option('--json', "print the API's answer as JSON")
@@ -32,16 +35,18 @@ export function configureBatchCommand(program: Command, rt: Runtime): void {
       if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
         throw new CliError(`--limit: expected an integer from 1 to 200, got \`${flags.limit}\``);
       }
+      const triggerId = idFlag('--trigger', 'trigger', flags.trigger);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const answer = await caller.api.call<Batch[]>('GET', `/orgs/${await caller.orgId()}/batches`, {
-        query: { limit, cursor: flags.cursor },
+        query: { triggerId, limit, cursor: flags.cursor },
       });
       if (flags.json) printJson(rt, answer.body);
       else rt.out(answer.body.length === 0 ? 'No batches.\n' : batchListTable(answer.body));
       const next = answer.headers['x-next-cursor'];
       if (typeof next === 'string' && next !== '') {
+        const triggerFlag = triggerId === undefined ? '' : ` --trigger ${triggerId}`;
         const limitFlag = flags.limit === '20' ? '' : ` --limit ${limit}`;
-        rt.err(`More batches follow: drover batch list${limitFlag} --cursor ${next}\n`);
+        rt.err(`More batches follow: drover batch list${triggerFlag}${limitFlag} --cursor ${next}\n`);
       }
     });
 

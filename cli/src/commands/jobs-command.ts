@@ -9,11 +9,13 @@ import { formatTable } from '../output/table.js';
 import { rawOutput } from '../output/terminal.js';
 import { ago, elapsed } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
+import { idFlag } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 interface JobsFlags {
   status?: string;
   trigger?: string;
+  batch?: string;
   limit: string;
   watch?: boolean;
   json?: boolean;
@@ -27,6 +29,7 @@ export function configureJobsCommand(program: Command, rt: Runtime): void {
     .description("the organization's trigger jobs, newest first (a session)")
     .option('--status <status>', `only jobs in this status (${JOB_STATUSES.join(', ')})`)
     .option('--trigger <id>', 'only the jobs of this trigger')
+    .option('--batch <id>', 'only the jobs of this batch (drover batch list)')
     .option('--limit <n>', 'how many (1 to 200)', '20')
     .option(
       '--watch',
@@ -41,9 +44,11 @@ export function configureJobsCommand(program: Command, rt: Runtime): void {
       if (flags.status !== undefined && !(JOB_STATUSES as readonly string[]).includes(flags.status)) {
         throw new CliError(`--status: expected one of ${JOB_STATUSES.join(', ')}, got \`${flags.status}\``);
       }
+      const triggerId = idFlag('--trigger', 'trigger', flags.trigger);
+      const batchId = idFlag('--batch', 'batch', flags.batch);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const path = `/orgs/${await caller.orgId()}/jobs`;
-      const list = () => caller.api.get<Job[]>(path, { status: flags.status, triggerId: flags.trigger, limit });
+      const list = () => caller.api.get<Job[]>(path, { status: flags.status, triggerId, batchId, limit });
       if (!flags.watch) {
         const jobs = await list();
         if (flags.json) return printJson(rt, jobs);

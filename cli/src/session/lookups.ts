@@ -7,6 +7,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (value: string) => UUID.test(value);
 
 /**
+ * The id given to a flag that takes only ids (`--batch`, `--trigger`), checked before any request:
+ * an error naming the flag when it is no UUID; undefined when the flag was not given.
+ */
+export function idFlag(flag: string, what: string, value: string | undefined): string | undefined {
+  if (value !== undefined && !isUuid(value)) {
+    throw new CliError(`${flag}: expected a ${what} id (a UUID), got \`${value}\``);
+  }
+  return value;
+}
+
+/**
  * The one item of `items` that `value` names, by id or by `nameOf`; an error naming `what` when
  * none or several do. An id is taken as it is when `items` is not needed to know it.
  */

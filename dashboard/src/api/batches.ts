@@ -22,17 +22,31 @@ const ENDED: ReadonlySet<BatchStatus> = new Set(['success', 'failed', 'partial',
 /** Whether every job of the batch ended: its status no longer changes. */
 export const batchEnded = (batch: Pick<Batch, 'status'>): boolean => ENDED.has(batch.status);
 
-/** The organization's batches, newest first, a page at a time; refreshed like the jobs list. */
-export const batchesQuery = (orgId: string) =>
+/**
+ * The organization's batches, or one trigger's, newest first, a page at a time; refreshed like the
+ * jobs list.
+ */
+export const batchesQuery = (orgId: string, triggerId?: string) =>
   infiniteQueryOptions({
-    queryKey: ['orgs', orgId, 'batches'],
+    queryKey: ['orgs', orgId, 'batches', { triggerId: triggerId ?? null }],
     queryFn: ({ pageParam }) => {
       const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
+      if (triggerId) query.set('triggerId', triggerId);
       if (pageParam) query.set('cursor', pageParam);
       return apiPage<Batch>(`/orgs/${orgId}/batches?${query}`);
     },
     initialPageParam: '',
     getNextPageParam: (last) => last.nextCursor ?? undefined,
+    refetchInterval: JOBS_REFRESH_MS,
+  });
+
+/** A trigger's last batches, newest first (its page), refreshed like the Batches page. */
+export const recentTriggerBatchesQuery = (orgId: string, triggerId: string, limit = 10) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'batches', { triggerId, recent: limit }],
+    queryFn: async () =>
+      (await apiPage<Batch>(`/orgs/${orgId}/batches?${new URLSearchParams({ triggerId, limit: String(limit) })}`))
+        .items,
     refetchInterval: JOBS_REFRESH_MS,
   });
 

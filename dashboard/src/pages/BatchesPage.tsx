@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { Link } from 'react-router';
+import { Link, useSearchParams } from 'react-router';
 import { batchesQuery, type Batch } from '../api/batches';
 import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
 import { BatchProgress } from '../components/BatchProgress';
@@ -11,20 +11,38 @@ import { useOrg } from './use-org';
 
 /**
  * The organization's batches (runs of triggers on a label selector, one job per agent), newest
- * first, 50 at a time, refreshed while on screen: each with its status and its jobs' counts.
+ * first, 50 at a time, refreshed while on screen: each with its status and its jobs' counts. With
+ * `?triggerId=` in the address (a trigger's page links here), one trigger's only.
  */
 export function BatchesPage() {
   const { orgId, org, loaded } = useOrg();
-  const batches = useInfiniteQuery(batchesQuery(orgId));
+  const [search] = useSearchParams();
+  const triggerId = search.get('triggerId') || undefined;
+  const batches = useInfiniteQuery(batchesQuery(orgId, triggerId));
   const triggers = useQuery(triggerNamesQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
   const names = triggers.data && new Map(triggers.data.map((t) => [t.id, t.name]));
   const rows = batches.data?.pages.flatMap((p) => p.items) ?? [];
+  const triggerName = triggerId === undefined ? undefined : names?.get(triggerId);
   return (
     <section aria-labelledby="batches-heading">
       <h1 id="batches-heading">Batches</h1>
+      {triggerId && (
+        <p role="status">
+          Only the batches of{' '}
+          {triggerName !== undefined ? (
+            <Link to={`/orgs/${orgId}/triggers/${encodeURIComponent(triggerId)}`}>{triggerName}</Link>
+          ) : names ? (
+            'a deleted trigger'
+          ) : (
+            'one trigger'
+          )}
+          . <Link to={`/orgs/${orgId}/batches`}>All batches</Link>
+        </p>
+      )}
       <ErrorMessage error={batches.error} />
-      {batches.data && rows.length === 0 && (
+      {batches.data && rows.length === 0 && triggerId && <p>No batch of this trigger yet.</p>}
+      {batches.data && rows.length === 0 && !triggerId && (
         <p>
           No batch yet. A trigger that runs on the agents a label selector matches makes a batch at each run: one job
           per agent. Choose <em>the agents matching a label selector</em> in a{' '}

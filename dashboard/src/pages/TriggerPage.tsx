@@ -5,8 +5,10 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { agentsQuery, workflowsQuery } from '../api/queries';
+import { recentTriggerBatchesQuery } from '../api/batches';
 import { emailsOf, membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
+import { BatchProgress } from '../components/BatchProgress';
 import { CopyBlock } from '../components/CopyBlock';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { JobStatus, startedBy } from '../components/JobFacts';
@@ -66,6 +68,7 @@ export function TriggerPage() {
       />
       {t.type === 'webhook' && <WebhookCall trigger={t} />}
       {t.type === 'cron' && <Schedule orgId={orgId} trigger={t} />}
+      {t.agentSelector !== null && t.fanout === 'all' && <RecentBatches orgId={orgId} triggerId={t.id} />}
       <RecentJobs orgId={orgId} triggerId={t.id} />
       <RunByHand
         orgId={orgId}
@@ -108,6 +111,57 @@ function ChatConnection({ orgId, trigger: t }: { orgId: string; trigger: Trigger
       ))}
       <p>
         An owner connects it on the <Link to={`/orgs/${orgId}/integrations`}>Integrations page</Link>.
+      </p>
+    </div>
+  );
+}
+
+/** A selector trigger's last batches (one per run), newest first, refreshed while the page is on screen. */
+function RecentBatches({ orgId, triggerId }: { orgId: string; triggerId: string }) {
+  const batches = useQuery(recentTriggerBatchesQuery(orgId, triggerId));
+  return (
+    <div className="panel">
+      <h2 id="recent-batches-heading">Recent batches</h2>
+      <ErrorMessage error={batches.error} />
+      {batches.data && batches.data.length === 0 && <p>No batch yet: each run makes one, one job per agent.</p>}
+      {batches.data && batches.data.length > 0 && (
+        <table className="jobs batches" aria-labelledby="recent-batches-heading">
+          <thead>
+            <tr>
+              <th scope="col">Batch</th>
+              <th scope="col">Status</th>
+              <th scope="col">Jobs</th>
+              <th scope="col">Created</th>
+            </tr>
+          </thead>
+          <tbody>
+            {batches.data.map((batch) => (
+              <tr key={batch.id}>
+                <th scope="row">
+                  <Link to={`/api/batches/${batch.id}`}>
+                    #{batch.number} {batch.workflowName}
+                  </Link>
+                </th>
+                <td>
+                  <span className={`status status-${batch.status}`}>{batch.status}</span>
+                </td>
+                <td>
+                  <BatchProgress batch={batch} compact />
+                </td>
+                <td>
+                  <time dateTime={batch.createdAt} title={dateTime(batch.createdAt)}>
+                    {ago(batch.createdAt)}
+                  </time>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <p>
+        <Link to={`/orgs/${orgId}/batches?triggerId=${encodeURIComponent(triggerId)}`}>
+          All batches of this trigger
+        </Link>
       </p>
     </div>
   );

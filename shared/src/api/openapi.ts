@@ -1165,7 +1165,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Batches of an organization, newest first; next page cursor in the x-next-cursor header */
+    /** Batches of an organization (or of one of its triggers), newest first; next page cursor in the x-next-cursor header */
     get: operations['listBatches'];
     put?: never;
     post?: never;
@@ -7692,6 +7692,8 @@ export interface operations {
   listBatches: {
     parameters: {
       query?: {
+        /** @description only batches of this trigger (none for a trigger of another organization) */
+        triggerId?: string;
         limit?: number;
         /** @description the x-next-cursor of the previous page */
         cursor?: string;

@@ -127,6 +127,10 @@ const IN_ORG = query<BatchRow, [string, string]>('SELECT * FROM batches WHERE or
 const PAGE = query<BatchRow, [string, number, number]>(
   'SELECT * FROM batches WHERE org_id = ? AND number < ? ORDER BY number DESC LIMIT ?',
 );
+/** A page of one trigger's batches: the organization's, so another's trigger gives none. */
+const TRIGGER_PAGE = query<BatchRow, [string, string, number, number]>(
+  'SELECT * FROM batches WHERE org_id = ? AND trigger_id = ? AND number < ? ORDER BY number DESC LIMIT ?',
+);
 const COUNTS = query<{ batch_id: string; status: JobStatus; n: number }, [string]>(
   (d) => `SELECT batch_id, status, count(*) AS n FROM jobs
     WHERE batch_id ${d.inJsonArray('?')} GROUP BY batch_id, status`,
@@ -423,7 +427,12 @@ export function createBatchRepository(
       return oneWithCounts(await db.one(BY_ID, [id]));
     },
     async listByOrg(orgId, q) {
-      return withCounts(await db.all(PAGE, [orgId, q.beforeNumber ?? Number.MAX_SAFE_INTEGER, q.limit]));
+      const before = q.beforeNumber ?? Number.MAX_SAFE_INTEGER;
+      return withCounts(
+        await (q.triggerId === undefined
+          ? db.all(PAGE, [orgId, before, q.limit])
+          : db.all(TRIGGER_PAGE, [orgId, q.triggerId, before, q.limit])),
+      );
     },
     async jobs(batchId) {
       return (await db.all(JOBS, [batchId])).map(toJob);

@@ -70,6 +70,8 @@ export type BatchAdmissionOutcome =
 
 export interface BatchListQuery {
   limit: number;
+  /** Only the batches of this trigger (none when it is no trigger of the organization). */
+  triggerId?: string | undefined;
   /** Batches numbered below this one (the previous page's last `number`). */
   beforeNumber?: number | undefined;
 }
@@ -83,7 +85,7 @@ export interface BatchRepository {
   admit(request: BatchAdmissionRequest): Promise<BatchAdmissionOutcome>;
   findInOrg(orgId: string, id: string): Promise<BatchWithCounts | null>;
   findById(id: string): Promise<BatchWithCounts | null>;
-  /** Newest first. */
+  /** Newest first; only one trigger's with `triggerId`. */
   listByOrg(orgId: string, query: BatchListQuery): Promise<BatchWithCounts[]>;
   /** The batch's jobs, in creation order (by agent). */
   jobs(batchId: string): Promise<Job[]>;

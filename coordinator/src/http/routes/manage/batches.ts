@@ -4,7 +4,7 @@ import { BATCH_STATUSES } from '../../../domain/model/batches.js';
 import { notFound } from '../../../errors.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
-import { emptyBody, errorResponses, idParams, orgParams } from '../../schemas/common.js';
+import { emptyBody, errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { named } from '../../schemas/named.js';
 
@@ -132,18 +132,23 @@ export function registerBatchDetailRoute(app: FastifyInstance, path: string, ope
 
 /** Batches of runs on many agents (docs/fleets.md): lists, details, cancel. */
 export async function batchRoutes(app: FastifyInstance): Promise<void> {
-  app.get<{ Params: { orgId: string }; Querystring: { limit: number; cursor?: string } }>(
+  app.get<{ Params: { orgId: string }; Querystring: { triggerId?: string; limit: number; cursor?: string } }>(
     '/orgs/:orgId/batches',
     {
       schema: {
         operationId: 'listBatches',
-        summary: 'Batches of an organization, newest first; next page cursor in the x-next-cursor header',
+        summary:
+          'Batches of an organization (or of one of its triggers), newest first; next page cursor in the x-next-cursor header',
         tags: ['dashboard'],
         params: orgParams,
         querystring: {
           type: 'object',
           additionalProperties: false,
           properties: {
+            triggerId: {
+              ...uuid,
+              description: 'only batches of this trigger (none for a trigger of another organization)',
+            },
             limit: { type: 'integer', minimum: 1, maximum: BATCHES_MAX_LIMIT, default: BATCHES_DEFAULT_LIMIT },
             cursor: cursorQueryProperty,
           },
@@ -153,8 +158,12 @@ export async function batchRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const access = await requireOrgRole(request, request.params.orgId);
-      const { limit, cursor } = request.query;
-      const batches = await app.ctx.batches.list(access, { limit: limit + 1, beforeNumber: parseCursor(cursor) });
+      const { triggerId, limit, cursor } = request.query;
+      const batches = await app.ctx.batches.list(access, {
+        triggerId,
+        limit: limit + 1,
+        beforeNumber: parseCursor(cursor),
+      });
       return sendPage(reply, batches, limit, (b) => b.number);
     },
   );
