@@ -37,12 +37,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
-import { jsonCall, mapLimit, request, SimAgent } from './lib/fleet-sim.js';
+import {
+  callTrigger,
+  connectFleet,
+  DEPLOY_CALL_BODY,
+  enrollFleet,
+  fleetEnvironment,
+  signIn,
+  triggerWithToken,
+} from './lib/fleet-setup.js';
+import { mapLimit, type SimAgent } from './lib/fleet-sim.js';
 import { integerOption } from './lib/options.js';
-import { printStatements, startBenchPostgres, type BenchPostgres } from './lib/postgres.js';
+import { printStatements } from './lib/postgres.js';
 import {
   inclusiveShareOfFunctions,
   monotonicMicros,
+  newestCpuProfile,
   profileWithin,
   readCpuProfile,
   summarizeProfile,
@@ -53,7 +63,6 @@ import { DEPLOY_WORKFLOW } from './lib/seed.js';
 
 const GOAL_MS = 2000;
 const SELECTOR = 'role=edge';
-const RUN_BODY = JSON.stringify({ params: { env: 'staging' } });
 
 const { values } = parseArgs({
   options: {
@@ -99,13 +108,7 @@ interface Round {
 
 console.log(`fleet batch: ${N} agents, ${values.postgres ? 'PostgreSQL' : 'SQLite'}; ${machineNote()}`);
 const profileDir = values.profile && path.resolve(values.profile);
-let pg: BenchPostgres | undefined;
-const env: Record<string, string> = { DROVER_MAX_CONNECTIONS_PER_CLIENT: '0' };
-if (values.postgres) {
-  pg = await startBenchPostgres({ statements: values.statements });
-  if (values.statements) await pg.sql('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-  env.DROVER_DATABASE_URL = await pg.createDatabase();
-}
+const { env, pg } = await fleetEnvironment({ postgres: values.postgres, statements: values.statements });
 // --statements on SQLite: the child counts its statements (bench/lib/sqlite-statements.ts).
 const statementsFile = path.join(os.tmpdir(), `drover-bench-statements-${process.pid}.json`);
 const sqliteStatements =
@@ -113,7 +116,6 @@ const sqliteStatements =
 Object.assign(env, sqliteStatements?.env);
 const coordinator = await startChildCoordinator({
   source: values.source,
-  // Every simulated agent connects from 127.0.0.1: no per-address connection limit here.
   env,
   nodeFlags: [
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval', '250'] : []),
@@ -138,65 +140,33 @@ const finishWindows: { from: number; to: number }[] = [];
 const measured: Round[] = [];
 try {
   // ---- Setup through the public APIs -----------------------------------------------------------
-  const session = (await jsonCall(`${base}/auth/login`, { method: 'POST', body: CHILD_OWNER })).token as string;
-  const orgId = (await jsonCall(`${base}/orgs`, { token: session }))[0].id as string;
-  const manage = (p: string, body?: unknown, expected = 200) =>
-    jsonCall(`${base}/orgs/${orgId}${p}`, {
-      method: body === undefined ? 'GET' : 'POST',
-      token: session,
-      body,
-      expected,
-      agent: keepAlive,
-    });
+  const { manage } = await signIn(origin, CHILD_OWNER, keepAlive);
 
-  let started = performance.now();
+  const started = performance.now();
   agents.push(
-    ...(await mapLimit(
-      Array.from({ length: N }, (_, i) => i),
-      32,
-      async (i) => {
-        const { token } = await manage('/enrollment-tokens', {}, 201);
-        const agent = await SimAgent.enroll(origin, token as string, i);
-        await agent.reportWorkflows(origin, [DEPLOY_WORKFLOW], keepAlive);
-        await agent.reportLabels(origin, { os: 'linux', arch: 'x64', role: 'edge', site: `site-${i % 12}` }, keepAlive);
-        return agent;
+    ...(await enrollFleet({
+      origin,
+      manage,
+      count: N,
+      concurrency: 32,
+      report: {
+        workflows: [DEPLOY_WORKFLOW],
+        labels: (i) => ({ os: 'linux', arch: 'x64', role: 'edge', site: `site-${i % 12}` }),
+        agent: keepAlive,
       },
-    )),
+    })),
   );
   console.log(
     `enrolled ${N} agents (workflow and labels reported) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
   );
-  const trigger = await manage(
-    '/triggers',
-    {
-      name: 'fleet batch',
-      agentSelector: SELECTOR,
-      fanout: 'all',
-      scopeType: 'workflow',
-      workflowName: DEPLOY_WORKFLOW.name,
-      responseMode: 'async',
-    },
-    201,
-  );
-  const { token } = await manage(
-    '/api-tokens',
-    {
-      name: 'fleet batch',
-      scopes: [{ type: 'trigger', triggerIds: [trigger.id] }],
-      rateLimitPerMinute: null,
-      rateLimitPerHour: null,
-      rateLimitPerDay: null,
-    },
-    201,
-  );
+  const { triggerId, token } = await triggerWithToken(manage, {
+    name: 'fleet batch',
+    agentSelector: SELECTOR,
+    fanout: 'all',
+    workflowName: DEPLOY_WORKFLOW.name,
+  });
 
-  await sleep(1000);
-  const rssEmpty = memoryMb(coordinator.pid);
-  started = performance.now();
-  await mapLimit(agents, 200, (a) => a.connect(origin));
-  const connectS = (performance.now() - started) / 1000;
-  await sleep(3000);
-  const rssConnected = memoryMb(coordinator.pid);
+  const { rssBefore: rssEmpty, rssConnected, connectS } = await connectFleet(agents, origin, coordinator.pid);
   console.log(
     `streams: ${N} open in ${connectS.toFixed(1)} s; coordinator RSS ${mb(rssEmpty)} -> ${mb(rssConnected)} ` +
       `(${(((rssConnected - rssEmpty) * 1024) / N).toFixed(1)} KiB per connected agent)`,
@@ -238,14 +208,8 @@ try {
     const pgBefore = pg?.cpuTimeMs() ?? 0;
     const from = monotonicMicros();
     const t0 = performance.now();
-    const answer = await request(`${base}/triggers/${trigger.id}/run`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}` },
-      body: RUN_BODY,
-      agent: keepAlive,
-    });
+    const answer = await callTrigger(`${base}/triggers/${triggerId}/run`, token, DEPLOY_CALL_BODY, keepAlive);
     const answeredMs = performance.now() - t0;
-    if (answer.status !== 202) throw new Error(`run: HTTP ${answer.status} ${answer.text.slice(0, 300)}`);
     const batch = JSON.parse(answer.text) as { batchId: string; jobIds: string[]; jobCount: number };
     if (batch.jobCount !== N || batch.jobIds.length !== N) throw new Error(`the batch has ${batch.jobCount} jobs`);
     const deadline = performance.now() + 300_000;
@@ -417,11 +381,7 @@ try {
   fs.rmSync(statementsFile, { force: true });
 }
 if (profileDir) {
-  const newest = fs
-    .readdirSync(profileDir)
-    .filter((f) => f.endsWith('.cpuprofile'))
-    .map((f) => path.join(profileDir, f))
-    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  const newest = newestCpuProfile(profileDir);
   if (newest) {
     const profile = readCpuProfile(newest);
     console.log(`\ncoordinator profile ${newest}, the measured calls (call sent -> last job event):`);

@@ -46,12 +46,12 @@
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
-import { BENCH_OWNER_EMAIL, startBenchCoordinator } from './lib/coordinator.js';
-import { jsonCall, request } from './lib/fleet-sim.js';
+import { BENCH_OWNER, startBenchCoordinator } from './lib/coordinator.js';
+import { callTrigger, DEPLOY_CALL_BODY, fleetEnvironment, signIn, triggerWithToken } from './lib/fleet-setup.js';
 import { FleetWorker } from './lib/fleet-worker.js';
 import { formatLatency, summarize } from './lib/latency.js';
 import { integerOption } from './lib/options.js';
-import { printStatements, startBenchPostgres, type BenchPostgres } from './lib/postgres.js';
+import { printStatements } from './lib/postgres.js';
 import { inclusiveShareOfFunctions, readCpuProfile, withCpuProfile } from './lib/profile.js';
 import { machineNote, median } from './lib/report.js';
 import { countStatements, printSqliteStatements } from './lib/sqlite-statements.js';
@@ -59,7 +59,6 @@ import { DEPLOY_WORKFLOW } from './lib/seed.js';
 
 const GOAL_P99_MS = 1;
 const SELECTOR = 'role=pool';
-const RUN_BODY = JSON.stringify({ params: { env: 'staging' } });
 
 const { values } = parseArgs({
   options: {
@@ -197,13 +196,7 @@ console.log(
   `fleet pool: ${N} agents (queues of ${capacity}), ${calls} calls from ${concurrency} loops, ${runMs} ms per job, ` +
     `${values.postgres ? 'PostgreSQL' : 'SQLite'}; ${machineNote()}`,
 );
-let pg: BenchPostgres | undefined;
-const env: Record<string, string> = { DROVER_MAX_CONNECTIONS_PER_CLIENT: '0' };
-if (values.postgres) {
-  pg = await startBenchPostgres({ statements: values.statements });
-  if (values.statements) await pg.sql('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-  env.DROVER_DATABASE_URL = await pg.createDatabase();
-}
+const { env, pg } = await fleetEnvironment({ postgres: values.postgres, statements: values.statements });
 // Before the coordinator prepares its statements.
 const counter = values.statements && !pg ? countStatements() : null;
 /** The statements run since the last call to this (none printed for `what` null), per `unit`. */
@@ -229,14 +222,7 @@ const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
 const fleet = new FleetWorker();
 try {
   // ---- Setup through the public APIs -----------------------------------------------------------
-  const session = (
-    await jsonCall(`${base}/auth/login`, {
-      method: 'POST',
-      body: { email: BENCH_OWNER_EMAIL, password: 'bench password' },
-    })
-  ).token as string;
-  const manage = (p: string, body: unknown, expected = 201) =>
-    jsonCall(`${base}/orgs/${bench.orgId}${p}`, { method: 'POST', token: session, body, expected, agent: keepAlive });
+  const { session, manage } = await signIn(origin, BENCH_OWNER, keepAlive, bench.orgId);
   await fleet.setup({
     origin,
     session,
@@ -247,21 +233,13 @@ try {
     capacity,
     runMs,
   });
-  const trigger = await manage('/triggers', {
+  const { triggerId, token } = await triggerWithToken(manage, {
     name: 'fleet pool',
     agentSelector: SELECTOR,
     fanout: 'one',
-    scopeType: 'workflow',
     workflowName: DEPLOY_WORKFLOW.name,
-    responseMode: 'async',
   });
-  const { token } = await manage('/api-tokens', {
-    name: 'fleet pool',
-    scopes: [{ type: 'trigger', triggerIds: [trigger.id] }],
-    rateLimitPerMinute: null,
-    rateLimitPerHour: null,
-    rateLimitPerDay: null,
-  });
+  const route = `${base}/triggers/${triggerId}/run`;
   await sleep(1000);
   console.log(`${N} agents enrolled, reporting their workflow and labels, streaming (a worker thread)`);
 
@@ -269,7 +247,7 @@ try {
   const probes = probe(bench.coordinator);
   await statements(null, 1, 'call');
   const result = await withCpuProfile(values.profile, () =>
-    fleet.load({ route: `${base}/triggers/${trigger.id}/run`, token, body: RUN_BODY, calls, concurrency }),
+    fleet.load({ route, token, body: DEPLOY_CALL_BODY, calls, concurrency }),
   );
   const { t0, answers } = result;
   const callsS = (result.answeredAt - t0) / 1000;
@@ -378,15 +356,7 @@ try {
   if (quiet > 0) {
     await fleet.stop();
     await sleep(500);
-    const call = async () => {
-      const answer = await request(`${base}/triggers/${trigger.id}/run`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}` },
-        body: RUN_BODY,
-        agent: keepAlive,
-      });
-      if (answer.status !== 202) throw new Error(`run: HTTP ${answer.status} ${answer.text.slice(0, 300)}`);
-    };
+    const call = () => callTrigger(route, token, DEPLOY_CALL_BODY, keepAlive);
     // Fill every queue first: the calls below then all wait in the pool.
     for (let i = 0; i < N * capacity; i++) await call();
     await sleep(1000);

@@ -55,8 +55,9 @@ import {
 } from '@drover/shared';
 import { createCoordinator, createLogger, desiredManifest, loadConfig } from '@drover/coordinator';
 import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
-import { jsonCall, mapLimit, request, SimAgent } from './lib/fleet-sim.js';
-import { summarizeProfile } from './lib/profile.js';
+import { connectFleet, enrollFleet, fleetEnvironment, signIn } from './lib/fleet-setup.js';
+import { jsonCall, request, type SimAgent } from './lib/fleet-sim.js';
+import { newestCpuProfile, summarizeProfile } from './lib/profile.js';
 import { integerOption } from './lib/options.js';
 import { machineNote, median } from './lib/report.js';
 
@@ -86,8 +87,7 @@ console.log(`fleet: ${N} agents x ${K} application(s) = ${N * K} bindings; ${mac
 const profileDir = values.profile && path.resolve(values.profile);
 const coordinator = await startChildCoordinator({
   source: values.source,
-  // Every simulated agent connects from 127.0.0.1: no per-address connection limit here.
-  env: { DROVER_MAX_CONNECTIONS_PER_CLIENT: '0' },
+  env: (await fleetEnvironment()).env,
   ...(profileDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
 });
 const origin = coordinator.url;
@@ -96,28 +96,10 @@ const keepAlive = new http.Agent({ keepAlive: true, maxSockets: Math.max(concurr
 const agents: SimAgent[] = [];
 try {
   // ---- Setup through the public APIs -----------------------------------------------------------
-  const session = (await jsonCall(`${base}/auth/login`, { method: 'POST', body: CHILD_OWNER })).token as string;
-  const orgId = (await jsonCall(`${base}/orgs`, { token: session }))[0].id as string;
-  const manage = (path: string, body?: unknown, expected = 200) =>
-    jsonCall(`${base}/orgs/${orgId}${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
-      token: session,
-      body,
-      expected,
-      agent: keepAlive,
-    });
+  const { orgId, manage } = await signIn(origin, CHILD_OWNER, keepAlive);
 
   let started = performance.now();
-  agents.push(
-    ...(await mapLimit(
-      Array.from({ length: N }, (_, i) => i),
-      32,
-      async (i) => {
-        const { token } = await manage('/enrollment-tokens', {}, 201);
-        return SimAgent.enroll(origin, token as string, i);
-      },
-    )),
-  );
+  agents.push(...(await enrollFleet({ origin, manage, count: N, concurrency: 32 })));
   console.log(`enrolled ${N} agents in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   const serverPublicKey = agents[0]!.serverPublicKey;
 
@@ -149,13 +131,7 @@ try {
   console.log(`${K} application(s), ${N * K} bindings`);
 
   // ---- 1. RSS per connected agent ----------------------------------------------------------------
-  await sleep(1000);
-  const rssBefore = memoryMb(coordinator.pid);
-  started = performance.now();
-  await mapLimit(agents, 200, (a) => a.connect(origin));
-  const connectS = (performance.now() - started) / 1000;
-  await sleep(3000);
-  const rssConnected = memoryMb(coordinator.pid);
+  const { rssBefore, rssConnected, connectS } = await connectFleet(agents, origin, coordinator.pid);
   const perAgentKb = ((rssConnected - rssBefore) * 1024) / N;
   console.log(
     `streams: ${N} open in ${connectS.toFixed(1)} s; coordinator RSS ${rssBefore.toFixed(0)} MB -> ${rssConnected.toFixed(0)} MB: ${perAgentKb.toFixed(1)} KB per connected agent`,
@@ -268,11 +244,7 @@ try {
   await coordinator.close();
 }
 if (profileDir) {
-  const newest = fs
-    .readdirSync(profileDir)
-    .filter((f) => f.endsWith('.cpuprofile'))
-    .map((f) => path.join(profileDir, f))
-    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  const newest = newestCpuProfile(profileDir);
   if (newest)
     console.log(`coordinator profile ${newest}:\n${summarizeProfile(JSON.parse(fs.readFileSync(newest, 'utf8')))}`);
 }

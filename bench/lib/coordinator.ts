@@ -4,6 +4,8 @@ import path from 'node:path';
 import { createCoordinator, createLogger, loadConfig, type Coordinator } from '@drover/coordinator';
 
 export const BENCH_OWNER_EMAIL = 'bench@example.test';
+/** The bootstrapped owner's credentials (`POST /v1/auth/login`). */
+export const BENCH_OWNER = { email: BENCH_OWNER_EMAIL, password: 'bench password' };
 
 export interface BenchCoordinator {
   coordinator: Coordinator;
@@ -25,7 +27,7 @@ export async function startBenchCoordinator(env: Record<string, string> = {}): P
   const config = loadConfig(
     {
       DROVER_BOOTSTRAP_EMAIL: BENCH_OWNER_EMAIL,
-      DROVER_BOOTSTRAP_PASSWORD: 'bench password',
+      DROVER_BOOTSTRAP_PASSWORD: BENCH_OWNER.password,
       DROVER_BOOTSTRAP_ORG: 'bench',
       ...env,
     },

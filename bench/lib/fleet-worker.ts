@@ -1,7 +1,8 @@
 import http from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { Labels, WorkflowDefinition } from '@drover/shared';
-import { jsonCall, mapLimit, request, SimAgent, SimJobRunner, type SimJobRun } from './fleet-sim.js';
+import { callTrigger, enrollFleet, managementApi } from './fleet-setup.js';
+import { mapLimit, SimJobRunner, type SimAgent, type SimJobRun } from './fleet-sim.js';
 
 /**
  * A simulated fleet (bench/lib/fleet-sim.ts) and its callers on a worker thread: a benchmark
@@ -138,23 +139,13 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === 'drover-
   let runners: SimJobRunner[] = [];
 
   const setup = async (s: FleetSetup): Promise<Reply> => {
-    agents = await mapLimit(
-      Array.from({ length: s.count }, (_, i) => i),
-      16,
-      async (i) => {
-        const { token } = await jsonCall(`${s.origin}/v1/orgs/${s.orgId}/enrollment-tokens`, {
-          method: 'POST',
-          token: s.session,
-          body: {},
-          expected: 201,
-          agent: http1,
-        });
-        const agent = await SimAgent.enroll(s.origin, token as string, i);
-        await agent.reportWorkflows(s.origin, s.workflows, http1);
-        await agent.reportLabels(s.origin, s.labels, http1);
-        return agent;
-      },
-    );
+    agents = await enrollFleet({
+      origin: s.origin,
+      manage: managementApi(s.origin, s.session, s.orgId, http1),
+      count: s.count,
+      concurrency: 16,
+      report: { workflows: s.workflows, labels: () => s.labels, agent: http1 },
+    });
     runners = agents.map((a) => new SimJobRunner(a, s.origin, s.runMs, reports));
     await mapLimit(agents, 50, (a) => a.connect(s.origin, s.capacity));
     return { type: 'ready', agentIds: agents.map((a) => a.agentId) };
@@ -170,13 +161,7 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === 'drover-
         while (next < l.calls) {
           next += 1;
           const sentAt = performance.now();
-          const answer = await request(l.route, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${l.token}` },
-            body: l.body,
-            agent: http1,
-          });
-          if (answer.status !== 202) throw new Error(`run: HTTP ${answer.status} ${answer.text.slice(0, 300)}`);
+          const answer = await callTrigger(l.route, l.token, l.body, http1);
           const { jobId, agentId } = JSON.parse(answer.text) as { jobId: string; agentId?: string | null };
           answers.push({ jobId, agentId: agentId ?? null, sentAt, answeredAt: performance.now() });
         }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { Session } from 'node:inspector/promises';
 
 /**
@@ -117,6 +118,15 @@ export function profileWithin(profile: CpuProfile, windows: readonly { from: num
 
 /** The monotonic clock in µs, as CPU profiles stamp their samples (`profileWithin`). */
 export const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
+
+/** The newest `.cpuprofile` in `dir` (a child's `--cpu-prof-dir`, written when it stopped), if any. */
+export function newestCpuProfile(dir: string): string | undefined {
+  return fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => path.join(dir, f))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+}
 
 /** A `.cpuprofile` written by `withCpuProfile`. */
 export function readCpuProfile(file: string): CpuProfile {

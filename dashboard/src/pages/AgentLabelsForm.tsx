@@ -17,6 +17,8 @@ import {
 } from '../components/label-rows';
 
 const inputId = (row: LabelRow, part: 'key' | 'value') => `label-${row.id}-${part}`;
+/** What a row's key and value are called: their inputs' labels, and the start of their problems. */
+const PART_NAMES = { key: 'Key', value: 'Value' } as const;
 
 /**
  * The operators' labels of an agent as rows of key and value, added and removed one by one,
@@ -154,36 +156,28 @@ function RowInputs(props: {
     const ids = [problems[part] && errorId(part), problems.row && errorId('row')].filter(Boolean);
     return ids.length > 0 ? { 'aria-invalid': true as const, 'aria-describedby': ids.join(' ') } : {};
   };
+  const input = (part: 'key' | 'value') => (
+    <label>
+      {PART_NAMES[part]}
+      <input
+        id={inputId(row, part)}
+        value={row[part]}
+        onChange={(e) => props.onChange(row.id, part, e.target.value)}
+        spellCheck={false}
+        autoCapitalize="off"
+        autoComplete="off"
+        {...described(part)}
+      />
+    </label>
+  );
   return (
     <li className="label-row">
       <div role="group" aria-label={name} className="label-inputs">
-        <label>
-          Key
-          <input
-            id={inputId(row, 'key')}
-            value={row.key}
-            onChange={(e) => props.onChange(row.id, 'key', e.target.value)}
-            spellCheck={false}
-            autoCapitalize="off"
-            autoComplete="off"
-            {...described('key')}
-          />
-        </label>
+        {input('key')}
         <span aria-hidden="true" className="label-equals">
           =
         </span>
-        <label>
-          Value
-          <input
-            id={inputId(row, 'value')}
-            value={row.value}
-            onChange={(e) => props.onChange(row.id, 'value', e.target.value)}
-            spellCheck={false}
-            autoCapitalize="off"
-            autoComplete="off"
-            {...described('value')}
-          />
-        </label>
+        {input('value')}
         <button type="button" onClick={props.onRemove} aria-label={`Remove ${name.toLowerCase()}`}>
           Remove
         </button>
@@ -192,7 +186,7 @@ function RowInputs(props: {
         (part) =>
           problems[part] && (
             <span key={part} id={errorId(part)} className="field-error">
-              {part === 'row' ? problems.row : `${part === 'key' ? 'Key' : 'Value'}: ${problems[part]}`}
+              {part === 'row' ? problems.row : `${PART_NAMES[part]}: ${problems[part]}`}
             </span>
           ),
       )}

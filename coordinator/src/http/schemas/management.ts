@@ -73,53 +73,39 @@ export const labelsSchema = (description: string) =>
     additionalProperties: { type: 'string' },
   }) as const;
 
-/** An agent as the public API shows it (discovery): the specification's fields, nothing more. */
-export const PublicAgentSchema = named('PublicAgent', {
-  type: 'object',
-  examples: [publicAgentExample],
-  required: ['id', 'name', 'hostname', 'os', 'agentVersion', 'status', 'lastSeenAt', 'enrolledAt'],
-  properties: {
-    id: uuid,
-    name,
-    hostname: { type: 'string' },
-    os: { type: 'string' },
-    agentVersion: { type: 'string' },
-    status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
-    lastSeenAt: nullableTimestamp,
-    enrolledAt: timestamp,
-  },
-} as const);
+/** An agent's fields as the public API shows them (discovery): the specification's, nothing more. */
+const PUBLIC_AGENT_FIELDS = {
+  id: uuid,
+  name,
+  hostname: { type: 'string' },
+  os: { type: 'string' },
+  agentVersion: { type: 'string' },
+  status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
+  lastSeenAt: nullableTimestamp,
+  enrolledAt: timestamp,
+} as const;
 
-export const AgentSchema = named('Agent', {
-  type: 'object',
-  examples: [agentExample],
-  required: [
-    'id',
-    'name',
-    'hostname',
-    'os',
-    'agentVersion',
-    'status',
-    'lastSeenAt',
-    'enrolledAt',
-    'labels',
-    'reportedLabels',
-    'operatorLabels',
-  ],
-  properties: {
-    id: uuid,
-    name,
-    hostname: { type: 'string' },
-    os: { type: 'string' },
-    agentVersion: { type: 'string' },
-    status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
-    lastSeenAt: nullableTimestamp,
-    enrolledAt: timestamp,
-    labels: labelsSchema("The agent's labels: those it reports, with the operators' on top"),
-    reportedLabels: labelsSchema('The labels the agent reports of itself (os and arch among them; at most 32)'),
-    operatorLabels: labelsSchema("The labels operators set (at most 32); one wins over the agent's of the same key"),
-  },
-} as const);
+/** An agent's fields as the management API shows them: the public ones and its labels. */
+const AGENT_FIELDS = {
+  ...PUBLIC_AGENT_FIELDS,
+  labels: labelsSchema("The agent's labels: those it reports, with the operators' on top"),
+  reportedLabels: labelsSchema('The labels the agent reports of itself (os and arch among them; at most 32)'),
+  operatorLabels: labelsSchema("The labels operators set (at most 32); one wins over the agent's of the same key"),
+} as const;
+
+/** A named agent schema of these fields, every one of them required. */
+const agentSchema = <const F extends object>(schemaName: string, example: object, fields: F) =>
+  named(schemaName, {
+    type: 'object',
+    examples: [example],
+    required: Object.keys(fields),
+    properties: fields,
+  } as const);
+
+/** An agent as the public API shows it (discovery). */
+export const PublicAgentSchema = agentSchema('PublicAgent', publicAgentExample, PUBLIC_AGENT_FIELDS);
+
+export const AgentSchema = agentSchema('Agent', agentExample, AGENT_FIELDS);
 
 /** A param a workflow declares (its definition's `params:`, docs/workflows.md). */
 export const WorkflowParamSchema = named('WorkflowParam', { ...ParamDefinition, examples: paramsSchemaExample });
