@@ -95,7 +95,7 @@ async function rollout(releaseId: string) {
   return res.body;
 }
 
-async function rolloutWhen(releaseId: string, check: (r: any) => boolean, what: string) {
+async function rolloutWhen(releaseId: string, check: (r: any) => boolean, what: string): Promise<any> {
   let last: unknown;
   return eventually(
     async () => {
