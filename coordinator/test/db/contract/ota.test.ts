@@ -389,4 +389,79 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       [orgId, 2],
     ]);
   });
+  it('stages a rollout: its waves fixed at publish, its release withheld outside them, counts, each move once', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const agents = [agentId];
+    for (let i = 0; i < 3; i++) agents.push(await enroll(t.repos, orgId, iso(0)));
+    const bound = await t.repos.deviceBindings.bind({
+      orgId,
+      applicationId: a.id,
+      bindings: agents.map((id) => ({ id: newId(), agentId: id })),
+      channel: 'stable',
+      at: iso(1),
+    });
+    const ids = bound.outcome === 'bound' ? bound.bindings.map((b) => b.id) : [];
+    const created = await t.repos.releases.create(release(a.id, await artifact()));
+    const r = created.outcome === 'created' ? created.release : null!;
+    const plan = { waves: [25, 100], soakSeconds: 0, maxFailureRate: 0, minAttempts: 1 };
+    const first = ids[2]!;
+    const publish = () =>
+      t.repos.rollouts.publish({
+        applicationId: a.id,
+        releaseId: r.id,
+        plan,
+        at: iso(2),
+        by: 'user-1',
+        assign: (bindingIds) => bindingIds.map((bindingId) => ({ bindingId, wave: bindingId === first ? 0 : 1 })),
+      });
+    const started = await publish();
+    expect(started).toMatchObject({
+      outcome: 'started',
+      release: { status: 'published' },
+      rollout: { status: 'running', deviceCount: 4, currentWave: 0, acceptedWave: -1, waveTimes: [[iso(2), null]] },
+    });
+    expect(await publish()).toMatchObject({ outcome: 'conflict', release: { status: 'published' } });
+    const withheld = await t.repos.rollouts.withheld(ids);
+    expect(ids.map((id) => withheld.get(id)?.has(r.id) ?? false)).toEqual(ids.map((id) => id !== first));
+    expect(await t.repos.rollouts.countsOfWave(r.id, r.sequence, 0)).toEqual({ devices: 1, succeeded: 0, failed: 0 });
+    await t.exec(`UPDATE device_bindings SET current_sequence = ${r.sequence} WHERE id = '${first}'`);
+    expect(Object.fromEntries(await t.repos.rollouts.waveCounts(r.id, r.sequence))).toEqual({
+      0: { devices: 1, succeeded: 1, failed: 0 },
+      1: { devices: 3, succeeded: 0, failed: 0 },
+    });
+    expect(await t.repos.rollouts.bindingsOfWave(r.id, 1)).toEqual(ids.filter((id) => id !== first).sort());
+
+    // Coordinators moving it at once: one moves it.
+    const moved = await Promise.all(
+      Array.from({ length: 4 }, (_, i) =>
+        (i % 2 ? t.other : t.repos).rollouts.move(r.id, {
+          from: { status: 'running', currentWave: 0 },
+          to: {
+            currentWave: 1,
+            waveTimes: [
+              [iso(2), iso(3)],
+              [iso(3), null],
+            ],
+          },
+          event: { at: iso(3), event: 'advance', by: 'system', detail: `by ${i}` },
+        }),
+      ),
+    );
+    expect(moved.filter((m) => m !== null)).toHaveLength(1);
+    expect((await t.repos.rollouts.history(r.id)).map((h) => h.event)).toEqual(['start', 'advance']);
+    expect((await t.repos.rollouts.withheld(ids)).size).toBe(0);
+    expect((await t.repos.rollouts.listRunning()).map((x) => x.releaseId)).toEqual([r.id]);
+
+    // Another release of the channel ends it as superseded, once.
+    const next = await t.repos.releases.create(release(a.id, await artifact(), { version: '2.0.0' }));
+    const nextId = next.outcome === 'created' ? next.release.id : '';
+    const ended = await Promise.all([
+      t.repos.rollouts.supersede(a.id, 'stable', nextId, iso(4)),
+      t.other.rollouts.supersede(a.id, 'stable', nextId, iso(4)),
+    ]);
+    expect(ended.flat()).toEqual([r.id]);
+    expect(await t.repos.rollouts.find(r.id)).toMatchObject({ status: 'superseded', endedAt: iso(4) });
+    expect(await t.repos.rollouts.listRunning()).toEqual([]);
+  });
 });
