@@ -23,6 +23,7 @@ import {
 } from '../helpers/ota.js';
 import { installedVersion, updateJobsOf } from '../helpers/ota-agent.js';
 import { eventually } from '../helpers/poll.js';
+import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 
 /**
  * Staged rollouts end to end (docs/ota.md, "Staged rollouts") with four real `drover-agent run`
@@ -207,5 +208,75 @@ describe('staged rollouts', { timeout: 90_000 }, () => {
     const ended = await rollout(y.id);
     expect(ended.status).toBe('aborted');
     expect(ended.history.at(-1)).toMatchObject({ event: 'abort', detail: 'the release was yanked' });
+  });
+});
+
+describe('a staged rollout across a coordinator restart', { timeout: 90_000 }, () => {
+  const dataDir = makeTempDir('drover-rollout-restart-');
+  let first: TestCoordinator | undefined;
+  let second: TestCoordinator | undefined;
+  afterAll(async () => {
+    await first?.close();
+    await second?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('goes on where it was: the soak started before the restart ends after it and the next wave starts', async () => {
+    first = await startTestCoordinator({ dataDir });
+    const c = first;
+    const gateway = await createApp(c.owner, c.orgId, { slug: 'restart', updateWorkflowName: 'apply-update' });
+    const devices: TestAgent[] = [await enrollTestAgent(c.owner, c.orgId), await enrollTestAgent(c.owner, c.orgId)];
+    await bindDevices(
+      c.owner,
+      c.orgId,
+      gateway.id,
+      devices.map((d) => d.agentId),
+    );
+    const artifactFileId = await uploadArtifact(await artifactUploader(c), 'restart build', 'restart.tar.gz');
+    const r = await createRelease(c.owner, c.orgId, gateway.id, { version: '3.0.0', artifactFileId });
+    const path = `/orgs/${c.orgId}/apps/${gateway.id}/releases/${r.id}`;
+    const published = await c.owner.post(`${path}/publish`, {
+      body: { rollout: { waves: [50, 100], soakSeconds: 2, maxFailureRate: 0 } },
+    });
+    expect(published.status).toBe(200);
+    // Wave 1's device installs it (its update job run as an agent would).
+    const bindings = (await c.owner.get<BindingBody[]>(`/orgs/${c.orgId}/apps/${gateway.id}/devices`)).body;
+    const inWave = bindings.filter((b) => b.activeJobId !== null);
+    expect(inWave).toHaveLength(1);
+    const device = devices.find((d) => d.agentId === inWave[0]!.agentId)!;
+    const jobId = inWave[0]!.activeJobId!;
+    for (const step of ['accept', 'start']) {
+      expect((await device.request('POST', `/v1/agent/jobs/${jobId}/${step}`)).status).toBe(200);
+    }
+    const finished = await device.request('POST', `/v1/agent/jobs/${jobId}/finish`, {
+      status: 'success',
+      exitCode: 0,
+      errorMessage: null,
+      output: {},
+    });
+    expect(finished.status).toBe(200);
+    await eventually(
+      async () => (await c.owner.get(`${path}/rollout`)).body.soakEndsAt !== null,
+      20_000,
+      'wave 1 soaks',
+    );
+    await first.close();
+
+    second = await startTestCoordinator({ dataDir });
+    const again = second;
+    const after = await eventually(
+      async () => {
+        const res = await again.owner.get(`/orgs/${again.orgId}/apps/${gateway.id}/releases/${r.id}/rollout`);
+        return res.body.currentWave === 1 && res.body;
+      },
+      20_000,
+      'the next wave starts on the restarted coordinator',
+    );
+    expect(after.history.map((h: { event: string }) => h.event)).toEqual(['start', 'wave_end', 'advance']);
+    const other = devices.find((d) => d !== device)!;
+    const otherBinding = (
+      await again.owner.get<BindingBody[]>(`/orgs/${again.orgId}/apps/${gateway.id}/devices`)
+    ).body.find((b) => b.agentId === other.agentId)!;
+    expect(otherBinding.activeJobId).not.toBeNull();
   });
 });
