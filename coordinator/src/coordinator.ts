@@ -146,7 +146,13 @@ export async function createCoordinator(
     });
     const batches = new BatchService({ repos, jobEvents, cancels, audit, clock, logger });
     const pools = new PoolService({ repos });
-    const rollouts = new RolloutService({ ctx: { repos, clock, jobEvents, ota }, audit, jobEvents, logger });
+    const rollouts = new RolloutService({
+      ctx: { repos, clock, jobEvents, ota },
+      audit,
+      jobEvents,
+      logger,
+      chat: { outbox: repos.chatOutbox, queued: () => chatDelivery.wake() },
+    });
     const jobLogs = new JobLogService({ jobs: repos.jobs, maxBytes: config.jobLogMaxBytes });
     const scheduler = new CronScheduler({
       triggers: repos.triggers,

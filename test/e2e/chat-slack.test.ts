@@ -11,6 +11,8 @@ import {
   slackSignedHeaders,
 } from '../helpers/fake-slack.js';
 import { eventually } from '../helpers/poll.js';
+import { enrollTestAgent } from '../helpers/agent.js';
+import { artifactUploader, bindDevices, createApp, createRelease, uploadArtifact } from '../helpers/ota.js';
 
 /**
  * Slack's slash command and app mentions end to end (docs/chat.md, "Chat triggers"): a real
@@ -175,6 +177,49 @@ describe('Slack chat triggers', () => {
     expect(slack.posted.filter((m) => m.text.includes('Fleet greeter'))).toHaveLength(1);
     // The channel's keywords are the other tests' again.
     expect((await rig.t.owner.delete(`/orgs/${rig.t.orgId}/triggers/${created.body.id}`)).status).toBe(200);
+  });
+
+  it("posts a rollout's pause by its failure threshold to its application's channel, naming the failed devices", async () => {
+    const { t } = rig;
+    const app = await createApp(t.owner, t.orgId, { slug: 'kiosk-ui', updateWorkflowName: 'apply-update' });
+    const notify = { provider: 'slack', teamId: SLACK_TEAM.id, channelId: CHANNEL };
+    const patched = await t.owner.patch(`/orgs/${t.orgId}/apps/${app.id}`, { body: { notify } });
+    expect(patched.status, patched.text).toBe(200);
+    expect(patched.body.notify).toEqual(notify);
+    const bad = await t.owner.patch(`/orgs/${t.orgId}/apps/${app.id}`, {
+      body: { notify: { provider: 'irc', teamId: SLACK_TEAM.id, channelId: CHANNEL } },
+    });
+    expect(bad.status).toBe(422);
+    const device = await enrollTestAgent(t.owner, t.orgId);
+    const name = (await t.owner.get(`/orgs/${t.orgId}/agents/${device.agentId}`)).body.name as string;
+    const [binding] = await bindDevices(t.owner, t.orgId, app.id, [device.agentId]);
+    const artifactFileId = await uploadArtifact(await artifactUploader(t), 'kiosk ui 7', 'kiosk-ui.tar.gz');
+    const r = await createRelease(t.owner, t.orgId, app.id, { version: '7.0.0', artifactFileId });
+    const published = await t.owner.post(`/orgs/${t.orgId}/apps/${app.id}/releases/${r.id}/publish`, {
+      body: { rollout: { waves: [100], soakSeconds: 0, maxFailureRate: 0 } },
+    });
+    expect(published.status, published.text).toBe(200);
+    const jobId = (await t.owner.get(`/orgs/${t.orgId}/apps/${app.id}/devices/${binding!.id}`)).body.activeJobId;
+    for (const step of ['accept', 'start']) {
+      expect((await device.request('POST', `/v1/agent/jobs/${jobId}/${step}`)).status).toBe(200);
+    }
+    const failed = await device.request('POST', `/v1/agent/jobs/${jobId}/finish`, {
+      status: 'failed',
+      exitCode: 1,
+      errorMessage: 'the new build does not start',
+      output: {},
+    });
+    expect(failed.status).toBe(200);
+    const message = await eventually(
+      async () => slack.posted.find((m) => m.text.startsWith('Drover rollout of kiosk-ui 7.0.0')),
+      30_000,
+      "the rollout's pause in the channel",
+    );
+    expect(message.text).toBe(
+      `Drover rollout of kiosk-ui 7.0.0 PAUSED in wave 1 of 1: 1 of 1 updates failed (100 %, above 0 %): ${name} ` +
+        `${t.url}/orgs/${t.orgId}/apps/${app.id}`,
+    );
+    expect(message.channel).toBe(CHANNEL);
   });
 
   it('runs a trigger that lists who may run it only for those people', async () => {

@@ -4,7 +4,7 @@ import type { ApiClient } from '../helpers/http.js';
 import { addUser, outsider } from '../helpers/members.js';
 import { createApp } from '../helpers/ota.js';
 
-const APP_FIELDS = ['createdAt', 'defaultChannel', 'id', 'slug', 'updateWorkflowName'];
+const APP_FIELDS = ['createdAt', 'defaultChannel', 'id', 'notify', 'slug', 'updateWorkflowName'];
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('OTA applications', () => {

@@ -1259,7 +1259,7 @@ export interface paths {
     delete: operations['deleteApp'];
     options?: never;
     head?: never;
-    /** Change an application's update workflow and/or default channel */
+    /** Change an application's update workflow, default channel and/or chat channel */
     patch: operations['updateApp'];
     trace?: never;
   };
@@ -2345,6 +2345,13 @@ export interface components {
       slug: string;
       updateWorkflowName: string;
       defaultChannel: string;
+      /** @description the chat channel a rollout of the application posts to when it pauses by itself (null: none) */
+      notify: {
+        /** @enum {string} */
+        provider: 'slack' | 'discord';
+        teamId: string;
+        channelId: string;
+      } | null;
       /** Format: date-time */
       createdAt: string;
     };
@@ -8136,6 +8143,15 @@ export interface operations {
         'application/json': {
           updateWorkflowName?: string;
           defaultChannel?: string;
+          /** @description where a rollout that pauses by itself posts (a Slack workspace or Discord server connected to the organization, docs/chat.md); null: nowhere */
+          notify?: {
+            /** @enum {string} */
+            provider: 'slack' | 'discord';
+            /** @description the Slack workspace id (T...) or the Discord server id */
+            teamId: string;
+            /** @description the channel id: Slack's C..., Discord's numeric id */
+            channelId: string;
+          } | null;
         };
       };
     };

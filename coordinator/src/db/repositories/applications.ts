@@ -1,5 +1,6 @@
 import type { Application, ApplicationRepository } from '../../domain/model/applications.js';
-import { all, command, isUniqueViolation, one, query, run, type Database } from '../sql/index.js';
+import type { ChatProvider } from '../../domain/model/triggers.js';
+import { all, command, flag, isUniqueViolation, one, query, run, type Database } from '../sql/index.js';
 
 interface ApplicationRow {
   id: string;
@@ -7,6 +8,9 @@ interface ApplicationRow {
   slug: string;
   update_workflow_name: string;
   default_channel: string;
+  notify_provider: ChatProvider | null;
+  notify_team_id: string | null;
+  notify_channel_id: string | null;
   created_at: string;
   deleted_at: string | null;
 }
@@ -17,6 +21,10 @@ const toApplication = (r: ApplicationRow): Application => ({
   slug: r.slug,
   updateWorkflowName: r.update_workflow_name,
   defaultChannel: r.default_channel,
+  notify:
+    r.notify_provider === null
+      ? null
+      : { provider: r.notify_provider, teamId: r.notify_team_id!, channelId: r.notify_channel_id! },
   createdAt: r.created_at,
   deletedAt: r.deleted_at,
 });
@@ -35,10 +43,13 @@ const BY_ID = query<ApplicationRow, [string]>('SELECT * FROM applications WHERE 
 const OF_ORG = query<ApplicationRow, [string]>(
   (d) => `SELECT * FROM applications WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
 );
-const UPDATE = command<[string | null, string | null, string, string]>(
-  `UPDATE applications SET update_workflow_name = COALESCE(?, update_workflow_name),
-     default_channel = COALESCE(?, default_channel)
-   WHERE org_id = ? AND id = ? AND deleted_at IS NULL`,
+const UPDATE = command<Record<string, unknown>>(
+  `UPDATE applications SET update_workflow_name = COALESCE(@updateWorkflowName, update_workflow_name),
+     default_channel = COALESCE(@defaultChannel, default_channel),
+     notify_provider = CASE WHEN @notifySet = 1 THEN @notifyProvider ELSE notify_provider END,
+     notify_team_id = CASE WHEN @notifySet = 1 THEN @notifyTeamId ELSE notify_team_id END,
+     notify_channel_id = CASE WHEN @notifySet = 1 THEN @notifyChannelId ELSE notify_channel_id END
+   WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL`,
 );
 const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
   `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?
@@ -80,7 +91,16 @@ export function createApplicationRepository(db: Database): ApplicationRepository
       return (await db.all(OF_ORG, [orgId])).map(toApplication);
     },
     async update(orgId, id, patch) {
-      await db.run(UPDATE, [patch.updateWorkflowName ?? null, patch.defaultChannel ?? null, orgId, id]);
+      await db.run(UPDATE, {
+        updateWorkflowName: patch.updateWorkflowName ?? null,
+        defaultChannel: patch.defaultChannel ?? null,
+        notifySet: flag(patch.notify !== undefined),
+        notifyProvider: patch.notify?.provider ?? null,
+        notifyTeamId: patch.notify?.teamId ?? null,
+        notifyChannelId: patch.notify?.channelId ?? null,
+        orgId,
+        id,
+      });
       return inOrg(orgId, id);
     },
     delete(orgId, id, at, message) {

@@ -106,14 +106,19 @@ const COUNTS = (oneWave: boolean) =>
   query<{ wave: number; devices: number; succeeded: number; failed: number }, Record<string, unknown>>(
     `SELECT rd.wave AS wave, count(*) AS devices,
        SUM(CASE WHEN COALESCE(b.current_sequence, 0) >= @sequence THEN 1 ELSE 0 END) AS succeeded,
-       SUM(CASE WHEN COALESCE(b.current_sequence, 0) < @sequence AND EXISTS (
-         SELECT 1 FROM update_jobs u JOIN jobs j ON j.id = u.job_id
-         WHERE u.binding_id = rd.binding_id AND u.release_id = rd.release_id
-           AND j.status IN ('failed', 'timed_out', 'rejected')) THEN 1 ELSE 0 END) AS failed
+       SUM(CASE WHEN COALESCE(b.current_sequence, 0) < @sequence AND ${UPDATE_FAILED} THEN 1 ELSE 0 END) AS failed
      FROM rollout_devices rd JOIN device_bindings b ON b.id = rd.binding_id
      WHERE rd.release_id = @releaseId ${oneWave ? 'AND rd.wave = @wave' : ''}
      GROUP BY rd.wave ORDER BY rd.wave`,
   );
+/** The update to the release failed for the rollout device `rd` (COUNTS, FAILED_DEVICES). */
+const UPDATE_FAILED = `EXISTS (SELECT 1 FROM update_jobs u JOIN jobs j ON j.id = u.job_id
+  WHERE u.binding_id = rd.binding_id AND u.release_id = rd.release_id AND j.status IN ('failed', 'timed_out', 'rejected'))`;
+const FAILED_DEVICES = values<string, Record<string, unknown>>(
+  `SELECT a.name FROM rollout_devices rd JOIN device_bindings b ON b.id = rd.binding_id JOIN agents a ON a.id = b.agent_id
+   WHERE rd.release_id = @releaseId AND rd.wave = @wave AND COALESCE(b.current_sequence, 0) < @sequence AND ${UPDATE_FAILED}
+   ORDER BY a.name LIMIT @limit`,
+);
 const ALL_COUNTS = COUNTS(false);
 const WAVE_COUNTS = COUNTS(true);
 
@@ -226,6 +231,9 @@ export function createRolloutRepository(db: Database): RolloutRepository {
     },
     bindingsOfWave(releaseId, wave) {
       return db.all(WAVE_BINDINGS, [releaseId, wave]);
+    },
+    failedDevicesOfWave(releaseId, sequence, wave, limit) {
+      return db.all(FAILED_DEVICES, { releaseId, sequence, wave, limit });
     },
     async history(releaseId) {
       return db.all(HISTORY, [releaseId]);

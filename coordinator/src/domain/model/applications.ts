@@ -1,3 +1,12 @@
+import type { ChatProvider } from './triggers.js';
+
+/** The chat channel an application's rollouts post to when they pause by themselves. */
+export interface AppNotify {
+  provider: ChatProvider;
+  teamId: string;
+  channelId: string;
+}
+
 /** An OTA application (migration 0005). Deleted ones are kept as tombstones (`deletedAt`). */
 export interface Application {
   id: string;
@@ -5,6 +14,8 @@ export interface Application {
   slug: string;
   updateWorkflowName: string;
   defaultChannel: string;
+  /** Where its rollouts' pauses are posted (migration 0034); null: nowhere. */
+  notify: AppNotify | null;
   createdAt: string;
   deletedAt: string | null;
 }
@@ -12,6 +23,8 @@ export interface Application {
 export interface ApplicationPatch {
   updateWorkflowName?: string | undefined;
   defaultChannel?: string | undefined;
+  /** null: post nowhere. */
+  notify?: AppNotify | null | undefined;
 }
 
 export interface DeletedApplication {

@@ -77,7 +77,25 @@ export interface BatchNotice {
   failedAgents: string[];
 }
 
-export type OutboxPayload = JobOutcomeNotice | ChatAnswerNotice | BatchNotice;
+/** A staged rollout that paused by itself (docs/ota.md, "Staged rollouts"): its wave and failed devices. */
+export interface RolloutPausedNotice {
+  kind: 'rollout_paused';
+  orgId: string;
+  releaseId: string;
+  applicationId: string;
+  appSlug: string;
+  version: string;
+  /** 1-based. */
+  wave: number;
+  waves: number;
+  failed: number;
+  ended: number;
+  maxFailureRate: number;
+  /** The first names of the wave's agents whose update failed (the rest are counted in `failed`). */
+  failedDevices: string[];
+}
+
+export type OutboxPayload = JobOutcomeNotice | ChatAnswerNotice | BatchNotice | RolloutPausedNotice;
 
 export const OUTBOX_STATUSES = ['pending', 'sending', 'sent', 'failed'] as const;
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];

@@ -104,6 +104,8 @@ export interface RolloutRepository {
   /** The bindings that hold a wave of the rollout. */
   bindingsOfWave(releaseId: string, wave: number): Promise<string[]>;
   history(releaseId: string): Promise<RolloutEvent[]>;
+  /** The names of the agents of a wave's new devices whose update to the release failed, by name, at most `limit`. */
+  failedDevicesOfWave(releaseId: string, releaseSequence: number, wave: number, limit: number): Promise<string[]>;
   /**
    * Ends the unfinished (running or paused) rollouts of the application's channel but `except`'s,
    * as superseded; gives the release ids of those ended.

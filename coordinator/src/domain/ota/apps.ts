@@ -30,6 +30,7 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
     slug: input.slug,
     updateWorkflowName: input.updateWorkflowName,
     defaultChannel: input.defaultChannel ?? DEFAULT_CHANNEL,
+    notify: null,
     createdAt: isoNow(ctx.clock),
     deletedAt: null,
   };
@@ -52,8 +53,8 @@ export async function updateApp(
   patch: ApplicationPatch,
 ): Promise<{ app: Application; changed: string[] }> {
   const before = await findApp(ctx, orgId, appId);
-  const changed = (['updateWorkflowName', 'defaultChannel'] as const).filter(
-    (k) => patch[k] !== undefined && patch[k] !== before[k],
+  const changed = (['updateWorkflowName', 'defaultChannel', 'notify'] as const).filter(
+    (k) => patch[k] !== undefined && JSON.stringify(patch[k]) !== JSON.stringify(before[k]),
   );
   if (changed.length === 0) return { app: before, changed };
   const app = await ctx.repos.applications.update(orgId, appId, patch);

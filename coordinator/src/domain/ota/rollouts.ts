@@ -10,6 +10,7 @@ import type {
   RolloutStatus,
 } from '../model/rollouts.js';
 import type { AuditLog } from '../audit/audit-log.js';
+import type { ChatOutboxRepository } from '../model/chat-outbox.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import { AppError, notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
@@ -68,6 +69,8 @@ const MOVE_FROM: Record<OperatorMove, readonly RolloutStatus[]> = {
 
 export interface RolloutServiceOptions {
   ctx: OtaContext;
+  /** Where a pause by the failure threshold is posted, when the application has a chat channel. */
+  chat?: { outbox: Pick<ChatOutboxRepository, 'enqueue'>; queued(): void };
   audit: AuditLog;
   jobEvents: JobEvents;
   logger: { info(obj: object, msg: string): void; error(obj: object, msg: string): void };
@@ -367,6 +370,7 @@ export class RolloutService {
               { releaseId: release.id, wave, failed: step.failed, ended: step.ended },
               'rollout paused: failure threshold',
             );
+            await this.notifyPause(moved, release, step);
             await this.audit('system', 'release.rollout.pause', moved, {
               wave,
               reason: 'failure_threshold',
@@ -391,6 +395,52 @@ export class RolloutService {
           break;
         }
       }
+    }
+  }
+
+  /**
+   * A rollout paused by its failures posts to its application's chat channel, once per wave,
+   * naming the wave and the devices whose update failed.
+   */
+  private async notifyPause(
+    rollout: Rollout,
+    release: Release,
+    step: { failed: number; ended: number },
+  ): Promise<void> {
+    const { chat, ctx } = this.options;
+    const app = await ctx.repos.applications.findById(rollout.applicationId);
+    if (!chat || !app?.notify) return;
+    try {
+      await chat.outbox.enqueue({
+        orgId: rollout.orgId,
+        dedupeKey: `rollout-pause:${rollout.releaseId}:${rollout.currentWave}`,
+        jobId: null,
+        provider: app.notify.provider,
+        target: { type: 'channel', teamId: app.notify.teamId, channelId: app.notify.channelId },
+        payload: {
+          kind: 'rollout_paused',
+          orgId: rollout.orgId,
+          releaseId: release.id,
+          applicationId: app.id,
+          appSlug: app.slug,
+          version: release.version,
+          wave: rollout.currentWave + 1,
+          waves: rollout.plan.waves.length,
+          failed: step.failed,
+          ended: step.ended,
+          maxFailureRate: rollout.plan.maxFailureRate,
+          failedDevices: await ctx.repos.rollouts.failedDevicesOfWave(
+            release.id,
+            release.sequence,
+            rollout.currentWave,
+            PAUSE_DEVICES_NAMED,
+          ),
+        },
+        createdAt: isoNow(ctx.clock),
+      });
+      chat.queued();
+    } catch (error) {
+      this.options.logger.error({ err: error, releaseId: release.id }, 'could not post the pause of a rollout');
     }
   }
 
@@ -460,6 +510,9 @@ export class RolloutService {
     });
   }
 }
+
+/** The failed devices a pause's message names (the others are counted). */
+const PAUSE_DEVICES_NAMED = 10;
 
 const percent = (rate: number) => `${Math.round(rate * 1000) / 10} %`;
 

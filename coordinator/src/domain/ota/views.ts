@@ -1,5 +1,5 @@
 import type { DeviceState, ReleaseRef } from '@drover/shared';
-import type { Application } from '../model/applications.js';
+import type { AppNotify, Application } from '../model/applications.js';
 import type { DeviceBinding, DesiredState, Installation } from '../model/device-bindings.js';
 import type { Release } from '../model/releases.js';
 
@@ -10,6 +10,7 @@ export interface AppView {
   slug: string;
   updateWorkflowName: string;
   defaultChannel: string;
+  notify: AppNotify | null;
   createdAt: string;
 }
 
@@ -18,6 +19,7 @@ export const toAppView = (app: Application): AppView => ({
   slug: app.slug,
   updateWorkflowName: app.updateWorkflowName,
   defaultChannel: app.defaultChannel,
+  notify: app.notify,
   createdAt: app.createdAt,
 });
 

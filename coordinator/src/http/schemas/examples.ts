@@ -327,6 +327,7 @@ export const appExample = {
   slug: 'kiosk',
   updateWorkflowName: 'install-kiosk',
   defaultChannel: 'stable',
+  notify: null,
   createdAt: AT,
 };
 

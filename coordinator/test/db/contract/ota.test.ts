@@ -37,6 +37,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     slug: 'firmware',
     updateWorkflowName: 'update',
     defaultChannel: 'stable',
+    notify: null,
     createdAt: iso(0),
     deletedAt: null,
     ...fields,

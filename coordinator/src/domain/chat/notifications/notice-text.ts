@@ -1,5 +1,5 @@
 import type { TerminalJobStatus } from '@drover/shared';
-import type { BatchNotice, ChatAnswerNotice, JobOutcomeNotice } from '../../model/chat-outbox.js';
+import type { BatchNotice, ChatAnswerNotice, JobOutcomeNotice, RolloutPausedNotice } from '../../model/chat-outbox.js';
 
 /** The outcome as a message shows it. */
 export const OUTCOME_LABELS: Record<TerminalJobStatus, string> = {
@@ -83,6 +83,28 @@ export function batchText(notice: BatchNotice, publicUrl: string): string {
   );
 }
 
-/** The text of a message that is text: a mention's answer, or a batch's outcome. */
-export const plainText = (payload: ChatAnswerNotice | BatchNotice, publicUrl: string): string =>
-  payload.kind === 'batch_outcome' ? batchText(payload, publicUrl) : payload.text;
+/**
+ * A rollout that paused by itself, plain text for both providers: `Drover rollout of kiosk 2.4.0
+ * PAUSED in wave 1 of 4: 3 of 10 updates failed (30 %, above 5 %): kiosk-07, kiosk-12 and 1 more <link>`.
+ */
+export function rolloutPausedText(notice: RolloutPausedNotice, publicUrl: string): string {
+  const rate = (r: number) => `${Math.round(r * 1000) / 10} %`;
+  const more = notice.failed - notice.failedDevices.length;
+  const devices =
+    notice.failedDevices.length === 0
+      ? ''
+      : `: ${notice.failedDevices.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+  return (
+    `Drover rollout of ${notice.appSlug} ${notice.version} PAUSED in wave ${notice.wave} of ${notice.waves}: ` +
+    `${notice.failed} of ${notice.ended} updates failed (${rate(notice.failed / notice.ended)}, above ${rate(notice.maxFailureRate)})` +
+    `${devices} ${publicUrl.replace(/\/+$/, '')}/orgs/${encodeURIComponent(notice.orgId)}/apps/${encodeURIComponent(notice.applicationId)}`
+  );
+}
+
+/** The text of a message that is text: a mention's answer, a batch's outcome, a rollout's pause. */
+export const plainText = (payload: ChatAnswerNotice | BatchNotice | RolloutPausedNotice, publicUrl: string): string =>
+  payload.kind === 'batch_outcome'
+    ? batchText(payload, publicUrl)
+    : payload.kind === 'rollout_paused'
+      ? rolloutPausedText(payload, publicUrl)
+      : payload.text;

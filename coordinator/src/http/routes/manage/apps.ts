@@ -1,3 +1,5 @@
+import type { AppNotify } from '../../../domain/model/applications.js';
+import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import type { FastifyInstance } from 'fastify';
 import { userAction } from '../../../domain/audit/audit-log.js';
 import { createApp, deleteApp, findApp, updateApp, type CreateAppInput } from '../../../domain/ota/apps.js';
@@ -17,7 +19,10 @@ import { listOf } from '../../schemas/examples.js';
 interface PatchAppBody {
   updateWorkflowName?: string;
   defaultChannel?: string;
+  notify?: AppNotify | null;
 }
+
+const chatId = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$' } as const;
 
 export async function appRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;
@@ -101,15 +106,33 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         operationId: 'updateApp',
-        summary: "Change an application's update workflow and/or default channel",
+        summary: "Change an application's update workflow, default channel and/or chat channel",
         tags: ['dashboard'],
         params: appParams,
         querystring: noQuery,
         body: {
           type: 'object',
           additionalProperties: false,
-          properties: { updateWorkflowName: workflowNameSchema, defaultChannel: channelSchema },
-          examples: [{ defaultChannel: 'beta' }],
+          properties: {
+            updateWorkflowName: workflowNameSchema,
+            defaultChannel: channelSchema,
+            notify: {
+              type: ['object', 'null'],
+              additionalProperties: false,
+              required: ['provider', 'teamId', 'channelId'],
+              description:
+                'where a rollout that pauses by itself posts (a Slack workspace or Discord server connected to the organization, docs/chat.md); null: nowhere',
+              properties: {
+                provider: { type: 'string', enum: CHAT_PROVIDERS },
+                teamId: { ...chatId, description: 'the Slack workspace id (T...) or the Discord server id' },
+                channelId: { ...chatId, description: "the channel id: Slack's C..., Discord's numeric id" },
+              },
+            },
+          },
+          examples: [
+            { defaultChannel: 'beta' },
+            { notify: { provider: 'slack', teamId: 'T0123', channelId: 'C0456' } },
+          ],
         },
         response: { 200: AppSchema, ...errorResponses(401, 404, 422) },
       },

@@ -1,5 +1,6 @@
 import { DEVICE_STATES } from '@drover/shared';
 import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/model/releases.js';
+import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
 import { appExample, deviceExample, releaseExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
@@ -13,12 +14,22 @@ import { named } from '../../schemas/named.js';
 export const AppSchema = named('Application', {
   type: 'object',
   examples: [appExample],
-  required: ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'createdAt'],
+  required: ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'notify', 'createdAt'],
   properties: {
     id: uuid,
     slug: { type: 'string' },
     updateWorkflowName: { type: 'string' },
     defaultChannel: { type: 'string' },
+    notify: {
+      type: ['object', 'null'],
+      description: 'the chat channel a rollout of the application posts to when it pauses by itself (null: none)',
+      required: ['provider', 'teamId', 'channelId'],
+      properties: {
+        provider: { type: 'string', enum: CHAT_PROVIDERS },
+        teamId: { type: 'string' },
+        channelId: { type: 'string' },
+      },
+    },
     createdAt: timestamp,
   },
 } as const);
