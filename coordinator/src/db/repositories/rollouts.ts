@@ -56,6 +56,9 @@ const BY_RELEASE = query<RolloutRow, [string]>('SELECT * FROM rollouts WHERE rel
 const BY_RELEASE_LOCKED = query<RolloutRow, [string]>(
   (d) => `SELECT * FROM rollouts WHERE release_id = ? ${d.forUpdate}`,
 );
+const WITHHOLDING_OF_APP = values<number, [string]>(
+  "SELECT 1 FROM rollouts WHERE application_id = ? AND status <> 'completed' LIMIT 1",
+);
 const RUNNING = query<RolloutRow, []>("SELECT * FROM rollouts WHERE status = 'running' ORDER BY created_at");
 const CHANNEL_BINDINGS = values<string, [string, string]>(
   'SELECT id FROM device_bindings WHERE application_id = ? AND channel = ? ORDER BY id',
@@ -192,6 +195,9 @@ export function createRolloutRepository(db: Database): RolloutRepository {
     async find(releaseId) {
       const row = await db.one(BY_RELEASE, [releaseId]);
       return row ? toRollout(row) : null;
+    },
+    async withholdsAny(applicationId) {
+      return (await db.one(WITHHOLDING_OF_APP, [applicationId])) !== null;
     },
     async listRunning() {
       return (await db.all(RUNNING, [])).map(toRollout);

@@ -93,6 +93,8 @@ export interface RolloutRepository {
     assign: (bindingIds: readonly string[]) => { bindingId: string; wave: number }[];
   }): Promise<StartRollout>;
   find(releaseId: string): Promise<Rollout | null>;
+  /** Whether a rollout of the application withholds its release from some devices (any rollout but a completed one). */
+  withholdsAny(applicationId: string): Promise<boolean>;
   /** Rollouts in status `running`. */
   listRunning(): Promise<Rollout[]>;
   /** Counts of the devices new in each wave, by wave index (waves without devices absent). */

@@ -39,6 +39,8 @@ interface CallingAgent {
   orgId: string;
 }
 
+const NOTHING_WITHHELD: ReadonlySet<string> = new Set();
+
 /** 122 random bits (a UUID v4 from node:crypto's buffered entropy: cheaper than 16 fresh bytes). */
 const manifestNonce = () => randomUUID();
 
@@ -49,9 +51,8 @@ const manifestNonce = () => randomUUID();
 export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAgent): Promise<DesiredManifestResponse> {
   const generation = await ctx.repos.changeCounter.otaGeneration();
   const bindings = await ctx.repos.deviceBindings.listByAgent(agent.id);
-  const withheld = await ctx.repos.rollouts.withheld(bindings.map((b) => b.id));
   const apps = new Map<string, AppReleases>();
-  const items: { binding: DeviceBinding; entry: AppReleases; state: DesiredState<Release> }[] = [];
+  const bound: { binding: DeviceBinding; entry: AppReleases }[] = [];
   for (const binding of bindings) {
     let entry = apps.get(binding.applicationId);
     if (!entry) {
@@ -60,14 +61,22 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
       entry = found;
       apps.set(found.app.id, entry);
     }
-    const state = desiredState({
+    bound.push({ binding, entry });
+  }
+  // Releases a staged rollout has not brought to this device yet: read only for applications with one.
+  const withheld = await ctx.repos.rollouts.withheld(
+    bound.filter(({ entry }) => entry.staged).map(({ binding }) => binding.id),
+  );
+  const items = bound.map(({ binding, entry }) => ({
+    binding,
+    entry,
+    state: desiredState({
       channel: binding.channel,
       releases: entry.releases,
       current: binding.current,
-      withheld: withheld.get(binding.id) ?? new Set(),
-    });
-    items.push({ binding, entry, state });
-  }
+      withheld: withheld.get(binding.id) ?? NOTHING_WITHHELD,
+    }),
+  }));
   // Artifacts not yet remembered by their application's cache entry, read in one query.
   const missing = [
     ...new Set(

@@ -2,6 +2,7 @@ import type { Application, ApplicationRepository } from '../model/applications.j
 import type { ChangeCounterRepository } from '../model/change-counter.js';
 import type { StoredFile } from '../model/files.js';
 import type { Release, ReleaseRepository } from '../model/releases.js';
+import type { RolloutRepository } from '../model/rollouts.js';
 import { GenerationCache } from '../generation-cache.js';
 
 /** An application and all its releases, newest sequence first, as the desired state needs them. */
@@ -15,12 +16,19 @@ export interface AppReleases {
    * deleted while it holds files), and a yank moves the OTA counter, which drops the entry.
    */
   artifacts: Map<string, StoredFile>;
+  /**
+   * A staged rollout of the application had not completed when the entry was read: the devices'
+   * withheld releases must be read (rollouts.ts). Starting one publishes a release, which moves the
+   * OTA counter; one that completes since only costs that read until the next move.
+   */
+  staged: boolean;
 }
 
 export interface ReleaseCacheRepositories {
   applications: Pick<ApplicationRepository, 'findById'>;
   releases: Pick<ReleaseRepository, 'list'>;
   changeCounter: Pick<ChangeCounterRepository, 'otaGeneration'>;
+  rollouts: Pick<RolloutRepository, 'withholdsAny'>;
 }
 
 const perRepositories = new WeakMap<ReleaseCacheRepositories, GenerationCache<AppReleases>>();
@@ -46,7 +54,9 @@ export function appReleases(
     appId,
     async () => {
       const app = await repos.applications.findById(appId);
-      return app ? { app, releases: await repos.releases.list(app.id), artifacts: new Map() } : null;
+      if (!app) return null;
+      const [releases, staged] = await Promise.all([repos.releases.list(app.id), repos.rollouts.withholdsAny(app.id)]);
+      return { app, releases, artifacts: new Map(), staged };
     },
     generation,
   );
