@@ -4,6 +4,7 @@ import type { Database } from '../sql/index.js';
 import { createAgentRepository } from './agents.js';
 import { createApplicationRepository } from './applications.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
+import { createDeviceGroupRepository } from './device-groups.js';
 import { createReleaseRepository } from './releases.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
@@ -72,5 +73,6 @@ export function createRepositories(
     applications: createApplicationRepository(database),
     releases: createReleaseRepository(database, rules.checkArtifact),
     deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
+    deviceGroups: createDeviceGroupRepository(database, rules.planDeviceGroup),
   };
 }

@@ -5,6 +5,11 @@ export interface Application {
   slug: string;
   updateWorkflowName: string;
   defaultChannel: string;
+  /**
+   * The device group's label selector, canonical (docs/ota.md, "Device groups"): the agents it
+   * matches are bound to the application. Null: none.
+   */
+  deviceSelector: string | null;
   createdAt: string;
   deletedAt: string | null;
 }

@@ -10,6 +10,7 @@ import type { ChatOutboxRepository } from './chat-outbox.js';
 import type { ChatRequestRepository } from './chat-requests.js';
 import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
+import type { DeviceGroupRepository } from './device-groups.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
 import type { FileRepository } from './files.js';
 import type { InvitationRepository } from './invitations.js';
@@ -56,4 +57,5 @@ export interface Repositories {
   applications: ApplicationRepository;
   releases: ReleaseRepository;
   deviceBindings: DeviceBindingRepository;
+  deviceGroups: DeviceGroupRepository;
 }

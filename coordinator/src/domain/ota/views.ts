@@ -1,6 +1,6 @@
 import type { DeviceState, ReleaseRef } from '@drover/shared';
 import type { Application } from '../model/applications.js';
-import type { DeviceBinding, DesiredState, Installation } from '../model/device-bindings.js';
+import type { BindingOrigin, DeviceBinding, DesiredState, Installation } from '../model/device-bindings.js';
 import type { Release } from '../model/releases.js';
 
 /** The answers of the OTA dashboard endpoints (docs/ota.md's fixed bodies). */
@@ -10,6 +10,8 @@ export interface AppView {
   slug: string;
   updateWorkflowName: string;
   defaultChannel: string;
+  /** The device group's label selector (canonical), or null (docs/ota.md, "Device groups"). */
+  deviceSelector: string | null;
   createdAt: string;
 }
 
@@ -18,6 +20,7 @@ export const toAppView = (app: Application): AppView => ({
   slug: app.slug,
   updateWorkflowName: app.updateWorkflowName,
   defaultChannel: app.defaultChannel,
+  deviceSelector: app.deviceSelector,
   createdAt: app.createdAt,
 });
 
@@ -45,6 +48,8 @@ export interface BindingView {
   applicationId: string;
   agentId: string;
   channel: string;
+  /** `manual` (bound by `agentIds`) or `selector` (by the application's device selector). */
+  origin: BindingOrigin;
   current: ReleaseRef | null;
   desired: ReleaseRef | null;
   forced: boolean;
@@ -68,6 +73,7 @@ export const toBindingView = (b: DeviceBinding, state: Pick<DesiredState, 'desir
   applicationId: b.applicationId,
   agentId: b.agentId,
   channel: b.channel,
+  origin: b.origin,
   current: installationRef(b.current),
   desired: releaseRef(state.desired),
   forced: state.forced,

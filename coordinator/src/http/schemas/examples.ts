@@ -327,8 +327,11 @@ export const appExample = {
   slug: 'kiosk',
   updateWorkflowName: 'install-kiosk',
   defaultChannel: 'stable',
+  deviceSelector: 'role=kiosk',
   createdAt: AT,
 };
+
+export const appUpdateExample = { ...appExample, deviceGroup: { matching: 12, bound: 3, unbound: 1 } };
 
 export const releaseExample = {
   id: ID.release,
@@ -355,6 +358,7 @@ export const deviceExample = {
   applicationId: ID.app,
   agentId: ID.agent,
   channel: 'stable',
+  origin: 'selector',
   current: currentRef,
   desired: desiredRef,
   forced: false,

@@ -1,7 +1,8 @@
-import { DEVICE_STATES } from '@drover/shared';
+import { DEVICE_STATES, MAX_SELECTOR_LENGTH } from '@drover/shared';
+import { BINDING_ORIGINS } from '../../../domain/model/device-bindings.js';
 import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/model/releases.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
-import { appExample, deviceExample, releaseExample } from '../../schemas/examples.js';
+import { appExample, appUpdateExample, deviceExample, releaseExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
 
 /**
@@ -10,16 +11,54 @@ import { named } from '../../schemas/named.js';
  * counters never leave).
  */
 
+const appProperties = {
+  id: uuid,
+  slug: { type: 'string' },
+  updateWorkflowName: { type: 'string' },
+  defaultChannel: { type: 'string' },
+  deviceSelector: {
+    type: ['string', 'null'],
+    description:
+      'the device group: a label selector (canonical) whose matching agents are bound to the application; null: none (docs/ota.md, "Device groups")',
+  },
+  createdAt: timestamp,
+} as const;
+const appRequired = ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'deviceSelector', 'createdAt'] as const;
+
 export const AppSchema = named('Application', {
   type: 'object',
   examples: [appExample],
-  required: ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'createdAt'],
+  required: appRequired,
+  properties: appProperties,
+} as const);
+
+/** `deviceSelector` in the PATCH body of an application. */
+export const deviceSelectorSchema = {
+  type: ['string', 'null'],
+  minLength: 1,
+  maxLength: MAX_SELECTOR_LENGTH,
+  description:
+    'a label selector (docs/fleets.md) with at least one requirement: every agent it matches (not revoked) is bound to the application on its default channel, and unbound when it stops matching; null removes the bindings it made',
+} as const;
+
+/** The answer of PATCH: the application, and what its device group matches and did when `deviceSelector` was sent. */
+export const AppUpdateSchema = named('ApplicationUpdate', {
+  type: 'object',
+  examples: [appUpdateExample],
+  required: [...appRequired, 'deviceGroup'],
   properties: {
-    id: uuid,
-    slug: { type: 'string' },
-    updateWorkflowName: { type: 'string' },
-    defaultChannel: { type: 'string' },
-    createdAt: timestamp,
+    ...appProperties,
+    deviceGroup: {
+      type: ['object', 'null'],
+      description:
+        'when the body had deviceSelector: how many agents the selector matches now (revoked ones aside; 0: it binds nothing), and how many bindings it added and removed; else null',
+      required: ['matching', 'bound', 'unbound'],
+      properties: {
+        matching: { type: 'integer', minimum: 0 },
+        bound: { type: 'integer', minimum: 0 },
+        unbound: { type: 'integer', minimum: 0 },
+      },
+    },
   },
 } as const);
 
@@ -79,6 +118,7 @@ export const BindingSchema = named('DeviceBinding', {
     'applicationId',
     'agentId',
     'channel',
+    'origin',
     'current',
     'desired',
     'forced',
@@ -93,6 +133,12 @@ export const BindingSchema = named('DeviceBinding', {
     applicationId: uuid,
     agentId: uuid,
     channel: { type: 'string' },
+    origin: {
+      type: 'string',
+      enum: BINDING_ORIGINS,
+      description:
+        "manual: bound by agentIds (never removed by the device selector); selector: bound by the application's device selector",
+    },
     current: ReleaseRefSchema,
     desired: ReleaseRefSchema,
     forced: { type: 'boolean' },
