@@ -125,10 +125,10 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
       const caller = await requireOrgRole(request, request.params.orgId);
       const { app: updated, changed, deviceGroup } = await updateApp(ctx, caller, request.params.appId, request.body);
       if (changed.length > 0) {
-        const metadata: Record<string, unknown> = { slug: updated.slug, changed };
-        if (deviceGroup) metadata.deviceSelector = updated.deviceSelector;
-        if (deviceGroup) metadata.deviceGroup = deviceGroup;
-        await audit.record(userAction(caller, 'app.update', 'application', updated.id, metadata));
+        const group = changed.includes('deviceSelector') ? { deviceSelector: updated.deviceSelector, deviceGroup } : {};
+        await audit.record(
+          userAction(caller, 'app.update', 'application', updated.id, { slug: updated.slug, changed, ...group }),
+        );
       }
       return { ...toAppView(updated), deviceGroup };
     },
