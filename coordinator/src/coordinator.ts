@@ -17,6 +17,7 @@ import { noMetrics, type Metrics } from './domain/metrics.js';
 import { JobSweeper, sweepIntervalMs } from './domain/jobs/job-sweeper.js';
 import { OtaEngine } from './domain/ota/engine.js';
 import { RolloutService } from './domain/ota/rollouts.js';
+import { DeviceGroupService } from './domain/ota/device-groups.js';
 import { createFileService } from './domain/files/create.js';
 import { startFileSweeper } from './domain/files/file-sweeper.js';
 import { agentEventsOf } from './domain/agents/agent-events.js';
@@ -116,9 +117,10 @@ export async function createCoordinator(
       sweepIntervalMs: sweepIntervalMs(config.jobDeadlineGraceMs),
       metrics,
     });
+    const deviceGroups = new DeviceGroupService({ repos, audit, clock, jobEvents, ota });
     const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger, metrics });
     const account = new AccountService({ users: repos.users, orgs: repos.orgs, sessions, signIn, audit });
-    const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger, metrics });
+    const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger, deviceGroups, metrics });
     const schedules = new CronSchedules();
     const triggers = new TriggerService({
       repos,
@@ -214,6 +216,7 @@ export async function createCoordinator(
       rollouts,
       jobLogs,
       ota,
+      deviceGroups,
       chatIntegrations,
       chatRuns,
       chatReplays: new ChatReplayGuard({ repos, clock }),

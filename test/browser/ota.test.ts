@@ -25,6 +25,7 @@ import {
   startTestCoordinator,
   type TestCoordinator,
 } from '../helpers/coordinator.js';
+import { enrollTestAgent } from '../helpers/agent.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { artifactUploader, uploadArtifact, type AppBody, type BindingBody, type ReleaseBody } from '../helpers/ota.js';
 import { installedVersion } from '../helpers/ota-agent.js';
@@ -267,6 +268,65 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     expect((await binding()).channel).toBe('beta');
     // Nothing is published on beta: the device keeps 1.0.0 and has nothing to install.
     await vi.waitFor(async () => expect(await deviceRow().locator('td.desired').innerText()).toBe('none published'));
+  });
+
+  it('groups devices by a label selector: a live preview, a refusal where it is, the origin of each binding', async () => {
+    for (const name of ['kiosk-a', 'kiosk-b', 'gateway-a']) {
+      const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: name });
+      const res = await t.owner.patch(`/orgs/${t.orgId}/agents/${agent.agentId}`, {
+        body: { labels: { role: name.split('-')[0]! } },
+      });
+      expect(res.status).toBe(200);
+    }
+    await page().reload();
+    const group = page().getByRole('form', { name: 'Device group' });
+    await group.getByText('No device group: devices are bound by hand only.').waitFor();
+    const input = group.getByLabel('Device selector');
+    const preview = group.getByRole('status').filter({ hasText: 'Applying it binds' });
+    const save = group.getByRole('button', { name: 'Apply device group' });
+
+    // What does not parse is said where it is, before anything is sent.
+    await input.fill('role in kiosk');
+    await group.getByText("Not a label selector: at position 8: expected '(', found 'kiosk'").waitFor();
+    expect(await input.getAttribute('aria-invalid')).toBe('true');
+    expect(await save.isDisabled()).toBe(true);
+    await expectAccessible(page(), 'the device group form with a selector that does not parse');
+
+    await input.fill('role=kiosk');
+    await vi.waitFor(async () =>
+      expect(await preview.innerText()).toBe('2 agents match now: kiosk-a and kiosk-b. Applying it binds 2 agents.'),
+    );
+    await save.click();
+    await group.getByText('role=kiosk matches 2 agents; 2 bound, 0 removed.').waitFor();
+    for (const name of ['kiosk-a', 'kiosk-b']) {
+      const row = page().getByRole('row', { name });
+      await vi.waitFor(async () => expect(await row.locator('td.origin').innerText()).toBe('selector'));
+      // A binding the selector made goes when its agent stops matching: no Unbind.
+      expect(await row.getByRole('button', { name: `Unbind ${name}` }).count()).toBe(0);
+    }
+    expect(await deviceRow().locator('td.origin').innerText()).toBe('manual');
+    expect(await page().getByRole('row', { name: 'gateway-a' }).count()).toBe(0);
+    expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${app.id}`)).body.deviceSelector).toBe('role=kiosk');
+    await expectAccessible(page(), "an application's page with a device group");
+    await docScreenshot(page(), 'ota-device-group');
+
+    // A selector that matches nothing says so, and removes what the group bound.
+    await input.fill('role=printer');
+    await vi.waitFor(async () =>
+      expect(await preview.innerText()).toBe(
+        'No agent matches now: the selector binds nothing until one does. Applying it binds 0 agents and removes 2 bindings it made.',
+      ),
+    );
+    await save.click();
+    await group.getByText('role=printer matches no agent: nothing is bound; 0 bound, 2 removed.').waitFor();
+    await vi.waitFor(async () => expect(await page().getByRole('row', { name: 'kiosk-a' }).count()).toBe(0));
+
+    await group.getByRole('button', { name: 'Remove device group' }).click();
+    await group.getByText('Device group removed: 0 bindings it made removed.').waitFor();
+    await group.getByText('No device group: devices are bound by hand only.').waitFor();
+    expect((await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${app.id}/devices`)).body).toMatchObject([
+      { origin: 'manual' },
+    ]);
   });
 
   it('hides the owner-only delete from a member, who may still bind and publish', async () => {

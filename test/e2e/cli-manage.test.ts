@@ -244,6 +244,55 @@ describe('drover management commands', () => {
     expect(unknown).toMatchObject({ code: 2, stderr: 'drover: no application `nope` in the organization\n' });
   });
 
+  it("sets, shows and clears an application's device group", async () => {
+    const app = await t.owner.post(`/orgs/${t.orgId}/apps`, { body: { slug: 'kiosk', updateWorkflowName: 'update' } });
+    expect(app.status, app.text).toBe(201);
+    // The one agent of the organization has no labels: `!role` matches it.
+    expect(await run(['app', 'device-group', 'kiosk'])).toMatchObject({
+      code: 0,
+      stdout: 'kiosk has no device group\n',
+    });
+    expect(await run(['app', 'device-group', 'kiosk', '--selector', '! role'])).toMatchObject({
+      code: 0,
+      stdout: 'Device group of kiosk: !role matches 1 agent; 1 bound, 0 removed\n',
+    });
+    const bindings = (await t.owner.get(`/orgs/${t.orgId}/apps/${app.body.id}/devices`)).body;
+    expect(bindings).toMatchObject([{ agentId: agent.agentId, origin: 'selector' }]);
+    expect(await run(['app', 'device-group', 'kiosk'])).toMatchObject({
+      code: 0,
+      stdout: 'Device group of kiosk: !role (1 agent match now)\n',
+    });
+    expect(await run(['app', 'device-group', app.body.id, '--selector', 'role=printer'])).toMatchObject({
+      code: 0,
+      stdout: 'Device group of kiosk: role=printer matches no agent: nothing is bound; 0 bound, 1 removed\n',
+    });
+    const json = JSON.parse((await run(['app', 'device-group', 'kiosk', '--clear', '--json'])).stdout);
+    expect(json).toMatchObject({
+      slug: 'kiosk',
+      deviceSelector: null,
+      deviceGroup: { matching: 0, bound: 0, unbound: 0 },
+    });
+
+    // Refused before any call: a selector that does not parse (a caret under the spot), an empty one, both flags.
+    expect(await run(['app', 'device-group', 'kiosk', '--selector', 'role in kiosk'])).toMatchObject({
+      code: 2,
+      stderr:
+        "drover: --selector: not a label selector: at position 8: expected '(', found 'kiosk'\n  role in kiosk\n          ^\n",
+    });
+    expect(await run(['app', 'device-group', 'kiosk', '--selector', ' '])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^drover: --selector: must select by at least one label/),
+    });
+    expect(await run(['app', 'device-group', 'kiosk', '--selector', 'x', '--clear'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: give --selector or --clear, not both\n',
+    });
+    expect(await run(['app', 'device-group', 'nope', '--clear'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no application `nope` in the organization\n',
+    });
+  });
+
   it("works in the user's only organization, and asks for --org once there are several", async () => {
     const other = await t.owner.post('/orgs', { body: { name: 'lab' } });
     expect(other.status).toBe(201);

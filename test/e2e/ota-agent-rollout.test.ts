@@ -9,12 +9,15 @@ import {
   type DaemonProcess,
 } from '../helpers/agent-daemon.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { eventually } from '../helpers/poll.js';
 import type { ApiClient } from '../helpers/http.js';
 import {
   artifactUploader,
   bindDevices,
   createApp,
+  listBindings,
   release,
+  setDeviceSelector,
   uploadArtifact,
   yankRelease,
   type AppBody,
@@ -163,5 +166,90 @@ describe('a rollout to real agents', () => {
       sequence: releases.get('2.0.0-beta.1')!.sequence,
     });
     expect(state.apps[app.id].lastIssuedAt).toBeGreaterThan(1_700_000_000);
+  });
+});
+
+describe('a device group of real agents (docs/ota.md, "Device groups")', () => {
+  let signage: AppBody;
+  const C = 2;
+  const signageRelease = async (version: string) => {
+    const artifactFileId = await uploadArtifact(uploader, `signage build ${version}`, `signage-${version}.tar.gz`);
+    return release(t.owner, t.orgId, signage.id, { version, artifactFileId });
+  };
+  const label = async (i: number, labels: Record<string, string>) => {
+    const res = await t.owner.patch(`/orgs/${t.orgId}/agents/${agents[i]!.dir.agentId}`, { body: { labels } });
+    expect(res.status, res.text).toBe(200);
+  };
+  const bindingOf = async (i: number) =>
+    (await listBindings(t.owner, t.orgId, signage.id)).find((b) => b.agentId === agents[i]!.dir.agentId);
+  /** Waits until the device runs `version` of the signage app, as the coordinator sees it and as installed. */
+  const runs = async (i: number, version: string) => {
+    const b = (await bindingOf(i))!;
+    await bindingWhen(
+      t,
+      signage.id,
+      b.id,
+      (x) => x.current?.version === version && x.activeJobId === null,
+      `${i} on ${version}`,
+    );
+    expect(installed(i)).toBe(version);
+    expect(artifactOf(i)).toBe(`signage build ${version}`);
+  };
+
+  it('binds the agent the selector matches, not the other, and it installs the release', async () => {
+    signage = await createApp(t.owner, t.orgId, { slug: 'signage', updateWorkflowName: 'apply-update' });
+    await signageRelease('5.0.0');
+    await label(A, { role: 'kiosk' });
+    await label(B, { role: 'gateway' });
+    const set = await setDeviceSelector(t.owner, t.orgId, signage.id, 'role=kiosk');
+    expect(set).toMatchObject({ deviceSelector: 'role=kiosk', deviceGroup: { matching: 1, bound: 1, unbound: 0 } });
+    expect((await listBindings(t.owner, t.orgId, signage.id)).map((b) => [b.agentId, b.origin, b.channel])).toEqual([
+      [agents[A]!.dir.agentId, 'selector', 'stable'],
+    ]);
+    await runs(A, '5.0.0');
+    expect(await bindingOf(B)).toBeUndefined();
+  });
+
+  it('binds a new agent that enrolls and reports a matching label, and it installs the release', async () => {
+    const dir = await enrollAgentStateDir(t);
+    const marks = path.join(work, 'c');
+    writeUpdateWorkflow(dir.stateDir, marks);
+    const daemon = startDaemonProcess(dir.stateDir, ['--deploy-poll-interval', '1s', '--label', 'role=kiosk']);
+    agents[C] = { dir, daemon, marks };
+    await daemon.waitForLog((r) => /^connected to the coordinator/.test(r.msg), 30_000);
+    const b = await eventually(
+      () => bindingOf(C),
+      20_000,
+      () => 'the new kiosk bound by the selector',
+    );
+    expect(b).toMatchObject({ origin: 'selector', channel: 'stable' });
+    await runs(C, '5.0.0');
+  });
+
+  it('unbinds an agent relabelled out of the group, cancelling its update job the agent has not taken', async () => {
+    await stopDaemonProcess(agents[C]!.daemon); // offline: its next update job stays pending
+    await signageRelease('5.1.0');
+    const pending = await eventually(
+      async () => (await bindingOf(C))?.activeJobId ?? undefined,
+      20_000,
+      () => 'an update job for the offline kiosk',
+    );
+    await label(C, { role: 'retired' });
+    expect(await bindingOf(C)).toBeUndefined();
+    expect((await updateJobsOf(t, agents[C]!.dir.agentId)).find((j) => j.id === pending)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: 'cancelled: the device binding was removed',
+    });
+    await runs(A, '5.1.0');
+  });
+
+  it('removes only the bindings the selector made when the selector is set to null', async () => {
+    const [manual] = await bindDevices(t.owner, t.orgId, signage.id, [agents[B]!.dir.agentId]);
+    const cleared = await setDeviceSelector(t.owner, t.orgId, signage.id, null);
+    expect(cleared).toMatchObject({ deviceSelector: null, deviceGroup: { matching: 0, bound: 0, unbound: 1 } });
+    expect((await listBindings(t.owner, t.orgId, signage.id)).map((b) => [b.id, b.origin])).toEqual([
+      [manual!.id, 'manual'],
+    ]);
+    expect(installed(A)).toBe('5.1.0'); // an unbound device keeps what it installed
   });
 });

@@ -4,7 +4,7 @@ import type { ApiClient } from '../helpers/http.js';
 import { addUser, outsider } from '../helpers/members.js';
 import { createApp } from '../helpers/ota.js';
 
-const APP_FIELDS = ['createdAt', 'defaultChannel', 'id', 'notify', 'slug', 'updateWorkflowName'];
+const APP_FIELDS = ['createdAt', 'defaultChannel', 'deviceSelector', 'id', 'notify', 'slug', 'updateWorkflowName'];
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('OTA applications', () => {
@@ -24,7 +24,12 @@ describe('OTA applications', () => {
     const res = await member.post(apps(), { body: { slug: 'kiosk', updateWorkflowName: 'apply-update' } });
     expect(res.status).toBe(201);
     expect(Object.keys(res.body).sort()).toEqual(APP_FIELDS);
-    expect(res.body).toMatchObject({ slug: 'kiosk', updateWorkflowName: 'apply-update', defaultChannel: 'stable' });
+    expect(res.body).toMatchObject({
+      slug: 'kiosk',
+      updateWorkflowName: 'apply-update',
+      defaultChannel: 'stable',
+      deviceSelector: null,
+    });
     const read = await member.get(`${apps()}/${res.body.id}`);
     expect(read.body).toEqual(res.body);
   });
@@ -86,7 +91,7 @@ describe('OTA applications', () => {
       body: { updateWorkflowName: 'v2', defaultChannel: 'lts' },
     });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ ...app, updateWorkflowName: 'v2', defaultChannel: 'lts' });
+    expect(res.body).toEqual({ ...app, updateWorkflowName: 'v2', defaultChannel: 'lts', deviceGroup: null });
     expect((await member.patch(`${apps()}/${app.id}`, { body: {} })).body).toEqual(res.body);
     expect((await member.patch(`${apps()}/${app.id}`, { body: { slug: 'renamed' } })).status).toBe(422);
     const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=app.update`);

@@ -8,10 +8,13 @@ import {
   bindDevices,
   createApp,
   getBinding,
+  listBindings,
   release,
+  setDeviceSelector,
   uploadArtifact,
   yankRelease,
   type AppBody,
+  type AppUpdateBody,
   type BindingBody,
   type ReleaseBody,
 } from '../helpers/ota.js';
@@ -28,6 +31,7 @@ const BINDING_FIELDS = [
   'forced',
   'id',
   'lastReportAt',
+  'origin',
   'state',
 ];
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
@@ -61,6 +65,7 @@ describe('OTA device bindings', () => {
       applicationId: app.id,
       agentId: agents[0]!.agentId,
       channel: 'beta',
+      origin: 'manual',
       current: null,
       desired: null,
       forced: false,
@@ -263,5 +268,149 @@ describe('OTA device bindings', () => {
     const mine = audit.body.filter((e) => e.targetId === binding!.id);
     expect(mine.map((e) => e.action)).toEqual(['device.unbind', 'device.reconcile', 'device.bind']);
     expect(mine[2]!.metadata).toEqual({ applicationId: app.id, agentId: agents[2]!.agentId, channel: 'stable' });
+  });
+
+  describe('device groups (PATCH deviceSelector)', () => {
+    const app = (a: AppBody) => `/orgs/${t.orgId}/apps/${a.id}`;
+    const label = async (agent: TestAgent, labels: Record<string, string>) => {
+      const res = await member.patch(`/orgs/${t.orgId}/agents/${agent.agentId}`, { body: { labels } });
+      expect(res.status, res.text).toBe(200);
+    };
+    const report = async (agent: TestAgent, labels: Record<string, string>) => {
+      const res = await agent.request('PUT', '/v1/agent/labels', { labels: { os: 'linux', arch: 'x64', ...labels } });
+      expect(res.status, res.text).toBe(200);
+    };
+    let kiosks: TestAgent[];
+    let gateway: TestAgent;
+    beforeAll(async () => {
+      kiosks = [
+        await enrollTestAgent(t.owner, t.orgId, { hostname: 'kiosk-1' }),
+        await enrollTestAgent(t.owner, t.orgId, { hostname: 'kiosk-2' }),
+      ];
+      gateway = await enrollTestAgent(t.owner, t.orgId, { hostname: 'gateway-1' });
+      await label(kiosks[0]!, { role: 'kiosk' });
+      await report(kiosks[1]!, { role: 'kiosk', site: 'berlin' });
+      await report(gateway, { role: 'gateway' });
+    });
+
+    it('binds the agents the selector matches on the default channel, evaluated at once, and says what it did', async () => {
+      const a = await createApp(member, t.orgId, { slug: 'group-kiosk', defaultChannel: 'beta' });
+      const r = await release(member, t.orgId, a.id, { version: '1.0', artifactFileId: artifact, channel: 'beta' });
+      const res = await member.patch<AppUpdateBody>(app(a), { body: { deviceSelector: 'role = kiosk' } });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual({
+        ...a,
+        deviceSelector: 'role=kiosk',
+        deviceGroup: { matching: 2, bound: 2, unbound: 0 },
+      });
+      expect((await member.get(app(a))).body.deviceSelector).toBe('role=kiosk');
+      const bound = await member.get<BindingBody[]>(devices(a));
+      expect(bound.body.map((b) => [b.agentId, b.origin, b.channel]).sort()).toEqual(
+        kiosks.map((k) => [k.agentId, 'selector', 'beta']).sort(),
+      );
+      for (const b of bound.body) expect(b).toMatchObject({ desired: ref(r), activeJobId: expect.any(String) });
+
+      // The same selector again binds nothing more and is no change; a manual binding of the gateway stays.
+      await bindDevices(member, t.orgId, a.id, [gateway.agentId]);
+      const again = await member.patch<AppUpdateBody>(app(a), { body: { deviceSelector: 'role=kiosk' } });
+      expect(again.body.deviceGroup).toEqual({ matching: 2, bound: 0, unbound: 0 });
+
+      const audit = await t.owner.get<{ action: string; targetId: string; actorId: string; metadata: any }[]>(
+        `/orgs/${t.orgId}/audit?limit=200`,
+      );
+      const updates = audit.body.filter((e) => e.action === 'app.update' && e.targetId === a.id);
+      expect(updates.map((e) => e.metadata)).toEqual([
+        {
+          slug: 'group-kiosk',
+          changed: ['deviceSelector'],
+          deviceSelector: 'role=kiosk',
+          deviceGroup: { matching: 2, bound: 2, unbound: 0 },
+        },
+      ]);
+      const binds = audit.body.filter((e) => e.action === 'device.bind' && e.metadata.applicationId === a.id);
+      expect(binds.map((e) => e.metadata.origin ?? 'manual').sort()).toEqual(['manual', 'selector', 'selector']);
+      expect(binds.find((e) => e.metadata.origin === 'selector')?.metadata).toMatchObject({
+        channel: 'beta',
+        deviceSelector: 'role=kiosk',
+      });
+    });
+
+    it('says when the selector matches no agent, and binds nothing', async () => {
+      const a = await createApp(member, t.orgId, { slug: 'group-none' });
+      const res = await member.patch<AppUpdateBody>(app(a), { body: { deviceSelector: 'role=printer' } });
+      expect(res.status).toBe(200);
+      expect(res.body.deviceGroup).toEqual({ matching: 0, bound: 0, unbound: 0 });
+      expect((await member.get(devices(a))).body).toEqual([]);
+    });
+
+    it('refuses a selector that does not parse (naming the position), an empty one and a long one with 422', async () => {
+      const a = await createApp(member, t.orgId, { slug: 'group-bad' });
+      const refused = async (deviceSelector: unknown) => {
+        const res = await member.patch(app(a), { body: { deviceSelector } });
+        expect(res.status, res.text).toBe(422);
+        expect(res.body.code).toBe('validation_failed');
+        expect(res.body.details.map((d: { path: string }) => d.path)).toEqual(['body.deviceSelector']);
+        return res.body.details[0].message as string;
+      };
+      expect(await refused('role in kiosk')).toBe(
+        "is not a label selector: at position 8: expected '(', found 'kiosk'",
+      );
+      expect(await refused('   ')).toMatch(/^must select by at least one label/);
+      expect(await refused('')).toMatch(/1/);
+      expect(await refused(`role=${'a'.repeat(1020)}`)).toMatch(/1024/);
+      expect(await refused(7)).toMatch(/string/);
+      expect((await member.get(app(a))).body.deviceSelector).toBeNull();
+      expect((await member.get(devices(a))).body).toEqual([]);
+    });
+
+    it('refuses to remove the binding of an agent the selector matches (409), and null removes only the selector’s bindings', async () => {
+      const a = await createApp(member, t.orgId, { slug: 'group-null' });
+      await bindDevices(member, t.orgId, a.id, [kiosks[0]!.agentId]);
+      await setDeviceSelector(member, t.orgId, a.id, 'role=kiosk');
+      const bindings = await listBindings(member, t.orgId, a.id);
+      expect(bindings.map((b) => [b.agentId, b.origin])).toEqual([
+        [kiosks[0]!.agentId, 'manual'],
+        [kiosks[1]!.agentId, 'selector'],
+      ]);
+      for (const b of bindings) {
+        const res = await member.delete(`${devices(a)}/${b.id}`);
+        expect(res.status).toBe(409);
+        expect(res.body).toMatchObject({
+          code: 'conflict',
+          details: { deviceSelector: 'role=kiosk', origin: b.origin },
+        });
+      }
+      const cleared = await setDeviceSelector(member, t.orgId, a.id, null);
+      expect(cleared).toMatchObject({ deviceSelector: null, deviceGroup: { matching: 0, bound: 0, unbound: 1 } });
+      expect((await listBindings(member, t.orgId, a.id)).map((b) => b.agentId)).toEqual([kiosks[0]!.agentId]);
+    });
+
+    it('binds an agent at enrollment when the selector matches an agent without labels, never a revoked one', async () => {
+      const other = await outsider(t.owner, t.orgId, 'groups@example.test');
+      const a = await createApp(other.client, other.orgId, { slug: 'unlabelled' });
+      const first = await enrollTestAgent(other.client, other.orgId, { hostname: 'bare-1' });
+      expect((await setDeviceSelector(other.client, other.orgId, a.id, '!role')).deviceGroup).toEqual({
+        matching: 1,
+        bound: 1,
+        unbound: 0,
+      });
+      const second = await enrollTestAgent(other.client, other.orgId, { hostname: 'bare-2' });
+      const listed = await listBindings(other.client, other.orgId, a.id);
+      expect(listed.map((b) => [b.agentId, b.origin])).toEqual([
+        [first.agentId, 'selector'],
+        [second.agentId, 'selector'],
+      ]);
+      // Revoked, it keeps its binding as revocation keeps bindings, and is not counted.
+      expect((await other.client.delete(`/orgs/${other.orgId}/agents/${first.agentId}`)).status).toBe(200);
+      expect((await setDeviceSelector(other.client, other.orgId, a.id, '!role')).deviceGroup).toEqual({
+        matching: 1,
+        bound: 0,
+        unbound: 0,
+      });
+      // Its labels no longer match: the selector removes its binding; they match again: a revoked agent is not bound.
+      await other.client.patch(`/orgs/${other.orgId}/agents/${first.agentId}`, { body: { labels: { role: 'x' } } });
+      await other.client.patch(`/orgs/${other.orgId}/agents/${first.agentId}`, { body: { labels: {} } });
+      expect((await listBindings(other.client, other.orgId, a.id)).map((b) => b.agentId)).toEqual([second.agentId]);
+    });
   });
 });

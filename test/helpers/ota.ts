@@ -9,7 +9,13 @@ export interface AppBody {
   slug: string;
   updateWorkflowName: string;
   defaultChannel: string;
+  deviceSelector: string | null;
   createdAt: string;
+}
+
+/** The answer of `PATCH /orgs/:orgId/apps/:appId`. */
+export interface AppUpdateBody extends AppBody {
+  deviceGroup: { matching: number; bound: number; unbound: number } | null;
 }
 
 export interface ReleaseBody {
@@ -40,6 +46,7 @@ export interface BindingBody {
   applicationId: string;
   agentId: string;
   channel: string;
+  origin: 'manual' | 'selector';
   current: ReleaseRefBody | null;
   desired: ReleaseRefBody | null;
   forced: boolean;
@@ -119,6 +126,22 @@ export async function bindDevices(
     body: channel === undefined ? { agentIds } : { agentIds, channel },
   });
   return expectStatus(res, 201, 'bind');
+}
+
+/** Sets (or, with null, removes) the application's device selector. */
+export async function setDeviceSelector(
+  client: ApiClient,
+  orgId: string,
+  appId: string,
+  deviceSelector: string | null,
+) {
+  const res = await client.patch<AppUpdateBody>(`/orgs/${orgId}/apps/${appId}`, { body: { deviceSelector } });
+  return expectStatus(res, 200, 'set the device selector');
+}
+
+export async function listBindings(client: ApiClient, orgId: string, appId: string) {
+  const res = await client.get<BindingBody[]>(`/orgs/${orgId}/apps/${appId}/devices`);
+  return expectStatus(res, 200, 'list bindings');
 }
 
 export async function getBinding(client: ApiClient, orgId: string, appId: string, deviceId: string) {

@@ -7,7 +7,7 @@ import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import { shortTime } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
-import { isUuid, pick } from '../session/lookups.js';
+import { findApp, isUuid, pick } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 type Release = Schema<'Release'>;
@@ -113,9 +113,7 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
 
 /** `/orgs/:orgId/apps/:appId/releases` of the application named by slug or id. */
 async function releasesPath(caller: SessionCaller, app: string): Promise<string> {
-  const org = await caller.orgId();
-  const apps = await caller.api.get<Schema<'Application'>[]>(`/orgs/${org}/apps`);
-  return `/orgs/${org}/apps/${pick(apps, app, 'application', (a) => a.slug).id}/releases`;
+  return `/orgs/${await caller.orgId()}/apps/${(await findApp(caller, app)).id}/releases`;
 }
 
 function describe(r: Release): string {

@@ -63,3 +63,9 @@ export async function bindingId(caller: SessionCaller, value: string): Promise<s
   const bindings = await caller.api.get<Schema<'StorageBinding'>[]>(`/orgs/${await caller.orgId()}/storage-bindings`);
   return pick(bindings, value, 'storage binding', (b) => b.name).id;
 }
+
+/** An application of the organization, by id or slug. */
+export async function findApp(caller: SessionCaller, value: string): Promise<Schema<'Application'>> {
+  const apps = await caller.api.get<Schema<'Application'>[]>(`/orgs/${await caller.orgId()}/apps`);
+  return pick(apps, value, 'application', (a) => a.slug);
+}

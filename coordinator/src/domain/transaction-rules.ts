@@ -4,6 +4,7 @@ import { planJobMove } from './jobs/job-state.js';
 import { roleChangeRefusal } from './orgs/members.js';
 import type { TransactionRules } from './model/transaction-rules.js';
 import { evaluateBinding } from './ota/evaluate-binding.js';
+import { planDeviceGroup } from './ota/device-group-rule.js';
 import { checkArtifact } from './ota/releases.js';
 import { decideLimits } from './trigger-run/rate-windows.js';
 import { triggerLimitRefusal } from './triggers/trigger-limits.js';
@@ -21,4 +22,5 @@ export const transactionRules: TransactionRules = {
   planBatchMessages,
   choosePoolAgent: (loads) => choosePoolAgent(loads),
   triggerLimitRefusal,
+  planDeviceGroup,
 };

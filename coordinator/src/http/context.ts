@@ -11,6 +11,7 @@ import type { JobLogService } from '../domain/jobs/job-logs.js';
 import type { Metrics } from '../domain/metrics.js';
 import type { HttpMetrics } from './http-metrics.js';
 import type { OtaEngine } from '../domain/ota/engine.js';
+import type { DeviceGroupService } from '../domain/ota/device-groups.js';
 import type { ReadRateLimiter } from '../domain/discovery/read-rate-limiter.js';
 import type { ServerKey } from '../domain/secrets/server-key.js';
 import type { AgentEnrollment } from '../domain/agents/agent-enrollment.js';
@@ -66,6 +67,8 @@ export interface AppContext {
   ota: OtaEngine;
   /** Staged rollouts of releases: publish with a plan, their waves, the operators' moves (domain/ota/rollouts.ts). */
   rollouts: RolloutService;
+  /** Device groups: applications' label selectors binding the agents they match (domain/ota/device-groups.ts). */
+  deviceGroups: DeviceGroupService;
   /** Slack workspaces and Discord guilds connected to organizations (domain/chat). */
   chatIntegrations: ChatIntegrationService;
   /** Chat commands starting runs of chat triggers (domain/chat/chat-runs.ts). */

@@ -9,6 +9,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { JobNumber } from '../components/JobNumber';
 import { ago, dateTime } from '../components/time';
+import { DeviceGroupForm } from './DeviceGroupForm';
 
 const STATE_CLASS: Record<string, string> = {
   installed: 'status-success',
@@ -21,7 +22,10 @@ const STATE_CLASS: Record<string, string> = {
   refused: 'status-failed',
 };
 
-/** The devices bound to an application: what each runs and should run, its update job; bind, move, unbind. */
+/**
+ * The devices bound to an application: what each runs and should run, its update job, whether it
+ * was bound by hand or by the device group; the device group, bind, move, unbind.
+ */
 export function AppDevices(props: { orgId: string; app: App; devices?: Binding[] }) {
   const { orgId, app, devices } = props;
   const agents = useQuery(agentsQuery(orgId));
@@ -31,7 +35,10 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
     <section aria-labelledby="devices-heading">
       <h2 id="devices-heading">Devices</h2>
       {devices && devices.length === 0 && (
-        <p>No device yet. Bind agents below: each is told to install the latest published release of its channel.</p>
+        <p>
+          No device yet. Bind agents below, or give the application a device group: each device is told to install the
+          latest published release of its channel.
+        </p>
       )}
       {!devices && <p className="loading">Loading…</p>}
       {devices && devices.length > 0 && (
@@ -40,6 +47,7 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
           <thead>
             <tr>
               <th scope="col">Agent</th>
+              <th scope="col">Origin</th>
               <th scope="col">Channel</th>
               <th scope="col">Current</th>
               <th scope="col">Desired</th>
@@ -55,6 +63,7 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
           </tbody>
         </table>
       )}
+      <DeviceGroupForm orgId={orgId} app={app} agents={agents.data} devices={devices} />
       <BindAgents
         orgId={orgId}
         app={app}
@@ -73,6 +82,9 @@ function DeviceRow({ orgId, app, binding: b, name }: { orgId: string; app: App; 
   return (
     <tr aria-label={name}>
       <th scope="row">{name}</th>
+      <td className="origin">
+        {b.origin === 'selector' ? <span title={app.deviceSelector ?? undefined}>selector</span> : 'manual'}
+      </td>
       <td>{b.channel}</td>
       <td className="current">{releaseWords(b.current, 'unknown')}</td>
       <td className="desired">
@@ -191,9 +203,11 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
       >
         Retry
       </button>
-      <button type="button" aria-label={`Unbind ${name}`} onClick={() => setMode('unbind')}>
-        Unbind
-      </button>
+      {b.origin === 'manual' && (
+        <button type="button" aria-label={`Unbind ${name}`} onClick={() => setMode('unbind')}>
+          Unbind
+        </button>
+      )}
       <ErrorMessage error={retry.error} />
     </div>
   );

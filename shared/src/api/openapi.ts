@@ -1259,7 +1259,7 @@ export interface paths {
     delete: operations['deleteApp'];
     options?: never;
     head?: never;
-    /** Change an application's update workflow, default channel and/or chat channel */
+    /** Change an application's update workflow, default channel and/or chat channel, and set or remove its device group (a label selector) */
     patch: operations['updateApp'];
     trace?: never;
   };
@@ -2345,6 +2345,8 @@ export interface components {
       slug: string;
       updateWorkflowName: string;
       defaultChannel: string;
+      /** @description the device group: a label selector (canonical) whose matching agents are bound to the application; null: none (docs/ota.md, "Device groups") */
+      deviceSelector: string | null;
       /** @description the chat channel a rollout of the application posts to when it pauses by itself (null: none) */
       notify: {
         /** @enum {string} */
@@ -2354,6 +2356,29 @@ export interface components {
       } | null;
       /** Format: date-time */
       createdAt: string;
+    };
+    ApplicationUpdate: {
+      id: string;
+      slug: string;
+      updateWorkflowName: string;
+      defaultChannel: string;
+      /** @description the device group: a label selector (canonical) whose matching agents are bound to the application; null: none (docs/ota.md, "Device groups") */
+      deviceSelector: string | null;
+      /** @description the chat channel a rollout of the application posts to when it pauses by itself (null: none) */
+      notify: {
+        /** @enum {string} */
+        provider: 'slack' | 'discord';
+        teamId: string;
+        channelId: string;
+      } | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** @description when the body had deviceSelector: how many agents the selector matches now (revoked ones aside; 0: it binds nothing), and how many bindings it added and removed; else null */
+      deviceGroup: {
+        matching: number;
+        bound: number;
+        unbound: number;
+      } | null;
     };
     Release: {
       id: string;
@@ -2436,6 +2461,11 @@ export interface components {
       applicationId: string;
       agentId: string;
       channel: string;
+      /**
+       * @description manual: bound by agentIds (never removed by the device selector); selector: bound by the application's device selector
+       * @enum {string}
+       */
+      origin: 'manual' | 'selector';
       current: {
         releaseId: string | null;
         version: string;
@@ -8152,6 +8182,8 @@ export interface operations {
             /** @description the channel id: Slack's C..., Discord's numeric id */
             channelId: string;
           } | null;
+          /** @description a label selector (docs/fleets.md) with at least one requirement: every agent it matches (not revoked) is bound to the application on its default channel, and unbound when it stops matching; null removes the bindings it made */
+          deviceSelector?: string | null;
         };
       };
     };
@@ -8162,7 +8194,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Application'];
+          'application/json': components['schemas']['ApplicationUpdate'];
         };
       };
       /** @description Default Response */

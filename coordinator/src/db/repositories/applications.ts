@@ -2,7 +2,8 @@ import type { Application, ApplicationRepository } from '../../domain/model/appl
 import type { ChatProvider } from '../../domain/model/triggers.js';
 import { all, command, flag, isUniqueViolation, one, query, run, type Database } from '../sql/index.js';
 
-interface ApplicationRow {
+/** A row of `applications`, as both databases give it. */
+export interface ApplicationRow {
   id: string;
   org_id: string;
   slug: string;
@@ -11,11 +12,12 @@ interface ApplicationRow {
   notify_provider: ChatProvider | null;
   notify_team_id: string | null;
   notify_channel_id: string | null;
+  device_selector: string | null;
   created_at: string;
   deleted_at: string | null;
 }
 
-const toApplication = (r: ApplicationRow): Application => ({
+export const toApplication = (r: ApplicationRow): Application => ({
   id: r.id,
   orgId: r.org_id,
   slug: r.slug,
@@ -25,13 +27,15 @@ const toApplication = (r: ApplicationRow): Application => ({
     r.notify_provider === null
       ? null
       : { provider: r.notify_provider, teamId: r.notify_team_id!, channelId: r.notify_channel_id! },
+  deviceSelector: r.device_selector,
   createdAt: r.created_at,
   deletedAt: r.deleted_at,
 });
 
-const INSERT = command<[string, string, string, string, string, string]>(
-  `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, created_at, deleted_at)
-   VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+const INSERT = command<[string, string, string, string, string, string | null, string]>(
+  `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, device_selector, created_at,
+     deleted_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, NULL)`,
 );
 const IN_ORG = query<ApplicationRow, [string, string]>(
   'SELECT * FROM applications WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
@@ -75,7 +79,15 @@ export function createApplicationRepository(db: Database): ApplicationRepository
   return {
     async insert(app) {
       try {
-        await db.run(INSERT, [app.id, app.orgId, app.slug, app.updateWorkflowName, app.defaultChannel, app.createdAt]);
+        await db.run(INSERT, [
+          app.id,
+          app.orgId,
+          app.slug,
+          app.updateWorkflowName,
+          app.defaultChannel,
+          app.deviceSelector,
+          app.createdAt,
+        ]);
         return 'created';
       } catch (error) {
         if (isUniqueViolation(error)) return 'duplicate_slug';

@@ -1,5 +1,5 @@
 import type { DeviceState } from '@drover/shared';
-import type { DeviceBinding } from '../../domain/model/device-bindings.js';
+import type { BindingOrigin, DeviceBinding } from '../../domain/model/device-bindings.js';
 import { isSet } from '../sql/index.js';
 
 /** A row of `device_bindings`, as both databases give it (db/sql/postgres.ts). */
@@ -9,6 +9,7 @@ export interface DeviceBindingRow {
   application_id: string;
   agent_id: string;
   channel: string;
+  origin: BindingOrigin;
   current_release_id: string | null;
   current_version: string | null;
   current_sequence: number | null;
@@ -31,6 +32,7 @@ export const toDeviceBinding = (r: DeviceBindingRow): DeviceBinding => ({
   applicationId: r.application_id,
   agentId: r.agent_id,
   channel: r.channel,
+  origin: r.origin,
   current:
     r.current_sequence === null
       ? null

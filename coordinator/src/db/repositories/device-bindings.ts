@@ -5,6 +5,7 @@ import type {
   DeviceBinding,
   DeviceBindingRepository,
   EvaluateBinding,
+  RemovedBinding,
 } from '../../domain/model/device-bindings.js';
 import { all, command, one, query, run, type Database, type Flow } from '../sql/index.js';
 import { evaluateBindings } from './device-binding-evaluation.js';
@@ -35,10 +36,12 @@ const FOR_AGENT = query<DeviceBindingRow, [string, string]>(`${OF_AGENT} AND b.a
 const SET_CHANNEL = command<[string, string, string]>(
   'UPDATE device_bindings SET channel = ? WHERE application_id = ? AND id = ?',
 );
-const CANCEL_PENDING = command<[string, string, string]>(
-  "UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ? WHERE id = ? AND status = 'pending'",
+/** Cancels the update jobs still `pending` among some (a JSON array); gives their ids. */
+const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
+  (d) => `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?
+   WHERE id ${d.inJsonArray('?')} AND status = 'pending' RETURNING id`,
 );
-const REMOVE = command<[string]>('DELETE FROM device_bindings WHERE id = ?');
+const REMOVE = command<[string]>((d) => `DELETE FROM device_bindings WHERE id ${d.inJsonArray('?')}`);
 const CONCERNED = query<{ id: string }, { appId: string; channel: string; releaseId: string }>(
   `SELECT id FROM device_bindings WHERE application_id = @appId AND channel = @channel
    UNION SELECT id FROM device_bindings WHERE application_id = @appId AND current_release_id = @releaseId`,
@@ -63,6 +66,28 @@ const APPS_OF_JOBS = query<{ jobId: string; applicationId: string }, [string]>(
 const orNull = (row: DeviceBindingRow | null) => (row ? toDeviceBinding(row) : null);
 
 /**
+ * Removes bindings its caller read and locked (in id order), as `DELETE .../devices/:deviceId`
+ * does: each one's update job is cancelled with `message` if it is still `pending` (one the agent
+ * took runs to its end and is ignored). A device group's pass removes its bindings so too.
+ */
+export function* removeBindings(
+  rows: readonly DeviceBindingRow[],
+  at: string,
+  message: string,
+): Flow<RemovedBinding[]> {
+  if (rows.length === 0) return [];
+  const jobIds = rows.flatMap((r) => (r.active_job_id ? [r.active_job_id] : []));
+  const cancelled = new Set(
+    jobIds.length === 0 ? [] : (yield* all(CANCEL_PENDING, [message, at, JSON.stringify(jobIds)])).map((r) => r.id),
+  );
+  yield* run(REMOVE, [JSON.stringify(rows.map((r) => r.id))]);
+  return rows.map((r) => ({
+    binding: toDeviceBinding(r),
+    cancelledJobId: r.active_job_id !== null && cancelled.has(r.active_job_id) ? r.active_job_id : null,
+  }));
+}
+
+/**
  * `evaluateBinding` decides each evaluation (the domain's, domain/ota/evaluate-binding.ts; the flow
  * is device-binding-evaluation.ts). Binding agents locks the application's row (PostgreSQL): two
  * coordinators binding the same agent take turns (the unique index on (application, agent) backs
@@ -82,15 +107,11 @@ export function createDeviceBindingRepository(db: Database, evaluateBinding: Eva
     return { outcome: 'bound', bindings };
   }
 
-  function* unbind(appId: string, id: string, at: string, message: string) {
+  function* unbind(appId: string, id: string, at: string, message: string): Flow<RemovedBinding | null> {
     const row = yield* one(IN_APP_LOCKED, [appId, id]);
     if (!row) return null;
-    let cancelledJobId: string | null = null;
-    if (row.active_job_id && (yield* run(CANCEL_PENDING, [message, at, row.active_job_id])) === 1) {
-      cancelledJobId = row.active_job_id;
-    }
-    yield* run(REMOVE, [id]);
-    return { binding: toDeviceBinding(row), cancelledJobId };
+    const [removed] = yield* removeBindings([row], at, message);
+    return removed ?? null;
   }
 
   return {

@@ -4,6 +4,7 @@ import type { Database } from '../sql/index.js';
 import { createAgentRepository } from './agents.js';
 import { createApplicationRepository } from './applications.js';
 import { createDeviceBindingRepository } from './device-bindings.js';
+import { createDeviceGroupRepository } from './device-groups.js';
 import { createReleaseRepository } from './releases.js';
 import { createRolloutRepository } from './rollouts.js';
 import { createApiTokenRepository } from './api-tokens.js';
@@ -74,5 +75,6 @@ export function createRepositories(
     releases: createReleaseRepository(database, rules.checkArtifact),
     rollouts: createRolloutRepository(database),
     deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
+    deviceGroups: createDeviceGroupRepository(database, rules.planDeviceGroup),
   };
 }

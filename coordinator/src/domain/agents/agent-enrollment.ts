@@ -10,6 +10,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import { cleanName } from '../names.js';
 import { tooManyAttempts } from '../auth/sign-in.js';
 import { noMetrics, type Metrics } from '../metrics.js';
+import type { DeviceGroups } from './agent-labels.js';
 
 const REFUSALS = {
   unknown: 'The enrollment token is not valid',
@@ -44,6 +45,8 @@ export interface EnrollmentDeps {
   audit: AuditLog;
   clock: Clock;
   logger: Logger;
+  /** An agent enrolled joins the device groups whose selector matches it (no labels yet: `!role` does). */
+  deviceGroups: DeviceGroups;
   /** Counts the refusals of a locked address (docs/metrics.md); none by default. */
   metrics?: Metrics;
 }
@@ -100,6 +103,7 @@ export class AgentEnrollment {
       targetId: agent.id,
       metadata: { name: agent.name, hostname: agent.hostname, os: agent.os, agentVersion: agent.agentVersion },
     });
+    await this.deps.deviceGroups.agentsChanged(agent.orgId, [agent.id], { actorType: 'agent', actorId: agent.id });
     return agent;
   }
 

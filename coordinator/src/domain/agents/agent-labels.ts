@@ -11,6 +11,10 @@ import { isDeepStrictEqual } from 'node:util';
 import { notFound, validationFailed } from '../../errors.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { Agent, AgentRepository } from '../model/agents.js';
+import type { DeviceGroupService } from '../ota/device-groups.js';
+
+/** The device groups an agent's labels decide (docs/ota.md, "Device groups"). */
+export type DeviceGroups = Pick<DeviceGroupService, 'agentsChanged'>;
 
 /**
  * Agent labels (docs/fleets.md): the agent reports its own when it connects, operators set theirs,
@@ -34,21 +38,31 @@ const sorted = (labels: Labels): Record<string, string> =>
 /**
  * The labels an agent reports of itself replace those it reported before. An agent always reports
  * `os` and `arch`; one that leaves them out is refused, so a selector on them never misses an agent
- * by accident (agents of versions before labels report nothing and keep none).
+ * by accident (agents of versions before labels report nothing and keep none). Labels that changed
+ * move the agent into or out of the applications' device groups.
  */
-export async function reportLabels(agents: AgentRepository, agent: Agent, labels: unknown): Promise<Agent> {
+export async function reportLabels(
+  deps: { agents: AgentRepository; deviceGroups: DeviceGroups },
+  agent: Agent,
+  labels: unknown,
+): Promise<Agent> {
   checkLabels(labels, 'body.labels');
   const missing = BUILT_IN_LABELS.filter((key) => !Object.hasOwn(labels, key));
   if (missing.length > 0) {
     throw validationFailed(missing.map((key) => ({ path: `body.labels.${key}`, message: 'an agent reports its own' })));
   }
   if (isDeepStrictEqual(sorted(labels), agent.reportedLabels)) return agent;
-  return (await agents.setReportedLabels(agent.id, sorted(labels))) ?? agent;
+  const updated = (await deps.agents.setReportedLabels(agent.id, sorted(labels))) ?? agent;
+  await deps.deviceGroups.agentsChanged(agent.orgId, [agent.id], { actorType: 'agent', actorId: agent.id });
+  return updated;
 }
 
-/** An operator replaces the operators' labels of an agent as a whole; audited when they change. */
+/**
+ * An operator replaces the operators' labels of an agent as a whole; audited when they change, and
+ * then the agent moves into or out of the applications' device groups.
+ */
 export async function setOperatorLabels(
-  deps: { agents: AgentRepository; audit: AuditLog },
+  deps: { agents: AgentRepository; audit: AuditLog; deviceGroups: DeviceGroups },
   actor: { orgId: string; userId: string },
   agentId: string,
   labels: unknown,
@@ -69,6 +83,7 @@ export async function setOperatorLabels(
     targetId: agent.id,
     metadata: { from: before.operatorLabels, to: agent.operatorLabels },
   });
+  await deps.deviceGroups.agentsChanged(actor.orgId, [agent.id], { actorType: 'user', actorId: actor.userId });
   return agent;
 }
 

@@ -16,6 +16,11 @@ export interface Application {
   defaultChannel: string;
   /** Where its rollouts' pauses are posted (migration 0034); null: nowhere. */
   notify: AppNotify | null;
+  /**
+   * The device group's label selector, canonical (docs/ota.md, "Device groups"): the agents it
+   * matches are bound to the application. Null: none.
+   */
+  deviceSelector: string | null;
   createdAt: string;
   deletedAt: string | null;
 }

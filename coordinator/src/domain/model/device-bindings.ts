@@ -3,6 +3,10 @@ import type { AgentStatus } from './agents.js';
 import type { Job, NewJob } from './jobs.js';
 import type { Release, ReleaseFacts } from './releases.js';
 
+/** Where a binding comes from: `agentIds` (manual) or the application's device selector (docs/ota.md). */
+export const BINDING_ORIGINS = ['manual', 'selector'] as const;
+export type BindingOrigin = (typeof BINDING_ORIGINS)[number];
+
 /** A device binding (migration 0006): an application on an agent. */
 export interface DeviceBinding {
   id: string;
@@ -10,6 +14,8 @@ export interface DeviceBinding {
   applicationId: string;
   agentId: string;
   channel: string;
+  /** Bound by `agentIds` (never removed by the selector) or by the application's device selector. */
+  origin: BindingOrigin;
   /** The observed installation, or null until one is observed. */
   current: Installation | null;
   /** What the last evaluation decided (answers recompute it). */
@@ -34,6 +40,12 @@ export interface BindInput {
   bindings: { id: string; agentId: string }[];
   channel: string;
   at: string;
+}
+
+/** A binding removed, with its update job if the removal cancelled it (it was still `pending`). */
+export interface RemovedBinding {
+  binding: DeviceBinding;
+  cancelledJobId: string | null;
 }
 
 export type BindResult =
@@ -77,12 +89,7 @@ export interface DeviceBindingRepository {
   findForAgent(agentId: string, applicationId: string): Promise<DeviceBinding | null>;
   changeChannel(applicationId: string, id: string, channel: string): Promise<DeviceBinding | null>;
   /** Removes the binding; its update job is cancelled with `message` if still `pending`. */
-  unbind(
-    applicationId: string,
-    id: string,
-    at: string,
-    message: string,
-  ): Promise<{ binding: DeviceBinding; cancelledJobId: string | null } | null>;
+  unbind(applicationId: string, id: string, at: string, message: string): Promise<RemovedBinding | null>;
   /** Bindings on the channel, and bindings whose current release is `releaseId` (any order). */
   idsToEvaluate(applicationId: string, channel: string, releaseId: string): Promise<string[]>;
   /** Bindings the sweep must evaluate: a retry that is due, or an update job that ended unsettled. */

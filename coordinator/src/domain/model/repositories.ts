@@ -10,6 +10,7 @@ import type { ChatOutboxRepository } from './chat-outbox.js';
 import type { ChatRequestRepository } from './chat-requests.js';
 import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
+import type { DeviceGroupRepository } from './device-groups.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
 import type { FileRepository } from './files.js';
 import type { InvitationRepository } from './invitations.js';
@@ -58,4 +59,5 @@ export interface Repositories {
   releases: ReleaseRepository;
   rollouts: RolloutRepository;
   deviceBindings: DeviceBindingRepository;
+  deviceGroups: DeviceGroupRepository;
 }

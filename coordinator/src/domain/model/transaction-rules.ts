@@ -1,6 +1,7 @@
 import type { EnrollmentTokenRefusal } from './agents.js';
 import type { PlanBatchMessages, PlanJobMessages } from './chat-outbox.js';
 import type { EvaluateBinding } from './device-bindings.js';
+import type { PlanDeviceGroup } from './device-groups.js';
 import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
 import type { CheckArtifact } from './releases.js';
@@ -39,4 +40,6 @@ export interface TransactionRules {
   choosePoolAgent: ChoosePoolAgent;
   /** An organization's triggers stay within the server's limits. */
   triggerLimitRefusal: TriggerLimitRefusal;
+  /** An application's device group: the agents its selector binds and the bindings it removes. */
+  planDeviceGroup: PlanDeviceGroup;
 }

@@ -8,7 +8,7 @@ import {
   type ManifestPayload,
 } from '@drover/shared';
 import type { Application } from '../model/applications.js';
-import type { DeviceBinding, DesiredState } from '../model/device-bindings.js';
+import type { DeviceBinding } from '../model/device-bindings.js';
 import type { StoredFile } from '../model/files.js';
 import type { Release } from '../model/releases.js';
 import { notFound } from '../../errors.js';

@@ -3,6 +3,8 @@ import { AppError, notFound } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
+import { deviceSelectorFrom } from './device-group-rule.js';
+import type { DeviceGroupCounts, DeviceGroupService } from './device-groups.js';
 import { DEFAULT_CHANNEL } from './inputs.js';
 
 /** Applications (docs/ota.md). Bodies are checked by the route schemas. */
@@ -31,6 +33,7 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
     updateWorkflowName: input.updateWorkflowName,
     defaultChannel: input.defaultChannel ?? DEFAULT_CHANNEL,
     notify: null,
+    deviceSelector: null,
     createdAt: isoNow(ctx.clock),
     deletedAt: null,
   };
@@ -42,23 +45,37 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
   return app;
 }
 
+/** The body of `PATCH /orgs/:orgId/apps/:appId`: fields to change, and the device group's selector. */
+export interface UpdateAppInput extends ApplicationPatch {
+  /** A label selector, or null to remove the device group (docs/ota.md, "Device groups"). */
+  deviceSelector?: string | null | undefined;
+}
+
 /**
  * Changes the given fields; `changed` names those whose value differs. A new update workflow
- * re-evaluates the application's bindings (docs/ota.md, "Update jobs").
+ * re-evaluates the application's bindings (docs/ota.md, "Update jobs"). A `deviceSelector`
+ * (even the one it has) is applied to every agent of the organization after the other fields
+ * changed (new bindings take the default channel): `deviceGroup` says what it matches and did;
+ * null when none was sent.
  */
 export async function updateApp(
-  ctx: OtaContext,
-  orgId: string,
+  ctx: OtaContext & { deviceGroups: DeviceGroupService },
+  caller: { orgId: string; userId: string },
   appId: string,
-  patch: ApplicationPatch,
-): Promise<{ app: Application; changed: string[] }> {
-  const before = await findApp(ctx, orgId, appId);
+  input: UpdateAppInput,
+): Promise<{ app: Application; changed: string[]; deviceGroup: DeviceGroupCounts | null }> {
+  const { deviceSelector: sent, ...patch } = input;
+  const selector = sent === undefined ? undefined : deviceSelectorFrom(sent, 'body.deviceSelector');
+  const before = await findApp(ctx, caller.orgId, appId);
   const changed = (['updateWorkflowName', 'defaultChannel', 'notify'] as const).filter(
     (k) => patch[k] !== undefined && JSON.stringify(patch[k]) !== JSON.stringify(before[k]),
   );
-  if (changed.length === 0) return { app: before, changed };
-  const app = await ctx.repos.applications.update(orgId, appId, patch);
-  if (!app) throw notFound('Application');
+  let app = before;
+  if (changed.length > 0) {
+    const updated = await ctx.repos.applications.update(caller.orgId, appId, patch);
+    if (!updated) throw notFound('Application');
+    app = updated;
+  }
   if (changed.includes('updateWorkflowName')) {
     // Update jobs not yet taken by their agent are replaced by ones that run the new workflow.
     const bindings = await ctx.repos.deviceBindings.listByApp(app.id);
@@ -67,7 +84,14 @@ export async function updateApp(
       'workflow',
     );
   }
-  return { app, changed };
+  if (selector === undefined) return { app, changed, deviceGroup: null };
+  const applied = await ctx.deviceGroups.setSelector(app, selector, { actorType: 'user', actorId: caller.userId });
+  if (!applied) throw notFound('Application');
+  return {
+    app: applied.app,
+    changed: selector === before.deviceSelector ? changed : [...changed, 'deviceSelector'],
+    deviceGroup: applied.counts,
+  };
 }
 
 /**

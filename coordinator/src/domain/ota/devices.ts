@@ -5,6 +5,7 @@ import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
 import { desiredState } from './desired-state.js';
+import { inDeviceGroup } from './device-group-rule.js';
 import { toBindingView, type BindingView } from './views.js';
 
 /**
@@ -97,8 +98,23 @@ export async function changeChannel(
   return { view: viewOf(outcome), from: before.channel };
 }
 
-/** Removes the binding; its update job is cancelled if the agent has not taken it yet. */
+/**
+ * Removes the binding; its update job is cancelled if the agent has not taken it yet. 409 while
+ * the agent belongs to the application's device group (its selector matches it, and it is not
+ * revoked): the selector would bind it again (docs/ota.md, "Device groups").
+ */
 export async function unbindDevice(ctx: OtaContext, app: Application, deviceId: string): Promise<DeviceBinding> {
+  if (app.deviceSelector !== null) {
+    const binding = await findBinding(ctx, app, deviceId);
+    const agent = await ctx.repos.agents.findInOrg(app.orgId, binding.agentId);
+    if (agent && agent.status !== 'revoked' && inDeviceGroup(app, agent.labels)) {
+      throw new AppError(
+        'conflict',
+        `The agent matches the application's device selector \`${app.deviceSelector}\`: it stays bound while it does; change its labels or the selector`,
+        { details: { deviceSelector: app.deviceSelector, origin: binding.origin } },
+      );
+    }
+  }
   const removed = await ctx.repos.deviceBindings.unbind(app.id, deviceId, isoNow(ctx.clock), UNBOUND_MESSAGE);
   if (!removed) throw notFound('Device');
   if (removed.cancelledJobId) ctx.jobEvents.jobFinished(removed.cancelledJobId);

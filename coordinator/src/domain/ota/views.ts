@@ -1,6 +1,6 @@
 import type { DeviceState, ReleaseRef } from '@drover/shared';
 import type { AppNotify, Application } from '../model/applications.js';
-import type { DeviceBinding, DesiredState, Installation } from '../model/device-bindings.js';
+import type { BindingOrigin, DeviceBinding, DesiredState, Installation } from '../model/device-bindings.js';
 import type { Release } from '../model/releases.js';
 
 /** The answers of the OTA dashboard endpoints (docs/ota.md's fixed bodies). */
@@ -11,6 +11,8 @@ export interface AppView {
   updateWorkflowName: string;
   defaultChannel: string;
   notify: AppNotify | null;
+  /** The device group's label selector (canonical), or null (docs/ota.md, "Device groups"). */
+  deviceSelector: string | null;
   createdAt: string;
 }
 
@@ -20,6 +22,7 @@ export const toAppView = (app: Application): AppView => ({
   updateWorkflowName: app.updateWorkflowName,
   defaultChannel: app.defaultChannel,
   notify: app.notify,
+  deviceSelector: app.deviceSelector,
   createdAt: app.createdAt,
 });
 
@@ -47,6 +50,8 @@ export interface BindingView {
   applicationId: string;
   agentId: string;
   channel: string;
+  /** `manual` (bound by `agentIds`) or `selector` (by the application's device selector). */
+  origin: BindingOrigin;
   current: ReleaseRef | null;
   desired: ReleaseRef | null;
   forced: boolean;
@@ -70,6 +75,7 @@ export const toBindingView = (b: DeviceBinding, state: Pick<DesiredState, 'desir
   applicationId: b.applicationId,
   agentId: b.agentId,
   channel: b.channel,
+  origin: b.origin,
   current: installationRef(b.current),
   desired: releaseRef(state.desired),
   forced: state.forced,

@@ -328,8 +328,11 @@ export const appExample = {
   updateWorkflowName: 'install-kiosk',
   defaultChannel: 'stable',
   notify: null,
+  deviceSelector: 'role=kiosk',
   createdAt: AT,
 };
+
+export const appUpdateExample = { ...appExample, deviceGroup: { matching: 12, bound: 3, unbound: 1 } };
 
 export const releaseExample = {
   id: ID.release,
@@ -356,6 +359,7 @@ export const deviceExample = {
   applicationId: ID.app,
   agentId: ID.agent,
   channel: 'stable',
+  origin: 'selector',
   current: currentRef,
   desired: desiredRef,
   forced: false,

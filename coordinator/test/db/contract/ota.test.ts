@@ -1,5 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Application } from '../../../src/domain/model/applications.js';
+import type { BindResult } from '../../../src/domain/model/device-bindings.js';
+import type { DeviceGroupChange, DeviceGroupPassInput } from '../../../src/domain/model/device-groups.js';
 import type { StoredFile } from '../../../src/domain/model/files.js';
 import type { NewRelease } from '../../../src/domain/model/releases.js';
 import { SUPERSEDED_MESSAGE } from '../../../src/domain/ota/evaluation.js';
@@ -38,6 +40,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     updateWorkflowName: 'update',
     defaultChannel: 'stable',
     notify: null,
+    deviceSelector: null,
     createdAt: iso(0),
     deletedAt: null,
     ...fields,
@@ -464,5 +467,128 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(ended.flat()).toEqual([r.id]);
     expect(await t.repos.rollouts.find(r.id)).toMatchObject({ status: 'superseded', endedAt: iso(4) });
     expect(await t.repos.rollouts.listRunning()).toEqual([]);
+  });
+
+  describe('device groups', () => {
+    const labelled = async (labels: Record<string, string>) => {
+      const id = await enroll(t.repos, orgId, iso(0));
+      await t.repos.agents.setReportedLabels(id, { os: 'linux', arch: 'x64', ...labels });
+      return id;
+    };
+    const pass = (input: Partial<DeviceGroupPassInput>, repos = t.repos) =>
+      repos.deviceGroups.pass({ orgId, at: iso(5), cancelMessage: 'removed by the group', ...input });
+
+    it('binds the matching agents once on the default channel, removes them when they stop matching, never a manual binding', async () => {
+      const a = app({ defaultChannel: 'beta' });
+      await t.repos.applications.insert(a);
+      await t.repos.agents.setReportedLabels(agentId, { os: 'linux', arch: 'x64', role: 'kiosk' });
+      const byHand = await labelled({ role: 'kiosk' });
+      const gateway = await labelled({ role: 'gateway' });
+      const revoked = await labelled({ role: 'kiosk' });
+      await t.exec(`UPDATE agents SET status = 'revoked' WHERE id = '${revoked}'`);
+      await t.repos.deviceBindings.bind({
+        orgId,
+        applicationId: a.id,
+        bindings: [{ id: newId(), agentId: byHand }],
+        channel: 'stable',
+        at: iso(1),
+      });
+
+      const [set] = await pass({ applicationId: a.id, setSelector: { selector: 'role=kiosk' } });
+      expect(set!.application).toMatchObject({ id: a.id, deviceSelector: 'role=kiosk' });
+      expect(set!.matching).toBe(2);
+      expect(set!.unbound).toEqual([]);
+      expect(set!.bound).toHaveLength(1);
+      expect(set!.bound[0]).toMatchObject({ agentId, channel: 'beta', origin: 'selector', createdAt: iso(5) });
+      expect((await t.repos.applications.findById(a.id))?.deviceSelector).toBe('role=kiosk');
+      const listed = await t.repos.deviceBindings.listByApp(a.id);
+      expect(listed.map((b) => [b.agentId, b.origin])).toEqual([
+        [byHand, 'manual'],
+        [agentId, 'selector'],
+      ]);
+      // Again: nothing more to do.
+      expect(await pass({ applicationId: a.id })).toMatchObject([{ matching: 2, bound: [], unbound: [] }]);
+
+      // The kiosk is relabelled: its binding goes, with its update job not yet taken.
+      const job = await insertJob(
+        t,
+        { orgId, agentId },
+        { kind: 'update', triggerId: null, createdAt: iso(2), timeoutMs: null },
+      );
+      await t.exec(`UPDATE device_bindings SET active_job_id = '${job.id}' WHERE id = '${set!.bound[0]!.id}'`);
+      await t.repos.agents.setOperatorLabels(orgId, agentId, { role: 'retired' });
+      await t.repos.agents.setOperatorLabels(orgId, byHand, { role: 'retired' });
+      const [relabelled] = await pass({ agentIds: [agentId, byHand, gateway] });
+      expect(relabelled!.matching).toBe(0);
+      expect(relabelled!.unbound).toEqual([
+        {
+          binding: expect.objectContaining({ id: set!.bound[0]!.id, agentId, origin: 'selector' }),
+          cancelledJobId: job.id,
+        },
+      ]);
+      expect(await t.repos.jobs.findById(job.id)).toMatchObject({
+        status: 'cancelled',
+        errorMessage: 'removed by the group',
+        finishedAt: iso(5),
+      });
+      expect((await t.repos.deviceBindings.listByApp(a.id)).map((b) => b.agentId)).toEqual([byHand]);
+
+      // Back in the group, then the selector is removed: only the selector's bindings go.
+      await t.repos.agents.setOperatorLabels(orgId, agentId, {});
+      expect((await pass({ agentIds: [agentId] }))[0]!.bound.map((b) => b.agentId)).toEqual([agentId]);
+      const [cleared] = await pass({ applicationId: a.id, setSelector: { selector: null } });
+      expect(cleared).toMatchObject({ application: { deviceSelector: null }, matching: 0, bound: [] });
+      expect(cleared!.unbound.map((u) => [u.binding.agentId, u.cancelledJobId])).toEqual([[agentId, null]]);
+      expect((await t.repos.deviceBindings.listByApp(a.id)).map((b) => [b.agentId, b.origin])).toEqual([
+        [byHand, 'manual'],
+      ]);
+      // An agent's pass finds no application with a selector now.
+      expect(await pass({ agentIds: [agentId] })).toEqual([]);
+    });
+
+    it('passes over every application with a selector for the agents given, and leaves deleted ones out', async () => {
+      const kiosk = app({ slug: 'kiosk' });
+      const signage = app({ slug: 'signage' });
+      const none = app({ slug: 'none' });
+      for (const x of [kiosk, signage, none]) await t.repos.applications.insert(x);
+      await pass({ applicationId: kiosk.id, setSelector: { selector: 'role=kiosk' } });
+      await pass({ applicationId: signage.id, setSelector: { selector: 'screen' } });
+      const both = await labelled({ role: 'kiosk', screen: '' });
+      const changes = await pass({ agentIds: [both] });
+      expect(changes.map((c) => [c.application.slug, c.bound.length]).sort()).toEqual([
+        ['kiosk', 1],
+        ['signage', 1],
+      ]);
+      expect(await pass({ agentIds: [] })).toEqual([]);
+      await t.repos.applications.delete(orgId, signage.id, iso(6), 'deleted');
+      expect((await pass({ agentIds: [both] })).map((c) => c.application.slug)).toEqual(['kiosk']);
+      expect(await pass({ applicationId: signage.id, setSelector: { selector: 'x' } })).toEqual([]);
+    });
+
+    it('binds each agent once when coordinators pass at once, and agents bound by hand meanwhile keep their binding', async () => {
+      const agents = await Promise.all(Array.from({ length: 6 }, () => labelled({ role: 'kiosk' })));
+      const b = app({ slug: 'kiosk-2' });
+      await t.repos.applications.insert(b);
+      const outcomes = await Promise.all([
+        pass({ applicationId: b.id, setSelector: { selector: 'role=kiosk' } }),
+        pass({ applicationId: b.id, setSelector: { selector: 'role=kiosk' } }, t.other),
+        pass({ agentIds: agents.slice(0, 3) }, t.other),
+        pass({ agentIds: agents.slice(3) }),
+        t.other.deviceBindings.bind({
+          orgId,
+          applicationId: b.id,
+          bindings: [{ id: newId(), agentId: agents[0]! }],
+          channel: 'stable',
+          at: iso(2),
+        }),
+      ]);
+      const passes = outcomes.slice(0, 4) as DeviceGroupChange[][];
+      const byGroup = passes.flat().flatMap((c) => c.bound.map((x) => x.agentId));
+      const manual = outcomes[4] as BindResult;
+      const listed = await t.repos.deviceBindings.listByApp(b.id);
+      expect(listed.map((x) => x.agentId).sort()).toEqual([...agents].sort());
+      expect(byGroup.length + (manual.outcome === 'bound' ? 1 : 0)).toBe(6);
+      expect(new Set(byGroup).size).toBe(byGroup.length);
+    });
   });
 });

@@ -31,7 +31,12 @@ export async function agentLabelRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request): Promise<PutAgentLabelsResponse> => {
-      const agent = await reportLabels(app.ctx.repos.agents, await requireAgent(request), request.body.labels);
+      const { repos, deviceGroups } = app.ctx;
+      const agent = await reportLabels(
+        { agents: repos.agents, deviceGroups },
+        await requireAgent(request),
+        request.body.labels,
+      );
       return { labels: agent.labels, reportedLabels: agent.reportedLabels, operatorLabels: agent.operatorLabels };
     },
   );

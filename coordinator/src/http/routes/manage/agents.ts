@@ -92,13 +92,13 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
     },
     async (request) => {
       const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
-      const { repos, audit } = app.ctx;
+      const { repos, audit, deviceGroups } = app.ctx;
       const name = request.body.name === undefined ? undefined : cleanName('body.name', request.body.name);
       let agent = await repos.agents.findInOrg(orgId, request.params.agentId);
       if (!agent) throw notFound('Agent');
       if (request.body.labels !== undefined) {
         agent = await setOperatorLabels(
-          { agents: repos.agents, audit },
+          { agents: repos.agents, audit, deviceGroups },
           { orgId, userId },
           agent.id,
           request.body.labels,

@@ -1,26 +1,26 @@
-import type { AppNotify } from '../../../domain/model/applications.js';
 import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import type { FastifyInstance } from 'fastify';
 import { userAction } from '../../../domain/audit/audit-log.js';
-import { createApp, deleteApp, findApp, updateApp, type CreateAppInput } from '../../../domain/ota/apps.js';
+import {
+  createApp,
+  deleteApp,
+  findApp,
+  updateApp,
+  type CreateAppInput,
+  type UpdateAppInput,
+} from '../../../domain/ota/apps.js';
 import { channelSchema, slugSchema, workflowNameSchema } from '../../../domain/ota/inputs.js';
 import { toAppView } from '../../../domain/ota/views.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
-import { AppSchema, appParams, type AppParams } from './ota-schemas.js';
+import { AppSchema, AppUpdateSchema, appParams, deviceSelectorSchema, type AppParams } from './ota-schemas.js';
 import { listOf } from '../../schemas/examples.js';
 
 /**
  * OTA applications of an organization (docs/ota.md;
  * docs/ota.md). Any member lists, reads, creates and changes them; deleting one is for owners.
  */
-
-interface PatchAppBody {
-  updateWorkflowName?: string;
-  defaultChannel?: string;
-  notify?: AppNotify | null;
-}
 
 const chatId = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$' } as const;
 
@@ -101,12 +101,13 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     },
   );
 
-  app.patch<{ Params: AppParams; Body: PatchAppBody }>(
+  app.patch<{ Params: AppParams; Body: UpdateAppInput }>(
     '/orgs/:orgId/apps/:appId',
     {
       schema: {
         operationId: 'updateApp',
-        summary: "Change an application's update workflow, default channel and/or chat channel",
+        summary:
+          "Change an application's update workflow, default channel and/or chat channel, and set or remove its device group (a label selector)",
         tags: ['dashboard'],
         params: appParams,
         querystring: noQuery,
@@ -128,24 +129,27 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
                 channelId: { ...chatId, description: "the channel id: Slack's C..., Discord's numeric id" },
               },
             },
+            deviceSelector: deviceSelectorSchema,
           },
           examples: [
             { defaultChannel: 'beta' },
+            { deviceSelector: 'role=kiosk,site in (berlin,munich)' },
             { notify: { provider: 'slack', teamId: 'T0123', channelId: 'C0456' } },
           ],
         },
-        response: { 200: AppSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: AppUpdateSchema, ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
       const caller = await requireOrgRole(request, request.params.orgId);
-      const { app: updated, changed } = await updateApp(ctx, caller.orgId, request.params.appId, request.body);
+      const { app: updated, changed, deviceGroup } = await updateApp(ctx, caller, request.params.appId, request.body);
       if (changed.length > 0) {
+        const group = changed.includes('deviceSelector') ? { deviceSelector: updated.deviceSelector, deviceGroup } : {};
         await audit.record(
-          userAction(caller, 'app.update', 'application', updated.id, { slug: updated.slug, changed }),
+          userAction(caller, 'app.update', 'application', updated.id, { slug: updated.slug, changed, ...group }),
         );
       }
-      return toAppView(updated);
+      return { ...toAppView(updated), deviceGroup };
     },
   );
 

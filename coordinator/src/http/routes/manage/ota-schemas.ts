@@ -1,8 +1,9 @@
-import { DEVICE_STATES } from '@drover/shared';
+import { DEVICE_STATES, MAX_SELECTOR_LENGTH } from '@drover/shared';
+import { BINDING_ORIGINS } from '../../../domain/model/device-bindings.js';
 import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/model/releases.js';
 import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
-import { appExample, deviceExample, releaseExample } from '../../schemas/examples.js';
+import { appExample, appUpdateExample, deviceExample, releaseExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
 
 /**
@@ -11,26 +12,72 @@ import { named } from '../../schemas/named.js';
  * counters never leave).
  */
 
+const appProperties = {
+  id: uuid,
+  slug: { type: 'string' },
+  updateWorkflowName: { type: 'string' },
+  defaultChannel: { type: 'string' },
+  deviceSelector: {
+    type: ['string', 'null'],
+    description:
+      'the device group: a label selector (canonical) whose matching agents are bound to the application; null: none (docs/ota.md, "Device groups")',
+  },
+  notify: {
+    type: ['object', 'null'],
+    description: 'the chat channel a rollout of the application posts to when it pauses by itself (null: none)',
+    required: ['provider', 'teamId', 'channelId'],
+    properties: {
+      provider: { type: 'string', enum: CHAT_PROVIDERS },
+      teamId: { type: 'string' },
+      channelId: { type: 'string' },
+    },
+  },
+  createdAt: timestamp,
+} as const;
+const appRequired = [
+  'id',
+  'slug',
+  'updateWorkflowName',
+  'defaultChannel',
+  'deviceSelector',
+  'notify',
+  'createdAt',
+] as const;
+
 export const AppSchema = named('Application', {
   type: 'object',
   examples: [appExample],
-  required: ['id', 'slug', 'updateWorkflowName', 'defaultChannel', 'notify', 'createdAt'],
+  required: appRequired,
+  properties: appProperties,
+} as const);
+
+/** `deviceSelector` in the PATCH body of an application. */
+export const deviceSelectorSchema = {
+  type: ['string', 'null'],
+  minLength: 1,
+  maxLength: MAX_SELECTOR_LENGTH,
+  description:
+    'a label selector (docs/fleets.md) with at least one requirement: every agent it matches (not revoked) is bound to the application on its default channel, and unbound when it stops matching; null removes the bindings it made',
+} as const;
+
+/** The answer of PATCH: the application, and what its device group matches and did when `deviceSelector` was sent. */
+export const AppUpdateSchema = named('ApplicationUpdate', {
+  type: 'object',
+  examples: [appUpdateExample],
+  required: [...appRequired, 'deviceGroup'],
   properties: {
-    id: uuid,
-    slug: { type: 'string' },
-    updateWorkflowName: { type: 'string' },
-    defaultChannel: { type: 'string' },
-    notify: {
+    ...appProperties,
+    deviceGroup: {
       type: ['object', 'null'],
-      description: 'the chat channel a rollout of the application posts to when it pauses by itself (null: none)',
-      required: ['provider', 'teamId', 'channelId'],
+      description:
+        'when the body had deviceSelector: how many agents the selector matches now (revoked ones aside; 0: it binds nothing), and how many bindings it added and removed; else null',
+      required: ['matching', 'bound', 'unbound'],
       properties: {
-        provider: { type: 'string', enum: CHAT_PROVIDERS },
-        teamId: { type: 'string' },
-        channelId: { type: 'string' },
+        matching: { type: 'integer', minimum: 0 },
+        bound: { type: 'integer', minimum: 0 },
+        unbound: { type: 'integer', minimum: 0 },
       },
     },
-    createdAt: timestamp,
   },
 } as const);
 
@@ -90,6 +137,7 @@ export const BindingSchema = named('DeviceBinding', {
     'applicationId',
     'agentId',
     'channel',
+    'origin',
     'current',
     'desired',
     'forced',
@@ -104,6 +152,12 @@ export const BindingSchema = named('DeviceBinding', {
     applicationId: uuid,
     agentId: uuid,
     channel: { type: 'string' },
+    origin: {
+      type: 'string',
+      enum: BINDING_ORIGINS,
+      description:
+        "manual: bound by agentIds (never removed by the device selector); selector: bound by the application's device selector",
+    },
     current: ReleaseRefSchema,
     desired: ReleaseRefSchema,
     forced: { type: 'boolean' },

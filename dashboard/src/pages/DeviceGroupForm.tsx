@@ -1,0 +1,136 @@
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import type { Schema } from '@drover/shared/api';
+import { matchesSelector, type Requirement } from '@drover/shared/labels';
+import { useState, type FormEvent } from 'react';
+import { api } from '../api/client';
+import type { App, Binding } from '../api/ota';
+import type { Agent } from '../api/types';
+import { fieldErrors, FormError } from '../components/FieldErrors';
+import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
+import { namesWords } from '../components/SelectorMatches';
+
+type AppUpdate = Schema<'ApplicationUpdate'>;
+
+const agentsWord = (n: number): string => `${n} agent${n === 1 ? '' : 's'}`;
+const bindingsWord = (n: number): string => `${n} binding${n === 1 ? '' : 's'}`;
+
+/**
+ * What applying a device selector would do now (docs/ota.md, "Device groups"): the agents it
+ * matches (revoked ones aside, by name), those of them it would bind (not bound yet), and the
+ * bindings it made that it would remove (their agent no longer matches).
+ */
+export function deviceGroupPreview(
+  agents: readonly Agent[],
+  devices: readonly Binding[],
+  requirements: readonly Requirement[],
+): { matching: Agent[]; toBind: Agent[]; toRemove: Binding[] } {
+  const matching = agents
+    .filter((a) => a.status !== 'revoked' && matchesSelector(requirements, a.labels))
+    .sort((a, b) => (a.name === b.name ? (a.id < b.id ? -1 : 1) : a.name < b.name ? -1 : 1));
+  const bound = new Set(devices.map((b) => b.agentId));
+  const labels = new Map(agents.map((a) => [a.id, a.labels]));
+  return {
+    matching,
+    toBind: matching.filter((a) => !bound.has(a.id)),
+    toRemove: devices.filter(
+      (b) => b.origin === 'selector' && !matchesSelector(requirements, labels.get(b.agentId) ?? {}),
+    ),
+  };
+}
+
+/** The preview in words, followed live (a status region). */
+function Preview(props: { agents?: Agent[]; devices?: Binding[]; requirements: Requirement[] | null }) {
+  const { agents, devices, requirements } = props;
+  let words = '';
+  if (!agents || !devices) words = 'Reading the agents…';
+  else if (requirements === null) words = '';
+  else if (requirements.length === 0) words = 'Type a selector to see which agents it matches.';
+  else {
+    const { matching, toBind, toRemove } = deviceGroupPreview(agents, devices, requirements);
+    words =
+      matching.length === 0
+        ? 'No agent matches now: the selector binds nothing until one does.'
+        : `${matching.length === 1 ? '1 agent matches' : `${matching.length} agents match`} now: ${namesWords(matching)}.`;
+    words += ` Applying it binds ${agentsWord(toBind.length)}`;
+    words += toRemove.length > 0 ? ` and removes ${bindingsWord(toRemove.length)} it made.` : '.';
+  }
+  return (
+    <p role="status" className="selector-matches">
+      {words}
+    </p>
+  );
+}
+
+/** What the coordinator answered, in words: `role=kiosk matches 2 agents: 2 bound, 0 removed.` */
+function outcomeWords(app: AppUpdate): string {
+  const group = app.deviceGroup;
+  if (!group) return '';
+  if (app.deviceSelector === null) return `Device group removed: ${bindingsWord(group.unbound)} it made removed.`;
+  const matches = group.matching === 0 ? 'matches no agent: nothing is bound' : `matches ${agentsWord(group.matching)}`;
+  return `${app.deviceSelector} ${matches}; ${group.bound} bound, ${group.unbound} removed.`;
+}
+
+/**
+ * An application's device group: a label selector whose matching agents are bound to it (on the
+ * default channel) and unbound when they stop matching; bindings made by hand stay. A live
+ * preview says which agents it matches and what applying it does; the answer says what it did.
+ */
+export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent[]; devices?: Binding[] }) {
+  const { orgId, app, agents, devices } = props;
+  const [text, setText] = useState(app.deviceSelector ?? '');
+  const parsed = parseSelectorText(text);
+  const queryClient = useQueryClient();
+  const save = useMutation({
+    mutationFn: (deviceSelector: string | null) =>
+      api<AppUpdate>('PATCH', `/orgs/${orgId}/apps/${app.id}`, { body: { deviceSelector } }),
+    onSuccess: (answer) => {
+      setText(answer.deviceSelector ?? '');
+      void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps'] });
+    },
+  });
+  const errors = fieldErrors(save.error, ['deviceSelector'], 'body', 'group');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    save.mutate(text);
+  };
+  const empty = parsed.requirements !== null && parsed.requirements.length === 0;
+  return (
+    <form className="panel" onSubmit={submit} noValidate aria-labelledby="group-heading">
+      <h3 id="group-heading">Device group</h3>
+      <p className="hint">
+        {app.deviceSelector === null ? (
+          <>No device group: devices are bound by hand only.</>
+        ) : (
+          <>
+            Every agent matching <code>{app.deviceSelector}</code> is bound on the default channel ({app.defaultChannel}
+            ) as soon as it matches, and unbound when it stops matching. Bindings made by hand stay.
+          </>
+        )}
+      </p>
+      <FormError error={save.error} errors={errors} />
+      <SelectorInput
+        id={errors.props('deviceSelector').id}
+        label="Device selector"
+        value={text}
+        onChange={setText}
+        parsed={parsed}
+        refusals={save.variables === text ? errors.of('deviceSelector') : []}
+      >
+        <Preview agents={agents} devices={devices} requirements={parsed.requirements} />
+      </SelectorInput>
+      <div className="actions">
+        <button type="submit" disabled={save.isPending || parsed.error !== null || empty}>
+          Apply device group
+        </button>
+        {app.deviceSelector !== null && (
+          <button type="button" onClick={() => save.mutate(null)} disabled={save.isPending}>
+            Remove device group
+          </button>
+        )}
+      </div>
+      <p role="status" className="group-outcome">
+        {save.data ? outcomeWords(save.data) : ''}
+      </p>
+    </form>
+  );
+}
