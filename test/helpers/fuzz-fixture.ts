@@ -167,6 +167,14 @@ async function populate(t: TestCoordinator): Promise<FuzzFixture> {
   const updateJobs = (await Promise.all(devices.map((d) => getBinding(owner, orgId, app.id, d.id))))
     .map((b) => b.activeJobId)
     .filter((id): id is string => id !== null);
+  // A release in a staged rollout (its wave 1 soaks for an hour): the rollout routes have one to read and move.
+  const staged = await createRelease(owner, orgId, app.id, { version: '3.0.0', artifactFileId: artifact });
+  expect2xx(
+    await owner.post(`/orgs/${orgId}/apps/${app.id}/releases/${staged.id}/publish`, {
+      body: { rollout: { waves: [50, 100], soakSeconds: 3600, maxFailureRate: 1 } },
+    }),
+    'publish with a rollout',
+  );
 
   const run = async (trigger: string, body: unknown) =>
     expect2xx(await t.api.post(`/triggers/${trigger}/run`, { token: issued.token, body }), 'run').jobId as string;
@@ -208,7 +216,7 @@ async function populate(t: TestCoordinator): Promise<FuzzFixture> {
     token: [issued.id, spareToken.id],
     binding: [defaultBinding, spareBinding],
     app: [app.id],
-    release: [published.id, draft.id],
+    release: [published.id, draft.id, staged.id],
     device: devices.map((d) => d.id),
     job: [...jobs.inputs, ...jobs.running, ...jobs.pending, ...updateJobs],
     file: [artifact, artifact2, ttlFile, pending.fileId, output.fileId],
