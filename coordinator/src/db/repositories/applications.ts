@@ -1,5 +1,5 @@
-import type { Application, ApplicationRepository } from '../../domain/model/applications.js';
-import { all, command, isUniqueViolation, one, query, run, type Database } from '../sql/index.js';
+import type { Application, ApplicationRepository, MaintenanceWindow } from '../../domain/model/applications.js';
+import { all, command, flag, isUniqueViolation, json, one, query, run, type Database } from '../sql/index.js';
 
 interface ApplicationRow {
   id: string;
@@ -7,9 +7,15 @@ interface ApplicationRow {
   slug: string;
   update_workflow_name: string;
   default_channel: string;
+  /** JSON text (null: no window). */
+  maintenance_window: string | null;
   created_at: string;
   deleted_at: string | null;
 }
+
+/** The `maintenance_window` column as the domain reads it. */
+export const maintenanceWindowOf = (text: string | null): MaintenanceWindow | null =>
+  text === null ? null : (JSON.parse(text) as MaintenanceWindow);
 
 const toApplication = (r: ApplicationRow): Application => ({
   id: r.id,
@@ -17,13 +23,15 @@ const toApplication = (r: ApplicationRow): Application => ({
   slug: r.slug,
   updateWorkflowName: r.update_workflow_name,
   defaultChannel: r.default_channel,
+  maintenanceWindow: maintenanceWindowOf(r.maintenance_window),
   createdAt: r.created_at,
   deletedAt: r.deleted_at,
 });
 
-const INSERT = command<[string, string, string, string, string, string]>(
-  `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, created_at, deleted_at)
-   VALUES (?, ?, ?, ?, ?, ?, NULL)`,
+const INSERT = command<[string, string, string, string, string, string | null, string]>(
+  `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, maintenance_window, created_at,
+     deleted_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, NULL)`,
 );
 const IN_ORG = query<ApplicationRow, [string, string]>(
   'SELECT * FROM applications WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
@@ -35,10 +43,19 @@ const BY_ID = query<ApplicationRow, [string]>('SELECT * FROM applications WHERE 
 const OF_ORG = query<ApplicationRow, [string]>(
   (d) => `SELECT * FROM applications WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
 );
-const UPDATE = command<[string | null, string | null, string, string]>(
-  `UPDATE applications SET update_workflow_name = COALESCE(?, update_workflow_name),
-     default_channel = COALESCE(?, default_channel)
-   WHERE org_id = ? AND id = ? AND deleted_at IS NULL`,
+/** The fields of a patch that are given; `setWindow` 1 sets `maintenanceWindow` (null removes it). */
+const UPDATE = command<{
+  workflow: string | null;
+  channel: string | null;
+  setWindow: 0 | 1;
+  window: string | null;
+  orgId: string;
+  id: string;
+}>(
+  `UPDATE applications SET update_workflow_name = COALESCE(@workflow, update_workflow_name),
+     default_channel = COALESCE(@channel, default_channel),
+     maintenance_window = CASE WHEN @setWindow = 1 THEN @window ELSE maintenance_window END
+   WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL`,
 );
 const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
   `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?
@@ -64,7 +81,15 @@ export function createApplicationRepository(db: Database): ApplicationRepository
   return {
     async insert(app) {
       try {
-        await db.run(INSERT, [app.id, app.orgId, app.slug, app.updateWorkflowName, app.defaultChannel, app.createdAt]);
+        await db.run(INSERT, [
+          app.id,
+          app.orgId,
+          app.slug,
+          app.updateWorkflowName,
+          app.defaultChannel,
+          json(app.maintenanceWindow),
+          app.createdAt,
+        ]);
         return 'created';
       } catch (error) {
         if (isUniqueViolation(error)) return 'duplicate_slug';
@@ -80,7 +105,14 @@ export function createApplicationRepository(db: Database): ApplicationRepository
       return (await db.all(OF_ORG, [orgId])).map(toApplication);
     },
     async update(orgId, id, patch) {
-      await db.run(UPDATE, [patch.updateWorkflowName ?? null, patch.defaultChannel ?? null, orgId, id]);
+      await db.run(UPDATE, {
+        workflow: patch.updateWorkflowName ?? null,
+        channel: patch.defaultChannel ?? null,
+        setWindow: flag(patch.maintenanceWindow !== undefined),
+        window: json(patch.maintenanceWindow),
+        orgId,
+        id,
+      });
       return inOrg(orgId, id);
     },
     delete(orgId, id, at, message) {

@@ -5,13 +5,27 @@ export interface Application {
   slug: string;
   updateWorkflowName: string;
   defaultChannel: string;
+  /** Optional updates start only inside this window (docs/ota.md, "Maintenance windows"); null: at once. */
+  maintenanceWindow: MaintenanceWindow | null;
   createdAt: string;
   deletedAt: string | null;
+}
+
+/**
+ * A maintenance window (migration 0031): it opens at each occurrence of `cron` (5 fields, as a
+ * cron trigger's) in `timezone` (an IANA zone) and stays open `durationMinutes`.
+ */
+export interface MaintenanceWindow {
+  cron: string;
+  timezone: string;
+  durationMinutes: number;
 }
 
 export interface ApplicationPatch {
   updateWorkflowName?: string | undefined;
   defaultChannel?: string | undefined;
+  /** null removes the window. */
+  maintenanceWindow?: MaintenanceWindow | null | undefined;
 }
 
 export interface DeletedApplication {

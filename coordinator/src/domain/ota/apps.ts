@@ -30,6 +30,7 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
     slug: input.slug,
     updateWorkflowName: input.updateWorkflowName,
     defaultChannel: input.defaultChannel ?? DEFAULT_CHANNEL,
+    maintenanceWindow: null,
     createdAt: isoNow(ctx.clock),
     deletedAt: null,
   };
