@@ -9,6 +9,8 @@ export interface AppBody {
   slug: string;
   updateWorkflowName: string;
   defaultChannel: string;
+  maintenanceWindow: { cron: string; timezone: string; durationMinutes: number } | null;
+  nextWindows: { opensAt: string; closesAt: string; localOpensAt: string }[];
   createdAt: string;
 }
 
@@ -48,6 +50,8 @@ export interface BindingBody {
   activeJobId: string | null;
   cancelledJobId: string | null;
   lastReportAt: string | null;
+  waitingForWindow: boolean;
+  nextWindowAt: string | null;
 }
 
 function expectStatus<T>(res: { status: number; text: string; body: T }, status: number, what: string): T {

@@ -1259,8 +1259,25 @@ export interface paths {
     delete: operations['deleteApp'];
     options?: never;
     head?: never;
-    /** Change an application's update workflow and/or default channel */
+    /** Change an application's update workflow, default channel and/or maintenance window */
     patch: operations['updateApp'];
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/maintenance-windows/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The next windows a maintenance window would open, checked as a PATCH of an application checks it */
+    get: operations['previewMaintenanceWindow'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/v1/orgs/{orgId}/apps/{appId}/releases': {
@@ -2254,8 +2271,40 @@ export interface components {
       slug: string;
       updateWorkflowName: string;
       defaultChannel: string;
+      /** @description optional updates start only inside a window (docs/ota.md, "Maintenance windows"); null: at once */
+      maintenanceWindow: {
+        /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+        cron: string;
+        /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+        timezone: string;
+        /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+        durationMinutes: number;
+      } | null;
+      /** @description the windows not yet ended (the open one first), three; empty without a window */
+      nextWindows: components['schemas']['NextWindow'][];
       /** Format: date-time */
       createdAt: string;
+    };
+    NextWindow: {
+      /** Format: date-time */
+      opensAt: string;
+      /** Format: date-time */
+      closesAt: string;
+      /** @description the opening in the window's zone, ISO 8601 with its offset */
+      localOpensAt: string;
+    };
+    WindowPreview: {
+      /** @description the window as it would be stored */
+      maintenanceWindow: {
+        /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+        cron: string;
+        /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+        timezone: string;
+        /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+        durationMinutes: number;
+      };
+      /** @description the windows not yet ended (the open one first), three; empty without a window */
+      nextWindows: components['schemas']['NextWindow'][];
     };
     Release: {
       id: string;
@@ -2303,6 +2352,13 @@ export interface components {
       cancelledJobId: string | null;
       /** Format: date-time */
       lastReportAt: string | null;
+      /** @description the update waits for the application's maintenance window to open: no update job until then */
+      waitingForWindow: boolean;
+      /**
+       * Format: date-time
+       * @description when that window opens; null when not waiting
+       */
+      nextWindowAt: string | null;
     };
     ChatIntegration: {
       id: string;
@@ -7988,6 +8044,15 @@ export interface operations {
         'application/json': {
           updateWorkflowName?: string;
           defaultChannel?: string;
+          /** @description optional updates start only inside a window; null removes it (docs/ota.md, "Maintenance windows") */
+          maintenanceWindow?: {
+            /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+            cron: string;
+            /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+            timezone: string;
+            /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+            durationMinutes: number;
+          } | null;
         };
       };
     };
@@ -7999,6 +8064,62 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Application'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  previewMaintenanceWindow: {
+    parameters: {
+      query: {
+        /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+        cron: string;
+        /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+        timezone: string;
+        /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+        durationMinutes: number;
+      };
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WindowPreview'];
         };
       };
       /** @description Default Response */

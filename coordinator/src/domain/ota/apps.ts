@@ -1,9 +1,10 @@
 import type { Application, ApplicationPatch } from '../model/applications.js';
-import { AppError, notFound } from '../../errors.js';
+import { AppError, notFound, validationFailed } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
 import { DEFAULT_CHANNEL } from './inputs.js';
+import { checkMaintenanceWindow, sameWindow, type MaintenanceWindowInput } from './maintenance-window.js';
 
 /** Applications (docs/ota.md). Bodies are checked by the route schemas. */
 
@@ -42,32 +43,58 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
   return app;
 }
 
+/** A change of an application, as the PATCH body gives it (checked by the route schema). */
+export interface AppChange extends Omit<ApplicationPatch, 'maintenanceWindow'> {
+  maintenanceWindow?: MaintenanceWindowInput | null | undefined;
+}
+
 /**
  * Changes the given fields; `changed` names those whose value differs. A new update workflow
- * re-evaluates the application's bindings (docs/ota.md, "Update jobs").
+ * re-evaluates the application's bindings (docs/ota.md, "Update jobs"), and so does a new or
+ * removed maintenance window ("Maintenance windows"). A window is checked first: 422 naming the
+ * field (`body.maintenanceWindow.cron`, `.timezone`, `.durationMinutes`).
  */
 export async function updateApp(
   ctx: OtaContext,
   orgId: string,
   appId: string,
-  patch: ApplicationPatch,
-): Promise<{ app: Application; changed: string[] }> {
+  change: AppChange,
+): Promise<{ app: Application; changed: string[]; before: Application }> {
+  const patch: ApplicationPatch = {
+    updateWorkflowName: change.updateWorkflowName,
+    defaultChannel: change.defaultChannel,
+  };
+  if (change.maintenanceWindow === null) patch.maintenanceWindow = null;
+  else if (change.maintenanceWindow !== undefined) {
+    const check = checkMaintenanceWindow(change.maintenanceWindow, 'body.maintenanceWindow');
+    if (!check.ok) throw validationFailed(check.problems);
+    patch.maintenanceWindow = check.window;
+  }
   const before = await findApp(ctx, orgId, appId);
-  const changed = (['updateWorkflowName', 'defaultChannel'] as const).filter(
+  const changed: string[] = (['updateWorkflowName', 'defaultChannel'] as const).filter(
     (k) => patch[k] !== undefined && patch[k] !== before[k],
   );
-  if (changed.length === 0) return { app: before, changed };
+  if (patch.maintenanceWindow !== undefined && !sameWindow(patch.maintenanceWindow, before.maintenanceWindow)) {
+    changed.push('maintenanceWindow');
+  }
+  if (changed.length === 0) return { app: before, changed, before };
   const app = await ctx.repos.applications.update(orgId, appId, patch);
   if (!app) throw notFound('Application');
-  if (changed.includes('updateWorkflowName')) {
-    // Update jobs not yet taken by their agent are replaced by ones that run the new workflow.
+  const reason = changed.includes('updateWorkflowName')
+    ? 'workflow'
+    : changed.includes('maintenanceWindow')
+      ? 'window'
+      : null;
+  if (reason) {
+    // A new workflow: update jobs not yet taken by their agent are replaced by ones that run it.
+    // A new window: held updates start if it is open, pending ones wait if it is closed.
     const bindings = await ctx.repos.deviceBindings.listByApp(app.id);
     await ctx.ota.evaluateIds(
       bindings.map((b) => b.id),
-      'workflow',
+      reason,
     );
   }
-  return { app, changed };
+  return { app, changed, before };
 }
 
 /**

@@ -1,12 +1,27 @@
 import type { FastifyInstance } from 'fastify';
 import { userAction } from '../../../domain/audit/audit-log.js';
-import { createApp, deleteApp, findApp, updateApp, type CreateAppInput } from '../../../domain/ota/apps.js';
+import {
+  createApp,
+  deleteApp,
+  findApp,
+  updateApp,
+  type AppChange,
+  type CreateAppInput,
+} from '../../../domain/ota/apps.js';
 import { channelSchema, slugSchema, workflowNameSchema } from '../../../domain/ota/inputs.js';
+import { previewWindow, type MaintenanceWindowInput } from '../../../domain/ota/maintenance-window.js';
 import { toAppView } from '../../../domain/ota/views.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
-import { AppSchema, appParams, type AppParams } from './ota-schemas.js';
+import {
+  AppSchema,
+  appParams,
+  maintenanceWindowBody,
+  WindowPreviewSchema,
+  windowFields,
+  type AppParams,
+} from './ota-schemas.js';
 import { listOf } from '../../schemas/examples.js';
 
 /**
@@ -14,14 +29,10 @@ import { listOf } from '../../schemas/examples.js';
  * docs/ota.md). Any member lists, reads, creates and changes them; deleting one is for owners.
  */
 
-interface PatchAppBody {
-  updateWorkflowName?: string;
-  defaultChannel?: string;
-}
-
 export async function appRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;
   const { audit } = ctx;
+  const now = () => ctx.clock.now();
 
   app.get<{ Params: { orgId: string } }>(
     '/orgs/:orgId/apps',
@@ -37,7 +48,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return (await ctx.repos.applications.listByOrg(orgId)).map(toAppView);
+      return (await ctx.repos.applications.listByOrg(orgId)).map((a) => toAppView(a, now()));
     },
   );
 
@@ -74,7 +85,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
           defaultChannel: created.defaultChannel,
         }),
       );
-      return reply.code(201).send(toAppView(created));
+      return reply.code(201).send(toAppView(created, now()));
     },
   );
 
@@ -92,37 +103,71 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return toAppView(await findApp(ctx, orgId, request.params.appId));
+      return toAppView(await findApp(ctx, orgId, request.params.appId), now());
     },
   );
 
-  app.patch<{ Params: AppParams; Body: PatchAppBody }>(
+  app.patch<{ Params: AppParams; Body: AppChange }>(
     '/orgs/:orgId/apps/:appId',
     {
       schema: {
         operationId: 'updateApp',
-        summary: "Change an application's update workflow and/or default channel",
+        summary: "Change an application's update workflow, default channel and/or maintenance window",
         tags: ['dashboard'],
         params: appParams,
         querystring: noQuery,
         body: {
           type: 'object',
           additionalProperties: false,
-          properties: { updateWorkflowName: workflowNameSchema, defaultChannel: channelSchema },
-          examples: [{ defaultChannel: 'beta' }],
+          properties: {
+            updateWorkflowName: workflowNameSchema,
+            defaultChannel: channelSchema,
+            maintenanceWindow: maintenanceWindowBody,
+          },
+          examples: [
+            { defaultChannel: 'beta' },
+            { maintenanceWindow: { cron: '0 2 * * *', timezone: 'Europe/Berlin', durationMinutes: 120 } },
+            { maintenanceWindow: null },
+          ],
         },
         response: { 200: AppSchema, ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
       const caller = await requireOrgRole(request, request.params.orgId);
-      const { app: updated, changed } = await updateApp(ctx, caller.orgId, request.params.appId, request.body);
+      const { app: updated, changed, before } = await updateApp(ctx, caller.orgId, request.params.appId, request.body);
       if (changed.length > 0) {
+        const window = changed.includes('maintenanceWindow')
+          ? { maintenanceWindow: { from: before.maintenanceWindow, to: updated.maintenanceWindow } }
+          : {};
         await audit.record(
-          userAction(caller, 'app.update', 'application', updated.id, { slug: updated.slug, changed }),
+          userAction(caller, 'app.update', 'application', updated.id, { slug: updated.slug, changed, ...window }),
         );
       }
-      return toAppView(updated);
+      return toAppView(updated, now());
+    },
+  );
+
+  app.get<{ Params: { orgId: string }; Querystring: MaintenanceWindowInput }>(
+    '/orgs/:orgId/maintenance-windows/preview',
+    {
+      schema: {
+        operationId: 'previewMaintenanceWindow',
+        summary: 'The next windows a maintenance window would open, checked as a PATCH of an application checks it',
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['cron', 'timezone', 'durationMinutes'],
+          properties: windowFields,
+        },
+        response: { 200: WindowPreviewSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      await requireOrgRole(request, request.params.orgId);
+      return previewWindow(request.query, 'querystring', now());
     },
   );
 
