@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { configureAgentCommand } from './commands/agent-command.js';
 import { configureAgentsCommand } from './commands/agents-command.js';
 import { configureApiTokenCommand } from './commands/api-token-command.js';
+import { configureAppCommand } from './commands/app-command.js';
 import { configureBatchCommand } from './commands/batch-command.js';
 import { configureCancelCommand } from './commands/cancel-command.js';
 import { configureCompletionCommand } from './commands/completion-command.js';
@@ -49,6 +50,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureCancelCommand(program, rt);
   configureBatchCommand(program, rt);
   configureReleaseCommand(program, rt);
+  configureAppCommand(program, rt);
   configureEnrollmentTokenCommand(program, rt);
   configureTriggerCommand(program, rt);
   configureApiTokenCommand(program, rt);
