@@ -27,7 +27,14 @@ import {
 } from '../helpers/coordinator.js';
 import { enrollTestAgent } from '../helpers/agent.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
-import { artifactUploader, uploadArtifact, type AppBody, type BindingBody, type ReleaseBody } from '../helpers/ota.js';
+import {
+  artifactUploader,
+  release,
+  uploadArtifact,
+  type AppBody,
+  type BindingBody,
+  type ReleaseBody,
+} from '../helpers/ota.js';
 import { installedVersion } from '../helpers/ota-agent.js';
 
 /**
@@ -255,6 +262,68 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await converged('1.0.0');
     expect(await binding()).toMatchObject({ current: { version: '1.0.0' }, forced: false, activeJobId: null });
     await expectAccessible(page(), "an application's page after a yank");
+  });
+
+  it('sets a maintenance window: the editor shows the next windows as one types; an optional update waits for it', async () => {
+    const section = page().getByRole('region', { name: 'Maintenance window' });
+    expect(await section.innerText()).toContain('None: updates start as soon as a release is published.');
+    await section.getByRole('button', { name: 'Set a maintenance window' }).click();
+    // A window that opens 12 hours from now in Berlin: closed now, whenever the test runs.
+    const berlinHour = Number(
+      new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Berlin', hourCycle: 'h23', hour: 'numeric' }).format(
+        Date.now(),
+      ),
+    );
+    const hour = (berlinHour + 12) % 24;
+    await section.getByLabel('Cron expression').fill(`15 ${hour} * * *`);
+    await section.getByLabel('Time zone').fill('Mars/Olympus');
+    await section.getByLabel('Duration (minutes)').fill('45');
+    // The coordinator's refusal of the zone, at its field, before anything is saved.
+    const zoneError = section.locator('#win-timezone-error');
+    await zoneError.waitFor();
+    expect(await zoneError.innerText()).toMatch(/IANA time zone/);
+    expect(await section.getByLabel('Time zone').getAttribute('aria-invalid')).toBe('true');
+    await section.getByLabel('Time zone').fill('Europe/Berlin');
+    const preview = section.getByRole('list', { name: 'Next windows (preview)' });
+    const local = `${String(hour).padStart(2, '0')}:15 Europe/Berlin`;
+    await vi.waitFor(async () => {
+      expect(await preview.getByRole('listitem').count()).toBe(3);
+      for (const item of await preview.getByRole('listitem').allInnerTexts()) expect(item).toContain(local);
+    });
+    // As the expression changes, so do the windows shown (nothing saved yet).
+    await section.getByLabel('Cron expression').fill(`45 ${hour} * * *`);
+    await vi.waitFor(async () => expect(await preview.innerText()).toContain(`${String(hour).padStart(2, '0')}:45`));
+    expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${app.id}`)).body.maintenanceWindow).toBeNull();
+    await expectAccessible(page(), 'the maintenance window editor');
+    await section.getByRole('button', { name: 'Save window' }).click();
+    await section.getByRole('list', { name: 'Next windows', exact: true }).waitFor();
+    expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${app.id}`)).body.maintenanceWindow).toEqual({
+      cron: `45 ${hour} * * *`,
+      timezone: 'Europe/Berlin',
+      durationMinutes: 45,
+    });
+    expect(await section.innerText()).toContain('stays open 45 minutes');
+
+    // An optional release: the device waits for the window, and its row says when it opens.
+    const uploader = await artifactUploader(t);
+    const artifactFileId = await uploadArtifact(uploader, 'kiosk 1.2.0', 'kiosk-1.2.0.tar.gz');
+    await release(t.owner, t.orgId, app.id, { version: '1.2.0', artifactFileId });
+    await vi.waitFor(async () => expect(await deviceRow().innerText()).toMatch(/waits for window \(opens .+\)/), {
+      timeout: 20_000,
+      interval: 200,
+    });
+    const waiting = await binding();
+    expect(waiting).toMatchObject({ waitingForWindow: true, activeJobId: null });
+    expect(await deviceRow().locator('time').last().getAttribute('datetime')).toBe(waiting.nextWindowAt);
+    await expectAccessible(page(), "an application's page with a device waiting for its window");
+    await docScreenshot(page(), 'ota-maintenance-window');
+
+    // Removed after a confirmation: the held update starts at once.
+    await section.getByRole('button', { name: 'Remove window' }).click();
+    const confirm = section.getByRole('group', { name: 'Remove the maintenance window' });
+    await confirm.getByRole('button', { name: 'Remove window' }).click();
+    await converged('1.2.0');
+    expect(await section.innerText()).toContain('None: updates start');
   });
 
   it("changes the device's channel: a refused channel is shown at its input", async () => {

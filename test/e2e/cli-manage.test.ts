@@ -18,7 +18,7 @@ import { issueApiToken } from '../helpers/tokens.js';
 
 /**
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
- * invitation|release|agent label|batch`, `drover agents --selector`), `drover run` on selector
+ * invitation|release|app window|agent label|batch`, `drover agents --selector`), `drover run` on selector
  * triggers (batches, their jobs run by signed test agents), organizations chosen with --org, and
  * shell completion, with the built single executable against a real coordinator.
  */
@@ -291,6 +291,60 @@ describe('drover management commands', () => {
       code: 2,
       stderr: 'drover: no application `nope` in the organization\n',
     });
+  });
+
+  it("sets, changes, shows and clears an application's maintenance window; refusals name the field", async () => {
+    const app = await t.owner.post(`/orgs/${t.orgId}/apps`, {
+      body: { slug: 'screens', updateWorkflowName: 'update' },
+    });
+    expect(app.status, app.text).toBe(201);
+    const none = await run(['app', 'window', 'screens']);
+    expect(none).toMatchObject({
+      code: 0,
+      stdout: 'screens has no maintenance window: updates start as soon as a release is published.\n',
+    });
+    expect(await run(['app', 'window', 'screens', '--timezone', 'Europe/Berlin'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: screens has no maintenance window yet: give at least --cron and --duration\n',
+    });
+    const set = await run([
+      'app',
+      'window',
+      'screens',
+      '--cron',
+      '0 2 * * *',
+      '--timezone',
+      'Europe/Berlin',
+      '--duration',
+      '2h',
+    ]);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).toMatch(
+      /^Maintenance window of screens: `0 2 \* \* \*` in Europe\/Berlin, open 120 min\n.*\nNext windows:\n( {2}\d{4}-\d\d-\d\d \d\d:00 UTC to .* \(opens \d{4}-\d\d-\d\d 02:00 Europe\/Berlin\)\n){3}$/,
+    );
+    // One option changes one field; the others stay.
+    const longer = await run(['app', 'window', app.body.id, '--duration', '150', '--json']);
+    expect(JSON.parse(longer.stdout).maintenanceWindow).toEqual({
+      cron: '0 2 * * *',
+      timezone: 'Europe/Berlin',
+      durationMinutes: 150,
+    });
+    expect(await run(['app', 'window', 'screens', '--timezone', 'Mars/Olympus'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^drover: body\.maintenanceWindow\.timezone: must be an IANA time zone name/),
+    });
+    expect(await run(['app', 'window', 'screens', '--duration', '90s'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --duration: expected whole minutes, got `90s`\n',
+    });
+    expect(await run(['app', 'window', 'screens', '--clear', '--cron', '* * * * *'])).toMatchObject({ code: 2 });
+    const cleared = await run(['app', 'window', 'screens', '--clear']);
+    expect(cleared.stdout).toBe(
+      'screens has no maintenance window: updates start as soon as a release is published.\n',
+    );
+    expect((await t.owner.get(`/orgs/${t.orgId}/apps/${app.body.id}`)).body.maintenanceWindow).toBeNull();
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=app.update`);
+    expect(audit.body.filter((e: { targetId: string }) => e.targetId === app.body.id)).toHaveLength(3);
   });
 
   it("works in the user's only organization, and asks for --org once there are several", async () => {

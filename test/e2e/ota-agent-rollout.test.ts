@@ -16,6 +16,7 @@ import {
   bindDevices,
   createApp,
   listBindings,
+  getBinding,
   release,
   setDeviceSelector,
   uploadArtifact,
@@ -34,6 +35,8 @@ import { bindingWhen, installedVersion, updateJobsOf, writeUpdateWorkflow } from
  */
 
 let t: TestCoordinator;
+/** The coordinator's clock: real time moved on by `offsetMs` (a maintenance window opens within the test). */
+const clock = { offsetMs: 0, now: () => Date.now() + clock.offsetMs };
 let uploader: ApiClient;
 let work: string;
 let app: AppBody;
@@ -48,7 +51,7 @@ afterAll(async () => {
 });
 
 beforeAll(async () => {
-  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' } });
+  t = await startTestCoordinator({ env: { DROVER_STREAM_PING_MS: '500' }, clock });
   work = makeTempDir('drover-ota-rollout-');
   uploader = await artifactUploader(t);
   for (const [name, args] of [
@@ -251,5 +254,89 @@ describe('a device group of real agents (docs/ota.md, "Device groups")', () => {
       [manual!.id, 'manual'],
     ]);
     expect(installed(A)).toBe('5.1.0'); // an unbound device keeps what it installed
+  });
+});
+
+describe('a maintenance window with a real agent', () => {
+  const ZONE = 'Asia/Kolkata';
+  let win: AppBody;
+  let device: BindingBody;
+  const MINUTE = 60_000;
+  /** A cron expression that fires at `at` (a whole minute) in ZONE, once a year. */
+  const cronAt = (at: number) => {
+    const parts = Object.fromEntries(
+      new Intl.DateTimeFormat('en-US', {
+        timeZone: ZONE,
+        hourCycle: 'h23',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+      })
+        .formatToParts(at)
+        .map((p) => [p.type, Number(p.value)]),
+    );
+    return `${parts.minute} ${parts.hour} ${parts.day} ${parts.month} *`;
+  };
+  const setWindow = async (opensAt: number, durationMinutes: number) => {
+    const res = await t.owner.patch(`/orgs/${t.orgId}/apps/${win.id}`, {
+      body: { maintenanceWindow: { cron: cronAt(opensAt), timezone: ZONE, durationMinutes } },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.nextWindows[0].opensAt).toBe(new Date(opensAt).toISOString());
+  };
+  const publishTo = async (version: string, updatePolicy: 'optional' | 'mandatory') => {
+    const artifactFileId = await uploadArtifact(uploader, `kiosk build ${version}`, `kiosk-${version}.tar.gz`);
+    return release(t.owner, t.orgId, win.id, { version, artifactFileId, updatePolicy });
+  };
+  const deviceWhen = (check: (b: BindingBody) => boolean, what: string) =>
+    bindingWhen(t, win.id, device.id, check, what);
+  const jobsFor = async (releaseId: string) =>
+    (await updateJobsOf(t, device.agentId)).filter((j) => j.params.release_id === releaseId);
+
+  it('holds an optional release outside the window: no update job, the binding says when the window opens', async () => {
+    win = await createApp(t.owner, t.orgId, { slug: 'kiosk-window' });
+    const opensAt = Math.ceil((clock.now() + 60 * MINUTE) / MINUTE) * MINUTE;
+    await setWindow(opensAt, 30);
+    device = (await bindDevices(t.owner, t.orgId, win.id, [agents[A]!.dir.agentId]))[0]!;
+    const r = await publishTo('5.0.0', 'optional');
+    const b = await deviceWhen(
+      (x) => x.lastReportAt !== null && x.desired?.releaseId === r.id,
+      'reported, 5.0.0 desired',
+    );
+    expect(b).toMatchObject({
+      waitingForWindow: true,
+      nextWindowAt: new Date(opensAt).toISOString(),
+      activeJobId: null,
+      forced: false,
+    });
+    expect(await jobsFor(r.id)).toEqual([]);
+  });
+
+  it('starts a mandatory release at once, outside the window', async () => {
+    const r = await publishTo('5.1.0', 'mandatory');
+    const b = await deviceWhen((x) => x.current?.releaseId === r.id && x.activeJobId === null, 'device on 5.1.0');
+    expect(b).toMatchObject({ waitingForWindow: false, nextWindowAt: null, state: 'installed' });
+    expect(installed(A)).toBe('5.1.0');
+  });
+
+  it('issues the held update once the window opens', async () => {
+    const r = await publishTo('5.2.0', 'optional');
+    await deviceWhen((x) => x.waitingForWindow && x.desired?.releaseId === r.id, 'waiting with 5.2.0 desired');
+    // Move the coordinator's clock to 5 s before a minute, and open the window at that minute.
+    const now = clock.now();
+    const opensAt = Math.ceil((now + 10_000) / MINUTE) * MINUTE;
+    clock.offsetMs += opensAt - 5_000 - now;
+    await setWindow(opensAt, 5);
+    const waiting = await getBinding(t.owner, t.orgId, win.id, device.id);
+    expect(waiting).toMatchObject({ waitingForWindow: true, nextWindowAt: new Date(opensAt).toISOString() });
+    expect(await jobsFor(r.id)).toEqual([]);
+
+    const b = await deviceWhen((x) => x.current?.releaseId === r.id && x.activeJobId === null, 'device on 5.2.0');
+    expect(b).toMatchObject({ waitingForWindow: false, nextWindowAt: null, state: 'installed' });
+    expect(installed(A)).toBe('5.2.0');
+    const [job] = await jobsFor(r.id);
+    const [row] = await t.sql.all<{ created_at: string }>('SELECT created_at FROM jobs WHERE id = ?', job!.id);
+    expect(Date.parse(row!.created_at)).toBeGreaterThanOrEqual(opensAt);
   });
 });

@@ -4,7 +4,17 @@ import type { ApiClient } from '../helpers/http.js';
 import { addUser, outsider } from '../helpers/members.js';
 import { createApp } from '../helpers/ota.js';
 
-const APP_FIELDS = ['createdAt', 'defaultChannel', 'deviceSelector', 'id', 'notify', 'slug', 'updateWorkflowName'];
+const APP_FIELDS = [
+  'createdAt',
+  'defaultChannel',
+  'deviceSelector',
+  'id',
+  'maintenanceWindow',
+  'nextWindows',
+  'notify',
+  'slug',
+  'updateWorkflowName',
+];
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('OTA applications', () => {
@@ -29,6 +39,8 @@ describe('OTA applications', () => {
       updateWorkflowName: 'apply-update',
       defaultChannel: 'stable',
       deviceSelector: null,
+      maintenanceWindow: null,
+      nextWindows: [],
     });
     const read = await member.get(`${apps()}/${res.body.id}`);
     expect(read.body).toEqual(res.body);
@@ -98,6 +110,90 @@ describe('OTA applications', () => {
     const entries = audit.body.filter((e: { targetId: string }) => e.targetId === app.id);
     expect(entries).toHaveLength(1);
     expect(entries[0].metadata.changed).toEqual(['updateWorkflowName', 'defaultChannel']);
+  });
+
+  it('sets a maintenance window, shows the next windows, keeps it through other changes, removes it; audited', async () => {
+    const app = await createApp(t.owner, t.orgId, { slug: 'windowed' });
+    const path = `${apps()}/${app.id}`;
+    const set = await member.patch(path, {
+      body: { maintenanceWindow: { cron: '0  2 * * *', timezone: 'europe/berlin', durationMinutes: 120 } },
+    });
+    expect(set.status).toBe(200);
+    const maintenanceWindow = { cron: '0 2 * * *', timezone: 'Europe/Berlin', durationMinutes: 120 };
+    expect(set.body.maintenanceWindow).toEqual(maintenanceWindow);
+    expect(set.body.nextWindows).toHaveLength(3);
+    for (const w of set.body.nextWindows) {
+      expect(w.localOpensAt).toMatch(/T02:00:00\+0[12]:00$/);
+      expect(Date.parse(w.closesAt) - Date.parse(w.opensAt)).toBe(120 * 60_000);
+    }
+    expect((await member.get(path)).body).toEqual({ ...set.body, deviceGroup: undefined });
+    // The same window again is no change; another field leaves the window as it is.
+    await member.patch(path, { body: { maintenanceWindow } });
+    expect((await member.patch(path, { body: { defaultChannel: 'lts' } })).body.maintenanceWindow).toEqual(
+      maintenanceWindow,
+    );
+    const removed = await member.patch(path, { body: { maintenanceWindow: null } });
+    expect(removed.body).toMatchObject({ maintenanceWindow: null, nextWindows: [] });
+    const audit = await t.owner.get(`/orgs/${t.orgId}/audit?action=app.update`);
+    const entries = audit.body.filter((e: { targetId: string }) => e.targetId === app.id).reverse();
+    expect(entries.map((e: { metadata: unknown }) => e.metadata)).toEqual([
+      { slug: 'windowed', changed: ['maintenanceWindow'], maintenanceWindow: { from: null, to: maintenanceWindow } },
+      { slug: 'windowed', changed: ['defaultChannel'] },
+      { slug: 'windowed', changed: ['maintenanceWindow'], maintenanceWindow: { from: maintenanceWindow, to: null } },
+    ]);
+  });
+
+  const window = { cron: '0 2 * * *', timezone: 'UTC', durationMinutes: 60 };
+  let badWindowAppId: string | undefined;
+  const badWindowApp = async () => (badWindowAppId ??= (await createApp(t.owner, t.orgId, { slug: 'bad-window' })).id);
+  it.each([
+    [
+      'a cron expression of four fields',
+      { ...window, cron: '0 2 * *' },
+      'cron',
+      /5-field cron expression.*got 4 field/,
+    ],
+    ['a cron expression out of range', { ...window, cron: '61 * * * *' }, 'cron', /not a valid cron expression/],
+    ['a cron nickname', { ...window, cron: '@daily' }, 'cron', /5-field/],
+    ['an unknown time zone', { ...window, timezone: 'Mars/Olympus' }, 'timezone', /IANA time zone.*Mars\/Olympus/],
+    ['a bare UTC offset', { ...window, timezone: '+02:00' }, 'timezone', /IANA time zone/],
+    ['a duration of zero', { ...window, durationMinutes: 0 }, 'durationMinutes', /from 1 to 10080.*got `0`/],
+    ['a duration over 7 days', { ...window, durationMinutes: 10_081 }, 'durationMinutes', /from 1 to 10080/],
+    ['a fractional duration', { ...window, durationMinutes: 1.5 }, 'durationMinutes', /integer/],
+    ['a duration as a string', { ...window, durationMinutes: '60' }, 'durationMinutes', /integer/],
+    ['a missing time zone', { cron: '0 2 * * *', durationMinutes: 60 }, 'timezone', /required/],
+    ['an unknown field', { ...window, days: 'weekdays' }, 'days', /not a known field/],
+  ])('refuses a window with %s: 422 naming the field', async (_name, maintenanceWindow, field, message) => {
+    const id = await badWindowApp();
+    const res = await member.patch(`${apps()}/${id}`, { body: { maintenanceWindow } });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('validation_failed');
+    expect(res.body.details).toContainEqual({
+      path: `body.maintenanceWindow.${field}`,
+      message: expect.stringMatching(message),
+    });
+    expect((await member.get(`${apps()}/${id}`)).body.maintenanceWindow).toBeNull();
+  });
+
+  it('previews a window as the editor types it: normalized, with its next windows, or 422 naming the field', async () => {
+    const preview = `/orgs/${t.orgId}/maintenance-windows/preview`;
+    const res = await member.get(`${preview}?cron=30%202%20*%20*%201-5&timezone=utc&durationMinutes=90`);
+    expect(res.status).toBe(200);
+    expect(res.body.maintenanceWindow).toEqual({ cron: '30 2 * * 1-5', timezone: 'UTC', durationMinutes: 90 });
+    expect(res.body.nextWindows).toHaveLength(3);
+    for (const w of res.body.nextWindows) expect(w.opensAt).toMatch(/T02:30:00\.000Z$/);
+    const bad = await member.get(`${preview}?cron=nope&timezone=Nowhere&durationMinutes=0`);
+    expect(bad.status).toBe(422);
+    expect(bad.body.details.map((d: { path: string }) => d.path)).toEqual([
+      'querystring.cron',
+      'querystring.timezone',
+      'querystring.durationMinutes',
+    ]);
+    expect((await member.get(`${preview}?cron=0%202%20*%20*%20*&timezone=UTC`)).status).toBe(422);
+    expect((await stranger.client.get(`${preview}?cron=0%202%20*%20*%20*&timezone=UTC&durationMinutes=5`)).status).toBe(
+      404,
+    );
+    expect((await t.api.get(`${preview}?cron=0%202%20*%20*%20*&timezone=UTC&durationMinutes=5`)).status).toBe(401);
   });
 
   it('lets only an owner delete an application; a member gets 403 and the app stays', async () => {

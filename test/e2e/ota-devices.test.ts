@@ -31,8 +31,10 @@ const BINDING_FIELDS = [
   'forced',
   'id',
   'lastReportAt',
+  'nextWindowAt',
   'origin',
   'state',
+  'waitingForWindow',
 ];
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 const ref = (r: ReleaseBody) => ({ releaseId: r.id, version: r.version, sequence: r.sequence });
@@ -74,6 +76,8 @@ describe('OTA device bindings', () => {
       activeJobId: null,
       cancelledJobId: null,
       lastReportAt: null,
+      waitingForWindow: false,
+      nextWindowAt: null,
     });
     const list = await member.get(devices(app));
     expect(list.body).toEqual(res.body);

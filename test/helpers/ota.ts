@@ -10,6 +10,8 @@ export interface AppBody {
   updateWorkflowName: string;
   defaultChannel: string;
   deviceSelector: string | null;
+  maintenanceWindow: { cron: string; timezone: string; durationMinutes: number } | null;
+  nextWindows: { opensAt: string; closesAt: string; localOpensAt: string }[];
   createdAt: string;
 }
 
@@ -55,6 +57,8 @@ export interface BindingBody {
   activeJobId: string | null;
   cancelledJobId: string | null;
   lastReportAt: string | null;
+  waitingForWindow: boolean;
+  nextWindowAt: string | null;
 }
 
 function expectStatus<T>(res: { status: number; text: string; body: T }, status: number, what: string): T {

@@ -5,6 +5,7 @@ import { CliError } from '../errors.js';
 import { parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
+import { configureAppWindowCommand } from './app-window-command.js';
 import { findApp } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
@@ -21,7 +22,8 @@ const bindingsWord = (n: number) => `${n} binding${n === 1 ? '' : 's'}`;
 
 /** `drover app device-group`: an application's device group, the agents a label selector binds to it. */
 export function configureAppCommand(program: Command, rt: Runtime): void {
-  const app = program.command('app').description("an over-the-air application's device group (a session)");
+  const app = program.command('app').description('one over-the-air application of the organization (a session)');
+  configureAppWindowCommand(app, rt);
 
   app
     .command('device-group')

@@ -7,6 +7,10 @@ import type { StoredFile } from './files';
 
 export type App = Schema<'Application'>;
 
+/** A maintenance window's opening and end (docs/ota.md, "Maintenance windows"). */
+export type NextWindow = Schema<'NextWindow'>;
+export type WindowPreview = Schema<'WindowPreview'>;
+
 export type Release = Schema<'Release'>;
 export type UpdatePolicy = Release['updatePolicy'];
 export type ReleaseStatus = Release['status'];
@@ -47,6 +51,27 @@ export const devicesQuery = (orgId: string, appId: string) =>
     queryKey: ['orgs', orgId, 'apps', appId, 'devices'],
     queryFn: () => api<Binding[]>('GET', `/orgs/${orgId}/apps/${appId}/devices`),
     refetchInterval: OTA_REFRESH_MS,
+  });
+
+/**
+ * The next windows a maintenance window would open, as the coordinator computes them (the
+ * dashboard has no cron parser of its own): the window editor asks as the operator types.
+ */
+export const windowPreviewQuery = (
+  orgId: string,
+  window: { cron: string; timezone: string; durationMinutes: string },
+) =>
+  queryOptions({
+    queryKey: ['orgs', orgId, 'maintenance-window-preview', window.cron, window.timezone, window.durationMinutes],
+    queryFn: () => {
+      const query = new URLSearchParams({
+        cron: window.cron,
+        timezone: window.timezone.trim(),
+        durationMinutes: window.durationMinutes.trim(),
+      });
+      return api<WindowPreview>('GET', `/orgs/${orgId}/maintenance-windows/preview?${query.toString()}`);
+    },
+    staleTime: 30_000,
   });
 
 /** The files a release may point at: active and persistent (newest first). */

@@ -127,7 +127,18 @@ function DeviceRow({ orgId, app, binding: b, name }: { orgId: string; app: App; 
             <span className="hint">on hold until a retry</span>
           </>
         )}
-        {!b.activeJobId && !b.cancelledJobId && <span className="hint">none</span>}
+        {!b.activeJobId && !b.cancelledJobId && b.waitingForWindow && (
+          <span className="status status-pending">
+            waits for window
+            {b.nextWindowAt && (
+              <>
+                {' '}
+                (opens <time dateTime={b.nextWindowAt}>{dateTime(b.nextWindowAt)}</time>)
+              </>
+            )}
+          </span>
+        )}
+        {!b.activeJobId && !b.cancelledJobId && !b.waitingForWindow && <span className="hint">none</span>}
       </td>
       <td>
         <DeviceActions orgId={orgId} app={app} binding={b} name={name} />

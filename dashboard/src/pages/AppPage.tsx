@@ -7,6 +7,7 @@ import { publishImpact, releaseCounts, yankImpact, type Impact } from '../api/ot
 import { ErrorMessage } from '../components/ErrorMessage';
 import { dateTime } from '../components/time';
 import { AppDevices } from './AppDevices';
+import { AppMaintenanceWindow } from './AppMaintenanceWindow';
 import { NewRelease } from './NewRelease';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
@@ -38,6 +39,7 @@ export function AppPage() {
         <dt>Created</dt>
         <dd>{dateTime(a.createdAt)}</dd>
       </dl>
+      <AppMaintenanceWindow orgId={orgId} app={a} />
       <ErrorMessage error={releases.error ?? devices.error} />
       <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} />
       <NewRelease orgId={orgId} app={a} />

@@ -1259,8 +1259,25 @@ export interface paths {
     delete: operations['deleteApp'];
     options?: never;
     head?: never;
-    /** Change an application's update workflow, default channel and/or chat channel, and set or remove its device group (a label selector) */
+    /** Change an application's update workflow, default channel, maintenance window and/or chat channel, and set or remove its device group (a label selector) */
     patch: operations['updateApp'];
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/maintenance-windows/preview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The next windows a maintenance window would open, checked as a PATCH of an application checks it */
+    get: operations['previewMaintenanceWindow'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/v1/orgs/{orgId}/apps/{appId}/releases': {
@@ -2347,6 +2364,17 @@ export interface components {
       defaultChannel: string;
       /** @description the device group: a label selector (canonical) whose matching agents are bound to the application; null: none (docs/ota.md, "Device groups") */
       deviceSelector: string | null;
+      /** @description optional updates start only inside a window (docs/ota.md, "Maintenance windows"); null: at once */
+      maintenanceWindow: {
+        /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+        cron: string;
+        /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+        timezone: string;
+        /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+        durationMinutes: number;
+      } | null;
+      /** @description the windows not yet ended (the open one first), three; empty without a window */
+      nextWindows: components['schemas']['NextWindow'][];
       /** @description the chat channel a rollout of the application posts to when it pauses by itself (null: none) */
       notify: {
         /** @enum {string} */
@@ -2357,6 +2385,14 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
     };
+    NextWindow: {
+      /** Format: date-time */
+      opensAt: string;
+      /** Format: date-time */
+      closesAt: string;
+      /** @description the opening in the window's zone, ISO 8601 with its offset */
+      localOpensAt: string;
+    };
     ApplicationUpdate: {
       id: string;
       slug: string;
@@ -2364,6 +2400,17 @@ export interface components {
       defaultChannel: string;
       /** @description the device group: a label selector (canonical) whose matching agents are bound to the application; null: none (docs/ota.md, "Device groups") */
       deviceSelector: string | null;
+      /** @description optional updates start only inside a window (docs/ota.md, "Maintenance windows"); null: at once */
+      maintenanceWindow: {
+        /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+        cron: string;
+        /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+        timezone: string;
+        /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+        durationMinutes: number;
+      } | null;
+      /** @description the windows not yet ended (the open one first), three; empty without a window */
+      nextWindows: components['schemas']['NextWindow'][];
       /** @description the chat channel a rollout of the application posts to when it pauses by itself (null: none) */
       notify: {
         /** @enum {string} */
@@ -2379,6 +2426,19 @@ export interface components {
         bound: number;
         unbound: number;
       } | null;
+    };
+    WindowPreview: {
+      /** @description the window as it would be stored */
+      maintenanceWindow: {
+        /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+        cron: string;
+        /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+        timezone: string;
+        /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+        durationMinutes: number;
+      };
+      /** @description the windows not yet ended (the open one first), three; empty without a window */
+      nextWindows: components['schemas']['NextWindow'][];
     };
     Release: {
       id: string;
@@ -2486,6 +2546,13 @@ export interface components {
       cancelledJobId: string | null;
       /** Format: date-time */
       lastReportAt: string | null;
+      /** @description the update waits for the application's maintenance window to open: no update job until then */
+      waitingForWindow: boolean;
+      /**
+       * Format: date-time
+       * @description when that window opens; null when not waiting
+       */
+      nextWindowAt: string | null;
     };
     ChatIntegration: {
       id: string;
@@ -8184,6 +8251,15 @@ export interface operations {
           } | null;
           /** @description a label selector (docs/fleets.md) with at least one requirement: every agent it matches (not revoked) is bound to the application on its default channel, and unbound when it stops matching; null removes the bindings it made */
           deviceSelector?: string | null;
+          /** @description optional updates start only inside a window; null removes it (docs/ota.md, "Maintenance windows") */
+          maintenanceWindow?: {
+            /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+            cron: string;
+            /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+            timezone: string;
+            /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+            durationMinutes: number;
+          } | null;
         };
       };
     };
@@ -8195,6 +8271,62 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['ApplicationUpdate'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  previewMaintenanceWindow: {
+    parameters: {
+      query: {
+        /** @description a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence */
+        cron: string;
+        /** @description an IANA time zone, e.g. `Europe/Berlin`, `UTC` */
+        timezone: string;
+        /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
+        durationMinutes: number;
+      };
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['WindowPreview'];
         };
       };
       /** @description Default Response */

@@ -1,6 +1,6 @@
-import type { Application, ApplicationRepository } from '../../domain/model/applications.js';
+import type { Application, ApplicationRepository, MaintenanceWindow } from '../../domain/model/applications.js';
 import type { ChatProvider } from '../../domain/model/triggers.js';
-import { all, command, flag, isUniqueViolation, one, query, run, type Database } from '../sql/index.js';
+import { all, command, flag, isUniqueViolation, json, one, query, run, type Database } from '../sql/index.js';
 
 /** A row of `applications`, as both databases give it. */
 export interface ApplicationRow {
@@ -13,9 +13,15 @@ export interface ApplicationRow {
   notify_team_id: string | null;
   notify_channel_id: string | null;
   device_selector: string | null;
+  /** JSON text (null: no window). */
+  maintenance_window: string | null;
   created_at: string;
   deleted_at: string | null;
 }
+
+/** The `maintenance_window` column as the domain reads it. */
+export const maintenanceWindowOf = (text: string | null): MaintenanceWindow | null =>
+  text === null ? null : (JSON.parse(text) as MaintenanceWindow);
 
 export const toApplication = (r: ApplicationRow): Application => ({
   id: r.id,
@@ -28,14 +34,15 @@ export const toApplication = (r: ApplicationRow): Application => ({
       ? null
       : { provider: r.notify_provider, teamId: r.notify_team_id!, channelId: r.notify_channel_id! },
   deviceSelector: r.device_selector,
+  maintenanceWindow: maintenanceWindowOf(r.maintenance_window),
   createdAt: r.created_at,
   deletedAt: r.deleted_at,
 });
 
-const INSERT = command<[string, string, string, string, string, string | null, string]>(
-  `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, device_selector, created_at,
-     deleted_at)
-   VALUES (?, ?, ?, ?, ?, ?, ?, NULL)`,
+const INSERT = command<[string, string, string, string, string, string | null, string | null, string]>(
+  `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, device_selector,
+     maintenance_window, created_at, deleted_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
 );
 const IN_ORG = query<ApplicationRow, [string, string]>(
   'SELECT * FROM applications WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
@@ -47,9 +54,11 @@ const BY_ID = query<ApplicationRow, [string]>('SELECT * FROM applications WHERE 
 const OF_ORG = query<ApplicationRow, [string]>(
   (d) => `SELECT * FROM applications WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
 );
+/** The fields of a patch that are given; `setWindow` / `notifySet` 1 sets the window / the chat channel (null removes it). */
 const UPDATE = command<Record<string, unknown>>(
-  `UPDATE applications SET update_workflow_name = COALESCE(@updateWorkflowName, update_workflow_name),
-     default_channel = COALESCE(@defaultChannel, default_channel),
+  `UPDATE applications SET update_workflow_name = COALESCE(@workflow, update_workflow_name),
+     default_channel = COALESCE(@channel, default_channel),
+     maintenance_window = CASE WHEN @setWindow = 1 THEN @window ELSE maintenance_window END,
      notify_provider = CASE WHEN @notifySet = 1 THEN @notifyProvider ELSE notify_provider END,
      notify_team_id = CASE WHEN @notifySet = 1 THEN @notifyTeamId ELSE notify_team_id END,
      notify_channel_id = CASE WHEN @notifySet = 1 THEN @notifyChannelId ELSE notify_channel_id END
@@ -86,6 +95,7 @@ export function createApplicationRepository(db: Database): ApplicationRepository
           app.updateWorkflowName,
           app.defaultChannel,
           app.deviceSelector,
+          json(app.maintenanceWindow),
           app.createdAt,
         ]);
         return 'created';
@@ -104,8 +114,10 @@ export function createApplicationRepository(db: Database): ApplicationRepository
     },
     async update(orgId, id, patch) {
       await db.run(UPDATE, {
-        updateWorkflowName: patch.updateWorkflowName ?? null,
-        defaultChannel: patch.defaultChannel ?? null,
+        workflow: patch.updateWorkflowName ?? null,
+        channel: patch.defaultChannel ?? null,
+        setWindow: flag(patch.maintenanceWindow !== undefined),
+        window: json(patch.maintenanceWindow),
         notifySet: flag(patch.notify !== undefined),
         notifyProvider: patch.notify?.provider ?? null,
         notifyTeamId: patch.notify?.teamId ?? null,

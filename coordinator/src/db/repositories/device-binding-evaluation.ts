@@ -9,6 +9,7 @@ import type {
 import type { NewJob } from '../../domain/model/jobs.js';
 import type { Release } from '../../domain/model/releases.js';
 import { all, command, flag, jsonRecords, query, run, type Dialect, type Flow } from '../sql/index.js';
+import { maintenanceWindowOf } from './applications.js';
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
 import { toJob, type JobRow } from './job-rows.js';
 import { toRelease, type ReleaseRow } from './releases.js';
@@ -20,6 +21,8 @@ const NONE_WITHHELD: ReadonlySet<string> = new Set();
 interface BindingFactsRow extends DeviceBindingRow {
   app_org_id: string | null;
   app_update_workflow_name: string | null;
+  /** JSON text (null: no window). */
+  app_maintenance_window: string | null;
   agent_status: AgentStatus | null;
 }
 
@@ -50,6 +53,8 @@ const BINDINGS = byIds<BindingFactsRow>(
     (SELECT a.org_id FROM applications a WHERE a.id = b.application_id AND a.deleted_at IS NULL) AS app_org_id,
     (SELECT a.update_workflow_name FROM applications a WHERE a.id = b.application_id AND a.deleted_at IS NULL)
       AS app_update_workflow_name,
+    (SELECT a.maintenance_window FROM applications a WHERE a.id = b.application_id AND a.deleted_at IS NULL)
+      AS app_maintenance_window,
     (SELECT g.status FROM agents g WHERE g.id = b.agent_id) AS agent_status
   FROM device_bindings b WHERE b.id ${match} ORDER BY b.id ${d.forUpdate}`,
 );
@@ -143,6 +148,8 @@ const STORED = {
   retry_at: 'timestamptz',
   postponed_release_id: 'text',
   cancelled_job_id: 'text',
+  window_opens_at: 'timestamptz',
+  window_closes_at: 'timestamptz',
 };
 const STORED_ROW = { id: 'text', ...STORED };
 const setStored = (value: (column: string) => string) =>
@@ -175,6 +182,8 @@ const stored = (b: DeviceBinding): Record<string, unknown> => ({
   retry_at: b.retryAt,
   postponed_release_id: b.postponedReleaseId,
   cancelled_job_id: b.cancelledJobId,
+  window_opens_at: b.windowOpensAt,
+  window_closes_at: b.windowClosesAt,
 });
 
 /**
@@ -264,7 +273,12 @@ function* evaluateRound(
     const e = evaluateBinding({
       request,
       binding,
-      app: { id: row.application_id, orgId: row.app_org_id, updateWorkflowName: row.app_update_workflow_name },
+      app: {
+        id: row.application_id,
+        orgId: row.app_org_id,
+        updateWorkflowName: row.app_update_workflow_name,
+        maintenanceWindow: maintenanceWindowOf(row.app_maintenance_window),
+      },
       releases: releaseCache.get(row.application_id)!,
       withheld: withheld.get(row.id) ?? NONE_WITHHELD,
       activeJob: (binding.activeJobId && jobs.get(binding.activeJobId)) || null,

@@ -23,6 +23,8 @@ export interface DeviceBindingRow {
   retry_at: string | null;
   postponed_release_id: string | null;
   cancelled_job_id: string | null;
+  window_opens_at: string | null;
+  window_closes_at: string | null;
   created_at: string;
 }
 
@@ -47,5 +49,7 @@ export const toDeviceBinding = (r: DeviceBindingRow): DeviceBinding => ({
   retryAt: r.retry_at,
   postponedReleaseId: r.postponed_release_id,
   cancelledJobId: r.cancelled_job_id,
+  windowOpensAt: r.window_opens_at,
+  windowClosesAt: r.window_closes_at,
   createdAt: r.created_at,
 });

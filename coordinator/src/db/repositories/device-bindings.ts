@@ -46,12 +46,20 @@ const CONCERNED = query<{ id: string }, { appId: string; channel: string; releas
   `SELECT id FROM device_bindings WHERE application_id = @appId AND channel = @channel
    UNION SELECT id FROM device_bindings WHERE application_id = @appId AND current_release_id = @releaseId`,
 );
-const DUE = query<{ id: string }, [string, number]>(
-  `SELECT id FROM device_bindings WHERE retry_at IS NOT NULL AND retry_at <= ? AND active_job_id IS NULL
+/**
+ * Due: a retry, a maintenance window opening for a held update, the end of the window of a pending
+ * update job (withdrawn if the agent has not taken it), an update job that ended unsettled.
+ */
+const DUE = query<{ id: string }, { now: string; limit: number }>(
+  `SELECT id FROM device_bindings WHERE retry_at IS NOT NULL AND retry_at <= @now AND active_job_id IS NULL
+   UNION
+   SELECT id FROM device_bindings WHERE window_opens_at IS NOT NULL AND window_opens_at <= @now
+   UNION
+   SELECT id FROM device_bindings WHERE window_closes_at IS NOT NULL AND window_closes_at <= @now
    UNION
    SELECT b.id FROM device_bindings b JOIN jobs j ON j.id = b.active_job_id
      WHERE b.active_job_id IS NOT NULL AND j.status NOT IN ('pending', 'queued', 'running')
-   LIMIT ?`,
+   LIMIT @limit`,
 );
 const PER_STATE = query<{ state: DeviceState | null; count: number }, []>(
   `SELECT b.state AS state, count(*) AS count FROM device_bindings b
@@ -141,7 +149,7 @@ export function createDeviceBindingRepository(db: Database, evaluateBinding: Eva
       return (await db.all(CONCERNED, { appId: applicationId, channel, releaseId })).map((r) => r.id);
     },
     async idsDue(now, limit) {
-      return (await db.all(DUE, [now, limit])).map((r) => r.id);
+      return (await db.all(DUE, { now, limit })).map((r) => r.id);
     },
     countByState() {
       return db.all(PER_STATE, []);

@@ -21,8 +21,20 @@ export interface Application {
    * matches are bound to the application. Null: none.
    */
   deviceSelector: string | null;
+  /** Optional updates start only inside this window (docs/ota.md, "Maintenance windows"); null: at once. */
+  maintenanceWindow: MaintenanceWindow | null;
   createdAt: string;
   deletedAt: string | null;
+}
+
+/**
+ * A maintenance window (migration 0031): it opens at each occurrence of `cron` (5 fields, as a
+ * cron trigger's) in `timezone` (an IANA zone) and stays open `durationMinutes`.
+ */
+export interface MaintenanceWindow {
+  cron: string;
+  timezone: string;
+  durationMinutes: number;
 }
 
 export interface ApplicationPatch {
@@ -30,6 +42,8 @@ export interface ApplicationPatch {
   defaultChannel?: string | undefined;
   /** null: post nowhere. */
   notify?: AppNotify | null | undefined;
+  /** null removes the window. */
+  maintenanceWindow?: MaintenanceWindow | null | undefined;
 }
 
 export interface DeletedApplication {

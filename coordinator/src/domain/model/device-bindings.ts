@@ -1,5 +1,6 @@
 import type { DeviceState } from '@drover/shared';
 import type { AgentStatus } from './agents.js';
+import type { MaintenanceWindow } from './applications.js';
 import type { Job, NewJob } from './jobs.js';
 import type { Release, ReleaseFacts } from './releases.js';
 
@@ -30,6 +31,10 @@ export interface DeviceBinding {
   postponedReleaseId: string | null;
   /** The update job a user cancelled: no new one is issued until a reconcile (docs/ota.md). */
   cancelledJobId: string | null;
+  /** The next window's opening while the update waits for the application's maintenance window; else null. */
+  windowOpensAt: string | null;
+  /** The end of the window in which the pending update job was issued (it is withdrawn then if not taken); else null. */
+  windowClosesAt: string | null;
   createdAt: string;
 }
 
@@ -92,7 +97,10 @@ export interface DeviceBindingRepository {
   unbind(applicationId: string, id: string, at: string, message: string): Promise<RemovedBinding | null>;
   /** Bindings on the channel, and bindings whose current release is `releaseId` (any order). */
   idsToEvaluate(applicationId: string, channel: string, releaseId: string): Promise<string[]>;
-  /** Bindings the sweep must evaluate: a retry that is due, or an update job that ended unsettled. */
+  /**
+   * Bindings the sweep must evaluate: a retry that is due, a maintenance window that opened for a
+   * held update or closed on a pending job, or an update job that ended unsettled.
+   */
   idsDue(now: string, limit: number): Promise<string[]>;
   /** Bindings of applications not deleted, per state (null: no report yet), for the metrics. */
   countByState(): Promise<{ state: DeviceState | null; count: number }[]>;
@@ -114,7 +122,7 @@ export interface BindingEvaluationFacts {
   /** The binding as stored. */
   binding: DeviceBinding;
   /** Its application (not deleted). */
-  app: { id: string; orgId: string; updateWorkflowName: string };
+  app: { id: string; orgId: string; updateWorkflowName: string; maintenanceWindow: MaintenanceWindow | null };
   /** The application's releases, of any channel and status. */
   releases: readonly Release[];
   /** Releases whose staged rollout has not reached the binding yet (they do not count for it). */
@@ -158,6 +166,7 @@ export const EVALUATION_REASONS = [
   'job_end',
   'sweep',
   'workflow',
+  'window',
 ] as const;
 export type EvaluationReason = (typeof EVALUATION_REASONS)[number];
 
@@ -170,7 +179,8 @@ export type HoldReason =
   | 'cancelled'
   | 'postponed'
   | 'too_many_failures'
-  | 'retry_later';
+  | 'retry_later'
+  | 'maintenance_window';
 
 /** What the end of an update job does to its binding (docs/ota.md, "Update jobs"). */
 export type JobEndOutcome = 'installed' | 'failed' | 'postponed' | 'cancelled' | 'reissue';

@@ -1,11 +1,12 @@
 import type { Application, ApplicationPatch } from '../model/applications.js';
-import { AppError, notFound } from '../../errors.js';
+import { AppError, notFound, validationFailed } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
 import { deviceSelectorFrom } from './device-group-rule.js';
 import type { DeviceGroupCounts, DeviceGroupService } from './device-groups.js';
 import { DEFAULT_CHANNEL } from './inputs.js';
+import { checkMaintenanceWindow, sameWindow, type MaintenanceWindowInput } from './maintenance-window.js';
 
 /** Applications (docs/ota.md). Bodies are checked by the route schemas. */
 
@@ -34,6 +35,7 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
     defaultChannel: input.defaultChannel ?? DEFAULT_CHANNEL,
     notify: null,
     deviceSelector: null,
+    maintenanceWindow: null,
     createdAt: isoNow(ctx.clock),
     deletedAt: null,
   };
@@ -45,15 +47,21 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
   return app;
 }
 
-/** The body of `PATCH /orgs/:orgId/apps/:appId`: fields to change, and the device group's selector. */
-export interface UpdateAppInput extends ApplicationPatch {
+/**
+ * A change of an application, as the PATCH body gives it (checked by the route schema): fields to
+ * change, its maintenance window, and its device group's selector.
+ */
+export interface AppChange extends Omit<ApplicationPatch, 'maintenanceWindow'> {
+  maintenanceWindow?: MaintenanceWindowInput | null | undefined;
   /** A label selector, or null to remove the device group (docs/ota.md, "Device groups"). */
   deviceSelector?: string | null | undefined;
 }
 
 /**
  * Changes the given fields; `changed` names those whose value differs. A new update workflow
- * re-evaluates the application's bindings (docs/ota.md, "Update jobs"). A `deviceSelector`
+ * re-evaluates the application's bindings (docs/ota.md, "Update jobs"), and so does a new or
+ * removed maintenance window ("Maintenance windows"). A window is checked first: 422 naming the
+ * field (`body.maintenanceWindow.cron`, `.timezone`, `.durationMinutes`). A `deviceSelector`
  * (even the one it has) is applied to every agent of the organization after the other fields
  * changed (new bindings take the default channel): `deviceGroup` says what it matches and did;
  * null when none was sent.
@@ -62,34 +70,55 @@ export async function updateApp(
   ctx: OtaContext & { deviceGroups: DeviceGroupService },
   caller: { orgId: string; userId: string },
   appId: string,
-  input: UpdateAppInput,
-): Promise<{ app: Application; changed: string[]; deviceGroup: DeviceGroupCounts | null }> {
-  const { deviceSelector: sent, ...patch } = input;
+  change: AppChange,
+): Promise<{ app: Application; changed: string[]; before: Application; deviceGroup: DeviceGroupCounts | null }> {
+  const { deviceSelector: sent } = change;
   const selector = sent === undefined ? undefined : deviceSelectorFrom(sent, 'body.deviceSelector');
+  const patch: ApplicationPatch = {
+    updateWorkflowName: change.updateWorkflowName,
+    defaultChannel: change.defaultChannel,
+    notify: change.notify,
+  };
+  if (change.maintenanceWindow === null) patch.maintenanceWindow = null;
+  else if (change.maintenanceWindow !== undefined) {
+    const check = checkMaintenanceWindow(change.maintenanceWindow, 'body.maintenanceWindow');
+    if (!check.ok) throw validationFailed(check.problems);
+    patch.maintenanceWindow = check.window;
+  }
   const before = await findApp(ctx, caller.orgId, appId);
-  const changed = (['updateWorkflowName', 'defaultChannel', 'notify'] as const).filter(
+  const changed: string[] = (['updateWorkflowName', 'defaultChannel', 'notify'] as const).filter(
     (k) => patch[k] !== undefined && JSON.stringify(patch[k]) !== JSON.stringify(before[k]),
   );
+  if (patch.maintenanceWindow !== undefined && !sameWindow(patch.maintenanceWindow, before.maintenanceWindow)) {
+    changed.push('maintenanceWindow');
+  }
   let app = before;
   if (changed.length > 0) {
     const updated = await ctx.repos.applications.update(caller.orgId, appId, patch);
     if (!updated) throw notFound('Application');
     app = updated;
   }
-  if (changed.includes('updateWorkflowName')) {
-    // Update jobs not yet taken by their agent are replaced by ones that run the new workflow.
+  const reason = changed.includes('updateWorkflowName')
+    ? 'workflow'
+    : changed.includes('maintenanceWindow')
+      ? 'window'
+      : null;
+  if (reason) {
+    // A new workflow: update jobs not yet taken by their agent are replaced by ones that run it.
+    // A new window: held updates start if it is open, pending ones wait if it is closed.
     const bindings = await ctx.repos.deviceBindings.listByApp(app.id);
     await ctx.ota.evaluateIds(
       bindings.map((b) => b.id),
-      'workflow',
+      reason,
     );
   }
-  if (selector === undefined) return { app, changed, deviceGroup: null };
+  if (selector === undefined) return { app, changed, before, deviceGroup: null };
   const applied = await ctx.deviceGroups.setSelector(app, selector, { actorType: 'user', actorId: caller.userId });
   if (!applied) throw notFound('Application');
   return {
     app: applied.app,
     changed: selector === before.deviceSelector ? changed : [...changed, 'deviceSelector'],
+    before,
     deviceGroup: applied.counts,
   };
 }

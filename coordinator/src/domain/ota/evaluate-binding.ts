@@ -25,14 +25,17 @@ export function evaluateBinding(f: BindingEvaluationFacts): BindingEvaluation {
       current: binding.current,
       activeJobId: binding.activeJobId,
       failedAttempts: binding.failedAttempts,
-      retryAt: binding.retryAt === null ? null : Date.parse(binding.retryAt),
+      retryAt: msOrNull(binding.retryAt),
       postponedReleaseId: binding.postponedReleaseId,
       cancelledJobId: binding.cancelledJobId,
+      windowOpensAt: msOrNull(binding.windowOpensAt),
+      windowClosesAt: msOrNull(binding.windowClosesAt),
     },
     releases: f.releases,
     withheld: f.withheld,
     activeJob: f.activeJob && activeJobFacts(f.activeJob),
     updateWorkflowName: f.app.updateWorkflowName,
+    maintenanceWindow: f.app.maintenanceWindow,
     agentRevoked: f.agentStatus === 'revoked',
     reason: f.request.reason,
     reportedState: f.request.report?.state,
@@ -72,9 +75,11 @@ export function evaluateBinding(f: BindingEvaluationFacts): BindingEvaluation {
       ...binding,
       current: plan.binding.current,
       failedAttempts: plan.binding.failedAttempts,
-      retryAt: plan.binding.retryAt === null ? null : isoAt(plan.binding.retryAt),
+      retryAt: isoOrNull(plan.binding.retryAt),
       postponedReleaseId: plan.binding.postponedReleaseId,
       cancelledJobId: plan.binding.cancelledJobId,
+      windowOpensAt: isoOrNull(plan.binding.windowOpensAt),
+      windowClosesAt: isoOrNull(plan.binding.windowClosesAt),
       activeJobId: issue?.job.id ?? plan.binding.activeJobId,
       desiredReleaseId: plan.state.desired?.id ?? null,
       forced: plan.state.forced,
@@ -85,6 +90,9 @@ export function evaluateBinding(f: BindingEvaluationFacts): BindingEvaluation {
     hold: plan.hold,
   };
 }
+
+const msOrNull = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
+const isoOrNull = (ms: number | null): string | null => (ms === null ? null : isoAt(ms));
 
 /** The binding with a report's observations applied. */
 function withReport(binding: DeviceBinding, report: ReportWrite | undefined): DeviceBinding {

@@ -1,7 +1,9 @@
 import { isTerminalJobStatus, type DeviceState, type JobStatus } from '@drover/shared';
 import { desiredState, runsRelease } from './desired-state.js';
+import type { MaintenanceWindow } from '../model/applications.js';
 import type { DesiredState, EvaluationReason, HoldReason, JobEndOutcome } from '../model/device-bindings.js';
 import type { ReleaseFacts, ReleaseStatus } from '../model/releases.js';
+import { windowState, type WindowState } from './maintenance-window.js';
 import { MAX_FAILED_ATTEMPTS, settleJobEnd, type RetryFields } from './retry-policy.js';
 
 /**
@@ -16,6 +18,10 @@ import { MAX_FAILED_ATTEMPTS, settleJobEnd, type RetryFields } from './retry-pol
 export interface BindingFacts extends RetryFields {
   channel: string;
   activeJobId: string | null;
+  /** Unix ms: the next window's opening while the update waits for the maintenance window; else null. */
+  windowOpensAt: number | null;
+  /** Unix ms: the end of the window in which the pending update job was issued; else null. */
+  windowClosesAt: number | null;
 }
 
 /** The binding's active update job, as stored. */
@@ -44,6 +50,8 @@ export interface EvaluationInput<R extends ReleaseFacts> {
   activeJob: ActiveJobFacts | null;
   /** The application's update workflow now: a pending job for another one is replaced. */
   updateWorkflowName: string;
+  /** The application's maintenance window (null: none): optional updates start only inside it. */
+  maintenanceWindow: MaintenanceWindow | null;
   /** A revoked agent gets no new job. */
   agentRevoked: boolean;
   reason: EvaluationReason;
@@ -73,6 +81,7 @@ export const SUPERSEDED_MESSAGE = 'superseded: the desired release changed befor
 export const WORKFLOW_CHANGED_MESSAGE =
   "superseded: the application's update workflow changed before the agent took the job";
 export const NEEDLESS_MESSAGE = 'not needed: the device reported the release already installed';
+export const WINDOW_CLOSED_MESSAGE = 'superseded: the maintenance window closed before the agent took the job';
 
 /**
  * Reasons that start counting failures again, and lift the hold of a user's cancel: something
@@ -81,7 +90,9 @@ export const NEEDLESS_MESSAGE = 'not needed: the device reported the release alr
 const RESETS_FAILURES: readonly EvaluationReason[] = ['publish', 'yank', 'channel', 'reconcile', 'workflow'];
 
 export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>): EvaluationPlan<R> {
-  let b: BindingFacts = { ...input.binding };
+  // Each evaluation decides anew whether the binding waits for a window, or has a pending job to
+  // withdraw when its window closes.
+  let b: BindingFacts = { ...input.binding, windowOpensAt: null, windowClosesAt: null };
   let active = input.activeJob && input.activeJob.id === b.activeJobId ? input.activeJob : null;
   if (b.activeJobId !== null && !active) b.activeJobId = null;
 
@@ -106,16 +117,22 @@ export function planEvaluation<R extends ReleaseFacts>(input: EvaluationInput<R>
   if (active) {
     // A device that reports the desired release already installed needs no pending job for it.
     const needless = active.status === 'pending' && state.desired !== null && runsRelease(b.current, state.desired);
-    if (!needless && (active.status !== 'pending' || jobMatches(active, state, input.updateWorkflowName))) {
+    const fits = !needless && (active.status !== 'pending' || jobMatches(active, state, input.updateWorkflowName));
+    // A job the agent took runs on past the window's end; one it has not taken starts only inside a window.
+    const window = fits && active.status === 'pending' ? windowFor(state, input) : null;
+    if (fits && window?.open !== false) {
       const repush =
         active.status === 'pending' && (input.reason === 'report' || input.reason === 'reconcile') ? active.id : null;
+      if (window?.open) b = { ...b, windowClosesAt: window.closesAt };
       return { ...plan, binding: b, repush, hold: 'job_in_progress' };
     }
-    const message = needless
-      ? NEEDLESS_MESSAGE
-      : active.workflowName !== input.updateWorkflowName && jobMatches(active, state, active.workflowName)
-        ? WORKFLOW_CHANGED_MESSAGE
-        : SUPERSEDED_MESSAGE;
+    const message = fits
+      ? WINDOW_CLOSED_MESSAGE
+      : needless
+        ? NEEDLESS_MESSAGE
+        : active.workflowName !== input.updateWorkflowName && jobMatches(active, state, active.workflowName)
+          ? WORKFLOW_CHANGED_MESSAGE
+          : SUPERSEDED_MESSAGE;
     const supersede = { jobId: active.id, message };
     b = { ...b, activeJobId: null };
     return { ...decideIssue(b, state, input), supersede };
@@ -144,7 +161,25 @@ function decideIssue<R extends ReleaseFacts>(
   if (b.postponedReleaseId === desired.id && !state.forced) return hold('postponed');
   if (b.failedAttempts >= MAX_FAILED_ATTEMPTS) return hold('too_many_failures');
   if (b.retryAt !== null && b.retryAt > input.now) return hold('retry_later', true);
-  return { ...base, binding: { ...b, retryAt: null }, issue: desired, hold: null };
+  const window = windowFor(state, input);
+  if (window?.open === false) {
+    // The sweep evaluates the binding again when the window opens (idsDue).
+    return { ...hold('maintenance_window'), binding: { ...b, retryAt: null, windowOpensAt: window.opensAt } };
+  }
+  const windowClosesAt = window?.open ? window.closesAt : null;
+  return { ...base, binding: { ...b, retryAt: null, windowClosesAt }, issue: desired, hold: null };
+}
+
+/**
+ * The maintenance window that applies to an update to the desired release, at the evaluation's
+ * instant: none (null) when the application has no window, the update is forced, or the desired
+ * release is mandatory (they start at once), or the window never opens again (an expression that
+ * passed validation always opens again: defensive, an update is never held for ever).
+ */
+function windowFor(state: DesiredState, input: EvaluationInput<ReleaseFacts>): WindowState | null {
+  if (!input.maintenanceWindow || state.forced || state.desired?.updatePolicy === 'mandatory') return null;
+  const window = windowState(input.maintenanceWindow, input.now);
+  return window.open || window.opensAt !== null ? window : null;
 }
 
 /** A pending job still fits when it installs the desired release with the same `forced` and workflow. */

@@ -1,7 +1,8 @@
 import type { DeviceState, ReleaseRef } from '@drover/shared';
-import type { AppNotify, Application } from '../model/applications.js';
+import type { AppNotify, Application, MaintenanceWindow } from '../model/applications.js';
 import type { BindingOrigin, DeviceBinding, DesiredState, Installation } from '../model/device-bindings.js';
 import type { Release } from '../model/releases.js';
+import { nextWindows, type WindowView } from './maintenance-window.js';
 
 /** The answers of the OTA dashboard endpoints (docs/ota.md's fixed bodies). */
 
@@ -13,16 +14,22 @@ export interface AppView {
   notify: AppNotify | null;
   /** The device group's label selector (canonical), or null (docs/ota.md, "Device groups"). */
   deviceSelector: string | null;
+  maintenanceWindow: MaintenanceWindow | null;
+  /** The windows not yet ended at the answer (the open one first), NEXT_WINDOWS_SHOWN; [] without a window. */
+  nextWindows: WindowView[];
   createdAt: string;
 }
 
-export const toAppView = (app: Application): AppView => ({
+/** The application as the API shows it at `now` (Unix ms). */
+export const toAppView = (app: Application, now: number): AppView => ({
   id: app.id,
   slug: app.slug,
   updateWorkflowName: app.updateWorkflowName,
   defaultChannel: app.defaultChannel,
   notify: app.notify,
   deviceSelector: app.deviceSelector,
+  maintenanceWindow: app.maintenanceWindow,
+  nextWindows: app.maintenanceWindow ? nextWindows(app.maintenanceWindow, now) : [],
   createdAt: app.createdAt,
 });
 
@@ -61,6 +68,10 @@ export interface BindingView {
   /** The update job a user cancelled; no new one is issued until a reconcile (docs/ota.md). */
   cancelledJobId: string | null;
   lastReportAt: string | null;
+  /** The update waits for the application's maintenance window to open (docs/ota.md). */
+  waitingForWindow: boolean;
+  /** When that window opens; null when not waiting. */
+  nextWindowAt: string | null;
 }
 
 export const installationRef = (i: Installation | null): ReleaseRef | null =>
@@ -84,4 +95,6 @@ export const toBindingView = (b: DeviceBinding, state: Pick<DesiredState, 'desir
   activeJobId: b.activeJobId,
   cancelledJobId: b.cancelledJobId,
   lastReportAt: b.lastReportAt,
+  waitingForWindow: b.windowOpensAt !== null,
+  nextWindowAt: b.windowOpensAt,
 });

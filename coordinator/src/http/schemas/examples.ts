@@ -329,6 +329,24 @@ export const appExample = {
   defaultChannel: 'stable',
   notify: null,
   deviceSelector: 'role=kiosk',
+  maintenanceWindow: { cron: '0 2 * * *', timezone: 'Europe/Berlin', durationMinutes: 120 },
+  nextWindows: [
+    {
+      opensAt: '2026-11-26T01:00:00.000Z',
+      closesAt: '2026-11-26T03:00:00.000Z',
+      localOpensAt: '2026-11-26T02:00:00+01:00',
+    },
+    {
+      opensAt: '2026-11-27T01:00:00.000Z',
+      closesAt: '2026-11-27T03:00:00.000Z',
+      localOpensAt: '2026-11-27T02:00:00+01:00',
+    },
+    {
+      opensAt: '2026-11-28T01:00:00.000Z',
+      closesAt: '2026-11-28T03:00:00.000Z',
+      localOpensAt: '2026-11-28T02:00:00+01:00',
+    },
+  ],
   createdAt: AT,
 };
 
@@ -368,6 +386,8 @@ export const deviceExample = {
   activeJobId: ID.job,
   cancelledJobId: null,
   lastReportAt: LATER,
+  waitingForWindow: false,
+  nextWindowAt: null,
 };
 
 export const deployReportExample = {

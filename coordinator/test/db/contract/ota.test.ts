@@ -4,7 +4,7 @@ import type { BindResult } from '../../../src/domain/model/device-bindings.js';
 import type { DeviceGroupChange, DeviceGroupPassInput } from '../../../src/domain/model/device-groups.js';
 import type { StoredFile } from '../../../src/domain/model/files.js';
 import type { NewRelease } from '../../../src/domain/model/releases.js';
-import { SUPERSEDED_MESSAGE } from '../../../src/domain/ota/evaluation.js';
+import { SUPERSEDED_MESSAGE, WINDOW_CLOSED_MESSAGE } from '../../../src/domain/ota/evaluation.js';
 import { newId } from '../../../src/util/ids.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { enroll, insertJob, orgWithAgent } from './fixture.js';
@@ -41,6 +41,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     defaultChannel: 'stable',
     notify: null,
     deviceSelector: null,
+    maintenanceWindow: null,
     createdAt: iso(0),
     deletedAt: null,
     ...fields,
@@ -590,5 +591,59 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       expect(byGroup.length + (manual.outcome === 'bound' ? 1 : 0)).toBe(6);
       expect(new Set(byGroup).size).toBe(byGroup.length);
     });
+  });
+
+  it('stores a maintenance window, holds an optional update outside it, and finds the binding due when it opens and closes', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const maintenanceWindow = { cron: '0 13 * * *', timezone: 'UTC', durationMinutes: 30 };
+    expect(await t.repos.applications.update(orgId, a.id, { maintenanceWindow })).toMatchObject({ maintenanceWindow });
+    // Another field changed alone leaves the window; null removes it.
+    expect(await t.repos.applications.update(orgId, a.id, { defaultChannel: 'beta' })).toMatchObject({
+      defaultChannel: 'beta',
+      maintenanceWindow,
+    });
+    expect(await t.repos.applications.update(orgId, a.id, { maintenanceWindow: null })).toMatchObject({
+      maintenanceWindow: null,
+    });
+    await t.repos.applications.update(orgId, a.id, { maintenanceWindow, defaultChannel: 'stable' });
+    expect((await t.repos.applications.listByOrg(orgId))[0]).toMatchObject({ maintenanceWindow });
+
+    const created = await t.repos.releases.create(release(a.id, await artifact()));
+    await t.repos.releases.publish(a.id, created.outcome === 'created' ? created.release.id : '', iso(2));
+    const bound = await t.repos.deviceBindings.bind({
+      orgId,
+      applicationId: a.id,
+      bindings: [{ id: newId(), agentId }],
+      channel: 'stable',
+      at: iso(1),
+    });
+    const id = bound.outcome === 'bound' ? bound.bindings[0]!.id : '';
+    const HOUR = 3_600_000;
+    const [held] = await t.repos.deviceBindings.evaluate([{ bindingId: id, reason: 'publish' }], T0 + 3);
+    expect(held).toMatchObject({ hold: 'maintenance_window', createdJobId: null });
+    expect(await t.repos.deviceBindings.findInApp(a.id, id)).toMatchObject({
+      activeJobId: null,
+      windowOpensAt: iso(HOUR),
+      windowClosesAt: null,
+    });
+    expect(await t.repos.deviceBindings.idsDue(iso(HOUR - 1), 10)).toEqual([]);
+    expect(await t.repos.deviceBindings.idsDue(iso(HOUR), 10)).toEqual([id]);
+
+    const [opened] = await t.repos.deviceBindings.evaluate([{ bindingId: id, reason: 'sweep' }], T0 + HOUR);
+    expect(opened!.createdJobId).not.toBeNull();
+    expect(opened!.binding).toMatchObject({ windowOpensAt: null, windowClosesAt: iso(1.5 * HOUR) });
+    expect(await t.repos.deviceBindings.idsDue(iso(1.5 * HOUR - 1), 10)).toEqual([]);
+    expect(await t.repos.deviceBindings.idsDue(iso(1.5 * HOUR), 10)).toEqual([id]);
+
+    // Not taken by the agent when the window closed: withdrawn, and the binding waits for the next one.
+    const [closed] = await t.repos.deviceBindings.evaluate([{ bindingId: id, reason: 'sweep' }], T0 + 1.5 * HOUR);
+    expect(closed).toMatchObject({ supersededJobId: opened!.createdJobId, hold: 'maintenance_window' });
+    expect(closed!.binding).toMatchObject({ activeJobId: null, windowOpensAt: iso(25 * HOUR), windowClosesAt: null });
+    expect(await t.repos.jobs.findById(opened!.createdJobId!)).toMatchObject({
+      status: 'cancelled',
+      errorMessage: WINDOW_CLOSED_MESSAGE,
+    });
+    expect(await t.repos.deviceBindings.idsDue(iso(2 * HOUR), 10)).toEqual([]);
   });
 });

@@ -4,6 +4,7 @@ import {
   planEvaluation,
   NEEDLESS_MESSAGE,
   SUPERSEDED_MESSAGE,
+  WINDOW_CLOSED_MESSAGE,
   WORKFLOW_CHANGED_MESSAGE,
   type ActiveJobFacts,
   type BindingFacts,
@@ -31,6 +32,8 @@ const binding = (extra: Partial<BindingFacts> = {}): BindingFacts => ({
   retryAt: null,
   postponedReleaseId: null,
   cancelledJobId: null,
+  windowOpensAt: null,
+  windowClosesAt: null,
   ...extra,
 });
 const job = (status: ActiveJobFacts['status'], extra: Partial<ActiveJobFacts> = {}): ActiveJobFacts => ({
@@ -50,6 +53,7 @@ function plan(extra: Partial<EvaluationInput<ReleaseFacts>> = {}) {
     releases: [r1, r2],
     activeJob: null,
     updateWorkflowName: 'apply-update',
+    maintenanceWindow: null,
     agentRevoked: false,
     reason: 'publish',
     now: NOW,
@@ -236,5 +240,93 @@ describe('evaluation of a binding', () => {
   it('forgets an active job id that names no job', () => {
     const p = plan({ binding: binding({ activeJobId: 'gone' }), activeJob: null });
     expect(p.issue).toBe(r2);
+  });
+});
+
+describe('evaluation of a binding with a maintenance window', () => {
+  // NOW is 2023-11-14T22:13:20Z. A window at 23:00 UTC for an hour is closed at NOW and opens in 46 min 40 s.
+  const OPENS = Date.parse('2023-11-14T23:00:00.000Z');
+  const CLOSES = OPENS + 3_600_000;
+  const maintenanceWindow = { cron: '0 23 * * *', timezone: 'UTC', durationMinutes: 60 };
+  const inside = OPENS + 600_000;
+  const mandatory = { ...r2, updatePolicy: 'mandatory' as const };
+  const withWindow = (extra: Partial<EvaluationInput<ReleaseFacts>> = {}) => plan({ maintenanceWindow, ...extra });
+
+  it('holds an optional update outside the window, remembering when the window opens', () => {
+    const p = withWindow();
+    expect([p.issue, p.hold]).toEqual([null, 'maintenance_window']);
+    expect(p.binding).toMatchObject({ windowOpensAt: OPENS, windowClosesAt: null, retryAt: null });
+  });
+
+  it('issues it when the window has opened (the sweep comes then), remembering when the window closes', () => {
+    const held = withWindow().binding;
+    const p = withWindow({ binding: held, reason: 'sweep', now: OPENS });
+    expect([p.issue, p.hold]).toEqual([r2, null]);
+    expect(p.binding).toMatchObject({ windowOpensAt: null, windowClosesAt: CLOSES });
+  });
+
+  it('issues a mandatory or a forced update at once, whatever the window', () => {
+    // The desired release is mandatory: at once, even when the device is not below it (a newer release of another channel).
+    const beta = { ...r1, id: 'b3', sequence: 3, channel: 'beta' };
+    const notForced = withWindow({ binding: binding({ current: on(beta) }), releases: [r1, mandatory, beta] });
+    expect([notForced.state.forced, notForced.issue, notForced.hold]).toEqual([false, mandatory, null]);
+    expect(notForced.binding).toMatchObject({ windowOpensAt: null, windowClosesAt: null });
+    // Forced: the installed release was yanked, the desired one is optional.
+    const forced = withWindow({ releases: [{ ...r1, status: 'yanked' }, r2] });
+    expect([forced.state.forced, forced.issue]).toEqual([true, r2]);
+  });
+
+  it('withdraws a pending optional job when the window is closed, and waits for the next one', () => {
+    const p = withWindow({ binding: binding({ activeJobId: 'job-1' }), activeJob: job('pending'), reason: 'sweep' });
+    expect(p.supersede).toEqual({ jobId: 'job-1', message: WINDOW_CLOSED_MESSAGE });
+    expect([p.issue, p.hold]).toEqual([null, 'maintenance_window']);
+    expect(p.binding).toMatchObject({ activeJobId: null, windowOpensAt: OPENS });
+  });
+
+  it('keeps a pending optional job inside the window, and comes back when the window closes', () => {
+    const p = withWindow({
+      binding: binding({ activeJobId: 'job-1' }),
+      activeJob: job('pending'),
+      reason: 'report',
+      now: inside,
+    });
+    expect([p.supersede, p.hold, p.repush]).toEqual([null, 'job_in_progress', 'job-1']);
+    expect(p.binding).toMatchObject({ activeJobId: 'job-1', windowClosesAt: CLOSES, windowOpensAt: null });
+  });
+
+  it('lets a job the agent took run on past the end of the window', () => {
+    for (const status of ['queued', 'running'] as const) {
+      const p = withWindow({
+        binding: binding({ activeJobId: 'job-1', windowClosesAt: CLOSES }),
+        activeJob: job(status),
+      });
+      expect([p.supersede, p.hold]).toEqual([null, 'job_in_progress']);
+      expect(p.binding).toMatchObject({ activeJobId: 'job-1', windowClosesAt: null });
+    }
+  });
+
+  it('keeps a pending forced job when the window is closed', () => {
+    const p = withWindow({
+      binding: binding({ activeJobId: 'job-1' }),
+      releases: [r1, mandatory],
+      activeJob: job('pending', { forced: true }),
+      reason: 'sweep',
+    });
+    expect([p.supersede, p.hold]).toEqual([null, 'job_in_progress']);
+  });
+
+  it('lets the other holds and a retry wait come first, and forgets the window once it no longer applies', () => {
+    const postponed = withWindow({ binding: binding({ postponedReleaseId: 'r2' }), reason: 'sweep' });
+    expect([postponed.hold, postponed.binding.windowOpensAt]).toEqual(['postponed', null]);
+    const retry = withWindow({ binding: binding({ retryAt: NOW + 1_000 }), reason: 'sweep' });
+    expect([retry.hold, retry.binding.windowOpensAt]).toEqual(['retry_later', null]);
+    // The window removed: the held update starts at once.
+    const held = withWindow().binding;
+    const removed = plan({ binding: held, reason: 'window' });
+    expect([removed.issue, removed.binding.windowOpensAt]).toEqual([r2, null]);
+    // Up to date: nothing to wait for.
+    expect(
+      withWindow({ binding: binding({ current: on(r2), windowOpensAt: OPENS }) }).binding.windowOpensAt,
+    ).toBeNull();
   });
 });

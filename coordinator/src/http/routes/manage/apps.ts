@@ -6,15 +6,25 @@ import {
   deleteApp,
   findApp,
   updateApp,
+  type AppChange,
   type CreateAppInput,
-  type UpdateAppInput,
 } from '../../../domain/ota/apps.js';
 import { channelSchema, slugSchema, workflowNameSchema } from '../../../domain/ota/inputs.js';
+import { previewWindow, type MaintenanceWindowInput } from '../../../domain/ota/maintenance-window.js';
 import { toAppView } from '../../../domain/ota/views.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
 import { noContent, noQuery } from '../../schemas/management.js';
-import { AppSchema, AppUpdateSchema, appParams, deviceSelectorSchema, type AppParams } from './ota-schemas.js';
+import {
+  AppSchema,
+  AppUpdateSchema,
+  appParams,
+  deviceSelectorSchema,
+  maintenanceWindowBody,
+  WindowPreviewSchema,
+  windowFields,
+  type AppParams,
+} from './ota-schemas.js';
 import { listOf } from '../../schemas/examples.js';
 
 /**
@@ -27,6 +37,7 @@ const chatId = { type: 'string', minLength: 1, maxLength: 128, pattern: '^\\S+$'
 export async function appRoutes(app: FastifyInstance): Promise<void> {
   const { ctx } = app;
   const { audit } = ctx;
+  const now = () => ctx.clock.now();
 
   app.get<{ Params: { orgId: string } }>(
     '/orgs/:orgId/apps',
@@ -42,7 +53,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return (await ctx.repos.applications.listByOrg(orgId)).map(toAppView);
+      return (await ctx.repos.applications.listByOrg(orgId)).map((a) => toAppView(a, now()));
     },
   );
 
@@ -79,7 +90,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
           defaultChannel: created.defaultChannel,
         }),
       );
-      return reply.code(201).send(toAppView(created));
+      return reply.code(201).send(toAppView(created, now()));
     },
   );
 
@@ -97,17 +108,17 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return toAppView(await findApp(ctx, orgId, request.params.appId));
+      return toAppView(await findApp(ctx, orgId, request.params.appId), now());
     },
   );
 
-  app.patch<{ Params: AppParams; Body: UpdateAppInput }>(
+  app.patch<{ Params: AppParams; Body: AppChange }>(
     '/orgs/:orgId/apps/:appId',
     {
       schema: {
         operationId: 'updateApp',
         summary:
-          "Change an application's update workflow, default channel and/or chat channel, and set or remove its device group (a label selector)",
+          "Change an application's update workflow, default channel, maintenance window and/or chat channel, and set or remove its device group (a label selector)",
         tags: ['dashboard'],
         params: appParams,
         querystring: noQuery,
@@ -130,10 +141,13 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
               },
             },
             deviceSelector: deviceSelectorSchema,
+            maintenanceWindow: maintenanceWindowBody,
           },
           examples: [
             { defaultChannel: 'beta' },
             { deviceSelector: 'role=kiosk,site in (berlin,munich)' },
+            { maintenanceWindow: { cron: '0 2 * * *', timezone: 'Europe/Berlin', durationMinutes: 120 } },
+            { maintenanceWindow: null },
             { notify: { provider: 'slack', teamId: 'T0123', channelId: 'C0456' } },
           ],
         },
@@ -142,14 +156,50 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const caller = await requireOrgRole(request, request.params.orgId);
-      const { app: updated, changed, deviceGroup } = await updateApp(ctx, caller, request.params.appId, request.body);
+      const {
+        app: updated,
+        changed,
+        before,
+        deviceGroup,
+      } = await updateApp(ctx, caller, request.params.appId, request.body);
       if (changed.length > 0) {
+        const window = changed.includes('maintenanceWindow')
+          ? { maintenanceWindow: { from: before.maintenanceWindow, to: updated.maintenanceWindow } }
+          : {};
         const group = changed.includes('deviceSelector') ? { deviceSelector: updated.deviceSelector, deviceGroup } : {};
         await audit.record(
-          userAction(caller, 'app.update', 'application', updated.id, { slug: updated.slug, changed, ...group }),
+          userAction(caller, 'app.update', 'application', updated.id, {
+            slug: updated.slug,
+            changed,
+            ...window,
+            ...group,
+          }),
         );
       }
-      return { ...toAppView(updated), deviceGroup };
+      return { ...toAppView(updated, now()), deviceGroup };
+    },
+  );
+
+  app.get<{ Params: { orgId: string }; Querystring: MaintenanceWindowInput }>(
+    '/orgs/:orgId/maintenance-windows/preview',
+    {
+      schema: {
+        operationId: 'previewMaintenanceWindow',
+        summary: 'The next windows a maintenance window would open, checked as a PATCH of an application checks it',
+        tags: ['dashboard'],
+        params: orgParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['cron', 'timezone', 'durationMinutes'],
+          properties: windowFields,
+        },
+        response: { 200: WindowPreviewSchema, ...errorResponses(401, 404, 422) },
+      },
+    },
+    async (request) => {
+      await requireOrgRole(request, request.params.orgId);
+      return previewWindow(request.query, 'querystring', now());
     },
   );
 

@@ -1,5 +1,7 @@
 import { DEVICE_STATES, MAX_SELECTOR_LENGTH } from '@drover/shared';
 import { BINDING_ORIGINS } from '../../../domain/model/device-bindings.js';
+import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/cron/triggers-cron.js';
+import { MAX_WINDOW_MINUTES } from '../../../domain/ota/maintenance-window.js';
 import { RELEASE_STATUSES, UPDATE_POLICIES } from '../../../domain/model/releases.js';
 import { CHAT_PROVIDERS } from '../../../domain/model/triggers.js';
 import { idParams, nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
@@ -12,6 +14,69 @@ import { named } from '../../schemas/named.js';
  * counters never leave).
  */
 
+export const windowFields = {
+  cron: {
+    type: 'string',
+    minLength: 1,
+    maxLength: MAX_CRON_EXPRESSION_LENGTH,
+    description:
+      'a 5-field cron expression, as a cron trigger takes (docs/schedules.md): a window opens at each occurrence',
+  },
+  timezone: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 64,
+    description: 'an IANA time zone, e.g. `Europe/Berlin`, `UTC`',
+  },
+  durationMinutes: {
+    type: 'integer',
+    description: `how long each window stays open: 1 to ${MAX_WINDOW_MINUTES} minutes (7 days)`,
+  },
+} as const;
+
+/** A maintenance window as a PATCH of an application gives it (ranges and syntax: checked by the domain). */
+export const maintenanceWindowBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  required: ['cron', 'timezone', 'durationMinutes'],
+  description: 'optional updates start only inside a window; null removes it (docs/ota.md, "Maintenance windows")',
+  properties: windowFields,
+} as const;
+
+export const WindowSchema = named('NextWindow', {
+  type: 'object',
+  examples: [appExample.nextWindows[0]],
+  required: ['opensAt', 'closesAt', 'localOpensAt'],
+  properties: {
+    opensAt: timestamp,
+    closesAt: timestamp,
+    localOpensAt: { type: 'string', description: "the opening in the window's zone, ISO 8601 with its offset" },
+  },
+} as const);
+
+const maintenanceWindowView = {
+  type: ['object', 'null'],
+  required: ['cron', 'timezone', 'durationMinutes'],
+  properties: windowFields,
+  description: 'optional updates start only inside a window (docs/ota.md, "Maintenance windows"); null: at once',
+} as const;
+
+const nextWindowsView = {
+  type: 'array',
+  items: WindowSchema,
+  description: 'the windows not yet ended (the open one first), three; empty without a window',
+} as const;
+
+export const WindowPreviewSchema = named('WindowPreview', {
+  type: 'object',
+  required: ['maintenanceWindow', 'nextWindows'],
+  examples: [{ maintenanceWindow: appExample.maintenanceWindow, nextWindows: appExample.nextWindows }],
+  properties: {
+    maintenanceWindow: { ...maintenanceWindowView, type: 'object', description: 'the window as it would be stored' },
+    nextWindows: nextWindowsView,
+  },
+} as const);
+
 const appProperties = {
   id: uuid,
   slug: { type: 'string' },
@@ -22,6 +87,8 @@ const appProperties = {
     description:
       'the device group: a label selector (canonical) whose matching agents are bound to the application; null: none (docs/ota.md, "Device groups")',
   },
+  maintenanceWindow: maintenanceWindowView,
+  nextWindows: nextWindowsView,
   notify: {
     type: ['object', 'null'],
     description: 'the chat channel a rollout of the application posts to when it pauses by itself (null: none)',
@@ -40,6 +107,8 @@ const appRequired = [
   'updateWorkflowName',
   'defaultChannel',
   'deviceSelector',
+  'maintenanceWindow',
+  'nextWindows',
   'notify',
   'createdAt',
 ] as const;
@@ -146,6 +215,8 @@ export const BindingSchema = named('DeviceBinding', {
     'activeJobId',
     'cancelledJobId',
     'lastReportAt',
+    'waitingForWindow',
+    'nextWindowAt',
   ],
   properties: {
     id: uuid,
@@ -169,6 +240,11 @@ export const BindingSchema = named('DeviceBinding', {
       description: 'the update job a user cancelled; no new update job is issued until a reconcile (docs/ota.md)',
     },
     lastReportAt: nullableTimestamp,
+    waitingForWindow: {
+      type: 'boolean',
+      description: "the update waits for the application's maintenance window to open: no update job until then",
+    },
+    nextWindowAt: { ...nullableTimestamp, description: 'when that window opens; null when not waiting' },
   },
 } as const);
 
