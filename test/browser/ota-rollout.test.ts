@@ -302,6 +302,31 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     expect(await panel().count()).toBe(0);
     await page().getByRole('button', { name: 'Show rollout of 2.0.0' }).click();
     await stateIs(/^Aborted/);
+  });
+
+  it("publishes the next release all at once (no plan); an older release's rollout is read when asked for", async () => {
+    const fileId = await uploadArtifact(await artifactUploader(t), 'gateway 2.1.0', 'gateway-2.1.0.tar.gz');
+    const next = await createRelease(t.owner, t.orgId, app.id, { version: '2.1.0', artifactFileId: fileId });
+    await page().getByRole('button', { name: 'Publish 2.1.0' }).click();
+    const publish = page().getByRole('group', { name: 'Publish 2.1.0' });
+    expect(await publish.innerText()).toContain('4 devices on channel stable will be told to update to 2.1.0.');
+    await publish.getByRole('button', { name: 'Publish 2.1.0' }).click();
+    const row = (version: string) => page().getByRole('row', { name: new RegExp(`^${version} \\(sequence`) });
+    await vi.waitFor(async () => expect(await row('2.1.0').innerText()).toContain('published'));
+    expect((await t.owner.get(`/orgs/${t.orgId}/apps/${app.id}/releases/${next.id}/rollout`)).status).toBe(404);
+    expect((await devices()).every((b) => b.desired?.releaseId === next.id)).toBe(true);
+
+    // A fresh page asks only for the newest published release's rollout (2.1.0 has none).
+    await page().reload();
+    await row('2.1.0').waitFor();
+    await page().getByRole('button', { name: 'Show rollout of 2.0.0' }).waitFor();
+    // No badge: the page has not read 2.0.0's rollout, and 2.1.0 has none.
+    expect(await row('2.0.0').locator('td').nth(1).innerText()).toBe('published');
+    expect(await row('2.1.0').locator('td').nth(1).innerText()).toBe('published');
+    expect(await page().getByRole('button', { name: 'Show rollout of 2.1.0' }).count()).toBe(0);
+    await page().getByRole('button', { name: 'Show rollout of 2.0.0' }).click();
+    await stateIs(/^Aborted/);
+    expect(await row('2.0.0').innerText()).toContain('rollout aborted');
     expect(owner.problems).toEqual([]);
   });
 });

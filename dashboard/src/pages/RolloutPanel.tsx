@@ -47,6 +47,8 @@ export interface ReleaseRollout {
   shown: boolean;
   /** Whether the release can have a rollout worth asking about (published or yanked). */
   askable: boolean;
+  /** Whether the page reads its rollout without being asked (the newest published release of its channel). */
+  newest: boolean;
   toggle(): void;
 }
 
@@ -68,7 +70,7 @@ export function useReleaseRollout(
   const [seenLive, setSeenLive] = useState(false);
   if (!seenLive && rolloutLive(query.data)) setSeenLive(true);
   const shown = open ?? seenLive;
-  return { release, rollout: query.data, error: query.error, shown, askable, toggle: () => setOpen(!shown) };
+  return { release, rollout: query.data, error: query.error, shown, askable, newest, toggle: () => setOpen(!shown) };
 }
 
 /** Under the release's status: `rollout running, wave 1 of 3`. */
@@ -86,7 +88,9 @@ export function RolloutBadge({ state }: { state: ReleaseRollout }) {
 
 /** **Show rollout** / **Hide rollout**, among the release's actions. */
 export function RolloutToggle({ state }: { state: ReleaseRollout }) {
-  if (!state.askable || (state.rollout === null && !state.shown)) return null;
+  // Offered for a rollout the page read, and for an older release's, which it reads when asked.
+  const offered = state.rollout ? true : state.rollout === undefined ? !state.newest : state.shown;
+  if (!state.askable || !offered) return null;
   const words = state.shown ? 'Hide rollout' : 'Show rollout';
   return (
     <button type="button" aria-label={`${words} of ${state.release.version}`} onClick={state.toggle}>
