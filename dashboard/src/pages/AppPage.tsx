@@ -13,7 +13,10 @@ import { PublishDialog } from './PublishDialog';
 import { RolloutBadge, RolloutRow, RolloutToggle, useReleaseRollout } from './RolloutPanel';
 import { useOrg } from './use-org';
 
-/** An application: its releases (publish, yank, create from a file) and its devices. */
+/**
+ * An application: its releases (publish, at once or with a rollout plan; yank; create from a file),
+ * their rollouts, and its devices.
+ */
 export function AppPage() {
   const { orgId, org, loaded } = useOrg();
   const { appId = '' } = useParams();
@@ -189,10 +192,11 @@ function ReleaseActions({
   release: r,
   onPublish,
 }: Parameters<typeof ReleaseRow>[0] & { onPublish(): void }) {
-  const [confirm, setConfirm] = useState<{ action: 'yank'; impact: Impact } | null>(null);
+  /** The yank's confirmation, with what it will do (publishing has its dialog: PublishDialog). */
+  const [confirm, setConfirm] = useState<Impact | null>(null);
   const queryClient = useQueryClient();
   const move = useMutation({
-    mutationFn: (action: 'yank') => api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases/${r.id}/${action}`),
+    mutationFn: () => api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases/${r.id}/yank`),
     onSuccess: () => setConfirm(null),
     onSettled: () => {
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id] });
@@ -203,10 +207,10 @@ function ReleaseActions({
     const verb = r.status === 'draft' ? 'Withdraw' : 'Yank';
     return (
       <div role="group" aria-label={`${verb} ${r.version}`} className="confirm">
-        {confirm.impact.lines.map((line) => (
+        {confirm.lines.map((line) => (
           <p key={line}>{line}</p>
         ))}
-        <button type="button" className="danger" onClick={() => move.mutate(confirm.action)} disabled={move.isPending}>
+        <button type="button" className="danger" onClick={() => move.mutate()} disabled={move.isPending}>
           {verb} {r.version}
         </button>
         <button
@@ -233,7 +237,7 @@ function ReleaseActions({
         <button
           type="button"
           aria-label={`Yank ${r.version}`}
-          onClick={() => setConfirm({ action: 'yank', impact: yankImpact(releases, devices, r) })}
+          onClick={() => setConfirm(yankImpact(releases, devices, r))}
         >
           Yank
         </button>
