@@ -3,16 +3,21 @@ import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { appQuery, byteSize, devicesQuery, releasesQuery, type App, type Binding, type Release } from '../api/ota';
-import { publishImpact, releaseCounts, yankImpact, type Impact } from '../api/ota-impact';
+import { releaseCounts, yankImpact, type Impact } from '../api/ota-impact';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { dateTime } from '../components/time';
 import { AppDevices } from './AppDevices';
 import { AppMaintenanceWindow } from './AppMaintenanceWindow';
 import { NewRelease } from './NewRelease';
 import { NotFoundPage } from './NotFoundPage';
+import { PublishDialog } from './PublishDialog';
+import { RolloutBadge, RolloutRow, RolloutToggle, useReleaseRollout } from './RolloutPanel';
 import { useOrg } from './use-org';
 
-/** An application: its releases (publish, yank, create from a file) and its devices. */
+/**
+ * An application: its releases (publish, at once or with a rollout plan; yank; create from a file),
+ * their rollouts, and its devices.
+ */
 export function AppPage() {
   const { orgId, org, loaded } = useOrg();
   const { appId = '' } = useParams();
@@ -54,6 +59,8 @@ const STATUS_CLASS: Record<Release['status'], string> = {
   yanked: 'status-failed',
 };
 
+const RELEASE_COLUMNS = 7;
+
 function Releases(props: { orgId: string; app: App; releases?: Release[]; devices?: Binding[] }) {
   const { releases, devices } = props;
   return (
@@ -93,6 +100,38 @@ function Releases(props: { orgId: string; app: App; releases?: Release[]; device
 function ReleaseRow(props: { orgId: string; app: App; releases: Release[]; devices: Binding[]; release: Release }) {
   const { release: r, devices } = props;
   const counts = releaseCounts(devices, r);
+  const [publishing, setPublishing] = useState(false);
+  const rollout = useReleaseRollout(props.orgId, props.app.id, r, props.releases);
+  return (
+    <>
+      <ReleaseCells
+        {...props}
+        counts={counts}
+        rollout={rollout}
+        publishing={publishing}
+        onPublish={() => setPublishing(true)}
+      />
+      {publishing && (
+        <tr className="release-detail">
+          <td colSpan={RELEASE_COLUMNS}>
+            <PublishDialog {...props} onClose={() => setPublishing(false)} />
+          </td>
+        </tr>
+      )}
+      <RolloutRow orgId={props.orgId} state={rollout} columns={RELEASE_COLUMNS} />
+    </>
+  );
+}
+
+function ReleaseCells(
+  props: Parameters<typeof ReleaseRow>[0] & {
+    counts: ReturnType<typeof releaseCounts>;
+    rollout: ReturnType<typeof useReleaseRollout>;
+    publishing: boolean;
+    onPublish(): void;
+  },
+) {
+  const { release: r, counts, rollout } = props;
   return (
     <tr aria-label={`${r.version} (sequence ${r.sequence})`}>
       <th scope="row">
@@ -108,6 +147,7 @@ function ReleaseRow(props: { orgId: string; app: App; releases: Release[]; devic
       </td>
       <td>
         <span className={`status ${STATUS_CLASS[r.status]}`}>{r.status}</span>
+        <RolloutBadge state={rollout} />
       </td>
       <td>
         {byteSize(r.size)}
@@ -139,18 +179,26 @@ function ReleaseRow(props: { orgId: string; app: App; releases: Release[]; devic
         <span className={counts.failed > 0 ? 'status-failed' : undefined}>{counts.failed} failed</span>
       </td>
       <td>
-        <ReleaseActions {...props} />
+        {!props.publishing && <ReleaseActions {...props} />}
+        <RolloutToggle state={rollout} />
       </td>
     </tr>
   );
 }
 
-function ReleaseActions({ orgId, app, releases, devices, release: r }: Parameters<typeof ReleaseRow>[0]) {
-  const [confirm, setConfirm] = useState<{ action: 'publish' | 'yank'; impact: Impact } | null>(null);
+function ReleaseActions({
+  orgId,
+  app,
+  releases,
+  devices,
+  release: r,
+  onPublish,
+}: Parameters<typeof ReleaseRow>[0] & { onPublish(): void }) {
+  /** The yank's confirmation, with what it will do (publishing has its dialog: PublishDialog). */
+  const [confirm, setConfirm] = useState<Impact | null>(null);
   const queryClient = useQueryClient();
   const move = useMutation({
-    mutationFn: (action: 'publish' | 'yank') =>
-      api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases/${r.id}/${action}`),
+    mutationFn: () => api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases/${r.id}/yank`),
     onSuccess: () => setConfirm(null),
     onSettled: () => {
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id] });
@@ -158,18 +206,13 @@ function ReleaseActions({ orgId, app, releases, devices, release: r }: Parameter
     },
   });
   if (confirm) {
-    const verb = confirm.action === 'publish' ? 'Publish' : r.status === 'draft' ? 'Withdraw' : 'Yank';
+    const verb = r.status === 'draft' ? 'Withdraw' : 'Yank';
     return (
       <div role="group" aria-label={`${verb} ${r.version}`} className="confirm">
-        {confirm.impact.lines.map((line) => (
+        {confirm.lines.map((line) => (
           <p key={line}>{line}</p>
         ))}
-        <button
-          type="button"
-          className={confirm.action === 'yank' ? 'danger' : undefined}
-          onClick={() => move.mutate(confirm.action)}
-          disabled={move.isPending}
-        >
+        <button type="button" className="danger" onClick={() => move.mutate()} disabled={move.isPending}>
           {verb} {r.version}
         </button>
         <button
@@ -188,11 +231,7 @@ function ReleaseActions({ orgId, app, releases, devices, release: r }: Parameter
   return (
     <div className="actions">
       {r.status === 'draft' && (
-        <button
-          type="button"
-          aria-label={`Publish ${r.version}`}
-          onClick={() => setConfirm({ action: 'publish', impact: publishImpact(releases, devices, r) })}
-        >
+        <button type="button" aria-label={`Publish ${r.version}`} onClick={onPublish}>
           Publish
         </button>
       )}
@@ -200,7 +239,7 @@ function ReleaseActions({ orgId, app, releases, devices, release: r }: Parameter
         <button
           type="button"
           aria-label={`Yank ${r.version}`}
-          onClick={() => setConfirm({ action: 'yank', impact: yankImpact(releases, devices, r) })}
+          onClick={() => setConfirm(yankImpact(releases, devices, r))}
         >
           Yank
         </button>
