@@ -3,19 +3,20 @@ import type { PoolRepository, PoolTaker } from '../../domain/model/pools.js';
 import { lock, query, values, all, one, type Database, type Flow } from '../sql/index.js';
 import { toJob, type JobRow } from './job-rows.js';
 
-/** How many waiting jobs of the organization one claim looks at, oldest first. */
-const SCAN = 500;
-
+/** The organization's triggers on a selector (few): those whose selector the agent meets are its pools. */
+const SELECTOR_TRIGGERS = query<{ id: string; selector: string }, [string]>(
+  'SELECT id, agent_selector AS selector FROM triggers WHERE org_id = ? AND agent_selector IS NOT NULL',
+);
 /**
- * The organization's jobs waiting in a pool for a workflow the agent reports, oldest first, with
- * their trigger's selector. On PostgreSQL the jobs' rows are locked, skipping those another
+ * The organization's jobs waiting in the agent's pools (of the triggers given) for a workflow it
+ * reports, the oldest `LIMIT` of them. On PostgreSQL their rows are locked, skipping those another
  * claim holds.
  */
-const WAITING = query<{ id: string; workflow_name: string; selector: string | null }, [string, string, number]>(
-  (d) => `SELECT j.id, j.workflow_name, t.agent_selector AS selector FROM jobs j JOIN triggers t ON t.id = j.trigger_id
-    WHERE j.org_id = ? AND j.agent_id IS NULL AND j.status = 'pending'
-      AND j.workflow_name ${d.inJsonArray('?')}
-    ORDER BY j.seq LIMIT ? ${d.name === 'postgres' ? 'FOR UPDATE OF j SKIP LOCKED' : ''}`,
+const WAITING = query<{ id: string; workflow_name: string }, [string, string, string, number]>(
+  (d) => `SELECT id, workflow_name FROM jobs
+    WHERE org_id = ? AND agent_id IS NULL AND status = 'pending'
+      AND trigger_id ${d.inJsonArray('?')} AND workflow_name ${d.inJsonArray('?')}
+    ORDER BY seq LIMIT ? ${d.forUpdateSkipLocked}`,
 );
 /** The open jobs given to the agent and not held back by a batch: what fills its queue (as trigger-runs.ts counts). */
 const OPEN_OF_AGENT = values<number, [string]>(
@@ -47,11 +48,16 @@ export function createPoolRepository(db: Database): PoolRepository {
     yield* lock('pool', taker.orgId);
     const free = Math.min(room, taker.capacity - ((yield* one(OPEN_OF_AGENT, [taker.id])) ?? 0));
     if (free <= 0) return [];
-    const waiting = yield* all(WAITING, [taker.orgId, JSON.stringify([...taker.workflows.keys()]), SCAN]);
+    const pools = (yield* all(SELECTOR_TRIGGERS, [taker.orgId])).filter((t) => taker.matches(t.selector));
+    if (pools.length === 0) return [];
+    const waiting = yield* all(WAITING, [
+      taker.orgId,
+      JSON.stringify(pools.map((t) => t.id)),
+      JSON.stringify([...taker.workflows.keys()]),
+      free,
+    ]);
     const taken: Job[] = [];
     for (const job of waiting) {
-      if (taken.length >= free) break;
-      if (job.selector === null || !taker.matches(job.selector)) continue;
       const row = yield* one(TAKE, [taker.id, taker.workflows.get(job.workflow_name)!, job.id]);
       if (row) taken.push(toJob(row));
     }

@@ -71,6 +71,35 @@ describe.each(DATABASES)('pool claims (%s)', (kind) => {
     expect(await t.repos.pools.waitingOrgs()).toEqual([]);
   });
 
+  it('leaves the jobs of a pool whose selector the agent does not meet, and of a workflow it does not report', async () => {
+    const printers = newId();
+    await t.repos.triggers.insert(
+      triggerRow({
+        id: printers,
+        orgId,
+        agentId: null,
+        agentSelector: 'role=printer',
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'build',
+      }),
+    );
+    const other = await insertJob(
+      t,
+      { orgId, agentId },
+      { agentId: null, triggerId: printers, workflowName: 'build', createdAt: AT, timeoutMs: null },
+    );
+    const unreported = await insertJob(
+      t,
+      { orgId, agentId },
+      { agentId: null, triggerId, workflowName: 'test', createdAt: AT, timeoutMs: null },
+    );
+    const [mine] = await waiting(1);
+    expect((await t.repos.pools.claim(taker(agentId, 4), 4)).map((j) => j.id)).toEqual([mine]);
+    expect(await t.repos.jobs.findById(other.id)).toMatchObject({ agentId: null, status: 'pending' });
+    expect(await t.repos.jobs.findById(unreported.id)).toMatchObject({ agentId: null, status: 'pending' });
+  });
+
   it('gives each waiting job to one agent, whichever coordinators claim at once', async () => {
     const ids = await waiting(12);
     const agents = [agentId];
