@@ -15,6 +15,7 @@ import { configureLogoutCommand } from './commands/logout-command.js';
 import { configureMemberCommand } from './commands/member-command.js';
 import { configurePasswordCommand } from './commands/password-command.js';
 import { configureReleaseCommand } from './commands/release-command.js';
+import { configureRolloutCommand } from './commands/rollout-command.js';
 import { configureRunCommand } from './commands/run-command.js';
 import { configureTokenCommand } from './commands/token-command.js';
 import { configureTriggerCommand } from './commands/trigger-command.js';
@@ -49,6 +50,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureCancelCommand(program, rt);
   configureBatchCommand(program, rt);
   configureReleaseCommand(program, rt);
+  configureRolloutCommand(program, rt);
   configureEnrollmentTokenCommand(program, rt);
   configureTriggerCommand(program, rt);
   configureApiTokenCommand(program, rt);
