@@ -44,6 +44,7 @@
  * the kernel share the machine: the figures are for all of them. 10,000 streams need ~10,000 file
  * descriptors on each side (`ulimit -n`).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import type { WorkflowDefinition } from '@drover/shared';
@@ -106,7 +107,11 @@ interface Look {
 
 type Bench = Awaited<ReturnType<typeof startBenchCoordinator>>;
 
-/** Probes on the rollout service of the coordinator in this thread; `looks` fills as it looks. */
+/**
+ * Probes on the rollout service of the coordinator in this thread; `looks` fills as it looks. The
+ * counts, moves and evaluations a look makes are told apart from those that run meanwhile (an
+ * update job's end evaluates its binding) by the look's async context.
+ */
 function probeRollouts(coordinator: Bench['coordinator']) {
   const { rollouts, repos, ota } = coordinator.ctx;
   const service = rollouts as unknown as { lookAtRunning: () => Promise<void> };
@@ -117,23 +122,21 @@ function probeRollouts(coordinator: Bench['coordinator']) {
     evaluate: ota.evaluateIds,
   };
   const looks: Look[] = [];
-  let current: Look | null = null;
+  const inLook = new AsyncLocalStorage<Look>();
   service.lookAtRunning = async function (this: unknown) {
     const look: Look = { at: Date.now(), wallMs: 0, cpuMs: 0, moves: [], counts: [], evaluations: [] };
-    current = look;
     const began = performance.now();
     const cpu = cpuMs();
     try {
-      await original.look.call(this);
+      await inLook.run(look, () => original.look.call(this));
     } finally {
       look.wallMs = performance.now() - began;
       look.cpuMs = cpuMs() - cpu;
-      current = null;
       looks.push(look);
     }
   };
   repos.rollouts.countsOfWave = async (releaseId, sequence, wave) => {
-    const look = current;
+    const look = inLook.getStore();
     const began = performance.now();
     const cpu = cpuMs();
     try {
@@ -144,11 +147,11 @@ function probeRollouts(coordinator: Bench['coordinator']) {
   };
   repos.rollouts.move = async (releaseId, move) => {
     const moved = await original.move.call(repos.rollouts, releaseId, move);
-    if (moved) current?.moves.push(move.event.event);
+    if (moved) inLook.getStore()?.moves.push(move.event.event);
     return moved;
   };
   ota.evaluateIds = async (ids, reason) => {
-    const look = current;
+    const look = inLook.getStore();
     const began = performance.now();
     const cpu = cpuMs();
     try {
@@ -410,9 +413,11 @@ try {
     const used = process.cpuUsage(cpu);
     const looks = quiet.looks.length;
     const moved = quiet.looks.filter((l) => l.moves.length > 0).length;
+    const counts = quiet.looks.flatMap((l) => l.counts);
     console.log(
       `  a look while ${what}: CPU ${((used.user + used.system) / 1000 / looks).toFixed(3)} ms per look ` +
-        `(process CPU over ${looks} looks, ${moved} moved); ` +
+        `(process CPU over ${looks} looks, ${moved} moved), of which the counts query ` +
+        `${mean(counts.map((c) => c.cpuMs)).toFixed(3)} ms (wall ${mean(counts.map((c) => c.wallMs)).toFixed(2)} ms); ` +
         formatLatency('wall per tick()', summarize(walls)).replace(/\s+/g, ' '),
     );
   };
@@ -429,16 +434,21 @@ try {
   }
   await looksQuiet(`the rollout waits in wave 4 (${heldWaves[3]!.length} devices pending, ${N} in all)`);
   quiet.detach();
-  const release = await repos.releases.findInApp(apps.good.id, good);
-  for (let w = 0; w < WAVES.length; w++) {
-    const cpu = process.cpuUsage();
-    const began = performance.now();
-    for (let i = 0; i < 50; i++) await repos.rollouts.countsOfWave(good, release!.sequence, w);
-    const used = process.cpuUsage(cpu);
-    console.log(
-      `  counts of wave ${w + 1} of the completed rollout (${goodWaves[w]!.length} devices, all succeeded): ` +
-        `CPU ${((used.user + used.system) / 1000 / 50).toFixed(3)} ms, wall ${((performance.now() - began) / 50).toFixed(3)} ms per query`,
-    );
+  for (const [releaseId, what] of [
+    [good, 'the completed rollout (all succeeded)'],
+    [held, 'the held rollout (all pending)'],
+  ] as const) {
+    const release = await repos.releases.findInApp(apps.good.id, releaseId);
+    for (let w = 0; w < WAVES.length; w++) {
+      const cpu = process.cpuUsage();
+      const began = performance.now();
+      for (let i = 0; i < 50; i++) await repos.rollouts.countsOfWave(releaseId, release!.sequence, w);
+      const used = process.cpuUsage(cpu);
+      console.log(
+        `  counts of wave ${w + 1} of ${what}, ${goodWaves[w]!.length} devices: ` +
+          `CPU ${((used.user + used.system) / 1000 / 50).toFixed(3)} ms, wall ${((performance.now() - began) / 50).toFixed(3)} ms per query`,
+      );
+    }
   }
 } finally {
   await fleet.close();
