@@ -305,6 +305,7 @@ describe('drover release publish --waves and drover rollout against a coordinato
 
   it('publishes wave by wave and says where the rollout stands; shows it, and prints a 409 with exit 2', async () => {
     const env = await start({
+      [`POST ${BASE}`]: [201, release('draft')],
       [`POST ${BASE}/${RELEASE}/publish`]: [200, release('published')],
       [`GET ${BASE}/${RELEASE}`]: [200, release('published')],
       [`GET ${BASE}/${RELEASE}/rollout`]: [200, rollout({ currentWave: 0 })],
@@ -360,6 +361,34 @@ describe('drover release publish --waves and drover rollout against a coordinato
       code: 2,
       stdout: '',
       stderr: 'drover: Cannot resume a rollout that is completed; resume applies to a rollout that is paused\n',
+    });
+    // release create --publish takes the same options: the new release's id alone on stdout.
+    const created = await cli(
+      [
+        'release',
+        'create',
+        '1.4.0',
+        '--app',
+        'fw',
+        '--file',
+        RELEASE,
+        '--publish',
+        '--waves',
+        '1,10,100',
+        '--soak',
+        '0',
+        '--max-failure-rate',
+        '0',
+      ],
+      env,
+    );
+    expect(created).toEqual({
+      code: 0,
+      stdout: `${RELEASE}\n`,
+      stderr:
+        'Release 1.4.0 (#7, optional) on channel stable: published\n' +
+        'Rollout of 1.4.0 on channel stable: running, wave 1 of 3 (1%): 2 of 200 devices\n' +
+        `Follow it with: drover rollout status ${RELEASE} --app fw\n`,
     });
     const unknown = await cli(['rollout', 'status', '2.0', '--app', 'fw'], env);
     expect(unknown).toMatchObject({ code: 2, stderr: 'drover: no release `2.0` in the organization\n' });
