@@ -55,8 +55,8 @@ import {
 } from '@drover/shared';
 import { createCoordinator, createLogger, desiredManifest, loadConfig } from '@drover/coordinator';
 import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
-import { connectFleet, enrollFleet, fleetEnvironment, signIn } from './lib/fleet-setup.js';
-import { jsonCall, request, type SimAgent } from './lib/fleet-sim.js';
+import { connectFleet, enrollFleet, fleetEnvironment, signIn, uploadArtifact } from './lib/fleet-setup.js';
+import type { SimAgent } from './lib/fleet-sim.js';
 import { newestCpuProfile, summarizeProfile } from './lib/profile.js';
 import { integerOption } from './lib/options.js';
 import { machineNote, median } from './lib/report.js';
@@ -247,19 +247,6 @@ if (profileDir) {
   const newest = newestCpuProfile(profileDir);
   if (newest)
     console.log(`coordinator profile ${newest}:\n${summarizeProfile(JSON.parse(fs.readFileSync(newest, 'utf8')))}`);
-}
-
-async function uploadArtifact(base: string, token: string, content: string): Promise<string> {
-  const presign = await jsonCall(`${base}/storage/files/presign-upload`, {
-    method: 'POST',
-    token,
-    body: { cleanupRule: 'persistent', filename: 'fleet.tar.gz' },
-    expected: 201,
-  });
-  const put = await request(presign.uploadUrl as string, { method: 'PUT', headers: presign.headers, body: content });
-  if (put.status !== 200) throw new Error(`PUT: ${put.status} ${put.text}`);
-  await jsonCall(`${base}/storage/files/${presign.fileId}/complete`, { method: 'POST', token });
-  return presign.fileId as string;
 }
 
 /** Entries in a desired answer, counted without parsing it whole (the client must not be the bottleneck). */

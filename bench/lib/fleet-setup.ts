@@ -144,3 +144,20 @@ export async function callTrigger(route: string, token: string, body: string, ag
   if (answer.status !== 202) throw new Error(`run: HTTP ${answer.status} ${answer.text.slice(0, 300)}`);
   return answer;
 }
+
+/**
+ * Uploads `content` through the storage API (`base`: `<origin>/v1`) with a storage token, as a
+ * persistent file (a release's artifact); returns the file's id.
+ */
+export async function uploadArtifact(base: string, token: string, content: string): Promise<string> {
+  const presign = await jsonCall(`${base}/storage/files/presign-upload`, {
+    method: 'POST',
+    token,
+    body: { cleanupRule: 'persistent', filename: 'fleet.tar.gz' },
+    expected: 201,
+  });
+  const put = await request(presign.uploadUrl as string, { method: 'PUT', headers: presign.headers, body: content });
+  if (put.status !== 200) throw new Error(`PUT: ${put.status} ${put.text}`);
+  await jsonCall(`${base}/storage/files/${presign.fileId}/complete`, { method: 'POST', token });
+  return presign.fileId as string;
+}

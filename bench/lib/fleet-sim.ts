@@ -14,7 +14,8 @@ import {
  * workflows and labels (`PUT /v1/agent/workflows`, `PUT /v1/agent/labels`) and holds a real
  * `GET /v1/agent/stream` (server-sent events over its own TCP connection, announcing its queue
  * capacity). Many of them live in one process. By themselves they do nothing with the jobs they
- * receive but tell `onJob`; a `SimJobRunner` runs them as the reference agent does.
+ * receive but tell `onJob` (`onDeploy` for update jobs); a `SimJobRunner` runs them as the
+ * reference agent does, a `SimUpdateRunner` their update jobs.
  */
 
 export interface HttpAnswer {
@@ -89,6 +90,8 @@ export class SimAgent {
   pings = 0;
   /** Told of each `job` event as it arrives (its job id), when set. */
   onJob: ((jobId: string) => void) | null = null;
+  /** Told of each `deploy` event (an update job) as it arrives, when set. */
+  onDeploy: ((deploy: DeployEvent) => void) | null = null;
   #request: http.ClientRequest | null = null;
 
   constructor(
@@ -199,6 +202,16 @@ export class SimAgent {
     if (name === 'deploy') {
       this.deployEvents += 1;
       this.firstDeployAt ??= performance.now();
+      const data = this.onDeploy && /^data: (.*)$/m.exec(block)?.[1];
+      if (data) {
+        const event = JSON.parse(data) as { jobId: string; applicationId: string; params: { release_id: string } };
+        this.onDeploy!({
+          jobId: event.jobId,
+          applicationId: event.applicationId,
+          releaseId: event.params.release_id,
+          receivedAt: epochMs(),
+        });
+      }
     } else if (name === 'ping') {
       this.pings += 1;
     } else if (name === 'job' && this.onJob) {
@@ -206,6 +219,20 @@ export class SimAgent {
       if (data) this.onJob((JSON.parse(data) as { jobId: string }).jobId);
     }
   }
+}
+
+/**
+ * The wall clock in ms (`Date.now()`): what the coordinator writes its times with, the same in
+ * every thread and process (a thread's `performance.timeOrigin` drifts from it as NTP slews the clock).
+ */
+export const epochMs = () => Date.now();
+
+/** A `deploy` event as it arrived: `receivedAt` on the wall clock (`epochMs`). */
+export interface DeployEvent {
+  jobId: string;
+  applicationId: string;
+  releaseId: string;
+  receivedAt: number;
 }
 
 /** One job a `SimJobRunner` ran: performance.now() instants in this process. */
@@ -323,6 +350,108 @@ export class SimJobRunner {
       // The accept was refused: recorded in `error`.
     } finally {
       this.#running = null;
+    }
+    void this.#next();
+  }
+}
+
+/** One update job a `SimUpdateRunner` ran: wall-clock instants (`epochMs`). */
+export interface SimUpdate extends DeployEvent {
+  outcome: 'success' | 'failed';
+  /** Its `finish` was answered. */
+  endedAt: number;
+}
+
+/**
+ * Runs the update jobs (`deploy` events) an agent receives as the reference agent does
+ * (docs/ota.md, "Update jobs"): `accept` at once, then one at a time `start`, `updateMs` of
+ * simulated download and install, `finish` with the outcome `outcome(releaseId, agentId)` gives
+ * (`failed`: exit code 1). While it gives null for a release, the agent holds that release's
+ * jobs (accepted, not started) until `go()` is called after it changed. Reports go out one at a
+ * time, in order, like the agent's outbox; the coordinator's answers must be 200.
+ */
+export class SimUpdateRunner {
+  /** Every update job's event as it first arrived (held ones too). */
+  readonly deploys: DeployEvent[] = [];
+  /** The update jobs run to their end. */
+  readonly updates: SimUpdate[] = [];
+  /** Set when a report was refused or failed; the runner then takes no more jobs. */
+  error: Error | null = null;
+  readonly #seen = new Set<string>();
+  #queue: DeployEvent[] = [];
+  #held: DeployEvent[] = [];
+  #running = false;
+  #outbox: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly agent: SimAgent,
+    private readonly origin: string,
+    private readonly updateMs: number,
+    private readonly http: http.Agent,
+    private readonly outcome: (releaseId: string, agentId: string) => 'success' | 'failed' | null,
+  ) {
+    agent.onDeploy = (deploy) => this.#received(deploy);
+  }
+
+  /** The held jobs whose outcome is now known are run. */
+  go(): void {
+    const held = this.#held;
+    this.#held = [];
+    for (const deploy of held) this.#enqueue(deploy);
+  }
+
+  /** Resolves once every report sent so far was answered. */
+  settled(): Promise<void> {
+    return this.#outbox;
+  }
+
+  #received(deploy: DeployEvent): void {
+    if (this.#seen.has(deploy.jobId) || this.error) return;
+    this.#seen.add(deploy.jobId);
+    this.deploys.push(deploy);
+    void this.#send(deploy.jobId, 'accept', {}).catch(() => {});
+    this.#enqueue(deploy);
+  }
+
+  #enqueue(deploy: DeployEvent): void {
+    if (this.outcome(deploy.releaseId, this.agent.agentId) === null) {
+      this.#held.push(deploy);
+      return;
+    }
+    this.#queue.push(deploy);
+    if (!this.#running) void this.#next();
+  }
+
+  #send(jobId: string, move: 'accept' | 'start' | 'finish', body: unknown): Promise<void> {
+    const sent = this.#outbox.then(() =>
+      this.agent.report(this.origin, 'POST', `/v1/agent/jobs/${jobId}/${move}`, body, this.http),
+    );
+    this.#outbox = sent.catch((error: unknown) => {
+      this.error ??= error as Error;
+    });
+    return sent;
+  }
+
+  async #next(): Promise<void> {
+    const deploy = this.#queue.shift();
+    if (!deploy || this.error) return;
+    this.#running = true;
+    try {
+      const outcome = this.outcome(deploy.releaseId, this.agent.agentId)!;
+      void this.#send(deploy.jobId, 'start', {}).catch(() => {});
+      if (this.updateMs > 0) await new Promise((resolve) => setTimeout(resolve, this.updateMs));
+      await this.#send(
+        deploy.jobId,
+        'finish',
+        outcome === 'success'
+          ? { status: 'success', exitCode: 0, errorMessage: null, output: {} }
+          : { status: 'failed', exitCode: 1, errorMessage: 'simulated: the update did not start', output: {} },
+      );
+      this.updates.push({ ...deploy, outcome, endedAt: epochMs() });
+    } catch {
+      // Recorded in `error`.
+    } finally {
+      this.#running = false;
     }
     void this.#next();
   }

@@ -1,16 +1,26 @@
+import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import type { Labels, WorkflowDefinition } from '@drover/shared';
 import { callTrigger, enrollFleet, managementApi } from './fleet-setup.js';
-import { mapLimit, SimJobRunner, type SimAgent, type SimJobRun } from './fleet-sim.js';
+import {
+  mapLimit,
+  SimJobRunner,
+  SimUpdateRunner,
+  type SimAgent,
+  type DeployEvent,
+  type SimJobRun,
+  type SimUpdate,
+} from './fleet-sim.js';
 
 /**
- * A simulated fleet (bench/lib/fleet-sim.ts) and its callers on a worker thread: a benchmark
- * that hosts the coordinator in its own thread, to time its services with probes, keeps the
- * simulation's JavaScript (signing, parsing the streams, the HTTP clients) off the coordinator's
- * event loop, as real agents and callers on other machines would be. Both threads still share the
- * machine's cores. Instants are `performance.now()` of the WORKER (its own time origin): compare
- * them with each other only.
+ * A simulated fleet (bench/lib/fleet-sim.ts) and its callers on a worker thread (or a child
+ * process): a benchmark that hosts the coordinator in its own thread, to time its services with
+ * probes, keeps the simulation's JavaScript (signing, parsing the streams, the HTTP clients) off
+ * the coordinator's event loop, as real agents and callers on other machines would be. Both still
+ * share the machine's cores. Instants are `performance.now()` of the WORKER (its own time origin):
+ * compare them with each other only; update jobs' instants are on the wall clock (`epochMs`).
  */
 
 export interface FleetSetup {
@@ -25,6 +35,8 @@ export interface FleetSetup {
   capacity: number;
   /** The simulated work of each job (SimJobRunner). */
   runMs: number;
+  /** The simulated download and install of each update job (SimUpdateRunner); default 0. */
+  updateMs?: number;
 }
 
 export interface FleetLoad {
@@ -34,6 +46,12 @@ export interface FleetLoad {
   body: string;
   calls: number;
   concurrency: number;
+}
+
+/** The update jobs of one release, each with its agent: their events as they arrived, and those run to their end. */
+export interface AgentUpdates {
+  deploys: (DeployEvent & { agentId: string })[];
+  ended: (SimUpdate & { agentId: string })[];
 }
 
 export interface FleetAnswer {
@@ -59,39 +77,78 @@ type Command =
   | { type: 'load'; load: FleetLoad }
   | { type: 'stop' }
   | { type: 'finishOne'; index: number }
+  | { type: 'outcomes'; releaseId: string; failing: string[] }
+  | { type: 'updates'; releaseId: string }
   | { type: 'close' };
 type Reply =
   | { type: 'ready'; agentIds: string[] }
   | { type: 'loaded'; result: FleetLoadResult }
   | { type: 'stopped' }
   | { type: 'finished'; finished: boolean }
+  | { type: 'outcomesSet' }
+  | { type: 'updated'; updates: AgentUpdates }
   | { type: 'closed' }
   | { type: 'error'; message: string };
 
-/** The main thread's handle on the worker: one command at a time. */
+/** Where the fleet runs: a worker thread, or a child process (`Worker` and `ChildProcess` alike). */
+interface FleetHost {
+  once(event: 'message', listener: (reply: Reply) => void): unknown;
+  once(event: 'error', listener: (error: Error) => void): unknown;
+  once(event: 'exit', listener: () => void): unknown;
+  off(event: 'message', listener: (reply: Reply) => void): unknown;
+  off(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/** The child process's environment variable that makes this module the fleet. */
+const CHILD_ROLE = 'DROVER_BENCH_FLEET_CHILD';
+
+/**
+ * The main thread's handle on the fleet: one command at a time. On a worker thread by default; with
+ * `childProcess`, in a child process of its own (same Node flags), so that its sockets count against
+ * that process's file-descriptor limit and its CPU time is not this process's: for 10,000 streams
+ * against a coordinator in this process (each side needs ~10,000 descriptors).
+ */
 export class FleetWorker {
-  readonly #worker = new Worker(new URL(import.meta.url), { workerData: { role: 'drover-bench-fleet' } });
+  readonly #host: FleetHost;
+  readonly #send: (command: Command) => void;
+  readonly #stop: () => Promise<unknown>;
   #exit: Promise<void>;
 
-  constructor() {
-    this.#exit = new Promise((resolve) => this.#worker.once('exit', () => resolve()));
+  constructor(options: { childProcess?: boolean } = {}) {
+    if (options.childProcess) {
+      const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
+        env: { ...process.env, [CHILD_ROLE]: '1' },
+        execArgv: process.execArgv,
+        serialization: 'advanced',
+        stdio: 'inherit',
+      });
+      this.#host = child as unknown as FleetHost;
+      this.#send = (command) => child.send(command);
+      this.#stop = async () => child.kill();
+    } else {
+      const worker = new Worker(new URL(import.meta.url), { workerData: { role: 'drover-bench-fleet' } });
+      this.#host = worker as unknown as FleetHost;
+      this.#send = (command) => worker.postMessage(command);
+      this.#stop = () => worker.terminate();
+    }
+    this.#exit = new Promise((resolve) => this.#host.once('exit', () => resolve()));
   }
 
   #ask<T extends Reply['type']>(command: Command, expected: T): Promise<Extract<Reply, { type: T }>> {
     return new Promise((resolve, reject) => {
       const onMessage = (reply: Reply) => {
-        this.#worker.off('error', onError);
+        this.#host.off('error', onError);
         if (reply.type === 'error') reject(new Error(`fleet worker: ${reply.message}`));
         else if (reply.type !== expected) reject(new Error(`fleet worker: ${reply.type}, expected ${expected}`));
         else resolve(reply as Extract<Reply, { type: T }>);
       };
       const onError = (error: Error) => {
-        this.#worker.off('message', onMessage);
+        this.#host.off('message', onMessage);
         reject(error);
       };
-      this.#worker.once('message', onMessage);
-      this.#worker.once('error', onError);
-      this.#worker.postMessage(command);
+      this.#host.once('message', onMessage);
+      this.#host.once('error', onError);
+      this.#send(command);
     });
   }
 
@@ -118,12 +175,25 @@ export class FleetWorker {
     return (await this.#ask({ type: 'finishOne', index }, 'finished')).finished;
   }
 
+  /**
+   * How the agents end the update jobs of `releaseId`: `failing` agents fail them, the others
+   * succeed. Until this is said for a release, its update jobs are held (accepted, not started).
+   */
+  async outcomes(releaseId: string, failing: readonly string[]): Promise<void> {
+    await this.#ask({ type: 'outcomes', releaseId, failing: [...failing] }, 'outcomesSet');
+  }
+
+  /** The update jobs of `releaseId`: their events as they arrived, and those the agents ran to their end. */
+  async updates(releaseId: string): Promise<AgentUpdates> {
+    return (await this.#ask({ type: 'updates', releaseId }, 'updated')).updates;
+  }
+
   /** Closes the streams and ends the worker. */
   async close(): Promise<void> {
     try {
       await this.#ask({ type: 'close' }, 'closed');
     } finally {
-      await this.#worker.terminate();
+      await this.#stop();
       await this.#exit;
     }
   }
@@ -131,12 +201,28 @@ export class FleetWorker {
 
 // ---- The worker ------------------------------------------------------------------------------------------
 
-if (!isMainThread && (workerData as { role?: string } | null)?.role === 'drover-bench-fleet') {
-  const port = parentPort!;
+const asWorker = !isMainThread && (workerData as { role?: string } | null)?.role === 'drover-bench-fleet';
+const asChild = isMainThread && process.env[CHILD_ROLE] === '1' && process.send !== undefined;
+if (asWorker || asChild) {
+  const port = asWorker
+    ? parentPort!
+    : {
+        on: (event: 'message', listener: (command: Command) => void) => process.on(event, listener),
+        postMessage: (reply: Reply) => process.send!(reply),
+      };
+  // A child process ends with its parent.
+  if (asChild) process.on('disconnect', () => process.exit(0));
   const http1 = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const reports = new http.Agent({ keepAlive: true, maxSockets: 64 });
   let agents: SimAgent[] = [];
   let runners: SimJobRunner[] = [];
+  let updaters: SimUpdateRunner[] = [];
+  /** Per release, the agents whose update jobs fail (SimUpdateRunner). */
+  const failing = new Map<string, Set<string>>();
+  const outcome = (releaseId: string, agentId: string) => {
+    const set = failing.get(releaseId);
+    return set === undefined ? null : set.has(agentId) ? 'failed' : 'success';
+  };
 
   const setup = async (s: FleetSetup): Promise<Reply> => {
     agents = await enrollFleet({
@@ -147,6 +233,7 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === 'drover-
       report: { workflows: s.workflows, labels: () => s.labels, agent: http1 },
     });
     runners = agents.map((a) => new SimJobRunner(a, s.origin, s.runMs, reports));
+    updaters = agents.map((a) => new SimUpdateRunner(a, s.origin, s.updateMs ?? 0, reports, outcome));
     await mapLimit(agents, 50, (a) => a.connect(s.origin, s.capacity));
     return { type: 'ready', agentIds: agents.map((a) => a.agentId) };
   };
@@ -194,6 +281,21 @@ if (!isMainThread && (workerData as { role?: string } | null)?.role === 'drover-
           return { type: 'stopped' };
         case 'finishOne':
           return { type: 'finished', finished: await runners[command.index]!.finishOne() };
+        case 'outcomes':
+          failing.set(command.releaseId, new Set(command.failing));
+          for (const u of updaters) u.go();
+          return { type: 'outcomesSet' };
+        case 'updates': {
+          const failed = updaters.find((u) => u.error);
+          if (failed) throw failed.error!;
+          const of = <T extends { releaseId: string }>(list: (u: SimUpdateRunner) => T[]) =>
+            updaters.flatMap((u) =>
+              list(u)
+                .filter((x) => x.releaseId === command.releaseId)
+                .map((x) => ({ ...x, agentId: u.agent.agentId })),
+            );
+          return { type: 'updated', updates: { deploys: of((u) => u.deploys), ended: of((u) => u.updates) } };
+        }
         case 'close':
           for (const a of agents) a.close();
           http1.destroy();

@@ -16,6 +16,7 @@ import { configureLogoutCommand } from './commands/logout-command.js';
 import { configureMemberCommand } from './commands/member-command.js';
 import { configurePasswordCommand } from './commands/password-command.js';
 import { configureReleaseCommand } from './commands/release-command.js';
+import { configureRolloutCommand } from './commands/rollout-command.js';
 import { configureRunCommand } from './commands/run-command.js';
 import { configureTokenCommand } from './commands/token-command.js';
 import { configureTriggerCommand } from './commands/trigger-command.js';
@@ -51,6 +52,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureBatchCommand(program, rt);
   configureReleaseCommand(program, rt);
   configureAppCommand(program, rt);
+  configureRolloutCommand(program, rt);
   configureEnrollmentTokenCommand(program, rt);
   configureTriggerCommand(program, rt);
   configureApiTokenCommand(program, rt);

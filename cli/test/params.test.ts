@@ -50,4 +50,10 @@ describe('durations', () => {
     );
     expect(() => parseDuration('0s', '--ttl')).toThrow('--ttl: must be longer than zero, got `0s`');
   });
+
+  it('take zero where the option allows it (a soak of 0)', () => {
+    expect(parseDuration('0', '--soak', { zero: true })).toBe(0);
+    expect(parseDuration('0m', '--soak', { zero: true })).toBe(0);
+    expect(parseDuration('30s', '--soak', { zero: true })).toBe(30_000);
+  });
 });

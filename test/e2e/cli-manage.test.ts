@@ -18,7 +18,7 @@ import { issueApiToken } from '../helpers/tokens.js';
 
 /**
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
- * invitation|release|app window|agent label|batch`, `drover agents --selector`), `drover run` on selector
+ * invitation|release|rollout|app device-group|app window|agent label|batch`, `drover agents --selector`), `drover run` on selector
  * triggers (batches, their jobs run by signed test agents), organizations chosen with --org, and
  * shell completion, with the built single executable against a real coordinator.
  */
@@ -758,6 +758,136 @@ describe('drover batches: selector triggers, drover run on them, drover batch', 
     expect(await run(['batch', 'show', '00000000-0000-4000-8000-000000000000'])).toMatchObject({
       code: 2,
       stderr: 'drover: Batch not found\n',
+    });
+  });
+});
+
+describe('drover release publish --waves and drover rollout', () => {
+  const inAcme = (args: string[]) => run(args, { DROVER_ORG: 'acme' });
+
+  it('publishes wave by wave (a bad plan refused naming the options), shows the rollout, and moves it', async () => {
+    const app = await t.owner.post(`/orgs/${t.orgId}/apps`, { body: { slug: 'gw', updateWorkflowName: 'update' } });
+    expect(app.status, app.text).toBe(201);
+    // Two devices that never report: each wave's device stays pending, so only moves change the rollout.
+    const devices = [
+      await enrollTestAgent(t.owner, t.orgId, { hostname: 'rollout-1' }),
+      await enrollTestAgent(t.owner, t.orgId, { hostname: 'rollout-2' }),
+    ];
+    const bound = await t.owner.post(`/orgs/${t.orgId}/apps/${app.body.id}/devices`, {
+      body: { agentIds: devices.map((d) => d.agentId) },
+    });
+    expect(bound.status, bound.text).toBe(201);
+    fs.writeFileSync(path.join(work, 'gw-2.0.bin'), 'gateway two');
+    const created = await inAcme(['release', 'create', '2.0', '--app', 'gw', '--artifact', 'gw-2.0.bin']);
+    expect(created.code, created.stderr).toBe(0);
+
+    const refused = await inAcme([
+      'release',
+      'publish',
+      '2.0',
+      '--app',
+      'gw',
+      '--waves',
+      '50,10',
+      '--soak',
+      '0',
+      '--max-failure-rate',
+      '2',
+    ]);
+    expect(refused).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: --waves: wave 2: expected waves in increasing order, got 10 after 50; ' +
+        '--waves: expected the last wave to be 100 (every device), got 10; ' +
+        '--max-failure-rate: expected a rate from 0 to 1, got 2\n',
+    });
+    const notNumbers = await inAcme(['release', 'publish', '2.0', '--app', 'gw', '--waves', '1,10', '--soak', '0']);
+    expect(notNumbers).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^drover: --waves needs --max-failure-rate/),
+    });
+    expect(JSON.parse((await inAcme(['release', 'list', '--app', 'gw', '--json'])).stdout)[0].status).toBe('draft');
+
+    const published = await inAcme([
+      'release',
+      'publish',
+      '2.0',
+      '--app',
+      'gw',
+      '--waves',
+      '50,100',
+      '--soak',
+      '1h',
+      '--max-failure-rate',
+      '0.25',
+      '--min-attempts',
+      '2',
+    ]);
+    expect(published).toEqual({
+      code: 0,
+      stdout:
+        'Release 2.0 (#1, optional) on channel stable: published\n' +
+        'Rollout of 2.0 on channel stable: running, wave 1 of 2 (50%): 1 of 2 devices\n',
+      stderr: 'Follow it with: drover rollout status 2.0 --app gw\n',
+    });
+    const json = JSON.parse((await inAcme(['rollout', 'status', '2.0', '--app', 'gw', '--json'])).stdout);
+    expect(json).toMatchObject({
+      status: 'running',
+      deviceCount: 2,
+      soakSeconds: 3600,
+      maxFailureRate: 0.25,
+      minAttempts: 2,
+      waves: [
+        { percent: 50, devices: 1, pending: 1 },
+        { percent: 100, devices: 2, pending: 1, startedAt: null },
+      ],
+    });
+    const status = await inAcme(['rollout', 'status', json.releaseId, '--app', 'gw']);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain('Status:     running, wave 1 of 2 (50%)\n');
+    expect(status.stdout).toContain('Soak:       1h after each wave but the last\n');
+    expect(status.stdout).toMatch(
+      /\nWAVE +PERCENT +DEVICES +NEW +SUCCEEDED +FAILED +PENDING +STARTED +ENDED\n1 +50% +1 +1 +0 +0 +1 +20\S+ \S+ +-\n2 +100% +2 +1 +0 +0 +1 +- +-\n/,
+    );
+    expect(status.stdout).toMatch(
+      /\nHistory:\nAT +EVENT +BY +DETAIL\n\S+ \S+ +start +owner@example\.test +2 devices in waves of 50, 100 %\n$/,
+    );
+
+    expect(await inAcme(['rollout', 'pause', '2.0', '--app', 'gw'])).toEqual({
+      code: 0,
+      stdout: 'Rollout of 2.0 on channel stable: paused by an operator in wave 1 of 2 (50%): 1 of 2 devices\n',
+      stderr: '',
+    });
+    expect(await inAcme(['rollout', 'pause', '2.0', '--app', 'gw'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: Cannot pause a rollout that is paused; pause applies to a rollout that is running\n',
+    });
+    expect((await inAcme(['rollout', 'resume', '2.0', '--app', 'gw'])).stdout).toBe(
+      'Rollout of 2.0 on channel stable: running, wave 1 of 2 (50%): 1 of 2 devices\n',
+    );
+    expect((await inAcme(['rollout', 'advance', '2.0', '--app', 'gw'])).stdout).toBe(
+      'Rollout of 2.0 on channel stable: running, wave 2 of 2 (100%): 2 of 2 devices\n',
+    );
+    const aborted = JSON.parse((await inAcme(['rollout', 'abort', '2.0', '--app', 'gw', '--json'])).stdout);
+    expect(aborted).toMatchObject({ status: 'aborted', currentWave: 1 });
+    expect(aborted.history.map((h: { event: string }) => h.event)).toEqual([
+      'start',
+      'pause',
+      'resume',
+      'advance',
+      'abort',
+    ]);
+    expect(await inAcme(['rollout', 'advance', '2.0', '--app', 'gw'])).toMatchObject({
+      code: 2,
+      stderr:
+        'drover: Cannot advance a rollout that is aborted; advance applies to a rollout that is running or paused\n',
+    });
+    // A release published at once has no rollout: the API's 404, in its words.
+    expect(await inAcme(['rollout', 'status', '1.0', '--app', 'fw'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: The release has no rollout (it was published at once, or is a draft)\n',
     });
   });
 });

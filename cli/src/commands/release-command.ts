@@ -6,13 +6,21 @@ import { uploadLocalFile } from '../files/upload.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import { shortTime } from '../output/time.js';
+import { describeRollout, type Rollout } from '../releases/format-rollout.js';
+import { releaseId, releasesPath } from '../releases/lookup.js';
+import {
+  ROLLOUT_OPTIONS,
+  rolloutPlan,
+  rolloutRefusal,
+  type RolloutFlags,
+  type RolloutPlan,
+} from '../releases/rollout-plan.js';
 import type { Runtime } from '../runtime.js';
-import { findApp, isUuid, pick } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 type Release = Schema<'Release'>;
 
-interface CreateFlags {
+interface CreateFlags extends RolloutFlags {
   app: string;
   artifact?: string;
   file?: string;
@@ -29,7 +37,7 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
     .command('release')
     .description("an application's over-the-air releases: create, publish, yank, list (a session)");
 
-  release
+  const create = release
     .command('create')
     .description('create a draft release from an artifact (uploaded here, or a persistent file); prints its id')
     .argument('<version>', "the release's version label, e.g. 1.4.0")
@@ -39,12 +47,16 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
     .option('--channel <channel>', "the channel (default: the application's)")
     .option('--mandatory', 'devices below it must update (default: optional)')
     .option('--notes <text>', 'release notes')
-    .option('--publish', 'publish it at once')
+    .option('--publish', 'publish it at once (wave by wave with --waves)');
+  for (const [flag, what] of ROLLOUT_OPTIONS) create.option(flag, what);
+  create
     .option('--json', "print the API's answer (the release) as JSON")
     .action(async (version: string, flags: CreateFlags, command: Command) => {
       if ((flags.artifact === undefined) === (flags.file === undefined)) {
         throw new CliError('give the artifact with --artifact <path> or --file <id> (one of them)');
       }
+      const plan = rolloutPlan(flags);
+      if (plan !== null && !flags.publish) throw new CliError('--waves needs --publish (a draft has no rollout yet)');
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const base = await releasesPath(caller, flags.app);
       let artifactFileId = flags.file;
@@ -60,33 +72,44 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
         updatePolicy: flags.mandatory ? 'mandatory' : 'optional',
         ...(flags.notes === undefined ? {} : { notes: flags.notes }),
       });
-      if (flags.publish) created = await caller.api.post<Release>(`${base}/${created.id}/publish`);
+      if (flags.publish) created = await publish(caller, base, created.id, plan);
       if (flags.json) return printJson(rt, created);
       rt.out(`${created.id}\n`);
       rt.err(`${describe(created)}\n`);
+      if (plan !== null) await showRollout(rt, caller, base, created, { ref: created.id, app: flags.app }, 'err');
     });
 
-  for (const [move, done] of [
-    ['publish', 'devices of its channel converge to it'],
-    ['yank', 'devices on it go back to the previous published release of its channel'],
-  ] as const) {
-    release
-      .command(move)
-      .description(`${move} a release: ${done}`)
-      .argument('<release>', 'the release: its id, or its version when no other release has it')
-      .requiredOption('--app <slug-or-id>', 'the application')
-      .option('--json', "print the API's answer (the release) as JSON")
-      .action(async (value: string, flags: { app: string; json?: boolean }, command: Command) => {
-        const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
-        const base = await releasesPath(caller, flags.app);
-        const id = isUuid(value)
-          ? value
-          : pick(await caller.api.get<Release[]>(base), value, 'release', (r) => r.version).id;
-        const moved = await caller.api.post<Release>(`${base}/${id}/${move}`);
-        if (flags.json) return printJson(rt, moved);
-        rt.out(`${describe(moved)}\n`);
-      });
-  }
+  const publishCommand = release
+    .command('publish')
+    .description('publish a release: devices of its channel converge to it, at once or wave by wave (--waves)')
+    .argument('<release>', 'the release: its id, or its version when no other release has it')
+    .requiredOption('--app <slug-or-id>', 'the application');
+  for (const [flag, what] of ROLLOUT_OPTIONS) publishCommand.option(flag, what);
+  publishCommand
+    .option('--json', "print the API's answer (the release) as JSON")
+    .action(async (value: string, flags: RolloutFlags & { app: string; json?: boolean }, command: Command) => {
+      const plan = rolloutPlan(flags);
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const base = await releasesPath(caller, flags.app);
+      const published = await publish(caller, base, await releaseId(caller, base, value), plan);
+      if (flags.json) return printJson(rt, published);
+      rt.out(`${describe(published)}\n`);
+      if (plan !== null) await showRollout(rt, caller, base, published, { ref: value, app: flags.app }, 'out');
+    });
+
+  release
+    .command('yank')
+    .description('yank a release: devices on it go back to the previous published release of its channel')
+    .argument('<release>', 'the release: its id, or its version when no other release has it')
+    .requiredOption('--app <slug-or-id>', 'the application')
+    .option('--json', "print the API's answer (the release) as JSON")
+    .action(async (value: string, flags: { app: string; json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const base = await releasesPath(caller, flags.app);
+      const yanked = await caller.api.post<Release>(`${base}/${await releaseId(caller, base, value)}/yank`);
+      if (flags.json) return printJson(rt, yanked);
+      rt.out(`${describe(yanked)}\n`);
+    });
 
   release
     .command('list')
@@ -111,9 +134,28 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
     });
 }
 
-/** `/orgs/:orgId/apps/:appId/releases` of the application named by slug or id. */
-async function releasesPath(caller: SessionCaller, app: string): Promise<string> {
-  return `/orgs/${await caller.orgId()}/apps/${(await findApp(caller, app)).id}/releases`;
+/** Publishes a draft, at once or with a rollout plan; the coordinator's 422 on the plan names the options. */
+async function publish(caller: SessionCaller, base: string, id: string, plan: RolloutPlan | null): Promise<Release> {
+  if (plan === null) return caller.api.post<Release>(`${base}/${id}/publish`);
+  try {
+    return await caller.api.post<Release>(`${base}/${id}/publish`, { rollout: plan });
+  } catch (error) {
+    throw rolloutRefusal(error);
+  }
+}
+
+/** After a publish wave by wave: where the rollout stands, and how to follow it. */
+async function showRollout(
+  rt: Runtime,
+  caller: SessionCaller,
+  base: string,
+  release: Release,
+  follow: { ref: string; app: string },
+  to: 'out' | 'err',
+): Promise<void> {
+  const rollout = await caller.api.get<Rollout>(`${base}/${release.id}/rollout`);
+  rt[to](`${describeRollout(rollout, release.version)}\n`);
+  rt.err(`Follow it with: drover rollout status ${follow.ref} --app ${follow.app}\n`);
 }
 
 function describe(r: Release): string {
