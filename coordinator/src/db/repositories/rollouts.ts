@@ -95,6 +95,12 @@ const SUPERSEDE = command<[string, string]>(
   `UPDATE rollouts SET status = 'superseded', paused_reason = NULL, ended_at = ?
    WHERE release_id = ? AND status IN ('running', 'paused')`,
 );
+const BOUND_SINCE = values<string, [string]>(
+  `SELECT b.id FROM rollouts r JOIN device_bindings b ON b.application_id = r.application_id AND b.channel = r.channel
+   WHERE r.release_id = ? AND NOT EXISTS (
+     SELECT 1 FROM rollout_devices rd WHERE rd.release_id = r.release_id AND rd.binding_id = b.id)
+   ORDER BY b.id`,
+);
 const WAVE_BINDINGS = values<string, [string, number]>(
   'SELECT binding_id FROM rollout_devices WHERE release_id = ? AND wave = ? ORDER BY binding_id',
 );
@@ -234,6 +240,9 @@ export function createRolloutRepository(db: Database): RolloutRepository {
         },
         { immediate: true },
       );
+    },
+    boundSince(releaseId) {
+      return db.all(BOUND_SINCE, [releaseId]);
     },
     bindingsOfWave(releaseId, wave) {
       return db.all(WAVE_BINDINGS, [releaseId, wave]);

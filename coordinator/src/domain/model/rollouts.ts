@@ -103,6 +103,8 @@ export interface RolloutRepository {
   countsOfWave(releaseId: string, releaseSequence: number, wave: number): Promise<WaveCounts>;
   /** Applies the move if the rollout is still as `move.from` says; the rollout after it, or null when it was not. */
   move(releaseId: string, move: RolloutMove): Promise<Rollout | null>;
+  /** The bindings of the rollout's application and channel that its waves do not hold (bound after the publish). */
+  boundSince(releaseId: string): Promise<string[]>;
   /** The bindings that hold a wave of the rollout. */
   bindingsOfWave(releaseId: string, wave: number): Promise<string[]>;
   history(releaseId: string): Promise<RolloutEvent[]>;

@@ -98,7 +98,10 @@ export class RolloutService {
   constructor(private readonly options: RolloutServiceOptions) {}
 
   start(): void {
-    this.unsubscribe = this.options.jobEvents.onJobFinished(() => this.soon(), 'here');
+    // A job's end may end a wave; with no rollout running (as last seen), the 5 s look suffices.
+    this.unsubscribe = this.options.jobEvents.onJobFinished(() => {
+      if (this.anyRunning) this.soon();
+    }, 'here');
     this.timer = setInterval(() => this.soon(0), this.options.tickMs ?? ROLLOUT_TICK_MS);
     this.timer.unref();
     this.soon(0);
@@ -148,10 +151,9 @@ export class RolloutService {
       minAttempts: plan.minAttempts,
       devices: rollout.deviceCount,
     });
-    await ctx.ota.evaluateIds(
-      await ctx.repos.deviceBindings.idsToEvaluate(app.id, release.channel, release.id),
-      'publish',
-    );
+    // Only wave 1's devices have a new desired release; the others keep theirs until their wave.
+    await ctx.ota.evaluateIds(await ctx.repos.rollouts.bindingsOfWave(release.id, 0), 'publish');
+    this.anyRunning = true;
     this.soon(0);
     return { release, rollout };
   }
@@ -322,10 +324,14 @@ export class RolloutService {
     return this.ticking;
   }
   private runningTick = false;
+  /** A rollout was running when last looked at (or was started, resumed or advanced here since). */
+  private anyRunning = false;
 
   private async lookAtRunning(): Promise<void> {
     const { repos, clock } = this.options.ctx;
-    for (const rollout of await repos.rollouts.listRunning()) {
+    const running = await repos.rollouts.listRunning();
+    this.anyRunning = running.length > 0;
+    for (const rollout of running) {
       const release = await repos.releases.findInApp(rollout.applicationId, rollout.releaseId);
       if (!release) continue;
       const counts = await repos.rollouts.countsOfWave(release.id, release.sequence, rollout.currentWave);
@@ -472,17 +478,15 @@ export class RolloutService {
   private async afterMove(before: Rollout, after: Rollout): Promise<void> {
     const { ctx } = this.options;
     if (after.status === 'completed') {
-      const release = await ctx.repos.releases.findInApp(after.applicationId, after.releaseId);
-      if (release) {
-        await ctx.ota.evaluateIds(
-          await ctx.repos.deviceBindings.idsToEvaluate(after.applicationId, after.channel, after.releaseId),
-          'publish',
-        );
-      }
+      // The devices of its waves have it already; those bound since the publish get it now.
+      await ctx.ota.evaluateIds(await ctx.repos.rollouts.boundSince(after.releaseId), 'publish');
     } else if (after.currentWave > before.currentWave) {
       await ctx.ota.evaluateIds(await ctx.repos.rollouts.bindingsOfWave(after.releaseId, after.currentWave), 'publish');
     }
-    if (after.status === 'running') this.soon(0);
+    if (after.status === 'running') {
+      this.anyRunning = true;
+      this.soon(0);
+    }
   }
 
   private move(rollout: Rollout, to: RolloutMove['to'], event: RolloutEvent): Promise<Rollout | null> {

@@ -436,6 +436,15 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       1: { devices: 3, succeeded: 0, failed: 0 },
     });
     expect(await t.repos.rollouts.bindingsOfWave(r.id, 1)).toEqual(ids.filter((id) => id !== first).sort());
+    expect(await t.repos.rollouts.boundSince(r.id)).toEqual([]);
+    const late = await t.repos.deviceBindings.bind({
+      orgId,
+      applicationId: a.id,
+      bindings: [{ id: newId(), agentId: await enroll(t.repos, orgId, iso(0)) }],
+      channel: 'stable',
+      at: iso(2),
+    });
+    expect(await t.repos.rollouts.boundSince(r.id)).toEqual(late.outcome === 'bound' ? [late.bindings[0]!.id] : []);
 
     // Coordinators moving it at once: one moves it.
     const moved = await Promise.all(
