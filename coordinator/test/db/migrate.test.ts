@@ -14,6 +14,26 @@ const future = (version: number, name: string, sql = '', breaking = false): Migr
   breaking,
 });
 
+/**
+ * A database migrated up to (not including) `version`, with an organization `o` and its agent `a`:
+ * rows for an upgrade to find.
+ */
+function migratedBefore(version: number) {
+  const db = openDatabase(':memory:');
+  const all = loadMigrations();
+  migrate(
+    db,
+    all.filter((m) => m.version < version),
+  );
+  const at = '2030-01-01T00:00:00.000Z';
+  db.prepare("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', ?)").run(at);
+  db.prepare(
+    `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
+     VALUES ('a', 'o', 'a', 'h', 'linux', '1', 'k', 'connected', ?, 1)`,
+  ).run(at);
+  return { db, all, at };
+}
+
 describe('migrate', () => {
   it('applies every migration once and records its version', () => {
     const db = openDatabase(':memory:');
@@ -131,18 +151,7 @@ describe('migrate', () => {
   });
 
   it('leaves cron triggers made before migration 0024 without answer settings (async, no debug)', () => {
-    const db = openDatabase(':memory:');
-    const all = loadMigrations();
-    migrate(
-      db,
-      all.filter((m) => m.version < 24),
-    );
-    const at = '2030-01-01T00:00:00.000Z';
-    db.prepare("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', ?)").run(at);
-    db.prepare(
-      `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
-       VALUES ('a', 'o', 'a', 'h', 'linux', '1', 'k', 'connected', ?, 1)`,
-    ).run(at);
+    const { db, all, at } = migratedBefore(24);
     const insert = db.prepare(
       `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
          response_timeout_ms, allow_debug, cron_expression, created_at, updated_at)
@@ -160,18 +169,7 @@ describe('migrate', () => {
   });
 
   it('drops the NOT NULL of triggers.agent_id and jobs.agent_id in place (0026): rows kept, the file intact', () => {
-    const db = openDatabase(':memory:');
-    const all = loadMigrations();
-    migrate(
-      db,
-      all.filter((m) => m.version < 26),
-    );
-    const at = '2030-01-01T00:00:00.000Z';
-    db.prepare("INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', ?)").run(at);
-    db.prepare(
-      `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at, seq)
-       VALUES ('a', 'o', 'a', 'h', 'linux', '1', 'k', 'connected', ?, 1)`,
-    ).run(at);
+    const { db, all, at } = migratedBefore(26);
     db.prepare(
       `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
          response_timeout_ms, allow_debug, created_at, updated_at)

@@ -1,3 +1,4 @@
+import { Link } from 'react-router';
 import { PROGRESS_PARTS, progressOf, type Batch } from '../api/batches';
 
 /** `3 of 5 jobs ended` */
@@ -45,5 +46,24 @@ export function BatchProgress({
         ))}
       </ul>
     </div>
+  );
+}
+
+/** The first cells of a batch's row in a list: its number and workflow (linked to its page), its status, its jobs. */
+export function BatchCells({ batch }: { batch: Batch }) {
+  return (
+    <>
+      <th scope="row">
+        <Link to={`/api/batches/${batch.id}`}>
+          #{batch.number} {batch.workflowName}
+        </Link>
+      </th>
+      <td>
+        <span className={`status status-${batch.status}`}>{batch.status}</span>
+      </td>
+      <td>
+        <BatchProgress batch={batch} compact />
+      </td>
+    </>
   );
 }

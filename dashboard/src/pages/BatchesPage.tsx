@@ -2,7 +2,7 @@ import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
 import { Link, useSearchParams } from 'react-router';
 import { batchesQuery, type Batch } from '../api/batches';
 import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
-import { BatchProgress } from '../components/BatchProgress';
+import { BatchCells } from '../components/BatchProgress';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ShowOlder } from '../components/ShowOlder';
 import { ago, dateTime } from '../components/time';
@@ -83,17 +83,7 @@ export function BatchesPage() {
 function BatchRow({ batch, triggerName, loaded }: { batch: Batch; triggerName: string | null; loaded: boolean }) {
   return (
     <tr>
-      <th scope="row">
-        <Link to={`/api/batches/${batch.id}`}>
-          #{batch.number} {batch.workflowName}
-        </Link>
-      </th>
-      <td>
-        <span className={`status status-${batch.status}`}>{batch.status}</span>
-      </td>
-      <td>
-        <BatchProgress batch={batch} compact />
-      </td>
+      <BatchCells batch={batch} />
       <td>
         {triggerName ?? <span className="hint">{loaded ? 'deleted trigger' : batch.triggerId.slice(0, 8)}</span>}
         <br />

@@ -8,7 +8,7 @@ import { agentsQuery, workflowsQuery } from '../api/queries';
 import { recentTriggerBatchesQuery } from '../api/batches';
 import { emailsOf, membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
-import { BatchProgress } from '../components/BatchProgress';
+import { BatchCells } from '../components/BatchProgress';
 import { CopyBlock } from '../components/CopyBlock';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { JobStatus, startedBy } from '../components/JobFacts';
@@ -137,17 +137,7 @@ function RecentBatches({ orgId, triggerId }: { orgId: string; triggerId: string 
           <tbody>
             {batches.data.map((batch) => (
               <tr key={batch.id}>
-                <th scope="row">
-                  <Link to={`/api/batches/${batch.id}`}>
-                    #{batch.number} {batch.workflowName}
-                  </Link>
-                </th>
-                <td>
-                  <span className={`status status-${batch.status}`}>{batch.status}</span>
-                </td>
-                <td>
-                  <BatchProgress batch={batch} compact />
-                </td>
+                <BatchCells batch={batch} />
                 <td>
                   <time dateTime={batch.createdAt} title={dateTime(batch.createdAt)}>
                     {ago(batch.createdAt)}
