@@ -78,6 +78,18 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     });
     return id;
   };
+  /** Binds the agents to the application on `stable`; gives the bindings' ids, in the agents' order. */
+  const bindAll = async (applicationId: string, agentIds: readonly string[], at: string) => {
+    const bound = await t.repos.deviceBindings.bind({
+      orgId,
+      applicationId,
+      bindings: agentIds.map((id) => ({ id: newId(), agentId: id })),
+      channel: 'stable',
+      at,
+    });
+    expect(bound.outcome).toBe('bound');
+    return bound.outcome === 'bound' ? bound.bindings.map((b) => b.id) : [];
+  };
   const release = (applicationId: string, artifactFileId: string, fields: Partial<NewRelease> = {}): NewRelease => ({
     id: newId(),
     orgId,
@@ -288,14 +300,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     );
     const revoked = agents[5]!;
     await t.exec(`UPDATE agents SET status = 'revoked' WHERE id = '${revoked}'`);
-    const bound = await t.repos.deviceBindings.bind({
-      orgId,
-      applicationId: a.id,
-      bindings: agents.map((id) => ({ id: newId(), agentId: id })),
-      channel: 'stable',
-      at: iso(1),
-    });
-    const ids = bound.outcome === 'bound' ? bound.bindings.map((b) => b.id) : [];
+    const ids = await bindAll(a.id, agents, iso(1));
     // A job already issued on one binding counts before the evaluation's.
     const [one] = await t.repos.deviceBindings.evaluate([{ bindingId: ids[0]!, reason: 'publish' }], T0 + 3);
     expect(one!.createdJobId).not.toBeNull();
@@ -399,14 +404,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     await t.repos.applications.insert(a);
     const agents = [agentId];
     for (let i = 0; i < 3; i++) agents.push(await enroll(t.repos, orgId, iso(0)));
-    const bound = await t.repos.deviceBindings.bind({
-      orgId,
-      applicationId: a.id,
-      bindings: agents.map((id) => ({ id: newId(), agentId: id })),
-      channel: 'stable',
-      at: iso(1),
-    });
-    const ids = bound.outcome === 'bound' ? bound.bindings.map((b) => b.id) : [];
+    const ids = await bindAll(a.id, agents, iso(1));
     const created = await t.repos.releases.create(release(a.id, await artifact()));
     const r = created.outcome === 'created' ? created.release : null!;
     const plan = { waves: [25, 100], soakSeconds: 0, maxFailureRate: 0, minAttempts: 1 };
@@ -437,14 +435,8 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     });
     expect(await t.repos.rollouts.bindingsOfWave(r.id, 1)).toEqual(ids.filter((id) => id !== first).sort());
     expect(await t.repos.rollouts.boundSince(r.id)).toEqual([]);
-    const late = await t.repos.deviceBindings.bind({
-      orgId,
-      applicationId: a.id,
-      bindings: [{ id: newId(), agentId: await enroll(t.repos, orgId, iso(0)) }],
-      channel: 'stable',
-      at: iso(2),
-    });
-    expect(await t.repos.rollouts.boundSince(r.id)).toEqual(late.outcome === 'bound' ? [late.bindings[0]!.id] : []);
+    const late = await bindAll(a.id, [await enroll(t.repos, orgId, iso(0))], iso(2));
+    expect(await t.repos.rollouts.boundSince(r.id)).toEqual(late);
 
     // Coordinators moving it at once: one moves it.
     const moved = await Promise.all(
