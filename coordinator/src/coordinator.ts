@@ -15,6 +15,7 @@ import { JobEvents } from './domain/jobs/job-events.js';
 import { observeJobMetrics } from './domain/jobs/job-metrics.js';
 import { noMetrics, type Metrics } from './domain/metrics.js';
 import { JobSweeper, sweepIntervalMs } from './domain/jobs/job-sweeper.js';
+import { RetentionService } from './domain/retention/retention-service.js';
 import { OtaEngine } from './domain/ota/engine.js';
 import { RolloutService } from './domain/ota/rollouts.js';
 import { DeviceGroupService } from './domain/ota/device-groups.js';
@@ -156,6 +157,15 @@ export async function createCoordinator(
       chat: { outbox: repos.chatOutbox, queued: () => chatDelivery.wake() },
     });
     const jobLogs = new JobLogService({ jobs: repos.jobs, maxBytes: config.jobLogMaxBytes });
+    const retention = new RetentionService({
+      repo: repos.retention,
+      defaults: config.retention,
+      clock,
+      audit,
+      logger,
+      metrics,
+      sweepSeconds: config.retentionSweepSeconds,
+    });
     const scheduler = new CronScheduler({
       triggers: repos.triggers,
       occurrences: repos.cronOccurrences,
@@ -214,6 +224,7 @@ export async function createCoordinator(
       batches,
       pools,
       rollouts,
+      retention,
       jobLogs,
       ota,
       deviceGroups,
@@ -255,11 +266,14 @@ export async function createCoordinator(
       : () => undefined;
     const stopDeviceCounts = metrics.readOtaDevices(() => repos.deviceBindings.countByState());
     const stopLastSeen = metrics.readAgentsLastSeen(() => repos.agents.listLastSeen());
+    const stopDatabaseSize = metrics.readDatabaseSize(async () => (await repos.retention.databaseSize()).bytes);
     sweeper.start();
     // Update jobs that end, and OTA retries that come due (docs/ota.md).
     ota.start();
     // Running rollouts move on as their waves' updates end and their soaks pass (docs/ota.md).
     rollouts.start();
+    // What is past its organization's retention goes, in small batches (docs/operations.md).
+    retention.start();
     const fileSweeper = startFileSweeper({ files, intervalMs: config.fileSweepIntervalMs, logger });
     // Cron triggers fire on schedule (docs/schedules.md), with the triggers changed on the other
     // coordinators of the database.
@@ -305,9 +319,11 @@ export async function createCoordinator(
           stopJobMetrics();
           stopDeviceCounts();
           stopLastSeen();
+          stopDatabaseSize();
           await discordGateway?.stop();
           await sweeper.stop();
           await rollouts.stop();
+          await retention.stop();
           await ota.stop();
           await fileSweeper.stop();
           await scheduler.stop();

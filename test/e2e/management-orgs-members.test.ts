@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { addUser, fakeClock, MEMBER_PASSWORD } from '../helpers/members.js';
 
+/** What an organization keeps unless its owner changes it (docs/operations.md, "Retention"). */
+const DEFAULT_RETENTION = { jobsDays: 90, failedJobsDays: 180, auditDays: 365, occurrencesDays: 30 };
+
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('organizations', () => {
@@ -28,7 +31,7 @@ describe('organizations', () => {
     });
     const got = await t.owner.get(`/orgs/${res.body.id}`);
     expect(got.status).toBe(200);
-    expect(got.body).toEqual(res.body);
+    expect(got.body).toEqual({ ...res.body, retention: DEFAULT_RETENTION });
     const bindings = await t.owner.get(`/orgs/${res.body.id}/storage-bindings`);
     expect(bindings.body).toEqual([
       { id: expect.any(String), name: 'local', backend: 'local', isDefault: true, createdAt: expect.any(String) },
@@ -37,6 +40,43 @@ describe('organizations', () => {
     expect(audit.body.map((e: { action: string }) => e.action)).toContain('org.create');
     const orgs = await t.owner.get('/orgs');
     expect(orgs.body.map((o: { name: string }) => o.name)).toEqual(['acme', 'Second org']);
+  });
+
+  it("lets an owner change the organization's retention; a member reads it but may not change it", async () => {
+    const { client: member } = await addUser(t.owner, t.orgId, 'retention.member@example.test');
+    const changed = await t.owner.patch(`/orgs/${t.orgId}`, { body: { retention: { jobsDays: 30, auditDays: 730 } } });
+    expect(changed.status).toBe(200);
+    expect(changed.body).toMatchObject({
+      id: t.orgId,
+      retention: { ...DEFAULT_RETENTION, jobsDays: 30, auditDays: 730 },
+    });
+
+    const refused = await member.patch(`/orgs/${t.orgId}`, { body: { retention: { jobsDays: 1 } } });
+    expect(refused.status).toBe(403);
+    const view = await member.get(`/orgs/${t.orgId}/retention`);
+    expect(view.status).toBe(200);
+    expect(view.body).toMatchObject({
+      retention: { ...DEFAULT_RETENTION, jobsDays: 30, auditDays: 730 },
+      overrides: { jobsDays: 30, failedJobsDays: null, auditDays: 730, occurrencesDays: null },
+      defaults: DEFAULT_RETENTION,
+      database: { engine: t.coordinator.database, bytes: expect.any(Number) },
+    });
+
+    for (const [retention, path] of [
+      [{ jobsDays: 0 }, 'body.retention.jobsDays'],
+      [{ failedJobsDays: -5 }, 'body.retention.failedJobsDays'],
+      [{ auditDays: 2.5 }, 'body.retention.auditDays'],
+      [{ occurrencesDays: 1e9 }, 'body.retention.occurrencesDays'],
+      [{ occurrencesDays: '30' }, 'body.retention.occurrencesDays'],
+      [{ forever: true }, 'body.retention'],
+    ] as const) {
+      const res = await t.owner.patch(`/orgs/${t.orgId}`, { body: { retention } });
+      expect(res.status, JSON.stringify(retention)).toBe(422);
+      expect(res.body.details[0].path, JSON.stringify(retention)).toContain(path);
+    }
+    expect((await t.owner.patch(`/orgs/${t.orgId}`, { body: {} })).status).toBe(422);
+    const reset = await t.owner.patch(`/orgs/${t.orgId}`, { body: { retention: { jobsDays: null, auditDays: null } } });
+    expect(reset.body.retention).toEqual(DEFAULT_RETENTION);
   });
 
   it('refuses bad organization names with 422', async () => {

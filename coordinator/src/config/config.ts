@@ -1,6 +1,14 @@
 import path from 'node:path';
 import { DEFAULT_JOB_LOG_MAX_BYTES, MAX_JOB_LOG_MAX_BYTES, MIN_JOB_LOG_MAX_BYTES } from '../domain/jobs/job-logs.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/auth/passwords.js';
+import {
+  DEFAULT_RETENTION,
+  MAX_RETENTION_DAYS,
+  MIN_RETENTION_DAYS,
+  RETENTION_ENV,
+  RETENTION_FIELDS,
+  type Retention,
+} from '../domain/retention/retention-settings.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
 import { parseStorageUrl, type StorageConfig } from './storage-config.js';
@@ -66,6 +74,10 @@ export interface Config {
   readonly maxTriggersPerOrg: number;
   /** The most enabled cron triggers an organization may have. */
   readonly maxCronTriggersPerOrg: number;
+  /** What organizations keep, in days, unless an owner sets their own (docs/operations.md, "Retention"). */
+  readonly retention: Readonly<Retention>;
+  /** How often the retention sweep runs (the first within a minute of start). */
+  readonly retentionSweepSeconds: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -97,6 +109,7 @@ export const DEFAULTS = Object.freeze({
   chatGiveUpSeconds: 86400,
   maxTriggersPerOrg: 1000,
   maxCronTriggersPerOrg: 100,
+  retentionSweepSeconds: 600,
 });
 
 /** Options as the CLI hands them over (strings, or undefined when the flag was not given). */
@@ -303,6 +316,26 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     1_000_000,
   );
 
+  const retention = Object.freeze(
+    Object.fromEntries(
+      RETENTION_FIELDS.map((field) => [
+        field,
+        integer(
+          pick(undefined, null, RETENTION_ENV[field]),
+          DEFAULT_RETENTION[field],
+          MIN_RETENTION_DAYS,
+          MAX_RETENTION_DAYS,
+        ),
+      ]),
+    ) as unknown as Retention,
+  );
+  const retentionSweepSeconds = integer(
+    pick(undefined, null, 'DROVER_RETENTION_SWEEP_SECONDS'),
+    DEFAULTS.retentionSweepSeconds,
+    1,
+    86_400,
+  );
+
   const trustProxy = parseTrustProxy(pick(undefined, null, 'DROVER_TRUST_PROXY'), problems);
 
   const metrics = parseMetricsConfig(
@@ -343,6 +376,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     metrics,
     maxTriggersPerOrg,
     maxCronTriggersPerOrg,
+    retention,
+    retentionSweepSeconds,
   });
 }
 

@@ -1,6 +1,7 @@
 import type { DeviceState, TerminalJobStatus } from '@drover/shared';
 import type { AgentLastSeen } from './model/agents.js';
 import type { JobSource } from './model/jobs.js';
+import type { Deleted } from './model/retention.js';
 
 /**
  * What the domain tells about itself for the operators' figures (docs/metrics.md). The domain
@@ -34,6 +35,12 @@ export interface Metrics {
   readOtaDevices(read: () => Promise<readonly DeviceCount[]>): () => void;
   /** When each agent not revoked was last seen, read at each scrape. */
   readAgentsLastSeen(read: () => Promise<readonly AgentLastSeen[]>): () => void;
+  /** Rows one deleting batch of the retention sweep removed, by kind. */
+  retentionDeleted(kind: keyof Deleted, rows: number): void;
+  /** How long one deleting batch of the retention sweep held the database. */
+  retentionBatch(seconds: number): void;
+  /** The database's size in bytes, read at each scrape. */
+  readDatabaseSize(read: () => Promise<number>): () => void;
 }
 
 export interface DeviceCount {
@@ -66,6 +73,9 @@ export const noMetrics: Metrics = Object.freeze({
   readAgentsConnected: () => nothing,
   readOtaDevices: () => nothing,
   readAgentsLastSeen: () => nothing,
+  retentionDeleted: nothing,
+  retentionBatch: nothing,
+  readDatabaseSize: () => nothing,
 });
 
 /** Seconds between two ISO instants, never negative (clocks that step back are not a negative duration). */

@@ -1,4 +1,5 @@
 import type { RolloutService } from '../domain/ota/rollouts.js';
+import type { RetentionService } from '../domain/retention/retention-service.js';
 import type { Config } from '../config/config.js';
 import type { Repositories } from '../domain/model/repositories.js';
 import type { AuditLog } from '../domain/audit/audit-log.js';
@@ -67,6 +68,8 @@ export interface AppContext {
   ota: OtaEngine;
   /** Staged rollouts of releases: publish with a plan, their waves, the operators' moves (domain/ota/rollouts.ts). */
   rollouts: RolloutService;
+  /** What organizations keep and the sweep that deletes the rest (domain/retention/). */
+  retention: RetentionService;
   /** Device groups: applications' label selectors binding the agents they match (domain/ota/device-groups.ts). */
   deviceGroups: DeviceGroupService;
   /** Slack workspaces and Discord guilds connected to organizations (domain/chat). */

@@ -10,6 +10,7 @@ import {
 } from '../domain/metrics.js';
 import { JOB_SOURCES, type JobSource } from '../domain/model/jobs.js';
 import type { AgentLastSeen } from '../domain/model/agents.js';
+import { DELETED_KINDS, type Deleted } from '../domain/model/retention.js';
 import { HttpSeries } from './http-series.js';
 import { processRegistry } from './process-registry.js';
 
@@ -24,6 +25,15 @@ const FAST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 const JOB_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 10800];
 /** Seconds of a database commit: 50 µs to 1 s. */
 const COMMIT_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1];
+/** The `kind` label of the rows the retention sweep deleted. */
+export const RETENTION_KIND_LABELS: Readonly<Record<keyof Deleted, string>> = Object.freeze({
+  jobs: 'jobs',
+  logLines: 'log_lines',
+  auditEntries: 'audit_entries',
+  occurrences: 'cron_occurrences',
+  batches: 'batches',
+  rolloutEvents: 'rollout_events',
+});
 /** Operations per group commit. */
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
@@ -110,7 +120,21 @@ export class PrometheusMetrics implements Metrics {
     registers: [this.registry],
   });
 
+  private readonly retentionRows = new Counter({
+    name: 'drover_retention_deleted_rows_total',
+    help: 'Rows the retention sweep deleted past their retention, by kind (jobs, log_lines, audit_entries, cron_occurrences, batches, rollout_events)',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly retentionBatchSeconds = new Histogram({
+    name: 'drover_retention_batch_seconds',
+    help: 'Time one deleting batch of the retention sweep held the database',
+    buckets: COMMIT_BUCKETS,
+    registers: [this.registry],
+  });
+
   private readonly agentReaders = new Set<() => number>();
+  private readonly sizeReaders = new Set<() => Promise<number>>();
   private readonly deviceReaders = new Set<() => Promise<readonly DeviceCount[]>>();
   private readonly lastSeenReaders = new Set<() => Promise<readonly AgentLastSeen[]>>();
 
@@ -172,7 +196,24 @@ export class PrometheusMetrics implements Metrics {
         }
       },
     });
+    const sizeReaders = this.sizeReaders;
+    new Gauge({
+      name: 'drover_database_size_bytes',
+      help: "The database's size (SQLite: its file's pages; PostgreSQL: pg_database_size)",
+      registers: [this.registry],
+      async collect() {
+        try {
+          let bytes = 0;
+          for (const read of sizeReaders) bytes = Math.max(bytes, await read());
+          this.set(bytes);
+        } catch (error) {
+          logger.error({ err: error }, 'could not read the database size for drover_database_size_bytes');
+          this.reset();
+        }
+      },
+    });
     // Every series of a known label set exists from the start, at 0: a rate over it is 0, not absent.
+    for (const kind of DELETED_KINDS) this.retentionRows.inc({ kind: RETENTION_KIND_LABELS[kind] }, 0);
     for (const source of JOB_SOURCES) this.jobsCreated.inc({ source }, 0);
     for (const status of TERMINAL_JOB_STATUSES) this.jobsFinished.inc({ status }, 0);
     for (const kind of RATE_LIMIT_KINDS) this.rateLimitBlocks.inc({ kind }, 0);
@@ -216,6 +257,19 @@ export class PrometheusMetrics implements Metrics {
   dbCommit(seconds: number, batchSize: number): void {
     this.dbCommitSeconds.observe(seconds);
     this.dbCommitBatch.observe(batchSize);
+  }
+
+  retentionDeleted(kind: keyof Deleted, rows: number): void {
+    this.retentionRows.inc({ kind: RETENTION_KIND_LABELS[kind] }, rows);
+  }
+
+  retentionBatch(seconds: number): void {
+    this.retentionBatchSeconds.observe(seconds);
+  }
+
+  readDatabaseSize(read: () => Promise<number>): () => void {
+    this.sizeReaders.add(read);
+    return () => this.sizeReaders.delete(read);
   }
 
   readAgentsConnected(read: () => number): () => void {

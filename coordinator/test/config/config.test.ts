@@ -54,6 +54,8 @@ describe('loadConfig defaults', () => {
       metrics: { token: null, listen: null },
       maxTriggersPerOrg: 1000,
       maxCronTriggersPerOrg: 100,
+      retention: { jobsDays: 90, failedJobsDays: 180, auditDays: 365, occurrencesDays: 30 },
+      retentionSweepSeconds: 600,
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -110,6 +112,11 @@ describe('loadConfig from the environment', () => {
         DROVER_METRICS_LISTEN: '0.0.0.0:9464',
         DROVER_MAX_TRIGGERS_PER_ORG: '50',
         DROVER_MAX_CRON_TRIGGERS_PER_ORG: '0',
+        DROVER_RETENTION_JOBS_DAYS: '7',
+        DROVER_RETENTION_FAILED_JOBS_DAYS: '14',
+        DROVER_RETENTION_AUDIT_DAYS: '3650',
+        DROVER_RETENTION_OCCURRENCES_DAYS: '1',
+        DROVER_RETENTION_SWEEP_SECONDS: '60',
       },
       {},
       CWD,
@@ -148,6 +155,8 @@ describe('loadConfig from the environment', () => {
       metrics: { token: 'prometheus-scrape-token-1', listen: { host: '0.0.0.0', port: 9464 } },
       maxTriggersPerOrg: 50,
       maxCronTriggersPerOrg: 0,
+      retention: { jobsDays: 7, failedJobsDays: 14, auditDays: 3650, occurrencesDays: 1 },
+      retentionSweepSeconds: 60,
     });
   });
 
@@ -326,6 +335,17 @@ describe('loadConfig validation', () => {
       'DROVER_MAX_TRIGGERS_PER_ORG',
       '-1',
       'DROVER_MAX_TRIGGERS_PER_ORG: expected an integer from 0 to 1000000, got `-1`',
+    ],
+    ['DROVER_RETENTION_JOBS_DAYS', '0', 'DROVER_RETENTION_JOBS_DAYS: expected an integer from 1 to 3650, got `0`'],
+    [
+      'DROVER_RETENTION_FAILED_JOBS_DAYS',
+      '1.5',
+      'DROVER_RETENTION_FAILED_JOBS_DAYS: expected an integer from 1 to 3650, got `1.5`',
+    ],
+    [
+      'DROVER_RETENTION_SWEEP_SECONDS',
+      '0',
+      'DROVER_RETENTION_SWEEP_SECONDS: expected an integer from 1 to 86400, got `0`',
     ],
     [
       'DROVER_MAX_CRON_TRIGGERS_PER_ORG',

@@ -13,6 +13,7 @@ import type { Schema } from '@drover/shared/api';
  */
 export const AUDIT_ACTIONS: Record<Schema<'AuditEntry'>['action'], string> = {
   'org.create': 'created',
+  'org.retention.update': 'changed the retention of',
   'member.add': 'added',
   'invitation.create': 'created',
   'invitation.revoke': 'revoked',

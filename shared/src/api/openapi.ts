@@ -636,8 +636,29 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** An organization with the caller's role in it */
+    /** An organization with the caller's role in it and the retention that applies to it */
     get: operations['getOrg'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Change the organization's retention (owner)
+     * @description The fields of `retention` given replace the organization's values; null returns one to the coordinator's setting. A lowered value applies to existing data at the next retention sweep.
+     */
+    patch: operations['updateOrg'];
+    trace?: never;
+  };
+  '/v1/orgs/{orgId}/retention': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The organization's retention, the coordinator's settings and the database's size */
+    get: operations['getRetention'];
     put?: never;
     post?: never;
     delete?: never;
@@ -1831,6 +1852,85 @@ export interface components {
       /** Format: date-time */
       createdAt: string;
     };
+    OrgView: {
+      id: string;
+      name: string;
+      /** @enum {string} */
+      role: 'owner' | 'member';
+      /** Format: date-time */
+      createdAt: string;
+      /** @description Whole days, each from 1 to 3650 */
+      retention: {
+        /** @description days an ended job (success, cancelled, rejected) is kept after its end, with its log lines */
+        jobsDays: number;
+        /** @description days a failed or timed-out job is kept after its end, with its log lines */
+        failedJobsDays: number;
+        /** @description days an audit entry is kept (and the history of a rollout that ended) */
+        auditDays: number;
+        /** @description days a cron trigger's occurrence is kept (its newest always stays) */
+        occurrencesDays: number;
+      };
+    };
+    RetentionView: {
+      /** @description Whole days, each from 1 to 3650 */
+      retention: {
+        /** @description days an ended job (success, cancelled, rejected) is kept after its end, with its log lines */
+        jobsDays: number;
+        /** @description days a failed or timed-out job is kept after its end, with its log lines */
+        failedJobsDays: number;
+        /** @description days an audit entry is kept (and the history of a rollout that ended) */
+        auditDays: number;
+        /** @description days a cron trigger's occurrence is kept (its newest always stays) */
+        occurrencesDays: number;
+      };
+      /** @description The organization's own values; null: the coordinator's setting applies */
+      overrides: {
+        /** @description days an ended job (success, cancelled, rejected) is kept after its end, with its log lines; null: the coordinator's setting */
+        jobsDays: number | null;
+        /** @description days a failed or timed-out job is kept after its end, with its log lines; null: the coordinator's setting */
+        failedJobsDays: number | null;
+        /** @description days an audit entry is kept (and the history of a rollout that ended); null: the coordinator's setting */
+        auditDays: number | null;
+        /** @description days a cron trigger's occurrence is kept (its newest always stays); null: the coordinator's setting */
+        occurrencesDays: number | null;
+      };
+      /** @description Whole days, each from 1 to 3650 */
+      defaults: {
+        /** @description days an ended job (success, cancelled, rejected) is kept after its end, with its log lines */
+        jobsDays: number;
+        /** @description days a failed or timed-out job is kept after its end, with its log lines */
+        failedJobsDays: number;
+        /** @description days an audit entry is kept (and the history of a rollout that ended) */
+        auditDays: number;
+        /** @description days a cron trigger's occurrence is kept (its newest always stays) */
+        occurrencesDays: number;
+      };
+      database: {
+        /** @enum {string} */
+        engine: 'sqlite' | 'postgres';
+        /** @description the database's size on disk */
+        bytes: number;
+        /** @description SQLite: free pages inside the file, which VACUUM would return to the disk; null on PostgreSQL */
+        freeBytes: number | null;
+      };
+      /** @description The last retention sweep of the coordinator that answered, since it started; null before its first */
+      lastSweep: {
+        /** Format: date-time */
+        startedAt: string;
+        deleted: {
+          jobs: number;
+          logLines: number;
+          auditEntries: number;
+          occurrences: number;
+          batches: number;
+          rolloutEvents: number;
+        };
+        durationMs: number;
+        /** @description the longest a deleting batch held the database */
+        longestBatchMs: number;
+        batches: number;
+      } | null;
+    };
     Member: {
       userId: string;
       email: string;
@@ -2032,6 +2132,7 @@ export interface components {
        */
       action:
         | 'org.create'
+        | 'org.retention.update'
         | 'member.add'
         | 'invitation.create'
         | 'invitation.revoke'
@@ -5012,7 +5113,130 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Org'];
+          'application/json': components['schemas']['OrgView'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  updateOrg: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Whole days from 1 to 3650, or null to return a value to the coordinator's setting; fields left out are unchanged */
+          retention: {
+            /** @description days an ended job (success, cancelled, rejected) is kept after its end, with its log lines */
+            jobsDays?: number | null;
+            /** @description days a failed or timed-out job is kept after its end, with its log lines */
+            failedJobsDays?: number | null;
+            /** @description days an audit entry is kept (and the history of a rollout that ended) */
+            auditDays?: number | null;
+            /** @description days a cron trigger's occurrence is kept (its newest always stays) */
+            occurrencesDays?: number | null;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OrgView'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getRetention: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['RetentionView'];
         };
       };
       /** @description Default Response */

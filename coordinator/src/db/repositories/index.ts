@@ -7,6 +7,7 @@ import { createDeviceBindingRepository } from './device-bindings.js';
 import { createDeviceGroupRepository } from './device-groups.js';
 import { createReleaseRepository } from './releases.js';
 import { createRolloutRepository } from './rollouts.js';
+import { createRetentionRepository } from './retention.js';
 import { createApiTokenRepository } from './api-tokens.js';
 import { createAuditRepository } from './audit.js';
 import { createBatchRepository } from './batches.js';
@@ -74,6 +75,7 @@ export function createRepositories(
     applications: createApplicationRepository(database),
     releases: createReleaseRepository(database, rules.checkArtifact),
     rollouts: createRolloutRepository(database),
+    retention: createRetentionRepository(database),
     deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),
     deviceGroups: createDeviceGroupRepository(database, rules.planDeviceGroup),
   };

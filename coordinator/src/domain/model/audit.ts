@@ -7,6 +7,7 @@ export type ActorType = 'user' | 'api_token' | 'agent' | 'system';
  */
 export const AUDIT_ACTIONS = [
   'org.create',
+  'org.retention.update',
   'member.add',
   'invitation.create',
   'invitation.revoke',

@@ -17,6 +17,7 @@ import type { InvitationRepository } from './invitations.js';
 import type { JobRepository } from './jobs.js';
 import type { OrgRepository } from './orgs.js';
 import type { ReleaseRepository } from './releases.js';
+import type { RetentionRepository } from './retention.js';
 import type { RolloutRepository } from './rollouts.js';
 import type { ServerSecretRepository } from './server-secrets.js';
 import type { SignedOutSessionRepository } from './signed-out-sessions.js';
@@ -58,6 +59,7 @@ export interface Repositories {
   applications: ApplicationRepository;
   releases: ReleaseRepository;
   rollouts: RolloutRepository;
+  retention: RetentionRepository;
   deviceBindings: DeviceBindingRepository;
   deviceGroups: DeviceGroupRepository;
 }

@@ -1,0 +1,154 @@
+import type { Deleted, EndedJobClass, RetentionOverrides, RetentionRepository } from '../../domain/model/retention.js';
+import { all, command, one, query, run, values, type Database, type Flow } from '../sql/index.js';
+
+interface OverrideRow {
+  retention_jobs_days: number | null;
+  retention_failed_jobs_days: number | null;
+  retention_audit_days: number | null;
+  retention_occurrences_days: number | null;
+}
+
+const toOverrides = (r: OverrideRow): RetentionOverrides => ({
+  jobsDays: r.retention_jobs_days,
+  failedJobsDays: r.retention_failed_jobs_days,
+  auditDays: r.retention_audit_days,
+  occurrencesDays: r.retention_occurrences_days,
+});
+
+const OVERRIDE_COLUMNS =
+  'retention_jobs_days, retention_failed_jobs_days, retention_audit_days, retention_occurrences_days';
+const ORGANIZATIONS = query<OverrideRow & { id: string }, []>(`SELECT id, ${OVERRIDE_COLUMNS} FROM orgs ORDER BY id`);
+const OVERRIDES_OF = query<OverrideRow, [string]>(`SELECT ${OVERRIDE_COLUMNS} FROM orgs WHERE id = ?`);
+const SET_OVERRIDES = command<[number | null, number | null, number | null, number | null, string]>(
+  `UPDATE orgs SET retention_jobs_days = ?, retention_failed_jobs_days = ?, retention_audit_days = ?,
+     retention_occurrences_days = ? WHERE id = ?`,
+);
+
+const STATUSES: Record<EndedJobClass, string> = {
+  kept: "('success', 'cancelled', 'rejected')",
+  failed: "('failed', 'timed_out')",
+};
+
+/**
+ * The oldest batch of the class's ended jobs (index jobs_org_ended), but never the organization's
+ * newest job (the next one's number is its number plus one) nor one a device binding still names.
+ */
+const endedJobs = (kind: EndedJobClass) =>
+  values<string, [string, string, string, number]>(
+    `SELECT j.id FROM jobs j
+     WHERE j.org_id = ? AND j.status IN ${STATUSES[kind]} AND j.finished_at < ?
+       AND j.number < (SELECT max(number) FROM jobs WHERE org_id = ?)
+       AND NOT EXISTS (SELECT 1 FROM device_bindings b WHERE b.active_job_id = j.id)
+     LIMIT ?`,
+  );
+const ENDED_JOBS: Record<EndedJobClass, ReturnType<typeof endedJobs>> = {
+  kept: endedJobs('kept'),
+  failed: endedJobs('failed'),
+};
+const LOG_LINES_OF = values<number, [string]>(
+  (d) => `SELECT COALESCE(sum(lines), 0) FROM job_log_usage WHERE job_id ${d.inJsonArray('?')}`,
+);
+const DELETE_BLOCKS_OF = command<[string]>((d) => `DELETE FROM rate_limit_blocks WHERE job_id ${d.inJsonArray('?')}`);
+// Their log lines, log usage, OTA update rows and chat messages go with them (ON DELETE CASCADE).
+const DELETE_JOBS = command<[string]>((d) => `DELETE FROM jobs WHERE id ${d.inJsonArray('?')}`);
+
+/** The newest entry stays: SQLite gives the next one its id plus one. */
+const DELETE_AUDIT = command<[string, string, number]>(
+  `DELETE FROM audit_log WHERE id IN (
+     SELECT id FROM audit_log WHERE org_id = ? AND created_at < ? AND id < (SELECT max(id) FROM audit_log) LIMIT ?)`,
+);
+const DELETE_SERVER_AUDIT = command<[string, number]>(
+  `DELETE FROM audit_log WHERE id IN (
+     SELECT id FROM audit_log WHERE org_id IS NULL AND created_at < ? AND id < (SELECT max(id) FROM audit_log) LIMIT ?)`,
+);
+/** A trigger's newest occurrence stays: the scheduler counts what it missed from it. */
+const DELETE_OCCURRENCES = command<[string, string, number]>(
+  `DELETE FROM cron_occurrences WHERE (trigger_id, scheduled_at) IN (
+     SELECT o.trigger_id, o.scheduled_at FROM cron_occurrences o
+     WHERE o.org_id = ? AND o.scheduled_at < ?
+       AND o.scheduled_at < (SELECT max(m.scheduled_at) FROM cron_occurrences m WHERE m.trigger_id = o.trigger_id)
+     LIMIT ?)`,
+);
+/** A batch goes once none of its jobs is left; the organization's newest stays (numbers). */
+const DELETE_BATCHES = command<[string, string, string, number]>(
+  `DELETE FROM batches WHERE id IN (
+     SELECT b.id FROM batches b
+     WHERE b.org_id = ? AND b.ended_at < ?
+       AND b.number < (SELECT max(number) FROM batches WHERE org_id = ?)
+       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.batch_id = b.id)
+     LIMIT ?)`,
+);
+const DELETE_ROLLOUT_EVENTS = command<[string, string, number]>(
+  `DELETE FROM rollout_events WHERE (release_id, seq) IN (
+     SELECT e.release_id, e.seq FROM rollout_events e JOIN rollouts r ON r.release_id = e.release_id
+     WHERE r.org_id = ? AND r.ended_at IS NOT NULL AND r.ended_at < ?
+     LIMIT ?)`,
+);
+
+const SIZE = query<{ bytes: number; free_bytes: number | null }, []>((d) =>
+  d.name === 'sqlite'
+    ? `SELECT c.page_count * s.page_size AS bytes, f.freelist_count * s.page_size AS free_bytes
+       FROM pragma_page_count() c, pragma_page_size() s, pragma_freelist_count() f`
+    : 'SELECT pg_database_size(current_database()) AS bytes, NULL AS free_bytes',
+);
+
+const NONE: Deleted = { jobs: 0, logLines: 0, auditEntries: 0, occurrences: 0, batches: 0, rolloutEvents: 0 };
+
+function* deleteJobs(orgId: string, kind: EndedJobClass, before: string, limit: number): Flow<Deleted> {
+  const ids = yield* all(ENDED_JOBS[kind], [orgId, before, orgId, limit]);
+  if (ids.length === 0) return NONE;
+  const list = JSON.stringify(ids);
+  const logLines = Number((yield* one(LOG_LINES_OF, [list])) ?? 0);
+  yield* run(DELETE_BLOCKS_OF, [list]);
+  const jobs = yield* run(DELETE_JOBS, [list]);
+  return { ...NONE, jobs, logLines };
+}
+
+export function createRetentionRepository(db: Database): RetentionRepository {
+  return {
+    async organizations() {
+      return (await db.all(ORGANIZATIONS, [])).map((r) => ({ orgId: r.id, overrides: toOverrides(r) }));
+    },
+    async overridesOf(orgId) {
+      const row = await db.one(OVERRIDES_OF, [orgId]);
+      return row ? toOverrides(row) : null;
+    },
+    async setOverrides(orgId, o) {
+      const changed = await db.run(SET_OVERRIDES, [
+        o.jobsDays,
+        o.failedJobsDays,
+        o.auditDays,
+        o.occurrencesDays,
+        orgId,
+      ]);
+      return changed > 0;
+    },
+    deleteJobs(orgId, kind, before, limit) {
+      return db.transaction(() => deleteJobs(orgId, kind, before, limit));
+    },
+    async deleteAudit(orgId, before, limit) {
+      const auditEntries =
+        orgId === null
+          ? await db.run(DELETE_SERVER_AUDIT, [before, limit])
+          : await db.run(DELETE_AUDIT, [orgId, before, limit]);
+      return { ...NONE, auditEntries };
+    },
+    async deleteOccurrences(orgId, before, limit) {
+      return { ...NONE, occurrences: await db.run(DELETE_OCCURRENCES, [orgId, before, limit]) };
+    },
+    async deleteBatches(orgId, before, limit) {
+      return { ...NONE, batches: await db.run(DELETE_BATCHES, [orgId, before, orgId, limit]) };
+    },
+    async deleteRolloutEvents(orgId, before, limit) {
+      return { ...NONE, rolloutEvents: await db.run(DELETE_ROLLOUT_EVENTS, [orgId, before, limit]) };
+    },
+    async databaseSize() {
+      const row = await db.one(SIZE, []);
+      return {
+        engine: db.dialect.name,
+        bytes: Number(row?.bytes ?? 0),
+        freeBytes: row?.free_bytes === null || row?.free_bytes === undefined ? null : Number(row.free_bytes),
+      };
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * How long an organization keeps what it no longer uses (docs/operations.md, "Retention"), in
+ * days: ended jobs with their log lines (`jobsDays`: success, cancelled, rejected;
+ * `failedJobsDays`: failed, timed out), audit entries, cron occurrences.
+ */
+export interface Retention {
+  jobsDays: number;
+  failedJobsDays: number;
+  auditDays: number;
+  occurrencesDays: number;
+}
+
+/** An organization's own values; null: the coordinator's setting applies. */
+export type RetentionOverrides = { [K in keyof Retention]: number | null };
+
+/** What one deleting batch removed, by kind of row (the metric's `kind` label). */
+export interface Deleted {
+  jobs: number;
+  logLines: number;
+  auditEntries: number;
+  occurrences: number;
+  batches: number;
+  rolloutEvents: number;
+}
+
+export const DELETED_KINDS = ['jobs', 'logLines', 'auditEntries', 'occurrences', 'batches', 'rolloutEvents'] as const;
+
+/** The ended jobs of a retention class: `success`, `cancelled`, `rejected`; or `failed`, `timed_out`. */
+export type EndedJobClass = 'kept' | 'failed';
+
+export interface DatabaseSize {
+  engine: 'sqlite' | 'postgres';
+  /** The database's size on disk now (SQLite: the file with its write-ahead log; PostgreSQL: pg_database_size). */
+  bytes: number;
+  /** SQLite: bytes of free pages inside the file, which VACUUM would return to the disk (null on PostgreSQL). */
+  freeBytes: number | null;
+}
+
+/**
+ * What the retention sweep reads and deletes (domain/retention/). Every delete is one short
+ * transaction of at most `limit` rows of the named kind, the oldest first, and keeps what numbers
+ * or ordering depend on: an organization's newest job and newest batch (their numbers count on
+ * from them), a trigger's newest cron occurrence (the scheduler counts missed occurrences from it),
+ * the newest audit entry, and any job an OTA device still names as its active one.
+ */
+export interface RetentionRepository {
+  /** Every organization with its overrides. */
+  organizations(): Promise<{ orgId: string; overrides: RetentionOverrides }[]>;
+  overridesOf(orgId: string): Promise<RetentionOverrides | null>;
+  /** Replaces the organization's overrides; false when there is no such organization. */
+  setOverrides(orgId: string, overrides: RetentionOverrides): Promise<boolean>;
+  /** Ended jobs of the class that ended before `before`, with their log lines and what names them. */
+  deleteJobs(orgId: string, kind: EndedJobClass, before: string, limit: number): Promise<Deleted>;
+  /** Audit entries created before `before`; `orgId` null: the coordinator's own (no organization). */
+  deleteAudit(orgId: string | null, before: string, limit: number): Promise<Deleted>;
+  deleteOccurrences(orgId: string, before: string, limit: number): Promise<Deleted>;
+  /** Batches that ended before `before` and have no job left. */
+  deleteBatches(orgId: string, before: string, limit: number): Promise<Deleted>;
+  /** The history of rollouts that ended (completed, aborted, superseded) before `before`. */
+  deleteRolloutEvents(orgId: string, before: string, limit: number): Promise<Deleted>;
+  databaseSize(): Promise<DatabaseSize>;
+}

@@ -1,0 +1,262 @@
+import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { notFound } from '../../errors.js';
+import { isoAt, type Clock } from '../../util/clock.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { DatabaseSize, Deleted, RetentionRepository } from '../model/retention.js';
+import { DELETED_KINDS } from '../model/retention.js';
+import {
+  applyRetentionChange,
+  effectiveRetention,
+  NO_OVERRIDES,
+  retentionCutoff,
+  type Retention,
+  type RetentionOverrides,
+} from './retention-settings.js';
+
+/** A deleting batch aims at this long a hold of the writer, and is sized from the last one's time. */
+export const TARGET_BATCH_MS = 20;
+/** Rows per deleting batch: the first, and the bounds the sizing keeps to. */
+const FIRST_BATCH = 100;
+const MIN_BATCH = 10;
+const MAX_BATCH = 5_000;
+/** The first sweep runs this long after start (or the sweep interval, if shorter). */
+export const FIRST_SWEEP_DELAY_MS = 30_000;
+
+export interface RetentionLogger {
+  info(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface RetentionMetrics {
+  /** Rows one deleting batch removed, by kind. */
+  retentionDeleted(kind: keyof Deleted, rows: number): void;
+  /** How long one deleting batch held the database. */
+  retentionBatch(seconds: number): void;
+}
+
+export interface RetentionDeps {
+  repo: RetentionRepository;
+  /** The coordinator's settings (DROVER_RETENTION_*). */
+  defaults: Readonly<Retention>;
+  clock: Clock;
+  audit: Pick<AuditLog, 'record'>;
+  logger: RetentionLogger;
+  metrics: RetentionMetrics;
+  /** DROVER_RETENTION_SWEEP_SECONDS */
+  sweepSeconds: number;
+}
+
+/** One sweep: what it deleted, how long it took, and the longest hold of one of its batches. */
+export interface SweepReport {
+  startedAt: string;
+  deleted: Deleted;
+  durationMs: number;
+  longestBatchMs: number;
+  batches: number;
+}
+
+/** An organization's retention as its settings page shows it. */
+export interface RetentionView {
+  /** What applies. */
+  retention: Retention;
+  /** The organization's own values (null: the coordinator's). */
+  overrides: RetentionOverrides;
+  /** The coordinator's settings. */
+  defaults: Retention;
+  database: DatabaseSize;
+  /** The last sweep this coordinator ran since it started; null before the first. */
+  lastSweep: SweepReport | null;
+}
+
+const none = (): Deleted => ({ jobs: 0, logLines: 0, auditEntries: 0, occurrences: 0, batches: 0, rolloutEvents: 0 });
+
+/**
+ * What Drover keeps (docs/operations.md, "Retention"): each organization's settings, and the
+ * sweep that deletes what is past them, in the background, in small batches each of which holds
+ * the database for about TARGET_BATCH_MS (sized from the previous batch's time), yielding to
+ * requests between them.
+ */
+export class RetentionService {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private sweeping: Promise<SweepReport> | null = null;
+  private stopped = false;
+  private last: SweepReport | null = null;
+
+  constructor(private readonly deps: RetentionDeps) {}
+
+  /** The organization's retention, its overrides, the coordinator's settings and the database's size. */
+  async view(orgId: string): Promise<RetentionView> {
+    const overrides = await this.deps.repo.overridesOf(orgId);
+    if (!overrides) throw notFound('Organization');
+    return {
+      retention: effectiveRetention(this.deps.defaults, overrides),
+      overrides,
+      defaults: { ...this.deps.defaults },
+      database: await this.deps.repo.databaseSize(),
+      lastSweep: this.last,
+    };
+  }
+
+  /** What applies to the organization (the org view's `retention`). */
+  async effective(orgId: string): Promise<Retention> {
+    return effectiveRetention(this.deps.defaults, (await this.deps.repo.overridesOf(orgId)) ?? NO_OVERRIDES);
+  }
+
+  /**
+   * An owner's change: the fields given replace the organization's values (null: the coordinator's
+   * setting again); applies to existing data at the next sweep. Audited as `org.retention.update`.
+   */
+  async update(orgId: string, userId: string, change: Record<string, unknown>): Promise<Retention> {
+    const current = await this.deps.repo.overridesOf(orgId);
+    if (!current) throw notFound('Organization');
+    const next = applyRetentionChange(current, change);
+    await this.deps.repo.setOverrides(orgId, next);
+    await this.deps.audit.record({
+      orgId,
+      actorType: 'user',
+      actorId: userId,
+      action: 'org.retention.update',
+      targetType: 'org',
+      targetId: orgId,
+      metadata: { retention: change },
+    });
+    return effectiveRetention(this.deps.defaults, next);
+  }
+
+  /** Sweeps within a minute of start, then every DROVER_RETENTION_SWEEP_SECONDS. */
+  start(): void {
+    const interval = this.deps.sweepSeconds * 1000;
+    const schedule = (ms: number) => {
+      this.timer = setTimeout(() => {
+        this.running = this.sweep()
+          .catch((error: unknown) => this.deps.logger.error({ err: error }, 'retention sweep failed'))
+          .finally(() => {
+            if (!this.stopped) schedule(interval);
+          });
+      }, ms);
+      this.timer.unref();
+    };
+    schedule(Math.min(FIRST_SWEEP_DELAY_MS, interval));
+  }
+
+  /** Stops the timer and waits for a sweep in progress (it ends after its current batch). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running.catch(() => undefined);
+    await this.sweeping?.catch(() => undefined);
+  }
+
+  /**
+   * One sweep over every organization (a sweep asked for while one runs is that one). Logs a line
+   * when it deleted something.
+   */
+  sweep(): Promise<SweepReport> {
+    this.sweeping ??= this.sweepOnce().finally(() => {
+      this.sweeping = null;
+    });
+    return this.sweeping;
+  }
+
+  private async sweepOnce(): Promise<SweepReport> {
+    const started = performance.now();
+    const now = this.deps.clock.now();
+    const report: SweepReport = {
+      startedAt: isoAt(now),
+      deleted: none(),
+      durationMs: 0,
+      longestBatchMs: 0,
+      batches: 0,
+    };
+    const { repo } = this.deps;
+    const orgs = await repo.organizations();
+    const drain = (del: (limit: number) => Promise<Deleted>, rowsOf: (d: Deleted) => number) =>
+      this.drain(report, del, rowsOf);
+    for (const { orgId, overrides } of orgs) {
+      const r = effectiveRetention(this.deps.defaults, overrides);
+      const jobsBefore = retentionCutoff(now, r.jobsDays);
+      const failedBefore = retentionCutoff(now, r.failedJobsDays);
+      const auditBefore = retentionCutoff(now, r.auditDays);
+      await drain(
+        (n) => repo.deleteJobs(orgId, 'kept', jobsBefore, n),
+        (d) => d.jobs,
+      );
+      await drain(
+        (n) => repo.deleteJobs(orgId, 'failed', failedBefore, n),
+        (d) => d.jobs,
+      );
+      // A batch goes once its jobs are gone, and no sooner than the jobs that ended with it.
+      await drain(
+        (n) => repo.deleteBatches(orgId, jobsBefore, n),
+        (d) => d.batches,
+      );
+      await drain(
+        (n) => repo.deleteOccurrences(orgId, retentionCutoff(now, r.occurrencesDays), n),
+        (d) => d.occurrences,
+      );
+      await drain(
+        (n) => repo.deleteAudit(orgId, auditBefore, n),
+        (d) => d.auditEntries,
+      );
+      await drain(
+        (n) => repo.deleteRolloutEvents(orgId, auditBefore, n),
+        (d) => d.rolloutEvents,
+      );
+      if (this.stopped) break;
+    }
+    // The coordinator's own entries (no organization) keep to its setting.
+    const serverAuditBefore = retentionCutoff(now, this.deps.defaults.auditDays);
+    await drain(
+      (n) => repo.deleteAudit(null, serverAuditBefore, n),
+      (d) => d.auditEntries,
+    );
+
+    report.durationMs = performance.now() - started;
+    this.last = report;
+    const total = DELETED_KINDS.reduce((sum, kind) => sum + report.deleted[kind], 0);
+    if (total > 0) {
+      this.deps.logger.info(
+        {
+          deleted: report.deleted,
+          durationMs: Math.round(report.durationMs),
+          longestBatchMs: Number(report.longestBatchMs.toFixed(1)),
+          batches: report.batches,
+        },
+        `retention sweep deleted ${total.toLocaleString('en-US')} rows past their organizations' retention`,
+      );
+    }
+    return report;
+  }
+
+  /**
+   * Deletes batch after batch until one comes back short, sizing each from the last one's time so
+   * that one holds the database for about TARGET_BATCH_MS, and letting requests run in between.
+   */
+  private async drain(
+    report: SweepReport,
+    del: (limit: number) => Promise<Deleted>,
+    rowsOf: (d: Deleted) => number,
+  ): Promise<void> {
+    let size = FIRST_BATCH;
+    while (!this.stopped) {
+      const t0 = performance.now();
+      const deleted = await del(size);
+      const ms = performance.now() - t0;
+      report.batches += 1;
+      report.longestBatchMs = Math.max(report.longestBatchMs, ms);
+      this.deps.metrics.retentionBatch(ms / 1000);
+      for (const kind of DELETED_KINDS) {
+        if (deleted[kind] > 0) {
+          report.deleted[kind] += deleted[kind];
+          this.deps.metrics.retentionDeleted(kind, deleted[kind]);
+        }
+      }
+      if (rowsOf(deleted) < size) return;
+      const scaled = Math.round(size * (TARGET_BATCH_MS / Math.max(ms, 0.1)));
+      size = Math.min(MAX_BATCH, Math.max(MIN_BATCH, Math.min(scaled, size * 2)));
+      await nextTurn();
+    }
+  }
+}
