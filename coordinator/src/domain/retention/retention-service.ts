@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { notFound } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import type { DatabaseSize, Deleted, RetentionRepository } from '../model/retention.js';
+import type { DatabaseSize, DeleteBatch, Deleted, RetentionRepository } from '../model/retention.js';
 import { DELETED_KINDS } from '../model/retention.js';
 import {
   applyRetentionChange,
@@ -14,12 +14,16 @@ import {
   type RetentionOverrides,
 } from './retention-settings.js';
 
-/** A deleting batch aims at this long a hold of the writer, and is sized from the last one's time. */
-export const TARGET_BATCH_MS = 20;
-/** Rows per deleting batch: the first, and the bounds the sizing keeps to. */
+/**
+ * A deleting batch aims at this long a hold of the database (sized from the last one's time), and
+ * the sweep then rests as long as the batch took: it takes at most half of the event loop and
+ * the database, and a request arriving during a batch waits a few milliseconds at most.
+ */
+export const TARGET_BATCH_MS = 5;
+/** Rows per deleting batch (a job and each of its log lines count one): the first, and the bounds the sizing keeps to. */
 const FIRST_BATCH = 100;
 const MIN_BATCH = 10;
-const MAX_BATCH = 5_000;
+const MAX_BATCH = 50_000;
 /** The first sweep runs this long after start (or the sweep interval, if shorter). */
 export const FIRST_SWEEP_DELAY_MS = 30_000;
 
@@ -172,46 +176,24 @@ export class RetentionService {
     };
     const { repo } = this.deps;
     const orgs = await repo.organizations();
-    const drain = (del: (limit: number) => Promise<Deleted>, rowsOf: (d: Deleted) => number) =>
-      this.drain(report, del, rowsOf);
+    const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del);
     for (const { orgId, overrides } of orgs) {
       const r = effectiveRetention(this.deps.defaults, overrides);
       const jobsBefore = retentionCutoff(now, r.jobsDays);
       const failedBefore = retentionCutoff(now, r.failedJobsDays);
       const auditBefore = retentionCutoff(now, r.auditDays);
-      await drain(
-        (n) => repo.deleteJobs(orgId, 'kept', jobsBefore, n),
-        (d) => d.jobs,
-      );
-      await drain(
-        (n) => repo.deleteJobs(orgId, 'failed', failedBefore, n),
-        (d) => d.jobs,
-      );
+      await drain((n) => repo.deleteJobs(orgId, 'kept', jobsBefore, n));
+      await drain((n) => repo.deleteJobs(orgId, 'failed', failedBefore, n));
       // A batch goes once its jobs are gone, and no sooner than the jobs that ended with it.
-      await drain(
-        (n) => repo.deleteBatches(orgId, jobsBefore, n),
-        (d) => d.batches,
-      );
-      await drain(
-        (n) => repo.deleteOccurrences(orgId, retentionCutoff(now, r.occurrencesDays), n),
-        (d) => d.occurrences,
-      );
-      await drain(
-        (n) => repo.deleteAudit(orgId, auditBefore, n),
-        (d) => d.auditEntries,
-      );
-      await drain(
-        (n) => repo.deleteRolloutEvents(orgId, auditBefore, n),
-        (d) => d.rolloutEvents,
-      );
+      await drain((n) => repo.deleteBatches(orgId, jobsBefore, n));
+      await drain((n) => repo.deleteOccurrences(orgId, retentionCutoff(now, r.occurrencesDays), n));
+      await drain((n) => repo.deleteAudit(orgId, auditBefore, n));
+      await drain((n) => repo.deleteRolloutEvents(orgId, auditBefore, n));
       if (this.stopped) break;
     }
     // The coordinator's own entries (no organization) keep to its setting.
     const serverAuditBefore = retentionCutoff(now, this.deps.defaults.auditDays);
-    await drain(
-      (n) => repo.deleteAudit(null, serverAuditBefore, n),
-      (d) => d.auditEntries,
-    );
+    await drain((n) => repo.deleteAudit(null, serverAuditBefore, n));
 
     report.durationMs = performance.now() - started;
     this.last = report;
@@ -234,15 +216,11 @@ export class RetentionService {
    * Deletes batch after batch until one comes back short, sizing each from the last one's time so
    * that one holds the database for about TARGET_BATCH_MS, and letting requests run in between.
    */
-  private async drain(
-    report: SweepReport,
-    del: (limit: number) => Promise<Deleted>,
-    rowsOf: (d: Deleted) => number,
-  ): Promise<void> {
+  private async drain(report: SweepReport, del: (limit: number) => Promise<DeleteBatch>): Promise<void> {
     let size = FIRST_BATCH;
     while (!this.stopped) {
       const t0 = performance.now();
-      const deleted = await del(size);
+      const { deleted, more } = await del(size);
       const ms = performance.now() - t0;
       report.batches += 1;
       report.longestBatchMs = Math.max(report.longestBatchMs, ms);
@@ -253,10 +231,10 @@ export class RetentionService {
           this.deps.metrics.retentionDeleted(kind, deleted[kind]);
         }
       }
-      if (rowsOf(deleted) < size) return;
+      if (!more) return;
       const scaled = Math.round(size * (TARGET_BATCH_MS / Math.max(ms, 0.1)));
       size = Math.min(MAX_BATCH, Math.max(MIN_BATCH, Math.min(scaled, size * 2)));
-      await nextTurn();
+      await sleep(Math.max(1, Math.round(ms)));
     }
   }
 }
