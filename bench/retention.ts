@@ -176,6 +176,8 @@ try {
     `p99 during the sweep / without: ${ratio.toFixed(2)} (goal <= ${GOAL_P99_RATIO}: ${ratio <= GOAL_P99_RATIO ? 'met' : 'NOT met'})`,
   );
 
+  const wal = path.join(ctx.config.dataDir, 'drover.sqlite-wal');
+  console.log(`write-ahead log at the sweep's end: ${mib(fs.existsSync(wal) ? fs.statSync(wal).size : 0)}`);
   db.pragma('wal_checkpoint(TRUNCATE)');
   const after = await ctx.repos.retention.databaseSize();
   console.log(
