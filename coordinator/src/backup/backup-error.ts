@@ -24,6 +24,7 @@ export function fsReason(error: unknown): string {
   if (code === 'ENOSPC') return 'no space left on the device';
   if (code === 'ENOENT') return 'no such file or directory';
   if (code === 'EISDIR') return 'it is a directory';
+  if (code === 'ENOTDIR') return 'a part of its path is not a directory';
   if (code === 'EROFS') return 'the file system is read-only';
   return (error as Error).message;
 }
