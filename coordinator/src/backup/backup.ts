@@ -203,7 +203,7 @@ async function openPrivate(file: string): Promise<FileHandle> {
  * two steps makes SQLite start the copy over; after two restarts the rest is copied in one step
  * (a read transaction: in WAL mode the coordinator's writes do not wait for it).
  */
-async function snapshotDatabase(dbFile: string, snapshot: string, progress: Progress): Promise<void> {
+export async function snapshotDatabase(dbFile: string, snapshot: string, progress: Progress): Promise<void> {
   let source: Database.Database;
   try {
     source = new Database(dbFile, { readonly: true, fileMustExist: true });
@@ -225,12 +225,13 @@ async function snapshotDatabase(dbFile: string, snapshot: string, progress: Prog
   }
   try {
     fs.closeSync(fs.openSync(snapshot, 'w', 0o600));
-    let remaining = Number.POSITIVE_INFINITY;
+    let copied = -1;
     let restarts = 0;
     await source.backup(snapshot, {
       progress({ totalPages, remainingPages }) {
-        if (remainingPages > remaining) restarts++;
-        remaining = remainingPages;
+        // A step that leaves no more pages copied than the last one started over.
+        if (totalPages - remainingPages <= copied) restarts++;
+        copied = totalPages - remainingPages;
         const percent = totalPages > 0 ? Math.floor((100 * (totalPages - remainingPages)) / totalPages) : 100;
         progress.update(`snapshot of the database: ${percent} % of ${totalPages} pages`);
         // About 20 steps, at least 256 pages (1 MiB) each; all at once after two restarts.

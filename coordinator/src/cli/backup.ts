@@ -2,10 +2,10 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { ConfigError } from '../config/config.js';
 import { loadBackupConfig, type BackupConfig, type BackupConfigFlags } from '../config/backup-config.js';
-import { backup, type BackupReport } from '../backup/backup.js';
+import { backup } from '../backup/backup.js';
 import { BackupError } from '../backup/backup-error.js';
 import { progressOn } from '../backup/progress.js';
-import { formatBytes } from '../copy-data/report.js';
+import { backupReportLines } from '../backup/report.js';
 
 interface BackupFlags extends BackupConfigFlags {
   to?: string;
@@ -55,38 +55,12 @@ export function configureBackupCommand(program: Command): void {
           keysOnly: flags.keysOnly === true,
           progress: progressOn(process.stderr),
         });
-        for (const line of reportLines(config, report)) process.stdout.write(`${line}\n`);
+        for (const line of backupReportLines(config, report)) process.stdout.write(`${line}\n`);
       } catch (error) {
         if (error instanceof BackupError) exit(error.code === 'refused' ? 2 : 1, error.message);
         throw error;
       }
     });
-}
-
-function reportLines(config: BackupConfig, report: BackupReport): string[] {
-  const parts: string[] = [];
-  if (report.database) {
-    parts.push(`the database (schema version ${report.database.schemaVersion}, ${formatBytes(report.database.bytes)})`);
-  }
-  parts.push(...report.keys);
-  if (report.blobs === 'included') parts.push(`${report.files.copied} files (${formatBytes(report.files.bytes)})`);
-  const last = parts.pop()!;
-  const what = parts.length > 0 ? `${parts.join(', ')} and ${last}` : last;
-  const lines = [`backed up ${what} to ${report.file} (${formatBytes(report.bytes)}, ${report.seconds.toFixed(1)} s)`];
-  if (report.blobs === 'in the bucket' && config.storage.kind === 's3') {
-    lines.push(
-      `the files are in the bucket s3://${config.storage.bucket}/${config.storage.prefix}, not in this backup: back the bucket up with the store's own tools (versioning, replication)`,
-    );
-  }
-  if (report.files.vanished > 0) {
-    lines.push(
-      `${report.files.vanished} files were deleted after the snapshot, before their blob was copied: restored, they are listed without content`,
-    );
-  }
-  if (config.database.kind === 'postgres') {
-    lines.push(`the database is not in this backup: back it up with pg_dump (${config.database.redactedUrl})`);
-  }
-  return lines;
 }
 
 function exit(status: number, message: string): never {

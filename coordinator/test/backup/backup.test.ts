@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BACKUP_FORMAT,
@@ -11,9 +12,10 @@ import {
   type ArchiveMember,
 } from '../../src/backup/archive-format.js';
 import { ArchiveWriter } from '../../src/backup/archive-writer.js';
-import { backup, type BackupOptions } from '../../src/backup/backup.js';
+import { backup, snapshotDatabase, type BackupOptions } from '../../src/backup/backup.js';
 import { BackupError } from '../../src/backup/backup-error.js';
 import { progressOn } from '../../src/backup/progress.js';
+import { backupReportLines } from '../../src/backup/report.js';
 import { restore } from '../../src/backup/restore.js';
 import { loadBackupConfig } from '../../src/config/backup-config.js';
 import { databaseFile, openDatabase } from '../../src/db/database.js';
@@ -301,5 +303,89 @@ describe('the progress line', () => {
     tty.update('50 %');
     tty.end();
     expect(written).toEqual(['\r\x1b[Ksnapshot', '\r\x1b[K50 %', '\n']);
+  });
+});
+
+describe('the snapshot of the database', () => {
+  it('is consistent while another connection writes, and ends: the copy restarts, then finishes in one step', async () => {
+    const file = dir('busy.sqlite');
+    const writer = new Database(file);
+    writer.pragma('journal_mode = WAL');
+    writer.exec(
+      'CREATE TABLE schema_migrations (version INTEGER); CREATE TABLE pairs (id INTEGER PRIMARY KEY, text TEXT)',
+    );
+    const insert = writer.prepare('INSERT INTO pairs (text) VALUES (?)');
+    // Two rows per transaction: a consistent snapshot holds an even number of rows.
+    const pair = writer.transaction(() => {
+      insert.run('x'.repeat(1000));
+      insert.run('y'.repeat(1000));
+    });
+    writer.transaction(() => {
+      for (let i = 0; i < 4000; i++) pair();
+    })();
+    let writes = 0;
+    let writing = true;
+    const loop = () => {
+      if (!writing) return;
+      pair();
+      writes++;
+      setImmediate(loop);
+    };
+    setImmediate(loop);
+    const shown: string[] = [];
+    const progress = { step: () => undefined, update: (t: string) => shown.push(t), end: () => undefined };
+    const snapshot = dir('busy-snapshot.sqlite');
+    try {
+      await snapshotDatabase(file, snapshot, progress);
+    } finally {
+      writing = false;
+      writer.close();
+    }
+    expect(writes).toBeGreaterThan(0);
+    // The first step of 256 pages, then two that started over (a write came between), then the rest at once.
+    expect(shown.map((t) => t.replace(/ of \d+ pages/, ''))).toEqual(
+      ['0 %', '12 %', '12 %', '12 %'].map((p) => `snapshot of the database: ${p}`),
+    );
+    const copy = new Database(snapshot, { readonly: true });
+    try {
+      expect(copy.pragma('integrity_check', { simple: true })).toBe('ok');
+      const { n } = copy.prepare('SELECT count(*) AS n FROM pairs').get() as { n: number };
+      expect(n % 2).toBe(0);
+      expect(n).toBeGreaterThanOrEqual(8000);
+    } finally {
+      copy.close();
+    }
+  });
+});
+
+describe('the report of a backup', () => {
+  const report = {
+    file: '/b/drover.tar.gz',
+    bytes: 3 * 1024 ** 2,
+    database: { schemaVersion: 34, bytes: 10 * 1024 ** 2 },
+    keys: ['server-ed25519.key', 'secrets.key'],
+    seconds: 1.25,
+  };
+  it('names what it holds, the files left in a bucket, and the blobs deleted under it', () => {
+    const s3 = loadBackupConfig(
+      {
+        DROVER_STORAGE_URL:
+          's3://drover-files/prod?endpoint=http://127.0.0.1:9000&region=us-east-1&forcePathStyle=true',
+      },
+      { dataDir },
+    );
+    expect(
+      backupReportLines(s3, { ...report, blobs: 'in the bucket', files: { copied: 0, bytes: 0, vanished: 0 } }),
+    ).toEqual([
+      'backed up the database (schema version 34, 10.0 MiB), server-ed25519.key and secrets.key to /b/drover.tar.gz (3.0 MiB, 1.3 s)',
+      "the files are in the bucket s3://drover-files/prod/, not in this backup: back the bucket up with the store's own tools (versioning, replication)",
+    ]);
+    const local = loadBackupConfig({}, { dataDir });
+    expect(
+      backupReportLines(local, { ...report, blobs: 'included', files: { copied: 12, bytes: 2048, vanished: 2 } }),
+    ).toEqual([
+      'backed up the database (schema version 34, 10.0 MiB), server-ed25519.key, secrets.key and 12 files (2.0 KiB) to /b/drover.tar.gz (3.0 MiB, 1.3 s)',
+      '2 files were deleted after the snapshot, before their blob was copied: restored, they are listed without content',
+    ]);
   });
 });
