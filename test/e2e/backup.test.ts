@@ -82,8 +82,10 @@ describe.skipIf(onPostgres)('a backup of a running coordinator on SQLite', () =>
     const before = [...acknowledged];
     const archive = path.join(backups, 'drover.tar.gz');
     const made = await cli(['backup', '--data-dir', dataDir, '--to', archive]);
+    const during = acknowledged.length;
     stop = true;
     await runs;
+    expect(during, 'trigger runs went on during the backup').toBeGreaterThan(before.length);
     expect(made.stderr).not.toMatch(/drover-coordinator:/);
     expect(made.code).toBe(0);
     expect(made.stdout).toMatch(

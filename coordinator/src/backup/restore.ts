@@ -12,10 +12,10 @@ import { silentProgress, type Progress } from './progress.js';
 
 /**
  * `drover-coordinator restore` (docs/operations.md, "Backup and restore"): a backup into an empty
- * or absent data directory. The archive is read whole into a temporary directory beside the data
- * directory and checked against its manifest before anything reaches the data directory; then,
- * under the data directory's lock (no coordinator starts on it meanwhile), its entries are renamed
- * into place, the database last. A refusal or a failure leaves the data directory as it was.
+ * or absent data directory, under its lock (no coordinator starts on it meanwhile). The archive is
+ * read whole into a staging directory inside it (`.restore-<random>`) and checked against its
+ * manifest; only then are its entries renamed into place, the database last. A refusal or a
+ * failure leaves the data directory as it was (one that did not exist is removed again).
  */
 
 export interface RestoreOptions {
@@ -49,11 +49,22 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
   if (!stat.isFile()) throw refused(`${from} is not a file (--from)`);
   checkEmpty(dataDir);
 
-  const parent = path.dirname(dataDir);
-  fs.mkdirSync(parent, { recursive: true });
-  const staging = path.join(parent, `.${path.basename(dataDir)}.restore-${randomBytes(4).toString('hex')}`);
-  fs.mkdirSync(staging, { mode: 0o700 });
+  const existed = fs.existsSync(dataDir);
+  let release: () => void;
   try {
+    release = lockDataDir(dataDir);
+  } catch (error) {
+    if (isLockHeldError(error)) throw inUse(dataDir, error.pid);
+    throw failed(`cannot use the data directory ${dataDir}: ${fsReason(error)}`, error);
+  }
+  // Inside the data directory: the same file system (the renames below), and a place the
+  // service user may write to, which the directory above it (/var/lib) is not.
+  const staging = path.join(dataDir, `.restore-${randomBytes(4).toString('hex')}`);
+  const moved: string[] = [];
+  let done = false;
+  try {
+    checkEmpty(dataDir, true);
+    fs.mkdirSync(staging, { mode: 0o700 });
     let bytes = 0;
     progress.step(`reading ${path.basename(from)}: starting`);
     let manifest: Manifest;
@@ -66,16 +77,36 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
       if (error instanceof InvalidBackupError) throw refused(`${from} cannot be restored: ${error.message}`);
       throw failed(`cannot read ${from}: ${fsReason(error)}`, error);
     }
-    moveIntoPlace(staging, dataDir);
+    // The database last: a directory without it is no coordinator's yet.
+    const names = fs.readdirSync(staging).sort((a, b) => Number(a === DATABASE_MEMBER) - Number(b === DATABASE_MEMBER));
+    try {
+      for (const name of names) {
+        fs.renameSync(path.join(staging, name), path.join(dataDir, name));
+        moved.push(name);
+      }
+      fs.rmdirSync(staging);
+      syncDirectory(dataDir);
+    } catch (error) {
+      throw failed(`cannot restore into ${dataDir}: ${fsReason(error)}`, error);
+    }
+    done = true;
     return {
       manifest,
       files: manifest.members.filter((m) => m.path.startsWith('blobs/') && !m.path.endsWith('.meta')).length,
       bytes,
       seconds: (Date.now() - started) / 1000,
     };
+  } catch (error) {
+    if (error instanceof BackupError) throw error;
+    throw failed(`cannot restore into ${dataDir}: ${fsReason(error)}`, error);
   } finally {
     progress.end();
-    fs.rmSync(staging, { recursive: true, force: true });
+    if (!done) {
+      fs.rmSync(staging, { recursive: true, force: true });
+      for (const name of moved.reverse()) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
+    }
+    release();
+    if (!done && !existed) fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
@@ -103,37 +134,4 @@ function checkEmpty(dataDir: string, lockedByUs = false): void {
 
 function inUse(dataDir: string, pid: number): BackupError {
   return failed(`the data directory ${dataDir} is in use by another drover-coordinator (pid ${pid}); stop it first`);
-}
-
-/**
- * Takes the data directory's lock (creating it, mode 0700, when absent), checks again that it is
- * empty, and renames the staged entries into it, the database last; a failure takes back what was
- * moved.
- */
-function moveIntoPlace(staging: string, dataDir: string): void {
-  const existed = fs.existsSync(dataDir);
-  let release: () => void;
-  try {
-    release = lockDataDir(dataDir);
-  } catch (error) {
-    if (isLockHeldError(error)) throw inUse(dataDir, error.pid);
-    throw failed(`cannot use the data directory ${dataDir}: ${fsReason(error)}`, error);
-  }
-  const moved: string[] = [];
-  try {
-    checkEmpty(dataDir, true);
-    const names = fs.readdirSync(staging).sort((a, b) => Number(a === DATABASE_MEMBER) - Number(b === DATABASE_MEMBER));
-    for (const name of names) {
-      fs.renameSync(path.join(staging, name), path.join(dataDir, name));
-      moved.push(name);
-    }
-    syncDirectory(dataDir);
-  } catch (error) {
-    for (const name of moved.reverse()) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
-    release();
-    if (!existed) fs.rmSync(dataDir, { recursive: true, force: true });
-    if (error instanceof BackupError) throw error;
-    throw failed(`cannot restore into ${dataDir}: ${fsReason(error)}`, error);
-  }
-  release();
 }

@@ -225,6 +225,11 @@ describe('restore', () => {
     expect((await restoreError(truncated)).message).toBe(
       `${truncated} cannot be restored: it is damaged or truncated (zlib: unexpected end of file)`,
     );
+    // An empty directory stays as it was.
+    const emptyTarget = dir('empty-target');
+    fs.mkdirSync(emptyTarget);
+    expect(await restore({ from: truncated, dataDir: emptyTarget }).catch((e: BackupError) => e.code)).toBe('refused');
+    expect(fs.readdirSync(emptyTarget)).toEqual([]);
     const noManifest = await archive('no-manifest.tar.gz', [{ path: HEADER_MEMBER, data: header() }]);
     expect((await restoreError(noManifest)).message).toBe(
       `${noManifest} cannot be restored: it is truncated: its manifest.json is missing`,
