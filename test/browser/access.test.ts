@@ -336,7 +336,6 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     expect(await field.inputValue()).toBe('30');
     const view = await t.owner.get<{ overrides: Record<string, number | null> }>(`/orgs/${t.orgId}/retention`);
     expect(view.body.overrides).toEqual({ jobsDays: 30, failedJobsDays: null, auditDays: null, occurrencesDays: null });
-    await docScreenshot(page(), 'settings');
 
     // Back to the coordinator's value: "Use default" empties the field, saving sends null.
     await page().getByRole('button', { name: 'Use default: ended jobs' }).click();
@@ -406,6 +405,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
       { timeout: 20_000, interval: 100 },
     );
     await expectAccessible(page(), 'the Settings page after a sweep');
+    await docScreenshot(page(), 'settings');
     await nav(page(), 'Members').click();
     expect(owner.problems).toEqual([]);
   });
