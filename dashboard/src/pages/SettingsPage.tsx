@@ -87,7 +87,7 @@ function Retention({ orgId, view, isOwner }: { orgId: string; view: RetentionVie
         </tbody>
       </table>
       {isOwner ? (
-        <RetentionForm orgId={orgId} view={view} />
+        <RetentionForm key={orgId} orgId={orgId} view={view} />
       ) : (
         <p className="hint">Only an owner changes the retention.</p>
       )}
