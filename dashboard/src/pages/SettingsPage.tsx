@@ -220,7 +220,10 @@ function LastSweep({ sweep }: { sweep: RetentionView['lastSweep'] }) {
         <p>No sweep yet since the coordinator started: the first runs about 30 seconds after it starts.</p>
       ) : (
         <>
-          <p className="hint">The coordinator&apos;s last sweep, over every organization on it, since it started.</p>
+          <p className="hint">
+            The coordinator&apos;s last sweep since it started: the rows it deleted of this organization, and how long
+            the whole sweep took.
+          </p>
           <dl className="facts">
             <dt>Started</dt>
             <dd>

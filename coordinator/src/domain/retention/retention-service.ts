@@ -71,7 +71,10 @@ export interface RetentionView {
   /** The coordinator's settings. */
   defaults: Retention;
   database: DatabaseSize;
-  /** The last sweep this coordinator ran since it started; null before the first. */
+  /**
+   * The last sweep this coordinator ran since it started (what it deleted: this organization's
+   * rows; its time and batches: the whole sweep's); null before the first.
+   */
   lastSweep: SweepReport | null;
 }
 
@@ -89,6 +92,8 @@ export class RetentionService {
   private sweeping: Promise<SweepReport> | null = null;
   private stopped = false;
   private last: SweepReport | null = null;
+  /** What the last sweep deleted of each organization's (the view shows an organization its own). */
+  private lastByOrg = new Map<string, Deleted>();
 
   constructor(private readonly deps: RetentionDeps) {}
 
@@ -101,7 +106,7 @@ export class RetentionService {
       overrides,
       defaults: { ...this.deps.defaults },
       database: await this.deps.repo.databaseSize(),
-      lastSweep: this.last,
+      lastSweep: this.last && { ...this.last, deleted: this.lastByOrg.get(orgId) ?? none() },
     };
   }
 
@@ -178,8 +183,11 @@ export class RetentionService {
     };
     const { repo } = this.deps;
     const orgs = await repo.organizations();
-    const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del);
+    const byOrg = new Map<string, Deleted>();
     for (const { orgId, overrides } of orgs) {
+      const ofOrg = none();
+      byOrg.set(orgId, ofOrg);
+      const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del, ofOrg);
       const r = effectiveRetention(this.deps.defaults, overrides);
       const jobsBefore = retentionCutoff(now, r.jobsDays);
       const failedBefore = retentionCutoff(now, r.failedJobsDays);
@@ -197,10 +205,11 @@ export class RetentionService {
     }
     // The coordinator's own entries (no organization) keep to its setting.
     const serverAuditBefore = retentionCutoff(now, this.deps.defaults.auditDays);
-    await drain((n) => repo.deleteAudit(null, serverAuditBefore, n));
+    await this.drain(report, (n) => repo.deleteAudit(null, serverAuditBefore, n), none());
 
     report.durationMs = performance.now() - started;
     this.last = report;
+    this.lastByOrg = byOrg;
     const total = DELETED_KINDS.reduce((sum, kind) => sum + report.deleted[kind], 0);
     if (total > 0) {
       this.deps.logger.info(
@@ -220,7 +229,11 @@ export class RetentionService {
    * Deletes batch after batch until one comes back short, sizing each from the last one's time so
    * that one holds the database for about TARGET_BATCH_MS, and letting requests run in between.
    */
-  private async drain(report: SweepReport, del: (limit: number) => Promise<DeleteBatch>): Promise<void> {
+  private async drain(
+    report: SweepReport,
+    del: (limit: number) => Promise<DeleteBatch>,
+    ofOrg: Deleted,
+  ): Promise<void> {
     let size = FIRST_BATCH;
     while (!this.stopped) {
       const t0 = performance.now();
@@ -232,6 +245,7 @@ export class RetentionService {
       for (const kind of DELETED_KINDS) {
         if (deleted[kind] > 0) {
           report.deleted[kind] += deleted[kind];
+          ofOrg[kind] += deleted[kind];
           this.deps.metrics.retentionDeleted(kind, deleted[kind]);
         }
       }
