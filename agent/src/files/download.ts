@@ -115,7 +115,16 @@ export class ResumableDownload {
     this.#progressed = false;
     if (this.#done) return;
     if (!this.#opened) await this.#open(url);
-    await checkFreeSpace(this.#dir, this.#req.expectedSize - this.#have, this.#req.statfs);
+    try {
+      await checkFreeSpace(this.#dir, this.#req.expectedSize - this.#have, this.#req.statfs);
+    } catch (error) {
+      if (this.#have === 0) {
+        // Nothing worth keeping: no empty partial is left behind.
+        this.#partial.discard();
+        this.#opened = false;
+      }
+      throw error;
+    }
     if (this.#have < this.#req.expectedSize) {
       // Opened before the request: once the answer is there, its body is read without a pause.
       const handle = await fs.promises.open(this.#partial.part, 'r+');
@@ -171,17 +180,16 @@ export class ResumableDownload {
     const stream = fs.createReadStream(this.#partial.part, { start: 0, end: bytes - 1, highWaterMark: 1 << 20 });
     for await (const chunk of stream as AsyncIterable<Buffer>) this.#hash.update(chunk);
     this.#have = bytes;
-    await fs.promises.truncate(this.#partial.part, bytes);
   }
 
   #save(url: string): void {
     if (this.#partial.temporary) return;
-    const where = new URL(url);
+    const where = URL.parse(url);
     this.#partial.save({
       version: 1,
       sha256: this.#req.expectedSha256,
       size: this.#req.expectedSize,
-      url: `${where.origin}${where.pathname}`,
+      url: where ? `${where.origin}${where.pathname}` : '',
       etag: this.#etag,
       slot: this.#req.slot ?? null,
       startedAt: new Date().toISOString(),
@@ -280,7 +288,11 @@ export class ResumableDownload {
       const rate = meter.tooSlow(performance.now());
       if (rate !== null) answer.body.destroy(new TooSlow(meter.describe(rate)));
     };
-    const timer = setInterval(watch, Math.min(CHECK_EVERY_MS, this.#req.speedWindowMs ?? CHECK_EVERY_MS));
+    // Between chunks too: a connection that sends nothing for a while is judged without waiting for one.
+    const timer =
+      (this.#req.minSpeed ?? 0) > 0
+        ? setInterval(watch, Math.max(50, Math.min(CHECK_EVERY_MS, (this.#req.speedWindowMs ?? CHECK_EVERY_MS) / 4)))
+        : undefined;
     this.#progress.begin(this.#have, performance.now());
     try {
       await drain(answer.body, async (chunk) => {

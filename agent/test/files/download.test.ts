@@ -292,6 +292,7 @@ describe('the free disk space', () => {
       `not enough disk space for the download: it needs 3 MB more in ${partials}, 2 MB are available`,
     );
     expect(s.requests).toEqual([]);
+    expect(partialFiles()).toEqual([]); // no empty partial left
 
     // With 2 MB already on disk, 1 MB more is enough.
     s.mishaps.cutEvery = 2 * MB;
