@@ -322,6 +322,25 @@ describe('a failed update', () => {
     expect(installed()).toBeNull();
   });
 
+  it('when the artifact trickles in slower than the minimum speed is failed naming the speed', async () => {
+    const h = make({ downloads: { minSpeed: 1000, speedWindowMs: 200 } });
+    const app = fake.addApp();
+    const release = fake.publish(app, '1.0.0');
+    blobs.trickle.add(release.releaseId); // 50 B/s
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)).toMatchObject({
+      status: 'failed',
+      errorMessage: expect.stringMatching(
+        /^the artifact could not be downloaded: the download was too slow: \d+ B\/s over the last 0\.2 s, below the minimum of 1 KB\/s \(--min-download-speed\)$/,
+      ),
+    });
+    expect(fake.states(app)).toEqual(['downloading', 'failed']);
+    expect(blobs.requests.filter((r) => r.startsWith('GET /blob/'))).toHaveLength(1);
+    expect(installed()).toBeNull();
+  });
+
   it('when the manifest cannot be fetched is failed without a download', async () => {
     const h = make();
     const app = fake.addApp();
