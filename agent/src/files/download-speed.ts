@@ -4,9 +4,9 @@ import { formatBytes } from './format.js';
 export const DOWNLOAD_SPEED_WINDOW_MS = 60_000;
 
 /**
- * The slow-retrieval defence of downloads: the bytes of one connection counted as they arrive, and
- * their rate over the last `windowMs` compared with a minimum. A connection younger than the
- * window is not judged; a minimum of 0 judges nothing.
+ * The slow-retrieval defence of downloads: the bytes of one download counted as they arrive, and
+ * their rate over the last `windowMs` compared with a minimum. A download younger than the window
+ * is not judged; a minimum of 0 judges nothing.
  */
 export class SpeedMeter {
   readonly #min: number;

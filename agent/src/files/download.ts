@@ -63,9 +63,9 @@ const CHECK_EVERY_MS = 1000;
  * each `attempt` asks for the bytes the partial file does not have yet (`Range: bytes=<have>-`,
  * with `If-Range` when the server gave a strong ETag) and appends them, so a dropped link, a
  * refused (expired) URL replaced by a fresh one, or an agent restart costs only the missing bytes.
- * The free disk space is checked against what is missing before each request, a connection
- * slower than the minimum speed over the window is given up, and a progress line is logged at
- * each tenth. Only a file whose size and SHA-256 match, checked after its last byte, is renamed
+ * The free disk space is checked against what is missing before each request, a download
+ * slower than the minimum speed over the window (from its first connection on, pauses between
+ * connections included) is given up, and a progress line is logged at each tenth. Only a file whose size and SHA-256 match, checked after its last byte, is renamed
  * to the target; a mismatch removes the partial (once started over from zero when earlier bytes
  * were resumed: they may be the ones at fault).
  *
@@ -89,6 +89,7 @@ export class ResumableDownload {
   #startedOver = false;
   #progressed = false;
   #done = false;
+  #meter: SpeedMeter | undefined;
 
   constructor(req: DownloadRequest) {
     this.#req = { ...req, expectedSha256: req.expectedSha256.toLowerCase() };
@@ -279,11 +280,14 @@ export class ResumableDownload {
   async #receive(answer: HttpResponse, handle: fs.promises.FileHandle): Promise<void> {
     const { signal } = this.#req;
     if (this.#have > 0) this.#resumed = true;
-    const meter = new SpeedMeter(
+    // One meter for the whole download, the pauses between its connections included: a server
+    // that drops the connection after every few bytes is as slow as one that trickles them.
+    this.#meter ??= new SpeedMeter(
       this.#req.minSpeed ?? 0,
       this.#req.speedWindowMs ?? DOWNLOAD_SPEED_WINDOW_MS,
       performance.now(),
     );
+    const meter = this.#meter;
     const watch = () => {
       const rate = meter.tooSlow(performance.now());
       if (rate !== null) answer.body.destroy(new TooSlow(meter.describe(rate)));

@@ -268,6 +268,17 @@ describe('a slow download', () => {
     expect(partialFiles()).toHaveLength(2);
   });
 
+  it('is given up too when the server drops the connection after every few bytes (the window spans reconnects)', async () => {
+    const s = await serve(100_000);
+    s.mishaps.cutEvery = 10;
+    const error = await failure(
+      download(new ResumableDownload(request(s, { minSpeed: 100_000, speedWindowMs: 300 })), s),
+    );
+    expect(error.message).toMatch(/^the download was too slow: .* below the minimum of 100 KB\/s/);
+    expect(s.requests.length).toBeGreaterThan(3);
+    expect(s.bytesSent).toBeLessThan(100_000);
+  });
+
   it('is not judged before a full window, nor at all with a minimum of 0', () => {
     const meter = new SpeedMeter(1000, 60_000, 0);
     meter.add(10, 1000);
