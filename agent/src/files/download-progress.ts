@@ -28,6 +28,11 @@ export class DownloadProgress {
     this.#nextTenth = Math.max(this.#nextTenth, this.#tenths(bytes) + 1);
   }
 
+  /** The download starts over from zero: its tenths are logged again. */
+  reset(): void {
+    this.#nextTenth = 1;
+  }
+
   update(bytes: number, now: number): void {
     if (this.#size < PROGRESS_MIN_BYTES) return;
     const tenths = this.#tenths(bytes);

@@ -200,6 +200,7 @@ export class ResumableDownload {
   /** Empties the partial: the next bytes are the file's first. */
   #startOver(): void {
     fs.truncateSync(this.#partial.part, 0);
+    this.#progress.reset();
     this.#hash = createHash('sha256');
     this.#have = 0;
     this.#resumed = false;
@@ -342,6 +343,7 @@ export class ResumableDownload {
     if (got !== expected || onDisk !== size) {
       const resumed = this.#resumed && !this.#startedOver;
       this.#partial.discard();
+      this.#progress.reset();
       this.#opened = false;
       this.#hash = createHash('sha256');
       this.#have = 0;

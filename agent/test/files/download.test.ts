@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fetchArtifact } from '../../src/deploy/fetch-artifact.js';
 import { ResumableDownload, type DownloadRequest } from '../../src/files/download.js';
+import { DownloadProgress } from '../../src/files/download-progress.js';
 import { SpeedMeter } from '../../src/files/download-speed.js';
 import { discardOtherPartials, prunePartials } from '../../src/files/partial-download.js';
 import { retryTransfer } from '../../src/files/retry-transfer.js';
@@ -136,6 +137,31 @@ describe('a download cut every few MB', () => {
     expect(error.kind).toBe('retry');
     expect(lines.filter((l) => l.includes('trying again'))).toHaveLength(2);
     expect(partialFiles()).toEqual([`${sha256(s.content)}.json`, `${sha256(s.content)}.part`]);
+  });
+});
+
+describe('progress lines', () => {
+  it('come at each further tenth with the rate since the last one, again after a start over, none under 1 MB', () => {
+    const got: string[] = [];
+    const progress = new DownloadProgress('input file `bundle`', 10 * MB, (text) => got.push(text));
+    progress.begin(0, 0);
+    progress.update(0.5 * MB, 500);
+    progress.update(5.5 * MB, 2000); // jumps over several tenths: one line
+    progress.update(5.9 * MB, 2100);
+    progress.begin(5.9 * MB, 5000); // a reconnect: the rate counts from here
+    progress.update(6 * MB, 5100);
+    progress.reset(); // started over from zero
+    progress.begin(0, 6000);
+    progress.update(1 * MB, 7000);
+    expect(got).toEqual([
+      'downloading input file `bundle`: 50% (5.5 MB of 10 MB, 2.8 MB/s)',
+      'downloading input file `bundle`: 60% (6 MB of 10 MB, 1 MB/s)',
+      'downloading input file `bundle`: 10% (1 MB of 10 MB, 1 MB/s)',
+    ]);
+    const small = new DownloadProgress('x', 999_999, (text) => got.push(text));
+    small.begin(0, 0);
+    small.update(999_999, 1);
+    expect(got).toHaveLength(3);
   });
 });
 
