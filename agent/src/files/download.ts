@@ -1,6 +1,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { HttpResponse } from '../http/request.js';
 import { checkFreeSpace, type StatfsFn } from './disk-space.js';
 import { DownloadProgress } from './download-progress.js';
@@ -275,7 +276,7 @@ export class ResumableDownload {
 
   /**
    * Appends the answer's bytes to the partial, hashing them, watching the speed and logging
-   * progress. The body flows into a queue as it arrives (paused only while a few MB wait for the
+   * progress. The body flows into a queue as it arrives (paused only while 1 MiB waits for the
    * disk), so the bytes that came before a dropped connection are all kept.
    */
   async #receive(answer: HttpResponse, handle: fs.promises.FileHandle): Promise<void> {
@@ -373,14 +374,14 @@ export class ResumableDownload {
 }
 
 /** Bytes waiting for the disk above which the body is paused. */
-const QUEUE_HIGH = 4 << 20;
+const QUEUE_HIGH = 1 << 20;
 
 /**
  * Hands each chunk of `body` to `write`, one at a time, in order. Chunks that arrived before the
  * body failed (a dropped connection) are still written; then the body's error is thrown. A
  * failure of `write` stops the body and is thrown.
  */
-function drain(body: HttpResponse['body'], write: (chunk: Buffer) => Promise<void>): Promise<void> {
+function drain(body: Readable, write: (chunk: Buffer) => Promise<void>): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     if (body.destroyed) {
       // Nothing can be read from it any more (it must be read at once, in the same turn as its headers).
