@@ -26,9 +26,17 @@ const REALM = 'Basic realm="drover-test-proxy"';
  * opens a TCP tunnel (what a client does for an `https://` URL), a request with an absolute URI
  * (`GET http://host:port/path`) is forwarded (what a client does for an `http://` URL). With
  * `auth`, each request must carry `Proxy-Authorization: Basic` with that user and password, or it
- * gets 407 with `Proxy-Authenticate`. Everything it forwards is counted in `forwarded`.
+ * gets 407 with `Proxy-Authenticate`. `hosts` are names it alone resolves. Everything it forwards is counted in `forwarded`.
  */
-export async function startForwardProxy(auth?: { user: string; password: string }): Promise<ForwardProxy> {
+export async function startForwardProxy(
+  options: {
+    auth?: { user: string; password: string };
+    /** Host names only the proxy resolves (name to IP address): a host the client cannot reach but through it. */
+    hosts?: Record<string, string>;
+  } = {},
+): Promise<ForwardProxy> {
+  const { auth } = options;
+  const address = (host: string) => options.hosts?.[host] ?? host;
   const expected = auth ? `Basic ${Buffer.from(`${auth.user}:${auth.password}`).toString('base64')}` : null;
   const authorized = (headers: http.IncomingHttpHeaders) =>
     expected === null || headers['proxy-authorization'] === expected;
@@ -70,7 +78,7 @@ export async function startForwardProxy(auth?: { user: string; password: string 
     delete headers['proxy-connection'];
     const upstream = http.request(
       {
-        host: target.hostname,
+        host: address(target.hostname),
         port: target.port || 80,
         path: `${target.pathname}${target.search}`,
         method: req.method,
@@ -98,7 +106,7 @@ export async function startForwardProxy(auth?: { user: string; password: string 
     const [host, port] = [req.url!.slice(0, req.url!.lastIndexOf(':')), req.url!.slice(req.url!.lastIndexOf(':') + 1)];
     proxy.forwarded.push({ method: 'CONNECT', target: req.url! });
     let open = false;
-    const upstream = net.connect(Number(port), host.replace(/^\[|\]$/g, ''), () => {
+    const upstream = net.connect(Number(port), address(host.replace(/^\[|\]$/g, '')), () => {
       open = true;
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
