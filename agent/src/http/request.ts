@@ -11,6 +11,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * before it is sent anyway to a server that ignores the expectation (as curl waits).
  */
 const CONTINUE_WAIT_MS = 1000;
+
 /** The answer to a request: its status, headers and body (a stream the caller reads or discards). */
 export interface HttpResponse {
   statusCode: number;
@@ -59,11 +60,11 @@ const https = () => process.getBuiltinModule('node:https');
 /**
  * One HTTP/1.1 request with Node's own client (`node:http`, `node:https`: TLS verified against
  * Node's CA store, `NODE_EXTRA_CA_CERTS` and `--ca-file` included), through the proxy the
- * environment names for the URL (dispatcher.ts; a proxy's failure is a ProxyFailure). Resolves with the answer, whatever its status,
- * once its headers arrived; rejects on a network failure, a timeout (RequestTimeout) or an abort
- * (the signal's AbortError). Connections are kept alive between requests; a request that finds its
- * reused connection closed by the server in the meantime is sent again once on a new one, when its
- * body is a text (a stream cannot be sent twice).
+ * environment names for the URL (dispatcher.ts; a failure of the proxy is a ProxyFailure).
+ * Resolves with the answer, whatever its status, once its headers arrived; rejects on a network
+ * failure, a timeout (RequestTimeout) or an abort (the signal's AbortError). Connections are kept
+ * alive between requests; a request that finds its reused connection closed by the server in the
+ * meantime is sent again once on a new one, when its body is a text (a stream cannot be sent twice).
  */
 export function sendRequest(url: string | URL, options: RequestOptions): Promise<HttpResponse> {
   const target = new URL(url);
