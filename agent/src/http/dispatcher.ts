@@ -24,8 +24,10 @@ const https = () => process.getBuiltinModule('node:https');
  * certificates are trusted (Node's, and the `--ca-file`'s).
  */
 let settings: ProxySettings | null = null;
-/** The `--ca-file` trusted in addition to the default certificates, once loaded. */
-let caFile: string | null = null;
+/** The `--ca-file` trusted in addition to the default certificates, once loaded, and its certificates. */
+let caFile: { file: string; certificates: string[] } | null = null;
+/** The TLS settings of the `https:` pools when there is a `--ca-file`: the default trust and its certificates. */
+let secureContext: import('node:tls').SecureContext | null = null;
 const pools = new Map<string, http.Agent>();
 
 export interface DispatcherOptions {
@@ -43,7 +45,14 @@ export interface DispatcherOptions {
  */
 export function configureDispatcher(options: DispatcherOptions = {}): void {
   const read = readProxySettings(options.env ?? process.env);
-  if (options.caFile !== undefined) trustCaFile(options.caFile);
+  caFile = options.caFile === undefined ? null : { file: options.caFile, certificates: readCaFile(options.caFile) };
+  secureContext = null;
+  // The TLS connection to an https:// proxy is made by Node with the process's default trust
+  // only: the file's certificates join it then (which costs ~2.5 MiB more than the pools' own).
+  if (caFile && (read.https?.url.protocol === 'https:' || read.http?.url.protocol === 'https:')) {
+    const tls = process.getBuiltinModule('node:tls');
+    tls.setDefaultCACertificates([...tls.getCACertificates('default'), ...caFile.certificates]);
+  }
   settings = read;
   for (const pool of pools.values()) pool.destroy();
   pools.clear();
@@ -65,7 +74,7 @@ export function describeRouteFor(url: URL): string {
 }
 
 /** The `--ca-file` in use, if any. */
-export const trustedCaFile = (): string | null => caFile;
+export const trustedCaFile = (): string | null => caFile?.file ?? null;
 
 /**
  * The connection pool for a request to `url` (kept-alive connections, made at the first request
@@ -94,17 +103,34 @@ function makeAgent(protocol: 'http:' | 'https:', proxy: string | undefined, keep
   const options: http.AgentOptions = keepAlive ? { keepAlive, timeout: IDLE_CONNECTION_MS } : {};
   // No NO_PROXY here: routeFor already chose this proxy for the URL.
   if (proxy) options.proxyEnv = protocol === 'https:' ? { HTTPS_PROXY: proxy } : { HTTP_PROXY: proxy };
-  return protocol === 'https:' ? new (https().Agent)(options) : new http.Agent(options);
+  if (protocol === 'http:') return new http.Agent(options);
+  const context = caFileContext();
+  return new (https().Agent)(context ? { ...options, secureContext: context } : options);
+}
+
+/**
+ * The TLS settings trusting the `--ca-file` beside the default certificates, made once: adding
+ * the file's certificates to one context shares Node's parsed root certificates, where replacing
+ * the process's default set would parse them all again (~2.5 MiB more of an idle agent).
+ */
+function caFileContext(): import('node:tls').SecureContext | null {
+  if (!caFile) return null;
+  if (!secureContext) {
+    secureContext = process.getBuiltinModule('node:tls').createSecureContext();
+    for (const certificate of caFile.certificates) secureContext.context.addCACert(certificate);
+  }
+  return secureContext;
 }
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
 /**
- * Adds the PEM certificates of `file` to the ones every TLS connection of the process trusts by
- * default (Node's bundled roots, `NODE_EXTRA_CA_CERTS`): the coordinator's, an HTTPS proxy's, a
- * storage server's. A file that cannot be read or holds no valid certificate is a `bad_config`.
+ * The PEM certificates of a `--ca-file`, trusted in addition to the default ones (Node's bundled
+ * roots, `NODE_EXTRA_CA_CERTS`) by every request to an `https://` URL (the coordinator, the
+ * storage of presigned URLs) and by the connection to an `https://` proxy. A file that cannot be
+ * read or holds no valid certificate is a `bad_config`.
  */
-function trustCaFile(file: string): void {
+function readCaFile(file: string): string[] {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -127,7 +153,5 @@ function trustCaFile(file: string): void {
       throw new AgentError('bad_config', `--ca-file: certificate ${index + 1} of ${file} is not a valid certificate`);
     }
   }
-  const tls = process.getBuiltinModule('node:tls');
-  tls.setDefaultCACertificates([...tls.getCACertificates('default'), ...certificates]);
-  caFile = file;
+  return certificates;
 }
