@@ -19,6 +19,8 @@ export interface LoadOptions {
   connections: number;
   /** Seconds (autocannon -d). */
   duration: number;
+  /** Requests per second over all connections (autocannon -R); unset: as fast as answered. */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -53,6 +55,7 @@ interface AutocannonJson {
 export function runLoad(options: LoadOptions): Promise<LoadResult> {
   const args = [AUTOCANNON, '--json', '-c', String(options.connections), '-d', String(options.duration)];
   if (options.method) args.push('-m', options.method);
+  if (options.rate !== undefined) args.push('-R', String(options.rate));
   if (options.body !== undefined) args.push('-b', options.body);
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}=${value}`);
   args.push(options.url);

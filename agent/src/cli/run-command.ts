@@ -34,6 +34,7 @@ interface RunFlags {
   streamIdleTimeout: number;
   postponeOptional: boolean;
   deployPollInterval: number;
+  minDownloadSpeed: number;
   metricsFile?: string;
   label: string[];
   caFile?: string;
@@ -75,6 +76,15 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       new Option('--deploy-poll-interval <duration>', 'how often to check the signed list of desired releases')
         .argParser(durationOption('--deploy-poll-interval', 100))
         .default(DEFAULTS.deployPollIntervalMs, '5m'),
+    )
+    .addOption(
+      new Option(
+        '--min-download-speed <bytes-per-second>',
+        'give up a download (artifact, input file) slower than this over 60 s; 0: never',
+      )
+        .env('DROVER_AGENT_MIN_DOWNLOAD_SPEED')
+        .argParser(bytesPerSecondOption)
+        .default(DEFAULTS.minDownloadSpeed),
     )
     .addOption(
       new Option(
@@ -141,6 +151,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         streamIdleTimeoutMs: flags.streamIdleTimeout,
         postponeOptional: flags.postponeOptional,
         deployPollIntervalMs: flags.deployPollInterval,
+        minDownloadSpeed: flags.minDownloadSpeed,
         metricsFile: flags.metricsFile,
         labels,
         logger,
@@ -166,6 +177,16 @@ function integerOption(flag: string, min: number, max: number) {
     }
     return n;
   };
+}
+
+function bytesPerSecondOption(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) {
+    throw new InvalidArgumentError(
+      `--min-download-speed expects a whole number of bytes per second (0: no minimum), got \`${value}\`.`,
+    );
+  }
+  return n;
 }
 
 function durationOption(flag: string, minMs = 0) {

@@ -8,7 +8,9 @@ import { formatDuration } from '../exec/durations.js';
 import { killAllProcessGroups } from '../exec/process-group.js';
 import type { Masker } from '../exec/secret-masker.js';
 import { StepLauncher } from '../exec/step-launcher.js';
+import type { DownloadSettings } from '../files/download.js';
 import { jobFileTransfer } from '../files/job-file-transfer.js';
+import { prunePartials } from '../files/partial-download.js';
 import type { SignedCaller } from '../http/client.js';
 import { describeRouteFor, routeFor, trustedCaFile } from '../http/dispatcher.js';
 import { describeClockChange, ServerClock } from '../http/server-clock.js';
@@ -249,6 +251,12 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
     logger.info(
       `removed ${pruned} job director${pruned === 1 ? 'y' : 'ies'} settled, or left without a readable journal, more than ${formatDuration(options.jobRetentionMs)} ago`,
     );
+  const partials = prunePartials(downloadSettings(options).partialsDir, options.jobRetentionMs);
+  if (partials > 0) {
+    logger.info(
+      `removed ${partials} file(s) of partial downloads untouched for more than ${formatDuration(options.jobRetentionMs)}`,
+    );
+  }
   const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
   if (outbox.size > 0)
     logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
@@ -306,7 +314,20 @@ function openDeployment({
     onDamaged: reports.damaged,
     masker: reports.masker,
     onDownloaded: (bytes) => counters.add('bytesDownloaded', bytes),
+    downloads: downloadSettings(options),
   });
+}
+
+/**
+ * How artifacts and input files are downloaded: partials kept in `<state-dir>/downloads` (on the
+ * jobs' file system, for a rename into place), the minimum speed of the run options.
+ */
+function downloadSettings(options: ResolvedDaemonOptions): DownloadSettings & { partialsDir: string } {
+  return {
+    partialsDir: path.join(options.stateDir, 'downloads'),
+    minSpeed: options.minDownloadSpeed,
+    speedWindowMs: options.downloadSpeedWindowMs,
+  };
 }
 
 /**
@@ -328,8 +349,11 @@ function createJobManager(
     logger: options.logger,
     defaultJobTimeoutMs: options.defaultJobTimeoutMs,
     killGraceMs: options.killGraceMs,
-    transfer: jobFileTransfer(p.caller, undefined, (direction, bytes) =>
-      counters.add(direction === 'download' ? 'bytesDownloaded' : 'bytesUploaded', bytes),
+    transfer: jobFileTransfer(
+      p.caller,
+      undefined,
+      (direction, bytes) => counters.add(direction === 'download' ? 'bytesDownloaded' : 'bytesUploaded', bytes),
+      downloadSettings(options),
     ),
     counters,
     runUpdateJob: p.deployment.runJob,

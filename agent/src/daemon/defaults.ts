@@ -12,4 +12,6 @@ export const DEFAULTS = {
   jobRetentionMs: 7 * 24 * 3_600_000,
   postponeOptional: false,
   deployPollIntervalMs: 300_000,
+  /** Bytes per second, averaged over 60 s; 0: no minimum. */
+  minDownloadSpeed: 1024,
 } as const;

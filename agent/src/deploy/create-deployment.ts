@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Masker } from '../exec/secret-masker.js';
+import type { DownloadSettings } from '../files/download.js';
 import type { SignedCaller } from '../http/client.js';
 import { signedDeployApi, type DeployApi } from './deploy-api.js';
 import { DeployStateStore } from './deploy-state.js';
@@ -23,6 +24,8 @@ export interface DeploymentOptions {
   masker?: () => Masker;
   /** Told the bytes of each artifact downloaded (the agent's counters). */
   onDownloaded?(bytes: number): void;
+  /** Where partial downloads are kept, the minimum speed (the agent's run options). */
+  downloads?: DownloadSettings;
 }
 
 export interface Deployment {
@@ -51,6 +54,7 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     postponeOptional: options.postponeOptional,
     ...(options.masker ? { masker: options.masker } : {}),
     ...(options.onDownloaded ? { onDownloaded: options.onDownloaded } : {}),
+    ...(options.downloads ? { downloads: options.downloads } : {}),
   };
   return {
     runJob: deployJobRunner(context),

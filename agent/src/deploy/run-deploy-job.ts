@@ -5,6 +5,7 @@ import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/sha
 import { jobFiles } from '../exec/job-files.js';
 import { failedResult, type JobResult } from '../exec/run-workflow.js';
 import { jobTimeSignal } from '../files/job-phases.js';
+import type { DownloadSettings } from '../files/download.js';
 import { safeFilename } from '../files/safe-names.js';
 import { beginAcceptedJob, type JobRunDeps, type RunJob } from '../jobs/job-run.js';
 import type { JournalEntry } from '../jobs/journal.js';
@@ -37,6 +38,8 @@ export interface DeployContext {
   postponeOptional: boolean;
   downloadAttempts?: number;
   downloadBackoff?: Backoff;
+  /** Where partial downloads are kept, the minimum speed, the free-space check (the agent's run options). */
+  downloads?: DownloadSettings;
   /** Masks secret values in the job's lines, its result and the reports (absent: nothing is masked). */
   masker?: () => Masker;
   /** Told the bytes of each artifact downloaded (the agent's counters, docs/metrics.md). */
@@ -148,6 +151,9 @@ class DeployRun {
       refresh: () => this.#freshSource(),
       signal: jobTimeSignal(this.#signal, remaining()),
       log: (text) => this.#say(text),
+      label: `artifact ${payload.slug} ${desired.version}`,
+      applicationId: this.#appId,
+      ...(deploy.downloads ? { downloads: deploy.downloads } : {}),
       ...(deploy.downloadAttempts ? { attempts: deploy.downloadAttempts } : {}),
       ...(deploy.downloadBackoff ? { backoff: deploy.downloadBackoff } : {}),
     });

@@ -1,3 +1,4 @@
+import type { DownloadSettings } from '../../src/files/download.js';
 import type { Masker } from '../../src/exec/secret-masker.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
@@ -179,7 +180,7 @@ export const unreachable = () => new AgentError('unreachable', 'Cannot reach the
 export function deployContext(
   fake: FakeDeployCoordinator,
   stateDir: string,
-  options: { postponeOptional?: boolean; masker?: () => Masker } = {},
+  options: { postponeOptional?: boolean; masker?: () => Masker; downloads?: DownloadSettings } = {},
 ): DeployContext {
   const store = DeployStateStore.open(stateDir);
   const { logger } = captureLogger();
@@ -191,5 +192,6 @@ export function deployContext(
     downloadAttempts: 2,
     downloadBackoff: new Backoff({ baseMs: 10, capMs: 10 }),
     ...(options.masker ? { masker: options.masker } : {}),
+    ...(options.downloads ? { downloads: options.downloads } : {}),
   };
 }

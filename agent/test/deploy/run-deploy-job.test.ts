@@ -7,6 +7,7 @@ import { reportDeployState } from '../../src/deploy/deploy-report.js';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
 import { deployJobRunner } from '../../src/deploy/run-deploy-job.js';
 import { createMasker, type Masker } from '../../src/exec/secret-masker.js';
+import type { DownloadSettings } from '../../src/files/download.js';
 import { captureLogger } from '../log-capture.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
 import { assignment, harness, sh, type Harness } from '../jobs/harness.js';
@@ -44,7 +45,13 @@ const update = () => ({
 const slow = { name: 'slow', steps: [sh('sleep 0.5')] };
 
 function make(
-  options: { postponeOptional?: boolean; capacity?: number; workflows?: any[]; masker?: () => Masker } = {},
+  options: {
+    postponeOptional?: boolean;
+    capacity?: number;
+    workflows?: any[];
+    masker?: () => Masker;
+    downloads?: DownloadSettings;
+  } = {},
 ): Harness {
   const h = harness(options.workflows ?? [update(), slow], {
     capacity: options.capacity ?? 4,
@@ -295,6 +302,43 @@ describe('a failed update', () => {
     expect(sent.startsWith(`${'x'.repeat(1990)}***yyy`)).toBe(true);
     expect(sent.length).toBeLessThanOrEqual(2000);
     for (let n = 4; n <= secret.length; n++) expect(sent).not.toContain(secret.slice(0, n));
+  });
+
+  it('when the disk has too little space for the artifact is failed naming both sizes, before any byte is fetched', async () => {
+    const h = make({
+      downloads: { statfs: () => Promise.resolve({ bavail: 2, bsize: 4 }) }, // 8 bytes free
+    });
+    const app = fake.addApp();
+    const release = fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
+    const dir = path.join(h.stateDir, 'jobs', event.jobId, 'workspace', 'inputs', 'artifact');
+    const error = `the artifact could not be downloaded: not enough disk space for the download: it needs ${release.content.length} B more in ${dir}, 8 B are available`;
+    expect(h.finishOf(event.jobId)).toMatchObject({ status: 'failed', errorMessage: error });
+    expect(fake.states(app)).toEqual(['downloading', 'failed']);
+    expect(fake.reports.at(-1)?.error).toBe(error);
+    expect(blobs.requests.filter((r) => r.startsWith('GET /blob/'))).toEqual([]);
+    expect(installed()).toBeNull();
+  });
+
+  it('when the artifact trickles in slower than the minimum speed is failed naming the speed', async () => {
+    const h = make({ downloads: { minSpeed: 1000, speedWindowMs: 200 } });
+    const app = fake.addApp();
+    const release = fake.publish(app, '1.0.0');
+    blobs.trickle.add(release.releaseId); // 50 B/s
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)).toMatchObject({
+      status: 'failed',
+      errorMessage: expect.stringMatching(
+        /^the artifact could not be downloaded: the download was too slow: \d+ B\/s over the last 0\.2 s, below the minimum of 1 KB\/s \(--min-download-speed\)$/,
+      ),
+    });
+    expect(fake.states(app)).toEqual(['downloading', 'failed']);
+    expect(blobs.requests.filter((r) => r.startsWith('GET /blob/'))).toHaveLength(1);
+    expect(installed()).toBeNull();
   });
 
   it('when the manifest cannot be fetched is failed without a download', async () => {

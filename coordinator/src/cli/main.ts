@@ -2,9 +2,11 @@
 import './supported-node.js';
 import { Command, CommanderError } from 'commander';
 import { versionWithRuntime } from '@drover/shared';
+import { configureBackupCommand } from './backup.js';
 import { configureBootstrapCommand } from './bootstrap.js';
 import { configureCopyDataCommand } from './copy-data.js';
 import { configureMigrateCommand } from './migrate.js';
+import { configureRestoreCommand } from './restore.js';
 import { configureStartCommand } from './start.js';
 import { COORDINATOR_VERSION } from '../version.js';
 
@@ -21,6 +23,8 @@ configureStartCommand(program);
 configureMigrateCommand(program);
 configureBootstrapCommand(program);
 configureCopyDataCommand(program);
+configureBackupCommand(program);
+configureRestoreCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1913,7 +1913,7 @@ export interface components {
         /** @description SQLite: free pages inside the file, which VACUUM would return to the disk; null on PostgreSQL */
         freeBytes: number | null;
       };
-      /** @description The last retention sweep of the coordinator that answered, since it started; null before its first */
+      /** @description The last retention sweep of the coordinator that answered, since it started (`deleted`: this organization's rows; the times and batches: the whole sweep's); null before its first */
       lastSweep: {
         /** Format: date-time */
         startedAt: string;

@@ -15,5 +15,8 @@ export function createServerSecretRepository(db: Database): ServerSecretReposito
       if (value === null) throw new Error(`server secret ${name} could not be stored`);
       return value;
     },
+    get(name) {
+      return db.one(VALUE, [name]);
+    },
   };
 }

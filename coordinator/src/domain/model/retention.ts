@@ -25,8 +25,15 @@ export interface Deleted {
 
 export const DELETED_KINDS = ['jobs', 'logLines', 'auditEntries', 'occurrences', 'batches', 'rolloutEvents'] as const;
 
-/** The ended jobs of a retention class: `success`, `cancelled`, `rejected`; or `failed`, `timed_out`. */
-export type EndedJobClass = 'kept' | 'failed';
+/** What one deleting batch removed, and whether more may be left to delete. */
+export interface DeleteBatch {
+  deleted: Deleted;
+  more: boolean;
+}
+
+/** The statuses of ended jobs: `jobsDays` applies to the first three, `failedJobsDays` to the others. */
+export const ENDED_STATUSES = ['success', 'cancelled', 'rejected', 'failed', 'timed_out'] as const;
+export type EndedStatus = (typeof ENDED_STATUSES)[number];
 
 export interface DatabaseSize {
   engine: 'sqlite' | 'postgres';
@@ -49,14 +56,18 @@ export interface RetentionRepository {
   overridesOf(orgId: string): Promise<RetentionOverrides | null>;
   /** Replaces the organization's overrides; false when there is no such organization. */
   setOverrides(orgId: string, overrides: RetentionOverrides): Promise<boolean>;
-  /** Ended jobs of the class that ended before `before`, with their log lines and what names them. */
-  deleteJobs(orgId: string, kind: EndedJobClass, before: string, limit: number): Promise<Deleted>;
+  /**
+   * Jobs that ended with `status` before `before` (the oldest first), with their log lines and what names them:
+   * at most `rows` rows, a job and each of its log lines counting one (a log longer than that goes
+   * over several batches before its job).
+   */
+  deleteJobs(orgId: string, status: EndedStatus, before: string, rows: number): Promise<DeleteBatch>;
   /** Audit entries created before `before`; `orgId` null: the coordinator's own (no organization). */
-  deleteAudit(orgId: string | null, before: string, limit: number): Promise<Deleted>;
-  deleteOccurrences(orgId: string, before: string, limit: number): Promise<Deleted>;
+  deleteAudit(orgId: string | null, before: string, limit: number): Promise<DeleteBatch>;
+  deleteOccurrences(orgId: string, before: string, limit: number): Promise<DeleteBatch>;
   /** Batches that ended before `before` and have no job left. */
-  deleteBatches(orgId: string, before: string, limit: number): Promise<Deleted>;
+  deleteBatches(orgId: string, before: string, limit: number): Promise<DeleteBatch>;
   /** The history of rollouts that ended (completed, aborted, superseded) before `before`. */
-  deleteRolloutEvents(orgId: string, before: string, limit: number): Promise<Deleted>;
+  deleteRolloutEvents(orgId: string, before: string, limit: number): Promise<DeleteBatch>;
   databaseSize(): Promise<DatabaseSize>;
 }

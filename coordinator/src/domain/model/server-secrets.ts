@@ -4,4 +4,6 @@
  */
 export interface ServerSecretRepository {
   getOrCreate(name: string, create: () => string, at: string): Promise<string>;
+  /** The stored value, or null when none is (read by `drover-coordinator backup --keys-only`). */
+  get(name: string): Promise<string | null>;
 }

@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { notFound } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import type { DatabaseSize, Deleted, RetentionRepository } from '../model/retention.js';
-import { DELETED_KINDS } from '../model/retention.js';
+import type { DatabaseSize, DeleteBatch, Deleted, RetentionRepository } from '../model/retention.js';
+import { DELETED_KINDS, ENDED_STATUSES } from '../model/retention.js';
 import {
   applyRetentionChange,
   effectiveRetention,
@@ -14,12 +14,18 @@ import {
   type RetentionOverrides,
 } from './retention-settings.js';
 
-/** A deleting batch aims at this long a hold of the writer, and is sized from the last one's time. */
-export const TARGET_BATCH_MS = 20;
-/** Rows per deleting batch: the first, and the bounds the sizing keeps to. */
+/**
+ * A deleting batch aims at this long a hold of the database (sized from the last one's time), and
+ * the sweep then rests REST_FACTOR times as long as the batch took: it takes at most a third of
+ * the event loop and the database (the rest is the requests' and the WAL checkpoint thread's), and
+ * a request arriving during a batch waits a few milliseconds at most.
+ */
+export const TARGET_BATCH_MS = 5;
+const REST_FACTOR = 2;
+/** Rows per deleting batch (a job and each of its log lines count one): the first, and the bounds the sizing keeps to. */
 const FIRST_BATCH = 100;
 const MIN_BATCH = 10;
-const MAX_BATCH = 5_000;
+const MAX_BATCH = 50_000;
 /** The first sweep runs this long after start (or the sweep interval, if shorter). */
 export const FIRST_SWEEP_DELAY_MS = 30_000;
 
@@ -65,7 +71,10 @@ export interface RetentionView {
   /** The coordinator's settings. */
   defaults: Retention;
   database: DatabaseSize;
-  /** The last sweep this coordinator ran since it started; null before the first. */
+  /**
+   * The last sweep this coordinator ran since it started (what it deleted: this organization's
+   * rows; its time and batches: the whole sweep's); null before the first.
+   */
   lastSweep: SweepReport | null;
 }
 
@@ -83,6 +92,8 @@ export class RetentionService {
   private sweeping: Promise<SweepReport> | null = null;
   private stopped = false;
   private last: SweepReport | null = null;
+  /** What the last sweep deleted of each organization's (the view shows an organization its own). */
+  private lastByOrg = new Map<string, Deleted>();
 
   constructor(private readonly deps: RetentionDeps) {}
 
@@ -95,7 +106,7 @@ export class RetentionService {
       overrides,
       defaults: { ...this.deps.defaults },
       database: await this.deps.repo.databaseSize(),
-      lastSweep: this.last,
+      lastSweep: this.last && { ...this.last, deleted: this.lastByOrg.get(orgId) ?? none() },
     };
   }
 
@@ -172,49 +183,33 @@ export class RetentionService {
     };
     const { repo } = this.deps;
     const orgs = await repo.organizations();
-    const drain = (del: (limit: number) => Promise<Deleted>, rowsOf: (d: Deleted) => number) =>
-      this.drain(report, del, rowsOf);
+    const byOrg = new Map<string, Deleted>();
     for (const { orgId, overrides } of orgs) {
+      const ofOrg = none();
+      byOrg.set(orgId, ofOrg);
+      const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del, ofOrg);
       const r = effectiveRetention(this.deps.defaults, overrides);
       const jobsBefore = retentionCutoff(now, r.jobsDays);
       const failedBefore = retentionCutoff(now, r.failedJobsDays);
       const auditBefore = retentionCutoff(now, r.auditDays);
-      await drain(
-        (n) => repo.deleteJobs(orgId, 'kept', jobsBefore, n),
-        (d) => d.jobs,
-      );
-      await drain(
-        (n) => repo.deleteJobs(orgId, 'failed', failedBefore, n),
-        (d) => d.jobs,
-      );
+      for (const status of ENDED_STATUSES) {
+        const before = status === 'failed' || status === 'timed_out' ? failedBefore : jobsBefore;
+        await drain((n) => repo.deleteJobs(orgId, status, before, n));
+      }
       // A batch goes once its jobs are gone, and no sooner than the jobs that ended with it.
-      await drain(
-        (n) => repo.deleteBatches(orgId, jobsBefore, n),
-        (d) => d.batches,
-      );
-      await drain(
-        (n) => repo.deleteOccurrences(orgId, retentionCutoff(now, r.occurrencesDays), n),
-        (d) => d.occurrences,
-      );
-      await drain(
-        (n) => repo.deleteAudit(orgId, auditBefore, n),
-        (d) => d.auditEntries,
-      );
-      await drain(
-        (n) => repo.deleteRolloutEvents(orgId, auditBefore, n),
-        (d) => d.rolloutEvents,
-      );
+      await drain((n) => repo.deleteBatches(orgId, jobsBefore, n));
+      await drain((n) => repo.deleteOccurrences(orgId, retentionCutoff(now, r.occurrencesDays), n));
+      await drain((n) => repo.deleteAudit(orgId, auditBefore, n));
+      await drain((n) => repo.deleteRolloutEvents(orgId, auditBefore, n));
       if (this.stopped) break;
     }
     // The coordinator's own entries (no organization) keep to its setting.
     const serverAuditBefore = retentionCutoff(now, this.deps.defaults.auditDays);
-    await drain(
-      (n) => repo.deleteAudit(null, serverAuditBefore, n),
-      (d) => d.auditEntries,
-    );
+    await this.drain(report, (n) => repo.deleteAudit(null, serverAuditBefore, n), none());
 
     report.durationMs = performance.now() - started;
     this.last = report;
+    this.lastByOrg = byOrg;
     const total = DELETED_KINDS.reduce((sum, kind) => sum + report.deleted[kind], 0);
     if (total > 0) {
       this.deps.logger.info(
@@ -236,13 +231,13 @@ export class RetentionService {
    */
   private async drain(
     report: SweepReport,
-    del: (limit: number) => Promise<Deleted>,
-    rowsOf: (d: Deleted) => number,
+    del: (limit: number) => Promise<DeleteBatch>,
+    ofOrg: Deleted,
   ): Promise<void> {
     let size = FIRST_BATCH;
     while (!this.stopped) {
       const t0 = performance.now();
-      const deleted = await del(size);
+      const { deleted, more } = await del(size);
       const ms = performance.now() - t0;
       report.batches += 1;
       report.longestBatchMs = Math.max(report.longestBatchMs, ms);
@@ -250,13 +245,14 @@ export class RetentionService {
       for (const kind of DELETED_KINDS) {
         if (deleted[kind] > 0) {
           report.deleted[kind] += deleted[kind];
+          ofOrg[kind] += deleted[kind];
           this.deps.metrics.retentionDeleted(kind, deleted[kind]);
         }
       }
-      if (rowsOf(deleted) < size) return;
+      if (!more) return;
       const scaled = Math.round(size * (TARGET_BATCH_MS / Math.max(ms, 0.1)));
       size = Math.min(MAX_BATCH, Math.max(MIN_BATCH, Math.min(scaled, size * 2)));
-      await nextTurn();
+      await sleep(Math.max(1, Math.round(ms * REST_FACTOR)));
     }
   }
 }

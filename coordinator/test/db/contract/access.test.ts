@@ -252,6 +252,8 @@ describe.each(DATABASES)('server secrets, signed-out sessions and enrollment tok
     );
     expect(new Set(values).size).toBe(1);
     expect(await t.repos.serverSecrets.getOrCreate('k', () => 'late', AT)).toBe(values[0]);
+    expect(await t.other.serverSecrets.get('k')).toBe(values[0]);
+    expect(await t.repos.serverSecrets.get('absent')).toBeNull();
   });
 
   it('remembers signed-out sessions until they would have expired', async () => {

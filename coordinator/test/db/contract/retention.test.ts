@@ -1,4 +1,5 @@
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AuditEntryInput } from '../../../src/domain/model/audit.js';
 import { RetentionService } from '../../../src/domain/retention/retention-service.js';
 import { DEFAULT_RETENTION } from '../../../src/domain/retention/retention-settings.js';
 import { noMetrics } from '../../../src/domain/metrics.js';
@@ -23,15 +24,20 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     now = START;
     owner = await orgWithAgent(t.repos, iso(START));
     logged.length = 0;
-    service = new RetentionService({
-      repo: t.repos.retention,
-      defaults: DEFAULT_RETENTION,
-      clock: { now: () => now },
-      audit: { record: async (entry) => t.repos.audit.insertMany([{ ...entry, createdAt: iso(now) }]) },
-      logger: { info: (_obj, msg) => logged.push(msg), error: () => undefined },
-      metrics: noMetrics,
-      sweepSeconds: 600,
-    });
+    service = new RetentionService(deps());
+  });
+
+  const deps = () => ({
+    repo: t.repos.retention,
+    defaults: DEFAULT_RETENTION,
+    clock: { now: () => now },
+    audit: {
+      record: async (entry: Omit<AuditEntryInput, 'createdAt'>) =>
+        t.repos.audit.insertMany([{ ...entry, createdAt: iso(now) }]),
+    },
+    logger: { info: (_obj: object, msg: string) => logged.push(msg), error: () => undefined },
+    metrics: noMetrics,
+    sweepSeconds: 600,
   });
 
   /** A job of the organization that ended `daysAgo` (from START) as `status`, with `lines` log lines. */
@@ -108,6 +114,8 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     expect(view.database.engine).toBe(kind);
     expect(view.database.bytes).toBeGreaterThan(0);
     expect(view.lastSweep?.deleted.jobs).toBe(1);
+    // Another organization's view tells only its own rows.
+    expect((await service.view(other.orgId)).lastSweep?.deleted.jobs).toBe(0);
     const audit = await t.rows<{ action: string }>(`SELECT action FROM audit_log WHERE org_id = '${owner.orgId}'`);
     expect(audit.map((a) => a.action)).toEqual(['org.retention.update', 'org.retention.update']);
   });
@@ -196,17 +204,35 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     expect(left).toEqual([withFailedJob, newest].sort());
   });
 
+  it('sweeps by itself once started, then at every interval, and stops', async () => {
+    const old = await endedJob('success', START - 100 * DAY);
+    await endedJob('success', START);
+    const timed = new RetentionService({ ...deps(), sweepSeconds: 0.05 });
+    timed.start();
+    try {
+      await vi.waitFor(async () => expect(await jobIds()).not.toContain(old), { timeout: 5000, interval: 20 });
+      const again = await endedJob('cancelled', START - 100 * DAY);
+      await endedJob('success', START);
+      await vi.waitFor(async () => expect(await jobIds()).not.toContain(again), { timeout: 5000, interval: 20 });
+    } finally {
+      await timed.stop();
+    }
+  });
+
   it('deletes in batches that each hold the database briefly, the rate-limit refusals with their jobs', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 250; i++) ids.push(await endedJob('rejected', START - 100 * DAY - i * 1000, 1));
+    // A log longer than a batch goes over several, before its job.
+    const long = await endedJob('failed', START - 200 * DAY, 450);
     await t.exec(
       `INSERT INTO rate_limit_blocks (org_id, workflow_id, job_id, "window", limit_value, observed, created_at)
        VALUES ('${owner.orgId}', 'w', '${ids[0]}', 'minute', 1, 2, '${iso(START - 100 * DAY)}')`,
     );
     await endedJob('success', START);
     const report = await service.sweep();
-    expect(report.deleted).toMatchObject({ jobs: 250, logLines: 250 });
-    expect(report.batches).toBeGreaterThan(2);
+    expect(report.deleted).toMatchObject({ jobs: 251, logLines: 700 });
+    expect(report.batches).toBeGreaterThan(4);
+    expect(await jobIds()).not.toContain(long);
     expect(await count('rate_limit_blocks')).toBe(0);
     expect(await count('jobs')).toBe(1);
   });

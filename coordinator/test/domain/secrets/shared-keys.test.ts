@@ -34,6 +34,9 @@ function secretsTable(): ServerSecretRepository & { rows: Map<string, string> } 
       if (!rows.has(name)) rows.set(name, create());
       return rows.get(name)!;
     },
+    async get(name) {
+      return rows.get(name) ?? null;
+    },
   };
 }
 

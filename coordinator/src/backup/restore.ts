@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { isLockHeldError } from '@drover/shared';
+import { DATA_DIR_LOCK_FILE, dataDirHolder, lockDataDir } from '../cli/data-dir-lock.js';
+import { formatBytes } from '../copy-data/report.js';
+import { DATABASE_MEMBER, InvalidBackupError, type Manifest } from './archive-format.js';
+import { extractBackup } from './archive-reader.js';
+import { syncDirectory } from './backup.js';
+import { BackupError, failed, fsReason, refused } from './backup-error.js';
+import { silentProgress, type Progress } from './progress.js';
+
+/**
+ * `drover-coordinator restore` (docs/operations.md, "Backup and restore"): a backup into an empty
+ * or absent data directory, under its lock (no coordinator starts on it meanwhile). The archive is
+ * read whole into a staging directory inside it (`.restore-<random>`) and checked against its
+ * manifest; only then are its entries renamed into place, the database last. A refusal or a
+ * failure leaves the data directory as it was (one that did not exist is removed again).
+ */
+
+export interface RestoreOptions {
+  /** The archive (an absolute path). */
+  from: string;
+  dataDir: string;
+  progress?: Progress;
+}
+
+export interface RestoreReport {
+  manifest: Manifest;
+  /** The blobs restored (their `.meta` sidecars aside). */
+  files: number;
+  bytes: number;
+  seconds: number;
+}
+
+/** What a data directory may hold and still count as empty: a stale lock, a file system's own folder. */
+const IGNORED = new Set([DATA_DIR_LOCK_FILE, 'lost+found']);
+
+export async function restore(options: RestoreOptions): Promise<RestoreReport> {
+  const started = Date.now();
+  const { from, dataDir } = options;
+  const progress = options.progress ?? silentProgress;
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(from);
+  } catch (error) {
+    throw refused(`cannot read ${from}: ${fsReason(error)} (--from)`);
+  }
+  if (!stat.isFile()) throw refused(`${from} is not a file (--from)`);
+  checkEmpty(dataDir);
+
+  const existed = fs.existsSync(dataDir);
+  let release: () => void;
+  try {
+    release = lockDataDir(dataDir);
+  } catch (error) {
+    if (isLockHeldError(error)) throw inUse(dataDir, error.pid);
+    throw failed(`cannot use the data directory ${dataDir}: ${fsReason(error)}`, error);
+  }
+  // Inside the data directory: the same file system (the renames below), and a place the
+  // service user may write to, which the directory above it (/var/lib) is not.
+  const staging = path.join(dataDir, `.restore-${randomBytes(4).toString('hex')}`);
+  const moved: string[] = [];
+  let done = false;
+  try {
+    checkEmpty(dataDir, true);
+    fs.mkdirSync(staging, { mode: 0o700 });
+    let bytes = 0;
+    progress.step(`reading ${path.basename(from)}: starting`);
+    let manifest: Manifest;
+    try {
+      ({ manifest } = await extractBackup(from, staging, (n) => {
+        bytes += n;
+        progress.update(`reading ${path.basename(from)}: ${formatBytes(bytes)} checked`);
+      }));
+    } catch (error) {
+      if (error instanceof InvalidBackupError) throw refused(`${from} cannot be restored: ${error.message}`);
+      throw failed(`cannot read ${from}: ${fsReason(error)}`, error);
+    }
+    // The database last: a directory without it is no coordinator's yet.
+    const names = fs.readdirSync(staging).sort((a, b) => Number(a === DATABASE_MEMBER) - Number(b === DATABASE_MEMBER));
+    try {
+      for (const name of names) {
+        fs.renameSync(path.join(staging, name), path.join(dataDir, name));
+        moved.push(name);
+      }
+      fs.rmdirSync(staging);
+      syncDirectory(dataDir);
+    } catch (error) {
+      throw failed(`cannot restore into ${dataDir}: ${fsReason(error)}`, error);
+    }
+    done = true;
+    return {
+      manifest,
+      files: manifest.members.filter((m) => m.path.startsWith('blobs/') && !m.path.endsWith('.meta')).length,
+      bytes,
+      seconds: (Date.now() - started) / 1000,
+    };
+  } catch (error) {
+    if (error instanceof BackupError) throw error;
+    throw failed(`cannot restore into ${dataDir}: ${fsReason(error)}`, error);
+  } finally {
+    progress.end();
+    if (!done) {
+      fs.rmSync(staging, { recursive: true, force: true });
+      for (const name of moved.reverse()) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
+    }
+    release();
+    if (!done && !existed) fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Refuses a data directory that holds anything or that a coordinator runs on; creates nothing. */
+function checkEmpty(dataDir: string, lockedByUs = false): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dataDir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return;
+    if (code === 'ENOTDIR') throw refused(`${dataDir} is not a directory (--data-dir)`);
+    throw failed(`cannot read the data directory ${dataDir}: ${fsReason(error)}`, error);
+  }
+  const holder = lockedByUs ? null : dataDirHolder(dataDir);
+  if (holder !== null) throw inUse(dataDir, holder);
+  const held = names.filter((name) => !IGNORED.has(name)).sort();
+  if (held.length > 0) {
+    const shown = held.slice(0, 3).join(', ') + (held.length > 3 ? `, and ${held.length - 3} more` : '');
+    throw refused(
+      `the data directory ${dataDir} is not empty (it holds ${shown}): restore into an empty or new directory (--data-dir)`,
+    );
+  }
+}
+
+function inUse(dataDir: string, pid: number): BackupError {
+  return failed(`the data directory ${dataDir} is in use by another drover-coordinator (pid ${pid}); stop it first`);
+}
