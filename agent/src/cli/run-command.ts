@@ -13,14 +13,15 @@ import type { CliIo } from './io.js';
  * when `run` starts: the other commands, `--version` and `--help` never pay for them.
  */
 async function loadDaemon() {
-  const [daemon, signals, logger, files, secrets] = await Promise.all([
+  const [daemon, signals, logger, files, secrets, dispatcher] = await Promise.all([
     import('../daemon/daemon.js'),
     import('../daemon/signals.js'),
     import('../logging/create-logger.js'),
     import('../state/files.js'),
     import('../workflows/known-secrets.js'),
+    import('../http/dispatcher.js'),
   ]);
-  return { ...daemon, ...signals, ...logger, ...files, ...secrets };
+  return { ...daemon, ...signals, ...logger, ...files, ...secrets, ...dispatcher };
 }
 
 interface RunFlags {
@@ -36,7 +37,12 @@ interface RunFlags {
   minDownloadSpeed: number;
   metricsFile?: string;
   label: string[];
+  caFile?: string;
 }
+
+/** `--ca-file` of `run` and `enroll`. */
+export const CA_FILE_HELP =
+  'PEM certificates to trust in addition to the default ones (a private CA of the coordinator or of an HTTPS proxy)';
 
 export function configureRunCommand(program: Command, _io: CliIo): void {
   program
@@ -89,6 +95,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .argParser((value: string, previous: string[]) => [...previous, value])
         .default([], 'none'),
     )
+    .option('--ca-file <file>', CA_FILE_HELP)
     .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
     .addOption(
       new Option(
@@ -105,8 +112,17 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
     .action(async (flags: RunFlags) => {
       // Settings first: a bad one stops the agent before anything is opened or written.
       const labels = loadAgentLabels({ flags: flags.label, env: process.env[LABELS_ENV] });
-      const { createAgentLogger, ensurePrivateDir, handleShutdownSignals, KnownSecrets, loadIdentity, startDaemon } =
-        await loadDaemon();
+      const {
+        configureDispatcher,
+        createAgentLogger,
+        ensurePrivateDir,
+        handleShutdownSignals,
+        KnownSecrets,
+        loadIdentity,
+        startDaemon,
+      } = await loadDaemon();
+      // The proxy variables and the CA file: one the agent cannot use stops it here.
+      configureDispatcher({ caFile: flags.caFile });
       const stateDir = flags.stateDir ?? defaultStateDir();
       ensurePrivateDir(stateDir);
       loadIdentity(stateDir); // not enrolled: say so before anything else is created

@@ -12,6 +12,7 @@ import type { DownloadSettings } from '../files/download.js';
 import { jobFileTransfer } from '../files/job-file-transfer.js';
 import { prunePartials } from '../files/partial-download.js';
 import type { SignedCaller } from '../http/client.js';
+import { describeRouteFor, routeFor, trustedCaFile } from '../http/dispatcher.js';
 import { describeClockChange, ServerClock } from '../http/server-clock.js';
 import { JobManager } from '../jobs/job-manager.js';
 import { Journal } from '../jobs/journal.js';
@@ -70,7 +71,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
   const { enrollment, privateKey, releaseLock } = await takeStateDirectory(options);
   const launcher = new StepLauncher(); // forks its spare once the journal is recovered
   try {
-    const status = openStatus(options);
+    const status = openStatus(options, enrollment);
     const counters = openCounters(options);
     const caller = signedCaller({ options, enrollment, status }, privateKey);
     const reports = openReports({ options, caller });
@@ -178,7 +179,7 @@ async function takeStateDirectory(
 }
 
 /** `status.json`, written at once: the daemon is connecting, with an empty queue. */
-function openStatus(options: ResolvedDaemonOptions): DaemonStatusWriter {
+function openStatus(options: ResolvedDaemonOptions, enrollment: Enrollment): DaemonStatusWriter {
   const { logger } = options;
   return new DaemonStatusWriter(
     options.stateDir,
@@ -190,6 +191,7 @@ function openStatus(options: ResolvedDaemonOptions): DaemonStatusWriter {
       lastConnectedAt: null,
       lastError: null,
       clockOffsetMs: null,
+      proxy: describeRouteFor(new URL(enrollment.url)),
       queue: { capacity: options.queueCapacity, running: null, waiting: [] },
       workflows: { loaded: 0, invalid: [] },
     },
@@ -444,6 +446,21 @@ function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment
     `drover-agent ${versionWithRuntime(AGENT_VERSION)} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
       `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity}, labels: ${formatLabels(options.labels)})`,
   );
+  logNetwork(options, enrollment);
+}
+
+/**
+ * How the coordinator is reached, when it is not the plain way: through which proxy (its password
+ * masked), or directly because NO_PROXY names it; and the `--ca-file` trusted.
+ */
+function logNetwork({ logger }: ResolvedDaemonOptions, enrollment: Enrollment): void {
+  const coordinator = new URL(enrollment.url);
+  const route = routeFor(coordinator);
+  const described = describeRouteFor(coordinator);
+  if (route.proxy) logger.info({ proxy: route.proxy.shown }, `reaching the coordinator through the proxy ${described}`);
+  else if (route.bypassedBy !== null) logger.info(`reaching the coordinator directly: ${described}`);
+  const caFile = trustedCaFile();
+  if (caFile) logger.info(`trusting the certificates of ${caFile} in addition to the default ones`);
 }
 
 /**
