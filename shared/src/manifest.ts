@@ -50,6 +50,8 @@ export interface ManifestDesired {
 
 /** The signed content of one manifest entry (the field names of docs/ota.md). */
 export interface ManifestPayload {
+  /** The agent this entry was issued to: another agent refuses it. */
+  agent_id: string;
   application_id: string;
   slug: string;
   channel: string;
@@ -61,6 +63,8 @@ export interface ManifestPayload {
   forced: boolean;
   /** Unix seconds. */
   issued_at: number;
+  /** Unix seconds, on the coordinator's clock: an agent refuses the entry from then on. */
+  expires_at: number;
   /** 16 random bytes or more, base64url. */
   nonce: string;
 }

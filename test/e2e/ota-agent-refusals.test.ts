@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent } from '../helpers/agent.js';
 import {
   enrollAgentStateDir,
   startDaemonProcess,
@@ -129,6 +130,24 @@ describe('an update the agent cannot trust', () => {
     expect(installedVersion(marks())).toBe('1.0.0');
     const leftovers = fs.readdirSync(path.join(dir.stateDir, 'jobs'), { recursive: true }).map(String);
     expect(leftovers.filter((f) => f.includes('signage-1.2.0'))).toEqual([]); // no partial download left
+  });
+
+  it('is refused when the manifest entry was issued to another agent (copied from another device in transit)', async () => {
+    const other = await enrollTestAgent(t.owner, t.orgId);
+    await bindDevices(t.owner, t.orgId, app.id, [other.agentId]);
+    const r = await draft('1.3.0');
+    // Their entry is genuine (signed by the coordinator, for them): only the binding differs.
+    const copied = (await other.request('GET', '/v1/agent/deploy/desired')).body.apps;
+    proxy.tamper = (body) => {
+      body.apps = copied;
+    };
+    await publishRelease(t.owner, t.orgId, app.id, r.id);
+    const reason = `the signed manifest was issued to agent ${other.agentId}, not to this agent (${dir.agentId}): a manifest of another device; nothing was installed`;
+    const b = await bindingWhen(t, app.id, device.id, (x) => x.state === 'refused' && x.error === reason, reason);
+    expect(b.current).toMatchObject({ version: '1.0.0' });
+    expect(installedVersion(marks())).toBe('1.0.0');
+    await daemon!.waitForLog((rec) => rec.level === 50 && rec.msg === `deployment refused: ${reason}`);
+    proxy.tamper = null;
   });
 
   it('refused, the agent’s polls report the refusal again, not idle, so no new job is asked for at once', async () => {

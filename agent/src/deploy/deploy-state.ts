@@ -8,6 +8,8 @@ export interface InstalledRelease {
   releaseId: string;
   version: string;
   sequence: number;
+  /** The release's channel (recorded at install since manifests are bound; absent in older records). */
+  channel?: string;
 }
 
 /** The last deployment of a release that did not install (kept so the pull fallback does not retry it at once). */
@@ -135,9 +137,9 @@ function parseStateFile(text: string): Map<string, AppDeployState> | string {
 
 function parseRelease(value: unknown): InstalledRelease | undefined {
   if (!isObject(value)) return undefined;
-  const { releaseId, version, sequence } = value;
+  const { releaseId, version, sequence, channel } = value;
   if (typeof releaseId !== 'string' || typeof version !== 'string' || !Number.isSafeInteger(sequence)) return undefined;
-  return { releaseId, version, sequence: sequence as number };
+  return { releaseId, version, sequence: sequence as number, ...(typeof channel === 'string' ? { channel } : {}) };
 }
 
 function parseFailure(value: unknown): FailedAttempt | null {

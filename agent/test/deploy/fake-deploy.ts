@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Masker } from '../../src/exec/secret-masker.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
@@ -51,8 +52,12 @@ export class FakeDeployCoordinator {
   readonly reports: DeployReportRequest[] = [];
   /** Changes each entry after signing (tampering in transit). */
   tamper: ((entry: ManifestEntry) => ManifestEntry) | null = null;
-  /** Seconds added to `issued_at` (a negative value replays an older manifest). */
+  /** Seconds added to `issued_at` and `expires_at` (a negative value replays an older manifest). */
   clockOffset = 0;
+  /** The agent the manifest entries are bound to (`agent_id`): the agent under test. */
+  readonly agentId = randomUUID();
+  /** Changes each payload before it is signed (what a coordinator signs: an older one, another agent's entry). */
+  signing: ((payload: ManifestPayload) => ManifestPayload) | null = null;
   /** Errors the manifest call throws, one per call, before answering normally. */
   readonly fetchErrors: Error[] = [];
   fetches = 0;
@@ -84,7 +89,9 @@ export class FakeDeployCoordinator {
 
   payload(app: FakeApp): ManifestPayload {
     const r = app.release;
-    return {
+    const issuedAt = Math.floor(Date.now() / 1000) + this.clockOffset;
+    const payload: ManifestPayload = {
+      agent_id: this.agentId,
       application_id: app.applicationId,
       slug: app.slug,
       channel: app.channel,
@@ -104,9 +111,16 @@ export class FakeDeployCoordinator {
       min_version: '',
       min_sequence: 0,
       forced: app.forced,
-      issued_at: Math.floor(Date.now() / 1000) + this.clockOffset,
+      issued_at: issuedAt,
+      expires_at: issuedAt + 3600,
       nonce: randomBytes(16).toString('base64url'),
     };
+    return this.signing ? this.signing(payload) : payload;
+  }
+
+  /** The agent's manifest source against this coordinator (`now`: the agent's corrected clock, Unix ms). */
+  manifests(store: DeployStateStore, logger: Logger, now: () => number = Date.now): ManifestSource {
+    return new ManifestSource({ api: this.api, store, serverKey: this.serverKey, agentId: this.agentId, now, logger });
   }
 
   /** The `deploy` event of the app's desired release. */
@@ -179,13 +193,13 @@ export const unreachable = () => new AgentError('unreachable', 'Cannot reach the
 export function deployContext(
   fake: FakeDeployCoordinator,
   stateDir: string,
-  options: { postponeOptional?: boolean; masker?: () => Masker } = {},
+  options: { postponeOptional?: boolean; masker?: () => Masker; now?: () => number } = {},
 ): DeployContext {
   const store = DeployStateStore.open(stateDir);
   const { logger } = captureLogger();
   return {
     api: fake.api,
-    manifests: new ManifestSource({ api: fake.api, store, serverKey: fake.serverKey, logger }),
+    manifests: fake.manifests(store, logger, options.now),
     store,
     postponeOptional: options.postponeOptional ?? false,
     downloadAttempts: 2,

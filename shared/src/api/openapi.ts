@@ -4876,6 +4876,8 @@ export interface operations {
           'application/json': {
             apps: {
               payload: {
+                /** @description the agent this entry was issued to */
+                agent_id: string;
                 application_id: string;
                 slug: string;
                 channel: string;
@@ -4901,6 +4903,8 @@ export interface operations {
                 forced: boolean;
                 /** @description Unix seconds */
                 issued_at: number;
+                /** @description Unix seconds: refused from then on (DROVER_MANIFEST_TTL_SECONDS) */
+                expires_at: number;
                 nonce: string;
               };
               /** @description standard base64 Ed25519 over the RFC 8785 payload */

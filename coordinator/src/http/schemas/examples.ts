@@ -403,6 +403,7 @@ export const desiredManifestExample = {
   apps: [
     {
       payload: {
+        agent_id: ID.agent,
         application_id: ID.app,
         slug: 'kiosk',
         channel: 'stable',
@@ -423,6 +424,7 @@ export const desiredManifestExample = {
         min_sequence: 3,
         forced: false,
         issued_at: 1795600000,
+        expires_at: 1795603600,
         nonce: 'q7Yb2c9L0kX1',
       },
       signature: 'MEUCIQD3kz…base64…Qw==',

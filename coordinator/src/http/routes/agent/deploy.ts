@@ -19,6 +19,7 @@ const integer = { type: 'integer' } as const;
 const ManifestPayloadSchema = {
   type: 'object',
   required: [
+    'agent_id',
     'application_id',
     'slug',
     'channel',
@@ -29,9 +30,11 @@ const ManifestPayloadSchema = {
     'min_sequence',
     'forced',
     'issued_at',
+    'expires_at',
     'nonce',
   ],
   properties: {
+    agent_id: { type: 'string', description: 'the agent this entry was issued to' },
     application_id: string,
     slug: string,
     channel: string,
@@ -70,6 +73,7 @@ const ManifestPayloadSchema = {
     min_sequence: integer,
     forced: { type: 'boolean' },
     issued_at: { type: 'integer', description: 'Unix seconds' },
+    expires_at: { type: 'integer', description: 'Unix seconds: refused from then on (DROVER_MANIFEST_TTL_SECONDS)' },
     nonce: string,
   },
 } as const;
