@@ -12,6 +12,14 @@ export interface InstalledRelease {
   channel?: string;
 }
 
+/** An application's release keys as this agent pinned them (docs/ota.md, "Release keys"). */
+export interface PinnedReleaseKeys {
+  /** Standard base64 Ed25519 public keys, sorted. */
+  keys: string[];
+  /** The rotations that led to them (0: the first set). */
+  generation: number;
+}
+
 /** The last deployment of a release that did not install (kept so the pull fallback does not retry it at once). */
 export interface FailedAttempt {
   releaseId: string;
@@ -29,6 +37,8 @@ export interface AppDeployState {
   /** An optional release the local policy postponed. */
   postponed?: InstalledRelease | null;
   lastFailure?: FailedAttempt | null;
+  /** The application's release keys, pinned on first sight and changed only by a signed rotation. */
+  releaseKeys?: PinnedReleaseKeys | null;
   updatedAt: string;
 }
 
@@ -129,6 +139,7 @@ function parseStateFile(text: string): Map<string, AppDeployState> | string {
       lastIssuedAt: lastIssuedAt as number | null,
       postponed: parseRelease(raw.postponed) ?? null,
       lastFailure: parseFailure(raw.lastFailure),
+      releaseKeys: parsePinnedKeys(raw.releaseKeys),
       updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : '',
     });
   }
@@ -140,6 +151,15 @@ function parseRelease(value: unknown): InstalledRelease | undefined {
   const { releaseId, version, sequence, channel } = value;
   if (typeof releaseId !== 'string' || typeof version !== 'string' || !Number.isSafeInteger(sequence)) return undefined;
   return { releaseId, version, sequence: sequence as number, ...(typeof channel === 'string' ? { channel } : {}) };
+}
+
+function parsePinnedKeys(value: unknown): PinnedReleaseKeys | null {
+  if (!isObject(value)) return null;
+  const { keys, generation } = value;
+  if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string') || !Number.isSafeInteger(generation)) {
+    return null;
+  }
+  return { keys: keys as string[], generation: generation as number };
 }
 
 function parseFailure(value: unknown): FailedAttempt | null {

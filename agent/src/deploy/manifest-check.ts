@@ -1,10 +1,19 @@
 import type { KeyObject } from 'node:crypto';
 import { verifyManifestEntry, type ManifestCurrent, type ManifestDesired, type ManifestPayload } from '@drover/shared';
 import { isObject } from '../util/is-object.js';
-import type { InstalledRelease } from './deploy-state.js';
+import type { InstalledRelease, PinnedReleaseKeys } from './deploy-state.js';
+import { checkReleaseKeys } from './release-keys-check.js';
 
 /** Why a manifest entry is not trusted (each has its own message; docs/agent.md, "Log lines of updates"). */
-export type ManifestProblem = 'bad_signature' | 'malformed' | 'other_agent' | 'expired' | 'replayed' | 'downgrade';
+export type ManifestProblem =
+  | 'bad_signature'
+  | 'malformed'
+  | 'other_agent'
+  | 'expired'
+  | 'replayed'
+  | 'downgrade'
+  | 'key_swap'
+  | 'unsigned_release';
 
 export type ManifestCheck =
   | {
@@ -15,6 +24,8 @@ export type ManifestCheck =
        * accepted without the binding and expiry checks, with this warning for the log.
        */
       unbound?: string;
+      /** Release keys to pin now (first sight, or a rotation), with the line that says so. */
+      pin?: { keys: PinnedReleaseKeys; note: string };
     }
   | {
       ok: false;
@@ -34,6 +45,8 @@ export interface ManifestCheckContext {
   lastIssuedAt(applicationId: string): number | null;
   /** The release this agent installed for the application, with its channel when recorded. */
   installed(applicationId: string): InstalledRelease | null;
+  /** The application's release keys this agent pinned (null: none yet). */
+  pinnedKeys(applicationId: string): PinnedReleaseKeys | null;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
@@ -50,7 +63,9 @@ const SHA256_HEX = /^[0-9a-f]{64}$/i;
  * - its `issued_at` must not be older than the last entry accepted for that application: an old
  *   manifest replayed is refused (the time is persisted, so this holds across restarts);
  * - its desired release must not have a lower `sequence` than the installed one, unless the
- *   installed release was yanked (`forced`) or the binding moved to another channel.
+ *   installed release was yanked (`forced`) or the binding moved to another channel;
+ * - with release keys, the keys must be those pinned (or follow from them by signed rotations) and
+ *   the desired release must be signed by one of them (release-keys-check.ts).
  */
 export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context: ManifestCheckContext): ManifestCheck {
   const applicationId = readApplicationId(entry);
@@ -92,16 +107,21 @@ export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context
       `the signed manifest was issued at ${isoSeconds(p.issued_at)}, before the last one accepted (${isoSeconds(last)}): an old manifest replayed`,
     );
   }
-  const downgrade = downgradeProblem(p, context.installed(p.application_id));
+  const installed = context.installed(p.application_id);
+  const downgrade = downgradeProblem(p, installed);
   if (downgrade) return refuse('downgrade', downgrade);
+  const keys = checkReleaseKeys(p, context.pinnedKeys(p.application_id), installed);
+  if (!keys.ok) return refuse(keys.problem, keys.message);
+  const pin = keys.pin ? { pin: keys.pin } : {};
   if (!bound || (p as Partial<ManifestPayload>).expires_at === undefined) {
     return {
       ok: true,
       payload: p,
       unbound: `the signed manifest of ${p.slug} names no agent or expiry (a coordinator older than this agent): accepted without the device-binding and expiry checks; upgrade the coordinator`,
+      ...pin,
     };
   }
-  return { ok: true, payload: p };
+  return { ok: true, payload: p, ...pin };
 }
 
 /**

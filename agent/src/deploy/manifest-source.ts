@@ -59,6 +59,7 @@ export class ManifestSource {
         nowSeconds,
         lastIssuedAt: (id) => store.get(id).lastIssuedAt,
         installed: (id) => store.get(id).current,
+        pinnedKeys: (id) => store.get(id).releaseKeys ?? null,
       });
       if (check.ok) {
         const { application_id: id, issued_at: issuedAt } = check.payload;
@@ -66,11 +67,15 @@ export class ManifestSource {
           this.#warnedUnbound.add(id);
           logger.warn({ applicationId: id }, check.unbound);
         }
-        if (store.get(id).lastIssuedAt !== issuedAt) {
+        if (check.pin) logger.info({ applicationId: id }, check.pin.note);
+        if (store.get(id).lastIssuedAt !== issuedAt || check.pin) {
           try {
-            store.update(id, { lastIssuedAt: issuedAt });
+            store.update(id, { lastIssuedAt: issuedAt, ...(check.pin ? { releaseKeys: check.pin.keys } : {}) });
           } catch (error) {
-            logger.error({ err: error, applicationId: id }, 'cannot record the manifest time in deploy/state.json');
+            logger.error(
+              { err: error, applicationId: id },
+              'cannot record the manifest time or the pinned release keys in deploy/state.json',
+            );
           }
         }
       }

@@ -86,6 +86,7 @@ describe('a manifest entry', () => {
     nowSeconds: payload.issued_at,
     lastIssuedAt: () => null,
     installed: () => null,
+    pinnedKeys: () => null,
   };
   const withContext = (fields: Partial<ManifestCheckContext>): ManifestCheckContext => ({ ...never, ...fields });
 

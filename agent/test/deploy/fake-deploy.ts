@@ -6,7 +6,10 @@ import {
   privateKeyFromBase64,
   publicKeyFromBase64,
   signManifest,
+  signRelease,
+  sortedKeys,
   type DeployAssignment,
+  type ReleaseKeyRotation,
   type DeployReportRequest,
   type ManifestEntry,
   type ManifestPayload,
@@ -56,6 +59,13 @@ export class FakeDeployCoordinator {
   clockOffset = 0;
   /** The agent the manifest entries are bound to (`agent_id`): the agent under test. */
   readonly agentId = randomUUID();
+  /** The applications' release keys, and the private key that signs their releases (null: unsigned). */
+  releaseKeys: {
+    keys: string[];
+    signer: { privateKey: string } | null;
+    generation?: number;
+    rotations?: ReleaseKeyRotation[];
+  } | null = null;
   /** Changes each payload before it is signed (what a coordinator signs: an older one, another agent's entry). */
   signing: ((payload: ManifestPayload) => ManifestPayload) | null = null;
   /** Errors the manifest call throws, one per call, before answering normally. */
@@ -115,7 +125,26 @@ export class FakeDeployCoordinator {
       expires_at: issuedAt + 3600,
       nonce: randomBytes(16).toString('base64url'),
     };
-    return this.signing ? this.signing(payload) : payload;
+    const withKeys = this.releaseKeys && r ? this.#withReleaseKeys(payload, app, r) : payload;
+    return this.signing ? this.signing(withKeys) : withKeys;
+  }
+
+  #withReleaseKeys(payload: ManifestPayload, app: FakeApp, r: FakeRelease): ManifestPayload {
+    const { keys, signer, generation, rotations } = this.releaseKeys!;
+    const d = payload.desired!;
+    const signature = signer
+      ? signRelease(
+          { app: app.slug, version: r.version, sequence: r.sequence, sha256: d.checksum_sha256, size: d.size },
+          privateKeyFromBase64(signer.privateKey),
+        )
+      : null;
+    return {
+      ...payload,
+      desired: { ...d, signature },
+      release_keys: sortedKeys(keys),
+      release_key_generation: generation ?? 0,
+      ...(rotations ? { release_key_rotations: rotations } : {}),
+    };
   }
 
   /** The agent's manifest source against this coordinator (`now`: the agent's corrected clock, Unix ms). */

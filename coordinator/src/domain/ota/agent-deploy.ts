@@ -124,10 +124,22 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
       issued_at: issuedAt,
       expires_at: expiresAt,
       nonce: manifestNonce(),
+      ...releaseKeysOf(app),
     };
     entries.push({ payload, signature: ctx.serverKey.sign(manifestSigningBytes(payload)) });
   }
   return { apps: entries };
+}
+
+/** The application's release keys for the manifest (docs/ota.md, "Release keys"); nothing without keys. */
+function releaseKeysOf(app: Application): Partial<ManifestPayload> {
+  if (!app.releaseKeys) return {};
+  const rotations = app.releaseKeyRotations;
+  return {
+    release_keys: app.releaseKeys,
+    release_key_generation: rotations.at(-1)?.generation ?? 0,
+    ...(rotations.length > 0 ? { release_key_rotations: rotations } : {}),
+  };
 }
 
 /** A file that is no longer active gets an empty URL (the agent cannot download it and reports a failure). */
@@ -143,6 +155,7 @@ async function desiredEntry(ctx: AgentDeployContext, app: Application, release: 
     size: release.size,
     download_url: download.downloadUrl,
     download_expires_in: download.expiresInSeconds,
+    ...(app.releaseKeys ? { signature: release.signature } : {}),
   };
 }
 

@@ -347,6 +347,8 @@ export const appExample = {
       localOpensAt: '2026-11-28T02:00:00+01:00',
     },
   ],
+  releaseKeys: ['u8ZB4n3G0b9oH1pQ2rS3tU4vW5xY6zA7bC8dE9fG0hI='],
+  releaseKeyGeneration: 0,
   createdAt: AT,
 };
 
@@ -364,6 +366,7 @@ export const releaseExample = {
   checksumSha256: SHA256,
   size: 1048576,
   notes: 'Faster start-up',
+  signature: 'kq2m…base64…Ag==',
   createdAt: AT,
   publishedAt: LATER,
   yankedAt: null,

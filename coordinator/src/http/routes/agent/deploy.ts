@@ -67,6 +67,10 @@ const ManifestPayloadSchema = {
         size: integer,
         download_url: string,
         download_expires_in: integer,
+        signature: {
+          type: ['string', 'null'],
+          description: "only when the application has release keys: the release's signature by one of them",
+        },
       },
     },
     min_version: string,
@@ -75,6 +79,27 @@ const ManifestPayloadSchema = {
     issued_at: { type: 'integer', description: 'Unix seconds' },
     expires_at: { type: 'integer', description: 'Unix seconds: refused from then on (DROVER_MANIFEST_TTL_SECONDS)' },
     nonce: string,
+    release_keys: {
+      type: 'array',
+      items: string,
+      description: 'only when the application has release keys: the set one of which signs every release',
+    },
+    release_key_generation: integer,
+    release_key_rotations: {
+      type: 'array',
+      description: 'the rotations of the release keys, oldest first (docs/ota.md, "Release keys")',
+      items: {
+        type: 'object',
+        required: ['app', 'generation', 'keys', 'signedBy', 'signature'],
+        properties: {
+          app: string,
+          generation: integer,
+          keys: { type: 'array', items: string },
+          signedBy: string,
+          signature: string,
+        },
+      },
+    },
   },
 } as const;
 
