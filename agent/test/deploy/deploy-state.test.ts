@@ -97,6 +97,17 @@ describe('a manifest entry', () => {
     expect(checkManifestEntry(reordered, pinned, never)).toEqual({ ok: true, payload: reordered.payload });
   });
 
+  it('is trusted with signed fields it does not know (a newer coordinator): they are verified, not required', () => {
+    const newer = {
+      ...payload,
+      rollout_wave: 2,
+      desired: { ...payload.desired!, delta_from: 'r1' },
+    } as ManifestPayload;
+    expect(checkManifestEntry(sign(newer), pinned, never)).toEqual({ ok: true, payload: newer });
+    const tampered = { ...sign(newer), payload: { ...newer, rollout_wave: 3 } };
+    expect(checkManifestEntry(tampered, pinned, never)).toMatchObject({ ok: false, problem: 'bad_signature' });
+  });
+
   it('is refused when any signed field changed, or when another key signed it', () => {
     const entry = sign(payload);
     const tampered = {
