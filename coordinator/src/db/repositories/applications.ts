@@ -60,7 +60,11 @@ const BY_ID = query<ApplicationRow, [string]>('SELECT * FROM applications WHERE 
 const OF_ORG = query<ApplicationRow, [string]>(
   (d) => `SELECT * FROM applications WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
 );
-/** The fields of a patch that are given; `setWindow` / `notifySet` 1 sets the window / the chat channel (null removes it). */
+/**
+ * The fields of a patch that are given; `setWindow` / `notifySet` 1 sets the window / the chat
+ * channel (null removes it); `keysSet` 1 sets the release keys, only if they are still `keysFrom`
+ * (their JSON text, '' for none): two rotations at once cannot both apply.
+ */
 const UPDATE = command<Record<string, unknown>>(
   `UPDATE applications SET update_workflow_name = COALESCE(@workflow, update_workflow_name),
      default_channel = COALESCE(@channel, default_channel),
@@ -70,7 +74,8 @@ const UPDATE = command<Record<string, unknown>>(
      notify_channel_id = CASE WHEN @notifySet = 1 THEN @notifyChannelId ELSE notify_channel_id END,
      release_keys = CASE WHEN @keysSet = 1 THEN @keys ELSE release_keys END,
      release_key_rotations = CASE WHEN @keysSet = 1 THEN @rotations ELSE release_key_rotations END
-   WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL`,
+   WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL
+     AND (@keysSet = 0 OR COALESCE(release_keys, '') = @keysFrom)`,
 );
 const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
   `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?
@@ -132,6 +137,7 @@ export function createApplicationRepository(db: Database): ApplicationRepository
         notifyTeamId: patch.notify?.teamId ?? null,
         notifyChannelId: patch.notify?.channelId ?? null,
         keysSet: flag(patch.releaseKeys !== undefined),
+        keysFrom: json(patch.releaseKeys?.from ?? null) ?? '',
         keys: json(patch.releaseKeys?.keys ?? null),
         rotations:
           patch.releaseKeys && patch.releaseKeys.rotations.length > 0 ? json(patch.releaseKeys.rotations) : null,

@@ -52,8 +52,12 @@ export interface ApplicationPatch {
   notify?: AppNotify | null | undefined;
   /** null removes the window. */
   maintenanceWindow?: MaintenanceWindow | null | undefined;
-  /** The new release keys, with the rotations that lead to them (the domain checked them). */
-  releaseKeys?: { keys: string[]; rotations: ReleaseKeyRotation[] } | undefined;
+  /**
+   * The new release keys, with the rotations that lead to them (the domain checked them), written
+   * only if the stored keys are still `from` (what the check read): otherwise nothing of the patch
+   * is written, and the answer shows the keys as they are.
+   */
+  releaseKeys?: { keys: string[]; rotations: ReleaseKeyRotation[]; from: string[] | null } | undefined;
 }
 
 export interface DeletedApplication {

@@ -92,7 +92,7 @@ function releaseKeysChange(before: Application, change: AppChange): ApplicationP
   }
   if (change.releaseKeys !== undefined) {
     const keys = checkedReleaseKeys(change.releaseKeys, 'body.releaseKeys');
-    if (before.releaseKeys === null) return { keys, rotations: [] };
+    if (before.releaseKeys === null) return { keys, rotations: [], from: null };
     if (sameKeys(keys, before.releaseKeys)) return undefined;
     throw new AppError(
       'conflict',
@@ -111,7 +111,7 @@ function releaseKeysChange(before: Application, change: AppChange): ApplicationP
   const problem = rotationProblem(rotation, before.slug, before.releaseKeys, releaseKeyGeneration(before));
   if (problem) throw invalid('body.releaseKeyRotation', problem);
   const stored: ReleaseKeyRotation = { ...rotation, keys: sortedKeys(rotation.keys) };
-  return { keys: stored.keys, rotations: [...before.releaseKeyRotations, stored] };
+  return { keys: stored.keys, rotations: [...before.releaseKeyRotations, stored], from: before.releaseKeys };
 }
 
 /**
@@ -155,6 +155,13 @@ export async function updateApp(
   if (changed.length > 0) {
     const updated = await ctx.repos.applications.update(caller.orgId, appId, patch);
     if (!updated) throw notFound('Application');
+    if (patch.releaseKeys && !sameKeys(updated.releaseKeys ?? [], patch.releaseKeys.keys)) {
+      throw new AppError(
+        'conflict',
+        `The release keys of ${before.slug} changed while this change was checked; nothing was changed: read the application and try again`,
+        { details: { releaseKeys: updated.releaseKeys } },
+      );
+    }
     app = updated;
   }
   const reason = changed.includes('updateWorkflowName')
