@@ -43,7 +43,15 @@ export function createDeployment(options: DeploymentOptions): Deployment {
   if (!options.serverKey) {
     logger.error('the server key pinned in agent.json is not a usable Ed25519 key: every update will be refused');
   }
-  const manifests = new ManifestSource({ api, store, serverKey: options.serverKey, logger });
+  const clock = options.caller.clock;
+  const manifests = new ManifestSource({
+    api,
+    store,
+    serverKey: options.serverKey,
+    agentId: options.caller.agentId,
+    now: clock ? () => clock.now() : Date.now,
+    logger,
+  });
   if (options.postponeOptional) {
     logger.info('optional updates are postponed by local policy (--postpone-optional); forced ones are installed');
   }

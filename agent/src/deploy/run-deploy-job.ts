@@ -201,6 +201,7 @@ class DeployRun {
       releaseId: desired.release_id,
       version: desired.version,
       sequence: desired.sequence,
+      channel: desired.channel,
     };
     this.#remember({ current: installed, postponed: null, lastFailure: null });
     this.#log.info(`installed ${payload.slug} ${describeRelease(installed)}`);
