@@ -127,7 +127,9 @@ describe('a download cut every few MB', () => {
       '90',
       '100',
     ]);
-    expect(progress[3]).toMatch(/^downloading artifact app 1\.2\.3: 40% \(40 MB of 100 MB, [\d.]+ [KMG]?B\/s\)$/);
+    expect(progress[3]).toMatch(
+      /^downloading artifact app 1\.2\.3: 40% \(4\d(\.\d)? MB of 100 MB, [\d.]+ [KMG]?B\/s\)$/,
+    );
   });
 
   it('still gives up after its attempts in a row that get no byte', async () => {
