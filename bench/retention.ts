@@ -138,6 +138,9 @@ try {
   const describe = (label: string, r: LoadResult) =>
     `${label}: ${r.total} calls at ${r.requestsPerSecond.toFixed(0)}/s, p50 ${r.p50} ms, p99 ${r.p99} ms`;
 
+  const wal = path.join(ctx.config.dataDir, 'drover.sqlite-wal');
+  const walSize = () => (fs.existsSync(wal) ? fs.statSync(wal).size : 0);
+  console.log(`write-ahead log before the sweep: ${mib(walSize())}`);
   const quiet = await load();
   console.log(describe('async trigger runs, no sweep  ', quiet));
 
@@ -176,8 +179,7 @@ try {
     `p99 during the sweep / without: ${ratio.toFixed(2)} (goal <= ${GOAL_P99_RATIO}: ${ratio <= GOAL_P99_RATIO ? 'met' : 'NOT met'})`,
   );
 
-  const wal = path.join(ctx.config.dataDir, 'drover.sqlite-wal');
-  console.log(`write-ahead log at the sweep's end: ${mib(fs.existsSync(wal) ? fs.statSync(wal).size : 0)}`);
+  console.log(`write-ahead log at the sweep's end: ${mib(walSize())}`);
   db.pragma('wal_checkpoint(TRUNCATE)');
   const after = await ctx.repos.retention.databaseSize();
   console.log(

@@ -165,6 +165,8 @@ export async function createCoordinator(
       logger,
       metrics,
       sweepSeconds: config.retentionSweepSeconds,
+      // A sweep over a year of history would otherwise outrun the WAL's checkpoint (and grow it by GiBs).
+      settled: () => store.writesSettled(),
     });
     const scheduler = new CronScheduler({
       triggers: repos.triggers,

@@ -30,9 +30,20 @@ export interface Store {
    * connection is up.
    */
   check(timeoutMs: number): Promise<{ clusterEvents: 'connected' | 'reconnecting' | null }>;
+  /**
+   * Resolves once the database can take a long run of writes again (SQLite: its WAL's checkpoint
+   * caught up, Checkpointer.walBelow; PostgreSQL: at once). The retention sweep waits for it
+   * between its batches.
+   */
+  writesSettled(): Promise<void>;
   /** Commits what is pending, then closes the database (idempotent). */
   close(): Promise<void>;
 }
+
+/** The WAL a long run of writes waits to see checkpointed: 16,384 frames (64 MiB of 4 KiB pages). */
+const SETTLED_WAL_FRAMES = 16_384;
+/** ...for at most this long at a time, so that a checkpoint that cannot finish never stops it. */
+const SETTLED_MAX_WAIT_MS = 10_000;
 
 /** How often the checkpoint thread copies the WAL into the database file (db/checkpointer.ts). */
 const CHECKPOINT_INTERVAL_MS = 250;
@@ -96,7 +107,15 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
       await withTimeout(pool.query('SELECT 1'), timeoutMs);
       return { clusterEvents: relay.connected ? ('connected' as const) : ('reconnecting' as const) };
     };
-    return { kind: 'postgres', repos: createPostgresRepositories(pool), db: null, relay, check, close };
+    return {
+      kind: 'postgres',
+      repos: createPostgresRepositories(pool),
+      db: null,
+      relay,
+      check,
+      writesSettled: async () => {},
+      close,
+    };
   }
   const db = openDatabase(databaseFile(config.dataDir));
   try {
@@ -122,6 +141,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
         db.prepare('SELECT 1').get();
         return Promise.resolve({ clusterEvents: null });
       },
+      writesSettled: () => checkpointer.walBelow(SETTLED_WAL_FRAMES, SETTLED_MAX_WAIT_MS),
       close: () => (closed ??= close()),
     };
   } catch (error) {

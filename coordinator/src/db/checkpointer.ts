@@ -16,6 +16,22 @@ export interface CheckpointerOptions {
 export interface Checkpointer {
   /** Stops the thread and closes its connection (the database's own `close` checkpoints last). */
   stop(): Promise<void>;
+  /**
+   * Resolves once the WAL holds fewer than `frames` frames or has been copied whole into the
+   * database file (it then restarts at the next write), as the thread's last checkpoint found it
+   * (before its first, it waits for it); or once `maxWaitMs` passed; at once without a thread. For a long run of writes (the
+   * retention sweep) to let the checkpoint catch up: a PASSIVE checkpoint restarts the WAL only
+   * once it has copied every frame, which a writer that never pauses keeps it from doing, and the
+   * file then grows by every page written.
+   */
+  walBelow(frames: number, maxWaitMs: number): Promise<void>;
+}
+
+/** What `PRAGMA wal_checkpoint` answers: frames in the WAL, and how many of them are in the database file. */
+interface CheckpointResult {
+  busy: number;
+  log: number;
+  checkpointed: number;
 }
 
 /**
@@ -30,7 +46,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const db = new Database(workerData.file, { fileMustExist: true });
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
-const timer = setInterval(() => checkpoint.get(), workerData.intervalMs);
+const timer = setInterval(() => parentPort.postMessage(checkpoint.get()), workerData.intervalMs);
 parentPort.on('message', (message) => {
   if (message !== 'stop') return;
   clearInterval(timer);
@@ -51,7 +67,7 @@ parentPort.on('message', (message) => {
  * without bound. An in-memory database has no WAL: nothing is started.
  */
 export function startCheckpointer(db: Db, { intervalMs, logger }: CheckpointerOptions): Checkpointer {
-  if (db.memory) return { stop: async () => {} };
+  if (db.memory) return { stop: async () => {}, walBelow: async () => {} };
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   db.pragma('wal_autocheckpoint = 0');
   const worker = new Worker(THREAD_SOURCE, {
@@ -67,6 +83,15 @@ export function startCheckpointer(db: Db, { intervalMs, logger }: CheckpointerOp
     if (db.open) db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
   };
   worker.on('error', (error) => fallBack('failed', error));
+  /** The thread's last checkpoint: the WAL's frames (-1: none yet), and those not yet copied. */
+  let walFrames = -1;
+  let uncopied = 0;
+  worker.on('message', (result: CheckpointResult) => {
+    walFrames = result.log;
+    uncopied = result.log - result.checkpointed;
+  });
+  /** A WAL copied whole restarts at the next write: only one not copied yet is a reason to wait. */
+  const waiting = (frames: number) => walFrames < 0 || (walFrames >= frames && uncopied > 0);
   const exited = new Promise<void>((resolve) =>
     worker.on('exit', (code) => {
       fallBack(`exited with code ${code}`);
@@ -76,6 +101,12 @@ export function startCheckpointer(db: Db, { intervalMs, logger }: CheckpointerOp
   // The thread alone never keeps the process alive.
   worker.unref();
   return {
+    async walBelow(frames, maxWaitMs) {
+      const until = Date.now() + maxWaitMs;
+      while (!stopping && waiting(frames) && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, intervalMs));
+      }
+    },
     async stop() {
       if (!stopping) {
         stopping = true;

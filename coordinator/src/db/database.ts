@@ -10,6 +10,9 @@ export type Db = Database.Database;
  * transactions may roll back on power loss, see docs/decisions.md), foreign keys on, and a busy
  * timeout so a second process (the CLI's `migrate`, a backup) waits instead of failing.
  */
+/** The size a restarted WAL is cut back to (SQLite's journal_size_limit). */
+export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
+
 export function openDatabase(file: string): Db {
   if (file !== ':memory:') {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
@@ -21,6 +24,9 @@ export function openDatabase(file: string): Db {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
+  // A WAL that once grew large (a long run of writes outran its checkpoint) is cut back to this
+  // when it restarts, instead of keeping its largest size on the disk for good.
+  db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
   return db;
 }
 

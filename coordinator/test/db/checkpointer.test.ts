@@ -46,6 +46,27 @@ describe('startCheckpointer', () => {
     }
   });
 
+  it('tells a long run of writes when the WAL has been copied whole, which the next write restarts', async () => {
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
+    try {
+      writeLoad(2000);
+      // ~2,000 frames: it waits until the thread has copied them all into the database file.
+      const t0 = Date.now();
+      await checkpointer.walBelow(100, 5000);
+      expect(Date.now() - t0).toBeLessThan(5000);
+      // The next write starts the WAL again from its beginning.
+      db.prepare('INSERT INTO t (v) VALUES (?)').run('y');
+      const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)') as [{ log: number }];
+      expect(log).toBeLessThan(100);
+      // It never waits longer than asked.
+      const t1 = Date.now();
+      await checkpointer.walBelow(0, 200);
+      expect(Date.now() - t1).toBeLessThan(1000);
+    } finally {
+      await checkpointer.stop();
+    }
+  });
+
   it('stops cleanly: the database closes and reopens with every row', async () => {
     const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
     writeLoad(300);

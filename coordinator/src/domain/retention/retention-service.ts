@@ -51,6 +51,11 @@ export interface RetentionDeps {
   metrics: RetentionMetrics;
   /** DROVER_RETENTION_SWEEP_SECONDS */
   sweepSeconds: number;
+  /**
+   * Resolves when the database can take more deletes (on SQLite: the WAL's checkpoint caught up),
+   * awaited before each batch; absent: at once.
+   */
+  settled?: () => Promise<void>;
 }
 
 /** One sweep: what it deleted, how long it took, and the longest hold of one of its batches. */
@@ -236,6 +241,7 @@ export class RetentionService {
   ): Promise<void> {
     let size = FIRST_BATCH;
     while (!this.stopped) {
+      await this.deps.settled?.();
       const t0 = performance.now();
       const { deleted, more } = await del(size);
       const ms = performance.now() - t0;
