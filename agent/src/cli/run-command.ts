@@ -4,6 +4,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { levelNumber } from '@drover/shared';
 import { LABELS_ENV, loadAgentLabels, MAX_USER_LABELS } from '../daemon/agent-labels.js';
 import { DEFAULTS } from '../daemon/defaults.js';
+import { AgentError } from '../errors.js';
 import { defaultStateDir } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
 import type { CliIo } from './io.js';
@@ -35,7 +36,12 @@ interface RunFlags {
   deployPollInterval: number;
   metricsFile?: string;
   label: string[];
+  selfUpdate: boolean;
+  selfUpdateDeadline: number;
 }
+
+/** The environment variable of `--no-self-update` (`off`/`0`/`false`, or `on`/`1`/`true`). */
+export const SELF_UPDATE_ENV = 'DROVER_AGENT_SELF_UPDATE';
 
 export function configureRunCommand(program: Command, _io: CliIo): void {
   program
@@ -79,6 +85,18 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .argParser((value: string, previous: string[]) => [...previous, value])
         .default([], 'none'),
     )
+    .option(
+      '--no-self-update',
+      `do not offer the built-in update workflow drover-agent-update (env ${SELF_UPDATE_ENV}=off); an update in flight is still settled`,
+    )
+    .addOption(
+      new Option(
+        '--self-update-deadline <duration>',
+        'after a self-update, how long the new binary has to connect before the previous one is put back',
+      )
+        .argParser(durationOption('--self-update-deadline', 1000))
+        .default(DEFAULTS.selfUpdateDeadlineMs, '2m'),
+    )
     .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
     .addOption(
       new Option(
@@ -92,9 +110,13 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .default(DEFAULTS.streamIdleTimeoutMs)
         .hideHelp(),
     )
-    .action(async (flags: RunFlags) => {
+    .action(async (flags: RunFlags, command: Command) => {
       // Settings first: a bad one stops the agent before anything is opened or written.
       const labels = loadAgentLabels({ flags: flags.label, env: process.env[LABELS_ENV] });
+      const selfUpdate =
+        command.getOptionValueSource('selfUpdate') === 'cli'
+          ? flags.selfUpdate
+          : selfUpdateFromEnv(process.env[SELF_UPDATE_ENV]);
       const { createAgentLogger, ensurePrivateDir, handleShutdownSignals, KnownSecrets, loadIdentity, startDaemon } =
         await loadDaemon();
       const stateDir = flags.stateDir ?? defaultStateDir();
@@ -126,6 +148,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         postponeOptional: flags.postponeOptional,
         deployPollIntervalMs: flags.deployPollInterval,
         metricsFile: flags.metricsFile,
+        selfUpdate,
+        selfUpdateDeadlineMs: flags.selfUpdateDeadline,
         labels,
         logger,
         secrets,
@@ -138,8 +162,20 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       }
       // Stopped cleanly. Anything still holding the event loop (an idle keep-alive socket) must
       // not keep the process alive.
+      // A self-update (or its rollback) stops the daemon to be started again: a non-zero code that
+      // systemd's Restart=on-failure acts on (docs/agent.md, "Self-update").
+      if (daemon.exitCode !== null) process.exitCode = daemon.exitCode;
       setTimeout(() => process.exit(process.exitCode ?? 0), 2000).unref();
     });
+}
+
+/** `DROVER_AGENT_SELF_UPDATE`: unset or empty is the default (on). */
+export function selfUpdateFromEnv(value: string | undefined): boolean {
+  const text = (value ?? '').trim().toLowerCase();
+  if (text === '') return DEFAULTS.selfUpdate;
+  if (['on', '1', 'true', 'yes'].includes(text)) return true;
+  if (['off', '0', 'false', 'no'].includes(text)) return false;
+  throw new AgentError('bad_config', `${SELF_UPDATE_ENV} expects on or off (1/0, true/false), got \`${value}\``);
 }
 
 function integerOption(flag: string, min: number, max: number) {

@@ -12,4 +12,6 @@ export const DEFAULTS = {
   jobRetentionMs: 7 * 24 * 3_600_000,
   postponeOptional: false,
   deployPollIntervalMs: 300_000,
+  selfUpdate: true,
+  selfUpdateDeadlineMs: 120_000,
 } as const;

@@ -23,9 +23,14 @@ export interface DeploymentOptions {
   masker?: () => Masker;
   /** Told the bytes of each artifact downloaded (the agent's counters). */
   onDownloaded?(bytes: number): void;
+  /** Installs the agent's own binary for the built-in update workflow (self-update/). */
+  selfUpdate?: DeployContext['selfUpdate'];
 }
 
 export interface Deployment {
+  /** The deployment state file and the coordinator's deploy calls (self-update reports through them). */
+  store: DeployStateStore;
+  api: DeployApi;
   /** Runs update jobs: the daemon hands it to the job manager. */
   runJob: RunJob;
   /** The pull fallback; the daemon starts and stops it. */
@@ -51,8 +56,11 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     postponeOptional: options.postponeOptional,
     ...(options.masker ? { masker: options.masker } : {}),
     ...(options.onDownloaded ? { onDownloaded: options.onDownloaded } : {}),
+    ...(options.selfUpdate ? { selfUpdate: options.selfUpdate } : {}),
   };
   return {
+    store,
+    api,
     runJob: deployJobRunner(context),
     sync: (s) =>
       new DeploySync({
