@@ -7,7 +7,7 @@ import { DEFAULTS } from '../daemon/defaults.js';
 import { AgentError } from '../errors.js';
 import { defaultStateDir } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
-import type { CliIo } from './io.js';
+import { CliExit, type CliIo } from './io.js';
 
 /**
  * The daemon and what only it uses (the HTTP client, the stream, pino, the job runner), loaded
@@ -164,8 +164,9 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       // not keep the process alive.
       // A self-update (or its rollback) stops the daemon to be started again: a non-zero code that
       // systemd's Restart=on-failure acts on (docs/agent.md, "Self-update").
-      if (daemon.exitCode !== null) process.exitCode = daemon.exitCode;
-      setTimeout(() => process.exit(process.exitCode ?? 0), 2000).unref();
+      const code = daemon.exitCode ?? process.exitCode ?? 0;
+      setTimeout(() => process.exit(code), 2000).unref();
+      if (daemon.exitCode !== null) throw new CliExit(daemon.exitCode);
     });
 }
 
