@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
+import { SELF_UPDATE_ENV, selfUpdateFromEnv } from '../../src/cli/run-command.js';
 import { runAgentCli as run } from './run-cli.js';
 
 let root: string;
@@ -96,5 +97,38 @@ describe('drover-agent enroll, before any network call', () => {
     expect((await run('enroll')).code).not.toBe(0);
     expect((await run('nonsense')).code).not.toBe(0);
     expect((await run('--version')).code).toBe(0);
+  });
+});
+
+describe('drover-agent run: the self-update settings, checked before anything starts', () => {
+  it('reads DROVER_AGENT_SELF_UPDATE as on or off, and refuses anything else', async () => {
+    expect([undefined, '', 'on', '1', 'TRUE', 'yes'].map(selfUpdateFromEnv)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['off', '0', 'false', 'No'].map(selfUpdateFromEnv)).toEqual([false, false, false, false]);
+    process.env[SELF_UPDATE_ENV] = 'maybe';
+    try {
+      const res = await run('run', '--state-dir', path.join(root, 'none'));
+      expect(res.code).toBe(1);
+      expect(res.err).toBe(
+        'drover-agent: error: DROVER_AGENT_SELF_UPDATE expects on or off (1/0, true/false), got `maybe`\n',
+      );
+      // The flag wins over the variable (so it is not read at all).
+      const flagged = await run('run', '--no-self-update', '--state-dir', path.join(root, 'none'));
+      expect(flagged.err).toMatch(/This machine is not enrolled/);
+    } finally {
+      delete process.env[SELF_UPDATE_ENV];
+    }
+  });
+
+  it('refuses a deadline shorter than a second', async () => {
+    const res = await run('run', '--self-update-deadline', '500ms', '--state-dir', path.join(root, 'none'));
+    expect(res.code).not.toBe(0);
+    expect(res.err).toContain('--self-update-deadline must be at least 1000ms, got `500ms`.');
   });
 });
