@@ -16,18 +16,19 @@ export const previousPath = (executable: string) => `${executable}.previous`;
 
 /**
  * Copies the verified artifact beside the executable as `<executable>.new`, mode 0755, flushed to
- * disk. Throws (with the path in the message) when the directory cannot be written.
+ * disk, off the event loop (about 105 MB). Throws (with the path in the message) when the
+ * directory cannot be written.
  */
-export function stageBinary(artifact: string, executable: string): string {
+export async function stageBinary(artifact: string, executable: string): Promise<string> {
   const staged = stagedPath(executable);
-  fs.rmSync(staged, { force: true });
-  fs.copyFileSync(artifact, staged);
-  const fd = fs.openSync(staged, 'r+');
+  await fs.promises.rm(staged, { force: true });
+  await fs.promises.copyFile(artifact, staged);
+  const handle = await fs.promises.open(staged, 'r+');
   try {
-    fs.fchmodSync(fd, 0o755);
-    fs.fsyncSync(fd);
+    await handle.chmod(0o755);
+    await handle.sync();
   } finally {
-    fs.closeSync(fd);
+    await handle.close();
   }
   return staged;
 }

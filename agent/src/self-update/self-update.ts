@@ -101,11 +101,11 @@ export class SelfUpdate {
     const { executable, version, stateDir, deadlineMs } = this.#options;
     const staged = stagedPath(executable);
     const fail = (message: string) => {
-      fs.rmSync(staged, { force: true });
+      removeQuietly(staged);
       return failedResult(`self-update not installed: ${message}; ${version} keeps running`);
     };
     try {
-      stageBinary(req.artifactPath, executable);
+      await stageBinary(req.artifactPath, executable);
     } catch (error) {
       return fail(
         `cannot write the new binary beside ${executable} (${(error as Error).message}); the agent's user must be allowed to write to that directory`,
@@ -116,7 +116,7 @@ export class SelfUpdate {
     if (!checked.ok) return fail(checked.problem);
     req.say(`self-update: the new binary answers ${checked.line}`);
     if (checked.version === version) {
-      fs.rmSync(staged, { force: true });
+      removeQuietly(staged);
       req.say(`self-update: ${version} runs already; nothing to swap`);
       return {
         status: 'success',
@@ -148,7 +148,7 @@ export class SelfUpdate {
       writeMarker(stateDir, marker);
       replaceExecutable(staged, executable);
     } catch (error) {
-      fs.rmSync(markerPath(stateDir), { force: true });
+      removeQuietly(markerPath(stateDir));
       return fail(`cannot swap the binary (${(error as Error).message})`);
     }
     const restart =
@@ -174,7 +174,7 @@ export class SelfUpdate {
     const marker = read;
     const { version } = this.#options;
     const adopted = new Set([marker.jobId]);
-    fs.rmSync(stagedPath(marker.executable), { force: true });
+    removeQuietly(stagedPath(marker.executable));
     if (marker.phase === 'rolled_back') {
       this.#log.warn(
         `self-update to ${marker.toVersion} failed and was rolled back: ${marker.reason}; running ${version} again`,
@@ -317,3 +317,12 @@ export class SelfUpdate {
 }
 
 const now = () => new Date().toISOString();
+
+/** Removes a file left behind; one that cannot be removed stays (it is replaced at the next attempt). */
+function removeQuietly(file: string): void {
+  try {
+    fs.rmSync(file, { force: true });
+  } catch {
+    // a directory in the way, a read-only directory: nothing to undo
+  }
+}

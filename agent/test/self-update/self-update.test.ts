@@ -178,18 +178,16 @@ describe('self-update', () => {
     expect(restarts).toEqual([]);
   });
 
-  // Root writes to any directory.
-  it.skipIf(process.getuid?.() === 0)('fails when the directory of the executable cannot be written', async () => {
-    fs.chmodSync(path.join(dir, 'bin'), 0o555);
-    try {
-      const { result } = await install(selfUpdate('0.1.0'), script(path.join(dir, 'artifact'), agentLine('0.2.0')));
-      expect((result as JobResult).errorMessage).toMatch(
-        /cannot write the new binary beside .*the agent's user must be allowed to write to that directory/,
-      );
-      expect(fs.readFileSync(exe, 'utf8')).toContain('0.1.0');
-    } finally {
-      fs.chmodSync(path.join(dir, 'bin'), 0o755);
-    }
+  it('fails when the new binary cannot be written beside the executable, and keeps running', async () => {
+    // A directory in the way of `<executable>.new` (root may write anywhere: a read-only directory would not do).
+    fs.mkdirSync(path.join(dir, 'bin', 'drover-agent.new', 'in-the-way'), { recursive: true });
+    const { result } = await install(selfUpdate('0.1.0'), script(path.join(dir, 'artifact'), agentLine('0.2.0')));
+    expect((result as JobResult).errorMessage).toMatch(
+      /^self-update not installed: cannot write the new binary beside .*drover-agent \(.*\); the agent's user must be allowed to write to that directory; 0\.1\.0 keeps running$/,
+    );
+    expect(fs.readFileSync(exe, 'utf8')).toContain('0.1.0');
+    expect(fs.existsSync(markerPath(stateDir))).toBe(false);
+    expect(restarts).toEqual([]);
   });
 
   it('the new binary on trial is confirmed when it connects: the job succeeds with its agentVersion', () => {
