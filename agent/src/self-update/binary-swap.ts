@@ -15,14 +15,21 @@ export const stagedPath = (executable: string) => `${executable}.new`;
 export const previousPath = (executable: string) => `${executable}.previous`;
 
 /**
- * Copies the verified artifact beside the executable as `<executable>.new`, mode 0755, flushed to
- * disk, off the event loop (about 105 MB). Throws (with the path in the message) when the
- * directory cannot be written.
+ * Moves the verified artifact beside the executable as `<executable>.new`, mode 0755, flushed to
+ * disk, off the event loop: renamed when both are on one file system, else copied (about 105 MB)
+ * and the download removed, so that the job's workspace does not keep a second copy for days.
+ * Throws (with the path in the message) when the directory cannot be written.
  */
 export async function stageBinary(artifact: string, executable: string): Promise<string> {
   const staged = stagedPath(executable);
   await fs.promises.rm(staged, { force: true });
-  await fs.promises.copyFile(artifact, staged);
+  try {
+    await fs.promises.rename(artifact, staged);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    await fs.promises.copyFile(artifact, staged);
+    await fs.promises.rm(artifact, { force: true });
+  }
   const handle = await fs.promises.open(staged, 'r+');
   try {
     await handle.chmod(0o755);

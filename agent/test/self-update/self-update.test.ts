@@ -125,6 +125,7 @@ describe('self-update', () => {
     expect(fs.readFileSync(`${exe}.previous`, 'utf8')).toContain('0.1.0');
     expect(fs.statSync(exe).mode & 0o777).toBe(0o755);
     expect(fs.existsSync(`${exe}.new`)).toBe(false);
+    expect(fs.existsSync(artifact)).toBe(false); // moved, not left in the job's workspace as a second copy
     expect(readMarker(stateDir)).toMatchObject({
       phase: 'swapped',
       jobId: JOB,
