@@ -23,16 +23,17 @@
  *
  * Idle memory: a real coordinator in this process (loopback, temp data directory), an HTTPS
  * proxy in front of it (TLS terminated with a certificate of a private CA made with openssl, as a
- * reverse proxy does in production; left out without openssl), and four child processes: the
+ * reverse proxy does in production; left out without openssl), and five child processes: the
  * single executable's daemon over HTTP and over HTTPS (trusting the CA through
- * NODE_EXTRA_CA_CERTS), the built JavaScript's over HTTP (`node agent/dist/cli/main.js run`),
+ * NODE_EXTRA_CA_CERTS) and over HTTPS through a forward proxy (test/helpers/forward-proxy.ts:
+ * HTTPS_PROXY with a user and password, the CA given with `--ca-file`), the built JavaScript's over HTTP (`node agent/dist/cli/main.js run`),
  * each enrolled through `enroll` in its own temp state directory with one workflow (`--pattern`:
  * one whose param has a pattern, so that the daemons load the pattern engine), and a bare
  * `node -e 'setInterval(() => {}, 1e9)'` as the floor. Once the agents are connected with their
  * workflow reported, they idle `--settle` seconds; then VmRSS is read from /proc/<pid>/status once
  * a second for 5 s (the median is the figure), with its anonymous and file-backed parts (RssAnon,
- * RssFile) and the peak since start (VmHWM). The goal is judged on the larger of the executable's
- * two figures.
+ * RssFile) and the peak since start (VmHWM). The goal is judged on the largest of the executable's
+ * three figures.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -45,6 +46,7 @@ import { memoryMb } from './lib/child-coordinator.js';
 import { startBenchCoordinator } from './lib/coordinator.js';
 import { integerOption } from './lib/options.js';
 import { machineNote, median } from './lib/report.js';
+import { startForwardProxy, type ForwardProxy } from '../test/helpers/forward-proxy.js';
 import { hasOpenssl, startTlsProxy, type TlsProxy } from '../test/helpers/tls-proxy.js';
 
 const GOAL_ARCHIVE_MB = 30;
@@ -200,11 +202,13 @@ const bench = await startBenchCoordinator();
 const agents: BenchAgent[] = [];
 let floor: ChildProcess | undefined;
 let proxy: TlsProxy | undefined;
+let forwardProxy: ForwardProxy | undefined;
 try {
   floor = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1e9)'], { stdio: 'ignore' });
   const sea = await startBenchAgent(bench, { workflows: { hello: WORKFLOW }, command: [binary] });
   agents.push(sea);
   let seaTls: BenchAgent | undefined;
+  let seaProxied: BenchAgent | undefined;
   if (hasOpenssl()) {
     proxy = await startTlsProxy(bench.url);
     seaTls = await startBenchAgent(bench, {
@@ -214,6 +218,23 @@ try {
       env: { NODE_EXTRA_CA_CERTS: proxy.caFile },
     });
     agents.push(seaTls);
+    // The same behind a site's forward proxy (CONNECT, Basic auth), the CA given with --ca-file.
+    forwardProxy = await startForwardProxy({ auth: { user: 'bench', password: 'bench' } });
+    const caFile = ['--ca-file', proxy.caFile];
+    try {
+      seaProxied = await startBenchAgent(bench, {
+        workflows: { hello: WORKFLOW },
+        command: [binary],
+        url: proxy.url,
+        env: { HTTPS_PROXY: forwardProxy.urlWith('bench', 'bench'), https_proxy: '', NO_PROXY: '', no_proxy: '' },
+        enrollArgs: caFile,
+        runArgs: caFile,
+      });
+      agents.push(seaProxied);
+    } catch (error) {
+      // A `--binary` from before proxy support has no --ca-file.
+      console.log(`\nthe daemon through a forward proxy is not measured: ${(error as Error).message.split('\n')[0]}`);
+    }
   } else {
     console.log('\nno openssl: the daemon over HTTPS is not measured');
   }
@@ -235,6 +256,7 @@ try {
     { label: 'bare node (floor)', pid: floor.pid! },
     { label: 'drover-agent run (single executable)', pid: sea.child.pid! },
     ...(seaTls ? [{ label: 'the same over HTTPS', pid: seaTls.child.pid! }] : []),
+    ...(seaProxied ? [{ label: 'HTTPS via a proxy, --ca-file', pid: seaProxied.child.pid! }] : []),
     { label: 'node agent/dist/cli/main.js run', pid: built.child.pid! },
   ];
   console.log(`\nidle memory: connected, then ${settleSeconds} s idle, then ${SAMPLES} samples 1 s apart`);
@@ -254,7 +276,11 @@ try {
       `  ${p.label.padEnd(38)} VmRSS ${rss.toFixed(1).padStart(5)} MiB (${mb(rss * 1024 * 1024).toFixed(1)} MB)   anonymous ${last.anon.toFixed(1).padStart(5)} MiB   file-backed ${last.file.toFixed(1).padStart(5)} MiB   peak ${last.peak.toFixed(1).padStart(5)} MiB`,
     );
   }
-  const idleRss = Math.max(idle.get(sea.child.pid!)!, seaTls ? idle.get(seaTls.child.pid!)! : 0);
+  const idleRss = Math.max(
+    idle.get(sea.child.pid!)!,
+    seaTls ? idle.get(seaTls.child.pid!)! : 0,
+    seaProxied ? idle.get(seaProxied.child.pid!)! : 0,
+  );
 
   console.log('\ngoals');
   console.log(
@@ -269,12 +295,13 @@ try {
       `   (the floor, node -e 0: ${floorMs.toFixed(1)} ms; the agent's own share ${(versionMs - floorMs).toFixed(1)} ms)`,
   );
   console.log(
-    `  idle RSS < ${GOAL_IDLE_RSS_MIB} MiB${seaTls ? ' (HTTP and HTTPS)' : ''}: ${idleRss.toFixed(1)} MiB: ${verdict(idleRss < GOAL_IDLE_RSS_MIB)}` +
+    `  idle RSS < ${GOAL_IDLE_RSS_MIB} MiB${seaTls ? ' (HTTP, HTTPS, HTTPS through a proxy)' : ''}: ${idleRss.toFixed(1)} MiB: ${verdict(idleRss < GOAL_IDLE_RSS_MIB)}` +
       `   (the floor, bare node: ${idle.get(floor.pid!)!.toFixed(1)} MiB)`,
   );
 } finally {
   await Promise.allSettled(agents.map((a) => a.close()));
   floor?.kill('SIGKILL');
   await proxy?.close();
+  await forwardProxy?.close();
   await bench.close();
 }

@@ -158,9 +158,9 @@ try {
   const sweepStarted = performance.now();
   const sweeping = ctx.retention.sweep();
   const during = await load();
+  console.log(describe('async trigger runs, sweeping  ', during));
   const report = await sweeping;
   const sweepSeconds = (performance.now() - sweepStarted) / 1000;
-  console.log(describe('async trigger runs, sweeping  ', during));
   assert.ok(report.deleted.jobs >= jobCount - 1, `the sweep deleted ${report.deleted.jobs} jobs`);
   console.log(
     `sweep: ${report.deleted.jobs.toLocaleString('en-US')} jobs and ${report.deleted.logLines.toLocaleString('en-US')} ` +

@@ -51,6 +51,8 @@ export interface BenchAgentOptions {
   nodeFlags?: string[];
   /** Extra `drover-agent run` arguments. */
   runArgs?: string[];
+  /** Extra `drover-agent enroll` arguments (`--ca-file`, say). */
+  enrollArgs?: string[];
   /** Where the temp state directory is made (default the OS temp dir; `/dev/shm` for a tmpfs). */
   parentDir?: string;
   /** Run the single executable `agent/dist/drover-agent` instead of the sources. */
@@ -79,7 +81,18 @@ export async function startBenchAgent(bench: BenchCoordinator, options: BenchAge
   try {
     const token = await seedEnrollmentToken(bench.coordinator, bench.orgId);
     await runToEnd(
-      ['enroll', '--url', options.url ?? bench.url, '--token', token, '--state-dir', stateDir, '--name', 'bench-agent'],
+      [
+        'enroll',
+        '--url',
+        options.url ?? bench.url,
+        '--token',
+        token,
+        '--state-dir',
+        stateDir,
+        '--name',
+        'bench-agent',
+        ...(options.enrollArgs ?? []),
+      ],
       agentCommand(options),
       options.env,
     );

@@ -14,6 +14,7 @@ import { configureJobsCommand } from './commands/jobs-command.js';
 import { configureLoginCommand } from './commands/login-command.js';
 import { configureLogoutCommand } from './commands/logout-command.js';
 import { configureMemberCommand } from './commands/member-command.js';
+import { configureOrgCommand } from './commands/org-command.js';
 import { configurePasswordCommand } from './commands/password-command.js';
 import { configureReleaseCommand } from './commands/release-command.js';
 import { configureRolloutCommand } from './commands/rollout-command.js';
@@ -58,6 +59,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureApiTokenCommand(program, rt);
   configureMemberCommand(program, rt);
   configureInvitationCommand(program, rt);
+  configureOrgCommand(program, rt);
   configureAgentCommand(program, rt);
   configureCompletionCommand(program, rt);
   forEachCommand(program, (command) =>

@@ -15,7 +15,15 @@ describe('completion candidates', () => {
   });
 
   it("are a group's subcommands after it, global options skipped with their values", () => {
-    expect(complete('--url http://x --org acme release ')).toEqual(['create', 'publish', 'yank', 'list']);
+    expect(complete('--url http://x --org acme release ')).toEqual([
+      'create',
+      'publish',
+      'yank',
+      'list',
+      'keygen',
+      'sign',
+      'rotate-keys',
+    ]);
     expect(complete('--url=http://x trigger ')).toEqual(['create', 'list', 'delete']);
   });
 

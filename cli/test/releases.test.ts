@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { releaseSignedBy, rotationProblem } from '@drover/shared';
 import { runCli } from '../src/program.js';
 import { formatRolloutStatus, type Rollout } from '../src/releases/format-rollout.js';
 import { rolloutPlan } from '../src/releases/rollout-plan.js';
@@ -392,5 +394,124 @@ describe('drover release publish --waves and drover rollout against a coordinato
     });
     const unknown = await cli(['rollout', 'status', '2.0', '--app', 'fw'], env);
     expect(unknown).toMatchObject({ code: 2, stderr: 'drover: no release `2.0` in the organization\n' });
+  });
+});
+
+describe('drover release keygen, sign and rotate-keys (offline)', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-release-keys-'));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const cli = async (args: string[]) => {
+    const rt = testRuntime();
+    const code = await runCli(args, rt);
+    return { code, stdout: rt.stdout(), stderr: rt.stderr() };
+  };
+
+  it('makes a key pair (private key 0600, never overwritten) whose signatures the coordinator’s check accepts', async () => {
+    const keyFile = path.join(dir, 'release.key');
+    const made = await cli(['release', 'keygen', '--out', keyFile]);
+    expect(made.code, made.stderr).toBe(0);
+    const publicKey = made.stdout.trim();
+    expect(publicKey).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect(made.stderr).toContain(`drover app release-keys <app> --key ${publicKey}`);
+    expect(await cli(['release', 'keygen', '--out', keyFile])).toMatchObject({
+      code: 2,
+      stderr: `drover: ${keyFile} exists already: choose another file (a key is never overwritten)\n`,
+    });
+
+    const artifact = path.join(dir, 'fw-1.5.bin');
+    fs.writeFileSync(artifact, 'firmware 1.5');
+    const sha256 = createHash('sha256').update('firmware 1.5').digest('hex');
+    const fromFile = await cli([
+      'release',
+      'sign',
+      '--key',
+      keyFile,
+      '1.5',
+      '--app',
+      'fw',
+      '--sequence',
+      '8',
+      '--file',
+      artifact,
+    ]);
+    expect(fromFile.code, fromFile.stderr).toBe(0);
+    const given = await cli([
+      'release',
+      'sign',
+      '--key',
+      keyFile,
+      '1.5',
+      '--app',
+      'fw',
+      '--sequence',
+      '8',
+      '--sha256',
+      sha256.toUpperCase(),
+      '--size',
+      '12',
+    ]);
+    expect(given.stdout).toBe(fromFile.stdout); // Ed25519 is deterministic: the same fields, the same signature
+    const fields = { app: 'fw', version: '1.5', sequence: 8, sha256, size: 12 };
+    expect(releaseSignedBy(fields, fromFile.stdout.trim(), [publicKey])).toBe(publicKey);
+    expect(releaseSignedBy({ ...fields, sequence: 9 }, fromFile.stdout.trim(), [publicKey])).toBeNull();
+
+    expect(await cli(['release', 'sign', '1.5', '--key', keyFile, '--app', 'fw', '--sequence', '8'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: give the artifact with --file <path>, or with --sha256 <hex> and --size <bytes>\n',
+    });
+    fs.writeFileSync(path.join(dir, 'junk.key'), 'not a key\n');
+    expect(
+      await cli([
+        'release',
+        'sign',
+        '--key',
+        path.join(dir, 'junk.key'),
+        '--app',
+        'fw',
+        '1',
+        '--sequence',
+        '1',
+        '--file',
+        artifact,
+      ]),
+    ).toMatchObject({ code: 2, stderr: expect.stringContaining('is not a release key: expected one line') });
+  });
+
+  it('signs a rotation to a new key set with a key of the current one', async () => {
+    const oldKey = path.join(dir, 'old.key');
+    const newKey = path.join(dir, 'new.key');
+    const oldPublic = (await cli(['release', 'keygen', '--out', oldKey])).stdout.trim();
+    const newPublic = (await cli(['release', 'keygen', '--out', newKey])).stdout.trim();
+    const res = await cli([
+      'release',
+      'rotate-keys',
+      '--key',
+      oldKey,
+      '--app',
+      'fw',
+      '--generation',
+      '1',
+      '--new-key',
+      oldPublic,
+      '--new-key',
+      newPublic,
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    const rotation = JSON.parse(res.stdout);
+    expect(rotation).toMatchObject({
+      app: 'fw',
+      generation: 1,
+      keys: [oldPublic, newPublic].sort(),
+      signedBy: oldPublic,
+    });
+    expect(rotationProblem(rotation, 'fw', [oldPublic], 0)).toBeNull();
+    expect(rotationProblem(rotation, 'fw', [newPublic], 0)).toBe(
+      'is not signed by a key of the current set (signedBy must be one of them)',
+    );
+    expect(rotationProblem(rotation, 'fw', [oldPublic], 1)).toMatch(/^has generation 1, expected more than 1/);
   });
 });

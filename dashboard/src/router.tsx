@@ -16,6 +16,7 @@ import { JobsPage } from './pages/JobsPage';
 import { MembersPage } from './pages/MembersPage';
 import { NotFoundPage } from './pages/NotFoundPage';
 import { OrgRedirect } from './pages/OrgRedirect';
+import { SettingsPage } from './pages/SettingsPage';
 import { Shell } from './pages/Shell';
 import { SignInPage } from './pages/SignInPage';
 import { StoragePage } from './pages/StoragePage';
@@ -51,6 +52,7 @@ export function createAppRouter() {
         { path: '/orgs/:orgId/api-tokens', element: <ApiTokensPage /> },
         { path: '/orgs/:orgId/members', element: <MembersPage /> },
         { path: '/orgs/:orgId/audit', element: <AuditPage /> },
+        { path: '/orgs/:orgId/settings', element: <SettingsPage /> },
         { path: '/api/jobs/:jobId', element: <JobPage /> },
         { path: '/api/batches/:batchId', element: <BatchPage /> },
         { path: '/chat/:provider/finish', element: <ChatConnectFinishPage /> },

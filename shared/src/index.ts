@@ -8,6 +8,8 @@ export * from './params.js';
 export * from './param-env.js';
 export * from './file-refs.js';
 export * from './manifest.js';
+export * from './canonical-json.js';
+export * from './release-keys.js';
 export * from './describe.js';
 export * from './uuid.js';
 export * from './pid-lock.js';

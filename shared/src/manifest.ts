@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import canonicalizeModule from 'canonicalize';
+import { canonicalJsonBytes } from './canonical-json.js';
 import { publicKeyFromBase64, signBytes, verifyBytes } from './ed25519.js';
+import type { ReleaseKeyRotation } from './release-keys.js';
 import type { FileRef, InputFileRef } from './file-refs.js';
 import type { JobAssignment } from './jobs.js';
 import { UUID_PATTERN } from './uuid.js';
@@ -10,9 +11,6 @@ import { UUID_PATTERN } from './uuid.js';
  * of `POST /v1/agent/deploy/report` and the `deploy` event. The coordinator signs and the agent
  * verifies with the functions below, so both serialize the payload the same way (RFC 8785).
  */
-
-// canonicalize is CommonJS (module.exports = fn); its typings declare a default export.
-const canonicalize = canonicalizeModule as unknown as (value: unknown) => string | undefined;
 
 /** The installation a device reports (`state` of a binding; docs/ota.md). */
 export const DEVICE_STATES = [
@@ -46,10 +44,17 @@ export interface ManifestDesired {
   download_url: string;
   /** Seconds the URL stays valid from `issued_at`. */
   download_expires_in: number;
+  /**
+   * Only when the application has release keys: the release's signature by one of them (null: the
+   * release was created unsigned, before the keys), which the agent verifies with the keys it pinned.
+   */
+  signature?: string | null;
 }
 
 /** The signed content of one manifest entry (the field names of docs/ota.md). */
 export interface ManifestPayload {
+  /** The agent this entry was issued to: another agent refuses it. */
+  agent_id: string;
   application_id: string;
   slug: string;
   channel: string;
@@ -61,6 +66,14 @@ export interface ManifestPayload {
   forced: boolean;
   /** Unix seconds. */
   issued_at: number;
+  /** Unix seconds, on the coordinator's clock: an agent refuses the entry from then on. */
+  expires_at: number;
+  /** Only when the application has release keys (docs/ota.md, "Release keys"): the current set, sorted. */
+  release_keys?: string[];
+  /** With `release_keys`: how many rotations led to them (0: the first set). */
+  release_key_generation?: number;
+  /** With `release_keys`, when there were any: the rotations, oldest first, for a device to follow from the set it pinned. */
+  release_key_rotations?: ReleaseKeyRotation[];
   /** 16 random bytes or more, base64url. */
   nonce: string;
 }
@@ -78,9 +91,7 @@ export interface DesiredManifestResponse {
 
 /** The bytes that are signed: the RFC 8785 (JCS) serialization of the payload, UTF-8. */
 export function manifestSigningBytes(payload: ManifestPayload): Buffer {
-  const canonical = canonicalize(payload);
-  if (canonical === undefined) throw new Error('a manifest payload must be a JSON object');
-  return Buffer.from(canonical, 'utf8');
+  return canonicalJsonBytes(payload);
 }
 
 /** Signs a payload with a private Ed25519 key (the coordinator's server key). */

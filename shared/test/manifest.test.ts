@@ -9,6 +9,7 @@ import {
 } from '../src/index.js';
 
 const payload: ManifestPayload = {
+  agent_id: '6a1d7c38-2f4b-4e0a-9c1d-3e5f7a9b1c2d',
   application_id: '0b6f1a52-7d0e-4c39-9c55-5c4c6c1b0e11',
   slug: 'kiosk',
   channel: 'stable',
@@ -29,6 +30,7 @@ const payload: ManifestPayload = {
   min_sequence: 0,
   forced: false,
   issued_at: 1_767_323_045,
+  expires_at: 1_767_326_645,
   nonce: 'bm9uY2Utbm9uY2Utbm9uY2U',
 };
 
@@ -38,7 +40,7 @@ describe('signed manifest entries', () => {
 
   it('serializes with RFC 8785: keys sorted, no whitespace, UTF-8', () => {
     const text = manifestSigningBytes(payload).toString('utf8');
-    expect(text.startsWith('{"application_id":"0b6f1a52')).toBe(true);
+    expect(text.startsWith('{"agent_id":"6a1d7c38-2f4b-4e0a-9c1d-3e5f7a9b1c2d","application_id":"0b6f1a52')).toBe(true);
     expect(text).toContain('"current":{"release_id":null,"sequence":0,"version":"0.9 — ünïcödé"}');
     expect(text).not.toMatch(/\s"|":\s/);
     expect(manifestSigningBytes(payload).equals(Buffer.from(text, 'utf8'))).toBe(true);

@@ -22,12 +22,13 @@ import {
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 
 /**
- * The API tokens, Members and account pages in a real Chromium against a real coordinator and
+ * The API tokens, Members, Settings and account pages in a real Chromium against a real coordinator and
  * agent: an owner issues a token with the grants picker (a refused limit and an empty storage
  * grant shown at their fields), reads its plaintext once, uses it with the real `curl`, revokes it
  * (curl then gets 401); invites a member (and revokes a mistyped invitation), who accepts on
- * signing in; changes a role, meets the last-owner rule and a 403; the member does not see the
- * owner-only actions, changes their password on the account page (their other sessions end) and
+ * signing in; changes the retention on the Settings page (a refused value at its field), which the
+ * member reads without a way to change it, with the last retention sweep; changes a role, meets
+ * the last-owner rule and a 403; the member does not see the owner-only actions, changes their password on the account page (their other sessions end) and
  * signs out everywhere; signing out asks for sign-in again. Every page is checked with axe-core
  * and for CSP violations.
  */
@@ -53,7 +54,7 @@ async function curl(args: string[]): Promise<{ status: number; body: string }> {
   return { status: Number(stdout.slice(cut + 1)), body: stdout.slice(0, cut) };
 }
 
-describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a browser', () => {
+describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages in a browser', () => {
   let t: TestCoordinator;
   let browser: Browser;
   let owner: TestPage;
@@ -289,6 +290,124 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens and Members pages in a brows
     await member.page.getByRole('button', { name: 'Issue token' }).waitFor();
     await expectAccessible(member.page, "a member's API tokens page");
     expect(member.problems).toEqual([]);
+  });
+
+  it('an owner changes the retention on the Settings page: a refusal at its field, a value that sticks, the default again', async () => {
+    await nav(page(), 'Settings').click();
+    await page().getByRole('heading', { name: 'Settings', exact: true }).waitFor();
+    const jobs = page().getByRole('row', { name: 'Ended jobs' });
+    expect(await jobs.innerText()).toContain('90 days (coordinator default)');
+    expect(await page().getByRole('row', { name: 'Failed jobs' }).innerText()).toContain(
+      '180 days (coordinator default)',
+    );
+    const database = page().getByRole('region', { name: 'Database' });
+    expect(await database.innerText()).toMatch(
+      t.coordinator.database === 'sqlite'
+        ? /Engine\s+SQLite\s+Size on disk\s+[\d.]+ (KB|MB)\s+Free inside the file\s+[\d.]+ (bytes|KB|MB)[\s\S]*VACUUM/
+        : /Engine\s+PostgreSQL\s+Size on disk\s+[\d.]+ (KB|MB)[\s\S]*autovacuum/,
+    );
+    await expectAccessible(page(), 'the Settings page');
+
+    const field = page().getByLabel('Ended jobs (days)');
+    expect(await field.inputValue()).toBe('');
+    await field.fill('0');
+    await page().getByRole('button', { name: 'Save retention' }).click();
+    const refusal = page().locator('#retention-jobsDays-error');
+    await refusal.waitFor();
+    expect(await refusal.innerText()).toBe(
+      "expected a whole number of days from 1 to 3650, or null for the coordinator's setting; got 0",
+    );
+    expect(await field.getAttribute('aria-invalid')).toBe('true');
+    expect(await page().getByRole('alert').innerText()).toContain('Some fields need a change');
+    await expectAccessible(page(), 'the Settings page with a refusal');
+
+    await field.fill('30');
+    await page().getByRole('button', { name: 'Save retention' }).click();
+    await page().getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    await vi.waitFor(
+      async () =>
+        expect(await jobs.innerText()).toContain("30 days (this organization's; the coordinator's default is 90 days)"),
+      { interval: 50 },
+    );
+    expect(await page().locator('#retention-jobsDays-error').count()).toBe(0);
+    await page().reload();
+    await jobs.waitFor();
+    expect(await jobs.innerText()).toContain("30 days (this organization's");
+    expect(await field.inputValue()).toBe('30');
+    const view = await t.owner.get<{ overrides: Record<string, number | null> }>(`/orgs/${t.orgId}/retention`);
+    expect(view.body.overrides).toEqual({ jobsDays: 30, failedJobsDays: null, auditDays: null, occurrencesDays: null });
+
+    // Back to the coordinator's value: "Use default" empties the field, saving sends null.
+    await page().getByRole('button', { name: 'Use default: ended jobs' }).click();
+    expect(await field.inputValue()).toBe('');
+    await page().getByRole('button', { name: 'Save retention' }).click();
+    await vi.waitFor(async () => expect(await jobs.innerText()).toContain('90 days (coordinator default)'), {
+      interval: 50,
+    });
+    expect((await t.owner.get(`/orgs/${t.orgId}`)).body.retention).toEqual({
+      jobsDays: 90,
+      failedJobsDays: 180,
+      auditDays: 365,
+      occurrencesDays: 30,
+    });
+    await nav(page(), 'Members').click();
+    expect(owner.problems).toEqual([]);
+  });
+
+  it('a member reads the Settings page: the values that apply and whose they are, and nothing to change them with', async () => {
+    expect((await t.owner.patch(`/orgs/${t.orgId}`, { body: { retention: { auditDays: 730 } } })).status).toBe(200);
+    const p = member!.page;
+    await nav(p, 'Settings').click();
+    await p.getByRole('heading', { name: 'Settings', exact: true }).waitFor();
+    const audit = p.getByRole('row', { name: 'Audit entries' });
+    await audit.waitFor();
+    expect(await audit.innerText()).toContain("730 days (this organization's; the coordinator's default is 365 days)");
+    expect(await p.getByRole('row', { name: 'Ended jobs' }).innerText()).toContain('90 days (coordinator default)');
+    expect(await p.getByText('Only an owner changes the retention.').count()).toBe(1);
+    expect(await p.getByRole('button', { name: /Save retention|Use default/ }).count()).toBe(0);
+    expect(await p.getByRole('spinbutton').count()).toBe(0);
+    await p.getByRole('heading', { name: 'Last retention sweep' }).waitFor();
+    await expectAccessible(p, "a member's Settings page");
+    expect(member!.problems).toEqual([]);
+  });
+
+  it("shows the coordinator's last retention sweep: when, what it deleted by kind, its longest batch", async () => {
+    const sweep = page().getByRole('region', { name: 'Last retention sweep' });
+    await nav(page(), 'Settings').click();
+    await sweep.waitFor();
+    // A sweep of the test's own after one audit entry aged past the organization's 730 days, shown
+    // once the page is read: again should the timer's first sweep (30 s after start) come between.
+    await vi.waitFor(
+      async () => {
+        await t.sql.run(
+          'UPDATE audit_log SET created_at = ? WHERE id = (SELECT min(id) FROM audit_log WHERE org_id = ?)',
+          new Date(Date.now() - 3 * 365 * 86_400_000).toISOString(),
+          t.orgId,
+        );
+        const report = await t.coordinator.ctx.retention.sweep();
+        expect(report.deleted).toEqual({
+          jobs: 0,
+          logLines: 0,
+          auditEntries: 1,
+          occurrences: 0,
+          batches: 0,
+          rolloutEvents: 0,
+        });
+        await page().reload();
+        await sweep.locator('time').waitFor();
+        expect(await sweep.locator('time').getAttribute('datetime')).toBe(report.startedAt);
+        expect(await sweep.getByRole('row', { name: 'Audit entries 1' }).count()).toBe(1);
+        expect(await sweep.getByRole('row', { name: 'Jobs 0' }).count()).toBe(1);
+        expect(await sweep.innerText()).toMatch(
+          new RegExp(`Took\\s+[\\d.,]+ ms in ${report.batches} batches\\s+Longest batch\\s+[\\d.,]+ ms`),
+        );
+      },
+      { timeout: 20_000, interval: 100 },
+    );
+    await expectAccessible(page(), 'the Settings page after a sweep');
+    await docScreenshot(page(), 'settings');
+    await nav(page(), 'Members').click();
+    expect(owner.problems).toEqual([]);
   });
 
   it('changes a role, and meets the last-owner rule', async () => {

@@ -27,8 +27,10 @@ import {
 } from '../helpers/coordinator.js';
 import { enrollTestAgent } from '../helpers/agent.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
+import { generateEd25519KeyPair, privateKeyFromBase64, signRotation, sortedKeys } from '@drover/shared';
 import {
   artifactUploader,
+  createApp,
   release,
   uploadArtifact,
   type AppBody,
@@ -430,6 +432,51 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await confirm.getByRole('button', { name: 'Delete application' }).click();
     await page().getByText('No application yet.').waitFor();
     expect((await t.owner.get(`/orgs/${t.orgId}/apps/${app.id}`)).status).toBe(404);
+    expect(owner.problems).toEqual([]);
+  });
+
+  it("sets an application's release keys on its page, then rotates them with a pasted statement", async () => {
+    const signed = await createApp(t.owner, t.orgId, { slug: 'signed' });
+    const k1 = generateEd25519KeyPair();
+    const k2 = generateEd25519KeyPair();
+    await page().goto(`/orgs/${t.orgId}/apps/${signed.id}`);
+    const section = page().getByRole('region', { name: 'Release keys' });
+    expect(await section.innerText()).toContain('None: releases are not signed.');
+    expect(await page().getByLabel('Signature').count()).toBe(0); // no key: releases are created unsigned
+    await section.getByRole('button', { name: 'Set release keys' }).click();
+    const keysField = section.getByLabel('Public keys, one per line');
+    await keysField.fill('not a key');
+    await section.getByRole('button', { name: 'Save keys' }).click();
+    await section.locator('#keys-releaseKeys-error').waitFor();
+    expect(await keysField.getAttribute('aria-invalid')).toBe('true');
+    await keysField.fill(`${k1.publicKey}\n`);
+    await section.getByRole('button', { name: 'Save keys' }).click();
+    const listed = section.getByRole('list', { name: 'Release keys' });
+    await vi.waitFor(async () => expect(await listed.innerText()).toBe(k1.publicKey));
+    expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${signed.id}`)).body).toMatchObject({
+      releaseKeys: [k1.publicKey],
+      releaseKeyGeneration: 0,
+    });
+    // A release of it is created with its sequence and signature.
+    await page().getByLabel('Sequence').waitFor();
+    await page().getByLabel('Signature').waitFor();
+    await expectAccessible(page(), 'an application with release keys');
+
+    // Two keys during a change: the rotation is signed by the current key.
+    const both = sortedKeys([k1.publicKey, k2.publicKey]);
+    const rotation = signRotation({ app: 'signed', generation: 1, keys: both }, privateKeyFromBase64(k1.privateKey));
+    await section.getByRole('button', { name: 'Rotate release keys' }).click();
+    const statement = section.getByLabel('Rotation statement (JSON)');
+    await statement.fill(JSON.stringify({ ...rotation, generation: 2 }));
+    await section.getByRole('button', { name: 'Rotate keys' }).click();
+    await section.locator('#keys-releaseKeyRotation-error').waitFor();
+    expect(await section.locator('#keys-releaseKeyRotation-error').innerText()).toContain(
+      'does not verify with its signedBy key',
+    );
+    await statement.fill(JSON.stringify(rotation, null, 2));
+    await section.getByRole('button', { name: 'Rotate keys' }).click();
+    await vi.waitFor(async () => expect((await listed.innerText()).split('\n')).toEqual(both));
+    expect(await section.innerText()).toContain('generation 1');
     expect(owner.problems).toEqual([]);
   });
 });

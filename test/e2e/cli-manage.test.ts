@@ -13,12 +13,13 @@ import {
   type TestCoordinator,
 } from '../helpers/coordinator.js';
 import { finishBody } from '../helpers/jobs.js';
+import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { eventually } from '../helpers/poll.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
 /**
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
- * invitation|release|rollout|app device-group|app window|agent label|batch`, `drover agents --selector`), `drover run` on selector
+ * invitation|org retention|release|rollout|app device-group|app window|agent label|batch`, `drover agents --selector`), `drover run` on selector
  * triggers (batches, their jobs run by signed test agents), organizations chosen with --org, and
  * shell completion, with the built single executable against a real coordinator.
  */
@@ -357,6 +358,80 @@ describe('drover management commands', () => {
     );
     expect((await run(['trigger', 'list', '--org', 'lab'])).stdout).toBe('No triggers.\n');
     expect((await run(['agents', '--json'], { DROVER_ORG: 'acme' })).stdout).toContain(agent.agentId);
+  });
+
+  it("shows the organization's retention and changes it (`default`: the coordinator's value again); refusals name the option or the field", async () => {
+    const shown = await run(['org', 'retention', '--org', 'acme']);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(
+      new RegExp(
+        [
+          '^KEPT +FOR +SET BY',
+          'ended jobs +90 days +coordinator default',
+          'failed jobs +180 days +coordinator default',
+          'audit entries +365 days +coordinator default',
+          'cron occurrences +30 days +coordinator default',
+          '',
+          t.coordinator.database === 'sqlite'
+            ? 'Database: +SQLite, [\\d.]+ [KMG]?B on disk, [\\d.]+ [KMG]?B of it free inside the file \\(VACUUM gives that back to the disk\\)'
+            : 'Database: +PostgreSQL, [\\d.]+ [KMG]?B on disk',
+          'Last sweep: +',
+        ].join('\n'),
+      ),
+    );
+
+    const changed = await run(['org', 'retention', '--org', 'acme', '--jobs-days', '30', '--audit-days', '730']);
+    expect(changed.code, changed.stderr).toBe(0);
+    expect(changed.stdout).toMatch(
+      new RegExp(
+        [
+          '^Changed the retention of acme; the next sweep deletes what is older.',
+          'KEPT +FOR +SET BY',
+          'ended jobs +30 days +organization \\(coordinator default 90 days\\)',
+          'failed jobs +180 days +coordinator default',
+          'audit entries +730 days +organization \\(coordinator default 365 days\\)',
+          'cron occurrences +30 days +coordinator default\n$',
+        ].join('\n'),
+      ),
+    );
+    const json = JSON.parse((await run(['org', 'retention', '--org', t.orgId, '--json'])).stdout);
+    const view = (await t.owner.get(`/orgs/${t.orgId}/retention`)).body;
+    expect(json).toMatchObject({ retention: view.retention, overrides: view.overrides, defaults: view.defaults });
+    expect(view.overrides).toEqual({ jobsDays: 30, failedJobsDays: null, auditDays: 730, occurrencesDays: null });
+
+    const reset = await run(['org', 'retention', '--org', 'acme', '--jobs-days', 'default', '--json']);
+    expect(JSON.parse(reset.stdout)).toMatchObject({
+      id: t.orgId,
+      name: 'acme',
+      retention: { jobsDays: 90, failedJobsDays: 180, auditDays: 730, occurrencesDays: 30 },
+    });
+
+    // Refused: what is no whole number before any call, the rest by the coordinator naming the field.
+    expect(await run(['org', 'retention', '--org', 'acme', '--failed-jobs-days', '2.5'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --failed-jobs-days: expected a whole number of days or `default`, got `2.5`\n',
+    });
+    expect(await run(['org', 'retention', '--org', 'acme', '--occurrences-days', '0'])).toMatchObject({
+      code: 2,
+      stderr:
+        "drover: body.retention.occurrencesDays: expected a whole number of days from 1 to 3650, or null for the coordinator's setting; got 0\n",
+    });
+
+    // A member reads it, and may not change it.
+    await addUser(t.owner, t.orgId, 'reader@example.test');
+    const reader = { ...env, XDG_CONFIG_HOME: path.join(work, 'reader-config') };
+    const login = await drover(['login', '--email', 'reader@example.test', '--password-stdin'], {
+      env: reader,
+      input: `${MEMBER_PASSWORD}\n`,
+    });
+    expect(login.code, login.stderr).toBe(0);
+    const read = await drover(['org', 'retention'], { env: reader, cwd: work });
+    expect(read.stdout).toMatch(/\naudit entries +730 days +organization \(coordinator default 365 days\)\n/);
+    expect(await drover(['org', 'retention', '--audit-days', 'default'], { env: reader, cwd: work })).toMatchObject({
+      code: 2,
+      stderr: 'drover: Only an owner of the organization can do this\n',
+    });
+    expect((await run(['org', 'retention', '--org', 'acme', '--audit-days', 'default'])).code).toBe(0);
   });
 });
 

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateEd25519KeyPair, privateKeyFromBase64, signRelease } from '@drover/shared';
+import { enrollTestAgent } from '../helpers/agent.js';
 import {
   enrollAgentStateDir,
   startDaemonProcess,
@@ -131,6 +133,24 @@ describe('an update the agent cannot trust', () => {
     expect(leftovers.filter((f) => f.includes('signage-1.2.0'))).toEqual([]); // no partial download left
   });
 
+  it('is refused when the manifest entry was issued to another agent (copied from another device in transit)', async () => {
+    const other = await enrollTestAgent(t.owner, t.orgId);
+    await bindDevices(t.owner, t.orgId, app.id, [other.agentId]);
+    const r = await draft('1.3.0');
+    // Their entry is genuine (signed by the coordinator, for them): only the binding differs.
+    const copied = (await other.request('GET', '/v1/agent/deploy/desired')).body.apps;
+    proxy.tamper = (body) => {
+      body.apps = copied;
+    };
+    await publishRelease(t.owner, t.orgId, app.id, r.id);
+    const reason = `the signed manifest was issued to agent ${other.agentId}, not to this agent (${dir.agentId}): a manifest of another device; nothing was installed`;
+    const b = await bindingWhen(t, app.id, device.id, (x) => x.state === 'refused' && x.error === reason, reason);
+    expect(b.current).toMatchObject({ version: '1.0.0' });
+    expect(installedVersion(marks())).toBe('1.0.0');
+    await daemon!.waitForLog((rec) => rec.level === 50 && rec.msg === `deployment refused: ${reason}`);
+    proxy.tamper = null;
+  });
+
   it('refused, the agent’s polls report the refusal again, not idle, so no new job is asked for at once', async () => {
     const jobs = (await updateJobsOf(t, dir.agentId)).length;
     const before = await bindingWhen(t, app.id, device.id, (x) => x.state === 'refused', 'refused');
@@ -144,5 +164,57 @@ describe('an update the agent cannot trust', () => {
     // The polls report the refusal again (not `idle`, which would ask for the same release at once).
     expect(after).toMatchObject({ state: 'refused', error: before.error, activeJobId: null });
     expect((await updateJobsOf(t, dir.agentId)).length).toBe(jobs);
+  });
+});
+
+describe('an application with release keys', () => {
+  const k1 = generateEd25519KeyPair();
+  const k2 = generateEd25519KeyPair();
+  const short = (k: { publicKey: string }) => `${k.publicKey.slice(0, 8)}…`;
+
+  it('installs a release signed by its key, and refuses keys swapped behind the coordinator’s back', async () => {
+    const signed = await createApp(t.owner, t.orgId, {
+      slug: 'signed-kiosk',
+      updateWorkflowName: 'apply-update',
+      releaseKeys: [k1.publicKey],
+    });
+    const binding = (await bindDevices(t.owner, t.orgId, signed.id, [dir.agentId]))[0]!;
+    const signedRelease = async (version: string, sequence: number, key: typeof k1) => {
+      const content = `signed-kiosk ${version}`;
+      const artifactFileId = await uploadArtifact(uploader, content, `signed-kiosk-${version}.tgz`);
+      const signature = signRelease(
+        { app: 'signed-kiosk', version, sequence, sha256: sha256(content), size: content.length },
+        privateKeyFromBase64(key.privateKey),
+      );
+      const res = await t.owner.post(`/orgs/${t.orgId}/apps/${signed.id}/releases`, {
+        body: { version, artifactFileId, sequence, signature },
+      });
+      expect(res.status, res.text).toBe(201);
+      return publishRelease(t.owner, t.orgId, signed.id, res.body.id);
+    };
+
+    const good = await signedRelease('3.0.0', 1, k1);
+    await bindingWhen(
+      t,
+      signed.id,
+      binding.id,
+      (b) => b.current?.releaseId === good.id && b.state === 'installed',
+      '3.0.0',
+    );
+    expect(installedVersion(marks())).toBe('3.0.0');
+    await daemon!.waitForLog(
+      (rec) =>
+        rec.msg === `pinned the release keys of signed-kiosk on first sight: 1 key (${short(k1)}) (generation 0)`,
+    );
+
+    // Someone with the coordinator's database swaps the keys: the coordinator then takes k2's releases,
+    // the device does not.
+    await t.sql.run('UPDATE applications SET release_keys = ? WHERE id = ?', JSON.stringify([k2.publicKey]), signed.id);
+    await signedRelease('6.6.6', 2, k2);
+    const reason = `the release keys of signed-kiosk changed to 1 key (${short(k2)}) without a rotation signed by a key this device pinned (1 key (${short(k1)}), generation 0): a key swap refused; nothing was installed`;
+    const b = await bindingWhen(t, signed.id, binding.id, (x) => x.state === 'refused' && x.error === reason, reason);
+    expect(b.current).toMatchObject({ releaseId: good.id, version: '3.0.0' });
+    expect(installedVersion(marks())).toBe('3.0.0');
+    await daemon!.waitForLog((rec) => rec.level === 50 && rec.msg === `deployment refused: ${reason}`);
   });
 });

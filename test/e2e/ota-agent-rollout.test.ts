@@ -167,6 +167,7 @@ describe('a rollout to real agents', () => {
       releaseId: releases.get('2.0.0-beta.1')!.id,
       version: '2.0.0-beta.1',
       sequence: releases.get('2.0.0-beta.1')!.sequence,
+      channel: releases.get('2.0.0-beta.1')!.channel, // to tell a channel change from a downgrade
     });
     expect(state.apps[app.id].lastIssuedAt).toBeGreaterThan(1_700_000_000);
   });

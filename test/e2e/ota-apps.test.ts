@@ -12,6 +12,8 @@ const APP_FIELDS = [
   'maintenanceWindow',
   'nextWindows',
   'notify',
+  'releaseKeyGeneration',
+  'releaseKeys',
   'slug',
   'updateWorkflowName',
 ];

@@ -222,6 +222,7 @@ describe('the signed desired manifest', () => {
     const [a, b] = res.body.apps;
     const nowSeconds = Math.floor(clock.now() / 1000);
     expect(a.payload).toEqual({
+      agent_id: agent.agentId,
       application_id: withRelease.id,
       slug: 'manifest-a',
       channel: 'stable',
@@ -242,9 +243,17 @@ describe('the signed desired manifest', () => {
       min_sequence: r1.sequence,
       forced: true,
       issued_at: nowSeconds,
+      expires_at: nowSeconds + 3600, // DROVER_MANIFEST_TTL_SECONDS
       nonce: expect.stringMatching(/^[A-Za-z0-9_-]{22,}$/),
     });
-    expect(b.payload).toMatchObject({ application_id: empty.id, channel: 'beta', desired: null, min_sequence: 0 });
+    expect(b.payload).toMatchObject({
+      agent_id: agent.agentId,
+      application_id: empty.id,
+      channel: 'beta',
+      desired: null,
+      min_sequence: 0,
+      expires_at: nowSeconds + 3600,
+    });
     expect(b.payload.min_version).toBe('');
     const key = publicKeyFromBase64(agent.serverPublicKey)!;
     for (const entry of res.body.apps) {

@@ -13,6 +13,8 @@ import {
   type ReleaseBody,
 } from '../helpers/ota.js';
 import { sha256, storageClient, uploadFile } from '../helpers/storage.js';
+import { auditEntries } from '../helpers/audit.js';
+import { generateEd25519KeyPair, privateKeyFromBase64, signRelease, signRotation, sortedKeys } from '@drover/shared';
 
 const RELEASE_FIELDS = [
   'applicationId',
@@ -24,6 +26,7 @@ const RELEASE_FIELDS = [
   'notes',
   'publishedAt',
   'sequence',
+  'signature',
   'size',
   'status',
   'updatePolicy',
@@ -214,7 +217,12 @@ describe('OTA releases', () => {
     ['an unknown policy', { version: '1', artifactFileId: UNKNOWN_ID, updatePolicy: 'forced' }, 'body.updatePolicy'],
     ['a bad channel', { version: '1', artifactFileId: UNKNOWN_ID, channel: 'Stable!' }, 'body.channel'],
     ['notes that are too long', { version: '1', artifactFileId: UNKNOWN_ID, notes: 'n'.repeat(10_001) }, 'body.notes'],
-    ['an unknown field', { version: '1', artifactFileId: UNKNOWN_ID, sequence: 7 }, 'body.sequence'],
+    ['an unknown field', { version: '1', artifactFileId: UNKNOWN_ID, status: 'published' }, 'body.status'],
+    [
+      'a sequence that is not a positive integer',
+      { version: '1', artifactFileId: UNKNOWN_ID, sequence: 0 },
+      'body.sequence',
+    ],
   ])('refuses %s with 422', async (_name, body, path) => {
     const res = await member.post(releases(), { body });
     expect(res.status).toBe(422);
@@ -270,5 +278,146 @@ describe('OTA releases', () => {
     const mine = audit.body.filter((e) => e.targetId === r.id);
     expect(mine.map((e) => e.action)).toEqual(['release.yank', 'release.publish', 'release.create']);
     expect(mine[2]!.metadata).toMatchObject({ applicationId: app.id, version: 'audited', artifactFileId: artifact });
+  });
+});
+
+describe('OTA releases of an application with release keys', () => {
+  let t: TestCoordinator;
+  let uploader: ApiClient;
+  let artifact: string;
+  const k1 = generateEd25519KeyPair();
+  const k2 = generateEd25519KeyPair();
+  const content = 'signed artifact';
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    uploader = await artifactUploader(t);
+    artifact = await uploadArtifact(uploader, content);
+  });
+  afterAll(() => t?.close());
+
+  const appPath = (id: string) => `/orgs/${t.orgId}/apps/${id}`;
+  const sign = (version: string, sequence: number, key = k1, slug = 'signed') =>
+    signRelease(
+      { app: slug, version, sequence, sha256: sha256(content), size: content.length },
+      privateKeyFromBase64(key.privateKey),
+    );
+  const create = (appId: string, body: Record<string, unknown>) =>
+    t.owner.post(`${appPath(appId)}/releases`, { body: { artifactFileId: artifact, ...body } });
+
+  it('creates a release only with its sequence and a signature by a listed key: 422 naming the field, 409 on the sequence', async () => {
+    const res = await t.owner.post(`/orgs/${t.orgId}/apps`, {
+      body: { slug: 'signed', updateWorkflowName: 'apply-update', releaseKeys: [k1.publicKey] },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect(res.body).toMatchObject({ releaseKeys: [k1.publicKey], releaseKeyGeneration: 0 });
+    const app = res.body as AppBody;
+
+    const detail = async (body: Record<string, unknown>) => {
+      const r = await create(app.id, body);
+      expect(r.status, r.text).toBe(422);
+      expect(r.body.code).toBe('validation_failed');
+      return r.body.details;
+    };
+    expect(await detail({ version: '1.0' })).toEqual([
+      {
+        path: 'body.sequence',
+        message:
+          'is required: the application signed has release keys, so a release is created with the sequence it was signed with (more than 0)',
+      },
+    ]);
+    expect(await detail({ version: '1.0', sequence: 5 })).toEqual([
+      {
+        path: 'body.signature',
+        message: 'is required: the application signed has release keys; sign the release with `drover release sign`',
+      },
+    ]);
+    expect(await detail({ version: '1.0', sequence: 5, signature: sign('1.0', 5, k2) })).toEqual([
+      {
+        path: 'body.signature',
+        message: `does not verify with any of the application's 1 release key(s) over {app: signed, version: 1.0, sequence: 5, sha256: ${sha256(content)}, size: ${content.length}}`,
+      },
+    ]);
+    // Signed for another sequence or version: the signature covers them.
+    expect((await detail({ version: '1.0', sequence: 6, signature: sign('1.0', 5) }))[0].path).toBe('body.signature');
+    expect((await detail({ version: '1.1', sequence: 5, signature: sign('1.0', 5) }))[0].path).toBe('body.signature');
+
+    const ok = await create(app.id, { version: '1.0', sequence: 5, signature: sign('1.0', 5) });
+    expect(ok.status, ok.text).toBe(201);
+    expect(ok.body).toMatchObject({ version: '1.0', sequence: 5, signature: sign('1.0', 5) });
+
+    for (const sequence of [5, 4]) {
+      const again = await create(app.id, { version: '0.9', sequence, signature: sign('0.9', sequence) });
+      expect(again.status, again.text).toBe(409);
+      expect(again.body).toMatchObject({
+        code: 'conflict',
+        message: `The sequence must be greater than every release of the application: got ${sequence}, the highest is 5`,
+        details: { sequence, maxSequence: 5 },
+      });
+    }
+    const entries = await auditEntries(t.owner, t.orgId, 'app.create');
+    expect(entries.find((e) => e.targetId === app.id)?.metadata).toMatchObject({ releaseKeys: [k1.publicKey] });
+  });
+
+  it('takes a signature only on an application with keys; a given sequence must still be above the others', async () => {
+    const plain = await createApp(t.owner, t.orgId, { slug: 'plain' });
+    const signed = await create(plain.id, { version: '1.0', sequence: 3, signature: sign('1.0', 3, k1, 'plain') });
+    expect(signed.status).toBe(422);
+    expect(signed.body.details).toEqual([
+      { path: 'body.signature', message: 'the application plain has no release keys: nothing can verify a signature' },
+    ]);
+    expect((await create(plain.id, { version: '1.0', sequence: 3 })).body).toMatchObject({
+      sequence: 3,
+      signature: null,
+    });
+    expect((await create(plain.id, { version: '1.1' })).body.sequence).toBe(4);
+    expect((await create(plain.id, { version: '1.2', sequence: 2 })).status).toBe(409);
+  });
+
+  it('sets the first keys, refuses another set without a rotation (409), and rotates with one signed by a current key', async () => {
+    const app = await createApp(t.owner, t.orgId, { slug: 'rotating' });
+    const patch = (body: Record<string, unknown>) => t.owner.patch(appPath(app.id), { body });
+    const bad = await patch({ releaseKeys: ['not-a-key'] });
+    expect(bad.status).toBe(422);
+    expect(bad.body.details[0].path).toBe('body.releaseKeys.0');
+    const first = await patch({ releaseKeys: [k1.publicKey] });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body).toMatchObject({ releaseKeys: [k1.publicKey], releaseKeyGeneration: 0 });
+    expect((await patch({ releaseKeys: [k1.publicKey] })).status).toBe(200); // the same set: no change
+    const swap = await patch({ releaseKeys: [k2.publicKey] });
+    expect(swap.status).toBe(409);
+    expect(swap.body.message).toMatch(
+      /already has release keys: devices pinned them, so they change only through a rotation/,
+    );
+
+    const both = sortedKeys([k1.publicKey, k2.publicKey]);
+    const forged = signRotation({ app: 'rotating', generation: 1, keys: both }, privateKeyFromBase64(k2.privateKey));
+    const refused = await patch({ releaseKeyRotation: forged });
+    expect(refused.status).toBe(422);
+    expect(refused.body.details).toEqual([
+      {
+        path: 'body.releaseKeyRotation',
+        message: 'is not signed by a key of the current set (signedBy must be one of them)',
+      },
+    ]);
+    const rotation = signRotation({ app: 'rotating', generation: 1, keys: both }, privateKeyFromBase64(k1.privateKey));
+    const rotated = await patch({ releaseKeyRotation: rotation });
+    expect(rotated.status, rotated.text).toBe(200);
+    expect(rotated.body).toMatchObject({ releaseKeys: both, releaseKeyGeneration: 1 });
+    const replayed = await patch({ releaseKeyRotation: rotation });
+    expect(replayed.status).toBe(422);
+    expect(replayed.body.details[0].message).toBe("has generation 1, expected more than 1 (the current key set's)");
+    const update = (await auditEntries(t.owner, t.orgId, 'app.update')).filter((e) => e.targetId === app.id).reverse();
+    expect(update.map((e) => e.metadata)).toEqual([
+      expect.objectContaining({
+        changed: ['releaseKeys'],
+        releaseKeys: { from: null, to: [k1.publicKey] },
+        releaseKeyGeneration: 0,
+      }),
+      expect.objectContaining({
+        changed: ['releaseKeys'],
+        releaseKeys: { from: [k1.publicKey], to: both },
+        releaseKeyGeneration: 1,
+      }),
+    ]);
   });
 });

@@ -69,7 +69,7 @@ function expectStatus<T>(res: { status: number; text: string; body: T }, status:
 export async function createApp(
   client: ApiClient,
   orgId: string,
-  body: { slug: string; updateWorkflowName?: string; defaultChannel?: string },
+  body: { slug: string; updateWorkflowName?: string; defaultChannel?: string; releaseKeys?: string[] },
 ): Promise<AppBody> {
   const res = await client.post<AppBody>(`/orgs/${orgId}/apps`, {
     body: { updateWorkflowName: 'apply-update', ...body },

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { describeOffset, LARGE_OFFSET_MS } from '../http/server-clock.js';
 import { defaultStateDir } from '../state/paths.js';
+import { CA_FILE_HELP } from './run-command.js';
 import type { CliIo } from './io.js';
 
 interface EnrollFlags {
@@ -9,6 +10,7 @@ interface EnrollFlags {
   name?: string;
   stateDir?: string;
   force?: boolean;
+  caFile?: string;
 }
 
 export function configureEnrollCommand(program: Command, io: CliIo): void {
@@ -23,12 +25,12 @@ export function configureEnrollCommand(program: Command, io: CliIo): void {
       'where the key and enrollment live (env DROVER_AGENT_STATE_DIR; default ~/.drover-agent, /var/lib/drover-agent as root)',
     )
     .option('--force', 'enroll again over an existing enrollment, as a new agent with a new key')
+    .option('--ca-file <file>', CA_FILE_HELP)
     .action(async (flags: EnrollFlags) => {
       // Loaded here, not at start: the HTTP client is for this command and `run` only.
-      const [{ enrollAgent }, { keyFingerprint, showControls }] = await Promise.all([
-        import('../enroll.js'),
-        import('@drover/shared'),
-      ]);
+      const [{ enrollAgent }, { keyFingerprint, showControls }, { configureDispatcher, describeRouteFor }] =
+        await Promise.all([import('../enroll.js'), import('@drover/shared'), import('../http/dispatcher.js')]);
+      configureDispatcher({ caFile: flags.caFile });
       const stateDir = flags.stateDir ?? defaultStateDir();
       const result = await enrollAgent({
         url: flags.url,
@@ -41,6 +43,7 @@ export function configureEnrollCommand(program: Command, io: CliIo): void {
       const lines = [
         `Enrolled as agent ${enrollment.agentId} ("${self.name}") in organization ${enrollment.orgId}.`,
         `Coordinator:  ${enrollment.url}`,
+        `Proxy:        ${describeRouteFor(new URL(enrollment.url))}`,
         `Server key:   ${keyFingerprint(enrollment.serverPublicKey)} (pinned)`,
         `State dir:    ${stateDir}`,
         `Status:       ${self.status} (signed self-check passed)`,

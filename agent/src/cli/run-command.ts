@@ -14,14 +14,15 @@ import { CliExit, type CliIo } from './io.js';
  * when `run` starts: the other commands, `--version` and `--help` never pay for them.
  */
 async function loadDaemon() {
-  const [daemon, signals, logger, files, secrets] = await Promise.all([
+  const [daemon, signals, logger, files, secrets, dispatcher] = await Promise.all([
     import('../daemon/daemon.js'),
     import('../daemon/signals.js'),
     import('../logging/create-logger.js'),
     import('../state/files.js'),
     import('../workflows/known-secrets.js'),
+    import('../http/dispatcher.js'),
   ]);
-  return { ...daemon, ...signals, ...logger, ...files, ...secrets };
+  return { ...daemon, ...signals, ...logger, ...files, ...secrets, ...dispatcher };
 }
 
 interface RunFlags {
@@ -34,14 +35,20 @@ interface RunFlags {
   streamIdleTimeout: number;
   postponeOptional: boolean;
   deployPollInterval: number;
+  minDownloadSpeed: number;
   metricsFile?: string;
   label: string[];
   selfUpdate: boolean;
   selfUpdateDeadline: number;
+  caFile?: string;
 }
 
 /** The environment variable of `--no-self-update` (`off`/`0`/`false`, or `on`/`1`/`true`). */
 export const SELF_UPDATE_ENV = 'DROVER_AGENT_SELF_UPDATE';
+
+/** `--ca-file` of `run` and `enroll`. */
+export const CA_FILE_HELP =
+  'PEM certificates to trust in addition to the default ones (a private CA of the coordinator or of an HTTPS proxy)';
 
 export function configureRunCommand(program: Command, _io: CliIo): void {
   program
@@ -78,6 +85,15 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
     )
     .addOption(
       new Option(
+        '--min-download-speed <bytes-per-second>',
+        'give up a download (artifact, input file) slower than this over 60 s; 0: never',
+      )
+        .env('DROVER_AGENT_MIN_DOWNLOAD_SPEED')
+        .argParser(bytesPerSecondOption)
+        .default(DEFAULTS.minDownloadSpeed),
+    )
+    .addOption(
+      new Option(
         '--label <key=value>',
         `a label this agent reports (repeatable, at most ${MAX_USER_LABELS}; also env ${LABELS_ENV}=k=v,k2=v2, ` +
           'a flag winning for its key); os and arch are always added',
@@ -97,6 +113,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .argParser(durationOption('--self-update-deadline', 1000))
         .default(DEFAULTS.selfUpdateDeadlineMs, '2m'),
     )
+    .option('--ca-file <file>', CA_FILE_HELP)
     .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
     .addOption(
       new Option(
@@ -117,8 +134,17 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         command.getOptionValueSource('selfUpdate') === 'cli'
           ? flags.selfUpdate
           : selfUpdateFromEnv(process.env[SELF_UPDATE_ENV]);
-      const { createAgentLogger, ensurePrivateDir, handleShutdownSignals, KnownSecrets, loadIdentity, startDaemon } =
-        await loadDaemon();
+      const {
+        configureDispatcher,
+        createAgentLogger,
+        ensurePrivateDir,
+        handleShutdownSignals,
+        KnownSecrets,
+        loadIdentity,
+        startDaemon,
+      } = await loadDaemon();
+      // The proxy variables and the CA file: one the agent cannot use stops it here.
+      configureDispatcher({ caFile: flags.caFile });
       const stateDir = flags.stateDir ?? defaultStateDir();
       ensurePrivateDir(stateDir);
       loadIdentity(stateDir); // not enrolled: say so before anything else is created
@@ -147,6 +173,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         streamIdleTimeoutMs: flags.streamIdleTimeout,
         postponeOptional: flags.postponeOptional,
         deployPollIntervalMs: flags.deployPollInterval,
+        minDownloadSpeed: flags.minDownloadSpeed,
         metricsFile: flags.metricsFile,
         selfUpdate,
         selfUpdateDeadlineMs: flags.selfUpdateDeadline,
@@ -187,6 +214,16 @@ function integerOption(flag: string, min: number, max: number) {
     }
     return n;
   };
+}
+
+function bytesPerSecondOption(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) {
+    throw new InvalidArgumentError(
+      `--min-download-speed expects a whole number of bytes per second (0: no minimum), got \`${value}\`.`,
+    );
+  }
+  return n;
 }
 
 function durationOption(flag: string, minMs = 0) {

@@ -8,8 +8,11 @@ import { formatDuration } from '../exec/durations.js';
 import { killAllProcessGroups } from '../exec/process-group.js';
 import type { Masker } from '../exec/secret-masker.js';
 import { StepLauncher } from '../exec/step-launcher.js';
+import type { DownloadSettings } from '../files/download.js';
 import { jobFileTransfer } from '../files/job-file-transfer.js';
+import { prunePartials } from '../files/partial-download.js';
 import type { SignedCaller } from '../http/client.js';
+import { describeRouteFor, routeFor, trustedCaFile } from '../http/dispatcher.js';
 import { describeClockChange, ServerClock } from '../http/server-clock.js';
 import { JobManager } from '../jobs/job-manager.js';
 import { Journal } from '../jobs/journal.js';
@@ -78,7 +81,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
   let exitCode: number | null = null;
   let stopForRestart = () => {};
   try {
-    const status = openStatus(options);
+    const status = openStatus(options, enrollment);
     const counters = openCounters(options);
     const caller = signedCaller({ options, enrollment, status }, privateKey);
     const reports = openReports({ options, caller });
@@ -203,7 +206,7 @@ async function takeStateDirectory(
 }
 
 /** `status.json`, written at once: the daemon is connecting, with an empty queue. */
-function openStatus(options: ResolvedDaemonOptions): DaemonStatusWriter {
+function openStatus(options: ResolvedDaemonOptions, enrollment: Enrollment): DaemonStatusWriter {
   const { logger } = options;
   return new DaemonStatusWriter(
     options.stateDir,
@@ -215,6 +218,7 @@ function openStatus(options: ResolvedDaemonOptions): DaemonStatusWriter {
       lastConnectedAt: null,
       lastError: null,
       clockOffsetMs: null,
+      proxy: describeRouteFor(new URL(enrollment.url)),
       queue: { capacity: options.queueCapacity, running: null, waiting: [] },
       workflows: { loaded: 0, invalid: [] },
     },
@@ -274,6 +278,12 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
     logger.info(
       `removed ${pruned} job director${pruned === 1 ? 'y' : 'ies'} settled, or left without a readable journal, more than ${formatDuration(options.jobRetentionMs)} ago`,
     );
+  const partials = prunePartials(downloadSettings(options).partialsDir, options.jobRetentionMs);
+  if (partials > 0) {
+    logger.info(
+      `removed ${partials} file(s) of partial downloads untouched for more than ${formatDuration(options.jobRetentionMs)}`,
+    );
+  }
   const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
   if (outbox.size > 0)
     logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
@@ -370,7 +380,20 @@ function openDeployment({
     masker: reports.masker,
     onDownloaded: (bytes) => counters.add('bytesDownloaded', bytes),
     ...(selfUpdate ? { selfUpdate } : {}),
+    downloads: downloadSettings(options),
   });
+}
+
+/**
+ * How artifacts and input files are downloaded: partials kept in `<state-dir>/downloads` (on the
+ * jobs' file system, for a rename into place), the minimum speed of the run options.
+ */
+function downloadSettings(options: ResolvedDaemonOptions): DownloadSettings & { partialsDir: string } {
+  return {
+    partialsDir: path.join(options.stateDir, 'downloads'),
+    minSpeed: options.minDownloadSpeed,
+    speedWindowMs: options.downloadSpeedWindowMs,
+  };
 }
 
 /**
@@ -392,8 +415,11 @@ function createJobManager(
     logger: options.logger,
     defaultJobTimeoutMs: options.defaultJobTimeoutMs,
     killGraceMs: options.killGraceMs,
-    transfer: jobFileTransfer(p.caller, undefined, (direction, bytes) =>
-      counters.add(direction === 'download' ? 'bytesDownloaded' : 'bytesUploaded', bytes),
+    transfer: jobFileTransfer(
+      p.caller,
+      undefined,
+      (direction, bytes) => counters.add(direction === 'download' ? 'bytesDownloaded' : 'bytesUploaded', bytes),
+      downloadSettings(options),
     ),
     counters,
     runUpdateJob: p.deployment.runJob,
@@ -497,6 +523,21 @@ function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment
     `drover-agent ${versionWithRuntime(AGENT_VERSION)} started (agent ${enrollment.agentId}, coordinator ${enrollment.url}, ` +
       `workflows in ${options.workflowsDir}, queue capacity ${options.queueCapacity}, labels: ${formatLabels(options.labels)})`,
   );
+  logNetwork(options, enrollment);
+}
+
+/**
+ * How the coordinator is reached, when it is not the plain way: through which proxy (its password
+ * masked), or directly because NO_PROXY names it; and the `--ca-file` trusted.
+ */
+function logNetwork({ logger }: ResolvedDaemonOptions, enrollment: Enrollment): void {
+  const coordinator = new URL(enrollment.url);
+  const route = routeFor(coordinator);
+  const described = describeRouteFor(coordinator);
+  if (route.proxy) logger.info({ proxy: route.proxy.shown }, `reaching the coordinator through the proxy ${described}`);
+  else if (route.bypassedBy !== null) logger.info(`reaching the coordinator directly: ${described}`);
+  const caFile = trustedCaFile();
+  if (caFile) logger.info(`trusting the certificates of ${caFile} in addition to the default ones`);
 }
 
 /**

@@ -14,4 +14,6 @@ export const DEFAULTS = {
   deployPollIntervalMs: 300_000,
   selfUpdate: true,
   selfUpdateDeadlineMs: 120_000,
+  /** Bytes per second, averaged over 60 s; 0: no minimum. */
+  minDownloadSpeed: 1024,
 } as const;

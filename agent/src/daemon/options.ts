@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Labels } from '@drover/shared';
 import { KnownSecrets } from '../workflows/known-secrets.js';
 import { builtInLabels } from './agent-labels.js';
+import { DOWNLOAD_SPEED_WINDOW_MS } from '../files/download-speed.js';
 import { DEFAULTS } from './defaults.js';
 
 export { DEFAULTS };
@@ -31,6 +32,13 @@ export interface DaemonOptions {
   postponeOptional?: boolean | undefined;
   /** `--deploy-poll-interval`: how often the signed desired manifest is checked (default 5 min). */
   deployPollIntervalMs?: number | undefined;
+  /**
+   * `--min-download-speed`, `DROVER_AGENT_MIN_DOWNLOAD_SPEED`: a download (artifact, input file)
+   * slower than this many bytes per second over the window is given up (default 1024; 0: never).
+   */
+  minDownloadSpeed?: number | undefined;
+  /** The window of the minimum download speed (default 60 s; tests shorten it). */
+  downloadSpeedWindowMs?: number | undefined;
   /**
    * `--label`, `DROVER_AGENT_LABELS` (agent-labels.ts): the labels reported to the coordinator at
    * every connect; `os` and `arch` are always added (default: only those).
@@ -76,6 +84,8 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     jobRetentionMs: options.jobRetentionMs ?? DEFAULTS.jobRetentionMs,
     postponeOptional: options.postponeOptional ?? DEFAULTS.postponeOptional,
     deployPollIntervalMs: options.deployPollIntervalMs ?? DEFAULTS.deployPollIntervalMs,
+    minDownloadSpeed: options.minDownloadSpeed ?? DEFAULTS.minDownloadSpeed,
+    downloadSpeedWindowMs: options.downloadSpeedWindowMs ?? DOWNLOAD_SPEED_WINDOW_MS,
     labels: { ...options.labels, ...builtInLabels() },
     secrets: options.secrets ?? new KnownSecrets(stateDir),
     selfUpdate: options.selfUpdate ?? DEFAULTS.selfUpdate,

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Masker } from '../exec/secret-masker.js';
+import type { DownloadSettings } from '../files/download.js';
 import type { SignedCaller } from '../http/client.js';
 import { signedDeployApi, type DeployApi } from './deploy-api.js';
 import { DeployStateStore } from './deploy-state.js';
@@ -25,6 +26,8 @@ export interface DeploymentOptions {
   onDownloaded?(bytes: number): void;
   /** Installs the agent's own binary for the built-in update workflow (self-update/). */
   selfUpdate?: DeployContext['selfUpdate'];
+  /** Where partial downloads are kept, the minimum speed (the agent's run options). */
+  downloads?: DownloadSettings;
 }
 
 export interface Deployment {
@@ -45,7 +48,15 @@ export function createDeployment(options: DeploymentOptions): Deployment {
   if (!options.serverKey) {
     logger.error('the server key pinned in agent.json is not a usable Ed25519 key: every update will be refused');
   }
-  const manifests = new ManifestSource({ api, store, serverKey: options.serverKey, logger });
+  const clock = options.caller.clock;
+  const manifests = new ManifestSource({
+    api,
+    store,
+    serverKey: options.serverKey,
+    agentId: options.caller.agentId,
+    now: clock ? () => clock.now() : Date.now,
+    logger,
+  });
   if (options.postponeOptional) {
     logger.info('optional updates are postponed by local policy (--postpone-optional); forced ones are installed');
   }
@@ -57,6 +68,7 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     ...(options.masker ? { masker: options.masker } : {}),
     ...(options.onDownloaded ? { onDownloaded: options.onDownloaded } : {}),
     ...(options.selfUpdate ? { selfUpdate: options.selfUpdate } : {}),
+    ...(options.downloads ? { downloads: options.downloads } : {}),
   };
   return {
     store,

@@ -8,6 +8,16 @@ export interface InstalledRelease {
   releaseId: string;
   version: string;
   sequence: number;
+  /** The release's channel (recorded at install since manifests are bound; absent in older records). */
+  channel?: string;
+}
+
+/** An application's release keys as this agent pinned them (docs/ota.md, "Release keys"). */
+export interface PinnedReleaseKeys {
+  /** Standard base64 Ed25519 public keys, sorted. */
+  keys: string[];
+  /** The rotations that led to them (0: the first set). */
+  generation: number;
 }
 
 /** The last deployment of a release that did not install (kept so the pull fallback does not retry it at once). */
@@ -27,6 +37,8 @@ export interface AppDeployState {
   /** An optional release the local policy postponed. */
   postponed?: InstalledRelease | null;
   lastFailure?: FailedAttempt | null;
+  /** The application's release keys, pinned on first sight and changed only by a signed rotation. */
+  releaseKeys?: PinnedReleaseKeys | null;
   updatedAt: string;
 }
 
@@ -127,6 +139,7 @@ function parseStateFile(text: string): Map<string, AppDeployState> | string {
       lastIssuedAt: lastIssuedAt as number | null,
       postponed: parseRelease(raw.postponed) ?? null,
       lastFailure: parseFailure(raw.lastFailure),
+      releaseKeys: parsePinnedKeys(raw.releaseKeys),
       updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : '',
     });
   }
@@ -135,9 +148,18 @@ function parseStateFile(text: string): Map<string, AppDeployState> | string {
 
 function parseRelease(value: unknown): InstalledRelease | undefined {
   if (!isObject(value)) return undefined;
-  const { releaseId, version, sequence } = value;
+  const { releaseId, version, sequence, channel } = value;
   if (typeof releaseId !== 'string' || typeof version !== 'string' || !Number.isSafeInteger(sequence)) return undefined;
-  return { releaseId, version, sequence: sequence as number };
+  return { releaseId, version, sequence: sequence as number, ...(typeof channel === 'string' ? { channel } : {}) };
+}
+
+function parsePinnedKeys(value: unknown): PinnedReleaseKeys | null {
+  if (!isObject(value)) return null;
+  const { keys, generation } = value;
+  if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string') || !Number.isSafeInteger(generation)) {
+    return null;
+  }
+  return { keys: keys as string[], generation: generation as number };
 }
 
 function parseFailure(value: unknown): FailedAttempt | null {

@@ -101,7 +101,9 @@ export class DeploySync {
           { applicationId: check.applicationId, problem: check.problem },
           `refused a manifest entry${check.applicationId ? ` of application ${check.applicationId}` : ''}: ${check.message}`,
         );
-        if (check.applicationId && check.problem !== 'replayed') {
+        if (check.applicationId) {
+          // Once an entry is accepted again, the installation is reported again (the refusal replaced it).
+          this.#reported.delete(check.applicationId);
           await this.#report(check.applicationId, 'refused', check.message);
         }
         continue;

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { downloadFile } from '../files/download.js';
+import { ResumableDownload, type DownloadSettings } from '../files/download.js';
 import { formatBytes } from '../files/format.js';
 import { hashFileHandle } from '../files/hash-file.js';
 import { retryTransfer } from '../files/retry-transfer.js';
@@ -28,7 +28,13 @@ export interface FetchArtifactRequest {
   refresh(): Promise<ArtifactSource>;
   signal: AbortSignal;
   log(text: string): void;
-  /** Download attempts (default 3). */
+  /** What is downloaded, in the progress lines: `artifact app 1.2.3`. */
+  label: string;
+  /** The application's id: the partial download of another of its releases is removed. */
+  applicationId: string;
+  /** Where partials are kept, the minimum speed (the agent's run options). */
+  downloads?: DownloadSettings;
+  /** Download attempts in a row that get no byte (default 3). */
   attempts?: number;
   backoff?: Backoff;
 }
@@ -40,24 +46,38 @@ export type ArtifactOutcome =
   | { ok: false; refused: boolean; aborted: 'timeout' | 'cancelled' | null; message: string };
 
 /**
- * Downloads the release artifact (files/download.ts: streamed, size and SHA-256 checked as the
- * bytes arrive, renamed into place only when they match). Network errors and 5xx answers are
- * retried with a pause; a refused URL (expired) is replaced by a fresh one from a newly verified
- * manifest; content that does not match is refused at once.
+ * Downloads the release artifact (files/download.ts: resumed where it stopped, size and SHA-256
+ * checked after the last byte, renamed into place only when they match). Network errors and 5xx
+ * answers are retried with a pause, going on from the bytes already there (a failure after new
+ * bytes arrived does not count against the attempts); a refused URL (expired) is replaced by a
+ * fresh one from a newly verified manifest; content that does not match is refused at once; too
+ * little disk space or a connection slower than the minimum speed fail the download.
  */
 export async function fetchArtifact(req: FetchArtifactRequest): Promise<ArtifactOutcome> {
   let source = req.source;
   fs.mkdirSync(path.dirname(req.target), { recursive: true, mode: 0o700 });
+  let download: ResumableDownload | undefined;
   try {
+    download = new ResumableDownload({
+      ...req.downloads,
+      target: req.target,
+      expectedSize: source.size,
+      expectedSha256: source.sha256,
+      label: req.label,
+      slot: `artifact:${req.applicationId}`,
+      signal: req.signal,
+      log: (text) => req.log(text),
+    });
+    const current = download;
     await retryTransfer(
-      () =>
-        downloadFile({
-          url: source.url,
-          target: req.target,
-          expectedSize: source.size,
-          expectedSha256: source.sha256,
-          signal: req.signal,
-        }),
+      () => {
+        if (source.size !== req.source.size || source.sha256.toLowerCase() !== req.source.sha256.toLowerCase()) {
+          throw new DeployRefusal(
+            'the fresh manifest names another artifact (size or SHA-256) than the one being downloaded',
+          );
+        }
+        return current.attempt(source.url);
+      },
       {
         attempts: req.attempts ?? 3,
         backoff: req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 }),
@@ -67,6 +87,7 @@ export async function fetchArtifact(req: FetchArtifactRequest): Promise<Artifact
         refresh: async () => {
           source = await req.refresh();
         },
+        progressed: () => current.progressed(),
       },
     );
     return { ok: true, bytes: source.size };
@@ -81,6 +102,8 @@ export async function fetchArtifact(req: FetchArtifactRequest): Promise<Artifact
       return { ok: false, refused: false, aborted: why, message: aborted.message };
     }
     return { ok: false, refused: error instanceof DeployRefusal, aborted: null, message };
+  } finally {
+    download?.close();
   }
 }
 

@@ -1,12 +1,32 @@
 import type { KeyObject } from 'node:crypto';
 import { verifyManifestEntry, type ManifestCurrent, type ManifestDesired, type ManifestPayload } from '@drover/shared';
 import { isObject } from '../util/is-object.js';
+import type { InstalledRelease, PinnedReleaseKeys } from './deploy-state.js';
+import { checkReleaseKeys } from './release-keys-check.js';
 
-/** Why a manifest entry is not trusted. */
-export type ManifestProblem = 'bad_signature' | 'malformed' | 'replayed';
+/** Why a manifest entry is not trusted (each has its own message; docs/agent.md, "Log lines of updates"). */
+export type ManifestProblem =
+  | 'bad_signature'
+  | 'malformed'
+  | 'other_agent'
+  | 'expired'
+  | 'replayed'
+  | 'downgrade'
+  | 'key_swap'
+  | 'unsigned_release';
 
 export type ManifestCheck =
-  | { ok: true; payload: ManifestPayload }
+  | {
+      ok: true;
+      payload: ManifestPayload;
+      /**
+       * Set when the entry has no `agent_id`/`expires_at` (a coordinator older than this agent):
+       * accepted without the binding and expiry checks, with this warning for the log.
+       */
+      unbound?: string;
+      /** Release keys to pin now (first sight, or a rotation), with the line that says so. */
+      pin?: { keys: PinnedReleaseKeys; note: string };
+    }
   | {
       ok: false;
       problem: ManifestProblem;
@@ -15,20 +35,39 @@ export type ManifestCheck =
       message: string;
     };
 
+/** What an entry is checked against besides the pinned key: this agent and what it accepted and installed. */
+export interface ManifestCheckContext {
+  /** This agent's id (agent.json): an entry bound to another agent is refused. */
+  agentId: string;
+  /** Unix seconds on the coordinator's clock as this agent knows it (its clock corrected; server-clock.ts). */
+  nowSeconds: number;
+  /** `issued_at` of the last entry accepted for the application (persisted in deploy/state.json). */
+  lastIssuedAt(applicationId: string): number | null;
+  /** The release this agent installed for the application, with its channel when recorded. */
+  installed(applicationId: string): InstalledRelease | null;
+  /** The application's release keys this agent pinned (null: none yet). */
+  pinnedKeys(applicationId: string): PinnedReleaseKeys | null;
+}
+
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
 
 /**
  * Checks one entry of `GET /v1/agent/deploy/desired` (docs/ota.md, docs/agent.md "Over-the-air
- * updates"): the Ed25519 signature over the RFC 8785 serialization of its payload must verify with
- * the server key pinned at enrollment (never a key the coordinator sends now), the payload must
- * have the documented shape, and its `issued_at` must not be older than the last entry accepted
- * for that application (`lastIssuedAt`): an old manifest replayed is refused.
+ * updates"), in this order:
+ * - the Ed25519 signature over the RFC 8785 serialization of its payload must verify with the
+ *   server key pinned at enrollment (never a key the coordinator sends now), and the payload must
+ *   have the documented shape;
+ * - it must be bound to this agent (`agent_id`) and not expired (`expires_at`, by the coordinator's
+ *   clock as corrected here); an entry with neither field comes from an older coordinator and is
+ *   accepted with a warning (`unbound`);
+ * - its `issued_at` must not be older than the last entry accepted for that application: an old
+ *   manifest replayed is refused (the time is persisted, so this holds across restarts);
+ * - its desired release must not have a lower `sequence` than the installed one, unless the
+ *   installed release was yanked (`forced`) or the binding moved to another channel;
+ * - with release keys, the keys must be those pinned (or follow from them by signed rotations) and
+ *   the desired release must be signed by one of them (release-keys-check.ts).
  */
-export function checkManifestEntry(
-  entry: unknown,
-  serverKey: KeyObject,
-  lastIssuedAt: (applicationId: string) => number | null,
-): ManifestCheck {
+export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context: ManifestCheckContext): ManifestCheck {
   const applicationId = readApplicationId(entry);
   if (!verifyManifestEntry(entry, serverKey)) {
     return {
@@ -42,16 +81,65 @@ export function checkManifestEntry(
   const shape = payloadProblem(payload);
   if (shape) return { ok: false, problem: 'malformed', applicationId, message: `the signed manifest ${shape}` };
   const p = payload as ManifestPayload;
-  const last = lastIssuedAt(p.application_id);
+  const refuse = (problem: ManifestProblem, message: string): ManifestCheck => ({
+    ok: false,
+    problem,
+    applicationId,
+    message,
+  });
+  const bound = (p as Partial<ManifestPayload>).agent_id !== undefined;
+  if (bound && p.agent_id.toLowerCase() !== context.agentId.toLowerCase()) {
+    return refuse(
+      'other_agent',
+      `the signed manifest was issued to agent ${p.agent_id}, not to this agent (${context.agentId}): a manifest of another device`,
+    );
+  }
+  if ((p as Partial<ManifestPayload>).expires_at !== undefined && p.expires_at <= context.nowSeconds) {
+    return refuse(
+      'expired',
+      `the signed manifest expired at ${isoSeconds(p.expires_at)} (coordinator time now ${isoSeconds(context.nowSeconds)}): a stale manifest held back or replayed`,
+    );
+  }
+  const last = context.lastIssuedAt(p.application_id);
   if (last !== null && p.issued_at < last) {
+    return refuse(
+      'replayed',
+      `the signed manifest was issued at ${isoSeconds(p.issued_at)}, before the last one accepted (${isoSeconds(last)}): an old manifest replayed`,
+    );
+  }
+  const installed = context.installed(p.application_id);
+  const downgrade = downgradeProblem(p, installed);
+  if (downgrade) return refuse('downgrade', downgrade);
+  const keys = checkReleaseKeys(p, context.pinnedKeys(p.application_id), installed);
+  if (!keys.ok) return refuse(keys.problem, keys.message);
+  const pin = keys.pin ? { pin: keys.pin } : {};
+  if (!bound || (p as Partial<ManifestPayload>).expires_at === undefined) {
     return {
-      ok: false,
-      problem: 'replayed',
-      applicationId,
-      message: `the signed manifest was issued at ${isoSeconds(p.issued_at)}, before the last one accepted (${isoSeconds(last)}): an old manifest replayed`,
+      ok: true,
+      payload: p,
+      unbound: `the signed manifest of ${p.slug} names no agent or expiry (a coordinator older than this agent): accepted without the device-binding and expiry checks; upgrade the coordinator`,
+      ...pin,
     };
   }
-  return { ok: true, payload: p };
+  return { ok: true, payload: p, ...pin };
+}
+
+/**
+ * Why the desired release is an unexplained downgrade, or null: a lower `sequence` than the
+ * installed release is accepted only when that release was yanked (the entry is `forced`) or the
+ * binding's channel is not the installed release's (the operator moved the device). An installed
+ * release recorded without its channel (by an agent older than this one) cannot tell: accepted.
+ */
+export function downgradeProblem(payload: ManifestPayload, installed: InstalledRelease | null): string | null {
+  const desired = payload.desired;
+  if (!desired || !installed || desired.sequence >= installed.sequence) return null;
+  if (payload.forced) return null;
+  if (installed.channel === undefined || installed.channel !== desired.channel) return null;
+  return (
+    `the signed manifest asks for ${payload.slug} ${desired.version} (sequence ${desired.sequence}), older than the installed ` +
+    `${installed.version} (sequence ${installed.sequence}) on the same channel ${desired.channel}, and the installed release ` +
+    `was not yanked: a downgrade refused`
+  );
 }
 
 function readApplicationId(entry: unknown): string | null {
@@ -69,6 +157,10 @@ export function payloadProblem(payload: unknown): string | null {
   }
   if (!Number.isSafeInteger(p.min_sequence)) return 'has no integer `min_sequence`';
   if (!Number.isSafeInteger(p.issued_at)) return 'has no integer `issued_at`';
+  // Absent from coordinators older than this agent; when present, of the documented type.
+  if (p.agent_id !== undefined && typeof p.agent_id !== 'string') return 'has an `agent_id` that is not a string';
+  if (p.expires_at !== undefined && !Number.isSafeInteger(p.expires_at))
+    return 'has an `expires_at` that is not an integer';
   if (typeof p.forced !== 'boolean') return 'has no boolean `forced`';
   const current = p.current === null ? null : currentProblem(p.current);
   if (current) return `has a bad \`current\`: ${current}`;

@@ -9,6 +9,13 @@ export interface ManifestSourceOptions {
   store: DeployStateStore;
   /** The server key pinned at enrollment; null when agent.json holds no usable key (nothing is trusted). */
   serverKey: KeyObject | null;
+  /** This agent's id (agent.json): manifest entries bound to another agent are refused. */
+  agentId: string;
+  /**
+   * Unix ms on the coordinator's clock as this agent knows it: the daemon's ServerClock, corrected
+   * from the coordinator's answers (their `Date` header, the manifest's own answer included).
+   */
+  now: () => number;
   logger: Logger;
 }
 
@@ -19,6 +26,8 @@ export interface ManifestSourceOptions {
  */
 export class ManifestSource {
   #chain: Promise<unknown> = Promise.resolve();
+  /** Applications whose unbound entries (an older coordinator) were already warned about. */
+  readonly #warnedUnbound = new Set<string>();
   readonly #options: ManifestSourceOptions;
 
   constructor(options: ManifestSourceOptions) {
@@ -34,6 +43,8 @@ export class ManifestSource {
   async #fetchAndCheck(): Promise<ManifestCheck[]> {
     const { api, store, serverKey, logger } = this.#options;
     const entries = await api.fetchDesired();
+    // Read after the answer: the clock has learned from its Date header.
+    const nowSeconds = Math.floor(this.#options.now() / 1000);
     return entries.map((entry) => {
       if (!serverKey) {
         return {
@@ -43,14 +54,28 @@ export class ManifestSource {
           message: 'the server key pinned in agent.json is not a usable Ed25519 key: no manifest can be trusted',
         };
       }
-      const check = checkManifestEntry(entry, serverKey, (id) => store.get(id).lastIssuedAt);
+      const check = checkManifestEntry(entry, serverKey, {
+        agentId: this.#options.agentId,
+        nowSeconds,
+        lastIssuedAt: (id) => store.get(id).lastIssuedAt,
+        installed: (id) => store.get(id).current,
+        pinnedKeys: (id) => store.get(id).releaseKeys ?? null,
+      });
       if (check.ok) {
         const { application_id: id, issued_at: issuedAt } = check.payload;
-        if (store.get(id).lastIssuedAt !== issuedAt) {
+        if (check.unbound && !this.#warnedUnbound.has(id)) {
+          this.#warnedUnbound.add(id);
+          logger.warn({ applicationId: id }, check.unbound);
+        }
+        if (check.pin) logger.info({ applicationId: id }, check.pin.note);
+        if (store.get(id).lastIssuedAt !== issuedAt || check.pin) {
           try {
-            store.update(id, { lastIssuedAt: issuedAt });
+            store.update(id, { lastIssuedAt: issuedAt, ...(check.pin ? { releaseKeys: check.pin.keys } : {}) });
           } catch (error) {
-            logger.error({ err: error, applicationId: id }, 'cannot record the manifest time in deploy/state.json');
+            logger.error(
+              { err: error, applicationId: id },
+              'cannot record the manifest time or the pinned release keys in deploy/state.json',
+            );
           }
         }
       }

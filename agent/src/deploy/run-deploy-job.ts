@@ -5,6 +5,7 @@ import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/sha
 import { jobFiles } from '../exec/job-files.js';
 import { failedResult, type JobResult } from '../exec/run-workflow.js';
 import { jobTimeSignal } from '../files/job-phases.js';
+import type { DownloadSettings } from '../files/download.js';
 import { safeFilename } from '../files/safe-names.js';
 import { beginAcceptedJob, type JobRunDeps, type RunJob } from '../jobs/job-run.js';
 import type { JournalEntry } from '../jobs/journal.js';
@@ -38,6 +39,8 @@ export interface DeployContext {
   postponeOptional: boolean;
   downloadAttempts?: number;
   downloadBackoff?: Backoff;
+  /** Where partial downloads are kept, the minimum speed, the free-space check (the agent's run options). */
+  downloads?: DownloadSettings;
   /** Masks secret values in the job's lines, its result and the reports (absent: nothing is masked). */
   masker?: () => Masker;
   /** Told the bytes of each artifact downloaded (the agent's counters, docs/metrics.md). */
@@ -154,6 +157,9 @@ class DeployRun {
       refresh: () => this.#freshSource(),
       signal: jobTimeSignal(this.#signal, remaining()),
       log: (text) => this.#say(text),
+      label: `artifact ${payload.slug} ${desired.version}`,
+      applicationId: this.#appId,
+      ...(deploy.downloads ? { downloads: deploy.downloads } : {}),
       ...(deploy.downloadAttempts ? { attempts: deploy.downloadAttempts } : {}),
       ...(deploy.downloadBackoff ? { backoff: deploy.downloadBackoff } : {}),
     });
@@ -182,7 +188,12 @@ class DeployRun {
       ? await builtIn.install({
           jobId: this.#job.jobId,
           applicationId: this.#appId,
-          release: { releaseId: desired.release_id, version: desired.version, sequence: desired.sequence },
+          release: {
+            releaseId: desired.release_id,
+            version: desired.version,
+            sequence: desired.sequence,
+            channel: desired.channel,
+          },
           artifactPath: target,
           say: (text) => this.#say(text),
         })
@@ -210,6 +221,7 @@ class DeployRun {
       releaseId: desired.release_id,
       version: desired.version,
       sequence: desired.sequence,
+      channel: desired.channel,
     };
     this.#remember({ current: installed, postponed: null, lastFailure: null });
     this.#log.info(`installed ${payload.slug} ${describeRelease(installed)}`);

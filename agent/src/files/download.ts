@@ -1,9 +1,14 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { presignedRequest, type PresignedTarget } from './presigned-request.js';
+import type { Readable } from 'node:stream';
+import type { HttpResponse } from '../http/request.js';
+import { checkFreeSpace, type StatfsFn } from './disk-space.js';
+import { DownloadProgress } from './download-progress.js';
+import { DOWNLOAD_SPEED_WINDOW_MS, SpeedMeter } from './download-speed.js';
+import { formatBytes } from './format.js';
+import { discardOtherPartials, PartialDownload } from './partial-download.js';
+import { presignedRequest } from './presigned-request.js';
 import {
   abortError,
   answerReason,
@@ -14,95 +19,439 @@ import {
   TransferError,
 } from './transfer-error.js';
 
-export interface DownloadRequest extends PresignedTarget {
-  /** The final path; the bytes go to a temporary file beside it, renamed only once verified. */
+/** How downloads are made, the same for artifacts and input files (the agent's run options). */
+export interface DownloadSettings {
+  /**
+   * Where partial downloads and their records are kept for a later resume (`<state-dir>/downloads`,
+   * on the same file system as the jobs); absent: a temporary partial beside the target, resumed
+   * only by this download's own attempts and removed when it ends.
+   */
+  partialsDir?: string;
+  /** `--min-download-speed`: bytes per second averaged over `speedWindowMs`; 0: no minimum. */
+  minSpeed?: number;
+  /** Default 60 s. */
+  speedWindowMs?: number;
+  /** The file system's free space (default `fs.promises.statfs`; tests give their own). */
+  statfs?: StatfsFn;
+}
+
+export interface DownloadRequest extends DownloadSettings {
+  /** The final path; nothing is there unless every byte arrived and matched. */
   target: string;
   expectedSize: number;
   /** Lowercase hex SHA-256. */
   expectedSha256: string;
+  /** What is downloaded, in the progress lines: `artifact app 1.2.3`, ``input file `bundle` ``. */
+  label: string;
+  /** What the download is for (`artifact:<application id>`): the partial of an older file for it is removed. */
+  slot?: string;
+  signal: AbortSignal;
+  /** A line of the agent's log (and the job's). */
+  log(text: string): void;
 }
 
+/** Thrown into the body stream when the connection is slower than the minimum. */
+class TooSlow extends Error {
+  constructor(readonly why: string) {
+    super(why);
+  }
+}
+
+const CHECK_EVERY_MS = 1000;
+
 /**
- * Downloads `url` (a presigned GET) into `target`, streaming: the size is checked as the bytes
- * arrive (more than expected stops the transfer at once) and the SHA-256 computed on the way.
- * Only a complete, matching download is renamed into place; whatever happens, no partial file is
- * left. Failures are TransferErrors (`refresh` for a refused URL, `retry` for the network or a
- * 5xx, `final` for a mismatch or another refusal) or TransferAborted.
+ * A download of a presigned URL into `target` that survives the edge (docs/agent.md, "Downloads"):
+ * each `attempt` asks for the bytes the partial file does not have yet (`Range: bytes=<have>-`,
+ * with `If-Range` when the server gave a strong ETag) and appends them, so a dropped link, a
+ * refused (expired) URL replaced by a fresh one, or an agent restart costs only the missing bytes.
+ * The free disk space is checked against what is missing before each request, a download
+ * slower than the minimum speed over the window (from its first connection on, pauses between
+ * connections included) is given up, and a progress line is logged at each tenth. Only a file whose size and SHA-256 match, checked after its last byte, is renamed
+ * to the target; a mismatch removes the partial (once started over from zero when earlier bytes
+ * were resumed: they may be the ones at fault).
+ *
+ * Failures are TransferErrors: `retry` (the network, a 5xx, a connection closed early), `refresh`
+ * (a refused URL), `final` (the content does not match, not enough disk space, too slow, another
+ * refusal), or TransferAborted. The partial stays for the next download of the same bytes,
+ * unless its content was wrong.
  */
-export async function downloadFile(req: DownloadRequest): Promise<void> {
-  const answer = await presignedRequest('the download', req, { method: 'GET' });
-  const temp = path.join(path.dirname(req.target), `.download-${randomBytes(6).toString('hex')}.part`);
-  if (answer.statusCode !== 200) {
+export class ResumableDownload {
+  readonly #req: DownloadRequest;
+  readonly #partial: PartialDownload;
+  readonly #dir: string;
+  readonly #progress: DownloadProgress;
+  #hash: Hash = createHash('sha256');
+  /** The bytes in the partial file, all of them hashed into #hash. */
+  #have = 0;
+  #opened = false;
+  #etag: string | null = null;
+  /** Bytes kept from before the current connection are part of the file (resumed). */
+  #resumed = false;
+  #startedOver = false;
+  #progressed = false;
+  #done = false;
+  #meter: SpeedMeter | undefined;
+
+  constructor(req: DownloadRequest) {
+    this.#req = { ...req, expectedSha256: req.expectedSha256.toLowerCase() };
+    this.#dir = req.partialsDir ?? path.dirname(req.target);
+    this.#partial = PartialDownload.claim(this.#dir, this.#req.expectedSha256, req.partialsDir !== undefined);
+    this.#progress = new DownloadProgress(req.label, req.expectedSize, req.log);
+  }
+
+  /** The bytes on disk so far. */
+  get have(): number {
+    return this.#have;
+  }
+
+  /** Whether the last attempt added bytes (its failure does not count against the attempts). */
+  progressed(): boolean {
+    return this.#progressed;
+  }
+
+  /**
+   * One request from where the bytes on disk end; resolves once the file is verified and in place
+   * at `target` (default: the request's; a fresh answer of the coordinator may name the file anew).
+   */
+  async attempt(url: string, target = this.#req.target): Promise<void> {
+    this.#progressed = false;
+    if (this.#done) return;
+    if (!this.#opened) await this.#open(url);
+    try {
+      await checkFreeSpace(this.#dir, this.#req.expectedSize - this.#have, this.#req.statfs);
+    } catch (error) {
+      if (this.#have === 0) {
+        // Nothing worth keeping: no empty partial is left behind.
+        this.#partial.discard();
+        this.#opened = false;
+      }
+      throw error;
+    }
+    if (this.#have < this.#req.expectedSize) {
+      // Opened before the request: once the answer is there, its body is read without a pause.
+      const handle = await fs.promises.open(this.#partial.part, 'r+');
+      try {
+        let answer = await this.#request(url);
+        if (answer === 'start over') answer = await this.#request(url);
+        if (answer === 'start over') throw new TransferError('retry', 'the server did not resume the download');
+        await this.#receive(answer, handle);
+      } finally {
+        await handle.close();
+      }
+      if (this.#have < this.#req.expectedSize) {
+        throw new TransferError(
+          'retry',
+          `the connection closed after ${formatBytes(this.#have)} of ${formatBytes(this.#req.expectedSize)}`,
+        );
+      }
+    }
+    await this.#finish(target);
+  }
+
+  /** Ends the download: the partial is kept for a later one (unless it was temporary or wrong). */
+  close(): void {
+    this.#partial.release();
+  }
+
+  /** Takes up a partial left by an earlier download of the same bytes, or starts a new one. */
+  async #open(url: string): Promise<void> {
+    const { expectedSha256: sha256, expectedSize: size } = this.#req;
+    if (this.#req.slot && !this.#partial.temporary) {
+      discardOtherPartials(this.#dir, this.#req.slot, path.basename(this.#partial.part, '.part'));
+    }
+    const record = this.#partial.load();
+    const onDisk = this.#partial.size();
+    if (record && record.sha256 === sha256 && record.size === size && onDisk > 0 && onDisk <= size) {
+      this.#etag = record.etag;
+      await this.#hashPartial(onDisk);
+      this.#resumed = true;
+      this.#req.log(
+        `resuming the download of ${this.#req.label} at ${formatBytes(onDisk)} of ${formatBytes(size)} ` +
+          `(${Math.floor((onDisk * 100) / size)}%), kept from an earlier attempt`,
+      );
+    } else {
+      this.#partial.discard();
+      fs.writeFileSync(this.#partial.part, '', { mode: 0o600 });
+      this.#save(url);
+    }
+    this.#opened = true;
+  }
+
+  /** Hashes the first `bytes` of the partial (after a restart: the hash of the earlier bytes is not kept). */
+  async #hashPartial(bytes: number): Promise<void> {
+    const stream = fs.createReadStream(this.#partial.part, { start: 0, end: bytes - 1, highWaterMark: 1 << 20 });
+    for await (const chunk of stream as AsyncIterable<Buffer>) this.#hash.update(chunk);
+    this.#have = bytes;
+  }
+
+  #save(url: string): void {
+    if (this.#partial.temporary) return;
+    const where = URL.parse(url);
+    this.#partial.save({
+      version: 1,
+      sha256: this.#req.expectedSha256,
+      size: this.#req.expectedSize,
+      url: where ? `${where.origin}${where.pathname}` : '',
+      etag: this.#etag,
+      slot: this.#req.slot ?? null,
+      startedAt: new Date().toISOString(),
+    });
+  }
+
+  /** Empties the partial: the next bytes are the file's first. */
+  #startOver(): void {
+    fs.truncateSync(this.#partial.part, 0);
+    this.#progress.reset();
+    this.#hash = createHash('sha256');
+    this.#have = 0;
+    this.#resumed = false;
+    this.#etag = null;
+  }
+
+  /**
+   * Asks for the missing bytes. Resolves with an answer whose body continues the partial (a 206
+   * for exactly the rest, or a 200 after the partial was emptied), or `start over` when the server
+   * will not resume this partial (416, another range or total size, another ETag): it was emptied.
+   */
+  async #request(url: string): Promise<HttpResponse | 'start over'> {
+    const from = this.#have;
+    const size = this.#req.expectedSize;
+    const headers: Record<string, string> = {};
+    if (from > 0) {
+      headers.range = `bytes=${from}-`;
+      if (this.#etag) headers['if-range'] = this.#etag;
+      this.#req.log(`resuming the download of ${this.#req.label} at ${formatBytes(from)} of ${formatBytes(size)}`);
+    }
+    const answer = await presignedRequest(
+      'the download',
+      { url, signal: this.#req.signal },
+      { method: 'GET', headers },
+    );
+    const etag = strongEtag(answer.headers.etag);
+    if (answer.statusCode === 200) {
+      const announced = Number(answer.headers['content-length']);
+      if (answer.headers['content-length'] !== undefined && announced !== size) {
+        discardBody(answer.body);
+        this.#partial.discard();
+        throw new TransferError('final', `the server announced ${announced} bytes, but the file has ${size}`, {
+          mismatch: true,
+        });
+      }
+      if (from > 0) {
+        this.#req.log(
+          `the server sent the whole file instead of the rest: the download of ${this.#req.label} starts over`,
+        );
+        this.#startOver();
+      }
+      this.#etag = etag;
+      this.#save(url);
+      return answer;
+    }
+    if (answer.statusCode === 206 && from > 0) {
+      const range = contentRange(answer.headers['content-range']);
+      const changed =
+        range === null || range.start !== from || range.end !== size - 1 || range.total !== size
+          ? `it answered the range ${String(answer.headers['content-range'])}`
+          : this.#etag !== null && etag !== null && etag !== this.#etag
+            ? 'the file changed (another ETag)'
+            : null;
+      if (changed === null) return answer;
+      discardBody(answer.body);
+      this.#req.log(`the server cannot resume the download of ${this.#req.label} (${changed}): it starts over`);
+      this.#startOver();
+      return 'start over';
+    }
+    if (answer.statusCode === 416 && from > 0) {
+      discardBody(answer.body);
+      this.#req.log(`the server refused to resume the download of ${this.#req.label} (HTTP 416): it starts over`);
+      this.#startOver();
+      return 'start over';
+    }
     const text = await readSmallBody(answer.body);
     throw new TransferError(
       kindOfStatus(answer.statusCode),
       `the download was refused (${answerReason(answer.statusCode, text)})`,
     );
   }
-  const announced = Number(answer.headers['content-length']);
-  if (Number.isFinite(announced) && announced !== req.expectedSize) {
-    discardBody(answer.body);
-    throw new TransferError('final', `the server announced ${announced} bytes, but the file has ${req.expectedSize}`, {
-      mismatch: true,
-    });
-  }
-  const check = new VerifyingStream(req.expectedSize);
-  try {
-    await pipeline(answer.body, check, fs.createWriteStream(temp, { flags: 'wx', mode: 0o600 }), {
-      signal: req.signal,
-    });
-    if (check.size !== req.expectedSize) {
-      throw new TransferError('final', `the download has ${check.size} bytes, ${req.expectedSize} were expected`, {
-        mismatch: true,
+
+  /**
+   * Appends the answer's bytes to the partial, hashing them, watching the speed and logging
+   * progress. The body flows into a queue as it arrives (paused only while 1 MiB waits for the
+   * disk), so the bytes that came before a dropped connection are all kept.
+   */
+  async #receive(answer: HttpResponse, handle: fs.promises.FileHandle): Promise<void> {
+    const { signal } = this.#req;
+    if (this.#have > 0) this.#resumed = true;
+    // One meter for the whole download, the pauses between its connections included: a server
+    // that drops the connection after every few bytes is as slow as one that trickles them.
+    this.#meter ??= new SpeedMeter(
+      this.#req.minSpeed ?? 0,
+      this.#req.speedWindowMs ?? DOWNLOAD_SPEED_WINDOW_MS,
+      performance.now(),
+    );
+    const meter = this.#meter;
+    const watch = () => {
+      const rate = meter.tooSlow(performance.now());
+      if (rate !== null) answer.body.destroy(new TooSlow(meter.describe(rate)));
+    };
+    // Between chunks too: a connection that sends nothing for a while is judged without waiting for one.
+    const timer =
+      (this.#req.minSpeed ?? 0) > 0
+        ? setInterval(watch, Math.max(50, Math.min(CHECK_EVERY_MS, (this.#req.speedWindowMs ?? CHECK_EVERY_MS) / 4)))
+        : undefined;
+    this.#progress.begin(this.#have, performance.now());
+    try {
+      await drain(answer.body, async (chunk) => {
+        await this.#append(handle, chunk);
+        const now = performance.now();
+        meter.add(chunk.length, now);
+        this.#progress.update(this.#have, now);
+        watch();
       });
+    } catch (error) {
+      if (error instanceof TransferError) throw error;
+      if (error instanceof TooSlow) throw new TransferError('final', error.why);
+      if (signal.aborted) throw abortError(signal);
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code && /^E[A-Z]+$/.test(code) && (error as NodeJS.ErrnoException).syscall) {
+        throw new TransferError('final', `cannot write ${this.#partial.part}: ${code}`, { cause: error });
+      }
+      throw networkFailure('the download', error, signal);
+    } finally {
+      clearInterval(timer);
+      discardBody(answer.body);
     }
-    const sha256 = check.digest();
-    if (sha256 !== req.expectedSha256.toLowerCase()) {
-      throw new TransferError(
-        'final',
-        `the download does not match its checksum: expected SHA-256 ${req.expectedSha256.toLowerCase()}, got ${sha256}`,
-        { mismatch: true },
-      );
+  }
+
+  /** Writes the next bytes of the file at their place and hashes them: #hash always covers exactly the bytes on disk. */
+  async #append(handle: fs.promises.FileHandle, chunk: Buffer): Promise<void> {
+    const size = this.#req.expectedSize;
+    if (this.#have + chunk.length > size) {
+      this.#partial.discard();
+      throw new TransferError('final', `the download is larger than the ${size} bytes expected`, { mismatch: true });
     }
-    fs.renameSync(temp, req.target);
-  } catch (error) {
-    fs.rmSync(temp, { force: true });
-    if (error instanceof TransferError) throw error;
-    if (req.signal.aborted) throw abortError(req.signal);
-    if ((error as Error).name === 'TooLarge')
-      throw new TransferError('final', (error as Error).message, { mismatch: true });
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code && /^E[A-Z]+$/.test(code) && (error as NodeJS.ErrnoException).syscall) {
-      throw new TransferError('final', `cannot write ${req.target}: ${code}`, { cause: error });
+    await handle.write(chunk, 0, chunk.length, this.#have);
+    this.#hash.update(chunk);
+    this.#have += chunk.length;
+    this.#progressed = true;
+  }
+
+  /** Every byte is on disk: checks size and SHA-256, then renames the file into place. */
+  async #finish(target: string): Promise<void> {
+    const { expectedSha256: expected, expectedSize: size } = this.#req;
+    const got = this.#hash.copy().digest('hex');
+    const onDisk = this.#partial.size();
+    if (got !== expected || onDisk !== size) {
+      const resumed = this.#resumed && !this.#startedOver;
+      this.#partial.discard();
+      this.#progress.reset();
+      this.#opened = false;
+      this.#hash = createHash('sha256');
+      this.#have = 0;
+      this.#etag = null;
+      this.#resumed = false;
+      const what =
+        onDisk !== size
+          ? `the download has ${onDisk} bytes, ${size} were expected`
+          : `the download does not match its checksum: expected SHA-256 ${expected}, got ${got}`;
+      if (resumed) {
+        // The earlier bytes may be the wrong ones (a power cut, a file changed without an ETag).
+        this.#startedOver = true;
+        throw new TransferError('retry', `${what}; it was resumed, so it starts over from zero`);
+      }
+      throw new TransferError('final', what, { mismatch: true });
     }
-    throw networkFailure('the download', error, req.signal);
+    try {
+      fs.renameSync(this.#partial.part, target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+      fs.copyFileSync(this.#partial.part, target);
+    }
+    this.#partial.discard();
+    this.#partial.release();
+    this.#done = true;
   }
 }
 
-/** Passes bytes through, counting and hashing them; more than `limit` bytes is an error. */
-class VerifyingStream extends Transform {
-  size = 0;
-  readonly #hash = createHash('sha256');
-  readonly #limit: number;
+/** Bytes waiting for the disk above which the body is paused. */
+const QUEUE_HIGH = 1 << 20;
 
-  constructor(limit: number) {
-    super();
-    this.#limit = limit;
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
-    this.size += chunk.length;
-    if (this.size > this.#limit) {
-      const error = new Error(`the download is larger than the ${this.#limit} bytes expected`);
-      error.name = 'TooLarge';
-      done(error);
+/**
+ * Hands each chunk of `body` to `write`, one at a time, in order. Chunks that arrived before the
+ * body failed (a dropped connection) are still written; then the body's error is thrown. A
+ * failure of `write` stops the body and is thrown.
+ */
+function drain(body: Readable, write: (chunk: Buffer) => Promise<void>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (body.destroyed) {
+      // Nothing can be read from it any more (it must be read at once, in the same turn as its headers).
+      reject(body.errored ?? new Error('the connection closed before the body was read'));
       return;
     }
-    this.#hash.update(chunk);
-    done(null, chunk);
-  }
+    const queue: Buffer[] = [];
+    let queued = 0;
+    let writing = false;
+    let ended = false;
+    let bodyError: unknown = null;
+    let failed = false;
+    const settle = () => {
+      if (failed || writing || queue.length > 0 || !ended) return;
+      if (bodyError !== null) reject(bodyError);
+      else resolve();
+    };
+    const pump = async () => {
+      if (writing || failed) return;
+      writing = true;
+      try {
+        while (queue.length > 0) {
+          const chunk = queue.shift()!;
+          queued -= chunk.length;
+          if (queued < QUEUE_HIGH / 2 && body.isPaused() && !ended) body.resume();
+          await write(chunk);
+        }
+      } catch (error) {
+        failed = true;
+        body.destroy();
+        reject(error);
+        return;
+      } finally {
+        writing = false;
+      }
+      settle();
+    };
+    body.on('data', (chunk: Buffer) => {
+      if (failed) return;
+      queue.push(chunk);
+      queued += chunk.length;
+      if (queued > QUEUE_HIGH) body.pause();
+      void pump();
+    });
+    body.once('end', () => {
+      ended = true;
+      settle();
+    });
+    body.once('error', (error) => {
+      bodyError = error;
+      ended = true;
+      settle();
+    });
+    body.once('close', () => {
+      // Closed without 'end' nor 'error' (the connection dropped): what arrived is kept.
+      if (!ended) {
+        ended = true;
+        settle();
+      }
+    });
+  });
+}
 
-  digest(): string {
-    return this.#hash.digest('hex');
-  }
+/** A strong ETag (a weak one, `W/"…"`, cannot validate a range). */
+function strongEtag(value: string | string[] | undefined): string | null {
+  return typeof value === 'string' && value.startsWith('"') ? value : null;
+}
+
+/** `Content-Range: bytes <start>-<end>/<total>`. */
+function contentRange(value: string | string[] | undefined): { start: number; end: number; total: number } | null {
+  const match = /^bytes (\d+)-(\d+)\/(\d+)$/i.exec(String(value ?? '').trim());
+  return match ? { start: Number(match[1]), end: Number(match[2]), total: Number(match[3]) } : null;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { looksLikeFileRef, type InputFileRef } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
-import { downloadFile } from './download.js';
+import { ResumableDownload, type DownloadSettings } from './download.js';
 import type { JobFilesRequest } from './files-api.js';
 import { formatBytes } from './format.js';
 import { retryTransfer } from './retry-transfer.js';
@@ -11,8 +11,10 @@ import { TransferAborted, TransferError } from './transfer-error.js';
 
 export interface InputFilesRequest extends JobFilesRequest {
   params: Record<string, unknown>;
-  /** Download attempts per file (default 3). */
+  /** Download attempts in a row that get no byte, per file (default 3). */
   attempts?: number;
+  /** Where partial downloads are kept, the minimum speed (the agent's run options). */
+  downloads?: DownloadSettings;
 }
 
 /** A downloaded input, as params.json shows it: the FileRef without its URL, plus its local `path`. */
@@ -101,32 +103,45 @@ async function fetchOne(req: InputFilesRequest, name: string, ref: InputFileRef)
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const started = performance.now();
   let target = '';
-  await retryTransfer(
-    async (attempt) => {
-      if (source.url === null) source = await freshSource(req, ref.id);
-      target = path.join(dir, safeFilename(source.filename));
-      if (attempt === 1) {
-        req.log(`downloading input file \`${name}\`: ${path.basename(target)} (${formatBytes(source.size)})`);
-      }
-      await downloadFile({
-        url: source.url!,
-        target,
-        expectedSize: source.size,
-        expectedSha256: source.sha256,
-        signal: req.signal,
-      });
-    },
-    {
-      attempts: req.attempts ?? 3,
-      backoff: req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 }),
-      signal: req.signal,
-      what: `download of input file \`${name}\``,
-      log: (text) => req.log(text),
-      refresh: () => {
-        source = { ...source, url: null };
+  let download: ResumableDownload | undefined;
+  let expected = { size: 0, sha256: '' };
+  try {
+    await retryTransfer(
+      async () => {
+        if (source.url === null) source = await freshSource(req, ref.id);
+        target = path.join(dir, safeFilename(source.filename));
+        if (!download) {
+          req.log(`downloading input file \`${name}\`: ${path.basename(target)} (${formatBytes(source.size)})`);
+          download = new ResumableDownload({
+            ...req.downloads,
+            target,
+            expectedSize: source.size,
+            expectedSha256: source.sha256,
+            label: `input file \`${name}\``,
+            signal: req.signal,
+            log: (text) => req.log(text),
+          });
+          expected = { size: source.size, sha256: source.sha256.toLowerCase() };
+        } else if (source.size !== expected.size || source.sha256.toLowerCase() !== expected.sha256) {
+          throw new TransferError('final', 'the coordinator now gives another size or SHA-256 for the file');
+        }
+        await download.attempt(source.url!, target);
       },
-    },
-  );
+      {
+        attempts: req.attempts ?? 3,
+        backoff: req.backoff ?? new Backoff({ baseMs: 1000, capMs: 10_000 }),
+        signal: req.signal,
+        what: `download of input file \`${name}\``,
+        log: (text) => req.log(text),
+        refresh: () => {
+          source = { ...source, url: null };
+        },
+        progressed: () => download?.progressed() === true,
+      },
+    );
+  } finally {
+    download?.close();
+  }
   const took = ((performance.now() - started) / 1000).toFixed(1);
   const relative = path.relative(req.workspace, target);
   req.log(`input file \`${name}\` ready: ${relative} (${formatBytes(source.size)}, SHA-256 verified, ${took}s)`);

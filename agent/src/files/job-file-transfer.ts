@@ -1,4 +1,5 @@
 import type { SignedCaller } from '../http/client.js';
+import type { DownloadSettings } from './download.js';
 import { signedFilesApi, type FilesApi } from './files-api.js';
 import { fetchInputFiles, type InputFilesRequest, type InputFilesResult } from './input-files.js';
 import { deliverOutputFiles, type OutputFilesRequest, type OutputFilesResult } from './output-files.js';
@@ -19,11 +20,12 @@ export function jobFileTransfer(
   caller: SignedCaller,
   api: FilesApi = signedFilesApi(caller),
   moved: TransferBytes = () => {},
+  downloads?: DownloadSettings,
 ): JobFileTransfer {
   const common = { api };
   return {
     fetchInputs: async (req) => {
-      const result = await fetchInputFiles({ ...req, ...common });
+      const result = await fetchInputFiles({ ...req, ...common, ...(downloads ? { downloads } : {}) });
       if (result.ok) moved('download', result.bytes);
       return result;
     },

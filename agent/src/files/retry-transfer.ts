@@ -12,6 +12,11 @@ export interface TransferRetryOptions {
   log(text: string): void;
   /** Before the attempt after a refused URL (`refresh`); without it, such a failure waits like `retry`. */
   refresh?(): Promise<void> | void;
+  /**
+   * Whether the failed attempt moved the transfer forward (a resumable download that got bytes
+   * before the link dropped): then it does not count, the attempts start again from the first.
+   */
+  progressed?(): boolean;
 }
 
 /**
@@ -19,6 +24,7 @@ export interface TransferRetryOptions {
  * transfer: a TransferError of kind `retry` or `refresh` is logged and tried again, after
  * `refresh` for a refused URL, else after a pause of the backoff (cut short by `signal`, which
  * then throws its TransferAborted). Anything else, and the last attempt's failure, is thrown.
+ * An attempt that `progressed` is not counted: only failures in a row that move nothing end it.
  */
 export async function retryTransfer<T>(
   run: (attempt: number) => Promise<T>,
@@ -28,6 +34,10 @@ export async function retryTransfer<T>(
     try {
       return await run(attempt);
     } catch (error) {
+      if (options.progressed?.() === true) {
+        attempt = 1;
+        options.backoff.reset();
+      }
       if (!(error instanceof TransferError) || error.kind === 'final' || attempt >= options.attempts) throw error;
       options.log(
         `${options.what} failed (${error.message}); trying again (attempt ${attempt + 1} of ${options.attempts})`,

@@ -1,3 +1,4 @@
+import { ProxyFailure } from '../http/network-error.js';
 import { discardBody } from '../http/request.js';
 
 export { discardBody };
@@ -47,7 +48,10 @@ export function answerReason(status: number, text: string): string {
 export function networkFailure(what: string, cause: unknown, signal?: AbortSignal): Error {
   if (signal?.aborted) return abortError(signal);
   const error = cause as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const detail = error?.cause?.code ?? error?.code ?? error?.cause?.message ?? error?.message ?? String(cause);
+  const detail =
+    cause instanceof ProxyFailure
+      ? cause.message
+      : (error?.cause?.code ?? error?.code ?? error?.cause?.message ?? error?.message ?? String(cause));
   return new TransferError('retry', `${what} failed: ${detail}`, { cause });
 }
 

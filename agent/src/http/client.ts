@@ -1,8 +1,11 @@
 import type { KeyObject } from 'node:crypto';
 import { SIGNATURE_TOLERANCE_MS, signRequest } from '@drover/shared';
 import { AgentError } from '../errors.js';
+import { describeNetworkError } from './network-error.js';
 import { readText, sendRequest, type HttpResponse } from './request.js';
 import type { ServerClock } from './server-clock.js';
+
+export { describeNetworkError };
 
 /** Seconds to wait for the answer's headers, then for its body. */
 const TIMEOUT_MS = 30_000;
@@ -79,41 +82,6 @@ function serverTimeOf(body: unknown): number | null {
   const time = (body as CoordinatorErrorBody | null)?.details?.serverTime;
   return typeof body === 'object' && typeof time === 'number' && Number.isFinite(time) ? time : null;
 }
-
-/**
- * A network failure in plain words (`connection refused (is the coordinator running...)`), from
- * the first error code found along its causes, else the innermost message.
- */
-export function describeNetworkError(cause: unknown): string {
-  let code: string | undefined;
-  let message: string | undefined;
-  let current = cause as { code?: unknown; message?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; current && typeof current === 'object' && depth < 5; depth += 1) {
-    if (code === undefined && typeof current.code === 'string') code = current.code;
-    if (typeof current.message === 'string' && current.message !== '') message = current.message;
-    current = current.cause as typeof current;
-  }
-  return (code && NETWORK_ERRORS[code]) ?? message ?? String(cause);
-}
-
-const NETWORK_ERRORS: Record<string, string> = {
-  ECONNREFUSED: 'connection refused (is the coordinator running, and is the port right?)',
-  ENOTFOUND: 'host not found',
-  EAI_AGAIN: 'host name lookup failed (temporary)',
-  ECONNRESET: 'connection reset',
-  EHOSTUNREACH: 'host unreachable',
-  ENETUNREACH: 'network unreachable',
-  ETIMEDOUT: 'timed out',
-  EPIPE: 'the connection was closed',
-  CONNECT_TIMEOUT: 'connection timed out',
-  HEADERS_TIMEOUT: 'no answer in time',
-  BODY_TIMEOUT: 'the answer did not arrive in time',
-  CERT_HAS_EXPIRED: 'the server certificate has expired',
-  DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed',
-  SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate is not trusted (self-signed chain)',
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the server certificate could not be verified',
-  ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate does not name this host',
-};
 
 /** The coordinator's message from an error answer, or a description of the answer. */
 export function answerMessage(answer: HttpAnswer): string {

@@ -1,6 +1,8 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
+import { connectionFor } from './dispatcher.js';
+import { ProxyFailure } from './network-error.js';
 
 /** How long a new connection may take, TLS handshake included. */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -9,11 +11,6 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * before it is sent anyway to a server that ignores the expectation (as curl waits).
  */
 const CONTINUE_WAIT_MS = 1000;
-/**
- * How long an idle keep-alive connection is kept for the next request, at most: less when the
- * server says sooner in its `Keep-Alive: timeout=N` (Node then closes it a second before).
- */
-const IDLE_CONNECTION_MS = 60_000;
 
 /** The answer to a request: its status, headers and body (a stream the caller reads or discards). */
 export interface HttpResponse {
@@ -59,29 +56,15 @@ export class RequestTimeout extends Error {
 }
 
 const https = () => process.getBuiltinModule('node:https');
-const pools = new Map<string, http.Agent>();
-
-/**
- * The pool of kept-alive connections of a scheme, made at its first request. `node:https` is
- * loaded only then: its TLS layer costs an agent whose coordinator is plain HTTP ~3 MiB of memory.
- */
-function poolFor(protocol: 'http:' | 'https:'): http.Agent {
-  let pool = pools.get(protocol);
-  if (!pool) {
-    const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS };
-    pool = protocol === 'https:' ? new (https().Agent)(options) : new http.Agent(options);
-    pools.set(protocol, pool);
-  }
-  return pool;
-}
 
 /**
  * One HTTP/1.1 request with Node's own client (`node:http`, `node:https`: TLS verified against
- * Node's CA store, `NODE_EXTRA_CA_CERTS` included). Resolves with the answer, whatever its status,
- * once its headers arrived; rejects on a network failure, a timeout (RequestTimeout) or an abort
- * (the signal's AbortError). Connections are kept alive between requests; a request that finds its
- * reused connection closed by the server in the meantime is sent again once on a new one, when its
- * body is a text (a stream cannot be sent twice).
+ * Node's CA store, `NODE_EXTRA_CA_CERTS` and `--ca-file` included), through the proxy the
+ * environment names for the URL (dispatcher.ts; a failure of the proxy is a ProxyFailure).
+ * Resolves with the answer, whatever its status, once its headers arrived; rejects on a network
+ * failure, a timeout (RequestTimeout) or an abort (the signal's AbortError). Connections are kept
+ * alive between requests; a request that finds its reused connection closed by the server in the
+ * meantime is sent again once on a new one, when its body is a text (a stream cannot be sent twice).
  */
 export function sendRequest(url: string | URL, options: RequestOptions): Promise<HttpResponse> {
   const target = new URL(url);
@@ -101,13 +84,14 @@ function send(url: URL, options: RequestOptions, mayResend: boolean): Promise<Ht
   if (typeof body === 'string') headers['content-length'] = String(Buffer.byteLength(body));
   const expectContinue = options.expectContinue === true && body !== undefined && typeof body !== 'string';
   if (expectContinue) headers.expect = '100-continue';
-  const protocol = url.protocol as 'http:' | 'https:';
-  const client = protocol === 'https:' ? https() : http;
+  const client = url.protocol === 'https:' ? https() : http;
+  const { agent, route } = connectionFor(url, options.ownConnection);
+  const { proxy } = route;
   return new Promise((resolve, reject) => {
     const req = client.request(url, {
       method: options.method,
       headers,
-      agent: options.ownConnection ? false : poolFor(protocol),
+      agent,
       ...(options.signal ? { signal: options.signal } : {}),
     });
     let answered: IncomingMessage | null = null;
@@ -123,12 +107,18 @@ function send(url: URL, options: RequestOptions, mayResend: boolean): Promise<Ht
     }
     req.on('response', (res) => {
       answered = res;
+      if (proxy && res.statusCode === 407 && url.protocol === 'http:') {
+        // The proxy's refusal of a forwarded request, not the target's answer.
+        discardBody(res);
+        reject(new ProxyFailure(proxy, 407));
+        return;
+      }
       resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
     });
     req.on('error', (error) => {
       if (answered) return; // the body's reader sees what went wrong
       if (mayResend && isStaleConnection(req, error)) resolve(send(url, options, false));
-      else reject(error);
+      else reject(proxy ? ProxyFailure.of(error, proxy) : error);
     });
     if (body === undefined || typeof body === 'string') {
       req.end(body);

@@ -5,6 +5,7 @@ import { AgentError } from '../errors.js';
 import { loadEnrollment, loadPrivateKey, type Enrollment } from '../state/enrollment.js';
 import { countWaitingReports } from '../outbox/outbox.js';
 import { statePath } from '../state/paths.js';
+import { describeProxyRoute, proxyRouteFor, readProxySettings } from '../http/proxy-env.js';
 import { readDeployState, type AppDeployState } from '../deploy/deploy-state.js';
 import { readDaemonStatus, type DaemonStatus } from './daemon-status.js';
 import { readCounters, type AgentCounters } from './agent-counters.js';
@@ -27,12 +28,18 @@ export interface AgentStatus {
   deployProblem: string | null;
   /** Reports (job results, logs) kept in the outbox until the coordinator takes them. */
   waitingReports: number;
+  /**
+   * How this environment's proxy variables reach the coordinator (`http://user:***@proxy:3128
+   * (from HTTPS_PROXY)`, `no proxy (NO_PROXY matches ...)`, `direct`), or why they cannot; null
+   * when not enrolled. The running daemon's own is in `daemon.proxy`.
+   */
+  proxy: string | null;
   /** What the daemon did since its first start here (`counters.json`), or null before it ever ran. */
   counters: AgentCounters | null;
 }
 
 /** What the state directory says about this agent. Never calls the coordinator. */
-export function readAgentStatus(stateDir: string): AgentStatus {
+export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = process.env): AgentStatus {
   const status: AgentStatus = {
     stateDir,
     enrollment: null,
@@ -45,6 +52,7 @@ export function readAgentStatus(stateDir: string): AgentStatus {
     deployProblem: null,
     waitingReports: countWaitingReports(path.join(stateDir, 'outbox')),
     counters: readCounters(stateDir),
+    proxy: null,
   };
   const deploy = readDeployState(stateDir);
   if (deploy?.apps) {
@@ -62,6 +70,7 @@ export function readAgentStatus(stateDir: string): AgentStatus {
   }
   if (!status.enrollment) return status;
   status.serverKeyFingerprint = keyFingerprint(status.enrollment.serverPublicKey);
+  status.proxy = proxyOf(status.enrollment.url, env);
   try {
     status.agentKeyFingerprint = keyFingerprint(publicKeyOf(loadPrivateKey(stateDir)));
     const mode = fs.statSync(statePath(stateDir, 'privateKey')).mode & 0o777;
@@ -72,4 +81,15 @@ export function readAgentStatus(stateDir: string): AgentStatus {
     status.problem = error.message;
   }
   return status;
+}
+
+/** How the proxy variables of `env` reach `url`, in words. */
+function proxyOf(url: string, env: NodeJS.ProcessEnv): string {
+  try {
+    const settings = readProxySettings(env);
+    return describeProxyRoute(proxyRouteFor(settings, new URL(url)), settings);
+  } catch (error) {
+    if (!(error instanceof AgentError)) throw error;
+    return `none usable: ${error.message}`;
+  }
 }

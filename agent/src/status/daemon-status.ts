@@ -24,6 +24,11 @@ export interface DaemonStatus {
     waiting: { jobId: string; workflowName: string }[];
   };
   workflows: { loaded: number; invalid: { file: string; message: string }[] };
+  /**
+   * How the daemon reaches the coordinator: `http://user:***@proxy:3128 (from HTTPS_PROXY)`,
+   * `no proxy (NO_PROXY matches ...)` or `direct` (absent when written by an older agent).
+   */
+  proxy?: string;
   /** The labels the agent reports and how the coordinator took them (absent when written by an older agent). */
   labels?: LabelStatus;
   updatedAt: string;

@@ -22,6 +22,7 @@ export function formatAgentStatus(status: AgentStatus): string[] {
     `Agent id:      ${e.agentId}`,
     `Organization:  ${e.orgId}`,
     `Coordinator:   ${e.url}`,
+    ...formatProxy(status),
     `Server key:    ${status.serverKeyFingerprint}`,
     `Agent key:     ${status.agentKeyFingerprint ?? 'missing'}`,
     `Enrolled at:   ${e.enrolledAt}`,
@@ -35,6 +36,16 @@ export function formatAgentStatus(status: AgentStatus): string[] {
   );
   if (status.problem) lines.push(`Problem:       ${status.problem}`);
   return lines;
+}
+
+/**
+ * How the coordinator is reached: as the running daemon said at its start, else as the proxy
+ * variables of this environment say (the service's environment may differ).
+ */
+function formatProxy(status: AgentStatus): string[] {
+  if (status.running && status.daemon?.proxy) return [`Proxy:         ${status.daemon.proxy}`];
+  if (status.proxy === null) return [];
+  return [`Proxy:         ${status.proxy} (by this environment's variables; the agent reads its own at start)`];
 }
 
 /** The daemon part of `drover-agent status`, aligned with the enrollment lines. */

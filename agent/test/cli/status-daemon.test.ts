@@ -129,4 +129,43 @@ describe('drover-agent status with the daemon', () => {
     fs.writeFileSync(path.join(root, 'status.json'), '{"pid": ');
     expect((await run('status', '--state-dir', root)).out).toMatch(/Agent: +not running/);
   });
+
+  it("names the running daemon's proxy, else the one this environment's variables would give", async () => {
+    const names = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy'];
+    const saved = names.map((name) => [name, process.env[name]] as const);
+    const setEnv = (vars: Record<string, string>) => {
+      for (const name of names) delete process.env[name];
+      Object.assign(process.env, vars);
+    };
+    try {
+      setEnv({ HTTPS_PROXY: 'http://other:3128' });
+      writeStatus({ ...daemon(process.pid), proxy: 'http://drover:***@proxy.lan:3128 (from HTTPS_PROXY)' });
+      expect((await run('status', '--state-dir', root)).out).toContain(
+        'Coordinator:   https://drover.example.com\nProxy:         http://drover:***@proxy.lan:3128 (from HTTPS_PROXY)\n',
+      );
+
+      fs.rmSync(path.join(root, 'status.json'));
+      const byEnv = "(by this environment's variables; the agent reads its own at start)";
+      setEnv({ https_proxy: 'http://drover:s3cret@proxy.lan:3128' });
+      let res = await run('status', '--state-dir', root);
+      expect(res.out).toContain(`Proxy:         http://drover:***@proxy.lan:3128 (from https_proxy) ${byEnv}\n`);
+      expect(res.out).not.toContain('s3cret');
+      setEnv({ HTTPS_PROXY: 'http://proxy.lan:3128', NO_PROXY: '.example.com' });
+      expect((await run('status', '--state-dir', root)).out).toContain(
+        `Proxy:         no proxy (NO_PROXY matches \`.example.com\`) ${byEnv}\n`,
+      );
+      setEnv({});
+      expect((await run('status', '--state-dir', root)).out).toContain(`Proxy:         direct ${byEnv}\n`);
+      setEnv({ HTTPS_PROXY: 'socks5://drover:s3cret@proxy.lan:1080' });
+      res = await run('status', '--state-dir', root, '--json');
+      expect(JSON.parse(res.out).proxy).toBe(
+        'none usable: HTTPS_PROXY must be an http:// or https:// proxy (the agent speaks HTTP CONNECT to it), got `socks5://drover:***@proxy.lan:1080`',
+      );
+    } finally {
+      for (const [name, value] of saved) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
 });

@@ -174,11 +174,26 @@ describe('drover-agent run, before it starts', () => {
       ],
       [['--job-timeout', '0'], /--job-timeout: must be at least 1ms/],
       [['--log-level', 'loud'], /--log-level expects trace, debug, info, warn or error, got `loud`/],
+      [
+        ['--min-download-speed', '1.5k'],
+        /--min-download-speed expects a whole number of bytes per second \(0: no minimum\), got `1.5k`/,
+      ],
     ];
     for (const [args, message] of cases) {
       const res = await run('run', '--state-dir', path.join(root, 'x'), ...args);
       expect(res.code, args.join(' ')).not.toBe(0);
       expect(res.err, args.join(' ')).toMatch(message);
+    }
+    // The environment variable of an option is checked the same way.
+    process.env.DROVER_AGENT_MIN_DOWNLOAD_SPEED = '-1';
+    try {
+      const res = await run('run', '--state-dir', path.join(root, 'x'));
+      expect(res.code).not.toBe(0);
+      expect(res.err).toMatch(
+        /--min-download-speed expects a whole number of bytes per second \(0: no minimum\), got `-1`/,
+      );
+    } finally {
+      delete process.env.DROVER_AGENT_MIN_DOWNLOAD_SPEED;
     }
   });
 });

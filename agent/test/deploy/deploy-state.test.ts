@@ -10,7 +10,7 @@ import {
   type ManifestPayload,
 } from '@drover/shared';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
-import { checkManifestEntry } from '../../src/deploy/manifest-check.js';
+import { checkManifestEntry, type ManifestCheckContext } from '../../src/deploy/manifest-check.js';
 import { readAgentStatus } from '../../src/status/agent-status.js';
 import { formatAgentStatus } from '../../src/status/format-status.js';
 
@@ -21,6 +21,7 @@ beforeEach(() => {
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 const APP = '3f2c1b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b';
+const AGENT = '7b3e9d21-4c5a-4f6b-8e7d-1a2b3c4d5e6f';
 
 describe('deploy/state.json', () => {
   it('keeps what was installed and the last manifest time across restarts, in a private file', () => {
@@ -55,6 +56,7 @@ describe('a manifest entry', () => {
   const pinned = publicKeyFromBase64(keys.publicKey)!;
   const sign = (payload: ManifestPayload) => signManifest(payload, privateKeyFromBase64(keys.privateKey));
   const payload: ManifestPayload = {
+    agent_id: AGENT,
     application_id: APP,
     slug: 'kiosk',
     channel: 'stable',
@@ -75,15 +77,35 @@ describe('a manifest entry', () => {
     min_sequence: 0,
     forced: false,
     issued_at: 1_760_000_100,
+    expires_at: 1_760_003_700,
     nonce: 'bm9uY2Utbm9uY2Utbm9uY2U',
   };
-  const never = () => null;
+  /** This agent, at the coordinator's time of issue, with nothing accepted or installed before. */
+  const never: ManifestCheckContext = {
+    agentId: AGENT,
+    nowSeconds: payload.issued_at,
+    lastIssuedAt: () => null,
+    installed: () => null,
+    pinnedKeys: () => null,
+  };
+  const withContext = (fields: Partial<ManifestCheckContext>): ManifestCheckContext => ({ ...never, ...fields });
 
   it('is trusted when signed by the pinned key, whatever the key order of its JSON', () => {
     const entry = sign(payload);
     const reordered = JSON.parse(JSON.stringify({ signature: entry.signature, payload: { ...entry.payload } }));
     reordered.payload = Object.fromEntries(Object.entries(reordered.payload).reverse());
     expect(checkManifestEntry(reordered, pinned, never)).toEqual({ ok: true, payload: reordered.payload });
+  });
+
+  it('is trusted with signed fields it does not know (a newer coordinator): they are verified, not required', () => {
+    const newer = {
+      ...payload,
+      rollout_wave: 2,
+      desired: { ...payload.desired!, delta_from: 'r1' },
+    } as ManifestPayload;
+    expect(checkManifestEntry(sign(newer), pinned, never)).toEqual({ ok: true, payload: newer });
+    const tampered = { ...sign(newer), payload: { ...newer, rollout_wave: 3 } };
+    expect(checkManifestEntry(tampered, pinned, never)).toMatchObject({ ok: false, problem: 'bad_signature' });
   });
 
   it('is refused when any signed field changed, or when another key signed it', () => {
@@ -115,12 +137,88 @@ describe('a manifest entry', () => {
 
   it('is refused when issued before the last one accepted (replay); the same second is fine', () => {
     const entry = sign(payload);
-    expect(checkManifestEntry(entry, pinned, () => payload.issued_at).ok).toBe(true);
-    expect(checkManifestEntry(entry, pinned, () => payload.issued_at + 1)).toMatchObject({
+    expect(checkManifestEntry(entry, pinned, withContext({ lastIssuedAt: () => payload.issued_at })).ok).toBe(true);
+    expect(checkManifestEntry(entry, pinned, withContext({ lastIssuedAt: () => payload.issued_at + 1 }))).toMatchObject(
+      {
+        ok: false,
+        problem: 'replayed',
+        message:
+          'the signed manifest was issued at 2025-10-09T08:55:00Z, before the last one accepted (2025-10-09T08:55:01Z): an old manifest replayed',
+      },
+    );
+  });
+
+  it('is refused when issued to another agent (a manifest of another device), whatever the case of the id', () => {
+    const other = '9e8d7c6b-5a49-4382-9170-6f5e4d3c2b1a';
+    expect(checkManifestEntry(sign({ ...payload, agent_id: other }), pinned, never)).toEqual({
       ok: false,
-      problem: 'replayed',
+      problem: 'other_agent',
+      applicationId: APP,
+      message: `the signed manifest was issued to agent ${other}, not to this agent (${AGENT}): a manifest of another device`,
+    });
+    expect(checkManifestEntry(sign({ ...payload, agent_id: AGENT.toUpperCase() }), pinned, never).ok).toBe(true);
+  });
+
+  it('is refused from its expiry on, by the coordinator-corrected clock it is given', () => {
+    const entry = sign(payload);
+    expect(checkManifestEntry(entry, pinned, withContext({ nowSeconds: payload.expires_at - 1 })).ok).toBe(true);
+    expect(checkManifestEntry(entry, pinned, withContext({ nowSeconds: payload.expires_at }))).toEqual({
+      ok: false,
+      problem: 'expired',
+      applicationId: APP,
       message:
-        'the signed manifest was issued at 2025-10-09T08:55:00Z, before the last one accepted (2025-10-09T08:55:01Z): an old manifest replayed',
+        'the signed manifest expired at 2025-10-09T09:55:00Z (coordinator time now 2025-10-09T09:55:00Z): a stale manifest held back or replayed',
+    });
+  });
+
+  describe('whose desired release has a lower sequence than the installed one', () => {
+    const installed = { releaseId: 'r9', version: '1.4', sequence: 9, channel: 'stable' };
+    const downgrade = sign(payload); // desired: sequence 2 on stable
+
+    it('is refused on the same channel when the installed release was not yanked', () => {
+      expect(checkManifestEntry(downgrade, pinned, withContext({ installed: () => installed }))).toEqual({
+        ok: false,
+        problem: 'downgrade',
+        applicationId: APP,
+        message:
+          'the signed manifest asks for kiosk 1.0 — ünïcode (sequence 2), older than the installed 1.4 (sequence 9) on the same channel stable, and the installed release was not yanked: a downgrade refused',
+      });
+    });
+
+    it('is accepted when forced (the installed release was yanked) or after a channel change', () => {
+      const forced = sign({ ...payload, forced: true });
+      expect(checkManifestEntry(forced, pinned, withContext({ installed: () => installed })).ok).toBe(true);
+      const moved = withContext({ installed: () => ({ ...installed, channel: 'beta' }) });
+      expect(checkManifestEntry(downgrade, pinned, moved).ok).toBe(true);
+    });
+
+    it('is accepted when the installed release was recorded without its channel (an older agent), or is older', () => {
+      const { channel: _channel, ...legacy } = installed;
+      expect(checkManifestEntry(downgrade, pinned, withContext({ installed: () => legacy })).ok).toBe(true);
+      const older = withContext({ installed: () => ({ ...installed, sequence: 1 }) });
+      expect(checkManifestEntry(downgrade, pinned, older).ok).toBe(true);
+    });
+  });
+
+  it('without agent_id and expires_at (an older coordinator) is accepted with a warning, other checks still applied', () => {
+    const { agent_id: _agent, expires_at: _expires, ...old } = payload;
+    const entry = sign(old as ManifestPayload);
+    expect(checkManifestEntry(entry, pinned, withContext({ nowSeconds: 2_000_000_000 }))).toEqual({
+      ok: true,
+      payload: old,
+      unbound:
+        'the signed manifest of kiosk names no agent or expiry (a coordinator older than this agent): accepted without the device-binding and expiry checks; upgrade the coordinator',
+    });
+    expect(checkManifestEntry(entry, pinned, withContext({ lastIssuedAt: () => payload.issued_at + 1 }))).toMatchObject(
+      {
+        ok: false,
+        problem: 'replayed',
+      },
+    );
+    expect(checkManifestEntry(sign({ ...payload, expires_at: 'soon' } as never), pinned, never)).toMatchObject({
+      ok: false,
+      problem: 'malformed',
+      message: 'the signed manifest has an `expires_at` that is not an integer',
     });
   });
 });

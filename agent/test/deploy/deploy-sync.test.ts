@@ -4,7 +4,6 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
 import { DeploySync } from '../../src/deploy/deploy-sync.js';
-import { ManifestSource } from '../../src/deploy/manifest-source.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
 import { captureLogger } from '../log-capture.js';
 import { FakeDeployCoordinator, unreachable } from './fake-deploy.js';
@@ -31,7 +30,7 @@ function sync(options: { postponeOptional?: boolean; busy?: string[]; intervalMs
   const { logger, records } = captureLogger();
   const s = new DeploySync({
     api: fake.api,
-    manifests: new ManifestSource({ api: fake.api, store, serverKey: fake.serverKey, logger }),
+    manifests: fake.manifests(store, logger),
     store,
     logger,
     postponeOptional: options.postponeOptional ?? false,
@@ -107,7 +106,7 @@ describe('the pull fallback', () => {
     expect(fake.reports.map((r) => r.state)).toEqual(['idle']);
   });
 
-  it('refuses and reports a manifest entry whose signature does not verify, and ignores a replayed one', async () => {
+  it('refuses and reports a manifest entry whose signature does not verify, or replayed, then reports again once accepted', async () => {
     const app = fake.addApp();
     fake.publish(app, '1.0.0');
     const { s, records } = sync();
@@ -128,10 +127,33 @@ describe('the pull fallback', () => {
     await s.check('poll'); // accepted: issued_at recorded
     expect(fake.reports.map((r) => r.state)).toEqual(['idle']);
     fake.reports.length = 0;
-    fake.clockOffset = -3600;
+    fake.clockOffset = -60;
     await s.check('poll');
-    expect(fake.reports).toEqual([]);
-    expect(records.at(-1)?.msg).toMatch(/an old manifest replayed$/);
+    expect(fake.reports).toEqual([
+      { applicationId: app.applicationId, state: 'refused', error: expect.stringMatching(/an old manifest replayed$/) },
+    ]);
+    expect(records.findLast((r) => r.level === 50)?.msg).toMatch(
+      new RegExp(
+        `^refused a manifest entry of application ${app.applicationId}: the signed manifest was issued at .*an old manifest replayed$`,
+      ),
+    );
+    fake.clockOffset = 0;
+    fake.reports.length = 0;
+    await s.check('poll'); // accepted again: the installation is reported again, replacing the refusal
+    expect(fake.reports.map((r) => r.state)).toEqual(['idle']);
+  });
+
+  it('warns once per application about entries without agent_id and expires_at (an older coordinator), and uses them', async () => {
+    const app = fake.addApp({ slug: 'kiosk' });
+    fake.publish(app, '1.0.0');
+    fake.signing = ({ agent_id: _agent, expires_at: _expires, ...payload }) => payload as never;
+    const { s, records } = sync();
+    await s.check('connect');
+    await s.check('poll');
+    expect(records.filter((r) => r.level === 40).map((r) => r.msg)).toEqual([
+      'the signed manifest of kiosk names no agent or expiry (a coordinator older than this agent): accepted without the device-binding and expiry checks; upgrade the coordinator',
+    ]);
+    expect(fake.reports.map((r) => r.state)).toEqual(['idle', 'idle']);
   });
 
   it('logs an unreachable coordinator once, not at every poll', async () => {

@@ -1,3 +1,5 @@
+import type { DownloadSettings } from '../../src/files/download.js';
+import type { Logger } from 'pino';
 import type { Masker } from '../../src/exec/secret-masker.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
@@ -5,7 +7,10 @@ import {
   privateKeyFromBase64,
   publicKeyFromBase64,
   signManifest,
+  signRelease,
+  sortedKeys,
   type DeployAssignment,
+  type ReleaseKeyRotation,
   type DeployReportRequest,
   type ManifestEntry,
   type ManifestPayload,
@@ -51,8 +56,19 @@ export class FakeDeployCoordinator {
   readonly reports: DeployReportRequest[] = [];
   /** Changes each entry after signing (tampering in transit). */
   tamper: ((entry: ManifestEntry) => ManifestEntry) | null = null;
-  /** Seconds added to `issued_at` (a negative value replays an older manifest). */
+  /** Seconds added to `issued_at` and `expires_at` (a negative value replays an older manifest). */
   clockOffset = 0;
+  /** The agent the manifest entries are bound to (`agent_id`): the agent under test. */
+  readonly agentId = randomUUID();
+  /** The applications' release keys, and the private key that signs their releases (null: unsigned). */
+  releaseKeys: {
+    keys: string[];
+    signer: { privateKey: string } | null;
+    generation?: number;
+    rotations?: ReleaseKeyRotation[];
+  } | null = null;
+  /** Changes each payload before it is signed (what a coordinator signs: an older one, another agent's entry). */
+  signing: ((payload: ManifestPayload) => ManifestPayload) | null = null;
   /** Errors the manifest call throws, one per call, before answering normally. */
   readonly fetchErrors: Error[] = [];
   fetches = 0;
@@ -84,7 +100,9 @@ export class FakeDeployCoordinator {
 
   payload(app: FakeApp): ManifestPayload {
     const r = app.release;
-    return {
+    const issuedAt = Math.floor(Date.now() / 1000) + this.clockOffset;
+    const payload: ManifestPayload = {
+      agent_id: this.agentId,
       application_id: app.applicationId,
       slug: app.slug,
       channel: app.channel,
@@ -104,9 +122,35 @@ export class FakeDeployCoordinator {
       min_version: '',
       min_sequence: 0,
       forced: app.forced,
-      issued_at: Math.floor(Date.now() / 1000) + this.clockOffset,
+      issued_at: issuedAt,
+      expires_at: issuedAt + 3600,
       nonce: randomBytes(16).toString('base64url'),
     };
+    const withKeys = this.releaseKeys && r ? this.#withReleaseKeys(payload, app, r) : payload;
+    return this.signing ? this.signing(withKeys) : withKeys;
+  }
+
+  #withReleaseKeys(payload: ManifestPayload, app: FakeApp, r: FakeRelease): ManifestPayload {
+    const { keys, signer, generation, rotations } = this.releaseKeys!;
+    const d = payload.desired!;
+    const signature = signer
+      ? signRelease(
+          { app: app.slug, version: r.version, sequence: r.sequence, sha256: d.checksum_sha256, size: d.size },
+          privateKeyFromBase64(signer.privateKey),
+        )
+      : null;
+    return {
+      ...payload,
+      desired: { ...d, signature },
+      release_keys: sortedKeys(keys),
+      release_key_generation: generation ?? 0,
+      ...(rotations ? { release_key_rotations: rotations } : {}),
+    };
+  }
+
+  /** The agent's manifest source against this coordinator (`now`: the agent's corrected clock, Unix ms). */
+  manifests(store: DeployStateStore, logger: Logger, now: () => number = Date.now): ManifestSource {
+    return new ManifestSource({ api: this.api, store, serverKey: this.serverKey, agentId: this.agentId, now, logger });
   }
 
   /** The `deploy` event of the app's desired release. */
@@ -179,17 +223,18 @@ export const unreachable = () => new AgentError('unreachable', 'Cannot reach the
 export function deployContext(
   fake: FakeDeployCoordinator,
   stateDir: string,
-  options: { postponeOptional?: boolean; masker?: () => Masker } = {},
+  options: { postponeOptional?: boolean; masker?: () => Masker; downloads?: DownloadSettings; now?: () => number } = {},
 ): DeployContext {
   const store = DeployStateStore.open(stateDir);
   const { logger } = captureLogger();
   return {
     api: fake.api,
-    manifests: new ManifestSource({ api: fake.api, store, serverKey: fake.serverKey, logger }),
+    manifests: fake.manifests(store, logger, options.now),
     store,
     postponeOptional: options.postponeOptional ?? false,
     downloadAttempts: 2,
     downloadBackoff: new Backoff({ baseMs: 10, capMs: 10 }),
     ...(options.masker ? { masker: options.masker } : {}),
+    ...(options.downloads ? { downloads: options.downloads } : {}),
   };
 }

@@ -9,6 +9,7 @@ import { deployJobRunner, type DeployContext } from '../../src/deploy/run-deploy
 import { SELF_UPDATE_WORKFLOW, selfUpdateWorkflow } from '../../src/self-update/builtin-workflow.js';
 import { HANDED_OVER, type SelfInstallRequest } from '../../src/self-update/self-update.js';
 import { createMasker, type Masker } from '../../src/exec/secret-masker.js';
+import type { DownloadSettings } from '../../src/files/download.js';
 import { captureLogger } from '../log-capture.js';
 import { startBlobServer, type BlobServer } from '../files/blob-server.js';
 import { assignment, harness, sh, type Harness } from '../jobs/harness.js';
@@ -52,6 +53,8 @@ function make(
     workflows?: any[];
     masker?: () => Masker;
     selfUpdate?: DeployContext['selfUpdate'];
+    downloads?: DownloadSettings;
+    now?: () => number;
   } = {},
 ): Harness {
   const h = harness(options.workflows ?? [update(), slow], {
@@ -97,7 +100,12 @@ describe('a deploy event', () => {
       state: 'installed',
       error: null,
     });
-    expect(localState(h, app).current).toEqual({ releaseId: release.releaseId, version: '1.2.0', sequence: 1 });
+    expect(localState(h, app).current).toEqual({
+      releaseId: release.releaseId,
+      version: '1.2.0',
+      sequence: 1,
+      channel: 'stable',
+    });
     expect(h.kinds(event.jobId)).toEqual(['start', 'logs', 'finish']);
   });
 
@@ -200,6 +208,95 @@ describe('nothing is installed', () => {
     expect(leftovers.filter((f) => f.includes('inputs/artifact/'))).toEqual([]);
   });
 
+  /** The agent's log line and its report of a refusal: `reason` then "nothing was installed". */
+  function expectRefusal(h: Harness, app: FakeApp, reason: string) {
+    const error = `${reason}; nothing was installed`;
+    expect(h.records.filter((r) => r.level === 50).map((r) => r.msg)).toContain(`deployment refused: ${error}`);
+    expect(fake.reports.at(-1)).toMatchObject({ applicationId: app.applicationId, state: 'refused', error });
+  }
+
+  it('when the manifest was issued to another agent (a manifest of another device)', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const other = '9e8d7c6b-5a49-4382-9170-6f5e4d3c2b1a';
+    fake.signing = (payload) => ({ ...payload, agent_id: other });
+    await refused(h, app);
+    expectRefusal(
+      h,
+      app,
+      `the signed manifest was issued to agent ${other}, not to this agent (${fake.agentId}): a manifest of another device`,
+    );
+  });
+
+  it('when the manifest expired by the coordinator-corrected clock (this machine’s own clock would accept it)', async () => {
+    const coordinatorNow = Date.now() + 2 * 3600_000; // this machine's clock is 2 h behind the coordinator's
+    const h = make({ now: () => coordinatorNow });
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    let expiresAt = 0;
+    fake.signing = (payload) => {
+      expiresAt = payload.expires_at;
+      return payload;
+    };
+    await refused(h, app);
+    const iso = (seconds: number) => new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+    expectRefusal(
+      h,
+      app,
+      `the signed manifest expired at ${iso(expiresAt)} (coordinator time now ${iso(Math.floor(coordinatorNow / 1000))}): a stale manifest held back or replayed`,
+    );
+  });
+
+  it('when the manifest asks for a lower sequence than installed on the same channel, not yanked (a downgrade)', async () => {
+    const h = make();
+    const app = fake.addApp({ slug: 'kiosk' });
+    const older = fake.publish(app, '1.0.0');
+    fake.publish(app, '1.1.0');
+    const first = fake.event(app);
+    h.manager.onDeployEvent(first);
+    await eventually(() => h.finishOf(first.jobId)?.status === 'success');
+    expect(localState(h, app).current).toMatchObject({ version: '1.1.0', sequence: 2, channel: 'stable' });
+    fs.rmSync(path.join(marks, 'installed'));
+    app.release = older;
+    await refused(h, app);
+    expectRefusal(
+      h,
+      app,
+      'the signed manifest asks for kiosk 1.0.0 (sequence 1), older than the installed 1.1.0 (sequence 2) on the same channel stable, and the installed release was not yanked: a downgrade refused',
+    );
+    expect(localState(h, app).current?.version).toBe('1.1.0');
+
+    // The same downgrade after a channel change (the operator moved the device) is installed ...
+    app.channel = 'beta';
+    const moved = fake.event(app);
+    h.manager.onDeployEvent(moved);
+    await eventually(() => h.finishOf(moved.jobId)?.status === 'success');
+    expect(localState(h, app).current).toMatchObject({ version: '1.0.0', sequence: 1, channel: 'beta' });
+    // ... and so is one forced by a yank of the installed release.
+    fake.publish(app, '1.2.0');
+    const up = fake.event(app);
+    h.manager.onDeployEvent(up);
+    await eventually(() => h.finishOf(up.jobId)?.status === 'success');
+    app.release = older;
+    app.forced = true;
+    const yanked = fake.event(app);
+    h.manager.onDeployEvent(yanked);
+    await eventually(() => h.finishOf(yanked.jobId)?.status === 'success');
+    expect(localState(h, app).current).toMatchObject({ version: '1.0.0', sequence: 1 });
+  });
+
+  it('installs from a coordinator older than the agent (no agent_id, no expires_at), with one warning line', async () => {
+    const h = make();
+    const app = fake.addApp({ slug: 'kiosk' });
+    fake.publish(app, '1.0.0');
+    fake.signing = ({ agent_id: _agent, expires_at: _expires, ...payload }) => payload as never;
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId)?.status === 'success');
+    expect(installed()).toBe('artifact 1.0.0');
+  });
+
   it('when the manifest is older than the last one accepted (replay)', async () => {
     const h = make();
     const app = fake.addApp();
@@ -211,6 +308,11 @@ describe('nothing is installed', () => {
     fake.publish(app, '1.1.0');
     fake.clockOffset = -60;
     expect(await refused(h, app)).toContain('before the last one accepted');
+    const reason = h.records.findLast((r) => r.level === 50)!.msg as string;
+    expect(reason).toMatch(
+      /^deployment refused: the signed manifest was issued at \S+Z, before the last one accepted \(\S+Z\): an old manifest replayed; nothing was installed$/,
+    );
+    expectRefusal(h, app, reason.replace(/^deployment refused: /, '').replace(/; nothing was installed$/, ''));
     expect(localState(h, app).current?.version).toBe('1.0.0');
   });
 });
@@ -304,6 +406,43 @@ describe('a failed update', () => {
     expect(sent.startsWith(`${'x'.repeat(1990)}***yyy`)).toBe(true);
     expect(sent.length).toBeLessThanOrEqual(2000);
     for (let n = 4; n <= secret.length; n++) expect(sent).not.toContain(secret.slice(0, n));
+  });
+
+  it('when the disk has too little space for the artifact is failed naming both sizes, before any byte is fetched', async () => {
+    const h = make({
+      downloads: { statfs: () => Promise.resolve({ bavail: 2, bsize: 4 }) }, // 8 bytes free
+    });
+    const app = fake.addApp();
+    const release = fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
+    const dir = path.join(h.stateDir, 'jobs', event.jobId, 'workspace', 'inputs', 'artifact');
+    const error = `the artifact could not be downloaded: not enough disk space for the download: it needs ${release.content.length} B more in ${dir}, 8 B are available`;
+    expect(h.finishOf(event.jobId)).toMatchObject({ status: 'failed', errorMessage: error });
+    expect(fake.states(app)).toEqual(['downloading', 'failed']);
+    expect(fake.reports.at(-1)?.error).toBe(error);
+    expect(blobs.requests.filter((r) => r.startsWith('GET /blob/'))).toEqual([]);
+    expect(installed()).toBeNull();
+  });
+
+  it('when the artifact trickles in slower than the minimum speed is failed naming the speed', async () => {
+    const h = make({ downloads: { minSpeed: 1000, speedWindowMs: 200 } });
+    const app = fake.addApp();
+    const release = fake.publish(app, '1.0.0');
+    blobs.trickle.add(release.releaseId); // 50 B/s
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)).toMatchObject({
+      status: 'failed',
+      errorMessage: expect.stringMatching(
+        /^the artifact could not be downloaded: the download was too slow: \d+ B\/s over the last 0\.2 s, below the minimum of 1 KB\/s \(--min-download-speed\)$/,
+      ),
+    });
+    expect(fake.states(app)).toEqual(['downloading', 'failed']);
+    expect(blobs.requests.filter((r) => r.startsWith('GET /blob/'))).toHaveLength(1);
+    expect(installed()).toBeNull();
   });
 
   it('when the manifest cannot be fetched is failed without a download', async () => {

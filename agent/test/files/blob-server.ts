@@ -16,6 +16,8 @@ export interface BlobServer {
   uploads: Map<string, Buffer>;
   /** Status codes to answer next, one per request, before serving normally. */
   script: number[];
+  /** Blobs served one byte every 20 ms (a trickling server). */
+  trickle: Set<string>;
   requests: string[];
   /** Forgets every blob, upload, scripted answer and request (between tests). */
   reset(): void;
@@ -26,6 +28,7 @@ export async function startBlobServer(): Promise<BlobServer> {
   const blobs = new Map<string, Buffer>();
   const uploads = new Map<string, Buffer>();
   const script: number[] = [];
+  const trickle = new Set<string>();
   const requests: string[] = [];
   const server = http.createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
@@ -42,6 +45,16 @@ export async function startBlobServer(): Promise<BlobServer> {
       if (req.method === 'GET' && kind === 'blob' && name && blobs.has(name)) {
         const body = blobs.get(name)!;
         res.writeHead(200, { 'content-length': body.length, 'content-type': 'application/octet-stream' });
+        if (trickle.has(name)) {
+          let sent = 0;
+          const timer = setInterval(() => {
+            sent += 1;
+            if (sent >= body.length) clearInterval(timer);
+            res.write(body.subarray(sent - 1, sent), () => sent >= body.length && res.end());
+          }, 20);
+          res.on('close', () => clearInterval(timer));
+          return;
+        }
         res.end(body);
         return;
       }
@@ -60,10 +73,12 @@ export async function startBlobServer(): Promise<BlobServer> {
     blobs,
     uploads,
     script,
+    trickle,
     requests,
     reset: () => {
       blobs.clear();
       uploads.clear();
+      trickle.clear();
       script.length = 0;
       requests.length = 0;
     },

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +8,7 @@ import { jobTimeSignal } from '../../src/files/job-phases.js';
 import { TransferError } from '../../src/files/transfer-error.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { fakeApi, sha256, startBlobServer, type BlobServer, type FakeApi } from './blob-server.js';
+import { startRangeServer } from './range-server.js';
 
 const FILE_ID = '11111111-2222-4333-8444-555555555555';
 const CONTENT = Buffer.from('hello input file\n');
@@ -131,6 +133,67 @@ describe('fetchInputFiles', () => {
       envParams: { bundle: path.join(workspace, 'inputs', 'bundle', 'fresh.txt') },
     });
     expect(lines.some((l) => l.includes('HTTP 403: scripted 403') && l.includes('trying again'))).toBe(true);
+  });
+
+  it('resumes over a link cut every 200 KB and an expired URL, and a later job of the same file takes up its partial', async () => {
+    const content = randomBytes(1_000_000);
+    const range = await startRangeServer(content);
+    try {
+      range.mishaps.cutEvery = 200_000;
+      range.expired.add('old');
+      api.inputs.set(FILE_ID, {
+        downloadUrl: range.url('new'),
+        expiresInSeconds: 900,
+        size: content.length,
+        sha256: sha256(content),
+        filename: 'big.bin',
+        contentType: 'application/octet-stream',
+      });
+      const partials = path.join(workspace, 'downloads');
+      const big = ref({
+        downloadUrl: range.url('old'),
+        size: content.length,
+        sha256: sha256(content),
+        filename: 'big.bin',
+      });
+      // The first job is stopped after the second cut (the agent shut down).
+      const stop = new AbortController();
+      const lines0 = lines;
+      const stopped = await fetch(
+        { bundle: big },
+        {
+          signal: stop.signal,
+          downloads: { partialsDir: partials },
+          log: (text) => {
+            lines0.push(text);
+            if (text.includes('at 400 KB of 1 MB')) stop.abort('cancelled: the agent shut down');
+          },
+        },
+      );
+      expect(stopped).toMatchObject({ ok: false, aborted: 'cancelled' });
+      expect(fs.readdirSync(partials)).toHaveLength(2); // the partial and its record, kept
+
+      // The next job of the same file: the rest only, from the kept bytes.
+      const result = await fetch({ bundle: big }, { downloads: { partialsDir: partials } });
+      expect(result).toMatchObject({ ok: true, bytes: content.length });
+      expect(sha256(fs.readFileSync(path.join(workspace, 'inputs', 'bundle', 'big.bin')))).toBe(sha256(content));
+      expect(range.bytesSent).toBe(content.length);
+      expect(range.requests.map((r) => [r.range ?? 'whole', r.status])).toEqual([
+        ['whole', 403],
+        ['whole', 200],
+        ['bytes=200000-', 206],
+        ['bytes=400000-', 403], // the next job's URL from the event has expired too
+        ['bytes=400000-', 206],
+        ['bytes=600000-', 206],
+        ['bytes=800000-', 206],
+      ]);
+      expect(lines).toContain(
+        'resuming the download of input file `bundle` at 400 KB of 1 MB (40%), kept from an earlier attempt',
+      );
+      expect(fs.readdirSync(partials)).toEqual([]);
+    } finally {
+      await range.close();
+    }
   });
 
   it('asks for a URL when the job event carried none, and fails clearly when the file is gone', async () => {

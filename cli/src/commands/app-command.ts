@@ -5,6 +5,7 @@ import { CliError } from '../errors.js';
 import { parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
+import { configureAppReleaseKeysCommand } from './app-release-keys-command.js';
 import { configureAppWindowCommand } from './app-window-command.js';
 import { findApp } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
@@ -24,6 +25,7 @@ const bindingsWord = (n: number) => `${n} binding${n === 1 ? '' : 's'}`;
 export function configureAppCommand(program: Command, rt: Runtime): void {
   const app = program.command('app').description('one over-the-air application of the organization (a session)');
   configureAppWindowCommand(app, rt);
+  configureAppReleaseKeysCommand(app, rt);
 
   app
     .command('device-group')

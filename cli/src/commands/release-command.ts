@@ -17,6 +17,7 @@ import {
 } from '../releases/rollout-plan.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
+import { configureReleaseKeyCommands } from './release-keys-command.js';
 
 type Release = Schema<'Release'>;
 
@@ -28,14 +29,21 @@ interface CreateFlags extends RolloutFlags {
   mandatory?: boolean;
   notes?: string;
   publish?: boolean;
+  sequence?: string;
+  signature?: string;
   json?: boolean;
 }
 
-/** `drover release create|publish|yank|list`: over-the-air releases of an application, for release pipelines. */
+/**
+ * `drover release create|publish|yank|list`: over-the-air releases of an application, for release
+ * pipelines (a session); `keygen|sign|rotate-keys`: release keys, offline.
+ */
 export function configureReleaseCommand(program: Command, rt: Runtime): void {
   const release = program
     .command('release')
-    .description("an application's over-the-air releases: create, publish, yank, list (a session)");
+    .description(
+      "an application's over-the-air releases: create, publish, yank, list (a session); keygen, sign, rotate-keys (offline)",
+    );
 
   const create = release
     .command('create')
@@ -47,7 +55,9 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
     .option('--channel <channel>', "the channel (default: the application's)")
     .option('--mandatory', 'devices below it must update (default: optional)')
     .option('--notes <text>', 'release notes')
-    .option('--publish', 'publish it at once (wave by wave with --waves)');
+    .option('--publish', 'publish it at once (wave by wave with --waves)')
+    .option('--sequence <n>', 'the sequence it was signed with (an application with release keys needs it)')
+    .option('--signature <base64>', 'its signature (`drover release sign`): an application with release keys needs it');
   for (const [flag, what] of ROLLOUT_OPTIONS) create.option(flag, what);
   create
     .option('--json', "print the API's answer (the release) as JSON")
@@ -57,6 +67,7 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
       }
       const plan = rolloutPlan(flags);
       if (plan !== null && !flags.publish) throw new CliError('--waves needs --publish (a draft has no rollout yet)');
+      const sequence = flags.sequence === undefined ? undefined : sequenceOption(flags.sequence);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const base = await releasesPath(caller, flags.app);
       let artifactFileId = flags.file;
@@ -71,6 +82,8 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
         ...(flags.channel === undefined ? {} : { channel: flags.channel }),
         updatePolicy: flags.mandatory ? 'mandatory' : 'optional',
         ...(flags.notes === undefined ? {} : { notes: flags.notes }),
+        ...(sequence === undefined ? {} : { sequence }),
+        ...(flags.signature === undefined ? {} : { signature: flags.signature }),
       });
       if (flags.publish) created = await publish(caller, base, created.id, plan);
       if (flags.json) return printJson(rt, created);
@@ -132,6 +145,8 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
       ]);
       rt.out(formatTable(['ID', 'VERSION', 'SEQUENCE', 'CHANNEL', 'POLICY', 'STATUS', 'PUBLISHED'], rows));
     });
+
+  configureReleaseKeyCommands(release, rt);
 }
 
 /** Publishes a draft, at once or with a rollout plan; the coordinator's 422 on the plan names the options. */
@@ -156,6 +171,13 @@ async function showRollout(
   const rollout = await caller.api.get<Rollout>(`${base}/${release.id}/rollout`);
   rt[to](`${describeRollout(rollout, release.version)}\n`);
   rt.err(`Follow it with: drover rollout status ${follow.ref} --app ${follow.app}\n`);
+}
+
+function sequenceOption(value: string): number {
+  const n = /^\d+$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new CliError(`--sequence: expected a whole number from 1, got \`${value}\``);
+  return n;
 }
 
 function describe(r: Release): string {

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
+import { exitWith } from './common.js';
 import { ConfigError } from '../config/config.js';
 import { loadBackupConfig, type BackupConfig, type BackupConfigFlags } from '../config/backup-config.js';
 import { backup } from '../backup/backup.js';
@@ -42,7 +43,7 @@ export function configureBackupCommand(program: Command): void {
       try {
         config = loadBackupConfig(process.env, flags);
       } catch (error) {
-        if (error instanceof ConfigError) exit(2, error.message);
+        if (error instanceof ConfigError) exitWith(2, error.message);
         throw error;
       }
       const to = path.resolve(flags.to!);
@@ -57,13 +58,8 @@ export function configureBackupCommand(program: Command): void {
         });
         for (const line of backupReportLines(config, report)) process.stdout.write(`${line}\n`);
       } catch (error) {
-        if (error instanceof BackupError) exit(error.code === 'refused' ? 2 : 1, error.message);
+        if (error instanceof BackupError) exitWith(error.code === 'refused' ? 2 : 1, error.message);
         throw error;
       }
     });
-}
-
-function exit(status: number, message: string): never {
-  process.stderr.write(`drover-coordinator: ${message}\n`);
-  process.exit(status);
 }

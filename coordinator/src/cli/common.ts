@@ -33,19 +33,19 @@ export function configOrExit(flags: ConfigFlags): Config {
   try {
     return loadConfig(process.env, flags);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`drover-coordinator: ${error.message}\n`);
-      process.exit(2);
-    }
+    if (error instanceof ConfigError) exitWith(2, error.message);
     throw error;
   }
 }
 
+/** Exits with `status` after one line on stderr: the end of a command that failed or was refused. */
+export function exitWith(status: number, message: string): never {
+  process.stderr.write(`drover-coordinator: ${message}\n`);
+  process.exit(status);
+}
+
 function inUse(dataDir: string, pid: number): never {
-  process.stderr.write(
-    `drover-coordinator: the data directory ${dataDir} is in use by another drover-coordinator (pid ${pid}); stop it first\n`,
-  );
-  process.exit(1);
+  exitWith(1, `the data directory ${dataDir} is in use by another drover-coordinator (pid ${pid}); stop it first`);
 }
 
 /** Exits 1 in one line when a running coordinator process holds the data directory; creates nothing. */
@@ -64,8 +64,7 @@ export function lockDataDirOrExit(dataDir: string): () => void {
     release = lockDataDir(dataDir);
   } catch (error) {
     if (isLockHeldError(error)) inUse(dataDir, error.pid);
-    process.stderr.write(`drover-coordinator: cannot use the data directory ${dataDir}: ${(error as Error).message}\n`);
-    process.exit(1);
+    exitWith(1, `cannot use the data directory ${dataDir}: ${(error as Error).message}`);
   }
   process.once('exit', release);
   return release;

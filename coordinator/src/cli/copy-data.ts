@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { exitWith } from './common.js';
 import { ConfigError } from '../config/config.js';
 import { loadCopyDataConfig, type CopyDataConfig, type CopyDataFlags } from '../config/copy-data-config.js';
 import { copyData, CopyDataError } from '../copy-data/copy-data.js';
@@ -27,7 +28,7 @@ export function configureCopyDataCommand(program: Command): void {
       try {
         config = loadCopyDataConfig(process.env, flags);
       } catch (error) {
-        if (error instanceof ConfigError) exit(2, error.message);
+        if (error instanceof ConfigError) exitWith(2, error.message);
         throw error;
       }
       const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -35,13 +36,8 @@ export function configureCopyDataCommand(program: Command): void {
         const report = await copyData(config, say);
         for (const line of reportLines(config, report)) say(line);
       } catch (error) {
-        if (error instanceof CopyDataError) exit(error.code === 'refused' ? 2 : 1, error.message);
+        if (error instanceof CopyDataError) exitWith(error.code === 'refused' ? 2 : 1, error.message);
         throw error;
       }
     });
-}
-
-function exit(status: number, message: string): never {
-  process.stderr.write(`drover-coordinator: ${message}\n`);
-  process.exit(status);
 }

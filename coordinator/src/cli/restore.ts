@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
+import { exitWith } from './common.js';
 import { ConfigError } from '../config/config.js';
 import { loadBackupConfig } from '../config/backup-config.js';
 import { BackupError } from '../backup/backup-error.js';
@@ -25,7 +26,7 @@ export function configureRestoreCommand(program: Command): void {
         // Only the data directory: the database and storage settings are the coordinator's business.
         ({ dataDir } = loadBackupConfig({ DROVER_DATA_DIR: process.env.DROVER_DATA_DIR }, flags));
       } catch (error) {
-        if (error instanceof ConfigError) exit(2, error.message);
+        if (error instanceof ConfigError) exitWith(2, error.message);
         throw error;
       }
       const from = path.resolve(flags.from);
@@ -53,13 +54,8 @@ export function configureRestoreCommand(program: Command): void {
           say(`next: drover-coordinator start --data-dir ${dataDir}`);
         }
       } catch (error) {
-        if (error instanceof BackupError) exit(error.code === 'refused' ? 2 : 1, error.message);
+        if (error instanceof BackupError) exitWith(error.code === 'refused' ? 2 : 1, error.message);
         throw error;
       }
     });
-}
-
-function exit(status: number, message: string): never {
-  process.stderr.write(`drover-coordinator: ${message}\n`);
-  process.exit(status);
 }

@@ -62,6 +62,8 @@ export interface Config {
   readonly jobFileTtlSeconds: number;
   /** A job's stored log is capped at this many bytes of text (docs/jobs.md, "Log lines"). */
   readonly jobLogMaxBytes: number;
+  /** How long a signed OTA manifest entry is valid after it is issued (`expires_at`; docs/ota.md). */
+  readonly manifestTtlSeconds: number;
   /** Where the coordinator's own files are kept: the data directory, or a bucket. */
   readonly storage: StorageConfig;
   /** Slack and Discord app credentials; null: that provider is off. */
@@ -106,6 +108,7 @@ export const DEFAULTS = Object.freeze({
   fileSweepIntervalMs: 60_000,
   jobFileTtlSeconds: 7 * 86400,
   jobLogMaxBytes: DEFAULT_JOB_LOG_MAX_BYTES,
+  manifestTtlSeconds: 3600,
   chatGiveUpSeconds: 86400,
   maxTriggersPerOrg: 1000,
   maxCronTriggersPerOrg: 100,
@@ -293,6 +296,14 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     MAX_JOB_LOG_MAX_BYTES,
   );
 
+  // At least a minute (an agent's clock is corrected to the coordinator's within seconds), at most a week.
+  const manifestTtlSeconds = integer(
+    pick(undefined, null, 'DROVER_MANIFEST_TTL_SECONDS'),
+    DEFAULTS.manifestTtlSeconds,
+    60,
+    7 * 86400,
+  );
+
   const storage = parseStorageUrl(pick(flags.storageUrl, 'storage-url', 'DROVER_STORAGE_URL'), env, problems);
 
   const chat = parseChatConfig(env, problems);
@@ -370,6 +381,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     fileSweepIntervalMs,
     jobFileTtlSeconds,
     jobLogMaxBytes,
+    manifestTtlSeconds,
     storage,
     chat,
     chatGiveUpSeconds,

@@ -6,6 +6,7 @@ import type { TransactionRules } from './model/transaction-rules.js';
 import { evaluateBinding } from './ota/evaluate-binding.js';
 import { planDeviceGroup } from './ota/device-group-rule.js';
 import { checkArtifact } from './ota/releases.js';
+import { checkReleaseSignature } from './ota/release-signature.js';
 import { decideLimits } from './trigger-run/rate-windows.js';
 import { triggerLimitRefusal } from './triggers/trigger-limits.js';
 import { choosePoolAgent } from './fleet/pool-choice.js';
@@ -17,6 +18,7 @@ export const transactionRules: TransactionRules = {
   enrollmentTokenRefusal,
   roleChangeRefusal,
   checkArtifact,
+  checkReleaseSignature,
   decideLimits,
   planJobMessages,
   planBatchMessages,

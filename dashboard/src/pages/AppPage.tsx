@@ -8,6 +8,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { dateTime } from '../components/time';
 import { AppDevices } from './AppDevices';
 import { AppMaintenanceWindow } from './AppMaintenanceWindow';
+import { AppReleaseKeys } from './AppReleaseKeys';
 import { NewRelease } from './NewRelease';
 import { NotFoundPage } from './NotFoundPage';
 import { PublishDialog } from './PublishDialog';
@@ -45,6 +46,7 @@ export function AppPage() {
         <dd>{dateTime(a.createdAt)}</dd>
       </dl>
       <AppMaintenanceWindow orgId={orgId} app={a} />
+      <AppReleaseKeys orgId={orgId} app={a} />
       <ErrorMessage error={releases.error ?? devices.error} />
       <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} />
       <NewRelease orgId={orgId} app={a} />

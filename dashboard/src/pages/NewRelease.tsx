@@ -6,7 +6,7 @@ import { artifactFilesQuery, byteSize, storageBindingsQuery, type App, type Rele
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { FileUpload } from '../components/FileUpload';
 
-const FIELDS = ['version', 'artifactFileId', 'channel', 'updatePolicy', 'notes'] as const;
+const FIELDS = ['version', 'artifactFileId', 'channel', 'updatePolicy', 'notes', 'sequence', 'signature'] as const;
 
 /**
  * A new release (a draft) from an artifact: a file uploaded here (stored as a persistent file of
@@ -18,6 +18,9 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
   const [channel, setChannel] = useState('');
   const [policy, setPolicy] = useState<'optional' | 'mandatory'>('optional');
   const [notes, setNotes] = useState('');
+  const [sequence, setSequence] = useState('');
+  const [signature, setSignature] = useState('');
+  const signed = app.releaseKeys !== null;
   const [source, setSource] = useState<'upload' | 'stored'>('upload');
   const [fileId, setFileId] = useState('');
   const [bindingId, setBindingId] = useState('');
@@ -36,11 +39,16 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
       const body: RequestBody<'createRelease'> = { version, artifactFileId: fileId, updatePolicy: policy };
       if (channel.trim() !== '') body.channel = channel.trim();
       if (notes.trim() !== '') body.notes = notes;
+      // An application with release keys: the sequence and signature made by `drover release sign`.
+      if (sequence.trim() !== '') body.sequence = Number(sequence);
+      if (signature.trim() !== '') body.signature = signature.trim();
       return api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases`, { body });
     },
     onSuccess: () => {
       setVersion('');
       setNotes('');
+      setSequence('');
+      setSignature('');
       setFileId('');
       setSource('upload');
     },
@@ -165,6 +173,37 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
           )}
           <FieldError errors={errors} field="artifactFileId" idPrefix="rel" />
         </fieldset>
+        {signed && (
+          <>
+            <div className="field">
+              <label htmlFor={errors.props('sequence').id}>Sequence</label>
+              <input
+                {...errors.props('sequence')}
+                type="number"
+                min={1}
+                step={1}
+                value={sequence}
+                onChange={(e) => setSequence(e.target.value)}
+              />
+              <span className="hint">the sequence the release was signed with, above every release</span>
+              <FieldError errors={errors} field="sequence" idPrefix="rel" />
+            </div>
+            <div className="field">
+              <label htmlFor={errors.props('signature').id}>Signature</label>
+              <input
+                {...errors.props('signature')}
+                value={signature}
+                onChange={(e) => setSignature(e.target.value)}
+                autoComplete="off"
+                spellCheck={false}
+              />
+              <span className="hint">
+                by a release key, made off the coordinator: <code>drover release sign</code>
+              </span>
+              <FieldError errors={errors} field="signature" idPrefix="rel" />
+            </div>
+          </>
+        )}
         <div className="field wide">
           <label htmlFor={errors.props('notes').id}>Notes</label>
           <textarea {...errors.props('notes')} rows={2} value={notes} onChange={(e) => setNotes(e.target.value)} />

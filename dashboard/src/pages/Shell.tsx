@@ -47,6 +47,7 @@ function SignedIn({ email }: { email: string }) {
             <NavLink to={`/orgs/${current.id}/api-tokens`}>API tokens</NavLink>
             <NavLink to={`/orgs/${current.id}/members`}>Members</NavLink>
             {current.role === 'owner' && <NavLink to={`/orgs/${current.id}/audit`}>Audit log</NavLink>}
+            <NavLink to={`/orgs/${current.id}/settings`}>Settings</NavLink>
           </nav>
         )}
         <UserMenu email={email} current={current} />

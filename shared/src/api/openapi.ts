@@ -1913,7 +1913,7 @@ export interface components {
         /** @description SQLite: free pages inside the file, which VACUUM would return to the disk; null on PostgreSQL */
         freeBytes: number | null;
       };
-      /** @description The last retention sweep of the coordinator that answered, since it started; null before its first */
+      /** @description The last retention sweep of the coordinator that answered, since it started (`deleted`: this organization's rows; the times and batches: the whole sweep's); null before its first */
       lastSweep: {
         /** Format: date-time */
         startedAt: string;
@@ -2483,6 +2483,10 @@ export interface components {
         teamId: string;
         channelId: string;
       } | null;
+      /** @description the Ed25519 public keys (standard base64) one of which must sign every release; null: releases are not signed (docs/ota.md, "Release keys") */
+      releaseKeys: string[] | null;
+      /** @description how many times the release keys were rotated (0: the first set, or none) */
+      releaseKeyGeneration: number;
       /** Format: date-time */
       createdAt: string;
     };
@@ -2519,6 +2523,10 @@ export interface components {
         teamId: string;
         channelId: string;
       } | null;
+      /** @description the Ed25519 public keys (standard base64) one of which must sign every release; null: releases are not signed (docs/ota.md, "Release keys") */
+      releaseKeys: string[] | null;
+      /** @description how many times the release keys were rotated (0: the first set, or none) */
+      releaseKeyGeneration: number;
       /** Format: date-time */
       createdAt: string;
       /** @description when the body had deviceSelector: how many agents the selector matches now (revoked ones aside; 0: it binds nothing), and how many bindings it added and removed; else null */
@@ -2555,6 +2563,8 @@ export interface components {
       checksumSha256: string;
       size: number;
       notes: string | null;
+      /** @description its signature by one of the application's release keys (standard base64); null: unsigned */
+      signature: string | null;
       /** Format: date-time */
       createdAt: string;
       /** Format: date-time */
@@ -4879,6 +4889,8 @@ export interface operations {
           'application/json': {
             apps: {
               payload: {
+                /** @description the agent this entry was issued to */
+                agent_id: string;
                 application_id: string;
                 slug: string;
                 channel: string;
@@ -4898,13 +4910,28 @@ export interface operations {
                   size: number;
                   download_url: string;
                   download_expires_in: number;
+                  /** @description only when the application has release keys: the release's signature by one of them */
+                  signature?: string | null;
                 } | null;
                 min_version: string;
                 min_sequence: number;
                 forced: boolean;
                 /** @description Unix seconds */
                 issued_at: number;
+                /** @description Unix seconds: refused from then on (DROVER_MANIFEST_TTL_SECONDS) */
+                expires_at: number;
                 nonce: string;
+                /** @description only when the application has release keys: the set one of which signs every release */
+                release_keys?: string[];
+                release_key_generation?: number;
+                /** @description the rotations of the release keys, oldest first (docs/ota.md, "Release keys") */
+                release_key_rotations?: {
+                  app: string;
+                  generation: number;
+                  keys: string[];
+                  signedBy: string;
+                  signature: string;
+                }[];
               };
               /** @description standard base64 Ed25519 over the RFC 8785 payload */
               signature: string;
@@ -8294,6 +8321,8 @@ export interface operations {
           updateWorkflowName: string;
           /** @description default `stable` */
           defaultChannel?: string;
+          /** @description 1 to 10 Ed25519 public keys: every release must then be signed by one of them (docs/ota.md, "Release keys") */
+          releaseKeys?: string[];
         };
       };
     };
@@ -8487,6 +8516,20 @@ export interface operations {
             /** @description how long each window stays open: 1 to 10080 minutes (7 days) */
             durationMinutes: number;
           } | null;
+          /** @description 1 to 10 Ed25519 public keys: every release must then be signed by one of them (docs/ota.md, "Release keys"); only on an application without keys (409 otherwise: rotate them) */
+          releaseKeys?: string[];
+          /** @description a change of the release keys, signed by a key of the current set (docs/ota.md, "Release keys"); devices that pinned the current set follow it */
+          releaseKeyRotation?: {
+            /** @description the application's slug */
+            app: string;
+            /** @description the current generation + 1 */
+            generation: number;
+            /** @description the new key set */
+            keys: string[];
+            /** @description an Ed25519 public key: the standard base64 of its raw 32 bytes (`drover release keygen` prints it) */
+            signedBy: string;
+            signature: string;
+          };
         };
       };
     };
@@ -8511,6 +8554,15 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -8661,6 +8713,10 @@ export interface operations {
            */
           updatePolicy?: 'mandatory' | 'optional';
           notes?: string | null;
+          /** @description the sequence the release was signed with, greater than every release of the application (409 otherwise); required when the application has release keys, default: the next one */
+          sequence?: number;
+          /** @description required when the application has release keys: standard base64 Ed25519 by one of them over the RFC 8785 JSON of {app, version, sequence, sha256, size} (`drover release sign`) */
+          signature?: string;
         };
       };
     };
@@ -8685,6 +8741,15 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -15,6 +15,9 @@ export interface ApplicationRow {
   device_selector: string | null;
   /** JSON text (null: no window). */
   maintenance_window: string | null;
+  /** JSON text: the release keys (null: none) and the rotations that changed them. */
+  release_keys: string | null;
+  release_key_rotations: string | null;
   created_at: string;
   deleted_at: string | null;
 }
@@ -35,14 +38,17 @@ export const toApplication = (r: ApplicationRow): Application => ({
       : { provider: r.notify_provider, teamId: r.notify_team_id!, channelId: r.notify_channel_id! },
   deviceSelector: r.device_selector,
   maintenanceWindow: maintenanceWindowOf(r.maintenance_window),
+  releaseKeys: r.release_keys === null ? null : (JSON.parse(r.release_keys) as string[]),
+  releaseKeyRotations:
+    r.release_key_rotations === null ? [] : (JSON.parse(r.release_key_rotations) as Application['releaseKeyRotations']),
   createdAt: r.created_at,
   deletedAt: r.deleted_at,
 });
 
-const INSERT = command<[string, string, string, string, string, string | null, string | null, string]>(
+const INSERT = command<[string, string, string, string, string, string | null, string | null, string | null, string]>(
   `INSERT INTO applications (id, org_id, slug, update_workflow_name, default_channel, device_selector,
-     maintenance_window, created_at, deleted_at)
-   VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
+     maintenance_window, release_keys, created_at, deleted_at)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)`,
 );
 const IN_ORG = query<ApplicationRow, [string, string]>(
   'SELECT * FROM applications WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
@@ -54,15 +60,22 @@ const BY_ID = query<ApplicationRow, [string]>('SELECT * FROM applications WHERE 
 const OF_ORG = query<ApplicationRow, [string]>(
   (d) => `SELECT * FROM applications WHERE org_id = ? AND deleted_at IS NULL ORDER BY created_at, ${d.insertionOrder}`,
 );
-/** The fields of a patch that are given; `setWindow` / `notifySet` 1 sets the window / the chat channel (null removes it). */
+/**
+ * The fields of a patch that are given; `setWindow` / `notifySet` 1 sets the window / the chat
+ * channel (null removes it); `keysSet` 1 sets the release keys, only if they are still `keysFrom`
+ * (their JSON text, '' for none): two rotations at once cannot both apply.
+ */
 const UPDATE = command<Record<string, unknown>>(
   `UPDATE applications SET update_workflow_name = COALESCE(@workflow, update_workflow_name),
      default_channel = COALESCE(@channel, default_channel),
      maintenance_window = CASE WHEN @setWindow = 1 THEN @window ELSE maintenance_window END,
      notify_provider = CASE WHEN @notifySet = 1 THEN @notifyProvider ELSE notify_provider END,
      notify_team_id = CASE WHEN @notifySet = 1 THEN @notifyTeamId ELSE notify_team_id END,
-     notify_channel_id = CASE WHEN @notifySet = 1 THEN @notifyChannelId ELSE notify_channel_id END
-   WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL`,
+     notify_channel_id = CASE WHEN @notifySet = 1 THEN @notifyChannelId ELSE notify_channel_id END,
+     release_keys = CASE WHEN @keysSet = 1 THEN @keys ELSE release_keys END,
+     release_key_rotations = CASE WHEN @keysSet = 1 THEN @rotations ELSE release_key_rotations END
+   WHERE org_id = @orgId AND id = @id AND deleted_at IS NULL
+     AND (@keysSet = 0 OR COALESCE(release_keys, '') = @keysFrom)`,
 );
 const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
   `UPDATE jobs SET status = 'cancelled', error_message = ?, finished_at = ?
@@ -96,6 +109,7 @@ export function createApplicationRepository(db: Database): ApplicationRepository
           app.defaultChannel,
           app.deviceSelector,
           json(app.maintenanceWindow),
+          json(app.releaseKeys),
           app.createdAt,
         ]);
         return 'created';
@@ -122,6 +136,11 @@ export function createApplicationRepository(db: Database): ApplicationRepository
         notifyProvider: patch.notify?.provider ?? null,
         notifyTeamId: patch.notify?.teamId ?? null,
         notifyChannelId: patch.notify?.channelId ?? null,
+        keysSet: flag(patch.releaseKeys !== undefined),
+        keysFrom: json(patch.releaseKeys?.from ?? null) ?? '',
+        keys: json(patch.releaseKeys?.keys ?? null),
+        rotations:
+          patch.releaseKeys && patch.releaseKeys.rotations.length > 0 ? json(patch.releaseKeys.rotations) : null,
         orgId,
         id,
       });

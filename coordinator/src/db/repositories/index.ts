@@ -73,7 +73,7 @@ export function createRepositories(
     users: createUserRepository(database),
     workflows: createWorkflowRepository(database),
     applications: createApplicationRepository(database),
-    releases: createReleaseRepository(database, rules.checkArtifact),
+    releases: createReleaseRepository(database, rules.checkArtifact, rules.checkReleaseSignature),
     rollouts: createRolloutRepository(database),
     retention: createRetentionRepository(database),
     deviceBindings: createDeviceBindingRepository(database, rules.evaluateBinding),

@@ -1,6 +1,7 @@
 import type { CleanupRule, FileStatus } from '../../domain/model/files.js';
 import type {
   CheckArtifact,
+  CheckReleaseSignature,
   CreateReleaseResult,
   NewRelease,
   Release,
@@ -24,6 +25,7 @@ export interface ReleaseRow {
   checksum_sha256: string;
   size: number;
   notes: string | null;
+  signature: string | null;
   created_at: string;
   published_at: string | null;
   yanked_at: string | null;
@@ -41,6 +43,7 @@ export const toRelease = (r: ReleaseRow): Release => ({
   checksumSha256: r.checksum_sha256,
   size: r.size,
   notes: r.notes,
+  signature: r.signature,
   createdAt: r.created_at,
   publishedAt: r.published_at,
   yankedAt: r.yanked_at,
@@ -65,14 +68,20 @@ interface NewReleaseParams {
   checksumSha256: string;
   size: number;
   notes: string | null;
+  sequence: number;
+  signature: string | null;
   createdAt: string;
 }
+const SIGNING_FACTS = query<{ slug: string; release_keys: string | null; max_sequence: number }, [string]>(
+  `SELECT a.slug, a.release_keys,
+     (SELECT COALESCE(MAX(r.sequence), 0) FROM releases r WHERE r.application_id = a.id) AS max_sequence
+   FROM applications a WHERE a.id = ?`,
+);
 const INSERT = query<ReleaseRow, NewReleaseParams>(
   `INSERT INTO releases (id, application_id, version, sequence, channel, update_policy, status, artifact_file_id,
-     checksum_sha256, size, notes, created_at, published_at, yanked_at)
-   VALUES (@id, @applicationId, @version,
-     (SELECT COALESCE(MAX(sequence), 0) + 1 FROM releases WHERE application_id = @applicationId),
-     @channel, @updatePolicy, 'draft', @artifactFileId, @checksumSha256, @size, @notes,
+     checksum_sha256, size, notes, signature, created_at, published_at, yanked_at)
+   VALUES (@id, @applicationId, @version, @sequence,
+     @channel, @updatePolicy, 'draft', @artifactFileId, @checksumSha256, @size, @notes, @signature,
      -- Creations wait for one another (the application's lock), not in the order they read the
      -- clock: a release is never older than the one with the previous sequence.
      COALESCE((SELECT MAX(created_at) FROM releases WHERE application_id = @applicationId
@@ -108,7 +117,11 @@ const UPDATE_DRAFT = command<[string | null, string | null, UpdatePolicy | null,
  * artifact's row, so the file cannot be claimed for deletion meanwhile (files.ts). A status change
  * locks the release's row and reads it back to tell applied from conflict.
  */
-export function createReleaseRepository(db: Database, checkArtifact: CheckArtifact): ReleaseRepository {
+export function createReleaseRepository(
+  db: Database,
+  checkArtifact: CheckArtifact,
+  checkReleaseSignature: CheckReleaseSignature,
+): ReleaseRepository {
   function* create(r: NewRelease): Flow<CreateReleaseResult> {
     yield* lockApplication(r.applicationId);
     const row = yield* one(ARTIFACT, [r.orgId, r.artifactFileId]);
@@ -119,6 +132,22 @@ export function createReleaseRepository(db: Database, checkArtifact: CheckArtifa
       const { ok: _ok, ...refusal } = file;
       return { outcome: 'bad_artifact', ...refusal };
     }
+    // Read under the application's lock: no other creation takes a sequence meanwhile.
+    const facts = (yield* one(SIGNING_FACTS, [r.applicationId]))!;
+    const maxSequence = Number(facts.max_sequence);
+    const refusal = checkReleaseSignature({
+      app: {
+        slug: facts.slug,
+        releaseKeys: facts.release_keys === null ? null : (JSON.parse(facts.release_keys) as string[]),
+      },
+      version: r.version,
+      sequence: r.sequence,
+      signature: r.signature,
+      maxSequence,
+      sha256: file.sha256,
+      size: file.size,
+    });
+    if (refusal) return { outcome: 'refused', refusal };
     const created = yield* one(INSERT, {
       id: r.id,
       applicationId: r.applicationId,
@@ -129,6 +158,8 @@ export function createReleaseRepository(db: Database, checkArtifact: CheckArtifa
       checksumSha256: file.sha256,
       size: file.size,
       notes: r.notes,
+      sequence: r.sequence ?? maxSequence + 1,
+      signature: r.signature,
       createdAt: r.createdAt,
     });
     return { outcome: 'created', release: toRelease(created as ReleaseRow) };

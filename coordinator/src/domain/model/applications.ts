@@ -1,3 +1,4 @@
+import type { ReleaseKeyRotation } from '@drover/shared';
 import type { ChatProvider } from './triggers.js';
 
 /** The chat channel an application's rollouts post to when they pause by themselves. */
@@ -23,6 +24,13 @@ export interface Application {
   deviceSelector: string | null;
   /** Optional updates start only inside this window (docs/ota.md, "Maintenance windows"); null: at once. */
   maintenanceWindow: MaintenanceWindow | null;
+  /**
+   * The Ed25519 public keys (standard base64) that must sign every release (migration 0036;
+   * docs/ota.md, "Release keys"); null: releases are not signed.
+   */
+  releaseKeys: string[] | null;
+  /** The rotations that changed the keys, oldest first (each signed by a key of the set before it). */
+  releaseKeyRotations: ReleaseKeyRotation[];
   createdAt: string;
   deletedAt: string | null;
 }
@@ -44,6 +52,12 @@ export interface ApplicationPatch {
   notify?: AppNotify | null | undefined;
   /** null removes the window. */
   maintenanceWindow?: MaintenanceWindow | null | undefined;
+  /**
+   * The new release keys, with the rotations that lead to them (the domain checked them), written
+   * only if the stored keys are still `from` (what the check read): otherwise nothing of the patch
+   * is written, and the answer shows the keys as they are.
+   */
+  releaseKeys?: { keys: string[]; rotations: ReleaseKeyRotation[]; from: string[] | null } | undefined;
 }
 
 export interface DeletedApplication {

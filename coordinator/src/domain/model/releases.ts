@@ -15,6 +15,8 @@ export interface Release {
   checksumSha256: string;
   size: number;
   notes: string | null;
+  /** Its signature by one of the application's release keys (docs/ota.md, "Release keys"); null: unsigned. */
+  signature: string | null;
   createdAt: string;
   publishedAt: string | null;
   yankedAt: string | null;
@@ -29,6 +31,9 @@ export interface NewRelease {
   updatePolicy: UpdatePolicy;
   artifactFileId: string;
   notes: string | null;
+  /** The sequence the signer chose (null: the next one). */
+  sequence: number | null;
+  signature: string | null;
   createdAt: string;
 }
 
@@ -51,8 +56,31 @@ export type CheckArtifact = (
   file: StoredArtifact,
 ) => { ok: true; size: number; sha256: string } | { ok: false; problem: ArtifactProblem; status?: string };
 
+/** What a release's signature is checked against, read in its creation's transaction. */
+export interface ReleaseToSign {
+  /** The application's slug and release keys (null: releases are not signed). */
+  app: { slug: string; releaseKeys: string[] | null };
+  version: string;
+  /** The sequence given (null: none). */
+  sequence: number | null;
+  signature: string | null;
+  /** The highest sequence of the application's releases (0: none). */
+  maxSequence: number;
+  sha256: string;
+  size: number;
+}
+
+/** Why a release cannot be created as given: a 422 on a field, or a 409 on its sequence. */
+export type ReleaseSignatureRefusal =
+  { kind: 'invalid'; path: string; message: string } | { kind: 'conflict'; message: string; maxSequence: number };
+
+/** A release's sequence and signature against its application's keys (domain/ota/release-signature.ts). */
+export type CheckReleaseSignature = (release: ReleaseToSign) => ReleaseSignatureRefusal | null;
+
 export type CreateReleaseResult =
-  { outcome: 'created'; release: Release } | { outcome: 'bad_artifact'; problem: ArtifactProblem; status?: string };
+  | { outcome: 'created'; release: Release }
+  | { outcome: 'bad_artifact'; problem: ArtifactProblem; status?: string }
+  | { outcome: 'refused'; refusal: ReleaseSignatureRefusal };
 
 /** `applied`: moved now; `conflict`: not possible from the release's status; `not_found`. */
 export type ReleaseChange = { outcome: 'applied' | 'conflict'; release: Release } | { outcome: 'not_found' };

@@ -31,8 +31,9 @@ export interface DeleteBatch {
   more: boolean;
 }
 
-/** The ended jobs of a retention class: `success`, `cancelled`, `rejected`; or `failed`, `timed_out`. */
-export type EndedJobClass = 'kept' | 'failed';
+/** The statuses of ended jobs: `jobsDays` applies to the first three, `failedJobsDays` to the others. */
+export const ENDED_STATUSES = ['success', 'cancelled', 'rejected', 'failed', 'timed_out'] as const;
+export type EndedStatus = (typeof ENDED_STATUSES)[number];
 
 export interface DatabaseSize {
   engine: 'sqlite' | 'postgres';
@@ -56,11 +57,11 @@ export interface RetentionRepository {
   /** Replaces the organization's overrides; false when there is no such organization. */
   setOverrides(orgId: string, overrides: RetentionOverrides): Promise<boolean>;
   /**
-   * Ended jobs of the class that ended before `before`, with their log lines and what names them:
+   * Jobs that ended with `status` before `before` (the oldest first), with their log lines and what names them:
    * at most `rows` rows, a job and each of its log lines counting one (a log longer than that goes
    * over several batches before its job).
    */
-  deleteJobs(orgId: string, kind: EndedJobClass, before: string, rows: number): Promise<DeleteBatch>;
+  deleteJobs(orgId: string, status: EndedStatus, before: string, rows: number): Promise<DeleteBatch>;
   /** Audit entries created before `before`; `orgId` null: the coordinator's own (no organization). */
   deleteAudit(orgId: string | null, before: string, limit: number): Promise<DeleteBatch>;
   deleteOccurrences(orgId: string, before: string, limit: number): Promise<DeleteBatch>;

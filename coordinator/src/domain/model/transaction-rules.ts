@@ -4,7 +4,7 @@ import type { EvaluateBinding } from './device-bindings.js';
 import type { PlanDeviceGroup } from './device-groups.js';
 import type { PlanJobMove } from './jobs.js';
 import type { RoleChangeRefusal } from './orgs.js';
-import type { CheckArtifact } from './releases.js';
+import type { CheckArtifact, CheckReleaseSignature } from './releases.js';
 import type { LimitDecision, ReadWindowCounts } from './rate-limits.js';
 import type { ChoosePoolAgent, LimitedAdmission } from './trigger-runs.js';
 import type { TriggerLimitRefusal } from './triggers.js';
@@ -30,6 +30,8 @@ export interface TransactionRules {
   roleChangeRefusal: RoleChangeRefusal;
   /** A release's artifact is an active, persistent file. */
   checkArtifact: CheckArtifact;
+  /** A release's sequence and signature against its application's release keys. */
+  checkReleaseSignature: CheckReleaseSignature;
   /** A trigger run's limits: refused or admitted, and which counters it adds to. */
   decideLimits: DecideLimits;
   /** A trigger job that ended: the chat messages it posts, if any (written with the job's end). */

@@ -7,6 +7,7 @@ import {
   type ManifestEntry,
   type ManifestPayload,
 } from '@drover/shared';
+import type { Config } from '../../config/config.js';
 import type { Application } from '../model/applications.js';
 import type { DeviceBinding } from '../model/device-bindings.js';
 import type { StoredFile } from '../model/files.js';
@@ -32,6 +33,7 @@ export interface AgentDeployContext extends OtaContext {
     issueDownload(file: StoredFile): Promise<DownloadUrlView>;
   };
   serverKey: { sign(message: Uint8Array): string };
+  config: Pick<Config, 'manifestTtlSeconds'>;
 }
 
 interface CallingAgent {
@@ -46,7 +48,8 @@ const manifestNonce = () => randomUUID();
 
 /**
  * One signed entry per application bound to the agent (applications not deleted), in bind
- * order. `desired` carries a download URL issued now; `issued_at` is Unix seconds.
+ * order. `desired` carries a download URL issued now; `issued_at` and `expires_at` are Unix
+ * seconds (`DROVER_MANIFEST_TTL_SECONDS` apart), and `agent_id` binds the entry to the caller.
  */
 export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAgent): Promise<DesiredManifestResponse> {
   const generation = await ctx.repos.changeCounter.otaGeneration();
@@ -95,10 +98,12 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
     if (file) entry.artifacts.set(file.id, file);
   }
   const issuedAt = Math.floor(ctx.clock.now() / 1000);
+  const expiresAt = issuedAt + ctx.config.manifestTtlSeconds;
   const entries: ManifestEntry[] = [];
   for (const { binding, entry, state } of items) {
     const { app } = entry;
     const payload: ManifestPayload = {
+      agent_id: agent.id,
       application_id: app.id,
       slug: app.slug,
       channel: binding.channel,
@@ -117,11 +122,24 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
       min_sequence: state.minSequence,
       forced: state.forced,
       issued_at: issuedAt,
+      expires_at: expiresAt,
       nonce: manifestNonce(),
+      ...releaseKeysOf(app),
     };
     entries.push({ payload, signature: ctx.serverKey.sign(manifestSigningBytes(payload)) });
   }
   return { apps: entries };
+}
+
+/** The application's release keys for the manifest (docs/ota.md, "Release keys"); nothing without keys. */
+function releaseKeysOf(app: Application): Partial<ManifestPayload> {
+  if (!app.releaseKeys) return {};
+  const rotations = app.releaseKeyRotations;
+  return {
+    release_keys: app.releaseKeys,
+    release_key_generation: rotations.at(-1)?.generation ?? 0,
+    ...(rotations.length > 0 ? { release_key_rotations: rotations } : {}),
+  };
 }
 
 /** A file that is no longer active gets an empty URL (the agent cannot download it and reports a failure). */
@@ -137,6 +155,7 @@ async function desiredEntry(ctx: AgentDeployContext, app: Application, release: 
     size: release.size,
     download_url: download.downloadUrl,
     download_expires_in: download.expiresInSeconds,
+    ...(app.releaseKeys ? { signature: release.signature } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
+import { releaseKeyProblem, rotationProblem, sameKeys, sortedKeys, type ReleaseKeyRotation } from '@drover/shared';
 import type { Application, ApplicationPatch } from '../model/applications.js';
-import { AppError, notFound, validationFailed } from '../../errors.js';
+import { AppError, invalid, notFound, validationFailed } from '../../errors.js';
 import { isoNow } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
@@ -14,7 +15,23 @@ export interface CreateAppInput {
   slug: string;
   updateWorkflowName: string;
   defaultChannel?: string | undefined;
+  /** Ed25519 public keys that must sign every release (docs/ota.md, "Release keys"). */
+  releaseKeys?: string[] | undefined;
 }
+
+/** The key set as stored (sorted, without repeats), or a 422 naming each key that is not usable. */
+function checkedReleaseKeys(keys: readonly string[], path: string): string[] {
+  const problems = keys.flatMap((key, i) => {
+    const problem = releaseKeyProblem(key);
+    return problem ? [{ path: `${path}.${i}`, message: problem }] : [];
+  });
+  if (problems.length > 0) throw validationFailed(problems);
+  return sortedKeys(keys);
+}
+
+/** The generation of an application's key set: that of its last rotation, 0 before any. */
+export const releaseKeyGeneration = (app: Pick<Application, 'releaseKeyRotations'>): number =>
+  app.releaseKeyRotations.at(-1)?.generation ?? 0;
 
 export const APP_DELETED_MESSAGE = 'cancelled: the application was deleted';
 
@@ -36,6 +53,8 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
     notify: null,
     deviceSelector: null,
     maintenanceWindow: null,
+    releaseKeys: input.releaseKeys ? checkedReleaseKeys(input.releaseKeys, 'body.releaseKeys') : null,
+    releaseKeyRotations: [],
     createdAt: isoNow(ctx.clock),
     deletedAt: null,
   };
@@ -51,10 +70,48 @@ export async function createApp(ctx: OtaContext, orgId: string, input: CreateApp
  * A change of an application, as the PATCH body gives it (checked by the route schema): fields to
  * change, its maintenance window, and its device group's selector.
  */
-export interface AppChange extends Omit<ApplicationPatch, 'maintenanceWindow'> {
+export interface AppChange extends Omit<ApplicationPatch, 'maintenanceWindow' | 'releaseKeys'> {
   maintenanceWindow?: MaintenanceWindowInput | null | undefined;
   /** A label selector, or null to remove the device group (docs/ota.md, "Device groups"). */
   deviceSelector?: string | null | undefined;
+  /** The first release keys of an application that has none. */
+  releaseKeys?: string[] | undefined;
+  /** A new key set, signed by a key of the current one (`drover release rotate-keys`). */
+  releaseKeyRotation?: ReleaseKeyRotation | undefined;
+}
+
+/**
+ * The release keys a change sets, or undefined: the first set (`releaseKeys`) only on an
+ * application without keys (409 otherwise: a set changes only through a rotation, so that devices
+ * that pinned it can follow); a rotation only on an application with keys, valid (422 naming why).
+ * The same set again is no change.
+ */
+function releaseKeysChange(before: Application, change: AppChange): ApplicationPatch['releaseKeys'] {
+  if (change.releaseKeys !== undefined && change.releaseKeyRotation !== undefined) {
+    throw invalid('body.releaseKeyRotation', 'send either releaseKeys (the first set) or releaseKeyRotation, not both');
+  }
+  if (change.releaseKeys !== undefined) {
+    const keys = checkedReleaseKeys(change.releaseKeys, 'body.releaseKeys');
+    if (before.releaseKeys === null) return { keys, rotations: [], from: null };
+    if (sameKeys(keys, before.releaseKeys)) return undefined;
+    throw new AppError(
+      'conflict',
+      `The application ${before.slug} already has release keys: devices pinned them, so they change only through a rotation signed by one of them (releaseKeyRotation, made with \`drover release rotate-keys\`)`,
+      { details: { releaseKeys: before.releaseKeys } },
+    );
+  }
+  const rotation = change.releaseKeyRotation;
+  if (rotation === undefined) return undefined;
+  if (before.releaseKeys === null) {
+    throw invalid(
+      'body.releaseKeyRotation',
+      `the application ${before.slug} has no release keys to rotate: set releaseKeys`,
+    );
+  }
+  const problem = rotationProblem(rotation, before.slug, before.releaseKeys, releaseKeyGeneration(before));
+  if (problem) throw invalid('body.releaseKeyRotation', problem);
+  const stored: ReleaseKeyRotation = { ...rotation, keys: sortedKeys(rotation.keys) };
+  return { keys: stored.keys, rotations: [...before.releaseKeyRotations, stored], from: before.releaseKeys };
 }
 
 /**
@@ -86,9 +143,11 @@ export async function updateApp(
     patch.maintenanceWindow = check.window;
   }
   const before = await findApp(ctx, caller.orgId, appId);
+  patch.releaseKeys = releaseKeysChange(before, change);
   const changed: string[] = (['updateWorkflowName', 'defaultChannel', 'notify'] as const).filter(
     (k) => patch[k] !== undefined && JSON.stringify(patch[k]) !== JSON.stringify(before[k]),
   );
+  if (patch.releaseKeys !== undefined) changed.push('releaseKeys');
   if (patch.maintenanceWindow !== undefined && !sameWindow(patch.maintenanceWindow, before.maintenanceWindow)) {
     changed.push('maintenanceWindow');
   }
@@ -96,6 +155,13 @@ export async function updateApp(
   if (changed.length > 0) {
     const updated = await ctx.repos.applications.update(caller.orgId, appId, patch);
     if (!updated) throw notFound('Application');
+    if (patch.releaseKeys && !sameKeys(updated.releaseKeys ?? [], patch.releaseKeys.keys)) {
+      throw new AppError(
+        'conflict',
+        `The release keys of ${before.slug} changed while this change was checked; nothing was changed: read the application and try again`,
+        { details: { releaseKeys: updated.releaseKeys } },
+      );
+    }
     app = updated;
   }
   const reason = changed.includes('updateWorkflowName')

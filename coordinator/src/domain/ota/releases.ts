@@ -26,6 +26,9 @@ export interface CreateReleaseInput {
   channel?: string | undefined;
   updatePolicy?: UpdatePolicy | undefined;
   notes?: string | null | undefined;
+  /** Required, with `signature`, when the application has release keys (docs/ota.md, "Release keys"). */
+  sequence?: number | undefined;
+  signature?: string | undefined;
 }
 
 const ARTIFACT_PROBLEMS: Record<ArtifactProblem, (status?: string) => string> = {
@@ -44,7 +47,11 @@ export const checkArtifact: CheckArtifact = (file: StoredArtifact) => {
   return { ok: true, size: file.size, sha256: file.sha256 };
 };
 
-/** A draft with the next sequence of the application; 422 when the artifact cannot back a release. */
+/**
+ * A draft with the next sequence of the application (or the one given); 422 when the artifact
+ * cannot back a release or the signature is missing or wrong, 409 for a sequence not above every
+ * existing one (release-signature.ts).
+ */
 export async function createRelease(ctx: OtaContext, app: Application, input: CreateReleaseInput): Promise<Release> {
   const result = await ctx.repos.releases.create({
     id: newId(),
@@ -55,10 +62,19 @@ export async function createRelease(ctx: OtaContext, app: Application, input: Cr
     updatePolicy: input.updatePolicy ?? 'optional',
     artifactFileId: input.artifactFileId.toLowerCase(),
     notes: input.notes ?? null,
+    sequence: input.sequence ?? null,
+    signature: input.signature ?? null,
     createdAt: isoNow(ctx.clock),
   });
   if (result.outcome === 'bad_artifact') {
     throw invalid('body.artifactFileId', ARTIFACT_PROBLEMS[result.problem](result.status));
+  }
+  if (result.outcome === 'refused') {
+    const { refusal } = result;
+    if (refusal.kind === 'invalid') throw invalid(refusal.path, refusal.message);
+    throw new AppError('conflict', refusal.message, {
+      details: { sequence: input.sequence, maxSequence: refusal.maxSequence },
+    });
   }
   return result.release;
 }

@@ -17,6 +17,10 @@ export interface AppView {
   maintenanceWindow: MaintenanceWindow | null;
   /** The windows not yet ended at the answer (the open one first), NEXT_WINDOWS_SHOWN; [] without a window. */
   nextWindows: WindowView[];
+  /** The keys one of which signs every release (docs/ota.md, "Release keys"); null: unsigned releases. */
+  releaseKeys: string[] | null;
+  /** How many times they were rotated. */
+  releaseKeyGeneration: number;
   createdAt: string;
 }
 
@@ -30,6 +34,8 @@ export const toAppView = (app: Application, now: number): AppView => ({
   deviceSelector: app.deviceSelector,
   maintenanceWindow: app.maintenanceWindow,
   nextWindows: app.maintenanceWindow ? nextWindows(app.maintenanceWindow, now) : [],
+  releaseKeys: app.releaseKeys,
+  releaseKeyGeneration: app.releaseKeyRotations.at(-1)?.generation ?? 0,
   createdAt: app.createdAt,
 });
 
@@ -47,6 +53,7 @@ export const toReleaseView = (r: Release): ReleaseView => ({
   checksumSha256: r.checksumSha256,
   size: r.size,
   notes: r.notes,
+  signature: r.signature,
   createdAt: r.createdAt,
   publishedAt: r.publishedAt,
   yankedAt: r.yankedAt,

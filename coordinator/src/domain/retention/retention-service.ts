@@ -4,7 +4,7 @@ import { notFound } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { DatabaseSize, DeleteBatch, Deleted, RetentionRepository } from '../model/retention.js';
-import { DELETED_KINDS } from '../model/retention.js';
+import { DELETED_KINDS, ENDED_STATUSES } from '../model/retention.js';
 import {
   applyRetentionChange,
   effectiveRetention,
@@ -16,10 +16,12 @@ import {
 
 /**
  * A deleting batch aims at this long a hold of the database (sized from the last one's time), and
- * the sweep then rests as long as the batch took: it takes at most half of the event loop and
- * the database, and a request arriving during a batch waits a few milliseconds at most.
+ * the sweep then rests REST_FACTOR times as long as the batch took: it takes at most a third of
+ * the event loop and the database (the rest is the requests' and the WAL checkpoint thread's), and
+ * a request arriving during a batch waits a few milliseconds at most.
  */
 export const TARGET_BATCH_MS = 5;
+const REST_FACTOR = 2;
 /** Rows per deleting batch (a job and each of its log lines count one): the first, and the bounds the sizing keeps to. */
 const FIRST_BATCH = 100;
 const MIN_BATCH = 10;
@@ -69,7 +71,10 @@ export interface RetentionView {
   /** The coordinator's settings. */
   defaults: Retention;
   database: DatabaseSize;
-  /** The last sweep this coordinator ran since it started; null before the first. */
+  /**
+   * The last sweep this coordinator ran since it started (what it deleted: this organization's
+   * rows; its time and batches: the whole sweep's); null before the first.
+   */
   lastSweep: SweepReport | null;
 }
 
@@ -87,6 +92,8 @@ export class RetentionService {
   private sweeping: Promise<SweepReport> | null = null;
   private stopped = false;
   private last: SweepReport | null = null;
+  /** What the last sweep deleted of each organization's (the view shows an organization its own). */
+  private lastByOrg = new Map<string, Deleted>();
 
   constructor(private readonly deps: RetentionDeps) {}
 
@@ -99,7 +106,7 @@ export class RetentionService {
       overrides,
       defaults: { ...this.deps.defaults },
       database: await this.deps.repo.databaseSize(),
-      lastSweep: this.last,
+      lastSweep: this.last && { ...this.last, deleted: this.lastByOrg.get(orgId) ?? none() },
     };
   }
 
@@ -176,14 +183,19 @@ export class RetentionService {
     };
     const { repo } = this.deps;
     const orgs = await repo.organizations();
-    const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del);
+    const byOrg = new Map<string, Deleted>();
     for (const { orgId, overrides } of orgs) {
+      const ofOrg = none();
+      byOrg.set(orgId, ofOrg);
+      const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del, ofOrg);
       const r = effectiveRetention(this.deps.defaults, overrides);
       const jobsBefore = retentionCutoff(now, r.jobsDays);
       const failedBefore = retentionCutoff(now, r.failedJobsDays);
       const auditBefore = retentionCutoff(now, r.auditDays);
-      await drain((n) => repo.deleteJobs(orgId, 'kept', jobsBefore, n));
-      await drain((n) => repo.deleteJobs(orgId, 'failed', failedBefore, n));
+      for (const status of ENDED_STATUSES) {
+        const before = status === 'failed' || status === 'timed_out' ? failedBefore : jobsBefore;
+        await drain((n) => repo.deleteJobs(orgId, status, before, n));
+      }
       // A batch goes once its jobs are gone, and no sooner than the jobs that ended with it.
       await drain((n) => repo.deleteBatches(orgId, jobsBefore, n));
       await drain((n) => repo.deleteOccurrences(orgId, retentionCutoff(now, r.occurrencesDays), n));
@@ -193,10 +205,11 @@ export class RetentionService {
     }
     // The coordinator's own entries (no organization) keep to its setting.
     const serverAuditBefore = retentionCutoff(now, this.deps.defaults.auditDays);
-    await drain((n) => repo.deleteAudit(null, serverAuditBefore, n));
+    await this.drain(report, (n) => repo.deleteAudit(null, serverAuditBefore, n), none());
 
     report.durationMs = performance.now() - started;
     this.last = report;
+    this.lastByOrg = byOrg;
     const total = DELETED_KINDS.reduce((sum, kind) => sum + report.deleted[kind], 0);
     if (total > 0) {
       this.deps.logger.info(
@@ -216,7 +229,11 @@ export class RetentionService {
    * Deletes batch after batch until one comes back short, sizing each from the last one's time so
    * that one holds the database for about TARGET_BATCH_MS, and letting requests run in between.
    */
-  private async drain(report: SweepReport, del: (limit: number) => Promise<DeleteBatch>): Promise<void> {
+  private async drain(
+    report: SweepReport,
+    del: (limit: number) => Promise<DeleteBatch>,
+    ofOrg: Deleted,
+  ): Promise<void> {
     let size = FIRST_BATCH;
     while (!this.stopped) {
       const t0 = performance.now();
@@ -228,13 +245,14 @@ export class RetentionService {
       for (const kind of DELETED_KINDS) {
         if (deleted[kind] > 0) {
           report.deleted[kind] += deleted[kind];
+          ofOrg[kind] += deleted[kind];
           this.deps.metrics.retentionDeleted(kind, deleted[kind]);
         }
       }
       if (!more) return;
       const scaled = Math.round(size * (TARGET_BATCH_MS / Math.max(ms, 0.1)));
       size = Math.min(MAX_BATCH, Math.max(MIN_BATCH, Math.min(scaled, size * 2)));
-      await sleep(Math.max(1, Math.round(ms)));
+      await sleep(Math.max(1, Math.round(ms * REST_FACTOR)));
     }
   }
 }

@@ -347,6 +347,8 @@ export const appExample = {
       localOpensAt: '2026-11-28T02:00:00+01:00',
     },
   ],
+  releaseKeys: ['u8ZB4n3G0b9oH1pQ2rS3tU4vW5xY6zA7bC8dE9fG0hI='],
+  releaseKeyGeneration: 0,
   createdAt: AT,
 };
 
@@ -364,6 +366,7 @@ export const releaseExample = {
   checksumSha256: SHA256,
   size: 1048576,
   notes: 'Faster start-up',
+  signature: 'kq2m…base64…Ag==',
   createdAt: AT,
   publishedAt: LATER,
   yankedAt: null,
@@ -403,6 +406,7 @@ export const desiredManifestExample = {
   apps: [
     {
       payload: {
+        agent_id: ID.agent,
         application_id: ID.app,
         slug: 'kiosk',
         channel: 'stable',
@@ -423,6 +427,7 @@ export const desiredManifestExample = {
         min_sequence: 3,
         forced: false,
         issued_at: 1795600000,
+        expires_at: 1795603600,
         nonce: 'q7Yb2c9L0kX1',
       },
       signature: 'MEUCIQD3kz…base64…Qw==',

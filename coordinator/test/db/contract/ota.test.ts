@@ -42,6 +42,8 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     notify: null,
     deviceSelector: null,
     maintenanceWindow: null,
+    releaseKeys: null,
+    releaseKeyRotations: [],
     createdAt: iso(0),
     deletedAt: null,
     ...fields,
@@ -98,6 +100,8 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     channel: 'stable',
     updatePolicy: 'optional',
     artifactFileId,
+    sequence: null,
+    signature: null,
     notes: null,
     createdAt: iso(1),
     ...fields,
@@ -592,6 +596,27 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       expect(byGroup.length + (manual.outcome === 'bound' ? 1 : 0)).toBe(6);
       expect(new Set(byGroup).size).toBe(byGroup.length);
     });
+  });
+
+  it('changes release keys only from the set the change was checked against, with nothing else of the patch', async () => {
+    const a = app({ releaseKeys: ['k1'] });
+    await t.repos.applications.insert(a);
+    const rotation = { app: 'firmware', generation: 1, keys: ['k2'], signedBy: 'k1', signature: 's' };
+    const stale = await t.repos.applications.update(orgId, a.id, {
+      defaultChannel: 'beta',
+      releaseKeys: { keys: ['k3'], rotations: [rotation], from: ['k0'] },
+    });
+    expect(stale).toMatchObject({ releaseKeys: ['k1'], releaseKeyRotations: [], defaultChannel: 'stable' });
+    const applied = await t.repos.applications.update(orgId, a.id, {
+      defaultChannel: 'beta',
+      releaseKeys: { keys: ['k2'], rotations: [rotation], from: ['k1'] },
+    });
+    expect(applied).toMatchObject({ releaseKeys: ['k2'], releaseKeyRotations: [rotation], defaultChannel: 'beta' });
+    const first = app({ slug: 'firmware-2' });
+    await t.repos.applications.insert(first);
+    expect(
+      await t.repos.applications.update(orgId, first.id, { releaseKeys: { keys: ['k1'], rotations: [], from: null } }),
+    ).toMatchObject({ releaseKeys: ['k1'], releaseKeyRotations: [] });
   });
 
   it('stores a maintenance window, holds an optional update outside it, and finds the binding due when it opens and closes', async () => {

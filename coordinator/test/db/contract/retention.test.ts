@@ -114,6 +114,8 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     expect(view.database.engine).toBe(kind);
     expect(view.database.bytes).toBeGreaterThan(0);
     expect(view.lastSweep?.deleted.jobs).toBe(1);
+    // Another organization's view tells only its own rows.
+    expect((await service.view(other.orgId)).lastSweep?.deleted.jobs).toBe(0);
     const audit = await t.rows<{ action: string }>(`SELECT action FROM audit_log WHERE org_id = '${owner.orgId}'`);
     expect(audit.map((a) => a.action)).toEqual(['org.retention.update', 'org.retention.update']);
   });

@@ -19,6 +19,7 @@ const integer = { type: 'integer' } as const;
 const ManifestPayloadSchema = {
   type: 'object',
   required: [
+    'agent_id',
     'application_id',
     'slug',
     'channel',
@@ -29,9 +30,11 @@ const ManifestPayloadSchema = {
     'min_sequence',
     'forced',
     'issued_at',
+    'expires_at',
     'nonce',
   ],
   properties: {
+    agent_id: { type: 'string', description: 'the agent this entry was issued to' },
     application_id: string,
     slug: string,
     channel: string,
@@ -64,13 +67,39 @@ const ManifestPayloadSchema = {
         size: integer,
         download_url: string,
         download_expires_in: integer,
+        signature: {
+          type: ['string', 'null'],
+          description: "only when the application has release keys: the release's signature by one of them",
+        },
       },
     },
     min_version: string,
     min_sequence: integer,
     forced: { type: 'boolean' },
     issued_at: { type: 'integer', description: 'Unix seconds' },
+    expires_at: { type: 'integer', description: 'Unix seconds: refused from then on (DROVER_MANIFEST_TTL_SECONDS)' },
     nonce: string,
+    release_keys: {
+      type: 'array',
+      items: string,
+      description: 'only when the application has release keys: the set one of which signs every release',
+    },
+    release_key_generation: integer,
+    release_key_rotations: {
+      type: 'array',
+      description: 'the rotations of the release keys, oldest first (docs/ota.md, "Release keys")',
+      items: {
+        type: 'object',
+        required: ['app', 'generation', 'keys', 'signedBy', 'signature'],
+        properties: {
+          app: string,
+          generation: integer,
+          keys: { type: 'array', items: string },
+          signedBy: string,
+          signature: string,
+        },
+      },
+    },
   },
 } as const;
 

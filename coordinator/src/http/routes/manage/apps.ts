@@ -21,6 +21,8 @@ import {
   appParams,
   deviceSelectorSchema,
   maintenanceWindowBody,
+  releaseKeyRotationBody,
+  releaseKeysBody,
   WindowPreviewSchema,
   windowFields,
   type AppParams,
@@ -75,6 +77,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
             slug: slugSchema,
             updateWorkflowName: workflowNameSchema,
             defaultChannel: { ...channelSchema, description: 'default `stable`' },
+            releaseKeys: releaseKeysBody,
           },
         },
         response: { 201: AppSchema, ...errorResponses(401, 404, 409, 422) },
@@ -88,6 +91,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
           slug: created.slug,
           updateWorkflowName: created.updateWorkflowName,
           defaultChannel: created.defaultChannel,
+          ...(created.releaseKeys ? { releaseKeys: created.releaseKeys } : {}),
         }),
       );
       return reply.code(201).send(toAppView(created, now()));
@@ -142,6 +146,11 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
             },
             deviceSelector: deviceSelectorSchema,
             maintenanceWindow: maintenanceWindowBody,
+            releaseKeys: {
+              ...releaseKeysBody,
+              description: `${releaseKeysBody.description}; only on an application without keys (409 otherwise: rotate them)`,
+            },
+            releaseKeyRotation: releaseKeyRotationBody,
           },
           examples: [
             { defaultChannel: 'beta' },
@@ -151,7 +160,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
             { notify: { provider: 'slack', teamId: 'T0123', channelId: 'C0456' } },
           ],
         },
-        response: { 200: AppUpdateSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: AppUpdateSchema, ...errorResponses(401, 404, 409, 422) },
       },
     },
     async (request) => {
@@ -167,12 +176,19 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
           ? { maintenanceWindow: { from: before.maintenanceWindow, to: updated.maintenanceWindow } }
           : {};
         const group = changed.includes('deviceSelector') ? { deviceSelector: updated.deviceSelector, deviceGroup } : {};
+        const keys = changed.includes('releaseKeys')
+          ? {
+              releaseKeys: { from: before.releaseKeys, to: updated.releaseKeys },
+              releaseKeyGeneration: updated.releaseKeyRotations.at(-1)?.generation ?? 0,
+            }
+          : {};
         await audit.record(
           userAction(caller, 'app.update', 'application', updated.id, {
             slug: updated.slug,
             changed,
             ...window,
             ...group,
+            ...keys,
           }),
         );
       }

@@ -1,4 +1,4 @@
-import { DEVICE_STATES, MAX_SELECTOR_LENGTH } from '@drover/shared';
+import { DEVICE_STATES, MAX_RELEASE_KEYS, MAX_SELECTOR_LENGTH, RELEASE_KEY_PATTERN } from '@drover/shared';
 import { BINDING_ORIGINS } from '../../../domain/model/device-bindings.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/cron/triggers-cron.js';
 import { MAX_WINDOW_MINUTES } from '../../../domain/ota/maintenance-window.js';
@@ -99,6 +99,16 @@ const appProperties = {
       channelId: { type: 'string' },
     },
   },
+  releaseKeys: {
+    type: ['array', 'null'],
+    items: { type: 'string' },
+    description:
+      'the Ed25519 public keys (standard base64) one of which must sign every release; null: releases are not signed (docs/ota.md, "Release keys")',
+  },
+  releaseKeyGeneration: {
+    type: 'integer',
+    description: 'how many times the release keys were rotated (0: the first set, or none)',
+  },
   createdAt: timestamp,
 } as const;
 const appRequired = [
@@ -110,8 +120,42 @@ const appRequired = [
   'maintenanceWindow',
   'nextWindows',
   'notify',
+  'releaseKeys',
+  'releaseKeyGeneration',
   'createdAt',
 ] as const;
+
+/** A release key as a body gives it. */
+const releaseKeySchema = {
+  type: 'string',
+  pattern: RELEASE_KEY_PATTERN,
+  description: 'an Ed25519 public key: the standard base64 of its raw 32 bytes (`drover release keygen` prints it)',
+} as const;
+
+/** `releaseKeys` in the bodies that create or change an application. */
+export const releaseKeysBody = {
+  type: 'array',
+  minItems: 1,
+  maxItems: MAX_RELEASE_KEYS,
+  items: releaseKeySchema,
+  description: `1 to ${MAX_RELEASE_KEYS} Ed25519 public keys: every release must then be signed by one of them (docs/ota.md, "Release keys")`,
+} as const;
+
+/** `releaseKeyRotation` in the PATCH body of an application (`drover release rotate-keys` makes it). */
+export const releaseKeyRotationBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['app', 'generation', 'keys', 'signedBy', 'signature'],
+  description:
+    'a change of the release keys, signed by a key of the current set (docs/ota.md, "Release keys"); devices that pinned the current set follow it',
+  properties: {
+    app: { type: 'string', description: "the application's slug" },
+    generation: { type: 'integer', minimum: 1, description: 'the current generation + 1' },
+    keys: { ...releaseKeysBody, description: 'the new key set' },
+    signedBy: releaseKeySchema,
+    signature: { type: 'string', minLength: 1, maxLength: 200 },
+  },
+} as const;
 
 export const AppSchema = named('Application', {
   type: 'object',
@@ -165,6 +209,7 @@ export const ReleaseSchema = named('Release', {
     'checksumSha256',
     'size',
     'notes',
+    'signature',
     'createdAt',
     'publishedAt',
     'yankedAt',
@@ -181,6 +226,10 @@ export const ReleaseSchema = named('Release', {
     checksumSha256: { type: 'string' },
     size: { type: 'integer' },
     notes: { type: ['string', 'null'] },
+    signature: {
+      type: ['string', 'null'],
+      description: "its signature by one of the application's release keys (standard base64); null: unsigned",
+    },
     createdAt: timestamp,
     publishedAt: nullableTimestamp,
     yankedAt: nullableTimestamp,

@@ -86,9 +86,23 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
             channel: { ...channelSchema, description: "default: the application's default channel" },
             updatePolicy: { ...policy, description: 'default `optional`' },
             notes: notesSchema,
+            sequence: {
+              type: 'integer',
+              minimum: 1,
+              maximum: Number.MAX_SAFE_INTEGER,
+              description:
+                'the sequence the release was signed with, greater than every release of the application (409 otherwise); required when the application has release keys, default: the next one',
+            },
+            signature: {
+              type: 'string',
+              minLength: 1,
+              maxLength: 200,
+              description:
+                'required when the application has release keys: standard base64 Ed25519 by one of them over the RFC 8785 JSON of {app, version, sequence, sha256, size} (`drover release sign`)',
+            },
           },
         },
-        response: { 201: ReleaseSchema, ...errorResponses(401, 404, 422) },
+        response: { 201: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -98,6 +112,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
         audited(caller, release, 'release.create', {
           artifactFileId: release.artifactFileId,
           updatePolicy: release.updatePolicy,
+          ...(release.signature ? { signed: true } : {}),
         }),
       );
       return reply.code(201).send(toReleaseView(release));

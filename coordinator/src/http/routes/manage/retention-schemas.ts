@@ -127,7 +127,8 @@ export const RetentionViewSchema = named('RetentionView', {
     },
     lastSweep: {
       type: ['object', 'null'],
-      description: 'The last retention sweep of the coordinator that answered, since it started; null before its first',
+      description:
+        "The last retention sweep of the coordinator that answered, since it started (`deleted`: this organization's rows; the times and batches: the whole sweep's); null before its first",
       required: ['startedAt', 'deleted', 'durationMs', 'longestBatchMs', 'batches'],
       properties: {
         startedAt: timestamp,

@@ -1,0 +1,98 @@
+import { releaseSignedBy, rotationProblem, sameKeys, sortedKeys, type ManifestPayload } from '@drover/shared';
+import type { InstalledRelease, PinnedReleaseKeys } from './deploy-state.js';
+
+export type ReleaseKeysCheck =
+  | {
+      ok: true;
+      /** The keys to pin now (first sight, or after a rotation), with the line saying so; absent: unchanged. */
+      pin?: { keys: PinnedReleaseKeys; note: string };
+    }
+  | { ok: false; problem: 'key_swap' | 'unsigned_release'; message: string };
+
+/**
+ * The release keys of a verified manifest entry against those this agent pinned for the
+ * application (docs/ota.md, "Release keys"). The first keys seen are pinned; a different set is
+ * accepted only when the entry's rotations lead from the pinned set to it, each signed by a key of
+ * the set before it and of a higher generation; an entry without keys after a pin is refused. Then
+ * the desired release, unless it is the one installed, must be signed by a key of that set over
+ * `{app, version, sequence, sha256, size}`. So a coordinator alone can neither make this device
+ * install a release the keys did not sign, nor swap the keys.
+ */
+export function checkReleaseKeys(
+  payload: ManifestPayload,
+  pinned: PinnedReleaseKeys | null,
+  installed: InstalledRelease | null,
+): ReleaseKeysCheck {
+  const slug = payload.slug;
+  const offered = payload.release_keys;
+  if (offered === undefined) {
+    if (!pinned) return { ok: true };
+    return {
+      ok: false,
+      problem: 'key_swap',
+      message: `the signed manifest names no release keys for ${slug}, but this device pinned ${describeKeys(pinned.keys)}: releases it cannot verify are refused`,
+    };
+  }
+  const generation = payload.release_key_generation ?? 0;
+  let pin: { keys: PinnedReleaseKeys; note: string } | undefined;
+  let keys: readonly string[];
+  if (!pinned) {
+    keys = sortedKeys(offered);
+    pin = {
+      keys: { keys: [...keys], generation },
+      note: `pinned the release keys of ${slug} on first sight: ${describeKeys(keys)} (generation ${generation})`,
+    };
+  } else if (sameKeys(pinned.keys, offered)) {
+    keys = pinned.keys;
+  } else {
+    const followed = followRotations(payload, pinned);
+    if (!followed || !sameKeys(followed.keys, offered)) {
+      return {
+        ok: false,
+        problem: 'key_swap',
+        message: `the release keys of ${slug} changed to ${describeKeys(offered)} without a rotation signed by a key this device pinned (${describeKeys(pinned.keys)}, generation ${pinned.generation}): a key swap refused`,
+      };
+    }
+    keys = followed.keys;
+    pin = {
+      keys: followed,
+      note: `the release keys of ${slug} rotated to ${describeKeys(keys)} (generation ${followed.generation}), signed by a key this device had pinned`,
+    };
+  }
+  const desired = payload.desired;
+  if (desired && installed?.releaseId.toLowerCase() !== desired.release_id.toLowerCase()) {
+    const fields = {
+      app: slug,
+      version: desired.version,
+      sequence: desired.sequence,
+      sha256: desired.checksum_sha256,
+      size: desired.size,
+    };
+    const signature = desired.signature;
+    if (typeof signature !== 'string' || releaseSignedBy(fields, signature, keys) === null) {
+      return {
+        ok: false,
+        problem: 'unsigned_release',
+        message: `release ${desired.version} (sequence ${desired.sequence}) of ${slug} is ${typeof signature === 'string' ? 'not signed by' : 'unsigned, but needs a signature by'} one of the release keys this device pinned (${describeKeys(keys)})`,
+      };
+    }
+  }
+  return pin ? { ok: true, pin } : { ok: true };
+}
+
+/** The key set the entry's rotations lead to from the pinned one (the last valid step), or null when none applies. */
+function followRotations(payload: ManifestPayload, pinned: PinnedReleaseKeys): PinnedReleaseKeys | null {
+  const rotations = [...(payload.release_key_rotations ?? [])].sort((a, b) => a.generation - b.generation);
+  let current: PinnedReleaseKeys = pinned;
+  let moved = false;
+  for (const rotation of rotations) {
+    if (rotationProblem(rotation, payload.slug, current.keys, current.generation) !== null) continue;
+    current = { keys: sortedKeys(rotation.keys), generation: rotation.generation };
+    moved = true;
+  }
+  return moved ? current : null;
+}
+
+/** `2 keys (u8ZB4n3G…, 9fQx2LmA…)`: short enough for a log line, enough to tell keys apart. */
+const describeKeys = (keys: readonly string[]): string =>
+  `${keys.length} key${keys.length === 1 ? '' : 's'} (${keys.map((k) => `${k.slice(0, 8)}…`).join(', ')})`;

@@ -1,0 +1,382 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fetchArtifact } from '../../src/deploy/fetch-artifact.js';
+import { ResumableDownload, type DownloadRequest } from '../../src/files/download.js';
+import { DownloadProgress } from '../../src/files/download-progress.js';
+import { SpeedMeter } from '../../src/files/download-speed.js';
+import { discardOtherPartials, prunePartials } from '../../src/files/partial-download.js';
+import { retryTransfer } from '../../src/files/retry-transfer.js';
+import { TransferAborted, TransferError } from '../../src/files/transfer-error.js';
+import { Backoff } from '../../src/util/backoff.js';
+import { eventually } from '../../../test/helpers/poll.js';
+import { sha256 } from './blob-server.js';
+import { startRangeServer, type RangeServer } from './range-server.js';
+
+const MB = 1_000_000;
+const quick = () => new Backoff({ baseMs: 1, capMs: 1, random: () => 0 });
+
+let dir: string;
+let partials: string;
+let server: RangeServer | undefined;
+let lines: string[];
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-download-'));
+  partials = path.join(dir, 'downloads');
+  lines = [];
+});
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+async function serve(size: number): Promise<RangeServer> {
+  server = await startRangeServer(randomBytes(size));
+  return server;
+}
+
+function request(s: RangeServer, extra: Partial<DownloadRequest> = {}): DownloadRequest {
+  return {
+    target: path.join(dir, 'file.bin'),
+    expectedSize: s.content.length,
+    expectedSha256: sha256(s.content),
+    label: 'artifact app 1.2.3',
+    partialsDir: partials,
+    signal: new AbortController().signal,
+    log: (text) => lines.push(text),
+    ...extra,
+  };
+}
+
+/** Attempts of one download as the agent makes them (retryTransfer), with a fresh URL after a 403. */
+async function download(download: ResumableDownload, s: RangeServer, urls = [s.url()]): Promise<void> {
+  let url = urls.shift()!;
+  try {
+    await retryTransfer(() => download.attempt(url), {
+      attempts: 3,
+      backoff: quick(),
+      signal: new AbortController().signal,
+      what: 'download',
+      log: (text) => lines.push(text),
+      refresh: () => {
+        url = urls.shift() ?? url;
+      },
+      progressed: () => download.progressed(),
+    });
+  } finally {
+    download.close();
+  }
+}
+
+const partialFiles = () => (fs.existsSync(partials) ? fs.readdirSync(partials).sort() : []);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => {
+      throw new Error('the download succeeded');
+    },
+    (error: unknown) => error as TransferError,
+  );
+
+describe('a download cut every few MB', () => {
+  it('resumes with Range each time: a 100 MB artifact fetched in < 1.2 x its size, verified and in place', async () => {
+    const s = await serve(100 * MB);
+    s.mishaps.cutEvery = 4 * MB;
+    const target = path.join(dir, 'app-1.2.3.tar');
+    const outcome = await fetchArtifact({
+      target,
+      source: { url: s.url(), size: s.content.length, sha256: sha256(s.content) },
+      refresh: () => Promise.reject(new Error('no refresh expected')),
+      signal: new AbortController().signal,
+      log: (text) => lines.push(text),
+      label: 'artifact app 1.2.3',
+      applicationId: 'app-id',
+      downloads: { partialsDir: partials },
+      backoff: quick(),
+    });
+    expect(outcome).toEqual({ ok: true, bytes: 100 * MB });
+    const ratio = s.bytesSent / s.content.length;
+    console.log(
+      `100 MB cut every 4 MB: ${s.requests.length} requests, ${s.bytesSent} bytes fetched (${ratio.toFixed(3)} x the size)`,
+    );
+    expect(ratio).toBeLessThan(1.2);
+    // One request per 4 MB piece, and an extra one now and then on a busy machine (a stalled read retried).
+    expect(s.requests.length).toBeGreaterThanOrEqual(25);
+    expect(s.requests.length).toBeLessThanOrEqual(30);
+    expect(s.requests[0]).toEqual({ range: undefined, ifRange: undefined, status: 200 });
+    // Every later request asks for the rest of the file, from where the bytes stopped.
+    for (const request of s.requests.slice(1)) {
+      expect(request).toEqual({ range: expect.stringMatching(/^bytes=[1-9]\d*-$/), ifRange: s.etag, status: 206 });
+    }
+    expect(sha256(fs.readFileSync(target))).toBe(sha256(s.content));
+    expect(partialFiles()).toEqual([]);
+    // A progress line at each tenth, readable by a technician.
+    const progress = lines.filter((l) => /^downloading artifact app 1\.2\.3: \d+%/.test(l));
+    expect(progress.map((l) => /: (\d+)%/.exec(l)![1])).toEqual([
+      '10',
+      '20',
+      '30',
+      '40',
+      '50',
+      '60',
+      '70',
+      '80',
+      '90',
+      '100',
+    ]);
+    expect(progress[3]).toMatch(/^downloading artifact app 1\.2\.3: 40% \(40 MB of 100 MB, [\d.]+ [KMG]?B\/s\)$/);
+  });
+
+  it('still gives up after its attempts in a row that get no byte', async () => {
+    const s = await serve(10_000);
+    s.mishaps.cutEvery = 4000;
+    const first = new ResumableDownload(request(s));
+    await first.attempt(s.url()).catch(() => {});
+    expect(first.have).toBe(4000);
+    await s.close(); // the server is gone: no attempt moves a byte
+    const error = await failure(download(first, s));
+    expect(error).toBeInstanceOf(TransferError);
+    expect(error.kind).toBe('retry');
+    expect(lines.filter((l) => l.includes('trying again'))).toHaveLength(2);
+    expect(partialFiles()).toEqual([`${sha256(s.content)}.json`, `${sha256(s.content)}.part`]);
+  });
+});
+
+describe('progress lines', () => {
+  it('come at each further tenth with the rate since the last one, again after a start over, none under 1 MB', () => {
+    const got: string[] = [];
+    const progress = new DownloadProgress('input file `bundle`', 10 * MB, (text) => got.push(text));
+    progress.begin(0, 0);
+    progress.update(0.5 * MB, 500);
+    progress.update(5.5 * MB, 2000); // jumps over several tenths: one line
+    progress.update(5.9 * MB, 2100);
+    progress.begin(5.9 * MB, 5000); // a reconnect: the rate counts from here
+    progress.update(6 * MB, 5100);
+    progress.reset(); // started over from zero
+    progress.begin(0, 6000);
+    progress.update(1 * MB, 7000);
+    expect(got).toEqual([
+      'downloading input file `bundle`: 50% (5.5 MB of 10 MB, 2.8 MB/s)',
+      'downloading input file `bundle`: 60% (6 MB of 10 MB, 1 MB/s)',
+      'downloading input file `bundle`: 10% (1 MB of 10 MB, 1 MB/s)',
+    ]);
+    const small = new DownloadProgress('x', 999_999, (text) => got.push(text));
+    small.begin(0, 0);
+    small.update(999_999, 1);
+    expect(got).toHaveLength(3);
+  });
+});
+
+describe('a download stopped and taken up again (an agent restart)', () => {
+  it('keeps the partial and its record; a new download of the same bytes fetches only what is missing', async () => {
+    const s = await serve(3 * MB);
+    s.mishaps.trickle = { bytes: 256 * 1024, everyMs: 5 };
+    const stop = new AbortController();
+    const first = new ResumableDownload(request(s, { signal: stop.signal }));
+    const running = first.attempt(s.url());
+    await eventually(() => first.have >= MB, 10_000, 'the first MB of the download');
+    stop.abort('the agent shut down');
+    expect(await failure(running)).toBeInstanceOf(TransferAborted);
+    first.close();
+    const kept = first.have;
+    const hex = sha256(s.content);
+    expect(partialFiles()).toEqual([`${hex}.json`, `${hex}.part`]);
+    expect(JSON.parse(fs.readFileSync(path.join(partials, `${hex}.json`), 'utf8'))).toMatchObject({
+      version: 1,
+      sha256: hex,
+      size: 3 * MB,
+      url: s.url().replace(/\?.*$/, ''),
+      etag: s.etag,
+    });
+
+    // The next process: a new download, a new (fresh) URL, the same bytes wanted.
+    s.mishaps.trickle = null;
+    const sentBefore = s.bytesSent;
+    await download(new ResumableDownload(request(s)), s, [s.url('after-restart')]);
+    expect(s.requests.at(-1)).toEqual({ range: `bytes=${kept}-`, ifRange: s.etag, status: 206 });
+    expect(s.bytesSent - sentBefore).toBe(3 * MB - kept);
+    expect(lines).toContain(
+      `resuming the download of artifact app 1.2.3 at ${(kept / MB).toFixed(1).replace(/\.0$/, '')} MB of 3 MB (${Math.floor((kept * 100) / (3 * MB))}%), kept from an earlier attempt`,
+    );
+    expect(sha256(fs.readFileSync(path.join(dir, 'file.bin')))).toBe(hex);
+    expect(partialFiles()).toEqual([]);
+  });
+
+  it('starts over when the server answers a range with the whole file, or 416, or another ETag', async () => {
+    const s = await serve(100_000);
+    for (const mishap of ['ignoreRange', 'refuseRange', 'changed'] as const) {
+      fs.rmSync(path.join(dir, 'file.bin'), { force: true });
+      s.mishaps = { cutEvery: 40_000, trickle: null, ignoreRange: false, refuseRange: false };
+      const original = s.content;
+      const first = new ResumableDownload(request(s));
+      await first.attempt(s.url()).catch(() => {});
+      first.close();
+      expect(first.have, mishap).toBe(40_000);
+      s.mishaps.cutEvery = 0;
+      if (mishap === 'changed') s.replace(randomBytes(100_000));
+      else s.mishaps[mishap] = true;
+      s.requests = [];
+      const req = request(s, mishap === 'changed' ? {} : { expectedSha256: sha256(original) });
+      await download(new ResumableDownload(req), s);
+      expect(
+        s.requests.map((r) => r.status),
+        mishap,
+      ).toEqual(mishap === 'refuseRange' ? [416, 200] : [200]);
+      expect(sha256(fs.readFileSync(path.join(dir, 'file.bin'))), mishap).toBe(sha256(s.content));
+      expect(
+        lines.some((l) => l.includes('starts over')),
+        mishap,
+      ).toBe(true);
+      if (mishap === 'changed') s.replace(original);
+    }
+  });
+
+  it('starts over from zero once when resumed bytes do not match, then fails clearly and removes the partial', async () => {
+    const s = await serve(100_000);
+    s.mishaps.cutEvery = 40_000;
+    const first = new ResumableDownload(request(s));
+    await first.attempt(s.url()).catch(() => {});
+    first.close();
+    // The partial was damaged on disk (a power cut): the resumed file does not match.
+    const part = path.join(partials, `${sha256(s.content)}.part`);
+    const damaged = fs.readFileSync(part);
+    damaged[10] = damaged[10]! ^ 0xff;
+    fs.writeFileSync(part, damaged);
+    s.mishaps.cutEvery = 0;
+    await download(new ResumableDownload(request(s)), s);
+    expect(lines.some((l) => l.includes('it was resumed, so it starts over from zero'))).toBe(true);
+    expect(sha256(fs.readFileSync(path.join(dir, 'file.bin')))).toBe(sha256(s.content));
+
+    // Bytes that are not the expected ones from the start: refused, nothing left.
+    fs.rmSync(path.join(dir, 'file.bin'));
+    const error = await failure(download(new ResumableDownload(request(s, { expectedSha256: 'ab'.repeat(32) })), s));
+    expect(error.kind).toBe('final');
+    expect(error.mismatch).toBe(true);
+    expect(error.message).toBe(
+      `the download does not match its checksum: expected SHA-256 ${'ab'.repeat(32)}, got ${sha256(s.content)}`,
+    );
+    expect(fs.existsSync(path.join(dir, 'file.bin'))).toBe(false);
+    expect(partialFiles()).toEqual([]);
+  });
+});
+
+describe('an expired URL', () => {
+  it('is replaced by a fresh one, and the download goes on from where it stopped', async () => {
+    const s = await serve(100_000);
+    s.mishaps.cutEvery = 30_000;
+    s.expired.add('old');
+    const first = new ResumableDownload(request(s));
+    await first.attempt(s.url('first')).catch(() => {});
+    s.mishaps.cutEvery = 0;
+    await download(first, s, [s.url('old'), s.url('new')]);
+    expect(s.requests.map((r) => [r.range, r.status])).toEqual([
+      [undefined, 200],
+      ['bytes=30000-', 403],
+      ['bytes=30000-', 206],
+    ]);
+    expect(lines.some((l) => l.includes('HTTP 403: This URL has expired') && l.includes('trying again'))).toBe(true);
+    expect(s.bytesSent).toBe(100_000);
+  });
+});
+
+describe('a slow download', () => {
+  it('is given up when slower than the minimum speed over the window, naming both speeds; the partial is kept', async () => {
+    const s = await serve(200_000);
+    s.mishaps.trickle = { bytes: 500, everyMs: 20 }; // ~25 KB/s
+    const started = performance.now();
+    const error = await failure(
+      download(new ResumableDownload(request(s, { minSpeed: 100_000, speedWindowMs: 400 })), s),
+    );
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(error.kind).toBe('final');
+    expect(error.message).toMatch(
+      /^the download was too slow: [\d.]+ KB\/s over the last 0\.4 s, below the minimum of 100 KB\/s \(--min-download-speed\)$/,
+    );
+    expect(s.requests).toHaveLength(1); // not retried: a trickling server is abandoned
+    expect(partialFiles()).toHaveLength(2);
+  });
+
+  it('is given up too when the server drops the connection after every few bytes (the window spans reconnects)', async () => {
+    const s = await serve(100_000);
+    s.mishaps.cutEvery = 10;
+    const error = await failure(
+      download(new ResumableDownload(request(s, { minSpeed: 100_000, speedWindowMs: 300 })), s),
+    );
+    expect(error.message).toMatch(/^the download was too slow: .* below the minimum of 100 KB\/s/);
+    expect(s.requests.length).toBeGreaterThan(3);
+    expect(s.bytesSent).toBeLessThan(100_000);
+  });
+
+  it('is not judged before a full window, nor at all with a minimum of 0', () => {
+    const meter = new SpeedMeter(1000, 60_000, 0);
+    meter.add(10, 1000);
+    expect(meter.tooSlow(59_999)).toBeNull();
+    expect(meter.tooSlow(60_000)).toBeCloseTo(10 / 60);
+    meter.add(120_000, 61_000); // 2 KB/s over the last 60 s
+    expect(meter.tooSlow(61_000)).toBeNull();
+    expect(meter.tooSlow(120_999)).toBeNull(); // 120 KB in (60.999 s, 120.999 s]
+    expect(meter.tooSlow(121_000)).toBe(0); // nothing after 61 s
+    const off = new SpeedMeter(0, 1000, 0);
+    expect(off.tooSlow(1_000_000)).toBeNull();
+  });
+});
+
+describe('the free disk space', () => {
+  it('is checked against what is still missing before any byte is asked, naming both sizes', async () => {
+    const s = await serve(3 * MB);
+    const statfs = (free: number) => () => Promise.resolve({ bavail: Math.floor(free / 4096), bsize: 4096 });
+    const error = await failure(download(new ResumableDownload(request(s, { statfs: statfs(2 * MB) })), s));
+    expect(error.kind).toBe('final');
+    expect(error.message).toBe(
+      `not enough disk space for the download: it needs 3 MB more in ${partials}, 2 MB are available`,
+    );
+    expect(s.requests).toEqual([]);
+    expect(partialFiles()).toEqual([]); // no empty partial left
+
+    // With 2 MB already on disk, 1 MB more is enough.
+    s.mishaps.cutEvery = 2 * MB;
+    const first = new ResumableDownload(request(s));
+    await first.attempt(s.url()).catch(() => {});
+    first.close();
+    s.mishaps.cutEvery = 0;
+    await download(new ResumableDownload(request(s, { statfs: statfs(1.5 * MB) })), s);
+    expect(fs.statSync(path.join(dir, 'file.bin')).size).toBe(3 * MB);
+  });
+});
+
+describe('partials left behind', () => {
+  it('of another release of the same application are removed when a download for it starts', async () => {
+    const s = await serve(50_000);
+    fs.mkdirSync(partials, { recursive: true });
+    const old = 'cd'.repeat(32);
+    fs.writeFileSync(path.join(partials, `${old}.part`), 'old bytes');
+    fs.writeFileSync(path.join(partials, `${old}.json`), JSON.stringify({ version: 1, slot: 'artifact:app' }));
+    fs.writeFileSync(
+      path.join(partials, `${'ef'.repeat(32)}.json`),
+      JSON.stringify({ version: 1, slot: 'artifact:other' }),
+    );
+    await download(new ResumableDownload(request(s, { slot: 'artifact:app' })), s);
+    expect(partialFiles()).toEqual([`${'ef'.repeat(32)}.json`]);
+    expect(discardOtherPartials(partials, 'artifact:other', 'x')).toBe(1);
+  });
+
+  it('are removed at start when untouched for longer than the retention', () => {
+    fs.mkdirSync(partials, { recursive: true });
+    const now = Date.now();
+    for (const [name, ageMs] of [
+      ['a.part', 10_000],
+      ['a.json', 10_000],
+      ['b.part', 10],
+      ['b.json', 10_000], // its bytes were written lately: kept with them
+    ] as const) {
+      fs.writeFileSync(path.join(partials, name), '');
+      fs.utimesSync(path.join(partials, name), (now - ageMs) / 1000, (now - ageMs) / 1000);
+    }
+    expect(prunePartials(partials, 5000, now)).toBe(2);
+    expect(partialFiles()).toEqual(['b.json', 'b.part']);
+    expect(prunePartials(path.join(dir, 'none'), 5000, now)).toBe(0);
+  });
+});
