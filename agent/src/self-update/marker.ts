@@ -55,13 +55,30 @@ export function clearMarker(stateDir: string): void {
  * `self-update.json.damaged`, so that it is reported once).
  */
 export function readMarker(stateDir: string): SelfUpdateMarker | null | { damaged: string } {
-  const file = markerPath(stateDir);
-  const text = readFileIfExists(file);
+  const read = peekMarker(stateDir);
+  if (read !== null && 'damaged' in read) fs.renameSync(markerPath(stateDir), `${markerPath(stateDir)}.damaged`);
+  return read;
+}
+
+/** The marker as readMarker reads it, leaving the file as it is (`drover-agent status`). */
+export function peekMarker(stateDir: string): SelfUpdateMarker | null | { damaged: string } {
+  const text = readFileIfExists(markerPath(stateDir));
   if (text === null) return null;
   const problem = markerProblem(text);
-  if (problem === null) return JSON.parse(text) as SelfUpdateMarker;
-  fs.renameSync(file, `${file}.damaged`);
-  return { damaged: problem };
+  return problem === null ? (JSON.parse(text) as SelfUpdateMarker) : { damaged: problem };
+}
+
+/** A self-update in flight, in words, for `drover-agent status`. */
+export function describeMarker(read: SelfUpdateMarker | { damaged: string }): string {
+  if ('damaged' in read)
+    return `${MARKER_FILE} is damaged (${read.damaged}); the agent sets it aside at its next start`;
+  const { fromVersion: from, toVersion: to } = read;
+  if (read.phase === 'rolled_back') return `${to} rolled back to ${from} (${read.reason}); reported at the next start`;
+  const deadline = `${Math.round(read.deadlineMs / 1000)}s`;
+  if (read.firstStartAt === null)
+    return `${from} -> ${to}, swapped at ${read.swappedAt}; ${to} must connect within ${deadline} of its first start, else ${from} is put back`;
+  const by = new Date(Date.parse(read.firstStartAt) + read.deadlineMs).toISOString();
+  return `${to} on trial since ${read.firstStartAt} (start ${read.starts}): it must connect by ${by}, else ${from} is put back from ${read.previous}`;
 }
 
 function markerProblem(text: string): string | null {

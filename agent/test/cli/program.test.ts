@@ -45,6 +45,41 @@ describe('drover-agent status', () => {
     expect(JSON.parse(json.out)).toMatchObject({ enrollment, running: false, problem: null });
   });
 
+  it('shows a self-update in flight, on trial or rolled back, without touching its marker', async () => {
+    savePrivateKey(root, generateEd25519KeyPair().privateKey);
+    saveEnrollment(root, enrollment);
+    const marker = {
+      version: 1,
+      phase: 'swapped',
+      jobId: '01a22507-6a18-7cbe-81a5-f3632d4c6831',
+      applicationId: '3f2c1b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b',
+      release: { releaseId: '0bbd5bdb-a616-40ee-a95a-37e36c7e67b6', version: '0.2.0', sequence: 2 },
+      executable: '/opt/drover-agent/drover-agent',
+      previous: '/opt/drover-agent/drover-agent.previous',
+      fromVersion: '0.1.0',
+      toVersion: '0.2.0',
+      deadlineMs: 120_000,
+      swappedAt: '2026-11-22T10:00:00.000Z',
+      firstStartAt: '2026-11-22T10:00:06.000Z',
+      starts: 2,
+      reason: null,
+    };
+    const file = path.join(root, 'self-update.json');
+    fs.writeFileSync(file, JSON.stringify(marker));
+    expect((await run('status', '--state-dir', root)).out).toContain(
+      'Self-update:   0.2.0 on trial since 2026-11-22T10:00:06.000Z (start 2): it must connect by 2026-11-22T10:02:06.000Z, else 0.1.0 is put back from /opt/drover-agent/drover-agent.previous',
+    );
+    fs.writeFileSync(file, JSON.stringify({ ...marker, phase: 'rolled_back', reason: 'it did not connect' }));
+    expect((await run('status', '--state-dir', root)).out).toContain(
+      'Self-update:   0.2.0 rolled back to 0.1.0 (it did not connect); reported at the next start',
+    );
+    fs.writeFileSync(file, '{');
+    expect((await run('status', '--state-dir', root)).out).toMatch(
+      /Self-update: +self-update\.json is damaged \(not JSON/,
+    );
+    expect(fs.readFileSync(file, 'utf8')).toBe('{'); // left for the daemon to set aside
+  });
+
   it('reports a damaged enrollment or a missing key as a problem, and exits 1', async () => {
     fs.writeFileSync(path.join(root, 'agent.json'), '{"url": 1}');
     const damaged = await run('status', '--state-dir', root);
