@@ -8,6 +8,7 @@
  * scripts/lib/single-executable.mjs, shared with the client command line's build.
  *
  * Usage: node agent/scripts/build-binary.mjs [--if-stale] [--node <binary>] [--out <file>] [--archive]
+ *                                            [--agent-version <version>]
  *   --if-stale       do nothing when the binary was built from the same inputs (file contents
  *                    and the runtime).
  *   --node <binary>  inject into this Node binary instead of the running one, e.g. the linux-arm64
@@ -15,6 +16,10 @@
  *   --out <file>     where to write the executable (default agent/dist/drover-agent).
  *   --archive        also pack the executable as the release archive
  *                    `drover-agent-<version>-linux-<arch>.tar.xz` beside it (xz: ~1.5 min).
+ *   --agent-version <version>
+ *                    the version the binary reports (`--version`, at enrollment and at every
+ *                    connect; default the one in src/version.ts), for a release shipped to the
+ *                    fleet by self-update (docs/agent.md, "Self-update").
  */
 import { fileURLToPath } from 'node:url';
 import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scripts/lib/single-executable.mjs';
@@ -30,12 +35,29 @@ import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scr
  */
 const EXEC_ARGV = ['--no-maglev', '--no-use-osr', '--expose-gc'];
 
+/** The version a binary may be stamped with: what the coordinator takes as an agent's version. */
+const VERSION_PATTERN = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/;
+
+/** `--agent-version <version>` as an esbuild `define` of src/version.ts (none: the version there). */
+function versionDefine(argv) {
+  const i = argv.indexOf('--agent-version');
+  if (i === -1) return {};
+  const version = argv[i + 1];
+  if (version === undefined || !VERSION_PATTERN.test(version)) {
+    throw new Error(
+      `--agent-version expects 1 to 64 letters, digits, '.', '+', '_' or '-' (starting with a letter or digit), got ${JSON.stringify(version ?? '')}`,
+    );
+  }
+  return { __DROVER_AGENT_VERSION__: JSON.stringify(version) };
+}
+
 runBuildScript(() =>
   buildSingleExecutable({
     name: 'drover-agent',
     packageDir: fileURLToPath(new URL('..', import.meta.url)),
     cliModule: fileURLToPath(new URL('../src/cli/program.ts', import.meta.url)),
     execArgv: EXEC_ARGV,
+    define: versionDefine(process.argv.slice(2)),
     ...parseBuildArgs(process.argv.slice(2)),
   }),
 );

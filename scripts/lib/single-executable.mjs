@@ -71,13 +71,15 @@ export function parseBuildArgs(argv) {
 
 /**
  * Builds `<packageDir>/dist/<name>` (or `out`) from `cliModule`, a file of the package exporting
- * `runCli`, started with the V8 options `execArgv`. Logs what it did; throws on failure.
+ * `runCli`, started with the V8 options `execArgv`, with esbuild's `define` replacements (the
+ * agent's stamped version). Logs what it did; throws on failure.
  */
 export async function buildSingleExecutable({
   name,
   packageDir,
   cliModule,
   execArgv = [],
+  define = {},
   ifStale = false,
   node,
   out,
@@ -100,6 +102,7 @@ export async function buildSingleExecutable({
     // A code cache is made by the running V8, so it only fits a binary of the running Node.
     codeCache: baseNode === fs.realpathSync(process.execPath),
     execArgv,
+    define,
     require: createRequire(path.join(packageDir, 'package.json')),
   };
   fs.mkdirSync(work, { recursive: true });
@@ -223,7 +226,7 @@ async function bundle(build) {
     // they load, which makes Node load its own internal copy of undici next to the bundled one
     // (~1 MiB of memory for nothing): the commands never hand them Node's Headers, so that
     // reference is left out.
-    define: { 'globalThis.Headers': 'undefined' },
+    define: { 'globalThis.Headers': 'undefined', ...build.define },
     // Workspace packages from their TypeScript sources (no build needed), through the export
     // condition only they publish.
     conditions: ['drover-source'],
@@ -340,7 +343,7 @@ function inputsKey(build, files) {
   const hash = createHash('sha256');
   const node = fs.statSync(build.baseNode);
   hash.update(
-    `${build.baseNode}\0${node.size}\0${node.mtimeMs}\0${process.version}\0${build.codeCache}\0${build.execArgv.join(' ')}\0`,
+    `${build.baseNode}\0${node.size}\0${node.mtimeMs}\0${process.version}\0${build.codeCache}\0${build.execArgv.join(' ')}\0${JSON.stringify(build.define)}\0`,
   );
   for (const file of [...new Set(files)].sort()) {
     hash.update(`${file}\0`);

@@ -7,6 +7,15 @@ export const AgentHeader = {
 } as const;
 export type AgentHeader = (typeof AgentHeader)[keyof typeof AgentHeader];
 
+/**
+ * The agent's version, sent when it opens its stream (docs/agent-protocol.md §6.1): the
+ * coordinator keeps it as the agent's `agentVersion`, which thus follows a self-update. Optional;
+ * not part of the signature.
+ */
+export const AGENT_VERSION_HEADER = 'x-agent-version';
+/** What X-Agent-Version may hold: 1 to 64 visible ASCII characters. */
+export const AGENT_VERSION_HEADER_PATTERN = '^[!-~]{1,64}$';
+
 /** First line of every signed request's canonical string. */
 export const SIGNATURE_SCHEME = 'DROVER-ED25519-V1';
 

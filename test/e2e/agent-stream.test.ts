@@ -12,6 +12,7 @@ const GRACE_MS = 400;
 interface AgentView {
   status: string;
   lastSeenAt: string | null;
+  agentVersion: string;
 }
 
 describe('agent stream', () => {
@@ -80,6 +81,18 @@ describe('agent stream', () => {
     expect((await agentView(agent)).status).toBe('connected');
   });
 
+  it("keeps the version the agent names when its stream opens as the agent's agentVersion", async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const enrolled = (await agentView(agent)).agentVersion;
+    (await open(agent)).close(); // no X-Agent-Version (an agent before it): unchanged
+    await statusIs(agent, 'connected');
+    expect((await agentView(agent)).agentVersion).toBe(enrolled);
+    const s = await openAgentStream(t.url, agent, { headers: { 'x-agent-version': '0.2.0+build.7' } });
+    streams.push(s);
+    expect(s.status).toBe(200);
+    await eventually(async () => (await agentView(agent)).agentVersion === '0.2.0+build.7');
+  });
+
   it('refuses unsigned, badly signed and query-carrying stream requests without opening a stream', async () => {
     const agent = await enrollTestAgent(t.owner, t.orgId);
     const unsigned = await fetch(`${t.url}/v1/agent/stream`);
@@ -94,6 +107,13 @@ describe('agent stream', () => {
     const withQuery = await openAgentStream(t.url, agent, { path: '/v1/agent/stream?since=1' });
     expect(withQuery.status).toBe(422);
     expect(JSON.parse(withQuery.text!)).toMatchObject({ code: 'validation_failed' });
+
+    const badVersion = await openAgentStream(t.url, agent, { headers: { 'x-agent-version': 'x'.repeat(65) } });
+    expect(badVersion.status).toBe(422);
+    expect(JSON.parse(badVersion.text!)).toMatchObject({
+      code: 'validation_failed',
+      details: [{ path: 'headers.x-agent-version', message: expect.stringContaining('must match pattern') }],
+    });
 
     const head = await fetch(`${t.url}/v1/agent/stream`, {
       method: 'HEAD',

@@ -4,9 +4,10 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { levelNumber } from '@drover/shared';
 import { LABELS_ENV, loadAgentLabels, MAX_USER_LABELS } from '../daemon/agent-labels.js';
 import { DEFAULTS } from '../daemon/defaults.js';
+import { AgentError } from '../errors.js';
 import { defaultStateDir } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
-import type { CliIo } from './io.js';
+import { CliExit, type CliIo } from './io.js';
 
 /**
  * The daemon and what only it uses (the HTTP client, the stream, pino, the job runner), loaded
@@ -37,8 +38,13 @@ interface RunFlags {
   minDownloadSpeed: number;
   metricsFile?: string;
   label: string[];
+  selfUpdate: boolean;
+  selfUpdateDeadline: number;
   caFile?: string;
 }
+
+/** The environment variable of `--no-self-update` (`off`/`0`/`false`, or `on`/`1`/`true`). */
+export const SELF_UPDATE_ENV = 'DROVER_AGENT_SELF_UPDATE';
 
 /** `--ca-file` of `run` and `enroll`. */
 export const CA_FILE_HELP =
@@ -95,6 +101,18 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .argParser((value: string, previous: string[]) => [...previous, value])
         .default([], 'none'),
     )
+    .option(
+      '--no-self-update',
+      `do not offer the built-in update workflow drover-agent-update (env ${SELF_UPDATE_ENV}=off); an update in flight is still settled`,
+    )
+    .addOption(
+      new Option(
+        '--self-update-deadline <duration>',
+        'after a self-update, how long the new binary has to connect before the previous one is put back',
+      )
+        .argParser(durationOption('--self-update-deadline', 1000))
+        .default(DEFAULTS.selfUpdateDeadlineMs, '2m'),
+    )
     .option('--ca-file <file>', CA_FILE_HELP)
     .option('--log-level <level>', 'trace, debug, info, warn or error', levelOption, 'info')
     .addOption(
@@ -109,9 +127,13 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         .default(DEFAULTS.streamIdleTimeoutMs)
         .hideHelp(),
     )
-    .action(async (flags: RunFlags) => {
+    .action(async (flags: RunFlags, command: Command) => {
       // Settings first: a bad one stops the agent before anything is opened or written.
       const labels = loadAgentLabels({ flags: flags.label, env: process.env[LABELS_ENV] });
+      const selfUpdate =
+        command.getOptionValueSource('selfUpdate') === 'cli'
+          ? flags.selfUpdate
+          : selfUpdateFromEnv(process.env[SELF_UPDATE_ENV]);
       const {
         configureDispatcher,
         createAgentLogger,
@@ -153,6 +175,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         deployPollIntervalMs: flags.deployPollInterval,
         minDownloadSpeed: flags.minDownloadSpeed,
         metricsFile: flags.metricsFile,
+        selfUpdate,
+        selfUpdateDeadlineMs: flags.selfUpdateDeadline,
         labels,
         logger,
         secrets,
@@ -165,8 +189,21 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       }
       // Stopped cleanly. Anything still holding the event loop (an idle keep-alive socket) must
       // not keep the process alive.
-      setTimeout(() => process.exit(process.exitCode ?? 0), 2000).unref();
+      // A self-update (or its rollback) stops the daemon to be started again: a non-zero code that
+      // systemd's Restart=on-failure acts on (docs/agent.md, "Self-update").
+      const code = daemon.exitCode ?? process.exitCode ?? 0;
+      setTimeout(() => process.exit(code), 2000).unref();
+      if (daemon.exitCode !== null) throw new CliExit(daemon.exitCode);
     });
+}
+
+/** `DROVER_AGENT_SELF_UPDATE`: unset or empty is the default (on). */
+export function selfUpdateFromEnv(value: string | undefined): boolean {
+  const text = (value ?? '').trim().toLowerCase();
+  if (text === '') return DEFAULTS.selfUpdate;
+  if (['on', '1', 'true', 'yes'].includes(text)) return true;
+  if (['off', '0', 'false', 'no'].includes(text)) return false;
+  throw new AgentError('bad_config', `${SELF_UPDATE_ENV} expects on or off (1/0, true/false), got \`${value}\``);
 }
 
 function integerOption(flag: string, min: number, max: number) {

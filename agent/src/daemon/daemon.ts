@@ -24,6 +24,8 @@ import { ensurePrivateDir } from '../state/files.js';
 import { DaemonStatusWriter } from '../status/daemon-status-writer.js';
 import { CountersWriter } from '../status/counters-writer.js';
 import { StreamClient } from '../stream/stream-client.js';
+import { RESTART_EXIT_CODE } from '../self-update/builtin-workflow.js';
+import { SelfUpdate } from '../self-update/self-update.js';
 import { AGENT_VERSION } from '../version.js';
 import { LabelReporter } from './label-reporter.js';
 import { acquireDaemonLock } from './lock.js';
@@ -46,6 +48,11 @@ export interface Daemon {
   killNow(): void;
   /** Resolves once the daemon has stopped. */
   readonly stopped: Promise<void>;
+  /**
+   * The exit code the process must end with once stopped, when it stopped to be started again
+   * (self-update and its rollback: RESTART_EXIT_CODE); null after an ordinary stop.
+   */
+  readonly exitCode: number | null;
 }
 
 /** The enrollment and key of the state directory; an AgentError when it is not enrolled. */
@@ -70,18 +77,29 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
   const options = resolveDaemonOptions(input);
   const { enrollment, privateKey, releaseLock } = await takeStateDirectory(options);
   const launcher = new StepLauncher(); // forks its spare once the journal is recovered
+  // Asked for by the self-update (possibly while starting): the daemon stops, the process exits with the code.
+  let exitCode: number | null = null;
+  let stopForRestart = () => {};
   try {
     const status = openStatus(options, enrollment);
     const counters = openCounters(options);
     const caller = signedCaller({ options, enrollment, status }, privateKey);
     const reports = openReports({ options, caller });
-    const registry = createRegistry({ options, caller, status });
+    const selfUpdate = createSelfUpdate(options, status, () => {
+      exitCode = RESTART_EXIT_CODE;
+      stopForRestart();
+    });
+    const registry = createRegistry({ options, caller, status, selfUpdate });
     const labels = createLabelReporter({ options, caller, status });
-    const deployment = openDeployment({ options, enrollment, caller, reports, counters });
+    const deployment = openDeployment({ options, enrollment, caller, reports, counters, selfUpdate });
     const jobs = createJobManager({ options, caller, status, counters, reports, registry, deployment, launcher });
 
     await registry.load();
-    jobs.recover();
+    const adopted = selfUpdate?.resume({
+      finishJob: (jobId, result) => jobs.finishJob(jobId, result),
+      deploy: { api: deployment.api, store: deployment.store, masker: reports.masker },
+    });
+    jobs.recover(adopted);
     launcher.warm();
 
     const { stream, sync } = connect({
@@ -94,6 +112,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       labels,
       deployment,
       jobs,
+      selfUpdate,
     });
     logStarted({ options, enrollment });
     const { stop, stopped } = stopper({
@@ -107,7 +126,10 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       status,
       counters,
       releaseLock,
+      selfUpdate,
     });
+    stopForRestart = () => void stop();
+    if (exitCode !== null) stopForRestart(); // a rollback decided while starting
     return {
       options,
       enrollment,
@@ -121,6 +143,9 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
         killAllProcessGroups();
       },
       stopped,
+      get exitCode() {
+        return exitCode;
+      },
     };
   } catch (error) {
     launcher.close();
@@ -145,6 +170,8 @@ interface Parts {
   jobs: JobManager;
   stream: StreamClient;
   sync: DeploySync;
+  /** The agent updating its own binary; null when not running as the single executable. */
+  selfUpdate: SelfUpdate | null;
 }
 
 interface Reports {
@@ -270,10 +297,47 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
   return { journal, outbox, sender, damaged, masker };
 }
 
+/**
+ * The self-update of the single executable (docs/agent.md, "Self-update"): whether it offers its
+ * built-in update workflow depends on `--no-self-update`, but an update in flight is settled
+ * whatever the setting. Null when the agent does not run as the single executable.
+ */
+function createSelfUpdate(
+  options: ResolvedDaemonOptions,
+  status: DaemonStatusWriter,
+  restart: () => void,
+): SelfUpdate | null {
+  const { logger, executable } = options;
+  if (executable === null) {
+    logger.debug('self-update is off: the agent does not run as the single executable');
+    return null;
+  }
+  if (!options.selfUpdate) logger.info('self-update is off (--no-self-update): drover-agent-update is not offered');
+  return new SelfUpdate({
+    stateDir: options.stateDir,
+    logger,
+    executable,
+    version: AGENT_VERSION,
+    enabled: options.selfUpdate,
+    deadlineMs: options.selfUpdateDeadlineMs,
+    restart: (reason) => {
+      logger.info(`restarting: ${reason}`);
+      restart();
+    },
+    lastError: () => status.current.lastError,
+  });
+}
+
 /** The workflows directory as the daemon knows it; each load is counted in `status.json`. */
-function createRegistry({ options, caller, status }: Pick<Parts, 'options' | 'caller' | 'status'>): WorkflowRegistry {
+function createRegistry({
+  options,
+  caller,
+  status,
+  selfUpdate,
+}: Pick<Parts, 'options' | 'caller' | 'status' | 'selfUpdate'>): WorkflowRegistry {
   const { secrets } = options;
   return new WorkflowRegistry({
+    builtins: selfUpdate?.workflows ?? [],
     dir: options.workflowsDir,
     caller,
     logger: options.logger,
@@ -304,7 +368,8 @@ function openDeployment({
   caller,
   reports,
   counters,
-}: Pick<Parts, 'options' | 'enrollment' | 'caller' | 'reports' | 'counters'>): Deployment {
+  selfUpdate,
+}: Pick<Parts, 'options' | 'enrollment' | 'caller' | 'reports' | 'counters' | 'selfUpdate'>): Deployment {
   return createDeployment({
     stateDir: options.stateDir,
     caller,
@@ -314,6 +379,7 @@ function openDeployment({
     onDamaged: reports.damaged,
     masker: reports.masker,
     onDownloaded: (bytes) => counters.add('bytesDownloaded', bytes),
+    ...(selfUpdate ? { selfUpdate } : {}),
     downloads: downloadSettings(options),
   });
 }
@@ -374,7 +440,16 @@ function createJobManager(
 function connect(
   p: Pick<
     Parts,
-    'options' | 'caller' | 'status' | 'counters' | 'reports' | 'registry' | 'labels' | 'deployment' | 'jobs'
+    | 'options'
+    | 'caller'
+    | 'status'
+    | 'counters'
+    | 'reports'
+    | 'registry'
+    | 'labels'
+    | 'deployment'
+    | 'jobs'
+    | 'selfUpdate'
   >,
 ): Pick<Parts, 'stream' | 'sync'> {
   const { options, status, counters, registry, labels, jobs } = p;
@@ -403,6 +478,8 @@ function connect(
         if (connectedBefore) counters.add('reconnects');
         else setTimeout(releaseStartupMemory, RELEASE_DELAY_MS).unref();
         connectedBefore = true;
+        // A new binary on trial has connected: its update job succeeded (before the sync looks at it).
+        p.selfUpdate?.connected();
         void p.reports.sender.drainNow();
         void sync.check('connect');
       }
@@ -471,7 +548,17 @@ function logNetwork({ logger }: ResolvedDaemonOptions, enrollment: Enrollment): 
 function stopper(
   p: Pick<
     Parts,
-    'options' | 'stream' | 'sync' | 'registry' | 'jobs' | 'reports' | 'launcher' | 'status' | 'counters' | 'releaseLock'
+    | 'options'
+    | 'stream'
+    | 'sync'
+    | 'registry'
+    | 'jobs'
+    | 'reports'
+    | 'launcher'
+    | 'status'
+    | 'counters'
+    | 'releaseLock'
+    | 'selfUpdate'
   >,
 ): { stop: () => Promise<void>; stopped: Promise<void> } {
   const { options, reports } = p;
@@ -485,6 +572,7 @@ function stopper(
       );
       p.stream.stop();
       p.sync.stop();
+      p.selfUpdate?.close();
       p.registry.close();
       try {
         await p.jobs.shutdown(options.shutdownGraceMs);

@@ -12,6 +12,8 @@ export const DEFAULTS = {
   jobRetentionMs: 7 * 24 * 3_600_000,
   postponeOptional: false,
   deployPollIntervalMs: 300_000,
+  selfUpdate: true,
+  selfUpdateDeadlineMs: 120_000,
   /** Bytes per second, averaged over 60 s; 0: no minimum. */
   minDownloadSpeed: 1024,
 } as const;

@@ -1,3 +1,4 @@
+import { isSea } from 'node:sea';
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { Labels } from '@drover/shared';
@@ -48,11 +49,23 @@ export interface DaemonOptions {
   secrets?: KnownSecrets;
   /** `--metrics-file`: the counters in the Prometheus text format, for node_exporter (docs/metrics.md). */
   metricsFile?: string | undefined;
+  /**
+   * `--no-self-update` (false), env `DROVER_AGENT_SELF_UPDATE`: whether the single binary offers
+   * the built-in update workflow `drover-agent-update` (default true; docs/agent.md, "Self-update").
+   */
+  selfUpdate?: boolean | undefined;
+  /** `--self-update-deadline`: how long a new binary has to connect before the previous one is put back (default 120 s). */
+  selfUpdateDeadlineMs?: number | undefined;
+  /** The running single executable (default: `process.execPath` when running as one, else none: no self-update). */
+  executable?: string | null | undefined;
 }
 
-export type ResolvedDaemonOptions = Required<Omit<DaemonOptions, 'defaultJobTimeoutMs' | 'metricsFile'>> & {
+export type ResolvedDaemonOptions = Required<
+  Omit<DaemonOptions, 'defaultJobTimeoutMs' | 'metricsFile' | 'executable'>
+> & {
   defaultJobTimeoutMs: number | null;
   metricsFile?: string;
+  executable: string | null;
 };
 
 export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOptions {
@@ -75,6 +88,14 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     downloadSpeedWindowMs: options.downloadSpeedWindowMs ?? DOWNLOAD_SPEED_WINDOW_MS,
     labels: { ...options.labels, ...builtInLabels() },
     secrets: options.secrets ?? new KnownSecrets(stateDir),
+    selfUpdate: options.selfUpdate ?? DEFAULTS.selfUpdate,
+    selfUpdateDeadlineMs: options.selfUpdateDeadlineMs ?? DEFAULTS.selfUpdateDeadlineMs,
+    executable: options.executable === undefined ? singleExecutable() : options.executable,
     ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),
   };
+}
+
+/** The path of the running single executable, or null when the agent runs on a `node` (no self-update). */
+function singleExecutable(): string | null {
+  return isSea() ? process.execPath : null;
 }

@@ -24,6 +24,11 @@ export interface WorkflowRegistryOptions {
   onLoaded?(summary: WorkflowSummary): void;
   /** Masks the machine's secret values out of the definitions sent to the coordinator. */
   masker?(): Promise<Masker>;
+  /**
+   * Workflows built into the agent (self-update's `drover-agent-update`): reported with the files'
+   * ones, run only as an application's update workflow; a file of the same name is skipped.
+   */
+  builtins?: WorkflowDefinition[];
 }
 
 /**
@@ -39,17 +44,21 @@ export class WorkflowRegistry {
   #chain: Promise<unknown> = Promise.resolve();
   #watcher: WorkflowWatcher | null = null;
   readonly #options: WorkflowRegistryOptions;
+  readonly #builtins: Map<string, WorkflowDefinition>;
 
   constructor(options: WorkflowRegistryOptions) {
     this.#options = options;
+    this.#builtins = new Map((options.builtins ?? []).map((w) => [w.name, w]));
   }
 
   get(name: string): WorkflowDefinition | undefined {
-    return this.#byName.get(name)?.definition;
+    return this.#builtins.get(name) ?? this.#byName.get(name)?.definition;
   }
 
   /** Why a job of this workflow cannot run here, or null when it can. */
   problemWith(name: string): string | null {
+    if (this.#builtins.has(name))
+      return `the workflow ${name} is built into the agent and runs only as an application's update workflow (over-the-air)`;
     if (this.#byName.has(name)) return null;
     const invalid = this.#problems.map((p) => p.file);
     const files = [...new Set(invalid)];
@@ -60,7 +69,8 @@ export class WorkflowRegistry {
   }
 
   definitions(): WorkflowDefinition[] {
-    return [...this.#byName.values()].map((w) => w.definition).sort((a, b) => (a.name < b.name ? -1 : 1));
+    const files = [...this.#byName.values()].map((w) => w.definition).filter((w) => !this.#builtins.has(w.name));
+    return [...files, ...this.#builtins.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
   summary(): WorkflowSummary {
@@ -85,6 +95,12 @@ export class WorkflowRegistry {
         logger.warn({ file: problem.file }, `workflow file skipped: ${formatProblem(problem)}`);
       this.#problemsLogged = problemsKey;
     }
+    for (const [name, workflow] of this.#byName)
+      if (this.#builtins.has(name))
+        logger.warn(
+          { file: workflow.file },
+          `workflow file skipped: ${workflow.file} defines ${name}, a workflow built into the agent`,
+        );
     const names = [...this.#byName.keys()].sort();
     logger.info(
       { workflows: names },

@@ -24,11 +24,16 @@ export interface DeploymentOptions {
   masker?: () => Masker;
   /** Told the bytes of each artifact downloaded (the agent's counters). */
   onDownloaded?(bytes: number): void;
+  /** Installs the agent's own binary for the built-in update workflow (self-update/). */
+  selfUpdate?: DeployContext['selfUpdate'];
   /** Where partial downloads are kept, the minimum speed (the agent's run options). */
   downloads?: DownloadSettings;
 }
 
 export interface Deployment {
+  /** The deployment state file and the coordinator's deploy calls (self-update reports through them). */
+  store: DeployStateStore;
+  api: DeployApi;
   /** Runs update jobs: the daemon hands it to the job manager. */
   runJob: RunJob;
   /** The pull fallback; the daemon starts and stops it. */
@@ -62,9 +67,12 @@ export function createDeployment(options: DeploymentOptions): Deployment {
     postponeOptional: options.postponeOptional,
     ...(options.masker ? { masker: options.masker } : {}),
     ...(options.onDownloaded ? { onDownloaded: options.onDownloaded } : {}),
+    ...(options.selfUpdate ? { selfUpdate: options.selfUpdate } : {}),
     ...(options.downloads ? { downloads: options.downloads } : {}),
   };
   return {
+    store,
+    api,
     runJob: deployJobRunner(context),
     sync: (s) =>
       new DeploySync({

@@ -28,6 +28,7 @@ import {
 import type { JobStop } from '../jobs/job-stop.js';
 import { installRelease } from './install-release.js';
 import type { ManifestSource } from './manifest-source.js';
+import { HANDED_OVER, type HandedOver, type SelfUpdate } from '../self-update/self-update.js';
 
 /** What the agent needs to run update jobs (docs/agent.md, "Over-the-air updates"). */
 export interface DeployContext {
@@ -44,6 +45,8 @@ export interface DeployContext {
   masker?: () => Masker;
   /** Told the bytes of each artifact downloaded (the agent's counters, docs/metrics.md). */
   onDownloaded?(bytes: number): void;
+  /** Installs the agent's own binary for the built-in update workflow (absent: not the single binary). */
+  selfUpdate?: Pick<SelfUpdate, 'handles' | 'install'> | undefined;
 }
 
 export interface DeployJobDeps extends JobRunDeps {
@@ -77,7 +80,7 @@ export async function runDeployJob(
   const { running } = begun;
   const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
   const parsed = parseDeployEvent(entry.assignment);
-  let result: JobResult;
+  let result: JobResult | HandedOver;
   if (!parsed.ok) {
     const message = `refused: the update job's assignment is not usable (${parsed.problem}); nothing was installed`;
     deps.logger.error({ jobId: entry.jobId }, message);
@@ -86,6 +89,8 @@ export async function runDeployJob(
     result = await new DeployRun(deps, parsed.assignment, shipper, stop).run();
   }
   shipper.flush();
+  // The agent restarts into its new binary, which reports the job once it has connected (self-update/).
+  if (result === HANDED_OVER) return;
   deps.finish(running, result);
 }
 
@@ -112,7 +117,7 @@ class DeployRun {
     this.#log = deps.logger.child({ jobId: job.jobId, workflow: job.workflowName, applicationId: job.applicationId });
   }
 
-  async run(): Promise<JobResult> {
+  async run(): Promise<JobResult | HandedOver> {
     const started = performance.now();
     const { deploy } = this.#deps;
     this.#say(`update to ${describeRelease(this.#release)}: checking it against the signed manifest`);
@@ -126,6 +131,7 @@ class DeployRun {
     const forced = payload.forced || this.#job.params.forced;
     if (deploy.postponeOptional && !forced) return this.#postpone();
 
+    const builtIn = deploy.selfUpdate?.handles(payload.update_workflow) ? deploy.selfUpdate : undefined;
     const workflow = this.#deps.workflow(payload.update_workflow);
     if (!workflow) {
       return this.#end(
@@ -178,18 +184,32 @@ class DeployRun {
 
     await this.#report('installing');
     this.#say(`installing ${payload.slug} ${desired.version} with the workflow ${workflow.name}`);
-    const result = await installRelease({
-      deps: this.#deps,
-      job: this.#job,
-      workflow,
-      payload,
-      artifactPath: target,
-      files,
-      timeoutMs: remaining(),
-      stop: this.#stop,
-      shipper: this.#shipper,
-      log: this.#log,
-    });
+    const result = builtIn
+      ? await builtIn.install({
+          jobId: this.#job.jobId,
+          applicationId: this.#appId,
+          release: {
+            releaseId: desired.release_id,
+            version: desired.version,
+            sequence: desired.sequence,
+            channel: desired.channel,
+          },
+          artifactPath: target,
+          say: (text) => this.#say(text),
+        })
+      : await installRelease({
+          deps: this.#deps,
+          job: this.#job,
+          workflow,
+          payload,
+          artifactPath: target,
+          files,
+          timeoutMs: remaining(),
+          stop: this.#stop,
+          shipper: this.#shipper,
+          log: this.#log,
+        });
+    if (result === HANDED_OVER) return result;
     if (result.status !== 'success') {
       return this.#end(
         'failed',

@@ -98,16 +98,28 @@ export class JobManager {
   /**
    * At daemon start: a job the journal says was running has no process any more: it ends
    * `failed` (interrupted). Results and refusals that never reached the coordinator are sent again.
+   * `adopted` jobs are left alone: the self-update settles them (finishJob).
    */
-  recover(): void {
+  recover(adopted: ReadonlySet<string> = new Set()): void {
     const { journal } = this.#options;
     for (const entry of journal.all()) {
+      if (adopted.has(entry.jobId)) continue;
       if (entry.state === 'running') {
         this.#failInterrupted(entry);
       } else if (entry.final && !entry.finalDelivered && !this.#options.outbox.has(entry.jobId, entry.final.kind)) {
         this.#sendFinal(entry.jobId, entry.final);
       }
     }
+  }
+
+  /**
+   * Finishes a job the journal has `running` that no run of this process holds: an update job of
+   * the agent's own binary, settled by the binary that started after it (self-update/). A job in
+   * any other state is left as it is.
+   */
+  finishJob(jobId: string, result: JobResult): void {
+    const entry = this.#options.journal.get(jobId);
+    if (entry?.state === 'running') this.#finish(entry, result);
   }
 
   /** A `job` event of the stream. An update job always takes the deploy path (its manifest is checked). */

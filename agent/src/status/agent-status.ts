@@ -7,6 +7,7 @@ import { countWaitingReports } from '../outbox/outbox.js';
 import { statePath } from '../state/paths.js';
 import { describeProxyRoute, proxyRouteFor, readProxySettings } from '../http/proxy-env.js';
 import { readDeployState, type AppDeployState } from '../deploy/deploy-state.js';
+import { describeMarker, peekMarker } from '../self-update/marker.js';
 import { readDaemonStatus, type DaemonStatus } from './daemon-status.js';
 import { readCounters, type AgentCounters } from './agent-counters.js';
 
@@ -36,6 +37,8 @@ export interface AgentStatus {
   proxy: string | null;
   /** What the daemon did since its first start here (`counters.json`), or null before it ever ran. */
   counters: AgentCounters | null;
+  /** A self-update in flight (`self-update.json`), in words; null when there is none. */
+  selfUpdate: string | null;
 }
 
 /** What the state directory says about this agent. Never calls the coordinator. */
@@ -53,6 +56,7 @@ export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = proce
     waitingReports: countWaitingReports(path.join(stateDir, 'outbox')),
     counters: readCounters(stateDir),
     proxy: null,
+    selfUpdate: selfUpdateOf(stateDir),
   };
   const deploy = readDeployState(stateDir);
   if (deploy?.apps) {
@@ -81,6 +85,15 @@ export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = proce
     status.problem = error.message;
   }
   return status;
+}
+
+function selfUpdateOf(stateDir: string): string | null {
+  try {
+    const read = peekMarker(stateDir);
+    return read === null ? null : describeMarker(read);
+  } catch (error) {
+    return `cannot read self-update.json: ${(error as Error).message}`;
+  }
 }
 
 /** How the proxy variables of `env` reach `url`, in words. */

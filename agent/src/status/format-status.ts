@@ -33,6 +33,7 @@ export function formatAgentStatus(status: AgentStatus): string[] {
       : []),
     ...formatCounters(status.counters),
     ...formatDeployments(status),
+    ...(status.selfUpdate ? [`Self-update:   ${status.selfUpdate}`] : []),
   );
   if (status.problem) lines.push(`Problem:       ${status.problem}`);
   return lines;

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import { signRequest } from '@drover/shared';
+import { AGENT_VERSION_HEADER, signRequest } from '@drover/shared';
+import { AGENT_VERSION } from '../version.js';
 import { sendRequest, type HttpResponse } from '../http/request.js';
 import type { ServerClock } from '../http/server-clock.js';
 
@@ -28,7 +29,12 @@ export async function openSignedStream(signer: StreamSigner, url: URL, signal: A
   const sentAt = clock?.localTime() ?? 0;
   const res = await sendRequest(url, {
     method: 'GET',
-    headers: { accept: 'text/event-stream', 'cache-control': 'no-cache', ...signature },
+    headers: {
+      accept: 'text/event-stream',
+      'cache-control': 'no-cache',
+      [AGENT_VERSION_HEADER]: AGENT_VERSION,
+      ...signature,
+    },
     signal,
     ownConnection: true,
   });

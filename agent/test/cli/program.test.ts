@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
+import { SELF_UPDATE_ENV, selfUpdateFromEnv } from '../../src/cli/run-command.js';
 import { runAgentCli as run } from './run-cli.js';
 
 let root: string;
@@ -42,6 +43,41 @@ describe('drover-agent status', () => {
     expect(res.out).toMatch(/Agent: +not running/);
     const json = await run('status', '--state-dir', root, '--json');
     expect(JSON.parse(json.out)).toMatchObject({ enrollment, running: false, problem: null });
+  });
+
+  it('shows a self-update in flight, on trial or rolled back, without touching its marker', async () => {
+    savePrivateKey(root, generateEd25519KeyPair().privateKey);
+    saveEnrollment(root, enrollment);
+    const marker = {
+      version: 1,
+      phase: 'swapped',
+      jobId: '01a22507-6a18-7cbe-81a5-f3632d4c6831',
+      applicationId: '3f2c1b4a-5d6e-4f70-8a9b-0c1d2e3f4a5b',
+      release: { releaseId: '0bbd5bdb-a616-40ee-a95a-37e36c7e67b6', version: '0.2.0', sequence: 2 },
+      executable: '/opt/drover-agent/drover-agent',
+      previous: '/opt/drover-agent/drover-agent.previous',
+      fromVersion: '0.1.0',
+      toVersion: '0.2.0',
+      deadlineMs: 120_000,
+      swappedAt: '2026-11-22T10:00:00.000Z',
+      firstStartAt: '2026-11-22T10:00:06.000Z',
+      starts: 2,
+      reason: null,
+    };
+    const file = path.join(root, 'self-update.json');
+    fs.writeFileSync(file, JSON.stringify(marker));
+    expect((await run('status', '--state-dir', root)).out).toContain(
+      'Self-update:   0.2.0 on trial since 2026-11-22T10:00:06.000Z (start 2): it must connect by 2026-11-22T10:02:06.000Z, else 0.1.0 is put back from /opt/drover-agent/drover-agent.previous',
+    );
+    fs.writeFileSync(file, JSON.stringify({ ...marker, phase: 'rolled_back', reason: 'it did not connect' }));
+    expect((await run('status', '--state-dir', root)).out).toContain(
+      'Self-update:   0.2.0 rolled back to 0.1.0 (it did not connect); reported at the next start',
+    );
+    fs.writeFileSync(file, '{');
+    expect((await run('status', '--state-dir', root)).out).toMatch(
+      /Self-update: +self-update\.json is damaged \(not JSON/,
+    );
+    expect(fs.readFileSync(file, 'utf8')).toBe('{'); // left for the daemon to set aside
   });
 
   it('reports a damaged enrollment or a missing key as a problem, and exits 1', async () => {
@@ -96,5 +132,38 @@ describe('drover-agent enroll, before any network call', () => {
     expect((await run('enroll')).code).not.toBe(0);
     expect((await run('nonsense')).code).not.toBe(0);
     expect((await run('--version')).code).toBe(0);
+  });
+});
+
+describe('drover-agent run: the self-update settings, checked before anything starts', () => {
+  it('reads DROVER_AGENT_SELF_UPDATE as on or off, and refuses anything else', async () => {
+    expect([undefined, '', 'on', '1', 'TRUE', 'yes'].map(selfUpdateFromEnv)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
+    expect(['off', '0', 'false', 'No'].map(selfUpdateFromEnv)).toEqual([false, false, false, false]);
+    process.env[SELF_UPDATE_ENV] = 'maybe';
+    try {
+      const res = await run('run', '--state-dir', path.join(root, 'none'));
+      expect(res.code).toBe(1);
+      expect(res.err).toBe(
+        'drover-agent: error: DROVER_AGENT_SELF_UPDATE expects on or off (1/0, true/false), got `maybe`\n',
+      );
+      // The flag wins over the variable (so it is not read at all).
+      const flagged = await run('run', '--no-self-update', '--state-dir', path.join(root, 'none'));
+      expect(flagged.err).toMatch(/This machine is not enrolled/);
+    } finally {
+      delete process.env[SELF_UPDATE_ENV];
+    }
+  });
+
+  it('refuses a deadline shorter than a second', async () => {
+    const res = await run('run', '--self-update-deadline', '500ms', '--state-dir', path.join(root, 'none'));
+    expect(res.code).not.toBe(0);
+    expect(res.err).toContain('--self-update-deadline must be at least 1000ms, got `500ms`.');
   });
 });

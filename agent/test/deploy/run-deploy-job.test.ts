@@ -5,7 +5,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair, privateKeyFromBase64, signManifest } from '@drover/shared';
 import { reportDeployState } from '../../src/deploy/deploy-report.js';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
-import { deployJobRunner } from '../../src/deploy/run-deploy-job.js';
+import { deployJobRunner, type DeployContext } from '../../src/deploy/run-deploy-job.js';
+import { SELF_UPDATE_WORKFLOW, selfUpdateWorkflow } from '../../src/self-update/builtin-workflow.js';
+import { HANDED_OVER, type SelfInstallRequest } from '../../src/self-update/self-update.js';
 import { createMasker, type Masker } from '../../src/exec/secret-masker.js';
 import type { DownloadSettings } from '../../src/files/download.js';
 import { captureLogger } from '../log-capture.js';
@@ -50,13 +52,15 @@ function make(
     capacity?: number;
     workflows?: any[];
     masker?: () => Masker;
+    selfUpdate?: DeployContext['selfUpdate'];
     downloads?: DownloadSettings;
     now?: () => number;
   } = {},
 ): Harness {
   const h = harness(options.workflows ?? [update(), slow], {
     capacity: options.capacity ?? 4,
-    runUpdateJob: (stateDir) => deployJobRunner(deployContext(fake, stateDir, options)),
+    runUpdateJob: (stateDir) =>
+      deployJobRunner({ ...deployContext(fake, stateDir, options), selfUpdate: options.selfUpdate }),
   });
   open.push(h);
   return h;
@@ -453,5 +457,57 @@ describe('a failed update', () => {
       'could not fetch the signed manifest from the coordinator (Cannot reach the coordinator: connection refused); nothing was installed',
     );
     expect(blobs.requests).toEqual([]);
+  });
+});
+
+describe('an update of the built-in drover-agent-update (the agent updating its own binary)', () => {
+  /** A self-update that records what it is handed, and hands the job over as the real one does after a swap. */
+  function selfUpdate() {
+    const calls: { req: SelfInstallRequest; bytes: string }[] = [];
+    return {
+      calls,
+      handles: (name: string) => name === SELF_UPDATE_WORKFLOW,
+      install: (req: SelfInstallRequest) => {
+        calls.push({ req, bytes: fs.readFileSync(req.artifactPath, 'utf8') });
+        return Promise.resolve(HANDED_OVER);
+      },
+    };
+  }
+
+  it('hands the verified artifact to the self-update, and leaves the job running for the next binary to finish', async () => {
+    const self = selfUpdate();
+    const h = make({ workflows: [selfUpdateWorkflow(120_000)], selfUpdate: self });
+    const app = fake.addApp({ slug: 'drover-agent', updateWorkflow: SELF_UPDATE_WORKFLOW });
+    const release = fake.publish(app, '0.2.0');
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => self.calls.length === 1 && h.manager.queue.running === null);
+    expect(self.calls[0]).toMatchObject({
+      req: {
+        jobId: event.jobId,
+        applicationId: app.applicationId,
+        release: { releaseId: release.releaseId, version: '0.2.0', sequence: 1 },
+      },
+      bytes: 'artifact 0.2.0',
+    });
+    expect(h.finishOf(event.jobId)).toBeUndefined();
+    expect(h.journal.get(event.jobId)?.state).toBe('running');
+    expect(fake.states(app)).toEqual(['downloading', 'verifying', 'installing']);
+    expect(localState(h, app).current).toBeNull(); // recorded by the new binary once it connected
+  });
+
+  it('never hands over an artifact that does not match the signed checksum', async () => {
+    const self = selfUpdate();
+    const h = make({ workflows: [selfUpdateWorkflow(120_000)], selfUpdate: self });
+    const app = fake.addApp({ slug: 'drover-agent', updateWorkflow: SELF_UPDATE_WORKFLOW });
+    const release = fake.publish(app, '0.2.0');
+    blobs.blobs.set(release.releaseId, Buffer.from('artifact 6.6.6'));
+    const event = fake.event(app);
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)?.errorMessage).toMatch(
+      /^refused: .*does not match its checksum.*; nothing was installed$/,
+    );
+    expect(self.calls).toEqual([]);
   });
 });

@@ -4279,7 +4279,10 @@ export interface operations {
         /** @description jobs the agent's queue holds, the running one included (default 4) */
         capacity?: number;
       };
-      header?: never;
+      header?: {
+        /** @description the agent's version (1 to 64 visible ASCII characters), kept as its agentVersion */
+        'x-agent-version'?: string;
+      };
       path?: never;
       cookie?: never;
     };

@@ -89,8 +89,9 @@ const ADD_NONCE = command<[string, string, number]>(
   'INSERT INTO agent_nonces (agent_id, nonce, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING',
 );
 const PURGE_NONCES = command<[number]>('DELETE FROM agent_nonces WHERE expires_at < ?');
-const CONNECTED = command<[string, number | null, string]>(
-  `UPDATE agents SET status = 'connected', last_seen_at = ?, queue_capacity = COALESCE(?, queue_capacity)
+const CONNECTED = command<[string, number | null, string | null, string]>(
+  `UPDATE agents SET status = 'connected', last_seen_at = ?, queue_capacity = COALESCE(?, queue_capacity),
+     agent_version = COALESCE(?, agent_version)
    WHERE id = ? AND status IN ('pending', 'connected', 'disconnected')`,
 );
 const TOUCH = command<[string, string]>(
@@ -165,8 +166,8 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
         { atomic: false },
       );
     },
-    async markConnected(id, at, queueCapacity) {
-      return (await db.run(CONNECTED, [at, queueCapacity ?? null, id])) === 1;
+    async markConnected(id, at, queueCapacity, agentVersion) {
+      return (await db.run(CONNECTED, [at, queueCapacity ?? null, agentVersion ?? null, id])) === 1;
     },
     async touch(ids, at) {
       if (ids.length > 0) await db.run(TOUCH, [at, JSON.stringify(ids)]);

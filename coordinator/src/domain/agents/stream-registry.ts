@@ -215,7 +215,12 @@ export class StreamRegistry {
    * Takes over a new stream for an agent whose signature was verified: replaces its previous
    * stream, marks it connected, sends its open jobs, then goes live.
    */
-  async connect(agent: StreamAgent, sink: StreamSink, capacity = DEFAULT_AGENT_QUEUE_CAPACITY): Promise<void> {
+  async connect(
+    agent: StreamAgent,
+    sink: StreamSink,
+    capacity = DEFAULT_AGENT_QUEUE_CAPACITY,
+    agentVersion?: string,
+  ): Promise<void> {
     const agentId = agent.id;
     const stream = new AgentStream(agent, sink, capacity, this.options.clock.now());
     if (this.closed) {
@@ -231,12 +236,12 @@ export class StreamRegistry {
     }
     sink.onClose(() => this.dropped(stream));
     try {
-      if (!(await this.options.agents.markConnected(agentId, isoNow(this.options.clock), capacity))) {
+      if (!(await this.options.agents.markConnected(agentId, isoNow(this.options.clock), capacity, agentVersion))) {
         // Revoked (or gone) between the signature check and now.
         this.forget(stream);
         return;
       }
-      this.options.logger.info({ agentId, capacity }, 'agent stream connected');
+      this.options.logger.info({ agentId, capacity, agentVersion }, 'agent stream connected');
       this.options.agentEvents.streamOpened(agentId);
       // Cancels the agent has not confirmed come first, before any job: a job cancelled while it
       // was away is stopped, or taken out of its queue, before anything new arrives.

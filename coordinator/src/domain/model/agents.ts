@@ -68,7 +68,8 @@ export interface AgentRepository {
    */
   rememberNonce(agentId: string, nonce: string, expiresAtMs: number, nowMs: number): Promise<boolean>;
   /** Its stream connected: `connected` (from pending or disconnected), lastSeenAt = at. False if revoked or unknown. */
-  markConnected(id: string, at: string, queueCapacity?: number): Promise<boolean>;
+  /** `agentVersion`: the version the agent says it runs when its stream opens (kept when absent). */
+  markConnected(id: string, at: string, queueCapacity?: number, agentVersion?: string): Promise<boolean>;
   /**
    * The agents whose streams are open: lastSeenAt = at (one UPDATE for all of them), and
    * `connected` again for any another coordinator marked `disconnected` meanwhile (never a revoked one).

@@ -94,6 +94,13 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     await t.repos.agents.enroll(await token(orgId), a, AT);
     expect(await t.repos.agents.markConnected(a.id, later(1))).toBe(true);
     expect(await t.repos.agents.listConnectedIds()).toEqual([a.id]);
+    // The version the stream names is kept (a self-update); a stream without one leaves it.
+    const enrolledVersion = (await t.repos.agents.findById(a.id))?.agentVersion;
+    expect(await t.repos.agents.markConnected(a.id, later(1), 4, '0.2.0')).toBe(true);
+    expect((await t.repos.agents.findById(a.id))?.agentVersion).toBe('0.2.0');
+    expect(await t.repos.agents.markConnected(a.id, later(1))).toBe(true);
+    expect((await t.repos.agents.findById(a.id))?.agentVersion).toBe('0.2.0');
+    expect(enrolledVersion).not.toBe('0.2.0');
     await t.repos.agents.touch([a.id, newId()], later(2));
     expect((await t.repos.agents.findById(a.id))?.lastSeenAt).toBe(later(2));
     expect(await t.repos.agents.markDisconnected(a.id, null, later(2))).toBe(true);

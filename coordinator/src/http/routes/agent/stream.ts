@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
+import { AGENT_VERSION_HEADER, AGENT_VERSION_HEADER_PATTERN } from '@drover/shared';
 import { agentEventsOf } from '../../../domain/agents/agent-events.js';
 import { withFreshDownloadUrls } from '../../../domain/jobs/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/agents/sse.js';
@@ -22,6 +23,18 @@ const StreamQuery = {
       minimum: 1,
       maximum: 1000,
       description: `jobs the agent's queue holds, the running one included (default ${DEFAULT_AGENT_QUEUE_CAPACITY})`,
+    },
+  },
+} as const;
+
+/** The agent's version (optional): kept as its `agentVersion`, so that it follows a self-update. */
+const StreamHeaders = {
+  type: 'object',
+  properties: {
+    [AGENT_VERSION_HEADER]: {
+      type: 'string',
+      pattern: AGENT_VERSION_HEADER_PATTERN,
+      description: "the agent's version (1 to 64 visible ASCII characters), kept as its agentVersion",
     },
   },
 } as const;
@@ -81,7 +94,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     done();
   });
 
-  app.get<{ Querystring: { capacity?: number } }>(
+  app.get<{ Querystring: { capacity?: number }; Headers: { [AGENT_VERSION_HEADER]?: string } }>(
     '/agent/stream',
     {
       // A HEAD would run this handler and open a stream nobody reads.
@@ -91,6 +104,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
         summary: 'The event stream (text/event-stream) pushing job, deploy, cancel and ping events to the agent',
         tags: ['agent'],
         querystring: StreamQuery,
+        headers: StreamHeaders,
         response: {
           200: {
             description: 'A text/event-stream of `job`, `deploy`, `cancel` and `ping` events',
@@ -118,7 +132,12 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
       raw.socket?.setNoDelay(true);
       raw.socket?.setKeepAlive(true, 30_000);
       raw.write(SSE_OPENING);
-      await registry.connect({ id: agent.id, orgId: agent.orgId }, responseSink(raw), request.query.capacity);
+      await registry.connect(
+        { id: agent.id, orgId: agent.orgId },
+        responseSink(raw),
+        request.query.capacity,
+        request.headers[AGENT_VERSION_HEADER],
+      );
     },
   );
 }
