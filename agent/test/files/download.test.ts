@@ -207,6 +207,23 @@ describe('a download stopped and taken up again (an agent restart)', () => {
     expect(partialFiles()).toEqual([]);
   });
 
+  it('starts over, and still verifies the file, when the record beside a partial is not readable', async () => {
+    const s = await serve(100_000);
+    s.mishaps.cutEvery = 40_000;
+    const first = new ResumableDownload(request(s));
+    await first.attempt(s.url()).catch(() => {});
+    first.close();
+    expect(first.have).toBe(40_000);
+    const hex = sha256(s.content);
+    fs.writeFileSync(path.join(partials, `${hex}.json`), '{"version": 1, "sha256": "trunc');
+    s.mishaps.cutEvery = 0;
+    const before = s.requests.length;
+    await download(new ResumableDownload(request(s)), s, [s.url()]);
+    expect(s.requests.slice(before)).toEqual([{ range: undefined, ifRange: undefined, status: 200 }]);
+    expect(sha256(fs.readFileSync(path.join(dir, 'file.bin')))).toBe(hex);
+    expect(partialFiles()).toEqual([]);
+  });
+
   it('starts over when the server answers a range with the whole file, or 416, or another ETag', async () => {
     const s = await serve(100_000);
     for (const mishap of ['ignoreRange', 'refuseRange', 'changed'] as const) {
