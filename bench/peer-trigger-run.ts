@@ -25,7 +25,7 @@ import { startBenchCoordinator } from './lib/coordinator.js';
 import { runCleanLoad, type LoadResult } from './lib/load.js';
 import { integerOption } from './lib/options.js';
 import { formatRow, machineNote, median } from './lib/report.js';
-import { DEPLOY_WORKFLOW, seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
+import { seedAsyncDeployTrigger } from './lib/seed.js';
 import { startPeerServer } from './peer/peer-server.js';
 import { startRedis } from './peer/redis.js';
 
@@ -55,15 +55,7 @@ const peer = await startPeerServer(redis.port);
 let bare: Awaited<ReturnType<typeof startBarePostServer>> | undefined;
 try {
   const { orgId, ownerId } = coordinator;
-  const agentId = await seedAgent(coordinator.coordinator, orgId, 0, [DEPLOY_WORKFLOW]);
-  const triggerId = await seedTrigger(coordinator.coordinator, orgId, ownerId, {
-    agentId,
-    workflowName: 'deploy',
-    responseMode: 'async',
-  });
-  const token = await seedApiToken(coordinator.coordinator, orgId, ownerId, [
-    { type: 'trigger', triggerIds: [triggerId] },
-  ]);
+  const { triggerId, token } = await seedAsyncDeployTrigger(coordinator.coordinator, orgId, ownerId);
   const route = `/v1/triggers/${triggerId}/run`;
   const droverUrl = `${coordinator.url}${route}`;
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };

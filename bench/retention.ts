@@ -34,7 +34,7 @@ import { BENCH_OWNER, startBenchCoordinator } from './lib/coordinator.js';
 import { runCleanLoad, type LoadResult } from './lib/load.js';
 import { integerOption } from './lib/options.js';
 import { machineNote } from './lib/report.js';
-import { DEPLOY_WORKFLOW, seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
+import { seedAsyncDeployTrigger } from './lib/seed.js';
 
 const GOAL_BATCH_MS = 50;
 const GOAL_P99_RATIO = 1.5;
@@ -61,15 +61,7 @@ const coordinator = await startBenchCoordinator({ DROVER_RETENTION_SWEEP_SECONDS
 try {
   const { ctx, db } = coordinator.coordinator;
   const { orgId, ownerId } = coordinator;
-  const agentId = await seedAgent(coordinator.coordinator, orgId, 0, [DEPLOY_WORKFLOW]);
-  const triggerId = await seedTrigger(coordinator.coordinator, orgId, ownerId, {
-    agentId,
-    workflowName: 'deploy',
-    responseMode: 'async',
-  });
-  const token = await seedApiToken(coordinator.coordinator, orgId, ownerId, [
-    { type: 'trigger', triggerIds: [triggerId] },
-  ]);
+  const { agentId, triggerId, token } = await seedAsyncDeployTrigger(coordinator.coordinator, orgId, ownerId);
 
   // A year's worth of ended jobs with their log lines, all within the default retention.
   const insertJob = db.prepare(

@@ -30,7 +30,7 @@ import { runCleanLoad, type LoadResult } from './lib/load.js';
 import { parseLoadOptions } from './lib/options.js';
 import { withCpuProfile } from './lib/profile.js';
 import { formatRow, machineNote, printRatio } from './lib/report.js';
-import { DEPLOY_WORKFLOW, seedAgent, seedApiToken, seedTrigger } from './lib/seed.js';
+import { seedAsyncDeployTrigger } from './lib/seed.js';
 
 const GOAL = 0.4;
 
@@ -56,15 +56,11 @@ const coordinator = await startBenchCoordinator();
 let bare: Awaited<ReturnType<typeof startBarePostServer>> | undefined;
 try {
   const { ctx, db } = coordinator.coordinator;
-  const agentId = await seedAgent(coordinator.coordinator, coordinator.orgId, 0, [DEPLOY_WORKFLOW]);
-  const triggerId = await seedTrigger(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, {
-    agentId,
-    workflowName: 'deploy',
-    responseMode: 'async',
-  });
-  const token = await seedApiToken(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, [
-    { type: 'trigger', triggerIds: [triggerId] },
-  ]);
+  const { agentId, triggerId, token } = await seedAsyncDeployTrigger(
+    coordinator.coordinator,
+    coordinator.orgId,
+    coordinator.ownerId,
+  );
   const workflow = await ctx.repos.workflows.findActiveByAgentAndName(agentId, 'deploy');
   assert.ok(workflow, 'the workflow is reported');
   assert.deepEqual(workflow.rateLimit, { perMinute: null, perHour: null, perDay: null }, 'no workflow limit');

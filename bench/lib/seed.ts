@@ -203,3 +203,23 @@ export async function seedApiToken(
   );
   return plaintext;
 }
+
+/**
+ * The trigger-run benchmarks' fixture: an agent reporting DEPLOY_WORKFLOW (enrolled, never
+ * connected: every call's job stays pending), an async webhook trigger on it, and an API token
+ * granted that trigger. Returns the three.
+ */
+export async function seedAsyncDeployTrigger(
+  coordinator: Coordinator,
+  orgId: string,
+  userId: string,
+): Promise<{ agentId: string; triggerId: string; token: string }> {
+  const agentId = await seedAgent(coordinator, orgId, 0, [DEPLOY_WORKFLOW]);
+  const triggerId = await seedTrigger(coordinator, orgId, userId, {
+    agentId,
+    workflowName: 'deploy',
+    responseMode: 'async',
+  });
+  const token = await seedApiToken(coordinator, orgId, userId, [{ type: 'trigger', triggerIds: [triggerId] }]);
+  return { agentId, triggerId, token };
+}
