@@ -92,14 +92,9 @@ const DELETE_ROLLOUT_EVENTS = command<[string, string, number]>(
      LIMIT ?)`,
 );
 
-const SIZE = query<{ bytes: number; free_bytes: number | null }, []>((d) =>
-  d.name === 'sqlite'
-    ? `SELECT c.page_count * s.page_size AS bytes, f.freelist_count * s.page_size AS free_bytes
-       FROM pragma_page_count() c, pragma_page_size() s, pragma_freelist_count() f`
-    : 'SELECT pg_database_size(current_database()) AS bytes, NULL AS free_bytes',
-);
+const SIZE = query<{ bytes: number; free_bytes: number | null }, []>((d) => d.databaseSize);
 
-const NONE: Deleted = { jobs: 0, logLines: 0, auditEntries: 0, occurrences: 0, batches: 0, rolloutEvents: 0 };
+const NONE: Readonly<Deleted> = { jobs: 0, logLines: 0, auditEntries: 0, occurrences: 0, batches: 0, rolloutEvents: 0 };
 
 /**
  * At most `rows` rows (a job counts one, and each of its log lines one): the oldest jobs whose

@@ -52,6 +52,11 @@ export interface Dialect {
    * keeps the old cost (docs/performance.md, "Measured facts"); `?` on PostgreSQL.
    */
   readonly seekParameter: string;
+  /**
+   * A query of one row: the database's size on disk (`bytes`) and, on SQLite, the free pages
+   * inside its file (`free_bytes`, NULL on PostgreSQL, whose free space autovacuum manages).
+   */
+  readonly databaseSize: string;
 }
 
 /** `jsonRecords` over `elements` (a function giving a JSON array's elements as rows of a column `value`). */
@@ -73,6 +78,8 @@ export const SQLITE: Dialect = {
   inJsonArray: (parameter) => `IN (SELECT value FROM json_each(${parameter}))`,
   jsonRecords: jsonRows('json_each', (i) => `value ->> ${i}`),
   seekParameter: '+?',
+  databaseSize: `SELECT c.page_count * s.page_size AS bytes, f.freelist_count * s.page_size AS free_bytes
+    FROM pragma_page_count() c, pragma_page_size() s, pragma_freelist_count() f`,
 };
 
 export const POSTGRES: Dialect = {
@@ -86,4 +93,5 @@ export const POSTGRES: Dialect = {
   inJsonArray: (parameter) => `= ANY(ARRAY(SELECT value FROM json_array_elements_text(${parameter})))`,
   jsonRecords: jsonRows('json_array_elements', (i, type) => `CAST(value ->> ${i} AS ${type})`),
   seekParameter: '?',
+  databaseSize: 'SELECT pg_database_size(current_database()) AS bytes, NULL AS free_bytes',
 };

@@ -23,6 +23,16 @@ export interface Deleted {
   rolloutEvents: number;
 }
 
+/** Nothing deleted: a new object each call (a sweep adds to it). */
+export const nothingDeleted = (): Deleted => ({
+  jobs: 0,
+  logLines: 0,
+  auditEntries: 0,
+  occurrences: 0,
+  batches: 0,
+  rolloutEvents: 0,
+});
+
 export const DELETED_KINDS = ['jobs', 'logLines', 'auditEntries', 'occurrences', 'batches', 'rolloutEvents'] as const;
 
 /** What one deleting batch removed, and whether more may be left to delete. */

@@ -4,7 +4,7 @@ import { notFound } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { DatabaseSize, DeleteBatch, Deleted, RetentionRepository } from '../model/retention.js';
-import { DELETED_KINDS, ENDED_STATUSES } from '../model/retention.js';
+import { DELETED_KINDS, ENDED_STATUSES, nothingDeleted } from '../model/retention.js';
 import {
   applyRetentionChange,
   effectiveRetention,
@@ -83,8 +83,6 @@ export interface RetentionView {
   lastSweep: SweepReport | null;
 }
 
-const none = (): Deleted => ({ jobs: 0, logLines: 0, auditEntries: 0, occurrences: 0, batches: 0, rolloutEvents: 0 });
-
 /**
  * What Drover keeps (docs/operations.md, "Retention"): each organization's settings, and the
  * sweep that deletes what is past them, in the background, in small batches each of which holds
@@ -111,7 +109,7 @@ export class RetentionService {
       overrides,
       defaults: { ...this.deps.defaults },
       database: await this.deps.repo.databaseSize(),
-      lastSweep: this.last && { ...this.last, deleted: this.lastByOrg.get(orgId) ?? none() },
+      lastSweep: this.last && { ...this.last, deleted: this.lastByOrg.get(orgId) ?? nothingDeleted() },
     };
   }
 
@@ -181,7 +179,7 @@ export class RetentionService {
     const now = this.deps.clock.now();
     const report: SweepReport = {
       startedAt: isoAt(now),
-      deleted: none(),
+      deleted: nothingDeleted(),
       durationMs: 0,
       longestBatchMs: 0,
       batches: 0,
@@ -190,7 +188,7 @@ export class RetentionService {
     const orgs = await repo.organizations();
     const byOrg = new Map<string, Deleted>();
     for (const { orgId, overrides } of orgs) {
-      const ofOrg = none();
+      const ofOrg = nothingDeleted();
       byOrg.set(orgId, ofOrg);
       const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del, ofOrg);
       const r = effectiveRetention(this.deps.defaults, overrides);
@@ -210,7 +208,7 @@ export class RetentionService {
     }
     // The coordinator's own entries (no organization) keep to its setting.
     const serverAuditBefore = retentionCutoff(now, this.deps.defaults.auditDays);
-    await this.drain(report, (n) => repo.deleteAudit(null, serverAuditBefore, n), none());
+    await this.drain(report, (n) => repo.deleteAudit(null, serverAuditBefore, n), nothingDeleted());
 
     report.durationMs = performance.now() - started;
     this.last = report;
