@@ -6,7 +6,8 @@
  *   pnpm build && pnpm bench bench/fleet.ts --agents 1000
  *   pnpm build && pnpm bench bench/fleet.ts --agents 10000
  *   options: --apps K (bindings per agent, default 1) | --concurrency 64 | --duration 10 | --source
- *   profile: --profile <dir> (the coordinator's whole run, written when it stops)
+ *   profile: --profile <dir> (the coordinator's whole run, written when it stops);
+ *            --profile-issuance <file> (measurement 4 alone, in this process)
  *
  * The coordinator is the real `drover-coordinator start` in a CHILD process (the built
  * `coordinator/dist`; `--source`: TypeScript through tsx), so that its RSS and CPU time are its
@@ -57,7 +58,7 @@ import { createCoordinator, createLogger, desiredManifest, loadConfig } from '@d
 import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
 import { connectFleet, enrollFleet, fleetEnvironment, signIn, uploadArtifact } from './lib/fleet-setup.js';
 import type { SimAgent } from './lib/fleet-sim.js';
-import { newestCpuProfile, summarizeProfile } from './lib/profile.js';
+import { newestCpuProfile, summarizeProfile, withCpuProfile } from './lib/profile.js';
 import { integerOption } from './lib/options.js';
 import { machineNote, median } from './lib/report.js';
 
@@ -71,6 +72,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '10' },
     source: { type: 'boolean', default: false },
     profile: { type: 'string' },
+    'profile-issuance': { type: 'string' },
   },
 });
 const N = integerOption('agents', values.agents, 1);
@@ -225,10 +227,12 @@ try {
 
   // ---- 4. Issuance itself, in this process -------------------------------------------------------
   await coordinator.stop();
-  const local = await issuanceInProcess(
-    coordinator.dataDir,
-    agents.map((a) => ({ id: a.agentId, orgId })),
-    durationS,
+  const local = await withCpuProfile(values['profile-issuance'], () =>
+    issuanceInProcess(
+      coordinator.dataDir,
+      agents.map((a) => ({ id: a.agentId, orgId })),
+      durationS,
+    ),
   );
   const ratio = local.entriesPerS / raw.perSecond;
   console.log(

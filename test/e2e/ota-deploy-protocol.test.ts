@@ -289,6 +289,9 @@ describe('the signed desired manifest', () => {
     const renamed = await owner.patch(`/orgs/${t.orgId}/apps/${app.id}`, { body: { updateWorkflowName: 'upd2' } });
     expect(renamed.status).toBe(200);
     expect((await desired(agent)).body.apps[0].payload.update_workflow).toBe('upd2');
+    // A deleted application keeps its bindings' rows, and leaves the manifest.
+    expect((await owner.delete(`/orgs/${t.orgId}/apps/${app.id}`)).status).toBe(204);
+    expect((await desired(agent)).body).toEqual({ apps: [] });
   });
 
   it('lists nothing for an agent bound to no application, and needs a signature', async () => {

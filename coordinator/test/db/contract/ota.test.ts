@@ -205,9 +205,24 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(await bind([newId(), second])).toEqual({ outcome: 'already_bound', agentIds: [second] });
     expect((await t.repos.deviceBindings.listByApp(a.id)).map((b) => b.id)).toEqual([b1!.id, b2!.id]);
     expect((await t.repos.deviceBindings.listByAgent(agentId)).map((b) => b.id)).toEqual([b1!.id]);
+    // An agent's bindings in bind order, whatever their ids.
+    const later = app({ slug: 'bootloader' });
+    await t.repos.applications.insert(later);
+    const third = await t.repos.deviceBindings.bind({
+      orgId,
+      applicationId: later.id,
+      bindings: [{ id: '00000000-0000-4000-8000-000000000000', agentId }],
+      channel: 'stable',
+      at: iso(1),
+    });
+    expect(third.outcome).toBe('bound');
+    expect((await t.repos.deviceBindings.listByAgent(agentId)).map((b) => b.id)).toEqual([
+      b1!.id,
+      '00000000-0000-4000-8000-000000000000',
+    ]);
     expect((await t.repos.deviceBindings.findForAgent(second, a.id))?.id).toBe(b2!.id);
     expect((await t.repos.deviceBindings.changeChannel(a.id, b2!.id, 'beta'))?.channel).toBe('beta');
-    expect(await t.repos.deviceBindings.countByState()).toEqual([{ state: null, count: 2 }]);
+    expect(await t.repos.deviceBindings.countByState()).toEqual([{ state: null, count: 3 }]);
 
     const job = await insertJob(
       t,
