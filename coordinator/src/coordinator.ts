@@ -22,6 +22,7 @@ import { DeviceGroupService } from './domain/ota/device-groups.js';
 import { createFileService } from './domain/files/create.js';
 import { startFileSweeper } from './domain/files/file-sweeper.js';
 import { agentEventsOf } from './domain/agents/agent-events.js';
+import { ReconnectBudget } from './domain/agents/reconnect-budget.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/orgs/bootstrap.js';
 import { ReadRateLimiter } from './domain/discovery/read-rate-limiter.js';
 import { loadKeys } from './keys.js';
@@ -213,6 +214,7 @@ export async function createCoordinator(
       signIn,
       account,
       enrollment,
+      reconnects: new ReconnectBudget({ perSecond: config.reconnectBudgetPerSecond, clock }),
       serverKey,
       readLimiter,
       jobEvents,

@@ -48,6 +48,10 @@ export const ErrorCodes = {
   headers_too_large: { status: 431, description: 'The request headers are larger than the server accepts.' },
   internal: { status: 500, description: 'An unexpected server error; no internals are disclosed.' },
   unavailable: { status: 503, description: 'The server is shutting down, or its database could not be reached.' },
+  reconnect_shed: {
+    status: 503,
+    description: 'Too many agents are opening their streams at once: come back after `Retry-After` seconds.',
+  },
   storage_unavailable: {
     status: 503,
     description: 'The object store of a storage binding could not be reached, or refused; nothing was changed.',

@@ -28,7 +28,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     }
   };
   try {
-    const url = await coordinator.app.listen({ port: config.port, host: config.host });
+    // The kernel caps the backlog at net.core.somaxconn (docs/operations.md, "Reconnect storms").
+    const url = await coordinator.app.listen({ port: config.port, host: config.host, backlog: config.listenBacklog });
     if (config.metrics.listen && coordinator.metrics) {
       metricsServer = await startMetricsServer(coordinator.metrics, config.metrics.listen, logger);
       logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening');

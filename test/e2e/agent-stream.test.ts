@@ -285,3 +285,46 @@ describe('agent stream at shutdown and restart', () => {
     }
   });
 });
+
+describe('a reconnect storm', () => {
+  const METRICS_TOKEN = 'storm-metrics-token-0123456789';
+  let t: TestCoordinator;
+  beforeAll(async () => {
+    // One stream open a second: the second open within the second is shed.
+    t = await startTestCoordinator({ env: { DROVER_RECONNECT_BUDGET: '1', DROVER_METRICS_TOKEN: METRICS_TOKEN } });
+  });
+  afterAll(() => t?.close());
+
+  it("sheds stream opens past the budget before their signature, with Retry-After, and hints the fleet's spread", async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const other = await enrollTestAgent(t.owner, t.orgId);
+    const path = '/v1/agent/stream';
+    const controller = new AbortController();
+    const admitted = await fetch(`${t.url}${path}`, {
+      headers: signRequest({ agentId: agent.agentId, privateKey: agent.privateKey, method: 'GET', path }),
+      signal: controller.signal,
+    });
+    expect(admitted.status).toBe(200);
+    const reader = admitted.body!.getReader();
+    let opening = '';
+    while (!opening.includes('retry:')) opening += new TextDecoder().decode((await reader.read()).value);
+    // One agent connected at one open a second: the smallest spread, a second.
+    expect(opening).toContain('retry: 1000\n');
+    controller.abort();
+
+    const shed = await openAgentStream(t.url, other);
+    expect(shed.status).toBe(503);
+    expect(Number(shed.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(shed.text!)).toMatchObject({ statusCode: 503, code: 'reconnect_shed' });
+    // Before the signature: an unsigned open is shed too, not refused with 401.
+    expect((await fetch(`${t.url}${path}`)).status).toBe(503);
+    // The connect-time reports are refused while the budget is spent, without spending it.
+    const report = await fetch(`${t.url}/v1/agent/workflows`, { method: 'PUT' });
+    expect(report.status).toBe(503);
+    expect(report.headers.get('retry-after')).toMatch(/^\d+$/);
+    // Operators are not shed.
+    expect((await t.owner.get(`/orgs/${t.orgId}/agents`)).status).toBe(200);
+    const metrics = await fetch(`${t.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+    expect(await metrics.text()).toMatch(/^drover_agent_reconnects_shed_total 3$/m);
+  });
+});

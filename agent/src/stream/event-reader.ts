@@ -12,16 +12,22 @@ export interface ServerSentEvent {
 
 /**
  * Reads a `text/event-stream` body (the WHATWG format: `event:`, `id:`, `data:` lines, a blank
- * line ending each event) and hands each event to `onEvent` as it completes. Resolves when the
- * body ends; rejects when it fails (the connection was cut, or the reading was aborted).
+ * line ending each event) and hands each event to `onEvent` as it completes, and each `retry:`
+ * field (the reconnection time the server asks for, ms) to `onRetry`. Resolves when the body
+ * ends; rejects when it fails (the connection was cut, or the reading was aborted).
  */
-export async function readEvents(body: Readable, onEvent: (event: ServerSentEvent) => void): Promise<void> {
+export async function readEvents(
+  body: Readable,
+  onEvent: (event: ServerSentEvent) => void,
+  onRetry?: (retryMs: number) => void,
+): Promise<void> {
   let lastEventId = '';
   const parser = createParser({
     onEvent(message) {
       if (message.id !== undefined) lastEventId = message.id;
       onEvent({ event: message.event ?? 'message', id: lastEventId, data: message.data });
     },
+    ...(onRetry ? { onRetry } : {}),
   });
   body.setEncoding('utf8');
   for await (const chunk of body) parser.feed(chunk as string);

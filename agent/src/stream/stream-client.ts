@@ -39,18 +39,28 @@ export interface StreamClientOptions extends StreamSigner {
   /** The queue's capacity, announced to the coordinator, which hands jobs over no faster. */
   queueCapacity?: number;
   backoff?: Backoff;
+  /** A number in [0, 1); Math.random by default (tests pass their own). */
+  random?: () => number;
 }
+
+/** The reconnect delays' bounds: the coordinator sheds what its budget cannot take (docs/agent.md). */
+const BACKOFF = { baseMs: 500, capMs: 10_000 };
+/** The longest wait a `Retry-After` or a `retry` hint may impose (a bad value cannot park the agent). */
+const MAX_ASKED_WAIT_MS = 120_000;
 
 const EVENTS = new Set<string>(Object.values(StreamEvent));
 
 /**
  * Holds `GET /v1/agent/stream` open. After any failure (network error, HTTP error, stream end, or
  * the liveness watchdog: no event for `idleTimeoutMs`) the connection is closed and reopened after
- * an exponential backoff with full jitter (at most ~30 s). A cut of a stream that had been open
- * for `healthyAfterMs` resets the delay, so a flapping link is crossed again within half a second,
- * while a coordinator that is down, or that drops every connection at once, still sees the delays
- * grow. Each attempt is signed afresh. The coordinator sends every open job again at each connect,
- * so nothing is lost in between.
+ * an exponential backoff with full jitter (at most 10 s). A cut of a stream that had been open
+ * for `healthyAfterMs` resets the delay: the first attempt then comes within the stream's SSE
+ * `retry` hint (the time over which the coordinator can take its whole fleet back; half a second
+ * without one), so a flapping link is crossed again at once while a fleet that lost its streams
+ * together comes back spread out. A 503 with `Retry-After` (the coordinator shedding a reconnect
+ * storm) is waited out as asked, within one more second of jitter, and is not counted as a failure.
+ * Each attempt is signed afresh. The coordinator sends every open job again at each connect, so
+ * nothing is lost in between.
  */
 export class StreamClient {
   /** The connection attempt under way or open; aborting it closes the stream. */
@@ -61,13 +71,17 @@ export class StreamClient {
   #stopped = true;
   #state: ConnectionState = 'disconnected';
   readonly #backoff: Backoff;
+  /** The last SSE `retry` hint received (ms), kept across connections. */
+  #retryHintMs: number | null = null;
+  readonly #random: () => number;
   readonly #idleTimeoutMs: number;
   readonly #healthyAfterMs: number;
   readonly #options: StreamClientOptions;
 
   constructor(options: StreamClientOptions) {
     this.#options = options;
-    this.#backoff = options.backoff ?? new Backoff({ baseMs: 500, capMs: 30_000 });
+    this.#random = options.random ?? Math.random;
+    this.#backoff = options.backoff ?? new Backoff({ ...BACKOFF, random: this.#random });
     this.#idleTimeoutMs = options.idleTimeoutMs ?? 45_000;
     this.#healthyAfterMs = options.healthyAfterMs ?? 1_000;
   }
@@ -131,6 +145,11 @@ export class StreamClient {
     const contentType = String(res.headers['content-type'] ?? '');
     if (res.statusCode !== 200 || !contentType.startsWith('text/event-stream')) {
       discardBody(res.body);
+      const askedMs = res.statusCode === 503 ? retryAfterMs(res.headers['retry-after']) : null;
+      if (askedMs !== null && current()) {
+        this.#retryAsked(askedMs);
+        return;
+      }
       failed(describeRefusal(res.statusCode, contentType));
       return;
     }
@@ -144,9 +163,15 @@ export class StreamClient {
     }
     this.#setState('connected', null);
     try {
-      await readEvents(res.body, (event) => {
-        if (current()) this.#handle(event, attempt);
-      });
+      await readEvents(
+        res.body,
+        (event) => {
+          if (current()) this.#handle(event, attempt);
+        },
+        (retryMs) => {
+          if (current()) this.#retryHintMs = Math.min(retryMs, MAX_ASKED_WAIT_MS);
+        },
+      );
       failed('the connection closed');
     } catch (error) {
       failed(`the connection was cut (${describeCut(error)})`);
@@ -175,12 +200,29 @@ export class StreamClient {
 
   #fail(reason: string): void {
     const wasOpen = this.#openedAt !== null;
-    if (wasOpen && Date.now() - this.#openedAt! >= this.#healthyAfterMs) this.#backoff.reset();
+    const healthy = wasOpen && Date.now() - this.#openedAt! >= this.#healthyAfterMs;
+    if (healthy) this.#backoff.reset();
     this.#close();
     if (this.#stopped) return;
-    const delay = this.#backoff.next();
+    // The first attempt after a healthy stream spreads over the coordinator's hint; the next ones back off.
+    const delay =
+      healthy && this.#retryHintMs !== null ? Math.floor(this.#random() * this.#retryHintMs) : this.#backoff.next();
     const message = `${wasOpen ? 'the stream dropped' : 'cannot open the stream'}: ${reason}`;
     this.#options.logger.warn({ retryInMs: delay }, `${message}; reconnecting in ${formatDuration(delay)}`);
+    this.#setState('disconnected', message);
+    this.#reconnectTimer = setTimeout(() => void this.#connect(), delay);
+  }
+
+  /** A 503 with `Retry-After`: the coordinator is shedding a reconnect storm; come back when it said. */
+  #retryAsked(askedMs: number): void {
+    this.#close();
+    if (this.#stopped) return;
+    const delay = askedMs + Math.floor(this.#random() * 1_000);
+    const message = `the coordinator is taking other agents back first (HTTP 503)`;
+    this.#options.logger.info(
+      { retryInMs: delay },
+      `${message}; reconnecting in ${formatDuration(delay)}, as it asked`,
+    );
     this.#setState('disconnected', message);
     this.#reconnectTimer = setTimeout(() => void this.#connect(), delay);
   }
@@ -206,6 +248,21 @@ export class StreamClient {
     this.#state = state;
     this.#options.onState?.(state, error);
   }
+}
+
+/** A `Retry-After` of whole seconds or an HTTP date, in ms from now (at most two minutes); null when absent or unreadable. */
+function retryAfterMs(header: string | string[] | undefined): number | null {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined) return null;
+  const trimmed = value.trim();
+  let ms: number;
+  if (/^\d{1,9}$/.test(trimmed)) ms = Number(trimmed) * 1_000;
+  else {
+    const at = Date.parse(trimmed);
+    if (Number.isNaN(at)) return null;
+    ms = Math.max(0, at - Date.now());
+  }
+  return Math.min(ms, MAX_ASKED_WAIT_MS);
 }
 
 /** Why an answer is not the event stream: its HTTP status, or what it carries instead. */

@@ -56,7 +56,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-function client(origin: string, options: { idleTimeoutMs?: number; beforeConnect?: () => Promise<void> } = {}) {
+function client(
+  origin: string,
+  options: {
+    idleTimeoutMs?: number;
+    healthyAfterMs?: number;
+    beforeConnect?: () => Promise<void>;
+    random?: () => number;
+  } = {},
+) {
   const messages: StreamMessage[] = [];
   const states: [ConnectionState, string | null][] = [];
   const { logger, records } = captureLogger();
@@ -193,6 +201,46 @@ describe('the stream client', () => {
         /^the stream dropped: the connection was cut \(other side closed\); reconnecting in \d+ms$/,
       ),
     ]);
+  });
+
+  it('waits out a 503 with Retry-After as asked (within a second of jitter), without backing off further', async () => {
+    const times: number[] = [];
+    const server = await sseServer((_req, res, attempt) => {
+      times.push(Date.now());
+      if (attempt === 1) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end('{"code":"reconnect_shed"}');
+        return;
+      }
+      openStream(res);
+    });
+    cleanups.push(server.close);
+    // Jitter 0: the agent comes back exactly after the asked second (its backoff would be at most 20 ms).
+    const { stream, records, states } = client(server.origin, { random: () => 0 });
+    await eventually(() => stream.state === 'connected', 5_000);
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(1_000);
+    expect(states.find((s) => s[0] === 'disconnected')![1]).toBe(
+      'the coordinator is taking other agents back first (HTTP 503)',
+    );
+    expect(records.map((r) => r.msg)).toContain(
+      'the coordinator is taking other agents back first (HTTP 503); reconnecting in 1s, as it asked',
+    );
+  });
+
+  it("spreads its first reconnect after a healthy stream over the stream's `retry` hint", async () => {
+    const times: number[] = [];
+    const server = await sseServer((_req, res, attempt) => {
+      times.push(Date.now());
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('retry: 1200\n\n');
+      event(res, 'ping', `ping-${attempt}`, { at: 'now' });
+      if (attempt === 1) setTimeout(() => res.end(), 100); // healthy (open >= 50 ms), then cut
+    });
+    cleanups.push(server.close);
+    // random() = 0.5: half the hint (600 ms), where the backoff alone would wait at most 20 ms.
+    const { messages } = client(server.origin, { healthyAfterMs: 50, random: () => 0.5 });
+    await eventually(() => messages.length === 2, 5_000);
+    expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(100 + 600);
+    expect(times[1]! - times[0]!).toBeLessThan(100 + 1_200);
   });
 
   it('stops for good when asked, without reconnecting', async () => {

@@ -50,6 +50,10 @@ export interface Config {
   readonly streamPingMs: number;
   /** How long after its stream drops an agent that has not reconnected becomes `disconnected`. */
   readonly agentDisconnectGraceMs: number;
+  /** Agent streams opened per second at most; the rest are shed with 503 and `Retry-After`. */
+  readonly reconnectBudgetPerSecond: number;
+  /** The listen socket's backlog (connections accepted by the kernel, not yet by the server). */
+  readonly listenBacklog: number;
   /** Added to a job's timeout to make its deadline, past which the sweeper fails it. */
   readonly jobDeadlineGraceMs: number;
   /** Lifetime of presigned upload and download URLs (`expiresInSeconds`). */
@@ -102,6 +106,8 @@ export const DEFAULTS = Object.freeze({
   databasePoolSize: 10,
   streamPingMs: 15_000,
   agentDisconnectGraceMs: 30_000,
+  reconnectBudgetPerSecond: 1_000,
+  listenBacklog: 4_096,
   jobDeadlineGraceMs: 60_000,
   presignTtlSeconds: 900,
   maxFileBytes: 5 * 1024 ** 3,
@@ -257,6 +263,13 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     0,
     86_400_000,
   );
+  const reconnectBudgetPerSecond = integer(
+    pick(undefined, null, 'DROVER_RECONNECT_BUDGET'),
+    DEFAULTS.reconnectBudgetPerSecond,
+    1,
+    1_000_000,
+  );
+  const listenBacklog = integer(pick(undefined, null, 'DROVER_LISTEN_BACKLOG'), DEFAULTS.listenBacklog, 1, 1_000_000);
   const jobDeadlineGraceMs = integer(
     pick(undefined, null, 'DROVER_JOB_DEADLINE_GRACE_MS'),
     DEFAULTS.jobDeadlineGraceMs,
@@ -375,6 +388,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     trustProxy,
     streamPingMs,
     agentDisconnectGraceMs,
+    reconnectBudgetPerSecond,
+    listenBacklog,
     jobDeadlineGraceMs,
     presignTtlSeconds,
     maxFileBytes,

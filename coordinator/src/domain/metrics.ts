@@ -41,6 +41,8 @@ export interface Metrics {
   retentionBatch(seconds: number): void;
   /** The database's size in bytes, read at each scrape. */
   readDatabaseSize(read: () => Promise<number>): () => void;
+  /** An agent's connect-time call was shed by the reconnect budget (answered 503 with Retry-After). */
+  reconnectShed(): void;
 }
 
 export interface DeviceCount {
@@ -75,6 +77,7 @@ export const noMetrics: Metrics = Object.freeze({
   readAgentsLastSeen: () => nothing,
   retentionDeleted: nothing,
   retentionBatch: nothing,
+  reconnectShed: nothing,
   readDatabaseSize: () => nothing,
 });
 

@@ -29,6 +29,7 @@ import type { TriggerService } from '../domain/triggers/trigger-service.js';
 import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
 import type { HealthCheck } from '../health.js';
+import type { ReconnectBudget } from '../domain/agents/reconnect-budget.js';
 
 /** Everything a route needs, built once per coordinator and reachable as `app.ctx`. */
 export interface AppContext {
@@ -43,6 +44,8 @@ export interface AppContext {
   account: AccountService;
   /** Agent enrollment with its throttle. */
   enrollment: AgentEnrollment;
+  /** Agent stream opens per second; the rest are shed with `Retry-After` (reconnect storms). */
+  reconnects: ReconnectBudget;
   serverKey: ServerKey;
   readLimiter: ReadRateLimiter;
   /** In-process job notifications: dispatch to connected agents, sync trigger-run waits. */

@@ -133,6 +133,12 @@ export class PrometheusMetrics implements Metrics {
     registers: [this.registry],
   });
 
+  private readonly reconnectsShed = new Counter({
+    name: 'drover_agent_reconnects_shed_total',
+    help: "Agents' connect-time calls (stream opens, reports) shed by the reconnect budget with 503 and Retry-After",
+    registers: [this.registry],
+  });
+
   private readonly agentReaders = new Set<() => number>();
   private readonly sizeReaders = new Set<() => Promise<number>>();
   private readonly deviceReaders = new Set<() => Promise<readonly DeviceCount[]>>();
@@ -265,6 +271,10 @@ export class PrometheusMetrics implements Metrics {
 
   retentionBatch(seconds: number): void {
     this.retentionBatchSeconds.observe(seconds);
+  }
+
+  reconnectShed(): void {
+    this.reconnectsShed.inc();
   }
 
   readDatabaseSize(read: () => Promise<number>): () => void {

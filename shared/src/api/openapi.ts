@@ -1666,6 +1666,7 @@ export interface components {
         | 'headers_too_large'
         | 'internal'
         | 'unavailable'
+        | 'reconnect_shed'
         | 'storage_unavailable';
       message: string;
       /** @description validation_failed: the `{path, message}` of each problem; other codes: what the error is about (limit_reached: `limit`, `max`, `setting`) */
@@ -4171,6 +4172,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   getAgentSelf: {
@@ -4271,6 +4281,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   openAgentStream: {
@@ -4308,6 +4327,15 @@ export interface operations {
       };
       /** @description Default Response */
       422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };

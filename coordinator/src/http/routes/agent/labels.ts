@@ -5,6 +5,7 @@ import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { withExample } from '../../schemas/examples.js';
 import { noQuery } from './schemas.js';
+import { reconnectShedding } from './reconnect-shedding.js';
 
 /**
  * `PUT /v1/agent/labels` (signed): the labels the agent reports of itself, sent when it connects
@@ -14,6 +15,8 @@ export async function agentLabelRoutes(app: FastifyInstance): Promise<void> {
   app.put<{ Body: PutAgentLabelsRequest }>(
     '/agent/labels',
     {
+      // Sent before each stream open: refused, before its signature is checked, while the stream would be.
+      onRequest: reconnectShedding(app.ctx.reconnects, app.ctx.metrics, false),
       schema: {
         operationId: 'reportAgentLabels',
         summary: 'Replace the labels the agent reports of itself',
@@ -26,7 +29,7 @@ export async function agentLabelRoutes(app: FastifyInstance): Promise<void> {
             reportedLabels: { arch: 'arm64', os: 'linux', site: 'berlin' },
             operatorLabels: { site: 'munich' },
           }),
-          ...errorResponses(401, 422),
+          ...errorResponses(401, 422, 503),
         },
       },
     },

@@ -4,6 +4,7 @@ import { AGENT_VERSION_HEADER, AGENT_VERSION_HEADER_PATTERN } from '@drover/shar
 import { agentEventsOf } from '../../../domain/agents/agent-events.js';
 import { withFreshDownloadUrls } from '../../../domain/jobs/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/agents/sse.js';
+import { reconnectShedding } from './reconnect-shedding.js';
 import {
   DEFAULT_AGENT_QUEUE_CAPACITY,
   StreamRegistry,
@@ -99,6 +100,8 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     {
       // A HEAD would run this handler and open a stream nobody reads.
       exposeHeadRoute: false,
+      // Past the reconnect budget, shed before the signature is checked (docs/operations.md, "Reconnect storms").
+      onRequest: reconnectShedding(app.ctx.reconnects, metrics, true),
       schema: {
         operationId: 'openAgentStream',
         summary: 'The event stream (text/event-stream) pushing job, deploy, cancel and ping events to the agent',
@@ -113,7 +116,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
               `event: cancel\ndata: {"jobId":"${EXAMPLE_IDS.job}"}\n\nevent: ping\ndata: {"at":"2026-11-25T09:58:20.000Z"}\n\n`,
             ],
           },
-          ...errorResponses(401, 422),
+          ...errorResponses(401, 422, 503),
         },
       },
     },
@@ -131,7 +134,8 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
       });
       raw.socket?.setNoDelay(true);
       raw.socket?.setKeepAlive(true, 30_000);
-      raw.write(SSE_OPENING);
+      // The SSE `retry` field: how long the agent is to spread its reconnect over when this stream drops.
+      raw.write(`${SSE_OPENING}retry: ${app.ctx.reconnects.retryHintMs(registry.size + 1)}\n\n`);
       await registry.connect(
         { id: agent.id, orgId: agent.orgId },
         responseSink(raw),

@@ -8,6 +8,7 @@ import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
 import { withExample, workflowDefinitionExample, workflowExample } from '../../schemas/examples.js';
+import { reconnectShedding } from './reconnect-shedding.js';
 
 /** The public workflow shape: never secretsKeys, steps or limits. */
 export const toPublicWorkflow = (w: Workflow): PublicWorkflow => ({
@@ -33,6 +34,8 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
     {
       // Up to 512 definitions of some kilobytes each: more than the API's body limit allows.
       bodyLimit: Math.max(app.ctx.config.bodyLimitBytes, WORKFLOW_SET_LIMIT_BYTES),
+      // Sent before each stream open: refused, before its signature is checked, while the stream would be.
+      onRequest: reconnectShedding(app.ctx.reconnects, app.ctx.metrics, false),
       schema: {
         operationId: 'reportAgentWorkflows',
         summary: "Replace the agent's set of workflow definitions",
@@ -41,7 +44,7 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
         querystring: noQuery,
         response: {
           200: withExample(PutWorkflowsResponse, { workflows: [workflowExample] }),
-          ...errorResponses(401, 413, 422),
+          ...errorResponses(401, 413, 422, 503),
         },
       },
     },
