@@ -12,3 +12,4 @@ export { callCoordinator, signedCall, type HttpAnswer, type SignedCaller } from 
 export { getSelf, postEnroll } from './http/agent-api.js';
 export { startDaemon, loadIdentity, type Daemon } from './daemon/daemon.js';
 export { DEFAULTS as DAEMON_DEFAULTS, type DaemonOptions } from './daemon/options.js';
+export { StreamClient, type ConnectionState, type StreamClientOptions } from './stream/stream-client.js';

@@ -22,6 +22,8 @@ export interface ChildCoordinator {
   dataDir: string;
   /** SIGTERM and wait; the data directory stays (for a second look at the same data). */
   stop(): Promise<void>;
+  /** SIGKILL (a crash) and wait; the data directory stays. */
+  kill(): Promise<void>;
   /** SIGTERM, wait, remove the data directory. */
   close(): Promise<void>;
 }
@@ -33,6 +35,8 @@ export async function startChildCoordinator(
     nodeFlags?: string[];
     /** An existing data directory (seeded beforehand); default: a new temp directory. */
     dataDir?: string;
+    /** The port to listen on (a restart on the port of the one before); default: any free one. */
+    port?: number;
   } = {},
 ): Promise<ChildCoordinator> {
   const file = path.join(ROOT, options.source ? 'coordinator/src/cli/main.ts' : 'coordinator/dist/cli/main.js');
@@ -47,7 +51,7 @@ export async function startChildCoordinator(
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_')));
   const child = spawn(
     process.execPath,
-    [...(options.nodeFlags ?? []), ...main, 'start', '--port', '0', '--data-dir', dataDir],
+    [...(options.nodeFlags ?? []), ...main, 'start', '--port', String(options.port ?? 0), '--data-dir', dataDir],
     {
       cwd: ROOT,
       env: {
@@ -86,6 +90,10 @@ export async function startChildCoordinator(
       url,
       dataDir,
       stop,
+      async kill() {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        await exited;
+      },
       async close() {
         await stop();
         remove();

@@ -500,8 +500,16 @@ describe('chat notifications across a restart', () => {
     const second = t;
     await eventually(() => slack.posted.length === 1, 15_000, 'the pending message to be delivered after the restart');
     expect(slack.posted[0]?.channel).toBe('C0RESTART');
-    const job = await second.owner.get(`/jobs/${jobId}`);
-    expect(job.body.notifications).toMatchObject([{ status: 'sent', attempts: 2 }]);
+    // Marked sent once Slack answered: just after the post arrived there.
+    const notifications = await eventually(
+      async () => {
+        const job = await second.owner.get(`/jobs/${jobId}`);
+        return job.body.notifications[0]?.status === 'sent' ? job.body.notifications : undefined;
+      },
+      15_000,
+      'the message marked sent',
+    );
+    expect(notifications).toMatchObject([{ status: 'sent', attempts: 2 }]);
     expect(slack.received('POST', '/api/chat.postMessage')).toHaveLength(2);
   });
 });

@@ -57,3 +57,11 @@ export async function reportDeployState(
     return null;
   }
 }
+
+/**
+ * What a refusal reports: the reason, and that nothing was installed. The same words whether the
+ * update job or a poll of the manifest refused it, so the device shows one error for one refusal.
+ */
+export function refusedMessage(reason: string): string {
+  return reason.includes('nothing was installed') ? reason : `${reason}; nothing was installed`;
+}

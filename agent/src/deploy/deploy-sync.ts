@@ -4,7 +4,7 @@ import { formatDuration } from '../exec/durations.js';
 import type { Masker } from '../exec/secret-masker.js';
 import type { DeployApi } from './deploy-api.js';
 import { describeRelease, runsDesired } from './deploy-checks.js';
-import { reportDeployState } from './deploy-report.js';
+import { refusedMessage, reportDeployState } from './deploy-report.js';
 import type { AppDeployState, DeployStateStore } from './deploy-state.js';
 import type { ManifestSource } from './manifest-source.js';
 
@@ -104,7 +104,7 @@ export class DeploySync {
         if (check.applicationId) {
           // Once an entry is accepted again, the installation is reported again (the refusal replaced it).
           this.#reported.delete(check.applicationId);
-          await this.#report(check.applicationId, 'refused', check.message);
+          await this.#report(check.applicationId, 'refused', refusedMessage(check.message));
         }
         continue;
       }

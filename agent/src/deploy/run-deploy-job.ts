@@ -16,7 +16,7 @@ import type { Backoff } from '../util/backoff.js';
 import type { DeployApi } from './deploy-api.js';
 import { describeRelease, entryFor, eventMismatch } from './deploy-checks.js';
 import { parseDeployEvent } from '../jobs/deploy-event.js';
-import { reportDeployState } from './deploy-report.js';
+import { refusedMessage, reportDeployState } from './deploy-report.js';
 import type { DeployStateStore, InstalledRelease } from './deploy-state.js';
 import {
   DeployRefusal,
@@ -284,9 +284,7 @@ class DeployRun {
     reason: string,
     outcome: JobResult | JobResult['status'] = 'failed',
   ): Promise<JobResult> {
-    const message = this.#mask(
-      state === 'refused' && !reason.includes('nothing was installed') ? `${reason}; nothing was installed` : reason,
-    );
+    const message = this.#mask(state === 'refused' ? refusedMessage(reason) : reason);
     const text = state === 'refused' ? `deployment refused: ${message}` : `deployment failed: ${message}`;
     this.#log.error(text);
     this.#shipper.add({ stream: 'system', step: null, text });

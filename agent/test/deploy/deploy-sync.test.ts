@@ -116,7 +116,8 @@ describe('the pull fallback', () => {
       {
         applicationId: app.applicationId,
         state: 'refused',
-        error: 'the manifest signature does not verify with the server key pinned at enrollment',
+        // The same words as the update job's refusal of the same entry.
+        error: 'the manifest signature does not verify with the server key pinned at enrollment; nothing was installed',
       },
     ]);
     expect(records.find((r) => r.level === 50)?.msg).toBe(
@@ -130,7 +131,11 @@ describe('the pull fallback', () => {
     fake.clockOffset = -60;
     await s.check('poll');
     expect(fake.reports).toEqual([
-      { applicationId: app.applicationId, state: 'refused', error: expect.stringMatching(/an old manifest replayed$/) },
+      {
+        applicationId: app.applicationId,
+        state: 'refused',
+        error: expect.stringMatching(/an old manifest replayed; nothing was installed$/),
+      },
     ]);
     expect(records.findLast((r) => r.level === 50)?.msg).toMatch(
       new RegExp(

@@ -1,4 +1,4 @@
-import type { ParamDefinition, WorkflowStep } from '@drover/shared';
+import type { ParamDefinition, WorkflowDefinition, WorkflowStep } from '@drover/shared';
 import type { Workflow, WorkflowRepository } from '../../domain/model/workflows.js';
 import { newId } from '../../util/ids.js';
 import { parseJsonColumn } from '../../util/json.js';
@@ -76,30 +76,53 @@ const SET_LIMITS = command<[number | null, number | null, number | null, string,
    WHERE org_id = ? AND id = ? AND removed_at IS NULL`,
 );
 
+/** A definition's columns as the UPSERT writes them: what a stored row is compared with. */
+function storedFields(def: WorkflowDefinition) {
+  return {
+    name: def.name,
+    description: def.description ?? null,
+    version: def.version ?? null,
+    paramsSchema: json(def.paramsSchema),
+    secretsKeys: JSON.stringify(def.secretsKeys ?? []),
+    timeoutMs: def.timeout ?? null,
+    cancelGraceMs: def.cancelGrace ?? null,
+    steps: JSON.stringify(def.steps),
+  };
+}
+
+/** Whether the active rows (by name) are exactly the definitions, as they would be written. */
+function unchanged(active: readonly WorkflowRow[], defs: readonly WorkflowDefinition[]): boolean {
+  if (active.length !== defs.length) return false;
+  const byName = new Map(active.map((r) => [r.name, r]));
+  return defs.every((def) => {
+    const row = byName.get(def.name);
+    const f = storedFields(def);
+    return (
+      row !== undefined &&
+      row.description === f.description &&
+      row.version === f.version &&
+      row.params_schema === f.paramsSchema &&
+      row.secrets_keys === f.secretsKeys &&
+      row.timeout_ms === f.timeoutMs &&
+      row.cancel_grace_ms === f.cancelGraceMs &&
+      row.steps === f.steps
+    );
+  });
+}
+
 export function createWorkflowRepository(db: Database): WorkflowRepository {
   const inOrg = async (orgId: string, id: string) => {
     const row = await db.one(IN_ORG, [orgId, id]);
     return row ? toWorkflow(row) : null;
   };
   return {
-    replaceForAgent(orgId, agentId, defs, at) {
+    async replaceForAgent(orgId, agentId, defs, at) {
+      // The same set again (every agent reports at every connect): nothing written, so a fleet
+      // reconnecting moves neither the rows' updated_at nor the change counter the caches follow.
+      const active = await db.all(ACTIVE_BY_AGENT, [agentId]);
+      if (unchanged(active, defs)) return active.map(toWorkflow);
       return db.transaction(function* () {
-        for (const def of defs) {
-          yield* run(UPSERT, {
-            id: newId(),
-            orgId,
-            agentId,
-            name: def.name,
-            description: def.description ?? null,
-            version: def.version ?? null,
-            paramsSchema: json(def.paramsSchema),
-            secretsKeys: JSON.stringify(def.secretsKeys ?? []),
-            timeoutMs: def.timeout ?? null,
-            cancelGraceMs: def.cancelGrace ?? null,
-            steps: JSON.stringify(def.steps),
-            at,
-          });
-        }
+        for (const def of defs) yield* run(UPSERT, { id: newId(), orgId, agentId, ...storedFields(def), at });
         yield* run(REMOVE_MISSING, [at, at, agentId, JSON.stringify(defs.map((d) => d.name))]);
         return (yield* all(ACTIVE_BY_AGENT, [agentId])).map(toWorkflow);
       });

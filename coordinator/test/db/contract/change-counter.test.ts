@@ -5,6 +5,7 @@ import { DATABASES, databasesOfThisFile } from './databases.js';
 import { enroll } from './fixture.js';
 
 const AT = '2026-01-02T03:04:05.000Z';
+const AT_LATER = '2026-01-02T04:00:00.000Z';
 const databases = databasesOfThisFile();
 
 describe.each(DATABASES)('change counter (%s)', (kind) => {
@@ -32,9 +33,27 @@ describe.each(DATABASES)('change counter (%s)', (kind) => {
     let agentId = '';
     expect(await moves(async () => (agentId = await enrollOne()))).toBe(true);
     expect(await moves(() => t.repos.agents.rename(orgId, agentId, 'b'))).toBe(true);
-    expect(
-      await moves(() => t.repos.workflows.replaceForAgent(orgId, agentId, [{ name: 'w', steps: [{ run: 'x' }] }], AT)),
-    ).toBe(true);
+    const set = [
+      {
+        name: 'w',
+        description: 'd',
+        timeout: 5_000,
+        paramsSchema: [{ name: 'p', type: 'string' as const }],
+        steps: [{ run: 'x' }],
+      },
+      { name: 'v', steps: [{ run: 'y' }], secretsKeys: ['K'] },
+    ];
+    expect(await moves(() => t.repos.workflows.replaceForAgent(orgId, agentId, set, AT))).toBe(true);
+    // The same set again (every agent reports it at every connect): nothing written, nothing moved.
+    const [before] = await t.repos.workflows.listActiveByAgents([agentId]);
+    expect(await moves(() => t.repos.workflows.replaceForAgent(orgId, agentId, [...set].reverse(), AT_LATER))).toBe(
+      false,
+    );
+    const [after] = await t.repos.workflows.listActiveByAgents([agentId]);
+    expect(after).toEqual(before);
+    const changed = [{ ...set[0]!, steps: [{ run: 'z' }] }, set[1]!];
+    expect(await moves(() => t.repos.workflows.replaceForAgent(orgId, agentId, changed, AT_LATER))).toBe(true);
+    expect(await moves(() => t.repos.workflows.replaceForAgent(orgId, agentId, [set[1]!], AT_LATER))).toBe(true);
     expect(await moves(() => t.repos.workflows.replaceForAgent(orgId, agentId, [], AT))).toBe(true);
     const tokenId = newId();
     expect(
