@@ -21,7 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sleep } from './lib/agent.js';
 import { formatLatency, summarize, waitForTerminalJob, WallClock } from './lib/latency.js';
-import { median } from './lib/report.js';
+import { median, writeJsonResult } from './lib/report.js';
 import { parseTriggerBenchOptions, startTriggerBench } from './lib/trigger-bench.js';
 import { startPeerServer } from './peer/peer-server.js';
 import { startRedis } from './peer/redis.js';
@@ -121,6 +121,7 @@ try {
   console.log(
     `Drover / peer dispatch p50: ${p50.toFixed(2)}, p99: ${p99.toFixed(2)} (goal <= 1: ${p50 <= 1 && p99 <= 1 ? 'met' : 'NOT met'})`,
   );
+  writeJsonResult('peer-dispatch', { ratios: { p50, p99 }, goal: 1, perRound: ratios });
 } finally {
   worker.disconnect();
   await peer.close();

@@ -24,7 +24,7 @@ import { startBarePostServer } from './lib/bare.js';
 import { startBenchCoordinator } from './lib/coordinator.js';
 import { runCleanLoad, type LoadResult } from './lib/load.js';
 import { integerOption } from './lib/options.js';
-import { formatRow, machineNote, median } from './lib/report.js';
+import { formatRow, machineNote, median, writeJsonResult } from './lib/report.js';
 import { seedAsyncDeployTrigger } from './lib/seed.js';
 import { startPeerServer } from './peer/peer-server.js';
 import { startRedis } from './peer/redis.js';
@@ -105,6 +105,11 @@ try {
   console.log(
     `Drover / bare Fastify POST req/s: ${toBare.toFixed(2)} (goal >= ${GOAL_BARE}: ${verdict(toBare >= GOAL_BARE)})`,
   );
+  writeJsonResult('peer-trigger-run', {
+    ratios: { requestsPerSecond: rps, cpuPerRequest: cpu, toBare },
+    goals: { requestsPerSecond: GOAL_RPS, cpuPerRequest: GOAL_CPU, toBare: GOAL_BARE },
+    rounds: results,
+  });
 } finally {
   await bare?.close();
   await peer.close();

@@ -6,7 +6,7 @@
  * during the storm stays within 1.3 x its steady state.
  *
  *   ulimit -n 20000; pnpm build && pnpm bench bench/reconnect-storm.ts --agents 10000
- *   options: --budget <stream opens per second> (DROVER_RECONNECT_BUDGET) | --json <file>
+ *   options: --budget <stream opens per second> (DROVER_RECONNECT_BUDGET); BENCH_JSON_DIR=<dir> writes the figures
  *
  * The coordinator is the real `drover-coordinator start` in a child process (SQLite). The agents
  * are the agent's own `StreamClient` (its backoff, the `retry` hint, 503 with `Retry-After`), each
@@ -28,7 +28,7 @@ import { CHILD_OWNER, memoryMb, startChildCoordinator, type ChildCoordinator } f
 import { fleetEnvironment, signIn } from './lib/fleet-setup.js';
 import { jsonCall, mapLimit, request } from './lib/fleet-sim.js';
 import { integerOption } from './lib/options.js';
-import { machineNote } from './lib/report.js';
+import { machineNote, writeJsonResult } from './lib/report.js';
 import type { StormFleetMessage, StormFleetStart } from './lib/storm-fleet.js';
 
 const GOALS = { allBackS: 15, apiP99Ms: 200, rssRatio: 1.3 };
@@ -37,7 +37,6 @@ const { values } = parseArgs({
   options: {
     agents: { type: 'string', default: '10000' },
     budget: { type: 'string' },
-    json: { type: 'string' },
   },
 });
 const N = integerOption('agents', values.agents, 1);
@@ -186,7 +185,7 @@ try {
       `API p99 ${result.api.p99Ms} ms (goal < ${GOALS.apiP99Ms}: ${met[1] ? 'met' : 'NOT met'}), ` +
       `RSS ${result.rssMb.ratio.toFixed(2)} x (goal <= ${GOALS.rssRatio}: ${met[2] ? 'met' : 'NOT met'})`,
   );
-  if (values.json) fs.writeFileSync(values.json, `${JSON.stringify(result, null, 2)}\n`);
+  writeJsonResult('reconnect-storm', { ...result, goals: GOALS });
 } finally {
   fleetProcess.kill();
   keepAlive.destroy();

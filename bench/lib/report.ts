@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import os from 'node:os';
 import type { LoadResult } from './load.js';
 
@@ -32,4 +34,17 @@ export function printRatio(
   console.log(`${label}: ${ratio.toFixed(2)} x baseline req/s (goal >= ${goal}; ${verdict} the goal)`);
   console.log(`${label}: ${cpuRatio.toFixed(2)} x baseline by server CPU per request (baseline CPU / subject CPU)`);
   return ratio;
+}
+
+/**
+ * With `BENCH_JSON_DIR` set, writes the benchmark's figures to `<dir>/<name>.json` (with the
+ * machine and the date) for tools to compare runs; otherwise nothing.
+ */
+export function writeJsonResult(name: string, result: object): void {
+  const dir = process.env.BENCH_JSON_DIR;
+  if (!dir) return;
+  fs.mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}.json`);
+  fs.writeFileSync(file, `${JSON.stringify({ benchmark: name, machine: machineNote(), ...result }, null, 2)}\n`);
+  console.log(`figures written to ${file}`);
 }
