@@ -7,6 +7,7 @@
  *
  *   ulimit -n 20000; pnpm build && pnpm bench bench/reconnect-storm.ts --agents 10000
  *   options: --budget <stream opens per second> (DROVER_RECONNECT_BUDGET); BENCH_JSON_DIR=<dir> writes the figures
+ *   profile: --profile <dir> (the restarted coordinator, from its start until the fleet is back)
  *
  * The coordinator is the real `drover-coordinator start` in a child process (SQLite). The agents
  * are the agent's own `StreamClient` (its backoff, the `retry` hint, 503 with `Retry-After`), each
@@ -21,6 +22,7 @@
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateEd25519KeyPair } from '@drover/shared';
@@ -28,6 +30,7 @@ import { CHILD_OWNER, memoryMb, startChildCoordinator, type ChildCoordinator } f
 import { fleetEnvironment, signIn } from './lib/fleet-setup.js';
 import { jsonCall, mapLimit, request } from './lib/fleet-sim.js';
 import { integerOption } from './lib/options.js';
+import { newestCpuProfile, summarizeProfile } from './lib/profile.js';
 import { machineNote, writeJsonResult } from './lib/report.js';
 import type { StormFleetMessage, StormFleetStart } from './lib/storm-fleet.js';
 
@@ -37,6 +40,7 @@ const { values } = parseArgs({
   options: {
     agents: { type: 'string', default: '10000' },
     budget: { type: 'string' },
+    profile: { type: 'string' },
   },
 });
 const N = integerOption('agents', values.agents, 1);
@@ -131,7 +135,13 @@ try {
   const shedBefore = shed;
   const killedAt = Date.now();
   await coordinator.kill();
-  coordinator = await startChildCoordinator({ env, dataDir: coordinator.dataDir, port });
+  const profileDir = values.profile && path.resolve(values.profile);
+  coordinator = await startChildCoordinator({
+    env,
+    dataDir: coordinator.dataDir,
+    port,
+    ...(profileDir ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] } : {}),
+  });
   const listeningAt = Date.now();
   let peakRss = memoryMb(coordinator.pid);
   const rssTimer = setInterval(() => (peakRss = Math.max(peakRss, memoryMb(coordinator.pid))), 250);
@@ -186,6 +196,12 @@ try {
       `RSS ${result.rssMb.ratio.toFixed(2)} x (goal <= ${GOALS.rssRatio}: ${met[2] ? 'met' : 'NOT met'})`,
   );
   writeJsonResult('reconnect-storm', { ...result, goals: GOALS });
+  if (profileDir) {
+    await coordinator.stop(); // the profile is written when the process ends
+    const newest = newestCpuProfile(profileDir);
+    if (newest)
+      console.log(`coordinator profile ${newest}:\n${summarizeProfile(JSON.parse(fs.readFileSync(newest, 'utf8')))}`);
+  }
 } finally {
   fleetProcess.kill();
   keepAlive.destroy();
