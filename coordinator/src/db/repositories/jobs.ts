@@ -153,7 +153,7 @@ const RUNNING_OF_ORG = query<JobRow, [string, number]>(
 );
 const lastEnded = (status: string) =>
   `SELECT * FROM jobs WHERE org_id = @orgId AND status = '${status}' AND finished_at IS NOT NULL
-     AND kind = 'trigger' ORDER BY finished_at DESC, seq DESC LIMIT @limit`;
+     AND kind = 'trigger' ORDER BY finished_at DESC LIMIT @limit`;
 const RECENT_FAILURES = query<JobRow, { orgId: string; limit: number }>(
   `SELECT * FROM (${lastEnded('failed')}) f UNION ALL SELECT * FROM (${lastEnded('timed_out')}) t
      ORDER BY finished_at DESC, seq DESC LIMIT @limit`,
