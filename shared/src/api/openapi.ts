@@ -2425,7 +2425,7 @@ export interface components {
         /** Format: date-time */
         createdAt: string;
       }[];
-      /** @description the next occurrences of the enabled cron triggers, soonest first (at most 10) */
+      /** @description the next occurrence of each enabled cron trigger, soonest first (at most 10 triggers) */
       nextCronRuns: {
         triggerId: string;
         name: string;

@@ -85,8 +85,9 @@ export const windowStart = (now: number, hours: number): string =>
   isoAt(Math.floor(now / HOUR_MS) * HOUR_MS - (hours - 1) * HOUR_MS);
 
 /**
- * The next occurrences after `now` of the enabled cron triggers among `triggers`, soonest first,
- * at most `limit` of them (a trigger that fires often may take several places).
+ * The next occurrence after `now` of each enabled cron trigger among `triggers`, soonest first, at
+ * most `limit` of them: what will run next, each trigger once (one that fires every minute does
+ * not hide the others).
  */
 export function nextCronRuns(
   triggers: readonly Trigger[],
@@ -97,9 +98,8 @@ export function nextCronRuns(
   const runs: { triggerId: string; name: string; at: number }[] = [];
   for (const t of triggers) {
     if (t.type !== 'cron' || t.cronEnabled !== true || t.cronExpression === null || t.cronTimezone === null) continue;
-    for (const at of schedules.get(t.cronExpression, t.cronTimezone).nextOnes(now, limit)) {
-      runs.push({ triggerId: t.id, name: t.name, at });
-    }
+    const [at] = schedules.get(t.cronExpression, t.cronTimezone).nextOnes(now, 1);
+    if (at !== undefined) runs.push({ triggerId: t.id, name: t.name, at });
   }
   runs.sort((a, b) => a.at - b.at || a.name.localeCompare(b.name));
   return runs.slice(0, limit).map((r) => ({ ...r, at: isoAt(r.at) }));

@@ -144,7 +144,7 @@ export const OverviewSchema = named('Overview', {
     },
     nextCronRuns: {
       type: 'array',
-      description: `the next occurrences of the enabled cron triggers, soonest first (at most ${OVERVIEW_CRON_RUNS_SHOWN})`,
+      description: `the next occurrence of each enabled cron trigger, soonest first (at most ${OVERVIEW_CRON_RUNS_SHOWN} triggers)`,
       items: {
         type: 'object',
         required: ['triggerId', 'name', 'at'],
