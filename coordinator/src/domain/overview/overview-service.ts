@@ -40,6 +40,36 @@ export interface CronRun {
   at: string;
 }
 
+/** A rollout in progress as the overview shows it: what it rolls out, where, and how far it is. */
+export interface RolloutSummary {
+  releaseId: string;
+  applicationId: string;
+  applicationSlug: string;
+  version: string;
+  channel: string;
+  status: RolloutInProgress['status'];
+  pausedReason: RolloutInProgress['pausedReason'];
+  currentWave: number;
+  /** The plan's percentages of the devices, one a wave. */
+  waves: number[];
+  deviceCount: number;
+  createdAt: string;
+}
+
+export const rolloutSummary = (r: RolloutInProgress): RolloutSummary => ({
+  releaseId: r.releaseId,
+  applicationId: r.applicationId,
+  applicationSlug: r.applicationSlug,
+  version: r.version,
+  channel: r.channel,
+  status: r.status,
+  pausedReason: r.pausedReason,
+  currentWave: r.currentWave,
+  waves: r.plan.waves,
+  deviceCount: r.deviceCount,
+  createdAt: r.createdAt,
+});
+
 export interface Overview {
   agents: Record<AgentStatus, number>;
   jobs: {
@@ -50,7 +80,7 @@ export interface Overview {
   };
   running: OverviewJob[];
   recentFailures: OverviewJob[];
-  rollouts: RolloutInProgress[];
+  rollouts: RolloutSummary[];
   nextCronRuns: CronRun[];
 }
 
@@ -132,7 +162,7 @@ export class OverviewService {
       jobs: hourBuckets(now, hours, counts),
       running: running.map(named),
       recentFailures: failures.map(named),
-      rollouts,
+      rollouts: rollouts.map(rolloutSummary),
       nextCronRuns: nextCronRuns(triggers, now, schedules, OVERVIEW_CRON_RUNS_SHOWN),
     };
   }
