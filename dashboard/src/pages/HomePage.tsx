@@ -1,5 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
-import type { ReactNode } from 'react';
+import { lazy, Suspense, type ReactNode } from 'react';
 import { Link } from 'react-router';
 import {
   bucketEnd,
@@ -17,10 +17,12 @@ import type { AgentStatus } from '../api/types';
 import { EnrollAgent } from '../components/EnrollAgent';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { duration, JobStatus } from '../components/JobFacts';
-import { JobsChart } from '../components/JobsChart';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
+
+/** The chart and its library (uPlot) load with the home page, not with every page's first load. */
+const JobsChart = lazy(() => import('../components/JobsChart').then((m) => ({ default: m.JobsChart })));
 
 /** The agents' statuses as the home page counts them, and the words of each. */
 const AGENT_COUNTS: [AgentStatus, string][] = [
@@ -135,7 +137,9 @@ function JobCounts({ orgId, overview }: { orgId: string; overview: Overview }) {
           tone="running"
         />
       </ul>
-      <JobsChart buckets={buckets} summary={summary} />
+      <Suspense fallback={<div className="jobs-chart" role="img" aria-label={summary} />}>
+        <JobsChart buckets={buckets} summary={summary} />
+      </Suspense>
       <details className="chart-table">
         <summary>The jobs of each hour, as a table</summary>
         <HourTable orgId={orgId} buckets={buckets} />
