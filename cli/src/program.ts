@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { configureAgentCommand } from './commands/agent-command.js';
 import { configureAgentsCommand } from './commands/agents-command.js';
+import { configureOverviewCommand } from './commands/overview-command.js';
 import { configureApiTokenCommand } from './commands/api-token-command.js';
 import { configureAppCommand } from './commands/app-command.js';
 import { configureBatchCommand } from './commands/batch-command.js';
@@ -47,6 +48,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureLoginCommand(program, rt);
   configureLogoutCommand(program, rt);
   configurePasswordCommand(program, rt);
+  configureOverviewCommand(program, rt);
   configureJobsCommand(program, rt);
   configureJobCommand(program, rt);
   configureCancelCommand(program, rt);

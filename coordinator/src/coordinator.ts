@@ -16,6 +16,7 @@ import { observeJobMetrics } from './domain/jobs/job-metrics.js';
 import { noMetrics, type Metrics } from './domain/metrics.js';
 import { JobSweeper, sweepIntervalMs } from './domain/jobs/job-sweeper.js';
 import { RetentionService } from './domain/retention/retention-service.js';
+import { OverviewService } from './domain/overview/overview-service.js';
 import { OtaEngine } from './domain/ota/engine.js';
 import { RolloutService } from './domain/ota/rollouts.js';
 import { DeviceGroupService } from './domain/ota/device-groups.js';
@@ -229,6 +230,7 @@ export async function createCoordinator(
       pools,
       rollouts,
       retention,
+      overview: new OverviewService({ repos, clock, schedules }),
       jobLogs,
       ota,
       deviceGroups,

@@ -158,24 +158,42 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     expect(agents.body.map((a: { name: string }) => a.name)).toEqual(['edge-lab-01']);
   });
 
-  it('shows on the home page what failed, what runs and which agents are offline, each linked to its list', async () => {
+  it('shows the fleet at a glance on the home page, every count leading to its list, filtered', async () => {
     await page().getByRole('link', { name: 'Drover home' }).click();
     await page().getByRole('heading', { name: 'acme', level: 1 }).waitFor();
     const panel = (name: string) => page().getByRole('region', { name });
     await panel('Recent failures').getByText('No job has failed or timed out.').waitFor();
     await panel('Running jobs').getByText('No job is running.').waitFor();
-    await panel('Agents offline').getByText('No agent is offline.').waitFor();
-    expect(await page().getByText('1 of 1 agent connected.').count()).toBe(1);
+    await panel('Rollouts in progress').getByText('No rollout is in progress.').waitFor();
+    await panel('Next scheduled runs').getByText('No schedule is enabled.').waitFor();
+    const count = (region: string, name: string) => panel(region).getByRole('link', { name, exact: true });
+    await count('Agents', '1 connected').waitFor();
 
-    // An agent that lost its connection, and jobs of it: two that failed, one that runs.
+    // Agents in each status: one whose connection dropped, one never connected, one revoked.
     const away = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-away' });
     const seen = new Date(Date.now() + offset - 5 * 60_000).toISOString();
     await t.coordinator.ctx.repos.agents.markConnected(away.agentId, seen);
     expect(await t.coordinator.ctx.repos.agents.markDisconnected(away.agentId, seen, seen)).toBe(true);
+    const never = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-new' });
+    const gone = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-gone' });
+    expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${gone.agentId}`)).status).toBe(200);
+    // Jobs of the away agent's trigger in every outcome, one running; and a schedule.
     const trigger = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
       body: { name: 'nightly build', agentId: away.agentId, scopeType: 'agent', responseMode: 'async' },
     });
     expect(trigger.status).toBe(201);
+    const schedule = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'weekly backup',
+        agentId: away.agentId,
+        scopeType: 'workflow',
+        workflowName: 'backup',
+        responseMode: 'async',
+        type: 'cron',
+        cronExpression: '0 3 * * 0',
+      },
+    });
+    expect(schedule.status, schedule.text).toBe(201);
     const job = async (workflowName: string, status: string) => {
       const { id } = await createTestJob(t, away, { workflowName, triggerId: trigger.body.id }, { notify: false });
       const at = new Date(Date.now() + offset).toISOString();
@@ -192,37 +210,165 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     await job('build', 'failed');
     await job('test', 'timed_out');
     await job('deploy', 'running');
+    await job('lint', 'success');
+    await job('lint', 'success');
+    await job('package', 'cancelled');
 
-    // The agents' list refreshes every 5 seconds: the new agent's name comes with it.
-    const offline = panel('Agents offline');
-    await offline.getByText('edge-away').first().waitFor({ timeout: 10_000 });
-    expect(await offline.innerText()).toContain('last seen 5 minutes ago');
+    // The counts follow within a refresh (every 3 seconds).
+    await count('Agents', '1 disconnected').waitFor({ timeout: 10_000 });
+    for (const words of ['1 connected', '1 never connected', '1 revoked']) await count('Agents', words).waitFor();
+    const jobs = 'Jobs, last 24 hours';
+    for (const words of [
+      '6 jobs',
+      '2 succeeded',
+      '1 failed',
+      '1 timed out',
+      '1 cancelled',
+      '0 rejected',
+      '1 running',
+    ]) {
+      await count(jobs, words).waitFor();
+    }
+    const chart = panel(jobs).getByRole('img');
+    expect(await chart.getAttribute('aria-label')).toBe(
+      'Jobs created in the last 24 hours, an hour at a time: 6 jobs, 2 succeeded, 1 failed, 1 timed out, 1 cancelled, 0 rejected. The table below gives each hour.',
+    );
+    expect(await chart.locator('canvas').count()).toBe(1); // uPlot drew it, under the page's CSP
     const failures = panel('Recent failures');
-    await failures.getByRole('link', { name: /^#\d+ test$/ }).waitFor({ timeout: 10_000 });
-    const failureText = await failures.innerText();
-    expect(failureText).toMatch(/#\d+ test\s+timed out[\s\S]*#\d+ build\s+failed/); // newest first
-    expect(failureText).toContain('nightly build · edge-away');
+    await failures.getByRole('link', { name: /^#\d+ test$/ }).waitFor();
+    expect(await failures.innerText()).toMatch(/#\d+ test\s+timed out[\s\S]*#\d+ build\s+failed/); // newest first
+    expect(await failures.innerText()).toContain('nightly build · edge-away · ended');
     await panel('Running jobs')
       .getByRole('link', { name: /^#\d+ deploy$/ })
-      .waitFor({ timeout: 10_000 });
-    expect(await panel('Running jobs').innerText()).toContain('running for');
-    expect(await page().getByText('1 of 2 agents connected.').count()).toBe(1);
+      .waitFor();
+    await panel('Next scheduled runs').getByRole('link', { name: 'weekly backup' }).waitFor();
+    // The chart's counts as a table: this hour's row, each count a link to its jobs.
+    await panel(jobs).getByText('The jobs of each hour, as a table').click();
+    const hours = panel(jobs).getByRole('table');
+    expect(await hours.getByRole('row').count()).toBe(25); // the header and 24 hours
+    const thisHour = hours.getByRole('row').nth(1);
+    expect(await thisHour.getByRole('cell').allInnerTexts()).toEqual(['2', '1', '1', '1', '0']);
     await expectAccessible(page(), 'the home page');
     await docScreenshot(page(), 'home');
+    expect(owner.problems).toEqual([]);
 
-    // Each list leads to its page, filtered.
-    await failures.getByRole('link', { name: 'All timed-out jobs' }).click();
-    await page().waitForURL(`**/orgs/${t.orgId}/jobs?status=timed_out`);
-    await page().getByRole('row', { name: /test/ }).waitFor();
+    // Each count leads to its list, filtered as it counts.
+    await count(jobs, '1 failed').click();
+    await page().waitForURL(
+      (url) => url.pathname === `/orgs/${t.orgId}/jobs` && url.searchParams.get('status') === 'failed',
+    );
+    expect(new URL(page().url()).searchParams.get('createdAfter')).toMatch(/^\d{4}-\d\d-\d\dT\d\d:00:00\.000Z$/);
+    await page().getByRole('row', { name: /build/ }).waitFor();
     expect(await page().getByRole('row').count()).toBe(2); // the header and the one job
     await page().goBack();
-    await panel('Running jobs').getByRole('link', { name: 'All running jobs' }).click();
+    await panel(jobs).getByText('The jobs of each hour, as a table').click(); // drawn anew, closed
+    await thisHour.getByRole('link', { name: /^2 succeeded at / }).click();
+    await page().waitForURL(
+      (url) => url.searchParams.get('status') === 'success' && url.searchParams.has('createdBefore'),
+    );
+    await expect.poll(() => page().getByRole('row', { name: /lint/ }).count()).toBe(2);
+    await page().goBack();
+    await count(jobs, '1 running').click();
     await page().waitForURL(`**/orgs/${t.orgId}/jobs?status=running`);
     await page().goBack();
-    await panel('Agents offline').getByRole('link', { name: 'All agents' }).click();
-    await page().waitForURL(`**/orgs/${t.orgId}/agents`);
-    // Revoke the away agent: the pages below know one agent.
+    await count('Agents', '1 disconnected').click();
+    await page().waitForURL(`**/orgs/${t.orgId}/agents?status=disconnected`);
+    await page().getByRole('row', { name: 'edge-away' }).waitFor();
+    expect(await page().getByRole('row').count()).toBe(2); // the header and the away agent
+    expect(await page().getByLabel('Status').inputValue()).toBe('disconnected');
+    await page().goBack();
+    await count('Agents', '1 never connected').click();
+    await page().waitForURL(`**/orgs/${t.orgId}/agents?status=pending`);
+    await page().getByRole('row', { name: 'edge-new' }).waitFor();
+    // The pages below know one agent (and its trigger, without a schedule).
     expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${away.agentId}`)).status).toBe(200);
+    expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${never.agentId}`)).status).toBe(200);
+    expect((await t.owner.delete(`/orgs/${t.orgId}/triggers/${schedule.body.id}`)).status).toBe(200);
+  }, 60_000);
+
+  it('follows a dark system theme: dark colours, and every text still readable (axe contrast)', async () => {
+    await page().goto(`/orgs/${t.orgId}`);
+    await page().getByRole('heading', { name: 'acme', level: 1 }).waitFor();
+    const background = () =>
+      page().evaluate(() => {
+        const doc = (globalThis as unknown as { document: { documentElement: object } }).document;
+        const view = globalThis as unknown as {
+          getComputedStyle(el: object): { backgroundColor: string; color: string };
+        };
+        const style = view.getComputedStyle(doc.documentElement);
+        return `${style.backgroundColor} ${style.color}`;
+      });
+    expect(await background()).toBe('rgb(246, 247, 249) rgb(27, 31, 36)');
+    await page().emulateMedia({ colorScheme: 'dark' });
+    await expect.poll(background).toBe('rgb(15, 20, 26) rgb(230, 233, 237)');
+    await page().getByRole('region', { name: 'Jobs, last 24 hours' }).getByRole('img').locator('canvas').waitFor();
+    await expectAccessible(page(), 'the home page in dark mode');
+    await docScreenshot(page(), 'home-dark');
+    const job = (await t.owner.get<{ id: string }[]>(`/orgs/${t.orgId}/jobs?status=failed&limit=1`)).body[0]!;
+    for (const [path, heading] of [
+      [`/orgs/${t.orgId}/jobs`, 'Jobs'],
+      [`/api/jobs/${job.id}`, /^Job #\d+/],
+      [`/orgs/${t.orgId}/agents`, 'Agents'],
+    ] as const) {
+      await page().goto(path);
+      await page().getByRole('heading', { name: heading, level: 1 }).waitFor();
+      if (typeof heading === 'string') await page().getByRole('row').nth(1).waitFor();
+      await expectAccessible(page(), `${path} in dark mode`);
+    }
+    await page().emulateMedia({ colorScheme: 'light' });
+    expect(owner.problems).toEqual([]);
+  }, 60_000);
+
+  it("holds its layout at a phone's width: no page scrolls sideways, tables scroll in their box", async () => {
+    const job = (await t.owner.get<{ id: string }[]>(`/orgs/${t.orgId}/jobs?limit=1`)).body[0]!;
+    await page().setViewportSize({ width: 375, height: 800 });
+    // How far the page scrolls sideways, and what sticks out of it (outside a box that scrolls).
+    const overflow = () =>
+      page().evaluate(() => {
+        type El = {
+          tagName: string;
+          className: string;
+          closest(s: string): unknown;
+          getBoundingClientRect(): { right: number };
+        };
+        const doc = (
+          globalThis as unknown as {
+            document: {
+              documentElement: { scrollWidth: number; clientWidth: number };
+              querySelectorAll(s: string): El[];
+            };
+          }
+        ).document;
+        const root = doc.documentElement;
+        const out = [...doc.querySelectorAll('body *')]
+          .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 0.5 && !el.closest('.table-scroll'))
+          .map((el) => `${el.tagName.toLowerCase()}.${el.className}`);
+        return { by: root.scrollWidth - root.clientWidth, out: out.slice(0, 5) };
+      });
+    try {
+      for (const [path, heading] of [
+        [`/orgs/${t.orgId}`, 'acme'],
+        [`/orgs/${t.orgId}/jobs`, 'Jobs'],
+        [`/api/jobs/${job.id}`, /^Job #\d+/],
+        [`/orgs/${t.orgId}/agents`, 'Agents'],
+      ] as const) {
+        await page().goto(path);
+        await page().getByRole('heading', { name: heading, level: 1 }).waitFor();
+        await page().waitForLoadState('networkidle');
+        expect(await overflow(), `sideways overflow of ${path} at 375 px`).toEqual({ by: 0, out: [] });
+        // The navigation wraps: every link drawn inside the page.
+        for (const link of await page().getByRole('navigation', { name: 'Main' }).getByRole('link').all()) {
+          const box = (await link.boundingBox())!;
+          expect(box.x + box.width, `${await link.innerText()} on ${path}`).toBeLessThanOrEqual(375);
+        }
+        if (path === `/orgs/${t.orgId}`) {
+          await expectAccessible(page(), 'the home page at 375 px');
+          await docScreenshot(page(), 'home-phone');
+        }
+      }
+    } finally {
+      await page().setViewportSize({ width: 1280, height: 800 });
+    }
   });
 
   it('keeps its header on one line at 1,280 and 1,400 pixels, with a link to the API reference and an icon', async () => {
@@ -362,7 +508,7 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
 
     // A selector typed filters the list as it goes; one that does not parse says where, and marks it.
     const selector = page().getByLabel('Selector');
-    const count = page().getByRole('search', { name: 'Filter the agents by label' }).getByRole('status');
+    const count = page().getByRole('search', { name: 'Filter the agents' }).getByRole('status');
     expect(await count.innerText()).toBe(`${total} agents.`);
     const entries = () => selector.evaluate((el) => el.ownerDocument.defaultView!.history.length);
     const before = await entries();

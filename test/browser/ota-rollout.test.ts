@@ -262,6 +262,19 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     expect(await button('Resume').count()).toBe(0);
   });
 
+  it('shows the rollout in progress on the home page, leading to its application', async () => {
+    await page().goto(`/orgs/${t.orgId}`);
+    const home = page().getByRole('region', { name: 'Rollouts in progress' });
+    const link = home.getByRole('link', { name: 'gateway 2.0.0' });
+    await link.waitFor();
+    expect(await home.getByRole('listitem').innerText()).toMatch(
+      /^gateway 2\.0\.0 running\nstable · wave 1 of 3 \(1 % of 4 devices\) · started .+ ago$/,
+    );
+    await link.click();
+    await page().waitForURL(`**/orgs/${t.orgId}/apps/${app.id}`);
+    await panel().waitFor(); // a live rollout's panel opens by itself
+  });
+
   it('advances and aborts after a confirmation; the ended rollout is read no more', async () => {
     await button('Advance').click();
     const advance = page().getByRole('group', { name: 'Advance the rollout of 2.0.0' });

@@ -942,6 +942,25 @@ describe('drover release publish --waves and drover rollout', () => {
     expect((await inAcme(['rollout', 'resume', '2.0', '--app', 'gw'])).stdout).toBe(
       'Rollout of 2.0 on channel stable: running, wave 1 of 2 (50%): 1 of 2 devices\n',
     );
+    // The organization at a glance shows it in progress; --json is the API's answer.
+    const glance = await inAcme(['overview']);
+    expect(glance.code, glance.stderr).toBe(0);
+    expect(glance.stdout).toMatch(/^Agents: {2}\d+ connected, \d+ disconnected, \d+ never connected, \d+ revoked\n/);
+    expect(glance.stdout).toMatch(
+      /\nJobs, last 24 h: {2}\d+ \(\d+ succeeded, \d+ failed, \d+ timed out, \d+ cancelled, \d+ rejected\); \d+ running now\n/,
+    );
+    expect(glance.stdout).toMatch(
+      /\nRollouts in progress:\n {2}APP +VERSION +CHANNEL +STATUS +WAVE\n {2}gw +2\.0 +stable +running +1 of 2\n/,
+    );
+    const atGlance = JSON.parse((await inAcme(['overview', '--hours', '2', '--json'])).stdout);
+    expect(atGlance.jobs.buckets).toHaveLength(2);
+    expect(
+      atGlance.rollouts.map((r: { applicationSlug: string; version: string }) => `${r.applicationSlug} ${r.version}`),
+    ).toEqual(['gw 2.0']);
+    expect(await inAcme(['overview', '--hours', '169'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --hours: expected an integer from 1 to 168, got `169`\n',
+    });
     expect((await inAcme(['rollout', 'advance', '2.0', '--app', 'gw'])).stdout).toBe(
       'Rollout of 2.0 on channel stable: running, wave 2 of 2 (100%): 2 of 2 devices\n',
     );

@@ -176,6 +176,55 @@ describe('dashboard job reads', () => {
     });
     expect(foreign.status).toBe(404);
   });
+
+  // Last in this group: it ends some of the jobs above.
+  it('sums the organization up for any member in one overview: agents, jobs an hour at a time, failures, running', async () => {
+    const [failedId, runningId] = [made[0]!, made[1]!];
+    await agent.request('POST', `/v1/agent/jobs/${failedId}/finish`, finishBody({ status: 'failed', exitCode: 1 }));
+    await agent.request('POST', `/v1/agent/jobs/${runningId}/start`, {});
+    const hourNow = () => new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000).toISOString();
+    const before = hourNow();
+    const res = await member.get(`/orgs/${t.orgId}/overview`);
+    expect(res.status).toBe(200);
+    const { agents, jobs, running, recentFailures, rollouts, nextCronRuns } = res.body;
+    expect(Object.values(agents).reduce((a: number, b) => a + (b as number), 0)).toBe(1);
+    expect(agents.revoked).toBe(0);
+    expect(jobs.buckets).toHaveLength(24);
+    expect([before, hourNow()]).toContain(jobs.buckets.at(-1).start); // the hour under way
+    const sum = (outcome: string) => jobs.buckets.reduce((n: number, b: Record<string, number>) => n + b[outcome]!, 0);
+    // Every trigger job of the test (never the update job); those ended by outcome.
+    expect(jobs.total).toBe(made.length);
+    expect([sum('success'), sum('failed'), sum('rejected'), sum('timed_out'), sum('cancelled')]).toEqual([
+      1, 1, 1, 0, 0,
+    ]);
+    expect(running.map((j: { id: string }) => j.id)).toEqual([runningId]);
+    expect(recentFailures).toHaveLength(1);
+    expect(recentFailures[0]).toMatchObject({
+      id: failedId,
+      status: 'failed',
+      agentId: agent.agentId,
+      triggerName: null,
+    });
+    expect(recentFailures[0].agentName).toEqual(expect.any(String));
+    expect(Object.keys(recentFailures[0]).sort()).toEqual([...LIST_FIELDS, 'agentName', 'triggerName'].sort());
+    expect([rollouts, nextCronRuns]).toEqual([[], []]);
+
+    expect((await member.get(`/orgs/${t.orgId}/overview?hours=1`)).body.jobs.buckets).toHaveLength(1);
+    expect((await member.get(`/orgs/${t.orgId}/overview?hours=168`)).body.jobs.buckets).toHaveLength(168);
+    for (const query of ['hours=0', 'hours=169', 'hours=1.5', 'hours=day', 'other=1']) {
+      const bad = await member.get(`/orgs/${t.orgId}/overview?${query}`);
+      expect(bad.status, query).toBe(422);
+      expect(bad.body, query).toMatchObject({ statusCode: 422, code: 'validation_failed' });
+    }
+    expect((await member.get(`/orgs/${t.orgId}/overview?hours=169`)).body).toEqual({
+      statusCode: 422,
+      code: 'validation_failed',
+      message: 'querystring.hours must be <= 168',
+      details: [{ path: 'querystring.hours', message: 'must be <= 168' }],
+    });
+    expect((await stranger.client.get(`/orgs/${t.orgId}/overview`)).status).toBe(404);
+    expect((await t.api.get(`/orgs/${t.orgId}/overview`)).status).toBe(401);
+  });
 });
 
 describe('dashboard job list filters: agent, source, creation time', () => {

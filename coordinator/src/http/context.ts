@@ -1,5 +1,6 @@
 import type { RolloutService } from '../domain/ota/rollouts.js';
 import type { RetentionService } from '../domain/retention/retention-service.js';
+import type { OverviewService } from '../domain/overview/overview-service.js';
 import type { Config } from '../config/config.js';
 import type { Repositories } from '../domain/model/repositories.js';
 import type { AuditLog } from '../domain/audit/audit-log.js';
@@ -73,6 +74,8 @@ export interface AppContext {
   rollouts: RolloutService;
   /** What organizations keep and the sweep that deletes the rest (domain/retention/). */
   retention: RetentionService;
+  /** The fleet at a glance: the home page's aggregate (domain/overview/). */
+  overview: OverviewService;
   /** Device groups: applications' label selectors binding the agents they match (domain/ota/device-groups.ts). */
   deviceGroups: DeviceGroupService;
   /** Slack workspaces and Discord guilds connected to organizations (domain/chat). */

@@ -7,3 +7,6 @@ export const STATUS_WORDS: Record<Agent['status'], string> = {
   disconnected: 'disconnected',
   revoked: 'revoked',
 };
+
+/** The statuses in the order the pages list them (the Agents page's filter, the home page's counts). */
+export const AGENT_STATUSES: Agent['status'][] = ['connected', 'disconnected', 'pending', 'revoked'];

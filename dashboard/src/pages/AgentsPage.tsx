@@ -9,7 +9,7 @@ import { EnrollAgent } from '../components/EnrollAgent';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LabelChips } from '../components/LabelChips';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
-import { STATUS_WORDS } from '../components/agent-words';
+import { AGENT_STATUSES, STATUS_WORDS } from '../components/agent-words';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
@@ -19,13 +19,14 @@ const agentsWord = (n: number): string => `${n} agent${n === 1 ? '' : 's'}`;
 
 /**
  * The organization's agents with their live status, labels and workflows, filtered by a label
- * selector kept in the address (`?selector=`); enroll, rename, revoke.
+ * selector and a status kept in the address (`?selector=`, `?status=`); enroll, rename, revoke.
  */
 export function AgentsPage() {
   const { orgId, org, loaded } = useOrg();
   const agents = useQuery(agentsQuery(orgId));
   const workflows = useQuery(workflowsQuery(orgId));
   const [selector, setSelector] = useSearchText('selector');
+  const [status, setStatus] = useSearchText('status');
   const parsed = parseSelectorText(selector);
   // While what is typed does not parse, the list stays as the last selector that did filtered it.
   const [lastValid, setLastValid] = useState(parsed.requirements ? selector : '');
@@ -35,8 +36,10 @@ export function AgentsPage() {
   const byAgent = new Map<string, Workflow[]>();
   for (const w of workflows.data ?? []) byAgent.set(w.agentId, [...(byAgent.get(w.agentId) ?? []), w]);
   const all = agents.data ?? [];
-  const shown = all.filter((agent) => matchesSelector(requirements, agent.labels));
-  const filtering = selector.trim() !== '';
+  const shown = all.filter(
+    (agent) => matchesSelector(requirements, agent.labels) && (status === '' || agent.status === status),
+  );
+  const filtering = selector.trim() !== '' || status !== '';
   return (
     <section aria-labelledby="agents-heading">
       <h1 id="agents-heading">Agents</h1>
@@ -44,7 +47,18 @@ export function AgentsPage() {
       {agents.data && agents.data.length === 0 && !filtering && <p>No agent has enrolled in this organization yet.</p>}
       {agents.data && (agents.data.length > 0 || filtering) && (
         <>
-          <div role="search" aria-label="Filter the agents by label" className="selector-filter">
+          <div role="search" aria-label="Filter the agents" className="selector-filter">
+            <label className="status-filter">
+              Status
+              <select value={status} onChange={(e) => setStatus(e.target.value)}>
+                <option value="">any</option>
+                {AGENT_STATUSES.map((s) => (
+                  <option key={s} value={s}>
+                    {STATUS_WORDS[s]}
+                  </option>
+                ))}
+              </select>
+            </label>
             <SelectorInput
               id="agents-selector"
               label="Selector"
@@ -60,38 +74,42 @@ export function AgentsPage() {
                   : `${shown.length} of ${agentsWord(all.length)} match.`}
             </p>
           </div>
-          {shown.length === 0 && filtering && <p>No agent matches this selector.</p>}
+          {shown.length === 0 && filtering && (
+            <p>{selector.trim() === '' ? 'No agent has this status.' : 'No agent matches these filters.'}</p>
+          )}
         </>
       )}
       {shown.length > 0 && (
-        <table className="agents">
-          <caption className="hint">
-            Status and last seen refresh every few seconds. Labels:{' '}
-            <span className="label label-reported">reported by the agent</span>{' '}
-            <span className="label label-operator">set by an operator</span>
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">Machine</th>
-              <th scope="col">Labels</th>
-              <th scope="col">Workflows</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((agent) => (
-              <AgentRow
-                key={agent.id}
-                orgId={orgId}
-                agent={agent}
-                workflows={byAgent.get(agent.id) ?? []}
-                isOwner={org?.role === 'owner'}
-              />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="agents">
+            <caption className="hint">
+              Status and last seen refresh every few seconds. Labels:{' '}
+              <span className="label label-reported">reported by the agent</span>{' '}
+              <span className="label label-operator">set by an operator</span>
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Status</th>
+                <th scope="col">Machine</th>
+                <th scope="col">Labels</th>
+                <th scope="col">Workflows</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((agent) => (
+                <AgentRow
+                  key={agent.id}
+                  orgId={orgId}
+                  agent={agent}
+                  workflows={byAgent.get(agent.id) ?? []}
+                  isOwner={org?.role === 'owner'}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!agents.data && !agents.error && <p className="loading">Loading…</p>}
       <EnrollAgent orgId={orgId} />

@@ -73,25 +73,27 @@ export function JobsPage() {
         </p>
       )}
       {rows.length > 0 && (
-        <table className="jobs">
-          <caption className="hint">Newest first; the list refreshes every few seconds.</caption>
-          <thead>
-            <tr>
-              <th scope="col">Workflow</th>
-              <th scope="col">Status</th>
-              <th scope="col">Started by</th>
-              <th scope="col">Trigger</th>
-              <th scope="col">Agent</th>
-              <th scope="col">Created</th>
-              <th scope="col">Duration</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((job) => (
-              <JobRow key={job.id} job={job} names={names} />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="jobs">
+            <caption className="hint">Newest first; the list refreshes every few seconds.</caption>
+            <thead>
+              <tr>
+                <th scope="col">Workflow</th>
+                <th scope="col">Status</th>
+                <th scope="col">Started by</th>
+                <th scope="col">Trigger</th>
+                <th scope="col">Agent</th>
+                <th scope="col">Created</th>
+                <th scope="col">Duration</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((job) => (
+                <JobRow key={job.id} job={job} names={names} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!jobs.data && !jobs.error && <p className="loading">Loading…</p>}
       <ShowOlder pages={jobs} what="jobs" />

@@ -1179,6 +1179,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/orgs/{orgId}/overview': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The organization at a glance: agents by status, the last hours' trigger jobs by outcome an hour at a time, running jobs, the last failures, rollouts in progress, the next cron runs */
+    get: operations['getOverview'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/orgs/{orgId}/batches': {
     parameters: {
       query?: never;
@@ -1735,7 +1752,7 @@ export interface components {
       os: string;
       agentVersion: string;
       /** @enum {string} */
-      status: 'pending' | 'connected' | 'disconnected' | 'revoked';
+      status: 'connected' | 'disconnected' | 'pending' | 'revoked';
       /** Format: date-time */
       lastSeenAt: string | null;
       /** Format: date-time */
@@ -1968,7 +1985,7 @@ export interface components {
       os: string;
       agentVersion: string;
       /** @enum {string} */
-      status: 'pending' | 'connected' | 'disconnected' | 'revoked';
+      status: 'connected' | 'disconnected' | 'pending' | 'revoked';
       /** Format: date-time */
       lastSeenAt: string | null;
       /** Format: date-time */
@@ -2362,6 +2379,123 @@ export interface components {
       sentAt: string | null;
       /** Format: date-time */
       failedAt: string | null;
+    };
+    Overview: {
+      /** @description how many agents of the organization are in each status */
+      agents: {
+        connected: number;
+        disconnected: number;
+        pending: number;
+        revoked: number;
+      };
+      jobs: {
+        /** @description one an hour (UTC, aligned to the hour), oldest first, the last the hour under way: the trigger jobs created in that hour that have ended, by outcome */
+        buckets: {
+          /** Format: date-time */
+          start: string;
+          success: number;
+          failed: number;
+          timed_out: number;
+          cancelled: number;
+          rejected: number;
+        }[];
+        /** @description every trigger job created since the first bucket's start, whatever its status (open ones too) */
+        total: number;
+      };
+      /** @description the running trigger jobs, newest first (at most 100) */
+      running: components['schemas']['OverviewJob'][];
+      /** @description the failed and timed-out trigger jobs that ended last, newest first (at most 10) */
+      recentFailures: components['schemas']['OverviewJob'][];
+      /** @description the staged rollouts in progress (running or paused), newest first */
+      rollouts: {
+        releaseId: string;
+        applicationId: string;
+        applicationSlug: string;
+        version: string;
+        channel: string;
+        /** @enum {string} */
+        status: 'running' | 'paused';
+        /** @enum {string|null} */
+        pausedReason: 'failure_threshold' | 'operator' | null;
+        /** @description the current wave, 0-based */
+        currentWave: number;
+        /** @description the plan's percentages of the devices */
+        waves: number[];
+        /** @description the channel's devices when the release was published */
+        deviceCount: number;
+        /** Format: date-time */
+        createdAt: string;
+      }[];
+      /** @description the next occurrence of each enabled cron trigger, soonest first (at most 10 triggers) */
+      nextCronRuns: {
+        triggerId: string;
+        name: string;
+        /** Format: date-time */
+        at: string;
+      }[];
+    };
+    OverviewJob: {
+      id: string;
+      /** @description the organization's number of the job: 1, 2, 3, ... in creation order */
+      number: number;
+      /** @description the organization of the job (the dashboard reaches a job by its id alone) */
+      orgId: string;
+      /** @enum {string} */
+      kind: 'trigger' | 'update';
+      /**
+       * @description webhook, cron, manual (run by hand), slack, discord; ota for an update job
+       * @enum {string}
+       */
+      source: 'webhook' | 'cron' | 'manual' | 'slack' | 'discord' | 'ota';
+      /** @enum {string} */
+      status: 'pending' | 'queued' | 'running' | 'success' | 'failed' | 'timed_out' | 'cancelled' | 'rejected';
+      triggerId: string | null;
+      /** @description the agent that runs it; null while a job of a pool waits for one (docs/fleets.md) */
+      agentId: string | null;
+      /** @description the batch it is one job of (docs/fleets.md), or null */
+      batchId: string | null;
+      workflowId: string | null;
+      workflowName: string;
+      ref: string | null;
+      debug: boolean;
+      params: {
+        [key: string]: unknown;
+      };
+      output: {
+        [key: string]: unknown;
+      } | null;
+      exitCode: number | null;
+      errorMessage: string | null;
+      forced: boolean;
+      forceReason: string | null;
+      /** @description who started it: the user, or the API token issuer */
+      userId: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      queuedAt: string | null;
+      /** Format: date-time */
+      startedAt: string | null;
+      /** Format: date-time */
+      finishedAt: string | null;
+      /** @description a chat run: who started it, where (docs/chat.md); null for every other job */
+      chatOrigin: {
+        /** @enum {string} */
+        provider: 'slack' | 'discord';
+        teamId: string;
+        channelId: string;
+        userId: string;
+        userName: string;
+      } | null;
+      /**
+       * Format: date-time
+       * @description when a user asked to cancel the job (docs/jobs.md, "Cancellation"); null: never
+       */
+      cancelRequestedAt: string | null;
+      /** @description its agent's name; null: none (yet), or revoked long ago */
+      agentName: string | null;
+      /** @description its trigger's name; null: the trigger was deleted */
+      triggerName: string | null;
     };
     Batch: {
       id: string;
@@ -8057,6 +8191,58 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getOverview: {
+    parameters: {
+      query?: {
+        /** @description the hours counted, the one under way included: one bucket each */
+        hours?: number;
+      };
+      header?: never;
+      path: {
+        orgId: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Overview'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -68,6 +68,9 @@ const INSERT = query<AgentRow, [string, string, string, string, string, string, 
 const BY_ID = query<AgentRow, [string]>('SELECT * FROM agents WHERE id = ?');
 const IN_ORG = query<AgentRow, [string, string]>('SELECT * FROM agents WHERE org_id = ? AND id = ?');
 const BY_ORG = query<AgentRow, [string]>('SELECT * FROM agents WHERE org_id = ? ORDER BY seq DESC');
+const COUNT_BY_STATUS = query<{ status: AgentStatus; n: number }, [string]>(
+  'SELECT status, count(*) AS n FROM agents WHERE org_id = ? GROUP BY status',
+);
 const BY_IDS = query<AgentRow, [string, string]>(
   (d) => `SELECT * FROM agents WHERE org_id = ? AND id ${d.inJsonArray('?')}
    ORDER BY seq DESC`,
@@ -135,6 +138,11 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
     },
     async findInOrg(orgId, id) {
       return agentOrNull(await db.one(IN_ORG, [orgId, id]));
+    },
+    async countByStatus(orgId) {
+      const counts: Record<AgentStatus, number> = { connected: 0, disconnected: 0, pending: 0, revoked: 0 };
+      for (const { status, n } of await db.all(COUNT_BY_STATUS, [orgId])) counts[status] = n;
+      return counts;
     },
     async listByOrg(orgId) {
       return (await db.all(BY_ORG, [orgId])).map(toAgent);

@@ -1,4 +1,4 @@
-import { isTerminalJobStatus } from '@drover/shared';
+import { isTerminalJobStatus, type JobStatus } from '@drover/shared';
 import type { PlanJobMessages } from '../../domain/model/chat-outbox.js';
 import type {
   AppendLogsResult,
@@ -139,6 +139,24 @@ const LAST_SEQ_BEFORE = values<number | null, [string, string]>(
 );
 const FIRST_SEQ_FROM = values<number | null, [string, string]>(
   (d) => `SELECT min(seq) FROM jobs ${byCreation(d)} WHERE org_id = ? AND created_at >= ?`,
+);
+
+// The home page's overview (domain/overview/): trigger jobs by hour of creation and status, read
+// from the (org_id, created_at) index; the running ones from their own small index (migration
+// 0039); the failures from the index of ended jobs (org_id, status, finished_at), one seek a status.
+const BY_HOUR = query<{ hour: string; status: JobStatus; n: number }, [string, string]>(
+  (d) => `SELECT ${d.hourOf('created_at')} AS hour, status, count(*) AS n FROM jobs
+    WHERE org_id = ? AND created_at >= ? AND kind = 'trigger' GROUP BY 1, 2`,
+);
+const RUNNING_OF_ORG = query<JobRow, [string, number]>(
+  `SELECT * FROM jobs WHERE org_id = ? AND status = 'running' AND kind = 'trigger' ORDER BY seq DESC LIMIT ?`,
+);
+const lastEnded = (status: string) =>
+  `SELECT * FROM jobs WHERE org_id = @orgId AND status = '${status}' AND finished_at IS NOT NULL
+     AND kind = 'trigger' ORDER BY finished_at DESC LIMIT @limit`;
+const RECENT_FAILURES = query<JobRow, { orgId: string; limit: number }>(
+  `SELECT * FROM (${lastEnded('failed')}) f UNION ALL SELECT * FROM (${lastEnded('timed_out')}) t
+     ORDER BY finished_at DESC, seq DESC LIMIT @limit`,
 );
 
 // The open jobs an agent's stream hands out: a job of a batch held by its maxParallel is not one yet.
@@ -428,6 +446,15 @@ export function createJobRepository(db: Database, planMove: PlanJobMove, planMes
     },
     listTriggerJobs(orgId, q) {
       return db.read(() => listTriggerJobs(orgId, q));
+    },
+    async countTriggerJobsByHour(orgId, since) {
+      return (await db.all(BY_HOUR, [orgId, since])).map(({ hour, status, n }) => ({ hour, status, count: n }));
+    },
+    async listRunningTriggerJobs(orgId, limit) {
+      return (await db.all(RUNNING_OF_ORG, [orgId, limit])).map(toJob);
+    },
+    async listRecentFailures(orgId, limit) {
+      return (await db.all(RECENT_FAILURES, { orgId, limit })).map(toJob);
     },
     async listOpenForAgent(agentId) {
       return (await db.all(OPEN_OF_AGENT, [agentId])).map(toJob);

@@ -60,6 +60,13 @@ const WITHHOLDING_OF_APP = values<number, [string]>(
   "SELECT 1 FROM rollouts WHERE application_id = ? AND status <> 'completed' LIMIT 1",
 );
 const RUNNING = query<RolloutRow, []>("SELECT * FROM rollouts WHERE status = 'running' ORDER BY created_at");
+const IN_PROGRESS = query<RolloutRow & { application_slug: string; version: string }, [string]>(
+  `SELECT r.*, a.slug AS application_slug, rel.version FROM applications a
+     JOIN rollouts r ON r.application_id = a.id AND r.status <> 'completed'
+     JOIN releases rel ON rel.id = r.release_id
+   WHERE a.org_id = ? AND a.deleted_at IS NULL AND r.status IN ('running', 'paused')
+   ORDER BY r.created_at DESC, r.release_id`,
+);
 const CHANNEL_BINDINGS = values<string, [string, string]>(
   'SELECT id FROM device_bindings WHERE application_id = ? AND channel = ? ORDER BY id',
 );
@@ -207,6 +214,13 @@ export function createRolloutRepository(db: Database): RolloutRepository {
     },
     async listRunning() {
       return (await db.all(RUNNING, [])).map(toRollout);
+    },
+    async listInProgress(orgId) {
+      return (await db.all(IN_PROGRESS, [orgId])).map((r) => ({
+        ...toRollout(r),
+        applicationSlug: r.application_slug,
+        version: r.version,
+      }));
     },
     async waveCounts(releaseId, sequence) {
       const rows = await db.all(ALL_COUNTS, { releaseId, sequence });

@@ -57,6 +57,11 @@ export interface Dialect {
    * inside its file (`free_bytes`, NULL on PostgreSQL, whose free space autovacuum manages).
    */
   readonly databaseSize: string;
+  /**
+   * The UTC hour an instant column falls in, as text `YYYY-MM-DDTHH` alike on both (the start of
+   * an ISO 8601 instant): SQLite's column is that text already, PostgreSQL's a `timestamptz`.
+   */
+  hourOf(column: string): string;
 }
 
 /** `jsonRecords` over `elements` (a function giving a JSON array's elements as rows of a column `value`). */
@@ -80,6 +85,7 @@ export const SQLITE: Dialect = {
   seekParameter: '+?',
   databaseSize: `SELECT c.page_count * s.page_size AS bytes, f.freelist_count * s.page_size AS free_bytes
     FROM pragma_page_count() c, pragma_page_size() s, pragma_freelist_count() f`,
+  hourOf: (column) => `substr(${column}, 1, 13)`,
 };
 
 export const POSTGRES: Dialect = {
@@ -94,4 +100,5 @@ export const POSTGRES: Dialect = {
   jsonRecords: jsonRows('json_array_elements', (i, type) => `CAST(value ->> ${i} AS ${type})`),
   seekParameter: '?',
   databaseSize: 'SELECT pg_database_size(current_database()) AS bytes, NULL AS free_bytes',
+  hourOf: (column) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')`,
 };

@@ -1,4 +1,5 @@
-export type AgentStatus = 'pending' | 'connected' | 'disconnected' | 'revoked';
+export const AGENT_STATUSES = ['connected', 'disconnected', 'pending', 'revoked'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
 export interface Agent {
   id: string;
@@ -53,6 +54,8 @@ export interface AgentRepository {
   findInOrg(orgId: string, id: string): Promise<Agent | null>;
   /** Most recently registered first. */
   listByOrg(orgId: string): Promise<Agent[]>;
+  /** How many agents of the organization are in each status (0 for a status none is in). */
+  countByStatus(orgId: string): Promise<Record<AgentStatus, number>>;
   /** The given agents of the organization (unknown ids skipped), most recently registered first. */
   listByIds(orgId: string, ids: readonly string[]): Promise<Agent[]>;
   rename(orgId: string, id: string, name: string): Promise<Agent | null>;

@@ -258,6 +258,14 @@ export interface OpenJobSummary {
   cancelUnconfirmed: boolean;
 }
 
+/** Trigger jobs created in one hour that are in one status (JobRepository.countTriggerJobsByHour). */
+export interface JobHourCount {
+  /** The UTC hour of their creation, `YYYY-MM-DDTHH`. */
+  hour: string;
+  status: JobStatus;
+  count: number;
+}
+
 export interface JobRepository {
   findById(id: string): Promise<Job | null>;
   /** The jobs among `ids` that exist, in any order. */
@@ -265,6 +273,15 @@ export interface JobRepository {
   findInOrg(orgId: string, id: string): Promise<Job | null>;
   /** Trigger jobs (never update jobs) of an organization, newest first. */
   listTriggerJobs(orgId: string, query: JobListQuery): Promise<Job[]>;
+  /**
+   * How many trigger jobs of the organization were created at or after `since` (an ISO instant),
+   * by the UTC hour of their creation (`YYYY-MM-DDTHH`) and their status now; no row for none.
+   */
+  countTriggerJobsByHour(orgId: string, since: string): Promise<JobHourCount[]>;
+  /** The organization's `running` trigger jobs, the newest first, at most `limit`. */
+  listRunningTriggerJobs(orgId: string, limit: number): Promise<Job[]>;
+  /** Its `failed` and `timed_out` trigger jobs, the one that ended last first, at most `limit`. */
+  listRecentFailures(orgId: string, limit: number): Promise<Job[]>;
   /** The agent's `pending`, `queued` and `running` jobs, oldest first (stream delivery order). */
   listOpenForAgent(agentId: string): Promise<Job[]>;
   /**

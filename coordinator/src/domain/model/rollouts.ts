@@ -39,6 +39,12 @@ export interface Rollout extends RolloutState {
   endedAt: string | null;
 }
 
+/** A rollout in progress with the names a person knows it by (RolloutRepository.listInProgress). */
+export interface RolloutInProgress extends Rollout {
+  applicationSlug: string;
+  version: string;
+}
+
 /** The devices new in a wave: how many, and how many of them run the release or failed to. */
 export interface WaveCounts {
   devices: number;
@@ -97,6 +103,11 @@ export interface RolloutRepository {
   withholdsAny(applicationId: string): Promise<boolean>;
   /** Rollouts in status `running`. */
   listRunning(): Promise<Rollout[]>;
+  /**
+   * The organization's rollouts in progress (`running` or `paused`) of applications not deleted,
+   * with their application's name and release's version, the newest first.
+   */
+  listInProgress(orgId: string): Promise<RolloutInProgress[]>;
   /** Counts of the devices new in each wave, by wave index (waves without devices absent). */
   waveCounts(releaseId: string, releaseSequence: number): Promise<Map<number, WaveCounts>>;
   /** Counts of the devices new in one wave. */

@@ -1,4 +1,5 @@
 import { ParamDefinition } from '@drover/shared';
+import { AGENT_STATUSES } from '../../domain/model/agents.js';
 import { AUDIT_ACTIONS } from '../../domain/model/audit.js';
 import { ROLES } from '../../domain/model/orgs.js';
 import { nullableTimestamp, timestamp, uuid } from './common.js';
@@ -80,7 +81,7 @@ const PUBLIC_AGENT_FIELDS = {
   hostname: { type: 'string' },
   os: { type: 'string' },
   agentVersion: { type: 'string' },
-  status: { type: 'string', enum: ['pending', 'connected', 'disconnected', 'revoked'] },
+  status: { type: 'string', enum: AGENT_STATUSES },
   lastSeenAt: nullableTimestamp,
   enrolledAt: timestamp,
 } as const;

@@ -445,6 +445,80 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
       ]);
     });
 
+    it("counts the overview's trigger jobs by hour of creation and status, and lists the running and the last failures", async () => {
+      const m = (minutes: number) => iso(minutes * 60_000); // from 03:00
+      const finish = async (job: NewJob, status: FinishReport['status'], minutes: number) =>
+        repos().jobs.finish(agentId, job.id, result({ status, exitCode: null }), m(minutes));
+      const ok = await insertJob({ createdAt: m(10) });
+      const failedEarly = await insertJob({ createdAt: m(50) });
+      const failedLate = await insertJob({ createdAt: m(65) });
+      const timedOut = await insertJob({ createdAt: m(80) });
+      const running = await insertJob({ createdAt: m(90) });
+      const runningLater = await insertJob({ createdAt: m(95), agentId: otherAgentId });
+      await insertJob({ createdAt: m(100) }); // pending
+      const update = await insertJob({ createdAt: m(70), kind: 'update', triggerId: null });
+      const stranger = await orgWithAgent(t.repos, m(0));
+      await storeJob(t, stranger, { timeoutMs: null, createdAt: m(70), status: 'rejected' });
+      await finish(ok, 'success', 11);
+      await finish(failedEarly, 'failed', 70);
+      await finish(failedLate, 'failed', 120);
+      await finish(timedOut, 'timed_out', 110);
+      await finish(update, 'failed', 130);
+      await repos().jobs.start(agentId, running.id, at(91 * 60_000));
+      await repos().jobs.start(otherAgentId, runningLater.id, at(96 * 60_000));
+
+      const byHour = async (since: string) =>
+        (await repos().jobs.countTriggerJobsByHour(orgId, since)).sort(
+          (a, b) => a.hour.localeCompare(b.hour) || a.status.localeCompare(b.status),
+        );
+      expect(await byHour(m(0))).toEqual([
+        { hour: '2026-01-02T03', status: 'failed', count: 1 },
+        { hour: '2026-01-02T03', status: 'success', count: 1 },
+        { hour: '2026-01-02T04', status: 'failed', count: 1 },
+        { hour: '2026-01-02T04', status: 'pending', count: 1 },
+        { hour: '2026-01-02T04', status: 'running', count: 2 },
+        { hour: '2026-01-02T04', status: 'timed_out', count: 1 },
+      ]);
+      expect((await byHour(m(60))).map((r) => r.hour)).toEqual(Array(4).fill('2026-01-02T04'));
+      expect(await byHour(m(101))).toEqual([]);
+
+      const ids = (jobs: { id: string }[]) => jobs.map((j) => j.id);
+      expect(ids(await repos().jobs.listRunningTriggerJobs(orgId, 10))).toEqual([runningLater.id, running.id]);
+      expect(ids(await repos().jobs.listRunningTriggerJobs(orgId, 1))).toEqual([runningLater.id]);
+      // By their end, newest first, failed and timed out together; never the update job.
+      expect(ids(await repos().jobs.listRecentFailures(orgId, 10))).toEqual([
+        failedLate.id,
+        timedOut.id,
+        failedEarly.id,
+      ]);
+      expect(ids(await repos().jobs.listRecentFailures(orgId, 2))).toEqual([failedLate.id, timedOut.id]);
+      expect(await repos().jobs.listRecentFailures(stranger.orgId, 10)).toEqual([]);
+    });
+
+    it("counts an organization's agents by status, every status named", async () => {
+      // beforeEach: one agent that was connected and is disconnected now, one just enrolled.
+      expect(await repos().agents.countByStatus(orgId)).toEqual({
+        connected: 0,
+        disconnected: 1,
+        pending: 1,
+        revoked: 0,
+      });
+      await repos().agents.markConnected(agentId, iso(1_000));
+      await repos().agents.revoke(orgId, otherAgentId, iso(1_000));
+      expect(await repos().agents.countByStatus(orgId)).toEqual({
+        connected: 1,
+        disconnected: 0,
+        pending: 0,
+        revoked: 1,
+      });
+      expect(await repos().agents.countByStatus(newId())).toEqual({
+        connected: 0,
+        disconnected: 0,
+        pending: 0,
+        revoked: 0,
+      });
+    });
+
     it('finds a job only in its own organization', async () => {
       const job = await insertJob();
       expect((await repos().jobs.findInOrg(orgId, job.id))?.id).toBe(job.id);

@@ -477,6 +477,11 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect((await t.repos.rollouts.history(r.id)).map((h) => h.event)).toEqual(['start', 'advance']);
     expect((await t.repos.rollouts.withheld(ids)).size).toBe(0);
     expect((await t.repos.rollouts.listRunning()).map((x) => x.releaseId)).toEqual([r.id]);
+    // In progress for its organization's overview, with the names a person knows it by.
+    expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([
+      { ...(await t.repos.rollouts.find(r.id)), applicationSlug: a.slug, version: r.version },
+    ]);
+    expect(await t.repos.rollouts.listInProgress((await orgWithAgent(t.repos, iso(0))).orgId)).toEqual([]);
 
     // Another release of the channel ends it as superseded, once.
     const next = await t.repos.releases.create(release(a.id, await artifact(), { version: '2.0.0' }));
@@ -488,6 +493,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(ended.flat()).toEqual([r.id]);
     expect(await t.repos.rollouts.find(r.id)).toMatchObject({ status: 'superseded', endedAt: iso(4) });
     expect(await t.repos.rollouts.listRunning()).toEqual([]);
+    expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([]);
   });
 
   describe('device groups', () => {

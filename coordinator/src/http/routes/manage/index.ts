@@ -13,6 +13,7 @@ import { invitationRoutes } from './invitations.js';
 import { jobRoutes } from './jobs.js';
 import { batchRoutes } from './batches.js';
 import { orgRoutes } from './orgs.js';
+import { overviewRoutes } from './overview.js';
 import { releaseRoutes } from './releases.js';
 import { rolloutRoutes } from './rollouts.js';
 import { storageBindingRoutes } from './storage-bindings.js';
@@ -39,6 +40,7 @@ export async function managementRoutes(app: FastifyInstance): Promise<void> {
   await app.register(fileRoutes);
   await app.register(auditRoutes);
   await app.register(jobRoutes);
+  await app.register(overviewRoutes);
   await app.register(batchRoutes);
   await app.register(appRoutes);
   await app.register(releaseRoutes);

@@ -25,7 +25,7 @@ export const JOBS_DEFAULT_LIMIT = 50;
 export const JOBS_MAX_LIMIT = 200;
 
 const nullableString = { type: ['string', 'null'] } as const;
-const JOB_FIELDS = {
+export const JOB_FIELDS = {
   id: uuid,
   number: { type: 'integer', description: "the organization's number of the job: 1, 2, 3, ... in creation order" },
   orgId: { ...uuid, description: 'the organization of the job (the dashboard reaches a job by its id alone)' },
