@@ -61,7 +61,7 @@ which starts once the machine is enrolled.`,
       USER: 'drover-agent',
       GECOS: 'Drover agent',
       DATA_DIR: '/var/lib/drover-agent',
-      MORE_DIRS: '"$DATA_DIR/workflows"',
+      MORE_DIRS: 'make_dir "$DATA_DIR/workflows" # where the workflow files go',
       CONFIG: '/etc/drover/agent.env',
     },
   };
@@ -72,9 +72,9 @@ which starts once the machine is enrolled.`,
     stage,
     pkg,
     help,
-    `/usr/bin/drover-agent carries the Node.js runtime (MIT license and the licenses of the libraries it bundles: /usr/share/doc/drover-agent/LICENSE.node) and the agent's npm dependencies, each under its own license (MIT, ISC).`,
+    `/usr/bin/drover-agent carries the Node.js runtime (MIT license and the licenses of the libraries it bundles: /usr/share/doc/drover-agent/LICENSE-nodejs) and the agent's npm dependencies, each under its own license (MIT, ISC).`,
   );
-  install(path.join(runtime, 'LICENSE'), stage, 'usr/share/doc/drover-agent/LICENSE.node', 0o644);
+  install(path.join(runtime, 'LICENSE'), stage, 'usr/share/doc/drover-agent/LICENSE-nodejs', 0o644);
   install(
     path.join(PACKAGING, 'drover-agent/lintian-overrides'),
     stage,

@@ -91,14 +91,14 @@ const DEV_DIRS = new Set([
 /** Files at an npm package's root that only its development uses. */
 const DEV_FILES =
   /^(eslint\.config\.[cm]?js|test\.js|bench\.js|example\.js|tsconfig(\..*)?\.json|Makefile|index\.html)$/;
-/** Files nothing loads anywhere: declarations, source maps, documentation other than licenses. */
-const NEVER_LOADED = /(\.d\.[cm]?ts|\.map|\.test-d\.ts)$/;
+/** Files nothing loads at run time: TypeScript sources and declarations, source maps. */
+const NEVER_LOADED = /\.([cm]?ts|map)$/;
 const MARKDOWN_NOT_LICENSE = /^(?!(licen[cs]e|copying|notice)).*\.(md|markdown)$/i;
 
 /**
  * Takes out of the dependencies what their development uses and nothing at run time loads
- * (tests, examples, benchmarks, documentation, declarations, source maps, dotfiles: the
- * repository's and editors' settings), keeping every license file: a smaller package, and no
+ * (tests, examples, benchmarks, documentation, TypeScript sources and declarations, source maps,
+ * dotfiles: the repository's and editors' settings), keeping every license file: a smaller package, and no
  * test fixtures (broken archives, shell scripts) for lintian to trip on.
  */
 function pruneNodeModules(dir: string): void {
@@ -212,7 +212,7 @@ drover-coordinator.service, which it does not start: configure
       USER: 'drover',
       GECOS: 'Drover coordinator',
       DATA_DIR: '/var/lib/drover',
-      MORE_DIRS: '',
+      MORE_DIRS: '# (nothing in it: the coordinator makes what it needs)',
       CONFIG: '/etc/drover/coordinator.env',
     },
   };
@@ -223,9 +223,9 @@ drover-coordinator.service, which it does not start: configure
     stage,
     pkg,
     help,
-    `/usr/lib/drover-coordinator/bin/node is the Node.js runtime (MIT license and the licenses of the libraries it bundles: /usr/share/doc/drover-coordinator/LICENSE.node); /usr/lib/drover-coordinator/node_modules holds the coordinator's npm dependencies, each with its own license file.`,
+    `/usr/lib/drover-coordinator/bin/node is the Node.js runtime (MIT license and the licenses of the libraries it bundles: /usr/share/doc/drover-coordinator/LICENSE-nodejs); /usr/lib/drover-coordinator/node_modules holds the coordinator's npm dependencies, each with its own license file.`,
   );
-  install(path.join(runtime, 'LICENSE'), stage, 'usr/share/doc/drover-coordinator/LICENSE.node', 0o644);
+  install(path.join(runtime, 'LICENSE'), stage, 'usr/share/doc/drover-coordinator/LICENSE-nodejs', 0o644);
   install(
     path.join(PACKAGING, 'drover-coordinator/lintian-overrides'),
     stage,
