@@ -203,7 +203,11 @@ describe.skipIf(!TOOLS.dpkgDeb)('the Debian packages (dpkg-deb and readelf: apt-
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      const url = await eventually(() => BANNER.exec(stdout)?.[1], 30_000, () => `the banner; stderr: ${stderr}`);
+      const url = await eventually(
+        () => BANNER.exec(stdout)?.[1],
+        30_000,
+        () => `the banner; stderr: ${stderr}`,
+      );
       const health = await fetch(`${url}/healthz`);
       expect(health.status).toBe(200);
       expect(await health.json()).toMatchObject({ status: 'ok', version: version('coordinator'), database: 'sqlite' });
@@ -383,12 +387,16 @@ describe.skipIf(!TOOLS.dpkgDeb)('the Debian packages (dpkg-deb and readelf: apt-
     });
   });
 
-  it.skipIf(!TOOLS.lintian)('pass lintian (apt-get install lintian)', async () => {
-    for (const name of [AGENT, COORDINATOR]) {
-      const { code, output } = await lintian.get(name)!;
-      expect({ name, code, output }).toEqual({ name, code: 0, output: '' });
-    }
-  }, 120_000);
+  it.skipIf(!TOOLS.lintian)(
+    'pass lintian (apt-get install lintian)',
+    async () => {
+      for (const name of [AGENT, COORDINATOR]) {
+        const { code, output } = await lintian.get(name)!;
+        expect({ name, code, output }).toEqual({ name, code: 0, output: '' });
+      }
+    },
+    120_000,
+  );
 });
 
 describe('the architecture check of pnpm package', () => {
