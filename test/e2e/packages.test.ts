@@ -1,4 +1,4 @@
-import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -61,15 +61,22 @@ function contents(name: string): Map<string, string> {
 
 /** lintian's findings on each package, started as soon as they are built (about 40 s on 2 cores). */
 const lintian = new Map<string, Promise<{ code: number | null; output: string }>>();
+const lintianRuns: ChildProcess[] = [];
 function startLintian(name: string) {
   lintian.set(
     name,
     new Promise((resolve) => {
-      execFile('lintian', ['--no-cfg', deb(name)], { maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-        // lintian says it would rather not run as root on stderr; that is not a finding.
-        const output = `${stdout}${stderr.replace(/^running with root privileges is not recommended!\n/m, '')}`;
-        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output });
-      });
+      const child = execFile(
+        'lintian',
+        ['--no-cfg', deb(name)],
+        { maxBuffer: 16 * 1024 * 1024 },
+        (error, stdout, stderr) => {
+          // lintian says it would rather not run as root on stderr; that is not a finding.
+          const output = `${stdout}${stderr.replace(/^running with root privileges is not recommended!\n/m, '')}`;
+          resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output });
+        },
+      );
+      lintianRuns.push(child);
     }),
   );
 }
@@ -92,6 +99,8 @@ describe.skipIf(!TOOLS.dpkgDeb)('the Debian packages (dpkg-deb and readelf: apt-
     for (const name of [AGENT, COORDINATOR]) execFileSync('dpkg-deb', ['-x', deb(name), unpacked]);
   }, 240_000);
   afterAll(() => {
+    // A run cut short by a failure leaves lintian reading the packages: it stops with them.
+    for (const child of lintianRuns) if (child.exitCode === null) child.kill();
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
