@@ -67,7 +67,6 @@ function main(argv: string[]): number {
   const nodeVersion = process.versions.node;
   const work = path.join(options.out, '.build');
   fs.rmSync(work, { recursive: true, force: true });
-  const built: string[] = [];
   const missing: string[] = [];
   let deployed: string | undefined;
   try {
@@ -90,8 +89,9 @@ function main(argv: string[]): number {
           file: `drover-coordinator_${coordinatorVersion()}_${arch}.deb`,
           stage: (dir) => {
             if (deployed === undefined) {
-              deployed = path.join(work, 'coordinator-deploy');
-              deployCoordinator(deployed);
+              const dir = path.join(work, 'coordinator-deploy');
+              deployCoordinator(dir);
+              deployed = dir; // only once complete: a failed deploy is tried again for the next architecture
             }
             return stageCoordinator(dir, arch, coordinatorVersion(), deployed, runtime);
           },
@@ -106,7 +106,6 @@ function main(argv: string[]): number {
           console.log(
             `package: built ${path.relative(ROOT, out)} (${mib(out)}) in ${((Date.now() - started) / 1000).toFixed(1)}s`,
           );
-          built.push(out);
         } catch (error) {
           missing.push(`${file} (${(error as Error).message})`);
         } finally {
