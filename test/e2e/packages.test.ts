@@ -396,6 +396,12 @@ describe.skipIf(!TOOLS.dpkgDeb)('the Debian packages (dpkg-deb and readelf: apt-
     });
   });
 
+  it('pnpm package refuses an architecture it does not build, with exit status 2', () => {
+    const res = run('bash', [path.join(ROOT, 'scripts/package.sh'), '--arch', 'i386', '--out', out]);
+    expect(res.status).toBe(2);
+    expect(res.stderr).toContain('package: --arch expects amd64 or arm64, got "i386"');
+  });
+
   it.skipIf(!TOOLS.lintian)(
     'pass lintian (apt-get install lintian)',
     async () => {
