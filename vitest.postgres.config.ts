@@ -29,6 +29,8 @@ export const SAME_ON_BOTH_PASSES = [
   // exit codes, banner, signals and data directory; the quick start of the README.
   'test/e2e/cli.test.ts',
   'test/e2e/quickstart.test.ts',
+  // The Debian packages: the coordinator they carry starts on the SQLite file of a new data directory.
+  'test/e2e/packages.test.ts',
   // On PostgreSQL in both passes, with databases they make themselves.
   'test/e2e/cluster.test.ts',
   'test/e2e/cluster-events.test.ts',

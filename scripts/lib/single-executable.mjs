@@ -297,18 +297,28 @@ async function inject(build) {
 
 /**
  * Removes the symbol tables and debug information from the copy of node (from ~121 to ~104 MiB for
- * the official build of Node 24); what the dynamic linker and native addons need stays. Without
- * a `strip` that knows the binary's format (binutils missing, or another architecture's binary),
- * the binary is built unstripped and this says so.
+ * the official build of Node 24); what the dynamic linker and native addons need stays. A binary
+ * of this machine's architecture is stripped by `strip`, one of another by `<triplet>-strip`
+ * (Debian's binutils-aarch64-linux-gnu, for example). Without a `strip` that knows the binary's
+ * format, the binary is built unstripped and this says so.
  */
 function strip(file) {
-  try {
-    execFileSync('strip', [file], { stdio: ['ignore', 'ignore', 'pipe'] });
-  } catch (error) {
-    const reason =
-      error.code === 'ENOENT' ? 'no `strip` program (binutils)' : String(error.stderr ?? error.message).trim();
-    console.warn(`build-binary: not stripped (${reason}); the binary is ~12 MiB larger`);
+  const arch = elfArch(file);
+  const triplet = { x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu' }[arch];
+  const tools = [...(arch === process.arch ? ['strip'] : []), ...(triplet ? [`${triplet}-strip`] : [])];
+  let reason = `no ${tools.join(' or ') || 'strip'} program (binutils)`;
+  for (const tool of tools) {
+    try {
+      execFileSync(tool, [file], { stdio: ['ignore', 'ignore', 'pipe'] });
+      return;
+    } catch (error) {
+      if (error.code !== 'ENOENT') {
+        reason = String(error.stderr ?? error.message).trim();
+        break;
+      }
+    }
   }
+  console.warn(`build-binary: not stripped (${reason}); the binary is ~12 MiB larger`);
 }
 
 /**

@@ -2,6 +2,8 @@
 # libfaketime (Debian's `libfaketime`) runs agents with a wrong clock (test/e2e/skewed-clock.test.ts);
 # Chromium (Debian's `chromium`) runs the dashboard's browser tests (test/browser/); curl
 # (Debian's `curl`) calls the API with a token issued in the dashboard (test/browser/access.test.ts).
+# The Debian packages (`pnpm package`, test/e2e/packages.test.ts) need dpkg-deb and binutils
+# (drover_need_package_tools); their test also runs lintian, shellcheck and systemd-analyze.
 
 # drover_apt_install PACKAGE WHAT: installs a Debian package as root; fails (1) when it cannot.
 drover_apt_install() {
@@ -26,6 +28,23 @@ drover_missing_tool() {
   echo "setup: $package is missing (apt-get install $package); $what will be skipped" >&2
 }
 
+# drover_need_package_tools: what `pnpm package` cannot do without (dpkg-deb, readelf and strip),
+# installed when missing and possible, else it stops; binutils-aarch64-linux-gnu, which strips the
+# arm64 runtime, only when it can be installed (the arm64 packages are built unstripped otherwise).
+drover_need_package_tools() {
+  if ! command -v dpkg-deb >/dev/null 2>&1 && ! drover_apt_install dpkg 'dpkg-deb, which builds the packages'; then
+    echo "package: dpkg-deb is missing and could not be installed (apt-get install dpkg)" >&2
+    exit 1
+  fi
+  if ! command -v readelf >/dev/null 2>&1 && ! drover_apt_install binutils 'readelf and strip, for the executables in the packages'; then
+    echo "package: readelf is missing and could not be installed (apt-get install binutils)" >&2
+    exit 1
+  fi
+  if ! command -v aarch64-linux-gnu-strip >/dev/null 2>&1 && [ "$(uname -m)" != aarch64 ]; then
+    drover_apt_install binutils-aarch64-linux-gnu 'strip for the arm64 executables' || true
+  fi
+}
+
 drover_need_test_tools() {
   local lib found=
   for lib in /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1; do
@@ -39,5 +58,20 @@ drover_need_test_tools() {
   fi
   if ! command -v curl >/dev/null 2>&1 && ! drover_apt_install curl "for the dashboard's API token test"; then
     drover_missing_tool curl "the dashboard's API token test"
+  fi
+  if ! command -v dpkg-deb >/dev/null 2>&1 && ! drover_apt_install dpkg "dpkg-deb, for the Debian packages' test"; then
+    drover_missing_tool dpkg "the Debian packages' test"
+  fi
+  if ! command -v readelf >/dev/null 2>&1 && ! drover_apt_install binutils "readelf, for the Debian packages' test"; then
+    drover_missing_tool binutils "the Debian packages' test"
+  fi
+  if ! command -v lintian >/dev/null 2>&1 && ! drover_apt_install lintian "for the Debian packages' test"; then
+    drover_missing_tool lintian "the packages' lintian check"
+  fi
+  if ! command -v shellcheck >/dev/null 2>&1 && ! drover_apt_install shellcheck "for the packages' maintainer scripts"; then
+    drover_missing_tool shellcheck "the maintainer scripts' shellcheck"
+  fi
+  if ! command -v systemd-analyze >/dev/null 2>&1 && ! drover_apt_install systemd "systemd-analyze, for the packages' units"; then
+    drover_missing_tool systemd "the units' systemd-analyze verify"
   fi
 }
