@@ -839,7 +839,7 @@ export interface paths {
     get: operations['getAgent'];
     put?: never;
     post?: never;
-    /** Revoke an agent (owner): its signatures are refused and its stream closed; returns the revoked agent */
+    /** Revoke an agent (owner, operator): its signatures are refused and its stream closed; returns the revoked agent */
     delete: operations['revokeAgent'];
     options?: never;
     head?: never;
@@ -911,7 +911,7 @@ export interface paths {
     get: operations['getTrigger'];
     put?: never;
     post?: never;
-    /** Delete a trigger (owner); answers it as it was; it is never found again */
+    /** Delete a trigger (owner, operator); answers it as it was; it is never found again */
     delete: operations['deleteTrigger'];
     options?: never;
     head?: never;
@@ -1848,7 +1848,7 @@ export interface components {
       id: string;
       name: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** Format: date-time */
       createdAt: string;
     };
@@ -1856,7 +1856,7 @@ export interface components {
       id: string;
       name: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** Format: date-time */
       createdAt: string;
       /** @description Whole days, each from 1 to 3650 */
@@ -1935,7 +1935,7 @@ export interface components {
       userId: string;
       email: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** Format: date-time */
       joinedAt: string;
     };
@@ -1945,7 +1945,7 @@ export interface components {
       orgName: string;
       email: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** @enum {string} */
       status: 'pending' | 'accepted' | 'declined' | 'revoked' | 'expired';
       /** @description The owner who invited; null once their account is gone */
@@ -5362,7 +5362,7 @@ export interface operations {
           email: string;
           password?: string;
           /** @enum {string} */
-          role: 'owner' | 'member';
+          role: 'owner' | 'operator' | 'member' | 'viewer';
         };
       };
     };
@@ -5649,7 +5649,7 @@ export interface operations {
       content: {
         'application/json': {
           /** @enum {string} */
-          role: 'owner' | 'member';
+          role: 'owner' | 'operator' | 'member' | 'viewer';
         };
       };
     };
@@ -5934,6 +5934,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -6147,6 +6156,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -6494,6 +6512,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -6726,6 +6753,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -7043,6 +7079,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -7135,6 +7180,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -7516,6 +7570,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -7562,6 +7625,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -7730,6 +7802,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8019,6 +8100,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8237,6 +8327,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8338,6 +8437,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8553,6 +8661,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8740,6 +8857,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8861,6 +8987,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8937,6 +9072,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8993,6 +9137,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9116,6 +9269,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9172,6 +9334,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9244,6 +9415,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9300,6 +9480,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9425,6 +9614,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9534,6 +9732,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9591,6 +9798,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9638,6 +9854,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };

@@ -1,5 +1,6 @@
-export type Role = 'owner' | 'member';
-export const ROLES: readonly Role[] = ['owner', 'member'];
+import type { Role } from '@drover/shared';
+
+export { ROLES, type Role } from '@drover/shared';
 
 export interface Org {
   id: string;
