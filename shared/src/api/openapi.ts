@@ -99,6 +99,63 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/auth/methods': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The sign-in methods this coordinator offers (no credentials needed): passwords, single sign-on */
+    get: operations['getSignInMethods'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/oidc/start': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Single sign-on: redirects the browser to the OpenID provider (authorization code flow with PKCE)
+     * @description Sets the short-lived cookie `drover_oidc` that binds the sign-in to this browser. `next` is the dashboard path to go to once signed in (a path of this site; default `/`). 404 when single sign-on is not set up.
+     */
+    get: operations['startOidcSignIn'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/oidc/callback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Single sign-on: where the provider sends the browser back; signs in and redirects to `next` (the provider's redirect URI)
+     * @description Verifies the ID token (signature by the provider's JWKS, issuer, audience, expiry, nonce), finds or creates the user by their verified email, applies the role map, sets the same session cookie as `POST /v1/auth/login`, and redirects to the `next` given to the start. A refusal is `401 sso_failed` (a browser is sent to the sign-in page with the message instead).
+     */
+    get: operations['finishOidcSignIn'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/storage/blobs/{fileId}': {
     parameters: {
       query?: never;
@@ -1648,7 +1705,9 @@ export interface components {
       code:
         | 'bad_request'
         | 'unauthorized'
+        | 'sso_failed'
         | 'forbidden'
+        | 'password_sign_in_off'
         | 'not_found'
         | 'method_not_allowed'
         | 'request_timeout'
@@ -1694,6 +1753,12 @@ export interface components {
       user: components['schemas']['User'];
       /** Format: date-time */
       expiresAt: string;
+    };
+    SignInMethods: {
+      /** @description whether `POST /v1/auth/login` signs in */
+      password: boolean;
+      /** @description whether single sign-on (`GET /v1/auth/oidc/start`) is set up */
+      oidc: boolean;
     };
     TokenInfo: {
       name: string;
@@ -2896,6 +2961,140 @@ export interface operations {
       };
       /** @description Default Response */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getSignInMethods: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SignInMethods'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  startOidcSignIn: {
+    parameters: {
+      query?: {
+        next?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description to the provider's authorization endpoint */
+      302: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description a browser, refused: to the sign-in page with `ssoError` */
+      303: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  finishOidcSignIn: {
+    parameters: {
+      query?: {
+        code?: string;
+        state?: string;
+        iss?: string;
+        error?: string;
+        error_description?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description signed in: to `next`; or, for a browser, refused: to the sign-in page with `ssoError` */
+      303: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };
