@@ -184,13 +184,27 @@ describe('roles', () => {
     expect((await t.owner.delete(org(`/api-tokens/${operators.id}`))).status).toBe(200);
   });
 
-  it('runs nothing with the token of a member made a viewer: the token reads, and is refused a run with 403', async () => {
+  it('runs nothing and writes no file with the token of a member made a viewer; the token still reads', async () => {
     const { userId, client } = await addUser(t.owner, t.orgId, 'demoted@example.test', 'member');
-    const { token } = await issueApiToken(client, t.orgId, [{ type: 'trigger', triggerIds: [triggerId] }]);
+    const { token } = await issueApiToken(client, t.orgId, [
+      { type: 'trigger', triggerIds: [triggerId] },
+      { type: 'storage', bindingIds: null, permissions: ['read', 'write', 'delete'] },
+    ]);
+    const bindings = (await t.owner.get(org('/storage-bindings'))).body as { id: string; isDefault: boolean }[];
+    const bindingId = bindings.find((b) => b.isDefault)!.id;
+    const presign = () =>
+      t.api.post('/storage/files/presign-upload', { token, body: { bindingId, cleanupRule: 'ttl' } });
+    expect((await presign()).status).toBe(201);
     expect((await t.owner.patch(org(`/members/${userId}`), { body: { role: 'viewer' } })).status).toBe(200);
     const run = await t.api.post(`/triggers/${triggerId}/run`, { token, body: {} });
     expect(run.status).toBe(403);
     expect(run.body.message).toBe("The API token's issuer is a viewer of the organization: its tokens run no triggers");
+    const upload = await presign();
+    expect(upload.status).toBe(403);
+    expect(upload.body.message).toBe(
+      "The API token's issuer is a viewer of the organization: its tokens only read files",
+    );
+    expect((await t.api.get('/storage/files', { token })).status).toBe(200);
   });
 
   it('audits a role change with the role before and after', async () => {
