@@ -35,6 +35,7 @@ import { chatConnectors } from './domain/chat/providers/connectors.js';
 import { DiscordGateway } from './domain/chat/providers/discord-gateway.js';
 import { chatSenders } from './domain/chat/providers/senders/index.js';
 import { DeliveryWorker } from './domain/chat/notifications/delivery-worker.js';
+import { OidcSignInService } from './domain/auth/oidc-sign-in.js';
 import { SignInService } from './domain/auth/sign-in.js';
 import { AccountService } from './domain/auth/account.js';
 import { AgentEnrollment } from './domain/agents/agent-enrollment.js';
@@ -121,7 +122,27 @@ export async function createCoordinator(
       metrics,
     });
     const deviceGroups = new DeviceGroupService({ repos, audit, clock, jobEvents, ota });
-    const signIn = new SignInService({ users: repos.users, orgs: repos.orgs, sessions, audit, clock, logger, metrics });
+    const signIn = new SignInService({
+      users: repos.users,
+      orgs: repos.orgs,
+      sessions,
+      audit,
+      clock,
+      logger,
+      metrics,
+      password: config.signIn.password,
+    });
+    const oidcSignIn = config.signIn.oidc
+      ? new OidcSignInService({
+          config: config.signIn.oidc,
+          repos,
+          sessions,
+          audit,
+          clock,
+          logger,
+          publicUrl: () => ctx.config.publicUrl,
+        })
+      : null;
     const account = new AccountService({ users: repos.users, orgs: repos.orgs, sessions, signIn, audit });
     const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger, deviceGroups, metrics });
     const schedules = new CronSchedules();
@@ -213,6 +234,7 @@ export async function createCoordinator(
       audit,
       sessions,
       signIn,
+      oidcSignIn,
       account,
       enrollment,
       reconnects: new ReconnectBudget({ perSecond: config.reconnectBudgetPerSecond, clock }),

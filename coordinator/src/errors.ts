@@ -11,7 +11,17 @@ export const ErrorCodes = {
     description: 'The request could not be read (for example, a query string that is not valid).',
   },
   unauthorized: { status: 401, description: 'Credentials are missing, invalid, revoked or expired.' },
+  sso_failed: {
+    status: 401,
+    description:
+      'Single sign-on did not complete: the message says why (an unknown, used or expired sign-in, another browser, an ID token refused, an email not verified or its domain not allowed).',
+  },
   forbidden: { status: 403, description: 'The credentials are valid but lack the right for this call.' },
+  password_sign_in_off: {
+    status: 403,
+    description:
+      'Password sign-in is turned off on this coordinator (`DROVER_PASSWORD_LOGIN=off`): sign in with single sign-on.',
+  },
   not_found: { status: 404, description: 'The resource or route does not exist, or is not visible to the caller.' },
   method_not_allowed: {
     status: 405,

@@ -18,3 +18,4 @@ export * from './pattern-match.js';
 export * from './node-version.js';
 export * from './visible-controls.js';
 export * from './labels.js';
+export * from './roles.js';

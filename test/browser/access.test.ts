@@ -20,6 +20,7 @@ import {
   type TestPage,
 } from '../helpers/browser.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { addUser, MEMBER_PASSWORD as HELPER_PASSWORD } from '../helpers/members.js';
 
 /**
  * The API tokens, Members, Settings and account pages in a real Chromium against a real coordinator and
@@ -97,7 +98,8 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await browser?.close();
     await t?.close();
   });
-  screenshotOnFailure(() => [owner?.page, member?.page]);
+  let viewerPage: Page | undefined;
+  screenshotOnFailure(() => [owner?.page, member?.page, viewerPage]);
 
   const page = (): Page => owner.page;
   async function signIn(p: Page, email: string, password: string) {
@@ -281,7 +283,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     expect(await member.page.getByText('Only an owner invites, changes or removes members.').count()).toBe(1);
     expect(await member.page.getByRole('heading', { name: 'Invite a member' }).count()).toBe(0);
     expect(await member.page.getByRole('heading', { name: 'Pending invitations' }).count()).toBe(0);
-    expect(await member.page.getByRole('button', { name: /^(Remove|Make|Revoke)/ }).count()).toBe(0);
+    expect(await member.page.getByRole('button', { name: /^(Remove|Change role|Revoke)/ }).count()).toBe(0);
     await expectAccessible(member.page, "a member's Members page");
 
     // Any member may issue and revoke tokens (the API allows it): the form is there.
@@ -423,10 +425,11 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
 
     // The only owner cannot demote themselves: the API's reason, in the row.
     await page()
-      .getByRole('button', { name: `Make member: ${OWNER_EMAIL}` })
+      .getByRole('button', { name: `Change role: ${OWNER_EMAIL}` })
       .click();
-    const demote = page().getByRole('group', { name: `Change the role of ${OWNER_EMAIL}` });
-    await demote.getByRole('button', { name: 'Make member' }).click();
+    const demote = page().getByRole('form', { name: `Change the role of ${OWNER_EMAIL}` });
+    await demote.getByLabel('New role for yourself').selectOption('member');
+    await demote.getByRole('button', { name: 'Change role' }).click();
     await demote.getByRole('alert').waitFor();
     expect(await demote.getByRole('alert').innerText()).toContain(
       'The last owner of an organization cannot be demoted',
@@ -435,21 +438,54 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await docScreenshot(page(), 'members');
     await demote.getByRole('button', { name: 'Keep the role' }).click();
 
-    // Make the new member an owner, and back.
-    for (const [to, words] of [
-      ['owner', 'Make owner'],
-      ['member', 'Make member'],
-    ] as const) {
+    // Make the new member each other role in turn, and a member again.
+    for (const to of ['owner', 'operator', 'viewer', 'member'] as const) {
       await page()
-        .getByRole('button', { name: `${words}: ${MEMBER_EMAIL}` })
+        .getByRole('button', { name: `Change role: ${MEMBER_EMAIL}` })
         .click();
-      await page()
-        .getByRole('group', { name: `Change the role of ${MEMBER_EMAIL}` })
-        .getByRole('button', { name: words })
-        .click();
+      const form = page().getByRole('form', { name: `Change the role of ${MEMBER_EMAIL}` });
+      await form.getByLabel(`New role for ${MEMBER_EMAIL}`).selectOption(to);
+      await form.getByRole('button', { name: 'Change role' }).click();
       await vi.waitFor(async () => expect(await row.locator('td').first().innerText()).toBe(to), { interval: 50 });
     }
     expect(owner.problems).toEqual([]);
+  });
+
+  it('shows a viewer every page to read and no control to change anything', async () => {
+    await addUser(t.owner, t.orgId, 'viewer@example.test', 'viewer');
+    const viewer = await openPage(browser, t.url);
+    viewerPage = viewer.page;
+    try {
+      const p = viewer.page;
+      await p.goto('/login');
+      await signIn(p, 'viewer@example.test', HELPER_PASSWORD);
+      await p.waitForURL(`**/orgs/${t.orgId}`);
+      expect(await nav(p, 'Audit log').count()).toBe(0);
+
+      await nav(p, 'Agents').click();
+      await p.getByRole('row', { name: 'daemon-test' }).waitFor();
+      expect(await p.getByRole('button', { name: /^(Rename|Revoke)/ }).count()).toBe(0);
+      expect(await p.getByRole('heading', { name: 'Enroll an agent' }).count()).toBe(0);
+
+      await nav(p, 'Triggers').click();
+      await p.getByRole('link', { name: 'hello webhook' }).click();
+      await p.getByRole('heading', { name: 'hello webhook' }).waitFor();
+      await p.getByRole('heading', { name: 'Recent jobs' }).waitFor();
+      expect(await p.getByRole('link', { name: /^(Edit|New trigger)$/ }).count()).toBe(0);
+      expect(await p.getByRole('button', { name: /^(Run|Delete)/ }).count()).toBe(0);
+
+      await nav(p, 'API tokens').click();
+      await p.getByRole('row', { name: 'ci' }).waitFor();
+      expect(await p.getByRole('button', { name: /^(Issue token|Revoke)/ }).count()).toBe(0);
+
+      await nav(p, 'Members').click();
+      await p.getByRole('row', { name: 'viewer@example.test' }).waitFor();
+      expect(await p.getByRole('button', { name: /^(Remove|Change role)/ }).count()).toBe(0);
+      await expectAccessible(p, "a viewer's Members page");
+      expect(viewer.problems).toEqual([]);
+    } finally {
+      await viewer.page.close();
+    }
   });
 
   it("shows the API's 403 to an owner demoted while the page was open", async () => {
@@ -473,7 +509,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     expect(await confirm.getByRole('alert').innerText()).toContain(
       'Not allowed: Only an owner of the organization can do this',
     );
-    expect((await t.owner.get<unknown[]>(`/orgs/${t.orgId}/members`)).body).toHaveLength(2);
+    expect((await t.owner.get<unknown[]>(`/orgs/${t.orgId}/members`)).body).toHaveLength(3);
   });
 
   it('changes the password on the account page, reached from the header: the other sessions end, this one goes on', async () => {

@@ -301,7 +301,7 @@ describe('API token management', () => {
     expect((await t.owner.delete(`${path}/${UNKNOWN_ID}`)).status).toBe(404);
   });
 
-  it("lets members issue, list and revoke tokens, including an owner's", async () => {
+  it("lets members issue, list and revoke their own tokens; an owner's only an owner revokes (403)", async () => {
     const mine = await issueApiToken(member.client, t.orgId, [{ type: 'trigger', triggerIds: [triggerId] }], {
       name: 'member token',
     });
@@ -310,7 +310,10 @@ describe('API token management', () => {
     expect(stored?.userId).toBe(member.userId);
     expect((await member.client.get(path)).body.map((x: { id: string }) => x.id)).toContain(mine.id);
     const owners = await issueApiToken(t.owner, t.orgId, [], { name: 'owner token' });
-    const revoked = await member.client.delete(`${path}/${owners.id}`);
+    const refused = await member.client.delete(`${path}/${owners.id}`);
+    expect(refused.status).toBe(403);
+    expect((await t.owner.get(`${path}/${owners.id}`)).body.revokedAt).toBeNull();
+    const revoked = await member.client.delete(`${path}/${mine.id}`);
     expect(revoked.status).toBe(200);
     expect(revoked.body.revokedAt).not.toBeNull();
   });

@@ -198,6 +198,23 @@ describe('drover management commands', () => {
       stdout: 'Revoked the invitation of late@example.test\n',
     });
     expect(await run(['member', 'invitations'])).toMatchObject({ code: 0, stdout: 'No pending invitations.\n' });
+    // Roles: each of the four; an unknown one refused before any call.
+    expect(await run(['member', 'role', 'dev@example.test', 'viewer'])).toMatchObject({
+      code: 0,
+      stdout: 'dev@example.test is a viewer of the organization\n',
+    });
+    expect(await devRun(['member', 'role', 'owner@example.test', 'member'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: Only an owner of the organization can do this\n',
+    });
+    expect(await run(['member', 'role', 'dev@example.test', 'admin'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: <role>: expected one of owner, operator, member, viewer, got `admin`\n',
+    });
+    expect(await run(['member', 'add', '--email', 'x@example.test', '--role', 'root'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --role: expected one of owner, operator, member, viewer, got `root`\n',
+    });
     const removed = await run(['member', 'remove', 'DEV@example.test']);
     expect(removed).toMatchObject({ code: 0, stdout: 'Removed dev@example.test from the organization\n' });
   });

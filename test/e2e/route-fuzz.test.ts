@@ -32,7 +32,10 @@ describe('route fuzz', () => {
     expect(openapi.status).toBe(200);
     routes = fuzzRoutes(fx.t.coordinator.app, openapi.body);
   }, 60_000);
-  afterAll(() => fx?.t.close());
+  afterAll(async () => {
+    await fx?.t.close();
+    await fx?.provider.close();
+  });
 
   it('enumerates every route the coordinator serves, with its schemas and credentials', () => {
     expect(routes.length).toBeGreaterThan(60);
@@ -83,14 +86,18 @@ describe('route fuzz', () => {
     ).toEqual([]);
     expect(outcomes.length).toBe(routes.length * CASES_PER_ROUTE);
 
-    // The fuzzer reached the handlers, not only the refusals in front of them.
+    // The fuzzer reached the handlers, not only the refusals in front of them: a success, or the
+    // redirect of a route whose success is one (a sign-in sent to the provider, an OAuth callback).
     const routesAnswered2xx = new Set(
       outcomes
-        .filter((o) => o.fuzzCase.method === o.fuzzCase.route.method && o.answer && o.answer.status < 300)
+        .filter((o) => o.fuzzCase.method === o.fuzzCase.route.method && o.answer && o.answer.status < 400)
         .map((o) => `${o.fuzzCase.route.method} ${o.fuzzCase.route.path}`),
     );
+    // A single sign-on's callback succeeds only for a real sign-in at the provider
+    // (test/e2e/sso.test.ts): the fuzzer reaches its refusals.
+    const reachable = routes.filter((r) => `${r.method} ${r.path}` !== 'GET /v1/auth/oidc/callback');
     expect(
-      routesAnswered2xx.size / routes.length,
+      routesAnswered2xx.size / reachable.length,
       `routes with a 2xx answer: ${[...routesAnswered2xx].join(', ')}`,
     ).toBeGreaterThan(0.75);
 

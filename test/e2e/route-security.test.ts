@@ -13,6 +13,9 @@ import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinat
 const ANONYMOUS = [
   'POST /v1/auth/login', // signs in
   'POST /v1/auth/logout', // clears the session cookie, signed in or not
+  'GET /v1/auth/methods', // which sign-in methods the sign-in page offers
+  'GET /v1/auth/oidc/start', // single sign-on: sends the browser to the provider
+  'GET /v1/auth/oidc/callback', // single sign-on: the single-use state, and the provider's ID token
   'POST /v1/agent/enroll', // the enrollment token in the body
   'GET /v1/storage/blobs/{fileId}', // a presigned URL: its own HMAC signature
   'PUT /v1/storage/blobs/{fileId}',

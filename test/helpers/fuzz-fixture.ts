@@ -1,6 +1,7 @@
 import { generateEd25519KeyPair, type WorkflowDefinition } from '@drover/shared';
 import { enrollTestAgent, workflow, type TestAgent } from './agent.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from './coordinator.js';
+import { startOidcProvider, type TestOidcProvider } from './oidc-provider.js';
 import type { FieldHints } from './fuzz-json.js';
 import type { ApiClient } from './http.js';
 import { addUser, MEMBER_PASSWORD } from './members.js';
@@ -45,6 +46,8 @@ export interface FuzzCredentials {
 
 export interface FuzzFixture {
   t: TestCoordinator;
+  /** The OpenID provider of the coordinator's single sign-on, so that its routes are fuzzed past "not set up". */
+  provider: TestOidcProvider;
   credentials: FuzzCredentials;
   ids: Record<IdKind, string[]>;
   /** What the fuzzer's own credentials rest on: never the target of a DELETE. */
@@ -84,16 +87,20 @@ const queryOf = (url: string) => new URL(url).search.slice(1);
 
 export async function startFuzzFixture(): Promise<FuzzFixture> {
   // A read limit the fuzzer reaches only rarely: discovery is fuzzed, not its limiter.
-  const t = await startTestCoordinator({ env: { API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: '1000' } });
+  const provider = await startOidcProvider({ fuzz: { email: 'fuzz@example.test' } });
+  let t: TestCoordinator | undefined;
   try {
-    return await populate(t);
+    t = await startTestCoordinator({ env: { API_TOKEN_READ_RATE_LIMIT_PER_MINUTE: '1000', ...provider.env } });
+    provider.attach(`${t.url}/v1/auth/oidc/callback`);
+    return { ...(await populate(t)), provider };
   } catch (error) {
-    await t.close();
+    await t?.close();
+    await provider.close();
     throw error;
   }
 }
 
-async function populate(t: TestCoordinator): Promise<FuzzFixture> {
+async function populate(t: TestCoordinator): Promise<Omit<FuzzFixture, 'provider'>> {
   const { owner, orgId } = t;
   const agent = await enrollTestAgent(owner, orgId, { hostname: 'fuzz-edge-1' });
   const agent2 = await enrollTestAgent(owner, orgId, { hostname: 'fuzz-edge-2' });

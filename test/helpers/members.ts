@@ -1,3 +1,4 @@
+import type { Role } from '@drover/shared';
 import type { ApiClient } from './http.js';
 
 export const MEMBER_PASSWORD = 'member password 1';
@@ -11,7 +12,7 @@ export async function addUser(
   owner: ApiClient,
   orgId: string,
   email: string,
-  role: 'owner' | 'member' = 'member',
+  role: Role = 'member',
 ): Promise<{ userId: string; client: ApiClient }> {
   const invited = await owner.post<{ id: string }>(`/orgs/${orgId}/members`, {
     body: { email, password: MEMBER_PASSWORD, role },

@@ -1,4 +1,5 @@
 import type { Schema } from '@drover/shared/api';
+import { isRole, ROLES, roleWithArticle } from '@drover/shared/roles';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
@@ -21,7 +22,11 @@ interface AddFlags {
   json?: boolean;
 }
 
-/** `drover member add|invitations|revoke-invitation|remove`: who belongs to the organization (owners only). */
+function checkRole(what: string, value: string): void {
+  if (!isRole(value)) throw new CliError(`${what}: expected one of ${ROLES.join(', ')}, got \`${value}\``);
+}
+
+/** `drover member add|invitations|revoke-invitation|role|remove`: who belongs to the organization (owners only). */
 export function configureMemberCommand(program: Command, rt: Runtime): void {
   const group = program.command('member').description("the organization's members (owners only; a session)");
 
@@ -29,7 +34,7 @@ export function configureMemberCommand(program: Command, rt: Runtime): void {
     .command('add')
     .description('invite someone: they become a member when they accept (drover invitation accept, or the dashboard)')
     .requiredOption('--email <email>', 'their email')
-    .option('--role <role>', 'owner or member', 'member')
+    .option('--role <role>', ROLES.join(', '), 'member')
     .option(
       '--new-account',
       'give a first password, for an email without an account yet (asked, or read from DROVER_MEMBER_PASSWORD); ' +
@@ -37,9 +42,7 @@ export function configureMemberCommand(program: Command, rt: Runtime): void {
     )
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: AddFlags, command: Command) => {
-      if (flags.role !== 'owner' && flags.role !== 'member') {
-        throw new CliError(`--role: expected owner or member, got \`${flags.role}\``);
-      }
+      checkRole('--role', flags.role);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const password = flags.newAccount
         ? (rt.env.DROVER_MEMBER_PASSWORD ??
@@ -95,6 +98,22 @@ export function configureMemberCommand(program: Command, rt: Runtime): void {
     });
 
   group
+    .command('role')
+    .description(`change a member's role (${ROLES.join(', ')}); the last owner cannot be demoted`)
+    .argument('<member>', 'their email or user id')
+    .argument('<role>', ROLES.join(', '))
+    .option('--json', "print the API's answer as JSON")
+    .action(async (value: string, role: string, flags: { json?: boolean }, command: Command) => {
+      checkRole('<role>', role);
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const base = `/orgs/${await caller.orgId()}/members`;
+      const member = await findMember(caller.api, base, value);
+      const changed = await caller.api.patch<Member>(`${base}/${member.userId}`, { role });
+      if (flags.json) return printJson(rt, changed);
+      rt.out(`${changed.email} is ${roleWithArticle(changed.role)} of the organization\n`);
+    });
+
+  group
     .command('remove')
     .description('remove a member; their API tokens stop working')
     .argument('<member>', 'their email or user id')
@@ -102,12 +121,17 @@ export function configureMemberCommand(program: Command, rt: Runtime): void {
     .action(async (value: string, flags: { json?: boolean }, command: Command) => {
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const base = `/orgs/${await caller.orgId()}/members`;
-      const wanted = value.trim().toLowerCase();
-      const members = await caller.api.get<Member[]>(base);
-      const member = members.find((m) => m.userId === wanted || m.email.toLowerCase() === wanted);
-      if (!member) throw new CliError(`no member \`${value}\` in the organization`);
+      const member = await findMember(caller.api, base, value);
       const removed = await caller.api.delete<Member>(`${base}/${member.userId}`);
       if (flags.json) return printJson(rt, removed);
       rt.out(`Removed ${removed.email} from the organization\n`);
     });
+}
+
+async function findMember(api: { get<T>(path: string): Promise<T> }, base: string, value: string): Promise<Member> {
+  const wanted = value.trim().toLowerCase();
+  const members = await api.get<Member[]>(base);
+  const member = members.find((m) => m.userId === wanted || m.email.toLowerCase() === wanted);
+  if (!member) throw new CliError(`no member \`${value}\` in the organization`);
+  return member;
 }

@@ -10,6 +10,7 @@ import {
   type Retention,
 } from '../domain/retention/retention-settings.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
+import { parseSignInConfig, type SignInConfig } from './sign-in-config.js';
 import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
 import { parseStorageUrl, type StorageConfig } from './storage-config.js';
 import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
@@ -84,6 +85,8 @@ export interface Config {
   readonly retention: Readonly<Retention>;
   /** How often the retention sweep runs (the first within a minute of start). */
   readonly retentionSweepSeconds: number;
+  /** How people sign in: passwords, single sign-on, or both (docs/sso.md). */
+  readonly signIn: SignInConfig;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -361,6 +364,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   );
 
   const trustProxy = parseTrustProxy(pick(undefined, null, 'DROVER_TRUST_PROXY'), problems);
+  const signIn = parseSignInConfig(env, problems);
 
   const metrics = parseMetricsConfig(
     env,
@@ -405,6 +409,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     maxCronTriggersPerOrg,
     retention,
     retentionSweepSeconds,
+    signIn,
   });
 }
 

@@ -22,6 +22,7 @@ import { managementRoutes } from './routes/manage/index.js';
 import { sessionHook } from './auth/session.js';
 import { SESSION_SECURITY, withSecurity } from './routes/route-group.js';
 import { authRoutes } from './routes/auth.js';
+import { oidcAuthRoutes } from './routes/auth-oidc.js';
 import { storageBlobRoutes } from './routes/storage-blobs.js';
 import { chatOAuthCallbackRoutes } from './routes/chat/oauth-callback.js';
 import { slackRoutes } from './routes/chat/slack.js';
@@ -136,6 +137,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       // Without credentials: the API description, sign-in, and presigned URLs (signed themselves).
       await v1.register(openapiRoutes);
       await v1.register(authRoutes);
+      await v1.register(oidcAuthRoutes); // the single-use sign-in state
       await v1.register(storageBlobRoutes);
       await v1.register(chatOAuthCallbackRoutes); // the single-use OAuth state
       await v1.register(slackRoutes); // Slack's request signature

@@ -1,4 +1,5 @@
 import type { RolloutService } from '../domain/ota/rollouts.js';
+import type { OidcSignInService } from '../domain/auth/oidc-sign-in.js';
 import type { RetentionService } from '../domain/retention/retention-service.js';
 import type { OverviewService } from '../domain/overview/overview-service.js';
 import type { Config } from '../config/config.js';
@@ -41,6 +42,8 @@ export interface AppContext {
   sessions: SessionService;
   /** Dashboard sign-in with its throttles. */
   signIn: SignInService;
+  /** Single sign-on with the operator's OpenID provider (docs/sso.md); null: not set up. */
+  oidcSignIn: OidcSignInService | null;
   /** A signed-in user's password and sessions. */
   account: AccountService;
   /** Agent enrollment with its throttle. */

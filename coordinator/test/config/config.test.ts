@@ -59,6 +59,7 @@ describe('loadConfig defaults', () => {
       maxCronTriggersPerOrg: 100,
       retention: { jobsDays: 90, failedJobsDays: 180, auditDays: 365, occurrencesDays: 30 },
       retentionSweepSeconds: 600,
+      signIn: { password: true, oidc: null },
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -123,6 +124,15 @@ describe('loadConfig from the environment', () => {
         DROVER_RETENTION_AUDIT_DAYS: '3650',
         DROVER_RETENTION_OCCURRENCES_DAYS: '1',
         DROVER_RETENTION_SWEEP_SECONDS: '60',
+        DROVER_PASSWORD_LOGIN: 'OFF',
+        DROVER_OIDC_ISSUER: 'https://id.example.com/realms/acme',
+        DROVER_OIDC_CLIENT_ID: 'drover',
+        DROVER_OIDC_CLIENT_SECRET: 'a-client-secret',
+        DROVER_OIDC_SCOPES: 'openid email profile groups',
+        DROVER_OIDC_ALLOWED_DOMAINS: 'Example.com, example.org',
+        DROVER_OIDC_GROUPS_CLAIM: 'roles',
+        DROVER_OIDC_ROLE_MAP:
+          '{"ops": {"org": "Acme", "role": "operator"}, "auditors": {"org": "Acme", "role": "viewer"}}',
       },
       {},
       CWD,
@@ -166,6 +176,18 @@ describe('loadConfig from the environment', () => {
       maxCronTriggersPerOrg: 0,
       retention: { jobsDays: 7, failedJobsDays: 14, auditDays: 3650, occurrencesDays: 1 },
       retentionSweepSeconds: 60,
+      signIn: {
+        password: false,
+        oidc: {
+          issuer: 'https://id.example.com/realms/acme',
+          clientId: 'drover',
+          clientSecret: 'a-client-secret',
+          scopes: 'openid email profile groups',
+          allowedDomains: ['example.com', 'example.org'],
+          groupsClaim: 'roles',
+          roleMap: { ops: { org: 'Acme', role: 'operator' }, auditors: { org: 'Acme', role: 'viewer' } },
+        },
+      },
     });
   });
 
@@ -451,6 +473,68 @@ describe('loadConfig validation', () => {
 
   it('accepts integers written with surrounding spaces', () => {
     expect(loadConfig({ DROVER_PORT: ' 8081 ' }, {}, CWD).port).toBe(8081);
+  });
+});
+
+describe('sign-in settings', () => {
+  const OIDC = { DROVER_OIDC_ISSUER: 'https://id.example.com', DROVER_OIDC_CLIENT_ID: 'drover' };
+
+  it('takes a public client (no secret) with the default scopes and groups claim; http only on the loopback', () => {
+    expect(loadConfig(OIDC, {}, CWD).signIn.oidc).toEqual({
+      issuer: 'https://id.example.com',
+      clientId: 'drover',
+      clientSecret: null,
+      scopes: 'openid email profile',
+      allowedDomains: [],
+      groupsClaim: 'groups',
+      roleMap: {},
+    });
+    expect(loadConfig({ ...OIDC, DROVER_OIDC_ISSUER: 'http://127.0.0.1:9000' }, {}, CWD).signIn.oidc?.issuer).toBe(
+      'http://127.0.0.1:9000',
+    );
+    expect(problemsOf({ ...OIDC, DROVER_OIDC_ISSUER: 'http://id.example.com' })).toEqual([
+      'DROVER_OIDC_ISSUER: expected the https URL of the OpenID provider (its issuer) without credentials, query or fragment (http only on the loopback), got `http://id.example.com`',
+    ]);
+  });
+
+  it('refuses each setting that is wrong, saying what was expected, without echoing secrets', () => {
+    expect(problemsOf({ DROVER_OIDC_CLIENT_ID: 'x', DROVER_OIDC_ROLE_MAP: '{}' })).toEqual([
+      'DROVER_OIDC_ISSUER: required when DROVER_OIDC_CLIENT_ID, DROVER_OIDC_ROLE_MAP are set',
+    ]);
+    expect(
+      problemsOf({
+        DROVER_OIDC_ISSUER: 'not a url',
+        DROVER_OIDC_CLIENT_SECRET: 'two words',
+        DROVER_OIDC_SCOPES: 'profile',
+        DROVER_OIDC_ALLOWED_DOMAINS: 'example.com,@bad',
+        DROVER_OIDC_GROUPS_CLAIM: 'has space',
+        DROVER_OIDC_ROLE_MAP:
+          '{"ops": {"org": "Acme", "role": "admin"}, "x": {"org": ""}, "y": {"org": "A", "role": "viewer", "z": 1}}',
+        DROVER_PASSWORD_LOGIN: 'maybe',
+      }),
+    ).toEqual([
+      'DROVER_PASSWORD_LOGIN: expected on or off, got `maybe`',
+      'DROVER_OIDC_ISSUER: expected the https URL of the OpenID provider (its issuer), got `not a url`',
+      'DROVER_OIDC_CLIENT_ID: required when DROVER_OIDC_ISSUER is set',
+      'DROVER_OIDC_CLIENT_SECRET: expected one word of at most 1024 characters',
+      'DROVER_OIDC_SCOPES: expected space-separated scopes including openid, got `profile`',
+      'DROVER_OIDC_SCOPES: expected space-separated scopes including email, got `profile`',
+      'DROVER_OIDC_ALLOWED_DOMAINS: expected comma-separated email domains, got `@bad`',
+      'DROVER_OIDC_GROUPS_CLAIM: expected a claim name (letters, digits, _ : . / -), got `has space`',
+      'DROVER_OIDC_ROLE_MAP: group "ops": expected "role" to be one of owner, operator, member, viewer, got "admin"',
+      'DROVER_OIDC_ROLE_MAP: group "x": expected "org", an organization\'s name',
+      'DROVER_OIDC_ROLE_MAP: group "y": unknown field "z"',
+    ]);
+    expect(problemsOf({ ...OIDC, DROVER_OIDC_ROLE_MAP: '[1]' })).toEqual([
+      'DROVER_OIDC_ROLE_MAP: expected a JSON object {"<group>": {"org": "<organization name>", "role": "owner|operator|member|viewer"}}',
+    ]);
+  });
+
+  it('turns passwords off only beside single sign-on', () => {
+    expect(problemsOf({ DROVER_PASSWORD_LOGIN: 'off' })).toEqual([
+      'DROVER_PASSWORD_LOGIN: off needs single sign-on (DROVER_OIDC_ISSUER and DROVER_OIDC_CLIENT_ID), or nobody could sign in',
+    ]);
+    expect(loadConfig({ ...OIDC, DROVER_PASSWORD_LOGIN: 'off' }, {}, CWD).signIn.password).toBe(false);
   });
 });
 

@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import { api } from './client';
-import type { Agent, Org, Session, Workflow } from './types';
+import type { Agent, Org, Session, SignInMethods, Workflow } from './types';
 
 /** Agent status and last-seen move on their own: lists of agents refresh this often. */
 export const LIVE_REFRESH_MS = 5_000;
@@ -9,6 +9,13 @@ export const sessionQuery = queryOptions({
   queryKey: ['session'],
   queryFn: () => api<Session>('GET', '/auth/session', { expectUnauthorized: true }),
   retry: false,
+  staleTime: Infinity,
+});
+
+/** The sign-in methods the operator turned on: passwords, single sign-on (read without a session). */
+export const signInMethodsQuery = queryOptions({
+  queryKey: ['auth', 'methods'],
+  queryFn: () => api<SignInMethods>('GET', '/auth/methods', { expectUnauthorized: true }),
   staleTime: Infinity,
 });
 

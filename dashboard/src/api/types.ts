@@ -10,6 +10,8 @@ export type Role = Org['role'];
 export type User = Schema<'User'>;
 
 export type Session = Schema<'Session'>;
+/** Which sign-in methods this coordinator offers (`GET /v1/auth/methods`). */
+export type SignInMethods = Schema<'SignInMethods'>;
 
 export type Org = Schema<'Org'>;
 

@@ -10,7 +10,7 @@ import { LabelChips } from '../components/LabelChips';
 import { ago, dateTime } from '../components/time';
 import { AgentLabelsForm } from './AgentLabelsForm';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /** An agent: its status and machine, and its labels (those it reports, the operators', the result); edit the operators'. */
 export function AgentPage() {
@@ -47,7 +47,7 @@ export function AgentPage() {
         <dt>Enrolled</dt>
         <dd>{dateTime(a.enrolledAt)}</dd>
       </dl>
-      <AgentLabels orgId={orgId} agent={a} />
+      <AgentLabels orgId={orgId} agent={a} canEdit={allows(org, 'agents.edit')} />
     </section>
   );
 }
@@ -60,7 +60,7 @@ function replaced(agent: Agent): { key: string; reported: string; operator: stri
     .map((key) => ({ key, reported: agent.reportedLabels[key]!, operator: agent.operatorLabels[key]! }));
 }
 
-function AgentLabels({ orgId, agent }: { orgId: string; agent: Agent }) {
+function AgentLabels({ orgId, agent, canEdit }: { orgId: string; agent: Agent; canEdit: boolean }) {
   const [editing, setEditing] = useState(false);
   const [saved, setSaved] = useState(false);
   const editButton = useRef<HTMLButtonElement>(null);
@@ -115,7 +115,8 @@ function AgentLabels({ orgId, agent }: { orgId: string; agent: Agent }) {
       {editing ? (
         <AgentLabelsForm orgId={orgId} agent={agent} onClose={close} />
       ) : (
-        agent.status !== 'revoked' && (
+        agent.status !== 'revoked' &&
+        canEdit && (
           <div className="actions">
             <button type="button" ref={editButton} onClick={() => setEditing(true)}>
               Edit labels

@@ -12,7 +12,7 @@ import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { AGENT_STATUSES, STATUS_WORDS } from '../components/agent-words';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 import { useSearchText } from './use-search-text';
 
 const agentsWord = (n: number): string => `${n} agent${n === 1 ? '' : 's'}`;
@@ -104,7 +104,7 @@ export function AgentsPage() {
                   orgId={orgId}
                   agent={agent}
                   workflows={byAgent.get(agent.id) ?? []}
-                  isOwner={org?.role === 'owner'}
+                  can={{ edit: allows(org, 'agents.edit'), revoke: allows(org, 'agents.revoke') }}
                 />
               ))}
             </tbody>
@@ -112,12 +112,17 @@ export function AgentsPage() {
         </div>
       )}
       {!agents.data && !agents.error && <p className="loading">Loading…</p>}
-      <EnrollAgent orgId={orgId} />
+      {allows(org, 'agents.enroll') && <EnrollAgent orgId={orgId} />}
     </section>
   );
 }
 
-function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; isOwner: boolean }) {
+interface AgentRights {
+  edit: boolean;
+  revoke: boolean;
+}
+
+function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; can: AgentRights }) {
   const { agent, workflows } = props;
   return (
     <tr aria-label={agent.name}>
@@ -185,7 +190,7 @@ export function describeParam(p: WorkflowParam): string {
   return parts.join(', ');
 }
 
-function AgentActions({ orgId, agent, isOwner }: { orgId: string; agent: Agent; isOwner: boolean }) {
+function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can: AgentRights }) {
   const [mode, setMode] = useState<'idle' | 'rename' | 'revoke'>('idle');
   const [name, setName] = useState(agent.name);
   const queryClient = useQueryClient();
@@ -241,10 +246,12 @@ function AgentActions({ orgId, agent, isOwner }: { orgId: string; agent: Agent; 
   }
   return (
     <div className="actions">
-      <button type="button" onClick={() => setMode('rename')} aria-label={`Rename ${agent.name}`}>
-        Rename
-      </button>
-      {isOwner && (
+      {can.edit && (
+        <button type="button" onClick={() => setMode('rename')} aria-label={`Rename ${agent.name}`}>
+          Rename
+        </button>
+      )}
+      {can.revoke && (
         <button type="button" onClick={() => setMode('revoke')} aria-label={`Revoke ${agent.name}`}>
           Revoke
         </button>

@@ -11,7 +11,7 @@ import { grantWords, limitWords, tokenState, type Names } from '../components/gr
 import { dateTime } from '../components/time';
 import { IssueTokenForm } from './IssueTokenForm';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /** The organization's API tokens: their grants, limits and state; issue one, revoke one. */
 export function ApiTokensPage() {
@@ -22,6 +22,8 @@ export function ApiTokensPage() {
   const bindings = useQuery(bindingsQuery(orgId));
   const [issued, setIssued] = useState<IssuedApiToken | null>(null);
   if (loaded && !org) return <NotFoundPage />;
+  // A member revokes their own tokens; another's, only an owner (the API answers 403 otherwise).
+  const mayIssue = allows(org, 'api_tokens.issue');
   const names: Names = new Map([
     ...(agents.data ?? []).map((a) => [a.id, a.name] as const),
     ...(triggers.data ?? []).map((t) => [t.id, t.name] as const),
@@ -53,21 +55,23 @@ export function ApiTokensPage() {
           </thead>
           <tbody>
             {tokens.data.map((token) => (
-              <TokenRow key={token.id} orgId={orgId} token={token} names={names} />
+              <TokenRow key={token.id} orgId={orgId} token={token} names={names} mayRevoke={mayIssue} />
             ))}
           </tbody>
         </table>
       )}
       {!tokens.data && !tokens.error && <p className="loading">Loading…</p>}
-      <IssueTokenForm
-        orgId={orgId}
-        agents={agents.data ?? []}
-        triggers={triggers.data ?? []}
-        bindings={bindings.data ?? []}
-        names={names}
-        loadError={agents.error ?? triggers.error ?? bindings.error}
-        onIssued={setIssued}
-      />
+      {mayIssue && (
+        <IssueTokenForm
+          orgId={orgId}
+          agents={agents.data ?? []}
+          triggers={triggers.data ?? []}
+          bindings={bindings.data ?? []}
+          names={names}
+          loadError={agents.error ?? triggers.error ?? bindings.error}
+          onIssued={setIssued}
+        />
+      )}
     </section>
   );
 }
@@ -91,7 +95,8 @@ function IssuedToken({ token, onDone }: { token: IssuedApiToken; onDone: () => v
 
 const STATE_CLASS = { active: 'status-connected', expired: 'status-cancelled', revoked: 'status-revoked' } as const;
 
-function TokenRow({ orgId, token, names }: { orgId: string; token: ApiToken; names: Names }) {
+function TokenRow(props: { orgId: string; token: ApiToken; names: Names; mayRevoke: boolean }) {
+  const { orgId, token, names, mayRevoke } = props;
   const state = tokenState(token);
   return (
     <tr aria-label={token.name}>
@@ -120,7 +125,7 @@ function TokenRow({ orgId, token, names }: { orgId: string; token: ApiToken; nam
           {token.revokedAt ? `revoked ${dateTime(token.revokedAt)}` : `issued ${dateTime(token.createdAt)}`}
         </span>
       </td>
-      <td>{state !== 'revoked' && <RevokeToken orgId={orgId} token={token} />}</td>
+      <td>{state !== 'revoked' && mayRevoke && <RevokeToken orgId={orgId} token={token} />}</td>
     </tr>
   );
 }

@@ -13,7 +13,7 @@ import { NewRelease } from './NewRelease';
 import { NotFoundPage } from './NotFoundPage';
 import { PublishDialog } from './PublishDialog';
 import { RolloutBadge, RolloutRow, RolloutToggle, useReleaseRollout } from './RolloutPanel';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /**
  * An application: its releases (publish, at once or with a rollout plan; yank; create from a file),
@@ -45,12 +45,15 @@ export function AppPage() {
         <dt>Created</dt>
         <dd>{dateTime(a.createdAt)}</dd>
       </dl>
-      <AppMaintenanceWindow orgId={orgId} app={a} />
-      <AppReleaseKeys orgId={orgId} app={a} />
-      <ErrorMessage error={releases.error ?? devices.error} />
-      <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} />
-      <NewRelease orgId={orgId} app={a} />
-      <AppDevices orgId={orgId} app={a} devices={devices.data} />
+      {/* A viewer reads it all; its controls are there, disabled (the API would refuse them). */}
+      <fieldset className="read-only" disabled={!allows(org, 'releases.publish')}>
+        <AppMaintenanceWindow orgId={orgId} app={a} />
+        <AppReleaseKeys orgId={orgId} app={a} />
+        <ErrorMessage error={releases.error ?? devices.error} />
+        <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} />
+        {allows(org, 'releases.publish') && <NewRelease orgId={orgId} app={a} />}
+        <AppDevices orgId={orgId} app={a} devices={devices.data} />
+      </fieldset>
     </section>
   );
 }

@@ -7,7 +7,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 const APP_FIELDS = ['slug', 'updateWorkflowName', 'defaultChannel'] as const;
 
@@ -16,7 +16,8 @@ export function AppsPage() {
   const { orgId, org, loaded } = useOrg();
   const apps = useQuery(appsQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
-  const isOwner = org?.role === 'owner';
+  const mayManage = allows(org, 'apps.delete');
+  const mayEdit = allows(org, 'apps.edit');
   return (
     <section aria-labelledby="apps-heading">
       <h1 id="apps-heading">Updates</h1>
@@ -40,18 +41,19 @@ export function AppsPage() {
           </thead>
           <tbody>
             {apps.data.map((app) => (
-              <AppRow key={app.id} orgId={orgId} app={app} isOwner={isOwner} />
+              <AppRow key={app.id} orgId={orgId} app={app} mayManage={mayManage} mayEdit={mayEdit} />
             ))}
           </tbody>
         </table>
       )}
       {!apps.data && !apps.error && <p className="loading">Loading…</p>}
-      <NewApp orgId={orgId} />
+      {mayEdit && <NewApp orgId={orgId} />}
     </section>
   );
 }
 
-function AppRow({ orgId, app, isOwner }: { orgId: string; app: App; isOwner: boolean }) {
+function AppRow(props: { orgId: string; app: App; mayManage: boolean; mayEdit: boolean }) {
+  const { orgId, app, mayManage, mayEdit } = props;
   const [mode, setMode] = useState<'idle' | 'edit' | 'delete'>('idle');
   return (
     <tr aria-label={app.slug}>
@@ -68,10 +70,10 @@ function AppRow({ orgId, app, isOwner }: { orgId: string; app: App; isOwner: boo
         {mode === 'delete' && <DeleteApp orgId={orgId} app={app} onDone={() => setMode('idle')} />}
         {mode === 'idle' && (
           <div className="actions">
-            <button type="button" onClick={() => setMode('edit')} aria-label={`Edit ${app.slug}`}>
+            <button type="button" onClick={() => setMode('edit')} aria-label={`Edit ${app.slug}`} disabled={!mayEdit}>
               Edit
             </button>
-            {isOwner && (
+            {mayManage && (
               <button type="button" onClick={() => setMode('delete')} aria-label={`Delete ${app.slug}`}>
                 Delete
               </button>

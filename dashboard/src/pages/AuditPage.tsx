@@ -9,27 +9,27 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 
 /** The organization's audit log (owners only), newest first, filtered by the address's search parameters. */
 export function AuditPage() {
   const { orgId, org, loaded } = useOrg();
   const [search, setSearch] = useSearchParams();
-  const isOwner = org?.role === 'owner';
+  const mayManage = allows(org, 'audit.read');
   const filters: AuditFilters = {};
   for (const key of AUDIT_FILTER_KEYS) {
     const value = search.get(key);
     if (value) filters[key] = value;
   }
-  const entries = useInfiniteQuery(auditQuery(orgId, filters, isOwner));
-  const agents = useQuery({ ...agentsQuery(orgId), enabled: isOwner, refetchInterval: false });
-  const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: isOwner });
-  const members = useQuery({ ...membersQuery(orgId), enabled: isOwner });
-  const tokens = useQuery(tokenNamesQuery(orgId, isOwner));
+  const entries = useInfiniteQuery(auditQuery(orgId, filters, mayManage));
+  const agents = useQuery({ ...agentsQuery(orgId), enabled: mayManage, refetchInterval: false });
+  const triggers = useQuery({ ...triggerNamesQuery(orgId), enabled: mayManage });
+  const members = useQuery({ ...membersQuery(orgId), enabled: mayManage });
+  const tokens = useQuery(tokenNamesQuery(orgId, mayManage));
   if (loaded && !org) return <NotFoundPage />;
   if (!loaded) return <p className="loading">Loading…</p>;
-  if (!isOwner) {
+  if (!mayManage) {
     return (
       <section aria-labelledby="audit-heading">
         <h1 id="audit-heading">Audit log</h1>

@@ -11,10 +11,12 @@ import {
   type BatchJob,
 } from '../api/batches';
 import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
+import { orgsQuery } from '../api/queries';
 import { BatchProgress, endedWords } from '../components/BatchProgress';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { duration } from '../components/JobFacts';
 import { dateTime } from '../components/time';
+import { allows } from './use-org';
 
 /**
  * A batch (`/api/batches/:id`, the `statusUrl` of a run on a label selector): its trigger,
@@ -159,7 +161,16 @@ function BatchActions({ batch }: { batch: BatchDetail }) {
     },
     onSettled: () => queryClient.invalidateQueries({ queryKey: liveBatchKey(batch.id) }),
   });
-  if (batchEnded(batch)) return <ErrorMessage error={cancel.error} />;
+  const orgs = useQuery(orgsQuery);
+  if (
+    batchEnded(batch) ||
+    !allows(
+      orgs.data?.find((o) => o.id === batch.orgId),
+      'jobs.cancel',
+    )
+  ) {
+    return <ErrorMessage error={cancel.error} />;
+  }
   const { running, pending } = progressOf(batch.counts);
   const open = running + pending;
   return (

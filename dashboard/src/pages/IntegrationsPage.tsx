@@ -17,7 +17,7 @@ import { emailsOf, membersQuery } from '../api/jobs';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /**
  * The organization's chat integrations (`/orgs/:orgId/integrations`): the Slack workspaces and
@@ -31,7 +31,7 @@ export function IntegrationsPage() {
   const integrations = useQuery(chatIntegrationsQuery(orgId));
   const members = useQuery(membersQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
-  const isOwner = org?.role === 'owner';
+  const mayManage = allows(org, 'chat.integrations');
   const emails = emailsOf(members.data);
   return (
     <section aria-labelledby="integrations-heading">
@@ -54,7 +54,7 @@ export function IntegrationsPage() {
               <th scope="col">Team id</th>
               <th scope="col">Connected by</th>
               <th scope="col">Connected</th>
-              {isOwner && (
+              {mayManage && (
                 <th scope="col">
                   <span className="visually-hidden">Actions</span>
                 </th>
@@ -63,7 +63,7 @@ export function IntegrationsPage() {
           </thead>
           <tbody>
             {integrations.data.map((i) => (
-              <IntegrationRow key={i.id} orgId={orgId} integration={i} emails={emails} isOwner={isOwner} />
+              <IntegrationRow key={i.id} orgId={orgId} integration={i} emails={emails} mayManage={mayManage} />
             ))}
           </tbody>
         </table>
@@ -71,7 +71,7 @@ export function IntegrationsPage() {
       <h2>Providers</h2>
       <ErrorMessage error={providers.error} />
       {(providers.data ?? []).map((p) => (
-        <ProviderPanel key={p.provider} orgId={orgId} state={p} isOwner={isOwner} />
+        <ProviderPanel key={p.provider} orgId={orgId} state={p} mayManage={mayManage} />
       ))}
     </section>
   );
@@ -114,9 +114,9 @@ function IntegrationRow(props: {
   integration: ChatIntegration;
   /** Undefined while the members load. */
   emails: Map<string, string> | undefined;
-  isOwner: boolean;
+  mayManage: boolean;
 }) {
-  const { orgId, integration: i, emails, isOwner } = props;
+  const { orgId, integration: i, emails, mayManage } = props;
   const [confirming, setConfirming] = useState(false);
   const queryClient = useQueryClient();
   const remove = useMutation({
@@ -141,7 +141,7 @@ function IntegrationRow(props: {
           {ago(i.createdAt)}
         </time>
       </td>
-      {isOwner && (
+      {mayManage && (
         <td>
           {!confirming ? (
             <button type="button" onClick={() => setConfirming(true)} aria-label={`Disconnect ${label}`}>
@@ -169,7 +169,7 @@ function IntegrationRow(props: {
 }
 
 /** A provider: set up or not on this coordinator (and what its operator must set), and Connect. */
-function ProviderPanel({ orgId, state, isOwner }: { orgId: string; state: ChatProviderState; isOwner: boolean }) {
+function ProviderPanel({ orgId, state, mayManage }: { orgId: string; state: ChatProviderState; mayManage: boolean }) {
   const name = PROVIDER_NAMES[state.provider];
   const connect = useMutation({
     mutationFn: () => startConnect(orgId, state.provider),
@@ -182,7 +182,7 @@ function ProviderPanel({ orgId, state, isOwner }: { orgId: string; state: ChatPr
       {state.configured ? (
         <>
           <p>{name} is set up on this coordinator.</p>
-          {isOwner ? (
+          {mayManage ? (
             <>
               <button type="button" onClick={() => connect.mutate()} disabled={connect.isPending || connect.isSuccess}>
                 Connect {name}

@@ -13,13 +13,14 @@ import {
 } from '../api/jobs';
 import { appsQuery } from '../api/ota';
 import { answerPage } from '../api/triggers';
-import { agentsQuery, isFinished } from '../api/queries';
+import { agentsQuery, isFinished, orgsQuery } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
 import { BatchName } from '../components/BatchName';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { dateTime } from '../components/time';
+import { allows } from './use-org';
 
 /**
  * A job (`/api/jobs/:id`, the `statusUrl` of a run): status, its agent and trigger (or the release
@@ -357,8 +358,10 @@ function JobActions({ job }: { job: JobDetail }) {
     mutationFn: () => runAgain(job.orgId, job),
     onSuccess: (answer) => void navigate(answerPage(answer)),
   });
-  const open = !isFinished(job.status);
-  const canRunAgain = job.kind === 'trigger' && job.triggerId !== null;
+  const orgs = useQuery(orgsQuery);
+  const org = orgs.data?.find((o) => o.id === job.orgId);
+  const open = !isFinished(job.status) && allows(org, 'jobs.cancel');
+  const canRunAgain = job.kind === 'trigger' && job.triggerId !== null && allows(org, 'triggers.run');
   return (
     <div className="job-actions">
       {open && !confirming && (

@@ -4,12 +4,13 @@ import { useNavigate } from 'react-router';
 import { api } from '../api/client';
 import { invitationsQuery, membersQuery, type Invitation, type Member } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
+import { ROLES, roleWithArticle } from '@drover/shared/roles';
 import type { Role } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /** The organization's members and their roles; owners invite, change and remove them. */
 export function MembersPage() {
@@ -17,14 +18,14 @@ export function MembersPage() {
   const members = useQuery(membersQuery(orgId));
   const session = useQuery(sessionQuery);
   if (loaded && !org) return <NotFoundPage />;
-  const isOwner = org?.role === 'owner';
+  const mayManage = allows(org, 'members.manage');
   const me = session.data?.user.id;
   return (
     <section aria-labelledby="members-heading">
       <h1 id="members-heading">Members</h1>
       <p>
-        Owners manage the organization&apos;s members, revoke agents, delete triggers and force runs; members do the
-        rest. {!isOwner && 'Only an owner invites, changes or removes members.'}
+        An owner does {ROLE_WORDS.owner}; an operator {ROLE_WORDS.operator}; a member {ROLE_WORDS.member}; a viewer{' '}
+        {ROLE_WORDS.viewer}. {!mayManage && 'Only an owner invites, changes or removes members.'}
       </p>
       <ErrorMessage error={members.error} />
       {members.data && (
@@ -34,7 +35,7 @@ export function MembersPage() {
               <th scope="col">Email</th>
               <th scope="col">Role</th>
               <th scope="col">Joined</th>
-              {isOwner && <th scope="col">Actions</th>}
+              {mayManage && <th scope="col">Actions</th>}
             </tr>
           </thead>
           <tbody>
@@ -46,7 +47,7 @@ export function MembersPage() {
                 </th>
                 <td>{m.role}</td>
                 <td>{dateTime(m.joinedAt)}</td>
-                {isOwner && (
+                {mayManage && (
                   <td>
                     <MemberActions orgId={orgId} member={m} isMe={m.userId === me} />
                   </td>
@@ -57,16 +58,23 @@ export function MembersPage() {
         </table>
       )}
       {!members.data && !members.error && <p className="loading">Loading…</p>}
-      {isOwner && <PendingInvitations orgId={orgId} />}
-      {isOwner && <InviteMember orgId={orgId} />}
+      {mayManage && <PendingInvitations orgId={orgId} />}
+      {mayManage && <InviteMember orgId={orgId} />}
     </section>
   );
 }
 
-const other = (role: Role): Role => (role === 'owner' ? 'member' : 'owner');
+/** What each role may do, in a sentence (the coordinator's table, docs/management.md "Roles"). */
+export const ROLE_WORDS: Record<Role, string> = {
+  owner: 'everything: members, chat integrations, forced runs, deleting apps, retention, the audit log',
+  operator: 'what a member does, and revokes agents and deletes triggers',
+  member: 'runs and cancels jobs, manages agents, triggers, files, apps and releases, issues API tokens',
+  viewer: 'reads everything but the audit log, and changes nothing',
+};
 
 function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member; isMe: boolean }) {
   const [mode, setMode] = useState<'idle' | 'role' | 'remove'>('idle');
+  const [role, setRole] = useState<Role>(ROLES.find((r) => r !== member.role)!);
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const done = () => {
@@ -76,8 +84,7 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
     if (isMe) void queryClient.invalidateQueries({ queryKey: orgsQuery.queryKey });
   };
   const changeRole = useMutation({
-    mutationFn: () =>
-      api<Member>('PATCH', `/orgs/${orgId}/members/${member.userId}`, { body: { role: other(member.role) } }),
+    mutationFn: () => api<Member>('PATCH', `/orgs/${orgId}/members/${member.userId}`, { body: { role } }),
     onSuccess: done,
   });
   const remove = useMutation({
@@ -94,22 +101,33 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
   };
   const who = isMe ? 'yourself' : member.email;
   if (mode === 'role') {
+    const submit = (event: FormEvent) => {
+      event.preventDefault();
+      changeRole.mutate();
+    };
     return (
-      <div role="group" aria-label={`Change the role of ${member.email}`} className="confirm">
-        <p>
-          Make {who} {other(member.role) === 'owner' ? 'an owner' : 'a member'}?{' '}
-          {member.role === 'owner'
-            ? 'A member can no longer manage members, revoke agents, delete triggers or force runs.'
-            : 'An owner can manage members, revoke agents, delete triggers and force runs.'}
+      <form onSubmit={submit} aria-label={`Change the role of ${member.email}`} className="confirm">
+        <label>
+          New role for {who}
+          <select value={role} onChange={(e) => setRole(e.target.value as Role)}>
+            {ROLES.filter((r) => r !== member.role).map((r) => (
+              <option key={r} value={r}>
+                {r}
+              </option>
+            ))}
+          </select>
+        </label>
+        <p className="hint">
+          {roleWithArticle(role).replace(/^./, (c) => c.toUpperCase())}: {ROLE_WORDS[role]}.
         </p>
-        <button type="button" className="danger" onClick={() => changeRole.mutate()} disabled={changeRole.isPending}>
-          Make {other(member.role)}
+        <button type="submit" className="danger" disabled={changeRole.isPending}>
+          Change role
         </button>
         <button type="button" onClick={cancel}>
           Keep the role
         </button>
         <ErrorMessage error={changeRole.error} />
-      </div>
+      </form>
     );
   }
   if (mode === 'remove') {
@@ -131,8 +149,8 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
   }
   return (
     <div className="actions">
-      <button type="button" onClick={() => setMode('role')} aria-label={`Make ${other(member.role)}: ${member.email}`}>
-        Make {other(member.role)}
+      <button type="button" onClick={() => setMode('role')} aria-label={`Change role: ${member.email}`}>
+        Change role
       </button>
       <button type="button" onClick={() => setMode('remove')} aria-label={`Remove ${member.email}`}>
         Remove
@@ -213,8 +231,11 @@ function InviteMember({ orgId }: { orgId: string }) {
           <div className="field">
             <label htmlFor="member-role">Role</label>
             <select {...errors.props('role')} value={role} onChange={(e) => setRole(e.target.value as Role)}>
-              <option value="member">member</option>
-              <option value="owner">owner</option>
+              {ROLES.map((r) => (
+                <option key={r} value={r}>
+                  {r}
+                </option>
+              ))}
             </select>
             <FieldError errors={errors} field="role" idPrefix="member" />
           </div>

@@ -1,3 +1,4 @@
+import { roleWithArticle } from '@drover/shared/roles';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useNavigate } from 'react-router';
 import { api } from '../api/client';
@@ -61,7 +62,7 @@ function AnswerInvitation({ invitation }: { invitation: Invitation }) {
   return (
     <>
       <p>
-        <strong>{invitation.orgName}</strong> invites you as {invitation.role === 'owner' ? 'an owner' : 'a member'}
+        <strong>{invitation.orgName}</strong> invites you as {roleWithArticle(invitation.role)}
         {invitation.invitedBy && <> ({invitation.invitedBy.email})</>}, until {dateTime(invitation.expiresAt)}.
       </p>
       <div className="actions">

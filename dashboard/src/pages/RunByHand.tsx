@@ -74,7 +74,7 @@ export async function paramProblems(schema: WorkflowParam[], params: Record<stri
  * schema. `workflows`: those of the agents a run goes to (the trigger's agent, or the agents its
  * selector matches now).
  */
-export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: Workflow[]; isOwner: boolean }) {
+export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: Workflow[]; mayForce: boolean }) {
   const { trigger, workflows } = props;
   const [chosen, setChosen] = useState(trigger.workflowName ?? workflows[0]?.name ?? '');
   const name = trigger.scopeType === 'workflow' ? (trigger.workflowName ?? '') : chosen || (workflows[0]?.name ?? '');
@@ -131,13 +131,13 @@ export function RunByHand(props: { orgId: string; trigger: Trigger; workflows: W
 function RunForm(props: {
   orgId: string;
   trigger: Trigger;
-  isOwner: boolean;
+  mayForce: boolean;
   workflowName: string;
   schema: WorkflowParam[];
   /** Whether the params are checked in the page before sending: the schema is the one every agent has. */
   checkInPage: boolean;
 }) {
-  const { orgId, trigger, isOwner, workflowName, schema, checkInPage } = props;
+  const { orgId, trigger, mayForce, workflowName, schema, checkInPage } = props;
   const [values, setValues] = useState<ParamValues>(() => initialValues(schema));
   const [ref, setRef] = useState(trigger.allowedRefs?.[0] ?? '');
   const [debug, setDebug] = useState(false);
@@ -236,7 +236,7 @@ function RunForm(props: {
             <FieldError errors={errors} field="debug" idPrefix="run" />
           </div>
         )}
-        {isOwner && (
+        {mayForce && (
           <div className="field">
             <label className="check">
               <input
@@ -250,7 +250,7 @@ function RunForm(props: {
             <FieldError errors={errors} field="force" idPrefix="run" />
           </div>
         )}
-        {isOwner && force && (
+        {mayForce && force && (
           <div className="field">
             <label htmlFor="run-forceReason">Reason for forcing</label>
             <input

@@ -17,7 +17,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /**
  * The organization's settings: its retention (what the coordinator deletes once it is older, each
@@ -28,7 +28,7 @@ export function SettingsPage() {
   const { orgId, org, loaded } = useOrg();
   const view = useQuery(retentionQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
-  const isOwner = org?.role === 'owner';
+  const mayManage = allows(org, 'org.retention');
   return (
     <section aria-labelledby="settings-heading">
       <h1 id="settings-heading">Settings</h1>
@@ -36,7 +36,7 @@ export function SettingsPage() {
       {!view.data && !view.error && <p className="loading">Loading…</p>}
       {view.data && (
         <>
-          <Retention orgId={orgId} view={view.data} isOwner={isOwner} />
+          <Retention orgId={orgId} view={view.data} mayManage={mayManage} />
           <Database database={view.data.database} />
           <LastSweep sweep={view.data.lastSweep} />
         </>
@@ -47,7 +47,7 @@ export function SettingsPage() {
 
 const days = (n: number) => `${n.toLocaleString('en-US')} ${n === 1 ? 'day' : 'days'}`;
 
-function Retention({ orgId, view, isOwner }: { orgId: string; view: RetentionView; isOwner: boolean }) {
+function Retention({ orgId, view, mayManage }: { orgId: string; view: RetentionView; mayManage: boolean }) {
   return (
     <section aria-labelledby="retention-heading">
       <h2 id="retention-heading">Retention</h2>
@@ -86,7 +86,7 @@ function Retention({ orgId, view, isOwner }: { orgId: string; view: RetentionVie
           })}
         </tbody>
       </table>
-      {isOwner ? (
+      {mayManage ? (
         <RetentionForm key={orgId} orgId={orgId} view={view} />
       ) : (
         <p className="hint">Only an owner changes the retention.</p>

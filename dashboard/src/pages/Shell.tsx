@@ -5,7 +5,7 @@ import { myInvitationsQuery } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { useFrameOrgId, type FrameOrgState } from './use-org';
+import { allows, useFrameOrgId, type FrameOrgState } from './use-org';
 
 /**
  * The frame of every signed-in page: one line of header (the brand, which leads home, the
@@ -46,7 +46,7 @@ function SignedIn({ email }: { email: string }) {
             <NavLink to={`/orgs/${current.id}/integrations`}>Integrations</NavLink>
             <NavLink to={`/orgs/${current.id}/api-tokens`}>API tokens</NavLink>
             <NavLink to={`/orgs/${current.id}/members`}>Members</NavLink>
-            {current.role === 'owner' && <NavLink to={`/orgs/${current.id}/audit`}>Audit log</NavLink>}
+            {allows(current, 'audit.read') && <NavLink to={`/orgs/${current.id}/audit`}>Audit log</NavLink>}
             <NavLink to={`/orgs/${current.id}/settings`}>Settings</NavLink>
           </nav>
         )}

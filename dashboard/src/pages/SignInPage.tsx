@@ -1,8 +1,8 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { api, ApiError } from '../api/client';
-import { sessionQuery } from '../api/queries';
+import { sessionQuery, signInMethodsQuery } from '../api/queries';
 import type { Session } from '../api/types';
 import { ErrorMessage, fieldName } from '../components/ErrorMessage';
 
@@ -25,44 +25,65 @@ export function SignInPage() {
     mutationFn: () => api<LoginAnswer>('POST', '/auth/login', { body: { email, password }, expectUnauthorized: true }),
     onSuccess: ({ user, expiresAt }) => {
       queryClient.setQueryData(sessionQuery.queryKey, { user, expiresAt });
-      void navigate(safeNext(params.get('next')), { replace: true });
+      void navigate(next, { replace: true });
     },
   });
   const submit = (event: FormEvent) => {
     event.preventDefault();
     signIn.mutate();
   };
+  const methods = useQuery(signInMethodsQuery);
   // Sent here by a call refused 401 while signed in (main.tsx), not by a first visit.
   const expired = params.get('reason') === 'expired' && !signIn.error;
+  // Sent back here by a single sign-on the coordinator refused, with its reason.
+  const ssoError = params.get('ssoError');
+  const next = safeNext(params.get('next'));
+  // Until the methods are read, the password form (the coordinator refuses it when it is off).
+  const passwordOn = methods.data?.password ?? true;
   return (
     <main className="sign-in">
       <h1>Sign in to Drover</h1>
       {expired && <p className="hint">Your session ended; sign in again to continue.</p>}
-      <form onSubmit={submit} noValidate>
-        <label>
-          Email
-          <input
-            type="email"
-            autoComplete="username"
-            required
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-          />
-        </label>
-        <label>
-          Password
-          <input
-            type="password"
-            autoComplete="current-password"
-            required
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-          />
-        </label>
-        <button type="submit" disabled={signIn.isPending}>
-          {signIn.isPending ? 'Signing in…' : 'Sign in'}
-        </button>
-      </form>
+      {ssoError && (
+        <div role="alert" className="error">
+          <p>{ssoError}</p>
+        </div>
+      )}
+      {methods.data?.oidc && (
+        <p className="sso">
+          <a className="button-link" href={`/v1/auth/oidc/start?${new URLSearchParams({ next }).toString()}`}>
+            Sign in with single sign-on
+          </a>
+        </p>
+      )}
+      {passwordOn && methods.data?.oidc && <p className="hint">or with your email and password:</p>}
+      {passwordOn && (
+        <form onSubmit={submit} noValidate>
+          <label>
+            Email
+            <input
+              type="email"
+              autoComplete="username"
+              required
+              value={email}
+              onChange={(e) => setEmail(e.target.value)}
+            />
+          </label>
+          <label>
+            Password
+            <input
+              type="password"
+              autoComplete="current-password"
+              required
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+            />
+          </label>
+          <button type="submit" disabled={signIn.isPending}>
+            {signIn.isPending ? 'Signing in…' : 'Sign in'}
+          </button>
+        </form>
+      )}
       {signIn.error && <SignInError error={signIn.error} />}
     </main>
   );

@@ -20,8 +20,10 @@ export function StorageFiles(props: {
   binding: StorageBinding;
   status: string;
   onStatus: (status: string) => void;
+  /** Whether the user's role uploads and deletes files. */
+  mayWrite: boolean;
 }) {
-  const { orgId, binding, status } = props;
+  const { orgId, binding, status, mayWrite } = props;
   const queryClient = useQueryClient();
   const files = useQuery(filesQuery(orgId, { bindingId: binding.id, status: status || undefined }));
   const refresh = () => void queryClient.invalidateQueries({ queryKey: filesKey(orgId) });
@@ -35,12 +37,14 @@ export function StorageFiles(props: {
           with the API or the drover command line.
         </p>
       )}
-      <FileUpload
-        orgId={orgId}
-        bindingId={binding.id}
-        title={`Upload a file to ${binding.name}`}
-        onUploaded={refresh}
-      />
+      {mayWrite && (
+        <FileUpload
+          orgId={orgId}
+          bindingId={binding.id}
+          title={`Upload a file to ${binding.name}`}
+          onUploaded={refresh}
+        />
+      )}
       <form className="inline-form filters" aria-label="Filter files" onSubmit={(e) => e.preventDefault()}>
         <label>
           Status
@@ -77,7 +81,7 @@ export function StorageFiles(props: {
           </thead>
           <tbody>
             {files.data.map((f) => (
-              <FileRow key={f.id} orgId={orgId} file={f} onChange={refresh} />
+              <FileRow key={f.id} orgId={orgId} file={f} onChange={refresh} mayWrite={mayWrite} />
             ))}
           </tbody>
         </table>
@@ -86,7 +90,8 @@ export function StorageFiles(props: {
   );
 }
 
-function FileRow({ orgId, file, onChange }: { orgId: string; file: StoredFile; onChange: () => void }) {
+function FileRow(props: { orgId: string; file: StoredFile; onChange: () => void; mayWrite: boolean }) {
+  const { orgId, file, onChange, mayWrite } = props;
   return (
     <tr aria-label={file.filename}>
       <th scope="row">
@@ -120,7 +125,7 @@ function FileRow({ orgId, file, onChange }: { orgId: string; file: StoredFile; o
           {file.status === 'active' && (
             <FileDownload orgId={orgId} fileId={file.id} label={`Download ${file.filename}`} />
           )}
-          {file.status !== 'deleted' && <DeleteFile orgId={orgId} file={file} onDeleted={onChange} />}
+          {file.status !== 'deleted' && mayWrite && <DeleteFile orgId={orgId} file={file} onDeleted={onChange} />}
         </div>
       </td>
     </tr>

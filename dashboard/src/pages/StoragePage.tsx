@@ -8,7 +8,7 @@ import { dateTime } from '../components/time';
 import { NewBindingForm } from './NewBindingForm';
 import { NotFoundPage } from './NotFoundPage';
 import { StorageFiles } from './StorageFiles';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /**
  * The organization's storage: its bindings (owners create and delete them) and the files of the
@@ -19,7 +19,7 @@ export function StoragePage() {
   const [search, setSearch] = useSearchParams();
   const bindings = useQuery(bindingsQuery(orgId));
   if (loaded && !org) return <NotFoundPage />;
-  const isOwner = org?.role === 'owner';
+  const mayManage = allows(org, 'storage.bindings');
   const list = bindings.data ?? [];
   const selected = list.find((b) => b.id === search.get('binding')) ?? list.find((b) => b.isDefault) ?? list[0];
   const status = search.get('status') ?? '';
@@ -46,7 +46,7 @@ export function StoragePage() {
               <th scope="col">Backend</th>
               <th scope="col">Default</th>
               <th scope="col">Created</th>
-              {isOwner && <th scope="col">Actions</th>}
+              {mayManage && <th scope="col">Actions</th>}
             </tr>
           </thead>
           <tbody>
@@ -66,7 +66,7 @@ export function StoragePage() {
                 <td>
                   <time dateTime={b.createdAt}>{dateTime(b.createdAt)}</time>
                 </td>
-                {isOwner && <td>{!b.isDefault && <DeleteBinding orgId={orgId} binding={b} />}</td>}
+                {mayManage && <td>{!b.isDefault && <DeleteBinding orgId={orgId} binding={b} />}</td>}
               </tr>
             ))}
           </tbody>
@@ -79,9 +79,10 @@ export function StoragePage() {
           binding={selected}
           status={status}
           onStatus={(next) => show(selected.id, next)}
+          mayWrite={allows(org, 'files.write')}
         />
       )}
-      {isOwner && <NewBindingForm orgId={orgId} />}
+      {mayManage && <NewBindingForm orgId={orgId} />}
     </section>
   );
 }

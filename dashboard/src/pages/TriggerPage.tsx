@@ -16,7 +16,7 @@ import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } f
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { RunByHand } from './RunByHand';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { parseSelectorText } from '../components/SelectorInput';
 import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
@@ -34,7 +34,6 @@ export function TriggerPage() {
   if (trigger.error) return <ErrorMessage error={trigger.error} />;
   if (!trigger.data) return <p className="loading">Loading…</p>;
   const t = trigger.data;
-  const isOwner = org?.role === 'owner';
   const agent = agents.data?.find((a) => a.id === t.agentId);
   // The agents a run goes to: the trigger's agent, or those its selector matches now.
   const requirements = t.agentSelector === null ? null : parseSelectorText(t.agentSelector).requirements;
@@ -46,9 +45,11 @@ export function TriggerPage() {
     <section aria-labelledby="trigger-heading">
       <div className="page-head">
         <h1 id="trigger-heading">{t.name}</h1>
-        <Link className="button-link" to={`/orgs/${orgId}/triggers/${t.id}/edit`}>
-          Edit
-        </Link>
+        {allows(org, 'triggers.edit') && (
+          <Link className="button-link" to={`/orgs/${orgId}/triggers/${t.id}/edit`}>
+            Edit
+          </Link>
+        )}
       </div>
       <p>
         <Link to={`/orgs/${orgId}/triggers`}>All triggers</Link>
@@ -70,13 +71,15 @@ export function TriggerPage() {
       {t.type === 'cron' && <Schedule orgId={orgId} trigger={t} />}
       {t.agentSelector !== null && t.fanout === 'all' && <RecentBatches orgId={orgId} triggerId={t.id} />}
       <RecentJobs orgId={orgId} triggerId={t.id} />
-      <RunByHand
-        orgId={orgId}
-        trigger={t}
-        workflows={(workflows.data ?? []).filter((w) => runners.includes(w.agentId))}
-        isOwner={isOwner}
-      />
-      {isOwner && <DeleteTrigger orgId={orgId} trigger={t} />}
+      {allows(org, 'triggers.run') && (
+        <RunByHand
+          orgId={orgId}
+          trigger={t}
+          workflows={(workflows.data ?? []).filter((w) => runners.includes(w.agentId))}
+          mayForce={allows(org, 'runs.force')}
+        />
+      )}
+      {allows(org, 'triggers.delete') && <DeleteTrigger orgId={orgId} trigger={t} />}
     </section>
   );
 }

@@ -14,7 +14,7 @@ import {
   workflowWords,
 } from '../components/trigger-words';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /** The organization's triggers: what each runs, how it answers, and for cron its schedule. */
 export function TriggersPage() {
@@ -34,9 +34,11 @@ export function TriggersPage() {
     <section aria-labelledby="triggers-heading">
       <div className="page-head">
         <h1 id="triggers-heading">Triggers</h1>
-        <Link className="button-link" to={`/orgs/${orgId}/triggers/new`}>
-          New trigger
-        </Link>
+        {allows(org, 'triggers.edit') && (
+          <Link className="button-link" to={`/orgs/${orgId}/triggers/new`}>
+            New trigger
+          </Link>
+        )}
       </div>
       <ErrorMessage error={triggers.error} />
       {triggers.data && triggers.data.length === 0 && (

@@ -1,3 +1,4 @@
+import { can, type Action } from '@drover/shared/roles';
 import { skipToken, useQuery } from '@tanstack/react-query';
 import { useLocation, useParams } from 'react-router';
 import { liveBatchKey, type BatchDetail } from '../api/batches';
@@ -29,4 +30,12 @@ export function useFrameOrgId(): string | undefined {
 /** The navigation state of a link to a page of no organization: the organization to keep in the frame. */
 export interface FrameOrgState {
   frameOrgId?: string | undefined;
+}
+
+/**
+ * Whether the signed-in user's role in `org` allows `action` (the coordinator's table,
+ * docs/management.md "Roles"): the pages hide the controls a role cannot use; the API is the guard.
+ */
+export function allows(org: Pick<Org, 'role'> | undefined, action: Action): boolean {
+  return org !== undefined && can(org.role, action);
 }

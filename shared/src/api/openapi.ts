@@ -99,6 +99,63 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/auth/methods': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The sign-in methods this coordinator offers (no credentials needed): passwords, single sign-on */
+    get: operations['getSignInMethods'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/oidc/start': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Single sign-on: redirects the browser to the OpenID provider (authorization code flow with PKCE)
+     * @description Sets the short-lived cookie `drover_oidc` that binds the sign-in to this browser. `next` is the dashboard path to go to once signed in (a path of this site; default `/`). 404 when single sign-on is not set up.
+     */
+    get: operations['startOidcSignIn'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/oidc/callback': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Single sign-on: where the provider sends the browser back; signs in and redirects to `next` (the provider's redirect URI)
+     * @description Verifies the ID token (signature by the provider's JWKS, issuer, audience, expiry, nonce), finds or creates the user by their verified email, applies the role map, sets the same session cookie as `POST /v1/auth/login`, and redirects to the `next` given to the start. A refusal is `401 sso_failed` (a browser is sent to the sign-in page with the message instead).
+     */
+    get: operations['finishOidcSignIn'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/storage/blobs/{fileId}': {
     parameters: {
       query?: never;
@@ -839,7 +896,7 @@ export interface paths {
     get: operations['getAgent'];
     put?: never;
     post?: never;
-    /** Revoke an agent (owner): its signatures are refused and its stream closed; returns the revoked agent */
+    /** Revoke an agent (owner, operator): its signatures are refused and its stream closed; returns the revoked agent */
     delete: operations['revokeAgent'];
     options?: never;
     head?: never;
@@ -911,7 +968,7 @@ export interface paths {
     get: operations['getTrigger'];
     put?: never;
     post?: never;
-    /** Delete a trigger (owner); answers it as it was; it is never found again */
+    /** Delete a trigger (owner, operator); answers it as it was; it is never found again */
     delete: operations['deleteTrigger'];
     options?: never;
     head?: never;
@@ -1665,7 +1722,9 @@ export interface components {
       code:
         | 'bad_request'
         | 'unauthorized'
+        | 'sso_failed'
         | 'forbidden'
+        | 'password_sign_in_off'
         | 'not_found'
         | 'method_not_allowed'
         | 'request_timeout'
@@ -1712,6 +1771,12 @@ export interface components {
       user: components['schemas']['User'];
       /** Format: date-time */
       expiresAt: string;
+    };
+    SignInMethods: {
+      /** @description whether `POST /v1/auth/login` signs in */
+      password: boolean;
+      /** @description whether single sign-on (`GET /v1/auth/oidc/start`) is set up */
+      oidc: boolean;
     };
     TokenInfo: {
       name: string;
@@ -1866,7 +1931,7 @@ export interface components {
       id: string;
       name: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** Format: date-time */
       createdAt: string;
     };
@@ -1874,7 +1939,7 @@ export interface components {
       id: string;
       name: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** Format: date-time */
       createdAt: string;
       /** @description Whole days, each from 1 to 3650 */
@@ -1953,7 +2018,7 @@ export interface components {
       userId: string;
       email: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** Format: date-time */
       joinedAt: string;
     };
@@ -1963,7 +2028,7 @@ export interface components {
       orgName: string;
       email: string;
       /** @enum {string} */
-      role: 'owner' | 'member';
+      role: 'owner' | 'operator' | 'member' | 'viewer';
       /** @enum {string} */
       status: 'pending' | 'accepted' | 'declined' | 'revoked' | 'expired';
       /** @description The owner who invited; null once their account is gone */
@@ -3031,6 +3096,140 @@ export interface operations {
       };
       /** @description Default Response */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getSignInMethods: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SignInMethods'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  startOidcSignIn: {
+    parameters: {
+      query?: {
+        next?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description to the provider's authorization endpoint */
+      302: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description a browser, refused: to the sign-in page with `ssoError` */
+      303: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  finishOidcSignIn: {
+    parameters: {
+      query?: {
+        code?: string;
+        state?: string;
+        iss?: string;
+        error?: string;
+        error_description?: string;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description signed in: to `next`; or, for a browser, refused: to the sign-in page with `ssoError` */
+      303: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      503: {
         headers: {
           [name: string]: unknown;
         };
@@ -5524,7 +5723,7 @@ export interface operations {
           email: string;
           password?: string;
           /** @enum {string} */
-          role: 'owner' | 'member';
+          role: 'owner' | 'operator' | 'member' | 'viewer';
         };
       };
     };
@@ -5811,7 +6010,7 @@ export interface operations {
       content: {
         'application/json': {
           /** @enum {string} */
-          role: 'owner' | 'member';
+          role: 'owner' | 'operator' | 'member' | 'viewer';
         };
       };
     };
@@ -6096,6 +6295,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -6309,6 +6517,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -6656,6 +6873,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -6888,6 +7114,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -7205,6 +7440,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -7297,6 +7541,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -7678,6 +7931,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -7724,6 +7986,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -7892,6 +8163,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8181,6 +8461,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8451,6 +8740,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8552,6 +8850,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -8767,6 +9074,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -8954,6 +9270,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9075,6 +9400,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9151,6 +9485,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9207,6 +9550,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9330,6 +9682,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9386,6 +9747,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9458,6 +9828,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9514,6 +9893,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };
@@ -9639,6 +10027,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9748,6 +10145,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9805,6 +10211,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       404: {
         headers: {
           [name: string]: unknown;
@@ -9852,6 +10267,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
         headers: {
           [name: string]: unknown;
         };

@@ -13,6 +13,7 @@ import { createAuditRepository } from './audit.js';
 import { createBatchRepository } from './batches.js';
 import { createChangeCounterRepository, type Reading } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
+import { createOidcStateRepository } from './oidc-states.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
 import { createChatRequestRepository } from './chat-requests.js';
 import { createCronOccurrenceRepository } from './cron-occurrences.js';
@@ -60,6 +61,7 @@ export function createRepositories(
     chatRequests: createChatRequestRepository(database),
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(database),
+    oidcStates: createOidcStateRepository(database),
     jobs: createJobRepository(database, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(database, rules.roleChangeRefusal),
     pools: createPoolRepository(database),

@@ -44,6 +44,8 @@ export interface SignInDeps {
   logger: Logger;
   /** Counts the refusals of a locked account or address (docs/metrics.md); none by default. */
   metrics?: Metrics;
+  /** Whether passwords sign in (`DROVER_PASSWORD_LOGIN`); true by default. */
+  password?: boolean;
 }
 
 export interface SignedIn {
@@ -73,6 +75,12 @@ export class SignInService {
   }
 
   async signIn(email: string, password: string, address: string): Promise<SignedIn> {
+    if (this.deps.password === false) {
+      throw new AppError(
+        'password_sign_in_off',
+        'Password sign-in is turned off on this coordinator: sign in with single sign-on (GET /v1/auth/oidc/start, or the button of the sign-in page)',
+      );
+    }
     const trimmed = email.trim();
     const user = await this.checkPassword(trimmed, password, address);
     if (!user) throw unauthorized('Wrong email or password');

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { can } from '../orgs/permissions.js';
 import type { ChatIntegration } from '../model/chat-integrations.js';
 import type { Repositories } from '../model/repositories.js';
 import type { ChatProvider } from '../model/triggers.js';
@@ -173,7 +174,8 @@ export class ChatIntegrationService {
         `This ${name} sign-in was started by another user: it can be finished only by the owner who pressed Connect, signed in. Nothing was connected`,
       );
     }
-    if ((await repos.orgs.roleOf(state.orgId, state.userId)) !== 'owner') {
+    const role = await repos.orgs.roleOf(state.orgId, state.userId);
+    if (role === null || !can(role, 'chat.integrations')) {
       throw forbidden(
         `Only an owner of the organization connects a ${name} ${TEAM_WORDS[provider]}, and you no longer are one: nothing was connected`,
       );

@@ -1,5 +1,6 @@
+import { roleWithArticle } from '@drover/shared';
 import {
-  type ApiToken,
+  type AuthenticatingApiToken,
   STORAGE_PERMISSIONS,
   type Grant,
   type StorageGrant,
@@ -7,6 +8,7 @@ import {
 } from '../model/api-tokens.js';
 import { forbidden } from '../../errors.js';
 import { findGrant } from '../tokens/grants.js';
+import { can } from '../orgs/permissions.js';
 
 /**
  * Who calls the files service: an API token (its storage grant decides), a member of the
@@ -20,11 +22,22 @@ export interface FileCaller {
   tokenId: string | null;
   /** The member calling through the management API, or null. */
   userId: string | null;
+  /**
+   * Why the caller only reads whatever its grant says (a token whose issuer's role changes
+   * nothing, a viewer's: domain/orgs/permissions.ts), or null.
+   */
+  readOnly?: string;
 }
 
 /** An API token calling the public storage API or handing files to a run. */
-export function tokenFileCaller(token: Pick<ApiToken, 'id' | 'orgId' | 'scopes'>): FileCaller {
-  return { orgId: token.orgId, scopes: token.scopes, tokenId: token.id, userId: null };
+export function tokenFileCaller(
+  token: Pick<AuthenticatingApiToken, 'id' | 'orgId' | 'scopes' | 'issuerRole'>,
+): FileCaller {
+  const caller: FileCaller = { orgId: token.orgId, scopes: token.scopes, tokenId: token.id, userId: null };
+  if (token.issuerRole !== null && !can(token.issuerRole, 'files.write')) {
+    caller.readOnly = `The API token's issuer is ${roleWithArticle(token.issuerRole)} of the organization: its tokens only read files`;
+  }
+  return caller;
 }
 
 /** A member of the organization: any file of any binding, read, write and delete. */
@@ -50,6 +63,7 @@ export function systemReaderFileCaller(orgId: string): FileCaller {
 export function requireStoragePermission(caller: FileCaller, permission: StoragePermission): StorageGrant {
   const grant = findGrant(caller.scopes, 'storage');
   if (!grant) throw forbidden('This API token has no storage grant');
+  if (permission !== 'read' && caller.readOnly !== undefined) throw forbidden(caller.readOnly);
   if (!grant.permissions.includes(permission)) {
     throw forbidden(`This API token's storage grant lacks the \`${permission}\` permission`);
   }

@@ -1,4 +1,5 @@
 import { DEFAULT_CANCEL_GRACE_MS } from '@drover/shared';
+import { requirePermission } from '../orgs/permissions.js';
 import { AppError, notFound } from '../../errors.js';
 import { isoNow, type Clock } from '../../util/clock.js';
 import { userAction, type AuditLog } from '../audit/audit-log.js';
@@ -27,7 +28,7 @@ export interface CancelOutcome {
 /**
  * Cancelling a job (docs/jobs.md, "Cancellation"): the one way in for every caller (the
  * dashboard's `POST /v1/jobs/:id/cancel` today, chat commands later). A member of the job's
- * organization may cancel it; a job of another organization is not found. The rule itself
+ * organization whose role may cancel jobs (not a viewer: 403) may cancel it; a job of another organization is not found. The rule itself
  * (`planCancel` in job-state.ts) is decided inside the write, so a cancel racing the agent's own
  * finish has one winner: a cancel that lost is 409, a result that lost is taken as a repeat.
  * After the commit the agent's stream gets a `cancel` event, a job that ended wakes the sync
@@ -39,7 +40,9 @@ export class JobCancelService {
   async cancel(actor: { userId: string }, jobId: string): Promise<CancelOutcome> {
     const { repos, audit } = this.deps;
     const found = await repos.jobs.findById(jobId);
-    if (!found || !(await repos.orgs.roleOf(found.orgId, actor.userId))) throw notFound('Job');
+    const role = found ? await repos.orgs.roleOf(found.orgId, actor.userId) : null;
+    if (!found || !role) throw notFound('Job');
+    requirePermission(role, 'jobs.cancel');
     const result = await this.cancelJob(found);
     if (result.outcome === 'not_found') throw notFound('Job');
     const { job } = result;

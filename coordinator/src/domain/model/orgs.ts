@@ -1,5 +1,6 @@
-export type Role = 'owner' | 'member';
-export const ROLES: readonly Role[] = ['owner', 'member'];
+import type { Role } from '@drover/shared';
+
+export { ROLES, type Role } from '@drover/shared';
 
 export interface Org {
   id: string;
@@ -28,6 +29,8 @@ export interface OrgRepository {
   /** Creates the organization with `ownerId` as its owner, in one transaction. */
   create(org: Org, ownerId: string): Promise<void>;
   findById(id: string): Promise<Org | null>;
+  /** The organization of this exact name; the oldest when several have it. */
+  findByName(name: string): Promise<Org | null>;
   listForUser(userId: string): Promise<OrgWithRole[]>;
   roleOf(orgId: string, userId: string): Promise<Role | null>;
   listMembers(orgId: string): Promise<Member[]>;

@@ -1,4 +1,5 @@
 import type { AgentRepository } from './agents.js';
+import type { OidcStateRepository } from './oidc-states.js';
 import type { ApiTokenRepository } from './api-tokens.js';
 import type { ApplicationRepository } from './applications.js';
 import type { AuditRepository } from './audit.js';
@@ -46,6 +47,7 @@ export interface Repositories {
   cronOccurrences: CronOccurrenceRepository;
   enrollmentTokens: EnrollmentTokenRepository;
   jobs: JobRepository;
+  oidcStates: OidcStateRepository;
   orgs: OrgRepository;
   serverSecrets: ServerSecretRepository;
   signedOutSessions: SignedOutSessionRepository;

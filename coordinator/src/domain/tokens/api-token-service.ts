@@ -5,6 +5,8 @@ import { isoNow, type Clock } from '../../util/clock.js';
 import { issueToken, parseIssueRequest, type IssueRequest } from './api-tokens.js';
 import { userAction, type AuditLog, type UserActor } from '../audit/audit-log.js';
 import { checkGrantTargets } from './scopes.js';
+import type { Role } from '../model/orgs.js';
+import { requirePermission } from '../orgs/permissions.js';
 
 /** What the audit log keeps of a token: never the plaintext, the hash or the hint. */
 const auditView = (token: ApiToken) => ({
@@ -53,10 +55,14 @@ export class ApiTokenService {
     return { token: issued.token, plaintext: issued.plaintext };
   }
 
-  /** Revokes a token; revoking it again answers the same token, and only the first is audited. */
-  async revoke(actor: UserActor, tokenId: string): Promise<ApiToken> {
+  /**
+   * Revokes a token; revoking it again answers the same token, and only the first is audited.
+   * One's own token any role that issues tokens may revoke; another member's, only an owner (403).
+   */
+  async revoke(actor: UserActor & { role: Role }, tokenId: string): Promise<ApiToken> {
     const { repos, audit, clock } = this.deps;
     const before = await this.get(actor, tokenId);
+    if (before.userId !== actor.userId) requirePermission(actor.role, 'api_tokens.revoke_any');
     const revoked = await repos.apiTokens.revoke(actor.orgId, before.id, isoNow(clock));
     if (!revoked) throw notFound('API token');
     if (before.revokedAt === null) {

@@ -1,4 +1,6 @@
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
+import { roleWithArticle } from '@drover/shared';
+import { can } from '../orgs/permissions.js';
 import type { Trigger, TriggerType } from '../model/triggers.js';
 import { AppError, conflict, describeValue, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
 import { findGrant } from '../tokens/grants.js';
@@ -29,7 +31,12 @@ const WORKFLOW_NAME = new RegExp(WORKFLOW_NAME_PATTERN);
  * The trigger ids the token may run; a token without a trigger grant is 403, checked before the
  * trigger is looked up (docs/trigger-runs.md, "Status codes").
  */
-export function requireTriggerGrant(token: Pick<AuthenticatingApiToken, 'scopes'>): readonly string[] {
+export function requireTriggerGrant(token: Pick<AuthenticatingApiToken, 'scopes' | 'issuerRole'>): readonly string[] {
+  if (token.issuerRole !== null && !can(token.issuerRole, 'triggers.run')) {
+    throw forbidden(
+      `The API token's issuer is ${roleWithArticle(token.issuerRole)} of the organization: its tokens run no triggers`,
+    );
+  }
   const grant = findGrant(token.scopes, 'trigger');
   if (!grant) throw forbidden('This API token has no trigger grant; it cannot run triggers');
   return grant.triggerIds;

@@ -1,4 +1,6 @@
 import type { AuthenticatingApiToken } from '../model/api-tokens.js';
+import { roleWithArticle } from '@drover/shared';
+import { can } from '../orgs/permissions.js';
 import type { ChatOrigin, JobSource } from '../model/jobs.js';
 import type { Role } from '../model/orgs.js';
 import type { RateLimits } from '../model/rate-limits.js';
@@ -42,7 +44,7 @@ export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
     runsTypes: TOKEN_RUNNABLE_TRIGGER_TYPES,
     auditActor: { actorType: 'api_token', actorId: token.id },
     forceDenied:
-      token.issuerRole === 'owner'
+      token.issuerRole !== null && can(token.issuerRole, 'runs.force')
         ? null
         : "A forced run needs the owner role; the API token's issuer is not an owner of the organization",
     apiTokenId: token.id,
@@ -57,15 +59,16 @@ export function apiTokenActor(token: AuthenticatingApiToken): RunActor {
 /**
  * A member of the trigger's organization running it by hand (`POST
  * /v1/orgs/:orgId/triggers/:id/run`): no token, so no token limits; the workflow's apply. Any
- * member may run, an owner may force; the run may be given any active file of the organization.
+ * member whose role may run triggers (not a viewer: the route refuses them) may run, an owner may force; the run may be given any active file of the organization.
  */
 export function userActor(user: UserActor & { role: Role }): RunActor {
   return {
     source: 'manual',
     runsTypes: null,
     auditActor: { actorType: 'user', actorId: user.userId },
-    forceDenied:
-      user.role === 'owner' ? null : 'A forced run needs the owner role; you are a member of the organization',
+    forceDenied: can(user.role, 'runs.force')
+      ? null
+      : `A forced run needs the owner role; you are ${roleWithArticle(user.role)} of the organization`,
     apiTokenId: null,
     userId: user.userId,
     limits: null,

@@ -1,7 +1,8 @@
 import { isUuid } from '../../util/ids.js';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { requirePermission, type Action } from '../../domain/orgs/permissions.js';
 import type { Role } from '../../domain/model/orgs.js';
-import { forbidden, notFound, unauthorized } from '../../errors.js';
+import { notFound, unauthorized } from '../../errors.js';
 import { API_TOKEN_PREFIX } from '@drover/shared';
 import { bearerToken } from './bearer.js';
 import { refuseCrossSiteChange } from './cross-site.js';
@@ -48,19 +49,58 @@ async function authenticate(request: FastifyRequest): Promise<SessionUser> {
 }
 
 /**
- * A signed-in user's access to an organization. Someone who is not a member gets 404 (the
- * organization's existence does not leak); a member calling an owner-only endpoint gets 403.
+ * A signed-in user's access to the organization of the path, for the action the route declares
+ * (`config.action`; a route that declares none reads: `org.read`). Someone who is not a member
+ * gets 404 (the organization's existence does not leak); a member whose role may not take the
+ * action gets 403 (domain/orgs/permissions.ts). The management group checks it in
+ * `preValidation` (`orgAccessHook`), before the body is validated, and the handler's call returns
+ * the same answer.
  */
-export async function requireOrgRole(
-  request: FastifyRequest,
-  orgId: string,
-  needs: 'member' | 'owner' = 'member',
-): Promise<OrgAccess> {
+export function requireOrgRole(request: FastifyRequest, orgId: string): Promise<OrgAccess> {
+  let answers = orgAnswers.get(request);
+  if (!answers) orgAnswers.set(request, (answers = new Map()));
+  let answer = answers.get(orgId);
+  if (!answer) {
+    answer = orgAccess(request, orgId, request.routeOptions.config.action ?? 'org.read');
+    answers.set(orgId, answer);
+  }
+  return answer;
+}
+
+const orgAnswers = new WeakMap<FastifyRequest, Map<string, Promise<OrgAccess>>>();
+
+async function orgAccess(request: FastifyRequest, orgId: string, action: Action): Promise<OrgAccess> {
   const session = await requireSession(request);
   // Checked before its schema is (refusal order, refusal-order.ts): a value no organization's id
   // can have finds none, without asking the database (PostgreSQL refuses some, such as a NUL).
   const role = isUuid(orgId) ? await request.server.ctx.repos.orgs.roleOf(orgId, session.userId) : null;
   if (!role) throw notFound('Organization');
-  if (needs === 'owner' && role !== 'owner') throw forbidden('Only an owner of the organization can do this');
+  requirePermission(role, action);
   return { ...session, orgId, role };
+}
+
+/**
+ * The management group's check of every route under `/orgs/:orgId`: the caller's role takes
+ * the route's action, before its body is validated. A route that changes something must declare
+ * its action: registering one without is a programming error, refused at start.
+ */
+export function orgAccessHook(group: FastifyInstance): void {
+  group.addHook('onRoute', (route) => {
+    if (!route.url.includes('/orgs/:orgId')) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (route.config?.action === undefined && methods.some((m) => m !== 'GET' && m !== 'HEAD')) {
+      throw new Error(`${methods.join(',')} ${route.url} changes something: declare its action (config.action)`);
+    }
+    const check = async (request: FastifyRequest) => {
+      await requireOrgRole(request, (request.params as { orgId: string }).orgId);
+    };
+    route.preValidation = [check, ...(route.preValidation === undefined ? [] : [route.preValidation].flat())];
+  });
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What the route does in an organization, which the caller's role must allow (domain/orgs/permissions.ts). */
+    action?: Action;
+  }
 }

@@ -82,6 +82,15 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.orgs.findMember(orgId, newId())).toBeNull();
   });
 
+  it('finds an organization by its exact name, the oldest of several', async () => {
+    const owner = await user('names@example.test');
+    const first = newId();
+    await t.repos.orgs.create({ id: first, name: 'Platform', createdAt: AT }, owner);
+    await t.repos.orgs.create({ id: newId(), name: 'Platform', createdAt: later(1) }, owner);
+    expect((await t.repos.orgs.findByName('Platform'))?.id).toBe(first);
+    expect(await t.repos.orgs.findByName('platform')).toBeNull();
+  });
+
   it('keeps the last owner, also when two owners are demoted at once from two coordinators', async () => {
     const [a, b] = [await user('a@example.test'), await user('b@example.test')];
     const orgId = newId();
@@ -264,6 +273,29 @@ describe.each(DATABASES)('server secrets, signed-out sessions and enrollment tok
     await t.repos.signedOutSessions.add('s2', later(5000), later(2000));
     expect(await t.repos.signedOutSessions.has('s1')).toBe(false);
     expect(await t.repos.signedOutSessions.has('s2')).toBe(true);
+  });
+
+  it('uses a single sign-on state once, before it expires, whichever coordinator asks; forgets expired ones', async () => {
+    const state = {
+      stateHash: 'a'.repeat(64),
+      browserHash: 'b'.repeat(64),
+      nonce: 'n',
+      codeVerifier: 'v',
+      nextPath: '/orgs',
+      createdAt: AT,
+      expiresAt: later(600_000),
+    };
+    await t.repos.oidcStates.add(state);
+    const both = await Promise.all([
+      t.repos.oidcStates.consume(state.stateHash, later(1)),
+      t.other.oidcStates.consume(state.stateHash, later(1)),
+    ]);
+    expect(both.filter(Boolean)).toEqual([state]);
+    await t.repos.oidcStates.add({ ...state, stateHash: 'c'.repeat(64) });
+    expect(await t.repos.oidcStates.consume('c'.repeat(64), later(600_000))).toBeNull();
+    await t.repos.oidcStates.add({ ...state, stateHash: 'd'.repeat(64), createdAt: later(700_000) });
+    const left = await t.rows<{ state_hash: string }>('SELECT state_hash FROM oidc_states');
+    expect(left.map((r) => r.state_hash)).toEqual(['d'.repeat(64)]);
   });
 });
 

@@ -40,10 +40,20 @@ function refusal(fn: () => unknown): AppError {
 
 describe('trigger grants', () => {
   it('refuses a token without a trigger grant', () => {
-    expect(refusal(() => requireTriggerGrant({ scopes: [{ type: 'agent', agentIds: ['a1'] }] })).code).toBe(
-      'forbidden',
+    expect(
+      refusal(() => requireTriggerGrant({ scopes: [{ type: 'agent', agentIds: ['a1'] }], issuerRole: 'member' })).code,
+    ).toBe('forbidden');
+    expect(requireTriggerGrant({ scopes: [{ type: 'trigger', triggerIds: ['t1'] }], issuerRole: 'member' })).toEqual([
+      't1',
+    ]);
+  });
+
+  it('refuses any run by a token whose issuer is a viewer, whatever its grant', () => {
+    const grant = { scopes: [{ type: 'trigger' as const, triggerIds: ['t1'] }] };
+    expect(requireTriggerGrant({ ...grant, issuerRole: 'operator' })).toEqual(['t1']);
+    expect(refusal(() => requireTriggerGrant({ ...grant, issuerRole: 'viewer' })).message).toBe(
+      "The API token's issuer is a viewer of the organization: its tokens run no triggers",
     );
-    expect(requireTriggerGrant({ scopes: [{ type: 'trigger', triggerIds: ['t1'] }] })).toEqual(['t1']);
   });
 
   it('refuses a trigger the grant does not list', () => {

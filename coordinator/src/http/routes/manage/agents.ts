@@ -71,6 +71,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
   app.patch<{ Params: AgentParams; Body: { name?: string; labels?: Record<string, string> } }>(
     '/orgs/:orgId/agents/:agentId',
     {
+      config: { action: 'agents.edit' },
       schema: {
         operationId: 'updateAgent',
         summary: "Rename an agent, or replace the operators' labels of it (docs/fleets.md)",
@@ -87,7 +88,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
           },
           examples: [{ name: 'edge-lab-01' }, { labels: { site: 'munich', role: 'gateway' } }],
         },
-        response: { 200: AgentSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: AgentSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request) => {
@@ -125,9 +126,11 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
   app.delete<{ Params: AgentParams }>(
     '/orgs/:orgId/agents/:agentId',
     {
+      config: { action: 'agents.revoke' },
       schema: {
         operationId: 'revokeAgent',
-        summary: 'Revoke an agent (owner): its signatures are refused and its stream closed; returns the revoked agent',
+        summary:
+          'Revoke an agent (owner, operator): its signatures are refused and its stream closed; returns the revoked agent',
         tags: ['dashboard'],
         params: agentParams,
         querystring: noQuery,
@@ -135,7 +138,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
       const before = await app.ctx.repos.agents.findInOrg(orgId, request.params.agentId);
       if (!before) throw notFound('Agent');
       if (before.status === 'revoked') return before; // idempotent: nothing more to do or record

@@ -147,6 +147,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { orgId: string }; Body: IssueRequest }>(
     '/orgs/:orgId/api-tokens',
     {
+      config: { action: 'api_tokens.issue' },
       schema: {
         operationId: 'issueApiToken',
         summary: 'Issue an API token; the plaintext is returned this once',
@@ -154,7 +155,7 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
         params: orgParams,
         querystring: noQuery,
         body: IssueBody,
-        response: { 201: IssuedApiTokenSchema, ...errorResponses(401, 404, 422) },
+        response: { 201: IssuedApiTokenSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request, reply) => {
@@ -181,13 +182,14 @@ export async function apiTokenRoutes(app: FastifyInstance): Promise<void> {
   app.delete<{ Params: TokenParams }>(
     '/orgs/:orgId/api-tokens/:tokenId',
     {
+      config: { action: 'api_tokens.issue' },
       schema: {
         operationId: 'revokeApiToken',
         summary: 'Revoke an API token; it stays listed with revokedAt',
         tags: ['dashboard'],
         params: tokenParams,
         querystring: noQuery,
-        response: { 200: ApiTokenSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: ApiTokenSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request) => apiTokens.revoke(await requireOrgRole(request, request.params.orgId), request.params.tokenId),

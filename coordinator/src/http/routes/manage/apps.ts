@@ -62,6 +62,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { orgId: string }; Body: CreateAppInput }>(
     '/orgs/:orgId/apps',
     {
+      config: { action: 'apps.edit' },
       schema: {
         operationId: 'createApp',
         summary: 'Create an application (its slug is unique within the organization)',
@@ -80,7 +81,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
             releaseKeys: releaseKeysBody,
           },
         },
-        response: { 201: AppSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 201: AppSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -119,6 +120,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: AppParams; Body: AppChange }>(
     '/orgs/:orgId/apps/:appId',
     {
+      config: { action: 'apps.edit' },
       schema: {
         operationId: 'updateApp',
         summary:
@@ -160,7 +162,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
             { notify: { provider: 'slack', teamId: 'T0123', channelId: 'C0456' } },
           ],
         },
-        response: { 200: AppUpdateSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 200: AppUpdateSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request) => {
@@ -222,6 +224,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
   app.delete<{ Params: AppParams }>(
     '/orgs/:orgId/apps/:appId',
     {
+      config: { action: 'apps.delete' },
       schema: {
         operationId: 'deleteApp',
         summary: 'Delete an application with its releases and device bindings (owner)',
@@ -232,7 +235,7 @@ export async function appRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const caller = await requireOrgRole(request, request.params.orgId, 'owner');
+      const caller = await requireOrgRole(request, request.params.orgId);
       const deleted = await deleteApp(ctx, caller.orgId, request.params.appId);
       await audit.record(userAction(caller, 'app.delete', 'application', deleted.id, { slug: deleted.slug }));
       return reply.code(204).send();

@@ -31,6 +31,7 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { orgId: string }; Querystring: AuditQuerystring }>(
     '/orgs/:orgId/audit',
     {
+      config: { action: 'audit.read' },
       schema: {
         operationId: 'listAuditEntries',
         summary: 'Audit entries of an organization (owner), newest first; next page cursor in the x-next-cursor header',
@@ -57,7 +58,7 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { orgId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const { orgId } = await requireOrgRole(request, request.params.orgId);
       const { limit, cursor, createdAfter, createdBefore, ...filters } = request.query;
       const before = parseCursor(cursor);
       const range = createdRange(createdAfter, createdBefore);

@@ -3,6 +3,7 @@ import { JOB_STATUSES } from '@drover/shared';
 import { BATCH_STATUSES } from '../../../domain/model/batches.js';
 import { notFound } from '../../../errors.js';
 import { requireOrgRole, requireSession } from '../../auth/session.js';
+import { requirePermission, type Action } from '../../../domain/orgs/permissions.js';
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import { emptyBody, errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
@@ -101,10 +102,17 @@ export const BatchDetailSchema = named('BatchDetail', {
 } as const);
 
 /** The batch's organization, for a member of it; 404 for anyone else, as for an unknown batch. */
-async function batchOrg(app: FastifyInstance, request: FastifyRequest, batchId: string): Promise<string> {
+async function batchOrg(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  batchId: string,
+  action: Action = 'org.read',
+): Promise<string> {
   const { userId } = await requireSession(request);
   const batch = await app.ctx.repos.batches.findById(batchId);
-  if (!batch || !(await app.ctx.repos.orgs.roleOf(batch.orgId, userId))) throw notFound('Batch');
+  const role = batch ? await app.ctx.repos.orgs.roleOf(batch.orgId, userId) : null;
+  if (!batch || !role) throw notFound('Batch');
+  requirePermission(role, action);
   return batch.orgId;
 }
 
@@ -202,12 +210,12 @@ export async function batchRoutes(app: FastifyInstance): Promise<void> {
         tags: ['dashboard'],
         params: idParams('id'),
         body: emptyBody,
-        response: { 200: BatchDetailSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: BatchDetailSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request) => {
       const { userId } = await requireSession(request);
-      const orgId = await batchOrg(app, request, request.params.id);
+      const orgId = await batchOrg(app, request, request.params.id, 'jobs.cancel');
       return app.ctx.batches.cancel({ orgId, userId }, request.params.id);
     },
   );

@@ -108,6 +108,7 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
   app.post<{ Params: { orgId: string; provider: ChatProvider }; Body: null | Record<string, never> }>(
     '/orgs/:orgId/chat-integrations/:provider/connect',
     {
+      config: { action: 'chat.integrations' },
       schema: {
         operationId: 'connectChatWorkspace',
         summary:
@@ -136,7 +137,7 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request, reply) => {
-      const access = await requireOrgRole(request, request.params.orgId, 'owner');
+      const access = await requireOrgRole(request, request.params.orgId);
       const { browserKey, ...started } = await chat().connect(
         access,
         request.params.provider,
@@ -221,6 +222,7 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
   app.delete<{ Params: { orgId: string; integrationId: string } }>(
     '/orgs/:orgId/chat-integrations/:integrationId',
     {
+      config: { action: 'chat.integrations' },
       schema: {
         operationId: 'disconnectChatWorkspace',
         summary: 'Disconnect a workspace (owner); its chat triggers stop firing; answers it as it was',
@@ -231,7 +233,7 @@ export async function chatIntegrationRoutes(app: FastifyInstance): Promise<void>
       },
     },
     async (request) => {
-      const access = await requireOrgRole(request, request.params.orgId, 'owner');
+      const access = await requireOrgRole(request, request.params.orgId);
       return chat().disconnect(access, request.params.integrationId);
     },
   );

@@ -49,6 +49,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: AppParams; Body: { agentIds: string[]; channel?: string } }>(
     '/orgs/:orgId/apps/:appId/devices',
     {
+      config: { action: 'apps.edit' },
       schema: {
         operationId: 'bindDevice',
         summary: 'Bind agents to the application (all or none); each is evaluated at once',
@@ -65,7 +66,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
             channel: { ...channelSchema, description: "default: the application's default channel" },
           },
         },
-        response: { 201: listOf(BindingSchema), ...errorResponses(401, 404, 409, 422) },
+        response: { 201: listOf(BindingSchema), ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -107,6 +108,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: DeviceParams; Body: { channel: string } }>(
     '/orgs/:orgId/apps/:appId/devices/:deviceId',
     {
+      config: { action: 'apps.edit' },
       schema: {
         operationId: 'updateDevice',
         summary: "Change a binding's channel; it is re-evaluated at once",
@@ -120,7 +122,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
           properties: { channel: channelSchema },
           examples: [{ channel: 'beta' }],
         },
-        response: { 200: BindingSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: BindingSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request) => {
@@ -140,13 +142,14 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
   app.delete<{ Params: DeviceParams }>(
     '/orgs/:orgId/apps/:appId/devices/:deviceId',
     {
+      config: { action: 'apps.edit' },
       schema: {
         operationId: 'unbindDevice',
         summary: 'Remove a device binding (a pending update job of it is cancelled)',
         tags: ['dashboard'],
         params: deviceParams,
         querystring: noQuery,
-        response: { 204: noContent, ...errorResponses(401, 404, 422) },
+        response: { 204: noContent, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request, reply) => {
@@ -163,6 +166,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: DeviceParams }>(
     '/orgs/:orgId/apps/:appId/devices/:deviceId/reconcile',
     {
+      config: { action: 'apps.edit' },
       schema: {
         operationId: 'reconcileDevice',
         summary: 'Re-evaluate a binding now (failures and postponement forgotten); answers the binding',
@@ -170,7 +174,7 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
         params: deviceParams,
         querystring: noQuery,
         body: emptyBody,
-        response: { 200: BindingSchema, ...errorResponses(401, 404, 422) },
+        response: { 200: BindingSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request) => {

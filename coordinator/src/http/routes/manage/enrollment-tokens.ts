@@ -18,6 +18,7 @@ export async function enrollmentTokenRoutes(app: FastifyInstance): Promise<void>
   app.post<{ Params: { orgId: string }; Body: { name?: string; expiresInSeconds?: number } | null }>(
     '/orgs/:orgId/enrollment-tokens',
     {
+      config: { action: 'agents.enroll' },
       schema: {
         operationId: 'createEnrollmentToken',
         summary: 'Issue a single-use agent enrollment token (default lifetime 1 hour)',
@@ -50,7 +51,7 @@ export async function enrollmentTokenRoutes(app: FastifyInstance): Promise<void>
             },
             examples: [enrollmentTokenExample],
           },
-          ...errorResponses(401, 404, 422),
+          ...errorResponses(401, 403, 404, 422),
         },
       },
     },

@@ -52,12 +52,13 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
   app.post<OrgParams & { Body: PresignUploadInput }>(
     '/orgs/:orgId/files/presign-upload',
     {
+      config: { action: 'files.write' },
       schema: {
         ...common('presignOrgUpload', 'Create a pending file and get its presigned upload URL'),
         params: orgParams,
         querystring: noQuery,
         body: PresignUploadBodySchema,
-        response: { 201: PresignUploadResponseSchema, ...errorResponses(401, 404, 422) },
+        response: { 201: PresignUploadResponseSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
     async (request, reply) => {
@@ -69,12 +70,13 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
   app.post<FileParams & { Body: null | Record<string, never> }>(
     '/orgs/:orgId/files/:fileId/complete',
     {
+      config: { action: 'files.write' },
       schema: {
         ...common('completeOrgUpload', 'Confirm the upload: the file becomes active; no body'),
         params: fileParams,
         querystring: noQuery,
         body: emptyBody,
-        response: { 200: FileViewSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request) => {
@@ -118,6 +120,7 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
   app.delete<FileParams>(
     '/orgs/:orgId/files/:fileId',
     {
+      config: { action: 'files.write' },
       schema: {
         ...common(
           'deleteOrgFile',
@@ -125,7 +128,7 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
         ),
         params: fileParams,
         querystring: noQuery,
-        response: { 200: FileViewSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 200: FileViewSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request) => {

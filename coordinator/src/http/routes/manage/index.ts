@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { sessionHook } from '../../auth/session.js';
+import { orgAccessHook, sessionHook } from '../../auth/session.js';
 import { SESSION_SECURITY, withSecurity } from '../route-group.js';
 import { agentManagementRoutes } from './agents.js';
 import { apiTokenRoutes } from './api-tokens.js';
@@ -23,11 +23,13 @@ import { workflowManagementRoutes } from './workflows.js';
 
 /**
  * The management API (docs/management.md): every route needs a dashboard session, checked by this
- * group's `onRequest` hook before the body is read; the organization role is each route's.
+ * group's `onRequest` hook before the body is read; a route under `/orgs/:orgId` then needs the
+ * caller's role to allow the action it declares (`orgAccessHook`), before its body is validated.
  */
 export async function managementRoutes(app: FastifyInstance): Promise<void> {
   withSecurity(app, SESSION_SECURITY);
   app.addHook('onRequest', sessionHook);
+  orgAccessHook(app);
   await app.register(orgRoutes);
   await app.register(invitationRoutes);
   await app.register(enrollmentTokenRoutes);

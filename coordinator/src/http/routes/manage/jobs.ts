@@ -292,7 +292,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const { orgId } = await requireOrgRole(request, request.params.orgId, 'member');
+      const { orgId } = await requireOrgRole(request, request.params.orgId);
       const { limit, cursor, createdAfter, createdBefore, ...filters } = request.query;
       const beforeSeq = parseCursor(cursor);
       const range = createdRange(createdAfter, createdBefore);
@@ -330,7 +330,7 @@ export async function jobRoutes(app: FastifyInstance): Promise<void> {
             examples: [runningJobExample],
             description: 'The job is running: its agent was asked to stop it (`cancelRequestedAt`)',
           },
-          ...errorResponses(401, 404, 409, 422),
+          ...errorResponses(401, 403, 404, 409, 422),
         },
       },
     },

@@ -36,6 +36,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { orgId: string }; Body: { email: string; password?: string; role: Role } }>(
     '/orgs/:orgId/members',
     {
+      config: { action: 'members.manage' },
       schema: {
         operationId: 'inviteMember',
         summary: 'Invite someone to the organization (owner): they become a member when they accept',
@@ -61,7 +62,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      const actor = await requireOrgRole(request, request.params.orgId);
       return reply.code(201).send(await app.ctx.invitations.invite(actor, request.body));
     },
   );
@@ -69,6 +70,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
   app.get<{ Params: { orgId: string } }>(
     '/orgs/:orgId/invitations',
     {
+      config: { action: 'members.manage' },
       schema: {
         operationId: 'listInvitations',
         summary: "The organization's pending invitations (owner), newest first; those past their expiry as `expired`",
@@ -78,12 +80,13 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: listOf(InvitationSchema), ...errorResponses(401, 403, 404, 422) },
       },
     },
-    async (request) => app.ctx.invitations.listForOrg(await requireOrgRole(request, request.params.orgId, 'owner')),
+    async (request) => app.ctx.invitations.listForOrg(await requireOrgRole(request, request.params.orgId)),
   );
 
   app.delete<{ Params: { orgId: string; invitationId: string } }>(
     '/orgs/:orgId/invitations/:invitationId',
     {
+      config: { action: 'members.manage' },
       schema: {
         operationId: 'revokeInvitation',
         summary: 'Revoke a pending invitation (owner), expired or not; answers it revoked',
@@ -94,7 +97,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      const actor = await requireOrgRole(request, request.params.orgId);
       return app.ctx.invitations.revoke(actor, request.params.invitationId);
     },
   );
@@ -102,6 +105,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: { orgId: string; userId: string }; Body: { role: Role } }>(
     '/orgs/:orgId/members/:userId',
     {
+      config: { action: 'members.manage' },
       schema: {
         operationId: 'changeMemberRole',
         summary: "Change a member's role (owner); the last owner cannot be demoted",
@@ -119,7 +123,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      const actor = await requireOrgRole(request, request.params.orgId);
       return app.ctx.members.changeRole(actor, request.params.userId, request.body.role);
     },
   );
@@ -127,6 +131,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
   app.delete<{ Params: { orgId: string; userId: string } }>(
     '/orgs/:orgId/members/:userId',
     {
+      config: { action: 'members.manage' },
       schema: {
         operationId: 'removeMember',
         summary: 'Remove a member (owner); answers the member as it was; the last owner cannot be removed',
@@ -137,7 +142,7 @@ export async function memberRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const actor = await requireOrgRole(request, request.params.orgId, 'owner');
+      const actor = await requireOrgRole(request, request.params.orgId);
       return app.ctx.members.remove(actor, request.params.userId);
     },
   );

@@ -92,6 +92,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: { orgId: string }; Body: OrgPatchBody }>(
     '/orgs/:orgId',
     {
+      config: { action: 'org.retention' },
       schema: {
         operationId: 'updateOrg',
         summary: "Change the organization's retention (owner)",
@@ -106,7 +107,7 @@ export async function orgRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const { orgId, role, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const { orgId, role, userId } = await requireOrgRole(request, request.params.orgId);
       await app.ctx.retention.update(orgId, userId, request.body.retention);
       return orgView(orgId, role);
     },

@@ -67,6 +67,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: AppParams; Body: CreateReleaseInput }>(
     '/orgs/:orgId/apps/:appId/releases',
     {
+      config: { action: 'releases.publish' },
       schema: {
         operationId: 'createRelease',
         summary: 'Create a draft release of an artifact (a persistent, active stored file)',
@@ -102,7 +103,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
             },
           },
         },
-        response: { 201: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 201: ReleaseSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -140,6 +141,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: ReleaseParams; Body: DraftPatch }>(
     '/orgs/:orgId/apps/:appId/releases/:releaseId',
     {
+      config: { action: 'releases.publish' },
       schema: {
         operationId: 'updateRelease',
         summary: 'Change a draft release; a published or yanked release is immutable (409)',
@@ -152,7 +154,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
           properties: { version: versionSchema, channel: channelSchema, updatePolicy: policy, notes: notesSchema },
           examples: [{ updatePolicy: 'mandatory', notes: 'Fixes the start-up crash' }],
         },
-        response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 200: ReleaseSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request) => {
@@ -168,6 +170,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: ReleaseParams; Body: PublishBody | null }>(
     '/orgs/:orgId/apps/:appId/releases/:releaseId/publish',
     {
+      config: { action: 'releases.publish' },
       schema: {
         operationId: 'publishRelease',
         summary:
@@ -176,7 +179,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
         params: releaseParams,
         querystring: noQuery,
         body: PublishBodySchema,
-        response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 200: ReleaseSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request) => {
@@ -198,6 +201,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: ReleaseParams }>(
     '/orgs/:orgId/apps/:appId/releases/:releaseId/yank',
     {
+      config: { action: 'releases.publish' },
       schema: {
         operationId: 'yankRelease',
         summary:
@@ -206,7 +210,7 @@ export async function releaseRoutes(app: FastifyInstance): Promise<void> {
         params: releaseParams,
         querystring: noQuery,
         body: emptyBody,
-        response: { 200: ReleaseSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 200: ReleaseSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request) => {

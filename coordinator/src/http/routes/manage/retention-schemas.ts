@@ -1,3 +1,4 @@
+import { ROLES } from '../../../domain/model/orgs.js';
 import {
   DEFAULT_RETENTION,
   MAX_RETENTION_DAYS,
@@ -50,7 +51,7 @@ export const OrgViewSchema = named('OrgView', {
   properties: {
     id: uuid,
     name: { type: 'string' },
-    role: { type: 'string', enum: ['owner', 'member'] },
+    role: { type: 'string', enum: ROLES },
     createdAt: timestamp,
     retention,
   },

@@ -41,6 +41,7 @@ export async function rolloutRoutes(app: FastifyInstance): Promise<void> {
     app.post<{ Params: ReleaseParams }>(
       `/orgs/:orgId/apps/:appId/releases/:releaseId/rollout/${move}`,
       {
+        config: { action: 'releases.publish' },
         schema: {
           operationId: `${move}Rollout`,
           summary: MOVES[move],
@@ -48,7 +49,7 @@ export async function rolloutRoutes(app: FastifyInstance): Promise<void> {
           params: releaseParams,
           querystring: noQuery,
           body: emptyBody,
-          response: { 200: RolloutSchema, ...errorResponses(401, 404, 409, 422) },
+          response: { 200: RolloutSchema, ...errorResponses(401, 403, 404, 409, 422) },
         },
       },
       async (request) => {

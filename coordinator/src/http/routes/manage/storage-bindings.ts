@@ -56,6 +56,7 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
   app.post<{ Params: { orgId: string }; Body: StorageBindingInput }>(
     '/orgs/:orgId/storage-bindings',
     {
+      config: { action: 'storage.bindings' },
       schema: {
         operationId: 'createStorageBinding',
         summary: 'Create a storage binding (owner): backend local (no settings) or s3 (endpoint, bucket, region, keys)',
@@ -92,7 +93,7 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
       },
     },
     async (request, reply) => {
-      const caller = await requireOrgRole(request, request.params.orgId, 'owner');
+      const caller = await requireOrgRole(request, request.params.orgId);
       const binding = await createStorageBinding(app.ctx.repos, caller.orgId, request.body, isoNow(app.ctx.clock));
       await app.ctx.audit.record(
         userAction(caller, 'storage_binding.create', 'storage_binding', binding.id, {
@@ -128,6 +129,7 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
   app.delete<{ Params: BindingParams }>(
     '/orgs/:orgId/storage-bindings/:bindingId',
     {
+      config: { action: 'storage.bindings' },
       schema: {
         operationId: 'deleteStorageBinding',
         summary:
@@ -139,7 +141,7 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
       },
     },
     async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
       const binding = await deleteStorageBinding(app.ctx.repos, orgId, request.params.bindingId, isoNow(app.ctx.clock));
       const metadata = { name: binding.name, backend: binding.backend };
       await app.ctx.audit.record(

@@ -32,7 +32,7 @@ export async function triggerRunByHandRoutes(app: FastifyInstance): Promise<void
     {
       onRequest: identifyCaller,
       preValidation: defaultRunBody,
-      config: batchAnswers,
+      config: { ...batchAnswers, action: 'triggers.run' },
       schema: {
         operationId: 'runTriggerByHand',
         summary: 'Run a trigger by hand: the public run, as a member (an owner may force); the workflow limits apply',

@@ -238,6 +238,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
   app.post<{ Params: { orgId: string }; Body: TriggerInput }>(
     '/orgs/:orgId/triggers',
     {
+      config: { action: 'triggers.edit' },
       schema: {
         operationId: 'createTrigger',
         summary: 'Create a trigger (webhook, cron, slack or discord)',
@@ -251,7 +252,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
           properties: configProperties,
           examples: [createTriggerBodyExample],
         },
-        response: { 201: TriggerSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 201: TriggerSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -310,6 +311,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
   app.patch<{ Params: TriggerParams; Body: TriggerInput }>(
     '/orgs/:orgId/triggers/:triggerId',
     {
+      config: { action: 'triggers.edit' },
       schema: {
         operationId: 'updateTrigger',
         summary: 'Change any subset of a trigger; the result is validated as a whole',
@@ -322,7 +324,7 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
           properties: configProperties,
           examples: [{ cronExpression: '30 2 * * 1-5', cronEnabled: false }],
         },
-        response: { 200: TriggerSchema, ...errorResponses(401, 404, 409, 422) },
+        response: { 200: TriggerSchema, ...errorResponses(401, 403, 404, 409, 422) },
       },
     },
     async (request) =>
@@ -332,16 +334,16 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
   app.delete<{ Params: TriggerParams }>(
     '/orgs/:orgId/triggers/:triggerId',
     {
+      config: { action: 'triggers.delete' },
       schema: {
         operationId: 'deleteTrigger',
-        summary: 'Delete a trigger (owner); answers it as it was; it is never found again',
+        summary: 'Delete a trigger (owner, operator); answers it as it was; it is never found again',
         tags: ['dashboard'],
         params: triggerParams,
         querystring: noQuery,
         response: { 200: TriggerSchema, ...errorResponses(401, 403, 404, 422) },
       },
     },
-    async (request) =>
-      triggers.remove(await requireOrgRole(request, request.params.orgId, 'owner'), request.params.triggerId),
+    async (request) => triggers.remove(await requireOrgRole(request, request.params.orgId), request.params.triggerId),
   );
 }

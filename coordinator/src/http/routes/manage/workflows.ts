@@ -81,6 +81,7 @@ export async function workflowManagementRoutes(app: FastifyInstance): Promise<vo
   app.patch<{ Params: WorkflowParams; Body: WorkflowLimitsPatch }>(
     '/orgs/:orgId/workflows/:workflowId',
     {
+      config: { action: 'workflows.limits' },
       schema: {
         operationId: 'updateWorkflowLimits',
         summary: "Set a workflow's rate limits (owner); keys left out keep their value, null removes a limit",
@@ -98,7 +99,7 @@ export async function workflowManagementRoutes(app: FastifyInstance): Promise<vo
       },
     },
     async (request) => {
-      const { orgId, userId } = await requireOrgRole(request, request.params.orgId, 'owner');
+      const { orgId, userId } = await requireOrgRole(request, request.params.orgId);
       const { workflow, previous } = await updateWorkflowLimits(
         app.ctx.repos,
         orgId,

@@ -1,0 +1,295 @@
+import { randomBytes } from 'node:crypto';
+import * as oidc from 'openid-client';
+import type { Logger } from 'pino';
+import { ROLES, type Role } from '@drover/shared';
+import type { OidcConfig, RoleMapping } from '../../config/sign-in-config.js';
+import type { Repositories } from '../model/repositories.js';
+import { AppError, validationFailed } from '../../errors.js';
+import { isoAt, type Clock } from '../../util/clock.js';
+import { newId } from '../../util/ids.js';
+import { hashBearerSecret } from '../../util/secrets.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import type { SessionService } from './sessions.js';
+
+/** How long a sign-in at the provider may take, from the redirect to the callback. */
+export const OIDC_STATE_TTL_MS = 10 * 60_000;
+/** What an SSO-made account stores as its password hash: no password ever matches it. */
+export const NO_PASSWORD = '!sso';
+const BROWSER_KEY = /^[A-Za-z0-9_-]{43}$/;
+
+export interface OidcStart {
+  /** The provider's authorization endpoint, with the request's parameters. */
+  url: string;
+  /** The key for the browser's sign-in cookie (the one it held, or a new one). */
+  browserKey: string;
+}
+
+export interface OidcSignedIn {
+  token: string;
+  expiresAt: string;
+  /** The dashboard path to go to. */
+  next: string;
+}
+
+const failed = (why: string) => new AppError('sso_failed', `Single sign-on did not complete: ${why}`);
+
+/**
+ * `next` when it is a path of this origin (`/orgs/…`), else a 422: never another site, a
+ * scheme-relative `//host`, or a backslash a browser reads as `/`.
+ */
+export function sameOriginPath(next: string | undefined): string {
+  if (next === undefined || next === '') return '/';
+  const base = 'http://drover.invalid';
+  let url: URL | null = null;
+  try {
+    url = new URL(next, base);
+  } catch {
+    url = null;
+  }
+  if (!next.startsWith('/') || next.startsWith('//') || next.includes('\\') || url === null || url.origin !== base) {
+    throw validationFailed([
+      { path: 'query.next', message: `expected a path of this site, starting with one /, got \`${next}\`` },
+    ]);
+  }
+  return `${url.pathname}${url.search}${url.hash}`;
+}
+
+/**
+ * Sign-in with an OpenID Connect provider (docs/sso.md): the authorization code flow with PKCE
+ * (S256), its `state` single use and bound to the browser that started it (a cookie's key),
+ * valid ten minutes; the ID token checked by openid-client (signature by the provider's JWKS,
+ * issuer, audience, expiry, nonce). The user is found or created by the verified email, put in
+ * the organizations the role map names for their groups, and given the same session as a
+ * password sign-in.
+ */
+export class OidcSignInService {
+  private configuration: Promise<oidc.Configuration> | null = null;
+
+  constructor(
+    private readonly deps: {
+      config: OidcConfig;
+      repos: Pick<Repositories, 'oidcStates' | 'users' | 'orgs'>;
+      sessions: SessionService;
+      audit: AuditLog;
+      clock: Clock;
+      logger: Logger;
+      /** The coordinator's public URL, read at each call (known only once listening). */
+      publicUrl: () => string;
+    },
+  ) {}
+
+  redirectUri(): string {
+    return `${this.deps.publicUrl()}/v1/auth/oidc/callback`;
+  }
+
+  /** The provider's metadata, read once (again after a failure) from its discovery document. */
+  private provider(): Promise<oidc.Configuration> {
+    if (!this.configuration) {
+      const { issuer, clientId, clientSecret } = this.deps.config;
+      const url = new URL(issuer);
+      const insecure = url.protocol === 'http:'; // the loopback only: the config loader allows no other
+      this.configuration = oidc
+        .discovery(
+          url,
+          clientId,
+          { redirect_uris: [this.redirectUri()], response_types: ['code'] },
+          clientSecret === null ? oidc.None() : oidc.ClientSecretPost(clientSecret),
+          insecure ? { execute: [oidc.allowInsecureRequests] } : undefined,
+        )
+        .then((config) => {
+          // The ID token's signature is checked with the provider's keys (JWKS), not only trusted
+          // because it came over TLS from the token endpoint.
+          oidc.enableNonRepudiationChecks(config);
+          return config;
+        })
+        .catch((error: unknown) => {
+          this.configuration = null;
+          this.deps.logger.warn({ err: error, issuer }, 'OpenID provider discovery failed');
+          throw new AppError(
+            'unavailable',
+            `The OpenID provider at ${issuer} could not be reached or answered badly; try again later`,
+          );
+        });
+    }
+    return this.configuration;
+  }
+
+  async start(next: string | undefined, browserKey: string | null): Promise<OidcStart> {
+    const nextPath = sameOriginPath(next);
+    const config = await this.provider();
+    const key =
+      browserKey !== null && BROWSER_KEY.test(browserKey) ? browserKey : randomBytes(32).toString('base64url');
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const codeVerifier = oidc.randomPKCECodeVerifier();
+    const now = this.deps.clock.now();
+    await this.deps.repos.oidcStates.add({
+      stateHash: hashBearerSecret(state),
+      browserHash: hashBearerSecret(key),
+      nonce,
+      codeVerifier,
+      nextPath,
+      createdAt: isoAt(now),
+      expiresAt: isoAt(now + OIDC_STATE_TTL_MS),
+    });
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: this.redirectUri(),
+      scope: this.deps.config.scopes,
+      state,
+      nonce,
+      code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    });
+    return { url: url.href, browserKey: key };
+  }
+
+  /**
+   * Finishes the sign-in the provider sent the browser back from (`callback`: the full callback
+   * URL). The state is used up whatever happens next; every refusal is `401 sso_failed` saying why.
+   */
+  async finish(callback: URL, browserKey: string | null): Promise<OidcSignedIn> {
+    const { repos, clock, config: settings } = this.deps;
+    const state = callback.searchParams.get('state');
+    const stored = state ? await repos.oidcStates.consume(hashBearerSecret(state), isoAt(clock.now())) : null;
+    if (!stored) {
+      throw failed('this sign-in is unknown, was already used or took longer than ten minutes; sign in again');
+    }
+    if (browserKey === null || hashBearerSecret(browserKey) !== stored.browserHash) {
+      throw failed('it was started in another browser (or its cookie is gone); sign in again from this one');
+    }
+    const providerError = callback.searchParams.get('error');
+    if (providerError !== null) {
+      const description = callback.searchParams.get('error_description');
+      throw failed(`the provider answered ${providerError}${description ? ` (${description.slice(0, 200)})` : ''}`);
+    }
+    const config = await this.provider();
+    let claims: oidc.IDToken | undefined;
+    try {
+      const tokens = await oidc.authorizationCodeGrant(config, callback, {
+        pkceCodeVerifier: stored.codeVerifier,
+        expectedState: state!,
+        expectedNonce: stored.nonce,
+        idTokenExpected: true,
+      });
+      claims = tokens.claims();
+    } catch (error) {
+      this.deps.logger.warn(
+        { err: error, issuer: settings.issuer },
+        'single sign-on refused: the ID token or the code',
+      );
+      throw failed(`the provider's answer was refused (${describeOidcError(error)})`);
+    }
+    if (!claims) throw failed('the provider sent no ID token');
+    const email = typeof claims.email === 'string' ? claims.email.trim() : '';
+    if (email === '' || email.length > 320 || !email.includes('@')) {
+      throw failed('the ID token has no email; ask the provider to release the `email` claim (scope `email`)');
+    }
+    if (claims.email_verified !== true) throw failed(`the provider has not verified the email ${email}`);
+    const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+    if (settings.allowedDomains.length > 0 && !settings.allowedDomains.includes(domain)) {
+      throw failed(
+        `the email domain ${domain} is not allowed to sign in here (allowed: ${settings.allowedDomains.join(', ')})`,
+      );
+    }
+    const user = await this.userOf(email);
+    await this.applyRoleMap(user.id, email, groupsOf(claims[settings.groupsClaim]));
+    const session = await this.deps.sessions.issue(user.id, user.sessionGeneration);
+    return { ...session, next: stored.nextPath };
+  }
+
+  /** The user of this email, created on a first sign-in (with no password that could match). */
+  private async userOf(email: string): Promise<{ id: string; sessionGeneration: number }> {
+    const { users } = this.deps.repos;
+    const found = await users.findByEmail(email);
+    if (found) return found;
+    try {
+      await users.insert({ id: newId(), email, passwordHash: NO_PASSWORD, createdAt: isoAt(this.deps.clock.now()) });
+    } catch {
+      // Created meanwhile by another sign-in of the same person: read it below.
+    }
+    const created = await users.findByEmail(email);
+    if (!created) throw failed(`the account of ${email} could not be created`);
+    return created;
+  }
+
+  /**
+   * Puts the user in each organization the role map names for their groups, with the role it
+   * names (the highest when several groups name one organization): added, or moved to that role.
+   * Organizations the map does not name are left as they are. Each change is audited.
+   */
+  private async applyRoleMap(userId: string, email: string, groups: readonly string[]): Promise<void> {
+    const { repos, audit, clock, logger, config } = this.deps;
+    const wanted = new Map<string, { role: Role; group: string }>();
+    for (const group of groups) {
+      const mapping: RoleMapping | undefined = config.roleMap[group];
+      if (!mapping) continue;
+      const before = wanted.get(mapping.org);
+      if (!before || ROLES.indexOf(mapping.role) < ROLES.indexOf(before.role))
+        wanted.set(mapping.org, { role: mapping.role, group });
+    }
+    for (const [name, { role, group }] of wanted) {
+      const org = await repos.orgs.findByName(name);
+      if (!org) {
+        logger.warn({ org: name, group }, 'single sign-on: the role map names an organization that does not exist');
+        continue;
+      }
+      const actor = { orgId: org.id, userId };
+      const current = await repos.orgs.roleOf(org.id, userId);
+      const metadata = { email, via: 'sso', group };
+      if (current === null) {
+        if (await repos.orgs.addMember(org.id, userId, role, isoAt(clock.now()))) {
+          await audit.record({
+            ...userRecord(actor),
+            action: 'member.add',
+            targetType: 'user',
+            targetId: userId,
+            metadata: { ...metadata, role },
+          });
+        }
+      } else if (current !== role) {
+        const outcome = await repos.orgs.setRole(org.id, userId, role);
+        if (outcome === 'ok') {
+          await audit.record({
+            ...userRecord(actor),
+            action: 'member.update',
+            targetType: 'user',
+            targetId: userId,
+            metadata: { ...metadata, from: current, to: role },
+          });
+        } else {
+          logger.warn({ org: name, userId, outcome }, 'single sign-on: the role map could not change the role');
+        }
+      }
+    }
+  }
+}
+
+const userRecord = (actor: { orgId: string; userId: string }) => ({
+  orgId: actor.orgId,
+  actorType: 'user' as const,
+  actorId: actor.userId,
+});
+
+/** A groups claim as providers send it: an array of strings, or one string. */
+function groupsOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string');
+  return [];
+}
+
+/**
+ * What openid-client said, in a few words, for the refusal's message (never a token): the
+ * innermost error's code and message (`unexpected JWT "aud" (audience) claim value`), and the
+ * claim it is about.
+ */
+function describeOidcError(error: unknown): string {
+  let inner: unknown = error;
+  while (inner instanceof Error && inner.cause instanceof Error) inner = inner.cause;
+  if (!(inner instanceof Error)) return 'unknown error';
+  const code = (inner as { code?: unknown }).code;
+  const claim = (inner.cause as { claim?: unknown } | undefined)?.claim;
+  const words = inner.message.slice(0, 200);
+  return [typeof code === 'string' ? code : null, words, typeof claim === 'string' ? `claim ${claim}` : null]
+    .filter(Boolean)
+    .join(': ');
+}

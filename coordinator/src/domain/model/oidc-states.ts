@@ -1,0 +1,20 @@
+/** A single sign-on in progress (domain/auth/oidc-sign-in.ts): what its callback checks. */
+export interface OidcState {
+  /** SHA-256 (hex) of the `state` sent to the provider. */
+  stateHash: string;
+  /** SHA-256 (hex) of the key of the browser's sign-in cookie. */
+  browserHash: string;
+  nonce: string;
+  codeVerifier: string;
+  /** The dashboard path to go to once signed in. */
+  nextPath: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+export interface OidcStateRepository {
+  /** Stores a new state, forgetting those expired before its creation. */
+  add(state: OidcState): Promise<void>;
+  /** Uses up the state: returns it once, while it has not expired; null for an unknown, used or expired one. */
+  consume(stateHash: string, now: string): Promise<OidcState | null>;
+}

@@ -1,0 +1,153 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { OIDC_STATE_TTL_MS, type OidcSignInService } from '../../domain/auth/oidc-sign-in.js';
+import { AppError, notFound } from '../../errors.js';
+import { setSessionCookie } from '../auth/session-cookie.js';
+import { prefersHtml } from './dashboard/accepts-html.js';
+import { errorResponses } from '../schemas/common.js';
+import { named } from '../schemas/named.js';
+
+/**
+ * The browser's key for its single sign-on in progress: SameSite=Lax, so that the provider's
+ * redirect back (a top-level GET from its site) carries it; only the callback's path reads it.
+ */
+const OIDC_COOKIE = 'drover_oidc';
+const COOKIE_PATH = '/v1/auth/oidc';
+
+const SignInMethodsSchema = named('SignInMethods', {
+  type: 'object',
+  examples: [{ password: true, oidc: true }],
+  required: ['password', 'oidc'],
+  properties: {
+    password: { type: 'boolean', description: 'whether `POST /v1/auth/login` signs in' },
+    oidc: { type: 'boolean', description: 'whether single sign-on (`GET /v1/auth/oidc/start`) is set up' },
+  },
+} as const);
+
+const redirect = (description: string) => ({ type: 'null', description }) as const;
+
+function oidcOf(request: FastifyRequest): OidcSignInService {
+  const service = request.server.ctx.oidcSignIn;
+  if (!service) throw notFound('Single sign-on (not set up on this coordinator)');
+  return service;
+}
+
+/**
+ * A refusal, for a browser: back to the sign-in page with the message (`ssoError`); for any other
+ * client, the error as JSON.
+ */
+async function answerRefusal(request: FastifyRequest, reply: FastifyReply, error: unknown): Promise<FastifyReply> {
+  if (!(error instanceof AppError) || !prefersHtml(request)) throw error;
+  request.log.info({ code: error.code, reason: error.message }, 'single sign-on refused');
+  const page = new URLSearchParams({ ssoError: error.message });
+  return reply.redirect(`/login?${page.toString()}`, 303);
+}
+
+/** Single sign-on (docs/sso.md) and the sign-in methods the sign-in page offers. */
+export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
+  app.get(
+    '/auth/methods',
+    {
+      schema: {
+        operationId: 'getSignInMethods',
+        summary: 'The sign-in methods this coordinator offers (no credentials needed): passwords, single sign-on',
+        tags: ['dashboard'],
+        security: [],
+        querystring: { type: 'object', additionalProperties: false, properties: {} },
+        response: { 200: SignInMethodsSchema, ...errorResponses(422) },
+      },
+    },
+    async () => ({ password: app.ctx.config.signIn.password, oidc: app.ctx.oidcSignIn !== null }),
+  );
+
+  app.get<{ Querystring: { next?: string } }>(
+    '/auth/oidc/start',
+    {
+      schema: {
+        operationId: 'startOidcSignIn',
+        summary: 'Single sign-on: redirects the browser to the OpenID provider (authorization code flow with PKCE)',
+        description:
+          'Sets the short-lived cookie `drover_oidc` that binds the sign-in to this browser. `next` is the dashboard ' +
+          'path to go to once signed in (a path of this site; default `/`). 404 when single sign-on is not set up.',
+        tags: ['dashboard'],
+        security: [],
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { next: { type: 'string', maxLength: 2048 } },
+        },
+        response: {
+          302: redirect("to the provider's authorization endpoint"),
+          303: redirect('a browser, refused: to the sign-in page with `ssoError`'),
+          ...errorResponses(404, 422, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      try {
+        const started = await oidcOf(request).start(request.query.next, request.cookies[OIDC_COOKIE] ?? null);
+        void reply.setCookie(OIDC_COOKIE, started.browserKey, cookieOptions(request));
+        return reply.redirect(started.url, 302);
+      } catch (error) {
+        return answerRefusal(request, reply, error);
+      }
+    },
+  );
+
+  app.get<{ Querystring: Record<string, string> }>(
+    '/auth/oidc/callback',
+    {
+      schema: {
+        operationId: 'finishOidcSignIn',
+        summary:
+          "Single sign-on: where the provider sends the browser back; signs in and redirects to `next` (the provider's redirect URI)",
+        description:
+          "Verifies the ID token (signature by the provider's JWKS, issuer, audience, expiry, nonce), finds or creates " +
+          'the user by their verified email, applies the role map, sets the same session cookie as `POST ' +
+          '/v1/auth/login`, and redirects to the `next` given to the start. A refusal is `401 sso_failed` (a browser ' +
+          'is sent to the sign-in page with the message instead).',
+        tags: ['dashboard'],
+        security: [],
+        querystring: {
+          type: 'object',
+          // Providers add their own parameters (session_state, ...): kept, passed on as sent.
+          properties: {
+            code: { type: 'string', maxLength: 4096 },
+            state: { type: 'string', maxLength: 256 },
+            iss: { type: 'string', maxLength: 2048 },
+            error: { type: 'string', maxLength: 256 },
+            error_description: { type: 'string', maxLength: 2048 },
+          },
+        },
+        response: {
+          303: redirect('signed in: to `next`; or, for a browser, refused: to the sign-in page with `ssoError`'),
+          ...errorResponses(401, 404, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      try {
+        const service = oidcOf(request);
+        const query = request.raw.url?.split('?')[1] ?? '';
+        const callback = new URL(`${service.redirectUri()}?${query}`);
+        const signedIn = await service.finish(callback, request.cookies[OIDC_COOKIE] ?? null);
+        void reply.clearCookie(OIDC_COOKIE, cookieOptions(request));
+        setSessionCookie(request, reply, signedIn.token, signedIn.expiresAt);
+        return reply.redirect(signedIn.next, 303);
+      } catch (error) {
+        void reply.clearCookie(OIDC_COOKIE, cookieOptions(request));
+        return answerRefusal(request, reply, error);
+      }
+    },
+  );
+}
+
+function cookieOptions(request: FastifyRequest) {
+  const secure = request.protocol === 'https' || request.server.ctx.config.publicUrl.startsWith('https:');
+  return {
+    path: COOKIE_PATH,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure,
+    maxAge: OIDC_STATE_TTL_MS / 1000,
+  } as const;
+}

@@ -1,0 +1,208 @@
+import type { JWTPayload } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { startOidcProvider, type TestAccount, type TestOidcProvider } from '../helpers/oidc-provider.js';
+
+/**
+ * Single sign-on against a real OpenID provider (docs/sso.md): the authorization code flow with
+ * PKCE, the user made from the verified email and put in organizations by the role map, the same
+ * session as a password sign-in; and each refusal: a replayed state, another browser, a wrong
+ * audience, an expired ID token, a wrong nonce, a forged signature, an email not verified or of a
+ * domain not allowed, a `next` of another site.
+ */
+
+const ACCOUNTS: Record<string, TestAccount> = {
+  ada: { email: 'ada@example.test', groups: ['ops', 'staff'] },
+  bob: { email: 'bob@example.test', groups: ['readers'] },
+  eve: { email: 'eve@elsewhere.test', groups: ['ops'] },
+  una: { email: 'una@example.test', email_verified: false },
+};
+
+let provider: TestOidcProvider;
+let t: TestCoordinator;
+
+beforeAll(async () => {
+  provider = await startOidcProvider(ACCOUNTS);
+  t = await startTestCoordinator({
+    env: {
+      ...provider.env,
+      DROVER_OIDC_ALLOWED_DOMAINS: 'example.test',
+      DROVER_OIDC_ROLE_MAP: JSON.stringify({
+        ops: { org: 'acme', role: 'operator' },
+        staff: { org: 'acme', role: 'viewer' },
+        readers: { org: 'acme', role: 'viewer' },
+        ghosts: { org: 'no such org', role: 'owner' },
+      }),
+    },
+  });
+  provider.attach(`${t.url}/v1/auth/oidc/callback`);
+});
+afterAll(async () => {
+  await t?.close();
+  await provider?.close();
+});
+
+/** `GET /v1/auth/oidc/start`: the provider's address and the browser's sign-in cookie. */
+async function start(next = '/orgs', headers: Record<string, string> = {}) {
+  const res = await fetch(`${t.url}/v1/auth/oidc/start?next=${encodeURIComponent(next)}`, {
+    redirect: 'manual',
+    headers,
+  });
+  expect(res.status, await res.clone().text()).toBe(302);
+  const cookie = res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('drover_oidc='))!
+    .split(';')[0]!;
+  return { authorize: new URL(res.headers.get('location')!), cookie };
+}
+
+/** A whole sign-in as `login`: the coordinator's answer to the provider's redirect back. */
+async function signIn(login: string, options: { next?: string; headers?: Record<string, string> } = {}) {
+  const started = await start(options.next);
+  const back = await provider.signInAs(login, started.authorize.href);
+  const res = await fetch(back, { redirect: 'manual', headers: { cookie: started.cookie, ...options.headers } });
+  return { res, back, cookie: started.cookie };
+}
+
+const sessionOf = (res: Response) =>
+  res.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('drover_session='))
+    ?.split(';')[0];
+
+async function refusal(res: Response): Promise<string> {
+  expect(res.status).toBe(401);
+  const body = (await res.json()) as { code: string; message: string };
+  expect(body.code).toBe('sso_failed');
+  expect(sessionOf(res)).toBeUndefined();
+  return body.message;
+}
+
+describe('single sign-on', () => {
+  it('says which sign-in methods are on, without credentials', async () => {
+    expect((await t.api.get('/auth/methods', { token: null })).body).toEqual({ password: true, oidc: true });
+  });
+
+  it('sends the browser to the provider with PKCE S256, a state and a nonce', async () => {
+    const { authorize, cookie } = await start();
+    expect(authorize.origin).toBe(provider.issuer);
+    const q = authorize.searchParams;
+    expect(q.get('response_type')).toBe('code');
+    expect(q.get('client_id')).toBe(provider.clientId);
+    expect(q.get('redirect_uri')).toBe(`${t.url}/v1/auth/oidc/callback`);
+    expect(q.get('scope')).toBe('openid email profile');
+    expect(q.get('code_challenge_method')).toBe('S256');
+    expect(q.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(q.get('state')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(q.get('nonce')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(cookie).toMatch(/^drover_oidc=[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('creates the user by email on a first sign-in, applies the role map, and starts a dashboard session', async () => {
+    const { res } = await signIn('ada', { next: '/orgs?x=1' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/orgs?x=1');
+    const session = sessionOf(res)!;
+    expect(session).toMatch(/^drover_session=/);
+    const me = await t.api.get('/auth/session', { token: session.slice('drover_session='.length) });
+    expect(me.body.user.email).toBe('ada@example.test');
+    // ops → operator and staff → viewer in acme: the higher role; the unknown organization is skipped.
+    const orgs = await t.api.get('/orgs', { token: session.slice('drover_session='.length) });
+    expect(orgs.body).toEqual([expect.objectContaining({ id: t.orgId, name: 'acme', role: 'operator' })]);
+    const audit = (await t.owner.get(`/orgs/${t.orgId}/audit`)).body as { action: string; metadata: object }[];
+    expect(audit.find((e) => e.action === 'member.add')?.metadata).toEqual({
+      email: 'ada@example.test',
+      via: 'sso',
+      group: 'ops',
+      role: 'operator',
+    });
+    // An account made by single sign-on has no password.
+    const login = await t.api.post('/auth/login', { token: null, body: { email: 'ada@example.test', password: 'x' } });
+    expect(login.status).toBe(401);
+  });
+
+  it('moves the role when the groups change at the provider, and audits it', async () => {
+    ACCOUNTS.ada!.groups = ['readers'];
+    try {
+      expect((await signIn('ada')).res.status).toBe(303);
+    } finally {
+      ACCOUNTS.ada!.groups = ['ops', 'staff'];
+    }
+    const members = (await t.owner.get(`/orgs/${t.orgId}/members`)).body as { email: string; role: string }[];
+    expect(members.find((m) => m.email === 'ada@example.test')?.role).toBe('viewer');
+    const audit = (await t.owner.get(`/orgs/${t.orgId}/audit`)).body as { action: string; metadata: object }[];
+    expect(audit.find((e) => e.action === 'member.update')?.metadata).toMatchObject({ from: 'operator', to: 'viewer' });
+  });
+
+  it('refuses a replayed state: the sign-in is used up', async () => {
+    const first = await signIn('bob');
+    expect(first.res.status).toBe(303);
+    const again = await fetch(first.back, { redirect: 'manual', headers: { cookie: first.cookie } });
+    expect(await refusal(again)).toContain('already used');
+  });
+
+  it('refuses a callback from another browser than the one that started', async () => {
+    const started = await start();
+    const back = await provider.signInAs('bob', started.authorize.href);
+    const elsewhere = await fetch(back, { redirect: 'manual' });
+    expect(await refusal(elsewhere)).toContain('another browser');
+  });
+
+  describe.each([
+    ['a wrong audience', { tamper: (c: JWTPayload) => ({ ...c, aud: 'another-client' }) }, /aud/],
+    [
+      'an expired ID token',
+      {
+        tamper: (c: JWTPayload) => ({
+          ...c,
+          iat: Math.floor(Date.now() / 1000) - 7200,
+          exp: Math.floor(Date.now() / 1000) - 3600,
+        }),
+      },
+      /exp/,
+    ],
+    ['a nonce mismatch', { tamper: (c: JWTPayload) => ({ ...c, nonce: 'not-the-one-sent' }) }, /nonce/],
+    ['a signature by another key', { tamper: (c: JWTPayload) => c, stranger: true }, /signature/i],
+  ] as const)('an ID token with %s', (_what, change, reason) => {
+    it('is refused, and nobody is signed in', async () => {
+      provider.tamper = change.tamper;
+      provider.signWithStranger = 'stranger' in change;
+      try {
+        const { res } = await signIn('bob');
+        expect(await refusal(res)).toMatch(reason);
+      } finally {
+        provider.tamper = null;
+        provider.signWithStranger = false;
+      }
+    });
+  });
+
+  it('refuses an email of a domain not allowed, and one the provider has not verified', async () => {
+    expect(await refusal((await signIn('eve')).res)).toBe(
+      'Single sign-on did not complete: the email domain elsewhere.test is not allowed to sign in here (allowed: example.test)',
+    );
+    expect(await refusal((await signIn('una')).res)).toContain('has not verified the email una@example.test');
+    expect((await t.sql.get('SELECT count(*) AS n FROM users WHERE email = ?', 'eve@elsewhere.test'))?.n).toBe(0);
+  });
+
+  it('goes only to paths of this site after signing in', async () => {
+    for (const next of ['//evil.test/x', 'https://evil.test/', '/\\evil.test', 'orgs']) {
+      const res = await fetch(`${t.url}/v1/auth/oidc/start?next=${encodeURIComponent(next)}`, { redirect: 'manual' });
+      expect(res.status, next).toBe(422);
+      expect(((await res.json()) as { details: { path: string }[] }).details[0]!.path).toBe('query.next');
+    }
+  });
+
+  it('sends a browser back to the sign-in page with the reason instead of JSON', async () => {
+    const started = await start();
+    const back = await provider.signInAs('eve', started.authorize.href);
+    const res = await fetch(back, {
+      redirect: 'manual',
+      headers: { cookie: started.cookie, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+    });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get('location')!, t.url);
+    expect(location.pathname).toBe('/login');
+    expect(location.searchParams.get('ssoError')).toContain('elsewhere.test is not allowed');
+  });
+});
