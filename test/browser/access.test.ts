@@ -482,6 +482,14 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
       await p.getByRole('row', { name: 'viewer@example.test' }).waitFor();
       expect(await p.getByRole('button', { name: /^(Remove|Change role)/ }).count()).toBe(0);
       await expectAccessible(p, "a viewer's Members page");
+
+      // An organization without agents: its first steps, without the enrollment form.
+      const empty = await t.owner.post<{ id: string }>('/orgs', { body: { name: 'empty lab' } });
+      await addUser(t.owner, empty.body.id, 'viewer@example.test', 'viewer');
+      await p.goto(`/orgs/${empty.body.id}`);
+      await p.getByRole('heading', { name: 'Welcome to empty lab' }).waitFor();
+      await p.getByText('a member of the organization creates an enrollment token here').waitFor();
+      expect(await p.getByRole('heading', { name: 'Enroll an agent' }).count()).toBe(0);
       expect(viewer.problems).toEqual([]);
     } finally {
       await viewer.page.close();

@@ -19,7 +19,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { duration, JobStatus } from '../components/JobFacts';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /** The chart and its library (uPlot) load with the home page, not with every page's first load. */
 const JobsChart = lazy(() => import('../components/JobsChart').then((m) => ({ default: m.JobsChart })));
@@ -48,7 +48,7 @@ export function HomePage() {
   const o = overview.data;
   const { agents } = o;
   if (agents.connected + agents.disconnected + agents.pending === 0) {
-    return <FirstRun orgId={orgId} orgName={org.name} />;
+    return <FirstRun orgId={orgId} orgName={org.name} canEnroll={allows(org, 'agents.enroll')} />;
   }
   return (
     <section aria-labelledby="home-heading" className="home">
@@ -319,19 +319,24 @@ function NextCronRuns({ orgId, runs }: { orgId: string; runs: Overview['nextCron
   );
 }
 
-function FirstRun({ orgId, orgName }: { orgId: string; orgName: string }) {
+function FirstRun({ orgId, orgName, canEnroll }: { orgId: string; orgName: string; canEnroll: boolean }) {
   return (
     <section aria-labelledby="welcome-heading">
       <h1 id="welcome-heading">Welcome to {orgName}</h1>
       <p>This organization has no agent yet. Agents are the machines that run your workflows. To get started:</p>
       <ol className="steps">
-        <li>Enroll an agent on a machine: create an enrollment token below and run the command it shows.</li>
+        <li>
+          Enroll an agent on a machine:{' '}
+          {canEnroll
+            ? 'create an enrollment token below and run the command it shows.'
+            : 'a member of the organization creates an enrollment token here and runs the command it shows.'}
+        </li>
         <li>
           Add a workflow file (YAML) to the agent&apos;s <code>workflows/</code> folder; the agent reports it here.
         </li>
         <li>Create a trigger for the workflow, then run it by hand or with an API token.</li>
       </ol>
-      <EnrollAgent orgId={orgId} />
+      {canEnroll && <EnrollAgent orgId={orgId} />}
     </section>
   );
 }
