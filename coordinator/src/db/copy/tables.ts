@@ -37,6 +37,7 @@ export const COPIED_TABLES = [
   'signed_out_sessions',
   'chat_integrations',
   'chat_oauth_states',
+  'oidc_states',
   'chat_requests_seen',
   'chat_outbox',
 ] as const;
