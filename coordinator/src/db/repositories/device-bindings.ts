@@ -7,7 +7,7 @@ import type {
   EvaluateBinding,
   RemovedBinding,
 } from '../../domain/model/device-bindings.js';
-import { all, command, one, query, run, type Database, type Flow } from '../sql/index.js';
+import { all, command, one, query, run, type Database, type Dialect, type Flow } from '../sql/index.js';
 import { evaluateBindings } from './device-binding-evaluation.js';
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
 import { lockApplication } from './parent-locks.js';
@@ -29,18 +29,11 @@ const IN_APP_LOCKED = query<DeviceBindingRow, [string, string]>(
 const OF_APP = query<DeviceBindingRow, [string]>(
   (d) => `SELECT * FROM device_bindings WHERE application_id = ? ORDER BY ${d.insertionOrder}`,
 );
-const OF_AGENT = `SELECT b.* FROM device_bindings b
-  JOIN applications a ON a.id = b.application_id AND a.deleted_at IS NULL WHERE b.agent_id = ?`;
-/**
- * Every signed manifest reads this. Neither joined to applications nor ordered in SQL: either
- * costs better-sqlite3's build 15-30 µs more than the ~5 µs of the index search alone (the plan
- * is the same). The caller skips the bindings of deleted applications (the release cache), and
- * the few rows of one agent are put in bind order here.
- */
-const OF_AGENT_UNORDERED = query<DeviceBindingRow & { bind_order: number | string }, [string]>(
-  (d) => `SELECT *, ${d.insertionOrder} AS bind_order FROM device_bindings WHERE agent_id = ?`,
-);
-const FOR_AGENT = query<DeviceBindingRow, [string, string]>(`${OF_AGENT} AND b.application_id = ?`);
+/** `seekParameter`: every signed manifest reads this, ~4 µs with it against ~25 µs re-prepared without. */
+const OF_AGENT = (d: Dialect) => `SELECT b.* FROM device_bindings b
+  JOIN applications a ON a.id = b.application_id AND a.deleted_at IS NULL WHERE b.agent_id = ${d.seekParameter}`;
+const OF_AGENT_ORDERED = query<DeviceBindingRow, [string]>((d) => `${OF_AGENT(d)} ORDER BY b.${d.insertionOrder}`);
+const FOR_AGENT = query<DeviceBindingRow, [string, string]>((d) => `${OF_AGENT(d)} AND b.application_id = ?`);
 const SET_CHANNEL = command<[string, string, string]>(
   'UPDATE device_bindings SET channel = ? WHERE application_id = ? AND id = ?',
 );
@@ -141,8 +134,7 @@ export function createDeviceBindingRepository(db: Database, evaluateBinding: Eva
       return (await db.all(OF_APP, [applicationId])).map(toDeviceBinding);
     },
     async listByAgent(agentId) {
-      const rows = await db.all(OF_AGENT_UNORDERED, [agentId]);
-      return rows.sort((a, b) => Number(a.bind_order) - Number(b.bind_order)).map(toDeviceBinding);
+      return (await db.all(OF_AGENT_ORDERED, [agentId])).map(toDeviceBinding);
     },
     async findForAgent(agentId, applicationId) {
       return orNull(await db.one(FOR_AGENT, [agentId, applicationId]));

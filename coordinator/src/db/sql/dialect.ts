@@ -48,8 +48,10 @@ export interface Dialect {
   jsonRecords(parameter: string, alias: string, columns: Readonly<Record<string, string>>): string;
   /**
    * A parameter compared with the leading column of an index that a MAX or an `ORDER BY ... LIMIT 1`
-   * seeks: `+?` on SQLite, where 3.54 seeks ~4 µs slower with a bare parameter and the no-op `+`
-   * keeps the old cost (docs/performance.md, "Measured facts"); `?` on PostgreSQL.
+   * seeks, or that a hot query's planner weighs against other plans (a join, an `ORDER BY` the
+   * index also serves): `+?` on SQLite, where 3.54 seeks ~4 µs slower with a bare parameter, or
+   * prepares such a query again at every run, and the no-op `+` keeps the old cost
+   * (docs/performance.md, "Measured facts"); `?` on PostgreSQL.
    */
   readonly seekParameter: string;
   /**

@@ -89,7 +89,7 @@ export interface DeviceBindingRepository {
   findInApp(applicationId: string, id: string): Promise<DeviceBinding | null>;
   /** In bind order. */
   listByApp(applicationId: string): Promise<DeviceBinding[]>;
-  /** The agent's bindings, in bind order; those of deleted applications too (the caller skips them). */
+  /** The agent's bindings to applications not deleted, in bind order. */
   listByAgent(agentId: string): Promise<DeviceBinding[]>;
   findForAgent(agentId: string, applicationId: string): Promise<DeviceBinding | null>;
   changeChannel(applicationId: string, id: string, channel: string): Promise<DeviceBinding | null>;
