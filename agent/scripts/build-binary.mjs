@@ -30,10 +30,46 @@ import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scr
  * (~2 MiB of its code pages untouched; the agent's few requests a minute do not need it); no
  * on-stack replacement, so that a loop run once (re2js decoding its Unicode tables when a
  * workflow has a param pattern) is not optimized by TurboFan, whose code pages would then stay
- * touched (~6 MiB); and `gc` exposed, for the one memory-reducing collection the daemon makes
- * once it has connected (src/daemon/release-startup-memory.ts: ~4 MiB).
+ * touched (~6 MiB); `gc` exposed, for the one memory-reducing collection the daemon makes once it
+ * has connected (src/daemon/release-startup-memory.ts: ~4 MiB), which with a bytecode age of 1
+ * also drops the bytecode of every function not run since the previous collection (what starting
+ * needed once: reading options, enrolling, loading workflows; compiled again if ever called;
+ * ~0.7 MiB); and V8 on the main thread only (`--single-threaded`: no concurrent compiling,
+ * marking or sweeping, whose helper threads' allocations stay in the process; ~0.5 MiB; a
+ * collection of the agent's ~10 MB heap pauses it for a few milliseconds).
  */
-const EXEC_ARGV = ['--no-maglev', '--no-use-osr', '--expose-gc'];
+const EXEC_ARGV = ['--no-maglev', '--no-use-osr', '--expose-gc', '--bytecode-old-age=1', '--single-threaded'];
+
+/**
+ * What pino loads and the agent never runs, left out of the executable (0.3 to 0.7 MiB of the
+ * idle daemon's memory with node:v8 below, docs/performance.md, "Agent footprint"): the agent
+ * logs through its own synchronous destination (src/logging/create-logger.ts), never through a
+ * transport, which would need a worker thread (`thread-stream`, `worker_threads`), nor through
+ * sonic-boom, whose only use of `assert` is a check of its file descriptor.
+ */
+const PINO = /[\\/]node_modules[\\/](pino|sonic-boom|thread-stream)[\\/]/;
+const REPLACE = [
+  {
+    module: 'thread-stream',
+    importer: PINO,
+    contents: `module.exports = class ThreadStream {
+  constructor() { throw new Error('pino transports run in worker threads, which drover-agent does not start'); }
+};`,
+  },
+  { module: 'worker_threads', importer: PINO, contents: 'module.exports = { isMainThread: true };' },
+  {
+    module: 'assert',
+    importer: PINO,
+    contents: `module.exports = function assert(value, message) { if (!value) throw new Error(message); };`,
+  },
+  // execa checks an `ipcInput` with V8's serializer, an option the agent does not use: node:v8
+  // (and the heap and profiler bindings it brings) is loaded only if it ever is.
+  {
+    module: 'node:v8',
+    importer: /[\\/]node_modules[\\/]execa[\\/]/,
+    contents: `exports.serialize = (value) => process.getBuiltinModule('node:v8').serialize(value);`,
+  },
+];
 
 /** The version a binary may be stamped with: what the coordinator takes as an agent's version. */
 const VERSION_PATTERN = /^[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}$/;
@@ -57,6 +93,7 @@ runBuildScript(() =>
     packageDir: fileURLToPath(new URL('..', import.meta.url)),
     cliModule: fileURLToPath(new URL('../src/cli/program.ts', import.meta.url)),
     execArgv: EXEC_ARGV,
+    replace: REPLACE,
     define: versionDefine(process.argv.slice(2)),
     ...parseBuildArgs(process.argv.slice(2)),
   }),

@@ -80,6 +80,7 @@ export async function buildSingleExecutable({
   cliModule,
   execArgv = [],
   define = {},
+  replace = [],
   ifStale = false,
   node,
   out,
@@ -103,6 +104,7 @@ export async function buildSingleExecutable({
     codeCache: baseNode === fs.realpathSync(process.execPath),
     execArgv,
     define,
+    replace,
     require: createRequire(path.join(packageDir, 'package.json')),
   };
   fs.mkdirSync(work, { recursive: true });
@@ -236,6 +238,7 @@ async function bundle(build) {
     legalComments: 'none',
     logLevel: 'warning',
     metafile: true,
+    plugins: [replacePlugin(build.replace)],
   });
   // `import.meta` is empty in CommonJS: code relying on it would misbehave inside the binary.
   const importMeta = result.warnings.filter((w) => w.id === 'empty-import-meta');
@@ -261,6 +264,30 @@ async function bundle(build) {
   return Object.keys(result.metafile.inputs)
     .map((input) => path.resolve(input))
     .filter((file) => fs.existsSync(file));
+}
+
+/**
+ * Replaces modules the executable never runs by a few lines of its own, where loading them would
+ * cost memory for nothing: `replace` is a list of `{ module, importer, contents }`, `module` the
+ * import as written, `importer` a pattern the importing file's path must match (so that only the
+ * named packages' imports are replaced), `contents` the CommonJS module put in its place.
+ */
+function replacePlugin(replace) {
+  return {
+    name: 'drover-replace',
+    setup(esbuild) {
+      for (const [index, entry] of replace.entries()) {
+        const filter = new RegExp(`^${entry.module.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`);
+        esbuild.onResolve({ filter }, (args) =>
+          entry.importer.test(args.importer) ? { path: String(index), namespace: 'drover-replaced' } : undefined,
+        );
+      }
+      esbuild.onLoad({ filter: /.*/, namespace: 'drover-replaced' }, (args) => ({
+        contents: replace[Number(args.path)].contents,
+        loader: 'js',
+      }));
+    },
+  };
 }
 
 function isBuiltin(name) {
