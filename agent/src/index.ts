@@ -13,3 +13,4 @@ export { getSelf, postEnroll } from './http/agent-api.js';
 export { startDaemon, loadIdentity, type Daemon } from './daemon/daemon.js';
 export { DEFAULTS as DAEMON_DEFAULTS, type DaemonOptions } from './daemon/options.js';
 export { StreamClient, type ConnectionState, type StreamClientOptions } from './stream/stream-client.js';
+export { ReportClaims, reportDigest, type ClaimableReport } from './daemon/report-claims.js';

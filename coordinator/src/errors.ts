@@ -35,6 +35,11 @@ export const ErrorCodes = {
     status: 409,
     description: "No agent of the organization matches the trigger's label selector: nothing was created.",
   },
+  reports_outdated: {
+    status: 409,
+    description:
+      'The agent opened its stream claiming workflows and labels the coordinator does not hold: it is to report them again and reconnect.',
+  },
   limit_reached: {
     status: 409,
     description:

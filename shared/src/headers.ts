@@ -16,6 +16,19 @@ export const AGENT_VERSION_HEADER = 'x-agent-version';
 /** What X-Agent-Version may hold: 1 to 64 visible ASCII characters. */
 export const AGENT_VERSION_HEADER_PATTERN = '^[!-~]{1,64}$';
 
+/**
+ * The agent's claim, when it opens its stream, that the coordinator still holds the workflows and
+ * labels it last reported (docs/agent-protocol.md §6.1): the query parameter `reports`, the
+ * SHA-256 (hex) of the exact body of its last accepted `PUT /v1/agent/workflows`, a dot, and the
+ * same of `PUT /v1/agent/labels`. A coordinator that checks it says so in the answer's
+ * AGENT_REPORTS_HEADER (`checked`), and refuses a claim it does not match with 409
+ * `reports_outdated`; an agent sends it only to a coordinator that said so, and otherwise reports
+ * both before each connect.
+ */
+export const AGENT_REPORTS_QUERY_PATTERN = '^[0-9a-f]{64}[.][0-9a-f]{64}$';
+export const AGENT_REPORTS_HEADER = 'x-agent-reports';
+export const AGENT_REPORTS_CHECKED = 'checked';
+
 /** First line of every signed request's canonical string. */
 export const SIGNATURE_SCHEME = 'DROVER-ED25519-V1';
 

@@ -359,6 +359,38 @@ describe('labels (docs/agent.md, "Labels")', () => {
 });
 
 describe('when the coordinator cannot be reached', () => {
+  it('reconnects claiming its unchanged reports, and reports them again when the coordinator no longer holds them', async () => {
+    const proxy = await startCuttableProxy(t.url);
+    try {
+      const c = await enrolled(proxy.url);
+      writeWorkflowFile(c.stateDir, 'claimed', 'name: claimed\nsteps:\n  - run: echo hi\n');
+      const daemon = start(c.stateDir);
+      await connected(daemon, c.agentId);
+      const digests = () =>
+        t.sql.get<{ w: string | null; l: string | null }>(
+          'SELECT workflows_digest AS w, labels_digest AS l FROM agents WHERE id = ?',
+          c.agentId,
+        );
+      const held = await digests();
+      expect(held?.w).toMatch(/^[0-9a-f]{64}$/);
+      expect(held?.l).toMatch(/^[0-9a-f]{64}$/);
+
+      // The coordinator loses what the agent reported (a database restored from an older backup):
+      // at its next connect the agent claims, is refused, reports both again and connects.
+      await t.sql.run('UPDATE agents SET workflows_digest = NULL WHERE id = ?', c.agentId);
+      await proxy.cut();
+      await eventually(() => daemon.status()?.connection !== 'connected', 10_000, 'the daemon to lose its stream');
+      await proxy.restore();
+      await daemon.waitForLog(
+        (r) => r.msg === 'the coordinator does not hold what this agent last reported: reporting again',
+      );
+      await connected(daemon, c.agentId);
+      expect(await digests()).toEqual(held);
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+
   it('keeps the results on disk in the outbox and sends them in order after reconnecting', async () => {
     const proxy = await startCuttableProxy(t.url);
     try {

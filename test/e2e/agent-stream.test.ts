@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { signRequest } from '@drover/shared';
-import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
+import { createHash } from 'node:crypto';
+import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { createTestJob, finishBody } from '../helpers/jobs.js';
 import { eventually, sleep } from '../helpers/poll.js';
@@ -91,6 +92,48 @@ describe('agent stream', () => {
     streams.push(s);
     expect(s.status).toBe(200);
     await eventually(async () => (await agentView(agent)).agentVersion === '0.2.0+build.7');
+  });
+
+  it('opens the stream of an agent claiming the reports it holds, and refuses a claim it does not hold with 409', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId);
+    const digest = (body: unknown) => createHash('sha256').update(JSON.stringify(body)).digest('hex');
+    const claimed = (claim: string) => openAgentStream(t.url, agent, { path: `/v1/agent/stream?reports=${claim}` });
+    const workflows = { workflows: [workflow('build')] };
+    const labels = { labels: { arch: 'x64', os: 'linux' } };
+
+    // Nothing reported yet: no claim holds.
+    const before = await claimed(`${digest(workflows)}.${digest(labels)}`);
+    expect(before.status).toBe(409);
+    expect(JSON.parse(before.text!)).toMatchObject({ statusCode: 409, code: 'reports_outdated' });
+
+    expect((await agent.request('PUT', '/v1/agent/workflows', workflows)).status).toBe(200);
+    expect((await agent.request('PUT', '/v1/agent/labels', labels)).status).toBe(200);
+    const held = await claimed(`${digest(workflows)}.${digest(labels)}`);
+    streams.push(held);
+    expect(held.status).toBe(200);
+    expect(held.headers.get('x-agent-reports')).toBe('checked');
+    await statusIs(agent, 'connected');
+    held.close();
+
+    // Another workflow set or other labels than the coordinator holds: refused before the stream opens.
+    const otherSet = await claimed(`${digest({ workflows: [workflow('test')] })}.${digest(labels)}`);
+    expect(otherSet.status).toBe(409);
+    const otherLabels = await claimed(`${digest(workflows)}.${digest({ labels: { os: 'linux' } })}`);
+    expect(otherLabels.status).toBe(409);
+    // The digests are of the exact bytes received: the same set in other JSON is another report.
+    const respaced = JSON.stringify(workflows, null, 1);
+    expect((await agent.request('PUT', '/v1/agent/workflows', undefined, { rawBody: respaced })).status).toBe(200);
+    expect((await claimed(`${digest(workflows)}.${digest(labels)}`)).status).toBe(409);
+    const again = await claimed(`${createHash('sha256').update(respaced).digest('hex')}.${digest(labels)}`);
+    streams.push(again);
+    expect(again.status).toBe(200);
+
+    const malformed = await claimed('abc.def');
+    expect(malformed.status).toBe(422);
+    expect(JSON.parse(malformed.text!)).toMatchObject({
+      code: 'validation_failed',
+      details: [{ path: 'querystring.reports', message: expect.stringContaining('must match pattern') }],
+    });
   });
 
   it('refuses unsigned, badly signed and query-carrying stream requests without opening a stream', async () => {

@@ -17,6 +17,7 @@ import { describeClockChange, ServerClock } from '../http/server-clock.js';
 import { JobManager } from '../jobs/job-manager.js';
 import { Journal } from '../jobs/journal.js';
 import { httpTransport } from '../outbox/http-transport.js';
+import { ReportClaims } from './report-claims.js';
 import { Outbox } from '../outbox/outbox.js';
 import { ReportSender } from '../outbox/report-sender.js';
 import { loadEnrollment, loadPrivateKey, tightenPrivateKeyMode, type Enrollment } from '../state/enrollment.js';
@@ -434,8 +435,8 @@ function createJobManager(
  * stream records each change of its state in `status.json` before anything else, so the sync
  * polls only while the status says connected: while the stream is. At each connect the outbox
  * is sent and the desired releases checked; the workflows and the labels are reported before each
- * connect (so a job waiting for an agent of these labels finds it as the stream opens), the
- * workflows also whenever the directory changes while connected.
+ * connect (so a job waiting for an agent of these labels finds it as the stream opens), or claimed
+ * when unchanged (report-claims.ts), the workflows also whenever the directory changes while connected.
  */
 function connect(
   p: Pick<
@@ -453,6 +454,7 @@ function connect(
   >,
 ): Pick<Parts, 'stream' | 'sync'> {
   const { options, status, counters, registry, labels, jobs } = p;
+  const reports = new ReportClaims(registry, labels);
   let connectedBefore = false;
   const { logger } = options;
   const sync = p.deployment.sync({
@@ -465,7 +467,9 @@ function connect(
     logger,
     queueCapacity: options.queueCapacity,
     idleTimeoutMs: options.streamIdleTimeoutMs,
-    beforeConnect: () => allReported([registry.report(true), labels.report()]),
+    beforeConnect: () => reports.prepare(),
+    onReportsChecked: (checks) => reports.checked(checks),
+    onReportsOutdated: () => reports.outdated(),
     onMessage: (message) => routeStreamMessage(message, jobs, logger),
     onState: (state, error) => {
       const now = new Date().toISOString();
@@ -496,19 +500,6 @@ function connect(
   stream.start();
   sync.start();
   return { stream, sync };
-}
-
-/**
- * Waits for every report made before a connect; one failure is thrown as it is, several as one
- * error saying each (the stream logs it once it is open).
- */
-async function allReported(reports: Promise<void>[]): Promise<void> {
-  const failures = (await Promise.allSettled(reports)).flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
-  if (failures.length === 1) throw failures[0];
-  if (failures.length > 1) {
-    const text = (e: unknown) => (e instanceof Error ? e.message : String(e));
-    throw new AggregateError(failures, failures.map(text).join('; '));
-  }
 }
 
 function logStarted({ options, enrollment }: Pick<Parts, 'options' | 'enrollment'>): void {

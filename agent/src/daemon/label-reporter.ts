@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { formatLabels, type Labels, type PutAgentLabelsRequest } from '@drover/shared';
 import { answerMessage, signedCall, type HttpAnswer, type SignedCaller } from '../http/client.js';
 import type { LabelStatus } from '../status/daemon-status.js';
+import { reportDigest, type ClaimableReport } from './report-claims.js';
 
 export interface LabelReporterOptions {
   /** What the agent reports of itself (agent-labels.ts): the user's labels, `os` and `arch`. */
@@ -13,15 +14,17 @@ export interface LabelReporterOptions {
 }
 
 /**
- * The agent's labels, reported to the coordinator with `PUT /v1/agent/labels` before every
- * connect of the stream (docs/agent-protocol.md, §5.2): they replace those reported before, and
+ * The agent's labels, reported to the coordinator with `PUT /v1/agent/labels` before the
+ * stream connects, unless it can be claimed (report-claims.ts; docs/agent-protocol.md, §5.2): they replace those reported before, and
  * the answer says what the agent carries there, operators' labels included. A coordinator of a
  * version before labels answers 404: said once, and the agent goes on without them. A refusal
  * (422) is logged as an error with its details, and the agent goes on. Each outcome is logged
  * when it differs from the last one, not at every reconnect.
  */
-export class LabelReporter {
+export class LabelReporter implements ClaimableReport {
   #status: LabelStatus;
+  /** The digest of the body the coordinator last accepted (null after a refusal or a failure). */
+  #accepted: string | null = null;
   #logged: string | null = null;
   readonly #options: LabelReporterOptions;
 
@@ -42,8 +45,10 @@ export class LabelReporter {
   async report(): Promise<void> {
     const { caller } = this.#options;
     const body: PutAgentLabelsRequest = { labels: this.#status.reported };
+    this.#accepted = null;
     const answer = await signedCall(caller, 'PUT', '/v1/agent/labels', body);
     if (answer.status === 200) {
+      this.#accepted = reportDigest(body);
       this.#settle({ state: 'accepted', effective: labelsOf(answer.body), problem: null });
     } else if (answer.status === 404) {
       this.#settle({ state: 'unsupported', effective: null, problem: null });
@@ -52,6 +57,11 @@ export class LabelReporter {
     } else {
       throw new Error(`the labels report failed (HTTP ${answer.status}: ${answerMessage(answer)})`);
     }
+  }
+
+  /** ClaimableReport: the labels never change while the agent runs; accepted once, they can be claimed. */
+  claim(): Promise<string | null> {
+    return Promise.resolve(this.#accepted);
   }
 
   #settle(outcome: Omit<LabelStatus, 'reported'>): void {

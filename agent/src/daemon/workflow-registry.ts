@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
 import type { Masker } from '../exec/secret-masker.js';
 import { answerMessage, signedCall, type SignedCaller } from '../http/client.js';
+import { reportDigest, type ClaimableReport } from './report-claims.js';
 import {
   formatProblem,
   loadWorkflows,
@@ -36,11 +37,13 @@ export interface WorkflowRegistryOptions {
  * when the directory changes, reported to the coordinator (`PUT /v1/agent/workflows`) at every
  * connect and whenever the set changes. Invalid files are logged and skipped.
  */
-export class WorkflowRegistry {
+export class WorkflowRegistry implements ClaimableReport {
   #byName = new Map<string, LoadedWorkflow>();
   #problems: WorkflowProblem[] = [];
   #problemsLogged = '';
   #reported: string | null = null;
+  /** The digest of the body the coordinator last accepted (null after a refusal or a failure). */
+  #accepted: string | null = null;
   #chain: Promise<unknown> = Promise.resolve();
   #watcher: WorkflowWatcher | null = null;
   readonly #options: WorkflowRegistryOptions;
@@ -132,6 +135,16 @@ export class WorkflowRegistry {
     return next;
   }
 
+  /** ClaimableReport: the digest of the set as it would be sent now, when the coordinator accepted exactly that. */
+  claim(): Promise<string | null> {
+    const next = this.#chain.then(async () => {
+      const { digest } = await this.#body();
+      return digest === this.#accepted ? digest : null;
+    });
+    this.#chain = next.catch(() => {});
+    return next;
+  }
+
   close(): void {
     this.#watcher?.close();
     this.#watcher = null;
@@ -163,15 +176,23 @@ export class WorkflowRegistry {
     return shown;
   }
 
+  /** The report's body as it would be sent now (masked) and its digest. */
+  async #body() {
+    const workflows = this.definitions();
+    const body = { workflows: await this.#masked(workflows) };
+    return { body, digest: reportDigest(body) };
+  }
+
   async #report(force: boolean): Promise<void> {
     const { logger, caller } = this.#options;
     const workflows = this.definitions();
     const key = JSON.stringify(workflows);
     if (!force && key === this.#reported) return;
-    const answer = await signedCall(caller, 'PUT', '/v1/agent/workflows', {
-      workflows: await this.#masked(workflows),
-    });
+    const { body, digest } = await this.#body();
+    this.#accepted = null;
+    const answer = await signedCall(caller, 'PUT', '/v1/agent/workflows', body);
     if (answer.status === 200) {
+      this.#accepted = digest;
       if (key !== this.#reported)
         logger.info(`reported ${workflows.length} workflow${workflows.length === 1 ? '' : 's'} to the coordinator`);
       this.#reported = key;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { StreamEvent } from '@drover/shared';
+import { AGENT_REPORTS_CHECKED, AGENT_REPORTS_HEADER, StreamEvent } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
 import { formatDuration } from '../exec/durations.js';
 import { describeNetworkError } from '../http/client.js';
@@ -25,10 +25,16 @@ export interface StreamClientOptions extends StreamSigner {
   /** Connection state changes (status.json); `error` says why the stream is not connected. */
   onState?(state: ConnectionState, error: string | null): void;
   /**
-   * Runs before each connection attempt (the workflows report). Its failure is logged once the
-   * stream is open; when the stream fails too, the attempt's one line says why.
+   * Runs before each connection attempt: makes the reports the coordinator is to have before the
+   * stream opens (the workflows, the labels), or returns a claim that it holds them already, sent
+   * as the stream's `reports` parameter (the daemon's ReportClaims). Its failure is logged once
+   * the stream is open; when the stream fails too, the attempt's one line says why.
    */
-  beforeConnect?(): Promise<void>;
+  beforeConnect?(): Promise<string | null | void>;
+  /** Whether the coordinator that opened the stream checks a reports claim (its `x-agent-reports: checked`). */
+  onReportsChecked?(checks: boolean): void;
+  /** The coordinator refused the claim (409 `reports_outdated`); the next attempt, made at once, is to report. */
+  onReportsOutdated?(): void;
   /** A connection silent for this long (no event, pings included) is dropped and reopened. */
   idleTimeoutMs?: number;
   /**
@@ -68,6 +74,8 @@ export class StreamClient {
   #reconnectTimer: NodeJS.Timeout | null = null;
   #watchdog: NodeJS.Timeout | null = null;
   #openedAt: number | null = null;
+  /** The last attempt's claim was refused: the next one sends none. */
+  #claimRefused = false;
   #stopped = true;
   #state: ConnectionState = 'disconnected';
   readonly #backoff: Backoff;
@@ -113,8 +121,9 @@ export class StreamClient {
     const current = () => attempt === this.#attempt;
     this.#setState('connecting', null);
     let prepareError: unknown = null;
+    let claim: string | null = null;
     try {
-      await this.#options.beforeConnect?.();
+      claim = (await this.#options.beforeConnect?.()) ?? null;
     } catch (error) {
       prepareError = error;
     }
@@ -124,6 +133,9 @@ export class StreamClient {
     const url = new URL('/v1/agent/stream', origin);
     if (this.#options.queueCapacity !== undefined)
       url.searchParams.set('capacity', String(this.#options.queueCapacity));
+    // After a refused claim the attempt is to report; a second refusal in a row is a failure.
+    if (claim !== null && !this.#claimRefused) url.searchParams.set('reports', claim);
+    else claim = null;
     this.#armWatchdog(attempt);
     const failed = (reason: string) => {
       if (!current()) return;
@@ -143,6 +155,14 @@ export class StreamClient {
       return;
     }
     const contentType = String(res.headers['content-type'] ?? '');
+    if (res.statusCode === 409 && claim !== null) {
+      discardBody(res.body);
+      this.#claimRefused = true;
+      logger.info('the coordinator does not hold what this agent last reported: reporting again');
+      this.#options.onReportsOutdated?.();
+      this.#reconnectTimer = setTimeout(() => void this.#connect(), 0);
+      return;
+    }
     if (res.statusCode !== 200 || !contentType.startsWith('text/event-stream')) {
       discardBody(res.body);
       const askedMs = res.statusCode === 503 ? retryAfterMs(res.headers['retry-after']) : null;
@@ -155,6 +175,8 @@ export class StreamClient {
     }
 
     this.#openedAt = Date.now();
+    this.#claimRefused = false;
+    this.#options.onReportsChecked?.(res.headers[AGENT_REPORTS_HEADER] === AGENT_REPORTS_CHECKED);
     this.#armWatchdog(attempt);
     logger.info(`connected to the coordinator at ${origin}`);
     if (prepareError !== null) {

@@ -10,6 +10,7 @@ import {
 } from '@drover/shared';
 import { signedCall } from '../../src/http/client.js';
 import { StreamClient, type ConnectionState, type StreamMessage } from '../../src/stream/stream-client.js';
+import { ReportClaims, reportDigest } from '../../src/daemon/report-claims.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { captureLogger } from '../log-capture.js';
 import { eventually, sleep } from '../../../test/helpers/poll.js';
@@ -61,7 +62,9 @@ function client(
   options: {
     idleTimeoutMs?: number;
     healthyAfterMs?: number;
-    beforeConnect?: () => Promise<void>;
+    beforeConnect?: () => Promise<string | null | void>;
+    onReportsChecked?: (checks: boolean) => void;
+    onReportsOutdated?: () => void;
     random?: () => number;
   } = {},
 ) {
@@ -241,6 +244,57 @@ describe('the stream client', () => {
     await eventually(() => messages.length === 2, 5_000);
     expect(times[1]! - times[0]!).toBeGreaterThanOrEqual(100 + 600);
     expect(times[1]! - times[0]!).toBeLessThan(100 + 1_200);
+  });
+
+  it('claims unchanged reports to a coordinator that checks them, and reports again at once when it refuses the claim', async () => {
+    const paths: string[] = [];
+    const server = await sseServer((req, res, attempt) => {
+      paths.push(req.url!);
+      if (attempt === 3) {
+        res.writeHead(409, { 'content-type': 'application/json' }).end('{"code":"reports_outdated"}');
+        return;
+      }
+      // The first coordinator does not check claims (an older version); the next ones do.
+      res.writeHead(200, {
+        'content-type': 'text/event-stream',
+        ...(attempt > 1 ? { 'x-agent-reports': 'checked' } : {}),
+      });
+      event(res, 'ping', `ping-${attempt}`, { at: 'now' });
+      if (attempt < 4) setTimeout(() => res.end(), 60); // healthy, then cut
+    });
+    cleanups.push(server.close);
+    const sent: string[] = [];
+    const fixed = (name: string) => {
+      let accepted: string | null = null;
+      return {
+        report: async () => {
+          sent.push(name);
+          accepted = reportDigest({ name });
+        },
+        claim: async () => accepted,
+      };
+    };
+    const reports = new ReportClaims(fixed('workflows'), fixed('labels'));
+    const { messages, records } = client(server.origin, {
+      healthyAfterMs: 30,
+      beforeConnect: () => reports.prepare(),
+      onReportsChecked: (checks) => reports.checked(checks),
+      onReportsOutdated: () => reports.outdated(),
+    });
+    await eventually(() => messages.length === 3, 5_000);
+    const claim = `${reportDigest({ name: 'workflows' })}.${reportDigest({ name: 'labels' })}`;
+    expect(paths).toEqual([
+      '/v1/agent/stream', // reported before: the coordinator has not said it checks claims
+      '/v1/agent/stream', // reported again: this older coordinator did not say so either
+      `/v1/agent/stream?reports=${claim}`, // claimed: refused (409)
+      '/v1/agent/stream', // reported again, at once
+    ]);
+    expect(sent).toEqual(['workflows', 'labels', 'workflows', 'labels', 'workflows', 'labels']);
+    expect(records.map((r) => r.msg)).toContain(
+      'the coordinator does not hold what this agent last reported: reporting again',
+    );
+    // Not a failure: no line says the attempt failed.
+    expect(records.filter((r) => String(r.msg).includes('409'))).toEqual([]);
   });
 
   it('stops for good when asked, without reconnecting', async () => {

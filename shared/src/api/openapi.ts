@@ -1732,6 +1732,7 @@ export interface components {
         | 'idempotency_conflict'
         | 'file_in_use'
         | 'no_matching_agent'
+        | 'reports_outdated'
         | 'limit_reached'
         | 'invitation_expired'
         | 'invitation_revoked'
@@ -4630,6 +4631,8 @@ export interface operations {
       query?: {
         /** @description jobs the agent's queue holds, the running one included (default 4) */
         capacity?: number;
+        /** @description the SHA-256 (hex) of the bodies of its last accepted workflows and labels reports, joined by a dot: the agent claims the coordinator holds them instead of reporting both again (409 `reports_outdated` when it does not) */
+        reports?: string;
       };
       header?: {
         /** @description the agent's version (1 to 64 visible ASCII characters), kept as its agentVersion */
@@ -4651,6 +4654,15 @@ export interface operations {
       };
       /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -24,6 +24,8 @@ interface AgentRow {
   reported_labels: string;
   operator_labels: string;
   queue_capacity: number | null;
+  workflows_digest: string | null;
+  labels_digest: string | null;
 }
 
 const toAgent = (r: AgentRow): Agent => {
@@ -45,6 +47,7 @@ const toAgent = (r: AgentRow): Agent => {
     reportedLabels,
     operatorLabels,
     publicKey: r.public_key,
+    reportDigests: { workflows: r.workflows_digest, labels: r.labels_digest },
   };
 };
 
@@ -84,6 +87,11 @@ const OPERATOR_LABELS = query<AgentRow, [string, string, string]>(
 const REPORTED_LABELS = query<AgentRow, [string, string]>(
   'UPDATE agents SET reported_labels = ? WHERE id = ? RETURNING *',
 );
+/** The digest's column is chosen from this fixed map, never from input. */
+const REPORT_DIGEST = {
+  workflows: command<[string, string]>('UPDATE agents SET workflows_digest = ? WHERE id = ?'),
+  labels: command<[string, string]>('UPDATE agents SET labels_digest = ? WHERE id = ?'),
+} as const;
 const REVOKE = query<AgentRow, [string, string, string]>(
   `UPDATE agents SET status = 'revoked', revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?
    RETURNING *`,
@@ -159,6 +167,9 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
     },
     async setReportedLabels(id, labels) {
       return agentOrNull(await db.one(REPORTED_LABELS, [JSON.stringify(labels), id]));
+    },
+    async recordReportDigest(id, kind, digest) {
+      await db.run(REPORT_DIGEST[kind], [digest, id]);
     },
     async revoke(orgId, id, at) {
       return agentOrNull(await db.one(REVOKE, [at, orgId, id]));

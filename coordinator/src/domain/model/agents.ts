@@ -22,7 +22,16 @@ export interface Agent {
   operatorLabels: Record<string, string>;
   /** Internal: never returned by any route. */
   publicKey: string;
+  /**
+   * Internal: the SHA-256 (hex) of the body of the agent's last accepted workflows and labels
+   * reports, which a reconnecting agent may claim instead of reporting again (docs/agent-protocol.md §6.1).
+   */
+  reportDigests: ReportDigests;
 }
+
+/** What kind of report of the agent a digest is of. */
+export type ReportKind = 'workflows' | 'labels';
+export type ReportDigests = Record<ReportKind, string | null>;
 
 export interface NewAgent {
   id: string;
@@ -63,6 +72,8 @@ export interface AgentRepository {
   setOperatorLabels(orgId: string, id: string, labels: Readonly<Record<string, string>>): Promise<Agent | null>;
   /** Replaces the labels the agent reports of itself; null when it is unknown. */
   setReportedLabels(id: string, labels: Readonly<Record<string, string>>): Promise<Agent | null>;
+  /** Keeps the digest of the agent's report just accepted (after what it reported is written). */
+  recordReportDigest(id: string, kind: ReportKind, digest: string): Promise<void>;
   /** Marks the agent revoked; returns null when it does not exist in the organization. */
   revoke(orgId: string, id: string, at: string): Promise<Agent | null>;
   /**

@@ -6,6 +6,7 @@ import { errorResponses } from '../../schemas/common.js';
 import { withExample } from '../../schemas/examples.js';
 import { noQuery } from './schemas.js';
 import { reconnectShedding } from './reconnect-shedding.js';
+import { recordReport } from '../../../domain/agents/report-digests.js';
 
 /**
  * `PUT /v1/agent/labels` (signed): the labels the agent reports of itself, sent when it connects
@@ -35,11 +36,9 @@ export async function agentLabelRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request): Promise<PutAgentLabelsResponse> => {
       const { repos, deviceGroups } = app.ctx;
-      const agent = await reportLabels(
-        { agents: repos.agents, deviceGroups },
-        await requireAgent(request),
-        request.body.labels,
-      );
+      const reporter = await requireAgent(request);
+      const agent = await reportLabels({ agents: repos.agents, deviceGroups }, reporter, request.body.labels);
+      await recordReport(repos.agents, reporter, 'labels', request.rawBody);
       return { labels: agent.labels, reportedLabels: agent.reportedLabels, operatorLabels: agent.operatorLabels };
     },
   );

@@ -1,6 +1,13 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { AGENT_VERSION_HEADER, AGENT_VERSION_HEADER_PATTERN } from '@drover/shared';
+import {
+  AGENT_REPORTS_CHECKED,
+  AGENT_REPORTS_HEADER,
+  AGENT_REPORTS_QUERY_PATTERN,
+  AGENT_VERSION_HEADER,
+  AGENT_VERSION_HEADER_PATTERN,
+} from '@drover/shared';
+import { checkReportsClaim } from '../../../domain/agents/report-digests.js';
 import { agentEventsOf } from '../../../domain/agents/agent-events.js';
 import { withFreshDownloadUrls } from '../../../domain/jobs/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/agents/sse.js';
@@ -14,7 +21,7 @@ import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { EXAMPLE_IDS } from '../../schemas/examples.js';
 
-/** The one query parameter: the agent's queue capacity, which paces the jobs handed to it. */
+/** The agent's queue capacity, which paces the jobs handed to it, and its reports claim. */
 const StreamQuery = {
   type: 'object',
   additionalProperties: false,
@@ -24,6 +31,13 @@ const StreamQuery = {
       minimum: 1,
       maximum: 1000,
       description: `jobs the agent's queue holds, the running one included (default ${DEFAULT_AGENT_QUEUE_CAPACITY})`,
+    },
+    reports: {
+      type: 'string',
+      pattern: AGENT_REPORTS_QUERY_PATTERN,
+      description:
+        'the SHA-256 (hex) of the bodies of its last accepted workflows and labels reports, joined by a dot: ' +
+        'the agent claims the coordinator holds them instead of reporting both again (409 `reports_outdated` when it does not)',
     },
   },
 } as const;
@@ -95,7 +109,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
     done();
   });
 
-  app.get<{ Querystring: { capacity?: number }; Headers: { [AGENT_VERSION_HEADER]?: string } }>(
+  app.get<{ Querystring: { capacity?: number; reports?: string }; Headers: { [AGENT_VERSION_HEADER]?: string } }>(
     '/agent/stream',
     {
       // A HEAD would run this handler and open a stream nobody reads.
@@ -116,12 +130,13 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
               `event: cancel\ndata: {"jobId":"${EXAMPLE_IDS.job}"}\n\nevent: ping\ndata: {"at":"2026-11-25T09:58:20.000Z"}\n\n`,
             ],
           },
-          ...errorResponses(401, 422, 503),
+          ...errorResponses(401, 409, 422, 503),
         },
       },
     },
     async (request, reply) => {
       const agent = await requireAgent(request);
+      if (request.query.reports !== undefined) checkReportsClaim(agent, request.query.reports);
       reply.hijack();
       const raw = reply.raw;
       const headers: Record<string, string | number | string[]> = {};
@@ -131,6 +146,8 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
         'content-type': 'text/event-stream',
         'cache-control': 'no-cache',
         'x-accel-buffering': 'no',
+        // This coordinator checks a reports claim: the agent may send one at its next connect.
+        [AGENT_REPORTS_HEADER]: AGENT_REPORTS_CHECKED,
       });
       raw.socket?.setNoDelay(true);
       raw.socket?.setKeepAlive(true, 30_000);

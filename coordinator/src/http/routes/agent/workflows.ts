@@ -9,6 +9,7 @@ import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from './schemas.js';
 import { withExample, workflowDefinitionExample, workflowExample } from '../../schemas/examples.js';
 import { reconnectShedding } from './reconnect-shedding.js';
+import { recordReport } from '../../../domain/agents/report-digests.js';
 
 /** The public workflow shape: never secretsKeys, steps or limits. */
 export const toPublicWorkflow = (w: Workflow): PublicWorkflow => ({
@@ -59,6 +60,7 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
         request.body.workflows,
         isoNow(clock),
       );
+      await recordReport(repos.agents, agent, 'workflows', request.rawBody);
       request.log.info({ agentId: agent.id, workflows: active.length }, 'agent workflows replaced');
       return { workflows: active.map(toPublicWorkflow) };
     },
