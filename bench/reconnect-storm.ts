@@ -169,6 +169,11 @@ try {
       p50Ms: percentile(latencies, 50),
       p99Ms: percentile(latencies, 99),
       maxMs: latencies.at(-1) ?? NaN,
+      // When the slowest calls began, in seconds after the restarted coordinator listened.
+      slowestAtS: [...during]
+        .sort((a, b) => b.ms - a.ms)
+        .slice(0, 3)
+        .map((p) => Number(((p.at - listeningAt) / 1000).toFixed(1))),
     },
     rssMb: { steady: steadyRss, peak: peakRss, ratio: peakRss / steadyRss },
     listenOverflows: listenOverflows() - overflowsBefore,
@@ -180,7 +185,8 @@ try {
   );
   console.log(
     `operator API during the storm: ${result.api.probes} calls, ${result.api.failed} failed, ` +
-      `p50 ${result.api.p50Ms} ms, p99 ${result.api.p99Ms} ms, max ${result.api.maxMs} ms`,
+      `p50 ${result.api.p50Ms} ms, p99 ${result.api.p99Ms} ms, max ${result.api.maxMs} ms ` +
+      `(the slowest began ${result.api.slowestAtS.map((s) => `${s} s`).join(', ')} after it listened)`,
   );
   console.log(
     `coordinator RSS: steady ${steadyRss.toFixed(0)} MB, peak during the storm ${peakRss.toFixed(0)} MB (${result.rssMb.ratio.toFixed(2)} x)`,

@@ -4,6 +4,13 @@ import type { Clock } from '../../util/clock.js';
 const MAX_RETRY_AFTER_S = 60;
 /** The shortest spread the `retry` hint names, however small the fleet. */
 const MIN_RETRY_HINT_MS = 1_000;
+/**
+ * The most the bucket holds, in seconds of the budget: the opens admitted back to back at most. A
+ * tenth of a second keeps a fleet waiting at the door (the listen backlog, as a restarted
+ * coordinator starts listening) from being admitted a whole second's worth at once, which held
+ * every other request up for ~0.3 s (docs/performance.md, "Reconnect storm").
+ */
+const BURST_SECONDS = 0.1;
 
 export type ReconnectAdmission = { admitted: true } | { admitted: false; retryAfterSeconds: number };
 
@@ -14,7 +21,7 @@ export type ReconnectAdmission = { admitted: true } | { admitted: false; retryAf
  * outage ending) costs the coordinator a bounded rate of stream opens, and operator and CI calls
  * keep their share of the machine.
  *
- * A token bucket of one second's worth refills continuously. A refused open is given the next
+ * A token bucket of a tenth of a second's worth refills continuously. A refused open is given the next
  * free slot (slots `1 / perSecond` apart, from one second ahead) as whole seconds: the agents come
  * back about as fast as the bucket refills, each adding its own jitter within the second. Nothing is
  * held for the agent: one that never comes back costs its slot only.
@@ -31,7 +38,7 @@ export class ReconnectBudget {
   constructor(options: { perSecond: number; clock: Clock }) {
     this.#perSecond = options.perSecond;
     this.#clock = options.clock;
-    this.#tokens = options.perSecond;
+    this.#tokens = this.#burst();
     this.#refilledAt = options.clock.now();
   }
 
@@ -72,11 +79,15 @@ export class ReconnectBudget {
     return this.#shed;
   }
 
+  #burst(): number {
+    return Math.max(1, this.#perSecond * BURST_SECONDS);
+  }
+
   #refill(): number {
     const now = this.#clock.now();
     const elapsed = now - this.#refilledAt;
     if (elapsed > 0) {
-      this.#tokens = Math.min(this.#perSecond, this.#tokens + (elapsed / 1_000) * this.#perSecond);
+      this.#tokens = Math.min(this.#burst(), this.#tokens + (elapsed / 1_000) * this.#perSecond);
       this.#refilledAt = now;
     }
     return now;

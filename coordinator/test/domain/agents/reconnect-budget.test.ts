@@ -7,22 +7,32 @@ function clock(start = 1_000_000) {
 }
 
 describe('the reconnect budget', () => {
-  it("admits a second's worth at once, then sheds the rest into later seconds at the budget's pace", () => {
+  it("admits a tenth of a second's worth at once, then sheds the rest into later seconds at the budget's pace", () => {
     const c = clock();
-    const budget = new ReconnectBudget({ perSecond: 4, clock: c });
+    const budget = new ReconnectBudget({ perSecond: 40, clock: c });
     expect(Array.from({ length: 4 }, () => budget.admit())).toEqual(Array(4).fill({ admitted: true }));
-    // The next twelve: slots 250 ms apart from one second ahead, as whole seconds.
-    const shed = Array.from({ length: 12 }, () => budget.admit());
-    expect(shed.map((a) => (a.admitted ? 0 : a.retryAfterSeconds))).toEqual([1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4]);
-    expect(budget.shed).toBe(12);
-    // Refilled at 4 a second: half a second later, two more opens go through.
-    c.advance(500);
+    // The next ones: slots 25 ms apart from one second ahead, as whole seconds.
+    const shed = Array.from({ length: 81 }, () => budget.admit()).map((a) => (a.admitted ? 0 : a.retryAfterSeconds));
+    expect(shed.filter((s) => s === 1)).toHaveLength(1);
+    expect(shed.filter((s) => s === 2)).toHaveLength(40);
+    expect(shed.filter((s) => s === 3)).toHaveLength(40);
+    expect(budget.shed).toBe(81);
+    // Refilled at 40 a second, up to 4: 50 ms later two more opens go through, a second later four.
+    c.advance(50);
     expect([budget.admit(), budget.admit(), budget.admit()].map((a) => a.admitted)).toEqual([true, true, false]);
+    c.advance(1_000);
+    expect(Array.from({ length: 5 }, () => budget.admit()).map((a) => a.admitted)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+    ]);
   });
 
   it('tells the reports that the budget is spent without spending it, and forgets old slots', () => {
     const c = clock();
-    const budget = new ReconnectBudget({ perSecond: 2, clock: c });
+    const budget = new ReconnectBudget({ perSecond: 20, clock: c });
     expect(budget.exhausted()).toBeNull();
     budget.admit();
     budget.admit();
