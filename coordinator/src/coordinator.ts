@@ -32,10 +32,8 @@ import { ChatIntegrationService } from './domain/chat/integrations.js';
 import { ChatReplayGuard } from './domain/chat/replays.js';
 import { ChatRunService } from './domain/chat/chat-runs.js';
 import { chatConnectors } from './domain/chat/providers/connectors.js';
-import { DiscordGateway } from './domain/chat/providers/discord-gateway.js';
 import { chatSenders } from './domain/chat/providers/senders/index.js';
 import { DeliveryWorker } from './domain/chat/notifications/delivery-worker.js';
-import { OidcSignInService } from './domain/auth/oidc-sign-in.js';
 import { SignInService } from './domain/auth/sign-in.js';
 import { AccountService } from './domain/auth/account.js';
 import { AgentEnrollment } from './domain/agents/agent-enrollment.js';
@@ -132,8 +130,9 @@ export async function createCoordinator(
       metrics,
       password: config.signIn.password,
     });
+    // openid-client is loaded only when single sign-on is configured.
     const oidcSignIn = config.signIn.oidc
-      ? new OidcSignInService({
+      ? new (await import('./domain/auth/oidc-sign-in.js')).OidcSignInService({
           config: config.signIn.oidc,
           repos,
           sessions,
@@ -201,7 +200,7 @@ export async function createCoordinator(
     });
     const chatIntegrations = new ChatIntegrationService({
       repos,
-      connectors: chatConnectors(config.chat),
+      connectors: await chatConnectors(config.chat),
       box: keys.secretBox,
       audit,
       clock,
@@ -209,7 +208,7 @@ export async function createCoordinator(
     });
     const chatDelivery = new DeliveryWorker({
       outbox: repos.chatOutbox,
-      senders: chatSenders(config.chat),
+      senders: await chatSenders(config.chat),
       workspace: async (provider, teamId) => {
         const integration = await repos.chatIntegrations.findByTeam(provider, teamId);
         if (!integration) return null;
@@ -309,7 +308,11 @@ export async function createCoordinator(
     await scheduler.start();
     // Mentions of the bot in Discord (docs/chat.md).
     const discordGateway = config.chat.discord
-      ? new DiscordGateway({ config: config.chat.discord, chatRuns, logger })
+      ? new (await import('./domain/chat/providers/discord-gateway.js')).DiscordGateway({
+          config: config.chat.discord,
+          chatRuns,
+          logger,
+        })
       : null;
     discordGateway?.start();
     // Chat messages written by the job paths go out (docs/chat.md, "Notifications"), at once

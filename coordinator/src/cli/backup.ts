@@ -3,7 +3,6 @@ import type { Command } from 'commander';
 import { exitWith } from './common.js';
 import { ConfigError } from '../config/config.js';
 import { loadBackupConfig, type BackupConfig, type BackupConfigFlags } from '../config/backup-config.js';
-import { backup } from '../backup/backup.js';
 import { BackupError } from '../backup/backup-error.js';
 import { progressOn } from '../backup/progress.js';
 import { backupReportLines } from '../backup/report.js';
@@ -48,6 +47,8 @@ export function configureBackupCommand(program: Command): void {
       }
       const to = path.resolve(flags.to!);
       try {
+        // Loaded by this command only: PostgreSQL's driver and tar are no part of `start`.
+        const { backup } = await import('../backup/backup.js');
         const report = await backup({
           config,
           to,

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { exitWith } from './common.js';
 import { ConfigError } from '../config/config.js';
 import { loadCopyDataConfig, type CopyDataConfig, type CopyDataFlags } from '../config/copy-data-config.js';
-import { copyData, CopyDataError } from '../copy-data/copy-data.js';
+import { CopyDataError } from '../copy-data/copy-data-error.js';
 import { reportLines } from '../copy-data/report.js';
 
 /**
@@ -33,6 +33,8 @@ export function configureCopyDataCommand(program: Command): void {
       }
       const say = (line: string) => process.stdout.write(`${line}\n`);
       try {
+        // Loaded by this command only: PostgreSQL's driver and the S3 client are no part of `start`.
+        const { copyData } = await import('../copy-data/copy-data.js');
         const report = await copyData(config, say);
         for (const line of reportLines(config, report)) say(line);
       } catch (error) {

@@ -3,7 +3,6 @@ import type { Config } from '../config/config.js';
 import { databaseFile, openDatabase } from '../db/database.js';
 import { migrate, migratePostgres, type MigrationResult } from '../db/migrate.js';
 import { BREAKING_NOTE, migrationLabel, runningBeside } from '../db/migration-plan.js';
-import { createPool } from '../db/postgres/pool.js';
 import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
 
 export function configureMigrateCommand(program: Command): void {
@@ -35,6 +34,7 @@ function migrateSqlite(config: Config): MigrationResult {
 
 /** Several coordinators may migrate one database at once: they take turns (db/postgres/migrate.ts). */
 async function migrateOnPostgres(database: { url: string; redactedUrl: string }): Promise<MigrationResult> {
+  const { createPool } = await import('../db/postgres/pool.js'); // pg: loaded for PostgreSQL only
   const pool = createPool(database.url, { max: 1 });
   try {
     return await migratePostgres(pool);

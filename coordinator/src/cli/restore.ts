@@ -5,7 +5,6 @@ import { ConfigError } from '../config/config.js';
 import { loadBackupConfig } from '../config/backup-config.js';
 import { BackupError } from '../backup/backup-error.js';
 import { progressOn } from '../backup/progress.js';
-import { restore } from '../backup/restore.js';
 import { formatBytes } from '../copy-data/report.js';
 
 /**
@@ -31,6 +30,7 @@ export function configureRestoreCommand(program: Command): void {
       }
       const from = path.resolve(flags.from);
       try {
+        const { restore } = await import('../backup/restore.js'); // tar: loaded by this command only
         const { manifest, files, bytes, seconds } = await restore({
           from,
           dataDir,

@@ -1,3 +1,4 @@
+import { CopyDataError } from './copy-data-error.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { isLockHeldError } from '@drover/shared';
@@ -22,18 +23,6 @@ import { formatBytes, type CopyDataReport } from './report.js';
  * a second attempt overwrites them); the database last, in one transaction checked before its
  * commit. A failure at any point leaves the target database empty, never half-copied.
  */
-
-/** `refused`: nothing was written, the input is wrong (exit status 2); `failed`: nothing was committed (1). */
-export class CopyDataError extends Error {
-  constructor(
-    readonly code: 'refused' | 'failed',
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'CopyDataError';
-  }
-}
 
 const refused = (message: string) => new CopyDataError('refused', message);
 const failed = (message: string, cause?: unknown) => new CopyDataError('failed', message, { cause });
@@ -208,3 +197,5 @@ function every5s<A extends unknown[]>(f: (...args: A) => void): (...args: A) => 
     f(...args);
   };
 }
+
+export { CopyDataError };

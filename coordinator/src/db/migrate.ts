@@ -5,7 +5,6 @@ import { isBreaking, planMigrations, versionAfter, type Migration, type Migratio
 import type { PgPool } from './postgres/pool.js';
 import { inTransaction } from './postgres/transaction.js';
 import { all, command, one, query, run, script, values, type Flow } from './sql/index.js';
-import { runFlow } from './sql/postgres.js';
 import { SqliteDatabase } from './sql/sqlite.js';
 
 export type { Migration, MigrationResult } from './migration-plan.js';
@@ -120,11 +119,15 @@ export function migrate(db: Db, known = loadMigrations(), options: MigrateOption
   }
 }
 
-/** Migrates a PostgreSQL database: several coordinators may at once, and take turns. */
-export function migratePostgres(
+/**
+ * Migrates a PostgreSQL database: several coordinators may at once, and take turns. The driver
+ * (sql/postgres.ts imports pg) is loaded here, so that a coordinator on SQLite never loads it.
+ */
+export async function migratePostgres(
   pool: PgPool,
   known = loadPostgresMigrations(),
   options: MigrateOptions = {},
 ): Promise<MigrationResult> {
+  const { runFlow } = await import('./sql/postgres.js');
   return inTransaction(pool, (tx) => runFlow(tx, migrations(false, known, options)));
 }

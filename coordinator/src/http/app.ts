@@ -34,6 +34,7 @@ import { DashboardBuild } from './routes/dashboard/dashboard-build.js';
 import { registerHttpMetrics } from './http-metrics.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { healthRoutes } from './routes/health.js';
+import { sharedSerializers } from './shared-serializers.js';
 import './context.js';
 
 const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 200 };
@@ -64,6 +65,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     routerOptions: ROUTER_OPTIONS,
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
   };
   const app = Fastify(options) as unknown as FastifyInstance;
   app.decorate('ctx', ctx);

@@ -8,11 +8,10 @@ import { AppError, validationFailed } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashBearerSecret } from '../../util/secrets.js';
+import { OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionService } from './sessions.js';
 
-/** How long a sign-in at the provider may take, from the redirect to the callback. */
-export const OIDC_STATE_TTL_MS = 10 * 60_000;
 /** What an SSO-made account stores as its password hash: no password ever matches it. */
 export const NO_PASSWORD = '!sso';
 const BROWSER_KEY = /^[A-Za-z0-9_-]{43}$/;

@@ -18,3 +18,6 @@ export interface OidcStateRepository {
   /** Uses up the state: returns it once, while it has not expired; null for an unknown, used or expired one. */
   consume(stateHash: string, now: string): Promise<OidcState | null>;
 }
+
+/** How long a sign-in at the provider may take, from the redirect to the callback. */
+export const OIDC_STATE_TTL_MS = 10 * 60_000;

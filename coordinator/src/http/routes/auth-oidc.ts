@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { OIDC_STATE_TTL_MS, type OidcSignInService } from '../../domain/auth/oidc-sign-in.js';
+import type { OidcSignInService } from '../../domain/auth/oidc-sign-in.js';
+import { OIDC_STATE_TTL_MS } from '../../domain/model/oidc-states.js';
 import { AppError, notFound } from '../../errors.js';
 import { setSessionCookie } from '../auth/session-cookie.js';
 import { prefersHtml } from './dashboard/accepts-html.js';

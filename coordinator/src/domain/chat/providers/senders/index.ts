@@ -1,12 +1,10 @@
 import type { ChatConfig } from '../../../../config/chat-config.js';
 import type { ChatSenders } from '../../notifications/sender.js';
-import { DiscordSender } from './discord-sender.js';
-import { SlackSender } from './slack-sender.js';
 
-/** The message senders of the providers this coordinator has app credentials for. */
-export function chatSenders(config: ChatConfig): ChatSenders {
+/** The message senders of the providers this coordinator has app credentials for, loaded only then (connectors.ts). */
+export async function chatSenders(config: ChatConfig): Promise<ChatSenders> {
   return {
-    ...(config.slack ? { slack: new SlackSender(config.slack) } : {}),
-    ...(config.discord ? { discord: new DiscordSender(config.discord) } : {}),
+    ...(config.slack ? { slack: new (await import('./slack-sender.js')).SlackSender(config.slack) } : {}),
+    ...(config.discord ? { discord: new (await import('./discord-sender.js')).DiscordSender(config.discord) } : {}),
   };
 }

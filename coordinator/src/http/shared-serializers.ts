@@ -1,0 +1,28 @@
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
+import type { FastifyServerOptions } from 'fastify';
+
+type BuildSerializer = NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer']
+>;
+
+/**
+ * Fastify's response serializers (fast-json-stringify), one per distinct schema rather than one
+ * per route and status: every route's error answers share the one `ErrorBody` schema, so the
+ * default built ~770 serializers for ~100 routes, each a generated function kept with its source
+ * and an ajv instance of its own: ~15 MiB of the idle coordinator's heap (docs/performance.md,
+ * "Coordinator memory"). Schemas are told apart by their JSON, within each set of shared schemas
+ * Fastify builds serializers against.
+ */
+export const sharedSerializers: BuildSerializer = (externalSchemas, serializerOptions) => {
+  const compile = SerializerSelector()(externalSchemas, serializerOptions);
+  const built = new Map<string, ReturnType<typeof compile>>();
+  return (route) => {
+    const key = JSON.stringify(route.schema);
+    let serializer = built.get(key);
+    if (!serializer) {
+      serializer = compile(route);
+      built.set(key, serializer);
+    }
+    return serializer;
+  };
+};
