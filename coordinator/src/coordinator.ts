@@ -48,7 +48,7 @@ import { relayTriggerChanges } from './domain/cron/trigger-changes.js';
 import { buildApp } from './http/app.js';
 import type { AppContext } from './http/context.js';
 import { systemClock, type Clock } from './util/clock.js';
-import { PrometheusMetrics } from './metrics/prometheus-metrics.js';
+import type { PrometheusMetrics } from './metrics/prometheus-metrics.js';
 
 export interface Coordinator {
   app: FastifyInstance;
@@ -81,7 +81,10 @@ export async function createCoordinator(
   timers?: Timers,
 ): Promise<Coordinator> {
   // Off unless a metrics setting is given: then nothing is measured, not even a clock read per commit.
-  const prometheus = metricsEnabled(config.metrics) ? new PrometheusMetrics(logger) : null;
+  // prom-client is loaded only when metrics are on (docs/metrics.md, "Turning it on").
+  const prometheus = metricsEnabled(config.metrics)
+    ? new (await import('./metrics/prometheus-metrics.js')).PrometheusMetrics(logger)
+    : null;
   const metrics: Metrics = prometheus ?? noMetrics;
   const store = await openStore(config, logger, prometheus ? (s, n) => prometheus.dbCommit(s, n) : undefined);
   try {

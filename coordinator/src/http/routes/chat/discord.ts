@@ -1,10 +1,18 @@
 import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { InteractionResponseType, InteractionType, MessageFlags } from 'discord-api-types/v10';
 import { discordPublicKey, discordSignatureProblem } from '../../../domain/chat/providers/discord-signature.js';
 import { AppError, notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import { keepRawBodies } from './raw-body.js';
+
+/**
+ * The numbers of Discord's interaction protocol this route answers with (Discord's developer
+ * documentation, "Receiving and Responding"), as discord-api-types names them: written here so
+ * that every coordinator does not load that package's ~40 modules (~5 MiB) for three enums.
+ */
+const InteractionType = { Ping: 1, ApplicationCommand: 2 } as const;
+const InteractionResponseType = { Pong: 1, ChannelMessageWithSource: 4 } as const;
+const MessageFlags = { Ephemeral: 1 << 6 } as const;
 
 interface Interaction {
   id?: string;
