@@ -97,10 +97,15 @@ export class AppError extends Error {
   }
 
   toBody(): ErrorBody {
-    const body: ErrorBody = { statusCode: this.statusCode, code: this.code, message: this.message };
-    if (this.details !== undefined) body.details = this.details;
-    return body;
+    return errorBody(this.code, this.message, this.details);
   }
+}
+
+/** The body of an error answer, for a code; without an AppError (and its stack) where none is needed. */
+export function errorBody(code: ErrorCode, message: string, details?: unknown): ErrorBody {
+  const body: ErrorBody = { statusCode: ErrorCodes[code].status, code, message };
+  if (details !== undefined) body.details = details;
+  return body;
 }
 
 export interface ErrorBody {

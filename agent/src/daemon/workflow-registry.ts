@@ -177,8 +177,7 @@ export class WorkflowRegistry implements ClaimableReport {
   }
 
   /** The report's body as it would be sent now (masked) and its digest. */
-  async #body() {
-    const workflows = this.definitions();
+  async #body(workflows = this.definitions()) {
     const body = { workflows: await this.#masked(workflows) };
     return { body, digest: reportDigest(body) };
   }
@@ -188,7 +187,7 @@ export class WorkflowRegistry implements ClaimableReport {
     const workflows = this.definitions();
     const key = JSON.stringify(workflows);
     if (!force && key === this.#reported) return;
-    const { body, digest } = await this.#body();
+    const { body, digest } = await this.#body(workflows);
     this.#accepted = null;
     const answer = await signedCall(caller, 'PUT', '/v1/agent/workflows', body);
     if (answer.status === 200) {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ReconnectBudget } from '../../../domain/agents/reconnect-budget.js';
 import type { Metrics } from '../../../domain/metrics.js';
-import { ErrorCodes, type ErrorBody } from '../../../errors.js';
+import { errorBody } from '../../../errors.js';
 
 /**
  * The reconnect budget at the door of the agent's connect-time routes (docs/operations.md,
@@ -27,11 +27,10 @@ export function reconnectShedding(budget: ReconnectBudget, metrics: Metrics, tak
       return;
     }
     metrics.reconnectShed();
-    const body: ErrorBody = {
-      statusCode: ErrorCodes.reconnect_shed.status,
-      code: 'reconnect_shed',
-      message: `Too many agents are connecting at once: come back in ${retryAfter} s (Retry-After)`,
-    };
+    const body = errorBody(
+      'reconnect_shed',
+      `Too many agents are connecting at once: come back in ${retryAfter} s (Retry-After)`,
+    );
     void reply.code(body.statusCode).header('retry-after', String(retryAfter)).send(body);
   };
 }
