@@ -153,8 +153,19 @@ export class SimAgent {
   /**
    * Opens the event stream on its own connection, announcing `capacity` (the jobs its queue
    * holds; the coordinator's default, 4, when absent); resolves when the coordinator answered 200.
+   * Shed past the coordinator's reconnect budget (503), it tries again after `Retry-After`, as the
+   * agent does.
    */
-  connect(origin: string, capacity?: number): Promise<void> {
+  async connect(origin: string, capacity?: number): Promise<void> {
+    for (;;) {
+      const retryAfterS = await this.#open(origin, capacity);
+      if (retryAfterS === null) return;
+      await new Promise((resolve) => setTimeout(resolve, retryAfterS * 1000 * (0.5 + Math.random())));
+    }
+  }
+
+  /** One attempt of `connect`: null once open, or the seconds a 503 asked to wait. */
+  #open(origin: string, capacity?: number): Promise<number | null> {
     const path = `/v1/agent/stream${capacity === undefined ? '' : `?capacity=${capacity}`}`;
     const headers = {
       ...signRequest({ agentId: this.agentId, privateKey: this.privateKey, method: 'GET', path }),
@@ -164,6 +175,11 @@ export class SimAgent {
       const req = http.request(`${origin}${path}`, { headers, agent: false });
       this.#request = req;
       req.on('response', (res) => {
+        if (res.statusCode === 503) {
+          res.resume();
+          resolve(Number(res.headers['retry-after']) || 1);
+          return;
+        }
         if (res.statusCode !== 200) {
           reject(new Error(`stream of agent ${this.index}: HTTP ${res.statusCode}`));
           res.resume();
@@ -180,7 +196,7 @@ export class SimAgent {
           }
         });
         res.on('error', () => {});
-        resolve();
+        resolve(null);
       });
       req.on('error', reject);
       req.end();

@@ -22,7 +22,9 @@ import { RolloutService } from './domain/ota/rollouts.js';
 import { DeviceGroupService } from './domain/ota/device-groups.js';
 import { createFileService } from './domain/files/create.js';
 import { startFileSweeper } from './domain/files/file-sweeper.js';
-import { agentEventsOf } from './domain/agents/agent-events.js';
+import { AgentEvents } from './domain/agents/agent-events.js';
+import { StreamRegistry } from './domain/agents/stream-registry.js';
+import { withFreshDownloadUrls } from './domain/jobs/job-input-files.js';
 import { ReconnectBudget } from './domain/agents/reconnect-budget.js';
 import { bootstrapIfEmpty, type BootstrapResult } from './domain/orgs/bootstrap.js';
 import { ReadRateLimiter } from './domain/discovery/read-rate-limiter.js';
@@ -229,6 +231,27 @@ export async function createCoordinator(
       publicUrl: () => ctx.config.publicUrl,
       queued: () => chatDelivery.wake(),
     });
+    const agentEvents = new AgentEvents();
+    // The agents' streams (docs/agent-protocol.md §6): what a job's creation, cancel or end, and an
+    // agent's revocation, committed on any coordinator, means for the streams open here.
+    const streams = new StreamRegistry({
+      agents: repos.agents,
+      jobs: repos.jobs,
+      clock,
+      jobEvents,
+      agentEvents,
+      logger,
+      pingMs: config.streamPingMs,
+      disconnectGraceMs: config.agentDisconnectGraceMs,
+      metrics,
+      // On PostgreSQL other coordinators may share the database: the streams check it at each ping.
+      shared: config.database.kind === 'postgres',
+      pools,
+      // Input files get a fresh download URL at every send (redelivery included); an update job's
+      // `deploy` event also names its application.
+      prepareAssignment: async (job, assignment) =>
+        ota.withDeployFields(job, await withFreshDownloadUrls(files, job.orgId, assignment)),
+    });
     const ctx: AppContext = {
       config,
       repos,
@@ -240,6 +263,8 @@ export async function createCoordinator(
       account,
       enrollment,
       reconnects: new ReconnectBudget({ perSecond: config.reconnectBudgetPerSecond, clock }),
+      agentEvents,
+      streams,
       serverKey,
       readLimiter,
       jobEvents,
@@ -266,11 +291,17 @@ export async function createCoordinator(
       health: new HealthCheck(store, logger),
     };
     // Revocations and stream openings travel between the coordinators too.
-    const detachAgentEvents = store.relay ? agentEventsOf(ctx).attach(store.relay) : () => undefined;
+    const detachAgentEvents = store.relay ? agentEvents.attach(store.relay) : () => undefined;
     const bootstrap = await bootstrapIfEmpty(repos, config.bootstrap, clock);
     if (bootstrap.created)
       logger.info({ email: bootstrap.email, org: bootstrap.orgName }, 'bootstrapped owner and organization');
     const app = await buildApp(ctx, logger);
+    streams.start();
+    // Open streams would keep app.close() waiting for ever: they end first.
+    app.addHook('preClose', (done) => {
+      streams.close();
+      done();
+    });
     // Jobs past their deadline, and the open jobs of a revoked agent, are failed; running jobs whose
     // cancel was not confirmed in time are cancelled (docs/jobs.md).
     const sweeper = new JobSweeper({
@@ -281,7 +312,7 @@ export async function createCoordinator(
       deadlineGraceMs: config.jobDeadlineGraceMs,
       alsoSweep: () => batches.sweep(),
     });
-    const stopRevocations = agentEventsOf(ctx).onRevoked((agent) => void sweeper.agentRevoked(agent.id));
+    const stopRevocations = agentEvents.onRevoked((agent) => void sweeper.agentRevoked(agent.id));
     // A batch moves on as its jobs end here (its held jobs handed out, its end marked), and the
     // sweep catches up after a coordinator stopped in between (docs/fleets.md).
     // The jobs ended in one turn (a batch's cancel ends thousands) are read in a few statements.

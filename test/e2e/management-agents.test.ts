@@ -1,4 +1,3 @@
-import { agentEventsOf } from '../../coordinator/src/domain/agents/agent-events.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
@@ -175,7 +174,7 @@ describe('agent management', () => {
   it('revokes an agent: status revoked, listeners told, signed requests refused, repeat is harmless', async () => {
     expect((await second.putWorkflows([workflow('build')])).status).toBe(200);
     const told: string[] = [];
-    const unsubscribe = agentEventsOf(t.coordinator.ctx).onRevoked((agent) => told.push(agent.id));
+    const unsubscribe = t.coordinator.ctx.agentEvents.onRevoked((agent) => told.push(agent.id));
     try {
       const res = await t.owner.delete(`/orgs/${t.orgId}/agents/${second.agentId}`);
       expect(res.status).toBe(200);

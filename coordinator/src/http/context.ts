@@ -32,6 +32,8 @@ import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
 import type { HealthCheck } from '../health.js';
 import type { ReconnectBudget } from '../domain/agents/reconnect-budget.js';
+import type { AgentEvents } from '../domain/agents/agent-events.js';
+import type { StreamRegistry } from '../domain/agents/stream-registry.js';
 
 /** Everything a route needs, built once per coordinator and reachable as `app.ctx`. */
 export interface AppContext {
@@ -50,6 +52,10 @@ export interface AppContext {
   enrollment: AgentEnrollment;
   /** Agent stream opens per second; the rest are shed with `Retry-After` (reconnect storms). */
   reconnects: ReconnectBudget;
+  /** Revocations and stream openings of agents, here and (through the relay) on the other coordinators. */
+  agentEvents: AgentEvents;
+  /** The agents' open event streams on this coordinator: jobs, deploys and cancels pushed to them. */
+  streams: StreamRegistry;
   serverKey: ServerKey;
   readLimiter: ReadRateLimiter;
   /** In-process job notifications: dispatch to connected agents, sync trigger-run waits. */

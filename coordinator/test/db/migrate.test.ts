@@ -185,6 +185,29 @@ describe('migrate', () => {
     db.close();
   });
 
+  it("indexes by target only the audit entries that have one (0041), and the target's listing still uses it", () => {
+    const { db, all, at } = migratedBefore(41);
+    const insert = db.prepare(
+      `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, created_at)
+       VALUES ('o', 'api_token', 'k', ?, ?, ?, ?)`,
+    );
+    insert.run('api_token.discover', null, null, at);
+    insert.run('trigger.create', 'trigger', 't1', at);
+    const partial = db.prepare("SELECT partial FROM pragma_index_list('audit_log') WHERE name = 'audit_log_target'");
+    expect(partial.pluck().get()).toBe(0);
+    migrate(db, all);
+    expect(partial.pluck().get()).toBe(1);
+    expect(db.prepare('PRAGMA integrity_check').pluck().all()).toEqual(['ok']);
+    const plan = db
+      .prepare(
+        `EXPLAIN QUERY PLAN SELECT * FROM audit_log WHERE target_id = ? AND org_id = ? AND id < ?
+         ORDER BY id DESC LIMIT 10`,
+      )
+      .all('t1', 'o', Number.MAX_SAFE_INTEGER) as { detail: string }[];
+    expect(plan.map((step) => step.detail).join('\n')).toContain('USING INDEX audit_log_target');
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');

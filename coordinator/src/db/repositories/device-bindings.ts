@@ -7,7 +7,7 @@ import type {
   EvaluateBinding,
   RemovedBinding,
 } from '../../domain/model/device-bindings.js';
-import { all, command, one, query, run, type Database, type Dialect, type Flow } from '../sql/index.js';
+import { all, command, isSet, one, query, run, type Database, type Dialect, type Flow } from '../sql/index.js';
 import { evaluateBindings } from './device-binding-evaluation.js';
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
 import { lockApplication } from './parent-locks.js';
@@ -43,13 +43,20 @@ const CANCEL_PENDING = query<{ id: string }, [string, string, string]>(
    WHERE id ${d.inJsonArray('?')} AND status = 'pending' RETURNING id`,
 );
 const REMOVE = command<[string]>((d) => `DELETE FROM device_bindings WHERE id ${d.inJsonArray('?')}`);
-const CONCERNED = query<{ id: string }, { appId: string; channel: string; releaseId: string }>(
-  `SELECT id FROM device_bindings WHERE application_id = @appId AND channel = @channel
-   UNION SELECT id FROM device_bindings WHERE application_id = @appId AND current_release_id = @releaseId`,
+/**
+ * The bindings a publish or a yank concerns, in the order of their agents: the update jobs their
+ * evaluation issues, 250 to a transaction, then sit next to each other in the jobs' indexes that
+ * begin with the agent, so a transaction writes a few pages of each rather than one per job (a
+ * publish to 100,000 devices: 9.5 s instead of 11.5, docs/performance.md, "OTA at 100,000 devices").
+ */
+const CONCERNED = query<{ id: string; agent_id: string }, { appId: string; channel: string; releaseId: string }>(
+  `SELECT id, agent_id FROM device_bindings WHERE application_id = @appId AND channel = @channel
+   UNION SELECT id, agent_id FROM device_bindings WHERE application_id = @appId AND current_release_id = @releaseId
+   ORDER BY agent_id`,
 );
 /**
- * Due: a retry, a maintenance window opening for a held update, the end of the window of a pending
- * update job (withdrawn if the agent has not taken it), an update job that ended unsettled.
+ * Due on time: a retry, a maintenance window opening for a held update, the end of the window of a
+ * pending update job (withdrawn if the agent has not taken it).
  */
 const DUE = query<{ id: string }, { now: string; limit: number }>(
   `SELECT id FROM device_bindings WHERE retry_at IS NOT NULL AND retry_at <= @now AND active_job_id IS NULL
@@ -57,11 +64,29 @@ const DUE = query<{ id: string }, { now: string; limit: number }>(
    SELECT id FROM device_bindings WHERE window_opens_at IS NOT NULL AND window_opens_at <= @now
    UNION
    SELECT id FROM device_bindings WHERE window_closes_at IS NOT NULL AND window_closes_at <= @now
-   UNION
-   SELECT b.id FROM device_bindings b JOIN jobs j ON j.id = b.active_job_id
-     WHERE b.active_job_id IS NOT NULL AND j.status NOT IN ('pending', 'queued', 'running')
    LIMIT @limit`,
 );
+/**
+ * The next `size` bindings with an update job in progress, in the order of its id after `after`
+ * (null: from the first), each with whether that job has ended: one that has was not settled (its
+ * end's evaluation was lost with a coordinator that stopped in between).
+ */
+const ACTIVE_WINDOW = query<{ id: string; job_id: string; ended: number }, { after: string | null; size: number }>(
+  `SELECT w.id, w.active_job_id AS job_id,
+     CASE WHEN j.status IN ('pending', 'queued', 'running') THEN 0 ELSE 1 END AS ended
+   FROM (SELECT id, active_job_id FROM device_bindings
+         WHERE active_job_id IS NOT NULL AND (active_job_id > @after OR @after IS NULL)
+         ORDER BY active_job_id LIMIT @size) w
+   JOIN jobs j ON j.id = w.active_job_id
+   ORDER BY w.active_job_id`,
+);
+/**
+ * How many bindings with an update job in progress one sweep looks at for an end that was not
+ * settled: a publish to 100,000 devices leaves that many in progress, and looking at all of them
+ * at every sweep held the database (and, on SQLite, the event loop) for ~0.3 s each time. The
+ * sweeps go through them a window at a time, from where the last one stopped.
+ */
+export const ACTIVE_WINDOW_SIZE = 2_000;
 const PER_STATE = query<{ state: DeviceState | null; count: number }, []>(
   `SELECT b.state AS state, count(*) AS count FROM device_bindings b
      JOIN applications a ON a.id = b.application_id WHERE a.deleted_at IS NULL GROUP BY b.state`,
@@ -103,6 +128,8 @@ export function* removeBindings(
  * it). Unbinding locks the binding's row. On SQLite each takes the write lock at BEGIN.
  */
 export function createDeviceBindingRepository(db: Database, evaluateBinding: EvaluateBinding): DeviceBindingRepository {
+  /** Where the next sweep's look at the update jobs in progress begins (ACTIVE_WINDOW). */
+  let activeAfter: string | null = null;
   function* bind(input: BindInput): Flow<BindResult> {
     yield* lockApplication(input.applicationId);
     const ids = input.bindings.map((b) => b.agentId);
@@ -150,7 +177,24 @@ export function createDeviceBindingRepository(db: Database, evaluateBinding: Eva
       return (await db.all(CONCERNED, { appId: applicationId, channel, releaseId })).map((r) => r.id);
     },
     async idsDue(now, limit) {
-      return (await db.all(DUE, { now, limit })).map((r) => r.id);
+      const due = new Set((await db.all(DUE, { now, limit })).map((r) => r.id));
+      const window = await db.all(ACTIVE_WINDOW, { after: activeAfter, size: ACTIVE_WINDOW_SIZE });
+      // The next sweep goes on after what this one looked at, or from the first again once it
+      // reached the last.
+      let after = activeAfter;
+      let reachedLast = window.length < ACTIVE_WINDOW_SIZE;
+      for (const r of window) {
+        if (isSet(r.ended)) {
+          if (due.size >= limit) {
+            reachedLast = false;
+            break;
+          }
+          due.add(r.id);
+        }
+        after = r.job_id;
+      }
+      activeAfter = reachedLast ? null : after;
+      return [...due];
     },
     countByState() {
       return db.all(PER_STATE, []);

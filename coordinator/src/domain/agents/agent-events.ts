@@ -77,18 +77,3 @@ export class AgentEvents {
     return errors;
   }
 }
-
-const perCoordinator = new WeakMap<object, AgentEvents>();
-
-/**
- * The AgentEvents of one coordinator, keyed by its context object (`app.ctx`), so that several
- * coordinators in one process (tests) never see each other's events.
- */
-export function agentEventsOf(ctx: object): AgentEvents {
-  let events = perCoordinator.get(ctx);
-  if (!events) {
-    events = new AgentEvents();
-    perCoordinator.set(ctx, events);
-  }
-  return events;
-}

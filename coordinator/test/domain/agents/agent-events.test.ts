@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent } from '../../../src/domain/model/agents.js';
-import { AgentEvents, agentEventsOf } from '../../../src/domain/agents/agent-events.js';
+import { AgentEvents } from '../../../src/domain/agents/agent-events.js';
 
 const agent = { id: 'a1', status: 'revoked' } as Agent;
 
@@ -26,12 +26,5 @@ describe('AgentEvents', () => {
     const errors = events.revoked(agent);
     expect(seen).toEqual(['a1']);
     expect(errors).toHaveLength(1);
-  });
-
-  it('gives each coordinator context its own events', () => {
-    const a = {};
-    const b = {};
-    expect(agentEventsOf(a)).toBe(agentEventsOf(a));
-    expect(agentEventsOf(a)).not.toBe(agentEventsOf(b));
   });
 });

@@ -8,15 +8,9 @@ import {
   AGENT_VERSION_HEADER_PATTERN,
 } from '@drover/shared';
 import { checkReportsClaim } from '../../../domain/agents/report-digests.js';
-import { agentEventsOf } from '../../../domain/agents/agent-events.js';
-import { withFreshDownloadUrls } from '../../../domain/jobs/job-input-files.js';
 import { SSE_OPENING } from '../../../domain/agents/sse.js';
 import { reconnectShedding } from './reconnect-shedding.js';
-import {
-  DEFAULT_AGENT_QUEUE_CAPACITY,
-  StreamRegistry,
-  type StreamSink,
-} from '../../../domain/agents/stream-registry.js';
+import { DEFAULT_AGENT_QUEUE_CAPACITY, type StreamSink } from '../../../domain/agents/stream-registry.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
 import { EXAMPLE_IDS } from '../../schemas/examples.js';
@@ -83,39 +77,14 @@ function responseSink(raw: ServerResponse): StreamSink {
  * not apply to the open stream; errors before it opens (a bad signature) are ordinary answers.
  */
 export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
-  const { config, repos, clock, jobEvents, files, ota, metrics, pools } = app.ctx;
-  const registry = new StreamRegistry({
-    agents: repos.agents,
-    jobs: repos.jobs,
-    clock,
-    jobEvents,
-    agentEvents: agentEventsOf(app.ctx),
-    logger: app.log,
-    pingMs: config.streamPingMs,
-    disconnectGraceMs: config.agentDisconnectGraceMs,
-    metrics,
-    // On PostgreSQL other coordinators may share the database: the streams check it at each ping.
-    shared: config.database.kind === 'postgres',
-    // Input files get a fresh download URL at every send (redelivery included); an update job's
-    // `deploy` event also names its application.
-    pools,
-    prepareAssignment: async (job, assignment) =>
-      ota.withDeployFields(job, await withFreshDownloadUrls(files, job.orgId, assignment)),
-  });
-  registry.start();
-  // Open streams would keep app.close() waiting for ever: end them first.
-  app.addHook('preClose', (done) => {
-    registry.close();
-    done();
-  });
-
+  const registry = app.ctx.streams;
   app.get<{ Querystring: { capacity?: number; reports?: string }; Headers: { [AGENT_VERSION_HEADER]?: string } }>(
     '/agent/stream',
     {
       // A HEAD would run this handler and open a stream nobody reads.
       exposeHeadRoute: false,
       // Past the reconnect budget, shed before the signature is checked (docs/operations.md, "Reconnect storms").
-      onRequest: reconnectShedding(app.ctx.reconnects, metrics, true),
+      onRequest: reconnectShedding(app.ctx.reconnects, app.ctx.metrics, true),
       schema: {
         operationId: 'openAgentStream',
         summary: 'The event stream (text/event-stream) pushing job, deploy, cancel and ping events to the agent',

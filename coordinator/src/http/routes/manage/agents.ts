@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { agentEventsOf } from '../../../domain/agents/agent-events.js';
 import { selectAgents, selectorFrom, setOperatorLabels } from '../../../domain/agents/agent-labels.js';
 import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { notFound } from '../../../errors.js';
@@ -153,7 +152,7 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
         targetId: agent.id,
         metadata: { name: agent.name, hostname: agent.hostname, previousStatus: before.status },
       });
-      for (const err of agentEventsOf(app.ctx).revoked(agent)) {
+      for (const err of app.ctx.agentEvents.revoked(agent)) {
         request.log.error({ err, agentId: agent.id }, 'agent revocation listener failed');
       }
       return agent;
