@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/config.js';
 import { createCoordinator, type Coordinator } from './coordinator.js';
 import { startMetricsServer, type MetricsServer } from './metrics/metrics-server.js';
+import { releaseStartupMemoryWhenQuiet } from './release-startup-memory.js';
 
 /** Process concerns only: listening, signals, last-resort error handlers. */
 
@@ -20,7 +21,9 @@ export interface RunningServer {
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const coordinator = await createCoordinator(config, logger);
   let metricsServer: MetricsServer | null = null;
+  let cancelRelease = () => {};
   const stop = async () => {
+    cancelRelease();
     try {
       await metricsServer?.close();
     } finally {
@@ -34,6 +37,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       metricsServer = await startMetricsServer(coordinator.metrics, config.metrics.listen, logger);
       logger.info({ url: `${metricsServer.url}/metrics` }, 'metrics listening');
     }
+    // What starting took is given back once the coordinator is quiet (release-startup-memory.ts).
+    cancelRelease = releaseStartupMemoryWhenQuiet({
+      onReleased: ({ ms, rssBefore, rssAfter }) =>
+        logger.debug(
+          { ms: Math.round(ms), rssBeforeMiB: mib(rssBefore), rssAfterMiB: mib(rssAfter) },
+          'startup memory released',
+        ),
+    });
     return {
       coordinator,
       url,
@@ -46,6 +57,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     throw error;
   }
 }
+
+const mib = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
 export interface ShutdownOptions {
   /** How long a graceful shutdown may take before the process exits anyway. */
