@@ -287,9 +287,27 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await expectAccessible(member.page, "a member's Members page");
 
     // Any member may issue and revoke tokens (the API allows it): the form is there.
+    // A member revokes the tokens they issued, not the owner's (the API answers that with 403).
+    const grant = { name: 'deploy-bot', scopes: [{ type: 'trigger', triggerIds: [triggerId] }] };
+    expect((await t.owner.post(`/orgs/${t.orgId}/api-tokens`, { body: grant })).status).toBe(201);
+    const issued = await member.page.evaluate(
+      async ({ orgId }) =>
+        (
+          await fetch(`/v1/orgs/${orgId}/api-tokens`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'x-drover-csrf': '1' },
+            body: JSON.stringify({ name: 'my-script', scopes: [] }),
+          })
+        ).status,
+      { orgId: t.orgId },
+    );
+    expect(issued).toBe(201);
     await nav(member.page, 'API tokens').click();
     await member.page.getByRole('row', { name: 'ci' }).waitFor();
     await member.page.getByRole('button', { name: 'Issue token' }).waitFor();
+    await member.page.getByRole('button', { name: 'Revoke my-script' }).waitFor();
+    await member.page.getByRole('row', { name: 'deploy-bot' }).waitFor();
+    expect(await member.page.getByRole('button', { name: 'Revoke deploy-bot' }).count()).toBe(0);
     await expectAccessible(member.page, "a member's API tokens page");
     expect(member.problems).toEqual([]);
   });

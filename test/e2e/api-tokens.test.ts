@@ -84,6 +84,8 @@ describe('API token management', () => {
       expiresAt: null,
       revokedAt: null,
       createdAt: expect.any(String),
+      // The issuer: the owner signed in.
+      userId: (await t.owner.get<{ user: { id: string } }>('/auth/session')).body.user.id,
     };
     expect(res.body).toEqual({ ...view, token: plaintext });
 

@@ -2,7 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import { api } from '../api/client';
 import { apiTokensQuery, type ApiToken, type IssuedApiToken } from '../api/access';
-import { agentsQuery } from '../api/queries';
+import { agentsQuery, sessionQuery } from '../api/queries';
 import { bindingsQuery } from '../api/storage-bindings';
 import { triggersQuery } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
@@ -22,8 +22,11 @@ export function ApiTokensPage() {
   const bindings = useQuery(bindingsQuery(orgId));
   const [issued, setIssued] = useState<IssuedApiToken | null>(null);
   if (loaded && !org) return <NotFoundPage />;
-  // A member revokes their own tokens; another's, only an owner (the API answers 403 otherwise).
+  const session = useQuery(sessionQuery);
   const mayIssue = allows(org, 'api_tokens.issue');
+  // A member revokes their own tokens; another's, only an owner (the API answers 403 otherwise).
+  const mayRevokeAny = allows(org, 'api_tokens.revoke_any');
+  const mayRevoke = (token: ApiToken) => mayRevokeAny || (mayIssue && token.userId === session.data?.user.id);
   const names: Names = new Map([
     ...(agents.data ?? []).map((a) => [a.id, a.name] as const),
     ...(triggers.data ?? []).map((t) => [t.id, t.name] as const),
@@ -34,8 +37,8 @@ export function ApiTokensPage() {
       <h1 id="api-tokens-heading">API tokens</h1>
       <p>
         External systems (CI, scripts) call the public API with an API token: <code>Authorization: Bearer drv_…</code>.
-        A token may do only what its grants say, within this organization. Any member may issue and revoke tokens; a
-        token stops working while the member who issued it is not in the organization.
+        A token may do only what its grants say, within this organization. Any member may issue tokens and revoke their
+        own; an owner may revoke any. A token stops working while the member who issued it is not in the organization.
       </p>
       {issued && <IssuedToken token={issued} onDone={() => setIssued(null)} />}
       <ErrorMessage error={tokens.error} />
@@ -55,7 +58,7 @@ export function ApiTokensPage() {
           </thead>
           <tbody>
             {tokens.data.map((token) => (
-              <TokenRow key={token.id} orgId={orgId} token={token} names={names} mayRevoke={mayIssue} />
+              <TokenRow key={token.id} orgId={orgId} token={token} names={names} mayRevoke={mayRevoke(token)} />
             ))}
           </tbody>
         </table>

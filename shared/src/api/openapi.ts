@@ -2172,6 +2172,8 @@ export interface components {
     ApiToken: {
       id: string;
       name: string;
+      /** @description the member who issued it, who may revoke it (any token of the organization: an owner) */
+      userId: string;
       /** @description drv_… and the last four characters */
       hint: string;
       scopes: components['schemas']['Grant'][];
@@ -2186,6 +2188,8 @@ export interface components {
     IssuedApiToken: {
       id: string;
       name: string;
+      /** @description the member who issued it, who may revoke it (any token of the organization: an owner) */
+      userId: string;
       /** @description drv_… and the last four characters */
       hint: string;
       scopes: components['schemas']['Grant'][];

@@ -109,6 +109,7 @@ export const rateLimitExample = { perMinute: 60, perHour: null, perDay: 5000 };
 export const apiTokenExample = {
   id: ID.token,
   name: 'ci',
+  userId: ID.user,
   hint: 'drv_…9f2c',
   scopes: [
     { type: 'trigger', triggerIds: [ID.trigger] },

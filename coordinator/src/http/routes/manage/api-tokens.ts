@@ -103,10 +103,14 @@ export const GrantSchema = named('Grant', {
 export const ApiTokenSchema = named('ApiToken', {
   type: 'object',
   examples: [apiTokenExample],
-  required: ['id', 'name', 'hint', 'scopes', 'rateLimit', 'expiresAt', 'revokedAt', 'createdAt'],
+  required: ['id', 'name', 'hint', 'scopes', 'rateLimit', 'expiresAt', 'revokedAt', 'createdAt', 'userId'],
   properties: {
     id: uuid,
     name: { type: 'string' },
+    userId: {
+      ...uuid,
+      description: 'the member who issued it, who may revoke it (any token of the organization: an owner)',
+    },
     hint: { type: 'string', description: 'drv_… and the last four characters' },
     scopes: { type: 'array', items: GrantSchema },
     rateLimit: RateLimitSchema,
