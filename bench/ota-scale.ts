@@ -50,6 +50,7 @@ import { countStatements, printSqliteStatements } from './lib/sqlite-statements.
 import { machineNote, writeJsonResult } from './lib/report.js';
 
 const GOAL_MS = 10_000;
+const GOAL_DEVICES = 100_000;
 
 const UPDATE_WORKFLOW: WorkflowDefinition = {
   name: 'apply-update',
@@ -234,7 +235,8 @@ try {
     );
     return ids;
   };
-  const inProcess = async (slug: string, ids: readonly string[]) => {
+  /** Binds the agents to a new application, then publishes a release of it (profiled with `profile`). */
+  const inProcess = async (slug: string, ids: readonly string[], profile?: string) => {
     started = performance.now();
     const appId = await appWithDevices(manage, slug, ids);
     console.log(`bound to an application in ${seconds(performance.now() - started)}`);
@@ -242,14 +244,14 @@ try {
     statements?.take();
     firstDeploy.clear();
     counting = new Set(ids);
-    return publish(appId, releaseId, ids.length, async () => [...firstDeploy.values()]);
+    return withCpuProfile(profile, () => publish(appId, releaseId, ids.length, async () => [...firstDeploy.values()]));
   };
   // The same count as step 1 first, on a database of about the same size as step 1's.
   const agentIds = await inProcessAgents(sockets);
   const fewPublish = await inProcess('scale-in-process-few', agentIds);
   report(`2. ${sockets.toLocaleString('en-US')} devices on in-process streams`, fewPublish);
   agentIds.push(...(await inProcessAgents(devices - sockets)));
-  const allPublish = await withCpuProfile(values.profile, () => inProcess('scale-in-process-all', agentIds));
+  const allPublish = await inProcess('scale-in-process-all', agentIds, values.profile);
   report(`2. ${devices.toLocaleString('en-US')} devices on in-process streams`, allPublish);
   if (statements) printSqliteStatements(statements.take(), devices, 'device');
 
@@ -276,7 +278,9 @@ try {
     `projection for ${devices.toLocaleString('en-US')} devices on real sockets: ${seconds(allPublish.lastEventMs)} ` +
       `(in-process) + ${devices.toLocaleString('en-US')} x ${(perSocketMs * 1000).toFixed(1)} µs (a real device's ` +
       `extra, from ${sockets.toLocaleString('en-US')}) = ${seconds(projectedMs)} ` +
-      `(goal < ${seconds(GOAL_MS)}: ${projectedMs < GOAL_MS ? 'met' : 'NOT met'})`,
+      (devices >= GOAL_DEVICES
+        ? `(goal < ${seconds(GOAL_MS)}: ${projectedMs < GOAL_MS ? 'met' : 'NOT met'})`
+        : `(the goal, < ${seconds(GOAL_MS)}, is for ${GOAL_DEVICES.toLocaleString('en-US')} devices)`),
   );
   writeJsonResult('ota-scale', {
     goalMs: GOAL_MS,
