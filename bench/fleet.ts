@@ -56,7 +56,14 @@ import {
 } from '@drover/shared';
 import { createCoordinator, createLogger, desiredManifest, loadConfig } from '@drover/coordinator';
 import { CHILD_OWNER, cpuTimeMs, memoryMb, startChildCoordinator } from './lib/child-coordinator.js';
-import { connectFleet, enrollFleet, fleetEnvironment, signIn, uploadArtifact } from './lib/fleet-setup.js';
+import {
+  connectFleet,
+  enrollFleet,
+  fleetEnvironment,
+  signIn,
+  storageToken,
+  uploadArtifact,
+} from './lib/fleet-setup.js';
 import type { SimAgent } from './lib/fleet-sim.js';
 import { newestCpuProfile, summarizeProfile, withCpuProfile } from './lib/profile.js';
 import { integerOption } from './lib/options.js';
@@ -105,23 +112,11 @@ try {
   console.log(`enrolled ${N} agents in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   const serverPublicKey = agents[0]!.serverPublicKey;
 
-  const storageToken = (
-    await manage(
-      '/api-tokens',
-      {
-        name: 'fleet bench',
-        scopes: [{ type: 'storage', bindingIds: null, permissions: ['read', 'write'] }],
-        rateLimitPerMinute: null,
-        rateLimitPerHour: null,
-        rateLimitPerDay: null,
-      },
-      201,
-    )
-  ).token as string;
+  const token = await storageToken(manage, 'fleet bench');
   const apps: { id: string; releaseId: string }[] = [];
   for (let k = 0; k < K; k++) {
     const app = await manage('/apps', { slug: `fleet-app-${k}`, updateWorkflowName: 'apply-update' }, 201);
-    const fileId = await uploadArtifact(base, storageToken, `fleet artifact ${k}`);
+    const fileId = await uploadArtifact(base, token, `fleet artifact ${k}`);
     const release = await manage(`/apps/${app.id}/releases`, { version: '1.0.0', artifactFileId: fileId }, 201);
     apps.push({ id: app.id as string, releaseId: release.id as string });
     for (let i = 0; i < N; i += 1000) {

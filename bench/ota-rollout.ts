@@ -47,9 +47,15 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
-import type { WorkflowDefinition } from '@drover/shared';
 import { BENCH_OWNER, startBenchCoordinator } from './lib/coordinator.js';
-import { fleetEnvironment, signIn, uploadArtifact, type Manage } from './lib/fleet-setup.js';
+import {
+  appWithDevices,
+  fleetEnvironment,
+  signIn,
+  storageToken,
+  UPDATE_WORKFLOW,
+  uploadArtifact,
+} from './lib/fleet-setup.js';
 import { FleetWorker } from './lib/fleet-worker.js';
 import { formatLatency, summarize } from './lib/latency.js';
 import { integerOption } from './lib/options.js';
@@ -59,16 +65,6 @@ import { machineNote, median } from './lib/report.js';
 const GOAL_MS = 2000;
 const WAVES = [1, 10, 50, 100];
 const LOOK_EVERY_MS = 5000;
-
-const UPDATE_WORKFLOW: WorkflowDefinition = {
-  name: 'apply-update',
-  description: 'installs a release',
-  version: '1.0.0',
-  paramsSchema: [],
-  secretsKeys: [],
-  timeout: 600_000,
-  steps: [{ run: './install.sh' }],
-};
 
 const { values } = parseArgs({
   options: {
@@ -199,25 +195,13 @@ try {
   console.log(
     `${N} agents enrolled and streaming (a child process) in ${((performance.now() - started) / 1000).toFixed(0)} s`,
   );
-  const storageToken = (
-    await manage(
-      '/api-tokens',
-      {
-        name: 'rollout bench',
-        scopes: [{ type: 'storage', bindingIds: null, permissions: ['read', 'write'] }],
-        rateLimitPerMinute: null,
-        rateLimitPerHour: null,
-        rateLimitPerDay: null,
-      },
-      201,
-    )
-  ).token as string;
+  const token = await storageToken(manage, 'rollout bench');
   const apps: Record<'bad' | 'good', { id: string; agentOf: Map<string, string> }> = {
     bad: await appWithDevices(manage, 'rollout-bad', agentIds),
     good: await appWithDevices(manage, 'rollout-good', agentIds),
   };
   const draft = async (app: 'bad' | 'good', version: string): Promise<string> => {
-    const fileId = await uploadArtifact(`${origin}/v1`, storageToken, `${app} build ${version}`);
+    const fileId = await uploadArtifact(`${origin}/v1`, token, `${app} build ${version}`);
     return (await manage(`/apps/${apps[app].id}/releases`, { version, artifactFileId: fileId }, 201)).id as string;
   };
   const publish = (app: 'bad' | 'good', releaseId: string, maxFailureRate: number) =>
@@ -459,22 +443,4 @@ try {
 
 function mean(values: readonly number[]): number {
   return values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
-}
-
-/** An application named `slug` (update workflow `apply-update`) with every agent bound to it, 1,000 per call. */
-async function appWithDevices(
-  manage: Manage,
-  slug: string,
-  agentIds: readonly string[],
-): Promise<{ id: string; agentOf: Map<string, string> }> {
-  const app = await manage('/apps', { slug, updateWorkflowName: UPDATE_WORKFLOW.name }, 201);
-  const agentOf = new Map<string, string>();
-  for (let i = 0; i < agentIds.length; i += 1000) {
-    const bound = (await manage(`/apps/${app.id}/devices`, { agentIds: agentIds.slice(i, i + 1000) }, 201)) as {
-      id: string;
-      agentId: string;
-    }[];
-    for (const b of bound) agentOf.set(b.id, b.agentId);
-  }
-  return { id: app.id as string, agentOf };
 }

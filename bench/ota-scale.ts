@@ -36,31 +36,27 @@
  * what each SQLite statement cost per device in the publish to all of them (bench/lib/sqlite-statements.ts).
  */
 import http from 'node:http';
-import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import type { WorkflowDefinition } from '@drover/shared';
 import { desiredManifest } from '@drover/coordinator';
 import { BENCH_OWNER, startBenchCoordinator } from './lib/coordinator.js';
-import { fleetEnvironment, signIn, uploadArtifact, type Manage } from './lib/fleet-setup.js';
+import {
+  appWithDevices,
+  fleetEnvironment,
+  signIn,
+  storageToken,
+  UPDATE_WORKFLOW,
+  uploadArtifact,
+} from './lib/fleet-setup.js';
 import { epochMs, mapLimit } from './lib/fleet-sim.js';
 import { FleetWorker } from './lib/fleet-worker.js';
 import { integerOption } from './lib/options.js';
 import { withCpuProfile } from './lib/profile.js';
 import { countStatements, printSqliteStatements } from './lib/sqlite-statements.js';
 import { machineNote, writeJsonResult } from './lib/report.js';
+import { seedAgent } from './lib/seed.js';
 
 const GOAL_MS = 10_000;
 const GOAL_DEVICES = 100_000;
-
-const UPDATE_WORKFLOW: WorkflowDefinition = {
-  name: 'apply-update',
-  description: 'installs a release',
-  version: '1.0.0',
-  paramsSchema: [],
-  secretsKeys: [],
-  timeout: 600_000,
-  steps: [{ run: './install.sh' }],
-};
 
 const { values } = parseArgs({
   options: {
@@ -109,21 +105,9 @@ const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
 const fleet = new FleetWorker({ childProcess: true });
 try {
   const { session, manage } = await signIn(origin, BENCH_OWNER, keepAlive, bench.orgId);
-  const storageToken = (
-    await manage(
-      '/api-tokens',
-      {
-        name: 'ota scale bench',
-        scopes: [{ type: 'storage', bindingIds: null, permissions: ['read', 'write'] }],
-        rateLimitPerMinute: null,
-        rateLimitPerHour: null,
-        rateLimitPerDay: null,
-      },
-      201,
-    )
-  ).token as string;
+  const token = await storageToken(manage, 'ota scale bench');
   const release = async (appId: string, version: string): Promise<string> => {
-    const fileId = await uploadArtifact(`${origin}/v1`, storageToken, `build ${version} of ${appId}`);
+    const fileId = await uploadArtifact(`${origin}/v1`, token, `build ${version} of ${appId}`);
     return (await manage(`/apps/${appId}/releases`, { version, artifactFileId: fileId }, 201)).id as string;
   };
 
@@ -193,7 +177,7 @@ try {
     capacity: 4,
     runMs: 0,
   });
-  const socketApp = await appWithDevices(manage, 'scale-sockets', socketAgents);
+  const socketApp = (await appWithDevices(manage, 'scale-sockets', socketAgents)).id;
   console.log(
     `${sockets.toLocaleString('en-US')} agents enrolled, streaming (a child process) and bound in ` +
       `${seconds(performance.now() - started)}`,
@@ -209,10 +193,16 @@ try {
   /** The first `deploy` event of each agent since the last reset (epoch ms). */
   const firstDeploy = new Map<string, number>();
   let counting: ReadonlySet<string> = new Set();
+  let seeded = 0;
   /** Enrolls `count` agents and opens an in-process stream for each. */
   const inProcessAgents = async (count: number): Promise<string[]> => {
     started = performance.now();
-    const ids = await seedAgents(bench, count);
+    // Through the repositories, many at once (their writes share group commits).
+    const ids = await mapLimit(
+      Array.from({ length: count }, () => seeded++),
+      500,
+      (index) => seedAgent(bench.coordinator, bench.orgId, index, []),
+    );
     await mapLimit(ids, 500, async (agentId) => {
       await ctx.streams.connect(
         { id: agentId, orgId: bench.orgId },
@@ -238,7 +228,7 @@ try {
   /** Binds the agents to a new application, then publishes a release of it (profiled with `profile`). */
   const inProcess = async (slug: string, ids: readonly string[], profile?: string) => {
     started = performance.now();
-    const appId = await appWithDevices(manage, slug, ids);
+    const appId = (await appWithDevices(manage, slug, ids)).id;
     console.log(`bound to an application in ${seconds(performance.now() - started)}`);
     const releaseId = await release(appId, '1.0.0');
     statements?.take();
@@ -296,54 +286,4 @@ try {
   keepAlive.destroy();
   await fleet.close().catch(() => undefined);
   await bench.close();
-}
-
-/** An application updating with UPDATE_WORKFLOW, with these agents bound (channel `stable`, 1,000 per call). */
-async function appWithDevices(manage: Manage, slug: string, agentIds: readonly string[]): Promise<string> {
-  const app = await manage('/apps', { slug, updateWorkflowName: UPDATE_WORKFLOW.name }, 201);
-  for (let i = 0; i < agentIds.length; i += 1000) {
-    await manage(`/apps/${app.id}/devices`, { agentIds: agentIds.slice(i, i + 1000) }, 201);
-  }
-  return app.id as string;
-}
-
-/**
- * Enrolls `count` agents through the repositories, many at once (their writes share group
- * commits): each with its own enrollment token and a random public key (they never sign).
- */
-async function seedAgents(b: Awaited<ReturnType<typeof startBenchCoordinator>>, count: number): Promise<string[]> {
-  const { repos } = b.coordinator.ctx;
-  const indexes = Array.from({ length: count }, (_, i) => i);
-  return mapLimit(indexes, 500, async (i) => {
-    const at = new Date().toISOString();
-    const tokenHash = randomBytes(32).toString('hex');
-    await repos.enrollmentTokens.insert(
-      {
-        id: randomUUID(),
-        orgId: b.orgId,
-        name: null,
-        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
-        usedAt: null,
-        usedByAgentId: null,
-        createdBy: null,
-        createdAt: at,
-      },
-      tokenHash,
-    );
-    const id = randomUUID();
-    const outcome = await repos.agents.enroll(
-      tokenHash,
-      {
-        id,
-        name: `device-${i}`,
-        hostname: `device-${i}.bench.local`,
-        os: 'linux 6.8.0',
-        agentVersion: '0.1.0',
-        publicKey: randomBytes(32).toString('base64'),
-      },
-      at,
-    );
-    if (!outcome.ok) throw new Error(`seed agent: ${outcome.reason}`);
-    return id;
-  });
 }

@@ -161,3 +161,51 @@ export async function uploadArtifact(base: string, token: string, content: strin
   await jsonCall(`${base}/storage/files/${presign.fileId}/complete`, { method: 'POST', token });
   return presign.fileId as string;
 }
+
+/** The update workflow the OTA benchmarks' applications name (the simulated agents run it). */
+export const UPDATE_WORKFLOW: WorkflowDefinition = {
+  name: 'apply-update',
+  description: 'installs a release',
+  version: '1.0.0',
+  paramsSchema: [],
+  secretsKeys: [],
+  timeout: 600_000,
+  steps: [{ run: './install.sh' }],
+};
+
+/** An API token allowed to read and write every storage binding (to upload releases' artifacts). */
+export async function storageToken(manage: Manage, name: string): Promise<string> {
+  const issued = await manage(
+    '/api-tokens',
+    {
+      name,
+      scopes: [{ type: 'storage', bindingIds: null, permissions: ['read', 'write'] }],
+      rateLimitPerMinute: null,
+      rateLimitPerHour: null,
+      rateLimitPerDay: null,
+    },
+    201,
+  );
+  return issued.token as string;
+}
+
+/**
+ * An application updating with UPDATE_WORKFLOW, with these agents bound (channel `stable`, 1,000
+ * per call); `agentOf` gives each binding's agent.
+ */
+export async function appWithDevices(
+  manage: Manage,
+  slug: string,
+  agentIds: readonly string[],
+): Promise<{ id: string; agentOf: Map<string, string> }> {
+  const app = await manage('/apps', { slug, updateWorkflowName: UPDATE_WORKFLOW.name }, 201);
+  const agentOf = new Map<string, string>();
+  for (let i = 0; i < agentIds.length; i += 1000) {
+    const bound = (await manage(`/apps/${app.id}/devices`, { agentIds: agentIds.slice(i, i + 1000) }, 201)) as {
+      id: string;
+      agentId: string;
+    }[];
+    for (const b of bound) agentOf.set(b.id, b.agentId);
+  }
+  return { id: app.id as string, agentOf };
+}
