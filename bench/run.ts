@@ -9,7 +9,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** The comparisons with the peer, each alternating Drover and the peer in one run. */
-const COMPARISONS = ['bench/peer-trigger-run.ts', 'bench/peer-dispatch.ts'];
+const COMPARISONS = ['bench/peer-trigger-run.ts', 'bench/peer-dispatch.ts', 'bench/peer-memory.ts'];
 
 const [first, ...rest] = process.argv.slice(2);
 if (first === undefined || first === '--help') {

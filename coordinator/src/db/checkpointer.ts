@@ -6,20 +6,30 @@ import type { Db } from './database.js';
 /** SQLite's own threshold (pages), restored when the checkpoint thread is gone. */
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
 const STOP_TIMEOUT_MS = 10_000;
+/**
+ * A look that finds this many frames in the WAL moves the checkpoints to the thread: copying them
+ * on the request thread would stop it for ~3 ms (~3 µs a frame on the reference machine,
+ * docs/performance.md, "Coordinator memory"), 4,000 frames a second at the 250 ms looks.
+ */
+export const THREAD_FRAMES = 1000;
 
 export interface CheckpointerOptions {
-  /** How often the thread checkpoints the WAL. */
+  /** How often the WAL is looked at and checkpointed. */
   intervalMs: number;
   logger: Logger;
+  /** Frames in the WAL at one look that start the thread (THREAD_FRAMES). */
+  threadFrames?: number;
 }
 
 export interface Checkpointer {
-  /** Stops the thread and closes its connection (the database's own `close` checkpoints last). */
+  /** Where the checkpoints run now: the request thread (light writes), their own thread, or SQLite on commit (the thread failed). */
+  readonly runsOn: 'request-thread' | 'own-thread' | 'commit';
+  /** Stops the checks (and the thread, closing its connection); the database's own `close` checkpoints last. */
   stop(): Promise<void>;
   /**
    * Resolves once the WAL holds fewer than `frames` frames or has been copied whole into the
-   * database file (it then restarts at the next write), as the thread's last checkpoint found it
-   * (before its first, it waits for it); or once `maxWaitMs` passed; at once without a thread. For a long run of writes (the
+   * database file (it then restarts at the next write), as the last checkpoint found it
+   * (before the thread's first, it waits for it); or once `maxWaitMs` passed. For a long run of writes (the
    * retention sweep) to let the checkpoint catch up: a PASSIVE checkpoint restarts the WAL only
    * once it has copied every frame, which a writer that never pauses keeps it from doing, and the
    * file then grows by every page written.
@@ -56,66 +66,119 @@ parentPort.on('message', (message) => {
 `;
 
 /**
- * Moves the WAL checkpoints of `db` to a thread of their own. With SQLite's automatic
- * checkpoints, the commit that crosses 1,000 WAL pages copies them into the database file and
- * waits for two fsyncs on the request thread: at a steady write load that stalled the event loop
- * several times a second (~7% of the time in docs/performance.md, "Async trigger run", and the
- * p99 of every request behind it). Here the request thread's connection never checkpoints and a
- * worker thread with its own connection does, every `intervalMs`, without blocking it.
+ * Checkpoints the WAL of `db` so that the request thread never stops long for it. With SQLite's
+ * automatic checkpoints, the commit that crosses 1,000 WAL pages copies them into the database
+ * file and waits for two fsyncs on the request thread: at a steady write load that stalled the
+ * event loop several times a second (~7% of the time in docs/performance.md, "Async trigger
+ * run", and the p99 of every request behind it). So the request connection never checkpoints on
+ * commit (`wal_autocheckpoint = 0`), and every `intervalMs`:
+ *
+ * - while the writes are light, the request thread itself runs a PASSIVE checkpoint when
+ *   something was written since the last look (`total_changes()`): a few frames, ~0.3 ms;
+ * - the first look that finds `threadFrames` frames or more moves the checkpoints for good to a
+ *   worker thread with its own connection, which never blocks the request thread. A thread is a
+ *   second V8 heap (~11 MB, not given back when it ends): an idle or lightly written coordinator
+ *   does without.
  *
  * Should the thread fail, SQLite's automatic checkpoints are restored, so the WAL never grows
  * without bound. An in-memory database has no WAL: nothing is started.
  */
-export function startCheckpointer(db: Db, { intervalMs, logger }: CheckpointerOptions): Checkpointer {
-  if (db.memory) return { stop: async () => {}, walBelow: async () => {} };
-  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
+export function startCheckpointer(
+  db: Db,
+  { intervalMs, logger, threadFrames = THREAD_FRAMES }: CheckpointerOptions,
+): Checkpointer {
+  if (db.memory) return { runsOn: 'commit', stop: async () => {}, walBelow: async () => {} };
   db.pragma('wal_autocheckpoint = 0');
-  const worker = new Worker(THREAD_SOURCE, {
-    eval: true,
-    workerData: { driver, file: db.name, intervalMs },
-    resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
-  });
+  const totalChanges = db.prepare('SELECT total_changes() AS n').pluck();
+  const checkpointHere = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+  let runsOn: Checkpointer['runsOn'] = 'request-thread';
   let stopping = false;
+  /** The last checkpoint: the WAL's frames (-1: none yet), and those not yet copied. */
+  let walFrames = -1;
+  let uncopied = 0;
+  const found = (result: CheckpointResult) => {
+    walFrames = result.log;
+    uncopied = result.log - result.checkpointed;
+  };
+  let thread: { worker: Worker; exited: Promise<void> } | null = null;
+
   const fallBack = (reason: string, error?: unknown) => {
     if (stopping) return;
     stopping = true;
+    runsOn = 'commit';
     logger.error({ err: error }, `WAL checkpoint thread ${reason}; SQLite checkpoints on commit again`);
     if (db.open) db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
   };
-  worker.on('error', (error) => fallBack('failed', error));
-  /** The thread's last checkpoint: the WAL's frames (-1: none yet), and those not yet copied. */
-  let walFrames = -1;
-  let uncopied = 0;
-  worker.on('message', (result: CheckpointResult) => {
-    walFrames = result.log;
-    uncopied = result.log - result.checkpointed;
-  });
+
+  const startThread = (frames: number) => {
+    runsOn = 'own-thread';
+    walFrames = -1; // the thread's first checkpoint tells
+    logger.info({ frames }, 'WAL checkpoints move to a thread of their own (heavy writes)');
+    const worker = new Worker(THREAD_SOURCE, {
+      eval: true,
+      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file: db.name, intervalMs },
+      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
+    });
+    worker.on('error', (error) => fallBack('failed', error));
+    worker.on('message', found);
+    const exited = new Promise<void>((resolve) =>
+      worker.on('exit', (code) => {
+        fallBack(`exited with code ${code}`);
+        resolve();
+      }),
+    );
+    // The thread alone never keeps the process alive.
+    worker.unref();
+    thread = { worker, exited };
+  };
+
+  let changes = -1;
+  /** One look on the request thread: a checkpoint when something was written or left uncopied since the last. */
+  const look = () => {
+    if (runsOn !== 'request-thread' || !db.open) return;
+    const now = totalChanges.get() as number;
+    // Nothing written since a look that copied everything: nothing to do.
+    if (now === changes && uncopied === 0) return;
+    changes = now;
+    const result = checkpointHere.get() as CheckpointResult;
+    found(result);
+    if (result.log >= threadFrames) {
+      clearInterval(timer);
+      startThread(result.log);
+    }
+  };
+  const timer = setInterval(look, intervalMs);
+  timer.unref();
+
   /** A WAL copied whole restarts at the next write: only one not copied yet is a reason to wait. */
   const waiting = (frames: number) => walFrames < 0 || (walFrames >= frames && uncopied > 0);
-  const exited = new Promise<void>((resolve) =>
-    worker.on('exit', (code) => {
-      fallBack(`exited with code ${code}`);
-      resolve();
-    }),
-  );
-  // The thread alone never keeps the process alive.
-  worker.unref();
   return {
+    get runsOn() {
+      return runsOn;
+    },
     async walBelow(frames, maxWaitMs) {
+      look();
       const until = Date.now() + maxWaitMs;
-      while (!stopping && waiting(frames) && Date.now() < until) {
+      while (runsOn !== 'commit' && waiting(frames) && Date.now() < until) {
         await new Promise((resolve) => setTimeout(resolve, intervalMs));
+        look();
       }
     },
     async stop() {
+      clearInterval(timer);
+      if (!thread) {
+        stopping = true;
+        return;
+      }
       if (!stopping) {
         stopping = true;
-        worker.postMessage('stop');
+        thread.worker.postMessage('stop');
       }
       // A checkpoint in progress finishes first; a thread that does not answer is ended.
-      const timer = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
+      const { worker, exited } = thread;
+      const kill = setTimeout(() => void worker.terminate(), STOP_TIMEOUT_MS);
       await exited;
-      clearTimeout(timer);
+      clearTimeout(kill);
     },
   };
 }

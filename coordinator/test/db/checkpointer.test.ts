@@ -29,14 +29,37 @@ function writeLoad(rows = 2500): void {
 }
 
 describe('startCheckpointer', () => {
-  it('turns off checkpoints on the request connection, and the thread checkpoints the WAL instead', async () => {
+  it('checkpoints light writes on the request connection, never on commit, without a thread', async () => {
     const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
     try {
       expect(autocheckpoint()).toBe(0);
+      const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+      for (let i = 0; i < 20; i++) {
+        insert.run('x'.repeat(4000));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      // The looks copy the few frames written between them into the database file (which,
+      // without a checkpoint, would not grow: every page would stay in the WAL).
+      await vi.waitFor(() => expect(fileSize('drover.sqlite')).toBeGreaterThan(20 * 4000), {
+        timeout: 2000,
+        interval: 10,
+      });
+      expect(checkpointer.runsOn).toBe('request-thread');
+    } finally {
+      await checkpointer.stop();
+    }
+  });
+
+  it('moves the checkpoints to a thread once a look finds a heavy write load', async () => {
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger, threadFrames: 1000 });
+    try {
+      writeLoad();
+      await vi.waitFor(() => expect(checkpointer.runsOn).toBe('own-thread'), { timeout: 5000, interval: 10 });
       const before = fileSize('drover.sqlite');
       writeLoad();
-      // ~10 MB written. The request connection never checkpoints now, so the database file grows
-      // only by the thread's checkpoints (without them, every page would stay in the WAL).
+      // ~10 MB more. The request connection neither checkpoints on commit nor looks any more, so
+      // the database file grows only by the thread's checkpoints.
+      expect(autocheckpoint()).toBe(0);
       await vi.waitFor(() => expect(fileSize('drover.sqlite') - before).toBeGreaterThan(9_000_000), {
         timeout: 5000,
         interval: 25,
@@ -50,7 +73,7 @@ describe('startCheckpointer', () => {
     const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
     try {
       writeLoad(2000);
-      // ~2,000 frames: it waits until the thread has copied them all into the database file.
+      // ~2,000 frames: it waits until they have all been copied into the database file.
       const t0 = Date.now();
       await checkpointer.walBelow(100, 5000);
       expect(Date.now() - t0).toBeLessThan(5000);
@@ -68,24 +91,31 @@ describe('startCheckpointer', () => {
   });
 
   it('stops cleanly: the database closes and reopens with every row', async () => {
-    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
-    writeLoad(300);
-    await checkpointer.stop();
-    db.close();
-    const again = openDatabase(path.join(dir, 'drover.sqlite'));
-    expect(again.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 300 });
-    again.close();
-    // The last connection's close checkpointed and removed the WAL.
-    expect(fs.existsSync(path.join(dir, 'drover.sqlite-wal'))).toBe(false);
+    for (const rows of [30, 3000]) {
+      const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
+      writeLoad(rows);
+      if (rows > 1000) await vi.waitFor(() => expect(checkpointer.runsOn).toBe('own-thread'), { timeout: 5000 });
+      await checkpointer.stop();
+      db.close();
+      const again = openDatabase(path.join(dir, 'drover.sqlite'));
+      expect(again.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: rows });
+      again.exec('DELETE FROM t');
+      again.close();
+      // The last connection's close checkpointed and removed the WAL.
+      expect(fs.existsSync(path.join(dir, 'drover.sqlite-wal'))).toBe(false);
+      db = openDatabase(path.join(dir, 'drover.sqlite'));
+    }
   });
 
   it('restores SQLite checkpoints on commit when the thread fails', async () => {
     const errors: string[] = [];
     const watched = pino({ level: 'error' }, { write: (line: string) => errors.push(line) });
     // The thread cannot open a database file that is no longer at its path.
-    fs.renameSync(path.join(dir, 'drover.sqlite'), path.join(dir, 'moved.sqlite'));
     const checkpointer = startCheckpointer(db, { intervalMs: 20, logger: watched });
+    fs.renameSync(path.join(dir, 'drover.sqlite'), path.join(dir, 'moved.sqlite'));
+    writeLoad();
     await vi.waitFor(() => expect(autocheckpoint()).toBe(1000), { timeout: 5000, interval: 25 });
+    expect(checkpointer.runsOn).toBe('commit');
     expect(errors.join('')).toContain('WAL checkpoint thread');
     await checkpointer.stop();
   });
