@@ -6,7 +6,7 @@
  * and the two make the projection.
  *
  *   pnpm bench bench/ota-scale.ts [--devices 100000] [--sockets 10000] [--sample 5000] [--profile <file>]
- *                                 [--statements]
+ *                                 [--statements] [--without spread]
  *
  * The coordinator is real and in this process (createCoordinator, SQLite, log level warn). Every
  * publish goes through the management API (`POST .../releases/:id/publish`, no staged rollout: the
@@ -15,7 +15,8 @@
  *
  * 1. Sockets: `--sockets` simulated agents in a child process (bench/lib/fleet-worker.ts), each with
  *    its own key, enrolled and holding its signed stream, accepting the update jobs their events
- *    bring (as the reference agent does; they do not start them). The time from the publish call to
+ *    bring and asking for their signed manifest (as the reference agent does first; they do not
+ *    start them), their reports over 2,000 connections. The time from the publish call to
  *    the last device's event, on the wall clock.
  * 2. In-process streams: agents enrolled through the repositories, bound through the API, each
  *    with a stream opened on the coordinator's own stream registry (`ctx.streams.connect`, what
@@ -31,9 +32,11 @@
  *
  * Projection for 100,000 devices on real sockets: step 2's time for all of them, plus 100,000 times
  * what a real device added per device in step 1 (step 1's time minus step 2's for the same count,
- * divided by that count: socket writes, the kernel, the agents' `accept` reports answered meanwhile).
- * The agents of step 1 and the coordinator share two cores. `--statements` (a diagnosis) prints
- * what each SQLite statement cost per device in the publish to all of them (bench/lib/sqlite-statements.ts).
+ * divided by that count: socket writes, the kernel, the agents' `accept` reports answered meanwhile;
+ * the agents accept at a random moment within the events' `startWithinMs`, the publish's spread).
+ * The agents of step 1 and the coordinator share two cores. Diagnoses: `--statements` prints
+ * what each SQLite statement cost per device in the publish to all of them (bench/lib/sqlite-statements.ts);
+ * `--without spread` sends the events without `startWithinMs`, so that every agent accepts at once.
  */
 import http from 'node:http';
 import { parseArgs } from 'node:util';
@@ -65,8 +68,11 @@ const { values } = parseArgs({
     sample: { type: 'string', default: '5000' },
     profile: { type: 'string' },
     statements: { type: 'boolean', default: false },
+    without: { type: 'string' },
   },
 });
+if (values.without !== undefined && values.without !== 'spread')
+  throw new Error('--without: `spread` is the only choice');
 const devices = integerOption('devices', values.devices, 1);
 const sockets = integerOption('sockets', values.sockets, 1);
 const sample = integerOption('sample', values.sample, 1);
@@ -98,7 +104,10 @@ console.log(
 );
 const statements = values.statements ? countStatements() : null;
 const { env } = await fleetEnvironment();
-const bench = await startBenchCoordinator(env);
+// `--without spread` (a diagnosis): no `startWithinMs` in the events, so every agent accepts at once.
+const bench = await startBenchCoordinator(
+  values.without === 'spread' ? { ...env, DROVER_UPDATE_STARTS_PER_SECOND: '1000000' } : env,
+);
 const { ctx } = bench.coordinator;
 const origin = bench.url;
 const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 4 });
@@ -176,6 +185,9 @@ try {
     workflows: [UPDATE_WORKFLOW],
     capacity: 4,
     runMs: 0,
+    manifests: true,
+    // Real devices report over a connection each; as many as the file descriptors allow beside the streams.
+    reportSockets: 2_000,
   });
   const socketApp = (await appWithDevices(manage, 'scale-sockets', socketAgents)).id;
   console.log(

@@ -220,12 +220,18 @@ export class SimAgent {
       this.firstDeployAt ??= performance.now();
       const data = this.onDeploy && /^data: (.*)$/m.exec(block)?.[1];
       if (data) {
-        const event = JSON.parse(data) as { jobId: string; applicationId: string; params: { release_id: string } };
+        const event = JSON.parse(data) as {
+          jobId: string;
+          applicationId: string;
+          params: { release_id: string };
+          startWithinMs?: number;
+        };
         this.onDeploy!({
           jobId: event.jobId,
           applicationId: event.applicationId,
           releaseId: event.params.release_id,
           receivedAt: epochMs(),
+          startWithinMs: event.startWithinMs ?? 0,
         });
       }
     } else if (name === 'ping') {
@@ -249,6 +255,8 @@ export interface DeployEvent {
   applicationId: string;
   releaseId: string;
   receivedAt: number;
+  /** The spread of the job's start the event names (0: none). */
+  startWithinMs: number;
 }
 
 /** One job a `SimJobRunner` ran: performance.now() instants in this process. */
@@ -380,7 +388,8 @@ export interface SimUpdate extends DeployEvent {
 
 /**
  * Runs the update jobs (`deploy` events) an agent receives as the reference agent does
- * (docs/ota.md, "Update jobs"): `accept` at once, then one at a time `start`, `updateMs` of
+ * (docs/ota.md, "Update jobs"): `accept` at once (or at a random moment within the event's
+ * `startWithinMs`, a large publish's spread), then one at a time `start`, `updateMs` of
  * simulated download and install, `finish` with the outcome `outcome(releaseId, agentId)` gives
  * (`failed`: exit code 1). While it gives null for a release, the agent holds that release's
  * jobs (accepted, not started) until `go()` is called after it changed. Reports go out one at a
@@ -405,6 +414,8 @@ export class SimUpdateRunner {
     private readonly updateMs: number,
     private readonly http: http.Agent,
     private readonly outcome: (releaseId: string, agentId: string) => 'success' | 'failed' | null,
+    /** Also asks for the signed manifest (`GET /v1/agent/deploy/desired`) right after the accept, as the reference agent does first. */
+    private readonly manifests = false,
   ) {
     agent.onDeploy = (deploy) => this.#received(deploy);
   }
@@ -425,8 +436,14 @@ export class SimUpdateRunner {
     if (this.#seen.has(deploy.jobId) || this.error) return;
     this.#seen.add(deploy.jobId);
     this.deploys.push(deploy);
-    void this.#send(deploy.jobId, 'accept', {}).catch(() => {});
-    this.#enqueue(deploy);
+    const take = () => {
+      if (this.error) return;
+      void this.#send(deploy.jobId, 'accept', {}).catch(() => {});
+      if (this.manifests) void this.#ask('GET', '/v1/agent/deploy/desired', undefined).catch(() => {});
+      this.#enqueue(deploy);
+    };
+    if (deploy.startWithinMs > 0) setTimeout(take, Math.floor(Math.random() * deploy.startWithinMs));
+    else take();
   }
 
   #enqueue(deploy: DeployEvent): void {
@@ -439,9 +456,11 @@ export class SimUpdateRunner {
   }
 
   #send(jobId: string, move: 'accept' | 'start' | 'finish', body: unknown): Promise<void> {
-    const sent = this.#outbox.then(() =>
-      this.agent.report(this.origin, 'POST', `/v1/agent/jobs/${jobId}/${move}`, body, this.http),
-    );
+    return this.#ask('POST', `/v1/agent/jobs/${jobId}/${move}`, body);
+  }
+
+  #ask(method: string, path: string, body: unknown): Promise<void> {
+    const sent = this.#outbox.then(() => this.agent.report(this.origin, method, path, body, this.http));
     this.#outbox = sent.catch((error: unknown) => {
       this.error ??= error as Error;
     });

@@ -37,6 +37,10 @@ export interface FleetSetup {
   runMs: number;
   /** The simulated download and install of each update job (SimUpdateRunner); default 0. */
   updateMs?: number;
+  /** Each update job's agent asks for its signed manifest once it takes the job (SimUpdateRunner); default no. */
+  manifests?: boolean;
+  /** Connections the fleet's reports share (the streams have one each); default 64. */
+  reportSockets?: number;
 }
 
 export interface FleetLoad {
@@ -213,7 +217,7 @@ if (asWorker || asChild) {
   // A child process ends with its parent.
   if (asChild) process.on('disconnect', () => process.exit(0));
   const http1 = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const reports = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  let reports = new http.Agent({ keepAlive: true, maxSockets: 64 });
   let agents: SimAgent[] = [];
   let runners: SimJobRunner[] = [];
   let updaters: SimUpdateRunner[] = [];
@@ -232,8 +236,11 @@ if (asWorker || asChild) {
       concurrency: 16,
       report: { workflows: s.workflows, labels: () => s.labels, agent: http1 },
     });
+    if (s.reportSockets !== undefined) reports = new http.Agent({ keepAlive: true, maxSockets: s.reportSockets });
     runners = agents.map((a) => new SimJobRunner(a, s.origin, s.runMs, reports));
-    updaters = agents.map((a) => new SimUpdateRunner(a, s.origin, s.updateMs ?? 0, reports, outcome));
+    updaters = agents.map(
+      (a) => new SimUpdateRunner(a, s.origin, s.updateMs ?? 0, reports, outcome, s.manifests ?? false),
+    );
     await mapLimit(agents, 50, (a) => a.connect(s.origin, s.capacity));
     return { type: 'ready', agentIds: agents.map((a) => a.agentId) };
   };

@@ -18,6 +18,7 @@ import { JobSweeper, sweepIntervalMs } from './domain/jobs/job-sweeper.js';
 import { RetentionService } from './domain/retention/retention-service.js';
 import { OverviewService } from './domain/overview/overview-service.js';
 import { OtaEngine } from './domain/ota/engine.js';
+import { UpdateSpread } from './domain/ota/update-spread.js';
 import { RolloutService } from './domain/ota/rollouts.js';
 import { DeviceGroupService } from './domain/ota/device-groups.js';
 import { createFileService } from './domain/files/create.js';
@@ -123,6 +124,7 @@ export async function createCoordinator(
       logger,
       sweepIntervalMs: sweepIntervalMs(config.jobDeadlineGraceMs),
       metrics,
+      spread: new UpdateSpread({ startsPerSecond: config.updateStartsPerSecond, clock }),
     });
     const deviceGroups = new DeviceGroupService({ repos, audit, clock, jobEvents, ota });
     const signIn = new SignInService({

@@ -141,6 +141,12 @@ export interface DeployAssignment extends JobAssignment {
   kind: 'update';
   applicationId: string;
   params: Omit<DeployParams, 'artifact'> & { artifact: InputFileRef };
+  /**
+   * Sent during a publish to many devices (docs/ota.md, "The `deploy` event"): the agent starts
+   * the job at a random moment within this many ms, so that the fleet's follow-up requests
+   * spread. Absent or 0: at once. Not kept with the job.
+   */
+  startWithinMs?: number;
 }
 
 /** `POST /v1/agent/deploy/report`: what the device observes (docs/ota.md). */

@@ -1,14 +1,19 @@
 import { looksLikeFileRef, type DeployAssignment } from '@drover/shared';
 import { isObject } from '../util/is-object.js';
 
-export type ParsedDeployEvent = { ok: true; assignment: DeployAssignment } | { ok: false; problem: string };
+export type ParsedDeployEvent =
+  { ok: true; assignment: DeployAssignment; startWithinMs: number } | { ok: false; problem: string };
+
+/** The longest start spread taken from an event (a larger one is cut to it): 15 minutes. */
+export const MAX_START_WITHIN_MS = 900_000;
 
 const STATUSES = ['pending', 'queued', 'running'] as const;
 
 /**
  * The data of a `deploy` event (or of a `job` event of kind `update`) as a DeployAssignment, or
  * why it is not one. Only the shape is checked here: the release it names is checked against the
- * signed manifest when the job runs.
+ * signed manifest when the job runs. `startWithinMs` (the spread of a large publish's starts) is 0
+ * when the event has none or an unusable one, and at most MAX_START_WITHIN_MS.
  */
 export function parseDeployEvent(data: unknown): ParsedDeployEvent {
   if (!isObject(data)) return { ok: false, problem: 'its data is not an object' };
@@ -31,8 +36,13 @@ export function parseDeployEvent(data: unknown): ParsedDeployEvent {
   }
   if (!Number.isSafeInteger(p.sequence)) return { ok: false, problem: '`params.sequence` is not an integer' };
   if (typeof p.forced !== 'boolean') return { ok: false, problem: '`params.forced` is not a boolean' };
+  const spread = data.startWithinMs;
   return {
     ok: true,
+    startWithinMs:
+      typeof spread === 'number' && Number.isSafeInteger(spread) && spread > 0
+        ? Math.min(spread, MAX_START_WITHIN_MS)
+        : 0,
     assignment: {
       jobId,
       kind: 'update',

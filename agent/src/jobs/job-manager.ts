@@ -70,6 +70,8 @@ export class JobManager {
   readonly #kill = new AbortController();
   /** How each job of the queue is stopped on purpose (a cancel, the shutdown), from its turn to its end. */
   readonly #stops = new Map<string, JobStop>();
+  /** Update jobs received with a start spread, not taken yet: their timers (onDeployEvent). */
+  readonly #spread = new Map<string, NodeJS.Timeout>();
   #shuttingDown = false;
 
   /** What running a job needs: the same for every job. */
@@ -135,6 +137,9 @@ export class JobManager {
    * A `deploy` event of the stream: an update job. Taken into the queue like a job, except that
    * when the queue is full it is dropped with the log line `job queue full; rejecting` and not
    * reported (docs/agent.md): the coordinator keeps it pending and the pull fallback recovers it.
+   * A new job whose event names `startWithinMs` (a publish to many devices) is taken at a random
+   * moment within it, so that the fleet's starts, reports and downloads spread (docs/ota.md); a
+   * cancel or the shutdown meanwhile drops it (the coordinator still has it).
    */
   onDeployEvent(data: unknown): void {
     const { logger } = this.#options;
@@ -150,7 +155,23 @@ export class JobManager {
       );
       return;
     }
-    this.#intake(parsed.assignment, true);
+    const { assignment, startWithinMs } = parsed;
+    const known = this.#options.journal.get(assignment.jobId) !== undefined || this.queue.has(assignment.jobId);
+    if (startWithinMs === 0 || known) {
+      this.#intake(assignment, true);
+      return;
+    }
+    if (this.#spread.has(assignment.jobId) || this.#shuttingDown) return;
+    const delayMs = Math.floor(Math.random() * startWithinMs);
+    logger.info(
+      { event: 'deploy', jobId: assignment.jobId, delayMs },
+      `update job received; taking it in ${(delayMs / 1000).toFixed(1)} s (the coordinator spreads a large publish over ${Math.ceil(startWithinMs / 1000)} s)`,
+    );
+    const timer = setTimeout(() => {
+      this.#spread.delete(assignment.jobId);
+      if (!this.#shuttingDown) this.#intake(assignment, true);
+    }, delayMs);
+    this.#spread.set(assignment.jobId, timer);
   }
 
   /**
@@ -167,6 +188,11 @@ export class JobManager {
     if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId)) {
       logger.warn({ event: 'cancel' }, 'ignored a cancel event without a usable job id');
       return;
+    }
+    const spread = this.#spread.get(jobId);
+    if (spread) {
+      clearTimeout(spread);
+      this.#spread.delete(jobId);
     }
     const entry = journal.get(jobId);
     const log = logger.child({ jobId, ...(entry ? { workflow: entry.assignment.workflowName } : {}) });
@@ -293,6 +319,8 @@ export class JobManager {
   async shutdown(graceMs: number): Promise<void> {
     const { journal, logger } = this.#options;
     this.#shuttingDown = true;
+    for (const timer of this.#spread.values()) clearTimeout(timer);
+    this.#spread.clear();
     for (const job of this.queue.takeWaiting()) {
       const entry = journal.get(job.jobId);
       if (!entry) continue;

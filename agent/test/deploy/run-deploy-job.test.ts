@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generateEd25519KeyPair, privateKeyFromBase64, signManifest } from '@drover/shared';
 import { reportDeployState } from '../../src/deploy/deploy-report.js';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
@@ -133,6 +133,41 @@ describe('a deploy event', () => {
     expect(h.sent.filter((r) => r.jobId === event.jobId)).toEqual([]);
     expect(h.journal.get(event.jobId)).toBeUndefined(); // a later delivery is a new arrival
     expect(fake.fetches).toBe(0);
+  });
+
+  it('naming startWithinMs is taken at a random moment within it; a cancel meanwhile drops it', async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const random = vi.spyOn(Math, 'random').mockReturnValue(0.5);
+    try {
+      const event = { ...fake.event(app), startWithinMs: 400 };
+      const t0 = performance.now();
+      h.manager.onDeployEvent(event);
+      h.manager.onDeployEvent(event); // delivered again meanwhile: still one job
+      expect(h.records.at(-1)).toMatchObject({
+        level: 30,
+        jobId: event.jobId,
+        delayMs: 200,
+        msg: 'update job received; taking it in 0.2 s (the coordinator spreads a large publish over 1 s)',
+      });
+      expect(h.journal.get(event.jobId)).toBeUndefined();
+      await eventually(() => h.finishOf(event.jobId) !== undefined);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(195);
+      expect(h.finishOf(event.jobId)).toMatchObject({ status: 'success' });
+      expect(h.kinds(event.jobId)).toEqual(['start', 'logs', 'finish']);
+
+      const cancelled = { ...fake.event(app), startWithinMs: 400 };
+      h.manager.onDeployEvent(cancelled);
+      h.manager.onCancelEvent({ jobId: cancelled.jobId });
+      await sleep(300);
+      // Never taken: the cancel is confirmed as for a job this agent does not hold.
+      expect(h.kinds(cancelled.jobId)).toEqual(['finish']);
+      expect(h.finishOf(cancelled.jobId)).toMatchObject({ status: 'cancelled' });
+      expect(fake.fetches).toBe(1);
+    } finally {
+      random.mockRestore();
+    }
   });
 
   it('with data that is not a deploy assignment is ignored with a log line', () => {

@@ -53,6 +53,8 @@ export interface Config {
   readonly agentDisconnectGraceMs: number;
   /** Agent streams opened per second at most; the rest are shed with 503 and `Retry-After`. */
   readonly reconnectBudgetPerSecond: number;
+  /** Update jobs a large publish has the fleet start per second (their `deploy` events' `startWithinMs`). */
+  readonly updateStartsPerSecond: number;
   /** The listen socket's backlog (connections accepted by the kernel, not yet by the server). */
   readonly listenBacklog: number;
   /** Added to a job's timeout to make its deadline, past which the sweeper fails it. */
@@ -110,6 +112,7 @@ export const DEFAULTS = Object.freeze({
   streamPingMs: 15_000,
   agentDisconnectGraceMs: 30_000,
   reconnectBudgetPerSecond: 1_000,
+  updateStartsPerSecond: 1_000,
   listenBacklog: 4_096,
   jobDeadlineGraceMs: 60_000,
   presignTtlSeconds: 900,
@@ -272,6 +275,12 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     1,
     1_000_000,
   );
+  const updateStartsPerSecond = integer(
+    pick(undefined, null, 'DROVER_UPDATE_STARTS_PER_SECOND'),
+    DEFAULTS.updateStartsPerSecond,
+    1,
+    1_000_000,
+  );
   const listenBacklog = integer(pick(undefined, null, 'DROVER_LISTEN_BACKLOG'), DEFAULTS.listenBacklog, 1, 1_000_000);
   const jobDeadlineGraceMs = integer(
     pick(undefined, null, 'DROVER_JOB_DEADLINE_GRACE_MS'),
@@ -393,6 +402,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     streamPingMs,
     agentDisconnectGraceMs,
     reconnectBudgetPerSecond,
+    updateStartsPerSecond,
     listenBacklog,
     jobDeadlineGraceMs,
     presignTtlSeconds,

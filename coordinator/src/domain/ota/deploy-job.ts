@@ -36,7 +36,13 @@ export function releaseOfDeployParams(
   return { id, version, sequence, forced: forced === true };
 }
 
-/** The `deploy` event's data: the job's assignment with its application id. */
-export function toDeployAssignment(assignment: JobAssignment, applicationId: string): DeployAssignment {
-  return { ...assignment, kind: 'update', applicationId } as DeployAssignment;
+/** The `deploy` event's data: the job's assignment with its application id, and its start's spread when there is one. */
+export function toDeployAssignment(
+  assignment: JobAssignment,
+  applicationId: string,
+  startWithinMs = 0,
+): DeployAssignment {
+  const deploy = { ...assignment, kind: 'update', applicationId } as DeployAssignment;
+  if (startWithinMs > 0) deploy.startWithinMs = startWithinMs;
+  return deploy;
 }

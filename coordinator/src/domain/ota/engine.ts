@@ -11,6 +11,7 @@ import { isoNow, type Clock } from '../../util/clock.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { toDeployAssignment } from './deploy-job.js';
+import type { UpdateSpread } from './update-spread.js';
 
 export interface OtaEngineOptions {
   bindings: DeviceBindingRepository;
@@ -25,6 +26,8 @@ export interface OtaEngineOptions {
   sweepIntervalMs: number;
   /** Counts the update jobs issued (docs/metrics.md); none by default. */
   metrics?: Metrics;
+  /** Spreads the starts of the jobs of large evaluations (update-spread.ts); none: never spread. */
+  spread?: UpdateSpread;
 }
 
 /** Bindings evaluated per transaction: a publish to many devices yields to other work between chunks. */
@@ -77,14 +80,19 @@ export class OtaEngine {
   /** Evaluates bindings (in chunks of EVALUATION_CHUNK transactions) and announces the jobs. */
   async evaluate(requests: readonly EvaluationRequest[]): Promise<EvaluationOutcome[]> {
     const outcomes: EvaluationOutcome[] = [];
-    for (let i = 0; i < requests.length; i += EVALUATION_CHUNK) {
-      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const chunk = await this.options.bindings.evaluate(
-        requests.slice(i, i + EVALUATION_CHUNK),
-        this.options.clock.now(),
-      );
-      for (const outcome of chunk) this.announce(outcome);
-      outcomes.push(...chunk);
+    const ended = this.options.spread?.begin(requests.length);
+    try {
+      for (let i = 0; i < requests.length; i += EVALUATION_CHUNK) {
+        if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+        const chunk = await this.options.bindings.evaluate(
+          requests.slice(i, i + EVALUATION_CHUNK),
+          this.options.clock.now(),
+        );
+        for (const outcome of chunk) this.announce(outcome);
+        outcomes.push(...chunk);
+      }
+    } finally {
+      ended?.();
     }
     const issued = outcomes.filter((o) => o.createdJobId !== null).length;
     if (issued > 0) this.options.logger.info({ evaluated: outcomes.length, issued }, 'update jobs issued');
@@ -119,11 +127,12 @@ export class OtaEngine {
     }
   }
 
-  /** The `deploy` event's data for an update job: its assignment plus the application id. */
+  /** The `deploy` event's data for an update job: its assignment plus the application id (and `startWithinMs` during a large evaluation). */
   async withDeployFields(job: Job, assignment: JobAssignment): Promise<JobAssignment> {
     if (job.kind !== 'update') return assignment;
     const applicationId = await this.applicationOf(job.id);
-    return applicationId ? toDeployAssignment(assignment, applicationId) : assignment;
+    if (!applicationId) return assignment;
+    return toDeployAssignment(assignment, applicationId, this.options.spread?.startWithinMs() ?? 0);
   }
 
   private announce(outcome: EvaluationOutcome): void {
