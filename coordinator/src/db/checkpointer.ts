@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -75,7 +76,8 @@ parentPort.on('message', (message) => {
  *
  * - while the writes are light, the request thread itself runs a PASSIVE checkpoint when
  *   something was written since the last look (`total_changes()`): a few frames, ~0.3 ms;
- * - the first look that finds `threadFrames` frames or more moves the checkpoints for good to a
+ * - the first look that finds `threadFrames` frames or more (or a WAL file that large: then
+ *   nothing is copied on the request thread) moves the checkpoints for good to a
  *   worker thread with its own connection, which never blocks the request thread. A thread is a
  *   second V8 heap (~11 MB, not given back when it ends): an idle or lightly written coordinator
  *   does without.
@@ -133,6 +135,12 @@ export function startCheckpointer(
   };
 
   let changes = -1;
+  // A WAL file this large has held `threadFrames` frames (a frame: a 24-byte header and a page,
+  // after the file's 32-byte header). It keeps its size when the WAL restarts, so it tells the
+  // most the WAL ever held, without copying anything on the request thread.
+  const heavyWalBytes = 32 + threadFrames * (24 + (db.pragma('page_size', { simple: true }) as number));
+  const walFile = `${db.name}-wal`;
+  const walBytes = () => fs.statSync(walFile, { throwIfNoEntry: false })?.size ?? 0;
   /** One look on the request thread: a checkpoint when something was written or left uncopied since the last. */
   const look = () => {
     if (runsOn !== 'request-thread' || !db.open) return;
@@ -140,6 +148,13 @@ export function startCheckpointer(
     // Nothing written since a look that copied everything: nothing to do.
     if (now === changes && uncopied === 0) return;
     changes = now;
+    // A burst too large to copy here (~3 µs a frame) goes to the thread straight away.
+    const bytes = walBytes();
+    if (bytes >= heavyWalBytes) {
+      clearInterval(timer);
+      startThread(Math.floor((bytes - 32) / (heavyWalBytes / threadFrames)));
+      return;
+    }
     const result = checkpointHere.get() as CheckpointResult;
     found(result);
     if (result.log >= threadFrames) {
