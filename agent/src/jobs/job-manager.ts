@@ -158,6 +158,12 @@ export class JobManager {
     const { assignment, startWithinMs } = parsed;
     const known = this.#options.journal.get(assignment.jobId) !== undefined || this.queue.has(assignment.jobId);
     if (startWithinMs === 0 || known) {
+      const spread = this.#spread.get(assignment.jobId);
+      if (spread) {
+        // Sent again without a spread (a redelivery) while it waited: taken now, and only now.
+        clearTimeout(spread);
+        this.#spread.delete(assignment.jobId);
+      }
       this.#intake(assignment, true);
       return;
     }

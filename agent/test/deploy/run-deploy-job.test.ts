@@ -165,6 +165,22 @@ describe('a deploy event', () => {
       expect(h.kinds(cancelled.jobId)).toEqual(['finish']);
       expect(h.finishOf(cancelled.jobId)).toMatchObject({ status: 'cancelled' });
       expect(fake.fetches).toBe(1);
+
+      // Sent again without a spread while it waits: taken at once, and once.
+      const again = { ...fake.event(app), startWithinMs: 400 };
+      h.manager.onDeployEvent(again);
+      h.manager.onDeployEvent({ ...again, startWithinMs: undefined });
+      await eventually(() => h.finishOf(again.jobId) !== undefined);
+      await sleep(250);
+      expect(h.kinds(again.jobId)).toEqual(['start', 'logs', 'finish']);
+
+      // The shutdown drops a job still waiting: nothing is taken or reported.
+      const dropped = { ...fake.event(app), startWithinMs: 400 };
+      h.manager.onDeployEvent(dropped);
+      await h.manager.shutdown(1000);
+      await sleep(300);
+      expect(h.journal.get(dropped.jobId)).toBeUndefined();
+      expect(h.kinds(dropped.jobId)).toEqual([]);
     } finally {
       random.mockRestore();
     }

@@ -8,11 +8,19 @@ import type { Db } from './database.js';
 const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
 const STOP_TIMEOUT_MS = 10_000;
 /**
- * A look that finds this many frames in the WAL moves the checkpoints to the thread: copying them
- * on the request thread would stop it for ~3 ms (~3 µs a frame on the reference machine,
- * docs/performance.md, "Coordinator memory"), 4,000 frames a second at the 250 ms looks.
+ * A look that finds a WAL file of this many frames moves the checkpoints to the thread: copying
+ * them on the request thread would stop it for ~3 ms or more (~3 µs a frame on the reference
+ * machine, docs/performance.md, "Coordinator memory"): 4,000 frames a second at the 250 ms looks.
  */
 export const THREAD_FRAMES = 1000;
+/**
+ * SLOW_LOOKS checkpoints of the request thread in a row that each take longer than this (ms) move
+ * the checkpoints to the thread too: the disk's syncs are slow (network storage, a spinning
+ * disk), and every look would hold the request thread up that long. (In a row, so that one look
+ * slowed by a busy CPU does not.)
+ */
+export const SLOW_LOOK_MS = 5;
+const SLOW_LOOKS = 3;
 
 export interface CheckpointerOptions {
   /** How often the WAL is looked at and checkpointed. */
@@ -20,6 +28,8 @@ export interface CheckpointerOptions {
   logger: Logger;
   /** Frames in the WAL at one look that start the thread (THREAD_FRAMES). */
   threadFrames?: number;
+  /** SLOW_LOOKS checkpoints in a row on the request thread that take longer (ms) start the thread (SLOW_LOOK_MS). */
+  slowLookMs?: number;
 }
 
 export interface Checkpointer {
@@ -76,9 +86,9 @@ parentPort.on('message', (message) => {
  *
  * - while the writes are light, the request thread itself runs a PASSIVE checkpoint when
  *   something was written since the last look (`total_changes()`): a few frames, ~0.3 ms;
- * - the first look that finds `threadFrames` frames or more (or a WAL file that large: then
- *   nothing is copied on the request thread) moves the checkpoints for good to a
- *   worker thread with its own connection, which never blocks the request thread. A thread is a
+ * - the first look that finds a WAL file of `threadFrames` frames or more (a burst: nothing is
+ *   copied on the request thread), or the third look in a row whose checkpoint took longer than
+ *   `slowLookMs` (a disk with slow syncs), moves the checkpoints for good to a worker thread with its own connection, which never blocks the request thread. A thread is a
  *   second V8 heap (~11 MB, not given back when it ends): an idle or lightly written coordinator
  *   does without.
  *
@@ -87,7 +97,7 @@ parentPort.on('message', (message) => {
  */
 export function startCheckpointer(
   db: Db,
-  { intervalMs, logger, threadFrames = THREAD_FRAMES }: CheckpointerOptions,
+  { intervalMs, logger, threadFrames = THREAD_FRAMES, slowLookMs = SLOW_LOOK_MS }: CheckpointerOptions,
 ): Checkpointer {
   if (db.memory) return { runsOn: 'commit', stop: async () => {}, walBelow: async () => {} };
   db.pragma('wal_autocheckpoint = 0');
@@ -104,28 +114,36 @@ export function startCheckpointer(
   };
   let thread: { worker: Worker; exited: Promise<void> } | null = null;
 
-  const fallBack = (reason: string, error?: unknown) => {
+  const fallBack = (what: string, error?: unknown) => {
     if (stopping) return;
     stopping = true;
     runsOn = 'commit';
-    logger.error({ err: error }, `WAL checkpoint thread ${reason}; SQLite checkpoints on commit again`);
+    clearInterval(timer);
+    logger.error({ err: error }, `WAL ${what}; SQLite checkpoints on commit again`);
     if (db.open) db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
   };
 
-  const startThread = (frames: number) => {
+  const startThread = (why: Record<string, number>) => {
+    clearInterval(timer);
+    let worker: Worker;
+    try {
+      worker = new Worker(THREAD_SOURCE, {
+        eval: true,
+        workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file: db.name, intervalMs },
+        resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
+      });
+    } catch (error) {
+      fallBack('checkpoint thread failed to start', error);
+      return;
+    }
     runsOn = 'own-thread';
     walFrames = -1; // the thread's first checkpoint tells
-    logger.info({ frames }, 'WAL checkpoints move to a thread of their own (heavy writes)');
-    const worker = new Worker(THREAD_SOURCE, {
-      eval: true,
-      workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file: db.name, intervalMs },
-      resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
-    });
-    worker.on('error', (error) => fallBack('failed', error));
+    logger.info(why, 'WAL checkpoints move to a thread of their own (heavy writes)');
+    worker.on('error', (error) => fallBack('checkpoint thread failed', error));
     worker.on('message', found);
     const exited = new Promise<void>((resolve) =>
       worker.on('exit', (code) => {
-        fallBack(`exited with code ${code}`);
+        fallBack(`checkpoint thread exited with code ${code}`);
         resolve();
       }),
     );
@@ -135,6 +153,7 @@ export function startCheckpointer(
   };
 
   let changes = -1;
+  let slowLooks = 0;
   // A WAL file this large has held `threadFrames` frames (a frame: a 24-byte header and a page,
   // after the file's 32-byte header). It keeps its size when the WAL restarts, so it tells the
   // most the WAL ever held, without copying anything on the request thread.
@@ -143,23 +162,26 @@ export function startCheckpointer(
   const walBytes = () => fs.statSync(walFile, { throwIfNoEntry: false })?.size ?? 0;
   /** One look on the request thread: a checkpoint when something was written or left uncopied since the last. */
   const look = () => {
-    if (runsOn !== 'request-thread' || !db.open) return;
-    const now = totalChanges.get() as number;
-    // Nothing written since a look that copied everything: nothing to do.
-    if (now === changes && uncopied === 0) return;
-    changes = now;
-    // A burst too large to copy here (~3 µs a frame) goes to the thread straight away.
-    const bytes = walBytes();
-    if (bytes >= heavyWalBytes) {
-      clearInterval(timer);
-      startThread(Math.floor((bytes - 32) / (heavyWalBytes / threadFrames)));
-      return;
-    }
-    const result = checkpointHere.get() as CheckpointResult;
-    found(result);
-    if (result.log >= threadFrames) {
-      clearInterval(timer);
-      startThread(result.log);
+    if (runsOn !== 'request-thread' || stopping || !db.open) return;
+    try {
+      const now = totalChanges.get() as number;
+      // Nothing written since a look that copied everything: nothing to do.
+      if (now === changes && uncopied === 0) return;
+      changes = now;
+      // A burst too large to copy here (~3 µs a frame) goes to the thread straight away.
+      const bytes = walBytes();
+      if (bytes >= heavyWalBytes) {
+        startThread({ walFrames: Math.floor((bytes - 32) / (heavyWalBytes / threadFrames)) });
+        return;
+      }
+      const started = performance.now();
+      found(checkpointHere.get() as CheckpointResult);
+      // A disk whose syncs hold the request thread up (network storage, a spinning disk) too.
+      const tookMs = performance.now() - started;
+      slowLooks = tookMs > slowLookMs ? slowLooks + 1 : 0;
+      if (slowLooks >= SLOW_LOOKS) startThread({ checkpointMs: Math.round(tookMs * 10) / 10 });
+    } catch (error) {
+      fallBack('checkpoint on the request thread failed', error);
     }
   };
   const timer = setInterval(look, intervalMs);

@@ -30,7 +30,8 @@ function writeLoad(rows = 2500): void {
 
 describe('startCheckpointer', () => {
   it('checkpoints light writes on the request connection, never on commit, without a thread', async () => {
-    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger });
+    // However busy the machine running the test: no look counts as slow.
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger, slowLookMs: 10_000 });
     try {
       expect(autocheckpoint()).toBe(0);
       const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
@@ -67,6 +68,41 @@ describe('startCheckpointer', () => {
     } finally {
       await checkpointer.stop();
     }
+  });
+
+  it('moves them to the thread too when a checkpoint on the request thread is slow (the disk syncs slowly)', async () => {
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger, slowLookMs: -1 });
+    try {
+      const insert = db.prepare('INSERT INTO t (v) VALUES (?)');
+      for (let i = 0; i < 2; i++) {
+        insert.run('light');
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        expect(checkpointer.runsOn).toBe('request-thread'); // one or two slow looks are not enough
+      }
+      insert.run('light');
+      await vi.waitFor(() => expect(checkpointer.runsOn).toBe('own-thread'), { timeout: 5000, interval: 10 });
+    } finally {
+      await checkpointer.stop();
+    }
+  });
+
+  it('restores SQLite checkpoints on commit when a checkpoint on the request thread fails', async () => {
+    const errors: string[] = [];
+    const watched = pino({ level: 'error' }, { write: (line: string) => errors.push(line) });
+    const prepare = db.prepare.bind(db);
+    const failing = {
+      get: () => {
+        throw new Error('disk I/O error');
+      },
+    };
+    db.prepare = ((sql: string) =>
+      sql.startsWith('PRAGMA wal_checkpoint') ? failing : prepare(sql)) as typeof db.prepare;
+    const checkpointer = startCheckpointer(db, { intervalMs: 20, logger: watched });
+    db.prepare('INSERT INTO t (v) VALUES (?)').run('light');
+    await vi.waitFor(() => expect(autocheckpoint()).toBe(1000), { timeout: 5000, interval: 10 });
+    expect(checkpointer.runsOn).toBe('commit');
+    expect(errors.join('')).toContain('WAL checkpoint on the request thread failed');
+    await checkpointer.stop();
   });
 
   it('tells a long run of writes when the WAL has been copied whole, which the next write restarts', async () => {

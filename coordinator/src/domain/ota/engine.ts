@@ -80,19 +80,15 @@ export class OtaEngine {
   /** Evaluates bindings (in chunks of EVALUATION_CHUNK transactions) and announces the jobs. */
   async evaluate(requests: readonly EvaluationRequest[]): Promise<EvaluationOutcome[]> {
     const outcomes: EvaluationOutcome[] = [];
-    const ended = this.options.spread?.begin(requests.length);
-    try {
-      for (let i = 0; i < requests.length; i += EVALUATION_CHUNK) {
-        if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-        const chunk = await this.options.bindings.evaluate(
-          requests.slice(i, i + EVALUATION_CHUNK),
-          this.options.clock.now(),
-        );
-        for (const outcome of chunk) this.announce(outcome);
-        outcomes.push(...chunk);
-      }
-    } finally {
-      ended?.();
+    const spreadMs = this.options.spread?.of(requests.length) ?? 0;
+    for (let i = 0; i < requests.length; i += EVALUATION_CHUNK) {
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      const chunk = await this.options.bindings.evaluate(
+        requests.slice(i, i + EVALUATION_CHUNK),
+        this.options.clock.now(),
+      );
+      for (const outcome of chunk) this.announce(outcome, spreadMs);
+      outcomes.push(...chunk);
     }
     const issued = outcomes.filter((o) => o.createdJobId !== null).length;
     if (issued > 0) this.options.logger.info({ evaluated: outcomes.length, issued }, 'update jobs issued');
@@ -127,15 +123,15 @@ export class OtaEngine {
     }
   }
 
-  /** The `deploy` event's data for an update job: its assignment plus the application id (and `startWithinMs` during a large evaluation). */
+  /** The `deploy` event's data for an update job: its assignment plus the application id (and, at its first send, the `startWithinMs` of a large evaluation's job). */
   async withDeployFields(job: Job, assignment: JobAssignment): Promise<JobAssignment> {
     if (job.kind !== 'update') return assignment;
     const applicationId = await this.applicationOf(job.id);
     if (!applicationId) return assignment;
-    return toDeployAssignment(assignment, applicationId, this.options.spread?.startWithinMs() ?? 0);
+    return toDeployAssignment(assignment, applicationId, this.options.spread?.take(job.id) ?? 0);
   }
 
-  private announce(outcome: EvaluationOutcome): void {
+  private announce(outcome: EvaluationOutcome, spreadMs: number): void {
     const binding = outcome.binding;
     if (!binding) return;
     if (outcome.supersededJobId) {
@@ -147,6 +143,7 @@ export class OtaEngine {
         { bindingId: binding.id, jobId: outcome.createdJobId, releaseId: outcome.state?.desired?.id },
         'update job issued',
       );
+      this.options.spread?.issued(outcome.createdJobId, spreadMs);
       this.options.jobEvents.jobCreated(binding.agentId, outcome.createdJobId);
       (this.options.metrics ?? noMetrics).jobCreated('ota', 'pending');
     }
