@@ -157,7 +157,8 @@ export function startCheckpointer(
   // A WAL file this large has held `threadFrames` frames (a frame: a 24-byte header and a page,
   // after the file's 32-byte header). It keeps its size when the WAL restarts, so it tells the
   // most the WAL ever held, without copying anything on the request thread.
-  const heavyWalBytes = 32 + threadFrames * (24 + (db.pragma('page_size', { simple: true }) as number));
+  const frameBytes = 24 + (db.pragma('page_size', { simple: true }) as number);
+  const heavyWalBytes = 32 + threadFrames * frameBytes;
   const walFile = `${db.name}-wal`;
   const walBytes = () => fs.statSync(walFile, { throwIfNoEntry: false })?.size ?? 0;
   /** One look on the request thread: a checkpoint when something was written or left uncopied since the last. */
@@ -171,7 +172,7 @@ export function startCheckpointer(
       // A burst too large to copy here (~3 µs a frame) goes to the thread straight away.
       const bytes = walBytes();
       if (bytes >= heavyWalBytes) {
-        startThread({ walFrames: Math.floor((bytes - 32) / (heavyWalBytes / threadFrames)) });
+        startThread({ walFrames: Math.floor((bytes - 32) / frameBytes) });
         return;
       }
       const started = performance.now();
