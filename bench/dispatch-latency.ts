@@ -4,6 +4,7 @@
  *
  *   pnpm bench bench/dispatch-latency.ts [--runs 300] [--warmup 20] [--rounds 1] [--gap-ms 10] [--shell]
  *                                        [--profile coordinator.cpuprofile] [--profile-agent <dir>] [--tmpfs]
+ *                                        [--binary] [--against <program>]
  *
  * The coordinator is real and in this process (createCoordinator, log level warn). The agent is
  * the real daemon, `drover-agent run`, in a child process (enrolled through `drover-agent
@@ -25,14 +26,19 @@
  * (the agent skips `accept` when its queue is idle: `start` moves pending → running), and when
  * the agent logged "job started" (agent log, 1 ms resolution).
  *
+ * `--against <program>` compares two builds of the agent back to back: a second agent (e.g. the
+ * single executable of the revision before a change, `/tmp/drover-agent-before`, or `node
+ * <checkout>/agent/dist/cli/main.js`) with its own trigger on the same workflow, its calls
+ * alternating one by one with the first agent's; each round prints both and their ratio.
+ *
  * `--tmpfs` is a diagnosis aid, not the product: the agent's state directory goes to /dev/shm,
  * where fsync returns at once, so the difference is what the agent's durable writes (journal,
  * outbox, status.json: temp file, fsync, rename, fsync of the directory) cost on this disk.
  */
 import assert from 'node:assert/strict';
-import { sleep } from './lib/agent.js';
-import { formatLatency, summarize, waitForTerminalJob } from './lib/latency.js';
-import { parseTriggerBenchOptions, startTriggerBench } from './lib/trigger-bench.js';
+import { sleep, type BenchAgent } from './lib/agent.js';
+import { formatLatency, summarize, waitForTerminalJob, type LatencySummary } from './lib/latency.js';
+import { parseTriggerBenchOptions, printVerdict, startTriggerBench, type TimedCall } from './lib/trigger-bench.js';
 
 const GOAL_P50_MS = 10;
 
@@ -70,8 +76,8 @@ try {
   const { ctx } = bench.coordinator.coordinator;
   const { route, probe } = bench;
 
-  async function once(): Promise<Sample> {
-    const { call, answered, res } = await bench.call();
+  async function once(timedCall: () => Promise<TimedCall>): Promise<Sample> {
+    const { call, answered, res } = await timedCall();
     assert.equal(res.status, 202, `POST ${route} answered ${res.status}: ${res.text}`);
     const jobId = res.body.jobId as string;
     const job = await waitForTerminalJob(bench.coordinator.coordinator, jobId);
@@ -110,10 +116,25 @@ try {
   console.log(
     `dispatch latency: async trigger call -> step process running (\`${options.shell ? "sh -c 'date +%s%N'" : 'date +%s%N'}\`) on a real agent daemon`,
   );
-  const all = await bench.measure(once, 'call -> step running', (s) => s.stepRunning - s.call);
+  const { all, other } = await bench.measure(once, 'call -> step running', (s) => s.stepRunning - s.call);
+  const total = printBreakdown(all, bench.agent);
+  if (bench.other) {
+    console.log('\nthe agent it ran against:');
+    const theirs = printBreakdown(other, bench.other.agent);
+    console.log(
+      `\nthis / against, all rounds: p50 ${(total.p50 / theirs.p50).toFixed(3)}, p99 ${(total.p99 / theirs.p99).toFixed(3)}`,
+    );
+  }
+  printVerdict(total, GOAL_P50_MS);
+} finally {
+  await bench.close();
+}
+bench.printAgentProfiles();
 
+/** Prints where the time of `all` went (probes, and `agent`'s "job started" lines); returns the headline. */
+function printBreakdown(all: readonly Sample[], agent: BenchAgent): LatencySummary {
   const agentStarted = new Map<string, number>();
-  for (const r of bench.agent.logRecords()) {
+  for (const r of agent.logRecords()) {
     if (typeof r.jobId === 'string' && typeof r.msg === 'string' && r.msg.startsWith('job started')) {
       agentStarted.set(r.jobId, typeof r.time === 'string' ? Date.parse(r.time) : (r.time as number));
     }
@@ -157,11 +178,5 @@ try {
   console.log(
     formatLatency('  start committed -> step running', summarize(all.map((s) => s.stepRunning - s.startCommitted))),
   );
-  const verdict = total.p50 < GOAL_P50_MS ? 'meets' : 'MISSES';
-  console.log(
-    `\np50 ${total.p50.toFixed(2)} ms (goal < ${GOAL_P50_MS} ms: ${verdict} the goal); p99 ${total.p99.toFixed(2)} ms`,
-  );
-} finally {
-  await bench.close();
+  return total;
 }
-bench.printAgentProfiles();

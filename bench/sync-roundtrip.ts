@@ -23,7 +23,7 @@
  */
 import assert from 'node:assert/strict';
 import { formatLatency, summarize } from './lib/latency.js';
-import { parseTriggerBenchOptions, startTriggerBench } from './lib/trigger-bench.js';
+import { parseTriggerBenchOptions, printVerdict, startTriggerBench, type TimedCall } from './lib/trigger-bench.js';
 
 const GOAL_P50_MS = 50;
 
@@ -54,8 +54,8 @@ const bench = await startTriggerBench(options, { workflowName: 'noop', workflow:
 try {
   const { route, probe } = bench;
 
-  async function once(): Promise<Sample> {
-    const { call, answered, res } = await bench.call();
+  async function once(timedCall: () => Promise<TimedCall>): Promise<Sample> {
+    const { call, answered, res } = await timedCall();
     assert.equal(res.status, 200, `POST ${route} answered ${res.status}: ${res.text}`);
     assert.equal(res.body.status, 'success', `sync answer: ${res.text}`);
     assert.equal(res.body.exitCode, 0);
@@ -75,7 +75,7 @@ try {
   }
 
   console.log('sync round trip: POST /v1/triggers/:id/run (sync) of a workflow whose only step is `true`, real agent');
-  const all = await bench.measure(once, 'whole round trip', (s) => s.answered - s.call);
+  const { all } = await bench.measure(once, 'whole round trip', (s) => s.answered - s.call);
 
   const total = summarize(all.map((s) => s.answered - s.call));
   console.log('\nall rounds (ms from the call):');
@@ -115,10 +115,7 @@ try {
   console.log(
     formatLatency('  finish committed -> answer read', summarize(all.map((s) => s.answered - s.finishCommitted))),
   );
-  const verdict = total.p50 < GOAL_P50_MS ? 'meets' : 'MISSES';
-  console.log(
-    `\np50 ${total.p50.toFixed(2)} ms (goal < ${GOAL_P50_MS} ms: ${verdict} the goal); p99 ${total.p99.toFixed(2)} ms`,
-  );
+  printVerdict(total, GOAL_P50_MS);
 } finally {
   await bench.close();
 }

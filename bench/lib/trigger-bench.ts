@@ -3,7 +3,15 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { sleep, startBenchAgent, type BenchAgent } from './agent.js';
 import { startBenchCoordinator, type BenchCoordinator } from './coordinator.js';
-import { formatLatency, JsonClient, probeJobMoments, summarize, WallClock, type JsonResponse } from './latency.js';
+import {
+  formatLatency,
+  JsonClient,
+  probeJobMoments,
+  summarize,
+  WallClock,
+  type JsonResponse,
+  type LatencySummary,
+} from './latency.js';
 import { integerOption } from './options.js';
 import { summarizeProfile, withCpuProfile } from './profile.js';
 import { machineNote } from './report.js';
@@ -31,11 +39,16 @@ export interface TriggerBenchOptions {
   shell: boolean;
   /** `--binary`: the agent as the single executable `agent/dist/drover-agent` (build:binary). */
   binary: boolean;
+  /**
+   * `--against <program>`: a second agent, another build (a single executable, or a command line
+   * such as `node /old/agent/dist/cli/main.js`), whose calls alternate with the first's.
+   */
+  against: string[] | undefined;
 }
 
 /**
  * `[--runs <defaultRuns>] [--warmup 20] [--rounds 1] [--gap-ms 10] [--profile <file>]
- * [--profile-agent <dir>] [--tmpfs] [--binary]`, and `[--shell]` when `withShell`.
+ * [--profile-agent <dir>] [--tmpfs] [--binary] [--against <program>]`, and `[--shell]` when `withShell`.
  */
 export function parseTriggerBenchOptions(defaultRuns: string, { withShell = false } = {}): TriggerBenchOptions {
   const options = {
@@ -47,6 +60,7 @@ export function parseTriggerBenchOptions(defaultRuns: string, { withShell = fals
     'profile-agent': { type: 'string' },
     tmpfs: { type: 'boolean', default: false },
     binary: { type: 'boolean', default: false },
+    against: { type: 'string' },
   } as const;
   const { values } = parseArgs({
     options: withShell ? { ...options, shell: { type: 'boolean', default: false } } : options,
@@ -62,6 +76,7 @@ export function parseTriggerBenchOptions(defaultRuns: string, { withShell = fals
     tmpfs: values.tmpfs,
     shell: 'shell' in values && values.shell === true,
     binary: values.binary,
+    against: values.against?.split(' ').filter((part) => part !== ''),
   };
 }
 
@@ -72,17 +87,39 @@ export interface TriggerBench {
   route: string;
   probe: ReturnType<typeof probeJobMoments>;
   /** After `--gap-ms`, re-anchors the wall clock and makes one `POST <route> {ref: 'main'}`, timed. */
-  call(): Promise<{ call: number; answered: number; res: JsonResponse }>;
+  call(): Promise<TimedCall>;
+  /** With `--against`: the second agent, its own trigger on the same workflow, and its call. */
+  other: { agent: BenchAgent; route: string; call(): Promise<TimedCall> } | null;
   /**
    * Prints the machine line, makes the warm-up calls, then `--rounds` rounds of `--runs` calls
    * (under `--profile`), printing each round's `headline` as `round <n>: <label>`. Returns every
-   * measured sample.
+   * measured sample. With `--against`, each call of the first agent is followed by one of the
+   * second (`other`), each round prints both and the ratio of their p50s, and `other` holds the
+   * second agent's samples.
    */
-  measure<S>(once: () => Promise<S>, label: string, headline: (sample: S) => number): Promise<S[]>;
+  measure<S>(
+    once: (call: () => Promise<TimedCall>) => Promise<S>,
+    label: string,
+    headline: (sample: S) => number,
+  ): Promise<{ all: S[]; other: S[] }>;
   /** Stops the probes, the agent and the coordinator. */
   close(): Promise<void>;
   /** Prints the CPU profiles the stopped agent wrote (`--profile-agent`), if asked for. */
   printAgentProfiles(): void;
+}
+
+/** The headline's last line: its p50 against the goal, and its p99. */
+export function printVerdict(total: LatencySummary, goalP50Ms: number): void {
+  const verdict = total.p50 < goalP50Ms ? 'meets' : 'MISSES';
+  console.log(
+    `\np50 ${total.p50.toFixed(2)} ms (goal < ${goalP50Ms} ms: ${verdict} the goal); p99 ${total.p99.toFixed(2)} ms`,
+  );
+}
+
+export interface TimedCall {
+  call: number;
+  answered: number;
+  res: JsonResponse;
 }
 
 /** Starts the coordinator and the agent with `workflow` (YAML text) and seeds its trigger and token. */
@@ -92,6 +129,7 @@ export async function startTriggerBench(
 ): Promise<TriggerBench> {
   const coordinator = await startBenchCoordinator();
   let agent: BenchAgent | undefined;
+  let otherAgent: BenchAgent | undefined;
   let probe: ReturnType<typeof probeJobMoments> | undefined;
   const client = new JsonClient(coordinator.url);
   const stop = async () => {
@@ -99,6 +137,7 @@ export async function startTriggerBench(
     try {
       client.close();
       await agent?.close();
+      await otherAgent?.close();
     } finally {
       await coordinator.close();
     }
@@ -117,45 +156,78 @@ export async function startTriggerBench(
       console.log(
         "DIAGNOSIS RUN: the agent's state directory is on tmpfs (fsync costs nothing): not the product's figures",
       );
-    const triggerId = await seedTrigger(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, {
-      agentId: agent.agentId,
-      workflowName: setup.workflowName,
-      responseMode: setup.responseMode,
-    });
-    const token = await seedApiToken(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, [
-      { type: 'trigger', triggerIds: [triggerId] },
-    ]);
-    const route = `/v1/triggers/${triggerId}/run`;
-    const headers = { authorization: `Bearer ${token}` };
     const clock = new WallClock();
+    const caller = async (agentId: string) => {
+      const triggerId = await seedTrigger(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, {
+        agentId,
+        workflowName: setup.workflowName,
+        responseMode: setup.responseMode,
+      });
+      const token = await seedApiToken(coordinator.coordinator, coordinator.orgId, coordinator.ownerId, [
+        { type: 'trigger', triggerIds: [triggerId] },
+      ]);
+      const route = `/v1/triggers/${triggerId}/run`;
+      const headers = { authorization: `Bearer ${token}` };
+      const call = async (): Promise<TimedCall> => {
+        await sleep(options.gapMs);
+        clock.anchor();
+        const at = clock.now();
+        const res = await client.post(route, { ref: 'main' }, headers);
+        return { call: at, answered: clock.now(), res };
+      };
+      return { route, call };
+    };
+    const main = await caller(agent.agentId);
+    let other: TriggerBench['other'] = null;
+    if (options.against) {
+      otherAgent = await startBenchAgent(coordinator, {
+        workflows: { [setup.workflowName]: setup.workflow },
+        ...(options.tmpfs ? { parentDir: '/dev/shm' } : {}),
+        command: options.against,
+      });
+      other = { agent: otherAgent, ...(await caller(otherAgent.agentId)) };
+      console.log(`against: a second agent, \`${options.against.join(' ')}\`, its calls alternating with the first's`);
+    }
     probe = probeJobMoments(coordinator.coordinator, clock);
     return {
       coordinator,
       agent,
-      route,
+      route: main.route,
       probe,
-      async call() {
-        await sleep(options.gapMs);
-        clock.anchor();
-        const call = clock.now();
-        const res = await client.post(route, { ref: 'main' }, headers);
-        return { call, answered: clock.now(), res };
-      },
+      call: main.call,
+      other,
       async measure(once, label, headline) {
         console.log(
           `machine: ${machineNote()}; ${options.runs} sequential calls per round, ${options.rounds} round(s), ${options.warmup} warm-up calls, ${options.gapMs} ms between calls`,
         );
-        for (let i = 0; i < options.warmup; i++) await once();
+        for (let i = 0; i < options.warmup; i++) {
+          await once(main.call);
+          if (other) await once(other.call);
+        }
         const all: Awaited<ReturnType<typeof once>>[] = [];
+        const againstAll: typeof all = [];
         await withCpuProfile(options.profile, async () => {
           for (let round = 0; round < options.rounds; round++) {
             const samples: typeof all = [];
-            for (let i = 0; i < options.runs; i++) samples.push(await once());
+            const againstSamples: typeof all = [];
+            for (let i = 0; i < options.runs; i++) {
+              samples.push(await once(main.call));
+              if (other) againstSamples.push(await once(other.call));
+            }
             all.push(...samples);
-            console.log(formatLatency(`round ${round + 1}: ${label}`, summarize(samples.map(headline))));
+            againstAll.push(...againstSamples);
+            const mine = summarize(samples.map(headline));
+            console.log(formatLatency(`round ${round + 1}: ${label}`, mine));
+            if (other) {
+              const theirs = summarize(againstSamples.map(headline));
+              console.log(formatLatency(`round ${round + 1}: against`, theirs));
+              console.log(
+                `round ${round + 1}: this / against p50 ${(mine.p50 / theirs.p50).toFixed(3)}, p99 ${(mine.p99 / theirs.p99).toFixed(3)}`,
+              );
+            }
           }
         });
-        return all;
+        return { all, other: againstAll };
       },
       close: stop,
       printAgentProfiles() {

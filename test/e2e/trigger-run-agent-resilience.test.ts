@@ -303,4 +303,39 @@ describe('with one coordinator', () => {
     await ready(t, restarted, a, 'hang');
     expect((await job(t, id)).status).toBe('failed');
   }, 60_000);
+
+  it('never runs a job twice when its agent is killed (kill -9) at any moment of its dispatch', async () => {
+    // The moments after the call, in ms: before the job reaches the agent, while its start is
+    // reported and its first step held ready, around the exec, after the step ran.
+    const delaysMs = [0, 2, 4, 6, 9, 14, 25];
+    const dir = tempDir();
+    const runsFile = path.join(dir, 'runs.log');
+    const a = await enrolled(t);
+    countingWorkflow(a.stateDir, 'count', runsFile);
+    let daemon = start(a.stateDir);
+    await ready(t, daemon, a, 'count');
+    const tr = await runnableTrigger(t, a.agentId, 'count');
+    const outcomes: Record<string, unknown>[] = [];
+    for (const delayMs of delaysMs) {
+      const id = await run(t, tr);
+      await sleep(delayMs);
+      await daemon.kill9();
+      daemon = start(a.stateDir);
+      const done = await settled(t, id);
+      const runs = runsOf(runsFile).filter((r) => r === id).length;
+      outcomes.push({ delayMs, status: done.status, runs });
+      // Run once and succeeded (redelivered, or it had finished), or at most once and ended as
+      // lost or interrupted, whatever the moment.
+      if (done.status === 'success') expect(runs, JSON.stringify(outcomes)).toBe(1);
+      else {
+        expect(runs, JSON.stringify(outcomes)).toBeLessThanOrEqual(1);
+        expect(done.errorMessage).toMatch(/lost|interrupted/);
+      }
+    }
+    // Once a later job has run, a job run twice would have shown by now.
+    await ready(t, daemon, a, 'count');
+    await laterJobRan(t, tr);
+    const counted = runsOf(runsFile).filter((r) => jobIds.includes(r));
+    expect(new Set(counted).size, JSON.stringify(outcomes)).toBe(counted.length);
+  }, 120_000);
 });

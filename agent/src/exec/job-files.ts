@@ -25,14 +25,64 @@ export function jobFiles(stateDir: string, jobId: string): JobFiles {
   };
 }
 
-/** Creates the workspace (0700), writes params.json and an empty output file (0600). */
-export function prepareJobFiles(files: JobFiles, params: Record<string, unknown>): void {
-  fs.mkdirSync(files.workspace, { recursive: true, mode: 0o700 });
-  writeParamsFile(files, params);
-  fs.writeFileSync(files.outputFile, '', { mode: 0o600 });
+/**
+ * The next job's directory, made ahead (makeSpareJobDir): a name that is not a job id, so that
+ * the journal and its pruning pass it by.
+ */
+const SPARE_DIR = '.next';
+
+/**
+ * Makes the next job's directory ahead of time, while the agent is idle: `jobs/.next/` with the
+ * workspace and the empty files of a job (0700 and 0600). A job needs two directories and three
+ * files before its first step starts, and each create can take most of a millisecond on a VM's
+ * disk or an SD card; claimSpareJobDir then takes them all with one rename. Nothing to do when
+ * the spare is there already; a failure is left to the job, which then makes its own.
+ */
+export function makeSpareJobDir(stateDir: string): void {
+  const spare = jobFiles(stateDir, SPARE_DIR);
+  try {
+    if (fs.existsSync(spare.journalFile)) return; // made last: the spare is complete
+    fs.mkdirSync(spare.workspace, { recursive: true, mode: 0o700 });
+    for (const file of [spare.paramsFile, spare.outputFile, spare.journalFile])
+      fs.writeFileSync(file, '', { mode: 0o600 });
+  } catch {
+    // the next job makes its own directory
+  }
+}
+
+/**
+ * Gives `jobId` the spare job directory (one rename) when there is one and the job has no
+ * directory yet. Its files are empty: the journal fills its entry in place, prepareJobFiles
+ * writes the others; a spare left incomplete by a crash is completed by them. False when there
+ * was nothing to take: the caller makes the directory.
+ */
+export function claimSpareJobDir(stateDir: string, jobId: string): boolean {
+  const dir = jobFiles(stateDir, jobId).dir;
+  try {
+    if (fs.existsSync(dir)) return false; // never rename over a directory (an empty one would be replaced)
+    fs.renameSync(jobFiles(stateDir, SPARE_DIR).dir, dir);
+    return true;
+  } catch {
+    return false; // no spare
+  }
+}
+
+/**
+ * Creates the workspace (0700), writes params.json and an empty output file (0600), on libuv's
+ * thread pool: each create can take most of a millisecond on a VM's disk, and a new job's files
+ * are made while its start report travels, whose answer the event loop must be free to take.
+ */
+export async function prepareJobFiles(files: JobFiles, params: Record<string, unknown>): Promise<void> {
+  await fs.promises.mkdir(files.workspace, { recursive: true, mode: 0o700 });
+  await Promise.all([
+    fs.promises.writeFile(files.paramsFile, paramsFileContent(params), { mode: 0o600 }),
+    fs.promises.writeFile(files.outputFile, '', { mode: 0o600 }),
+  ]);
 }
 
 /** (Re)writes params.json (0600): after the input files are downloaded, with their local paths. */
 export function writeParamsFile(files: JobFiles, params: Record<string, unknown>): void {
-  fs.writeFileSync(files.paramsFile, `${JSON.stringify(params, null, 2)}\n`, { mode: 0o600 });
+  fs.writeFileSync(files.paramsFile, paramsFileContent(params), { mode: 0o600 });
 }
+
+const paramsFileContent = (params: Record<string, unknown>) => `${JSON.stringify(params, null, 2)}\n`;

@@ -4,7 +4,7 @@ import type { WorkflowStep } from '@drover/shared';
 import { LineSplitter } from './line-splitter.js';
 import type { Masker } from './secret-masker.js';
 import { signalProcessGroup, terminateProcessGroup, trackProcessGroup } from './process-group.js';
-import { spawnStep, type StepCommand, type StepLauncher } from './step-launcher.js';
+import { spawnStep, type HeldStep, type StepCommand, type StepLauncher } from './step-launcher.js';
 
 export type StepStream = 'stdout' | 'stderr';
 
@@ -33,6 +33,8 @@ export interface StepRun {
   onSpawn?(pid: number): void;
   /** Starts the step's process (absent: spawned directly). */
   launcher?: StepLauncher | undefined;
+  /** The step's process, held ready by the launcher (used when its command is this step's). */
+  held?: HeldStep | null | undefined;
 }
 
 export type StepOutcome =
@@ -51,19 +53,12 @@ export type StepOutcome =
  * background child cannot hold the job open.
  */
 export async function runStep(run: StepRun): Promise<StepOutcome> {
-  const { step } = run;
-  const command: StepCommand = {
-    file: step.run,
-    args: step.shell ? [] : (step.args ?? []),
-    shell: step.shell === true,
-    cwd: step.cwd ? path.resolve(run.workspace, step.cwd) : run.workspace,
-    env: { ...run.env, ...step.env },
-  };
+  const command = stepCommand(run.step, run.workspace, run.env);
   if (run.signal.aborted) return { kind: 'cancelled' };
   if (!isDirectory(command.cwd)) {
     return { kind: 'spawn_failed', message: `the working directory ${command.cwd} does not exist` };
   }
-  const subprocess = run.launcher ? run.launcher.launch(command) : spawnStep(command);
+  const subprocess = run.launcher ? run.launcher.launch(command, run.held) : spawnStep(command);
 
   const untrack = subprocess.pid === undefined ? () => {} : trackProcessGroup(subprocess.pid);
   if (subprocess.pid !== undefined) run.onSpawn?.(subprocess.pid);
@@ -105,6 +100,17 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
     if (!exited && subprocess.pid !== undefined) signalProcessGroup(subprocess.pid, 'SIGKILL');
     untrack();
   }
+}
+
+/** What a step runs: its program or command line, in its directory, the job's variables with its own on top. */
+export function stepCommand(step: WorkflowStep, workspace: string, env: Record<string, string>): StepCommand {
+  return {
+    file: step.run,
+    args: step.shell ? [] : (step.args ?? []),
+    shell: step.shell === true,
+    cwd: step.cwd ? path.resolve(workspace, step.cwd) : workspace,
+    env: { ...env, ...step.env },
+  };
 }
 
 function isDirectory(dir: string): boolean {

@@ -5,9 +5,9 @@ import { hasFileOutputs, hasInputFiles, jobTimeSignal, paramsWithoutUrls } from 
 import { formatDuration } from './durations.js';
 import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js';
 import { MAX_OUTPUT_BYTES, parseOutputFile } from './output-file.js';
-import { runStep, type StepOutcome } from './run-step.js';
+import { runStep, stepCommand, type StepOutcome } from './run-step.js';
 import { createMasker, maskDeep, type Masker } from './secret-masker.js';
-import type { StepLauncher } from './step-launcher.js';
+import type { HeldStep, StepCommand, StepLauncher } from './step-launcher.js';
 import { jobEnv, paramEnvProblem } from './step-env.js';
 
 export interface JobPlan {
@@ -31,6 +31,12 @@ export interface JobPlan {
   prepared?: string | null;
   /** Starts the steps' processes (absent: each is spawned directly). */
   launcher?: StepLauncher;
+  /**
+   * The first step's process, held ready by the launcher while the job's start was reported
+   * (firstStepCommand); runWorkflow lets it go, or drops it when the first step turns out to be
+   * another command or the job ends before it.
+   */
+  held?: HeldStep | null;
 }
 
 /** One line of the job's log, secrets already masked; `step` is the step's index from 0. */
@@ -70,9 +76,9 @@ export function failedResult(message: string): JobResult {
  * Creates a job's workspace, params.json (file params as they were sent: runWorkflow rewrites it
  * once input files are downloaded) and empty output file. Null when done, else why not.
  */
-export function prepareJob(files: JobFiles, params: Record<string, unknown>): string | null {
+export async function prepareJob(files: JobFiles, params: Record<string, unknown>): Promise<string | null> {
   try {
-    prepareJobFiles(files, paramsWithoutUrls(params));
+    await prepareJobFiles(files, paramsWithoutUrls(params));
     return null;
   } catch (error) {
     return `could not prepare the job's workspace: ${(error as Error).message}`;
@@ -88,6 +94,27 @@ export function prepareJob(files: JobFiles, params: Record<string, unknown>): st
  * masked in every line, output value and message it produces.
  */
 export async function runWorkflow(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
+  try {
+    return await runSteps(plan, hooks);
+  } finally {
+    plan.held?.drop(); // nothing when it went
+  }
+}
+
+/**
+ * The first step's command as runWorkflow will start it, when it is known before the job runs:
+ * no input files to fetch first (they change the params' variables) and nothing that fails the
+ * job before its first step. Null otherwise.
+ */
+export function firstStepCommand(plan: JobPlan): StepCommand | null {
+  const step = plan.workflow.steps[0];
+  if (!step || (plan.transfer && hasInputFiles(plan.params)) || paramEnvProblem(plan.params) !== null) return null;
+  const secrets = pickSecrets(plan);
+  if (typeof secrets === 'string') return null;
+  return stepCommand(step, plan.files.workspace, stepsEnv(plan, paramsWithoutUrls(plan.params), secrets));
+}
+
+async function runSteps(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
   const mask = createMasker(Object.values(plan.secrets));
   const emit = (stream: LogStream, step: number | null, text: string) =>
     hooks.onLine({ stream, step, text: mask(text) });
@@ -102,7 +129,7 @@ export async function runWorkflow(plan: JobPlan, hooks: JobHooks): Promise<JobRe
   const finish = (status: JobResult['status'], exitCode: number | null, errorMessage: string | null) =>
     conclude(plan, hooks, { status, exitCode, errorMessage }, { mask, system, warn, notice, remaining });
 
-  const prepared = plan.prepared === undefined ? prepareJob(plan.files, plan.params) : plan.prepared;
+  const prepared = plan.prepared === undefined ? await prepareJob(plan.files, plan.params) : plan.prepared;
   if (prepared !== null) return finish('failed', null, prepared);
   const clash = paramEnvProblem(plan.params);
   if (clash !== null) return finish('failed', null, clash);
@@ -131,18 +158,7 @@ export async function runWorkflow(plan: JobPlan, hooks: JobHooks): Promise<JobRe
     }
   }
 
-  const env = jobEnv({
-    jobId: plan.jobId,
-    workflowName: plan.workflow.name,
-    ref: plan.ref,
-    debug: plan.debug,
-    workspace: plan.files.workspace,
-    paramsFile: plan.files.paramsFile,
-    outputFile: plan.files.outputFile,
-    params: envParams,
-    declared: (plan.workflow.paramsSchema ?? []).map((p) => p.name),
-    secrets,
-  });
+  const env = stepsEnv(plan, envParams, secrets);
   const steps = plan.workflow.steps;
   for (const [index, step] of steps.entries()) {
     const label = stepLabel(index, step);
@@ -167,6 +183,7 @@ export async function runWorkflow(plan: JobPlan, hooks: JobHooks): Promise<JobRe
       stopGraceMs: hooks.stopGraceMs,
       onSpawn: (pid) => hooks.onStepSpawn?.(index, pid),
       launcher: plan.launcher,
+      held: index === 0 ? plan.held : null,
     });
     const took = formatDuration(performance.now() - stepStarted);
     switch (outcome.kind) {
@@ -193,6 +210,22 @@ export async function runWorkflow(plan: JobPlan, hooks: JobHooks): Promise<JobRe
     }
   }
   return finish('success', 0, null);
+}
+
+/** The job's variables for its steps (jobEnv), with its params as the steps see them and its secrets. */
+function stepsEnv(plan: JobPlan, envParams: Record<string, unknown>, secrets: Record<string, string>) {
+  return jobEnv({
+    jobId: plan.jobId,
+    workflowName: plan.workflow.name,
+    ref: plan.ref,
+    debug: plan.debug,
+    workspace: plan.files.workspace,
+    paramsFile: plan.files.paramsFile,
+    outputFile: plan.files.outputFile,
+    params: envParams,
+    declared: (plan.workflow.paramsSchema ?? []).map((p) => p.name),
+    secrets,
+  });
 }
 
 /** `step 2 (build)`, or `step 2` for a step without a name. */

@@ -44,9 +44,33 @@ export function spawnStep(command: StepCommand) {
  */
 const SPARE_SHELL = '/bin/dash';
 
-/** The launcher's spare: dash reading commands from its stdin, with exactly `env`. */
+/**
+ * The launcher's spare: dash reading commands from its stdin, with exactly `env`, and a fourth
+ * pipe (fd 3) on which it waits for the word to exec a held step.
+ */
 function spawnSpare(env: Record<string, string | undefined>) {
-  return execa(SPARE_SHELL, ['-s'], { ...PIPED, cwd: '/', env, extendEnv: false, stdin: 'pipe' });
+  const { stdout: _stdout, stderr: _stderr, ...options } = PIPED;
+  return execa(SPARE_SHELL, ['-s'], {
+    ...options,
+    stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+    cwd: '/',
+    env,
+    extendEnv: false,
+  });
+}
+
+/** The shell variable the spare's `read` fills from fd 3; a step whose environment has it is spawned. */
+const GATE_VARIABLE = 'DROVER_SPARE_GATE';
+
+/**
+ * A step's process made ready up to its exec and held there: its command line is in the spare,
+ * which waits on fd 3 to go on. `go` lets it run (the step's process), `drop` ends it unrun (the
+ * pipe's end: the shell exits 125). Until one of them, it keeps nothing running.
+ */
+export interface HeldStep {
+  readonly command: StepCommand;
+  go(): StepProcess;
+  drop(): void;
 }
 
 /**
@@ -54,10 +78,13 @@ function spawnSpare(env: Record<string, string | undefined>) {
  * 2.6 to 4 ms on the reference VM (docs/performance.md), during which its event loop waits. So
  * the launcher forks a spare process ahead of time, while the agent has nothing else to do: a
  * `/bin/dash` reading its commands from a pipe, in its own process group, its output piped. To
- * start a step through it, the agent writes one command line to that pipe; the shell changes to
- * the step's directory, makes its environment exactly what spawnStep would give (the agent's
- * variables with the step's on top), and execs the step's program with stdin from /dev/null.
- * The step keeps the spare's pid and process group.
+ * start a step through it, the agent writes one command line to that pipe and a line to a
+ * second one (fd 3); the shell waits for the second, changes to the step's directory, makes its
+ * environment exactly what spawnStep would give (the agent's variables with the step's on top),
+ * and execs the step's program with stdin from /dev/null. The step keeps the spare's pid and
+ * process group. The two writes can be apart (`hold`, then `go`): the command line, which takes
+ * a few tenths of a millisecond to make (checks of the program and the environment), is then made
+ * while the job's start report travels, and the step starts with one write once it is answered.
  *
  * A step goes through spawnStep instead when there is no spare (or no dash on the machine: then
  * every step is spawned), or when the shell could make a difference: where the exec would fail
@@ -88,18 +115,46 @@ export class StepLauncher {
     this.#spare = { process: spare, env };
   }
 
-  /** The step's process: the spare taken for it when it can be, else a new one (spawnStep). */
-  launch(command: StepCommand): StepProcess {
+  /**
+   * The step's process: `held` when it was held for this very command, else the spare taken for
+   * it when it can be, else a new one (spawnStep). A `held` step for another command is dropped.
+   */
+  launch(command: StepCommand, held?: HeldStep | null): StepProcess {
+    if (held && sameCommand(held.command, command)) return held.go();
+    held?.drop();
+    return this.hold(command)?.go() ?? spawnStep(command);
+  }
+
+  /**
+   * Takes the spare for `command` and holds it just before the exec (HeldStep). Null when there
+   * is no spare, or the step must be spawned (see the class).
+   */
+  hold(command: StepCommand): HeldStep | null {
     const spare = this.#spare;
     this.#spare = null;
     const line = spare && isRunning(spare.process) ? commandLine(command, spare.env) : null;
     if (!spare || line === null) {
       if (spare) endSpare(spare.process);
-      return spawnStep(command);
+      return null;
     }
-    holdsAgent(spare.process, true);
-    spare.process.stdin.end(line);
-    return spare.process;
+    const child = spare.process;
+    child.stdin.end(line);
+    let settled = false;
+    return {
+      command,
+      go() {
+        if (settled) throw new Error('a held step goes once');
+        settled = true;
+        holdsAgent(child, true);
+        gateOf(child).end('\n');
+        return child;
+      },
+      drop() {
+        if (settled) return;
+        settled = true;
+        endSpare(child);
+      },
+    };
   }
 
   /** Ends the spare; launch spawns every step from then on. */
@@ -123,14 +178,38 @@ function isRunning(child: StepProcess): boolean {
 
 /** Whether the spare's process and pipes keep the agent's event loop alive (an idle one does not). */
 function holdsAgent(spare: Spare, hold: boolean): void {
-  for (const handle of [spare, spare.stdin, spare.stdout, spare.stderr] as unknown as net.Socket[]) {
+  for (const handle of [spare, spare.stdin, spare.stdout, spare.stderr, gateOf(spare)] as unknown as net.Socket[]) {
     if (hold) handle.ref();
     else handle.unref();
   }
 }
 
+/** The spare's fd 3, on which it waits for the line that lets a held step exec. */
+function gateOf(spare: Spare): net.Socket {
+  return spare.stdio[3] as unknown as net.Socket;
+}
+
 function endSpare(spare: Spare): void {
-  spare.stdin.destroy(); // EOF: the shell exits without running anything
+  // EOF on both: the shell exits without running anything (at its end of input, or at its `read`).
+  spare.stdin.destroy();
+  gateOf(spare).destroy();
+}
+
+/** Whether two step commands are the same: program, arguments, shell, directory and environment. */
+function sameCommand(a: StepCommand, b: StepCommand): boolean {
+  return (
+    a.file === b.file &&
+    a.shell === b.shell &&
+    a.cwd === b.cwd &&
+    a.args.length === b.args.length &&
+    a.args.every((arg, i) => arg === b.args[i]) &&
+    sameEntries(a.env, b.env)
+  );
+}
+
+function sameEntries(a: Record<string, string>, b: Record<string, string>): boolean {
+  const names = Object.keys(a);
+  return names.length === Object.keys(b).length && names.every((name) => Object.hasOwn(b, name) && a[name] === b[name]);
 }
 
 /** A name `export` and `unset` take. */
@@ -139,8 +218,11 @@ const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Variables the shell itself sets on `cd`: always given their exact value, or unset. */
 const SET_BY_CD = ['PWD', 'OLDPWD'];
 
-/** Variables dash resets or drops whatever the environment says: a step with one is spawned. */
-const SHELL_OWNED = ['IFS', 'OPTIND', 'PPID', 'LINENO'];
+/**
+ * Variables dash resets or drops whatever the environment says, and the one its `read` of fd 3
+ * sets: a step with one is spawned.
+ */
+const SHELL_OWNED = ['IFS', 'OPTIND', 'PPID', 'LINENO', GATE_VARIABLE];
 
 /** Whether dash passes on an environment of these names as it is (it drops other names). */
 function shellKeeps(names: Iterable<string>): boolean {
@@ -154,8 +236,9 @@ const MAX_STRING_BYTES = 128 * 1024;
 const MAX_EXEC_BYTES = 1024 * 1024;
 
 /**
- * The spare's command line for `command`: `cd`, the variables that differ from the spare's own,
- * then `exec` with stdin from /dev/null. Null when the step must be spawned directly.
+ * The spare's command line for `command`: wait for the line on fd 3 (at its end: exit 125,
+ * nothing run), `cd`, the variables that differ from the spare's own, then `exec` with stdin from
+ * /dev/null and fd 3 closed. Null when the step must be spawned directly.
  */
 function commandLine(command: StepCommand, spareEnv: Record<string, string | undefined>): string | null {
   const env: Record<string, string | undefined> = { ...process.env, ...command.env };
@@ -171,10 +254,10 @@ function commandLine(command: StepCommand, spareEnv: Record<string, string | und
     if (value === undefined) unset.push(name);
     else exports.push(`${name}=${quote(value)}`);
   }
-  const parts = [`cd ${quote(command.cwd)} || exit 126`];
+  const parts = [`read -r ${GATE_VARIABLE} <&3 || exit 125`, `cd ${quote(command.cwd)} || exit 126`];
   if (unset.length > 0) parts.push(`unset ${unset.join(' ')}`);
   if (exports.length > 0) parts.push(`export ${exports.join(' ')}`);
-  parts.push(`exec ${argv.map(quote).join(' ')} </dev/null`);
+  parts.push(`exec ${argv.map(quote).join(' ')} </dev/null 3<&-`);
   return `${parts.join('; ')}\n`;
 }
 
@@ -253,5 +336,13 @@ function interpreterFound(program: string, cwd: string): boolean {
 }
 
 function isExecutableFile(file: string): boolean {
-  return mayExecute(file) && fs.statSync(file, { throwIfNoEntry: false })?.isFile() === true;
+  // stat first: a missing file (most `PATH` entries) is answered without an exception, whose
+  // making costs ~30 µs (a long PATH made a step start half a millisecond later).
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(file, { throwIfNoEntry: false });
+  } catch {
+    return false; // ENOTDIR, EACCES...
+  }
+  return stat?.isFile() === true && mayExecute(file);
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
 import { failedResult, type JobResult } from '../exec/run-workflow.js';
 import { formatDuration } from '../exec/durations.js';
+import { makeSpareJobDir } from '../exec/job-files.js';
 import { killOrphanedStep } from '../exec/orphans.js';
 import type { Outbox } from '../outbox/outbox.js';
 import type { ReportSender, SendOutcome } from '../outbox/report-sender.js';
@@ -389,11 +390,21 @@ export class JobManager {
             this.#finish(current, cancelledResult(CANCELLED_BY_USER_BEFORE_START_MESSAGE));
         })
         .finally(() => {
-          // A new spare for the next job's first step, once the result is on the wire.
-          const { launcher } = options;
-          if (launcher && !this.#shuttingDown) void afterPendingImmediates().then(() => launcher.warm());
+          // Ready for the next job once the result is on the wire.
+          if (!this.#shuttingDown) void afterPendingImmediates().then(() => this.prepareNext());
         });
     });
+  }
+
+  /**
+   * Makes ready, while the agent is idle, what the next job would otherwise make before its first
+   * step: a spare process for the step (StepLauncher.warm) and the job's directory with its files
+   * (makeSpareJobDir). Both block the event loop a moment (a fork; a few creates).
+   */
+  prepareNext(): void {
+    if (this.#shuttingDown) return;
+    this.#options.launcher?.warm();
+    makeSpareJobDir(this.#options.stateDir);
   }
 
   /** A job marked running that no process of this agent runs: kill its leftovers, report it failed. */

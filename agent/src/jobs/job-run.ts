@@ -5,7 +5,6 @@ import type { StepLauncher } from '../exec/step-launcher.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
-import { afterPendingImmediates } from '../util/event-loop.js';
 import type { LoadedSecrets } from '../workflows/index.js';
 import type { JobStop } from './job-stop.js';
 import type { Journal, JournalEntry } from './journal.js';
@@ -51,8 +50,8 @@ export type RunJob = (
  * The start of an accepted job's run, for every kind of job: waits for the coordinator's answer
  * to the accept, marks the job `running` in the journal and reports the start. Null when the job
  * must not run (the coordinator refused the accept or the start, or shutdown took it back).
- * `meanwhile` runs while the start is reported, once the report is on the wire; its result comes
- * with the `running` entry.
+ * `meanwhile` runs while the start is reported (its file work must go to the thread pool: what it
+ * does on the event loop delays the report's answer); its result comes with the `running` entry.
  */
 export async function beginAcceptedJob<T = undefined>(
   deps: Pick<JobRunDeps, 'journal' | 'send' | 'logger'>,
@@ -71,16 +70,14 @@ export async function beginAcceptedJob<T = undefined>(
   if (signal.aborted) return null; // a cancel or the shutdown took it back; the caller reports it
   // `running` must be on disk before a step starts (so that a crash can never run it twice), not
   // before the start report: a start whose record a power cut lost finds the job unknown at the
-  // next delivery, which fails it as lost. So the report goes out while the entry is flushed.
-  // Both begin once the report is on the wire: their file writes would otherwise hold it back.
+  // next delivery, which fails it as lost. So the report goes out while the entry is flushed and
+  // `meanwhile` runs; their file work is on the thread pool, so it does not hold the report back.
   const [started, [running, done]] = await Promise.all([
     deps.send({ kind: 'start', jobId: entry.jobId }),
-    afterPendingImmediates().then(() =>
-      Promise.all([
-        deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
-        meanwhile(),
-      ]),
-    ),
+    Promise.all([
+      deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
+      meanwhile(),
+    ]),
   ]);
   if (started.outcome === 'dropped') {
     deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });

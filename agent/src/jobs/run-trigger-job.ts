@@ -1,6 +1,9 @@
+import type { WorkflowDefinition } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { failedResult, prepareJob, runWorkflow } from '../exec/run-workflow.js';
+import { failedResult, firstStepCommand, prepareJob, runWorkflow, type JobPlan } from '../exec/run-workflow.js';
+import type { HeldStep } from '../exec/step-launcher.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
+import type { LoadedSecrets } from '../workflows/index.js';
 import { beginAcceptedJob, jobHooks, reportSecretsProblem, type JobRunDeps } from './job-run.js';
 import type { JobStop } from './job-stop.js';
 import type { JournalEntry } from './journal.js';
@@ -12,9 +15,10 @@ import { LogShipper } from './log-shipper.js';
  * again), reports the start, runs its workflow's steps while shipping their log lines, then
  * reports the result.
  * A job the coordinator no longer holds (404/409 to accept or start) is abandoned unrun.
- * While the start is answered, the job's files are created and the secrets read, so that its
- * first step starts as soon as the answer comes (an abandoned job's files go with its directory
- * when the journal is pruned).
+ * While the start is answered, the job's files are created, the secrets read and the first
+ * step's process made ready up to its exec (StepLauncher.hold), so that the step starts with one
+ * write as soon as the answer comes (an abandoned job's files go with its directory when the
+ * journal is pruned; its held process ends unrun).
  */
 export async function runTriggerJob(
   deps: JobRunDeps,
@@ -25,17 +29,40 @@ export async function runTriggerJob(
   const { assignment } = entry;
   const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
   const files = jobFiles(deps.stateDir, entry.jobId);
-  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
-    const secrets = deps.loadSecrets(); // read on the thread pool while the files are created
-    const prepared = prepareJob(files, assignment.params);
-    return { secrets: await secrets, prepared };
+  const planFor = (workflow: WorkflowDefinition, secrets: LoadedSecrets, prepared: string | null): JobPlan => ({
+    jobId: entry.jobId,
+    workflow,
+    params: assignment.params,
+    ref: assignment.ref,
+    debug: assignment.debug,
+    timeoutMs: assignment.timeoutMs ?? workflow.timeout ?? deps.defaultJobTimeoutMs,
+    files,
+    prepared,
+    secrets: secrets.secrets,
+    secretsProblem: secrets.problem,
+    killGraceMs: deps.killGraceMs,
+    ...(deps.transfer ? { transfer: deps.transfer } : {}),
+    ...(deps.launcher ? { launcher: deps.launcher } : {}),
   });
-  if (!begun) return;
+  const first: { held: HeldStep | null } = { held: null };
+  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
+    // Both on the thread pool: the secrets are read while the files are created.
+    const [secrets, prepared] = await Promise.all([deps.loadSecrets(), prepareJob(files, assignment.params)]);
+    const workflow = deps.workflow(assignment.workflowName);
+    const command = workflow && prepared === null ? firstStepCommand(planFor(workflow, secrets, prepared)) : null;
+    if (command && deps.launcher && !stop.signal.aborted) first.held = deps.launcher.hold(command);
+    return { secrets, prepared };
+  });
+  if (!begun) {
+    first.held?.drop();
+    return;
+  }
   const { running } = begun;
   const { secrets, prepared } = begun.meanwhile;
 
   const workflow = deps.workflow(assignment.workflowName);
   if (!workflow) {
+    first.held?.drop();
     const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
     log.error(message);
     deps.finish(running, failedResult(message));
@@ -46,21 +73,7 @@ export async function runTriggerJob(
   const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
   log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
   const result = await runWorkflow(
-    {
-      jobId: entry.jobId,
-      workflow,
-      params: assignment.params,
-      ref: assignment.ref,
-      debug: assignment.debug,
-      timeoutMs: assignment.timeoutMs ?? workflow.timeout ?? deps.defaultJobTimeoutMs,
-      files,
-      prepared,
-      secrets: secrets.secrets,
-      secretsProblem: secrets.problem,
-      killGraceMs: deps.killGraceMs,
-      ...(deps.transfer ? { transfer: deps.transfer } : {}),
-      ...(deps.launcher ? { launcher: deps.launcher } : {}),
-    },
+    { ...planFor(workflow, secrets, prepared), held: first.held },
     jobHooks(deps.journal, entry.jobId, log, shipper, stop, workflow),
   );
   shipper.flush();

@@ -68,12 +68,13 @@ export function writeFileAtomic(
 /**
  * writeFileAtomic's durable write with its flushes on libuv's thread pool, so that the event loop
  * goes on meanwhile (the agent reports a job's start while its journal entry is flushed). The
- * small steps (create, write, close, rename: tens of µs each) run at once on the event loop; only
- * the flushes go to the pool: the file's, then its directory's after the rename, and from the
- * start, side by side with them, those of `alsoFlush`: directories whose entries must reach the
- * disk with this file, such as a new job directory's entry in `jobs/`. One trip to the pool per
- * flush, where a FileHandle costs one per call (open, write, sync, close...), each waiting for the
- * event loop to take its answer.
+ * temporary file's creation goes to the pool too (on a VM's disk a create can take most of a
+ * millisecond); the small steps (write, close, rename: tens of µs each) run at once on the event
+ * loop; then the flushes: the file's, then its directory's after the rename, and from the start,
+ * side by side with them, those of `alsoFlush`: directories whose entries must reach the disk
+ * with this file, such as a new job directory's entry in `jobs/`. One trip to the pool per create
+ * and flush, where a FileHandle costs one per call (open, write, sync, close...), each waiting
+ * for the event loop to take its answer.
  */
 export async function writeFileAtomicAsync(
   file: string,
@@ -83,7 +84,7 @@ export async function writeFileAtomicAsync(
   const others = Promise.all(alsoFlush.map((dir) => syncDirAsync(dir)));
   const temp = tempFileFor(file);
   try {
-    await fillAndFlush(fs.openSync(temp, 'wx', 0o600), content);
+    await fillAndFlush(await openOnPool(temp, 'wx'), content);
     fs.renameSync(temp, file);
   } catch (error) {
     fs.rmSync(temp, { force: true });
@@ -94,11 +95,13 @@ export async function writeFileAtomicAsync(
 }
 
 /**
- * Writes a new file durably with one flush's wait instead of two: created in place (0600), then
- * its data, its directory's entry and those of `alsoFlush` flushed side by side on the thread
- * pool. Until it resolves, a crash may leave the file empty or cut short (where
- * writeFileAtomicAsync leaves nothing), so it is only for files whose reader takes such a file
- * for a damaged one and skips it. A file that exists already is replaced by writeFileAtomicAsync.
+ * Writes a new file durably with one flush's wait instead of two: created in place (0600, on the
+ * thread pool: a create can take most of a millisecond on a VM's disk), then its data, its
+ * directory's entry and those of `alsoFlush` flushed side by side on the thread pool. Until it
+ * resolves, a crash may leave the file empty or cut short (where writeFileAtomicAsync leaves
+ * nothing), so it is only for files whose reader takes such a file for a damaged one and skips
+ * it. An empty file that exists already (made ahead of time) is filled the same way; one with
+ * content is replaced by writeFileAtomicAsync.
  */
 export async function createFileDurably(
   file: string,
@@ -107,10 +110,13 @@ export async function createFileDurably(
 ): Promise<void> {
   let fd: number;
   try {
-    fd = fs.openSync(file, 'wx', 0o600);
+    fd = await openOnPool(file, fs.constants.O_WRONLY | fs.constants.O_CREAT);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return writeFileAtomicAsync(file, content, alsoFlush);
     throw stateError(`Cannot write ${file}`, error);
+  }
+  if (fs.fstatSync(fd).size > 0) {
+    fs.closeSync(fd);
+    return writeFileAtomicAsync(file, content, alsoFlush);
   }
   const entries = Promise.all([path.dirname(file), ...alsoFlush].map((dir) => syncDirAsync(dir)));
   try {
@@ -131,6 +137,13 @@ async function fillAndFlush(fd: number, content: string): Promise<void> {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Opens `file` on libuv's thread pool, with mode 0600 when it creates it. */
+function openOnPool(file: string, flags: fs.OpenMode): Promise<number> {
+  return new Promise((resolve, reject) =>
+    fs.open(file, flags, 0o600, (error, fd) => (error ? reject(error) : resolve(fd))),
+  );
 }
 
 /** fsync on libuv's thread pool. */

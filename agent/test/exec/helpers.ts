@@ -4,7 +4,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowDefinition, WorkflowStep } from '@drover/shared';
 import { jobFiles } from '../../src/exec/job-files.js';
-import { runWorkflow, type JobLine, type JobPlan, type JobResult } from '../../src/exec/run-workflow.js';
+import {
+  firstStepCommand,
+  prepareJob,
+  runWorkflow,
+  type JobLine,
+  type JobPlan,
+  type JobResult,
+} from '../../src/exec/run-workflow.js';
 
 export const fixture = (name: string): string => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 
@@ -31,6 +38,8 @@ export async function runJob(
     abort?: AbortSignal;
     /** Also called with each line (the collected `lines` get them too). */
     onLine?: (line: JobLine) => void;
+    /** Prepare the job's files and hold the first step's process in `launcher` before the run, as a trigger job does while its start is reported. */
+    holdFirst?: boolean;
   } = {},
 ): Promise<RunOutcome> {
   const jobId = options.jobId ?? `job-${Math.random().toString(36).slice(2)}`;
@@ -48,6 +57,12 @@ export async function runJob(
     ...(options.transfer ? { transfer: options.transfer } : {}),
     ...(options.launcher ? { launcher: options.launcher } : {}),
   };
+  if (options.holdFirst) {
+    plan.prepared = await prepareJob(plan.files, plan.params); // as a trigger job does first: the step's directory must exist
+    const command = firstStepCommand(plan);
+    if (!command || !options.launcher) throw new Error('holdFirst needs a launcher and a first step known ahead');
+    plan.held = options.launcher.hold(command);
+  }
   const lines: JobLine[] = [];
   const result = await runWorkflow(plan, {
     onLine: (line) => {

@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { jobFiles } from '../../src/exec/job-files.js';
+import { firstStepCommand, type JobPlan } from '../../src/exec/run-workflow.js';
 import { StepLauncher } from '../../src/exec/step-launcher.js';
 import { LogShipper, MAX_LOG_TEXT } from '../../src/jobs/log-shipper.js';
 import { fixture, isAlive, runJob, sh, spares, tempStateDir } from './helpers.js';
@@ -255,6 +257,61 @@ describe('with a step launcher', () => {
     } finally {
       launcher.close();
     }
+  });
+});
+
+describe('a first step held ready', () => {
+  it('starts the first step from the process held for it, and ends a held one unrun when the job ends before it', async () => {
+    const launcher = new StepLauncher();
+    try {
+      launcher.warm();
+      const [spare] = spares();
+      const probe = { run: process.execPath, args: [fixture('describe-process.mjs')] };
+      const { result, out } = await runJob(stateDir, [probe], {
+        launcher,
+        params: { target: 'prod' },
+        holdFirst: true,
+      });
+      expect(result.status).toBe('success');
+      const seen = JSON.parse(out[0]!) as { pid: number; env: Record<string, string> };
+      expect(seen.pid).toBe(spare); // the held process itself: launch had no spare left to take
+      expect(seen.env).toMatchObject({ DROVER_PARAM_TARGET: 'prod', DROVER_JOB_ID: expect.any(String) });
+
+      launcher.warm();
+      const [next] = spares();
+      const cancel = new AbortController();
+      cancel.abort('cancelled: a user cancelled the job');
+      const cancelled = await runJob(stateDir, [sh('echo never')], { launcher, holdFirst: true, abort: cancel.signal });
+      expect(cancelled.result.status).toBe('cancelled');
+      expect(cancelled.out).toEqual([]);
+      await eventually(() => !isAlive(next!));
+    } finally {
+      launcher.close();
+    }
+  });
+
+  it('is not held when the first step is not known ahead: input files to fetch, a param clash, a missing secret', () => {
+    const plan = (overrides: Partial<JobPlan>): JobPlan => ({
+      jobId: 'job-1',
+      workflow: { name: 'wf', steps: [sh('true')] },
+      params: {},
+      ref: null,
+      debug: false,
+      timeoutMs: null,
+      files: jobFiles(stateDir, 'job-1'),
+      secrets: {},
+      killGraceMs: 300,
+      ...overrides,
+    });
+    expect(firstStepCommand(plan({}))).toMatchObject({ file: 'true', shell: true });
+    expect(firstStepCommand(plan({ params: { safe: 1, SAFE: 2 } }))).toBeNull();
+    expect(
+      firstStepCommand(plan({ workflow: { name: 'wf', steps: [sh('true')], secretsKeys: ['TOKEN'] } })),
+    ).toBeNull();
+    expect(firstStepCommand(plan({ workflow: { name: 'wf', steps: [] } }))).toBeNull();
+    const transfer = {} as NonNullable<JobPlan['transfer']>;
+    const input = { __type: 'FileRef', id: 'file-1', downloadUrl: 'http://127.0.0.1:1/f' };
+    expect(firstStepCommand(plan({ transfer, params: { input } }))).toBeNull();
   });
 });
 

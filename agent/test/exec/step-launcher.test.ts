@@ -132,8 +132,9 @@ describe('the step launcher', () => {
     expect(seen.env['not-a-shell-name']).toBe('kept');
     await eventually(() => !isAlive(second!));
 
-    // dash would reset IFS and PPID and drop OPTIND: such a step is spawned as well
-    for (const name of ['IFS', 'PPID', 'OPTIND', 'LINENO']) {
+    // dash would reset IFS and PPID and drop OPTIND (and its `read` of fd 3 sets the gate
+    // variable): such a step is spawned as well
+    for (const name of ['IFS', 'PPID', 'OPTIND', 'LINENO', 'DROVER_SPARE_GATE']) {
       launcher.warm();
       const [spare] = spares();
       const child = launcher.launch(describeProcess({ [name]: 'a b' }));
@@ -141,6 +142,56 @@ describe('the step launcher', () => {
       const env = (JSON.parse((await outcome(child)).stdout) as { env: Record<string, string> }).env;
       expect(env[name]).toBe('a b');
     }
+  });
+
+  it('holds a step just before its exec: it runs only once let go, and a dropped one never runs', async () => {
+    const marker = path.join(dir, 'ran');
+    const touch = (file: string): StepCommand => ({
+      file: '/bin/sh',
+      args: ['-c', 'echo ran > "$1"', 'sh', file],
+      shell: false,
+      cwd: dir,
+      env: {},
+    });
+    launcher.warm();
+    const [spare] = spares();
+    const held = launcher.hold(touch(marker));
+    expect(held).not.toBeNull();
+    expect(spares()).toEqual([spare]); // still the shell, waiting
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(fs.existsSync(marker)).toBe(false);
+    const child = held!.go();
+    expect(child.pid).toBe(spare);
+    expect(await outcome(child)).toEqual({ stdout: '', stderr: '', exitCode: 0 });
+    expect(fs.readFileSync(marker, 'utf8')).toBe('ran\n');
+    expect(() => held!.go()).toThrow(/once/);
+
+    launcher.warm();
+    const [second] = spares();
+    const dropped = launcher.hold(touch(`${marker}-dropped`));
+    dropped!.drop();
+    dropped!.drop(); // harmless
+    await eventually(() => !isAlive(second!));
+    expect(fs.existsSync(`${marker}-dropped`)).toBe(false);
+  });
+
+  it("launches a held step when it is the step's very command, and drops it for another", async () => {
+    launcher.warm();
+    const [spare] = spares();
+    const held = launcher.hold(describeProcess({ CHOICE: 'held' }));
+    const other = launcher.launch(describeProcess({ CHOICE: 'other' }), held);
+    expect(other.pid).not.toBe(spare); // spawned: the spare was the held one
+    const seen = JSON.parse((await outcome(other)).stdout) as { env: Record<string, string> };
+    expect(seen.env.CHOICE).toBe('other');
+    await eventually(() => !isAlive(spare!)); // it ended unrun
+
+    launcher.warm();
+    const [next] = spares();
+    const same = launcher.hold(describeProcess({ CHOICE: 'same' }));
+    const launched = launcher.launch(describeProcess({ CHOICE: 'same' }), same);
+    expect(launched.pid).toBe(next);
+    const ran = JSON.parse((await outcome(launched)).stdout) as { env: Record<string, string> };
+    expect(ran.env.CHOICE).toBe('same');
   });
 
   it('keeps one spare, and after close ends it and spawns every step directly', async () => {

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { jobFiles, makeSpareJobDir, prepareJobFiles } from '../../src/exec/job-files.js';
 import { Journal } from '../../src/jobs/journal.js';
 import { assignment } from './harness.js';
 
@@ -71,6 +72,45 @@ describe('the journal', () => {
     await journal.updateInBackground(job.jobId, { note: 'again' });
     expect(Journal.open(stateDir).get(job.jobId)?.note).toBe('again');
     expect(fs.readdirSync(path.dirname(file))).toEqual(['journal.json']);
+  });
+
+  it("gives a job's first write the spare directory made ahead, with its files, never over one that exists", async () => {
+    const journal = Journal.open(stateDir);
+    const spare = path.join(stateDir, 'jobs', '.next');
+    makeSpareJobDir(stateDir);
+    const made = (dir: string) => fs.readdirSync(dir).sort();
+    expect(made(spare)).toEqual(['journal.json', 'output.env', 'params.json', 'workspace']);
+    expect(fs.statSync(spare).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(path.join(spare, 'params.json')).mode & 0o777).toBe(0o600);
+    makeSpareJobDir(stateDir); // there already: nothing to do
+
+    const job = assignment('w');
+    journal.create(job, 'accepted', {}, { onDisk: false });
+    await journal.updateInBackground(job.jobId, { state: 'running' });
+    const files = jobFiles(stateDir, job.jobId);
+    expect(fs.existsSync(spare)).toBe(false); // taken with one rename
+    expect(made(files.dir)).toEqual(['journal.json', 'output.env', 'params.json', 'workspace']);
+    expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('running'); // the empty entry filled in place
+    await prepareJobFiles(files, { n: 1 });
+    expect(JSON.parse(fs.readFileSync(files.paramsFile, 'utf8'))).toEqual({ n: 1 });
+
+    // A job with a directory already (queued before a restart) keeps it; the spare stays for the next.
+    makeSpareJobDir(stateDir);
+    const queued = assignment('w');
+    fs.mkdirSync(jobFiles(stateDir, queued.jobId).dir, { recursive: true });
+    journal.create(queued, 'accepted');
+    expect(made(jobFiles(stateDir, queued.jobId).dir)).toEqual(['journal.json']);
+    expect(fs.existsSync(spare)).toBe(true);
+    // The journal and its pruning pass the spare by.
+    const reopened = Journal.open(stateDir, (file) => expect.fail(`reported damaged: ${file}`));
+    expect(
+      reopened
+        .all()
+        .map((e) => e.jobId)
+        .sort(),
+    ).toEqual([job.jobId, queued.jobId].sort());
+    reopened.prune(0, Date.now() + 1_000_000);
+    expect(fs.existsSync(spare)).toBe(true);
   });
 
   it('skips a first entry that a power cut left empty, as if the job were unknown', () => {

@@ -140,6 +140,16 @@ describe('atomic writes', () => {
     expect(flushes.every((f) => f.completedBefore === 0)).toBe(true);
   });
 
+  it('fills an empty file made ahead in place, as it would a new one', async () => {
+    const file = path.join(root, 'journal.json');
+    fs.writeFileSync(file, '', { mode: 0o600 });
+    const inode = fs.statSync(file).ino;
+    await createFileDurably(file, 'first');
+    expect(fs.readFileSync(file, 'utf8')).toBe('first');
+    expect(fs.statSync(file).ino).toBe(inode); // the same file, not a replacement
+    expect(fs.readdirSync(root)).toEqual(['journal.json']);
+  });
+
   it('replaces a file that exists already atomically, and fails cleanly without its directory', async () => {
     const file = path.join(root, 'journal.json');
     fs.writeFileSync(file, 'old', { mode: 0o644 });
