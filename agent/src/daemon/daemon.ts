@@ -101,7 +101,7 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       deploy: { api: deployment.api, store: deployment.store, masker: reports.masker },
     });
     jobs.recover(adopted);
-    jobs.prepareNext();
+    void jobs.prepareNext();
 
     const { stream, sync } = connect({
       options,

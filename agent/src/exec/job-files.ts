@@ -35,16 +35,20 @@ const SPARE_DIR = '.next';
  * Makes the next job's directory ahead of time, while the agent is idle: `jobs/.next/` with the
  * workspace and the empty files of a job (0700 and 0600). A job needs two directories and three
  * files before its first step starts, and each create can take most of a millisecond on a VM's
- * disk or an SD card; claimSpareJobDir then takes them all with one rename. Nothing to do when
- * the spare is there already; a failure is left to the job, which then makes its own.
+ * disk or an SD card; claimSpareJobDir then takes them all with one rename. The creates run on
+ * libuv's thread pool: a job that arrives meanwhile is not held up (it may take a spare still
+ * being made, whose missing files it makes itself). Nothing to do when the spare is there
+ * already; a failure is left to the job, which then makes its own.
  */
-export function makeSpareJobDir(stateDir: string): void {
+export async function makeSpareJobDir(stateDir: string): Promise<void> {
   const spare = jobFiles(stateDir, SPARE_DIR);
   try {
     if (fs.existsSync(spare.journalFile)) return; // made last: the spare is complete
-    fs.mkdirSync(spare.workspace, { recursive: true, mode: 0o700 });
-    for (const file of [spare.paramsFile, spare.outputFile, spare.journalFile])
-      fs.writeFileSync(file, '', { mode: 0o600 });
+    await fs.promises.mkdir(spare.workspace, { recursive: true, mode: 0o700 });
+    await Promise.all(
+      [spare.paramsFile, spare.outputFile].map((file) => fs.promises.writeFile(file, '', { mode: 0o600 })),
+    );
+    await fs.promises.writeFile(spare.journalFile, '', { mode: 0o600 });
   } catch {
     // the next job makes its own directory
   }

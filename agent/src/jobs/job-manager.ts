@@ -398,13 +398,13 @@ export class JobManager {
 
   /**
    * Makes ready, while the agent is idle, what the next job would otherwise make before its first
-   * step: a spare process for the step (StepLauncher.warm) and the job's directory with its files
-   * (makeSpareJobDir). Both block the event loop a moment (a fork; a few creates).
+   * step: a spare process for the step (StepLauncher.warm: the fork blocks the event loop a
+   * moment) and the job's directory with its files (makeSpareJobDir, on the thread pool).
    */
-  prepareNext(): void {
-    if (this.#shuttingDown) return;
+  prepareNext(): Promise<void> {
+    if (this.#shuttingDown) return Promise.resolve();
     this.#options.launcher?.warm();
-    makeSpareJobDir(this.#options.stateDir);
+    return makeSpareJobDir(this.#options.stateDir);
   }
 
   /** A job marked running that no process of this agent runs: kill its leftovers, report it failed. */

@@ -77,12 +77,12 @@ describe('the journal', () => {
   it("gives a job's first write the spare directory made ahead, with its files, never over one that exists", async () => {
     const journal = Journal.open(stateDir);
     const spare = path.join(stateDir, 'jobs', '.next');
-    makeSpareJobDir(stateDir);
+    await makeSpareJobDir(stateDir);
     const made = (dir: string) => fs.readdirSync(dir).sort();
     expect(made(spare)).toEqual(['journal.json', 'output.env', 'params.json', 'workspace']);
     expect(fs.statSync(spare).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(spare, 'params.json')).mode & 0o777).toBe(0o600);
-    makeSpareJobDir(stateDir); // there already: nothing to do
+    await makeSpareJobDir(stateDir); // there already: nothing to do
 
     const job = assignment('w');
     journal.create(job, 'accepted', {}, { onDisk: false });
@@ -95,7 +95,7 @@ describe('the journal', () => {
     expect(JSON.parse(fs.readFileSync(files.paramsFile, 'utf8'))).toEqual({ n: 1 });
 
     // A job with a directory already (queued before a restart) keeps it; the spare stays for the next.
-    makeSpareJobDir(stateDir);
+    await makeSpareJobDir(stateDir);
     const queued = assignment('w');
     fs.mkdirSync(jobFiles(stateDir, queued.jobId).dir, { recursive: true });
     journal.create(queued, 'accepted');
