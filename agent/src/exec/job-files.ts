@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -27,48 +28,69 @@ export function jobFiles(stateDir: string, jobId: string): JobFiles {
 
 /**
  * The next job's directory, made ahead (makeSpareJobDir): a name that is not a job id, so that
- * the journal and its pruning pass it by.
+ * the journal and its pruning pass it by. It is built under `.next-<random>` and renamed to
+ * `.next` once complete: nothing writes into `.next` by its name, which a job may take any time.
  */
 const SPARE_DIR = '.next';
+const SPARE_BUILD_PREFIX = '.next-';
+
+/** State directories whose spare is being built by this process, and those cleaned of old builds. */
+const building = new Set<string>();
+const cleaned = new Set<string>();
 
 /**
  * Makes the next job's directory ahead of time, while the agent is idle: `jobs/.next/` with the
  * workspace and the empty files of a job (0700 and 0600). A job needs two directories and three
  * files before its first step starts, and each create can take most of a millisecond on a VM's
  * disk or an SD card; claimSpareJobDir then takes them all with one rename. The creates run on
- * libuv's thread pool: a job that arrives meanwhile is not held up (it may take a spare still
- * being made, whose missing files it makes itself). Nothing to do when the spare is there
- * already; a failure is left to the job, which then makes its own.
+ * libuv's thread pool, so a job that arrives meanwhile is not held up (it makes its own
+ * directory). Nothing to do when the spare is there or being made; a failure is left to the job,
+ * which then makes its own. The first call of a process removes builds a crash left.
  */
 export async function makeSpareJobDir(stateDir: string): Promise<void> {
-  const spare = jobFiles(stateDir, SPARE_DIR);
+  const root = path.join(stateDir, 'jobs');
+  if (building.has(stateDir) || fs.existsSync(path.join(root, SPARE_DIR))) return;
+  building.add(stateDir);
+  const build = jobFiles(stateDir, `${SPARE_BUILD_PREFIX}${randomBytes(6).toString('hex')}`);
   try {
-    if (fs.existsSync(spare.journalFile)) return; // made last: the spare is complete
-    await fs.promises.mkdir(spare.workspace, { recursive: true, mode: 0o700 });
+    if (!cleaned.has(stateDir)) {
+      cleaned.add(stateDir);
+      for (const name of await fs.promises.readdir(root))
+        if (name.startsWith(SPARE_BUILD_PREFIX))
+          await fs.promises.rm(path.join(root, name), { recursive: true, force: true });
+    }
+    await fs.promises.mkdir(build.workspace, { recursive: true, mode: 0o700 });
     await Promise.all(
-      [spare.paramsFile, spare.outputFile].map((file) => fs.promises.writeFile(file, '', { mode: 0o600 })),
+      [build.paramsFile, build.outputFile, build.journalFile].map((file) =>
+        fs.promises.writeFile(file, '', { mode: 0o600 }),
+      ),
     );
-    await fs.promises.writeFile(spare.journalFile, '', { mode: 0o600 });
+    if (!fs.existsSync(path.join(root, SPARE_DIR))) fs.renameSync(build.dir, path.join(root, SPARE_DIR));
   } catch {
     // the next job makes its own directory
+  } finally {
+    building.delete(stateDir);
+    await fs.promises.rm(build.dir, { recursive: true, force: true }); // when it was not published
   }
 }
 
 /**
  * Gives `jobId` the spare job directory (one rename) when there is one and the job has no
  * directory yet. Its files are empty: the journal fills its entry in place, prepareJobFiles
- * writes the others; a spare left incomplete by a crash is completed by them. False when there
- * was nothing to take: the caller makes the directory.
+ * writes the others. Its time is set to now, as a new directory's would be (pruning goes by it).
+ * False when there was nothing to take: the caller makes the directory.
  */
 export function claimSpareJobDir(stateDir: string, jobId: string): boolean {
   const dir = jobFiles(stateDir, jobId).dir;
   try {
     if (fs.existsSync(dir)) return false; // never rename over a directory (an empty one would be replaced)
     fs.renameSync(jobFiles(stateDir, SPARE_DIR).dir, dir);
-    return true;
   } catch {
     return false; // no spare
   }
+  const now = new Date();
+  fs.utimes(dir, now, now, () => {}); // on the thread pool; an old time only makes pruning earlier
+  return true;
 }
 
 /**

@@ -69,6 +69,8 @@ const GATE_VARIABLE = 'DROVER_SPARE_GATE';
  */
 export interface HeldStep {
   readonly command: StepCommand;
+  /** Whether its shell is still there to let go (not killed meanwhile). */
+  alive(): boolean;
   go(): StepProcess;
   drop(): void;
 }
@@ -116,11 +118,12 @@ export class StepLauncher {
   }
 
   /**
-   * The step's process: `held` when it was held for this very command, else the spare taken for
-   * it when it can be, else a new one (spawnStep). A `held` step for another command is dropped.
+   * The step's process: `held` when it was held for this very command (and its shell is still
+   * there), else the spare taken for it when it can be, else a new one (spawnStep). A `held` step
+   * not used is dropped.
    */
   launch(command: StepCommand, held?: HeldStep | null): StepProcess {
-    if (held && sameCommand(held.command, command)) return held.go();
+    if (held && sameCommand(held.command, command) && held.alive()) return held.go();
     held?.drop();
     return this.hold(command)?.go() ?? spawnStep(command);
   }
@@ -142,6 +145,7 @@ export class StepLauncher {
     let settled = false;
     return {
       command,
+      alive: () => !settled && isRunning(child),
       go() {
         if (settled) throw new Error('a held step goes once');
         settled = true;

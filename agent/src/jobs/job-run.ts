@@ -72,12 +72,11 @@ export async function beginAcceptedJob<T = undefined>(
   // before the start report: a start whose record a power cut lost finds the job unknown at the
   // next delivery, which fails it as lost. So the report goes out while the entry is flushed and
   // `meanwhile` runs; their file work is on the thread pool, so it does not hold the report back.
-  const [started, [running, done]] = await Promise.all([
+  // All three are waited for even when one fails: nothing of this job is left running then.
+  const [started, running, done] = await allOrFirstError<[SendOutcome, JournalEntry, T]>([
     deps.send({ kind: 'start', jobId: entry.jobId }),
-    Promise.all([
-      deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
-      meanwhile(),
-    ]),
+    deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
+    (async () => meanwhile())(),
   ]);
   if (started.outcome === 'dropped') {
     deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });
@@ -85,6 +84,13 @@ export async function beginAcceptedJob<T = undefined>(
     return null;
   }
   return { running, meanwhile: done };
+}
+
+/** The values of all the promises once all have settled, or the first error once all have settled. */
+async function allOrFirstError<T extends unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const results = await Promise.allSettled(promises);
+  for (const result of results) if (result.status === 'rejected') throw result.reason;
+  return results.map((result) => (result as PromiseFulfilledResult<unknown>).value) as T;
 }
 
 /** The secrets for a job of `workflow`; a refused secrets file is logged when the workflow lists any. */

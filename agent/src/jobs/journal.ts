@@ -215,7 +215,8 @@ export class Journal {
 
   #write(entry: JournalEntry, { durable = true }: Durability): void {
     const first = !this.#rooted.has(entry.jobId);
-    if (first) this.#makeDir(entry.jobId);
+    // Only a job that will run takes the spare directory (not one refused or ended unrun).
+    if (first) this.#makeDir(entry.jobId, entry.state === 'accepted');
     writeFileAtomic(this.#file(entry.jobId), serialize(entry), { durable });
     this.#entries.set(entry.jobId, entry);
     if (durable && first) {
@@ -230,8 +231,9 @@ export class Journal {
     return { ...current, ...patch, updatedAt: new Date().toISOString() };
   }
 
-  #makeDir(jobId: string): void {
-    if (!claimSpareJobDir(this.#stateDir, jobId)) fs.mkdirSync(jobFiles(this.#stateDir, jobId).dir, DIR_MODE);
+  #makeDir(jobId: string, claimSpare: boolean): void {
+    if (!claimSpare || !claimSpareJobDir(this.#stateDir, jobId))
+      fs.mkdirSync(jobFiles(this.#stateDir, jobId).dir, DIR_MODE);
   }
 
   #file(jobId: string): string {

@@ -45,37 +45,45 @@ export async function runTriggerJob(
     ...(deps.launcher ? { launcher: deps.launcher } : {}),
   });
   const first: { held: HeldStep | null } = { held: null };
-  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
-    // Both on the thread pool: the secrets are read while the files are created.
-    const [secrets, prepared] = await Promise.all([deps.loadSecrets(), prepareJob(files, assignment.params)]);
+  const holdFirstStep = (secrets: LoadedSecrets, prepared: string | null) => {
     const workflow = deps.workflow(assignment.workflowName);
-    const command = workflow && prepared === null ? firstStepCommand(planFor(workflow, secrets, prepared)) : null;
-    if (command && deps.launcher && !stop.signal.aborted) first.held = deps.launcher.hold(command);
-    return { secrets, prepared };
-  });
-  if (!begun) {
-    first.held?.drop();
-    return;
-  }
-  const { running } = begun;
-  const { secrets, prepared } = begun.meanwhile;
+    if (!deps.launcher || !workflow || prepared !== null || stop.signal.aborted) return;
+    try {
+      const command = firstStepCommand(planFor(workflow, secrets, prepared));
+      if (command) first.held = deps.launcher.hold(command);
+    } catch (error) {
+      log.debug({ err: error }, 'the first step was not made ready ahead; it starts as the others do');
+    }
+  };
+  try {
+    const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
+      // Both on the thread pool: the secrets are read while the files are created.
+      const [secrets, prepared] = await Promise.all([deps.loadSecrets(), prepareJob(files, assignment.params)]);
+      holdFirstStep(secrets, prepared);
+      return { secrets, prepared };
+    });
+    if (!begun) return;
+    const { running } = begun;
+    const { secrets, prepared } = begun.meanwhile;
 
-  const workflow = deps.workflow(assignment.workflowName);
-  if (!workflow) {
-    first.held?.drop();
-    const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
-    log.error(message);
-    deps.finish(running, failedResult(message));
-    return;
-  }
-  reportSecretsProblem(secrets, workflow, log);
+    const workflow = deps.workflow(assignment.workflowName);
+    if (!workflow) {
+      const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
+      log.error(message);
+      deps.finish(running, failedResult(message));
+      return;
+    }
+    reportSecretsProblem(secrets, workflow, log);
 
-  const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
-  log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
-  const result = await runWorkflow(
-    { ...planFor(workflow, secrets, prepared), held: first.held },
-    jobHooks(deps.journal, entry.jobId, log, shipper, stop, workflow),
-  );
-  shipper.flush();
-  deps.finish(running, result);
+    const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
+    log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
+    const result = await runWorkflow(
+      { ...planFor(workflow, secrets, prepared), held: first.held },
+      jobHooks(deps.journal, entry.jobId, log, shipper, stop, workflow),
+    );
+    shipper.flush();
+    deps.finish(running, result);
+  } finally {
+    first.held?.drop(); // not run (refused, cancelled, failed before its first step); nothing once it went
+  }
 }

@@ -192,6 +192,16 @@ describe('the step launcher', () => {
     expect(launched.pid).toBe(next);
     const ran = JSON.parse((await outcome(launched)).stdout) as { env: Record<string, string> };
     expect(ran.env.CHOICE).toBe('same');
+
+    // A held shell killed meanwhile (an operator's pkill, the OOM killer): the step is spawned.
+    launcher.warm();
+    const [killed] = spares();
+    const gone = launcher.hold(describeProcess({ CHOICE: 'killed' }));
+    process.kill(killed!, 'SIGKILL');
+    await eventually(() => !isAlive(killed!));
+    const spawned = launcher.launch(describeProcess({ CHOICE: 'killed' }), gone);
+    expect(spawned.pid).not.toBe(killed);
+    expect((await outcome(spawned)).exitCode).toBe(0);
   });
 
   it('keeps one spare, and after close ends it and spawns every step directly', async () => {

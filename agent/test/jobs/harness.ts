@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { JobAssignment, WorkflowDefinition } from '@drover/shared';
+import type { StepLauncher } from '../../src/exec/step-launcher.js';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { JobManager } from '../../src/jobs/job-manager.js';
 import type { RunJob } from '../../src/jobs/job-run.js';
@@ -46,6 +47,8 @@ export function harness(
     loadSecrets?: () => Promise<LoadedSecrets>;
     /** Runs update jobs (deploy events); absent: they are ignored, as without deployments. */
     runUpdateJob?: (stateDir: string) => RunJob;
+    /** Starts the steps (absent: each is spawned). */
+    launcher?: StepLauncher;
   } = {},
 ): Harness {
   const stateDir = options.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-jobs-'));
@@ -82,6 +85,7 @@ export function harness(
     killGraceMs: 200,
     logBatch: { intervalMs: 20 },
     ...(options.runUpdateJob ? { runUpdateJob: options.runUpdateJob(stateDir) } : {}),
+    ...(options.launcher ? { launcher: options.launcher } : {}),
   });
   Object.assign(h, {
     stateDir,

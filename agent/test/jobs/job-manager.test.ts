@@ -1,6 +1,10 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jobFiles } from '../../src/exec/job-files.js';
+import { StepLauncher } from '../../src/exec/step-launcher.js';
+import { isAlive, spares } from '../exec/helpers.js';
 import { decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
 import { assignment, harness, sh, type Harness } from './harness.js';
 import { eventually } from '../../../test/helpers/poll.js';
@@ -186,6 +190,56 @@ describe('a new job', () => {
     // Its files were never prepared (its directory may be the spare made ahead, whose files are empty).
     const params = `${h.stateDir}/jobs/${refusedAccept.jobId}/params.json`;
     expect(fs.existsSync(params) ? fs.readFileSync(params, 'utf8') : '').toBe('');
+  });
+});
+
+describe('a first step held ready while the start is reported', () => {
+  it('runs in the held spare once the start is answered, and never when the start is refused or the journal fails', async () => {
+    const marks = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-held-'));
+    const launcher = new StepLauncher();
+    let answerStart = { status: 200, body: {} };
+    try {
+      const touch = { name: 'touch', steps: [sh(`echo $$ > ${marks}/$DROVER_JOB_ID`)] };
+      const h = make([touch], {
+        launcher,
+        answer: (r) => Promise.resolve(r.kind === 'start' ? answerStart : { status: 200, body: {} }),
+      });
+      const ranIn = (jobId: string) =>
+        fs.existsSync(`${marks}/${jobId}`) ? Number(fs.readFileSync(`${marks}/${jobId}`, 'utf8')) : null;
+
+      launcher.warm();
+      const [spare] = spares();
+      const ran = assignment('touch');
+      h.manager.onJobEvent(ran);
+      await eventually(() => h.finishOf(ran.jobId) !== undefined);
+      expect(h.finishOf(ran.jobId)).toMatchObject({ status: 'success' });
+      expect(ranIn(ran.jobId)).toBe(spare); // the step ran in the spare itself
+
+      await eventually(() => spares().length === 1, 5_000, 'a new spare after the job');
+      const [second] = spares();
+      answerStart = { status: 409, body: {} };
+      const refused = assignment('touch');
+      h.manager.onJobEvent(refused);
+      await eventually(() => h.journal.get(refused.jobId)?.state === 'abandoned');
+      await eventually(() => !isAlive(second!), 5_000, 'the held spare to end unrun');
+      expect(ranIn(refused.jobId)).toBeNull();
+
+      answerStart = { status: 200, body: {} };
+      await h.manager.prepareNext();
+      const [third] = spares();
+      const failing = vi
+        .spyOn(h.journal, 'updateInBackground')
+        .mockRejectedValueOnce(new Error('EIO: the disk failed'));
+      const broken = assignment('touch');
+      h.manager.onJobEvent(broken);
+      await eventually(() => !isAlive(third!), 5_000, 'the held spare to end unrun');
+      expect(failing).toHaveBeenCalled();
+      await h.manager.queue.onIdle();
+      expect(ranIn(broken.jobId)).toBeNull();
+    } finally {
+      launcher.close();
+      fs.rmSync(marks, { recursive: true, force: true });
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { jobFiles, makeSpareJobDir, prepareJobFiles } from '../../src/exec/job-files.js';
 import { Journal } from '../../src/jobs/journal.js';
 import { assignment } from './harness.js';
+import { eventually } from '../../../test/helpers/poll.js';
 
 let stateDir: string;
 beforeEach(() => {
@@ -77,9 +78,13 @@ describe('the journal', () => {
   it("gives a job's first write the spare directory made ahead, with its files, never over one that exists", async () => {
     const journal = Journal.open(stateDir);
     const spare = path.join(stateDir, 'jobs', '.next');
+    const leftover = path.join(stateDir, 'jobs', '.next-0a1b2c3d4e5f'); // a build a crash cut short
+    fs.mkdirSync(leftover);
     await makeSpareJobDir(stateDir);
     const made = (dir: string) => fs.readdirSync(dir).sort();
+    expect(made(path.join(stateDir, 'jobs'))).toEqual(['.next']); // built aside, published whole
     expect(made(spare)).toEqual(['journal.json', 'output.env', 'params.json', 'workspace']);
+    fs.utimesSync(spare, new Date(0), new Date(0));
     expect(fs.statSync(spare).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(spare, 'params.json')).mode & 0o777).toBe(0o600);
     await makeSpareJobDir(stateDir); // there already: nothing to do
@@ -90,12 +95,17 @@ describe('the journal', () => {
     const files = jobFiles(stateDir, job.jobId);
     expect(fs.existsSync(spare)).toBe(false); // taken with one rename
     expect(made(files.dir)).toEqual(['journal.json', 'output.env', 'params.json', 'workspace']);
+    await eventually(() => Date.now() - fs.statSync(files.dir).mtimeMs < 60_000); // as new: pruning goes by it
     expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('running'); // the empty entry filled in place
     await prepareJobFiles(files, { n: 1 });
     expect(JSON.parse(fs.readFileSync(files.paramsFile, 'utf8'))).toEqual({ n: 1 });
 
-    // A job with a directory already (queued before a restart) keeps it; the spare stays for the next.
+    // A job with a directory already (queued before a restart) keeps it, and one refused unrun
+    // takes none: the spare stays for the next.
     await makeSpareJobDir(stateDir);
+    const refused = assignment('w');
+    journal.create(refused, 'rejected');
+    expect(made(jobFiles(stateDir, refused.jobId).dir)).toEqual(['journal.json']);
     const queued = assignment('w');
     fs.mkdirSync(jobFiles(stateDir, queued.jobId).dir, { recursive: true });
     journal.create(queued, 'accepted');
@@ -108,7 +118,7 @@ describe('the journal', () => {
         .all()
         .map((e) => e.jobId)
         .sort(),
-    ).toEqual([job.jobId, queued.jobId].sort());
+    ).toEqual([job.jobId, queued.jobId, refused.jobId].sort());
     reopened.prune(0, Date.now() + 1_000_000);
     expect(fs.existsSync(spare)).toBe(true);
   });
