@@ -110,6 +110,7 @@ export class StepLauncher {
     const spare = spawnSpare(env);
     if (spare.pid === undefined) return; // the fork failed; steps are spawned directly
     spare.stdin.on('error', () => {}); // EPIPE when the spare is gone
+    gateOf(spare).on('error', () => {}); // the same
     spare.once('exit', () => {
       if (this.#spare?.process === spare) this.#spare = null;
     });
