@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { WorkflowDefinition } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
 import { failedResult, firstStepCommand, prepareJob, runWorkflow, type JobPlan } from '../exec/run-workflow.js';
@@ -57,9 +58,17 @@ export async function runTriggerJob(
   };
   try {
     const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
-      // Both on the thread pool: the secrets are read while the files are created.
-      const [secrets, prepared] = await Promise.all([deps.loadSecrets(), prepareJob(files, assignment.params)]);
-      holdFirstStep(secrets, prepared);
+      // Both on the thread pool: the secrets are read while the files are written.
+      const preparing = prepareJob(files, assignment.params);
+      const secrets = await deps.loadSecrets();
+      // The step can be held as soon as its directory is there (the spare directory taken by the
+      // journal's write has it): it runs only once `begun`, after the files are written.
+      if (fs.existsSync(files.workspace)) holdFirstStep(secrets, null);
+      const prepared = await preparing;
+      if (prepared !== null) {
+        first.held?.drop(); // runWorkflow fails the job: no step runs
+        first.held = null;
+      } else if (!first.held) holdFirstStep(secrets, prepared);
       return { secrets, prepared };
     });
     if (!begun) return;
