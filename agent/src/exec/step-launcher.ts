@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { execa } from 'execa';
 
 /** A step's process as it is started: what runs, where, with which variables on top of the agent's. */
@@ -124,7 +125,8 @@ export class StepLauncher {
    * not used is dropped.
    */
   launch(command: StepCommand, held?: HeldStep | null): StepProcess {
-    if (held && sameCommand(held.command, command) && held.alive()) return held.go();
+    // The same program, arguments, shell, directory and environment.
+    if (held && isDeepStrictEqual(held.command, command) && held.alive()) return held.go();
     held?.drop();
     return this.hold(command)?.go() ?? spawnStep(command);
   }
@@ -198,23 +200,6 @@ function endSpare(spare: Spare): void {
   // EOF on both: the shell exits without running anything (at its end of input, or at its `read`).
   spare.stdin.destroy();
   gateOf(spare).destroy();
-}
-
-/** Whether two step commands are the same: program, arguments, shell, directory and environment. */
-function sameCommand(a: StepCommand, b: StepCommand): boolean {
-  return (
-    a.file === b.file &&
-    a.shell === b.shell &&
-    a.cwd === b.cwd &&
-    a.args.length === b.args.length &&
-    a.args.every((arg, i) => arg === b.args[i]) &&
-    sameEntries(a.env, b.env)
-  );
-}
-
-function sameEntries(a: Record<string, string>, b: Record<string, string>): boolean {
-  const names = Object.keys(a);
-  return names.length === Object.keys(b).length && names.every((name) => Object.hasOwn(b, name) && a[name] === b[name]);
 }
 
 /** A name `export` and `unset` take. */
