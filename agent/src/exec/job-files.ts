@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { syncDirAsync, writeBlankFile } from '../state/files.js';
 
 /** The files of one job under `<state-dir>/jobs/<jobId>/`. */
 export interface JobFiles {
@@ -34,18 +35,36 @@ export function jobFiles(stateDir: string, jobId: string): JobFiles {
 const SPARE_DIR = '.next';
 const SPARE_BUILD_PREFIX = '.next-';
 
+/**
+ * The size of the spare's journal.json: blank (spaces), its blocks, size and directory entries
+ * flushed while idle, so that the job's first entry is written in place with a data-only flush
+ * (fillBlankFile). An entry that does not fit is written as a new file instead.
+ */
+export const SPARE_JOURNAL_BYTES = 8192;
+
+/**
+ * Whether a name in `<state-dir>/jobs/` is a spare job directory's (`.next`, or a build's
+ * `.next-*`), which the journal looks into at start: one holding a filled journal.json is a job's
+ * whose claim (a rename) a power cut undid (see claimSpareJobDir).
+ */
+export const isSpareJobDirName = (name: string): boolean => name === SPARE_DIR || name.startsWith(SPARE_BUILD_PREFIX);
+
 /** State directories whose spare is being built by this process, and those cleaned of old builds. */
 const building = new Set<string>();
 const cleaned = new Set<string>();
 
 /**
  * Makes the next job's directory ahead of time, while the agent is idle: `jobs/.next/` with the
- * workspace and the empty files of a job (0700 and 0600). A job needs two directories and three
- * files before its first step starts, and each create can take most of a millisecond on a VM's
- * disk or an SD card; claimSpareJobDir then takes them all with one rename. The creates run on
- * libuv's thread pool, so a job that arrives meanwhile is not held up (it makes its own
- * directory). Nothing to do when the spare is there or being made; a failure is left to the job,
- * which then makes its own. The first call of a process removes builds a crash left.
+ * workspace, the empty params.json and output.env, and a blank journal.json of
+ * SPARE_JOURNAL_BYTES (0700 and 0600). A job needs two directories and three files before its
+ * first step starts, and each create can take most of a millisecond on a VM's disk or an SD card;
+ * claimSpareJobDir then takes them all with one rename. The journal file and the entries leading
+ * to it (in the build's directory and in `jobs/`) are flushed before the spare is published, so
+ * that the job's first entry needs only its data flushed. The creates run on libuv's thread pool,
+ * so a job that arrives meanwhile is not held up (it makes its own directory). Nothing to do when
+ * the spare is there or being made; a failure is left to the job, which then makes its own. The
+ * first call of a process removes builds a crash left (after the journal, at start, took any a job
+ * had filled).
  */
 export async function makeSpareJobDir(stateDir: string): Promise<void> {
   const root = path.join(stateDir, 'jobs');
@@ -60,11 +79,11 @@ export async function makeSpareJobDir(stateDir: string): Promise<void> {
           await fs.promises.rm(path.join(root, name), { recursive: true, force: true });
     }
     await fs.promises.mkdir(build.workspace, { recursive: true, mode: 0o700 });
-    await Promise.all(
-      [build.paramsFile, build.outputFile, build.journalFile].map((file) =>
-        fs.promises.writeFile(file, '', { mode: 0o600 }),
-      ),
-    );
+    await Promise.all([
+      ...[build.paramsFile, build.outputFile].map((file) => fs.promises.writeFile(file, '', { mode: 0o600 })),
+      writeBlankFile(build.journalFile, SPARE_JOURNAL_BYTES),
+    ]);
+    await Promise.all([syncDirAsync(build.dir), syncDirAsync(root)]);
     if (!fs.existsSync(path.join(root, SPARE_DIR))) fs.renameSync(build.dir, path.join(root, SPARE_DIR));
   } catch {
     // the next job makes its own directory
@@ -78,7 +97,9 @@ export async function makeSpareJobDir(stateDir: string): Promise<void> {
  * Gives `jobId` the spare job directory (one rename) when there is one and the job has no
  * directory yet. Its files are empty: the journal fills its entry in place, prepareJobFiles
  * writes the others. Its time is set to now, as a new directory's would be (pruning goes by it).
- * False when there was nothing to take: the caller makes the directory.
+ * False when there was nothing to take: the caller makes the directory. The rename is not flushed:
+ * a power cut may undo it, leaving the job's filled journal.json under the spare's name, where the
+ * journal finds it at start (Journal.open).
  */
 export function claimSpareJobDir(stateDir: string, jobId: string): boolean {
   const dir = jobFiles(stateDir, jobId).dir;

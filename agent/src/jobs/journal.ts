@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
-import { claimSpareJobDir, jobFiles } from '../exec/job-files.js';
-import { createFileDurably, syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
+import { claimSpareJobDir, isSpareJobDirName, jobFiles, SPARE_JOURNAL_BYTES } from '../exec/job-files.js';
+import { createFileDurably, fillBlankFile, syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
 
 /**
  * Where the agent is with a job:
@@ -73,12 +73,18 @@ export class Journal {
     this.#stateDir = stateDir;
   }
 
-  /** Reads every journal of `<state-dir>/jobs/`. Damaged ones are reported and skipped. */
+  /**
+   * Reads every journal of `<state-dir>/jobs/`. Damaged ones are reported and skipped. A spare
+   * directory whose journal a job filled (its claim undone by a power cut) is given back its job's
+   * name; one whose filling a crash cut short is reported and removed (its job never started: the
+   * step waits for the flush).
+   */
   static open(stateDir: string, onDamaged: (file: string, reason: string) => void = () => {}): Journal {
     const journal = new Journal(stateDir);
     const root = path.join(stateDir, 'jobs');
     fs.mkdirSync(root, { recursive: true, mode: 0o700 });
     for (const name of fs.readdirSync(root)) {
+      if (isSpareJobDirName(name)) journal.#adoptFilledSpare(path.join(root, name), onDamaged);
       if (!JOB_ID_PATTERN.test(name)) continue;
       const file = jobFiles(stateDir, name).journalFile;
       let text: string;
@@ -88,10 +94,7 @@ export class Journal {
         continue; // a job directory without a journal: nothing was promised for it
       }
       try {
-        const entry = JSON.parse(text) as JournalEntry;
-        if (entry.jobId !== name || typeof entry.state !== 'string') throw new Error('not a journal');
-        journal.#entries.set(name, entry);
-        journal.#rooted.add(name);
+        journal.#load(parseEntry(text, name));
       } catch (error) {
         onDamaged(file, (error as Error).message);
       }
@@ -174,9 +177,13 @@ export class Journal {
     this.#entries.set(jobId, entry);
     if (this.#rooted.has(jobId)) await writeFileAtomicAsync(this.#file(jobId), serialize(entry));
     else {
-      if (!claimSpareJobDir(this.#stateDir, jobId))
-        await fs.promises.mkdir(jobFiles(this.#stateDir, jobId).dir, DIR_MODE);
-      await createFileDurably(this.#file(jobId), serialize(entry), [this.#root]);
+      // The spare's blank journal.json is on disk with its directory entries: filling it needs a
+      // data-only flush. Otherwise (no spare, or one an older build made) a new file is written.
+      const claimed = claimSpareJobDir(this.#stateDir, jobId);
+      if (!(claimed && (await fillBlankFile(this.#file(jobId), serialize(entry), SPARE_JOURNAL_BYTES)))) {
+        if (!claimed) await fs.promises.mkdir(jobFiles(this.#stateDir, jobId).dir, DIR_MODE);
+        await createFileDurably(this.#file(jobId), serialize(entry), [this.#root]);
+      }
       this.#rooted.add(jobId);
     }
     return entry;
@@ -225,6 +232,34 @@ export class Journal {
     }
   }
 
+  #load(entry: JournalEntry): void {
+    this.#entries.set(entry.jobId, entry);
+    this.#rooted.add(entry.jobId);
+  }
+
+  /** See open: a spare directory holding a job's entry gets the job's name back. */
+  #adoptFilledSpare(dir: string, onDamaged: (file: string, reason: string) => void): void {
+    const file = path.join(dir, 'journal.json');
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch {
+      return; // a build a crash cut short: removed by the next build
+    }
+    if (text.trim() === '') return; // a spare no job took
+    try {
+      const entry = parseEntry(text);
+      const target = jobFiles(this.#stateDir, entry.jobId).dir;
+      if (fs.existsSync(target)) throw new Error(`job ${entry.jobId} has a directory already`);
+      fs.renameSync(dir, target);
+      syncDir(this.#root);
+      this.#load(entry);
+    } catch (error) {
+      onDamaged(file, (error as Error).message);
+      fs.rmSync(dir, { recursive: true, force: true }); // never taken by a job with this content
+    }
+  }
+
   #patched(jobId: string, patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>): JournalEntry {
     const current = this.#entries.get(jobId);
     if (!current) throw new Error(`no journal for job ${jobId}`);
@@ -247,5 +282,18 @@ export class Journal {
 }
 
 const DIR_MODE = { recursive: true, mode: 0o700 } as const;
+
+/** A journal file's entry, checked to be one (of job `name` when given). */
+function parseEntry(text: string, name?: string): JournalEntry {
+  const entry = JSON.parse(text) as JournalEntry;
+  if (
+    typeof entry?.jobId !== 'string' ||
+    !JOB_ID_PATTERN.test(entry.jobId) ||
+    (name !== undefined && entry.jobId !== name) ||
+    typeof entry.state !== 'string'
+  )
+    throw new Error('not a journal');
+  return entry;
+}
 
 const serialize = (entry: JournalEntry) => `${JSON.stringify(entry, null, 2)}\n`;

@@ -129,6 +129,55 @@ export async function createFileDurably(
   await entries;
 }
 
+/**
+ * Creates `file` (0600) holding `size` spaces, flushed with its data blocks and size, for
+ * fillBlankFile to fill later. Its directory's entry is not flushed here: the caller does that,
+ * with whatever else it makes.
+ */
+export async function writeBlankFile(file: string, size: number): Promise<void> {
+  const handle = await fs.promises.open(file, 'wx', 0o600);
+  try {
+    await handle.write(Buffer.alloc(size, 0x20));
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Writes `content` at the start of a file writeBlankFile made (the rest stays spaces, which a JSON
+ * reader skips) and flushes only its data (fdatasync): the file's blocks and size are on disk
+ * already, so the file system has no metadata to commit, and the flush neither waits for nor joins
+ * the other files' (one write and a flush of the disk's cache: ~0.15 ms on this VM's disk, where a
+ * new file with its directory entries takes 0.7-0.9 ms and much longer when other flushes are under
+ * way). The file's entry in its directory must already be on disk (the caller's affair). Until the
+ * promise resolves a crash may leave the file part written. False, with nothing written, when the
+ * file is not a blank one of exactly `size` bytes large enough for `content` (made by an older
+ * build, say): the caller writes it another way.
+ */
+export async function fillBlankFile(file: string, content: string, size: number): Promise<boolean> {
+  const data = Buffer.from(content);
+  if (data.length > size) return false;
+  let fd: number;
+  try {
+    fd = await openOnPool(file, fs.constants.O_WRONLY);
+  } catch (error) {
+    throw stateError(`Cannot write ${file}`, error);
+  }
+  try {
+    if (fs.fstatSync(fd).size !== size) return false;
+    await new Promise<void>((resolve, reject) =>
+      fs.write(fd, data, 0, data.length, 0, (error) => (error ? reject(error) : resolve())),
+    );
+    await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+    return true;
+  } catch (error) {
+    throw stateError(`Cannot write ${file}`, error);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** Writes `content` into the open file, flushes it on libuv's thread pool, and closes it. */
 async function fillAndFlush(fd: number, content: string): Promise<void> {
   try {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { jobFiles, makeSpareJobDir, prepareJobFiles } from '../../src/exec/job-files.js';
+import { jobFiles, makeSpareJobDir, prepareJobFiles, SPARE_JOURNAL_BYTES } from '../../src/exec/job-files.js';
 import { Journal } from '../../src/jobs/journal.js';
 import { assignment } from './harness.js';
 import { eventually } from '../../../test/helpers/poll.js';
@@ -87,6 +87,7 @@ describe('the journal', () => {
     fs.utimesSync(spare, new Date(0), new Date(0));
     expect(fs.statSync(spare).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(spare, 'params.json')).mode & 0o777).toBe(0o600);
+    expect(fs.readFileSync(path.join(spare, 'journal.json'), 'utf8')).toBe(' '.repeat(SPARE_JOURNAL_BYTES));
     await makeSpareJobDir(stateDir); // there already: nothing to do
 
     const job = assignment('w');
@@ -96,7 +97,8 @@ describe('the journal', () => {
     expect(fs.existsSync(spare)).toBe(false); // taken with one rename
     expect(made(files.dir)).toEqual(['journal.json', 'output.env', 'params.json', 'workspace']);
     await eventually(() => Date.now() - fs.statSync(files.dir).mtimeMs < 60_000); // as new: pruning goes by it
-    expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('running'); // the empty entry filled in place
+    expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('running'); // the blank entry filled in place
+    expect(fs.statSync(files.journalFile).size).toBe(SPARE_JOURNAL_BYTES);
     await prepareJobFiles(files, { n: 1 });
     expect(JSON.parse(fs.readFileSync(files.paramsFile, 'utf8'))).toEqual({ n: 1 });
 
@@ -121,6 +123,39 @@ describe('the journal', () => {
     ).toEqual([job.jobId, queued.jobId, refused.jobId].sort());
     reopened.prune(0, Date.now() + 1_000_000);
     expect(fs.existsSync(spare)).toBe(true);
+  });
+
+  it('finds a job whose claim of the spare directory a power cut undid, and removes a spare whose filling it cut short', async () => {
+    const jobs = path.join(stateDir, 'jobs');
+    const started: string[] = [];
+    // Two jobs take spares and write their `running` entries; then their claims (renames, not
+    // flushed) are undone, one back to `.next`, one back to the build's own name.
+    for (const name of ['.next', '.next-0a1b2c3d4e5f']) {
+      const journal = Journal.open(stateDir);
+      await makeSpareJobDir(stateDir);
+      const job = assignment('w');
+      journal.create(job, 'accepted', {}, { onDisk: false });
+      await journal.updateInBackground(job.jobId, { state: 'running', processGroup: 42 });
+      expect(fs.statSync(jobFiles(stateDir, job.jobId).journalFile).size).toBe(SPARE_JOURNAL_BYTES); // filled in place
+      fs.renameSync(jobFiles(stateDir, job.jobId).dir, path.join(jobs, name));
+      started.push(job.jobId);
+    }
+    const damaged: string[] = [];
+    const journal = Journal.open(stateDir, (file) => damaged.push(file));
+    expect(damaged).toEqual([]);
+    for (const jobId of started) expect(journal.get(jobId)).toMatchObject({ state: 'running', processGroup: 42 });
+    expect(fs.readdirSync(jobs).sort()).toEqual([...started].sort()); // under their names again
+    expect(Journal.open(stateDir).all()).toHaveLength(2);
+
+    // A blank spare stays; one whose entry was cut short (its step never started) is removed.
+    await makeSpareJobDir(stateDir);
+    const spare = path.join(jobs, '.next');
+    expect(Journal.open(stateDir, (file) => damaged.push(file)).all()).toHaveLength(2);
+    expect(fs.existsSync(spare)).toBe(true);
+    fs.writeFileSync(path.join(spare, 'journal.json'), `{"jobId": "a${' '.repeat(SPARE_JOURNAL_BYTES - 12)}`);
+    expect(Journal.open(stateDir, (file) => damaged.push(file)).all()).toHaveLength(2);
+    expect(damaged).toEqual([path.join(spare, 'journal.json')]);
+    expect(fs.existsSync(spare)).toBe(false);
   });
 
   it('skips a first entry that a power cut left empty, as if the job were unknown', () => {

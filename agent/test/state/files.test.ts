@@ -6,8 +6,10 @@ import { AgentError } from '../../src/errors.js';
 import {
   createFileDurably,
   ensurePrivateDir,
+  fillBlankFile,
   readFileIfExists,
   writeFileAtomic,
+  writeBlankFile,
   writeFileAtomicAsync,
 } from '../../src/state/files.js';
 
@@ -158,6 +160,37 @@ describe('atomic writes', () => {
     expect(mode(file)).toBe(0o600);
     expect(fs.readdirSync(root)).toEqual(['journal.json']);
     await expect(createFileDurably(path.join(root, 'missing', 'x.json'), 'x')).rejects.toThrow(/Cannot write .*ENOENT/);
+  });
+
+  it('fills a blank file made ahead in place with a flush of its data alone, and only one of that size', async () => {
+    const file = path.join(root, 'journal.json');
+    await writeBlankFile(file, 64);
+    expect(fs.readFileSync(file, 'utf8')).toBe(' '.repeat(64));
+    expect(mode(file)).toBe(0o600);
+    const inode = fs.statSync(file).ino;
+    const dataFlushes = vi.spyOn(fs, 'fdatasync');
+    const fullFlushes = vi.spyOn(fs, 'fsync');
+    try {
+      expect(await fillBlankFile(file, '{"a": 1}\n', 64)).toBe(true);
+      expect(dataFlushes).toHaveBeenCalledTimes(1);
+      expect(fullFlushes).not.toHaveBeenCalled();
+    } finally {
+      dataFlushes.mockRestore();
+      fullFlushes.mockRestore();
+    }
+    const text = fs.readFileSync(file, 'utf8');
+    expect(text).toBe(`{"a": 1}\n${' '.repeat(64 - 9)}`);
+    expect(JSON.parse(text)).toEqual({ a: 1 }); // a JSON reader skips the blank rest
+    expect(fs.statSync(file).ino).toBe(inode);
+
+    // Too long for it, or not a file of that size (an older build's empty one): nothing written.
+    await writeBlankFile(path.join(root, 'small'), 8);
+    expect(await fillBlankFile(path.join(root, 'small'), '{"a": 12345}', 8)).toBe(false);
+    fs.writeFileSync(path.join(root, 'empty'), '');
+    expect(await fillBlankFile(path.join(root, 'empty'), '{}', 64)).toBe(false);
+    expect(fs.readFileSync(path.join(root, 'small'), 'utf8')).toBe(' '.repeat(8));
+    expect(fs.readFileSync(path.join(root, 'empty'), 'utf8')).toBe('');
+    await expect(fillBlankFile(path.join(root, 'missing'), '{}', 64)).rejects.toThrow(/Cannot write .*ENOENT/);
   });
 
   it('reads a missing file as null', () => {
