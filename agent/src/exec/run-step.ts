@@ -54,9 +54,12 @@ export type StepOutcome =
  */
 export async function runStep(run: StepRun): Promise<StepOutcome> {
   const command = stepCommand(run.step, run.workspace, run.env);
-  if (run.signal.aborted) return { kind: 'cancelled' };
-  if (!isDirectory(command.cwd)) {
-    return { kind: 'spawn_failed', message: `the working directory ${command.cwd} does not exist` };
+  // A held step let go already (its directory checked when it was held) is only taken up here.
+  if (!run.held?.went) {
+    if (run.signal.aborted) return { kind: 'cancelled' };
+    if (!isDirectory(command.cwd)) {
+      return { kind: 'spawn_failed', message: `the working directory ${command.cwd} does not exist` };
+    }
   }
   const subprocess = run.launcher ? run.launcher.launch(command, run.held) : spawnStep(command);
 
@@ -73,6 +76,7 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
   const timer = run.timeoutMs === null ? null : setTimeout(() => stop('timed_out'), run.timeoutMs);
   const onAbort = () => stop('cancelled');
   run.signal.addEventListener('abort', onAbort, { once: true });
+  if (run.signal.aborted) onAbort(); // a step let go early, cancelled before it was taken up
   subprocess.once('exit', () => {
     exited = true;
     // The leader is gone; clean up what it left in its group (nothing happens when nothing is left).

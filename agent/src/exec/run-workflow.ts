@@ -162,7 +162,9 @@ async function runSteps(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
   const steps = plan.workflow.steps;
   for (const [index, step] of steps.entries()) {
     const label = stepLabel(index, step);
-    if (hooks.signal.aborted) return finish('cancelled', null, cancelMessage(hooks.signal));
+    // (A first step already let go is stopped by runStep instead.)
+    if (hooks.signal.aborted && !(index === 0 && plan.held?.went))
+      return finish('cancelled', null, cancelMessage(hooks.signal));
     const left = remaining();
     if (left !== null && left <= 0) {
       return finish('timed_out', null, `the job timed out after ${formatDuration(plan.timeoutMs!)} before ${label}`);

@@ -3,6 +3,7 @@ import type net from 'node:net';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { execa } from 'execa';
+import { signalProcessGroup } from './process-group.js';
 
 /** A step's process as it is started: what runs, where, with which variables on top of the agent's. */
 export interface StepCommand {
@@ -65,11 +66,14 @@ const GATE_VARIABLE = 'DROVER_SPARE_GATE';
 
 /**
  * A step's process made ready up to its exec and held there: its command line is in the spare,
- * which waits on fd 3 to go on. `go` lets it run (the step's process), `drop` ends it unrun (the
- * pipe's end: the shell exits 125). Until one of them, it keeps nothing running.
+ * which waits on fd 3 to go on. `go` lets it run (the step's process; called again, it answers
+ * the same process), `drop` ends it unrun (the pipe's end: the shell exits 125; nothing once it
+ * went). Until one of them, it keeps nothing running.
  */
 export interface HeldStep {
   readonly command: StepCommand;
+  /** Whether `go` was called: the step runs (or ran) in it. */
+  readonly went: boolean;
   /** Whether its shell is still there to let go (not killed meanwhile). */
   alive(): boolean;
   go(): StepProcess;
@@ -126,7 +130,14 @@ export class StepLauncher {
    */
   launch(command: StepCommand, held?: HeldStep | null): StepProcess {
     // The same program, arguments, shell, directory and environment.
-    if (held && isDeepStrictEqual(held.command, command) && held.alive()) return held.go();
+    const same = held !== null && held !== undefined && isDeepStrictEqual(held.command, command);
+    if (held?.went) {
+      if (same) return held.go();
+      // Its caller lets a step go early only where its command cannot differ: never reached.
+      signalProcessGroup(held.go().pid!, 'SIGKILL');
+      throw new Error('a step let go ahead of its launch differs from the command launched');
+    }
+    if (same && held.alive()) return held.go();
     held?.drop();
     return this.hold(command)?.go() ?? spawnStep(command);
   }
@@ -145,20 +156,24 @@ export class StepLauncher {
     }
     const child = spare.process;
     child.stdin.end(line);
-    let settled = false;
+    let settled: 'went' | 'dropped' | null = null;
     return {
       command,
-      alive: () => !settled && isRunning(child),
+      get went() {
+        return settled === 'went';
+      },
+      alive: () => settled === null && isRunning(child),
       go() {
-        if (settled) throw new Error('a held step goes once');
-        settled = true;
+        if (settled === 'went') return child;
+        if (settled === 'dropped') throw new Error('a dropped step cannot go');
+        settled = 'went';
         holdsAgent(child, true);
         gateOf(child).end('\n');
         return child;
       },
       drop() {
         if (settled) return;
-        settled = true;
+        settled = 'dropped';
         endSpare(child);
       },
     };

@@ -45,13 +45,17 @@ export async function runTriggerJob(
     ...(deps.transfer ? { transfer: deps.transfer } : {}),
     ...(deps.launcher ? { launcher: deps.launcher } : {}),
   });
-  const first: { held: HeldStep | null } = { held: null };
+  /** The first step held, and the workflow definition its command was made from. */
+  const first: { held: HeldStep | null; workflow: WorkflowDefinition | null } = { held: null, workflow: null };
   const holdFirstStep = (secrets: LoadedSecrets, prepared: string | null) => {
     const workflow = deps.workflow(assignment.workflowName);
     if (!deps.launcher || !workflow || prepared !== null || stop.signal.aborted) return;
     try {
       const command = firstStepCommand(planFor(workflow, secrets, prepared));
-      if (command) first.held = deps.launcher.hold(command);
+      if (command) {
+        first.held = deps.launcher.hold(command);
+        first.workflow = workflow;
+      }
     } catch (error) {
       log.debug({ err: error }, 'the first step was not made ready ahead; it starts as the others do');
     }
@@ -76,6 +80,10 @@ export async function runTriggerJob(
     const { secrets, prepared } = begun.meanwhile;
 
     const workflow = deps.workflow(assignment.workflowName);
+    // The step starts now, before the job's lines and the steps' preparation: its command was made
+    // from this very definition, these secrets and no failed preparation, which makes runWorkflow's
+    // the same (launch takes it up, and checks).
+    if (workflow && workflow === first.workflow && first.held?.alive() && !stop.signal.aborted) void first.held.go();
     if (!workflow) {
       const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
       log.error(message);

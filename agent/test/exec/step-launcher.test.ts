@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
@@ -160,17 +161,21 @@ describe('the step launcher', () => {
     expect(spares()).toEqual([spare]); // still the shell, waiting
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(fs.existsSync(marker)).toBe(false);
+    expect(held!.went).toBe(false);
     const child = held!.go();
     expect(child.pid).toBe(spare);
+    expect(held!.went).toBe(true);
+    expect(held!.go()).toBe(child); // the same process: it was let go once
+    held!.drop(); // nothing once it went
     expect(await outcome(child)).toEqual({ stdout: '', stderr: '', exitCode: 0 });
     expect(fs.readFileSync(marker, 'utf8')).toBe('ran\n');
-    expect(() => held!.go()).toThrow(/once/);
 
     launcher.warm();
     const [second] = spares();
     const dropped = launcher.hold(touch(`${marker}-dropped`));
     dropped!.drop();
     dropped!.drop(); // harmless
+    expect(() => dropped!.go()).toThrow(/dropped/);
     await eventually(() => !isAlive(second!));
     expect(fs.existsSync(`${marker}-dropped`)).toBe(false);
   });
@@ -192,6 +197,23 @@ describe('the step launcher', () => {
     expect(launched.pid).toBe(next);
     const ran = JSON.parse((await outcome(launched)).stdout) as { env: Record<string, string> };
     expect(ran.env.CHOICE).toBe('same');
+
+    // Let go ahead of its launch (the job's first step, once its start is answered): taken up as
+    // it is, and a launch of another command is refused with the early one killed.
+    launcher.warm();
+    const [early] = spares();
+    const ahead = launcher.hold(describeProcess({ CHOICE: 'early' }));
+    const goneAhead = ahead!.go();
+    expect(launcher.launch(describeProcess({ CHOICE: 'early' }), ahead)).toBe(goneAhead);
+    expect(JSON.parse((await outcome(goneAhead)).stdout).env.CHOICE).toBe('early');
+    launcher.warm();
+    const [wrong] = spares();
+    const sleeper: StepCommand = { file: '/bin/sleep', args: ['30'], shell: false, cwd: os.tmpdir(), env: {} };
+    const mismatched = launcher.hold(sleeper);
+    expect(mismatched!.go().pid).toBe(wrong);
+    expect(() => launcher.launch(describeProcess({ CHOICE: 'other' }), mismatched)).toThrow(/differs/);
+    await eventually(() => !isAlive(wrong!)); // killed, not left for its 30 s
+    expect(early).not.toBe(wrong);
 
     // A held shell killed meanwhile (an operator's pkill, the OOM killer): the step is spawned.
     launcher.warm();
