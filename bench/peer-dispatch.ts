@@ -7,12 +7,13 @@
  * Drover: bench/dispatch-latency.ts's setup (the real coordinator in this process, the real agent
  * daemon in a child process, a workflow whose one step is `date +%s%N`, an async trigger). The
  * peer: its Fastify `POST /run` in this process, Redis, and a BullMQ worker in a child process
- * spawning the same `date +%s%N`. One call at a time; rounds alternate the two; the call time and
- * the step's clock are on the same wall clock (bench/lib/latency.ts). The ratios printed are the
- * medians of each round's ratio. What Drover does that the peer does not: the agent's journal
- * (fsync'd before the step starts, so that a job spawned is never spawned again after a crash),
- * its signed `start` report, the coordinator's durable job row; the peer's worker takes the job
- * from Redis and spawns (with Redis' defaults the job is not durable; `--aof`: everysec).
+ * spawning the same `date +%s%N`. One call at a time, alternating between the two call by call;
+ * the call time and the step's clock are on the same wall clock (bench/lib/latency.ts). The ratios
+ * printed are the medians of each round's ratio. What Drover does that the peer does not: the
+ * agent's journal (flushed before the step starts, so that a job spawned is never spawned again
+ * after a crash), its signed `start` report, the coordinator's durable job row; the peer's worker
+ * takes the job from Redis and spawns (with Redis' defaults the job is not durable; `--aof`:
+ * everysec).
  */
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
@@ -107,8 +108,12 @@ try {
   for (let round = 0; round < options.rounds; round++) {
     const d: number[] = [];
     const p: number[] = [];
-    for (let i = 0; i < options.runs; i++) d.push(await drover());
-    for (let i = 0; i < options.runs; i++) p.push(await peerCall());
+    // One call each in turn, so that both see the same moments of the machine (its load moves
+    // within a round).
+    for (let i = 0; i < options.runs; i++) {
+      d.push(await drover());
+      p.push(await peerCall());
+    }
     const ds = summarize(d);
     const ps = summarize(p);
     console.log(formatLatency(`round ${round + 1}: Drover`, ds));
