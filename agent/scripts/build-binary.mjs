@@ -34,11 +34,11 @@ import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scr
  * has connected (src/daemon/release-startup-memory.ts: ~4 MiB), which with a bytecode age of 1
  * also drops the bytecode of every function not run since the previous collection (what starting
  * needed once: reading options, enrolling, loading workflows; compiled again if ever called;
- * ~0.7 MiB); and V8 on the main thread only (`--single-threaded`: no concurrent compiling,
- * marking or sweeping, whose helper threads' allocations stay in the process; ~0.5 MiB; a
- * collection of the agent's ~10 MB heap pauses it for a few milliseconds).
+ * ~0.7 MiB). Not `--single-threaded` (V8 compiling, marking and sweeping on the main thread
+ * only): it saved 0.6-0.9 MiB of the helper threads' allocations, but made a job's dispatch p99
+ * 1.25-1.5 x longer (its collections and compiles pause the event loop that starts the job).
  */
-const EXEC_ARGV = ['--no-maglev', '--no-use-osr', '--expose-gc', '--bytecode-old-age=1', '--single-threaded'];
+const EXEC_ARGV = ['--no-maglev', '--no-use-osr', '--expose-gc', '--bytecode-old-age=1'];
 
 /**
  * What pino loads and the agent never runs, left out of the executable (0.3 to 0.7 MiB of the
