@@ -67,8 +67,10 @@ const GATE_VARIABLE = 'DROVER_SPARE_GATE';
 /**
  * A step's process made ready up to its exec and held there: its command line is in the spare,
  * which waits on fd 3 to go on. `go` lets it run (the step's process; called again, it answers
- * the same process), `drop` ends it unrun (the pipe's end: the shell exits 125; nothing once it
- * went). Until one of them, it keeps nothing running.
+ * the same process); StepLauncher.launch takes it up then, as the step it runs. `drop` ends it:
+ * unrun (the pipe's end: the shell exits 125), or killed when it went and no launch took it up
+ * (a step must never run untracked); nothing once taken up. Until one of them, it keeps nothing
+ * running.
  */
 export interface HeldStep {
   readonly command: StepCommand;
@@ -79,6 +81,9 @@ export interface HeldStep {
   go(): StepProcess;
   drop(): void;
 }
+
+/** The held steps a launch took up, whose drop does nothing more. */
+const takenUp = new WeakSet<HeldStep>();
 
 /**
  * Starts steps' processes with the fork already paid. Forking the agent copies its page tables:
@@ -132,12 +137,18 @@ export class StepLauncher {
     // The same program, arguments, shell, directory and environment.
     const same = held !== null && held !== undefined && isDeepStrictEqual(held.command, command);
     if (held?.went) {
-      if (same) return held.go();
-      // Its caller lets a step go early only where its command cannot differ: never reached.
-      signalProcessGroup(held.go().pid!, 'SIGKILL');
-      throw new Error('a step let go ahead of its launch differs from the command launched');
+      if (!same) {
+        // Its caller lets a step go early only where its command cannot differ: never reached.
+        held.drop();
+        throw new Error('a step let go ahead of its launch differs from the command launched');
+      }
+      takenUp.add(held);
+      return held.go();
     }
-    if (same && held.alive()) return held.go();
+    if (same && held.alive()) {
+      takenUp.add(held);
+      return held.go();
+    }
     held?.drop();
     return this.hold(command)?.go() ?? spawnStep(command);
   }
@@ -157,7 +168,7 @@ export class StepLauncher {
     const child = spare.process;
     child.stdin.end(line);
     let settled: 'went' | 'dropped' | null = null;
-    return {
+    const held: HeldStep = {
       command,
       get went() {
         return settled === 'went';
@@ -172,11 +183,13 @@ export class StepLauncher {
         return child;
       },
       drop() {
+        if (settled === 'went' && !takenUp.has(held)) signalProcessGroup(child.pid!, 'SIGKILL');
         if (settled) return;
         settled = 'dropped';
         endSpare(child);
       },
     };
+    return held;
   }
 
   /** Ends the spare; launch spawns every step from then on. */

@@ -166,7 +166,6 @@ describe('the step launcher', () => {
     expect(child.pid).toBe(spare);
     expect(held!.went).toBe(true);
     expect(held!.go()).toBe(child); // the same process: it was let go once
-    held!.drop(); // nothing once it went
     expect(await outcome(child)).toEqual({ stdout: '', stderr: '', exitCode: 0 });
     expect(fs.readFileSync(marker, 'utf8')).toBe('ran\n');
 
@@ -205,6 +204,7 @@ describe('the step launcher', () => {
     const ahead = launcher.hold(describeProcess({ CHOICE: 'early' }));
     const goneAhead = ahead!.go();
     expect(launcher.launch(describeProcess({ CHOICE: 'early' }), ahead)).toBe(goneAhead);
+    ahead!.drop(); // nothing once a launch took it up
     expect(JSON.parse((await outcome(goneAhead)).stdout).env.CHOICE).toBe('early');
     launcher.warm();
     const [wrong] = spares();
@@ -214,6 +214,13 @@ describe('the step launcher', () => {
     expect(() => launcher.launch(describeProcess({ CHOICE: 'other' }), mismatched)).toThrow(/differs/);
     await eventually(() => !isAlive(wrong!)); // killed, not left for its 30 s
     expect(early).not.toBe(wrong);
+    // Let go and never taken up (the job failed in between): its drop kills it.
+    launcher.warm();
+    const [untracked] = spares();
+    const letGo = launcher.hold(sleeper);
+    expect(letGo!.go().pid).toBe(untracked);
+    letGo!.drop();
+    await eventually(() => !isAlive(untracked!));
 
     // A held shell killed meanwhile (an operator's pkill, the OOM killer): the step is spawned.
     launcher.warm();
