@@ -56,7 +56,10 @@ export function optionalSessionCaller(settings: Settings, rt: Runtime): SessionC
 /** The signed-in user's caller; an error when nobody signed in. */
 export function sessionCaller(settings: Settings, rt: Runtime): SessionCaller {
   const caller = optionalSessionCaller(settings, rt);
-  if (caller === null) throw new CliError('this command needs a session: sign in with `drover login --email <email>`');
+  if (caller === null)
+    throw new CliError(
+      'this command needs a session: sign in with `drover login --email <email>` or `drover login --browser`',
+    );
   return caller;
 }
 
@@ -66,6 +69,6 @@ export function anyCaller(settings: Settings, rt: Runtime): Caller {
   const session = optionalSessionCaller(settings, rt);
   if (session) return session;
   throw new CliError(
-    'no credentials: pass an API token (--token or DROVER_TOKEN) or sign in with `drover login --email <email>`',
+    'no credentials: pass an API token (--token or DROVER_TOKEN) or sign in with `drover login --email <email>` or `drover login --browser`',
   );
 }

@@ -23,6 +23,8 @@ export class ApiError extends CliError {
     message: string,
     /** The error body as the API sent it (parsed JSON, or the text). */
     readonly body: unknown,
+    /** The seconds its `Retry-After` header asks to wait (a 429, a 503), or null. */
+    readonly retryAfterSeconds: number | null = null,
   ) {
     // A rate limit refused the call: "rejected" (3), everywhere.
     super(message, status === 429 ? EXIT.rejected : EXIT.usage);

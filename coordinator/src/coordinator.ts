@@ -38,6 +38,7 @@ import { chatConnectors } from './domain/chat/providers/connectors.js';
 import { chatSenders } from './domain/chat/providers/senders/index.js';
 import { DeliveryWorker } from './domain/chat/notifications/delivery-worker.js';
 import { SignInService } from './domain/auth/sign-in.js';
+import { DeviceSignInService } from './domain/auth/device-sign-in.js';
 import { AccountService } from './domain/auth/account.js';
 import { AgentEnrollment } from './domain/agents/agent-enrollment.js';
 import { ApiTokenService } from './domain/tokens/api-token-service.js';
@@ -149,6 +150,13 @@ export async function createCoordinator(
           publicUrl: () => ctx.config.publicUrl,
         })
       : null;
+    const deviceSignIn = new DeviceSignInService({
+      repos,
+      sessions,
+      clock,
+      logger,
+      publicUrl: () => ctx.config.publicUrl,
+    });
     const account = new AccountService({ users: repos.users, orgs: repos.orgs, sessions, signIn, audit });
     const enrollment = new AgentEnrollment({ agents: repos.agents, audit, clock, logger, deviceGroups, metrics });
     const schedules = new CronSchedules();
@@ -262,6 +270,7 @@ export async function createCoordinator(
       sessions,
       signIn,
       oidcSignIn,
+      deviceSignIn,
       account,
       enrollment,
       reconnects: new ReconnectBudget({ perSecond: config.reconnectBudgetPerSecond, clock }),

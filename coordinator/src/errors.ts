@@ -22,6 +22,11 @@ export const ErrorCodes = {
     description:
       'Password sign-in is turned off on this coordinator (`DROVER_PASSWORD_LOGIN=off`): sign in with single sign-on.',
   },
+  device_sign_in_denied: {
+    status: 403,
+    description:
+      "A command line's sign-in through the browser was denied there, or the approving user's sessions were all ended since.",
+  },
   not_found: { status: 404, description: 'The resource or route does not exist, or is not visible to the caller.' },
   method_not_allowed: {
     status: 405,
@@ -52,6 +57,11 @@ export const ErrorCodes = {
   invitation_revoked: {
     status: 410,
     description: 'The invitation was revoked by an owner of the organization, or declined by the invitee.',
+  },
+  device_sign_in_expired: {
+    status: 410,
+    description:
+      "A command line's sign-in through the browser expired before it was approved, or its session was already handed out: start again.",
   },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
   range_not_satisfiable: { status: 416, description: 'The requested byte range lies outside the file.' },

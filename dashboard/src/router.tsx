@@ -9,6 +9,7 @@ import { AuditPage } from './pages/AuditPage';
 import { BatchesPage } from './pages/BatchesPage';
 import { BatchPage } from './pages/BatchPage';
 import { ChatConnectFinishPage } from './pages/ChatConnectFinishPage';
+import { DeviceSignInPage } from './pages/DeviceSignInPage';
 import { HomePage } from './pages/HomePage';
 import { IntegrationsPage } from './pages/IntegrationsPage';
 import { JobPage } from './pages/JobPage';
@@ -36,6 +37,7 @@ export function createAppRouter() {
       children: [
         { path: '/', element: <OrgRedirect /> },
         { path: '/account', element: <AccountPage /> },
+        { path: '/device', element: <DeviceSignInPage /> },
         { path: '/orgs/:orgId', element: <HomePage /> },
         { path: '/orgs/:orgId/agents', element: <AgentsPage /> },
         { path: '/orgs/:orgId/agents/:agentId', element: <AgentPage /> },

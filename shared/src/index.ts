@@ -19,3 +19,4 @@ export * from './node-version.js';
 export * from './visible-controls.js';
 export * from './labels.js';
 export * from './roles.js';
+export * from './user-code.js';

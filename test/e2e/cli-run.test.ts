@@ -341,7 +341,8 @@ describe('drover with a session', () => {
     const after = await run(['jobs']);
     expect(after).toMatchObject({
       code: 2,
-      stderr: 'drover: this command needs a session: sign in with `drover login --email <email>`\n',
+      stderr:
+        'drover: this command needs a session: sign in with `drover login --email <email>` or `drover login --browser`\n',
     });
   });
 });

@@ -33,9 +33,9 @@ function registeredRoutes(app: Coordinator['app']): Route[] {
   return routes;
 }
 
-/** The dashboard's pages and files (`/`, `/login`, `/account`, `/orgs/...`, `/chat/:provider/finish`, `/assets/...`, `/favicon.ico`): for browsers, not API operations. */
+/** The dashboard's pages and files (`/`, `/login`, `/account`, `/device`, `/orgs/...`, `/chat/:provider/finish`, `/assets/...`, `/favicon.ico`): for browsers, not API operations. */
 const isDashboardFile = (path: string) =>
-  /^\/(login|account|orgs\/.*|chat\/:provider\/finish|assets\/.*|favicon\.ico)?$/.test(path);
+  /^\/(login|account|device|orgs\/.*|chat\/:provider\/finish|assets\/.*|favicon\.ico)?$/.test(path);
 
 /**
  * The OpenAPI paths a registered route may be documented at. Where routes name the parameter at

@@ -17,7 +17,10 @@ import { issueApiToken } from './tokens.js';
  * handlers instead of stopping at a 404.
  */
 
-/** The kinds of ids the fixture holds; a path parameter `<kind>Id` takes one of its kind. */
+/**
+ * The kinds of ids the fixture holds; a path parameter `<kind>Id` takes one of its kind (and
+ * `userCode` the code of a command line's sign-in through the browser).
+ */
 export const ID_KINDS = [
   'org',
   'user',
@@ -31,6 +34,7 @@ export const ID_KINDS = [
   'device',
   'job',
   'file',
+  'userCode',
 ] as const;
 export type IdKind = (typeof ID_KINDS)[number];
 
@@ -214,6 +218,16 @@ async function populate(t: TestCoordinator): Promise<Omit<FuzzFixture, 'provider
     ),
   );
 
+  const deviceSignIns = await Promise.all(
+    [1, 2, 3].map(
+      async () =>
+        expect2xx(await t.api.post('/auth/device', { body: {} }), 'device sign-in') as {
+          deviceCode: string;
+          userCode: string;
+        },
+    ),
+  );
+
   const ids: Record<IdKind, string[]> = {
     org: [orgId, otherOrg],
     user: [ownerId, member.userId, spareMember.userId],
@@ -227,6 +241,7 @@ async function populate(t: TestCoordinator): Promise<Omit<FuzzFixture, 'provider
     device: devices.map((d) => d.id),
     job: [...jobs.inputs, ...jobs.running, ...jobs.pending, ...updateJobs],
     file: [artifact, artifact2, ttlFile, pending.fileId, output.fileId],
+    userCode: deviceSignIns.map((d) => d.userCode),
   };
   for (const [kind, list] of Object.entries(ids)) {
     if (!list.every((id) => typeof id === 'string')) throw new Error(`fixture ids of ${kind}: ${JSON.stringify(list)}`);
@@ -270,6 +285,7 @@ async function populate(t: TestCoordinator): Promise<Omit<FuzzFixture, 'provider
     publicKey: [1, 2, 3].map(() => generateEd25519KeyPair().publicKey),
     sha256: [sha256('output')],
     size: [6],
+    deviceCode: deviceSignIns.map((d) => d.deviceCode),
   };
 
   return {

@@ -1,19 +1,29 @@
+import os from 'node:os';
+import { pause } from '@drover/agent/client';
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { CliError } from '../errors.js';
-import { Api } from '../http/api.js';
+import { ApiError, CliError, Interrupted } from '../errors.js';
+import { Api, type ApiAnswer } from '../http/api.js';
 import type { Runtime } from '../runtime.js';
 import type { Org } from '../session/org.js';
 import { promptSecret, readStdin } from '../session/prompt.js';
 import { readSession, writeSession } from '../session/store.js';
 import { loadSettings } from '../settings.js';
+import { CLI_VERSION } from '../version.js';
 
 interface LoginFlags {
   email?: string;
   passwordStdin?: boolean;
+  browser?: boolean;
 }
 
 type LoginAnswer = Schema<'SignInAnswer'>;
+type DeviceStart = Schema<'DeviceSignInStart'>;
+/** `POST /v1/auth/device/token` while nobody approved yet (202). */
+type DevicePending = Schema<'DeviceSignInPending'>;
+
+/** The pause between two polls when the coordinator names none (RFC 8628's default). */
+const DEFAULT_INTERVAL_S = 5;
 
 export function configureLoginCommand(program: Command, rt: Runtime): void {
   program
@@ -21,32 +31,110 @@ export function configureLoginCommand(program: Command, rt: Runtime): void {
     .description('sign in (a dashboard session) for the commands that manage an organization and follow jobs')
     .option('--email <email>', 'your email (env DROVER_EMAIL)')
     .option('--password-stdin', 'read the password from standard input (else env DROVER_PASSWORD, else asked)')
+    .option('--browser', 'sign in through a browser where you are signed in (single sign-on or password) instead')
     .addHelpText(
       'after',
-      '\nThe session is kept in $XDG_CONFIG_HOME/drover/session.json (else ~/.config/drover/), mode 0600,\n' +
+      '\nWith --browser, drover prints a page address and a code: open the page in a browser where you are\n' +
+        'signed in to Drover, check that it shows the same code and approve (within 10 minutes). It works\n' +
+        'for single sign-on accounts and when password sign-in is turned off.\n' +
+        '\nThe session is kept in $XDG_CONFIG_HOME/drover/session.json (else ~/.config/drover/), mode 0600,\n' +
         'until it expires (12 hours by default) or `drover logout`.\n',
     )
     .action(async (flags: LoginFlags, command: Command) => {
+      if (flags.browser && (flags.email !== undefined || flags.passwordStdin)) {
+        throw new CliError('--browser takes no --email or --password-stdin: you sign in in the browser');
+      }
       const settings = loadSettings(command.optsWithGlobals(), rt);
       const url = settings.url ?? readSession(settings.configDir)?.url ?? null;
       if (url === null) throw new CliError('no coordinator URL: pass --url or set DROVER_URL');
-      const email = (flags.email ?? rt.env.DROVER_EMAIL ?? '').trim();
-      if (email === '') throw new CliError('no email: pass --email or set DROVER_EMAIL');
-      const password = await passwordOf(rt, flags);
-      const api = new Api(url, null, rt.signal);
-      const answer = await api.post<LoginAnswer>('/auth/login', { email, password });
-      const file = writeSession(settings.configDir, {
-        url,
-        token: answer.token,
-        expiresAt: answer.expiresAt,
-        email: answer.user.email,
-        userId: answer.user.id,
-      });
-      const orgs = await new Api(url, answer.token, rt.signal).get<Org[]>('/orgs');
-      const names = orgs.map((o) => `${o.name} (${o.role})`).join(', ') || 'none yet';
-      rt.out(`Signed in to ${url} as ${answer.user.email} until ${answer.expiresAt}\nOrganizations: ${names}\n`);
-      rt.err(`The session is kept in ${file}\n`);
+      const answer = flags.browser ? await signInInBrowser(rt, url) : await signInWithPassword(rt, url, flags);
+      await keepSession(rt, settings.configDir, url, answer);
     });
+}
+
+/** `POST /v1/auth/login` with the email and password; passwords turned off is an error naming `--browser`. */
+async function signInWithPassword(rt: Runtime, url: string, flags: LoginFlags): Promise<LoginAnswer> {
+  const email = (flags.email ?? rt.env.DROVER_EMAIL ?? '').trim();
+  if (email === '') throw new CliError('no email: pass --email or set DROVER_EMAIL (or sign in with --browser)');
+  const password = await passwordOf(rt, flags);
+  try {
+    return await new Api(url, null, rt.signal).post<LoginAnswer>('/auth/login', { email, password });
+  } catch (error) {
+    if (error instanceof ApiError && error.code === 'password_sign_in_off') {
+      throw new CliError(
+        `password sign-in is turned off on ${url}: sign in through the browser with \`drover login --browser\``,
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * Device sign-in (RFC 8628): asks the coordinator for a code, shows its page and the code, and
+ * polls every `interval` seconds until a user signed in to the dashboard approves it (the answer
+ * is then a session of theirs, as a password sign-in gives), denies it, or it expires. Ctrl-C
+ * (`rt.signal`) ends the wait.
+ */
+async function signInInBrowser(rt: Runtime, url: string): Promise<LoginAnswer> {
+  const api = new Api(url, null, rt.signal);
+  const start = await api.post<DeviceStart>('/auth/device', { client: `drover ${CLI_VERSION} on ${os.hostname()}` });
+  rt.err(
+    `Sign in at ${start.verificationUriComplete}\n` +
+      'Open it in a browser where you are signed in to Drover (single sign-on or password), check that the page ' +
+      `shows the code ${start.userCode} and approve; it expires at ${start.expiresAt}.\n` +
+      'Waiting for the approval (Ctrl-C to stop)...\n',
+  );
+  let interval = seconds(start.interval);
+  let wait = interval;
+  for (;;) {
+    try {
+      await pause(wait * 1000, rt.signal);
+    } catch {
+      throw new Interrupted();
+    }
+    let answer: ApiAnswer<LoginAnswer | DevicePending>;
+    try {
+      answer = await api.call<LoginAnswer | DevicePending>('POST', '/auth/device/token', {
+        body: { deviceCode: start.deviceCode },
+      });
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      if (error.status === 429) {
+        // Polled too soon (a clock or a proxy retrying): wait as asked, else one interval more.
+        wait = Math.max(error.retryAfterSeconds ?? interval + DEFAULT_INTERVAL_S, 1);
+        continue;
+      }
+      if (error.code === 'device_sign_in_denied') throw new CliError('the sign-in was denied in the browser');
+      if (error.status === 410) throw new CliError('no approval within 10 minutes: run `drover login --browser` again');
+      throw error;
+    }
+    if (answer.status === 200) return answer.body as LoginAnswer;
+    interval = seconds((answer.body as DevicePending).interval);
+    wait = interval;
+  }
+}
+
+/** A poll interval the coordinator gave, in whole seconds (at least 1), else the default. */
+function seconds(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 1 ? Math.ceil(value) : DEFAULT_INTERVAL_S;
+}
+
+/**
+ * Keeps a session however it was signed in (the same file and fields), then says as whom, until
+ * when, and in which organizations.
+ */
+async function keepSession(rt: Runtime, configDir: string, url: string, answer: LoginAnswer): Promise<void> {
+  const file = writeSession(configDir, {
+    url,
+    token: answer.token,
+    expiresAt: answer.expiresAt,
+    email: answer.user.email,
+    userId: answer.user.id,
+  });
+  const orgs = await new Api(url, answer.token, rt.signal).get<Org[]>('/orgs');
+  const names = orgs.map((o) => `${o.name} (${o.role})`).join(', ') || 'none yet';
+  rt.out(`Signed in to ${url} as ${answer.user.email} until ${answer.expiresAt}\nOrganizations: ${names}\n`);
+  rt.err(`The session is kept in ${file}\n`);
 }
 
 async function passwordOf(rt: Runtime, flags: LoginFlags): Promise<string> {

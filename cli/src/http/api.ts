@@ -66,7 +66,9 @@ export class Api {
       throw this.#noAnswer(error);
     }
     const parsed = parseJson(text);
-    if (answer.statusCode < 200 || answer.statusCode >= 300) throw apiError(answer.statusCode, parsed, text);
+    if (answer.statusCode < 200 || answer.statusCode >= 300) {
+      throw apiError(answer.statusCode, parsed, text, retryAfterSeconds(answer.headers['retry-after']));
+    }
     return { status: answer.statusCode, headers: answer.headers, body: parsed as T };
   }
 
@@ -105,14 +107,23 @@ function parseJson(text: string): unknown {
 }
 
 /** The API's error as one line: its `message` (every error body has one), else the status. */
-function apiError(status: number, body: unknown, text: string): ApiError {
+function apiError(status: number, body: unknown, text: string, retryAfter: number | null): ApiError {
   const fields = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   const code = typeof fields.code === 'string' ? fields.code : typeof fields.error === 'string' ? fields.error : null;
   const message =
     typeof fields.message === 'string' && fields.message.trim() !== ''
       ? fields.message
       : `HTTP ${status}${text && typeof body === 'string' ? `: ${text.slice(0, 200)}` : ''}`;
-  return new ApiError(status, code, oneLine(message), body);
+  return new ApiError(status, code, oneLine(message), body, retryAfter);
+}
+
+/** `Retry-After` in seconds: its number of seconds, or the seconds until its date; null without one. */
+function retryAfterSeconds(header: string | string[] | undefined): number | null {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!value) return null;
+  if (/^\d+$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - Date.now()) / 1000)) : null;
 }
 
 /** A message on one line (a multi-line one joined with spaces). */

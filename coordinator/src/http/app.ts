@@ -22,6 +22,7 @@ import { managementRoutes } from './routes/manage/index.js';
 import { sessionHook } from './auth/session.js';
 import { SESSION_SECURITY, withSecurity } from './routes/route-group.js';
 import { authRoutes } from './routes/auth.js';
+import { deviceAuthRoutes } from './routes/auth-device.js';
 import { oidcAuthRoutes } from './routes/auth-oidc.js';
 import { storageBlobRoutes } from './routes/storage-blobs.js';
 import { chatOAuthCallbackRoutes } from './routes/chat/oauth-callback.js';
@@ -140,6 +141,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       await v1.register(openapiRoutes);
       await v1.register(authRoutes);
       await v1.register(oidcAuthRoutes); // the single-use sign-in state
+      await v1.register(deviceAuthRoutes); // the device code; the approval: dashboard session
       await v1.register(storageBlobRoutes);
       await v1.register(chatOAuthCallbackRoutes); // the single-use OAuth state
       await v1.register(slackRoutes); // Slack's request signature

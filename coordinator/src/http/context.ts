@@ -27,6 +27,7 @@ import type { AccountService } from '../domain/auth/account.js';
 import type { ApiTokenService } from '../domain/tokens/api-token-service.js';
 import type { MemberService } from '../domain/orgs/member-service.js';
 import type { InvitationService } from '../domain/orgs/invitation-service.js';
+import type { DeviceSignInService } from '../domain/auth/device-sign-in.js';
 import type { TriggerService } from '../domain/triggers/trigger-service.js';
 import type { TriggerRunService } from '../domain/trigger-run/run-trigger.js';
 import type { Clock } from '../util/clock.js';
@@ -46,6 +47,8 @@ export interface AppContext {
   signIn: SignInService;
   /** Single sign-on with the operator's OpenID provider (docs/sso.md); null: not set up. */
   oidcSignIn: OidcSignInService | null;
+  /** The command line signed in through the browser (`drover login --browser`). */
+  deviceSignIn: DeviceSignInService;
   /** A signed-in user's password and sessions. */
   account: AccountService;
   /** Agent enrollment with its throttle. */

@@ -156,6 +156,106 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/auth/device': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Start signing a command line in through the browser
+     * @description The command line keeps `deviceCode` and polls `POST /v1/auth/device/token` with it every `interval` seconds; its user opens `verificationUriComplete` in a browser where they are signed in (password or single sign-on), checks that it shows `userCode`, and approves. A sign-in waits 10 minutes; one client address may have 10 waiting (429 beyond).
+     */
+    post: operations['startDeviceSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/device/token': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * The command line's poll: its session once approved
+     * @description Answers 202 while nobody has approved; once approved, the session as `POST /v1/auth/login` answers it (200, once: then 410); 403 `device_sign_in_denied` when denied; 410 `device_sign_in_expired` when expired; 429 with `Retry-After` for a poll sooner than `interval` seconds after the previous one. No cookie is set.
+     */
+    post: operations['finishDeviceSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/device/{userCode}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A command-line sign-in waiting for the code, as the approval page shows it
+     * @description The code in any case, with or without its hyphen. 404 for a wrong, expired or used code.
+     */
+    get: operations['getDeviceSignIn'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/device/{userCode}/approve': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Approve a command-line sign-in: the command line gets a session of yours
+     * @description 404 for a wrong, expired or used code; 409 when it was already approved or denied.
+     */
+    post: operations['approveDeviceSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/auth/device/{userCode}/deny': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Deny a command-line sign-in
+     * @description 404 for a wrong, expired or used code; 409 when it was already approved or denied.
+     */
+    post: operations['denyDeviceSignIn'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/storage/blobs/{fileId}': {
     parameters: {
       query?: never;
@@ -1725,6 +1825,7 @@ export interface components {
         | 'sso_failed'
         | 'forbidden'
         | 'password_sign_in_off'
+        | 'device_sign_in_denied'
         | 'not_found'
         | 'method_not_allowed'
         | 'request_timeout'
@@ -1736,6 +1837,7 @@ export interface components {
         | 'limit_reached'
         | 'invitation_expired'
         | 'invitation_revoked'
+        | 'device_sign_in_expired'
         | 'payload_too_large'
         | 'range_not_satisfiable'
         | 'validation_failed'
@@ -1778,6 +1880,40 @@ export interface components {
       password: boolean;
       /** @description whether single sign-on (`GET /v1/auth/oidc/start`) is set up */
       oidc: boolean;
+    };
+    DeviceSignInStart: {
+      /** @description the command line's secret for `POST /v1/auth/device/token` */
+      deviceCode: string;
+      /** @description what its user checks on the page, `XXXX-XXXX` */
+      userCode: string;
+      /** @description the dashboard's page where a signed-in user approves */
+      verificationUri: string;
+      /** @description the page with the code filled in */
+      verificationUriComplete: string;
+      /** Format: date-time */
+      expiresAt: string;
+      /** @description seconds to wait between polls */
+      interval: number;
+    };
+    DeviceSignInPending: {
+      /** @enum {string} */
+      status: 'pending';
+      /** Format: date-time */
+      expiresAt: string;
+      interval: number;
+    };
+    DeviceSignIn: {
+      userCode: string;
+      /** @enum {string} */
+      status: 'pending' | 'approved' | 'denied';
+      /** @description how the client described itself: its own words */
+      client: string | null;
+      /** @description the client address that started the sign-in */
+      requestedFrom: string;
+      /** Format: date-time */
+      requestedAt: string;
+      /** Format: date-time */
+      expiresAt: string;
     };
     TokenInfo: {
       name: string;
@@ -3235,6 +3371,287 @@ export interface operations {
       };
       /** @description Default Response */
       503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  startDeviceSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description how the client describes itself, shown on the approval page as its own words */
+          client?: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeviceSignInStart'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  finishDeviceSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          deviceCode: string;
+        };
+      };
+    };
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['SignInAnswer'];
+        };
+      };
+      /** @description Default Response */
+      202: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeviceSignInPending'];
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  getDeviceSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        userCode: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeviceSignIn'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  approveDeviceSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        userCode: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeviceSignIn'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
+  denyDeviceSignIn: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        userCode: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['DeviceSignIn'];
+        };
+      };
+      /** @description Default Response */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      409: {
         headers: {
           [name: string]: unknown;
         };

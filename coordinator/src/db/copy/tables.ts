@@ -38,6 +38,7 @@ export const COPIED_TABLES = [
   'chat_integrations',
   'chat_oauth_states',
   'oidc_states',
+  'device_sign_ins',
   'chat_requests_seen',
   'chat_outbox',
 ] as const;

@@ -14,6 +14,7 @@ import { createBatchRepository } from './batches.js';
 import { createChangeCounterRepository, type Reading } from './change-counter.js';
 import { createChatIntegrationRepository } from './chat-integrations.js';
 import { createOidcStateRepository } from './oidc-states.js';
+import { createDeviceSignInRepository } from './device-sign-ins.js';
 import { createChatOutboxRepository } from './chat-outbox.js';
 import { createChatRequestRepository } from './chat-requests.js';
 import { createCronOccurrenceRepository } from './cron-occurrences.js';
@@ -62,6 +63,7 @@ export function createRepositories(
     cronOccurrences: createCronOccurrenceRepository(database),
     enrollmentTokens: createEnrollmentTokenRepository(database),
     oidcStates: createOidcStateRepository(database),
+    deviceSignIns: createDeviceSignInRepository(database),
     jobs: createJobRepository(database, rules.planJobMove, rules.planJobMessages),
     orgs: createOrgRepository(database, rules.roleChangeRefusal),
     pools: createPoolRepository(database),

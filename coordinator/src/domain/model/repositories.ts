@@ -12,6 +12,7 @@ import type { ChatRequestRepository } from './chat-requests.js';
 import type { CronOccurrenceRepository } from './cron-occurrences.js';
 import type { DeviceBindingRepository } from './device-bindings.js';
 import type { DeviceGroupRepository } from './device-groups.js';
+import type { DeviceSignInRepository } from './device-sign-ins.js';
 import type { EnrollmentTokenRepository } from './enrollment-tokens.js';
 import type { FileRepository } from './files.js';
 import type { InvitationRepository } from './invitations.js';
@@ -45,6 +46,7 @@ export interface Repositories {
   chatOutbox: ChatOutboxRepository;
   chatRequests: ChatRequestRepository;
   cronOccurrences: CronOccurrenceRepository;
+  deviceSignIns: DeviceSignInRepository;
   enrollmentTokens: EnrollmentTokenRepository;
   jobs: JobRepository;
   oidcStates: OidcStateRepository;

@@ -26,7 +26,7 @@ const SessionSchema = named('Session', {
   examples: [sessionExample],
 } as const);
 
-const SignInAnswerSchema = named('SignInAnswer', {
+export const SignInAnswerSchema = named('SignInAnswer', {
   type: 'object',
   required: ['token', 'expiresAt', 'user'],
   properties: { token: { type: 'string' }, expiresAt: timestamp, user: UserSchema },

@@ -13,6 +13,7 @@ export const DASHBOARD_PAGE_PATHS = [
   '/',
   '/login',
   '/account',
+  '/device',
   '/orgs/:orgId',
   '/orgs/:orgId/*',
   '/chat/:provider/finish',

@@ -1,0 +1,183 @@
+import { randomBytes, randomInt } from 'node:crypto';
+import { formatUserCode, normalizeUserCode, USER_CODE_ALPHABET, USER_CODE_LENGTH } from '@drover/shared';
+import type { Logger } from 'pino';
+import {
+  DEVICE_SIGN_IN_INTERVAL_SECONDS,
+  DEVICE_SIGN_IN_TTL_MS,
+  DEVICE_SIGN_INS_PENDING_PER_ADDRESS,
+  type DeviceSignInView,
+} from '../model/device-sign-ins.js';
+import type { Repositories } from '../model/repositories.js';
+import { AppError, conflict } from '../../errors.js';
+import { isoAt, type Clock } from '../../util/clock.js';
+import { hashBearerSecret } from '../../util/secrets.js';
+import type { SessionService } from './sessions.js';
+import type { SignedIn } from './sign-in.js';
+
+/** What the command line gets when it starts: what it keeps, and what it shows its user. */
+export interface DeviceSignInStart {
+  deviceCode: string;
+  userCode: string;
+  verificationUri: string;
+  verificationUriComplete: string;
+  expiresAt: string;
+  interval: number;
+}
+
+/** The command line's poll while nobody has approved. */
+export interface DeviceSignInPending {
+  status: 'pending';
+  expiresAt: string;
+  interval: number;
+}
+
+export interface DeviceSignInDeps {
+  repos: Pick<Repositories, 'deviceSignIns' | 'users'>;
+  sessions: SessionService;
+  clock: Clock;
+  logger: Logger;
+  /** The coordinator's public URL, without a trailing slash (the dashboard's /device page is under it). */
+  publicUrl: () => string;
+}
+
+const USER_CODE_ATTEMPTS = 5;
+
+/** A user code drawn at random (~34.6 bits; only a signed-in user can look one up). */
+function newUserCode(): string {
+  let letters = '';
+  for (let i = 0; i < USER_CODE_LENGTH; i++) letters += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
+  return formatUserCode(letters);
+}
+
+const noSuchSignIn = () =>
+  new AppError(
+    'not_found',
+    'No sign-in waits for this code: it is wrong, has expired (codes last 10 minutes) or was already used',
+  );
+
+/**
+ * Signing the command line in through the browser: the device authorization grant of RFC 8628
+ * (docs/cli.md, "drover login --browser"). The command line starts a sign-in and keeps its device
+ * code (a bearer secret, of which only the SHA-256 is stored); its user opens the dashboard's
+ * /device page where they are signed in, by password or single sign-on, checks the user code and
+ * approves or denies; the command line, polling, then gets a session of the approving user, the
+ * same as a password sign-in answers, once. A sign-in lasts ten minutes; one client address may
+ * have ten pending; a poll sooner than the interval after the previous one is refused. A "sign
+ * out everywhere" (or a password change) between the approval and the poll ends it too.
+ */
+export class DeviceSignInService {
+  constructor(private readonly deps: DeviceSignInDeps) {}
+
+  async start(client: string | null, address: string): Promise<DeviceSignInStart> {
+    const now = this.deps.clock.now();
+    const deviceCode = randomBytes(32).toString('base64url');
+    const expiresAt = isoAt(now + DEVICE_SIGN_IN_TTL_MS);
+    for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
+      const userCode = newUserCode();
+      const outcome = await this.deps.repos.deviceSignIns.start(
+        {
+          deviceCodeHash: hashBearerSecret(deviceCode),
+          userCode,
+          client,
+          requestedFrom: address,
+          createdAt: isoAt(now),
+          expiresAt,
+        },
+        DEVICE_SIGN_INS_PENDING_PER_ADDRESS,
+      );
+      if (outcome === 'limited') {
+        throw new AppError(
+          'rate_limited',
+          `This address already has ${DEVICE_SIGN_INS_PENDING_PER_ADDRESS} sign-ins waiting for an approval; finish or let them expire first`,
+          { retryAfter: DEVICE_SIGN_IN_TTL_MS / 1000 },
+        );
+      }
+      if (outcome === 'started') {
+        const page = `${this.deps.publicUrl()}/device`;
+        return {
+          deviceCode,
+          userCode,
+          verificationUri: page,
+          verificationUriComplete: `${page}?code=${userCode}`,
+          expiresAt,
+          interval: DEVICE_SIGN_IN_INTERVAL_SECONDS,
+        };
+      }
+    }
+    throw new Error(`no free user code in ${USER_CODE_ATTEMPTS} draws`);
+  }
+
+  /** The sign-in waiting for the code a signed-in user typed, or 404. */
+  async describe(typedCode: string): Promise<DeviceSignInView> {
+    const userCode = normalizeUserCode(typedCode);
+    const found = userCode ? await this.deps.repos.deviceSignIns.findByUserCode(userCode, this.now()) : null;
+    if (!found) throw noSuchSignIn();
+    return found;
+  }
+
+  /** Approves or denies a pending sign-in as the signed-in user `userId`: 404 none, 409 decided already. */
+  async decide(typedCode: string, status: 'approved' | 'denied', userId: string): Promise<DeviceSignInView> {
+    const userCode = normalizeUserCode(typedCode);
+    if (!userCode) throw noSuchSignIn();
+    const user = await this.deps.repos.users.findById(userId);
+    if (!user) throw noSuchSignIn();
+    const decided = await this.deps.repos.deviceSignIns.decide(userCode, {
+      status,
+      userId,
+      sessionGeneration: status === 'approved' ? user.sessionGeneration : null,
+      at: this.now(),
+    });
+    if (decided === null) throw noSuchSignIn();
+    if (decided === 'decided') throw conflict('This sign-in was already approved or denied');
+    this.deps.logger.info(
+      { userId, userCode, requestedFrom: decided.requestedFrom, client: decided.client },
+      status === 'approved' ? 'command-line sign-in approved' : 'command-line sign-in denied',
+    );
+    return decided;
+  }
+
+  /** The command line's poll: its session once approved (once), else pending, or why not. */
+  async finish(deviceCode: string): Promise<SignedIn | DeviceSignInPending> {
+    const { repos, sessions } = this.deps;
+    const poll = await repos.deviceSignIns.poll(
+      hashBearerSecret(deviceCode),
+      this.now(),
+      DEVICE_SIGN_IN_INTERVAL_SECONDS * 1000,
+    );
+    switch (poll.outcome) {
+      case 'pending':
+        return { status: 'pending', expiresAt: poll.expiresAt, interval: DEVICE_SIGN_IN_INTERVAL_SECONDS };
+      case 'too_soon': {
+        const seconds = Math.max(1, Math.ceil((Date.parse(poll.earliest) - this.deps.clock.now()) / 1000));
+        throw new AppError('rate_limited', `Poll at most every ${DEVICE_SIGN_IN_INTERVAL_SECONDS} seconds`, {
+          retryAfter: seconds,
+        });
+      }
+      case 'denied':
+        throw new AppError('device_sign_in_denied', 'The sign-in was denied in the browser');
+      case 'expired':
+        throw new AppError(
+          'device_sign_in_expired',
+          'The sign-in expired before it was approved, or its session was already handed out: start again',
+        );
+      case 'unknown':
+        throw new AppError('not_found', 'No sign-in has this device code');
+      case 'approved': {
+        const user = await repos.users.findById(poll.userId);
+        if (!user || user.sessionGeneration !== poll.sessionGeneration) {
+          throw new AppError(
+            'device_sign_in_denied',
+            "The approving user's sessions were all ended after the approval: start again",
+          );
+        }
+        const session = await sessions.issue(user.id, user.sessionGeneration);
+        this.deps.logger.info({ userId: user.id }, 'command-line sign-in handed out its session');
+        return { ...session, user: { id: user.id, email: user.email, createdAt: user.createdAt } };
+      }
+    }
+  }
+
+  private now(): string {
+    return isoAt(this.deps.clock.now());
+  }
+}
