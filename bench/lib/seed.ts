@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Coordinator } from '@drover/coordinator';
+import { newTimeOrderedId, type Coordinator } from '@drover/coordinator';
 import type { WorkflowDefinition } from '@drover/shared';
 
 /**
@@ -68,7 +68,7 @@ export async function seedAgent(
   const at = new Date().toISOString();
   const tokenHash = randomBytes(32).toString('hex');
   await repos.enrollmentTokens.insert(enrollmentTokenRow(orgId, at), tokenHash);
-  const id = randomUUID();
+  const id = newTimeOrderedId(Date.now()); // as the coordinator's enrollment makes it
   const outcome = await repos.agents.enroll(
     tokenHash,
     {

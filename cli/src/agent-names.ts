@@ -2,6 +2,7 @@ import type { Schema } from '@drover/shared/api';
 import type { Caller } from './callers.js';
 import { ApiError } from './errors.js';
 import { selectLocally, selectorRefusal } from './labels/selector.js';
+import { shortId } from '@drover/shared';
 
 /** An agent as `GET /v1/agents` (an API token) and `GET /v1/orgs/:orgId/agents` (a session) answer it. */
 export type Agent = Schema<'Agent'>;
@@ -43,6 +44,6 @@ export async function agentNamer(caller: Caller): Promise<(agentId: string) => s
   return (agentId) => {
     const name = named.get(agentId);
     if (name === undefined) return agentId;
-    return uses.get(name)! > 1 ? `${name} (${agentId.slice(0, 8)})` : name;
+    return uses.get(name)! > 1 ? `${name} (${shortId(agentId)})` : name;
   };
 }

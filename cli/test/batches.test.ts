@@ -90,8 +90,8 @@ describe('a batch as the command line shows it', () => {
     ]);
     expect(table.split('\n')).toEqual([
       'AGENT                                 STATUS   EXIT  ERROR',
-      'gw (6f1c2b8e)                         success  0     -',
-      'gw (7a2d3c9f)                         failed   1     step 1 failed exit 1',
+      'gw (…2a3b4c5d)                        success  0     -',
+      'gw (…3b4c5d6e)                        failed   1     step 1 failed exit 1',
       `${C}  pending  -     -`,
       '',
     ]);

@@ -4,8 +4,9 @@ import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
 
 const A = '3f0c1d52-0000-4000-8000-00000000000a';
-const B = '7b1e0a99-0000-4000-8000-00000000000b';
-const C = 'c4d2f3e1-0000-4000-8000-00000000000c';
+// Time-ordered ids, as agents have: enrolled in the same minute, they begin alike.
+const B = '019ad1e0-7c2a-7000-8000-4f1c2b8e0a99';
+const C = '019ad1e0-7c2a-7000-8000-9d3e4f5ac4e1';
 const GONE = '99999999-0000-4000-8000-000000000000';
 
 const agent = (id: string, name: string) => ({
@@ -19,7 +20,7 @@ const agent = (id: string, name: string) => ({
   enrolledAt: '2026-11-25T09:58:00.000Z',
 });
 const workflow = (agentId: string, name: string) => ({
-  id: `${agentId.slice(0, 8)}-1111-4000-8000-000000000000`,
+  id: `${agentId.slice(-8)}-1111-4000-8000-000000000000`,
   agentId,
   name,
   description: null,
@@ -38,7 +39,7 @@ const workflows = async () => {
 };
 
 describe('drover workflows', () => {
-  it("names each workflow's agent, telling apart agents of the same name by the start of their id", async () => {
+  it("names each workflow's agent, telling apart agents of the same name by the end of their id", async () => {
     api = await fakeCoordinator({
       'GET /v1/workflows': [200, WORKFLOWS],
       'GET /v1/agents': [200, [agent(A, 'edge-1'), agent(B, 'edge'), agent(C, 'edge')]],
@@ -48,8 +49,8 @@ describe('drover workflows', () => {
     expect(res.lines.map((line) => line.replace(/ +/g, ' '))).toEqual([
       'NAME VERSION PARAMS AGENT DESCRIPTION',
       'backup - - edge-1 -',
-      'deploy - - edge (7b1e0a99) -',
-      'deploy - - edge (c4d2f3e1) -',
+      'deploy - - edge (…2b8e0a99) -',
+      'deploy - - edge (…4f5ac4e1) -',
       `old - - ${GONE} -`,
     ]);
   });

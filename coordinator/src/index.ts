@@ -5,6 +5,7 @@ export { ErrorCodes, AppError, type ErrorCode } from './errors.js';
 export { systemClock, type Clock } from './util/clock.js';
 export { startServer, type RunningServer } from './server.js';
 export { desiredManifest } from './domain/ota/agent-deploy.js';
+export { newTimeOrderedId } from './util/ids.js';
 export { loadCopyDataConfig, type CopyDataConfig } from './config/copy-data-config.js';
 export { copyData, CopyDataError } from './copy-data/copy-data.js';
 export type { CopyDataReport } from './copy-data/report.js';

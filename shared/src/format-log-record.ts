@@ -3,6 +3,7 @@
  * agent's `run` in a terminal, and the coordinator's log on a terminal.
  */
 import { showControls } from './visible-controls.js';
+import { shortId } from './short-id.js';
 
 /** pino's numeric levels and their names. */
 export const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 } as const;
@@ -93,15 +94,6 @@ const inLine = (text: string) => showControls(text, { lineBreaks: false });
 export function levelLabel(level: number): string {
   for (const name of [...LEVEL_NAMES].reverse()) if (level >= LEVELS[name]) return name.toUpperCase();
   return 'TRACE';
-}
-
-/**
- * `…e3f40516` for a UUID: its last 8 characters, enough to tell jobs apart and to pass to `--job`.
- * Not its first ones: a job id is a UUIDv7, whose first 8 characters are its creation time, the
- * same for every job of the same minute.
- */
-export function shortId(id: string): string {
-  return id.length > 8 ? `…${id.slice(-8)}` : id;
 }
 
 /** `2026-11-22 10:31:02` in the machine's time zone (or UTC). */

@@ -14,6 +14,7 @@ export * from './describe.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './format-log-record.js';
+export * from './short-id.js';
 export * from './pattern-match.js';
 export * from './node-version.js';
 export * from './visible-controls.js';

@@ -11,6 +11,7 @@ import {
   type BatchJob,
   type BatchJobResult,
 } from './batch.js';
+import { shortId } from '@drover/shared';
 
 /**
  * How each job's agent is named in a table: its name, with the start of its id when two jobs'
@@ -21,7 +22,7 @@ function agentNames(jobs: readonly Pick<BatchJobResult, 'agentId' | 'agentName'>
   for (const job of jobs) if (job.agentName !== null) uses.set(job.agentName, (uses.get(job.agentName) ?? 0) + 1);
   return jobs.map(({ agentId, agentName }) => {
     if (agentName === null) return agentId ?? '-';
-    return uses.get(agentName)! > 1 && agentId !== null ? `${agentName} (${agentId.slice(0, 8)})` : agentName;
+    return uses.get(agentName)! > 1 && agentId !== null ? `${agentName} (${shortId(agentId)})` : agentName;
   });
 }
 

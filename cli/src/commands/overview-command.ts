@@ -7,6 +7,7 @@ import { formatTable } from '../output/table.js';
 import { ago } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
+import { shortId } from '@drover/shared';
 
 type Overview = Schema<'Overview'>;
 
@@ -48,7 +49,7 @@ export function overviewText(o: Overview, hours: number, now = Date.now()): stri
     `Jobs, last ${hours} h:  ${jobs.total} (${OUTCOMES.map(([key, words]) => `${sum(key)} ${words}`).join(', ')}); ${o.running.length}${o.running.length >= 100 ? '+' : ''} running now`,
   ];
   const section = (title: string, empty: string, table: string | null) => lines.push('', title, table ?? `  ${empty}`);
-  const named = (name: string | null, id: string | null, none: string) => name ?? (id === null ? none : id.slice(0, 8));
+  const named = (name: string | null, id: string | null, none: string) => name ?? (id === null ? none : shortId(id));
   const jobRows = (list: Overview['running'], when: (j: Overview['running'][number]) => string) =>
     list.map((j) => [
       `#${j.number}`,

@@ -5,7 +5,11 @@ export const newId = (): string => randomUUID();
 /**
  * A UUID version 7 (RFC 9562): the first 48 bits are `nowMs`, the rest random. Rows keyed by
  * such ids are inserted near the end of their primary-key B-tree instead of at random places,
- * which halves the cost of an insert into a large table (jobs; docs/performance.md).
+ * which halves the cost of an insert into a large table (jobs; docs/performance.md). Agents and
+ * device bindings have them too: an index that begins with the agent (jobs by agent, bindings
+ * by agent) or the binding (update jobs) then holds the agents enrolled, and the devices bound,
+ * at about the same time side by side, which is the order a publish writes in
+ * (docs/performance.md, "OTA at 100,000 devices").
  */
 export function newTimeOrderedId(nowMs: number): string {
   const random = randomUUID(); // xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, V the variant

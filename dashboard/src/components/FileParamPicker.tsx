@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { filesKey, filesQuery, type StoredFile } from '../api/files';
 import { humanSize } from './bytes';
 import { FileUpload } from './FileUpload';
+import { shortId } from '@drover/shared/short-id';
 
 /**
  * The input of a workflow's `file` param: one of the organization's active files, newest first
@@ -31,7 +32,7 @@ export function FileParamPicker(props: {
         <option value="">{files.isPending ? 'reading the files…' : 'Choose a file…'}</option>
         {choices.map((f) => (
           <option key={f.id} value={f.id}>
-            {f.filename} ({humanSize(f.size)}, {f.id.slice(0, 8)})
+            {f.filename} ({humanSize(f.size)}, {shortId(f.id)})
           </option>
         ))}
       </select>

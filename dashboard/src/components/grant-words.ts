@@ -1,13 +1,13 @@
 import { ApiError } from '../api/client';
 import type { ApiToken, Grant, GrantView } from '../api/access';
+import { shortId } from '@drover/shared/short-id';
 
 /** How the API tokens page says a token's grants, limits and state. */
 
 /** Names of the things grants point at, by id (agents, triggers, storage bindings). */
 export type Names = Map<string, string>;
 
-const listOf = (ids: string[], names: Names): string =>
-  ids.map((id) => names.get(id) ?? `${id.slice(0, 8)}…`).join(', ');
+const listOf = (ids: string[], names: Names): string => ids.map((id) => names.get(id) ?? shortId(id)).join(', ');
 
 /** `run triggers: deploy, nightly` · `agents: build-01` · `storage (every binding): read, write` */
 export function grantWords(grant: GrantView, names: Names): string {

@@ -10,6 +10,7 @@ import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { JobNumber } from '../components/JobNumber';
 import { ago, dateTime } from '../components/time';
 import { DeviceGroupForm } from './DeviceGroupForm';
+import { shortId } from '@drover/shared/short-id';
 
 const STATE_CLASS: Record<string, string> = {
   installed: 'status-success',
@@ -30,7 +31,7 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
   const { orgId, app, devices } = props;
   const agents = useQuery(agentsQuery(orgId));
   const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
-  const nameOf = (id: string) => names.get(id) ?? id.slice(0, 8);
+  const nameOf = (id: string) => names.get(id) ?? shortId(id);
   return (
     <section aria-labelledby="devices-heading">
       <h2 id="devices-heading">Devices</h2>
@@ -159,7 +160,7 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
   const move = useMutation({ mutationFn: () => api<Binding>('PATCH', path, { body: { channel } }), onSuccess: done });
   const unbind = useMutation({ mutationFn: () => api<void>('DELETE', path), onSuccess: done });
   const retry = useMutation({ mutationFn: () => api<Binding>('POST', `${path}/reconcile`), onSuccess: done });
-  const idPrefix = `dev-${b.id.slice(0, 8)}`;
+  const idPrefix = `dev-${b.id}`;
   const errors = fieldErrors(move.error, ['channel'], 'body', idPrefix);
   if (mode === 'channel') {
     const submit = (event: FormEvent) => {

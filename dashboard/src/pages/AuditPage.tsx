@@ -11,6 +11,7 @@ import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
+import { shortId } from '@drover/shared/short-id';
 
 /** The organization's audit log (owners only), newest first, filtered by the address's search parameters. */
 export function AuditPage() {
@@ -90,12 +91,11 @@ interface Names {
 }
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value ? value : undefined);
-const short = (id: string) => id.slice(0, 8);
 /**
  * A job by its number (`#42`) when the entry has it, else by the end of its id (`…9f3c2a1b`): a job
  * id begins with its creation time, the same for every job of the same minute.
  */
-const jobLabel = (id: string, number?: unknown) => (typeof number === 'number' ? `#${number}` : `…${id.slice(-8)}`);
+const jobLabel = (id: string, number?: unknown) => (typeof number === 'number' ? `#${number}` : shortId(id));
 /** Metadata keys that hold a job id, each shown as a link to the job. */
 const JOB_ID_KEYS = new Set(['jobId', 'activeJobId', 'cancelledJobId']);
 
@@ -106,9 +106,9 @@ function actor(entry: AuditEntry, names: Names): ReactNode {
     case 'user':
       if (!id) return 'a member';
       // While the members load, the id; once loaded, an id none has is a member who left.
-      return names.emails ? (names.emails.get(id) ?? `a former member (${short(id)})`) : short(id);
+      return names.emails ? (names.emails.get(id) ?? `a former member (${shortId(id)})`) : shortId(id);
     case 'api_token':
-      return `API token ${id ? (names.tokens.get(id) ?? short(id)) : ''}`.trim();
+      return `API token ${id ? (names.tokens.get(id) ?? shortId(id)) : ''}`.trim();
     case 'agent': {
       const name = id ? names.agents.get(id) : undefined;
       if (name)
@@ -117,7 +117,7 @@ function actor(entry: AuditEntry, names: Names): ReactNode {
             agent <Link to={`/orgs/${names.orgId}/agents`}>{name}</Link>
           </>
         );
-      return `agent ${id ? short(id) : ''}`.trim();
+      return `agent ${id ? shortId(id) : ''}`.trim();
     }
     default:
       return 'The coordinator';
@@ -133,7 +133,7 @@ function target(entry: AuditEntry, names: Names): ReactNode {
     case 'trigger': {
       const current = names.triggers.get(id);
       if (current) return <Link to={`/orgs/${names.orgId}/triggers/${id}`}>{current}</Link>;
-      return <>{named ?? short(id)} (deleted)</>;
+      return <>{named ?? shortId(id)} (deleted)</>;
     }
     case 'job': {
       const workflow = text(metadata.workflowName);
@@ -148,37 +148,37 @@ function target(entry: AuditEntry, names: Names): ReactNode {
     case 'device_binding': {
       // A device is an agent bound to an application: named by the agent, linked to the application.
       const agentId = text(metadata.agentId);
-      const name = agentId ? (names.agents.get(agentId) ?? `agent ${short(agentId)}`) : short(id);
+      const name = agentId ? (names.agents.get(agentId) ?? `agent ${shortId(agentId)}`) : shortId(id);
       const appId = text(metadata.applicationId);
       return appId ? <Link to={`/orgs/${names.orgId}/apps/${appId}`}>{name}</Link> : name;
     }
     case 'agent': {
       const name = names.agents.get(id);
-      return name ? <Link to={`/orgs/${names.orgId}/agents`}>{name}</Link> : (named ?? short(id));
+      return name ? <Link to={`/orgs/${names.orgId}/agents`}>{name}</Link> : (named ?? shortId(id));
     }
     case 'org':
-      return <Link to={`/orgs/${id}`}>{named ?? short(id)}</Link>;
+      return <Link to={`/orgs/${id}`}>{named ?? shortId(id)}</Link>;
     case 'application':
-      return <Link to={`/orgs/${names.orgId}/apps/${id}`}>{named ?? short(id)}</Link>;
+      return <Link to={`/orgs/${names.orgId}/apps/${id}`}>{named ?? shortId(id)}</Link>;
     case 'release': {
       const appId = text(metadata.applicationId);
-      const version = text(metadata.version) ?? short(id);
+      const version = text(metadata.version) ?? shortId(id);
       return appId ? <Link to={`/orgs/${names.orgId}/apps/${appId}`}>{version}</Link> : version;
     }
     case 'storage_binding':
-      return <Link to={`/orgs/${names.orgId}/storage`}>{named ?? short(id)}</Link>;
+      return <Link to={`/orgs/${names.orgId}/storage`}>{named ?? shortId(id)}</Link>;
     case 'user': {
       const email = names.emails?.get(id);
-      return email ? <Link to={`/orgs/${names.orgId}/members`}>{email}</Link> : (named ?? short(id));
+      return email ? <Link to={`/orgs/${names.orgId}/members`}>{email}</Link> : (named ?? shortId(id));
     }
     case 'api_token': {
-      const name = names.tokens.get(id) ?? named ?? short(id);
+      const name = names.tokens.get(id) ?? named ?? shortId(id);
       return <Link to={`/orgs/${names.orgId}/api-tokens`}>{name}</Link>;
     }
     case 'chat_integration':
-      return <Link to={`/orgs/${names.orgId}/integrations`}>{text(metadata.teamName) ?? short(id)}</Link>;
+      return <Link to={`/orgs/${names.orgId}/integrations`}>{text(metadata.teamName) ?? shortId(id)}</Link>;
     default:
-      return named ?? (type === 'address' ? id : short(id));
+      return named ?? (type === 'address' ? id : shortId(id));
   }
 }
 

@@ -17,6 +17,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { duration } from '../components/JobFacts';
 import { dateTime } from '../components/time';
 import { allows } from './use-org';
+import { shortId } from '@drover/shared/short-id';
 
 /**
  * A batch (`/api/batches/:id`, the `statusUrl` of a run on a label selector): its trigger,
@@ -52,7 +53,7 @@ function LiveBatch({ batchId }: { batchId: string }) {
           {trigger ? (
             <Link to={`/orgs/${b.orgId}/triggers/${trigger.id}`}>{trigger.name}</Link>
           ) : (
-            <span className="hint">{triggers.data ? 'deleted trigger' : b.triggerId.slice(0, 8)}</span>
+            <span className="hint">{triggers.data ? 'deleted trigger' : shortId(b.triggerId)}</span>
           )}
         </Fact>
         <Fact term="Workflow">{b.workflowName}</Fact>
@@ -120,7 +121,7 @@ function BatchJobs({ batch }: { batch: BatchDetail }) {
 }
 
 function BatchJobRow({ orgId, job }: { orgId: string; job: BatchJob }) {
-  const agent = job.agentName ?? job.agentId?.slice(0, 8) ?? 'no agent';
+  const agent = job.agentName ?? (job.agentId === null ? 'no agent' : shortId(job.agentId));
   return (
     <tr aria-label={agent}>
       <th scope="row">

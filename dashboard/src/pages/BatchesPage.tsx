@@ -8,6 +8,7 @@ import { ShowOlder } from '../components/ShowOlder';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
+import { shortId } from '@drover/shared/short-id';
 
 /**
  * The organization's batches (runs of triggers on a label selector, one job per agent), newest
@@ -85,7 +86,7 @@ function BatchRow({ batch, triggerName, loaded }: { batch: Batch; triggerName: s
     <tr>
       <BatchCells batch={batch} />
       <td>
-        {triggerName ?? <span className="hint">{loaded ? 'deleted trigger' : batch.triggerId.slice(0, 8)}</span>}
+        {triggerName ?? <span className="hint">{loaded ? 'deleted trigger' : shortId(batch.triggerId)}</span>}
         <br />
         <span className="hint">{JOB_SOURCES[batch.source] ?? batch.source}</span>
       </td>

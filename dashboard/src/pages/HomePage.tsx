@@ -20,6 +20,7 @@ import { duration, JobStatus } from '../components/JobFacts';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
+import { shortId } from '@drover/shared/short-id';
 
 /** The chart and its library (uPlot) load with the home page, not with every page's first load. */
 const JobsChart = lazy(() => import('../components/JobsChart').then((m) => ({ default: m.JobsChart })));
@@ -219,7 +220,7 @@ function JobList({ orgId, jobs, when }: { orgId: string; jobs: OverviewJob[]; wh
             {job.agentId === null ? (
               'waiting for an agent'
             ) : (
-              <Link to={`/orgs/${orgId}/agents/${job.agentId}`}>{job.agentName ?? job.agentId.slice(0, 8)}</Link>
+              <Link to={`/orgs/${orgId}/agents/${job.agentId}`}>{job.agentName ?? shortId(job.agentId)}</Link>
             )}{' '}
             · {when(job)}
           </span>

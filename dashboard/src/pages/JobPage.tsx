@@ -21,6 +21,7 @@ import { FileDownload } from '../components/FileDownload';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { dateTime } from '../components/time';
 import { allows } from './use-org';
+import { shortId } from '@drover/shared/short-id';
 
 /**
  * A job (`/api/jobs/:id`, the `statusUrl` of a run): status, its agent and trigger (or the release
@@ -136,7 +137,7 @@ function JobPlace({ job }: { job: JobDetail }) {
         {job.agentId === null ? (
           <span className="hint">waiting for an agent</span>
         ) : (
-          <Link to={`/orgs/${orgId}/agents`}>{agent?.name ?? <code>{job.agentId.slice(0, 8)}</code>}</Link>
+          <Link to={`/orgs/${orgId}/agents`}>{agent?.name ?? <code>{shortId(job.agentId)}</code>}</Link>
         )}
         {agent?.status === 'revoked' && <span className="hint"> (revoked)</span>}
       </dd>
@@ -147,7 +148,7 @@ function JobPlace({ job }: { job: JobDetail }) {
             {trigger ? (
               <Link to={`/orgs/${orgId}/triggers/${trigger.id}`}>{trigger.name}</Link>
             ) : (
-              <span className="hint">{triggers.data ? 'deleted trigger' : job.triggerId.slice(0, 8)}</span>
+              <span className="hint">{triggers.data ? 'deleted trigger' : shortId(job.triggerId)}</span>
             )}
           </dd>
         </>
@@ -180,7 +181,7 @@ function JobPlace({ job }: { job: JobDetail }) {
               <>
                 {' of '}
                 <Link to={`/orgs/${orgId}/apps/${job.applicationId}`}>
-                  {app?.slug ?? <code>{job.applicationId.slice(0, 8)}</code>}
+                  {app?.slug ?? <code>{shortId(job.applicationId)}</code>}
                 </Link>
               </>
             )}{' '}

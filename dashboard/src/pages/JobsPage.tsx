@@ -21,6 +21,7 @@ import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
+import { shortId } from '@drover/shared/short-id';
 
 /** The organization's trigger jobs, newest first, filtered by the address's search parameters. */
 export function JobsPage() {
@@ -123,7 +124,7 @@ function JobRow({ job, names }: { job: Job; names: Names }) {
         {job.agentId === null ? (
           <span className="hint">waiting for an agent</span>
         ) : (
-          (names.agents.get(job.agentId) ?? <span className="hint">{job.agentId.slice(0, 8)}</span>)
+          (names.agents.get(job.agentId) ?? <span className="hint">{shortId(job.agentId)}</span>)
         )}
       </td>
       <td>

@@ -5,6 +5,7 @@ import { api, ApiError } from '../api/client';
 import { artifactFilesQuery, byteSize, storageBindingsQuery, type App, type Release } from '../api/ota';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { FileUpload } from '../components/FileUpload';
+import { shortId } from '@drover/shared/short-id';
 
 const FIELDS = ['version', 'artifactFileId', 'channel', 'updatePolicy', 'notes', 'sequence', 'signature'] as const;
 
@@ -162,7 +163,7 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
                 <option value="">Choose a file…</option>
                 {(files.data ?? []).map((f) => (
                   <option key={f.id} value={f.id}>
-                    {f.filename} ({byteSize(f.size)}, {f.id.slice(0, 8)})
+                    {f.filename} ({byteSize(f.size)}, {shortId(f.id)})
                   </option>
                 ))}
               </select>

@@ -15,6 +15,7 @@ import {
 } from '../components/trigger-words';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
+import { shortId } from '@drover/shared/short-id';
 
 /** The organization's triggers: what each runs, how it answers, and for cron its schedule. */
 export function TriggersPage() {
@@ -102,7 +103,7 @@ function TriggerRow(props: {
         {trigger.agentSelector !== null && <SelectorTarget trigger={trigger} agents={props.agents} />}
         {trigger.agentSelector === null &&
           trigger.agentId !== null &&
-          (agentName ?? <code>{trigger.agentId.slice(0, 8)}</code>)}
+          (agentName ?? <code>{shortId(trigger.agentId)}</code>)}
       </td>
       <td>{workflowWords(trigger)}</td>
       <td>{answerWords(trigger)}</td>

@@ -8,7 +8,7 @@ import type {
   GroupAgent,
   PlanDeviceGroup,
 } from '../../domain/model/device-groups.js';
-import { newId } from '../../util/ids.js';
+import { newTimeOrderedId } from '../../util/ids.js';
 import { all, command, jsonRecords, lock, one, query, run, type Database, type Flow } from '../sql/index.js';
 import { toApplication, type ApplicationRow } from './applications.js';
 import { toDeviceBinding, type DeviceBindingRow } from './device-binding-rows.js';
@@ -140,7 +140,7 @@ export function createDeviceGroupRepository(db: Database, planDeviceGroup: PlanD
         const { id: applicationId, default_channel: channel } = app;
         const records = plan.bind.map((agentId, i) => ({
           ord: i + 1,
-          id: newId(),
+          id: newTimeOrderedId(Date.parse(input.at)),
           org_id: input.orgId,
           application_id: applicationId,
           agent_id: agentId,

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Agent, AgentRepository, EnrollRefusal, StoredEnrollmentToken } from '../model/agents.js';
 import { invalid, unauthorized } from '../../errors.js';
 import { isoAt, isoNow, type Clock } from '../../util/clock.js';
-import { newId } from '../../util/ids.js';
+import { newTimeOrderedId } from '../../util/ids.js';
 import { hashBearerSecret } from '../../util/secrets.js';
 import { AttemptThrottle, type ThrottlePolicy } from '../auth/attempt-throttle.js';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -78,7 +78,7 @@ export class AgentEnrollment {
     const outcome = await this.deps.agents.enroll(
       hashBearerSecret(body.enrollmentToken),
       {
-        id: newId(),
+        id: newTimeOrderedId(this.deps.clock.now()),
         name,
         hostname: body.hostname,
         os: body.os,

@@ -1,8 +1,8 @@
 import type { Application } from '../model/applications.js';
 import type { DeviceBinding, EvaluationOutcome } from '../model/device-bindings.js';
 import { AppError, notFound, validationFailed, type ValidationDetail } from '../../errors.js';
-import { isoNow } from '../../util/clock.js';
-import { newId } from '../../util/ids.js';
+import { isoAt, isoNow } from '../../util/clock.js';
+import { newTimeOrderedId } from '../../util/ids.js';
 import type { OtaContext } from './context.js';
 import { desiredState } from './desired-state.js';
 import { inDeviceGroup } from './device-group-rule.js';
@@ -66,12 +66,13 @@ export async function bindDevices(
     }
   });
   if (problems.length > 0) throw validationFailed(problems);
+  const now = ctx.clock.now();
   const result = await ctx.repos.deviceBindings.bind({
     orgId: app.orgId,
     applicationId: app.id,
-    bindings: ids.map((agentId) => ({ id: newId(), agentId })),
+    bindings: ids.map((agentId) => ({ id: newTimeOrderedId(now), agentId })),
     channel: channel ?? app.defaultChannel,
-    at: isoNow(ctx.clock),
+    at: isoAt(now),
   });
   if (result.outcome === 'already_bound') {
     throw new AppError('conflict', `Already bound to this application: ${result.agentIds.join(', ')}`, {
