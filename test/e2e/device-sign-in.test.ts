@@ -139,7 +139,15 @@ describe('device sign-in', () => {
   });
 
   it('refuses a bad start or poll body with 422, and an eleventh pending sign-in from one address with 429', async () => {
-    for (const body of [{ client: '' }, { client: 'x'.repeat(121) }, { client: 'a\nb' }, { other: 1 }]) {
+    for (const body of [
+      { client: '' },
+      { client: '   ' },
+      { client: 'x'.repeat(121) },
+      { client: 'a\nb' },
+      { client: 'drover on \u202eevil' }, // a right-to-left override
+      { client: 'drover\u200b' }, // a zero-width space
+      { other: 1 },
+    ]) {
       expect((await t.api.post('/auth/device', { body })).status, JSON.stringify(body)).toBe(422);
     }
     expect((await t.api.post('/auth/device/token', { body: {} })).status).toBe(422);

@@ -3390,7 +3390,7 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
-          /** @description how the client describes itself, shown on the approval page as its own words */
+          /** @description how the client describes itself, shown on the approval page as its own words: no control or invisible formatting characters (which could make it read as something else there) */
           client?: string;
         };
       };

@@ -8,7 +8,7 @@ import {
   type DeviceSignInView,
 } from '../model/device-sign-ins.js';
 import type { Repositories } from '../model/repositories.js';
-import { AppError, conflict } from '../../errors.js';
+import { AppError, conflict, invalid } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { hashBearerSecret } from '../../util/secrets.js';
 import type { SessionService } from './sessions.js';
@@ -42,6 +42,13 @@ export interface DeviceSignInDeps {
 
 const USER_CODE_ATTEMPTS = 5;
 
+/**
+ * Control characters, and the invisible ones that format text (bidirectional overrides, zero-width
+ * characters): the approval page shows the client's description to someone deciding whether to
+ * trust it, where an override could make `drover on build-7` read as something else.
+ */
+const HIDDEN = /[\p{Cc}\p{Cf}]/u;
+
 /** A user code drawn at random (~34.6 bits; only a signed-in user can look one up). */
 function newUserCode(): string {
   let letters = '';
@@ -69,6 +76,9 @@ export class DeviceSignInService {
   constructor(private readonly deps: DeviceSignInDeps) {}
 
   async start(client: string | null, address: string): Promise<DeviceSignInStart> {
+    if (client !== null && (client.trim() === '' || HIDDEN.test(client))) {
+      throw invalid('body.client', 'must be visible text, without control or invisible formatting characters');
+    }
     const now = this.deps.clock.now();
     const deviceCode = randomBytes(32).toString('base64url');
     const expiresAt = isoAt(now + DEVICE_SIGN_IN_TTL_MS);

@@ -96,8 +96,9 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
               type: 'string',
               minLength: 1,
               maxLength: 120,
-              pattern: '^[^\\u0000-\\u001f\\u007f]+$',
-              description: 'how the client describes itself, shown on the approval page as its own words',
+              description:
+                'how the client describes itself, shown on the approval page as its own words: no control or ' +
+                'invisible formatting characters (which could make it read as something else there)',
             },
           },
         },
