@@ -15,6 +15,7 @@ export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './format-log-record.js';
 export * from './short-id.js';
+export * from './retry-after.js';
 export * from './pattern-match.js';
 export * from './node-version.js';
 export * from './visible-controls.js';

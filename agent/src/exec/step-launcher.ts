@@ -67,7 +67,7 @@ const GATE_VARIABLE = 'DROVER_SPARE_GATE';
 /**
  * A step's process made ready up to its exec and held there: its command line is in the spare,
  * which waits on fd 3 to go on. `go` lets it run (the step's process; called again, it answers
- * the same process); StepLauncher.launch takes it up then, as the step it runs. `drop` ends it:
+ * the same process); `takeUp` is `go` for the launch that runs it as its step. `drop` ends it:
  * unrun (the pipe's end: the shell exits 125), or killed when it went and no launch took it up
  * (a step must never run untracked); nothing once taken up. Until one of them, it keeps nothing
  * running.
@@ -79,11 +79,10 @@ export interface HeldStep {
   /** Whether its shell is still there to let go (not killed meanwhile). */
   alive(): boolean;
   go(): StepProcess;
+  /** `go`, by the launch that runs the step from then on: `drop` does nothing more. */
+  takeUp(): StepProcess;
   drop(): void;
 }
-
-/** The held steps a launch took up, whose drop does nothing more. */
-const takenUp = new WeakSet<HeldStep>();
 
 /**
  * Starts steps' processes with the fork already paid. Forking the agent copies its page tables:
@@ -142,13 +141,9 @@ export class StepLauncher {
         held.drop();
         throw new Error('a step let go ahead of its launch differs from the command launched');
       }
-      takenUp.add(held);
-      return held.go();
+      return held.takeUp();
     }
-    if (same && held.alive()) {
-      takenUp.add(held);
-      return held.go();
-    }
+    if (same && held.alive()) return held.takeUp();
     held?.drop();
     return this.hold(command)?.go() ?? spawnStep(command);
   }
@@ -167,29 +162,35 @@ export class StepLauncher {
     }
     const child = spare.process;
     child.stdin.end(line);
-    let settled: 'went' | 'dropped' | null = null;
-    const held: HeldStep = {
+    // `taken`: it went, and a launch runs it as its step.
+    let settled: 'went' | 'taken' | 'dropped' | null = null;
+    const go = () => {
+      if (settled === 'went' || settled === 'taken') return child;
+      if (settled === 'dropped') throw new Error('a dropped step cannot go');
+      settled = 'went';
+      holdsAgent(child, true);
+      gateOf(child).end('\n');
+      return child;
+    };
+    return {
       command,
       get went() {
-        return settled === 'went';
+        return settled === 'went' || settled === 'taken';
       },
       alive: () => settled === null && isRunning(child),
-      go() {
-        if (settled === 'went') return child;
-        if (settled === 'dropped') throw new Error('a dropped step cannot go');
-        settled = 'went';
-        holdsAgent(child, true);
-        gateOf(child).end('\n');
-        return child;
+      go,
+      takeUp() {
+        const step = go();
+        settled = 'taken';
+        return step;
       },
       drop() {
-        if (settled === 'went' && !takenUp.has(held)) signalProcessGroup(child.pid!, 'SIGKILL');
+        if (settled === 'went') signalProcessGroup(child.pid!, 'SIGKILL');
         if (settled) return;
         settled = 'dropped';
         endSpare(child);
       },
     };
-    return held;
   }
 
   /** Ends the spare; launch spawns every step from then on. */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { AGENT_REPORTS_CHECKED, AGENT_REPORTS_HEADER, StreamEvent } from '@drover/shared';
+import { AGENT_REPORTS_CHECKED, AGENT_REPORTS_HEADER, retryAfterMs, StreamEvent } from '@drover/shared';
 import { Backoff } from '../util/backoff.js';
 import { formatDuration } from '../exec/durations.js';
 import { describeNetworkError } from '../http/client.js';
@@ -165,7 +165,9 @@ export class StreamClient {
     }
     if (res.statusCode !== 200 || !contentType.startsWith('text/event-stream')) {
       discardBody(res.body);
-      const askedMs = res.statusCode === 503 ? retryAfterMs(res.headers['retry-after']) : null;
+      const asked = res.statusCode === 503 ? retryAfterMs(res.headers['retry-after']) : null;
+      // At most two minutes, whatever a coordinator asks.
+      const askedMs = asked === null ? null : Math.min(asked, MAX_ASKED_WAIT_MS);
       if (askedMs !== null && current()) {
         this.#retryAsked(askedMs);
         return;
@@ -270,21 +272,6 @@ export class StreamClient {
     this.#state = state;
     this.#options.onState?.(state, error);
   }
-}
-
-/** A `Retry-After` of whole seconds or an HTTP date, in ms from now (at most two minutes); null when absent or unreadable. */
-function retryAfterMs(header: string | string[] | undefined): number | null {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined) return null;
-  const trimmed = value.trim();
-  let ms: number;
-  if (/^\d{1,9}$/.test(trimmed)) ms = Number(trimmed) * 1_000;
-  else {
-    const at = Date.parse(trimmed);
-    if (Number.isNaN(at)) return null;
-    ms = Math.max(0, at - Date.now());
-  }
-  return Math.min(ms, MAX_ASKED_WAIT_MS);
 }
 
 /** Why an answer is not the event stream: its HTTP status, or what it carries instead. */

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
 import { ApiError, CliError, Interrupted } from '../errors.js';
+import { retryAfterMs } from '@drover/shared';
 
 /** How long a call waits for the answer's headers unless it says otherwise. */
 const ANSWER_TIMEOUT_MS = 60_000;
@@ -67,7 +68,7 @@ export class Api {
     }
     const parsed = parseJson(text);
     if (answer.statusCode < 200 || answer.statusCode >= 300) {
-      throw apiError(answer.statusCode, parsed, text, retryAfterSeconds(answer.headers['retry-after']));
+      throw apiError(answer.statusCode, parsed, text, retryAfterSecondsOf(answer.headers['retry-after']));
     }
     return { status: answer.statusCode, headers: answer.headers, body: parsed as T };
   }
@@ -117,16 +118,13 @@ function apiError(status: number, body: unknown, text: string, retryAfter: numbe
   return new ApiError(status, code, oneLine(message), body, retryAfter);
 }
 
-/** `Retry-After` in seconds: its number of seconds, or the seconds until its date; null without one. */
-function retryAfterSeconds(header: string | string[] | undefined): number | null {
-  const value = (Array.isArray(header) ? header[0] : header)?.trim();
-  if (!value) return null;
-  if (/^\d+$/.test(value)) return Number(value);
-  const at = Date.parse(value);
-  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - Date.now()) / 1000)) : null;
-}
-
 /** A message on one line (a multi-line one joined with spaces). */
 export function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+/** `Retry-After` in whole seconds (an HTTP date: the seconds until it); null without one. */
+function retryAfterSecondsOf(header: string | string[] | undefined): number | null {
+  const ms = retryAfterMs(header);
+  return ms === null ? null : Math.ceil(ms / 1000);
 }

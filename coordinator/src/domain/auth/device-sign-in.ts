@@ -81,12 +81,13 @@ export class DeviceSignInService {
     }
     const now = this.deps.clock.now();
     const deviceCode = randomBytes(32).toString('base64url');
+    const deviceCodeHash = hashBearerSecret(deviceCode);
     const expiresAt = isoAt(now + DEVICE_SIGN_IN_TTL_MS);
     for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
       const userCode = newUserCode();
       const outcome = await this.deps.repos.deviceSignIns.start(
         {
-          deviceCodeHash: hashBearerSecret(deviceCode),
+          deviceCodeHash,
           userCode,
           client,
           requestedFrom: address,
