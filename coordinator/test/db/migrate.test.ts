@@ -208,6 +208,45 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('indexes by trigger only the jobs that have one (0043), and the queries by trigger still use it', () => {
+    const { db, all, at } = migratedBefore(43);
+    db.prepare(
+      `INSERT INTO triggers (id, org_id, name, type, agent_id, scope_type, workflow_name, response_mode,
+         response_timeout_ms, allow_debug, created_at, updated_at)
+       VALUES ('t', 'o', 'hook', 'webhook', 'a', 'workflow', 'w', 'sync', 5000, 1, ?, ?)`,
+    ).run(at, at);
+    const insert = db.prepare(
+      `INSERT INTO jobs (id, org_id, kind, trigger_id, agent_id, workflow_name, status, created_at, number)
+       VALUES (?, 'o', ?, ?, 'a', 'w', 'pending', ?, ?)`,
+    );
+    insert.run('j1', 'trigger', 't', at, 1);
+    insert.run('j2', 'update', null, at, 2);
+    const partial = db.prepare("SELECT partial FROM pragma_index_list('jobs') WHERE name = 'jobs_org_trigger'");
+    expect(partial.pluck().get()).toBe(0);
+    migrate(db, all);
+    expect(partial.pluck().get()).toBe(1);
+    expect(db.prepare('PRAGMA integrity_check').pluck().all()).toEqual(['ok']);
+    const plan = (sql: string, ...params: unknown[]) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as { detail: string }[])
+        .map((step) => step.detail)
+        .join('\n');
+    // The shapes of the jobs list of one trigger and of a cron trigger's previous scheduled run.
+    expect(
+      plan(
+        `SELECT * FROM jobs WHERE trigger_id = ? AND org_id = ? AND kind = 'trigger' AND seq < ?
+         ORDER BY seq DESC LIMIT 10`,
+        't',
+        'o',
+        Number.MAX_SAFE_INTEGER,
+      ),
+    ).toContain('USING INDEX jobs_org_trigger');
+    expect(
+      plan(`SELECT status FROM jobs WHERE org_id = +? AND trigger_id = +? ORDER BY seq DESC LIMIT 1`, 'o', 't'),
+    ).toContain('USING INDEX jobs_org_trigger');
+    expect(db.prepare("SELECT id FROM jobs WHERE org_id = 'o' AND trigger_id = 't'").pluck().all()).toEqual(['j1']);
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
