@@ -3,15 +3,16 @@ import type { InstalledRelease } from './deploy-state.js';
 import type { ManifestCheck } from './manifest-check.js';
 
 /**
- * The verified manifest entry of `applicationId` among checked entries, or why there is none
- * (the message is for the job's error and the agent's log).
+ * The verified manifest entry of `applicationId` among checked entries, for an installation, or
+ * why there is none (the message is for the job's error and the agent's log). The installed
+ * release, unsigned by the pinned keys, is none: a device keeps it but never installs it again.
  */
 export function entryFor(
   checks: readonly ManifestCheck[],
   applicationId: string,
 ): { ok: true; payload: ManifestPayload } | { ok: false; message: string } {
   const verified = checks.find((c) => c.ok && c.payload.application_id === applicationId);
-  if (verified?.ok) return verified;
+  if (verified?.ok) return verified.installedUnsigned ? { ok: false, message: verified.installedUnsigned } : verified;
   const refused = checks.find((c) => !c.ok && c.applicationId === applicationId);
   if (refused && !refused.ok) return { ok: false, message: refused.message };
   const unattributed = checks.find((c) => !c.ok && c.applicationId === null);

@@ -18,6 +18,12 @@ export interface PinnedReleaseKeys {
   keys: string[];
   /** The rotations that led to them (0: the first set). */
   generation: number;
+  /**
+   * The application's slug when the keys were pinned (it cannot change): release signatures name
+   * the slug, so an entry under another slug could pass off a release signed for another
+   * application that shares a key. Absent in pins of older agents (recorded at the next check).
+   */
+  slug?: string;
 }
 
 /** The last deployment of a release that did not install (kept so the pull fallback does not retry it at once). */
@@ -155,11 +161,11 @@ function parseRelease(value: unknown): InstalledRelease | undefined {
 
 function parsePinnedKeys(value: unknown): PinnedReleaseKeys | null {
   if (!isObject(value)) return null;
-  const { keys, generation } = value;
+  const { keys, generation, slug } = value;
   if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string') || !Number.isSafeInteger(generation)) {
     return null;
   }
-  return { keys: keys as string[], generation: generation as number };
+  return { keys: keys as string[], generation: generation as number, ...(typeof slug === 'string' ? { slug } : {}) };
 }
 
 function parseFailure(value: unknown): FailedAttempt | null {

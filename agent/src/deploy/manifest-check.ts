@@ -13,7 +13,8 @@ export type ManifestProblem =
   | 'replayed'
   | 'downgrade'
   | 'key_swap'
-  | 'unsigned_release';
+  | 'unsigned_release'
+  | 'other_application';
 
 export type ManifestCheck =
   | {
@@ -26,6 +27,8 @@ export type ManifestCheck =
       unbound?: string;
       /** Release keys to pin now (first sight, or a rotation), with the line that says so. */
       pin?: { keys: PinnedReleaseKeys; note: string };
+      /** The desired release is the one installed, not signed by the pinned keys: kept, never installed again. */
+      installedUnsigned?: string;
     }
   | {
       ok: false;
@@ -112,7 +115,10 @@ export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context
   if (downgrade) return refuse('downgrade', downgrade);
   const keys = checkReleaseKeys(p, context.pinnedKeys(p.application_id), installed);
   if (!keys.ok) return refuse(keys.problem, keys.message);
-  const pin = keys.pin ? { pin: keys.pin } : {};
+  const pin = {
+    ...(keys.pin ? { pin: keys.pin } : {}),
+    ...(keys.installedUnsigned ? { installedUnsigned: keys.installedUnsigned } : {}),
+  };
   if (!bound || (p as Partial<ManifestPayload>).expires_at === undefined) {
     return {
       ok: true,

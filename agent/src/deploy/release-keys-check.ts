@@ -6,17 +6,24 @@ export type ReleaseKeysCheck =
       ok: true;
       /** The keys to pin now (first sight, or after a rotation), with the line saying so; absent: unchanged. */
       pin?: { keys: PinnedReleaseKeys; note: string };
+      /**
+       * Set when the desired release is the one installed and the pinned keys did not sign it (it
+       * was installed before the keys): the device keeps running it, but must not download and
+       * install it again; the refusal an update job ends with.
+       */
+      installedUnsigned?: string;
     }
-  | { ok: false; problem: 'key_swap' | 'unsigned_release'; message: string };
+  | { ok: false; problem: 'key_swap' | 'unsigned_release' | 'other_application'; message: string };
 
 /**
  * The release keys of a verified manifest entry against those this agent pinned for the
  * application (docs/ota.md, "Release keys"). The first keys seen are pinned; a different set is
  * accepted only when the entry's rotations lead from the pinned set to it, each signed by a key of
  * the set before it and of a higher generation; an entry without keys after a pin is refused. Then
- * the desired release, unless it is the one installed, must be signed by a key of that set over
- * `{app, version, sequence, sha256, size}`. So a coordinator alone can neither make this device
- * install a release the keys did not sign, nor swap the keys.
+ * the desired release must be signed by a key of that set over `{app, version, sequence, sha256,
+ * size}`; the one installed may go unsigned (the device keeps it), with `installedUnsigned` saying
+ * it must not be installed again. So a coordinator alone can neither make this device install a
+ * release the keys did not sign, nor swap the keys.
  */
 export function checkReleaseKeys(
   payload: ManifestPayload,
@@ -33,17 +40,28 @@ export function checkReleaseKeys(
       message: `the signed manifest names no release keys for ${slug}, but this device pinned ${describeKeys(pinned.keys)}: releases it cannot verify are refused`,
     };
   }
+  if (pinned?.slug !== undefined && pinned.slug !== slug) {
+    return {
+      ok: false,
+      problem: 'other_application',
+      message: `the signed manifest names application ${payload.application_id} ${slug}, but this device pinned its release keys as those of ${pinned.slug} (a slug cannot change): a release signed for another application refused`,
+    };
+  }
   const generation = payload.release_key_generation ?? 0;
   let pin: { keys: PinnedReleaseKeys; note: string } | undefined;
   let keys: readonly string[];
   if (!pinned) {
     keys = sortedKeys(offered);
     pin = {
-      keys: { keys: [...keys], generation },
+      keys: { keys: [...keys], generation, slug },
       note: `pinned the release keys of ${slug} on first sight: ${describeKeys(keys)} (generation ${generation})`,
     };
   } else if (sameKeys(pinned.keys, offered)) {
     keys = pinned.keys;
+    // A pin of an older agent, without the slug: recorded now, with keys that did not change.
+    if (pinned.slug === undefined) {
+      pin = { keys: { ...pinned, slug }, note: `recorded the slug ${slug} with the release keys pinned for it` };
+    }
   } else {
     const followed = followRotations(payload, pinned);
     if (!followed || !sameKeys(followed.keys, offered)) {
@@ -55,29 +73,32 @@ export function checkReleaseKeys(
     }
     keys = followed.keys;
     pin = {
-      keys: followed,
+      keys: { ...followed, slug },
       note: `the release keys of ${slug} rotated to ${describeKeys(keys)} (generation ${followed.generation}), signed by a key this device had pinned`,
     };
   }
   const desired = payload.desired;
-  if (desired && installed?.releaseId.toLowerCase() !== desired.release_id.toLowerCase()) {
-    const fields = {
-      app: slug,
-      version: desired.version,
-      sequence: desired.sequence,
-      sha256: desired.checksum_sha256,
-      size: desired.size,
+  const pinning = pin ? { pin } : {};
+  if (!desired) return { ok: true, ...pinning };
+  const fields = {
+    app: slug,
+    version: desired.version,
+    sequence: desired.sequence,
+    sha256: desired.checksum_sha256,
+    size: desired.size,
+  };
+  const signature = desired.signature;
+  if (typeof signature === 'string' && releaseSignedBy(fields, signature, keys) !== null)
+    return { ok: true, ...pinning };
+  const message = `release ${desired.version} (sequence ${desired.sequence}) of ${slug} is ${typeof signature === 'string' ? 'not signed by' : 'unsigned, but needs a signature by'} one of the release keys this device pinned (${describeKeys(keys)})`;
+  if (installed?.releaseId.toLowerCase() === desired.release_id.toLowerCase()) {
+    return {
+      ok: true,
+      ...pinning,
+      installedUnsigned: `${message}: the installed release is kept, not installed again`,
     };
-    const signature = desired.signature;
-    if (typeof signature !== 'string' || releaseSignedBy(fields, signature, keys) === null) {
-      return {
-        ok: false,
-        problem: 'unsigned_release',
-        message: `release ${desired.version} (sequence ${desired.sequence}) of ${slug} is ${typeof signature === 'string' ? 'not signed by' : 'unsigned, but needs a signature by'} one of the release keys this device pinned (${describeKeys(keys)})`,
-      };
-    }
   }
-  return pin ? { ok: true, pin } : { ok: true };
+  return { ok: false, problem: 'unsigned_release', message };
 }
 
 /** The key set the entry's rotations lead to from the pinned one (the last valid step), or null when none applies. */

@@ -67,7 +67,7 @@ function withKeys(keys: string[], signer: { privateKey: string } | null, extra: 
     ...extra,
   } satisfies ManifestPayload;
 }
-const pinnedK1: PinnedReleaseKeys = { keys: [k1.publicKey], generation: 0 };
+const pinnedK1: PinnedReleaseKeys = { keys: [k1.publicKey], generation: 0, slug: 'kiosk' };
 
 describe('release keys on the device', () => {
   it('are pinned on first sight, and a release signed by a pinned key passes', () => {
@@ -81,7 +81,7 @@ describe('release keys on the device', () => {
     expect(checkReleaseKeys(withKeys([k1.publicKey], k1), pinnedK1, null)).toEqual({ ok: true });
   });
 
-  it('refuse a release signed by another key, or unsigned, unless it is the one installed', () => {
+  it('refuse a release signed by another key, or unsigned; the installed one is kept, never installed again', () => {
     expect(checkReleaseKeys(withKeys([k1.publicKey], k2), pinnedK1, null)).toEqual({
       ok: false,
       problem: 'unsigned_release',
@@ -92,7 +92,32 @@ describe('release keys on the device', () => {
       message: `release 1.4.0 (sequence 7) of kiosk is unsigned, but needs a signature by one of the release keys this device pinned (1 key (${short(k1)}))`,
     });
     const installed = { releaseId: base.desired!.release_id, version: '1.4.0', sequence: 7 };
-    expect(checkReleaseKeys(withKeys([k1.publicKey], null), pinnedK1, installed)).toEqual({ ok: true });
+    expect(checkReleaseKeys(withKeys([k1.publicKey], null), pinnedK1, installed)).toEqual({
+      ok: true,
+      installedUnsigned: `release 1.4.0 (sequence 7) of kiosk is unsigned, but needs a signature by one of the release keys this device pinned (1 key (${short(k1)})): the installed release is kept, not installed again`,
+    });
+    expect(checkReleaseKeys(withKeys([k1.publicKey], k1), pinnedK1, installed)).toEqual({ ok: true });
+  });
+
+  it('refuse an entry under another slug than the one pinned with the keys: a release signed for another application', () => {
+    // Two applications share a key; the coordinator names this application's entry with the other's slug.
+    const d = base.desired!;
+    const signature = signRelease(
+      { app: 'debug-tools', version: d.version, sequence: d.sequence, sha256: d.checksum_sha256, size: d.size },
+      priv(k1),
+    );
+    const other = { ...withKeys([k1.publicKey], k1), slug: 'debug-tools', desired: { ...d, signature } };
+    expect(checkReleaseKeys(other, pinnedK1, null)).toEqual({
+      ok: false,
+      problem: 'other_application',
+      message: `the signed manifest names application ${base.application_id} debug-tools, but this device pinned its release keys as those of kiosk (a slug cannot change): a release signed for another application refused`,
+    });
+    // A pin of an older agent has no slug: the entry's is recorded with it, and holds from then on.
+    const { slug: _slug, ...older } = pinnedK1;
+    expect(checkReleaseKeys(withKeys([k1.publicKey], k1), older, null)).toEqual({
+      ok: true,
+      pin: { keys: pinnedK1, note: 'recorded the slug kiosk with the release keys pinned for it' },
+    });
   });
 
   it('refuse a changed key set without a rotation, or keys dropped, whatever the coordinator signed', () => {
@@ -122,7 +147,7 @@ describe('release keys on the device', () => {
     expect(checkReleaseKeys(during, pinnedK1, null)).toEqual({
       ok: true,
       pin: {
-        keys: { keys: both, generation: 1 },
+        keys: { keys: both, generation: 1, slug: 'kiosk' },
         note: `the release keys of kiosk rotated to 2 keys (${both.map((k) => `${k.slice(0, 8)}…`).join(', ')}) (generation 1), signed by a key this device had pinned`,
       },
     });
@@ -130,7 +155,7 @@ describe('release keys on the device', () => {
     const after = withKeys([k2.publicKey], k2, { release_key_generation: 2, release_key_rotations: [r1, r2] });
     expect(checkReleaseKeys(after, pinnedK1, null)).toMatchObject({
       ok: true,
-      pin: { keys: { keys: [k2.publicKey], generation: 2 } },
+      pin: { keys: { keys: [k2.publicKey], generation: 2, slug: 'kiosk' } },
     });
     // An old rotation cannot bring the old set back: its generation is not above the pinned one.
     const back = withKeys(both, k1, { release_key_generation: 1, release_key_rotations: [r1] });

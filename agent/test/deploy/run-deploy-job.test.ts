@@ -229,6 +229,34 @@ describe('nothing is installed', () => {
     expect(await refused(h, app)).toContain('signature does not verify');
   });
 
+  it('when the coordinator names the installed release again, with other bytes the release keys did not sign', async () => {
+    const h = make();
+    const k1 = generateEd25519KeyPair();
+    fake.releaseKeys = { keys: [k1.publicKey], signer: k1 };
+    const app = fake.addApp({ slug: 'kiosk' });
+    const good = fake.publish(app, '1.0.0', 'signed artifact');
+    const first = fake.event(app);
+    h.manager.onDeployEvent(first);
+    await eventually(() => h.finishOf(first.jobId) !== undefined);
+    expect(h.finishOf(first.jobId)).toMatchObject({ status: 'success' });
+    expect(installed()).toBe('signed artifact');
+
+    // A coordinator broken into has no release key: it keeps the installed release's id and swaps its bytes.
+    fake.releaseKeys = { keys: [k1.publicKey], signer: null };
+    const evil = Buffer.from('unsigned artifact');
+    blobs.blobs.set(good.releaseId, evil);
+    app.release = { ...good, content: evil };
+    const again = fake.event(app);
+    h.manager.onDeployEvent(again);
+    await eventually(() => h.finishOf(again.jobId) !== undefined);
+    expect(h.finishOf(again.jobId)?.errorMessage).toBe(
+      `refused: release 1.0.0 (sequence ${good.sequence}) of kiosk is unsigned, but needs a signature by one of the release keys this device pinned (1 key (${k1.publicKey.slice(0, 8)}…)): the installed release is kept, not installed again; nothing was installed`,
+    );
+    expect(installed()).toBe('signed artifact');
+    expect(fake.states(app).at(-1)).toBe('refused');
+    expect(localState(h, app).current?.releaseId).toBe(good.releaseId);
+  });
+
   it('when the event names another release or checksum than the signed manifest', async () => {
     const h = make();
     const app = fake.addApp();
