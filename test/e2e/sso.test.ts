@@ -186,7 +186,16 @@ describe('single sign-on', () => {
   });
 
   it('goes only to paths of this site after signing in', async () => {
-    for (const next of ['//evil.test/x', 'https://evil.test/', '/\\evil.test', 'orgs']) {
+    // The last three are `//evil.test…` once their dot segments are normalized away.
+    for (const next of [
+      '//evil.test/x',
+      'https://evil.test/',
+      '/\\evil.test',
+      'orgs',
+      '/.//evil.test',
+      '/a/..//evil.test',
+      '/%2e//evil.test/x',
+    ]) {
       const res = await fetch(`${t.url}/v1/auth/oidc/start?next=${encodeURIComponent(next)}`, { redirect: 'manual' });
       expect(res.status, next).toBe(422);
       expect(((await res.json()) as { details: { path: string }[] }).details[0]!.path).toBe('query.next');

@@ -33,8 +33,9 @@ export interface OidcSignedIn {
 const failed = (why: string) => new AppError('sso_failed', `Single sign-on did not complete: ${why}`);
 
 /**
- * `next` when it is a path of this origin (`/orgs/…`), else a 422: never another site, a
- * scheme-relative `//host`, or a backslash a browser reads as `/`.
+ * `next` when it is a path of this origin (`/orgs/…`), normalized, else a 422: never another site,
+ * a scheme-relative `//host`, or a backslash a browser reads as `/`, whether given so or made so by
+ * the normalization (`/.//host` and `/a/..//host` are `//host` once their dot segments are gone).
  */
 export function sameOriginPath(next: string | undefined): string {
   if (next === undefined || next === '') return '/';
@@ -45,12 +46,14 @@ export function sameOriginPath(next: string | undefined): string {
   } catch {
     url = null;
   }
-  if (!next.startsWith('/') || next.startsWith('//') || next.includes('\\') || url === null || url.origin !== base) {
+  const path = url?.origin === base ? `${url.pathname}${url.search}${url.hash}` : null;
+  const twoSlashes = /^\/[/\\]/;
+  if (path === null || !next.startsWith('/') || next.includes('\\') || twoSlashes.test(next) || twoSlashes.test(path)) {
     throw validationFailed([
       { path: 'query.next', message: `expected a path of this site, starting with one /, got \`${next}\`` },
     ]);
   }
-  return `${url.pathname}${url.search}${url.hash}`;
+  return path;
 }
 
 /**
