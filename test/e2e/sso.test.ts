@@ -1,6 +1,7 @@
 import type { JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { outsider } from '../helpers/members.js';
 import { startOidcProvider, type TestAccount, type TestOidcProvider } from '../helpers/oidc-provider.js';
 
 /**
@@ -16,6 +17,8 @@ const ACCOUNTS: Record<string, TestAccount> = {
   bob: { email: 'bob@example.test', groups: ['readers'] },
   eve: { email: 'eve@elsewhere.test', groups: ['ops'] },
   una: { email: 'una@example.test', email_verified: false },
+  cyd: { email: 'cyd@example.test', groups: ['ops'] },
+  dan: { email: 'dan@example.test', groups: ['readers'] },
 };
 
 let provider: TestOidcProvider;
@@ -119,6 +122,42 @@ describe('single sign-on', () => {
     // An account made by single sign-on has no password.
     const login = await t.api.post('/auth/login', { token: null, body: { email: 'ada@example.test', password: 'x' } });
     expect(login.status).toBe(401);
+  });
+
+  it("removes a password the inviter chose, and the sessions it opened, at the holder's first sign-in", async () => {
+    // Anyone signed in can own an organization, and invite an email nobody has signed in with yet,
+    // choosing the first password of the account that makes.
+    const mallory = await outsider(t.owner, t.orgId, 'mallory@elsewhere.test');
+    const invite = (email: string) =>
+      mallory.client.post(`/orgs/${mallory.orgId}/members`, {
+        body: { email, password: 'mallory-knows-this', role: 'viewer' },
+      });
+    const login = (email: string, password = 'mallory-knows-this') =>
+      t.api.post<{ token: string }>('/auth/login', { token: null, body: { email, password } });
+    expect((await invite('cyd@example.test')).status).toBe(201);
+    const before = await login('cyd@example.test');
+    expect(before.status).toBe(200);
+
+    // The holder signs in through the provider (and the role map makes them an operator of acme).
+    const { res } = await signIn('cyd');
+    expect(res.status).toBe(303);
+    expect((await login('cyd@example.test')).status).toBe(401);
+    expect((await t.api.get('/orgs', { token: before.body.token })).status).toBe(401);
+    const session = sessionOf(res)!.slice('drover_session='.length);
+    expect((await t.api.get('/orgs', { token: session })).body).toEqual([
+      expect.objectContaining({ name: 'acme', role: 'operator' }),
+    ]);
+
+    // A holder who changed the invitation's password chose their own: single sign-on keeps it.
+    expect((await invite('dan@example.test')).status).toBe(201);
+    const dan = await login('dan@example.test');
+    const changed = await t.api.post('/auth/password', {
+      token: dan.body.token,
+      body: { currentPassword: 'mallory-knows-this', newPassword: 'dans own passphrase' },
+    });
+    expect(changed.status).toBe(200);
+    expect((await signIn('dan')).res.status).toBe(303);
+    expect((await login('dan@example.test', 'dans own passphrase')).status).toBe(200);
   });
 
   it('moves the role when the groups change at the provider, and audits it', async () => {

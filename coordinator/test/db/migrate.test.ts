@@ -247,6 +247,28 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('marks the passwords invitations chose and nobody changed since (0044)', () => {
+    const { db, all, at } = migratedBefore(44);
+    const user = db.prepare(
+      'INSERT INTO users (id, email, password_hash, created_at, session_generation) VALUES (?, ?, ?, ?, ?)',
+    );
+    user.run('invited', 'Invited@example.test', 'hash', at, 0);
+    user.run('changed', 'changed@example.test', 'hash', at, 1);
+    user.run('sso', 'sso@example.test', '!sso', at, 0);
+    user.run('own', 'own@example.test', 'hash', '2029-01-01T00:00:00.000Z', 0);
+    const invitation = db.prepare(
+      `INSERT INTO org_invitations (id, org_id, email, role, status, created_at, expires_at)
+       VALUES (?, 'o', ?, 'member', 'pending', ?, ?)`,
+    );
+    invitation.run('i1', 'invited@example.test', at, at);
+    invitation.run('i2', 'changed@example.test', at, at);
+    invitation.run('i3', 'sso@example.test', at, at);
+    invitation.run('i4', 'own@example.test', at, at);
+    migrate(db, all);
+    expect(db.prepare('SELECT id FROM users WHERE password_by_inviter = 1').pluck().all()).toEqual(['invited']);
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');

@@ -56,8 +56,10 @@ const PENDING_OF = query<{ id: string; expires_at: string }, [string, string]>(
 const MARK_EXPIRED = command<[string, string]>(
   "UPDATE org_invitations SET status = 'expired', ended_at = ? WHERE id = ?",
 );
+/** The account an invitation makes, its password the inviter's choice (users.password_by_inviter). */
 const INSERT_USER = command<[string, string, string, string]>(
-  'INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
+  `INSERT INTO users (id, email, password_hash, created_at, password_by_inviter) VALUES (?, ?, ?, ?, TRUE)
+   ON CONFLICT DO NOTHING`,
 );
 const INSERT = command<[string, string, string, Role, string, string, string]>(
   `INSERT INTO org_invitations (id, org_id, email, role, status, created_by, created_at, expires_at)

@@ -1,4 +1,4 @@
-import type { StoredUser, UserRepository, UserWithPassword } from '../../domain/model/users.js';
+import type { Account, UserRepository, UserWithPassword } from '../../domain/model/users.js';
 import { command, lock, query, run, type Database, type Dialect } from '../sql/index.js';
 
 interface UserRow {
@@ -7,14 +7,16 @@ interface UserRow {
   password_hash: string;
   created_at: string;
   session_generation: number;
+  password_by_inviter: boolean | number;
 }
 
-const toUser = (row: UserRow): UserWithPassword & StoredUser => ({
+const toUser = (row: UserRow): Account => ({
   id: row.id,
   email: row.email,
   passwordHash: row.password_hash,
   createdAt: row.created_at,
   sessionGeneration: row.session_generation,
+  passwordByInviter: Boolean(row.password_by_inviter),
 });
 
 /**
@@ -35,8 +37,12 @@ const INSERT_IF_NONE = command<UserParams>(
 );
 const COUNT = query<{ n: number }, []>('SELECT count(*) AS n FROM users');
 const SET_PASSWORD = query<{ session_generation: number }, [string, string]>(
-  `UPDATE users SET password_hash = ?, session_generation = session_generation + 1 WHERE id = ?
-   RETURNING session_generation`,
+  `UPDATE users SET password_hash = ?, password_by_inviter = FALSE, session_generation = session_generation + 1
+   WHERE id = ? RETURNING session_generation`,
+);
+const REPLACE_INVITERS_PASSWORD = query<{ session_generation: number }, [string, string]>(
+  `UPDATE users SET password_hash = ?, password_by_inviter = FALSE, session_generation = session_generation + 1
+   WHERE id = ? AND password_by_inviter RETURNING session_generation`,
 );
 const END_SESSIONS = query<{ session_generation: number }, [string]>(
   'UPDATE users SET session_generation = session_generation + 1 WHERE id = ? RETURNING session_generation',
@@ -74,6 +80,9 @@ export function createUserRepository(db: Database): UserRepository {
     },
     async setPassword(id, passwordHash) {
       return (await db.one(SET_PASSWORD, [passwordHash, id]))?.session_generation ?? null;
+    },
+    async replaceInvitersPassword(id, passwordHash) {
+      return (await db.one(REPLACE_INVITERS_PASSWORD, [passwordHash, id]))?.session_generation ?? null;
     },
     async endSessions(id) {
       return (await db.one(END_SESSIONS, [id]))?.session_generation ?? null;

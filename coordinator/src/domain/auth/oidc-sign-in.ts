@@ -199,10 +199,28 @@ export class OidcSignInService {
     return { ...session, next: stored.nextPath };
   }
 
-  /** The user of this email, created on a first sign-in (with no password that could match). */
+  /**
+   * The user of this email, created on a first sign-in (with no password that could match). An
+   * account whose password the inviter chose (an invitation made it before its holder ever signed
+   * in) loses that password now, and every session it had: the holder proved the email is theirs,
+   * and whoever chose the password must not share the account (docs/sso.md).
+   */
   private async userOf(email: string): Promise<{ id: string; sessionGeneration: number }> {
     const { users } = this.deps.repos;
     const found = await users.findByEmail(email);
+    if (found?.passwordByInviter) {
+      const generation = await users.replaceInvitersPassword(found.id, NO_PASSWORD);
+      if (generation !== null) {
+        this.deps.logger.info(
+          { userId: found.id },
+          'single sign-on: removed the password the inviter had chosen for this account, and ended its sessions',
+        );
+        return { id: found.id, sessionGeneration: generation };
+      }
+      // Changed meanwhile (a password change, another sign-on): read it again.
+      const again = await users.findByEmail(email);
+      if (again) return again;
+    }
     if (found) return found;
     try {
       await users.insert({ id: newId(), email, passwordHash: NO_PASSWORD, createdAt: isoAt(this.deps.clock.now()) });

@@ -16,8 +16,17 @@ export interface StoredUser extends User {
   sessionGeneration: number;
 }
 
+/** A stored user as a sign-in reads it. */
+export interface Account extends UserWithPassword, StoredUser {
+  /**
+   * The password was chosen by whoever invited the email (the invitation made the account), not
+   * by its holder, who has not changed it since: the holder's first single sign-on removes it.
+   */
+  passwordByInviter: boolean;
+}
+
 export interface UserRepository {
-  findByEmail(email: string): Promise<(UserWithPassword & StoredUser) | null>;
+  findByEmail(email: string): Promise<Account | null>;
   findById(id: string): Promise<StoredUser | null>;
   insert(user: UserWithPassword): Promise<void>;
   /**
@@ -31,6 +40,11 @@ export interface UserRepository {
    * generation, or null when there is no such user.
    */
   setPassword(id: string, passwordHash: string): Promise<number | null>;
+  /**
+   * Replaces a password the inviter chose (`passwordByInviter`) and moves the session generation
+   * on, in one statement; the new generation, or null when the user has no such password (any more).
+   */
+  replaceInvitersPassword(id: string, passwordHash: string): Promise<number | null>;
   /** Moves the session generation on (every session issued before is refused); null: no such user. */
   endSessions(id: string): Promise<number | null>;
 }
