@@ -26,6 +26,8 @@ export interface LoadedWorkflows {
   missingDirectory?: boolean;
 }
 
+const octal = (mode: number): string => (mode & 0o7777).toString(8).padStart(4, '0');
+
 /** Where workflow files live unless `--workflows-dir` says otherwise: `<state-dir>/workflows`. */
 export const defaultWorkflowsDir = (stateDir: string): string => path.join(stateDir, 'workflows');
 
@@ -47,6 +49,13 @@ export async function loadWorkflows(dir: string): Promise<LoadedWorkflows> {
     if (code === 'ENOENT') return { workflows: [], problems: [], missingDirectory: true };
     const reason = code === 'ENOTDIR' ? 'it is not a directory' : `cannot read it (${code ?? String(error)})`;
     return { workflows: [], problems: [{ file: dir, message: `the workflows directory ${dir}: ${reason}` }] };
+  }
+  // A directory any user may write to (without the sticky bit) lets any of them replace what the
+  // agent runs, as root under the system service: nothing in it is run.
+  const dirMode = (await fs.stat(dir).catch(() => null))?.mode ?? 0;
+  if (dirMode & 0o002 && !(dirMode & 0o1000)) {
+    const message = `the workflows directory ${dir}: any user of this machine may add or replace files in it (mode ${octal(dirMode)}), and the agent runs what they say: none is read until \`chmod o-w ${dir}\``;
+    return { workflows: [], problems: [{ file: dir, message }] };
   }
 
   const problems: WorkflowProblem[] = [];
@@ -101,6 +110,10 @@ async function readWorkflowFile(
   try {
     const stat = await fs.stat(full);
     if (!stat.isFile()) return { problems: [] }; // a directory named like a file: not ours to judge
+    if (stat.mode & 0o002) {
+      const message = `any user of this machine may change the file (mode ${octal(stat.mode)}), and the agent runs what it says: skipped until \`chmod o-w\``;
+      return { problems: [{ file, message }] };
+    }
     if (stat.size > MAX_WORKFLOW_FILE_BYTES) {
       return {
         problems: [{ file, message: `the file is too large (${stat.size} bytes; a workflow file is at most 1 MiB)` }],

@@ -104,6 +104,36 @@ describe('loadWorkflows', () => {
     expect(loaded.problems).toEqual([{ file: 'secret.yaml', message: 'cannot read the file: permission denied' }]);
   });
 
+  it('skips a file any user may change, and reads nothing of a directory any user may write to', async () => {
+    write('open.yaml', workflow('open'));
+    write('group.yaml', workflow('group'));
+    write('kept.yaml', workflow('kept'));
+    fs.chmodSync(path.join(dir, 'open.yaml'), 0o666);
+    fs.chmodSync(path.join(dir, 'group.yaml'), 0o664); // a user-private group's umask: kept
+    let loaded = await loadWorkflows(dir);
+    expect(loaded.workflows.map((w) => w.file)).toEqual(['group.yaml', 'kept.yaml']);
+    expect(loaded.problems).toEqual([
+      {
+        file: 'open.yaml',
+        message:
+          'any user of this machine may change the file (mode 0666), and the agent runs what it says: skipped until `chmod o-w`',
+      },
+    ]);
+
+    fs.chmodSync(dir, 0o777);
+    loaded = await loadWorkflows(dir);
+    expect(loaded.workflows).toEqual([]);
+    expect(loaded.problems).toEqual([
+      {
+        file: dir,
+        message: `the workflows directory ${dir}: any user of this machine may add or replace files in it (mode 0777), and the agent runs what they say: none is read until \`chmod o-w ${dir}\``,
+      },
+    ]);
+    // With the sticky bit (as /tmp), only a file's owner may replace it.
+    fs.chmodSync(dir, 0o1777);
+    expect((await loadWorkflows(dir)).workflows.map((w) => w.file)).toEqual(['group.yaml', 'kept.yaml']);
+  });
+
   it('says that a missing directory is missing, without a problem, and that a file is not a directory', async () => {
     expect(await loadWorkflows(path.join(dir, 'nope'))).toEqual({
       workflows: [],
