@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import { ENROLLMENT_TOKEN_PREFIX, generateEd25519KeyPair, privateKeyFromBase64, type AgentSelf } from '@drover/shared';
 import { acquireDaemonLock } from './daemon/lock.js';
@@ -48,13 +49,28 @@ export async function enrollAgent(options: EnrollOptions): Promise<EnrollResult>
       `An enrollment token starts with \`${ENROLLMENT_TOKEN_PREFIX}\`; create one in the dashboard (Agents, Enroll)`,
     );
   }
+  const made = !fs.existsSync(options.stateDir);
   ensurePrivateDir(options.stateDir);
   // Not under a running daemon (it would go on as the old agent), and none starts meanwhile.
   const release = acquireDaemonLock(options.stateDir);
+  let enrolled = false;
   try {
-    return await enrollUnlocked(options, origin, token);
+    const result = await enrollUnlocked(options, origin, token);
+    enrolled = true;
+    return result;
   } finally {
     release();
+    // A state directory this command made and left empty (the coordinator refused the token, say)
+    // is not left behind; one holding a key (the token was spent) is kept.
+    if (made && !enrolled) removeIfEmpty(options.stateDir);
+  }
+}
+
+function removeIfEmpty(dir: string): void {
+  try {
+    fs.rmdirSync(dir);
+  } catch {
+    // Not empty, or gone: kept as it is.
   }
 }
 

@@ -140,6 +140,8 @@ describe('drover-agent enroll (the real CLI against a real coordinator)', { time
       expect(run.stderr).toMatch(message);
       expect(run.stderr).not.toMatch(/at .*\.ts:\d+/); // a message, not a stack trace
       expect(fs.existsSync(path.join(stateDir, 'agent.json'))).toBe(false);
+      // The state directory the command made is not left behind, empty.
+      expect(fs.existsSync(stateDir), token).toBe(false);
     }
     const status = await runAgentCli(['status', '--state-dir', stateDir]);
     expect(status.code).toBe(1);
