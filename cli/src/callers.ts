@@ -26,11 +26,17 @@ export interface SessionCaller {
 
 const NO_URL = 'no coordinator URL: pass --url or set DROVER_URL';
 
-/** The API token's caller; an error saying what is missing when there is no token or URL. */
+/**
+ * The API token's caller; an error saying what is missing when there is no token or URL. The
+ * coordinator is `--url` or `DROVER_URL`, else the one `drover login` signed in to (the session
+ * file's URL, whether or not the session is still valid): only the URL is taken from the session,
+ * the call carries the API token alone.
+ */
 export function tokenCaller(settings: Settings, rt: Runtime): TokenCaller {
   if (settings.token === null) throw new CliError('this command needs an API token: pass --token or set DROVER_TOKEN');
-  if (settings.url === null) throw new CliError(NO_URL);
-  return { kind: 'token', api: new Api(settings.url, settings.token, rt.signal) };
+  const url = settings.url ?? readSession(settings.configDir)?.url ?? null;
+  if (url === null) throw new CliError(NO_URL);
+  return { kind: 'token', api: new Api(url, settings.token, rt.signal) };
 }
 
 /** The signed-in user's caller, or null when there is no session (an expired or foreign one is an error). */

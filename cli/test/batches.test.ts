@@ -299,9 +299,66 @@ describe('drover trigger create on a selector, before any call', () => {
     });
     expect(await refused(['--selector', 'role=gateway', '--fanout', 'some'])).toEqual({
       code: 2,
-      stderr: 'drover: --fanout: expected all, got `some`\n',
+      stderr: 'drover: --fanout: expected all or one, got `some`\n',
+    });
+    expect(await refused(['--selector', 'role=build', '--fanout', 'one', '--max-parallel', '2'])).toEqual({
+      code: 2,
+      stderr: 'drover: --max-parallel needs --fanout all (a pool runs one job per run)\n',
     });
     expect(api.calls).toEqual([]);
+  });
+
+  it('says what a new trigger runs on: a batch of one job per agent, or a pool of one job per run', async () => {
+    const trigger = (fanout: 'all' | 'one', maxParallel: number | null) => ({
+      id: 'c1a2b3d4-0000-4000-8000-000000000001',
+      name: 'builds',
+      responseMode: 'async',
+      agentId: null,
+      agentSelector: 'role=build',
+      fanout,
+      maxParallel,
+    });
+    const agents = [
+      { id: A, name: 'build-1', status: 'online' },
+      { id: B, name: 'build-2', status: 'offline' },
+      { id: C, name: 'build-3', status: 'revoked' },
+    ];
+    const configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-trigger-'));
+    try {
+      const created = async (answer: ReturnType<typeof trigger>, args: string[]) => {
+        api = await fakeCoordinator({
+          [`POST /v1/orgs/${ORG}/triggers`]: [201, answer],
+          [`GET /v1/orgs/${ORG}/agents`]: [200, agents],
+        });
+        writeSession(path.join(configHome, 'drover'), {
+          url: api.url,
+          token: 'eyJ.x.y',
+          expiresAt: '2099-01-01T00:00:00.000Z',
+          email: 'ops@example.com',
+          userId: '3f0c1d52-0000-4000-8000-000000000000',
+        });
+        const rt = testRuntime({ env: { XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG } });
+        const code = await runCli(
+          ['trigger', 'create', '--name', 'builds', '--selector', 'role=build', '--workflow', 'compile', ...args],
+          rt,
+        );
+        await api.close();
+        return { code, stdout: rt.stdout(), stderr: rt.stderr() };
+      };
+      expect(await created(trigger('one', null), ['--fanout', 'one'])).toEqual({
+        code: 0,
+        stdout: 'c1a2b3d4-0000-4000-8000-000000000001\n',
+        stderr:
+          'Created the async trigger builds on the agents role=build selects (a pool: one job per run, on one of ' +
+          'them with room; 2 agents now); run it with: drover run c1a2b3d4-0000-4000-8000-000000000001\n',
+      });
+      expect((await created(trigger('all', 2), ['--max-parallel', '2'])).stderr).toContain(
+        ' on the agents role=build selects (a batch: one job each, 2 at a time; 2 agents now);',
+      );
+    } finally {
+      api = undefined;
+      fs.rmSync(configHome, { recursive: true, force: true });
+    }
   });
 });
 

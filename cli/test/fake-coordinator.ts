@@ -1,4 +1,4 @@
-import http from 'node:http';
+import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** An answer of the fake coordinator: its status, JSON body and any more headers. */
@@ -11,6 +11,8 @@ export interface FakeCoordinator {
   url: string;
   /** The requests it got, as `METHOD /path?query`. */
   calls: string[];
+  /** Their headers, in the same order. */
+  headers: IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
@@ -21,16 +23,18 @@ export interface FakeCoordinator {
  */
 export async function fakeCoordinator(routes: Record<string, FakeRoute>): Promise<FakeCoordinator> {
   const calls: string[] = [];
+  const headers: IncomingHttpHeaders[] = [];
   const server = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       calls.push(`${req.method} ${req.url}`);
+      headers.push(req.headers);
       const route = routes[`${req.method} ${req.url!.split('?')[0]}`];
-      const [status, body, headers] = (typeof route === 'function' ? route() : route) ?? [
+      const [status, body, more] = (typeof route === 'function' ? route() : route) ?? [
         404,
         { statusCode: 404, code: 'not_found', message: 'Not found' },
       ];
-      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+      res.writeHead(status, { 'content-type': 'application/json', ...more }).end(JSON.stringify(body));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -38,6 +42,7 @@ export async function fakeCoordinator(routes: Record<string, FakeRoute>): Promis
   return {
     url: `http://127.0.0.1:${port}`,
     calls,
+    headers,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

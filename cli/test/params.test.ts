@@ -51,6 +51,18 @@ describe('durations', () => {
     expect(() => parseDuration('0s', '--ttl')).toThrow('--ttl: must be longer than zero, got `0s`');
   });
 
+  it('outside the bounds an option takes, name the bound in its largest whole unit', () => {
+    const ttl = { minMs: 60_000, maxMs: 90 * 86_400_000 };
+    expect(parseDuration('1m', '--ttl', ttl)).toBe(60_000);
+    expect(parseDuration('90d', '--ttl', ttl)).toBe(90 * 86_400_000);
+    expect(() => parseDuration('30s', '--ttl', ttl)).toThrow('--ttl: must be at least 1m (60 s), got `30s`');
+    expect(() => parseDuration('91d', '--ttl', ttl)).toThrow('--ttl: must be at most 90d, got `91d`');
+    expect(() => parseDuration('11m', '--x', { maxMs: 600_000 })).toThrow(
+      '--x: must be at most 10m (600 s), got `11m`',
+    );
+    expect(() => parseDuration('0.5', '--x', { minMs: 1_000 })).toThrow('--x: must be at least 1s, got `0.5`');
+  });
+
   it('take zero where the option allows it (a soak of 0)', () => {
     expect(parseDuration('0', '--soak', { zero: true })).toBe(0);
     expect(parseDuration('0m', '--soak', { zero: true })).toBe(0);

@@ -27,6 +27,20 @@ describe('drover --help', () => {
   });
 });
 
+describe('drover trigger --help', () => {
+  it('says both fanouts, who may delete, and each default once', async () => {
+    const create = testRuntime();
+    expect(await runCli(['trigger', 'create', '--help'], create)).toBe(0);
+    const help = create.stdout().replace(/\s+/g, ' ');
+    expect(help).toContain('--fanout <fanout> with --selector: all (the default), each run a batch of one job per');
+    expect(help).toContain('or one, a pool: each run one job, on one agent selected with room');
+    expect(help).toContain('a ref runs must give (repeatable; default: any) --allow-debug');
+    const remove = testRuntime();
+    expect(await runCli(['trigger', 'delete', '--help'], remove)).toBe(0);
+    expect(remove.stdout()).toContain('delete a trigger (owners and operators)');
+  });
+});
+
 describe('usage errors', () => {
   it('exit 2 with one `drover:` line and a pointer to --help', async () => {
     const rt = testRuntime();
@@ -61,6 +75,30 @@ describe('usage errors', () => {
     const rt = testRuntime({ env: { DROVER_URL: 'http://127.0.0.1:1', DROVER_TOKEN: 'drv_x' } });
     expect(await runCli(['run', 'x', '--logs'], rt)).toBe(2);
     expect(rt.stderr()).toBe('drover: --logs needs --wait\n');
+  });
+
+  it('refuses a duration the coordinator would refuse, naming the option, before any call', async () => {
+    const refused = async (args: string[]) => {
+      const rt = testRuntime({ env: { DROVER_URL: 'http://127.0.0.1:1', DROVER_TOKEN: 'drv_x' } });
+      return { code: await runCli(args, rt), stderr: rt.stderr() };
+    };
+    expect(await refused(['files', 'upload', 'build.tar.gz', '--ttl', '30s'])).toEqual({
+      code: 2,
+      stderr: 'drover: --ttl: must be at least 1m (60 s), got `30s`\n',
+    });
+    expect(await refused(['enrollment-token', 'create', '--expires-in', '10s'])).toEqual({
+      code: 2,
+      stderr: 'drover: --expires-in: must be at least 1m (60 s), got `10s`\n',
+    });
+    expect(await refused(['enrollment-token', 'create', '--expires-in', '31d'])).toEqual({
+      code: 2,
+      stderr: 'drover: --expires-in: must be at most 30d, got `31d`\n',
+    });
+    const timeout = ['trigger', 'create', '--name', 'x', '--agent', 'a', '--workflow', 'w', '--sync'];
+    expect(await refused([...timeout, '--response-timeout', '15m'])).toEqual({
+      code: 2,
+      stderr: 'drover: --response-timeout: must be at most 10m (600 s), got `15m`\n',
+    });
   });
 
   it('names the coordinator it cannot reach', async () => {

@@ -3,9 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCli } from '../src/program.js';
 import { promptSecret } from '../src/session/prompt.js';
 import { deleteSession, readSession, writeSession } from '../src/session/store.js';
 import { configDir } from '../src/settings.js';
+import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
 
 let root: string;
@@ -45,6 +47,43 @@ describe('the session file', () => {
     expect(() => readSession(root)).toThrow(
       /session\.json is not a drover session; run `drover logout` and sign in again/,
     );
+  });
+});
+
+describe('an API token after drover login', () => {
+  let api: FakeCoordinator | undefined;
+  afterEach(() => api?.close());
+
+  const token = {
+    name: 'ci',
+    scopes: [],
+    rateLimit: { perMinute: null, perHour: null, perDay: null },
+    expiresAt: null,
+  };
+
+  it("goes to the session's coordinator when neither --url nor DROVER_URL names one, without the session", async () => {
+    api = await fakeCoordinator({ 'GET /v1/token': [200, token] });
+    // Expired: only its URL is used, never its credential.
+    writeSession(path.join(root, 'drover'), { ...session, url: api.url, expiresAt: '2020-01-01T00:00:00.000Z' });
+    const rt = testRuntime({ env: { XDG_CONFIG_HOME: root, DROVER_TOKEN: 'drv_ci' } });
+    expect(await runCli(['token'], rt)).toBe(0);
+    expect(rt.stderr()).toBe('');
+    expect(rt.stdout()).toMatch(/^Name: +ci\n/);
+    expect(api.calls).toEqual(['GET /v1/token']);
+    expect(api.headers[0]!.authorization).toBe('Bearer drv_ci');
+    expect(api.headers[0]!.cookie).toBeUndefined();
+  });
+
+  it('goes where --url or DROVER_URL says over the session, and without either or a session names what is missing', async () => {
+    api = await fakeCoordinator({ 'GET /v1/token': [200, token] });
+    writeSession(path.join(root, 'drover'), { ...session, url: 'http://127.0.0.1:1' });
+    const rt = testRuntime({ env: { XDG_CONFIG_HOME: root, DROVER_TOKEN: 'drv_ci', DROVER_URL: api.url } });
+    expect(await runCli(['token'], rt)).toBe(0);
+    expect(api.calls).toEqual(['GET /v1/token']);
+
+    const none = testRuntime({ env: { XDG_CONFIG_HOME: path.join(root, 'none'), DROVER_TOKEN: 'drv_ci' } });
+    expect(await runCli(['token'], none)).toBe(2);
+    expect(none.stderr()).toBe('drover: no coordinator URL: pass --url or set DROVER_URL\n');
   });
 });
 

@@ -690,13 +690,40 @@ describe('drover batches: selector triggers, drover run on them, drover batch', 
       ' on the agents role=edge,hw!=old selects (a batch: one job each, 2 at a time; 2 agents now)',
     );
 
+    // A pool: each run one job, on one of the agents with room.
+    const pool = await inAcme([
+      'trigger',
+      'create',
+      '--name',
+      'pool',
+      '--selector',
+      'role=edge',
+      '--fanout',
+      'one',
+      '--workflow',
+      'rotate',
+    ]);
+    expect(pool.code).toBe(0);
+    const poolId = pool.stdout.trim();
+    expect(pool.stderr).toBe(
+      'Created the async trigger pool on the agents role=edge selects (a pool: one job per run, on one of them ' +
+        `with room; 3 agents now); run it with: drover run ${poolId}\n`,
+    );
+    expect((await t.owner.get(`/orgs/${t.orgId}/triggers/${poolId}`)).body).toMatchObject({
+      agentSelector: 'role=edge',
+      fanout: 'one',
+      maxParallel: null,
+    });
+
     const list = await inAcme(['trigger', 'list']);
     expect(list.stdout).toMatch(
       new RegExp(`\n${triggers.fleet} +fleet +webhook +async +rotate +role=edge \\(all\\)\n`),
     );
+    expect(list.stdout).toMatch(new RegExp(`\n${poolId} +pool +webhook +async +rotate +role=edge \\(one\\)\n`));
     expect(list.stdout).toMatch(
       new RegExp(`\n${triggers.sync} +fleet-sync +webhook +sync +rotate +role=edge,hw!=old \\(all, 2 at a time\\)\n`),
     );
+    expect((await inAcme(['trigger', 'delete', poolId])).code).toBe(0);
 
     // A selector that does not parse: refused here, nothing sent. One that parses is the coordinator's to judge.
     const before = (await t.owner.get(`/orgs/${t.orgId}/triggers`)).body.length;

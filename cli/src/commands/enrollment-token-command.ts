@@ -8,6 +8,9 @@ import { loadSettings } from '../settings.js';
 
 type EnrollmentToken = Answer<'createEnrollmentToken', 201>;
 
+/** The coordinator's bounds of an enrollment token's `expiresInSeconds`: one minute to 30 days. */
+const EXPIRES_IN_BOUNDS = { minMs: 60_000, maxMs: 30 * 86_400_000 };
+
 export function configureEnrollmentTokenCommand(program: Command, rt: Runtime): void {
   const group = program
     .command('enrollment-token')
@@ -20,7 +23,9 @@ export function configureEnrollmentTokenCommand(program: Command, rt: Runtime): 
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: { name?: string; expiresIn?: string; json?: boolean }, command: Command) => {
       const expiresInSeconds =
-        flags.expiresIn === undefined ? undefined : Math.round(parseDuration(flags.expiresIn, '--expires-in') / 1000);
+        flags.expiresIn === undefined
+          ? undefined
+          : Math.round(parseDuration(flags.expiresIn, '--expires-in', EXPIRES_IN_BOUNDS) / 1000);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const created = await caller.api.post<EnrollmentToken>(`/orgs/${await caller.orgId()}/enrollment-tokens`, {
         ...(flags.name === undefined ? {} : { name: flags.name }),

@@ -9,6 +9,9 @@ import { bindingId } from '../session/lookups.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
 
+/** The coordinator's bounds of a file's `ttlSeconds`: one minute to 90 days. */
+const TTL_BOUNDS = { minMs: 60_000, maxMs: 90 * 86_400_000 };
+
 interface UploadFlags {
   binding?: string;
   ttl?: string;
@@ -27,7 +30,8 @@ export function configureFilesUploadCommand(files: Command, rt: Runtime): void {
     .option('--json', "print the file's metadata as the API answers it")
     .action(async (file: string, flags: UploadFlags, command: Command) => {
       if (flags.ttl !== undefined && flags.persistent) throw new CliError('choose --ttl or --persistent, not both');
-      const ttlSeconds = flags.ttl === undefined ? undefined : Math.round(parseDuration(flags.ttl, '--ttl') / 1000);
+      const ttlSeconds =
+        flags.ttl === undefined ? undefined : Math.round(parseDuration(flags.ttl, '--ttl', TTL_BOUNDS) / 1000);
       const caller = anyCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const binding =
         flags.binding !== undefined && caller.kind === 'session'

@@ -14,6 +14,9 @@ import { loadSettings } from '../settings.js';
 
 type Trigger = Schema<'Trigger'>;
 
+/** The coordinator's bounds of a sync trigger's `responseTimeoutMs`: 1 s to 10 minutes. */
+const RESPONSE_TIMEOUT_BOUNDS = { minMs: 1_000, maxMs: 600_000 };
+
 interface CreateFlags {
   name: string;
   agent?: string;
@@ -24,7 +27,7 @@ interface CreateFlags {
   anyWorkflow?: boolean;
   sync?: boolean;
   responseTimeout?: string;
-  allowedRef: string[];
+  allowedRef?: string[];
   allowDebug?: boolean;
   json?: boolean;
 }
@@ -42,13 +45,20 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       '--selector <selector>',
       "instead of --agent: run on the agents a label selector picks, e.g. 'role=gateway,site=berlin' (docs/fleets.md)",
     )
-    .option('--fanout <fanout>', 'with --selector: all (the default), a batch of one job per agent selected')
-    .option('--max-parallel <n>', "with --selector: at most n of a batch's jobs at a time (default: all at once)")
+    .option(
+      '--fanout <fanout>',
+      'with --selector: all (the default), each run a batch of one job per agent selected; ' +
+        'or one, a pool: each run one job, on one agent selected with room',
+    )
+    .option(
+      '--max-parallel <n>',
+      "with --selector and --fanout all: at most n of a batch's jobs at a time (default: all at once)",
+    )
     .option('--workflow <name>', 'the one workflow it runs')
     .option('--any-workflow', 'any workflow of the agent, named by each run (drover run --workflow)')
     .option('--sync', 'answer a run once its job ended (default: at once, async)')
     .option('--response-timeout <duration>', 'with --sync: the longest wait, 1s to 10m (default 30s)')
-    .option('--allowed-ref <ref>', 'a ref runs must give (repeatable; default: any)', collect, [])
+    .option('--allowed-ref <ref>', 'a ref runs must give (repeatable; default: any)', collect)
     .option('--allow-debug', 'let runs ask for debug mode')
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: CreateFlags, command: Command) => {
@@ -57,7 +67,9 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       }
       if (flags.responseTimeout !== undefined && !flags.sync) throw new CliError('--response-timeout needs --sync');
       const responseTimeoutMs =
-        flags.responseTimeout === undefined ? undefined : parseDuration(flags.responseTimeout, '--response-timeout');
+        flags.responseTimeout === undefined
+          ? undefined
+          : parseDuration(flags.responseTimeout, '--response-timeout', RESPONSE_TIMEOUT_BOUNDS);
       const target = triggerTarget(flags);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const created = await caller.api.post<Trigger>(`/orgs/${await caller.orgId()}/triggers`, {
@@ -67,7 +79,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
         ...(flags.workflow === undefined ? {} : { workflowName: flags.workflow }),
         responseMode: flags.sync ? 'sync' : 'async',
         ...(responseTimeoutMs === undefined ? {} : { responseTimeoutMs }),
-        ...(flags.allowedRef.length === 0 ? {} : { allowedRefs: flags.allowedRef }),
+        ...(flags.allowedRef === undefined ? {} : { allowedRefs: flags.allowedRef }),
         ...(flags.allowDebug ? { allowDebug: true } : {}),
       } satisfies RequestBody<'createTrigger'>);
       if (flags.json) return printJson(rt, created);
@@ -101,7 +113,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
 
   group
     .command('delete')
-    .description('delete a trigger (owners only); tokens that name it can no longer run it')
+    .description('delete a trigger (owners and operators); tokens that name it can no longer run it')
     .argument('<trigger-id>', 'the trigger')
     .option('--json', "print the API's answer (the trigger as it was) as JSON")
     .action(async (id: string, flags: { json?: boolean }, command: Command) => {
@@ -130,9 +142,10 @@ function triggerTarget(
   }
   parseSelectorOption(flags.selector);
   const fanout = flags.fanout ?? 'all';
-  if (fanout !== 'all' && fanout !== 'one') throw new CliError(`--fanout: expected all, got \`${fanout}\``);
+  if (fanout !== 'all' && fanout !== 'one') throw new CliError(`--fanout: expected all or one, got \`${fanout}\``);
   let maxParallel: number | undefined;
   if (flags.maxParallel !== undefined) {
+    if (fanout === 'one') throw new CliError('--max-parallel needs --fanout all (a pool runs one job per run)');
     maxParallel = Number(flags.maxParallel);
     if (!Number.isInteger(maxParallel) || maxParallel < 1) {
       throw new CliError(`--max-parallel: expected a positive integer, got \`${flags.maxParallel}\``);
@@ -148,8 +161,9 @@ function selectionCell(t: Trigger): string {
 }
 
 /**
- * What a new selector trigger runs on, for the line that confirms it: the selector, the fanout,
- * and how many agents it selects now (left out when they cannot be listed).
+ * What a new selector trigger runs on, for the line that confirms it: the selector, the fanout
+ * (a batch of one job per agent, or a pool's one job on one of them) and how many agents it
+ * selects now (left out when they cannot be listed).
  */
 async function describeSelection(caller: SessionCaller, t: Trigger): Promise<string> {
   let now = '';
@@ -159,6 +173,8 @@ async function describeSelection(caller: SessionCaller, t: Trigger): Promise<str
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
   }
+  if (t.fanout === 'one')
+    return `the agents ${t.agentSelector} selects (a pool: one job per run, on one of them with room${now})`;
   const parallel = t.maxParallel === null ? '' : `, ${t.maxParallel} at a time`;
   return `the agents ${t.agentSelector} selects (a batch: one job each${parallel}${now})`;
 }
