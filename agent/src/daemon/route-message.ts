@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { JobAssignment } from '@drover/shared';
+import { isJobAssignment } from '../jobs/job-event.js';
 import type { JobManager } from '../jobs/job-manager.js';
 import type { StreamMessage } from '../stream/stream-client.js';
 
@@ -7,7 +7,7 @@ import type { StreamMessage } from '../stream/stream-client.js';
 export function routeStreamMessage(message: StreamMessage, jobs: JobManager, logger: Logger): void {
   switch (message.event) {
     case 'job':
-      if (!isAssignment(message.data)) {
+      if (!isJobAssignment(message.data)) {
         logger.warn({ id: message.id }, 'ignored a job event whose data is not a job assignment');
         return;
       }
@@ -23,16 +23,4 @@ export function routeStreamMessage(message: StreamMessage, jobs: JobManager, log
       logger.trace({ id: message.id }, 'ping');
       return;
   }
-}
-
-function isAssignment(data: unknown): data is JobAssignment {
-  if (typeof data !== 'object' || data === null) return false;
-  const a = data as Partial<JobAssignment>;
-  return (
-    typeof a.jobId === 'string' &&
-    typeof a.workflowName === 'string' &&
-    typeof a.params === 'object' &&
-    a.params !== null &&
-    (a.status === 'pending' || a.status === 'queued' || a.status === 'running')
-  );
 }

@@ -14,12 +14,16 @@ export type IntakeDecision =
   | { action: 'requeue' }
   /** Marked running, but not running here: interrupted by a crash or restart. */
   | { action: 'fail_interrupted' }
+  /** Its journal entry was found damaged: it may have run (Journal.isDamaged), so it never runs. */
+  | { action: 'fail_damaged' }
   /** Settled here, but the coordinator never got the result or refusal: send it again. */
   | { action: 'resend_final' };
 
 export interface IntakeContext {
   /** The job's journal entry, when the agent has seen the job before. */
   entry: JournalEntry | undefined;
+  /** The job's journal file was found damaged at start (Journal.isDamaged): seen, outcome unknown. */
+  damaged: boolean;
   /** The job is in this process's queue or running now. */
   active: boolean;
   /** The job's result or refusal is on its way (being sent, or in the outbox). */
@@ -54,8 +58,13 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
         return { action: 'resend_final' };
       case 'abandoned':
         return { action: 'ignore', why: 'the coordinator refused it before' };
+      default:
+        // The journal reads no other state (a damaged entry is skipped); were one to get here, the
+        // job was seen before, in a state this build does not know: it is not run again.
+        return { action: 'ignore', why: `its journal state ${JSON.stringify(entry.state)} is unknown here` };
     }
   }
+  if (ctx.damaged) return { action: 'fail_damaged' };
   if (assignment.status !== 'pending') return { action: 'fail_lost' };
   if (ctx.shuttingDown) return { action: 'reject', reason: 'shutting_down', message: 'the agent is shutting down' };
   if (ctx.workflowProblem) return { action: 'reject', reason: 'unknown_workflow', message: ctx.workflowProblem };
@@ -70,6 +79,8 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
 }
 
 export const LOST_MESSAGE = 'the agent restarted and lost this job';
+export const DAMAGED_MESSAGE =
+  "not run: the agent's journal entry for this job was damaged (a power cut?), so it may have run already";
 export const INTERRUPTED_MESSAGE = 'interrupted: the agent stopped while the job was running (crash or restart)';
 export const CANCELLED_BEFORE_START_MESSAGE = 'cancelled: the agent shut down before the job started';
 export const CANCELLED_BY_USER_BEFORE_START_MESSAGE = 'cancelled: a user cancelled the job before it started';

@@ -12,6 +12,7 @@ import {
   CANCELLED_BEFORE_START_MESSAGE,
   CANCELLED_BY_USER_BEFORE_START_MESSAGE,
   CANCELLED_NOT_HELD_MESSAGE,
+  DAMAGED_MESSAGE,
   decideIntake,
   INTERRUPTED_MESSAGE,
   LOST_MESSAGE,
@@ -157,7 +158,11 @@ export class JobManager {
       return;
     }
     const { assignment, startWithinMs } = parsed;
-    const known = this.#options.journal.get(assignment.jobId) !== undefined || this.queue.has(assignment.jobId);
+    const { journal } = this.#options;
+    const known =
+      journal.get(assignment.jobId) !== undefined ||
+      journal.isDamaged(assignment.jobId) ||
+      this.queue.has(assignment.jobId);
     if (startWithinMs === 0 || known) {
       const spread = this.#spread.get(assignment.jobId);
       if (spread) {
@@ -243,6 +248,7 @@ export class JobManager {
     const entry = journal.get(assignment.jobId);
     const decision = decideIntake(assignment, {
       entry,
+      damaged: journal.isDamaged(assignment.jobId),
       active: this.queue.has(assignment.jobId),
       finalPending:
         this.#finalPending.has(assignment.jobId) ||
@@ -307,6 +313,10 @@ export class JobManager {
         }
         case 'fail_interrupted':
           this.#failInterrupted(entry!);
+          return;
+        case 'fail_damaged':
+          log.warn(DAMAGED_MESSAGE);
+          this.#finish(journal.create(assignment, 'finished'), failedResult(DAMAGED_MESSAGE));
           return;
         case 'resend_final':
           log.info('sending the job result again');

@@ -3,6 +3,8 @@ import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
 import { claimSpareJobDir, isSpareJobDirName, jobFiles, SPARE_JOURNAL_BYTES } from '../exec/job-files.js';
 import { createFileDurably, fillBlankFile, syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
+import { isObject } from '../util/is-object.js';
+import { isJobAssignment } from './job-event.js';
 
 /**
  * Where the agent is with a job:
@@ -67,6 +69,8 @@ export class Journal {
    * flushed with a first durable write); until then each write makes the directory first.
    */
   readonly #rooted = new Set<string>();
+  /** Jobs whose journal file was found damaged at start, until an entry is written for them (isDamaged). */
+  readonly #damaged = new Set<string>();
   readonly #stateDir: string;
 
   private constructor(stateDir: string) {
@@ -74,7 +78,8 @@ export class Journal {
   }
 
   /**
-   * Reads every journal of `<state-dir>/jobs/`. Damaged ones are reported and skipped. A spare
+   * Reads every journal of `<state-dir>/jobs/`. Damaged ones are reported and skipped, their jobs
+   * kept as damaged (isDamaged): never run, whatever is delivered again. A spare
    * directory whose journal a job filled (its claim undone by a power cut) is given back its job's
    * name; one whose filling a crash cut short is reported and removed (its job never started: the
    * step waits for the flush).
@@ -96,6 +101,7 @@ export class Journal {
       try {
         journal.#load(parseEntry(text, name));
       } catch (error) {
+        journal.#damaged.add(name);
         onDamaged(file, (error as Error).message);
       }
     }
@@ -108,6 +114,19 @@ export class Journal {
 
   all(): JournalEntry[] {
     return [...this.#entries.values()];
+  }
+
+  /**
+   * The job has a journal file that could not be read at start. Such a job is taken as seen, its
+   * outcome unknown, never as unknown: the file may be a first entry a power cut left empty (its
+   * step never started), but also a `running` or `finished` entry whose rewrite without a flush
+   * (a process group, a delivered mark: see Durability) a power cut left empty or cut short, or
+   * one damaged otherwise; nothing in it tells which. Running it then could run it twice, while
+   * failing it costs at worst a run that never happened: the caller ends it `failed` instead
+   * (decideIntake's `fail_damaged`), which writes a new entry over the file.
+   */
+  isDamaged(jobId: string): boolean {
+    return this.#damaged.has(jobId);
   }
 
   /**
@@ -135,6 +154,7 @@ export class Journal {
     };
     if (options.onDisk === false) this.#entries.set(entry.jobId, entry);
     else this.#write(entry, options);
+    this.#damaged.delete(entry.jobId);
     return entry;
   }
 
@@ -215,6 +235,7 @@ export class Journal {
       const stat = fs.statSync(dir, { throwIfNoEntry: false });
       if (!stat?.isDirectory() || now - stat.mtimeMs < olderThanMs) continue;
       fs.rmSync(dir, { recursive: true, force: true });
+      this.#damaged.delete(name);
       removed += 1;
     }
     return removed;
@@ -283,17 +304,49 @@ export class Journal {
 
 const DIR_MODE = { recursive: true, mode: 0o700 } as const;
 
-/** A journal file's entry, checked to be one (of job `name` when given). */
+/**
+ * A journal file's entry (of job `name` when given), or an error saying why the file holds none.
+ * Every field is checked, as the code that reads it relies on it (recover, decideIntake, prune):
+ * an entry that is valid JSON but of another shape (cut short in an odd place, written by hand)
+ * would otherwise stop the agent at every start, or slip past the intake rules.
+ */
 function parseEntry(text: string, name?: string): JournalEntry {
-  const entry = JSON.parse(text) as JournalEntry;
+  const entry: unknown = JSON.parse(text);
+  const problem = entryProblem(entry, name);
+  if (problem) throw new Error(`not a journal entry: ${problem}`);
+  return entry as JournalEntry;
+}
+
+const JOURNAL_STATES: readonly JournalState[] = ['accepted', 'running', 'finished', 'rejected', 'abandoned'];
+
+function entryProblem(entry: unknown, name: string | undefined): string | null {
+  if (!isObject(entry)) return 'not an object';
+  const { jobId, assignment, state, final, processGroup } = entry;
+  if (typeof jobId !== 'string' || !JOB_ID_PATTERN.test(jobId)) return 'no usable job id';
+  if (name !== undefined && jobId !== name) return `the job id ${jobId} is not its directory's`;
+  // The shape the stream's job events are checked for (a deploy event's parsed data has it too).
+  if (!isJobAssignment(assignment) || assignment.jobId !== jobId) return 'no job assignment of its job';
+  if (!JOURNAL_STATES.includes(state as JournalState))
+    return `the state ${JSON.stringify(state)} is not one of the agent's`;
   if (
-    typeof entry?.jobId !== 'string' ||
-    !JOB_ID_PATTERN.test(entry.jobId) ||
-    (name !== undefined && entry.jobId !== name) ||
-    typeof entry.state !== 'string'
+    final !== null &&
+    !(isObject(final) && (final.kind === 'finish' || final.kind === 'reject') && isObject(final.body))
   )
-    throw new Error('not a journal');
-  return entry;
+    return 'its result or refusal is not one';
+  if (typeof entry.finalDelivered !== 'boolean') return '`finalDelivered` is not a boolean';
+  if (
+    processGroup !== undefined &&
+    processGroup !== null &&
+    !(Number.isSafeInteger(processGroup) && (processGroup as number) > 0)
+  )
+    return '`processGroup` is not a process group id';
+  for (const key of ['receivedAt', 'updatedAt'] as const) {
+    if (typeof entry[key] !== 'string') return `\`${key}\` is not a string`;
+  }
+  for (const key of ['startedAt', 'note'] as const) {
+    if (entry[key] !== null && typeof entry[key] !== 'string') return `\`${key}\` is not a string or null`;
+  }
+  return null;
 }
 
 const serialize = (entry: JournalEntry) => `${JSON.stringify(entry, null, 2)}\n`;

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { jobFiles } from '../../src/exec/job-files.js';
 import { StepLauncher } from '../../src/exec/step-launcher.js';
 import { isAlive, spares } from '../exec/helpers.js';
-import { decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
+import { DAMAGED_MESSAGE, decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
 import { assignment, harness, sh, type Harness } from './harness.js';
 import { eventually } from '../../../test/helpers/poll.js';
 
@@ -316,6 +316,36 @@ describe('a job id runs at most once', () => {
     expect(after.kinds(interrupted.jobId)).toEqual(['finish']);
   });
 
+  it('after a restart, never runs a job whose journal entry is damaged, whatever its content: it ends failed', async () => {
+    const before = make([quick]);
+    const shapeless = assignment('quick'); // its entry has no assignment
+    const unknownState = assignment('quick'); // its entry's state is not one of the agent's
+    const empty = assignment('quick'); // a power cut left its entry empty
+    const entryFile = (jobId: string) => path.join(before.stateDir, 'jobs', jobId, 'journal.json');
+    const final = { kind: 'finish', body: { status: 'success', exitCode: 0, errorMessage: null, output: {} } };
+    for (const job of [shapeless, unknownState, empty]) before.journal.create(job, 'running');
+    fs.writeFileSync(entryFile(shapeless.jobId), JSON.stringify({ jobId: shapeless.jobId, state: 'running' }));
+    const finished = JSON.parse(fs.readFileSync(entryFile(unknownState.jobId), 'utf8'));
+    fs.writeFileSync(
+      entryFile(unknownState.jobId),
+      JSON.stringify({ ...finished, state: 'Finished', final, finalDelivered: true }),
+    );
+    fs.writeFileSync(entryFile(empty.jobId), '');
+
+    const after = before.restart();
+    open.push(after);
+    after.manager.recover(); // threw "Cannot read properties of undefined (reading 'workflowName')"
+    // The coordinator still has them pending (their start never reached it) and delivers them again:
+    for (const job of [shapeless, unknownState, empty]) after.manager.onJobEvent(job);
+    await eventually(() => [shapeless, unknownState, empty].every((job) => after.finishOf(job.jobId)));
+    for (const job of [shapeless, unknownState, empty]) {
+      expect(after.kinds(job.jobId)).toEqual(['finish']); // never started
+      expect(after.finishOf(job.jobId)).toMatchObject({ status: 'failed', errorMessage: DAMAGED_MESSAGE });
+      expect(after.journal.get(job.jobId)?.state).toBe('finished'); // a good entry now: settled as any job
+    }
+    expect(after.records.filter((r) => r.msg === DAMAGED_MESSAGE)).toHaveLength(3);
+  });
+
   it('after a restart, resends a result that was kept in the journal but never delivered', async () => {
     const before = make([quick]);
     const job = assignment('quick');
@@ -389,6 +419,7 @@ describe('shutdown', () => {
 describe('the intake rules', () => {
   const base: IntakeContext = {
     entry: undefined,
+    damaged: false,
     active: false,
     finalPending: false,
     shuttingDown: false,
@@ -435,5 +466,13 @@ describe('the intake rules', () => {
     expect(decideIntake(job, { ...base, entry: entry('finished', { finalDelivered: true }) }).action).toBe('ignore');
     expect(decideIntake(job, { ...base, entry: entry('rejected'), finalPending: true }).action).toBe('ignore');
     expect(decideIntake(job, { ...base, entry: entry('abandoned') }).action).toBe('ignore');
+    // A state no build writes (the journal skips such an entry) is never taken for a new job.
+    expect(decideIntake(job, { ...base, entry: entry('Finished', { finalDelivered: true }) }).action).toBe('ignore');
+    expect(decideIntake(job, { ...base, entry: entry('Finished') }).action).toBe('ignore');
+  });
+
+  it('never run a job whose journal entry was damaged: it may have run', () => {
+    for (const status of ['pending', 'queued', 'running'] as const)
+      expect(decideIntake({ ...job, status }, { ...base, damaged: true })).toEqual({ action: 'fail_damaged' });
   });
 });

@@ -158,17 +158,53 @@ describe('the journal', () => {
     expect(fs.existsSync(spare)).toBe(false);
   });
 
-  it('skips a first entry that a power cut left empty, as if the job were unknown', () => {
+  it('skips an entry that a power cut left empty, keeping its job as damaged until an entry is written', () => {
     const job = assignment('w');
     fs.mkdirSync(path.join(stateDir, 'jobs', job.jobId), { recursive: true });
     fs.writeFileSync(path.join(stateDir, 'jobs', job.jobId, 'journal.json'), '');
     const damaged: string[] = [];
     const journal = Journal.open(stateDir, (file) => damaged.push(file));
     expect(journal.get(job.jobId)).toBeUndefined();
+    expect(journal.isDamaged(job.jobId)).toBe(true);
     expect(damaged).toHaveLength(1);
     // Delivered again, it is recorded anew over the damaged file.
     journal.create(job, 'finished');
+    expect(journal.isDamaged(job.jobId)).toBe(false);
     expect(Journal.open(stateDir).get(job.jobId)?.state).toBe('finished');
+  });
+
+  it('checks every field of an entry, and skips one of another shape with a report saying what is wrong', () => {
+    const journal = Journal.open(stateDir);
+    const good = journal.create(assignment('w'), 'running', { processGroup: 42 });
+    const cases: [string, (entry: Record<string, any>) => unknown][] = [
+      ['no job assignment of its job', (e) => ({ jobId: e.jobId, state: 'running' })],
+      ['no job assignment of its job', (e) => ({ ...e, assignment: { ...e.assignment, workflowName: 7 } })],
+      ['no job assignment of its job', (e) => ({ ...e, assignment: { ...e.assignment, jobId: good.jobId } })],
+      ['the state "Finished" is not one of the agent\'s', (e) => ({ ...e, state: 'Finished', finalDelivered: true })],
+      ["the state null is not one of the agent's", (e) => ({ ...e, state: null })],
+      ['its result or refusal is not one', (e) => ({ ...e, state: 'finished', final: { kind: 'done', body: {} } })],
+      ['`finalDelivered` is not a boolean', (e) => ({ ...e, finalDelivered: 'yes' })],
+      ['`processGroup` is not a process group id', (e) => ({ ...e, processGroup: '1' })],
+      ['`processGroup` is not a process group id', (e) => ({ ...e, processGroup: -1 })],
+      ['`updatedAt` is not a string', (e) => ({ ...e, updatedAt: undefined })],
+      ['`startedAt` is not a string or null', (e) => ({ ...e, startedAt: 1 })],
+      ['not an object', () => ['x']],
+    ];
+    const bad = cases.map(([, damage]) => {
+      const entry = journal.create(assignment('w'), 'accepted');
+      const file = path.join(stateDir, 'jobs', entry.jobId, 'journal.json');
+      fs.writeFileSync(file, JSON.stringify(damage(JSON.parse(fs.readFileSync(file, 'utf8')))));
+      return entry.jobId;
+    });
+
+    const damaged: [string, string][] = [];
+    const reopened = Journal.open(stateDir, (file, reason) =>
+      damaged.push([path.basename(path.dirname(file)), reason]),
+    );
+    expect(reopened.all().map((e) => e.jobId)).toEqual([good.jobId]);
+    expect(new Map(damaged)).toEqual(new Map(bad.map((jobId, i) => [jobId, `not a journal entry: ${cases[i]![0]}`])));
+    for (const jobId of bad) expect(reopened.isDamaged(jobId)).toBe(true);
+    expect(reopened.isDamaged(good.jobId)).toBe(false);
   });
 
   it('prunes settled jobs after the retention, never one whose result is still owed', () => {
