@@ -48,7 +48,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
     version: desired.version,
     channel: desired.channel,
     sequence: desired.sequence,
-    forced: payload.forced || job.params.forced,
+    forced: payload.forced, // the signed value, never the event's (run-deploy-job.ts)
     checksum_sha256: desired.checksum_sha256.toLowerCase(),
   };
   const secrets = await loadJobSecrets(deps, req.workflow, req.log);

@@ -128,8 +128,11 @@ class DeployRun {
     const desired = payload.desired!;
     this.#say(`the signed manifest confirms release ${describeRelease(desired)} of ${payload.slug}`);
 
-    const forced = payload.forced || this.#job.params.forced;
-    if (deploy.postponeOptional && !forced) return this.#postpone();
+    // Only the signed entry decides whether the update is forced: the event's `params.forced` is
+    // unsigned, and a forged `true` would get past --postpone-optional. Both come from the same
+    // state on the coordinator, the entry computed at this request: the newer word, so an event
+    // that disagrees is not refused (eventMismatch refuses what would install another release).
+    if (deploy.postponeOptional && !payload.forced) return this.#postpone();
 
     const builtIn = deploy.selfUpdate?.handles(payload.update_workflow) ? deploy.selfUpdate : undefined;
     const workflow = this.#deps.workflow(payload.update_workflow);

@@ -4,7 +4,7 @@ import { Backoff } from '../util/backoff.js';
 import { formatDuration } from '../exec/durations.js';
 import { describeNetworkError } from '../http/client.js';
 import { discardBody, type HttpResponse } from '../http/request.js';
-import { readEvents, type ServerSentEvent } from './event-reader.js';
+import { OversizedEventError, readEvents, type ServerSentEvent } from './event-reader.js';
 import { openSignedStream, type StreamSigner } from './open-stream.js';
 
 export type ConnectionState = 'connecting' | 'connected' | 'disconnected';
@@ -35,13 +35,18 @@ export interface StreamClientOptions extends StreamSigner {
   onReportsChecked?(checks: boolean): void;
   /** The coordinator refused the claim (409 `reports_outdated`); the next attempt, made at once, is to report. */
   onReportsOutdated?(): void;
-  /** A connection silent for this long (no event, pings included) is dropped and reopened. */
+  /**
+   * A connection silent for this long (nothing received: no event, no ping, no part of one) is
+   * dropped and reopened.
+   */
   idleTimeoutMs?: number;
   /**
    * A connection that stayed open this long (1 s by default) was healthy: its cut is followed by a
    * prompt reconnect (the delay starts again from its base) rather than a longer one.
    */
   healthyAfterMs?: number;
+  /** The cap of one event (event-reader.ts, MAX_EVENT_CHARS by default; tests pass a small one). */
+  maxEventChars?: number;
   /** The queue's capacity, announced to the coordinator, which hands jobs over no faster. */
   queueCapacity?: number;
   backoff?: Backoff;
@@ -57,13 +62,13 @@ const MAX_ASKED_WAIT_MS = 120_000;
 const EVENTS = new Set<string>(Object.values(StreamEvent));
 
 /**
- * Holds `GET /v1/agent/stream` open. After any failure (network error, HTTP error, stream end, or
- * the liveness watchdog: no event for `idleTimeoutMs`) the connection is closed and reopened after
- * an exponential backoff with full jitter (at most 10 s). A cut of a stream that had been open
- * for `healthyAfterMs` resets the delay: the first attempt then comes within the stream's SSE
- * `retry` hint (the time over which the coordinator can take its whole fleet back; half a second
- * without one), so a flapping link is crossed again at once while a fleet that lost its streams
- * together comes back spread out. A 503 with `Retry-After` (the coordinator shedding a reconnect
+ * Holds `GET /v1/agent/stream` open. After any failure (network error, HTTP error, stream end, an
+ * event past the reader's cap, or the liveness watchdog: nothing received for `idleTimeoutMs`) the
+ * connection is closed and reopened after an exponential backoff with full jitter (at most 10 s).
+ * A cut of a stream that had been open for `healthyAfterMs` resets the delay: the first attempt
+ * then comes within the stream's SSE `retry` hint (the time over which the coordinator can take
+ * its whole fleet back; half a second without one), so a flapping link is crossed again at once
+ * while a fleet that lost its streams together comes back spread out. A 503 with `Retry-After` (the coordinator shedding a reconnect
  * storm) is waited out as asked, within one more second of jitter, and is not counted as a failure.
  * Each attempt is signed afresh. The coordinator sends every open job again at each connect, so
  * nothing is lost in between.
@@ -187,24 +192,30 @@ export class StreamClient {
     }
     this.#setState('connected', null);
     try {
-      await readEvents(
-        res.body,
-        (event) => {
-          if (current()) this.#handle(event, attempt);
+      await readEvents(res.body, {
+        onEvent: (event) => {
+          if (current()) this.#handle(event);
         },
-        (retryMs) => {
+        onRetry: (retryMs) => {
           if (current()) this.#retryHintMs = Math.min(retryMs, MAX_ASKED_WAIT_MS);
         },
-      );
+        // Any bytes prove the connection alive, not only a whole event: a large job event on a
+        // slow link can take longer than the timeout to arrive, and would be cut at every attempt.
+        // An event that never ends is stopped by the reader's cap instead.
+        onData: () => {
+          if (current()) this.#armWatchdog(attempt);
+        },
+        ...(this.#options.maxEventChars ? { maxEventChars: this.#options.maxEventChars } : {}),
+      });
       failed('the connection closed');
     } catch (error) {
-      failed(`the connection was cut (${describeCut(error)})`);
+      if (error instanceof OversizedEventError) failed(error.message);
+      else failed(`the connection was cut (${describeCut(error)})`);
     }
   }
 
-  /** An event of the open stream: any event proves the connection alive; known ones go to `onMessage`. */
-  #handle(message: ServerSentEvent, attempt: AbortController): void {
-    this.#armWatchdog(attempt);
+  /** An event of the open stream: known ones go to `onMessage`. */
+  #handle(message: ServerSentEvent): void {
     const { event } = message;
     if (!EVENTS.has(event)) return;
     const { logger } = this.#options;
@@ -255,7 +266,7 @@ export class StreamClient {
     if (this.#watchdog) clearTimeout(this.#watchdog);
     this.#watchdog = setTimeout(() => {
       if (attempt === this.#attempt)
-        this.#fail(`no event from the coordinator for ${formatDuration(this.#idleTimeoutMs)}`);
+        this.#fail(`nothing received from the coordinator for ${formatDuration(this.#idleTimeoutMs)}`);
     }, this.#idleTimeoutMs);
   }
 

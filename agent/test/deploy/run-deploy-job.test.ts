@@ -422,6 +422,44 @@ describe('the local policy', () => {
     expect(h.finishOf(event.jobId)?.status).toBe('success');
     expect(installed()).toBe('artifact 1.0.0');
   });
+
+  it("goes by the signed entry's `forced` alone, never by the unsigned event's", async () => {
+    const h = make({ postponeOptional: true });
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    // An event that says forced cannot get an optional release past the policy...
+    const forged = fake.event(app);
+    forged.params.forced = true;
+    h.manager.onDeployEvent(forged);
+    await eventually(() => h.finishOf(forged.jobId) !== undefined);
+    expect(h.finishOf(forged.jobId)).toMatchObject({ status: 'cancelled' });
+    expect(h.finishOf(forged.jobId)!.errorMessage).toMatch(/^postponed by local policy/);
+    expect(installed()).toBeNull();
+    expect(blobs.requests).toEqual([]);
+
+    // ...and one that says optional does not hold back a release the entry forces, whose workflow
+    // is told it is forced.
+    app.forced = true;
+    const stale = fake.event(app);
+    stale.params.forced = false;
+    h.manager.onDeployEvent(stale);
+    await eventually(() => h.finishOf(stale.jobId) !== undefined);
+    expect(h.finishOf(stale.jobId)?.status).toBe('success');
+    expect(installed()).toBe('artifact 1.0.0');
+    expect(JSON.parse(fs.readFileSync(path.join(marks, 'params.json'), 'utf8')).forced).toBe(true);
+  });
+
+  it("gives the workflow the signed entry's `forced`, not the event's", async () => {
+    const h = make();
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    const event = fake.event(app);
+    event.params.forced = true;
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined);
+    expect(h.finishOf(event.jobId)?.status).toBe('success');
+    expect(JSON.parse(fs.readFileSync(path.join(marks, 'params.json'), 'utf8')).forced).toBe(false);
+  });
 });
 
 describe('a failed update', () => {

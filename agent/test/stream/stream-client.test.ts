@@ -61,6 +61,7 @@ function client(
   origin: string,
   options: {
     idleTimeoutMs?: number;
+    maxEventChars?: number;
     healthyAfterMs?: number;
     beforeConnect?: () => Promise<string | null | void>;
     onReportsChecked?: (checks: boolean) => void;
@@ -136,9 +137,61 @@ describe('the stream client', () => {
     const { states, records } = client(server.origin, { idleTimeoutMs: 200 });
     await eventually(() => server.requests.length >= 3);
     expect(states.filter((s) => s[0] === 'disconnected')[0]![1]).toBe(
-      'the stream dropped: no event from the coordinator for 200ms',
+      'the stream dropped: nothing received from the coordinator for 200ms',
     );
-    expect(records.some((r) => /no event from the coordinator for 200ms; reconnecting in/.test(r.msg))).toBe(true);
+    expect(records.some((r) => /nothing received from the coordinator for 200ms; reconnecting in/.test(r.msg))).toBe(
+      true,
+    );
+  });
+
+  it('takes any bytes as a sign of life: an event that arrives slowly, over more than the idle timeout, is read whole', async () => {
+    const big = 'x'.repeat(6_000);
+    const server = await sseServer((_req, res) => {
+      openStream(res);
+      const line = `event: job\nid: slow\ndata: ${JSON.stringify({ big })}\n\n`;
+      let sent = 0;
+      const timer = setInterval(() => {
+        res.write(line.slice(sent, sent + 500)); // 500 characters every 50 ms: 600 ms for the event
+        sent += 500;
+        if (sent >= line.length) clearInterval(timer);
+      }, 50);
+      res.on('close', () => clearInterval(timer));
+    });
+    cleanups.push(server.close);
+    const { messages, states } = client(server.origin, { idleTimeoutMs: 200 });
+    await eventually(() => messages.length === 1);
+    expect(messages[0]).toEqual({ event: 'job', id: 'slow', data: { big } });
+    expect(states.filter((s) => s[0] === 'disconnected')).toEqual([]);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('drops the stream when an event grows past the cap without ending, and reconnects', async () => {
+    let closed = false;
+    const server = await sseServer((_req, res, attempt) => {
+      openStream(res);
+      if (attempt > 1) {
+        event(res, 'ping', 'ping-1', { at: 'now' });
+        return;
+      }
+      // `data:` lines without the blank line that would end the event, for as long as it is read.
+      res.write('event: job\nid: endless\n');
+      const timer = setInterval(() => res.write(`data: ${'x'.repeat(10_000)}\n`), 2);
+      res.on('close', () => {
+        clearInterval(timer);
+        closed = true;
+      });
+    });
+    cleanups.push(server.close);
+    const { messages, states, records } = client(server.origin, { idleTimeoutMs: 30_000, maxEventChars: 100_000 });
+    await eventually(() => messages.length === 1);
+    expect(messages[0]).toMatchObject({ event: 'ping', id: 'ping-1' });
+    await eventually(() => closed); // the connection was closed, not left to its writer
+    const dropped =
+      'the stream dropped: an event from the coordinator passed 100 KB without ending (the most the agent reads)';
+    expect(states.filter((s) => s[0] === 'disconnected')[0]![1]).toBe(dropped);
+    expect(records.filter((r) => r.level >= 40).map((r) => r.msg)).toEqual([
+      expect.stringMatching(new RegExp(`^${dropped.replace(/[()]/g, '\\$&')}; reconnecting in \\d+ms$`)),
+    ]);
   });
 
   it('keeps trying with backoff while the coordinator refuses or cannot be reached, and says why', async () => {
