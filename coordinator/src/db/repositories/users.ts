@@ -59,7 +59,7 @@ export function createUserRepository(db: Database): UserRepository {
     async findById(id) {
       const row = await db.one(BY_ID, [id]);
       if (!row) return null;
-      const { passwordHash: _omit, ...user } = toUser(row);
+      const { passwordHash: _hash, passwordByInviter: _byInviter, ...user } = toUser(row);
       return user;
     },
     async insert(user) {

@@ -24,6 +24,7 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
       passwordHash: 'hash of Ada@Example.test',
       createdAt: AT,
       sessionGeneration: 0,
+      passwordByInviter: false,
     });
     expect(await t.repos.users.findById(id)).toEqual({
       id,
@@ -140,6 +141,7 @@ describe.each(DATABASES)('invitations (%s)', (kind) => {
     expect(await t.repos.users.findByEmail('new@example.test')).toMatchObject({
       id: newUser.id,
       passwordHash: 'first',
+      passwordByInviter: true,
     });
     expect(await t.repos.invitations.findById(fresh.id)).toEqual({
       id: fresh.id,
@@ -159,8 +161,21 @@ describe.each(DATABASES)('invitations (%s)', (kind) => {
     const again = { ...invite('OWNER@example.test'), orgId: other };
     const attempt = { id: newId(), email: 'OWNER@example.test', passwordHash: 'chosen by a stranger', createdAt: AT };
     expect(await t.repos.invitations.create(again, attempt)).toBe('ok');
-    expect(await t.repos.users.findByEmail('owner@example.test')).toMatchObject({ id: owner, passwordHash: 'h' });
+    expect(await t.repos.users.findByEmail('owner@example.test')).toMatchObject({
+      id: owner,
+      passwordHash: 'h',
+      passwordByInviter: false,
+    });
     expect(await t.repos.users.count()).toBe(2);
+    // The inviter's password is replaced once (the holder's first single sign-on), never the holder's own.
+    expect(await t.repos.users.replaceInvitersPassword(owner, '!sso')).toBeNull();
+    expect(await t.repos.users.replaceInvitersPassword(newUser.id, '!sso')).toBe(1);
+    expect(await t.repos.users.replaceInvitersPassword(newUser.id, '!sso')).toBeNull();
+    expect(await t.repos.users.findByEmail('new@example.test')).toMatchObject({
+      passwordHash: '!sso',
+      passwordByInviter: false,
+      sessionGeneration: 1,
+    });
     expect(await t.repos.invitations.findById(newId())).toBeNull();
   });
 
