@@ -1,7 +1,7 @@
 import { compilePattern, PatternBudget, PatternSet, MAX_RUN_PATTERN_WORK } from './pattern-match.js';
 import { describeValue } from './describe.js';
 import { fileRefProblem } from './file-refs.js';
-import { describeParamEnvClash, paramEnvClashes } from './param-env.js';
+import { describeParamEnvClash, paramEnvClashes, paramEnvName } from './param-env.js';
 import type { ParamDefinition } from './wire.js';
 
 /**
@@ -182,3 +182,83 @@ export function duplicateValues(values: readonly string[], path: string): ParamP
 }
 
 /** Describes a value for "expected X, got Y" messages (the coordinator's `describe`, errors.ts). */
+
+/**
+ * The problems of a run's params (`given`) against a workflow's declared ones (`schema`), each at
+ * `params.<name>` (docs/trigger-runs.md, "Params"): a param the workflow does not declare (naming
+ * the declared one whose variable it would set too), a required one absent without a `default`,
+ * a value its declaration refuses; the patterns of one run share one budget. The coordinator
+ * refuses a call with them (422) against the definition its agent reported; the agent refuses a
+ * job with them against its own workflow file, which is what runs (`files: false`: the values of
+ * `file` params are not checked there, the coordinator made them download references).
+ * `skip`: paths refused for another reason already, which get no second problem.
+ */
+export function runParamsProblems(
+  schema: readonly ParamDefinition[],
+  given: Readonly<Record<string, unknown>>,
+  options: { skip?: ReadonlySet<string>; files?: boolean } = {},
+): ParamProblem[] {
+  const skip = options.skip ?? new Set<string>();
+  const problems = undeclaredProblems(schema, given).filter((p) => !skip.has(p.path));
+  // What the run's values may cost their patterns, in all (pattern-match.ts).
+  const budget = new PatternBudget();
+  for (const param of schema) {
+    const path = `params.${param.name}`;
+    if (!Object.hasOwn(given, param.name)) {
+      if (param.default === undefined && param.required === true) {
+        problems.push({ path, message: `is required (${expectedValue(param)})` });
+      }
+      continue;
+    }
+    if (skip.has(path) || (param.type === 'file' && options.files === false)) continue;
+    const problem = paramValueProblem(param, given[param.name], budget);
+    if (problem) problems.push({ path, message: problem });
+  }
+  return problems;
+}
+
+/** How many declared names an "is not declared" message lists at most. */
+const LISTED_NAMES = 20;
+
+/** A problem for each given param the schema does not declare, naming the declared one it collides with. */
+function undeclaredProblems(
+  schema: readonly ParamDefinition[],
+  given: Readonly<Record<string, unknown>>,
+): ParamProblem[] {
+  const declared = new Set(schema.map((p) => p.name));
+  const byEnv = new Map(schema.map((p) => [paramEnvName(p.name), p.name]));
+  const names = schema.map((p) => `\`${p.name}\``);
+  const listed =
+    names.length === 0
+      ? 'the workflow declares no params'
+      : `the workflow's params are ${names.slice(0, LISTED_NAMES).join(', ')}` +
+        (names.length > LISTED_NAMES ? ` and ${names.length - LISTED_NAMES} more` : '');
+  const problems: ParamProblem[] = [];
+  for (const name of Object.keys(given)) {
+    if (declared.has(name)) continue;
+    const env = paramEnvName(name);
+    const twin = byEnv.get(env);
+    problems.push({
+      path: `params.${name}`,
+      message:
+        twin === undefined
+          ? `is not a parameter of this workflow (${listed})`
+          : `is not a parameter of this workflow, and ${describeParamEnvClash({ name, first: twin, env })}; send \`${twin}\` only`,
+    });
+  }
+  return problems;
+}
+
+/** What a value of this parameter must be, for "is required" messages. */
+function expectedValue(param: ParamDefinition): string {
+  switch (param.type) {
+    case 'enum':
+      return `one of ${(param.options ?? []).map((o) => `\`${o}\``).join(', ')}`;
+    case 'string':
+      return param.pattern === undefined ? 'a string' : `a string matching \`${param.pattern}\``;
+    case 'file':
+      return 'a FileRef `{"__type": "FileRef", "id": "<file id>"}`';
+    default:
+      return `a ${param.type}`;
+  }
+}

@@ -33,6 +33,8 @@ export interface IntakeContext {
   capacity: number;
   /** Why the workflow cannot run here (unknown or invalid locally), or null when it can. */
   workflowProblem: string | null;
+  /** Why the params do not fit the workflow file here (params-check.ts), or null when they do. */
+  paramsProblem: string | null;
 }
 
 /**
@@ -68,6 +70,7 @@ export function decideIntake(assignment: JobAssignment, ctx: IntakeContext): Int
   if (assignment.status !== 'pending') return { action: 'fail_lost' };
   if (ctx.shuttingDown) return { action: 'reject', reason: 'shutting_down', message: 'the agent is shutting down' };
   if (ctx.workflowProblem) return { action: 'reject', reason: 'unknown_workflow', message: ctx.workflowProblem };
+  if (ctx.paramsProblem) return { action: 'reject', reason: 'invalid_params', message: ctx.paramsProblem };
   if (ctx.queueFull) {
     return {
       action: 'reject',

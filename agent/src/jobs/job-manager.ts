@@ -26,6 +26,7 @@ import { runTriggerJob } from './run-trigger-job.js';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import type { StepLauncher } from '../exec/step-launcher.js';
 import { afterPendingImmediates } from '../util/event-loop.js';
+import { paramsProblem } from '../workflows/params-check.js';
 import { parseDeployEvent } from './deploy-event.js';
 import type { CountersWriter } from '../status/counters-writer.js';
 
@@ -258,6 +259,9 @@ export class JobManager {
       capacity: this.queue.capacity,
       // An update workflow missing here fails the job when it runs (a rejection would be re-issued).
       workflowProblem: deploy ? null : this.#options.workflows.problemWith(assignment.workflowName),
+      paramsProblem: deploy
+        ? null
+        : paramsProblem(this.#options.workflows.get(assignment.workflowName), assignment.params),
     });
     try {
       switch (decision.action) {

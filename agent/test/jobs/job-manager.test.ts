@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { loadPatternEngine } from '@drover/shared';
 import { jobFiles } from '../../src/exec/job-files.js';
 import { StepLauncher } from '../../src/exec/step-launcher.js';
 import { isAlive, spares } from '../exec/helpers.js';
@@ -155,6 +156,37 @@ describe('a new job', () => {
         body: { reason: 'unknown_workflow', message: 'no valid workflow named missing' },
       },
     ]);
+  });
+
+  it('is rejected with invalid_params when its params do not fit the workflow file here', async () => {
+    // What the coordinator checked against the reported definition, the file that runs checks again:
+    // a coordinator broken into cannot hand the step a value the file keeps out.
+    await loadPatternEngine();
+    const branchy = {
+      name: 'branchy',
+      paramsSchema: [
+        { name: 'branch', type: 'string' as const, pattern: '^[a-z0-9-]+$', required: true },
+        { name: 'depth', type: 'number' as const, default: 1 },
+      ],
+      steps: [sh('echo "$DROVER_PARAM_BRANCH"')],
+    };
+    const h = make([branchy]);
+    const bad = assignment('branchy', { params: { branch: 'main; rm -rf /', extra: 1 } });
+    const good = assignment('branchy', { params: { branch: 'main' } });
+    h.manager.onJobEvent(bad);
+    h.manager.onJobEvent(good);
+    await eventually(() => h.finishOf(good.jobId) !== undefined);
+    expect(h.sent.find((r) => r.jobId === bad.jobId)).toEqual({
+      kind: 'reject',
+      jobId: bad.jobId,
+      body: {
+        reason: 'invalid_params',
+        message:
+          "the params do not fit the workflow file on this agent: params.extra is not a parameter of this workflow (the workflow's params are `branch`, `depth`); params.branch must match the pattern `^[a-z0-9-]+$`, got `main; rm -rf /` (string)",
+      },
+    });
+    expect(h.kinds(bad.jobId)).toEqual(['reject']);
+    expect(h.finishOf(good.jobId)?.status).toBe('success');
   });
 
   it('is accepted into the queue when another job runs, and started when its turn comes', async () => {
@@ -426,6 +458,7 @@ describe('the intake rules', () => {
     queueFull: false,
     capacity: 4,
     workflowProblem: null,
+    paramsProblem: null,
   };
   const job = assignment('w');
 
@@ -434,8 +467,12 @@ describe('the intake rules', () => {
     expect(decideIntake(job, { ...base, queueFull: true, workflowProblem: 'x', shuttingDown: true })).toMatchObject({
       reason: 'shutting_down',
     });
-    expect(decideIntake(job, { ...base, queueFull: true, workflowProblem: 'x' })).toMatchObject({
+    expect(decideIntake(job, { ...base, queueFull: true, workflowProblem: 'x', paramsProblem: 'y' })).toMatchObject({
       reason: 'unknown_workflow',
+    });
+    expect(decideIntake(job, { ...base, queueFull: true, paramsProblem: 'y' })).toMatchObject({
+      reason: 'invalid_params',
+      message: 'y',
     });
     expect(decideIntake(job, { ...base, queueFull: true })).toMatchObject({
       reason: 'queue_full',

@@ -1,13 +1,8 @@
-import {
-  describeParamEnvClash,
-  paramEnvClashes,
-  paramEnvName,
-  PatternBudget,
-  type ParamDefinition,
-} from '@drover/shared';
+import { describeParamEnvClash, paramEnvClashes, type ParamDefinition } from '@drover/shared';
 import { validationFailed, type ValidationDetail } from '../../errors.js';
 import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
-import { paramValueProblem } from '../workflows/workflow-definitions.js';
+// With the pattern engine loaded (that module loads it).
+import { runParamsProblems } from '../workflows/workflow-definitions.js';
 
 /**
  * Trigger-run `params` against the workflow's `paramsSchema` (docs/trigger-runs.md, "Params"), with the meaning of
@@ -48,21 +43,10 @@ export function resolveRunParams(
     return given;
   }
   // A value that is not plain JSON gets that one problem, not a second one about its name or type.
-  const unfit = new Set(problems.map((p) => p.path));
-  problems.push(...undeclaredProblems(schema, given).filter((p) => !unfit.has(p.path)));
+  problems.push(...runParamsProblems(schema, given, { skip: new Set(problems.map((p) => p.path)) }));
   const resolved: Record<string, unknown> = { ...given };
-  // What the run's values may cost their patterns, in all (shared/src/pattern-match.ts).
-  const budget = new PatternBudget();
   for (const param of schema) {
-    const path = `params.${param.name}`;
-    if (!Object.hasOwn(given, param.name)) {
-      if (param.default !== undefined) resolved[param.name] = param.default;
-      else if (param.required === true) problems.push({ path, message: `is required (${expected(param)})` });
-      continue;
-    }
-    if (unfit.has(path)) continue;
-    const problem = paramValueProblem(param, given[param.name], budget);
-    if (problem) problems.push({ path, message: problem });
+    if (!Object.hasOwn(given, param.name) && param.default !== undefined) resolved[param.name] = param.default;
   }
   if (problems.length > 0) throw validationFailed(problems);
   // Declared names that collide (a workflow stored before such names were refused at report).
@@ -76,47 +60,4 @@ export function resolveRunParams(
     );
   }
   return resolved;
-}
-
-/** How many declared names an "is not declared" message lists at most. */
-const LISTED_NAMES = 20;
-
-/** A 422 for each given param the schema does not declare, naming the declared one it collides with. */
-function undeclaredProblems(schema: readonly ParamDefinition[], given: Record<string, unknown>): ValidationDetail[] {
-  const declared = new Set(schema.map((p) => p.name));
-  const byEnv = new Map(schema.map((p) => [paramEnvName(p.name), p.name]));
-  const names = schema.map((p) => `\`${p.name}\``);
-  const listed =
-    names.length === 0
-      ? 'the workflow declares no params'
-      : `the workflow's params are ${names.slice(0, LISTED_NAMES).join(', ')}` +
-        (names.length > LISTED_NAMES ? ` and ${names.length - LISTED_NAMES} more` : '');
-  const problems: ValidationDetail[] = [];
-  for (const name of Object.keys(given)) {
-    if (declared.has(name)) continue;
-    const env = paramEnvName(name);
-    const twin = byEnv.get(env);
-    problems.push({
-      path: `params.${name}`,
-      message:
-        twin === undefined
-          ? `is not a parameter of this workflow (${listed})`
-          : `is not a parameter of this workflow, and ${describeParamEnvClash({ name, first: twin, env })}; send \`${twin}\` only`,
-    });
-  }
-  return problems;
-}
-
-/** What a value of this parameter must be, for "is required" messages. */
-function expected(param: ParamDefinition): string {
-  switch (param.type) {
-    case 'enum':
-      return `one of ${(param.options ?? []).map((o) => `\`${o}\``).join(', ')}`;
-    case 'string':
-      return param.pattern === undefined ? 'a string' : `a string matching \`${param.pattern}\``;
-    case 'file':
-      return 'a FileRef `{"__type": "FileRef", "id": "<file id>"}`';
-    default:
-      return `a ${param.type}`;
-  }
 }

@@ -12,7 +12,7 @@ import type { ValidationDetail } from '../../errors.js';
  * agent checks its workflow files exactly as the coordinator checks the definitions it receives.
  * They are re-exported here for the coordinator's code.
  */
-export { paramDefinitionProblems, paramsSchemaProblems, paramValueProblem } from '@drover/shared';
+export { paramDefinitionProblems, paramsSchemaProblems, paramValueProblem, runParamsProblems } from '@drover/shared';
 
 // The coordinator checks patterns at every report and at every run: the engine (re2js, which
 // the agent and the dashboard load only when a pattern needs it) is loaded with this module.
