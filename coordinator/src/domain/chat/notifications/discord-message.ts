@@ -54,6 +54,13 @@ export interface DiscordJobMessage {
 }
 
 /** A value in a code span (Discord renders its markdown nowhere inside); backticks that would end it replaced. */
+/**
+ * A value inside a line as plain text in Discord's markdown: its emphasis, code, spoiler and
+ * masked-link characters, and `<` (mentions, timestamps), escaped with a backslash
+ * (https://support.discord.com/hc/en-us/articles/210298617).
+ */
+export const escapeMarkdown = (text: string): string => text.replace(/[\\*_~`|[\]()<]/g, '\\$&');
+
 const code = (text: string, max: number): string => '`' + shorten(text.replace(/`/g, 'ˋ'), max - 2) + '`';
 
 const FOOTER = 'Drover';
@@ -137,7 +144,10 @@ export function discordPost(
   const base: DiscordMessageBody =
     payload.kind === 'job_outcome'
       ? discordJobMessage(payload, publicUrl)
-      : { content: shorten(plainText(payload, publicUrl), DISCORD_LIMITS.content), allowed_mentions: { parse: [] } };
+      : {
+          content: shorten(plainText(payload, publicUrl, escapeMarkdown), DISCORD_LIMITS.content),
+          allowed_mentions: { parse: [] },
+        };
   if (target.type === 'channel') return base;
   const ping = payload.kind !== 'chat_answer';
   const { messageId } = target;

@@ -69,16 +69,17 @@ export const batchUrl = (publicUrl: string, batchId: string): string =>
  * A batch's message, plain text for both providers: `Drover batch #12 rotate-certs (rotate):
  * PARTIAL, 38 of 40 succeeded, 2 failed: gw-07, gw-12 <link>`.
  */
-export function batchText(notice: BatchNotice, publicUrl: string): string {
+export function batchText(notice: BatchNotice, publicUrl: string, escape: Escape = verbatim): string {
   const parts = [`${notice.succeeded} of ${notice.jobCount} succeeded`];
   if (notice.failed > 0) {
     const more = notice.failed - notice.failedAgents.length;
-    parts.push(`${notice.failed} failed: ${notice.failedAgents.join(', ')}${more > 0 ? ` and ${more} more` : ''}`);
+    const agents = notice.failedAgents.map(escape).join(', ');
+    parts.push(`${notice.failed} failed: ${agents}${more > 0 ? ` and ${more} more` : ''}`);
   }
   if (notice.cancelled > 0) parts.push(`${notice.cancelled} cancelled`);
   const label = notice.status === 'partial' ? 'PARTIAL' : notice.status.toUpperCase();
   return (
-    `Drover batch #${notice.number} ${notice.triggerName} (${notice.workflowName}): ${label}, ${parts.join(', ')} ` +
+    `Drover batch #${notice.number} ${escape(notice.triggerName)} (${escape(notice.workflowName)}): ${label}, ${parts.join(', ')} ` +
     batchUrl(publicUrl, notice.batchId)
   );
 }
@@ -87,24 +88,37 @@ export function batchText(notice: BatchNotice, publicUrl: string): string {
  * A rollout that paused by itself, plain text for both providers: `Drover rollout of kiosk 2.4.0
  * PAUSED in wave 1 of 4: 3 of 10 updates failed (30 %, above 5 %): kiosk-07, kiosk-12 and 1 more <link>`.
  */
-export function rolloutPausedText(notice: RolloutPausedNotice, publicUrl: string): string {
+export function rolloutPausedText(notice: RolloutPausedNotice, publicUrl: string, escape: Escape = verbatim): string {
   const rate = (r: number) => `${Math.round(r * 1000) / 10} %`;
   const more = notice.failed - notice.failedDevices.length;
   const devices =
     notice.failedDevices.length === 0
       ? ''
-      : `: ${notice.failedDevices.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+      : `: ${notice.failedDevices.map(escape).join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
   return (
-    `Drover rollout of ${notice.appSlug} ${notice.version} PAUSED in wave ${notice.wave} of ${notice.waves}: ` +
+    `Drover rollout of ${escape(notice.appSlug)} ${escape(notice.version)} PAUSED in wave ${notice.wave} of ${notice.waves}: ` +
     `${notice.failed} of ${notice.ended} updates failed (${rate(notice.failed / notice.ended)}, above ${rate(notice.maxFailureRate)})` +
     `${devices} ${publicUrl.replace(/\/+$/, '')}/orgs/${encodeURIComponent(notice.orgId)}/apps/${encodeURIComponent(notice.applicationId)}`
   );
 }
 
-/** The text of a message that is text: a mention's answer, a batch's outcome, a rollout's pause. */
-export const plainText = (payload: ChatAnswerNotice | BatchNotice | RolloutPausedNotice, publicUrl: string): string =>
+/**
+ * The text of a message that is text: a mention's answer (written by the coordinator, its values
+ * in code spans), a batch's outcome, a rollout's pause. `escape` makes each value that others
+ * chose (an agent's or a device's name, a trigger's, a workflow's, a release's version) plain text
+ * in the provider's markup: a name must not ping a channel or plant a link.
+ */
+export const plainText = (
+  payload: ChatAnswerNotice | BatchNotice | RolloutPausedNotice,
+  publicUrl: string,
+  escape: Escape = verbatim,
+): string =>
   payload.kind === 'batch_outcome'
-    ? batchText(payload, publicUrl)
+    ? batchText(payload, publicUrl, escape)
     : payload.kind === 'rollout_paused'
-      ? rolloutPausedText(payload, publicUrl)
+      ? rolloutPausedText(payload, publicUrl, escape)
       : payload.text;
+
+/** Makes a value plain text in a chat provider's markup. */
+export type Escape = (value: string) => string;
+const verbatim: Escape = (value) => value;

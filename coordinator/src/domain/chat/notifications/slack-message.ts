@@ -161,7 +161,7 @@ export function slackPost(payload: OutboxPayload, target: OutboxTarget, publicUr
   const content: { text: string; blocks?: SlackBlock[] } =
     payload.kind === 'job_outcome'
       ? (({ text, blocks }) => ({ text, blocks }))(slackJobMessage(payload, target.channelId, publicUrl))
-      : { text: shorten(plainText(payload, publicUrl), SLACK_LIMITS.fallbackText) };
+      : { text: shorten(escapeMrkdwn(plainText(payload, publicUrl)), SLACK_LIMITS.fallbackText) };
   const unfurl = { unfurl_links: false, unfurl_media: false } as const;
   switch (target.type) {
     case 'channel':

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SlackConfig } from '../../../config/chat-config.js';
 import { slackSignatureProblem } from '../../../domain/chat/providers/slack-signature.js';
 import type { ChatCommandInput } from '../../../domain/chat/chat-runs.js';
+import { escapeMrkdwn } from '../../../domain/chat/notifications/slack-message.js';
 import { AppError, invalid, notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
 import { keepRawBodies } from './raw-body.js';
@@ -83,7 +84,7 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
         deliveryId: null,
       };
       const answer = await app.ctx.chatRuns.run(input);
-      return { response_type: 'ephemeral', text: answer.text };
+      return { response_type: 'ephemeral', text: escapeMrkdwn(answer.text) };
     },
   );
 

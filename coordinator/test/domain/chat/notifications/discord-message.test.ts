@@ -4,7 +4,7 @@ import {
   discordJobMessage,
   discordPost,
 } from '../../../../src/domain/chat/notifications/discord-message.js';
-import { JOB_URL, notice, PUBLIC_URL } from './notice.js';
+import { hostileBatch, JOB_URL, notice, PUBLIC_URL } from './notice.js';
 
 const embedTotal = (embed: ReturnType<typeof discordJobMessage>['embeds'][0]) =>
   embed.title.length + embed.footer.text.length + embed.fields.reduce((n, f) => n + f.name.length + f.value.length, 0);
@@ -88,6 +88,18 @@ describe('discordPost', () => {
       content: 'Started job #1',
       allowed_mentions: { parse: [], replied_user: false },
       message_reference: { message_id: '999', fail_if_not_exists: false },
+    });
+  });
+
+  it("escapes the markdown of the names in a batch's text: an agent's name cannot plant a link", () => {
+    const post = discordPost(hostileBatch(), { type: 'channel', teamId: 'G1', channelId: 'C1' }, PUBLIC_URL);
+    expect(post).toMatchObject({
+      content:
+        'Drover batch #7 Fleet greeter (greet): PARTIAL, 1 of 3 succeeded, 2 failed: ' +
+        '\\<!channel> \\<https://evil.example/login\\|Re-authenticate here>, ' +
+        '\\[Re-authenticate\\]\\(https://evil.example\\) \\*now\\* ' +
+        `${PUBLIC_URL}/api/batches/b1`,
+      allowed_mentions: { parse: [] },
     });
   });
 });

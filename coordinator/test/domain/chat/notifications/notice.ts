@@ -1,4 +1,4 @@
-import type { JobOutcomeNotice } from '../../../../src/domain/model/chat-outbox.js';
+import type { BatchNotice, JobOutcomeNotice } from '../../../../src/domain/model/chat-outbox.js';
 
 /** A failed job's notice; `extra` overrides. */
 export const notice = (extra: Partial<JobOutcomeNotice> = {}): JobOutcomeNotice => ({
@@ -19,3 +19,21 @@ export const notice = (extra: Partial<JobOutcomeNotice> = {}): JobOutcomeNotice 
 
 export const PUBLIC_URL = 'https://drover.example.com';
 export const JOB_URL = `${PUBLIC_URL}/api/jobs/0f6c2a52-5d7e-4c1e-9a51-1e4b5a3f0c11`;
+
+/** A batch two agents failed, named as agents may name themselves: with chat markup. */
+export const hostileBatch = (): BatchNotice => ({
+  kind: 'batch_outcome',
+  batchId: 'b1',
+  number: 7,
+  triggerName: 'Fleet greeter',
+  workflowName: 'greet',
+  status: 'partial',
+  jobCount: 3,
+  succeeded: 1,
+  failed: 2,
+  cancelled: 0,
+  failedAgents: [
+    '<!channel> <https://evil.example/login|Re-authenticate here>',
+    '[Re-authenticate](https://evil.example) *now*',
+  ],
+});

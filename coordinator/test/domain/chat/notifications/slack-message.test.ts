@@ -5,7 +5,7 @@ import {
   slackPost,
   SLACK_LIMITS,
 } from '../../../../src/domain/chat/notifications/slack-message.js';
-import { JOB_URL, notice, PUBLIC_URL } from './notice.js';
+import { hostileBatch, JOB_URL, notice, PUBLIC_URL } from './notice.js';
 
 describe('slackJobMessage', () => {
   it('shows number, trigger, outcome, workflow, ref, duration, exit code, error line, outputs and the job link', () => {
@@ -123,6 +123,15 @@ describe('slackPost', () => {
     expect(post.args).not.toHaveProperty('thread_ts');
     expect(post.args).not.toHaveProperty('reply_broadcast');
     expect(post.args.text).toMatch(/^<@U0ADA> /);
+  });
+
+  it("escapes Slack's control characters in a batch's text: an agent's name cannot ping the channel or plant a link", () => {
+    const post = slackPost(hostileBatch(), { type: 'channel', teamId: 'T1', channelId: 'C1' }, PUBLIC_URL);
+    expect(post.args.text).toBe(
+      'Drover batch #7 Fleet greeter (greet): PARTIAL, 1 of 3 succeeded, 2 failed: ' +
+        '&lt;!channel&gt; &lt;https://evil.example/login|Re-authenticate here&gt;, [Re-authenticate](https://evil.example) *now* ' +
+        `${PUBLIC_URL}/api/batches/b1`,
+    );
   });
 
   it('answers a mention to its writer alone with chat.postEphemeral, as text', () => {
