@@ -185,23 +185,29 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     expect(await t.repos.cronOccurrences.latestScheduledAt(b)).toBe(iso(START - 50 * DAY));
   });
 
-  it('deletes a batch once its jobs are gone, keeping the newest batch', async () => {
-    const batch = (id: string, number: number, endedAt: number) =>
+  it('deletes a batch once its jobs are gone, keeping the newest batch, and no job of a batch still open', async () => {
+    const batch = (id: string, number: number, endedAt: number | null, createdAt = START - 100 * DAY) =>
       t.exec(
         `INSERT INTO batches (id, org_id, number, trigger_id, workflow_name, selector, source, job_count, created_at, ended_at)
-         VALUES ('${id}', '${owner.orgId}', ${number}, 't', 'deploy', 'role=gateway', 'webhook', 1, '${iso(endedAt)}', '${iso(endedAt)}')`,
+         VALUES ('${id}', '${owner.orgId}', ${number}, 't', 'deploy', 'role=gateway', 'webhook', 2, '${iso(createdAt)}',
+           ${endedAt === null ? 'NULL' : `'${iso(endedAt)}'`})`,
       );
-    const [gone, withFailedJob, newest] = [newId(), newId(), newId()];
+    const [gone, withFailedJob, open, newest] = [newId(), newId(), newId(), newId()];
     await batch(gone, 1, START - 100 * DAY);
     await batch(withFailedJob, 2, START - 100 * DAY);
-    await batch(newest, 3, START - 100 * DAY);
+    // Open for 100 days (a job waits for its agent): its ended job stays, its counts and message come from it.
+    await batch(open, 3, null, START - 101 * DAY);
+    await batch(newest, 4, START - 100 * DAY);
     const failed = await endedJob('failed', START - 100 * DAY);
     await t.exec(`UPDATE jobs SET batch_id = '${withFailedJob}' WHERE id = '${failed}'`);
+    const ofOpen = await endedJob('success', START - 100 * DAY);
+    await t.exec(`UPDATE jobs SET batch_id = '${open}' WHERE id = '${ofOpen}'`);
     await endedJob('success', START); // the newest job
 
     await service.sweep();
     const left = (await t.rows<{ id: string }>('SELECT id FROM batches')).map((r) => r.id).sort();
-    expect(left).toEqual([withFailedJob, newest].sort());
+    expect(left).toEqual([withFailedJob, open, newest].sort());
+    expect(await jobIds()).toContain(ofOpen);
   });
 
   it('sweeps by itself once started, then at every interval, and stops', async () => {
