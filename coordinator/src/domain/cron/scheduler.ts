@@ -25,6 +25,9 @@ import { CronSchedules, type CronSchedule } from './schedule.js';
 export const ON_TIME_MS = 60_000;
 /** `run_once` fires the newest missed occurrence only when it is at most this old. */
 export const CATCH_UP_WINDOW_MS = 3_600_000;
+/** The pause before an occurrence whose firing failed is tried again, doubled at each failure in a row, up to RETRY_MAX_MS. */
+export const RETRY_FIRST_MS = 1_000;
+export const RETRY_MAX_MS = 15_000;
 /** Missed occurrences get a record each up to this many; older ones share one record (a range). */
 export const MAX_MISSED_RECORDS = 100;
 /**
@@ -80,6 +83,8 @@ interface Entry {
   dueAt: number;
   /** How occurrences found late are recorded: `missed`, or `disabled` after the trigger was enabled. */
   lateReason: SkipReason;
+  /** Firings that failed in a row (retryLater's pause grows with them). */
+  failures: number;
 }
 
 /** What one tick does for one trigger. */
@@ -217,6 +222,7 @@ export class CronScheduler {
       handledUntil,
       dueAt,
       lateReason,
+      failures: 0,
     };
     this.entries.set(trigger.id, entry);
     this.heap.push(dueAt, entry);
@@ -324,12 +330,14 @@ export class CronScheduler {
     results.forEach((result, i) => {
       const { entry, fire } = batch[i] as Plan;
       if (result.status === 'rejected') {
+        const retryInMs = this.retryLater(entry, fire as number);
         logger.error(
-          { err: result.reason, triggerId: entry.triggerId, scheduledAt: isoAt(fire as number) },
-          'cron occurrence could not be fired',
+          { err: result.reason, triggerId: entry.triggerId, scheduledAt: isoAt(fire as number), retryInMs },
+          'cron occurrence could not be fired; trying again',
         );
         return;
       }
+      entry.failures = 0;
       if (result.value.outcome === 'job_created' || result.value.outcome === 'batch_created') created++;
       if (result.value.outcome === 'not_due') {
         // Changed by someone this process did not hear from: read it again.
@@ -338,6 +346,26 @@ export class CronScheduler {
       }
     });
     return { created, notDue };
+  }
+
+  /**
+   * An occurrence whose firing failed (the database could not be written, say) is due again after
+   * a pause (RETRY_FIRST_MS, doubling up to RETRY_MAX_MS): the entry goes back to before it, and
+   * the tick then plans it as any occurrence found late, fired while on time (or within the
+   * catch-up window of `run_once`), recorded `missed` after. Its claim keeps it from running
+   * twice. Nothing is done for an entry changed or removed meanwhile. Gives the pause.
+   */
+  private retryLater(entry: Entry, at: number): number {
+    entry.failures += 1;
+    const pauseMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (entry.failures - 1));
+    this.timers.set(() => {
+      if (this.stopped || this.entries.get(entry.triggerId) !== entry || entry.handledUntil < at) return;
+      entry.handledUntil = at - 1;
+      entry.dueAt = at;
+      this.heap.push(at, entry);
+      void this.enqueue(() => this.tick());
+    }, pauseMs);
+    return pauseMs;
   }
 
   private arm(): void {
