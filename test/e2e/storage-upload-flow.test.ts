@@ -81,6 +81,8 @@ describe('the upload flow with raw HTTP', () => {
       'content-length': String(data.length),
       'accept-ranges': 'bytes',
       etag: `"${sha256(data)}"`,
+      'x-content-type-options': 'nosniff',
+      'content-security-policy': "default-src 'none'; sandbox",
     });
     expect(got.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(got.headers['content-disposition']).toBe(

@@ -98,12 +98,14 @@ export class LocalTransfers {
     const range = headers.ifRange !== undefined && headers.ifRange !== etag ? undefined : headers.range;
     const wanted = parseRange(range, size);
     const common: Record<string, string> = {
-      'content-type': file.contentType,
+      'content-type': servedContentType(file.contentType),
       'content-disposition': attachmentDisposition(file.filename),
       'accept-ranges': 'bytes',
       etag,
       'cache-control': 'private, no-store',
       'x-content-type-options': 'nosniff',
+      // Never a document of this origin, whatever opens it.
+      'content-security-policy': "default-src 'none'; sandbox",
     };
     if (wanted.kind === 'unsatisfiable') throw new RangeNotSatisfiable(size);
     const partial = wanted.kind === 'partial' ? { start: wanted.start, end: wanted.end } : undefined;
@@ -154,4 +156,19 @@ export class RangeNotSatisfiable extends AppError {
 
 function tooLarge(limit: number): AppError {
   return new AppError('payload_too_large', `The file is larger than the limit of ${limit} bytes`);
+}
+
+/** JavaScript's MIME types (WHATWG's list) and CSS's: what a page runs or applies from a URL. */
+const ACTIVE_TYPE =
+  /^\s*(?:(?:application|text)\/(?:x-)?(?:java|ecma)script|text\/javascript1\.[0-5]|text\/(?:jscript|livescript)|text\/css)\s*(?:;|$)/i;
+
+/**
+ * The Content-Type a blob is served with from the coordinator's own origin: the uploader's, but
+ * for a script's or a style sheet's, served as `application/octet-stream` (with `nosniff`, never
+ * run nor applied): the dashboard's pages load scripts and styles from this origin
+ * (`script-src 'self'`), and a stored file must not be one of them. The file's `contentType` in
+ * the API is unchanged.
+ */
+export function servedContentType(contentType: string): string {
+  return ACTIVE_TYPE.test(contentType) ? 'application/octet-stream' : contentType;
 }
