@@ -22,3 +22,4 @@ export * from './visible-controls.js';
 export * from './labels.js';
 export * from './roles.js';
 export * from './user-code.js';
+export * from './site-path.js';

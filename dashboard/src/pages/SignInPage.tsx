@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState, type FormEvent } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
+import { sitePath } from '@drover/shared/site-path';
 import { api, ApiError } from '../api/client';
 import { sessionQuery, signInMethodsQuery } from '../api/queries';
 import type { Session } from '../api/types';
@@ -10,9 +11,10 @@ interface LoginAnswer extends Session {
   token: string;
 }
 
-/** Only an address of this dashboard: never send a signed-in user elsewhere. */
+/** Only an address of this dashboard (sitePath, the coordinator's rule): never send a signed-in user elsewhere. */
 export function safeNext(next: string | null): string {
-  return next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/login') ? next : '/';
+  const path = next ? sitePath(next) : null;
+  return path && !path.startsWith('/login') ? path : '/';
 }
 
 export function SignInPage() {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Logger } from 'pino';
-import { ROLES, type Role } from '@drover/shared';
+import { ROLES, sitePath, type Role } from '@drover/shared';
 import type { OidcConfig, RoleMapping } from '../../config/sign-in-config.js';
 import type { Repositories } from '../model/repositories.js';
 import { AppError, validationFailed } from '../../errors.js';
@@ -32,23 +32,11 @@ export interface OidcSignedIn {
 
 const failed = (why: string) => new AppError('sso_failed', `Single sign-on did not complete: ${why}`);
 
-/**
- * `next` when it is a path of this origin (`/orgs/…`), normalized, else a 422: never another site,
- * a scheme-relative `//host`, or a backslash a browser reads as `/`, whether given so or made so by
- * the normalization (`/.//host` and `/a/..//host` are `//host` once their dot segments are gone).
- */
+/** `next` when it is a path of this site (`/orgs/…`), normalized (sitePath), else a 422. */
 export function sameOriginPath(next: string | undefined): string {
   if (next === undefined || next === '') return '/';
-  const base = 'http://drover.invalid';
-  let url: URL | null = null;
-  try {
-    url = new URL(next, base);
-  } catch {
-    url = null;
-  }
-  const path = url?.origin === base ? `${url.pathname}${url.search}${url.hash}` : null;
-  const twoSlashes = /^\/[/\\]/;
-  if (path === null || !next.startsWith('/') || next.includes('\\') || twoSlashes.test(next) || twoSlashes.test(path)) {
+  const path = sitePath(next);
+  if (path === null) {
     throw validationFailed([
       { path: 'query.next', message: `expected a path of this site, starting with one /, got \`${next}\`` },
     ]);
