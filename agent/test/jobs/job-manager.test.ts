@@ -56,18 +56,23 @@ describe('a new job', () => {
   it('is on disk before it is promised or started, and flushed no more often than that', async () => {
     const h = make([{ name: 'long', steps: [sh('sleep 5')] }, quick]);
     const first = assignment('long');
-    // Every flush, on the event loop (`fsyncSync`) or on the thread pool (`fsync`), with how many
-    // reports had been sent by then and whether the first job's step had been spawned.
+    // Every flush of this agent's state directory, on the event loop (`fsyncSync`) or on the thread
+    // pool (`fsync`), with how many reports had been sent by then and whether the first job's step
+    // had been spawned. (Not another's: an earlier test's agent may still be finishing a spare
+    // directory on the pool when this one starts, on a busy machine.)
     const flushes: { on: 'loop' | 'pool'; sent: number; spawned: boolean }[] = [];
-    const note = (on: 'loop' | 'pool') =>
+    const note = (on: 'loop' | 'pool', fd: number) => {
+      const file = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      if (file !== h.stateDir && !file.startsWith(`${h.stateDir}/`)) return;
       flushes.push({ on, sent: h.sent.length, spawned: h.journal.get(first.jobId)?.processGroup !== undefined });
+    };
     const { fsync, fsyncSync } = fs;
     const onLoop = vi.spyOn(fs, 'fsyncSync').mockImplementation((fd) => {
-      note('loop');
+      note('loop', fd);
       fsyncSync(fd);
     });
     const onPool = vi.spyOn(fs, 'fsync').mockImplementation((fd, callback) => {
-      note('pool');
+      note('pool', fd);
       fsync(fd, callback);
     });
     try {
