@@ -206,6 +206,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().getByRole('heading', { name: 'kinds (sync)' }).waitFor();
 
     const target = page().getByLabel('target (required)');
+    // The form follows the workflow's definition, read after the trigger's.
+    await target.locator('option', { hasText: 'production' }).waitFor({ state: 'attached' });
     expect(await target.locator('option').allInnerTexts()).toEqual(['—', 'staging', 'production']);
     const replicas = page().getByLabel('replicas', { exact: true });
     expect(await replicas.getAttribute('type')).toBe('number');

@@ -273,10 +273,15 @@ describe('a staged rollout across a coordinator restart', { timeout: 90_000 }, (
       'the next wave starts on the restarted coordinator',
     );
     expect(after.history.map((h: { event: string }) => h.event)).toEqual(['start', 'wave_end', 'advance']);
+    // The wave's devices are evaluated once the advance is recorded: its device gets its update job.
     const other = devices.find((d) => d !== device)!;
-    const otherBinding = (
-      await again.owner.get<BindingBody[]>(`/orgs/${again.orgId}/apps/${gateway.id}/devices`)
-    ).body.find((b) => b.agentId === other.agentId)!;
-    expect(otherBinding.activeJobId).not.toBeNull();
+    await eventually(
+      async () =>
+        (await again.owner.get<BindingBody[]>(`/orgs/${again.orgId}/apps/${gateway.id}/devices`)).body.find(
+          (b) => b.agentId === other.agentId,
+        )?.activeJobId != null,
+      10_000,
+      "wave 2's device gets its update job",
+    );
   });
 });
