@@ -89,11 +89,17 @@ describe.skipIf(!CHROMIUM)('single sign-on in a browser', () => {
       await p.locator('input[name="login"]').fill('eve');
       await p.locator('input[name="password"]').fill('any password');
       await p.getByRole('button', { name: 'Sign-in' }).click();
-      await p.waitForURL('**/login?ssoError=*');
+      await p.waitForURL('**/login?sso=refused');
       expect(await p.getByRole('alert').innerText()).toBe(
         'Single sign-on did not complete: the email domain elsewhere.test is not allowed to sign in here (allowed: example.test)',
       );
       await expectAccessible(p, 'the sign-in page with a refused single sign-on');
+
+      // A link cannot put its own words there: the reason is the coordinator's, never the address's.
+      await other.context.clearCookies();
+      await p.goto('/login?sso=refused&ssoError=Your+account+is+locked%3A+call+us');
+      expect(await p.getByRole('alert').innerText()).toBe('Single sign-on did not complete; sign in again.');
+      expect(await p.getByText('locked').count()).toBe(0);
     } finally {
       await other.context.close();
     }

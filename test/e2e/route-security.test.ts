@@ -16,6 +16,7 @@ const ANONYMOUS = [
   'GET /v1/auth/methods', // which sign-in methods the sign-in page offers
   'GET /v1/auth/oidc/start', // single sign-on: sends the browser to the provider
   'GET /v1/auth/oidc/callback', // single sign-on: the single-use state, and the provider's ID token
+  'GET /v1/auth/oidc/refusal', // why this browser's last single sign-on was refused (its own cookie)
   'POST /v1/auth/device', // the command line starts a sign-in through the browser (limited per address)
   'POST /v1/auth/device/token', // its poll: the device code in the body
   'POST /v1/agent/enroll', // the enrollment token in the body

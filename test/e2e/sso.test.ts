@@ -250,7 +250,23 @@ describe('single sign-on', () => {
     });
     expect(res.status).toBe(303);
     const location = new URL(res.headers.get('location')!, t.url);
-    expect(location.pathname).toBe('/login');
-    expect(location.searchParams.get('ssoError')).toContain('elsewhere.test is not allowed');
+    // The reason never travels in the address: a link anyone writes could fill it.
+    expect(`${location.pathname}${location.search}`).toBe('/login?sso=refused');
+    const refusal = res.headers.getSetCookie().find((c) => c.startsWith('drover_sso_refusal='));
+    expect(refusal).toMatch(/; Path=\/v1\/auth\/oidc; .*HttpOnly/);
+    const read = async (cookie: string) =>
+      (await (await fetch(`${t.url}/v1/auth/oidc/refusal`, { headers: { cookie } })).json()) as {
+        message: string | null;
+      };
+    expect((await read(refusal!.split(';')[0]!)).message).toBe(
+      'Single sign-on did not complete: the email domain elsewhere.test is not allowed to sign in here (allowed: example.test)',
+    );
+    expect((await read('')).message).toBeNull();
+
+    // The next attempt starts without it.
+    const again = await fetch(`${t.url}/v1/auth/oidc/start`, { redirect: 'manual', headers: { cookie: refusal! } });
+    expect(again.headers.getSetCookie().find((c) => c.startsWith('drover_sso_refusal='))).toMatch(
+      /Max-Age=0|Expires=Thu, 01 Jan 1970/,
+    );
   });
 });

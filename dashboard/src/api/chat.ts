@@ -11,6 +11,9 @@ export const PROVIDER_NAMES: Record<ChatProvider, string> = { slack: 'Slack', di
 /** What a provider's workspace is called there. */
 export const TEAM_WORDS: Record<ChatProvider, string> = { slack: 'workspace', discord: 'server' };
 
+/** What finishing a connection came to, carried to the integrations page in its history state. */
+export type ChatOutcome = { connected: ChatProvider; team: string } | { error: string };
+
 /** The coordinator settings that turn a provider on, all required together (docs/chat.md, "Settings"). */
 export const PROVIDER_SETTINGS: Record<ChatProvider, string[]> = {
   slack: ['DROVER_SLACK_CLIENT_ID', 'DROVER_SLACK_CLIENT_SECRET', 'DROVER_SLACK_SIGNING_SECRET'],

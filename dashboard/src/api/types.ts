@@ -12,6 +12,8 @@ export type User = Schema<'User'>;
 export type Session = Schema<'Session'>;
 /** Which sign-in methods this coordinator offers (`GET /v1/auth/methods`). */
 export type SignInMethods = Schema<'SignInMethods'>;
+/** Why this browser's last single sign-on was refused (`GET /v1/auth/oidc/refusal`). */
+export type OidcRefusal = Schema<'OidcRefusal'>;
 
 export type Org = Schema<'Org'>;
 

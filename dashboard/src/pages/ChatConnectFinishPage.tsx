@@ -1,7 +1,7 @@
 import { useMutation } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useLocation, useNavigate, useParams, useSearchParams } from 'react-router';
-import { completeConnect, PROVIDER_NAMES, type ChatProvider } from '../api/chat';
+import { completeConnect, PROVIDER_NAMES, type ChatOutcome, type ChatProvider } from '../api/chat';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { NotFoundPage } from './NotFoundPage';
 
@@ -39,12 +39,12 @@ function Finish({ provider }: { provider: ChatProvider }) {
         ...(query.error === null ? {} : { error: query.error }),
       }),
     onSuccess: (done) => {
-      const outcome = new URLSearchParams(
+      // In the history entry's state, never in the address: a link anyone writes could fill that.
+      const chatOutcome: ChatOutcome =
         done.outcome === 'connected'
           ? { connected: done.integration.provider, team: done.integration.teamName }
-          : { error: done.message },
-      );
-      void navigate(`/orgs/${done.orgId}/integrations?${outcome.toString()}`, { replace: true });
+          : { error: done.message };
+      void navigate(`/orgs/${done.orgId}/integrations`, { replace: true, state: { chatOutcome } });
     },
   });
   const started = useRef(false);

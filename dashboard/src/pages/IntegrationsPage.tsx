@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { useSearchParams } from 'react-router';
+import { useLocation, useNavigate } from 'react-router';
 import {
   chatIntegrationsQuery,
   chatProvidersQuery,
@@ -10,7 +10,7 @@ import {
   startConnect,
   TEAM_WORDS,
   type ChatIntegration,
-  type ChatProvider,
+  type ChatOutcome,
   type ChatProviderState,
 } from '../api/chat';
 import { emailsOf, membersQuery } from '../api/jobs';
@@ -77,32 +77,33 @@ export function IntegrationsPage() {
   );
 }
 
-/** What the provider's redirect says: `?connected=slack&team=...` or `?error=...`. */
+/**
+ * The outcome of a connection the finishing page came back with: in the history entry's state
+ * (`chatOutcome`), which only this dashboard's own navigation sets; never text from the address.
+ */
 function ConnectOutcome() {
-  const [params, setParams] = useSearchParams();
-  const connected = params.get('connected');
-  const team = params.get('team');
-  const error = params.get('error');
-  if (!connected && !error) return null;
+  const location = useLocation();
+  const navigate = useNavigate();
+  const outcome = (location.state as { chatOutcome?: ChatOutcome } | null)?.chatOutcome;
+  if (!outcome) return null;
   const dismiss = (
-    <button type="button" onClick={() => setParams({}, { replace: true })}>
+    <button type="button" onClick={() => void navigate(location.pathname, { replace: true, state: null })}>
       Dismiss
     </button>
   );
-  if (error) {
+  if ('error' in outcome) {
     return (
       <div role="alert" className="error">
-        <p>Connecting failed: {error}</p>
+        <p>Connecting failed: {outcome.error}</p>
         {dismiss}
       </div>
     );
   }
-  const provider = connected as ChatProvider;
-  const name = PROVIDER_NAMES[provider] ?? connected;
+  const provider = outcome.connected;
   return (
     <div role="status" className="success">
       <p>
-        Connected the {name} {TEAM_WORDS[provider] ?? 'workspace'} {team}.
+        Connected the {PROVIDER_NAMES[provider]} {TEAM_WORDS[provider]} {outcome.team}.
       </p>
       {dismiss}
     </div>

@@ -4,7 +4,7 @@ import { useNavigate, useSearchParams } from 'react-router';
 import { sitePath } from '@drover/shared/site-path';
 import { api, ApiError } from '../api/client';
 import { sessionQuery, signInMethodsQuery } from '../api/queries';
-import type { Session } from '../api/types';
+import type { OidcRefusal, Session } from '../api/types';
 import { ErrorMessage, fieldName } from '../components/ErrorMessage';
 
 interface LoginAnswer extends Session {
@@ -37,8 +37,16 @@ export function SignInPage() {
   const methods = useQuery(signInMethodsQuery);
   // Sent here by a call refused 401 while signed in (main.tsx), not by a first visit.
   const expired = params.get('reason') === 'expired' && !signIn.error;
-  // Sent back here by a single sign-on the coordinator refused, with its reason.
-  const ssoError = params.get('ssoError');
+  // Sent back here by a single sign-on the coordinator refused: its reason is read from the
+  // coordinator (a cookie it set), never from the address, which anyone's link can fill.
+  const ssoRefused = params.get('sso') === 'refused';
+  const refusal = useQuery({
+    queryKey: ['auth', 'oidc', 'refusal'],
+    queryFn: () => api<OidcRefusal>('GET', '/auth/oidc/refusal', { expectUnauthorized: true }),
+    enabled: ssoRefused,
+    staleTime: Infinity,
+    retry: false,
+  });
   const next = safeNext(params.get('next'));
   // Until the methods are read, the password form (the coordinator refuses it when it is off).
   const passwordOn = methods.data?.password ?? true;
@@ -46,9 +54,9 @@ export function SignInPage() {
     <main className="sign-in">
       <h1>Sign in to Drover</h1>
       {expired && <p className="hint">Your session ended; sign in again to continue.</p>}
-      {ssoError && (
+      {ssoRefused && !refusal.isPending && (
         <div role="alert" className="error">
-          <p>{ssoError}</p>
+          <p>{refusal.data?.message ?? 'Single sign-on did not complete; sign in again.'}</p>
         </div>
       )}
       {methods.data?.oidc && (

@@ -116,6 +116,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/v1/auth/oidc/refusal': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Why this browser's last single sign-on was refused, for the sign-in page (no credentials needed)
+     * @description Read from the short-lived cookie the refusal set (five minutes); `null` when there is none. The sign-in page shows it when the coordinator sent the browser back with `?sso=refused`.
+     */
+    get: operations['getOidcRefusal'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/v1/auth/oidc/start': {
     parameters: {
       query?: never;
@@ -145,7 +165,7 @@ export interface paths {
     };
     /**
      * Single sign-on: where the provider sends the browser back; signs in and redirects to `next` (the provider's redirect URI)
-     * @description Verifies the ID token (signature by the provider's JWKS, issuer, audience, expiry, nonce), finds or creates the user by their verified email, applies the role map, sets the same session cookie as `POST /v1/auth/login`, and redirects to the `next` given to the start. A refusal is `401 sso_failed` (a browser is sent to the sign-in page with the message instead).
+     * @description Verifies the ID token (signature by the provider's JWKS, issuer, audience, expiry, nonce), finds or creates the user by their verified email, applies the role map, sets the same session cookie as `POST /v1/auth/login`, and redirects to the `next` given to the start. A refusal is `401 sso_failed` (a browser is sent to the sign-in page instead, and `GET /v1/auth/oidc/refusal` gives it the message).
      */
     get: operations['finishOidcSignIn'];
     put?: never;
@@ -1881,6 +1901,10 @@ export interface components {
       /** @description whether single sign-on (`GET /v1/auth/oidc/start`) is set up */
       oidc: boolean;
     };
+    OidcRefusal: {
+      /** @description the reason, as the JSON answer `401 sso_failed` gives it */
+      message: string | null;
+    };
     DeviceSignInStart: {
       /** @description the command line's secret for `POST /v1/auth/device/token` */
       deviceCode: string;
@@ -3275,6 +3299,35 @@ export interface operations {
       };
     };
   };
+  getOidcRefusal: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Default Response */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OidcRefusal'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+    };
+  };
   startOidcSignIn: {
     parameters: {
       query?: {
@@ -3293,7 +3346,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description a browser, refused: to the sign-in page with `ssoError` */
+      /** @description a browser, refused: to the sign-in page (`/login?sso=refused`) */
       303: {
         headers: {
           [name: string]: unknown;
@@ -3344,7 +3397,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description signed in: to `next`; or, for a browser, refused: to the sign-in page with `ssoError` */
+      /** @description signed in: to `next`; or, for a browser, refused: to the sign-in page (`/login?sso=refused`) */
       303: {
         headers: {
           [name: string]: unknown;

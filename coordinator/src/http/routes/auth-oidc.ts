@@ -12,6 +12,13 @@ import { named } from '../schemas/named.js';
  * redirect back (a top-level GET from its site) carries it; only the callback's path reads it.
  */
 const OIDC_COOKIE = 'drover_oidc';
+/**
+ * Why this browser's last single sign-on was refused, for the sign-in page to show: a cookie the
+ * coordinator set, not text from the address (a link anyone can write would put their words on
+ * this site's sign-in page).
+ */
+const REFUSAL_COOKIE = 'drover_sso_refusal';
+const REFUSAL_TTL_SECONDS = 300;
 const COOKIE_PATH = '/v1/auth/oidc';
 
 const SignInMethodsSchema = named('SignInMethods', {
@@ -24,6 +31,22 @@ const SignInMethodsSchema = named('SignInMethods', {
   },
 } as const);
 
+// The longest reason is about 300 characters (a provider's description is cut at 200).
+const MAX_REFUSAL_CHARS = 1000;
+const OidcRefusalSchema = named('OidcRefusal', {
+  type: 'object',
+  examples: [
+    {
+      message:
+        'Single sign-on did not complete: the email domain elsewhere.test is not allowed to sign in here (allowed: example.test)',
+    },
+  ],
+  required: ['message'],
+  properties: {
+    message: { type: ['string', 'null'], description: 'the reason, as the JSON answer `401 sso_failed` gives it' },
+  },
+} as const);
+
 const redirect = (description: string) => ({ type: 'null', description }) as const;
 
 function oidcOf(request: FastifyRequest): OidcSignInService {
@@ -33,14 +56,14 @@ function oidcOf(request: FastifyRequest): OidcSignInService {
 }
 
 /**
- * A refusal, for a browser: back to the sign-in page with the message (`ssoError`); for any other
- * client, the error as JSON.
+ * A refusal, for a browser: back to the sign-in page (`/login?sso=refused`), the message in the
+ * short-lived cookie `GET /v1/auth/oidc/refusal` reads; for any other client, the error as JSON.
  */
 async function answerRefusal(request: FastifyRequest, reply: FastifyReply, error: unknown): Promise<FastifyReply> {
   if (!(error instanceof AppError) || !prefersHtml(request)) throw error;
   request.log.info({ code: error.code, reason: error.message }, 'single sign-on refused');
-  const page = new URLSearchParams({ ssoError: error.message });
-  return reply.redirect(`/login?${page.toString()}`, 303);
+  void reply.setCookie(REFUSAL_COOKIE, error.message, { ...cookieOptions(request), maxAge: REFUSAL_TTL_SECONDS });
+  return reply.redirect('/login?sso=refused', 303);
 }
 
 /** Single sign-on (docs/sso.md) and the sign-in methods the sign-in page offers. */
@@ -58,6 +81,27 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async () => ({ password: app.ctx.config.signIn.password, oidc: app.ctx.oidcSignIn !== null }),
+  );
+
+  app.get(
+    '/auth/oidc/refusal',
+    {
+      schema: {
+        operationId: 'getOidcRefusal',
+        summary: "Why this browser's last single sign-on was refused, for the sign-in page (no credentials needed)",
+        description:
+          'Read from the short-lived cookie the refusal set (five minutes); `null` when there is none. The sign-in ' +
+          'page shows it when the coordinator sent the browser back with `?sso=refused`.',
+        tags: ['dashboard'],
+        security: [],
+        querystring: { type: 'object', additionalProperties: false, properties: {} },
+        response: { 200: OidcRefusalSchema, ...errorResponses(422) },
+      },
+    },
+    async (request) => {
+      const message = request.cookies[REFUSAL_COOKIE];
+      return { message: message ? message.slice(0, MAX_REFUSAL_CHARS) : null };
+    },
   );
 
   app.get<{ Querystring: { next?: string } }>(
@@ -78,7 +122,7 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
         },
         response: {
           302: redirect("to the provider's authorization endpoint"),
-          303: redirect('a browser, refused: to the sign-in page with `ssoError`'),
+          303: redirect('a browser, refused: to the sign-in page (`/login?sso=refused`)'),
           ...errorResponses(404, 422, 503),
         },
       },
@@ -87,6 +131,7 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
       try {
         const started = await oidcOf(request).start(request.query.next, request.cookies[OIDC_COOKIE] ?? null);
         void reply.setCookie(OIDC_COOKIE, started.browserKey, cookieOptions(request));
+        void reply.clearCookie(REFUSAL_COOKIE, cookieOptions(request));
         return reply.redirect(started.url, 302);
       } catch (error) {
         return answerRefusal(request, reply, error);
@@ -105,7 +150,7 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
           "Verifies the ID token (signature by the provider's JWKS, issuer, audience, expiry, nonce), finds or creates " +
           'the user by their verified email, applies the role map, sets the same session cookie as `POST ' +
           '/v1/auth/login`, and redirects to the `next` given to the start. A refusal is `401 sso_failed` (a browser ' +
-          'is sent to the sign-in page with the message instead).',
+          'is sent to the sign-in page instead, and `GET /v1/auth/oidc/refusal` gives it the message).',
         tags: ['dashboard'],
         security: [],
         querystring: {
@@ -120,7 +165,7 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
           },
         },
         response: {
-          303: redirect('signed in: to `next`; or, for a browser, refused: to the sign-in page with `ssoError`'),
+          303: redirect('signed in: to `next`; or, for a browser, refused: to the sign-in page (`/login?sso=refused`)'),
           ...errorResponses(401, 404, 503),
         },
       },
@@ -132,6 +177,7 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
         const callback = new URL(`${service.redirectUri()}?${query}`);
         const signedIn = await service.finish(callback, request.cookies[OIDC_COOKIE] ?? null);
         void reply.clearCookie(OIDC_COOKIE, cookieOptions(request));
+        void reply.clearCookie(REFUSAL_COOKIE, cookieOptions(request));
         setSessionCookie(request, reply, signedIn.token, signedIn.expiresAt);
         return reply.redirect(signedIn.next, 303);
       } catch (error) {
