@@ -38,7 +38,8 @@ describe('Discord chat triggers', () => {
     await connectWorkspace(t, t.owner, 'discord', (state) => ({ code: DISCORD_CODE, state }));
     const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
       body: {
-        name: 'Backups',
+        // Markdown in a name others chose is shown as written, never rendered (a link, a ping).
+        name: 'Backups *nightly*',
         type: 'discord',
         agentId: rig.a.agentId,
         scopeType: 'workflow',
@@ -104,7 +105,7 @@ describe('Discord chat triggers', () => {
     expect(answer).toEqual({
       type: 4,
       data: {
-        content: `Started job #${job!.number} (Backups, workflow \`backup\`): ${rig.t.url}/api/jobs/${job!.id}`,
+        content: `Started job #${job!.number} (Backups \\*nightly\\*, workflow \`backup\`): ${rig.t.url}/api/jobs/${job!.id}`,
         flags: EPHEMERAL,
       },
     });
@@ -160,13 +161,16 @@ describe('Discord chat triggers', () => {
     });
     // The outcome follows in the channel, naming (and pinging) the writer alone.
     const outcome = await eventually(
-      async () => postedToChannel().find((m) => m.content.includes(`job #${job!.number} Backups: SUCCESS`)),
+      async () =>
+        postedToChannel().find((m) => m.content.includes(`job #${job!.number} Backups \\*nightly\\*: SUCCESS`)),
       10_000,
       'the outcome of the /drover run in the channel',
     );
-    expect(outcome.content).toMatch(new RegExp(`^<@1180000000000000321> Drover job #${job!.number} Backups: SUCCESS`));
+    expect(outcome.content).toMatch(
+      new RegExp(`^<@1180000000000000321> Drover job #${job!.number} Backups \\\\\\*nightly\\\\\\*: SUCCESS`),
+    );
     expect(outcome.allowed_mentions).toEqual({ parse: [], users: ['1180000000000000321'] });
-    expect(outcome.embeds[0]).toMatchObject({ title: `#${job!.number} Backups: SUCCESS` });
+    expect(outcome.embeds[0]).toMatchObject({ title: `#${job!.number} Backups *nightly*: SUCCESS` });
     expect(outcome).not.toHaveProperty('message_reference');
     const detail = await rig.t.owner.get(`/jobs/${job!.id}`);
     expect(detail.body.notifications).toMatchObject([{ kind: 'reply', provider: 'discord', channelId: CHANNEL }]);
@@ -240,7 +244,7 @@ describe('Discord chat triggers', () => {
     rig.jobIds.push(all[0]!.id);
     expect(answers).toEqual([
       {
-        content: `Started job #${all[0]!.number} (Backups, workflow \`backup\`): ${rig.t.url}/api/jobs/${all[0]!.id}`,
+        content: `Started job #${all[0]!.number} (Backups \\*nightly\\*, workflow \`backup\`): ${rig.t.url}/api/jobs/${all[0]!.id}`,
         message_reference: { message_id: message.id, fail_if_not_exists: false },
         allowed_mentions: { parse: [], replied_user: false },
       },
@@ -256,7 +260,8 @@ describe('Discord chat triggers', () => {
     expect(view.chatOrigin).toMatchObject({ provider: 'discord', userName: 'linus-ops', channelId: CHANNEL });
     // The outcome is a reply to the same message, which pings its writer.
     const outcome = await eventually(
-      async () => postedToChannel().find((m) => m.content.includes(`job #${all[0]!.number} Backups: SUCCESS`)),
+      async () =>
+        postedToChannel().find((m) => m.content.includes(`job #${all[0]!.number} Backups \\*nightly\\*: SUCCESS`)),
       10_000,
       'the outcome of the mention run',
     );

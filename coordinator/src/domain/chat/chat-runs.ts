@@ -10,6 +10,21 @@ import { statusUrl, type TriggerRunBody } from '../trigger-run/request.js';
 import { batchStatusUrl } from '../fleet/batch-service.js';
 import { workflowLimitMessage } from '../trigger-run/rate-windows.js';
 import { argumentsToParams, parseChatCommand } from './arguments.js';
+import { escapeMarkdown } from './notifications/discord-message.js';
+
+/**
+ * How a name others chose (an agent's, a trigger's) enters an answer in the provider's markup:
+ * as plain text (Discord's markdown escaped; Slack's control characters are escaped on the whole
+ * text where it is sent), or inside a code span, which no backtick of the value may end.
+ */
+interface Markup {
+  plain: (value: string) => string;
+  code: (value: string) => string;
+}
+const markupOf = (provider: ChatOrigin['provider']): Markup => ({
+  plain: provider === 'discord' ? escapeMarkdown : (value) => value,
+  code: (value) => '`' + value.replace(/`/g, 'ˋ') + '`',
+});
 
 /** A chat command as the provider delivered it: who, where, the text after `/drover` or the mention. */
 export interface ChatCommandInput extends ChatOrigin {
@@ -110,6 +125,7 @@ export class ChatRunService {
     const parsed = parseChatCommand(input.text);
     if (!parsed.ok) return notStarted(`Nothing was started: ${parsed.problem}. ${USAGE}`);
     const { keyword, args, ref } = parsed.command;
+    const m = markupOf(input.provider);
     const triggers = await repos.triggers.listInChatChannel(
       integration.orgId,
       input.provider,
@@ -118,8 +134,8 @@ export class ChatRunService {
     );
     const trigger = triggers.find((t) => t.chatKeyword?.toLowerCase() === keyword);
     if (!trigger) {
-      const keywords = triggers.map((t) => `\`${t.chatKeyword}\``).join(', ');
-      const which = keyword === '' ? 'No keyword given.' : `No trigger answers \`${keyword}\` in this channel.`;
+      const keywords = triggers.map((t) => m.code(t.chatKeyword ?? '')).join(', ');
+      const which = keyword === '' ? 'No keyword given.' : `No trigger answers ${m.code(keyword)} in this channel.`;
       return notStarted(
         triggers.length === 0
           ? `${which} No Drover trigger listens in this channel yet: an operator creates one in the dashboard.`
@@ -129,11 +145,11 @@ export class ChatRunService {
 
     if (trigger.chatAllowedUserIds !== null && !trigger.chatAllowedUserIds.includes(input.userId)) {
       return notStarted(
-        `Nothing was started: only the people the trigger \`${trigger.chatKeyword}\` lists may run it, and your user id \`${input.userId}\` is not among them (an operator adds it on the trigger's page in Drover).`,
+        `Nothing was started: only the people the trigger ${m.code(trigger.chatKeyword ?? keyword)} lists may run it, and your user id ${m.code(input.userId)} is not among them (an operator adds it on the trigger's page in Drover).`,
       );
     }
     const target = await runs.target(integration.orgId, trigger.id);
-    if (!target) return notStarted(`The trigger \`${keyword}\` is gone.`);
+    if (!target) return notStarted(`The trigger ${m.code(keyword)} is gone.`);
     // An agent-scoped trigger runs the workflow the command names (`workflow=<name>`).
     const { workflow: workflowArg, ...rest } = args;
     const named = trigger.scopeType === 'agent' ? workflowArg : undefined;
@@ -141,7 +157,7 @@ export class ChatRunService {
     const workflowName = trigger.workflowName ?? named;
     if (workflowName === undefined) {
       return notStarted(
-        `The trigger \`${keyword}\` runs any workflow of its agent: name one with \`workflow=<name>\`.`,
+        `The trigger ${m.code(keyword)} runs any workflow of its agent: name one with \`workflow=<name>\`.`,
       );
     }
     const workflow = await target.workflow(workflowName);
@@ -187,7 +203,7 @@ export class ChatRunService {
         trigger: { id: trigger.id, name: trigger.name, orgId: trigger.orgId },
         workflowName,
         repeated: outcome.repeated,
-        text: `Started batch #${batch?.number ?? 0} (${trigger.name}, workflow \`${workflowName}\`) on ${count} ${
+        text: `Started batch #${batch?.number ?? 0} (${m.plain(trigger.name)}, workflow ${m.code(workflowName)}) on ${count} ${
           count === 1 ? 'agent' : 'agents'
         }: ${batchUrl}. One message follows when every job has ended.`,
       };
@@ -199,7 +215,7 @@ export class ChatRunService {
     const agent = trigger.agentId === null ? null : await repos.agents.findById(trigger.agentId);
     const waits =
       agent && agent.status !== 'connected'
-        ? ` The agent ${agent.name} is not connected: the job waits until it is.`
+        ? ` The agent ${m.plain(agent.name)} is not connected: the job waits until it is.`
         : '';
     return {
       kind: 'started',
@@ -209,7 +225,7 @@ export class ChatRunService {
       trigger: { id: trigger.id, name: trigger.name, orgId: trigger.orgId },
       workflowName,
       repeated: outcome.repeated,
-      text: `Started job #${jobNumber} (${trigger.name}, workflow \`${workflowName}\`${ref === undefined ? '' : `, ref \`${ref}\``}): ${jobUrl}${waits}`,
+      text: `Started job #${jobNumber} (${m.plain(trigger.name)}, workflow ${m.code(workflowName)}${ref === undefined ? '' : `, ref ${m.code(ref)}`}): ${jobUrl}${waits}`,
     };
   }
 }

@@ -74,7 +74,7 @@ export function discordJobMessage(notice: JobOutcomeNotice, publicUrl: string): 
   const error = errorLine(notice);
   const title = shorten(`#${notice.number} ${notice.triggerName}: ${label}`, DISCORD_LIMITS.title);
   const fields: DiscordEmbedField[] = [
-    { name: 'Workflow', value: shorten(notice.workflowName, DISCORD_LIMITS.fieldValue), inline: true },
+    { name: 'Workflow', value: shorten(escapeMarkdown(notice.workflowName), DISCORD_LIMITS.fieldValue), inline: true },
     { name: 'Ref', value: notice.ref === null ? '—' : code(notice.ref, DISCORD_LIMITS.fieldValue), inline: true },
     { name: 'Duration', value: duration ?? 'did not run', inline: true },
     { name: 'Exit code', value: notice.exitCode === null ? '—' : String(notice.exitCode), inline: true },
@@ -106,7 +106,7 @@ export function discordJobMessage(notice: JobOutcomeNotice, publicUrl: string): 
   }
 
   return {
-    content: shorten(`${summaryLine(notice)} ${url}`, DISCORD_LIMITS.content),
+    content: shorten(`${summaryLine(notice, escapeMarkdown)} ${url}`, DISCORD_LIMITS.content),
     embeds: [
       {
         title,

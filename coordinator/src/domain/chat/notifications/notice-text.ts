@@ -58,8 +58,8 @@ export const errorLine = (notice: JobOutcomeNotice): string | null => {
 };
 
 /** The one-line summary both providers use as the plain-text fallback: `Drover job #12 deploy: FAILED`. */
-export const summaryLine = (notice: JobOutcomeNotice): string =>
-  `Drover job #${notice.number} ${notice.triggerName}: ${OUTCOME_LABELS[notice.status]}`;
+export const summaryLine = (notice: JobOutcomeNotice, escape: Escape = verbatim): string =>
+  `Drover job #${notice.number} ${escape(notice.triggerName)}: ${OUTCOME_LABELS[notice.status]}`;
 
 /** The batch page a message links to (its statusUrl). */
 export const batchUrl = (publicUrl: string, batchId: string): string =>

@@ -35,6 +35,17 @@ describe('discordJobMessage', () => {
     });
   });
 
+  it("escapes the markdown of the trigger's and the workflow's names where Discord renders it", () => {
+    const message = discordJobMessage(
+      notice({ triggerName: '[Re-authenticate](https://evil.example) now', workflowName: 'a_b' }),
+      PUBLIC_URL,
+    );
+    expect(message.content).toBe(
+      `Drover job #42 \\[Re-authenticate\\]\\(https://evil.example\\) now: FAILED ${JOB_URL}`,
+    );
+    expect(message.embeds[0].fields[0]).toEqual({ name: 'Workflow', value: 'a\\_b', inline: true });
+  });
+
   it('colours each outcome apart', () => {
     const colours = (['success', 'failed', 'timed_out', 'cancelled', 'rejected'] as const).map(
       (status) => discordJobMessage(notice({ status }), PUBLIC_URL).embeds[0].color,
