@@ -1,5 +1,7 @@
 import type { JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@drover/coordinator';
+import { mappedOrg } from '../../coordinator/src/domain/auth/role-map.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { outsider } from '../helpers/members.js';
 import { startOidcProvider, type TestAccount, type TestOidcProvider } from '../helpers/oidc-provider.js';
@@ -19,6 +21,7 @@ const ACCOUNTS: Record<string, TestAccount> = {
   una: { email: 'una@example.test', email_verified: false },
   cyd: { email: 'cyd@example.test', groups: ['ops'] },
   dan: { email: 'dan@example.test', groups: ['readers'] },
+  tia: { email: 'tia@example.test', groups: ['twins'] },
 };
 
 let provider: TestOidcProvider;
@@ -35,6 +38,7 @@ beforeAll(async () => {
         staff: { org: 'acme', role: 'viewer' },
         readers: { org: 'acme', role: 'viewer' },
         ghosts: { org: 'no such org', role: 'owner' },
+        twins: { org: 'twins', role: 'owner' },
       }),
     },
   });
@@ -158,6 +162,25 @@ describe('single sign-on', () => {
     expect(changed.status).toBe(200);
     expect((await signIn('dan')).res.status).toBe(303);
     expect((await login('dan@example.test', 'dans own passphrase')).status).toBe(200);
+  });
+
+  it('maps no organization by a name two organizations have: an impostor cannot take the group by naming an org so', async () => {
+    const impostor = await outsider(t.owner, t.orgId, 'impostor@elsewhere.test');
+    // Anyone signed in may create an organization of any name; first the impostor, then the real one.
+    expect((await impostor.client.post('/orgs', { body: { name: 'twins' } })).status).toBe(201);
+    const real = await t.owner.post<{ id: string }>('/orgs', { body: { name: 'twins' } });
+    const { res } = await signIn('tia');
+    expect(res.status).toBe(303);
+    const token = sessionOf(res)!.slice('drover_session='.length);
+    expect((await t.api.get('/orgs', { token })).body).toEqual([]);
+
+    // By its id (any case), the organization is the one meant; a name only one has still maps.
+    const repos = t.coordinator.ctx.repos;
+    const silent = createLogger('silent');
+    expect((await mappedOrg(repos.orgs, silent, real.body.id.toUpperCase(), 'twins'))?.id).toBe(real.body.id);
+    expect(await mappedOrg(repos.orgs, silent, 'twins', 'twins')).toBeNull();
+    expect((await mappedOrg(repos.orgs, silent, 'acme', 'ops'))?.id).toBe(t.orgId);
+    expect(await mappedOrg(repos.orgs, silent, '00000000-0000-4000-8000-000000000000', 'ops')).toBeNull();
   });
 
   it('moves the role when the groups change at the provider, and audits it', async () => {

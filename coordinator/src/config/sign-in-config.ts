@@ -146,7 +146,7 @@ function parseIssuer(raw: string, problems: string[]): string | null {
 
 function parseRoleMap(raw: string | undefined, problems: string[]): Readonly<Record<string, RoleMapping>> {
   const name = 'DROVER_OIDC_ROLE_MAP';
-  const shape = `a JSON object {"<group>": {"org": "<organization name>", "role": "${ROLES.join('|')}"}}`;
+  const shape = `a JSON object {"<group>": {"org": "<organization id or name>", "role": "${ROLES.join('|')}"}}`;
   if (raw === undefined) return Object.freeze({});
   let parsed: unknown;
   try {
@@ -163,14 +163,14 @@ function parseRoleMap(raw: string | undefined, problems: string[]): Readonly<Rec
   for (const [group, value] of Object.entries(parsed)) {
     const at = `${name}: group ${JSON.stringify(group)}`;
     if (group === '' || typeof value !== 'object' || value === null || Array.isArray(value)) {
-      problems.push(`${at}: expected {"org": "<organization name>", "role": "<role>"}`);
+      problems.push(`${at}: expected {"org": "<organization id or name>", "role": "<role>"}`);
       continue;
     }
     const { org, role, ...rest } = value as Record<string, unknown>;
     const extra = Object.keys(rest);
     if (extra.length > 0) problems.push(`${at}: unknown field ${extra.map((k) => JSON.stringify(k)).join(', ')}`);
     if (typeof org !== 'string' || org.trim() === '') {
-      problems.push(`${at}: expected "org", an organization's name`);
+      problems.push(`${at}: expected "org", an organization's id (or its name)`);
       continue;
     }
     if (!isRole(role)) {

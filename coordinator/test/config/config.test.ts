@@ -525,11 +525,11 @@ describe('sign-in settings', () => {
       'DROVER_OIDC_ALLOWED_DOMAINS: expected comma-separated email domains, got `@bad`',
       'DROVER_OIDC_GROUPS_CLAIM: expected a claim name (letters, digits, _ : . / -), got `has space`',
       'DROVER_OIDC_ROLE_MAP: group "ops": expected "role" to be one of owner, operator, member, viewer, got "admin"',
-      'DROVER_OIDC_ROLE_MAP: group "x": expected "org", an organization\'s name',
+      'DROVER_OIDC_ROLE_MAP: group "x": expected "org", an organization\'s id (or its name)',
       'DROVER_OIDC_ROLE_MAP: group "y": unknown field "z"',
     ]);
     expect(problemsOf({ ...OIDC, DROVER_OIDC_ROLE_MAP: '[1]' })).toEqual([
-      'DROVER_OIDC_ROLE_MAP: expected a JSON object {"<group>": {"org": "<organization name>", "role": "owner|operator|member|viewer"}}',
+      'DROVER_OIDC_ROLE_MAP: expected a JSON object {"<group>": {"org": "<organization id or name>", "role": "owner|operator|member|viewer"}}',
     ]);
   });
 

@@ -33,8 +33,8 @@ export const ADD_MEMBER = command<[string, string, Role, string]>(
   'INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING',
 );
 const BY_ID = query<OrgRow, [string]>('SELECT id, name, created_at FROM orgs WHERE id = ?');
-const BY_NAME = query<OrgRow, [string]>(
-  'SELECT id, name, created_at FROM orgs WHERE name = ? ORDER BY created_at, id LIMIT 1',
+const BY_NAME = query<OrgRow, [string, number]>(
+  'SELECT id, name, created_at FROM orgs WHERE name = ? ORDER BY created_at, id LIMIT ?',
 );
 const FOR_USER = query<OrgRow & { role: Role }, [string]>(
   `SELECT o.id, o.name, o.created_at, m.role FROM orgs o JOIN memberships m ON m.org_id = o.id
@@ -82,9 +82,8 @@ export function createOrgRepository(db: Database, refusal: RoleChangeRefusal): O
       const row = await db.one(BY_ID, [id]);
       return row ? toOrg(row) : null;
     },
-    async findByName(name) {
-      const row = await db.one(BY_NAME, [name]);
-      return row ? toOrg(row) : null;
+    async listByName(name, limit) {
+      return (await db.all(BY_NAME, [name, limit])).map(toOrg);
     },
     async listForUser(userId) {
       return (await db.all(FOR_USER, [userId])).map((r) => ({ ...toOrg(r), role: r.role }));

@@ -11,6 +11,7 @@ import { hashBearerSecret } from '../../util/secrets.js';
 import { OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionService } from './sessions.js';
+import { mappedOrg } from './role-map.js';
 
 /** What an SSO-made account stores as its password hash: no password ever matches it. */
 export const NO_PASSWORD = '!sso';
@@ -236,11 +237,8 @@ export class OidcSignInService {
         wanted.set(mapping.org, { role: mapping.role, group });
     }
     for (const [name, { role, group }] of wanted) {
-      const org = await repos.orgs.findByName(name);
-      if (!org) {
-        logger.warn({ org: name, group }, 'single sign-on: the role map names an organization that does not exist');
-        continue;
-      }
+      const org = await mappedOrg(repos.orgs, logger, name, group);
+      if (!org) continue;
       const actor = { orgId: org.id, userId };
       const current = await repos.orgs.roleOf(org.id, userId);
       const metadata = { email, via: 'sso', group };

@@ -29,8 +29,8 @@ export interface OrgRepository {
   /** Creates the organization with `ownerId` as its owner, in one transaction. */
   create(org: Org, ownerId: string): Promise<void>;
   findById(id: string): Promise<Org | null>;
-  /** The organization of this exact name; the oldest when several have it. */
-  findByName(name: string): Promise<Org | null>;
+  /** The organizations of this exact name (names are not unique), oldest first, at most `limit`. */
+  listByName(name: string, limit: number): Promise<Org[]>;
   listForUser(userId: string): Promise<OrgWithRole[]>;
   roleOf(orgId: string, userId: string): Promise<Role | null>;
   listMembers(orgId: string): Promise<Member[]>;

@@ -83,13 +83,14 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.orgs.findMember(orgId, newId())).toBeNull();
   });
 
-  it('finds an organization by its exact name, the oldest of several', async () => {
+  it('lists the organizations of an exact name, oldest first', async () => {
     const owner = await user('names@example.test');
-    const first = newId();
+    const [first, second] = [newId(), newId()];
     await t.repos.orgs.create({ id: first, name: 'Platform', createdAt: AT }, owner);
-    await t.repos.orgs.create({ id: newId(), name: 'Platform', createdAt: later(1) }, owner);
-    expect((await t.repos.orgs.findByName('Platform'))?.id).toBe(first);
-    expect(await t.repos.orgs.findByName('platform')).toBeNull();
+    await t.repos.orgs.create({ id: second, name: 'Platform', createdAt: later(1) }, owner);
+    expect((await t.repos.orgs.listByName('Platform', 2)).map((o) => o.id)).toEqual([first, second]);
+    expect((await t.repos.orgs.listByName('Platform', 1)).map((o) => o.id)).toEqual([first]);
+    expect(await t.repos.orgs.listByName('platform', 2)).toEqual([]);
   });
 
   it('keeps the last owner, also when two owners are demoted at once from two coordinators', async () => {
