@@ -29,7 +29,7 @@ describe.skipIf(!CHROMIUM)('the Storage page with files in a bucket', () => {
 
   beforeAll(async () => {
     await s3.start();
-    t = await startTestCoordinator({ env: s3.storageEnv('drover-files') });
+    t = await startTestCoordinator({ env: { ...s3.storageEnv('drover-files'), ...s3.bindingEnv() } });
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
     await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD, t.orgId);

@@ -129,6 +129,46 @@ describe('storage bindings', () => {
     }
   });
 
+  it("refuses an endpoint in the coordinator's own networks unless the operator allows its host", async () => {
+    // The coordinator itself calls a binding's endpoint (complete, delete): an organization must
+    // not point it at the loopback, a private network or a cloud metadata service.
+    for (const endpoint of [
+      'http://127.0.0.1:9',
+      'http://localhost:8080/admin',
+      'http://[::1]:9000',
+      'http://[::ffff:127.0.0.1]:9000',
+      'http://169.254.169.254/latest',
+      'http://10.1.2.3:9000',
+      'http://192.168.1.10',
+      'http://0.0.0.0:9000',
+    ]) {
+      const res = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
+        body: { ...S3, name: `local ${endpoint}`, endpoint },
+      });
+      expect(res.status, endpoint).toBe(422);
+      expect(res.body.details).toEqual([
+        {
+          path: 'body.endpoint',
+          message: expect.stringMatching(
+            /^may not be used: .* an address of the coordinator's own networks, which storage bindings may reach only when the operator lists the host in DROVER_STORAGE_ALLOWED_HOSTS$/,
+          ),
+        },
+      ]);
+    }
+    // Listed by the operator: that host and port only.
+    const allowing = await startTestCoordinator({ env: { DROVER_STORAGE_ALLOWED_HOSTS: 'minio.lan, 127.0.0.1:9000' } });
+    try {
+      const create = (endpoint: string) =>
+        allowing.owner.post(`/orgs/${allowing.orgId}/storage-bindings`, {
+          body: { ...S3, name: endpoint, endpoint },
+        });
+      expect((await create('http://127.0.0.1:9000')).status).toBe(201);
+      expect((await create('http://127.0.0.1:9001')).status).toBe(422);
+    } finally {
+      await allowing.close();
+    }
+  });
+
   it('lets members read but not create or delete', async () => {
     const create = await member.post(`/orgs/${t.orgId}/storage-bindings`, { body: { name: 'm', backend: 'local' } });
     expect(create.status).toBe(403);

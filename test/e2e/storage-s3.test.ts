@@ -33,7 +33,11 @@ describe('files in an S3-compatible bucket', () => {
     await s3.start();
     rig = await startDaemonRig({
       workPrefix: 'drover-s3-',
-      env: { ...s3.storageEnv('drover-files', 'coordinator'), DROVER_MAX_FILE_BYTES: String(MAX_FILE_BYTES) },
+      env: {
+        ...s3.storageEnv('drover-files', 'coordinator'),
+        ...s3.bindingEnv(),
+        DROVER_MAX_FILE_BYTES: String(MAX_FILE_BYTES),
+      },
       workflows: () => ({
         roundtrip: [
           'name: roundtrip',

@@ -1,3 +1,6 @@
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient, ApiResponse } from '../helpers/http.js';
@@ -17,7 +20,8 @@ describe('storage input validation', () => {
   let client: ApiClient;
   let bindingId: string;
   beforeAll(async () => {
-    t = await startTestCoordinator();
+    // Port 9 of the loopback (where nothing listens) is the one host of its own networks a binding may use here.
+    t = await startTestCoordinator({ env: { DROVER_STORAGE_ALLOWED_HOSTS: '127.0.0.1:9' } });
     bindingId = await defaultBindingId(t);
     client = await storageClient(t, [bindingId], ['read', 'write', 'delete']);
   });
@@ -144,6 +148,49 @@ describe('storage input validation', () => {
       message:
         'The object store of this storage binding could not be reached or refused; nothing was changed, try again later',
     });
+  });
+
+  it('never calls a host of its own networks the operator did not allow, whatever a stored binding says', async () => {
+    // A server on the loopback that would answer; bindings to it as stored before the operator's
+    // allow-list existed (by address, and by a name that resolves to it).
+    const seen: string[] = [];
+    const server = http.createServer((req, res) => {
+      seen.push(`${req.method} ${req.url}`);
+      res.end('internal');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const every = await storageClient(t, null, ['write']);
+      for (const endpoint of [`http://127.0.0.1:${port}`, `http://localhost:${port}`]) {
+        const id = randomUUID();
+        await t.coordinator.ctx.repos.storageBindings.insert({
+          id,
+          orgId: t.orgId,
+          name: `stored ${endpoint}`,
+          backend: 's3',
+          config: {
+            endpoint,
+            bucket: 'internal',
+            region: 'us-east-1',
+            accessKeyId: 'AKIAEXAMPLE',
+            secretAccessKey: 'secretsecret',
+            forcePathStyle: true,
+          },
+          isDefault: false,
+          createdAt: new Date().toISOString(),
+        });
+        const res = await every.post('/storage/files/presign-upload', {
+          body: { cleanupRule: 'persistent', bindingId: id },
+        });
+        expect(res.status, res.text).toBe(201);
+        const complete = await every.post(`/storage/files/${res.body.fileId}/complete`);
+        expect(complete.status, endpoint).toBe(503);
+      }
+      expect(seen).toEqual([]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('refuses bodies that are not JSON objects', async () => {

@@ -89,6 +89,14 @@ export class TestS3 {
     };
   }
 
+  /**
+   * Lets organizations' storage bindings use this server: it listens on the loopback, which the
+   * coordinator refuses to bindings unless the operator allows the host (docs/storage.md).
+   */
+  bindingEnv(): Record<string, string> {
+    return { DROVER_STORAGE_ALLOWED_HOSTS: new URL(this.endpoint).host };
+  }
+
   /** The object keys of a bucket (s3rver keeps each object as `<key>._S3rver_object`). */
   objectKeys(bucket: string): string[] {
     const root = path.join(this.dir, bucket);

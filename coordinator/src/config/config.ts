@@ -12,7 +12,8 @@ import {
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseSignInConfig, type SignInConfig } from './sign-in-config.js';
 import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
-import { parseStorageUrl, type StorageConfig } from './storage-config.js';
+import { parseStorageAllowedHosts, parseStorageUrl, type StorageConfig } from './storage-config.js';
+import type { AllowedHosts } from '../storage/endpoint-guard.js';
 import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
 import { parseTrustProxy } from './trust-proxy-config.js';
 
@@ -73,6 +74,8 @@ export interface Config {
   readonly manifestTtlSeconds: number;
   /** Where the coordinator's own files are kept: the data directory, or a bucket. */
   readonly storage: StorageConfig;
+  /** The hosts of its own networks organizations' `s3` bindings may reach (storage/endpoint-guard.ts). */
+  readonly storageAllowedHosts: AllowedHosts;
   /** Slack and Discord app credentials; null: that provider is off. */
   readonly chat: ChatConfig;
   /** How long a chat message (a job's notification) is retried before it is given up. */
@@ -330,6 +333,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   );
 
   const storage = parseStorageUrl(pick(flags.storageUrl, 'storage-url', 'DROVER_STORAGE_URL'), env, problems);
+  const storageAllowedHosts = parseStorageAllowedHosts(pick(undefined, null, 'DROVER_STORAGE_ALLOWED_HOSTS'), problems);
 
   const chat = parseChatConfig(env, problems);
   const chatGiveUpSeconds = integer(
@@ -412,6 +416,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     jobLogMaxBytes,
     manifestTtlSeconds,
     storage,
+    storageAllowedHosts,
     chat,
     chatGiveUpSeconds,
     metrics,

@@ -1,4 +1,5 @@
 import { S3_BUCKET, S3_REGION } from '../domain/files/storage-bindings.js';
+import type { AllowedHosts } from '../storage/endpoint-guard.js';
 
 /**
  * Where the coordinator keeps its own files (docs/storage.md, "Where files are kept"):
@@ -121,4 +122,39 @@ export function bucketOrigin(
   const base = new URL(location.endpoint ?? `https://s3.${location.region}.amazonaws.com`);
   if (!location.forcePathStyle) base.hostname = `${location.bucket}.${base.hostname}`;
   return base.origin;
+}
+
+const ALLOWED_HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/;
+
+/**
+ * DROVER_STORAGE_ALLOWED_HOSTS: the hosts of the coordinator's own networks that organizations'
+ * `s3` bindings may use (docs/storage.md, "Storage bindings"): `*` for any, or a comma-separated
+ * list of `host` (any port) and `host:port`; unset, none (public addresses only).
+ */
+export function parseStorageAllowedHosts(
+  raw: { value: string; source: string } | undefined,
+  problems: string[],
+): AllowedHosts {
+  if (!raw) return new Set();
+  const text = raw.value.trim();
+  if (text === '*') return 'any';
+  const hosts = new Set<string>();
+  for (const entry of text.split(',').map((e) => e.trim())) {
+    const match = ALLOWED_HOST.exec(entry);
+    const port = match?.[2] === undefined ? null : Number(match[2]);
+    let host: string | null = null;
+    try {
+      host = match ? new URL(`http://${match[1]}`).hostname : null;
+    } catch {
+      host = null;
+    }
+    if (host === null || (port !== null && (port < 1 || port > 65535))) {
+      problems.push(
+        `${raw.source}: expected * or a comma-separated list of host or host:port (an IPv6 address in brackets), got \`${entry}\``,
+      );
+      continue;
+    }
+    hosts.add(port === null ? host : `${host}:${port}`);
+  }
+  return hosts;
 }

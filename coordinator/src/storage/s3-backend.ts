@@ -12,6 +12,7 @@ import {
   type UploadTarget,
 } from './backend.js';
 import { attachmentDisposition } from './content-disposition.js';
+import { EndpointGuard, type AllowedHosts } from './endpoint-guard.js';
 
 /** Where an S3 backend keeps its objects, and the keys it signs with. */
 export interface S3BackendOptions {
@@ -26,6 +27,11 @@ export interface S3BackendOptions {
   forcePathStyle: boolean;
   /** null: the AWS SDK's usual sources (environment, profile, instance role). */
   credentials: { accessKeyId: string; secretAccessKey: string } | null;
+  /**
+   * An organization's binding: the hosts of the coordinator's own networks its endpoint may be
+   * (endpoint-guard.ts); absent for the operator's own bucket (DROVER_STORAGE_URL).
+   */
+  allowedHosts?: AllowedHosts;
 }
 
 type Sdk = typeof import('@aws-sdk/client-s3') & typeof import('@aws-sdk/s3-request-presigner');
@@ -171,7 +177,13 @@ export class S3Backend implements StorageBackend {
         maxAttempts: 2,
         requestChecksumCalculation: 'WHEN_REQUIRED',
         responseChecksumValidation: 'WHEN_REQUIRED',
-        requestHandler: { connectionTimeout: 5000, requestTimeout: 30_000 },
+        requestHandler: {
+          connectionTimeout: 5000,
+          requestTimeout: 30_000,
+          ...(this.o.allowedHosts !== undefined && endpoint
+            ? new EndpointGuard(this.o.allowedHosts).agentsFor(endpoint)
+            : {}),
+        },
       });
       return { s3, sdk };
     }));

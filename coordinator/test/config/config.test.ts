@@ -53,6 +53,7 @@ describe('loadConfig defaults', () => {
       jobLogMaxBytes: 16_777_216,
       manifestTtlSeconds: 3600,
       storage: { kind: 'disk' },
+      storageAllowedHosts: new Set(),
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 86_400,
       metrics: { token: null, listen: null },
@@ -126,6 +127,7 @@ describe('loadConfig from the environment', () => {
         DROVER_RETENTION_AUDIT_DAYS: '3650',
         DROVER_RETENTION_OCCURRENCES_DAYS: '1',
         DROVER_RETENTION_SWEEP_SECONDS: '60',
+        DROVER_STORAGE_ALLOWED_HOSTS: 'minio.lan:9000',
         DROVER_PASSWORD_LOGIN: 'OFF',
         DROVER_OIDC_ISSUER: 'https://id.example.com/realms/acme',
         DROVER_OIDC_CLIENT_ID: 'drover',
@@ -172,6 +174,7 @@ describe('loadConfig from the environment', () => {
       jobLogMaxBytes: 65_536,
       manifestTtlSeconds: 600,
       storage: { kind: 'disk' },
+      storageAllowedHosts: new Set(['minio.lan:9000']),
       chat: { slack: null, discord: null },
       chatGiveUpSeconds: 600,
       metrics: { token: 'prometheus-scrape-token-1', listen: { host: '0.0.0.0', port: 9464 } },
@@ -538,6 +541,22 @@ describe('sign-in settings', () => {
       'DROVER_PASSWORD_LOGIN: off needs single sign-on (DROVER_OIDC_ISSUER and DROVER_OIDC_CLIENT_ID), or nobody could sign in',
     ]);
     expect(loadConfig({ ...OIDC, DROVER_PASSWORD_LOGIN: 'off' }, {}, CWD).signIn.password).toBe(false);
+  });
+});
+
+describe('storage settings', () => {
+  it('reads the hosts of its own networks that bindings may use: none by default, a list, or any', () => {
+    expect(loadConfig({}, {}, CWD).storageAllowedHosts).toEqual(new Set());
+    expect(
+      loadConfig({ DROVER_STORAGE_ALLOWED_HOSTS: 'MinIO.lan, 10.0.0.5:9000,[::1]:9000,127.1' }, {}, CWD)
+        .storageAllowedHosts,
+    ).toEqual(new Set(['minio.lan', '10.0.0.5:9000', '[::1]:9000', '127.0.0.1']));
+    expect(loadConfig({ DROVER_STORAGE_ALLOWED_HOSTS: '*' }, {}, CWD).storageAllowedHosts).toBe('any');
+    expect(problemsOf({ DROVER_STORAGE_ALLOWED_HOSTS: 'http://minio.lan,a:99999,,ok' })).toEqual([
+      'DROVER_STORAGE_ALLOWED_HOSTS: expected * or a comma-separated list of host or host:port (an IPv6 address in brackets), got `http://minio.lan`',
+      'DROVER_STORAGE_ALLOWED_HOSTS: expected * or a comma-separated list of host or host:port (an IPv6 address in brackets), got `a:99999`',
+      'DROVER_STORAGE_ALLOWED_HOSTS: expected * or a comma-separated list of host or host:port (an IPv6 address in brackets), got ``',
+    ]);
   });
 });
 

@@ -77,7 +77,13 @@ export async function createFileService(o: CreateFileServiceOptions): Promise<Fi
     storageBindings: o.repos.storageBindings,
     backends: new StorageBackends({
       local: () => coordinatorStorage,
-      s3: (binding) => new S3Backend({ kind: 's3', prefix: S3_BINDING_PREFIX, ...s3BindingConfig(binding) }),
+      s3: (binding) =>
+        new S3Backend({
+          kind: 's3',
+          prefix: S3_BINDING_PREFIX,
+          ...s3BindingConfig(binding),
+          allowedHosts: o.config().storageAllowedHosts,
+        }),
     }),
     clock: o.clock,
     settings: o.config,

@@ -3,6 +3,7 @@ import type { StorageBackend, StorageBinding } from '../model/storage-bindings.j
 import { conflict, describeValue, notFound, validationFailed, type ValidationDetail } from '../../errors.js';
 import { newId } from '../../util/ids.js';
 import { nameProblem } from '../names.js';
+import { EndpointGuard, type AllowedHosts } from '../../storage/endpoint-guard.js';
 
 export const STORAGE_BACKENDS: readonly StorageBackend[] = ['local', 's3'];
 export const S3_SETTINGS = [
@@ -137,14 +138,22 @@ function isHttpUrl(value: string): boolean {
   );
 }
 
-/** Creates a (non-default) binding; a name already used in the organization is 409. */
+/**
+ * Creates a (non-default) binding; a name already used in the organization is 409, an endpoint in
+ * the coordinator's own networks that the operator did not allow 422 (endpoint-guard.ts).
+ */
 export async function createStorageBinding(
   repos: Repositories,
   orgId: string,
   input: StorageBindingInput,
   at: string,
+  allowedHosts: AllowedHosts,
 ): Promise<StorageBinding> {
   const parsed = parseStorageBindingInput(input);
+  if (parsed.backend === 's3') {
+    const problem = await new EndpointGuard(allowedHosts).problem((parsed.config as unknown as S3Config).endpoint);
+    if (problem) throw validationFailed([{ path: 'body.endpoint', message: `may not be used: ${problem}` }]);
+  }
   const binding: StorageBinding = { id: newId(), orgId, ...parsed, isDefault: false, createdAt: at };
   if (!(await repos.storageBindings.insertIfNameFree(binding))) {
     throw conflict(`The organization already has a storage binding named ${JSON.stringify(parsed.name)}`);

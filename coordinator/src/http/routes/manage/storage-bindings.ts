@@ -94,7 +94,13 @@ export async function storageBindingRoutes(app: FastifyInstance): Promise<void> 
     },
     async (request, reply) => {
       const caller = await requireOrgRole(request, request.params.orgId);
-      const binding = await createStorageBinding(app.ctx.repos, caller.orgId, request.body, isoNow(app.ctx.clock));
+      const binding = await createStorageBinding(
+        app.ctx.repos,
+        caller.orgId,
+        request.body,
+        isoNow(app.ctx.clock),
+        app.ctx.config.storageAllowedHosts,
+      );
       await app.ctx.audit.record(
         userAction(caller, 'storage_binding.create', 'storage_binding', binding.id, {
           name: binding.name,
