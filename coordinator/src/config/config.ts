@@ -13,7 +13,7 @@ import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseSignInConfig, type SignInConfig } from './sign-in-config.js';
 import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
 import { parseStorageAllowedHosts, parseStorageUrl, type StorageConfig } from './storage-config.js';
-import type { AllowedHosts } from '../storage/endpoint-guard.js';
+import type { AllowedHosts } from '../domain/model/storage-bindings.js';
 import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
 import { parseTrustProxy } from './trust-proxy-config.js';
 

@@ -1,5 +1,5 @@
 import { S3_BUCKET, S3_REGION } from '../domain/files/storage-bindings.js';
-import type { AllowedHosts } from '../storage/endpoint-guard.js';
+import type { AllowedHosts } from '../domain/model/storage-bindings.js';
 
 /**
  * Where the coordinator keeps its own files (docs/storage.md, "Where files are kept"):

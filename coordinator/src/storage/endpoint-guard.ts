@@ -2,13 +2,9 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import type { AllowedHosts } from '../domain/model/storage-bindings.js';
 
-/**
- * The hosts of the coordinator's own networks an organization's `s3` storage binding may reach
- * (DROVER_STORAGE_ALLOWED_HOSTS): `any`, or `host` / `host:port` entries (lower case; an IPv6
- * address in brackets). Every other host must resolve to public addresses only.
- */
-export type AllowedHosts = 'any' | ReadonlySet<string>;
+export type { AllowedHosts };
 
 /**
  * Addresses that are not the public internet: this host, private networks, link-local (cloud

@@ -20,3 +20,11 @@ export interface StorageBindingRepository {
   listByOrg(orgId: string): Promise<StorageBinding[]>;
   softDelete(orgId: string, id: string, at: string): Promise<boolean>;
 }
+
+/**
+ * The hosts of the coordinator's own networks an organization's `s3` storage binding may reach
+ * (DROVER_STORAGE_ALLOWED_HOSTS): `any`, or `host` / `host:port` entries (lower case; an IPv6
+ * address in brackets). Every other host must resolve to public addresses only
+ * (storage/endpoint-guard.ts).
+ */
+export type AllowedHosts = 'any' | ReadonlySet<string>;
