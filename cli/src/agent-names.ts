@@ -1,21 +1,29 @@
 import type { Schema } from '@drover/shared/api';
 import type { Caller } from './callers.js';
-import { ApiError } from './errors.js';
-import { selectLocally, selectorRefusal } from './labels/selector.js';
+import { ApiError, CliError } from './errors.js';
+import { selectorRefusal } from './labels/selector.js';
 import { shortId } from '@drover/shared';
 
 /** An agent as `GET /v1/agents` (an API token) and `GET /v1/orgs/:orgId/agents` (a session) answer it. */
 export type Agent = Schema<'Agent'>;
 
 /**
+ * Why a label selector needs a session: an API token's `GET /v1/agents` (the public discovery)
+ * takes no selector and shows no labels, so nothing could be selected by them.
+ */
+export const SELECTOR_NEEDS_SESSION =
+  '--selector needs a session, as the agents an API token lists (GET /v1/agents) show no labels: ' +
+  'sign in with `drover login` and leave out the API token (--token, DROVER_TOKEN)';
+
+/**
  * The agents the caller reaches: an API token's (`GET /v1/agents`), else the organization's; with
- * a label `selector`, those it matches (the coordinator selects the organization's; an API token's
- * are selected here, by the same rules, as `GET /v1/agents` takes no selector).
+ * a label `selector`, those it matches, selected by the coordinator (a session only: an API
+ * token's agents come without their labels, SELECTOR_NEEDS_SESSION).
  */
 export async function listAgents(caller: Caller, selector?: string): Promise<Agent[]> {
   if (caller.kind === 'token') {
-    const agents = await caller.api.get<Agent[]>('/agents');
-    return selector === undefined ? agents : selectLocally(agents, selector);
+    if (selector !== undefined) throw new CliError(SELECTOR_NEEDS_SESSION);
+    return caller.api.get<Agent[]>('/agents');
   }
   const path = `/orgs/${await caller.orgId()}/agents`;
   try {

@@ -149,7 +149,7 @@ describe('drover run on a selector trigger', () => {
     expect(waited.stdout).toBe(`Batch ${BATCH}: pending, 3 jobs\n${api!.url}/api/batches/${BATCH}\n`);
     expect(waited.stderr).toBe(
       'drover: --wait on an async selector trigger needs a session to follow its batch (drover login), or a sync ' +
-        `trigger, whose answer waits for every job; batch ${BATCH} runs on\n`,
+        `trigger, whose answer waits for every job; batch ${BATCH} keeps running\n`,
     );
   });
 
@@ -286,6 +286,15 @@ describe('drover trigger create on a selector, before any call', () => {
         '  role=gateway,site in berlin\n' +
         '                       ^\n',
     });
+    // The empty selector, in the coordinator's words (its schema alone says "must NOT have fewer than 1 characters").
+    for (const empty of ['', '  ']) {
+      expect(await refused(['--selector', empty])).toEqual({
+        code: 2,
+        stderr:
+          'drover: body.agentSelector: must select by at least one label (to reach every agent, select one they ' +
+          'all have, such as `os`)\n',
+      });
+    }
     const one = 'drover: give --agent <id-or-name> or --selector <selector> (one of them)\n';
     expect(await refused(['--selector', 'role=gateway', '--agent', 'gw-1'])).toEqual({ code: 2, stderr: one });
     expect(await refused([])).toEqual({ code: 2, stderr: one });

@@ -66,9 +66,12 @@ drover_use_node() {
 # use, links it as node_modules/.bin/node. pnpm puts that directory first on the PATH of every
 # script it runs (`pnpm test`, `pnpm coordinator`, `pnpm agent`, ...), and the launchers it writes
 # there prefer a `node` beside them, so those run on it even from a shell whose `node` is older.
-# With the machine's own Node in use, a link left from before is removed.
+# With the machine's own Node in use, a link left from before is removed. The `node` in use is
+# looked up afresh (`hash -r`): bash remembers where it found `node` before the install, a path
+# the install may have deleted.
 drover_link_node() {
   local link="$DROVER_ROOT/node_modules/.bin/node" current
+  hash -r
   current=$(command -v node)
   if [ "$current" = "$DROVER_NODE_CACHE/v$DROVER_NODE_VERSION/bin/node" ]; then
     mkdir -p "$(dirname "$link")"
@@ -76,10 +79,40 @@ drover_link_node() {
   elif [ -L "$link" ] && [ "${current#"$DROVER_NODE_CACHE"/}" = "$current" ]; then
     rm -f "$link"
   fi
+  hash -r
+}
+
+# drover_drop_own_bin: takes this checkout's node_modules/.bin off the PATH (a shell may have put
+# it there, and every pnpm script runs with it). A `node` there is no machine's Node.js but the
+# link drover_link_node made, which `pnpm install` deletes: the scripts must neither take it for
+# the machine's `node` nor run on it across an install. Other entries stay as they were, in order.
+drover_drop_own_bin() {
+  local own="$DROVER_ROOT/node_modules/.bin" own_real='' rest="$PATH:" kept='' first=1 entry entry_real
+  own_real=$(CDPATH='' cd -- "$own" 2>/dev/null && pwd -P) || own_real=''
+  while [ -n "$rest" ]; do
+    entry=${rest%%:*}
+    rest=${rest#*:}
+    if [ -n "$entry" ]; then
+      entry_real=$(CDPATH='' cd -- "$entry" 2>/dev/null && pwd -P) || entry_real=''
+      if [ "$entry" = "$own" ] || { [ -n "$own_real" ] && [ "$entry_real" = "$own_real" ]; }; then
+        continue
+      fi
+    fi
+    if [ -n "$first" ]; then
+      kept=$entry
+      first=''
+    else
+      kept="$kept:$entry"
+    fi
+  done
+  PATH=$kept
+  export PATH
+  hash -r
 }
 
 drover_need_node() {
   local found='' want=${DROVER_NODE_MAJOR:-} version=$DROVER_NODE_VERSION dir
+  drover_drop_own_bin
   if command -v node >/dev/null 2>&1; then
     found=$(node --version 2>/dev/null)
   fi

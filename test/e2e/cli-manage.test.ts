@@ -259,7 +259,11 @@ describe('drover management commands', () => {
       /^ID +VERSION +SEQUENCE +CHANNEL +POLICY +STATUS +PUBLISHED\n\S+ +1\.1 +#2 +stable +mandatory +yanked +20/,
     );
     const unknown = await run(['release', 'list', '--app', 'nope']);
-    expect(unknown).toMatchObject({ code: 2, stderr: 'drover: no application `nope` in the organization\n' });
+    expect(unknown).toMatchObject({
+      code: 2,
+      stderr:
+        "drover: no application `nope` in the organization: create it with `drover app create nope --workflow <update-workflow>` or on the dashboard's Updates page (`drover app list` lists the organization's applications)\n",
+    });
   });
 
   it("sets, shows and clears an application's device group", async () => {
@@ -307,7 +311,8 @@ describe('drover management commands', () => {
     });
     expect(await run(['app', 'device-group', 'nope', '--clear'])).toMatchObject({
       code: 2,
-      stderr: 'drover: no application `nope` in the organization\n',
+      stderr:
+        "drover: no application `nope` in the organization: create it with `drover app create nope --workflow <update-workflow>` or on the dashboard's Updates page (`drover app list` lists the organization's applications)\n",
     });
   });
 
@@ -814,7 +819,7 @@ describe('drover batches: selector triggers, drover run on them, drover batch', 
     const batchId = /^Batch ([0-9a-f-]{36}): pending, 3 jobs\n/.exec(res.stdout)![1]!;
     expect(res.stderr).toBe(
       'drover: --wait on an async selector trigger needs a session to follow its batch (drover login), or a sync ' +
-        `trigger, whose answer waits for every job; batch ${batchId} runs on\n`,
+        `trigger, whose answer waits for every job; batch ${batchId} keeps running\n`,
     );
     expect((await detail(batchId)).status).toBe('pending');
   });

@@ -188,7 +188,7 @@ describe('drover run with an API token', () => {
     expect(res.code).toBe(2);
     const jobId = jobIdOf(res.stdout);
     expect(res.stderr).toBe(
-      `drover: --wait on an async trigger needs a session to follow the job (drover login); job ${jobId} runs on\n`,
+      `drover: --wait on an async trigger needs a session to follow the job (drover login); job ${jobId} keeps running\n`,
     );
   });
 

@@ -56,7 +56,7 @@ export async function reportBatchRun(
   if (session === null) {
     rt.err(
       `drover: --wait on an async selector trigger needs a session to follow its batch (drover login), or a sync ` +
-        `trigger, whose answer waits for every job; batch ${accepted.batchId} runs on\n`,
+        `trigger, whose answer waits for every job; batch ${accepted.batchId} keeps running\n`,
     );
     throw new CliExit(EXIT.usage);
   }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { listAgents } from '../agent-names.js';
+import { listAgents, SELECTOR_NEEDS_SESSION } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
+import { CliError } from '../errors.js';
 import { labelsCell } from '../labels/show-labels.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -14,11 +15,14 @@ export function configureAgentsCommand(program: Command, rt: Runtime): void {
     .description("the agents the API token reaches (GET /v1/agents), or with a session the organization's")
     .option(
       '--selector <selector>',
-      "only the agents whose labels it matches, e.g. 'site in (berlin,munich),role=gateway' (docs/fleets.md)",
+      "with a session: only the agents whose labels it matches, e.g. 'site in (berlin,munich),role=gateway' (docs/fleets.md)",
     )
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: { selector?: string; json?: boolean }, command: Command) => {
-      const caller = anyCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const settings = loadSettings(command.optsWithGlobals(), rt);
+      // Refused before any call: an API token's agents come without their labels.
+      if (flags.selector !== undefined && settings.token !== null) throw new CliError(SELECTOR_NEEDS_SESSION);
+      const caller = anyCaller(settings, rt);
       const agents = await listAgents(caller, flags.selector);
       if (flags.json) return printJson(rt, agents);
       if (agents.length === 0) return rt.out(flags.selector === undefined ? 'No agents.\n' : 'No agent matches.\n');

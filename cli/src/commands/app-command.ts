@@ -5,6 +5,8 @@ import { CliError } from '../errors.js';
 import { parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
+import { configureAppCreateCommands } from './app-create-command.js';
+import { configureAppDevicesCommand } from './app-devices-command.js';
 import { configureAppReleaseKeysCommand } from './app-release-keys-command.js';
 import { configureAppWindowCommand } from './app-window-command.js';
 import { findApp } from '../session/lookups.js';
@@ -21,9 +23,17 @@ interface DeviceGroupFlags {
 const agentsWord = (n: number) => `${n} agent${n === 1 ? '' : 's'}`;
 const bindingsWord = (n: number) => `${n} binding${n === 1 ? '' : 's'}`;
 
-/** `drover app device-group`: an application's device group, the agents a label selector binds to it. */
+/**
+ * `drover app`: the organization's over-the-air applications (a session): create, list, their
+ * devices, maintenance window, release keys and device group (here: the agents a label selector
+ * binds to it).
+ */
 export function configureAppCommand(program: Command, rt: Runtime): void {
-  const app = program.command('app').description('one over-the-air application of the organization (a session)');
+  const app = program
+    .command('app')
+    .description("the organization's over-the-air applications: create, list, devices, window, keys (a session)");
+  configureAppCreateCommands(app, rt);
+  configureAppDevicesCommand(app, rt);
   configureAppWindowCommand(app, rt);
   configureAppReleaseKeysCommand(app, rt);
 

@@ -1,11 +1,11 @@
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
-import { sessionCaller, type SessionCaller } from '../callers.js';
+import { sessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { CliError } from '../errors.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
-import { pick } from '../session/lookups.js';
+import { findApp } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 type App = Schema<'Application'>;
@@ -64,11 +64,6 @@ export function configureAppWindowCommand(app: Command, rt: Runtime): void {
       if (flags.json) return printJson(rt, app);
       rt.out(describeWindow(app));
     });
-}
-
-async function findApp(caller: SessionCaller, value: string): Promise<App> {
-  const apps = await caller.api.get<App[]>(`/orgs/${await caller.orgId()}/apps`);
-  return pick(apps, value, 'application', (a) => a.slug);
 }
 
 /** `120` is minutes; `90m`, `2h`, `1d`, `1h30m` too, in whole minutes. */

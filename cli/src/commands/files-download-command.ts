@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { formatBytes } from '@drover/agent/client';
 import { anyCaller } from '../callers.js';
 import { downloadStoredFile } from '../files/download.js';
+import { storageGrantRefusal } from '../files/storage-refusal.js';
 import type { Runtime } from '../runtime.js';
 import { loadSettings } from '../settings.js';
 
@@ -19,7 +20,9 @@ export function configureFilesDownloadCommand(files: Command, rt: Runtime): void
     .option('--sha256 <hex>', 'the SHA-256 the file must have')
     .action(async (fileId: string, flags: DownloadFlags, command: Command) => {
       const caller = anyCaller(loadSettings(command.optsWithGlobals(), rt), rt);
-      const got = await downloadStoredFile(rt, caller, { fileId, output: flags.output, sha256: flags.sha256 });
+      const got = await downloadStoredFile(rt, caller, { fileId, output: flags.output, sha256: flags.sha256 }).catch(
+        (error: unknown) => Promise.reject(storageGrantRefusal(error, 'read')),
+      );
       const checks = [
         got.recordedSha256 !== null ? 'the checksum the storage recorded' : null,
         flags.sha256 !== undefined ? '--sha256' : null,

@@ -3,6 +3,7 @@ import { formatBytes } from '@drover/agent/client';
 import { anyCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { CliError } from '../errors.js';
+import { storageGrantRefusal } from '../files/storage-refusal.js';
 import { uploadLocalFile } from '../files/upload.js';
 import { printJson } from '../output/json.js';
 import { bindingId } from '../session/lookups.js';
@@ -42,7 +43,7 @@ export function configureFilesUploadCommand(files: Command, rt: Runtime): void {
         bindingId: binding,
         cleanupRule: flags.persistent ? 'persistent' : 'ttl',
         ttlSeconds,
-      });
+      }).catch((error: unknown) => Promise.reject(storageGrantRefusal(error, 'read,write')));
       if (flags.json) return printJson(rt, uploaded.file);
       const f = uploaded.file;
       const kept = f.cleanupRule === 'persistent' ? 'kept until deleted' : `kept until ${f.expiresAt}`;

@@ -138,7 +138,7 @@ async function followAsyncJob(
   const session = caller.kind === 'session' ? caller : optionalSessionCaller(settings, rt);
   if (session === null) {
     rt.err(
-      `drover: --wait on an async trigger needs a session to follow the job (drover login); job ${run.jobId} runs on\n`,
+      `drover: --wait on an async trigger needs a session to follow the job (drover login); job ${run.jobId} keeps running\n`,
     );
     throw new CliExit(EXIT.usage);
   }

@@ -140,7 +140,13 @@ function triggerTarget(
     if (extra !== null) throw new CliError(`${extra} needs --selector`);
     return { agent: flags.agent! };
   }
-  parseSelectorOption(flags.selector);
+  // Checked here first, by the coordinator's rules: a caret under the position of a mistake, and
+  // the empty selector in the coordinator's words (its schema would only say it is too short).
+  if (parseSelectorOption(flags.selector).length === 0) {
+    throw new CliError(
+      'body.agentSelector: must select by at least one label (to reach every agent, select one they all have, such as `os`)',
+    );
+  }
   const fanout = flags.fanout ?? 'all';
   if (fanout !== 'all' && fanout !== 'one') throw new CliError(`--fanout: expected all or one, got \`${fanout}\``);
   let maxParallel: number | undefined;

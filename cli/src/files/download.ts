@@ -55,6 +55,7 @@ export interface Downloaded {
  */
 export async function downloadStoredFile(rt: Runtime, caller: Caller, options: DownloadOptions): Promise<Downloaded> {
   const expected = options.sha256 === undefined ? null : checkedSha256(options.sha256);
+  checkOutputDirectory(rt.cwd, options.output);
   const filePath = `${await filesPath(caller)}/${encodeURIComponent(options.fileId)}`;
   const file = await caller.api.get<StoredFile>(filePath);
   const target = targetPath(rt.cwd, options.output, file);
@@ -217,6 +218,34 @@ function partSize(part: string, total: number): number {
   if (size <= total) return size;
   fs.writeFileSync(part, '');
   return 0;
+}
+
+/**
+ * The directory `--output` writes into exists (checked before any call): an error saying so
+ * otherwise, and what to run. `dl/` and an existing directory are that directory, else the
+ * file's directory.
+ */
+function checkOutputDirectory(cwd: string, output: string | undefined): void {
+  if (output === undefined) return;
+  const resolved = path.resolve(cwd, output);
+  if (statOf(resolved)?.isDirectory()) return;
+  const given = output.endsWith('/') ? output.replace(/\/+$/, '') || '/' : path.dirname(output);
+  const dir = path.resolve(cwd, given);
+  const found = statOf(dir);
+  if (found === undefined) {
+    throw new CliError(
+      `cannot write to ${output}: the directory ${dir} does not exist; create it first (mkdir -p ${given})`,
+    );
+  }
+  if (!found.isDirectory()) throw new CliError(`cannot write to ${output}: ${dir} is not a directory`);
+}
+
+function statOf(file: string): fs.Stats | undefined {
+  try {
+    return fs.statSync(file);
+  } catch {
+    return undefined; // missing, or a part of the path is a file
+  }
 }
 
 /** `--output` as a file, or a directory to put the file's own (safe) name in; the working directory without it. */

@@ -1,9 +1,6 @@
-import { matchesSelector, parseSelector, SelectorError, type Requirement } from '@drover/shared';
-import type { Schema } from '@drover/shared/api';
+import { parseSelector, SelectorError, type Requirement } from '@drover/shared';
 import { ApiError, CliError } from '../errors.js';
 import { caretUnder } from '../output/caret.js';
-
-type Agent = Schema<'Agent'>;
 
 /** The 0-based position a selector error names: `... at position N: ...`. */
 const POSITION = /\bat position (\d+):/;
@@ -31,17 +28,6 @@ export function selectorRefusal(error: unknown, selector: string): unknown {
   if (detail === undefined) return error;
   const position = POSITION.exec(detail.message)?.[1];
   return refused(error.message, selector, position === undefined ? null : Number(position));
-}
-
-/**
- * The agents of `agents` that `selector` matches, judged here by the rules the coordinator
- * applies (`@drover/shared`): for the public API's `GET /v1/agents`, which takes no selector.
- * A selector that does not parse is an error naming `--selector`, with a caret under the position.
- */
-export function selectLocally(agents: readonly Agent[], selector: string): Agent[] {
-  const requirements = parseSelectorOption(selector);
-  // No labels from a coordinator older than labels: nothing but what needs no key matches.
-  return agents.filter((agent) => matchesSelector(requirements, agent.labels ?? {}));
 }
 
 /**

@@ -64,8 +64,22 @@ export async function bindingId(caller: SessionCaller, value: string): Promise<s
   return pick(bindings, value, 'storage binding', (b) => b.name).id;
 }
 
-/** An application of the organization, by id or slug. */
+/** What an application's slug may be (the coordinator's rule, docs/ota.md "Applications"). */
+export const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/**
+ * An application of the organization, by id or slug; none is an error saying how to create one
+ * (the releases, rollouts and devices of an application need it first).
+ */
 export async function findApp(caller: SessionCaller, value: string): Promise<Schema<'Application'>> {
   const apps = await caller.api.get<Schema<'Application'>[]>(`/orgs/${await caller.orgId()}/apps`);
+  if (!apps.some((a) => a.id.toLowerCase() === value.toLowerCase() || a.slug === value)) {
+    const slug = SLUG.test(value) ? value : '<slug>';
+    throw new CliError(
+      `no application \`${value}\` in the organization: create it with ` +
+        `\`drover app create ${slug} --workflow <update-workflow>\` or on the dashboard's Updates page ` +
+        `(\`drover app list\` lists the organization's applications)`,
+    );
+  }
   return pick(apps, value, 'application', (a) => a.slug);
 }

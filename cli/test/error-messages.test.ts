@@ -1,0 +1,106 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../src/program.js';
+import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
+import { testRuntime } from './test-runtime.js';
+
+/** Failures that say what to do next: a token without a storage grant, a missing directory, a job left running. */
+
+const FILE_ID = '019ac0de-0000-7000-8000-0000000f11e5';
+const JOB_ID = '019ac0de-0000-7000-8000-000000000b01';
+
+let api: FakeCoordinator | undefined;
+let dir: string | undefined;
+afterEach(async () => {
+  await api?.close();
+  api = undefined;
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+const forbidden = (message: string) => [403, { statusCode: 403, code: 'forbidden', message }] as [number, unknown];
+
+/** Runs `drover <args>` with an API token and no session; the fake coordinator and the directory are the test's. */
+async function cli(args: string[], routes: Parameters<typeof fakeCoordinator>[0] = {}) {
+  if (api === undefined) {
+    api = await fakeCoordinator(routes);
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-errors-'));
+    fs.writeFileSync(path.join(dir, 'fw-1.bin'), 'firmware');
+  }
+  // No session: the configuration directory is an empty one.
+  const rt = testRuntime({
+    cwd: dir,
+    homedir: dir,
+    env: { DROVER_URL: api.url, DROVER_TOKEN: 'drv_x', XDG_CONFIG_HOME: path.join(dir!, 'config') },
+  });
+  const code = await runCli(args, rt);
+  return { code, stdout: rt.stdout(), stderr: rt.stderr() };
+}
+
+describe('drover files with an API token the storage API refuses', () => {
+  it('says how to issue a token with a storage grant when the token has none', async () => {
+    const res = await cli(['files', 'upload', 'fw-1.bin'], {
+      'POST /v1/storage/files/presign-upload': forbidden('This API token has no storage grant'),
+    });
+    expect(res).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: This API token has no storage grant: use a token whose grant allows it, issued by a member signed ' +
+        "in with `drover api-token create --name <name> --storage read,write` (or the dashboard's API tokens page)\n",
+    });
+  });
+
+  it('names the permission a download needs when the grant lacks it', async () => {
+    const res = await cli(['files', 'download', FILE_ID], {
+      [`GET /v1/storage/files/${FILE_ID}`]: forbidden("This API token's storage grant lacks the `read` permission"),
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe(
+      "drover: This API token's storage grant lacks the `read` permission: use a token whose grant allows it, " +
+        'issued by a member signed in with `drover api-token create --name <name> --storage read` ' +
+        "(or the dashboard's API tokens page)\n",
+    );
+  });
+
+  it('leaves any other refusal as the API words it', async () => {
+    const res = await cli(['files', 'download', FILE_ID], {
+      [`GET /v1/storage/files/${FILE_ID}`]: [404, { statusCode: 404, code: 'not_found', message: 'File not found' }],
+    });
+    expect(res).toMatchObject({ code: 2, stderr: 'drover: File not found\n' });
+  });
+});
+
+describe('drover files download -o into a directory that does not exist', () => {
+  it('says so before any call, and what to run', async () => {
+    const res = await cli(['files', 'download', FILE_ID, '-o', 'dl/']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe(
+      `drover: cannot write to dl/: the directory ${path.join(dir!, 'dl')} does not exist; create it first (mkdir -p dl)\n`,
+    );
+    const file = await cli(['files', 'download', FILE_ID, '-o', 'out/fw.bin']);
+    expect(file.stderr).toBe(
+      `drover: cannot write to out/fw.bin: the directory ${path.join(dir!, 'out')} does not exist; create it first (mkdir -p out)\n`,
+    );
+    const notDir = await cli(['files', 'download', FILE_ID, '-o', 'fw-1.bin/x.bin']);
+    expect(notDir.stderr).toBe(
+      `drover: cannot write to fw-1.bin/x.bin: ${path.join(dir!, 'fw-1.bin')} is not a directory\n`,
+    );
+    expect(api!.calls).toEqual([]);
+  });
+});
+
+describe('drover run --wait on an async trigger with an API token alone', () => {
+  it('says that the job keeps running, and exits 2', async () => {
+    const res = await cli(['run', 'greet', '--wait'], {
+      'POST /v1/triggers/greet/run': [202, { jobId: JOB_ID, status: 'pending', statusUrl: `/api/jobs/${JOB_ID}` }],
+    });
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe(`Job ${JOB_ID} pending\n${api!.url}/api/jobs/${JOB_ID}\n`);
+    expect(res.stderr).toBe(
+      `drover: --wait on an async trigger needs a session to follow the job (drover login); job ${JOB_ID} keeps running\n`,
+    );
+  });
+});

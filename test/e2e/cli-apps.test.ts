@@ -1,0 +1,263 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
+import { buildDrover, drover } from '../helpers/cli-binary.js';
+import {
+  makeTempDir,
+  OWNER_EMAIL,
+  OWNER_PASSWORD,
+  startTestCoordinator,
+  type TestCoordinator,
+} from '../helpers/coordinator.js';
+import { bindDevices, type AppBody, type BindingBody, type ReleaseBody } from '../helpers/ota.js';
+import { issueApiToken } from '../helpers/tokens.js';
+
+/**
+ * `drover app create|list|devices` with the built single executable against a real coordinator:
+ * an application made from the command line, the release pipeline that needs it, and the devices
+ * bound to it with what each runs, its state and its error (which devices failed, after a rollout
+ * paused), for a signed-in user; and what is said when the application is missing.
+ */
+
+let t: TestCoordinator;
+let work: string;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  t = await startTestCoordinator();
+  work = makeTempDir('drover-cli-apps-');
+  env = { DROVER_URL: t.url, XDG_CONFIG_HOME: path.join(work, 'config') };
+  await buildDrover();
+  const login = await drover(['login', '--email', OWNER_EMAIL, '--password-stdin'], {
+    env,
+    input: `${OWNER_PASSWORD}\n`,
+  });
+  if (login.code !== 0) throw new Error(`login: ${login.stderr}`);
+}, 300_000);
+
+afterAll(async () => {
+  await t?.close();
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+const run = (args: string[], extra: Record<string, string> = {}) =>
+  drover(args, { env: { ...env, ...extra }, cwd: work });
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const apps = async () => (await t.owner.get<AppBody[]>(`/orgs/${t.orgId}/apps`)).body;
+
+describe('drover app create and drover app list', () => {
+  it('says how to create the application a release needs, creates it, and then the release pipeline works', async () => {
+    expect(await run(['app', 'list'])).toEqual({
+      code: 0,
+      stdout: 'No applications: create one with drover app create <slug> --workflow <update-workflow>\n',
+      stderr: '',
+    });
+    fs.writeFileSync(path.join(work, 'fw-1.0.bin'), 'firmware one');
+    const missing = await run(['release', 'create', '1.0', '--app', 'firmware', '--artifact', 'fw-1.0.bin']);
+    expect(missing).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: no application `firmware` in the organization: create it with ' +
+        "`drover app create firmware --workflow <update-workflow>` or on the dashboard's Updates page " +
+        "(`drover app list` lists the organization's applications)\n",
+    });
+    // A name that is no slug is not offered as one.
+    expect((await run(['app', 'window', 'Fire Ware'])).stderr).toContain(
+      '`drover app create <slug> --workflow <update-workflow>`',
+    );
+
+    const created = await run(['app', 'create', 'firmware', '--workflow', 'install-firmware']);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(new RegExp(`^${UUID}\n$`));
+    const id = created.stdout.trim();
+    expect(created.stderr).toBe(
+      'Created the application firmware (update workflow install-firmware, channel stable). Bind devices with ' +
+        '`drover app device-group firmware --selector <selector>`, then publish a release with ' +
+        '`drover release create <version> --app firmware --artifact <file> --publish`\n',
+    );
+    expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${id}`)).body).toMatchObject({
+      slug: 'firmware',
+      updateWorkflowName: 'install-firmware',
+      defaultChannel: 'stable',
+      deviceSelector: null,
+    });
+    const audit = (await t.owner.get<{ targetId: string }[]>(`/orgs/${t.orgId}/audit?action=app.create`)).body;
+    expect(audit.map((e) => e.targetId)).toContain(id);
+
+    const published = await run([
+      'release',
+      'create',
+      '1.0',
+      '--app',
+      'firmware',
+      '--artifact',
+      'fw-1.0.bin',
+      '--publish',
+    ]);
+    expect(published.code).toBe(0);
+    expect(published.stderr).toContain('Release 1.0 (#1, optional) on channel stable: published\n');
+  });
+
+  it('creates one with its channel and release keys, prints the API answer with --json, and lists them', async () => {
+    const keygen = await run(['release', 'keygen', '--out', 'kiosk.key']);
+    expect(keygen.code).toBe(0);
+    const publicKey = keygen.stdout.trim();
+    const created = await run([
+      'app',
+      'create',
+      'kiosk',
+      '--workflow',
+      'install-kiosk',
+      '--channel',
+      'beta',
+      '--release-key',
+      publicKey,
+      '--json',
+    ]);
+    expect(created.code).toBe(0);
+    const body = JSON.parse(created.stdout) as AppBody & { releaseKeys: string[] };
+    expect(body).toMatchObject({ slug: 'kiosk', defaultChannel: 'beta', releaseKeys: [publicKey] });
+    expect(body).toEqual((await t.owner.get(`/orgs/${t.orgId}/apps/${body.id}`)).body);
+
+    const table = await run(['app', 'list']);
+    expect(table.code).toBe(0);
+    const lines = table.stdout.split('\n');
+    expect(lines[0]).toMatch(/^ID +SLUG +WORKFLOW +CHANNEL +DEVICE GROUP +WINDOW +SIGNED +CREATED$/);
+    expect(lines[1]).toMatch(new RegExp(`^${UUID} +firmware +install-firmware +stable +- +- +no +20\\d\\d-`));
+    expect(lines[2]).toMatch(new RegExp(`^${body.id} +kiosk +install-kiosk +beta +- +- +yes +20\\d\\d-`));
+    expect(lines).toHaveLength(4);
+    expect(JSON.parse((await run(['app', 'list', '--json'])).stdout)).toEqual(await apps());
+  });
+
+  it('prints what the coordinator refuses, in its words, and creates nothing', async () => {
+    const before = (await apps()).length;
+    const twice = await run(['app', 'create', 'firmware', '--workflow', 'install-firmware']);
+    expect(twice.code).toBe(2);
+    expect(twice.stdout).toBe('');
+    expect(twice.stderr).toBe('drover: An application with the slug `firmware` already exists\n');
+    const bad = await run(['app', 'create', 'Fire Ware', '--workflow', 'install']);
+    expect(bad).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: `Fire Ware` is not a slug: 1 to 63 lowercase letters, digits and -, starting with a letter or digit ' +
+        '(firmware, kiosk-2)\n',
+    });
+    const noWorkflow = await run(['app', 'create', 'screens']);
+    expect(noWorkflow.code).toBe(2);
+    expect(noWorkflow.stderr).toMatch(/^drover: required option '--workflow <name>' not specified\n/);
+    expect(await apps()).toHaveLength(before);
+  });
+
+  it('needs a session: an API token alone is refused before any call', async () => {
+    const { token } = await issueApiToken(t.owner, t.orgId, []);
+    for (const args of [
+      ['app', 'list'],
+      ['app', 'create', 'x', '--workflow', 'w'],
+      ['app', 'devices', 'firmware'],
+    ]) {
+      expect(await run(args, { DROVER_TOKEN: token, XDG_CONFIG_HOME: path.join(work, 'no-session') })).toEqual({
+        code: 2,
+        stdout: '',
+        stderr:
+          'drover: this command needs a session: sign in with `drover login --email <email>` or `drover login --browser`\n',
+      });
+    }
+  });
+});
+
+describe('drover app devices', () => {
+  let appId: string;
+  let release: ReleaseBody;
+  const agents: TestAgent[] = [];
+  beforeAll(async () => {
+    appId = (await apps()).find((a) => a.slug === 'firmware')!.id;
+    release = (await t.owner.get<ReleaseBody[]>(`/orgs/${t.orgId}/apps/${appId}/releases`)).body[0]!;
+    for (const hostname of ['gw-1', 'gw-2', 'gw-3']) agents.push(await enrollTestAgent(t.owner, t.orgId, { hostname }));
+  });
+  const report = async (agent: TestAgent, body: Record<string, unknown>) => {
+    const res = await agent.request('POST', '/v1/agent/deploy/report', { applicationId: appId, ...body });
+    if (res.status !== 200) throw new Error(`report: ${res.status} ${res.text}`);
+  };
+
+  it('says so when no device is bound, and how to bind some', async () => {
+    expect(await run(['app', 'devices', 'firmware'])).toEqual({
+      code: 0,
+      stdout:
+        'firmware has no devices: bind agents with `drover app device-group firmware --selector <selector>` ' +
+        'or on its page in the dashboard\n',
+      stderr: '',
+    });
+  });
+
+  it('shows each device with the release it runs and should run, its state, update job and error', async () => {
+    const bound = await bindDevices(
+      t.owner,
+      t.orgId,
+      appId,
+      agents.map((a) => a.agentId),
+    );
+    const [installed, failed] = agents;
+    await report(installed!, {
+      currentReleaseId: release.id,
+      currentVersion: '1.0',
+      currentSequence: 1,
+      state: 'installed',
+    });
+    await report(failed!, { currentVersion: '0.9', state: 'failed', error: 'step 1 (install) exited with 3' });
+
+    const table = await run(['app', 'devices', 'firmware']);
+    expect(table).toMatchObject({ code: 0, stderr: '' });
+    const lines = table.stdout.split('\n');
+    expect(lines[0]).toMatch(/^AGENT +CHANNEL +ORIGIN +INSTALLED +DESIRED +STATE +REPORTED +UPDATE JOB +ERROR$/);
+    expect(lines[1]).toMatch(/^gw-1 +stable +manual +1\.0 \(#1\) +1\.0 \(#1\) +installed +\d+s ago +- +-$/);
+    const job = (b: BindingBody | undefined) => b!.activeJobId ?? 'no job';
+    const binding = (await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${appId}/devices`)).body;
+    expect(lines[2]).toMatch(
+      new RegExp(
+        `^gw-2 +stable +manual +0\\.9 \\(#0\\) +1\\.0 \\(#1\\) +failed +\\d+s ago +${job(binding[1])} in progress +step 1 \\(install\\) exited with 3$`,
+      ),
+    );
+    expect(lines[3]).toMatch(
+      new RegExp(
+        `^gw-3 +stable +manual +unknown +1\\.0 \\(#1\\) +no report yet +never +${job(binding[2])} in progress +-$`,
+      ),
+    );
+    expect(lines).toHaveLength(5);
+    expect(bound.map((b) => b.agentId)).toEqual(binding.map((b) => b.agentId));
+
+    // After a rollout paused: which devices failed, and why.
+    const failures = await run(['app', 'devices', 'firmware', '--state', 'failed']);
+    expect(failures.stdout.split('\n')).toHaveLength(3);
+    expect(failures.stdout).toContain('gw-2 ');
+    expect(failures.stdout).toContain('step 1 (install) exited with 3');
+    expect((await run(['app', 'devices', appId, '--state', 'none'])).stdout).toMatch(/\ngw-3 [^\n]*\n$/);
+    expect(await run(['app', 'devices', 'firmware', '--state', 'refused'])).toEqual({
+      code: 0,
+      stdout: 'No device of firmware is in the state refused.\n',
+      stderr: '',
+    });
+
+    const json = JSON.parse((await run(['app', 'devices', 'firmware', '--json'])).stdout) as BindingBody[];
+    const settled = (list: BindingBody[]) => list.map((b) => ({ ...b, lastReportAt: b.lastReportAt === null }));
+    expect(settled(json)).toEqual(settled(binding));
+    const failedJson = JSON.parse((await run(['app', 'devices', 'firmware', '--state', 'failed', '--json'])).stdout);
+    expect(failedJson).toMatchObject([{ agentId: failed!.agentId, state: 'failed' }]);
+  });
+
+  it('refuses an unknown state before any call, and names a missing application', async () => {
+    expect(await run(['app', 'devices', 'firmware', '--state', 'broken'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: --state: expected one of idle, downloading, verifying, installing, installed, failed, refused, ' +
+        'postponed, none, got `broken`\n',
+    });
+    expect(await run(['app', 'devices', 'nope'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^drover: no application `nope` in the organization: create it with /),
+    });
+  });
+});
