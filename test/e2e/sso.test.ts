@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@drover/coordinator';
 import { mappedOrg } from '../../coordinator/src/domain/auth/role-map.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { outsider } from '../helpers/members.js';
+import { acceptInvitation, outsider } from '../helpers/members.js';
+import { issueApiToken } from '../helpers/tokens.js';
 import { startOidcProvider, type TestAccount, type TestOidcProvider } from '../helpers/oidc-provider.js';
 
 /**
@@ -133,23 +134,41 @@ describe('single sign-on', () => {
     // choosing the first password of the account that makes.
     const mallory = await outsider(t.owner, t.orgId, 'mallory@elsewhere.test');
     const invite = (email: string) =>
-      mallory.client.post(`/orgs/${mallory.orgId}/members`, {
-        body: { email, password: 'mallory-knows-this', role: 'viewer' },
+      mallory.client.post<{ id: string }>(`/orgs/${mallory.orgId}/members`, {
+        body: { email, password: 'mallory-knows-this', role: 'member' },
       });
     const login = (email: string, password = 'mallory-knows-this') =>
       t.api.post<{ token: string }>('/auth/login', { token: null, body: { email, password } });
-    expect((await invite('cyd@example.test')).status).toBe(201);
+    const invited = await invite('cyd@example.test');
+    expect(invited.status).toBe(201);
     const before = await login('cyd@example.test');
     expect(before.status).toBe(200);
+    // Signed in with the password she chose, the inviter joins as the account and issues an API token.
+    const asCyd = t.api.withToken(before.body.token);
+    await acceptInvitation(asCyd, invited.body.id);
+    const kept = await issueApiToken(asCyd, mallory.orgId, [
+      { type: 'storage', bindingIds: null, permissions: ['read'] },
+    ]);
+    expect((await t.api.get('/token', { token: kept.token })).status).toBe(200);
 
     // The holder signs in through the provider (and the role map makes them an operator of acme).
     const { res } = await signIn('cyd');
     expect(res.status).toBe(303);
     expect((await login('cyd@example.test')).status).toBe(401);
     expect((await t.api.get('/orgs', { token: before.body.token })).status).toBe(401);
+    // The API tokens the account issued end too (whoever held the inviter's password may have made them).
+    expect((await t.api.get('/token', { token: kept.token })).status).toBe(401);
+    const revoked = (await mallory.client.get(`/orgs/${mallory.orgId}/audit?action=api_token.revoke`)).body as {
+      targetId: string;
+      metadata: object;
+    }[];
+    expect(revoked.map((e) => [e.targetId, e.metadata])).toEqual([
+      [kept.id, { name: 'test token', via: 'sso', reason: "the account's first single sign-on" }],
+    ]);
     const session = sessionOf(res)!.slice('drover_session='.length);
     expect((await t.api.get('/orgs', { token: session })).body).toEqual([
       expect.objectContaining({ name: 'acme', role: 'operator' }),
+      expect.objectContaining({ id: mallory.orgId, role: 'member' }),
     ]);
 
     // A holder who changed the invitation's password chose their own: single sign-on keeps it.

@@ -50,6 +50,10 @@ const REVOKE = command<[string, string, string]>(
   'UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE org_id = ? AND id = ?',
 );
 
+const REVOKE_ALL_OF_USER = query<ApiTokenRow, [string, string]>(
+  'UPDATE api_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL RETURNING *',
+);
+
 export function createApiTokenRepository(db: Database): ApiTokenRepository {
   const inOrg = async (orgId: string, id: string) => {
     const row = await db.one(IN_ORG, [orgId, id]);
@@ -83,6 +87,9 @@ export function createApiTokenRepository(db: Database): ApiTokenRepository {
     findInOrg: inOrg,
     async listByOrg(orgId) {
       return (await db.all(BY_ORG, [orgId])).map(toApiToken);
+    },
+    async revokeAllOfUser(userId, at) {
+      return (await db.all(REVOKE_ALL_OF_USER, [at, userId])).map(toApiToken);
     },
     async revoke(orgId, id, at) {
       if ((await db.run(REVOKE, [at, orgId, id])) === 0) return null;

@@ -59,7 +59,7 @@ export class OidcSignInService {
   constructor(
     private readonly deps: {
       config: OidcConfig;
-      repos: Pick<Repositories, 'oidcStates' | 'users' | 'orgs'>;
+      repos: Pick<Repositories, 'oidcStates' | 'users' | 'orgs' | 'apiTokens'>;
       sessions: SessionService;
       audit: AuditLog;
       clock: Clock;
@@ -200,9 +200,22 @@ export class OidcSignInService {
     if (found?.passwordByInviter) {
       const generation = await users.replaceInvitersPassword(found.id, NO_PASSWORD);
       if (generation !== null) {
+        // Its API tokens too: whoever held the inviter's password may have issued them.
+        const revoked = await this.deps.repos.apiTokens.revokeAllOfUser(found.id, isoAt(this.deps.clock.now()));
+        for (const token of revoked) {
+          await this.deps.audit.record({
+            orgId: token.orgId,
+            actorType: 'user',
+            actorId: found.id,
+            action: 'api_token.revoke',
+            targetType: 'api_token',
+            targetId: token.id,
+            metadata: { name: token.name, via: 'sso', reason: "the account's first single sign-on" },
+          });
+        }
         this.deps.logger.info(
-          { userId: found.id },
-          'single sign-on: removed the password the inviter had chosen for this account, and ended its sessions',
+          { userId: found.id, revokedApiTokens: revoked.length },
+          'single sign-on: removed the password the inviter had chosen for this account, and ended its sessions and API tokens',
         );
         return { id: found.id, sessionGeneration: generation };
       }

@@ -29,6 +29,8 @@ export interface ApiTokenRepository {
   /** Newest first. */
   listByOrg(orgId: string): Promise<ApiToken[]>;
   revoke(orgId: string, id: string, at: string): Promise<ApiToken | null>;
+  /** Revokes every token this user issued, in every organization, that is not revoked yet: those. */
+  revokeAllOfUser(userId: string, at: string): Promise<ApiToken[]>;
 }
 
 /** The grants a token's `scopes` array holds (docs/management.md, "API tokens and grants"). Each `type` appears at most once. */
