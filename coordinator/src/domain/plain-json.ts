@@ -22,6 +22,19 @@ export function plainJsonProblem(value: unknown, depth: number): string | null {
   return null;
 }
 
+/**
+ * One detail per top-level string of run params holding a NUL character: a step gets each as an
+ * environment variable (`DROVER_PARAM_<NAME>`), which cannot hold one, so the job could only fail.
+ */
+export function envValueProblems(record: Record<string, unknown>, path: string): ValidationDetail[] {
+  return Object.keys(record)
+    .filter((key) => typeof record[key] === 'string' && record[key].includes('\u0000'))
+    .map((key) => ({
+      path: `${path}.${key}`,
+      message: "must not contain a NUL character (U+0000): a step's environment variable cannot hold one",
+    }));
+}
+
 /** One detail per top-level entry of `record` that is not plain JSON, at `<path>.<key>`. */
 export function plainJsonProblems(record: Record<string, unknown>, path: string): ValidationDetail[] {
   const problems: ValidationDetail[] = [];

@@ -1,6 +1,6 @@
 import { describeParamEnvClash, paramEnvClashes, type ParamDefinition } from '@drover/shared';
 import { validationFailed, type ValidationDetail } from '../../errors.js';
-import { MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
+import { envValueProblems, MAX_JSON_DEPTH, plainJsonProblems } from '../plain-json.js';
 // With the pattern engine loaded (that module loads it).
 import { runParamsProblems } from '../workflows/workflow-definitions.js';
 
@@ -34,7 +34,7 @@ export function resolveRunParams(
   params: Record<string, unknown> | undefined,
 ): Record<string, unknown> {
   const given = params ?? {};
-  const problems: ValidationDetail[] = plainJsonProblems(given, 'params');
+  const problems: ValidationDetail[] = [...plainJsonProblems(given, 'params'), ...envValueProblems(given, 'params')];
   if (schema === null) {
     for (const clash of paramEnvClashes(Object.keys(given))) {
       problems.push({ path: `params.${clash.name}`, message: `${describeParamEnvClash(clash)}; send only one` });

@@ -4,7 +4,7 @@ import { can } from '../orgs/permissions.js';
 import type { Trigger, TriggerType } from '../model/triggers.js';
 import { AppError, conflict, describeValue, forbidden, validationFailed, type ValidationDetail } from '../../errors.js';
 import { findGrant } from '../tokens/grants.js';
-import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, WORKFLOW_NAME_PATTERN } from '../triggers/triggers.js';
+import { MAX_REF_LENGTH, MAX_WORKFLOW_NAME_LENGTH, refProblem, WORKFLOW_NAME_PATTERN } from '../triggers/triggers.js';
 
 /**
  * The rules of `POST /v1/triggers/:id/run` that depend on the actor and the trigger. The route's
@@ -92,6 +92,8 @@ export function resolveRunRequest(
   if (target.agentRevoked) throw conflict("The trigger's agent has been revoked; it can run nothing");
 
   const problems: ValidationDetail[] = [];
+  const refRefused = ref === null ? null : refProblem(ref);
+  if (refRefused) problems.push({ path: 'ref', message: refRefused });
   if (ref === null && trigger.allowedRefs !== null) {
     problems.push({ path: 'ref', message: 'is required: this trigger accepts only listed refs' });
   }

@@ -10,7 +10,7 @@ import type {
 } from '../model/triggers.js';
 import { conflict, describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
 import { nameProblem } from '../names.js';
-import { plainJsonProblems } from '../plain-json.js';
+import { envValueProblems, plainJsonProblems } from '../plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from '../cron/triggers-cron.js';
 import { formatSelector, parseSelector, SelectorError } from '@drover/shared';
 
@@ -23,6 +23,12 @@ import { formatSelector, parseSelector, SelectorError } from '@drover/shared';
 export const RESPONSE_TIMEOUT_MS = { min: 1_000, max: 600_000, default: 30_000 } as const;
 export const MAX_ALLOWED_REFS = 100;
 export const MAX_REF_LENGTH = 255;
+
+const REF_CONTROL = /[\u0000-\u001f\u007f]/;
+/** Why a ref cannot be a run's (`DROVER_REF` in each step's environment, shown in logs and chat), or null. */
+export function refProblem(ref: string): string | null {
+  return REF_CONTROL.test(ref) ? `must not contain control characters, got ${describeValue(ref)}` : null;
+}
 export const MAX_CHAT_KEYWORD_LENGTH = 64;
 /** At most this many people listed in a chat trigger's `chatAllowedUserIds`. */
 export const MAX_CHAT_ALLOWED_USERS = 200;
@@ -252,9 +258,13 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     }
     params = pick('params') ?? null;
     if (params !== null) {
-      for (const problem of plainJsonProblems(params, 'params')) problems.push({ ...problem, path: at(problem.path) });
+      for (const problem of [...plainJsonProblems(params, 'params'), ...envValueProblems(params, 'params')]) {
+        problems.push({ ...problem, path: at(problem.path) });
+      }
     }
     ref = pick('ref') ?? null;
+    const refRefused = ref === null ? null : refProblem(ref);
+    if (refRefused) problems.push({ path: at('ref'), message: refRefused });
     const allowedRefs = pick('allowedRefs') ?? null;
     if (allowedRefs !== null) {
       if (ref === null) {
@@ -273,6 +283,10 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     refuseUnless(CRON_FIELDS, 'is used only by cron triggers');
     refuseUnless(CHAT_FIELDS, 'is used only by slack and discord triggers');
   }
+  (pick('allowedRefs') ?? []).forEach((allowed, i) => {
+    const refused = refProblem(allowed);
+    if (refused) problems.push({ path: at(`allowedRefs.${i}`), message: refused });
+  });
 
   if (problems.length > 0) throw validationFailed(problems);
   return {

@@ -159,6 +159,13 @@ describe('resolveRunParams', () => {
     expect(problems(() => resolveRunParams(schema, { env: 'prod', big: { x: Infinity } }))).toEqual([
       { path: 'params.big', message: 'must be a finite number, got `Infinity` (number)' },
     ]);
+    // A top-level string becomes the step's environment variable, which cannot hold a NUL.
+    expect(problems(() => resolveRunParams(null, { x: 'a\u0000b', nested: ['a\u0000b'] }))).toEqual([
+      {
+        path: 'params.x',
+        message: "must not contain a NUL character (U+0000): a step's environment variable cannot hold one",
+      },
+    ]);
     let ok: unknown = 'leaf';
     for (let i = 0; i < MAX_PARAMS_DEPTH - 1; i++) ok = [ok];
     expect(resolveRunParams(null, { ok })).toEqual({ ok });

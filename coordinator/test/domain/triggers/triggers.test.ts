@@ -151,6 +151,15 @@ describe('trigger configuration on create', () => {
       'body.ref',
     ]);
     expect(paths(() => resolveTriggerConfig({ ...cron, params: { n: Number.NaN } }, null))).toEqual(['body.params.n']);
+    // What a step could never get (DROVER_REF, DROVER_PARAM_<NAME>): control characters in refs, NUL in params.
+    expect(
+      paths(() =>
+        resolveTriggerConfig(
+          { ...cron, ref: 'a\u0000b', params: { x: 'a\u0000b' }, allowedRefs: ['ok', 'm\nx'] },
+          null,
+        ),
+      ),
+    ).toEqual(['body.params.x', 'body.ref', 'body.ref', 'body.allowedRefs.1']);
   });
 
   it('makes a cron trigger without answer settings: async, no debug, whatever responseMode it is sent', () => {
