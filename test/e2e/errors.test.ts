@@ -137,6 +137,31 @@ describe('error responses', () => {
     }
   });
 
+  it('refuses text that is not Unicode, never storing U+FFFD in its place', async () => {
+    // A lone surrogate escaped in JSON, in a value and in a nested one.
+    for (const [rawBody, path] of [
+      ['{"name":"x\\ud800y"}', 'body.name'],
+      ['{"name":"ok","labels":{"a":"\\udc00"}}', 'body.labels.a'],
+    ] as const) {
+      const res = await t.owner.post('/orgs', { rawBody, headers: { 'content-type': 'application/json' } });
+      expectError(res, 422, 'validation_failed');
+      expect(res.body.details).toEqual([{ path, message: 'is not valid Unicode text (a lone surrogate)' }]);
+    }
+    // Bytes that are not UTF-8 (Latin-1 é).
+    const latin1 = await t.owner.post('/orgs', {
+      rawBody: Buffer.from('{"name":"caf\xe9"}', 'latin1'),
+      headers: { 'content-type': 'application/json; charset=iso-8859-1' },
+    });
+    expectError(latin1, 422, 'validation_failed');
+    expect(latin1.body.details).toEqual([{ path: 'body', message: 'is not valid UTF-8' }]);
+    // A well-formed pair is kept as sent.
+    const emoji = await t.owner.post<{ name: string }>('/orgs', {
+      rawBody: '{"name":"caf\\u00e9 \\ud83d\\ude00"}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([emoji.status, emoji.body.name]).toEqual([201, 'café 😀']);
+  });
+
   it('takes an empty body with any content type as no body', async () => {
     const res = await t.api.post('/auth/login', {
       token: null,

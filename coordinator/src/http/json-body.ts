@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../errors.js';
 
@@ -31,13 +32,49 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
       done(null, undefined);
       return;
     }
+    // Text that is not Unicode would be stored with U+FFFD in its place, unlike what was sent.
+    if (!isUtf8(raw)) {
+      bodyErrors.set(request, notUnicode('body', 'is not valid UTF-8'));
+      done(null, undefined);
+      return;
+    }
     const text = raw.toString('utf8');
     void parse(request, text, (error: Error | null, value?: unknown) => {
       if (error) bodyErrors.set(request, isJson(text) ? forbiddenKey() : error);
+      else if (SURROGATE_ESCAPE.test(text)) {
+        const path = loneSurrogateAt(value, 'body');
+        if (path !== null) bodyErrors.set(request, notUnicode(path, 'is not valid Unicode text (a lone surrogate)'));
+      }
       done(null, error ? undefined : value);
     });
   };
   app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJson);
+}
+
+/** A `\uD800`–`\uDFFF` escape: only such JSON can make a string that is not Unicode text. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** Where in the parsed body a string (or a key) holds a lone surrogate, or null. */
+function loneSurrogateAt(value: unknown, path: string): string | null {
+  if (typeof value === 'string') return value.isWellFormed() ? null : path;
+  if (value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogateAt(value[i], `${path}.${i}`);
+      if (found !== null) return found;
+    }
+    return null;
+  }
+  for (const [key, item] of Object.entries(value)) {
+    if (!key.isWellFormed()) return path;
+    const found = loneSurrogateAt(item, `${path}.${key}`);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function notUnicode(path: string, message: string): AppError {
+  return new AppError('validation_failed', `${path} ${message}`, { details: [{ path, message }] });
 }
 
 function isJson(text: string): boolean {
