@@ -87,7 +87,7 @@ function planReport(job: Job, m: Exclude<JobMove, { move: 'cancel' }>): JobMoveP
       const decision = decideFinish(job, m.report);
       if (decision !== 'apply') return { decision };
       const { status, exitCode, errorMessage, output } = m.report;
-      const finishedAt = finishInstant(m.report.finishedAt, job.createdAt, m.at);
+      const finishedAt = finishInstant(m.report.finishedAt, job.startedAt ?? job.createdAt, m.at);
       return { decision, change: { status, exitCode, errorMessage, output, finishedAt } };
     }
   }
@@ -179,16 +179,16 @@ export function deadlineAt(fromIso: string, timeoutMs: number | null, graceMs: n
 }
 
 /**
- * When the agent's reported finish instant is used: it may be earlier than now (a result kept in
- * the outbox while the coordinator was unreachable), but never before the job was created nor
- * after now (the agent's clock is not trusted beyond that).
+ * When the job finished: the agent's reported instant when it lies between `since` (the job's
+ * start, or its creation when it never started) and now: a result kept in the outbox while the
+ * coordinator was unreachable; else now. The agent's clock is not trusted beyond that, and a job
+ * never finishes before it started.
  */
-export function finishInstant(reported: string | undefined, createdAt: string, now: string): string {
+export function finishInstant(reported: string | undefined, since: string, now: string): string {
   if (reported === undefined) return now;
   const ms = Date.parse(reported);
-  if (!Number.isFinite(ms)) return now;
-  const clamped = Math.min(Math.max(ms, Date.parse(createdAt)), Date.parse(now));
-  return new Date(clamped).toISOString();
+  if (!Number.isFinite(ms) || ms < Date.parse(since) || ms > Date.parse(now)) return now;
+  return new Date(ms).toISOString();
 }
 
 export const DEADLINE_MESSAGE = "no result from the agent before the job's deadline";

@@ -108,12 +108,15 @@ describe('job deadlines and instants', () => {
     expect(deadlineAt('2026-01-01T00:00:00.000Z', null, 60_000)).toBeNull();
   });
 
-  it("uses the agent's finish instant within the job's lifetime only", () => {
-    const created = '2026-01-01T00:00:00.000Z';
+  it("uses the agent's finish instant between the job's start and now only, else now", () => {
+    const started = '2026-01-01T00:00:00.000Z';
     const now = '2026-01-01T01:00:00.000Z';
-    expect(finishInstant(undefined, created, now)).toBe(now);
-    expect(finishInstant('2026-01-01T00:30:00.000Z', created, now)).toBe('2026-01-01T00:30:00.000Z');
-    expect(finishInstant('2025-12-31T00:00:00.000Z', created, now)).toBe(created);
+    expect(finishInstant(undefined, started, now)).toBe(now);
+    expect(finishInstant('2026-01-01T00:30:00.000Z', started, now)).toBe('2026-01-01T00:30:00.000Z');
+    expect(finishInstant(started, started, now)).toBe(started);
+    // Never before it started (nor stuck at that instant, which would read as a job that took no time).
+    expect(finishInstant('2025-12-31T23:59:59.999Z', started, now)).toBe(now);
+    const created = started;
     expect(finishInstant('2027-01-01T00:00:00.000Z', created, now)).toBe(now);
     expect(finishInstant('not a date', created, now)).toBe(now);
   });
