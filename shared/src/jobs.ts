@@ -91,10 +91,10 @@ export const JobLogLine = {
   additionalProperties: false,
   required: ['seq', 'at', 'stream', 'text'],
   properties: {
-    seq: { type: 'integer', minimum: 1 },
+    seq: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
     at: { type: 'string', format: 'date-time' },
     stream: { type: 'string', enum: LOG_STREAMS },
-    step: { type: ['integer', 'null'], minimum: 0 },
+    step: { type: ['integer', 'null'], minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     text: { type: 'string', maxLength: 16384 },
   },
 } as const;

@@ -334,6 +334,10 @@ describe('agent job endpoints', () => {
       [job.id, 'logs', { lines: [{ ...line, stream: 'stdin' }] }],
       [job.id, 'logs', { lines: [{ ...line, at: 'yesterday' }] }],
       [job.id, 'logs', { lines: [{ ...line, step: -1 }] }],
+      // Past 2^53 a number is no longer exact (two lines would share a seq); past a bigint, PostgreSQL refuses it.
+      [job.id, 'logs', { lines: [{ ...line, seq: 2 ** 53 }] }],
+      [job.id, 'logs', { lines: [{ ...line, seq: 1e308 }] }],
+      [job.id, 'logs', { lines: [{ ...line, step: 1e300 }] }],
       [job.id, 'logs', { lines: [{ ...line, text: 'x'.repeat(16_385) }] }],
       [job.id, 'logs', { lines: [{ ...line, colour: 'red' }] }],
       [job.id, 'logs', { lines: Array.from({ length: 1001 }, (_, i) => ({ ...line, seq: i + 1 })) }],
