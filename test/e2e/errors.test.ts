@@ -137,6 +137,24 @@ describe('error responses', () => {
     }
   });
 
+  it('refuses a query parameter an operation does not know, the sign-in calls too', async () => {
+    for (const [method, path] of [
+      ['GET', '/auth/session'],
+      ['POST', '/auth/login'],
+      ['POST', '/auth/logout'],
+      ['POST', '/auth/device'],
+      ['GET', '/auth/methods'],
+    ] as const) {
+      const body = path === '/auth/login' ? { email: 'a@b.test', password: 'not checked' } : {};
+      const res = await t.owner.request(method, `${path}?zzz=1`, method === 'GET' ? {} : { body });
+      expectError(res, 422, 'validation_failed');
+      expect(res.body.details, `${method} ${path}`).toContainEqual({
+        path: 'querystring.zzz',
+        message: 'is not a known field',
+      });
+    }
+  });
+
   it('refuses text that is not Unicode, never storing U+FFFD in its place', async () => {
     // A lone surrogate escaped in JSON, in a value and in a nested one.
     for (const [rawBody, path] of [

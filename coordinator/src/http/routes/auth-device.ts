@@ -3,6 +3,7 @@ import { requireSession, sessionHook } from '../auth/session.js';
 import { SESSION_SECURITY } from './route-group.js';
 import { errorResponses, timestamp } from '../schemas/common.js';
 import { named } from '../schemas/named.js';
+import { noQuery } from '../schemas/management.js';
 import { defaultRunBody } from '../run-answer.js';
 import { SignInAnswerSchema } from './auth.js';
 
@@ -86,6 +87,7 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
           'single sign-on), checks that it shows `userCode`, and approves. A sign-in waits 10 minutes; one client ' +
           'address may have 10 waiting (429 beyond).',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: [],
         body: {
           type: 'object',
@@ -124,6 +126,7 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
           'expired; 429 with `Retry-After` for a poll sooner than `interval` seconds after the previous one. ' +
           'No cookie is set.',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: [],
         body: {
           type: 'object',
@@ -153,6 +156,7 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
         summary: 'A command-line sign-in waiting for the code, as the approval page shows it',
         description: 'The code in any case, with or without its hyphen. 404 for a wrong, expired or used code.',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: SESSION_SECURITY,
         params: userCodeParams,
         response: { 200: DeviceSignInSchema, ...errorResponses(401, 404) },
@@ -177,6 +181,7 @@ export async function deviceAuthRoutes(app: FastifyInstance): Promise<void> {
               : 'Deny a command-line sign-in',
           description: '404 for a wrong, expired or used code; 409 when it was already approved or denied.',
           tags: ['dashboard'],
+          querystring: noQuery,
           security: SESSION_SECURITY,
           params: userCodeParams,
           response: { 200: DeviceSignInSchema, ...errorResponses(401, 403, 404, 409) },

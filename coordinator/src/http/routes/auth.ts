@@ -10,6 +10,7 @@ import { unauthorized } from '../../errors.js';
 import { userExample } from '../schemas/examples.js';
 import { sessionExample, signInAnswerExample } from '../schemas/examples.js';
 import { named } from '../schemas/named.js';
+import { noQuery } from '../schemas/management.js';
 
 export const UserSchema = named('User', {
   type: 'object',
@@ -45,6 +46,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
           'HttpOnly, SameSite=Strict cookie `drover_session` that the dashboard uses. A sign-in whose `Origin` is ' +
           'another site is refused (403).',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: [],
         body: {
           type: 'object',
@@ -75,6 +77,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
         summary:
           'Sign out: ends the session of the cookie or of the bearer session JWT for good, and clears the cookie',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: [],
         response: { 204: { type: 'null', description: 'The cookie is cleared' }, ...errorResponses(403) },
       },
@@ -98,6 +101,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'getSession',
         summary: 'The signed-in user and when the session ends',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: SESSION_SECURITY,
         response: {
           200: SessionSchema,
@@ -126,6 +130,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
           'session, as a sign-in answers, and with the cookie the cookie is replaced. API tokens are not sessions ' +
           'and keep working.',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: SESSION_SECURITY,
         body: {
           type: 'object',
@@ -159,6 +164,7 @@ export async function authRoutes(app: FastifyInstance): Promise<void> {
           'Every browser and script signed in as you is signed out, on every coordinator sharing the database. ' +
           'API tokens are not sessions and keep working (revoke them on their own).',
         tags: ['dashboard'],
+        querystring: noQuery,
         security: SESSION_SECURITY,
         response: {
           204: { type: 'null', description: 'Every session ended; the cookie is cleared' },
