@@ -172,6 +172,10 @@ describe('agent enrollment', () => {
       [{ ...enrollBody(token), name: '' }, 'body.name'],
       [{ ...enrollBody(token), name: '   ' }, 'body.name'],
       [{ ...enrollBody(token), hostname: 'bad\u0007host' }, 'body.hostname'],
+      // With a name of its own too: the host name, the OS and the version are shown as well.
+      [{ ...enrollBody(token), name: 'ok', hostname: 'h\u001bx' }, 'body.hostname'],
+      [{ ...enrollBody(token), os: 'linux\u001b[31m' }, 'body.os'],
+      [{ ...enrollBody(token), agentVersion: '0.1\u0000' }, 'body.agentVersion'],
     ];
     for (const [body, pathName] of cases) {
       const res = await t.api.post('/agent/enroll', { body });

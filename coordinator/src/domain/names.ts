@@ -7,6 +7,9 @@ export const MAX_NAME_LENGTH = 255;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
+/** Whether a text others will read (a name, a version, a host name) has control characters. */
+export const hasControlCharacters = (value: string): boolean => CONTROL.test(value);
+
 /** What is wrong with a display name (before trimming), or null when it is fine. */
 export function nameProblem(value: string): string | null {
   const name = value.trim();

@@ -7,7 +7,7 @@ import { newTimeOrderedId } from '../../util/ids.js';
 import { hashBearerSecret } from '../../util/secrets.js';
 import { AttemptThrottle, type ThrottlePolicy } from '../auth/attempt-throttle.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { cleanName } from '../names.js';
+import { cleanName, hasControlCharacters } from '../names.js';
 import { tooManyAttempts } from '../auth/sign-in.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import type { DeviceGroups } from './agent-labels.js';
@@ -71,6 +71,10 @@ export class AgentEnrollment {
         'body.publicKey',
         'must be standard base64 of a raw 32-byte Ed25519 public key (a valid curve point)',
       );
+    }
+    // Shown in the dashboard, the CLI's tables and chat messages: no escape sequences, no NUL.
+    for (const field of ['hostname', 'os', 'agentVersion'] as const) {
+      if (hasControlCharacters(body[field])) throw invalid(`body.${field}`, 'must not contain control characters');
     }
     // The display name: the one asked for, else the hostname (renamed later in the dashboard).
     const name =
