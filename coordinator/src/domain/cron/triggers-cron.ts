@@ -23,6 +23,8 @@ export function checkCronExpression(expression: string): CronCheck {
     };
   }
   const normalized = fields.join(' ');
+  const outOfRange = rangeProblem(fields);
+  if (outOfRange) return { ok: false, reason: `is not a valid cron expression: ${outOfRange}` };
   let next: Date | null;
   try {
     const cron = new Cron(normalized, { paused: true, mode: '5-part', timezone: DEFAULT_CRON_TIMEZONE });
@@ -37,6 +39,37 @@ export function checkCronExpression(expression: string): CronCheck {
   return { ok: true, expression: normalized };
 }
 
+/** Each field's name and range, in order; day-of-week 7 is Sunday, as 0. */
+const FIELDS = [
+  { name: 'minute', min: 0, max: 59 },
+  { name: 'hour', min: 0, max: 23 },
+  { name: 'day-of-month', min: 1, max: 31 },
+  { name: 'month', min: 1, max: 12 },
+  { name: 'day-of-week', min: 0, max: 7 },
+] as const;
+
+/**
+ * A number outside its field's range, in the field's own terms (`the month field takes 1 to 12,
+ * got 13`): the parser's message counts months and days from zero.
+ */
+function rangeProblem(fields: readonly string[]): string | null {
+  for (const [i, field] of fields.entries()) {
+    const { name, min, max } = FIELDS[i]!;
+    for (const part of field.split(',')) {
+      const [range, step] = part.split('/');
+      for (const value of (range ?? '').split('-')) {
+        if (!/^\d+$/.test(value)) continue;
+        const n = Number(value);
+        if (n < min || n > max) return `the ${name} field takes ${min} to ${max}, got ${value}`;
+      }
+      if (step !== undefined && /^\d+$/.test(step) && Number(step) < 1) {
+        return `the ${name} field's step must be at least 1, got ${step}`;
+      }
+    }
+  }
+  return null;
+}
+
 /**
  * The canonical name of an IANA time zone this runtime knows (`utc` gives `UTC`,
  * `europe/paris` gives `Europe/Paris`), or null for an unknown zone or a bare UTC offset.
@@ -44,9 +77,38 @@ export function checkCronExpression(expression: string): CronCheck {
 export function canonicalTimeZone(zone: string): string | null {
   // Node may accept bare offsets (`+02:00`) as zones; the spec asks for IANA names.
   if (!/^[A-Za-z]/.test(zone) || zone.length > 64) return null;
+  let resolved: string;
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone: zone }).resolvedOptions().timeZone;
   } catch {
     return null;
   }
+  return IANA_NAMES[resolved] ?? resolved;
 }
+
+/**
+ * The zones whose canonical name in ICU (CLDR's, which never changes) is one the IANA database
+ * has since replaced: `Europe/Kyiv` resolves to `Europe/Kiev`. Their IANA names are what people
+ * write and expect to read back.
+ */
+const IANA_NAMES: Readonly<Record<string, string>> = {
+  'Africa/Asmera': 'Africa/Asmara',
+  'America/Buenos_Aires': 'America/Argentina/Buenos_Aires',
+  'America/Catamarca': 'America/Argentina/Catamarca',
+  'America/Coral_Harbour': 'America/Atikokan',
+  'America/Cordoba': 'America/Argentina/Cordoba',
+  'America/Godthab': 'America/Nuuk',
+  'America/Indianapolis': 'America/Indiana/Indianapolis',
+  'America/Jujuy': 'America/Argentina/Jujuy',
+  'America/Louisville': 'America/Kentucky/Louisville',
+  'America/Mendoza': 'America/Argentina/Mendoza',
+  'Asia/Calcutta': 'Asia/Kolkata',
+  'Asia/Katmandu': 'Asia/Kathmandu',
+  'Asia/Rangoon': 'Asia/Yangon',
+  'Asia/Saigon': 'Asia/Ho_Chi_Minh',
+  'Atlantic/Faeroe': 'Atlantic/Faroe',
+  'Europe/Kiev': 'Europe/Kyiv',
+  'Pacific/Enderbury': 'Pacific/Kanton',
+  'Pacific/Ponape': 'Pacific/Pohnpei',
+  'Pacific/Truk': 'Pacific/Chuuk',
+};

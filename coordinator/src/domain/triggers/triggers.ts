@@ -9,7 +9,7 @@ import type {
   TriggerType,
 } from '../model/triggers.js';
 import { conflict, describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
-import { nameProblem } from '../names.js';
+import { hasControlCharacters, nameProblem } from '../names.js';
 import { envValueProblems, plainJsonProblems } from '../plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from '../cron/triggers-cron.js';
 import { formatSelector, parseSelector, SelectorError } from '@drover/shared';
@@ -24,10 +24,9 @@ export const RESPONSE_TIMEOUT_MS = { min: 1_000, max: 600_000, default: 30_000 }
 export const MAX_ALLOWED_REFS = 100;
 export const MAX_REF_LENGTH = 255;
 
-const REF_CONTROL = /[\u0000-\u001f\u007f]/;
 /** Why a ref cannot be a run's (`DROVER_REF` in each step's environment, shown in logs and chat), or null. */
 export function refProblem(ref: string): string | null {
-  return REF_CONTROL.test(ref) ? `must not contain control characters, got ${describeValue(ref)}` : null;
+  return hasControlCharacters(ref) ? `must not contain control characters, got ${describeValue(ref)}` : null;
 }
 export const MAX_CHAT_KEYWORD_LENGTH = 64;
 /** At most this many people listed in a chat trigger's `chatAllowedUserIds`. */

@@ -28,6 +28,27 @@ describe('cron expressions of triggers', () => {
     }
   });
 
+  it('names the field and its range when a number is out of it, counting as the expression does', () => {
+    expect(checkCronExpression('0 0 * 13 *')).toEqual({
+      ok: false,
+      reason: 'is not a valid cron expression: the month field takes 1 to 12, got 13',
+    });
+    expect(checkCronExpression('0 0 0 * *')).toEqual({
+      ok: false,
+      reason: 'is not a valid cron expression: the day-of-month field takes 1 to 31, got 0',
+    });
+    expect(checkCronExpression('0 0 * 0 *')).toMatchObject({
+      reason: expect.stringContaining('month field takes 1 to 12, got 0'),
+    });
+    expect(checkCronExpression('0 0 * * 1-8')).toMatchObject({
+      reason: expect.stringContaining('day-of-week field takes 0 to 7, got 8'),
+    });
+    expect(checkCronExpression('*/0 * * * *')).toMatchObject({
+      reason: expect.stringContaining("minute field's step must be at least 1"),
+    });
+    expect(checkCronExpression('0 0 * * 7')).toEqual({ ok: true, expression: '0 0 * * 7' });
+  });
+
   it('refuses an expression that can never fire', () => {
     const check = checkCronExpression('0 0 31 2 *');
     expect(check).toEqual({ ok: false, reason: expect.stringMatching(/never fires/) });
@@ -40,6 +61,14 @@ describe('trigger time zones', () => {
     expect(canonicalTimeZone('utc')).toBe('UTC');
     expect(canonicalTimeZone('Europe/Paris')).toBe('Europe/Paris');
     expect(canonicalTimeZone('america/new_york')).toBe('America/New_York');
+  });
+
+  it("keeps the IANA database's current name where the runtime's canonical one is older", () => {
+    expect(canonicalTimeZone('Europe/Kyiv')).toBe('Europe/Kyiv');
+    expect(canonicalTimeZone('europe/kiev')).toBe('Europe/Kyiv');
+    expect(canonicalTimeZone('Asia/Kolkata')).toBe('Asia/Kolkata');
+    expect(canonicalTimeZone('America/Argentina/Buenos_Aires')).toBe('America/Argentina/Buenos_Aires');
+    expect(canonicalTimeZone('US/Eastern')).toBe('America/New_York');
   });
 
   it('refuses unknown zones, bare offsets and absurd input', () => {
