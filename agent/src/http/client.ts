@@ -2,13 +2,22 @@ import type { KeyObject } from 'node:crypto';
 import { SIGNATURE_TOLERANCE_MS, signRequest } from '@drover/shared';
 import { AgentError } from '../errors.js';
 import { describeNetworkError } from './network-error.js';
-import { readText, sendRequest, type HttpResponse } from './request.js';
+import { AnswerTooLarge, readText, sendRequest, type HttpResponse } from './request.js';
 import type { ServerClock } from './server-clock.js';
 
 export { describeNetworkError };
 
 /** Seconds to wait for the answer's headers, then for its body. */
 const TIMEOUT_MS = 30_000;
+
+/**
+ * The largest answer the agent reads from the coordinator (docs/agent.md, "When the
+ * coordinator cannot be reached"): 32 MiB. The largest legitimate one is the answer to
+ * `PUT /v1/agent/workflows`, which repeats part of the set the agent sent (at most 16 MiB); a
+ * desired manifest is some kilobytes per application. Past it the read is given up, so that a broken or hostile answer
+ * cannot take the agent's memory.
+ */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 
 export interface HttpAnswer {
   status: number;
@@ -30,12 +39,17 @@ export interface CallOptions {
   body?: string;
   /** Learns the coordinator's time from the answer (its Date header, a refusal's serverTime). */
   clock?: ServerClock;
+  /** The largest answer read (MAX_ANSWER_BYTES; tests pass a small one). */
+  maxAnswerBytes?: number;
+  /** Aborts the call, the reading of its answer included (an update job's cancel, stop or timeout). */
+  signal?: AbortSignal;
 }
 
 /**
  * One HTTP call to the coordinator; a network failure (or no answer within 30 s) becomes an
- * `unreachable` AgentError, an answer of any status is returned as is (the body parsed as JSON
- * when it is).
+ * `unreachable` AgentError, an answer larger than MAX_ANSWER_BYTES a `bad_response` one naming
+ * the call (both thrown, so callers try again later as for any failure); an answer of any status
+ * is returned as is (the body parsed as JSON when it is).
  */
 export async function callCoordinator(
   origin: string,
@@ -55,9 +69,17 @@ export async function callCoordinator(
       headers,
       ...(options.body === undefined ? {} : { body: options.body }),
       idleTimeoutMs: TIMEOUT_MS,
+      ...(options.signal ? { signal: options.signal } : {}),
     });
-    text = await readText(res.body);
+    text = await readText(res.body, options.maxAnswerBytes ?? MAX_ANSWER_BYTES);
   } catch (cause) {
+    if (cause instanceof AnswerTooLarge) {
+      throw new AgentError(
+        'bad_response',
+        `the coordinator's answer to ${method} ${path.split('?')[0]} is larger than ${cause.limit}, the most the agent reads: given up`,
+        { cause },
+      );
+    }
     throw new AgentError('unreachable', `Cannot reach the coordinator at ${origin}: ${describeNetworkError(cause)}`, {
       cause,
     });
@@ -117,6 +139,7 @@ export async function signedCall(
   method: string,
   path: string,
   body?: unknown,
+  options: { signal?: AbortSignal } = {},
 ): Promise<HttpAnswer> {
   const url = new URL(path, caller.origin);
   const sentPath = `${url.pathname}${url.search}`;
@@ -135,6 +158,7 @@ export async function signedCall(
       headers,
       ...(raw === undefined ? {} : { body: raw }),
       ...(caller.clock ? { clock: caller.clock } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     });
     return { answer, now };
   };

@@ -53,6 +53,7 @@ export function readProxySettings(env: NodeJS.ProcessEnv = process.env): ProxySe
   };
 }
 
+/** The setting's value is shown in its errors with maskProxyText (not parsed: a `@` past the host part may be the password's). */
 function proxyServer(found: { name: string; value: string } | null): ProxyServer | null {
   if (!found) return null;
   const { name, value } = found;
@@ -64,19 +65,19 @@ function proxyServer(found: { name: string; value: string } | null): ProxyServer
   } catch {
     throw new AgentError(
       'bad_config',
-      `${name} is not a URL: expected http://[user:password@]host:port, got \`${value}\``,
+      `${name} is not a URL: expected http://[user:password@]host:port, got \`${maskProxyText(value)}\``,
     );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new AgentError(
       'bad_config',
-      `${name} must be an http:// or https:// proxy (the agent speaks HTTP CONNECT to it), got \`${maskProxyUrl(url)}\``,
+      `${name} must be an http:// or https:// proxy (the agent speaks HTTP CONNECT to it), got \`${maskProxyText(value)}\``,
     );
   }
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
     throw new AgentError(
       'bad_config',
-      `${name} must be a proxy's address without a path, got \`${maskProxyUrl(url)}${url.pathname}\``,
+      `${name} must be a proxy's address without a path, got \`${maskProxyText(value)}\``,
     );
   }
   return { url, shown: maskProxyUrl(url), variable: name };
@@ -86,6 +87,20 @@ function proxyServer(found: { name: string; value: string } | null): ProxyServer
 export function maskProxyUrl(url: URL): string {
   const user = url.username ? `${url.username}${url.password ? ':***' : ''}@` : '';
   return `${url.protocol}//${user}${url.host}`;
+}
+
+/**
+ * A proxy setting that is not a URL, as it may be shown: whatever lies between the scheme's `://`
+ * (or the start) and the last `@` is credentials, and what follows their first `:` is masked
+ * (`http://user:***@host:3128x`). Conservative: a password holding `@` or `/` is masked whole.
+ */
+export function maskProxyText(text: string): string {
+  const start = /^[a-z][a-z0-9+.-]*:\/\//i.exec(text)?.[0].length ?? 0;
+  const at = text.lastIndexOf('@');
+  if (at < start) return text;
+  const colon = text.indexOf(':', start);
+  if (colon < 0 || colon > at) return text;
+  return `${text.slice(0, colon)}:***${text.slice(at)}`;
 }
 
 /**

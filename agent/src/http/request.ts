@@ -161,10 +161,48 @@ function limitConnect(req: http.ClientRequest, socket: Socket): void {
   socket.once('close', done);
 }
 
-/** The whole body of an answer as text. */
-export async function readText(body: IncomingMessage): Promise<string> {
+/** An answer body given up for being larger than the reader's limit. */
+export class AnswerTooLarge extends Error {
+  override readonly name = 'AnswerTooLarge';
+
+  /** The limit in words (`32 MiB`). */
+  readonly limit: string;
+
+  constructor(readonly maxBytes: number) {
+    super(`the answer is larger than ${formatBytes(maxBytes)}`);
+    this.limit = formatBytes(maxBytes);
+  }
+}
+
+/** `32 MiB`, `64 KiB`, `100 bytes`. */
+const formatBytes = (bytes: number): string =>
+  bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0
+    ? `${bytes / 1024 / 1024} MiB`
+    : bytes >= 1024 && bytes % 1024 === 0
+      ? `${bytes / 1024} KiB`
+      : `${bytes} bytes`;
+
+/**
+ * The whole body of an answer as text. Past `maxBytes` (a `Content-Length` that announces more,
+ * or the bytes as they come) the body is destroyed, its connection closed, and the read rejects
+ * with AnswerTooLarge: no more than the limit is ever held in memory.
+ */
+export async function readText(body: IncomingMessage, maxBytes = Infinity): Promise<string> {
+  const announced = Number(body.headers['content-length']);
+  if (Number.isFinite(announced) && announced > maxBytes) {
+    discardBody(body);
+    throw new AnswerTooLarge(maxBytes);
+  }
   const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      discardBody(body);
+      throw new AnswerTooLarge(maxBytes);
+    }
+    chunks.push(chunk as Buffer);
+  }
   return Buffer.concat(chunks).toString('utf8');
 }
 

@@ -211,17 +211,22 @@ export class Journal {
 
   /**
    * Removes the directories of jobs settled longer ago than `olderThanMs` (their result was
-   * delivered, or there was nothing to deliver), of jobs accepted that long ago and never
-   * delivered again (the coordinator's deadline ended them), and of job directories without a
-   * readable entry (a crash left the journal damaged or unwritten) untouched for that long.
-   * Returns how many were removed.
+   * delivered, or there was nothing to deliver), and of job directories without a readable entry
+   * (a crash left the journal damaged or unwritten) untouched for that long. Returns how many
+   * were removed.
+   *
+   * A job not settled is never removed, however old its entry looks: `accepted` (it runs when
+   * the coordinator delivers it again, docs/agent.md), `running` (recover ends it), a result not
+   * delivered yet. Their times are the machine's wall clock, which may have been days off when
+   * they were written (no RTC before NTP): an age is no proof that the coordinator gave them up.
+   * Removing a settled job early, by a clock that jumped, costs nothing (the coordinator has its
+   * outcome).
    */
   prune(olderThanMs: number, now = Date.now()): number {
     let removed = 0;
     for (const entry of this.all()) {
       const settled =
         entry.state === 'abandoned' ||
-        entry.state === 'accepted' ||
         ((entry.state === 'finished' || entry.state === 'rejected') && entry.finalDelivered);
       if (!settled || now - Date.parse(entry.updatedAt) < olderThanMs) continue;
       fs.rmSync(jobFiles(this.#stateDir, entry.jobId).dir, { recursive: true, force: true });

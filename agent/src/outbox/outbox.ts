@@ -7,6 +7,76 @@ export interface OutboxEntry {
   /** The file's name in the outbox directory; its numeric prefix is the sending order. */
   name: string;
   report: Report;
+  /** The file's size. */
+  bytes?: number;
+  /** A log batch standing for lines dropped from the middle of its job's log (LogGap). */
+  gap?: LogGap;
+  /** Not on disk: the disk was full. Sent while the agent runs, lost if it stops first. */
+  inMemory?: boolean;
+}
+
+/** Lines of a job's log the outbox dropped, and their bytes of text. */
+export interface LogGap {
+  lines: number;
+  bytes: number;
+}
+
+export interface OutboxOptions {
+  /** Called for each file that cannot be read back (it is renamed `*.damaged`). */
+  onDamaged?: (file: string, reason: string) => void;
+  /** The most bytes of log batches kept per job (MAX_JOB_LOG_BYTES). */
+  maxJobLogBytes?: number;
+  /** Bytes free for the agent on the outbox's file system (statfs; tests pass their own). */
+  freeBytes?: (dir: string) => number;
+  /** Below this many free bytes (FREE_SPACE_RESERVE_BYTES) log batches are dropped, not stored. */
+  reserveBytes?: number;
+}
+
+/**
+ * The most bytes (of files) of one job's log batches the outbox keeps while the coordinator
+ * cannot be reached: as much as the coordinator keeps of a job's log by default
+ * (DROVER_JOB_LOG_MAX_BYTES, 16 MiB). Past it the middle is dropped as the coordinator does (the
+ * first batches within a quarter of it, the newest in the rest, and one line where the gap is).
+ */
+export const MAX_JOB_LOG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The free space log batches leave on the state directory's file system (64 MiB): below it a
+ * batch is dropped rather than stored, so that the journal and the results still fit.
+ */
+export const FREE_SPACE_RESERVE_BYTES = 64 * 1024 * 1024;
+
+/** The line that stands for dropped lines (its `seq` is the last dropped line's). */
+export const gapText = (gap: LogGap, maxBytes: number): string =>
+  `[drover-agent] ${count(gap.lines, 'line')} (${sizeOf(gap.bytes)}) dropped here: the coordinator could not be ` +
+  `reached and this job's log passed the ${sizeOf(maxBytes)} the agent keeps of it meanwhile, or the disk was ` +
+  'nearly full; its first lines and its newest are kept';
+
+const count = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`;
+
+/** Bytes in words: `512 bytes`, `48.5 KiB`, `16 MiB` (as the coordinator's gap line says them). */
+function sizeOf(bytes: number): string {
+  if (bytes < 1024) return count(bytes, 'byte');
+  const units = ['KiB', 'MiB', 'GiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
+}
+
+const textBytes = (report: Report): number =>
+  report.kind === 'logs' ? report.body.lines.reduce((sum, line) => sum + Buffer.byteLength(line.text), 0) : 0;
+
+function defaultFreeBytes(dir: string): number {
+  try {
+    const stat = fs.statfsSync(dir);
+    return stat.bavail * stat.bsize;
+  } catch {
+    return Infinity;
+  }
 }
 
 /** Report files: `<12-digit sequence>-<kind>-<jobId>.json`. */
@@ -25,23 +95,35 @@ export function countWaitingReports(dir: string): number {
  * Reports not delivered yet, one JSON file each in `<state-dir>/outbox/`, written atomically
  * (temporary file, fsync, rename) and named so that the directory listing is the sending order.
  * It survives an agent restart: `open` reads back what a previous run left.
+ *
+ * What it keeps of a job's log is bounded (MAX_JOB_LOG_BYTES, and FREE_SPACE_RESERVE_BYTES of
+ * free space): past it, batches from the middle are dropped and one batch of one line says how
+ * many lines were, where they were. Other reports (accept, start, results, rejections) are
+ * always kept: when the disk is full, log batches are dropped to make room for them, and a report
+ * that still cannot be written is kept in memory (OutboxEntry.inMemory).
  */
 export class Outbox {
   #entries: OutboxEntry[] = [];
   #nextSeq = 1;
   readonly #onDamaged: (file: string, reason: string) => void;
+  readonly #maxJobLogBytes: number;
+  readonly #freeBytes: (dir: string) => number;
+  readonly #reserveBytes: number;
 
   private constructor(
     readonly dir: string,
-    /** Called for each file that cannot be read back (it is renamed `*.damaged`). */
-    onDamaged: (file: string, reason: string) => void,
+    options: OutboxOptions,
   ) {
-    this.#onDamaged = onDamaged;
+    this.#onDamaged = options.onDamaged ?? (() => {});
+    this.#maxJobLogBytes = options.maxJobLogBytes ?? MAX_JOB_LOG_BYTES;
+    this.#freeBytes = options.freeBytes ?? defaultFreeBytes;
+    this.#reserveBytes = options.reserveBytes ?? FREE_SPACE_RESERVE_BYTES;
   }
 
-  static open(dir: string, onDamaged: (file: string, reason: string) => void = () => {}): Outbox {
+  /** `options` as a function: the `onDamaged` callback alone. */
+  static open(dir: string, options: OutboxOptions | ((file: string, reason: string) => void) = {}): Outbox {
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const outbox = new Outbox(dir, onDamaged);
+    const outbox = new Outbox(dir, typeof options === 'function' ? { onDamaged: options } : options);
     outbox.#load();
     return outbox;
   }
@@ -59,19 +141,185 @@ export class Outbox {
     return this.#entries.some((e) => e.report.jobId === jobId && (kind === undefined || e.report.kind === kind));
   }
 
-  /** Stores a report durably (it is on disk when this returns) after every report stored before it. */
-  append(report: Report): OutboxEntry {
-    const seq = this.#nextSeq++;
+  /**
+   * Stores a report durably (it is on disk when this returns) after every report stored before
+   * it. A log batch may be dropped instead, or make older ones of its job be dropped (see the
+   * class); it is then counted in its job's gap line and null is returned. Any other report is
+   * stored: when it cannot be written even after the log batches were dropped to make room, it
+   * is kept in memory (`inMemory`). Throws only for a log batch that could not be written.
+   */
+  append(report: Report): OutboxEntry | null {
+    if (report.kind === 'logs') return this.#appendLogs(report);
+    try {
+      return this.#write(report);
+    } catch (error) {
+      // A full disk: the log batches make room for what the job's outcome depends on.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (!(code === 'ENOSPC' || code === 'EDQUOT') || !this.#dropAllLogs()) return this.#keepInMemory(report);
+      try {
+        return this.#write(report);
+      } catch {
+        return this.#keepInMemory(report);
+      }
+    }
+  }
+
+  remove(entry: OutboxEntry): void {
+    if (!entry.inMemory) fs.rmSync(path.join(this.dir, entry.name), { force: true });
+    if (this.#entries[0] === entry) this.#entries.shift();
+    else this.#entries = this.#entries.filter((e) => e !== entry);
+  }
+
+  /** Bytes of one job's log batches kept now (their gap line's included). */
+  logBytes(jobId: string): number {
+    return this.#jobLogs(jobId).reduce((sum, e) => sum + (e.bytes ?? 0), 0);
+  }
+
+  #write(report: Report, seq = this.#nextSeq++): OutboxEntry {
     const name = `${String(seq).padStart(12, '0')}-${report.kind}-${safeName(report.jobId)}.json`;
-    writeFileAtomic(path.join(this.dir, name), `${JSON.stringify(report)}\n`);
-    const entry = { name, report };
+    const text = `${JSON.stringify(report)}\n`;
+    writeFileAtomic(path.join(this.dir, name), text);
+    const entry: OutboxEntry = { name, report, bytes: Buffer.byteLength(text) };
     this.#entries.push(entry);
     return entry;
   }
 
-  remove(entry: OutboxEntry): void {
-    fs.rmSync(path.join(this.dir, entry.name), { force: true });
-    this.#entries = this.#entries.filter((e) => e !== entry);
+  #keepInMemory(report: Report): OutboxEntry {
+    const seq = this.#nextSeq++;
+    const entry: OutboxEntry = {
+      name: `${String(seq).padStart(12, '0')}-${report.kind}-memory`,
+      report,
+      inMemory: true,
+    };
+    this.#entries.push(entry);
+    return entry;
+  }
+
+  #jobLogs(jobId: string): OutboxEntry[] {
+    return this.#entries.filter((e) => e.report.jobId === jobId && e.report.kind === 'logs' && !e.inMemory);
+  }
+
+  /**
+   * A job's log batch: stored, unless the job's batches would pass #maxJobLogBytes (the middle
+   * goes, as the coordinator's cap does) or the disk is nearly full (the batch goes).
+   */
+  #appendLogs(report: Extract<Report, { kind: 'logs' }>): OutboxEntry | null {
+    const size = Buffer.byteLength(JSON.stringify(report)) + 1;
+    if (this.#freeBytes(this.dir) - size < this.#reserveBytes) {
+      this.#dropIntoGap(report.jobId, [], report);
+      return null;
+    }
+    const logs = this.#jobLogs(report.jobId);
+    const gapIndex = logs.findIndex((e) => e.gap);
+    // The head: the first batches within a quarter of the limit (fixed once a gap exists).
+    let headEnd = gapIndex;
+    if (headEnd < 0) {
+      let head = 0;
+      headEnd = 0;
+      while (headEnd < logs.length && (head += logs[headEnd]!.bytes ?? 0) <= this.#maxJobLogBytes / 4) headEnd += 1;
+    }
+    const total = logs.reduce((sum, e) => sum + (e.bytes ?? 0), 0);
+    if (total + size <= this.#maxJobLogBytes) return this.#writeLogs(report);
+    // Drop the oldest batches after the head until the rest, a gap line and this batch fit.
+    const GAP_BYTES = 1024; // a gap batch's file, generously
+    const tail = logs.slice(gapIndex < 0 ? headEnd : gapIndex + 1);
+    const kept = logs.slice(0, gapIndex < 0 ? headEnd : gapIndex).reduce((sum, e) => sum + (e.bytes ?? 0), 0);
+    let tailBytes = tail.reduce((sum, e) => sum + (e.bytes ?? 0), 0);
+    const dropped: OutboxEntry[] = [];
+    while (tail.length > 0 && kept + GAP_BYTES + tailBytes + size > this.#maxJobLogBytes) {
+      const oldest = tail.shift()!;
+      tailBytes -= oldest.bytes ?? 0;
+      dropped.push(oldest);
+    }
+    if (kept + GAP_BYTES + size > this.#maxJobLogBytes) {
+      // The batch alone does not fit beside the head: it goes into the gap too.
+      this.#dropIntoGap(report.jobId, dropped, report);
+      return null;
+    }
+    this.#dropIntoGap(report.jobId, dropped, null);
+    return this.#writeLogs(report);
+  }
+
+  #writeLogs(report: Report): OutboxEntry | null {
+    try {
+      return this.#write(report);
+    } catch {
+      // No room (the reserve was not enough, or no statfs): the batch joins the gap.
+      this.#dropIntoGap(report.jobId, [], report as Extract<Report, { kind: 'logs' }>);
+      return null;
+    }
+  }
+
+  /**
+   * Drops `entries` (log batches of the job, oldest first, right after its gap or its head) and
+   * `report` (a batch never stored, newer than all), counting their lines in the job's gap line:
+   * the gap batch is written in the place of the first batch dropped, or updated where it is,
+   * and its line takes the `seq` and time of the last line dropped. When the job has a gap
+   * already, every batch between it and the ones dropped is dropped too (the gap stays one).
+   */
+  #dropIntoGap(jobId: string, entries: OutboxEntry[], report: Extract<Report, { kind: 'logs' }> | null): void {
+    const logs = this.#jobLogs(jobId);
+    const gapEntry = logs.find((e) => e.gap) ?? null;
+    let drop = entries;
+    if (report && gapEntry) {
+      // Lines newer than every kept batch: the batches after the gap go with them.
+      drop = logs.slice(logs.indexOf(gapEntry) + 1);
+    } else if (drop.length === 0 && !report) {
+      return;
+    }
+    const gap: LogGap = { ...(gapEntry?.gap ?? { lines: 0, bytes: 0 }) };
+    let last: { seq: number; at: string } | null = null;
+    for (const source of [...drop.map((e) => e.report), ...(report ? [report] : [])]) {
+      if (source.kind !== 'logs') continue;
+      gap.lines += source.body.lines.length;
+      gap.bytes += textBytes(source);
+      const line = source.body.lines.at(-1);
+      if (line) last = { seq: line.seq, at: line.at };
+    }
+    if (!last) return;
+    const gone = new Set(drop);
+    for (const entry of drop) fs.rmSync(path.join(this.dir, entry.name), { force: true });
+    const place = gapEntry ?? drop[0] ?? null;
+    const gapReport: Report = {
+      kind: 'logs',
+      jobId,
+      body: {
+        lines: [{ seq: last.seq, at: last.at, stream: 'system', step: null, text: gapText(gap, this.#maxJobLogBytes) }],
+      },
+    };
+    const text = `${JSON.stringify({ ...gapReport, gap })}\n`;
+    const index = place ? this.#entries.indexOf(place) : -1;
+    const name = place?.name ?? `${String(this.#nextSeq++).padStart(12, '0')}-logs-${safeName(jobId)}.json`;
+    let written = true;
+    try {
+      writeFileAtomic(path.join(this.dir, name), text);
+    } catch {
+      written = false; // a full disk: the lines are gone all the same; the gap line is lost with them
+      if (gapEntry) fs.rmSync(path.join(this.dir, gapEntry.name), { force: true });
+    }
+    const entry: OutboxEntry = { name, report: gapReport, bytes: Buffer.byteLength(text), gap };
+    if (place && index >= 0) {
+      if (written) this.#entries[index] = entry;
+      else gone.add(place);
+    } else if (written) {
+      this.#entries.push(entry);
+    }
+    this.#entries = this.#entries.filter((e) => !gone.has(e) || (written && e === entry));
+  }
+
+  /** Makes room on a full disk: every log batch goes into its job's gap. False when there was none. */
+  #dropAllLogs(): boolean {
+    const jobs = new Set(
+      this.#entries.filter((e) => e.report.kind === 'logs' && !e.gap && !e.inMemory).map((e) => e.report.jobId),
+    );
+    for (const jobId of jobs) {
+      this.#dropIntoGap(
+        jobId,
+        this.#jobLogs(jobId).filter((e) => !e.gap),
+        null,
+      );
+    }
+    return jobs.size > 0;
   }
 
   #load(): void {
@@ -84,8 +332,13 @@ export class Outbox {
       const seq = Number(ENTRY.exec(name)![1]);
       this.#nextSeq = Math.max(this.#nextSeq, seq + 1);
       let report: Report | null = null;
+      let raw: unknown = null;
+      let bytes = 0;
       try {
-        report = parseReport(JSON.parse(fs.readFileSync(file, 'utf8')));
+        const text = fs.readFileSync(file, 'utf8');
+        bytes = Buffer.byteLength(text);
+        raw = JSON.parse(text);
+        report = parseReport(raw);
       } catch {
         report = null;
       }
@@ -94,7 +347,14 @@ export class Outbox {
         this.#onDamaged(file, 'not a report (renamed *.damaged)');
         continue;
       }
-      this.#entries.push({ name, report });
+      const gap = (raw as { gap?: unknown }).gap as LogGap | undefined;
+      const isGap =
+        report.kind === 'logs' &&
+        typeof gap === 'object' &&
+        gap !== null &&
+        Number.isSafeInteger(gap.lines) &&
+        Number.isSafeInteger(gap.bytes);
+      this.#entries.push({ name, report, bytes, ...(isGap ? { gap: { lines: gap.lines, bytes: gap.bytes } } : {}) });
     }
   }
 }

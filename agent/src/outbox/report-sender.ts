@@ -124,7 +124,14 @@ export class ReportSender {
 
   #store(report: Report): SendOutcome {
     try {
-      this.#options.outbox.append(report);
+      const entry = this.#options.outbox.append(report);
+      if (entry?.inMemory) {
+        this.#options.logger.error(
+          { jobId: report.jobId, report: report.kind },
+          `cannot write the ${describeReport(report)} to the outbox (the disk is full?); it is kept in memory, ` +
+            'and lost if the agent stops before the coordinator takes it',
+        );
+      }
     } catch (error) {
       this.#options.logger.error(
         { err: error, jobId: report.jobId, report: report.kind },

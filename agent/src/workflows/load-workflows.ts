@@ -38,9 +38,17 @@ export const isWorkflowFileName = (name: string): boolean => /\.ya?ml$/i.test(na
  * Reads every workflow file of `dir` (one workflow per file, docs/agent-protocol.md). Never throws for the
  * content of the directory: an invalid, unreadable or oversized file is reported in `problems`
  * and skipped, and two files defining the same workflow name are both skipped, each problem
- * naming the other file. Other files (not `.yaml`/`.yml`, hidden, directories) are ignored.
+ * naming the other file. A file the agent may not trust (any user may change it; it belongs to
+ * neither root nor the agent's user) is skipped unread, so that its name cannot clash with a
+ * trusted file's. Other files (not `.yaml`/`.yml`, hidden, directories) are ignored.
  */
-export async function loadWorkflows(dir: string): Promise<LoadedWorkflows> {
+export interface LoadOptions {
+  /** The agent's own user (`process.getuid()`; tests pass another); null where there are no uids. */
+  agentUid?: number | null;
+}
+
+export async function loadWorkflows(dir: string, options: LoadOptions = {}): Promise<LoadedWorkflows> {
+  const agentUid = options.agentUid === undefined ? (process.getuid?.() ?? null) : options.agentUid;
   let names: string[];
   try {
     names = (await fs.readdir(dir)).filter(isWorkflowFileName).sort();
@@ -63,7 +71,7 @@ export async function loadWorkflows(dir: string): Promise<LoadedWorkflows> {
   // The coordinator's limits on patterns span the whole set: files past them are refused here.
   const patterns = new PatternSet();
   for (const file of names) {
-    const result = await readWorkflowFile(dir, file, patterns);
+    const result = await readWorkflowFile(dir, file, patterns, agentUid);
     if ('problems' in result) problems.push(...result.problems);
     else parsed.push(result);
   }
@@ -104,12 +112,16 @@ async function readWorkflowFile(
   dir: string,
   file: string,
   patterns: PatternSet,
+  agentUid: number | null,
 ): Promise<{ file: string; definition: WorkflowDefinition; nameLine?: number } | { problems: WorkflowProblem[] }> {
   const full = path.join(dir, file);
   let text: string;
   try {
     const stat = await fs.stat(full);
     if (!stat.isFile()) return { problems: [] }; // a directory named like a file: not ours to judge
+    // Skipped before it is parsed: its name can neither define a workflow nor clash with a trusted one.
+    const untrusted = await untrustedOwner(full, stat.uid, agentUid);
+    if (untrusted) return { problems: [{ file, message: untrusted }] };
     if (stat.mode & 0o002) {
       const message = `any user of this machine may change the file (mode ${octal(stat.mode)}), and the agent runs what it says: skipped until \`chmod o-w\``;
       return { problems: [{ file, message }] };
@@ -147,6 +159,36 @@ async function readWorkflowFile(
   const result = await parseWorkflowFile(file, text, patterns);
   if (!result.definition) return { problems: result.problems };
   return { file, definition: result.definition, ...(result.nameLine ? { nameLine: result.nameLine } : {}) };
+}
+
+/**
+ * Why a workflow file's owner is not trusted, or null: the agent runs what a file says (as root
+ * under the system service), so the file, and the link that names it if it is one, must belong to
+ * root or to the agent's own user. Another user's file (one written into a directory others may
+ * write to, `/tmp`-like with the sticky bit, or a group's) is skipped.
+ */
+async function untrustedOwner(full: string, uid: number, agentUid: number | null): Promise<string | null> {
+  if (agentUid === null) return null;
+  const trusted = (owner: number) => owner === 0 || owner === agentUid;
+  const link = trusted(uid) ? await fs.lstat(full).catch(() => null) : null;
+  const owner = !trusted(uid) ? uid : link && !trusted(link.uid) ? link.uid : null;
+  if (owner === null) return null;
+  const what = owner === uid ? 'the file' : 'the link to the file';
+  const allowed = agentUid === 0 ? 'root' : `root or to ${await userName(agentUid)}, the agent's user`;
+  return (
+    `${what} belongs to ${await userName(owner)}, not to ${allowed}, and the agent runs what it says: ` +
+    `skipped until ${agentUid === 0 ? 'it belongs to root (`chown root`)' : 'it belongs to one of them (`chown`)'}`
+  );
+}
+
+/** `nobody (uid 65534)`, or `uid 1234` for a user /etc/passwd does not name. */
+async function userName(uid: number): Promise<string> {
+  const passwd = await fs.readFile('/etc/passwd', 'utf8').catch(() => '');
+  const name = passwd
+    .split('\n')
+    .map((line) => line.split(':'))
+    .find((fields) => fields[2] === String(uid))?.[0];
+  return name ? `${name} (uid ${uid})` : `uid ${uid}`;
 }
 
 /** The text of UTF-8 bytes, or null with the line of the first byte that is not UTF-8. */

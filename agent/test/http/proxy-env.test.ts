@@ -50,6 +50,33 @@ describe('the proxy variables', () => {
     expect(() => readProxySettings({ HTTP_PROXY: 'http://[oops' })).toThrow(/^HTTP_PROXY is not a URL/);
   });
 
+  it('never show the password of a proxy setting that is not a URL', () => {
+    const message = (value: string) => {
+      try {
+        readProxySettings({ HTTPS_PROXY: value });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(message('http://drover:S3cr3tPass@proxy.lan:3128x')).toBe(
+      'HTTPS_PROXY is not a URL: expected http://[user:password@]host:port, got `http://drover:***@proxy.lan:3128x`',
+    );
+    // Without a scheme; a password holding `@`, `/` or `:`: masked whole, up to the last `@`.
+    expect(message('drover:S3cr3tPass@proxy.lan:3128x')).toMatch(/got `drover:\*\*\*@proxy\.lan:3128x`$/);
+    expect(message('http://drover:p@ss/w:rd@proxy.lan:31x')).toMatch(/got `http:\/\/drover:\*\*\*@proxy\.lan:31x`$/);
+    // Without a password, or without credentials: shown as it is.
+    expect(message('http://drover@proxy.lan:3128x')).toMatch(/got `http:\/\/drover@proxy\.lan:3128x`$/);
+    expect(message('http://proxy.lan:3128x')).toMatch(/got `http:\/\/proxy\.lan:3128x`$/);
+    for (const value of [
+      'http://drover:S3cr3tPass@proxy.lan:3128x',
+      'drover:S3cr3tPass@[::1',
+      'x://u:S3cr3tPass@h:p/q',
+    ]) {
+      expect(message(value)).not.toContain('S3cr3tPass');
+    }
+  });
+
   it('proxy loopback addresses unless NO_PROXY names them', () => {
     const proxy = { HTTP_PROXY: 'http://proxy:3128' };
     expect(route(proxy, 'http://127.0.0.1:4000')).toBe('http://proxy:3128 (from HTTP_PROXY)');

@@ -216,15 +216,39 @@ describe('the journal', () => {
     const delivered = journal.create(assignment('w'), 'finished', { final, finalDelivered: true });
     const owed = journal.create(assignment('w'), 'finished', { final });
     const running = journal.create(assignment('w'), 'running');
-    const stale = journal.create(assignment('w'), 'accepted');
+    const abandoned = journal.create(assignment('w'), 'abandoned');
+    const queued = journal.create(assignment('w'), 'accepted');
     const week = 7 * 24 * 3_600_000;
     expect(journal.prune(week)).toBe(0);
     expect(journal.prune(week, Date.now() + week + 1)).toBe(2);
-    expect(journal.get(stale.jobId)).toBeUndefined();
+    expect(journal.get(abandoned.jobId)).toBeUndefined();
     expect(journal.get(delivered.jobId)).toBeUndefined();
     expect(fs.existsSync(path.join(stateDir, 'jobs', delivered.jobId))).toBe(false);
     expect(journal.get(owed.jobId)).toBeDefined();
     expect(journal.get(running.jobId)).toBeDefined();
+    expect(journal.get(queued.jobId)).toBeDefined(); // runs when delivered again
+  });
+
+  it('keeps a queued job across a restart after the clock jumped forward by weeks (no RTC before NTP)', () => {
+    // The machine booted with its clock 30 days behind: job A ran, job B was accepted into the
+    // queue, then kill -9; the agent restarts with the clock set right.
+    const realNow = Date.now();
+    vi.useFakeTimers({ now: realNow - 30 * 24 * 3_600_000, toFake: ['Date'] });
+    let journal = Journal.open(stateDir);
+    const final = {
+      kind: 'finish' as const,
+      body: { status: 'success' as const, exitCode: 0, errorMessage: null, output: {} },
+    };
+    const ran = journal.create(assignment('w'), 'running');
+    journal.update(ran.jobId, { state: 'finished', final, finalDelivered: true });
+    const queued = journal.create(assignment('w'), 'accepted');
+    vi.useRealTimers();
+
+    journal = Journal.open(stateDir);
+    expect(journal.prune(7 * 24 * 3_600_000, realNow)).toBe(1); // A's outcome is the coordinator's
+    expect(journal.get(ran.jobId)).toBeUndefined();
+    expect(journal.get(queued.jobId)).toMatchObject({ state: 'accepted' });
+    expect(Journal.open(stateDir).get(queued.jobId)).toMatchObject({ state: 'accepted' });
   });
 
   it('prunes job directories without a readable entry once untouched for the retention', () => {

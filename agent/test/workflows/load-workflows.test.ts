@@ -134,6 +134,41 @@ describe('loadWorkflows', () => {
     expect((await loadWorkflows(dir)).workflows.map((w) => w.file)).toEqual(['group.yaml', 'kept.yaml']);
   });
 
+  it.runIf(process.getuid?.() === 0)(
+    "skips a file (or a link) of another user than root or the agent's, which cannot disable a trusted one",
+    async () => {
+      // A directory any user may write to with the sticky bit (as /tmp): user nobody adds files.
+      fs.chmodSync(dir, 0o1777);
+      write('cleanup.yaml', workflow('cleanup'));
+      write('evil.yaml', workflow('evil'));
+      write('same-name.yaml', workflow('cleanup'));
+      fs.symlinkSync(path.join(dir, 'cleanup.yaml'), path.join(dir, 'link.yaml'));
+      for (const name of ['evil.yaml', 'same-name.yaml']) fs.chownSync(path.join(dir, name), 65534, 65534);
+      fs.lchownSync(path.join(dir, 'link.yaml'), 65534, 65534);
+      const loaded = await loadWorkflows(dir);
+      expect(loaded.workflows.map((w) => w.file)).toEqual(['cleanup.yaml']);
+      const nobody = fs.readFileSync('/etc/passwd', 'utf8').includes('nobody:x:65534:')
+        ? 'nobody (uid 65534)'
+        : 'uid 65534';
+      const skipped = (what: string) =>
+        `${what} belongs to ${nobody}, not to root, and the agent runs what it says: skipped until it belongs to root (\`chown root\`)`;
+      expect(loaded.problems).toEqual([
+        { file: 'evil.yaml', message: skipped('the file') },
+        { file: 'link.yaml', message: skipped('the link to the file') },
+        { file: 'same-name.yaml', message: skipped('the file') },
+      ]);
+
+      // An agent running as another user trusts its own files and root's, not a third user's.
+      fs.chownSync(path.join(dir, 'evil.yaml'), 4242, 4242);
+      const asUser = await loadWorkflows(dir, { agentUid: 4242 });
+      expect(asUser.workflows.map((w) => w.file)).toEqual(['cleanup.yaml', 'evil.yaml']);
+      expect(asUser.problems.map((p) => p.file)).toEqual(['link.yaml', 'same-name.yaml']);
+      expect(asUser.problems[1]!.message).toBe(
+        `the file belongs to ${nobody}, not to root or to uid 4242, the agent's user, and the agent runs what it says: skipped until it belongs to one of them (\`chown\`)`,
+      );
+    },
+  );
+
   it('says that a missing directory is missing, without a problem, and that a file is not a directory', async () => {
     expect(await loadWorkflows(path.join(dir, 'nope'))).toEqual({
       workflows: [],

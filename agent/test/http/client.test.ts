@@ -1,0 +1,99 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callCoordinator, MAX_ANSWER_BYTES } from '../../src/http/client.js';
+import { configureDispatcher } from '../../src/http/dispatcher.js';
+import { AgentError } from '../../src/errors.js';
+
+/**
+ * The coordinator's answers are read within a limit (MAX_ANSWER_BYTES): a huge answer to a call
+ * the agent makes at every connect must not take its memory (an OOM, a restart, the same call).
+ */
+
+let server: http.Server;
+let origin: string;
+/** How many bytes the server wrote into each huge answer before the client went away. */
+const written: number[] = [];
+
+beforeAll(async () => {
+  configureDispatcher({ env: {} });
+  server = http.createServer((req, res) => {
+    if (req.url === '/v1/agent/deploy/desired') {
+      // Streamed without a Content-Length, without end: the agent must stop reading.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const piece = Buffer.alloc(1024 * 1024, 0x20);
+      let sent = 0;
+      const more = () => {
+        while (!res.destroyed && sent < 4 * MAX_ANSWER_BYTES) {
+          sent += piece.length;
+          if (!res.write(piece)) return void res.once('drain', more);
+        }
+        written.push(sent);
+        res.end();
+      };
+      res.on('close', () => written.push(sent));
+      more();
+      return;
+    }
+    if (req.url === '/announced') {
+      // A Content-Length past the limit: refused before any byte is read.
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(1_500_000_000) });
+      res.write('{"apps":[');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ apps: [], padding: 'x'.repeat(2000) }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+const failure = (promise: Promise<unknown>): Promise<AgentError> =>
+  promise.then(
+    () => {
+      throw new Error('expected the call to fail');
+    },
+    (error: unknown) => error as AgentError,
+  );
+
+describe('callCoordinator: the size of an answer', () => {
+  it('is 32 MiB at most', () => {
+    expect(MAX_ANSWER_BYTES).toBe(32 * 1024 * 1024);
+  });
+
+  it('gives up an answer that grows past the limit, naming the call, and keeps no more of it', async () => {
+    const before = process.memoryUsage().arrayBuffers;
+    const error = await failure(callCoordinator(origin, 'GET', '/v1/agent/deploy/desired'));
+    expect(error).toBeInstanceOf(AgentError);
+    expect(error.code).toBe('bad_response');
+    expect(error.message).toBe(
+      "the coordinator's answer to GET /v1/agent/deploy/desired is larger than 32 MiB, the most the agent reads: given up",
+    );
+    // The server was stopped well before the 128 MiB it had to send: the connection was closed.
+    await expect.poll(() => written.length).toBeGreaterThan(0);
+    expect(written[0]).toBeLessThan(4 * MAX_ANSWER_BYTES);
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(2 * MAX_ANSWER_BYTES);
+  });
+
+  it('gives up at once an answer whose Content-Length is past the limit', async () => {
+    const error = await failure(callCoordinator(origin, 'GET', '/announced', { maxAnswerBytes: 1024 }));
+    expect(error.code).toBe('bad_response');
+    expect(error.message).toBe(
+      "the coordinator's answer to GET /announced is larger than 1 KiB, the most the agent reads: given up",
+    );
+  });
+
+  it('reads an answer within the limit, and the next call works', async () => {
+    const small = await failure(callCoordinator(origin, 'GET', '/other?x=1', { maxAnswerBytes: 1000 }));
+    expect(small.message).toBe(
+      "the coordinator's answer to GET /other is larger than 1000 bytes, the most the agent reads: given up",
+    );
+    const answer = await callCoordinator(origin, 'GET', '/other', { maxAnswerBytes: 4096 });
+    expect(answer.status).toBe(200);
+    expect((answer.body as { apps: unknown[] }).apps).toEqual([]);
+  });
+});
