@@ -7,16 +7,19 @@ import { answerMessage, signedCall, type SignedCaller } from '../http/client.js'
  * throw AgentErrors: `unreachable` (no answer), `http_error` (an error answer), `bad_response`.
  */
 export interface DeployApi {
-  /** `GET /v1/agent/deploy/desired`: the entries, not verified yet (see manifest-check.ts). */
-  fetchDesired(): Promise<unknown[]>;
+  /**
+   * `GET /v1/agent/deploy/desired`: the entries, not verified yet (see manifest-check.ts).
+   * `signal` aborts the request, its answer's body included.
+   */
+  fetchDesired(signal?: AbortSignal): Promise<unknown[]>;
   /** `POST /v1/agent/deploy/report`. */
   report(body: DeployReportRequest): Promise<DeployReportResponse>;
 }
 
 export function signedDeployApi(caller: SignedCaller): DeployApi {
   return {
-    async fetchDesired() {
-      const answer = await signedCall(caller, 'GET', '/v1/agent/deploy/desired');
+    async fetchDesired(signal) {
+      const answer = await signedCall(caller, 'GET', '/v1/agent/deploy/desired', undefined, signal ? { signal } : {});
       if (answer.status !== 200) {
         throw new AgentError(
           'http_error',

@@ -24,6 +24,13 @@ export interface PinnedReleaseKeys {
    * application that shares a key. Absent in pins of older agents (recorded at the next check).
    */
   slug?: string;
+  /**
+   * The update workflows that entries under these keys named (the built-in `drover-agent-update`
+   * included): an entry of any application id that names one of them must pass these keys too, so
+   * that a new application id cannot reach the same installer without them. Absent in pins of
+   * older agents (recorded at the next accepted entry of the application).
+   */
+  workflows?: string[];
 }
 
 /** The last deployment of a release that did not install (kept so the pull fallback does not retry it at once). */
@@ -161,11 +168,17 @@ function parseRelease(value: unknown): InstalledRelease | undefined {
 
 function parsePinnedKeys(value: unknown): PinnedReleaseKeys | null {
   if (!isObject(value)) return null;
-  const { keys, generation, slug } = value;
+  const { keys, generation, slug, workflows } = value;
   if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string') || !Number.isSafeInteger(generation)) {
     return null;
   }
-  return { keys: keys as string[], generation: generation as number, ...(typeof slug === 'string' ? { slug } : {}) };
+  const names = Array.isArray(workflows) ? workflows.filter((w): w is string => typeof w === 'string') : null;
+  return {
+    keys: keys as string[],
+    generation: generation as number,
+    ...(typeof slug === 'string' ? { slug } : {}),
+    ...(names ? { workflows: names } : {}),
+  };
 }
 
 function parseFailure(value: unknown): FailedAttempt | null {

@@ -43,14 +43,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
     sha256: desired.checksum_sha256.toLowerCase(),
     path: req.artifactPath,
   };
-  const params = {
-    release_id: desired.release_id,
-    version: desired.version,
-    channel: desired.channel,
-    sequence: desired.sequence,
-    forced: payload.forced, // the signed value, never the event's (run-deploy-job.ts)
-    checksum_sha256: desired.checksum_sha256.toLowerCase(),
-  };
+  const { artifact: _ref, ...params } = updateParams(payload, artifact);
   const secrets = await loadJobSecrets(deps, req.workflow, req.log);
   return runWorkflow(
     {
@@ -69,6 +62,27 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
     },
     jobHooks(deps.journal, job.jobId, req.log, req.shipper, req.stop, req.workflow),
   );
+}
+
+/**
+ * The params an update workflow gets: the artifact's FileRef and the release's values from the
+ * verified manifest entry (docs/agent.md, "The update workflow"), never the event's. Checked
+ * against the workflow's declared params before anything is downloaded (run-deploy-job.ts).
+ */
+export function updateParams(
+  payload: ManifestPayload,
+  artifact: unknown,
+): Record<string, unknown> & { artifact: unknown } {
+  const desired = payload.desired!;
+  return {
+    artifact,
+    release_id: desired.release_id,
+    version: desired.version,
+    channel: desired.channel,
+    sequence: desired.sequence,
+    forced: payload.forced, // the signed value, never the event's (run-deploy-job.ts)
+    checksum_sha256: desired.checksum_sha256.toLowerCase(),
+  };
 }
 
 /**

@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { verifyManifestEntry, type ManifestCurrent, type ManifestDesired, type ManifestPayload } from '@drover/shared';
 import { isObject } from '../util/is-object.js';
 import type { InstalledRelease, PinnedReleaseKeys } from './deploy-state.js';
-import { checkReleaseKeys } from './release-keys-check.js';
+import { checkReleaseKeys, otherPinsProblem, type OtherPin } from './release-keys-check.js';
 
 /** Why a manifest entry is not trusted (each has its own message; docs/agent.md, "Log lines of updates"). */
 export type ManifestProblem =
@@ -50,6 +50,12 @@ export interface ManifestCheckContext {
   installed(applicationId: string): InstalledRelease | null;
   /** The application's release keys this agent pinned (null: none yet). */
   pinnedKeys(applicationId: string): PinnedReleaseKeys | null;
+  /**
+   * Every set of release keys this agent pinned, by application id, with the release installed
+   * there: a pin also binds its slug and update workflows, whatever the application id
+   * (otherPinsProblem). Absent: none.
+   */
+  allPins?(): OtherPin[];
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
@@ -66,9 +72,12 @@ const SHA256_HEX = /^[0-9a-f]{64}$/i;
  * - its `issued_at` must not be older than the last entry accepted for that application: an old
  *   manifest replayed is refused (the time is persisted, so this holds across restarts);
  * - its desired release must not have a lower `sequence` than the installed one, unless the
- *   installed release was yanked (`forced`) or the binding moved to another channel;
+ *   installed release was yanked (`forced`) or the binding moved to another channel; under release
+ *   keys, whatever either says (downgradeProblem);
  * - with release keys, the keys must be those pinned (or follow from them by signed rotations) and
- *   the desired release must be signed by one of them (release-keys-check.ts).
+ *   the desired release must be signed by one of them (release-keys-check.ts);
+ * - keys pinned under another application id bind their slug and update workflows too: an entry
+ *   sharing either must pass them (otherPinsProblem).
  */
 export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context: ManifestCheckContext): ManifestCheck {
   const applicationId = readApplicationId(entry);
@@ -111,10 +120,13 @@ export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context
     );
   }
   const installed = context.installed(p.application_id);
-  const downgrade = downgradeProblem(p, installed);
+  const pinned = context.pinnedKeys(p.application_id);
+  const downgrade = downgradeProblem(p, installed, pinned !== null || p.release_keys !== undefined);
   if (downgrade) return refuse('downgrade', downgrade);
-  const keys = checkReleaseKeys(p, context.pinnedKeys(p.application_id), installed);
+  const keys = checkReleaseKeys(p, pinned, installed);
   if (!keys.ok) return refuse(keys.problem, keys.message);
+  const others = otherPinsProblem(p, context.allPins?.() ?? []);
+  if (others) return refuse(others.problem, others.message);
   const pin = {
     ...(keys.pin ? { pin: keys.pin } : {}),
     ...(keys.installedUnsigned ? { installedUnsigned: keys.installedUnsigned } : {}),
@@ -131,21 +143,35 @@ export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context
 }
 
 /**
- * Why the desired release is an unexplained downgrade, or null: a lower `sequence` than the
- * installed release is accepted only when that release was yanked (the entry is `forced`) or the
- * binding's channel is not the installed release's (the operator moved the device). An installed
- * release recorded without its channel (by an agent older than this one) cannot tell: accepted.
+ * Why the desired release is an unexplained downgrade, or null. Under release keys (`keyed`: the
+ * application's keys are pinned here or named by the entry) only the signed sequence counts: a
+ * lower one than installed is refused whatever the entry's `forced` and channel, which the
+ * coordinator alone sets (a yank, a channel move) and a broken-into coordinator could set to roll
+ * a device back to an older signed release; going back is a new release, the older artifact signed
+ * again with a higher sequence. Without keys, a lower sequence is accepted when the installed
+ * release was yanked (the entry is `forced`) or the binding's channel is not the installed
+ * release's (the operator moved the device); an installed release recorded without its channel
+ * (by an agent older than this one) cannot tell: accepted.
  */
-export function downgradeProblem(payload: ManifestPayload, installed: InstalledRelease | null): string | null {
+export function downgradeProblem(
+  payload: ManifestPayload,
+  installed: InstalledRelease | null,
+  keyed = false,
+): string | null {
   const desired = payload.desired;
   if (!desired || !installed || desired.sequence >= installed.sequence) return null;
+  const asks =
+    `the signed manifest asks for ${payload.slug} ${desired.version} (sequence ${desired.sequence}), older than the installed ` +
+    `${installed.version} (sequence ${installed.sequence})`;
+  if (keyed) {
+    return (
+      `${asks}, and the releases of ${payload.slug} are signed with release keys: a downgrade refused whatever the channel ` +
+      `or a yank (neither is signed); to go back, sign the older artifact again as a release with a higher sequence`
+    );
+  }
   if (payload.forced) return null;
   if (installed.channel === undefined || installed.channel !== desired.channel) return null;
-  return (
-    `the signed manifest asks for ${payload.slug} ${desired.version} (sequence ${desired.sequence}), older than the installed ` +
-    `${installed.version} (sequence ${installed.sequence}) on the same channel ${desired.channel}, and the installed release ` +
-    `was not yanked: a downgrade refused`
-  );
+  return `${asks} on the same channel ${desired.channel}, and the installed release was not yanked: a downgrade refused`;
 }
 
 function readApplicationId(entry: unknown): string | null {

@@ -1,5 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
+import { AgentError } from '../errors.js';
+import { formatDuration } from '../exec/durations.js';
 import type { DeployApi } from './deploy-api.js';
 import type { DeployStateStore } from './deploy-state.js';
 import { checkManifestEntry, type ManifestCheck } from './manifest-check.js';
@@ -17,7 +19,16 @@ export interface ManifestSourceOptions {
    */
   now: () => number;
   logger: Logger;
+  /** How long one manifest request may take in all (default MANIFEST_FETCH_TIMEOUT_MS). */
+  fetchTimeoutMs?: number;
 }
+
+/**
+ * How long one manifest request may take in all, however slowly its answer trickles in: the
+ * request's idle timeout alone never ends an answer sent a byte at a time, and fetches wait for
+ * each other. Long enough for a manifest over a poor link.
+ */
+export const MANIFEST_FETCH_TIMEOUT_MS = 120_000;
 
 /**
  * Fetches the signed desired manifest and checks every entry (manifest-check.ts), one fetch at a
@@ -34,15 +45,41 @@ export class ManifestSource {
     this.#options = options;
   }
 
-  fetch(): Promise<ManifestCheck[]> {
-    const next = this.#chain.then(() => this.#fetchAndCheck());
+  /**
+   * The checked entries of a newly fetched manifest. `signal` (an update job's cancel, stop and
+   * timeout) ends the wait for an earlier fetch and the request itself: the promise then rejects
+   * with the signal's reason. A request that takes longer than `fetchTimeoutMs` in all is given up.
+   */
+  fetch(signal?: AbortSignal): Promise<ManifestCheck[]> {
+    const next = this.#chain.then(() => {
+      signal?.throwIfAborted();
+      return this.#fetchAndCheck(signal);
+    });
     this.#chain = next.catch(() => {});
-    return next;
+    return signal ? untilAborted(next, signal) : next;
   }
 
-  async #fetchAndCheck(): Promise<ManifestCheck[]> {
+  async #fetchAndCheck(signal: AbortSignal | undefined): Promise<ManifestCheck[]> {
     const { api, store, serverKey, logger } = this.#options;
-    const entries = await api.fetchDesired();
+    const limitMs = this.#options.fetchTimeoutMs ?? MANIFEST_FETCH_TIMEOUT_MS;
+    const limit = new AbortController();
+    const timer = setTimeout(
+      () =>
+        limit.abort(
+          new AgentError('unreachable', `the manifest request took longer than ${formatDuration(limitMs)}; given up`),
+        ),
+      limitMs,
+    );
+    let entries: unknown[];
+    try {
+      entries = await api.fetchDesired(signal ? AbortSignal.any([signal, limit.signal]) : limit.signal);
+    } catch (error) {
+      signal?.throwIfAborted();
+      if (limit.signal.aborted) throw limit.signal.reason as Error;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
     // Read after the answer: the clock has learned from its Date header.
     const nowSeconds = Math.floor(this.#options.now() / 1000);
     return entries.map((entry) => {
@@ -60,6 +97,11 @@ export class ManifestSource {
         lastIssuedAt: (id) => store.get(id).lastIssuedAt,
         installed: (id) => store.get(id).current,
         pinnedKeys: (id) => store.get(id).releaseKeys ?? null,
+        allPins: () =>
+          store.applicationIds().flatMap((id) => {
+            const { releaseKeys, current } = store.get(id);
+            return releaseKeys ? [{ applicationId: id, keys: releaseKeys, installed: current }] : [];
+          }),
       });
       if (check.ok) {
         const { application_id: id, issued_at: issuedAt } = check.payload;
@@ -82,4 +124,23 @@ export class ManifestSource {
       return check;
     });
   }
+}
+
+/** `promise`, or a rejection with the signal's reason as soon as it aborts (the promise runs on). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
 }

@@ -53,7 +53,7 @@ export function checkReleaseKeys(
   if (!pinned) {
     keys = sortedKeys(offered);
     pin = {
-      keys: { keys: [...keys], generation, slug },
+      keys: { keys: [...keys], generation, slug, workflows: [payload.update_workflow] },
       note: `pinned the release keys of ${slug} on first sight: ${describeKeys(keys)} (generation ${generation})`,
     };
   } else if (sameKeys(pinned.keys, offered)) {
@@ -73,8 +73,19 @@ export function checkReleaseKeys(
     }
     keys = followed.keys;
     pin = {
-      keys: { ...followed, slug },
+      keys: { ...followed, slug, ...(pinned.workflows ? { workflows: pinned.workflows } : {}) },
       note: `the release keys of ${slug} rotated to ${describeKeys(keys)} (generation ${followed.generation}), signed by a key this device had pinned`,
+    };
+  }
+  // The update workflow an entry under these keys names is bound to them from now on (otherPinsProblem).
+  const workflow = payload.update_workflow;
+  const held = pin?.keys ?? pinned!;
+  if (!(held.workflows ?? []).includes(workflow)) {
+    pin = {
+      keys: { ...held, workflows: [...(held.workflows ?? []), workflow] },
+      note: pin
+        ? `${pin.note}; the update workflow ${workflow} is bound to them`
+        : `bound the update workflow ${workflow} to the release keys of ${slug} (${describeKeys(keys)}): an entry naming it, whatever its application, must be signed by them`,
     };
   }
   const desired = payload.desired;
@@ -99,6 +110,58 @@ export function checkReleaseKeys(
     };
   }
   return { ok: false, problem: 'unsigned_release', message };
+}
+
+/** Release keys this agent pinned under another application id than the entry's, with what it installed there. */
+export interface OtherPin {
+  applicationId: string;
+  keys: PinnedReleaseKeys;
+  installed: InstalledRelease | null;
+}
+
+/**
+ * Why an entry is refused by the release keys this agent pinned under **other** application ids,
+ * or null. A pin binds what it was made for, not only the coordinator-chosen application id: its
+ * slug and the update workflows its entries named (the built-in `drover-agent-update` included).
+ * An entry of any application id that shares either must name the same slug, carry those keys (or
+ * a signed rotation from them), have its desired release signed by them, and not ask for a lower
+ * signed sequence than the one installed under that pin. So a coordinator cannot reach a pinned
+ * installer through a new application id, unsigned, under other keys, or with an older release.
+ */
+export function otherPinsProblem(
+  payload: ManifestPayload,
+  others: readonly OtherPin[],
+): { problem: 'key_swap' | 'unsigned_release' | 'other_application' | 'downgrade'; message: string } | null {
+  const own = payload.application_id.toLowerCase();
+  for (const other of others) {
+    if (other.applicationId.toLowerCase() === own) continue;
+    const pin = other.keys;
+    const byWorkflow = (pin.workflows ?? []).includes(payload.update_workflow);
+    const bySlug = pin.slug !== undefined && pin.slug === payload.slug;
+    if (!byWorkflow && !bySlug) continue;
+    const what = byWorkflow ? `the update workflow ${payload.update_workflow}` : `the slug ${payload.slug}`;
+    const owner = `application ${other.applicationId}${pin.slug === undefined ? '' : ` (${pin.slug})`}`;
+    const bound = `${what} is bound to the release keys this device pinned for ${owner}, whatever the application id`;
+    if (pin.slug !== undefined && pin.slug !== payload.slug) {
+      return {
+        problem: 'other_application',
+        message: `the signed manifest names application ${payload.application_id} ${payload.slug}, but ${bound}, as those of ${pin.slug}: a release for another application refused`,
+      };
+    }
+    // Never "installed, kept": this application id installed nothing under these keys.
+    const check = checkReleaseKeys(payload, pin, null);
+    if (!check.ok) return { problem: check.problem, message: `${check.message} (${bound})` };
+    const desired = payload.desired;
+    if (desired && other.installed && desired.sequence < other.installed.sequence) {
+      return {
+        problem: 'downgrade',
+        message:
+          `the signed manifest asks for ${payload.slug} ${desired.version} (sequence ${desired.sequence}) under application ${payload.application_id}, ` +
+          `older than the ${other.installed.version} (sequence ${other.installed.sequence}) installed under ${owner} (${bound}): a downgrade refused`,
+      };
+    }
+  }
+  return null;
 }
 
 /** The key set the entry's rotations lead to from the pinned one (the last valid step), or null when none applies. */

@@ -26,7 +26,9 @@ import {
   type ArtifactSource,
 } from './fetch-artifact.js';
 import type { JobStop } from '../jobs/job-stop.js';
-import { installRelease } from './install-release.js';
+import { installRelease, updateParams } from './install-release.js';
+import { abortError, TransferAborted } from '../files/transfer-error.js';
+import { paramsProblem } from '../workflows/params-check.js';
 import type { ManifestSource } from './manifest-source.js';
 import { HANDED_OVER, type HandedOver, type SelfUpdate } from '../self-update/self-update.js';
 
@@ -120,8 +122,13 @@ class DeployRun {
   async run(): Promise<JobResult | HandedOver> {
     const started = performance.now();
     const { deploy } = this.#deps;
+    // The job's time counts from its start, the manifest fetch included (the event's workflow is
+    // the signed entry's, or the job is refused).
+    const timeoutMs =
+      this.#job.timeoutMs ?? this.#deps.workflow(this.#job.workflowName)?.timeout ?? this.#deps.defaultJobTimeoutMs;
+    const remaining = () => (timeoutMs === null ? null : timeoutMs - (performance.now() - started));
     this.#say(`update to ${describeRelease(this.#release)}: checking it against the signed manifest`);
-    const checked = await this.#signedEntry();
+    const checked = await this.#signedEntry(jobTimeSignal(this.#signal, remaining()));
     if ('result' in checked) return checked.result;
     const payload = checked.payload;
     this.#slug = payload.slug;
@@ -142,8 +149,18 @@ class DeployRun {
         `the update workflow ${payload.update_workflow} is not defined on this agent (no valid workflow file with that name); nothing was installed`,
       );
     }
-    const timeoutMs = this.#job.timeoutMs ?? workflow.timeout ?? this.#deps.defaultJobTimeoutMs;
-    const remaining = () => (timeoutMs === null ? null : timeoutMs - (performance.now() - started));
+    // The values the workflow will get must fit its declared params, as a trigger's must: a file
+    // that keeps a value out of a shell command with a pattern keeps it out here too. The agent
+    // itself decides which update params there are, so a workflow need not declare them all: only
+    // the ones it declares are checked (and one it requires must be among them).
+    const declared = new Set((workflow.paramsSchema ?? []).map((p) => p.name));
+    const given = Object.fromEntries(
+      Object.entries(updateParams(payload, this.#job.params.artifact)).filter(([name]) => declared.has(name)),
+    );
+    const refused = paramsProblem(workflow, given);
+    if (refused) {
+      return this.#end('refused', `the update workflow ${workflow.name} does not take this release: ${refused}`);
+    }
 
     const files = jobFiles(this.#deps.stateDir, this.#job.jobId);
     const target = path.join(
@@ -157,7 +174,7 @@ class DeployRun {
     const downloaded = await fetchArtifact({
       target,
       source: sourceOf(payload),
-      refresh: () => this.#freshSource(),
+      refresh: () => this.#freshSource(jobTimeSignal(this.#signal, remaining())),
       signal: jobTimeSignal(this.#signal, remaining()),
       log: (text) => this.#say(text),
       label: `artifact ${payload.slug} ${desired.version}`,
@@ -233,11 +250,23 @@ class DeployRun {
   }
 
   /** The verified manifest entry of the application, checked against the event; else the job's end. */
-  async #signedEntry(): Promise<{ payload: ManifestPayload } | { result: JobResult }> {
+  async #signedEntry(signal: AbortSignal): Promise<{ payload: ManifestPayload } | { result: JobResult }> {
     let entry;
     try {
-      entry = await this.#checkedEntry();
+      entry = await this.#checkedEntry(signal);
     } catch (error) {
+      if (signal.aborted) {
+        // A cancel, the shutdown or the job's timeout, while the manifest was on its way.
+        const aborted = abortError(signal);
+        const status = aborted instanceof TransferAborted && aborted.why === 'timeout' ? 'timed_out' : 'cancelled';
+        return {
+          result: await this.#end(
+            'failed',
+            `${aborted.message} while the signed manifest was being fetched; nothing was installed`,
+            status,
+          ),
+        };
+      }
       return {
         result: await this.#end(
           'failed',
@@ -250,8 +279,8 @@ class DeployRun {
   }
 
   /** A fresh download URL from a newly fetched manifest that still names this release. */
-  async #freshSource(): Promise<ArtifactSource> {
-    const entry = await this.#checkedEntry();
+  async #freshSource(signal: AbortSignal): Promise<ArtifactSource> {
+    const entry = await this.#checkedEntry(signal);
     if (!entry.ok) throw new DeployRefusal(entry.message);
     return sourceOf(entry.payload);
   }
@@ -260,8 +289,10 @@ class DeployRun {
    * The application's entry of a freshly fetched and verified manifest, checked against the
    * event, or why it is refused. Throws when the manifest cannot be fetched.
    */
-  async #checkedEntry(): Promise<{ ok: true; payload: ManifestPayload } | { ok: false; message: string }> {
-    const entry = entryFor(await this.#deps.deploy.manifests.fetch(), this.#appId);
+  async #checkedEntry(
+    signal: AbortSignal,
+  ): Promise<{ ok: true; payload: ManifestPayload } | { ok: false; message: string }> {
+    const entry = entryFor(await this.#deps.deploy.manifests.fetch(signal), this.#appId);
     if (!entry.ok) return entry;
     const mismatch = eventMismatch(this.#job, entry.payload);
     return mismatch ? { ok: false, message: mismatch } : entry;

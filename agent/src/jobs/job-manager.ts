@@ -257,7 +257,10 @@ export class JobManager {
       shuttingDown: this.#shuttingDown,
       queueFull: this.queue.isFull,
       capacity: this.queue.capacity,
-      // An update workflow missing here fails the job when it runs (a rejection would be re-issued).
+      // An update job is checked when it runs, against the signed manifest entry whose values its
+      // workflow gets (run-deploy-job.ts): a workflow missing here fails it, params the workflow
+      // file refuses refuse it, before anything is downloaded or run. A rejection here would not
+      // be reported, and the coordinator would send the job again.
       workflowProblem: deploy ? null : this.#options.workflows.problemWith(assignment.workflowName),
       paramsProblem: deploy
         ? null

@@ -67,7 +67,7 @@ function withKeys(keys: string[], signer: { privateKey: string } | null, extra: 
     ...extra,
   } satisfies ManifestPayload;
 }
-const pinnedK1: PinnedReleaseKeys = { keys: [k1.publicKey], generation: 0, slug: 'kiosk' };
+const pinnedK1: PinnedReleaseKeys = { keys: [k1.publicKey], generation: 0, slug: 'kiosk', workflows: ['update'] };
 
 describe('release keys on the device', () => {
   it('are pinned on first sight, and a release signed by a pinned key passes', () => {
@@ -147,7 +147,7 @@ describe('release keys on the device', () => {
     expect(checkReleaseKeys(during, pinnedK1, null)).toEqual({
       ok: true,
       pin: {
-        keys: { keys: both, generation: 1, slug: 'kiosk' },
+        keys: { keys: both, generation: 1, slug: 'kiosk', workflows: ['update'] },
         note: `the release keys of kiosk rotated to 2 keys (${both.map((k) => `${k.slice(0, 8)}…`).join(', ')}) (generation 1), signed by a key this device had pinned`,
       },
     });
@@ -155,7 +155,7 @@ describe('release keys on the device', () => {
     const after = withKeys([k2.publicKey], k2, { release_key_generation: 2, release_key_rotations: [r1, r2] });
     expect(checkReleaseKeys(after, pinnedK1, null)).toMatchObject({
       ok: true,
-      pin: { keys: { keys: [k2.publicKey], generation: 2, slug: 'kiosk' } },
+      pin: { keys: { keys: [k2.publicKey], generation: 2, slug: 'kiosk', workflows: ['update'] } },
     });
     // An old rotation cannot bring the old set back: its generation is not above the pinned one.
     const back = withKeys(both, k1, { release_key_generation: 1, release_key_rotations: [r1] });
