@@ -11,6 +11,7 @@ export * from './manifest.js';
 export * from './canonical-json.js';
 export * from './release-keys.js';
 export * from './describe.js';
+export * from './characters.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './format-log-record.js';

@@ -4,6 +4,8 @@
  * syntax and the meaning of Kubernetes' label selectors.
  */
 
+import { characterCount } from './characters.js';
+
 /** Labels: key to value. */
 export type Labels = Readonly<Record<string, string>>;
 
@@ -160,7 +162,7 @@ const describe = (t: Token): string => (t.kind === 'end' ? 'the end' : `'${t.tex
  * whitespace) has no requirement and matches every agent. Throws SelectorError.
  */
 export function parseSelector(source: string): Requirement[] {
-  if (source.length > MAX_SELECTOR_LENGTH) {
+  if (characterCount(source) > MAX_SELECTOR_LENGTH) {
     throw new SelectorError(MAX_SELECTOR_LENGTH, `a selector has at most ${MAX_SELECTOR_LENGTH} characters`);
   }
   const tokens = tokenize(source);

@@ -73,6 +73,8 @@ describe('label selectors', () => {
     expect(errorAt('n>3')).toEqual([1, "'>' is not an operator here: use =, ==, !=, in, notin, a key, or !key"]);
     expect(errorAt('=x')).toEqual([0, "expected a label key, found '='"]);
     expect(errorAt('x'.repeat(1025))[0]).toBe(1024);
+    // Counted as the API schema counts (code points): 600 emoji are not over the length, but no key.
+    expect(errorAt('😀'.repeat(600))[1]).not.toMatch(/at most/);
   });
 });
 

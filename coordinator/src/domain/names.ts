@@ -1,3 +1,4 @@
+import { characterCount } from '@drover/shared';
 import { describeValue, invalid } from '../errors.js';
 
 /** Longest display name (organizations, agents, storage bindings, enrollment tokens). */
@@ -14,7 +15,8 @@ export const hasControlCharacters = (value: string): boolean => CONTROL.test(val
 export function nameProblem(value: string): string | null {
   const name = value.trim();
   if (name.length === 0) return `must not be blank, got ${describeValue(value)}`;
-  if (name.length > MAX_NAME_LENGTH) return `must be at most ${MAX_NAME_LENGTH} characters, got ${name.length}`;
+  const length = characterCount(name);
+  if (length > MAX_NAME_LENGTH) return `must be at most ${MAX_NAME_LENGTH} characters, got ${length}`;
   if (CONTROL.test(name)) return 'must not contain control characters';
   return null;
 }

@@ -30,4 +30,9 @@ describe('cleanName', () => {
   it('accepts non-Latin names', () => {
     expect(cleanName('body.name', 'Лаборатория 東京 🚜')).toBe('Лаборатория 東京 🚜');
   });
+
+  it('counts characters as the API schema does (code points): 255 emoji are a name, 256 are not', () => {
+    expect(nameProblem('😀'.repeat(255))).toBeNull();
+    expect(nameProblem('😀'.repeat(256))).toBe('must be at most 255 characters, got 256');
+  });
 });

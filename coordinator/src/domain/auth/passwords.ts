@@ -1,5 +1,6 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import PQueue from 'p-queue';
+import { characterCount } from '@drover/shared';
 import { AppError, invalid } from '../../errors.js';
 
 /**
@@ -13,8 +14,9 @@ export const MAX_PASSWORD_LENGTH = 1024;
 
 /** Refuses (422 at `path`) a password to be set that is too short or too long. */
 export function checkNewPassword(password: string, path: string): void {
-  if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-    throw invalid(path, `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, got ${password.length}`);
+  const length = characterCount(password);
+  if (length < MIN_PASSWORD_LENGTH || length > MAX_PASSWORD_LENGTH) {
+    throw invalid(path, `must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters, got ${length}`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { characterCount } from '@drover/shared';
 import { describeValue, invalid, validationFailed, type ValidationDetail } from '../../errors.js';
 
 /** Limits of presign-upload (docs/storage.md) and the defaults this coordinator chose (docs/storage.md). */
@@ -26,10 +27,7 @@ const MEDIA_TYPE = new RegExp(
   `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"[^"\\\\\\u0000-\\u001f\\u007f]*"))*$`,
 );
 
-/** Characters as the spec's limits count them: code points, as JSON schema's maxLength does. */
-function characters(text: string): number {
-  return [...text].length;
-}
+const characters = characterCount;
 
 /** A problem with a filename hint, or null. Filenames are labels: they never name a path on disk. */
 export function filenameProblem(filename: string): string | null {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hashPassword, verifyPassword } from '../../../src/domain/auth/passwords.js';
+import { checkNewPassword, hashPassword, verifyPassword } from '../../../src/domain/auth/passwords.js';
 
 describe('passwords', () => {
   it('stores scrypt hashes with a random salt, never the password', async () => {
@@ -19,5 +19,13 @@ describe('passwords', () => {
   it('refuses hashes of an unknown scheme or shape', async () => {
     expect(await verifyPassword('x', 'md5$abc')).toBe(false);
     expect(await verifyPassword('x', '')).toBe(false);
+  });
+});
+
+describe('checkNewPassword', () => {
+  it('counts characters as the API schema does (code points), an emoji as one', () => {
+    expect(() => checkNewPassword('🔑'.repeat(8), 'body.password')).not.toThrow();
+    expect(() => checkNewPassword('🔑'.repeat(7), 'body.password')).toThrow('must be 8 to 1024 characters, got 7');
+    expect(() => checkNewPassword('🔑'.repeat(1024), 'body.password')).not.toThrow();
   });
 });
