@@ -155,6 +155,22 @@ describe('error responses', () => {
     }
   });
 
+  it("reads a query's whole numbers in decimal digits only, not as JavaScript's Number() would", async () => {
+    for (const limit of ['0x10', '1e1', '%205%20', '%2B5', '007', '', 'Infinity', '99999999999999999999', '1.0']) {
+      const res = await t.owner.get(`/orgs/${t.orgId}/jobs?limit=${limit}`);
+      expectError(res, 422, 'validation_failed');
+      expect(res.body.details, limit).toEqual([
+        {
+          path: 'querystring.limit',
+          message: expect.stringMatching(/^must be a whole number in decimal digits, got /),
+        },
+      ]);
+    }
+    expect((await t.owner.get(`/orgs/${t.orgId}/jobs?limit=10`)).status).toBe(200);
+    // The schema's own bounds still apply after.
+    expect((await t.owner.get(`/orgs/${t.orgId}/jobs?limit=0`)).status).toBe(422);
+  });
+
   it('refuses text that is not Unicode, never storing U+FFFD in its place', async () => {
     // A lone surrogate escaped in JSON, in a value and in a nested one.
     for (const [rawBody, path] of [
