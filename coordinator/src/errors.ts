@@ -64,6 +64,10 @@ export const ErrorCodes = {
       "A command line's sign-in through the browser expired before it was approved, or its session was already handed out: start again.",
   },
   payload_too_large: { status: 413, description: 'The request body is larger than the server accepts.' },
+  unsupported_encoding: {
+    status: 415,
+    description: 'The request body is compressed (Content-Encoding), which the API does not take.',
+  },
   range_not_satisfiable: { status: 416, description: 'The requested byte range lies outside the file.' },
   validation_failed: {
     status: 422,

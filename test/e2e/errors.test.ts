@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { gzipSync } from 'node:zlib';
 import { ErrorCodes } from '@drover/coordinator';
 import { Pool } from 'undici';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
@@ -169,6 +170,28 @@ describe('error responses', () => {
     expect((await t.owner.get(`/orgs/${t.orgId}/jobs?limit=10`)).status).toBe(200);
     // The schema's own bounds still apply after.
     expect((await t.owner.get(`/orgs/${t.orgId}/jobs?limit=0`)).status).toBe(422);
+  });
+
+  it('refuses a compressed body with 415, naming the encoding, rather than calling it not JSON', async () => {
+    const json = JSON.stringify({ name: 'zipped' });
+    for (const [encoding, rawBody] of [
+      ['gzip', gzipSync(json)],
+      ['br', Buffer.from(json)],
+    ] as const) {
+      const res = await t.owner.post('/orgs', {
+        rawBody,
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+      });
+      expectError(res, 415, 'unsupported_encoding');
+      expect(res.body.message).toBe(
+        `The body is sent with Content-Encoding "${encoding}"; the API takes bodies uncompressed only`,
+      );
+    }
+    const plain = await t.owner.post('/orgs', {
+      rawBody: json,
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+    });
+    expect(plain.status).toBe(201);
   });
 
   it('refuses text that is not Unicode, never storing U+FFFD in its place', async () => {

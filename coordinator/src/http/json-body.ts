@@ -32,6 +32,19 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
       done(null, undefined);
       return;
     }
+    // A compressed body is not JSON as sent; say why rather than that it is not JSON.
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      bodyErrors.set(
+        request,
+        new AppError(
+          'unsupported_encoding',
+          `The body is sent with Content-Encoding ${JSON.stringify(encoding.slice(0, 40))}; the API takes bodies uncompressed only`,
+        ),
+      );
+      done(null, undefined);
+      return;
+    }
     // Text that is not Unicode would be stored with U+FFFD in its place, unlike what was sent.
     if (!isUtf8(raw)) {
       bodyErrors.set(request, notUnicode('body', 'is not valid UTF-8'));

@@ -1859,6 +1859,7 @@ export interface components {
         | 'invitation_revoked'
         | 'device_sign_in_expired'
         | 'payload_too_large'
+        | 'unsupported_encoding'
         | 'range_not_satisfiable'
         | 'validation_failed'
         | 'rate_limited'
