@@ -311,6 +311,14 @@ describe('output files through the agent endpoints', () => {
     expect(mismatch.status).toBe(422);
     expect(mismatch.body.code).toBe('validation_failed');
     expect((await reader.get(`/storage/files/${created.body.fileId}`)).body.status).toBe('deleted');
+
+    // More bytes than announced: the upload itself is refused, saying so.
+    const small = await create(jobId, declare('abc'));
+    const over = await fetch(small.body.uploadUrl, { method: 'PUT', headers: small.body.headers, body: 'abcdef' });
+    expect(over.status).toBe(413);
+    expect(((await over.json()) as { message: string }).message).toBe(
+      'The file is larger than the 3 bytes its upload announced',
+    );
   });
 
   it.each([

@@ -62,14 +62,16 @@ export class LocalTransfers {
           : `The file is ${file.status}; it no longer accepts an upload`,
       );
     }
-    const limit = Math.min(this.d.maxFileBytes(), file.declaredSize ?? Number.MAX_SAFE_INTEGER);
-    if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge(limit);
+    const declared = file.declaredSize !== null && file.declaredSize < this.d.maxFileBytes();
+    const limit = declared ? file.declaredSize! : this.d.maxFileBytes();
+    const tooLarge = () => (declared ? largerThanAnnounced(limit) : overLimit(limit));
+    if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge();
     accepted();
     let stat: BlobStat;
     try {
       stat = await this.d.local.receive(file.blobKey, body, limit);
     } catch (error) {
-      if (error instanceof BlobTooLargeError) throw tooLarge(limit);
+      if (error instanceof BlobTooLargeError) throw tooLarge();
       throw error;
     }
     // Deleted while it was being received: the blob must not outlive the file.
@@ -154,8 +156,13 @@ export class RangeNotSatisfiable extends AppError {
   }
 }
 
-function tooLarge(limit: number): AppError {
+function overLimit(limit: number): AppError {
   return new AppError('payload_too_large', `The file is larger than the limit of ${limit} bytes`);
+}
+
+/** More bytes than the upload announced (its `size`) when it was presigned. */
+function largerThanAnnounced(size: number): AppError {
+  return new AppError('payload_too_large', `The file is larger than the ${size} bytes its upload announced`);
 }
 
 /** JavaScript's MIME types (WHATWG's list) and CSS's: what a page runs or applies from a URL. */
