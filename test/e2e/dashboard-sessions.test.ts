@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { fakeClock } from '../helpers/members.js';
-import { SESSION_COOKIE, sessionCookieSet, signInForCookie } from '../helpers/session-cookie.js';
+import { SECURE_SESSION_COOKIE, SESSION_COOKIE, sessionCookieSet, signInForCookie } from '../helpers/session-cookie.js';
 
 /**
  * Browser sessions: sign-in sets an HttpOnly, SameSite=Strict cookie carrying the session JWT;
@@ -220,25 +220,30 @@ describe('dashboard sessions behind HTTPS', () => {
   });
   afterAll(() => t?.close());
 
-  it('marks the cookie Secure when DROVER_PUBLIC_URL is https, and accepts changes from that origin', async () => {
+  it('marks the cookie Secure and __Host- when DROVER_PUBLIC_URL is https, and accepts changes from that origin', async () => {
     const res = await fetch(`${t.url}/v1/auth/login`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ email: OWNER_EMAIL, password: OWNER_PASSWORD }),
     });
-    const set = sessionCookieSet(res.headers);
-    expect(set?.attributes).toMatchObject({ secure: true, httponly: true, samesite: 'Strict' });
-    const change = await fetch(`${t.url}/v1/orgs/${t.orgId}/enrollment-tokens`, {
-      method: 'POST',
-      headers: {
-        cookie: `${SESSION_COOKIE}=${set!.value}`,
-        origin: 'https://drover.example.test',
-        'x-drover-csrf': '1',
-        'content-type': 'application/json',
-      },
-      body: '{}',
-    });
-    expect(change.status).toBe(201);
+    expect(sessionCookieSet(res.headers)).toBeUndefined();
+    const set = sessionCookieSet(res.headers, SECURE_SESSION_COOKIE);
+    expect(set?.attributes).toMatchObject({ secure: true, httponly: true, samesite: 'Strict', path: '/' });
+    expect(set?.attributes.domain).toBeUndefined();
+    const change = (cookie: string) =>
+      fetch(`${t.url}/v1/orgs/${t.orgId}/enrollment-tokens`, {
+        method: 'POST',
+        headers: {
+          cookie,
+          origin: 'https://drover.example.test',
+          'x-drover-csrf': '1',
+          'content-type': 'application/json',
+        },
+        body: '{}',
+      });
+    expect((await change(`${SECURE_SESSION_COOKIE}=${set!.value}`)).status).toBe(201);
+    // The unprefixed name, which a sibling subdomain could plant, is not read over HTTPS.
+    expect((await change(`${SESSION_COOKIE}=${set!.value}`)).status).toBe(401);
   });
 });
 

@@ -1,6 +1,8 @@
 /** The dashboard's session cookie, as a browser would keep and send it (for tests over plain HTTP). */
 
 export const SESSION_COOKIE = 'drover_session';
+/** Its name when the dashboard is reached over HTTPS. */
+export const SECURE_SESSION_COOKIE = '__Host-drover_session';
 
 export interface SetCookie {
   name: string;
@@ -21,11 +23,11 @@ export function parseSetCookie(header: string): SetCookie {
 }
 
 /** The session cookie a response sets, or undefined. */
-export function sessionCookieSet(headers: Headers): SetCookie | undefined {
+export function sessionCookieSet(headers: Headers, name = SESSION_COOKIE): SetCookie | undefined {
   return headers
     .getSetCookie()
     .map(parseSetCookie)
-    .find((c) => c.name === SESSION_COOKIE);
+    .find((c) => c.name === name);
 }
 
 /** Signs in like the dashboard does and returns the session cookie's value. */

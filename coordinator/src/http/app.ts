@@ -118,7 +118,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
             in: 'cookie',
             name: 'drover_session',
             description:
-              'Dashboard session in a browser (set by POST /v1/auth/login); a change made with it also needs a same-origin Origin and X-Drover-CSRF: 1',
+              'Dashboard session in a browser (set by POST /v1/auth/login; named __Host-drover_session over HTTPS); a change made with it also needs a same-origin Origin and X-Drover-CSRF: 1',
           },
           agentSignature: {
             type: 'apiKey',
