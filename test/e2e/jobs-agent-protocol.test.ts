@@ -166,6 +166,19 @@ describe('agent job endpoints', () => {
     expect((await detail(job.id)).logs).toEqual([{ seq: 1, at, stream: 'stdout', step: null, text: 'bin\uFFFDary' }]);
   });
 
+  it('keeps a line ending in half of an emoji (an older agent cut it there), U+FFFD for the half, and the lines beside it', async () => {
+    const job = await createTestJob(t, agent);
+    const at = new Date().toISOString();
+    const lines = [
+      { seq: 1, at, stream: 'stdout', text: 'before' },
+      { seq: 2, at, stream: 'stdout', text: 'cut \ud83d' },
+      { seq: 3, at, stream: 'stdout', text: 'after' },
+    ];
+    const sent = await post(job.id, 'logs', { lines });
+    expect(sent.status, sent.text).toBe(200);
+    expect((await detail(job.id)).logs.map((l: { text: string }) => l.text)).toEqual(['before', 'cut \uFFFD', 'after']);
+  });
+
   it('answers a repeated move with 200 and the current status, and an impossible one with 409', async () => {
     const job = await createTestJob(t, agent);
     expect((await post(job.id, 'accept')).body.status).toBe('queued');

@@ -65,7 +65,10 @@ export class LineSplitter {
 
   /** Hands over the first piece of a long line; returns its length. */
   #piece(line: string): number {
-    const at = this.#secrets ? this.#secrets.cut(line, this.#maxChars) : this.#maxChars;
+    let at = this.#secrets ? this.#secrets.cut(line, this.#maxChars) : this.#maxChars;
+    // Never between the two halves of an emoji (a surrogate pair): each piece stays Unicode text.
+    const code = line.charCodeAt(at - 1);
+    if (at > 1 && code >= 0xd800 && code <= 0xdbff) at--;
     this.#onLine(line.slice(0, at));
     return at;
   }

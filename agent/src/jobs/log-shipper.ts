@@ -74,8 +74,16 @@ export class LogShipper {
 /** The JSON around a line's text: `{"seq":..,"at":"..","stream":"stdout","step":..,"text":}`. */
 const LINE_OVERHEAD_BYTES = 96;
 
+/** Pieces of at most `size` UTF-16 units, never cutting an emoji (a surrogate pair) in two. */
 function chunk(text: string, size: number): string[] {
   const pieces: string[] = [];
-  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  for (let i = 0; i < text.length;) {
+    let end = Math.min(i + size, text.length);
+    if (end < text.length && end - i > 1 && isHighSurrogate(text.charCodeAt(end - 1))) end--;
+    pieces.push(text.slice(i, end));
+    i = end;
+  }
   return pieces;
 }
+
+const isHighSurrogate = (code: number): boolean => code >= 0xd800 && code <= 0xdbff;

@@ -43,6 +43,10 @@ describe('the line splitter', () => {
 
   it('cuts a line longer than the limit into pieces, and gives nothing for an empty stream', () => {
     expect(split(['abcdefg\n'], 3)).toEqual(['abc', 'def', 'g']);
+    // Never between the two halves of an emoji: every piece is Unicode text.
+    const pieces = split(['ab😀😀\n'], 3);
+    expect(pieces).toEqual(['ab', '😀', '😀']);
+    expect(pieces.every((p) => p.isWellFormed())).toBe(true);
     expect(split([])).toEqual([]);
     expect(split(['x\n'])).toEqual(['x']);
   });

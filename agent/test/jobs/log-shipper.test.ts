@@ -30,6 +30,18 @@ describe('the log shipper', () => {
     expect(batches()[0]!.map((l) => l.text.length)).toEqual([MAX_LOG_TEXT, MAX_LOG_TEXT, 5]);
   });
 
+  it('never cuts an emoji (a surrogate pair) in two: each piece stays Unicode text, nothing is lost', () => {
+    const { logs, batches } = shipper();
+    const text = 'a' + '😀'.repeat(MAX_LOG_TEXT);
+    logs.add({ stream: 'stdout', step: 0, text });
+    logs.flush();
+    const pieces = batches()
+      .flat()
+      .map((l) => l.text);
+    expect(pieces.every((p) => p.isWellFormed() && p.length <= MAX_LOG_TEXT)).toBe(true);
+    expect(pieces.join('')).toBe(text);
+  });
+
   it('keeps every batch under 256 KiB of JSON, however long or escaped its lines', () => {
     const { logs, batches } = shipper();
     for (let i = 0; i < 300; i++) logs.add({ stream: 'stdout', step: 0, text: 'w'.repeat(16_000) });

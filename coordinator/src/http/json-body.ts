@@ -55,6 +55,13 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     void parse(request, text, (error: Error | null, value?: unknown) => {
       if (error) bodyErrors.set(request, isJson(text) ? forbiddenKey() : error);
       else if (SURROGATE_ESCAPE.test(text)) {
+        // An agent's log line or output may end in half of an emoji (older agents cut long lines
+        // between the two halves): its text is kept, with U+FFFD for the half, rather than the
+        // whole batch refused. Anyone else is told which field is not Unicode.
+        if (request.url.startsWith(AGENT_PREFIX)) {
+          done(null, wellFormed(value));
+          return;
+        }
         const path = loneSurrogateAt(value, 'body');
         if (path !== null) bodyErrors.set(request, notUnicode(path, 'is not valid Unicode text (a lone surrogate)'));
       }
@@ -66,6 +73,17 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
 
 /** A `\uD800`–`\uDFFF` escape: only such JSON can make a string that is not Unicode text. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** The signed agent protocol (docs/agent-protocol.md). */
+const AGENT_PREFIX = '/v1/agent/';
+
+/** The value with every string (and key) made well-formed: a lone surrogate becomes U+FFFD. */
+function wellFormed(value: unknown): unknown {
+  if (typeof value === 'string') return value.toWellFormed();
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(wellFormed);
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key.toWellFormed(), wellFormed(item)]));
+}
 
 /** Where in the parsed body a string (or a key) holds a lone surrogate, or null. */
 function loneSurrogateAt(value: unknown, path: string): string | null {
