@@ -27,33 +27,57 @@ for (const [address, prefix] of [
   LOCAL.addSubnet(address, prefix, 'ipv4');
 }
 for (const [address, prefix] of [
-  ['::', 128],
   ['::1', 128],
   ['fc00::', 7],
   ['fe80::', 10],
+  ['fec0::', 10],
   ['ff00::', 8],
+  ['64:ff9b:1::', 48],
 ] as const) {
   LOCAL.addSubnet(address, prefix, 'ipv6');
 }
 
-/** The IPv4 address an IPv4-mapped IPv6 address stands for (`::ffff:7f00:1`, `::ffff:127.0.0.1`), else null. */
-function mappedIpv4(address: string): string | null {
-  const dotted = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (dotted) return dotted[1]!;
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!hex) return null;
-  const [high, low] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
-  return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+/** An IPv6 address's eight 16-bit groups (a trailing dotted IPv4 part read as two), or null. */
+function hextets(address: string): number[] | null {
+  let text = address.replace(/%.*$/, '').toLowerCase();
+  if (!net.isIPv6(text)) return null;
+  const quad = /(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
+  if (quad) {
+    const [a, b, c, d] = quad.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, quad.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return groups.map((g) => parseInt(g, 16));
+}
+
+/**
+ * The IPv4 address an IPv6 address carries and reaches: IPv4-compatible (`::a.b.c.d`), mapped
+ * (`::ffff:a.b.c.d`), translated (`::ffff:0:a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`, which a DNS64
+ * network routes to that IPv4 address) and 6to4 (`2002:aabb:ccdd::`); else null.
+ */
+function embeddedIpv4(address: string): string | null {
+  const h = hextets(address);
+  if (!h) return null;
+  const v4 = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  const zeros = (from: number, to: number) => h.slice(from, to).every((g) => g === 0);
+  if (zeros(0, 5) && (h[5] === 0 || h[5] === 0xffff)) return v4(h[6]!, h[7]!);
+  if (zeros(0, 4) && h[4] === 0xffff && h[5] === 0) return v4(h[6]!, h[7]!);
+  if (h[0] === 0x64 && h[1] === 0xff9b && zeros(2, 6)) return v4(h[6]!, h[7]!);
+  if (h[0] === 0x2002) return v4(h[1]!, h[2]!);
+  return null;
 }
 
 /** Whether an IP address is of this host or a non-public network (false for anything that is no IP address). */
 export function isLocalNetworkAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, '');
-  const v4 = mappedIpv4(bare);
-  if (v4 !== null) return isLocalNetworkAddress(v4);
-  const family = net.isIP(bare);
-  if (family === 0) return false;
-  return LOCAL.check(bare, family === 4 ? 'ipv4' : 'ipv6');
+  if (net.isIPv4(bare)) return LOCAL.check(bare, 'ipv4');
+  const v4 = embeddedIpv4(bare);
+  if (v4 !== null) return LOCAL.check(v4, 'ipv4');
+  return net.isIPv6(bare.replace(/%.*$/, '')) ? LOCAL.check(bare.replace(/%.*$/, ''), 'ipv6') : false;
 }
 
 /** A connection the guard refused: the endpoint is in the coordinator's own networks and not allowed. */
@@ -93,7 +117,7 @@ export class EndpointGuard {
     const url = new URL(endpoint);
     if (this.allows(url)) return null;
     const host = url.hostname.replace(/^\[|\]$/g, '');
-    if (net.isIP(host) !== 0 || mappedIpv4(host) !== null) {
+    if (net.isIP(host) !== 0) {
       return isLocalNetworkAddress(host) ? refusal(host, host).message : null;
     }
     let addresses: dns.LookupAddress[];

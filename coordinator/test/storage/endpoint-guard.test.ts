@@ -21,6 +21,18 @@ describe('isLocalNetworkAddress', () => {
       '::ffff:127.0.0.1',
       '::ffff:7f00:1',
       '[::ffff:a9fe:a9fe]',
+      // IPv6 forms that carry an IPv4 address a network may route to it.
+      '::127.0.0.1',
+      '::7f00:1',
+      '0:0:0:0:0:ffff:7f00:1',
+      '::ffff:0:7f00:1',
+      '64:ff9b::7f00:1',
+      '64:ff9b::10.0.0.5',
+      '64:ff9b:1::a9fe:a9fe',
+      '2002:7f00:1::',
+      '2002:c0a8:101::1',
+      'fec0::1',
+      'fe80::1%eth0',
     ]) {
       expect(isLocalNetworkAddress(local), local).toBe(true);
     }
@@ -30,6 +42,8 @@ describe('isLocalNetworkAddress', () => {
       '52.95.110.1',
       '2606:4700::1111',
       '::ffff:808:808',
+      '64:ff9b::808:808',
+      '2002:808:808::1',
       'example.com',
     ]) {
       expect(isLocalNetworkAddress(public_), public_).toBe(false);
