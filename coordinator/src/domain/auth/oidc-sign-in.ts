@@ -12,6 +12,7 @@ import { OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionService } from './sessions.js';
 import { mappedOrg } from './role-map.js';
+import type { Org } from '../model/orgs.js';
 
 /** What an SSO-made account stores as its password hash: no password ever matches it. */
 export const NO_PASSWORD = '!sso';
@@ -241,17 +242,20 @@ export class OidcSignInService {
    */
   private async applyRoleMap(userId: string, email: string, groups: readonly string[]): Promise<void> {
     const { repos, audit, clock, logger, config } = this.deps;
-    const wanted = new Map<string, { role: Role; group: string }>();
+    // By organization, once each entry is resolved: one map may name an organization by its id
+    // in one entry and by its name in another.
+    const wanted = new Map<string, { org: Org; role: Role; group: string }>();
     for (const group of groups) {
       const mapping: RoleMapping | undefined = config.roleMap[group];
       if (!mapping) continue;
-      const before = wanted.get(mapping.org);
-      if (!before || ROLES.indexOf(mapping.role) < ROLES.indexOf(before.role))
-        wanted.set(mapping.org, { role: mapping.role, group });
-    }
-    for (const [name, { role, group }] of wanted) {
-      const org = await mappedOrg(repos.orgs, logger, name, group);
+      const org = await mappedOrg(repos.orgs, logger, mapping.org, group);
       if (!org) continue;
+      const before = wanted.get(org.id);
+      if (!before || ROLES.indexOf(mapping.role) < ROLES.indexOf(before.role))
+        wanted.set(org.id, { org, role: mapping.role, group });
+    }
+    for (const { org, role, group } of wanted.values()) {
+      const name = org.name;
       const actor = { orgId: org.id, userId };
       const current = await repos.orgs.roleOf(org.id, userId);
       const metadata = { email, via: 'sso', group };
