@@ -67,8 +67,16 @@ export function publishImpact(releases: readonly Release[], bindings: readonly B
   return { devices: moving.length, lines };
 }
 
-/** What yanking `release` (a draft or a published one) will do. */
-export function yankImpact(releases: readonly Release[], bindings: readonly Binding[], release: Release): Impact {
+/**
+ * What yanking `release` (a draft or a published one) will do. `keyed`: the application has
+ * release keys, and its devices never go back to a lower signed sequence (docs/ota.md).
+ */
+export function yankImpact(
+  releases: readonly Release[],
+  bindings: readonly Binding[],
+  release: Release,
+  keyed = false,
+): Impact {
   if (release.status === 'draft') {
     return {
       devices: 0,
@@ -98,7 +106,11 @@ export function yankImpact(releases: readonly Release[], bindings: readonly Bind
     devices += m.back.length + m.others.length;
     if (m.back.length > 0) {
       lines.push(
-        `Yanking ${release.version}: ${devicesWord(m.back.length)} on it will be moved back to ${m.to.version}.`,
+        keyed
+          ? `Yanking ${release.version}: ${devicesWord(m.back.length)} on it will refuse ${m.to.version}: ` +
+              'this application has release keys, and its devices never go back to a lower signed sequence. ' +
+              `To roll them back, publish the artifact of ${m.to.version} signed again as a new release.`
+          : `Yanking ${release.version}: ${devicesWord(m.back.length)} on it will be moved back to ${m.to.version}.`,
       );
     }
     if (m.others.length > 0) {

@@ -64,10 +64,13 @@ export const windowPreviewQuery = (
   queryOptions({
     queryKey: ['orgs', orgId, 'maintenance-window-preview', window.cron, window.timezone, window.durationMinutes],
     queryFn: () => {
+      // As Save sends it (a number): `090` and `1e2` are 90 and 100 here too.
+      const minutes = window.durationMinutes.trim();
+      const asNumber = Number(minutes);
       const query = new URLSearchParams({
         cron: window.cron,
         timezone: window.timezone.trim(),
-        durationMinutes: window.durationMinutes.trim(),
+        durationMinutes: minutes !== '' && Number.isSafeInteger(asNumber) ? String(asNumber) : minutes,
       });
       return api<WindowPreview>('GET', `/orgs/${orgId}/maintenance-windows/preview?${query.toString()}`);
     },

@@ -244,7 +244,7 @@ function ReleaseActions({
         <button
           type="button"
           aria-label={`Yank ${r.version}`}
-          onClick={() => setConfirm(yankImpact(releases, devices, r))}
+          onClick={() => setConfirm(yankImpact(releases, devices, r, (app.releaseKeys?.length ?? 0) > 0))}
         >
           Yank
         </button>
