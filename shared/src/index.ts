@@ -12,6 +12,7 @@ export * from './canonical-json.js';
 export * from './release-keys.js';
 export * from './describe.js';
 export * from './characters.js';
+export * from './byte-words.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './format-log-record.js';

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { bytesInWords, countOf } from '@drover/shared';
 import { writeFileAtomic } from '../state/files.js';
 import { parseReport, type Report } from './report.js';
 
@@ -48,24 +49,9 @@ export const FREE_SPACE_RESERVE_BYTES = 64 * 1024 * 1024;
 
 /** The line that stands for dropped lines (its `seq` is the last dropped line's). */
 export const gapText = (gap: LogGap, maxBytes: number): string =>
-  `[drover-agent] ${count(gap.lines, 'line')} (${sizeOf(gap.bytes)}) dropped here: the coordinator could not be ` +
-  `reached and this job's log passed the ${sizeOf(maxBytes)} the agent keeps of it meanwhile, or the disk was ` +
+  `[drover-agent] ${countOf(gap.lines, 'line')} (${bytesInWords(gap.bytes)}) dropped here: the coordinator could not be ` +
+  `reached and this job's log passed the ${bytesInWords(maxBytes)} the agent keeps of it meanwhile, or the disk was ` +
   'nearly full; its first lines and its newest are kept';
-
-const count = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`;
-
-/** Bytes in words: `512 bytes`, `48.5 KiB`, `16 MiB` (as the coordinator's gap line says them). */
-function sizeOf(bytes: number): string {
-  if (bytes < 1024) return count(bytes, 'byte');
-  const units = ['KiB', 'MiB', 'GiB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
-}
 
 const textBytes = (report: Report): number =>
   report.kind === 'logs' ? report.body.lines.reduce((sum, line) => sum + Buffer.byteLength(line.text), 0) : 0;

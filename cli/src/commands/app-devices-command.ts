@@ -1,3 +1,4 @@
+import { DEVICE_STATES } from '@drover/shared';
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { agentNamer } from '../agent-names.js';
@@ -14,17 +15,7 @@ type Binding = Schema<'DeviceBinding'>;
 type ReleaseRef = NonNullable<Binding['current']>;
 
 /** The states a device reports (docs/ota.md, "Device `state` values"), and `none`: no report yet. */
-const STATES = [
-  'idle',
-  'downloading',
-  'verifying',
-  'installing',
-  'installed',
-  'failed',
-  'refused',
-  'postponed',
-  'none',
-] as const;
+const STATES = [...DEVICE_STATES, 'none'] as const;
 type StateFilter = (typeof STATES)[number];
 
 /**

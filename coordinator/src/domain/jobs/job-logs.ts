@@ -1,3 +1,4 @@
+import { bytesInWords, countOf } from '@drover/shared';
 import { AppError, notFound } from '../../errors.js';
 import type { JobLogLineRecord, JobRepository, LogCap, NewLogLine } from '../model/jobs.js';
 
@@ -21,24 +22,9 @@ export function logCap(maxBytes: number): LogCap {
     maxBytes,
     headBytes: Math.floor(maxBytes / 4),
     gapText: ({ lines, bytes }) =>
-      `[drover] ${count(lines, 'line')} (${sizeOf(bytes)}) dropped here: this job's log passed its limit of ` +
-      `${sizeOf(maxBytes)} (DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept`,
+      `[drover] ${countOf(lines, 'line')} (${bytesInWords(bytes)}) dropped here: this job's log passed its limit of ` +
+      `${bytesInWords(maxBytes)} (DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept`,
   };
-}
-
-const count = (n: number, noun: string) => `${n.toLocaleString('en-US')} ${noun}${n === 1 ? '' : 's'}`;
-
-/** Bytes in words: `512 bytes`, `48.5 KiB`, `16 MiB`. */
-function sizeOf(bytes: number): string {
-  if (bytes < 1024) return count(bytes, 'byte');
-  const units = ['KiB', 'MiB', 'GiB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit += 1;
-  }
-  return `${Number.isInteger(value) ? value : value.toFixed(1)} ${units[unit]}`;
 }
 
 /**
