@@ -20,8 +20,24 @@ export const isTerminalJobStatus = (s: string): s is TerminalJobStatus =>
   (TERMINAL_JOB_STATUSES as readonly string[]).includes(s);
 
 /** Event names of `GET /v1/agent/stream` (docs/agent-protocol.md). */
-export const StreamEvent = { job: 'job', deploy: 'deploy', cancel: 'cancel', ping: 'ping' } as const;
+export const StreamEvent = {
+  job: 'job',
+  deploy: 'deploy',
+  cancel: 'cancel',
+  ping: 'ping',
+  replaced: 'replaced',
+} as const;
 export type StreamEvent = (typeof StreamEvent)[keyof typeof StreamEvent];
+
+/**
+ * Data of a `replaced` event, the last of a stream that another connection of the same agent
+ * replaced: an agent that receives it on the stream it reads has a twin, another process using
+ * its identity (a copied state directory).
+ */
+export interface StreamReplacedEvent {
+  /** The address the new connection came from, as the coordinator saw it. */
+  by: string | null;
+}
 
 /**
  * Data of a `job` event (its SSE `id` is the job id). Sent when the job is created for a

@@ -1,4 +1,4 @@
-import { StreamEvent, type JobAssignment, type JobCancelEvent } from '@drover/shared';
+import { StreamEvent, type JobAssignment, type JobCancelEvent, type StreamReplacedEvent } from '@drover/shared';
 import type { AgentRepository } from '../model/agents.js';
 import { isOpenJobStatus, type Job, type JobRepository, type OpenJobSummary } from '../model/jobs.js';
 import { batchLoader } from '../../util/batch-loader.js';
@@ -77,6 +77,11 @@ export const RECONCILE_AFTER_MS = 2_000;
 /** The queue capacity an agent that does not announce one has (docs/agent-protocol.md: 4 jobs). */
 export const DEFAULT_AGENT_QUEUE_CAPACITY = 4;
 
+/** A replacement this soon after the stream it replaces was opened continues a run of them. */
+const REPLACED_AGAIN_MS = 60_000;
+/** Replacements in a row that are said as a warning (two machines with one identity). */
+const REPLACEMENTS_TO_WARN = 3;
+
 /**
  * One agent's open stream. Until its open jobs are read it buffers live job ids (`starting`).
  *
@@ -106,7 +111,12 @@ class AgentStream {
     readonly capacity: number,
     /** When the stream was opened (Unix ms): jobs created since were created while it was open. */
     readonly openedAt: number,
+    /** The address the connection came from. */
+    readonly peer: string | null = null,
   ) {}
+
+  /** Replacements of the agent's streams in a row, each within REPLACED_AGAIN_MS of the one before. */
+  replacements = 0;
 
   get agentId(): string {
     return this.agent.id;
@@ -125,6 +135,12 @@ class AgentStream {
     const event = assignment.kind === 'update' ? StreamEvent.deploy : StreamEvent.job;
     this.write(sseEvent(event, assignment.jobId, assignment));
     return this.state !== 'closed';
+  }
+
+  /** Its last event: another connection of the agent, from `by`, took its place (docs/agent-protocol.md, 6.3). */
+  sendReplaced(by: string | null): void {
+    const data: StreamReplacedEvent = { by };
+    this.write(sseEvent(StreamEvent.replaced, `replaced-${this.openedAt}`, data));
   }
 
   /** A user cancelled the job (docs/jobs.md, "Cancellation"). */
@@ -220,9 +236,10 @@ export class StreamRegistry {
     sink: StreamSink,
     capacity = DEFAULT_AGENT_QUEUE_CAPACITY,
     agentVersion?: string,
+    peer: string | null = null,
   ): Promise<void> {
     const agentId = agent.id;
-    const stream = new AgentStream(agent, sink, capacity, this.options.clock.now());
+    const stream = new AgentStream(agent, sink, capacity, this.options.clock.now(), peer);
     if (this.closed) {
       stream.close();
       return;
@@ -230,10 +247,7 @@ export class StreamRegistry {
     const previous = this.streams.get(agentId);
     this.streams.set(agentId, stream);
     this.cancelDisconnect(agentId);
-    if (previous) {
-      this.options.logger.info({ agentId }, 'agent stream replaced by a new connection');
-      this.closeStream(previous);
-    }
+    if (previous) this.replace(previous, stream);
     sink.onClose(() => this.dropped(stream));
     try {
       if (!(await this.options.agents.markConnected(agentId, isoNow(this.options.clock), capacity, agentVersion))) {
@@ -517,6 +531,27 @@ export class StreamRegistry {
   private forget(stream: AgentStream): void {
     if (this.streams.get(stream.agentId) === stream) this.streams.delete(stream.agentId);
     this.closeStream(stream);
+  }
+
+  /**
+   * A new connection of the agent takes the place of its stream, which is told so before it ends.
+   * An agent that reconnects over a connection it thinks dead replaces a stream now and then; one
+   * replaced again and again, minutes on end, is two machines with one identity, each taking the
+   * stream from the other (a copied state directory): said as a warning.
+   */
+  private replace(previous: AgentStream, stream: AgentStream): void {
+    const { agentId } = stream;
+    const soon = stream.openedAt - previous.openedAt < REPLACED_AGAIN_MS;
+    stream.replacements = soon ? previous.replacements + 1 : 1;
+    const where = { agentId, from: stream.peer, previousFrom: previous.peer };
+    if (stream.replacements >= REPLACEMENTS_TO_WARN) {
+      this.options.logger.warn(
+        { ...where, replacements: stream.replacements },
+        "agent stream replaced again and again: two machines may be using this agent's identity (a copied state directory); enroll one of them again",
+      );
+    } else this.options.logger.info(where, 'agent stream replaced by a new connection');
+    previous.sendReplaced(stream.peer);
+    this.closeStream(previous);
   }
 
   /** Closes a stream; the jobs handed on it are counted again by the agent's next stream. */

@@ -437,13 +437,28 @@ describe('StreamRegistry', () => {
     s.openJobs([]);
     const first = new FakeSink();
     const second = new FakeSink();
-    await s.registry.connect({ id: 'a1', orgId: 'o1' }, first);
-    await s.registry.connect({ id: 'a1', orgId: 'o1' }, second);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, first, 4, undefined, '10.0.0.7');
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, second, 4, undefined, '10.0.0.8');
     expect(first.ended).toBe(true);
     expect(second.ended).toBe(false);
+    // Its last event says which connection took its place.
+    expect(first.chunks.at(-1)).toMatch(/^event: replaced\nid: replaced-\d+\ndata: \{"by":"10\.0\.0\.8"\}\n\n$/);
     await vi.advanceTimersByTimeAsync(1000);
     expect(s.calls.disconnected).toEqual([]);
     expect(s.registry.isConnected('a1')).toBe(true);
+  });
+
+  it('warns when the streams of an agent replace each other again and again (two machines, one identity)', async () => {
+    const s = setup();
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const twin = "agent stream replaced again and again: two machines may be using this agent's identity";
+    for (const peer of ['10.0.0.7', '10.0.0.8', '10.0.0.7']) {
+      await s.registry.connect({ id: 'a1', orgId: 'o1' }, new FakeSink(), 4, undefined, peer);
+    }
+    expect(s.logs.filter((l) => l.startsWith(twin))).toEqual([]);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, new FakeSink(), 4, undefined, '10.0.0.8');
+    expect(s.logs.filter((l) => l.startsWith(twin))).toHaveLength(1);
   });
 
   it('marks an agent disconnected only when its dropped stream is not replaced within the grace', async () => {

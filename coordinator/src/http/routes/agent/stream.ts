@@ -127,6 +127,7 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
         responseSink(raw),
         request.query.capacity,
         request.headers[AGENT_VERSION_HEADER],
+        request.ip,
       );
     },
   );
