@@ -286,7 +286,7 @@ describe('drover trigger create on a selector, before any call', () => {
         '  role=gateway,site in berlin\n' +
         '                       ^\n',
     });
-    // The empty selector, in the coordinator's words (its schema alone says "must NOT have fewer than 1 characters").
+    // The empty selector, in the coordinator's words (its schema alone says "must not be empty").
     for (const empty of ['', '  ']) {
       expect(await refused(['--selector', empty])).toEqual({
         code: 2,

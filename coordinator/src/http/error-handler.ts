@@ -3,6 +3,7 @@ import { AppError, type ValidationDetail } from '../errors.js';
 import { isDatabaseUnreachable } from '../database-errors.js';
 import { StorageUnavailableError } from '../storage/backend.js';
 import type { AllowedMethods } from './method-not-allowed.js';
+import { VERSION_PATTERN } from '../domain/ota/inputs.js';
 
 interface AjvIssue {
   keyword: string;
@@ -11,26 +12,53 @@ interface AjvIssue {
   params: Record<string, unknown>;
 }
 
+/** What a pattern of the schemas means, for its refusal (otherwise ajv's "must match pattern"). */
+const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
+  [VERSION_PATTERN]: 'must not contain control characters',
+};
+
+const characters = (n: unknown) => `${String(n)} character${n === 1 ? '' : 's'}`;
+
 /** Turns ajv's output into `{path, message}` details that say what was expected. */
 export function validationDetails(issues: readonly AjvIssue[], context: string): ValidationDetail[] {
-  return issues.map((issue) => {
-    const base = `${context}${issue.instancePath.replace(/\//g, '.').replace(/^\./, context ? '.' : '')}`;
-    switch (issue.keyword) {
-      case 'required':
-        return { path: join(base, String(issue.params.missingProperty)), message: 'is required' };
-      case 'additionalProperties':
-        return { path: join(base, String(issue.params.additionalProperty)), message: 'is not a known field' };
-      case 'type':
-        return { path: base, message: `must be ${String(issue.params.type).replace(/,/g, ' or ')}` };
-      case 'enum':
-        return {
-          path: base,
-          message: `must be one of ${(issue.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
-        };
-      default:
-        return { path: base, message: issue.message ?? 'is invalid' };
-    }
-  });
+  // An empty string breaks its pattern too: "must not be empty" says it all.
+  const empty = new Set(
+    issues.filter((i) => i.keyword === 'minLength' && i.params.limit === 1).map((i) => i.instancePath),
+  );
+  return issues
+    .filter((i) => !(i.keyword === 'pattern' && empty.has(i.instancePath)))
+    .map((issue) => {
+      const base = `${context}${issue.instancePath.replace(/\//g, '.').replace(/^\./, context ? '.' : '')}`;
+      switch (issue.keyword) {
+        case 'minLength':
+          return {
+            path: base,
+            message:
+              issue.params.limit === 1
+                ? 'must not be empty'
+                : `must be at least ${characters(issue.params.limit)} long`,
+          };
+        case 'maxLength':
+          return { path: base, message: `must be at most ${characters(issue.params.limit)} long` };
+        case 'pattern': {
+          const meaning = PATTERN_MEANINGS[String(issue.params.pattern)];
+          return { path: base, message: meaning ?? issue.message ?? 'is invalid' };
+        }
+        case 'required':
+          return { path: join(base, String(issue.params.missingProperty)), message: 'is required' };
+        case 'additionalProperties':
+          return { path: join(base, String(issue.params.additionalProperty)), message: 'is not a known field' };
+        case 'type':
+          return { path: base, message: `must be ${String(issue.params.type).replace(/,/g, ' or ')}` };
+        case 'enum':
+          return {
+            path: base,
+            message: `must be one of ${(issue.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+          };
+        default:
+          return { path: base, message: issue.message ?? 'is invalid' };
+      }
+    });
 }
 
 function join(base: string, key: string): string {

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { validationDetails } from '../../src/http/error-handler.js';
+import { VERSION_PATTERN } from '../../src/domain/ota/inputs.js';
+
+const issue = (keyword: string, params: Record<string, unknown>, message = 'ajv says') => ({
+  keyword,
+  instancePath: '/version',
+  message,
+  params,
+});
+
+describe('validation messages', () => {
+  it('speak of lengths in words, and an empty string only as empty', () => {
+    expect(
+      validationDetails(
+        [issue('minLength', { limit: 1 }), issue('pattern', { pattern: VERSION_PATTERN }, 'must match pattern "x"')],
+        'body',
+      ),
+    ).toEqual([{ path: 'body.version', message: 'must not be empty' }]);
+    expect(validationDetails([issue('minLength', { limit: 3 })], 'body')).toEqual([
+      { path: 'body.version', message: 'must be at least 3 characters long' },
+    ]);
+    expect(validationDetails([issue('maxLength', { limit: 128 })], 'body')).toEqual([
+      { path: 'body.version', message: 'must be at most 128 characters long' },
+    ]);
+  });
+
+  it('say what a known pattern means, and keep ajv’s words for the others', () => {
+    expect(validationDetails([issue('pattern', { pattern: VERSION_PATTERN })], 'body')).toEqual([
+      { path: 'body.version', message: 'must not contain control characters' },
+    ]);
+    expect(validationDetails([issue('pattern', { pattern: '^\\S+$' }, 'must match pattern "^\\S+$"')], 'body')).toEqual(
+      [{ path: 'body.version', message: 'must match pattern "^\\S+$"' }],
+    );
+  });
+});
