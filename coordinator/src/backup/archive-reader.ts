@@ -18,6 +18,17 @@ import {
 /** The most a header or manifest member may hold (a manifest lists about 150 bytes per file). */
 const MAX_JSON_BYTES = 256 * 1024 * 1024;
 
+/**
+ * A member could not be written into the directory (a full disk, a read-only file system): the
+ * archive is not to blame. `cause` is the file system's error.
+ */
+export class ExtractWriteError extends Error {
+  constructor(override readonly cause: NodeJS.ErrnoException) {
+    super(cause.message, { cause });
+    this.name = 'ExtractWriteError';
+  }
+}
+
 export interface ExtractedBackup {
   header: BackupHeader;
   manifest: Manifest;
@@ -27,8 +38,9 @@ export interface ExtractedBackup {
  * Reads a backup archive (archive-format.ts) and writes its data members into `dir` (an empty
  * directory), each hashed on its way to disk, then checks them against the manifest: every member
  * it lists was written with its size and SHA-256, and nothing else. Throws InvalidBackupError when
- * the file is not a backup, is of a newer format, or is damaged or truncated; what was written in
- * `dir` is then the caller's to remove.
+ * the file is not a backup, is of a newer format, or is damaged or truncated, ExtractWriteError
+ * when `dir` cannot be written; what was written in `dir` is then the caller's to remove. Each
+ * file is synced to disk before it is closed; the directories are the caller's to sync.
  */
 export async function extractBackup(
   file: string,
@@ -61,19 +73,23 @@ export async function extractBackup(
       throw new InvalidBackupError(`it holds an unexpected member ${name}`);
     if (written.has(name)) throw new InvalidBackupError(`it holds ${name} twice`);
     const target = path.join(dir, name);
-    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+    const out = await writing(async () => {
+      fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+      return fsp.open(target, 'wx', 0o600);
+    });
     const hash = createHash('sha256');
     let size = 0;
-    const out = await fsp.open(target, 'wx', 0o600);
     try {
       for await (const chunk of entry as AsyncIterable<Buffer>) {
         hash.update(chunk);
         size += chunk.length;
         onBytes(chunk.length);
-        await out.write(chunk);
+        await writing(() => out.write(chunk));
       }
+      // The caller renames it into place once all are read: on disk before that, not after.
+      await writing(() => out.sync());
     } finally {
-      await out.close();
+      await writing(() => out.close());
     }
     written.set(name, { path: name, size, sha256: hash.digest('hex') });
   };
@@ -115,15 +131,31 @@ export async function extractBackup(
 
   const found = failure as Error | null;
   if (found) {
-    if (found instanceof InvalidBackupError) throw found;
+    if (found instanceof InvalidBackupError || found instanceof ExtractWriteError) throw found;
     if ((found as NodeJS.ErrnoException).syscall) throw found; // the file itself could not be read
-    if (header === null) throw new InvalidBackupError('it is not a Drover coordinator backup');
+    // Neither gzip nor tar: no backup. But a gzip stream that breaks off (`head -c 100`: zlib's
+    // Z_BUF_ERROR) or is corrupt is a backup cut short or damaged, before its first member too.
+    if (header === null && !isZlibError(found)) throw new InvalidBackupError('it is not a Drover coordinator backup');
     throw new InvalidBackupError(`it is damaged or truncated (${found.message})`);
   }
   if (header === null) throw new InvalidBackupError('it is not a Drover coordinator backup');
   if (manifest === null) throw new InvalidBackupError(`it is truncated: its ${MANIFEST_MEMBER} is missing`);
   verify(manifest, written);
   return { header, manifest };
+}
+
+/** What `dir` could not take, told apart from what the archive is (ExtractWriteError). */
+async function writing<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    throw new ExtractWriteError(error as NodeJS.ErrnoException);
+  }
+}
+
+/** An error of the decompressor (tar passes zlib's on, codes `Z_DATA_ERROR`, `Z_BUF_ERROR`...). */
+function isZlibError(error: Error): boolean {
+  return /^Z_[A-Z_]+$/.test(String((error as NodeJS.ErrnoException).code));
 }
 
 function verify(manifest: Manifest, written: Map<string, ArchiveMember>): void {

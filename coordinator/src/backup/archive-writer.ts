@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import type fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import type { Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import zlib from 'node:zlib';
 import { Header } from 'tar';
 import type { ArchiveMember } from './archive-format.js';
@@ -19,25 +18,32 @@ const CHUNK = 1024 * 1024;
  */
 export class ArchiveWriter {
   private readonly gzip: zlib.Gzip;
-  private readonly file: fs.WriteStream;
+  private readonly file: Writable;
   private readonly flushed: Promise<void>;
+  /** Rejects with the first error of either stream. */
+  private readonly failed: Promise<never>;
   private failure: Error | null = null;
 
   constructor(
-    out: FileHandle,
+    /** The archive's file; a stream instead in tests (one that fails as a full disk does). */
+    out: FileHandle | Writable,
     // Level 1: a database compresses 3.4 times at 158 MiB/s, level 6 only 5 % smaller at a third of the speed.
     level = zlib.constants.Z_BEST_SPEED,
   ) {
     this.gzip = zlib.createGzip({ level });
     // The stream owns the handle: it syncs it to disk (`flush`) and closes it once ended.
-    const file = out.createWriteStream({ flush: true, highWaterMark: CHUNK });
+    const file = out instanceof Writable ? out : out.createWriteStream({ flush: true, highWaterMark: CHUNK });
     this.file = file;
     this.gzip.pipe(file);
-    const fail = (error: Error) => {
-      this.failure ??= error;
-    };
-    this.gzip.on('error', fail);
-    file.on('error', fail);
+    this.failed = new Promise((_resolve, reject) => {
+      const fail = (error: Error) => {
+        this.failure ??= error;
+        reject(this.failure);
+      };
+      this.gzip.on('error', fail);
+      file.on('error', fail);
+    });
+    this.failed.catch(() => undefined); // awaited by `drained`
     this.flushed = new Promise((resolve, reject) => {
       file.on('close', resolve);
       file.on('error', reject);
@@ -113,20 +119,21 @@ export class ArchiveWriter {
 
   private async write(data: Buffer): Promise<void> {
     if (this.failure) throw this.failure;
-    if (!this.gzip.write(data)) await drained(this.gzip, () => this.failure);
+    if (!this.gzip.write(data)) await this.drained();
     if (this.failure) throw this.failure;
   }
-}
 
-async function drained(stream: Writable, failure: () => Error | null): Promise<void> {
-  const controller = new AbortController();
-  const onError = () => controller.abort();
-  stream.once('error', onError);
-  try {
-    await once(stream, 'drain', { signal: controller.signal });
-  } catch (error) {
-    throw failure() ?? error;
-  } finally {
-    stream.off('error', onError);
+  /**
+   * Until the compressor takes more, or the first error of either stream. Waiting for the
+   * compressor's own `error` is not enough: when the file fails (ENOSPC), `pipe` unplugs the
+   * compressor from it, and the compressor, its output unread, then neither drains nor fails.
+   */
+  private async drained(): Promise<void> {
+    const controller = new AbortController();
+    try {
+      await Promise.race([once(this.gzip, 'drain', { signal: controller.signal }), this.failed]);
+    } finally {
+      controller.abort(); // the `drain` listener, when the failure came first
+    }
   }
 }

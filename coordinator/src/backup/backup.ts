@@ -35,8 +35,9 @@ import { silentProgress, type Progress } from './progress.js';
  * SQLite's online backup API (a snapshot); then the blobs the snapshot's `files` rows reference,
  * each opened before it is read (a blob the coordinator deletes meanwhile is still read whole;
  * one already gone is counted, not fatal; blobs written after the snapshot belong to rows it does
- * not have and are not needed). The archive is written to `<file>.partial` (mode 0600: it holds
- * the keys), synced, and renamed to `<file>` only when complete.
+ * not have and are not needed). The archive is written beside `<file>` to a file named after the
+ * process (`.drover-backup-<pid>.partial`, mode 0600: it holds the keys), synced, and renamed to
+ * `<file>` only when complete; what a killed backup left there is removed by the next one.
  */
 
 export interface BackupOptions {
@@ -67,6 +68,14 @@ export interface BackupReport {
   seconds: number;
 }
 
+/**
+ * The files a backup writes beside its target until it is complete (the archive, the database
+ * snapshot and SQLite's journal of it), named after the process so that the next backup knows
+ * whether their writer still runs, whatever target either was given.
+ */
+const TEMP_PREFIX = '.drover-backup-';
+const TEMP_FILE = /^\.drover-backup-(\d+)\.partial/;
+
 const KEY_FILES: Record<string, string> = {
   [SERVER_KEY_SECRET]: SERVER_KEY_FILE,
   [SECRETS_KEY_SECRET]: SECRETS_KEY_FILE,
@@ -82,13 +91,15 @@ export async function backup(options: BackupOptions): Promise<BackupReport> {
       `the coordinator keeps its state in PostgreSQL (${config.database.redactedUrl}): back the database up with pg_dump, and the server's keys with drover-coordinator backup --keys-only`,
     );
   }
-  checkTarget(options.to, options.force === true);
+  checkTarget(options.to, options.force === true, config.dataDir);
   const dbFile = databaseFile(config.dataDir);
   if (config.database.kind === 'sqlite') checkDataDir(config.dataDir, dbFile, keysOnly);
 
-  const partial = `${options.to}.partial`;
-  const snapshot = `${options.to}.partial-snapshot.sqlite`;
-  const out = await openPrivate(partial);
+  const dir = path.dirname(options.to);
+  removeLeftovers(dir);
+  const partial = path.join(dir, `${TEMP_PREFIX}${process.pid}.partial`);
+  const snapshot = `${partial}-snapshot.sqlite`;
+  const out = await openPrivate(partial, options.to);
   let complete = false;
   let writer: ArchiveWriter | null = null;
   try {
@@ -165,9 +176,16 @@ export async function backup(options: BackupOptions): Promise<BackupReport> {
   }
 }
 
-/** Refuses a target that exists (without `force`), is a directory, or whose directory does not exist. */
-function checkTarget(to: string, force: boolean): void {
+/**
+ * Refuses a target in the data directory (even with `force`: `--to <data dir>/drover.sqlite`
+ * would replace the live database), one that exists (without `force`), is a directory, or whose
+ * directory does not exist.
+ */
+function checkTarget(to: string, force: boolean, dataDir: string): void {
   const dir = path.dirname(to);
+  if (inDataDir(to, dataDir)) {
+    throw refused(`${to} is in the data directory ${dataDir}: write the backup outside it (--to)`);
+  }
   let stat: fs.Stats | null = null;
   try {
     stat = fs.statSync(to);
@@ -179,6 +197,59 @@ function checkTarget(to: string, force: boolean): void {
   if (!fs.existsSync(dir)) throw refused(`cannot write ${to}: the directory ${dir} does not exist`);
 }
 
+/**
+ * Whether the target, once symbolic links are resolved, is in the data directory: where the
+ * archive is renamed to (its directory's real path), or the file it names through a link.
+ */
+function inDataDir(to: string, dataDir: string): boolean {
+  const data = realPath(dataDir);
+  if (data === null) return false; // none yet (PostgreSQL): nothing in it to replace
+  const dir = realPath(path.dirname(to));
+  const places = [realPath(to), dir === null ? null : path.join(dir, path.basename(to))];
+  return places.some((place) => {
+    if (place === null) return false;
+    const relative = path.relative(data, place);
+    return (
+      relative === '' || (relative !== '..' && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
+    );
+  });
+}
+
+function realPath(file: string): string | null {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return null; // absent: the checks after it say why
+  }
+}
+
+/**
+ * Removes what killed backups (`kill -9`, a power cut) left in `dir`: their `.partial` and their
+ * snapshot, a full copy of the database. Each nightly run names a new target, so nothing else
+ * would: they would pile up until the disk is full. A file of a process that still runs (another
+ * backup) is kept; one of this process's id is a dead one's (this backup has begun nothing yet).
+ */
+function removeLeftovers(dir: string): void {
+  try {
+    for (const name of fs.readdirSync(dir)) {
+      const pid = Number(TEMP_FILE.exec(name)?.[1] ?? Number.NaN);
+      if (Number.isNaN(pid) || (pid !== process.pid && isRunning(pid))) continue;
+      fs.rmSync(path.join(dir, name), { force: true });
+    }
+  } catch (error) {
+    throw failed(`cannot remove what an earlier backup left in ${dir}: ${fsReason(error)}`, error);
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0); // no signal sent: only whether the process exists
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH'; // EPERM: another user's, running
+  }
+}
+
 function checkDataDir(dataDir: string, dbFile: string, keysOnly: boolean): void {
   if (!fs.existsSync(dataDir)) throw refused(`the data directory ${dataDir} does not exist (--data-dir)`);
   if (!keysOnly && !fs.existsSync(dbFile)) {
@@ -188,13 +259,14 @@ function checkDataDir(dataDir: string, dbFile: string, keysOnly: boolean): void 
   }
 }
 
-async function openPrivate(file: string): Promise<FileHandle> {
+/** Opens the temporary file of the archive `to`; a failure names `to`, what the operator asked for. */
+async function openPrivate(file: string, to: string): Promise<FileHandle> {
   try {
     const handle = await fsp.open(file, 'w', 0o600);
-    await handle.chmod(0o600); // a `.partial` left by an earlier run keeps its mode otherwise
+    await handle.chmod(0o600); // exactly: a umask may have taken more off
     return handle;
   } catch (error) {
-    throw failed(`cannot write ${file}: ${fsReason(error)}`, error);
+    throw failed(`cannot write ${to}: ${fsReason(error)}`, error);
   }
 }
 

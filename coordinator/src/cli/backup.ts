@@ -18,7 +18,7 @@ interface BackupFlags extends BackupConfigFlags {
  * `drover-coordinator backup --to <file>` (docs/operations.md, "Backup and restore"; the work is
  * in ../backup/): while the coordinator runs, without its lock. Exit status: 0 written, 1 failed
  * (nothing left under the file's name), 2 refused before anything was written (bad flags, the
- * file exists, not a data directory, PostgreSQL without --keys-only).
+ * file exists or is in the data directory, not a data directory, PostgreSQL without --keys-only).
  */
 export function configureBackupCommand(program: Command): void {
   program

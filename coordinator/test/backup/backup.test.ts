@@ -140,7 +140,7 @@ describe('backup refuses, writing nothing', () => {
     if (process.getuid?.() !== 0) {
       expect(await backupError({ to: '/drover-backup-test.tar.gz' })).toEqual({
         code: 'failed',
-        message: 'cannot write /drover-backup-test.tar.gz.partial: permission denied',
+        message: 'cannot write /drover-backup-test.tar.gz: permission denied',
       });
     }
   });
