@@ -120,6 +120,14 @@ describe('pools', () => {
     const res = await t.owner.post(`/jobs/${cancelled.body.jobId}/cancel`);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ status: 'cancelled', agentId: null });
+    // A cancel that read the job waiting in the pool while a claim gave it to an agent cancels it
+    // as it is now (it was a 404, and the job then ran).
+    const claimed = await caller.post(`/triggers/${pool}/run`);
+    const read = (await t.coordinator.ctx.repos.jobs.findById(claimed.body.jobId))!;
+    expect(read.agentId).toBeNull();
+    await t.sql.run('UPDATE jobs SET agent_id = ? WHERE id = ?', late.agentId, claimed.body.jobId); // the claim
+    const raced = await t.coordinator.ctx.cancels.cancelJob(read);
+    expect(raced).toMatchObject({ outcome: 'applied', job: { status: 'cancelled', agentId: late.agentId } });
 
     // A schedule's occurrence of a pool trigger makes one job of the pool, waiting here.
     const cron = await t.owner.post(`/orgs/${t.orgId}/triggers`, {

@@ -71,16 +71,26 @@ export class JobCancelService {
    * once, domain/fleet/batch-service.ts): written, then told to its agent and to the waits on it.
    */
   async cancelJob(found: Job): Promise<TransitionResult> {
-    const { repos, jobEvents, clock } = this.deps;
-    const at = isoNow(clock);
-    const confirmBy = new Date(Date.parse(at) + (await this.cancelGraceMs(found)) + this.deps.deadlineGraceMs);
-    const result = await repos.jobs.cancel(found.agentId, found.id, { at, confirmBy: confirmBy.toISOString() });
+    const { repos, jobEvents } = this.deps;
+    let result = await this.write(found);
+    if (result.outcome === 'not_found') {
+      // The job's agent is part of what the write locks: a pool gave the job waiting in it to an
+      // agent since it was read. Cancelled as it is now (it was answered 404, and then ran).
+      const now = await repos.jobs.findById(found.id);
+      if (now && now.agentId !== found.agentId) result = await this.write(now);
+    }
     if (result.outcome === 'not_found' || result.outcome === 'conflict') return result;
     const { job } = result;
     // The agent hears of it first, so that a queue slot it frees is free before the next job arrives.
     if (job.agentId !== null) jobEvents.cancelRequested(job.agentId, job.id);
     if (result.outcome === 'applied' && job.status === 'cancelled') jobEvents.jobFinished(job.id);
     return result;
+  }
+
+  private async write(job: Job): Promise<TransitionResult> {
+    const at = isoNow(this.deps.clock);
+    const confirmBy = new Date(Date.parse(at) + (await this.cancelGraceMs(job)) + this.deps.deadlineGraceMs);
+    return this.deps.repos.jobs.cancel(job.agentId, job.id, { at, confirmBy: confirmBy.toISOString() });
   }
 
   /** The grace the job's workflow gives its steps between SIGTERM and SIGKILL, as its agent reported it. */
