@@ -56,7 +56,9 @@ export const INSERT_BLOCK = command(
    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 );
 const PURGE_KEYS = command<[string]>('DELETE FROM idempotency_keys WHERE expires_at <= ?');
-// A counter of a window that is no longer the current one of its kind is past.
+// Counters of windows the decision calls past (the previous window is kept: another coordinator
+// whose clock is a little behind still counts in it); keys a minute past their expiry, for the same.
+const PURGE_MARGIN_MS = 60_000;
 const PURGE_COUNTERS = command<[number, number, number]>(
   `DELETE FROM rate_counters WHERE ("window" = 'minute' AND window_start < ?)
      OR ("window" = 'hour' AND window_start < ?) OR ("window" = 'day' AND window_start < ?)`,
@@ -201,14 +203,14 @@ export function createTriggerRunRepository(
     if (request.token && hasLimit(request.token.limits)) limited.push({ scope: 'token', id: request.token.id });
     if (hasLimit(request.workflowLimits)) limited.push({ scope: 'workflow', id: workflowId });
     for (const { scope, id } of limited) yield* lock('rate', scope, id);
-    const { windows, refused, counted } = decideLimits(
+    const { windows, refused, counted, pastBefore } = decideLimits(
       { ...request, job: { ...job, workflowId } },
       limited.length === 0 ? NOTHING_COUNTED : yield* readCounts(limited, now),
     );
     if (now >= nextPurgeAt) {
       nextPurgeAt = now + PURGE_EVERY_MS;
-      yield* run(PURGE_KEYS, [nowIso]);
-      yield* run(PURGE_COUNTERS, [windows.minute, windows.hour, windows.day]);
+      yield* run(PURGE_KEYS, [new Date(now - PURGE_MARGIN_MS).toISOString()]);
+      yield* run(PURGE_COUNTERS, [pastBefore.minute, pastBefore.hour, pastBefore.day]);
     }
     if (refused) {
       yield* run(INSERT_JOB, jobInsertParams(job, 'rejected', refused.message));

@@ -48,6 +48,11 @@ export interface LimitRefused {
 export interface LimitDecision {
   /** The windows the call falls in. */
   windows: WindowStarts;
+  /**
+   * Counters of windows that began before these are past, and may be purged: the previous window
+   * of each kind is kept, as another coordinator whose clock is a little behind still counts in it.
+   */
+  pastBefore: WindowStarts;
   /** The limit that refused the call, or null. */
   refused: LimitRefused | null;
   /** The counters an admitted call adds one to: only scopes with a limit are counted. */

@@ -138,5 +138,14 @@ export function decideLimits(request: LimitedAdmission, readCounts: ReadWindowCo
       if (refusal) refused = { scope: 'workflow', refusal, message: workflowLimitMessage(job.workflowName, refusal) };
     }
   }
-  return { windows, refused, counted };
+  return { windows, refused, counted, pastBefore: previousWindows(windows) };
+}
+
+/** The start of the window before each of `windows`. */
+function previousWindows(windows: WindowStarts): WindowStarts {
+  return {
+    minute: windows.minute - WINDOW_MS.minute,
+    hour: windows.hour - WINDOW_MS.hour,
+    day: windows.day - WINDOW_MS.day,
+  };
 }

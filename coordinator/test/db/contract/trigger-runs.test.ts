@@ -114,6 +114,23 @@ describe.each(DATABASES)('trigger-run admission (%s)', (kind) => {
     expect(await count('SELECT COUNT(*) AS n FROM rate_counters')).toBe(3);
   });
 
+  it('keeps the counters of a minute another coordinator, whose clock is a little behind, still counts in', async () => {
+    // An hour after the other tests: `t.repos` reads 11:00:59.5; `t.other`, 1.5 s ahead, is at
+    // 11:01:01 and purges what is past for it. The limit of 11:00 must still hold on `t.repos`.
+    // (On SQLite both are one coordinator, with one clock.)
+    const workflowLimits = { ...none, perMinute: 3 };
+    const call = (now: number) => {
+      const r = request({ workflowLimits, now });
+      return { ...r, job: { ...r.job, workflowId: 'workflow-skewed' } };
+    };
+    const [behind, ahead] = [NOW + 3_600_000 + 54_500, NOW + 3_600_000 + 56_000];
+    expect((await t.repos.triggerRuns.admit(call(behind))).outcome).toBe('admitted');
+    expect((await t.repos.triggerRuns.admit(call(behind))).outcome).toBe('admitted');
+    expect((await t.other.triggerRuns.admit(call(ahead))).outcome).toBe('admitted');
+    expect((await t.repos.triggerRuns.admit(call(behind))).outcome).toBe('admitted');
+    expect((await t.repos.triggerRuns.admit(call(behind))).outcome).toBe('refused');
+  });
+
   it('counts only the scopes that have a limit', async () => {
     await t.repos.triggerRuns.admit(request());
     expect(await count('SELECT COUNT(*) AS n FROM rate_counters')).toBe(0);

@@ -126,6 +126,12 @@ describe('decideLimits', () => {
       windows: windowStarts(now),
       refused: null,
       counted: [],
+      // The windows before the current ones stay (a coordinator a little behind counts in them).
+      pastBefore: {
+        minute: windowStarts(now).minute - 60_000,
+        hour: windowStarts(now).hour - 3_600_000,
+        day: windowStarts(now).day - 86_400_000,
+      },
     });
     expect(reads).toEqual([]);
   });
