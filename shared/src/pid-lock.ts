@@ -160,8 +160,10 @@ function signalZeroSays(pid: number): ProcessState {
  */
 function createComplete(file: string, content: string): boolean {
   const aside = `${file}.${process.pid}-${randomBytes(4).toString('hex')}`;
-  fs.writeFileSync(aside, content, { flag: 'wx', mode: 0o600 });
   try {
+    // Inside the try: a write that fails after creating the file (a full disk) must not leave an
+    // empty `<file>.<pid>-<hex>` behind at every start that fails the same way.
+    fs.writeFileSync(aside, content, { flag: 'wx', mode: 0o600 });
     fs.linkSync(aside, file);
     return true;
   } catch (error) {

@@ -122,6 +122,20 @@ describe('the pid lock', () => {
     }
   });
 
+  it('leaves no file behind when the disk is full, and throws the ENOSPC as it comes', () => {
+    // A full disk: the file aside is created, then writing its content fails.
+    const write = vi.spyOn(fs, 'writeFileSync').mockImplementation((target, _data, options) => {
+      fs.closeSync(fs.openSync(target as string, (options as { flag: string }).flag));
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    });
+    try {
+      expect(() => acquirePidLock(file)).toThrow(expect.objectContaining({ code: 'ENOSPC' }));
+    } finally {
+      write.mockRestore();
+    }
+    expect(fs.readdirSync(dir)).toEqual([]);
+  });
+
   it('takes over a lock file that names no process', () => {
     fs.writeFileSync(file, 'garbage\n');
     acquirePidLock(file)();

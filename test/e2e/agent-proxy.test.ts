@@ -246,7 +246,8 @@ describe.skipIf(!hasOpenssl())('an HTTPS coordinator with its own CA behind the 
     const { run } = await enrollWithCli(front.url, env);
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(
-      `drover-agent: error: Cannot reach the coordinator at ${front.url}: the server certificate could not be verified ` +
+      `drover-agent: error: Cannot reach the coordinator at ${front.url}: the server certificate could not be verified; ` +
+        'trust its CA with --ca-file or NODE_EXTRA_CA_CERTS ' +
         `(through the proxy http://${USER}:***@127.0.0.1:${new URL(proxy.url).port}, from HTTPS_PROXY)\n`,
     );
   });

@@ -84,7 +84,7 @@ describe.skipIf(!hasOpenssl())('an HTTPS coordinator', () => {
     const daemon = start(a.stateDir);
     const line = await daemon.waitForLog((r) => /^cannot open the stream: /.test(r.msg));
     expect(line.msg).toMatch(
-      /^cannot open the stream: cannot reach https:\/\/127\.0\.0\.1:\d+: the server certificate could not be verified; reconnecting in \d+m?s$/,
+      /^cannot open the stream: cannot reach https:\/\/127\.0\.0\.1:\d+: the server certificate could not be verified; trust its CA with --ca-file or NODE_EXTRA_CA_CERTS; reconnecting in \d+m?s$/,
     );
     expect(daemon.status()?.connection).not.toBe('connected');
   });

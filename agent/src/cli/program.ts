@@ -15,7 +15,10 @@ export function buildProgram(io: CliIo): Command {
   const program = new Command('drover-agent')
     .description('Drover agent: enrolls this machine with a coordinator and runs its local workflows')
     .version(versionWithRuntime(AGENT_VERSION))
-    .showHelpAfterError()
+    // After a usage error, one line that says where the help is, not the help itself: under
+    // systemd, `systemctl status` shows the last 10 lines of the journal, which 22 lines of usage
+    // would fill, hiding the error (a bad value in /etc/drover/agent.env, say).
+    .showHelpAfterError('see `drover-agent --help`')
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err });
   configureEnrollCommand(program, io);
@@ -24,7 +27,10 @@ export function buildProgram(io: CliIo): Command {
   configureWorkflowsCommand(program, io);
   configureLogsCommand(program, io);
   for (const command of program.commands)
-    command.exitOverride().configureOutput({ writeOut: io.out, writeErr: io.err });
+    command
+      .showHelpAfterError(`see \`drover-agent ${command.name()} --help\``)
+      .exitOverride()
+      .configureOutput({ writeOut: io.out, writeErr: io.err });
   return program;
 }
 

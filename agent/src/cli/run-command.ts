@@ -2,12 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { levelNumber } from '@drover/shared';
+import type { Logger } from 'pino';
 import { LABELS_ENV, loadAgentLabels, MAX_USER_LABELS } from '../daemon/agent-labels.js';
 import { DEFAULTS } from '../daemon/defaults.js';
 import { AgentError } from '../errors.js';
 import { defaultStateDir } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
-import { CliExit, type CliIo } from './io.js';
+import { CliExit, processIo, type CliIo } from './io.js';
 
 /**
  * The daemon and what only it uses (the HTTP client, the stream, pino, the job runner), loaded
@@ -49,6 +50,24 @@ export const SELF_UPDATE_ENV = 'DROVER_AGENT_SELF_UPDATE';
 /** `--ca-file` of `run` and `enroll`. */
 export const CA_FILE_HELP =
   'PEM certificates to trust in addition to the default ones (a private CA of the coordinator or of an HTTPS proxy)';
+
+/**
+ * A bug must not vanish silently: say it in the agent's log, then die with 70 (the journal reports
+ * the interrupted job at the next start). Also one line on stderr, which the service's journal
+ * keeps (`systemctl status`): the log file may be what failed, on a full disk.
+ */
+export function crashHandler(
+  logger: Pick<Logger, 'fatal'>,
+  io: Pick<CliIo, 'err'> = processIo,
+  exit: (code: number) => void = process.exit,
+): (error: unknown) => void {
+  return (error) => {
+    const message = `the agent crashed: ${(error as Error)?.message ?? String(error)}`;
+    logger.fatal({ err: error }, message);
+    io.err(`drover-agent: ${message} (exit 70)\n`);
+    exit(70);
+  };
+}
 
 export function configureRunCommand(program: Command, _io: CliIo): void {
   program
@@ -130,10 +149,10 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
     .action(async (flags: RunFlags, command: Command) => {
       // Settings first: a bad one stops the agent before anything is opened or written.
       const labels = loadAgentLabels({ flags: flags.label, env: process.env[LABELS_ENV] });
-      const selfUpdate =
-        command.getOptionValueSource('selfUpdate') === 'cli'
-          ? flags.selfUpdate
-          : selfUpdateFromEnv(process.env[SELF_UPDATE_ENV]);
+      const selfUpdate = selfUpdateSetting(
+        command.getOptionValueSource('selfUpdate') === 'cli' ? flags.selfUpdate : undefined,
+        process.env[SELF_UPDATE_ENV],
+      );
       const {
         configureDispatcher,
         createAgentLogger,
@@ -156,12 +175,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         stdout: process.stdout.isTTY === true,
         secrets,
       });
-      // A bug must not vanish silently: say it in the agent's log, then die (the journal reports
-      // the interrupted job at the next start).
-      const crash = (error: unknown) => {
-        logger.fatal({ err: error }, `the agent crashed: ${(error as Error)?.message ?? String(error)}`);
-        process.exit(70);
-      };
+      const crash = crashHandler(logger);
       process.once('uncaughtException', crash);
       process.once('unhandledRejection', crash);
       const daemon = await startDaemon({
@@ -175,7 +189,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         deployPollIntervalMs: flags.deployPollInterval,
         minDownloadSpeed: flags.minDownloadSpeed,
         metricsFile: flags.metricsFile,
-        selfUpdate,
+        selfUpdate: selfUpdate.enabled,
+        selfUpdateSource: selfUpdate.source,
         selfUpdateDeadlineMs: flags.selfUpdateDeadline,
         labels,
         logger,
@@ -198,6 +213,20 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
 }
 
 /** `DROVER_AGENT_SELF_UPDATE`: unset or empty is the default (on). */
+/**
+ * Whether the built-in update workflow is offered, and what said so for the daemon's log line
+ * (`self-update is off (DROVER_AGENT_SELF_UPDATE=off)`: the package's unit sets the variable, and
+ * a technician looks for the flag in vain). The flag (`flag`: given on the command line) wins.
+ */
+export function selfUpdateSetting(
+  flag: boolean | undefined,
+  env: string | undefined,
+): { enabled: boolean; source: string } {
+  if (flag !== undefined) return { enabled: flag, source: flag ? '--self-update' : '--no-self-update' };
+  const enabled = selfUpdateFromEnv(env);
+  return { enabled, source: (env ?? '').trim() === '' ? 'the default' : `${SELF_UPDATE_ENV}=${env!.trim()}` };
+}
+
 export function selfUpdateFromEnv(value: string | undefined): boolean {
   const text = (value ?? '').trim().toLowerCase();
   if (text === '') return DEFAULTS.selfUpdate;

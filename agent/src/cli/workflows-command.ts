@@ -22,13 +22,14 @@ export function configureWorkflowsCommand(program: Command, io: CliIo): void {
     .option('--json', 'print the workflows and problems as JSON')
     .action(async (flags: WorkflowsFlags) => {
       // The YAML parser is loaded by the commands that read YAML, not at every start.
-      const [{ defaultWorkflowsDir, loadWorkflows }, { loadSecrets }] = await Promise.all([
+      const [{ defaultWorkflowsDir, inspectingAgentUid, loadWorkflows }, { loadSecrets }] = await Promise.all([
         import('../workflows/load-workflows.js'),
         import('../workflows/secrets.js'),
       ]);
       const stateDir = flags.stateDir ?? defaultStateDir();
       const dir = path.resolve(flags.workflowsDir ?? defaultWorkflowsDir(stateDir));
-      const loaded = await loadWorkflows(dir);
+      // As root, the files are judged as the agent (the state directory's owner) would judge them.
+      const loaded = await loadWorkflows(dir, { agentUid: await inspectingAgentUid(stateDir, dir) });
       const secrets = await loadSecrets(stateDir);
       const warnings = secretWarnings(loaded.workflows, secrets);
 

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
+import type { Logger } from 'pino';
 import { formatLabels, publicKeyFromBase64, versionWithRuntime } from '@drover/shared';
 import { createDeployment, type Deployment } from '../deploy/create-deployment.js';
 import type { DeploySync } from '../deploy/deploy-sync.js';
@@ -19,6 +20,7 @@ import { Journal } from '../jobs/journal.js';
 import { httpTransport } from '../outbox/http-transport.js';
 import { ReportClaims } from './report-claims.js';
 import { Outbox } from '../outbox/outbox.js';
+import { describeReport, type Report } from '../outbox/report.js';
 import { ReportSender } from '../outbox/report-sender.js';
 import { loadEnrollment, loadPrivateKey, tightenPrivateKeyMode, type Enrollment } from '../state/enrollment.js';
 import { ensurePrivateDir } from '../state/files.js';
@@ -236,6 +238,9 @@ function openCounters(options: ResolvedDaemonOptions): CountersWriter {
   return new CountersWriter(options.stateDir, {
     metricsFile: options.metricsFile,
     onError: (error) => logger.error({ err: error }, 'cannot write the counters'),
+    // Said, not silent: the lifetime counts (and the metrics built on them) restart from zero.
+    onDamaged: (file, reason) =>
+      logger.warn({ file }, `${file} is damaged (${reason}): the agent's lifetime counters start again from zero`),
   });
 }
 
@@ -292,10 +297,30 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
     outbox,
     transport: httpTransport(caller),
     logger,
-    onSettled: (report) => journal.markFinalDelivered(report),
+    onSettled: markSettledInJournal(journal, logger),
     masker,
   });
   return { journal, outbox, sender, damaged, masker };
+}
+
+/**
+ * The report sender's `onSettled`: notes in the journal that the coordinator took a job's result.
+ * A write that fails (the disk is full) is logged and the agent goes on (docs/agent.md, "When the
+ * coordinator cannot be reached"): the coordinator has the result, and sending it again after a
+ * restart is answered as a duplicate. Thrown, it would reject the sender's chain and crash the agent.
+ */
+export function markSettledInJournal(journal: Journal, logger: Logger): (report: Report) => void {
+  return (report) => {
+    try {
+      journal.markFinalDelivered(report);
+    } catch (error) {
+      logger.error(
+        { err: error, jobId: report.jobId, report: report.kind },
+        `cannot note in the journal that the coordinator took the ${describeReport(report)} ` +
+          `(${(error as Error).message}); the agent goes on, and may send it again after a restart`,
+      );
+    }
+  };
 }
 
 /**
@@ -313,7 +338,8 @@ function createSelfUpdate(
     logger.debug('self-update is off: the agent does not run as the single executable');
     return null;
   }
-  if (!options.selfUpdate) logger.info('self-update is off (--no-self-update): drover-agent-update is not offered');
+  if (!options.selfUpdate)
+    logger.info(`self-update is off (${options.selfUpdateSource}): drover-agent-update is not offered`);
   return new SelfUpdate({
     stateDir: options.stateDir,
     logger,

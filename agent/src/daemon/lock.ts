@@ -22,7 +22,12 @@ export function acquireDaemonLock(stateDir: string, pid = process.pid): () => vo
         { cause: error },
       );
     }
-    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    const code = (error as NodeJS.ErrnoException).code;
+    // A full disk is the likely cause on an edge machine: said in words, with what to do.
+    const reason =
+      code === 'ENOSPC'
+        ? `no space left on the device in ${stateDir} (free some: \`df -h ${stateDir}\`)`
+        : (code ?? (error as Error).message);
     throw new AgentError('bad_state', `Cannot take the lock ${file}: ${reason}`, { cause: error });
   }
 }

@@ -54,6 +54,8 @@ export interface DaemonOptions {
    * the built-in update workflow `drover-agent-update` (default true; docs/agent.md, "Self-update").
    */
   selfUpdate?: boolean | undefined;
+  /** What set `selfUpdate`, named in the log line when it is off (default `--no-self-update`). */
+  selfUpdateSource?: string | undefined;
   /** `--self-update-deadline`: how long a new binary has to connect before the previous one is put back (default 120 s). */
   selfUpdateDeadlineMs?: number | undefined;
   /** The running single executable (default: `process.execPath` when running as one, else none: no self-update). */
@@ -89,6 +91,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     labels: { ...options.labels, ...builtInLabels() },
     secrets: options.secrets ?? new KnownSecrets(stateDir),
     selfUpdate: options.selfUpdate ?? DEFAULTS.selfUpdate,
+    selfUpdateSource: options.selfUpdateSource ?? '--no-self-update',
     selfUpdateDeadlineMs: options.selfUpdateDeadlineMs ?? DEFAULTS.selfUpdateDeadlineMs,
     executable: options.executable === undefined ? singleExecutable() : options.executable,
     ...(options.metricsFile ? { metricsFile: path.resolve(options.metricsFile) } : {}),

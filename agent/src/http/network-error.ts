@@ -15,8 +15,14 @@ export function describeNetworkError(cause: unknown): string {
     if (typeof current.message === 'string' && current.message !== '') message = current.message;
     current = current.cause as typeof current;
   }
+  // EPROTO is any TLS protocol failure; OpenSSL's "wrong version number" is an answer in plain
+  // HTTP to our TLS hello (older Node reports it as EPROTO with that message).
+  if (code === 'EPROTO' && message?.includes('wrong version number')) code = 'ERR_SSL_WRONG_VERSION_NUMBER';
   return (code && NETWORK_ERRORS[code]) ?? message ?? String(cause);
 }
+
+/** What to do about a certificate the agent cannot verify: trust the CA that signed it. */
+const TRUST_CA = 'trust its CA with --ca-file or NODE_EXTRA_CA_CERTS';
 
 const NETWORK_ERRORS: Record<string, string> = {
   ECONNREFUSED: 'connection refused (is the coordinator running, and is the port right?)',
@@ -31,10 +37,13 @@ const NETWORK_ERRORS: Record<string, string> = {
   HEADERS_TIMEOUT: 'no answer in time',
   BODY_TIMEOUT: 'the answer did not arrive in time',
   CERT_HAS_EXPIRED: 'the server certificate has expired',
-  DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed',
-  SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate is not trusted (self-signed chain)',
-  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the server certificate could not be verified',
+  DEPTH_ZERO_SELF_SIGNED_CERT: `the server certificate is self-signed; ${TRUST_CA}`,
+  SELF_SIGNED_CERT_IN_CHAIN: `the server certificate is not trusted (self-signed chain); ${TRUST_CA}`,
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: `the server certificate could not be verified; ${TRUST_CA}`,
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: `the server certificate could not be verified; ${TRUST_CA}`,
   ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate does not name this host',
+  ERR_SSL_WRONG_VERSION_NUMBER:
+    'the server does not speak TLS on this port: use http:// or the https address of its reverse proxy',
 };
 
 /**

@@ -73,17 +73,51 @@ export async function beginAcceptedJob<T = undefined>(
   // next delivery, which fails it as lost. So the report goes out while the entry is flushed and
   // `meanwhile` runs; their file work is on the thread pool, so it does not hold the report back.
   // All three are waited for even when one fails: nothing of this job is left running then.
-  const [started, running, done] = await allOrFirstError<[SendOutcome, JournalEntry, T]>([
+  const [sent, running, done] = await allOrFirstError<[SendOutcome, JournalEntry, T]>([
     deps.send({ kind: 'start', jobId: entry.jobId }),
     deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
     (async () => meanwhile())(),
   ]);
+  let started = sent;
+  if (started.outcome === 'stored') {
+    // The coordinator cannot be reached: it may end this job meanwhile (a cancel of a queued job
+    // of an agent it cannot reach ends it at once, as one that never starts), so the job starts
+    // once the start, sent from the outbox when it is back, is answered (docs/agent.md).
+    log.info('the coordinator cannot be reached: the job starts once it has answered its start');
+    const notKept: SendOutcome = { outcome: 'dropped', reason: 'the start could not be kept' };
+    const answered = await untilAborted(started.delivery ?? Promise.resolve(notKept), signal);
+    if (answered === null) {
+      // A cancel or the shutdown took it back before it started: it is not `running` on this machine.
+      deps.journal.update(entry.jobId, { state: 'accepted' });
+      return null;
+    }
+    started = answered;
+  }
   if (started.outcome === 'dropped') {
     deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });
     log.warn(`the coordinator refused the start (${started.reason}); the job is not run`);
     return null;
   }
   return { running, meanwhile: done };
+}
+
+/** What `promise` gives, or null once `signal` is aborted (at once if it is already). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | null> {
+  if (signal.aborted) return Promise.resolve(null);
+  return new Promise<T | null>((resolve, reject) => {
+    const onAbort = () => resolve(null);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      },
+    );
+  });
 }
 
 /** The values of all the promises once all have settled, or the first error once all have settled. */

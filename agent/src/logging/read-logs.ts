@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { recordLevel, type LogRecord } from '@drover/shared';
+import { AgentError } from '../errors.js';
+import { isPermissionError, ownerOf, userLabel } from '../state/owner.js';
 import { logFile, logFilesInOrder } from './log-files.js';
 
 export interface LogFilter {
@@ -37,6 +39,12 @@ export function readLogs(stateDir: string, filter: LogFilter, onLine: (line: Log
   const files = logFilesInOrder(stateDir);
   const current = new FileTail(logFile(stateDir));
   current.open(); // first, so that a rotation while we read the older files loses nothing
+  // Not "no log lines yet": the log is there, this user may not read it (the service's, 0700).
+  if (current.denied) {
+    const owner = ownerOf(current.file);
+    const as = owner === null || owner === process.getuid?.() ? '' : ` or as ${userLabel(owner)}`;
+    throw new AgentError('bad_state', `cannot read ${current.file}: permission denied (run it with sudo${as})`);
+  }
   for (const file of files.slice(0, -1)) {
     const tail = new FileTail(file);
     if (!tail.open()) continue;
@@ -99,13 +107,20 @@ export class FileTail {
   #offset = 0;
   #partial = '';
   #decoder = new StringDecoder('utf8');
+  #denied = false;
   readonly #buffer = Buffer.alloc(64 * 1024);
 
   constructor(readonly file: string) {}
 
-  /** Opens the file (from its start); false when it does not exist. */
+  /** The last open failed for want of permission (else it was missing, or opened). */
+  get denied(): boolean {
+    return this.#denied;
+  }
+
+  /** Opens the file (from its start); false when it does not exist or cannot be read (`denied`). */
   open(): boolean {
     this.close();
+    this.#denied = false;
     try {
       this.#fd = fs.openSync(this.file, 'r');
       this.#ino = fs.fstatSync(this.#fd).ino;
@@ -113,9 +128,10 @@ export class FileTail {
       this.#partial = '';
       this.#decoder = new StringDecoder('utf8');
       return true;
-    } catch {
+    } catch (error) {
       this.#fd = null;
       this.#ino = null;
+      this.#denied = isPermissionError(error);
       return false;
     }
   }

@@ -15,13 +15,17 @@ export interface RotatingFileOptions {
  * One line is one `write`, and rotation happens between lines: `agent.log` is renamed to
  * `agent.log.1` (after shifting the older ones; the oldest falls off) and a new file is opened.
  * A write that fails (disk full, directory removed) drops the line rather than throwing into the
- * code that logged it; the file is reopened at the next write.
+ * code that logged it; the file is reopened at the next write. A line cut short (the disk filled
+ * up in the middle of it, or a crash did) is not continued by the next one: that one begins on a
+ * line of its own, so that every other line stays whole JSON for `drover-agent logs`.
  */
 export class RotatingFile {
   #fd: number | null = null;
   #ino = 0;
   #size = 0;
   #lastCheck = 0;
+  /** The file does not end with a newline (a line cut short): the next write starts a new line. */
+  #torn = false;
   readonly #options: RotatingFileOptions;
 
   constructor(
@@ -39,8 +43,16 @@ export class RotatingFile {
       if (this.#fd !== null && this.#size > 0 && this.#size + bytes > this.#options.maxBytes) this.#rotate();
       if (this.#fd === null) this.#open();
       if (this.#fd === null) return false;
-      fs.writeSync(this.#fd, line);
-      this.#size += bytes;
+      const text = this.#torn ? `\n${line}` : line;
+      const length = Buffer.byteLength(text);
+      const written = fs.writeSync(this.#fd, text);
+      this.#size += written;
+      if (written < length) {
+        // A full disk takes part of a line: the rest is dropped, and the line ends torn.
+        if (written > 0) this.#torn = true;
+        return false;
+      }
+      this.#torn = false;
       return true;
     } catch {
       this.#closeFd();
@@ -54,10 +66,12 @@ export class RotatingFile {
 
   #open(): void {
     try {
-      this.#fd = fs.openSync(this.file, 'a', 0o600);
+      // Readable too: its last byte tells whether a failed write (or a crash) left a line torn.
+      this.#fd = fs.openSync(this.file, 'a+', 0o600);
       const stat = fs.fstatSync(this.#fd);
       this.#size = stat.size;
       this.#ino = stat.ino;
+      this.#torn = stat.size > 0 && lastByte(this.#fd, stat.size) !== 0x0a;
     } catch {
       this.#closeFd();
     }
@@ -103,6 +117,11 @@ export class RotatingFile {
     }
     this.#fd = null;
   }
+}
+
+function lastByte(fd: number, size: number): number | null {
+  const byte = Buffer.alloc(1);
+  return fs.readSync(fd, byte, 0, 1, size - 1) === 1 ? byte[0]! : null;
 }
 
 function renameIfExists(from: string, to: string): void {

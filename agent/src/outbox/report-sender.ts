@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { HttpAnswer } from '../http/client.js';
 import { Backoff } from '../util/backoff.js';
 import { judgeAnswer, standInFor } from './delivery-policy.js';
-import type { Outbox } from './outbox.js';
+import type { Outbox, OutboxEntry } from './outbox.js';
 import { describeReport, maskReport, type Report } from './report.js';
 import type { Masker } from '../exec/secret-masker.js';
 
@@ -10,8 +10,12 @@ export type Transport = (report: Report) => Promise<HttpAnswer>;
 
 export type SendOutcome =
   | { outcome: 'delivered'; answer: HttpAnswer }
-  /** Kept in the outbox, to be sent after the reports before it when the coordinator is back. */
-  | { outcome: 'stored' }
+  /**
+   * Kept in the outbox, to be sent after the reports before it when the coordinator is back.
+   * `delivery`, for a report this process kept (but log batches): how it ended once the outbox
+   * sent it, delivered or dropped; it never settles if the agent stops first.
+   */
+  | { outcome: 'stored'; delivery?: Promise<SendOutcome> }
   | { outcome: 'dropped'; reason: string; answer?: HttpAnswer };
 
 export interface ReportSenderOptions {
@@ -38,6 +42,8 @@ export interface ReportSenderOptions {
 export class ReportSender {
   #chain: Promise<unknown> = Promise.resolve();
   #offline = false;
+  /** The stored reports whose delivery a caller may wait for (`delivery`), by their outbox entry. */
+  readonly #awaited = new Map<OutboxEntry, (outcome: SendOutcome) => void>();
   #timer: NodeJS.Timeout | null = null;
   #closed = false;
   readonly #backoff: Backoff;
@@ -123,8 +129,14 @@ export class ReportSender {
   }
 
   #store(report: Report): SendOutcome {
+    let delivery: Promise<SendOutcome> | undefined;
     try {
       const entry = this.#options.outbox.append(report);
+      if (entry && report.kind !== 'logs') {
+        const settled = Promise.withResolvers<SendOutcome>();
+        this.#awaited.set(entry, settled.resolve);
+        delivery = settled.promise;
+      }
       if (entry?.inMemory) {
         this.#options.logger.error(
           { jobId: report.jobId, report: report.kind },
@@ -141,7 +153,7 @@ export class ReportSender {
     }
     this.#options.onBacklog?.(this.#options.outbox.size);
     this.#scheduleRetry();
-    return { outcome: 'stored' };
+    return delivery ? { outcome: 'stored', delivery } : { outcome: 'stored' };
   }
 
   async #drain(): Promise<boolean> {
@@ -167,6 +179,16 @@ export class ReportSender {
       sent += 1;
       if (verdict.verdict === 'drop') this.#logDrop(entry.report, verdict.reason, verdict.expected);
       if (!standIn) this.#options.onSettled?.(entry.report, verdict.verdict === 'drop' ? 'dropped' : 'delivered');
+      const settle = this.#awaited.get(entry);
+      if (settle) {
+        this.#awaited.delete(entry);
+        const got = answer as HttpAnswer; // an error is a retry, which returned above
+        settle(
+          verdict.verdict === 'drop'
+            ? { outcome: 'dropped', reason: verdict.reason, answer: got }
+            : { outcome: 'delivered', answer: got },
+        );
+      }
     }
     // Stand-ins for refused finishes were appended while draining: send them too.
     if (outbox.size > 0) return this.#drain();

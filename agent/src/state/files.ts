@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AgentError } from '../errors.js';
+import { describePermissionDenied, isPermissionError } from './owner.js';
 
 /**
  * Makes sure `dir` exists and only its owner can enter it (0700). A directory we create gets
@@ -240,6 +241,10 @@ export function readFileIfExists(file: string): string | null {
     return fs.readFileSync(file, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    // Most often a command run as another user than the files' (sudo, or the service reading
+    // what root wrote): said with both users and what to run.
+    if (isPermissionError(error))
+      throw new AgentError('bad_state', describePermissionDenied('Cannot read', file), { cause: error });
     throw stateError(`Cannot read ${file}`, error);
   }
 }

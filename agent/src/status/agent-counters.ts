@@ -49,22 +49,39 @@ export function zeroCounters(since: string): AgentCounters {
 
 /** The counters the state directory holds, or null (none yet, or a file that is not counters). */
 export function readCounters(stateDir: string): AgentCounters | null {
+  const read = readCountersFile(stateDir);
+  return 'counters' in read ? read.counters : null;
+}
+
+/**
+ * The counters of `counters.json`: null when there is none yet, else why the file is damaged
+ * (`damaged`), which the daemon logs before it starts again from zero.
+ */
+export function readCountersFile(stateDir: string): { counters: AgentCounters | null } | { damaged: string } {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(stateDir, COUNTERS_FILE), 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? { counters: null } : { damaged: `cannot read it: ${code ?? String(error)}` };
+  }
   let value: unknown;
   try {
-    value = JSON.parse(fs.readFileSync(path.join(stateDir, COUNTERS_FILE), 'utf8'));
+    value = JSON.parse(text);
   } catch {
-    return null;
+    return { damaged: 'not JSON' };
   }
-  if (typeof value !== 'object' || value === null) return null;
+  if (typeof value !== 'object' || value === null) return { damaged: 'not an object' };
   const v = value as Record<string, unknown>;
-  if (typeof v.since !== 'string' || Number.isNaN(Date.parse(v.since))) return null;
+  if (typeof v.since !== 'string' || Number.isNaN(Date.parse(v.since))) return { damaged: '`since` is not a time' };
   const counters = zeroCounters(v.since);
   for (const name of COUNTER_NAMES) {
     const n = v[name];
-    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) return null;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0)
+      return { damaged: `\`${name}\` is not a whole number` };
     counters[name] = n;
   }
-  return counters;
+  return { counters };
 }
 
 /** The counters in the Prometheus text format, for node_exporter's textfile collector. */

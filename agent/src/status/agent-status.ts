@@ -4,6 +4,7 @@ import { keyFingerprint, publicKeyOf } from '@drover/shared';
 import { AgentError } from '../errors.js';
 import { loadEnrollment, loadPrivateKey, type Enrollment } from '../state/enrollment.js';
 import { countWaitingReports } from '../outbox/outbox.js';
+import { isPermissionError } from '../state/owner.js';
 import { statePath } from '../state/paths.js';
 import { describeProxyRoute, proxyRouteFor, readProxySettings } from '../http/proxy-env.js';
 import { readDeployState, type AppDeployState } from '../deploy/deploy-state.js';
@@ -19,6 +20,11 @@ export interface AgentStatus {
   agentKeyFingerprint: string | null;
   /** What is wrong with the local state, if anything. */
   problem: string | null;
+  /**
+   * The state file this user may not read (permission denied: the state directory of the service's
+   * user, say), when that is why the enrollment is unknown; else null.
+   */
+  unreadable: string | null;
   /** True when `status.json` names a live process (the daemon, `drover-agent run`). */
   running: boolean;
   /** What the daemon last wrote in `status.json` (also when it is no longer running), or null. */
@@ -49,6 +55,7 @@ export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = proce
     serverKeyFingerprint: null,
     agentKeyFingerprint: null,
     problem: null,
+    unreadable: null,
     running: false,
     daemon: null,
     deployments: null,
@@ -70,6 +77,7 @@ export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = proce
   } catch (error) {
     if (!(error instanceof AgentError)) throw error;
     status.problem = error.message;
+    if (isPermissionError(error.cause)) status.unreadable = statePath(stateDir, 'enrollment');
     return status;
   }
   if (!status.enrollment) return status;

@@ -3,7 +3,7 @@ import { writeFileAtomic } from '../state/files.js';
 import {
   COUNTERS_FILE,
   countersAsPrometheus,
-  readCounters,
+  readCountersFile,
   zeroCounters,
   type AgentCounters,
   type CounterName,
@@ -16,6 +16,8 @@ export interface CountersWriterOptions {
   /** `run --metrics-file`: also written there in the Prometheus text format (mode 0644, for node_exporter). */
   metricsFile?: string | undefined;
   onError?: (error: unknown) => void;
+  /** `counters.json` is damaged: the counts start again from zero (the file is rewritten). */
+  onDamaged?: (file: string, reason: string) => void;
   delayMs?: number;
 }
 
@@ -35,7 +37,9 @@ export class CountersWriter {
   constructor(stateDir: string, options: CountersWriterOptions = {}) {
     this.#stateDir = stateDir;
     this.#options = options;
-    this.#counters = readCounters(stateDir) ?? zeroCounters(new Date().toISOString());
+    const read = readCountersFile(stateDir);
+    if ('damaged' in read) options.onDamaged?.(path.join(stateDir, COUNTERS_FILE), read.damaged);
+    this.#counters = ('counters' in read ? read.counters : null) ?? zeroCounters(new Date().toISOString());
     this.#write();
   }
 

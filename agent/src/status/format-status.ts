@@ -12,7 +12,10 @@ export function formatAgentStatus(status: AgentStatus): string[] {
   const lines: string[] = [];
   const e = status.enrollment;
   if (!e) {
-    lines.push(`Enrolled:      no (nothing in ${status.stateDir})`);
+    // "no" only when nothing is there: a file that cannot be read may well hold an enrollment.
+    if (status.unreadable) lines.push(`Enrolled:      unknown (permission denied: ${status.unreadable})`);
+    else if (status.problem) lines.push('Enrolled:      unknown (its files cannot be read: see the problem below)');
+    else lines.push(`Enrolled:      no (nothing in ${status.stateDir})`);
     if (status.problem) lines.push(`Problem:       ${status.problem}`);
     else lines.push('               enroll with: drover-agent enroll --url <coordinator url> --token <drve_...>');
     return lines;

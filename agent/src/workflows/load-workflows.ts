@@ -43,8 +43,27 @@ export const isWorkflowFileName = (name: string): boolean => /\.ya?ml$/i.test(na
  * trusted file's. Other files (not `.yaml`/`.yml`, hidden, directories) are ignored.
  */
 export interface LoadOptions {
-  /** The agent's own user (`process.getuid()`; tests pass another); null where there are no uids. */
+  /**
+   * The agent's own user (`process.getuid()`); `drover-agent workflows` run as root passes the
+   * owner of the state directory instead (inspectingAgentUid); null where there are no uids.
+   */
   agentUid?: number | null;
+}
+
+/**
+ * The user whose files the agent trusts besides root's, for `drover-agent workflows`: this one,
+ * except for root (`sudo drover-agent workflows`), who inspects on behalf of the agent: then the
+ * owner of the state directory (else of the workflows directory), the user the service runs as.
+ * Judged against root, the service's own files would all be reported as untrusted.
+ */
+export async function inspectingAgentUid(stateDir: string, workflowsDir: string): Promise<number | null> {
+  const me = process.getuid?.() ?? null;
+  if (me !== 0) return me;
+  for (const dir of [stateDir, workflowsDir]) {
+    const stat = await fs.stat(dir).catch(() => null);
+    if (stat) return stat.uid;
+  }
+  return me;
 }
 
 export async function loadWorkflows(dir: string, options: LoadOptions = {}): Promise<LoadedWorkflows> {
@@ -59,7 +78,7 @@ export async function loadWorkflows(dir: string, options: LoadOptions = {}): Pro
     return { workflows: [], problems: [{ file: dir, message: `the workflows directory ${dir}: ${reason}` }] };
   }
   // A directory any user may write to (without the sticky bit) lets any of them replace what the
-  // agent runs, as root under the system service: nothing in it is run.
+  // agent runs, as the agent's user: nothing in it is run.
   const dirMode = (await fs.stat(dir).catch(() => null))?.mode ?? 0;
   if (dirMode & 0o002 && !(dirMode & 0o1000)) {
     const message = `the workflows directory ${dir}: any user of this machine may add or replace files in it (mode ${octal(dirMode)}), and the agent runs what they say: none is read until \`chmod o-w ${dir}\``;
@@ -162,8 +181,8 @@ async function readWorkflowFile(
 }
 
 /**
- * Why a workflow file's owner is not trusted, or null: the agent runs what a file says (as root
- * under the system service), so the file, and the link that names it if it is one, must belong to
+ * Why a workflow file's owner is not trusted, or null: the agent runs what a file says (as
+ * drover-agent under the Debian package's service, as root under a unit of your own), so the file, and the link that names it if it is one, must belong to
  * root or to the agent's own user. Another user's file (one written into a directory others may
  * write to, `/tmp`-like with the sticky bit, or a group's) is skipped.
  */
@@ -175,19 +194,28 @@ async function untrustedOwner(full: string, uid: number, agentUid: number | null
   if (owner === null) return null;
   const what = owner === uid ? 'the file' : 'the link to the file';
   const allowed = agentUid === 0 ? 'root' : `root or to ${await userName(agentUid)}, the agent's user`;
+  // The advice names the agent's user, never root for an agent that is not root: a file of root's
+  // is trusted, but one made root's with 0600 could no longer be read by the agent.
+  const chown = agentUid === 0 ? 'root' : ((await userName(agentUid, { bare: true })) ?? String(agentUid));
   return (
     `${what} belongs to ${await userName(owner)}, not to ${allowed}, and the agent runs what it says: ` +
-    `skipped until ${agentUid === 0 ? 'it belongs to root (`chown root`)' : 'it belongs to one of them (`chown`)'}`
+    `skipped until it belongs to ${agentUid === 0 ? 'root' : 'one of them'} (\`chown ${chown}\`)`
   );
 }
 
-/** `nobody (uid 65534)`, or `uid 1234` for a user /etc/passwd does not name. */
-async function userName(uid: number): Promise<string> {
+/**
+ * `nobody (uid 65534)`, or `uid 1234` for a user /etc/passwd does not name; with `bare`, the name
+ * alone or null.
+ */
+async function userName(uid: number): Promise<string>;
+async function userName(uid: number, options: { bare: true }): Promise<string | null>;
+async function userName(uid: number, options: { bare?: boolean } = {}): Promise<string | null> {
   const passwd = await fs.readFile('/etc/passwd', 'utf8').catch(() => '');
   const name = passwd
     .split('\n')
     .map((line) => line.split(':'))
     .find((fields) => fields[2] === String(uid))?.[0];
+  if (options.bare) return name ?? null;
   return name ? `${name} (uid ${uid})` : `uid ${uid}`;
 }
 

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { showControls } from '@drover/shared';
 import { runAgentCli as run } from './run-cli.js';
 
@@ -96,6 +96,33 @@ describe('drover-agent logs', () => {
     for (const given of ['…0000bbbb', '0000bbbb', second, '019ac0de-4a11']) {
       const res = await run('logs', '--state-dir', stateDir, '--utc', '--job', given);
       expect(res.out, given).toBe('2026-11-22 10:31:02  INFO   job …0000bbbb deploy: job finished\n');
+    }
+  });
+
+  it("fails, saying who may read it, when this user may not read the log (the service's directory)", async () => {
+    writeLogs();
+    const file = path.join(stateDir, 'logs', 'agent.log');
+    const open = fs.openSync;
+    const stat = fs.statSync;
+    const spies = [
+      vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, flags: fs.OpenMode = 'r', mode?: fs.Mode) => {
+        if (p === file) throw Object.assign(new Error(`EACCES: permission denied, open '${file}'`), { code: 'EACCES' });
+        return open(p, flags, mode);
+      }) as typeof fs.openSync),
+      vi
+        .spyOn(fs, 'statSync')
+        .mockImplementation(((p: fs.PathLike, o?: never) =>
+          p === file ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
+    ];
+    try {
+      const res = await run('logs', '--state-dir', stateDir);
+      expect(res).toEqual({
+        code: 1,
+        out: '',
+        err: `drover-agent: error: cannot read ${file}: permission denied (run it with sudo or as nobody)\n`,
+      });
+    } finally {
+      for (const spy of spies) spy.mockRestore();
     }
   });
 

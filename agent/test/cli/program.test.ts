@@ -3,10 +3,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
-import { SELF_UPDATE_ENV, selfUpdateFromEnv } from '../../src/cli/run-command.js';
+import { crashHandler, SELF_UPDATE_ENV, selfUpdateFromEnv, selfUpdateSetting } from '../../src/cli/run-command.js';
 import { runAgentCli as run } from './run-cli.js';
 
 let root: string;
@@ -80,6 +80,35 @@ describe('drover-agent status', () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('{'); // left for the daemon to set aside
   });
 
+  it('says the enrollment is unknown, not "no", when this user may not read it, and who may', async () => {
+    saveEnrollment(root, enrollment);
+    const file = path.join(root, 'agent.json');
+    const read = fs.readFileSync;
+    const stat = fs.statSync;
+    const spies = [
+      vi.spyOn(fs, 'readFileSync').mockImplementation(((p: fs.PathOrFileDescriptor, o?: never) => {
+        if (p === file) throw Object.assign(new Error(`EACCES: permission denied, open '${file}'`), { code: 'EACCES' });
+        return read(p, o);
+      }) as typeof fs.readFileSync),
+      vi
+        .spyOn(fs, 'statSync')
+        .mockImplementation(((p: fs.PathLike, o?: never) =>
+          p === file ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
+    ];
+    try {
+      const res = await run('status', '--state-dir', root);
+      expect(res.code).toBe(1);
+      expect(res.out.split('\n').slice(0, 2)).toEqual([
+        `Enrolled:      unknown (permission denied: ${file})`,
+        expect.stringMatching(
+          /^Problem: +Cannot read .*agent\.json: permission denied: it belongs to nobody, and this runs as .*; run it as nobody \(`sudo -u nobody drover-agent …`\)/,
+        ),
+      ]);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
+
   it('reports a damaged enrollment or a missing key as a problem, and exits 1', async () => {
     fs.writeFileSync(path.join(root, 'agent.json'), '{"url": 1}');
     const damaged = await run('status', '--state-dir', root);
@@ -128,6 +157,28 @@ describe('drover-agent enroll, before any network call', () => {
     }
   });
 
+  it('says a bad option value (a flag, or a variable of agent.env) in two lines, not followed by the usage', async () => {
+    expect(await run('run', '--queue-capacity', '0')).toEqual({
+      code: 1,
+      out: '',
+      err: expect.stringMatching(
+        /^error: option '--queue-capacity <n>' argument '0' is invalid\..*\nsee `drover-agent run --help`\n$/,
+      ),
+    });
+    process.env.DROVER_AGENT_MIN_DOWNLOAD_SPEED = 'fast';
+    try {
+      const res = await run('run', '--state-dir', path.join(root, 'none'));
+      expect(res.err.split('\n')).toEqual([
+        expect.stringMatching(/^error: option .* value 'fast' from env 'DROVER_AGENT_MIN_DOWNLOAD_SPEED' is invalid/),
+        'see `drover-agent run --help`',
+        '',
+      ]);
+    } finally {
+      delete process.env.DROVER_AGENT_MIN_DOWNLOAD_SPEED;
+    }
+    expect((await run('nonsense')).err).toMatch(/\nsee `drover-agent --help`\n$/);
+  });
+
   it('exits non-zero with commander usage errors', async () => {
     expect((await run('enroll')).code).not.toBe(0);
     expect((await run('nonsense')).code).not.toBe(0);
@@ -136,6 +187,13 @@ describe('drover-agent enroll, before any network call', () => {
 });
 
 describe('drover-agent run: the self-update settings, checked before anything starts', () => {
+  it('names what turned self-update off, for the log line: the flag, or the variable (the package sets it)', () => {
+    expect(selfUpdateSetting(false, 'on')).toEqual({ enabled: false, source: '--no-self-update' });
+    expect(selfUpdateSetting(undefined, 'off')).toEqual({ enabled: false, source: 'DROVER_AGENT_SELF_UPDATE=off' });
+    expect(selfUpdateSetting(undefined, ' 0 ')).toEqual({ enabled: false, source: 'DROVER_AGENT_SELF_UPDATE=0' });
+    expect(selfUpdateSetting(undefined, undefined)).toEqual({ enabled: true, source: 'the default' });
+  });
+
   it('reads DROVER_AGENT_SELF_UPDATE as on or off, and refuses anything else', async () => {
     expect([undefined, '', 'on', '1', 'TRUE', 'yes'].map(selfUpdateFromEnv)).toEqual([
       true,
@@ -165,5 +223,50 @@ describe('drover-agent run: the self-update settings, checked before anything st
     const res = await run('run', '--self-update-deadline', '500ms', '--state-dir', path.join(root, 'none'));
     expect(res.code).not.toBe(0);
     expect(res.err).toContain('--self-update-deadline must be at least 1000ms, got `500ms`.');
+  });
+});
+
+describe('drover-agent run: a crash', () => {
+  it('is said on stderr too (the log file may be what failed, on a full disk), then exits 70', () => {
+    const logged: string[] = [];
+    let err = '';
+    const exits: number[] = [];
+    const crash = crashHandler(
+      { fatal: (_fields: unknown, message: string) => void logged.push(message) } as never,
+      { err: (text) => void (err += text) },
+      (code) => void exits.push(code),
+    );
+    crash(new Error('Cannot write /var/lib/drover-agent/jobs/x/journal.json: ENOSPC'));
+    const message = 'the agent crashed: Cannot write /var/lib/drover-agent/jobs/x/journal.json: ENOSPC';
+    expect(logged).toEqual([message]);
+    expect(err).toBe(`drover-agent: ${message} (exit 70)\n`);
+    expect(exits).toEqual([70]);
+  });
+});
+
+describe('drover-agent enroll as root', () => {
+  it("refuses the state directory of the service's user, naming the command that works, and writes nothing", async () => {
+    const stateDir = path.join(root, 'state');
+    fs.mkdirSync(stateDir, { mode: 0o700 });
+    const stat = fs.statSync;
+    const spies = [
+      vi.spyOn(process, 'getuid').mockReturnValue(0),
+      // The directory belongs to nobody (65534), as /var/lib/drover-agent belongs to drover-agent.
+      vi
+        .spyOn(fs, 'statSync')
+        .mockImplementation(((p: fs.PathLike, o?: never) =>
+          p === stateDir ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
+    ];
+    try {
+      const res = await run('enroll', '--url', 'http://127.0.0.1:9', '--token', 'drve_x', '--state-dir', stateDir);
+      expect(res.code).toBe(1);
+      expect(res.err).toBe(
+        `drover-agent: error: This state directory (${stateDir}) belongs to nobody, and the agent runs as that user: ` +
+          'files root writes there would be unreadable to it. Run `sudo -u nobody drover-agent enroll …` instead\n',
+      );
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(fs.readdirSync(stateDir)).toEqual([]);
   });
 });

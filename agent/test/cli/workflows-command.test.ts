@@ -105,6 +105,30 @@ describe('drover-agent workflows', () => {
     });
   });
 
+  it.runIf(process.getuid?.() === 0)(
+    "run as root (sudo), judges the files as the agent's user, the state directory's owner, would",
+    async () => {
+      // The packaged service: /var/lib/drover-agent and its files belong to drover-agent (here 4242).
+      fs.writeFileSync(path.join(dir, 'hello.yaml'), 'name: hello\nsteps: [{run: echo}]\n', { mode: 0o600 });
+      fs.writeFileSync(path.join(dir, 'other.yaml'), 'name: other\nsteps: [{run: echo}]\n', { mode: 0o600 });
+      for (const p of [stateDir, dir, path.join(dir, 'hello.yaml')]) fs.chownSync(p, 4242, 4242);
+      fs.chownSync(path.join(dir, 'other.yaml'), 4343, 4343); // a third user's
+      const res = await run('workflows', '--state-dir', stateDir, '--json');
+      const { workflows, problems } = JSON.parse(res.out) as { workflows: { file: string }[]; problems: unknown[] };
+      expect(workflows.map((w) => w.file)).toEqual(['hello.yaml']);
+      // The advice gives the file to the agent's user, never to root (the service could not read it).
+      expect(problems).toEqual([
+        {
+          file: 'other.yaml',
+          message:
+            "the file belongs to uid 4343, not to root or to uid 4242, the agent's user, and the agent runs what it says: " +
+            'skipped until it belongs to one of them (`chown 4242`)',
+        },
+      ]);
+      expect(res.code).toBe(1);
+    },
+  );
+
   it('explains a missing workflows directory without failing', async () => {
     fs.rmSync(dir, { recursive: true });
     const res = await run('workflows', '--state-dir', stateDir);

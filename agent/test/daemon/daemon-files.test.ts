@@ -27,6 +27,21 @@ describe('the daemon lock', () => {
     expect(fs.existsSync(path.join(root, 'daemon.lock'))).toBe(false);
   });
 
+  it('says that the disk is full in words, and leaves no file behind', () => {
+    const write = vi.spyOn(fs, 'writeFileSync').mockImplementation((target, _data, options) => {
+      fs.closeSync(fs.openSync(target as string, (options as { flag: string }).flag)); // created, then nothing fits
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    });
+    try {
+      expect(() => acquireDaemonLock(root)).toThrow(
+        `Cannot take the lock ${path.join(root, 'daemon.lock')}: no space left on the device in ${root} (free some: \`df -h ${root}\`)`,
+      );
+    } finally {
+      write.mockRestore();
+    }
+    expect(fs.readdirSync(root)).toEqual([]);
+  });
+
   it('takes over a lock left by a daemon that died', async () => {
     const child = spawn(process.execPath, ['-e', '0']);
     const deadPid = child.pid!;

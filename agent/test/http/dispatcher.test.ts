@@ -98,7 +98,7 @@ describe('requests through the proxy of the environment', () => {
       const env = { HTTPS_PROXY: proxy.urlWith('drover', 'pa:ss@word') };
       configureDispatcher({ env });
       expect(await get(`${front!.url}/a`)).toBe(
-        `failed: the server certificate could not be verified (through the proxy http://drover:***@127.0.0.1:${proxyPort()}, from HTTPS_PROXY)`,
+        `failed: the server certificate could not be verified; trust its CA with --ca-file or NODE_EXTRA_CA_CERTS (through the proxy http://drover:***@127.0.0.1:${proxyPort()}, from HTTPS_PROXY)`,
       );
       configureDispatcher({ env, caFile: front!.caFile });
       const mark = proxy.forwarded.length;
@@ -114,6 +114,25 @@ describe('requests through the proxy of the environment', () => {
     const mark = proxy.forwarded.length;
     expect(await get(`${target}/tls`)).toBe('200 hello /tls');
     expect(proxy.forwarded.slice(mark)).toEqual([{ method: 'GET', target: `${target}/tls` }]);
+  });
+});
+
+describe('an https:// URL to a port that answers in plain HTTP', () => {
+  it('says that the server does not speak TLS there, not OpenSSL\'s "wrong version number"', async () => {
+    configureDispatcher({ env: {} });
+    expect(await get(`${target.replace('http:', 'https:')}/a`)).toBe(
+      'failed: the server does not speak TLS on this port: use http:// or the https address of its reverse proxy',
+    );
+    // As older Node reports it.
+    const eproto = Object.assign(
+      new Error('write EPROTO 40E7:error:0A00010B:SSL routines:ssl3_get_record:wrong version number'),
+      {
+        code: 'EPROTO',
+      },
+    );
+    expect(describeNetworkError(new TypeError('fetch failed', { cause: eproto }))).toMatch(
+      /^the server does not speak TLS/,
+    );
   });
 });
 

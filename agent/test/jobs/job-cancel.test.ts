@@ -141,3 +141,39 @@ describe('a cancel event', () => {
     expect(h.records.filter((r) => /cancel event without a usable job id/.test(r.msg))).toHaveLength(2);
   });
 });
+
+describe('a job whose start cannot be delivered', () => {
+  const offline = (): Promise<HttpAnswer> => Promise.resolve({ status: 503, body: {} });
+
+  it('waits for the answer to its start, and never runs when the coordinator refuses it (cancelled meanwhile)', async () => {
+    const marker = path.join(fs.mkdtempSync(path.join(fs.realpathSync('/tmp'), 'drover-offline-')), 'ran');
+    const h = make([{ name: 'mark', steps: [sh(`touch ${marker}`)] }], { answer: offline });
+    const job = assignment('mark');
+    h.manager.onJobEvent(job);
+    await eventually(() => h.outbox.size === 1); // its start waits in the outbox
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(fs.existsSync(marker)).toBe(false);
+    // Back: the coordinator cancelled the job while it could not reach the agent.
+    h.answer = (report) =>
+      Promise.resolve(
+        report.kind === 'start' ? { status: 409, body: { error: { code: 'conflict' } } } : { status: 200, body: {} },
+      );
+    await h.sender.drainNow();
+    await eventually(() => h.journal.get(job.jobId)?.state === 'abandoned');
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+
+  it('runs once the coordinator has answered its start', async () => {
+    const marker = path.join(fs.mkdtempSync(path.join(fs.realpathSync('/tmp'), 'drover-offline-')), 'ran');
+    const h = make([{ name: 'mark', steps: [sh(`touch ${marker}`)] }], { answer: offline });
+    const job = assignment('mark');
+    h.manager.onJobEvent(job);
+    await eventually(() => h.outbox.size === 1);
+    expect(fs.existsSync(marker)).toBe(false);
+    h.answer = () => Promise.resolve({ status: 200, body: {} });
+    await h.sender.drainNow();
+    await eventually(() => h.finishOf(job.jobId) !== undefined);
+    expect(h.finishOf(job.jobId)?.status).toBe('success');
+    expect(fs.existsSync(marker)).toBe(true);
+  });
+});

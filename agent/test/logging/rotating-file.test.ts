@@ -58,6 +58,39 @@ describe('RotatingFile', () => {
     expect(read('agent.log')).toBe(line(2));
   });
 
+  it('begins the line after one a full disk cut short on a new line', () => {
+    out = new RotatingFile(file, { maxBytes: 1000, maxFiles: 2 });
+    out.write(line(1));
+    const write = fs.writeSync;
+    const full = vi
+      .spyOn(fs, 'writeSync')
+      .mockImplementationOnce((fd, text) => write(fd, (text as string).slice(0, 10)));
+    try {
+      expect(out.write(line(2))).toBe(false); // 10 bytes of it written, the rest refused
+    } finally {
+      full.mockRestore();
+    }
+    out.write(line(3));
+    expect(read('agent.log')).toBe(`${line(1)}${line(2).slice(0, 10)}\n${line(3)}`);
+  });
+
+  it('begins the line after a failed write on a new line, also when a crash left the file torn', () => {
+    fs.writeFileSync(file, `${line(0)}{"level":30,"m`);
+    out = new RotatingFile(file, { maxBytes: 1000, maxFiles: 2 });
+    out.write(line(1));
+    const full = vi.spyOn(fs, 'writeSync').mockImplementationOnce((fd) => {
+      fs.appendFileSync(file, '{"lev'); // what got in before the disk was full
+      throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', fd });
+    });
+    try {
+      expect(out.write(line(2))).toBe(false);
+    } finally {
+      full.mockRestore();
+    }
+    out.write(line(3));
+    expect(read('agent.log')).toBe(`${line(0)}{"level":30,"m\n${line(1)}{"lev\n${line(3)}`);
+  });
+
   it('drops lines without throwing when the directory is gone, and starts again when it is back', () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     onTestFinished(() => void vi.useRealTimers());

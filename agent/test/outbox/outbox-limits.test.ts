@@ -178,7 +178,7 @@ describe('a job printing 48 MiB while the coordinator answers 503', () => {
     const lines = (48 * 1024 * 1024) / text.length;
     for (let i = 0; i < lines; i++) shipper.add({ stream: 'stdout', step: 0, text });
     shipper.flush();
-    expect(await sender.send(finish('j'))).toEqual({ outcome: 'stored' });
+    expect(await sender.send(finish('j'))).toMatchObject({ outcome: 'stored' });
     expect(dirBytes()).toBeLessThan(MAX_JOB_LOG_BYTES + 64 * 1024);
     expect(outbox.logBytes('j')).toBeLessThanOrEqual(MAX_JOB_LOG_BYTES);
 

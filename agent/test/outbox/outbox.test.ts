@@ -116,7 +116,8 @@ describe('delivery of reports', () => {
     expect(await sender.send(logs('j1', 1))).toEqual({ outcome: 'stored' });
     online = true; // back, but the outbox is not empty: the next report must wait its turn
     expect(await sender.send(logs('j1', 2))).toEqual({ outcome: 'stored' });
-    expect(await sender.send(finish('j1'))).toEqual({ outcome: 'stored' });
+    const kept = await sender.send(finish('j1'));
+    expect(kept).toEqual({ outcome: 'stored', delivery: expect.any(Promise) });
     expect(calls).toEqual(['logs:j1:1']);
     expect(outbox.size).toBe(3);
     expect(records.some((r) => /keeping them in the outbox/.test(r.msg))).toBe(true);
@@ -124,6 +125,8 @@ describe('delivery of reports', () => {
     expect(await sender.drainNow()).toBe(true);
     expect(calls).toEqual(['logs:j1:1', 'logs:j1:1', 'logs:j1:2', 'finish:j1']);
     expect(settled).toEqual(['logs:j1:delivered', 'logs:j1:delivered', 'finish:j1:delivered']);
+    // A report other than a log batch tells how it ended to whoever waits for it (a job's start).
+    expect(kept.outcome === 'stored' && (await kept.delivery)).toMatchObject({ outcome: 'delivered' });
     expect(outbox.size).toBe(0);
     expect(fs.readdirSync(dir)).toEqual([]);
     expect(await sender.send(finish('j2'))).toMatchObject({ outcome: 'delivered' });

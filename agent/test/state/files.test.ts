@@ -198,3 +198,36 @@ describe('atomic writes', () => {
     expect(readFileIfExists(path.join(root, 'nope'))).toBeNull();
   });
 });
+
+describe('a state file this user may not read', () => {
+  it('names its owner and this user, and what to run (the service reading what root wrote)', () => {
+    const file = path.join(root, 'agent.json');
+    fs.writeFileSync(file, '{}');
+    const read = fs.readFileSync;
+    const stat = fs.statSync;
+    const denied = Object.assign(new Error(`EACCES: permission denied, open '${file}'`), { code: 'EACCES' });
+    const spies = [
+      vi.spyOn(fs, 'readFileSync').mockImplementation(((p: fs.PathOrFileDescriptor, o?: never) => {
+        if (p === file) throw denied;
+        return read(p, o);
+      }) as typeof fs.readFileSync),
+      vi
+        .spyOn(fs, 'statSync')
+        .mockImplementation(((p: fs.PathLike, o?: never) =>
+          p === file ? { ...stat(p), uid: 0 } : stat(p, o)) as typeof fs.statSync),
+      vi.spyOn(process, 'getuid').mockReturnValue(65534),
+    ];
+    try {
+      expect(() => readFileIfExists(file)).toThrow(
+        new AgentError(
+          'bad_state',
+          `Cannot read ${file}: permission denied: it belongs to root, and this runs as nobody; ` +
+            'run it as root (`sudo -u root drover-agent …`), or, if the agent runs as nobody, ' +
+            `give it the directory: \`sudo chown -R nobody: ${root}\``,
+        ),
+      );
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
+});

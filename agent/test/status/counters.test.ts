@@ -15,6 +15,19 @@ beforeEach(() => {
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
 
 describe("the agent's counters", () => {
+  it('say so when counters.json is damaged, before starting again from zero', () => {
+    const file = path.join(root, 'counters.json');
+    const damaged: string[] = [];
+    const onDamaged = (f: string, reason: string) => void damaged.push(`${f}: ${reason}`);
+    new CountersWriter(root, { delayMs: 0, onDamaged }).close(); // none yet: nothing to say
+    expect(damaged).toEqual([]);
+    fs.writeFileSync(file, '{"since": "2026-01-01T00:00:00.000Z", "jobsRun": 12');
+    const writer = new CountersWriter(root, { delayMs: 0, onDamaged });
+    expect(damaged).toEqual([`${file}: not JSON`]);
+    expect(writer.current.jobsRun).toBe(0);
+    writer.close();
+  });
+
   it('go on from what the previous run left in counters.json', () => {
     const first = new CountersWriter(root, { delayMs: 0 });
     const since = first.current.since;

@@ -164,7 +164,7 @@ describe('loadWorkflows', () => {
       expect(asUser.workflows.map((w) => w.file)).toEqual(['cleanup.yaml', 'evil.yaml']);
       expect(asUser.problems.map((p) => p.file)).toEqual(['link.yaml', 'same-name.yaml']);
       expect(asUser.problems[1]!.message).toBe(
-        `the file belongs to ${nobody}, not to root or to uid 4242, the agent's user, and the agent runs what it says: skipped until it belongs to one of them (\`chown\`)`,
+        `the file belongs to ${nobody}, not to root or to uid 4242, the agent's user, and the agent runs what it says: skipped until it belongs to one of them (\`chown 4242\`)`,
       );
     },
   );

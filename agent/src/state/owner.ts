@@ -1,0 +1,81 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Who owns what, in names a technician types: the agent's files belong to the user the service
+ * runs as (drover-agent under the Debian package), and a command run as another user (root by
+ * sudo, a login user) meets permission errors or writes files the service cannot read.
+ */
+
+/** The name /etc/passwd gives the user `uid`, or null (no such line, or no /etc/passwd). */
+export function userNameOf(uid: number): string | null {
+  let passwd: string;
+  try {
+    passwd = fs.readFileSync('/etc/passwd', 'utf8');
+  } catch {
+    return null;
+  }
+  return (
+    passwd
+      .split('\n')
+      .map((line) => line.split(':'))
+      .find((fields) => fields[2] === String(uid))?.[0] ?? null
+  );
+}
+
+/** `drover-agent`, or `uid 1234` for a user /etc/passwd does not name (`sudo -u '#1234'` takes it). */
+export const userLabel = (uid: number): string => userNameOf(uid) ?? `uid ${uid}`;
+
+/** What `sudo -u` takes for `uid`: its name, else `#1234`. */
+export const sudoUser = (uid: number): string => userNameOf(uid) ?? `'#${uid}'`;
+
+/** What `chown` takes for `uid`: its name, else the number. */
+const chownUser = (uid: number): string => userNameOf(uid) ?? String(uid);
+
+/** The user this process runs as, or null where there are no uids (Windows). */
+export const currentUid = (): number | null => process.getuid?.() ?? null;
+
+/**
+ * The owner of `file`, or of the nearest directory above it this user may look at (in a 0700
+ * directory of another user nothing can be looked at, but the directory itself can); null when
+ * nothing can be.
+ */
+export function ownerOf(file: string): number | null {
+  let current = path.resolve(file);
+  for (;;) {
+    try {
+      return fs.statSync(current).uid;
+    } catch {
+      const parent = path.dirname(current);
+      if (parent === current) return null;
+      current = parent;
+    }
+  }
+}
+
+/**
+ * Why `file` cannot be read or written by this user, and what to do: run the command as the
+ * files' owner, or give the files to this user (`dir`, the state directory, with everything in
+ * it). `Cannot read /var/lib/drover-agent/agent.json: permission denied: it belongs to root, and
+ * this runs as drover-agent; ...`.
+ */
+export function describePermissionDenied(verb: string, file: string, dir = path.dirname(file)): string {
+  const owner = ownerOf(file);
+  const me = currentUid();
+  const said = `${verb} ${file}: permission denied`;
+  if (owner === null || me === null) return said;
+  const runAs = `run it as ${userLabel(owner)} (\`sudo -u ${sudoUser(owner)} drover-agent …\`)`;
+  // Never advise giving the files to root: the service (drover-agent) could not read them any more.
+  const fix =
+    owner === me
+      ? `check the modes of ${dir} and what is in it`
+      : me === 0
+        ? runAs
+        : `${runAs}, or, if the agent runs as ${userLabel(me)}, give it the directory: \`sudo chown -R ${chownUser(me)}: ${dir}\``;
+  return `${said}: it belongs to ${userLabel(owner)}, and this runs as ${userLabel(me)}; ${fix}`;
+}
+
+export const isPermissionError = (error: unknown): boolean => {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  return code === 'EACCES' || code === 'EPERM';
+};
