@@ -42,14 +42,12 @@ import {
  * The dashboard in a real Chromium against a real coordinator and a real agent, driven as a
  * person does (by label and role): sign in, the first-run page, enrolling an agent with the
  * command the page shows, the Agents page, renaming, labels and the selector filter, a member's
- * view, signing out, and a session that expires. Every page is checked with axe-core and for CSP violations.
+ * view, signing out, and a session that ends while a form is open. Every page is checked with axe-core and for CSP violations.
  */
 
 const HELLO = fs.readFileSync(new URL('../../agent/examples/workflows/hello.yaml', import.meta.url), 'utf8');
-const HOUR = 3600_000;
 
 describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
-  let offset = 0; // the coordinator's clock runs with the real one, moved by `offset` (session expiry)
   let t: TestCoordinator;
   let browser: Browser;
   let owner: TestPage;
@@ -58,7 +56,7 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
   let stateDir: string;
 
   beforeAll(async () => {
-    t = await startTestCoordinator({ clock: { now: () => Date.now() + offset } });
+    t = await startTestCoordinator();
     browser = await launchBrowser();
     owner = await openPage(browser, t.url);
   }, 60_000);
@@ -149,8 +147,13 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     await docScreenshot(page(), 'agents');
   });
 
-  it('renames the agent', async () => {
+  it('renames the agent, saying a refusal once', async () => {
     await page().getByRole('button', { name: 'Rename edge-01' }).click();
+    // The API's message already says its one detail: the reason is not listed a second time.
+    await page().getByLabel('New name for edge-01').fill('   ');
+    await page().getByRole('button', { name: 'Save' }).click();
+    const refusal = await alertText(page());
+    expect(refusal.match(/must not be blank/g), refusal).toHaveLength(1);
     await page().getByLabel('New name for edge-01').fill('edge-lab-01');
     await page().getByRole('button', { name: 'Save' }).click();
     await page().getByRole('row', { name: 'edge-lab-01' }).waitFor();
@@ -171,7 +174,7 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
 
     // Agents in each status: one whose connection dropped, one never connected, one revoked.
     const away = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-away' });
-    const seen = new Date(Date.now() + offset - 5 * 60_000).toISOString();
+    const seen = new Date(Date.now() - 5 * 60_000).toISOString();
     await t.coordinator.ctx.repos.agents.markConnected(away.agentId, seen);
     expect(await t.coordinator.ctx.repos.agents.markDisconnected(away.agentId, seen, seen)).toBe(true);
     const never = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-new' });
@@ -196,7 +199,7 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     expect(schedule.status, schedule.text).toBe(201);
     const job = async (workflowName: string, status: string) => {
       const { id } = await createTestJob(t, away, { workflowName, triggerId: trigger.body.id }, { notify: false });
-      const at = new Date(Date.now() + offset).toISOString();
+      const at = new Date().toISOString();
       const ended = status !== 'running';
       await t.sql.run(
         'UPDATE jobs SET status = ?, started_at = ?, finished_at = ?, exit_code = ? WHERE id = ?',
@@ -576,12 +579,29 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     expect(member!.problems).toEqual([]);
   });
 
-  it('returns to sign-in when the session expires while a page is open', async () => {
+  it('keeps an open form when a background read meets an ended session, and returns to sign-in on sending it', async () => {
     const cookie = (await owner.context.cookies()).find((c) => c.name === 'drover_session');
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/' });
-    offset += 13 * HOUR; // past the 12 hours a session lasts
-    // The Agents page refreshes on its own; its next read is refused, and the page goes to sign-in.
+    const formPath = `/orgs/${t.orgId}/triggers/new`;
+    await page().goto(formPath);
+    await page().getByRole('heading', { name: 'New trigger' }).waitFor();
+    await page().getByLabel('Name', { exact: true }).fill('typed before the session ended');
+    // Signed out elsewhere (as another tab would): the session this browser holds ends.
+    const out = await t.api.post('/auth/logout', { token: cookie!.value });
+    expect(out.status, out.text).toBeLessThan(300);
+    // The form reads the agents every 5 seconds: that read is refused, and the page stays.
+    const banner = page().getByRole('alert').filter({ hasText: 'Your session ended.' });
+    await banner.waitFor({ timeout: 20_000 });
+    expect(page().url()).toBe(`${t.url}${formPath}`);
+    expect(await page().getByLabel('Name', { exact: true }).inputValue()).toBe('typed before the session ended');
+    const link = banner.getByRole('link', { name: /^Sign in again \(opens the sign-in page/ });
+    expect(await link.getAttribute('href')).toBe(`/login?reason=expired&next=${encodeURIComponent(formPath)}`);
+    await expectAccessible(page(), 'a form under the ended-session banner');
+
+    // Sending the form is something the user did: its 401 goes to sign-in, back to the form after.
+    await page().getByRole('button', { name: 'Create trigger' }).click();
     await page().waitForURL('**/login?reason=expired&next=*', { timeout: 20_000 });
+    expect(new URL(page().url()).searchParams.get('next')).toBe(formPath);
     await page().getByText('Your session ended; sign in again to continue.').waitFor();
     expect(owner.problems).toEqual([]);
   });

@@ -291,4 +291,32 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     expect(all.at(-1)).toContain('job finished: success');
     expect(owner.problems).toEqual([]);
   });
+
+  it("holds the Jobs page at a phone's width: its filters shrink to the screen, the page never scrolls sideways", async () => {
+    // A trigger's name is an option of the Trigger filter: a long one made the select, and the page, wider.
+    const long = await t.owner.patch(`/orgs/${t.orgId}/triggers/${trigger.id}`, {
+      body: { name: 'slow trigger that waits for the gate files the test writes, named at length' },
+    });
+    expect(long.status, long.text).toBe(200);
+    await page().setViewportSize({ width: 375, height: 800 });
+    try {
+      await page().goto(`/orgs/${t.orgId}/jobs`);
+      await page().getByRole('heading', { name: 'Jobs', level: 1 }).waitFor();
+      await page()
+        .getByRole('option', { name: /named at length/ })
+        .waitFor({ state: 'attached' });
+      const widths = await page().evaluate(() => {
+        const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
+          .documentElement;
+        return { scroll: root.scrollWidth, viewport: (globalThis as unknown as { innerWidth: number }).innerWidth };
+      });
+      expect(widths.scroll, 'the Jobs page scrolls sideways at 375 px').toBeLessThanOrEqual(widths.viewport);
+      for (const select of await page().getByRole('form', { name: 'Filter jobs' }).getByRole('combobox').all()) {
+        const box = (await select.boundingBox())!;
+        expect(box.x + box.width).toBeLessThanOrEqual(375);
+      }
+    } finally {
+      await page().setViewportSize({ width: 1280, height: 800 });
+    }
+  });
 });

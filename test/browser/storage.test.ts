@@ -230,13 +230,39 @@ describe.skipIf(!CHROMIUM)('the Storage page in a browser', () => {
 
   it('says which step failed: a time to live out of range at its field, a file over the limit from the store', async () => {
     await chooseFile('tiny.txt', Buffer.from('tiny'));
-    await uploadForm().getByLabel('Keep for').fill('0');
-    await uploadForm().getByRole('button', { name: 'Upload' }).click();
+    // Out of range in the form's own units, said in them, before anything is sent.
+    const presigns: string[] = [];
+    const watch = (request: { url(): string }) => {
+      if (request.url().includes('/presign-upload')) presigns.push(request.url());
+    };
+    page().on('request', watch);
     const ttl = uploadForm().getByLabel('Keep for');
-    await eventually(async () => (await ttl.getAttribute('aria-invalid')) === 'true', 20_000, 'the TTL marked invalid');
-    const describedBy = (await ttl.getAttribute('aria-describedby'))!;
-    expect(await page().locator(`[id="${describedBy}"]`).innerText()).toMatch(/60/);
+    const ttlError = async () => {
+      await eventually(
+        async () => (await ttl.getAttribute('aria-invalid')) === 'true',
+        20_000,
+        'the TTL marked invalid',
+      );
+      return page()
+        .locator(`[id="${await ttl.getAttribute('aria-describedby')}"]`)
+        .innerText();
+    };
+    await ttl.fill('0');
+    await uploadForm().getByLabel('Unit').selectOption('days');
+    await uploadForm().getByRole('button', { name: 'Upload' }).click();
+    expect(await ttlError()).toBe('must be from 1 minute to 90 days, got 0 days');
     await expectAccessible(page(), 'a refused upload');
+    await ttl.fill('1e22');
+    await uploadForm().getByLabel('Unit').selectOption('minutes');
+    await uploadForm().getByRole('button', { name: 'Upload' }).click();
+    await eventually(
+      async () => (await ttlError()) === 'must be from 1 minute to 90 days (129,600 minutes), got 1e22 minutes',
+      10_000,
+      'the TTL refused in minutes',
+    );
+    page().off('request', watch);
+    expect(presigns).toEqual([]);
+    await uploadForm().getByLabel('Unit').selectOption('days');
 
     await uploadForm().getByLabel('Keep for').fill('1');
     await chooseFile('too-big.bin', randomBytes(MAX_FILE_BYTES + 1000));

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -166,6 +167,37 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     expect(curl).toContain(`curl -s -X POST ${url}`);
     expect(curl).toContain("-H 'authorization: Bearer <API token>'");
     await expectAccessible(page(), "a webhook trigger's page");
+
+    // A stored ref with a quote stays one word of the pasted command: a shell whose curl prints its
+    // arguments reads them back whole, and runs nothing of the ref.
+    const ref = "main'; touch PWNED; echo '";
+    const patched = await t.owner.patch(`/orgs/${t.orgId}/triggers/${webhookId}`, { body: { allowedRefs: [ref] } });
+    expect(patched.status, patched.text).toBe(200);
+    try {
+      await page().reload();
+      const snippet = page().getByLabel('Example curl');
+      await vi.waitFor(async () => expect(await snippet.innerText()).toContain('touch PWNED'), { timeout: 10_000 });
+      const pasted = await snippet.innerText();
+      const dir = makeTempDir('drover-browser-curl-');
+      const printed = execFileSync('sh', ['-c', `curl() { printf '%s\\0' "$@"; }\n${pasted}`], { cwd: dir });
+      const args = printed.toString().split('\0').slice(0, -1);
+      expect(args.slice(0, -1)).toEqual([
+        '-s',
+        '-X',
+        'POST',
+        url,
+        '-H',
+        'authorization: Bearer <API token>',
+        '-H',
+        'content-type: application/json',
+        '-d',
+      ]);
+      expect(JSON.parse(args.at(-1)!)).toMatchObject({ ref, params: {} });
+      expect(fs.readdirSync(dir)).toEqual([]);
+    } finally {
+      await t.owner.patch(`/orgs/${t.orgId}/triggers/${webhookId}`, { body: { allowedRefs: null } });
+      await page().reload();
+    }
   });
 
   it('runs it by hand from the form made of the workflow params, and lands on the job page', async () => {
@@ -179,13 +211,16 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await docScreenshot(page(), 'trigger-webhook');
 
     await who.fill('Drover');
-    await page().getByRole('button', { name: 'Run now' }).click();
+    // A double-click sends one run: the second click comes before the button is drawn disabled.
+    await page().getByRole('button', { name: 'Run now' }).dblclick();
     await page().waitForURL('**/api/jobs/*');
     await page().getByText('success', { exact: true }).waitFor({ timeout: 20_000 });
     expect(await page().getByRole('main').innerText()).toContain('Hello, Drover!');
     const jobId = page().url().split('/').pop()!;
     const job = await t.owner.get(`/jobs/${jobId}`);
     expect(job.body).toMatchObject({ source: 'manual', triggerId: webhookId, params: { who: 'Drover' }, number: 1 });
+    const jobs = await t.owner.get<{ id: string }[]>(`/orgs/${t.orgId}/jobs?triggerId=${webhookId}`);
+    expect(jobs.body.map((j) => j.id)).toEqual([jobId]);
     expect(await page().getByRole('heading', { level: 1 }).innerText()).toMatch(/^Job #1 hello/);
 
     // The trigger's page lists it among its recent jobs, by its number.

@@ -16,6 +16,8 @@ export class ApiError extends Error {
     readonly details: ErrorDetail[] = [],
     /** Seconds, from a 429's Retry-After. */
     readonly retryAfter: number | null = null,
+    /** A 401 of a call made with the session, which ended (not a refused sign-in). */
+    readonly sessionEnded = false,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -30,12 +32,12 @@ export class ApiError extends Error {
 /** Thrown when the coordinator cannot be reached at all. */
 export const UNREACHABLE = 'unreachable';
 
-let onUnauthorized: (() => void) | null = null;
-
-/** Called on every 401 of a signed-in call (the session ended): the app returns to sign-in. */
-export function setUnauthorizedHandler(handler: (() => void) | null): void {
-  onUnauthorized = handler;
-}
+/**
+ * Whether `error` is the 401 of a signed-in call: the session ended (expired, signed out
+ * elsewhere). main.tsx decides what follows: a banner when a background read met it, sign-in
+ * when it answered something the user did.
+ */
+export const sessionEnded = (error: unknown): boolean => error instanceof ApiError && error.sessionEnded;
 
 export interface CallOptions {
   body?: unknown;
@@ -77,9 +79,7 @@ async function call(method: string, path: string, options: CallOptions): Promise
   const text = await res.text();
   const parsed: unknown = text ? safeJson(text) : undefined;
   if (res.ok) return { body: parsed, headers: res.headers };
-  const error = toApiError(res, parsed);
-  if (res.status === 401 && !options.expectUnauthorized) onUnauthorized?.();
-  throw error;
+  throw toApiError(res, parsed, res.status === 401 && !options.expectUnauthorized);
 }
 
 function safeJson(text: string): unknown {
@@ -90,7 +90,7 @@ function safeJson(text: string): unknown {
   }
 }
 
-function toApiError(res: Response, body: unknown): ApiError {
+function toApiError(res: Response, body: unknown, sessionEnded: boolean): ApiError {
   const b = (body ?? {}) as { code?: unknown; message?: unknown; details?: unknown };
   const retry = Number(res.headers.get('retry-after'));
   return new ApiError(
@@ -99,5 +99,6 @@ function toApiError(res: Response, body: unknown): ApiError {
     typeof b.message === 'string' ? b.message : `The coordinator answered ${res.status} ${res.statusText}`,
     Array.isArray(b.details) ? (b.details as ErrorDetail[]) : [],
     Number.isFinite(retry) && retry > 0 ? retry : null,
+    sessionEnded,
   );
 }

@@ -1,7 +1,8 @@
-import { useMutation } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import type { Answer, RequestBody } from '@drover/shared/api';
+import { shellQuote } from '../lib/shell';
 import { CopyBlock } from './CopyBlock';
 import { ErrorMessage } from './ErrorMessage';
 import { dateTime } from './time';
@@ -16,7 +17,7 @@ const EXPIRIES = [
 export function enrollCommand(origin: string, token: string): string {
   return [
     'sudo install -m 755 drover-agent /usr/local/bin/drover-agent',
-    `drover-agent enroll --url ${origin} --token ${token}`,
+    `drover-agent enroll --url ${shellQuote(origin)} --token ${shellQuote(token)}`,
     'drover-agent run',
   ].join('\n');
 }

@@ -1,14 +1,20 @@
-import { ApiError, UNREACHABLE } from '../api/client';
+import { ApiError, sessionEnded, UNREACHABLE, type ErrorDetail } from '../api/client';
 
-/** An API refusal in plain words: its message, then each detail the API named. */
+/**
+ * An API refusal in plain words: its message, then each detail the API named that the message
+ * does not already say. A read refused because the session ended says nothing here: the banner
+ * above the page says it (Shell.tsx).
+ */
 export function ErrorMessage({ error }: { error: unknown }) {
-  if (!error) return null;
+  if (!error || sessionEnded(error)) return null;
+  const words = plainWords(error);
+  const details = error instanceof ApiError ? newDetails(words, error.details) : [];
   return (
     <div role="alert" className="error">
-      <p>{plainWords(error)}</p>
-      {error instanceof ApiError && error.details.length > 0 && (
+      <p>{words}</p>
+      {details.length > 0 && (
         <ul>
-          {error.details.map((d) => (
+          {details.map((d) => (
             <li key={`${d.path}:${d.message}`}>
               {fieldName(d.path)} {d.message}
             </li>
@@ -18,6 +24,10 @@ export function ErrorMessage({ error }: { error: unknown }) {
     </div>
   );
 }
+
+/** The details that add something to `message`: the API's message often is its details joined. */
+export const newDetails = (message: string, details: readonly ErrorDetail[]): ErrorDetail[] =>
+  details.filter((d) => !message.includes(d.message));
 
 export function plainWords(error: unknown): string {
   if (!(error instanceof ApiError)) return 'Something went wrong in the dashboard; reload the page.';

@@ -1,4 +1,4 @@
-import { useMutation } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { downloadUrl } from '../api/files';
 import { ErrorMessage } from './ErrorMessage';
 

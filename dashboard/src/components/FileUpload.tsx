@@ -41,6 +41,25 @@ const TTL_UNITS = [
   { label: 'days', seconds: 86_400 },
 ];
 
+/** The time to live the coordinator takes (`ttlSeconds`): 1 minute to 90 days. */
+const TTL_SECONDS = { min: 60, max: 90 * 86_400 };
+
+/**
+ * What is wrong with "Keep for" `value` in the unit chosen next to it (`unitSeconds`), in those
+ * units, or null: checked before anything is sent, since the coordinator would speak seconds.
+ */
+export function ttlProblem(value: string, unitSeconds: number): string | null {
+  const unit = TTL_UNITS.find((u) => u.seconds === unitSeconds)?.label ?? 'seconds';
+  const number = value.trim() === '' ? NaN : Number(value);
+  const seconds = Math.round(number * unitSeconds);
+  if (!Number.isFinite(number) || seconds < TTL_SECONDS.min || seconds > TTL_SECONDS.max) {
+    const max = TTL_SECONDS.max / unitSeconds;
+    const range = unitSeconds === 86_400 ? '' : ` (${max.toLocaleString('en')} ${unit})`;
+    return `must be from 1 minute to 90 days${range}, got ${value.trim() === '' ? 'nothing' : `${value.trim()} ${unit}`}`;
+  }
+  return null;
+}
+
 const STAGE_WORDS = {
   upload: 'Sending the file failed',
   complete: 'The file was sent, but the coordinator could not complete it',
@@ -92,6 +111,14 @@ export function FileUpload({
     event?.preventDefault();
     if (!file) {
       setState({ phase: 'failed', failure: new ApiError(0, 'no_file', 'Choose a file to upload first.') });
+      return;
+    }
+    const ttlRefused = chosenRule === 'ttl' ? ttlProblem(ttl, unit) : null;
+    if (ttlRefused) {
+      // Shown at the field, as the coordinator's own reason would be.
+      const detail = { path: 'body.ttlSeconds', message: ttlRefused };
+      const refusal = new ApiError(422, 'validation_failed', `Keep for ${ttlRefused}`, [detail]);
+      setState({ phase: 'failed', failure: new UploadFailure('presign', refusal) });
       return;
     }
     const request: UploadRequest = { cleanupRule: chosenRule };

@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { matchesSelector } from '@drover/shared/labels';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';

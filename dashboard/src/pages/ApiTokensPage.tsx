@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
 import { api } from '../api/client';
 import { apiTokensQuery, type ApiToken, type IssuedApiToken } from '../api/access';
@@ -44,24 +45,26 @@ export function ApiTokensPage() {
       <ErrorMessage error={tokens.error} />
       {tokens.data && tokens.data.length === 0 && <p>No API token yet.</p>}
       {tokens.data && tokens.data.length > 0 && (
-        <table className="tokens">
-          <caption className="hint">Newest first; revoked tokens stay listed.</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Grants</th>
-              <th scope="col">Job limits</th>
-              <th scope="col">Expires</th>
-              <th scope="col">State</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {tokens.data.map((token) => (
-              <TokenRow key={token.id} orgId={orgId} token={token} names={names} mayRevoke={mayRevoke(token)} />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="tokens">
+            <caption className="hint">Newest first; revoked tokens stay listed.</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Grants</th>
+                <th scope="col">Job limits</th>
+                <th scope="col">Expires</th>
+                <th scope="col">State</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {tokens.data.map((token) => (
+                <TokenRow key={token.id} orgId={orgId} token={token} names={names} mayRevoke={mayRevoke(token)} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!tokens.data && !tokens.error && <p className="loading">Loading…</p>}
       {mayIssue && (

@@ -1,4 +1,5 @@
-import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api } from '../api/client';
 import { windowPreviewQuery, type App, type NextWindow } from '../api/ota';

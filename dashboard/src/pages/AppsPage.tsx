@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api/client';
@@ -29,22 +30,24 @@ export function AppsPage() {
       <ErrorMessage error={apps.error} />
       {apps.data && apps.data.length === 0 && <p>No application yet. Create one below, then bind agents to it.</p>}
       {apps.data && apps.data.length > 0 && (
-        <table className="ota">
-          <thead>
-            <tr>
-              <th scope="col">Application</th>
-              <th scope="col">Update workflow</th>
-              <th scope="col">Default channel</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {apps.data.map((app) => (
-              <AppRow key={app.id} orgId={orgId} app={app} mayManage={mayManage} mayEdit={mayEdit} />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="ota">
+            <thead>
+              <tr>
+                <th scope="col">Application</th>
+                <th scope="col">Update workflow</th>
+                <th scope="col">Default channel</th>
+                <th scope="col">Created</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {apps.data.map((app) => (
+                <AppRow key={app.id} orgId={orgId} app={app} mayManage={mayManage} mayEdit={mayEdit} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!apps.data && !apps.error && <p className="loading">Loading…</p>}
       {mayEdit && <NewApp orgId={orgId} />}

@@ -60,21 +60,23 @@ export function AuditPage() {
         <p>{Object.keys(filters).length ? 'No entry matches these filters.' : 'The audit log is empty.'}</p>
       )}
       {rows.length > 0 && (
-        <table className="jobs audit">
-          <caption className="hint">Newest first.</caption>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">What happened</th>
-              <th scope="col">Details</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((entry) => (
-              <AuditRow key={entry.id} entry={entry} names={names} />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="jobs audit">
+            <caption className="hint">Newest first.</caption>
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">What happened</th>
+                <th scope="col">Details</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((entry) => (
+                <AuditRow key={entry.id} entry={entry} names={names} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!entries.data && !entries.error && <p className="loading">Loading…</p>}
       <ShowOlder pages={entries} what="entries" />

@@ -1,4 +1,4 @@
-import { useMutation } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useEffect, useRef, useState } from 'react';
 import { Link, useLocation, useNavigate, useParams, useSearchParams } from 'react-router';
 import { completeConnect, PROVIDER_NAMES, type ChatOutcome, type ChatProvider } from '../api/chat';

@@ -1,4 +1,5 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import type { Schema } from '@drover/shared/api';
 import { matchesSelector, type Requirement } from '@drover/shared/labels';
 import { useState, type FormEvent } from 'react';

@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
 import { api } from '../api/client';
@@ -29,33 +30,35 @@ export function MembersPage() {
       </p>
       <ErrorMessage error={members.error} />
       {members.data && (
-        <table className="members">
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">Joined</th>
-              {mayManage && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {members.data.map((m) => (
-              <tr key={m.userId} aria-label={m.email}>
-                <th scope="row">
-                  {m.email}
-                  {m.userId === me && <span className="hint"> (you)</span>}
-                </th>
-                <td>{m.role}</td>
-                <td>{dateTime(m.joinedAt)}</td>
-                {mayManage && (
-                  <td>
-                    <MemberActions orgId={orgId} member={m} isMe={m.userId === me} />
-                  </td>
-                )}
+        <div className="table-scroll">
+          <table className="members">
+            <thead>
+              <tr>
+                <th scope="col">Email</th>
+                <th scope="col">Role</th>
+                <th scope="col">Joined</th>
+                {mayManage && <th scope="col">Actions</th>}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {members.data.map((m) => (
+                <tr key={m.userId} aria-label={m.email}>
+                  <th scope="row">
+                    {m.email}
+                    {m.userId === me && <span className="hint"> (you)</span>}
+                  </th>
+                  <td>{m.role}</td>
+                  <td>{dateTime(m.joinedAt)}</td>
+                  {mayManage && (
+                    <td>
+                      <MemberActions orgId={orgId} member={m} isMe={m.userId === me} />
+                    </td>
+                  )}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!members.data && !members.error && <p className="loading">Loading…</p>}
       {mayManage && <PendingInvitations orgId={orgId} />}
@@ -258,30 +261,32 @@ function PendingInvitations({ orgId }: { orgId: string }) {
   return (
     <section aria-labelledby="pending-invitations-heading">
       <h2 id="pending-invitations-heading">Pending invitations</h2>
-      <table className="members">
-        <thead>
-          <tr>
-            <th scope="col">Email</th>
-            <th scope="col">Role</th>
-            <th scope="col">Invited by</th>
-            <th scope="col">Expires</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {invitations.data.map((i) => (
-            <tr key={i.id} aria-label={`Invitation of ${i.email}`}>
-              <th scope="row">{i.email}</th>
-              <td>{i.role}</td>
-              <td>{i.invitedBy?.email ?? 'a former member'}</td>
-              <td>{i.status === 'expired' ? `expired ${dateTime(i.expiresAt)}` : dateTime(i.expiresAt)}</td>
-              <td>
-                <RevokeInvitation orgId={orgId} invitation={i} />
-              </td>
+      <div className="table-scroll">
+        <table className="members">
+          <thead>
+            <tr>
+              <th scope="col">Email</th>
+              <th scope="col">Role</th>
+              <th scope="col">Invited by</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Actions</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {invitations.data.map((i) => (
+              <tr key={i.id} aria-label={`Invitation of ${i.email}`}>
+                <th scope="row">{i.email}</th>
+                <td>{i.role}</td>
+                <td>{i.invitedBy?.email ?? 'a former member'}</td>
+                <td>{i.status === 'expired' ? `expired ${dateTime(i.expiresAt)}` : dateTime(i.expiresAt)}</td>
+                <td>
+                  <RevokeInvitation orgId={orgId} invitation={i} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
     </section>
   );
 }

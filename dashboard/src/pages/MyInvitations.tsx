@@ -1,5 +1,6 @@
 import { roleWithArticle } from '@drover/shared/roles';
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useNavigate } from 'react-router';
 import { api } from '../api/client';
 import { myInvitationsQuery, type Invitation } from '../api/access';

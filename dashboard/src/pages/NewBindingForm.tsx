@@ -1,4 +1,5 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { bindingsQuery, createBinding, type NewBinding } from '../api/storage-bindings';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';

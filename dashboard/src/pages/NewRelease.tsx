@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import type { RequestBody } from '@drover/shared/api';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError } from '../api/client';

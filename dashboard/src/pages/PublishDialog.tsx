@@ -1,4 +1,5 @@
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { ApiError, type ErrorDetail } from '../api/client';
 import type { App, Binding, Release } from '../api/ota';

@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
 import { emailsOf, membersQuery } from '../api/jobs';
 import type { Release } from '../api/ota';

@@ -1,5 +1,6 @@
 import type { ParamDefinition } from '@drover/shared/params';
-import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { api, ApiError, type ErrorDetail } from '../api/client';

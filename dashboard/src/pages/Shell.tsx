@@ -1,10 +1,12 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { Link, Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, ApiError } from '../api/client';
 import { myInvitationsQuery } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { useSessionEnded } from '../lib/session';
 import { allows, useFrameOrgId, type FrameOrgState } from './use-org';
 
 /**
@@ -53,6 +55,7 @@ function SignedIn({ email }: { email: string }) {
         <UserMenu email={email} current={current} />
       </header>
       <main>
+        <SessionEndedBanner />
         <ErrorMessage error={orgs.error} />
         <Outlet />
       </main>
@@ -62,6 +65,33 @@ function SignedIn({ email }: { email: string }) {
         <span aria-hidden="true"> · </span>
         <a href="/v1/openapi.json">OpenAPI document</a>
       </footer>
+    </div>
+  );
+}
+
+/**
+ * A background read met a session that ended (expired, signed out in another tab): the page stays,
+ * with what was typed in it, and this leads to sign-in in a new tab, which returns to this page.
+ * Signed in again there, the next read clears it here and the form can be sent.
+ */
+function SessionEndedBanner() {
+  const ended = useSessionEnded();
+  const location = useLocation();
+  if (!ended) return null;
+  const next = location.pathname + location.search;
+  return (
+    <div role="alert" className="error session-ended">
+      <p>
+        Your session ended.{' '}
+        <a
+          href={`/login?${new URLSearchParams({ reason: 'expired', next }).toString()}`}
+          target="_blank"
+          rel="noopener noreferrer"
+        >
+          Sign in again (opens the sign-in page in a new tab)
+        </a>
+        , then come back: what you typed here is kept, and is sent once you are signed in again.
+      </p>
     </div>
   );
 }

@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
 import { ApiError } from '../api/client';
 import { deleteFile, FILE_STATUSES, filesKey, filesQuery, type StoredFile } from '../api/files';
@@ -66,25 +67,27 @@ export function StorageFiles(props: {
         </p>
       )}
       {files.data && files.data.length > 0 && (
-        <table className="files">
-          <caption className="hint">Newest first, at most 200; the list refreshes every few seconds.</caption>
-          <thead>
-            <tr>
-              <th scope="col">File</th>
-              <th scope="col">Status</th>
-              <th scope="col">Size</th>
-              <th scope="col">Cleanup</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Created</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {files.data.map((f) => (
-              <FileRow key={f.id} orgId={orgId} file={f} onChange={refresh} mayWrite={mayWrite} />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="files">
+            <caption className="hint">Newest first, at most 200; the list refreshes every few seconds.</caption>
+            <thead>
+              <tr>
+                <th scope="col">File</th>
+                <th scope="col">Status</th>
+                <th scope="col">Size</th>
+                <th scope="col">Cleanup</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Created</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {files.data.map((f) => (
+                <FileRow key={f.id} orgId={orgId} file={f} onChange={refresh} mayWrite={mayWrite} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );

@@ -1,4 +1,5 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { filesKey } from '../api/files';
@@ -38,39 +39,41 @@ export function StoragePage() {
       <ErrorMessage error={bindings.error} />
       {!bindings.data && !bindings.error && <p className="loading">Loading…</p>}
       {list.length > 0 && (
-        <table className="storage-bindings">
-          <caption>Storage bindings</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Backend</th>
-              <th scope="col">Default</th>
-              <th scope="col">Created</th>
-              {mayManage && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {list.map((b) => (
-              <tr key={b.id} aria-label={b.name}>
-                <th scope="row">
-                  <Link
-                    to={`?binding=${b.id}`}
-                    aria-current={b.id === selected?.id ? 'true' : undefined}
-                    aria-label={`Files of ${b.name}`}
-                  >
-                    {b.name}
-                  </Link>
-                </th>
-                <td>{b.backend}</td>
-                <td>{b.isDefault ? 'default' : ''}</td>
-                <td>
-                  <time dateTime={b.createdAt}>{dateTime(b.createdAt)}</time>
-                </td>
-                {mayManage && <td>{!b.isDefault && <DeleteBinding orgId={orgId} binding={b} />}</td>}
+        <div className="table-scroll">
+          <table className="storage-bindings">
+            <caption>Storage bindings</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Backend</th>
+                <th scope="col">Default</th>
+                <th scope="col">Created</th>
+                {mayManage && <th scope="col">Actions</th>}
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {list.map((b) => (
+                <tr key={b.id} aria-label={b.name}>
+                  <th scope="row">
+                    <Link
+                      to={`?binding=${b.id}`}
+                      aria-current={b.id === selected?.id ? 'true' : undefined}
+                      aria-label={`Files of ${b.name}`}
+                    >
+                      {b.name}
+                    </Link>
+                  </th>
+                  <td>{b.backend}</td>
+                  <td>{b.isDefault ? 'default' : ''}</td>
+                  <td>
+                    <time dateTime={b.createdAt}>{dateTime(b.createdAt)}</time>
+                  </td>
+                  {mayManage && <td>{!b.isDefault && <DeleteBinding orgId={orgId} binding={b} />}</td>}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {selected && (
         <StorageFiles

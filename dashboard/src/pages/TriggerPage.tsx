@@ -1,4 +1,5 @@
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useMutation } from '../lib/mutation';
 import type { RequestBody } from '@drover/shared/api';
 import { useState, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
@@ -10,6 +11,7 @@ import { emailsOf, membersQuery, recentTriggerJobsQuery } from '../api/jobs';
 import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } from '../api/triggers';
 import { BatchCells } from '../components/BatchProgress';
 import { CopyBlock } from '../components/CopyBlock';
+import { shellQuote } from '../lib/shell';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { JobStatus, startedBy } from '../components/JobFacts';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
@@ -284,9 +286,9 @@ function WebhookCall({ trigger: t }: { trigger: Trigger }) {
   if (t.allowedRefs) body.ref = t.allowedRefs[0];
   body.params = {};
   const curl = [
-    `curl -s -X POST ${url} \\`,
+    `curl -s -X POST ${shellQuote(url)} \\`,
     `  -H 'authorization: Bearer <API token>' -H 'content-type: application/json' \\`,
-    `  -d '${JSON.stringify(body)}'`,
+    `  -d ${shellQuote(JSON.stringify(body))}`,
   ].join('\n');
   return (
     <div className="panel">

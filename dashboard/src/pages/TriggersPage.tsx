@@ -49,31 +49,33 @@ export function TriggersPage() {
         </p>
       )}
       {triggers.data && triggers.data.length > 0 && (
-        <table className="triggers">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Runs on</th>
-              <th scope="col">Workflow</th>
-              <th scope="col">Runs</th>
-              <th scope="col">Next run</th>
-              <th scope="col">Last occurrence</th>
-            </tr>
-          </thead>
-          <tbody>
-            {triggers.data.map((trigger) => (
-              <TriggerRow
-                key={trigger.id}
-                orgId={orgId}
-                trigger={trigger}
-                agentName={trigger.agentId === null ? undefined : agentName.get(trigger.agentId)}
-                agents={agents.data}
-                notConnected={idle(trigger)}
-              />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="triggers">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Type</th>
+                <th scope="col">Runs on</th>
+                <th scope="col">Workflow</th>
+                <th scope="col">Runs</th>
+                <th scope="col">Next run</th>
+                <th scope="col">Last occurrence</th>
+              </tr>
+            </thead>
+            <tbody>
+              {triggers.data.map((trigger) => (
+                <TriggerRow
+                  key={trigger.id}
+                  orgId={orgId}
+                  trigger={trigger}
+                  agentName={trigger.agentId === null ? undefined : agentName.get(trigger.agentId)}
+                  agents={agents.data}
+                  notConnected={idle(trigger)}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!triggers.data && !triggers.error && <p className="loading">Loading…</p>}
     </section>
