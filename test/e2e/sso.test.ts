@@ -1,8 +1,9 @@
+import fs from 'node:fs';
 import type { JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@drover/coordinator';
 import { mappedOrg } from '../../coordinator/src/domain/auth/role-map.js';
-import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { acceptInvitation, outsider } from '../helpers/members.js';
 import { issueApiToken } from '../helpers/tokens.js';
 import { startOidcProvider, type TestAccount, type TestOidcProvider } from '../helpers/oidc-provider.js';
@@ -23,6 +24,7 @@ const ACCOUNTS: Record<string, TestAccount> = {
   cyd: { email: 'cyd@example.test', groups: ['ops'] },
   dan: { email: 'dan@example.test', groups: ['readers'] },
   tia: { email: 'tia@example.test', groups: ['twins'] },
+  kim: { email: 'kim@example.test', groups: ['acme-admins', 'readers'] },
 };
 
 let provider: TestOidcProvider;
@@ -310,5 +312,43 @@ describe('single sign-on', () => {
     expect(again.headers.getSetCookie().find((c) => c.startsWith('drover_sso_refusal='))).toMatch(
       /Max-Age=0|Expires=Thu, 01 Jan 1970/,
     );
+  });
+});
+
+describe('single sign-on, a role map naming one organization by its id and by its name', () => {
+  it('takes the highest role of the two entries', async () => {
+    // The map as an operator writes it once they know the id: the organization exists first.
+    const dataDir = makeTempDir();
+    const first = await startTestCoordinator({ dataDir });
+    const orgId = first.orgId;
+    await first.close();
+    const second = await startTestCoordinator({
+      dataDir,
+      env: {
+        ...provider.env,
+        DROVER_OIDC_ALLOWED_DOMAINS: 'example.test',
+        // kim's groups, in this order: `acme-admins` (by id, owner), then `readers` (by name, viewer).
+        DROVER_OIDC_ROLE_MAP: JSON.stringify({
+          'acme-admins': { org: orgId, role: 'owner' },
+          readers: { org: 'acme', role: 'viewer' },
+        }),
+      },
+    });
+    try {
+      provider.attach(`${second.url}/v1/auth/oidc/callback`);
+      const started = await fetch(`${second.url}/v1/auth/oidc/start?next=%2Forgs`, { redirect: 'manual' });
+      const cookie = started.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('drover_oidc='))!
+        .split(';')[0]!;
+      const back = await provider.signInAs('kim', started.headers.get('location')!);
+      expect((await fetch(back, { redirect: 'manual', headers: { cookie } })).status).toBe(303);
+      const members = (await second.owner.get(`/orgs/${orgId}/members`)).body as { email: string; role: string }[];
+      expect(members.filter((m) => m.email === 'kim@example.test').map((m) => m.role)).toEqual(['owner']);
+    } finally {
+      provider.attach(`${t.url}/v1/auth/oidc/callback`);
+      await second.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
