@@ -225,7 +225,9 @@ function undeclaredProblems(
   schema: readonly ParamDefinition[],
   given: Readonly<Record<string, unknown>>,
 ): ParamProblem[] {
-  const declared = new Set(schema.map((p) => p.name));
+  // Every given name is usually declared: find out before building the messages' parts.
+  const undeclared = Object.keys(given).filter((name) => !schema.some((p) => p.name === name));
+  if (undeclared.length === 0) return [];
   const byEnv = new Map(schema.map((p) => [paramEnvName(p.name), p.name]));
   const names = schema.map((p) => `\`${p.name}\``);
   const listed =
@@ -234,8 +236,7 @@ function undeclaredProblems(
       : `the workflow's params are ${names.slice(0, LISTED_NAMES).join(', ')}` +
         (names.length > LISTED_NAMES ? ` and ${names.length - LISTED_NAMES} more` : '');
   const problems: ParamProblem[] = [];
-  for (const name of Object.keys(given)) {
-    if (declared.has(name)) continue;
+  for (const name of undeclared) {
     const env = paramEnvName(name);
     const twin = byEnv.get(env);
     problems.push({

@@ -43,7 +43,7 @@ const row = (e: AuditEntryInput) => [
 /** One statement, so written whole or not at all. */
 function* insertAll(entries: readonly AuditEntryInput[]): Flow<void> {
   if (entries.length === 1) yield* run(INSERT, row(entries[0]!));
-  else yield* run(INSERT_ALL, [JSON.stringify(entries.map(row))]);
+  else if (entries.length > 1) yield* run(INSERT_ALL, [JSON.stringify(entries.map(row))]);
 }
 
 interface ListParams {
@@ -77,9 +77,12 @@ const LIST_BY_TARGET = listWhere('target_id = @targetId AND ');
 
 export function createAuditRepository(db: Database): AuditRepository {
   return {
-    async insertMany(entries) {
+    insertMany(entries) {
+      return this.insertTaken(() => entries);
+    },
+    async insertTaken(take) {
       // A hot write: on SQLite in the group commit; on PostgreSQL one statement, without a transaction.
-      if (entries.length > 0) await db.write(() => insertAll(entries), { atomic: false });
+      await db.write(() => insertAll(take()), { atomic: false });
     },
     async list(orgId, q) {
       const params: ListParams = {

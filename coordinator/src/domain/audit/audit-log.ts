@@ -3,17 +3,33 @@ import type { Clock } from '../../util/clock.js';
 
 export type AuditRecord = Omit<AuditEntryInput, 'createdAt'>;
 
+interface PendingEntry {
+  entry: AuditEntryInput;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+interface Batch {
+  entries: PendingEntry[];
+  /** Given to the repository (its write may not have taken the entries yet). */
+  handed: boolean;
+}
+
 /**
- * Writes audit entries: entries recorded in the same tick go to the repository as one batch, and
- * each `record()` resolves only after its entry is committed. A route that awaits it answers
- * after its audit entry is durable. The repository's inserts are group-committed with every
- * other hot write of the same event-loop turn (db/writer/), so a burst of concurrent requests
- * pays for one commit instead of one each; batching here waits no longer than the current tick,
- * so an entry does not wait one more turn before reaching that commit (docs/performance.md).
+ * Writes audit entries, each `record()` resolving only after its entry is committed: a route that
+ * awaits it answers after its audit entry is durable. Entries go to the repository in batches,
+ * one statement each: a batch opens with the first entry recorded after the previous one was
+ * taken, is handed to the repository at the end of the tick, and takes every entry recorded until
+ * the repository's write runs. On SQLite that write is an operation of the group commit at the end
+ * of the event-loop turn (db/writer/), so the entries of a burst of concurrent requests (one
+ * handled per macrotask) are one INSERT of one operation instead of one each; on PostgreSQL it
+ * runs at once, with the entries of the tick (docs/performance.md, "Token discovery").
  */
 export class AuditLog {
-  private pending: { entry: AuditEntryInput; resolve: () => void; reject: (e: unknown) => void }[] = [];
-  private scheduled = false;
+  /** The batch that still takes entries (its write has not run yet), if any. */
+  private open: Batch | null = null;
+  /** Batches handed to the repository and not settled yet. */
+  private readonly inFlight = new Set<Promise<void>>();
 
   constructor(
     private readonly repo: AuditRepository,
@@ -22,26 +38,41 @@ export class AuditLog {
 
   record(entry: AuditRecord): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.pending.push({ entry: { ...entry, createdAt: new Date(this.clock.now()).toISOString() }, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        queueMicrotask(() => void this.flush());
+      const pending = { entry: { ...entry, createdAt: new Date(this.clock.now()).toISOString() }, resolve, reject };
+      if (this.open) {
+        this.open.entries.push(pending);
+        return;
       }
+      const batch: Batch = { entries: [pending], handed: false };
+      this.open = batch;
+      queueMicrotask(() => this.write(batch));
     });
   }
 
-  /** Commits everything recorded so far. */
+  /** Resolves once every entry recorded so far is committed (or its write failed). */
   async flush(): Promise<void> {
-    this.scheduled = false;
-    const batch = this.pending;
-    if (batch.length === 0) return;
-    this.pending = [];
-    try {
-      await this.repo.insertMany(batch.map((p) => p.entry));
-      for (const p of batch) p.resolve();
-    } catch (error) {
-      for (const p of batch) p.reject(error);
-    }
+    if (this.open) this.write(this.open);
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  private write(batch: Batch): void {
+    if (batch.handed) return;
+    batch.handed = true;
+    const take = () => {
+      // Later entries open a batch of their own; taking it again (a second run) gives the same ones.
+      if (this.open === batch) this.open = null;
+      return batch.entries.map((p) => p.entry);
+    };
+    const done = this.repo.insertTaken(take).then(
+      () => {
+        for (const p of batch.entries) p.resolve();
+      },
+      (error: unknown) => {
+        for (const p of batch.entries) p.reject(error);
+      },
+    );
+    this.inFlight.add(done);
+    void done.finally(() => this.inFlight.delete(done));
   }
 }
 

@@ -99,8 +99,15 @@ export interface AuditQuery {
 }
 
 export interface AuditRepository {
-  /** Inserts all entries in one transaction. */
+  /** Inserts the entries in one statement. */
   insertMany(entries: readonly AuditEntryInput[]): Promise<void>;
+  /**
+   * `insertMany` of the entries `take` returns, called when the write runs: on SQLite in the group
+   * commit at the end of the event-loop turn (so what was recorded until then goes in too), on
+   * PostgreSQL at once. It may be called twice (the group commit may run an operation again) and
+   * must then return the same entries.
+   */
+  insertTaken(take: () => readonly AuditEntryInput[]): Promise<void>;
   /** Newest first. */
   list(orgId: string, query: AuditQuery): Promise<AuditEntry[]>;
 }

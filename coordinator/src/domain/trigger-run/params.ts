@@ -28,6 +28,17 @@ import { runParamsProblems } from '../workflows/workflow-definitions.js';
 
 export const MAX_PARAMS_DEPTH = MAX_JSON_DEPTH;
 
+/** Whether two of a schema's names set the same variable; a workflow's schema is kept (cached) between calls. */
+const clashingSchemas = new WeakMap<readonly ParamDefinition[], boolean>();
+function schemaHasClashes(schema: readonly ParamDefinition[]): boolean {
+  let clashes = clashingSchemas.get(schema);
+  if (clashes === undefined) {
+    clashes = paramEnvClashes(schema.map((p) => p.name)).length > 0;
+    clashingSchemas.set(schema, clashes);
+  }
+  return clashes;
+}
+
 /** The params to store on the job (defaults applied), or a 422 naming each bad parameter. */
 export function resolveRunParams(
   schema: readonly ParamDefinition[] | null,
@@ -50,7 +61,7 @@ export function resolveRunParams(
   }
   if (problems.length > 0) throw validationFailed(problems);
   // Declared names that collide (a workflow stored before such names were refused at report).
-  const clashes = paramEnvClashes(Object.keys(resolved));
+  const clashes = schemaHasClashes(schema) ? paramEnvClashes(Object.keys(resolved)) : [];
   if (clashes.length > 0) {
     throw validationFailed(
       clashes.map((clash) => ({

@@ -9,6 +9,9 @@ function recordingRepo(fail = false) {
       if (fail) throw new Error('disk full');
       batches.push([...entries]);
     },
+    insertTaken(take) {
+      return this.insertMany(take());
+    },
     async list() {
       return [];
     },
@@ -55,5 +58,43 @@ describe('AuditLog', () => {
     await log.flush();
     expect(batches).toHaveLength(1);
     await pending;
+  });
+
+  it('takes the entries recorded until its write runs, once (a write run twice inserts the same ones)', async () => {
+    const taken: AuditEntryInput[][] = [];
+    let runWrite: () => void = () => {};
+    // As the group commit: the write runs at the end of the event-loop turn, maybe twice.
+    const repo: AuditRepository = {
+      insertMany: async () => {},
+      insertTaken: (take) =>
+        new Promise<void>((resolve) => {
+          runWrite = () => {
+            taken.push([...take()], [...take()]);
+            resolve();
+          };
+        }),
+      list: async () => [],
+    };
+    const log = new AuditLog(repo, clock);
+    const entry = (i: number) => ({
+      orgId: 'o',
+      actorType: 'system' as const,
+      actorId: null,
+      action: 'auth.lockout' as const,
+      metadata: { i },
+    });
+    const first = log.record(entry(1));
+    await Promise.resolve(); // the batch is handed to the repository at the end of the tick
+    const second = log.record(entry(2)); // a later macrotask of the same turn: joins the batch
+    runWrite();
+    const third = log.record(entry(3)); // after the write ran: a batch of its own
+    await Promise.all([first, second]);
+    expect(taken.map((b) => b.map((e) => e.metadata?.i))).toEqual([
+      [1, 2],
+      [1, 2],
+    ]);
+    runWrite();
+    await third;
+    expect(taken.slice(2).map((b) => b.map((e) => e.metadata?.i))).toEqual([[3], [3]]);
   });
 });
