@@ -212,7 +212,6 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
     });
 }
 
-/** `DROVER_AGENT_SELF_UPDATE`: unset or empty is the default (on). */
 /**
  * Whether the built-in update workflow is offered, and what said so for the daemon's log line
  * (`self-update is off (DROVER_AGENT_SELF_UPDATE=off)`: the package's unit sets the variable, and
@@ -227,6 +226,7 @@ export function selfUpdateSetting(
   return { enabled, source: (env ?? '').trim() === '' ? 'the default' : `${SELF_UPDATE_ENV}=${env!.trim()}` };
 }
 
+/** `DROVER_AGENT_SELF_UPDATE`: unset or empty is the default (on). */
 export function selfUpdateFromEnv(value: string | undefined): boolean {
   const text = (value ?? '').trim().toLowerCase();
   if (text === '') return DEFAULTS.selfUpdate;

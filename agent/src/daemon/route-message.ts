@@ -34,7 +34,7 @@ export function routeStreamMessage(message: StreamMessage, jobs: JobManager, log
         `another connection with this agent's identity${typeof by === 'string' ? ` (from ${by})` : ''} took its ` +
           'stream: two machines (or two agents on this one) use the same state directory or a copy of it. Jobs go ' +
           'to one or the other. Keep one: on the other, stop the agent and enroll it again with a new token ' +
-          '(`drover-agent enroll --force`)',
+          "(`drover-agent enroll --force`, as the agent's user: `sudo -u drover-agent ...` under the package)",
       );
       return;
     }

@@ -352,7 +352,17 @@ export class JobManager {
       this.#finish(entry, cancelledResult(CANCELLED_BEFORE_START_MESSAGE));
     }
     const running = this.queue.running;
-    if (running) {
+    if (running && journal.get(running.jobId)?.state === 'accepted') {
+      // Its turn came but it has not started (its start waits for the coordinator's answer): it
+      // ends as the waiting ones do, at once, rather than holding the stop for the grace.
+      this.#kill.abort(CANCELLED_BEFORE_START_MESSAGE);
+      await this.queue.onIdle();
+      const entry = journal.get(running.jobId);
+      if (entry?.state === 'accepted') {
+        logger.info({ jobId: running.jobId, workflow: running.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
+        this.#finish(entry, cancelledResult(CANCELLED_BEFORE_START_MESSAGE));
+      }
+    } else if (running) {
       logger.info(
         { jobId: running.jobId, workflow: running.workflowName },
         `waiting up to ${formatDuration(graceMs)} for the running job to finish`,

@@ -73,25 +73,28 @@ export async function beginAcceptedJob<T = undefined>(
   // next delivery, which fails it as lost. So the report goes out while the entry is flushed and
   // `meanwhile` runs; their file work is on the thread pool, so it does not hold the report back.
   // All three are waited for even when one fails: nothing of this job is left running then.
-  const [sent, running, done] = await allOrFirstError<[SendOutcome, JournalEntry, T]>([
+  const [sent, written, done] = await allOrFirstError<[SendOutcome, JournalEntry, T]>([
     deps.send({ kind: 'start', jobId: entry.jobId }),
     deps.journal.updateInBackground(entry.jobId, { state: 'running', startedAt: new Date().toISOString() }),
     (async () => meanwhile())(),
   ]);
   let started = sent;
+  let running = written;
   if (started.outcome === 'stored') {
     // The coordinator cannot be reached: it may end this job meanwhile (a cancel of a queued job
     // of an agent it cannot reach ends it at once, as one that never starts), so the job starts
-    // once the start, sent from the outbox when it is back, is answered (docs/agent.md).
+    // once the start, sent from the outbox when it is back, is answered (docs/agent.md). Not
+    // `running` while it waits, which may be hours: a crash meanwhile must not fail as interrupted
+    // a job that never ran (it is delivered again), and a shutdown ends it as not started.
+    deps.journal.update(entry.jobId, { state: 'accepted' });
     log.info('the coordinator cannot be reached: the job starts once it has answered its start');
     const notKept: SendOutcome = { outcome: 'dropped', reason: 'the start could not be kept' };
     const answered = await untilAborted(started.delivery ?? Promise.resolve(notKept), signal);
-    if (answered === null) {
-      // A cancel or the shutdown took it back before it started: it is not `running` on this machine.
-      deps.journal.update(entry.jobId, { state: 'accepted' });
-      return null;
-    }
+    if (answered === null) return null; // a cancel or the shutdown took it back; the caller reports it
     started = answered;
+    if (started.outcome !== 'dropped') {
+      running = deps.journal.update(entry.jobId, { state: 'running', startedAt: new Date().toISOString() });
+    }
   }
   if (started.outcome === 'dropped') {
     deps.journal.update(entry.jobId, { state: 'abandoned', note: `start refused: ${started.reason}` });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { fixture, isAlive } from '../exec/helpers.js';
+import { CANCELLED_BEFORE_START_MESSAGE } from '../../src/jobs/intake.js';
 import { assignment, harness, sh, type Harness } from './harness.js';
 import { eventually } from '../../../test/helpers/poll.js';
 
@@ -153,6 +154,8 @@ describe('a job whose start cannot be delivered', () => {
     await eventually(() => h.outbox.size === 1); // its start waits in the outbox
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(fs.existsSync(marker)).toBe(false);
+    // Not `running` meanwhile: a crash now must not fail it as interrupted (it is delivered again).
+    expect(h.journal.get(job.jobId)?.state).toBe('accepted');
     // Back: the coordinator cancelled the job while it could not reach the agent.
     h.answer = (report) =>
       Promise.resolve(
@@ -175,5 +178,19 @@ describe('a job whose start cannot be delivered', () => {
     await eventually(() => h.finishOf(job.jobId) !== undefined);
     expect(h.finishOf(job.jobId)?.status).toBe('success');
     expect(fs.existsSync(marker)).toBe(true);
+  });
+
+  it('ends at once, not started, when the agent shuts down meanwhile', async () => {
+    const h = make([{ name: 'mark', steps: [sh('true')] }], { answer: offline });
+    const job = assignment('mark');
+    h.manager.onJobEvent(job);
+    await eventually(() => h.outbox.size === 1);
+    const began = Date.now();
+    await h.manager.shutdown(60_000);
+    expect(Date.now() - began).toBeLessThan(5_000); // not the minute of grace
+    expect(h.journal.get(job.jobId)).toMatchObject({
+      state: 'finished',
+      final: { kind: 'finish', body: { status: 'cancelled', errorMessage: CANCELLED_BEFORE_START_MESSAGE } },
+    });
   });
 });

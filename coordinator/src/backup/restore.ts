@@ -51,6 +51,10 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
   checkEmpty(dataDir);
 
   const existed = fs.existsSync(dataDir);
+  // The directories the restore makes (the data directory and any missing above it): their own
+  // entries are synced too, or a power cut could lose the whole restored directory.
+  const made: string[] = [];
+  for (let dir = path.resolve(dataDir); !fs.existsSync(dir); dir = path.dirname(dir)) made.push(dir);
   let release: () => void;
   try {
     release = lockDataDir(dataDir);
@@ -97,6 +101,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
       }
       fs.rmdirSync(staging);
       syncDirectory(dataDir);
+      for (const dir of made) syncDirectory(path.dirname(dir));
     } catch (error) {
       throw failed(`cannot restore into ${dataDir}: ${fsReason(error)}`, error);
     }

@@ -68,6 +68,9 @@ export class AuditLog {
         for (const p of batch.entries) p.resolve();
       },
       (error: unknown) => {
+        // Failed before its write took it (a closed writer, a BEGIN that failed): later entries
+        // must open a batch of their own, not join one that is over.
+        if (this.open === batch) this.open = null;
         for (const p of batch.entries) p.reject(error);
       },
     );

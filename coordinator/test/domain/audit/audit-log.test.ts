@@ -97,4 +97,23 @@ describe('AuditLog', () => {
     await third;
     expect(taken.slice(2).map((b) => b.map((e) => e.metadata?.i))).toEqual([[3], [3]]);
   });
+
+  it('goes on with a new batch after a write that failed before it took its entries', async () => {
+    let fail = true;
+    const written: AuditEntryInput[][] = [];
+    const repo: AuditRepository = {
+      insertMany: async () => {},
+      insertTaken: async (take) => {
+        if (fail) throw new Error('the database writer is closed'); // rejected without taking
+        written.push([...take()]);
+      },
+      list: async () => [],
+    };
+    const log = new AuditLog(repo, clock);
+    const entry = { orgId: 'o', actorType: 'system' as const, actorId: null, action: 'auth.lockout' as const };
+    await expect(log.record(entry)).rejects.toThrow('closed');
+    fail = false;
+    await log.record(entry);
+    expect(written).toHaveLength(1);
+  });
 });
