@@ -341,6 +341,7 @@ describe('single sign-on, a role map naming one organization by its id and by it
         .getSetCookie()
         .find((c) => c.startsWith('drover_oidc='))!
         .split(';')[0]!;
+
       const back = await provider.signInAs('kim', started.headers.get('location')!);
       expect((await fetch(back, { redirect: 'manual', headers: { cookie } })).status).toBe(303);
       const members = (await second.owner.get(`/orgs/${orgId}/members`)).body as { email: string; role: string }[];

@@ -26,7 +26,7 @@ export interface TestOidcProvider {
   clientSecret: string;
   /** The coordinator's settings for this provider (add DROVER_OIDC_ALLOWED_DOMAINS, _ROLE_MAP ...). */
   env: Record<string, string>;
-  /** Registers the coordinator's redirect URI; call once the coordinator listens, before any sign-in. */
+  /** Registers the coordinator's redirect URI; call once the coordinator listens, before any sign-in (again for another coordinator: the last one wins). */
   attach(redirectUri: string): void;
   /** Changes the claims of every ID token issued until set back to null. */
   tamper: ((claims: JWTPayload) => JWTPayload) | null;
@@ -51,6 +51,9 @@ export async function startOidcProvider(accounts: Record<string, TestAccount>): 
   const stranger = await generateKeyPair('RS256', { extractable: true });
   const jwk: JWK = { ...(await exportJWK(own.privateKey)), kid: 'test-key', use: 'sig', alg: 'RS256' };
   let provider: Provider | null = null;
+  // Requests go to the provider of the last `attach` (a test may attach a second coordinator).
+  let handle: ((req: http.IncomingMessage, res: http.ServerResponse) => unknown) | null = null;
+  server.on('request', (req, res) => void handle?.(req, res));
 
   const helper: TestOidcProvider = {
     issuer,
@@ -111,8 +114,7 @@ export async function startOidcProvider(accounts: Record<string, TestAccount>): 
             .sign(helper.signWithStranger ? stranger.privateKey : own.privateKey);
         }
       });
-      const handle = provider.callback();
-      server.on('request', (req, res) => void handle(req, res));
+      handle = provider.callback();
     },
     async signInAs(login, authorizeUrl) {
       if (!provider) throw new Error('attach the coordinator first');
