@@ -58,9 +58,10 @@ describe.skipIf(!CHROMIUM)('chat triggers in a browser', () => {
     // A workspace that is not connected is flagged where it is typed.
     await chat().getByLabel('Workspace id').fill('T0UNKNOWN');
     await chat().getByText('no Slack workspace T0UNKNOWN is connected to this organization').waitFor();
-    await chat().getByLabel('Workspace id').fill(SLACK_TEAM.id);
+    // Pasted with spaces around, as ids copied from Slack often are: sent trimmed.
+    await chat().getByLabel('Workspace id').fill(` ${SLACK_TEAM.id} `);
     await chat().getByText(`connected: ${SLACK_TEAM.name}`).waitFor();
-    await chat().getByLabel('Channel id').fill('C0DEPLOYS');
+    await chat().getByLabel('Channel id').fill(' C0DEPLOYS ');
     await chat().getByLabel('Keyword').fill('greet');
     await chat().getByLabel('Who may run it').fill('U0ADA\nU0BOB, <@U0EVE>');
     await expectAccessible(page(), 'the chat trigger form');
@@ -76,7 +77,13 @@ describe.skipIf(!CHROMIUM)('chat triggers in a browser', () => {
     expect(settings).toContain('U0ADA, U0BOB');
     expect(await page().getByRole('status', { name: 'Chat connection' }).count()).toBe(0);
     const [trigger] = (await t.owner.get(`/orgs/${t.orgId}/triggers`)).body;
-    expect(trigger).toMatchObject({ type: 'slack', chatKeyword: 'greet', chatAllowedUserIds: ['U0ADA', 'U0BOB'] });
+    expect(trigger).toMatchObject({
+      type: 'slack',
+      chatTeamId: SLACK_TEAM.id,
+      chatChannelId: 'C0DEPLOYS',
+      chatKeyword: 'greet',
+      chatAllowedUserIds: ['U0ADA', 'U0BOB'],
+    });
     await expectAccessible(page(), 'a chat trigger');
     expect(owner.problems).toEqual([]);
   });

@@ -393,6 +393,11 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await vi.waitFor(async () => expect(await page().getByRole('row', { name: 'kiosk-a' }).count()).toBe(0));
 
     await group.getByRole('button', { name: 'Remove device group' }).click();
+    // Asked first: one click would unbind the devices the group made.
+    const confirm = group.getByRole('group', { name: 'Remove the device group' });
+    await confirm.getByText('Remove the device group? The 0 bindings it made go').waitFor();
+    expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${app.id}`)).body.deviceSelector).toBe('role=printer');
+    await confirm.getByRole('button', { name: 'Remove device group' }).click();
     await group.getByText('Device group removed: 0 bindings it made removed.').waitFor();
     await group.getByText('No device group: devices are bound by hand only.').waitFor();
     expect((await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${app.id}/devices`)).body).toMatchObject([

@@ -39,6 +39,13 @@ export function deviceGroupPreview(
   };
 }
 
+/** What removing the device group does, asked before it is done. */
+function removalWords(devices: readonly Binding[] | undefined): string {
+  const made = devices?.filter((b) => b.origin === 'selector').length;
+  const bindings = made === undefined ? 'the bindings it made' : `the ${made} binding${made === 1 ? '' : 's'} it made`;
+  return `Remove the device group? ${bindings[0]!.toUpperCase()}${bindings.slice(1)} go (their pending update jobs cancelled); bindings made by hand stay.`;
+}
+
 /** The preview in words, followed live (a status region). */
 function Preview(props: { agents?: Agent[]; devices?: Binding[]; requirements: Requirement[] | null }) {
   const { agents, devices, requirements } = props;
@@ -79,6 +86,7 @@ function outcomeWords(app: AppUpdate): string {
 export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent[]; devices?: Binding[] }) {
   const { orgId, app, agents, devices } = props;
   const [text, setText] = useState(app.deviceSelector ?? '');
+  const [confirmingRemove, setConfirmingRemove] = useState(false);
   const parsed = parseSelectorText(text);
   const queryClient = useQueryClient();
   const save = useMutation({
@@ -86,6 +94,7 @@ export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent
       api<AppUpdate>('PATCH', `/orgs/${orgId}/apps/${app.id}`, { body: { deviceSelector } }),
     onSuccess: (answer) => {
       setText(answer.deviceSelector ?? '');
+      setConfirmingRemove(false);
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps'] });
     },
   });
@@ -119,16 +128,29 @@ export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent
       >
         <Preview agents={agents} devices={devices} requirements={parsed.requirements} />
       </SelectorInput>
-      <div className="actions">
-        <button type="submit" disabled={save.isPending || parsed.error !== null || empty}>
-          Apply device group
-        </button>
-        {app.deviceSelector !== null && (
-          <button type="button" onClick={() => save.mutate(null)} disabled={save.isPending}>
+      {confirmingRemove && app.deviceSelector !== null ? (
+        // One click would unbind a whole fleet's devices, some maybe in the middle of an update.
+        <div role="group" aria-label="Remove the device group" className="confirm">
+          <p>{removalWords(devices)}</p>
+          <button type="button" className="danger" onClick={() => save.mutate(null)} disabled={save.isPending}>
             Remove device group
           </button>
-        )}
-      </div>
+          <button type="button" onClick={() => setConfirmingRemove(false)}>
+            Keep it
+          </button>
+        </div>
+      ) : (
+        <div className="actions">
+          <button type="submit" disabled={save.isPending || parsed.error !== null || empty}>
+            Apply device group
+          </button>
+          {app.deviceSelector !== null && (
+            <button type="button" onClick={() => setConfirmingRemove(true)} disabled={save.isPending}>
+              Remove device group
+            </button>
+          )}
+        </div>
+      )}
       <p role="status" className="group-outcome">
         {save.data ? outcomeWords(save.data) : ''}
       </p>

@@ -171,8 +171,9 @@ export function bodyOf(d: Draft): TriggerFields {
     workflowName: d.scopeType === 'workflow' ? d.workflowName.trim() : null,
     allowedRefs: refs.length > 0 ? refs : null,
     notifyProvider: d.notifyProvider || null,
-    notifyTeamId: d.notifyProvider ? d.notifyTeamId : null,
-    notifyChannelId: d.notifyProvider ? d.notifyChannelId : null,
+    // Ids are pasted from Slack or Discord, often with a space around them (the hints trim too).
+    notifyTeamId: d.notifyProvider ? d.notifyTeamId.trim() : null,
+    notifyChannelId: d.notifyProvider ? d.notifyChannelId.trim() : null,
     notifyOn: d.notifyProvider ? d.notifyOn : 'none',
   };
   // A cron trigger answers no caller and never runs in debug: the form has no such inputs for it.
@@ -193,9 +194,9 @@ export function bodyOf(d: Draft): TriggerFields {
   }
   if (d.type === 'slack' || d.type === 'discord') {
     const allowed = d.chatAllowedUserIds.split(/[\s,]+/).filter((id) => id !== '');
-    body.chatTeamId = d.chatTeamId;
-    body.chatChannelId = d.chatChannelId;
-    body.chatKeyword = d.chatKeyword;
+    body.chatTeamId = d.chatTeamId.trim();
+    body.chatChannelId = d.chatChannelId.trim();
+    body.chatKeyword = d.chatKeyword.trim();
     body.chatAllowedUserIds = allowed.length > 0 ? allowed : null;
   }
   return body;
