@@ -12,7 +12,12 @@ export const collect = (value: string, previous: string[] = []): string[] => [..
  * a string into a number or a boolean.
  */
 export function buildParams(cwd: string, pairs: readonly string[], file?: string): Record<string, unknown> {
-  const params: Record<string, unknown> = file === undefined ? {} : readParamsFile(path.resolve(cwd, file));
+  // A null-prototype object, set with own data properties: `__proto__` (or `constructor`) is an
+  // ordinary name the coordinator judges like any other, never the object's prototype.
+  const params: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  if (file !== undefined) {
+    for (const [name, value] of Object.entries(readParamsFile(path.resolve(cwd, file)))) setParam(params, name, value);
+  }
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new CliError(`--param: expected name=value or name:=json, got \`${pair}\``);
@@ -21,16 +26,23 @@ export function buildParams(cwd: string, pairs: readonly string[], file?: string
     if (name === '') throw new CliError(`--param: the name is empty in \`${pair}\``);
     const raw = pair.slice(eq + 1);
     if (!json) {
-      params[name] = raw;
+      setParam(params, name, raw);
       continue;
     }
+    let value: unknown;
     try {
-      params[name] = JSON.parse(raw);
+      value = JSON.parse(raw);
     } catch {
       throw new CliError(`--param ${name}:= expects a JSON value (3, true, "text", {...}), got \`${raw}\``);
     }
+    setParam(params, name, value);
   }
   return params;
+}
+
+/** Sets `name` as an own, enumerable data property (so JSON.stringify sends it), whatever the name. */
+function setParam(params: Record<string, unknown>, name: string, value: unknown): void {
+  Object.defineProperty(params, name, { value, enumerable: true, writable: true, configurable: true });
 }
 
 function readParamsFile(file: string): Record<string, unknown> {

@@ -35,7 +35,7 @@ export function buildProgram(runtime: Runtime): Command {
     .description('Drover from the command line: run triggers, move files, follow jobs, manage an organization')
     .version(CLI_VERSION)
     .option('--url <url>', 'the coordinator, e.g. https://drover.example.com (env DROVER_URL)')
-    .option('--token <token>', 'an API token, drv_... (env DROVER_TOKEN)')
+    .option('--token <token>', 'an API token, drv_... (prefer env DROVER_TOKEN: a flag shows in ps)')
     .option('--org <id-or-name>', 'the organization of session commands (env DROVER_ORG; default: your only one)')
     .addHelpText('after', '\nDocumentation: docs/cli.md. Exit codes: `drover run --help`.\n');
   // With an API token (or a session)

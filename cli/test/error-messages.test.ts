@@ -104,3 +104,80 @@ describe('drover run --wait on an async trigger with an API token alone', () => 
     );
   });
 });
+
+describe('a coordinator that answers with a redirect', () => {
+  it('names where it redirects and the --url to pass, without following it', async () => {
+    const res = await cli(['files', 'download', FILE_ID], {
+      [`GET /v1/storage/files/${FILE_ID}`]: [
+        308,
+        {},
+        { location: `https://drover.example.com/v1/storage/files/${FILE_ID}` },
+      ],
+    });
+    expect(res).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        `drover: the coordinator at ${api!.url} redirects to https://drover.example.com/v1/storage/files/${FILE_ID}: ` +
+        'use --url https://drover.example.com\n',
+    });
+    expect(api!.calls).toEqual([`GET /v1/storage/files/${FILE_ID}`]);
+  });
+
+  it('resolves a relative Location against the coordinator', async () => {
+    const res = await cli(['files', 'download', FILE_ID], {
+      [`GET /v1/storage/files/${FILE_ID}`]: [301, {}, { location: '/elsewhere' }],
+    });
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe(
+      `drover: the coordinator at ${api!.url} redirects to ${api!.url}/elsewhere: use --url ${api!.url}\n`,
+    );
+  });
+});
+
+describe('drover files download without -o, onto a file of the same name here', () => {
+  const stored = {
+    id: FILE_ID,
+    bindingId: 'b',
+    filename: '.npmrc',
+    contentType: 'application/octet-stream',
+    size: 9, // `"payload"`: the fake answers JSON
+    status: 'active',
+    cleanupRule: 'ttl',
+    expiresAt: null,
+    deletedAt: null,
+    createdAt: '2026-01-01T00:00:00.000Z',
+  };
+  const routes: Parameters<typeof fakeCoordinator>[0] = {
+    [`GET /v1/storage/files/${FILE_ID}`]: [200, stored],
+    [`GET /v1/storage/files/${FILE_ID}/download-url`]: () => [
+      200,
+      { downloadUrl: `${api!.url}/blob`, expiresInSeconds: 60 },
+    ],
+    'GET /blob': [200, 'payload'],
+  };
+
+  it('refuses to replace it unless --force, before any transfer; -o replaces what it names', async () => {
+    const first = await cli(['files', 'download', FILE_ID], routes);
+    const npmrc = path.join(dir!, '.npmrc');
+    expect(first).toMatchObject({ code: 0, stdout: `${npmrc}\n` });
+    expect(fs.readFileSync(npmrc, 'utf8')).toBe('"payload"');
+
+    fs.writeFileSync(npmrc, 'registry=mine\n');
+    api!.calls.length = 0;
+    expect(await cli(['files', 'download', FILE_ID])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: .npmrc exists here; pass -o <path> or --force to replace it\n',
+    });
+    expect(fs.readFileSync(npmrc, 'utf8')).toBe('registry=mine\n');
+    expect(api!.calls).toEqual([`GET /v1/storage/files/${FILE_ID}`]);
+
+    expect(await cli(['files', 'download', FILE_ID, '--force'])).toMatchObject({ code: 0, stdout: `${npmrc}\n` });
+    expect(fs.readFileSync(npmrc, 'utf8')).toBe('"payload"');
+
+    fs.writeFileSync(npmrc, 'registry=mine\n');
+    expect(await cli(['files', 'download', FILE_ID, '-o', '.npmrc'])).toMatchObject({ code: 0, stdout: `${npmrc}\n` });
+    expect(fs.readFileSync(npmrc, 'utf8')).toBe('"payload"');
+  });
+});

@@ -29,6 +29,24 @@ describe('--param and --params-file', () => {
     }
   });
 
+  it('sends __proto__ as an ordinary param, never as the prototype of the others', () => {
+    const params = buildParams('/', ['env=prod', '__proto__:={"msg":"x"}', 'count:=3']);
+    expect(JSON.stringify(params)).toBe('{"env":"prod","__proto__":{"msg":"x"},"count":3}');
+    expect(Object.keys(params)).toEqual(['env', '__proto__', 'count']);
+    expect(JSON.stringify(buildParams('/', ['__proto__=hi']))).toBe('{"__proto__":"hi"}');
+    expect(JSON.stringify(buildParams('/', ['constructor=c']))).toBe('{"constructor":"c"}');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-params-'));
+    try {
+      fs.writeFileSync(path.join(dir, 'p.json'), '{"__proto__": {"a": 1}, "env": "prod"}');
+      expect(JSON.stringify(buildParams(dir, ['__proto__=over'], 'p.json'))).toBe('{"__proto__":"over","env":"prod"}');
+      expect(JSON.stringify(buildParams(dir, ['count:=1'], 'p.json'))).toBe(
+        '{"__proto__":{"a":1},"env":"prod","count":1}',
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses a pair without a name or a value that is not JSON', () => {
     expect(() => buildParams('/', ['=x'])).toThrow('--param: expected name=value or name:=json, got `=x`');
     expect(() => buildParams('/', ['novalue'])).toThrow('--param: expected name=value or name:=json');

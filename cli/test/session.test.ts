@@ -103,3 +103,73 @@ describe('the password prompt', () => {
     );
   });
 });
+
+describe('drover logout', () => {
+  let api: FakeCoordinator | undefined;
+  afterEach(() => api?.close());
+
+  /** A session for a coordinator that is gone: a port nothing listens on any more. */
+  async function unreachableSession() {
+    const gone = await fakeCoordinator({});
+    await gone.close();
+    writeSession(path.join(root, 'drover'), { ...session, url: gone.url });
+    return gone.url;
+  }
+
+  it('keeps the session file and exits 2 when the coordinator cannot be reached', async () => {
+    const url = await unreachableSession();
+    const rt = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+    expect(await runCli(['logout'], rt)).toBe(2);
+    expect(rt.stdout()).toBe('');
+    expect(rt.stderr()).toBe(
+      `drover: could not end the session on ${url} (cannot reach the coordinator at ${url}: ECONNREFUSED); ` +
+        'the session file is kept: retry `drover logout`, or pass --force to delete it here anyway ' +
+        '(the session stays valid on the coordinator until it expires, 2030-01-01T00:00:00.000Z)\n',
+    );
+    expect(readSession(path.join(root, 'drover'))).toEqual({ ...session, url });
+
+    // An expired session has nothing left to end: its file goes.
+    writeSession(path.join(root, 'drover'), { ...session, url, expiresAt: '2020-01-01T00:00:00.000Z' });
+    expect(await runCli(['logout'], testRuntime({ env: { XDG_CONFIG_HOME: root } }))).toBe(0);
+    expect(readSession(path.join(root, 'drover'))).toBeNull();
+  });
+
+  it('with --force deletes the file anyway, saying the session may still be valid', async () => {
+    const url = await unreachableSession();
+    const rt = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+    expect(await runCli(['logout', '--force'], rt)).toBe(0);
+    expect(rt.stdout()).toBe('Deleted the session file\n');
+    expect(rt.stderr()).toBe(
+      `drover: could not end the session on ${url} (cannot reach the coordinator at ${url}: ECONNREFUSED); ` +
+        'deleting the file here anyway: the session may still be valid on the coordinator until it expires ' +
+        '(2030-01-01T00:00:00.000Z)\n',
+    );
+    expect(readSession(path.join(root, 'drover'))).toBeNull();
+
+    await unreachableSession();
+    const everywhere = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+    expect(await runCli(['logout', '--everywhere'], everywhere)).toBe(2);
+    expect(readSession(path.join(root, 'drover'))).not.toBeNull();
+    const forcedEverywhere = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+    expect(await runCli(['logout', '--everywhere', '--force'], forcedEverywhere)).toBe(0);
+    expect(forcedEverywhere.stderr()).toMatch(/deleting the file here anyway: the session may still be valid/);
+    expect(readSession(path.join(root, 'drover'))).toBeNull();
+  });
+
+  it('keeps the file when the coordinator fails, deletes it when the session had already ended (401)', async () => {
+    api = await fakeCoordinator({ 'POST /v1/auth/logout': [503, { statusCode: 503, message: 'Draining' }] });
+    writeSession(path.join(root, 'drover'), { ...session, url: api.url });
+    const rt = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+    expect(await runCli(['logout'], rt)).toBe(2);
+    expect(rt.stderr()).toMatch(/^drover: could not end the session on .* \(Draining\); the session file is kept/);
+    expect(readSession(path.join(root, 'drover'))).not.toBeNull();
+    await api.close();
+
+    api = await fakeCoordinator({ 'POST /v1/auth/logout': [401, { statusCode: 401, message: 'Session expired' }] });
+    writeSession(path.join(root, 'drover'), { ...session, url: api.url });
+    const again = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+    expect(await runCli(['logout'], again)).toBe(0);
+    expect(again.stdout()).toBe(`Signed out of ${api.url}\n`);
+    expect(readSession(path.join(root, 'drover'))).toBeNull();
+  });
+});

@@ -9,6 +9,7 @@ import { loadSettings } from '../settings.js';
 interface DownloadFlags {
   output?: string;
   sha256?: string;
+  force?: boolean;
 }
 
 export function configureFilesDownloadCommand(files: Command, rt: Runtime): void {
@@ -18,11 +19,15 @@ export function configureFilesDownloadCommand(files: Command, rt: Runtime): void
     .argument('<file-id>', 'the file to download')
     .option('-o, --output <path>', "where to write it: a file, or a directory (default: the file's name, here)")
     .option('--sha256 <hex>', 'the SHA-256 the file must have')
+    .option('--force', "without -o: replace a file of the file's name in the current directory")
     .action(async (fileId: string, flags: DownloadFlags, command: Command) => {
       const caller = anyCaller(loadSettings(command.optsWithGlobals(), rt), rt);
-      const got = await downloadStoredFile(rt, caller, { fileId, output: flags.output, sha256: flags.sha256 }).catch(
-        (error: unknown) => Promise.reject(storageGrantRefusal(error, 'read')),
-      );
+      const got = await downloadStoredFile(rt, caller, {
+        fileId,
+        output: flags.output,
+        sha256: flags.sha256,
+        force: flags.force,
+      }).catch((error: unknown) => Promise.reject(storageGrantRefusal(error, 'read')));
       const checks = [
         got.recordedSha256 !== null ? 'the checksum the storage recorded' : null,
         flags.sha256 !== undefined ? '--sha256' : null,

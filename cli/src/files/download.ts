@@ -33,6 +33,8 @@ export interface DownloadOptions {
   output?: string;
   /** A SHA-256 the bytes must have (lowercase or uppercase hex). */
   sha256?: string;
+  /** Without `output`: replace a file of the stored file's name in the working directory. */
+  force?: boolean;
 }
 
 export interface Downloaded {
@@ -59,6 +61,11 @@ export async function downloadStoredFile(rt: Runtime, caller: Caller, options: D
   const filePath = `${await filesPath(caller)}/${encodeURIComponent(options.fileId)}`;
   const file = await caller.api.get<StoredFile>(filePath);
   const target = targetPath(rt.cwd, options.output, file);
+  // The name is the uploader's choice: never let it replace a file here (`.npmrc`, `Makefile`)
+  // unless asked. An explicit -o names what to replace.
+  if (options.output === undefined && !options.force && fs.lstatSync(target, { throwIfNoEntry: false })) {
+    throw new CliError(`${path.basename(target)} exists here; pass -o <path> or --force to replace it`);
+  }
   const part = `${target}.${file.id}.part`;
   const freshUrl = async () => (await caller.api.get<Schema<'DownloadUrl'>>(`${filePath}/download-url`)).downloadUrl;
   let url = await freshUrl();

@@ -67,6 +67,10 @@ export class Api {
       throw this.#noAnswer(error);
     }
     const parsed = parseJson(text);
+    if (answer.statusCode >= 300 && answer.statusCode < 400) {
+      // Never followed (a bearer is not sent on to wherever a coordinator points): say where to go.
+      throw redirectError(this.origin, url, answer.statusCode, parsed, answer.headers.location);
+    }
     if (answer.statusCode < 200 || answer.statusCode >= 300) {
       throw apiError(answer.statusCode, parsed, text, retryAfterSecondsOf(answer.headers['retry-after']));
     }
@@ -116,6 +120,28 @@ function apiError(status: number, body: unknown, text: string, retryAfter: numbe
       ? fields.message
       : `HTTP ${status}${text && typeof body === 'string' ? `: ${text.slice(0, 200)}` : ''}`;
   return new ApiError(status, code, oneLine(message), body, retryAfter);
+}
+
+/** A 3xx answer: the coordinator moved; name the origin to pass as `--url` (the redirect is not followed). */
+function redirectError(
+  origin: string,
+  url: URL,
+  status: number,
+  body: unknown,
+  location: string | string[] | undefined,
+): ApiError {
+  const where = Array.isArray(location) ? location[0] : location;
+  let target: URL | null = null;
+  try {
+    if (where) target = new URL(where, url);
+  } catch {
+    target = null;
+  }
+  const message =
+    target === null
+      ? `the coordinator at ${origin} answers HTTP ${status} (a redirect without a usable Location): check --url`
+      : `the coordinator at ${origin} redirects to ${target.href}: use --url ${target.origin}`;
+  return new ApiError(status, 'redirect', oneLine(message), body, null);
 }
 
 /** A message on one line (a multi-line one joined with spaces). */
