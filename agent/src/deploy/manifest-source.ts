@@ -5,6 +5,7 @@ import { formatDuration } from '../exec/durations.js';
 import type { DeployApi } from './deploy-api.js';
 import type { DeployStateStore } from './deploy-state.js';
 import { checkManifestEntry, type ManifestCheck } from './manifest-check.js';
+import { untilAborted } from '../util/until-aborted.js';
 
 export interface ManifestSourceOptions {
   api: DeployApi;
@@ -124,23 +125,4 @@ export class ManifestSource {
       return check;
     });
   }
-}
-
-/** `promise`, or a rejection with the signal's reason as soon as it aborts (the promise runs on). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error as Error);
-      },
-    );
-  });
 }

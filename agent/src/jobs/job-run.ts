@@ -7,6 +7,7 @@ import type { SendOutcome } from '../outbox/report-sender.js';
 import type { Report } from '../outbox/report.js';
 import type { LoadedSecrets } from '../workflows/index.js';
 import type { JobStop } from './job-stop.js';
+import { untilAborted } from '../util/until-aborted.js';
 import type { Journal, JournalEntry } from './journal.js';
 import type { LogShipper, LogShipperOptions } from './log-shipper.js';
 
@@ -89,7 +90,8 @@ export async function beginAcceptedJob<T = undefined>(
     deps.journal.update(entry.jobId, { state: 'accepted' });
     log.info('the coordinator cannot be reached: the job starts once it has answered its start');
     const notKept: SendOutcome = { outcome: 'dropped', reason: 'the start could not be kept' };
-    const answered = await untilAborted(started.delivery ?? Promise.resolve(notKept), signal);
+    // The delivery itself never fails: a rejection here is the abort.
+    const answered = await untilAborted(started.delivery ?? Promise.resolve(notKept), signal).catch(() => null);
     if (answered === null) return null; // a cancel or the shutdown took it back; the caller reports it
     started = answered;
     if (started.outcome !== 'dropped') {
@@ -102,25 +104,6 @@ export async function beginAcceptedJob<T = undefined>(
     return null;
   }
   return { running, meanwhile: done };
-}
-
-/** What `promise` gives, or null once `signal` is aborted (at once if it is already). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | null> {
-  if (signal.aborted) return Promise.resolve(null);
-  return new Promise<T | null>((resolve, reject) => {
-    const onAbort = () => resolve(null);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }
 
 /** The values of all the promises once all have settled, or the first error once all have settled. */
