@@ -15,6 +15,7 @@ import {
 } from '../helpers/browser.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { finishBody } from '../helpers/jobs.js';
+import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import {
   artifactUploader,
   bindDevices,
@@ -341,5 +342,31 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     await stateIs(/^Aborted/);
     expect(await row('2.0.0').innerText()).toContain('rollout aborted');
     expect(owner.problems).toEqual([]);
+  });
+
+  it("lets a viewer open an ended rollout's panel; what would change something stays disabled", async () => {
+    await addUser(t.owner, t.orgId, 'viewer@example.test', 'viewer');
+    const viewer = await openPage(browser, t.url);
+    try {
+      const p = viewer.page;
+      await signIn(p, 'viewer@example.test', MEMBER_PASSWORD, t.orgId);
+      await p.goto(`/orgs/${t.orgId}/apps/${app.id}`);
+      const show = p.getByRole('button', { name: 'Show rollout of 2.0.0' });
+      expect(await show.isEnabled()).toBe(true);
+      await show.click();
+      const ended = p.getByRole('region', { name: /^Rollout of 2\.0\.0/ }).getByRole('status');
+      await vi.waitFor(async () => expect(await ended.innerText()).toMatch(/^Aborted/), { timeout: 15_000 });
+      expect(await p.getByRole('button', { name: 'Yank 2.1.0' }).isDisabled()).toBe(true);
+      expect(
+        await p
+          .getByRole('button', { name: /^Change the channel of / })
+          .first()
+          .isDisabled(),
+      ).toBe(true);
+      expect(await p.getByRole('heading', { name: 'New release' }).count()).toBe(0);
+      expect(viewer.problems).toEqual([]);
+    } finally {
+      await viewer.page.close();
+    }
   });
 });

@@ -6,6 +6,7 @@ import { api, ApiError } from '../api/client';
 import { appQuery, byteSize, devicesQuery, releasesQuery, type App, type Binding, type Release } from '../api/ota';
 import { releaseCounts, yankImpact, type Impact } from '../api/ota-impact';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { ReadOnly } from '../components/ReadOnly';
 import { dateTime } from '../components/time';
 import { AppDevices } from './AppDevices';
 import { AppMaintenanceWindow } from './AppMaintenanceWindow';
@@ -30,6 +31,7 @@ export function AppPage() {
   if (app.error) return <ErrorMessage error={app.error} />;
   if (!app.data) return <p className="loading">Loading…</p>;
   const a = app.data;
+  const readOnly = !allows(org, 'releases.publish');
   return (
     <section aria-labelledby="app-heading">
       <h1 id="app-heading">{a.slug}</h1>
@@ -46,15 +48,17 @@ export function AppPage() {
         <dt>Created</dt>
         <dd>{dateTime(a.createdAt)}</dd>
       </dl>
-      {/* A viewer reads it all; its controls are there, disabled (the API would refuse them). */}
-      <fieldset className="read-only" disabled={!allows(org, 'releases.publish')}>
+      {/* A viewer reads it all, rollouts included; the controls that change something are disabled. */}
+      <ReadOnly when={readOnly}>
         <AppMaintenanceWindow orgId={orgId} app={a} />
         <AppReleaseKeys orgId={orgId} app={a} />
-        <ErrorMessage error={releases.error ?? devices.error} />
-        <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} />
-        {allows(org, 'releases.publish') && <NewRelease orgId={orgId} app={a} />}
+      </ReadOnly>
+      <ErrorMessage error={releases.error ?? devices.error} />
+      <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} readOnly={readOnly} />
+      {!readOnly && <NewRelease orgId={orgId} app={a} />}
+      <ReadOnly when={readOnly}>
         <AppDevices orgId={orgId} app={a} devices={devices.data} />
-      </fieldset>
+      </ReadOnly>
     </section>
   );
 }
@@ -67,7 +71,7 @@ const STATUS_CLASS: Record<Release['status'], string> = {
 
 const RELEASE_COLUMNS = 7;
 
-function Releases(props: { orgId: string; app: App; releases?: Release[]; devices?: Binding[] }) {
+function Releases(props: { orgId: string; app: App; releases?: Release[]; devices?: Binding[]; readOnly: boolean }) {
   const { releases, devices } = props;
   return (
     <section aria-labelledby="releases-heading">
@@ -103,7 +107,14 @@ function Releases(props: { orgId: string; app: App; releases?: Release[]; device
   );
 }
 
-function ReleaseRow(props: { orgId: string; app: App; releases: Release[]; devices: Binding[]; release: Release }) {
+function ReleaseRow(props: {
+  orgId: string;
+  app: App;
+  releases: Release[];
+  devices: Binding[];
+  release: Release;
+  readOnly: boolean;
+}) {
   const { release: r, devices } = props;
   const counts = releaseCounts(devices, r);
   const [publishing, setPublishing] = useState(false);
@@ -124,7 +135,7 @@ function ReleaseRow(props: { orgId: string; app: App; releases: Release[]; devic
           </td>
         </tr>
       )}
-      <RolloutRow orgId={props.orgId} state={rollout} columns={RELEASE_COLUMNS} />
+      <RolloutRow orgId={props.orgId} state={rollout} columns={RELEASE_COLUMNS} readOnly={props.readOnly} />
     </>
   );
 }
@@ -185,7 +196,7 @@ function ReleaseCells(
         <span className={counts.failed > 0 ? 'status-failed' : undefined}>{counts.failed} failed</span>
       </td>
       <td>
-        {!props.publishing && <ReleaseActions {...props} />}
+        <ReadOnly when={props.readOnly}>{!props.publishing && <ReleaseActions {...props} />}</ReadOnly>
         <RolloutToggle state={rollout} />
       </td>
     </tr>

@@ -16,6 +16,7 @@ import {
   type RolloutWave,
 } from '../api/rollouts';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { ReadOnly } from '../components/ReadOnly';
 import { planWords } from '../components/rollout-plan';
 import {
   badgeWords,
@@ -101,14 +102,17 @@ export function RolloutToggle({ state }: { state: ReleaseRollout }) {
 }
 
 /** The row under the release's that holds its rollout panel, when open. */
-export function RolloutRow({ orgId, state, columns }: { orgId: string; state: ReleaseRollout; columns: number }) {
+export function RolloutRow(props: { orgId: string; state: ReleaseRollout; columns: number; readOnly: boolean }) {
+  const { orgId, state, columns } = props;
   if (!state.shown) return null;
   const { release: r, rollout } = state;
   return (
     <tr className="release-detail">
       <td colSpan={columns}>
         {rollout ? (
-          <RolloutPanel orgId={orgId} release={r} rollout={rollout} />
+          <ReadOnly when={props.readOnly}>
+            <RolloutPanel orgId={orgId} release={r} rollout={rollout} />
+          </ReadOnly>
         ) : (
           <section aria-label={`Rollout of ${r.version}`}>
             <ErrorMessage error={state.error} />
