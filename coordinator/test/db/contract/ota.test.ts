@@ -452,6 +452,9 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       0: { devices: 1, succeeded: 1, failed: 0 },
       1: { devices: 3, succeeded: 0, failed: 0 },
     });
+    // A revoked device no longer counts in its wave (its update job failed for the revocation).
+    await t.exec(`UPDATE agents SET status = 'revoked' WHERE id = '${agents[0]}'`);
+    expect(await t.repos.rollouts.countsOfWave(r.id, r.sequence, 1)).toEqual({ devices: 2, succeeded: 0, failed: 0 });
     expect(await t.repos.rollouts.bindingsOfWave(r.id, 1)).toEqual(ids.filter((id) => id !== first).sort());
     expect(await t.repos.rollouts.boundSince(r.id)).toEqual([]);
     const late = await bindAll(a.id, [await enroll(t.repos, orgId, iso(0))], iso(2));
