@@ -136,7 +136,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     // The schema's refusal comes first, at its input.
     const limitError = page().locator('#token-rateLimitPerMinute-error');
     await limitError.waitFor();
-    expect(await limitError.innerText()).toContain('>= 1');
+    expect(await limitError.innerText()).toContain('must be at least 1');
     expect(await page().getByLabel('Per minute').getAttribute('aria-invalid')).toBe('true');
     expect(await page().getByRole('alert').innerText()).toContain('Some fields need a change');
     await expectAccessible(page(), 'the issue form with an error');

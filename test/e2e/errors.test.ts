@@ -226,7 +226,7 @@ describe('error responses', () => {
       headers: { 'content-type': 'text/plain' },
     });
     expectError(res, 422, 'validation_failed');
-    expect(res.body.details).toEqual([{ path: 'body', message: 'must be object' }]);
+    expect(res.body.details).toEqual([{ path: 'body', message: 'must be an object' }]);
   });
 
   it('accepts application/json with a charset parameter', async () => {

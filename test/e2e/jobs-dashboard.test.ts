@@ -219,8 +219,8 @@ describe('dashboard job reads', () => {
     expect((await member.get(`/orgs/${t.orgId}/overview?hours=169`)).body).toEqual({
       statusCode: 422,
       code: 'validation_failed',
-      message: 'querystring.hours must be <= 168',
-      details: [{ path: 'querystring.hours', message: 'must be <= 168' }],
+      message: 'querystring.hours must be at most 168',
+      details: [{ path: 'querystring.hours', message: 'must be at most 168' }],
     });
     expect((await stranger.client.get(`/orgs/${t.orgId}/overview`)).status).toBe(404);
     expect((await t.api.get(`/orgs/${t.orgId}/overview`)).status).toBe(401);

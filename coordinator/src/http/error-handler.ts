@@ -49,7 +49,11 @@ export function validationDetails(issues: readonly AjvIssue[], context: string):
         case 'additionalProperties':
           return { path: join(base, String(issue.params.additionalProperty)), message: 'is not a known field' };
         case 'type':
-          return { path: base, message: `must be ${String(issue.params.type).replace(/,/g, ' or ')}` };
+          return { path: base, message: `must be ${typeWords(String(issue.params.type))}` };
+        case 'minimum':
+          return { path: base, message: `must be at least ${String(issue.params.limit)}` };
+        case 'maximum':
+          return { path: base, message: `must be at most ${String(issue.params.limit)}` };
         case 'enum':
           return {
             path: base,
@@ -59,6 +63,23 @@ export function validationDetails(issues: readonly AjvIssue[], context: string):
           return { path: base, message: issue.message ?? 'is invalid' };
       }
     });
+}
+
+/** JSON Schema's type names as words: `integer,null` → "an integer or null". */
+const TYPE_WORDS: Record<string, string> = {
+  integer: 'an integer',
+  number: 'a number',
+  string: 'a string',
+  boolean: 'true or false',
+  object: 'an object',
+  array: 'an array',
+  null: 'null',
+};
+function typeWords(types: string): string {
+  return types
+    .split(',')
+    .map((t) => TYPE_WORDS[t] ?? t)
+    .join(' or ');
 }
 
 function join(base: string, key: string): string {

@@ -33,4 +33,19 @@ describe('validation messages', () => {
       [{ path: 'body.version', message: 'must match pattern "^\\S+$"' }],
     );
   });
+
+  it('name types and bounds in words', () => {
+    expect(validationDetails([issue('type', { type: 'integer' })], 'body')).toEqual([
+      { path: 'body.version', message: 'must be an integer' },
+    ]);
+    expect(validationDetails([issue('type', { type: 'integer,null' })], 'body')).toEqual([
+      { path: 'body.version', message: 'must be an integer or null' },
+    ]);
+    expect(validationDetails([issue('minimum', { limit: 1, comparison: '>=' })], 'body')).toEqual([
+      { path: 'body.version', message: 'must be at least 1' },
+    ]);
+    expect(validationDetails([issue('maximum', { limit: 168, comparison: '<=' })], 'body')).toEqual([
+      { path: 'body.version', message: 'must be at most 168' },
+    ]);
+  });
 });
