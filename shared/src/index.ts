@@ -13,6 +13,7 @@ export * from './release-keys.js';
 export * from './describe.js';
 export * from './characters.js';
 export * from './byte-words.js';
+export * from './percent-words.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
 export * from './format-log-record.js';

@@ -2,6 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { cumulativeWaveSizes } from '../../coordinator/src/domain/ota/rollout-rules.js';
 import { CANARY, CANARY_FIELDS, planOf, previewOf, waveSizes } from '../../dashboard/src/components/rollout-plan.js';
+import { percentWords } from '@drover/shared';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import {
   CHROMIUM,
@@ -52,6 +53,12 @@ describe('the publish dialog’s plan (dashboard/src/components/rollout-plan.ts)
       planOf({ waves: '5%, 25 50;100', soak: '0.5', soakUnit: 'minutes', maxFailureRate: '2.5', minAttempts: '3' }),
     ).toEqual({ plan: { waves: [5, 25, 50, 100], soakSeconds: 30, maxFailureRate: 0.025, minAttempts: 3 } });
     expect(planOf({ ...CANARY_FIELDS, soak: '90', soakUnit: 'seconds' })).toMatchObject({ plan: { soakSeconds: 90 } });
+    // However small a rate, it is kept and shown as typed (it was rounded to 0).
+    const tiny = planOf({ ...CANARY_FIELDS, maxFailureRate: '0.0000001' });
+    expect(tiny).toMatchObject({ plan: { maxFailureRate: 1e-9 } });
+    expect(planOf({ ...CANARY_FIELDS, maxFailureRate: '1.1' })).toMatchObject({ plan: { maxFailureRate: 0.011 } });
+    expect('plan' in tiny && percentWords(tiny.plan.maxFailureRate)).toBe('0.0000001 %');
+    expect([1 / 3, 0.3334, 1, 0].map(percentWords)).toEqual(['33.33 %', '33.34 %', '100 %', '0 %']);
     const refused = planOf({ waves: 'ten, 100', soak: '', soakUnit: 'minutes', maxFailureRate: 'x', minAttempts: '' });
     expect('problems' in refused && refused.problems.map((p) => p.path)).toEqual([
       'body.rollout.waves',

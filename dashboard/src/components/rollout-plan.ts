@@ -1,4 +1,5 @@
 import type { RequestBody } from '@drover/shared/api';
+import { percentWords } from '@drover/shared/percent-words';
 
 /**
  * The publish dialog's rollout plan, as pure functions: its presets, the custom fields read into
@@ -92,7 +93,8 @@ export function planOf(fields: PlanFields): { plan: RolloutPlan } | { problems: 
       waves,
       // Rounded to the millisecond's precision: 0.1 minutes is 6 seconds, not 6.000000000000001.
       soakSeconds: fields.soakUnit === 'minutes' ? Math.round(soak * 60 * 1000) / 1000 : soak,
-      maxFailureRate: Math.round(rate * 1e6) / 1e8,
+      // Without the division's noise (1.1 % is 0.011, not 0.011000000000000001), however small.
+      maxFailureRate: Number((rate / 100).toPrecision(15)),
       minAttempts,
     },
   };
@@ -138,14 +140,13 @@ export function soakWords(seconds: number): string {
 }
 
 /** `5 %` from a rate of 0.05 */
-export const percentOf = (rate: number): string => `${Math.round(rate * 1e6) / 1e4} %`;
 
 /** The plan in one sentence: `waves of 1, 10, 100 %; a soak of 10 min; pauses above 5 % failed (after 1 update of a wave)`. */
 export function planWords(plan: RolloutPlan): string {
   const min = plan.minAttempts ?? 1;
   return (
     `waves of ${plan.waves.join(', ')} %; a soak of ${soakWords(plan.soakSeconds)} after each wave; ` +
-    `pauses when more than ${percentOf(plan.maxFailureRate)} of a wave’s updates fail ` +
+    `pauses when more than ${percentWords(plan.maxFailureRate)} of a wave’s updates fail ` +
     `(judged once ${min === 1 ? '1 update' : `${min} updates`} of the wave ended)`
   );
 }

@@ -13,6 +13,7 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { ChatOutboxRepository } from '../model/chat-outbox.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import { AppError, notFound } from '../../errors.js';
+import { percentWords } from '@drover/shared';
 import { isoNow } from '../../util/clock.js';
 import type { OtaContext } from './context.js';
 import { findRelease, publishRelease, yankRelease } from './releases.js';
@@ -360,7 +361,7 @@ export class RolloutService {
           break;
         }
         case 'pause': {
-          const detail = `wave ${wave}: ${step.failed} of ${step.ended} updates failed (${percent(step.failed / step.ended)} > ${percent(rollout.plan.maxFailureRate)})`;
+          const detail = `wave ${wave}: ${step.failed} of ${step.ended} updates failed (${percentWords(step.failed / step.ended)} > ${percentWords(rollout.plan.maxFailureRate)})`;
           const moved = await this.move(
             rollout,
             { status: 'paused', pausedReason: 'failure_threshold' },
@@ -517,8 +518,6 @@ export class RolloutService {
 
 /** The failed devices a pause's message names (the others are counted). */
 const PAUSE_DEVICES_NAMED = 10;
-
-const percent = (rate: number) => `${Math.round(rate * 1000) / 10} %`;
 
 function wrongState(move: OperatorMove, status: RolloutStatus, changed = false): AppError {
   return new AppError(

@@ -1,4 +1,5 @@
 import type { TerminalJobStatus } from '@drover/shared';
+import { percentWords } from '@drover/shared';
 import type { BatchNotice, ChatAnswerNotice, JobOutcomeNotice, RolloutPausedNotice } from '../../model/chat-outbox.js';
 
 /** The outcome as a message shows it. */
@@ -89,7 +90,6 @@ export function batchText(notice: BatchNotice, publicUrl: string, escape: Escape
  * PAUSED in wave 1 of 4: 3 of 10 updates failed (30 %, above 5 %): kiosk-07, kiosk-12 and 1 more <link>`.
  */
 export function rolloutPausedText(notice: RolloutPausedNotice, publicUrl: string, escape: Escape = verbatim): string {
-  const rate = (r: number) => `${Math.round(r * 1000) / 10} %`;
   const more = notice.failed - notice.failedDevices.length;
   const devices =
     notice.failedDevices.length === 0
@@ -97,7 +97,7 @@ export function rolloutPausedText(notice: RolloutPausedNotice, publicUrl: string
       : `: ${notice.failedDevices.map(escape).join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
   return (
     `Drover rollout of ${escape(notice.appSlug)} ${escape(notice.version)} PAUSED in wave ${notice.wave} of ${notice.waves}: ` +
-    `${notice.failed} of ${notice.ended} updates failed (${rate(notice.failed / notice.ended)}, above ${rate(notice.maxFailureRate)})` +
+    `${notice.failed} of ${notice.ended} updates failed (${percentWords(notice.failed / notice.ended)}, above ${percentWords(notice.maxFailureRate)})` +
     `${devices} ${publicUrl.replace(/\/+$/, '')}/orgs/${encodeURIComponent(notice.orgId)}/apps/${encodeURIComponent(notice.applicationId)}`
   );
 }
