@@ -173,16 +173,18 @@ describe('single sign-on', () => {
       expect.objectContaining({ id: mallory.orgId, role: 'member' }),
     ]);
 
-    // A holder who changed the invitation's password chose their own: single sign-on keeps it.
+    // A changed password goes too: the inviter, who knew the first one, could have changed it.
     expect((await invite('dan@example.test')).status).toBe(201);
     const dan = await login('dan@example.test');
     const changed = await t.api.post('/auth/password', {
       token: dan.body.token,
-      body: { currentPassword: 'mallory-knows-this', newPassword: 'dans own passphrase' },
+      body: { currentPassword: 'mallory-knows-this', newPassword: 'mallory-second-pass' },
     });
     expect(changed.status).toBe(200);
+    const changedSession = (changed.body as { token: string }).token;
     expect((await signIn('dan')).res.status).toBe(303);
-    expect((await login('dan@example.test', 'dans own passphrase')).status).toBe(200);
+    expect((await login('dan@example.test', 'mallory-second-pass')).status).toBe(401);
+    expect((await t.api.get('/auth/session', { token: changedSession })).status).toBe(401);
   });
 
   it('maps no organization by a name two organizations have: an impostor cannot take the group by naming an org so', async () => {

@@ -36,8 +36,10 @@ const INSERT_IF_NONE = command<UserParams>(
    SELECT ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)`,
 );
 const COUNT = query<{ n: number }, []>('SELECT count(*) AS n FROM users');
+// A password change keeps `password_by_inviter`: whoever knew the inviter's password could have
+// made it (the inviter among them); only single sign-on proves the email (REPLACE_INVITERS_PASSWORD).
 const SET_PASSWORD = query<{ session_generation: number }, [string, string]>(
-  `UPDATE users SET password_hash = ?, password_by_inviter = FALSE, session_generation = session_generation + 1
+  `UPDATE users SET password_hash = ?, session_generation = session_generation + 1
    WHERE id = ? RETURNING session_generation`,
 );
 const REPLACE_INVITERS_PASSWORD = query<{ session_generation: number }, [string, string]>(

@@ -191,9 +191,10 @@ export class OidcSignInService {
 
   /**
    * The user of this email, created on a first sign-in (with no password that could match). An
-   * account whose password the inviter chose (an invitation made it before its holder ever signed
-   * in) loses that password now, and every session it had: the holder proved the email is theirs,
-   * and whoever chose the password must not share the account (docs/sso.md).
+   * account whose first password the inviter chose (an invitation made it before its holder ever
+   * signed in) loses its password now, changed since or not, and every session it had: the holder
+   * proved the email is theirs, and whoever knew the password must not share the account
+   * (docs/sso.md).
    */
   private async userOf(email: string): Promise<{ id: string; sessionGeneration: number }> {
     const { users } = this.deps.repos;

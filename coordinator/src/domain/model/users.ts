@@ -19,8 +19,9 @@ export interface StoredUser extends User {
 /** A stored user as a sign-in reads it. */
 export interface Account extends UserWithPassword, StoredUser {
   /**
-   * The password was chosen by whoever invited the email (the invitation made the account), not
-   * by its holder, who has not changed it since: the holder's first single sign-on removes it.
+   * The first password was chosen by whoever invited the email (the invitation made the account),
+   * and the email has not been proved since: the account's first single sign-on removes the
+   * password, changed since or not (whoever knew the first one could change it, the inviter too).
    */
   passwordByInviter: boolean;
 }
