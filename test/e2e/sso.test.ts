@@ -7,6 +7,7 @@ import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../help
 import { acceptInvitation, outsider } from '../helpers/members.js';
 import { issueApiToken } from '../helpers/tokens.js';
 import { startOidcProvider, type TestAccount, type TestOidcProvider } from '../helpers/oidc-provider.js';
+import { Agent, fetch as undiciFetch } from 'undici';
 
 /**
  * Single sign-on against a real OpenID provider (docs/sso.md): the authorization code flow with
@@ -315,6 +316,22 @@ describe('single sign-on', () => {
       /Max-Age=0|Expires=Thu, 01 Jan 1970/,
     );
   });
+
+  it('makes an address that started over 30 sign-ins without finishing them wait (each start stores a state)', async () => {
+    const from = new Agent({ localAddress: '127.0.0.77' });
+    const startFrom = () =>
+      undiciFetch(`${t.url}/v1/auth/oidc/start`, { redirect: 'manual', dispatcher: from, headers: { cookie: '' } });
+    for (let i = 0; i < 31; i++) expect((await startFrom()).status).toBe(302);
+    const limited = await startFrom();
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('60');
+    expect(((await limited.json()) as { message: string }).message).toBe(
+      'Too many single sign-ons started from this address and not finished; try again in 60 seconds',
+    );
+    // Another address goes on; a sign-in finished there clears its count.
+    expect((await signIn('ada')).res.status).toBe(303);
+    await from.close();
+  });
 });
 
 describe('single sign-on, a role map naming one organization by its id and by its name', () => {
@@ -352,6 +369,46 @@ describe('single sign-on, a role map naming one organization by its id and by it
       provider.attach(`${t.url}/v1/auth/oidc/callback`);
       await second.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('single sign-on behind HTTPS', () => {
+  it('names its cookies with the __Host- prefix, and reads no sign-in key a sibling subdomain could plant', async () => {
+    const https = await startTestCoordinator({
+      env: {
+        ...provider.env,
+        DROVER_PUBLIC_URL: 'https://drover.example.test',
+        DROVER_OIDC_ALLOWED_DOMAINS: 'example.test',
+      },
+    });
+    try {
+      provider.attach('https://drover.example.test/v1/auth/oidc/callback');
+      const begin = async () => {
+        const res = await fetch(`${https.url}/v1/auth/oidc/start`, { redirect: 'manual' });
+        expect(res.headers.getSetCookie().some((c) => c.startsWith('drover_oidc='))).toBe(false);
+        const set = res.headers.getSetCookie().find((c) => c.startsWith('__Host-drover_oidc='))!;
+        expect(set).toMatch(/; Path=\/; .*HttpOnly; Secure; SameSite=Lax$/);
+        const back = await provider.signInAs('ada', res.headers.get('location')!);
+        return {
+          key: set.split(';')[0]!.slice('__Host-drover_oidc='.length),
+          back: `${https.url}${back.pathname}${back.search}`,
+        };
+      };
+      // The sign-in's key under the unprefixed name (planted for the parent domain): not read.
+      const planted = await begin();
+      const refused = await fetch(planted.back, {
+        redirect: 'manual',
+        headers: { cookie: `drover_oidc=${planted.key}` },
+      });
+      expect(refused.status).toBe(401);
+      const own = await begin();
+      const res = await fetch(own.back, { redirect: 'manual', headers: { cookie: `__Host-drover_oidc=${own.key}` } });
+      expect(res.status).toBe(303);
+      expect(res.headers.getSetCookie().some((c) => c.startsWith('__Host-drover_session='))).toBe(true);
+    } finally {
+      provider.attach(`${t.url}/v1/auth/oidc/callback`);
+      await https.close();
     }
   });
 });

@@ -12,6 +12,7 @@ import { OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionService } from './sessions.js';
 import { mappedOrg } from './role-map.js';
+import { AttemptThrottle, type ThrottlePolicy } from './attempt-throttle.js';
 import type { Org } from '../model/orgs.js';
 
 /** What an SSO-made account stores as its password hash: no password ever matches it. */
@@ -31,6 +32,20 @@ export interface OidcSignedIn {
   /** The dashboard path to go to. */
   next: string;
 }
+
+/**
+ * Sign-ins started and not finished, per client address: each start stores a row for ten minutes
+ * (its state), so past 30 unfinished in ten minutes a start from that address waits a minute, then
+ * twice as long each time, up to ten minutes. A sign-in finished from the address clears its
+ * count. The counts live in this coordinator's memory.
+ */
+export const OIDC_START_ADDRESS_POLICY: ThrottlePolicy = {
+  freeFailures: 30,
+  baseLockMs: 60_000,
+  maxLockMs: OIDC_STATE_TTL_MS,
+  forgetAfterMs: OIDC_STATE_TTL_MS,
+  maxKeys: 100_000,
+};
 
 const failed = (why: string) => new AppError('sso_failed', `Single sign-on did not complete: ${why}`);
 
@@ -56,6 +71,7 @@ export function sameOriginPath(next: string | undefined): string {
  */
 export class OidcSignInService {
   private configuration: Promise<oidc.Configuration> | null = null;
+  private readonly starts: AttemptThrottle;
 
   constructor(
     private readonly deps: {
@@ -68,7 +84,9 @@ export class OidcSignInService {
       /** The coordinator's public URL, read at each call (known only once listening). */
       publicUrl: () => string;
     },
-  ) {}
+  ) {
+    this.starts = new AttemptThrottle(OIDC_START_ADDRESS_POLICY, deps.clock);
+  }
 
   redirectUri(): string {
     return `${this.deps.publicUrl()}/v1/auth/oidc/callback`;
@@ -106,8 +124,17 @@ export class OidcSignInService {
     return this.configuration;
   }
 
-  async start(next: string | undefined, browserKey: string | null): Promise<OidcStart> {
+  async start(next: string | undefined, browserKey: string | null, address: string): Promise<OidcStart> {
     const nextPath = sameOriginPath(next);
+    const waitMs = this.starts.waitMs(address);
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      throw new AppError(
+        'rate_limited',
+        `Too many single sign-ons started from this address and not finished; try again in ${seconds} second${seconds === 1 ? '' : 's'}`,
+        { retryAfter: seconds },
+      );
+    }
     const config = await this.provider();
     const key =
       browserKey !== null && BROWSER_KEY.test(browserKey) ? browserKey : randomBytes(32).toString('base64url');
@@ -124,6 +151,13 @@ export class OidcSignInService {
       createdAt: isoAt(now),
       expiresAt: isoAt(now + OIDC_STATE_TTL_MS),
     });
+    const counted = this.starts.fail(address);
+    if (counted.lockedUntil !== null) {
+      this.deps.logger.warn(
+        { address, started: counted.failures, until: isoAt(counted.lockedUntil) },
+        'single sign-on: too many sign-ins started from one address and not finished; its next starts wait',
+      );
+    }
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: this.redirectUri(),
       scope: this.deps.config.scopes,
@@ -139,7 +173,7 @@ export class OidcSignInService {
    * Finishes the sign-in the provider sent the browser back from (`callback`: the full callback
    * URL). The state is used up whatever happens next; every refusal is `401 sso_failed` saying why.
    */
-  async finish(callback: URL, browserKey: string | null): Promise<OidcSignedIn> {
+  async finish(callback: URL, browserKey: string | null, address: string): Promise<OidcSignedIn> {
     const { repos, clock, config: settings } = this.deps;
     const state = callback.searchParams.get('state');
     const stored = state ? await repos.oidcStates.consume(hashBearerSecret(state), isoAt(clock.now())) : null;
@@ -186,6 +220,7 @@ export class OidcSignInService {
     const user = await this.userOf(email);
     await this.applyRoleMap(user.id, email, groupsOf(claims[settings.groupsClaim]));
     const session = await this.deps.sessions.issue(user.id, user.sessionGeneration);
+    this.starts.succeed(address);
     return { ...session, next: stored.nextPath };
   }
 

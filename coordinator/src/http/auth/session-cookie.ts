@@ -13,15 +13,23 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 export const SESSION_COOKIE = 'drover_session';
 export const SECURE_SESSION_COOKIE = `__Host-${SESSION_COOKIE}`;
 
-function isSecure(request: FastifyRequest): boolean {
+/** Whether the dashboard is reached over HTTPS: the request's, or DROVER_PUBLIC_URL's, scheme. */
+export function isSecure(request: FastifyRequest): boolean {
   return request.protocol === 'https' || request.server.ctx.config.publicUrl.startsWith('https:');
 }
+
+/**
+ * A cookie's name for this request: with the `__Host-` prefix over HTTPS (the cookie must then be
+ * Secure, for the path `/`, without a domain), so that no sibling subdomain can plant it.
+ */
+export const hostCookieName = (request: FastifyRequest, name: string): string =>
+  isSecure(request) ? `__Host-${name}` : name;
 
 function cookieOptions(request: FastifyRequest): CookieSerializeOptions {
   return { path: '/', httpOnly: true, sameSite: 'strict', secure: isSecure(request) };
 }
 
-const nameOf = (request: FastifyRequest): string => (isSecure(request) ? SECURE_SESSION_COOKIE : SESSION_COOKIE);
+const nameOf = (request: FastifyRequest): string => hostCookieName(request, SESSION_COOKIE);
 
 export function setSessionCookie(request: FastifyRequest, reply: FastifyReply, token: string, expiresAt: string): void {
   void reply.setCookie(nameOf(request), token, { ...cookieOptions(request), expires: new Date(expiresAt) });

@@ -2,14 +2,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OidcSignInService } from '../../domain/auth/oidc-sign-in.js';
 import { OIDC_STATE_TTL_MS } from '../../domain/model/oidc-states.js';
 import { AppError, notFound } from '../../errors.js';
-import { setSessionCookie } from '../auth/session-cookie.js';
+import { hostCookieName, isSecure, setSessionCookie } from '../auth/session-cookie.js';
 import { prefersHtml } from './dashboard/accepts-html.js';
 import { errorResponses } from '../schemas/common.js';
 import { named } from '../schemas/named.js';
 
 /**
  * The browser's key for its single sign-on in progress: SameSite=Lax, so that the provider's
- * redirect back (a top-level GET from its site) carries it; only the callback's path reads it.
+ * redirect back (a top-level GET from its site) carries it. Over HTTP only the sign-in's paths get
+ * it; over HTTPS it is `__Host-drover_oidc`, for the path `/` (the prefix needs it), so that a site
+ * on a sibling subdomain cannot plant its own sign-in's key and sign the browser in as itself.
  */
 const OIDC_COOKIE = 'drover_oidc';
 /**
@@ -62,7 +64,10 @@ function oidcOf(request: FastifyRequest): OidcSignInService {
 async function answerRefusal(request: FastifyRequest, reply: FastifyReply, error: unknown): Promise<FastifyReply> {
   if (!(error instanceof AppError) || !prefersHtml(request)) throw error;
   request.log.info({ code: error.code, reason: error.message }, 'single sign-on refused');
-  void reply.setCookie(REFUSAL_COOKIE, error.message, { ...cookieOptions(request), maxAge: REFUSAL_TTL_SECONDS });
+  void reply.setCookie(hostCookieName(request, REFUSAL_COOKIE), error.message, {
+    ...cookieOptions(request),
+    maxAge: REFUSAL_TTL_SECONDS,
+  });
   return reply.redirect('/login?sso=refused', 303);
 }
 
@@ -99,7 +104,7 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
-      const message = request.cookies[REFUSAL_COOKIE];
+      const message = request.cookies[hostCookieName(request, REFUSAL_COOKIE)];
       return { message: message ? message.slice(0, MAX_REFUSAL_CHARS) : null };
     },
   );
@@ -111,8 +116,10 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
         operationId: 'startOidcSignIn',
         summary: 'Single sign-on: redirects the browser to the OpenID provider (authorization code flow with PKCE)',
         description:
-          'Sets the short-lived cookie `drover_oidc` that binds the sign-in to this browser. `next` is the dashboard ' +
-          'path to go to once signed in (a path of this site; default `/`). 404 when single sign-on is not set up.',
+          'Sets the short-lived cookie `drover_oidc` (`__Host-drover_oidc` over HTTPS) that binds the sign-in to this ' +
+          'browser. `next` is the dashboard path to go to once signed in (a path of this site; default `/`). 404 when ' +
+          'single sign-on is not set up; 429 when over 30 sign-ins were started from the address in ten minutes and ' +
+          'not finished.',
         tags: ['dashboard'],
         security: [],
         querystring: {
@@ -123,15 +130,15 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
         response: {
           302: redirect("to the provider's authorization endpoint"),
           303: redirect('a browser, refused: to the sign-in page (`/login?sso=refused`)'),
-          ...errorResponses(404, 422, 503),
+          ...errorResponses(404, 422, 429, 503),
         },
       },
     },
     async (request, reply) => {
       try {
-        const started = await oidcOf(request).start(request.query.next, request.cookies[OIDC_COOKIE] ?? null);
-        void reply.setCookie(OIDC_COOKIE, started.browserKey, cookieOptions(request));
-        void reply.clearCookie(REFUSAL_COOKIE, cookieOptions(request));
+        const started = await oidcOf(request).start(request.query.next, browserKeyOf(request), request.ip);
+        void reply.setCookie(hostCookieName(request, OIDC_COOKIE), started.browserKey, cookieOptions(request));
+        void reply.clearCookie(hostCookieName(request, REFUSAL_COOKIE), cookieOptions(request));
         return reply.redirect(started.url, 302);
       } catch (error) {
         return answerRefusal(request, reply, error);
@@ -175,23 +182,28 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
         const service = oidcOf(request);
         const query = request.raw.url?.split('?')[1] ?? '';
         const callback = new URL(`${service.redirectUri()}?${query}`);
-        const signedIn = await service.finish(callback, request.cookies[OIDC_COOKIE] ?? null);
-        void reply.clearCookie(OIDC_COOKIE, cookieOptions(request));
-        void reply.clearCookie(REFUSAL_COOKIE, cookieOptions(request));
+        const signedIn = await service.finish(callback, browserKeyOf(request), request.ip);
+        void reply.clearCookie(hostCookieName(request, OIDC_COOKIE), cookieOptions(request));
+        void reply.clearCookie(hostCookieName(request, REFUSAL_COOKIE), cookieOptions(request));
         setSessionCookie(request, reply, signedIn.token, signedIn.expiresAt);
         return reply.redirect(signedIn.next, 303);
       } catch (error) {
-        void reply.clearCookie(OIDC_COOKIE, cookieOptions(request));
+        void reply.clearCookie(hostCookieName(request, OIDC_COOKIE), cookieOptions(request));
         return answerRefusal(request, reply, error);
       }
     },
   );
 }
 
+/** The sign-in's key this browser holds, by the name of the scheme in use only. */
+function browserKeyOf(request: FastifyRequest): string | null {
+  return request.cookies[hostCookieName(request, OIDC_COOKIE)] ?? null;
+}
+
 function cookieOptions(request: FastifyRequest) {
-  const secure = request.protocol === 'https' || request.server.ctx.config.publicUrl.startsWith('https:');
+  const secure = isSecure(request);
   return {
-    path: COOKIE_PATH,
+    path: secure ? '/' : COOKIE_PATH,
     httpOnly: true,
     sameSite: 'lax',
     secure,
