@@ -59,12 +59,30 @@ export async function hashPassword(password: string): Promise<string> {
   return ['scrypt', PARAMS.N, PARAMS.r, PARAMS.p, salt.toString('base64'), key.toString('base64')].join('$');
 }
 
-export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+type HashParts = [n: string, r: string, p: string, salt: string, hash: string];
+
+function partsOf(stored: string): HashParts | null {
   const [scheme, n, r, p, salt, hash] = stored.split('$');
-  if (scheme !== 'scrypt' || !n || !r || !p || !salt || !hash) return false;
+  return scheme === 'scrypt' && n && r && p && salt && hash ? [n, r, p, salt, hash] : null;
+}
+
+/**
+ * The hash a password is checked against: the stored one, or the decoy when what is stored is no
+ * password (`!sso`, an account single sign-on made), so that such an account answers as slowly as
+ * any other and a wrong password does not tell it apart.
+ */
+export async function hashToCheck(stored: string): Promise<{ parts: HashParts; decoy: boolean }> {
+  const parts = partsOf(stored);
+  if (parts) return { parts, decoy: false };
+  return { parts: partsOf(await decoyPasswordHash())!, decoy: true };
+}
+
+export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  const { parts, decoy } = await hashToCheck(stored);
+  const [n, r, p, salt, hash] = parts;
   const expected = Buffer.from(hash, 'base64');
   const key = await derive(password, Buffer.from(salt, 'base64'), { N: Number(n), r: Number(r), p: Number(p) });
-  return key.length === expected.length && timingSafeEqual(key, expected);
+  return !decoy && key.length === expected.length && timingSafeEqual(key, expected);
 }
 
 /** A hash of a random password, so a login for an unknown email costs as much as a real one. */

@@ -99,6 +99,12 @@ export function endedRefusal(invitation: Invitation, nowMs: number): AppError | 
   }
 }
 
-/** Whether the invitation is addressed to this email (any case): no one else may see it. */
+/**
+ * Whether the invitation is addressed to this email (any case of its ASCII letters, as the
+ * database compares emails): no one else may see it. Unicode's case folding would make the
+ * Kelvin sign's `\u212Aim@…`, an account of its own, the `kim@…` an invitation was sent to.
+ */
 export const isFor = (invitation: Invitation, email: string): boolean =>
-  invitation.email.toLowerCase() === email.toLowerCase();
+  asciiLowerCase(invitation.email) === asciiLowerCase(email);
+
+const asciiLowerCase = (s: string): string => s.replace(/[A-Z]/g, (c) => c.toLowerCase());

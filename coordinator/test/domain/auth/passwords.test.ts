@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { checkNewPassword, hashPassword, verifyPassword } from '../../../src/domain/auth/passwords.js';
+import {
+  checkNewPassword,
+  decoyPasswordHash,
+  hashPassword,
+  hashToCheck,
+  verifyPassword,
+} from '../../../src/domain/auth/passwords.js';
 
 describe('passwords', () => {
   it('stores scrypt hashes with a random salt, never the password', async () => {
@@ -19,6 +25,10 @@ describe('passwords', () => {
   it('refuses hashes of an unknown scheme or shape', async () => {
     expect(await verifyPassword('x', 'md5$abc')).toBe(false);
     expect(await verifyPassword('x', '')).toBe(false);
+    // An account with no password (single sign-on made it) costs a hash like any other, the decoy's.
+    const decoy = (await decoyPasswordHash()).split('$').slice(1);
+    expect(await hashToCheck('!sso')).toEqual({ parts: decoy, decoy: true });
+    expect(await verifyPassword('x', '!sso')).toBe(false);
   });
 });
 

@@ -4,7 +4,8 @@ import { migrate } from '../../../src/db/migrate.js';
 import { createSqliteRepositories } from '../../../src/sqlite-repositories.js';
 import type { Repositories } from '../../../src/domain/model/repositories.js';
 import { createOrganization } from '../../../src/domain/orgs/bootstrap.js';
-import { endedRefusal, INVITATION_TTL_MS, invite, presented } from '../../../src/domain/orgs/invitations.js';
+import { endedRefusal, INVITATION_TTL_MS, invite, isFor, presented } from '../../../src/domain/orgs/invitations.js';
+import type { Invitation } from '../../../src/domain/model/invitations.js';
 import { changeMemberRole, removeMember } from '../../../src/domain/orgs/members.js';
 import { verifyPassword } from '../../../src/domain/auth/passwords.js';
 
@@ -169,5 +170,15 @@ describe('members and invitations', () => {
     await expect(removeMember(repos, orgId, '22222222-2222-4222-8222-222222222222')).rejects.toMatchObject({
       statusCode: 404,
     });
+  });
+});
+
+describe('an invitation is for', () => {
+  it('its email in any case of its ASCII letters, and not for a look-alike the database holds apart', () => {
+    const invitation = { email: 'Kim@Example.test' } as Invitation;
+    expect(isFor(invitation, 'kim@example.TEST')).toBe(true);
+    // The Kelvin sign folds to k in Unicode, not in the database: it is another account.
+    expect(isFor(invitation, '\u212Aim@example.test')).toBe(false);
+    expect(isFor(invitation, 'kim@example.test.')).toBe(false);
   });
 });
