@@ -84,8 +84,9 @@ interface Operation {
   operationId?: string;
   summary?: string;
   tags?: string[];
+  parameters?: { name: string; in: string }[];
   requestBody?: { content: Record<string, Media> };
-  responses?: Record<string, { content?: Record<string, Media> }>;
+  responses?: Record<string, { content?: Record<string, Media>; headers?: Record<string, unknown> }>;
 }
 
 /** The examples of a body (`example`, or the values of `examples`). */
@@ -174,6 +175,42 @@ describe('the OpenAPI document', () => {
     expect(problems).toEqual([]);
   });
 
+  it("describes what routes read and answer beyond their schemas: bytes, streams, headers, and the body's refusals", async () => {
+    const blobs = spec.paths['/v1/storage/blobs/{fileId}']!;
+    expect(Object.keys(blobs.put!.requestBody!.content)).toEqual(['application/octet-stream']);
+    expect(Object.keys(blobs.get!.responses!['200']!.content!)).toEqual(['application/octet-stream']);
+    expect(Object.keys(blobs.get!.responses!['206']!.content!)).toEqual(['application/octet-stream']);
+    expect(Object.keys(spec.paths['/v1/agent/stream']!.get!.responses!['200']!.content!)).toEqual([
+      'text/event-stream',
+    ]);
+    for (const path of ['/v1/triggers/{id}/run', '/v1/orgs/{orgId}/triggers/{triggerId}/run']) {
+      const op = spec.paths[path]!.post!;
+      expect(op.parameters).toContainEqual(expect.objectContaining({ name: 'idempotency-key', in: 'header' }));
+      expect(Object.keys(op.responses!['429']!.headers!)).toEqual(['retry-after']);
+    }
+    const problems: string[] = [];
+    for (const { name, op } of operations()) {
+      const has = (status: string) => op.responses?.[status] !== undefined;
+      if (/^(POST|PUT|PATCH) /.test(name) && !has('413')) problems.push(`${name}: no 413`);
+      const json = op.requestBody?.content['application/json'];
+      if (json && !['400', '415', '422'].every(has)) problems.push(`${name}: a JSON body without 400, 415 or 422`);
+      if (has('429') && !op.responses!['429']!.headers?.['retry-after'])
+        problems.push(`${name}: 429 without Retry-After`);
+    }
+    expect(problems).toEqual([]);
+    // What a 400 for a Content-Type that is no media type says.
+    const res = await fetch(`${t.url}/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'foo' },
+      body: '{}',
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      code: 'bad_request',
+      message: 'The Content-Type header is not a media type (type/subtype); send application/json',
+    });
+  });
+
   const operations = () =>
     Object.entries(spec.paths).flatMap(([path, ops]) =>
       Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
@@ -194,6 +231,8 @@ describe('the OpenAPI document', () => {
     // A schema refers to the named ones as `#/components/schemas/<name>`: compiled beside them.
     const validatorOf = (schema: object) => ajv.compile({ ...schema, components: spec.components });
     const check = (where: string, media: Media) => {
+      // A file's bytes, uploaded or downloaded, have no JSON example.
+      if (media.schema?.format === 'binary') return;
       const examples = examplesOf(media);
       if (examples.length === 0) problems.push(`${where}: no example`);
       const validate = validatorOf(media.schema ?? {});
@@ -214,11 +253,7 @@ describe('the OpenAPI document', () => {
       for (const [type, media] of Object.entries(op.requestBody?.content ?? {})) check(`${name} body (${type})`, media);
       for (const [status, response] of Object.entries(op.responses ?? {})) {
         if (!/^2\d\d$/.test(status)) continue;
-        for (const [type, media] of Object.entries(response.content ?? {})) {
-          // A download's bytes have no JSON example.
-          if (media.schema?.format === 'binary') continue;
-          check(`${name} ${status} (${type})`, media);
-        }
+        for (const [type, media] of Object.entries(response.content ?? {})) check(`${name} ${status} (${type})`, media);
       }
     }
     expect(problems).toEqual([]);

@@ -14,7 +14,8 @@ import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { orderRefusals } from './refusal-order.js';
 import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
 import { ErrorBodySchema } from './schemas/common.js';
-import { describeOtherAnswers, nameAnswers } from './schemas/named.js';
+import { nameAnswers } from './schemas/named.js';
+import { describeForDocument } from './schemas/document-view.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { publicApiRoutes } from './routes/public/index.js';
 import { agentRoutes } from './routes/agent/index.js';
@@ -131,7 +132,7 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    transform: describeOtherAnswers,
+    transform: describeForDocument,
   });
 
   // Route groups, each an encapsulated plugin that owns its authentication (docs/architecture.md).

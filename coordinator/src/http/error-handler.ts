@@ -87,6 +87,9 @@ function join(base: string, key: string): string {
 }
 
 const FASTIFY_CODES: Record<string, () => AppError> = {
+  // Any media type is read as JSON (json-body.ts); only one that does not parse is refused.
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
+    new AppError('bad_request', 'The Content-Type header is not a media type (type/subtype); send application/json'),
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () =>
     new AppError('bad_request', 'The Content-Length header does not match the body'),
   FST_ERR_CTP_EMPTY_JSON_BODY: () =>

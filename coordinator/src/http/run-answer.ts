@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isTerminalJobStatus, JOB_STATUSES } from '@drover/shared';
 import type { JobResult } from '../domain/model/trigger-runs.js';
-import { IDEMPOTENCY_HEADER, idempotencyKeyOf } from '../domain/trigger-run/idempotency.js';
+import { IDEMPOTENCY_HEADER, idempotencyKeyOf, MAX_IDEMPOTENCY_KEY_LENGTH } from '../domain/trigger-run/idempotency.js';
 import { tokenLimitBody, workflowLimitBody } from '../domain/trigger-run/rate-windows.js';
 import {
   MAX_FORCE_REASON_LENGTH,
@@ -160,7 +160,22 @@ export const BatchResultSchema = named('BatchResult', {
  * with its batch. Route `config` read by the description (http/app.ts); the answers themselves
  * are written by `runAnswerer`, a batch's without the single job's serializer.
  */
-export const batchAnswers = { otherAnswers: { 200: BatchResultSchema, 202: BatchAcceptedSchema } } as const;
+export const batchAnswers = {
+  otherAnswers: { 200: BatchResultSchema, 202: BatchAcceptedSchema },
+  // Read by the admission itself (domain/trigger-run/idempotency.ts): described, not validated here.
+  documented: {
+    headers: {
+      [IDEMPOTENCY_HEADER]: {
+        type: 'string',
+        minLength: 1,
+        maxLength: MAX_IDEMPOTENCY_KEY_LENGTH,
+        description:
+          'Runs once per key (per trigger, for 24 hours): a retry with the same key and the same body gets the first ' +
+          "call's answer (`idempotent: true`); the same key with another body is 409 `idempotency_conflict`",
+      },
+    },
+  },
+} as const;
 
 /** Both 429 shapes of docs/errors.md: token limit (`retryAfter`) and workflow limit (`window`). */
 const RateLimitedSchema = {

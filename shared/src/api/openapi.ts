@@ -592,7 +592,10 @@ export interface paths {
       cookie?: never;
     };
     get?: never;
-    /** Replace the labels the agent reports of itself */
+    /**
+     * Replace the labels the agent reports of itself
+     * @description Every label the agent reports, `os` and `arch` included (422 naming each one missing: an agent reports its own); keys and values as docs/agent.md, "Labels", says.
+     */
     put: operations['reportAgentLabels'];
     post?: never;
     delete?: never;
@@ -3079,6 +3082,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3089,6 +3101,24 @@ export interface operations {
       };
       /** @description Default Response */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -3108,6 +3138,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3134,6 +3166,24 @@ export interface operations {
       };
       /** @description Default Response */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -3170,6 +3220,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   changePassword: {
@@ -3198,6 +3257,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -3208,6 +3276,24 @@ export interface operations {
       };
       /** @description Default Response */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -3227,6 +3313,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3262,6 +3350,24 @@ export interface operations {
       };
       /** @description Default Response */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -3375,6 +3481,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3433,6 +3541,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       503: {
         headers: {
           [name: string]: unknown;
@@ -3469,6 +3586,33 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3480,6 +3624,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3522,6 +3668,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       403: {
         headers: {
           [name: string]: unknown;
@@ -3549,6 +3704,24 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
@@ -3560,6 +3733,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3599,6 +3774,15 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
         headers: {
           [name: string]: unknown;
         };
@@ -3664,6 +3848,24 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   denyDeviceSignIn: {
@@ -3722,6 +3924,24 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      422: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   downloadBlob: {
@@ -3744,13 +3964,13 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The file's bytes (streamed; Content-Type is the file's) */
+      /** @description The file's bytes (streamed; Content-Type is the file's, application/octet-stream when it has none) */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': string;
+          'application/octet-stream': string;
         };
       };
       /** @description The requested byte range (Content-Range names it) */
@@ -3759,7 +3979,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': string;
+          'application/octet-stream': string;
         };
       };
       /** @description Default Response */
@@ -3818,7 +4038,12 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody?: never;
+    /** @description the file's bytes, any content type */
+    requestBody: {
+      content: {
+        'application/octet-stream': string;
+      };
+    };
     responses: {
       /** @description Default Response */
       200: {
@@ -3981,6 +4206,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
@@ -4032,6 +4266,15 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
         headers: {
           [name: string]: unknown;
         };
@@ -4092,6 +4335,15 @@ export interface operations {
           'application/json': components['schemas']['ErrorBody'];
         };
       };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
     };
   };
   getToken: {
@@ -4133,6 +4385,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4191,6 +4445,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4249,6 +4505,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4307,6 +4565,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4329,7 +4589,10 @@ export interface operations {
   runTrigger: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Runs once per key (per trigger, for 24 hours): a retry with the same key and the same body gets the first call's answer (`idempotent: true`); the same key with another body is 409 `idempotency_conflict` */
+        'idempotency-key'?: string;
+      };
       path: {
         id: string;
       };
@@ -4373,6 +4636,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4409,6 +4681,24 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
@@ -4420,6 +4710,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4478,6 +4770,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4488,6 +4789,24 @@ export interface operations {
       };
       /** @description Default Response */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -4531,6 +4850,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4559,6 +4887,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -4855,7 +5201,34 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -4875,6 +5248,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4964,6 +5339,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -4974,6 +5358,15 @@ export interface operations {
       };
       /** @description Default Response */
       413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5082,7 +5475,34 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5133,7 +5553,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': string;
+          'text/event-stream': string;
         };
       };
       /** @description Default Response */
@@ -5203,6 +5623,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5222,6 +5651,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5273,6 +5720,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5292,6 +5748,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5339,6 +5813,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5358,6 +5841,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5416,6 +5917,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5435,6 +5945,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5492,6 +6020,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5511,6 +6048,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5562,6 +6117,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5581,6 +6145,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5625,6 +6207,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5644,6 +6235,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5873,6 +6482,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -5883,6 +6501,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5964,7 +6600,34 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -6069,6 +6732,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -6088,6 +6760,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -6234,6 +6924,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -6270,6 +6969,24 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
@@ -6281,6 +6998,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6521,6 +7240,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -6549,6 +7277,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -6630,6 +7376,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -6658,6 +7413,24 @@ export interface operations {
       };
       /** @description Default Response */
       410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -6701,6 +7474,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -6729,6 +7511,24 @@ export interface operations {
       };
       /** @description Default Response */
       410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -6782,6 +7582,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -6801,6 +7610,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -7012,6 +7839,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -7031,6 +7867,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -7181,6 +8035,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -7200,6 +8063,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -7360,6 +8241,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -7388,6 +8278,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -7609,6 +8517,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -7637,6 +8554,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -7714,7 +8649,10 @@ export interface operations {
   runTriggerByHand: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Runs once per key (per trigger, for 24 hours): a retry with the same key and the same body gets the first call's answer (`idempotent: true`); the same key with another body is 409 `idempotency_conflict` */
+        'idempotency-key'?: string;
+      };
       path: {
         orgId: string;
         triggerId: string;
@@ -7759,6 +8697,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -7795,6 +8742,24 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       422: {
         headers: {
           [name: string]: unknown;
@@ -7806,6 +8771,8 @@ export interface operations {
       /** @description Default Response */
       429: {
         headers: {
+          /** @description seconds to wait before trying again */
+          'retry-after'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7927,6 +8894,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -7946,6 +8922,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -8163,6 +9157,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -8191,6 +9194,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -8418,6 +9439,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -8437,6 +9467,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -8481,6 +9529,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -8509,6 +9566,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -8948,6 +10023,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -8976,6 +10060,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -9227,6 +10329,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -9246,6 +10357,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -9345,6 +10474,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -9373,6 +10511,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -9561,6 +10717,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -9589,6 +10754,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -9757,6 +10940,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -9785,6 +10977,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -9887,6 +11097,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -9915,6 +11134,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -9972,6 +11209,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10000,6 +11246,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10045,6 +11309,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10073,6 +11346,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10169,6 +11460,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10197,6 +11497,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10242,6 +11560,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10270,6 +11597,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10315,6 +11660,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10343,6 +11697,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10388,6 +11760,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10416,6 +11797,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10514,6 +11913,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10542,6 +11950,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10698,6 +12124,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10717,6 +12152,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10762,6 +12215,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10781,6 +12243,24 @@ export interface operations {
       };
       /** @description Default Response */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -10931,6 +12411,15 @@ export interface operations {
         };
       };
       /** @description Default Response */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
       401: {
         headers: {
           [name: string]: unknown;
@@ -10959,6 +12448,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -11056,6 +12563,24 @@ export interface operations {
       };
       /** @description Default Response */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorBody'];
+        };
+      };
+      /** @description Default Response */
+      415: {
         headers: {
           [name: string]: unknown;
         };

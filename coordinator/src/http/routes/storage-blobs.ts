@@ -57,6 +57,13 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
         querystring: BlobQuerySchema,
         response: { 200: StoredBlobSchema, ...errorResponses(403, 404, 409, 413, 422) },
       },
+      // The bytes are read as a stream (above): described, never validated.
+      config: {
+        documented: {
+          body: { ...BlobBytesSchema, description: "the file's bytes, any content type" },
+          consumes: ['application/octet-stream'],
+        },
+      },
     },
     async (request, reply) => {
       const stored = await transfers().receive(
@@ -87,8 +94,15 @@ export async function storageBlobRoutes(app: FastifyInstance): Promise<void> {
         params: idParams('fileId'),
         querystring: BlobQuerySchema,
         response: {
-          200: { description: "The file's bytes (streamed; Content-Type is the file's)", ...BlobBytesSchema },
-          206: { description: 'The requested byte range (Content-Range names it)', ...BlobBytesSchema },
+          200: {
+            description:
+              "The file's bytes (streamed; Content-Type is the file's, application/octet-stream when it has none)",
+            content: { 'application/octet-stream': { schema: BlobBytesSchema } },
+          },
+          206: {
+            description: 'The requested byte range (Content-Range names it)',
+            content: { 'application/octet-stream': { schema: BlobBytesSchema } },
+          },
           ...errorResponses(403, 404, 416, 422),
         },
       },

@@ -21,6 +21,9 @@ export async function agentLabelRoutes(app: FastifyInstance): Promise<void> {
       schema: {
         operationId: 'reportAgentLabels',
         summary: 'Replace the labels the agent reports of itself',
+        description:
+          'Every label the agent reports, `os` and `arch` included (422 naming each one missing: an agent reports its ' +
+          'own); keys and values as docs/agent.md, "Labels", says.',
         tags: ['agent'],
         body: withExample(PutAgentLabelsRequest, { labels: { os: 'linux', arch: 'arm64', site: 'berlin' } }),
         querystring: noQuery,

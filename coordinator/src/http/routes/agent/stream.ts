@@ -94,10 +94,12 @@ export async function agentStreamRoutes(app: FastifyInstance): Promise<void> {
         response: {
           200: {
             description: 'A text/event-stream of `job`, `deploy`, `cancel` and `ping` events',
-            type: 'string',
-            examples: [
-              `event: cancel\ndata: {"jobId":"${EXAMPLE_IDS.job}"}\n\nevent: ping\ndata: {"at":"2026-11-25T09:58:20.000Z"}\n\n`,
-            ],
+            content: {
+              'text/event-stream': {
+                schema: { type: 'string' },
+                example: `event: cancel\ndata: {"jobId":"${EXAMPLE_IDS.job}"}\n\nevent: ping\ndata: {"at":"2026-11-25T09:58:20.000Z"}\n\n`,
+              },
+            },
           },
           ...errorResponses(401, 409, 422, 503),
         },

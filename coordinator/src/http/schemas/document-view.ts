@@ -1,0 +1,63 @@
+import type { FastifySchema, RouteOptions } from 'fastify';
+import { describeOtherAnswers } from './named.js';
+
+/**
+ * What the OpenAPI document says of a route beyond what the route validates and serializes
+ * (@fastify/swagger's `transform`; nothing here runs on a request):
+ *
+ * - answers of another shape (`config.otherAnswers`, named.ts);
+ * - `config.documented`: request headers and a body the route reads itself (the presigned
+ *   upload's bytes, a run's `Idempotency-Key`), which a schema would make Fastify validate;
+ * - every POST, PUT and PATCH may answer 413 (over the body limit); one that reads a JSON body
+ *   400 (a `Content-Type` or `Content-Length` that does not parse) and 415 (a
+ *   `Content-Encoding`); one that validates a body or a query 422;
+ * - every 429 carries `Retry-After`.
+ */
+export interface DocumentedRequest {
+  headers?: Record<string, object>;
+  body?: object;
+  consumes?: string[];
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Request parts the route reads itself, for the API description only (describeForDocument). */
+    documented?: DocumentedRequest;
+  }
+}
+
+const ERROR_BODY = { $ref: 'ErrorBody#' } as const;
+/** Answered by the body's reading, before the route (http/json-body.ts, http/error-handler.ts). */
+const JSON_BODY_ANSWERS = [400, 415] as const;
+const WITH_BODY = new Set(['POST', 'PUT', 'PATCH']);
+const RETRY_AFTER = {
+  'retry-after': { type: 'integer', minimum: 1, description: 'seconds to wait before trying again' },
+} as const;
+
+export function describeForDocument<S extends FastifySchema>(input: {
+  schema: S;
+  url: string;
+  route: RouteOptions;
+}): { schema: FastifySchema; url: string } {
+  const { schema, url } = describeOtherAnswers(input);
+  if (!schema) return { schema, url };
+  const documented = input.route.config?.documented;
+  const view: Record<string, unknown> = { ...schema };
+  if (documented?.headers) {
+    view.headers = { type: 'object', properties: documented.headers };
+  }
+  if (documented?.body) {
+    view.body = documented.body;
+    if (documented.consumes) view.consumes = documented.consumes;
+  }
+  const response = { ...((schema as { response?: Record<string, unknown> }).response ?? {}) };
+  const methods = [input.route.method].flat();
+  if (methods.some((m) => WITH_BODY.has(m))) response[413] ??= ERROR_BODY;
+  if (schema.body) {
+    for (const status of JSON_BODY_ANSWERS) response[status] ??= ERROR_BODY;
+  }
+  if (schema.body || schema.querystring) response[422] ??= ERROR_BODY;
+  if (response[429]) response[429] = { ...(response[429] as object), headers: RETRY_AFTER };
+  if (Object.keys(response).length > 0) view.response = response;
+  return { schema: view as FastifySchema, url };
+}
