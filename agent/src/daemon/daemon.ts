@@ -599,6 +599,9 @@ function stopper(
             `${reports.outbox.size} report(s) could not be delivered; they stay in the outbox for the next start`,
           );
       } finally {
+        // What the stopped steps left (a process that ignored SIGTERM, a background child) goes
+        // with the agent: the SIGKILL its grace would have sent never comes once the process exits.
+        killAllProcessGroups();
         p.launcher.close();
         reports.sender.close();
         p.status.close({
