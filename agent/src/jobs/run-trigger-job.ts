@@ -5,6 +5,7 @@ import { failedResult, firstStepCommand, prepareJob, runWorkflow, type JobPlan }
 import type { HeldStep } from '../exec/step-launcher.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { LoadedSecrets } from '../workflows/index.js';
+import { paramsProblem } from '../workflows/params-check.js';
 import { beginAcceptedJob, jobHooks, reportSecretsProblem, type JobRunDeps } from './job-run.js';
 import type { JobStop } from './job-stop.js';
 import type { JournalEntry } from './journal.js';
@@ -80,12 +81,23 @@ export async function runTriggerJob(
     const { secrets, prepared } = begun.meanwhile;
 
     const workflow = deps.workflow(assignment.workflowName);
+    // The params were checked against the file when the job came in; a queued job runs the file as
+    // it is now, so they are checked again against it (a stricter pattern keeps a value out).
+    const paramsRefused = workflow ? paramsProblem(workflow, assignment.params) : null;
     // The step starts now, before the job's lines and the steps' preparation: its command was made
     // from this very definition, these secrets and no failed preparation, which makes runWorkflow's
     // the same (launch takes it up, and checks).
-    if (workflow && workflow === first.workflow && first.held?.alive() && !stop.signal.aborted) void first.held.go();
+    if (workflow && workflow === first.workflow && !paramsRefused && first.held?.alive() && !stop.signal.aborted) {
+      void first.held.go();
+    }
     if (!workflow) {
       const message = `the workflow ${assignment.workflowName} is no longer defined on this agent (its file was removed or became invalid)`;
+      log.error(message);
+      deps.finish(running, failedResult(message));
+      return;
+    }
+    if (paramsRefused) {
+      const message = `${paramsRefused} (the file changed after the job was accepted); no step ran`;
       log.error(message);
       deps.finish(running, failedResult(message));
       return;

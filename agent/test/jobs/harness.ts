@@ -30,6 +30,8 @@ export interface Harness {
   finishOf(jobId: string): Record<string, any> | undefined;
   /** A daemon restart: a new manager over the same state directory. */
   restart(): Harness;
+  /** The workflow file changed (or was added): jobs from now on see this definition. */
+  define(workflow: WorkflowDefinition): void;
   close(): void;
   /** As the daemon stops: the jobs shut down, the reports in flight settled (for 200 ms at most), the sender closed. */
   stop(): Promise<void>;
@@ -104,6 +106,7 @@ export function harness(
       const report = sent.find((r) => r.jobId === jobId && r.kind === 'finish');
       return report?.kind === 'finish' ? (report.body as Record<string, any>) : undefined;
     },
+    define: (workflow: WorkflowDefinition) => byName.set(workflow.name, workflow),
     restart: () => {
       sender.close();
       return harness(workflows, { ...options, stateDir });

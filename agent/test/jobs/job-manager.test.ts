@@ -194,6 +194,28 @@ describe('a new job', () => {
     expect(h.finishOf(good.jobId)?.status).toBe('success');
   });
 
+  it('is checked again against the file as it is when its turn comes: a stricter pattern keeps a queued value out', async () => {
+    await loadPatternEngine();
+    const gated = (pattern: string) => ({
+      name: 'gated',
+      paramsSchema: [{ name: 'target', type: 'string' as const, pattern, required: true }],
+      steps: [sh('echo "ran with $DROVER_PARAM_TARGET"')],
+    });
+    const h = make([slow, gated('.*')]);
+    const [first, queued] = [assignment('slow'), assignment('gated', { params: { target: 'prod; rm -rf /' } })];
+    h.manager.onJobEvent(first);
+    h.manager.onJobEvent(queued);
+    await eventually(() => h.kinds(queued.jobId).includes('accept'));
+    h.define(gated('^[a-z]+$'));
+    await eventually(() => h.finishOf(queued.jobId));
+    expect(h.finishOf(queued.jobId)).toMatchObject({
+      status: 'failed',
+      errorMessage:
+        'the params do not fit the workflow file on this agent: params.target must match the pattern `^[a-z]+$`, got `prod; rm -rf /` (string) (the file changed after the job was accepted); no step ran',
+    });
+    expect(JSON.stringify(h.sent)).not.toContain('ran with');
+  });
+
   it('is accepted into the queue when another job runs, and started when its turn comes', async () => {
     const h = make([slow, quick]);
     const [first, second] = [assignment('slow'), assignment('quick')];
