@@ -160,6 +160,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
         handleShutdownSignals,
         KnownSecrets,
         loadIdentity,
+        proxyPasswordsInUse,
         startDaemon,
       } = await loadDaemon();
       // The proxy variables and the CA file: one the agent cannot use stops it here.
@@ -169,6 +170,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       loadIdentity(stateDir); // not enrolled: say so before anything else is created
       // Secret values are masked in the agent's log as in everything it sends (the daemon reads the file).
       const secrets = new KnownSecrets(stateDir);
+      // Steps inherit the proxy variables: a step that prints them (`env`) must not show the password.
+      secrets.remember(proxyPasswordsInUse());
       const logger = createAgentLogger({
         stateDir,
         level: flags.logLevel,

@@ -4,6 +4,7 @@ import { AgentError } from '../errors.js';
 import {
   describeProxyRoute,
   proxyRouteFor,
+  proxyPasswords,
   readProxySettings,
   type ProxyRoute,
   type ProxySettings,
@@ -61,6 +62,11 @@ export function configureDispatcher(options: DispatcherOptions = {}): void {
 function currentSettings(): ProxySettings {
   settings ??= readProxySettings(process.env);
   return settings;
+}
+
+/** The passwords of the proxies in use (proxyPasswords): masked like secrets. */
+export function proxyPasswordsInUse(): string[] {
+  return proxyPasswords(currentSettings());
 }
 
 /** How a request to `url` goes: through which proxy, or directly and why. */

@@ -83,6 +83,25 @@ function proxyServer(found: { name: string; value: string } | null): ProxyServer
   return { url, shown: maskProxyUrl(url), variable: name };
 }
 
+/**
+ * The proxies' passwords, as written in their URLs and decoded: the agent masks them wherever it
+ * masks secrets, since a step inherits the proxy variables and may print them (`env`).
+ */
+export function proxyPasswords(settings: ProxySettings): string[] {
+  const passwords = new Set<string>();
+  for (const proxy of [settings.https, settings.http]) {
+    const password = proxy?.url.password;
+    if (!password) continue;
+    passwords.add(password);
+    try {
+      passwords.add(decodeURIComponent(password));
+    } catch {
+      // Not percent-encoded text: the written form is the one a step would print.
+    }
+  }
+  return [...passwords];
+}
+
 /** `http://user:***@proxy:3128`: the password never shown. */
 export function maskProxyUrl(url: URL): string {
   const user = url.username ? `${url.username}${url.password ? ':***' : ''}@` : '';

@@ -1,7 +1,10 @@
+import os from 'node:os';
 import { describe, expect, it } from 'vitest';
+import { KnownSecrets } from '../../src/workflows/known-secrets.js';
 import {
   describeProxyRoute,
   noProxyMatches,
+  proxyPasswords,
   proxyRouteFor,
   readProxySettings,
   type ProxySettings,
@@ -27,6 +30,20 @@ describe('the proxy variables', () => {
     // No fallback from one scheme to the other, as curl.
     expect(route({ HTTP_PROXY: 'http://plain:8080' }, 'https://drover.example.com')).toBe('direct');
     expect(route({}, 'https://drover.example.com')).toBe('direct');
+  });
+
+  it('give their passwords, as written and decoded, for the masker of everything the agent sends and logs', () => {
+    const settings = readProxySettings({
+      HTTPS_PROXY: 'http://drover:s3cr%40t@proxy.lan:3128',
+      HTTP_PROXY: 'http://drover:pr0xyS3cret@proxy.lan:3128',
+    });
+    expect(proxyPasswords(settings).sort()).toEqual(['pr0xyS3cret', 's3cr%40t', 's3cr@t']);
+    const secrets = new KnownSecrets(os.tmpdir());
+    secrets.remember(proxyPasswords(settings));
+    expect(secrets.masker('HTTPS_PROXY=http://drover:s3cr%40t@proxy.lan:3128 s3cr@t')).toBe(
+      'HTTPS_PROXY=http://drover:***@proxy.lan:3128 ***',
+    );
+    expect(proxyPasswords(readProxySettings({ HTTPS_PROXY: 'http://proxy.lan:3128' }))).toEqual([]);
   });
 
   it('mask the password, and take a proxy without a scheme as http://', () => {
