@@ -80,7 +80,7 @@ export async function runDeployJob(
   const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal);
   if (!begun) return;
   const { running } = begun;
-  const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
+  const shipper = new LogShipper(entry.jobId, (report) => deps.send(report), deps.logBatch);
   const parsed = parseDeployEvent(entry.assignment);
   let result: JobResult | HandedOver;
   if (!parsed.ok) {

@@ -8,6 +8,17 @@ import { spawnStep, type HeldStep, type StepCommand, type StepLauncher } from '.
 
 export type StepStream = 'stdout' | 'stderr';
 
+/**
+ * Whether what the steps wrote is still on its way (to the coordinator): while it is, the step's
+ * output is not read, so a step that writes faster than it is sent waits on its pipe, as it would
+ * on a slow terminal, instead of the agent holding it all in memory.
+ */
+export interface OutputPressure {
+  readonly backlogged: boolean;
+  /** Resolves once enough of it went (at once when nothing waits). */
+  drained(): Promise<void>;
+}
+
 export interface StepRun {
   step: WorkflowStep;
   /** The job's workspace: the default working directory, and the base of a relative `cwd`. */
@@ -25,6 +36,8 @@ export interface StepRun {
   onLine(stream: StepStream, text: string): void;
   /** The secrets the caller masks: long lines are never cut through one. */
   secrets?: Masker;
+  /** Holds the reading of the output while it is backlogged (absent: read as it comes). */
+  pressure?: OutputPressure | undefined;
   /** Between SIGTERM and SIGKILL to the step's process group (a timeout, leftovers of an ended step). */
   killGraceMs: number;
   /** The same when `signal` stopped the step, read then (absent: `killGraceMs`). */
@@ -87,7 +100,14 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
     const readable = subprocess[stream];
     if (!readable) continue;
     const splitter = new LineSplitter((line) => run.onLine(stream, line), run.secrets ? { secrets: run.secrets } : {});
-    readable.on('data', (chunk: Buffer) => splitter.push(chunk));
+    readable.on('data', (chunk: Buffer) => {
+      splitter.push(chunk);
+      const pressure = run.pressure;
+      if (pressure?.backlogged && !readable.isPaused()) {
+        readable.pause();
+        void pressure.drained().then(() => readable.resume());
+      }
+    });
     readable.once('end', () => splitter.end());
     readable.once('close', () => splitter.end());
   }

@@ -5,7 +5,7 @@ import { hasFileOutputs, hasInputFiles, jobTimeSignal, paramsWithoutUrls } from 
 import { formatDuration } from './durations.js';
 import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js';
 import { MAX_OUTPUT_BYTES, parseOutputFile } from './output-file.js';
-import { runStep, stepCommand, type StepOutcome } from './run-step.js';
+import { runStep, stepCommand, type OutputPressure, type StepOutcome } from './run-step.js';
 import { createMasker, maskDeep, type Masker } from './secret-masker.js';
 import type { HeldStep, StepCommand, StepLauncher } from './step-launcher.js';
 import { jobEnv, paramEnvProblem } from './step-env.js';
@@ -54,6 +54,8 @@ export interface JobLine {
 
 export interface JobHooks {
   onLine(line: JobLine): void;
+  /** Holds the reading of a step's output while its lines are backlogged (run-step.ts). */
+  outputPressure?: OutputPressure;
   /** A step's process started: its pid leads the step's process group. */
   onStepSpawn?(index: number, pid: number): void;
   /** Aborting it kills the running step; its `reason` (a string) becomes the error message. */
@@ -181,6 +183,7 @@ async function runSteps(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
       signal: hooks.signal,
       onLine: (stream, text) => emit(stream, index, text),
       secrets: mask,
+      pressure: hooks.outputPressure,
       killGraceMs: plan.killGraceMs,
       stopGraceMs: hooks.stopGraceMs,
       onSpawn: (pid) => hooks.onStepSpawn?.(index, pid),

@@ -156,6 +156,7 @@ export function jobHooks(
       shipper.add(line);
       logLine(log, line);
     },
+    outputPressure: shipper,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { JobLogLine } from '@drover/shared';
+import type { OutputPressure } from '../exec/run-step.js';
 import type { JobLine } from '../exec/run-workflow.js';
 import type { Report } from '../outbox/report.js';
 
@@ -18,21 +19,33 @@ export interface LogShipperOptions {
 }
 
 /**
+ * Batches sent and not yet answered (or stored in the outbox) past which the steps' output waits
+ * (OutputPressure): with 256 KiB batches, 2 MiB of lines on their way at most, in memory.
+ */
+export const MAX_BATCHES_ON_THEIR_WAY = 8;
+/** ...and at or below which it is read again. */
+const RESUME_AT_BATCHES = 2;
+
+/**
  * Numbers a job's log lines from 1 (so that a resend is harmless) and sends them in batches
  * while the job runs: every ~200 ms, or at once when 100 lines or 256 KiB are waiting. A line
- * longer than the coordinator's limit is sent as several lines.
+ * longer than the coordinator's limit is sent as several lines. Backlogged while too many batches
+ * are on their way: the step's output is then read no further (run-step.ts) until they went.
  */
-export class LogShipper {
+export class LogShipper implements OutputPressure {
   #seq = 0;
+  #onTheirWay = 0;
+  #waiters: (() => void)[] = [];
   #batch: JobLogLine[] = [];
   #batchBytes = 0;
   #timer: NodeJS.Timeout | null = null;
   readonly #maxLines: number;
   readonly #intervalMs: number;
   readonly #jobId: string;
-  readonly #send: (report: Report) => void;
+  readonly #send: (report: Report) => unknown;
 
-  constructor(jobId: string, send: (report: Report) => void, options: LogShipperOptions = {}) {
+  /** `send` may return a promise: the batch is on its way until it settles. */
+  constructor(jobId: string, send: (report: Report) => unknown, options: LogShipperOptions = {}) {
     this.#jobId = jobId;
     this.#send = send;
     this.#maxLines = options.maxLines ?? 100;
@@ -63,7 +76,23 @@ export class LogShipper {
     const lines = this.#batch;
     this.#batch = [];
     this.#batchBytes = 0;
-    this.#send({ kind: 'logs', jobId: this.#jobId, body: { lines } });
+    const sent = this.#send({ kind: 'logs', jobId: this.#jobId, body: { lines } });
+    if (!(sent instanceof Promise)) return;
+    this.#onTheirWay += 1;
+    const settled = () => {
+      this.#onTheirWay -= 1;
+      if (this.#onTheirWay <= RESUME_AT_BATCHES) for (const resume of this.#waiters.splice(0)) resume();
+    };
+    sent.then(settled, settled);
+  }
+
+  get backlogged(): boolean {
+    return this.#onTheirWay >= MAX_BATCHES_ON_THEIR_WAY;
+  }
+
+  drained(): Promise<void> {
+    if (this.#onTheirWay <= RESUME_AT_BATCHES) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
   get linesSent(): number {

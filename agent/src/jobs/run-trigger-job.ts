@@ -104,7 +104,7 @@ export async function runTriggerJob(
     }
     reportSecretsProblem(secrets, workflow, log);
 
-    const shipper = new LogShipper(entry.jobId, (report) => void deps.send(report), deps.logBatch);
+    const shipper = new LogShipper(entry.jobId, (report) => deps.send(report), deps.logBatch);
     log.info(`job started (${workflow.steps.length} step${workflow.steps.length === 1 ? '' : 's'})`);
     const result = await runWorkflow(
       { ...planFor(workflow, secrets, prepared), held: first.held },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LogShipper, MAX_BATCH_BYTES, MAX_LOG_TEXT } from '../../src/jobs/log-shipper.js';
+import { LogShipper, MAX_BATCH_BYTES, MAX_BATCHES_ON_THEIR_WAY, MAX_LOG_TEXT } from '../../src/jobs/log-shipper.js';
 import type { Report } from '../../src/outbox/report.js';
 
 function shipper() {
@@ -53,5 +53,26 @@ describe('the log shipper', () => {
     for (const batch of all) {
       expect(Buffer.byteLength(JSON.stringify({ lines: batch }))).toBeLessThanOrEqual(MAX_BATCH_BYTES);
     }
+  });
+
+  it('is backlogged while too many batches are on their way, and drained once most of them went', async () => {
+    const answers: (() => void)[] = [];
+    const logs = new LogShipper('job-1', () => new Promise<void>((resolve) => answers.push(resolve)), {
+      intervalMs: 60_000,
+      maxLines: 1,
+    });
+    for (let i = 1; i < MAX_BATCHES_ON_THEIR_WAY; i++) logs.add({ stream: 'stdout', step: 0, text: `line ${i}` });
+    expect(logs.backlogged).toBe(false);
+    logs.add({ stream: 'stdout', step: 0, text: 'one more' });
+    expect(logs.backlogged).toBe(true);
+    let drained = false;
+    void logs.drained().then(() => (drained = true));
+    for (const answer of answers.splice(0, MAX_BATCHES_ON_THEIR_WAY - 3)) answer();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(drained).toBe(false); // three still on their way
+    answers.shift()!();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(drained).toBe(true);
+    expect(logs.backlogged).toBe(false);
   });
 });
