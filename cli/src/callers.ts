@@ -1,5 +1,6 @@
 import { CliError } from './errors.js';
 import { Api } from './http/api.js';
+import { warnPlainHttp } from './http/plain-http.js';
 import type { Runtime } from './runtime.js';
 import { resolveOrgId } from './session/org.js';
 import { readSession, type StoredSession } from './session/store.js';
@@ -36,6 +37,7 @@ export function tokenCaller(settings: Settings, rt: Runtime): TokenCaller {
   if (settings.token === null) throw new CliError('this command needs an API token: pass --token or set DROVER_TOKEN');
   const url = settings.url ?? readSession(settings.configDir)?.url ?? null;
   if (url === null) throw new CliError(NO_URL);
+  warnPlainHttp(rt, url, 'the API token');
   return { kind: 'token', api: new Api(url, settings.token, rt.signal) };
 }
 
@@ -54,6 +56,7 @@ export function optionalSessionCaller(settings: Settings, rt: Runtime): SessionC
       `the session of ${session.email} on ${session.url} expired at ${session.expiresAt}; sign in again with \`drover login\``,
     );
   }
+  warnPlainHttp(rt, session.url, 'the session');
   const api = new Api(session.url, session.token, rt.signal);
   let org: Promise<string> | undefined;
   return { kind: 'session', api, session, orgId: () => (org ??= resolveOrgId(api, settings.org)) };

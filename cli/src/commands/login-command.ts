@@ -4,6 +4,7 @@ import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { ApiError, CliError, Interrupted } from '../errors.js';
 import { Api, type ApiAnswer } from '../http/api.js';
+import { warnPlainHttp } from '../http/plain-http.js';
 import type { Runtime } from '../runtime.js';
 import type { Org } from '../session/org.js';
 import { promptSecret, readStdin } from '../session/prompt.js';
@@ -57,6 +58,7 @@ async function signInWithPassword(rt: Runtime, url: string, flags: LoginFlags): 
   const email = (flags.email ?? rt.env.DROVER_EMAIL ?? '').trim();
   if (email === '') throw new CliError('no email: pass --email or set DROVER_EMAIL (or sign in with --browser)');
   const password = await passwordOf(rt, flags);
+  warnPlainHttp(rt, url, 'the password');
   try {
     return await new Api(url, null, rt.signal).post<LoginAnswer>('/auth/login', { email, password });
   } catch (error) {
