@@ -194,6 +194,31 @@ describe('error responses', () => {
     expect(plain.status).toBe(201);
   });
 
+  it('refuses an integer beyond 2^53, which JSON.parse would have rounded (…993 to …992)', async () => {
+    for (const [rawBody, path] of [
+      ['{"name":"x","n":9007199254740993}', 'body.n'],
+      ['{"name":"x","params":{"ids":[1, -12345678901234567890]}}', 'body.params.ids.1'],
+    ] as const) {
+      const res = await t.owner.post('/orgs', { rawBody, headers: { 'content-type': 'application/json' } });
+      expectError(res, 422, 'validation_failed');
+      expect(res.body.details).toEqual([
+        {
+          path,
+          message:
+            'is an integer beyond 9007199254740991 (2^53 − 1), which cannot be kept exactly; send it as a string',
+        },
+      ]);
+    }
+    // The same digits in a string, and the largest safe integer, are kept as sent.
+    const kept = await t.owner.post<{ name: string }>('/orgs', { body: { name: 'lab 9007199254740993' } });
+    expect(kept.body.name).toBe('lab 9007199254740993');
+    const safe = await t.owner.post('/orgs', {
+      rawBody: '{"name":"y","n":9007199254740991}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(safe.body.details).toEqual([{ path: 'body.n', message: 'is not a known field' }]);
+  });
+
   it('refuses text that is not Unicode, never storing U+FFFD in its place', async () => {
     // A lone surrogate escaped in JSON, in a value and in a nested one.
     for (const [rawBody, path] of [

@@ -65,6 +65,10 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
         const path = loneSurrogateAt(value, 'body');
         if (path !== null) bodyErrors.set(request, notUnicode(path, 'is not valid Unicode text (a lone surrogate)'));
       }
+      if (!error && LONG_DIGITS.test(text) && !request.url.startsWith(AGENT_PREFIX)) {
+        const path = unsafeIntegerAt(value, 'body');
+        if (path !== null) bodyErrors.set(request, unsafeInteger(path));
+      }
       done(null, error ? undefined : value);
     });
   };
@@ -73,6 +77,28 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
 
 /** A `\uD800`–`\uDFFF` escape: only such JSON can make a string that is not Unicode text. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** Sixteen digits in a row: only such JSON can hold an integer beyond 2^53 written out. */
+const LONG_DIGITS = /\d{16}/;
+
+/**
+ * Where in the parsed body a number is an integer beyond ±(2^53 − 1), or null: JSON.parse gave the
+ * nearest double (9007199254740993 became …992), which would be stored and run as if sent.
+ */
+function unsafeIntegerAt(value: unknown, path: string): string | null {
+  if (typeof value === 'number') return Number.isInteger(value) && !Number.isSafeInteger(value) ? path : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [key, item] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
+    const found = unsafeIntegerAt(item, `${path}.${key}`);
+    if (found !== null) return found;
+  }
+  return null;
+}
+
+function unsafeInteger(path: string): AppError {
+  const message = `is an integer beyond ${Number.MAX_SAFE_INTEGER} (2^53 − 1), which cannot be kept exactly; send it as a string`;
+  return new AppError('validation_failed', `${path} ${message}`, { details: [{ path, message }] });
+}
 
 /** The signed agent protocol (docs/agent-protocol.md). */
 const AGENT_PREFIX = '/v1/agent/';
