@@ -1,5 +1,5 @@
 import type { FileHandle } from 'node:fs/promises';
-import { pipeline, Transform, type Readable } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import { presignedRequest, type PresignedTarget } from './presigned-request.js';
 import { answerReason, kindOfStatus, readSmallBody, TransferError } from './transfer-error.js';
 
@@ -20,7 +20,12 @@ export interface UploadRequest extends PresignedTarget {
  * TransferErrors of the kind the status means (transfer-error.ts) or TransferAborted.
  */
 export async function uploadFile(req: UploadRequest): Promise<string> {
-  const file = req.handle.createReadStream({ start: 0, autoClose: false, highWaterMark: 1 << 20 });
+  // Exactly the bytes Content-Length announces, even when the file grew since it was measured
+  // (the caller finds that out by looking at the file again).
+  const file =
+    req.size === 0
+      ? Readable.from([])
+      : req.handle.createReadStream({ start: 0, end: req.size - 1, autoClose: false, highWaterMark: 1 << 20 });
   const body = req.onChunk ? observed(file, req.onChunk) : file;
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(req.headers)) {

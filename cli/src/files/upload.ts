@@ -38,7 +38,8 @@ type PresignedUpload = Schema<'PresignedUpload'>;
  */
 export async function uploadLocalFile(rt: Runtime, caller: Caller, options: UploadOptions): Promise<Uploaded> {
   const file = path.resolve(rt.cwd, options.file);
-  const size = regularFileSize(file);
+  const before = regularFile(file);
+  const size = before.size;
   const name = path.basename(file);
   const base = await filesPath(caller);
   const presigned = await caller.api.post<PresignedUpload>(`${base}/presign-upload`, {
@@ -90,6 +91,13 @@ export async function uploadLocalFile(rt: Runtime, caller: Caller, options: Uplo
   } finally {
     progress.done();
   }
+  // What was read is what the hash covers; a file written meanwhile would be stored half old, half new.
+  const after = regularFile(file);
+  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
+    throw new CliError(
+      `${name} changed while it was uploaded (${describeChange(before, after)}); the file is left pending: upload it again once it is written`,
+    );
+  }
   const received = receivedSha256(answer);
   if (received !== null && received !== sha256) {
     throw new CliError(
@@ -111,7 +119,13 @@ async function openForUpload(file: string): Promise<fs.promises.FileHandle> {
   }
 }
 
-function regularFileSize(file: string): number {
+/** How a file changed between two looks at it. */
+function describeChange(before: fs.Stats, after: fs.Stats): string {
+  if (after.size !== before.size) return `${before.size} bytes when it started, ${after.size} now`;
+  return `modified at ${after.mtime.toISOString()}`;
+}
+
+function regularFile(file: string): fs.Stats {
   let stat: fs.Stats;
   try {
     stat = fs.statSync(file);
@@ -119,7 +133,7 @@ function regularFileSize(file: string): number {
     throw new CliError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
   }
   if (!stat.isFile()) throw new CliError(`${file} is not a file`);
-  return stat.size;
+  return stat;
 }
 
 /** The SHA-256 in the upload's answer (`{fileId, size, sha256}` from the local backend), if any. */
