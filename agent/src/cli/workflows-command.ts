@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { showControls, showControlsInJson } from '@drover/shared';
 import type { Command } from 'commander';
 import { defaultStateDir } from '../state/paths.js';
 import { formatDuration } from '../workflows/duration.js';
@@ -34,8 +35,9 @@ export function configureWorkflowsCommand(program: Command, io: CliIo): void {
       const warnings = secretWarnings(loaded.workflows, secrets);
 
       if (flags.json) {
+        // File names and values are printed as the files have them: escape sequences in them shown, never obeyed.
         io.out(
-          `${JSON.stringify({ directory: dir, missingDirectory: loaded.missingDirectory === true, workflows: loaded.workflows, problems: loaded.problems, warnings }, null, 2)}\n`,
+          `${showControlsInJson(JSON.stringify({ directory: dir, missingDirectory: loaded.missingDirectory === true, workflows: loaded.workflows, problems: loaded.problems, warnings }, null, 2))}\n`,
         );
       } else {
         io.out(`${report(dir, loaded.workflows, loaded.problems, warnings, loaded.missingDirectory)}\n`);
@@ -72,13 +74,14 @@ function report(
   warnings: string[],
   missing: boolean | undefined,
 ): string {
+  const where = oneLine(dir);
   if (missing) {
-    return `No workflows directory at ${dir}: create it and put one workflow per .yaml file in it (see docs/agent.md).`;
+    return `No workflows directory at ${where}: create it and put one workflow per .yaml file in it (see docs/agent.md).`;
   }
   const lines: string[] = [];
-  if (workflows.length === 0) lines.push(`No valid workflows in ${dir}.`);
+  if (workflows.length === 0) lines.push(`No valid workflows in ${where}.`);
   else {
-    lines.push(`${workflows.length} workflow${workflows.length === 1 ? '' : 's'} in ${dir}:`, '');
+    lines.push(`${workflows.length} workflow${workflows.length === 1 ? '' : 's'} in ${where}:`, '');
     const rows = workflows.map(({ file, definition: d }) => [
       d.name,
       d.version ?? '-',
@@ -87,14 +90,23 @@ function report(
       d.timeout ? formatDuration(d.timeout) : '-',
       file,
     ]);
-    lines.push(...table([['NAME', 'VERSION', 'PARAMS', 'STEPS', 'TIMEOUT', 'FILE'], ...rows]));
+    lines.push(
+      ...table([['NAME', 'VERSION', 'PARAMS', 'STEPS', 'TIMEOUT', 'FILE'], ...rows.map((r) => r.map(oneLine))]),
+    );
   }
   if (problems.length > 0) {
     lines.push('', `${describeInvalidFiles(problems)}:`, ...problems.map((p) => `  ${formatProblem(p)}`));
   }
-  if (warnings.length > 0) lines.push('', 'Warnings:', ...warnings.map((w) => `  ${w}`));
+  if (warnings.length > 0) lines.push('', 'Warnings:', ...warnings.map((w) => `  ${oneLine(w)}`));
   return lines.join('\n');
 }
+
+/**
+ * Text from the files (their names, versions) as one line of the terminal: a control character
+ * shown as `\xHH`, so that an escape sequence in a file's name is not obeyed, and a line break
+ * in it does not break the table.
+ */
+const oneLine = (text: string): string => showControls(text, { lineBreaks: false });
 
 function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));

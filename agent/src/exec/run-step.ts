@@ -4,7 +4,7 @@ import type { WorkflowStep } from '@drover/shared';
 import { LineSplitter } from './line-splitter.js';
 import type { Masker } from './secret-masker.js';
 import { signalProcessGroup, terminateProcessGroup, trackProcessGroup } from './process-group.js';
-import { spawnStep, type HeldStep, type StepCommand, type StepLauncher } from './step-launcher.js';
+import { spawnStep, startRefusal, type HeldStep, type StepCommand, type StepLauncher } from './step-launcher.js';
 
 export type StepStream = 'stdout' | 'stderr';
 
@@ -117,7 +117,7 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
     if (stopReason) return { kind: stopReason };
     if (result.exitCode !== undefined && !result.signal) return { kind: 'exited', exitCode: result.exitCode };
     if (result.signal) return { kind: 'signaled', signal: result.signal };
-    return { kind: 'spawn_failed', message: spawnFailure(result.code, command.file, result.originalMessage) };
+    return { kind: 'spawn_failed', message: spawnFailure(result.code, command, result.originalMessage) };
   } finally {
     if (timer) clearTimeout(timer);
     run.signal.removeEventListener('abort', onAbort);
@@ -145,7 +145,11 @@ function isDirectory(dir: string): boolean {
   }
 }
 
-function spawnFailure(code: string | undefined, file: string, message: string | undefined): string {
+function spawnFailure(code: string | undefined, command: StepCommand, message: string | undefined): string {
+  const file = command.file;
+  // Node's `spawn E2BIG` names no variable, and its refusal of a NUL quotes the whole value.
+  const refused = code === 'E2BIG' || code === 'ERR_INVALID_ARG_VALUE' ? startRefusal(command, code === 'E2BIG') : null;
+  if (refused !== null) return `could not start \`${file}\`: ${refused}`;
   if (code === 'ENOENT') {
     // `run: sleep 30` names a program called "sleep 30".
     const hint = /\s/.test(file.trim()) ? ' (to pass arguments, list them under `args`, or set `shell: true`)' : '';

@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import type { FinishJobRequest, LogStream, WorkflowDefinition, WorkflowStep } from '@drover/shared';
 import type { JobFileTransfer } from '../files/job-file-transfer.js';
 import { hasFileOutputs, hasInputFiles, jobTimeSignal, paramsWithoutUrls } from '../files/job-phases.js';
 import { formatDuration } from './durations.js';
 import { prepareJobFiles, writeParamsFile, type JobFiles } from './job-files.js';
-import { MAX_OUTPUT_BYTES, parseOutputFile } from './output-file.js';
+import { MAX_OUTPUT_BYTES, parseOutputFile, readOutputFile } from './output-file.js';
 import { runStep, stepCommand, type OutputPressure, type StepOutcome } from './run-step.js';
 import { createMasker, maskDeep, type Masker } from './secret-masker.js';
 import type { HeldStep, StepCommand, StepLauncher } from './step-launcher.js';
@@ -289,13 +288,17 @@ interface Reporting {
  */
 async function conclude(plan: JobPlan, hooks: JobHooks, outcome: Outcome, r: Reporting): Promise<JobResult> {
   let { status, exitCode, errorMessage } = outcome;
-  let text = '';
-  try {
-    text = fs.readFileSync(plan.files.outputFile, 'utf8');
-  } catch {
-    // no output file: no output
+  const read = await readOutputFile(plan.files.outputFile);
+  if ('problem' in read) {
+    // Output lost is never a success: the job's consumers would take the missing keys for none.
+    r.warn(`error: ${read.problem}`);
+    if (status === 'success') {
+      status = 'failed';
+      exitCode = null;
+      errorMessage = read.problem;
+    }
   }
-  const parsed = parseOutputFile(text, r.mask);
+  const parsed = parseOutputFile('text' in read ? read.text : '', r.mask);
   for (const warning of parsed.warnings) r.warn(`warning: ${warning}`);
   let values: Record<string, unknown> = parsed.values;
   if (plan.transfer && hasFileOutputs(parsed.values)) {

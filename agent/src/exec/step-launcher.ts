@@ -254,6 +254,80 @@ const MAX_STRING_BYTES = 128 * 1024;
 /** Arguments and environment together, well under Linux's ARG_MAX of a quarter of the stack. */
 const MAX_EXEC_BYTES = 1024 * 1024;
 
+/** The first of a program's strings (argv, then the environment's `NAME=value`) the system refuses, or their total. */
+type ExecLimit = { kind: 'nul' | 'long'; index: number; bytes: number } | { kind: 'total'; bytes: number };
+
+/**
+ * What keeps `strings` from being given to a program, or null: a NUL character (Node refuses it),
+ * one string over MAX_STRING_BYTES, or all of them (with their pointers) over MAX_EXEC_BYTES.
+ */
+function execLimit(strings: readonly string[]): ExecLimit | null {
+  let total = 0;
+  for (const [index, s] of strings.entries()) {
+    if (s.includes('\0')) return { kind: 'nul', index, bytes: 0 };
+    const bytes = Buffer.byteLength(s) + 1;
+    if (bytes > MAX_STRING_BYTES) return { kind: 'long', index, bytes };
+    total += bytes + 8; // and its pointer
+  }
+  return total > MAX_EXEC_BYTES ? { kind: 'total', bytes: total } : null;
+}
+
+/** The program's argv and environment strings as spawnStep gives them (the agent's variables, the step's on top). */
+function execStrings(
+  command: StepCommand,
+  env: Record<string, string | undefined>,
+): { argv: string[]; strings: string[] } {
+  const argv = command.shell ? ['/bin/sh', '-c', command.file] : [command.file, ...command.args];
+  const vars = Object.entries(env).flatMap(([name, value]) => (value === undefined ? [] : [`${name}=${value}`]));
+  return { argv, strings: [...argv, ...vars] };
+}
+
+/**
+ * Why the system refused to start `command` for its arguments or variables, in words a
+ * technician can act on, naming the variable or argument; null when none of them explains it.
+ * `tooBig`: the kernel answered E2BIG, so when no single string is over its limit, their total is.
+ */
+export function startRefusal(command: StepCommand, tooBig: boolean): string | null {
+  const { argv, strings } = execStrings(command, { ...process.env, ...command.env });
+  const what = (index: number) => describeExecString(command, argv.length, strings[index]!, index);
+  const limit = execLimit(strings);
+  if (limit?.kind === 'nul')
+    return `${what(limit.index)} holds a NUL character (\`\\0\`), which no program can be given`;
+  if (limit?.kind === 'long') {
+    const named = limit.index >= argv.length ? ' with its name' : '';
+    return (
+      `${what(limit.index)} is ${limit.bytes - 1} bytes long${named}, and Linux starts no program with a ` +
+      `variable or an argument over ${MAX_STRING_BYTES - 1} bytes (128 KiB): ${largeValues(strings[limit.index]!)}`
+    );
+  }
+  if (!tooBig) return null;
+  const sizes = strings.map((s) => Buffer.byteLength(s));
+  const largest = sizes.indexOf(Math.max(...sizes));
+  const total = sizes.reduce((sum, bytes) => sum + bytes + 9, 0); // its NUL, its pointer
+  return (
+    `the arguments and variables together are ${total} bytes, more than Linux gives a program at its start ` +
+    '(a quarter of the stack limit, `ulimit -s`: 2 MiB by default); the largest is ' +
+    `${what(largest)} (${sizes[largest]} bytes): ${largeValues(strings[largest]!)}`
+  );
+}
+
+/** `the variable DROVER_PARAM_NOTES (a param's value)`, `the argument args[2]`: the `index`th of execStrings. */
+function describeExecString(command: StepCommand, argc: number, text: string, index: number): string {
+  if (index < argc) {
+    if (command.shell) return 'the command line (`run`)';
+    return index === 0 ? 'the program (`run`)' : `the argument args[${index - 1}]`;
+  }
+  const name = text.slice(0, text.indexOf('='));
+  return `the variable ${name}${name.startsWith(PARAM_PREFIX) ? " (a param's value)" : ''}`;
+}
+
+/** What to do instead of giving a program a large value. */
+const largeValues = (text: string): string =>
+  text.startsWith(PARAM_PREFIX) ? 'pass large values as a `file` param instead' : 'pass large values in a file instead';
+
+/** The variables of params (step-env.ts). */
+const PARAM_PREFIX = 'DROVER_PARAM_';
+
 /**
  * The spare's command line for `command`: wait for the line on fd 3 (at its end: exit 125,
  * nothing run), `cd`, the variables that differ from the spare's own, then `exec` with stdin from
@@ -263,7 +337,7 @@ function commandLine(command: StepCommand, spareEnv: Record<string, string | und
   const env: Record<string, string | undefined> = { ...process.env, ...command.env };
   const argv = command.shell ? ['/bin/sh', '-c', command.file] : [command.file, ...command.args];
   const names = new Set([...Object.keys(spareEnv), ...Object.keys(env)]);
-  if (!shellKeeps(names) || !execWouldStart(command, argv, env)) return null;
+  if (!shellKeeps(names) || !execWouldStart(command, env)) return null;
 
   const unset: string[] = [];
   const exports: string[] = [];
@@ -291,17 +365,9 @@ function quote(value: string): string {
  * kernel's limits. Where they would fail, spawnStep reports why (ENOENT, E2BIG...), which the
  * shell cannot: it prints a line and exits 126 or 127.
  */
-function execWouldStart(command: StepCommand, argv: string[], env: Record<string, string | undefined>): boolean {
+function execWouldStart(command: StepCommand, env: Record<string, string | undefined>): boolean {
   if (!path.isAbsolute(command.cwd) || !mayExecute(command.cwd)) return false;
-  const strings = [...argv, ...Object.entries(env).map(([name, value]) => `${name}=${value ?? ''}`)];
-  let total = 0;
-  for (const s of strings) {
-    if (s.includes('\0')) return false;
-    const bytes = Buffer.byteLength(s) + 1;
-    if (bytes > MAX_STRING_BYTES) return false;
-    total += bytes + 8; // and its pointer
-  }
-  if (total > MAX_EXEC_BYTES) return false;
+  if (execLimit(execStrings(command, env).strings) !== null) return false;
   if (command.shell) return isExecutableFile('/bin/sh');
   const program = findProgram(command.file, command.cwd, env.PATH);
   return program !== null && interpreterFound(program, command.cwd);

@@ -1,8 +1,15 @@
+import { showControls } from '@drover/shared';
 import type { FileProblem } from './yaml-reader.js';
 
-/** `deploy.yaml:7: steps[1].timeout: expected ...` (the file, the line when known, the message). */
+/**
+ * `deploy.yaml:7: steps[1].timeout: expected ...` (the file, the line when known, the message), on
+ * one line, control characters shown as `\xHH`: a file's name may hold anything but `/`, an escape
+ * sequence a terminal would obey or a line break that would pass for another problem.
+ */
 export function formatProblem(problem: FileProblem): string {
-  return `${problem.file}${problem.line ? `:${problem.line}` : ''}: ${problem.message}`;
+  return showControls(`${problem.file}${problem.line ? `:${problem.line}` : ''}: ${problem.message}`, {
+    lineBreaks: false,
+  });
 }
 
 /**

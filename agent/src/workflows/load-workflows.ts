@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { PatternSet, PutWorkflowsRequest, type WorkflowDefinition } from '@drover/shared';
@@ -68,9 +69,10 @@ export async function inspectingAgentUid(stateDir: string, workflowsDir: string)
 
 export async function loadWorkflows(dir: string, options: LoadOptions = {}): Promise<LoadedWorkflows> {
   const agentUid = options.agentUid === undefined ? (process.getuid?.() ?? null) : options.agentUid;
-  let names: string[];
+  let entries: Buffer[];
   try {
-    names = (await fs.readdir(dir)).filter(isWorkflowFileName).sort();
+    // As bytes: a name that is not UTF-8, decoded, would name no file and be passed over unseen.
+    entries = await fs.readdir(dir, { encoding: 'buffer' });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { workflows: [], problems: [], missingDirectory: true };
@@ -86,6 +88,17 @@ export async function loadWorkflows(dir: string, options: LoadOptions = {}): Pro
   }
 
   const problems: WorkflowProblem[] = [];
+  const names: string[] = [];
+  for (const entry of entries) {
+    const name = isUtf8(entry) ? entry.toString('utf8') : null;
+    if (name !== null) {
+      if (isWorkflowFileName(name)) names.push(name);
+      continue;
+    }
+    const shown = showNameBytes(entry);
+    if (isWorkflowFileName(shown)) problems.push({ file: shown, message: NOT_UTF8_NAME });
+  }
+  names.sort();
   const parsed: { file: string; definition: WorkflowDefinition; nameLine?: number }[] = [];
   // The coordinator's limits on patterns span the whole set: files past them are refused here.
   const patterns = new PatternSet();
@@ -228,4 +241,29 @@ function decodeUtf8(bytes: Buffer): { text: string; line?: never } | { text: nul
     const lenient = bytes.toString('utf8');
     return { text: null, line: lenient.slice(0, lenient.indexOf('\ufffd')).split('\n').length };
   }
+}
+
+const NOT_UTF8_NAME =
+  "the file's name is not UTF-8 text (its other bytes are shown as \\xHH; Latin-1, perhaps): " +
+  'skipped until it is renamed (`mv`) to a UTF-8 name';
+
+/**
+ * A file name that is not UTF-8, as it can be shown: its UTF-8 characters as they are, every other
+ * byte as `\xHH` (`caf\xe9.yaml`), the way control characters are shown (showControls).
+ */
+function showNameBytes(name: Buffer): string {
+  let shown = '';
+  let at = 0;
+  while (at < name.length) {
+    // UTF-8 has no character that begins another: the shortest valid run from here is one character.
+    const length = [1, 2, 3, 4].find((n) => at + n <= name.length && isUtf8(name.subarray(at, at + n)));
+    if (length === undefined) {
+      shown += `\\x${name[at]!.toString(16).padStart(2, '0')}`;
+      at += 1;
+    } else {
+      shown += name.toString('utf8', at, at + length);
+      at += length;
+    }
+  }
+  return shown;
 }

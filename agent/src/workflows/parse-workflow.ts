@@ -34,6 +34,10 @@ export const PARAM_KEYS = Object.keys(ParamSchema.properties) as readonly (keyof
 const ENV_NAME = '^[A-Za-z_][A-Za-z0-9_]*$';
 const ENV_NAME_HINT = 'must be a name of letters, digits and `_`, not starting with a digit';
 
+/** What to do about a second YAML document in a workflow file. */
+const ONE_WORKFLOW =
+  'one workflow per file; move the second to a file of its own, or remove that line and what follows';
+
 export interface ParsedWorkflowFile {
   /** The definition as reported to the coordinator (timeouts in ms), or null when invalid. */
   definition: WorkflowDefinition | null;
@@ -54,7 +58,7 @@ export async function parseWorkflowFile(
   text: string,
   patterns: PatternSet = new PatternSet(),
 ): Promise<ParsedWorkflowFile> {
-  const y = new YamlReader(file, text);
+  const y = new YamlReader(file, text, { oneDocument: ONE_WORKFLOW });
   if (!y.parsed) return { definition: null, problems: y.problems };
   if (y.root === null) {
     y.problem(null, [], 'the file is empty; expected a workflow with at least `name` and `steps`');
@@ -147,14 +151,18 @@ function readStep(y: YamlReader, node: YamlNode | null, path: YamlPath): Workflo
   if (!entries.has('run'))
     y.problem(node, path, 'missing `run`: the program (or, with `shell: true`, the command line) to run');
   else {
-    const run = y.text(field('run'), [...path, 'run'], { minLength: 1, maxLength: props.run.maxLength });
+    const run = y.text(field('run'), [...path, 'run'], {
+      minLength: 1,
+      maxLength: props.run.maxLength,
+      givenToPrograms: true,
+    });
     if (run !== null) step.run = run;
   }
   if (entries.has('args')) {
     const items = y.list(field('args'), [...path, 'args'], { max: props.args.maxItems });
     if (items) {
       const args = items.map((item, i) =>
-        y.text(item, [...path, 'args', i], { maxLength: props.args.items.maxLength }),
+        y.text(item, [...path, 'args', i], { maxLength: props.args.items.maxLength, givenToPrograms: true }),
       );
       if (args.every((a): a is string => a !== null)) step.args = args;
     }
@@ -164,7 +172,11 @@ function readStep(y: YamlReader, node: YamlNode | null, path: YamlPath): Workflo
     if (env) step.env = env;
   }
   if (entries.has('cwd')) {
-    const cwd = y.text(field('cwd'), [...path, 'cwd'], { minLength: 1, maxLength: props.cwd.maxLength });
+    const cwd = y.text(field('cwd'), [...path, 'cwd'], {
+      minLength: 1,
+      maxLength: props.cwd.maxLength,
+      givenToPrograms: true,
+    });
     if (cwd !== null) step.cwd = cwd;
   }
   if (entries.has('timeout')) {
@@ -197,6 +209,7 @@ function readEnv(y: YamlReader, node: YamlNode | null, path: YamlPath): Record<s
     const value = y.text(entry.node, [...path, key], {
       maxLength: StepSchema.properties.env.additionalProperties.maxLength,
       what: 'a string (write an empty value as "")',
+      givenToPrograms: true,
     });
     if (value === null) ok = false;
     else env[key] = value;

@@ -48,7 +48,7 @@ export async function loadSecrets(stateDir: string): Promise<LoadedSecrets> {
 
 /** Parses the secrets file's text; `file` is only used in messages. */
 export function parseSecrets(file: string, text: string): LoadedSecrets {
-  const y = new YamlReader(path.basename(file), text, true);
+  const y = new YamlReader(path.basename(file), text, { concealValues: true });
   const secrets: Record<string, string> = {};
   if (y.parsed && y.root !== null && !(isScalar(y.root) && y.root.value === null)) {
     const entries = y.map(y.root, []);

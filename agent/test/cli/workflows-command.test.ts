@@ -24,6 +24,10 @@ steps:
   - run: ./ship.sh
 `;
 
+/** BEL, ESC and CSI: what a terminal obeys rather than shows. */
+// eslint-disable-next-line no-control-regex
+const OBEYED = /[\u0007\u001b\u009b]/;
+
 describe('drover-agent workflows', () => {
   it('lists the valid workflows with their version, params, steps and file, and exits 0', async () => {
     fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY);
@@ -73,6 +77,22 @@ describe('drover-agent workflows', () => {
         '  other.yaml:1: steps: expected at least 1 item, got none',
       ].join('\n'),
     );
+  });
+
+  it('shows control characters and line breaks of file names as \\xHH, in the table, the problems and --json', async () => {
+    const title = 'good\u001b]0;owned\u0007\nname.yaml'; // sets the terminal's title, then a new line
+    fs.writeFileSync(path.join(dir, title), 'name: hello\nsteps: [{run: echo}]\n');
+    fs.writeFileSync(path.join(dir, 'bad\u001b[2J\u009b.yaml'), 'name: [\n');
+    const res = await run('workflows', '--state-dir', stateDir);
+    expect(res.code).toBe(1);
+    expect(res.out).not.toMatch(OBEYED);
+    expect(res.out).toContain('  hello  -        -       1 step  -        good\\x1b]0;owned\\x07\\x0aname.yaml\n');
+    expect(res.out).toMatch(/\n {2}bad\\x1b\[2J\\x9b\.yaml:2: invalid YAML: /);
+    const json = await run('workflows', '--state-dir', stateDir, '--json');
+    expect(json.out).not.toMatch(OBEYED);
+    const parsed = JSON.parse(json.out) as { workflows: { file: string }[]; problems: { file: string }[] };
+    expect(parsed.workflows[0]?.file).toBe(title);
+    expect(parsed.problems[0]?.file).toBe('bad\u001b[2J\u009b.yaml');
   });
 
   it('warns about secrets missing from secrets.yaml, or a secrets file that is refused', async () => {

@@ -78,6 +78,16 @@ describe('the executor', () => {
     );
   });
 
+  it('names the param whose value is too long for a variable when its step cannot start', async () => {
+    const { result } = await runJob(stateDir, [{ run: 'true' }], { params: { notes: 'n'.repeat(200 * 1024) } });
+    expect(result).toMatchObject({ status: 'failed', exitCode: null });
+    expect(result.errorMessage).toBe(
+      "step 1 could not start `true`: the variable DROVER_PARAM_NOTES (a param's value) is 204819 bytes long with " +
+        'its name, and Linux starts no program with a variable or an argument over 131071 bytes (128 KiB): ' +
+        'pass large values as a `file` param instead',
+    );
+  });
+
   it('collects outputs from $DROVER_OUTPUT across steps, last write winning, warning about malformed lines', async () => {
     const { result, lines } = await runJob(stateDir, [
       sh('echo "version=1.2.3" >> "$DROVER_OUTPUT"; echo "url=https://x/?a=b=c" >> "$DROVER_OUTPUT"'),
@@ -111,6 +121,18 @@ describe('the executor', () => {
     const { result: fits } = await runJob(stateDir, [sh(`printf 'ok=%0${200 * 1024}d\\n' 0 >> "$DROVER_OUTPUT"`)]);
     expect(fits.status).toBe('success');
     expect((fits.output.ok as string).length).toBe(200 * 1024);
+  });
+
+  it('fails a job whose output file a step replaced or made too large, saying so, without waiting on a pipe', async () => {
+    const { result: piped } = await runJob(stateDir, [sh('rm "$DROVER_OUTPUT"; mkfifo "$DROVER_OUTPUT"')]);
+    expect(piped).toMatchObject({ status: 'failed', exitCode: null, output: {} });
+    expect(piped.errorMessage).toMatch(/^\$DROVER_OUTPUT is no longer a regular file but a named pipe \(FIFO\)/);
+    const { result: huge, lines } = await runJob(stateDir, [
+      sh('echo first=1 >> "$DROVER_OUTPUT"; truncate -s 600M "$DROVER_OUTPUT"'),
+    ]);
+    expect(huge).toMatchObject({ status: 'failed', exitCode: null, output: {} });
+    expect(huge.errorMessage).toMatch(/^\$DROVER_OUTPUT is 629145600 bytes, more than the 1048576 the agent reads/);
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.text)).toEqual([`error: ${huge.errorMessage}`]);
   });
 
   it('splits output into lines correctly when lines arrive in pieces', async () => {

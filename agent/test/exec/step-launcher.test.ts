@@ -4,7 +4,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { spawnStep, StepLauncher, type StepCommand, type StepProcess } from '../../src/exec/step-launcher.js';
+import {
+  spawnStep,
+  startRefusal,
+  StepLauncher,
+  type StepCommand,
+  type StepProcess,
+} from '../../src/exec/step-launcher.js';
 import { fixture, isAlive, spares, tempStateDir } from './helpers.js';
 import { eventually, eventuallySync } from '../../../test/helpers/poll.js';
 
@@ -278,6 +284,44 @@ describe('the step launcher', () => {
       expect(child.pid).not.toBe(spare);
       expect((await outcome(child)).code).toBe(code);
     }
+  });
+
+  it('says which variable or argument the system refused to start a step with, and the limit', async () => {
+    // What the system answers (the start fails), and what the step's failure says of it (run-step.ts).
+    const refusal = async (command: StepCommand) => {
+      const result = await launcher.launch(command);
+      return { code: result.code, message: startRefusal(command, result.code === 'E2BIG') };
+    };
+    launcher.warm();
+    // Linux: at most 131072 bytes for `NAME=value` and its NUL (MAX_ARG_STRLEN).
+    const notes = 'x'.repeat(131_072 - 'DROVER_PARAM_NOTES='.length);
+    expect(await refusal(describeProcess({ DROVER_PARAM_NOTES: notes }))).toEqual({
+      code: 'E2BIG',
+      message:
+        "the variable DROVER_PARAM_NOTES (a param's value) is 131072 bytes long with its name, and Linux starts no " +
+        'program with a variable or an argument over 131071 bytes (128 KiB): pass large values as a `file` param instead',
+    });
+    expect(await refusal({ ...describeProcess(), args: ['a', 'y'.repeat(200_000)] })).toEqual({
+      code: 'E2BIG',
+      message:
+        'the argument args[1] is 200000 bytes long, and Linux starts no program with a variable or an argument ' +
+        'over 131071 bytes (128 KiB): pass large values in a file instead',
+    });
+    // Each under the limit, together over it (a quarter of the stack limit, at most 6 MiB).
+    const many = Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`BIG_${i}`, 'z'.repeat(100_000 + i)]));
+    expect(await refusal(describeProcess(many))).toEqual({
+      code: 'E2BIG',
+      message: expect.stringMatching(
+        /^the arguments and variables together are \d+ bytes, more than Linux gives a program at its start \(a quarter of the stack limit, `ulimit -s`: 2 MiB by default\); the largest is the variable BIG_79 \(100086 bytes\): pass large values in a file instead$/,
+      ),
+    });
+    // Node refuses a NUL character, and quoted the whole value: a secret's, perhaps.
+    expect(await refusal(describeProcess({ TOKEN: 's3cr3t\0' }))).toEqual({
+      code: 'ERR_INVALID_ARG_VALUE',
+      message: 'the variable TOKEN holds a NUL character (`\\0`), which no program can be given',
+    });
+    // A step that starts has nothing to explain.
+    expect((await outcome(launcher.launch(describeProcess({ SMALL: notes.slice(1) })))).exitCode).toBe(0);
   });
 
   it("forks no spare while the agent's own environment has a name the shell would drop", async () => {

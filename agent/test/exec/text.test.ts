@@ -114,10 +114,14 @@ describe('$DROVER_OUTPUT', () => {
     expect(parsed.warnings).toHaveLength(2);
   });
 
-  it('is not fooled by keys such as __proto__', () => {
-    const parsed = parseOutputFile('__proto__=x\nconstructor=y\n');
-    expect(parsed.values).toEqual({ ['__proto__']: 'x', constructor: 'y' });
+  it('skips the key __proto__, which the coordinator refuses with the whole result, and keeps constructor', () => {
+    const parsed = parseOutputFile('__proto__=x\nconstructor=y\nprototype=z\n');
+    expect(parsed.values).toEqual({ constructor: 'y', prototype: 'z' });
+    expect(Object.hasOwn(parsed.values, '__proto__')).toBe(false);
     expect(Object.getPrototypeOf(parsed.values)).toBe(Object.prototype);
+    expect(parsed.warnings).toEqual([
+      '$DROVER_OUTPUT line 1 has the key __proto__, which the coordinator refuses, and was ignored',
+    ]);
   });
 });
 

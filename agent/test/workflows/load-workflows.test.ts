@@ -85,6 +85,24 @@ describe('loadWorkflows', () => {
     ]);
   });
 
+  it('lists a file whose name is not UTF-8, its other bytes shown as \\xHH, and ignores such a name that is no workflow file', async () => {
+    const name = (...parts: (string | number[])[]) =>
+      Buffer.concat([Buffer.from(dir + path.sep), ...parts.map((p) => Buffer.from(p))]);
+    fs.writeFileSync(name('caf', [0xe9], '-\u00fc', [0xff, 0xfe], '.yaml'), workflow('cafe'));
+    fs.writeFileSync(name('notes', [0xe9], '.txt'), 'not a workflow');
+    write('ok.yaml', workflow('ok'));
+    const loaded = await loadWorkflows(dir);
+    expect(loaded.workflows.map((w) => w.file)).toEqual(['ok.yaml']);
+    expect(loaded.problems).toEqual([
+      {
+        file: 'caf\\xe9-\u00fc\\xff\\xfe.yaml',
+        message:
+          "the file's name is not UTF-8 text (its other bytes are shown as \\xHH; Latin-1, perhaps): " +
+          'skipped until it is renamed (`mv`) to a UTF-8 name',
+      },
+    ]);
+  });
+
   it('reports a file it cannot read, and a link to nothing', async () => {
     fs.symlinkSync('loop.yaml', path.join(dir, 'loop.yaml')); // ELOOP: unreadable even for root
     fs.symlinkSync('missing-target.yaml', path.join(dir, 'dangling.yaml'));

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { Alias } from 'yaml';
+import { describe, expect, it, vi } from 'vitest';
 import { parseWorkflowFile } from '../../src/workflows/parse-workflow.js';
 import { formatProblem } from '../../src/workflows/format-problem.js';
 
@@ -248,5 +249,49 @@ describe('parseWorkflowFile', () => {
         { run: 'b', env: { A: '1' } },
       ],
     });
+  });
+
+  it('reads each alias without walking the whole document for it, and counts a list before reading it', async () => {
+    // `Alias.resolve` walks the document up to the alias: once per alias, 25,000 took a minute.
+    const walks = vi.spyOn(Alias.prototype, 'resolve');
+    try {
+      const step = `  - run: *prog\n    args: [${Array.from({ length: 256 }, () => '*arg').join(', ')}]\n`;
+      const many = `name: x\nsteps:\n  - run: &prog echo\n    args: [&arg hi]\n${step.repeat(20)}`;
+      const parsed = await parse(many);
+      expect(parsed.problems).toEqual([]);
+      expect(parsed.definition?.steps[20]).toEqual({ run: 'echo', args: Array.from({ length: 256 }, () => 'hi') });
+      // The last anchor of a name before the alias is the one it means, as YAML says.
+      const redefined = await parse('name: x\nsteps:\n  - run: &p a\n  - run: *p\n  - run: &p b\n  - run: *p\n');
+      expect(redefined.definition?.steps.map((s) => s.run)).toEqual(['a', 'a', 'b', 'b']);
+      expect(walks).not.toHaveBeenCalled();
+    } finally {
+      walks.mockRestore();
+    }
+    const tooMany = `name: x\nsteps:\n  - run: &a echo\n    args: [${Array.from({ length: 25_000 }, () => '*a').join(', ')}]\n`;
+    expect(await problems(tooMany)).toEqual(['deploy.yaml:4: steps[0].args: expected at most 256 items, got 25000']);
+  });
+
+  it('refuses a NUL character in what a step gives its program, naming the field', async () => {
+    const text = [
+      'name: x',
+      'steps:',
+      '  - run: "echo\\0"',
+      '    args: [ok, "a\\0b"]',
+      '    env: {A: "x\\0"}',
+      '    cwd: "/tmp\\0"',
+    ].join('\n');
+    expect(await problems(text)).toEqual([
+      'deploy.yaml:3: steps[0].run: holds a NUL character (`\\0`, at character 5), which no program can be given',
+      'deploy.yaml:4: steps[0].args[1]: holds a NUL character (`\\0`, at character 2), which no program can be given',
+      'deploy.yaml:5: steps[0].env.A: holds a NUL character (`\\0`, at character 2), which no program can be given',
+      'deploy.yaml:6: steps[0].cwd: holds a NUL character (`\\0`, at character 5), which no program can be given',
+    ]);
+  });
+
+  it('says a file holds one workflow when it has a second YAML document', async () => {
+    expect(await problems('name: a\nsteps: [{run: x}]\n---\nname: b\nsteps: [{run: y}]\n')).toEqual([
+      'deploy.yaml:3: a second YAML document starts here (after a `---` or `...` line): one workflow per file; ' +
+        'move the second to a file of its own, or remove that line and what follows',
+    ]);
   });
 });
