@@ -8,15 +8,20 @@ import { Cron } from 'croner';
  *   instant (02:30 on a day whose clocks jump from 02:00 to 03:00 fires at 03:00);
  * - a local time that occurs twice (the hour repeated in autumn) fires once, the first time.
  *
- * croner finds the candidate instants (and already moves skipped local times to the next valid
- * instant); the second rule is applied here, because croner fires a repeated local time twice
- * for expressions whose hour field matches it (`*\/30 * * * *`).
+ * croner finds the candidate instants; both rules are applied here. croner moves a skipped local
+ * time to the next valid instant only for an expression of one minute and one hour (`30 2 * * *`),
+ * and drops it for the others (`0,30 2 * * *`, `* 2 * * *`, `30 1-2 * * *`): so when the clocks
+ * jump forward before croner's candidate, the skipped local times are matched against the
+ * expression on the wall clock, and a match fires at the jump. croner also fires a repeated local
+ * time twice for expressions whose hour field matches it (`*\/30 * * * *`).
  */
 
 const MEMO_SIZE = 16;
 
 export class CronSchedule {
   private readonly cron: Cron;
+  /** The expression on a wall clock without a zone (UTC): whether a skipped local time matches. */
+  private wallClock: Cron | null = null;
   /** Recent answers of `next`: triggers sharing this schedule ask for the same instants in turn. */
   private readonly memo = new Map<number, number | null>();
 
@@ -45,10 +50,22 @@ export class CronSchedule {
       const next = this.cron.nextRun(new Date(after));
       if (next === null) return null;
       const at = next.getTime();
+      const jump = firstJumpForward(after, at, this.zone);
+      if (jump !== null && this.matchesWallClock(jump.at + jump.fromOffsetMs, jump.at + jump.toOffsetMs)) {
+        return jump.at;
+      }
       if (!isRepeatedLocalTime(at, this.zone)) return at;
       after = at;
     }
     return null;
+  }
+
+  /** Whether the expression matches a wall-clock time in [fromMs, toMs) (local times written as UTC). */
+  private matchesWallClock(fromMs: number, toMs: number): boolean {
+    this.wallClock ??= new Cron(this.expression, { paused: true, mode: '5-part', timezone: 'UTC' });
+    // nextRun looks strictly after its reference, in whole seconds: a second before the range.
+    const match = this.wallClock.nextRun(new Date(fromMs - 1000));
+    return match !== null && match.getTime() < toMs;
   }
 
   /** Up to `count` occurrences strictly after `afterMs`, in order. */
@@ -129,6 +146,40 @@ export function zoneOffsetMs(atMs: number, zone: string): number {
   }
   const local = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
   return local - Math.floor(atMs / 1000) * 1000;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The first instant in (afterMs, beforeMs] at which the zone's clocks jump forward, with the
+ * offsets before and after it, or null. The offset is sampled a day apart (no zone changes its
+ * clocks twice in a day), and a change found is narrowed to the second.
+ */
+export function firstJumpForward(
+  afterMs: number,
+  beforeMs: number,
+  zone: string,
+): { at: number; fromOffsetMs: number; toOffsetMs: number } | null {
+  if (zone === 'UTC') return null;
+  let lo = afterMs;
+  let loOffset = zoneOffsetMs(lo, zone);
+  while (lo < beforeMs) {
+    const hi = Math.min(lo + DAY_MS, beforeMs);
+    const hiOffset = zoneOffsetMs(hi, zone);
+    if (hiOffset > loOffset) {
+      // The first second in (lo, hi] with the later offset.
+      let [from, to] = [Math.floor(lo / 1000), Math.ceil(hi / 1000)];
+      while (to - from > 1) {
+        const mid = Math.floor((from + to) / 2);
+        if (zoneOffsetMs(mid * 1000, zone) === loOffset) from = mid;
+        else to = mid;
+      }
+      return { at: to * 1000, fromOffsetMs: loOffset, toOffsetMs: hiOffset };
+    }
+    lo = hi;
+    loOffset = hiOffset;
+  }
+  return null;
 }
 
 /** The longest look-back for a clock change: no zone moves its clocks back by more than this. */

@@ -85,6 +85,23 @@ describe('cron scheduler', () => {
         to: '2025-03-31T12:00:00.000Z',
         fired: ['2025-03-30T01:00:00.000Z', '2025-03-31T00:30:00.000Z'],
       },
+      // croner moves a skipped time only for one minute and one hour: these it dropped.
+      ...['0,30 2 * * *', '*/15 2 * * *', '* 2 * * *', '30 1-2 * * *', '30 */2 * * *'].map((expression) => ({
+        what: `Europe/Berlin, spring: \`${expression}\` fires once at 03:00 CEST for the skipped hour`,
+        zone: 'Europe/Berlin',
+        expression,
+        from: '2025-03-30T00:59:35.000Z',
+        to: '2025-03-30T01:10:00.000Z',
+        fired: ['2025-03-30T01:00:00.000Z'],
+      })),
+      {
+        what: 'Europe/Berlin, spring: an expression with nothing in the skipped hour is not moved',
+        zone: 'Europe/Berlin',
+        expression: '30 1,4 * * *',
+        from: '2025-03-29T23:00:00.000Z',
+        to: '2025-03-30T03:00:00.000Z',
+        fired: ['2025-03-30T00:30:00.000Z', '2025-03-30T02:30:00.000Z'],
+      },
       {
         what: 'Europe/Paris, autumn: 02:30 occurs twice and fires once',
         zone: 'Europe/Paris',
