@@ -18,6 +18,9 @@ import { triggerView, type TriggerView } from '../cron/trigger-view.js';
 import { resolveRunParams } from '../trigger-run/params.js';
 import { triggerLimitReached } from './trigger-limits.js';
 
+/** The fields a cron trigger's fixed params are checked against, with the params themselves. */
+const PARAMS_CONTEXT: ReadonlySet<string> = new Set(['params', 'workflowName', 'agentId', 'type']);
+
 /** Largest page of `occurrences`. */
 export const OCCURRENCES_MAX_LIMIT = 200;
 
@@ -102,7 +105,13 @@ export class TriggerService {
     const changed = changedFields(current, config);
     if (changed.length === 0) return this.view(current);
     // A trigger whose agent was revoked can still be edited; pointing it at an agent is checked.
-    await this.checkConfig(actor.orgId, config, current.id, input.agentId !== undefined);
+    // Its fixed params are checked when they, or what they are checked against, change, and when
+    // it is enabled: a trigger whose workflow outgrew them can still be disabled or renamed (each
+    // of its runs is refused meanwhile).
+    const paramsAt =
+      changed.some((field) => PARAMS_CONTEXT.has(field)) ||
+      (changed.includes('cronEnabled') && config.cronEnabled === true);
+    await this.checkConfig(actor.orgId, config, current.id, input.agentId !== undefined, paramsAt);
     const now = isoNow(clock);
     // A new schedule owes no occurrence from before it; enabling again keeps the old one's debts.
     const newSchedule =
@@ -143,13 +152,19 @@ export class TriggerService {
     return triggerView(trigger, this.deps.clock.now(), this.schedules, this.deps.repos.cronOccurrences);
   }
 
-  private async checkConfig(orgId: string, config: TriggerConfig, selfId: string | null, agentChanged: boolean) {
+  private async checkConfig(
+    orgId: string,
+    config: TriggerConfig,
+    selfId: string | null,
+    agentChanged: boolean,
+    checkParams = true,
+  ) {
     const { repos } = this.deps;
     if (agentChanged && config.agentId !== null) {
       checkTriggerAgent(config.agentId, await repos.agents.findInOrg(orgId, config.agentId));
     }
     if (config.chatKeyword !== null) checkChatKeywordClash(config, await repos.triggers.listByOrg(orgId), selfId);
-    if (config.type === 'cron' && config.workflowName !== null) await this.checkFixedParams(config);
+    if (checkParams && config.type === 'cron' && config.workflowName !== null) await this.checkFixedParams(config);
   }
 
   /**

@@ -333,6 +333,25 @@ describe('cron scheduler', () => {
           'params.region: is required (a string)',
       );
       expect((await w.occurrences(id))[0]).toMatchObject({ outcome: 'job_created', job_id: job!.id });
+
+      // Such a trigger can still be disabled and renamed; enabled again, its params are checked.
+      const { triggers } = w.coordinator.ctx;
+      await expect(
+        triggers.update(w.actor, id, { cronEnabled: false, name: 'nightly (paused)' }),
+      ).resolves.toMatchObject({ cronEnabled: false, name: 'nightly (paused)' });
+      await expect(triggers.update(w.actor, id, { cronEnabled: true })).rejects.toMatchObject({
+        code: 'validation_failed',
+        details: [
+          expect.objectContaining({ path: 'body.params.env' }),
+          expect.objectContaining({ path: 'body.params.region' }),
+        ],
+      });
+      await expect(
+        triggers.update(w.actor, id, { params: { region: 'eu' }, cronEnabled: true }),
+      ).resolves.toMatchObject({
+        cronEnabled: true,
+        params: { region: 'eu' },
+      });
     });
 
     it("refuses params the workflow's paramsSchema refuses when the trigger is saved", async () => {
