@@ -92,6 +92,19 @@ describe('connecting chat workspaces', () => {
     });
   });
 
+  it('connects nothing when Discord refuses to register /drover in the guild, as its answer says', async () => {
+    const commands = `/api/v10/applications/${DISCORD_APP_ID}/guilds/${DISCORD_GUILD.id}/commands`;
+    discord.failNext('PUT', commands, { status: 403, body: { message: 'Missing Access', code: 50001 } });
+    const { completion } = await connectWorkspace(t, t.owner, 'discord', (state) => ({ code: DISCORD_CODE, state }));
+    expect(completion.body).toMatchObject({
+      outcome: 'failed',
+      message: expect.stringMatching(/^Discord was not connected: /),
+    });
+    const list = await t.owner.get(`/orgs/${t.orgId}/chat-integrations`);
+    expect(list.body.map((i: { provider: string }) => i.provider)).not.toContain('discord');
+    discord.requests.length = 0; // the next test counts its own registration
+  });
+
   it('connects a Discord guild through the bot install flow and registers /drover there', async () => {
     const { authorizeUrl, callback, completion } = await connectWorkspace(t, t.owner, 'discord', (state) => ({
       code: DISCORD_CODE,

@@ -187,6 +187,9 @@ export class ChatIntegrationService {
     }
     try {
       const workspace = await connector.exchangeCode(query.code, this.redirectUri(provider));
+      // Before anything is stored: a failure here (Discord refusing the command's registration)
+      // leaves nothing connected, as the answer says. Registering it again is harmless.
+      await connector.afterConnect(workspace);
       const result = await repos.chatIntegrations.connect({
         id: newId(),
         orgId,
@@ -206,7 +209,6 @@ export class ChatIntegrationService {
           message: `${name} workspace ${workspace.teamName} is connected to another organization: disconnect it there first`,
         };
       }
-      await connector.afterConnect(workspace);
       const view = toIntegrationView(result.integration);
       await audit.record(
         userAction({ orgId, userId: state.userId }, 'chat_integration.connect', 'chat_integration', view.id, {
