@@ -181,6 +181,19 @@ describe('chat notifications', () => {
     expect(slack.received('POST', '/api/chat.postMessage')).toHaveLength(requests);
   });
 
+  it("answers a chat run's writer but posts no notification once its trigger was deleted", async () => {
+    const trigger = await slackTrigger('C0GONE', 'always');
+    const jobId = await runJob(trigger.id, await f.token([trigger.id]));
+    // As a run from /drover in C0ASKED is stored.
+    const origin = { provider: 'slack', teamId: SLACK_TEAM.id, channelId: 'C0ASKED', userId: 'U0ADA', userName: 'ada' };
+    await f.t.sql.run('UPDATE jobs SET chat_origin = ? WHERE id = ?', JSON.stringify(origin), jobId);
+    expect((await (await f.owner()).delete(`/orgs/${f.t.orgId}/triggers/${trigger.id}`)).status).toBe(200);
+    await endAs(jobId, 'success');
+    await deliverDue();
+    expect(slackPostsTo('C0ASKED')).toHaveLength(1);
+    expect(slackPostsTo('C0GONE')).toEqual([]);
+  });
+
   it('posts to Slack with the bot token: blocks with number, trigger, outcome, ref, duration, exit code, error line, outputs and link', async () => {
     const trigger = await slackTrigger('C0BUILDS', 'always', { name: 'nightly build' });
     const jobId = await runJob(trigger.id, await f.token([trigger.id]), { ref: 'release/1.4' });

@@ -10,12 +10,13 @@ type EndedJobRow = JobRow & {
   n_team_id: string | null;
   n_channel_id: string | null;
   n_on: NotifyOn;
+  n_deleted_at: string | null;
 };
 
 // A deleted trigger notifies no more; a chat run still answers the person who started it. A job of
 // a batch posts nothing of its own: its batch does, once it ended (docs/fleets.md).
 const ENDED = `SELECT j.*, t.name AS n_trigger_name, t.notify_provider AS n_provider, t.notify_team_id AS n_team_id,
-    t.notify_channel_id AS n_channel_id, t.notify_on AS n_on
+    t.notify_channel_id AS n_channel_id, t.notify_on AS n_on, t.deleted_at AS n_deleted_at
   FROM jobs j JOIN triggers t ON t.id = j.trigger_id`;
 const POSTS = `j.batch_id IS NULL AND (j.chat_origin IS NOT NULL OR (t.deleted_at IS NULL AND t.notify_provider IS NOT NULL
     AND t.notify_on <> 'none' AND t.notify_team_id IS NOT NULL AND t.notify_channel_id IS NOT NULL))`;
@@ -62,8 +63,14 @@ export function* jobsEnded(
     rows = yield* all(ENDED_JOBS, [JSON.stringify(ids)]);
   }
   for (const row of rows) {
+    // A chat run of a deleted trigger is read for its answer to the writer: its trigger's
+    // notification goes no more.
     const notifies =
-      row.n_provider !== null && row.n_team_id !== null && row.n_channel_id !== null && row.n_on !== 'none';
+      row.n_deleted_at === null &&
+      row.n_provider !== null &&
+      row.n_team_id !== null &&
+      row.n_channel_id !== null &&
+      row.n_on !== 'none';
     const messages = plan(
       {
         job: toJob(row),
