@@ -397,6 +397,33 @@ describe('Slack chat triggers', () => {
       ['answer', 'sent'],
       ['reply', 'sent'],
     ]);
+
+    // A mention posted by a bot or an integration starts nothing (two bots could loop).
+    const count = (await jobsOfTrigger()).length;
+    for (const [id, fields] of [
+      ['Ev0BOT1', { bot_id: 'B0OTHER' }],
+      ['Ev0BOT2', { subtype: 'bot_message' }],
+    ] as const) {
+      const botEvent = JSON.stringify({
+        type: 'event_callback',
+        team_id: SLACK_TEAM.id,
+        event_id: id,
+        event: {
+          type: 'app_mention',
+          user: 'U0BOB',
+          channel: CHANNEL,
+          text: '<@U0DROVERBOT> greet',
+          ts: '2.1',
+          ...fields,
+        },
+      });
+      const res = await post('events', botEvent, {
+        'content-type': 'application/json',
+        ...slackSignedHeaders(botEvent),
+      });
+      expect(await res.json()).toEqual({ ok: true });
+    }
+    expect(await jobsOfTrigger()).toHaveLength(count);
   });
 
   it('starts a run for an agent that is not connected, and says the job waits for it', async () => {

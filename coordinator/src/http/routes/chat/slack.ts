@@ -120,6 +120,10 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
       if (await replayed(request, body, timestamp)) return { ok: true };
       const event = payload.event;
       if (payload.type !== 'event_callback' || event?.type !== 'app_mention') return { ok: true };
+      // A mention written by a bot or an integration (a notification that names the bot, another
+      // app's post) runs nothing: two bots could otherwise start each other's runs in a loop. The
+      // Discord Gateway's handler drops messages of bot authors likewise.
+      if (event.bot_id !== undefined || event.subtype === 'bot_message') return { ok: true };
       if (!payload.team_id || !event.channel || !event.user)
         throw new AppError('bad_request', 'The mention lacks its team, channel or user');
       const input: ChatCommandInput = {
@@ -147,7 +151,16 @@ interface SlackEventPayload {
   challenge?: unknown;
   team_id?: string;
   event_id?: string;
-  event?: { type?: string; channel?: string; user?: string; text?: string; ts?: string; thread_ts?: string };
+  event?: {
+    type?: string;
+    subtype?: string;
+    bot_id?: string;
+    channel?: string;
+    user?: string;
+    text?: string;
+    ts?: string;
+    thread_ts?: string;
+  };
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
