@@ -33,6 +33,12 @@ export const PARAM_KEYS = Object.keys(ParamSchema.properties) as readonly (keyof
 /** Secret names and env keys become environment variables, so they must be valid names. */
 const ENV_NAME = '^[A-Za-z_][A-Za-z0-9_]*$';
 const ENV_NAME_HINT = 'must be a name of letters, digits and `_`, not starting with a digit';
+/**
+ * A name JavaScript objects cannot hold as a plain key (it would set their prototype, and the
+ * variable would vanish), and the coordinator refuses in every JSON body.
+ */
+export const RESERVED_NAME = '__proto__';
+const RESERVED_HINT = '`__proto__` cannot be a variable name here: choose another name';
 
 /** What to do about a second YAML document in a workflow file. */
 const ONE_WORKFLOW =
@@ -206,6 +212,11 @@ function readEnv(y: YamlReader, node: YamlNode | null, path: YamlPath): Record<s
       ok = false;
       continue;
     }
+    if (key === RESERVED_NAME) {
+      y.problem(entry.keyNode, [...path, key], RESERVED_HINT);
+      ok = false;
+      continue;
+    }
     const value = y.text(entry.node, [...path, key], {
       maxLength: StepSchema.properties.env.additionalProperties.maxLength,
       what: 'a string (write an empty value as "")',
@@ -233,7 +244,10 @@ function readSecretNames(y: YamlReader, node: YamlNode | null): string[] | null 
       what: 'the name of a secret from secrets.yaml',
     });
     if (name === null) ok = false;
-    else if (seen.has(name)) {
+    else if (name === RESERVED_NAME) {
+      y.problem(item, ['secrets', i], RESERVED_HINT);
+      ok = false;
+    } else if (seen.has(name)) {
       y.problem(item, ['secrets', i], `\`${name}\` is listed twice`);
       ok = false;
     } else {

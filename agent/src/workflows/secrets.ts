@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { isScalar } from 'yaml';
 import { YamlReader } from './yaml-reader.js';
+import { RESERVED_NAME } from './parse-workflow.js';
 
 /** The secrets file of the state directory: `NAME: value` lines, mode 0600. */
 export const SECRETS_FILE = 'secrets.yaml';
@@ -60,6 +61,10 @@ export function parseSecrets(file: string, text: string): LoadedSecrets {
           `\`${name}\` is not a valid secret name: letters, digits and \`_\`, not starting with a digit ` +
             '(each secret becomes an environment variable of that name)',
         );
+        continue;
+      }
+      if (name === RESERVED_NAME) {
+        y.problem(entry.keyNode, [], '`__proto__` cannot be a secret name: choose another name');
         continue;
       }
       // Strictly strings: `PIN: 0123` would otherwise become the number 123.

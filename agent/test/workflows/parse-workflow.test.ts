@@ -177,6 +177,11 @@ describe('parseWorkflowFile', () => {
       expect.stringMatching(/^deploy\.yaml:5: steps\[0\]\.env\.1X: is not a valid variable name/),
       'deploy.yaml:5: steps[0].env.OK: expected a string (write an empty value as ""), got a list',
     ]);
+    // A name an object cannot hold as a key (the variable would vanish), and the coordinator refuses.
+    expect(await problems('name: x\nsecrets: [__proto__]\nsteps:\n  - run: a\n    env: {__proto__: a}\n')).toEqual([
+      'deploy.yaml:2: secrets[0]: `__proto__` cannot be a variable name here: choose another name',
+      'deploy.yaml:5: steps[0].env.__proto__: `__proto__` cannot be a variable name here: choose another name',
+    ]);
   });
 
   it("applies the coordinator's paramsSchema rules, pointing at the offending key", async () => {

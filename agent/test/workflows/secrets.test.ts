@@ -61,6 +61,8 @@ describe('loadSecrets', () => {
     expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:2: invalid YAML: .*unique/);
     write('MY-TOKEN: "x"\n');
     expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:1: `MY-TOKEN` is not a valid secret name/);
+    write('__proto__: "x"\n');
+    expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:1: `__proto__` cannot be a secret name/);
     write('- a\n- b\n');
     expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:1: expected a map/);
   });
