@@ -83,6 +83,25 @@ export class CronSchedule {
 
   /** Up to `count` occurrences at or before `atMs` and strictly after `afterMs`, newest first. */
   latestOnes(atMs: number, afterMs: number, count: number): number[] {
+    const found = this.latestByCroner(atMs, afterMs, count);
+    // The skipped local times croner drops fire at their jump (as `next` has it).
+    const jumps = this.jumpOccurrences(afterMs, atMs).filter((at) => !found.includes(at));
+    if (jumps.length === 0) return found;
+    return [...found, ...jumps].sort((a, b) => b - a).slice(0, count);
+  }
+
+  /** The instants in (afterMs, atMs] at which the clocks jump forward over a time this schedule matches. */
+  private jumpOccurrences(afterMs: number, atMs: number): number[] {
+    const found: number[] = [];
+    for (let from = afterMs; ;) {
+      const jump = firstJumpForward(from, atMs, this.zone);
+      if (jump === null) return found;
+      if (this.matchesWallClock(jump.at + jump.fromOffsetMs, jump.at + jump.toOffsetMs)) found.push(jump.at);
+      from = jump.at;
+    }
+  }
+
+  private latestByCroner(atMs: number, afterMs: number, count: number): number[] {
     const found: number[] = [];
     // previousRuns looks strictly before its reference; croner works in whole seconds.
     let before = Math.floor(atMs / 1000) * 1000 + 1000;

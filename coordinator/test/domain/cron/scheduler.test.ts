@@ -216,6 +216,26 @@ describe('cron scheduler', () => {
       ]);
     });
 
+    it('counts a skipped local time missed while down at its jump, as it would have fired', async () => {
+      const time = new ManualTime('2025-03-29T23:00:00.000Z');
+      const first = await world(time);
+      const id = await first.cron({
+        cronExpression: '0,30 2,4 * * *',
+        cronTimezone: 'Europe/Berlin',
+        cronMissedPolicy: 'run_once',
+      });
+      await first.close();
+      worlds.splice(worlds.indexOf(first), 1);
+      // Down across the jump from 02:00 to 03:00 (01:00 UTC) and past 04:00 and 04:30 CEST.
+      time.jumpTo('2025-03-30T02:40:00.000Z');
+      const w = await world(time, first.dataDir);
+      expect((await w.occurrences(id)).map((o) => [o.scheduled_at, o.outcome, o.reason])).toEqual([
+        ['2025-03-30T01:00:00.000Z', 'skipped', 'missed'],
+        ['2025-03-30T02:00:00.000Z', 'skipped', 'missed'],
+        ['2025-03-30T02:30:00.000Z', 'job_created', null],
+      ]);
+    });
+
     it('run_once: an occurrence older than the catch-up window is skipped, not fired', async () => {
       const time = new ManualTime('2030-01-07T01:00:00.000Z');
       const first = await world(time);
