@@ -169,34 +169,59 @@ export function zoneOffsetMs(atMs: number, zone: string): number {
 
 const DAY_MS = 86_400_000;
 
+/** A moment the zone's clocks jump forward, with the offsets before and after it. */
+export interface JumpForward {
+  at: number;
+  fromOffsetMs: number;
+  toOffsetMs: number;
+}
+
+/** Each zone's jumps forward, by UTC year: found once per zone and year, then looked up. */
+const jumpsByZoneYear = new Map<string, readonly JumpForward[]>();
+const MAX_ZONE_YEARS = 2_000;
+
 /**
- * The first instant in (afterMs, beforeMs] at which the zone's clocks jump forward, with the
- * offsets before and after it, or null. The offset is sampled a day apart (no zone changes its
- * clocks twice in a day), and a change found is narrowed to the second.
+ * The zone's jumps forward in a UTC year: the offset sampled a day apart (no zone changes its
+ * clocks twice in a day), and each change upward narrowed to the second.
  */
-export function firstJumpForward(
-  afterMs: number,
-  beforeMs: number,
-  zone: string,
-): { at: number; fromOffsetMs: number; toOffsetMs: number } | null {
-  if (zone === 'UTC') return null;
-  let lo = afterMs;
+function jumpsForwardIn(zone: string, year: number): readonly JumpForward[] {
+  const key = `${zone}\n${year}`;
+  const known = jumpsByZoneYear.get(key);
+  if (known) return known;
+  const jumps: JumpForward[] = [];
+  const end = Date.UTC(year + 1, 0, 1);
+  let lo = Date.UTC(year, 0, 1);
   let loOffset = zoneOffsetMs(lo, zone);
-  while (lo < beforeMs) {
-    const hi = Math.min(lo + DAY_MS, beforeMs);
+  while (lo < end) {
+    const hi = Math.min(lo + DAY_MS, end);
     const hiOffset = zoneOffsetMs(hi, zone);
     if (hiOffset > loOffset) {
       // The first second in (lo, hi] with the later offset.
-      let [from, to] = [Math.floor(lo / 1000), Math.ceil(hi / 1000)];
+      let [from, to] = [lo / 1000, hi / 1000];
       while (to - from > 1) {
         const mid = Math.floor((from + to) / 2);
         if (zoneOffsetMs(mid * 1000, zone) === loOffset) from = mid;
         else to = mid;
       }
-      return { at: to * 1000, fromOffsetMs: loOffset, toOffsetMs: hiOffset };
+      jumps.push({ at: to * 1000, fromOffsetMs: loOffset, toOffsetMs: hiOffset });
     }
     lo = hi;
     loOffset = hiOffset;
+  }
+  if (jumpsByZoneYear.size >= MAX_ZONE_YEARS) jumpsByZoneYear.clear();
+  jumpsByZoneYear.set(key, jumps);
+  return jumps;
+}
+
+/** The first instant in (afterMs, beforeMs] at which the zone's clocks jump forward, or null. */
+export function firstJumpForward(afterMs: number, beforeMs: number, zone: string): JumpForward | null {
+  if (zone === 'UTC' || beforeMs <= afterMs) return null;
+  const last = new Date(beforeMs).getUTCFullYear();
+  for (let year = new Date(afterMs).getUTCFullYear(); year <= last; year++) {
+    for (const jump of jumpsForwardIn(zone, year)) {
+      if (jump.at > beforeMs) return null;
+      if (jump.at > afterMs) return jump;
+    }
   }
   return null;
 }
