@@ -67,8 +67,10 @@ const IN_PROGRESS = query<RolloutRow & { application_slug: string; version: stri
    WHERE a.org_id = ? AND a.deleted_at IS NULL AND r.status IN ('running', 'paused')
    ORDER BY r.created_at DESC, r.release_id`,
 );
+/** The devices a rollout's waves are made of: the channel's, revoked agents aside (they get no update). */
 const CHANNEL_BINDINGS = values<string, [string, string]>(
-  'SELECT id FROM device_bindings WHERE application_id = ? AND channel = ? ORDER BY id',
+  `SELECT b.id FROM device_bindings b JOIN agents a ON a.id = b.agent_id
+   WHERE b.application_id = ? AND b.channel = ? AND a.status <> 'revoked' ORDER BY b.id`,
 );
 const INSERT = command<Record<string, unknown>>(
   `INSERT INTO rollouts (release_id, org_id, application_id, channel, status, waves, soak_seconds, max_failure_rate,

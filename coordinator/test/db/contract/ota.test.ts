@@ -499,6 +499,30 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([]);
   });
 
+  it("leaves the devices of revoked agents out of a rollout's waves (they get no update)", async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const agents = [agentId, await enroll(t.repos, orgId, iso(0)), await enroll(t.repos, orgId, iso(0))];
+    const ids = await bindAll(a.id, agents, iso(1));
+    await t.exec(`UPDATE agents SET status = 'revoked' WHERE id = '${agents[1]}'`);
+    const created = await t.repos.releases.create(release(a.id, await artifact()));
+    const r = created.outcome === 'created' ? created.release : null!;
+    const offered: string[][] = [];
+    const started = await t.repos.rollouts.publish({
+      applicationId: a.id,
+      releaseId: r.id,
+      plan: { waves: [50, 100], soakSeconds: 0, maxFailureRate: 0, minAttempts: 1 },
+      at: iso(2),
+      by: 'user-1',
+      assign: (bindingIds) => {
+        offered.push([...bindingIds]);
+        return bindingIds.map((bindingId, i) => ({ bindingId, wave: i === 0 ? 0 : 1 }));
+      },
+    });
+    expect(started).toMatchObject({ outcome: 'started', rollout: { deviceCount: 2 } });
+    expect(offered).toEqual([[ids[0]!, ids[2]!].sort()]);
+  });
+
   describe('device groups', () => {
     const labelled = async (labels: Record<string, string>) => {
       const id = await enroll(t.repos, orgId, iso(0));
