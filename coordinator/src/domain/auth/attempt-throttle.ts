@@ -71,6 +71,12 @@ export class AttemptThrottle {
     this.records.delete(key);
   }
 
+  /** Takes one failure back (an attempt that turned out well, or never happened); a lock stays. */
+  forgive(key: string): void {
+    const record = this.current(key);
+    if (record && record.failures > 0) record.failures -= 1;
+  }
+
   private current(key: string): Record | undefined {
     const record = this.records.get(key);
     if (record && this.clock.now() - record.lastFailureAt >= this.policy.forgetAfterMs) {

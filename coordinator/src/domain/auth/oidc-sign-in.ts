@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import * as oidc from 'openid-client';
 import type { Logger } from 'pino';
 import { ROLES, sitePath, type Role } from '@drover/shared';
@@ -34,10 +35,11 @@ export interface OidcSignedIn {
 }
 
 /**
- * Sign-ins started and not finished, per client address: each start stores a row for ten minutes
- * (its state), so past 30 unfinished in ten minutes a start from that address waits a minute, then
- * twice as long each time, up to ten minutes. A sign-in finished from the address clears its
- * count. The counts live in this coordinator's memory.
+ * Sign-ins started and not finished, per client address (an IPv6 one by its /64, which one host
+ * may hold whole): each start stores a row for ten minutes (its state), so past 30 unfinished in
+ * ten minutes a start from that address waits a minute, then twice as long each time, up to ten
+ * minutes. A sign-in finished from the address takes its start off the count. The counts live in
+ * this coordinator's memory.
  */
 export const OIDC_START_ADDRESS_POLICY: ThrottlePolicy = {
   freeFailures: 30,
@@ -124,8 +126,9 @@ export class OidcSignInService {
     return this.configuration;
   }
 
-  async start(next: string | undefined, browserKey: string | null, address: string): Promise<OidcStart> {
+  async start(next: string | undefined, browserKey: string | null, clientAddress: string): Promise<OidcStart> {
     const nextPath = sameOriginPath(next);
+    const address = addressKey(clientAddress);
     const waitMs = this.starts.waitMs(address);
     if (waitMs > 0) {
       const seconds = Math.ceil(waitMs / 1000);
@@ -135,6 +138,23 @@ export class OidcSignInService {
         { retryAfter: seconds },
       );
     }
+    // Counted now, before anything is awaited: starts that arrive together are all counted.
+    const counted = this.starts.fail(address);
+    if (counted.lockedUntil !== null) {
+      this.deps.logger.warn(
+        { address, started: counted.failures, until: isoAt(counted.lockedUntil) },
+        'single sign-on: too many sign-ins started from one address and not finished; its next starts wait',
+      );
+    }
+    try {
+      return await this.begin(nextPath, browserKey);
+    } catch (error) {
+      this.starts.forgive(address); // nothing was stored
+      throw error;
+    }
+  }
+
+  private async begin(nextPath: string, browserKey: string | null): Promise<OidcStart> {
     const config = await this.provider();
     const key =
       browserKey !== null && BROWSER_KEY.test(browserKey) ? browserKey : randomBytes(32).toString('base64url');
@@ -151,13 +171,6 @@ export class OidcSignInService {
       createdAt: isoAt(now),
       expiresAt: isoAt(now + OIDC_STATE_TTL_MS),
     });
-    const counted = this.starts.fail(address);
-    if (counted.lockedUntil !== null) {
-      this.deps.logger.warn(
-        { address, started: counted.failures, until: isoAt(counted.lockedUntil) },
-        'single sign-on: too many sign-ins started from one address and not finished; its next starts wait',
-      );
-    }
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: this.redirectUri(),
       scope: this.deps.config.scopes,
@@ -220,7 +233,7 @@ export class OidcSignInService {
     const user = await this.userOf(email);
     await this.applyRoleMap(user.id, email, groupsOf(claims[settings.groupsClaim]));
     const session = await this.deps.sessions.issue(user.id, user.sessionGeneration);
-    this.starts.succeed(address);
+    this.starts.forgive(addressKey(address)); // this start finished
     return { ...session, next: stored.nextPath };
   }
 
@@ -351,4 +364,19 @@ function describeOidcError(error: unknown): string {
   return [typeof code === 'string' ? code : null, words, typeof claim === 'string' ? `claim ${claim}` : null]
     .filter(Boolean)
     .join(': ');
+}
+
+/** A client address as the start limit counts it: an IPv4 address whole, an IPv6 one by its /64. */
+export function addressKey(address: string): string {
+  const bare = address.split('%')[0]!.toLowerCase();
+  if (isIP(bare) !== 6 || bare.startsWith('::ffff:')) return bare;
+  const [head = '', tail] = bare.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }

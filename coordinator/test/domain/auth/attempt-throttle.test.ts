@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AttemptThrottle } from '../../../src/domain/auth/attempt-throttle.js';
+import { addressKey } from '../../../src/domain/auth/oidc-sign-in.js';
 
 function setup(overrides: Partial<ConstructorParameters<typeof AttemptThrottle>[0]> = {}) {
   const clock = {
@@ -63,5 +64,32 @@ describe('AttemptThrottle', () => {
     expect(throttle.waitMs('a')).toBe(0);
     expect(throttle.waitMs('b')).toBe(1_000);
     expect(throttle.waitMs('c')).toBe(1_000);
+  });
+});
+
+describe('the single sign-on start limit', () => {
+  it('counts an IPv6 client by its /64 (one host may hold it whole), an IPv4 one whole', () => {
+    expect(addressKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:0db8:0001:0002:ffff:ffff:ffff:fffe')).toBe('2001:db8:1:2::/64');
+    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(addressKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(addressKey('::1')).toBe('0:0:0:0::/64');
+    expect(addressKey('203.0.113.7')).toBe('203.0.113.7');
+    expect(addressKey('::ffff:203.0.113.7')).toBe('::ffff:203.0.113.7');
+  });
+
+  it('takes one failure back when forgiven, and keeps a lock', () => {
+    const clock = { now: () => 0 };
+    const throttle = new AttemptThrottle(
+      { freeFailures: 2, baseLockMs: 1_000, maxLockMs: 1_000, forgetAfterMs: 60_000, maxKeys: 10 },
+      clock,
+    );
+    throttle.fail('a');
+    throttle.fail('a');
+    throttle.forgive('a');
+    expect(throttle.fail('a').lockedUntil).toBeNull(); // two counted, not three
+    expect(throttle.fail('a').lockedUntil).toBe(1_000);
+    throttle.forgive('a');
+    expect(throttle.waitMs('a')).toBe(1_000);
   });
 });
