@@ -194,29 +194,31 @@ describe('error responses', () => {
     expect(plain.status).toBe(201);
   });
 
-  it('refuses an integer beyond 2^53, which JSON.parse would have rounded (…993 to …992)', async () => {
-    for (const [rawBody, path] of [
-      ['{"name":"x","n":9007199254740993}', 'body.n'],
-      ['{"name":"x","params":{"ids":[1, -12345678901234567890]}}', 'body.params.ids.1'],
+  it('refuses an integer beyond 2^53 that JSON.parse rounded (…993 to …992), and a body nested too deeply', async () => {
+    const post = (rawBody: string) =>
+      t.owner.post('/orgs', { rawBody, headers: { 'content-type': 'application/json' } });
+    for (const [rawBody, path, literal] of [
+      ['{"name":"x","n":9007199254740993}', 'body.n', '9007199254740993'],
+      ['{"name":"x","params":{"ids":[1, -12345678901234567891]}}', 'body.params.ids.1', '-12345678901234567891'],
     ] as const) {
-      const res = await t.owner.post('/orgs', { rawBody, headers: { 'content-type': 'application/json' } });
+      const res = await post(rawBody);
       expectError(res, 422, 'validation_failed');
       expect(res.body.details).toEqual([
         {
           path,
-          message:
-            'is an integer beyond 9007199254740991 (2^53 − 1), which cannot be kept exactly; send it as a string',
+          message: `is the integer ${literal}, beyond 9007199254740991 (2^53 − 1): it cannot be kept exactly; send it as a string`,
         },
       ]);
     }
-    // The same digits in a string, and the largest safe integer, are kept as sent.
+    // Kept as sent: the digits in a string, an integer a double holds exactly, a number written
+    // with an exponent (the schema refuses the unknown field, not the number).
     const kept = await t.owner.post<{ name: string }>('/orgs', { body: { name: 'lab 9007199254740993' } });
     expect(kept.body.name).toBe('lab 9007199254740993');
-    const safe = await t.owner.post('/orgs', {
-      rawBody: '{"name":"y","n":9007199254740991}',
-      headers: { 'content-type': 'application/json' },
-    });
-    expect(safe.body.details).toEqual([{ path: 'body.n', message: 'is not a known field' }]);
+    for (const n of ['9007199254740992', '1.7976931348623157e308', '12345678901234567890.5']) {
+      expect((await post(`{"name":"y","n":${n}}`)).body.details).toEqual([
+        { path: 'body.n', message: 'is not a known field' },
+      ]);
+    }
   });
 
   it('refuses text that is not Unicode, never storing U+FFFD in its place', async () => {
@@ -412,6 +414,13 @@ describe('error responses with the default body limit', () => {
         const res = await t.api.post('/auth/login', { rawBody: raw, headers: { 'content-type': 'application/json' } });
         expectError(res, 422, 'validation_failed');
       }
+    }
+    // Deeper than the checks of strings and numbers go (JSON.parse goes deeper): said so, not
+    // mistaken for another fault.
+    for (const inner of ['"\\ud800"', '12345678901234567891']) {
+      const raw = `{"name":"z","n":${'['.repeat(200_000)}${inner}${']'.repeat(200_000)}}`;
+      const res = await t.owner.post('/orgs', { rawBody: raw, headers: { 'content-type': 'application/json' } });
+      expect(res.body.details).toEqual([{ path: 'body', message: 'is nested too deeply' }]);
     }
   });
 

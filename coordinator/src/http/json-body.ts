@@ -53,26 +53,50 @@ export function registerJsonBodyParser(app: FastifyInstance): void {
     }
     const text = raw.toString('utf8');
     void parse(request, text, (error: Error | null, value?: unknown) => {
-      if (error) bodyErrors.set(request, isJson(text) ? forbiddenKey() : error);
-      else if (SURROGATE_ESCAPE.test(text)) {
-        // An agent's log line or output may end in half of an emoji (older agents cut long lines
-        // between the two halves): its text is kept, with U+FFFD for the half, rather than the
-        // whole batch refused. Anyone else is told which field is not Unicode.
-        if (request.url.startsWith(AGENT_PREFIX)) {
-          done(null, wellFormed(value));
-          return;
-        }
-        const path = loneSurrogateAt(value, 'body');
-        if (path !== null) bodyErrors.set(request, notUnicode(path, 'is not valid Unicode text (a lone surrogate)'));
+      if (error) {
+        bodyErrors.set(request, isJson(text) ? forbiddenKey() : error);
+        done(null, undefined);
+        return;
       }
-      if (!error && LONG_DIGITS.test(text) && !request.url.startsWith(AGENT_PREFIX)) {
-        const path = unsafeIntegerAt(value, 'body');
-        if (path !== null) bodyErrors.set(request, unsafeInteger(path));
+      let body: unknown;
+      try {
+        body = checkedBody(request, text, value);
+      } catch (failure) {
+        // A body nested deeper than the walks below can go (it parsed: JSON.parse goes deeper).
+        if (!(failure instanceof RangeError)) throw failure;
+        bodyErrors.set(request, tooDeep());
+        body = undefined;
       }
-      done(null, error ? undefined : value);
+      done(null, body);
     });
   };
   app.addContentTypeParser('*', { parseAs: 'buffer' }, parseJson);
+}
+
+/**
+ * The parsed body after the checks JSON.parse does not make, which hold their refusal on the
+ * request: a string that is not Unicode text, an integer JSON.parse rounded.
+ */
+function checkedBody(request: FastifyRequest, text: string, value: unknown): unknown {
+  const agent = request.url.startsWith(AGENT_PREFIX);
+  if (SURROGATE_ESCAPE.test(text)) {
+    // An agent's log line or output may end in half of an emoji (older agents cut long lines
+    // between the two halves): its text is kept, with U+FFFD for the half, rather than the
+    // whole batch refused. Anyone else is told which field is not Unicode.
+    if (agent) return wellFormed(value);
+    const path = loneSurrogateAt(value, 'body');
+    if (path !== null) bodyErrors.set(request, notUnicode(path, 'is not valid Unicode text (a lone surrogate)'));
+  }
+  if (!agent && LONG_DIGITS.test(text)) {
+    const literal = roundedIntegerLiteral(text);
+    if (literal !== null) bodyErrors.set(request, unsafeInteger(numberAt(value, Number(literal), 'body'), literal));
+  }
+  return value;
+}
+
+function tooDeep(): AppError {
+  const message = 'is nested too deeply';
+  return new AppError('validation_failed', `body ${message}`, { details: [{ path: 'body', message }] });
 }
 
 /** A `\uD800`–`\uDFFF` escape: only such JSON can make a string that is not Unicode text. */
@@ -82,21 +106,55 @@ const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 const LONG_DIGITS = /\d{16}/;
 
 /**
- * Where in the parsed body a number is an integer beyond ±(2^53 − 1), or null: JSON.parse gave the
- * nearest double (9007199254740993 became …992), which would be stored and run as if sent.
+ * The first integer written out in the JSON `text` (outside its strings) that JSON.parse could not
+ * keep: beyond ±(2^53 − 1), it became the nearest double (9007199254740993 became …992), which
+ * would be stored and run as if sent. One that a double holds exactly (9007199254740992), and a
+ * number written with a fraction or an exponent (approximate by its notation), pass.
  */
-function unsafeIntegerAt(value: unknown, path: string): string | null {
-  if (typeof value === 'number') return Number.isInteger(value) && !Number.isSafeInteger(value) ? path : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [key, item] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
-    const found = unsafeIntegerAt(item, `${path}.${key}`);
-    if (found !== null) return found;
+function roundedIntegerLiteral(text: string): string | null {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // A string: to its closing quote, its escapes skipped.
+      for (i++; i < text.length && text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+      continue;
+    }
+    if (c !== 0x2d && (c < 0x30 || c > 0x39)) continue;
+    const token = NUMBER_TOKEN.exec(text.slice(i, i + MAX_NUMBER_TOKEN))![0];
+    i += token.length - 1;
+    if (!/^-?\d{16,}$/.test(token)) continue;
+    const parsed = Number(token);
+    if (!Number.isFinite(parsed) || BigInt(token) !== BigInt(parsed)) return token;
   }
   return null;
 }
+const NUMBER_TOKEN = /^-?\d*(?:\.\d*)?(?:[eE][+-]?\d*)?/;
+/** Longer numbers are cut for the test (their digits beyond this are checked as the next token). */
+const MAX_NUMBER_TOKEN = 1024;
 
-function unsafeInteger(path: string): AppError {
-  const message = `is an integer beyond ${Number.MAX_SAFE_INTEGER} (2^53 − 1), which cannot be kept exactly; send it as a string`;
+/** The deepest a body's value is looked for (no API body nests anywhere near it). */
+const MAX_DEPTH = 1_000;
+
+/**
+ * Where in the parsed body `target` is (the rounded number), found without recursion; a
+ * RangeError (the body is nested too deeply) past MAX_DEPTH.
+ */
+function numberAt(value: unknown, target: number, path: string): string {
+  const stack: [unknown, string, number][] = [[value, path, 0]];
+  while (stack.length > 0) {
+    const [item, at, depth] = stack.pop()!;
+    if (item === target) return at;
+    if (item === null || typeof item !== 'object') continue;
+    if (depth >= MAX_DEPTH) throw new RangeError('nested too deeply');
+    const entries = Array.isArray(item) ? item.entries() : Object.entries(item);
+    for (const [key, child] of [...entries].reverse()) stack.push([child, `${at}.${key}`, depth + 1]);
+  }
+  return path;
+}
+
+function unsafeInteger(path: string, literal: string): AppError {
+  const shown = literal.length > 40 ? `${literal.slice(0, 37)}...` : literal;
+  const message = `is the integer ${shown}, beyond ${Number.MAX_SAFE_INTEGER} (2^53 − 1): it cannot be kept exactly; send it as a string`;
   return new AppError('validation_failed', `${path} ${message}`, { details: [{ path, message }] });
 }
 
