@@ -264,8 +264,17 @@ describe('migrate', () => {
     invitation.run('i2', 'changed@example.test', at, at);
     invitation.run('i3', 'sso@example.test', at, at);
     invitation.run('i4', 'own@example.test', at, at);
-    migrate(db, all);
+    migrate(
+      db,
+      all.filter((m) => m.version <= 44),
+    );
     expect(db.prepare('SELECT id FROM users WHERE password_by_inviter = 1').pluck().all()).toEqual(['invited']);
+    // 0045: a password changed since is marked too (whoever knew the first one could change it).
+    migrate(db, all);
+    expect(db.prepare('SELECT id FROM users WHERE password_by_inviter = 1 ORDER BY id').pluck().all()).toEqual([
+      'changed',
+      'invited',
+    ]);
     db.close();
   });
 
