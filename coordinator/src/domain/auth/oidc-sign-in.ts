@@ -269,7 +269,7 @@ export class OidcSignInService {
         );
         return { id: found.id, sessionGeneration: generation };
       }
-      // Changed meanwhile (a password change, another sign-on): read it again.
+      // Taken back meanwhile by another sign-on of the same person: read it again.
       const again = await users.findByEmail(email);
       if (again) return again;
     }

@@ -100,9 +100,10 @@ export function endedRefusal(invitation: Invitation, nowMs: number): AppError | 
 }
 
 /**
- * Whether the invitation is addressed to this email (any case of its ASCII letters, as the
- * database compares emails): no one else may see it. Unicode's case folding would make the
- * Kelvin sign's `\u212Aim@…`, an account of its own, the `kim@…` an invitation was sent to.
+ * Whether the invitation is addressed to this email (any case of its ASCII letters, as SQLite
+ * compares emails): no one else may see it. Unicode's case folding would make the Kelvin sign's
+ * `\u212Aim@…`, an account of its own on SQLite, the `kim@…` an invitation was sent to.
+ * (PostgreSQL's `lower()` may fold more, by the database's locale: there the two are one account.)
  */
 export const isFor = (invitation: Invitation, email: string): boolean =>
   asciiLowerCase(invitation.email) === asciiLowerCase(email);
