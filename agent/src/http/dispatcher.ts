@@ -64,9 +64,9 @@ function currentSettings(): ProxySettings {
   return settings;
 }
 
-/** The passwords of the proxies in use (proxyPasswords): masked like secrets. */
+/** The passwords of the environment's proxy variables (proxyPasswords): masked like secrets. */
 export function proxyPasswordsInUse(): string[] {
-  return proxyPasswords(currentSettings());
+  return proxyPasswords(process.env);
 }
 
 /** How a request to `url` goes: through which proxy, or directly and why. */

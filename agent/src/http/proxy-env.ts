@@ -83,14 +83,18 @@ function proxyServer(found: { name: string; value: string } | null): ProxyServer
   return { url, shown: maskProxyUrl(url), variable: name };
 }
 
+/** Every variable a step may find a proxy's credentials in (steps inherit the agent's environment). */
+const PROXY_VARIABLES = ['https_proxy', 'HTTPS_PROXY', 'http_proxy', 'HTTP_PROXY', 'all_proxy', 'ALL_PROXY'];
+
 /**
- * The proxies' passwords, as written in their URLs and decoded: the agent masks them wherever it
- * masks secrets, since a step inherits the proxy variables and may print them (`env`).
+ * The passwords in the environment's proxy variables, as written and decoded, whether or not the
+ * agent uses that variable (the lower-case one wins, the other is still inherited by steps): the
+ * agent masks them wherever it masks secrets, since a step may print its environment (`env`).
  */
-export function proxyPasswords(settings: ProxySettings): string[] {
+export function proxyPasswords(env: NodeJS.ProcessEnv = process.env): string[] {
   const passwords = new Set<string>();
-  for (const proxy of [settings.https, settings.http]) {
-    const password = proxy?.url.password;
+  for (const name of PROXY_VARIABLES) {
+    const password = passwordIn(env[name]?.trim() ?? '');
     if (!password) continue;
     passwords.add(password);
     try {
@@ -100,6 +104,15 @@ export function proxyPasswords(settings: ProxySettings): string[] {
     }
   }
   return [...passwords];
+}
+
+/** What stands between the user's `:` and the last `@` of a proxy setting (maskProxyText's part). */
+function passwordIn(value: string): string {
+  const start = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0].length ?? 0;
+  const at = value.lastIndexOf('@');
+  if (at < start) return '';
+  const colon = value.indexOf(':', start);
+  return colon < 0 || colon > at ? '' : value.slice(colon + 1, at);
 }
 
 /** `http://user:***@proxy:3128`: the password never shown. */

@@ -33,17 +33,20 @@ describe('the proxy variables', () => {
   });
 
   it('give their passwords, as written and decoded, for the masker of everything the agent sends and logs', () => {
-    const settings = readProxySettings({
+    const env = {
       HTTPS_PROXY: 'http://drover:s3cr%40t@proxy.lan:3128',
       HTTP_PROXY: 'http://drover:pr0xyS3cret@proxy.lan:3128',
-    });
-    expect(proxyPasswords(settings).sort()).toEqual(['pr0xyS3cret', 's3cr%40t', 's3cr@t']);
+      // Not the one the agent uses (the lower-case one wins), but a step inherits it all the same.
+      https_proxy: 'http://other:an0ther@proxy.lan:3128',
+      ALL_PROXY: 'socks5://s0cks@gw:1080',
+    };
+    expect(proxyPasswords(env).sort()).toEqual(['an0ther', 'pr0xyS3cret', 's3cr%40t', 's3cr@t']);
     const secrets = new KnownSecrets(os.tmpdir());
-    secrets.remember(proxyPasswords(settings));
+    secrets.remember(proxyPasswords(env));
     expect(secrets.masker('HTTPS_PROXY=http://drover:s3cr%40t@proxy.lan:3128 s3cr@t')).toBe(
       'HTTPS_PROXY=http://drover:***@proxy.lan:3128 ***',
     );
-    expect(proxyPasswords(readProxySettings({ HTTPS_PROXY: 'http://proxy.lan:3128' }))).toEqual([]);
+    expect(proxyPasswords({ HTTPS_PROXY: 'http://proxy.lan:3128', ALL_PROXY: 'socks5://s0cks@gw:1080' })).toEqual([]);
   });
 
   it('mask the password, and take a proxy without a scheme as http://', () => {
