@@ -26,7 +26,13 @@ afterEach(async () => {
 async function fakeStorage(
   sha256: string,
   onPutData: (put: number, received: number, req: http.IncomingMessage) => void,
-): Promise<{ url: string; puts: () => number; completes: () => number }> {
+): Promise<{
+  url: string;
+  puts: () => number;
+  completes: () => number;
+  onPut: (handler: typeof onPutData) => void;
+}> {
+  let handler = onPutData;
   let puts = 0;
   let completes = 0;
   server = http.createServer((req, res) => {
@@ -38,7 +44,7 @@ async function fakeStorage(
       let received = 0;
       req.on('data', (chunk: Buffer) => {
         received += chunk.length;
-        onPutData(put, received, req);
+        handler(put, received, req);
       });
       req.on('end', () => json(200, { fileId: FILE_ID, size: received, sha256 }));
       return;
@@ -75,6 +81,9 @@ async function fakeStorage(
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     puts: () => puts,
     completes: () => completes,
+    onPut: (next) => {
+      handler = next;
+    },
   };
 }
 
@@ -117,6 +126,24 @@ describe('drover files upload', () => {
       `app.bin changed while it was uploaded (${SIZE} bytes when it started, ${SIZE + 1024} now); the file is left pending: upload it again once it is written`,
     );
     expect(sent).toBe(SIZE);
+    expect(storage.completes()).toBe(0);
+
+    // Replaced by a file of the same size and modification time (`cp -p`, `rsync -t`).
+    fs.writeFileSync(file, bytes);
+    const copy = path.join(dir, 'copy.bin');
+    fs.writeFileSync(copy, Buffer.alloc(SIZE, 8));
+    const { mtime } = fs.statSync(file);
+    fs.utimesSync(copy, mtime, mtime);
+    let replaced = false;
+    storage.onPut((_put, received) => {
+      if (!replaced && received > 0) {
+        fs.renameSync(copy, file);
+        replaced = true;
+      }
+    });
+    const again = testRuntime({ cwd: dir, env: { DROVER_URL: storage.url, DROVER_TOKEN: 'drv_x' } });
+    expect(await runCli(['files', 'upload', 'app.bin'], again)).not.toBe(0);
+    expect(again.stderr()).toContain('app.bin changed while it was uploaded (another file took its place)');
     expect(storage.completes()).toBe(0);
   });
 });

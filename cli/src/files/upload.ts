@@ -93,9 +93,9 @@ export async function uploadLocalFile(rt: Runtime, caller: Caller, options: Uplo
   }
   // What was read is what the hash covers; a file written meanwhile would be stored half old, half new.
   const after = regularFile(file);
-  if (after.size !== before.size || after.mtimeMs !== before.mtimeMs) {
+  if (describeChange(before, after) !== null) {
     throw new CliError(
-      `${name} changed while it was uploaded (${describeChange(before, after)}); the file is left pending: upload it again once it is written`,
+      `${name} changed while it was uploaded (${describeChange(before, after)!}); the file is left pending: upload it again once it is written`,
     );
   }
   const received = receivedSha256(answer);
@@ -119,10 +119,18 @@ async function openForUpload(file: string): Promise<fs.promises.FileHandle> {
   }
 }
 
-/** How a file changed between two looks at it. */
-function describeChange(before: fs.Stats, after: fs.Stats): string {
+/**
+ * How a file changed between two looks at it, or null: its size, another file put in its place,
+ * or its times (a write of the same size moves the modification time, and one that kept it, as
+ * `cp -p` does, the change time).
+ */
+function describeChange(before: fs.Stats, after: fs.Stats): string | null {
   if (after.size !== before.size) return `${before.size} bytes when it started, ${after.size} now`;
-  return `modified at ${after.mtime.toISOString()}`;
+  if (after.ino !== before.ino || after.dev !== before.dev) return 'another file took its place';
+  if (after.mtimeMs !== before.mtimeMs || after.ctimeMs !== before.ctimeMs) {
+    return `modified at ${after.ctime.toISOString()}`;
+  }
+  return null;
 }
 
 function regularFile(file: string): fs.Stats {
