@@ -106,13 +106,23 @@ export function proxyPasswords(env: NodeJS.ProcessEnv = process.env): string[] {
   return [...passwords];
 }
 
-/** What stands between the user's `:` and the last `@` of a proxy setting (maskProxyText's part). */
+/** The password of a proxy setting, as written (maskProxyText's part), or ''. */
 function passwordIn(value: string): string {
-  const start = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0].length ?? 0;
-  const at = value.lastIndexOf('@');
-  if (at < start) return '';
-  const colon = value.indexOf(':', start);
-  return colon < 0 || colon > at ? '' : value.slice(colon + 1, at);
+  const span = passwordSpan(value);
+  return span ? value.slice(span.from, span.to) : '';
+}
+
+/**
+ * Where the password of a proxy setting is, not parsed as a URL: whatever lies between the
+ * scheme's `://` (or the start) and the last `@` is credentials, and what follows their first `:`
+ * the password. Conservative: a password holding `@` or `/` is taken whole.
+ */
+function passwordSpan(text: string): { from: number; to: number } | null {
+  const start = /^[a-z][a-z0-9+.-]*:\/\//i.exec(text)?.[0].length ?? 0;
+  const at = text.lastIndexOf('@');
+  if (at < start) return null;
+  const colon = text.indexOf(':', start);
+  return colon < 0 || colon > at ? null : { from: colon + 1, to: at };
 }
 
 /** `http://user:***@proxy:3128`: the password never shown. */
@@ -127,12 +137,8 @@ export function maskProxyUrl(url: URL): string {
  * (`http://user:***@host:3128x`). Conservative: a password holding `@` or `/` is masked whole.
  */
 export function maskProxyText(text: string): string {
-  const start = /^[a-z][a-z0-9+.-]*:\/\//i.exec(text)?.[0].length ?? 0;
-  const at = text.lastIndexOf('@');
-  if (at < start) return text;
-  const colon = text.indexOf(':', start);
-  if (colon < 0 || colon > at) return text;
-  return `${text.slice(0, colon)}:***${text.slice(at)}`;
+  const span = passwordSpan(text);
+  return span ? `${text.slice(0, span.from)}***${text.slice(span.to)}` : text;
 }
 
 /**
