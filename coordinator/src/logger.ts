@@ -29,6 +29,9 @@ export const REDACTED_PATHS = [
   '*.privateKey',
   'secrets',
   '*.secrets',
+  // A parse error of Node's HTTP server holds the request's bytes as they came.
+  'rawPacket',
+  '*.rawPacket',
 ];
 
 export interface LoggerOptions {

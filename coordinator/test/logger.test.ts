@@ -52,6 +52,13 @@ describe('the coordinator logger', () => {
     }
   });
 
+  it("redacts the raw bytes of a request Node's HTTP parser refused (its headers, a body's password)", () => {
+    const { logger, lines } = capture();
+    const rawPacket = Buffer.from('GET /v1/orgs HTTP/1.1\r\nAuthorization: Bearer drv_secret\r\n');
+    logger.debug({ err: { code: 'HPE_INVALID_HEADER_TOKEN', rawPacket } }, 'client error');
+    expect(JSON.parse(lines[0]!).err).toEqual({ code: 'HPE_INVALID_HEADER_TOKEN', rawPacket: '[redacted]' });
+  });
+
   it('prints an error with its stack under a pretty line', () => {
     const { logger, lines } = capture({ format: 'pretty', color: false });
     logger.error({ err: new Error('disk full') }, 'request failed');

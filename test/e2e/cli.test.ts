@@ -312,6 +312,23 @@ describe('drover-coordinator logs', () => {
     expect(plain(c.stdout()).filter((l) => l.startsWith('{'))).toEqual([]);
   });
 
+  it('are JSON lines alone on standard output with --log-format json; the banner goes to standard error', async () => {
+    const c = cli(['start', '--port', '0', '--log-format', 'json', '--data-dir', makeTempDir()]);
+    const [, url] = await vi.waitFor(
+      () => {
+        const banner = c.stderr().match(BANNER);
+        if (!banner) throw new Error(`no banner on standard error yet: ${c.stderr()}`);
+        return banner;
+      },
+      { timeout: 20_000 },
+    );
+    expect((await fetch(`${url}/v1/openapi.json`)).status).toBe(200);
+    expect((await stop(c)).code).toBe(0);
+    const lines = c.stdout().split('\n').filter(Boolean);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+  });
+
   it('exits 2 naming the setting on an unknown format', async () => {
     const res = await run(['start', '--data-dir', makeTempDir()], { DROVER_LOG_FORMAT: 'yaml' });
     expect(res.code).toBe(2);

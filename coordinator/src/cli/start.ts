@@ -46,7 +46,10 @@ export function configureStartCommand(program: Command): void {
           'listening on all interfaces without DROVER_PUBLIC_URL: presigned URLs and links will name an unreachable host',
         );
       }
-      process.stdout.write(`${banner(server, server.coordinator.bootstrap).join('\n')}\n`);
+      // Asked for JSON lines by name: standard output holds nothing else, and the banner goes to
+      // standard error (under `auto` it stays where a person starting the coordinator looks).
+      const bannerTo = config.logFormat === 'json' ? process.stderr : process.stdout;
+      bannerTo.write(`${banner(server, server.coordinator.bootstrap).join('\n')}\n`);
     });
 }
 

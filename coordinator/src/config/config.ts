@@ -265,7 +265,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     1_000_000,
   );
 
-  const streamPingMs = integer(pick(undefined, null, 'DROVER_STREAM_PING_MS'), DEFAULTS.streamPingMs, 100, 3_600_000);
+  // At most 30 s: an agent drops a stream it heard nothing on for 45 s, and reconnects.
+  const streamPingMs = integer(pick(undefined, null, 'DROVER_STREAM_PING_MS'), DEFAULTS.streamPingMs, 100, 30_000);
   const agentDisconnectGraceMs = integer(
     pick(undefined, null, 'DROVER_AGENT_DISCONNECT_GRACE_MS'),
     DEFAULTS.agentDisconnectGraceMs,

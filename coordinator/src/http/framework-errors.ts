@@ -39,7 +39,9 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
             'bad_request',
             'The request is not valid HTTP (for example, a Content-Length that does not match the body)',
           );
-  this.log.debug({ err: error }, 'client error');
+  // Not the error itself: Node's parse errors carry the request's raw bytes (`rawPacket`), with
+  // its Authorization and Cookie headers, a presigned URL's signature, a body's password.
+  this.log.debug({ code: error.code, reason: error.message }, 'client error');
   writeRawRefusal(socket, refusal, error, { head: isHeadRequest(error) });
 }
 

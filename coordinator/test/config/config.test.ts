@@ -347,7 +347,9 @@ describe('loadConfig validation', () => {
       'DROVER_MAX_CONNECTIONS_PER_CLIENT: expected an integer from 0 to 1000000, got `-1`',
     ],
     ['DROVER_DATABASE_POOL_SIZE', '0', 'DROVER_DATABASE_POOL_SIZE: expected an integer from 1 to 1000, got `0`'],
-    ['DROVER_STREAM_PING_MS', '99', 'DROVER_STREAM_PING_MS: expected an integer from 100 to 3600000, got `99`'],
+    ['DROVER_STREAM_PING_MS', '99', 'DROVER_STREAM_PING_MS: expected an integer from 100 to 30000, got `99`'],
+    // Agents drop a stream silent for 45 s: a slower ping would have every one reconnect.
+    ['DROVER_STREAM_PING_MS', '60000', 'DROVER_STREAM_PING_MS: expected an integer from 100 to 30000, got `60000`'],
     [
       'DROVER_AGENT_DISCONNECT_GRACE_MS',
       '-1',
