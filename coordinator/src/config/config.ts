@@ -11,7 +11,7 @@ import {
 } from '../domain/retention/retention-settings.js';
 import { parseChatConfig, type ChatConfig } from './chat-config.js';
 import { parseSignInConfig, type SignInConfig } from './sign-in-config.js';
-import { parseDatabaseUrl, type DatabaseConfig } from './database-config.js';
+import { parseDatabaseUrl, shownUrl, type DatabaseConfig } from './database-config.js';
 import { parseStorageAllowedHosts, parseStorageUrl, type StorageConfig } from './storage-config.js';
 import type { AllowedHosts } from '../domain/model/storage-bindings.js';
 import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
@@ -445,7 +445,8 @@ function parsePublicUrl(raw: Raw, problems: string[]): string {
     url.search ||
     url.hash
   ) {
-    problems.push(`${expected}, got \`${raw.value}\``);
+    // Its password is not repeated (the message goes to the journal).
+    problems.push(`${expected}, got \`${shownUrl(raw.value.trim())}\``);
     return '';
   }
   const publicUrl = url.toString().replace(/\/+$/, '');

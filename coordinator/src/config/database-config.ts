@@ -19,7 +19,7 @@ const SSL_MODES = ['disable', 'prefer', 'require', 'no-verify', 'verify-ca', 've
 const EXPECTED = 'expected postgres://<user>:<password>@<host>[:<port>]/<database> (or postgresql://)';
 
 /** The URL with its password, if any, replaced by `****`. Text that is not a URL gives null. */
-export function redactDatabaseUrl(text: string): string | null {
+export function redactUrlPassword(text: string): string | null {
   let url: URL;
   try {
     url = new URL(text);
@@ -28,6 +28,12 @@ export function redactDatabaseUrl(text: string): string | null {
   }
   if (url.password) url.password = '****';
   return url.toString();
+}
+
+/** A setting's text as a message may repeat it: as given, unless it is a URL with a password (then `****`). */
+export function shownUrl(text: string): string {
+  const redacted = redactUrlPassword(text);
+  return redacted !== null && new URL(text).password ? redacted : text;
 }
 
 /** Parses the setting; each problem is pushed to `problems`, naming `source` and never the password. */
@@ -41,7 +47,7 @@ export function parseDatabaseUrl(
     problems.push(`${raw.source}: ${EXPECTED}, got an empty string`);
     return { kind: 'sqlite' };
   }
-  const redactedUrl = redactDatabaseUrl(text);
+  const redactedUrl = redactUrlPassword(text);
   if (redactedUrl === null) {
     // Not even a URL: nothing of it is echoed, it may hold the password.
     problems.push(`${raw.source}: ${EXPECTED}, got a value that is not a URL`);

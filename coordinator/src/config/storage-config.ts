@@ -1,5 +1,6 @@
 import { S3_BUCKET, S3_REGION } from '../domain/files/storage-bindings.js';
 import type { AllowedHosts } from '../domain/model/storage-bindings.js';
+import { shownUrl } from './database-config.js';
 
 /**
  * Where the coordinator keeps its own files (docs/storage.md, "Where files are kept"):
@@ -80,7 +81,7 @@ export function parseStorageUrl(
       parsed.search
     ) {
       problems.push(
-        `${raw.source}: expected endpoint to be an http(s) URL without credentials, got \`${endpointText}\``,
+        `${raw.source}: expected endpoint to be an http(s) URL without credentials, got \`${shownUrl(endpointText)}\``,
       );
     } else {
       endpoint = parsed.toString().replace(/\/+$/, '');

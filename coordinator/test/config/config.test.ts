@@ -286,6 +286,11 @@ describe('loadConfig validation', () => {
     ],
     [
       'DROVER_PUBLIC_URL',
+      'https://admin:hunter2@drover.example.com',
+      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://admin:****@drover.example.com/`',
+    ],
+    [
+      'DROVER_PUBLIC_URL',
       'ftp://example.com',
       'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `ftp://example.com`',
     ],
@@ -302,7 +307,7 @@ describe('loadConfig validation', () => {
     [
       'DROVER_PUBLIC_URL',
       'https://user:pw@example.com',
-      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://user:pw@example.com`',
+      'DROVER_PUBLIC_URL: expected an absolute http(s) URL without credentials, query or fragment, got `https://user:****@example.com/`',
     ],
     [
       'DROVER_PUBLIC_URL',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
-import { redactDatabaseUrl } from '../../src/config/database-config.js';
+import { redactUrlPassword } from '../../src/config/database-config.js';
 import { configProblems } from './problems.js';
 
 const problems = configProblems;
@@ -59,8 +59,8 @@ describe('DROVER_DATABASE_URL', () => {
   });
 
   it('redacts the password of a URL for logs', () => {
-    expect(redactDatabaseUrl('postgres://u:p%40ss@h/d')).toBe('postgres://u:****@h/d');
-    expect(redactDatabaseUrl('postgres://u@h/d')).toBe('postgres://u@h/d');
-    expect(redactDatabaseUrl('not a url')).toBeNull();
+    expect(redactUrlPassword('postgres://u:p%40ss@h/d')).toBe('postgres://u:****@h/d');
+    expect(redactUrlPassword('postgres://u@h/d')).toBe('postgres://u@h/d');
+    expect(redactUrlPassword('not a url')).toBeNull();
   });
 });

@@ -52,6 +52,10 @@ describe('DROVER_STORAGE_URL', () => {
       'DROVER_STORAGE_URL: keys do not belong in the URL; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead',
     ]);
     expect(keys.join()).not.toContain('hunter2');
+    // Nor is an endpoint's password repeated.
+    expect(problems({ DROVER_STORAGE_URL: 's3://bucket?endpoint=https://minio:Sup3rSecret@minio.lan' })).toEqual([
+      'DROVER_STORAGE_URL: expected endpoint to be an http(s) URL without credentials, got `https://minio:****@minio.lan/`',
+    ]);
     expect(
       problems({ DROVER_STORAGE_URL: 's3://bucket?endpoint=ftp://x&region=eu west&forcePathStyle=yes&acl=public' }),
     ).toEqual([
