@@ -68,5 +68,14 @@ function parseListenAddress(
   return { host, port };
 }
 
-const sameHost = (a: string, b: string): boolean =>
-  a.replace(/^\[|\]$/g, '').toLowerCase() === b.replace(/^\[|\]$/g, '').toLowerCase();
+/**
+ * Whether two hosts of one port would clash: the same name or address, one of them every address
+ * (`0.0.0.0`, `::`), or `localhost` beside a loopback address (it names them).
+ */
+function sameHost(a: string, b: string): boolean {
+  const [x, y] = [a, b].map((h) => h.replace(/^\[|\]$/g, '').toLowerCase()) as [string, string];
+  if (x === y || WILDCARD.has(x) || WILDCARD.has(y)) return true;
+  const loopback = (h: string) => h.startsWith('127.') || h === '::1';
+  return (x === 'localhost' && loopback(y)) || (y === 'localhost' && loopback(x));
+}
+const WILDCARD: ReadonlySet<string> = new Set(['0.0.0.0', '::']);

@@ -598,9 +598,15 @@ describe('metrics settings', () => {
         `DROVER_METRICS_LISTEN: expected host:port (an IPv6 address in brackets: [::1]:9464), got \`${bad}\``,
       ]);
     }
-    expect(problemsOf({}, { metricsListen: '127.0.0.1:8080' })).toEqual([
-      "--metrics-listen: expected an address other than the API's (--host, --port), got `127.0.0.1:8080`",
-    ]);
+    // The API's address under another name, or every address (the API listens on 127.0.0.1:8080).
+    for (const same of ['127.0.0.1:8080', 'localhost:8080', 'LOCALHOST:8080', '0.0.0.0:8080', '[::]:8080']) {
+      expect(problemsOf({}, { metricsListen: same }), same).toEqual([
+        `--metrics-listen: expected an address other than the API's (--host, --port), got \`${same}\``,
+      ]);
+    }
+    for (const other of ['127.0.0.1:9464', '[::1]:8080', '10.0.0.5:8080']) {
+      expect(problemsOf({}, { metricsListen: other }), other).toEqual([]);
+    }
   });
 });
 
