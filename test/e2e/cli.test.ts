@@ -323,10 +323,16 @@ describe('drover-coordinator logs', () => {
       { timeout: 20_000 },
     );
     expect((await fetch(`${url}/v1/openapi.json`)).status).toBe(200);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect((await stop(c)).code).toBe(0);
     const lines = c.stdout().split('\n').filter(Boolean);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    // A health check that went well is a debug line: at info, only the API's request is there.
+    const paths = lines
+      .map((l) => JSON.parse(l) as { msg: string; path?: string })
+      .filter((e) => e.msg === 'request completed');
+    expect(paths.map((e) => e.path)).toEqual(['/v1/openapi.json']);
   });
 
   it('exits 2 naming the setting on an unknown format', async () => {

@@ -71,7 +71,7 @@ describe('a PostgreSQL database URL', () => {
       await migratePostgres(pool);
       await pool.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES (9999, 'future', now())");
       const beside = 'the database has migration 9999_future of a newer drover-coordinator, not a breaking change';
-      const start = cli(['start', '--port', '0', '--data-dir', `${makeTempDir()}/data`, '--log-format', 'json'], env);
+      const start = cli(['start', '--port', '0', '--data-dir', `${makeTempDir()}/data`], env);
       await start.waitFor(/Drover coordinator listening on/);
       expect(start.stdout()).toContain(`"newerMigrations":["9999_future"],"msg":"${beside}: this one runs on it`);
       start.child.kill('SIGTERM');

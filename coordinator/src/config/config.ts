@@ -193,7 +193,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   const port = integer(pick(flags.port, 'port', 'DROVER_PORT'), DEFAULTS.port, 0, 65535);
 
   const hostRaw = pick(flags.host, 'host', 'DROVER_HOST');
-  const host = hostRaw ? hostRaw.value.trim() : DEFAULTS.host;
+  // An IPv6 address may come in brackets, as in a URL (`[::1]`): listened on without them.
+  const host = hostRaw ? hostRaw.value.trim().replace(/^\[([^\]]*)\]$/, '$1') : DEFAULTS.host;
   if (hostRaw && !HOST.test(host)) {
     problems.push(`${hostRaw.source}: expected a host name or IP address, got \`${hostRaw.value}\``);
   }

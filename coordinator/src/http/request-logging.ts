@@ -2,6 +2,9 @@ import { LogController, type FastifyReply, type FastifyRequest, type FastifyServ
 import type pino from 'pino';
 import type { Logger } from 'pino';
 
+/** Asked for by machines, often: their successful requests are logged at debug. */
+const ROUTINE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/metrics']);
+
 /**
  * One log line per request, at completion, without the query string (presigned URLs carry
  * signatures there) and without headers (credentials). It is written through the root logger
@@ -15,17 +18,21 @@ export class RequestLogController extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    const level = error ? 'error' : 'info';
+    const path = request.url.split('?')[0]!;
+    // A health check or a scrape that went well, every few seconds from a balancer or Prometheus,
+    // would be most of the log: it is a debug line.
+    const routine = !error && reply.statusCode < 400 && ROUTINE_PATHS.has(path);
+    const level = error ? 'error' : routine ? 'debug' : 'info';
     if (!this.root.isLevelEnabled(level)) return;
     const line = {
       reqId: request.id,
       method: request.method,
-      path: request.url.split('?')[0],
+      path,
       statusCode: reply.statusCode,
       ms: Math.round(reply.elapsedTime * 10) / 10,
     };
     if (error) this.root.error({ ...line, err: error }, 'request errored');
-    else this.root.info(line, 'request completed');
+    else this.root[level](line, 'request completed');
   }
 }
 

@@ -214,6 +214,9 @@ describe('loadConfig from the environment', () => {
 
   it('derives the public URL from host and port when it is not set', () => {
     expect(loadConfig({ DROVER_HOST: '10.0.0.5', DROVER_PORT: '81' }, {}, CWD).publicUrl).toBe('http://10.0.0.5:81');
+    // An IPv6 address in brackets, as in a URL: listened on without them.
+    const v6 = loadConfig({ DROVER_HOST: '[::1]', DROVER_PORT: '81' }, {}, CWD);
+    expect([v6.host, v6.publicUrl]).toEqual(['::1', 'http://[::1]:81']);
     expect(loadConfig({ DROVER_HOST: '::1' }, {}, CWD).publicUrl).toBe('http://[::1]:8080');
     expect(defaultPublicUrl('[::1]', 1)).toBe('http://[::1]:1');
   });
