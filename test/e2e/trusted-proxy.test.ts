@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPairSync } from 'node:crypto';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { insertEnrollmentToken } from '../helpers/agent.js';
 
 /**
  * Behind a load balancer (docs/scaling.md, "Load balancer"): the client's address comes from
@@ -41,6 +43,47 @@ describe('X-Forwarded-For from a trusted load balancer', () => {
     }
     expect((await login('127.0.0.31', '198.51.100.7', OWNER_EMAIL, OWNER_PASSWORD)).status).toBe(429);
     expect((await login('127.0.0.31', '203.0.113.9', OWNER_EMAIL, OWNER_PASSWORD)).status).toBe(200);
+  });
+
+  it('counts an IPv6 client by its /64 in every limit on unauthenticated calls', async () => {
+    // One host is commonly given a whole /64: a fresh address for each guess must not reset the count.
+    const from = (i: number) => `2001:db8:5:6::${(i + 1).toString(16)}`;
+    for (let i = 0; i < ADDRESS_FAILURES; i++) {
+      expect((await login('127.0.0.31', from(i), `six-${i}@example.test`, 'wrong')).status).toBe(401);
+    }
+    expect((await login('127.0.0.31', '2001:db8:5:6:ffff::9', OWNER_EMAIL, OWNER_PASSWORD)).status).toBe(429);
+    expect((await login('127.0.0.31', '2001:db8:5:7::1', OWNER_EMAIL, OWNER_PASSWORD)).status).toBe(200);
+
+    const publicKey = () =>
+      (generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' }) as Buffer)
+        .subarray(-32)
+        .toString('base64');
+    const enroll = (enrollmentToken: string, forwardedFor: string) =>
+      t.api.fromAddress('127.0.0.31').post('/agent/enroll', {
+        body: { enrollmentToken, publicKey: publicKey(), hostname: 'edge-1', os: 'linux', agentVersion: '1.0.0' },
+        token: null,
+        headers: { 'x-forwarded-for': forwardedFor },
+      });
+    for (let i = 0; i < 11; i++) expect((await enroll(`drve_not-a-token-${i}`, from(100 + i))).status).toBe(401);
+    const valid = await insertEnrollmentToken(t);
+    expect((await enroll(valid, '2001:db8:5:6::abcd')).status).toBe(429);
+    expect((await enroll(valid, '2001:db8:5:8::1')).status).toBe(201);
+
+    const startDeviceSignIn = (forwardedFor: string) =>
+      t.api.fromAddress('127.0.0.31').post('/auth/device', {
+        body: {},
+        token: null,
+        headers: { 'x-forwarded-for': forwardedFor },
+      });
+    for (let i = 0; i < 10; i++) expect((await startDeviceSignIn(from(200 + i))).status).toBe(201);
+    const eleventh = await startDeviceSignIn('2001:db8:5:6::beef');
+    expect(eleventh.status).toBe(429);
+    expect((await startDeviceSignIn('2001:db8:5:9::1')).status).toBe(201);
+    // The approving user still sees the address the sign-in came from, not its /64.
+    const shown = await t.sql.all<{ requested_from: string }>(
+      "SELECT requested_from FROM device_sign_ins WHERE client_key = '2001:db8:5:6::/64' ORDER BY created_at LIMIT 1",
+    );
+    expect(shown[0]?.requested_from).toMatch(/^2001:db8:5:6::[0-9a-f]+$/);
   });
 
   it('ignores X-Forwarded-For from a peer it does not trust', async () => {

@@ -19,11 +19,11 @@ const VIEW_COLUMNS = 'user_code, status, client, requested_from, created_at, exp
 
 const FORGET = command<[string]>('DELETE FROM device_sign_ins WHERE expires_at < ?');
 const PENDING_FROM = query<{ count: number }, [string, string]>(
-  `SELECT count(*) AS count FROM device_sign_ins WHERE requested_from = ? AND status = 'pending' AND expires_at > ?`,
+  `SELECT count(*) AS count FROM device_sign_ins WHERE client_key = ? AND status = 'pending' AND expires_at > ?`,
 );
 const INSERT = command<NewDeviceSignIn>(
-  `INSERT INTO device_sign_ins (device_code_hash, user_code, client, requested_from, created_at, expires_at)
-   VALUES (@deviceCodeHash, @userCode, @client, @requestedFrom, @createdAt, @expiresAt)`,
+  `INSERT INTO device_sign_ins (device_code_hash, user_code, client, requested_from, client_key, created_at, expires_at)
+   VALUES (@deviceCodeHash, @userCode, @client, @requestedFrom, @clientKey, @createdAt, @expiresAt)`,
 );
 const BY_USER_CODE = query<ViewRow, [string, string]>(
   `SELECT ${VIEW_COLUMNS} FROM device_sign_ins WHERE user_code = ? AND status <> 'used' AND expires_at > ?`,
@@ -66,7 +66,7 @@ export function createDeviceSignInRepository(db: Database): DeviceSignInReposito
         return await db.transaction(
           function* () {
             yield* run(FORGET, [signIn.createdAt]);
-            const pending = yield* one(PENDING_FROM, [signIn.requestedFrom, signIn.createdAt]);
+            const pending = yield* one(PENDING_FROM, [signIn.clientKey, signIn.createdAt]);
             if ((pending?.count ?? 0) >= maxPending) return 'limited' as const;
             yield* run(INSERT, signIn);
             return 'started' as const;

@@ -5,10 +5,10 @@ import { invalid, unauthorized } from '../../errors.js';
 import { isoAt, isoNow, type Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import { hashBearerSecret } from '../../util/secrets.js';
-import { AttemptThrottle, type ThrottlePolicy } from '../auth/attempt-throttle.js';
+import { AttemptThrottle, tooManyAttempts, type ThrottlePolicy } from '../auth/attempt-throttle.js';
+import { clientKey } from '../auth/client-key.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { cleanName, hasControlCharacters } from '../names.js';
-import { tooManyAttempts } from '../auth/sign-in.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import type { DeviceGroups } from './agent-labels.js';
 
@@ -27,8 +27,9 @@ export function enrollmentTokenRefusal(token: StoredEnrollmentToken, at: string)
 }
 
 /**
- * Enrollments with an unknown token, per client address: 10 are free (a technician retyping a token), then each
- * further one locks the address for 1 s, 2 s, 4 s ... up to 15 minutes, answered 429 with
+ * Enrollments with an unknown token, per client address (an IPv6 one by its /64): 10 are free (a
+ * technician retyping a token), then each further one locks the address for 1 s, 2 s, 4 s ... up
+ * to 15 minutes, answered 429 with
  * `Retry-After`. A token cannot be guessed, so this bounds the work a flood makes, and every
  * lockout is logged and audited.
  */
@@ -60,7 +61,8 @@ export class AgentEnrollment {
   }
 
   async enroll(body: EnrollRequest, address: string): Promise<Agent> {
-    const wait = this.addresses.waitMs(address);
+    const client = clientKey(address);
+    const wait = this.addresses.waitMs(client);
     if (wait > 0) {
       (this.deps.metrics ?? noMetrics).rateLimitBlocked('enrollment');
       throw tooManyAttempts('enrollment', wait);
@@ -94,7 +96,7 @@ export class AgentEnrollment {
     if (!outcome.ok) {
       this.deps.logger.info({ reason: outcome.reason, address }, 'enrollment refused');
       // Only a token that never existed is a guess; a used or expired one was real.
-      if (outcome.reason === 'unknown') await this.failed(address);
+      if (outcome.reason === 'unknown') await this.failed(client);
       throw unauthorized(REFUSALS[outcome.reason]);
     }
     const agent = outcome.agent;

@@ -1,3 +1,4 @@
+import { AppError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 
 /**
@@ -86,3 +87,15 @@ export class AttemptThrottle {
     return record;
   }
 }
+
+/** The 429 of a locked key: `reason`, then how long to wait (at least a second), which `Retry-After` carries too. */
+export function lockedOut(reason: string, waitMs: number): AppError {
+  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+  return new AppError('rate_limited', `${reason}; try again in ${seconds} second${seconds === 1 ? '' : 's'}`, {
+    retryAfter: seconds,
+  });
+}
+
+/** The 429 of a key locked by failed attempts (`what`: sign-in, enrollment). */
+export const tooManyAttempts = (what: string, waitMs: number): AppError =>
+  lockedOut(`Too many failed ${what} attempts`, waitMs);

@@ -1,3 +1,4 @@
+import { clientKey } from './client-key.js';
 import { randomBytes, randomInt } from 'node:crypto';
 import { formatUserCode, normalizeUserCode, USER_CODE_ALPHABET, USER_CODE_LENGTH } from '@drover/shared';
 import type { Logger } from 'pino';
@@ -69,8 +70,9 @@ const noSuchSignIn = () =>
  * /device page where they are signed in, by password or single sign-on, checks the user code and
  * approves or denies; the command line, polling, then gets a session of the approving user, the
  * same as a password sign-in answers, once. A sign-in lasts ten minutes; one client address may
- * have ten pending; a poll sooner than the interval after the previous one is refused. A "sign
- * out everywhere" (or a password change) between the approval and the poll ends it too.
+ * have ten pending (an IPv6 one by its /64); a poll sooner than the interval after the previous
+ * one is refused. A "sign out everywhere" (or a password change) between the approval and the
+ * poll ends it too.
  */
 export class DeviceSignInService {
   constructor(private readonly deps: DeviceSignInDeps) {}
@@ -91,6 +93,7 @@ export class DeviceSignInService {
           userCode,
           client,
           requestedFrom: address,
+          clientKey: clientKey(address),
           createdAt: isoAt(now),
           expiresAt,
         },

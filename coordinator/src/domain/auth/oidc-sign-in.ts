@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { isIP } from 'node:net';
 import * as oidc from 'openid-client';
 import type { Logger } from 'pino';
 import { ROLES, sitePath, type Role } from '@drover/shared';
@@ -13,7 +12,8 @@ import { OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionService } from './sessions.js';
 import { mappedOrg } from './role-map.js';
-import { AttemptThrottle, type ThrottlePolicy } from './attempt-throttle.js';
+import { AttemptThrottle, lockedOut, type ThrottlePolicy } from './attempt-throttle.js';
+import { clientKey } from './client-key.js';
 import type { Org } from '../model/orgs.js';
 
 /** What an SSO-made account stores as its password hash: no password ever matches it. */
@@ -128,16 +128,9 @@ export class OidcSignInService {
 
   async start(next: string | undefined, browserKey: string | null, clientAddress: string): Promise<OidcStart> {
     const nextPath = sameOriginPath(next);
-    const address = addressKey(clientAddress);
+    const address = clientKey(clientAddress);
     const waitMs = this.starts.waitMs(address);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      throw new AppError(
-        'rate_limited',
-        `Too many single sign-ons started from this address and not finished; try again in ${seconds} second${seconds === 1 ? '' : 's'}`,
-        { retryAfter: seconds },
-      );
-    }
+    if (waitMs > 0) throw lockedOut('Too many single sign-ons started from this address and not finished', waitMs);
     // Counted now, before anything is awaited: starts that arrive together are all counted.
     const counted = this.starts.fail(address);
     if (counted.lockedUntil !== null) {
@@ -233,7 +226,7 @@ export class OidcSignInService {
     const user = await this.userOf(email);
     await this.applyRoleMap(user.id, email, groupsOf(claims[settings.groupsClaim]));
     const session = await this.deps.sessions.issue(user.id, user.sessionGeneration);
-    this.starts.forgive(addressKey(address)); // this start finished
+    this.starts.forgive(clientKey(address)); // this start finished
     return { ...session, next: stored.nextPath };
   }
 
@@ -364,19 +357,4 @@ function describeOidcError(error: unknown): string {
   return [typeof code === 'string' ? code : null, words, typeof claim === 'string' ? `claim ${claim}` : null]
     .filter(Boolean)
     .join(': ');
-}
-
-/** A client address as the start limit counts it: an IPv4 address whole, an IPv6 one by its /64. */
-export function addressKey(address: string): string {
-  const bare = address.split('%')[0]!.toLowerCase();
-  if (isIP(bare) !== 6 || bare.startsWith('::ffff:')) return bare;
-  const [head = '', tail] = bare.split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups =
-    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ''))
-    .join(':')}::/64`;
 }

@@ -3,7 +3,8 @@ import type { OrgRepository } from '../model/orgs.js';
 import type { StoredUser, UserRepository, UserWithPassword } from '../model/users.js';
 import { AppError, unauthorized } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
-import { AttemptThrottle, type FailureOutcome, type ThrottlePolicy } from './attempt-throttle.js';
+import { AttemptThrottle, tooManyAttempts, type FailureOutcome, type ThrottlePolicy } from './attempt-throttle.js';
+import { clientKey } from './client-key.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { decoyPasswordHash, verifyPassword } from './passwords.js';
 import type { SessionService } from './sessions.js';
@@ -13,7 +14,8 @@ import { noMetrics, type Metrics } from '../metrics.js';
  * Dashboard sign-in: the password check, and the throttles that make guessing slow.
  *
  * Failures are counted per account from one client address (the email, in lower case, with the
- * address) and per client address. An account may fail 5 times from one address, and an address
+ * address) and per client address (an IPv6 one by its /64: client-key.ts). An account may fail 5
+ * times from one address, and an address
  * 20 times whatever the accounts (many users may share one, behind a NAT), before each further
  * failure locks that pair or that address: 1 s, then 2, 4, 8 s ... up to 15 minutes (guesses
  * already being checked when the lock began do not lengthen it). While locked, a sign-in is
@@ -52,16 +54,6 @@ export interface SignedIn {
   token: string;
   expiresAt: string;
   user: { id: string; email: string; createdAt: string };
-}
-
-/** A 429 for a locked key, with the seconds to wait (at least 1). */
-export function tooManyAttempts(what: string, waitMs: number): AppError {
-  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-  return new AppError(
-    'rate_limited',
-    `Too many failed ${what} attempts; try again in ${seconds} second${seconds === 1 ? '' : 's'}`,
-    { retryAfter: seconds },
-  );
 }
 
 export class SignInService {
@@ -104,8 +96,9 @@ export class SignInService {
     address: string,
   ): Promise<(UserWithPassword & StoredUser) | null> {
     const account = email.trim().toLowerCase();
-    const pair = pairKey(account, address);
-    const wait = Math.max(this.accounts.waitMs(pair), this.addresses.waitMs(address));
+    const client = clientKey(address);
+    const pair = pairKey(account, client);
+    const wait = Math.max(this.accounts.waitMs(pair), this.addresses.waitMs(client));
     if (wait > 0) {
       (this.deps.metrics ?? noMetrics).rateLimitBlocked('sign_in');
       throw tooManyAttempts('sign-in', wait);
@@ -114,7 +107,7 @@ export class SignInService {
     // Hash even for an unknown email, so timing does not reveal which emails exist.
     const ok = await verifyPassword(password, user?.passwordHash ?? (await decoyPasswordHash()));
     if (!user || !ok) {
-      await this.failed(account, address, user?.id ?? null);
+      await this.failed(account, client, user?.id ?? null);
       return null;
     }
     this.accounts.succeed(pair);

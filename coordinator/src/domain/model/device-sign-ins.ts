@@ -20,6 +20,8 @@ export interface NewDeviceSignIn {
   userCode: string;
   client: string | null;
   requestedFrom: string;
+  /** What the pending limit counts by: the client's address, an IPv6 one by its /64 (auth/client-key.ts). */
+  clientKey: string;
   createdAt: string;
   expiresAt: string;
 }
@@ -35,7 +37,7 @@ export type DeviceSignInPoll =
 export interface DeviceSignInRepository {
   /**
    * Stores a new sign-in, forgetting those expired before its creation; `limited` when its
-   * address already has `maxPending` pending, `code_taken` when its user code is in use.
+   * client key already has `maxPending` pending, `code_taken` when its user code is in use.
    */
   start(signIn: NewDeviceSignIn, maxPending: number): Promise<'started' | 'limited' | 'code_taken'>;
   /** The sign-in of a user code, while it has not expired nor been handed out; null otherwise. */

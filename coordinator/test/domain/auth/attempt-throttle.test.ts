@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AttemptThrottle } from '../../../src/domain/auth/attempt-throttle.js';
-import { addressKey } from '../../../src/domain/auth/oidc-sign-in.js';
+import { clientKey } from '../../../src/domain/auth/client-key.js';
 
 function setup(overrides: Partial<ConstructorParameters<typeof AttemptThrottle>[0]> = {}) {
   const clock = {
@@ -67,17 +67,21 @@ describe('AttemptThrottle', () => {
   });
 });
 
-describe('the single sign-on start limit', () => {
-  it('counts an IPv6 client by its /64 (one host may hold it whole), an IPv4 one whole', () => {
-    expect(addressKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
-    expect(addressKey('2001:0db8:0001:0002:ffff:ffff:ffff:fffe')).toBe('2001:db8:1:2::/64');
-    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
-    expect(addressKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
-    expect(addressKey('::1')).toBe('0:0:0:0::/64');
-    expect(addressKey('203.0.113.7')).toBe('203.0.113.7');
-    expect(addressKey('::ffff:203.0.113.7')).toBe('::ffff:203.0.113.7');
+describe('the key a client address is counted by', () => {
+  it('is an IPv6 address by its /64 (one host may hold it whole), an IPv4 address whole, a mapped one as IPv4', () => {
+    expect(clientKey('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:0DB8:0001:0002:ffff:ffff:ffff:fffe')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:db8::1')).toBe('2001:db8::/64');
+    expect(clientKey('2001:db8:0:0:1::')).toBe('2001:db8::/64');
+    expect(clientKey('fe80::1%eth0')).toBe('fe80::/64');
+    expect(clientKey('::1')).toBe('::/64');
+    expect(clientKey('203.0.113.7')).toBe('203.0.113.7');
+    expect(clientKey('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(clientKey('::FFFF:cb00:7107')).toBe('203.0.113.7');
   });
+});
 
+describe('forgiving', () => {
   it('takes one failure back when forgiven, and keeps a lock', () => {
     const clock = { now: () => 0 };
     const throttle = new AttemptThrottle(
