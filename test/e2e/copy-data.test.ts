@@ -153,6 +153,9 @@ beforeAll(async () => {
     appId: app.id,
     reads: await readAll(t, t.owner, app.id),
   };
+  // A log line holding a NUL character, as coordinators before 2026-11-25 stored binary output on
+  // SQLite: PostgreSQL's text cannot hold one.
+  await t.sql.run("UPDATE job_logs SET text = 'line ' || char(0) || '2' WHERE seq = 2");
   await source.close();
 }, 60_000);
 
@@ -189,6 +192,9 @@ describe('copy-data', () => {
       ),
     );
     expect(copied.stdout).toMatch(/^ {2}job_logs +3$/m);
+    expect(copied.stdout).toContain(
+      'warning: job_logs.text: 1 value held a NUL character (U+0000), which PostgreSQL cannot store: copied with U+FFFD in its place',
+    );
     expect(copied.stdout).toMatch(/^ {2}job_log_usage +1$/m);
     expect(copied.stdout).toMatch(
       /^copied 2 files \(.+\) into s3:\/\/drover-moved\/prod\/ \(\d+\.\d s\), each object's size checked$/m,
@@ -222,7 +228,7 @@ describe('copy-data', () => {
     expect(await readAll(t, oldSession, before.appId)).toEqual(before.reads);
     const jobs = before.reads[`/orgs/${t.orgId}/jobs`] as { id: string }[];
     const detail = await oldSession.get(`/jobs/${jobs.find((j) => j)!.id}`);
-    expect(detail.body.logs.map((l: { text: string }) => l.text)).toContain('line 1');
+    expect(detail.body.logs.map((l: { text: string }) => l.text)).toEqual(['line 1', 'line \uFFFD2', 'line 3']);
 
     // The agent still authenticates with its key; the revoked one is still refused.
     const me = await signed(t, before.agent, 'GET', '/v1/agent/me');
@@ -360,7 +366,11 @@ describe('a copy that fails', () => {
 
       await pool.query('DROP TRIGGER drop_one ON job_logs');
       const copied = await copyDatabase({ source, pool, batchRows: 2 });
-      expect(copied.find((t) => t.table === 'job_logs')).toEqual({ table: 'job_logs', rows: 3 });
+      expect(copied.find((t) => t.table === 'job_logs')).toEqual({
+        table: 'job_logs',
+        rows: 3,
+        nulReplaced: new Map([['text', 1]]), // in batches of 2 rows, counted once
+      });
       expect(copied.map((t) => t.rows)).toEqual(COPIED_TABLES.map((t) => source.count(t)));
     } finally {
       source.close();

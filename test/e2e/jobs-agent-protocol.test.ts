@@ -166,6 +166,23 @@ describe('agent job endpoints', () => {
     expect((await detail(job.id)).logs).toEqual([{ seq: 1, at, stream: 'stdout', step: null, text: 'bin\uFFFDary' }]);
   });
 
+  it('stores an error message holding a NUL character with U+FFFD in its place; a resend of the same result is a repeat', async () => {
+    for (const [move, body, stored] of [
+      [
+        'finish',
+        { status: 'failed', exitCode: 1, errorMessage: 'step failed: \u0000junk', output: {} },
+        'step failed: \uFFFDjunk',
+      ],
+      ['reject', { reason: 'invalid_params', message: 'bad \u0000value' }, 'bad \uFFFDvalue'],
+    ] as const) {
+      const job = await createTestJob(t, agent);
+      const sent = await post(job.id, move, body);
+      expect(sent.status, sent.text).toBe(200);
+      expect((await detail(job.id)).errorMessage).toContain(stored);
+      expect((await post(job.id, move, body)).status).toBe(200);
+    }
+  });
+
   it('keeps a line ending in half of an emoji (an older agent cut it there), U+FFFD for the half, and the lines beside it', async () => {
     const job = await createTestJob(t, agent);
     const at = new Date().toISOString();

@@ -23,6 +23,13 @@ export function reportLines(config: CopyDataConfig, report: CopyDataReport): str
     `copied ${report.tables.length} tables, ${rows} rows, into ${config.to.redactedUrl} in one transaction (${report.seconds.database.toFixed(1)} s); each table's row count matches the data directory's:`,
     ...report.tables.map((t) => `  ${t.table.padEnd(20)} ${t.rows}`),
   ];
+  for (const t of report.tables) {
+    for (const [column, n] of t.nulReplaced) {
+      lines.push(
+        `  warning: ${t.table}.${column}: ${n} value${n === 1 ? '' : 's'} held a NUL character (U+0000), which PostgreSQL cannot store: copied with U+FFFD in its place`,
+      );
+    }
+  }
   if (report.blobs && config.filesTo) {
     const { copied, bytes, absent, anomalies } = report.blobs;
     lines.push(

@@ -36,6 +36,8 @@ export interface CopyDatabaseOptions {
 export interface TableCopy {
   table: string;
   rows: number;
+  /** Per column, the values whose NUL characters (U+0000) went in as U+FFFD (PostgreSQL's text cannot hold one). */
+  nulReplaced: Map<string, number>;
 }
 
 /** The target database holds rows: nothing was written (the CLI's exit status 2). */
@@ -111,6 +113,7 @@ async function copyAll(client: PgClient, o: CopyDatabaseOptions): Promise<TableC
     const columns = sourceColumns(o.source, table, target);
     const total = o.source.count(table);
     let done = 0;
+    const nulReplaced = new Map<string, number>();
     for (const batch of o.source.batches(
       table,
       columns,
@@ -118,7 +121,9 @@ async function copyAll(client: PgClient, o: CopyDatabaseOptions): Promise<TableC
       o.batchBytes ?? DEFAULT_BATCH_BYTES,
     )) {
       try {
-        await insertBatch(client, table, target, batch);
+        for (const [column, n] of await insertBatch(client, table, target, batch)) {
+          nulReplaced.set(column, (nulReplaced.get(column) ?? 0) + n);
+        }
       } catch (error) {
         throw new Error(`table ${table}: ${(error as Error).message}`, { cause: error });
       }
@@ -136,7 +141,7 @@ async function copyAll(client: PgClient, o: CopyDatabaseOptions): Promise<TableC
     await resetIdentities(client, table, target);
     const counted = await countRows(client, table);
     if (counted !== expected) mismatches.push({ table, source: expected, target: counted });
-    copied.push({ table, rows: counted });
+    copied.push({ table, rows: counted, nulReplaced });
   }
   if (mismatches.length > 0) throw new CopyVerificationError(mismatches);
   return copied;

@@ -48,25 +48,34 @@ export async function lockTables(db: Queryable, tables: readonly string[]): Prom
 /**
  * Inserts a batch of rows (each an array in the order of `columns`) as one statement: one array
  * parameter per column, zipped by `unnest`, whatever the number of rows. Flags arrive from SQLite
- * as 0 and 1; JSON documents as their text, which `json` keeps as written.
+ * as 0 and 1; JSON documents as their text, which `json` keeps as written. A text holding a NUL
+ * character (U+0000), which SQLite stores and PostgreSQL cannot, goes in with U+FFFD in its place,
+ * as the coordinator stores such text on PostgreSQL: returns how many values of each column were
+ * so changed (none: an empty map).
  */
 export async function insertBatch(
   db: Queryable,
   table: string,
   columns: readonly TargetColumn[],
   rows: readonly unknown[][],
-): Promise<void> {
+): Promise<Map<string, number>> {
+  const replaced = new Map<string, number>();
   const arrays = columns.map((column, j) =>
     rows.map((row) => {
       const value = row[j];
       if (value === null || value === undefined) return null;
       if (column.type === 'bool') return value !== 0 && value !== false;
+      if (typeof value === 'string' && value.includes('\u0000')) {
+        replaced.set(column.name, (replaced.get(column.name) ?? 0) + 1);
+        return value.replaceAll('\u0000', '\uFFFD');
+      }
       return value;
     }),
   );
   const names = columns.map((c) => quote(c.name)).join(', ');
   const unnest = columns.map((c, j) => `$${j + 1}::${c.type}[]`).join(', ');
   await db.query(`INSERT INTO ${quote(table)} (${names}) SELECT * FROM unnest(${unnest})`, arrays);
+  return replaced;
 }
 
 /**

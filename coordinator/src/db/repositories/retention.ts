@@ -33,8 +33,10 @@ const SET_OVERRIDES = command<[number | null, number | null, number | null, numb
 /**
  * The organization's oldest jobs that ended with the status before the cutoff, with how many log
  * lines each holds; never the organization's newest job (the next one's number is its number
- * plus one), one a device binding still names, nor one of a batch still open (its counts and its
- * message are read from its jobs when it ends). One status at a time and in the order of
+ * plus one), one a device binding still names, one of a batch still open (its counts and its
+ * message are read from its jobs when it ends), nor an update job of a release whose rollout is
+ * running or paused (its waves count their failures from those jobs: without them a bad wave
+ * would never pause, and a device that gave up would never count as ended). One status at a time and in the order of
  * jobs_org_ended, so that the index is the plan (with every status in one IN list and no order,
  * SQLite's planner chose a scan of the table: a batch read 20-60 ms over a million jobs), and
  * `+j.number` so that the number's index is not (it walked past every job kept longer).
@@ -45,6 +47,8 @@ const ENDED_JOBS = query<{ id: string; lines: number }, [string, EndedStatus, st
      AND +j.number < (SELECT max(number) FROM jobs WHERE org_id = ?)
      AND NOT EXISTS (SELECT 1 FROM device_bindings b WHERE b.active_job_id = j.id)
      AND NOT EXISTS (SELECT 1 FROM batches o WHERE o.id = j.batch_id AND o.ended_at IS NULL)
+     AND NOT EXISTS (SELECT 1 FROM update_jobs uj JOIN rollouts r ON r.release_id = uj.release_id
+                     WHERE uj.job_id = j.id AND r.status IN ('running', 'paused'))
    ORDER BY j.finished_at
    LIMIT ?`,
 );

@@ -1,3 +1,4 @@
+import { storableText } from './storable-text.js';
 import { bytesInWords, countOf } from '@drover/shared';
 import { AppError, notFound } from '../../errors.js';
 import type { JobLogLineRecord, JobRepository, LogCap, NewLogLine } from '../model/jobs.js';
@@ -33,7 +34,8 @@ export function logCap(maxBytes: number): LogCap {
  * replacement character, on every database.
  */
 function storable(line: NewLogLine): NewLogLine {
-  return line.text.includes('\u0000') ? { ...line, text: line.text.replaceAll('\u0000', '\uFFFD') } : line;
+  const text = storableText(line.text);
+  return text === line.text ? line : { ...line, text };
 }
 
 /** A page of a job's log as the job detail answers it (`GET /v1/jobs/:id`). */

@@ -1,3 +1,4 @@
+import { storableText } from './storable-text.js';
 import type { JobStatus, RejectJobRequest } from '@drover/shared';
 import {
   isOpenJobStatus,
@@ -207,5 +208,5 @@ const REJECT_MESSAGES: Record<RejectJobRequest['reason'], string> = {
 /** The error message of a job the agent rejected: the reason in words, then the agent's message if any. */
 export function rejectMessage(reason: RejectJobRequest['reason'], message: string | undefined): string {
   const text = message?.trim();
-  return text ? `${REJECT_MESSAGES[reason]}: ${text}` : REJECT_MESSAGES[reason];
+  return text ? `${REJECT_MESSAGES[reason]}: ${storableText(text)}` : REJECT_MESSAGES[reason];
 }

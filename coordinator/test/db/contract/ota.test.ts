@@ -499,6 +499,43 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([]);
   });
 
+  it('keeps the ended update jobs of a rollout in progress from retention: its waves count their failures', async () => {
+    const a = app();
+    await t.repos.applications.insert(a);
+    const other = await enroll(t.repos, orgId, iso(0));
+    const [failing] = await bindAll(a.id, [agentId, other], iso(1));
+    const created = await t.repos.releases.create(release(a.id, await artifact()));
+    const r = created.outcome === 'created' ? created.release : null!;
+    await t.repos.rollouts.publish({
+      applicationId: a.id,
+      releaseId: r.id,
+      plan: { waves: [50, 100], soakSeconds: 0, maxFailureRate: 0.4, minAttempts: 2 },
+      at: iso(2),
+      by: 'user-1',
+      assign: (bindingIds) => bindingIds.map((id) => ({ bindingId: id, wave: 0 })),
+    });
+    // The first device's update failed (and it gave up); the second's succeeded. Long ago.
+    const job = await insertJob(t, { orgId, agentId }, { kind: 'update', createdAt: iso(3), timeoutMs: null });
+    await t.exec(`UPDATE jobs SET status = 'failed', finished_at = '${iso(4)}' WHERE id = '${job.id}'`);
+    await t.exec(
+      `INSERT INTO update_jobs (job_id, org_id, binding_id, application_id, release_id, created_at)
+       VALUES ('${job.id}', '${orgId}', '${failing}', '${a.id}', '${r.id}', '${iso(3)}')`,
+    );
+    await insertJob(t, { orgId, agentId: other }, { createdAt: iso(5), timeoutMs: null }); // the newest job stays anyway
+    const counted = { devices: 2, succeeded: 0, failed: 1 };
+    expect(await t.repos.rollouts.countsOfWave(r.id, r.sequence, 0)).toEqual(counted);
+    const sweep = () => t.repos.retention.deleteJobs(orgId, 'failed', iso(365 * 86_400_000), 100);
+    expect((await sweep()).deleted.jobs).toBe(0);
+    for (const status of ['paused', 'running']) {
+      await t.exec(`UPDATE rollouts SET status = '${status}' WHERE release_id = '${r.id}'`);
+      expect((await sweep()).deleted.jobs).toBe(0);
+    }
+    expect(await t.repos.rollouts.countsOfWave(r.id, r.sequence, 0)).toEqual(counted);
+    // Once the rollout has ended, its jobs age out as any other.
+    await t.exec(`UPDATE rollouts SET status = 'aborted', ended_at = '${iso(6)}' WHERE release_id = '${r.id}'`);
+    expect((await sweep()).deleted.jobs).toBe(1);
+  });
+
   it("leaves the devices of revoked agents out of a rollout's waves (they get no update)", async () => {
     const a = app();
     await t.repos.applications.insert(a);

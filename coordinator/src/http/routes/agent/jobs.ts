@@ -10,6 +10,7 @@ import type { TransitionResult } from '../../../domain/model/jobs.js';
 import { checkOutputFileRefs } from '../../../domain/jobs/job-output-files.js';
 import { rejectMessage } from '../../../domain/jobs/job-state.js';
 import { plainJsonProblems } from '../../../domain/plain-json.js';
+import { storableText } from '../../../domain/jobs/storable-text.js';
 import { AppError, notFound, validationFailed } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireAgent } from '../../auth/agent-signature.js';
@@ -183,7 +184,13 @@ export async function agentJobRoutes(app: FastifyInstance): Promise<void> {
       const { output, dropped } = await checkOutputFileRefs(app.ctx.files, agent.orgId, jobId, request.body.output);
       for (const d of dropped)
         request.log.warn({ jobId, key: d.key, fileId: d.fileId }, `output FileRef dropped: ${d.reason}`);
-      const result = await repos.jobs.finish(agent.id, jobId, { ...request.body, output }, isoNow(clock));
+      const { errorMessage } = request.body;
+      const report = {
+        ...request.body,
+        errorMessage: errorMessage === null ? null : storableText(errorMessage),
+        output,
+      };
+      const result = await repos.jobs.finish(agent.id, jobId, report, isoNow(clock));
       logMove(request, jobId, 'finish', result);
       return answer(result, 'finish', jobId, () => jobEvents.jobFinished(jobId));
     },
