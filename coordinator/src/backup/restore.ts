@@ -2,8 +2,12 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { isLockHeldError } from '@drover/shared';
+import Database from 'better-sqlite3';
 import { DATA_DIR_LOCK_FILE, dataDirHolder, lockDataDir } from '../cli/data-dir-lock.js';
 import { formatBytes } from '../copy-data/report.js';
+import type { Db } from '../db/database.js';
+import { loadMigrations } from '../db/migrate.js';
+import { NewerSchemaError, planMigrations, type RecordedMigration } from '../db/migration-plan.js';
 import { DATABASE_MEMBER, InvalidBackupError, type Manifest } from './archive-format.js';
 import { extractBackup, ExtractWriteError } from './archive-reader.js';
 import { syncDirectory } from './backup.js';
@@ -16,7 +20,10 @@ import { silentProgress, type Progress } from './progress.js';
  * read whole into a staging directory inside it (`.restore-<random>`) and checked against its
  * manifest; only then are its entries renamed into place, the database last. Every file and
  * directory is synced to disk: a power cut after the command said it restored loses nothing. A
- * refusal or a failure leaves the data directory as it was (one that did not exist is removed again).
+ * refusal or a failure leaves the data directory as it was (one that did not exist is removed again,
+ * with the directories made above it). A database of a newer schema than this build runs on (a
+ * breaking migration it does not know) is refused before anything is moved, as `start` would
+ * refuse it. The staging directory of a restore that was killed is removed by the next one.
  */
 
 export interface RestoreOptions {
@@ -36,6 +43,8 @@ export interface RestoreReport {
 
 /** What a data directory may hold and still count as empty: a stale lock, a file system's own folder. */
 const IGNORED = new Set([DATA_DIR_LOCK_FILE, 'lost+found']);
+/** The staging directory's name, `.restore-<random>`: one a killed restore left is removed by the next. */
+const STAGING = /^\.restore-[0-9a-f]{8}$/;
 
 export async function restore(options: RestoreOptions): Promise<RestoreReport> {
   const started = Date.now();
@@ -50,15 +59,16 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
   if (!stat.isFile()) throw refused(`${from} is not a file (--from)`);
   checkEmpty(dataDir);
 
-  const existed = fs.existsSync(dataDir);
-  // The directories the restore makes (the data directory and any missing above it): their own
-  // entries are synced too, or a power cut could lose the whole restored directory.
+  // The directories the restore makes (the data directory and any missing above it, the deepest
+  // first): their own entries are synced too, or a power cut could lose the whole restored
+  // directory; a restore that fails removes them again.
   const made: string[] = [];
   for (let dir = path.resolve(dataDir); !fs.existsSync(dir); dir = path.dirname(dir)) made.push(dir);
   let release: () => void;
   try {
     release = lockDataDir(dataDir);
   } catch (error) {
+    removeEmpty(made);
     if (isLockHeldError(error)) throw inUse(dataDir, error.pid);
     throw failed(`cannot use the data directory ${dataDir}: ${fsReason(error)}`, error);
   }
@@ -68,6 +78,8 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
   const moved: string[] = [];
   let done = false;
   try {
+    // Under the lock no other restore runs here: a staging directory is one a killed restore left.
+    removeStaleStaging(dataDir, progress);
     checkEmpty(dataDir, true);
     fs.mkdirSync(staging, { mode: 0o700 });
     let bytes = 0;
@@ -85,6 +97,7 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
         throw failed(`cannot write into ${dataDir}: ${fsReason(error.cause)}`, error);
       throw failed(`cannot read ${from}: ${fsReason(error)}`, error);
     }
+    checkSchema(from, path.join(staging, DATABASE_MEMBER));
     // The database last: a directory without it is no coordinator's yet.
     const names = fs.readdirSync(staging).sort((a, b) => Number(a === DATABASE_MEMBER) - Number(b === DATABASE_MEMBER));
     try {
@@ -122,7 +135,87 @@ export async function restore(options: RestoreOptions): Promise<RestoreReport> {
       for (const name of moved.reverse()) fs.rmSync(path.join(dataDir, name), { recursive: true, force: true });
     }
     release();
-    if (!done && !existed) fs.rmSync(dataDir, { recursive: true, force: true });
+    if (!done) removeEmpty(made);
+  }
+}
+
+/**
+ * Removes the staging directories (`.restore-<random>`) that restores killed midway left in the
+ * data directory, saying so: only while this restore holds the data directory's lock, when no
+ * other restore can be using them.
+ */
+function removeStaleStaging(dataDir: string, progress: Progress): void {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(dataDir, { withFileTypes: true });
+  } catch (error) {
+    throw failed(`cannot read the data directory ${dataDir}: ${fsReason(error)}`, error);
+  }
+  for (const entry of entries) {
+    if (!entry.isDirectory() || !STAGING.test(entry.name)) continue;
+    try {
+      fs.rmSync(path.join(dataDir, entry.name), { recursive: true, force: true });
+    } catch (error) {
+      throw failed(`cannot remove ${path.join(dataDir, entry.name)}: ${fsReason(error)}`, error);
+    }
+    progress.step(`removed ${entry.name}, the staging directory of a restore that was stopped`);
+    progress.end(); // a line of its own, not redrawn by the next step
+  }
+}
+
+/**
+ * Refuses a database that records a breaking migration this build does not know, as the migrator
+ * refuses it when `start` opens it (db/migration-plan.ts): said now rather than at the first start.
+ * Read-only: the staged file is left as the archive holds it.
+ */
+function checkSchema(from: string, file: string): void {
+  if (!fs.existsSync(file)) return; // --keys-only: the database is PostgreSQL's
+  let recorded: RecordedMigration[];
+  try {
+    const db = new Database(file, { readonly: true, fileMustExist: true });
+    try {
+      recorded = recordedMigrations(db);
+    } finally {
+      db.close();
+    }
+  } catch (error) {
+    const code = String((error as { code?: unknown }).code);
+    if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT')) {
+      throw refused(`${from} cannot be restored: its ${DATABASE_MEMBER} is damaged (${(error as Error).message})`);
+    }
+    throw error;
+  } finally {
+    // SQLite makes these beside a database in WAL mode, read-only too; they are not the backup's.
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${file}${suffix}`, { force: true });
+  }
+  try {
+    planMigrations(recorded, loadMigrations());
+  } catch (error) {
+    if (error instanceof NewerSchemaError) throw refused(`${from} cannot be restored: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The rows of `schema_migrations` as the migrator reads them (db/migrate.ts), without writing. */
+function recordedMigrations(db: Db): RecordedMigration[] {
+  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get()) return [];
+  // A table made before the `breaking` column: the migrator adds it, 0 for every row.
+  const hasBreaking = db.prepare("SELECT 1 FROM pragma_table_info('schema_migrations') WHERE name = 'breaking'").get();
+  const rows = db
+    .prepare(`SELECT version, name, ${hasBreaking ? 'breaking' : '0 AS breaking'} FROM schema_migrations`)
+    .all() as { version: number; name: string; breaking: number }[];
+  return rows.map((r) => ({ ...r, breaking: r.breaking === 1 }));
+}
+
+/** Removes the directories the restore made, the deepest first, each only while empty. */
+function removeEmpty(made: readonly string[]): void {
+  for (const dir of made) {
+    try {
+      fs.rmdirSync(dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // not made after all (mkdir failed)
+      return; // not empty: nor are the directories above it
+    }
   }
 }
 
@@ -147,7 +240,8 @@ function checkEmpty(dataDir: string, lockedByUs = false): void {
   }
   const holder = lockedByUs ? null : dataDirHolder(dataDir);
   if (holder !== null) throw inUse(dataDir, holder);
-  const held = names.filter((name) => !IGNORED.has(name)).sort();
+  // Not held: a staging directory is one a killed restore left, removed under the lock.
+  const held = names.filter((name) => !IGNORED.has(name) && (lockedByUs || !STAGING.test(name))).sort();
   if (held.length > 0) {
     const shown = held.slice(0, 3).join(', ') + (held.length > 3 ? `, and ${held.length - 3} more` : '');
     throw refused(

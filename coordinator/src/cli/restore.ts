@@ -11,7 +11,7 @@ import { formatBytes } from '../copy-data/report.js';
  * `drover-coordinator restore --from <file>` (docs/operations.md, "Backup and restore"; the work
  * is in ../backup/): a backup into an empty or absent data directory. Exit status: 0 restored, 1
  * failed or the data directory in use (left as it was), 2 refused before anything was written
- * (not a backup, damaged, of a newer format, a data directory that holds anything).
+ * (not a backup, damaged, of a newer format or schema, a data directory that holds anything).
  */
 export function configureRestoreCommand(program: Command): void {
   program

@@ -5,6 +5,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   BACKUP_FORMAT,
@@ -57,7 +58,7 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 async function archiveWithBlob(file: string): Promise<string> {
   const blob = 'blobs/ab/ab345678-1234-4234-8234-123456789abc';
   const members = [
-    { path: DATABASE_MEMBER, data: randomBytes(64 * 1024) },
+    { path: DATABASE_MEMBER, data: sqliteHolding(randomBytes(64 * 1024)) },
     { path: blob, data: randomBytes(3000) },
     { path: `${blob}.meta`, data: Buffer.from('{"contentType":"text/plain"}\n') },
   ];
@@ -71,6 +72,18 @@ async function archiveWithBlob(file: string): Promise<string> {
   await writer.bufferMember(MANIFEST_MEMBER, Buffer.from(JSON.stringify(manifest)), at);
   await writer.finish();
   return file;
+}
+
+/** A SQLite database (no coordinator's: no `schema_migrations`) of a little more than `data`. */
+function sqliteHolding(data: Buffer): Buffer {
+  const file = path.join(root, `holding-${randomBytes(4).toString('hex')}.sqlite`);
+  const db = new Database(file);
+  db.exec('CREATE TABLE t (x BLOB)');
+  db.prepare('INSERT INTO t VALUES (?)').run(data);
+  db.close();
+  const bytes = fs.readFileSync(file);
+  fs.rmSync(file);
+  return bytes;
 }
 
 async function failure(promise: Promise<unknown>) {
@@ -194,6 +207,64 @@ describe('restore', () => {
     });
     expect(blocked).toBe(true);
     expect(fs.existsSync(into), 'the data directory it made').toBe(false);
+  });
+
+  it('removes the directories it made above the data directory too, the deepest first, each only while empty', async () => {
+    const made = dir('made-above');
+    const into = path.join(made, 'x', 'y', 'data');
+    let blocked = false;
+    const progress = {
+      ...silentProgress,
+      update: () => {
+        if (blocked) return;
+        blocked = true;
+        const staging = fs.readdirSync(into).find((name) => name.startsWith('.restore-'))!;
+        fs.writeFileSync(path.join(into, staging, 'blobs'), '');
+        fs.writeFileSync(path.join(made, 'x', 'notes.txt'), 'written meanwhile, by someone else');
+      },
+    };
+    expect(await failure(restore({ from: withBlob, dataDir: into, progress }))).toMatchObject({ code: 'failed' });
+    expect(blocked).toBe(true);
+    // `x/y` and `data` were empty again: removed; `x` holds a file it did not write: left, with `made-above`.
+    expect(fs.readdirSync(made)).toEqual(['x']);
+    expect(fs.readdirSync(path.join(made, 'x'))).toEqual(['notes.txt']);
+  });
+
+  it('removes the staging directory and takes over the lock that a killed restore left; not those of a running one', async () => {
+    // What `kill -9` while the archive is read leaves: the lock of a process that is gone, and
+    // the staging directory with the members read so far.
+    const into = dir('restored-after-kill');
+    fs.mkdirSync(into, { mode: 0o700 });
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    fs.writeFileSync(path.join(into, 'coordinator.lock'), `${dead}\nboot:12345\n`);
+    const left = '.restore-46c7777f';
+    fs.mkdirSync(path.join(into, left, 'blobs', 'ab'), { recursive: true });
+    fs.writeFileSync(path.join(into, left, DATABASE_MEMBER), randomBytes(4096));
+    const steps: string[] = [];
+    await restore({ from: good, dataDir: into, progress: { ...silentProgress, step: (line) => steps.push(line) } });
+    expect(steps[0]).toBe('removed .restore-46c7777f, the staging directory of a restore that was stopped');
+    expect(fs.readdirSync(into).sort()).toEqual([DATABASE_MEMBER, 'secrets.key', 'server-ed25519.key']);
+
+    // Under a running restore (Vitest's main process holding the lock, as a running one would):
+    // in use, and its staging directory is left alone.
+    const busy = dir('restore-running');
+    fs.mkdirSync(path.join(busy, left), { recursive: true });
+    fs.writeFileSync(path.join(busy, 'coordinator.lock'), `${process.ppid}\n`);
+    expect(await failure(restore({ from: good, dataDir: busy }))).toEqual({
+      code: 'failed',
+      message: `the data directory ${busy} is in use by another drover-coordinator (pid ${process.ppid}); stop it first`,
+    });
+    expect(fs.readdirSync(busy).sort()).toEqual([left, 'coordinator.lock']);
+
+    // Beside anything else, a refusal that names that, and removes nothing.
+    const full = dir('restore-full');
+    fs.mkdirSync(path.join(full, left), { recursive: true });
+    fs.writeFileSync(path.join(full, 'notes.txt'), 'mine');
+    expect(await failure(restore({ from: good, dataDir: full }))).toEqual({
+      code: 'refused',
+      message: `the data directory ${full} is not empty (it holds notes.txt): restore into an empty or new directory (--data-dir)`,
+    });
+    expect(fs.readdirSync(full).sort()).toEqual([left, 'notes.txt']);
   });
 
   it('says a backup cut after a few bytes is damaged or truncated, as a longer cut', async () => {

@@ -275,6 +275,60 @@ describe('restore', () => {
     expect(fs.existsSync(path.join(root, 'outside'))).toBe(false);
   });
 
+  it('refuses a database of a newer schema, as start would, before anything is moved: nothing left', async () => {
+    const future = dir('data-future');
+    // Migrations of a newer drover-coordinator: one that is not a breaking change, which this one
+    // runs beside (restored), then a breaking one (refused, in the migrator's words).
+    const record = (version: number, name: string, breaking: number) => {
+      const db = openDatabase(databaseFile(future));
+      migrate(db);
+      db.prepare("INSERT INTO schema_migrations (version, name, applied_at, breaking) VALUES (?, ?, 'x', ?)").run(
+        version,
+        name,
+        breaking,
+      );
+      db.close();
+    };
+    record(9998, 'later', 0);
+    loadOrCreateServerKey(future);
+    loadOrCreateSecretBox(future);
+    const beside = path.join(backups, 'newer-not-breaking.tar.gz');
+    await backup({ config: loadBackupConfig({}, { dataDir: future }), to: beside });
+    expect((await restore({ from: beside, dataDir: dir('restored-beside') })).manifest.schemaVersion).toBe(9998);
+
+    record(9999, 'future', 1);
+    const breaking = path.join(backups, 'newer-schema.tar.gz');
+    await backup({ config: loadBackupConfig({}, { dataDir: future }), to: breaking });
+    // Into a data directory whose parents do not exist either: they are removed again too.
+    const into = dir('missing-parent/y/z/data');
+    expect(await restore({ from: breaking, dataDir: into }).catch((e: unknown) => e)).toMatchObject({
+      code: 'refused',
+      message:
+        `${breaking} cannot be restored: the database has migration 9999_future of a newer drover-coordinator, ` +
+        'a breaking change this one does not know: upgrade this drover-coordinator',
+    });
+    expect(fs.existsSync(dir('missing-parent'))).toBe(false);
+    // An empty directory stays as it was.
+    const empty = dir('empty-for-newer');
+    fs.mkdirSync(empty);
+    expect(await restore({ from: breaking, dataDir: empty }).catch((e: BackupError) => e.code)).toBe('refused');
+    expect(fs.readdirSync(empty)).toEqual([]);
+
+    // A database that SQLite cannot read: damaged, whatever its manifest says.
+    const notADatabase = await archive(
+      'not-a-database.tar.gz',
+      [
+        { path: HEADER_MEMBER, data: header() },
+        { path: DATABASE_MEMBER, data: Buffer.from('x'.repeat(4096)) },
+      ],
+      manifestOf,
+    );
+    expect(await restoreError(notADatabase)).toEqual({
+      code: 'refused',
+      message: `${notADatabase} cannot be restored: its drover.sqlite is damaged (file is not a database)`,
+    });
+  });
+
   it('refuses a missing file and a data directory that is a file', async () => {
     const missing = path.join(backups, 'missing.tar.gz');
     expect(await restoreError(missing)).toEqual({
