@@ -70,8 +70,9 @@ const CHECK_EVERY_MS = 1000;
  * to the target; a mismatch removes the partial (once started over from zero when earlier bytes
  * were resumed: they may be the ones at fault).
  *
- * Failures are TransferErrors: `retry` (the network, a 5xx, a connection closed early), `refresh`
- * (a refused URL), `final` (the content does not match, not enough disk space, too slow, another
+ * Failures are TransferErrors: `retry` (the network, a 5xx, a connection closed early, an answer
+ * of another length than the file's: a proxy or captive portal in the way), `refresh` (a refused
+ * URL), `final` (the complete file does not match, not enough disk space, too slow, another
  * refusal), or TransferAborted. The partial stays for the next download of the same bytes,
  * unless its content was wrong.
  */
@@ -88,7 +89,16 @@ export class ResumableDownload {
   /** Bytes kept from before the current connection are part of the file (resumed). */
   #resumed = false;
   #startedOver = false;
+  /**
+   * The most bytes the partial has held, kept when it starts over: an attempt is progress only
+   * when it gets beyond it. Bytes fetched again after a start over move nothing, and a server
+   * that never resumes and always drops the connection at the same point would else be retried
+   * for ever.
+   */
+  #highWater = 0;
   #progressed = false;
+  /** Why the server did not resume this attempt's request (it started over), else null. */
+  #notResumed: string | null = null;
   #done = false;
   #meter: SpeedMeter | undefined;
 
@@ -104,7 +114,7 @@ export class ResumableDownload {
     return this.#have;
   }
 
-  /** Whether the last attempt added bytes (its failure does not count against the attempts). */
+  /** Whether the last attempt got further than any before (its failure does not count against the attempts). */
   progressed(): boolean {
     return this.#progressed;
   }
@@ -115,6 +125,7 @@ export class ResumableDownload {
    */
   async attempt(url: string, target = this.#req.target): Promise<void> {
     this.#progressed = false;
+    this.#notResumed = null;
     if (this.#done) return;
     if (!this.#opened) await this.#open(url);
     try {
@@ -139,9 +150,11 @@ export class ResumableDownload {
         await handle.close();
       }
       if (this.#have < this.#req.expectedSize) {
-        throw new TransferError(
-          'retry',
-          `the connection closed after ${formatBytes(this.#have)} of ${formatBytes(this.#req.expectedSize)}`,
+        throw this.#closedEarly(
+          new TransferError(
+            'retry',
+            `the connection closed after ${formatBytes(this.#have)} of ${formatBytes(this.#req.expectedSize)}`,
+          ),
         );
       }
     }
@@ -174,6 +187,7 @@ export class ResumableDownload {
       fs.writeFileSync(this.#partial.part, '', { mode: 0o600 });
       this.#save(url);
     }
+    this.#highWater = Math.max(this.#highWater, this.#have);
     this.#opened = true;
   }
 
@@ -228,19 +242,17 @@ export class ResumableDownload {
       { method: 'GET', headers },
     );
     const etag = strongEtag(answer.headers.etag);
+    const length = answer.headers['content-length'];
     if (answer.statusCode === 200) {
-      const announced = Number(answer.headers['content-length']);
-      if (answer.headers['content-length'] !== undefined && announced !== size) {
-        discardBody(answer.body);
-        this.#partial.discard();
-        throw new TransferError('final', `the server announced ${announced} bytes, but the file has ${size}`, {
-          mismatch: true,
-        });
+      if (length !== undefined && Number(length) !== size) {
+        throw wrongAnswer(answer, `and announced ${length} bytes, but the file has ${size}`);
       }
       if (from > 0) {
         this.#req.log(
           `the server sent the whole file instead of the rest: the download of ${this.#req.label} starts over`,
         );
+        this.#notResumed =
+          this.#etag !== null && etag !== null && etag !== this.#etag ? 'its ETag changes' : 'it ignores Range';
         this.#startOver();
       }
       this.#etag = etag;
@@ -249,21 +261,28 @@ export class ResumableDownload {
     }
     if (answer.statusCode === 206 && from > 0) {
       const range = contentRange(answer.headers['content-range']);
-      const changed =
-        range === null || range.start !== from || range.end !== size - 1 || range.total !== size
-          ? `it answered the range ${String(answer.headers['content-range'])}`
-          : this.#etag !== null && etag !== null && etag !== this.#etag
-            ? 'the file changed (another ETag)'
-            : null;
-      if (changed === null) return answer;
+      if (range !== null && range.total !== size) {
+        throw wrongAnswer(answer, `for a file of ${range.total} bytes, but the file has ${size}`);
+      }
+      if (length !== undefined && Number(length) !== size - from) {
+        throw wrongAnswer(answer, `and announced ${length} bytes, but the rest of the file has ${size - from}`);
+      }
+      const otherRange = range === null || range.start !== from || range.end !== size - 1;
+      const otherEtag = this.#etag !== null && etag !== null && etag !== this.#etag;
+      if (!otherRange && !otherEtag) return answer;
+      const changed = otherRange
+        ? `it answered the range ${String(answer.headers['content-range'])}`
+        : 'the file changed (another ETag)';
       discardBody(answer.body);
       this.#req.log(`the server cannot resume the download of ${this.#req.label} (${changed}): it starts over`);
+      this.#notResumed = otherRange ? changed : 'its ETag changes';
       this.#startOver();
       return 'start over';
     }
     if (answer.statusCode === 416 && from > 0) {
       discardBody(answer.body);
       this.#req.log(`the server refused to resume the download of ${this.#req.label} (HTTP 416): it starts over`);
+      this.#notResumed = 'it refuses Range with HTTP 416';
       this.#startOver();
       return 'start over';
     }
@@ -316,24 +335,48 @@ export class ResumableDownload {
       if (code && /^E[A-Z]+$/.test(code) && (error as NodeJS.ErrnoException).syscall) {
         throw new TransferError('final', `cannot write ${this.#partial.part}: ${code}`, { cause: error });
       }
-      throw networkFailure('the download', error, signal);
+      throw this.#closedEarly(networkFailure('the download', error, signal));
     } finally {
       clearInterval(timer);
       discardBody(answer.body);
     }
   }
 
+  /**
+   * A connection that closed before the last byte, said for what it is when this attempt's
+   * request was not resumed (it started over): such a server cannot deliver more than it sends
+   * in one connection, and a technician should hear that rather than of a dropped link.
+   */
+  #closedEarly(error: Error): Error {
+    if (this.#notResumed === null || !(error instanceof TransferError) || error.kind !== 'retry') return error;
+    return new TransferError(
+      'retry',
+      `the server does not resume downloads (${this.#notResumed}) and drops the connection after ` +
+        `${formatBytes(this.#have)} of ${formatBytes(this.#req.expectedSize)}`,
+      { cause: error },
+    );
+  }
+
   /** Writes the next bytes of the file at their place and hashes them: #hash always covers exactly the bytes on disk. */
   async #append(handle: fs.promises.FileHandle, chunk: Buffer): Promise<void> {
     const size = this.#req.expectedSize;
     if (this.#have + chunk.length > size) {
-      this.#partial.discard();
-      throw new TransferError('final', `the download is larger than the ${size} bytes expected`, { mismatch: true });
+      // An answer without a length that goes on past the file (a proxy's page, another file): a
+      // wrong answer, tried again, not a wrong artifact. Its bytes are in the partial, which is
+      // emptied (such an answer is almost always a 200, which had started it over anyway).
+      this.#startOver();
+      throw new TransferError(
+        'retry',
+        `the server (or a proxy on the way) sent more than the ${size} bytes of the file`,
+      );
     }
     await handle.write(chunk, 0, chunk.length, this.#have);
     this.#hash.update(chunk);
     this.#have += chunk.length;
-    this.#progressed = true;
+    if (this.#have > this.#highWater) {
+      this.#highWater = this.#have;
+      this.#progressed = true;
+    }
   }
 
   /** Every byte is on disk: checks size and SHA-256, then renames the file into place. */
@@ -350,6 +393,8 @@ export class ResumableDownload {
       this.#have = 0;
       this.#etag = null;
       this.#resumed = false;
+      // Started over on purpose, once: the bytes fetched again are progress.
+      this.#highWater = 0;
       const what =
         onDisk !== size
           ? `the download has ${onDisk} bytes, ${size} were expected`
@@ -443,6 +488,15 @@ function drain(body: Readable, write: (chunk: Buffer) => Promise<void>): Promise
       }
     });
   });
+}
+
+/**
+ * An answer whose length is not the file's (or its rest's): a proxy or captive portal in the way,
+ * or a broken server, not a wrong artifact. The partial is kept and the download tried again.
+ */
+function wrongAnswer(answer: HttpResponse, what: string): TransferError {
+  discardBody(answer.body);
+  return new TransferError('retry', `the server (or a proxy on the way) answered HTTP ${answer.statusCode} ${what}`);
 }
 
 /** A strong ETag (a weak one, `W/"…"`, cannot validate a range). */

@@ -13,8 +13,9 @@ export interface TransferRetryOptions {
   /** Before the attempt after a refused URL (`refresh`); without it, such a failure waits like `retry`. */
   refresh?(): Promise<void> | void;
   /**
-   * Whether the failed attempt moved the transfer forward (a resumable download that got bytes
-   * before the link dropped): then it does not count, the attempts start again from the first.
+   * Whether the failed attempt moved the transfer forward (a resumable download that got further
+   * than ever before the link dropped): then it does not count, the attempts start again from the
+   * first. It must not hold for bytes fetched again: the attempts would never run out.
    */
   progressed?(): boolean;
 }

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -279,6 +281,182 @@ describe('a download stopped and taken up again (an agent restart)', () => {
     );
     expect(fs.existsSync(path.join(dir, 'file.bin'))).toBe(false);
     expect(partialFiles()).toEqual([]);
+  });
+});
+
+/** fetchArtifact of `content` at `url`, as an update job makes it (3 attempts); ends after 20 s at most. */
+function fetchFrom(url: string, content: Buffer, extra: { minSpeed?: number } = {}) {
+  return fetchArtifact({
+    target: path.join(dir, 'app-1.2.3.tar'),
+    source: { url, size: content.length, sha256: sha256(content) },
+    refresh: () => Promise.reject(new Error('no refresh expected')),
+    signal: AbortSignal.timeout(20_000),
+    log: (text) => lines.push(text),
+    label: 'artifact app 1.2.3',
+    applicationId: 'app-id',
+    downloads: { partialsDir: partials, ...extra },
+    attempts: 3,
+    backoff: quick(),
+  });
+}
+
+describe('a server that does not resume and drops the connection before the end', () => {
+  it('is given up after the attempts, naming the cause, when it ignores Range or refuses it with 416', async () => {
+    const s = await serve(100_000);
+    for (const mishap of ['ignoreRange', 'refuseRange'] as const) {
+      fs.rmSync(partials, { recursive: true, force: true });
+      s.mishaps = { cutEvery: 40_000, trickle: null, ignoreRange: false, refuseRange: false, [mishap]: true };
+      s.requests = [];
+      s.bytesSent = 0;
+      lines = [];
+      const started = performance.now();
+      const outcome = await fetchFrom(s.url(), s.content, { minSpeed: 1000 });
+      expect(performance.now() - started, mishap).toBeLessThan(5000);
+      const cause = mishap === 'ignoreRange' ? 'it ignores Range' : 'it refuses Range with HTTP 416';
+      expect(outcome, mishap).toEqual({
+        ok: false,
+        refused: false,
+        aborted: null,
+        message: `the server does not resume downloads (${cause}) and drops the connection after 40 KB of 100 KB`,
+      });
+      // The first attempt got new bytes; the two after it got the same ones again: no progress.
+      expect(
+        s.requests.map((r) => r.status),
+        mishap,
+      ).toEqual(mishap === 'ignoreRange' ? [200, 200, 200] : [200, 416, 200, 416, 200]);
+      expect(s.bytesSent, mishap).toBe(120_000);
+      expect(lines.filter((l) => l.includes('trying again')).map((l) => / \(attempt \d of 3\)$/.exec(l)?.[0])).toEqual([
+        ' (attempt 2 of 3)',
+        ' (attempt 3 of 3)',
+      ]);
+      expect(partialFiles(), mishap).toHaveLength(2); // what it has is kept
+    }
+  });
+
+  it('still counts an attempt that gets further than ever before, after a start over, as progress', async () => {
+    const s = await serve(100_000);
+    s.mishaps.cutEvery = 40_000;
+    const first = new ResumableDownload(request(s));
+    await first.attempt(s.url()).catch(() => {});
+    expect(first.progressed()).toBe(true);
+    s.mishaps.ignoreRange = true;
+    await first.attempt(s.url()).catch(() => {});
+    expect(first.progressed()).toBe(false); // 40 KB again, from zero
+    s.mishaps.cutEvery = 60_000;
+    await first.attempt(s.url()).catch(() => {});
+    expect(first.progressed()).toBe(true); // 60 KB: more than ever
+    s.mishaps.cutEvery = 0;
+    await first.attempt(s.url());
+    first.close();
+    expect(sha256(fs.readFileSync(path.join(dir, 'file.bin')))).toBe(sha256(s.content));
+  });
+});
+
+/**
+ * A server for `content` whose first answer is cut after `cutAt` bytes and whose later answers
+ * are `wrong` (a proxy or captive portal in the way), each counted in `ranges`.
+ */
+async function startWrongServer(
+  content: Buffer,
+  cutAt: number,
+  wrong: (res: http.ServerResponse, range: string | undefined) => void,
+) {
+  const ranges: (string | undefined)[] = [];
+  const server = http.createServer((req, res) => {
+    ranges.push(req.headers.range);
+    if (ranges.length > 1) {
+      wrong(res, req.headers.range);
+      return;
+    }
+    res.writeHead(200, { 'content-length': String(content.length) });
+    res.write(content.subarray(0, cutAt), () => res.socket?.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/file`,
+    ranges,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe('a wrong answer to a resume (a proxy, a captive portal)', () => {
+  const portal = '<html>log in first</html>'.padEnd(50, ' ');
+  const answers = {
+    'HTTP 200 of another length': {
+      answer: (res: http.ServerResponse) => {
+        res.writeHead(200, { 'content-type': 'text/html', 'content-length': '50' }).end(portal);
+      },
+      message: 'the server (or a proxy on the way) answered HTTP 200 and announced 50 bytes, but the file has 1000000',
+    },
+    'HTTP 206 of another length': {
+      answer: (res: http.ServerResponse) => {
+        res.writeHead(206, { 'content-range': 'bytes 900000-999999/1000000', 'content-length': '50' }).end(portal);
+      },
+      message:
+        'the server (or a proxy on the way) answered HTTP 206 and announced 50 bytes, but the rest of the file has 100000',
+    },
+    'HTTP 206 for a file of another size': {
+      answer: (res: http.ServerResponse) => {
+        res.writeHead(206, { 'content-range': 'bytes 900000-900049/900050', 'content-length': '50' }).end(portal);
+      },
+      message:
+        'the server (or a proxy on the way) answered HTTP 206 for a file of 900050 bytes, but the file has 1000000',
+    },
+  };
+
+  it('keeps the partial and fails the job after the attempts (not refused), naming the answer', async () => {
+    const content = randomBytes(MB);
+    const hex = sha256(content);
+    for (const [name, { answer, message }] of Object.entries(answers)) {
+      fs.rmSync(partials, { recursive: true, force: true });
+      lines = [];
+      const wrong = await startWrongServer(content, 900_000, answer);
+      try {
+        const outcome = await fetchFrom(wrong.url, content);
+        expect(outcome, name).toEqual({ ok: false, refused: false, aborted: null, message });
+        expect(wrong.ranges, name).toEqual([undefined, 'bytes=900000-', 'bytes=900000-']);
+      } finally {
+        await wrong.close();
+      }
+      expect(partialFiles(), name).toEqual([`${hex}.json`, `${hex}.part`]);
+      expect(fs.statSync(path.join(partials, `${hex}.part`)).size, name).toBe(900_000);
+      expect(fs.existsSync(path.join(dir, 'app-1.2.3.tar')), name).toBe(false);
+
+      // The next job, the real server back: only the missing 100 KB are fetched.
+      const s = await startRangeServer(content);
+      try {
+        expect(await fetchFrom(s.url(), content), name).toEqual({ ok: true, bytes: MB });
+        expect(s.requests, name).toEqual([{ range: 'bytes=900000-', ifRange: undefined, status: 206 }]);
+        expect(s.bytesSent, name).toBe(100_000);
+      } finally {
+        await s.close();
+      }
+      expect(sha256(fs.readFileSync(path.join(dir, 'app-1.2.3.tar'))), name).toBe(hex);
+      fs.rmSync(path.join(dir, 'app-1.2.3.tar'));
+    }
+  });
+
+  it('is retried when the body is longer than the file (no length announced): not a refusal', async () => {
+    const s = await serve(10_000);
+    const wrong = await startWrongServer(s.content, 4000, (res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(Buffer.alloc(20_000, 0x20));
+    });
+    try {
+      const outcome = await fetchFrom(wrong.url, s.content);
+      expect(outcome).toEqual({
+        ok: false,
+        refused: false,
+        aborted: null,
+        message: 'the server (or a proxy on the way) sent more than the 10000 bytes of the file',
+      });
+    } finally {
+      await wrong.close();
+    }
   });
 });
 
