@@ -76,6 +76,11 @@ export interface ManifestPayload {
   release_key_rotations?: ReleaseKeyRotation[];
   /** 16 random bytes or more, base64url. */
   nonce: string;
+  /**
+   * The `X-Nonce` of the signed request this entry answers (coordinators since 2026-11-30): the
+   * agent that sent it knows the entry was issued for that request, now.
+   */
+  request_nonce?: string;
 }
 
 export interface ManifestEntry {

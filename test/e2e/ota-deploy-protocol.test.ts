@@ -216,7 +216,8 @@ describe('the signed desired manifest', () => {
     const empty = await createApp(owner, t.orgId, { slug: 'manifest-b', defaultChannel: 'beta' });
     await bindDevices(owner, t.orgId, withRelease.id, [agent.agentId]);
     await bindDevices(owner, t.orgId, empty.id, [agent.agentId]);
-    const res = await desired(agent);
+    const nonce = 'nonce-of-this-manifest-request';
+    const res = await agent.request('GET', '/v1/agent/deploy/desired', undefined, { now: clock.now(), nonce });
     expect(res.status).toBe(200);
     expect(res.body.apps).toHaveLength(2);
     const [a, b] = res.body.apps;
@@ -245,6 +246,7 @@ describe('the signed desired manifest', () => {
       issued_at: nowSeconds,
       expires_at: nowSeconds + 3600, // DROVER_MANIFEST_TTL_SECONDS
       nonce: expect.stringMatching(/^[A-Za-z0-9_-]{22,}$/),
+      request_nonce: nonce, // the entry answers this request: a replayed answer cannot pass for fresh
     });
     expect(b.payload).toMatchObject({
       agent_id: agent.agentId,
@@ -253,6 +255,7 @@ describe('the signed desired manifest', () => {
       desired: null,
       min_sequence: 0,
       expires_at: nowSeconds + 3600,
+      request_nonce: nonce,
     });
     expect(b.payload.min_version).toBe('');
     const key = publicKeyFromBase64(agent.serverPublicKey)!;

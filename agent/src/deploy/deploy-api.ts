@@ -8,10 +8,11 @@ import { answerMessage, signedCall, type SignedCaller } from '../http/client.js'
  */
 export interface DeployApi {
   /**
-   * `GET /v1/agent/deploy/desired`: the entries, not verified yet (see manifest-check.ts).
+   * `GET /v1/agent/deploy/desired`: the entries, not verified yet (see manifest-check.ts), and the
+   * `X-Nonce` the request was signed with (a fresh entry carries it back as `request_nonce`).
    * `signal` aborts the request, its answer's body included.
    */
-  fetchDesired(signal?: AbortSignal): Promise<unknown[]>;
+  fetchDesired(signal?: AbortSignal): Promise<{ entries: unknown[]; requestNonce: string }>;
   /** `POST /v1/agent/deploy/report`. */
   report(body: DeployReportRequest): Promise<DeployReportResponse>;
 }
@@ -30,7 +31,7 @@ export function signedDeployApi(caller: SignedCaller): DeployApi {
       if (!Array.isArray(apps)) {
         throw new AgentError('bad_response', 'the coordinator answered the manifest request in an unknown shape');
       }
-      return apps as unknown[];
+      return { entries: apps as unknown[], requestNonce: answer.nonce };
     },
     async report(body) {
       const answer = await signedCall(caller, 'POST', '/v1/agent/deploy/report', body);

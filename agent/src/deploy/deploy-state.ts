@@ -52,6 +52,11 @@ export interface AppDeployState {
   lastFailure?: FailedAttempt | null;
   /** The application's release keys, pinned on first sight and changed only by a signed rotation. */
   releaseKeys?: PinnedReleaseKeys | null;
+  /**
+   * The coordinator binds this application's entries to the request they answer (`request_nonce`):
+   * from then on an entry without it is refused as replayed (manifest-check.ts).
+   */
+  requestBound?: boolean;
   updatedAt: string;
 }
 
@@ -153,6 +158,7 @@ function parseStateFile(text: string): Map<string, AppDeployState> | string {
       postponed: parseRelease(raw.postponed) ?? null,
       lastFailure: parseFailure(raw.lastFailure),
       releaseKeys: parsePinnedKeys(raw.releaseKeys),
+      ...(raw.requestBound === true ? { requestBound: true } : {}),
       updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : '',
     });
   }

@@ -20,6 +20,8 @@ export type ManifestCheck =
   | {
       ok: true;
       payload: ManifestPayload;
+      /** It carries the nonce of the request it answers: issued for that request, now. */
+      fresh?: boolean;
       /**
        * Set when the entry has no `agent_id`/`expires_at` (a coordinator older than this agent):
        * accepted without the binding and expiry checks, with this warning for the log.
@@ -44,6 +46,10 @@ export interface ManifestCheckContext {
   agentId: string;
   /** Unix seconds on the coordinator's clock as this agent knows it (its clock corrected; server-clock.ts). */
   nowSeconds: number;
+  /** The `X-Nonce` of the request the entry came in answer to: an entry carrying it back is fresh. */
+  requestNonce?: string;
+  /** Whether the coordinator bound an earlier entry of the application to its request (persisted). */
+  requestBound?(applicationId: string): boolean;
   /** `issued_at` of the last entry accepted for the application (persisted in deploy/state.json). */
   lastIssuedAt(applicationId: string): number | null;
   /** The release this agent installed for the application, with its channel when recorded. */
@@ -69,8 +75,15 @@ const SHA256_HEX = /^[0-9a-f]{64}$/i;
  * - it must be bound to this agent (`agent_id`) and not expired (`expires_at`, by the coordinator's
  *   clock as corrected here); an entry with neither field comes from an older coordinator and is
  *   accepted with a warning (`unbound`);
- * - its `issued_at` must not be older than the last entry accepted for that application: an old
- *   manifest replayed is refused (the time is persisted, so this holds across restarts);
+ * - an entry that carries back the nonce of the request it answers (`request_nonce`) is fresh:
+ *   issued for this request, now, so neither its expiry nor the order of `issued_at` is asked of
+ *   it (the clock is learned from the answer's unsigned `Date` header, which a replayed answer
+ *   brings along, and two coordinators' clocks may be a second apart). One that carries another
+ *   nonce answered another request, and one without a nonce, after the coordinator bound the
+ *   application's entries before, is refused as replayed;
+ * - otherwise its `issued_at` must not be older than the last entry accepted for that
+ *   application: an old manifest replayed is refused (the time is persisted, so this holds across
+ *   restarts);
  * - its desired release must not have a lower `sequence` than the installed one, unless the
  *   installed release was yanked (`forced`) or the binding moved to another channel; under release
  *   keys, whatever either says (downgradeProblem);
@@ -106,14 +119,27 @@ export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context
       `the signed manifest was issued to agent ${p.agent_id}, not to this agent (${context.agentId}): a manifest of another device`,
     );
   }
-  if ((p as Partial<ManifestPayload>).expires_at !== undefined && p.expires_at <= context.nowSeconds) {
+  const fresh = p.request_nonce !== undefined && p.request_nonce === context.requestNonce;
+  if (p.request_nonce !== undefined && !fresh) {
+    return refuse(
+      'replayed',
+      'the signed manifest answers another request than this one (its request nonce differs): a manifest held back or replayed',
+    );
+  }
+  if (p.request_nonce === undefined && context.requestBound?.(p.application_id)) {
+    return refuse(
+      'replayed',
+      'the signed manifest is not bound to this request, though the coordinator bound the earlier ones: an old manifest replayed (or the coordinator downgraded)',
+    );
+  }
+  if (!fresh && (p as Partial<ManifestPayload>).expires_at !== undefined && p.expires_at <= context.nowSeconds) {
     return refuse(
       'expired',
       `the signed manifest expired at ${isoSeconds(p.expires_at)} (coordinator time now ${isoSeconds(context.nowSeconds)}): a stale manifest held back or replayed`,
     );
   }
   const last = context.lastIssuedAt(p.application_id);
-  if (last !== null && p.issued_at < last) {
+  if (!fresh && last !== null && p.issued_at < last) {
     return refuse(
       'replayed',
       `the signed manifest was issued at ${isoSeconds(p.issued_at)}, before the last one accepted (${isoSeconds(last)}): an old manifest replayed`,
@@ -139,7 +165,7 @@ export function checkManifestEntry(entry: unknown, serverKey: KeyObject, context
       ...pin,
     };
   }
-  return { ok: true, payload: p, ...pin };
+  return { ok: true, payload: p, ...pin, ...(fresh ? { fresh } : {}) };
 }
 
 /**
@@ -193,6 +219,8 @@ export function payloadProblem(payload: unknown): string | null {
   if (p.agent_id !== undefined && typeof p.agent_id !== 'string') return 'has an `agent_id` that is not a string';
   if (p.expires_at !== undefined && !Number.isSafeInteger(p.expires_at))
     return 'has an `expires_at` that is not an integer';
+  if (p.request_nonce !== undefined && typeof p.request_nonce !== 'string')
+    return 'has a `request_nonce` that is not a string';
   if (typeof p.forced !== 'boolean') return 'has no boolean `forced`';
   const current = p.current === null ? null : currentProblem(p.current);
   if (current) return `has a bad \`current\`: ${current}`;

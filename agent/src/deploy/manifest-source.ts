@@ -72,8 +72,11 @@ export class ManifestSource {
       limitMs,
     );
     let entries: unknown[];
+    let requestNonce: string;
     try {
-      entries = await api.fetchDesired(signal ? AbortSignal.any([signal, limit.signal]) : limit.signal);
+      ({ entries, requestNonce } = await api.fetchDesired(
+        signal ? AbortSignal.any([signal, limit.signal]) : limit.signal,
+      ));
     } catch (error) {
       signal?.throwIfAborted();
       if (limit.signal.aborted) throw limit.signal.reason as Error;
@@ -95,6 +98,8 @@ export class ManifestSource {
       const check = checkManifestEntry(entry, serverKey, {
         agentId: this.#options.agentId,
         nowSeconds,
+        requestNonce,
+        requestBound: (id) => store.get(id).requestBound === true,
         lastIssuedAt: (id) => store.get(id).lastIssuedAt,
         installed: (id) => store.get(id).current,
         pinnedKeys: (id) => store.get(id).releaseKeys ?? null,
@@ -111,9 +116,16 @@ export class ManifestSource {
           logger.warn({ applicationId: id }, check.unbound);
         }
         if (check.pin) logger.info({ applicationId: id }, check.pin.note);
-        if (store.get(id).lastIssuedAt !== issuedAt || check.pin) {
+        // Never moved back: a fresh entry from a coordinator whose clock is a little behind another's.
+        const last = Math.max(store.get(id).lastIssuedAt ?? issuedAt, issuedAt);
+        const bound = check.fresh === true && store.get(id).requestBound !== true;
+        if (store.get(id).lastIssuedAt !== last || check.pin || bound) {
           try {
-            store.update(id, { lastIssuedAt: issuedAt, ...(check.pin ? { releaseKeys: check.pin.keys } : {}) });
+            store.update(id, {
+              lastIssuedAt: last,
+              ...(check.pin ? { releaseKeys: check.pin.keys } : {}),
+              ...(bound ? { requestBound: true } : {}),
+            });
           } catch (error) {
             logger.error(
               { err: error, applicationId: id },

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { SIGNATURE_TOLERANCE_MS, signRequest } from '@drover/shared';
+import { AgentHeader, SIGNATURE_TOLERANCE_MS, signRequest } from '@drover/shared';
 import { AgentError } from '../errors.js';
 import { describeNetworkError } from './network-error.js';
 import { AnswerTooLarge, readText, sendRequest, type HttpResponse } from './request.js';
@@ -22,6 +22,11 @@ export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
 export interface HttpAnswer {
   status: number;
   body: unknown;
+}
+
+/** The answer to a signed request, with the `X-Nonce` that request was sent with. */
+export interface SignedAnswer extends HttpAnswer {
+  nonce: string;
 }
 
 /** An error answer of the coordinator (docs/errors.md): `{statusCode, code, message, details?}`. */
@@ -140,7 +145,7 @@ export async function signedCall(
   path: string,
   body?: unknown,
   options: { signal?: AbortSignal } = {},
-): Promise<HttpAnswer> {
+): Promise<SignedAnswer> {
   const url = new URL(path, caller.origin);
   const sentPath = `${url.pathname}${url.search}`;
   const raw = body === undefined ? undefined : JSON.stringify(body);
@@ -160,7 +165,7 @@ export async function signedCall(
       ...(caller.clock ? { clock: caller.clock } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    return { answer, now };
+    return { answer: { ...answer, nonce: headers[AgentHeader.nonce] }, now };
   };
   const first = await attempt();
   const serverTime = first.answer.status === 401 ? serverTimeOf(first.answer.body) : null;

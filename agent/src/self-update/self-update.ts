@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { WorkflowDefinition } from '@drover/shared';
 import type { DeployApi } from '../deploy/deploy-api.js';
@@ -10,6 +11,7 @@ import type { Masker } from '../exec/secret-masker.js';
 import {
   checkBinaryVersion,
   keepPrevious,
+  previousPath,
   replaceExecutable,
   restorePrevious,
   stageBinary,
@@ -162,11 +164,16 @@ export class SelfUpdate {
   /**
    * At start, before the journal is recovered: settles an update the marker says is in flight.
    * Returns the ids of the jobs it takes care of (the journal's recovery leaves them alone).
+   * Without a marker, removes the `<executable>.new` of an install that was stopped (kill -9,
+   * power cut) before it wrote the marker: while staging or checking `--version`.
    */
   resume(parts: SelfUpdateParts): Set<string> {
     this.#parts = parts;
     const read = readMarker(this.#options.stateDir);
-    if (read === null) return new Set();
+    if (read === null) {
+      this.#removeUnswapped();
+      return new Set();
+    }
     if ('damaged' in read) {
       this.#log.error(`skipped a damaged file: ${markerPath(this.#options.stateDir)} (${read.damaged})`);
       return new Set();
@@ -293,6 +300,37 @@ export class SelfUpdate {
     });
     void reportDeployState(this.#parts!.deploy, this.#log, marker.applicationId, 'failed', message);
     this.#clear();
+  }
+
+  /**
+   * The marker is written after staging and the `--version` check, so a `<executable>.new` found
+   * without one was never swapped in, and nothing else removes it (about 105 MB). Staging writes
+   * no other file (the copy across file systems goes straight to `.new`). Only that name, and only
+   * a file or a link (a directory in the way is left as it is): never the executable or `.previous`.
+   */
+  #removeUnswapped(): void {
+    const { executable } = this.#options;
+    const staged = path.resolve(stagedPath(executable));
+    if (staged === path.resolve(executable) || staged === path.resolve(previousPath(executable))) return;
+    let stat: fs.Stats;
+    try {
+      stat = fs.lstatSync(staged);
+    } catch {
+      return; // none (or the directory cannot be read): nothing to do
+    }
+    if (!stat.isFile() && !stat.isSymbolicLink()) return;
+    const name = path.basename(staged);
+    try {
+      fs.rmSync(staged, { force: true });
+    } catch (error) {
+      this.#log.warn(
+        `self-update: cannot remove ${staged}, left by a self-update that was stopped before it swapped (${(error as Error).message}); remove it by hand`,
+      );
+      return;
+    }
+    this.#log.warn(
+      `self-update: removed ${name}, left by a self-update that was stopped before it swapped (${staged}); ${executable} was not changed`,
+    );
   }
 
   #remember(applicationId: string, patch: Parameters<DeployStateStore['update']>[1]): void {

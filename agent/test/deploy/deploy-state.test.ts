@@ -171,6 +171,46 @@ describe('a manifest entry', () => {
     });
   });
 
+  it('bound to the request it answers (request_nonce) is fresh: neither its expiry nor an older issued_at refuses it', () => {
+    const entry = sign({ ...payload, request_nonce: 'sent-with-this-request' });
+    const late = withContext({
+      requestNonce: 'sent-with-this-request',
+      nowSeconds: payload.expires_at + 7200, // the clock learned from a lying Date header, or skewed
+      lastIssuedAt: () => payload.issued_at + 2, // another coordinator's clock, two seconds ahead
+    });
+    expect(checkManifestEntry(entry, pinned, late)).toEqual({ ok: true, payload: entry.payload, fresh: true });
+  });
+
+  it('bound to another request is refused as replayed, whatever its times say', () => {
+    const entry = sign({ ...payload, request_nonce: 'sent-with-an-earlier-request' });
+    const context = withContext({ requestNonce: 'sent-with-this-request', nowSeconds: payload.issued_at });
+    expect(checkManifestEntry(entry, pinned, context)).toEqual({
+      ok: false,
+      problem: 'replayed',
+      applicationId: APP,
+      message:
+        'the signed manifest answers another request than this one (its request nonce differs): a manifest held back or replayed',
+    });
+    expect(checkManifestEntry(sign({ ...payload, request_nonce: 7 } as never), pinned, never)).toMatchObject({
+      ok: false,
+      problem: 'malformed',
+    });
+  });
+
+  it('without request_nonce is refused once the coordinator bound the earlier ones', () => {
+    const entry = sign(payload);
+    expect(checkManifestEntry(entry, pinned, withContext({ requestNonce: 'n', requestBound: () => false })).ok).toBe(
+      true,
+    );
+    expect(checkManifestEntry(entry, pinned, withContext({ requestNonce: 'n', requestBound: () => true }))).toEqual({
+      ok: false,
+      problem: 'replayed',
+      applicationId: APP,
+      message:
+        'the signed manifest is not bound to this request, though the coordinator bound the earlier ones: an old manifest replayed (or the coordinator downgraded)',
+    });
+  });
+
   describe('whose desired release has a lower sequence than the installed one', () => {
     const installed = { releaseId: 'r9', version: '1.4', sequence: 9, channel: 'stable' };
     const downgrade = sign(payload); // desired: sequence 2 on stable

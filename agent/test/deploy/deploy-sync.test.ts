@@ -72,6 +72,38 @@ describe('the pull fallback', () => {
     );
   });
 
+  it('takes an entry bound to its request whatever the Date said, remembers the binding, and refuses a replayed answer', async () => {
+    const app = fake.addApp();
+    fake.publish(app, '1.0.0');
+    fake.bindRequests = true;
+    const { s, records } = sync();
+    fake.clockOffset = -7200; // issued "two hours ago" by the coordinator's clock as the agent knows it: still fresh
+    await s.check('poll');
+    expect(fake.reports.map((r) => r.state)).toEqual(['idle']);
+    expect(store.get(app.applicationId).requestBound).toBe(true);
+    fake.reports.length = 0;
+    fake.clockOffset = 0;
+    fake.replayOf = 'the-nonce-of-an-earlier-request'; // an answer recorded earlier, replayed with its Date
+    await s.check('poll');
+    expect(fake.reports).toEqual([
+      {
+        applicationId: app.applicationId,
+        state: 'refused',
+        error: expect.stringMatching(
+          /answers another request than this one .*: a manifest held back or replayed; nothing was installed$/,
+        ),
+      },
+    ]);
+    fake.reports.length = 0;
+    fake.replayOf = null;
+    fake.bindRequests = false; // an answer recorded before the coordinator bound its entries
+    await s.check('poll');
+    expect(fake.reports.map((r) => r.error)).toEqual([expect.stringMatching(/not bound to this request/)]);
+    expect(records.findLast((r) => r.level === 50)?.msg).toMatch(
+      /an old manifest replayed \(or the coordinator downgraded\)$/,
+    );
+  });
+
   it('leaves applications whose update job is queued or running here alone', async () => {
     const app = fake.addApp();
     fake.publish(app, '1.0.0');

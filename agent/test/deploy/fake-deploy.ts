@@ -58,6 +58,13 @@ export class FakeDeployCoordinator {
   tamper: ((entry: ManifestEntry) => ManifestEntry) | null = null;
   /** Seconds added to `issued_at` and `expires_at` (a negative value replays an older manifest). */
   clockOffset = 0;
+  /**
+   * Whether entries carry back the nonce of the request they answer (`request_nonce`), as
+   * coordinators since 2026-11-30 do; with `replayOf` set, they carry that request's instead (an
+   * answer recorded earlier and replayed).
+   */
+  bindRequests = false;
+  replayOf: string | null = null;
   /** The agent the manifest entries are bound to (`agent_id`): the agent under test. */
   readonly agentId = randomUUID();
   /** The applications' release keys, and the private key that signs their releases (null: unsigned). */
@@ -191,12 +198,16 @@ export class FakeDeployCoordinator {
       this.fetches += 1;
       const error = this.fetchErrors.shift();
       if (error) return Promise.reject(error);
-      return Promise.resolve(
-        this.apps.map((app) => {
-          const entry = signManifest(this.payload(app), this.#privateKey);
+      const requestNonce = randomBytes(16).toString('base64url');
+      const bound = (payload: ManifestPayload): ManifestPayload =>
+        this.bindRequests ? { ...payload, request_nonce: this.replayOf ?? requestNonce } : payload;
+      return Promise.resolve({
+        entries: this.apps.map((app) => {
+          const entry = signManifest(bound(this.payload(app)), this.#privateKey);
           return this.tamper ? this.tamper(entry) : entry;
         }),
-      );
+        requestNonce,
+      });
     },
     report: (body) => {
       this.reports.push(body);

@@ -283,6 +283,37 @@ describe('self-update', () => {
     expect(fs.existsSync(markerPath(stateDir))).toBe(false);
   });
 
+  it('removes the .new left by an install stopped (kill -9) before the marker, and nothing else', () => {
+    // As a kill during the copy or the `--version` check leaves it: no marker, `.new` beside the
+    // executable; `.previous` of an earlier update kept for a rollback by hand.
+    fs.writeFileSync(`${exe}.new`, 'half a copy');
+    script(`${exe}.previous`, agentLine('0.0.9'));
+    const update = selfUpdate('0.1.0');
+    expect(update.resume(parts())).toEqual(new Set());
+    expect(fs.existsSync(`${exe}.new`)).toBe(false);
+    expect(fs.readFileSync(exe, 'utf8')).toContain('0.1.0');
+    expect(fs.statSync(exe).mode & 0o777).toBe(0o755);
+    expect(fs.readFileSync(`${exe}.previous`, 'utf8')).toContain('0.0.9');
+    expect(fs.readdirSync(path.join(dir, 'bin')).sort()).toEqual(['drover-agent', 'drover-agent.previous']);
+    expect(messages()).toEqual([
+      `self-update: removed drover-agent.new, left by a self-update that was stopped before it swapped (${exe}.new); ${exe} was not changed`,
+    ]);
+    expect(finished).toEqual([]);
+    expect(reports).toEqual([]);
+    expect(restarts).toEqual([]);
+    // The next start has nothing to remove, and says nothing.
+    expect(selfUpdate('0.1.0').resume(parts())).toEqual(new Set());
+    expect(messages()).toHaveLength(1);
+    expect(fs.readdirSync(path.join(dir, 'bin')).sort()).toEqual(['drover-agent', 'drover-agent.previous']);
+  });
+
+  it('leaves a directory in the way of .new alone when there is no marker', () => {
+    fs.mkdirSync(path.join(dir, 'bin', 'drover-agent.new', 'in-the-way'), { recursive: true });
+    expect(selfUpdate('0.1.0').resume(parts())).toEqual(new Set());
+    expect(fs.existsSync(path.join(dir, 'bin', 'drover-agent.new', 'in-the-way'))).toBe(true);
+    expect(messages()).toEqual([]);
+  });
+
   it('sets a damaged marker aside and leaves the job to the journal', () => {
     fs.writeFileSync(markerPath(stateDir), '{"version": 1, "phase": "swapped"');
     expect(selfUpdate('0.1.0').resume(parts())).toEqual(new Set());

@@ -6387,6 +6387,8 @@ export interface operations {
                 /** @description Unix seconds: refused from then on (DROVER_MANIFEST_TTL_SECONDS) */
                 expires_at: number;
                 nonce: string;
+                /** @description the X-Nonce of the signed request this entry answers: an agent that sent it knows the entry was issued for it now */
+                request_nonce?: string;
                 /** @description only when the application has release keys: the set one of which signs every release */
                 release_keys?: string[];
                 release_key_generation?: number;

@@ -50,8 +50,16 @@ const manifestNonce = () => randomUUID();
  * One signed entry per application bound to the agent (applications not deleted), in bind
  * order. `desired` carries a download URL issued now; `issued_at` and `expires_at` are Unix
  * seconds (`DROVER_MANIFEST_TTL_SECONDS` apart), and `agent_id` binds the entry to the caller.
+ * `request_nonce`, the `X-Nonce` of the signed request answered, binds it to that request: the
+ * agent knows the entry was issued for it now, whatever its clock and the answer's `Date` say (a
+ * stale answer replayed with its old `Date` is refused). Without a nonce (benchmarks calling in
+ * process) the entry has none.
  */
-export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAgent): Promise<DesiredManifestResponse> {
+export async function desiredManifest(
+  ctx: AgentDeployContext,
+  agent: CallingAgent,
+  requestNonce: string | null = null,
+): Promise<DesiredManifestResponse> {
   const generation = await ctx.repos.changeCounter.otaGeneration();
   const bindings = await ctx.repos.deviceBindings.listByAgent(agent.id);
   const apps = new Map<string, AppReleases>();
@@ -124,6 +132,7 @@ export async function desiredManifest(ctx: AgentDeployContext, agent: CallingAge
       issued_at: issuedAt,
       expires_at: expiresAt,
       nonce: manifestNonce(),
+      ...(requestNonce === null ? {} : { request_nonce: requestNonce }),
       ...releaseKeysOf(app),
     };
     entries.push({ payload, signature: ctx.serverKey.sign(manifestSigningBytes(payload)) });

@@ -430,6 +430,7 @@ export const desiredManifestExample = {
         issued_at: 1795600000,
         expires_at: 1795603600,
         nonce: 'q7Yb2c9L0kX1',
+        request_nonce: 'c2VudC1ieS10aGUtYWdlbnQ',
       },
       signature: 'MEUCIQD3kz…base64…Qw==',
     },

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { DEVICE_STATES, DeployReportRequest } from '@drover/shared';
+import { AgentHeader, DEVICE_STATES, DeployReportRequest } from '@drover/shared';
 import { desiredManifest, recordReport } from '../../../domain/ota/agent-deploy.js';
 import { requireAgent } from '../../auth/agent-signature.js';
 import { errorResponses } from '../../schemas/common.js';
@@ -79,6 +79,11 @@ const ManifestPayloadSchema = {
     issued_at: { type: 'integer', description: 'Unix seconds' },
     expires_at: { type: 'integer', description: 'Unix seconds: refused from then on (DROVER_MANIFEST_TTL_SECONDS)' },
     nonce: string,
+    request_nonce: {
+      type: 'string',
+      description:
+        'the X-Nonce of the signed request this entry answers: an agent that sent it knows the entry was issued for it now',
+    },
     release_keys: {
       type: 'array',
       items: string,
@@ -152,7 +157,8 @@ export async function agentDeployRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const agent = await requireAgent(request);
-      return desiredManifest(ctx, agent);
+      // Checked by requireAgent: the nonce of this signed request, which the entries carry back.
+      return desiredManifest(ctx, agent, String(request.headers[AgentHeader.nonce]));
     },
   );
 
