@@ -32,6 +32,50 @@ export class ApiError extends CliError {
   }
 }
 
+/**
+ * No answer came from the coordinator: the connection was refused or reset, or the answer did not
+ * come in time. `code` is what failed (`ECONNREFUSED`, `UND_ERR_HEADERS_TIMEOUT`, ...).
+ */
+export class NoAnswer extends CliError {
+  constructor(
+    message: string,
+    readonly code: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, EXIT.usage, options);
+    this.name = 'NoAnswer';
+  }
+
+  /** Whether the answer did not come in time (rather than no connection at all). */
+  get timedOut(): boolean {
+    return TIMEOUT_CODES.has(this.code);
+  }
+
+  /** Whether it may pass: a coordinator restarting, a connection dropped, an answer late. */
+  get temporary(): boolean {
+    return TEMPORARY_CODES.has(this.code) || this.timedOut;
+  }
+}
+
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
+const TEMPORARY_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'EAI_AGAIN',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
+
 /** The process was asked to stop (SIGINT, SIGTERM) while the command worked. */
 export class Interrupted extends CliError {
   constructor() {

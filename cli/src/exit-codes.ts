@@ -21,9 +21,17 @@ export const EXIT = {
   stillRunning: 6,
   /** Interrupted (SIGINT, SIGTERM) outside a wait. */
   interrupted: 130,
+  /**
+   * Whoever read stdout or stderr went away (EPIPE: `drover job <id> --logs | head -1`): stopped
+   * quietly, with the code of a Unix tool that SIGPIPE ended (128 + 13).
+   */
+  brokenPipe: 141,
 } as const;
 
-/** The exit code that a job's status means once it was waited for. */
+/**
+ * The exit code that a job's status means once it was waited for; 2 for a status this command
+ * line does not know (a newer coordinator's, or none), never 0.
+ */
 export function exitCodeOfStatus(status: JobStatus): number {
   switch (status) {
     case 'success':
@@ -40,5 +48,7 @@ export function exitCodeOfStatus(status: JobStatus): number {
     case 'queued':
     case 'running':
       return EXIT.stillRunning;
+    default:
+      return EXIT.usage;
   }
 }

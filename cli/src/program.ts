@@ -96,14 +96,25 @@ export async function runCli(argv: readonly string[], runtime: Runtime = process
   } catch (error) {
     if (error instanceof CliExit) return error.exitCode;
     if (error instanceof CommanderError) {
-      // commander printed the message (or the help, or the version)
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT.success : EXIT.usage;
+      // commander printed the message (or the help, or the version: `--help`, `drover help [command]`)
+      return error.exitCode === 0 ? EXIT.success : EXIT.usage;
     }
     if (error instanceof CliError) {
       rt.err(`drover: ${error.message}\n`);
       return error.exitCode;
     }
-    rt.err(`drover: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    rt.err(`drover: ${describeUnexpected(error, rt.env.DROVER_DEBUG)}\n`);
     return EXIT.usage;
   }
+}
+
+/**
+ * A failure the command line did not foresee (a bug, or an answer of a shape it cannot read), in
+ * one line; its stack only when `DROVER_DEBUG` is set (to anything but `0` or `false`).
+ */
+export function describeUnexpected(error: unknown, debug: string | undefined): string {
+  const stackWanted = debug !== undefined && debug !== '' && debug !== '0' && debug !== 'false';
+  if (stackWanted && error instanceof Error && error.stack) return `unexpected error: ${error.stack}`;
+  const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return `unexpected error: ${what.replace(/\s*\n\s*/g, ' ')} (set DROVER_DEBUG=1 for the details)`;
 }

@@ -1,5 +1,7 @@
+import type { EventEmitter } from 'node:events';
 import os from 'node:os';
 import type { Readable } from 'node:stream';
+import { EXIT } from './exit-codes.js';
 
 /**
  * What a command touches outside itself: its output streams, environment, standard input and
@@ -41,6 +43,9 @@ export function processRuntime(): Runtime {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const brokenPipe = () => process.exit(EXIT.brokenPipe);
+  stopOnBrokenPipe(process.stdout, brokenPipe);
+  stopOnBrokenPipe(process.stderr, brokenPipe);
   return {
     out: (text) => void process.stdout.write(text),
     err: (text) => void process.stderr.write(text),
@@ -52,6 +57,18 @@ export function processRuntime(): Runtime {
     stdoutIsTTY: process.stdout.isTTY === true,
     signal: interrupt.signal,
   };
+}
+
+/**
+ * When whoever reads `stream` went away (EPIPE: `drover job <id> --logs | head -1`), calls `stop`
+ * (the process exits 141, quietly, as a Unix tool that SIGPIPE ended) rather than crashing on an
+ * unhandled 'error' event; another write error still throws.
+ */
+export function stopOnBrokenPipe(stream: EventEmitter, stop: () => void): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    stop();
+  });
 }
 
 /** Whether progress may be drawn: stderr is a terminal, and not a CI log (`CI` set) or a dumb one. */

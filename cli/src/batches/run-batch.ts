@@ -54,6 +54,8 @@ export async function reportBatchRun(
 
   const session = caller.kind === 'session' ? caller : optionalSessionCaller(settings, rt);
   if (session === null) {
+    // Nothing follows the batch: a script still gets the answer (its batch id) before the failure.
+    if (flags.json) printJson(rt, accepted);
     rt.err(
       `drover: --wait on an async selector trigger needs a session to follow its batch (drover login), or a sync ` +
         `trigger, whose answer waits for every job; batch ${accepted.batchId} keeps running\n`,
@@ -67,6 +69,7 @@ export async function reportBatchRun(
     signal: rt.signal,
     timeoutMs: waitTimeoutMs,
     onJobsEnded: printJobEnds(rt),
+    onOutage: (message) => rt.err(`drover: ${message}\n`),
   });
   const { batch } = end;
   if (flags.json) printJson(rt, batch);

@@ -1,7 +1,9 @@
 import { pause } from '@drover/agent/client';
 import { isTerminalJobStatus } from '@drover/shared';
-import { Interrupted } from '../errors.js';
+import { CliError, Interrupted } from '../errors.js';
+import { EXIT } from '../exit-codes.js';
 import type { Api } from '../http/api.js';
+import { answerTimeoutBefore, readThroughOutage } from '../http/outage.js';
 import { batchEnded, batchPath, type BatchDetail, type BatchJob } from './batch.js';
 
 /** The first pause between two looks at the batch, growing by half each time up to the longest (as for a job). */
@@ -14,6 +16,8 @@ export interface BatchWaitOptions {
   timeoutMs?: number;
   /** Called with the jobs seen to end since the last look (the first look: those ended already), in the batch's order. */
   onJobsEnded?(jobs: BatchJob[], batch: BatchDetail): void;
+  /** Told when the coordinator stops answering for a while, and when it answers again (one line each). */
+  onOutage?(message: string): void;
 }
 
 export interface BatchWaitEnd {
@@ -26,7 +30,8 @@ export interface BatchWaitEnd {
 /**
  * Follows a batch through `GET /v1/batches/:id` (a session) until every job of it ended, the
  * timeout passes or `signal` aborts. Like a job's wait (jobs/wait.ts), it looks again after a
- * pause that starts at 250 ms, grows to 2 s, and starts short again when a job moved.
+ * pause that starts at 250 ms, grows to 2 s, and starts short again when a job moved; an outage
+ * of the coordinator is waited out until the deadline, as for a job.
  */
 export async function waitForBatch(api: Api, batchId: string, options: BatchWaitOptions): Promise<BatchWaitEnd> {
   const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
@@ -36,7 +41,20 @@ export async function waitForBatch(api: Api, batchId: string, options: BatchWait
   for (;;) {
     let seen: BatchDetail;
     try {
-      seen = await api.get<BatchDetail>(batchPath(batchId));
+      const read = await readThroughOutage(
+        async () =>
+          (await api.call<BatchDetail>('GET', batchPath(batchId), { answerTimeoutMs: answerTimeoutBefore(deadline) }))
+            .body,
+        { signal: options.signal, deadline, onOutage: options.onOutage },
+      );
+      if ('gaveUp' in read) {
+        if (batch) return { batch, ended: 'timeout' };
+        throw new CliError(
+          `the wait timed out before the coordinator answered (${read.gaveUp.message}): batch ${batchId} may still run`,
+          EXIT.stillRunning,
+        );
+      }
+      seen = read.value;
     } catch (error) {
       if (error instanceof Interrupted && batch) return { batch, ended: 'interrupted' };
       throw error;

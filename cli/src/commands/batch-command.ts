@@ -65,6 +65,7 @@ export function configureBatchCommand(program: Command, rt: Runtime): void {
       const end = await waitForBatch(api, batchId, {
         signal: rt.signal,
         onJobsEnded: printJobEnds(rt),
+        onOutage: (message) => rt.err(`drover: ${message}\n`),
       });
       if (flags.json) printJson(rt, end.batch);
       else rt.out(describeBatch(end.batch, api.origin));

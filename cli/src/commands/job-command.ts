@@ -5,7 +5,7 @@ import { CliExit } from '../errors.js';
 import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
 import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
 import { jobPath, LOG_PAGE, moreLogsAfter, type JobDetail, type LogLine } from '../jobs/job.js';
-import { readJob, waitForJob } from '../jobs/wait.js';
+import { jobAfterWait, readJob, waitForJob } from '../jobs/wait.js';
 import { printJson } from '../output/json.js';
 import { formatFields } from '../output/table.js';
 import { elapsed, shortTime } from '../output/time.js';
@@ -33,8 +33,10 @@ export function configureJobCommand(program: Command, rt: Runtime): void {
         const end = await waitForJob(api, jobId, {
           signal: rt.signal,
           onLogs: flags.json ? undefined : (lines) => lines.forEach((line) => rt.out(formatLogLine(line))),
+          onOutage: (message) => rt.err(`drover: ${message}\n`),
         });
-        if (flags.json) printJson(rt, await api.get(jobPath(jobId)));
+        // Interrupted too: the job as it is (exit 6), read with a signal of its own.
+        if (flags.json) printJson(rt, await jobAfterWait(api, end));
         else rt.out(`Job ${end.job.id} ${describeOutcome(end.job)}\n${formatOutput(end.job.output)}`);
         throw new CliExit(end.ended === 'finished' ? exitCodeOfStatus(end.job.status) : EXIT.stillRunning);
       }

@@ -7,7 +7,7 @@ import { Api, type ApiAnswer } from '../http/api.js';
 import { warnPlainHttp } from '../http/plain-http.js';
 import type { Runtime } from '../runtime.js';
 import type { Org } from '../session/org.js';
-import { promptSecret, readStdin } from '../session/prompt.js';
+import { promptSecret, readStdinLine } from '../session/prompt.js';
 import { readSession, writeSession } from '../session/store.js';
 import { loadSettings } from '../settings.js';
 import { CLI_VERSION } from '../version.js';
@@ -31,7 +31,10 @@ export function configureLoginCommand(program: Command, rt: Runtime): void {
     .command('login')
     .description('sign in (a dashboard session) for the commands that manage an organization and follow jobs')
     .option('--email <email>', 'your email (env DROVER_EMAIL)')
-    .option('--password-stdin', 'read the password from standard input (else env DROVER_PASSWORD, else asked)')
+    .option(
+      '--password-stdin',
+      'read the password from the first line of standard input (else env DROVER_PASSWORD, else asked)',
+    )
     .option('--browser', 'sign in through a browser where you are signed in (single sign-on or password) instead')
     .addHelpText(
       'after',
@@ -140,7 +143,7 @@ async function keepSession(rt: Runtime, configDir: string, url: string, answer: 
 }
 
 async function passwordOf(rt: Runtime, flags: LoginFlags): Promise<string> {
-  if (flags.passwordStdin) return readStdin(rt);
+  if (flags.passwordStdin) return readStdinLine(rt);
   const fromEnv = rt.env.DROVER_PASSWORD;
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
   return promptSecret(rt, 'Password: ', 'set DROVER_PASSWORD or pass --password-stdin');

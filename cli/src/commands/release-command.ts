@@ -1,7 +1,8 @@
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller, type SessionCaller } from '../callers.js';
-import { CliError } from '../errors.js';
+import { CliError, CliExit, Interrupted } from '../errors.js';
+import { EXIT } from '../exit-codes.js';
 import { uploadLocalFile } from '../files/upload.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -85,7 +86,13 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
         ...(sequence === undefined ? {} : { sequence }),
         ...(flags.signature === undefined ? {} : { signature: flags.signature }),
       });
-      if (flags.publish) created = await publish(caller, base, created.id, plan);
+      if (flags.publish) {
+        try {
+          created = await publish(caller, base, created.id, plan);
+        } catch (error) {
+          throw draftLeft(rt, created, flags, plan !== null, error);
+        }
+      }
       if (flags.json) return printJson(rt, created);
       rt.out(`${created.id}\n`);
       rt.err(`${describe(created)}\n`);
@@ -171,6 +178,23 @@ async function showRollout(
   const rollout = await caller.api.get<Rollout>(`${base}/${release.id}/rollout`);
   rt[to](`${describeRollout(rollout, release.version)}\n`);
   rt.err(`Follow it with: drover rollout status ${follow.ref} --app ${follow.app}\n`);
+}
+
+/**
+ * `release create --publish` whose publish was refused: the release exists, as a draft. Says so,
+ * with its id (alone on stdout, or the draft as JSON, as a create prints it) and how to publish
+ * it, so that a retry does not create a second release of the version; exit 2 (130 interrupted).
+ */
+function draftLeft(rt: Runtime, draft: Release, flags: CreateFlags, waves: boolean, error: unknown): CliExit {
+  if (flags.json) printJson(rt, draft);
+  else rt.out(`${draft.id}\n`);
+  const why = error instanceof Error ? error.message : String(error);
+  rt.err(
+    `drover: the publish was refused: ${why}\n` +
+      `drover: release ${draft.version} was created as a draft, ${draft.id}; publish it with ` +
+      `\`drover release publish ${draft.id} --app ${flags.app}${waves ? ' --waves ...' : ''}\` (\`release create\` again would make another ${draft.version})\n`,
+  );
+  return new CliExit(error instanceof Interrupted ? EXIT.interrupted : EXIT.usage);
 }
 
 function sequenceOption(value: string): number {

@@ -4,11 +4,11 @@ import { isBatchAnswer, type BatchAccepted, type BatchResult } from '../batches/
 import { reportBatchRun } from '../batches/run-batch.js';
 import { anyCaller, optionalSessionCaller, type Caller } from '../callers.js';
 import { parseDuration } from '../duration.js';
-import { CliError, CliExit } from '../errors.js';
+import { CliError, CliExit, NoAnswer } from '../errors.js';
 import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
 import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
-import { jobPath, type RunAccepted, type RunResult } from '../jobs/job.js';
-import { waitForJob } from '../jobs/wait.js';
+import { knownJobStatus, type RunAccepted, type RunResult } from '../jobs/job.js';
+import { jobAfterWait, waitForJob } from '../jobs/wait.js';
 import { printJson } from '../output/json.js';
 import { buildParams, collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
@@ -62,6 +62,8 @@ export function configureRunCommand(program: Command, rt: Runtime): void {
       const settings = loadSettings(command.optsWithGlobals(), rt);
       const waitTimeoutMs =
         flags.waitTimeout === undefined ? undefined : parseDuration(flags.waitTimeout, '--wait-timeout');
+      // The wait's deadline covers the run's own answer (a sync trigger's) and any following.
+      const deadline = waitTimeoutMs === undefined ? Infinity : Date.now() + waitTimeoutMs;
       if (!flags.wait && (flags.waitTimeout !== undefined || flags.logs)) {
         throw new CliError(`${flags.logs ? '--logs' : '--wait-timeout'} needs --wait`);
       }
@@ -73,10 +75,12 @@ export function configureRunCommand(program: Command, rt: Runtime): void {
         params: buildParams(rt.cwd, flags.param, flags.paramsFile),
       } satisfies RequestBody<'runTrigger'>;
       const caller = anyCaller(settings, rt);
-      const answer = await runTrigger(caller, triggerId, body, flags.idempotencyKey);
+      const answer = await runTrigger(caller, triggerId, body, flags, waitTimeoutMs);
+      checkRunAnswer(answer.body);
+      const left = () => (deadline === Infinity ? undefined : Math.max(0, deadline - Date.now()));
       // A selector trigger answers with its batch: one job per agent it selects.
       if (isBatchAnswer(answer.body)) {
-        return reportBatchRun(rt, settings, caller, { ...answer, body: answer.body }, flags, waitTimeoutMs);
+        return reportBatchRun(rt, settings, caller, { ...answer, body: answer.body }, flags, left());
       }
       const run = answer.body;
       // 200: the trigger is sync, and this is the job's result; 202: the job was accepted.
@@ -96,18 +100,84 @@ export function configureRunCommand(program: Command, rt: Runtime): void {
         throw new CliExit(EXIT.rejected);
       }
       if (!waiting) return;
-      await followAsyncJob(rt, settings, caller, run, flags, waitTimeoutMs);
+      await followAsyncJob(rt, settings, caller, run, flags, left());
     });
 }
 
-function runTrigger(caller: Caller, triggerId: string, body: object, idempotencyKey: string | undefined) {
+type RunAnswer = RunAccepted | RunResult | BatchAccepted | BatchResult;
+
+/**
+ * Runs the trigger. A sync trigger's answer is its wait: it waits at most `--wait-timeout`; when
+ * that passes first, exit 6 saying the job may still run and how to get it back.
+ */
+async function runTrigger(
+  caller: Caller,
+  triggerId: string,
+  body: object,
+  flags: RunFlags,
+  waitTimeoutMs: number | undefined,
+) {
+  const idempotencyKey = flags.idempotencyKey;
   const headers = idempotencyKey === undefined ? undefined : { 'idempotency-key': idempotencyKey };
   const id = encodeURIComponent(triggerId);
-  const options = { body, headers, answerTimeoutMs: SYNC_ANSWER_TIMEOUT_MS };
-  type Answer = RunAccepted | RunResult | BatchAccepted | BatchResult;
-  if (caller.kind === 'token') return caller.api.call<Answer>('POST', `/triggers/${id}/run`, options);
-  // A session runs it by hand (the same body and answers, in the user's organization).
-  return caller.orgId().then((org) => caller.api.call<Answer>('POST', `/orgs/${org}/triggers/${id}/run`, options));
+  const answerTimeoutMs = Math.min(SYNC_ANSWER_TIMEOUT_MS, waitTimeoutMs ?? Infinity);
+  const options = { body, headers, answerTimeoutMs };
+  try {
+    if (caller.kind === 'token') return await caller.api.call<RunAnswer>('POST', `/triggers/${id}/run`, options);
+    // A session runs it by hand (the same body and answers, in the user's organization).
+    const org = await caller.orgId();
+    return await caller.api.call<RunAnswer>('POST', `/orgs/${org}/triggers/${id}/run`, options);
+  } catch (error) {
+    if (waitTimeoutMs === undefined || !(error instanceof NoAnswer) || !error.timedOut) throw error;
+    const getBack =
+      idempotencyKey === undefined
+        ? 'find it with `drover jobs` (a session), or next time pass --idempotency-key to get it back by running again'
+        : `run again with --idempotency-key ${idempotencyKey} to get its answer, or find it with \`drover jobs\``;
+    throw new CliError(
+      `no answer from the run within --wait-timeout ${flags.waitTimeout}: the job may still run; ${getBack}`,
+      EXIT.stillRunning,
+    );
+  }
+}
+
+/** Batch statuses this command line knows (`Batch.status`). */
+const BATCH_STATUSES: readonly string[] = [
+  'pending',
+  'running',
+  'success',
+  'failed',
+  'partial',
+  'cancelled',
+] satisfies readonly BatchResult['status'][];
+
+/**
+ * The run's answer checked before anything is said of it: a job's id and a status this command
+ * line knows, or a batch's; else an error (exit 2), never a report of `Job undefined`.
+ */
+function checkRunAnswer(body: unknown): asserts body is RunAnswer {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new CliError("the coordinator's answer to the run is not a job or a batch: check --url");
+  }
+  const fields = body as Record<string, unknown>;
+  if ('batchId' in fields) {
+    if (typeof fields.batchId !== 'string' || fields.batchId === '') {
+      throw new CliError("the coordinator's answer to the run names no batch: check --url");
+    }
+    if (typeof fields.status !== 'string' || !BATCH_STATUSES.includes(fields.status)) {
+      throw new CliError(
+        `the coordinator reported status ${JSON.stringify(fields.status ?? null)} for batch ${fields.batchId}, ` +
+          'which this drover does not know: upgrade the CLI',
+      );
+    }
+    if ('jobs' in fields && !Array.isArray(fields.jobs)) {
+      throw new CliError(`the coordinator's answer for batch ${fields.batchId} has no list of jobs: check --url`);
+    }
+    return;
+  }
+  if (typeof fields.jobId !== 'string' || fields.jobId === '') {
+    throw new CliError("the coordinator's answer to the run names no job: check --url");
+  }
+  knownJobStatus(fields.status, `job ${fields.jobId}`);
 }
 
 function printSyncOutcome(rt: Runtime, run: RunResult, page: string): void {
@@ -137,6 +207,8 @@ async function followAsyncJob(
 ): Promise<void> {
   const session = caller.kind === 'session' ? caller : optionalSessionCaller(settings, rt);
   if (session === null) {
+    // Nothing follows the job: a script still gets the answer (its job id) before the failure.
+    if (flags.json) printJson(rt, run);
     rt.err(
       `drover: --wait on an async trigger needs a session to follow the job (drover login); job ${run.jobId} keeps running\n`,
     );
@@ -146,11 +218,12 @@ async function followAsyncJob(
     signal: rt.signal,
     timeoutMs,
     onLogs: flags.logs ? (lines) => lines.forEach((line) => rt.err(formatLogLine(line))) : undefined,
+    onOutage: (message) => rt.err(`drover: ${message}\n`),
   });
   const job = end.job;
   if (flags.json) {
     // The job as the API answers it, without its log lines (`drover job <id> --logs --json` has them).
-    printJson(rt, await session.api.get(jobPath(run.jobId), { logsAfter: Number.MAX_SAFE_INTEGER, logsLimit: 1 }));
+    printJson(rt, await jobAfterWait(session.api, end, { logsAfter: Number.MAX_SAFE_INTEGER, logsLimit: 1 }));
   } else if (end.ended === 'finished') {
     rt.out(`Job ${job.id} ${describeOutcome(job)}\n${formatOutput(job.output)}`);
   } else {

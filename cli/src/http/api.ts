@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
-import { ApiError, CliError, Interrupted } from '../errors.js';
+import { ApiError, CliError, Interrupted, NoAnswer } from '../errors.js';
 import { retryAfterMs } from '@drover/shared';
 
 /** How long a call waits for the answer's headers unless it says otherwise. */
@@ -74,6 +74,7 @@ export class Api {
     if (answer.statusCode < 200 || answer.statusCode >= 300) {
       throw apiError(answer.statusCode, parsed, text, retryAfterSecondsOf(answer.headers['retry-after']));
     }
+    if (text !== '') this.#checkJson(method, url, answer.statusCode, answer.headers['content-type'], text);
     return { status: answer.statusCode, headers: answer.headers, body: parsed as T };
   }
 
@@ -93,12 +94,38 @@ export class Api {
     return (await this.call<T>('DELETE', path)).body;
   }
 
+  /**
+   * A 2xx answer with a body is Drover's only when it is JSON: anything else (a web server's HTML
+   * page, a proxy's text) means `--url` names something else, said so rather than read as an answer.
+   */
+  #checkJson(method: string, url: URL, status: number, contentType: string | string[] | undefined, text: string): void {
+    const type = ((Array.isArray(contentType) ? contentType[0] : contentType) ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
+    const json = type === 'application/json' || /^application\/[^/]+\+json$/.test(type);
+    let what: string | null = null;
+    if (!json) what = type === '' ? 'without a content type' : type;
+    else {
+      try {
+        JSON.parse(text);
+      } catch {
+        what = `${type} that does not parse as JSON`;
+      }
+    }
+    if (what === null) return;
+    throw new CliError(
+      `the coordinator at ${this.origin} answered ${method} ${url.pathname} with HTTP ${status} ${what}, not Drover's API: check --url`,
+    );
+  }
+
   #noAnswer(error: unknown): Error {
     if (this.signal?.aborted) return new Interrupted();
     const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-    const detail = e?.cause?.code ?? e?.code ?? e?.cause?.message ?? e?.message ?? String(error);
+    const code = e?.cause?.code ?? e?.code ?? '';
+    const detail = code || (e?.cause?.message ?? e?.message ?? String(error));
     const what = detail === 'UND_ERR_HEADERS_TIMEOUT' ? 'no answer in time' : detail;
-    return new CliError(`cannot reach the coordinator at ${this.origin}: ${what}`, undefined, { cause: error });
+    return new NoAnswer(`cannot reach the coordinator at ${this.origin}: ${what}`, code, { cause: error });
   }
 }
 

@@ -1,4 +1,7 @@
+import { JOB_STATUSES, type JobStatus } from '@drover/shared';
 import type { Schema } from '@drover/shared/api';
+import { CliError } from '../errors.js';
+import { CLI_VERSION } from '../version.js';
 
 /** A log line of a job (`GET /v1/jobs/:id`). */
 export type LogLine = Schema<'JobLogLine'>;
@@ -23,3 +26,32 @@ export type RunAccepted = Schema<'RunAccepted'>;
 export type RunResult = Schema<'RunResult'>;
 
 export const jobPath = (jobId: string) => `/jobs/${encodeURIComponent(jobId)}`;
+
+/** Whether `status` is a job status this command line knows. */
+export const isKnownJobStatus = (status: unknown): status is JobStatus =>
+  typeof status === 'string' && (JOB_STATUSES as readonly string[]).includes(status);
+
+/**
+ * `status` as a job status this command line knows; else an error (exit 2) that says so: an
+ * answer without one is not a job, one it does not know comes from a newer coordinator.
+ */
+export function knownJobStatus(status: unknown, what: string): JobStatus {
+  if (isKnownJobStatus(status)) return status;
+  if (typeof status !== 'string' || status === '') {
+    throw new CliError(
+      `the coordinator's answer gives no status for ${what}: it is not Drover's API, or not one this drover reads`,
+    );
+  }
+  throw new CliError(
+    `the coordinator reported status ${JSON.stringify(status)} for ${what}, which this drover (${CLI_VERSION}) does not know: upgrade the CLI`,
+  );
+}
+
+/** A job as read by `GET /v1/jobs/:id`, its id and status checked (knownJobStatus). */
+export function checkedJob<T extends { id?: unknown; status?: unknown }>(job: T, jobId: string): T {
+  if (typeof job !== 'object' || job === null || Array.isArray(job)) {
+    throw new CliError(`the coordinator's answer for job ${jobId} is not a job: it is not Drover's API`);
+  }
+  knownJobStatus(job.status, `job ${jobId}`);
+  return job;
+}

@@ -1,8 +1,10 @@
 import { pause } from '@drover/agent/client';
 import { isTerminalJobStatus } from '@drover/shared';
-import { Interrupted } from '../errors.js';
-import type { Api } from '../http/api.js';
-import { jobPath, LOG_PAGE, moreLogsAfter, type JobDetail, type LogLine } from './job.js';
+import { CliError, Interrupted } from '../errors.js';
+import { EXIT } from '../exit-codes.js';
+import { Api } from '../http/api.js';
+import { answerTimeoutBefore, readThroughOutage } from '../http/outage.js';
+import { checkedJob, jobPath, LOG_PAGE, moreLogsAfter, type JobDetail, type LogLine } from './job.js';
 
 /** The first pause between two looks at the job, growing by half each time up to the longest. */
 const FIRST_PAUSE_MS = 250;
@@ -16,6 +18,8 @@ export interface WaitOptions {
   onLogs?(lines: LogLine[]): void;
   /** Called when the job's status changes (not for the first look). */
   onStatus?(job: JobDetail): void;
+  /** Told when the coordinator stops answering for a while, and when it answers again (one line each). */
+  onOutage?(message: string): void;
 }
 
 export interface WaitEnd {
@@ -29,7 +33,9 @@ export interface WaitEnd {
  * Follows a job through `GET /v1/jobs/:id` (a session) until it reaches a terminal status, the
  * timeout passes or `signal` aborts; with `onLogs`, its log lines as they come, page by page. The
  * API has no stream of job events, so this looks again after a pause that starts short (most jobs
- * are quick) and grows to 2 s, and shortens again when something moved.
+ * are quick) and grows to 2 s, and shortens again when something moved. An outage of the
+ * coordinator (no answer, a 502, 503 or 504) is waited out until the deadline (http/outage.ts);
+ * a status this command line does not know ends the wait with an error (exit 2).
  */
 export async function waitForJob(api: Api, jobId: string, options: WaitOptions): Promise<WaitEnd> {
   const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
@@ -39,7 +45,18 @@ export async function waitForJob(api: Api, jobId: string, options: WaitOptions):
   for (;;) {
     let seen: JobDetail;
     try {
-      seen = await readJob(api, jobId, lastSeq, options.onLogs ? LOG_PAGE : 0);
+      const read = await readThroughOutage(
+        () => readJob(api, jobId, lastSeq, options.onLogs ? LOG_PAGE : 0, answerTimeoutBefore(deadline)),
+        { signal: options.signal, deadline, onOutage: options.onOutage },
+      );
+      if ('gaveUp' in read) {
+        if (job) return { job, ended: 'timeout' };
+        throw new CliError(
+          `the wait timed out before the coordinator answered (${read.gaveUp.message}): job ${jobId} may still run`,
+          EXIT.stillRunning,
+        );
+      }
+      seen = read.value;
     } catch (error) {
       if (error instanceof Interrupted && job) return { job, ended: 'interrupted' };
       throw error;
@@ -69,7 +86,38 @@ export async function waitForJob(api: Api, jobId: string, options: WaitOptions):
   }
 }
 
-/** The job with its log lines after `logsAfter` (at most `logsLimit`). */
-export function readJob(api: Api, jobId: string, logsAfter: number, logsLimit: number): Promise<JobDetail> {
-  return api.get<JobDetail>(jobPath(jobId), { logsAfter, logsLimit });
+/**
+ * The job with its log lines after `logsAfter` (at most `logsLimit`), its status checked: one
+ * this command line does not know is an error (exit 2) that says to upgrade it.
+ */
+export async function readJob(
+  api: Api,
+  jobId: string,
+  logsAfter: number,
+  logsLimit: number,
+  answerTimeoutMs?: number,
+): Promise<JobDetail> {
+  const query = { logsAfter, logsLimit };
+  const answer = await api.call<JobDetail>('GET', jobPath(jobId), { query, answerTimeoutMs });
+  return checkedJob(answer.body, jobId);
+}
+
+/** How long the last look at a job after its wait may take. */
+const LAST_LOOK_MS = 5_000;
+
+/**
+ * The job once a wait for it ended, for `--json`: read again as the API answers it (`query`), at
+ * most 5 s, even after an interruption (then with a signal of its own); what the wait saw last
+ * when that look gets no answer (the wait timed out in an outage, say).
+ */
+export async function jobAfterWait(api: Api, end: WaitEnd, query?: Record<string, number>): Promise<unknown> {
+  const lastLook =
+    end.ended === 'interrupted'
+      ? new Api(api.origin, api.bearer, AbortSignal.timeout(LAST_LOOK_MS), api.dispatcher)
+      : api;
+  try {
+    return (await lastLook.call('GET', jobPath(end.job.id), { query, answerTimeoutMs: LAST_LOOK_MS })).body;
+  } catch {
+    return end.job;
+  }
 }

@@ -48,3 +48,23 @@ export async function readStdin(rt: Runtime): Promise<string> {
     .toString('utf8')
     .replace(/\r?\n$/, '');
 }
+
+/**
+ * The first line of standard input, without its line break (`\n` or `\r\n`): `login
+ * --password-stdin`. Reading stops at the first line break, so a writer that keeps standard input
+ * open (`(echo pw; sleep 5) | drover login ...`) is not waited for; the rest is left unread.
+ */
+export async function readStdinLine(rt: Runtime): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of rt.stdin) {
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    const end = bytes.indexOf(0x0a);
+    if (end === -1) {
+      chunks.push(bytes);
+      continue;
+    }
+    chunks.push(bytes.subarray(0, end));
+    break;
+  }
+  return Buffer.concat(chunks).toString('utf8').replace(/\r$/, '');
+}
