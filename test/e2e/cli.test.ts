@@ -84,6 +84,14 @@ describe('drover-coordinator migrate and bootstrap', () => {
     );
     expect(fs.existsSync(path.join(dataDir, 'drover.sqlite'))).toBe(true);
 
+    // A data directory that does not exist is a mistyped path, not a new database to make.
+    const typo = await run(['migrate', '--data-dir', path.join(dataDir, 'typo')]);
+    expect([typo.code, typo.stdout]).toEqual([2, '']);
+    expect(typo.stderr).toBe(
+      `drover-coordinator: the data directory ${path.join(dataDir, 'typo')} does not exist: migrate works on an existing one (check --data-dir or DROVER_DATA_DIR; start creates a new one)\n`,
+    );
+    expect(fs.existsSync(path.join(dataDir, 'typo'))).toBe(false);
+
     const second = await run(['migrate', '--data-dir', dataDir]);
     expect(second.code).toBe(0);
     expect(second.stdout).not.toContain('applied');

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Command } from 'commander';
 import type { Config } from '../config/config.js';
 import { databaseFile, openDatabase } from '../db/database.js';
@@ -23,6 +24,13 @@ export function configureMigrateCommand(program: Command): void {
 }
 
 function migrateSqlite(config: Config): MigrationResult {
+  // A mistyped path would get a new, empty database migrated, and its operator "database at version N".
+  if (!fs.existsSync(config.dataDir)) {
+    process.stderr.write(
+      `drover-coordinator: the data directory ${config.dataDir} does not exist: migrate works on an existing one (check --data-dir or DROVER_DATA_DIR; start creates a new one)\n`,
+    );
+    process.exit(2);
+  }
   lockDataDirOrExit(config.dataDir); // not under a running coordinator
   const db = openDatabase(databaseFile(config.dataDir));
   try {
