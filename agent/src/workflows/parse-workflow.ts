@@ -318,7 +318,7 @@ function readParam(y: YamlReader, node: YamlNode | null, path: YamlPath): ParamD
     // A string or enum default written as a plain number (`default: 1.10`) is the text as written.
     const textual = param.type === 'string' || param.type === 'enum';
     const value = textual
-      ? y.text(field('default'), [...path, 'default'])
+      ? y.text(field('default'), [...path, 'default'], { givenToPrograms: true }) // DROVER_PARAM_<NAME>
       : y.scalar(field('default'), [...path, 'default'], 'a string, a number or true/false');
     if (value !== null) param.default = value;
   }

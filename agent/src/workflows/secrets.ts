@@ -69,6 +69,15 @@ export function parseSecrets(file: string, text: string): LoadedSecrets {
       }
       // Strictly strings: `PIN: 0123` would otherwise become the number 123.
       const value = y.strictString(entry.node, [name], `quote the value: ${name}: "..."`);
+      if (value !== null && value.includes('\0')) {
+        // Node refuses it in every step's environment (`... must be a string without null bytes`).
+        y.problem(
+          entry.node,
+          [name],
+          'holds a NUL character (`\\0`), which no environment variable can: every job would fail',
+        );
+        continue;
+      }
       if (value !== null) secrets[name] = value;
     }
   }

@@ -284,12 +284,15 @@ describe('parseWorkflowFile', () => {
       '    args: [ok, "a\\0b"]',
       '    env: {A: "x\\0"}',
       '    cwd: "/tmp\\0"',
+      'params:',
+      '  - {name: MODE, type: string, default: "a\\0"}',
     ].join('\n');
     expect(await problems(text)).toEqual([
       'deploy.yaml:3: steps[0].run: holds a NUL character (`\\0`, at character 5), which no program can be given',
       'deploy.yaml:4: steps[0].args[1]: holds a NUL character (`\\0`, at character 2), which no program can be given',
       'deploy.yaml:5: steps[0].env.A: holds a NUL character (`\\0`, at character 2), which no program can be given',
       'deploy.yaml:6: steps[0].cwd: holds a NUL character (`\\0`, at character 5), which no program can be given',
+      'deploy.yaml:8: params[0].default: holds a NUL character (`\\0`, at character 2), which no program can be given',
     ]);
   });
 

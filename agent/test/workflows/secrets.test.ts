@@ -56,6 +56,17 @@ describe('loadSecrets', () => {
     );
   });
 
+  it('refuses the whole file for a value holding a NUL character, which no environment variable can, never naming the value', async () => {
+    write('GOOD: "x"\nTOKEN: "s3cr\\0t"\n');
+    const loaded = await loadSecrets(stateDir);
+    expect(loaded).toEqual({
+      secrets: {},
+      problem:
+        'secrets.yaml:2: TOKEN: holds a NUL character (`\\0`), which no environment variable can: every job would fail; ' +
+        'until it is fixed no secrets are given to any job',
+    });
+  });
+
   it('refuses invalid YAML and names that cannot be environment variables', async () => {
     write('A: "x"\nA: "y"\n');
     expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:2: invalid YAML: .*unique/);
