@@ -1,9 +1,7 @@
 import { pause } from '@drover/agent/client';
 import { isTerminalJobStatus } from '@drover/shared';
-import { CliError, Interrupted } from '../errors.js';
-import { EXIT } from '../exit-codes.js';
 import type { Api } from '../http/api.js';
-import { answerTimeoutBefore, readThroughOutage } from '../http/outage.js';
+import { answerTimeoutBefore, lookDuringWait } from '../http/outage.js';
 import { batchEnded, batchPath, type BatchDetail, type BatchJob } from './batch.js';
 
 /** The first pause between two looks at the batch, growing by half each time up to the longest (as for a job). */
@@ -39,26 +37,16 @@ export async function waitForBatch(api: Api, batchId: string, options: BatchWait
   let wait = FIRST_PAUSE_MS;
   let batch: BatchDetail | undefined;
   for (;;) {
-    let seen: BatchDetail;
-    try {
-      const read = await readThroughOutage(
-        async () =>
-          (await api.call<BatchDetail>('GET', batchPath(batchId), { answerTimeoutMs: answerTimeoutBefore(deadline) }))
-            .body,
-        { signal: options.signal, deadline, onOutage: options.onOutage },
-      );
-      if ('gaveUp' in read) {
-        if (batch) return { batch, ended: 'timeout' };
-        throw new CliError(
-          `the wait timed out before the coordinator answered (${read.gaveUp.message}): batch ${batchId} may still run`,
-          EXIT.stillRunning,
-        );
-      }
-      seen = read.value;
-    } catch (error) {
-      if (error instanceof Interrupted && batch) return { batch, ended: 'interrupted' };
-      throw error;
-    }
+    const looked = await lookDuringWait(
+      async () =>
+        (await api.call<BatchDetail>('GET', batchPath(batchId), { answerTimeoutMs: answerTimeoutBefore(deadline) }))
+          .body,
+      batch,
+      `batch ${batchId}`,
+      { signal: options.signal, deadline, onOutage: options.onOutage },
+    );
+    if ('ended' in looked) return { batch: batch!, ended: looked.ended };
+    const seen = looked.seen;
     const moved = batch !== undefined && seen.jobs.some((j) => lastStatus.get(j.jobId) !== j.status);
     const ended = seen.jobs.filter(
       (j) => isTerminalJobStatus(j.status) && !isTerminalJobStatus(lastStatus.get(j.jobId) ?? ''),

@@ -1,5 +1,6 @@
 import { pause } from '@drover/agent/client';
-import { ApiError, Interrupted, NoAnswer } from '../errors.js';
+import { ApiError, CliError, Interrupted, NoAnswer } from '../errors.js';
+import { EXIT } from '../exit-codes.js';
 
 /** The first pause after a look that got no answer, doubling up to the longest (docs/cli.md, "Waits and outages"). */
 export const FIRST_RETRY_MS = 1_000;
@@ -69,6 +70,34 @@ export async function readThroughOutage<T>(
         throw new Interrupted();
       }
     }
+  }
+}
+
+/** One look of a wait: what it saw, or why the wait ends with what it saw before. */
+export type Look<T> = { seen: T } | { ended: 'timeout' | 'interrupted' };
+
+/**
+ * One look of a wait (a job's, a batch's) through an outage (readThroughOutage): the wait ends at
+ * its deadline or an interruption with what it saw before (`last`); before anything was seen, the
+ * deadline is an error that says `what` may still run (exit 6), and an interruption is thrown.
+ */
+export async function lookDuringWait<T>(
+  read: () => Promise<T>,
+  last: T | undefined,
+  what: string,
+  options: OutageOptions,
+): Promise<Look<T>> {
+  try {
+    const looked = await readThroughOutage(read, options);
+    if ('value' in looked) return { seen: looked.value };
+    if (last !== undefined) return { ended: 'timeout' };
+    throw new CliError(
+      `the wait timed out before the coordinator answered (${looked.gaveUp.message}): ${what} may still run`,
+      EXIT.stillRunning,
+    );
+  } catch (error) {
+    if (error instanceof Interrupted && last !== undefined) return { ended: 'interrupted' };
+    throw error;
   }
 }
 

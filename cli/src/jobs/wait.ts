@@ -1,9 +1,7 @@
 import { pause } from '@drover/agent/client';
 import { isTerminalJobStatus } from '@drover/shared';
-import { CliError, Interrupted } from '../errors.js';
-import { EXIT } from '../exit-codes.js';
 import { Api } from '../http/api.js';
-import { answerTimeoutBefore, readThroughOutage } from '../http/outage.js';
+import { answerTimeoutBefore, lookDuringWait } from '../http/outage.js';
 import { checkedJob, jobPath, LOG_PAGE, moreLogsAfter, type JobDetail, type LogLine } from './job.js';
 
 /** The first pause between two looks at the job, growing by half each time up to the longest. */
@@ -43,24 +41,14 @@ export async function waitForJob(api: Api, jobId: string, options: WaitOptions):
   let wait = FIRST_PAUSE_MS;
   let job: JobDetail | undefined;
   for (;;) {
-    let seen: JobDetail;
-    try {
-      const read = await readThroughOutage(
-        () => readJob(api, jobId, lastSeq, options.onLogs ? LOG_PAGE : 0, answerTimeoutBefore(deadline)),
-        { signal: options.signal, deadline, onOutage: options.onOutage },
-      );
-      if ('gaveUp' in read) {
-        if (job) return { job, ended: 'timeout' };
-        throw new CliError(
-          `the wait timed out before the coordinator answered (${read.gaveUp.message}): job ${jobId} may still run`,
-          EXIT.stillRunning,
-        );
-      }
-      seen = read.value;
-    } catch (error) {
-      if (error instanceof Interrupted && job) return { job, ended: 'interrupted' };
-      throw error;
-    }
+    const looked = await lookDuringWait(
+      () => readJob(api, jobId, lastSeq, options.onLogs ? LOG_PAGE : 0, answerTimeoutBefore(deadline)),
+      job,
+      `job ${jobId}`,
+      { signal: options.signal, deadline, onOutage: options.onOutage },
+    );
+    if ('ended' in looked) return { job: job!, ended: looked.ended };
+    const seen = looked.seen;
     let moved = false;
     if (options.onLogs && seen.logs.length > 0) {
       options.onLogs(seen.logs);
