@@ -172,6 +172,11 @@ export async function createCoordinator(
         void scheduler.triggerChanged(triggerId);
         store.relay?.publish({ type: 'trigger_changed', triggerId });
       },
+      cancelPoolJobs: async (orgId, triggerId) => {
+        const waiting = await repos.pools.waitingOf(orgId, triggerId);
+        for (const job of waiting) await cancels.cancelJob(job);
+        return waiting.length;
+      },
     });
     const apiTokens = new ApiTokenService({ repos, audit, clock });
     const members = new MemberService({ repos, audit, clock });

@@ -65,7 +65,7 @@ export function parseLabelPairs(items: readonly string[]): Record<string, string
     const value = item.slice(at + 1).trim();
     const problem = labelKeyProblem(key) ?? labelValueProblem(value);
     if (problem) throw new Error(problem);
-    if (key in labels && labels[key] !== value) throw new Error(`the label ${key} is given twice`);
+    if (Object.hasOwn(labels, key) && labels[key] !== value) throw new Error(`the label ${key} is given twice`);
     labels[key] = value;
   }
   return labels;
@@ -259,6 +259,24 @@ export function matchesSelector(requirements: readonly Requirement[], labels: La
 }
 
 /** A selector written back in one canonical form: `a=x,b!=y,c in (p,q),d,!e`. */
+/**
+ * A selector as it is stored (a trigger's, an application's): its canonical form, which is parsed
+ * again whenever it is read, so it must itself be a selector. Canonical forms may be longer than
+ * what was written (`k in(a)` is `k in (a)`): one longer than a selector may be is refused here,
+ * when it is written, rather than failing every later read. Throws SelectorError.
+ */
+export function storableSelector(requirements: readonly Requirement[]): string {
+  const formatted = formatSelector(requirements);
+  const length = characterCount(formatted);
+  if (length > MAX_SELECTOR_LENGTH) {
+    throw new SelectorError(
+      MAX_SELECTOR_LENGTH,
+      `as it is stored (\`key in (a,b)\`, one comma between requirements) the selector has ${length} characters, more than the ${MAX_SELECTOR_LENGTH} a selector may have`,
+    );
+  }
+  return formatted;
+}
+
 export function formatSelector(requirements: readonly Requirement[]): string {
   return requirements
     .map((r) => {

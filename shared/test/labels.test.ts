@@ -7,6 +7,7 @@ import {
   parseLabelPairs,
   parseSelector,
   SelectorError,
+  storableSelector,
 } from '../src/labels.js';
 
 const matches = (selector: string, labels: Record<string, string>) => matchesSelector(parseSelector(selector), labels);
@@ -56,6 +57,16 @@ describe('label selectors', () => {
     expect(formatSelector(parseSelector(' a = x ,b!=y, c in (p , q,p),d, ! e'))).toBe('a=x,b!=y,c in (p,q),d,!e');
   });
 
+  it('refuses to store a selector whose canonical form would be too long to read back', () => {
+    // 1024 characters as written; `in(gw)` is stored `in (gw)`, one more character per set.
+    const written = `${'role in(gw),'.repeat(84)}role in(gw)`.padEnd(1024, ' ');
+    const requirements = parseSelector(written);
+    expect(() => storableSelector(requirements)).toThrow(
+      'as it is stored (`key in (a,b)`, one comma between requirements) the selector has 1104 characters, more than the 1024 a selector may have',
+    );
+    expect(storableSelector(parseSelector('role in(gw), site=x'))).toBe('role in (gw),site=x');
+  });
+
   it('names the position and the reason of an error', () => {
     expect(errorAt('site=berlin,')).toEqual([12, 'expected a label key, found the end']);
     expect(errorAt('site in berlin')).toEqual([8, "expected '(', found 'berlin'"]);
@@ -98,6 +109,8 @@ describe('labels', () => {
     expect(parseLabelPairs(['site=berlin', ' role = gw ', 'tier='])).toEqual({ site: 'berlin', role: 'gw', tier: '' });
     expect(() => parseLabelPairs(['site'])).toThrow('"site" is not a label: expected key=value');
     expect(() => parseLabelPairs(['site=a', 'site=b'])).toThrow('the label site is given twice');
+    // A name every object holds is a label like any other.
+    expect(parseLabelPairs(['constructor=x'])).toEqual({ constructor: 'x' });
     expect(() => parseLabelPairs(['Site=a'])).toThrow(/is not a label key/);
     expect(mergeLabels({ site: 'berlin', os: 'linux' }, { site: 'munich' })).toEqual({ site: 'munich', os: 'linux' });
   });

@@ -151,4 +151,37 @@ describe('pools', () => {
     expect(fired).toMatchObject({ outcome: 'job_created', status: 'pending' });
     expect(await job((fired as { jobId: string }).jobId)).toMatchObject({ source: 'cron', agentId: null });
   });
+
+  it('cancels the jobs waiting in a pool when its trigger is moved onto one agent: none could ever take them', async () => {
+    const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'any tester',
+        agentSelector: 'role=tester', // its one agent never connects here
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'build',
+        responseMode: 'async',
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [created.body.id] }]);
+    const waiting = await t.api.withToken(token.token).post(`/triggers/${created.body.id}/run`);
+    expect(waiting.status, waiting.text).toBe(202);
+    expect(await job(waiting.body.jobId)).toMatchObject({ status: 'pending', agentId: null });
+    // Another pool's waiting job is not this trigger's.
+    const other = await caller.post(`/triggers/${pool}/run`);
+    expect(await job(other.body.jobId)).toMatchObject({ status: 'pending', agentId: null });
+
+    const moved = await t.owner.patch(`/orgs/${t.orgId}/triggers/${created.body.id}`, { body: { agentId: a.agentId } });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.agentSelector).toBeNull();
+    expect(await job(waiting.body.jobId)).toMatchObject({ status: 'cancelled', agentId: null });
+    expect(await job(other.body.jobId)).toMatchObject({ status: 'pending', agentId: null });
+    const audit = (await t.owner.get(`/orgs/${t.orgId}/audit?limit=5`)).body as {
+      action: string;
+      metadata: Record<string, unknown>;
+    }[];
+    expect(audit.find((e) => e.action === 'trigger.update')?.metadata).toMatchObject({ cancelledWaiting: 1 });
+    expect((await t.owner.post(`/jobs/${other.body.jobId}/cancel`)).status).toBe(200);
+  });
 });

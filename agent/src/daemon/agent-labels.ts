@@ -64,7 +64,7 @@ function labelsOf(items: readonly string[], where: (item: string) => string, bui
         `${where(item)}: the agent sets the label ${key} itself (${key}=${builtIn[key]} here); remove it`,
       );
     }
-    if (key in labels && labels[key] !== value) {
+    if (Object.hasOwn(labels, key) && labels[key] !== value) {
       throw new AgentError(
         'bad_config',
         `${where(item)}: the label ${key} is given twice (${key}=${labels[key]} before)`,

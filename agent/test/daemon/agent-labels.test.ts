@@ -28,6 +28,10 @@ describe('the labels of drover-agent run', () => {
     );
   });
 
+  it('takes the key constructor, a name every object holds, as any other', () => {
+    expect(load(['constructor=x'], 'site=y')).toMatchObject({ constructor: 'x', site: 'y' });
+  });
+
   it('names the item that breaks the rules, and where it came from', () => {
     const refused: [string[], string | undefined, string][] = [
       [['site'], undefined, '--label "site": "site" is not a label: expected key=value'],

@@ -29,6 +29,10 @@ const ANY_WAITING = values<number, [string]>(
 const WAITING_ORGS = values<string, []>(
   `SELECT DISTINCT org_id FROM jobs WHERE agent_id IS NULL AND status = 'pending'`,
 );
+/** On the partial index of jobs waiting in a pool, as ANY_WAITING: the trigger's are few of them. */
+const WAITING_OF = query<JobRow, [string, string]>(
+  `SELECT * FROM jobs WHERE org_id = ? AND agent_id IS NULL AND status = 'pending' AND trigger_id = ? ORDER BY seq`,
+);
 const TAKE = query<JobRow, [string, string, string]>(
   `UPDATE jobs SET agent_id = ?, workflow_id = ? WHERE id = ? AND agent_id IS NULL AND status = 'pending'
    RETURNING *`,
@@ -73,6 +77,9 @@ export function createPoolRepository(db: Database): PoolRepository {
     },
     waitingOrgs() {
       return db.all(WAITING_ORGS, []);
+    },
+    async waitingOf(orgId, triggerId) {
+      return (await db.all(WAITING_OF, [orgId, triggerId])).map(toJob);
     },
   };
 }

@@ -25,4 +25,6 @@ export interface PoolRepository {
   anyWaiting(orgId: string): Promise<boolean>;
   /** The organizations where jobs wait in a pool. */
   waitingOrgs(): Promise<string[]>;
+  /** The jobs of the trigger waiting in its pool, oldest first. */
+  waitingOf(orgId: string, triggerId: string): Promise<Job[]>;
 }

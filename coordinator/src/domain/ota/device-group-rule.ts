@@ -1,4 +1,4 @@
-import { formatSelector, matchesSelector, parseSelector, SelectorError, type Labels } from '@drover/shared';
+import { matchesSelector, parseSelector, SelectorError, storableSelector, type Labels } from '@drover/shared';
 import { validationFailed } from '../../errors.js';
 import type { Application } from '../model/applications.js';
 import type { DeviceGroupFacts, DeviceGroupPlan } from '../model/device-groups.js';
@@ -46,7 +46,7 @@ export function deviceSelectorFrom(source: string | null, path: string): string 
         },
       ]);
     }
-    return formatSelector(requirements);
+    return storableSelector(requirements);
   } catch (error) {
     if (!(error instanceof SelectorError)) throw error;
     throw validationFailed([{ path, message: `is not a label selector: ${error.message}` }]);

@@ -42,6 +42,11 @@ export class TriggerService {
       limits: TriggerLimits;
       /** Told after every create, change and delete (the cron scheduler re-reads the trigger). */
       onChanged?: (triggerId: string) => void;
+      /**
+       * Cancels the jobs waiting in the trigger's pool, and says how many: told when a change
+       * takes the trigger off its selector, after which no agent could ever take them.
+       */
+      cancelPoolJobs?: (orgId: string, triggerId: string) => Promise<number>;
       schedules?: CronSchedules;
     },
   ) {
@@ -124,7 +129,16 @@ export class TriggerService {
     const refused = await repos.triggers.update(updated, this.deps.limits);
     if (refused) throw triggerLimitReached(refused, this.deps.limits);
     this.changed(updated.id);
-    await audit.record(userAction(actor, 'trigger.update', 'trigger', updated.id, { name: updated.name, changed }));
+    // Its pool is gone: the jobs waiting in it would wait for ever (docs/fleets.md, "Pools").
+    const offPool = current.agentSelector !== null && updated.agentSelector === null;
+    const cancelled = offPool ? ((await this.deps.cancelPoolJobs?.(actor.orgId, updated.id)) ?? 0) : 0;
+    await audit.record(
+      userAction(actor, 'trigger.update', 'trigger', updated.id, {
+        name: updated.name,
+        changed,
+        ...(cancelled > 0 ? { cancelledWaiting: cancelled } : {}),
+      }),
+    );
     return this.view(updated);
   }
 

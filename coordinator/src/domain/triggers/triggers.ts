@@ -12,7 +12,7 @@ import { conflict, describeValue, validationFailed, type ValidationDetail } from
 import { hasControlCharacters, nameProblem } from '../names.js';
 import { envValueProblems, plainJsonProblems } from '../plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from '../cron/triggers-cron.js';
-import { formatSelector, parseSelector, SelectorError } from '@drover/shared';
+import { parseSelector, SelectorError, storableSelector } from '@drover/shared';
 
 /**
  * Trigger configuration rules beyond single-field types (those are the route's JSON schema):
@@ -362,7 +362,7 @@ function resolveTarget(
         message: 'must select by at least one label (to reach every agent, select one they all have, such as `os`)',
       });
     } else {
-      agentSelector = formatSelector(requirements);
+      agentSelector = storableSelector(requirements);
     }
   } catch (error) {
     if (!(error instanceof SelectorError)) throw error;
