@@ -57,10 +57,11 @@ export function deployCoordinator(dir: string): void {
   ];
   for (const rel of remove) fs.rmSync(path.join(dir, rel), { recursive: true, force: true });
   pruneNodeModules(path.join(dir, 'node_modules'));
-  // The workspace's own compiled files: no declarations or source maps (their sources are not shipped).
+  // The workspace's own compiled files: no declarations or source maps (their sources are not
+  // shipped), nor the compiler's incremental build state (`.tsbuildinfo`, tsc -b's).
   for (const tree of ['dist', 'node_modules/@drover/shared/dist']) {
     for (const file of fs.readdirSync(path.join(dir, tree), { recursive: true, encoding: 'utf8' })) {
-      if (/\.(d\.ts|map)$/.test(file)) fs.rmSync(path.join(dir, tree, file));
+      if (/\.(d\.ts|map|tsbuildinfo)$/.test(file)) fs.rmSync(path.join(dir, tree, file));
     }
   }
   // The manifest names the absolute path of the checkout it was deployed from and the patches; the

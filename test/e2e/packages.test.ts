@@ -178,8 +178,9 @@ describe.skipIf(!TOOLS.dpkgDeb)('the Debian packages (dpkg-deb and readelf: apt-
       expect(mode.split(' ')[1], entry).toBe('root/root');
       // The data directories are the maintainer scripts' (made once, never removed), not dpkg's.
       expect(entry).not.toMatch(/^\/var\//);
-      // Nothing of development: the workspace's sources and tests, pnpm's links, declarations.
-      expect(entry).not.toMatch(/\/(src|test)\/.*\.ts$|\/\.bin\/|\/\.pnpm\/|\.d\.ts$|\.map$/);
+      // Nothing of development: the workspace's sources and tests, pnpm's links, declarations,
+      // source maps, tsc's incremental build state.
+      expect(entry).not.toMatch(/\/(src|test)\/.*\.ts$|\/\.bin\/|\/\.pnpm\/|\.d\.ts$|\.map$|\.tsbuildinfo$/);
     }
     expect(elfFiles(unpacked).map((f) => f.arch)).toEqual(['amd64', 'amd64', 'amd64']);
   });
@@ -364,6 +365,21 @@ describe.skipIf(!TOOLS.dpkgDeb)('the Debian packages (dpkg-deb and readelf: apt-
       ]);
       expect(fs.existsSync(config())).toBe(true);
       expect(fs.existsSync(path.join(fake, data, 'state.json'))).toBe(true);
+    });
+
+    it('a removal given up after the prerm stopped the service starts it again (abort-remove), as debhelper does', () => {
+      expect(script('prerm', 'remove')).toEqual([`deb-systemd-invoke stop ${name}.service`]);
+      // deb-systemd-invoke starts an enabled unit only: one never enabled stays stopped.
+      expect(script('postinst', 'abort-remove')).toEqual([
+        `deb-systemd-helper unmask ${name}.service`,
+        `deb-systemd-helper update-state ${name}.service`,
+        'systemctl --system daemon-reload',
+        `deb-systemd-invoke start ${name}.service`,
+      ]);
+      // An upgrade or a deconfiguration given up: the prerm stopped nothing, nothing is started.
+      for (const action of ['abort-upgrade', 'abort-deconfigure']) {
+        expect(script('postinst', action, '0.2.0').filter((c) => c.startsWith('deb-systemd-invoke'))).toEqual([]);
+      }
     });
 
     it('a purge removes the configuration and the unit state, never the data nor the user; twice the same', () => {
