@@ -218,6 +218,30 @@ describe('batches', () => {
     expect(audit.body[0]).toMatchObject({ targetId: first.body.batchId, metadata: { jobs: 2 } });
   });
 
+  it('refuses a key that named a job before the trigger moved onto a selector, and one that named a batch before it moved back', async () => {
+    const moving = await createTrigger({ name: 'moving', agentId: agents['gw-a']!.agentId });
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [moving] }]);
+    const run = (key: string) =>
+      t.api.withToken(token.token).post(`/triggers/${moving}/run`, { headers: { 'idempotency-key': key } });
+    const patch = async (body: Record<string, unknown>) =>
+      expect((await t.owner.patch(`/orgs/${t.orgId}/triggers/${moving}`, { body })).status).toBe(200);
+    expect((await run('made-a-job')).body.jobId).toEqual(expect.any(String));
+    await patch({ agentId: null, agentSelector: 'role=gateway, site=berlin', fanout: 'all' });
+    const asBatch = await run('made-a-job');
+    expect([asBatch.status, asBatch.body.code]).toEqual([409, 'idempotency_conflict']);
+    expect(asBatch.body.message).toBe(
+      'This Idempotency-Key was already used for one job of this trigger (it ran on one agent then); send another key',
+    );
+    expect((await run('made-a-batch')).body.batchId).toEqual(expect.any(String));
+    await patch({ agentSelector: null, fanout: null, agentId: agents['gw-a']!.agentId });
+    const asJob = await run('made-a-batch');
+    expect([asJob.status, asJob.body.code]).toEqual([409, 'idempotency_conflict']);
+    expect(asJob.body.message).toBe(
+      'This Idempotency-Key was already used for a batch of this trigger (it ran on a selector then); send another key',
+    );
+    expect((await run('made-a-job')).body).toMatchObject({ idempotent: true });
+  });
+
   it("lists one trigger's batches newest first, a page at a time, and refuses a malformed trigger id", async () => {
     const all = (await t.owner.get(`/orgs/${t.orgId}/batches`)).body as { id: string; triggerId: string }[];
     const ofAll = all.filter((b) => b.triggerId === triggers.all).map((b) => b.id);

@@ -218,6 +218,12 @@ describe('trigger-run rules', () => {
         expect422(res, 'body.forceReason', 'forceReason is required when force=true');
         expect(res.body.message).toBe('forceReason is required when force=true');
       }
+      // Shown in tables, chat messages and the audit log: no control characters (a NUL was stored
+      // on SQLite and refused by PostgreSQL as "cannot be stored").
+      for (const forceReason of ['a\u0000b', 'red\u001b[31m', 'two\nlines']) {
+        const res = await f.run(ownerToken, limited.id, { force: true, forceReason });
+        expect422(res, 'body.forceReason', 'must not contain control characters');
+      }
     });
 
     it('ignores forceReason without force: nothing is forced, nothing is kept', async () => {

@@ -226,6 +226,8 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
       if (!reply.raw.writableFinished) gone.abort();
     };
     reply.raw.once('close', onClose);
+    // Gone while the job was admitted: its 'close' came before the listener.
+    if (reply.request.raw.destroyed || reply.raw.destroyed) onClose();
     let job: JobResult | null;
     try {
       job = await runs.waitForResult(jobId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));

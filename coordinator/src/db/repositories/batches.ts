@@ -260,6 +260,7 @@ export function createBatchRepository(
       yield* lock('idempotency', batch.triggerId, batch.workflowName, idempotency.key);
       const earlier = yield* one(FIND_KEY, [batch.triggerId, batch.workflowName, idempotency.key, batch.createdAt]);
       if (earlier) {
+        if (Number(earlier.is_job) === 1) return { outcome: 'idempotency_conflict', usedFor: 'job' };
         return earlier.hash === idempotency.requestHash
           ? { outcome: 'repeated', batchId: earlier.job_id }
           : { outcome: 'idempotency_conflict' };

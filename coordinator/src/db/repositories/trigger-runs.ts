@@ -25,9 +25,15 @@ interface Windows {
   day: number;
 }
 
-export const FIND_KEY = query<{ hash: string; job_id: string }, [string, string, string, string]>(
-  `SELECT request_hash AS hash, job_id FROM idempotency_keys
-   WHERE trigger_id = ? AND workflow_name = ? AND key = ? AND expires_at > ?`,
+/**
+ * A key's earlier call: its body's hash, and what it made, a job or a batch (`is_job`: a key names
+ * either, and the trigger may have moved between one agent and a selector since).
+ */
+export const FIND_KEY = query<{ hash: string; job_id: string; is_job: number }, [string, string, string, string]>(
+  `SELECT k.request_hash AS hash, k.job_id,
+     CASE WHEN EXISTS (SELECT 1 FROM jobs j WHERE j.id = k.job_id) THEN 1 ELSE 0 END AS is_job
+   FROM idempotency_keys k
+   WHERE k.trigger_id = ? AND k.workflow_name = ? AND k.key = ? AND k.expires_at > ?`,
 );
 export const SAVE_KEY = command<[string, string, string, string, string, string]>(
   `INSERT INTO idempotency_keys (trigger_id, workflow_name, key, request_hash, job_id, expires_at)
@@ -161,6 +167,7 @@ export function createTriggerRunRepository(
       yield* lock('idempotency', job.triggerId, job.workflowName, idempotency.key);
       const earlier = yield* one(FIND_KEY, [job.triggerId, job.workflowName, idempotency.key, nowIso]);
       if (earlier) {
+        if (Number(earlier.is_job) !== 1) return { outcome: 'idempotency_conflict', usedFor: 'batch' };
         return earlier.hash === idempotency.requestHash
           ? { outcome: 'repeated', jobId: earlier.job_id }
           : { outcome: 'idempotency_conflict' };

@@ -13,7 +13,7 @@ import type { Repositories } from '../model/repositories.js';
 import type { CronOverlapPolicy, Trigger } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
 import { checkRunFileRefs, type FileRefLookups } from '../trigger-run/file-refs.js';
-import { IDEMPOTENCY_TTL_MS, requestHash } from '../trigger-run/idempotency.js';
+import { IDEMPOTENCY_TTL_MS, idempotencyConflict, requestHash } from '../trigger-run/idempotency.js';
 import { resolveRunParams } from '../trigger-run/params.js';
 import type { RunRequest, TriggerRunBody } from '../trigger-run/request.js';
 import type { RunActor } from '../trigger-run/run-actors.js';
@@ -171,10 +171,7 @@ export async function runBatch(
     case 'skipped_overlap':
       return { outcome: admission.outcome };
     case 'idempotency_conflict':
-      throw conflict(
-        'This Idempotency-Key was already used with a different request body for this trigger and workflow',
-        'idempotency_conflict',
-      );
+      throw idempotencyConflict(admission.usedFor);
     case 'repeated': {
       metrics.idempotentReplay();
       const jobIds = (await repos.batches.jobs(admission.batchId)).map((j) => j.id);

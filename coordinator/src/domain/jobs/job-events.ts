@@ -110,6 +110,9 @@ export class JobEvents {
    * status after subscribing (it may have finished before the wait began), and again after true.
    */
   waitForFinish(jobId: string, timeoutMs: number, signal?: AbortSignal): { done: Promise<boolean>; cancel(): void } {
+    // Aborted already (the client went away, the server closes, while the job was admitted): an
+    // abort listener added now would never fire, and only the timer would end the wait.
+    if (signal?.aborted) return { done: Promise.resolve(false), cancel: () => {} };
     const event = `finished:${jobId}`;
     let cancel = () => {};
     const done = new Promise<boolean>((resolve) => {

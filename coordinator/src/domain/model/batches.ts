@@ -62,7 +62,8 @@ export type BatchAdmissionOutcome =
   | { outcome: 'admitted'; batch: Batch; jobs: Job[] }
   /** The key was used before with the same body: that call's batch. */
   | { outcome: 'repeated'; batchId: string }
-  | { outcome: 'idempotency_conflict' }
+  /** The key was used before with a different body, or (`usedFor: 'job'`) for one job when the trigger ran on one agent. */
+  | { outcome: 'idempotency_conflict'; usedFor?: 'job' }
   /** The token's limit refused the call: nothing was stored. */
   | { outcome: 'refused'; refusal: LimitRefusal; message: string }
   | { outcome: 'claimed_before' }

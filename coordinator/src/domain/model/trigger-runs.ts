@@ -55,8 +55,11 @@ export type AdmissionOutcome =
   | { outcome: 'admitted'; jobId: string; agentId: string | null }
   /** The key was used before with the same body: that call's job. */
   | { outcome: 'repeated'; jobId: string }
-  /** The key was used before with a different body; nothing was written. */
-  | { outcome: 'idempotency_conflict' }
+  /**
+   * The key was used before with a different body, or (`usedFor: 'batch'`) for a batch of the
+   * trigger when it ran on a selector; nothing was written.
+   */
+  | { outcome: 'idempotency_conflict'; usedFor?: 'batch' }
   /** Refused by a limit: a `rejected` job was stored (and a rate_limit_blocks row for a workflow limit). */
   | { outcome: 'refused'; jobId: string; scope: 'token' | 'workflow'; refusal: LimitRefusal; message: string }
   /** Refused by a rule (`rejection`): a `rejected` job was stored. */

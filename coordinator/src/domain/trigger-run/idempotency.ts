@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
-import { describeValue, invalid } from '../../errors.js';
+import { conflict, describeValue, invalid, type AppError } from '../../errors.js';
 
 /**
  * Idempotency of trigger runs (docs/trigger-runs.md, "Idempotency"). A key is tracked per trigger
@@ -16,6 +16,20 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
 // canonicalize is CommonJS (module.exports = fn); its typings declare a default export.
 const canonicalize = canonicalizeModule as unknown as (value: unknown) => string | undefined;
+
+/**
+ * The 409 of a key used before for another call: another body, or (`usedFor`) another kind of run,
+ * the trigger having moved between one agent and a selector since (one job, a batch).
+ */
+export function idempotencyConflict(usedFor?: 'job' | 'batch'): AppError {
+  const message =
+    usedFor === 'batch'
+      ? 'This Idempotency-Key was already used for a batch of this trigger (it ran on a selector then); send another key'
+      : usedFor === 'job'
+        ? 'This Idempotency-Key was already used for one job of this trigger (it ran on one agent then); send another key'
+        : 'This Idempotency-Key was already used with a different request body for this trigger and workflow';
+  return conflict(message, 'idempotency_conflict');
+}
 
 /** The request's Idempotency-Key, null when absent, or a 422. */
 export function idempotencyKeyOf(header: string | string[] | undefined): string | null {

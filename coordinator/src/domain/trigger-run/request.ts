@@ -119,6 +119,9 @@ export function resolveRunRequest(
   if (forced) {
     forceReason = body.forceReason?.trim() ?? '';
     if (forceReason === '') problems.push({ path: 'forceReason', message: 'forceReason is required when force=true' });
+    // Shown in the dashboard, the CLI's tables, chat messages and the audit log, as a ref is.
+    const refused = refProblem(forceReason);
+    if (refused) problems.push({ path: 'forceReason', message: refused });
   }
   // A forceReason without force is ignored: nothing is forced, so there is nothing to explain.
   if (problems.length > 0) {

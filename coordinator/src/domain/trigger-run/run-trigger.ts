@@ -6,14 +6,14 @@ import type { Trigger } from '../model/triggers.js';
 import type { Workflow } from '../model/workflows.js';
 import type { AdmissionOutcome, JobResult, PoolCandidate, TriggerRunRepository } from '../model/trigger-runs.js';
 import { isTerminalJobStatus } from '@drover/shared';
-import { AppError, conflict } from '../../errors.js';
+import { AppError } from '../../errors.js';
 import type { Clock } from '../../util/clock.js';
 import { newTimeOrderedId } from '../../util/ids.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { checkRunFileRefs, type FileRefLookups } from './file-refs.js';
-import { IDEMPOTENCY_TTL_MS, requestHash } from './idempotency.js';
+import { IDEMPOTENCY_TTL_MS, idempotencyConflict, requestHash } from './idempotency.js';
 import { resolveRunParams } from './params.js';
 import { resolveRunRequest, workflowNotFound, type RunRequest, type TriggerRunBody } from './request.js';
 import { RunTargets, type RunTarget } from './run-targets.js';
@@ -166,10 +166,7 @@ export class TriggerRunService {
 
     switch (admission.outcome) {
       case 'idempotency_conflict':
-        throw conflict(
-          'This Idempotency-Key was already used with a different request body for this trigger and workflow',
-          'idempotency_conflict',
-        );
+        throw idempotencyConflict(admission.usedFor);
       case 'refused': {
         const { refusal, scope } = admission;
         this.countRefusal(actor, admission);

@@ -56,6 +56,15 @@ describe('JobEvents with a cluster relay', () => {
     expect(gaps).toBe(1);
   });
 
+  it('ends a wait at once whose signal was aborted before it began (the caller left during the admission)', async () => {
+    const events = new JobEvents();
+    const gone = new AbortController();
+    gone.abort();
+    const started = performance.now();
+    expect(await events.waitForFinish('j5', 5_000, gone.signal).done).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it('works alone, without a relay (SQLite)', async () => {
     const events = new JobEvents();
     const wait = events.waitForFinish('j4', 5_000);
