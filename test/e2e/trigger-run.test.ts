@@ -192,6 +192,48 @@ describe('running a trigger', () => {
       await f.finish(jobId, { status: 'success', exitCode: 0 });
       expect((await f.job(jobId)).status).toBe('success');
     });
+
+    it('stops waiting at once when the client left while its job was admitted, not after responseTimeoutMs', async () => {
+      const runs = f.t.coordinator.ctx.runs;
+      const admit = runs.run.bind(runs);
+      const wait = runs.waitForResult.bind(runs);
+      // A slow admission (a PostgreSQL lock wait, a busy group commit): the client leaves meanwhile.
+      runs.run = async (...args) => {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        return admit(...args);
+      };
+      let waited!: (ms: number) => void;
+      const waitEnded = new Promise<number>((resolve) => (waited = resolve));
+      runs.waitForResult = async (...args) => {
+        const started = Date.now();
+        const result = await wait(...args);
+        waited(Date.now() - started);
+        return result;
+      };
+      try {
+        const created = f.nextJob();
+        const url = new URL(`${f.t.baseUrl}/triggers/${syncTrigger.id}/run`);
+        const call = http.request(url, {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${syncToken}`, 'content-type': 'application/json' },
+        });
+        const failed = new Promise((resolve) => call.on('error', resolve));
+        call.end('{}');
+        setTimeout(() => call.destroy(), 100);
+        expect(await failed).toBeInstanceOf(Error);
+        const jobId = await created;
+        const emitter = (f.t.coordinator.ctx.jobEvents as unknown as { emitter: import('node:events').EventEmitter })
+          .emitter;
+        // Without the check the wait would hold on for the trigger's 10 s.
+        expect(await waitEnded).toBeLessThan(2_000);
+        expect(emitter.listenerCount(`finished:${jobId}`)).toBe(0);
+        await f.finish(jobId, { status: 'success', exitCode: 0 });
+      } finally {
+        runs.run = admit;
+        runs.waitForResult = wait;
+      }
+    });
   });
 
   describe('access', () => {

@@ -226,8 +226,9 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
       if (!reply.raw.writableFinished) gone.abort();
     };
     reply.raw.once('close', onClose);
-    // Gone while the job was admitted: its 'close' came before the listener.
-    if (reply.request.raw.destroyed || reply.raw.destroyed) onClose();
+    // Gone while the job was admitted: its 'close' came before the listener. (The request itself
+    // is destroyed once its body was read: its socket tells whether the client is still there.)
+    if (reply.raw.destroyed || reply.request.raw.socket?.destroyed === true) onClose();
     let job: JobResult | null;
     try {
       job = await runs.waitForResult(jobId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));
