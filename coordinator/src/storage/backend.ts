@@ -12,17 +12,76 @@ import type { StorageBackend as BackendKind, StorageBinding } from '../domain/mo
  */
 export interface StorageBackend {
   readonly kind: BackendKind;
+  /**
+   * Whether an upload may still land in the store after the coordinator stopped accepting it (a
+   * bucket: a presigned PUT goes straight to the store until its URL expires), so that the file's
+   * staged uploads must be removed once more when its upload URL has expired.
+   */
+  readonly lateUploads: boolean;
   /** The key of a file's blob: derived from the file id only, never from the filename. */
   blobKeyFor(fileId: string): string;
+  /**
+   * An upload URL. It never writes the file's blob: each upload is staged under a name of its
+   * own, and `complete` promotes one (findUpload, promote), so a PUT that lands late never
+   * touches a completed file.
+   */
   presignUpload(file: UploadTarget, expiresInSeconds: number): Promise<PresignedUpload>;
   presignDownload(file: DownloadTarget, expiresInSeconds: number): Promise<PresignedDownload>;
   /**
-   * The uploaded blob's size and SHA-256 (what `complete` records), or null when there is none.
-   * Throws StorageUnavailableError when the store cannot be reached or refuses.
+   * The newest finished upload of the file with its size and SHA-256 (what `complete` records),
+   * or null when there is none. Its size is checked against `maxBytes` before any byte is read
+   * (UploadTooLargeError), and no more than its size is ever read. Throws StorageUnavailableError
+   * when the store cannot be reached, refuses, or does not send the object in time.
    */
-  stat(blobKey: string): Promise<BlobStat | null>;
-  /** Removes the blob; idempotent (a missing blob is fine). Throws when the store refuses. */
+  findUpload(file: BlobFile, maxBytes: number): Promise<StagedUpload | null>;
+  /**
+   * Makes the staged upload the file's blob (a rename, or a copy in the store); the caller
+   * checked that the file is still pending. Throws UploadChangedError when the upload is gone or
+   * was replaced since findUpload.
+   */
+  promote(file: BlobFile, upload: StagedUpload): Promise<void>;
+  /** Removes the file's staged uploads, if any; idempotent. Throws when the store refuses. */
+  discardUploads(file: BlobFile): Promise<void>;
+  /** Removes the blob and the file's staged uploads; idempotent (a missing blob is fine). Throws when the store refuses. */
   delete(blobKey: string): Promise<void>;
+}
+
+/** A file as its blob and staged uploads are found. */
+export interface BlobFile {
+  id: string;
+  blobKey: string;
+}
+
+/** A finished upload of a file, not yet its blob (or, `ref` empty, already in place). */
+export interface StagedUpload extends BlobStat {
+  /** Which upload: the backend's own name for it; empty for a blob already in place. */
+  ref: string;
+  /** The version that was hashed (an S3 ETag), when the store has one. */
+  version?: string;
+}
+
+/** The upload is larger than the limit it was checked against (`size` null: more than `limit`, exact size unknown). */
+export class UploadTooLargeError extends Error {
+  constructor(
+    readonly size: number | null,
+    readonly limit: number,
+  ) {
+    super(`the upload has ${size ?? `more than ${limit}`} bytes, more than ${limit}`);
+    this.name = 'UploadTooLargeError';
+  }
+}
+
+/** The upload was replaced or removed between its check and its promotion. */
+export class UploadChangedError extends Error {
+  constructor(message = 'the upload changed while it was being completed') {
+    super(message);
+    this.name = 'UploadChangedError';
+  }
+}
+
+/** The file id of a blob key (`<aa>/<file id>`). */
+export function fileIdOfBlobKey(blobKey: string): string {
+  return blobKey.slice(blobKey.lastIndexOf('/') + 1);
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type fsp from 'node:fs/promises';
 import type { Readable } from 'node:stream';
+import { AppError } from '../errors.js';
 import type { BlobStat } from './backend.js';
 
 /** Size of each of the two write buffers. */
@@ -25,8 +26,9 @@ export class BlobTooLargeError extends Error {
  * on libuv's thread pool) starts in the background, at most one at a time, so the disk writes
  * while the upload goes on and the final sync has little left to do: a gigabyte is no longer
  * written out in one go after its last byte arrived. Throws `BlobTooLargeError` as soon as the
- * bytes pass `maxBytes`, and the source's error when the upload is aborted; the caller removes
- * the file then.
+ * bytes pass `maxBytes`, the source's error when the upload is aborted, and a write's or a sync's
+ * error once it happened (the reading stops at the next chunk), a full disk's as the
+ * `storage_unavailable` AppError of `diskFull`; the caller removes the file then.
  */
 export async function writeBlob(source: Readable, file: fsp.FileHandle, maxBytes: number): Promise<BlobStat> {
   const hash = createHash('sha256');
@@ -34,37 +36,51 @@ export async function writeBlob(source: Readable, file: fsp.FileHandle, maxBytes
   let current = 0;
   let filled = 0;
   let size = 0;
-  let writing: Promise<void> = Promise.resolve();
   let unflushed = 0;
-  // The background flush in flight, and the first error of one (set from its callbacks).
-  const flush: { pending: Promise<void> | null; error: unknown } = { pending: null, error: null };
+  // The write and the background flush in flight, and the first error of either. Each promise
+  // handles its own rejection where it is made, recording the error here: a write that fails
+  // while the loop waits for the socket's next chunk must not be an unhandled rejection (one
+  // ends the process, server.ts). The loop checks `failed` at every chunk.
+  const state: { writing: Promise<void>; flushing: Promise<void> | null; failed: { error: unknown } | null } = {
+    writing: Promise.resolve(),
+    flushing: null,
+    failed: null,
+  };
+  const fail = (error: unknown): void => {
+    state.failed ??= { error };
+  };
+  const throwIfFailed = (): void => {
+    if (state.failed) throw state.failed.error;
+  };
 
   // Starts writing the filled buffer (after the previous write finished) and switches buffers;
   // starts a background flush every FLUSH_EVERY_BYTES.
   const writeFilled = async (): Promise<void> => {
-    if (flush.error) throw flush.error;
+    throwIfFailed();
     const buffer = buffers[current]!;
     const length = filled;
-    await writing;
-    writing = writeAll(file, buffer, length);
+    await state.writing;
+    throwIfFailed();
+    const write = writeAll(file, buffer, length);
+    state.writing = write.catch(fail);
     current ^= 1;
     filled = 0;
     unflushed += length;
-    if (unflushed >= FLUSH_EVERY_BYTES && flush.pending === null) {
+    if (unflushed >= FLUSH_EVERY_BYTES && state.flushing === null) {
       unflushed = 0;
-      flush.pending = writing
+      state.flushing = write
         .then(() => file.datasync())
-        .catch((error: unknown) => {
-          flush.error ??= error;
-        })
+        .catch(fail)
         .finally(() => {
-          flush.pending = null;
+          state.flushing = null;
         });
     }
   };
 
   try {
     for await (const chunk of source as AsyncIterable<Buffer>) {
+      // A failed write stops the reading (leaving the loop ends the source) at the next chunk.
+      throwIfFailed();
       size += chunk.length;
       if (size > maxBytes) throw new BlobTooLargeError(maxBytes);
       hash.update(chunk);
@@ -77,17 +93,42 @@ export async function writeBlob(source: Readable, file: fsp.FileHandle, maxBytes
       }
     }
     if (filled > 0) await writeFilled();
-    await writing;
-    await flush.pending;
-    if (flush.error) throw flush.error;
+    await state.writing;
+    await state.flushing;
+    throwIfFailed();
     await file.sync();
   } catch (error) {
-    // Let a pending write and flush settle before the caller closes and removes the file.
-    await writing.catch(() => undefined);
-    await flush.pending;
-    throw error;
+    // Let a pending write and flush settle before the caller closes and removes the file (neither
+    // rejects: their errors are recorded). A full disk is said plainly, whichever call met it.
+    await state.writing;
+    await state.flushing;
+    throw diskFull(error) ?? error;
   }
   return { size, sha256: hash.digest('hex') };
+}
+
+/** `Retry-After` of a full disk: space comes back when someone frees it, not in a few seconds. */
+const DISK_FULL_RETRY_AFTER_SECONDS = 60;
+
+/** The errors of a file system with no room left: no space, or the user's quota spent. */
+const NO_ROOM: ReadonlyMap<unknown, string> = new Map([
+  ['ENOSPC', "The coordinator's disk is full (ENOSPC)"],
+  ['EDQUOT', "The coordinator's disk quota is used up (EDQUOT)"],
+]);
+
+/**
+ * A 503 `storage_unavailable` for an error of a full disk (ENOSPC, EDQUOT), or null for any other:
+ * nothing was kept (the caller removes the temp file) and an upload may succeed once the
+ * operator has freed space. The system error is the cause, for the log; the answer says no path.
+ */
+export function diskFull(error: unknown): AppError | null {
+  const what = NO_ROOM.get((error as { code?: unknown } | null | undefined)?.code);
+  if (what === undefined) return null;
+  return new AppError(
+    'storage_unavailable',
+    `${what}: the upload was not kept; try again once its operator has freed space`,
+    { cause: error, retryAfter: DISK_FULL_RETRY_AFTER_SECONDS },
+  );
 }
 
 async function writeAll(file: fsp.FileHandle, buffer: Buffer, length: number): Promise<void> {

@@ -46,7 +46,8 @@ export interface CopyBlobsOptions {
 
 /**
  * Puts the blobs of the data directory into the bucket under the same keys (`<aa>/<file id>` after
- * the bucket's prefix, as a coordinator on that bucket names them), each streamed from disk
+ * the bucket's prefix, as a coordinator on that bucket names them; a pending file's newest staged
+ * upload, where it has no blob yet), each streamed from disk
  * (memory does not grow with a file's size) and checked after the upload: the store must report
  * the size that was read from disk. A file without a blob is fine while it is `pending` or being
  * deleted; an `active` one without its blob, or whose blob's size differs from its row, is
@@ -71,15 +72,24 @@ export async function copyBlobs(o: CopyBlobsOptions): Promise<BlobCopyResult> {
 async function copyOne(o: CopyBlobsOptions, file: BlobToCopy, result: BlobCopyResult): Promise<void> {
   if (!BLOB_KEY.test(file.blobKey))
     throw new Error(`file ${file.id} has a blob key that is not a local one: ${file.blobKey}`);
-  const source = path.join(o.root, file.blobKey);
+  let source = path.join(o.root, file.blobKey);
   let size: number;
   try {
     size = (await fsp.stat(source)).size;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    if (file.status === 'active') result.anomalies.push({ fileId: file.id, problem: `its blob ${source} is missing` });
-    else result.absent++;
-    return;
+    // A pending file's upload is staged (local-backend.ts): its newest one goes to the file's
+    // object, where `complete` on the bucket finds an upload made before the move.
+    const staged = file.status === 'pending' ? await newestStaged(o.root, file.blobKey) : null;
+    if (staged) {
+      source = staged.path;
+      size = staged.size;
+    } else {
+      if (file.status === 'active')
+        result.anomalies.push({ fileId: file.id, problem: `its blob ${source} is missing` });
+      else result.absent++;
+      return;
+    }
   }
   if (file.status === 'active' && file.size !== null && file.size !== size) {
     result.anomalies.push({ fileId: file.id, problem: `its blob is ${size} bytes on disk, its row says ${file.size}` });
@@ -104,4 +114,26 @@ async function copyOne(o: CopyBlobsOptions, file: BlobToCopy, result: BlobCopyRe
   result.copied++;
   result.bytes += size;
   o.onProgress?.(result.copied, result.bytes);
+}
+
+/** The newest staged upload of a file (`uploads/<aa>/<file id>.<sequence>.<sha256>`), or null. */
+async function newestStaged(root: string, blobKey: string): Promise<{ path: string; size: number } | null> {
+  const [shard, id] = blobKey.split('/') as [string, string];
+  const dir = path.join(root, 'uploads', shard);
+  let names: string[];
+  try {
+    names = await fsp.readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  const staged = names.filter((n) => n.startsWith(`${id}.`) && /\.\d{20}\.[0-9a-f]{64}$/.test(n)).sort();
+  for (const name of staged.reverse()) {
+    try {
+      return { path: path.join(dir, name), size: (await fsp.stat(path.join(dir, name))).size };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+  return null;
 }

@@ -6,7 +6,12 @@ import type { Readable } from 'node:stream';
 import type { Clock } from '../util/clock.js';
 import {
   blobKeyOf,
+  fileIdOfBlobKey,
+  UploadChangedError,
+  UploadTooLargeError,
+  type BlobFile,
   type BlobStat,
+  type StagedUpload,
   type DownloadTarget,
   type PresignedDownload,
   type PresignedUpload,
@@ -14,7 +19,7 @@ import {
   type UploadTarget,
 } from './backend.js';
 import { BlobReader } from './blob-reader.js';
-import { writeBlob } from './blob-writer.js';
+import { diskFull, writeBlob } from './blob-writer.js';
 
 export { BlobTooLargeError } from './blob-writer.js';
 import type { BlobMethod, BlobUrlSigner } from './blob-url.js';
@@ -22,13 +27,22 @@ import type { BlobMethod, BlobUrlSigner } from './blob-url.js';
 /**
  * The `local` backend (docs/storage.md): blobs under `<dataDir>/blobs/<aa>/<fileId>`
  * (`aa`: the id's first two characters), each with a `<fileId>.meta` sidecar holding its size and
- * SHA-256, computed while it was received, so `complete` need not re-read gigabytes. Uploads go to
- * `<dataDir>/blobs/tmp/` first and are renamed into place only once whole and synced to disk; an
- * aborted or oversize upload removes its temp file. The presigned URLs point back at this
- * coordinator (`/v1/storage/blobs/:fileId`, routes/storage-blobs.ts).
+ * SHA-256. An upload never writes the blob: it goes to `<dataDir>/blobs/tmp/` first and, once
+ * whole and synced to disk, is renamed to a staged upload of its own,
+ * `<dataDir>/blobs/uploads/<aa>/<fileId>.<sequence>.<sha256>`: its hash, computed while it was
+ * received, is part of its name, so one rename publishes the bytes and their hash together and
+ * `complete` need not re-read gigabytes. `complete` renames the newest staged upload onto the blob
+ * (promote) while the file is still pending, and removes the others; a PUT that finishes after
+ * `complete` or a deletion only ever removes its own staged upload. An aborted or oversize upload
+ * removes its temp file. The presigned URLs point back at this coordinator
+ * (`/v1/storage/blobs/:fileId`, routes/storage-blobs.ts).
  */
 
 const BLOB_KEY = /^[0-9a-f]{2}\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** `<file id>.<sequence>.<sha256>`: a staged upload (the sequence orders them, newest last). */
+const STAGED = /^([0-9a-f-]{36})\.(\d{20})\.([0-9a-f]{64})$/;
+/** Staged uploads of this process get increasing sequences even within one millisecond. */
+let sequence = 0;
 
 export interface LocalBackendOptions {
   /** `<dataDir>/blobs` */
@@ -41,12 +55,16 @@ export interface LocalBackendOptions {
 
 export class LocalBackend implements StorageBackend {
   readonly kind = 'local' as const;
+  /** A PUT comes through the coordinator, which discards it when the file no longer takes one. */
+  readonly lateUploads = false;
   private readonly tmpDir: string;
+  private readonly uploadsDir: string;
   /** Temp files being written by this process (the periodic cleanup leaves them alone). */
   private readonly writing = new Set<string>();
 
   constructor(private readonly options: LocalBackendOptions) {
     this.tmpDir = path.join(options.root, 'tmp');
+    this.uploadsDir = path.join(options.root, 'uploads');
   }
 
   /** Creates the directories and removes temp files left by a previous process. */
@@ -71,6 +89,10 @@ export class LocalBackend implements StorageBackend {
     return { url: this.url('GET', file.id, expiresInSeconds) };
   }
 
+  /**
+   * The blob's size and SHA-256 (its sidecar when it matches the blob's size, else hashed again),
+   * or null when there is none. Only `complete` writes the blob, so the sidecar beside it is its own.
+   */
   async stat(blobKey: string): Promise<BlobStat | null> {
     const file = this.pathOf(blobKey);
     let size: number;
@@ -82,24 +104,79 @@ export class LocalBackend implements StorageBackend {
     }
     const meta = await readMeta(`${file}.meta`);
     if (meta && meta.size === size) return meta;
-    // No sidecar (a crash between the two renames) or a stale one: hash the blob again.
+    // No sidecar (a crash between the rename and its writing) or a stale one: hash the blob again.
     return { size, sha256: await hashFile(file) };
+  }
+
+  async findUpload(file: BlobFile, maxBytes: number): Promise<StagedUpload | null> {
+    const staged = await this.stagedUploads(file);
+    let upload: StagedUpload | null = null;
+    for (let i = staged.length - 1; i >= 0 && !upload; i--) {
+      const name = staged[i]!;
+      try {
+        const size = (await fsp.stat(path.join(this.shardOf(file), name))).size;
+        upload = { ref: name, size, sha256: STAGED.exec(name)![3]! };
+      } catch (error) {
+        // Removed meanwhile (a PUT discarding itself): the one before it.
+        if (!isNotFound(error)) throw error;
+      }
+    }
+    // None staged: a blob already in place (an upload made before uploads were staged).
+    if (!upload) {
+      const stat = await this.stat(file.blobKey);
+      upload = stat && { ref: '', ...stat };
+    }
+    if (upload && upload.size > maxBytes) throw new UploadTooLargeError(upload.size, maxBytes);
+    return upload;
+  }
+
+  async promote(file: BlobFile, upload: StagedUpload): Promise<void> {
+    if (upload.ref === '') return;
+    if (!STAGED.test(upload.ref) || !upload.ref.startsWith(`${file.id.toLowerCase()}.`)) {
+      throw new Error(`not a staged upload of file ${file.id}: ${JSON.stringify(upload.ref)}`);
+    }
+    const target = this.pathOf(file.blobKey);
+    await fsp.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+    // The old sidecar goes first: a crash after the rename leaves the blob without one (hashed
+    // again by stat), never beside another upload's hash.
+    await fsp.rm(`${target}.meta`, { force: true });
+    try {
+      await fsp.rename(path.join(this.shardOf(file), upload.ref), target);
+    } catch (error) {
+      if (isNotFound(error)) throw new UploadChangedError('the upload was removed while the file was being completed');
+      throw error;
+    }
+    await writeMeta(`${target}.meta`, { size: upload.size, sha256: upload.sha256 });
+  }
+
+  async discardUploads(file: BlobFile): Promise<void> {
+    const shard = this.shardOf(file);
+    for (const name of await this.stagedUploads(file)) await fsp.rm(path.join(shard, name), { force: true });
+  }
+
+  /** Removes one staged upload (a PUT the file no longer takes). */
+  async discardUpload(file: BlobFile, ref: string): Promise<void> {
+    if (!STAGED.test(ref) || !ref.startsWith(`${file.id.toLowerCase()}.`)) return;
+    await fsp.rm(path.join(this.shardOf(file), ref), { force: true });
   }
 
   async delete(blobKey: string): Promise<void> {
     const file = this.pathOf(blobKey);
     await fsp.rm(file, { force: true });
     await fsp.rm(`${file}.meta`, { force: true });
+    await this.discardUploads({ id: fileIdOfBlobKey(blobKey), blobKey });
   }
 
   /**
-   * Receives a blob: streams `source` to a temp file, counting and hashing on the way, refuses it
-   * past `maxBytes`, syncs it to disk and renames it (then its sidecar) into place. Whatever goes
-   * wrong (too large, client gone, disk full), the temp file is removed and the error rethrown.
+   * Receives an upload: streams `source` to a temp file, counting and hashing on the way, refuses
+   * it past `maxBytes`, syncs it to disk and renames it to a staged upload of its own (its hash in
+   * its name); `upload` names it. Whatever goes wrong (too large, client gone, disk full), the
+   * temp file is removed and the error rethrown. The file's blob is never touched.
    */
-  async receive(blobKey: string, source: Readable, maxBytes: number): Promise<BlobStat> {
-    const target = this.pathOf(blobKey);
-    const tmp = path.join(this.tmpDir, `${path.basename(target)}.${randomBytes(6).toString('hex')}.part`);
+  async receive(blobKey: string, source: Readable, maxBytes: number): Promise<BlobStat & { upload: string }> {
+    this.pathOf(blobKey); // checks the key
+    const id = fileIdOfBlobKey(blobKey);
+    const tmp = path.join(this.tmpDir, `${id}.${randomBytes(6).toString('hex')}.part`);
     this.writing.add(tmp);
     try {
       const file = await fsp.open(tmp, 'wx', 0o600);
@@ -109,13 +186,15 @@ export class LocalBackend implements StorageBackend {
       } finally {
         await file.close();
       }
-      await fsp.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-      await fsp.rename(tmp, target);
-      await writeMeta(`${target}.meta`, stat);
-      return stat;
+      const shard = this.shardOf({ id, blobKey });
+      await fsp.mkdir(shard, { recursive: true, mode: 0o700 });
+      const upload = `${id}.${String(Date.now() * 1000 + (sequence++ % 1000)).padStart(20, '0')}.${stat.sha256}`;
+      await fsp.rename(tmp, path.join(shard, upload));
+      return { ...stat, upload };
     } catch (error) {
       await fsp.rm(tmp, { force: true }).catch(() => undefined);
-      throw error;
+      // No room for the temp file, its staged name or an inode: the same clear 503 as a write.
+      throw diskFull(error) ?? error;
     } finally {
       this.writing.delete(tmp);
     }
@@ -171,6 +250,24 @@ export class LocalBackend implements StorageBackend {
   private url(method: BlobMethod, fileId: string, expiresInSeconds: number): string {
     const exp = Math.floor(this.options.clock.now() / 1000) + expiresInSeconds;
     return `${this.options.publicUrl()}/v1/storage/blobs/${fileId}?${this.options.signer.query(method, fileId, exp)}`;
+  }
+
+  /** The staged uploads of the file, oldest first. */
+  private async stagedUploads(file: BlobFile): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await fsp.readdir(this.shardOf(file));
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+    const prefix = `${file.id.toLowerCase()}.`;
+    return names.filter((n) => n.startsWith(prefix) && STAGED.test(n)).sort();
+  }
+
+  /** `<root>/uploads/<aa>`, where the file's staged uploads are. */
+  private shardOf(file: BlobFile): string {
+    return path.join(this.uploadsDir, path.dirname(this.pathOf(file.blobKey)).slice(-2));
   }
 
   /** The blob's path; the key is checked so that no key can point outside the blob directory. */

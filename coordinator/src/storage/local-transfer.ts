@@ -43,7 +43,7 @@ export class LocalTransfers {
   constructor(private readonly d: LocalTransferDeps) {}
 
   /**
-   * Receives the blob of a pending file; a second PUT before complete replaces the first.
+   * Receives an upload of a pending file (staged: `complete` makes the newest one the file's blob).
    * `accepted` is called once every refusal that needs no byte of the body was ruled out, before
    * the body is read (the route answers a client's `Expect: 100-continue` then).
    */
@@ -67,21 +67,22 @@ export class LocalTransfers {
     const tooLarge = () => (declared ? largerThanAnnounced(limit) : overLimit(limit));
     if (contentLength !== undefined && Number(contentLength) > limit) throw tooLarge();
     accepted();
-    let stat: BlobStat;
+    let stat: BlobStat & { upload: string };
     try {
       stat = await this.d.local.receive(file.blobKey, body, limit);
     } catch (error) {
       if (error instanceof BlobTooLargeError) throw tooLarge();
       throw error;
     }
-    // Deleted while it was being received: the blob must not outlive the file.
+    // Completed or deleted while it was being received: the upload is a staged one of its own,
+    // never the file's blob, and only it is removed.
     const after = await this.d.files.findForTransfer(fileId);
     if (after?.status !== 'pending') {
-      await this.d.local.delete(file.blobKey);
+      await this.d.local.discardUpload(file, stat.upload);
       throw conflict(`The file is ${after?.status ?? 'gone'}; the upload was discarded`);
     }
     this.d.metrics.storageBytes('upload', stat.size);
-    return { fileId, ...stat };
+    return { fileId, size: stat.size, sha256: stat.sha256 };
   }
 
   /** Serves an active file, whole or one byte range. */

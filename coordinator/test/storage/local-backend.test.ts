@@ -5,6 +5,7 @@ import path from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BlobUrlSigner } from '../../src/storage/blob-url.js';
+import { UploadChangedError, UploadTooLargeError } from '../../src/storage/backend.js';
 import { BlobTooLargeError, LocalBackend } from '../../src/storage/local-backend.js';
 
 const FILE = '3b2c9a44-1f0e-4d55-9a8e-0c2f6b1d7e90';
@@ -53,28 +54,66 @@ describe('LocalBackend', () => {
     expect(down.url).toContain(`m=GET&exp=${Math.floor(now / 1000) + 60}&`);
   });
 
-  it('receives a stream: counts, hashes, and places the blob and its sidecar atomically', async () => {
+  const target = { id: FILE, blobKey: `3b/${FILE}` };
+  /** Receives `data` and completes it: the newest staged upload promoted into the blob. */
+  const place = async (data: Buffer | string) => {
+    await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from(data)]), 1 << 20);
+    const upload = await backend.findUpload(target, 1 << 20);
+    await backend.promote(target, upload!);
+    await backend.discardUploads(target);
+  };
+
+  it('receives a stream into a staged upload of its own, its hash in its name, never the blob', async () => {
     const data = randomBytes(3 * 1024 * 1024 + 17);
     const stat = await backend.receive(
       `3b/${FILE}`,
       Readable.from([data.subarray(0, 1000), data.subarray(1000)]),
       data.length,
     );
-    expect(stat).toEqual({ size: data.length, sha256: sha(data) });
+    expect(stat).toEqual({ size: data.length, sha256: sha(data), upload: expect.stringMatching(/^3b2c.*\.\d{20}\./) });
+    expect(files()).toEqual([`uploads/3b/${stat.upload}`]);
+    expect(stat.upload.endsWith(`.${sha(data)}`)).toBe(true);
+    expect(await backend.stat(`3b/${FILE}`)).toBeNull();
+    expect(await backend.findUpload(target, data.length)).toEqual({
+      ref: stat.upload,
+      size: data.length,
+      sha256: sha(data),
+    });
+    await backend.promote(target, (await backend.findUpload(target, data.length))!);
     expect(files()).toEqual([`3b/${FILE}`, `3b/${FILE}.meta`]);
     expect(fs.readFileSync(path.join(root, '3b', FILE)).equals(data)).toBe(true);
-    expect(await backend.stat(`3b/${FILE}`)).toEqual(stat);
+    expect(await backend.stat(`3b/${FILE}`)).toEqual({ size: data.length, sha256: sha(data) });
+  });
+
+  it('finds the newest staged upload, refuses one over the limit by its size, and removes the others', async () => {
+    expect(await backend.findUpload(target, 100)).toBeNull();
+    await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('first')]), 100);
+    const second = await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('second!')]), 100);
+    const found = await backend.findUpload(target, 100);
+    expect(found).toEqual({ ref: second.upload, size: 7, sha256: sha('second!') });
+    await expect(backend.findUpload(target, 6)).rejects.toBeInstanceOf(UploadTooLargeError);
+    await backend.discardUploads(target);
+    expect(files()).toEqual([]);
+    await expect(backend.promote(target, found!)).rejects.toBeInstanceOf(UploadChangedError);
+  });
+
+  it('leaves a promoted blob alone when later uploads come and go', async () => {
+    await place('first');
+    const late = await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('later!')]), 100);
+    await backend.discardUpload(target, late.upload);
+    expect(files()).toEqual([`3b/${FILE}`, `3b/${FILE}.meta`]);
+    expect(await backend.stat(`3b/${FILE}`)).toEqual({ size: 5, sha256: sha('first') });
   });
 
   it('refuses a stream passing the limit and leaves nothing behind', async () => {
     const source = Readable.from([Buffer.alloc(600), Buffer.alloc(600)]);
     await expect(backend.receive(`3b/${FILE}`, source, 1000)).rejects.toBeInstanceOf(BlobTooLargeError);
     expect(files()).toEqual([]);
-    expect(await backend.stat(`3b/${FILE}`)).toBeNull();
+    expect(await backend.findUpload(target, 10_000)).toBeNull();
   });
 
   it('leaves nothing behind when the source fails midway, and keeps an earlier blob untouched', async () => {
-    await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('first')]), 100);
+    await place('first');
     const source = new PassThrough();
     const receiving = backend.receive(`3b/${FILE}`, source, 1 << 20);
     source.write(Buffer.alloc(1000));
@@ -85,7 +124,7 @@ describe('LocalBackend', () => {
   });
 
   it('hashes the blob again when its sidecar is missing or stale', async () => {
-    await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('hello')]), 100);
+    await place('hello');
     fs.rmSync(path.join(root, '3b', `${FILE}.meta`));
     expect(await backend.stat(`3b/${FILE}`)).toEqual({ size: 5, sha256: sha('hello') });
     fs.writeFileSync(path.join(root, '3b', FILE), 'changed!');
@@ -93,15 +132,16 @@ describe('LocalBackend', () => {
     expect(await backend.stat(`3b/${FILE}`)).toEqual({ size: 8, sha256: sha('changed!') });
   });
 
-  it('deletes a blob and its sidecar, and a missing blob without complaint', async () => {
-    await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('x')]), 100);
+  it('deletes a blob, its sidecar and staged uploads, and a missing blob without complaint', async () => {
+    await place('x');
+    await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('y')]), 100);
     await backend.delete(`3b/${FILE}`);
     expect(files()).toEqual([]);
     await expect(backend.delete(`3b/${FILE}`)).resolves.toBeUndefined();
   });
 
   it('reads a whole blob or a byte range, and answers null for a missing one', async () => {
-    await backend.receive(`3b/${FILE}`, Readable.from([Buffer.from('0123456789')]), 100);
+    await place('0123456789');
     const read = async (range?: { start: number; end: number }) => {
       const reader = await backend.openRead(`3b/${FILE}`, range);
       const parts: Buffer[] = [];

@@ -2,7 +2,14 @@ import type { Config } from '../../config/config.js';
 import type { FileRepository, FileStatus, StoredFile } from '../model/files.js';
 import type { StorageBinding, StorageBindingRepository } from '../model/storage-bindings.js';
 import { AppError, conflict, forbidden, invalid, notFound } from '../../errors.js';
-import { UnsupportedBackendError, type StorageBackend, type StorageBackends } from '../../storage/backend.js';
+import {
+  UnsupportedBackendError,
+  UploadChangedError,
+  UploadTooLargeError,
+  type StagedUpload,
+  type StorageBackend,
+  type StorageBackends,
+} from '../../storage/backend.js';
 import type { LocalBackend } from '../../storage/local-backend.js';
 import type { LocalTransfers } from '../../storage/local-transfer.js';
 import { batchLoader } from '../../util/batch-loader.js';
@@ -24,6 +31,28 @@ import {
 } from './view.js';
 
 export type { AgentFileDownload, DownloadUrlView, PresignedUploadView } from './view.js';
+
+/**
+ * A PUT started just before its URL expired has as long again as the URL lived, at most this
+ * long, to land before the file's staging objects are removed again.
+ */
+const LATE_UPLOAD_GRACE_MS = 3600_000;
+/** setTimeout's largest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** When no PUT to the file's upload URL can land any more (Unix ms). */
+function lateUploadsGoneAt(file: StoredFile): number {
+  const expires = Date.parse(file.uploadExpiresAt);
+  return expires + Math.min(LATE_UPLOAD_GRACE_MS, Math.max(0, expires - Date.parse(file.createdAt)));
+}
+
+/** A staged upload that changed or vanished while it was completed: the caller may complete again. */
+function changedOr(error: unknown): unknown {
+  if (error instanceof UploadChangedError) {
+    return conflict('The upload changed while the file was being completed (another PUT): complete it again');
+  }
+  return error;
+}
 
 /** At most this many entries in `GET /storage/files` (docs/storage.md). */
 export const MAX_LIST_SIZE = 200;
@@ -79,6 +108,8 @@ export class FileService {
   /** The local backend itself (temp-file cleanup by the sweeper). */
   readonly local: LocalBackend;
   private readonly backends: BindingBackends;
+  /** The completion in progress of each file (one at a time per file in this process). */
+  private readonly locks = new Map<string, Promise<void>>();
   /**
    * The downloads of the jobs sent in one turn of the event loop, keyed by `[orgId, fileId]` as
    * JSON: a publish's thousands of update jobs, all with one artifact, read it and sign its URL once.
@@ -197,7 +228,14 @@ export class FileService {
   async delete(caller: FileCaller, fileId: string): Promise<FileView> {
     const grant = requireStoragePermission(caller, 'delete');
     const file = await this.visibleFile(caller, grant, fileId);
-    return toFileView(await this.deletion.deleteNow(file.id));
+    const deleted = await this.deletion.deleteNow(file.id);
+    if (deleted.status === 'deleted' || deleted.status === 'delete_failed') {
+      const backend = await this.backends.byId(file.bindingId);
+      if (lateUploadsGoneAt(file) > this.d.clock.now()) {
+        this.discardLateUploads(file, backend);
+      }
+    }
+    return toFileView(deleted);
   }
 
   // ---- Files in jobs -------------------------------------------------------------------------
@@ -311,40 +349,128 @@ export class FileService {
 
   // ---- Internals -----------------------------------------------------------------------------
 
+  /**
+   * pending → active. One completion of a file at a time in this process; the row's status is
+   * the arbiter: the staged upload is checked (size by the limit first, then its hash, bounded),
+   * promoted into the file's blob only while the row is still pending, and the conditional update
+   * pending → active decides. A completion that lost to a deletion removes what it promoted.
+   */
   private async finishUpload(file: StoredFile): Promise<StoredFile> {
     if (file.status === 'active') return file;
     if (file.status !== 'pending') throw conflict(`The file is ${file.status}; it can no longer be completed`);
+    return this.exclusive(file.id, () => this.promoteUpload(file));
+  }
+
+  private async promoteUpload(known: StoredFile): Promise<StoredFile> {
+    const file = await this.d.files.findInOrg(known.orgId, known.id);
+    if (!file) throw notFound('File');
+    if (file.status === 'active') return file;
+    if (file.status !== 'pending') throw conflict(`The file is ${file.status}; it can no longer be completed`);
     const backend = await this.backends.byId(file.bindingId);
+    const target = { id: file.id, blobKey: file.blobKey };
+    const { maxFileBytes } = this.d.settings();
+    // A job output is read no further than the size its agent announced.
+    const limit = file.declaredSize !== null ? Math.min(file.declaredSize, maxFileBytes) : maxFileBytes;
     // A store that does not answer throws StorageUnavailableError (503): the file stays pending,
     // and `complete` can be called again once the store is back.
-    const stat = await backend.stat(file.blobKey);
-    if (!stat) throw conflict('Nothing has been uploaded for this file yet: PUT it to its uploadUrl first');
-    const { maxFileBytes } = this.d.settings();
-    if (stat.size > maxFileBytes) {
-      // A bucket takes what its presigned URL is sent; the limit is applied here instead.
+    let upload: StagedUpload | null;
+    try {
+      upload = await backend.findUpload(target, limit);
+    } catch (error) {
+      if (!(error instanceof UploadTooLargeError)) throw changedOr(error);
       await this.deletion.deleteNow(file.id).catch(() => undefined);
+      if (file.declaredSize !== null && (error.size === null || error.size <= maxFileBytes)) {
+        throw invalid(
+          'file',
+          `the uploaded file has ${error.size ?? `more than ${limit}`} bytes, not the announced ${file.declaredSize} bytes and ${file.declaredSha256}; it was dropped`,
+        );
+      }
+      // A bucket takes what its presigned URL is sent; the limit is applied here instead.
       throw new AppError(
         'payload_too_large',
-        `The uploaded file has ${stat.size} bytes, more than the largest file this coordinator keeps (${maxFileBytes}); it was dropped`,
+        `The uploaded file has ${error.size ?? `more than ${limit}`} bytes, more than the largest file this coordinator keeps (${maxFileBytes}); it was dropped`,
       );
     }
-    if (file.declaredSize !== null && (stat.size !== file.declaredSize || stat.sha256 !== file.declaredSha256)) {
+    if (!upload) throw conflict('Nothing has been uploaded for this file yet: PUT it to its uploadUrl first');
+    if (file.declaredSize !== null && (upload.size !== file.declaredSize || upload.sha256 !== file.declaredSha256)) {
       await this.deletion.deleteNow(file.id).catch(() => undefined);
       throw invalid(
         'file',
-        `the uploaded file has ${stat.size} bytes and SHA-256 ${stat.sha256}, not the announced ${file.declaredSize} bytes and ${file.declaredSha256}; it was dropped`,
+        `the uploaded file has ${upload.size} bytes and SHA-256 ${upload.sha256}, not the announced ${file.declaredSize} bytes and ${file.declaredSha256}; it was dropped`,
       );
+    }
+    // Checking may have taken long: promote only while the file is still pending.
+    const before = await this.d.files.findInOrg(file.orgId, file.id);
+    if (before?.status !== 'pending') return this.lostTo(before);
+    try {
+      await backend.promote(target, upload);
+    } catch (error) {
+      throw changedOr(error);
     }
     const now = this.d.clock.now();
     const expiresAt = file.ttlSeconds === null ? file.expiresAt : isoAt(now + file.ttlSeconds * 1000);
-    const done = { size: stat.size, sha256: stat.sha256, completedAt: isoAt(now), expiresAt };
+    const done = { size: upload.size, sha256: upload.sha256, completedAt: isoAt(now), expiresAt };
     if (await this.d.files.complete(file.id, done)) {
+      await backend.discardUploads(target).catch((error: unknown) => {
+        this.d.logger.warn({ fileId: file.id, err: error }, 'could not remove the staged uploads of a completed file');
+      });
+      this.discardLateUploads(file, backend);
       return { ...file, ...done, status: 'active' };
     }
-    // Someone else completed (or deleted) it meanwhile.
+    // Deleted (or completed by another coordinator) meanwhile.
     const current = await this.d.files.findInOrg(file.orgId, file.id);
+    if (current?.status !== 'active') {
+      // A deletion that ran before the promotion left the promoted blob behind: it goes too.
+      await backend.delete(file.blobKey).catch((error: unknown) => {
+        this.d.logger.warn(
+          { fileId: file.id, err: error },
+          'could not remove the blob of a file deleted while completed',
+        );
+      });
+    }
+    return this.lostTo(current);
+  }
+
+  /** The answer of a completion that found the file no longer pending. */
+  private lostTo(current: StoredFile | null): StoredFile {
     if (current?.status === 'active') return current;
     throw conflict(`The file is ${current?.status ?? 'gone'}; it can no longer be completed`);
+  }
+
+  /**
+   * A bucket's upload URL works until it expires whatever became of its file: an upload that lands
+   * after `complete` or a deletion leaves a staging object, removed once more when the URL has
+   * expired (and a PUT started just before has had time to finish). The timer lives in this
+   * process only; a file's deletion also removes its staging objects.
+   */
+  private discardLateUploads(file: StoredFile, backend: StorageBackend): void {
+    if (!backend.lateUploads) return;
+    const at = lateUploadsGoneAt(file) - this.d.clock.now();
+    const timer = setTimeout(
+      () => {
+        backend.discardUploads({ id: file.id, blobKey: file.blobKey }).catch((error: unknown) => {
+          this.d.logger.warn({ fileId: file.id, err: error }, 'could not remove late uploads of a file');
+        });
+      },
+      Math.min(Math.max(at, 0), MAX_TIMER_MS),
+    );
+    timer.unref();
+  }
+
+  /** Runs `fn` after every earlier call for the same key finished. */
+  private async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(key) ?? Promise.resolve();
+    const run = previous.then(fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.locks.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(key) === tail) this.locks.delete(key);
+    }
   }
 
   /** The file when the token may see it: its organization and a binding of its grant; else 404. */

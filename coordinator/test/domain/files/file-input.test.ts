@@ -29,9 +29,45 @@ describe('file labels', () => {
   it('refuses empty, overlong, control-character and malformed names, saying what was wrong', () => {
     expect(filenameProblem('')).toBe('must not be empty');
     expect(filenameProblem('x'.repeat(256))).toBe('must be at most 255 characters, got 256');
-    expect(filenameProblem('a\tb')).toBe('must not contain control characters');
-    expect(filenameProblem('a\u007f')).toBe('must not contain control characters');
+    expect(filenameProblem('a\tb')).toBe('must not contain control characters, got U+0009');
+    expect(filenameProblem('a\u007f')).toBe('must not contain control characters, got U+007F');
     expect(filenameProblem('\udc00x')).toBe('must be valid Unicode text');
+  });
+
+  it('refuses the C1 controls, U+0080 to U+009F, which terminals obey (U+009B starts an escape sequence)', () => {
+    expect(filenameProblem('a\u0085b')).toBe('must not contain control characters, got U+0085');
+    expect(filenameProblem('a\u009b31mred')).toBe('must not contain control characters, got U+009B');
+    expect(filenameProblem('\u0080')).toBe('must not contain control characters, got U+0080');
+    expect(filenameProblem('x\u009f')).toBe('must not contain control characters, got U+009F');
+    // Latin-1's printable characters, from U+00A0 on, are fine.
+    expect(filenameProblem('caf\u00e9 \u00a0.txt')).toBeNull();
+  });
+
+  it('refuses the bidirectional embeddings, overrides and isolates, which make a name show reordered', () => {
+    const message = (code: string) =>
+      `must not contain bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069), which make a name show in another order than it is written, got ${code}`;
+    // Shows as `xexe.jpg`.
+    expect(filenameProblem('x\u202egpj.exe')).toBe(message('U+202E'));
+    for (const code of [0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]) {
+      const hex = code.toString(16).toUpperCase();
+      expect(filenameProblem(`a${String.fromCodePoint(code)}b.txt`), hex).toBe(message(`U+${hex}`));
+    }
+    expect(details(() => parseFileLabels({ filename: 'invoice\u2066fdp.exe\u2069' }, 'x'))).toEqual([
+      { path: 'body.filename', message: message('U+2066') },
+    ]);
+  });
+
+  it('keeps the bidirectional marks and other formatting characters that right-to-left and joined text needs', () => {
+    for (const name of [
+      '\u05d3\u05d5\u05d7 (1)\u200f.pdf', // RLM
+      'report\u200e.txt', // LRM
+      '\u0645\u0644\u0641\u061c.txt', // ALM
+      '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645.txt', // ZWNJ, as Persian writes
+      '\u{1f469}\u200d\u{1f4bb} notes.md', // ZWJ in an emoji sequence
+      '\u05e7\u05d5\u05d1\u05e5.txt', // right-to-left letters themselves
+    ]) {
+      expect(filenameProblem(name), name).toBeNull();
+    }
   });
 
   it('counts characters, not UTF-16 units, against the 255 limit', () => {
