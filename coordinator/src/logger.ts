@@ -59,7 +59,7 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
   };
-  if (format === 'json') return pino(settings, options.destination);
+  if (format === 'json') return pino(settings, options.destination ?? logDestination(1));
   const color = options.color ?? (tty && !process.env.NO_COLOR);
   const out = options.destination ?? process.stdout;
   return pino(settings, {
@@ -67,6 +67,42 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
       out.write(`${readable(line, color)}\n`);
     },
   });
+}
+
+/** Lines held while the log cannot be written; past this, new lines are dropped. */
+const MAX_HELD_LOG_BYTES = 16 * 1024 * 1024;
+/** Whether the last write of the log failed (a full disk under a log file): a flush would never end. */
+let unwritable = false;
+export const logUnwritable = (): boolean => unwritable;
+
+/**
+ * The log's destination on `fd`, written synchronously as pino's default is, that survives being
+ * unwritable: a full disk under a log file (`ENOSPC`), a file size limit (`EFBIG`), a reader gone
+ * (`EPIPE`). pino's destination would throw its error into whatever was logging (then the crash
+ * handler's fatal line, which pino flushes, retried for ever: the coordinator froze, deaf to
+ * SIGTERM).
+ * Here the lines wait, up to 16 MiB, and are written once the log takes them again; past that,
+ * new lines are dropped. Said once on standard error.
+ */
+export function logDestination(fd: number): pino.DestinationStream {
+  const destination = pino.destination({ fd, sync: true, maxLength: MAX_HELD_LOG_BYTES });
+  destination.on('error', (error: NodeJS.ErrnoException) => {
+    if (unwritable) return;
+    unwritable = true;
+    process.stderr.write(
+      `drover-coordinator: cannot write its log (${error.code ?? error.message}): lines wait, then are dropped, until it can\n`,
+    );
+  });
+  destination.on('write', () => {
+    unwritable = false;
+  });
+  // pino flushes after every fatal line, and sonic-boom's flush retries a failing write for ever.
+  // Written synchronously, nothing waits to be flushed unless a write failed: then nothing can be.
+  const flushSync = destination.flushSync.bind(destination);
+  destination.flushSync = () => {
+    if (!unwritable) flushSync();
+  };
+  return destination;
 }
 
 /** Readable lines name neither the process (pid, host) nor the logger; errors show their stack. */

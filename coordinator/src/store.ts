@@ -1,8 +1,9 @@
+import fs from 'node:fs';
 import type { Logger } from 'pino';
 import { logApplied, migrationLog, type Store } from './store-parts.js';
 import type { Config } from './config/config.js';
 import { startCheckpointer } from './db/checkpointer.js';
-import { databaseFile, openDatabase } from './db/database.js';
+import { databaseFile, openDatabase, type Db } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { GroupCommitExecutor, type CommitObserver } from './db/writer/executor.js';
 import { createSqliteRepositories } from './sqlite-repositories.js';
@@ -26,7 +27,9 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
   // PostgreSQL's driver is loaded only for a coordinator on PostgreSQL (store-postgres.ts).
   if (config.database.kind === 'postgres')
     return (await import('./store-postgres.js')).openPostgresStore(config, logger, onCommit);
-  const db = openDatabase(databaseFile(config.dataDir));
+  const file = databaseFile(config.dataDir);
+  const db = openDatabase(file);
+  const opened = fs.statSync(file);
   try {
     logApplied(logger, migrate(db, undefined, migrationLog(logger)));
     const checkpointer = startCheckpointer(db, { intervalMs: CHECKPOINT_INTERVAL_MS, logger });
@@ -47,7 +50,7 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
       relay: null,
       // Synchronous and local: a closed or unreadable file throws at once.
       check: () => {
-        db.prepare('SELECT 1').get();
+        checkSqliteHealth(db, file, opened, writes.lastFailure);
         return Promise.resolve({ clusterEvents: null });
       },
       writesSettled: () => checkpointer.walBelow(SETTLED_WAL_FRAMES, SETTLED_MAX_WAIT_MS),
@@ -57,6 +60,26 @@ export async function openStore(config: Config, logger: Logger, onCommit?: Commi
     db.close();
     throw error;
   }
+}
+
+/**
+ * Whether the SQLite database can serve: its file is still the one opened (removed or replaced
+ * under a running coordinator, its writes would go to an unlinked file, lost at the next start),
+ * a page of it reads, and the last group commit did not fail as a whole (a full disk, an I/O
+ * error: every write fails until it is fixed). Throws what is wrong.
+ */
+function checkSqliteHealth(db: Db, file: string, opened: fs.Stats, lastFailure: Error | null): void {
+  let now: fs.Stats;
+  try {
+    now = fs.statSync(file);
+  } catch (error) {
+    throw new Error(`the database file ${file} is gone: ${(error as Error).message}`, { cause: error });
+  }
+  if (now.ino !== opened.ino || now.dev !== opened.dev) {
+    throw new Error(`the database file ${file} was replaced while the coordinator ran on it`);
+  }
+  db.prepare('SELECT count(*) FROM schema_migrations').get();
+  if (lastFailure) throw new Error(`the last write failed: ${lastFailure.message}`, { cause: lastFailure });
 }
 
 export type { Store } from './store-parts.js';

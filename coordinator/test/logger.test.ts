@@ -1,6 +1,10 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
-import { createLogger, type LoggerOptions } from '../src/logger.js';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it, vi } from 'vitest';
+import { createLogger, logDestination, logUnwritable, type LoggerOptions } from '../src/logger.js';
 
 /** A logger writing into memory, and the lines it wrote. */
 function capture(options: LoggerOptions = {}) {
@@ -80,5 +84,48 @@ describe('the coordinator logger', () => {
     const { logger, lines } = capture({ format: 'auto' });
     logger.info('hello');
     expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'hello' });
+  });
+
+  describe('when its log cannot be written (a full disk under a log file)', () => {
+    it('goes on: lines wait up to a bound, then are dropped, nothing throws, and it is said once', () => {
+      const said = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      const fd = fs.openSync('/dev/full', 'w'); // every write: ENOSPC
+      try {
+        const logger = createLogger('info', { destination: logDestination(fd) });
+        for (let i = 0; i < 20_000; i++) logger.info({ i, padding: 'x'.repeat(1000) }, 'a line');
+        expect(logUnwritable()).toBe(true);
+        expect(said.mock.calls.map(([text]) => String(text))).toEqual([
+          'drover-coordinator: cannot write its log (ENOSPC): lines wait, then are dropped, until it can\n',
+        ]);
+      } finally {
+        fs.closeSync(fd);
+        said.mockRestore();
+      }
+    });
+
+    it('still exits on an uncaught error, instead of flushing the log for ever', () => {
+      const here = path.dirname(fileURLToPath(import.meta.url));
+      const script = [
+        `import { createLogger } from ${JSON.stringify(path.join(here, '../src/logger.ts'))};`,
+        `import { installCrashHandlers } from ${JSON.stringify(path.join(here, '../src/server.ts'))};`,
+        "const logger = createLogger('info', { format: 'json' });",
+        'installCrashHandlers(logger);',
+        "logger.info('before');",
+        "setTimeout(() => { throw new Error('boom'); }, 10);",
+      ].join('\n');
+      const out = fs.openSync('/dev/full', 'w');
+      try {
+        const child = spawnSync(
+          process.execPath,
+          ['--conditions=drover-source', '--import', 'tsx', '--input-type=module', '-e', script],
+          { stdio: ['ignore', out, 'pipe'], timeout: 20_000, encoding: 'utf8' },
+        );
+        expect(child.signal, 'it hung: killed by the timeout').toBeNull();
+        expect(child.status).toBe(1);
+        expect(child.stderr).toContain('cannot write its log (ENOSPC)');
+      } finally {
+        fs.closeSync(out);
+      }
+    });
   });
 });

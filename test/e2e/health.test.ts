@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freshPostgresDatabase, queryDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
@@ -37,6 +40,33 @@ describe('the health check', () => {
     const res = await fetch(`${t.url}/healthz`, { method: 'POST' });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toMatch(/GET/);
+  });
+});
+
+describe('a SQLite database file removed or replaced under a running coordinator', () => {
+  let t: TestCoordinator;
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-health-'));
+    t = await startTestCoordinator({ dataDir, database: 'sqlite' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('fails the health check (its writes would go to a file lost at the next start), and passes once it is back', async () => {
+    const file = path.join(dataDir, 'drover.sqlite');
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    fs.renameSync(file, `${file}.moved`);
+    const gone = await fetch(`${t.url}/healthz`);
+    expect(gone.status).toBe(503);
+    expect(gone.headers.get('retry-after')).toBe('5');
+    fs.copyFileSync(`${file}.moved`, file); // another file of the same name: still not the one open
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(503);
+    fs.rmSync(file);
+    fs.renameSync(`${file}.moved`, file);
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
   });
 });
 

@@ -51,6 +51,26 @@ describe('group commit', () => {
   });
 });
 
+describe("the executor's last failure (the health check's)", () => {
+  it('is the error of a commit that failed as a whole, until one succeeds', async () => {
+    const db = openDatabase(':memory:');
+    db.pragma('foreign_keys = ON');
+    // A deferred foreign key fails at COMMIT: the whole group commit fails, as on a full disk.
+    db.exec(`CREATE TABLE parent (id INTEGER PRIMARY KEY);
+      CREATE TABLE child (p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED)`);
+    const writes = new GroupCommitExecutor(db);
+    const orphan = db.prepare('INSERT INTO child (p) VALUES (42)');
+    const parent = db.prepare('INSERT INTO parent (id) VALUES (?)');
+    expect(writes.lastFailure).toBeNull();
+    await expect(writes.run(() => orphan.run())).rejects.toThrow(/FOREIGN KEY/);
+    expect(writes.lastFailure?.message).toMatch(/FOREIGN KEY/);
+    await writes.run(() => parent.run(1));
+    expect(writes.lastFailure).toBeNull();
+    await writes.close();
+    db.close();
+  });
+});
+
 const NOW = Date.UTC(2030, 0, 1, 10, 0, 5);
 const none = { perMinute: null, perHour: null, perDay: null };
 describe('group-commit write executor', () => {

@@ -53,6 +53,11 @@ export class GroupCommitExecutor implements WriteExecutor {
   private pending: PendingWrite[] = [];
   private scheduled = false;
   private closed = false;
+  /**
+   * Why the last group commit failed as a whole (BEGIN or COMMIT: a full disk, an I/O error, a
+   * database made read-only), null once one succeeds: the health check reports it.
+   */
+  lastFailure: Error | null = null;
 
   constructor(
     db: Db,
@@ -91,7 +96,9 @@ export class GroupCommitExecutor implements WriteExecutor {
     const started = this.onCommit ? performance.now() : 0;
     try {
       outcomes = this.commit(batch.map((p) => p.op));
+      this.lastFailure = null;
     } catch (error) {
+      this.lastFailure = error instanceof Error ? error : new Error(String(error));
       for (const p of batch) p.reject(error);
       return;
     } finally {
