@@ -200,16 +200,30 @@ export class WorkflowRegistry implements ClaimableReport {
     // Refused for what it is (invalid, too large): sending it again would not help.
     if (answer.status === 422 || answer.status === 400 || answer.status === 413) {
       this.#reported = key;
-      const details = (answer.body as { details?: { path: string; message: string }[] } | null)?.details ?? [];
+      const details = (answer.body as { details?: unknown } | null)?.details;
+      const items = refusedItems(details);
       logger.error(
-        { details },
-        `the coordinator refused the workflow set (${answerMessage(answer)}): ` +
-          details.map((d) => `${d.path}: ${d.message}`).join('; '),
+        details === undefined ? {} : { details },
+        `the coordinator refused the workflow set (${answerMessage(answer)})` +
+          (items.length > 0 ? `: ${items.join('; ')}` : ''),
       );
       return;
     }
     throw new Error(`the workflows report failed (HTTP ${answer.status}: ${answerMessage(answer)})`);
   }
+}
+
+/**
+ * What a refusal's `details` say, one `path: message` each: read only when they are a list of
+ * those (docs/errors.md); anything else (an object, a text) is left to the log record's `details`.
+ */
+function refusedItems(details: unknown): string[] {
+  if (!Array.isArray(details)) return [];
+  return details
+    .filter(
+      (d): d is { path: string; message: string } => typeof d?.path === 'string' && typeof d?.message === 'string',
+    )
+    .map((d) => `${d.path}: ${d.message}`);
 }
 
 /** The fields that triggers and the coordinator act on, and that hold a secret value. */

@@ -11,6 +11,23 @@ export { describeNetworkError };
 const TIMEOUT_MS = 30_000;
 
 /**
+ * The longest a call may take in all, its answer read to the end: an answer that keeps dripping
+ * (a byte now and then, never silent for TIMEOUT_MS) is given up then, instead of holding up the
+ * reports queued behind it (docs/agent.md, "When the coordinator cannot be reached").
+ */
+export const CALL_DEADLINE_MS = 120_000;
+/**
+ * The slowest link a large body is given time for on top of CALL_DEADLINE_MS: one second per
+ * 64 KiB sent, and as much again for the answer (that to `PUT /v1/agent/workflows` repeats part of
+ * the set). A body of some kilobytes gets none; one of 16 MiB gets about 8.5 minutes more.
+ */
+const SLOW_LINK_BYTES_PER_S = 64 * 1024;
+
+/** The deadline of a call sending `body`: CALL_DEADLINE_MS, more for a large body. */
+export const callDeadlineMs = (body: string | undefined): number =>
+  CALL_DEADLINE_MS + 2 * Math.floor((body === undefined ? 0 : Buffer.byteLength(body)) / SLOW_LINK_BYTES_PER_S) * 1000;
+
+/**
  * The largest answer the agent reads from the coordinator (docs/agent.md, "When the
  * coordinator cannot be reached"): 32 MiB. The largest legitimate one is the answer to
  * `PUT /v1/agent/workflows`, which repeats part of the set the agent sent (at most 16 MiB); a
@@ -48,13 +65,16 @@ export interface CallOptions {
   maxAnswerBytes?: number;
   /** Aborts the call, the reading of its answer included (an update job's cancel, stop or timeout). */
   signal?: AbortSignal;
+  /** The longest the whole call may take (callDeadlineMs of the body; tests pass a short one). */
+  deadlineMs?: number;
 }
 
 /**
- * One HTTP call to the coordinator; a network failure (or no answer within 30 s) becomes an
- * `unreachable` AgentError, an answer larger than MAX_ANSWER_BYTES a `bad_response` one naming
- * the call (both thrown, so callers try again later as for any failure); an answer of any status
- * is returned as is (the body parsed as JSON when it is).
+ * One HTTP call to the coordinator; a network failure (or silence for 30 s, or an answer not read
+ * in full by the call's deadline, 2 minutes for most) becomes an `unreachable` AgentError, an
+ * answer larger than MAX_ANSWER_BYTES a `bad_response` one naming the call (both thrown, so
+ * callers try again later as for any failure); an answer of any status is returned as is (the
+ * body parsed as JSON when it is).
  */
 export async function callCoordinator(
   origin: string,
@@ -66,6 +86,11 @@ export async function callCoordinator(
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   const { clock } = options;
   const sentAt = clock?.localTime() ?? 0;
+  const deadlineMs = options.deadlineMs ?? callDeadlineMs(options.body);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), deadlineMs).unref();
+  const signal = options.signal ? AbortSignal.any([options.signal, deadline.signal]) : deadline.signal;
+  const call = `${method} ${path.split('?')[0]}`;
   let res: HttpResponse;
   let text: string;
   try {
@@ -74,20 +99,29 @@ export async function callCoordinator(
       headers,
       ...(options.body === undefined ? {} : { body: options.body }),
       idleTimeoutMs: TIMEOUT_MS,
-      ...(options.signal ? { signal: options.signal } : {}),
+      signal,
     });
     text = await readText(res.body, options.maxAnswerBytes ?? MAX_ANSWER_BYTES);
   } catch (cause) {
     if (cause instanceof AnswerTooLarge) {
       throw new AgentError(
         'bad_response',
-        `the coordinator's answer to ${method} ${path.split('?')[0]} is larger than ${cause.limit}, the most the agent reads: given up`,
+        `the coordinator's answer to ${call} is larger than ${cause.limit}, the most the agent reads: given up`,
+        { cause },
+      );
+    }
+    if (deadline.signal.aborted && !options.signal?.aborted) {
+      throw new AgentError(
+        'unreachable',
+        `the coordinator's answer to ${call} did not finish in ${Math.round(deadlineMs / 1000)}s; given up`,
         { cause },
       );
     }
     throw new AgentError('unreachable', `Cannot reach the coordinator at ${origin}: ${describeNetworkError(cause)}`, {
       cause,
     });
+  } finally {
+    clearTimeout(timer);
   }
   const receivedAt = clock?.localTime() ?? 0;
   clock?.observeDateHeader(res.headers.date, sentAt, receivedAt);

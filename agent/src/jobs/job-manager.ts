@@ -28,6 +28,7 @@ import type { StepLauncher } from '../exec/step-launcher.js';
 import { afterPendingImmediates } from '../util/event-loop.js';
 import { paramsProblem } from '../workflows/params-check.js';
 import { parseDeployEvent } from './deploy-event.js';
+import { saneJobAssignment } from './job-event.js';
 import type { CountersWriter } from '../status/counters-writer.js';
 
 export interface JobManagerOptions {
@@ -127,8 +128,13 @@ export class JobManager {
     if (entry?.state === 'running') this.#finish(entry, result);
   }
 
-  /** A `job` event of the stream. An update job always takes the deploy path (its manifest is checked). */
-  onJobEvent(assignment: JobAssignment): void {
+  /**
+   * A `job` event of the stream. An update job always takes the deploy path (its manifest is
+   * checked). Optional fields the agent cannot use (a `timeoutMs` out of range) are set aside with
+   * a warning, and the job runs without them (saneJobAssignment).
+   */
+  onJobEvent(event: JobAssignment): void {
+    const assignment = this.#sane(event, 'job');
     if (assignment.kind === 'update') {
       this.onDeployEvent(assignment);
       return;
@@ -158,7 +164,8 @@ export class JobManager {
       );
       return;
     }
-    const { assignment, startWithinMs } = parsed;
+    const { startWithinMs } = parsed;
+    const assignment = this.#sane(parsed.assignment, 'deploy');
     const { journal } = this.#options;
     const known =
       journal.get(assignment.jobId) !== undefined ||
@@ -225,6 +232,11 @@ export class JobManager {
       log.debug(`cancel received for a job that already ended here (${entry.state}); nothing to stop`);
       return;
     }
+    if (this.#finalPending.has(jobId) || this.#options.outbox.has(jobId, 'finish')) {
+      // Sent again at every connect until confirmed: one confirmation on its way is enough.
+      log.debug('cancel received for a job this agent does not hold; its confirmation is on its way already');
+      return;
+    }
     log.info(`cancel received for a job this agent does not hold; confirming it`);
     this.#sendFinal(jobId, { kind: 'finish', body: cancelledResult(CANCELLED_NOT_HELD_MESSAGE) });
   }
@@ -237,6 +249,17 @@ export class JobManager {
       if (typeof assignment?.applicationId === 'string') ids.add(assignment.applicationId);
     }
     return ids;
+  }
+
+  /** The assignment with what the agent cannot use of it set aside (saneJobAssignment), each said. */
+  #sane<T extends JobAssignment>(received: T, event: 'job' | 'deploy'): T {
+    const { assignment, problems } = saneJobAssignment(received);
+    for (const problem of problems)
+      this.#options.logger.warn(
+        { event, jobId: String(received.jobId), workflow: String(received.workflowName) },
+        `in the ${event} event of job ${String(received.jobId)}, ${problem}`,
+      );
+    return assignment;
   }
 
   #intake(assignment: JobAssignment, deploy: boolean): void {

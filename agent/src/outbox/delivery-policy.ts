@@ -2,7 +2,7 @@ import { isRetryableStatus, type HttpAnswer } from '../http/client.js';
 import type { Report } from './report.js';
 
 export type Verdict =
-  /** 2xx: done. */
+  /** 2xx from the coordinator: done. */
   | { verdict: 'delivered' }
   /** The coordinator is unreachable or cannot take it now: keep it and try again later. */
   | { verdict: 'retry'; reason: string }
@@ -15,15 +15,43 @@ export type Verdict =
  * the report is dropped. A 409 to `finish` means the job is already terminal (the same result
  * sent again is a 200, so the coordinator has a different one, such as the deadline's), and a
  * 409 to `logs` that the job ended there (its deadline passed, its agent was revoked): expected.
+ *
+ * Only the coordinator's own answers count: a 2xx is delivered when it names the report's job
+ * and its status (`{jobId, status}`), a 4xx is final when it is the coordinator's error
+ * (JSON: `{statusCode, code, message}`). Anything else (a proxy's or captive portal's page, answered
+ * 200, a redirect to its login) is retried: taken for delivered, a job's result would be lost.
  */
 export function judgeAnswer(report: Report, answer: HttpAnswer | { error: Error }): Verdict {
   if ('error' in answer) return { verdict: 'retry', reason: answer.error.message };
   const { status } = answer;
-  if (status >= 200 && status < 300) return { verdict: 'delivered' };
+  if (status >= 200 && status < 300) {
+    return answersJob(answer.body, report.jobId) ? { verdict: 'delivered' } : notTheCoordinator(answer);
+  }
+  if (status < 400 || (!isRetryableStatus(status) && !isCoordinatorError(answer.body))) {
+    return notTheCoordinator(answer);
+  }
   const message = messageOf(answer);
   const reason = `HTTP ${status}${message ? `: ${message}` : ''}`;
   if (isRetryableStatus(status)) return { verdict: 'retry', reason };
   return { verdict: 'drop', reason, expected: status === 409 && (report.kind === 'finish' || report.kind === 'logs') };
+}
+
+/** The coordinator's answer to a job report: `{jobId, status, ...}` for this job. */
+function answersJob(body: unknown, jobId: string): boolean {
+  if (typeof body !== 'object' || body === null) return false;
+  const b = body as { jobId?: unknown; status?: unknown };
+  return typeof b.jobId === 'string' && b.jobId.toLowerCase() === jobId.toLowerCase() && typeof b.status === 'string';
+}
+
+/** A refusal in JSON, as the coordinator's are (docs/errors.md), not a proxy's page or an empty answer. */
+const isCoordinatorError = (body: unknown): boolean => typeof body === 'object' && body !== null;
+
+function notTheCoordinator(answer: HttpAnswer): Verdict {
+  const what = answer.status >= 300 && answer.status < 400 ? 'a redirect' : 'not an answer of the coordinator';
+  return {
+    verdict: 'retry',
+    reason: `HTTP ${answer.status}, ${what} (a proxy or captive portal in between?)`,
+  };
 }
 
 function messageOf(answer: HttpAnswer): string | null {

@@ -28,9 +28,13 @@ export interface StreamClientOptions extends StreamSigner {
    * Runs before each connection attempt: makes the reports the coordinator is to have before the
    * stream opens (the workflows, the labels), or returns a claim that it holds them already, sent
    * as the stream's `reports` parameter (the daemon's ReportClaims). Its failure is logged once
-   * the stream is open; when the stream fails too, the attempt's one line says why.
+   * the stream is open; when the stream fails too, the attempt's one line says why. Not done
+   * within `prepareTimeoutMs`, it is not waited for: the stream opens without a claim (said once
+   * open) while the reports go on, and their failure then is logged when it comes.
    */
   beforeConnect?(): Promise<string | null | void>;
+  /** How long an attempt waits for `beforeConnect` (60 s by default). */
+  prepareTimeoutMs?: number;
   /** Whether the coordinator that opened the stream checks a reports claim (its `x-agent-reports: checked`). */
   onReportsChecked?(checks: boolean): void;
   /** The coordinator refused the claim (409 `reports_outdated`); the next attempt, made at once, is to report. */
@@ -58,6 +62,11 @@ export interface StreamClientOptions extends StreamSigner {
 const BACKOFF = { baseMs: 500, capMs: 10_000 };
 /** The longest wait a `Retry-After` or a `retry` hint may impose (a bad value cannot park the agent). */
 const MAX_ASKED_WAIT_MS = 120_000;
+/**
+ * The shortest wait after a shed (503 with `Retry-After`), whatever it asked: `Retry-After: 0`, or
+ * a date already past on this machine's clock, must not make a loop of attempts.
+ */
+const MIN_SHED_WAIT_MS = 1_000;
 
 const EVENTS = new Set<string>(Object.values(StreamEvent));
 
@@ -69,7 +78,8 @@ const EVENTS = new Set<string>(Object.values(StreamEvent));
  * then comes within the stream's SSE `retry` hint (the time over which the coordinator can take
  * its whole fleet back; half a second without one), so a flapping link is crossed again at once
  * while a fleet that lost its streams together comes back spread out. A 503 with `Retry-After` (the coordinator shedding a reconnect
- * storm) is waited out as asked, within one more second of jitter, and is not counted as a failure.
+ * storm) is waited out as asked, within one more second of jitter: at least a second, and at
+ * least the backoff's next delay, which repeated sheds make grow as failures do.
  * Each attempt is signed afresh. The coordinator sends every open job again at each connect, so
  * nothing is lost in between.
  */
@@ -89,6 +99,7 @@ export class StreamClient {
   readonly #random: () => number;
   readonly #idleTimeoutMs: number;
   readonly #healthyAfterMs: number;
+  readonly #prepareTimeoutMs: number;
   readonly #options: StreamClientOptions;
 
   constructor(options: StreamClientOptions) {
@@ -97,6 +108,7 @@ export class StreamClient {
     this.#backoff = options.backoff ?? new Backoff({ ...BACKOFF, random: this.#random });
     this.#idleTimeoutMs = options.idleTimeoutMs ?? 45_000;
     this.#healthyAfterMs = options.healthyAfterMs ?? 1_000;
+    this.#prepareTimeoutMs = options.prepareTimeoutMs ?? 60_000;
   }
 
   get state(): ConnectionState {
@@ -128,7 +140,7 @@ export class StreamClient {
     let prepareError: unknown = null;
     let claim: string | null = null;
     try {
-      claim = (await this.#options.beforeConnect?.()) ?? null;
+      claim = (await this.#prepare()) ?? null;
     } catch (error) {
       prepareError = error;
     }
@@ -170,7 +182,9 @@ export class StreamClient {
     }
     if (res.statusCode !== 200 || !contentType.startsWith('text/event-stream')) {
       discardBody(res.body);
-      const asked = res.statusCode === 503 ? retryAfterMs(res.headers['retry-after']) : null;
+      // A date is read on the coordinator's clock, as well as it is known (this answer's Date included).
+      const asked =
+        res.statusCode === 503 ? retryAfterMs(res.headers['retry-after'], this.#options.clock?.now()) : null;
       // At most two minutes, whatever a coordinator asks.
       const askedMs = asked === null ? null : Math.min(asked, MAX_ASKED_WAIT_MS);
       if (askedMs !== null && current()) {
@@ -214,6 +228,38 @@ export class StreamClient {
     }
   }
 
+  /**
+   * `beforeConnect`, waited for `prepareTimeoutMs` at most: a report whose answer hangs must not
+   * keep the stream from opening (the call's own deadline ends it later; its failure is logged then).
+   */
+  async #prepare(): Promise<string | null | void> {
+    const work = this.#options.beforeConnect?.();
+    if (!work) return null;
+    const ms = this.#prepareTimeoutMs;
+    let late = false;
+    work.catch((error: unknown) => {
+      if (!late) return; // said once the stream is open, as any failure of the preparation
+      const message = error instanceof Error ? error.message : String(error);
+      this.#options.logger.warn({ err: error }, `a report made before connecting failed after all: ${message}`);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => {
+        late = true;
+        reject(
+          new Error(
+            `the reports made before connecting did not finish in ${formatDuration(ms)}; the stream was opened without waiting for them`,
+          ),
+        );
+      }, ms).unref();
+    });
+    try {
+      return await Promise.race([work, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** An event of the open stream: known ones go to `onMessage`. */
   #handle(message: ServerSentEvent): void {
     const { event } = message;
@@ -248,16 +294,19 @@ export class StreamClient {
     this.#reconnectTimer = setTimeout(() => void this.#connect(), delay);
   }
 
-  /** A 503 with `Retry-After`: the coordinator is shedding a reconnect storm; come back when it said. */
+  /**
+   * A 503 with `Retry-After`: the coordinator is shedding a reconnect storm; come back when it said,
+   * but not before a second nor before the backoff's next delay (each shed counts toward it, so an
+   * agent shed again and again slows down as after failures; a healthy stream resets it).
+   */
   #retryAsked(askedMs: number): void {
     this.#close();
     if (this.#stopped) return;
-    const delay = askedMs + Math.floor(this.#random() * 1_000);
+    const floor = Math.max(MIN_SHED_WAIT_MS, this.#backoff.next());
+    const delay = Math.max(askedMs, floor) + Math.floor(this.#random() * 1_000);
     const message = `the coordinator is taking other agents back first (HTTP 503)`;
-    this.#options.logger.info(
-      { retryInMs: delay },
-      `${message}; reconnecting in ${formatDuration(delay)}, as it asked`,
-    );
+    const why = askedMs >= floor ? 'as it asked' : `it asked for ${formatDuration(askedMs)}`;
+    this.#options.logger.info({ retryInMs: delay }, `${message}; reconnecting in ${formatDuration(delay)}, ${why}`);
     this.#setState('disconnected', message);
     this.#reconnectTimer = setTimeout(() => void this.#connect(), delay);
   }

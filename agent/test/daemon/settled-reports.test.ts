@@ -24,7 +24,7 @@ describe("the daemon's note that the coordinator took a result", () => {
     const { logger, records } = captureLogger();
     const sender = new ReportSender({
       outbox: Outbox.open(path.join(stateDir, 'outbox')),
-      transport: async () => ({ status: 200, body: { status: 'success' } }),
+      transport: async (report) => ({ status: 200, body: { jobId: report.jobId, status: 'success' } }),
       logger,
       onSettled: markSettledInJournal(journal, logger),
     });

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callCoordinator, MAX_ANSWER_BYTES } from '../../src/http/client.js';
+import { CALL_DEADLINE_MS, callCoordinator, callDeadlineMs, MAX_ANSWER_BYTES } from '../../src/http/client.js';
 import { configureDispatcher } from '../../src/http/dispatcher.js';
 import { AgentError } from '../../src/errors.js';
 
@@ -14,6 +14,8 @@ let server: http.Server;
 let origin: string;
 /** How many bytes the server wrote into each huge answer before the client went away. */
 const written: number[] = [];
+/** How many dripping answers the client closed. */
+let dripsClosed = 0;
 
 beforeAll(async () => {
   configureDispatcher({ env: {} });
@@ -33,6 +35,18 @@ beforeAll(async () => {
       };
       res.on('close', () => written.push(sent));
       more();
+      return;
+    }
+    const pathname = req.url!.split('?')[0];
+    if (pathname === '/drip' || pathname === '/drip-headers') {
+      // An answer that never stays silent long enough for the idle timeout, and never ends.
+      if (pathname === '/drip') res.writeHead(200, { 'content-type': 'application/json' });
+      else res.socket!.write('HTTP/1.1 200 OK\r\n');
+      const timer = setInterval(() => (pathname === '/drip' ? res.write(' ') : res.socket!.write('x-a: b\r\n')), 50);
+      res.on('close', () => {
+        clearInterval(timer);
+        dripsClosed += 1;
+      });
       return;
     }
     if (req.url === '/announced') {
@@ -95,5 +109,43 @@ describe('callCoordinator: the size of an answer', () => {
     const answer = await callCoordinator(origin, 'GET', '/other', { maxAnswerBytes: 4096 });
     expect(answer.status).toBe(200);
     expect((answer.body as { apps: unknown[] }).apps).toEqual([]);
+  });
+});
+
+describe('callCoordinator: the time an answer may take', () => {
+  it('is 2 minutes in all, more for a large body on a slow link', () => {
+    expect(CALL_DEADLINE_MS).toBe(120_000);
+    expect(callDeadlineMs(undefined)).toBe(120_000);
+    expect(callDeadlineMs(JSON.stringify({ workflows: [] }))).toBe(120_000);
+    expect(callDeadlineMs('x'.repeat(16 * 1024 * 1024))).toBe(120_000 + 512_000);
+  });
+
+  it.each(['/drip', '/drip-headers'])(
+    'gives up an answer that drips past the deadline (%s), naming the call, and closes its connection',
+    async (path) => {
+      const closed = dripsClosed;
+      const started = Date.now();
+      const error = await failure(callCoordinator(origin, 'PUT', `${path}?x=1`, { body: '{}', deadlineMs: 1000 }));
+      expect(error).toBeInstanceOf(AgentError);
+      expect(error.code).toBe('unreachable');
+      expect(error.message).toBe(`the coordinator's answer to PUT ${path} did not finish in 1s; given up`);
+      expect(Date.now() - started).toBeLessThan(5000);
+      await expect.poll(() => dripsClosed).toBe(closed + 1);
+    },
+  );
+
+  it("says a caller's abort as before, not as the deadline", async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 200);
+    const error = await failure(
+      callCoordinator(origin, 'GET', '/drip', { signal: controller.signal, deadlineMs: 60_000 }),
+    );
+    expect(error.code).toBe('unreachable');
+    expect(error.message).toMatch(/^Cannot reach the coordinator at /);
+  });
+
+  it('leaves an answer within the deadline alone', async () => {
+    const answer = await callCoordinator(origin, 'GET', '/other', { deadlineMs: 1000 });
+    expect(answer.status).toBe(200);
   });
 });

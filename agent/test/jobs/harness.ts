@@ -60,7 +60,7 @@ export function harness(
   const journal = Journal.open(stateDir);
   const outbox = Outbox.open(path.join(stateDir, 'outbox'));
   const h = {} as Harness;
-  h.answer = options.answer ?? (() => Promise.resolve({ status: 200, body: {} }));
+  h.answer = options.answer ?? ((r) => Promise.resolve(answered(r)));
   const sender = new ReportSender({
     outbox,
     transport: (report) => {
@@ -139,3 +139,9 @@ export function assignment(workflowName: string, fields: Partial<JobAssignment> 
     ...fields,
   };
 }
+
+/** The coordinator's answer to a report that went through: its job and a status (delivery-policy.ts). */
+export const answered = (report: Pick<Report, 'jobId'>): HttpAnswer => ({
+  status: 200,
+  body: { jobId: report.jobId, status: 'pending' },
+});

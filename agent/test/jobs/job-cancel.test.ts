@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { HttpAnswer } from '../../src/http/client.js';
 import { fixture, isAlive } from '../exec/helpers.js';
 import { CANCELLED_BEFORE_START_MESSAGE } from '../../src/jobs/intake.js';
-import { assignment, harness, sh, type Harness } from './harness.js';
+import { answered, assignment, harness, sh, type Harness } from './harness.js';
 import { eventually } from '../../../test/helpers/poll.js';
 
 const open: Harness[] = [];
@@ -104,7 +104,7 @@ describe('a cancel event', () => {
     const h = make([quick], {
       answer: async (r): Promise<HttpAnswer> => {
         if (r.kind === 'start') await gate;
-        return { status: 200, body: {} };
+        return answered(r);
       },
     });
     const job = assignment('quick');
@@ -143,6 +143,43 @@ describe('a cancel event', () => {
   });
 });
 
+describe('the cancel of a job the agent does not hold, sent again at every connect', () => {
+  it('is confirmed once while its confirmation waits in the outbox, across a restart too', async () => {
+    const offline = (): Promise<HttpAnswer> => Promise.resolve({ status: 503, body: {} });
+    const h = make([quick], { answer: offline });
+    const unknown = assignment('quick').jobId;
+    for (let connect = 0; connect < 5; connect += 1) {
+      h.manager.onCancelEvent({ jobId: unknown });
+      await eventually(() => h.outbox.has(unknown, 'finish'));
+    }
+    expect(h.outbox.entries().filter((e) => e.report.jobId === unknown)).toHaveLength(1);
+    expect(h.sent.filter((r) => r.jobId === unknown)).toHaveLength(1);
+
+    const after = h.restart();
+    open.push(after);
+    after.manager.onCancelEvent({ jobId: unknown });
+    after.manager.onCancelEvent({ jobId: unknown });
+    expect(after.outbox.entries().filter((e) => e.report.jobId === unknown)).toHaveLength(1);
+    expect(after.sent).toEqual([]);
+  });
+
+  it('is confirmed once when the cancel comes again while the confirmation is on the wire', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const h = make([quick], { answer: async (r) => (await held, answered(r)) });
+    const unknown = assignment('quick').jobId;
+    h.manager.onCancelEvent({ jobId: unknown });
+    h.manager.onCancelEvent({ jobId: unknown });
+    release();
+    await eventually(() => h.finishOf(unknown) !== undefined);
+    await h.sender.flush(200);
+    expect(h.sent.filter((r) => r.jobId === unknown)).toHaveLength(1);
+    // Delivered: a later cancel (the coordinator did not take it after all) is confirmed again.
+    h.manager.onCancelEvent({ jobId: unknown });
+    await eventually(() => h.sent.filter((r) => r.jobId === unknown).length === 2);
+  });
+});
+
 describe('a job whose start cannot be delivered', () => {
   const offline = (): Promise<HttpAnswer> => Promise.resolve({ status: 503, body: {} });
 
@@ -159,7 +196,7 @@ describe('a job whose start cannot be delivered', () => {
     // Back: the coordinator cancelled the job while it could not reach the agent.
     h.answer = (report) =>
       Promise.resolve(
-        report.kind === 'start' ? { status: 409, body: { error: { code: 'conflict' } } } : { status: 200, body: {} },
+        report.kind === 'start' ? { status: 409, body: { error: { code: 'conflict' } } } : answered(report),
       );
     await h.sender.drainNow();
     await eventually(() => h.journal.get(job.jobId)?.state === 'abandoned');
@@ -173,7 +210,7 @@ describe('a job whose start cannot be delivered', () => {
     h.manager.onJobEvent(job);
     await eventually(() => h.outbox.size === 1);
     expect(fs.existsSync(marker)).toBe(false);
-    h.answer = () => Promise.resolve({ status: 200, body: {} });
+    h.answer = (report) => Promise.resolve(answered(report));
     await h.sender.drainNow();
     await eventually(() => h.finishOf(job.jobId) !== undefined);
     expect(h.finishOf(job.jobId)?.status).toBe('success');

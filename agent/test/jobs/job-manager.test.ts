@@ -7,7 +7,7 @@ import { jobFiles } from '../../src/exec/job-files.js';
 import { StepLauncher } from '../../src/exec/step-launcher.js';
 import { isAlive, spares } from '../exec/helpers.js';
 import { DAMAGED_MESSAGE, decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
-import { assignment, harness, sh, type Harness } from './harness.js';
+import { answered, assignment, harness, sh, type Harness } from './harness.js';
 import { eventually } from '../../../test/helpers/poll.js';
 
 const open: Harness[] = [];
@@ -104,7 +104,6 @@ describe('a new job', () => {
   it('has its files created and the secrets read while its start is answered, and runs with them', async () => {
     let secretsRead = false;
     let answerStart: (() => void) | undefined;
-    const ok = { status: 200, body: {} };
     const h = make(
       [{ name: 'env', steps: [sh('cat "$DROVER_PARAMS_FILE"; echo "token=$TOKEN"')], secretsKeys: ['TOKEN'] }],
       {
@@ -113,7 +112,9 @@ describe('a new job', () => {
           return Promise.resolve({ secrets: { TOKEN: 's3cr3t-value' } });
         },
         answer: (r) =>
-          r.kind === 'start' ? new Promise((resolve) => (answerStart = () => resolve(ok))) : Promise.resolve(ok),
+          r.kind === 'start'
+            ? new Promise((resolve) => (answerStart = () => resolve(answered(r))))
+            : Promise.resolve(answered(r)),
       },
     );
     const job = assignment('env', { params: { env: 'staging' } });
@@ -233,7 +234,7 @@ describe('a new job', () => {
         Promise.resolve(
           r.kind === 'accept' || (r.kind === 'start' && r.jobId === refusedStart.jobId)
             ? { status: 409, body: {} }
-            : { status: 200, body: {} },
+            : answered(r),
         ),
     });
     const refusedStart = assignment('quick');
@@ -256,12 +257,12 @@ describe('a first step held ready while the start is reported', () => {
   it('runs in the held spare once the start is answered, and never when the start is refused or the journal fails', async () => {
     const marks = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-held-'));
     const launcher = new StepLauncher();
-    let answerStart = { status: 200, body: {} };
+    let refuseStart = false;
     try {
       const touch = { name: 'touch', steps: [sh(`echo $$ > ${marks}/$DROVER_JOB_ID`)] };
       const h = make([touch], {
         launcher,
-        answer: (r) => Promise.resolve(r.kind === 'start' ? answerStart : { status: 200, body: {} }),
+        answer: (r) => Promise.resolve(r.kind === 'start' && refuseStart ? { status: 409, body: {} } : answered(r)),
       });
       const ranIn = (jobId: string) =>
         fs.existsSync(`${marks}/${jobId}`) ? Number(fs.readFileSync(`${marks}/${jobId}`, 'utf8')) : null;
@@ -276,14 +277,14 @@ describe('a first step held ready while the start is reported', () => {
 
       await eventually(() => spares().length === 1, 5_000, 'a new spare after the job');
       const [second] = spares();
-      answerStart = { status: 409, body: {} };
+      refuseStart = true;
       const refused = assignment('touch');
       h.manager.onJobEvent(refused);
       await eventually(() => h.journal.get(refused.jobId)?.state === 'abandoned');
       await eventually(() => !isAlive(second!), 5_000, 'the held spare to end unrun');
       expect(ranIn(refused.jobId)).toBeNull();
 
-      answerStart = { status: 200, body: {} };
+      refuseStart = false;
       await h.manager.prepareNext();
       const [third] = spares();
       const failing = vi
@@ -319,10 +320,7 @@ describe('a job id runs at most once', () => {
   it('sends a result again when the coordinator still has the job open and the result never arrived', async () => {
     let finishes = 0;
     const h = make([quick], {
-      answer: (r) =>
-        Promise.resolve(
-          r.kind === 'finish' && finishes++ === 0 ? { status: 404, body: {} } : { status: 200, body: {} },
-        ),
+      answer: (r) => Promise.resolve(r.kind === 'finish' && finishes++ === 0 ? { status: 404, body: {} } : answered(r)),
     });
     const job = assignment('quick');
     h.manager.onJobEvent(job);

@@ -164,7 +164,7 @@ describe('a job printing 48 MiB while the coordinator answers 503', () => {
     const transport: Transport = (report) => {
       if (!online) return Promise.resolve({ status: 503, body: { message: 'busy' } });
       sent.push(report);
-      return Promise.resolve({ status: 200, body: {} } as HttpAnswer);
+      return Promise.resolve({ status: 200, body: { jobId: report.jobId, status: 'pending' } } as HttpAnswer);
     };
     const outbox = Outbox.open(dir, { freeBytes: () => Infinity });
     const sender = new ReportSender({

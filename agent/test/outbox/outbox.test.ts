@@ -32,6 +32,7 @@ const logs = (jobId: string, seq: number): Report => ({
   jobId,
   body: { lines: [{ seq, at: '2026-01-01T00:00:00.000Z', stream: 'stdout', step: 0, text: `line ${seq}` }] },
 });
+/** The coordinator's answer to a report that went through (the fake transport names its job in it). */
 const ok: HttpAnswer = { status: 200, body: { status: 'success' } };
 const down = () => Promise.reject(new Error('connect ECONNREFUSED'));
 
@@ -40,7 +41,9 @@ function fakeTransport(answer: (report: Report) => Promise<HttpAnswer>) {
   const calls: string[] = [];
   const transport: Transport = (report) => {
     calls.push(`${report.kind}:${report.jobId}${report.kind === 'logs' ? `:${report.body.lines[0]!.seq}` : ''}`);
-    return answer(report);
+    return answer(report).then((a) =>
+      a === ok ? { status: 200, body: { jobId: report.jobId, status: 'success' } } : a,
+    );
   };
   return { transport, calls };
 }
@@ -85,7 +88,7 @@ describe('the outbox', () => {
 describe('delivery of reports', () => {
   it('retries network errors, 5xx, 401, 408 and 429, and drops other 4xx', () => {
     const r = finish('j');
-    expect(judgeAnswer(r, ok).verdict).toBe('delivered');
+    expect(judgeAnswer(r, { status: 200, body: { jobId: 'j', status: 'success' } }).verdict).toBe('delivered');
     for (const status of [500, 502, 503, 401, 408, 429])
       expect(judgeAnswer(r, { status, body: null }).verdict).toBe('retry');
     expect(judgeAnswer(r, { error: new Error('ECONNRESET') }).verdict).toBe('retry');
@@ -95,9 +98,32 @@ describe('delivery of reports', () => {
       expected: true,
     });
     // Log lines of a job that ended on the coordinator: refused, and expected (no warning).
-    expect(judgeAnswer(logs('j', 1), { status: 409, body: null })).toMatchObject({ verdict: 'drop', expected: true });
-    expect(judgeAnswer(logs('j', 1), { status: 422, body: null })).toMatchObject({ verdict: 'drop', expected: false });
-    for (const status of [400, 404, 422]) expect(judgeAnswer(r, { status, body: null }).verdict).toBe('drop');
+    expect(judgeAnswer(logs('j', 1), { status: 409, body: {} })).toMatchObject({ verdict: 'drop', expected: true });
+    expect(judgeAnswer(logs('j', 1), { status: 422, body: {} })).toMatchObject({ verdict: 'drop', expected: false });
+    for (const status of [400, 404, 422]) expect(judgeAnswer(r, { status, body: {} }).verdict).toBe('drop');
+  });
+
+  it("counts only the coordinator's answers: a proxy's or captive portal's page, or a redirect, is tried again", () => {
+    const r = finish('j');
+    const portal = '<html>Please log in to the Wi-Fi</html>';
+    for (const answer of [
+      { status: 200, body: portal },
+      { status: 200, body: {} },
+      { status: 200, body: { jobId: 'another', status: 'success' } },
+      { status: 204, body: null },
+      { status: 302, body: '' },
+      { status: 404, body: portal },
+      { status: 403, body: null },
+    ]) {
+      expect(judgeAnswer(r, answer), JSON.stringify(answer)).toMatchObject({
+        verdict: 'retry',
+        reason: expect.stringMatching(/a proxy or captive portal in between\?\)$/),
+      });
+    }
+    expect(judgeAnswer(r, { status: 302, body: '' })).toMatchObject({
+      reason: 'HTTP 302, a redirect (a proxy or captive portal in between?)',
+    });
+    expect(judgeAnswer(r, { status: 200, body: { jobId: 'J', status: 'success' } }).verdict).toBe('delivered');
   });
 
   it('keeps what cannot be delivered in the outbox, and everything after it, then sends it all in order', async () => {
@@ -233,7 +259,7 @@ describe('delivery of reports', () => {
     const transport: Transport = (report) => {
       if (!online) return down();
       sent.push(report);
-      return Promise.resolve(ok);
+      return Promise.resolve({ status: 200, body: { jobId: report.jobId, status: 'success' } });
     };
     const known = createMasker(['hunter2']);
     const outbox = Outbox.open(dir);
@@ -302,7 +328,11 @@ describe('delivery of reports', () => {
     const outbox = Outbox.open(dir);
     outbox.append(bigFinish('big'));
     const { transport, calls } = fakeTransport((r) =>
-      Promise.resolve(r.kind === 'finish' && Object.keys(r.body.output).length > 0 ? { status: 413, body: null } : ok),
+      Promise.resolve(
+        r.kind === 'finish' && Object.keys(r.body.output).length > 0
+          ? { status: 413, body: { message: 'too large' } }
+          : ok,
+      ),
     );
     const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger, backoff: noWait() });
     expect(await sender.drainNow()).toBe(true);

@@ -64,6 +64,7 @@ function client(
     maxEventChars?: number;
     healthyAfterMs?: number;
     beforeConnect?: () => Promise<string | null | void>;
+    prepareTimeoutMs?: number;
     onReportsChecked?: (checks: boolean) => void;
     onReportsOutdated?: () => void;
     random?: () => number;
@@ -259,7 +260,76 @@ describe('the stream client', () => {
     ]);
   });
 
-  it('waits out a 503 with Retry-After as asked (within a second of jitter), without backing off further', async () => {
+  it('opens the stream without waiting longer for reports that hang, and logs their late failure', async () => {
+    const server = await sseServer((_req, res) => openStream(res));
+    cleanups.push(server.close);
+    let fail!: (error: Error) => void;
+    const hung = new Promise<void>((_resolve, reject) => (fail = reject));
+    const started = Date.now();
+    const { stream, records } = client(server.origin, { beforeConnect: () => hung, prepareTimeoutMs: 300 });
+    await eventually(() => stream.state === 'connected', 5_000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    expect(server.requests[0]!['x-agent-id']).toBe(agentId);
+    expect(records.filter((r) => r.level >= 40).map((r) => r.msg)).toEqual([
+      'connected, but the reports made before connecting did not finish in 300ms; the stream was opened without waiting for them',
+    ]);
+    fail(new Error("the coordinator's answer to PUT /v1/agent/workflows did not finish in 120s; given up"));
+    await eventually(() => records.filter((r) => r.level >= 40).length === 2);
+    expect(records.at(-1)!.msg).toBe(
+      "a report made before connecting failed after all: the coordinator's answer to PUT /v1/agent/workflows did not finish in 120s; given up",
+    );
+  });
+
+  it('waits a second at least after a 503 with Retry-After 0 or a date already past (no loop of attempts)', async () => {
+    const times: number[] = [];
+    const server = await sseServer((_req, res, attempt) => {
+      times.push(Date.now());
+      if (attempt <= 3) {
+        const retryAfter = attempt === 2 ? new Date(Date.now() - 60_000).toUTCString() : '0';
+        res
+          .writeHead(503, { 'content-type': 'application/json', 'retry-after': retryAfter })
+          .end('{"code":"reconnect_shed"}');
+        return;
+      }
+      openStream(res);
+    });
+    cleanups.push(server.close);
+    // Jitter 0 and the backoff's top (base 20 ms, cap 50 ms here): the floor of a second wins.
+    const { stream, records } = client(server.origin, { random: () => 0 });
+    await eventually(() => stream.state === 'connected', 10_000);
+    expect(times).toHaveLength(4);
+    for (let i = 1; i < 4; i += 1) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1_000);
+    expect(records.map((r) => r.msg)).toContain(
+      'the coordinator is taking other agents back first (HTTP 503); reconnecting in 1s, it asked for 0ms',
+    );
+  });
+
+  it('counts sheds toward the backoff: a shed agent slows down to the backoff when it exceeds what was asked', async () => {
+    const server = await sseServer((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' }).end('{"code":"reconnect_shed"}');
+    });
+    cleanups.push(server.close);
+    const { logger, records } = captureLogger();
+    // The backoff at its top: 0.999 of 1.2 s, then of 2.4 s (its ceiling doubles with each shed).
+    const stream = new StreamClient({
+      origin: server.origin,
+      agentId,
+      privateKey: privateKeyFromBase64(keys.privateKey),
+      logger,
+      onMessage: () => {},
+      backoff: new Backoff({ baseMs: 1_200, capMs: 10_000, random: () => 0.999 }),
+      random: () => 0,
+    });
+    cleanups.push(() => stream.stop());
+    stream.start();
+    await eventually(() => records.length >= 2, 5_000);
+    expect(records.slice(0, 2).map((r) => [r.msg, r.retryInMs])).toEqual([
+      ['the coordinator is taking other agents back first (HTTP 503); reconnecting in 1.2s, it asked for 0ms', 1_198],
+      ['the coordinator is taking other agents back first (HTTP 503); reconnecting in 2.4s, it asked for 0ms', 2_397],
+    ]);
+  });
+
+  it('waits out a 503 with Retry-After as asked (within a second of jitter)', async () => {
     const times: number[] = [];
     const server = await sseServer((_req, res, attempt) => {
       times.push(Date.now());
