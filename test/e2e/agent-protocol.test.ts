@@ -175,6 +175,9 @@ describe('agent enrollment', () => {
       // With a name of its own too: the host name, the OS and the version are shown as well.
       [{ ...enrollBody(token), name: 'ok', hostname: 'h\u001bx' }, 'body.hostname'],
       [{ ...enrollBody(token), os: 'linux\u001b[31m' }, 'body.os'],
+      // Bidirectional overrides and isolates: the host name would show in another order.
+      [{ ...enrollBody(token), hostname: 'edge\u202egpj.exe' }, 'body.hostname'],
+      [{ ...enrollBody(token), name: 'rack\u2066 4' }, 'body.name'],
       [{ ...enrollBody(token), agentVersion: '0.1\u0000' }, 'body.agentVersion'],
     ];
     for (const [body, pathName] of cases) {

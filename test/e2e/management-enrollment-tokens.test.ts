@@ -69,6 +69,22 @@ describe('enrollment tokens', () => {
     }
   });
 
+  it('refuses a name with a bidirectional override, which would show it reordered, and keeps the marks', async () => {
+    const res = await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: { name: 'edge\u202egpj.exe' } });
+    expect(res.status).toBe(422);
+    expect(res.body.details).toEqual([
+      {
+        path: 'body.name',
+        message:
+          'must not contain bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069), which make a name show in another order than it is written, got U+202E',
+      },
+    ]);
+    const marked = await t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, {
+      body: { name: '\u05e9\u05e8\u05ea 4\u200f' },
+    });
+    expect(marked.status).toBe(201);
+  });
+
   it('lets a plain member issue one', async () => {
     const { client } = await addUser(t.owner, t.orgId, 'member@example.test');
     expect((await client.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: {} })).status).toBe(201);

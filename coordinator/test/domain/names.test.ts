@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cleanName, nameProblem } from '../../src/domain/names.js';
+import { cleanName, hasControlCharacters, hiddenCharacterProblem, nameProblem } from '../../src/domain/names.js';
 import { AppError } from '../../src/errors.js';
 
 describe('cleanName', () => {
@@ -34,5 +34,50 @@ describe('cleanName', () => {
   it('counts characters as the API schema does (code points): 255 emoji are a name, 256 are not', () => {
     expect(nameProblem('😀'.repeat(255))).toBeNull();
     expect(nameProblem('😀'.repeat(256))).toBe('must be at most 255 characters, got 256');
+  });
+
+  it('refuses the bidirectional embeddings, overrides and isolates, which make a name show reordered', () => {
+    const message = (code: string) =>
+      `must not contain bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069), which make a name show in another order than it is written, got ${code}`;
+    expect(nameProblem('edge\u202egpj.exe')).toBe(message('U+202E'));
+    for (const code of [0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]) {
+      const hex = code.toString(16).toUpperCase();
+      const value = `a${String.fromCodePoint(code)}b`;
+      expect(nameProblem(value), hex).toBe(message(`U+${hex}`));
+      expect(() => cleanName('body.name', value), hex).toThrow(AppError);
+    }
+    // At either end too: trimming does not remove them.
+    expect(nameProblem('\u2066Rack 4')).toBe(message('U+2066'));
+    expect(nameProblem('Rack 4\u202c')).toBe(message('U+202C'));
+  });
+
+  it('keeps the bidirectional marks that right-to-left names need', () => {
+    for (const name of [
+      '\u05e9\u05e8\u05ea 4\u200f',
+      'a\u200eb',
+      '\u0645\u062e\u062a\u0628\u0631\u061c (2)',
+      'a\u200db',
+    ]) {
+      expect(nameProblem(name), JSON.stringify(name)).toBeNull();
+    }
+  });
+});
+
+describe('hasControlCharacters (host names, versions, refs)', () => {
+  it('finds control characters and bidirectional formatting characters, not the marks', () => {
+    for (const value of ['a\nb', 'a\u0000', '\u009b31m', 'host\u202e', '\u2067x\u2069']) {
+      expect(hasControlCharacters(value), JSON.stringify(value)).toBe(true);
+    }
+    for (const value of ['build-7.local', 'a\u200eb', '\u05e9\u05e8\u05ea\u200f', 'caf\u00e9']) {
+      expect(hasControlCharacters(value), JSON.stringify(value)).toBe(false);
+    }
+  });
+});
+
+describe('hiddenCharacterProblem', () => {
+  it('names the first control character, else the first bidirectional formatting character', () => {
+    expect(hiddenCharacterProblem('ok')).toBeNull();
+    expect(hiddenCharacterProblem('a\u202eb\tc')).toBe('must not contain control characters, got U+0009');
+    expect(hiddenCharacterProblem('a\u2068b\u202ec')).toMatch(/^must not contain bidirectional .*, got U\+2068$/);
   });
 });

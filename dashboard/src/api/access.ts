@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { api } from './client';
+import { api, apiPath } from './client';
 
 /**
  * Who may reach the organization: its API tokens with their grants (docs/management.md, "API
@@ -32,24 +32,24 @@ export type Invitation = Schema<'Invitation'>;
 export const apiTokensQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'api-tokens'],
-    queryFn: () => api<ApiToken[]>('GET', `/orgs/${orgId}/api-tokens`),
+    queryFn: () => api<ApiToken[]>('GET', apiPath`/orgs/${orgId}/api-tokens`),
   });
 
 export const membersQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'members'],
-    queryFn: () => api<Member[]>('GET', `/orgs/${orgId}/members`),
+    queryFn: () => api<Member[]>('GET', apiPath`/orgs/${orgId}/members`),
   });
 
 /** The organization's pending invitations (owners only). */
 export const invitationsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'invitations'],
-    queryFn: () => api<Invitation[]>('GET', `/orgs/${orgId}/invitations`),
+    queryFn: () => api<Invitation[]>('GET', apiPath`/orgs/${orgId}/invitations`),
   });
 
 /** The signed-in user's own pending invitations. */
 export const myInvitationsQuery = queryOptions({
   queryKey: ['invitations'],
-  queryFn: () => api<Invitation[]>('GET', '/invitations'),
+  queryFn: () => api<Invitation[]>('GET', apiPath`/invitations`),
 });

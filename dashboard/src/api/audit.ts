@@ -1,6 +1,6 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
-import { api, apiPage } from './client';
+import { api, apiPage, apiPath } from './client';
 
 /** An entry of the audit log (`GET /v1/orgs/:orgId/audit`, owners only). */
 export type AuditEntry = Schema<'AuditEntry'>;
@@ -33,7 +33,7 @@ export const auditQuery = (orgId: string, filters: AuditFilters, enabled: boolea
       const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
       for (const key of AUDIT_FILTER_KEYS) if (filters[key]) query.set(key, filters[key]);
       if (pageParam) query.set('cursor', pageParam);
-      return apiPage<AuditEntry>(`/orgs/${orgId}/audit?${query}`);
+      return apiPage<AuditEntry>(apiPath`/orgs/${orgId}/audit?${query}`);
     },
     initialPageParam: '',
     getNextPageParam: (last) => last.nextCursor ?? undefined,
@@ -44,6 +44,6 @@ export const auditQuery = (orgId: string, filters: AuditFilters, enabled: boolea
 export const tokenNamesQuery = (orgId: string, enabled: boolean) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'api-tokens'],
-    queryFn: () => api<{ id: string; name: string }[]>('GET', `/orgs/${orgId}/api-tokens`),
+    queryFn: () => api<{ id: string; name: string }[]>('GET', apiPath`/orgs/${orgId}/api-tokens`),
     enabled,
   });

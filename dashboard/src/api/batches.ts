@@ -1,6 +1,6 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
-import { api, apiPage } from './client';
+import { api, apiPage, apiPath } from './client';
 import { JOBS_REFRESH_MS } from './jobs';
 
 /**
@@ -33,7 +33,7 @@ export const batchesQuery = (orgId: string, triggerId?: string) =>
       const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
       if (triggerId) query.set('triggerId', triggerId);
       if (pageParam) query.set('cursor', pageParam);
-      return apiPage<Batch>(`/orgs/${orgId}/batches?${query}`);
+      return apiPage<Batch>(apiPath`/orgs/${orgId}/batches?${query}`);
     },
     initialPageParam: '',
     getNextPageParam: (last) => last.nextCursor ?? undefined,
@@ -45,8 +45,11 @@ export const recentTriggerBatchesQuery = (orgId: string, triggerId: string, limi
   queryOptions({
     queryKey: ['orgs', orgId, 'batches', { triggerId, recent: limit }],
     queryFn: async () =>
-      (await apiPage<Batch>(`/orgs/${orgId}/batches?${new URLSearchParams({ triggerId, limit: String(limit) })}`))
-        .items,
+      (
+        await apiPage<Batch>(
+          apiPath`/orgs/${orgId}/batches?${new URLSearchParams({ triggerId, limit: String(limit) })}`,
+        )
+      ).items,
     refetchInterval: JOBS_REFRESH_MS,
   });
 
@@ -59,7 +62,7 @@ export const liveBatchKey = (batchId: string) => ['batches', batchId, 'live'];
 export const liveBatchQuery = (batchId: string) =>
   queryOptions({
     queryKey: liveBatchKey(batchId),
-    queryFn: () => api<BatchDetail>('GET', `/batches/${batchId}`),
+    queryFn: () => api<BatchDetail>('GET', apiPath`/batches/${batchId}`),
     refetchInterval: (query) => (query.state.data && batchEnded(query.state.data) ? false : BATCH_POLL_MS),
     refetchIntervalInBackground: false,
   });
@@ -71,13 +74,13 @@ export const liveBatchQuery = (batchId: string) =>
 export const batchNumberQuery = (batchId: string) =>
   queryOptions({
     queryKey: ['batches', batchId, 'number'],
-    queryFn: async () => (await api<BatchDetail>('GET', `/batches/${batchId}`)).number,
+    queryFn: async () => (await api<BatchDetail>('GET', apiPath`/batches/${batchId}`)).number,
     staleTime: Infinity,
     retry: false,
   });
 
 /** `POST /batches/:id/cancel`: every unfinished job of the batch cancelled; the batch as it is then. */
-export const cancelBatch = (batchId: string) => api<BatchDetail>('POST', `/batches/${batchId}/cancel`);
+export const cancelBatch = (batchId: string) => api<BatchDetail>('POST', apiPath`/batches/${batchId}/cancel`);
 
 /**
  * A batch's jobs by what became of them, as its progress bar shows them: `timed_out` counts as

@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { Answer, RequestBody, Schema } from '@drover/shared/api';
-import { api } from './client';
+import { api, apiPath } from './client';
 
 /** The chat providers and the organization's connected workspaces (docs/chat.md, "Connecting a workspace"). */
 
@@ -33,21 +33,21 @@ export type ChatIntegration = Schema<'ChatIntegration'>;
 export const chatProvidersQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'chat-providers'],
-    queryFn: () => api<ChatProviderState[]>('GET', `/orgs/${orgId}/chat-providers`),
+    queryFn: () => api<ChatProviderState[]>('GET', apiPath`/orgs/${orgId}/chat-providers`),
   });
 
 export const chatIntegrationsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'chat-integrations'],
-    queryFn: () => api<ChatIntegration[]>('GET', `/orgs/${orgId}/chat-integrations`),
+    queryFn: () => api<ChatIntegration[]>('GET', apiPath`/orgs/${orgId}/chat-integrations`),
   });
 
 /** Starts the OAuth flow (owners): the provider's consent page, to send the browser to. */
 export const startConnect = (orgId: string, provider: ChatProvider) =>
-  api<Answer<'connectChatWorkspace'>>('POST', `/orgs/${orgId}/chat-integrations/${provider}/connect`);
+  api<Answer<'connectChatWorkspace'>>('POST', apiPath`/orgs/${orgId}/chat-integrations/${provider}/connect`);
 
 export const disconnect = (orgId: string, integrationId: string) =>
-  api<ChatIntegration>('DELETE', `/orgs/${orgId}/chat-integrations/${integrationId}`);
+  api<ChatIntegration>('DELETE', apiPath`/orgs/${orgId}/chat-integrations/${integrationId}`);
 
 /** What finishing a connection answers: connected, or refused by the provider (its words in `message`). */
 export type ConnectCompletion = Answer<'completeChatWorkspaceConnection'>;
@@ -57,4 +57,4 @@ export type ConnectCompletion = Answer<'completeChatWorkspaceConnection'>;
  * in the browser that started it (its connect cookie) and by the owner who did (the session).
  */
 export const completeConnect = (provider: ChatProvider, body: RequestBody<'completeChatWorkspaceConnection'>) =>
-  api<ConnectCompletion>('POST', `/chat/${provider}/oauth/complete`, { body });
+  api<ConnectCompletion>('POST', apiPath`/chat/${provider}/oauth/complete`, { body });

@@ -39,13 +39,54 @@ export const UNREACHABLE = 'unreachable';
  */
 export const sessionEnded = (error: unknown): boolean => error instanceof ApiError && error.sessionEnded;
 
+declare const encoded: unique symbol;
+
+/**
+ * A path of the management API (after `/v1`) made by apiPath, so with every value in it encoded.
+ * api and apiPage take nothing else: a path cannot be pasted together from a raw id.
+ */
+export type ApiPath = string & { readonly [encoded]: true };
+
+/**
+ * A path of the management API, each value put in encoded: apiPath`/jobs/${id}` is `/jobs/a%2Fb`
+ * for `a/b`, never another endpoint. The router decodes an address's parameters (`%2F` is `/`),
+ * so a crafted link could otherwise make the dashboard call any path with the session cookie and
+ * the CSRF header. Text and numbers go through encodeURIComponent; a whole query, right after
+ * `?`, is a URLSearchParams, put in as it serializes (encoded already). A value that would be a
+ * whole path segment `.`, `..` or nothing is refused with a 404: the browser would resolve it,
+ * encoded or not (`%2E%2E` is `..` too), and no resource is named so.
+ */
+export function apiPath(
+  strings: TemplateStringsArray,
+  ...values: readonly (string | number | URLSearchParams)[]
+): ApiPath {
+  let path = strings[0]!;
+  values.forEach((value, i) => {
+    const query = path.endsWith('?');
+    if (query !== value instanceof URLSearchParams) {
+      throw new TypeError(`apiPath: a URLSearchParams goes right after "?", and only there (in ${path}…)`);
+    }
+    if (value instanceof URLSearchParams) {
+      path += value.toString();
+    } else {
+      const text = String(value);
+      if (!path.includes('?') && (text === '' || text === '.' || text === '..')) {
+        throw new ApiError(404, 'not_found', `No resource is named ${JSON.stringify(text)}`);
+      }
+      path += encodeURIComponent(text);
+    }
+    path += strings[i + 1]!;
+  });
+  return path as ApiPath;
+}
+
 export interface CallOptions {
   body?: unknown;
   /** A 401 is the caller's to explain (sign-in), not a session that ended. */
   expectUnauthorized?: boolean;
 }
 
-export async function api<T>(method: string, path: string, options: CallOptions = {}): Promise<T> {
+export async function api<T>(method: string, path: ApiPath, options: CallOptions = {}): Promise<T> {
   return (await call(method, path, options)).body as T;
 }
 
@@ -56,12 +97,12 @@ export interface Page<T> {
 }
 
 /** A GET of one page of a paged list (docs/management.md: `x-next-cursor`, `cursor`). */
-export async function apiPage<T>(path: string): Promise<Page<T>> {
+export async function apiPage<T>(path: ApiPath): Promise<Page<T>> {
   const { body, headers } = await call('GET', path, {});
   return { items: body as T[], nextCursor: headers.get('x-next-cursor') };
 }
 
-async function call(method: string, path: string, options: CallOptions): Promise<{ body: unknown; headers: Headers }> {
+async function call(method: string, path: ApiPath, options: CallOptions): Promise<{ body: unknown; headers: Headers }> {
   // The custom header is what a cross-site form cannot send: the coordinator requires it on
   // every state change made with the session cookie.
   const headers: Record<string, string> = { accept: 'application/json', 'x-drover-csrf': '1' };

@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
-import { api } from './client';
+import { api, apiPath } from './client';
 
 /**
  * Signing in the command line through the browser (docs/dashboard.md, "Device sign-in"): the
@@ -21,7 +21,7 @@ export { normalizeUserCode } from '@drover/shared/user-code';
 export const deviceSignInQuery = (userCode: string) =>
   queryOptions({
     queryKey: ['auth', 'device', userCode],
-    queryFn: () => api<DeviceSignIn>('GET', `/auth/device/${encodeURIComponent(userCode)}`),
+    queryFn: () => api<DeviceSignIn>('GET', apiPath`/auth/device/${userCode}`),
     // Read once: the answer to a decision is what the page shows next, never a refetch (a
     // finished sign-in is a 404).
     staleTime: Infinity,
@@ -30,4 +30,4 @@ export const deviceSignInQuery = (userCode: string) =>
 
 /** `POST /v1/auth/device/{userCode}/approve` or `/deny`: the sign-in with its new status. */
 export const decideDeviceSignIn = (userCode: string, decision: DeviceDecision) =>
-  api<DeviceSignIn>('POST', `/auth/device/${encodeURIComponent(userCode)}/${decision}`);
+  api<DeviceSignIn>('POST', apiPath`/auth/device/${userCode}/${decision}`);

@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { api, ApiError, UNREACHABLE } from './client';
+import { api, ApiError, apiPath, UNREACHABLE } from './client';
 
 /**
  * Stored files of an organization, with the member's session (docs/storage.md, "Files in the
@@ -26,8 +26,8 @@ export const filesQuery = (orgId: string, filters: { bindingId?: string; status?
       const query = new URLSearchParams();
       if (filters.bindingId) query.set('bindingId', filters.bindingId);
       if (filters.status) query.set('status', filters.status);
-      const search = query.toString();
-      return api<StoredFile[]>('GET', `/orgs/${orgId}/files${search ? `?${search}` : ''}`);
+      const path = query.toString() ? apiPath`/orgs/${orgId}/files?${query}` : apiPath`/orgs/${orgId}/files`;
+      return api<StoredFile[]>('GET', path);
     },
     refetchInterval: FILES_REFRESH_MS,
   });
@@ -37,10 +37,10 @@ export const filesKey = (orgId: string) => ['orgs', orgId, 'files'];
 
 /** A fresh presigned download URL: one per click, since each expires. */
 export const downloadUrl = (orgId: string, fileId: string) =>
-  api<Schema<'DownloadUrl'>>('GET', `/orgs/${orgId}/files/${fileId}/download-url`);
+  api<Schema<'DownloadUrl'>>('GET', apiPath`/orgs/${orgId}/files/${fileId}/download-url`);
 
 export const deleteFile = (orgId: string, fileId: string) =>
-  api<StoredFile>('DELETE', `/orgs/${orgId}/files/${fileId}`);
+  api<StoredFile>('DELETE', apiPath`/orgs/${orgId}/files/${fileId}`);
 
 /** What an upload asks of the coordinator (the presign-upload body). */
 export type UploadRequest = RequestBody<'presignOrgUpload'>;
@@ -86,7 +86,7 @@ export async function uploadFile(
 ): Promise<StoredFile> {
   let presigned: PresignedUpload;
   try {
-    presigned = await api<PresignedUpload>('POST', `/orgs/${orgId}/files/presign-upload`, { body: request });
+    presigned = await api<PresignedUpload>('POST', apiPath`/orgs/${orgId}/files/presign-upload`, { body: request });
   } catch (error) {
     throw new UploadFailure('presign', asApiError(error));
   }
@@ -103,7 +103,7 @@ export async function uploadFile(
     throw new UploadFailure('upload', asApiError(error));
   }
   try {
-    return await api<StoredFile>('POST', `/orgs/${orgId}/files/${presigned.fileId}/complete`);
+    return await api<StoredFile>('POST', apiPath`/orgs/${orgId}/files/${presigned.fileId}/complete`);
   } catch (error) {
     await abandon();
     throw new UploadFailure('complete', asApiError(error));

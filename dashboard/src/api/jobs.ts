@@ -1,5 +1,5 @@
 import { infiniteQueryOptions, queryOptions, type QueryClient } from '@tanstack/react-query';
-import { api, apiPage } from './client';
+import { api, ApiError, apiPage, apiPath } from './client';
 import { isFinished } from './queries';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { RunAnswer, Trigger } from './triggers';
@@ -57,7 +57,7 @@ export const jobsQuery = (orgId: string, filters: JobFilters) =>
       const query = new URLSearchParams({ limit: String(PAGE_SIZE) });
       for (const key of JOB_FILTER_KEYS) if (filters[key]) query.set(key, filters[key]);
       if (pageParam) query.set('cursor', pageParam);
-      return apiPage<Job>(`/orgs/${orgId}/jobs?${query}`);
+      return apiPage<Job>(apiPath`/orgs/${orgId}/jobs?${query}`);
     },
     initialPageParam: '',
     getNextPageParam: (last) => last.nextCursor ?? undefined,
@@ -67,7 +67,7 @@ export const jobsQuery = (orgId: string, filters: JobFilters) =>
 const lastSeq = (logs: JobLogLine[]): number => logs[logs.length - 1]?.seq ?? 0;
 
 const readPage = (jobId: string, after: number, limit: number) =>
-  api<JobDetail>('GET', `/jobs/${jobId}?logsAfter=${after}&logsLimit=${limit}`);
+  api<JobDetail>('GET', apiPath`/jobs/${jobId}?logsAfter=${after}&logsLimit=${limit}`);
 
 /** The job with the lines after those of `shown` appended, at most `pages` pages of them. */
 async function readOn(jobId: string, shown: JobDetail | undefined, pages: number): Promise<JobDetail> {
@@ -111,14 +111,16 @@ export async function loadMoreLogs(client: QueryClient, jobId: string): Promise<
 }
 
 /** `POST /jobs/:id/cancel`: the job, `cancelled` (it had not started) or with `cancelRequestedAt` (running). */
-export const cancelJob = (jobId: string) => api<Job>('POST', `/jobs/${jobId}/cancel`);
+export const cancelJob = (jobId: string) => api<Job>('POST', apiPath`/jobs/${jobId}/cancel`);
 
 /** Runs the job's trigger by hand again with the job's ref, params, workflow and debug flag. */
-export const runAgain = (orgId: string, job: Job) => {
+export const runAgain = async (orgId: string, job: Job): Promise<RunAnswer> => {
+  // The page offers it only for a trigger's job.
+  if (job.triggerId === null) throw new ApiError(404, 'not_found', 'This job has no trigger to run again');
   const body: RequestBody<'runTriggerByHand'> = { params: job.params, workflowName: job.workflowName };
   if (job.ref !== null) body.ref = job.ref;
   if (job.debug) body.debug = true;
-  return api<RunAnswer>('POST', `/orgs/${orgId}/triggers/${job.triggerId}/run`, { body });
+  return api<RunAnswer>('POST', apiPath`/orgs/${orgId}/triggers/${job.triggerId}/run`, { body });
 };
 
 /** The names the Jobs pages show in place of ids. */
@@ -128,7 +130,7 @@ export type Member = Pick<Schema<'Member'>, 'userId' | 'email'>;
 export const triggerNamesQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'triggers'],
-    queryFn: () => api<TriggerName[]>('GET', `/orgs/${orgId}/triggers`),
+    queryFn: () => api<TriggerName[]>('GET', apiPath`/orgs/${orgId}/triggers`),
   });
 
 /** The members' emails by user id, or undefined while they load. */
@@ -139,7 +141,7 @@ export function emailsOf(members: Member[] | undefined): Map<string, string> | u
 export const membersQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'members'],
-    queryFn: () => api<Member[]>('GET', `/orgs/${orgId}/members`),
+    queryFn: () => api<Member[]>('GET', apiPath`/orgs/${orgId}/members`),
   });
 
 /** A trigger's most recent jobs (its page shows them), refreshed like the jobs list. */
@@ -147,7 +149,8 @@ export const recentTriggerJobsQuery = (orgId: string, triggerId: string, limit =
   queryOptions({
     queryKey: ['orgs', orgId, 'jobs', { triggerId, recent: limit }],
     queryFn: async () =>
-      (await apiPage<Job>(`/orgs/${orgId}/jobs?${new URLSearchParams({ triggerId, limit: String(limit) })}`)).items,
+      (await apiPage<Job>(apiPath`/orgs/${orgId}/jobs?${new URLSearchParams({ triggerId, limit: String(limit) })}`))
+        .items,
     refetchInterval: JOBS_REFRESH_MS,
   });
 
@@ -156,7 +159,7 @@ export const jobsInStatusQuery = (orgId: string, status: string, limit: number) 
   queryOptions({
     queryKey: ['orgs', orgId, 'jobs', { status, recent: limit }],
     queryFn: async () =>
-      (await apiPage<Job>(`/orgs/${orgId}/jobs?${new URLSearchParams({ status, limit: String(limit) })}`)).items,
+      (await apiPage<Job>(apiPath`/orgs/${orgId}/jobs?${new URLSearchParams({ status, limit: String(limit) })}`)).items,
     refetchInterval: JOBS_REFRESH_MS,
   });
 
@@ -167,7 +170,7 @@ export const jobsInStatusQuery = (orgId: string, status: string, limit: number) 
 export const jobNumberQuery = (jobId: string) =>
   queryOptions({
     queryKey: ['jobs', jobId, 'number'],
-    queryFn: async () => (await api<Job>('GET', `/jobs/${jobId}?logsLimit=0`)).number,
+    queryFn: async () => (await api<Job>('GET', apiPath`/jobs/${jobId}?logsLimit=0`)).number,
     staleTime: Infinity,
     retry: false,
   });

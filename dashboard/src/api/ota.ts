@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
-import { api } from './client';
+import { api, apiPath } from './client';
 import type { StoredFile } from './files';
 
 /** The OTA API's answers (docs/ota.md "Dashboard endpoints") and its queries; uploads are in files.ts. */
@@ -30,26 +30,26 @@ export const OTA_REFRESH_MS = 2_000;
 export const appsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'apps'],
-    queryFn: () => api<App[]>('GET', `/orgs/${orgId}/apps`),
+    queryFn: () => api<App[]>('GET', apiPath`/orgs/${orgId}/apps`),
   });
 
 export const appQuery = (orgId: string, appId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'apps', appId],
-    queryFn: () => api<App>('GET', `/orgs/${orgId}/apps/${appId}`),
+    queryFn: () => api<App>('GET', apiPath`/orgs/${orgId}/apps/${appId}`),
   });
 
 export const releasesQuery = (orgId: string, appId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'apps', appId, 'releases'],
-    queryFn: () => api<Release[]>('GET', `/orgs/${orgId}/apps/${appId}/releases`),
+    queryFn: () => api<Release[]>('GET', apiPath`/orgs/${orgId}/apps/${appId}/releases`),
     refetchInterval: OTA_REFRESH_MS,
   });
 
 export const devicesQuery = (orgId: string, appId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'apps', appId, 'devices'],
-    queryFn: () => api<Binding[]>('GET', `/orgs/${orgId}/apps/${appId}/devices`),
+    queryFn: () => api<Binding[]>('GET', apiPath`/orgs/${orgId}/apps/${appId}/devices`),
     refetchInterval: OTA_REFRESH_MS,
   });
 
@@ -72,7 +72,7 @@ export const windowPreviewQuery = (
         timezone: window.timezone.trim(),
         durationMinutes: minutes !== '' && Number.isSafeInteger(asNumber) ? String(asNumber) : minutes,
       });
-      return api<WindowPreview>('GET', `/orgs/${orgId}/maintenance-windows/preview?${query.toString()}`);
+      return api<WindowPreview>('GET', apiPath`/orgs/${orgId}/maintenance-windows/preview?${query}`);
     },
     staleTime: 30_000,
   });
@@ -82,7 +82,7 @@ export const artifactFilesQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'files', 'active'],
     queryFn: async () =>
-      (await api<StoredFile[]>('GET', `/orgs/${orgId}/files?status=active`)).filter(
+      (await api<StoredFile[]>('GET', apiPath`/orgs/${orgId}/files?status=active`)).filter(
         (f) => f.cleanupRule === 'persistent',
       ),
   });
@@ -90,7 +90,7 @@ export const artifactFilesQuery = (orgId: string) =>
 export const storageBindingsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'storage-bindings'],
-    queryFn: () => api<StorageBinding[]>('GET', `/orgs/${orgId}/storage-bindings`),
+    queryFn: () => api<StorageBinding[]>('GET', apiPath`/orgs/${orgId}/storage-bindings`),
   });
 
 /** `1.2 MB`, `340 B` */

@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
-import { api } from './client';
+import { api, apiPath } from './client';
 import { JOBS_REFRESH_MS } from './jobs';
 
 /** The organization at a glance (`GET /orgs/:orgId/overview`, docs/management.md "Overview"). */
@@ -27,7 +27,7 @@ export const HOUR_MS = 3_600_000;
 export const overviewQuery = (orgId: string, hours = OVERVIEW_HOURS) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'overview', hours],
-    queryFn: () => api<Overview>('GET', `/orgs/${orgId}/overview?hours=${hours}`),
+    queryFn: () => api<Overview>('GET', apiPath`/orgs/${orgId}/overview?hours=${hours}`),
     refetchInterval: JOBS_REFRESH_MS,
   });
 

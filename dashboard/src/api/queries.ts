@@ -1,5 +1,5 @@
 import { queryOptions } from '@tanstack/react-query';
-import { api } from './client';
+import { api, apiPath } from './client';
 import type { Agent, Org, Session, SignInMethods, Workflow } from './types';
 
 /** Agent status and last-seen move on their own: lists of agents refresh this often. */
@@ -7,7 +7,7 @@ export const LIVE_REFRESH_MS = 5_000;
 
 export const sessionQuery = queryOptions({
   queryKey: ['session'],
-  queryFn: () => api<Session>('GET', '/auth/session', { expectUnauthorized: true }),
+  queryFn: () => api<Session>('GET', apiPath`/auth/session`, { expectUnauthorized: true }),
   retry: false,
   staleTime: Infinity,
 });
@@ -15,19 +15,19 @@ export const sessionQuery = queryOptions({
 /** The sign-in methods the operator turned on: passwords, single sign-on (read without a session). */
 export const signInMethodsQuery = queryOptions({
   queryKey: ['auth', 'methods'],
-  queryFn: () => api<SignInMethods>('GET', '/auth/methods', { expectUnauthorized: true }),
+  queryFn: () => api<SignInMethods>('GET', apiPath`/auth/methods`, { expectUnauthorized: true }),
   staleTime: Infinity,
 });
 
 export const orgsQuery = queryOptions({
   queryKey: ['orgs'],
-  queryFn: () => api<Org[]>('GET', '/orgs'),
+  queryFn: () => api<Org[]>('GET', apiPath`/orgs`),
 });
 
 export const agentsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'agents'],
-    queryFn: () => api<Agent[]>('GET', `/orgs/${orgId}/agents`),
+    queryFn: () => api<Agent[]>('GET', apiPath`/orgs/${orgId}/agents`),
     refetchInterval: LIVE_REFRESH_MS,
   });
 
@@ -35,14 +35,14 @@ export const agentsQuery = (orgId: string) =>
 export const agentQuery = (orgId: string, agentId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'agents', agentId],
-    queryFn: () => api<Agent>('GET', `/orgs/${orgId}/agents/${agentId}`),
+    queryFn: () => api<Agent>('GET', apiPath`/orgs/${orgId}/agents/${agentId}`),
     refetchInterval: LIVE_REFRESH_MS,
   });
 
 export const workflowsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'workflows'],
-    queryFn: () => api<Workflow[]>('GET', `/orgs/${orgId}/workflows`),
+    queryFn: () => api<Workflow[]>('GET', apiPath`/orgs/${orgId}/workflows`),
     refetchInterval: LIVE_REFRESH_MS,
   });
 

@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { api } from './client';
+import { api, apiPath } from './client';
 
 /**
  * How long the organization keeps ended jobs, audit entries and cron occurrences, the
@@ -45,5 +45,5 @@ export const MAX_RETENTION_DAYS = 3650;
 export const retentionQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'retention'],
-    queryFn: () => api<RetentionView>('GET', `/orgs/${orgId}/retention`),
+    queryFn: () => api<RetentionView>('GET', apiPath`/orgs/${orgId}/retention`),
   });

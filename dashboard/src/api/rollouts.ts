@@ -1,6 +1,6 @@
 import { queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { api, ApiError } from './client';
+import { api, ApiError, apiPath } from './client';
 import { OTA_REFRESH_MS, type Release } from './ota';
 
 /**
@@ -48,7 +48,7 @@ export const rolloutQuery = (orgId: string, appId: string, releaseId: string) =>
     queryKey: rolloutKey(orgId, appId, releaseId),
     queryFn: async (): Promise<Rollout | null> => {
       try {
-        return await api<Rollout>('GET', `/orgs/${orgId}/apps/${appId}/releases/${releaseId}/rollout`);
+        return await api<Rollout>('GET', apiPath`/orgs/${orgId}/apps/${appId}/releases/${releaseId}/rollout`);
       } catch (error) {
         if (error instanceof ApiError && error.statusCode === 404) return null;
         throw error;
@@ -60,10 +60,10 @@ export const rolloutQuery = (orgId: string, appId: string, releaseId: string) =>
 
 /** `POST .../rollout/<move>`: the rollout after the move. */
 export const moveRollout = (orgId: string, appId: string, releaseId: string, move: RolloutMove) =>
-  api<Rollout>('POST', `/orgs/${orgId}/apps/${appId}/releases/${releaseId}/rollout/${move}`);
+  api<Rollout>('POST', apiPath`/orgs/${orgId}/apps/${appId}/releases/${releaseId}/rollout/${move}`);
 
 /** `POST .../publish`, at once (no body, as before plans existed) or with a plan. */
 export const publishRelease = (orgId: string, appId: string, releaseId: string, plan: RolloutPlan | null) =>
-  api<Release>('POST', `/orgs/${orgId}/apps/${appId}/releases/${releaseId}/publish`, {
+  api<Release>('POST', apiPath`/orgs/${orgId}/apps/${appId}/releases/${releaseId}/publish`, {
     ...(plan ? { body: { rollout: plan } satisfies RequestBody<'publishRelease'> } : {}),
   });

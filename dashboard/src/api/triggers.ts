@@ -1,6 +1,6 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { api, apiPage, type Page } from './client';
+import { api, apiPage, apiPath, type Page } from './client';
 
 /** The triggers API's answers (docs/management.md "Triggers", docs/schedules.md) and its queries. */
 
@@ -47,13 +47,13 @@ export const TRIGGERS_REFRESH_MS = 3_000;
 export const triggersQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'triggers'],
-    queryFn: () => api<Trigger[]>('GET', `/orgs/${orgId}/triggers`),
+    queryFn: () => api<Trigger[]>('GET', apiPath`/orgs/${orgId}/triggers`),
   });
 
 export const triggerQuery = (orgId: string, triggerId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'triggers', triggerId],
-    queryFn: () => api<Trigger>('GET', `/orgs/${orgId}/triggers/${triggerId}`),
+    queryFn: () => api<Trigger>('GET', apiPath`/orgs/${orgId}/triggers/${triggerId}`),
   });
 
 export const OCCURRENCES_PAGE = 20;
@@ -66,7 +66,7 @@ export const occurrencesQuery = (orgId: string, triggerId: string) =>
     queryFn: ({ pageParam }): Promise<Page<Occurrence>> => {
       const query = new URLSearchParams({ limit: String(OCCURRENCES_PAGE) });
       if (pageParam) query.set('cursor', pageParam);
-      return apiPage<Occurrence>(`/orgs/${orgId}/triggers/${triggerId}/occurrences?${query}`);
+      return apiPage<Occurrence>(apiPath`/orgs/${orgId}/triggers/${triggerId}/occurrences?${query}`);
     },
     getNextPageParam: (last) => last.nextCursor,
   });

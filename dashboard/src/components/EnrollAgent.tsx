@@ -1,6 +1,6 @@
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import type { Answer, RequestBody } from '@drover/shared/api';
 import { shellQuote } from '../lib/shell';
 import { CopyBlock } from './CopyBlock';
@@ -28,7 +28,7 @@ export function EnrollAgent({ orgId }: { orgId: string }) {
   const [expiresInSeconds, setExpires] = useState(3600);
   const create = useMutation({
     mutationFn: () =>
-      api<Answer<'createEnrollmentToken', 201>>('POST', `/orgs/${orgId}/enrollment-tokens`, {
+      api<Answer<'createEnrollmentToken', 201>>('POST', apiPath`/orgs/${orgId}/enrollment-tokens`, {
         body: {
           expiresInSeconds,
           ...(name.trim() ? { name: name.trim() } : {}),

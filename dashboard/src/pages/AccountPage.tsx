@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { sessionQuery } from '../api/queries';
 import type { Session } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -38,7 +38,7 @@ function ChangePassword() {
   const queryClient = useQueryClient();
   const change = useMutation({
     mutationFn: () =>
-      api<Session & { token: string }>('POST', '/auth/password', { body: { currentPassword, newPassword } }),
+      api<Session & { token: string }>('POST', apiPath`/auth/password`, { body: { currentPassword, newPassword } }),
     onSuccess: ({ user, expiresAt }) => {
       setCurrentPassword('');
       setNewPassword('');
@@ -123,7 +123,7 @@ function SignOutEverywhere() {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const signOut = useMutation({
-    mutationFn: () => api<void>('POST', '/auth/logout-everywhere'),
+    mutationFn: () => api<void>('POST', apiPath`/auth/logout-everywhere`),
     onSuccess: () => {
       queryClient.clear();
       void navigate('/login', { replace: true });

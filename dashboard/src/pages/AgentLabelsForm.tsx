@@ -2,7 +2,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { MAX_LABELS } from '@drover/shared/labels';
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { api, ApiError } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import { agentQuery, agentsQuery } from '../api/queries';
 import type { Agent } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -39,7 +39,7 @@ export function AgentLabelsForm(props: { orgId: string; agent: Agent; onClose: (
   const queryClient = useQueryClient();
   const save = useMutation({
     mutationFn: (labels: Record<string, string>) =>
-      api<Agent>('PATCH', `/orgs/${orgId}/agents/${agent.id}`, { body: { labels } }),
+      api<Agent>('PATCH', apiPath`/orgs/${orgId}/agents/${agent.id}`, { body: { labels } }),
     onSuccess: (updated) => {
       queryClient.setQueryData(agentQuery(orgId, agent.id).queryKey, updated);
       void queryClient.invalidateQueries({ queryKey: agentsQuery(orgId).queryKey });

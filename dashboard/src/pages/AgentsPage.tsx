@@ -3,7 +3,7 @@ import { useMutation } from '../lib/mutation';
 import { matchesSelector } from '@drover/shared/labels';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { agentsQuery, workflowsQuery } from '../api/queries';
 import type { Agent, Workflow, WorkflowParam } from '../api/types';
 import { EnrollAgent } from '../components/EnrollAgent';
@@ -200,11 +200,11 @@ function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can:
     void queryClient.invalidateQueries({ queryKey: agentsQuery(orgId).queryKey });
   };
   const rename = useMutation({
-    mutationFn: () => api<Agent>('PATCH', `/orgs/${orgId}/agents/${agent.id}`, { body: { name } }),
+    mutationFn: () => api<Agent>('PATCH', apiPath`/orgs/${orgId}/agents/${agent.id}`, { body: { name } }),
     onSuccess: done,
   });
   const revoke = useMutation({
-    mutationFn: () => api<Agent>('DELETE', `/orgs/${orgId}/agents/${agent.id}`),
+    mutationFn: () => api<Agent>('DELETE', apiPath`/orgs/${orgId}/agents/${agent.id}`),
     onSuccess: done,
   });
   const submitRename = (event: FormEvent) => {

@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { apiTokensQuery, type ApiToken, type IssuedApiToken } from '../api/access';
 import { agentsQuery, sessionQuery } from '../api/queries';
 import { bindingsQuery } from '../api/storage-bindings';
@@ -140,7 +140,7 @@ function RevokeToken({ orgId, token }: { orgId: string; token: ApiToken }) {
   const [confirming, setConfirming] = useState(false);
   const queryClient = useQueryClient();
   const revoke = useMutation({
-    mutationFn: () => api<ApiToken>('DELETE', `/orgs/${orgId}/api-tokens/${token.id}`),
+    mutationFn: () => api<ApiToken>('DELETE', apiPath`/orgs/${orgId}/api-tokens/${token.id}`),
     onSuccess: () => {
       setConfirming(false);
       void queryClient.invalidateQueries({ queryKey: apiTokensQuery(orgId).queryKey });

@@ -3,7 +3,7 @@ import { useMutation } from '../lib/mutation';
 import type { RequestBody } from '@drover/shared/api';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { agentsQuery } from '../api/queries';
 import { devicesQuery, type App, type Binding, type ReleaseRef } from '../api/ota';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -153,14 +153,17 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
   const [mode, setMode] = useState<'idle' | 'channel' | 'unbind'>('idle');
   const [channel, setChannel] = useState(b.channel);
   const queryClient = useQueryClient();
-  const path = `/orgs/${orgId}/apps/${app.id}/devices/${b.id}`;
+  const path = apiPath`/orgs/${orgId}/apps/${app.id}/devices/${b.id}`;
   const done = () => {
     setMode('idle');
     void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id] });
   };
   const move = useMutation({ mutationFn: () => api<Binding>('PATCH', path, { body: { channel } }), onSuccess: done });
   const unbind = useMutation({ mutationFn: () => api<void>('DELETE', path), onSuccess: done });
-  const retry = useMutation({ mutationFn: () => api<Binding>('POST', `${path}/reconcile`), onSuccess: done });
+  const retry = useMutation({
+    mutationFn: () => api<Binding>('POST', apiPath`/orgs/${orgId}/apps/${app.id}/devices/${b.id}/reconcile`),
+    onSuccess: done,
+  });
   const idPrefix = `dev-${b.id}`;
   const errors = fieldErrors(move.error, ['channel'], 'body', idPrefix);
   if (mode === 'channel') {
@@ -235,7 +238,7 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
     mutationFn: () => {
       const body: RequestBody<'bindDevice'> = { agentIds: chosen };
       if (channel.trim() !== '') body.channel = channel.trim();
-      return api<Binding[]>('POST', `/orgs/${orgId}/apps/${app.id}/devices`, { body });
+      return api<Binding[]>('POST', apiPath`/orgs/${orgId}/apps/${app.id}/devices`, { body });
     },
     onSuccess: () => {
       setChosen([]);

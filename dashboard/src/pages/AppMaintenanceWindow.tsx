@@ -1,7 +1,7 @@
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useEffect, useState, type FormEvent } from 'react';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { windowPreviewQuery, type App, type NextWindow } from '../api/ota';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
@@ -61,7 +61,7 @@ function WindowList({
 export function AppMaintenanceWindow({ orgId, app }: { orgId: string; app: App }) {
   const [mode, setMode] = useState<'view' | 'edit' | 'remove'>('view');
   const queryClient = useQueryClient();
-  const path = `/orgs/${orgId}/apps/${app.id}`;
+  const path = apiPath`/orgs/${orgId}/apps/${app.id}`;
   const done = () => {
     setMode('view');
     void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps'] });
@@ -152,7 +152,7 @@ function WindowEditor(props: { orgId: string; app: App; onDone: () => void; onCa
   });
   const save = useMutation({
     mutationFn: () =>
-      api<App>('PATCH', `/orgs/${orgId}/apps/${app.id}`, {
+      api<App>('PATCH', apiPath`/orgs/${orgId}/apps/${app.id}`, {
         body: {
           maintenanceWindow: {
             cron: draft.cron,

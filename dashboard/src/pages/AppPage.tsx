@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
 import { Link, useParams } from 'react-router';
-import { api, ApiError } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import { appQuery, byteSize, devicesQuery, releasesQuery, type App, type Binding, type Release } from '../api/ota';
 import { releaseCounts, yankImpact, type Impact } from '../api/ota-impact';
 import { ErrorMessage } from '../components/ErrorMessage';
@@ -215,7 +215,7 @@ function ReleaseActions({
   const [confirm, setConfirm] = useState<Impact | null>(null);
   const queryClient = useQueryClient();
   const move = useMutation({
-    mutationFn: () => api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases/${r.id}/yank`),
+    mutationFn: () => api<Release>('POST', apiPath`/orgs/${orgId}/apps/${app.id}/releases/${r.id}/yank`),
     onSuccess: () => setConfirm(null),
     onSettled: () => {
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'apps', app.id] });

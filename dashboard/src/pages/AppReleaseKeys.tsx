@@ -1,7 +1,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import type { App } from '../api/ota';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 
@@ -38,7 +38,7 @@ export function AppReleaseKeys({ orgId, app }: { orgId: string; app: App }) {
         }
         body = { releaseKeyRotation: rotation };
       }
-      return api<App>('PATCH', `/orgs/${orgId}/apps/${app.id}`, { body });
+      return api<App>('PATCH', apiPath`/orgs/${orgId}/apps/${app.id}`, { body });
     },
     onSuccess: () => {
       setEditing(false);

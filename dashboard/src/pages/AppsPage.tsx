@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { appsQuery, type App } from '../api/ota';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
@@ -97,7 +97,7 @@ function NewApp({ orgId }: { orgId: string }) {
     mutationFn: () => {
       const body: Record<string, string> = { slug, updateWorkflowName: workflow };
       if (channel.trim() !== '') body.defaultChannel = channel.trim();
-      return api<App>('POST', `/orgs/${orgId}/apps`, { body });
+      return api<App>('POST', apiPath`/orgs/${orgId}/apps`, { body });
     },
     onSuccess: () => {
       setSlug('');
@@ -159,7 +159,7 @@ function EditApp({ orgId, app, onDone }: { orgId: string; app: App; onDone: () =
   const queryClient = useQueryClient();
   const save = useMutation({
     mutationFn: () =>
-      api<App>('PATCH', `/orgs/${orgId}/apps/${app.id}`, {
+      api<App>('PATCH', apiPath`/orgs/${orgId}/apps/${app.id}`, {
         body: { updateWorkflowName: workflow, defaultChannel: channel },
       }),
     onSuccess: () => {
@@ -199,7 +199,7 @@ function EditApp({ orgId, app, onDone }: { orgId: string; app: App; onDone: () =
 function DeleteApp({ orgId, app, onDone }: { orgId: string; app: App; onDone: () => void }) {
   const queryClient = useQueryClient();
   const remove = useMutation({
-    mutationFn: () => api<void>('DELETE', `/orgs/${orgId}/apps/${app.id}`),
+    mutationFn: () => api<void>('DELETE', apiPath`/orgs/${orgId}/apps/${app.id}`),
     onSuccess: () => {
       void queryClient.invalidateQueries({ queryKey: appsQuery(orgId).queryKey });
       onDone();

@@ -3,7 +3,7 @@ import { useMutation } from '../lib/mutation';
 import type { Schema } from '@drover/shared/api';
 import { matchesSelector, type Requirement } from '@drover/shared/labels';
 import { useState, type FormEvent } from 'react';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import type { App, Binding } from '../api/ota';
 import type { Agent } from '../api/types';
 import { fieldErrors, FormError } from '../components/FieldErrors';
@@ -91,7 +91,7 @@ export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent
   const queryClient = useQueryClient();
   const save = useMutation({
     mutationFn: (deviceSelector: string | null) =>
-      api<AppUpdate>('PATCH', `/orgs/${orgId}/apps/${app.id}`, { body: { deviceSelector } }),
+      api<AppUpdate>('PATCH', apiPath`/orgs/${orgId}/apps/${app.id}`, { body: { deviceSelector } }),
     onSuccess: (answer) => {
       setText(answer.deviceSelector ?? '');
       setConfirmingRemove(false);

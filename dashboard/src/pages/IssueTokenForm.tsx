@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent, type ReactNode } from 'react';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import {
   apiTokensQuery,
   STORAGE_PERMISSIONS,
@@ -123,7 +123,7 @@ export function IssueTokenForm(props: {
   const workflows = useQuery(workflowsQuery(orgId));
   const queryClient = useQueryClient();
   const issue = useMutation({
-    mutationFn: (body: IssueRequest) => api<IssuedApiToken>('POST', `/orgs/${orgId}/api-tokens`, { body }),
+    mutationFn: (body: IssueRequest) => api<IssuedApiToken>('POST', apiPath`/orgs/${orgId}/api-tokens`, { body }),
     onSuccess: (token) => {
       setDraft(EMPTY);
       onIssued(token);

@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { invitationsQuery, membersQuery, type Invitation, type Member } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import { ROLES, roleWithArticle } from '@drover/shared/roles';
@@ -87,11 +87,11 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
     if (isMe) void queryClient.invalidateQueries({ queryKey: orgsQuery.queryKey });
   };
   const changeRole = useMutation({
-    mutationFn: () => api<Member>('PATCH', `/orgs/${orgId}/members/${member.userId}`, { body: { role } }),
+    mutationFn: () => api<Member>('PATCH', apiPath`/orgs/${orgId}/members/${member.userId}`, { body: { role } }),
     onSuccess: done,
   });
   const remove = useMutation({
-    mutationFn: () => api<Member>('DELETE', `/orgs/${orgId}/members/${member.userId}`),
+    mutationFn: () => api<Member>('DELETE', apiPath`/orgs/${orgId}/members/${member.userId}`),
     onSuccess: () => {
       done();
       if (isMe) void navigate('/', { replace: true });
@@ -175,7 +175,7 @@ function InviteMember({ orgId }: { orgId: string }) {
   const queryClient = useQueryClient();
   const add = useMutation({
     mutationFn: () =>
-      api<Invitation>('POST', `/orgs/${orgId}/members`, {
+      api<Invitation>('POST', apiPath`/orgs/${orgId}/members`, {
         body: { email: email.trim(), role, ...(password !== '' ? { password } : {}) },
       }),
     onSuccess: () => {
@@ -294,7 +294,7 @@ function PendingInvitations({ orgId }: { orgId: string }) {
 function RevokeInvitation({ orgId, invitation }: { orgId: string; invitation: Invitation }) {
   const queryClient = useQueryClient();
   const revoke = useMutation({
-    mutationFn: () => api<Invitation>('DELETE', `/orgs/${orgId}/invitations/${invitation.id}`),
+    mutationFn: () => api<Invitation>('DELETE', apiPath`/orgs/${orgId}/invitations/${invitation.id}`),
     onSettled: () => void queryClient.invalidateQueries({ queryKey: invitationsQuery(orgId).queryKey }),
   });
   return (

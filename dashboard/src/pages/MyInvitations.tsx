@@ -2,7 +2,7 @@ import { roleWithArticle } from '@drover/shared/roles';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useNavigate } from 'react-router';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import { myInvitationsQuery, type Invitation } from '../api/access';
 import { orgsQuery } from '../api/queries';
 import type { Org } from '../api/types';
@@ -48,7 +48,7 @@ function AnswerInvitation({ invitation }: { invitation: Invitation }) {
     void queryClient.invalidateQueries({ queryKey: orgsQuery.queryKey });
   };
   const accept = useMutation({
-    mutationFn: () => api<Org>('POST', `/invitations/${invitation.id}/accept`),
+    mutationFn: () => api<Org>('POST', apiPath`/invitations/${invitation.id}/accept`),
     onSuccess: (org) => {
       settled();
       void navigate(`/orgs/${org.id}`);
@@ -56,7 +56,7 @@ function AnswerInvitation({ invitation }: { invitation: Invitation }) {
     onError: settled,
   });
   const decline = useMutation({
-    mutationFn: () => api<Invitation>('POST', `/invitations/${invitation.id}/decline`),
+    mutationFn: () => api<Invitation>('POST', apiPath`/invitations/${invitation.id}/decline`),
     onSettled: settled,
   });
   const busy = accept.isPending || decline.isPending;

@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import type { RequestBody } from '@drover/shared/api';
 import { useState, type FormEvent } from 'react';
-import { api, ApiError } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import { artifactFilesQuery, byteSize, storageBindingsQuery, type App, type Release } from '../api/ota';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { FileUpload } from '../components/FileUpload';
@@ -44,7 +44,7 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
       // An application with release keys: the sequence and signature made by `drover release sign`.
       if (sequence.trim() !== '') body.sequence = Number(sequence);
       if (signature.trim() !== '') body.signature = signature.trim();
-      return api<Release>('POST', `/orgs/${orgId}/apps/${app.id}/releases`, { body });
+      return api<Release>('POST', apiPath`/orgs/${orgId}/apps/${app.id}/releases`, { body });
     },
     onSuccess: () => {
       setVersion('');

@@ -3,7 +3,7 @@ import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
-import { api, ApiError, type ErrorDetail } from '../api/client';
+import { api, ApiError, apiPath, type ErrorDetail } from '../api/client';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { answerPage, isRunResult, type RunAnswer, type Trigger } from '../api/triggers';
 import type { Workflow, WorkflowParam } from '../api/types';
@@ -160,7 +160,7 @@ function RunForm(props: {
         body.force = true;
         body.forceReason = forceReason;
       }
-      return api<RunAnswer>('POST', `/orgs/${orgId}/triggers/${trigger.id}/run`, { body });
+      return api<RunAnswer>('POST', apiPath`/orgs/${orgId}/triggers/${trigger.id}/run`, { body });
     },
     onSuccess: (answer) => {
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers', trigger.id] });

@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
-import { api } from '../api/client';
+import { api, apiPath } from '../api/client';
 import {
   DELETED_KINDS,
   MAX_RETENTION_DAYS,
@@ -114,7 +114,7 @@ function RetentionForm({ orgId, view }: { orgId: string; view: RetentionView }) 
       const retention = Object.fromEntries(
         RETENTION_FIELDS.map(({ field }) => [field, draft[field].trim() === '' ? null : Number(draft[field])]),
       ) as RetentionChange;
-      return api<OrgView>('PATCH', `/orgs/${orgId}`, { body: { retention } });
+      return api<OrgView>('PATCH', apiPath`/orgs/${orgId}`, { body: { retention } });
     },
     onSuccess: () => void queryClient.invalidateQueries({ queryKey: retentionQuery(orgId).queryKey }),
   });

@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { Link, Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
-import { api, ApiError } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import { myInvitationsQuery } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
@@ -126,7 +126,7 @@ function UserMenu({ email, current }: { email: string; current: Org | undefined 
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const signOut = useMutation({
-    mutationFn: () => api<void>('POST', '/auth/logout', { expectUnauthorized: true }),
+    mutationFn: () => api<void>('POST', apiPath`/auth/logout`, { expectUnauthorized: true }),
     onSettled: () => {
       queryClient.clear();
       void navigate('/login', { replace: true });

@@ -3,7 +3,7 @@ import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { useNavigate, useSearchParams } from 'react-router';
 import { sitePath } from '@drover/shared/site-path';
-import { api, ApiError } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import { sessionQuery, signInMethodsQuery } from '../api/queries';
 import type { OidcRefusal, Session } from '../api/types';
 import { ErrorMessage, fieldName } from '../components/ErrorMessage';
@@ -25,7 +25,8 @@ export function SignInPage() {
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const signIn = useMutation({
-    mutationFn: () => api<LoginAnswer>('POST', '/auth/login', { body: { email, password }, expectUnauthorized: true }),
+    mutationFn: () =>
+      api<LoginAnswer>('POST', apiPath`/auth/login`, { body: { email, password }, expectUnauthorized: true }),
     onSuccess: ({ user, expiresAt }) => {
       queryClient.setQueryData(sessionQuery.queryKey, { user, expiresAt });
       void navigate(next, { replace: true });
@@ -43,7 +44,7 @@ export function SignInPage() {
   const ssoRefused = params.get('sso') === 'refused';
   const refusal = useQuery({
     queryKey: ['auth', 'oidc', 'refusal'],
-    queryFn: () => api<OidcRefusal>('GET', '/auth/oidc/refusal', { expectUnauthorized: true }),
+    queryFn: () => api<OidcRefusal>('GET', apiPath`/auth/oidc/refusal`, { expectUnauthorized: true }),
     enabled: ssoRefused,
     staleTime: Infinity,
     retry: false,

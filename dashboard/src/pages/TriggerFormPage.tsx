@@ -2,7 +2,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, ApiError } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { agentsQuery, workflowsQuery } from '../api/queries';
 import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
@@ -253,8 +253,8 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
     mutationFn: (sent: Draft) => {
       const body = bodyOf(sent);
       return trigger
-        ? api<Trigger>('PATCH', `/orgs/${orgId}/triggers/${trigger.id}`, { body })
-        : api<Trigger>('POST', `/orgs/${orgId}/triggers`, { body });
+        ? api<Trigger>('PATCH', apiPath`/orgs/${orgId}/triggers/${trigger.id}`, { body })
+        : api<Trigger>('POST', apiPath`/orgs/${orgId}/triggers`, { body });
     },
     onSuccess: (saved) => {
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] });

@@ -3,7 +3,7 @@ import { useMutation } from '../lib/mutation';
 import type { RequestBody } from '@drover/shared/api';
 import { useState, type ReactNode } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { api, ApiError } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import { chatIntegrationsQuery, PROVIDER_NAMES, TEAM_WORDS, type ChatProvider } from '../api/chat';
 import { agentsQuery, workflowsQuery } from '../api/queries';
 import { recentTriggerBatchesQuery } from '../api/batches';
@@ -364,7 +364,7 @@ function DeleteTrigger({ orgId, trigger }: { orgId: string; trigger: Trigger }) 
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const remove = useMutation({
-    mutationFn: () => api<Trigger>('DELETE', `/orgs/${orgId}/triggers/${trigger.id}`),
+    mutationFn: () => api<Trigger>('DELETE', apiPath`/orgs/${orgId}/triggers/${trigger.id}`),
     onSuccess: () => {
       queryClient.removeQueries({ queryKey: triggerQuery(orgId, trigger.id).queryKey });
       void queryClient.invalidateQueries({ queryKey: ['orgs', orgId, 'triggers'] });

@@ -1,6 +1,6 @@
 import { characterCount } from '@drover/shared';
 import { describeValue, invalid, validationFailed, type ValidationDetail } from '../../errors.js';
-import { hasControlCharacters } from '../names.js';
+import { hiddenCharacterProblem } from '../names.js';
 
 /** Limits of presign-upload (docs/storage.md) and the defaults this coordinator chose (docs/storage.md). */
 export const MAX_FILENAME_LENGTH = 255;
@@ -20,14 +20,6 @@ export interface PresignUploadInput {
   ttlSeconds?: number;
 }
 
-/**
- * The bidirectional embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069): each
- * reorders everything up to its end, so `x\u202Egpj.exe` shows as `xexe.jpg` in a browser or a
- * terminal (the "Trojan Source" characters). The marks U+200E, U+200F and U+061C are kept: they
- * reorder nothing that a visible right-to-left letter in their place would not (no embedding
- * scope), and right-to-left names need them to show punctuation and numbers in their places.
- */
-const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const MEDIA_TYPE = new RegExp(
@@ -41,19 +33,13 @@ export function filenameProblem(filename: string): string | null {
   if (filename.length === 0) return 'must not be empty';
   const length = characters(filename);
   if (length > MAX_FILENAME_LENGTH) return `must be at most ${MAX_FILENAME_LENGTH} characters, got ${length}`;
-  // C0, DEL and C1 (U+0080 to U+009F; U+009B, CSI, starts a terminal's escape sequence).
-  const control = [...filename].find(hasControlCharacters);
-  if (control !== undefined) return `must not contain control characters, got ${codePoint(control)}`;
-  const bidi = BIDI_CONTROL.exec(filename)?.[0];
-  if (bidi !== undefined) {
-    return `must not contain bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069), which make a name show in another order than it is written, got ${codePoint(bidi)}`;
-  }
+  // C0, DEL and C1 (U+0080 to U+009F; U+009B, CSI, starts a terminal's escape sequence), and the
+  // bidirectional embeddings, overrides and isolates that make a name show reordered (names.ts).
+  const hidden = hiddenCharacterProblem(filename);
+  if (hidden) return hidden;
   if (LONE_SURROGATE.test(filename)) return 'must be valid Unicode text';
   return null;
 }
-
-/** `U+009B` */
-const codePoint = (char: string): string => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 
 /** A problem with a MIME type such as `text/csv; charset=utf-8`, or null. */
 export function contentTypeProblem(contentType: string): string | null {
