@@ -188,6 +188,14 @@ describe('agent enrollment', () => {
         JSON.stringify(body).slice(0, 80),
       ).toContain(pathName);
     }
+    // The refusal names the character it found.
+    const bidi = await t.api.post('/agent/enroll', { body: { ...enrollBody(token), hostname: 'edge\u202egpj.exe' } });
+    expect(bidi.body.details).toEqual([
+      {
+        path: 'body.hostname',
+        message: expect.stringMatching(/^must not contain bidirectional formatting characters .*, got U\+202E$/),
+      },
+    ]);
     for (const rawBody of ['', '{', '[]', 'null', '"x"']) {
       const res = await t.api.post('/agent/enroll', { rawBody, headers: { 'content-type': 'application/json' } });
       expect(res.status, rawBody).toBeGreaterThanOrEqual(400);

@@ -8,7 +8,7 @@ import { hashBearerSecret } from '../../util/secrets.js';
 import { AttemptThrottle, tooManyAttempts, type ThrottlePolicy } from '../auth/attempt-throttle.js';
 import { clientKey } from '../auth/client-key.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { cleanName, hasControlCharacters } from '../names.js';
+import { cleanName, hiddenCharacterProblem } from '../names.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import type { DeviceGroups } from './agent-labels.js';
 
@@ -76,7 +76,8 @@ export class AgentEnrollment {
     }
     // Shown in the dashboard, the CLI's tables and chat messages: no escape sequences, no NUL.
     for (const field of ['hostname', 'os', 'agentVersion'] as const) {
-      if (hasControlCharacters(body[field])) throw invalid(`body.${field}`, 'must not contain control characters');
+      const problem = hiddenCharacterProblem(body[field]);
+      if (problem) throw invalid(`body.${field}`, problem);
     }
     // The display name: the one asked for, else the hostname (renamed later in the dashboard).
     const name =

@@ -9,7 +9,7 @@ import type {
   TriggerType,
 } from '../model/triggers.js';
 import { conflict, describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
-import { hasControlCharacters, nameProblem } from '../names.js';
+import { hiddenCharacterProblem, nameProblem } from '../names.js';
 import { envValueProblems, plainJsonProblems } from '../plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from '../cron/triggers-cron.js';
 import { parseSelector, SelectorError, storableSelector } from '@drover/shared';
@@ -26,7 +26,7 @@ export const MAX_REF_LENGTH = 255;
 
 /** Why a ref cannot be a run's (`DROVER_REF` in each step's environment, shown in logs and chat), or null. */
 export function refProblem(ref: string): string | null {
-  return hasControlCharacters(ref) ? `must not contain control characters, got ${describeValue(ref)}` : null;
+  return hiddenCharacterProblem(ref);
 }
 export const MAX_CHAT_KEYWORD_LENGTH = 64;
 /** At most this many people listed in a chat trigger's `chatAllowedUserIds`. */
