@@ -5,8 +5,7 @@ import { isLockHeldError } from '@drover/shared';
 import Database from 'better-sqlite3';
 import { DATA_DIR_LOCK_FILE, dataDirHolder, lockDataDir } from '../cli/data-dir-lock.js';
 import { formatBytes } from '../copy-data/report.js';
-import type { Db } from '../db/database.js';
-import { loadMigrations } from '../db/migrate.js';
+import { loadMigrations, recordedMigrations } from '../db/migrate.js';
 import { NewerSchemaError, planMigrations, type RecordedMigration } from '../db/migration-plan.js';
 import { DATABASE_MEMBER, InvalidBackupError, type Manifest } from './archive-format.js';
 import { extractBackup, ExtractWriteError } from './archive-reader.js';
@@ -194,17 +193,6 @@ function checkSchema(from: string, file: string): void {
     if (error instanceof NewerSchemaError) throw refused(`${from} cannot be restored: ${error.message}`);
     throw error;
   }
-}
-
-/** The rows of `schema_migrations` as the migrator reads them (db/migrate.ts), without writing. */
-function recordedMigrations(db: Db): RecordedMigration[] {
-  if (!db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get()) return [];
-  // A table made before the `breaking` column: the migrator adds it, 0 for every row.
-  const hasBreaking = db.prepare("SELECT 1 FROM pragma_table_info('schema_migrations') WHERE name = 'breaking'").get();
-  const rows = db
-    .prepare(`SELECT version, name, ${hasBreaking ? 'breaking' : '0 AS breaking'} FROM schema_migrations`)
-    .all() as { version: number; name: string; breaking: number }[];
-  return rows.map((r) => ({ ...r, breaking: r.breaking === 1 }));
 }
 
 /** Removes the directories the restore made, the deepest first, each only while empty. */

@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Db } from './database.js';
-import { isBreaking, planMigrations, versionAfter, type Migration, type MigrationResult } from './migration-plan.js';
+import {
+  isBreaking,
+  planMigrations,
+  versionAfter,
+  type Migration,
+  type MigrationResult,
+  type RecordedMigration,
+} from './migration-plan.js';
 import type { PgPool } from './postgres/pool.js';
 import { inTransaction } from './postgres/transaction.js';
 import { all, command, one, query, run, script, values, type Flow } from './sql/index.js';
@@ -60,6 +67,12 @@ const migrationsTable = (sqlite: boolean) =>
          applied_at TEXT NOT NULL, breaking INTEGER NOT NULL DEFAULT 0)`
     : `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
          applied_at timestamptz NOT NULL, breaking boolean NOT NULL DEFAULT false)`;
+const HAS_TABLE = values<unknown, []>((d) =>
+  d.name === 'sqlite'
+    ? "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    : `SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()
+         AND table_name = 'schema_migrations'`,
+);
 const HAS_BREAKING = values<unknown, []>((d) =>
   d.name === 'sqlite'
     ? "SELECT 1 FROM pragma_table_info('schema_migrations') WHERE name = 'breaking'"
@@ -71,11 +84,34 @@ const addBreaking = (sqlite: boolean) =>
 const RECORDED = query<{ version: number; name: string; breaking: number }>(
   'SELECT version, name, breaking FROM schema_migrations',
 );
+const RECORDED_BEFORE_BREAKING = query<{ version: number; name: string; breaking: number }>(
+  'SELECT version, name, 0 AS breaking FROM schema_migrations',
+);
 const MARK_BREAKING = command<[number]>('UPDATE schema_migrations SET breaking = TRUE WHERE version = ?');
 // A flag is bound as 1 or 0: PostgreSQL reads the parameter '1' or '0' as a boolean.
 const RECORD = command<[number, string, string, number]>(
   'INSERT INTO schema_migrations (version, name, applied_at, breaking) VALUES (?, ?, ?, ?)',
 );
+
+/**
+ * The migrations a database records, without writing: none when it has no migrations table, and
+ * none marked breaking in a table made before the `breaking` column (the migrator adds it, false
+ * for every row).
+ */
+function* readRecorded(): Flow<RecordedMigration[]> {
+  if ((yield* one(HAS_TABLE, [])) === null) return [];
+  const hasBreaking = (yield* one(HAS_BREAKING, [])) !== null;
+  const rows = yield* all(hasBreaking ? RECORDED : RECORDED_BEFORE_BREAKING, []);
+  return rows.map((r) => ({ ...r, breaking: r.breaking === 1 }));
+}
+
+/**
+ * What a SQLite database records, read as the migrator reads it, without writing (a restore
+ * checks an archive's database before it replaces anything).
+ */
+export function recordedMigrations(db: Db): RecordedMigration[] {
+  return new SqliteDatabase(db).runSync(readRecorded());
+}
 
 /**
  * One run of the migrator, the same on both databases, in ONE transaction: the pending migrations
@@ -88,7 +124,7 @@ function* migrations(sqlite: boolean, known: Migration[], options: MigrateOption
   yield* one(MIGRATION_LOCK, [LOCK_KEY]);
   yield* script(migrationsTable(sqlite));
   if ((yield* one(HAS_BREAKING, [])) === null) yield* script(addBreaking(sqlite));
-  const recorded = (yield* all(RECORDED, [])).map((r) => ({ ...r, breaking: r.breaking === 1 }));
+  const recorded = yield* readRecorded();
   const plan = planMigrations(recorded, known);
   for (const version of plan.remark) yield* run(MARK_BREAKING, [version]);
   for (const migration of plan.pending) {

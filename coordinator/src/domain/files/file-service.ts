@@ -19,6 +19,7 @@ import { findGrant } from '../tokens/grants.js';
 import type { StorageGrant } from '../model/api-tokens.js';
 import { grantCoversBinding, requireStoragePermission, type FileCaller } from './access.js';
 import { BindingBackends } from './binding-backends.js';
+import { KeyedQueue } from '../../util/keyed-queue.js';
 import { FileDeletion, type DeletionLogger } from './deletion.js';
 import { parseCleanup, parseFileLabels, type PresignUploadInput } from './file-input.js';
 import { newPendingFile, uploadView } from './pending-file.js';
@@ -109,7 +110,7 @@ export class FileService {
   readonly local: LocalBackend;
   private readonly backends: BindingBackends;
   /** The completion in progress of each file (one at a time per file in this process). */
-  private readonly locks = new Map<string, Promise<void>>();
+  private readonly completions = new KeyedQueue();
   /**
    * The downloads of the jobs sent in one turn of the event loop, keyed by `[orgId, fileId]` as
    * JSON: a publish's thousands of update jobs, all with one artifact, read it and sign its URL once.
@@ -358,7 +359,7 @@ export class FileService {
   private async finishUpload(file: StoredFile): Promise<StoredFile> {
     if (file.status === 'active') return file;
     if (file.status !== 'pending') throw conflict(`The file is ${file.status}; it can no longer be completed`);
-    return this.exclusive(file.id, () => this.promoteUpload(file));
+    return this.completions.run(file.id, () => this.promoteUpload(file));
   }
 
   private async promoteUpload(known: StoredFile): Promise<StoredFile> {
@@ -455,22 +456,6 @@ export class FileService {
       Math.min(Math.max(at, 0), MAX_TIMER_MS),
     );
     timer.unref();
-  }
-
-  /** Runs `fn` after every earlier call for the same key finished. */
-  private async exclusive<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.locks.get(key) ?? Promise.resolve();
-    const run = previous.then(fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.locks.set(key, tail);
-    try {
-      return await run;
-    } finally {
-      if (this.locks.get(key) === tail) this.locks.delete(key);
-    }
   }
 
   /** The file when the token may see it: its organization and a binding of its grant; else 404. */
