@@ -339,6 +339,28 @@ describe('single sign-on', () => {
     // Another address is not held up.
     expect((await signIn('ada')).res.status).toBe(303);
   });
+
+  it('keeps at most 10,000 sign-ins in progress from all addresses together: past that, 503 until some expire', async () => {
+    const now = Date.now();
+    await t.sql.run(
+      `INSERT INTO oidc_states (state_hash, browser_hash, nonce, code_verifier, next_path, created_at, expires_at)
+       WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000)
+       SELECT 'filler-' || i, 'b', 'n', 'v', '/orgs', ?, ? FROM n`,
+      new Date(now).toISOString(),
+      new Date(now + 600_000).toISOString(),
+    );
+    try {
+      const full = await fetch(`${t.url}/v1/auth/oidc/start`, { redirect: 'manual' });
+      expect(full.status).toBe(503);
+      expect(full.headers.get('retry-after')).toBe('60');
+      expect(((await full.json()) as { message: string }).message).toBe(
+        'Too many single sign-ons are in progress; try again in a minute',
+      );
+    } finally {
+      await t.sql.run("DELETE FROM oidc_states WHERE state_hash LIKE 'filler-%'");
+    }
+    expect((await signIn('ada')).res.status).toBe(303);
+  });
 });
 
 describe('single sign-on, a role map naming one organization by its id and by its name', () => {

@@ -145,7 +145,7 @@ export interface paths {
     };
     /**
      * Single sign-on: redirects the browser to the OpenID provider (authorization code flow with PKCE)
-     * @description Sets the short-lived cookie `drover_oidc` (`__Host-drover_oidc` over HTTPS) that binds the sign-in to this browser. `next` is the dashboard path to go to once signed in (a path of this site; default `/`). 404 when single sign-on is not set up; 429 when over 30 sign-ins were started from the address in ten minutes and not finished.
+     * @description Sets the short-lived cookie `drover_oidc` (`__Host-drover_oidc` over HTTPS) that binds the sign-in to this browser. `next` is the dashboard path to go to once signed in (a path of this site; default `/`). 404 when single sign-on is not set up; 429 when over 30 sign-ins were started from the address in ten minutes and not finished; 503 with `Retry-After` when 10,000 sign-ins from all addresses are in progress (or the provider cannot be reached).
      */
     get: operations['startOidcSignIn'];
     put?: never;

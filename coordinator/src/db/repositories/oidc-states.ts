@@ -1,5 +1,5 @@
 import type { OidcState, OidcStateRepository } from '../../domain/model/oidc-states.js';
-import { command, query, run, type Database } from '../sql/index.js';
+import { command, one, query, run, type Database } from '../sql/index.js';
 
 interface StateRow {
   browser_hash: string;
@@ -11,6 +11,8 @@ interface StateRow {
 }
 
 const FORGET = command<[string]>('DELETE FROM oidc_states WHERE expires_at < ?');
+// Counts no further than the cap: a full table answers as soon as it has seen that many.
+const OPEN = query<{ n: number }, [number]>('SELECT count(*) AS n FROM (SELECT 1 FROM oidc_states LIMIT ?)');
 const INSERT = command<OidcState>(
   `INSERT INTO oidc_states (state_hash, browser_hash, nonce, code_verifier, next_path, created_at, expires_at)
    VALUES (@stateHash, @browserHash, @nonce, @codeVerifier, @nextPath, @createdAt, @expiresAt)`,
@@ -24,10 +26,13 @@ const CONSUME = query<StateRow, { stateHash: string; now: string }>(
 /** Sign-ins in progress: added with the expired ones forgotten, consumed by one UPDATE (once, whichever coordinator). */
 export function createOidcStateRepository(db: Database): OidcStateRepository {
   return {
-    async add(state) {
-      await db.transaction(function* () {
+    async add(state, maxOpen) {
+      return db.transaction(function* () {
         yield* run(FORGET, [state.createdAt]);
+        const open = (yield* one(OPEN, [maxOpen]))?.n ?? 0;
+        if (open >= maxOpen) return false;
         yield* run(INSERT, state);
+        return true;
       });
     },
     async consume(stateHash, now) {

@@ -8,7 +8,7 @@ import { AppError, validationFailed } from '../../errors.js';
 import { isoAt, type Clock } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashBearerSecret } from '../../util/secrets.js';
-import { OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
+import { MAX_OPEN_OIDC_STATES, OIDC_STATE_TTL_MS } from '../model/oidc-states.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { SessionService } from './sessions.js';
 import { mappedOrg } from './role-map.js';
@@ -49,6 +49,9 @@ export const OIDC_START_ADDRESS_POLICY: ThrottlePolicy = {
   maxKeys: 100_000,
 };
 
+/** A refusal for a full table of sign-ins in progress is logged at most this often. */
+const FULL_WARNING_EVERY_MS = 60_000;
+
 const failed = (why: string) => new AppError('sso_failed', `Single sign-on did not complete: ${why}`);
 
 /** `next` when it is a path of this site (`/orgs/…`), normalized (sitePath), else a 422. */
@@ -74,6 +77,8 @@ export function sameOriginPath(next: string | undefined): string {
 export class OidcSignInService {
   private configuration: Promise<oidc.Configuration> | null = null;
   private readonly starts: AttemptThrottle;
+  /** When a start was last refused for the full table and logged. */
+  private fullSince = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly deps: {
@@ -155,15 +160,30 @@ export class OidcSignInService {
     const nonce = oidc.randomNonce();
     const codeVerifier = oidc.randomPKCECodeVerifier();
     const now = this.deps.clock.now();
-    await this.deps.repos.oidcStates.add({
-      stateHash: hashBearerSecret(state),
-      browserHash: hashBearerSecret(key),
-      nonce,
-      codeVerifier,
-      nextPath,
-      createdAt: isoAt(now),
-      expiresAt: isoAt(now + OIDC_STATE_TTL_MS),
-    });
+    const stored = await this.deps.repos.oidcStates.add(
+      {
+        stateHash: hashBearerSecret(state),
+        browserHash: hashBearerSecret(key),
+        nonce,
+        codeVerifier,
+        nextPath,
+        createdAt: isoAt(now),
+        expiresAt: isoAt(now + OIDC_STATE_TTL_MS),
+      },
+      MAX_OPEN_OIDC_STATES,
+    );
+    if (!stored) {
+      if (now - this.fullSince >= FULL_WARNING_EVERY_MS) {
+        this.fullSince = now;
+        this.deps.logger.warn(
+          { open: MAX_OPEN_OIDC_STATES },
+          'single sign-on: as many sign-ins are in progress as the coordinator keeps; new ones wait until some finish or expire',
+        );
+      }
+      throw new AppError('unavailable', 'Too many single sign-ons are in progress; try again in a minute', {
+        retryAfter: 60,
+      });
+    }
     const url = oidc.buildAuthorizationUrl(config, {
       redirect_uri: this.redirectUri(),
       scope: this.deps.config.scopes,

@@ -119,7 +119,8 @@ export async function oidcAuthRoutes(app: FastifyInstance): Promise<void> {
           'Sets the short-lived cookie `drover_oidc` (`__Host-drover_oidc` over HTTPS) that binds the sign-in to this ' +
           'browser. `next` is the dashboard path to go to once signed in (a path of this site; default `/`). 404 when ' +
           'single sign-on is not set up; 429 when over 30 sign-ins were started from the address in ten minutes and ' +
-          'not finished.',
+          'not finished; 503 with `Retry-After` when 10,000 sign-ins from all addresses are in progress (or the ' +
+          'provider cannot be reached).',
         tags: ['dashboard'],
         security: [],
         querystring: {

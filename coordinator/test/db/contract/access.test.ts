@@ -301,15 +301,36 @@ describe.each(DATABASES)('server secrets, signed-out sessions and enrollment tok
       createdAt: AT,
       expiresAt: later(600_000),
     };
-    await t.repos.oidcStates.add(state);
+    expect(await t.repos.oidcStates.add(state, 10)).toBe(true);
     const both = await Promise.all([
       t.repos.oidcStates.consume(state.stateHash, later(1)),
       t.other.oidcStates.consume(state.stateHash, later(1)),
     ]);
     expect(both.filter(Boolean)).toEqual([state]);
-    await t.repos.oidcStates.add({ ...state, stateHash: 'c'.repeat(64) });
+    await t.repos.oidcStates.add({ ...state, stateHash: 'c'.repeat(64) }, 10);
     expect(await t.repos.oidcStates.consume('c'.repeat(64), later(600_000))).toBeNull();
-    await t.repos.oidcStates.add({ ...state, stateHash: 'd'.repeat(64), createdAt: later(700_000) });
+    await t.repos.oidcStates.add({ ...state, stateHash: 'd'.repeat(64), createdAt: later(700_000) }, 10);
+    const left = await t.rows<{ state_hash: string }>('SELECT state_hash FROM oidc_states');
+    expect(left.map((r) => r.state_hash)).toEqual(['d'.repeat(64)]);
+  });
+
+  it('stores no more single sign-on states than the cap, used ones counted, until some expire', async () => {
+    const state = (hash: string, createdAt = AT) => ({
+      stateHash: hash.repeat(64),
+      browserHash: 'b'.repeat(64),
+      nonce: 'n',
+      codeVerifier: 'v',
+      nextPath: '/orgs',
+      createdAt,
+      expiresAt: later(600_000),
+    });
+    expect(await t.repos.oidcStates.add(state('a'), 2)).toBe(true);
+    expect(await t.repos.oidcStates.add(state('b'), 2)).toBe(true);
+    expect(await t.repos.oidcStates.consume('a'.repeat(64), later(1))).not.toBeNull();
+    expect(await t.repos.oidcStates.add(state('c'), 2)).toBe(false);
+    expect(await t.rows('SELECT state_hash FROM oidc_states')).toHaveLength(2);
+    // Past their expiry the two are forgotten, and a new one fits.
+    expect(await t.repos.oidcStates.add(state('d', later(600_001)), 2)).toBe(true);
     const left = await t.rows<{ state_hash: string }>('SELECT state_hash FROM oidc_states');
     expect(left.map((r) => r.state_hash)).toEqual(['d'.repeat(64)]);
   });
