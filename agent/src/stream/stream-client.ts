@@ -172,11 +172,21 @@ export class StreamClient {
       return;
     }
     const contentType = String(res.headers['content-type'] ?? '');
-    if (res.statusCode === 409 && claim !== null) {
+    if (claim !== null && (res.statusCode === 409 || res.statusCode === 400 || res.statusCode === 422)) {
       discardBody(res.body);
       this.#claimRefused = true;
-      logger.info('the coordinator does not hold what this agent last reported: reporting again');
-      this.#options.onReportsOutdated?.();
+      if (res.statusCode === 409) {
+        logger.info('the coordinator does not hold what this agent last reported: reporting again');
+        this.#options.onReportsOutdated?.();
+      } else {
+        // A coordinator that knows no `reports` parameter refuses the request (an older version
+        // put back in place of the one that checked claims): it is told the reports again, and is
+        // sent no claim until a stream of its says it checks them.
+        logger.info(
+          'the coordinator refused the claim of what this agent last reported (an older version?): reporting again',
+        );
+        this.#options.onReportsChecked?.(false);
+      }
       this.#reconnectTimer = setTimeout(() => void this.#connect(), 0);
       return;
     }

@@ -420,6 +420,57 @@ describe('the stream client', () => {
     expect(records.filter((r) => /(?<![\d:])409\b/.test(String(r.msg)))).toEqual([]);
   });
 
+  it('reports again, and stops claiming, when a coordinator refuses the claim as an unknown parameter (an older version put back)', async () => {
+    const paths: string[] = [];
+    const server = await sseServer((req, res, attempt) => {
+      paths.push(req.url!);
+      if (req.url!.includes('reports=')) {
+        // 0.1.0's stream: its query schema allows no other parameter.
+        res.writeHead(422, { 'content-type': 'application/json' }).end('{"code":"validation_failed"}');
+        return;
+      }
+      // The first coordinator checks claims; the one put back in its place (attempt 2 on) does not.
+      res.writeHead(200, {
+        'content-type': 'text/event-stream',
+        ...(attempt === 1 ? { 'x-agent-reports': 'checked' } : {}),
+      });
+      event(res, 'ping', `ping-${attempt}`, { at: 'now' });
+      if (attempt !== 2 && attempt < 4) setTimeout(() => res.end(), 60); // healthy, then cut
+    });
+    cleanups.push(server.close);
+    const sent: string[] = [];
+    const fixed = (name: string) => {
+      let accepted: string | null = null;
+      return {
+        report: async () => {
+          sent.push(name);
+          accepted = reportDigest({ name });
+        },
+        claim: async () => accepted,
+      };
+    };
+    const reports = new ReportClaims(fixed('workflows'), fixed('labels'));
+    const { messages, records } = client(server.origin, {
+      healthyAfterMs: 30,
+      beforeConnect: () => reports.prepare(),
+      onReportsChecked: (checks) => reports.checked(checks),
+      onReportsOutdated: () => reports.outdated(),
+    });
+    await eventually(() => messages.length === 3, 5_000);
+    const claim = `${reportDigest({ name: 'workflows' })}.${reportDigest({ name: 'labels' })}`;
+    expect(paths).toEqual([
+      '/v1/agent/stream', // reported: a first connect
+      `/v1/agent/stream?reports=${claim}`, // claimed: refused as an unknown parameter (422)
+      '/v1/agent/stream', // reported again, at once
+      '/v1/agent/stream', // and again: this coordinator does not say it checks claims
+    ]);
+    expect(sent).toEqual(['workflows', 'labels', 'workflows', 'labels', 'workflows', 'labels']);
+    expect(records.map((r) => r.msg)).toContain(
+      'the coordinator refused the claim of what this agent last reported (an older version?): reporting again',
+    );
+    expect(records.filter((r) => /(?<![\d:])422\b/.test(String(r.msg)))).toEqual([]);
+  });
+
   it('stops for good when asked, without reconnecting', async () => {
     const server = await sseServer((_req, res) => openStream(res));
     cleanups.push(server.close);

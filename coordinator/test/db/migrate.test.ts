@@ -278,6 +278,30 @@ describe('migrate', () => {
     db.close();
   });
 
+  it('marks the passwords of accounts an owner made by adding their email, before invitations (0047)', () => {
+    const { db, all, at } = migratedBefore(47);
+    const later = '2030-01-02T00:00:00.000Z';
+    const user = db.prepare('INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, ?)');
+    const member = db.prepare("INSERT INTO memberships (org_id, user_id, role, created_at) VALUES (?, ?, 'member', ?)");
+    // The owner who made organization o as their account was made (the bootstrap).
+    user.run('founder', 'founder@example.test', 'hash', at);
+    db.prepare("INSERT INTO memberships (org_id, user_id, role, created_at) VALUES ('o', 'founder', 'owner', ?)").run(
+      at,
+    );
+    // Made by an owner with the member, a day after the organization; its password changed since or not.
+    user.run('added', 'added@example.test', 'hash', later);
+    member.run('o', 'added', later);
+    // Joined later, with an account made before: its password is its own.
+    user.run('joined', 'joined@example.test', 'hash', at);
+    member.run('o', 'joined', later);
+    // Made by single sign-on with its membership: no password.
+    user.run('sso', 'sso@example.test', '!sso', later);
+    member.run('o', 'sso', later);
+    migrate(db, all);
+    expect(db.prepare('SELECT id FROM users WHERE password_by_inviter = 1').pluck().all()).toEqual(['added']);
+    db.close();
+  });
+
   it('opens file databases in WAL mode with foreign keys on', () => {
     const db = openDatabase(path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-db-')), 'x.sqlite'));
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');

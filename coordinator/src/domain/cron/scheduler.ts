@@ -339,6 +339,13 @@ export class CronScheduler {
       }
       entry.failures = 0;
       if (result.value.outcome === 'job_created' || result.value.outcome === 'batch_created') created++;
+      if (result.value.outcome === 'job_created' && result.value.rejection !== undefined) {
+        // Every occurrence fails the same way until someone changes the trigger or the workflow.
+        logger.warn(
+          { triggerId: entry.triggerId, scheduledAt: isoAt(fire as number), jobId: result.value.jobId },
+          `cron trigger: the scheduled job was rejected: ${result.value.rejection}`,
+        );
+      }
       if (result.value.outcome === 'not_due') {
         // Changed by someone this process did not hear from: read it again.
         notDue++;

@@ -60,7 +60,13 @@ export type RunOutcome =
 /** What became of an occurrence of a cron trigger's schedule handed to `runOccurrence`. */
 export type OccurrenceRunOutcome =
   /** Its job: `pending`, or `rejected` (a limit, or a rule such as params that no longer validate). */
-  | { outcome: 'job_created'; jobId: string; status: 'pending' | 'rejected' }
+  | {
+      outcome: 'job_created';
+      jobId: string;
+      status: 'pending' | 'rejected';
+      /** Why a rule rejected it (its job's error message); absent when pending or refused by a limit. */
+      rejection?: string;
+    }
   /** Its batch (a trigger on a label selector with fanout all, docs/fleets.md). */
   | { outcome: 'batch_created'; batchId: string }
   /** Recorded as skipped: the previous scheduled job is still open (overlap policy `skip`). */
@@ -312,7 +318,7 @@ export class TriggerRunService {
         return { outcome: 'job_created', jobId, status: 'rejected' };
       case 'rejected':
         this.countRejected(actor);
-        return { outcome: 'job_created', jobId, status: 'rejected' };
+        return { outcome: 'job_created', jobId, status: 'rejected', ...(rejection === undefined ? {} : { rejection }) };
       case 'skipped_overlap':
       case 'claimed_before':
         return { outcome: admission.outcome };

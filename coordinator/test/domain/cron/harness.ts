@@ -101,6 +101,8 @@ export interface CronWorld {
   >;
   /** Its database, past the repositories (test-sql.ts). */
   sql: TestSql;
+  /** The messages of the warnings and errors it logged (JSON lines, their `msg`). */
+  warnings: string[];
   close(): Promise<void>;
 }
 
@@ -140,9 +142,19 @@ export async function startCronWorld(time: ManualTime, dataDir?: string): Promis
       DROVER_BOOTSTRAP_ORG: 'acme',
       ...(database ? { DROVER_DATABASE_URL: database.url } : {}),
     },
-    { port: '0', host: '127.0.0.1', dataDir: dir, logLevel: process.env.DROVER_TEST_LOG ?? 'silent' },
+    { port: '0', host: '127.0.0.1', dataDir: dir, logLevel: process.env.DROVER_TEST_LOG ?? 'warn' },
   );
-  const coordinator = await createCoordinator(config, createLogger(config.logLevel), time, time);
+  const warnings: string[] = [];
+  const logger = createLogger(config.logLevel, {
+    destination: {
+      write(line: string) {
+        const record = JSON.parse(line) as { level: number; msg: string };
+        if (record.level >= 40) warnings.push(record.msg);
+        if (process.env.DROVER_TEST_LOG) process.stdout.write(line);
+      },
+    },
+  });
+  const coordinator = await createCoordinator(config, logger, time, time);
   time.schedulers.push(coordinator.scheduler);
   const { repos } = coordinator.ctx;
   const user = await repos.users.findByEmail(OWNER);
@@ -186,6 +198,7 @@ export async function startCronWorld(time: ManualTime, dataDir?: string): Promis
         triggerId,
       ),
     sql,
+    warnings,
     async close() {
       time.schedulers.splice(time.schedulers.indexOf(coordinator.scheduler), 1);
       await sql.close();

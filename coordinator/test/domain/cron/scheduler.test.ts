@@ -353,6 +353,8 @@ describe('cron scheduler', () => {
           'params.region: is required (a string)',
       );
       expect((await w.occurrences(id))[0]).toMatchObject({ outcome: 'job_created', job_id: job!.id });
+      // Said in the log, where an operator looks when a schedule seems to do nothing.
+      expect(w.warnings).toContain(`cron trigger: the scheduled job was rejected: ${job!.error_message}`);
 
       // Such a trigger can still be disabled and renamed; enabled again, its params are checked.
       const { triggers } = w.coordinator.ctx;
