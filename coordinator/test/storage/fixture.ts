@@ -25,6 +25,16 @@ export interface FilesFixture {
   service: FileService;
   warnings: object[];
   addBinding(name: string, backend?: 'local' | 's3'): Promise<string>;
+  /** The organization's default binding from now on: a bucket at `endpoint` (s3rver's keys). */
+  addDefaultBucket(endpoint: string, bucket: string): Promise<string>;
+  /**
+   * The file service of a second coordinator on the same database and disk, whose reads of a file
+   * go through `look` (the how-manyth look at that file, from 1, and the read it would make): to
+   * run this one's work between two of its steps, or answer what it read before.
+   */
+  otherCoordinator(
+    look: (n: number, read: () => Promise<StoredFile | null>) => Promise<StoredFile | null>,
+  ): Promise<FileService>;
   /** A file row with sensible defaults. */
   insertFile(fields?: Partial<StoredFile>): Promise<StoredFile>;
   close(): void;
@@ -41,33 +51,41 @@ export async function filesFixture(env: Record<string, string> = {}): Promise<Fi
   const { files, storageBindings: bindings, serverSecrets } = createSqliteRepositories(db);
   const orgId = newId();
   db.prepare('INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?)').run(orgId, 'acme', new Date(T0).toISOString());
-  const addBinding = async (name: string, backend: 'local' | 's3' = 'local', isDefault = false) => {
+  const addBinding = async (
+    name: string,
+    backend: 'local' | 's3' = 'local',
+    isDefault = false,
+    bucket: { endpoint: string; bucket: string; accessKeyId: string; secretAccessKey: string } = {
+      endpoint: 'http://127.0.0.1:9',
+      bucket: 'team-bucket',
+      accessKeyId: 'AKIA0',
+      secretAccessKey: 'secret',
+    },
+  ) => {
     const id = newId();
-    const config =
-      backend === 's3'
-        ? {
-            endpoint: 'http://127.0.0.1:9',
-            bucket: 'team-bucket',
-            region: 'eu-west-1',
-            accessKeyId: 'AKIA0',
-            secretAccessKey: 'secret',
-            forcePathStyle: true,
-          }
-        : {};
+    const config = backend === 's3' ? { ...bucket, region: 'eu-west-1', forcePathStyle: true } : {};
     await bindings.insert({ id, orgId, name, backend, config, isDefault, createdAt: new Date(now).toISOString() });
     return id;
   };
   const bindingId = await addBinding('local', 'local', true);
   const config = loadConfig({ DROVER_PUBLIC_URL: 'https://drover.example.test', ...env }, { dataDir });
   const warnings: object[] = [];
-  const service = await createFileService({
-    repos: { files, storageBindings: bindings, serverSecrets },
-    clock,
-    dataDir,
-    storage: config.storage,
-    config: () => config,
-    logger: { warn: (obj) => void warnings.push(obj) },
-  });
+  const fileService = (repository: FileRepository) =>
+    createFileService({
+      repos: { files: repository, storageBindings: bindings, serverSecrets },
+      clock,
+      dataDir,
+      storage: config.storage,
+      config: () => config,
+      logger: { warn: (obj) => void warnings.push(obj) },
+    });
+  const service = await fileService(files);
+  const otherCoordinator = (
+    look: (n: number, read: () => Promise<StoredFile | null>) => Promise<StoredFile | null>,
+  ) => {
+    let looks = 0;
+    return fileService({ ...files, findInOrg: (id, fileId) => look(++looks, () => files.findInOrg(id, fileId)) });
+  };
   const insertFile = async (fields: Partial<StoredFile> = {}): Promise<StoredFile> => {
     const id = fields.id ?? newId();
     const file: StoredFile = {
@@ -113,6 +131,11 @@ export async function filesFixture(env: Record<string, string> = {}): Promise<Fi
     service,
     warnings,
     addBinding: (name, backend) => addBinding(name, backend),
+    addDefaultBucket: async (endpoint, bucket) => {
+      db.prepare('UPDATE storage_bindings SET is_default = 0 WHERE org_id = ?').run(orgId);
+      return addBinding(bucket, 's3', true, { endpoint, bucket, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' });
+    },
+    otherCoordinator,
     insertFile,
     close: () => {
       db.close();

@@ -378,7 +378,7 @@ export class FileService {
     try {
       upload = await backend.findUpload(target, limit);
     } catch (error) {
-      if (!(error instanceof UploadTooLargeError)) throw changedOr(error);
+      if (!(error instanceof UploadTooLargeError)) return this.afterLostUpload(file, error);
       await this.deletion.deleteNow(file.id).catch(() => undefined);
       if (file.declaredSize !== null && (error.size === null || error.size <= maxFileBytes)) {
         throw invalid(
@@ -392,7 +392,12 @@ export class FileService {
         `The uploaded file has ${error.size ?? `more than ${limit}`} bytes, more than the largest file this coordinator keeps (${maxFileBytes}); it was dropped`,
       );
     }
-    if (!upload) throw conflict('Nothing has been uploaded for this file yet: PUT it to its uploadUrl first');
+    if (!upload) {
+      return this.afterLostUpload(
+        file,
+        conflict('Nothing has been uploaded for this file yet: PUT it to its uploadUrl first'),
+      );
+    }
     if (file.declaredSize !== null && (upload.size !== file.declaredSize || upload.sha256 !== file.declaredSha256)) {
       await this.deletion.deleteNow(file.id).catch(() => undefined);
       throw invalid(
@@ -406,7 +411,7 @@ export class FileService {
     try {
       await backend.promote(target, upload);
     } catch (error) {
-      throw changedOr(error);
+      return this.afterLostUpload(file, error);
     }
     const now = this.d.clock.now();
     const expiresAt = file.ttlSeconds === null ? file.expiresAt : isoAt(now + file.ttlSeconds * 1000);
@@ -430,6 +435,18 @@ export class FileService {
       });
     }
     return this.lostTo(current);
+  }
+
+  /**
+   * A completion that found no staged upload, or saw it go: another coordinator may have completed
+   * the file meanwhile (its completion removes the staged uploads; the lock above is this
+   * process's only), and then this one answers as a second `complete` does. Otherwise `error`
+   * stands, an upload that changed as a 409 saying to complete again.
+   */
+  private async afterLostUpload(file: StoredFile, error: unknown): Promise<StoredFile> {
+    const current = await this.d.files.findInOrg(file.orgId, file.id);
+    if (current?.status === 'active') return current;
+    throw changedOr(error);
   }
 
   /** The answer of a completion that found the file no longer pending. */

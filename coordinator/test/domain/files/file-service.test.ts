@@ -9,6 +9,7 @@ import { AppError } from '../../../src/errors.js';
 import { StorageUnavailableError } from '../../../src/storage/backend.js';
 import { newId } from '../../../src/util/ids.js';
 import { filesFixture, insertRelease, T0, type FilesFixture } from '../../storage/fixture.js';
+import { TestS3 } from '../../../../test/helpers/s3.js';
 
 const sha = (data: string) => createHash('sha256').update(data).digest('hex');
 
@@ -201,5 +202,40 @@ describe('files service', () => {
     const error = await f.service.complete(caller(['write']), up.fileId).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StorageUnavailableError);
     expect(await f.files.findInOrg(f.orgId, up.fileId)).toMatchObject({ status: 'pending' });
+  });
+});
+
+describe('files service, several coordinators on one bucket', () => {
+  it('answers the completed file to a completion that lost the race to another coordinator', async () => {
+    const s3 = new TestS3(['shared']);
+    await s3.start();
+    const f = await filesFixture({ DROVER_JOB_FILE_TTL_SECONDS: '3600', ...s3.bindingEnv() });
+    try {
+      await f.addDefaultBucket(s3.endpoint, 'shared');
+      const jobId = newId();
+      const up = await f.service.createJobOutputFile({
+        orgId: f.orgId,
+        jobId,
+        filename: 'out.txt',
+        size: 5,
+        sha256: sha('hello'),
+      });
+      const put = await fetch(up.uploadUrl, { method: up.method, headers: up.headers, body: 'hello' });
+      expect(put.status).toBe(200);
+      // Another coordinator found the staged upload; as it checks the file is still pending (its
+      // third look), this one completes it, removing the staged upload the other is to promote.
+      let done: unknown;
+      const other = await f.otherCoordinator(async (n, read) => {
+        if (n !== 3) return read();
+        const before = await read();
+        done = await f.service.completeJobOutputFile(f.orgId, jobId, up.fileId);
+        return before;
+      });
+      expect(await other.completeJobOutputFile(f.orgId, jobId, up.fileId)).toEqual(done);
+      expect(done).toMatchObject({ status: 'active', size: 5 });
+    } finally {
+      f.close();
+      await s3.close();
+    }
   });
 });
