@@ -25,7 +25,11 @@ let stream: AgentStream | undefined;
 
 beforeAll(async () => {
   database = await freshPostgresDatabase();
-  const env = { DROVER_DATABASE_URL: database.url, DROVER_STREAM_PING_MS: '500' };
+  const env = {
+    DROVER_DATABASE_URL: database.url,
+    DROVER_STREAM_PING_MS: '500',
+    DROVER_AGENT_DISCONNECT_GRACE_MS: '1000',
+  };
   // Started at once on the empty database: both migrate and bootstrap it, one wins each race.
   [a, b] = await Promise.all([startTestCoordinator({ env }), startTestCoordinator({ env })]);
   agent = await enrollTestAgent(a.owner, a.orgId);
@@ -208,6 +212,25 @@ describe('two coordinators on one PostgreSQL database', () => {
     } finally {
       await c.close();
     }
+  });
+
+  it('marks the agent disconnected when the coordinator that held its stream died and none other holds it', async () => {
+    // Its stream moves from b to c: b's countdown finds it seen since (c's pings).
+    (await streamOnB()).close();
+    const c = await startTestCoordinator({
+      env: { DROVER_DATABASE_URL: database.url, DROVER_STREAM_PING_MS: '500' },
+    });
+    const onC = await openAgentStream(c.url, agent);
+    expect(onC.status).toBe(200);
+    await onC.next((e) => e.event === 'ping', 5_000);
+    // c goes without marking anything (as a coordinator killed with SIGKILL): the agent is
+    // `connected` in the database, and nobody pings it.
+    await c.close();
+    onC.close();
+    const status = async () => (await a.coordinator.ctx.repos.agents.findById(agent.agentId))?.status;
+    expect(await status()).toBe('connected');
+    // a and b: after their grace and two of their pings without anyone seeing it.
+    await eventually(async () => (await status()) === 'disconnected', 10_000, 'the agent disconnected');
   });
 
   it('closes the stream on the other when the agent is revoked on one', async () => {

@@ -114,6 +114,9 @@ const DISCONNECTED = command<[string | null, string, string]>(
    WHERE id = ? AND status = 'connected' AND (last_seen_at IS NULL OR last_seen_at <= ?)`,
 );
 const CONNECTED_IDS = query<{ id: string }, []>("SELECT id FROM agents WHERE status = 'connected'");
+const CONNECTED_UNSEEN_IDS = query<{ id: string }, [string]>(
+  "SELECT id FROM agents WHERE status = 'connected' AND (last_seen_at IS NULL OR last_seen_at < ?)",
+);
 const LAST_SEEN = query<AgentLastSeen, []>(
   `SELECT id, name, last_seen_at AS "lastSeenAt" FROM agents WHERE status <> 'revoked' AND last_seen_at IS NOT NULL`,
 );
@@ -194,8 +197,12 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
     async markDisconnected(id, lastSeenAt, unlessSeenAfter) {
       return (await db.run(DISCONNECTED, [lastSeenAt, id, unlessSeenAfter])) === 1;
     },
-    async listConnectedIds() {
-      return (await db.all(CONNECTED_IDS, [])).map((r) => r.id);
+    async listConnectedIds(notSeenSince) {
+      const rows =
+        notSeenSince === undefined
+          ? await db.all(CONNECTED_IDS, [])
+          : await db.all(CONNECTED_UNSEEN_IDS, [notSeenSince]);
+      return rows.map((r) => r.id);
     },
     async listLastSeen() {
       return db.all(LAST_SEEN, []);

@@ -602,8 +602,12 @@ export class StreamRegistry {
   }
 
   private async pingAll(): Promise<void> {
-    if (this.streams.size === 0) return;
     const now = this.options.clock.now();
+    if (this.streams.size > 0) await this.pingStreams(now);
+    if (this.options.shared) await this.expireOrphans(now);
+  }
+
+  private async pingStreams(now: number): Promise<void> {
     const at = new Date(now).toISOString();
     const chunk = sseEvent(StreamEvent.ping, `ping-${now}`, { at });
     const ids: string[] = [];
@@ -625,6 +629,29 @@ export class StreamRegistry {
       } catch (error) {
         this.options.logger.error({ err: error }, 'could not read the organizations with jobs waiting in a pool');
       }
+    }
+  }
+
+  /**
+   * Agents the database holds as `connected` that no coordinator has pinged for a grace period and
+   * two pings: the coordinator that held their streams died and was not started again (its
+   * restart would expire them), and they did not come back elsewhere. Each becomes `disconnected`,
+   * unless a coordinator sees it meanwhile; a pool no longer hands them jobs.
+   */
+  private async expireOrphans(now: number): Promise<void> {
+    const since = new Date(now - this.options.disconnectGraceMs - 2 * this.options.pingMs).toISOString();
+    try {
+      for (const agentId of await this.options.agents.listConnectedIds(since)) {
+        if (this.streams.has(agentId) || this.disconnectTimers.has(agentId)) continue;
+        if (await this.options.agents.markDisconnected(agentId, null, since)) {
+          this.options.logger.info(
+            { agentId, lastSeenBefore: since },
+            'agent disconnected: no coordinator holds its stream',
+          );
+        }
+      }
+    } catch (error) {
+      this.options.logger.error({ err: error }, 'could not expire the agents no coordinator holds');
     }
   }
 

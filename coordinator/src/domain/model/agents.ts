@@ -95,8 +95,8 @@ export interface AgentRepository {
    * coordinator of the database, which connected or pinged it since).
    */
   markDisconnected(id: string, lastSeenAt: string | null, unlessSeenAfter: string): Promise<boolean>;
-  /** Ids of the agents whose status is `connected`. */
-  listConnectedIds(): Promise<string[]>;
+  /** Ids of the agents whose status is `connected`; with `notSeenSince`, only those not seen since then. */
+  listConnectedIds(notSeenSince?: string): Promise<string[]>;
   /** Agents not revoked that were ever seen, with when they last were (for the metrics). */
   listLastSeen(): Promise<AgentLastSeen[]>;
 }

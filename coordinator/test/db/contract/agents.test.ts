@@ -94,6 +94,8 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     await t.repos.agents.enroll(await token(orgId), a, AT);
     expect(await t.repos.agents.markConnected(a.id, later(1))).toBe(true);
     expect(await t.repos.agents.listConnectedIds()).toEqual([a.id]);
+    expect(await t.repos.agents.listConnectedIds(later(2))).toEqual([a.id]);
+    expect(await t.repos.agents.listConnectedIds(later(1))).toEqual([]);
     // The version the stream names is kept (a self-update); a stream without one leaves it.
     const enrolledVersion = (await t.repos.agents.findById(a.id))?.agentVersion;
     expect(await t.repos.agents.markConnected(a.id, later(1), 4, '0.2.0')).toBe(true);
