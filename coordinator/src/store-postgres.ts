@@ -6,7 +6,8 @@ import { createPool } from './db/postgres/pool.js';
 import { observeCommits } from './db/postgres/transaction.js';
 import type { CommitObserver } from './db/writer/executor.js';
 import { createPostgresRepositories } from './postgres-repositories.js';
-import { logApplied, migrationLog, withTimeout, type Store } from './store-parts.js';
+import { logApplied, migrationLog, type Store } from './store-parts.js';
+import { withTimeout } from './util/with-timeout.js';
 
 /**
  * The PostgreSQL store of `DROVER_DATABASE_URL` (store.ts, openStore): a pool (`onCommit` observes

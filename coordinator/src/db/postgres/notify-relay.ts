@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { ClusterEvent, ClusterListener, ClusterRelay } from '../../domain/model/cluster-relay.js';
+import { withTimeout } from '../../util/with-timeout.js';
 import { decodePayload, encodeEvent, GAP_REQUEST, MAX_PAYLOAD_BYTES, payloadOf } from './cluster-payload.js';
+
+/** How long closing waits for the queue to go out, then for the connection to end. */
+const CLOSE_WAIT_MS = 2_000;
 
 /** The channel every coordinator of a database listens on. */
 export const CLUSTER_CHANNEL = 'drover_events';
@@ -18,6 +22,12 @@ export interface NotifyRelayOptions {
   reconnectCapMs?: number;
   /** Events kept while the connection is down; beyond that the oldest are dropped, and the others told of a gap. */
   maxQueued?: number;
+  /**
+   * How often the connection is checked with a round trip (10 s): one that has not answered by
+   * the next check is taken for lost. A connection can stall without breaking (a NAT or a proxy
+   * that forgot it, a frozen peer), and then neither TCP keepalive (minutes) nor an error tells.
+   */
+  heartbeatMs?: number;
 }
 
 /**
@@ -31,8 +41,8 @@ export interface NotifyRelayOptions {
  *   devices) in a few statements. Payloads carry ids only.
  * - Receiving: notifications of the other coordinators (a payload names its sender; this
  *   coordinator's own are skipped) are handed to the listeners.
- * - The connection is kept alive (TCP keepalive) and, when it drops, opened again after a jittered
- *   backoff; events published meanwhile wait (at most `maxQueued`) and go out once it is back.
+ * - The connection is kept alive (TCP keepalive), checked with a round trip every `heartbeatMs`
+ *   (one that stalls is dropped) and, when it drops, opened again after a jittered backoff; events published meanwhile wait (at most `maxQueued`) and go out once it is back.
  *   Whatever the others sent while it was down is lost: the listeners are told of the gap and
  *   read the database again.
  */
@@ -52,16 +62,23 @@ export class PostgresNotifyRelay implements ClusterRelay {
   private readonly baseMs: number;
   private readonly capMs: number;
   private readonly maxQueued: number;
+  private readonly heartbeatMs: number;
+  private heartbeat: NodeJS.Timeout | undefined;
+  /** The connection whose round trip is awaited (the last check's), else null. */
+  private probing: pg.Client | null = null;
 
   constructor(private readonly options: NotifyRelayOptions) {
     this.baseMs = options.reconnectBaseMs ?? 100;
     this.capMs = options.reconnectCapMs ?? 5_000;
     this.maxQueued = options.maxQueued ?? 100_000;
+    this.heartbeatMs = options.heartbeatMs ?? 10_000;
   }
 
   /** Opens the connection and listens; rejects when the database cannot be reached. */
   async start(): Promise<void> {
     this.client = await this.open();
+    this.heartbeat = setInterval(() => this.check(), this.heartbeatMs);
+    this.heartbeat.unref();
   }
 
   /** Whether the connection is up (tests, status). */
@@ -96,24 +113,59 @@ export class PostgresNotifyRelay implements ClusterRelay {
     return () => this.listeners.delete(listener);
   }
 
-  /** Sends what is queued (while connected), stops reconnecting and closes the connection. */
+  /**
+   * Sends what is queued (while connected), stops reconnecting and closes the connection; on a
+   * connection that stalled, gives up each of the two after CLOSE_WAIT_MS.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.kick();
-    while (this.flushing) await this.flushing;
+    await withTimeout(this.drained(), CLOSE_WAIT_MS).catch(() => undefined);
     this.closed = true;
     clearTimeout(this.reconnectTimer);
+    clearInterval(this.heartbeat);
     const client = this.client;
     this.client = null;
     this.listeners.clear();
-    await client?.end().catch(() => undefined);
+    if (client) {
+      await withTimeout(client.end(), CLOSE_WAIT_MS).catch(() => undefined);
+      destroyConnection(client);
+    }
+  }
+
+  private async drained(): Promise<void> {
+    while (this.flushing) await this.flushing;
   }
 
   /** Breaks the connection as a network failure would (tests). */
   breakConnection(): void {
-    const stream = (this.client as unknown as { connection?: { stream?: { destroy(): void } } } | null)?.connection
-      ?.stream;
-    stream?.destroy();
+    if (this.client) destroyConnection(this.client);
+  }
+
+  /**
+   * A round trip on the connection; the previous one still unanswered means it stalled: it is
+   * dropped, and reconnecting tells the listeners of the gap (what the others sent meanwhile is
+   * lost).
+   */
+  private check(): void {
+    const client = this.client;
+    if (!client || this.closed) return;
+    if (this.probing === client) {
+      this.probing = null;
+      this.options.logger.warn(
+        { waitedMs: this.heartbeatMs },
+        'cluster events: the connection stopped answering; reconnecting',
+      );
+      destroyConnection(client);
+      return;
+    }
+    this.probing = client;
+    client.query('SELECT 1').then(
+      () => {
+        if (this.probing === client) this.probing = null;
+      },
+      () => undefined, // a connection that failed is handled as lost
+    );
   }
 
   private async open(): Promise<pg.Client> {
@@ -239,4 +291,10 @@ export class PostgresNotifyRelay implements ClusterRelay {
       }
     }
   }
+}
+
+/** Destroys the client's socket: the client then fails as on a network failure ('error', 'end'). */
+function destroyConnection(client: pg.Client): void {
+  const stream = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
+  stream?.destroy();
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodePayload, encodeEvent, MAX_PAYLOAD_BYTES, payloadOf } from '../../../src/db/postgres/cluster-payload.js';
 import { PostgresNotifyRelay } from '../../../src/db/postgres/notify-relay.js';
@@ -27,11 +28,58 @@ afterAll(async () => {
   await database.drop();
 });
 
-async function relay(): Promise<PostgresNotifyRelay> {
-  const r = new PostgresNotifyRelay({ url: database.url, logger: quiet, reconnectBaseMs: 20, reconnectCapMs: 100 });
+async function relay(options: { url?: string; heartbeatMs?: number } = {}): Promise<PostgresNotifyRelay> {
+  const r = new PostgresNotifyRelay({
+    url: database.url,
+    logger: quiet,
+    reconnectBaseMs: 20,
+    reconnectCapMs: 100,
+    ...options,
+  });
   relays.push(r);
   await r.start();
   return r;
+}
+
+/**
+ * A TCP proxy to the database whose `freeze` stalls every connection open through it (nothing
+ * forwarded either way, nothing closed), as a NAT that forgot them would; later ones pass.
+ */
+async function freezingProxy(target: URL) {
+  const pairs: net.Socket[][] = [];
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    client.pipe(upstream).pipe(client);
+    const drop = () => {
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', drop);
+    upstream.on('error', drop);
+    pairs.push([client, upstream]);
+    sockets.push(client, upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target.href);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as net.AddressInfo).port);
+  return {
+    url: url.href,
+    freeze() {
+      for (const [client, upstream] of pairs.splice(0)) {
+        client!.unpipe();
+        upstream!.unpipe();
+        client!.pause();
+        upstream!.pause();
+      }
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const socket of sockets) socket.destroy();
+      }),
+  };
 }
 
 /** Everything a relay hears, in order. */
@@ -107,5 +155,29 @@ describe('the LISTEN/NOTIFY relay', () => {
     await eventually(() => seenB.events.length === 2, 5_000, 'the event a published while reconnecting');
     expect(seenB.events).toEqual([event, later]);
     expect(seenA.gaps).toBe(1);
+  });
+
+  it('drops a connection that stalls without breaking, and comes back with a gap for the listeners', async () => {
+    const proxy = await freezingProxy(new URL(database.url));
+    try {
+      const a = await relay();
+      const b = await relay({ url: proxy.url, heartbeatMs: 200 });
+      const seenB = record(b);
+      proxy.freeze();
+      const lost: ClusterEvent = { type: 'trigger_changed', triggerId: randomUUID() };
+      a.publish(lost);
+      await eventually(
+        () => seenB.gaps === 1 && b.connected,
+        5_000,
+        'b to notice the stall, reconnect and tell of the gap',
+      );
+      const event: ClusterEvent = { type: 'agent_revoked', agentId: randomUUID() };
+      a.publish(event);
+      await eventually(() => seenB.events.length > 0, 5_000, 'the event at b after its reconnect');
+      expect(seenB.events).toEqual([event]);
+    } finally {
+      for (const r of relays.splice(0)) await r.close();
+      await proxy.close();
+    }
   });
 });
