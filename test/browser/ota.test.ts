@@ -206,7 +206,9 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await expectAccessible(page(), 'the publish confirmation');
     fs.writeFileSync(gate, '');
     await confirm.getByRole('button', { name: 'Publish 1.0.0' }).click();
-    await vi.waitFor(async () => expect(await releaseRow('1.0.0').innerText()).toContain('published'));
+    await vi.waitFor(async () => expect(await releaseRow('1.0.0').innerText()).toContain('published'), {
+      timeout: 10_000,
+    });
 
     // While the device installs, its row links the update job and the release counts it as updating.
     const job = deviceRow().getByRole('link', { name: 'in progress' });
@@ -260,7 +262,9 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await expectAccessible(page(), 'the yank confirmation');
     await docScreenshot(page(), 'ota-yank');
     await yank.getByRole('button', { name: 'Yank 1.1.0' }).click();
-    await vi.waitFor(async () => expect(await releaseRow('1.1.0').innerText()).toContain('yanked'));
+    await vi.waitFor(async () => expect(await releaseRow('1.1.0').innerText()).toContain('yanked'), {
+      timeout: 10_000,
+    });
     await converged('1.0.0');
     expect(await binding()).toMatchObject({ current: { version: '1.0.0' }, forced: false, activeJobId: null });
     await expectAccessible(page(), "an application's page after a yank");
