@@ -3,19 +3,18 @@ import base from './vitest.config.js';
 
 /**
  * The PostgreSQL pass of the suite (`pnpm test:postgres`, run by scripts/test.sh after the main
- * pass, which runs everything on SQLite): every file that starts a test coordinator (test/e2e,
- * test/browser and the cron scheduler's real coordinators) again, each coordinator on a
- * PostgreSQL database of its own on the run's server (`DROVER_TEST_DATABASE=postgres`:
- * test/helpers/coordinator.ts, coordinator/test/domain/cron/harness.ts). Tests reach past the API
- * through `t.sql` (coordinator/test/db/test-sql.ts), alike on both databases. The unit tests of the
- * agent, the command line and `shared`, and the coordinator's own, touch no coordinator's database
- * (the repositories' contract suite runs every case on both databases in the main pass already).
+ * pass, which runs everything on SQLite): every end-to-end file (test/e2e) and the cron scheduler's
+ * real coordinators again, each coordinator on a PostgreSQL database of its own on the run's
+ * server (`DROVER_TEST_DATABASE=postgres`: test/helpers/coordinator.ts,
+ * coordinator/test/domain/cron/harness.ts). Tests reach past the API through `t.sql`
+ * (coordinator/test/db/test-sql.ts), alike on both databases. The unit tests of the agent, the
+ * command line and `shared`, and the coordinator's own, touch no coordinator's database (the
+ * repositories' contract suite runs every case on both databases in the main pass already). The
+ * browser tests (test/browser) run in the main pass only: they prove what the dashboard shows and
+ * sends, through the same API whose answers on PostgreSQL the end-to-end files prove here, and in
+ * this pass they took a third of its time.
  */
-export const POSTGRES_PASS = [
-  'test/e2e/**/*.test.ts',
-  'test/browser/**/*.test.ts',
-  'coordinator/test/domain/cron/**/*.test.ts',
-];
+export const POSTGRES_PASS = ['test/e2e/**/*.test.ts', 'coordinator/test/domain/cron/**/*.test.ts'];
 
 /**
  * Files whose database is their own choice, not the pass's: run again here they would repeat the

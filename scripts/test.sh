@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up the checkout, then runs every check CI runs: on Node 24 (the machine's own 24, else the
 # pinned one fetched into .cache/node: scripts/lib/node.sh) the type-check, lint, the whole test
-# suite with the test coordinators on SQLite, and its PostgreSQL pass: every end-to-end and
-# browser file again with each test coordinator on a PostgreSQL database of its own
+# suite with the test coordinators on SQLite, and its PostgreSQL pass: every end-to-end file
+# again with each test coordinator on a PostgreSQL database of its own
 # (vitest.postgres.config.ts); then on Node 22 the type-check and a smoke run of the quick start
 # (scripts/smoke-node22.sh).
 # Exits non-zero on the first failure.
@@ -22,7 +22,7 @@ step 'lint: ESLint, then Prettier --check'
 pnpm lint
 step "test: unit and end-to-end tests against real coordinators (on SQLite) and agents (Vitest, Node $(node --version), a few minutes)"
 pnpm test
-step "test: every end-to-end and browser file again with the coordinators on PostgreSQL (Vitest, a few minutes)"
+step "test: every end-to-end file again with the coordinators on PostgreSQL (Vitest, a few minutes)"
 pnpm test:postgres
 step_done
 bash scripts/smoke-node22.sh
