@@ -7,7 +7,7 @@ import { freshPostgresDatabase, queryDatabase, type TestDatabase } from '../../c
 import { agentVia, enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { finishBody } from '../helpers/jobs.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, sleep } from '../helpers/poll.js';
 import { openAgentStream, type AgentStream } from '../helpers/sse.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 
@@ -211,6 +211,22 @@ describe('two coordinators on one PostgreSQL database', () => {
       );
     } finally {
       await c.close();
+    }
+  });
+
+  it("closes the agent's stream on one when it opens one on the other: a second machine with its identity is not handed every job too", async () => {
+    const onB = await streamOnB();
+    await sleep(1_100); // older than a stream the other's event could be older than
+    const onA = await openAgentStream(a.url, agent);
+    try {
+      expect(onA.status).toBe(200);
+      const replaced = await onB.next((e) => e.event === 'replaced', 5_000);
+      expect(JSON.parse(replaced.data)).toEqual({ by: null });
+      await onB.ended;
+      expect(b.coordinator.ctx.streams.isConnected(agent.agentId)).toBe(false);
+      expect(a.coordinator.ctx.streams.isConnected(agent.agentId)).toBe(true);
+    } finally {
+      onA.close();
     }
   });
 

@@ -81,6 +81,11 @@ export const DEFAULT_AGENT_QUEUE_CAPACITY = 4;
 const REPLACED_AGAIN_MS = 60_000;
 /** Replacements in a row that are said as a warning (two machines with one identity). */
 const REPLACEMENTS_TO_WARN = 3;
+/**
+ * A stream opened here this recently is kept when the agent's stream opens on another coordinator:
+ * the event may be older than it (the agent came back here at once).
+ */
+const OPENED_ELSEWHERE_GUARD_MS = 1_000;
 
 /**
  * One agent's open stream. Until its open jobs are read it buffers live job ids (`starting`).
@@ -177,6 +182,8 @@ export class StreamRegistry {
   /** Which stream each handed, not yet ended job went out on. */
   private readonly handedTo = new Map<string, AgentStream>();
   private readonly disconnectTimers = new Map<string, NodeJS.Timeout>();
+  /** The agents whose stream here was taken by one on another coordinator: how often in a row, and when last. */
+  private readonly replacedElsewhere = new Map<string, { count: number; at: number }>();
   private readonly unsubscribe: (() => void)[] = [];
   /** Jobs handed so far: each handed job records the count at its hand. */
   private hands = 0;
@@ -208,10 +215,7 @@ export class StreamRegistry {
     );
     this.unsubscribe.push(this.options.jobEvents.onGap(() => this.resyncAll()));
     this.unsubscribe.push(this.options.agentEvents.onRevoked((agent) => this.revoked(agent.id), 'anywhere'));
-    // The agent came back through another coordinator: it is not disconnected.
-    this.unsubscribe.push(
-      this.options.agentEvents.onStreamOpenedElsewhere((agentId) => this.cancelDisconnect(agentId)),
-    );
+    this.unsubscribe.push(this.options.agentEvents.onStreamOpenedElsewhere((agentId) => this.openedElsewhere(agentId)));
     this.unsubscribe.push(this.metrics.readAgentsConnected(() => this.streams.size));
     this.pingTimer = setInterval(() => void this.pingAll(), this.options.pingMs);
     this.pingTimer.unref();
@@ -554,6 +558,33 @@ export class StreamRegistry {
     this.closeStream(previous);
   }
 
+  /**
+   * The agent's stream opened on another coordinator: it is not disconnected, and a stream of it
+   * here is closed as a new connection here would close it (docs/agent-protocol.md, 6.3): an agent
+   * reads one stream at a time, so the one here is a connection it left, or a second machine with
+   * its identity, which would otherwise be handed every job too. One opened here within the last
+   * OPENED_ELSEWHERE_GUARD_MS is kept: it may be the newer.
+   */
+  private openedElsewhere(agentId: string): void {
+    this.cancelDisconnect(agentId);
+    const stream = this.streams.get(agentId);
+    const now = this.options.clock.now();
+    if (!stream || now - stream.openedAt < OPENED_ELSEWHERE_GUARD_MS) return;
+    this.streams.delete(agentId);
+    const last = this.replacedElsewhere.get(agentId);
+    const count = last && now - last.at < REPLACED_AGAIN_MS ? last.count + 1 : 1;
+    this.replacedElsewhere.set(agentId, { count, at: now });
+    const where = { agentId, previousFrom: stream.peer };
+    if (count >= REPLACEMENTS_TO_WARN) {
+      this.options.logger.warn(
+        { ...where, replacements: count },
+        "agent stream replaced again and again from another coordinator: two machines may be using this agent's identity (a copied state directory); enroll one of them again",
+      );
+    } else this.options.logger.info(where, 'agent stream replaced by a connection on another coordinator');
+    stream.sendReplaced(null);
+    this.closeStream(stream);
+  }
+
   /** Closes a stream; the jobs handed on it are counted again by the agent's next stream. */
   private closeStream(stream: AgentStream): void {
     stream.close();
@@ -603,6 +634,9 @@ export class StreamRegistry {
 
   private async pingAll(): Promise<void> {
     const now = this.options.clock.now();
+    for (const [agentId, last] of this.replacedElsewhere) {
+      if (now - last.at >= REPLACED_AGAIN_MS) this.replacedElsewhere.delete(agentId);
+    }
     if (this.streams.size > 0) await this.pingStreams(now);
     if (this.options.shared) await this.expireOrphans(now);
   }
