@@ -2,7 +2,8 @@ import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/poll.js';
 import {
   enrollAgentStateDir,
   startDaemonProcess,
@@ -69,7 +70,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     const enrolled = await enrollAgentStateDir(t);
     writeWorkflowFile(enrolled.stateDir, 'hello', HELLO);
     daemon = startDaemonProcess(enrolled.stateDir);
-    await vi.waitFor(
+    await waitFor(
       async () => {
         const workflows = await t.owner.get<{ name: string }[]>(`/orgs/${t.orgId}/workflows`);
         expect(workflows.body.map((w) => w.name)).toEqual(['hello']);
@@ -256,7 +257,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await page().getByRole('row', { name: 'Invitation of typo@example.test' }).waitFor();
     await expectAccessible(page(), 'the Members page with pending invitations');
     await page().getByRole('button', { name: 'Revoke the invitation of typo@example.test' }).click();
-    await vi.waitFor(
+    await waitFor(
       async () => expect(await page().getByRole('row', { name: 'Invitation of typo@example.test' }).count()).toBe(0),
       { interval: 50 },
     );
@@ -344,7 +345,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await field.fill('30');
     await page().getByRole('button', { name: 'Save retention' }).click();
     await page().getByRole('status').filter({ hasText: 'Saved' }).waitFor();
-    await vi.waitFor(
+    await waitFor(
       async () =>
         expect(await jobs.innerText()).toContain("30 days (this organization's; the coordinator's default is 90 days)"),
       { interval: 50 },
@@ -361,7 +362,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await page().getByRole('button', { name: 'Use default: ended jobs' }).click();
     expect(await field.inputValue()).toBe('');
     await page().getByRole('button', { name: 'Save retention' }).click();
-    await vi.waitFor(async () => expect(await jobs.innerText()).toContain('90 days (coordinator default)'), {
+    await waitFor(async () => expect(await jobs.innerText()).toContain('90 days (coordinator default)'), {
       interval: 50,
     });
     expect((await t.owner.get(`/orgs/${t.orgId}`)).body.retention).toEqual({
@@ -401,7 +402,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await sweep.waitFor();
     // A sweep of the test's own after one audit entry aged past the organization's 730 days, shown
     // once the page is read: again should the timer's first sweep (30 s after start) come between.
-    await vi.waitFor(
+    await waitFor(
       async () => {
         await t.sql.run(
           'UPDATE audit_log SET created_at = ? WHERE id = (SELECT min(id) FROM audit_log WHERE org_id = ?)',
@@ -468,7 +469,7 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
       const form = page().getByRole('form', { name: `Change the role of ${MEMBER_EMAIL}` });
       await form.getByLabel(`New role for ${MEMBER_EMAIL}`).selectOption(to);
       await form.getByRole('button', { name: 'Change role' }).click();
-      await vi.waitFor(async () => expect(await row.locator('td').first().innerText()).toBe(to), { interval: 50 });
+      await waitFor(async () => expect(await row.locator('td').first().innerText()).toBe(to), { interval: 50 });
     }
     expect(owner.problems).toEqual([]);
   });

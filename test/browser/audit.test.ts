@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollAgentStateDir, type AgentStateDir } from '../helpers/agent-daemon.js';
 import {
   CHROMIUM,
@@ -14,7 +14,7 @@ import {
 } from '../helpers/browser.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, waitFor } from '../helpers/poll.js';
 import { createTestJob } from '../helpers/jobs.js';
 import { createApp, createRelease, publishRelease, uploadArtifact } from '../helpers/ota.js';
 import { defaultBindingId, storageClient } from '../helpers/storage.js';
@@ -129,7 +129,7 @@ describe.skipIf(!CHROMIUM)('the Audit log page in a browser', () => {
     await page().getByRole('button', { name: 'Clear' }).click();
     await page().waitForURL(`**/orgs/${t.orgId}/audit`);
     // The form is drawn anew from the address once it changed: a choice made before would go with the old form.
-    await vi.waitFor(async () => expect(await page().getByLabel('Action').inputValue()).toBe(''), { timeout: 10_000 });
+    await waitFor(async () => expect(await page().getByLabel('Action').inputValue()).toBe(''), { timeout: 10_000 });
 
     await page().getByLabel('Target type').selectOption('user');
     await page().getByLabel('Target id').fill(memberId);

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
   killProcessesWithEnv,
@@ -27,7 +27,7 @@ import {
   startTestCoordinator,
   type TestCoordinator,
 } from '../helpers/coordinator.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, waitFor } from '../helpers/poll.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 
 /**
@@ -229,7 +229,7 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
 
     await page().getByRole('button', { name: 'Clear' }).click();
     // The form is drawn anew from the address once it changed: a choice made before would go with the old form.
-    await vi.waitFor(async () => expect(await page().getByLabel('Status').inputValue()).toBe(''), { timeout: 10_000 });
+    await waitFor(async () => expect(await page().getByLabel('Status').inputValue()).toBe(''), { timeout: 10_000 });
     await page().getByLabel('Source').selectOption('manual');
     await page().getByRole('button', { name: 'Filter' }).click();
     await page().waitForURL('**/jobs?source=manual');
@@ -264,7 +264,7 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
     await page().goto(run.body.statusUrl);
     await heading().getByText('success').waitFor({ timeout: 20_000 });
     const lines = async () => (await log().innerText()).split('\n');
-    await vi.waitFor(async () => expect(await lines()).toHaveLength(1000), { timeout: 10_000 });
+    await waitFor(async () => expect(await lines()).toHaveLength(1000), { timeout: 10_000 });
     expect((await lines())[0]).toMatch(/step 1\b.* of 1 started/);
     expect((await lines())[1]).toContain('chatty 00001');
     await page()
@@ -275,7 +275,7 @@ describe.skipIf(!CHROMIUM)('the Jobs pages in a browser', () => {
       .waitFor();
     await expectAccessible(page(), 'the first page of a long log');
     await page().getByRole('button', { name: 'Show the next 1,000 lines' }).click();
-    await vi.waitFor(async () => expect(await lines()).toHaveLength(stored.logsTotal), { timeout: 10_000 });
+    await waitFor(async () => expect(await lines()).toHaveLength(stored.logsTotal), { timeout: 10_000 });
     expect(
       await page()
         .getByRole('button', { name: /^Show the next/ })

@@ -1,5 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/poll.js';
 import { cumulativeWaveSizes } from '../../coordinator/src/domain/ota/rollout-rules.js';
 import { CANARY, CANARY_FIELDS, planOf, previewOf, waveSizes } from '../../dashboard/src/components/rollout-plan.js';
 import { percentWords } from '@drover/shared';
@@ -124,7 +125,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     return (await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${app.id}/devices`)).body;
   }
   async function stateIs(pattern: RegExp) {
-    await vi.waitFor(async () => expect(await state().innerText()).toMatch(pattern), { timeout: 15_000 });
+    await waitFor(async () => expect(await state().innerText()).toMatch(pattern), { timeout: 15_000 });
   }
 
   it('refuses a custom plan at its fields, previews the canary plan, and publishes with it: the rollout panel opens, live', async () => {
@@ -138,7 +139,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     // A field that holds no number is said at once, without asking the coordinator.
     await page().getByLabel('Waves (%)').fill('ten, 100');
     await dialog().getByRole('button', { name: 'Publish 2.0.0' }).click();
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect(await page().locator('#plan-waves-error').innerText()).toContain(
         'expected percentages separated by commas',
       ),
@@ -147,7 +148,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     await page().getByLabel('Waves (%)').fill('50, 10');
     await page().getByLabel('Max failure rate (%)').fill('150');
     await dialog().getByRole('button', { name: 'Publish 2.0.0' }).click();
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect(await page().locator('#plan-waves-error').innerText()).toBe(
         'wave 2: expected waves in increasing order, got 10 after 50; ' +
           'expected the last wave to be 100 (every device), got 10',
@@ -256,7 +257,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     await readHeld;
     expect((await t.owner.post(`${rolloutPath()}/resume`)).status).toBe(200);
     await button('Resume').click();
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect(await panel().getByRole('alert').innerText()).toBe(
         'Cannot resume a rollout that is running; resume applies to a rollout that is paused',
       ),
@@ -333,7 +334,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     expect(await publish.innerText()).toContain('4 devices on channel stable will be told to update to 2.1.0.');
     await publish.getByRole('button', { name: 'Publish 2.1.0' }).click();
     const row = (version: string) => page().getByRole('row', { name: new RegExp(`^${version} \\(sequence`) });
-    await vi.waitFor(async () => expect(await row('2.1.0').innerText()).toContain('published'));
+    await waitFor(async () => expect(await row('2.1.0').innerText()).toContain('published'));
     expect((await t.owner.get(`/orgs/${t.orgId}/apps/${app.id}/releases/${next.id}/rollout`)).status).toBe(404);
     expect((await devices()).every((b) => b.desired?.releaseId === next.id)).toBe(true);
 
@@ -362,7 +363,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
       expect(await show.isEnabled()).toBe(true);
       await show.click();
       const ended = p.getByRole('region', { name: /^Rollout of 2\.0\.0/ }).getByRole('status');
-      await vi.waitFor(async () => expect(await ended.innerText()).toMatch(/^Aborted/), { timeout: 15_000 });
+      await waitFor(async () => expect(await ended.innerText()).toMatch(/^Aborted/), { timeout: 15_000 });
       expect(await p.getByRole('button', { name: 'Yank 2.1.0' }).isDisabled()).toBe(true);
       expect(
         await p

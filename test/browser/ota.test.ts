@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/poll.js';
 import {
   enrollAgentStateDir,
   startDaemonProcess,
@@ -110,7 +111,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
   }
   /** Waits until the page shows the device on `version`, installed, and checks the device really has it. */
   async function converged(version: string) {
-    await vi.waitFor(
+    await waitFor(
       async () => {
         expect(await deviceRow().locator('td.current').innerText()).toMatch(new RegExp(`^${version} \\(sequence`));
         expect(await deviceRow().innerText()).toContain('installed');
@@ -149,7 +150,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await page().getByLabel('Slug').fill('kiosk');
     await page().getByLabel('Update workflow').fill('apply-update');
     await page().getByRole('button', { name: 'Create application' }).click();
-    await vi.waitFor(async () => expect(await page().getByRole('alert').innerText()).toMatch(/kiosk/));
+    await waitFor(async () => expect(await page().getByRole('alert').innerText()).toMatch(/kiosk/));
     await docScreenshot(page(), 'ota-apps');
   });
 
@@ -159,7 +160,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await page().getByText('No release yet.').waitFor();
     await page().getByLabel('daemon-test').check();
     await page().getByRole('button', { name: 'Bind 1 agent' }).click();
-    await vi.waitFor(
+    await waitFor(
       async () => {
         const row = await deviceRow().innerText();
         expect(row).toContain('stable');
@@ -184,13 +185,13 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
       .setInputFiles({ name: 'kiosk-1.0.0.tar.gz', mimeType: 'application/gzip', buffer: Buffer.from('kiosk 1.0.0') });
     await upload.getByRole('button', { name: 'Upload', exact: true }).click();
     const stored = page().getByLabel('Stored file', { exact: true });
-    await vi.waitFor(async () => expect(await stored.locator('option:checked').innerText()).toMatch(/^kiosk-1\.0\.0/));
+    await waitFor(async () => expect(await stored.locator('option:checked').innerText()).toMatch(/^kiosk-1\.0\.0/));
     // A channel the coordinator refuses: the file is stored already, and the form keeps it.
     await page().getByLabel('Channel', { exact: true }).fill('Stable!');
     await page().getByRole('button', { name: 'Create release' }).click();
     await page().locator('#rel-channel-error').waitFor();
     expect(await page().getByLabel('Channel', { exact: true }).getAttribute('aria-invalid')).toBe('true');
-    await vi.waitFor(async () => expect(await stored.locator('option:checked').innerText()).toMatch(/^kiosk-1\.0\.0/));
+    await waitFor(async () => expect(await stored.locator('option:checked').innerText()).toMatch(/^kiosk-1\.0\.0/));
     await expectAccessible(page(), 'the release form with an error');
     await docScreenshot(page(), 'ota-release-form');
     await page().getByLabel('Channel', { exact: true }).fill('');
@@ -206,7 +207,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await expectAccessible(page(), 'the publish confirmation');
     fs.writeFileSync(gate, '');
     await confirm.getByRole('button', { name: 'Publish 1.0.0' }).click();
-    await vi.waitFor(async () => expect(await releaseRow('1.0.0').innerText()).toContain('published'), {
+    await waitFor(async () => expect(await releaseRow('1.0.0').innerText()).toContain('published'), {
       timeout: 10_000,
     });
 
@@ -216,7 +217,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     const { activeJobId } = await binding();
     expect(await job.getAttribute('href')).toBe(`/api/jobs/${activeJobId}`);
     const { number } = (await t.owner.get<{ number: number }>(`/jobs/${activeJobId}`)).body;
-    await vi.waitFor(async () => expect(await job.innerText()).toBe(`#${number} in progress`));
+    await waitFor(async () => expect(await job.innerText()).toBe(`#${number} in progress`));
     expect(await releaseRow('1.0.0').locator('td.counts').innerText()).toMatch(/0 on it\s+1 updating\s+0 failed/);
     await expectAccessible(page(), "an application's page with an update in progress");
     await job.click();
@@ -262,7 +263,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await expectAccessible(page(), 'the yank confirmation');
     await docScreenshot(page(), 'ota-yank');
     await yank.getByRole('button', { name: 'Yank 1.1.0' }).click();
-    await vi.waitFor(async () => expect(await releaseRow('1.1.0').innerText()).toContain('yanked'), {
+    await waitFor(async () => expect(await releaseRow('1.1.0').innerText()).toContain('yanked'), {
       timeout: 10_000,
     });
     await converged('1.0.0');
@@ -292,13 +293,13 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await section.getByLabel('Time zone').fill('Europe/Berlin');
     const preview = section.getByRole('list', { name: 'Next windows (preview)' });
     const local = `${String(hour).padStart(2, '0')}:15 Europe/Berlin`;
-    await vi.waitFor(async () => {
+    await waitFor(async () => {
       expect(await preview.getByRole('listitem').count()).toBe(3);
       for (const item of await preview.getByRole('listitem').allInnerTexts()) expect(item).toContain(local);
     });
     // As the expression changes, so do the windows shown (nothing saved yet).
     await section.getByLabel('Cron expression').fill(`45 ${hour} * * *`);
-    await vi.waitFor(async () => expect(await preview.innerText()).toContain(`${String(hour).padStart(2, '0')}:45`));
+    await waitFor(async () => expect(await preview.innerText()).toContain(`${String(hour).padStart(2, '0')}:45`));
     expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${app.id}`)).body.maintenanceWindow).toBeNull();
     await expectAccessible(page(), 'the maintenance window editor');
     await section.getByRole('button', { name: 'Save window' }).click();
@@ -314,7 +315,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     const uploader = await artifactUploader(t);
     const artifactFileId = await uploadArtifact(uploader, 'kiosk 1.2.0', 'kiosk-1.2.0.tar.gz');
     await release(t.owner, t.orgId, app.id, { version: '1.2.0', artifactFileId });
-    await vi.waitFor(async () => expect(await deviceRow().innerText()).toMatch(/waits for window \(opens .+\)/), {
+    await waitFor(async () => expect(await deviceRow().innerText()).toMatch(/waits for window \(opens .+\)/), {
       timeout: 20_000,
       interval: 200,
     });
@@ -339,10 +340,10 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await page().locator('[id^="dev-"][id$="-channel-error"]').waitFor();
     await page().getByLabel('Channel of daemon-test').fill('beta');
     await page().getByRole('button', { name: 'Save' }).click();
-    await vi.waitFor(async () => expect(await deviceRow().innerText()).toContain('beta'));
+    await waitFor(async () => expect(await deviceRow().innerText()).toContain('beta'));
     expect((await binding()).channel).toBe('beta');
     // Nothing is published on beta: the device keeps 1.0.0 and has nothing to install.
-    await vi.waitFor(async () => expect(await deviceRow().locator('td.desired').innerText()).toBe('none published'));
+    await waitFor(async () => expect(await deviceRow().locator('td.desired').innerText()).toBe('none published'));
   });
 
   it('groups devices by a label selector: a live preview, a refusal where it is, the origin of each binding', async () => {
@@ -368,14 +369,14 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await expectAccessible(page(), 'the device group form with a selector that does not parse');
 
     await input.fill('role=kiosk');
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect(await preview.innerText()).toBe('2 agents match now: kiosk-a and kiosk-b. Applying it binds 2 agents.'),
     );
     await save.click();
     await group.getByText('role=kiosk matches 2 agents; 2 bound, 0 removed.').waitFor();
     for (const name of ['kiosk-a', 'kiosk-b']) {
       const row = page().getByRole('row', { name });
-      await vi.waitFor(async () => expect(await row.locator('td.origin').innerText()).toBe('selector'));
+      await waitFor(async () => expect(await row.locator('td.origin').innerText()).toBe('selector'));
       // A binding the selector made goes when its agent stops matching: no Unbind.
       expect(await row.getByRole('button', { name: `Unbind ${name}` }).count()).toBe(0);
     }
@@ -387,14 +388,14 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
 
     // A selector that matches nothing says so, and removes what the group bound.
     await input.fill('role=printer');
-    await vi.waitFor(async () =>
+    await waitFor(async () =>
       expect(await preview.innerText()).toBe(
         'No agent matches now: the selector binds nothing until one does. Applying it binds 0 agents and removes 2 bindings it made.',
       ),
     );
     await save.click();
     await group.getByText('role=printer matches no agent: nothing is bound; 0 bound, 2 removed.').waitFor();
-    await vi.waitFor(async () => expect(await page().getByRole('row', { name: 'kiosk-a' }).count()).toBe(0));
+    await waitFor(async () => expect(await page().getByRole('row', { name: 'kiosk-a' }).count()).toBe(0));
 
     await group.getByRole('button', { name: 'Remove device group' }).click();
     // Asked first: one click would unbind the devices the group made.
@@ -431,9 +432,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await page().getByRole('button', { name: 'Edit kiosk' }).click();
     await page().getByLabel('Default channel of kiosk').fill('beta');
     await page().getByRole('button', { name: 'Save' }).click();
-    await vi.waitFor(async () =>
-      expect(await page().getByRole('row', { name: 'kiosk' }).innerText()).toContain('beta'),
-    );
+    await waitFor(async () => expect(await page().getByRole('row', { name: 'kiosk' }).innerText()).toContain('beta'));
 
     await page().getByRole('button', { name: 'Delete kiosk' }).click();
     const confirm = page().getByRole('group', { name: 'Delete kiosk' });
@@ -461,7 +460,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await keysField.fill(`${k1.publicKey}\n`);
     await section.getByRole('button', { name: 'Save keys' }).click();
     const listed = section.getByRole('list', { name: 'Release keys' });
-    await vi.waitFor(async () => expect(await listed.innerText()).toBe(k1.publicKey));
+    await waitFor(async () => expect(await listed.innerText()).toBe(k1.publicKey));
     expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${signed.id}`)).body).toMatchObject({
       releaseKeys: [k1.publicKey],
       releaseKeyGeneration: 0,
@@ -484,7 +483,7 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     );
     await statement.fill(JSON.stringify(rotation, null, 2));
     await section.getByRole('button', { name: 'Rotate keys' }).click();
-    await vi.waitFor(async () => expect((await listed.innerText()).split('\n')).toEqual(both));
+    await waitFor(async () => expect((await listed.innerText()).split('\n')).toEqual(both));
     expect(await section.innerText()).toContain('generation 1');
     expect(owner.problems).toEqual([]);
   });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   enrollAgentStateDir,
   startDaemonProcess,
@@ -21,7 +21,7 @@ import {
   type TestPage,
 } from '../helpers/browser.js';
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, waitFor } from '../helpers/poll.js';
 import { storageClient, uploadFile } from '../helpers/storage.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 
@@ -86,7 +86,7 @@ describe.skipIf(!CHROMIUM)('run by hand with a file param, in a browser', () => 
     await page().waitForURL('**/api/jobs/*');
     const jobId = page().url().split('/').pop()!;
     let job: JobBody | undefined;
-    await vi.waitFor(
+    await waitFor(
       async () => {
         job = (await t.owner.get<JobBody>(`/jobs/${jobId}`)).body;
         expect(job.status).not.toMatch(/^(pending|queued|running)$/);
@@ -103,7 +103,7 @@ describe.skipIf(!CHROMIUM)('run by hand with a file param, in a browser', () => 
       cleanupRule: 'persistent',
     });
     await page().goto(`/orgs/${t.orgId}/triggers/${triggerId}`);
-    await vi.waitFor(async () => expect(await picker().locator('option').allInnerTexts()).toHaveLength(2));
+    await waitFor(async () => expect(await picker().locator('option').allInnerTexts()).toHaveLength(2));
     expect(await picker().locator('option').nth(1).innerText()).toMatch(/^before\.txt \(13 bytes, /);
     await expectAccessible(page(), 'run by hand with a file param');
     await picker().selectOption({ value: fileId });
@@ -124,7 +124,7 @@ describe.skipIf(!CHROMIUM)('run by hand with a file param, in a browser', () => 
       .setInputFiles({ name: 'spot.txt', mimeType: 'text/plain', buffer: Buffer.from('uploaded on the spot') });
     await upload.getByRole('button', { name: 'Upload', exact: true }).click();
     await upload.getByText('Uploaded spot.txt').waitFor();
-    await vi.waitFor(async () => expect(await picker().locator('option:checked').innerText()).toMatch(/^spot\.txt /));
+    await waitFor(async () => expect(await picker().locator('option:checked').innerText()).toMatch(/^spot\.txt /));
     await expectAccessible(page(), 'run by hand after an upload for a file param');
     await docScreenshot(page(), 'run-by-hand-file');
     const job = await runAndWait();

@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/poll.js';
 import {
   enrollAgentStateDir,
   startDaemonProcess,
@@ -94,7 +95,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD);
     await owner.page.waitForURL(`**/orgs/${t.orgId}`);
     // Both workflows reported: the forms below offer them.
-    await vi.waitFor(
+    await waitFor(
       async () => {
         const workflows = await t.owner.get<{ name: string }[]>(`/orgs/${t.orgId}/workflows`);
         expect(workflows.body).toHaveLength(2);
@@ -176,7 +177,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     try {
       await page().reload();
       const snippet = page().getByLabel('Example curl');
-      await vi.waitFor(async () => expect(await snippet.innerText()).toContain('touch PWNED'), { timeout: 10_000 });
+      await waitFor(async () => expect(await snippet.innerText()).toContain('touch PWNED'), { timeout: 10_000 });
       const pasted = await snippet.innerText();
       const dir = makeTempDir('drover-browser-curl-');
       const printed = execFileSync('sh', ['-c', `curl() { printf '%s\\0' "$@"; }\n${pasted}`], { cwd: dir });
@@ -379,7 +380,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const row = page().getByRole('row', { name: 'nightly hello' });
     expect(await row.innerText()).toContain('paused');
     await change({ cronEnabled: true });
-    await vi.waitFor(async () => expect(await row.innerText()).toMatch(/\d\d:30 UTC/), { timeout: 15_000 });
+    await waitFor(async () => expect(await row.innerText()).toMatch(/\d\d:30 UTC/), { timeout: 15_000 });
     expect(await row.innerText()).not.toContain('paused');
 
     // The trigger's page follows a new schedule.
@@ -387,7 +388,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const next = page().getByRole('list', { name: 'Next runs' }).getByRole('listitem');
     expect(await next.first().innerText()).toContain('02:30 Europe/Paris');
     await change({ cronExpression: '45 3 * * *' });
-    await vi.waitFor(async () => expect(await next.first().innerText()).toContain('03:45 Europe/Paris'), {
+    await waitFor(async () => expect(await next.first().innerText()).toContain('03:45 Europe/Paris'), {
       timeout: 15_000,
     });
     await change({ cronEnabled: false });
@@ -518,13 +519,13 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByText("Not a label selector: at position 8: expected '(', found 'gateway'").waitFor();
       const preview = page().getByRole('status').filter({ hasText: /match/ });
       await selector.fill('role=gateway');
-      await vi.waitFor(async () =>
+      await waitFor(async () =>
         expect(await preview.innerText()).toBe(
           '3 agents match now: gw-a, gw-b and gw-c. gw-c does not report the workflow rotate: its job would be rejected.',
         ),
       );
       await page().getByLabel('Workflow', { exact: true }).fill('other');
-      await vi.waitFor(async () =>
+      await waitFor(async () =>
         expect(await preview.innerText()).toContain('2 agents (gw-a and gw-b) do not report the workflow other'),
       );
       await page().getByLabel('Workflow', { exact: true }).fill('rotate');
@@ -555,7 +556,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByRole('link', { name: 'All triggers' }).click();
       const row = page().getByRole('row', { name: 'rotate gateways' });
       await row.waitFor();
-      await vi.waitFor(async () =>
+      await waitFor(async () =>
         expect(await row.innerText()).toMatch(
           /webhook\s+agents matching role=gateway\s+a batch: one job per agent, 2 at a time · 3 match now\s+rotate\s+async/,
         ),
@@ -569,7 +570,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByRole('button', { name: 'Run now' }).click();
       await page().waitForURL('**/api/batches/*');
       firstBatch = page().url().split('/').pop()!;
-      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate pending'));
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate pending'));
       for (const [name, status] of [
         ['gw-a', 'pending'],
         ['gw-b', 'pending'],
@@ -593,7 +594,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await step(fleet['gw-a']!, a, 'accept');
       await step(fleet['gw-a']!, a, 'start');
       await jobRow('gw-a').getByText('running', { exact: true }).waitFor({ timeout: 10_000 });
-      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate running'));
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate running'));
       const legend = page()
         .getByRole('list', { name: /^Jobs by status/ })
         .getByRole('listitem');
@@ -617,7 +618,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
         'finish',
         finishBody({ status: 'failed', exitCode: 3, errorMessage: 'step 1 failed' }),
       );
-      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate partial'), {
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate partial'), {
         timeout: 10_000,
       });
       expect(await jobRow('gw-a').innerText()).toMatch(/^gw-a\s+#\d+\s+success\s+0\s/);
@@ -637,7 +638,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().waitForURL(`**/api/batches/${firstBatch}`);
       await page().getByRole('link', { name: 'These jobs in the Jobs list' }).click();
       await page().getByText('Only the jobs of batch #1.').waitFor();
-      await vi.waitFor(async () => expect(await page().getByRole('table').getByRole('row').count()).toBe(4));
+      await waitFor(async () => expect(await page().getByRole('table').getByRole('row').count()).toBe(4));
       expect(page().url()).toContain(`batchId=${firstBatch}`);
       await expectAccessible(page(), 'the jobs of a batch');
     });
@@ -665,7 +666,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await step(fleet['gw-a']!, a, 'start');
 
       await page().goto(run.body.statusUrl);
-      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate running'));
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate running'));
       await jobRow('gw-a').getByText('running', { exact: true }).waitFor();
       await page().getByRole('button', { name: 'Cancel batch' }).click();
       const confirm = page().getByRole('group', { name: 'Cancel the batch' });
@@ -680,7 +681,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
 
       // The agent stops the job: the batch ends cancelled.
       await step(fleet['gw-a']!, a, 'finish', finishBody({ status: 'cancelled', exitCode: null }));
-      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate cancelled'), {
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate cancelled'), {
         timeout: 10_000,
       });
       // The audit log names the batch, linked to its page.
@@ -693,7 +694,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Batches' }).click();
       await page().getByRole('heading', { name: 'Batches' }).waitFor();
       const rows = page().getByRole('table').getByRole('row');
-      await vi.waitFor(async () => expect(await rows.count()).toBe(3));
+      await waitFor(async () => expect(await rows.count()).toBe(3));
       expect(await rows.nth(1).innerText()).toMatch(
         /^#2 rotate\s+cancelled\s+2 cancelled\s+berlin gateways\s+run by hand\s+role=gateway,site=berlin\s/,
       );
@@ -715,7 +716,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByRole('link', { name: 'batch #1' }).waitFor();
       await page().getByRole('button', { name: 'Run again' }).click();
       await page().waitForURL((url) => url.pathname.startsWith('/api/batches/') && !url.pathname.endsWith(firstBatch));
-      await vi.waitFor(async () => expect(await heading().innerText()).toBe('Batch #3 rotate pending'));
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #3 rotate pending'));
       await jobRow('gw-c').getByText('rejected', { exact: true }).waitFor();
     });
 
@@ -726,7 +727,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().goto(`/orgs/${t.orgId}/triggers/${selectorId}`);
       const rows = page().getByRole('table', { name: 'Recent batches' }).getByRole('row');
       // Its own batches only, newest first (#2 is another trigger's).
-      await vi.waitFor(async () => expect(await rows.count()).toBe(3));
+      await waitFor(async () => expect(await rows.count()).toBe(3));
       expect(await rows.nth(1).innerText()).toMatch(/^#3 rotate\s+pending\s+2 pending\s+1 rejected\s+\S/);
       expect(await rows.nth(2).innerText()).toMatch(/^#1 rotate\s+partial\s+1 succeeded\s+1 failed\s+1 rejected\s+\S/);
       await expectAccessible(page(), "a selector trigger's page with its batches");
@@ -738,7 +739,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
         await step(fleet[name]!, jobId, 'start');
         await step(fleet[name]!, jobId, 'finish', finishBody());
       }
-      await vi.waitFor(
+      await waitFor(
         async () => expect(await rows.nth(1).innerText()).toMatch(/^#3 rotate\s+partial\s+2 succeeded\s+1 rejected\s/),
         { timeout: 10_000 },
       );
@@ -747,7 +748,7 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       await page().getByRole('link', { name: 'All batches of this trigger' }).click();
       await page().getByText('Only the batches of rotate gateways.').waitFor();
       const listed = page().getByRole('table').getByRole('row');
-      await vi.waitFor(async () => expect(await listed.count()).toBe(3));
+      await waitFor(async () => expect(await listed.count()).toBe(3));
       expect(await listed.nth(2).innerText()).toMatch(/^#1 rotate\s+partial\s/);
       await expectAccessible(page(), 'the Batches page of one trigger');
       await page().getByRole('link', { name: 'rotate gateways' }).click();

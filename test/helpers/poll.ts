@@ -36,6 +36,18 @@ export function eventually<T>(
 }
 
 /**
+ * `vi.waitFor` with the suite's patience: retries `check` until it returns without throwing (an
+ * `expect` that holds), for 10 s unless told; vitest's own default, 1 s, is too short for a page
+ * to re-render on a busy two-core machine.
+ */
+export function waitFor<T>(
+  check: () => T | Promise<T>,
+  options: { timeout?: number; interval?: number } = {},
+): Promise<T> {
+  return vi.waitFor(check, { timeout: 10_000, interval: 50, ...options });
+}
+
+/**
  * `eventually` without giving up the thread: calls `check` over and over, synchronously, until it
  * holds. Only for a change outside this process (the kernel's view of a child) that the code
  * under test must not see happen meanwhile: no callback, timer or I/O of this process runs while
