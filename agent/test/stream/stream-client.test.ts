@@ -369,6 +369,35 @@ describe('the stream client', () => {
     expect(times[1]! - times[0]!).toBeLessThan(100 + 1_200);
   });
 
+  /** The claim of the two reports `claimingClient` makes. */
+  const claim = `${reportDigest({ name: 'workflows' })}.${reportDigest({ name: 'labels' })}`;
+
+  /**
+   * A client whose workflows and labels reports are accepted as sent (`sent`, in order) and
+   * claimed through the daemon's ReportClaims.
+   */
+  const claimingClient = (origin: string) => {
+    const sent: string[] = [];
+    const fixed = (name: string) => {
+      let accepted: string | null = null;
+      return {
+        report: async () => {
+          sent.push(name);
+          accepted = reportDigest({ name });
+        },
+        claim: async () => accepted,
+      };
+    };
+    const reports = new ReportClaims(fixed('workflows'), fixed('labels'));
+    const opened = client(origin, {
+      healthyAfterMs: 30,
+      beforeConnect: () => reports.prepare(),
+      onReportsChecked: (checks) => reports.checked(checks),
+      onReportsOutdated: () => reports.outdated(),
+    });
+    return { sent, ...opened };
+  };
+
   it('claims unchanged reports to a coordinator that checks them, and reports again at once when it refuses the claim', async () => {
     const paths: string[] = [];
     const server = await sseServer((req, res, attempt) => {
@@ -386,26 +415,8 @@ describe('the stream client', () => {
       if (attempt < 4) setTimeout(() => res.end(), 60); // healthy, then cut
     });
     cleanups.push(server.close);
-    const sent: string[] = [];
-    const fixed = (name: string) => {
-      let accepted: string | null = null;
-      return {
-        report: async () => {
-          sent.push(name);
-          accepted = reportDigest({ name });
-        },
-        claim: async () => accepted,
-      };
-    };
-    const reports = new ReportClaims(fixed('workflows'), fixed('labels'));
-    const { messages, records } = client(server.origin, {
-      healthyAfterMs: 30,
-      beforeConnect: () => reports.prepare(),
-      onReportsChecked: (checks) => reports.checked(checks),
-      onReportsOutdated: () => reports.outdated(),
-    });
+    const { sent, messages, records } = claimingClient(server.origin);
     await eventually(() => messages.length === 3, 5_000);
-    const claim = `${reportDigest({ name: 'workflows' })}.${reportDigest({ name: 'labels' })}`;
     expect(paths).toEqual([
       '/v1/agent/stream', // reported before: the coordinator has not said it checks claims
       '/v1/agent/stream', // reported again: this older coordinator did not say so either
@@ -438,26 +449,8 @@ describe('the stream client', () => {
       if (attempt !== 2 && attempt < 4) setTimeout(() => res.end(), 60); // healthy, then cut
     });
     cleanups.push(server.close);
-    const sent: string[] = [];
-    const fixed = (name: string) => {
-      let accepted: string | null = null;
-      return {
-        report: async () => {
-          sent.push(name);
-          accepted = reportDigest({ name });
-        },
-        claim: async () => accepted,
-      };
-    };
-    const reports = new ReportClaims(fixed('workflows'), fixed('labels'));
-    const { messages, records } = client(server.origin, {
-      healthyAfterMs: 30,
-      beforeConnect: () => reports.prepare(),
-      onReportsChecked: (checks) => reports.checked(checks),
-      onReportsOutdated: () => reports.outdated(),
-    });
+    const { sent, messages, records } = claimingClient(server.origin);
     await eventually(() => messages.length === 3, 5_000);
-    const claim = `${reportDigest({ name: 'workflows' })}.${reportDigest({ name: 'labels' })}`;
     expect(paths).toEqual([
       '/v1/agent/stream', // reported: a first connect
       `/v1/agent/stream?reports=${claim}`, // claimed: refused as an unknown parameter (422)
