@@ -107,6 +107,21 @@ export default defineConfig(
     files: ['test/**/*.ts', '*/test/**/*.ts', 'bench/**/*.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
+  {
+    // Test files share their worker's modules (vitest.config.ts: `isolate: false`): a module mock
+    // would leak into the files after it, or miss a module an earlier file loaded.
+    files: ['test/**/*.ts', '*/test/**/*.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['mock', 'doMock', 'unmock', 'doUnmock'].map((property) => ({
+          object: 'vi',
+          property,
+          message: 'Inject the dependency instead: test files share their modules (vitest.config.ts).',
+        })),
+      ],
+    },
+  },
   restrict(['coordinator/src/http/**/*.ts'], [composition, noDb, otherPackages('agent', 'cli')]),
   restrict(['coordinator/src/domain/**/*.ts'], [composition, noHttp, noDb, otherPackages('agent', 'cli')]),
   restrict(

@@ -3,7 +3,7 @@ import base from './vitest.config.js';
 
 /**
  * The PostgreSQL pass of the suite (`pnpm test:postgres`, run by scripts/test.sh after the main
- * pass, which runs everything on SQLite): every end-to-end file (test/e2e) and the cron scheduler's
+ * pass, which runs everything on SQLite): the end-to-end files (test/e2e) and the cron scheduler's
  * real coordinators again, each coordinator on a PostgreSQL database of its own on the run's
  * server (`DROVER_TEST_DATABASE=postgres`: test/helpers/coordinator.ts,
  * coordinator/test/domain/cron/harness.ts). Tests reach past the API through `t.sql`
@@ -38,6 +38,31 @@ export const SAME_ON_BOTH_PASSES = [
   'test/e2e/postgres-run.test.ts',
   // From a coordinator on SQLite to PostgreSQL, by design.
   'test/e2e/copy-data.test.ts',
+  // The systemd units, read as text.
+  'test/e2e/agent-package-unit.test.ts',
+];
+
+/**
+ * Files that prove what a client does with the coordinator's answers (the `drover` command, the
+ * agent daemon and its binary, a proxy or a flaky link in between) or what the HTTP layer does
+ * before any route reads the database (request timeouts, trusted proxies): on PostgreSQL they
+ * would make the calls that the other end-to-end files prove there, and they took a third of this
+ * pass's time.
+ */
+export const CLIENT_SIDE = [
+  'test/e2e/cli-*.test.ts',
+  'test/e2e/agent-binary.test.ts',
+  'test/e2e/agent-daemon.test.ts',
+  'test/e2e/agent-enroll-cli.test.ts',
+  'test/e2e/agent-proxy.test.ts',
+  'test/e2e/agent-secret-masking.test.ts',
+  'test/e2e/agent-self-update.test.ts',
+  'test/e2e/agent-tls.test.ts',
+  'test/e2e/agent-workflows-cli.test.ts',
+  'test/e2e/flapping-link.test.ts',
+  'test/e2e/skewed-clock.test.ts',
+  'test/e2e/slow-clients.test.ts',
+  'test/e2e/trusted-proxy.test.ts',
 ];
 
 // Spread, not mergeConfig: that would append the lists to the base's instead of replacing them.
@@ -46,7 +71,7 @@ export default defineConfig({
   test: {
     ...base.test,
     include: POSTGRES_PASS,
-    exclude: [...(base.test?.exclude ?? []), ...SAME_ON_BOTH_PASSES],
+    exclude: [...(base.test?.exclude ?? []), ...SAME_ON_BOTH_PASSES, ...CLIENT_SIDE],
     env: { DROVER_TEST_DATABASE: 'postgres' },
   },
 });

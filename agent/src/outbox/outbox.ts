@@ -31,6 +31,8 @@ export interface OutboxOptions {
   freeBytes?: (dir: string) => number;
   /** Below this many free bytes (FREE_SPACE_RESERVE_BYTES) log batches are dropped, not stored. */
   reserveBytes?: number;
+  /** Writes one entry's file (writeFileAtomic; tests pass one that fails as a full disk does). */
+  writeFile?: (file: string, text: string) => void;
 }
 
 /**
@@ -95,6 +97,7 @@ export class Outbox {
   readonly #maxJobLogBytes: number;
   readonly #freeBytes: (dir: string) => number;
   readonly #reserveBytes: number;
+  readonly #writeFile: (file: string, text: string) => void;
 
   private constructor(
     readonly dir: string,
@@ -104,6 +107,7 @@ export class Outbox {
     this.#maxJobLogBytes = options.maxJobLogBytes ?? MAX_JOB_LOG_BYTES;
     this.#freeBytes = options.freeBytes ?? defaultFreeBytes;
     this.#reserveBytes = options.reserveBytes ?? FREE_SPACE_RESERVE_BYTES;
+    this.#writeFile = options.writeFile ?? ((file, text) => writeFileAtomic(file, text));
   }
 
   /** `options` as a function: the `onDamaged` callback alone. */
@@ -164,7 +168,7 @@ export class Outbox {
   #write(report: Report, seq = this.#nextSeq++): OutboxEntry {
     const name = `${String(seq).padStart(12, '0')}-${report.kind}-${safeName(report.jobId)}.json`;
     const text = `${JSON.stringify(report)}\n`;
-    writeFileAtomic(path.join(this.dir, name), text);
+    this.#writeFile(path.join(this.dir, name), text);
     const entry: OutboxEntry = { name, report, bytes: Buffer.byteLength(text) };
     this.#entries.push(entry);
     return entry;
@@ -278,7 +282,7 @@ export class Outbox {
     const name = place?.name ?? `${String(this.#nextSeq++).padStart(12, '0')}-logs-${safeName(jobId)}.json`;
     let written = true;
     try {
-      writeFileAtomic(path.join(this.dir, name), text);
+      this.#writeFile(path.join(this.dir, name), text);
     } catch {
       written = false; // a full disk: the lines are gone all the same; the gap line is lost with them
       if (gapEntry) fs.rmSync(path.join(this.dir, gapEntry.name), { force: true });

@@ -7,7 +7,7 @@ import { LogShipper } from '../../src/jobs/log-shipper.js';
 import { FREE_SPACE_RESERVE_BYTES, MAX_JOB_LOG_BYTES, Outbox } from '../../src/outbox/outbox.js';
 import { ReportSender, type Transport } from '../../src/outbox/report-sender.js';
 import type { Report } from '../../src/outbox/report.js';
-import * as files from '../../src/state/files.js';
+import { writeFileAtomic } from '../../src/state/files.js';
 import { Backoff } from '../../src/util/backoff.js';
 import { captureLogger } from '../log-capture.js';
 
@@ -16,17 +16,11 @@ import { captureLogger } from '../log-capture.js';
  * start and its end, one line saying how many lines were dropped between), its result never.
  */
 
-vi.mock('../../src/state/files.js', async (importOriginal) => {
-  const real = await importOriginal<typeof files>();
-  return { ...real, writeFileAtomic: vi.fn(real.writeFileAtomic) };
-});
-
 let dir: string;
 beforeEach(() => {
   dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-outbox-')), 'outbox');
 });
 afterEach(() => {
-  vi.mocked(files.writeFileAtomic).mockClear();
   fs.rmSync(path.dirname(dir), { recursive: true, force: true });
 });
 
@@ -121,20 +115,21 @@ describe("the outbox's bound on a job's log", () => {
   });
 
   it('makes room for a result on a full disk by dropping log batches, and keeps it in memory if even that fails', () => {
-    const outbox = Outbox.open(dir, { freeBytes: () => Infinity });
+    // The disk fills up after the log batches, and has room again once a file of the outbox is removed.
+    let full = false;
+    const outbox = Outbox.open(dir, {
+      freeBytes: () => Infinity,
+      writeFile: (file, text) => {
+        if (full) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+        writeFileAtomic(file, text);
+      },
+    });
     for (let seq = 1; seq <= 50; seq += 10) outbox.append(batch('j', seq));
-    const full = Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
-    const real = vi.mocked(files.writeFileAtomic).getMockImplementation()!;
-    // The disk is full until some file of the outbox is removed.
-    let room = false;
+    full = true;
     const rm = fs.rmSync;
     const spy = vi.spyOn(fs, 'rmSync').mockImplementation((...args) => {
-      room = true;
+      full = false;
       rm(...args);
-    });
-    vi.mocked(files.writeFileAtomic).mockImplementation((file, content, options) => {
-      if (!room) throw full;
-      real(file, content, options);
     });
     try {
       expect(outbox.append(finish('j'))).toMatchObject({ report: { kind: 'finish' } });
@@ -143,7 +138,7 @@ describe("the outbox's bound on a job's log", () => {
       expect(Outbox.open(dir).has('j', 'finish')).toBe(true);
 
       // Nothing left to drop and still no room: kept in memory, sent all the same.
-      room = false;
+      full = true;
       spy.mockImplementation(rm);
       const entry = outbox.append(finish('k'))!;
       expect(entry.inMemory).toBe(true);
@@ -152,7 +147,6 @@ describe("the outbox's bound on a job's log", () => {
       expect(outbox.has('k')).toBe(false);
     } finally {
       spy.mockRestore();
-      vi.mocked(files.writeFileAtomic).mockImplementation(real);
     }
   });
 });

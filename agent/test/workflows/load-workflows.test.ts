@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MAX_SET_PATTERNS, patternEngineLoaded } from '@drover/shared';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MAX_SET_PATTERNS } from '@drover/shared';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadWorkflows, MAX_WORKFLOW_FILE_BYTES } from '../../src/workflows/load-workflows.js';
 import { formatProblem } from '../../src/workflows/format-problem.js';
 
@@ -211,6 +211,10 @@ describe('param patterns in workflow files', () => {
     'steps: [{run: a}]\n';
 
   it('loads the pattern engine only for a file with a pattern, and names what RE2 lacks at its line', async () => {
+    // Modules of their own: an earlier test file in this worker may have loaded the engine.
+    vi.resetModules();
+    const { patternEngineLoaded } = await import('@drover/shared');
+    const { loadWorkflows } = await import('../../src/workflows/load-workflows.js');
     write('plain.yaml', workflow('plain'));
     await loadWorkflows(dir);
     expect(patternEngineLoaded()).toBe(false);
