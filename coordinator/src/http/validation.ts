@@ -7,24 +7,44 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 const common: Options = { allErrors: true, removeAdditional: false, useDefaults: false, strict: false };
 
+type Validate = ValidateFunction;
+
 /**
  * Bodies are validated strictly: no type coercion, no silently dropped unknown fields (they are
  * a 422). Query strings and path params are strings on the wire, so those are coerced.
+ *
+ * Each distinct schema is compiled once per process, not once per app: compiling every route's
+ * schemas took ~200 ms of each coordinator's start, paid again by each of the hundreds of
+ * coordinators the test suite starts in one process (and by several in one bench process).
  */
 export function registerValidation(app: FastifyInstance): void {
-  const strict = addFormats(new Ajv({ ...common, coerceTypes: false }));
-  const coercing = addFormats(new Ajv({ ...common, coerceTypes: 'array', useDefaults: true }));
-  app.setValidatorCompiler(({ schema, httpPart }) => {
-    if (httpPart === 'body') return strict.compile(schema);
-    const validate = coercing.compile(schema);
-    return httpPart === 'querystring' ? decimalIntegersFirst(schema, validate) : validate;
-  });
+  app.setValidatorCompiler(({ schema, httpPart }) => validatorOf(schema, httpPart));
+}
+
+let compilers: { strict: Ajv; coercing: Ajv } | undefined;
+const validators = new Map<string, Validate>();
+
+function validatorOf(schema: unknown, httpPart: string | undefined): Validate {
+  const kind = httpPart === 'body' ? 'body' : httpPart === 'querystring' ? 'querystring' : 'other';
+  const key = `${kind} ${JSON.stringify(schema)}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    compilers ??= {
+      strict: addFormats(new Ajv({ ...common, coerceTypes: false })),
+      coercing: addFormats(new Ajv({ ...common, coerceTypes: 'array', useDefaults: true })),
+    };
+    if (kind === 'body') validate = compilers.strict.compile(schema as object);
+    else {
+      const coerced = compilers.coercing.compile(schema as object);
+      validate = kind === 'querystring' ? decimalIntegersFirst(schema, coerced) : coerced;
+    }
+    validators.set(key, validate);
+  }
+  return validate;
 }
 
 /** A whole number as a query string writes it: decimal digits, an optional minus, no padding. */
 const DECIMAL_INTEGER = /^-?(?:0|[1-9][0-9]*)$/;
-
-type Validate = ValidateFunction;
 
 /**
  * Ajv's coercion reads a query's integer the way JavaScript's `Number()` does: `0x10` is 16, `1e1`
