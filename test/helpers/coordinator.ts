@@ -115,9 +115,9 @@ export async function startTestCoordinator(options: TestCoordinatorOptions = {})
   try {
     const url = await coordinator.app.listen({ port: 0, host: '127.0.0.1' });
     const api = new ApiClient(`${url}/v1`);
-    const owner = coordinator.ctx.config.signIn.password
-      ? await api.login(OWNER_EMAIL, OWNER_PASSWORD)
-      : await sessionOf(coordinator, api, OWNER_EMAIL); // passwords off: a session as a sign-in gives it
+    // A session as a sign-in issues it, without checking the password again: the bootstrap hashed
+    // it already, and each scrypt hash costs 50–200 ms of CPU (login.test.ts signs in for real).
+    const owner = await sessionOf(coordinator, api, OWNER_EMAIL);
     const orgs = await owner.get<{ id: string; name: string }[]>('/orgs');
     const orgId = orgs.body.find((o) => o.name === 'acme')?.id ?? orgs.body[0]?.id;
     if (!orgId) throw new Error('bootstrapped organization not found');
