@@ -107,7 +107,7 @@ export class Outbox {
     this.#maxJobLogBytes = options.maxJobLogBytes ?? MAX_JOB_LOG_BYTES;
     this.#freeBytes = options.freeBytes ?? defaultFreeBytes;
     this.#reserveBytes = options.reserveBytes ?? FREE_SPACE_RESERVE_BYTES;
-    this.#writeFile = options.writeFile ?? ((file, text) => writeFileAtomic(file, text));
+    this.#writeFile = options.writeFile ?? writeFileAtomic;
   }
 
   /** `options` as a function: the `onDamaged` callback alone. */
