@@ -77,7 +77,7 @@ export async function runDeployJob(
   accepted: Promise<SendOutcome>,
   stop: JobStop,
 ): Promise<void> {
-  const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal);
+  const begun = await beginAcceptedJob(deps, entry, accepted, stop.beforeStart);
   if (!begun) return;
   const { running } = begun;
   const shipper = new LogShipper(entry.jobId, (report) => deps.send(report), deps.logBatch);

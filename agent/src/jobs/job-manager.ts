@@ -72,6 +72,8 @@ export class JobManager {
   readonly queue: JobQueue;
   readonly #finalPending = new Set<string>();
   readonly #kill = new AbortController();
+  /** Aborted when the shutdown begins: a job that has not started by then never starts (JobStop). */
+  readonly #shutdown = new AbortController();
   /** How each job of the queue is stopped on purpose (a cancel, the shutdown), from its turn to its end. */
   readonly #stops = new Map<string, JobStop>();
   /** Update jobs received with a start spread, not taken yet: their timers (onDeployEvent). */
@@ -374,18 +376,11 @@ export class JobManager {
       logger.info({ jobId: job.jobId, workflow: job.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
       this.#finish(entry, cancelledResult(CANCELLED_BEFORE_START_MESSAGE));
     }
+    // The running job, if it has not started (its start may wait for the coordinator's answer),
+    // ends as the waiting ones do, at once, rather than holding the stop for the grace (#enqueue).
+    this.#shutdown.abort(CANCELLED_BEFORE_START_MESSAGE);
     const running = this.queue.running;
-    if (running && journal.get(running.jobId)?.state === 'accepted') {
-      // Its turn came but it has not started (its start waits for the coordinator's answer): it
-      // ends as the waiting ones do, at once, rather than holding the stop for the grace.
-      this.#kill.abort(CANCELLED_BEFORE_START_MESSAGE);
-      await this.queue.onIdle();
-      const entry = journal.get(running.jobId);
-      if (entry?.state === 'accepted') {
-        logger.info({ jobId: running.jobId, workflow: running.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
-        this.#finish(entry, cancelledResult(CANCELLED_BEFORE_START_MESSAGE));
-      }
-    } else if (running) {
+    if (running && journal.get(running.jobId)?.state !== 'accepted') {
       logger.info(
         { jobId: running.jobId, workflow: running.workflowName },
         `waiting up to ${formatDuration(graceMs)} for the running job to finish`,
@@ -423,7 +418,7 @@ export class JobManager {
     const deps = this.#deps;
     const run = (entry.assignment.kind === 'update' && options.runUpdateJob) || runTriggerJob;
     this.queue.add({ jobId: entry.jobId, workflowName: entry.assignment.workflowName }, () => {
-      const stop = new JobStop(this.#kill.signal, options.killGraceMs);
+      const stop = new JobStop(this.#kill.signal, this.#shutdown.signal, options.killGraceMs);
       this.#stops.set(entry.jobId, stop);
       return run(deps, entry, accepted, stop)
         .catch((error: unknown) => {
@@ -434,10 +429,14 @@ export class JobManager {
         })
         .finally(() => {
           this.#stops.delete(entry.jobId);
-          // Cancelled before its start was reported: it never ran, and ends here.
+          // Cancelled, or the agent shut down, before its start was reported: it never ran, and ends here.
           const current = options.journal.get(entry.jobId);
-          if (stop.cancelled && current?.state === 'accepted')
-            this.#finish(current, cancelledResult(CANCELLED_BY_USER_BEFORE_START_MESSAGE));
+          if (current?.state === 'accepted' && (stop.cancelled || this.#shuttingDown)) {
+            const message = stop.cancelled ? CANCELLED_BY_USER_BEFORE_START_MESSAGE : CANCELLED_BEFORE_START_MESSAGE;
+            if (!stop.cancelled)
+              options.logger.info({ jobId: entry.jobId, workflow: entry.assignment.workflowName }, message);
+            this.#finish(current, cancelledResult(message));
+          }
         })
         .finally(() => {
           // Ready for the next job once the result is on the wire.

@@ -5,18 +5,23 @@ export const CANCELLED_BY_USER_MESSAGE = 'cancelled: a user cancelled the job';
 
 /**
  * How one job is stopped on purpose: a user's cancel (a `cancel` event of the stream) or the
- * agent's shutdown (`shutdown`, aborted by the job manager). `signal` is aborted by either, with
- * the reason that becomes the job's error message; the executor stops the running step's process
- * group with SIGTERM, then SIGKILL after `graceMs()`: the workflow's `cancelGrace` (10 s by
- * default) for a cancel, the agent's kill grace for a shutdown.
+ * agent's shutdown. `signal` is aborted by a cancel or by `kill` (aborted by the job manager when
+ * the shutdown's grace is over, or at once for a job that has not started), with the reason that
+ * becomes the job's error message; the executor stops the running step's process group with
+ * SIGTERM, then SIGKILL after `graceMs()`: the workflow's `cancelGrace` (10 s by default) for a
+ * cancel, the agent's kill grace for a shutdown. `beforeStart` is aborted as well as soon as the
+ * shutdown begins: a job that has not started by then never starts, whatever moment of its start
+ * the shutdown finds it in.
  */
 export class JobStop {
   readonly signal: AbortSignal;
+  readonly beforeStart: AbortSignal;
   readonly #cancel = new AbortController();
   readonly #killGraceMs: number;
 
-  constructor(shutdown: AbortSignal, killGraceMs: number) {
-    this.signal = AbortSignal.any([shutdown, this.#cancel.signal]);
+  constructor(kill: AbortSignal, shutdown: AbortSignal, killGraceMs: number) {
+    this.signal = AbortSignal.any([kill, this.#cancel.signal]);
+    this.beforeStart = AbortSignal.any([this.signal, shutdown]);
     this.#killGraceMs = killGraceMs;
   }
 

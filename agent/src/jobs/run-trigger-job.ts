@@ -62,7 +62,7 @@ export async function runTriggerJob(
     }
   };
   try {
-    const begun = await beginAcceptedJob(deps, entry, accepted, stop.signal, async () => {
+    const begun = await beginAcceptedJob(deps, entry, accepted, stop.beforeStart, async () => {
       // Both on the thread pool: the secrets are read while the files are written.
       const preparing = prepareJob(files, assignment.params);
       const secrets = await deps.loadSecrets();

@@ -217,6 +217,27 @@ describe('a job whose start cannot be delivered', () => {
     expect(fs.existsSync(marker)).toBe(true);
   });
 
+  it('ends at once, not started, when the shutdown comes while its start is being stored', async () => {
+    // The secrets load runs while the start is reported: held, the job stays in the moment
+    // between its start going to the outbox and the journal saying it waits for the answer.
+    let loaded: () => void = () => {};
+    const loadSecrets = () =>
+      new Promise<{ secrets: Record<string, string> }>((resolve) => (loaded = () => resolve({ secrets: {} })));
+    const h = make([{ name: 'mark', steps: [sh('true')] }], { answer: offline, loadSecrets });
+    const job = assignment('mark');
+    h.manager.onJobEvent(job);
+    await eventually(() => h.outbox.size === 1 && h.journal.get(job.jobId)?.state === 'running');
+    const began = Date.now();
+    const stopped = h.manager.shutdown(60_000);
+    loaded();
+    await stopped;
+    expect(Date.now() - began).toBeLessThan(5_000); // not the minute of grace
+    expect(h.journal.get(job.jobId)).toMatchObject({
+      state: 'finished',
+      final: { kind: 'finish', body: { status: 'cancelled', errorMessage: CANCELLED_BEFORE_START_MESSAGE } },
+    });
+  });
+
   it('ends at once, not started, when the agent shuts down meanwhile', async () => {
     const h = make([{ name: 'mark', steps: [sh('true')] }], { answer: offline });
     const job = assignment('mark');
