@@ -21,24 +21,37 @@ export function checkNewPassword(password: string, path: string): void {
 }
 
 /**
+ * Runs tasks one at a time, at most `maxWaiting` waiting: beyond that a task is refused at once
+ * (429, retry in a second), so a flood costs neither memory nor a queue whose last caller waits
+ * for minutes.
+ */
+export class HashingQueue {
+  readonly #queue = new PQueue({ concurrency: 1 });
+
+  constructor(readonly maxWaiting: number) {}
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#queue.size >= this.maxWaiting) {
+      return Promise.reject(
+        new AppError('rate_limited', 'Too many sign-ins are being checked at once; retry in a second', {
+          retryAfter: 1,
+        }),
+      );
+    }
+    return this.#queue.add(task);
+  }
+}
+
+/**
  * One hash at a time, for the whole process. scrypt runs on libuv's thread pool, which file
  * reads and writes share: 32 concurrent sign-ins used to occupy all four threads and stall every
  * presigned download for seconds. One thread for hashing leaves the other three to files. At
- * most `MAX_WAITING` hashes wait; beyond that a sign-in is refused at once (429, retry in a
- * second), so a flood costs neither memory nor a queue whose last caller waits for minutes.
+ * most 64 hashes wait; beyond that a sign-in is refused at once.
  */
-const hashing = new PQueue({ concurrency: 1 });
-const MAX_WAITING = 64;
+export const passwordHashing = new HashingQueue(64);
 
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
-  if (hashing.size >= MAX_WAITING) {
-    return Promise.reject(
-      new AppError('rate_limited', 'Too many sign-ins are being checked at once; retry in a second', {
-        retryAfter: 1,
-      }),
-    );
-  }
-  return hashing.add(() => scryptKey(password, salt, options));
+  return passwordHashing.run(() => scryptKey(password, salt, options));
 }
 
 function scryptKey(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { AppError } from '../../../src/errors.js';
 import {
   checkNewPassword,
   decoyPasswordHash,
   hashPassword,
   hashToCheck,
+  passwordHashing,
   verifyPassword,
 } from '../../../src/domain/auth/passwords.js';
 
@@ -37,5 +39,27 @@ describe('checkNewPassword', () => {
     expect(() => checkNewPassword('🔑'.repeat(8), 'body.password')).not.toThrow();
     expect(() => checkNewPassword('🔑'.repeat(7), 'body.password')).toThrow('must be 8 to 1024 characters, got 7');
     expect(() => checkNewPassword('🔑'.repeat(1024), 'body.password')).not.toThrow();
+  });
+});
+
+describe('the hashing of passwords', () => {
+  it('refuses at once (429, retry in a second) a sign-in beyond the 64 hashes that may wait', async () => {
+    const stored = await decoyPasswordHash();
+    // The process's queue held by tasks that end when told: one runs, 64 wait; no hash is computed.
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const holders = Array.from({ length: 1 + passwordHashing.maxWaiting }, () => passwordHashing.run(() => held));
+    try {
+      expect(passwordHashing.maxWaiting).toBe(64);
+      const refused = await verifyPassword('correct horse battery', stored).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(AppError);
+      expect(refused).toMatchObject({ code: 'rate_limited', retryAfter: 1 });
+      expect((refused as AppError).message).toMatch(/at once/);
+    } finally {
+      release();
+      await Promise.all(holders);
+    }
+    // Room again once they ran.
+    expect(await verifyPassword('x', stored)).toBe(false);
   });
 });
