@@ -26,9 +26,14 @@ export default defineConfig({
       'test/e2e/**/*.test.ts',
       'test/browser/**/*.test.ts',
     ],
-    // The dashboard's build, for the tests that open it (made when missing or stale); one
-    // PostgreSQL server for the run, started in the background (coordinator/test/postgres/).
-    globalSetup: ['test/helpers/dashboard-build.ts', 'coordinator/test/postgres/global-setup.ts'],
+    // The packages' JavaScript, for the commands the tests start as child processes (`tsc -b`); the
+    // dashboard's build, for the tests that open it (made when missing or stale); one PostgreSQL
+    // server for the run, started in the background (coordinator/test/postgres/).
+    globalSetup: [
+      'test/helpers/built-commands.ts',
+      'test/helpers/dashboard-build.ts',
+      'coordinator/test/postgres/global-setup.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

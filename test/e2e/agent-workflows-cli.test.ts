@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,23 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowDefinition } from '@drover/shared';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { enrollTestAgent } from '../helpers/agent.js';
+import { runAgentCli } from '../helpers/agent-cli.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = path.join(REPO, 'agent/src/cli/main.ts');
 const EXAMPLES = path.join(REPO, 'agent/examples/workflows');
-
-function runAgentCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--conditions=drover-source', '--import', 'tsx', CLI, ...args],
-      { cwd: REPO, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr });
-      },
-    );
-  });
-}
 
 /** Every kind of value a workflow file can hold, so that the coordinator judges all of them. */
 const RICH = `name: release.v2

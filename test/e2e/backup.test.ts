@@ -9,6 +9,7 @@ import { lockDataDir } from '../../coordinator/src/cli/data-dir-lock.js';
 import { loadBackupConfig } from '../../coordinator/src/config/backup-config.js';
 import { loadOrCreateServerKey } from '../../coordinator/src/domain/secrets/server-key.js';
 import { agentVia, enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
+import { COORDINATOR_MAIN } from '../helpers/built-commands.js';
 import { coordinatorCli, killLeftoverCoordinators } from '../helpers/coordinator-cli.js';
 import { databaseEnv, makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { eventually } from '../helpers/poll.js';
@@ -209,14 +210,10 @@ describe.skipIf(onPostgres)('a backup of a running coordinator on SQLite', () =>
       fs.writeFileSync(old, 'old');
       fs.utimesSync(old, new Date(2026, 0, i + 1), new Date(2026, 0, i + 1));
     }
-    const main = path.join(ROOT, 'coordinator/src/cli/main.ts');
     const command = execStart!
       .replaceAll('%%', '%')
       .replaceAll('/var/backups/drover', nightly)
-      .replaceAll(
-        '/opt/drover/drover-coordinator',
-        `${process.execPath} --conditions=drover-source --import ${import.meta.resolve('tsx')} ${main}`,
-      );
+      .replaceAll('/opt/drover/drover-coordinator', `${process.execPath} ${COORDINATOR_MAIN}`);
     execFileSync('/bin/sh', ['-c', command], { cwd: ROOT, env: { ...process.env, ...env }, stdio: 'pipe' });
     const kept = fs.readdirSync(nightly).sort();
     expect(kept).toHaveLength(7);

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../../coordinator/src/db/database.js';
 import { loadMigrations, migrate } from '../../coordinator/src/db/migrate.js';
 import { BREAKING_NOTE } from '../../coordinator/src/db/migration-plan.js';
+import { COORDINATOR_MAIN } from '../helpers/built-commands.js';
 import { coordinatorCli as cli, killLeftoverCoordinators, type CoordinatorCli } from '../helpers/coordinator-cli.js';
 import { makeTempDir } from '../helpers/coordinator.js';
 import { ApiClient } from '../helpers/http.js';
@@ -278,7 +279,7 @@ describe('drover-coordinator logs', () => {
     'are readable lines, in colour, on a terminal',
     async () => {
       const dataDir = makeTempDir();
-      const command = [process.execPath, '--conditions=drover-source', '--import', 'tsx', 'coordinator/src/cli/main.ts']
+      const command = [process.execPath, COORDINATOR_MAIN]
         .concat(['start', '--port', '0', '--data-dir', dataDir])
         .map((word) => `'${word}'`)
         .join(' ');

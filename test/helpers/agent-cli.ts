@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AGENT_MAIN } from './built-commands.js';
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = path.join(REPO, 'agent/src/cli/main.ts');
 
 export interface CliRun {
   code: number;
@@ -17,7 +16,7 @@ export function runAgentCli(args: string[], env: Record<string, string> = {}): P
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--conditions=drover-source', '--import', 'tsx', CLI, ...args],
+      [AGENT_MAIN, ...args],
       { cwd: REPO, env: { ...process.env, ...env }, timeout: 30_000 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;

@@ -6,12 +6,12 @@ import { enrollAgent } from '../../agent/src/enroll.js';
 import type { DaemonStatus } from '../../agent/src/status/daemon-status.js';
 import { loadPrivateKey } from '../../agent/src/state/enrollment.js';
 import type { TestAgent } from './agent.js';
+import { AGENT_MAIN } from './built-commands.js';
 import { eventually } from './poll.js';
 import type { Clock } from '@drover/coordinator';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from './coordinator.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-export const AGENT_MAIN = path.join(repoRoot, 'agent/src/cli/main.ts');
 
 /** A state directory enrolled with `t` through the agent library (the CLI's code path). */
 export interface AgentStateDir {
@@ -65,19 +65,19 @@ export interface DaemonProcess {
 }
 
 /**
- * Runs the real `drover-agent run` as a child process (TypeScript through tsx, the source
- * condition). Stop it in an `afterEach`/`afterAll` registered before any assertion.
+ * Runs the real `drover-agent run` as a child process (as built from the sources:
+ * built-commands.ts). Stop it in an `afterEach`/`afterAll` registered before any assertion.
  */
 export function startDaemonProcess(
   stateDir: string,
   args: string[] = [],
   env: Record<string, string> = {},
 ): DaemonProcess {
-  const child = spawn(
-    process.execPath,
-    ['--conditions=drover-source', '--import', 'tsx', AGENT_MAIN, 'run', '--state-dir', stateDir, ...args],
-    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...env } },
-  );
+  const child = spawn(process.execPath, [AGENT_MAIN, 'run', '--state-dir', stateDir, ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1', ...env },
+  });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));

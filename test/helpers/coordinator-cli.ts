@@ -1,9 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { COORDINATOR_MAIN } from './built-commands.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = path.join(ROOT, 'coordinator/src/cli/main.ts');
 
 /** The real `drover-coordinator` command running as a child process. */
 export interface CoordinatorCli {
@@ -19,7 +18,7 @@ export interface CoordinatorCli {
 const children: ChildProcess[] = [];
 
 /**
- * Runs `drover-coordinator <args>` (TypeScript through tsx) with only the DROVER_* settings given
+ * Runs `drover-coordinator <args>` (as built from the sources: built-commands.ts) with only the DROVER_* settings given
  * here. Call `killLeftoverCoordinators()` in an `afterEach`.
  */
 export function coordinatorCli(
@@ -31,7 +30,7 @@ export function coordinatorCli(
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith('DROVER_') && !k.startsWith('API_TOKEN_')),
   );
-  const child = spawn(process.execPath, ['--conditions=drover-source', '--import', 'tsx', MAIN, ...args], {
+  const child = spawn(process.execPath, [COORDINATOR_MAIN, ...args], {
     cwd: ROOT,
     env: { ...clean, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
