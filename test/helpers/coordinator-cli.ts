@@ -18,8 +18,8 @@ export interface CoordinatorCli {
 const children: ChildProcess[] = [];
 
 /**
- * Runs `drover-coordinator <args>` (as built from the sources: built-commands.ts) with only the DROVER_* settings given
- * here. Call `killLeftoverCoordinators()` in an `afterEach`.
+ * Runs `drover-coordinator <args>` (as built from the sources: built-commands.ts) with only the
+ * DROVER_* settings given here. Call `killLeftoverCoordinators()` in an `afterEach`.
  */
 export function coordinatorCli(
   args: string[],

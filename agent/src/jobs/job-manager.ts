@@ -372,9 +372,7 @@ export class JobManager {
     this.#spread.clear();
     for (const job of this.queue.takeWaiting()) {
       const entry = journal.get(job.jobId);
-      if (!entry) continue;
-      logger.info({ jobId: job.jobId, workflow: job.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
-      this.#finish(entry, cancelledResult(CANCELLED_BEFORE_START_MESSAGE));
+      if (entry) this.#endNotStarted(entry);
     }
     // The running job, if it has not started (its start may wait for the coordinator's answer),
     // ends as the waiting ones do, at once, rather than holding the stop for the grace (#enqueue).
@@ -404,6 +402,13 @@ export class JobManager {
     await this.queue.onIdle();
   }
 
+  /** Ends a job the shutdown took before it started: `cancelled`, and says so in the log. */
+  #endNotStarted(entry: JournalEntry): void {
+    const { jobId, assignment } = entry;
+    this.#options.logger.info({ jobId, workflow: assignment.workflowName }, CANCELLED_BEFORE_START_MESSAGE);
+    this.#finish(entry, cancelledResult(CANCELLED_BEFORE_START_MESSAGE));
+  }
+
   /** Kills the running step at once (a second signal). */
   killNow(): void {
     this.#kill.abort('cancelled: the agent was stopped at once');
@@ -431,12 +436,9 @@ export class JobManager {
           this.#stops.delete(entry.jobId);
           // Cancelled, or the agent shut down, before its start was reported: it never ran, and ends here.
           const current = options.journal.get(entry.jobId);
-          if (current?.state === 'accepted' && (stop.cancelled || this.#shuttingDown)) {
-            const message = stop.cancelled ? CANCELLED_BY_USER_BEFORE_START_MESSAGE : CANCELLED_BEFORE_START_MESSAGE;
-            if (!stop.cancelled)
-              options.logger.info({ jobId: entry.jobId, workflow: entry.assignment.workflowName }, message);
-            this.#finish(current, cancelledResult(message));
-          }
+          if (current?.state !== 'accepted') return;
+          if (stop.cancelled) this.#finish(current, cancelledResult(CANCELLED_BY_USER_BEFORE_START_MESSAGE));
+          else if (this.#shuttingDown) this.#endNotStarted(current);
         })
         .finally(() => {
           // Ready for the next job once the result is on the wire.
