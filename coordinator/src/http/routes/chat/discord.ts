@@ -1,8 +1,9 @@
 import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { discordPublicKey, discordSignatureProblem } from '../../../domain/chat/providers/discord-signature.js';
-import { AppError, notFound, unauthorized } from '../../../errors.js';
+import { notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
+import { jsonObjectOf, objectOf, stringOf } from './payload.js';
 import { keepRawBodies } from './raw-body.js';
 
 /**
@@ -13,22 +14,6 @@ import { keepRawBodies } from './raw-body.js';
 const InteractionType = { Ping: 1, ApplicationCommand: 2 } as const;
 const InteractionResponseType = { Pong: 1, ChannelMessageWithSource: 4 } as const;
 const MessageFlags = { Ephemeral: 1 << 6 } as const;
-
-interface Interaction {
-  id?: string;
-  type?: number;
-  guild_id?: string;
-  channel_id?: string;
-  channel?: { id?: string };
-  member?: { user?: DiscordUser; nick?: string | null };
-  user?: DiscordUser;
-  data?: { name?: string; options?: { name?: string; value?: unknown }[] };
-}
-interface DiscordUser {
-  id?: string;
-  username?: string;
-  global_name?: string | null;
-}
 
 /**
  * Discord's interactions endpoint (docs/chat.md, "Chat triggers"): PING, and the `/drover`
@@ -90,12 +75,7 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { body, timestamp } = verified(request);
-      let interaction: Interaction;
-      try {
-        interaction = JSON.parse(body.toString('utf8')) as Interaction;
-      } catch {
-        throw new AppError('bad_request', 'The interaction is not JSON');
-      }
+      const interaction = jsonObjectOf(body, 'The interaction');
       if (interaction.type === InteractionType.Ping) return { type: InteractionResponseType.Pong };
       const ephemeral = (content: string) => ({
         type: InteractionResponseType.ChannelMessageWithSource,
@@ -115,23 +95,28 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
           'This interaction was already received (the same signed request, sent again): nothing more was started.',
         );
       }
-      if (interaction.type !== InteractionType.ApplicationCommand || interaction.data?.name !== 'drover') {
+      const data = objectOf(interaction.data);
+      if (interaction.type !== InteractionType.ApplicationCommand || data?.name !== 'drover') {
         return ephemeral('Drover only answers its `/drover` command.');
       }
-      const user = interaction.member?.user ?? interaction.user;
-      const channelId = interaction.channel_id ?? interaction.channel?.id;
-      if (!interaction.guild_id || !channelId || !user?.id) {
+      const member = objectOf(interaction.member);
+      const user = objectOf(member?.user) ?? objectOf(interaction.user);
+      const guildId = stringOf(interaction.guild_id);
+      const channelId = stringOf(interaction.channel_id) ?? stringOf(objectOf(interaction.channel)?.id);
+      const userId = stringOf(user?.id);
+      if (!guildId || !channelId || !userId) {
         return ephemeral('Drover answers `/drover` in the channels of a server, not in direct messages.');
       }
-      const text = interaction.data.options?.find((o) => o.name === 'command')?.value;
+      const options = Array.isArray(data.options) ? data.options.map(objectOf) : [];
+      const text = options.find((o) => o?.name === 'command')?.value;
       const answer = await app.ctx.chatRuns.run({
         provider: 'discord',
-        teamId: interaction.guild_id,
+        teamId: guildId,
         channelId,
-        userId: user.id,
-        userName: interaction.member?.nick ?? user.global_name ?? user.username ?? user.id,
+        userId,
+        userName: stringOf(member?.nick) ?? stringOf(user?.global_name) ?? stringOf(user?.username) ?? userId,
         text: typeof text === 'string' ? text : '',
-        deliveryId: interaction.id ?? null,
+        deliveryId: stringOf(interaction.id) ?? null,
       });
       return ephemeral(answer.text);
     },

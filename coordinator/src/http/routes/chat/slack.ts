@@ -5,6 +5,7 @@ import type { ChatCommandInput } from '../../../domain/chat/chat-runs.js';
 import { escapeMrkdwn } from '../../../domain/chat/notifications/slack-message.js';
 import { AppError, invalid, notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
+import { jsonObjectOf, objectOf, stringOf } from './payload.js';
 import { keepRawBodies } from './raw-body.js';
 
 const EPHEMERAL = {
@@ -108,35 +109,33 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const { body, timestamp } = verified(request);
-      let payload: SlackEventPayload;
-      try {
-        payload = JSON.parse(body.toString('utf8')) as SlackEventPayload;
-      } catch {
-        throw new AppError('bad_request', 'The event is not JSON');
-      }
-      if (payload.type === 'url_verification') return { challenge: String(payload.challenge ?? '') };
+      const payload = jsonObjectOf(body, 'The event');
+      if (payload.type === 'url_verification') return { challenge: stringOf(payload.challenge) ?? '' };
       // A replay is acknowledged (Slack would retry anything else) and not acted on. Slack's own
       // retries (`X-Slack-Retry-Num`) are signed anew: the event id finds the first delivery's job.
       if (await replayed(request, body, timestamp)) return { ok: true };
-      const event = payload.event;
+      const event = objectOf(payload.event);
       if (payload.type !== 'event_callback' || event?.type !== 'app_mention') return { ok: true };
       // A mention written by a bot or an integration (a notification that names the bot, another
       // app's post) runs nothing: two bots could otherwise start each other's runs in a loop. The
       // Discord Gateway's handler drops messages of bot authors likewise.
       if (event.bot_id !== undefined || event.subtype === 'bot_message') return { ok: true };
-      if (!payload.team_id || !event.channel || !event.user)
+      const teamId = stringOf(payload.team_id);
+      const channelId = stringOf(event.channel);
+      const userId = stringOf(event.user);
+      if (!teamId || !channelId || !userId)
         throw new AppError('bad_request', 'The mention lacks its team, channel or user');
       const input: ChatCommandInput = {
         provider: 'slack',
-        teamId: payload.team_id,
-        channelId: event.channel,
-        userId: event.user,
-        userName: event.user,
-        text: (event.text ?? '').replace(LEADING_MENTION, ''),
+        teamId,
+        channelId,
+        userId,
+        userName: userId,
+        text: (stringOf(event.text) ?? '').replace(LEADING_MENTION, ''),
         // The outcome is answered in the mention's thread (or the thread it was written in).
-        messageId: event.thread_ts ?? event.ts ?? null,
+        messageId: stringOf(event.thread_ts) ?? stringOf(event.ts) ?? null,
         // Slack retries an event it thinks went unanswered: the same event id, one job, one answer.
-        deliveryId: payload.event_id ?? null,
+        deliveryId: stringOf(payload.event_id) ?? null,
       };
       const answer = await app.ctx.chatRuns.run(input);
       // Queued, not posted here: Slack wants this request answered within three seconds.
@@ -144,23 +143,6 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
       return { ok: true };
     },
   );
-}
-
-interface SlackEventPayload {
-  type?: string;
-  challenge?: unknown;
-  team_id?: string;
-  event_id?: string;
-  event?: {
-    type?: string;
-    subtype?: string;
-    bot_id?: string;
-    channel?: string;
-    user?: string;
-    text?: string;
-    ts?: string;
-    thread_ts?: string;
-  };
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
