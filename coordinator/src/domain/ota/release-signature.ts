@@ -7,7 +7,8 @@ import type { CheckReleaseSignature, ReleaseSignatureRefusal } from '../model/re
  * with their `sequence` (greater than every existing one of the application: 409 otherwise) and a
  * `signature` by one of the keys over the RFC 8785 serialization of `{app, version, sequence,
  * sha256, size}` (422 naming the field otherwise). An application without keys takes a given
- * sequence under the same rule, and no signature.
+ * sequence under the same rule, and no signature. The next sequence is given only while it is at
+ * most 2^53 − 1 (409 after: the highest a sequence may be, as the route's schema has it).
  */
 export const checkReleaseSignature: CheckReleaseSignature = (r) => {
   const keys = r.app.releaseKeys;
@@ -27,6 +28,15 @@ export const checkReleaseSignature: CheckReleaseSignature = (r) => {
     return {
       kind: 'conflict',
       message: `The sequence must be greater than every release of the application: got ${r.sequence}, the highest is ${r.maxSequence}`,
+      maxSequence: r.maxSequence,
+    };
+  }
+  if (r.sequence === null && r.maxSequence >= Number.MAX_SAFE_INTEGER) {
+    // The next one would be past the integers a JSON number (and the coordinator) keeps exactly:
+    // it would be stored rounded, and every creation after it would take the same number again.
+    return {
+      kind: 'conflict',
+      message: `The application has no sequence left to give a release: the highest is ${r.maxSequence}, and a sequence is at most ${Number.MAX_SAFE_INTEGER} (2^53 − 1)`,
       maxSequence: r.maxSequence,
     };
   }
