@@ -14,7 +14,8 @@ interface AjvIssue {
 
 /** What a pattern of the schemas means, for its refusal (otherwise ajv's "must match pattern"). */
 const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
-  [VERSION_PATTERN]: 'must not contain control characters',
+  [VERSION_PATTERN]:
+    'must not contain control characters or bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069)',
 };
 
 const characters = (n: unknown) => `${String(n)} character${n === 1 ? '' : 's'}`;

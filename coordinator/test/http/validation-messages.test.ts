@@ -27,7 +27,11 @@ describe('validation messages', () => {
 
   it('say what a known pattern means, and keep ajv’s words for the others', () => {
     expect(validationDetails([issue('pattern', { pattern: VERSION_PATTERN })], 'body')).toEqual([
-      { path: 'body.version', message: 'must not contain control characters' },
+      {
+        path: 'body.version',
+        message:
+          'must not contain control characters or bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069)',
+      },
     ]);
     expect(validationDetails([issue('pattern', { pattern: '^\\S+$' }, 'must match pattern "^\\S+$"')], 'body')).toEqual(
       [{ path: 'body.version', message: 'must match pattern "^\\S+$"' }],
