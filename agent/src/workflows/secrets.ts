@@ -26,7 +26,7 @@ export interface LoadedSecrets {
  */
 export async function loadSecrets(stateDir: string): Promise<LoadedSecrets> {
   const file = path.join(stateDir, SECRETS_FILE);
-  let text: string;
+  let bytes: Buffer;
   try {
     const stat = await fs.stat(file);
     if (!stat.isFile()) return refused(`${file} is not a file`);
@@ -38,11 +38,24 @@ export async function loadSecrets(stateDir: string): Promise<LoadedSecrets> {
       );
     }
     if (stat.size > MAX_SECRETS_FILE_BYTES) return refused(`${file} is too large (at most 1 MiB)`);
-    text = await fs.readFile(file, 'utf8');
+    bytes = await fs.readFile(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { secrets: {} };
     return refused(`cannot read ${file}: ${code === 'EACCES' ? 'permission denied' : (code ?? String(error))}`);
+  }
+  // Decoded leniently, a value saved as Latin-1 (`pässwort`) would reach the jobs with U+FFFD in
+  // place of its letter: a wrong password, and nothing to say why.
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    const lenient = bytes.toString('utf8');
+    const line = lenient.slice(0, lenient.indexOf('\ufffd')).split('\n').length;
+    return refused(
+      `${SECRETS_FILE}:${line}: the file is not UTF-8 text (save it as UTF-8; Latin-1 is not read); ` +
+        'until it is fixed no secrets are given to any job',
+    );
   }
   return parseSecrets(file, text);
 }

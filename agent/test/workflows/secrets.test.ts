@@ -67,6 +67,25 @@ describe('loadSecrets', () => {
     });
   });
 
+  it('refuses a file that is not UTF-8 (a Latin-1 value), naming the line, rather than give a job a mangled value', async () => {
+    // `pässwort` saved as Latin-1: the ä is the single byte 0xe4, which UTF-8 cannot read.
+    const latin1 = Buffer.concat([
+      Buffer.from('GOOD: "x"\nDB_PASS: "p'),
+      Buffer.from([0xe4]),
+      Buffer.from('sswort"\n'),
+    ]);
+    fs.writeFileSync(file, latin1, { mode: 0o600 });
+    expect(await loadSecrets(stateDir)).toEqual({
+      secrets: {},
+      problem:
+        'secrets.yaml:2: the file is not UTF-8 text (save it as UTF-8; Latin-1 is not read); ' +
+        'until it is fixed no secrets are given to any job',
+    });
+    // The same value as UTF-8, with the byte order mark some editors write, is read as it is.
+    fs.writeFileSync(file, `\ufeffDB_PASS: "pässwort"\n`, { mode: 0o600 });
+    expect(await loadSecrets(stateDir)).toEqual({ secrets: { DB_PASS: 'pässwort' } });
+  });
+
   it('refuses invalid YAML and names that cannot be environment variables', async () => {
     write('A: "x"\nA: "y"\n');
     expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:2: invalid YAML: .*unique/);
