@@ -279,7 +279,12 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
     logger.error({ file }, `skipped a damaged file: ${file} (${reason})`);
   const masker = () => secrets.masker;
   const journal = Journal.open(stateDir, damaged);
-  const pruned = journal.prune(options.jobRetentionMs);
+  const pruned = journal.prune(options.jobRetentionMs, Date.now(), (dir, reason) =>
+    logger.warn(
+      { dir },
+      `cannot remove the job directory ${dir}, due for removal (${reason}); it is tried again at the next start, or remove it by hand`,
+    ),
+  );
   if (pruned > 0)
     logger.info(
       `removed ${pruned} job director${pruned === 1 ? 'y' : 'ies'} settled, or left without a readable journal, more than ${formatDuration(options.jobRetentionMs)} ago`,

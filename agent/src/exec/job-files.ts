@@ -28,6 +28,41 @@ export function jobFiles(stateDir: string, jobId: string): JobFiles {
 }
 
 /**
+ * Removes a job's directory and whatever its steps left in it. A directory they made read-only
+ * (Go's module cache is 0555, so is a tree after `chmod -R a-w`) cannot be emptied as it is: on
+ * that refusal, the tree's directories are made writable by their owner (a link is never
+ * followed) and the removal is tried again. Throws when that does not help either (a directory
+ * of another user's, say).
+ */
+export function removeJobDir(dir: string): void {
+  try {
+    fs.rmSync(dir, { recursive: true, force: true });
+    return;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM') throw error;
+  }
+  makeDirsWritable(dir);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** Gives the owner rwx on every directory of the tree (without recursion: a tree may be deep). */
+function makeDirsWritable(root: string): void {
+  const pending = [root];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    const stat = fs.lstatSync(dir, { throwIfNoEntry: false });
+    if (!stat?.isDirectory()) continue;
+    try {
+      if ((stat.mode & 0o700) !== 0o700) fs.chmodSync(dir, (stat.mode & 0o7777) | 0o700);
+      for (const entry of fs.readdirSync(dir, { withFileTypes: true }))
+        if (entry.isDirectory()) pending.push(path.join(dir, entry.name));
+    } catch {
+      // not ours to change or read: the removal says what stays
+    }
+  }
+}
+
+/**
  * The next job's directory, made ahead (makeSpareJobDir): a name that is not a job id, so that
  * the journal and its pruning pass it by. It is built under `.next-<random>` and renamed to
  * `.next` once complete: nothing writes into `.next` by its name, which a job may take any time.

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
-import { claimSpareJobDir, isSpareJobDirName, jobFiles, SPARE_JOURNAL_BYTES } from '../exec/job-files.js';
+import { claimSpareJobDir, isSpareJobDirName, jobFiles, removeJobDir, SPARE_JOURNAL_BYTES } from '../exec/job-files.js';
 import { createFileDurably, fillBlankFile, syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
 import { isObject } from '../util/is-object.js';
 import { isJobAssignment } from './job-event.js';
@@ -221,15 +221,27 @@ export class Journal {
    * they were written (no RTC before NTP): an age is no proof that the coordinator gave them up.
    * Removing a settled job early, by a clock that jumped, costs nothing (the coordinator has its
    * outcome).
+   *
+   * A directory that cannot be removed (removeJobDir: a directory of another user's in it, say) is
+   * passed to `onKept` and left for the next start: what a job left behind never stops the agent.
    */
-  prune(olderThanMs: number, now = Date.now()): number {
+  prune(olderThanMs: number, now = Date.now(), onKept: (dir: string, reason: string) => void = () => {}): number {
     let removed = 0;
+    const remove = (dir: string): boolean => {
+      try {
+        removeJobDir(dir);
+        return true;
+      } catch (error) {
+        onKept(dir, (error as NodeJS.ErrnoException).code ?? (error as Error).message);
+        return false;
+      }
+    };
     for (const entry of this.all()) {
       const settled =
         entry.state === 'abandoned' ||
         ((entry.state === 'finished' || entry.state === 'rejected') && entry.finalDelivered);
       if (!settled || now - Date.parse(entry.updatedAt) < olderThanMs) continue;
-      fs.rmSync(jobFiles(this.#stateDir, entry.jobId).dir, { recursive: true, force: true });
+      if (!remove(jobFiles(this.#stateDir, entry.jobId).dir)) continue;
       this.#entries.delete(entry.jobId);
       this.#rooted.delete(entry.jobId);
       removed += 1;
@@ -239,7 +251,7 @@ export class Journal {
       const dir = jobFiles(this.#stateDir, name).dir;
       const stat = fs.statSync(dir, { throwIfNoEntry: false });
       if (!stat?.isDirectory() || now - stat.mtimeMs < olderThanMs) continue;
-      fs.rmSync(dir, { recursive: true, force: true });
+      if (!remove(dir)) continue;
       this.#damaged.delete(name);
       removed += 1;
     }

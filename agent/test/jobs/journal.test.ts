@@ -251,6 +251,41 @@ describe('the journal', () => {
     expect(Journal.open(stateDir).get(queued.jobId)).toMatchObject({ state: 'accepted' });
   });
 
+  it("prunes a settled job whose steps left a read-only directory (Go's module cache), and never stops on one it cannot remove", () => {
+    const week = 7 * 24 * 3_600_000;
+    const journal = Journal.open(stateDir);
+    const final = {
+      kind: 'finish' as const,
+      body: { status: 'success' as const, exitCode: 0, errorMessage: null, output: {} },
+    };
+    const [built, stuck, other] = [assignment('w'), assignment('w'), assignment('w')].map((job) =>
+      journal.create(job, 'finished', { final, finalDelivered: true }),
+    );
+    // `go build` with its cache in the workspace: module directories are 0555, their files 0444.
+    const modules = path.join(stateDir, 'jobs', built!.jobId, 'workspace', 'go', 'pkg', 'mod', 'x@v1');
+    fs.mkdirSync(modules, { recursive: true });
+    fs.writeFileSync(path.join(modules, 'x.go'), 'package x\n', { mode: 0o444 });
+    for (let dir = modules; dir !== path.join(stateDir, 'jobs', built!.jobId); dir = path.dirname(dir))
+      fs.chmodSync(dir, 0o555);
+    // A directory the agent's user cannot change (another user's, made by a step run with sudo).
+    const foreign = path.join(stateDir, 'jobs', stuck!.jobId, 'workspace', 'root-owned');
+    fs.mkdirSync(foreign, { recursive: true });
+    fs.writeFileSync(path.join(foreign, 'f'), '');
+
+    const restore = asUserOtherThanRoot([foreign]);
+    const kept: [string, string][] = [];
+    try {
+      expect(journal.prune(week, Date.now() + week + 1, (dir, reason) => kept.push([dir, reason]))).toBe(2);
+    } finally {
+      restore();
+    }
+    expect(fs.existsSync(path.join(stateDir, 'jobs', built!.jobId))).toBe(false);
+    expect(journal.get(built!.jobId)).toBeUndefined();
+    expect(fs.existsSync(path.join(stateDir, 'jobs', other!.jobId))).toBe(false);
+    expect(kept).toEqual([[path.join(stateDir, 'jobs', stuck!.jobId), 'EACCES']]);
+    expect(journal.get(stuck!.jobId)).toMatchObject({ state: 'finished' }); // tried again at the next start
+  });
+
   it('prunes job directories without a readable entry once untouched for the retention', () => {
     const week = 7 * 24 * 3_600_000;
     const dirOf = (jobId: string) => path.join(stateDir, 'jobs', jobId);
@@ -271,3 +306,40 @@ describe('the journal', () => {
     expect(fs.existsSync(dirOf(kept.jobId))).toBe(true); // a readable entry decides for itself
   });
 });
+
+/**
+ * Removing a tree as a user other than root does, whoever runs the tests (root may remove
+ * anything): an entry of a directory without its owner's write bit cannot be removed, nor can
+ * anything in the `foreign` directories (another user's), which cannot be chmod-ed either.
+ * Returns the undo.
+ */
+function asUserOtherThanRoot(foreign: string[]): () => void {
+  const rm = fs.rmSync;
+  const chmod = fs.chmodSync;
+  const spies = [
+    vi.spyOn(fs, 'rmSync').mockImplementation((target, options) => {
+      const blocked = blockedDir(String(target), foreign);
+      if (blocked) throw Object.assign(new Error(`EACCES: permission denied, rm '${blocked}'`), { code: 'EACCES' });
+      rm(target, options);
+    }),
+    vi.spyOn(fs, 'chmodSync').mockImplementation((target, mode) => {
+      if (foreign.includes(String(target)))
+        throw Object.assign(new Error(`EPERM: operation not permitted, chmod '${String(target)}'`), { code: 'EPERM' });
+      chmod(target, mode);
+    }),
+  ];
+  return () => spies.forEach((spy) => spy.mockRestore());
+}
+
+/** The first directory of the tree whose entries the user could not remove, or null. */
+function blockedDir(root: string, foreign: string[]): string | null {
+  const pending = [root];
+  for (let dir = pending.pop(); dir !== undefined; dir = pending.pop()) {
+    const stat = fs.lstatSync(dir, { throwIfNoEntry: false });
+    if (!stat?.isDirectory()) continue;
+    const entries = fs.readdirSync(dir, { withFileTypes: true });
+    if (entries.length > 0 && (foreign.includes(dir) || (stat.mode & 0o200) === 0)) return dir;
+    for (const entry of entries) if (entry.isDirectory()) pending.push(path.join(dir, entry.name));
+  }
+  return null;
+}
