@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { isProcessRunning } from '@drover/shared';
+import { isProcessRunning, lockHolderPid } from '@drover/shared';
+import { LOCK_FILE } from '../daemon/lock.js';
 
 /** The daemon's status file in the state directory, rewritten (atomically) on every change. */
 export const DAEMON_STATUS_FILE = 'status.json';
@@ -53,6 +54,9 @@ export interface LabelStatus {
 /**
  * The daemon's last status and whether its process is alive. A missing or unreadable file is
  * "not running"; a file left behind by a daemon that died is returned with `running: false`.
+ * Alive means holding `daemon.lock`, which tells the daemon's process apart from a later one given
+ * the same pid (its start time): a daemon killed (kill -9, the OOM killer, a power cut) leaves its
+ * status.json, and its pid is soon another process's, after a reboot above all.
  */
 export function readDaemonStatus(stateDir: string): { status: DaemonStatus | null; running: boolean } {
   let status: DaemonStatus | null = null;
@@ -62,7 +66,8 @@ export function readDaemonStatus(stateDir: string): { status: DaemonStatus | nul
   } catch {
     status = null;
   }
-  return { status, running: status !== null && isAlive(status.pid) };
+  const running = status !== null && lockHolderPid(path.join(stateDir, LOCK_FILE)) === status.pid;
+  return { status, running };
 }
 
 /**

@@ -58,7 +58,7 @@ export function formatDaemonStatus(status: DaemonStatus | null, running: boolean
   const when = (iso: string | null | undefined) => (iso ? formatTime(iso) : 'never');
   if (!running) {
     return [
-      `Agent:         not running (pid ${status.pid} is gone; its last status was written ${when(status.updatedAt)})`,
+      `Agent:         not running (its process, pid ${status.pid}, has ended; its last status was written ${when(status.updatedAt)})`,
     ];
   }
   const lines = [

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
+import { acquireDaemonLock } from '../../src/daemon/lock.js';
 import type { DaemonStatus } from '../../src/status/daemon-status.js';
 import { saveEnrollment, savePrivateKey } from '../../src/state/enrollment.js';
 import { runAgentCli as run } from './run-cli.js';
@@ -49,7 +50,11 @@ const daemon = (pid: number): DaemonStatus => ({
   updatedAt: '2026-11-22T10:31:03.000Z',
 });
 
-const writeStatus = (status: DaemonStatus) => fs.writeFileSync(path.join(root, 'status.json'), JSON.stringify(status));
+/** status.json as the daemon of `status.pid` writes it, holding daemon.lock as it does (unless `locked: false`). */
+const writeStatus = (status: DaemonStatus, { locked = true } = {}) => {
+  fs.writeFileSync(path.join(root, 'status.json'), JSON.stringify(status));
+  if (locked && !fs.existsSync(path.join(root, 'daemon.lock'))) acquireDaemonLock(root, status.pid);
+};
 
 describe('drover-agent status with the daemon', () => {
   it("shows the running daemon's connection, queue and workflows from status.json", async () => {
@@ -117,9 +122,29 @@ describe('drover-agent status with the daemon', () => {
     await new Promise((resolve) => child.on('exit', resolve));
     writeStatus(daemon(pid));
     const res = await run('status', '--state-dir', root);
-    expect(res.out).toMatch(new RegExp(`Agent: +not running \\(pid ${pid} is gone; its last status was written `));
+    expect(res.out).toMatch(
+      new RegExp(`Agent: +not running \\(its process, pid ${pid}, has ended; its last status was written `),
+    );
     expect(res.out).not.toMatch(/Queue:/);
     expect(JSON.parse((await run('status', '--state-dir', root, '--json')).out)).toMatchObject({ running: false });
+  });
+
+  it('says "not running" when the pid in status.json is now another process\'s (a daemon killed, its pid reused)', async () => {
+    // The daemon died without its lock (kill -9, a power cut) and its pid went to another process:
+    // that one runs, but it is not the agent. Here, a sleep given the pid of status.json.
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      writeStatus({ ...daemon(other.pid!), connection: 'connected' }, { locked: false });
+      const res = await run('status', '--state-dir', root);
+      expect(res.out).toMatch(new RegExp(`Agent: +not running \\(its process, pid ${other.pid}, has ended; `));
+      expect(res.out).not.toMatch(/Connection:/);
+      expect(JSON.parse((await run('status', '--state-dir', root, '--json')).out)).toMatchObject({ running: false });
+      // A lock left by the dead daemon names its pid, but not this process's start: stale as well.
+      fs.writeFileSync(path.join(root, 'daemon.lock'), `${other.pid}\nboot:1\n`);
+      expect((await run('status', '--state-dir', root)).out).toMatch(/Agent: +not running \(its process/);
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 
   it('says "not running" when there is no status.json, or a damaged one', async () => {

@@ -106,6 +106,7 @@ describe('status.json', () => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     onTestFinished(() => void vi.useRealTimers());
     const writes = () => fs.statSync(path.join(root, 'status.json')).ino; // each write is a new file
+    const release = acquireDaemonLock(root); // as the daemon holds it: what tells that it runs
     const status = new DaemonStatusWriter(
       root,
       {
@@ -140,6 +141,8 @@ describe('status.json', () => {
     status.update({ connection: 'connected' });
     vi.advanceTimersByTime(1000);
     expect(readDaemonStatus(root).status?.connection).toBe('disconnected');
+    release();
+    expect(readDaemonStatus(root)).toMatchObject({ running: false, status: { pid: process.pid } });
     expect(fs.readdirSync(root)).toEqual(['status.json']);
   });
 
