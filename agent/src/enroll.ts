@@ -7,7 +7,7 @@ import { getSelf, postEnroll } from './http/agent-api.js';
 import { parseCoordinatorUrl } from './http/coordinator-url.js';
 import { ServerClock } from './http/server-clock.js';
 import { ensurePrivateDir } from './state/files.js';
-import { currentUid, sudoUser, userLabel } from './state/owner.js';
+import { refuseRootInAnotherUsersDir } from './state/owner.js';
 import { loadEnrollment, saveEnrollment, savePrivateKey, type Enrollment } from './state/enrollment.js';
 import { AGENT_VERSION } from './version.js';
 
@@ -50,7 +50,7 @@ export async function enrollAgent(options: EnrollOptions): Promise<EnrollResult>
       `An enrollment token starts with \`${ENROLLMENT_TOKEN_PREFIX}\`; create one in the dashboard (Agents, Enroll)`,
     );
   }
-  refuseAnotherUsersDir(options.stateDir);
+  refuseRootInAnotherUsersDir(options.stateDir, 'enroll');
   const made = !fs.existsSync(options.stateDir);
   ensurePrivateDir(options.stateDir);
   // Not under a running daemon (it would go on as the old agent), and none starts meanwhile.
@@ -66,29 +66,6 @@ export async function enrollAgent(options: EnrollOptions): Promise<EnrollResult>
     // is not left behind; one holding a key (the token was spent) is kept.
     if (made && !enrolled) removeIfEmpty(options.stateDir);
   }
-}
-
-/**
- * Root enrolling into the state directory of another user (drover-agent's, under the Debian
- * package) would leave the key and agent.json to root, mode 0600: the service, which runs as that
- * user, could not read them and would fail at every start. Refused, with the command that works,
- * rather than chown-ed afterwards: the enrollment is then that user's from the start, lock and
- * all, and nothing is left to root if enrolling stops half-way (docs/agent.md, "Enrolling").
- */
-function refuseAnotherUsersDir(stateDir: string): void {
-  if (currentUid() !== 0) return; // another user cannot write there at all: the error says so
-  let owner: number;
-  try {
-    owner = fs.statSync(stateDir).uid;
-  } catch {
-    return; // not there yet: made by root, for root
-  }
-  if (owner === 0) return;
-  throw new AgentError(
-    'bad_state',
-    `This state directory (${stateDir}) belongs to ${userLabel(owner)}, and the agent runs as that user: ` +
-      `files root writes there would be unreadable to it. Run \`sudo -u ${sudoUser(owner)} drover-agent enroll …\` instead`,
-  );
 }
 
 function removeIfEmpty(dir: string): void {

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { LABELS_ENV, loadAgentLabels, MAX_USER_LABELS } from '../daemon/agent-labels.js';
 import { DEFAULTS } from '../daemon/defaults.js';
 import { AgentError } from '../errors.js';
+import { refuseRootInAnotherUsersDir } from '../state/owner.js';
 import { defaultStateDir } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
 import { CliExit, processIo, type CliIo } from './io.js';
@@ -166,6 +167,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       // The proxy variables and the CA file: one the agent cannot use stops it here.
       configureDispatcher({ caFile: flags.caFile });
       const stateDir = flags.stateDir ?? defaultStateDir();
+      refuseRootInAnotherUsersDir(stateDir, 'run');
       ensurePrivateDir(stateDir);
       loadIdentity(stateDir); // not enrolled: say so before anything else is created
       // Secret values are masked in the agent's log as in everything it sends (the daemon reads the file).

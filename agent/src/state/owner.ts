@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { AgentError } from '../errors.js';
 
 /**
  * Who owns what, in names a technician types: the agent's files belong to the user the service
@@ -79,3 +80,32 @@ export const isPermissionError = (error: unknown): boolean => {
   const code = (error as NodeJS.ErrnoException)?.code;
   return code === 'EACCES' || code === 'EPERM';
 };
+
+/**
+ * Root enrolling into, or running the agent on, the state directory of another user
+ * (drover-agent's, under the Debian package) leaves files to root, mode 0600, that the service,
+ * which runs as that user, cannot read: the key and agent.json (it would fail at every start),
+ * the lifetime counters (started again from zero), reports waiting in the outbox (set aside as
+ * damaged: a job's result never delivered), the journals and directories of the jobs root ran.
+ * Refused, with the command that works, rather than chown-ed afterwards: nothing is left to root
+ * if the command stops half-way (docs/agent.md, "The state directory").
+ */
+export function refuseRootInAnotherUsersDir(stateDir: string, command: 'enroll' | 'run'): void {
+  if (currentUid() !== 0) return; // another user cannot write there at all: the error says so
+  let owner: number;
+  try {
+    owner = fs.statSync(stateDir).uid;
+  } catch {
+    return; // not there yet: made by root, for root
+  }
+  if (owner === 0) return;
+  const asRoot =
+    command === 'run'
+      ? ` (to run the agent as root, give root the directory first: \`chown -R root: ${stateDir}\`)`
+      : '';
+  throw new AgentError(
+    'bad_state',
+    `This state directory (${stateDir}) belongs to ${userLabel(owner)}, and the agent runs as that user: ` +
+      `files root writes there would be unreadable to it. Run \`sudo -u ${sudoUser(owner)} drover-agent ${command} …\` instead${asRoot}`,
+  );
+}

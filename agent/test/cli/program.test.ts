@@ -244,6 +244,36 @@ describe('drover-agent run: a crash', () => {
   });
 });
 
+describe('drover-agent run as root', () => {
+  it("refuses the state directory of the service's user, naming the command that works, and writes nothing", async () => {
+    // `sudo drover-agent run` on the service's directory would leave root's files there, 0600:
+    // the service would then lose its counters, the reports in its outbox, the jobs root ran.
+    const stateDir = path.join(root, 'state');
+    fs.mkdirSync(stateDir, { mode: 0o700 });
+    fs.writeFileSync(path.join(stateDir, 'agent.json'), '{}', { mode: 0o600 });
+    const stat = fs.statSync;
+    const spies = [
+      vi.spyOn(process, 'getuid').mockReturnValue(0),
+      vi
+        .spyOn(fs, 'statSync')
+        .mockImplementation(((p: fs.PathLike, o?: never) =>
+          p === stateDir ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
+    ];
+    try {
+      const res = await run('run', '--state-dir', stateDir);
+      expect(res.code).toBe(1);
+      expect(res.err).toBe(
+        `drover-agent: error: This state directory (${stateDir}) belongs to nobody, and the agent runs as that user: ` +
+          'files root writes there would be unreadable to it. Run `sudo -u nobody drover-agent run …` instead ' +
+          `(to run the agent as root, give root the directory first: \`chown -R root: ${stateDir}\`)\n`,
+      );
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(fs.readdirSync(stateDir)).toEqual(['agent.json']);
+  });
+});
+
 describe('drover-agent enroll as root', () => {
   it("refuses the state directory of the service's user, naming the command that works, and writes nothing", async () => {
     const stateDir = path.join(root, 'state');
