@@ -100,9 +100,16 @@ function markerProblem(text: string): string | null {
     typeof release.sequence !== 'number'
   )
     return 'release: expected {releaseId, version, sequence}';
-  if (typeof value.deadlineMs !== 'number' || value.deadlineMs <= 0) return 'deadlineMs: expected a positive number';
-  if (typeof value.starts !== 'number') return 'starts: expected a number';
-  if (value.firstStartAt !== null && typeof value.firstStartAt !== 'string')
-    return 'firstStartAt: expected a string or null';
+  if (!Number.isFinite(value.deadlineMs) || (value.deadlineMs as number) <= 0)
+    return 'deadlineMs: expected a positive number';
+  if (!Number.isSafeInteger(value.starts) || (value.starts as number) < 0)
+    return 'starts: expected a whole number from 0';
+  // The trial's clock is read from these: a date that does not parse would stop every start.
+  if (Number.isNaN(Date.parse(value.swappedAt as string))) return 'swappedAt: expected a date';
+  if (
+    value.firstStartAt !== null &&
+    (typeof value.firstStartAt !== 'string' || Number.isNaN(Date.parse(value.firstStartAt)))
+  )
+    return 'firstStartAt: expected a date or null';
   return null;
 }

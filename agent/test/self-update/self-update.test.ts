@@ -323,6 +323,17 @@ describe('self-update', () => {
     );
   });
 
+  it('sets aside a marker whose trial dates do not parse, instead of stopping at every start', () => {
+    writeMarker(stateDir, marker({ firstStartAt: 'yesterday', starts: 1 }));
+    expect(selfUpdate('0.2.0').resume(parts())).toEqual(new Set());
+    expect(fs.existsSync(`${markerPath(stateDir)}.damaged`)).toBe(true);
+    expect(
+      messages().some(
+        (m) => m === `skipped a damaged file: ${markerPath(stateDir)} (firstStartAt: expected a date or null)`,
+      ),
+    ).toBe(true);
+  });
+
   it('offers the built-in workflow unless turned off', () => {
     const on = selfUpdate('0.1.0');
     expect(on.workflows.map((w) => w.name)).toEqual([SELF_UPDATE_WORKFLOW]);
