@@ -64,6 +64,10 @@ const ACTIVE_BY_AGENTS = query<WorkflowRow, [string]>(
   (d) => `SELECT * FROM workflows WHERE agent_id ${d.inJsonArray('?')}
     AND removed_at IS NULL ORDER BY name, agent_id`,
 );
+/** One workflow name on many agents (a selector trigger's): the (agent_id, name) key, agent by agent. */
+const ACTIVE_NAMED_BY_AGENTS = query<WorkflowRow, [string, string]>(
+  (d) => `SELECT * FROM workflows WHERE name = ? AND agent_id ${d.inJsonArray('?')} AND removed_at IS NULL`,
+);
 const BY_AGENT_AND_NAME = query<WorkflowRow, [string, string]>(
   'SELECT * FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL',
 );
@@ -130,6 +134,10 @@ export function createWorkflowRepository(db: Database): WorkflowRepository {
     async listActiveByAgents(agentIds) {
       if (agentIds.length === 0) return [];
       return (await db.all(ACTIVE_BY_AGENTS, [JSON.stringify(agentIds)])).map(toWorkflow);
+    },
+    async listActiveNamedByAgents(name, agentIds) {
+      if (agentIds.length === 0) return [];
+      return (await db.all(ACTIVE_NAMED_BY_AGENTS, [name, JSON.stringify(agentIds)])).map(toWorkflow);
     },
     async findActiveByAgentAndName(agentId, name) {
       const row = await db.one(BY_AGENT_AND_NAME, [agentId, name]);

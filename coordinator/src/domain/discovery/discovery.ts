@@ -24,7 +24,7 @@ import { parseSelector } from '@drover/shared';
 
 export interface DiscoveryRepositories {
   agents: Pick<AgentRepository, 'listByIds' | 'listByOrg'>;
-  workflows: Pick<WorkflowRepository, 'listActiveByAgents' | 'findActiveByAgentAndName'>;
+  workflows: Pick<WorkflowRepository, 'listActiveByAgents' | 'listActiveNamedByAgents'>;
   triggers: Pick<TriggerRepository, 'listByIds'>;
 }
 
@@ -60,12 +60,19 @@ export async function runnableWorkflows(repos: DiscoveryRepositories, token: Tok
   const singleLive = single.filter((s) => live.has(s.agentId) && !wholeAgentIds.has(s.agentId));
   if (singleLive.length === 0) return workflows; // already ascending by name, then agent id
 
-  const seen = new Set(workflows.map((w) => w.id));
+  // One query per workflow name, whatever the number of agents a selector trigger names it on.
+  const agentsByName = new Map<string, Set<string>>();
   for (const { agentId, name } of singleLive) {
-    const workflow = await repos.workflows.findActiveByAgentAndName(agentId, name);
-    if (workflow && !seen.has(workflow.id)) {
-      seen.add(workflow.id);
-      workflows.push(workflow);
+    const agentIds = agentsByName.get(name) ?? new Set<string>();
+    agentsByName.set(name, agentIds.add(agentId));
+  }
+  const seen = new Set(workflows.map((w) => w.id));
+  for (const [name, agentIds] of agentsByName) {
+    for (const workflow of await repos.workflows.listActiveNamedByAgents(name, [...agentIds])) {
+      if (!seen.has(workflow.id)) {
+        seen.add(workflow.id);
+        workflows.push(workflow);
+      }
     }
   }
   return workflows.sort(byNameThenAgent);

@@ -31,6 +31,8 @@ export interface WorkflowRepository {
   replaceForAgent(orgId: string, agentId: string, defs: readonly WorkflowDefinition[], at: string): Promise<Workflow[]>;
   /** Active workflows of these agents, ascending by name (then agent id). */
   listActiveByAgents(agentIds: readonly string[]): Promise<Workflow[]>;
+  /** The active workflow of this name on each of these agents that has one, in no particular order. */
+  listActiveNamedByAgents(name: string, agentIds: readonly string[]): Promise<Workflow[]>;
   findActiveByAgentAndName(agentId: string, name: string): Promise<Workflow | null>;
   /** Active workflows of the organization, ascending by name. */
   listByOrg(orgId: string): Promise<Workflow[]>;

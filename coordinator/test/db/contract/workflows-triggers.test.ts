@@ -87,6 +87,14 @@ describe.each(DATABASES)('workflows, triggers and cron occurrences (%s)', (kind)
     );
     expect(await t.repos.workflows.listActiveByAgents([])).toEqual([]);
     expect((await t.repos.workflows.listByOrg(orgId)).map((w) => w.name)).toEqual(['backup', 'backup']);
+    // One name on many agents: the active ones of those that have it, none of another name.
+    await t.repos.workflows.replaceForAgent(orgId, otherAgent, [{ name: 'deploy', steps }], iso(5));
+    const named = await t.repos.workflows.listActiveNamedByAgents('backup', [agentId, otherAgent, newId()]);
+    expect(named.map((w) => [w.agentId, w.name]).sort()).toEqual([[agentId, 'backup']]);
+    expect(await t.repos.workflows.listActiveNamedByAgents('deploy', [otherAgent])).toMatchObject([
+      { agentId: otherAgent, name: 'deploy', removedAt: null },
+    ]);
+    expect(await t.repos.workflows.listActiveNamedByAgents('backup', [])).toEqual([]);
   });
 
   it('stores every field of a trigger, updates its configuration and soft-deletes it', async () => {
