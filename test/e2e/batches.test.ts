@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
+import { auditEntries } from '../helpers/audit.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import type { ApiClient } from '../helpers/http.js';
 import { finishBody } from '../helpers/jobs.js';
@@ -287,6 +288,11 @@ describe('batches', () => {
       ['job_created', b.id],
     ]);
     expect((await t.owner.post(`/batches/${b.id}/cancel`)).status).toBe(200);
+  });
+
+  it("records a selector trigger's selector and fanout in its creation's audit entry", async () => {
+    const entry = (await auditEntries(t.owner, t.orgId, 'trigger.create')).find((e) => e.targetId === triggers.all);
+    expect(entry?.metadata).toMatchObject({ agentSelector: 'role=gateway,site=berlin', fanout: 'all', agentId: null });
   });
 
   it('lets a trigger grant discover the agents a selector trigger selects now, and its workflow on each', async () => {

@@ -95,6 +95,8 @@ export class TriggerService {
         name: trigger.name,
         type: trigger.type,
         agentId: trigger.agentId,
+        // A trigger on a selector: which agents it may reach, and how its runs spread over them.
+        ...(trigger.agentSelector !== null ? { agentSelector: trigger.agentSelector, fanout: trigger.fanout } : {}),
         scopeType: trigger.scopeType,
         workflowName: trigger.workflowName,
       }),
