@@ -152,12 +152,17 @@ function parseStateFile(text: string): Map<string, AppDeployState> | string {
     if (lastIssuedAt !== null && !Number.isSafeInteger(lastIssuedAt)) {
       return `lastIssuedAt of application ${id} is not a number`;
     }
+    // Keys that do not read are damage, said as such: dropped in silence, the next manifest's
+    // keys would be pinned as if on first sight.
+    const releaseKeys =
+      raw.releaseKeys === undefined || raw.releaseKeys === null ? null : parsePinnedKeys(raw.releaseKeys);
+    if (releaseKeys === undefined) return `the pinned release keys of application ${id} are damaged`;
     apps.set(id, {
       current,
       lastIssuedAt: lastIssuedAt as number | null,
       postponed: parseRelease(raw.postponed) ?? null,
       lastFailure: parseFailure(raw.lastFailure),
-      releaseKeys: parsePinnedKeys(raw.releaseKeys),
+      releaseKeys,
       ...(raw.requestBound === true ? { requestBound: true } : {}),
       updatedAt: typeof raw.updatedAt === 'string' ? raw.updatedAt : '',
     });
@@ -172,11 +177,11 @@ function parseRelease(value: unknown): InstalledRelease | undefined {
   return { releaseId, version, sequence: sequence as number, ...(typeof channel === 'string' ? { channel } : {}) };
 }
 
-function parsePinnedKeys(value: unknown): PinnedReleaseKeys | null {
-  if (!isObject(value)) return null;
+function parsePinnedKeys(value: unknown): PinnedReleaseKeys | undefined {
+  if (!isObject(value)) return undefined;
   const { keys, generation, slug, workflows } = value;
   if (!Array.isArray(keys) || !keys.every((k) => typeof k === 'string') || !Number.isSafeInteger(generation)) {
-    return null;
+    return undefined;
   }
   const names = Array.isArray(workflows) ? workflows.filter((w): w is string => typeof w === 'string') : null;
   return {

@@ -49,6 +49,17 @@ describe('deploy/state.json', () => {
     ]);
     expect(fs.existsSync(path.join(dir, 'deploy', 'state.json.damaged'))).toBe(true);
   });
+
+  it('calls pinned release keys that do not read damage, not a state without keys', () => {
+    fs.mkdirSync(path.join(dir, 'deploy'), { recursive: true });
+    const app = { current: null, lastIssuedAt: null, releaseKeys: { keys: 'AAAA', generation: 1 } };
+    fs.writeFileSync(path.join(dir, 'deploy', 'state.json'), JSON.stringify({ version: 1, apps: { x: app } }));
+    const damaged: string[] = [];
+    DeployStateStore.open(dir, (_file, reason) => damaged.push(reason));
+    expect(damaged).toEqual([
+      'the pinned release keys of application x are damaged (renamed state.json.damaged; starting without deployment history)',
+    ]);
+  });
 });
 
 describe('a manifest entry', () => {
