@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -179,5 +180,37 @@ describe('drover files download without -o, onto a file of the same name here', 
     fs.writeFileSync(npmrc, 'registry=mine\n');
     expect(await cli(['files', 'download', FILE_ID, '-o', '.npmrc'])).toMatchObject({ code: 0, stdout: `${npmrc}\n` });
     expect(fs.readFileSync(npmrc, 'utf8')).toBe('"payload"');
+  });
+
+  it('never replaces what is no regular file (a FIFO, a device: -o /dev/null as root)', async () => {
+    await cli(['--version'], routes);
+    // A FIFO stands for /dev/null here: a rename over it would put a file in its place.
+    const fifo = path.join(dir!, 'sink');
+    execFileSync('mkfifo', [fifo]);
+    api!.calls.length = 0;
+    expect(await cli(['files', 'download', FILE_ID, '-o', 'sink'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        'drover: cannot write to sink: it is a FIFO, not a regular file, and the download would replace it with one; pass -o a file or a directory\n',
+    });
+    expect(api!.calls).toEqual([]);
+
+    // In a directory -o names, and here without -o (even with --force): the stored file's name.
+    fs.mkdirSync(path.join(dir!, 'dl'));
+    execFileSync('mkfifo', [path.join(dir!, 'dl', '.npmrc')]);
+    fs.rmSync(path.join(dir!, '.npmrc'), { force: true });
+    execFileSync('mkfifo', [path.join(dir!, '.npmrc')]);
+    const inDir = await cli(['files', 'download', FILE_ID, '-o', 'dl']);
+    expect(inDir).toMatchObject({ code: 2, stdout: '' });
+    expect(inDir.stderr).toContain(`cannot write to ${path.join(dir!, 'dl', '.npmrc')}: it is a FIFO`);
+    const here = await cli(['files', 'download', FILE_ID, '--force']);
+    expect(here).toMatchObject({ code: 2, stdout: '' });
+    expect(here.stderr).toContain('cannot write to .npmrc: it is a FIFO');
+    expect(api!.calls.filter((call) => call.endsWith('/download-url'))).toEqual([]);
+    for (const file of [fifo, path.join(dir!, 'dl', '.npmrc'), path.join(dir!, '.npmrc')]) {
+      expect(fs.lstatSync(file).isFIFO()).toBe(true);
+    }
+    expect(fs.readdirSync(dir!).filter((name) => name.endsWith('.part'))).toEqual([]);
   });
 });

@@ -61,6 +61,7 @@ export async function downloadStoredFile(rt: Runtime, caller: Caller, options: D
   const filePath = `${await filesPath(caller)}/${encodeURIComponent(options.fileId)}`;
   const file = await caller.api.get<StoredFile>(filePath);
   const target = targetPath(rt.cwd, options.output, file);
+  checkReplaceable(target, options.output === undefined ? path.basename(target) : target);
   // The name is the uploader's choice: never let it replace a file here (`.npmrc`, `Makefile`)
   // unless asked. An explicit -o names what to replace.
   if (options.output === undefined && !options.force && fs.lstatSync(target, { throwIfNoEntry: false })) {
@@ -236,6 +237,7 @@ function checkOutputDirectory(cwd: string, output: string | undefined): void {
   if (output === undefined) return;
   const resolved = path.resolve(cwd, output);
   if (statOf(resolved)?.isDirectory()) return;
+  checkReplaceable(resolved, output);
   const given = output.endsWith('/') ? output.replace(/\/+$/, '') || '/' : path.dirname(output);
   const dir = path.resolve(cwd, given);
   const found = statOf(dir);
@@ -245,6 +247,29 @@ function checkOutputDirectory(cwd: string, output: string | undefined): void {
     );
   }
   if (!found.isDirectory()) throw new CliError(`cannot write to ${output}: ${dir} is not a directory`);
+}
+
+/**
+ * What the download replaces, when it exists, is a regular file: the bytes go to a part file beside
+ * it, renamed over it at the end, which would put a file in the place of a device (`-o /dev/null`,
+ * `/dev/stdout`, as root), a FIFO or a socket, and write the part file into its directory (`/dev`).
+ */
+function checkReplaceable(target: string, shown: string): void {
+  const found = statOf(target);
+  if (found === undefined || found.isFile()) return;
+  throw new CliError(
+    `cannot write to ${shown}: it is ${kindOf(found)}, not a regular file, and the download would replace it ` +
+      'with one; pass -o a file or a directory',
+  );
+}
+
+function kindOf(stats: fs.Stats): string {
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isSocket()) return 'a socket';
+  return 'a special file';
 }
 
 function statOf(file: string): fs.Stats | undefined {
