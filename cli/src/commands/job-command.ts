@@ -44,7 +44,7 @@ export function configureJobCommand(program: Command, rt: Runtime): void {
       rt.out(describeJob(job, api.origin));
       if (flags.logs) {
         rt.out('Logs:\n');
-        for (const line of await allLogs(api, jobId)) rt.out(formatLogLine(line));
+        await eachLogPage(api, jobId, (lines) => lines.forEach((line) => rt.out(formatLogLine(line))));
       }
     });
 }
@@ -80,13 +80,16 @@ function describeLog(job: JobDetail): string | null {
   return `${lines} (${job.logsDropped.toLocaleString('en-US')} more dropped from the middle: the log passed the coordinator's limit)`;
 }
 
-/** Every line of the job's log, page after page. */
-async function allLogs(api: Api, jobId: string): Promise<LogLine[]> {
-  const lines: LogLine[] = [];
+/**
+ * Every line of the job's log, handed over page after page as each is read: a log of the
+ * coordinator's largest size (up to 1 GiB) is never held whole, and the first lines show (or a
+ * reader that went away, `| head`, ends the command) without waiting for the last page.
+ */
+async function eachLogPage(api: Api, jobId: string, onPage: (lines: LogLine[]) => void): Promise<void> {
   for (let after = 0; ;) {
     const page = await readJob(api, jobId, after, LOG_PAGE);
-    lines.push(...page.logs);
-    if (!moreLogsAfter(page, LOG_PAGE) || page.logs.length === 0) return lines;
+    onPage(page.logs);
+    if (!moreLogsAfter(page, LOG_PAGE) || page.logs.length === 0) return;
     after = page.logs[page.logs.length - 1]!.seq;
   }
 }
