@@ -339,6 +339,68 @@ describe('an interrupted wait with --json', () => {
   });
 });
 
+describe('a wait interrupted or timed out before it saw the job (an outage from the start)', () => {
+  const BATCH = '019ac3e2-6b20-7d11-8e0f-00000000ba7c';
+  const batchAccepted = {
+    batchId: BATCH,
+    jobIds: [JOB],
+    jobCount: 1,
+    status: 'pending',
+    statusUrl: `/api/batches/${BATCH}`,
+  };
+
+  it("prints the run's answer and exits 6, as for any wait that ends while the job runs", async () => {
+    let stop = new AbortController();
+    const down = json(503, { message: 'restarting' });
+    const env = await start(
+      {
+        [`POST /v1/orgs/${ORG}/triggers/${TRIGGER}/run`]: json(202, accepted),
+        [`POST /v1/orgs/${ORG}/triggers/fleet/run`]: json(202, batchAccepted),
+        // Interrupted as the first look is refused: the job (the batch) was never seen.
+        [`GET /v1/jobs/${JOB}`]: (req, res) => {
+          stop.abort('SIGINT');
+          down(req, res);
+        },
+        [`GET /v1/batches/${BATCH}`]: (req, res) => {
+          stop.abort('SIGINT');
+          down(req, res);
+        },
+      },
+      { session: true },
+    );
+    // (The interruption may come while the first look still waits for its answer: no outage said yet.)
+    const run = await cli(['run', TRIGGER, '--wait', '--json'], env, stop.signal);
+    expect(run.code, run.stderr).toBe(6);
+    expect(JSON.parse(run.stdout)).toEqual(accepted);
+
+    stop = new AbortController();
+    const said = await cli(['run', TRIGGER, '--wait'], env, stop.signal);
+    expect(said.code, said.stderr).toBe(6);
+    expect(said.stdout).toContain(`Job ${JOB} is still pending: the wait was interrupted\n`);
+
+    stop = new AbortController();
+    const batch = await cli(['run', 'fleet', '--wait', '--json'], env, stop.signal);
+    expect(batch.code, batch.stderr).toBe(6);
+    expect(JSON.parse(batch.stdout)).toEqual(batchAccepted);
+  });
+
+  it('prints it too when --wait-timeout passes first, with the error that says the job may still run', async () => {
+    const env = await start(
+      {
+        [`POST /v1/orgs/${ORG}/triggers/${TRIGGER}/run`]: json(202, accepted),
+        [`GET /v1/jobs/${JOB}`]: json(503, { message: 'restarting' }),
+      },
+      { session: true },
+    );
+    const res = await cli(['run', TRIGGER, '--wait', '--json', '--wait-timeout', '1s'], env);
+    expect(res.code).toBe(6);
+    expect(JSON.parse(res.stdout)).toEqual(accepted);
+    expect(res.stderr).toContain(
+      `the wait timed out before the coordinator answered (restarting): job ${JOB} may still run`,
+    );
+  }, 15_000);
+});
+
 describe('--wait-timeout on a sync trigger', () => {
   it("ends the run's own wait, exit 6, saying how to get the job back", async () => {
     const env = await start({

@@ -1,6 +1,7 @@
 import { optionalSessionCaller, type Caller } from '../callers.js';
 import { CliExit } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
+import { waitForStarted } from '../http/outage.js';
 import { statusPageUrl } from '../jobs/format-job.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
@@ -65,12 +66,21 @@ export async function reportBatchRun(
   if (flags.logs) {
     rt.err("drover: --logs follows one job's log; a batch's are one per agent: drover job <job-id> --logs\n");
   }
-  const end = await waitForBatch(session.api, accepted.batchId, {
-    signal: rt.signal,
-    timeoutMs: waitTimeoutMs,
-    onJobsEnded: printJobEnds(rt),
-    onOutage: (message) => rt.err(`drover: ${message}\n`),
-  });
+  const end = await waitForStarted(
+    waitForBatch(session.api, accepted.batchId, {
+      signal: rt.signal,
+      timeoutMs: waitTimeoutMs,
+      onJobsEnded: printJobEnds(rt),
+      onOutage: (message) => rt.err(`drover: ${message}\n`),
+    }),
+    (ended) => {
+      // The batch was never seen: the run's answer is all there is (the error says a timeout).
+      if (flags.json) printJson(rt, accepted);
+      else if (ended === 'interrupted') {
+        rt.out(`Batch ${accepted.batchId}: ${accepted.status}: the wait was interrupted\n`);
+      }
+    },
+  );
   const { batch } = end;
   if (flags.json) printJson(rt, batch);
   else {

@@ -9,6 +9,7 @@ import { EXIT, exitCodeOfStatus } from '../exit-codes.js';
 import { describeOutcome, formatLogLine, formatOutput, statusPageUrl } from '../jobs/format-job.js';
 import { knownJobStatus, type RunAccepted, type RunResult } from '../jobs/job.js';
 import { jobAfterWait, waitForJob } from '../jobs/wait.js';
+import { waitForStarted } from '../http/outage.js';
 import { printJson } from '../output/json.js';
 import { buildParams, collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
@@ -214,12 +215,19 @@ async function followAsyncJob(
     );
     throw new CliExit(EXIT.usage);
   }
-  const end = await waitForJob(session.api, run.jobId, {
-    signal: rt.signal,
-    timeoutMs,
-    onLogs: flags.logs ? (lines) => lines.forEach((line) => rt.err(formatLogLine(line))) : undefined,
-    onOutage: (message) => rt.err(`drover: ${message}\n`),
-  });
+  const end = await waitForStarted(
+    waitForJob(session.api, run.jobId, {
+      signal: rt.signal,
+      timeoutMs,
+      onLogs: flags.logs ? (lines) => lines.forEach((line) => rt.err(formatLogLine(line))) : undefined,
+      onOutage: (message) => rt.err(`drover: ${message}\n`),
+    }),
+    (ended) => {
+      // The job was never seen: the run's answer is all there is (the error says a timeout).
+      if (flags.json) printJson(rt, run);
+      else if (ended === 'interrupted') rt.out(`Job ${run.jobId} is still ${run.status}: the wait was interrupted\n`);
+    },
+  );
   const job = end.job;
   if (flags.json) {
     // The job as the API answers it, without its log lines (`drover job <id> --logs --json` has them).

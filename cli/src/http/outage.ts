@@ -1,5 +1,5 @@
 import { pause } from '@drover/agent/client';
-import { ApiError, CliError, Interrupted, NoAnswer } from '../errors.js';
+import { ApiError, CliError, CliExit, Interrupted, NoAnswer } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
 
 /** The first pause after a look that got no answer, doubling up to the longest (docs/cli.md, "Waits and outages"). */
@@ -91,9 +91,8 @@ export async function lookDuringWait<T>(
     const looked = await readThroughOutage(read, options);
     if ('value' in looked) return { seen: looked.value };
     if (last !== undefined) return { ended: 'timeout' };
-    throw new CliError(
+    throw new WaitTimedOut(
       `the wait timed out before the coordinator answered (${looked.gaveUp.message}): ${what} may still run`,
-      EXIT.stillRunning,
     );
   } catch (error) {
     if (error instanceof Interrupted && last !== undefined) return { ended: 'interrupted' };
@@ -104,4 +103,35 @@ export async function lookDuringWait<T>(
 /** How long one look may wait for its answer: the default (60 s), but never past the wait's deadline. */
 export function answerTimeoutBefore(deadline: number): number {
   return Math.max(1_000, Math.min(60_000, deadline - Date.now()));
+}
+
+/** A wait's deadline passed before the coordinator answered its first look (exit 6: what it waits for may still run). */
+export class WaitTimedOut extends CliError {
+  constructor(message: string) {
+    super(message, EXIT.stillRunning);
+    this.name = 'WaitTimedOut';
+  }
+}
+
+/**
+ * The wait for what a run started (its job, its batch), which exists and runs on whatever the wait
+ * sees. When the wait ends before the coordinator answered its first look (an outage from the start,
+ * then Ctrl-C or the deadline), `unseen` prints what the run answered (with `--json`, a script still
+ * gets the id) and the command exits 6, as for any wait that ends while the job runs; not 130 with
+ * nothing on standard output.
+ */
+export async function waitForStarted<T>(
+  wait: Promise<T>,
+  unseen: (ended: 'timeout' | 'interrupted') => void,
+): Promise<T> {
+  try {
+    return await wait;
+  } catch (error) {
+    if (error instanceof Interrupted) {
+      unseen('interrupted');
+      throw new CliExit(EXIT.stillRunning);
+    }
+    if (error instanceof WaitTimedOut) unseen('timeout');
+    throw error;
+  }
 }
