@@ -35,6 +35,7 @@ export class Api {
   ) {}
 
   async call<T>(method: Dispatcher.HttpMethod, path: string, options: CallOptions = {}): Promise<ApiAnswer<T>> {
+    refuseDotSegments(path);
     const url = new URL(`/v1${path}`, this.origin);
     for (const [name, value] of Object.entries(options.query ?? {})) {
       if (value !== undefined) url.searchParams.set(name, String(value));
@@ -127,6 +128,17 @@ export class Api {
     const what = detail === 'UND_ERR_HEADERS_TIMEOUT' ? 'no answer in time' : detail;
     return new NoAnswer(`cannot reach the coordinator at ${this.origin}: ${what}`, code, { cause: error });
   }
+}
+
+/**
+ * An id given on the command line goes into the path (encoded), but a URL reads a segment `.` or
+ * `..` (`%2e` too) as a step, never as a name: `drover trigger delete ..` would call
+ * `DELETE /v1/orgs/:orgId/`, `drover files download ..` read the organization as a file. Such an
+ * argument names nothing, so it is refused before any call.
+ */
+function refuseDotSegments(path: string): void {
+  const dots = path.split('/').find((segment) => /^(?:\.|%2e){1,2}$/i.test(segment));
+  if (dots !== undefined) throw new CliError(`\`${decodeURIComponent(dots)}\` is not an id (nor a name)`);
 }
 
 function parseJson(text: string): unknown {
