@@ -125,9 +125,40 @@ export class Api {
     const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
     const code = e?.cause?.code ?? e?.code ?? '';
     const detail = code || (e?.cause?.message ?? e?.message ?? String(error));
-    const what = detail === 'UND_ERR_HEADERS_TIMEOUT' ? 'no answer in time' : detail;
+    const what =
+      detail === 'UND_ERR_HEADERS_TIMEOUT'
+        ? 'no answer in time'
+        : (tlsRefusal(code, new URL(this.origin).hostname) ?? detail);
     return new NoAnswer(`cannot reach the coordinator at ${this.origin}: ${what}`, code, { cause: error });
   }
+}
+
+/** The TLS verification failures of a coordinator behind a private CA or a wrong certificate. */
+const UNTRUSTED_CERTIFICATE = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
+
+/**
+ * What a TLS refusal means and what to do, rather than its bare code: a certificate of a CA the
+ * machine does not trust (Node.js reads more CAs from `NODE_EXTRA_CA_CERTS`), one for another
+ * host name, or an expired one; null for any other failure.
+ */
+function tlsRefusal(code: string, host: string): string | null {
+  if (UNTRUSTED_CERTIFICATE.has(code)) {
+    return (
+      `its TLS certificate is not signed by a CA this machine trusts (${code}); for a private CA, ` +
+      'set NODE_EXTRA_CA_CERTS to the CA certificate file (PEM)'
+    );
+  }
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return `its TLS certificate does not name ${host} (${code}): use --url with a name the certificate has`;
+  }
+  if (code === 'CERT_HAS_EXPIRED') return `its TLS certificate has expired (${code})`;
+  return null;
 }
 
 /**
