@@ -56,7 +56,8 @@ export function configureRunCommand(program: Command, rt: Runtime): void {
     .addHelpText(
       'after',
       '\nExit codes: 0 success (or accepted, without --wait), 1 failed, 2 usage or API error, 3 rejected,\n' +
-        '4 timed out, 5 cancelled, 6 the wait ended while the job still runs.\n' +
+        '4 timed out, 5 cancelled, 6 the wait ended while the job still runs (Ctrl-C during --wait included),\n' +
+        '130 interrupted outside a wait, 141 the reader of the output went away (`| head`).\n' +
         'A batch (a selector trigger) waited for: 0 when every job succeeded, 1 otherwise, 6 while it still runs.\n',
     )
     .action(async (triggerId: string, flags: RunFlags, command: Command) => {
