@@ -38,16 +38,29 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+export interface DatabaseOptions {
+  /**
+   * How the database sorts text: `bytes`, the server's own `C.UTF-8` (the order of SQLite's BINARY
+   * collation), or `en-US`, the ICU locale of the many servers created with `en_US.UTF-8` (`a`
+   * before `B`, `-` and `_` ignored at first): a test of what must not depend on it.
+   */
+  collation?: 'bytes' | 'en-US';
+}
+
 /**
  * A new, empty database on the run's PostgreSQL server (global-setup.ts): call it once per test
  * file (in `beforeAll`), so test files never see each other's rows.
  */
-export async function freshPostgresDatabase(): Promise<TestDatabase> {
+export async function freshPostgresDatabase(options: DatabaseOptions = {}): Promise<TestDatabase> {
   const info = inject('postgresServer');
   const name = `drover_test_${crypto.randomBytes(6).toString('hex')}`;
   const admin = await adminClient();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.query(
+      options.collation === 'en-US'
+        ? `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`
+        : `CREATE DATABASE ${name}`,
+    );
   } finally {
     await admin.end();
   }

@@ -174,8 +174,8 @@ const NOTIFY_OF = query<
 const FAILED_AGENTS_NAMED = 10;
 /** The agents whose jobs of the batch did not succeed (failed, timed out, rejected), by name. */
 const FAILED_AGENTS = values<string, [string, number]>(
-  `SELECT a.name FROM jobs j JOIN agents a ON a.id = j.agent_id
-   WHERE j.batch_id = ? AND j.status IN ('failed', 'timed_out', 'rejected') ORDER BY a.name LIMIT ?`,
+  (d) => `SELECT a.name FROM jobs j JOIN agents a ON a.id = j.agent_id
+   WHERE j.batch_id = ? AND j.status IN ('failed', 'timed_out', 'rejected') ORDER BY a.name${d.byteOrder} LIMIT ?`,
 );
 /** A chat run's origin, which every job of its batch carries. */
 const CHAT_ORIGIN = values<string, [string]>(

@@ -134,10 +134,12 @@ const COUNTS = (oneWave: boolean) =>
 const UPDATE_FAILED = `EXISTS (SELECT 1 FROM update_jobs u JOIN jobs j ON j.id = u.job_id
   WHERE u.binding_id = rd.binding_id AND u.release_id = rd.release_id AND j.status IN ('failed', 'timed_out', 'rejected'))`;
 const FAILED_DEVICES = values<string, Record<string, unknown>>(
-  `SELECT a.name FROM rollout_devices rd JOIN device_bindings b ON b.id = rd.binding_id JOIN agents a ON a.id = b.agent_id
+  (
+    d,
+  ) => `SELECT a.name FROM rollout_devices rd JOIN device_bindings b ON b.id = rd.binding_id JOIN agents a ON a.id = b.agent_id
    WHERE rd.release_id = @releaseId AND rd.wave = @wave AND a.status <> 'revoked'
      AND COALESCE(b.current_sequence, 0) < @sequence AND ${UPDATE_FAILED}
-   ORDER BY a.name LIMIT @limit`,
+   ORDER BY a.name${d.byteOrder} LIMIT @limit`,
 );
 const ALL_COUNTS = COUNTS(false);
 const WAVE_COUNTS = COUNTS(true);

@@ -153,9 +153,9 @@ const SOFT_DELETE = command<[string, string, string]>(
   'UPDATE triggers SET deleted_at = ? WHERE org_id = ? AND id = ? AND deleted_at IS NULL',
 );
 const IN_CHANNEL = query<TriggerRow, [string, string, string, string]>(
-  `SELECT * FROM triggers WHERE type = ? AND chat_team_id = ? AND chat_channel_id = ? AND org_id = ?
+  (d) => `SELECT * FROM triggers WHERE type = ? AND chat_team_id = ? AND chat_channel_id = ? AND org_id = ?
      AND deleted_at IS NULL AND chat_team_id IS NOT NULL
-   ORDER BY chat_keyword, created_at`,
+   ORDER BY chat_keyword${d.byteOrder}, created_at`,
 );
 const KIND_OF = query<Pick<TriggerRow, 'type' | 'cron_enabled'>, [string, string]>(
   'SELECT type, cron_enabled FROM triggers WHERE org_id = ? AND id = ? AND deleted_at IS NULL',

@@ -58,11 +58,11 @@ const REMOVE_MISSING = command<[string, string, string, string]>(
     WHERE agent_id = ? AND removed_at IS NULL AND name NOT IN (SELECT value FROM ${d.jsonArrayElements}(?))`,
 );
 const ACTIVE_BY_AGENT = query<WorkflowRow, [string]>(
-  'SELECT * FROM workflows WHERE agent_id = ? AND removed_at IS NULL ORDER BY name',
+  (d) => `SELECT * FROM workflows WHERE agent_id = ? AND removed_at IS NULL ORDER BY name${d.byteOrder}`,
 );
 const ACTIVE_BY_AGENTS = query<WorkflowRow, [string]>(
   (d) => `SELECT * FROM workflows WHERE agent_id ${d.inJsonArray('?')}
-    AND removed_at IS NULL ORDER BY name, agent_id`,
+    AND removed_at IS NULL ORDER BY name${d.byteOrder}, agent_id`,
 );
 /** One workflow name on many agents (a selector trigger's): the (agent_id, name) key, agent by agent. */
 const ACTIVE_NAMED_BY_AGENTS = query<WorkflowRow, [string, string]>(
@@ -72,7 +72,7 @@ const BY_AGENT_AND_NAME = query<WorkflowRow, [string, string]>(
   'SELECT * FROM workflows WHERE agent_id = ? AND name = ? AND removed_at IS NULL',
 );
 const BY_ORG = query<WorkflowRow, [string]>(
-  'SELECT * FROM workflows WHERE org_id = ? AND removed_at IS NULL ORDER BY name, agent_id',
+  (d) => `SELECT * FROM workflows WHERE org_id = ? AND removed_at IS NULL ORDER BY name${d.byteOrder}, agent_id`,
 );
 const IN_ORG = query<WorkflowRow, [string, string]>('SELECT * FROM workflows WHERE org_id = ? AND id = ?');
 const SET_LIMITS = command<[number | null, number | null, number | null, string, string, string]>(

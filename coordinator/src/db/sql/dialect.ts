@@ -13,6 +13,13 @@ export interface Dialect {
    * KEY seq`, such as `jobs`, name `seq` on both).
    */
   readonly insertionOrder: string;
+  /**
+   * Appended to a text column in an `ORDER BY` that the API shows (workflows by name, agents by
+   * name): its order by the bytes of its UTF-8 text, as SQLite's BINARY collation sorts, whatever
+   * the collation the PostgreSQL database was created with (`en_US.UTF-8`, many servers' default,
+   * sorts `alpha` before `B2` and ignores `-` and `_`). Nothing on SQLite.
+   */
+  readonly byteOrder: string;
   /** `FOR UPDATE` after a SELECT that a decision rests on; nothing on SQLite, whose one writer serializes. */
   readonly forUpdate: string;
   /** `FOR NO KEY UPDATE`: the lock of a parent row (an organization) that inserts referencing it need not wait for. */
@@ -77,6 +84,7 @@ function jsonRows(elements: string, read: (index: number, type: string) => strin
 export const SQLITE: Dialect = {
   name: 'sqlite',
   insertionOrder: 'rowid',
+  byteOrder: '',
   forUpdate: '',
   forNoKeyUpdate: '',
   forShare: '',
@@ -93,6 +101,7 @@ export const SQLITE: Dialect = {
 export const POSTGRES: Dialect = {
   name: 'postgres',
   insertionOrder: 'seq',
+  byteOrder: ' COLLATE "C"',
   forUpdate: 'FOR UPDATE',
   forNoKeyUpdate: 'FOR NO KEY UPDATE',
   forShare: 'FOR SHARE',

@@ -48,8 +48,8 @@ export interface ContractDatabases {
 /**
  * Call once at the top of a contract test file. Each test of a `describe` that calls `use(kind)`
  * gets an empty, migrated database of `kind`: a new in-memory SQLite database per test; on
- * PostgreSQL, the file's own database (on the run's server, coordinator/test/postgres/), made and
- * migrated once and emptied before each test.
+ * PostgreSQL, the file's own database (on the run's server, coordinator/test/postgres/, with the
+ * collation of an `en_US.UTF-8` server), made and migrated once and emptied before each test.
  */
 export function databasesOfThisFile(): ContractDatabases {
   const postgres = postgresOfThisFile();
@@ -96,7 +96,9 @@ function postgresOfThisFile(): { use(): DatabaseUnderTest } {
   let other: ContractRepositories;
   let empty = '';
   beforeAll(async () => {
-    database = await freshPostgresDatabase();
+    // Sorting text as many servers do (en_US.UTF-8), not as SQLite: what the repositories give in
+    // an order must give it alike on both databases.
+    database = await freshPostgresDatabase({ collation: 'en-US' });
     pool = createPool(database.url);
     otherPool = createPool(database.url);
     await migratePostgres(pool);

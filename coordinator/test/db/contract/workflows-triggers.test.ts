@@ -97,6 +97,33 @@ describe.each(DATABASES)('workflows, triggers and cron occurrences (%s)', (kind)
     expect(await t.repos.workflows.listActiveNamedByAgents('backup', [])).toEqual([]);
   });
 
+  it('lists workflows by the bytes of their names, as SQLite sorts them, whatever the collation of the PostgreSQL database', async () => {
+    const steps = [{ run: 'true' }];
+    const names = ['Zeta', 'alpha', 'a-c', 'ab', 'a_d', 'B2', 'b10'];
+    const other = await enroll(t.repos, orgId, iso(0));
+    await t.repos.workflows.replaceForAgent(
+      orgId,
+      other,
+      names.map((name) => ({ name, steps })),
+      iso(0),
+    );
+    const reported = await t.repos.workflows.replaceForAgent(
+      orgId,
+      agentId,
+      names.map((name) => ({ name, steps })),
+      iso(0),
+    );
+    // Upper case before lower case, `-` before letters and `_` after upper case ones.
+    const byBytes = ['B2', 'Zeta', 'a-c', 'a_d', 'ab', 'alpha', 'b10'];
+    expect(reported.map((w) => w.name)).toEqual(byBytes);
+    const [first, second] = [agentId, other].sort();
+    const both = byBytes.flatMap((name) => [`${name} ${first}`, `${name} ${second}`]);
+    expect((await t.repos.workflows.listByOrg(orgId)).map((w) => `${w.name} ${w.agentId}`)).toEqual(both);
+    expect((await t.repos.workflows.listActiveByAgents([agentId, other])).map((w) => `${w.name} ${w.agentId}`)).toEqual(
+      both,
+    );
+  });
+
   it('stores every field of a trigger, updates its configuration and soft-deletes it', async () => {
     const cron = triggerRow({
       id: newId(),
