@@ -189,6 +189,24 @@ describe('audit log filters', () => {
     );
   });
 
+  it('takes a bound past the years a time is stored in at the nearest stored instant, alike on both databases', async () => {
+    const from = [...all].reverse()[2]!.createdAt;
+    // An offset moves the last second of 9999 into the year 10000 (`+010000-...`), and the first
+    // hour of the year 0000 into -000001; the year 0000 itself is none of PostgreSQL's.
+    const past9999 = encodeURIComponent('9999-12-31T23:59:59-01:00');
+    const before1 = encodeURIComponent('0000-01-01T00:00:00+01:00');
+    const year0 = '0000-06-01T00:00:00Z';
+    expect(ids(await list(`createdBefore=${past9999}`))).toEqual(ids(all));
+    expect(ids(await list(`createdAfter=${before1}`))).toEqual(ids(all));
+    expect(ids(await list(`createdAfter=${year0}`))).toEqual(ids(all));
+    expect(ids(await list(`createdAfter=${from}&createdBefore=${past9999}`))).toEqual(
+      ids(all.filter((e) => e.createdAt >= from)),
+    );
+    expect(await list(`createdAfter=${past9999}`)).toEqual([]);
+    expect(await list(`createdBefore=${year0}`)).toEqual([]);
+    expect(await list(`createdBefore=${before1}`)).toEqual([]);
+  });
+
   it('pages by cursor within the filters', async () => {
     const users = all.filter((e) => e.actorType === 'user');
     const first = await t.owner.get<Entry[]>(`/orgs/${t.orgId}/audit?actorType=user&limit=2`);
