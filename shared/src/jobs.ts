@@ -140,7 +140,9 @@ export const FinishJobRequest = {
   required: ['status', 'exitCode', 'errorMessage', 'output'],
   properties: {
     status: { type: 'string', enum: ['success', 'failed', 'timed_out', 'cancelled'] },
-    exitCode: { type: ['integer', 'null'] },
+    // A 32-bit signed integer, as PostgreSQL's column holds it (SQLite would hold more): the same
+    // refusal on both databases. A process's status is 0–255; a Windows code fits as signed.
+    exitCode: { type: ['integer', 'null'], minimum: -2147483648, maximum: 2147483647 },
     errorMessage: { type: ['string', 'null'], maxLength: 8192 },
     output: { type: 'object', maxProperties: 256, additionalProperties: true },
     finishedAt: { type: 'string', format: 'date-time' },

@@ -271,6 +271,12 @@ describe('agent job endpoints', () => {
     const huge = await finish('{"n":1e400}');
     expect(huge.status).toBe(422);
     expect(huge.body.details).toEqual([{ path: 'body.output.n', message: expect.stringMatching(/finite number/) }]);
+    // An exit code past 32 bits: PostgreSQL's column cannot hold it, SQLite's could; refused on both.
+    const windowsCode = await agent.request('POST', `/v1/agent/jobs/${job.id}/finish`, undefined, {
+      rawBody: '{"status":"failed","exitCode":3221225477,"errorMessage":null,"output":{}}',
+    });
+    expect(windowsCode.status).toBe(422);
+    expect(windowsCode.body.details).toEqual([{ path: 'body.exitCode', message: 'must be at most 2147483647' }]);
     expect(await detail(job.id)).toMatchObject({ status: 'pending', output: null });
 
     expect((await finish(`{"tree":${deep(31)}}`)).status).toBe(200);
