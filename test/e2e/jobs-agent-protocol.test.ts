@@ -183,6 +183,44 @@ describe('agent job endpoints', () => {
     }
   });
 
+  it("stores a line's time in UTC whatever offset or spelling the agent sent, and refuses one no database can keep", async () => {
+    const job = await createTestJob(t, agent);
+    const sent = [
+      '2026-01-01T12:00:00+14:00',
+      '2026-01-01t12:00:00z',
+      '2026-01-01 12:00:00.123456789Z',
+      '2026-01-01T12:00:00-23:59',
+      '0001-01-01T00:00:00Z',
+    ];
+    const lines = sent.map((at, i) => ({ seq: i + 1, at, stream: 'stdout', text: `l${i + 1}` }));
+    const res = await post(job.id, 'logs', { lines });
+    expect(res.status, res.text).toBe(200);
+    expect((await detail(job.id)).logs.map((l: { at: string }) => l.at)).toEqual([
+      '2025-12-31T22:00:00.000Z',
+      '2026-01-01T12:00:00.000Z',
+      '2026-01-01T12:00:00.123Z',
+      '2026-01-02T11:59:00.000Z',
+      '0001-01-01T00:00:00.000Z',
+    ]);
+    // The year 0 (PostgreSQL has none) and a leap second (a Date cannot hold one): 422 naming the
+    // line, and nothing of the batch is stored.
+    const late = [
+      { seq: 6, at: '2026-01-01T12:00:00Z', stream: 'stdout', text: 'fine' },
+      { seq: 7, at: '0000-12-31T23:59:59Z', stream: 'stdout', text: 'year 0' },
+      { seq: 8, at: '2026-06-30T23:59:60Z', stream: 'stdout', text: 'leap second' },
+    ];
+    const refused = await post(job.id, 'logs', { lines: late });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({
+      code: 'validation_failed',
+      details: [
+        { path: 'body.lines.1.at', message: expect.stringMatching(/between the years 0001 and 9999/) },
+        { path: 'body.lines.2.at', message: expect.stringMatching(/between the years 0001 and 9999/) },
+      ],
+    });
+    expect(await detail(job.id)).toMatchObject({ status: 'pending', logsTotal: 5 });
+  });
+
   it('keeps a line ending in half of an emoji (an older agent cut it there), U+FFFD for the half, and the lines beside it', async () => {
     const job = await createTestJob(t, agent);
     const at = new Date().toISOString();

@@ -1,4 +1,5 @@
 import { describeValue, invalid } from '../errors.js';
+import { FIRST_STORABLE_MS, LAST_STORABLE_MS } from '../util/clock.js';
 import { timestamp } from './schemas/common.js';
 
 /** The `createdAfter` and `createdBefore` query parameters of a list filtered by creation time. */
@@ -7,15 +8,6 @@ export const createdRangeQueryProperties = (what: string) =>
     createdAfter: { ...timestamp, maxLength: 64, description: `only ${what} created at or after this time` },
     createdBefore: { ...timestamp, maxLength: 64, description: `only ${what} created before this time` },
   }) as const;
-
-/**
- * The first and last instants a stored time can be on both databases: PostgreSQL's timestamptz
- * has no year 0 (`0000-06-01T00:00:00Z` is refused), and past 9999 `toISOString` gives a signed
- * six-digit year (`+010000-...`), which PostgreSQL refuses and SQLite compares as text before
- * every stored time. No stored time lies outside them.
- */
-const FIRST_STORED = Date.parse('0001-01-01T00:00:00.000Z');
-const LAST_STORED = Date.parse('9999-12-31T23:59:59.999Z');
 
 /**
  * The creation-time filters as stored times (UTC `toISOString`, which compare as strings), from
@@ -50,4 +42,6 @@ function instant(name: string, value: string | undefined): number | undefined {
 }
 
 const storedTime = (time: number | undefined): string | undefined =>
-  time === undefined ? undefined : new Date(Math.min(Math.max(time, FIRST_STORED), LAST_STORED)).toISOString();
+  time === undefined
+    ? undefined
+    : new Date(Math.min(Math.max(time, FIRST_STORABLE_MS), LAST_STORABLE_MS)).toISOString();

@@ -1,6 +1,7 @@
 import { storableText } from './storable-text.js';
 import { bytesInWords, countOf } from '@drover/shared';
-import { AppError, notFound } from '../../errors.js';
+import { AppError, describeValue, notFound, validationFailed, type ValidationDetail } from '../../errors.js';
+import { storedInstant, UNSTORABLE_INSTANT } from '../../util/clock.js';
 import type { JobLogLineRecord, JobRepository, LogCap, NewLogLine } from '../model/jobs.js';
 
 /** DROVER_JOB_LOG_MAX_BYTES: the default cap of a job's stored log, and its bounds. */
@@ -31,11 +32,29 @@ export function logCap(maxBytes: number): LogCap {
 /**
  * A line as both databases store it: PostgreSQL's text holds no NUL character (it refuses the
  * whole batch), so a NUL in a line (a program that writes binary output) becomes U+FFFD, the
- * replacement character, on every database.
+ * replacement character, on every database; its `at` is in UTC (`toISOString`), as PostgreSQL
+ * gives it back, whatever offset or spelling the agent used.
  */
-function storable(line: NewLogLine): NewLogLine {
+function storable(line: NewLogLine, at: string): NewLogLine {
   const text = storableText(line.text);
-  return text === line.text ? line : { ...line, text };
+  return text === line.text && at === line.at ? line : { ...line, at, text };
+}
+
+/**
+ * The batch as stored, or a 422 naming each line whose `at` no database can keep alike (the
+ * schema's date-time admits a leap second, which a Date cannot hold, and the year 0, which
+ * PostgreSQL refuses, where SQLite kept the text as sent).
+ */
+function storableBatch(lines: readonly NewLogLine[]): NewLogLine[] {
+  const problems: ValidationDetail[] = [];
+  const stored = lines.map((line, i) => {
+    const at = storedInstant(line.at);
+    if (at === null)
+      problems.push({ path: `body.lines.${i}.at`, message: `${UNSTORABLE_INSTANT}, got ${describeValue(line.at)}` });
+    return storable(line, at ?? line.at);
+  });
+  if (problems.length > 0) throw validationFailed(problems);
+  return stored;
 }
 
 /** A page of a job's log as the job detail answers it (`GET /v1/jobs/:id`). */
@@ -69,10 +88,11 @@ export class JobLogService {
 
   /**
    * Stores an agent's batch. 404 for a job that is not the agent's; 409 `conflict` for a job that
-   * has ended (docs/agent-protocol.md §6.5: the agent drops the batch and goes on).
+   * has ended (docs/agent-protocol.md §6.5: the agent drops the batch and goes on); 422 for a line
+   * whose time cannot be stored.
    */
   async append(agentId: string, jobId: string, lines: readonly NewLogLine[]) {
-    const result = await this.deps.jobs.appendLogs(agentId, jobId, lines.map(storable), this.cap);
+    const result = await this.deps.jobs.appendLogs(agentId, jobId, storableBatch(lines), this.cap);
     if (result.outcome === 'not_found') throw notFound('Job');
     if (result.outcome === 'ended') {
       throw new AppError('conflict', `The job is ${result.job.status}; a job that ended takes no more log lines`, {
