@@ -471,6 +471,18 @@ describe('PUT /v1/agent/workflows', () => {
     await agent.putWorkflows([]);
   });
 
+  it('stores a NUL character of a description or version as U+FFFD on both databases, and the same set again changes nothing', async () => {
+    const set = [workflow('nul', { description: 'built \u0000 by make', version: '1.0\u0000' })];
+    const res = await agent.putWorkflows(set);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.workflows[0]).toMatchObject({ description: 'built \uFFFD by make', version: '1.0\uFFFD' });
+    const stored = await t.coordinator.ctx.repos.workflows.findActiveByAgentAndName(agent.agentId, 'nul');
+    const again = await agent.putWorkflows(set);
+    expect(again.body.workflows[0]).toMatchObject({ id: stored!.id, description: 'built \uFFFD by make' });
+    const after = await t.coordinator.ctx.repos.workflows.findActiveByAgentAndName(agent.agentId, 'nul');
+    expect(after!.updatedAt).toBe(stored!.updatedAt);
+  });
+
   it("does not touch another agent's workflows of the same name", async () => {
     const other = await enrollTestAgent(t.api, t.orgId, { enrollmentToken: await insertEnrollmentToken(t) });
     expect((await other.putWorkflows([workflow('shared')])).status).toBe(200);

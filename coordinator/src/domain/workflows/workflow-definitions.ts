@@ -6,6 +6,7 @@ import {
   type WorkflowDefinition,
 } from '@drover/shared';
 import type { ValidationDetail } from '../../errors.js';
+import { storableText } from '../jobs/storable-text.js';
 
 /**
  * The rules of a `paramsSchema` item live in @drover/shared (shared/src/params.ts), so that the
@@ -40,4 +41,20 @@ export function workflowDefinitionProblems(
     problems.push(...duplicateValues(def.secretsKeys ?? [], `${at}.secretsKeys`));
   });
   return problems;
+}
+
+/**
+ * The definitions as both databases store them: a NUL character (U+0000) in a description or a
+ * version, the workflow's columns of text, becomes U+FFFD, as in the agent's log lines
+ * (storable-text.ts). PostgreSQL's text cannot hold one: it refused the agent's whole set with a
+ * message naming no workflow, where SQLite stored it. The rest of a definition is stored as JSON,
+ * which keeps the character escaped.
+ */
+export function storableDefinitions(defs: readonly WorkflowDefinition[]): WorkflowDefinition[] {
+  const storable = (text: string | null | undefined) => (typeof text === 'string' ? storableText(text) : text);
+  return defs.map((def) => {
+    const description = storable(def.description);
+    const version = storable(def.version);
+    return description === def.description && version === def.version ? def : { ...def, description, version };
+  });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { PutWorkflowsRequest, PutWorkflowsResponse, type PublicWorkflow } from '@drover/shared';
 import type { Workflow } from '../../../domain/model/workflows.js';
-import { workflowDefinitionProblems } from '../../../domain/workflows/workflow-definitions.js';
+import { storableDefinitions, workflowDefinitionProblems } from '../../../domain/workflows/workflow-definitions.js';
 import { validationFailed } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireAgent } from '../../auth/agent-signature.js';
@@ -57,7 +57,7 @@ export async function agentWorkflowRoutes(app: FastifyInstance): Promise<void> {
       const active = await repos.workflows.replaceForAgent(
         agent.orgId,
         agent.id,
-        request.body.workflows,
+        storableDefinitions(request.body.workflows),
         isoNow(clock),
       );
       await recordReport(repos.agents, agent, 'workflows', request.rawBody);
