@@ -1,6 +1,6 @@
 import type { EventEmitter } from 'node:events';
 import os from 'node:os';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { EXIT } from './exit-codes.js';
 
 /**
@@ -17,6 +17,11 @@ export interface Runtime {
   out(text: string): void;
   /** Writes to stderr, control characters shown as `out` shows them. */
   err(text: string): void;
+  /**
+   * Standard output as bytes, written as they are (`files download -o -`): a stream, for the
+   * writer to wait while it is full. Never ended nor destroyed by a command.
+   */
+  outBytes: Writable;
   /**
    * The command line's own terminal sequences (a progress bar redrawn in place, the table of
    * `jobs --watch`), written as they are. Set by output/terminal.ts; absent, `out` and `err` are raw.
@@ -49,6 +54,7 @@ export function processRuntime(): Runtime {
   return {
     out: (text) => void process.stdout.write(text),
     err: (text) => void process.stderr.write(text),
+    outBytes: process.stdout,
     env: process.env,
     cwd: process.cwd(),
     homedir: os.homedir(),

@@ -1,9 +1,10 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBlobProxy, type BlobProxy } from '../helpers/blob-proxy.js';
-import { buildDrover, drover, spawnDrover, stopDrover, type DroverProcess } from '../helpers/cli-binary.js';
+import { DROVER, buildDrover, drover, spawnDrover, stopDrover, type DroverProcess } from '../helpers/cli-binary.js';
 import { makeTempDir, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { eventually } from '../helpers/poll.js';
 import { FILE_FIELDS, sha256 as sha256Of } from '../helpers/storage.js';
@@ -90,6 +91,26 @@ describe('drover files', () => {
     expect(down.stdout.trim()).toBe(out);
     expect(sha256(out)).toBe(sourceSha);
     expect(fs.readdirSync(work).filter((f) => f.endsWith('.part'))).toEqual([]);
+  });
+
+  it('writes the 50 MB to standard output with -o -, checked, and no file', async () => {
+    // `drover files download <id> -o - > piped.bin`: standard output is the file here.
+    const piped = path.join(work, 'piped.bin');
+    const fd = fs.openSync(piped, 'w');
+    const child = spawn(DROVER, ['files', 'download', fileId, '-o', '-', '--sha256', sourceSha], {
+      cwd: work,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...env },
+      stdio: ['ignore', fd, 'pipe'],
+    });
+    fs.closeSync(fd);
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).toContain(`SHA-256 ${sourceSha} (matches the checksum the storage recorded and --sha256)`);
+    expect(code).toBe(0);
+    expect(sha256(piped)).toBe(sourceSha);
+    expect(fs.existsSync(path.join(work, '-'))).toBe(false);
+    fs.rmSync(piped);
   });
 
   it('goes on from where a download was cut off, with a range request', async () => {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Transform, type TransformCallback } from 'node:stream';
+import { Transform, Writable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   Backoff,
@@ -17,7 +17,8 @@ import {
 } from '@drover/agent/client';
 import type { Schema } from '@drover/shared/api';
 import type { Caller } from '../callers.js';
-import { CliError, Interrupted } from '../errors.js';
+import { CliError, CliExit, Interrupted } from '../errors.js';
+import { EXIT } from '../exit-codes.js';
 import { progressBar, type Progress } from '../output/progress.js';
 import type { Runtime } from '../runtime.js';
 import { RunningHash } from './running-hash.js';
@@ -27,9 +28,15 @@ import { transferFailure } from './transfer-failure.js';
 /** Attempts in a row that move no byte before the download gives up. */
 const ATTEMPTS_WITHOUT_PROGRESS = 5;
 
+/** `-o -`: the bytes go to standard output. */
+export const STANDARD_OUTPUT = '-';
+
 export interface DownloadOptions {
   fileId: string;
-  /** A file to write, or an existing directory to write into (default: the file's name, here). */
+  /**
+   * A file to write, or an existing directory to write into (default: the file's name, here);
+   * `-` for standard output.
+   */
   output?: string;
   /** A SHA-256 the bytes must have (lowercase or uppercase hex). */
   sha256?: string;
@@ -39,6 +46,7 @@ export interface DownloadOptions {
 
 export interface Downloaded {
   file: StoredFile;
+  /** The file written, or `-` (standard output). */
   target: string;
   sha256: string;
   /** Where this run started: the size of the partial download it found (0: from the start). */
@@ -57,6 +65,7 @@ export interface Downloaded {
  */
 export async function downloadStoredFile(rt: Runtime, caller: Caller, options: DownloadOptions): Promise<Downloaded> {
   const expected = options.sha256 === undefined ? null : checkedSha256(options.sha256);
+  if (options.output === STANDARD_OUTPUT) return streamStoredFile(rt, caller, options.fileId, expected);
   checkOutputDirectory(rt.cwd, options.output);
   const filePath = `${await filesPath(caller)}/${encodeURIComponent(options.fileId)}`;
   const file = await caller.api.get<StoredFile>(filePath);
@@ -112,6 +121,122 @@ export async function downloadStoredFile(rt: Runtime, caller: Caller, options: D
   }
   fs.renameSync(part, target);
   return { file, target, sha256, resumedFrom, recordedSha256: recorded };
+}
+
+/**
+ * `-o -`: the stored file's bytes streamed to standard output (`rt.outBytes`), hashed on the way
+ * and checked as a download to a file is, once they were all written. Nothing else goes there.
+ * No part file and no resume: a transfer that fails before its first byte is tried again as a
+ * download to a file is, one that stops after it ends the command (the bytes written cannot be
+ * asked again from where they stopped without a file to hold them). A checksum that does not match
+ * fails the command, but what was written cannot be taken back: the message says so.
+ */
+async function streamStoredFile(
+  rt: Runtime,
+  caller: Caller,
+  fileId: string,
+  expected: string | null,
+): Promise<Downloaded> {
+  const filePath = `${await filesPath(caller)}/${encodeURIComponent(fileId)}`;
+  const file = await caller.api.get<StoredFile>(filePath);
+  const freshUrl = async () => (await caller.api.get<Schema<'DownloadUrl'>>(`${filePath}/download-url`)).downloadUrl;
+  let url = await freshUrl();
+  const hash = new RunningHash();
+  const progress = progressBar(rt, `Downloading ${safeFilename(file.filename, file.id)}`, file.size);
+  const backoff = new Backoff({ baseMs: 500, capMs: 5000 });
+  let recorded: string | null = null;
+  try {
+    for (let failures = 0; ;) {
+      const streamed = { bytes: 0 };
+      try {
+        recorded = await fetchToStream(
+          { url, total: file.size, hash, progress, signal: rt.signal },
+          rt.outBytes,
+          streamed,
+        );
+        break;
+      } catch (error) {
+        if (!(error instanceof TransferError) || error.kind === 'final') throw error;
+        if (streamed.bytes > 0) {
+          throw new TransferError(
+            'final',
+            `${error.message}, after ${formatBytes(streamed.bytes)} were written to standard output: ` +
+              'a download to standard output cannot go on where it stopped; run it again',
+          );
+        }
+        if (++failures >= ATTEMPTS_WITHOUT_PROGRESS) throw error;
+        rt.err(`drover: ${error.message}; trying again\n`);
+        if (error.kind === 'refresh') url = await freshUrl();
+        else await pause(backoff.next(), rt.signal).catch(() => Promise.reject(new Interrupted()));
+      }
+    }
+  } catch (error) {
+    throw transferFailure(error);
+  } finally {
+    progress.done();
+  }
+  const sha256 = hash.digest();
+  for (const [want, whose] of [
+    [recorded, 'the one the storage recorded'],
+    [expected, 'the one given with --sha256'],
+  ] as const) {
+    if (want !== null && want !== sha256) {
+      throw new CliError(
+        `the download of ${file.id} has the SHA-256 ${sha256}, not ${want} (${whose}); its bytes were already ` +
+          'written to standard output, which cannot take them back: do not use them',
+      );
+    }
+  }
+  return { file, target: STANDARD_OUTPUT, sha256, resumedFrom: 0, recordedSha256: recorded };
+}
+
+/**
+ * Asks for the whole file and writes it into `out` (standard output), hashing it on the way and
+ * counting in `streamed` the bytes passed on. Resolves with the SHA-256 the answer's ETag carries,
+ * if any; throws TransferErrors as `fetchRange` does, and CliExit(141) when the reader of
+ * standard output went away (EPIPE), quietly as anywhere else.
+ */
+async function fetchToStream(
+  req: Pick<RangeRequest, 'url' | 'total' | 'hash' | 'progress' | 'signal'>,
+  out: Writable,
+  streamed: { bytes: number },
+): Promise<string | null> {
+  const answer = await presignedRequest('the download', req, { method: 'GET', headers: {} });
+  if (answer.statusCode !== 200) {
+    const text = await readSmallBody(answer.body);
+    throw new TransferError(
+      kindOfStatus(answer.statusCode),
+      `the download was refused (${answerReason(answer.statusCode, text)})`,
+    );
+  }
+  const check = new CountingHash(req.hash, req.progress, req.total);
+  // Into `out` without ending or destroying it, each chunk once `out` took it.
+  const into = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      out.write(chunk, (error) => {
+        if (!error) streamed.bytes += chunk.length;
+        done(error ?? null);
+      });
+    },
+  });
+  try {
+    await pipeline(answer.body, check, into, { signal: req.signal });
+  } catch (error) {
+    if ((error as Error).name === 'TooLarge') throw new TransferError('final', (error as Error).message);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EPIPE') throw new CliExit(EXIT.brokenPipe);
+    if (code && /^E[A-Z]+$/.test(code) && (error as NodeJS.ErrnoException).syscall) {
+      throw new TransferError('final', `cannot write to standard output: ${code}`, { cause: error });
+    }
+    throw networkFailure('the download', error, req.signal);
+  }
+  if (check.size !== req.total) {
+    throw new TransferError(
+      'retry',
+      `the download ended after ${formatBytes(check.size)} of ${formatBytes(req.total)}`,
+    );
+  }
+  return sha256OfEtag(answer.headers.etag);
 }
 
 interface RangeRequest {
