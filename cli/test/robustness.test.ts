@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { JobStatus } from '@drover/shared';
 import { ApiError, Interrupted, NoAnswer } from '../src/errors.js';
 import { EXIT, exitCodeOfStatus } from '../src/exit-codes.js';
-import { Api } from '../src/http/api.js';
+import { Api, MAX_ANSWER_BYTES } from '../src/http/api.js';
 import { isTemporary, readThroughOutage } from '../src/http/outage.js';
 import { describeUnexpected, runCli } from '../src/program.js';
 import { stopOnBrokenPipe } from '../src/runtime.js';
@@ -218,6 +218,44 @@ describe('a 2xx answer that is not JSON', () => {
     expect(describeUnexpected(error, '0')).not.toContain('\n');
     expect(describeUnexpected(error, '1')).toContain('\n    at ');
   });
+});
+
+describe('an answer larger than drover reads', () => {
+  it('is given up past MAX_ANSWER_BYTES, as the bytes come or as announced, not held in memory', async () => {
+    let sent = 0;
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    srv = await server({
+      // A JSON string of spaces, 64 MiB past the limit, without a Content-Length (it could go on forever).
+      'GET /v1/agents': (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('"');
+        const more = () => {
+          while (!res.destroyed && sent < MAX_ANSWER_BYTES + 64 * 1024 * 1024) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return;
+          }
+          if (!res.destroyed) res.end('"');
+        };
+        res.on('drain', more);
+        res.on('close', () => res.off('drain', more));
+        more();
+      },
+      'GET /v1/workflows': (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(MAX_ANSWER_BYTES + 1) });
+        res.write('"');
+      },
+    });
+    const api = new Api(srv.url, null);
+    await expect(api.get('/agents')).rejects.toThrow(
+      `the coordinator at ${srv.url} answered GET /v1/agents with more than 128 MiB, the most drover reads of an answer: not Drover's API; check --url`,
+    );
+    // Stopped at the limit (what the sockets' buffers held on top of it aside).
+    expect(sent).toBeGreaterThan(MAX_ANSWER_BYTES);
+    expect(sent).toBeLessThan(MAX_ANSWER_BYTES + 32 * 1024 * 1024);
+    await expect(api.get('/workflows')).rejects.toThrow(
+      `the coordinator at ${srv.url} answered GET /v1/workflows with more than 128 MiB`,
+    );
+  }, 60_000);
 });
 
 describe('an outage of the coordinator during a wait', () => {

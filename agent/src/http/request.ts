@@ -185,10 +185,15 @@ const formatBytes = (bytes: number): string =>
 /**
  * The whole body of an answer as text. Past `maxBytes` (a `Content-Length` that announces more,
  * or the bytes as they come) the body is destroyed, its connection closed, and the read rejects
- * with AnswerTooLarge: no more than the limit is ever held in memory.
+ * with AnswerTooLarge: no more than the limit is ever held in memory. `headers` are the answer's
+ * (an IncomingMessage's own by default; the `drover` command line passes undici's).
  */
-export async function readText(body: IncomingMessage, maxBytes = Infinity): Promise<string> {
-  const announced = Number(body.headers['content-length']);
+export async function readText(
+  body: Readable,
+  maxBytes = Infinity,
+  headers: IncomingHttpHeaders = (body as Partial<IncomingMessage>).headers ?? {},
+): Promise<string> {
+  const announced = Number(headers['content-length']);
   if (Number.isFinite(announced) && announced > maxBytes) {
     discardBody(body);
     throw new AnswerTooLarge(maxBytes);

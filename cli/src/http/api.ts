@@ -1,10 +1,19 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { request, type Dispatcher } from 'undici';
+import { AnswerTooLarge, readText } from '@drover/agent/client';
 import { ApiError, CliError, Interrupted, NoAnswer } from '../errors.js';
 import { retryAfterMs } from '@drover/shared';
 
 /** How long a call waits for the answer's headers unless it says otherwise. */
 const ANSWER_TIMEOUT_MS = 60_000;
+
+/**
+ * The most of an answer's body read. The coordinator's largest answers are a few MiB: a page of a
+ * job's log (1 MiB of text, at most 5000 lines), a page of 200 jobs with their outputs (256 KiB
+ * each at most from an agent), a job with a result as large as `DROVER_BODY_LIMIT_BYTES` allows
+ * (64 MiB at most). Past this, `--url` names something else: said so, not read into memory.
+ */
+export const MAX_ANSWER_BYTES = 128 * 1024 * 1024;
 
 export interface ApiAnswer<T> {
   status: number;
@@ -63,8 +72,14 @@ export class Api {
     }
     let text: string;
     try {
-      text = await answer.body.text();
+      text = await readText(answer.body, MAX_ANSWER_BYTES, answer.headers);
     } catch (error) {
+      if (error instanceof AnswerTooLarge) {
+        throw new CliError(
+          `the coordinator at ${this.origin} answered ${method} ${url.pathname} with more than ${error.limit}, ` +
+            "the most drover reads of an answer: not Drover's API; check --url",
+        );
+      }
       throw this.#noAnswer(error);
     }
     const parsed = parseJson(text);
