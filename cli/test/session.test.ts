@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { resetPlainHttpWarning } from '../src/http/plain-http.js';
 import { runCli } from '../src/program.js';
 import { promptSecret } from '../src/session/prompt.js';
 import { deleteSession, readSession, writeSession } from '../src/session/store.js';
@@ -154,6 +155,26 @@ describe('drover logout', () => {
     expect(await runCli(['logout', '--everywhere', '--force'], forcedEverywhere)).toBe(0);
     expect(forcedEverywhere.stderr()).toMatch(/deleting the file here anyway: the session may still be valid/);
     expect(readSession(path.join(root, 'drover'))).toBeNull();
+  });
+
+  it('warns, as every session command does, that the session goes unencrypted to another machine', async () => {
+    // `.invalid` names no machine: the warning comes before the call, which fails.
+    for (const args of [['logout'], ['logout', '--everywhere']]) {
+      resetPlainHttpWarning();
+      writeSession(path.join(root, 'drover'), { ...session, url: 'http://drover.invalid:8080' });
+      const rt = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+      expect(await runCli(args, rt)).toBe(2);
+      expect(rt.stderr().split('\n')[0]).toBe(
+        'drover: warning: http://drover.invalid:8080 is plain HTTP: the session crosses the network unencrypted; ' +
+          'use https:// if the coordinator offers it',
+      );
+    }
+    // Not to this machine.
+    resetPlainHttpWarning();
+    const url = await unreachableSession();
+    const local = testRuntime({ env: { XDG_CONFIG_HOME: root } });
+    expect(await runCli(['logout'], local)).toBe(2);
+    expect(local.stderr()).toMatch(new RegExp(`^drover: could not end the session on ${url} `));
   });
 
   it('keeps the file when the coordinator fails, deletes it when the session had already ended (401)', async () => {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { ApiError, CliError, Interrupted } from '../errors.js';
 import { Api } from '../http/api.js';
+import { warnPlainHttp } from '../http/plain-http.js';
 import type { Runtime } from '../runtime.js';
 import { deleteSession, readSession } from '../session/store.js';
 import { configDir } from '../settings.js';
@@ -23,6 +24,8 @@ export function configureLogoutCommand(program: Command, rt: Runtime): void {
         if (!(error instanceof CliError)) throw error;
         // A damaged session file: nothing to sign out of, only a file to delete.
       }
+      // Signing out sends the session, as every call of a session command does.
+      if (session !== null) warnPlainHttp(rt, session.url, 'the session');
       if (flags.everywhere) {
         if (session === null) throw new CliError('not signed in: sign in with `drover login` to sign out everywhere');
         // Unlike a plain sign-out, this one must reach the coordinator: nothing is deleted unless it did
