@@ -48,6 +48,12 @@ describe('usage errors', () => {
     expect(rt.stderr()).toBe("drover: missing required argument 'trigger-id'\n(run with --help for usage)\n");
   });
 
+  it('that drover finds in a value are the one line naming the flag, without the pointer (docs/cli.md)', async () => {
+    const rt = testRuntime({ env: { DROVER_URL: 'http://127.0.0.1:1', DROVER_TOKEN: 'drv_x' } });
+    expect(await runCli(['run', 'abc', '--param', 'bad'], rt)).toBe(2);
+    expect(rt.stderr()).toBe('drover: --param: expected name=value or name:=json, got `bad`\n');
+  });
+
   it('exit 2 for an unknown command, and for a group without its subcommand', async () => {
     expect(await runCli(['deploy'], testRuntime())).toBe(2);
     const rt = testRuntime();
