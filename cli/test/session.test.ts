@@ -158,14 +158,17 @@ describe('drover logout', () => {
   });
 
   it('warns, as every session command does, that the session goes unencrypted to another machine', async () => {
-    // `.invalid` names no machine: the warning comes before the call, which fails.
+    // 0.0.0.0 is no loopback address to the warning, and a connection to it reaches this machine's
+    // closed port at once (no name to resolve): the warning comes before the call, which fails.
+    const closed = new URL(await unreachableSession());
+    const remote = `http://0.0.0.0:${closed.port}`;
     for (const args of [['logout'], ['logout', '--everywhere']]) {
       resetPlainHttpWarning();
-      writeSession(path.join(root, 'drover'), { ...session, url: 'http://drover.invalid:8080' });
+      writeSession(path.join(root, 'drover'), { ...session, url: remote });
       const rt = testRuntime({ env: { XDG_CONFIG_HOME: root } });
       expect(await runCli(args, rt)).toBe(2);
       expect(rt.stderr().split('\n')[0]).toBe(
-        'drover: warning: http://drover.invalid:8080 is plain HTTP: the session crosses the network unencrypted; ' +
+        `drover: warning: ${remote} is plain HTTP: the session crosses the network unencrypted; ` +
           'use https:// if the coordinator offers it',
       );
     }
