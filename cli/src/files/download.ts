@@ -110,17 +110,30 @@ export async function downloadStoredFile(rt: Runtime, caller: Caller, options: D
   }
   await hash.catchUp(part, file.size);
   const sha256 = hash.digest();
+  const mismatch = digestMismatch(file.id, sha256, recorded, expected);
+  if (mismatch !== null) {
+    fs.rmSync(part, { force: true });
+    throw new CliError(`${mismatch}; removed it`);
+  }
+  fs.renameSync(part, target);
+  return { file, target, sha256, resumedFrom, recordedSha256: recorded };
+}
+
+/** Why the downloaded bytes are not the file: the SHA-256 the storage recorded, or the one given, differs; null when none does. */
+function digestMismatch(
+  fileId: string,
+  sha256: string,
+  recorded: string | null,
+  expected: string | null,
+): string | null {
   for (const [want, whose] of [
     [recorded, 'the one the storage recorded'],
     [expected, 'the one given with --sha256'],
   ] as const) {
-    if (want !== null && want !== sha256) {
-      fs.rmSync(part, { force: true });
-      throw new CliError(`the download of ${file.id} has the SHA-256 ${sha256}, not ${want} (${whose}); removed it`);
-    }
+    if (want !== null && want !== sha256)
+      return `the download of ${fileId} has the SHA-256 ${sha256}, not ${want} (${whose})`;
   }
-  fs.renameSync(part, target);
-  return { file, target, sha256, resumedFrom, recordedSha256: recorded };
+  return null;
 }
 
 /**
@@ -176,16 +189,11 @@ async function streamStoredFile(
     progress.done();
   }
   const sha256 = hash.digest();
-  for (const [want, whose] of [
-    [recorded, 'the one the storage recorded'],
-    [expected, 'the one given with --sha256'],
-  ] as const) {
-    if (want !== null && want !== sha256) {
-      throw new CliError(
-        `the download of ${file.id} has the SHA-256 ${sha256}, not ${want} (${whose}); its bytes were already ` +
-          'written to standard output, which cannot take them back: do not use them',
-      );
-    }
+  const mismatch = digestMismatch(file.id, sha256, recorded, expected);
+  if (mismatch !== null) {
+    throw new CliError(
+      `${mismatch}; its bytes were already written to standard output, which cannot take them back: do not use them`,
+    );
   }
   return { file, target: STANDARD_OUTPUT, sha256, resumedFrom: 0, recordedSha256: recorded };
 }
