@@ -244,6 +244,21 @@ describe('drover-agent run: a crash', () => {
   });
 });
 
+/**
+ * This process as root, and `stateDir` as belonging to nobody (65534), as /var/lib/drover-agent
+ * belongs to drover-agent: the spies to restore.
+ */
+function rootOverNobodysDir(stateDir: string) {
+  const stat = fs.statSync;
+  return [
+    vi.spyOn(process, 'getuid').mockReturnValue(0),
+    vi
+      .spyOn(fs, 'statSync')
+      .mockImplementation(((p: fs.PathLike, o?: never) =>
+        p === stateDir ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
+  ];
+}
+
 describe('drover-agent run as root', () => {
   it("refuses the state directory of the service's user, naming the command that works, and writes nothing", async () => {
     // `sudo drover-agent run` on the service's directory would leave root's files there, 0600:
@@ -251,14 +266,7 @@ describe('drover-agent run as root', () => {
     const stateDir = path.join(root, 'state');
     fs.mkdirSync(stateDir, { mode: 0o700 });
     fs.writeFileSync(path.join(stateDir, 'agent.json'), '{}', { mode: 0o600 });
-    const stat = fs.statSync;
-    const spies = [
-      vi.spyOn(process, 'getuid').mockReturnValue(0),
-      vi
-        .spyOn(fs, 'statSync')
-        .mockImplementation(((p: fs.PathLike, o?: never) =>
-          p === stateDir ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
-    ];
+    const spies = rootOverNobodysDir(stateDir);
     try {
       const res = await run('run', '--state-dir', stateDir);
       expect(res.code).toBe(1);
@@ -278,15 +286,7 @@ describe('drover-agent enroll as root', () => {
   it("refuses the state directory of the service's user, naming the command that works, and writes nothing", async () => {
     const stateDir = path.join(root, 'state');
     fs.mkdirSync(stateDir, { mode: 0o700 });
-    const stat = fs.statSync;
-    const spies = [
-      vi.spyOn(process, 'getuid').mockReturnValue(0),
-      // The directory belongs to nobody (65534), as /var/lib/drover-agent belongs to drover-agent.
-      vi
-        .spyOn(fs, 'statSync')
-        .mockImplementation(((p: fs.PathLike, o?: never) =>
-          p === stateDir ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
-    ];
+    const spies = rootOverNobodysDir(stateDir);
     try {
       const res = await run('enroll', '--url', 'http://127.0.0.1:9', '--token', 'drve_x', '--state-dir', stateDir);
       expect(res.code).toBe(1);
