@@ -28,7 +28,7 @@ export class BlobTooLargeError extends Error {
  * written out in one go after its last byte arrived. Throws `BlobTooLargeError` as soon as the
  * bytes pass `maxBytes`, the source's error when the upload is aborted, and a write's or a sync's
  * error once it happened (the reading stops at the next chunk), a full disk's as the
- * `storage_unavailable` AppError of `diskFull`; the caller removes the file then.
+ * `storage_unavailable` AppError of `diskFull` (a read-only one's too); the caller removes the file then.
  */
 export async function writeBlob(source: Readable, file: fsp.FileHandle, maxBytes: number): Promise<BlobStat> {
   const hash = createHash('sha256');
@@ -117,18 +117,40 @@ const NO_ROOM: ReadonlyMap<unknown, string> = new Map([
 ]);
 
 /**
- * A 503 `storage_unavailable` for an error of a full disk (ENOSPC, EDQUOT), or null for any other:
- * nothing was kept (the caller removes the temp file) and an upload may succeed once the
- * operator has freed space. The system error is the cause, for the log; the answer says no path.
+ * The errors of a data directory that takes no writes at all: a file system mounted (or, after
+ * errors, remounted) read-only, or a directory the coordinator's user may not write to. Like a
+ * full disk, they last until the operator acts, and the coordinator goes on serving meanwhile.
  */
-export function diskFull(error: unknown): AppError | null {
-  const what = NO_ROOM.get((error as { code?: unknown } | null | undefined)?.code);
+const NOT_WRITABLE: ReadonlyMap<unknown, string> = new Map([
+  ['EROFS', "The coordinator's data directory is on a read-only file system (EROFS)"],
+  ['EACCES', 'The coordinator may not write to its data directory (EACCES)'],
+  ['EPERM', 'The coordinator may not write to its data directory (EPERM)'],
+]);
+
+/** What became of the call that met the disk's error: an upload, or a `complete`. */
+export type DiskStep = 'upload' | 'complete';
+
+/**
+ * A 503 `storage_unavailable` for an error of a full disk (ENOSPC, EDQUOT) or of a data directory
+ * that cannot be written (EROFS, EACCES, EPERM), or null for any other: nothing was kept (the
+ * caller removes the temp file), the file stays pending, and the call may succeed once the
+ * operator has freed space or made the directory writable. The system error is the cause, for
+ * the log; the answer says no path.
+ */
+export function diskFull(error: unknown, step: DiskStep = 'upload'): AppError | null {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  const full = NO_ROOM.get(code);
+  const what = full ?? NOT_WRITABLE.get(code);
   if (what === undefined) return null;
-  return new AppError(
-    'storage_unavailable',
-    `${what}: the upload was not kept; try again once its operator has freed space`,
-    { cause: error, retryAfter: DISK_FULL_RETRY_AFTER_SECONDS },
-  );
+  const fix = full !== undefined ? 'freed space' : 'made the data directory writable';
+  const outcome =
+    step === 'upload'
+      ? `the upload was not kept; try again once its operator has ${fix}`
+      : `the file stays pending; complete it again once its operator has ${fix}`;
+  return new AppError('storage_unavailable', `${what}: ${outcome}`, {
+    cause: error,
+    retryAfter: DISK_FULL_RETRY_AFTER_SECONDS,
+  });
 }
 
 async function writeAll(file: fsp.FileHandle, buffer: Buffer, length: number): Promise<void> {

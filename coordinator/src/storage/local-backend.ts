@@ -108,7 +108,16 @@ export class LocalBackend implements StorageBackend {
     return { size, sha256: await hashFile(file) };
   }
 
+  /** A full or read-only disk is `complete`'s 503 (diskFull); the file stays pending. */
   async findUpload(file: BlobFile, maxBytes: number): Promise<StagedUpload | null> {
+    try {
+      return await this.newestUpload(file, maxBytes);
+    } catch (error) {
+      throw diskFull(error, 'complete') ?? error;
+    }
+  }
+
+  private async newestUpload(file: BlobFile, maxBytes: number): Promise<StagedUpload | null> {
     const staged = await this.stagedUploads(file);
     let upload: StagedUpload | null = null;
     for (let i = staged.length - 1; i >= 0 && !upload; i--) {
@@ -136,17 +145,25 @@ export class LocalBackend implements StorageBackend {
       throw new Error(`not a staged upload of file ${file.id}: ${JSON.stringify(upload.ref)}`);
     }
     const target = this.pathOf(file.blobKey);
-    await fsp.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
-    // The old sidecar goes first: a crash after the rename leaves the blob without one (hashed
-    // again by stat), never beside another upload's hash.
-    await fsp.rm(`${target}.meta`, { force: true });
     try {
-      await fsp.rename(path.join(this.shardOf(file), upload.ref), target);
+      await makeDir(path.dirname(target));
+      // The old sidecar goes first: a crash after the rename leaves the blob without one (hashed
+      // again by stat), never beside another upload's hash.
+      await fsp.rm(`${target}.meta`, { force: true });
+      try {
+        await fsp.rename(path.join(this.shardOf(file), upload.ref), target);
+      } catch (error) {
+        if (isNotFound(error))
+          throw new UploadChangedError('the upload was removed while the file was being completed');
+        throw error;
+      }
+      // A sidecar that cannot be written leaves the blob without one: the next `complete` finds
+      // the blob in place and hashes it again (stat).
+      await writeMeta(`${target}.meta`, { size: upload.size, sha256: upload.sha256 });
     } catch (error) {
-      if (isNotFound(error)) throw new UploadChangedError('the upload was removed while the file was being completed');
-      throw error;
+      // A full or read-only disk: 503, the file stays pending and `complete` can be called again.
+      throw diskFull(error, 'complete') ?? error;
     }
-    await writeMeta(`${target}.meta`, { size: upload.size, sha256: upload.sha256 });
   }
 
   async discardUploads(file: BlobFile): Promise<void> {
@@ -187,7 +204,7 @@ export class LocalBackend implements StorageBackend {
         await file.close();
       }
       const shard = this.shardOf({ id, blobKey });
-      await fsp.mkdir(shard, { recursive: true, mode: 0o700 });
+      await makeDir(shard);
       const upload = `${id}.${String(Date.now() * 1000 + (sequence++ % 1000)).padStart(20, '0')}.${stat.sha256}`;
       await fsp.rename(tmp, path.join(shard, upload));
       return { ...stat, upload };
@@ -277,6 +294,26 @@ export class LocalBackend implements StorageBackend {
   }
 }
 
+/**
+ * `mkdir -p` with the true error: Node's recursive mkdir says ENOENT for a directory it could
+ * not make on a read-only file system, which would hide the EROFS that `diskFull` answers 503.
+ */
+async function makeDir(dir: string): Promise<void> {
+  try {
+    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+    // One level at a time, each failing with its own error.
+    const parent = path.dirname(dir);
+    if (parent !== dir) await makeDir(parent);
+    try {
+      await fsp.mkdir(dir, { mode: 0o700 });
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException | null)?.code !== 'EEXIST') throw again;
+    }
+  }
+}
+
 async function readMeta(file: string): Promise<BlobStat | null> {
   try {
     const meta = JSON.parse(await fsp.readFile(file, 'utf8')) as Partial<BlobStat>;
@@ -292,8 +329,14 @@ async function readMeta(file: string): Promise<BlobStat | null> {
 
 async function writeMeta(file: string, stat: BlobStat): Promise<void> {
   const tmp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  await fsp.writeFile(tmp, JSON.stringify(stat), { mode: 0o600 });
-  await fsp.rename(tmp, file);
+  try {
+    await fsp.writeFile(tmp, JSON.stringify(stat), { mode: 0o600 });
+    await fsp.rename(tmp, file);
+  } catch (error) {
+    // A full disk may have left part of it: nothing else would ever remove it.
+    await fsp.rm(tmp, { force: true }).catch(() => undefined);
+    throw error;
+  }
 }
 
 async function hashFile(file: string): Promise<string> {

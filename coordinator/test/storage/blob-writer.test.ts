@@ -202,9 +202,20 @@ describe('writeBlob on a full disk', () => {
     },
   );
 
-  it('maps only the errors of a full disk', () => {
+  it('maps only the errors of a full disk or of one that cannot be written', () => {
     expect(diskFull(systemError('ENOSPC'))?.code).toBe('storage_unavailable');
     expect(diskFull(systemError('EDQUOT'))?.code).toBe('storage_unavailable');
+    for (const code of ['EROFS', 'EACCES', 'EPERM']) {
+      const error = diskFull(systemError(code));
+      expect(error).toMatchObject({ statusCode: 503, code: 'storage_unavailable', retryAfter: 60 });
+      expect(error?.message).toContain(`(${code}): the upload was not kept`);
+    }
+    expect(diskFull(systemError('EROFS'), 'complete')?.message).toBe(
+      "The coordinator's data directory is on a read-only file system (EROFS): the file stays pending; complete it again once its operator has made the data directory writable",
+    );
+    expect(diskFull(systemError('ENOSPC'), 'complete')?.message).toBe(
+      "The coordinator's disk is full (ENOSPC): the file stays pending; complete it again once its operator has freed space",
+    );
     for (const other of [systemError('EIO'), systemError('constructor'), new Error('x'), null, undefined, 'ENOSPC']) {
       expect(diskFull(other)).toBeNull();
     }
