@@ -42,9 +42,10 @@ export interface DatabaseOptions {
   /**
    * How the database sorts text: `bytes`, the server's own `C.UTF-8` (the order of SQLite's BINARY
    * collation), or `en-US`, the ICU locale of the many servers created with `en_US.UTF-8` (`a`
-   * before `B`, `-` and `_` ignored at first): a test of what must not depend on it.
+   * before `B`, `-` and `_` ignored at first): a test of what must not depend on it; or `tr-TR`,
+   * ICU's Turkish, whose `lower('I')` is a dotless `ı`.
    */
-  collation?: 'bytes' | 'en-US';
+  collation?: 'bytes' | 'en-US' | 'tr-TR';
 }
 
 /**
@@ -57,9 +58,9 @@ export async function freshPostgresDatabase(options: DatabaseOptions = {}): Prom
   const admin = await adminClient();
   try {
     await admin.query(
-      options.collation === 'en-US'
-        ? `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`
-        : `CREATE DATABASE ${name}`,
+      options.collation === undefined || options.collation === 'bytes'
+        ? `CREATE DATABASE ${name}`
+        : `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.collation}' LOCALE 'C.UTF-8'`,
     );
   } finally {
     await admin.end();

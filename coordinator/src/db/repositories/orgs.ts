@@ -1,6 +1,7 @@
 import type { Member, Org, OrgRepository, Role, RoleChangeRefusal } from '../../domain/model/orgs.js';
 import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
 import { lockOrg } from './parent-locks.js';
+import { emailKey } from './users.js';
 
 interface OrgRow {
   id: string;
@@ -42,7 +43,10 @@ const FOR_USER = query<OrgRow & { role: Role }, [string]>(
 );
 const ROLE = query<{ role: Role }, [string, string]>('SELECT role FROM memberships WHERE org_id = ? AND user_id = ?');
 const MEMBER = `SELECT m.user_id, u.email, m.role, m.created_at FROM memberships m JOIN users u ON u.id = m.user_id`;
-const MEMBERS = query<MemberRow, [string]>(`${MEMBER} WHERE m.org_id = ? ORDER BY m.created_at, u.email`);
+/** By when they joined; those who joined at once by email, alike on both databases (`emailKey`). */
+const MEMBERS = query<MemberRow, [string]>(
+  (d) => `${MEMBER} WHERE m.org_id = ? ORDER BY m.created_at, ${emailKey(d, 'u.email')}`,
+);
 const MEMBER_OF = query<MemberRow, [string, string]>(`${MEMBER} WHERE m.org_id = ? AND m.user_id = ?`);
 const OWNERS = query<{ n: number }, [string]>(
   "SELECT count(*) AS n FROM memberships WHERE org_id = ? AND role = 'owner'",

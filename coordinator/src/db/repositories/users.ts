@@ -20,11 +20,18 @@ const toUser = (row: UserRow): Account => ({
 });
 
 /**
- * `column` equals the email parameter `?` whatever its case: SQLite's email columns are
- * `COLLATE NOCASE` (their unique indexes serve a plain `=`); PostgreSQL's indexes are on lower(email).
+ * An email as accounts compare it (domain/emails.ts, `emailKey`): its ASCII letters in lower case,
+ * every other character as it is, whatever the database's locale. SQLite's email columns are
+ * `COLLATE NOCASE`, which folds ASCII only: the column itself (its unique indexes serve a plain `=`,
+ * an `ORDER BY` sorts by it). PostgreSQL's `lower()` folds by the locale of its collation (`É` in
+ * `en_US`, `C.UTF-8` too); under `COLLATE "C"` it folds `A` to `Z` only, and its result sorts by
+ * bytes, as NOCASE does. Its indexes are on this expression (migration 0030).
  */
-export const sameEmail = (d: Dialect, column: string): string =>
-  d.name === 'sqlite' ? `${column} = ?` : `lower(${column}) = lower(?)`;
+export const emailKey = (d: Dialect, expression: string): string =>
+  d.name === 'sqlite' ? expression : `lower(${expression} COLLATE "C")`;
+
+/** `column` is the email parameter `?` (the same account's: `emailKey`). */
+export const sameEmail = (d: Dialect, column: string): string => `${emailKey(d, column)} = ${emailKey(d, '?')}`;
 
 type UserParams = [id: string, email: string, passwordHash: string, createdAt: string];
 

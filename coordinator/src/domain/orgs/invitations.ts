@@ -6,6 +6,7 @@ import { AppError, conflict, describeValue, invalid, notFound } from '../../erro
 import { isoAt } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { checkNewPassword, hashPassword } from '../auth/passwords.js';
+import { sameEmail } from '../emails.js';
 
 export const MAX_EMAIL_LENGTH = 320;
 // One @, something on each side, no spaces: deliverability is the mail system's business.
@@ -100,12 +101,7 @@ export function endedRefusal(invitation: Invitation, nowMs: number): AppError | 
 }
 
 /**
- * Whether the invitation is addressed to this email (any case of its ASCII letters, as SQLite
- * compares emails): no one else may see it. Unicode's case folding would make the Kelvin sign's
- * `\u212Aim@…`, an account of its own on SQLite, the `kim@…` an invitation was sent to.
- * (PostgreSQL's `lower()` may fold more, by the database's locale: there the two are one account.)
+ * Whether the invitation is addressed to this email (the same account's, `sameEmail`: any case of
+ * its ASCII letters, as both databases compare emails): no one else may see it.
  */
-export const isFor = (invitation: Invitation, email: string): boolean =>
-  asciiLowerCase(invitation.email) === asciiLowerCase(email);
-
-const asciiLowerCase = (s: string): string => s.replace(/[A-Z]/g, (c) => c.toLowerCase());
+export const isFor = (invitation: Invitation, email: string): boolean => sameEmail(invitation.email, email);

@@ -37,6 +37,43 @@ describe.each(DATABASES)('users, organizations and members (%s)', (kind) => {
     expect(await t.repos.users.findById(newId())).toBeNull();
   });
 
+  it('folds only ASCII letters in emails: ÉMILE and émile are two accounts, EMILE and emile one', async () => {
+    // What SQLite's COLLATE NOCASE does; PostgreSQL's lower() of the database's locale folded É too.
+    const upper = await user('ÉMILE@x.test');
+    const lower = await user('émile@x.test');
+    expect(await t.repos.users.findByEmail('ÉMILE@x.test')).toMatchObject({ id: upper });
+    expect(await t.repos.users.findByEmail('émile@x.test')).toMatchObject({ id: lower });
+    expect(await t.repos.users.findByEmail('Émile@X.TEST')).toMatchObject({ id: upper });
+    expect(await t.repos.users.findByEmail('éMILE@x.test')).toMatchObject({ id: lower });
+    const ascii = await user('EMILE@x.test');
+    expect(await t.repos.users.findByEmail('emile@x.test')).toMatchObject({ id: ascii });
+    await expect(user('emile@X.test')).rejects.toThrow();
+    // The Kelvin sign is no K.
+    const kelvin = await user('\u212Aim@x.test');
+    expect(await t.repos.users.findByEmail('kim@x.test')).toBeNull();
+    expect(await t.repos.users.findByEmail('\u212AIM@X.test')).toMatchObject({ id: kelvin });
+    expect(await t.repos.users.count()).toBe(4);
+  });
+
+  it('lists members who joined at once by their email, its ASCII letters without case, then by bytes', async () => {
+    const owner = await user('owner@example.test');
+    const orgId = newId();
+    await t.repos.orgs.create({ id: orgId, name: 'acme', createdAt: AT }, owner);
+    // An en_US collation sorts `a-c` after `AB`, `b_` after `Ba` and `é` before `f`; SQLite's NOCASE by bytes.
+    const emails = ['a-c@x.test', 'AB@x.test', 'b_@x.test', 'Ba@x.test', 'f@x.test', 'é@x.test', 'É@x.test'];
+    for (const email of emails) await t.repos.orgs.addMember(orgId, await user(email), 'member', later(1));
+    expect((await t.repos.orgs.listMembers(orgId)).map((m) => m.email)).toEqual([
+      'owner@example.test',
+      'a-c@x.test',
+      'AB@x.test',
+      'b_@x.test',
+      'Ba@x.test',
+      'f@x.test',
+      'É@x.test',
+      'é@x.test',
+    ]);
+  });
+
   it('replaces a password and ends the sessions, each moving the session generation on once', async () => {
     const id = await user('gen@example.test');
     expect(await t.repos.users.setPassword(id, 'new hash')).toBe(1);
@@ -200,6 +237,28 @@ describe.each(DATABASES)('invitations (%s)', (kind) => {
     ]);
     expect(outcomes.sort()).toEqual(['already_invited', 'ok']);
     expect(await t.repos.invitations.listPending(orgId)).toHaveLength(1);
+  });
+
+  it('folds only ASCII letters in invitations: ÉMILE and émile are two invitees, EMILE and emile one', async () => {
+    const { orgId, invite } = await setup();
+    const upper = invite('ÉMILE@x.test');
+    const lower = invite('émile@x.test');
+    expect(await t.repos.invitations.create(upper, null)).toBe('ok');
+    expect(await t.repos.invitations.create(lower, null)).toBe('ok');
+    expect((await t.repos.invitations.listForEmail('Émile@X.test', later(1))).map((i) => i.id)).toEqual([upper.id]);
+    expect((await t.repos.invitations.listForEmail('éMILE@x.test', later(1))).map((i) => i.id)).toEqual([lower.id]);
+    expect(await t.repos.invitations.create(invite('EMILE@x.test'), null)).toBe('ok');
+    expect(await t.repos.invitations.create(invite('emile@X.TEST'), null)).toBe('already_invited');
+    // A member's email in another case of a non-ASCII letter is someone else.
+    const member = newId();
+    await t.repos.users.insert({ id: member, email: 'ÖRJAN@x.test', passwordHash: 'h', createdAt: AT });
+    await t.repos.orgs.addMember(orgId, member, 'member', AT);
+    expect(await t.repos.invitations.create(invite('Örjan@X.test'), null)).toBe('already_member');
+    const newUser = { id: newId(), email: 'örjan@x.test', passwordHash: 'first', createdAt: AT };
+    expect(await t.repos.invitations.create(invite('örjan@x.test'), newUser)).toBe('ok');
+    expect(await t.repos.users.findByEmail('örjan@x.test')).toMatchObject({ id: newUser.id });
+    expect(await t.repos.users.findByEmail('ÖRJAN@x.test')).toMatchObject({ id: member });
+    expect(await t.repos.invitations.listPending(orgId)).toHaveLength(4);
   });
 
   it("lists an email's invitations that have not expired, and an organization's pending ones newest first", async () => {

@@ -181,6 +181,71 @@ describe('PostgreSQL migrations', () => {
   });
 });
 
+describe('0030_email_ascii_case', () => {
+  const before = loadPostgresMigrations().filter((m) => m.version < 30);
+  const AT = '2030-01-01T00:00:00Z';
+  const insertUsers = (p: PgPool, ...emails: string[]) =>
+    p.query(
+      `INSERT INTO users (id, email, password_hash, created_at)
+       SELECT email, email, 'h', '${AT}' FROM unnest($1::text[]) AS e(email)`,
+      [emails],
+    );
+  const migratedBefore = async (collation: 'en-US' | 'tr-TR') => {
+    const d = await freshPostgresDatabase({ collation });
+    fresh.push(d);
+    const p = createPool(d.url);
+    await migratePostgres(p, before);
+    await p.query(`INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', '${AT}')`);
+    return p;
+  };
+  const invite = (p: PgPool, id: string, email: string) =>
+    p.query(
+      `INSERT INTO org_invitations (id, org_id, email, role, status, created_at, expires_at)
+       VALUES ($1, 'o', $2, 'member', 'pending', '${AT}', '${AT}')`,
+      [id, email],
+    );
+
+  it('keeps the rows of an en-US database, then tells ÉMILE from émile but not Ivan from ivan', async () => {
+    const p = await migratedBefore('en-US');
+    try {
+      await insertUsers(p, 'ÉMILE@x.test', 'Ivan@x.test');
+      await expect(insertUsers(p, 'émile@x.test')).rejects.toThrow(/users_email/);
+      await invite(p, 'i1', 'Örjan@x.test');
+      await migratePostgres(p);
+      await insertUsers(p, 'émile@x.test');
+      await expect(insertUsers(p, 'ivan@X.test')).rejects.toThrow(/users_email/);
+      await invite(p, 'i2', 'örjan@x.test');
+      await expect(invite(p, 'i3', 'ÖRJAN@x.test')).rejects.toThrow(/org_invitations_pending/);
+      const { rows } = await p.query('SELECT email FROM users ORDER BY email COLLATE "C"');
+      expect(rows.map((r) => r.email)).toEqual(['Ivan@x.test', 'ÉMILE@x.test', 'émile@x.test']);
+    } finally {
+      await p.end();
+    }
+  });
+
+  it('names the emails that ASCII case alone tells apart (a Turkish database: I is not i) and applies nothing', async () => {
+    const p = await migratedBefore('tr-TR');
+    try {
+      // lower('IVAN') is 'ıvan' here: two accounts, and two pending invitations, under the old indexes.
+      await insertUsers(p, 'IVAN@x.test', 'ivan@x.test', 'other@x.test');
+      await invite(p, 'i1', 'INCI@x.test');
+      await invite(p, 'i2', 'inci@x.test');
+      await expect(migratePostgres(p)).rejects.toThrow(
+        'emails that differ only in the case of ASCII letters are one account from this version on: ' +
+          'users IVAN@x.test, ivan@x.test; pending invitations of organization o INCI@x.test, inci@x.test',
+      );
+      const { rows } = await p.query('SELECT max(version) AS version FROM schema_migrations');
+      expect(rows).toEqual([{ version: 29 }]);
+      // Settled by the operator, it applies.
+      await p.query("DELETE FROM users WHERE email = 'IVAN@x.test'");
+      await p.query("DELETE FROM org_invitations WHERE id = 'i1'");
+      expect((await migratePostgres(p)).applied.map((m) => m.version)).toEqual([30]);
+    } finally {
+      await p.end();
+    }
+  });
+});
+
 describe('the two schemas', () => {
   it('have the same tables and columns', async () => {
     await migratePostgres(pool);
