@@ -9,24 +9,25 @@ import type { AuditLog } from '../audit/audit-log.js';
 import { decoyPasswordHash, verifyPassword } from './passwords.js';
 import type { SessionService } from './sessions.js';
 import { noMetrics, type Metrics } from '../metrics.js';
+import { emailKey } from '../emails.js';
 
 /**
  * Dashboard sign-in: the password check, and the throttles that make guessing slow.
  *
- * Failures are counted per account from one client address (the email, in lower case, with the
- * address) and per client address (an IPv6 one by its /64: client-key.ts). An account may fail 5
- * times from one address, and an address
- * 20 times whatever the accounts (many users may share one, behind a NAT), before each further
- * failure locks that pair or that address: 1 s, then 2, 4, 8 s ... up to 15 minutes (guesses
- * already being checked when the lock began do not lengthen it). While locked, a sign-in is
- * answered 429 with `Retry-After` without its password being looked at, the right one included,
- * so a lockout costs the coordinator no hashing. An account is never locked as a whole: a
- * stranger who knows its email and fails from their address locks only themselves, and its holder
- * still signs in from any address that has not failed (docs/decisions.md, "Sign-in lockouts").
- * A success clears the pair's count; an address's count only ages out (an hour without
- * failures), or an attacker holding one account could clear it between guesses. Every lockout is
- * logged and audited: in the organizations of the account when it exists, and without an
- * organization for an address. The counts live in this coordinator's memory.
+ * Failures are counted per account from one client address (the email as accounts compare it,
+ * `emailKey`, with the address) and per client address (an IPv6 one by its /64: client-key.ts).
+ * An account may fail 5 times from one address, and an address 20 times whatever the accounts
+ * (many users may share one, behind a NAT), before each further failure locks that pair or that
+ * address: 1 s, then 2, 4, 8 s ... up to 15 minutes (guesses already being checked when the lock
+ * began do not lengthen it). While locked, a sign-in is answered 429 with `Retry-After` without
+ * its password being looked at, the right one included, so a lockout costs the coordinator no
+ * hashing. An account is never locked as a whole: a stranger who knows its email and fails from
+ * their address locks only themselves, and its holder still signs in from any address that has
+ * not failed (docs/decisions.md, "Sign-in lockouts"). A success clears the pair's count; an
+ * address's count only ages out (an hour without failures), or an attacker holding one account
+ * could clear it between guesses. Every lockout is logged and audited: in the organizations of the
+ * account when it exists, and without an organization for an address. The counts live in this
+ * coordinator's memory.
  */
 export const SIGN_IN_ACCOUNT_POLICY: ThrottlePolicy = {
   freeFailures: 5,
@@ -95,7 +96,7 @@ export class SignInService {
     password: string,
     address: string,
   ): Promise<(UserWithPassword & StoredUser) | null> {
-    const account = email.trim().toLowerCase();
+    const account = emailKey(email.trim());
     const client = clientKey(address);
     const pair = pairKey(account, client);
     const wait = Math.max(this.accounts.waitMs(pair), this.addresses.waitMs(client));
