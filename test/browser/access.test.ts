@@ -117,6 +117,15 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await expectAccessible(page(), 'the empty API tokens page');
   });
 
+  it('says not found at the API tokens address of an organization one is not in, without a crash', async () => {
+    await page().goto('/orgs/00000000-0000-4000-8000-000000000000/api-tokens');
+    await page().getByRole('heading', { name: 'Page not found' }).waitFor();
+    expect(owner.problems).toEqual([]);
+    // Back to this organization's page, where the next test goes on.
+    await page().goto(`/orgs/${t.orgId}/api-tokens`);
+    await page().getByText('No API token yet.').waitFor();
+  });
+
   it('issues a token with the grants picker: refusals shown at their fields, then the plaintext once', async () => {
     // A token runs webhook triggers only: the cron trigger is not offered.
     const runs = page().getByRole('group', { name: 'Run triggers' });

@@ -21,9 +21,9 @@ export function ApiTokensPage() {
   const agents = useQuery(agentsQuery(orgId));
   const triggers = useQuery(triggersQuery(orgId));
   const bindings = useQuery(bindingsQuery(orgId));
+  const session = useQuery(sessionQuery);
   const [issued, setIssued] = useState<IssuedApiToken | null>(null);
   if (loaded && !org) return <NotFoundPage />;
-  const session = useQuery(sessionQuery);
   const mayIssue = allows(org, 'api_tokens.issue');
   // A member revokes their own tokens; another's, only an owner (the API answers 403 otherwise).
   const mayRevokeAny = allows(org, 'api_tokens.revoke_any');
