@@ -783,4 +783,48 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       expect(owner.problems).toEqual([]);
     });
   });
+
+  it('breaks a name of 255 characters rather than widen a page: the columns and buttons after it stay in view', async () => {
+    const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: 'long' });
+    const agentName = 'a'.repeat(255);
+    expect(
+      (await t.owner.patch(`/orgs/${t.orgId}/agents/${agent.agentId}`, { body: { name: agentName } })).status,
+    ).toBe(200);
+    const created = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 't'.repeat(255),
+        agentId: agent.agentId,
+        scopeType: 'workflow',
+        workflowName: 'hello',
+        responseMode: 'async',
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    const sideways = () =>
+      page().evaluate(() => {
+        const root = (
+          globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }
+        ).document.documentElement;
+        return root.scrollWidth - root.clientWidth;
+      });
+    for (const [path, inView] of [
+      [`/orgs/${t.orgId}/agents/${agent.agentId}`, page().getByRole('button', { name: 'Edit labels' })],
+      [`/orgs/${t.orgId}/triggers/${created.body.id}`, page().getByRole('link', { name: 'Edit', exact: true })],
+      [`/orgs/${t.orgId}/agents`, page().getByRole('button', { name: `Revoke ${agentName}` })],
+      [
+        `/orgs/${t.orgId}/triggers`,
+        page()
+          .getByRole('row', { name: 't'.repeat(255) })
+          .getByRole('cell')
+          .last(),
+      ],
+      [`/orgs/${t.orgId}/api-tokens`, page().getByRole('button', { name: 'Issue token' })],
+    ] as const) {
+      await page().goto(path);
+      await inView.waitFor();
+      expect(await sideways(), `sideways scroll of ${path}`).toBe(0);
+      const box = (await inView.boundingBox())!;
+      expect(box.x + box.width, `what follows the name on ${path}`).toBeLessThanOrEqual(1280);
+    }
+  });
 });

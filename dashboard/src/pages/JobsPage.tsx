@@ -117,10 +117,10 @@ function JobRow({ job, names }: { job: Job; names: Names }) {
         <JobStatus job={job} />
       </td>
       <td>{startedBy(job, names.emails)}</td>
-      <td>
+      <td className="name">
         {job.triggerId ? (names.triggers.get(job.triggerId) ?? <span className="hint">deleted trigger</span>) : '—'}
       </td>
-      <td>
+      <td className="name">
         {job.agentId === null ? (
           <span className="hint">waiting for an agent</span>
         ) : (

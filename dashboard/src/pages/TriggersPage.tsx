@@ -101,7 +101,7 @@ function TriggerRow(props: {
         {TYPE_WORDS[trigger.type]}
         {notConnected && <span className="warning"> (workspace not connected)</span>}
       </td>
-      <td>
+      <td className="name">
         {trigger.agentSelector !== null && <SelectorTarget trigger={trigger} agents={props.agents} />}
         {trigger.agentSelector === null &&
           trigger.agentId !== null &&
