@@ -128,8 +128,11 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().getByRole('link', { name: 'New trigger' }).click();
     await page().getByRole('heading', { name: 'New trigger' }).waitFor();
     await page().getByLabel('Name', { exact: true }).fill('hello by hand');
-    await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'daemon-test' });
     await page().getByLabel('Workflow', { exact: true }).fill('hello');
+    // No agent chosen yet: the page says so at the field, in words (not the pattern of an id).
+    await page().getByRole('button', { name: 'Create trigger' }).click();
+    expect(await page().locator('#f-agentId-error').innerText()).toBe('is required: or name agents with agentSelector');
+    await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'daemon-test' });
     // A sync wait typed, then the answer set back to async: the hidden wait is not sent.
     await page().getByLabel('Answer').selectOption('sync');
     await page().getByLabel('Sync wait (ms)').fill('500');

@@ -159,7 +159,8 @@ export function bodyOf(d: Draft): TriggerFields {
     type: d.type,
     // The other way is sent as null: a trigger edited from one to the other leaves it.
     ...(d.target === 'agent'
-      ? { agentId: d.agentId, agentSelector: null, fanout: null, maxParallel: null }
+      ? // No agent chosen is none (the API says one is required), not an id that is empty.
+        { agentId: d.agentId || null, agentSelector: null, fanout: null, maxParallel: null }
       : {
           agentId: null,
           agentSelector: d.agentSelector,
