@@ -505,6 +505,10 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
       await p.getByRole('heading', { name: 'Recent jobs' }).waitFor();
       expect(await p.getByRole('link', { name: /^(Edit|New trigger)$/ }).count()).toBe(0);
       expect(await p.getByRole('button', { name: /^(Run|Delete)/ }).count()).toBe(0);
+      // The form's address, typed or bookmarked: why there is no form.
+      await p.goto(`/orgs/${t.orgId}/triggers/${triggerId}/edit`);
+      await p.getByText('A viewer cannot create or change triggers: an owner, an operator or a member can.').waitFor();
+      expect(await p.getByRole('button', { name: 'Save trigger' }).count()).toBe(0);
 
       await nav(p, 'API tokens').click();
       await p.getByRole('row', { name: 'ci' }).waitFor();

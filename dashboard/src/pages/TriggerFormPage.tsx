@@ -11,7 +11,7 @@ import { triggerQuery, type Trigger, type TriggerFields, type TriggerType } from
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
 import { NotFoundPage } from './NotFoundPage';
-import { useOrg } from './use-org';
+import { allows, useOrg } from './use-org';
 
 /** The form's state: every input as typed. */
 interface Draft {
@@ -237,6 +237,20 @@ export function TriggerFormPage() {
   const { triggerId } = useParams();
   const existing = useQuery({ ...triggerQuery(orgId, triggerId ?? ''), enabled: triggerId !== undefined });
   if (loaded && !org) return <NotFoundPage />;
+  // The form's address typed or bookmarked by a role that cannot save it: why, instead of a form.
+  if (org && !allows(org, 'triggers.edit')) {
+    return (
+      <section aria-labelledby="trigger-form-heading">
+        <h1 id="trigger-form-heading">{triggerId === undefined ? 'New trigger' : 'Edit trigger'}</h1>
+        <p>
+          A {org.role} cannot create or change triggers: an owner, an operator or a member can.{' '}
+          <Link to={triggerId === undefined ? `/orgs/${orgId}/triggers` : `/orgs/${orgId}/triggers/${triggerId}`}>
+            {triggerId === undefined ? 'All triggers' : 'The trigger'}
+          </Link>
+        </p>
+      </section>
+    );
+  }
   if (triggerId === undefined) return <TriggerForm orgId={orgId} initial={EMPTY} />;
   if (existing.error instanceof ApiError && existing.error.statusCode === 404) return <NotFoundPage />;
   if (existing.error) return <ErrorMessage error={existing.error} />;
