@@ -140,6 +140,12 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
       .check();
     await page().getByLabel('Storage bindings').selectOption('some');
     await page().getByRole('checkbox', { name: 'write' }).check();
+    // A limit the browser cannot read as a number ("1e": the input's value is empty) is refused at
+    // its input, not issued as no limit.
+    await page().getByLabel('Per hour').pressSequentially('1e');
+    await page().getByRole('button', { name: 'Issue token' }).click();
+    expect(await page().locator('#token-rateLimitPerHour-error').innerText()).toBe('must be a number, such as 30');
+    await page().getByLabel('Per hour').fill('');
     await page().getByLabel('Per minute').fill('0');
     await page().getByRole('button', { name: 'Issue token' }).click();
 
@@ -364,6 +370,13 @@ describe.skipIf(!CHROMIUM || !CURL)('the API tokens, Members and Settings pages 
     await jobs.waitFor();
     expect(await jobs.innerText()).toContain("30 days (this organization's");
     expect(await field.inputValue()).toBe('30');
+    // Days the browser cannot read as a number ("3-0": the input's value is empty) are refused at
+    // the field, not saved as the coordinator's default.
+    await field.fill('');
+    await field.pressSequentially('3-0');
+    await page().getByRole('button', { name: 'Save retention' }).click();
+    expect(await page().locator('#retention-jobsDays-error').innerText()).toBe('must be a number, such as 30');
+    await field.fill('30');
     const view = await t.owner.get<{ overrides: Record<string, number | null> }>(`/orgs/${t.orgId}/retention`);
     expect(view.body.overrides).toEqual({ jobsDays: 30, failedJobsDays: null, auditDays: null, occurrencesDays: null });
 

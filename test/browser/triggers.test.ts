@@ -272,8 +272,16 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       .waitFor();
     expect(await tag.getAttribute('aria-invalid')).toBe('true');
     expect(runs).toEqual([]);
-    page().off('request', onRequest);
     await tag.fill('');
+    // A number the browser cannot read ("1e": the input's value is empty) is refused at its input,
+    // not left out for the workflow's default to run instead.
+    await replicas.fill('');
+    await replicas.pressSequentially('1e');
+    await page().getByRole('button', { name: 'Run now' }).click();
+    expect(await page().locator('#param-replicas-error').innerText()).toBe('must be a number, such as 30');
+    expect(runs).toEqual([]);
+    page().off('request', onRequest);
+    await replicas.fill('2');
 
     // A required enum left empty: the API's message sits under it.
     await page().getByRole('button', { name: 'Run now' }).click();

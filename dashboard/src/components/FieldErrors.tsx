@@ -35,6 +35,22 @@ export function fieldErrors(error: unknown, fields: readonly string[], prefix = 
   };
 }
 
+/**
+ * The number inputs of `form` holding text the browser cannot read as a number (`1e`, `-`, `3-0`):
+ * such an input's value is "" as if it were empty, and a form would send nothing for it (the
+ * default, no limit) instead of what was typed. Null when there is none; otherwise the 422 the API
+ * would answer, at each input's field: the input's id is `<idPrefix>-<field>` (`props` above), the
+ * field's path `<prefix>.<field>`.
+ */
+export function unreadableNumbers(form: HTMLFormElement, prefix = 'body', idPrefix = 'f'): ApiError | null {
+  const details: ErrorDetail[] = [];
+  for (const input of form.querySelectorAll<HTMLInputElement>('input[type="number"]')) {
+    if (!input.validity.badInput || !input.id.startsWith(`${idPrefix}-`)) continue;
+    details.push({ path: `${prefix}.${input.id.slice(idPrefix.length + 1)}`, message: 'must be a number, such as 30' });
+  }
+  return details.length === 0 ? null : new ApiError(422, 'validation_failed', 'A number is not valid', details);
+}
+
 /** The messages the API gave for one field, under it. */
 export function FieldError({
   errors,

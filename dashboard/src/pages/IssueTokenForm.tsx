@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent, type ReactNode } from 'react';
-import { api, apiPath } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import {
   apiTokensQuery,
   STORAGE_PERMISSIONS,
@@ -15,7 +15,7 @@ import type { StorageBinding } from '../api/storage-bindings';
 import type { Trigger } from '../api/triggers';
 import type { Agent } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
+import { FieldError, fieldErrors, FormError, unreadableNumbers, type FieldErrors } from '../components/FieldErrors';
 import { grantErrors, type Names } from '../components/grant-words';
 import { workflowWords } from '../components/trigger-words';
 
@@ -123,19 +123,23 @@ export function IssueTokenForm(props: {
   const workflows = useQuery(workflowsQuery(orgId));
   const queryClient = useQueryClient();
   const issue = useMutation({
-    mutationFn: (body: IssueRequest) => api<IssuedApiToken>('POST', apiPath`/orgs/${orgId}/api-tokens`, { body }),
+    mutationFn: ({ body, unreadable }: { body: IssueRequest; unreadable: ApiError | null }) => {
+      // A limit the browser cannot read as a number would be sent as none: no limit at all.
+      if (unreadable) throw unreadable;
+      return api<IssuedApiToken>('POST', apiPath`/orgs/${orgId}/api-tokens`, { body });
+    },
     onSuccess: (token) => {
       setDraft(EMPTY);
       onIssued(token);
       void queryClient.invalidateQueries({ queryKey: apiTokensQuery(orgId).queryKey });
     },
   });
-  const error = grantErrors(issue.error, issue.variables?.scopes, names);
+  const error = grantErrors(issue.error, issue.variables?.body.scopes, names);
   const errors = fieldErrors(error, FIELDS, 'body', 'token');
   const set = <K extends keyof Draft>(key: K, value: Draft[K]) => setDraft((d) => ({ ...d, [key]: value }));
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    issue.mutate(requestOf(draft));
+    issue.mutate({ body: requestOf(draft), unreadable: unreadableNumbers(event.currentTarget, 'body', 'token') });
   };
   const agents = props.agents.filter((a) => a.status !== 'revoked');
   // A token runs webhook triggers only: cron triggers run on their schedule, chat ones from their channel.

@@ -7,7 +7,7 @@ import { api, ApiError, apiPath, type ErrorDetail } from '../api/client';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { answerPage, isRunResult, type RunAnswer, type Trigger } from '../api/triggers';
 import type { Workflow, WorkflowParam } from '../api/types';
-import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
+import { FieldError, fieldErrors, FormError, unreadableNumbers, type FieldErrors } from '../components/FieldErrors';
 import { FileParamPicker } from '../components/FileParamPicker';
 
 /** A param's input as typed: text (string, number, chosen file id, enum option index) or a checkbox. */
@@ -147,7 +147,9 @@ function RunForm(props: {
   const navigate = useNavigate();
   const queryClient = useQueryClient();
   const run = useMutation({
-    mutationFn: async () => {
+    mutationFn: async (unreadable: ApiError | null) => {
+      // A number the browser cannot read would be left out, and the workflow's default run instead.
+      if (unreadable) throw unreadable;
       const params = paramsOf(schema, values);
       const problems = checkInPage ? await paramProblems(schema, params) : [];
       // The 422 the API would answer, placed under the fields the same way.
@@ -175,9 +177,9 @@ function RunForm(props: {
     'body.params',
     'param',
   );
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    run.mutate();
+    run.mutate(unreadableNumbers(event.currentTarget, 'body.params', 'param'));
   };
   // What neither the run's fields nor the params' inputs show stays in the alert.
   const unplaced = errors.rest.filter((d) => paramErrors.rest.includes(d));

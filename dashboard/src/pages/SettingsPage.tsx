@@ -1,7 +1,7 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
-import { api, apiPath } from '../api/client';
+import { api, ApiError, apiPath } from '../api/client';
 import {
   DELETED_KINDS,
   MAX_RETENTION_DAYS,
@@ -15,7 +15,7 @@ import {
 } from '../api/retention';
 import { humanSize } from '../components/bytes';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { FieldError, fieldErrors, FormError, unreadableNumbers } from '../components/FieldErrors';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
@@ -110,7 +110,9 @@ function RetentionForm({ orgId, view }: { orgId: string; view: RetentionView }) 
   const [draft, setDraft] = useState<Draft>(() => draftOf(view));
   const queryClient = useQueryClient();
   const save = useMutation({
-    mutationFn: () => {
+    mutationFn: (unreadable: ApiError | null) => {
+      // A number of days the browser cannot read would be sent as none: the coordinator's default.
+      if (unreadable) throw unreadable;
       const retention = Object.fromEntries(
         RETENTION_FIELDS.map(({ field }) => [field, draft[field].trim() === '' ? null : Number(draft[field])]),
       ) as RetentionChange;
@@ -123,9 +125,9 @@ function RetentionForm({ orgId, view }: { orgId: string; view: RetentionView }) 
     save.reset();
     setDraft((d) => ({ ...d, [field]: value }));
   };
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    save.mutate();
+    save.mutate(unreadableNumbers(event.currentTarget, 'body.retention', 'retention'));
   };
   return (
     <form className="panel" onSubmit={submit} noValidate aria-labelledby="retention-form-heading">
