@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { DEFAULT_JOB_LOG_MAX_BYTES, MAX_JOB_LOG_MAX_BYTES, MIN_JOB_LOG_MAX_BYTES } from '../domain/jobs/job-logs.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../domain/auth/passwords.js';
+import { isEmailAddress } from '../domain/emails.js';
 import {
   DEFAULT_RETENTION,
   MAX_RETENTION_DAYS,
@@ -162,8 +163,6 @@ interface Raw {
 }
 
 const HOST = /^[A-Za-z0-9.:[\]-]+$/;
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
-const MAX_EMAIL_LENGTH = 320;
 const MAX_ORG_NAME_LENGTH = 200;
 
 /** `http://<host>:<port>`, with brackets around an IPv6 address. */
@@ -467,7 +466,7 @@ function parseBootstrap(env: Env, problems: string[]): Config['bootstrap'] {
     problems.push(
       'DROVER_BOOTSTRAP_EMAIL: expected an email address when DROVER_BOOTSTRAP_PASSWORD is set, got nothing',
     );
-  } else if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH) {
+  } else if (!isEmailAddress(email)) {
     problems.push(`DROVER_BOOTSTRAP_EMAIL: expected an email address, got \`${email}\``);
   }
   if (!password) {

@@ -11,3 +11,16 @@ export const emailKey = (email: string): string => email.replace(/[A-Z]+/g, (s) 
 
 /** Whether `a` and `b` name the same account (`emailKey`). */
 export const sameEmail = (a: string, b: string): boolean => emailKey(a) === emailKey(b);
+
+/** The longest email address taken (RFC 5321's path limit, with room). */
+export const MAX_EMAIL_LENGTH = 320;
+
+/**
+ * Something before and after one `@`, without white space, control characters (a BEL, an escape)
+ * or invisible formatting ones (bidirectional overrides, zero-width characters): an address that
+ * is shown in the dashboard, the CLI and the audit log as it was typed. Whether mail reaches it is
+ * not Drover's to know (it sends none).
+ */
+const EMAIL_ADDRESS = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u;
+
+export const isEmailAddress = (text: string): boolean => text.length <= MAX_EMAIL_LENGTH && EMAIL_ADDRESS.test(text);

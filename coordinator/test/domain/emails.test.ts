@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emailKey, sameEmail } from '../../src/domain/emails.js';
+import { emailKey, isEmailAddress, MAX_EMAIL_LENGTH, sameEmail } from '../../src/domain/emails.js';
 
 describe('emails name the same account', () => {
   it('when equal once their ASCII letters are in lower case', () => {
@@ -18,5 +18,25 @@ describe('emails name the same account', () => {
     expect(sameEmail('\u0131van@x.test', 'Ivan@x.test')).toBe(false);
     expect(sameEmail('strasse@x.test', 'straße@x.test')).toBe(false);
     expect(emailKey('\u212A\u0130\u0131ß@x.test')).toBe('\u212A\u0130\u0131ß@x.test');
+  });
+});
+
+describe('an email address', () => {
+  it('is something on each side of one @, without spaces, control or invisible formatting characters', () => {
+    for (const ok of ['a@b', 'ada.lovelace+ops@example.test', 'émile@exämple.test'])
+      expect(isEmailAddress(ok), ok).toBe(true);
+    for (const bad of [
+      'a@',
+      '@b',
+      'a@b@c',
+      'a b@c',
+      'a\u0007@example.test',
+      'a@ex\u001bample',
+      'a\u202e@b',
+      'a\u200b@b',
+    ])
+      expect(isEmailAddress(bad), JSON.stringify(bad)).toBe(false);
+    expect(isEmailAddress(`${'a'.repeat(MAX_EMAIL_LENGTH - 2)}@b`)).toBe(true);
+    expect(isEmailAddress(`${'a'.repeat(MAX_EMAIL_LENGTH - 1)}@b`)).toBe(false);
   });
 });

@@ -6,11 +6,7 @@ import { AppError, conflict, describeValue, invalid, notFound } from '../../erro
 import { isoAt } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { checkNewPassword, hashPassword } from '../auth/passwords.js';
-import { sameEmail } from '../emails.js';
-
-export const MAX_EMAIL_LENGTH = 320;
-// One @, something on each side, no spaces: deliverability is the mail system's business.
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
+import { isEmailAddress, sameEmail } from '../emails.js';
 
 /** How long an invitation waits for its invitee. */
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
@@ -39,7 +35,7 @@ export async function invite(
   nowMs: number,
 ): Promise<Invitation> {
   const email = input.email.trim();
-  if (!EMAIL.test(email) || email.length > MAX_EMAIL_LENGTH) {
+  if (!isEmailAddress(email)) {
     throw invalid('body.email', `must be an email address, got ${describeValue(input.email)}`);
   }
   const at = isoAt(nowMs);

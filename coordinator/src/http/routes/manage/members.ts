@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Role } from '../../../domain/model/orgs.js';
 import { ROLES } from '../../../domain/model/orgs.js';
-import { MAX_EMAIL_LENGTH } from '../../../domain/orgs/invitations.js';
+import { MAX_EMAIL_LENGTH } from '../../../domain/emails.js';
 import { MAX_PASSWORD_LENGTH } from '../../../domain/auth/passwords.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
