@@ -6,10 +6,24 @@ import { CliError } from './errors.js';
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 /**
+ * commander's parser of an option taken once, such as `--selector`: given twice, it is refused
+ * (commander would keep the last in silence, where `--selector role=a --selector site=b` reads as
+ * both). For an option without a default value.
+ */
+export const once =
+  (flag: string, hint: string) =>
+  (value: string, previous: string | undefined): string => {
+    if (previous !== undefined)
+      throw new CliError(`${flag} is given twice (\`${previous}\` and \`${value}\`): ${hint}`);
+    return value;
+  };
+
+/**
  * The `params` of a run: the object of `--params-file` (JSON), then each `--param`, in order,
  * over it. `--param name=value` gives the string `value`; `--param name:=json` gives the JSON
  * value (`count:=3`, `dry:=true`, `input:={"__type":"FileRef","id":"..."}`): the API never turns
- * a string into a number or a boolean.
+ * a string into a number or a boolean. A name given twice in `--param` is refused, naming it (which
+ * one was meant?); a `--param` over a name of the file is the override it is for.
  */
 export function buildParams(cwd: string, pairs: readonly string[], file?: string): Record<string, unknown> {
   // A null-prototype object, set with own data properties: `__proto__` (or `constructor`) is an
@@ -18,12 +32,20 @@ export function buildParams(cwd: string, pairs: readonly string[], file?: string
   if (file !== undefined) {
     for (const [name, value] of Object.entries(readParamsFile(path.resolve(cwd, file)))) setParam(params, name, value);
   }
+  const given = new Map<string, string>();
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
     if (eq <= 0) throw new CliError(`--param: expected name=value or name:=json, got \`${pair}\``);
     const json = pair[eq - 1] === ':';
     const name = pair.slice(0, json ? eq - 1 : eq);
     if (name === '') throw new CliError(`--param: the name is empty in \`${pair}\``);
+    const earlier = given.get(name);
+    if (earlier !== undefined) {
+      throw new CliError(
+        `--param: the param ${name} is given twice (\`${earlier}\` and \`${pair}\`): give each param once`,
+      );
+    }
+    given.set(name, pair);
     const raw = pair.slice(eq + 1);
     if (!json) {
       setParam(params, name, raw);

@@ -6,14 +6,24 @@ import { parseDuration } from '../src/duration.js';
 import { buildParams } from '../src/params.js';
 
 describe('--param and --params-file', () => {
-  it('gives strings with =, JSON values with :=, the last one winning', () => {
-    expect(buildParams('/', ['env=prod', 'count:=3', 'dry:=true', 'tags:=["a"]', 'env=staging', 'eq=a=b'])).toEqual({
-      env: 'staging',
+  it('gives strings with =, JSON values with :=', () => {
+    expect(buildParams('/', ['env=prod', 'count:=3', 'dry:=true', 'tags:=["a"]', 'eq=a=b'])).toEqual({
+      env: 'prod',
       count: 3,
       dry: true,
       tags: ['a'],
       eq: 'a=b',
     });
+  });
+
+  it('refuses a name given twice, naming it and both values (the last was taken in silence)', () => {
+    expect(() => buildParams('/', ['env=prod', 'count:=3', 'env=staging'])).toThrow(
+      '--param: the param env is given twice (`env=prod` and `env=staging`): give each param once',
+    );
+    // The same value twice, or `=` and `:=` for one name, are one name given twice all the same.
+    expect(() => buildParams('/', ['a=1', 'a=1'])).toThrow('the param a is given twice');
+    expect(() => buildParams('/', ['a=1', 'a:=1'])).toThrow('the param a is given twice (`a=1` and `a:=1`)');
+    expect(() => buildParams('/', ['__proto__:={}', '__proto__=x'])).toThrow('the param __proto__ is given twice');
   });
 
   it('puts --param over the params of the file', () => {

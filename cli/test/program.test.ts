@@ -54,6 +54,24 @@ describe('usage errors', () => {
     expect(rt.stderr()).toBe('drover: --param: expected name=value or name:=json, got `bad`\n');
   });
 
+  it('refuse a param or a selector given twice, before any call (the last was taken in silence)', async () => {
+    const env = { DROVER_URL: 'http://127.0.0.1:1', DROVER_TOKEN: 'drv_x' };
+    const run = testRuntime({ env });
+    expect(await runCli(['run', 'abc', '--param', 'a=1', '--param', 'b=2', '--param', 'a=3'], run)).toBe(2);
+    expect(run.stderr()).toBe('drover: --param: the param a is given twice (`a=1` and `a=3`): give each param once\n');
+    const twice =
+      "drover: --selector is given twice (`role=gateway` and `site=berlin`): give one, its requirements joined with commas (e.g. 'role=gateway,site=berlin')\n";
+    for (const args of [
+      ['agents'],
+      ['trigger', 'create', '--name', 't', '--workflow', 'w'],
+      ['app', 'device-group', 'kiosk'],
+    ]) {
+      const rt = testRuntime({ env });
+      expect(await runCli([...args, '--selector', 'role=gateway', '--selector', 'site=berlin'], rt)).toBe(2);
+      expect(rt.stderr()).toBe(twice);
+    }
+  });
+
   it('exit 2 for an unknown command, and for a group without its subcommand', async () => {
     expect(await runCli(['deploy'], testRuntime())).toBe(2);
     const rt = testRuntime();

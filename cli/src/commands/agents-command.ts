@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { listAgents, SELECTOR_NEEDS_SESSION } from '../agent-names.js';
 import { anyCaller } from '../callers.js';
 import { CliError } from '../errors.js';
+import { oneSelector } from '../labels/selector.js';
 import { labelsCell } from '../labels/show-labels.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -16,6 +17,7 @@ export function configureAgentsCommand(program: Command, rt: Runtime): void {
     .option(
       '--selector <selector>',
       "with a session: only the agents whose labels it matches, e.g. 'site in (berlin,munich),role=gateway' (docs/fleets.md)",
+      oneSelector,
     )
     .option('--json', "print the API's answer as JSON")
     .action(async (flags: { selector?: string; json?: boolean }, command: Command) => {

@@ -2,7 +2,7 @@ import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller } from '../callers.js';
 import { CliError } from '../errors.js';
-import { parseSelectorOption } from '../labels/selector.js';
+import { oneSelector, parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import type { Runtime } from '../runtime.js';
 import { configureAppCreateCommands } from './app-create-command.js';
@@ -43,7 +43,11 @@ export function configureAppCommand(program: Command, rt: Runtime): void {
       'show, set (--selector) or remove (--clear) the label selector whose agents are bound to the application',
     )
     .argument('<app>', "the application's slug or id")
-    .option('--selector <selector>', "bind every agent it matches, e.g. 'role=kiosk,site=berlin' (docs/ota.md)")
+    .option(
+      '--selector <selector>',
+      "bind every agent it matches, e.g. 'role=kiosk,site=berlin' (docs/ota.md)",
+      oneSelector,
+    )
     .option('--clear', 'remove the device group: the bindings it made go, those made by hand stay')
     .option('--json', "print the API's answer (the application, with deviceGroup) as JSON")
     .action(async (name: string, flags: DeviceGroupFlags, command: Command) => {

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { sessionCaller, type SessionCaller } from '../callers.js';
 import { parseDuration } from '../duration.js';
 import { ApiError, CliError } from '../errors.js';
-import { parseSelectorOption } from '../labels/selector.js';
+import { oneSelector, parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
 import { collect } from '../params.js';
@@ -44,6 +44,7 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
     .option(
       '--selector <selector>',
       "instead of --agent: run on the agents a label selector picks, e.g. 'role=gateway,site=berlin' (docs/fleets.md)",
+      oneSelector,
     )
     .option(
       '--fanout <fanout>',

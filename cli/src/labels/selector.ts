@@ -1,6 +1,7 @@
 import { parseSelector, SelectorError, type Requirement } from '@drover/shared';
 import { ApiError, CliError } from '../errors.js';
 import { caretUnder } from '../output/caret.js';
+import { once } from '../params.js';
 
 /** The 0-based position a selector error names: `... at position N: ...`. */
 const POSITION = /\bat position (\d+):/;
@@ -43,3 +44,12 @@ export function parseSelectorOption(selector: string): Requirement[] {
     throw refused(`--selector: not a label selector: ${error.message}`, selector, error.position);
   }
 }
+
+/**
+ * commander's parser of `--selector`: given twice, refused rather than the last kept (a second
+ * `--selector` reads as more requirements, and would bind, list or run on other agents).
+ */
+export const oneSelector = once(
+  '--selector',
+  "give one, its requirements joined with commas (e.g. 'role=gateway,site=berlin')",
+);
