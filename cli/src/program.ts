@@ -64,6 +64,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureOrgCommand(program, rt);
   configureAgentCommand(program, rt);
   configureCompletionCommand(program, rt);
+  addHelpCommands(program);
   forEachCommand(program, (command) =>
     command
       .exitOverride()
@@ -81,6 +82,38 @@ export function buildProgram(runtime: Runtime): Command {
 function forEachCommand(command: Command, apply: (command: Command) => void): void {
   apply(command);
   for (const sub of command.commands) forEachCommand(sub, apply);
+}
+
+/**
+ * `help [command...]` on the program and on each group, where commander puts its own, which reads
+ * one name (`drover help member add` showed the help of `member`): the help of the command the
+ * words name from there, and a word that names none is the error of an unknown command (exit 2),
+ * where commander showed the group's help.
+ */
+function addHelpCommands(command: Command): void {
+  for (const sub of command.commands) addHelpCommands(sub);
+  // Where commander would add its own: a group, whose words are its subcommands' names.
+  if (command.commands.length === 0 || command.commands.some((c) => c.name() === 'help')) return;
+  command
+    .command('help')
+    .description('display help for command')
+    .argument('[command...]', 'the command, its subcommand after it (drover help member add)')
+    .action((words: string[]) => showHelpOf(command, words));
+}
+
+function showHelpOf(group: Command, words: readonly string[]): void {
+  let target = group;
+  for (const [i, word] of words.entries()) {
+    const sub = target.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (sub === undefined) {
+      // As `drover nope` says it: `drover: unknown command 'nope'`, then the pointer to --help.
+      return target.error(`error: unknown command '${words.slice(0, i + 1).join(' ')}'`, {
+        code: 'commander.unknownCommand',
+      });
+    }
+    target = sub;
+  }
+  target.help();
 }
 
 /**

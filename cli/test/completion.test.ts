@@ -25,6 +25,8 @@ describe('completion candidates', () => {
       'rotate-keys',
     ]);
     expect(complete('--url=http://x trigger ')).toEqual(['create', 'list', 'delete']);
+    // After `help`, the commands it shows the help of.
+    expect(complete('help trigger ')).toEqual(['create', 'list', 'delete']);
   });
 
   it("are the command's and the global options after a dash", () => {

@@ -496,6 +496,36 @@ describe('drover help', () => {
     expect(await runCli(['help', 'run'], run)).toBe(0);
     expect(run.stdout()).toContain('Usage: drover run');
   });
+
+  it("shows a subcommand's help, in a group too, as --help does (it showed the group's)", async () => {
+    for (const words of [
+      ['help', 'member', 'add'],
+      ['member', 'help', 'add'],
+      ['help', 'app', 'window'],
+    ]) {
+      const rt = testRuntime();
+      expect(await runCli(words, rt)).toBe(0);
+      const path = words.filter((w) => w !== 'help');
+      const flag = testRuntime();
+      expect(await runCli([...path, '--help'], flag)).toBe(0);
+      expect(rt.stdout()).toMatch(new RegExp(`^Usage: drover ${path.join(' ')} `));
+      expect(rt.stdout()).toBe(flag.stdout());
+      expect(rt.stderr()).toBe('');
+    }
+  });
+
+  it('refuses a command it does not know as an unknown command (exit 2), where it showed the help above it', async () => {
+    for (const [words, named] of [
+      [['help', 'nope'], 'nope'],
+      [['help', 'member', 'nope'], 'member nope'],
+      [['help', 'run', 'extra'], 'run extra'],
+    ] as const) {
+      const rt = testRuntime();
+      expect(await runCli(words, rt)).toBe(2);
+      expect(rt.stdout()).toBe('');
+      expect(rt.stderr()).toBe(`drover: unknown command '${named}'\n(run with --help for usage)\n`);
+    }
+  });
 });
 
 describe('login --password-stdin', () => {

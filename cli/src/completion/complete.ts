@@ -32,8 +32,12 @@ export function completions(program: Command, words: readonly string[]): string[
   return visibleCommands(command).map((c) => c.name());
 }
 
+/**
+ * The subcommands to offer, without the hidden ones and `help`: the words after `help` are the
+ * names of the commands, which are offered so (`drover help member <TAB>`: those of `member`).
+ */
 function visibleCommands(command: Command): Command[] {
-  return command.commands.filter((c) => !c.name().startsWith('__'));
+  return command.commands.filter((c) => !c.name().startsWith('__') && c.name() !== 'help');
 }
 
 /** The long options of `command` and of the commands above it (global options work everywhere). */
