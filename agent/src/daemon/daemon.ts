@@ -295,7 +295,7 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
       `removed ${partials} file(s) of partial downloads untouched for more than ${formatDuration(options.jobRetentionMs)}`,
     );
   }
-  const outbox = Outbox.open(path.join(stateDir, 'outbox'), damaged);
+  const outbox = Outbox.open(path.join(stateDir, 'outbox'), { onDamaged: damaged, logger });
   if (outbox.size > 0)
     logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
   const sender = new ReportSender({

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { bytesInWords, countOf } from '@drover/shared';
+import type { Logger } from 'pino';
+import { formatDuration } from '../exec/durations.js';
 import { writeFileAtomic } from '../state/files.js';
 import { parseReport, type Report } from './report.js';
 
@@ -23,8 +25,17 @@ export interface LogGap {
 }
 
 export interface OutboxOptions {
-  /** Called for each file that cannot be read back (it is renamed `*.damaged`). */
+  /** Called for each file read back that does not hold a report (it is renamed `*.damaged`). */
   onDamaged?: (file: string, reason: string) => void;
+  /**
+   * Says which files cannot be read (a permission, a directory in a file's place, an I/O error),
+   * when they are read again, and how that ended (UNREADABLE_RETRY).
+   */
+  logger?: Pick<Logger, 'error' | 'warn' | 'info'>;
+  /** Reads one entry's file (tests pass one that fails as a permission or a disk does). */
+  readFile?: (file: string) => string;
+  /** The time, for the retries of files that cannot be read (tests pass their own). */
+  now?: () => number;
   /** The most bytes of log batches kept per job (MAX_JOB_LOG_BYTES). */
   maxJobLogBytes?: number;
   /** Bytes free for the agent on the outbox's file system (statfs; tests pass their own). */
@@ -48,6 +59,37 @@ export const MAX_JOB_LOG_BYTES = 16 * 1024 * 1024;
  * batch is dropped rather than stored, so that the journal and the results still fit.
  */
 export const FREE_SPACE_RESERVE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * When a report file that cannot be read is read again: after `firstMs`, then twice as long each
+ * time up to `capMs` (and at each start). It is left in place meanwhile, never taken for damage:
+ * what it holds is not known, and a permission given back brings the report back.
+ */
+export const UNREADABLE_RETRY = { firstMs: 60_000, capMs: 3_600_000 };
+
+/** Why a file cannot be read, in a technician's words, its error code last. */
+function unreadableCause(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied (${code}): it belongs to another user or is not readable; give it back to the agent's user (chown, chmod 600)`;
+    case 'EISDIR':
+      return 'a directory stands in its place (EISDIR)';
+    case 'EIO':
+      return 'an input/output error (EIO): the disk or its file system may be failing';
+    default:
+      return code === undefined ? (error as Error).message : `${code}: ${(error as Error).message}`;
+  }
+}
+
+interface Unreadable {
+  /** When it is read again. */
+  at: number;
+  /** The wait after that, if it fails again. */
+  nextDelayMs: number;
+  cause: string;
+}
 
 /** The line that stands for dropped lines (its `seq` is the last dropped line's). */
 export const gapText = (gap: LogGap, maxBytes: number): string =>
@@ -98,6 +140,11 @@ export class Outbox {
   readonly #freeBytes: (dir: string) => number;
   readonly #reserveBytes: number;
   readonly #writeFile: (file: string, text: string) => void;
+  readonly #readFile: (file: string) => string;
+  readonly #logger: Pick<Logger, 'error' | 'warn' | 'info'> | null;
+  readonly #now: () => number;
+  /** The report files that could not be read, by name: left in place, read again later. */
+  readonly #unreadable = new Map<string, Unreadable>();
 
   private constructor(
     readonly dir: string,
@@ -108,6 +155,9 @@ export class Outbox {
     this.#freeBytes = options.freeBytes ?? defaultFreeBytes;
     this.#reserveBytes = options.reserveBytes ?? FREE_SPACE_RESERVE_BYTES;
     this.#writeFile = options.writeFile ?? writeFileAtomic;
+    this.#readFile = options.readFile ?? ((file) => fs.readFileSync(file, 'utf8'));
+    this.#logger = options.logger ?? null;
+    this.#now = options.now ?? Date.now;
   }
 
   /** `options` as a function: the `onDamaged` callback alone. */
@@ -120,6 +170,59 @@ export class Outbox {
 
   get size(): number {
     return this.#entries.length;
+  }
+
+  /** How many report files could not be read, and wait to be read again. */
+  get unreadable(): number {
+    return this.#unreadable.size;
+  }
+
+  /** When the first of the files that could not be read is due to be read again; null if none. */
+  nextUnreadableRetryAt(): number | null {
+    let next: number | null = null;
+    for (const { at } of this.#unreadable.values()) if (next === null || at < next) next = at;
+    return next;
+  }
+
+  /**
+   * Reads again the files that could not be read whose time has come (UNREADABLE_RETRY): a
+   * report read is put back in its place in the sending order, and returns in the count; a file
+   * read whose content is not a report is damaged as at `open`; one still unreadable waits
+   * longer (said again only when its cause changed); one gone is forgotten, said.
+   */
+  retryUnreadable(): number {
+    const now = this.#now();
+    let added = 0;
+    for (const [name, waiting] of [...this.#unreadable]) {
+      if (waiting.at > now) continue;
+      const file = path.join(this.dir, name);
+      const read = this.#read(name);
+      if ('error' in read) {
+        if ((read.error as NodeJS.ErrnoException).code === 'ENOENT') {
+          this.#unreadable.delete(name);
+          this.#logger?.warn(
+            { file },
+            `${file}, which could not be read, is gone: the report it held will not be sent`,
+          );
+          continue;
+        }
+        const cause = unreadableCause(read.error);
+        this.#unreadable.set(name, {
+          at: now + waiting.nextDelayMs,
+          nextDelayMs: Math.min(waiting.nextDelayMs * 2, UNREADABLE_RETRY.capMs),
+          cause,
+        });
+        if (cause !== waiting.cause) this.#sayUnreadable(file, cause, waiting.nextDelayMs);
+        continue;
+      }
+      this.#unreadable.delete(name);
+      if (read.entry === null) continue;
+      const at = this.#entries.findIndex((e) => e.name > name);
+      this.#entries.splice(at < 0 ? this.#entries.length : at, 0, read.entry);
+      added += 1;
+      this.#logger?.info({ file }, `read ${file} at last: its report is sent with the outbox, in its turn`);
+    }
+    return added;
   }
 
   /** The entries in sending order. */
@@ -318,34 +421,66 @@ export class Outbox {
       .filter((name) => ENTRY.test(name))
       .sort();
     for (const name of names) {
-      const file = path.join(this.dir, name);
       const seq = Number(ENTRY.exec(name)![1]);
       this.#nextSeq = Math.max(this.#nextSeq, seq + 1);
-      let report: Report | null = null;
-      let raw: unknown = null;
-      let bytes = 0;
-      try {
-        const text = fs.readFileSync(file, 'utf8');
-        bytes = Buffer.byteLength(text);
-        raw = JSON.parse(text);
-        report = parseReport(raw);
-      } catch {
-        report = null;
+      const read = this.#read(name);
+      if ('error' in read) {
+        // Not damage: what it holds is not known. It stays, and is read again later.
+        const cause = unreadableCause(read.error);
+        this.#unreadable.set(name, {
+          at: this.#now() + UNREADABLE_RETRY.firstMs,
+          nextDelayMs: Math.min(UNREADABLE_RETRY.firstMs * 2, UNREADABLE_RETRY.capMs),
+          cause,
+        });
+        this.#sayUnreadable(path.join(this.dir, name), cause, UNREADABLE_RETRY.firstMs);
+      } else if (read.entry) {
+        this.#entries.push(read.entry);
       }
-      if (!report) {
-        fs.renameSync(file, `${file}.damaged`);
-        this.#onDamaged(file, 'not a report (renamed *.damaged)');
-        continue;
-      }
-      const gap = (raw as { gap?: unknown }).gap as LogGap | undefined;
-      const isGap =
-        report.kind === 'logs' &&
-        typeof gap === 'object' &&
-        gap !== null &&
-        Number.isSafeInteger(gap.lines) &&
-        Number.isSafeInteger(gap.bytes);
-      this.#entries.push({ name, report, bytes, ...(isGap ? { gap: { lines: gap.lines, bytes: gap.bytes } } : {}) });
     }
+  }
+
+  /**
+   * One report file read back: its entry; null when what was read is not a report (it is
+   * renamed `*.damaged`, and said); `error` when it cannot be read at all (nothing is done).
+   */
+  #read(name: string): { entry: OutboxEntry | null } | { error: unknown } {
+    const file = path.join(this.dir, name);
+    let text: string;
+    try {
+      text = this.#readFile(file);
+    } catch (error) {
+      return { error };
+    }
+    let report: Report | null = null;
+    let raw: unknown = null;
+    try {
+      raw = JSON.parse(text);
+      report = parseReport(raw);
+    } catch {
+      report = null;
+    }
+    if (!report) {
+      fs.renameSync(file, `${file}.damaged`);
+      this.#onDamaged(file, 'not a report (renamed *.damaged)');
+      return { entry: null };
+    }
+    const gap = (raw as { gap?: unknown }).gap as LogGap | undefined;
+    const isGap =
+      report.kind === 'logs' &&
+      typeof gap === 'object' &&
+      gap !== null &&
+      Number.isSafeInteger(gap.lines) &&
+      Number.isSafeInteger(gap.bytes);
+    const bytes = Buffer.byteLength(text);
+    return { entry: { name, report, bytes, ...(isGap ? { gap: { lines: gap.lines, bytes: gap.bytes } } : {}) } };
+  }
+
+  #sayUnreadable(file: string, cause: string, retryInMs: number): void {
+    this.#logger?.error(
+      { file },
+      `cannot read the report ${file}: ${cause}. It stays in the outbox, not sent until it can be read: ` +
+        `read again in ${formatDuration(retryInMs)}, then less often (every ${formatDuration(UNREADABLE_RETRY.capMs)} at most), and at each start`,
+    );
   }
 }
 

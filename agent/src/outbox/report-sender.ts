@@ -45,6 +45,8 @@ export class ReportSender {
   /** The stored reports whose delivery a caller may wait for (`delivery`), by their outbox entry. */
   readonly #awaited = new Map<OutboxEntry, (outcome: SendOutcome) => void>();
   #timer: NodeJS.Timeout | null = null;
+  /** The next reading of the outbox's files that could not be read (Outbox.retryUnreadable). */
+  #unreadableTimer: NodeJS.Timeout | null = null;
   #closed = false;
   readonly #backoff: Backoff;
   readonly #options: ReportSenderOptions;
@@ -53,6 +55,7 @@ export class ReportSender {
     this.#options = options;
     this.#backoff = options.backoff ?? new Backoff({ baseMs: 1000, capMs: 30_000 });
     if (options.outbox.size > 0) this.#offline = true;
+    this.#scheduleUnreadable();
   }
 
   /** True while reports are being kept in the outbox. */
@@ -92,6 +95,8 @@ export class ReportSender {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    if (this.#unreadableTimer) clearTimeout(this.#unreadableTimer);
+    this.#unreadableTimer = null;
   }
 
   #enqueue<T>(work: () => Promise<T>): Promise<T> {
@@ -217,6 +222,30 @@ export class ReportSender {
       void this.#enqueue(() => this.#drain());
     }, this.#backoff.next());
     this.#timer.unref();
+  }
+
+  /**
+   * Reads again, when their time comes, the outbox's files that could not be read; the reports
+   * read are sent at once, in their turn (the reports made since wait behind them).
+   */
+  #scheduleUnreadable(): void {
+    const at = this.#options.outbox.nextUnreadableRetryAt();
+    if (this.#closed || this.#unreadableTimer || at === null) return;
+    this.#unreadableTimer = setTimeout(
+      () => {
+        this.#unreadableTimer = null;
+        void this.#enqueue(async () => {
+          const added = this.#options.outbox.retryUnreadable();
+          this.#scheduleUnreadable();
+          if (added === 0) return;
+          this.#options.onBacklog?.(this.#options.outbox.size);
+          this.#backoff.reset();
+          await this.#drain();
+        });
+      },
+      Math.max(0, at - Date.now()),
+    );
+    this.#unreadableTimer.unref();
   }
 
   #logDrop(report: Report, reason: string, expected: boolean): void {

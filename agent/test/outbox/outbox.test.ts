@@ -83,9 +83,126 @@ describe('the outbox', () => {
     expect(damaged).toEqual(['000000000001-finish-j1.json']);
     expect(fs.existsSync(path.join(dir, '000000000001-finish-j1.json.damaged'))).toBe(true);
   });
+
+  it('leaves a file it cannot read in place, says why, and reads it again later, never taking it for damage', () => {
+    fs.mkdirSync(dir, { recursive: true });
+    // Tests run as root, which reads a file of mode 000: a directory in a file's place fails to read (EISDIR).
+    const first = path.join(dir, '000000000001-finish-j1.json');
+    fs.mkdirSync(first);
+    fs.writeFileSync(path.join(dir, '000000000002-finish-j2.json'), JSON.stringify(finish('j2')));
+    let now = 1_000_000;
+    const damaged: string[] = [];
+    const { logger, records } = captureLogger();
+    const outbox = Outbox.open(dir, { onDamaged: (file) => damaged.push(file), logger, now: () => now });
+    expect(outbox.entries().map((e) => e.report.jobId)).toEqual(['j2']);
+    expect(damaged).toEqual([]);
+    expect(fs.statSync(first).isDirectory()).toBe(true);
+    expect(fs.readdirSync(dir).some((name) => name.endsWith('.damaged'))).toBe(false);
+    expect(records.map((r) => [r.level, r.file, r.msg])).toEqual([
+      [
+        50,
+        first,
+        `cannot read the report ${first}: a directory stands in its place (EISDIR). It stays in the outbox, not ` +
+          'sent until it can be read: read again in 1m, then less often (every 1h at most), and at each start',
+      ],
+    ]);
+    expect(outbox.unreadable).toBe(1);
+    expect(outbox.nextUnreadableRetryAt()).toBe(now + 60_000);
+
+    // Not before its time; then, still unreadable, twice as long, and not said again.
+    now += 59_999;
+    expect(outbox.retryUnreadable()).toBe(0);
+    now += 1;
+    expect(outbox.retryUnreadable()).toBe(0);
+    expect(outbox.nextUnreadableRetryAt()).toBe(now + 120_000);
+    expect(records).toHaveLength(1);
+
+    // Put right: the report takes its place, before the ones after it.
+    fs.rmdirSync(first);
+    fs.writeFileSync(first, JSON.stringify(finish('j1')));
+    now += 120_000;
+    expect(outbox.retryUnreadable()).toBe(1);
+    expect(outbox.entries().map((e) => e.report.jobId)).toEqual(['j1', 'j2']);
+    expect(outbox.unreadable).toBe(0);
+    expect(outbox.nextUnreadableRetryAt()).toBeNull();
+    expect(records.at(-1)).toMatchObject({ level: 30, file: first });
+    expect(damaged).toEqual([]);
+  });
+
+  it('names a permission or an I/O error, and takes only what was read and does not parse for damage', () => {
+    fs.mkdirSync(dir, { recursive: true });
+    for (const n of [1, 2, 3]) fs.writeFileSync(path.join(dir, `00000000000${n}-finish-j${n}.json`), '{"kind": "fin');
+    const failing: Record<string, string> = { 'j1.json': 'EACCES', 'j2.json': 'EIO' };
+    const readFile = (file: string) => {
+      const code = failing[file.slice(-7)];
+      if (code) throw Object.assign(new Error(`${code}: cannot read`), { code });
+      return fs.readFileSync(file, 'utf8');
+    };
+    const damaged: string[] = [];
+    const { logger, records } = captureLogger();
+    let now = 0;
+    const outbox = Outbox.open(dir, {
+      onDamaged: (f) => damaged.push(path.basename(f)),
+      logger,
+      readFile,
+      now: () => now,
+    });
+    expect(damaged).toEqual(['000000000003-finish-j3.json']);
+    expect(records.map((r) => r.msg)).toEqual([
+      expect.stringContaining(
+        ": permission denied (EACCES): it belongs to another user or is not readable; give it back to the agent's user (chown, chmod 600). It stays",
+      ),
+      expect.stringContaining(': an input/output error (EIO): the disk or its file system may be failing. It stays'),
+    ]);
+    expect(fs.readdirSync(dir).sort()).toEqual([
+      '000000000001-finish-j1.json',
+      '000000000002-finish-j2.json',
+      '000000000003-finish-j3.json.damaged',
+    ]);
+    // Read at last, the content of j1 does not parse: that is damage. j2 went away: said, forgotten.
+    delete failing['j1.json'];
+    delete failing['j2.json'];
+    fs.rmSync(path.join(dir, '000000000002-finish-j2.json'));
+    now += 60_000;
+    expect(outbox.retryUnreadable()).toBe(0);
+    expect(damaged).toEqual(['000000000003-finish-j3.json', '000000000001-finish-j1.json']);
+    expect(records.at(-1)!.msg).toMatch(/000000000002-finish-j2\.json, which could not be read, is gone/);
+    expect(outbox.unreadable).toBe(0);
+  });
+
+  it.skipIf(process.getuid?.() === 0)('leaves a file of mode 000 in place (as any user but root)', () => {
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, '000000000001-finish-j1.json');
+    fs.writeFileSync(file, JSON.stringify(finish('j1')), { mode: 0o000 });
+    const { logger, records } = captureLogger();
+    const outbox = Outbox.open(dir, { logger });
+    expect(outbox.unreadable).toBe(1);
+    expect(fs.existsSync(file)).toBe(true);
+    expect(records[0]!.msg).toContain('permission denied (EACCES)');
+  });
 });
 
 describe('delivery of reports', () => {
+  it('sends a report of the outbox that could not be read once it can be, before the newer ones', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    onTestFinished(() => void vi.useRealTimers());
+    fs.mkdirSync(dir, { recursive: true });
+    const first = path.join(dir, '000000000001-finish-j1.json');
+    fs.mkdirSync(first);
+    const outbox = Outbox.open(dir, { logger: captureLogger().logger });
+    const { transport, calls } = fakeTransport(() => Promise.resolve(ok));
+    const sender = new ReportSender({ outbox, transport, logger: captureLogger().logger, backoff: noWait() });
+    onTestFinished(() => sender.close());
+    await sender.send(finish('j2'));
+    expect(calls).toEqual(['finish:j2']);
+    fs.rmdirSync(first);
+    fs.writeFileSync(first, JSON.stringify(finish('j1')));
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(calls).toEqual(['finish:j2', 'finish:j1']);
+    expect(outbox.size).toBe(0);
+    expect(fs.existsSync(first)).toBe(false);
+  });
+
   it('retries network errors, 5xx, 401, 408 and 429, and drops other 4xx', () => {
     const r = finish('j');
     expect(judgeAnswer(r, { status: 200, body: { jobId: 'j', status: 'success' } }).verdict).toBe('delivered');
