@@ -194,28 +194,56 @@ describe('error responses', () => {
     expect(plain.status).toBe(201);
   });
 
-  it('refuses an integer beyond 2^53 that JSON.parse rounded (…993 to …992), and a body nested too deeply', async () => {
-    const post = (rawBody: string) =>
-      t.owner.post('/orgs', { rawBody, headers: { 'content-type': 'application/json' } });
-    for (const [rawBody, path, literal] of [
-      ['{"name":"x","n":9007199254740993}', 'body.n', '9007199254740993'],
-      ['{"name":"x","params":{"ids":[1, -12345678901234567891]}}', 'body.params.ids.1', '-12345678901234567891'],
+  it('refuses an integer beyond 2^53 that JSON.parse rounded (…993 to …992), saying what the field takes', async () => {
+    const post = (url: string, rawBody: string) =>
+      t.owner.post(url, { rawBody, headers: { 'content-type': 'application/json' } });
+    const beyond = 'beyond 9007199254740991 (2^53 − 1)';
+    const triggers = `/orgs/${t.orgId}/triggers`;
+    const releases = `/orgs/${t.orgId}/apps/${randomUUID()}/releases`;
+    const trigger = (field: string) =>
+      `{"name":"n","scopeType":"workflow","workflowName":"w","responseMode":"async",${field}}`;
+    for (const [url, rawBody, path, message] of [
+      // A field that may take a string (a cron trigger's params, which its workflow's schema judges).
+      [
+        triggers,
+        trigger('"params":{"ids":[1, -12345678901234567891]}'),
+        'body.params.ids.1',
+        `is the integer -12345678901234567891, ${beyond}: it cannot be kept exactly; send it as a string where one is taken`,
+      ],
+      // A number only: its bound, as the schema says of an exact one.
+      [
+        releases,
+        '{"version":"1","artifactFileId":"00000000-0000-4000-8000-000000000000","sequence":9007199254740993}',
+        'body.sequence',
+        'is the integer 9007199254740993: must be at most 9007199254740991',
+      ],
+      [
+        triggers,
+        trigger('"maxParallel":12345678901234567891'),
+        'body.maxParallel',
+        'is the integer 12345678901234567891: must be at most 100000',
+      ],
+      [
+        triggers,
+        trigger('"maxParallel":-9007199254740993'),
+        'body.maxParallel',
+        'is the integer -9007199254740993: must be at least 1',
+      ],
     ] as const) {
-      const res = await post(rawBody);
+      const res = await post(url, rawBody);
       expectError(res, 422, 'validation_failed');
-      expect(res.body.details).toEqual([
-        {
-          path,
-          message: `is the integer ${literal}, beyond 9007199254740991 (2^53 − 1): it cannot be kept exactly; send it as a string`,
-        },
-      ]);
+      expect(res.body.details).toEqual([{ path, message }]);
     }
+    // A field that takes no number is the schema's to refuse (an unknown one, a string one).
+    expect((await post('/orgs', '{"name":9007199254740993}')).body.details).toEqual([
+      { path: 'body.name', message: 'must be a string' },
+    ]);
     // Kept as sent: the digits in a string, an integer a double holds exactly, a number written
     // with an exponent (the schema refuses the unknown field, not the number).
     const kept = await t.owner.post<{ name: string }>('/orgs', { body: { name: 'lab 9007199254740993' } });
     expect(kept.body.name).toBe('lab 9007199254740993');
-    for (const n of ['9007199254740992', '1.7976931348623157e308', '12345678901234567890.5']) {
-      expect((await post(`{"name":"y","n":${n}}`)).body.details).toEqual([
+    for (const n of ['9007199254740993', '9007199254740992', '1.7976931348623157e308', '12345678901234567890.5']) {
+      expect((await post('/orgs', `{"name":"y","n":${n}}`)).body.details).toEqual([
         { path: 'body.n', message: 'is not a known field' },
       ]);
     }

@@ -89,7 +89,13 @@ function checkedBody(request: FastifyRequest, text: string, value: unknown): unk
   }
   if (!agent && LONG_DIGITS.test(text)) {
     const literal = roundedIntegerLiteral(text);
-    if (literal !== null) bodyErrors.set(request, unsafeInteger(numberAt(value, Number(literal), 'body'), literal));
+    if (literal !== null) {
+      const keys = numberAt(value, Number(literal));
+      const field = fieldAt(request.routeOptions.schema?.body, keys);
+      // A field the schema refuses whatever it holds (an unknown one, a boolean) is left to the
+      // validation, which says what is wrong with it.
+      if (field.takesNumber) bodyErrors.set(request, unsafeInteger(['body', ...keys].join('.'), literal, field));
+    }
   }
   return value;
 }
@@ -136,25 +142,111 @@ const MAX_NUMBER_TOKEN = 1024;
 const MAX_DEPTH = 1_000;
 
 /**
- * Where in the parsed body `target` is (the rounded number), found without recursion; a
- * RangeError (the body is nested too deeply) past MAX_DEPTH.
+ * Where in the parsed body `target` is (the rounded number): the keys and indexes down to it,
+ * found without recursion; a RangeError (the body is nested too deeply) past MAX_DEPTH.
  */
-function numberAt(value: unknown, target: number, path: string): string {
-  const stack: [unknown, string, number][] = [[value, path, 0]];
+function numberAt(value: unknown, target: number): (string | number)[] {
+  const stack: [unknown, (string | number)[]][] = [[value, []]];
   while (stack.length > 0) {
-    const [item, at, depth] = stack.pop()!;
+    const [item, at] = stack.pop()!;
     if (item === target) return at;
     if (item === null || typeof item !== 'object') continue;
-    if (depth >= MAX_DEPTH) throw new RangeError('nested too deeply');
-    const entries = Array.isArray(item) ? item.entries() : Object.entries(item);
-    for (const [key, child] of [...entries].reverse()) stack.push([child, `${at}.${key}`, depth + 1]);
+    if (at.length >= MAX_DEPTH) throw new RangeError('nested too deeply');
+    const entries: [string | number, unknown][] = Array.isArray(item) ? [...item.entries()] : Object.entries(item);
+    for (const [key, child] of entries.reverse()) stack.push([child, [...at, key]]);
   }
-  return path;
+  return [];
 }
 
-function unsafeInteger(path: string, literal: string): AppError {
+/** What a route's body schema takes at one place of the body, as far as a too large integer goes. */
+interface Field {
+  /** A number may stand there (or the schema does not say). */
+  takesNumber: boolean;
+  /**
+   * A string may stand there (the integer's digits could be sent as one): `yes` when the schema
+   * says so, `maybe` when it does not say what stands there (a trigger's params: the workflow's
+   * own params schema says it, later).
+   */
+  takesString: 'yes' | 'maybe' | 'no';
+  /** The bounds of the number there, when every schema that takes one has them. */
+  maximum?: number;
+  minimum?: number;
+}
+
+type Schema = Record<string, unknown> | boolean | undefined;
+
+/**
+ * What the body `schema` takes at `keys`. The body schemas are plain JSON Schema (`properties`,
+ * `additionalProperties`, `items`, `oneOf`/`anyOf`); a keyword this does not follow (`$ref`)
+ * counts as taking anything, as no schema (a route that declares no body) does.
+ */
+function fieldAt(schema: unknown, keys: (string | number)[]): Field {
+  const found = schemasAt(schema as Schema, keys);
+  const numeric = found.filter((s) => takes(s, 'integer'));
+  const bound = (name: 'maximum' | 'minimum') => {
+    const values = numeric.map((s) => (s === true ? undefined : s[name]));
+    if (values.length === 0 || !values.every((v) => typeof v === 'number')) return undefined;
+    return name === 'maximum' ? Math.max(...(values as number[])) : Math.min(...(values as number[]));
+  };
+  return {
+    takesNumber: numeric.length > 0,
+    takesString: found.some(open) ? 'maybe' : found.some((s) => takes(s, 'string')) ? 'yes' : 'no',
+    maximum: bound('maximum'),
+    minimum: bound('minimum'),
+  };
+}
+
+/** The schemas (one per alternative of a `oneOf`/`anyOf`) a value at `keys` must match; none: refused. */
+function schemasAt(schema: Schema, keys: (string | number)[]): (Record<string, unknown> | true)[] {
+  if (schema === false) return [];
+  if (schema === undefined || schema === true || typeof schema !== 'object' || '$ref' in schema) return [true];
+  const alternatives = [schema.oneOf, schema.anyOf].find(Array.isArray) as Schema[] | undefined;
+  if (alternatives) return alternatives.flatMap((alternative) => schemasAt(alternative, keys));
+  if (keys.length === 0) return [schema];
+  const [key, ...rest] = keys;
+  if (typeof key === 'number') {
+    if (!takes(schema, 'array')) return [];
+    const items = schema.items as Schema | Schema[];
+    return schemasAt(Array.isArray(items) ? (items[key] ?? (schema.additionalItems as Schema)) : items, rest);
+  }
+  if (!takes(schema, 'object')) return [];
+  const properties = (schema.properties ?? {}) as Record<string, Schema>;
+  return schemasAt(Object.hasOwn(properties, key!) ? properties[key!] : (schema.additionalProperties as Schema), rest);
+}
+
+/** Whether `schema` takes any value: it is `true`, or says nothing of the value's type. */
+function open(schema: Record<string, unknown> | true): boolean {
+  return schema === true || (schema.type === undefined && schema.enum === undefined && !('const' in schema));
+}
+
+/** Whether a value of JSON type `type` may match `schema`, by its `type`, `enum` and `const`. */
+function takes(schema: Record<string, unknown> | true, type: 'string' | 'integer' | 'array' | 'object'): boolean {
+  if (schema === true) return true;
+  const kind = (value: unknown) =>
+    type === 'integer' ? typeof value === 'number' : type === 'string' ? typeof value === 'string' : false;
+  if (Array.isArray(schema.enum)) return schema.enum.some(kind);
+  if ('const' in schema) return kind(schema.const);
+  const declared = schema.type;
+  if (declared === undefined) return true;
+  const types = Array.isArray(declared) ? declared : [declared];
+  return types.includes(type) || (type === 'integer' && types.includes('number'));
+}
+
+/**
+ * The refusal of an integer JSON.parse rounded: send it as a string where the field takes one;
+ * elsewhere it is too large (or too small), against the field's bound when it has one.
+ */
+function unsafeInteger(path: string, literal: string, field: Field): AppError {
   const shown = literal.length > 40 ? `${literal.slice(0, 37)}...` : literal;
-  const message = `is the integer ${shown}, beyond ${Number.MAX_SAFE_INTEGER} (2^53 − 1): it cannot be kept exactly; send it as a string`;
+  const negative = literal.startsWith('-');
+  const bound = negative ? field.minimum : field.maximum;
+  const beyond = `beyond ${Number.MAX_SAFE_INTEGER} (2^53 − 1)`;
+  const message =
+    field.takesString !== 'no'
+      ? `is the integer ${shown}, ${beyond}: it cannot be kept exactly; send it as a string${field.takesString === 'maybe' ? ' where one is taken' : ''}`
+      : bound !== undefined && Number.isSafeInteger(bound)
+        ? `is the integer ${shown}: must be at ${negative ? 'least' : 'most'} ${bound}`
+        : `is the integer ${shown}, ${beyond}: it is too ${negative ? 'small' : 'large'} to be kept exactly`;
   return new AppError('validation_failed', `${path} ${message}`, { details: [{ path, message }] });
 }
 
