@@ -4,6 +4,7 @@ import { isoAt, type Clock } from '../../util/clock.js';
 import type { OccurrenceRunOutcome, RunOccurrenceInput } from '../trigger-run/run-trigger.js';
 import { DueHeap } from './due-heap.js';
 import { CronSchedules, type CronSchedule } from './schedule.js';
+import { canonicalTimeZone } from './triggers-cron.js';
 
 /**
  * Fires every enabled cron trigger at each occurrence of its schedule (docs/schedules.md).
@@ -190,23 +191,36 @@ export class CronScheduler {
     return run;
   }
 
-  /** Puts an enabled cron trigger in the index, due at its first occurrence not yet handled. */
+  /**
+   * Puts an enabled cron trigger in the index, due at its first occurrence not yet handled. A
+   * trigger whose stored schedule or instants do not parse (only a damaged or hand-edited
+   * database holds one: the API refuses them) is left out with an error naming it and the field,
+   * rather than stopping the loading of the triggers after it.
+   */
   private async load(trigger: Trigger, lateReason: SkipReason): Promise<void> {
     const expression = trigger.cronExpression as string;
     const zone = trigger.cronTimezone as string;
+    const unscheduled = (field: string, error?: unknown) => {
+      this.entries.delete(trigger.id);
+      this.deps.logger.error(
+        { ...(error === undefined ? {} : { err: error }), triggerId: trigger.id, field },
+        'cron trigger: its stored schedule does not parse; not scheduled',
+      );
+    };
+    if (canonicalTimeZone(zone) === null) return unscheduled('cronTimezone');
     let schedule: CronSchedule;
     try {
       schedule = this.schedules.get(expression, zone);
+      schedule.next(this.deps.clock.now());
     } catch (error) {
-      this.deps.logger.error(
-        { err: error, triggerId: trigger.id },
-        'cron trigger has an invalid schedule; not scheduled',
-      );
-      return;
+      return unscheduled('cronExpression', error);
     }
     const latest = await this.deps.occurrences.latestScheduledAt(trigger.id);
     const since = Date.parse(trigger.cronSince ?? trigger.updatedAt);
-    const handledUntil = Math.max(since, latest === null ? Number.NEGATIVE_INFINITY : Date.parse(latest));
+    if (Number.isNaN(since)) return unscheduled(trigger.cronSince === null ? 'updatedAt' : 'cronSince');
+    const latestAt = latest === null ? Number.NEGATIVE_INFINITY : Date.parse(latest);
+    if (Number.isNaN(latestAt)) return unscheduled('lastOccurrences.scheduledAt');
+    const handledUntil = Math.max(since, latestAt);
     const dueAt = schedule.next(handledUntil);
     if (dueAt === null) {
       this.entries.delete(trigger.id);

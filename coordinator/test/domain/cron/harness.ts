@@ -103,6 +103,8 @@ export interface CronWorld {
   sql: TestSql;
   /** The messages of the warnings and errors it logged (JSON lines, their `msg`). */
   warnings: string[];
+  /** The errors it logged, whole (JSON lines). */
+  errors: Record<string, unknown>[];
   close(): Promise<void>;
 }
 
@@ -145,11 +147,13 @@ export async function startCronWorld(time: ManualTime, dataDir?: string): Promis
     { port: '0', host: '127.0.0.1', dataDir: dir, logLevel: process.env.DROVER_TEST_LOG ?? 'warn' },
   );
   const warnings: string[] = [];
+  const errors: Record<string, unknown>[] = [];
   const logger = createLogger(config.logLevel, {
     destination: {
       write(line: string) {
         const record = JSON.parse(line) as { level: number; msg: string };
         if (record.level >= 40) warnings.push(record.msg);
+        if (record.level >= 50) errors.push(record);
         if (process.env.DROVER_TEST_LOG) process.stdout.write(line);
       },
     },
@@ -199,6 +203,7 @@ export async function startCronWorld(time: ManualTime, dataDir?: string): Promis
       ),
     sql,
     warnings,
+    errors,
     async close() {
       time.schedulers.splice(time.schedulers.indexOf(coordinator.scheduler), 1);
       await sql.close();

@@ -404,6 +404,57 @@ describe('cron scheduler', () => {
     });
   });
 
+  describe('a damaged trigger row (a hand-edited database: the API refuses such values)', () => {
+    const damages = (sql: CronWorld['sql']) => [
+      { field: 'cronExpression', set: "cron_expression = 'every minute'" },
+      { field: 'cronTimezone', set: "cron_timezone = 'Mars/Olympus'" },
+      // PostgreSQL stores instants as timestamptz: only a SQLite file can hold one that does not parse.
+      ...(sql.kind === 'sqlite'
+        ? [
+            { field: 'cronSince', set: "cron_since = 'yesterday'" },
+            { field: 'updatedAt', set: "cron_since = NULL, updated_at = 'soon'" },
+            {
+              field: 'lastOccurrences.scheduledAt',
+              set: 'cron_since = cron_since',
+              occurrence: `INSERT INTO cron_occurrences (trigger_id, scheduled_at, org_id, outcome, reason, recorded_at)
+                SELECT id, 'never', org_id, 'skipped', 'missed', created_at FROM triggers WHERE id = ?`,
+            },
+          ]
+        : []),
+    ];
+
+    it('is taken out of the schedule with an error naming it and its field, at a change and at start; the others go on', async () => {
+      const time = new ManualTime('2030-01-07T10:00:30.000Z');
+      const first = await world(time);
+      const damaged: { id: string; field: string }[] = [];
+      for (const damage of damages(first.sql)) {
+        const id = await first.cron({ name: damage.field, cronExpression: '*/2 * * * *' });
+        expect(first.coordinator.scheduler.nextDue(id)).not.toBeNull();
+        // A new schedule too, as a change brings: one whose schedule is unchanged keeps its entry.
+        await first.sql.run(`UPDATE triggers SET cron_expression = '* * * * *' WHERE id = ?`, id);
+        await first.sql.run(`UPDATE triggers SET ${damage.set} WHERE id = ?`, id);
+        if (damage.occurrence) await first.sql.run(damage.occurrence, id);
+        await first.coordinator.scheduler.triggerChanged(id);
+        expect(first.coordinator.scheduler.nextDue(id)).toBeNull();
+        expect(first.errors.at(-1)).toMatchObject({ triggerId: id, field: damage.field });
+        damaged.push({ id, field: damage.field });
+      }
+      // Listed after the damaged ones (the order they were stored in).
+      const sound = await first.cron({ name: 'sound', cronExpression: '* * * * *' });
+      await first.close();
+      worlds.splice(worlds.indexOf(first), 1);
+
+      const w = await world(time, first.dataDir);
+      expect(w.coordinator.scheduler.nextDue(sound)).toBe(Date.parse('2030-01-07T10:01:00.000Z'));
+      for (const { id } of damaged) expect(w.coordinator.scheduler.nextDue(id)).toBeNull();
+      expect(w.errors.map((e) => [e.triggerId, e.field, e.msg])).toEqual(
+        damaged.map(({ id, field }) => [id, field, 'cron trigger: its stored schedule does not parse; not scheduled']),
+      );
+      await time.advanceTo('2030-01-07T10:01:30.000Z');
+      expect(await scheduled(w, sound)).toEqual(['2030-01-07T10:01:00.000Z']);
+    });
+  });
+
   it('claims each occurrence once with two schedulers over one database', async () => {
     const time = new ManualTime('2030-01-07T10:00:30.000Z');
     const a = await world(time);
