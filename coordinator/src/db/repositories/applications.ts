@@ -126,8 +126,8 @@ export function createApplicationRepository(db: Database): ApplicationRepository
     async listByOrg(orgId) {
       return (await db.all(OF_ORG, [orgId])).map(toApplication);
     },
-    async update(orgId, id, patch) {
-      await db.run(UPDATE, {
+    update(orgId, id, patch) {
+      const params = {
         workflow: patch.updateWorkflowName ?? null,
         channel: patch.defaultChannel ?? null,
         setWindow: flag(patch.maintenanceWindow !== undefined),
@@ -143,8 +143,15 @@ export function createApplicationRepository(db: Database): ApplicationRepository
           patch.releaseKeys && patch.releaseKeys.rotations.length > 0 ? json(patch.releaseKeys.rotations) : null,
         orgId,
         id,
+      };
+      // Read in the transaction of the write: whether it was written is what it changed, not what
+      // a later read finds (another change may come between).
+      return db.transaction(function* () {
+        const written = yield* run(UPDATE, params);
+        const row = yield* one(IN_ORG, [orgId, id]);
+        if (!row) return null;
+        return { outcome: written > 0 ? 'updated' : 'keys_changed', app: toApplication(row) } as const;
       });
-      return inOrg(orgId, id);
     },
     delete(orgId, id, at, message) {
       return db.transaction(

@@ -60,6 +60,12 @@ export interface ApplicationPatch {
   releaseKeys?: { keys: string[]; rotations: ReleaseKeyRotation[]; from: string[] | null } | undefined;
 }
 
+/** The application after an update: `updated`, or `keys_changed` with nothing written. */
+export interface ApplicationUpdate {
+  outcome: 'updated' | 'keys_changed';
+  app: Application;
+}
+
 export interface DeletedApplication {
   app: Application;
   /** Pending update jobs of its bindings, cancelled with it. */
@@ -74,7 +80,11 @@ export interface ApplicationRepository {
   findById(id: string): Promise<Application | null>;
   /** Oldest first. */
   listByOrg(orgId: string): Promise<Application[]>;
-  update(orgId: string, id: string, patch: ApplicationPatch): Promise<Application | null>;
+  /**
+   * Writes the patch whole, or nothing of it: `keys_changed` (the application as it is) when its
+   * release keys are no longer the patch's `from`. Null when not found.
+   */
+  update(orgId: string, id: string, patch: ApplicationPatch): Promise<ApplicationUpdate | null>;
   /**
    * Deletes the application in one transaction: it becomes a tombstone (its slug free again),
    * its releases and device bindings are removed (their artifacts are no longer in use), and the

@@ -155,14 +155,15 @@ export async function updateApp(
   if (changed.length > 0) {
     const updated = await ctx.repos.applications.update(caller.orgId, appId, patch);
     if (!updated) throw notFound('Application');
-    if (patch.releaseKeys && !sameKeys(updated.releaseKeys ?? [], patch.releaseKeys.keys)) {
+    // The keys another change set meanwhile, even the same ones: nothing of this change was written.
+    if (updated.outcome === 'keys_changed') {
       throw new AppError(
         'conflict',
         `The release keys of ${before.slug} changed while this change was checked; nothing was changed: read the application and try again`,
-        { details: { releaseKeys: updated.releaseKeys } },
+        { details: { releaseKeys: updated.app.releaseKeys } },
       );
     }
-    app = updated;
+    app = updated.app;
   }
   const reason = changed.includes('updateWorkflowName')
     ? 'workflow'

@@ -114,8 +114,8 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     const stored = (await t.repos.applications.listByOrg(orgId))[0]!;
     expect(await t.repos.applications.findById(stored.id)).toEqual(stored);
     expect(await t.repos.applications.update(orgId, stored.id, { defaultChannel: 'beta' })).toEqual({
-      ...stored,
-      defaultChannel: 'beta',
+      outcome: 'updated',
+      app: { ...stored, defaultChannel: 'beta' },
     });
     expect(await t.repos.applications.update(newId(), stored.id, { defaultChannel: 'x' })).toBeNull();
     const deleted = await t.repos.applications.delete(orgId, stored.id, iso(9), 'The application was deleted');
@@ -691,31 +691,45 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       defaultChannel: 'beta',
       releaseKeys: { keys: ['k3'], rotations: [rotation], from: ['k0'] },
     });
-    expect(stale).toMatchObject({ releaseKeys: ['k1'], releaseKeyRotations: [], defaultChannel: 'stable' });
+    expect(stale).toMatchObject({
+      outcome: 'keys_changed',
+      app: { releaseKeys: ['k1'], releaseKeyRotations: [], defaultChannel: 'stable' },
+    });
     const applied = await t.repos.applications.update(orgId, a.id, {
       defaultChannel: 'beta',
       releaseKeys: { keys: ['k2'], rotations: [rotation], from: ['k1'] },
     });
-    expect(applied).toMatchObject({ releaseKeys: ['k2'], releaseKeyRotations: [rotation], defaultChannel: 'beta' });
+    expect(applied).toMatchObject({
+      outcome: 'updated',
+      app: { releaseKeys: ['k2'], releaseKeyRotations: [rotation], defaultChannel: 'beta' },
+    });
+    // The same rotation again (a retry, or a second client): the keys are no longer its `from`.
+    expect(
+      await t.repos.applications.update(orgId, a.id, {
+        defaultChannel: 'edge',
+        releaseKeys: { keys: ['k2'], rotations: [rotation], from: ['k1'] },
+      }),
+    ).toMatchObject({ outcome: 'keys_changed', app: { releaseKeys: ['k2'], defaultChannel: 'beta' } });
     const first = app({ slug: 'firmware-2' });
     await t.repos.applications.insert(first);
     expect(
       await t.repos.applications.update(orgId, first.id, { releaseKeys: { keys: ['k1'], rotations: [], from: null } }),
-    ).toMatchObject({ releaseKeys: ['k1'], releaseKeyRotations: [] });
+    ).toMatchObject({ outcome: 'updated', app: { releaseKeys: ['k1'], releaseKeyRotations: [] } });
   });
 
   it('stores a maintenance window, holds an optional update outside it, and finds the binding due when it opens and closes', async () => {
     const a = app();
     await t.repos.applications.insert(a);
     const maintenanceWindow = { cron: '0 13 * * *', timezone: 'UTC', durationMinutes: 30 };
-    expect(await t.repos.applications.update(orgId, a.id, { maintenanceWindow })).toMatchObject({ maintenanceWindow });
+    expect(await t.repos.applications.update(orgId, a.id, { maintenanceWindow })).toMatchObject({
+      app: { maintenanceWindow },
+    });
     // Another field changed alone leaves the window; null removes it.
     expect(await t.repos.applications.update(orgId, a.id, { defaultChannel: 'beta' })).toMatchObject({
-      defaultChannel: 'beta',
-      maintenanceWindow,
+      app: { defaultChannel: 'beta', maintenanceWindow },
     });
     expect(await t.repos.applications.update(orgId, a.id, { maintenanceWindow: null })).toMatchObject({
-      maintenanceWindow: null,
+      app: { maintenanceWindow: null },
     });
     await t.repos.applications.update(orgId, a.id, { maintenanceWindow, defaultChannel: 'stable' });
     expect((await t.repos.applications.listByOrg(orgId))[0]).toMatchObject({ maintenanceWindow });
