@@ -271,6 +271,13 @@ describe('drover release publish --waves and drover rollout against a coordinato
       code: 2,
       stderr: 'drover: --waves needs --publish (a draft has no rollout yet)\n',
     });
+    for (const wave of ['0', '-1', '1.5', 'two', '']) {
+      expect(await cli(['rollout', 'advance', '1.4.0', '--app', 'fw', '--wave', wave], env)).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `drover: --wave: expected a wave number from 1 (wave 2 of 3: --wave 2), got \`${wave}\`\n`,
+      });
+    }
     expect(api!.calls).toEqual([]);
   });
 

@@ -291,7 +291,10 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
       "Wave 2 (10 %) starts without waiting for the end of wave 1's soak: it adds no device.",
     );
     await expectAccessible(page(), 'the advance confirmation');
+    // With the wave the page shows: a second advance sent from wave 1 would be the API's 409.
+    const sent = page().waitForRequest((q) => q.method() === 'POST' && q.url().endsWith(`/v1${rolloutPath()}/advance`));
     await advance.getByRole('button', { name: 'Start wave 2 now' }).click();
+    expect((await sent).postDataJSON()).toEqual({ wave: 0 });
     await stateIs(/^Running, wave 2 of 3/);
     expect(await wave(2).getAttribute('aria-current')).toBe('step');
     expect(await wave(1).getAttribute('aria-current')).toBeNull();

@@ -1010,10 +1010,18 @@ describe('drover release publish --waves and drover rollout', () => {
       code: 2,
       stderr: 'drover: --hours: expected an integer from 1 to 168, got `169`\n',
     });
-    expect((await inAcme(['rollout', 'advance', '2.0', '--app', 'gw'])).stdout).toBe(
+    expect((await inAcme(['rollout', 'advance', '2.0', '--app', 'gw', '--wave', '1'])).stdout).toBe(
       'Rollout of 2.0 on channel stable: running, wave 2 of 2 (100%): 2 of 2 devices\n',
     );
-    const aborted = JSON.parse((await inAcme(['rollout', 'abort', '2.0', '--app', 'gw', '--json'])).stdout);
+    // The same advance again (a retry after a timeout): refused, nothing moves.
+    expect(await inAcme(['rollout', 'advance', '2.0', '--app', 'gw', '--wave', '1'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: The rollout is at wave 2 of 2 now, not wave 1: read it again before you advance it\n',
+    });
+    const aborted = JSON.parse(
+      (await inAcme(['rollout', 'abort', '2.0', '--app', 'gw', '--wave', '2', '--json'])).stdout,
+    );
     expect(aborted).toMatchObject({ status: 'aborted', currentWave: 1 });
     expect(aborted.history.map((h: { event: string }) => h.event)).toEqual([
       'start',

@@ -126,6 +126,60 @@ describe('staged rollouts', { timeout: 90_000 }, () => {
     expect((await t.owner.post(`${base()}/${r.id}/rollout/pause`)).status).toBe(404);
   });
 
+  it('moves only from the wave the caller saw, when it says which: a repeated advance is a 409 and moves nothing', async () => {
+    // An application without devices: each wave but the last ends at once and soaks an hour, so only moves change
+    // the rollout (until its last wave, which completes it at once).
+    const idle = await createApp(t.owner, t.orgId, { slug: 'idle', updateWorkflowName: 'apply-update' });
+    const artifactFileId = await uploadArtifact(uploader, 'idle build', 'idle.tar.gz');
+    const r = await createRelease(t.owner, t.orgId, idle.id, { version: '1.0.0', artifactFileId });
+    const at = `/orgs/${t.orgId}/apps/${idle.id}/releases/${r.id}`;
+    const published = await t.owner.post(`${at}/publish`, {
+      body: { rollout: { waves: [10, 25, 50, 100], soakSeconds: 3600, maxFailureRate: 0 } },
+    });
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+    const advance = (body?: unknown) => t.owner.post(`${at}/rollout/advance`, body === undefined ? {} : { body });
+
+    // Without a body, as before: it advances from wherever the rollout is.
+    expect((await advance()).body).toMatchObject({ status: 'running', currentWave: 1 });
+    const first = await advance({ wave: 1 });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body).toMatchObject({ status: 'running', currentWave: 2 });
+    // The same advance again (a double click, a retry after a timeout): refused, the rollout where it was.
+    const again = await advance({ wave: 1 });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({
+      code: 'conflict',
+      message: 'The rollout is at wave 3 of 4 now, not wave 2: read it again before you advance it',
+      details: { currentWave: 2 },
+    });
+    const pause = await t.owner.post(`${at}/rollout/pause`, { body: { wave: 0 } });
+    expect(pause.status).toBe(409);
+    expect(pause.body.message).toBe('The rollout is at wave 3 of 4 now, not wave 1: read it again before you pause it');
+    for (const [body, path] of [
+      [{ wave: -1 }, 'body.wave'],
+      [{ wave: 1.5 }, 'body.wave'],
+      [{ wave: '2' }, 'body.wave'],
+      [{ wave: null }, 'body.wave'],
+      [{ wave: 2, extra: true }, 'body.extra'],
+      [[2], 'body'],
+    ] as const) {
+      const bad = await advance(body);
+      expect(bad.status, JSON.stringify(body)).toBe(422);
+      expect(bad.body.code).toBe('validation_failed');
+      expect(bad.body.details.map((d: { path: string }) => d.path)).toEqual([path]);
+    }
+    const now = (await t.owner.get(`${at}/rollout`)).body;
+    expect(now).toMatchObject({ status: 'running', currentWave: 2 });
+    expect(now.history.filter((h: { event: string }) => h.event === 'advance')).toHaveLength(2);
+
+    // The wave it is at: the move is made; once more, a 409 on its state.
+    const abort = (body: unknown) => t.owner.post(`${at}/rollout/abort`, { body });
+    expect((await abort({ wave: 2 })).body).toMatchObject({ status: 'aborted', currentWave: 2 });
+    expect((await abort({ wave: 2 })).body.message).toBe(
+      'Cannot abort a rollout that is aborted; abort applies to a rollout that is running or paused',
+    );
+  });
+
   it('takes a good release through every wave, then completes', async () => {
     const r = await draft('1.0.0');
     await publishWith(r.id, { waves: [25, 50, 100], soakSeconds: 0, maxFailureRate: 0 });

@@ -58,9 +58,14 @@ export const rolloutQuery = (orgId: string, appId: string, releaseId: string) =>
     refetchIntervalInBackground: false,
   });
 
-/** `POST .../rollout/<move>`: the rollout after the move. */
-export const moveRollout = (orgId: string, appId: string, releaseId: string, move: RolloutMove) =>
-  api<Rollout>('POST', apiPath`/orgs/${orgId}/apps/${appId}/releases/${releaseId}/rollout/${move}`);
+/**
+ * `POST .../rollout/<move>`: the rollout after the move. With `wave` (the rollout's `currentWave`
+ * as the page shows it), the API refuses the move (409) when the rollout is at another wave now.
+ */
+export const moveRollout = (orgId: string, appId: string, releaseId: string, move: RolloutMove, wave?: number) =>
+  api<Rollout>('POST', apiPath`/orgs/${orgId}/apps/${appId}/releases/${releaseId}/rollout/${move}`, {
+    ...(wave === undefined ? {} : { body: { wave } satisfies RequestBody<'advanceRollout'> }),
+  });
 
 /** `POST .../publish`, at once (no body, as before plans existed) or with a plan. */
 export const publishRelease = (orgId: string, appId: string, releaseId: string, plan: RolloutPlan | null) =>

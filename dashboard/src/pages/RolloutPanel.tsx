@@ -264,9 +264,13 @@ function RolloutControls({ orgId, release: r, rollout }: { orgId: string; releas
   const queryClient = useQueryClient();
   const key = rolloutKey(orgId, rollout.applicationId, r.id);
   const move = useMutation({
-    mutationFn: (m: RolloutMove) => moveRollout(orgId, rollout.applicationId, r.id, m),
+    // An advance says which wave the page shows: if the rollout is at another now (its soak ended, another
+    // member advanced it, an earlier click went through), the API refuses it (409) instead of starting a
+    // wave more than the one the confirmation named. Pause and abort stop it wherever it is now.
+    mutationFn: (m: RolloutMove) =>
+      moveRollout(orgId, rollout.applicationId, r.id, m, m === 'advance' ? rollout.currentWave : undefined),
     onSuccess: (moved) => queryClient.setQueryData(key, moved),
-    // A refusal (409: the rollout moved meanwhile) leaves the page to show it as it is now.
+    // A refusal (409: the rollout moved meanwhile, its message shown) leaves the page to show it as it is now.
     onError: () => void queryClient.invalidateQueries({ queryKey: key }),
     onSettled: () => {
       setConfirm(null);

@@ -11446,9 +11446,13 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
     requestBody: {
       content: {
-        'application/json': Record<string, never> | null;
+        'application/json': {
+          /** @description the rollout's `currentWave` (0-based) as the caller saw it */
+          wave?: number;
+        } | null;
       };
     };
     responses: {
@@ -11546,9 +11550,13 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
     requestBody: {
       content: {
-        'application/json': Record<string, never> | null;
+        'application/json': {
+          /** @description the rollout's `currentWave` (0-based) as the caller saw it */
+          wave?: number;
+        } | null;
       };
     };
     responses: {
@@ -11646,9 +11654,13 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
     requestBody: {
       content: {
-        'application/json': Record<string, never> | null;
+        'application/json': {
+          /** @description the rollout's `currentWave` (0-based) as the caller saw it */
+          wave?: number;
+        } | null;
       };
     };
     responses: {
@@ -11746,9 +11758,13 @@ export interface operations {
       };
       cookie?: never;
     };
+    /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
     requestBody: {
       content: {
-        'application/json': Record<string, never> | null;
+        'application/json': {
+          /** @description the rollout's `currentWave` (0-based) as the caller saw it */
+          wave?: number;
+        } | null;
       };
     };
     responses: {

@@ -246,14 +246,26 @@ export class RolloutService {
     };
   }
 
-  /** An operator's move: 409 when the rollout's state does not allow it. */
-  async operate(app: Application, releaseId: string, move: OperatorMove, actor: { userId: string }): Promise<void> {
+  /**
+   * An operator's move: 409 when the rollout's state does not allow it, or when the caller says
+   * which wave it saw (`seen.wave`, 0-based) and the rollout is at another one now. Without it, a
+   * move repeated after its answer was lost (a retried `advance`, a double click) would move the
+   * rollout again from where the first left it: two waves, the second without its soak.
+   */
+  async operate(
+    app: Application,
+    releaseId: string,
+    move: OperatorMove,
+    actor: { userId: string },
+    seen: { wave?: number | undefined } = {},
+  ): Promise<void> {
     const { ctx } = this.options;
     const release = await findRelease(ctx, app, releaseId);
     const rollout = await ctx.repos.rollouts.find(release.id);
     if (!rollout)
       throw new AppError('not_found', 'The release has no rollout (it was published at once, or is a draft)');
     if (!MOVE_FROM[move].includes(rollout.status)) throw wrongState(move, rollout.status);
+    if (seen.wave !== undefined && seen.wave !== rollout.currentWave) throw otherWave(move, rollout, seen.wave);
     const at = isoNow(ctx.clock);
     const event = (detail: string | null = null): RolloutEvent => ({ at, event: move, by: actor.userId, detail });
     let moved: Rollout | null;
@@ -282,6 +294,9 @@ export class RolloutService {
     }
     if (!moved) {
       const now = await ctx.repos.rollouts.find(release.id);
+      // Moved meanwhile by another request or coordinator: refused as it would have been had it come after.
+      if (now && MOVE_FROM[move].includes(now.status) && seen.wave !== undefined && seen.wave !== now.currentWave)
+        throw otherWave(move, now, seen.wave);
       throw wrongState(move, now?.status ?? rollout.status, true);
     }
     const action: AuditAction =
@@ -518,6 +533,15 @@ export class RolloutService {
 
 /** The failed devices a pause's message names (the others are counted). */
 const PAUSE_DEVICES_NAMED = 10;
+
+/** The caller saw the rollout at wave `seen` (0-based); it is at another now (waves are said from 1). */
+function otherWave(move: OperatorMove, rollout: Rollout, seen: number): AppError {
+  return new AppError(
+    'conflict',
+    `The rollout is at wave ${rollout.currentWave + 1} of ${rollout.plan.waves.length} now, not wave ${seen + 1}: read it again before you ${move} it`,
+    { details: { currentWave: rollout.currentWave, status: rollout.status } },
+  );
+}
 
 function wrongState(move: OperatorMove, status: RolloutStatus, changed = false): AppError {
   return new AppError(

@@ -43,6 +43,26 @@ export const PublishBodySchema = {
   },
 } as const;
 
+export interface RolloutMoveBody {
+  wave?: number;
+}
+
+/** The body of a move (pause, resume, advance, abort): none, or the wave the caller saw. */
+export const RolloutMoveBodySchema = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  description:
+    'Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again.',
+  examples: [{}, { wave: 1 }],
+  properties: {
+    wave: {
+      type: 'integer',
+      minimum: 0,
+      description: "the rollout's `currentWave` (0-based) as the caller saw it",
+    },
+  },
+} as const;
+
 const count = { type: 'integer', minimum: 0 } as const;
 
 export const RolloutSchema = named('Rollout', {

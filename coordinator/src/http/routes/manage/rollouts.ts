@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { OperatorMove } from '../../../domain/ota/rollouts.js';
-import { emptyBody, errorResponses } from '../../schemas/common.js';
+import { errorResponses } from '../../schemas/common.js';
 import { noQuery } from '../../schemas/management.js';
 import { requireAppAccess } from './ota-access.js';
 import { releaseParams, type ReleaseParams } from './ota-schemas.js';
-import { RolloutSchema } from './rollout-schemas.js';
+import { RolloutMoveBodySchema, RolloutSchema, type RolloutMoveBody } from './rollout-schemas.js';
 
 const MOVES: Record<OperatorMove, string> = {
   pause: 'Pause a running rollout: no new wave starts (409 unless running)',
@@ -38,7 +38,7 @@ export async function rolloutRoutes(app: FastifyInstance): Promise<void> {
   );
 
   for (const move of Object.keys(MOVES) as OperatorMove[]) {
-    app.post<{ Params: ReleaseParams }>(
+    app.post<{ Params: ReleaseParams; Body: RolloutMoveBody | null }>(
       `/orgs/:orgId/apps/:appId/releases/:releaseId/rollout/${move}`,
       {
         config: { action: 'releases.publish' },
@@ -48,13 +48,15 @@ export async function rolloutRoutes(app: FastifyInstance): Promise<void> {
           tags: ['dashboard'],
           params: releaseParams,
           querystring: noQuery,
-          body: emptyBody,
+          body: RolloutMoveBodySchema,
           response: { 200: RolloutSchema, ...errorResponses(401, 403, 404, 409, 422) },
         },
       },
       async (request) => {
         const { application, ...caller } = await requireAppAccess(request);
-        await ctx.rollouts.operate(application, request.params.releaseId, move, caller);
+        await ctx.rollouts.operate(application, request.params.releaseId, move, caller, {
+          wave: request.body?.wave,
+        });
         return ctx.rollouts.view(application, request.params.releaseId);
       },
     );
