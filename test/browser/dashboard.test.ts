@@ -376,9 +376,8 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
 
   it('keeps its header on one line at 1,280 and 1,400 pixels, with a link to the API reference and an icon', async () => {
     const header = page().getByRole('banner');
-    for (const width of [1280, 1400]) {
-      await page().setViewportSize({ width, height: 800 });
-      await page().goto(`/orgs/${t.orgId}/agents`);
+    const expectOneLine = async (orgId: string, width: number) => {
+      await page().goto(`/orgs/${orgId}/agents`);
       await page().getByRole('heading', { name: 'Agents' }).waitFor();
       await header.screenshot({ path: path.join(os.tmpdir(), `drover-header-${width}.png`) });
       const box = (await header.boundingBox())!;
@@ -387,15 +386,32 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
       const nav = page().getByRole('navigation', { name: 'Main' });
       // Every link is drawn whole, none scrolled out of the navigation.
       const bounds = (await nav.boundingBox())!;
-      for (const link of await nav.getByRole('link').all()) {
+      const links = await nav.getByRole('link').all();
+      expect(links).toHaveLength(11);
+      for (const link of links) {
         const b = (await link.boundingBox())!;
         expect(b.x + b.width, `${await link.innerText()} at ${width} px`).toBeLessThanOrEqual(
           bounds.x + bounds.width + 1,
         );
       }
       expect(await header.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
+    };
+    for (const width of [1280, 1400]) {
+      await page().setViewportSize({ width, height: 800 });
+      await expectOneLine(t.orgId, width);
     }
     await page().setViewportSize({ width: 1280, height: 800 });
+    // A long organization name gives way, not the navigation (it squeezed "Audit log" and
+    // "Settings" out of view): it ends in an ellipsis, and the whole of it is the switcher's title.
+    const name = `The northern regional field operations ${'and maintenance '.repeat(4)}group`;
+    const long = await t.owner.post<{ id: string }>('/orgs', { body: { name } });
+    expect(long.status, long.text).toBe(201);
+    await expectOneLine(long.body.id, 1280);
+    const switcher = header.getByLabel('Organization');
+    expect(await switcher.getAttribute('title')).toBe(name);
+    expect(await switcher.evaluate((el) => el.ownerDocument.defaultView!.getComputedStyle(el).textOverflow)).toBe(
+      'ellipsis',
+    );
     // The API reference, served by the coordinator beside the dashboard.
     const docs = page().getByRole('contentinfo').getByRole('link', { name: 'API reference' });
     expect(await docs.getAttribute('href')).toBe('/docs');

@@ -108,7 +108,8 @@ function OrgSwitcher({ orgs, current }: { orgs: Org[]; current: Org | undefined 
   return (
     <label className="org-switcher">
       <span className="visually-hidden">Organization</span>
-      <select value={current?.id ?? ''} onChange={(e) => switchTo(e.target.value)}>
+      {/* A long name is cut short with an ellipsis (styles.css): the whole of it is the title. */}
+      <select value={current?.id ?? ''} title={current?.name} onChange={(e) => switchTo(e.target.value)}>
         {!current && <option value="">Choose…</option>}
         {orgs.map((o) => (
           <option key={o.id} value={o.id}>
