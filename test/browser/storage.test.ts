@@ -313,6 +313,17 @@ describe.skipIf(!CHROMIUM)('the Storage page in a browser', () => {
     await form.getByText('Created the binding archive.').waitFor();
     const bindings = page().getByRole('table', { name: 'Storage bindings' });
     await bindings.getByRole('row', { name: 'archive' }).waitFor();
+    // A name the organization has already: the API's 409 is said at the name, as a field's refusal.
+    const name = form.getByRole('textbox', { name: /^Name/ });
+    await name.fill('archive');
+    await form.getByRole('button', { name: 'Create binding' }).click();
+    await form.getByRole('alert').waitFor();
+    expect(await name.getAttribute('aria-invalid')).toBe('true');
+    expect(await form.locator('#binding-name-error').innerText()).toBe(
+      'The organization already has a storage binding named "archive"',
+    );
+    expect(await form.getByRole('alert').innerText()).toBe('Some fields need a change; the reason is next to each.');
+    await name.fill('');
     await bindings.getByRole('link', { name: 'Files of archive' }).click();
     await page().getByRole('heading', { name: 'Files in archive' }).waitFor();
     await chooseFile('kept.txt', Buffer.from('kept in the archive'));

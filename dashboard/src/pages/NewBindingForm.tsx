@@ -1,6 +1,7 @@
 import { useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
+import { ApiError } from '../api/client';
 import { bindingsQuery, createBinding, type NewBinding } from '../api/storage-bindings';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 
@@ -46,12 +47,27 @@ const toBody = (d: Draft): NewBinding =>
         }).filter(([key, value]) => key === 'name' || (value !== '' && value !== undefined)),
       ) as NewBinding);
 
+/**
+ * The API's 409 `conflict` for a new binding (a name the organization has already) as a refusal of
+ * its name, said at the field as the other fields' refusals are; anything else as it came.
+ */
+function atName(error: unknown): unknown {
+  if (!(error instanceof ApiError) || error.statusCode !== 409 || error.code !== 'conflict') return error;
+  return new ApiError(error.statusCode, error.code, error.message, [{ path: 'body.name', message: error.message }]);
+}
+
 /** An owner creates a binding: local (no settings) or s3 with its endpoint, bucket, region and keys. */
 export function NewBindingForm({ orgId }: { orgId: string }) {
   const [draft, setDraft] = useState<Draft>(EMPTY);
   const queryClient = useQueryClient();
   const create = useMutation({
-    mutationFn: () => createBinding(orgId, toBody(draft)),
+    mutationFn: async () => {
+      try {
+        return await createBinding(orgId, toBody(draft));
+      } catch (error) {
+        throw atName(error);
+      }
+    },
     onSuccess: () => {
       setDraft(EMPTY);
       void queryClient.invalidateQueries({ queryKey: bindingsQuery(orgId).queryKey });
