@@ -468,6 +468,14 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     // A release of it is created with its sequence and signature.
     await page().getByLabel('Sequence').waitFor();
     await page().getByLabel('Signature').waitFor();
+    // A sequence the browser cannot read ("1e": the input's value is empty) is refused at its
+    // field, not left out for the API to refuse as missing.
+    await page().getByLabel('Sequence').pressSequentially('1e');
+    await page().getByRole('button', { name: 'Create release' }).click();
+    await page().getByRole('form', { name: 'New release' }).getByRole('alert').waitFor();
+    expect(await page().getByLabel('Sequence').getAttribute('aria-invalid')).toBe('true');
+    expect(await page().locator('#rel-sequence-error').innerText()).toBe('must be a number, such as 30');
+    await page().getByLabel('Sequence').fill('');
     await expectAccessible(page(), 'an application with release keys');
 
     // Two keys during a change: the rotation is signed by the current key.

@@ -133,9 +133,16 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     await page().getByRole('button', { name: 'Create trigger' }).click();
     expect(await page().locator('#f-agentId-error').innerText()).toBe('is required: or name agents with agentSelector');
     await page().getByLabel('Agent', { exact: true }).selectOption({ label: 'daemon-test' });
-    // A sync wait typed, then the answer set back to async: the hidden wait is not sent.
+    // A sync wait the browser cannot read ("1e": the input's value is empty) is refused at its
+    // input, not sent as 0 for the API to refuse as out of range.
     await page().getByLabel('Answer').selectOption('sync');
-    await page().getByLabel('Sync wait (ms)').fill('500');
+    const wait = page().getByLabel('Sync wait (ms)');
+    await wait.fill('');
+    await wait.pressSequentially('1e');
+    await page().getByRole('button', { name: 'Create trigger' }).click();
+    expect(await page().locator('#f-responseTimeoutMs-error').innerText()).toBe('must be a number, such as 30000');
+    // A sync wait typed, then the answer set back to async: the hidden wait is not sent.
+    await wait.fill('500');
     await page().getByLabel('Answer').selectOption('async');
     await page()
       .getByLabel('Allowed refs')

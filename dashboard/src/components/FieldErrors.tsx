@@ -40,13 +40,15 @@ export function fieldErrors(error: unknown, fields: readonly string[], prefix = 
  * such an input's value is "" as if it were empty, and a form would send nothing for it (the
  * default, no limit) instead of what was typed. Null when there is none; otherwise the 422 the API
  * would answer, at each input's field: the input's id is `<idPrefix>-<field>` (`props` above), the
- * field's path `<prefix>.<field>`.
+ * field's path `<prefix>.<field>`. The example the message gives is the input's `data-example`
+ * when it has one (a wait in milliseconds, 30000), otherwise 30.
  */
 export function unreadableNumbers(form: HTMLFormElement, prefix = 'body', idPrefix = 'f'): ApiError | null {
   const details: ErrorDetail[] = [];
   for (const input of form.querySelectorAll<HTMLInputElement>('input[type="number"]')) {
     if (!input.validity.badInput || !input.id.startsWith(`${idPrefix}-`)) continue;
-    details.push({ path: `${prefix}.${input.id.slice(idPrefix.length + 1)}`, message: 'must be a number, such as 30' });
+    const message = `must be a number, such as ${input.dataset.example ?? '30'}`;
+    details.push({ path: `${prefix}.${input.id.slice(idPrefix.length + 1)}`, message });
   }
   return details.length === 0 ? null : new ApiError(422, 'validation_failed', 'A number is not valid', details);
 }

@@ -4,7 +4,7 @@ import type { RequestBody } from '@drover/shared/api';
 import { useState, type FormEvent } from 'react';
 import { api, ApiError, apiPath } from '../api/client';
 import { artifactFilesQuery, byteSize, storageBindingsQuery, type App, type Release } from '../api/ota';
-import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { FieldError, fieldErrors, FormError, unreadableNumbers } from '../components/FieldErrors';
 import { FileUpload } from '../components/FileUpload';
 import { shortId } from '@drover/shared/short-id';
 
@@ -32,7 +32,9 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
   const chosenBinding = bindingId || usable.find((b) => b.isDefault)?.id || usable[0]?.id;
   const queryClient = useQueryClient();
   const create = useMutation({
-    mutationFn: async () => {
+    mutationFn: async (unreadable: ApiError | null) => {
+      // A sequence the browser cannot read would be sent as none: refused as missing, not as typed.
+      if (unreadable) throw unreadable;
       if (source === 'upload' || fileId === '') {
         const message =
           source === 'upload' ? 'upload the file first (Upload), or use a stored file' : 'choose a stored file';
@@ -60,9 +62,9 @@ export function NewRelease({ orgId, app }: { orgId: string; app: App }) {
     },
   });
   const errors = fieldErrors(create.error, FIELDS, 'body', 'rel');
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    create.mutate();
+    create.mutate(unreadableNumbers(event.currentTarget, 'body', 'rel'));
   };
   return (
     <form className="panel" onSubmit={submit} noValidate aria-labelledby="new-release-heading">

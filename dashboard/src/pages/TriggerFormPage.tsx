@@ -9,7 +9,7 @@ import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { triggerQuery, type Trigger, type TriggerFields, type TriggerType } from '../api/triggers';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { FieldError, fieldErrors, FormError, type FieldErrors } from '../components/FieldErrors';
+import { FieldError, fieldErrors, FormError, unreadableNumbers, type FieldErrors } from '../components/FieldErrors';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 
@@ -265,7 +265,9 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const save = useMutation({
-    mutationFn: (sent: Draft) => {
+    mutationFn: ({ sent, unreadable }: { sent: Draft; unreadable: ApiError | null }) => {
+      // A sync wait the browser cannot read would be sent as 0, and refused as out of range.
+      if (unreadable) throw unreadable;
       const body = bodyOf(sent);
       return trigger
         ? api<Trigger>('PATCH', apiPath`/orgs/${orgId}/triggers/${trigger.id}`, { body })
@@ -283,9 +285,9 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
   const setTarget = (target: Draft['target']) =>
     setDraft((d) => ({ ...d, target, scopeType: target === 'selector' ? 'workflow' : d.scopeType }));
   const parsedSelector = parseSelectorText(draft.agentSelector);
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    save.mutate(draft);
+    save.mutate({ sent: draft, unreadable: unreadableNumbers(event.currentTarget) });
   };
   const activeAgents = (agents.data ?? []).filter((a) => a.status !== 'revoked' || a.id === draft.agentId);
   // The workflows to offer: the agent's, or those of the agents the selector matches now.
@@ -378,7 +380,7 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                 onChange={(value) => set('agentSelector', value)}
                 parsed={parsedSelector}
                 // What the coordinator said of the selector sent, until it is changed.
-                refusals={save.variables?.agentSelector === draft.agentSelector ? errors.of('agentSelector') : []}
+                refusals={save.variables?.sent.agentSelector === draft.agentSelector ? errors.of('agentSelector') : []}
               >
                 <SelectorMatches
                   agents={agents.data}
@@ -469,7 +471,12 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
           )}
           {draft.type !== 'cron' &&
             draft.responseMode === 'sync' &&
-            text('responseTimeoutMs', 'Sync wait (ms)', '1,000 to 600,000', { type: 'number', min: 1000, max: 600000 })}
+            text('responseTimeoutMs', 'Sync wait (ms)', '1,000 to 600,000', {
+              type: 'number',
+              min: 1000,
+              max: 600000,
+              'data-example': '30000',
+            })}
           <Field errors={errors} field="allowedRefs" label="Allowed refs" hint="one per line; empty: any ref, or none">
             <textarea
               {...errors.props('allowedRefs')}
