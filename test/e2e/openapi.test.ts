@@ -327,6 +327,19 @@ describe('the OpenAPI document', () => {
     }
     // The page reads the same document as /v1/openapi.json.
     const json = await fetch(`${t.url}/docs/json`);
+    expect(json.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(await json.json()).toEqual(spec);
+  });
+
+  it('serves the document as YAML too, with the same address and the page headers', async () => {
+    const first = await fetch(`${t.url}/docs/yaml`);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toBe('application/x-yaml');
+    expect(first.headers.get('x-frame-options')).toBe('DENY');
+    const text = await first.text();
+    expect(text).toMatch(/^openapi: 3\./m);
+    expect(text).toContain(`servers:\n  - url: ${t.url}\n`);
+    expect(text).toContain('  /v1/triggers/{id}/run:\n');
+    expect(await (await fetch(`${t.url}/docs/yaml`)).text()).toBe(text);
   });
 });

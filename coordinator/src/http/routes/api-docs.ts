@@ -1,5 +1,6 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import swaggerUi from '@fastify/swagger-ui';
+import { servedDocument } from '../openapi-document.js';
 import { setPageHeaders } from './dashboard/page-headers.js';
 
 /**
@@ -34,11 +35,19 @@ export async function apiDocsRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onSend', async (_request, reply) => {
     setPageHeaders(reply);
   });
+  // The document at /docs/json and /docs/yaml as /v1/openapi.json serves it: serialized once
+  // (openapi-document.ts), where Swagger UI's own routes serialize it per call (the YAML ~1 s).
+  const documentRoutes: Record<string, (reply: FastifyReply) => FastifyReply> = {
+    [`${API_DOCS_PREFIX}/json`]: (reply) =>
+      reply.type('application/json; charset=utf-8').send(servedDocument(app).json),
+    [`${API_DOCS_PREFIX}/yaml`]: (reply) => reply.type('application/x-yaml').send(servedDocument(app).yaml()),
+  };
+  app.addHook('onRequest', async (request, reply) => {
+    const serve = documentRoutes[request.routeOptions.url ?? ''];
+    if (serve) return serve(reply);
+  });
   await app.register(swaggerUi, {
     routePrefix: API_DOCS_PREFIX,
-    // The same document as /v1/openapi.json, with the real address (known once listening).
-    transformSpecification: (spec) => ({ ...spec, servers: [{ url: app.ctx.config.publicUrl }] }),
-    transformSpecificationClone: false,
     // BaseLayout: without the top bar (its "Explore" box loads any document by URL).
     // Without syntax colours: some of its colours fall short of contrast on its dark code blocks.
     uiConfig: {
