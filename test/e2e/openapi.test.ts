@@ -85,7 +85,7 @@ interface Operation {
   summary?: string;
   tags?: string[];
   parameters?: { name: string; in: string }[];
-  requestBody?: { content: Record<string, Media> };
+  requestBody?: { required?: boolean; content: Record<string, Media> };
   responses?: Record<string, { content?: Record<string, Media>; headers?: Record<string, unknown> }>;
 }
 
@@ -209,6 +209,24 @@ describe('the OpenAPI document', () => {
       code: 'bad_request',
       message: 'The Content-Type header is not a media type (type/subtype); send application/json',
     });
+  });
+
+  it('marks a body the route takes or leaves out as optional, and only such a body', async () => {
+    const releases = '/v1/orgs/{orgId}/apps/{appId}/releases/{releaseId}';
+    for (const path of [
+      `${releases}/publish`,
+      `${releases}/yank`,
+      `${releases}/rollout/advance`,
+      '/v1/jobs/{id}/cancel',
+    ]) {
+      expect(spec.paths[path]!.post!.requestBody!.required, path).toBe(false);
+    }
+    expect(spec.paths['/v1/orgs/{orgId}/apps']!.post!.requestBody!.required).toBe(true);
+    expect(spec.paths['/v1/storage/blobs/{fileId}']!.put!.requestBody!.required).toBe(true);
+    // What the document calls optional is: an enrollment token made without a body.
+    expect(spec.paths['/v1/orgs/{orgId}/enrollment-tokens']!.post!.requestBody!.required).toBe(false);
+    const res = await t.owner.request('POST', `/orgs/${t.orgId}/enrollment-tokens`);
+    expect(res.status).toBe(201);
   });
 
   const operations = () =>

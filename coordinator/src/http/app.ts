@@ -15,7 +15,7 @@ import { orderRefusals } from './refusal-order.js';
 import { lazyChildLoggerFactory, RequestLogController } from './request-logging.js';
 import { ErrorBodySchema } from './schemas/common.js';
 import { nameAnswers } from './schemas/named.js';
-import { describeForDocument } from './schemas/document-view.js';
+import { describeForDocument, markOptionalBodies } from './schemas/document-view.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { publicApiRoutes } from './routes/public/index.js';
 import { agentRoutes } from './routes/agent/index.js';
@@ -133,6 +133,8 @@ export async function buildApp(ctx: AppContext, logger: Logger): Promise<Fastify
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: describeForDocument,
+    transformObject: (document) =>
+      markOptionalBodies('openapiObject' in document ? document.openapiObject : document.swaggerObject),
   });
 
   // Route groups, each an encapsulated plugin that owns its authentication (docs/architecture.md).

@@ -4834,7 +4834,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -5603,7 +5603,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -5793,7 +5793,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -6191,7 +6191,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -7362,7 +7362,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -7460,7 +7460,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -7558,7 +7558,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
           name?: string;
@@ -9515,7 +9515,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -10000,7 +10000,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -10315,7 +10315,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -11184,7 +11184,7 @@ export interface operations {
       cookie?: never;
     };
     /** @description Without a body (or without `rollout`) the release is published to every device of its channel at once. */
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
           rollout?: {
@@ -11295,7 +11295,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -11447,7 +11447,7 @@ export interface operations {
       cookie?: never;
     };
     /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
           /** @description the rollout's `currentWave` (0-based) as the caller saw it */
@@ -11551,7 +11551,7 @@ export interface operations {
       cookie?: never;
     };
     /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
           /** @description the rollout's `currentWave` (0-based) as the caller saw it */
@@ -11655,7 +11655,7 @@ export interface operations {
       cookie?: never;
     };
     /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
           /** @description the rollout's `currentWave` (0-based) as the caller saw it */
@@ -11759,7 +11759,7 @@ export interface operations {
       cookie?: never;
     };
     /** @description Without a body (or without `wave`) the move applies to the rollout as it is. With `wave`, only if the rollout is still at that wave (else 409): a repeated or retried move does not move it again. */
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': {
           /** @description the rollout's `currentWave` (0-based) as the caller saw it */
@@ -12217,7 +12217,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };
@@ -12409,7 +12409,7 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    requestBody?: {
       content: {
         'application/json': Record<string, never> | null;
       };

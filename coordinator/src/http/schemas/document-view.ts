@@ -61,3 +61,26 @@ export function describeForDocument<S extends FastifySchema>(input: {
   if (Object.keys(response).length > 0) view.response = response;
   return { schema: view as FastifySchema, url };
 }
+
+interface DocumentOperation {
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: { type?: unknown } }> };
+}
+
+/**
+ * The whole document, once built (@fastify/swagger's `transformObject`): a body the route takes
+ * or leaves out (its schema accepts `null`: a publish, a yank, a rollout's move, a cancel, taken
+ * with no body, `{}` or its options) is an optional `requestBody`. @fastify/swagger marks every
+ * body `required`, which would make a client generated from the document send one.
+ */
+export function markOptionalBodies<T extends object>(document: T): T {
+  const paths = (document as { paths?: Record<string, Record<string, DocumentOperation>> }).paths ?? {};
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      const body = operation.requestBody;
+      if (!body?.content) continue;
+      const acceptsNull = Object.values(body.content).some(({ schema }) => [schema?.type].flat().includes('null'));
+      if (acceptsNull) body.required = false;
+    }
+  }
+  return document;
+}
