@@ -112,6 +112,16 @@ describe('OTA device bindings', () => {
       body: { agentIds: [agents[2]!.agentId, agents[2]!.agentId.toUpperCase()] },
     });
     expect(twice.status).toBe(422);
+    // An id listed twice is named at its index, with every other unusable entry of the call.
+    const again = await member.post(devices(app), {
+      body: { agentIds: [agents[2]!.agentId, UNKNOWN_ID, agents[2]!.agentId] },
+    });
+    expect(again.status).toBe(422);
+    expect(again.body.details).toEqual([
+      { path: 'body.agentIds.1', message: `no agent \`${UNKNOWN_ID}\` in the organization` },
+      { path: 'body.agentIds.2', message: `\`${agents[2]!.agentId}\` is listed twice` },
+    ]);
+    expect((await member.get(devices(app))).body).toEqual([]);
   });
 
   it.each([
@@ -119,7 +129,7 @@ describe('OTA device bindings', () => {
     ['an empty agent list', { agentIds: [] }, 'body.agentIds'],
     ['a string instead of a list', { agentIds: UNKNOWN_ID }, 'body.agentIds'],
     ['an id that is not a UUID', { agentIds: ['agent-1'] }, 'body.agentIds.0'],
-    ['the same id twice', { agentIds: [UNKNOWN_ID, UNKNOWN_ID] }, 'body.agentIds'],
+    ['the same id twice', { agentIds: [UNKNOWN_ID, UNKNOWN_ID] }, 'body.agentIds.1'],
     ['a bad channel', { agentIds: [UNKNOWN_ID], channel: '' }, 'body.channel'],
     ['an unknown field', { agentIds: [UNKNOWN_ID], current: 'x' }, 'body.current'],
     ['too many agents', { agentIds: Array.from({ length: 1001 }, () => UNKNOWN_ID) }, 'body.agentIds'],

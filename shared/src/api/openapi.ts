@@ -11914,6 +11914,7 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
+          /** @description distinct agent ids (an id listed twice is refused at its index) */
           agentIds: string[];
           /** @description default: the application's default channel */
           channel?: string;

@@ -62,7 +62,15 @@ export async function deviceRoutes(app: FastifyInstance): Promise<void> {
           required: ['agentIds'],
           examples: [{ agentIds: [EXAMPLE_IDS.agent], channel: 'stable' }],
           properties: {
-            agentIds: { type: 'array', minItems: 1, maxItems: MAX_BIND_AGENTS, uniqueItems: true, items: uuid },
+            // Distinct ids, checked by bindDevices (not `uniqueItems`): an id listed twice, in any case,
+            // is a detail at its index beside the other unusable ones.
+            agentIds: {
+              type: 'array',
+              minItems: 1,
+              maxItems: MAX_BIND_AGENTS,
+              items: uuid,
+              description: 'distinct agent ids (an id listed twice is refused at its index)',
+            },
             channel: { ...channelSchema, description: "default: the application's default channel" },
           },
         },
