@@ -258,6 +258,30 @@ describe('drover management commands', () => {
     expect(list.stdout).toMatch(
       /^ID +VERSION +SEQUENCE +CHANNEL +POLICY +STATUS +PUBLISHED\n\S+ +1\.1 +#2 +stable +mandatory +yanked +20/,
     );
+    // A create the API refuses leaves no persistent artifact behind, uploaded for nothing.
+    const activeFiles = async () =>
+      ((await t.owner.get(`/orgs/${t.orgId}/files`)).body as { id: string; status: string }[])
+        .filter((f) => f.status === 'active')
+        .map((f) => f.id);
+    const filesBefore = await activeFiles();
+    const refused = await run([
+      'release',
+      'create',
+      '1.2',
+      '--app',
+      'fw',
+      '--artifact',
+      'fw-1.0.bin',
+      '--sequence',
+      '1',
+    ]);
+    expect(refused.code).toBe(2);
+    const uploadedId = /Uploaded the artifact as file ([0-9a-f-]{36})/.exec(refused.stderr)?.[1];
+    expect(refused.stderr).toContain(
+      `Deleted the artifact uploaded for it (file ${uploadedId}): the release was not created\n`,
+    );
+    expect(refused.stderr).toMatch(/\ndrover: [^\n]*sequence[^\n]*\n$/);
+    expect(await activeFiles()).toEqual(filesBefore);
     const unknown = await run(['release', 'list', '--app', 'nope']);
     expect(unknown).toMatchObject({
       code: 2,

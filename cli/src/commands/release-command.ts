@@ -1,8 +1,9 @@
 import type { Schema } from '@drover/shared/api';
 import type { Command } from 'commander';
 import { sessionCaller, type SessionCaller } from '../callers.js';
-import { CliError, CliExit, Interrupted } from '../errors.js';
+import { ApiError, CliError, CliExit, Interrupted } from '../errors.js';
 import { EXIT } from '../exit-codes.js';
+import { filesPath } from '../files/stored-file.js';
 import { uploadLocalFile } from '../files/upload.js';
 import { printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -77,15 +78,23 @@ export function configureReleaseCommand(program: Command, rt: Runtime): void {
         artifactFileId = uploaded.file.id;
         rt.err(`Uploaded the artifact as file ${artifactFileId} (SHA-256 ${uploaded.sha256})\n`);
       }
-      let created = await caller.api.post<Release>(base, {
-        version,
-        artifactFileId,
-        ...(flags.channel === undefined ? {} : { channel: flags.channel }),
-        updatePolicy: flags.mandatory ? 'mandatory' : 'optional',
-        ...(flags.notes === undefined ? {} : { notes: flags.notes }),
-        ...(sequence === undefined ? {} : { sequence }),
-        ...(flags.signature === undefined ? {} : { signature: flags.signature }),
-      });
+      let created: Release;
+      try {
+        created = await caller.api.post<Release>(base, {
+          version,
+          artifactFileId,
+          ...(flags.channel === undefined ? {} : { channel: flags.channel }),
+          updatePolicy: flags.mandatory ? 'mandatory' : 'optional',
+          ...(flags.notes === undefined ? {} : { notes: flags.notes }),
+          ...(sequence === undefined ? {} : { sequence }),
+          ...(flags.signature === undefined ? {} : { signature: flags.signature }),
+        });
+      } catch (error) {
+        if (flags.artifact !== undefined && error instanceof ApiError) {
+          await removeUnusedArtifact(rt, caller, artifactFileId!);
+        }
+        throw error;
+      }
       if (flags.publish) {
         try {
           created = await publish(caller, base, created.id, plan);
@@ -185,6 +194,20 @@ async function showRollout(
  * with its id (alone on stdout, or the draft as JSON, as a create prints it) and how to publish
  * it, so that a retry does not create a second release of the version; exit 2 (130 interrupted).
  */
+/**
+ * The artifact `--artifact` uploaded for a release the API refused: persistent, it would stay
+ * stored for good, and each retry would upload another. It is deleted (the refusal left it
+ * unused); when that fails, standard error says how to use it instead of uploading it again.
+ */
+async function removeUnusedArtifact(rt: Runtime, caller: SessionCaller, fileId: string): Promise<void> {
+  try {
+    await caller.api.delete(`${await filesPath(caller)}/${fileId}`);
+    rt.err(`Deleted the artifact uploaded for it (file ${fileId}): the release was not created\n`);
+  } catch {
+    rt.err(`The artifact stays stored as file ${fileId} (persistent): create the release with --file ${fileId}\n`);
+  }
+}
+
 function draftLeft(rt: Runtime, draft: Release, flags: CreateFlags, waves: boolean, error: unknown): CliExit {
   if (flags.json) printJson(rt, draft);
   else rt.out(`${draft.id}\n`);
