@@ -275,6 +275,18 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     const section = page().getByRole('region', { name: 'Maintenance window' });
     expect(await section.innerText()).toContain('None: updates start as soon as a release is published.');
     await section.getByRole('button', { name: 'Set a maintenance window' }).click();
+    // A duration the browser cannot read as a number, or none, is refused at its field: neither is sent as 0.
+    const duration = section.getByLabel('Duration (minutes)');
+    const durationError = section.locator('#win-durationMinutes-error');
+    await duration.fill('');
+    await duration.pressSequentially('1e');
+    await section.getByRole('button', { name: 'Save window' }).click();
+    await waitFor(async () => expect(await durationError.innerText()).toBe('must be a number, such as 120'));
+    await duration.fill('');
+    await section.getByRole('button', { name: 'Save window' }).click();
+    await waitFor(async () => expect(await durationError.innerText()).toBe('is required'));
+    expect(await duration.getAttribute('aria-invalid')).toBe('true');
+    expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${app.id}`)).body.maintenanceWindow).toBeNull();
     // A window that opens 12 hours from now in Berlin: closed now, whenever the test runs.
     const berlinHour = Number(
       new Intl.DateTimeFormat('en-US', { timeZone: 'Europe/Berlin', hourCycle: 'h23', hour: 'numeric' }).format(

@@ -1,10 +1,10 @@
 import { keepPreviousData, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useEffect, useState, type FormEvent } from 'react';
-import { api, apiPath } from '../api/client';
+import { api, apiPath, type ApiError } from '../api/client';
 import { windowPreviewQuery, type App, type NextWindow } from '../api/ota';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
+import { FieldError, fieldErrors, FormError, unreadableNumbers } from '../components/FieldErrors';
 import { localWords, utcWords } from '../components/trigger-words';
 
 const FIELDS = ['cron', 'timezone', 'durationMinutes'] as const;
@@ -151,16 +151,21 @@ function WindowEditor(props: { orgId: string; app: App; onDone: () => void; onCa
     retry: false,
   });
   const save = useMutation({
-    mutationFn: () =>
-      api<App>('PATCH', apiPath`/orgs/${orgId}/apps/${app.id}`, {
+    mutationFn: (unreadable: ApiError | null) => {
+      // A duration the browser cannot read (`1e`) is "" as if empty: it would be sent as 0.
+      if (unreadable) throw unreadable;
+      const duration = draft.durationMinutes.trim();
+      // An empty duration is left out: the coordinator says it is required, at its field (Number("") would be 0).
+      return api<App>('PATCH', apiPath`/orgs/${orgId}/apps/${app.id}`, {
         body: {
           maintenanceWindow: {
             cron: draft.cron,
             timezone: draft.timezone.trim(),
-            durationMinutes: Number(draft.durationMinutes),
+            ...(duration === '' ? {} : { durationMinutes: Number(duration) }),
           },
         },
-      }),
+      });
+    },
     onSuccess: props.onDone,
   });
   // The save's refusal once asked; until then what the preview says of the fields as they are typed.
@@ -171,9 +176,9 @@ function WindowEditor(props: { orgId: string; app: App; onDone: () => void; onCa
     save.reset();
     setDraft((d) => ({ ...d, [field]: value }));
   };
-  const submit = (event: FormEvent) => {
+  const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
-    save.mutate();
+    save.mutate(unreadableNumbers(event.currentTarget, 'body.maintenanceWindow', 'win'));
   };
   const field = (name: keyof Draft, label: string, hint: string, type = 'text') => (
     <div className="field">
@@ -181,7 +186,7 @@ function WindowEditor(props: { orgId: string; app: App; onDone: () => void; onCa
       <input
         {...errors.props(name)}
         type={type}
-        {...(type === 'number' ? { min: 1, max: 10080, step: 1 } : {})}
+        {...(type === 'number' ? { min: 1, max: 10080, step: 1, 'data-example': '120' } : {})}
         value={draft[name]}
         onChange={(e) => set(name, e.target.value)}
       />
