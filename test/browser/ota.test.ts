@@ -372,6 +372,10 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     const input = group.getByLabel('Device selector');
     const preview = group.getByRole('status').filter({ hasText: 'Applying it binds' });
     const save = group.getByRole('button', { name: 'Apply device group' });
+    // kiosk-a ticked to bind by hand, then bound by the group below: the form no longer sends it.
+    const bindForm = page().getByRole('form', { name: 'Bind agents' });
+    await bindForm.getByLabel('kiosk-a', { exact: true }).check();
+    await bindForm.getByRole('button', { name: 'Bind 1 agent' }).waitFor();
 
     // What does not parse is said where it is, before anything is sent.
     await input.fill('role in kiosk');
@@ -394,6 +398,11 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     }
     expect(await deviceRow().locator('td.origin').innerText()).toBe('manual');
     expect(await page().getByRole('row', { name: 'gateway-a' }).count()).toBe(0);
+    // It left the list, and what the form would send with it: before, `Bind 1 agent` sent it, refused as bound.
+    await waitFor(async () => expect(await bindForm.getByLabel('kiosk-a', { exact: true }).count()).toBe(0));
+    const bindButton = bindForm.getByRole('button', { name: /^Bind \d+ agents?$/ });
+    expect(await bindButton.innerText()).toBe('Bind 0 agents');
+    expect(await bindButton.isDisabled()).toBe(true);
     expect((await t.owner.get<AppBody>(`/orgs/${t.orgId}/apps/${app.id}`)).body.deviceSelector).toBe('role=kiosk');
     await expectAccessible(page(), "an application's page with a device group");
     await docScreenshot(page(), 'ota-device-group');
@@ -408,6 +417,8 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     await save.click();
     await group.getByText('role=printer matches no agent: nothing is bound; 0 bound, 2 removed.').waitFor();
     await waitFor(async () => expect(await page().getByRole('row', { name: 'kiosk-a' }).count()).toBe(0));
+    // Unbound, it is back in the list, not ticked.
+    expect(await bindForm.getByLabel('kiosk-a', { exact: true }).isChecked()).toBe(false);
 
     await group.getByRole('button', { name: 'Remove device group' }).click();
     // Asked first: one click would unbind the devices the group made.

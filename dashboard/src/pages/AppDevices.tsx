@@ -233,6 +233,10 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
   const { orgId, app, candidates } = props;
   const [chosen, setChosen] = useState<string[]>([]);
   const [channel, setChannel] = useState('');
+  // An agent ticked here that another way bound meanwhile (the device group, another member) or that was revoked
+  // leaves the list: it is no longer chosen, so the form never sends (nor counts) an agent it does not show.
+  const candidateIds = new Set(candidates.map((a) => a.id));
+  if (chosen.some((id) => !candidateIds.has(id))) setChosen(chosen.filter((id) => candidateIds.has(id)));
   const queryClient = useQueryClient();
   const bind = useMutation({
     mutationFn: () => {
