@@ -25,7 +25,10 @@ export interface LogGap {
 }
 
 export interface OutboxOptions {
-  /** Called for each file read back that does not hold a report (it is renamed `*.damaged`). */
+  /**
+   * Called for each file read back that does not hold a report: it is renamed `*.damaged`, or,
+   * when it cannot be (a read-only outbox), left where it is and skipped; `reason` says which.
+   */
   onDamaged?: (file: string, reason: string) => void;
   /**
    * Says which files cannot be read (a permission, a directory in a file's place, an I/O error),
@@ -78,6 +81,24 @@ function unreadableCause(error: unknown): string {
       return 'a directory stands in its place (EISDIR)';
     case 'EIO':
       return 'an input/output error (EIO): the disk or its file system may be failing';
+    default:
+      return code === undefined ? (error as Error).message : `${code}: ${(error as Error).message}`;
+  }
+}
+
+/** Why a damaged file cannot be renamed `*.damaged`, in a technician's words, its error code last. */
+function renameCause(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  switch (code) {
+    case 'EROFS':
+      return 'the file system is read-only (EROFS)';
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied (${code}): the agent's user may not write in the outbox directory`;
+    case 'EISDIR':
+    case 'ENOTEMPTY':
+    case 'EEXIST':
+      return `a directory already has that name (${code})`;
     default:
       return code === undefined ? (error as Error).message : `${code}: ${(error as Error).message}`;
   }
@@ -441,7 +462,8 @@ export class Outbox {
 
   /**
    * One report file read back: its entry; null when what was read is not a report (it is
-   * renamed `*.damaged`, and said); `error` when it cannot be read at all (nothing is done).
+   * renamed `*.damaged`, or left in place when it cannot be, and said); `error` when it cannot be
+   * read at all (nothing is done).
    */
   #read(name: string): { entry: OutboxEntry | null } | { error: unknown } {
     const file = path.join(this.dir, name);
@@ -460,7 +482,17 @@ export class Outbox {
       report = null;
     }
     if (!report) {
-      fs.renameSync(file, `${file}.damaged`);
+      try {
+        fs.renameSync(file, `${file}.damaged`);
+      } catch (error) {
+        // A read-only outbox, say: the agent goes on without it, and says it again at each start.
+        this.#onDamaged(
+          file,
+          `not a report; it cannot be renamed *.damaged (${renameCause(error)}), so it stays ` +
+            'where it is, skipped at each start: move it out of the outbox or remove it',
+        );
+        return { entry: null };
+      }
       this.#onDamaged(file, 'not a report (renamed *.damaged)');
       return { entry: null };
     }

@@ -84,6 +84,27 @@ describe('the outbox', () => {
     expect(fs.existsSync(path.join(dir, '000000000001-finish-j1.json.damaged'))).toBe(true);
   });
 
+  it('leaves a damaged file it cannot rename *.damaged where it is, says so, and opens all the same', () => {
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, '000000000001-finish-j1.json');
+    fs.writeFileSync(file, '{"kind": "finish"');
+    // Tests run as root, which writes in a read-only directory: a directory in the way of the rename fails it.
+    fs.mkdirSync(path.join(dir, '000000000001-finish-j1.json.damaged', 'x'), { recursive: true });
+    fs.writeFileSync(path.join(dir, '000000000002-finish-j2.json'), JSON.stringify(finish('j2')));
+    const damaged: [string, string][] = [];
+    const outbox = Outbox.open(dir, (f, reason) => damaged.push([f, reason]));
+    expect(outbox.entries().map((e) => e.report.jobId)).toEqual(['j2']);
+    expect(damaged).toEqual([
+      [
+        file,
+        'not a report; it cannot be renamed *.damaged (a directory already has that name (EISDIR)), so it stays ' +
+          'where it is, skipped at each start: move it out of the outbox or remove it',
+      ],
+    ]);
+    expect(fs.readFileSync(file, 'utf8')).toBe('{"kind": "finish"');
+    expect(outbox.append(finish('j3'))?.name).toBe('000000000003-finish-j3.json');
+  });
+
   it('leaves a file it cannot read in place, says why, and reads it again later, never taking it for damage', () => {
     fs.mkdirSync(dir, { recursive: true });
     // Tests run as root, which reads a file of mode 000: a directory in a file's place fails to read (EISDIR).
