@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { readFileIfExists, writeFileAtomic } from '../state/files.js';
+import { makeStateDir, readFileIfExists, writeFileAtomic } from '../state/files.js';
 import { isObject } from '../util/is-object.js';
 
 /** A release as the device names it. */
@@ -80,7 +80,7 @@ export class DeployStateStore {
 
   static open(stateDir: string, onDamaged: (file: string, reason: string) => void = () => {}): DeployStateStore {
     const dir = path.join(stateDir, 'deploy');
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeStateDir(dir, 'the record of over-the-air updates');
     const store = new DeployStateStore(path.join(dir, 'state.json'));
     const text = readFileIfExists(store.file);
     if (text !== null) {

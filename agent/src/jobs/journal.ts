@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FinishJobRequest, JobAssignment, RejectJobRequest } from '@drover/shared';
 import { claimSpareJobDir, isSpareJobDirName, jobFiles, removeJobDir, SPARE_JOURNAL_BYTES } from '../exec/job-files.js';
-import { createFileDurably, fillBlankFile, syncDir, writeFileAtomic, writeFileAtomicAsync } from '../state/files.js';
+import {
+  createFileDurably,
+  fillBlankFile,
+  listStateDir,
+  syncDir,
+  writeFileAtomic,
+  writeFileAtomicAsync,
+} from '../state/files.js';
 import { isObject } from '../util/is-object.js';
 import { isJobAssignment } from './job-event.js';
 
@@ -87,8 +94,7 @@ export class Journal {
   static open(stateDir: string, onDamaged: (file: string, reason: string) => void = () => {}): Journal {
     const journal = new Journal(stateDir);
     const root = path.join(stateDir, 'jobs');
-    fs.mkdirSync(root, { recursive: true, mode: 0o700 });
-    for (const name of fs.readdirSync(root)) {
+    for (const name of listStateDir(root, "the jobs' directories")) {
       if (isSpareJobDirName(name)) journal.#adoptFilledSpare(path.join(root, name), onDamaged);
       if (!JOB_ID_PATTERN.test(name)) continue;
       const file = jobFiles(stateDir, name).journalFile;

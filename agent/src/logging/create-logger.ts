@@ -1,6 +1,6 @@
-import fs from 'node:fs';
 import pino, { type Logger } from 'pino';
 import { formatRecord, type LogRecord } from '@drover/shared';
+import { makeStateDir } from '../state/files.js';
 import { logDir, logFile } from './log-files.js';
 import { maskLogLine, type LogSecrets } from './mask-line.js';
 import { redactFields } from './redact.js';
@@ -34,7 +34,7 @@ export const DEFAULT_LOG_MAX_FILES = 5;
  */
 export function createAgentLogger(options: AgentLoggerOptions): Logger {
   const dir = logDir(options.stateDir);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  makeStateDir(dir, "the agent's log");
   const file = new RotatingFile(logFile(options.stateDir), {
     maxBytes: options.maxBytes ?? DEFAULT_LOG_MAX_BYTES,
     maxFiles: options.maxFiles ?? DEFAULT_LOG_MAX_FILES,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { bytesInWords, countOf } from '@drover/shared';
 import type { Logger } from 'pino';
 import { formatDuration } from '../exec/durations.js';
-import { writeFileAtomic } from '../state/files.js';
+import { listStateDir, writeFileAtomic } from '../state/files.js';
 import { parseReport, type Report } from './report.js';
 
 export interface OutboxEntry {
@@ -183,9 +183,9 @@ export class Outbox {
 
   /** `options` as a function: the `onDamaged` callback alone. */
   static open(dir: string, options: OutboxOptions | ((file: string, reason: string) => void) = {}): Outbox {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const names = listStateDir(dir, 'the reports waiting for the coordinator');
     const outbox = new Outbox(dir, typeof options === 'function' ? { onDamaged: options } : options);
-    outbox.#load();
+    outbox.#load(names);
     return outbox;
   }
 
@@ -436,11 +436,8 @@ export class Outbox {
     return jobs.size > 0;
   }
 
-  #load(): void {
-    const names = fs
-      .readdirSync(this.dir)
-      .filter((name) => ENTRY.test(name))
-      .sort();
+  #load(listing: readonly string[]): void {
+    const names = listing.filter((name) => ENTRY.test(name)).sort();
     for (const name of names) {
       const seq = Number(ENTRY.exec(name)![1]);
       this.#nextSeq = Math.max(this.#nextSeq, seq + 1);

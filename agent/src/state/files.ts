@@ -36,6 +36,49 @@ export function ensurePrivateDir(dir: string): void {
 }
 
 /**
+ * Makes `dir`, a directory of the state directory (`what` it holds: "the outbox"), when it does
+ * not exist yet, and returns its entries. One the agent cannot keep its files in stops it with a
+ * bad_state error of one line naming the directory, the cause and what to do (a file in its
+ * place, a permission), as the state directory itself does (ensurePrivateDir).
+ */
+export function listStateDir(dir: string, what: string): string[] {
+  makeStateDir(dir, what);
+  try {
+    return fs.readdirSync(dir);
+  } catch (error) {
+    throw unusableDir(dir, what, error);
+  }
+}
+
+/** listStateDir without the listing. */
+export function makeStateDir(dir: string, what: string): void {
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw unusableDir(dir, what, error);
+  }
+}
+
+function unusableDir(dir: string, what: string, error: unknown): AgentError {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  if (isPermissionError(error))
+    return new AgentError('bad_state', `${describePermissionDenied('Cannot use', dir)} (${what})`, { cause: error });
+  const cause =
+    code === 'EEXIST' || code === 'ENOTDIR'
+      ? `it is not a directory (${code}): move away the file in its place, and the agent makes the directory at its next start`
+      : code === 'ELOOP'
+        ? `a loop of symbolic links (ELOOP): make it a directory`
+        : code === 'EROFS'
+          ? 'the file system is read-only (EROFS)'
+          : code === 'ENOSPC'
+            ? `no space left on the device (free some: \`df -h ${path.dirname(dir)}\`)`
+            : code === 'EIO'
+              ? 'an input/output error (EIO): the disk or its file system may be failing'
+              : (code ?? (error as Error)?.message);
+  return new AgentError('bad_state', `Cannot use ${dir} (${what}): ${cause}`, { cause: error });
+}
+
+/**
  * Writes a file atomically with mode 0600 (or `mode`): a temporary file in the same directory,
  * flushed to disk, then renamed over the target, so a reader sees the old content or the new,
  * never half. `durable: false` skips the flushes (about 1 ms each here, up to 12 ms at p99) for

@@ -5,6 +5,10 @@ import path from 'node:path';
 import type { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { acquireDaemonLock } from '../../src/daemon/lock.js';
+import { DeployStateStore } from '../../src/deploy/deploy-state.js';
+import { Journal } from '../../src/jobs/journal.js';
+import { createAgentLogger } from '../../src/logging/create-logger.js';
+import { Outbox } from '../../src/outbox/outbox.js';
 import { isAlive, readDaemonStatus } from '../../src/status/daemon-status.js';
 import { DaemonStatusWriter } from '../../src/status/daemon-status-writer.js';
 import { runAgentCli as run } from '../cli/run-cli.js';
@@ -14,6 +18,28 @@ beforeEach(() => {
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-daemon-files-'));
 });
 afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+describe('a directory of the state directory', () => {
+  it('with a file or a loop of links in its place stops the start with one line naming it, the cause and the fix', () => {
+    const notDir = (dir: string, what: string) =>
+      `Cannot use ${dir} (${what}): it is not a directory (EEXIST): move away the file in its place, and the agent makes the directory at its next start`;
+    for (const name of ['outbox', 'jobs', 'deploy', 'logs']) fs.writeFileSync(path.join(root, name), '');
+    const outbox = path.join(root, 'outbox');
+    expect(() => Outbox.open(outbox)).toThrow(notDir(outbox, 'the reports waiting for the coordinator'));
+    expect(() => Journal.open(root)).toThrow(notDir(path.join(root, 'jobs'), "the jobs' directories"));
+    expect(() => DeployStateStore.open(root)).toThrow(
+      notDir(path.join(root, 'deploy'), 'the record of over-the-air updates'),
+    );
+    expect(() => createAgentLogger({ stateDir: root, level: 'info' })).toThrow(
+      notDir(path.join(root, 'logs'), "the agent's log"),
+    );
+    fs.rmSync(outbox);
+    fs.symlinkSync('outbox', outbox);
+    expect(() => Outbox.open(outbox)).toThrow(
+      `Cannot use ${outbox} (the reports waiting for the coordinator): a loop of symbolic links (ELOOP): make it a directory`,
+    );
+  });
+});
 
 describe('the daemon lock', () => {
   it('lets one daemon at a time use a state directory, and is released on stop', () => {
