@@ -86,8 +86,15 @@ export class DeployStateStore {
     if (text !== null) {
       const parsed = parseStateFile(text);
       if (typeof parsed === 'string') {
-        fs.renameSync(store.file, `${store.file}.damaged`);
-        onDamaged(store.file, `${parsed} (renamed state.json.damaged; starting without deployment history)`);
+        let setAside = 'renamed state.json.damaged';
+        try {
+          fs.renameSync(store.file, `${store.file}.damaged`);
+        } catch (error) {
+          // A read-only file system, say: the agent starts all the same; the next record written replaces it.
+          const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+          setAside = `it cannot be renamed state.json.damaged (${code}), so it stays until the next update replaces it`;
+        }
+        onDamaged(store.file, `${parsed} (${setAside}; starting without deployment history)`);
       } else {
         store.#apps = parsed;
       }

@@ -52,11 +52,20 @@ export function clearMarker(stateDir: string): void {
 
 /**
  * The marker, null when there is none, or why it cannot be used (it is then renamed
- * `self-update.json.damaged`, so that it is reported once).
+ * `self-update.json.damaged`, so that it is reported once; when it cannot be, a read-only file
+ * system say, it stays, and is reported at each start).
  */
 export function readMarker(stateDir: string): SelfUpdateMarker | null | { damaged: string } {
   const read = peekMarker(stateDir);
-  if (read !== null && 'damaged' in read) fs.renameSync(markerPath(stateDir), `${markerPath(stateDir)}.damaged`);
+  if (read === null || !('damaged' in read)) return read;
+  try {
+    fs.renameSync(markerPath(stateDir), `${markerPath(stateDir)}.damaged`);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    return {
+      damaged: `${read.damaged}; it cannot be renamed ${MARKER_FILE}.damaged (${code}), so it stays, skipped at each start: remove it`,
+    };
+  }
   return read;
 }
 

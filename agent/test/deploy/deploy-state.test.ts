@@ -50,6 +50,19 @@ describe('deploy/state.json', () => {
     expect(fs.existsSync(path.join(dir, 'deploy', 'state.json.damaged'))).toBe(true);
   });
 
+  it('starts without history from a damaged file it cannot set aside, saying so', () => {
+    // Tests run as root, which writes in a read-only directory: a directory in the way of the rename fails it.
+    fs.mkdirSync(path.join(dir, 'deploy', 'state.json.damaged', 'x'), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'deploy', 'state.json'), 'not json');
+    const damaged: string[] = [];
+    const store = DeployStateStore.open(dir, (_file, reason) => damaged.push(reason));
+    expect(store.applicationIds()).toEqual([]);
+    expect(damaged).toEqual([
+      'not valid JSON (it cannot be renamed state.json.damaged (EISDIR), so it stays until the next update replaces it; ' +
+        'starting without deployment history)',
+    ]);
+  });
+
   it('calls pinned release keys that do not read damage, not a state without keys', () => {
     fs.mkdirSync(path.join(dir, 'deploy'), { recursive: true });
     const app = { current: null, lastIssuedAt: null, releaseKeys: { keys: 'AAAA', generation: 1 } };

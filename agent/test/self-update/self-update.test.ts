@@ -323,6 +323,18 @@ describe('self-update', () => {
     );
   });
 
+  it('skips a damaged marker it cannot set aside, saying so, instead of stopping at every start', () => {
+    fs.writeFileSync(markerPath(stateDir), '{"version": 1, "phase": "swapped"');
+    // Tests run as root, which writes in a read-only directory: a directory in the way of the rename fails it.
+    fs.mkdirSync(path.join(`${markerPath(stateDir)}.damaged`, 'x'), { recursive: true });
+    expect(selfUpdate('0.1.0').resume(parts())).toEqual(new Set());
+    expect(messages()).toEqual([
+      expect.stringMatching(
+        /^skipped a damaged file: .*self-update\.json \(not JSON .*; it cannot be renamed self-update\.json\.damaged \(EISDIR\), so it stays, skipped at each start: remove it\)$/,
+      ),
+    ]);
+  });
+
   it('sets aside a marker whose trial dates do not parse, instead of stopping at every start', () => {
     writeMarker(stateDir, marker({ firstStartAt: 'yesterday', starts: 1 }));
     expect(selfUpdate('0.2.0').resume(parts())).toEqual(new Set());
