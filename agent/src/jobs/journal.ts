@@ -6,6 +6,7 @@ import {
   createFileDurably,
   fillBlankFile,
   listStateDir,
+  readStateFile,
   syncDir,
   writeFileAtomic,
   writeFileAtomicAsync,
@@ -100,7 +101,7 @@ export class Journal {
       const file = jobFiles(stateDir, name).journalFile;
       let text: string;
       try {
-        text = fs.readFileSync(file, 'utf8');
+        text = readStateFile(file);
       } catch {
         continue; // a job directory without a journal: nothing was promised for it
       }
@@ -286,7 +287,7 @@ export class Journal {
     const file = path.join(dir, 'journal.json');
     let text: string;
     try {
-      text = fs.readFileSync(file, 'utf8');
+      text = readStateFile(file);
     } catch {
       return; // a build a crash cut short: removed by the next build
     }

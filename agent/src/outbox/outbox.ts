@@ -3,7 +3,7 @@ import path from 'node:path';
 import { bytesInWords, countOf } from '@drover/shared';
 import type { Logger } from 'pino';
 import { formatDuration } from '../exec/durations.js';
-import { listStateDir, writeFileAtomic } from '../state/files.js';
+import { listStateDir, readStateFile, writeFileAtomic } from '../state/files.js';
 import { parseReport, type Report } from './report.js';
 
 export interface OutboxEntry {
@@ -81,6 +81,8 @@ function unreadableCause(error: unknown): string {
       return 'a directory stands in its place (EISDIR)';
     case 'EIO':
       return 'an input/output error (EIO): the disk or its file system may be failing';
+    case 'EINVAL':
+      return (error as Error).message; // readStateFile's words: a FIFO or a device in its place
     default:
       return code === undefined ? (error as Error).message : `${code}: ${(error as Error).message}`;
   }
@@ -176,7 +178,7 @@ export class Outbox {
     this.#freeBytes = options.freeBytes ?? defaultFreeBytes;
     this.#reserveBytes = options.reserveBytes ?? FREE_SPACE_RESERVE_BYTES;
     this.#writeFile = options.writeFile ?? writeFileAtomic;
-    this.#readFile = options.readFile ?? ((file) => fs.readFileSync(file, 'utf8'));
+    this.#readFile = options.readFile ?? readStateFile;
     this.#logger = options.logger ?? null;
     this.#now = options.now ?? Date.now;
   }

@@ -278,10 +278,31 @@ export async function syncDirAsync(dir: string): Promise<void> {
   }
 }
 
+/**
+ * A state file's content, read as readFileSync reads it, but never from what is not a regular
+ * file: a FIFO (or a device) in a file's place would hold the agent's start on its read for ever
+ * (a FIFO without a writer) or fill its memory (`/dev/zero`). It is opened without waiting
+ * (O_NONBLOCK, which changes nothing for a regular file) and refused with the error code EINVAL
+ * and words that name it. A directory fails as it does for readFileSync (EISDIR).
+ */
+export function readStateFile(file: string): string {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  try {
+    const stat = fs.fstatSync(fd);
+    if (!stat.isFile() && !stat.isDirectory()) {
+      const kind = stat.isFIFO() ? 'a FIFO' : stat.isSocket() ? 'a socket' : 'a device';
+      throw Object.assign(new Error(`it is ${kind}, not a regular file (EINVAL): remove it`), { code: 'EINVAL' });
+    }
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** The file's content, or null when it does not exist. */
 export function readFileIfExists(file: string): string | null {
   try {
-    return fs.readFileSync(file, 'utf8');
+    return readStateFile(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     // Most often a command run as another user than the files' (sudo, or the service reading
@@ -293,6 +314,7 @@ export function readFileIfExists(file: string): string | null {
 }
 
 function stateError(message: string, cause: unknown): AgentError {
-  const detail = (cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message;
+  const code = (cause as NodeJS.ErrnoException)?.code;
+  const detail = code === 'EINVAL' ? (cause as Error).message : (code ?? (cause as Error)?.message);
   return new AgentError('bad_state', detail ? `${message}: ${detail}` : message, { cause });
 }

@@ -1,4 +1,4 @@
-import fs from 'node:fs';
+import { readStateFile } from '../state/files.js';
 import path from 'node:path';
 
 /** The agent's counters in its state directory (docs/metrics.md, "Agent counters"). */
@@ -60,10 +60,11 @@ export function readCounters(stateDir: string): AgentCounters | null {
 export function readCountersFile(stateDir: string): { counters: AgentCounters | null } | { damaged: string } {
   let text: string;
   try {
-    text = fs.readFileSync(path.join(stateDir, COUNTERS_FILE), 'utf8');
+    text = readStateFile(path.join(stateDir, COUNTERS_FILE));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? { counters: null } : { damaged: `cannot read it: ${code ?? String(error)}` };
+    if (code === 'ENOENT') return { counters: null };
+    return { damaged: `cannot read it: ${code === 'EINVAL' ? (error as Error).message : (code ?? String(error))}` };
   }
   let value: unknown;
   try {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -197,20 +198,29 @@ describe('atomic writes', () => {
   it('reads a missing file as null', () => {
     expect(readFileIfExists(path.join(root, 'nope'))).toBeNull();
   });
+
+  it('refuses a FIFO in its place at once, naming it, rather than wait for a writer for ever', () => {
+    const file = path.join(root, 'agent.json');
+    // With a writer for 5 s, so that a read that waits gets `{}` and the test fails rather than hangs.
+    execFileSync('sh', ['-c', 'mkfifo "$0" && (timeout 5 sh -c \'echo {} > "$0"\' "$0" &)', file], { stdio: 'ignore' });
+    expect(() => readFileIfExists(file)).toThrow(
+      new AgentError('bad_state', `Cannot read ${file}: it is a FIFO, not a regular file (EINVAL): remove it`),
+    );
+  });
 });
 
 describe('a state file this user may not read', () => {
   it('names its owner and this user, and what to run (the service reading what root wrote)', () => {
     const file = path.join(root, 'agent.json');
     fs.writeFileSync(file, '{}');
-    const read = fs.readFileSync;
+    const open = fs.openSync;
     const stat = fs.statSync;
     const denied = Object.assign(new Error(`EACCES: permission denied, open '${file}'`), { code: 'EACCES' });
     const spies = [
-      vi.spyOn(fs, 'readFileSync').mockImplementation(((p: fs.PathOrFileDescriptor, o?: never) => {
+      vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, f: fs.OpenMode, m?: fs.Mode) => {
         if (p === file) throw denied;
-        return read(p, o);
-      }) as typeof fs.readFileSync),
+        return open(p, f, m);
+      }) as typeof fs.openSync),
       vi
         .spyOn(fs, 'statSync')
         .mockImplementation(((p: fs.PathLike, o?: never) =>
