@@ -102,8 +102,14 @@ export class Journal {
       let text: string;
       try {
         text = readStateFile(file);
-      } catch {
-        continue; // a job directory without a journal: nothing was promised for it
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') continue; // a job directory without a journal: nothing was promised for it
+        // There, but unreadable (a permission, an I/O error, a directory in its place): what it
+        // promised is not known, so the job is never run, as for a damaged one.
+        journal.#damaged.add(name);
+        onDamaged(file, `cannot read it: ${code === 'EINVAL' ? (error as Error).message : (code ?? String(error))}`);
+        continue;
       }
       try {
         journal.#load(parseEntry(text, name));

@@ -32,6 +32,21 @@ describe('the journal', () => {
     expect(fs.statSync(path.join(stateDir, 'jobs', job.jobId, 'journal.json')).mode & 0o777).toBe(0o600);
   });
 
+  it('takes a journal it cannot read for a damaged one, never for none: the job is not run again', () => {
+    const journal = Journal.open(stateDir);
+    const job = assignment('w');
+    journal.create(job, 'accepted');
+    journal.update(job.jobId, { state: 'running', startedAt: '2026-01-01T00:00:00.000Z' });
+    // Tests run as root, which reads a file of mode 000: a directory in its place fails the read (EISDIR).
+    const file = path.join(stateDir, 'jobs', job.jobId, 'journal.json');
+    fs.rmSync(file);
+    fs.mkdirSync(file);
+    const damaged: [string, string][] = [];
+    const reopened = Journal.open(stateDir, (f, reason) => damaged.push([f, reason]));
+    expect(reopened.isDamaged(job.jobId)).toBe(true);
+    expect(damaged).toEqual([[file, 'cannot read it: EISDIR']]);
+  });
+
   it('flushes every write unless told not to, and the new directory once', () => {
     const journal = Journal.open(stateDir);
     const fsyncs = vi.spyOn(fs, 'fsyncSync');
