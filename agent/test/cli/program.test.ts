@@ -83,13 +83,13 @@ describe('drover-agent status', () => {
   it('says the enrollment is unknown, not "no", when this user may not read it, and who may', async () => {
     saveEnrollment(root, enrollment);
     const file = path.join(root, 'agent.json');
-    const read = fs.readFileSync;
+    const open = fs.openSync;
     const stat = fs.statSync;
     const spies = [
-      vi.spyOn(fs, 'readFileSync').mockImplementation(((p: fs.PathOrFileDescriptor, o?: never) => {
+      vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, f?: fs.OpenMode, m?: fs.Mode) => {
         if (p === file) throw Object.assign(new Error(`EACCES: permission denied, open '${file}'`), { code: 'EACCES' });
-        return read(p, o);
-      }) as typeof fs.readFileSync),
+        return open(p, f, m);
+      }) as typeof fs.openSync),
       vi
         .spyOn(fs, 'statSync')
         .mockImplementation(((p: fs.PathLike, o?: never) =>
