@@ -170,7 +170,10 @@ describe('staged rollouts', { timeout: 90_000 }, () => {
     }
     const now = (await t.owner.get(`${at}/rollout`)).body;
     expect(now).toMatchObject({ status: 'running', currentWave: 2 });
-    expect(now.history.filter((h: { event: string }) => h.event === 'advance')).toHaveLength(2);
+    // Each says which wave it started, as the coordinator's own advance does ('wave 2 of 3').
+    expect(
+      now.history.filter((h: { event: string }) => h.event === 'advance').map((h: { detail: unknown }) => h.detail),
+    ).toEqual(['wave 2 of 4', 'wave 3 of 4']);
 
     // The wave it is at: the move is made; once more, a 409 on its state.
     const abort = (body: unknown) => t.owner.post(`${at}/rollout/abort`, { body });
@@ -178,6 +181,41 @@ describe('staged rollouts', { timeout: 90_000 }, () => {
     expect((await abort({ wave: 2 })).body.message).toBe(
       'Cannot abort a rollout that is aborted; abort applies to a rollout that is running or paused',
     );
+  });
+
+  it("says in an operator's advance which wave it started, and after the last that the rollout completed", async () => {
+    // Two devices that never connect: their update jobs stay queued, so no wave ends and only moves change the rollout.
+    const held = await createApp(t.owner, t.orgId, { slug: 'held', updateWorkflowName: 'apply-update' });
+    const devices = [await enrollTestAgent(t.owner, t.orgId), await enrollTestAgent(t.owner, t.orgId)];
+    await bindDevices(
+      t.owner,
+      t.orgId,
+      held.id,
+      devices.map((d) => d.agentId),
+    );
+    const artifactFileId = await uploadArtifact(uploader, 'held build', 'held.tar.gz');
+    const r = await createRelease(t.owner, t.orgId, held.id, { version: '1.0.0', artifactFileId });
+    const at = `/orgs/${t.orgId}/apps/${held.id}/releases/${r.id}`;
+    const published = await t.owner.post(`${at}/publish`, {
+      body: { rollout: { waves: [50, 100], soakSeconds: 3600, maxFailureRate: 0 } },
+    });
+    expect(published.status, JSON.stringify(published.body)).toBe(200);
+    expect((await t.owner.post(`${at}/rollout/advance`, { body: { wave: 0 } })).body).toMatchObject({
+      status: 'running',
+      currentWave: 1,
+    });
+    expect((await t.owner.post(`${at}/rollout/advance`, { body: { wave: 1 } })).body).toMatchObject({
+      status: 'completed',
+      currentWave: 1,
+    });
+    const done = (await t.owner.get(`${at}/rollout`)).body;
+    const owner = done.history[0].by;
+    expect(owner).not.toBe('system');
+    expect(done.history.map((h: any) => [h.event, h.by, h.detail])).toEqual([
+      ['start', owner, '2 devices in waves of 50, 100 %'],
+      ['advance', owner, 'wave 2 of 2'],
+      ['complete', owner, 'after wave 2 of 2, the last'],
+    ]);
   });
 
   it('takes a good release through every wave, then completes', async () => {
@@ -326,7 +364,11 @@ describe('a staged rollout across a coordinator restart', { timeout: 90_000 }, (
       20_000,
       'the next wave starts on the restarted coordinator',
     );
-    expect(after.history.map((h: { event: string }) => h.event)).toEqual(['start', 'wave_end', 'advance']);
+    expect(after.history.map((h: { event: string; detail: unknown }) => [h.event, h.detail])).toEqual([
+      ['start', '2 devices in waves of 50, 100 %'],
+      ['wave_end', expect.stringMatching(/^wave 1: /)],
+      ['advance', 'wave 2 of 2'],
+    ]);
     // The wave's devices are evaluated once the advance is recorded: its device gets its update job.
     const other = devices.find((d) => d !== device)!;
     await eventually(

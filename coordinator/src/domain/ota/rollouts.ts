@@ -286,7 +286,8 @@ export class RolloutService {
         );
         break;
       case 'advance':
-        moved = await this.nextWave(rollout, at, event());
+        // Says which wave it started, as the coordinator's own advance does.
+        moved = await this.nextWave(rollout, at, event(nextWaveDetail(rollout)));
         break;
       case 'abort':
         moved = await this.move(rollout, { status: 'aborted', pausedReason: null, endedAt: at }, event());
@@ -408,7 +409,7 @@ export class RolloutService {
             at,
             event: step.kind,
             by: 'system',
-            detail: step.kind === 'advance' ? `wave ${wave + 1} of ${rollout.plan.waves.length}` : null,
+            detail: step.kind === 'advance' ? nextWaveDetail(rollout) : null,
           });
           if (moved) {
             await this.audit('system', `release.rollout.${step.kind}`, moved, { wave: moved.currentWave + 1 });
@@ -533,6 +534,16 @@ export class RolloutService {
 
 /** The failed devices a pause's message names (the others are counted). */
 const PAUSE_DEVICES_NAMED = 10;
+
+/**
+ * A move to the next wave in its history entry's words (waves are said from 1): the wave it starts,
+ * or, from the last wave, that the rollout completed after it.
+ */
+function nextWaveDetail(rollout: Rollout): string {
+  const waves = rollout.plan.waves.length;
+  const next = rollout.currentWave + 2;
+  return next <= waves ? `wave ${next} of ${waves}` : `after wave ${waves} of ${waves}, the last`;
+}
 
 /** The caller saw the rollout at wave `seen` (0-based); it is at another now (waves are said from 1). */
 function otherWave(move: OperatorMove, rollout: Rollout, seen: number): AppError {
