@@ -259,10 +259,18 @@ describe('batches', () => {
     expect((await t.owner.get(`/orgs/${t.orgId}/batches?triggerId=${triggers.none}`)).body).toEqual([]);
     const malformed = await t.owner.get(`/orgs/${t.orgId}/batches?triggerId=nope`);
     expect(malformed.status).toBe(422);
+    // In words, as every id of the API: not the schema's regular expression.
     expect(malformed.body).toMatchObject({
       code: 'validation_failed',
-      details: [{ path: 'querystring.triggerId', message: expect.stringMatching(/^must match pattern /) }],
+      message: 'querystring.triggerId must be a UUID',
+      details: [{ path: 'querystring.triggerId', message: 'must be a UUID' }],
     });
+    const jobs = await t.owner.get(`/orgs/${t.orgId}/jobs?batchId=nope&agentId=${'x'.repeat(36)}`);
+    expect(jobs.status).toBe(422);
+    expect(jobs.body.details).toEqual([
+      { path: 'querystring.batchId', message: 'must be a UUID' },
+      { path: 'querystring.agentId', message: 'must be a UUID' },
+    ]);
   });
 
   it('makes a batch at each occurrence of a schedule, claimed once, skipped while the previous one runs', async () => {

@@ -4,6 +4,7 @@ import { isDatabaseUnreachable } from '../database-errors.js';
 import { StorageUnavailableError } from '../storage/backend.js';
 import type { AllowedMethods } from './method-not-allowed.js';
 import { VERSION_PATTERN } from '../domain/ota/inputs.js';
+import { UUID_PATTERN } from '../util/ids.js';
 
 interface AjvIssue {
   keyword: string;
@@ -14,6 +15,8 @@ interface AjvIssue {
 
 /** What a pattern of the schemas means, for its refusal (otherwise ajv's "must match pattern"). */
 const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
+  // Every id of the schemas (common.ts's `uuid`): in a query string (`?triggerId=abc`), a body.
+  [UUID_PATTERN]: 'must be a UUID',
   [VERSION_PATTERN]:
     'must not contain control characters or bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069)',
 };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { validationDetails } from '../../src/http/error-handler.js';
 import { VERSION_PATTERN } from '../../src/domain/ota/inputs.js';
+import { UUID_PATTERN } from '../../src/util/ids.js';
 
 const issue = (keyword: string, params: Record<string, unknown>, message = 'ajv says') => ({
   keyword,
@@ -32,6 +33,9 @@ describe('validation messages', () => {
         message:
           'must not contain control characters or bidirectional formatting characters (U+202A to U+202E, U+2066 to U+2069)',
       },
+    ]);
+    expect(validationDetails([issue('pattern', { pattern: UUID_PATTERN })], 'querystring')).toEqual([
+      { path: 'querystring.version', message: 'must be a UUID' },
     ]);
     expect(validationDetails([issue('pattern', { pattern: '^\\S+$' }, 'must match pattern "^\\S+$"')], 'body')).toEqual(
       [{ path: 'body.version', message: 'must match pattern "^\\S+$"' }],
