@@ -11,7 +11,7 @@ import type {
   TriggerRepository,
   TriggerType,
 } from '../../domain/model/triggers.js';
-import { parseJsonColumn } from '../../util/json.js';
+import { mapSoundRows, parseJsonColumn } from '../../util/json.js';
 import {
   command,
   flag,
@@ -208,8 +208,9 @@ export function createTriggerRepository(db: Database, limitRefusal: TriggerLimit
     listInChatChannel(orgId, provider, teamId, channelId) {
       return list(IN_CHANNEL, [provider, teamId, channelId, orgId]);
     },
-    listEnabledCron() {
-      return list(ENABLED_CRON, []);
+    async listEnabledCron() {
+      const { sound, damaged } = mapSoundRows(await db.all(ENABLED_CRON, []), toTrigger, (r) => r.id);
+      return { triggers: sound, damaged };
     },
     listByOrg(orgId) {
       return list(BY_ORG, [orgId]);

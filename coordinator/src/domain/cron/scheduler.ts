@@ -1,6 +1,7 @@
 import type { CronOccurrenceRepository, SkipReason, SkippedOccurrence } from '../model/cron-occurrences.js';
 import type { CronMissedPolicy, Trigger, TriggerRepository } from '../model/triggers.js';
 import { isoAt, type Clock } from '../../util/clock.js';
+import { DamagedColumnError } from '../../util/json.js';
 import type { OccurrenceRunOutcome, RunOccurrenceInput } from '../trigger-run/run-trigger.js';
 import { DueHeap } from './due-heap.js';
 import { CronSchedules, type CronSchedule } from './schedule.js';
@@ -113,7 +114,7 @@ export class CronScheduler {
   /** Reads every enabled cron trigger and arms the timer; missed occurrences are handled at once. */
   start(): Promise<void> {
     return this.enqueue(async () => {
-      for (const trigger of await this.deps.triggers.listEnabledCron()) await this.load(trigger, 'missed');
+      for (const trigger of await this.listEnabledCron()) await this.load(trigger, 'missed');
       await this.tick();
     });
   }
@@ -124,7 +125,16 @@ export class CronScheduler {
    */
   triggerChanged(triggerId: string): Promise<void> {
     return this.enqueue(async () => {
-      const applied = await this.apply(triggerId, await this.deps.triggers.findById(triggerId));
+      let trigger: Trigger | null;
+      try {
+        trigger = await this.deps.triggers.findById(triggerId);
+      } catch (error) {
+        if (!(error instanceof DamagedColumnError)) throw error;
+        this.leaveOut(triggerId, error.column, error, 'row');
+        this.arm();
+        return;
+      }
+      const applied = await this.apply(triggerId, trigger);
       if (applied === 'loaded') await this.tick();
       else if (applied === 'removed') this.arm();
     });
@@ -136,7 +146,7 @@ export class CronScheduler {
    */
   reload(): Promise<void> {
     return this.enqueue(async () => {
-      const triggers = await this.deps.triggers.listEnabledCron();
+      const triggers = await this.listEnabledCron();
       const listed = new Set(triggers.map((t) => t.id));
       for (const triggerId of [...this.entries.keys()]) if (!listed.has(triggerId)) this.entries.delete(triggerId);
       let loaded = false;
@@ -144,6 +154,25 @@ export class CronScheduler {
       if (loaded) await this.tick();
       else this.arm();
     });
+  }
+
+  /**
+   * The enabled cron triggers; one whose row does not parse (a damaged or hand-edited database)
+   * is left out with an error naming it and the column, rather than leaving out all of them.
+   */
+  private async listEnabledCron(): Promise<Trigger[]> {
+    const { triggers, damaged } = await this.deps.triggers.listEnabledCron();
+    for (const { id, column, error } of damaged) this.leaveOut(id, column, error, 'row');
+    return triggers;
+  }
+
+  /** Takes a trigger whose stored schedule (or row) does not parse out of the index, with an error naming it and the field. */
+  private leaveOut(triggerId: string, field: string, error: unknown, what: 'schedule' | 'row'): void {
+    this.entries.delete(triggerId);
+    this.deps.logger.error(
+      { ...(error === undefined ? {} : { err: error }), triggerId, field },
+      `cron trigger: its stored ${what} does not parse; not scheduled`,
+    );
   }
 
   /** Brings the trigger's entry in line with the trigger as read. */
@@ -200,13 +229,7 @@ export class CronScheduler {
   private async load(trigger: Trigger, lateReason: SkipReason): Promise<void> {
     const expression = trigger.cronExpression as string;
     const zone = trigger.cronTimezone as string;
-    const unscheduled = (field: string, error?: unknown) => {
-      this.entries.delete(trigger.id);
-      this.deps.logger.error(
-        { ...(error === undefined ? {} : { err: error }), triggerId: trigger.id, field },
-        'cron trigger: its stored schedule does not parse; not scheduled',
-      );
-    };
+    const unscheduled = (field: string, error?: unknown) => this.leaveOut(trigger.id, field, error, 'schedule');
     if (canonicalTimeZone(zone) === null) return unscheduled('cronTimezone');
     let schedule: CronSchedule;
     try {

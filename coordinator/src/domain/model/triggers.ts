@@ -1,3 +1,5 @@
+import type { DamagedRow } from '../../util/json.js';
+
 export const CHAT_PROVIDERS = ['slack', 'discord'] as const;
 export type ChatProvider = (typeof CHAT_PROVIDERS)[number];
 export const TRIGGER_TYPES = ['webhook', 'cron', ...CHAT_PROVIDERS] as const;
@@ -97,8 +99,11 @@ export interface TriggerRepository {
   findInOrg(orgId: string, id: string): Promise<Trigger | null>;
   /** The organization's chat triggers of `provider` listening in the channel, by keyword. */
   listInChatChannel(orgId: string, provider: ChatProvider, teamId: string, channelId: string): Promise<Trigger[]>;
-  /** Every cron trigger that is enabled, of every organization. */
-  listEnabledCron(): Promise<Trigger[]>;
+  /**
+   * Every cron trigger that is enabled, of every organization; one whose row does not parse (only
+   * a damaged or hand-edited database holds one) is left out and reported in `damaged`.
+   */
+  listEnabledCron(): Promise<{ triggers: Trigger[]; damaged: DamagedRow[] }>;
   /** Oldest first. */
   listByOrg(orgId: string): Promise<Trigger[]>;
   listByIds(orgId: string, ids: readonly string[]): Promise<Trigger[]>;

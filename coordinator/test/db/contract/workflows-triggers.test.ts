@@ -173,14 +173,14 @@ describe.each(DATABASES)('workflows, triggers and cron occurrences (%s)', (kind)
       cron.id,
       webhook.id,
     ]);
-    expect(await t.repos.triggers.listEnabledCron()).toEqual([cron]);
+    expect(await t.repos.triggers.listEnabledCron()).toEqual({ triggers: [cron], damaged: [] });
     expect(await t.repos.triggers.listInChatChannel(orgId, 'slack', 'T1', 'C9')).toEqual([chat]);
     expect(await t.repos.triggers.listInChatChannel(orgId, 'discord', 'T1', 'C9')).toEqual([]);
 
     const paused = { ...cron, name: 'paused', cronEnabled: false, params: null, allowedRefs: null, updatedAt: iso(5) };
     await t.repos.triggers.update({ ...paused, createdAt: iso(99), createdBy: 'someone else' });
     expect(await t.repos.triggers.findById(cron.id)).toEqual(paused);
-    expect(await t.repos.triggers.listEnabledCron()).toEqual([]);
+    expect(await t.repos.triggers.listEnabledCron()).toEqual({ triggers: [], damaged: [] });
     expect(await t.repos.triggers.softDelete(orgId, chat.id, iso(6))).toBe(true);
     expect(await t.repos.triggers.softDelete(orgId, chat.id, iso(7))).toBe(false);
     expect(await t.repos.triggers.findById(chat.id)).toBeNull();
@@ -245,7 +245,7 @@ describe.each(DATABASES)('workflows, triggers and cron occurrences (%s)', (kind)
         paused.map((p, i) => sides[i]!.triggers.update({ ...p, cronEnabled: true }, roomy)),
       );
       expect(enabled.filter((r) => r === null)).toHaveLength(1);
-      expect(await t.repos.triggers.listEnabledCron()).toHaveLength(1);
+      expect((await t.repos.triggers.listEnabledCron()).triggers).toHaveLength(1);
     });
   });
 

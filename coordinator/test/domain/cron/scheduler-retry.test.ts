@@ -24,7 +24,7 @@ function scheduler(time: ManualTime, failures: number) {
   const records: string[] = [];
   let calls = 0;
   const deps: CronSchedulerDeps = {
-    triggers: { listEnabledCron: async () => [trigger], findById: async () => trigger },
+    triggers: { listEnabledCron: async () => ({ triggers: [trigger], damaged: [] }), findById: async () => trigger },
     occurrences: {
       recordSkipped: async (skipped) => {
         for (const s of skipped) records.push(`${s.scheduledAt} skipped ${s.reason}`);
