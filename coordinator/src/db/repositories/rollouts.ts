@@ -8,6 +8,7 @@ import type {
   StartRollout,
   WaveCounts,
 } from '../../domain/model/rollouts.js';
+import { mapSoundRows, parseJsonColumn } from '../../util/json.js';
 import { all, command, json, jsonRecords, one, query, run, values, type Database, type Flow } from '../sql/index.js';
 import { lockApplication } from './parent-locks.js';
 import { IN_APP, IN_APP_LOCKED, PUBLISH, toRelease } from './releases.js';
@@ -38,7 +39,7 @@ const toRollout = (r: RolloutRow): Rollout => ({
   channel: r.channel,
   status: r.status,
   plan: {
-    waves: JSON.parse(r.waves) as number[],
+    waves: parseJsonColumn<number[]>(r.waves, 'rollouts.waves') as number[],
     soakSeconds: r.soak_seconds,
     maxFailureRate: r.max_failure_rate,
     minAttempts: r.min_attempts,
@@ -47,7 +48,7 @@ const toRollout = (r: RolloutRow): Rollout => ({
   currentWave: r.current_wave,
   acceptedWave: r.accepted_wave,
   pausedReason: r.paused_reason,
-  waveTimes: JSON.parse(r.wave_times) as [string, string | null][],
+  waveTimes: parseJsonColumn<Rollout['waveTimes']>(r.wave_times, 'rollouts.wave_times') as Rollout['waveTimes'],
   createdAt: r.created_at,
   endedAt: r.ended_at,
 });
@@ -219,7 +220,8 @@ export function createRolloutRepository(db: Database): RolloutRepository {
       return (await db.one(WITHHOLDING_OF_APP, [applicationId])) !== null;
     },
     async listRunning() {
-      return (await db.all(RUNNING, [])).map(toRollout);
+      const { sound, damaged } = mapSoundRows(await db.all(RUNNING, []), toRollout, (r) => r.release_id);
+      return { rollouts: sound, damaged };
     },
     async listInProgress(orgId) {
       return (await db.all(IN_PROGRESS, [orgId])).map((r) => ({

@@ -1,3 +1,4 @@
+import type { DamagedRow } from '../../util/json.js';
 import type { Release } from './releases.js';
 
 /** Staged rollouts (docs/ota.md, "Staged rollouts"; migration 0032). */
@@ -101,8 +102,11 @@ export interface RolloutRepository {
   find(releaseId: string): Promise<Rollout | null>;
   /** Whether a rollout of the application withholds its release from some devices (any rollout but a completed one). */
   withholdsAny(applicationId: string): Promise<boolean>;
-  /** Rollouts in status `running`. */
-  listRunning(): Promise<Rollout[]>;
+  /**
+   * Rollouts in status `running`; one whose row does not parse (only a damaged or hand-edited
+   * database holds one) is left out and reported in `damaged` (its release's id).
+   */
+  listRunning(): Promise<{ rollouts: Rollout[]; damaged: DamagedRow[] }>;
   /**
    * The organization's rollouts in progress (`running` or `paused`) of applications not deleted,
    * with their application's name and release's version, the newest first.

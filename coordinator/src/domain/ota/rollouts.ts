@@ -346,7 +346,14 @@ export class RolloutService {
 
   private async lookAtRunning(): Promise<void> {
     const { repos, clock } = this.options.ctx;
-    const running = await repos.rollouts.listRunning();
+    const { rollouts: running, damaged } = await repos.rollouts.listRunning();
+    // Left out, rather than stopping every running rollout at each look.
+    for (const { id, column, error } of damaged) {
+      this.options.logger.error(
+        { err: error, releaseId: id, field: column },
+        'rollout: its stored row does not parse; not moved',
+      );
+    }
     this.anyRunning = running.length > 0;
     for (const rollout of running) {
       const release = await repos.releases.findInApp(rollout.applicationId, rollout.releaseId);

@@ -6,6 +6,7 @@ import type { StoredFile } from '../../../src/domain/model/files.js';
 import type { NewRelease } from '../../../src/domain/model/releases.js';
 import { SUPERSEDED_MESSAGE, WINDOW_CLOSED_MESSAGE } from '../../../src/domain/ota/evaluation.js';
 import { newId } from '../../../src/util/ids.js';
+import { DamagedColumnError } from '../../../src/util/json.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { enroll, insertJob, orgWithAgent } from './fixture.js';
 
@@ -479,7 +480,36 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     expect(moved.filter((m) => m !== null)).toHaveLength(1);
     expect((await t.repos.rollouts.history(r.id)).map((h) => h.event)).toEqual(['start', 'advance']);
     expect((await t.repos.rollouts.withheld(ids)).size).toBe(0);
-    expect((await t.repos.rollouts.listRunning()).map((x) => x.releaseId)).toEqual([r.id]);
+    expect(await t.repos.rollouts.listRunning()).toEqual({
+      rollouts: [await t.repos.rollouts.find(r.id)],
+      damaged: [],
+    });
+    // One whose row does not parse (a damaged database) is left out of the running ones and
+    // reported, naming it and the column; the others are listed.
+    const b = app({ slug: 'damaged' });
+    await t.repos.applications.insert(b);
+    const bCreated = await t.repos.releases.create(release(b.id, await artifact()));
+    const damaged = bCreated.outcome === 'created' ? bCreated.release : null!;
+    await t.repos.rollouts.publish({
+      applicationId: b.id,
+      releaseId: damaged.id,
+      plan,
+      at: iso(2),
+      by: 'user-1',
+      assign: () => [],
+    });
+    for (const [column, sound] of [
+      ['waves', 'wave_times'],
+      ['wave_times', 'waves'],
+    ]) {
+      await t.exec(`UPDATE rollouts SET ${column} = '[[', ${sound} = '[]' WHERE release_id = '${damaged.id}'`);
+      const listed = await t.repos.rollouts.listRunning();
+      expect(listed.rollouts.map((x) => x.releaseId)).toEqual([r.id]);
+      expect(listed.damaged).toEqual([
+        { id: damaged.id, column: `rollouts.${column}`, error: expect.any(DamagedColumnError) },
+      ]);
+    }
+    await t.exec(`UPDATE rollouts SET status = 'completed' WHERE release_id = '${damaged.id}'`);
     // In progress for its organization's overview, with the names a person knows it by.
     expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([
       { ...(await t.repos.rollouts.find(r.id)), applicationSlug: a.slug, version: r.version },
@@ -495,7 +525,7 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
     ]);
     expect(ended.flat()).toEqual([r.id]);
     expect(await t.repos.rollouts.find(r.id)).toMatchObject({ status: 'superseded', endedAt: iso(4) });
-    expect(await t.repos.rollouts.listRunning()).toEqual([]);
+    expect(await t.repos.rollouts.listRunning()).toEqual({ rollouts: [], damaged: [] });
     expect(await t.repos.rollouts.listInProgress(orgId)).toEqual([]);
   });
 
