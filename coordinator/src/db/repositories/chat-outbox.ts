@@ -8,8 +8,8 @@ import type {
   OutboxTarget,
 } from '../../domain/model/chat-outbox.js';
 import type { ChatProvider } from '../../domain/model/triggers.js';
-import { parseJsonColumn } from '../../util/json.js';
-import { all, command, query, values, type Database, type Flow } from '../sql/index.js';
+import { mapSoundRows, parseJsonColumn, type DamagedRow } from '../../util/json.js';
+import { all, command, query, run, values, type Database, type Flow } from '../sql/index.js';
 import { ENQUEUE_MESSAGE, enqueueParams } from './job-messages.js';
 
 interface OutboxRow {
@@ -75,6 +75,10 @@ const FAILED = command<[string, string, number, string]>(
   `UPDATE chat_outbox SET status = 'failed', last_error = ?, failed_at = ?, claim_token = NULL
    WHERE id = ? AND claim_token = ? AND status = 'sending'`,
 );
+/** The text a message whose stored row does not parse is given up with. */
+const damagedError = (column: string) =>
+  `its stored ${column.slice('chat_outbox.'.length)} does not parse (a damaged database): it cannot be sent`;
+
 const BY_JOB = query<OutboxRow, [string]>('SELECT * FROM chat_outbox WHERE job_id = ? ORDER BY id');
 const PRUNE = command<[string, string]>(
   `DELETE FROM chat_outbox WHERE job_id IS NULL
@@ -91,17 +95,20 @@ export function createChatOutboxRepository(db: Database): ChatOutboxRepository {
   return {
     async claimDue(now, leaseUntil, limit) {
       // Most rounds find nothing due: they take no write lock.
-      if ((await db.one(ANY_DUE, [now])) === null) return [];
+      if ((await db.one(ANY_DUE, [now])) === null) return { claimed: [], damaged: [] };
       const token = randomUUID();
       return db.transaction(
-        function* (): Flow<ClaimedMessage[]> {
+        function* (): Flow<{ claimed: ClaimedMessage[]; damaged: DamagedRow[] }> {
           const ids = yield* all(DUE, [now, limit]);
-          if (ids.length === 0) return [];
+          if (ids.length === 0) return { claimed: [], damaged: [] };
           const rows = yield* all(CLAIM, { ids: JSON.stringify(ids), now, leaseUntil, token });
           // In due order, as the due rows were read.
           const order = new Map(ids.map((id, i) => [id, i]));
           rows.sort((a, b) => (order.get(a.id) ?? 0) - (order.get(b.id) ?? 0));
-          return rows.map((r) => ({ ...toMessage(r), claimToken: token }));
+          const { sound, damaged } = mapSoundRows(rows, toMessage, (r) => String(r.id));
+          // One that does not parse is given up, rather than claimed again after each lease.
+          for (const d of damaged) yield* run(FAILED, [damagedError(d.column), now, Number(d.id), token]);
+          return { claimed: sound.map((m) => ({ ...m, claimToken: token })), damaged };
         },
         { immediate: true },
       );

@@ -1,3 +1,4 @@
+import type { DamagedRow } from '../../util/json.js';
 import type { TerminalJobStatus } from '@drover/shared';
 import type { ChatOrigin, Job } from './jobs.js';
 import type { ChatProvider, NotifyOn } from './triggers.js';
@@ -179,9 +180,15 @@ export type PlanJobMessages = (
 export interface ChatOutboxRepository {
   /**
    * Claims up to `limit` messages due at `now` (`pending`, or `sending` whose lease ran out: its
-   * worker stopped), each counted as an attempt and leased until `leaseUntil`.
+   * worker stopped), each counted as an attempt and leased until `leaseUntil`. One whose row does
+   * not parse (only a damaged or hand-edited database holds one) is given up (`failed`, at `now`)
+   * and reported in `damaged` (its id), rather than failing the claim of the others.
    */
-  claimDue(now: string, leaseUntil: string, limit: number): Promise<ClaimedMessage[]>;
+  claimDue(
+    now: string,
+    leaseUntil: string,
+    limit: number,
+  ): Promise<{ claimed: ClaimedMessage[]; damaged: DamagedRow[] }>;
   /** The claim's message was delivered. False when the claim was lost (another worker holds it). */
   markSent(id: number, claimToken: string, at: string): Promise<boolean>;
   /** The claim's attempt failed: try again at `nextAttemptAt`. */

@@ -2,6 +2,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { ChatIntegration } from '../../../src/domain/model/chat-integrations.js';
 import type { NewOutboxMessage } from '../../../src/domain/model/chat-outbox.js';
 import { newId } from '../../../src/util/ids.js';
+import { DamagedColumnError } from '../../../src/util/json.js';
 import { triggerRow } from '../fixture.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { insertJob, orgWithAgent } from './fixture.js';
@@ -34,6 +35,14 @@ describe.each(DATABASES)('chat outbox repository (%s)', (kind) => {
     createdAt: iso(i),
     ...fields,
   });
+  /** The messages a claim took (none of these is damaged). */
+  const claim =
+    (repos: typeof t.repos) =>
+    async (...args: Parameters<typeof repos.chatOutbox.claimDue>) => {
+      const { claimed, damaged } = await repos.chatOutbox.claimDue(...args);
+      expect(damaged).toEqual([]);
+      return claimed;
+    };
   const enqueue = async (n: number) => {
     for (let i = 0; i < n; i++) await t.repos.chatOutbox.enqueue(message(i));
   };
@@ -43,8 +52,8 @@ describe.each(DATABASES)('chat outbox repository (%s)', (kind) => {
     await t.repos.chatOutbox.enqueue(message(0, { payload: { kind: 'chat_answer', text: 'a duplicate' } }));
     const now = iso(10);
     const [first, second] = await Promise.all([
-      t.repos.chatOutbox.claimDue(now, iso(10 + LEASE), 2),
-      t.other.chatOutbox.claimDue(now, iso(10 + LEASE), 2),
+      claim(t.repos)(now, iso(10 + LEASE), 2),
+      claim(t.other)(now, iso(10 + LEASE), 2),
     ]);
     const claimed = [...first, ...second].map((m) => m.dedupeKey);
     expect(claimed.sort()).toEqual(['m0', 'm1', 'm2']);
@@ -56,19 +65,19 @@ describe.each(DATABASES)('chat outbox repository (%s)', (kind) => {
       payload: { kind: 'chat_answer', text: 'answer 0' },
       target: { type: 'channel', teamId: 'T1', channelId: 'C1' },
     });
-    expect(await t.repos.chatOutbox.claimDue(iso(20), iso(20 + LEASE), 10)).toEqual([]);
+    expect(await claim(t.repos)(iso(20), iso(20 + LEASE), 10)).toEqual([]);
   });
 
   it('claims the due messages in due order', async () => {
     await enqueue(3);
-    expect((await t.repos.chatOutbox.claimDue(iso(10), iso(LEASE), 2)).map((m) => m.dedupeKey)).toEqual(['m0', 'm1']);
+    expect((await claim(t.repos)(iso(10), iso(LEASE), 2)).map((m) => m.dedupeKey)).toEqual(['m0', 'm1']);
   });
 
   it('claims by due time, not by age: a retry comes after the messages due before it', async () => {
     await enqueue(3);
-    const [first] = await t.repos.chatOutbox.claimDue(iso(0), iso(LEASE), 1);
+    const [first] = await claim(t.repos)(iso(0), iso(LEASE), 1);
     await t.repos.chatOutbox.retryLater(first!.id, first!.claimToken, 'rate limited', iso(5));
-    const claimed = await t.repos.chatOutbox.claimDue(iso(10), iso(10 + LEASE), 3);
+    const claimed = await claim(t.repos)(iso(10), iso(10 + LEASE), 3);
     expect(claimed.map((m) => [m.dedupeKey, m.attempts])).toEqual([
       ['m1', 1],
       ['m2', 1],
@@ -78,24 +87,60 @@ describe.each(DATABASES)('chat outbox repository (%s)', (kind) => {
 
   it("lets another worker take a message whose lease ran out, and refuses the first worker's late result", async () => {
     await enqueue(1);
-    const [stale] = await t.repos.chatOutbox.claimDue(iso(10), iso(10 + LEASE), 5);
-    expect(await t.other.chatOutbox.claimDue(iso(10 + LEASE - 1), iso(10 + 2 * LEASE), 5)).toEqual([]);
-    const [taken] = await t.other.chatOutbox.claimDue(iso(10 + LEASE), iso(10 + 2 * LEASE), 5);
+    const [stale] = await claim(t.repos)(iso(10), iso(10 + LEASE), 5);
+    expect(await claim(t.other)(iso(10 + LEASE - 1), iso(10 + 2 * LEASE), 5)).toEqual([]);
+    const [taken] = await claim(t.other)(iso(10 + LEASE), iso(10 + 2 * LEASE), 5);
     expect(taken).toMatchObject({ id: stale!.id, attempts: 2 });
     expect(await t.repos.chatOutbox.markSent(stale!.id, stale!.claimToken, iso(10 + LEASE + 5))).toBe(false);
     expect(await t.repos.chatOutbox.retryLater(stale!.id, stale!.claimToken, 'late', iso(0))).toBe(false);
     expect(await t.repos.chatOutbox.markFailed(stale!.id, stale!.claimToken, 'late', iso(0))).toBe(false);
     expect(await t.other.chatOutbox.markSent(taken!.id, taken!.claimToken, iso(10 + LEASE + 6))).toBe(true);
-    expect(await t.repos.chatOutbox.claimDue(iso(10 * LEASE), iso(11 * LEASE), 5)).toEqual([]);
+    expect(await claim(t.repos)(iso(10 * LEASE), iso(11 * LEASE), 5)).toEqual([]);
   });
+
+  // Only a SQLite file can hold one: PostgreSQL's columns are of type json.
+  it.skipIf(kind === 'postgres')(
+    'gives up a message whose stored row does not parse (a damaged database), naming it, and claims the others',
+    async () => {
+      await enqueue(3);
+      await t.exec(`UPDATE chat_outbox SET payload = '{"kind":' WHERE dedupe_key = 'm0'`);
+      await t.exec(`UPDATE chat_outbox SET target = 'C1' WHERE dedupe_key = 'm2'`);
+      const { claimed, damaged } = await t.repos.chatOutbox.claimDue(iso(10), iso(10 + LEASE), 5);
+      expect(claimed.map((m) => m.dedupeKey)).toEqual(['m1']);
+      await t.repos.chatOutbox.markSent(claimed[0]!.id, claimed[0]!.claimToken, iso(11));
+      const [m0, , m2] = await t.rows<{ id: number; status: string; last_error: string; failed_at: string }>(
+        'SELECT id, status, last_error, failed_at FROM chat_outbox ORDER BY id',
+      );
+      expect(damaged).toEqual([
+        { id: String(m0!.id), column: 'chat_outbox.payload', error: expect.any(DamagedColumnError) },
+        { id: String(m2!.id), column: 'chat_outbox.target', error: expect.any(DamagedColumnError) },
+      ]);
+      // Given up: never claimed again, its reason kept.
+      expect([m0, m2]).toEqual([
+        {
+          id: m0!.id,
+          status: 'failed',
+          last_error: 'its stored payload does not parse (a damaged database): it cannot be sent',
+          failed_at: iso(10),
+        },
+        {
+          id: m2!.id,
+          status: 'failed',
+          last_error: 'its stored target does not parse (a damaged database): it cannot be sent',
+          failed_at: iso(10),
+        },
+      ]);
+      expect(await claim(t.repos)(iso(10 + LEASE), iso(10 + 2 * LEASE), 5)).toEqual([]);
+    },
+  );
 
   it('retries a message later, gives one up, and prunes the old ones of no job', async () => {
     await enqueue(2);
-    const [a, b] = await t.repos.chatOutbox.claimDue(iso(10), iso(10 + LEASE), 5);
+    const [a, b] = await claim(t.repos)(iso(10), iso(10 + LEASE), 5);
     expect(await t.repos.chatOutbox.retryLater(a!.id, a!.claimToken, 'rate limited', iso(500))).toBe(true);
     expect(await t.repos.chatOutbox.markFailed(b!.id, b!.claimToken, 'channel_not_found', iso(20))).toBe(true);
-    expect(await t.repos.chatOutbox.claimDue(iso(499), iso(LEASE), 5)).toEqual([]);
-    const [again] = await t.repos.chatOutbox.claimDue(iso(500), iso(500 + LEASE), 5);
+    expect(await claim(t.repos)(iso(499), iso(LEASE), 5)).toEqual([]);
+    const [again] = await claim(t.repos)(iso(500), iso(500 + LEASE), 5);
     expect(again).toMatchObject({ id: a!.id, attempts: 2, lastError: 'rate limited' });
     await t.repos.chatOutbox.markSent(again!.id, again!.claimToken, iso(600));
     expect(await t.repos.chatOutbox.pruneJobless(iso(21))).toBe(1);

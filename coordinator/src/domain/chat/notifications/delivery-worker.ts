@@ -154,10 +154,21 @@ export class DeliveryWorker {
       for (;;) {
         if (this.stopped) break;
         const now = this.o.clock.now();
-        const claimed = await this.o.outbox.claimDue(isoAt(now), isoAt(now + OUTBOX_LEASE_MS), OUTBOX_BATCH);
+        const { claimed, damaged } = await this.o.outbox.claimDue(
+          isoAt(now),
+          isoAt(now + OUTBOX_LEASE_MS),
+          OUTBOX_BATCH,
+        );
+        for (const { id, column, error } of damaged) {
+          this.o.logger.error(
+            { err: error, messageId: Number(id), field: column },
+            'chat message: its stored row does not parse; given up',
+          );
+          total.failed += 1;
+        }
         const results = await Promise.all(claimed.map((m) => this.deliver(m)));
         for (const r of results) total[r] += 1;
-        if (claimed.length < OUTBOX_BATCH) break;
+        if (claimed.length + damaged.length < OUTBOX_BATCH) break;
       }
     } catch (error) {
       this.o.logger.error({ err: error }, 'chat outbox round failed');
