@@ -8,7 +8,9 @@ import { DELETED_KINDS, ENDED_STATUSES, nothingDeleted } from '../model/retentio
 import {
   applyRetentionChange,
   effectiveRetention,
+  isRetentionDays,
   NO_OVERRIDES,
+  RETENTION_FIELDS,
   retentionCutoff,
   type Retention,
   type RetentionOverrides,
@@ -192,6 +194,16 @@ export class RetentionService {
       byOrg.set(orgId, ofOrg);
       const drain = (del: (limit: number) => Promise<DeleteBatch>) => this.drain(report, del, ofOrg);
       const r = effectiveRetention(this.deps.defaults, overrides);
+      // A setting that is no number of days (only a damaged or hand-edited database holds one: the
+      // API refuses it) has no cutoff: the organization's data is kept, the others' swept.
+      const damaged = RETENTION_FIELDS.find((field) => !isRetentionDays(r[field]));
+      if (damaged !== undefined) {
+        this.deps.logger.error(
+          { orgId, field: damaged },
+          "retention: an organization's stored setting is not a whole number of days; its data is not swept",
+        );
+        continue;
+      }
       const jobsBefore = retentionCutoff(now, r.jobsDays);
       const failedBefore = retentionCutoff(now, r.failedJobsDays);
       const auditBefore = retentionCutoff(now, r.auditDays);

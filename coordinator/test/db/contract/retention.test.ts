@@ -19,6 +19,7 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
   let owner: { orgId: string; agentId: string; userId: string };
   let service: RetentionService;
   const logged: string[] = [];
+  const errors: { orgId: string; field: string; msg: string }[] = [];
 
   beforeEach(async () => {
     now = START;
@@ -35,7 +36,10 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
       record: async (entry: Omit<AuditEntryInput, 'createdAt'>) =>
         t.repos.audit.insertMany([{ ...entry, createdAt: iso(now) }]),
     },
-    logger: { info: (_obj: object, msg: string) => logged.push(msg), error: () => undefined },
+    logger: {
+      info: (_obj: object, msg: string) => logged.push(msg),
+      error: (obj: object, msg: string) => errors.push({ ...(obj as { orgId: string; field: string }), msg }),
+    },
     metrics: noMetrics,
     sweepSeconds: 600,
   });
@@ -118,6 +122,31 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
     expect((await service.view(other.orgId)).lastSweep?.deleted.jobs).toBe(0);
     const audit = await t.rows<{ action: string }>(`SELECT action FROM audit_log WHERE org_id = '${owner.orgId}'`);
     expect(audit.map((a) => a.action)).toEqual(['org.retention.update', 'org.retention.update']);
+  });
+
+  it("sweeps every other organization when one's stored setting is not a number of days (a damaged database), naming it", async () => {
+    // Both organizations' jobs are due; the damaged one is swept first (by id) when it comes first.
+    const other = await orgWithAgent(t.repos, iso(START));
+    const [damaged, sound] = [owner, other].sort((a, b) => (a.orgId < b.orgId ? -1 : 1));
+    const kept = await endedJob('success', START - 100 * DAY, 0, damaged!);
+    await endedJob('success', START - DAY, 0, damaged!); // its newest
+    const due = await endedJob('success', START - 100 * DAY, 0, sound!);
+    await endedJob('success', START - DAY, 0, sound!); // its newest
+    // Only a SQLite file holds text in an integer column; either database one out of range.
+    for (const value of kind === 'sqlite' ? ["'forever'", '1000000000'] : ['1000000000']) {
+      await t.exec(`UPDATE orgs SET retention_failed_jobs_days = ${value} WHERE id = '${damaged!.orgId}'`);
+      errors.length = 0;
+      await service.sweep();
+      expect(await jobIds()).toContain(kept);
+      expect(await jobIds()).not.toContain(due);
+      expect(errors).toEqual([
+        {
+          orgId: damaged!.orgId,
+          field: 'failedJobsDays',
+          msg: "retention: an organization's stored setting is not a whole number of days; its data is not swept",
+        },
+      ]);
+    }
   });
 
   it('refuses values that are not whole days from 1 to 3650, naming the field, and changes nothing', async () => {
