@@ -124,6 +124,11 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
   async function devices(): Promise<BindingBody[]> {
     return (await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${app.id}/devices`)).body;
   }
+  /** The Desired cells of the devices table that name no release, sorted. */
+  async function desiredNone(): Promise<string[]> {
+    const cells = await page().getByRole('region', { name: 'Devices' }).locator('td.desired').allInnerTexts();
+    return cells.filter((c) => c.startsWith('none')).sort();
+  }
   async function stateIs(pattern: RegExp) {
     await waitFor(async () => expect(await state().innerText()).toMatch(pattern), { timeout: 15_000 });
   }
@@ -201,6 +206,11 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     for (const words of ['Pause', 'Advance', 'Abort']) await button(words).waitFor();
     // Wave 1's device only was told to update.
     expect((await devices()).filter((b) => b.desired?.releaseId === draft.id)).toHaveLength(1);
+    // The others wait for the rollout: the channel has a release, it has not reached them (not "none published").
+    const words = `2.0.0 (sequence ${draft.sequence})`;
+    await waitFor(async () =>
+      expect(await desiredNone()).toEqual(Array(3).fill(`none yet: waits for the rollout of ${words}`)),
+    );
     await expectAccessible(page(), 'a running rollout');
   });
 
@@ -227,6 +237,11 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     expect(await button('Pause').count()).toBe(0);
     for (const words of ['Resume', 'Advance', 'Abort']) await button(words).waitFor();
     await expectAccessible(page(), 'a rollout paused by its failure threshold');
+    await waitFor(async () =>
+      expect(await desiredNone()).toEqual(
+        Array(3).fill(`none yet: the rollout of 2.0.0 (sequence ${draft.sequence}) is paused`),
+      ),
+    );
     await docScreenshot(page(), 'ota-rollout');
 
     // Resumed, the wave's failure is accepted: every update of it ended, so it soaks.
@@ -318,6 +333,11 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     ).toContain('rollout aborted');
     expect((await devices()).filter((b) => b.desired?.releaseId === draft.id)).toHaveLength(1);
     await expectAccessible(page(), 'an aborted rollout');
+    await waitFor(async () =>
+      expect(await desiredNone()).toEqual(
+        Array(3).fill(`none: the rollout of 2.0.0 (sequence ${draft.sequence}) was aborted`),
+      ),
+    );
     // Ended: the page reads the rollout no more.
     const read = page().waitForRequest((r) => r.url().endsWith(`/v1${rolloutPath()}`), { timeout: 3_000 });
     await expect(read).rejects.toThrow(/Timeout/);

@@ -5,7 +5,9 @@ import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api, apiPath } from '../api/client';
 import { agentsQuery } from '../api/queries';
-import { devicesQuery, type App, type Binding, type ReleaseRef } from '../api/ota';
+import { devicesQuery, type App, type Binding, type Release, type ReleaseRef } from '../api/ota';
+import { desiredOf } from '../api/ota-impact';
+import { rolloutQuery, type Rollout } from '../api/rollouts';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { JobNumber } from '../components/JobNumber';
@@ -28,8 +30,8 @@ const STATE_CLASS: Record<string, string> = {
  * The devices bound to an application: what each runs and should run, its update job, whether it
  * was bound by hand or by the device group; the device group, bind, move, unbind.
  */
-export function AppDevices(props: { orgId: string; app: App; devices?: Binding[] }) {
-  const { orgId, app, devices } = props;
+export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]; releases?: Release[] }) {
+  const { orgId, app, devices, releases } = props;
   const agents = useQuery(agentsQuery(orgId));
   const names = new Map((agents.data ?? []).map((a) => [a.id, a.name]));
   const nameOf = (id: string) => names.get(id) ?? shortId(id);
@@ -60,7 +62,14 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
           </thead>
           <tbody>
             {devices.map((b) => (
-              <DeviceRow key={b.id} orgId={orgId} app={app} binding={b} name={nameOf(b.agentId)} />
+              <DeviceRow
+                key={b.id}
+                orgId={orgId}
+                app={app}
+                binding={b}
+                name={nameOf(b.agentId)}
+                published={releases && desiredOf(releases, b.channel)}
+              />
             ))}
           </tbody>
         </table>
@@ -80,7 +89,34 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
 const releaseWords = (ref: ReleaseRef | null, none: string) =>
   ref ? `${ref.version || '(no version)'} (sequence ${ref.sequence})` : none;
 
-function DeviceRow({ orgId, app, binding: b, name }: { orgId: string; app: App; binding: Binding; name: string }) {
+/**
+ * A device with no desired release although its channel has a published one: that release is in a staged rollout
+ * whose waves so far leave the device out (or that was aborted before reaching it), and the channel had no release
+ * before it (docs/ota.md, "Staged rollouts"). `none published` would say the channel has none.
+ */
+function notYetWords(release: Release, rollout: Rollout | null | undefined): string {
+  const words = `${release.version || '(no version)'} (sequence ${release.sequence})`;
+  if (rollout?.status === 'running') return `none yet: waits for the rollout of ${words}`;
+  if (rollout?.status === 'paused') return `none yet: the rollout of ${words} is paused`;
+  if (rollout?.status === 'aborted') return `none: the rollout of ${words} was aborted`;
+  return `none yet (${words} published)`;
+}
+
+function DeviceRow(props: {
+  orgId: string;
+  app: App;
+  binding: Binding;
+  name: string;
+  /** The published release of the device's channel with the highest sequence; undefined: not read yet. */
+  published: Release | null | undefined;
+}) {
+  const { orgId, app, binding: b, name, published } = props;
+  // The same query as the release's rollout panel (read once per release, again while live).
+  const notYet = !b.desired && published ? published : null;
+  const rollout = useQuery({
+    ...rolloutQuery(orgId, app.id, notYet?.id ?? ''),
+    enabled: notYet !== null,
+  });
   return (
     <tr aria-label={name}>
       <th scope="row">{name}</th>
@@ -90,7 +126,7 @@ function DeviceRow({ orgId, app, binding: b, name }: { orgId: string; app: App; 
       <td>{b.channel}</td>
       <td className="current">{releaseWords(b.current, 'unknown')}</td>
       <td className="desired">
-        {releaseWords(b.desired, 'none published')}
+        {notYet ? notYetWords(notYet, rollout.data) : releaseWords(b.desired, 'none published')}
         {b.forced && (
           <>
             <br />

@@ -57,7 +57,7 @@ export function AppPage() {
       <Releases orgId={orgId} app={a} releases={releases.data} devices={devices.data} readOnly={readOnly} />
       {!readOnly && <NewRelease orgId={orgId} app={a} />}
       <ReadOnly when={readOnly}>
-        <AppDevices orgId={orgId} app={a} devices={devices.data} />
+        <AppDevices orgId={orgId} app={a} devices={devices.data} releases={releases.data} />
       </ReadOnly>
     </section>
   );
