@@ -23,7 +23,7 @@ import {
 import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { artifactUploader, createApp, createRelease, uploadArtifact } from '../helpers/ota.js';
-import { eventually } from '../helpers/poll.js';
+import { eventually, waitFor } from '../helpers/poll.js';
 import { sha256 } from '../helpers/storage.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 
@@ -260,6 +260,11 @@ describe.skipIf(!CHROMIUM)('the Storage page in a browser', () => {
       10_000,
       'the TTL refused in minutes',
     );
+    // Text the browser cannot read as a number is the input's "": it is said as such, not as "got nothing".
+    await ttl.fill('');
+    await ttl.pressSequentially('1e');
+    await uploadForm().getByRole('button', { name: 'Upload' }).click();
+    await waitFor(async () => expect(await ttlError()).toBe('must be a number, such as 1'));
     page().off('request', watch);
     expect(presigns).toEqual([]);
     await uploadForm().getByLabel('Unit').selectOption('days');

@@ -36,14 +36,15 @@ export function fieldErrors(error: unknown, fields: readonly string[], prefix = 
 }
 
 /**
- * The number inputs of `form` holding text the browser cannot read as a number (`1e`, `-`, `3-0`):
- * such an input's value is "" as if it were empty, and a form would send nothing for it (the
+ * The number inputs of `form` (or of any element: a group inside another form) holding text the
+ * browser cannot read as a number (`1e`, `-`, `3-0`): such an input's value is "" as if it were
+ * empty, and a form would send nothing for it (the
  * default, no limit) instead of what was typed. Null when there is none; otherwise the 422 the API
  * would answer, at each input's field: the input's id is `<idPrefix>-<field>` (`props` above), the
  * field's path `<prefix>.<field>`. The example the message gives is the input's `data-example`
  * when it has one (a wait in milliseconds, 30000), otherwise 30.
  */
-export function unreadableNumbers(form: HTMLFormElement, prefix = 'body', idPrefix = 'f'): ApiError | null {
+export function unreadableNumbers(form: ParentNode, prefix = 'body', idPrefix = 'f'): ApiError | null {
   const details: ErrorDetail[] = [];
   for (const input of form.querySelectorAll<HTMLInputElement>('input[type="number"]')) {
     if (!input.validity.badInput || !input.id.startsWith(`${idPrefix}-`)) continue;

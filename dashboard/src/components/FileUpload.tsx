@@ -10,7 +10,7 @@ import {
 } from '../api/files';
 import { humanSize } from './bytes';
 import { plainWords } from './ErrorMessage';
-import { FieldError, fieldErrors, FormError } from './FieldErrors';
+import { FieldError, fieldErrors, FormError, unreadableNumbers } from './FieldErrors';
 
 export interface FileUploadProps {
   orgId: string;
@@ -96,6 +96,8 @@ export function FileUpload({
   const [unit, setUnit] = useState(86_400);
   const [state, setState] = useState<State>({ phase: 'idle' });
   const controller = useRef<AbortController | null>(null);
+  // The fields, a form of their own or a group inside the caller's: where the number inputs are read.
+  const fields = useRef<HTMLDivElement>(null);
   // Leaving the page stops an upload in flight.
   useEffect(() => () => controller.current?.abort(), []);
 
@@ -111,6 +113,12 @@ export function FileUpload({
     event?.preventDefault();
     if (!file) {
       setState({ phase: 'failed', failure: new ApiError(0, 'no_file', 'Choose a file to upload first.') });
+      return;
+    }
+    // A time to live the browser cannot read (`1e`) is "" as if empty: said as what it is, not as "got nothing".
+    const unreadable = fields.current && unreadableNumbers(fields.current, 'body', idPrefix);
+    if (unreadable) {
+      setState({ phase: 'failed', failure: new UploadFailure('presign', unreadable) });
       return;
     }
     const ttlRefused = chosenRule === 'ttl' ? ttlProblem(ttl, unit) : null;
@@ -160,7 +168,7 @@ export function FileUpload({
 
   const body = (
     <>
-      <div className="form-grid">
+      <div className="form-grid" ref={fields}>
         <label>
           {fileLabel}
           <input
@@ -201,6 +209,7 @@ export function FileUpload({
                 {...errors.props('ttlSeconds')}
                 type="number"
                 min="1"
+                data-example="1"
                 value={ttl}
                 onChange={(e) => setTtl(e.target.value)}
               />
