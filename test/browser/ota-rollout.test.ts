@@ -314,7 +314,9 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     expect(await wave(2).getAttribute('aria-current')).toBe('step');
     expect(await wave(1).getAttribute('aria-current')).toBeNull();
     expect(await history().allInnerTexts()).toEqual(
-      expect.arrayContaining([expect.stringMatching(/owner@example\.test \(you\) started the next wave$/)]),
+      expect.arrayContaining([
+        expect.stringMatching(/owner@example\.test \(you\) started the next wave: wave 2 of 3$/),
+      ]),
     );
 
     await button('Abort').click();

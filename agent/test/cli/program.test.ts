@@ -88,7 +88,7 @@ describe('drover-agent status', () => {
     const spies = [
       vi.spyOn(fs, 'openSync').mockImplementation(((p: fs.PathLike, f?: fs.OpenMode, m?: fs.Mode) => {
         if (p === file) throw Object.assign(new Error(`EACCES: permission denied, open '${file}'`), { code: 'EACCES' });
-        return open(p, f, m);
+        return open(p, f ?? 'r', m);
       }) as typeof fs.openSync),
       vi
         .spyOn(fs, 'statSync')
