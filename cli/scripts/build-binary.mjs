@@ -16,6 +16,8 @@ import { buildSingleExecutable, parseBuildArgs, runBuildScript } from '../../scr
 runBuildScript(() =>
   buildSingleExecutable({
     name: 'drover',
+    // V8 options the command starts with (the SEA configuration's `execArgv`): src/start-flags.ts.
+    execArgv: ['--liftoff-only'],
     packageDir: fileURLToPath(new URL('..', import.meta.url)),
     cliModule: fileURLToPath(new URL('../src/program.ts', import.meta.url)),
     ...parseBuildArgs(process.argv.slice(2)),

@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: V8's options before undici loads.
+import './start-flags.js';
 import { runCli } from './program.js';
 
 // `pnpm -s drover ...` runs in the repository's root: paths on the command line are the caller's.
