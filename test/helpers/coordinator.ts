@@ -9,6 +9,7 @@ import {
   type Clock,
   type Coordinator,
 } from '@drover/coordinator';
+import { withHashedBootstrap } from '../../coordinator/test/bootstrap-hash.js';
 import { postgresTestSql, sqliteTestSql, type TestSql } from '../../coordinator/test/db/test-sql.js';
 import { freshPostgresDatabase, type TestDatabase } from '../../coordinator/test/postgres/database.js';
 import { ApiClient } from './http.js';
@@ -75,15 +76,17 @@ export async function startTestCoordinator(options: TestCoordinatorOptions = {})
   const dataDir = options.dataDir ?? makeTempDir();
   const database =
     !options.env?.DROVER_DATABASE_URL && options.database !== 'sqlite' ? await databaseOf(dataDir) : null;
-  const config = loadConfig(
-    {
-      DROVER_BOOTSTRAP_EMAIL: OWNER_EMAIL,
-      DROVER_BOOTSTRAP_PASSWORD: OWNER_PASSWORD,
-      DROVER_BOOTSTRAP_ORG: 'acme',
-      ...(database ? { DROVER_DATABASE_URL: database.url } : {}),
-      ...options.env,
-    },
-    { port: '0', host: '127.0.0.1', dataDir, logLevel: process.env.DROVER_TEST_LOG ?? 'silent' },
+  const config = await withHashedBootstrap(
+    loadConfig(
+      {
+        DROVER_BOOTSTRAP_EMAIL: OWNER_EMAIL,
+        DROVER_BOOTSTRAP_PASSWORD: OWNER_PASSWORD,
+        DROVER_BOOTSTRAP_ORG: 'acme',
+        ...(database ? { DROVER_DATABASE_URL: database.url } : {}),
+        ...options.env,
+      },
+      { port: '0', host: '127.0.0.1', dataDir, logLevel: process.env.DROVER_TEST_LOG ?? 'silent' },
+    ),
   );
   let coordinator: Coordinator;
   try {
@@ -138,7 +141,7 @@ async function sessionOf(coordinator: Coordinator, api: ApiClient, email: string
 /** The PostgreSQL database of a data directory in the PostgreSQL pass (made at the first call); null on SQLite. */
 async function databaseOf(dataDir: string): Promise<TestDatabase | null> {
   if (!onPostgres) return null;
-  const database = databases.get(dataDir) ?? (await freshPostgresDatabase());
+  const database = databases.get(dataDir) ?? (await freshPostgresDatabase({ migrated: true }));
   databases.set(dataDir, database);
   return database;
 }

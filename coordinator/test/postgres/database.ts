@@ -2,6 +2,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { migratePostgres } from '../../src/db/migrate.js';
+import { createPool } from '../../src/db/postgres/pool.js';
 import { eventually } from '../../../test/helpers/poll.js';
 
 const READY_TIMEOUT_MS = 60_000;
@@ -46,6 +48,36 @@ export interface DatabaseOptions {
    * ICU's Turkish, whose `lower('I')` is a dotless `ı`.
    */
   collation?: 'bytes' | 'en-US' | 'tr-TR';
+  /**
+   * Migrated already: a copy of a database this worker migrated once (today's migrations, no
+   * rows), so that a coordinator starting on it has nothing to migrate (its start: ~0.25 s
+   * instead of ~1 s, most of it the thirty-odd migrations). Otherwise empty.
+   */
+  migrated?: boolean;
+}
+
+/** The migrated database of each collation this worker copies (`migrated`), made at the first call. */
+const templates = new Map<string, Promise<string>>();
+
+function migratedTemplate(collation: DatabaseOptions['collation']): Promise<string> {
+  const key = collation ?? 'bytes';
+  let template = templates.get(key);
+  if (!template) {
+    template = (async () => {
+      const database = await freshPostgresDatabase({ collation });
+      const pool = createPool(database.url, { max: 1 });
+      try {
+        await migratePostgres(pool);
+      } finally {
+        await pool.end();
+      }
+      return database.name;
+    })();
+    // A failed attempt is not kept: the next call tries again.
+    template.catch(() => templates.delete(key));
+    templates.set(key, template);
+  }
+  return template;
 }
 
 /**
@@ -55,12 +87,17 @@ export interface DatabaseOptions {
 export async function freshPostgresDatabase(options: DatabaseOptions = {}): Promise<TestDatabase> {
   const info = inject('postgresServer');
   const name = `drover_test_${crypto.randomBytes(6).toString('hex')}`;
+  // Copied with the server's files (FILE_COPY: its checkpoints cost nothing on the tests' server,
+  // which runs without fsync), ~40 ms, where WAL_LOG took ~130.
+  const template = options.migrated ? await migratedTemplate(options.collation) : null;
   const admin = await adminClient();
   try {
     await admin.query(
-      options.collation === undefined || options.collation === 'bytes'
-        ? `CREATE DATABASE ${name}`
-        : `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.collation}' LOCALE 'C.UTF-8'`,
+      template
+        ? `CREATE DATABASE ${name} TEMPLATE ${template} STRATEGY FILE_COPY`
+        : options.collation === undefined || options.collation === 'bytes'
+          ? `CREATE DATABASE ${name}`
+          : `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.collation}' LOCALE 'C.UTF-8'`,
     );
   } finally {
     await admin.end();

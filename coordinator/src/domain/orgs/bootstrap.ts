@@ -28,7 +28,7 @@ export async function bootstrapIfEmpty(
   const inserted = await repos.users.insertIfNone({
     id: userId,
     email: bootstrap.email,
-    passwordHash: await hashPassword(bootstrap.password),
+    passwordHash: bootstrap.passwordHash ?? (await hashPassword(bootstrap.password)),
     createdAt: at,
   });
   if (!inserted) return { created: false };

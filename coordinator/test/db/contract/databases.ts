@@ -98,7 +98,7 @@ function postgresOfThisFile(): { use(): DatabaseUnderTest } {
   beforeAll(async () => {
     // Sorting text as many servers do (en_US.UTF-8), not as SQLite: what the repositories give in
     // an order must give it alike on both databases.
-    database = await freshPostgresDatabase({ collation: 'en-US' });
+    database = await freshPostgresDatabase({ collation: 'en-US', migrated: true });
     pool = createPool(database.url);
     otherPool = createPool(database.url);
     await migratePostgres(pool);

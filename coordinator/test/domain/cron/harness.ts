@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { WorkflowDefinition } from '@drover/shared';
 import { createCoordinator, type Coordinator } from '../../../src/coordinator.js';
 import { loadConfig } from '../../../src/config/config.js';
+import { withHashedBootstrap } from '../../bootstrap-hash.js';
 import { createLogger } from '../../../src/logger.js';
 import type { Timers } from '../../../src/domain/cron/scheduler.js';
 import type { UserActor } from '../../../src/domain/audit/audit-log.js';
@@ -115,7 +116,7 @@ export const OWNER = 'owner@example.test';
  * (`DROVER_TEST_DATABASE=postgres`, vitest.postgres.config.ts): a world started again on a data
  * directory finds the database of the one before.
  */
-const onPostgres = process.env.DROVER_TEST_DATABASE === 'postgres';
+export const onPostgres = process.env.DROVER_TEST_DATABASE === 'postgres';
 const databases = new Map<string, TestDatabase>();
 
 /** Removes a world's data directory and drops its PostgreSQL database, once no world runs on them. */
@@ -134,17 +135,19 @@ export async function startCronWorld(time: ManualTime, dataDir?: string): Promis
   const dir = dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cron-'));
   let database: TestDatabase | undefined;
   if (onPostgres) {
-    database = databases.get(dir) ?? (await freshPostgresDatabase());
+    database = databases.get(dir) ?? (await freshPostgresDatabase({ migrated: true }));
     databases.set(dir, database);
   }
-  const config = loadConfig(
-    {
-      DROVER_BOOTSTRAP_EMAIL: OWNER,
-      DROVER_BOOTSTRAP_PASSWORD: 'correct horse battery',
-      DROVER_BOOTSTRAP_ORG: 'acme',
-      ...(database ? { DROVER_DATABASE_URL: database.url } : {}),
-    },
-    { port: '0', host: '127.0.0.1', dataDir: dir, logLevel: process.env.DROVER_TEST_LOG ?? 'warn' },
+  const config = await withHashedBootstrap(
+    loadConfig(
+      {
+        DROVER_BOOTSTRAP_EMAIL: OWNER,
+        DROVER_BOOTSTRAP_PASSWORD: 'correct horse battery',
+        DROVER_BOOTSTRAP_ORG: 'acme',
+        ...(database ? { DROVER_DATABASE_URL: database.url } : {}),
+      },
+      { port: '0', host: '127.0.0.1', dataDir: dir, logLevel: process.env.DROVER_TEST_LOG ?? 'warn' },
+    ),
   );
   const warnings: string[] = [];
   const errors: Record<string, unknown>[] = [];
