@@ -16,6 +16,7 @@ export * from './byte-words.js';
 export * from './percent-words.js';
 export * from './uuid.js';
 export * from './pid-lock.js';
+export * from './regular-file.js';
 export * from './format-log-record.js';
 export * from './short-id.js';
 export * from './retry-after.js';

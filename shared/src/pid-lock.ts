@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import { readRegularFile } from './regular-file.js';
 
 /**
  * A lock file naming the process that owns a directory: the coordinator's data directory, the
@@ -68,9 +69,18 @@ export function acquirePidLock(file: string, pid = process.pid): () => void {
   }
 }
 
-/** The pid of the live process that holds `file`, or null (no lock, or a stale one). */
+/**
+ * The pid of the live process that holds `file`, or null (no lock, a stale one, or something
+ * else than a file at its place, which no process can hold and `acquirePidLock` refuses).
+ */
 export function lockHolderPid(file: string): number | null {
-  const raw = readRaw(file);
+  let raw: string | null;
+  try {
+    raw = readRaw(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EINVAL') return null;
+    throw error;
+  }
   const holder = raw === null ? null : parseLock(raw);
   return holder && isHolderRunning(holder, null) ? holder.pid : null;
 }
@@ -199,9 +209,10 @@ function removeIfStill(file: string, content: string): void {
   if (readRaw(file) === content) fs.rmSync(file, { force: true });
 }
 
+/** The lock's content, or null when there is none; what is not a regular file is refused (EINVAL). */
 function readRaw(file: string): string | null {
   try {
-    return fs.readFileSync(file, 'utf8');
+    return readRegularFile(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;

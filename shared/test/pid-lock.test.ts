@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,7 +62,9 @@ async function contend(count: number): Promise<string[]> {
   }
   await vi.waitFor(() => expect(outputs.every((o) => o.startsWith('ready\n'))).toBe(true), { timeout: 20_000 });
   fs.writeFileSync(go, '');
-  await vi.waitFor(() => expect(outputs.every((o) => /\n(got|held \d+)\n/.test(o))).toBe(true), { timeout: 10_000 });
+  await vi.waitFor(() => expect(outputs.every((o) => /\n(got|held \d+|error .*)\n/.test(o))).toBe(true), {
+    timeout: 10_000,
+  });
   return outputs.map((o) => o.split('\n')[1]!);
 }
 
@@ -139,6 +141,14 @@ describe('the pid lock', () => {
   it('takes over a lock file that names no process', () => {
     fs.writeFileSync(file, 'garbage\n');
     acquirePidLock(file)();
+  });
+
+  it('refuses a FIFO at its place, saying so, rather than wait for ever on its read; no process holds one', async () => {
+    execFileSync('mkfifo', [file]);
+    // In a process of its own: a read that blocks would hold this one for ever.
+    expect(await contend(1)).toEqual(['error EINVAL: it is a FIFO, not a regular file (EINVAL): remove it']);
+    expect(lockHolderPid(file)).toBeNull();
+    expect(fs.statSync(file).isFIFO()).toBe(true);
   });
 
   it('is taken by exactly one of several processes starting at once on a fresh directory', async () => {

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -387,5 +387,16 @@ describe('the data directory lock', () => {
     await next.waitFor(BANNER);
     expect(fs.readFileSync(path.join(dataDir, 'coordinator.lock'), 'utf8')).toMatch(new RegExp(`^${next.child.pid}\n`));
     expect((await stop(next)).code).toBe(0);
+  });
+
+  it('says in one line what stands in its place when it is no file (a FIFO), rather than wait on it for ever', async () => {
+    const dataDir = makeTempDir();
+    const lock = path.join(dataDir, 'coordinator.lock');
+    execFileSync('mkfifo', [lock]);
+    expect(await run(['start', '--port', '0', '--data-dir', dataDir])).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `drover-coordinator: cannot use the data directory ${dataDir}: ${lock}: it is a FIFO, not a regular file (EINVAL): remove it\n`,
+    });
   });
 });

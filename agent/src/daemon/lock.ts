@@ -27,7 +27,9 @@ export function acquireDaemonLock(stateDir: string, pid = process.pid): () => vo
     const reason =
       code === 'ENOSPC'
         ? `no space left on the device in ${stateDir} (free some: \`df -h ${stateDir}\`)`
-        : (code ?? (error as Error).message);
+        : code === 'EINVAL'
+          ? (error as Error).message // what stands at the lock's place, and to remove it
+          : (code ?? (error as Error).message);
     throw new AgentError('bad_state', `Cannot take the lock ${file}: ${reason}`, { cause: error });
   }
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../state/files.js';
+import { readStateFile, writeFileAtomic } from '../state/files.js';
 
 /**
  * What is known of a partial download, in a small JSON record beside its bytes: enough to tell,
@@ -60,7 +60,7 @@ export class PartialDownload {
   load(): PartialRecord | null {
     if (this.temporary) return null;
     try {
-      const record = JSON.parse(fs.readFileSync(this.record, 'utf8')) as PartialRecord;
+      const record = JSON.parse(readStateFile(this.record)) as PartialRecord;
       return record?.version === 1 ? record : null;
     } catch {
       return null;
@@ -100,7 +100,7 @@ export function discardOtherPartials(dir: string, slot: string, keep: string): n
     if (base === keep || claimed.has(path.join(dir, base))) continue;
     let record: Partial<PartialRecord> | null = null;
     try {
-      record = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8')) as Partial<PartialRecord>;
+      record = JSON.parse(readStateFile(path.join(dir, name))) as Partial<PartialRecord>;
     } catch {
       continue;
     }

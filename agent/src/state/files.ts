@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { readRegularFile } from '@drover/shared';
 import { AgentError } from '../errors.js';
 import { describePermissionDenied, isPermissionError } from './owner.js';
 
@@ -279,25 +280,12 @@ export async function syncDirAsync(dir: string): Promise<void> {
 }
 
 /**
- * A state file's content, read as readFileSync reads it, but never from what is not a regular
- * file: a FIFO (or a device) in a file's place would hold the agent's start on its read for ever
- * (a FIFO without a writer) or fill its memory (`/dev/zero`). It is opened without waiting
- * (O_NONBLOCK, which changes nothing for a regular file) and refused with the error code EINVAL
- * and words that name it. A directory fails as it does for readFileSync (EISDIR).
+ * A state file's content, never read from what is not a regular file: a FIFO (or a device) in a
+ * file's place would hold the agent's start on its read for ever (a FIFO without a writer) or
+ * fill its memory (`/dev/zero`); refused with the error code EINVAL and words that name it
+ * (`readRegularFile`).
  */
-export function readStateFile(file: string): string {
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
-  try {
-    const stat = fs.fstatSync(fd);
-    if (!stat.isFile() && !stat.isDirectory()) {
-      const kind = stat.isFIFO() ? 'a FIFO' : stat.isSocket() ? 'a socket' : 'a device';
-      throw Object.assign(new Error(`it is ${kind}, not a regular file (EINVAL): remove it`), { code: 'EINVAL' });
-    }
-    return fs.readFileSync(fd, 'utf8');
-  } finally {
-    fs.closeSync(fd);
-  }
-}
+export const readStateFile = readRegularFile;
 
 /** The file's content, or null when it does not exist. */
 export function readFileIfExists(file: string): string | null {

@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { isProcessRunning, lockHolderPid } from '@drover/shared';
 import { LOCK_FILE } from '../daemon/lock.js';
+import { readStateFile } from '../state/files.js';
 
 /** The daemon's status file in the state directory, rewritten (atomically) on every change. */
 export const DAEMON_STATUS_FILE = 'status.json';
@@ -61,7 +61,7 @@ export interface LabelStatus {
 export function readDaemonStatus(stateDir: string): { status: DaemonStatus | null; running: boolean } {
   let status: DaemonStatus | null = null;
   try {
-    const value = JSON.parse(fs.readFileSync(path.join(stateDir, DAEMON_STATUS_FILE), 'utf8')) as unknown;
+    const value = JSON.parse(readStateFile(path.join(stateDir, DAEMON_STATUS_FILE))) as unknown;
     if (isDaemonStatus(value)) status = value;
   } catch {
     status = null;

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -66,6 +66,16 @@ describe('the daemon lock', () => {
       write.mockRestore();
     }
     expect(fs.readdirSync(root)).toEqual([]);
+  });
+
+  it('says what stands in its place when it is a FIFO, and that the status finds no daemon there', () => {
+    // The read that would wait for a writer for ever is proven refused in a process of its own
+    // (shared/test/pid-lock.test.ts); here, the words of the agent.
+    execFileSync('mkfifo', [path.join(root, 'daemon.lock'), path.join(root, 'status.json')]);
+    expect(() => acquireDaemonLock(root)).toThrow(
+      `Cannot take the lock ${path.join(root, 'daemon.lock')}: it is a FIFO, not a regular file (EINVAL): remove it`,
+    );
+    expect(readDaemonStatus(root)).toEqual({ status: null, running: false });
   });
 
   it('takes over a lock left by a daemon that died', async () => {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { isLockHeldError } from '@drover/shared';
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from '../config/config.js';
-import { dataDirHolder, lockDataDir } from './data-dir-lock.js';
+import { dataDirHolder, dataDirLockFile, lockDataDir } from './data-dir-lock.js';
 
 /** The flags every command that touches the data directory shares (docs/operations.md). */
 export function withServerOptions(command: Command): Command {
@@ -64,7 +64,9 @@ export function lockDataDirOrExit(dataDir: string): () => void {
     release = lockDataDir(dataDir);
   } catch (error) {
     if (isLockHeldError(error)) inUse(dataDir, error.pid);
-    exitWith(1, `cannot use the data directory ${dataDir}: ${(error as Error).message}`);
+    // Node's errors name the file; what is refused for not being one (a FIFO: EINVAL) does not.
+    const lockFile = (error as NodeJS.ErrnoException).code === 'EINVAL' ? `${dataDirLockFile(dataDir)}: ` : '';
+    exitWith(1, `cannot use the data directory ${dataDir}: ${lockFile}${(error as Error).message}`);
   }
   process.once('exit', release);
   return release;
