@@ -7,8 +7,9 @@ export class DamagedColumnError extends Error {
     /** `table.column`. */
     readonly column: string,
     cause: unknown,
+    what = 'invalid JSON',
   ) {
-    super(`Column ${column} holds invalid JSON`, { cause });
+    super(`Column ${column} holds ${what}`, { cause });
     this.name = 'DamagedColumnError';
   }
 }
@@ -21,6 +22,23 @@ export function parseJsonColumn<T>(value: string | null, column: string): T | nu
   } catch (cause) {
     throw new DamagedColumnError(column, cause);
   }
+}
+
+/**
+ * Parses a JSON column written by this process and checks its shape (`isShape`): JSON of another
+ * shape (valid JSON, hand-edited, or in a PostgreSQL `json` column) is damaged too, rather than a
+ * TypeError wherever the value is used.
+ */
+export function parseJsonColumnOf<T>(value: string | null, column: string, isShape: (v: unknown) => v is T): T | null {
+  const parsed = parseJsonColumn<unknown>(value, column);
+  if (parsed !== null && !isShape(parsed)) {
+    throw new DamagedColumnError(
+      column,
+      new TypeError(`unexpected value ${JSON.stringify(parsed).slice(0, 80)}`),
+      'JSON of another shape',
+    );
+  }
+  return parsed as T | null;
 }
 
 /** A row a listing left out because a column of it does not parse (a DamagedColumnError). */

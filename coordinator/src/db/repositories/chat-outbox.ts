@@ -126,7 +126,8 @@ export function createChatOutboxRepository(db: Database): ChatOutboxRepository {
       await db.run(ENQUEUE_MESSAGE, enqueueParams(message));
     },
     async listByJob(jobId) {
-      return (await db.all(BY_JOB, [jobId])).map(toMessage);
+      const { sound, damaged } = mapSoundRows(await db.all(BY_JOB, [jobId]), toMessage, (r) => String(r.id));
+      return { messages: sound, damaged };
     },
     async pruneJobless(before) {
       return db.run(PRUNE, [before, before]);

@@ -18,6 +18,7 @@ import type {
 import type { Dialect } from '../sql/dialect.js';
 import { all, command, manyRows, one, query, rows, run, values, type Database, type Flow } from '../sql/index.js';
 import { jobsEnded } from './job-messages.js';
+import { mapSoundRows } from '../../util/json.js';
 import { toJob, type JobRow } from './job-rows.js';
 
 const OPEN = `('pending', 'queued', 'running')`;
@@ -457,7 +458,8 @@ export function createJobRepository(db: Database, planMove: PlanJobMove, planMes
       return (await db.all(RECENT_FAILURES, { orgId, limit })).map(toJob);
     },
     async listOpenForAgent(agentId) {
-      return (await db.all(OPEN_OF_AGENT, [agentId])).map(toJob);
+      const { sound, damaged } = mapSoundRows(await db.all(OPEN_OF_AGENT, [agentId]), toJob, (r) => r.id);
+      return { jobs: sound, damaged };
     },
     async listOpenOfAgents(agentIds) {
       if (agentIds.length === 0) return [];

@@ -8,7 +8,7 @@ import type {
   StartRollout,
   WaveCounts,
 } from '../../domain/model/rollouts.js';
-import { mapSoundRows, parseJsonColumn } from '../../util/json.js';
+import { mapSoundRows, parseJsonColumnOf } from '../../util/json.js';
 import { all, command, json, jsonRecords, one, query, run, values, type Database, type Flow } from '../sql/index.js';
 import { lockApplication } from './parent-locks.js';
 import { IN_APP, IN_APP_LOCKED, PUBLISH, toRelease } from './releases.js';
@@ -32,6 +32,16 @@ interface RolloutRow {
   ended_at: string | null;
 }
 
+/** A plan's waves: increasing percentages of the devices, integers. */
+const isWaves = (v: unknown): v is number[] => Array.isArray(v) && v.every((w) => Number.isInteger(w));
+/** Each started wave's start and end (null while it runs), ISO timestamps. */
+const isWaveTimes = (v: unknown): v is Rollout['waveTimes'] =>
+  Array.isArray(v) &&
+  v.every(
+    (t) =>
+      Array.isArray(t) && t.length === 2 && typeof t[0] === 'string' && (t[1] === null || typeof t[1] === 'string'),
+  );
+
 const toRollout = (r: RolloutRow): Rollout => ({
   releaseId: r.release_id,
   orgId: r.org_id,
@@ -39,7 +49,7 @@ const toRollout = (r: RolloutRow): Rollout => ({
   channel: r.channel,
   status: r.status,
   plan: {
-    waves: parseJsonColumn<number[]>(r.waves, 'rollouts.waves') as number[],
+    waves: parseJsonColumnOf(r.waves, 'rollouts.waves', isWaves) as number[],
     soakSeconds: r.soak_seconds,
     maxFailureRate: r.max_failure_rate,
     minAttempts: r.min_attempts,
@@ -48,7 +58,7 @@ const toRollout = (r: RolloutRow): Rollout => ({
   currentWave: r.current_wave,
   acceptedWave: r.accepted_wave,
   pausedReason: r.paused_reason,
-  waveTimes: parseJsonColumn<Rollout['waveTimes']>(r.wave_times, 'rollouts.wave_times') as Rollout['waveTimes'],
+  waveTimes: parseJsonColumnOf(r.wave_times, 'rollouts.wave_times', isWaveTimes) as Rollout['waveTimes'],
   createdAt: r.created_at,
   endedAt: r.ended_at,
 });

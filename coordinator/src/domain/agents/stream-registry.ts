@@ -265,7 +265,13 @@ export class StreamRegistry {
       // was away is stopped, or taken out of its queue, before anything new arrives.
       const cancels = await this.options.jobs.listUnconfirmedCancels(agentId);
       for (const jobId of cancels) stream.sendCancel(jobId);
-      const open = await this.options.jobs.listOpenForAgent(agentId);
+      const { jobs: open, damaged } = await this.options.jobs.listOpenForAgent(agentId);
+      for (const { id, column, error } of damaged) {
+        this.options.logger.error(
+          { err: error, agentId, jobId: id, column },
+          `job ${id} is left out of its agent's stream: its ${column} does not parse (a damaged database)`,
+        );
+      }
       const seen = new Set<string>();
       // Queued and running jobs are in the agent's hands already: sent again, they fill its queue;
       // pending ones take the room left, in creation order, and the rest wait. A running job whose

@@ -197,8 +197,11 @@ export interface ChatOutboxRepository {
   markFailed(id: number, claimToken: string, error: string, at: string): Promise<boolean>;
   /** Queues one message (nothing when its dedupe key is queued already). */
   enqueue(message: NewOutboxMessage): Promise<void>;
-  /** The messages of a job, oldest first. */
-  listByJob(jobId: string): Promise<OutboxMessage[]>;
+  /**
+   * The messages of a job, oldest first; one whose stored row does not parse (a damaged database)
+   * is left out and named in `damaged`, so that the job's page still opens.
+   */
+  listByJob(jobId: string): Promise<{ messages: OutboxMessage[]; damaged: DamagedRow[] }>;
   /**
    * Deletes the delivered or given-up messages of no job (answers that started nothing) older
    * than `before`; a job's messages live as long as the job. Returns how many.

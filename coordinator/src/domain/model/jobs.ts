@@ -1,3 +1,4 @@
+import type { DamagedRow } from '../../util/json.js';
 import type { JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
 
 export type JobKind = 'trigger' | 'update';
@@ -282,8 +283,12 @@ export interface JobRepository {
   listRunningTriggerJobs(orgId: string, limit: number): Promise<Job[]>;
   /** Its `failed` and `timed_out` trigger jobs, the one that ended last first, at most `limit`. */
   listRecentFailures(orgId: string, limit: number): Promise<Job[]>;
-  /** The agent's `pending`, `queued` and `running` jobs, oldest first (stream delivery order). */
-  listOpenForAgent(agentId: string): Promise<Job[]>;
+  /**
+   * The agent's `pending`, `queued` and `running` jobs, oldest first (stream delivery order); a
+   * job whose stored row does not parse (a damaged database) is left out and named in `damaged`,
+   * so that it does not keep the agent's other jobs from it.
+   */
+  listOpenForAgent(agentId: string): Promise<{ jobs: Job[]; damaged: DamagedRow[] }>;
   /**
    * The open jobs of these agents in short, oldest first: what the streams of a coordinator
    * check against what they were told (domain/agents/stream-registry.ts, between coordinators).

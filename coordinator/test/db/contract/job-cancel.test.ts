@@ -189,7 +189,7 @@ describe.each(DATABASES)('job cancellation in the job repository (%s)', (kind) =
       (await repos().jobs.listTriggerJobs(org, { limit: 100 })).map((j) => j.number).sort((a, b) => a - b);
     expect(await numbers(owner.orgId)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(await numbers(other.orgId)).toEqual([1, 2, 3, 4]);
-    const update = (await repos().jobs.listOpenForAgent(agentId)).find((j) => j.kind === 'update');
+    const update = (await repos().jobs.listOpenForAgent(agentId)).jobs.find((j) => j.kind === 'update');
     expect(update?.number).toBe(9);
   });
 });

@@ -498,11 +498,16 @@ describe.each(DATABASES)('applications, releases and device bindings (%s)', (kin
       by: 'user-1',
       assign: () => [],
     });
-    for (const [column, sound] of [
-      ['waves', 'wave_times'],
-      ['wave_times', 'waves'],
+    // Not JSON, or JSON of another shape (hand-edited: it would fail where the value is used).
+    for (const [column, sound, value] of [
+      ['waves', 'wave_times', '[['],
+      ['wave_times', 'waves', '[['],
+      ['waves', 'wave_times', '{"0":100}'],
+      ['waves', 'wave_times', '["100"]'],
+      ['wave_times', 'waves', '[1]'],
+      ['wave_times', 'waves', '[["2026-01-01T00:00:00.000Z", 5]]'],
     ]) {
-      await t.exec(`UPDATE rollouts SET ${column} = '[[', ${sound} = '[]' WHERE release_id = '${damaged.id}'`);
+      await t.exec(`UPDATE rollouts SET ${column} = '${value}', ${sound} = '[]' WHERE release_id = '${damaged.id}'`);
       const listed = await t.repos.rollouts.listRunning();
       expect(listed.rollouts.map((x) => x.releaseId)).toEqual([r.id]);
       expect(listed.damaged).toEqual([

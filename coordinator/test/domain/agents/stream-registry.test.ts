@@ -124,7 +124,7 @@ function setup(
     },
   } as unknown as AgentRepository;
   const jobRepo = {
-    listOpenForAgent: () => open.promise,
+    listOpenForAgent: async () => ({ jobs: await open.promise, damaged: [] }),
     async listUnconfirmedCancels() {
       return [...unconfirmedCancels];
     },

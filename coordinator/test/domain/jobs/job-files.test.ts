@@ -112,7 +112,7 @@ describe('the stream with prepareAssignment', () => {
       listConnectedIds: async () => [],
     } as unknown as AgentRepository;
     const repo = {
-      listOpenForAgent: async () => [],
+      listOpenForAgent: async () => ({ jobs: [], damaged: [] }),
       listUnconfirmedCancels: async () => [],
       findByIds: async (ids: readonly string[]) => ids.flatMap((id) => jobs.get(id) ?? []),
     } as unknown as JobRepository;

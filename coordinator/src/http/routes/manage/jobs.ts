@@ -228,7 +228,14 @@ async function jobDetail(app: FastifyInstance, request: FastifyRequest, id: stri
   const job = await repos.jobs.findById(id);
   if (!job || !(await repos.orgs.roleOf(job.orgId, userId))) throw notFound('Job');
   const log = await jobLogs.read(job.id, q.logsAfter, q.logsLimit);
-  const notifications = (await repos.chatOutbox.listByJob(job.id)).map(toJobNotificationView);
+  const { messages, damaged } = await repos.chatOutbox.listByJob(job.id);
+  for (const { id: messageId, column, error } of damaged) {
+    request.log.error(
+      { err: error, jobId: job.id, messageId, column },
+      `chat message ${messageId} of job ${job.id} is left out of its page: its ${column} does not parse (a damaged database)`,
+    );
+  }
+  const notifications = messages.map(toJobNotificationView);
   const applicationId =
     job.kind === 'update'
       ? ((await repos.deviceBindings.applicationsOfUpdateJobs([job.id]))[0]?.applicationId ?? null)
