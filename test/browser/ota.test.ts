@@ -374,6 +374,17 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     const save = group.getByRole('button', { name: 'Apply device group' });
     // kiosk-a ticked to bind by hand, then bound by the group below: the form no longer sends it.
     const bindForm = page().getByRole('form', { name: 'Bind agents' });
+    // Found by name among many (case aside): the list narrows, what is chosen stays chosen.
+    const find = bindForm.getByLabel('Find agents by name');
+    await bindForm.getByLabel('gateway-a', { exact: true }).check();
+    await find.fill('KIOSK');
+    await waitFor(async () => expect(await bindForm.getByRole('checkbox').count()).toBe(2));
+    expect(await bindForm.getByLabel('gateway-a', { exact: true }).count()).toBe(0);
+    await bindForm.getByText('1 chosen agent is not shown here.').waitFor();
+    await find.fill('nothing like it');
+    await bindForm.getByText('No agent to bind has “nothing like it” in its name.').waitFor();
+    await find.fill('');
+    await bindForm.getByLabel('gateway-a', { exact: true }).uncheck();
     await bindForm.getByLabel('kiosk-a', { exact: true }).check();
     await bindForm.getByRole('button', { name: 'Bind 1 agent' }).waitFor();
 

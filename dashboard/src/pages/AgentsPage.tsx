@@ -27,7 +27,9 @@ export function AgentsPage() {
   const agents = useQuery(agentsQuery(orgId));
   const workflows = useQuery(workflowsQuery(orgId));
   const [selector, setSelector] = useSearchText('selector');
-  const [status, setStatus] = useSearchText('status');
+  const [statusText, setStatus] = useSearchText('status');
+  // A status the page does not know (an old link, a typo) filters nothing, as its "any" says.
+  const status = (AGENT_STATUSES as string[]).includes(statusText) ? statusText : '';
   const parsed = parseSelectorText(selector);
   // While what is typed does not parse, the list stays as the last selector that did filtered it.
   const [lastValid, setLastValid] = useState(parsed.requirements ? selector : '');
