@@ -1,6 +1,7 @@
 # Sourced by test.sh: system packages the tests use, installed when missing and possible.
 # libfaketime (Debian's `libfaketime`) runs agents with a wrong clock (test/e2e/skewed-clock.test.ts);
-# Chromium (Debian's `chromium`) runs the dashboard's browser tests (test/browser/); curl
+# Chromium (Debian's `chromium-headless-shell`, else `chromium`) runs the dashboard's browser tests
+# (test/browser/); curl
 # (Debian's `curl`) calls the API with a token issued in the dashboard (test/browser/access.test.ts).
 # The Debian packages (`pnpm package`, test/e2e/packages.test.ts) need dpkg-deb and binutils
 # (drover_need_package_tools); their test also runs lintian, shellcheck and systemd-analyze.
@@ -53,7 +54,10 @@ drover_need_test_tools() {
   if [ -z "$found" ] && ! drover_apt_install libfaketime 'for the tests of agents with a wrong clock'; then
     drover_missing_tool libfaketime 'the skewed-clock tests'
   fi
-  if ! command -v chromium >/dev/null 2>&1 && ! drover_apt_install chromium "for the dashboard's browser tests"; then
+  # Chromium's headless shell when it can be had (lighter: test/helpers/browser.ts), else Chromium.
+  if ! command -v chromium-headless-shell >/dev/null 2>&1 &&
+    ! drover_apt_install chromium-headless-shell "for the dashboard's browser tests" &&
+    ! command -v chromium >/dev/null 2>&1 && ! drover_apt_install chromium "for the dashboard's browser tests"; then
     drover_missing_tool chromium "the dashboard's browser tests"
   fi
   if ! command -v curl >/dev/null 2>&1 && ! drover_apt_install curl "for the dashboard's API token test"; then
