@@ -1,4 +1,4 @@
-import { attackString, deepJson, oddNumber, randomJson, RawJson } from './fuzz-attacks.js';
+import { attackString, bulkString, deepJson, oddNumber, randomJson, RawJson } from './fuzz-attacks.js';
 import type { Random } from './fuzz-random.js';
 import type { JsonSchema } from './fuzz-routes.js';
 
@@ -165,7 +165,7 @@ export function hostilePayload(rnd: Random): unknown {
   return rnd.weighted<() => unknown>([
     [3, () => deepJson(rnd)],
     [2, () => oddNumber(rnd)],
-    [1, () => 'x'.repeat(rnd.pick([70_000, 900_000]))],
+    [1, () => bulkString(rnd.pick([70_000, 900_000]))],
     [1, () => Array.from({ length: rnd.pick([1_001, 20_000]) }, (_, i) => i)],
     [1, () => randomJson(rnd)],
   ])();
@@ -178,7 +178,7 @@ function hostileValue(rnd: Random): unknown {
     [1, () => rnd.pick([true, false, 0, -1, 1.5, '', '5', 'true', [], {}, [null], { '': null }])],
     [2, () => oddNumber(rnd)],
     [2, () => attackString(rnd)],
-    [1, () => 'x'.repeat(rnd.pick([256, 4_097, 70_000, 1_100_000]))],
+    [1, () => bulkString(rnd.pick([256, 4_097, 70_000, 1_100_000]))],
     [1, () => deepJson(rnd)],
     [1, () => Array.from({ length: rnd.pick([1_001, 20_000]) }, (_, i) => i)],
     [1, () => randomJson(rnd)],
