@@ -77,10 +77,16 @@ export function peekMarker(stateDir: string): SelfUpdateMarker | null | { damage
   return problem === null ? (JSON.parse(text) as SelfUpdateMarker) : { damaged: problem };
 }
 
-/** A self-update in flight, in words, for `drover-agent status`. */
-export function describeMarker(read: SelfUpdateMarker | { damaged: string }): string {
-  if ('damaged' in read)
-    return `${MARKER_FILE} is damaged (${read.damaged}); the agent sets it aside at its next start`;
+/**
+ * A self-update in flight, in words, for `drover-agent status`. A damaged marker is renamed aside
+ * by the daemon as it starts (readMarker): one still there while the daemon runs could not be.
+ */
+export function describeMarker(read: SelfUpdateMarker | { damaged: string }, daemonRunning = false): string {
+  if ('damaged' in read) {
+    return daemonRunning
+      ? `${MARKER_FILE} is damaged (${read.damaged}); the running agent skips it but could not rename it ${MARKER_FILE}.damaged (its log says why): remove it`
+      : `${MARKER_FILE} is damaged (${read.damaged}); the agent renames it ${MARKER_FILE}.damaged at its next start, or, if it cannot, skips it at each start: then remove it`;
+  }
   const { fromVersion: from, toVersion: to } = read;
   if (read.phase === 'rolled_back') return `${to} rolled back to ${from} (${read.reason}); reported at the next start`;
   const deadline = `${Math.round(read.deadlineMs / 1000)}s`;

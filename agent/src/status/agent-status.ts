@@ -63,7 +63,7 @@ export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = proce
     waitingReports: countWaitingReports(path.join(stateDir, 'outbox')),
     counters: readCounters(stateDir),
     proxy: null,
-    selfUpdate: selfUpdateOf(stateDir),
+    selfUpdate: null,
   };
   const deploy = readDeployState(stateDir);
   if (deploy?.apps) {
@@ -72,6 +72,7 @@ export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = proce
   const daemon = readDaemonStatus(stateDir);
   status.daemon = daemon.status;
   status.running = daemon.running;
+  status.selfUpdate = selfUpdateOf(stateDir, daemon.running);
   try {
     status.enrollment = loadEnrollment(stateDir);
   } catch (error) {
@@ -95,10 +96,10 @@ export function readAgentStatus(stateDir: string, env: NodeJS.ProcessEnv = proce
   return status;
 }
 
-function selfUpdateOf(stateDir: string): string | null {
+function selfUpdateOf(stateDir: string, daemonRunning: boolean): string | null {
   try {
     const read = peekMarker(stateDir);
-    return read === null ? null : describeMarker(read);
+    return read === null ? null : describeMarker(read, daemonRunning);
   } catch (error) {
     return `cannot read self-update.json: ${(error as Error).message}`;
   }

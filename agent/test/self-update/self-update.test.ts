@@ -7,7 +7,14 @@ import type { DeployApi } from '../../src/deploy/deploy-api.js';
 import { DeployStateStore } from '../../src/deploy/deploy-state.js';
 import type { JobResult } from '../../src/exec/run-workflow.js';
 import { SELF_UPDATE_WORKFLOW } from '../../src/self-update/builtin-workflow.js';
-import { markerPath, readMarker, writeMarker, type SelfUpdateMarker } from '../../src/self-update/marker.js';
+import {
+  describeMarker,
+  markerPath,
+  peekMarker,
+  readMarker,
+  writeMarker,
+  type SelfUpdateMarker,
+} from '../../src/self-update/marker.js';
 import { HANDED_OVER, SelfUpdate, type SelfUpdateOptions } from '../../src/self-update/self-update.js';
 import { captureLogger } from '../log-capture.js';
 import { eventually } from '../../../test/helpers/poll.js';
@@ -333,6 +340,14 @@ describe('self-update', () => {
         /^skipped a damaged file: .*self-update\.json \(not JSON .*; it cannot be renamed self-update\.json\.damaged \(EISDIR\), so it stays, skipped at each start: remove it\)$/,
       ),
     ]);
+    // `drover-agent status`, beside a daemon that runs with it there: it could not be set aside.
+    const read = peekMarker(stateDir)!;
+    expect(describeMarker(read, true)).toMatch(
+      /^self-update\.json is damaged \(not JSON .*\); the running agent skips it but could not rename it self-update\.json\.damaged \(its log says why\): remove it$/,
+    );
+    expect(describeMarker(read, false)).toMatch(
+      /; the agent renames it self-update\.json\.damaged at its next start, or/,
+    );
   });
 
   it('sets aside a marker whose trial dates do not parse, instead of stopping at every start', () => {
