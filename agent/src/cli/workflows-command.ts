@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { showControls, showControlsInJson } from '@drover/shared';
 import type { Command } from 'commander';
+import { shortSecretWarning } from '../exec/secret-masker.js';
 import { defaultStateDir } from '../state/paths.js';
 import { formatDuration } from '../workflows/duration.js';
 import { describeInvalidFiles, formatProblem } from '../workflows/format-problem.js';
@@ -46,15 +47,20 @@ export function configureWorkflowsCommand(program: Command, io: CliIo): void {
     });
 }
 
-/** What will go wrong at run time although the files are valid: secrets that are missing or refused. */
+/**
+ * What will go wrong at run time although the files are valid: secrets that are missing or
+ * refused, and values too short to be masked in the logs.
+ */
 function secretWarnings(
   workflows: LoadedWorkflow[],
   secrets: { secrets: Record<string, string>; problem?: string },
 ): string[] {
-  const needed = workflows.filter((w) => (w.definition.secretsKeys ?? []).length > 0);
-  if (needed.length === 0) return [];
-  if (secrets.problem) return [`secrets: ${secrets.problem}`];
   const warnings: string[] = [];
+  const short = shortSecretWarning(secrets.secrets);
+  if (short) warnings.push(short);
+  const needed = workflows.filter((w) => (w.definition.secretsKeys ?? []).length > 0);
+  if (needed.length === 0) return warnings;
+  if (secrets.problem) return [...warnings, `secrets: ${secrets.problem}`];
   for (const w of needed) {
     const missing = (w.definition.secretsKeys ?? []).filter((name) => !(name in secrets.secrets));
     if (missing.length > 0) {

@@ -7,7 +7,7 @@ import type { DeploySync } from '../deploy/deploy-sync.js';
 import { AgentError } from '../errors.js';
 import { formatDuration } from '../exec/durations.js';
 import { killAllProcessGroups } from '../exec/process-group.js';
-import type { Masker } from '../exec/secret-masker.js';
+import { shortSecretWarning, type Masker } from '../exec/secret-masker.js';
 import { StepLauncher } from '../exec/step-launcher.js';
 import type { DownloadSettings } from '../files/download.js';
 import { jobFileTransfer } from '../files/job-file-transfer.js';
@@ -199,7 +199,8 @@ async function takeStateDirectory(
   const { stateDir, logger, secrets } = options;
   ensurePrivateDir(stateDir);
   const { enrollment, privateKey } = loadIdentity(stateDir);
-  await secrets.load();
+  const short = shortSecretWarning((await secrets.load()).secrets);
+  if (short) logger.warn(short);
   const loosened = tightenPrivateKeyMode(stateDir);
   if (loosened !== null) {
     logger.warn(`the agent key was readable by other users (mode ${loosened.toString(8)}); it is mode 600 again`);

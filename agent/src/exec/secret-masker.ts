@@ -19,8 +19,34 @@ export interface Masker {
 const MIN_SECRET_LINE = 4;
 
 /**
+ * The shortest secret value masked, in characters. A value of one or two characters would be
+ * masked wherever those characters appear (every `1` of every log line and output), which makes
+ * the logs unreadable and tells anyone reading them what the value is; such a value is no secret
+ * either (a few hundred guesses). It is left as it is, and said so: `drover-agent workflows` and
+ * the agent's log at start warn about it (`shortSecretWarning`).
+ */
+export const MIN_SECRET_LENGTH = 3;
+
+/**
+ * The warning about the secrets whose value is too short to be masked (MIN_SECRET_LENGTH; empty
+ * ones aside), naming them, never their values; null when there is none.
+ */
+export function shortSecretWarning(secrets: Record<string, string>): string | null {
+  const names = Object.entries(secrets)
+    .filter(([, value]) => value.length > 0 && [...value].length < MIN_SECRET_LENGTH)
+    .map(([name]) => `\`${name}\``);
+  if (names.length === 0) return null;
+  return (
+    `secrets.yaml: the value${names.length > 1 ? 's' : ''} of ${names.join(', ')} ${names.length > 1 ? 'are' : 'is'} ` +
+    `shorter than ${MIN_SECRET_LENGTH} characters: not masked in logs and outputs (masking would hide every such ` +
+    'character in them); use a longer value'
+  );
+}
+
+/**
  * A masker of `values`: every occurrence of any of them becomes `***`. Longer values are matched
- * first, so a secret that contains another is masked whole. Empty values are ignored. Output is
+ * first, so a secret that contains another is masked whole. Values shorter than MIN_SECRET_LENGTH
+ * (empty ones among them) are ignored. Output is
  * masked line by line, so each line of a multi-line secret (a PEM key, say) is also masked on
  * its own, unless it is shorter than 4 characters. `encode` matches the values as written in
  * another notation instead (JSON's, say), for text in that notation.
@@ -33,7 +59,9 @@ export function createMasker(values: Iterable<string>, encode: (value: string) =
       for (const line of value.split(/\r?\n/)) if (line.trim().length >= MIN_SECRET_LINE) all.push(line);
     }
   }
-  const distinct = [...new Set(all.filter((v) => v.length > 0).map(encode))].sort((a, b) => b.length - a.length);
+  const distinct = [...new Set(all.filter((v) => [...v].length >= MIN_SECRET_LENGTH).map(encode))].sort(
+    (a, b) => b.length - a.length,
+  );
   if (distinct.length === 0) {
     return Object.assign((text: string) => text, { longest: 0, cut: (_: string, limit: number) => limit });
   }

@@ -32,7 +32,7 @@ describe('drover-agent workflows', () => {
   it('lists the valid workflows with their version, params, steps and file, and exits 0', async () => {
     fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY);
     fs.writeFileSync(path.join(dir, 'hello.yml'), 'name: hello\nsteps: [{run: echo}]\n');
-    fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), 'DEPLOY_TOKEN: "x"\n', { mode: 0o600 });
+    fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), 'DEPLOY_TOKEN: "x-42"\n', { mode: 0o600 });
     const res = await run('workflows', '--state-dir', stateDir);
     expect(res.err).toBe('');
     expect(res.code).toBe(0);
@@ -95,12 +95,21 @@ describe('drover-agent workflows', () => {
     expect(parsed.problems[0]?.file).toBe('bad\u001b[2J\u009b.yaml');
   });
 
-  it('warns about secrets missing from secrets.yaml, or a secrets file that is refused', async () => {
+  it('warns about secrets missing from secrets.yaml, too short to be masked, or a secrets file that is refused', async () => {
     fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY);
     const missing = await run('workflows', '--state-dir', stateDir);
     expect(missing.code).toBe(0);
     expect(missing.out).toContain(
       'Warnings:\n  deploy.yaml: the secret `DEPLOY_TOKEN` is not in secrets.yaml; jobs of `deploy` will fail until added',
+    );
+    fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), 'DEPLOY_TOKEN: "x"\nPIN: "12"\nKEY: "abc"\nNONE: ""\n', {
+      mode: 0o600,
+    });
+    const short = await run('workflows', '--state-dir', stateDir);
+    expect(short.code).toBe(0);
+    expect(short.out).toContain(
+      'Warnings:\n  secrets.yaml: the values of `DEPLOY_TOKEN`, `PIN` are shorter than 3 characters: not masked in ' +
+        'logs and outputs (masking would hide every such character in them); use a longer value\n',
     );
     fs.writeFileSync(path.join(stateDir, 'secrets.yaml'), 'DEPLOY_TOKEN: "x"\n', { mode: 0o644 });
     fs.chmodSync(path.join(stateDir, 'secrets.yaml'), 0o644);

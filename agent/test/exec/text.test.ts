@@ -58,6 +58,9 @@ describe('secret masking', () => {
     expect(mask('abcdef abc xabcx a.c abc')).toBe('*** *** x***x *** ***');
     expect(mask('no secret here: aXc')).toBe('no secret here: aXc');
     expect(createMasker([])('anything')).toBe('anything');
+    // A value of one or two characters would hide every such character: left as it is (and warned about).
+    expect(createMasker(['1', 'ab', '💩', 'xyz'])('1 ab 💩 xyz 12')).toBe('1 ab 💩 *** 12');
+    expect(createMasker(['1', 'ab']).longest).toBe(0);
   });
 
   it('masks each line of a multi-line secret on its own, as output comes line by line', () => {
