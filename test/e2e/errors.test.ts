@@ -340,6 +340,16 @@ describe('error responses', () => {
     expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('reads what a client still sends after refusing its request line, so that the answer is not lost to a reset', async () => {
+    const body = Buffer.alloc(2 * 1024 * 1024, 'x');
+    const refused = await sendAfterAnswer(
+      t.url,
+      `GET /v1/orgs/\u00ff\u00ff/apps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
+      body,
+    );
+    expect(refused).toEqual({ statusLine: 'HTTP/1.1 400 Bad Request', reset: false });
+  });
+
   it('answers a request HTTP cannot read in the error shape, then closes the connection', async () => {
     const mismatched = await rawExchange(
       t.url,
@@ -414,6 +424,37 @@ describe('error responses', () => {
 });
 
 /** Sends raw bytes on a new connection and reads the answer until the server closes it. */
+/**
+ * Sends `head`, then `body` in two halves, the second once the answer has come; resolves with the
+ * answer's status line and whether the connection was reset under the second half (a server that
+ * closed it with unread bytes: the kernel resets it, and a client may lose the answer).
+ */
+async function sendAfterAnswer(
+  url: string,
+  head: string,
+  body: Buffer,
+): Promise<{ statusLine: string; reset: boolean }> {
+  const { hostname, port } = new URL(url);
+  const socket = net.connect(Number(port), hostname);
+  let text = '';
+  let reset = false;
+  socket.on('error', () => (reset = true));
+  const answered = new Promise<void>((resolve) =>
+    socket.on('data', (chunk: Buffer) => {
+      text += chunk.toString('latin1');
+      if (text.includes('\r\n\r\n')) resolve();
+    }),
+  );
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.write(head);
+  socket.write(body.subarray(0, body.length / 2));
+  await answered;
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  socket.end(body.subarray(body.length / 2));
+  await closed;
+  return { statusLine: text.split('\r\n')[0]!, reset };
+}
+
 async function rawExchange(url: string, request: string): Promise<{ status: number; head: string; body: string }> {
   const { hostname, port } = new URL(url);
   const socket = net.connect(Number(port), hostname);

@@ -29,7 +29,8 @@ export const answerFrameworkError: NonNullable<FastifyServerOptions['frameworkEr
  * in the one error shape, then the connection is closed, as Node itself does.
  */
 export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Duplex): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // Node's parser fails again on each later chunk of the connection: answered once.
+  if (error.code === 'ECONNRESET' || socket.destroyed || lingering.has(socket)) return;
   const refusal =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? new AppError('request_timeout', 'The request did not arrive in time')
@@ -42,7 +43,30 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
   // Not the error itself: Node's parse errors carry the request's raw bytes (`rawPacket`), with
   // its Authorization and Cookie headers, a presigned URL's signature, a body's password.
   this.log.debug({ code: error.code, reason: error.message }, 'client error');
-  writeRawRefusal(socket, refusal, error, { head: isHeadRequest(error) });
+  writeRawRefusal(socket, refusal, error, {
+    head: isHeadRequest(error),
+    // A client too slow is let go at once; one that sent what is not HTTP may still be sending.
+    linger: error.code !== 'ERR_HTTP_REQUEST_TIMEOUT',
+  });
+}
+
+/**
+ * How long a connection refused in the middle of a request is still read (and what arrives
+ * dropped) after its answer, before it is closed for good. Closed at once, the unread bytes of a
+ * client still sending its body (a megabyte after a request line HTTP refuses) make the kernel
+ * reset the connection, and the client may lose the answer with it (ECONNRESET, "no answer"),
+ * as the route fuzzer saw on a busy machine. nginx's `lingering_close` does the same.
+ */
+const LINGER_MS = 2_000;
+const lingering = new WeakSet<Duplex>();
+
+function closeLingering(socket: Duplex): void {
+  lingering.add(socket);
+  socket.end();
+  socket.resume(); // what the client still sends is read and dropped
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
 }
 
 /** A request line, whole or cut short by the error: the method, then the request target. */
@@ -65,14 +89,15 @@ export function isHeadRequest(error: Error & { rawPacket?: unknown; bytesParsed?
 
 /**
  * Answers on a connection Fastify is not answering on (no request was read, or it is abandoned),
- * in the one error shape, then closes it. The answer to a HEAD has the headers of that answer
+ * in the one error shape, then closes it (`linger`: after reading what the client still sends,
+ * for a while: closeLingering). The answer to a HEAD has the headers of that answer
  * and no body: a client reading a HEAD answer takes any bytes after the headers as garbage.
  */
 export function writeRawRefusal(
   socket: Duplex,
   refusal: AppError,
   cause?: Error,
-  options: { head?: boolean } = {},
+  options: { head?: boolean; linger?: boolean } = {},
 ): void {
   if (socket.writable) {
     const body = JSON.stringify(refusal.toBody());
@@ -82,5 +107,6 @@ export function writeRawRefusal(
         `date: ${new Date().toUTCString()}\r\nx-request-id: ${randomUUID()}\r\nconnection: close\r\n\r\n${options.head ? '' : body}`,
     );
   }
-  socket.destroy(cause);
+  if (options.linger && socket.writable) closeLingering(socket);
+  else socket.destroy(cause);
 }
