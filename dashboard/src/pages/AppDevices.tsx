@@ -273,7 +273,10 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
   const [find, setFind] = useState('');
   const needle = find.trim().toLowerCase();
   const shown = needle === '' ? candidates : candidates.filter((a) => a.name.toLowerCase().includes(needle));
-  const chosenHidden = chosen.filter((id) => !shown.some((a) => a.id === id)).length;
+  // Sets, not list searches: a fleet's hundreds of candidates are filtered at each keystroke.
+  const shownIds = new Set(shown.map((a) => a.id));
+  const chosenIds = new Set(chosen);
+  const chosenHidden = chosen.filter((id) => !shownIds.has(id)).length;
   // An agent ticked here that another way bound meanwhile (the device group, another member) or that was revoked
   // leaves the list: it is no longer chosen, so the form never sends (nor counts) an agent it does not show.
   const candidateIds = new Set(candidates.map((a) => a.id));
@@ -321,7 +324,7 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
                 <label key={a.id} className="check">
                   <input
                     type="checkbox"
-                    checked={chosen.includes(a.id)}
+                    checked={chosenIds.has(a.id)}
                     onChange={(e) => toggle(a.id, e.target.checked)}
                   />
                   {a.name}
