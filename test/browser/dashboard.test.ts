@@ -381,14 +381,15 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
 
   it('keeps its header on one line at 1,280 and 1,400 pixels, with a link to the API reference and an icon', async () => {
     const header = page().getByRole('banner');
-    const expectOneLine = async (orgId: string, width: number) => {
-      await page().goto(`/orgs/${orgId}/agents`);
-      await page().getByRole('heading', { name: 'Agents' }).waitFor();
-      await header.screenshot({ path: path.join(os.tmpdir(), `drover-header-${width}.png`) });
-      const box = (await header.boundingBox())!;
+    const expectOneLine = async (orgId: string, width: number, p = page()) => {
+      const banner = p.getByRole('banner');
+      await p.goto(`/orgs/${orgId}/agents`);
+      await p.getByRole('heading', { name: 'Agents' }).waitFor();
+      await banner.screenshot({ path: path.join(os.tmpdir(), `drover-header-${width}.png`) });
+      const box = (await banner.boundingBox())!;
       // One line: the height of its tallest control (the sign-out button) and its padding.
       expect(box.height, `the header's height at ${width} px`).toBeLessThan(60);
-      const nav = page().getByRole('navigation', { name: 'Main' });
+      const nav = p.getByRole('navigation', { name: 'Main' });
       // Every link is drawn whole, none scrolled out of the navigation.
       const bounds = (await nav.boundingBox())!;
       const links = await nav.getByRole('link').all();
@@ -399,7 +400,7 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
           bounds.x + bounds.width + 1,
         );
       }
-      expect(await header.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
+      expect(await banner.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
     };
     for (const width of [1280, 1400]) {
       await page().setViewportSize({ width, height: 800 });
@@ -417,6 +418,20 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     expect(await switcher.evaluate((el) => el.ownerDocument.defaultView!.getComputedStyle(el).textOverflow)).toBe(
       'ellipsis',
     );
+    // So does a long email (it squeezed "Settings" out of view): the whole of it is the link's title.
+    const email = 'maximilian.alexander.hohenzollern-sigmaringen.field-operations@northern-maintenance.example.com';
+    await addUser(t.owner, t.orgId, email, 'owner');
+    const longEmail = await openPage(browser, t.url);
+    try {
+      await longEmail.page.goto('/login');
+      await signIn(longEmail.page, email, MEMBER_PASSWORD);
+      await longEmail.page.waitForURL(`**/orgs/${t.orgId}`);
+      await expectOneLine(t.orgId, 1280, longEmail.page);
+      const who = longEmail.page.getByRole('banner').getByRole('link', { name: /your account/ });
+      expect(await who.getAttribute('title')).toBe(`Signed in as ${email} (owner): your account`);
+    } finally {
+      await longEmail.context.close();
+    }
     // The API reference, served by the coordinator beside the dashboard.
     const docs = page().getByRole('contentinfo').getByRole('link', { name: 'API reference' });
     expect(await docs.getAttribute('href')).toBe('/docs');
