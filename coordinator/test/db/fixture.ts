@@ -99,15 +99,14 @@ export function triggerRow(fields: Pick<Trigger, 'id' | 'orgId' | 'agentId'> & P
 }
 
 /**
- * Inserts a job row as the admission would (a pending trigger job of `deploy` by default; update
- * jobs get the `ota` source) and returns it. `fields` override any default.
+ * A job as the admission would make it (a pending trigger job of `deploy` by default; update jobs
+ * get the `ota` source). `fields` override any default.
  */
-export function insertJobRow(
-  db: Db,
+export function testJob(
   owner: { orgId: string; agentId: string },
   fields: Partial<NewJob> & Pick<NewJob, 'createdAt' | 'timeoutMs'>,
 ): NewJob {
-  const job: NewJob = {
+  return {
     id: newId(),
     orgId: owner.orgId,
     kind: 'trigger',
@@ -127,6 +126,15 @@ export function insertJobRow(
     userId: null,
     ...fields,
   };
+}
+
+/** Inserts `testJob(owner, fields)` as a row and returns it. */
+export function insertJobRow(
+  db: Db,
+  owner: { orgId: string; agentId: string },
+  fields: Partial<NewJob> & Pick<NewJob, 'createdAt' | 'timeoutMs'>,
+): NewJob {
+  const job = testJob(owner, fields);
   db.prepare(INSERT_JOB.compiled(SQLITE).text).run(newJobParams(job));
   return job;
 }

@@ -1,5 +1,6 @@
 import type { NewJob } from '../../../src/domain/model/jobs.js';
 import { newId } from '../../../src/util/ids.js';
+import { testJob } from '../fixture.js';
 import type { ContractRepositories, DatabaseUnderTest } from './databases.js';
 
 /** An organization (owned by a new user) with one agent, enrolled through the repositories and connected. */
@@ -42,35 +43,13 @@ export async function enroll(repos: ContractRepositories, orgId: string, at: str
   return id;
 }
 
-/**
- * Stores a job as the admission would (a pending trigger job of `deploy` by default; update jobs
- * get the `ota` source) and returns it. `fields` override any default.
- */
+/** Stores `testJob(owner, fields)` (../fixture.ts) through the database under test and returns it. */
 export async function insertJob(
   t: DatabaseUnderTest,
   owner: { orgId: string; agentId: string },
   fields: Partial<NewJob> & Pick<NewJob, 'createdAt' | 'timeoutMs'>,
 ): Promise<NewJob> {
-  const job: NewJob = {
-    id: newId(),
-    orgId: owner.orgId,
-    kind: 'trigger',
-    source: fields.kind === 'update' ? 'ota' : 'webhook',
-    triggerId: 'trigger-1',
-    agentId: owner.agentId,
-    workflowId: null,
-    workflowName: 'deploy',
-    status: 'pending',
-    ref: null,
-    debug: false,
-    params: {},
-    errorMessage: null,
-    forced: false,
-    forceReason: null,
-    apiTokenId: null,
-    userId: null,
-    ...fields,
-  };
+  const job = testJob(owner, fields);
   await t.insertJob(job);
   return job;
 }
