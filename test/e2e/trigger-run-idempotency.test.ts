@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openRaw } from '../helpers/raw-socket.js';
 import { DAY, HOUR, MINUTE, startRunFixture, type RunFixture } from '../helpers/trigger-runs.js';
 
 /** Idempotency-Key on trigger runs: same key and body, different body, concurrency, scope, expiry. */
@@ -104,6 +105,38 @@ describe('trigger-run idempotency', () => {
       expect(res.body.details).toEqual([{ path: 'headers.idempotency-key', message: expect.any(String) }]);
     }
     expect((await f.run(token, build.id, {}, withKey('k'.repeat(255)))).status).toBe(202);
+  });
+
+  it('refuses a key sent twice with 422, and takes a single key holding a comma as it is', async () => {
+    // fetch, as Node's server, joins repeated headers into one value: the request is written by hand.
+    const send = async (keys: string[]) => {
+      const body = '{}';
+      const lines = [
+        `POST /v1/triggers/${build.id}/run HTTP/1.1`,
+        'host: localhost',
+        `authorization: Bearer ${token}`,
+        'content-type: application/json',
+        `content-length: ${body.length}`,
+        'connection: close',
+        ...keys.map((k) => `idempotency-key: ${k}`),
+      ];
+      const raw = await openRaw(f.t.url, `${lines.join('\r\n')}\r\n\r\n${body}`);
+      await raw.closed;
+      return { status: raw.status(), body: JSON.parse(raw.received().split('\r\n\r\n')[1]!) };
+    };
+    const k = key();
+    const twice = await send([`${k}-a`, `${k}-b`]);
+    expect(twice.status).toBe(422);
+    expect(twice.body.details).toEqual([{ path: 'headers.idempotency-key', message: 'must be sent once' }]);
+    const same = await send([k, k]);
+    expect(same.status).toBe(422);
+    // A key with a comma sent once is that key, not two: its repeat answers the first call.
+    const first = await send([`${k}-a, ${k}-b`]);
+    expect(first.status).toBe(202);
+    expect((await f.run(token, build.id, {}, withKey(`${k}-a, ${k}-b`))).body).toEqual({
+      ...first.body,
+      idempotent: true,
+    });
   });
 
   it('does not remember a key whose call was refused by a rate limit', async () => {

@@ -296,7 +296,10 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
   }
 
   return async (request, reply, { target, actor }) => {
-    const idempotencyKey = idempotencyKeyOf(request.headers[IDEMPOTENCY_HEADER]);
+    // Node joins a header sent twice into one value (`a, b`): the distinct values tell a key sent
+    // twice, which is refused, from one key that holds a comma.
+    const sent = request.raw.headersDistinct[IDEMPOTENCY_HEADER];
+    const idempotencyKey = idempotencyKeyOf(sent !== undefined && sent.length === 1 ? sent[0] : sent);
     let outcome: RunOutcome;
     try {
       outcome = await runs.run({ target, actor, request: request.body ?? {}, idempotencyKey });
