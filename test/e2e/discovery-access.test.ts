@@ -3,6 +3,7 @@ import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import { auditEntries } from '../helpers/audit.js';
 import { startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
 import { acceptInvitation, addUser, fakeClock } from '../helpers/members.js';
+import { openRaw } from '../helpers/raw-socket.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
 const ROUTES = ['/token', '/agents', '/devices', '/workflows'];
@@ -47,6 +48,22 @@ describe('token discovery authentication', () => {
     ]) {
       await expect401({ authorization: header }, `header ${header.slice(0, 30)}`);
     }
+  });
+
+  it('refuses a call with two Authorization headers, even when one of them is valid', async () => {
+    const { token } = await issueApiToken(t.owner, t.orgId, []);
+    // fetch and Node's server both merge or drop a repeated header: the request is written by hand.
+    const get = async (authorizations: string[]) => {
+      const lines = ['GET /v1/token HTTP/1.1', 'host: localhost', 'connection: close'];
+      for (const value of authorizations) lines.push(`authorization: ${value}`);
+      const raw = await openRaw(t.url, `${lines.join('\r\n')}\r\n\r\n`);
+      await raw.closed;
+      return raw.status();
+    };
+    expect(await get([`Bearer ${token}`])).toBe(200);
+    expect(await get([`Bearer ${token}`, `Bearer ${token}`])).toBe(401);
+    expect(await get([`Bearer ${token}`, 'Bearer drv_another'])).toBe(401);
+    expect(await get(['Bearer drv_another', `Bearer ${token}`])).toBe(401);
   });
 
   it('refuses an unknown token, a truncated one and one without the drv_ prefix', async () => {
