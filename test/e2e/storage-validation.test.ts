@@ -90,6 +90,22 @@ describe('storage input validation', () => {
     expect(meta.body).toMatchObject({ filename: '../../etc/passwd', contentType: 'text/plain; charset="utf-8"' });
   });
 
+  it('takes the upper-case spelling of a binding id in a body, a query and a grant as the id itself', async () => {
+    const upper = bindingId.toUpperCase();
+    const presigned = await presign({ cleanupRule: 'persistent', bindingId: upper });
+    expect(presigned.status, presigned.text).toBe(201);
+    const { fileId } = await uploadFile(client, 'upper', { cleanupRule: 'persistent', bindingId: upper });
+    const file = await client.get(`/storage/files/${fileId}`);
+    expect(file.body.bindingId).toBe(bindingId);
+    const listed = await client.get(`/storage/files?bindingId=${upper}`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.map((f: { id: string }) => f.id)).toContain(fileId);
+    const granted = await storageClient(t, [upper], ['read']);
+    expect((await granted.get(`/storage/files/${fileId}`)).status).toBe(200);
+    const tokens = await t.owner.get(`/orgs/${t.orgId}/api-tokens`);
+    expect(JSON.stringify(tokens.body)).not.toContain(upper);
+  });
+
   it('refuses a bindingId the token cannot use with 403, and an omitted one when it may use several', async () => {
     const second = await t.owner.post(`/orgs/${t.orgId}/storage-bindings`, {
       body: { name: 'second', backend: 'local' },

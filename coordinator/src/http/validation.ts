@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance } from 'fastify';
+import { UUID_PATTERN } from '../util/ids.js';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under NodeNext resolution.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -38,6 +39,7 @@ function validatorOf(schema: unknown, httpPart: string | undefined): Validate {
       const coerced = compilers.coercing.compile(schema as object);
       validate = kind === 'querystring' ? decimalIntegersFirst(schema, coerced) : coerced;
     }
+    validate = idsLowerCased(schema, validate);
     validators.set(key, validate);
   }
   return validate;
@@ -82,4 +84,71 @@ function decimalIntegersFirst(schema: unknown, validate: Validate): Validate {
     return ok;
   }) as unknown as Validate;
   return checked;
+}
+
+const UUID = new RegExp(UUID_PATTERN);
+
+/** Lower-cases the UUIDs of a value where its schema declares one (objects and arrays in place); answers the value. */
+type LowerCase = (data: unknown) => unknown;
+
+/**
+ * Ids are UUIDs, stored lower-case, and a schema takes either case (schemas/common.ts, `uuid`): once
+ * the data is valid, every UUID it holds where the schema declares one (a body's `bindingId`, a
+ * grant's `agentIds`, a query's `triggerId`) is lower-cased, as the ids of the path are
+ * (refusal-order.ts), so that an upper-case spelling names the same resource everywhere. Free-form
+ * values (a run's `params`) are left as sent: their schema declares no UUID.
+ */
+function idsLowerCased(schema: unknown, validate: Validate): Validate {
+  const lowerCase = lowerCaseOf(schema);
+  if (lowerCase === null) return validate;
+  const checked = ((data: unknown) => {
+    const ok = validate(data);
+    checked.errors = validate.errors ?? null;
+    if (ok) lowerCase(data);
+    return ok;
+  }) as unknown as Validate;
+  return checked;
+}
+
+function lowerCaseOf(schema: unknown): LowerCase | null {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return null;
+  const node = schema as Record<string, unknown>;
+  const steps: LowerCase[] = [];
+  if (node.pattern === UUID_PATTERN) {
+    steps.push((value) => (typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : value));
+  }
+  const properties = (node.properties ?? {}) as Record<string, unknown>;
+  const byName = Object.entries(properties).flatMap(([name, property]) => {
+    const lowerCase = lowerCaseOf(property);
+    return lowerCase === null ? [] : [[name, lowerCase] as const];
+  });
+  if (byName.length > 0) {
+    steps.push((value) => {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+      const object = value as Record<string, unknown>;
+      for (const [name, lowerCase] of byName) {
+        if (Object.hasOwn(object, name)) object[name] = lowerCase(object[name]);
+      }
+      return value;
+    });
+  }
+  const items = lowerCaseOf(node.items);
+  if (items !== null) {
+    steps.push((value) => {
+      if (Array.isArray(value)) for (let i = 0; i < value.length; i++) value[i] = items(value[i]);
+      return value;
+    });
+  }
+  // Each alternative the data may match: a UUID is lower-cased only where it is one, so an
+  // alternative that did not match changes nothing that is not an id.
+  for (const keyword of ['oneOf', 'anyOf', 'allOf'] as const) {
+    const alternatives = node[keyword];
+    if (!Array.isArray(alternatives)) continue;
+    for (const alternative of alternatives) {
+      const lowerCase = lowerCaseOf(alternative);
+      if (lowerCase !== null) steps.push(lowerCase);
+    }
+  }
+  if (steps.length === 0) return null;
+  return (value) => steps.reduce((current, step) => step(current), value);
 }
