@@ -300,6 +300,21 @@ describe('token discovery', () => {
       expect((await get('/workflows', token)).body).toEqual([]);
     });
 
+    it('gives nothing through a trigger turned into a cron trigger, which the token cannot run', async () => {
+      const onC = await createTrigger(c.agentId, { workflowName: 'mid' });
+      const token = await tokenFor([{ type: 'trigger', triggerIds: [onC] }]);
+      expect(ids((await get('/agents', token)).body)).toEqual([c.agentId]);
+      const cron = await t.owner.patch(`/orgs/${t.orgId}/triggers/${onC}`, {
+        body: { type: 'cron', cronExpression: '0 3 * * *' },
+      });
+      expect(cron.status, cron.text).toBe(200);
+      expect((await get('/agents', token)).body).toEqual([]);
+      expect((await get('/workflows', token)).body).toEqual([]);
+      const back = await t.owner.patch(`/orgs/${t.orgId}/triggers/${onC}`, { body: { type: 'webhook' } });
+      expect(back.status, back.text).toBe(200);
+      expect(ids((await get('/agents', token)).body)).toEqual([c.agentId]);
+    });
+
     it('follows a trigger moved to another agent', async () => {
       const onA = await createTrigger(a.agentId, 'agent');
       const token = await tokenFor([{ type: 'trigger', triggerIds: [onA] }]);

@@ -18,8 +18,9 @@ import { parseSelector } from '@drover/shared';
  * | storage only                        | none                | none                              |
  *
  * Grants combine as a union without duplicates. Only agents of the token's organization count,
- * deleted triggers give nothing, removed workflows are never listed, and a revoked agent is not
- * reachable: it and its workflows are left out (it can run nothing; see docs/decisions.md).
+ * deleted triggers and triggers that are no longer webhook triggers give nothing, removed
+ * workflows are never listed, and a revoked agent is not reachable: it and its workflows are
+ * left out (it can run nothing; see docs/decisions.md).
  */
 
 export interface DiscoveryRepositories {
@@ -78,9 +79,15 @@ export async function runnableWorkflows(repos: DiscoveryRepositories, token: Tok
   return workflows.sort(byNameThenAgent);
 }
 
+/**
+ * The granted triggers the token can run: webhook triggers. A grant cannot name a cron or chat
+ * trigger, but a webhook trigger may have been turned into one since; like a deleted trigger, it
+ * then gives nothing (its run is refused with 403).
+ */
 async function grantedTriggers(repos: DiscoveryRepositories, token: TokenGrants): Promise<Trigger[]> {
   const triggerIds = findGrant(token.scopes, 'trigger')?.triggerIds ?? [];
-  return triggerIds.length === 0 ? [] : repos.triggers.listByIds(token.orgId, triggerIds);
+  if (triggerIds.length === 0) return [];
+  return (await repos.triggers.listByIds(token.orgId, triggerIds)).filter((t) => t.type === 'webhook');
 }
 
 /** Each trigger with each agent it runs on: its agent, or every agent its selector matches now. */
