@@ -92,7 +92,7 @@ export function resolveRunRequest(
   if (target.agentRevoked) throw conflict("The trigger's agent has been revoked; it can run nothing");
 
   const problems: ValidationDetail[] = [];
-  const refRefused = ref === null ? null : refProblem(ref);
+  const refRefused = ref === null ? null : (refLengthProblem(ref) ?? refProblem(ref));
   if (refRefused) problems.push({ path: 'ref', message: refRefused });
   if (ref === null && trigger.allowedRefs !== null) {
     problems.push({ path: 'ref', message: 'is required: this trigger accepts only listed refs' });
@@ -130,6 +130,18 @@ export function resolveRunRequest(
     throw validationFailed(problems, message);
   }
   return { workflowName, ref, debug: body.debug === true, forced, forceReason };
+}
+
+/**
+ * A ref's length, as the routes' schema bounds it (RunBodySchema): checked here too, because a
+ * chat command's `ref=<value>` reaches the run without passing any schema. Characters counted as
+ * the schema counts them, by code point.
+ */
+function refLengthProblem(ref: string): string | null {
+  const length = [...ref].length;
+  if (length === 0) return 'must be at least 1 character long';
+  if (length > MAX_REF_LENGTH) return `must be at most ${MAX_REF_LENGTH} characters long`;
+  return null;
 }
 
 /** 404 for a workflow that is not (or no longer) reported by the trigger's agent. */

@@ -98,6 +98,19 @@ describe('resolveRunRequest', () => {
     ]);
   });
 
+  it("refuses an empty ref and one longer than 255 characters, as the routes' schema does (a chat command passes none)", () => {
+    expect(resolve({ ref: 'x'.repeat(255) }).ref).toHaveLength(255);
+    // Counted by code point, as the schema counts: 255 emoji are 510 UTF-16 units.
+    expect(resolve({ ref: '🚀'.repeat(255) }).ref).toBe('🚀'.repeat(255));
+    const chat: Issuer = { forceDenied: 'A chat run is never forced', runsTypes: ['slack'] };
+    expect(refusal(() => resolve({ ref: '' }, { type: 'slack' }, chat)).details).toEqual([
+      { path: 'ref', message: 'must be at least 1 character long' },
+    ]);
+    expect(refusal(() => resolve({ ref: 'x'.repeat(256) }, { type: 'slack' }, chat)).details).toEqual([
+      { path: 'ref', message: 'must be at most 255 characters long' },
+    ]);
+  });
+
   it('refuses debug without allowDebug with 403', () => {
     expect(refusal(() => resolve({ debug: true })).code).toBe('forbidden');
     expect(resolve({ debug: true }, { allowDebug: true }).debug).toBe(true);
