@@ -184,6 +184,19 @@ describe('Discord chat triggers', () => {
     expect(await jobs()).toHaveLength(1);
   });
 
+  it("cuts an answer that names a long argument to Discord's 2000 characters, which Discord would refuse whole", async () => {
+    // The `command` option holds up to 6000 characters; the answer names the unknown keyword.
+    const keyword = 'k'.repeat(5000);
+    const res = await send(command(`${keyword} target=db`));
+    expect(res.status).toBe(200);
+    const answer = (await res.json()) as { type: number; data: { content: string; flags: number } };
+    expect(answer.type).toBe(4);
+    expect(answer.data.flags).toBe(EPHEMERAL);
+    expect(answer.data.content).toHaveLength(2000);
+    expect(answer.data.content).toMatch(/^No trigger answers `k+…$/);
+    expect(await jobs()).toHaveLength(1);
+  });
+
   it('refuses a forged, stale or unsigned interaction with 401', async () => {
     const other = new FakeDiscord();
     const forged = await send(command('backup target=db'), (b) => other.signedHeaders(b));

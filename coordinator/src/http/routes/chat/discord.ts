@@ -1,5 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DISCORD_LIMITS } from '../../../domain/chat/notifications/discord-message.js';
+import { shorten } from '../../../domain/chat/notifications/notice-text.js';
 import { discordPublicKey, discordSignatureProblem } from '../../../domain/chat/providers/discord-signature.js';
 import { notFound, unauthorized } from '../../../errors.js';
 import { errorResponses } from '../../schemas/common.js';
@@ -77,9 +79,12 @@ export async function discordRoutes(app: FastifyInstance): Promise<void> {
       const { body, timestamp } = verified(request);
       const interaction = jsonObjectOf(body, 'The interaction');
       if (interaction.type === InteractionType.Ping) return { type: InteractionResponseType.Pong };
+      // Discord refuses a response whose content is over 2000 characters, and its writer then
+      // sees only that the application did not respond: an answer that names a long argument
+      // (a keyword, a value of the up to 6000 characters of the option) is cut to fit.
       const ephemeral = (content: string) => ({
         type: InteractionResponseType.ChannelMessageWithSource,
-        data: { content, flags: MessageFlags.Ephemeral },
+        data: { content: shorten(content, DISCORD_LIMITS.content), flags: MessageFlags.Ephemeral },
       });
       if (!(await app.ctx.chatReplays.firstTime('discord', timestamp, body))) {
         request.log.warn(
