@@ -426,6 +426,43 @@ describe('Slack chat triggers', () => {
     expect(await jobsOfTrigger()).toHaveLength(count);
   });
 
+  it('runs with the arguments as their writer typed them, where Slack sent them escaped (&amp;, links in <...>)', async () => {
+    // Slack sends `&`, `<` and `>` of what people write as `&amp;`, `&lt;` and `&gt;`, and the
+    // links it recognises in a message as `<https://...>` (api.slack.com, "Formatting text").
+    const typed = 'R&D <ops> https://example.com/?a=1&b=2';
+    const before = (await jobsOfTrigger()).length;
+    const res = await command('greet name="R&amp;D &lt;ops&gt; https://example.com/?a=1&amp;b=2"');
+    expect(((await res.json()) as { text: string }).text).toMatch(/^Started job #\d+/);
+    const mention = JSON.stringify({
+      type: 'event_callback',
+      team_id: SLACK_TEAM.id,
+      event_id: 'Ev0ESCAPED1',
+      event: {
+        type: 'app_mention',
+        user: 'U0BOB',
+        channel: CHANNEL,
+        text: '<@U0DROVERBOT> greet name="R&amp;D &lt;ops&gt; <https://example.com/?a=1&amp;b=2>"',
+        ts: '3.1',
+      },
+    });
+    const ack = await post('events', mention, { 'content-type': 'application/json', ...slackSignedHeaders(mention) });
+    expect(await ack.json()).toEqual({ ok: true });
+    const jobs = (await jobsOfTrigger()).slice(0, 2);
+    expect((await jobsOfTrigger()).length).toBe(before + 2);
+    rig.jobIds.push(...jobs.map((j) => j.id));
+    for (const job of jobs) {
+      const done = await eventually(
+        async () => {
+          const view = await rig.t.owner.get(`/jobs/${job.id}`);
+          return view.body.status === 'success' ? view.body : null;
+        },
+        30_000,
+        'the run to succeed',
+      );
+      expect(done.params).toEqual({ name: typed, times: 1, loud: false });
+    }
+  });
+
   it('starts a run for an agent that is not connected, and says the job waits for it', async () => {
     await stopDaemonProcess(rig.daemon);
     await eventually(

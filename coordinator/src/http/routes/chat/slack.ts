@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SlackConfig } from '../../../config/chat-config.js';
 import { slackSignatureProblem } from '../../../domain/chat/providers/slack-signature.js';
+import { slackTypedText } from '../../../domain/chat/providers/slack-text.js';
 import type { ChatCommandInput } from '../../../domain/chat/chat-runs.js';
 import { escapeMrkdwn } from '../../../domain/chat/notifications/slack-message.js';
 import { AppError, invalid, notFound, unauthorized } from '../../../errors.js';
@@ -81,7 +82,8 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
         channelId: field('channel_id'),
         userId: field('user_id'),
         userName: form.get('user_name') ?? field('user_id'),
-        text: field('text'),
+        // Slack escapes what people write (`&amp;`, links in `<...>`): the run gets what they typed.
+        text: slackTypedText(field('text')),
         deliveryId: null,
       };
       const answer = await app.ctx.chatRuns.run(input);
@@ -131,7 +133,7 @@ export async function slackRoutes(app: FastifyInstance): Promise<void> {
         channelId,
         userId,
         userName: userId,
-        text: (stringOf(event.text) ?? '').replace(LEADING_MENTION, ''),
+        text: slackTypedText((stringOf(event.text) ?? '').replace(LEADING_MENTION, '')),
         // The outcome is answered in the mention's thread (or the thread it was written in).
         messageId: stringOf(event.thread_ts) ?? stringOf(event.ts) ?? null,
         // Slack retries an event it thinks went unanswered: the same event id, one job, one answer.
