@@ -28,12 +28,24 @@ export function discordDeliveryFailure(error: unknown): DeliveryFailure {
   return new DeliveryFailure(`Discord could not be reached: ${(error as Error).message ?? String(error)}`, 'later');
 }
 
+/**
+ * How long one message may take to post, its wait in the REST client's queue included: the
+ * client sends a channel's messages one after the other, and its own timeout (10 s) counts only
+ * the request. Behind a message to a channel that does not answer, each next one to that channel
+ * waited its 10 s in turn: a round of 20 took over three minutes, holding every other message,
+ * and outlived its claim (OUTBOX_LEASE_MS), so that another coordinator could send it again.
+ */
+export const DISCORD_SEND_TIMEOUT_MS = 10_000;
+
 /** Posts to a Discord channel (`POST /channels/{id}/messages`, a reply or not) with the application's bot token. */
 export class DiscordSender implements ChatSender {
   readonly provider = 'discord' as const;
   private readonly rest: REST;
 
-  constructor(config: DiscordConfig) {
+  constructor(
+    config: DiscordConfig,
+    private readonly sendTimeoutMs = DISCORD_SEND_TIMEOUT_MS,
+  ) {
     this.rest = discordRest(config);
   }
 
@@ -42,9 +54,13 @@ export class DiscordSender implements ChatSender {
       throw new DeliveryFailure('Discord has no messages seen by one person outside interactions', 'never');
     }
     const body = discordPost(d.payload, d.target, d.publicUrl);
+    const signal = AbortSignal.timeout(this.sendTimeoutMs);
     try {
-      await this.rest.post(Routes.channelMessages(d.target.channelId), { body });
+      await this.rest.post(Routes.channelMessages(d.target.channelId), { body, signal });
     } catch (error) {
+      if (signal.aborted) {
+        throw new DeliveryFailure(`Discord did not answer within ${this.sendTimeoutMs / 1000} s`, 'later');
+      }
       throw discordDeliveryFailure(error);
     }
   }
