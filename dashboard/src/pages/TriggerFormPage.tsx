@@ -571,7 +571,7 @@ function TriggerForm({ orgId, trigger, initial }: { orgId: string; trigger?: Tri
                 { list: `workspaces-${draft.type}` },
               )}
               {text('chatChannelId', 'Channel id', draft.type === 'slack' ? 'C…, from the channel details' : undefined)}
-              {text('chatKeyword', 'Keyword', '1 to 64 characters, no spaces', { maxLength: 64 })}
+              {text('chatKeyword', 'Keyword', '1 to 64 characters, no spaces, no = or quotes', { maxLength: 64 })}
               <Field
                 errors={errors}
                 field="chatAllowedUserIds"

@@ -53,6 +53,23 @@ export function parseChatCommand(text: string): ParsedCommand {
   return { ok: true, command: { keyword: keyword.toLowerCase(), args: Object.fromEntries(args), ref } };
 }
 
+/**
+ * Why a trigger's keyword could never start a command, or null: the first word of a command is
+ * read without its quotes and before any `=`, so a keyword holding either (`it's`, `a=b`,
+ * `“go”`) would never be the word read. Checked when a trigger's keyword is set.
+ */
+export function chatKeywordProblem(keyword: string): string | null {
+  const parsed = parseChatCommand(keyword);
+  const readBack =
+    parsed.ok &&
+    parsed.command.keyword === keyword.trim().toLowerCase() &&
+    parsed.command.ref === undefined &&
+    Object.keys(parsed.command.args).length === 0;
+  return readBack
+    ? null
+    : `must not contain \`=\` or an opening quote (" ' “ ‘ „): a command's first word is read without them, so no command could run it`;
+}
+
 /** Words separated by white space, quotes grouping (and removed), `key="a b"` one word. */
 function splitWords(text: string): { ok: true; words: string[] } | { ok: false; problem: string } {
   const words: string[] = [];

@@ -10,6 +10,7 @@ import type {
 } from '../model/triggers.js';
 import { conflict, describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
 import { hiddenCharacterProblem, nameProblem } from '../names.js';
+import { chatKeywordProblem } from '../chat/arguments.js';
 import { envValueProblems, plainJsonProblems } from '../plain-json.js';
 import { canonicalTimeZone, checkCronExpression, DEFAULT_CRON_TIMEZONE } from '../cron/triggers-cron.js';
 import { parseSelector, SelectorError, storableSelector } from '@drover/shared';
@@ -277,6 +278,11 @@ export function resolveTriggerConfig(input: TriggerInput, current: TriggerConfig
     chatTeamId = need('chatTeamId', pick('chatTeamId'), `when type is "${type}"`);
     chatChannelId = need('chatChannelId', pick('chatChannelId'), `when type is "${type}"`);
     chatKeyword = need('chatKeyword', pick('chatKeyword'), `when type is "${type}"`);
+    // Checked when set: a stored keyword stays as it is when other fields change.
+    const keywordRefused = typeof input.chatKeyword === 'string' ? chatKeywordProblem(input.chatKeyword) : null;
+    if (keywordRefused) {
+      problems.push({ path: at('chatKeyword'), message: `${keywordRefused}, got ${describeValue(input.chatKeyword)}` });
+    }
     chatAllowedUserIds = pick('chatAllowedUserIds') ?? null;
   } else {
     refuseUnless(CRON_FIELDS, 'is used only by cron triggers');

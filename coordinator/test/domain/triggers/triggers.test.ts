@@ -224,6 +224,27 @@ describe('trigger configuration on create', () => {
     }
   });
 
+  it('refuses a chat keyword no command could run: one with `=` or an opening quote', () => {
+    const chat = { ...base, type: 'slack' as const, chatTeamId: 'T1', chatChannelId: 'C1' };
+    for (const chatKeyword of ['deploy', 'Deploy-2', 'r&d', 'x”', 'ünïcode']) {
+      expect(resolveTriggerConfig({ ...chat, chatKeyword }, null).chatKeyword).toBe(chatKeyword);
+    }
+    for (const chatKeyword of ["it's", 'a=b', '=x', '"go"', '“go”', '‘go’', '„go“', 'x"y"']) {
+      expect(
+        problems(() => resolveTriggerConfig({ ...chat, chatKeyword }, null)),
+        chatKeyword,
+      ).toEqual([
+        {
+          path: 'body.chatKeyword',
+          message: expect.stringMatching(/^must not contain `=` or an opening quote .*, got /),
+        },
+      ]);
+    }
+    // A keyword stored before stays when other fields change.
+    const stored = { ...resolveTriggerConfig({ ...chat, chatKeyword: 'deploy' }, null), chatKeyword: 'a=b' };
+    expect(resolveTriggerConfig({ name: 'renamed' }, stored)).toMatchObject({ name: 'renamed', chatKeyword: 'a=b' });
+  });
+
   it('refuses fields of another kind instead of storing them', () => {
     expect(paths(() => resolveTriggerConfig({ ...base, cronExpression: '* * * * *', chatKeyword: 'x' }, null))).toEqual(
       ['body.cronExpression', 'body.chatKeyword'],
