@@ -240,6 +240,15 @@ describe('Discord chat triggers', () => {
       embeds: [],
       pinned: false,
     };
+    // A message posted through a webhook (a CI job, another app's integration): its author is the
+    // webhook's id and name, not a user, and it carries `webhook_id` (Discord's message object).
+    const fromWebhook = {
+      ...message,
+      id: '1180000000000042000',
+      webhook_id: '1180000000000000888',
+      author: { id: '1180000000000000888', username: 'CI', discriminator: '0000', avatar: null },
+    };
+    discord.dispatchMessage(fromWebhook);
     discord.dispatchMessage(message);
     discord.dispatchMessage(message); // a replay after a resume
     discord.dispatchMessage({ ...message, id: '1180000000000042002', content: 'backup target=files' }); // no mention
@@ -287,5 +296,8 @@ describe('Discord chat triggers', () => {
       ['answer', 'sent'],
       ['reply', 'sent'],
     ]);
+    // Long after, the webhook's message has started nothing and got no answer.
+    expect(await jobs()).toHaveLength(before + 1);
+    expect(postedToChannel().filter((m) => m.message_reference?.message_id === fromWebhook.id)).toEqual([]);
   });
 });

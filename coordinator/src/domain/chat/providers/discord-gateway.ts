@@ -72,7 +72,10 @@ export class DiscordGateway {
 
   private async onMessage(message: GatewayMessageCreateDispatchData): Promise<void> {
     const bot = this.botUserId;
-    if (!bot || message.author.bot || !message.guild_id) return;
+    // Written by a bot or an integration, runs nothing (as Slack's bot messages): two bots could
+    // start each other's runs. A webhook's message has the webhook for author, which Discord
+    // does not promise to flag as a bot: its `webhook_id` says what it is.
+    if (!bot || message.author.bot || message.webhook_id !== undefined || !message.guild_id) return;
     const mention = new RegExp(`^\\s*<@!?${bot}>[\\s:,]*`);
     if (!mention.test(message.content)) return;
     const input: ChatCommandInput = {
