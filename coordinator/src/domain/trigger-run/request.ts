@@ -138,9 +138,11 @@ export function resolveRunRequest(
  * the schema counts them, by code point.
  */
 function refLengthProblem(ref: string): string | null {
-  const length = [...ref].length;
-  if (length === 0) return 'must be at least 1 character long';
-  if (length > MAX_REF_LENGTH) return `must be at most ${MAX_REF_LENGTH} characters long`;
+  if (ref.length === 0) return 'must be at least 1 character long';
+  // Code points are never more than UTF-16 units: counted only past the bound (this runs per call).
+  if (ref.length > MAX_REF_LENGTH && [...ref].length > MAX_REF_LENGTH) {
+    return `must be at most ${MAX_REF_LENGTH} characters long`;
+  }
   return null;
 }
 
