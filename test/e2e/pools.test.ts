@@ -185,3 +185,103 @@ describe('pools', () => {
     expect((await t.owner.post(`/jobs/${other.body.jobId}/cancel`)).status).toBe(200);
   });
 });
+
+/**
+ * A pool whose agents run different versions of the workflow (docs/fleets.md, "Pools"): the job
+ * an agent gets carries the params and the timeout of that agent's version, and never goes to an
+ * agent whose version would refuse its params, at the call or when it waits in the pool.
+ */
+describe('pools over versions of a workflow', () => {
+  let t: TestCoordinator;
+  let caller: ApiClient;
+  let pool: string;
+  const streams: AgentStream[] = [];
+  afterAll(async () => {
+    for (const s of streams) s.close();
+    await t?.close();
+  });
+  const agent = async (name: string, version: ReturnType<typeof workflow>) => {
+    const a = await enrollTestAgent(t.owner, t.orgId, { hostname: name });
+    expect((await t.owner.patch(`/orgs/${t.orgId}/agents/${a.agentId}`, { body: { name } })).status).toBe(200);
+    await a.request('PUT', '/v1/agent/labels', { labels: { os: 'linux', arch: 'x64', role: 'builder' } });
+    await a.putWorkflows([version]);
+    return a;
+  };
+  const open = async (a: TestAgent, capacity: number) => {
+    const stream = await openAgentStream(t.url, a, { path: `/v1/agent/stream?capacity=${capacity}` });
+    expect(stream.status).toBe(200);
+    streams.push(stream);
+    await eventually(
+      async () => (await t.owner.get(`/orgs/${t.orgId}/agents/${a.agentId}`)).body.status === 'connected',
+    );
+    return stream;
+  };
+  /** The job, with the timeout it was given (the API does not show it). */
+  const job = async (id: string) => ({
+    ...(await t.owner.get(`/jobs/${id}`)).body,
+    timeoutMs: (await t.sql.get<{ timeout_ms: number | null }>('SELECT timeout_ms FROM jobs WHERE id = ?', id))!
+      .timeout_ms,
+  });
+
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'deploy anywhere',
+        agentSelector: 'role=builder',
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'deploy',
+        responseMode: 'async',
+      },
+    });
+    expect(res.status, res.text).toBe(201);
+    pool = res.body.id;
+    caller = t.api.withToken((await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [pool] }])).token);
+  });
+
+  it("gives an agent the job with its own version's defaults and timeout, never one its version refuses", async () => {
+    // b-new (first by name: the version the params are checked against) declares `days`, 90 by
+    // default, and a timeout of a minute; c-old declares no params and an hour; d-any takes any
+    // params, two minutes.
+    const current = workflow('deploy', {
+      paramsSchema: [{ name: 'days', type: 'number', default: 90 }],
+      timeout: 60_000,
+    });
+    const old = workflow('deploy', { paramsSchema: [], timeout: 3_600_000 });
+    const untyped = workflow('deploy', { paramsSchema: null, timeout: 120_000 });
+    const bNew = await agent('b-new', current);
+    const cOld = await agent('c-old', old);
+    const dAny = await agent('d-any', untyped);
+    const newStream = await open(bNew, 1);
+    const oldStream = await open(cOld, 4);
+
+    // c-old has the most room: it gets the job as its version makes it, without b-new's `days`.
+    const plain = await caller.post(`/triggers/${pool}/run`, { body: {} });
+    expect(plain.body.agentId).toBe(cOld.agentId);
+    expect((await oldStream.nextJob()).jobId).toBe(plain.body.jobId);
+    expect(await job(plain.body.jobId)).toMatchObject({ params: {}, timeoutMs: 3_600_000 });
+
+    // `days` given: c-old's version refuses it, so the job goes to b-new, with b-new's timeout.
+    const days = { body: { params: { days: 30 } } };
+    const given = await caller.post(`/triggers/${pool}/run`, days);
+    expect(given.body.agentId).toBe(bNew.agentId);
+    expect((await newStream.nextJob()).jobId).toBe(given.body.jobId);
+    expect(await job(given.body.jobId)).toMatchObject({ params: { days: 30 }, timeoutMs: 60_000 });
+
+    // b-new is full: the next one waits in the pool rather than go to c-old, which has room.
+    const waiting = await caller.post(`/triggers/${pool}/run`, days);
+    expect(waiting.status, waiting.text).toBe(202);
+    expect(waiting.body.agentId).toBeUndefined();
+    expect(await job(waiting.body.jobId)).toMatchObject({ status: 'pending', agentId: null });
+
+    // d-any's version takes any params: it takes the waiting job, with its own timeout.
+    const anyStream = await open(dAny, 4);
+    expect((await anyStream.nextJob()).jobId).toBe(waiting.body.jobId);
+    expect(await job(waiting.body.jobId)).toMatchObject({
+      agentId: dAny.agentId,
+      params: { days: 30 },
+      timeoutMs: 120_000,
+    });
+  });
+});

@@ -1,6 +1,7 @@
 import type { Job } from '../../domain/model/jobs.js';
 import type { PoolRepository, PoolTaker } from '../../domain/model/pools.js';
 import { lock, query, values, all, one, type Database, type Flow } from '../sql/index.js';
+import { parseJsonColumn } from '../../util/json.js';
 import { toJob, type JobRow } from './job-rows.js';
 
 /** The organization's triggers on a selector (few): those whose selector the agent meets are its pools. */
@@ -12,8 +13,8 @@ const SELECTOR_TRIGGERS = query<{ id: string; selector: string }, [string]>(
  * reports, the oldest `LIMIT` of them. On PostgreSQL their rows are locked, skipping those another
  * claim holds.
  */
-const WAITING = query<{ id: string; workflow_name: string }, [string, string, string, number]>(
-  (d) => `SELECT id, workflow_name FROM jobs
+const WAITING = query<{ id: string; workflow_name: string; params: string }, [string, string, string, number]>(
+  (d) => `SELECT id, workflow_name, params FROM jobs
     WHERE org_id = ? AND agent_id IS NULL AND status = 'pending'
       AND trigger_id ${d.inJsonArray('?')} AND workflow_name ${d.inJsonArray('?')}
     ORDER BY seq LIMIT ? ${d.forUpdateSkipLocked}`,
@@ -33,14 +34,20 @@ const WAITING_ORGS = values<string, []>(
 const WAITING_OF = query<JobRow, [string, string]>(
   `SELECT * FROM jobs WHERE org_id = ? AND agent_id IS NULL AND status = 'pending' AND trigger_id = ? ORDER BY seq`,
 );
-const TAKE = query<JobRow, [string, string, string]>(
-  `UPDATE jobs SET agent_id = ?, workflow_id = ? WHERE id = ? AND agent_id IS NULL AND status = 'pending'
+const TAKE = query<JobRow, [string, string, number | null, string]>(
+  `UPDATE jobs SET agent_id = ?, workflow_id = ?, timeout_ms = ? WHERE id = ? AND agent_id IS NULL AND status = 'pending'
    RETURNING *`,
 );
+/**
+ * How many more waiting jobs than it has room for a claim reads: the jobs its versions of their
+ * workflows refuse are passed over, and those behind them still reach it.
+ */
+const PASSED_OVER = 100;
 
 /**
  * Pools (docs/fleets.md): the jobs of `fanout: one` triggers that found no agent with room wait
- * without one; an agent that connects, or frees a place in its queue, claims them here. The claim
+ * without one; an agent that connects, or frees a place in its queue, claims them here, those its
+ * version of their workflow takes the params of. The claim
  * takes the organization's pool lock on PostgreSQL (as a pool's admission does,
  * trigger-runs.ts), and each job is taken by a conditional UPDATE: once, by one agent. The room
  * the claim is asked for (its stream's count) is capped by the agent's open jobs as the database
@@ -58,11 +65,14 @@ export function createPoolRepository(db: Database): PoolRepository {
       taker.orgId,
       JSON.stringify(pools.map((t) => t.id)),
       JSON.stringify([...taker.workflows.keys()]),
-      free,
+      free + PASSED_OVER,
     ]);
     const taken: Job[] = [];
     for (const job of waiting) {
-      const row = yield* one(TAKE, [taker.id, taker.workflows.get(job.workflow_name)!, job.id]);
+      if (taken.length === free) break;
+      const version = taker.workflows.get(job.workflow_name)!;
+      if (!version.takes(parseJsonColumn<Record<string, unknown>>(job.params, 'jobs.params') ?? {})) continue;
+      const row = yield* one(TAKE, [taker.id, version.id, version.timeoutMs, job.id]);
       if (row) taken.push(toJob(row));
     }
     return taken;

@@ -193,10 +193,13 @@ export function createTriggerRunRepository(
       if (skip) return { outcome: 'skipped_overlap' };
     }
     if (request.pool && request.rejection === undefined) {
-      // A pool's job: its agent, and that agent's version of the workflow, decided now.
+      // A pool's job: its agent, and that agent's version of the workflow (its params, its
+      // timeout), decided now.
       const chosen = yield* choosePooled(job.orgId, request.pool.candidates, choosePoolAgent);
-      if (chosen) job = { ...job, agentId: chosen.agentId, workflowId: chosen.workflowId };
-      else job = { ...job, agentId: null };
+      if (chosen) {
+        const { agentId, workflowId, params, timeoutMs } = chosen;
+        job = { ...job, agentId, workflowId, params, timeoutMs };
+      } else job = { ...job, agentId: null };
     }
     if (request.rejection !== undefined || job.workflowId === null) {
       yield* run(INSERT_JOB, jobInsertParams(job, 'rejected', request.rejection ?? 'The workflow is unknown'));

@@ -13,6 +13,6 @@ export function choosePoolAgent(loads: readonly PoolLoad[], random: () => number
   const idlest = free.filter((l) => l.open === least);
   const most = Math.max(...idlest.map((l) => l.capacity - l.open));
   const best = idlest.filter((l) => l.capacity - l.open === most);
-  const { agentId, workflowId, capacity } = best[Math.floor(random() * best.length)]!;
-  return { agentId, workflowId, capacity };
+  const { agentId, workflowId, capacity, params, timeoutMs } = best[Math.floor(random() * best.length)]!;
+  return { agentId, workflowId, capacity, params, timeoutMs };
 }

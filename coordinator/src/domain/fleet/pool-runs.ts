@@ -12,11 +12,13 @@ import { noMatchingAgent, selectedAgents } from './batch-runs.js';
 
 /**
  * A run of a `fanout: one` trigger, a pool (docs/fleets.md, "Pools"), before its admission: the
- * agents its selector matches now; the candidates for the job at once (connected, reporting the
- * workflow, with the queue capacity their stream announced); and the version of the workflow the
- * params are checked against: a connected candidate's, else the one reported last. The admission
+ * agents its selector matches now; the version of the workflow the params are checked against:
+ * the first connected candidate's, else the one reported last; and the candidates for the job at
+ * once (connected, reporting the workflow in a version that takes the params, with the queue
+ * capacity their stream announced, and the params and timeout of their version). The admission
  * then gives the job to the least busy candidate with room, or lets it wait in the pool, where
- * the first matching agent with room takes it (its agent checks the params again).
+ * the first matching agent with room whose version takes its params claims it (pool-service.ts;
+ * its agent checks the params again).
  */
 export async function preparePoolRun(
   repos: Pick<Repositories, 'agents' | 'workflows'>,
@@ -44,23 +46,45 @@ export async function preparePoolRun(
       `Workflow \`${run.workflowName}\` is not reported by any agent the selector \`${trigger.agentSelector}\` matches`,
     );
   }
-  const candidates: PoolCandidate[] = agents
-    .filter((a) => a.status === 'connected' && byAgent.has(a.id))
-    .map((a) => ({
-      agentId: a.id,
-      workflowId: byAgent.get(a.id)!.id,
-      capacity: a.queueCapacity ?? DEFAULT_AGENT_QUEUE_CAPACITY,
-    }));
+  const connected = agents.filter((a) => a.status === 'connected' && byAgent.has(a.id));
   const workflow =
-    candidates.length > 0
-      ? byAgent.get(candidates[0]!.agentId)!
+    connected.length > 0
+      ? byAgent.get(connected[0]!.id)!
       : [...byAgent.values()].sort((a, b) => (a.updatedAt < b.updatedAt ? 1 : -1))[0]!;
-  const params = await checkRunFileRefs(
-    workflow.paramsSchema,
-    resolveRunParams(workflow.paramsSchema, request.params),
-    actor.files,
-    files,
-    actor.auditActor.actorType === 'api_token' ? 'api_token' : 'member',
-  );
+  // The params as each version of the workflow among the connected candidates takes them (most
+  // pools have one): the version above refuses with a 422; another that refuses leaves its agents
+  // out, as they would refuse the job.
+  const resolve = (w: Workflow) =>
+    checkRunFileRefs(
+      w.paramsSchema,
+      resolveRunParams(w.paramsSchema, request.params),
+      actor.files,
+      files,
+      actor.auditActor.actorType === 'api_token' ? 'api_token' : 'member',
+    );
+  const params = await resolve(workflow);
+  const versions = new Map<string, Record<string, unknown> | null>([[JSON.stringify(workflow.paramsSchema), params]]);
+  const candidates: PoolCandidate[] = [];
+  for (const agent of connected) {
+    const version = byAgent.get(agent.id)!;
+    const key = JSON.stringify(version.paramsSchema);
+    if (!versions.has(key)) {
+      try {
+        versions.set(key, await resolve(version));
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code !== 'validation_failed') throw error;
+        versions.set(key, null);
+      }
+    }
+    const taken = versions.get(key);
+    if (!taken) continue;
+    candidates.push({
+      agentId: agent.id,
+      workflowId: version.id,
+      capacity: agent.queueCapacity ?? DEFAULT_AGENT_QUEUE_CAPACITY,
+      params: taken,
+      timeoutMs: version.timeoutMs,
+    });
+  }
   return { run, workflow, params, pool: { candidates } };
 }

@@ -1,6 +1,8 @@
 import { matchesSelector, parseSelector, type Requirement } from '@drover/shared';
 import { DEFAULT_AGENT_QUEUE_CAPACITY, type StreamAgent, type StreamPools } from '../agents/stream-registry.js';
+import type { PoolVersion } from '../model/pools.js';
 import type { Repositories } from '../model/repositories.js';
+import { runParamsProblems } from '../workflows/workflow-definitions.js';
 
 /** Parsed selectors remembered (canonical texts of triggers; few per organization). */
 const MAX_PARSED = 1_000;
@@ -25,7 +27,18 @@ export class PoolService implements StreamPools {
     if (room <= 0 || !(await repos.pools.anyWaiting(taker.orgId))) return [];
     const agent = await repos.agents.findById(taker.id);
     if (!agent || agent.status === 'revoked') return [];
-    const workflows = new Map((await repos.workflows.listActiveByAgents([agent.id])).map((w) => [w.name, w.id]));
+    const workflows = new Map(
+      (await repos.workflows.listActiveByAgents([agent.id])).map((w): [string, PoolVersion] => [
+        w.name,
+        {
+          id: w.id,
+          timeoutMs: w.timeoutMs,
+          // As the agent checks them (params-check.ts): a `file` param is a download reference by now.
+          takes: (params) =>
+            w.paramsSchema === null || runParamsProblems(w.paramsSchema, params, { files: false }).length === 0,
+        },
+      ]),
+    );
     const jobs = await repos.pools.claim(
       {
         id: agent.id,

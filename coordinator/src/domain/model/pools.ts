@@ -1,11 +1,20 @@
 import type { Job } from './jobs.js';
 
+/** The agent's version of a workflow, as a claim of a job of that workflow needs it. */
+export interface PoolVersion {
+  id: string;
+  /** Its timeout: the job's, once the agent takes it. */
+  timeoutMs: number | null;
+  /** Whether it takes a job's params (stored as another version resolved them): it would refuse the job otherwise. */
+  takes(params: Record<string, unknown>): boolean;
+}
+
 /** What a claim of a pool's waiting jobs needs to know of the agent that takes them. */
 export interface PoolTaker {
   id: string;
   orgId: string;
-  /** The workflows it reports, by name: the id of its version of each. */
-  workflows: ReadonlyMap<string, string>;
+  /** The workflows it reports, by name: its version of each. */
+  workflows: ReadonlyMap<string, PoolVersion>;
   /** Whether its labels meet a trigger's selector (canonical text). */
   matches(selector: string): boolean;
   /** Its queue's capacity: the open jobs given to it (not held back by a batch) fill it. */
@@ -15,7 +24,8 @@ export interface PoolTaker {
 export interface PoolRepository {
   /**
    * Gives the agent up to `room` of the jobs waiting in its organization's pools (oldest first)
-   * whose trigger selects it and whose workflow it reports, and never more than its queue has
+   * whose trigger selects it and whose workflow it reports in a version that takes their params
+   * (the job then has that version and its timeout), and never more than its queue has
    * room for as the database holds it then (jobs given to it meanwhile, by an admission on any
    * coordinator, count): each taken once, whichever agents and coordinators claim at the same
    * time.

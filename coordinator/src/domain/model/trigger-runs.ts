@@ -34,12 +34,20 @@ export interface AdmissionRequest {
   rejection?: string | undefined;
 }
 
-/** An agent a pool's job may go to at once: connected, reporting the workflow. */
+/**
+ * An agent a pool's job may go to at once: connected, reporting the workflow in a version that
+ * takes the call's params. The job it gets carries its version's params (the defaults of that
+ * version applied) and timeout.
+ */
 export interface PoolCandidate {
   agentId: string;
   workflowId: string;
   /** The queue capacity its stream announced. */
   capacity: number;
+  /** The call's params as its version of the workflow resolves them. */
+  params: Record<string, unknown>;
+  /** Its version's timeout. */
+  timeoutMs: number | null;
 }
 
 /** A candidate with the jobs it holds now (open, handed out). */

@@ -30,10 +30,19 @@ describe.each(DATABASES)('pool claims (%s)', (kind) => {
     );
   });
 
-  const taker = (id: string, capacity: number): PoolTaker => ({
+  const taker = (
+    id: string,
+    capacity: number,
+    version: { timeoutMs?: number | null; takes?: (params: Record<string, unknown>) => boolean } = {},
+  ): PoolTaker => ({
     id,
     orgId,
-    workflows: new Map([['build', `workflow-of-${id}`]]),
+    workflows: new Map([
+      [
+        'build',
+        { id: `workflow-of-${id}`, timeoutMs: version.timeoutMs ?? null, takes: version.takes ?? (() => true) },
+      ],
+    ]),
     matches: (selector) => selector === 'role=builder',
     capacity,
   });
@@ -123,5 +132,26 @@ describe.each(DATABASES)('pool claims (%s)', (kind) => {
     expect((await t.repos.pools.claim(taker(agentId, 1), 1)).map((j) => j.id)).toEqual([]);
     expect((await t.repos.pools.claim(taker(agentId, 2), 2)).map((j) => j.id)).toEqual([oldest]);
     expect((await t.repos.pools.claim(taker(agentId, 3), 1)).map((j) => j.id)).toEqual([next]);
+  });
+
+  it("passes over the jobs whose params the agent's version refuses, and gives the others its version's timeout", async () => {
+    const [first] = await waiting(1);
+    const refused = await insertJob(
+      t,
+      { orgId, agentId },
+      { agentId: null, triggerId, workflowName: 'build', createdAt: AT, timeoutMs: 60_000, params: { days: 90 } },
+    );
+    const [last] = await waiting(1);
+    const taken = await t.repos.pools.claim(
+      taker(agentId, 4, { timeoutMs: 3_600_000, takes: (p) => !('days' in p) }),
+      2,
+    );
+    expect(taken.map((j) => j.id)).toEqual([first, last]);
+    for (const job of taken) expect(job).toMatchObject({ workflowId: `workflow-of-${agentId}`, timeoutMs: 3_600_000 });
+    expect(await t.repos.jobs.findById(refused.id)).toMatchObject({
+      agentId: null,
+      status: 'pending',
+      timeoutMs: 60_000,
+    });
   });
 });
