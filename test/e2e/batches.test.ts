@@ -346,3 +346,66 @@ describe('batches', () => {
     await refused({}, 'body.agentId');
   });
 });
+
+/**
+ * An agent revoked while a call on a selector that matched it is being admitted: its revocation
+ * failed its open jobs before the batch's job was stored, which then waited for an agent that
+ * never comes. The job sweeper fails such jobs, and the batch goes on and ends.
+ */
+describe('a batch whose agent is revoked during its call', () => {
+  let t: TestCoordinator;
+  afterAll(() => t?.close());
+
+  it('fails the job of the revoked agent, hands out the next one and ends the batch', async () => {
+    t = await startTestCoordinator({ env: { DROVER_JOB_DEADLINE_GRACE_MS: '200' } });
+    const fleet: TestAgent[] = [];
+    for (const name of ['gw-a', 'gw-b']) {
+      const agent = await enrollTestAgent(t.owner, t.orgId, { hostname: name });
+      expect((await t.owner.patch(`/orgs/${t.orgId}/agents/${agent.agentId}`, { body: { name } })).status).toBe(200);
+      await agent.request('PUT', '/v1/agent/labels', { labels: { os: 'linux', arch: 'x64', role: 'gateway' } });
+      await agent.putWorkflows([workflow('rotate')]);
+      fleet.push(agent);
+    }
+    const [gwA, gwB] = fleet as [TestAgent, TestAgent];
+    const trigger = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'serial',
+        agentSelector: 'role=gateway',
+        fanout: 'all',
+        maxParallel: 1,
+        scopeType: 'workflow',
+        workflowName: 'rotate',
+        responseMode: 'async',
+      },
+    });
+    expect(trigger.status, trigger.text).toBe(201);
+    // gw-a is revoked once the call selected it, before its batch is stored.
+    const batches = t.coordinator.ctx.repos.batches;
+    const admit = batches.admit.bind(batches);
+    batches.admit = async (request) => {
+      expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${gwA.agentId}`)).status).toBe(200);
+      return admit(request);
+    };
+    const run = await t.owner.post(`/orgs/${t.orgId}/triggers/${trigger.body.id}/run`, { body: {} });
+    batches.admit = admit;
+    expect(run.status, run.text).toBe(202);
+    const batch = async () => (await t.owner.get(`/orgs/${t.orgId}/batches/${run.body.batchId}`)).body;
+
+    // gw-a's job fails (it was handed out: maxParallel 1 held gw-b's), and gw-b's is handed out.
+    await eventually(async () => (await batch()).jobs[0].status === 'failed');
+    expect((await batch()).jobs[0]).toMatchObject({
+      agentName: 'gw-a',
+      errorMessage: 'the agent was revoked before the job finished',
+    });
+    const next = (await batch()).jobs[1].jobId;
+    // Handed out (SQLite's 0, PostgreSQL's false).
+    await eventually(
+      async () => !(await t.sql.get<{ held: number | boolean }>('SELECT held FROM jobs WHERE id = ?', next))!.held,
+    );
+    for (const [step, body] of [['accept'], ['start'], ['finish', finishBody()]] as const) {
+      expect((await gwB.request('POST', `/v1/agent/jobs/${next}/${step}`, body)).status).toBe(200);
+    }
+    await eventually(async () => (await batch()).endedAt !== null);
+    expect(await batch()).toMatchObject({ status: 'partial', counts: { failed: 1, success: 1 } });
+  });
+});

@@ -95,6 +95,11 @@ const OPEN_OF_AGENT_FAILED = values<string, Sweep & { agentId: string }>(
   `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @now
      WHERE agent_id = @agentId AND status IN ${OPEN} RETURNING id`,
 );
+/** Open jobs of agents revoked (stored after the revocation failed the agent's open jobs). */
+const OPEN_OF_REVOKED_FAILED = values<string, Sweep>(
+  `UPDATE jobs SET status = 'failed', error_message = @message, finished_at = @now
+     WHERE agent_id IN (SELECT id FROM agents WHERE status = 'revoked') AND status IN ${OPEN} RETURNING id`,
+);
 
 type ListParams = {
   orgId: string;
@@ -506,6 +511,9 @@ export function createJobRepository(db: Database, planMove: PlanJobMove, planMes
     },
     failOpenOfAgent(agentId, message, at) {
       return db.write(() => endMany(all(OPEN_OF_AGENT_FAILED, { agentId, message, now: at }), at));
+    },
+    failOpenOfRevoked(message, at) {
+      return db.write(() => endMany(all(OPEN_OF_REVOKED_FAILED, { message, now: at }), at));
     },
   };
 }

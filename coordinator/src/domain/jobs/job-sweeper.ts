@@ -21,7 +21,8 @@ export function sweepIntervalMs(deadlineGraceMs: number): number {
 
 /**
  * Fails jobs that can no longer get a result (docs/jobs.md): queued or running jobs past their
- * deadline, and every open job of a revoked agent. A running job whose cancel its agent did not
+ * deadline, and every open job of a revoked agent (at its revocation, and at each pass for a job
+ * stored after it). A running job whose cancel its agent did not
  * confirm by its (brought forward) deadline becomes `cancelled` instead. Each failure is a terminal transition made
  * once (conditional UPDATE); the sync waits on those jobs are woken after the commit.
  *
@@ -57,8 +58,12 @@ export class JobSweeper {
       this.finished(cancelled, 'job cancelled: its agent did not confirm the cancel before its deadline');
       const failed = await this.options.jobs.failOverdue(now, DEADLINE_MESSAGE);
       this.finished(failed, 'job failed: no result before its deadline');
+      // A call that selected an agent a moment before its revocation (agentRevoked below) stores
+      // a job no agent will ever take: it would hold its batch's place, and keep it open, for good.
+      const orphaned = await this.options.jobs.failOpenOfRevoked(REVOKED_MESSAGE, now);
+      this.finished(orphaned, 'job failed: its agent was revoked');
       await this.options.alsoSweep?.();
-      return [...cancelled, ...failed];
+      return [...cancelled, ...failed, ...orphaned];
     } catch (error) {
       this.options.logger.error({ err: error }, 'deadline sweep failed');
       return [];

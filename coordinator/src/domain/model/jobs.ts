@@ -336,4 +336,9 @@ export interface JobRepository {
   cancelOverdue(now: string, errorMessage: string): Promise<string[]>;
   /** Fails every open job of an agent (it was revoked). Returns the failed job ids. */
   failOpenOfAgent(agentId: string, errorMessage: string, at: string): Promise<string[]>;
+  /**
+   * Fails the open jobs of every revoked agent: those stored by a call that selected the agent
+   * just before its revocation failed its open jobs. Returns the failed job ids.
+   */
+  failOpenOfRevoked(errorMessage: string, at: string): Promise<string[]>;
 }

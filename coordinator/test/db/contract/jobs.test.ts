@@ -200,6 +200,23 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
       expect((await repos().jobs.findById(done.id))?.status).toBe('success');
       expect((await repos().jobs.findById(other.id))?.status).toBe('pending');
     });
+
+    it('fails the open jobs of revoked agents, stored after their revocation, and no other', async () => {
+      await repos().agents.revoke(orgId, agentId, iso(1));
+      const late = await insertJob();
+      const done = await insertJob();
+      await repos().jobs.finish(agentId, done.id, result(), iso(0));
+      const other = await insertJob({ agentId: otherAgentId });
+      expect(await repos().jobs.failOpenOfRevoked('revoked', iso(5))).toEqual([late.id]);
+      expect(await repos().jobs.findById(late.id)).toMatchObject({
+        status: 'failed',
+        errorMessage: 'revoked',
+        finishedAt: iso(5),
+      });
+      expect((await repos().jobs.findById(done.id))?.status).toBe('success');
+      expect((await repos().jobs.findById(other.id))?.status).toBe('pending');
+      expect(await repos().jobs.failOpenOfRevoked('revoked', iso(6))).toEqual([]);
+    });
   });
 
   describe('logs', () => {
