@@ -800,6 +800,43 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       });
       expect(owner.problems).toEqual([]);
     });
+
+    it("shows a scheduled batch among a selector cron trigger's occurrences, linked to its page", async () => {
+      // Disabled: the server allows one enabled cron trigger here; the occurrence is fired by hand.
+      const created = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+        body: {
+          name: 'nightly gateways',
+          type: 'cron',
+          cronExpression: '0 3 * * *',
+          cronEnabled: false,
+          agentSelector: 'role=gateway',
+          fanout: 'all',
+          scopeType: 'workflow',
+          workflowName: 'rotate',
+        },
+      });
+      expect(created.status, created.text).toBe(201);
+      const fired = await t.coordinator.ctx.runs.runOccurrence({
+        orgId: t.orgId,
+        triggerId: created.body.id,
+        scheduledAt: '2026-11-28T03:00:00.000Z',
+        stillDue: () => true,
+      });
+      expect(fired).toMatchObject({ outcome: 'batch_created' });
+      const { batchId } = fired as { batchId: string };
+      const number = (await t.owner.get<{ number: number }>(`/batches/${batchId}`)).body.number;
+
+      // The occurrence made a batch (its jobId is null): it is named and linked, not "job gone".
+      await page().goto(`/orgs/${t.orgId}/triggers/${created.body.id}`);
+      const row = page().getByRole('table').filter({ hasText: 'Scheduled' }).getByRole('row').nth(1);
+      await row.getByRole('link', { name: `batch #${number}` }).waitFor();
+      expect(await row.innerText()).not.toContain('job gone');
+      await page().getByRole('link', { name: 'All triggers' }).click();
+      const listed = page().getByRole('row', { name: 'nightly gateways' });
+      await listed.getByRole('link', { name: `batch #${number}` }).click();
+      await page().waitForURL(`**/api/batches/${batchId}`);
+      expect((await t.owner.post(`/batches/${batchId}/cancel`)).status).toBe(200);
+    });
   });
 
   it('breaks a name of 255 characters rather than widen a page: the columns and buttons after it stay in view', async () => {

@@ -1,6 +1,7 @@
 import { Link } from 'react-router';
 import type { Occurrence, Trigger, TriggerType } from '../api/triggers';
 import type { Agent } from '../api/types';
+import { BatchName } from './BatchName';
 import { JobNumber } from './JobNumber';
 import { parseSelectorText } from './SelectorInput';
 import { selectorMatch } from './SelectorMatches';
@@ -84,11 +85,21 @@ const REASON_WORDS: Record<NonNullable<Occurrence['reason']>, string> = {
   disabled: 'skipped: the trigger was paused',
 };
 
-/** What an occurrence did: the job it made (with its status, linked) or why it was skipped. */
+/**
+ * What an occurrence did: the job it made (with its status, linked), the batch it made (a trigger
+ * on a selector with fan-out `all`: no job of its own, linked to the batch), or why it was skipped.
+ */
 export function OccurrenceOutcome({ occurrence }: { occurrence: Occurrence }) {
   if (occurrence.outcome === 'skipped') {
     return (
       <span className="status status-skipped">{occurrence.reason ? REASON_WORDS[occurrence.reason] : 'skipped'}</span>
+    );
+  }
+  if (occurrence.batchId) {
+    return (
+      <Link to={`/api/batches/${occurrence.batchId}`}>
+        <BatchName batchId={occurrence.batchId} />
+      </Link>
     );
   }
   if (!occurrence.jobId) return <span className="hint">job gone</span>;
