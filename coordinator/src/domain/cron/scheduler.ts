@@ -40,6 +40,8 @@ export const MAX_MISSED_RECORDS = 100;
 export const FIRE_BATCH = 10_000;
 /** The timer never sleeps longer than this, so a wall-clock jump is noticed within a minute. */
 export const MAX_SLEEP_MS = 60_000;
+/** The heap is rebuilt from the live entries once it holds this many items more than twice their number. */
+export const HEAP_SLACK = 64;
 
 /** Where the scheduler's timer comes from (tests drive it by hand). */
 export interface Timers {
@@ -98,7 +100,7 @@ interface Plan {
 
 export class CronScheduler {
   private readonly entries = new Map<string, Entry>();
-  private readonly heap = new DueHeap<Entry>();
+  private heap = new DueHeap<Entry>();
   private readonly schedules = new CronSchedules();
   private readonly timers: Timers;
   private timer: unknown = undefined;
@@ -200,6 +202,11 @@ export class CronScheduler {
     return this.entries.get(triggerId)?.dueAt ?? null;
   }
 
+  /** The items of the index's heap, stale ones included (tests). */
+  heapSize(): number {
+    return this.heap.size;
+  }
+
   /** Stops the timer and waits for the operation in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -263,6 +270,14 @@ export class CronScheduler {
     };
     this.entries.set(trigger.id, entry);
     this.heap.push(dueAt, entry);
+    // The item of the entry this one replaces stays in the heap, stale, until its instant comes
+    // (a yearly schedule: a year); a trigger changed or paused and resumed again and again would
+    // grow the heap without bound. Past twice the live entries, it is rebuilt of them alone.
+    if (this.heap.size > 2 * this.entries.size + HEAP_SLACK) {
+      const heap = new DueHeap<Entry>();
+      for (const live of this.entries.values()) heap.push(live.dueAt, live);
+      this.heap = heap;
+    }
   }
 
   /** Fires every trigger due now, then arms the timer for the next. */

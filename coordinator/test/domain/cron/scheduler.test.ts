@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualTime, onPostgres, removeWorldData, startCronWorld, WORKFLOW, type CronWorld } from './harness.js';
+import { HEAP_SLACK } from '../../../src/domain/cron/scheduler.js';
 
 /**
  * The cron scheduler on a manual clock and timer, inside real coordinators over SQLite files (in
@@ -333,6 +334,24 @@ describe('cron scheduler', () => {
       await time.advanceTo('2030-01-07T13:00:00.000Z');
       expect(await w.jobs(id)).toHaveLength(2);
     });
+  });
+
+  it('keeps its index bounded while a trigger is paused and resumed again and again', async () => {
+    const time = new ManualTime('2030-01-07T10:00:30.000Z');
+    const w = await world(time);
+    const { triggers } = w.coordinator.ctx;
+    // A yearly schedule: the index's item for each former schedule is due only next January.
+    const id = await w.cron({ cronExpression: '0 0 1 1 *' });
+    await w.cron({ name: 'other', cronExpression: '0 0 1 1 *' });
+    for (let i = 0; i < 150; i++) {
+      await triggers.update(w.actor, id, { cronEnabled: false });
+      await triggers.update(w.actor, id, { cronEnabled: true });
+    }
+    await w.coordinator.scheduler.idle();
+    expect(w.coordinator.scheduler.heapSize()).toBeLessThanOrEqual(2 * 2 + HEAP_SLACK);
+    expect(w.coordinator.scheduler.nextDue(id)).toBe(Date.parse('2031-01-01T00:00:00.000Z'));
+    await time.advanceTo('2031-01-01T00:00:05.000Z');
+    expect(await w.jobs(id)).toHaveLength(1);
   });
 
   describe('fixed params and limits', () => {
