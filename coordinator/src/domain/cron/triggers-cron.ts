@@ -39,28 +39,45 @@ export function checkCronExpression(expression: string): CronCheck {
   return { ok: true, expression: normalized };
 }
 
-/** Each field's name and range, in order; day-of-week 7 is Sunday, as 0. */
+const MONTH_NAMES = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
+const DAY_NAMES = ['SUN', 'MON', 'TUE', 'WED', 'THU', 'FRI', 'SAT'];
+
+/** Each field's name, range and names, in order; day-of-week 7 is Sunday, as 0. */
 const FIELDS = [
-  { name: 'minute', min: 0, max: 59 },
-  { name: 'hour', min: 0, max: 23 },
-  { name: 'day-of-month', min: 1, max: 31 },
-  { name: 'month', min: 1, max: 12 },
-  { name: 'day-of-week', min: 0, max: 7 },
+  { name: 'minute', min: 0, max: 59, names: null },
+  { name: 'hour', min: 0, max: 23, names: null },
+  { name: 'day-of-month', min: 1, max: 31, names: null },
+  { name: 'month', min: 1, max: 12, names: MONTH_NAMES },
+  { name: 'day-of-week', min: 0, max: 7, names: DAY_NAMES },
 ] as const;
 
 /**
- * A number outside its field's range, in the field's own terms (`the month field takes 1 to 12,
- * got 13`): the parser's message counts months and days from zero.
+ * A number outside its field's range, or a word that is not one of its names, in the field's own
+ * terms (`the month field takes 1 to 12, got 13`; `the month field takes 1 to 12 or JAN to DEC,
+ * got MON: a day-of-week name, and day-of-week is the fifth field`): the parser's message counts
+ * months and days from zero, and says only that a word in the wrong field "contains illegal
+ * characters".
  */
 function rangeProblem(fields: readonly string[]): string | null {
   for (const [i, field] of fields.entries()) {
-    const { name, min, max } = FIELDS[i]!;
+    const { name, min, max, names } = FIELDS[i]!;
+    const takes = `the ${name} field takes ${min} to ${max}${names ? ` or ${names[0]} to ${names.at(-1)}` : ''}`;
     for (const part of field.split(',')) {
       const [range, step] = part.split('/');
       for (const value of (range ?? '').split('-')) {
+        // Words of three letters or more: the parser's own one- and two-letter marks (L, W, LW) are its to check.
+        if (/^[A-Za-z]{3,}$/.test(value)) {
+          const word = value.toUpperCase();
+          if ((names as readonly string[] | null)?.includes(word)) continue;
+          if (MONTH_NAMES.includes(word)) return `${takes}, got ${value}: a month name, and month is the fourth field`;
+          if (DAY_NAMES.includes(word)) {
+            return `${takes}, got ${value}: a day-of-week name, and day-of-week is the fifth field`;
+          }
+          return `${takes}, got ${value}${names ? ' (names are three letters)' : ''}`;
+        }
         if (!/^\d+$/.test(value)) continue;
         const n = Number(value);
-        if (n < min || n > max) return `the ${name} field takes ${min} to ${max}, got ${value}`;
+        if (n < min || n > max) return `${takes}, got ${value}`;
       }
       if (step !== undefined && /^\d+$/.test(step) && Number(step) < 1) {
         return `the ${name} field's step must be at least 1, got ${step}`;

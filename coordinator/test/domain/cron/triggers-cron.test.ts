@@ -31,22 +31,52 @@ describe('cron expressions of triggers', () => {
   it('names the field and its range when a number is out of it, counting as the expression does', () => {
     expect(checkCronExpression('0 0 * 13 *')).toEqual({
       ok: false,
-      reason: 'is not a valid cron expression: the month field takes 1 to 12, got 13',
+      reason: 'is not a valid cron expression: the month field takes 1 to 12 or JAN to DEC, got 13',
     });
     expect(checkCronExpression('0 0 0 * *')).toEqual({
       ok: false,
       reason: 'is not a valid cron expression: the day-of-month field takes 1 to 31, got 0',
     });
     expect(checkCronExpression('0 0 * 0 *')).toMatchObject({
-      reason: expect.stringContaining('month field takes 1 to 12, got 0'),
+      reason: expect.stringContaining('month field takes 1 to 12 or JAN to DEC, got 0'),
     });
     expect(checkCronExpression('0 0 * * 1-8')).toMatchObject({
-      reason: expect.stringContaining('day-of-week field takes 0 to 7, got 8'),
+      reason: expect.stringContaining('day-of-week field takes 0 to 7 or SUN to SAT, got 8'),
     });
     expect(checkCronExpression('*/0 * * * *')).toMatchObject({
       reason: expect.stringContaining("minute field's step must be at least 1"),
     });
     expect(checkCronExpression('0 0 * * 7')).toEqual({ ok: true, expression: '0 0 * * 7' });
+  });
+
+  it('names the field a month or day name was written in, and the field it belongs to', () => {
+    // Weekdays in the month field: the parser said only `configuration entry 4 (MON-FRI) contains illegal characters`.
+    expect(checkCronExpression('0 9 * MON-FRI *')).toEqual({
+      ok: false,
+      reason:
+        'is not a valid cron expression: the month field takes 1 to 12 or JAN to DEC, got MON: a day-of-week name, and day-of-week is the fifth field',
+    });
+    expect(checkCronExpression('0 9 1 * JAN')).toEqual({
+      ok: false,
+      reason:
+        'is not a valid cron expression: the day-of-week field takes 0 to 7 or SUN to SAT, got JAN: a month name, and month is the fourth field',
+    });
+    expect(checkCronExpression('0 JUL 1 * *')).toMatchObject({
+      reason: expect.stringContaining('the hour field takes 0 to 23, got JUL: a month name, and month is the fourth'),
+    });
+    // A whole name: the parser said `a month or day name has to stand alone ('Monday')`.
+    expect(checkCronExpression('0 9 * * Monday')).toEqual({
+      ok: false,
+      reason:
+        'is not a valid cron expression: the day-of-week field takes 0 to 7 or SUN to SAT, got Monday (names are three letters)',
+    });
+    expect(checkCronExpression('NOON * * * *')).toMatchObject({
+      reason: expect.stringContaining('the minute field takes 0 to 59, got NOON'),
+    });
+    // Names in their own fields, in any case, and the parser's own marks, are as before.
+    for (const e of ['0 9 * * mon-Fri', '0 0 1 jan,JUL *', '0 0 L * *', '0 0 * * 5L', '0 0 * * MON#2']) {
+      expect(checkCronExpression(e), e).toEqual({ ok: true, expression: e });
+    }
   });
 
   it('refuses an expression that can never fire', () => {
