@@ -427,6 +427,30 @@ describe('trigger management', () => {
     expect((await t.api.get(occurrences)).status).toBe(401);
   });
 
+  it('still shows a cron trigger whose stored schedule does not parse, with no next run, and lets it be fixed', async () => {
+    const cron = await create({ ...webhook(), name: 'damaged', type: 'cron', cronExpression: '0 3 * * *' });
+    const overview = `/orgs/${t.orgId}/overview`;
+    // Only a damaged or hand-edited database holds such values (or one a newer parser refuses).
+    for (const set of ["cron_expression = 'every minute'", "cron_timezone = 'Mars/Olympus'"]) {
+      await t.sql.run(`UPDATE triggers SET cron_expression = '0 3 * * *', cron_timezone = 'UTC' WHERE id = ?`, cron.id);
+      await t.sql.run(`UPDATE triggers SET ${set} WHERE id = ?`, cron.id);
+      const one = await t.owner.get(`${path}/${cron.id}`);
+      expect(one.status, `${set}: ${one.text}`).toBe(200);
+      expect(one.body).toMatchObject({ id: cron.id, cronEnabled: true, nextRunAt: null, nextRuns: [] });
+      const list = await t.owner.get(path);
+      expect(list.status, `${set}: ${list.text}`).toBe(200);
+      expect(list.body.find((x: { id: string }) => x.id === cron.id)).toMatchObject({ nextRunAt: null });
+      const home = await t.owner.get(overview);
+      expect(home.status, `${set}: ${home.text}`).toBe(200);
+      expect(home.body.nextCronRuns.map((r: { triggerId: string }) => r.triggerId)).not.toContain(cron.id);
+    }
+    const fixed = await t.owner.patch(`${path}/${cron.id}`, {
+      body: { cronExpression: '0 4 * * *', cronTimezone: 'UTC' },
+    });
+    expect(fixed.status, fixed.text).toBe(200);
+    expect(fixed.body.nextRunAt).toMatch(/T04:00:00\.000Z$/);
+  });
+
   it('refuses calls without a session with 401', async () => {
     expect((await t.api.get(path)).status).toBe(401);
     expect((await t.api.post(path, { body: webhook() })).status).toBe(401);

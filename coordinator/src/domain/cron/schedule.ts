@@ -135,6 +135,20 @@ export class CronSchedules {
     }
     return schedule;
   }
+
+  /**
+   * Up to `count` occurrences of a stored schedule strictly after `afterMs`; none when it does not
+   * parse (a damaged or hand-edited database, or a value stored before a parser that refuses it:
+   * the scheduler leaves such a trigger out, docs/schedules.md), so that what shows the trigger
+   * still answers, with no next run.
+   */
+  upcoming(expression: string, zone: string, afterMs: number, count: number): number[] {
+    try {
+      return this.get(expression, zone).nextOnes(afterMs, count);
+    } catch {
+      return [];
+    }
+  }
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();

@@ -10,7 +10,7 @@ export type TriggerView = Omit<Trigger, 'cronSince'> & ScheduleView;
 export type OccurrenceView = Omit<CronOccurrence, 'triggerId'>;
 
 export interface ScheduleView {
-  /** The next occurrence (UTC), or null: not a cron trigger, disabled, or never again. */
+  /** The next occurrence (UTC), or null: not a cron trigger, disabled, never again, or a stored schedule that does not parse. */
   nextRunAt: string | null;
   /** The next few occurrences, in UTC and as the local time of the trigger's zone. */
   nextRuns: { at: string; localTime: string }[];
@@ -36,7 +36,7 @@ export async function triggerView(
   }
   const zone = trigger.cronTimezone;
   const next =
-    trigger.cronEnabled === true ? schedules.get(trigger.cronExpression, zone).nextOnes(now, NEXT_RUNS_SHOWN) : [];
+    trigger.cronEnabled === true ? schedules.upcoming(trigger.cronExpression, zone, now, NEXT_RUNS_SHOWN) : [];
   const last = await occurrences.list(trigger.id, { limit: LAST_OCCURRENCES_SHOWN });
   return {
     ...config,

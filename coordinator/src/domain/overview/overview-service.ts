@@ -128,7 +128,7 @@ export function nextCronRuns(
   const runs: { triggerId: string; name: string; at: number }[] = [];
   for (const t of triggers) {
     if (t.type !== 'cron' || t.cronEnabled !== true || t.cronExpression === null || t.cronTimezone === null) continue;
-    const [at] = schedules.get(t.cronExpression, t.cronTimezone).nextOnes(now, 1);
+    const [at] = schedules.upcoming(t.cronExpression, t.cronTimezone, now, 1);
     if (at !== undefined) runs.push({ triggerId: t.id, name: t.name, at });
   }
   runs.sort((a, b) => a.at - b.at || a.name.localeCompare(b.name));
