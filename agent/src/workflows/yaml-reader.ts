@@ -43,6 +43,10 @@ export class YamlReader {
   readonly #concealValues: boolean;
   /** The node each alias stands for, found in one walk of the document when first needed. */
   #aliasTargets: Map<Alias, YamlNode> | null = null;
+  /** How much of the file's text the aliases read so far repeat (see `resolve`). */
+  #aliasedChars = 0;
+  /** Set once the aliases repeat more than MAX_ALIASED_CHARS: nothing more is read through one. */
+  #aliasesOverLimit = false;
 
   constructor(
     readonly file: string,
@@ -73,6 +77,7 @@ export class YamlReader {
 
   /** Records a problem about `node` (or the document's start) at `path`. */
   problem(node: YamlNode | null | undefined, path: YamlPath, message: string): void {
+    if (this.#aliasesOverLimit) return; // an echo of the alias that passed the limit
     const where = formatPath(path);
     const offset = node?.range?.[0];
     const pos = offset === undefined ? undefined : this.#lines.linePos(offset);
@@ -89,11 +94,34 @@ export class YamlReader {
     return offset === undefined ? undefined : this.#lines.linePos(offset).line;
   }
 
-  /** The node an alias points to, or the node itself. */
+  /**
+   * The node an alias points to, or the node itself. Each alias read counts the text of what it
+   * stands for: a few lines of anchors and aliases (a step of 256 aliased args, aliased 256 times)
+   * would otherwise make a definition of hundreds of megabytes from a file of kilobytes, too large
+   * to report (its JSON cannot even be made). Past MAX_ALIASED_CHARS, nothing is read through an
+   * alias, and the problem names the alias that passed the limit.
+   */
   resolve(node: unknown): YamlNode | null {
     if (node === null || node === undefined) return null;
-    if (isAlias(node)) return this.#targets().get(node) ?? null;
-    return node as YamlNode;
+    if (!isAlias(node)) return node as YamlNode;
+    if (this.#aliasesOverLimit) return null;
+    const target = this.#targets().get(node) ?? null;
+    const range = target?.range;
+    if (range) this.#aliasedChars += range[1] - range[0];
+    if (this.#aliasedChars > MAX_ALIASED_CHARS) {
+      this.#aliasesOverLimit = true;
+      const offset = node.range?.[0];
+      const pos = offset === undefined ? undefined : this.#lines.linePos(offset);
+      this.problems.push({
+        file: this.file,
+        ...(pos ? { line: pos.line, column: pos.col } : {}),
+        message:
+          `the aliases of a file may repeat at most ${MAX_ALIASED_CHARS} characters of its text in all, ` +
+          `and the alias \`*${node.source}\` passes that: alias less (the file is skipped)`,
+      });
+      return null;
+    }
+    return target;
   }
 
   /**
@@ -272,6 +300,12 @@ export interface ReaderOptions {
 }
 
 const ONE_DOCUMENT = 'the file holds one document; remove that line and what follows';
+
+/**
+ * How many characters of a file's text its aliases may repeat in all (each alias read counts the
+ * text of its anchored node): as much again as the largest workflow file, 1 MiB.
+ */
+export const MAX_ALIASED_CHARS = 1024 * 1024;
 
 export interface MapEntry {
   keyNode: YamlNode;

@@ -276,6 +276,34 @@ describe('parseWorkflowFile', () => {
     expect(await problems(tooMany)).toEqual(['deploy.yaml:4: steps[0].args: expected at most 256 items, got 25000']);
   });
 
+  it('refuses aliases that repeat more text than a file may hold, naming the alias that passes the limit', async () => {
+    // 21 KB of text: one step of 256 aliased 4 KB args and 256 aliased 8 KB variables, aliased 255
+    // times, would be 800 MB of definition, past what JSON.stringify can make: the report failed.
+    const lines = ['name: bomb', 'steps:', '  - &step', '    run: "true"', `    args: [&a ${'x'.repeat(4096)}]`];
+    lines.push(...Array.from({ length: 255 }, () => '  - *step'));
+    const parsed = await parse(lines.join('\n'));
+    expect(parsed.definition).toBeNull();
+    expect(parsed.problems.map(formatProblem)).toEqual([
+      'deploy.yaml:260: the aliases of a file may repeat at most 1048576 characters of its text in all, and the alias `*step` passes that: alias less (the file is skipped)',
+    ]);
+    // Problems before it are kept; what is read through no alias after it would only echo it.
+    const args = `    args: [${Array.from({ length: 256 }, () => '*a').join(', ')}]`;
+    const wide = ['name: wide', 'timout: 1m', 'steps:', `  - run: &a ${'y'.repeat(4000)}`, args, '  - run: b', args];
+    expect(await problems(wide.join('\n'))).toEqual([
+      'deploy.yaml:2: timout: unknown key (did you mean `timeout`?); expected one of name, description, version, params, secrets, timeout, cancelGrace, steps',
+      'deploy.yaml:7: the aliases of a file may repeat at most 1048576 characters of its text in all, and the alias `*a` passes that: alias less (the file is skipped)',
+    ]);
+    // Just under the limit is read as written.
+    const under = await parse(
+      wide
+        .slice(0, 5)
+        .filter((l) => !l.startsWith('timout'))
+        .join('\n'),
+    );
+    expect(under.problems).toEqual([]);
+    expect(under.definition?.steps[0]?.args).toHaveLength(256);
+  });
+
   it('refuses a NUL character in what a step gives its program, naming the field', async () => {
     const text = [
       'name: x',
