@@ -50,6 +50,12 @@ export interface StepRun {
   held?: HeldStep | null | undefined;
 }
 
+/**
+ * How long the output of a stopped step is still read after its group's SIGKILL: what its
+ * processes wrote is in their pipes by then; a pipe still open is held by a process outside it.
+ */
+const OUTPUT_AFTER_KILL_MS = 1000;
+
 export type StepOutcome =
   | { kind: 'exited'; exitCode: number }
   | { kind: 'signaled'; signal: string }
@@ -80,11 +86,26 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
   if (subprocess.pid !== undefined) run.onSpawn?.(subprocess.pid);
   let stopReason: 'timed_out' | 'cancelled' | null = null;
   let exited = false;
+  /** Set once the output of the stopped step is no longer waited for (see `stop`). */
+  let deaf = false;
+  let unheard: NodeJS.Timeout | null = null;
+  const stopListening = () => {
+    subprocess.stdout?.destroy();
+    subprocess.stderr?.destroy();
+  };
   const stop = (reason: 'timed_out' | 'cancelled') => {
     if (stopReason || subprocess.pid === undefined) return;
     stopReason = reason;
     const graceMs = reason === 'cancelled' && run.stopGraceMs ? run.stopGraceMs() : run.killGraceMs;
     terminateProcessGroup(subprocess.pid, graceMs);
+    // A process that left the group (`setsid`) still holds the step's stdout or stderr when the
+    // group is dead: a stopped step must not wait for it, or its timeout, a cancel and the queue
+    // behind it would wait as long as it runs. Its output is no longer read once the group had
+    // its SIGKILL (and a moment to close its pipes).
+    unheard = setTimeout(() => {
+      deaf = true;
+      if (exited) stopListening();
+    }, graceMs + OUTPUT_AFTER_KILL_MS);
   };
   const timer = run.timeoutMs === null ? null : setTimeout(() => stop('timed_out'), run.timeoutMs);
   const onAbort = () => stop('cancelled');
@@ -92,6 +113,7 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
   if (run.signal.aborted) onAbort(); // a step let go early, cancelled before it was taken up
   subprocess.once('exit', () => {
     exited = true;
+    if (deaf) stopListening(); // it outlived its SIGKILL (a process stuck in the kernel)
     // The leader is gone; clean up what it left in its group (nothing happens when nothing is left).
     if (!stopReason && subprocess.pid !== undefined) terminateProcessGroup(subprocess.pid, run.killGraceMs);
   });
@@ -120,6 +142,7 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
     return { kind: 'spawn_failed', message: spawnFailure(result.code, command, result.originalMessage) };
   } finally {
     if (timer) clearTimeout(timer);
+    if (unheard) clearTimeout(unheard);
     run.signal.removeEventListener('abort', onAbort);
     if (!exited && subprocess.pid !== undefined) signalProcessGroup(subprocess.pid, 'SIGKILL');
     untrack();

@@ -383,6 +383,30 @@ describe('timeouts', () => {
     expect(Date.now() - startedAt).toBeLessThan(3000);
     await eventually(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
   });
+
+  it('ends a timed-out step whose output is held by a process that left its group (setsid)', async () => {
+    const pidFile = `${stateDir}/escaped.pid`;
+    const untilEscaped = `while [ ! -s ${pidFile} ]; do sleep 0.01; done;`;
+    const startedAt = Date.now();
+    try {
+      // The escaped `sleep` keeps the step's stdout and stderr open for 60 s (its pid is written
+      // once it left the group).
+      const { result, out } = await runJob(stateDir, [
+        sh(`setsid sh -c 'echo $$ > ${pidFile}; exec sleep 60' & ${untilEscaped} echo started; sleep 60`, {
+          name: 'hang',
+          timeout: 1000,
+        }),
+      ]);
+      expect(result).toMatchObject({
+        status: 'timed_out',
+        errorMessage: "step 1 (hang) timed out after 1s (the step's timeout)",
+      });
+      expect(out).toEqual(['started']);
+      expect(Date.now() - startedAt).toBeLessThan(10_000);
+    } finally {
+      process.kill(Number(fs.readFileSync(pidFile, 'utf8')), 'SIGKILL');
+    }
+  });
 });
 
 describe('cancellation', () => {
@@ -401,5 +425,30 @@ describe('cancellation', () => {
       errorMessage: 'the agent is shutting down; step 1 (long) was stopped',
     });
     await eventually(() => !isAlive(Number(fs.readFileSync(pidFile, 'utf8'))), 2000);
+  });
+
+  it('ends a cancelled step whose output is held by a process that left its group (setsid)', async () => {
+    const controller = new AbortController();
+    const pidFile = `${stateDir}/escaped.pid`;
+    try {
+      const running = runJob(
+        stateDir,
+        [sh(`setsid sh -c 'echo $$ > ${pidFile}; exec sleep 60' & sleep 60`, { name: 'long' })],
+        {
+          abort: controller.signal,
+        },
+      );
+      await eventually(() => fs.existsSync(pidFile) && fs.readFileSync(pidFile, 'utf8').endsWith('\n'));
+      const stoppedAt = Date.now();
+      controller.abort('cancelled by a user');
+      const { result } = await running;
+      expect(result).toMatchObject({
+        status: 'cancelled',
+        errorMessage: 'cancelled by a user; step 1 (long) was stopped',
+      });
+      expect(Date.now() - stoppedAt).toBeLessThan(10_000);
+    } finally {
+      process.kill(Number(fs.readFileSync(pidFile, 'utf8')), 'SIGKILL');
+    }
   });
 });
