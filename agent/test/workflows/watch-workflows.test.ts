@@ -75,6 +75,44 @@ describe('watchWorkflows', () => {
     await changedSince(before);
   });
 
+  it('sees a change to the file a workflow file links to, in its own directory, and only to that file', async () => {
+    const dir = path.join(root, 'workflows');
+    const app = path.join(root, 'app');
+    fs.mkdirSync(dir);
+    fs.mkdirSync(app);
+    fs.writeFileSync(path.join(app, 'deploy.yaml'), 'name: one\n');
+    fs.symlinkSync(path.join(app, 'deploy.yaml'), path.join(dir, 'deploy.yaml'));
+    watcher = watchWorkflows(dir, onChange, { debounceMs: 50 });
+    fs.writeFileSync(path.join(app, 'deploy.yaml'), 'name: two\n'); // edited in place
+    await changedSince(0);
+    let before = calls;
+    fs.writeFileSync(path.join(app, 'deploy.yaml.new'), 'name: three\n');
+    fs.renameSync(path.join(app, 'deploy.yaml.new'), path.join(app, 'deploy.yaml')); // `git pull`
+    await changedSince(before);
+    await sleep(200);
+    before = calls;
+    fs.writeFileSync(path.join(app, 'README'), 'not a workflow\n');
+    await sleep(300);
+    expect(calls).toBe(before);
+  });
+
+  it('sees a link on the way to a workflow file point elsewhere (a `current` release switched)', async () => {
+    const dir = path.join(root, 'workflows');
+    fs.mkdirSync(dir);
+    for (const release of ['v1', 'v2']) {
+      fs.mkdirSync(path.join(root, release));
+      fs.writeFileSync(path.join(root, release, 'deploy.yaml'), `name: ${release}\n`);
+    }
+    fs.symlinkSync(path.join(root, 'v1'), path.join(root, 'current'));
+    fs.symlinkSync(path.join(root, 'current', 'deploy.yaml'), path.join(dir, 'deploy.yaml'));
+    watcher = watchWorkflows(dir, onChange, { debounceMs: 50, pollMs: 50 });
+    await sleep(200);
+    expect(calls).toBe(0);
+    fs.symlinkSync(path.join(root, 'v2'), path.join(root, 'current.new'));
+    fs.renameSync(path.join(root, 'current.new'), path.join(root, 'current'));
+    await changedSince(0);
+  });
+
   it('stops calling back once closed, and survives a callback that throws', async () => {
     watcher = watchWorkflows(
       root,
