@@ -193,6 +193,16 @@ function readStep(y: YamlReader, node: YamlNode | null, path: YamlPath): Workflo
     const shell = y.boolean(field('shell'), [...path, 'shell']);
     if (shell !== null) step.shell = shell;
   }
+  if (step.shell === true && step.args !== undefined && step.args.length > 0) {
+    // `/bin/sh -c` runs the command line of `run` alone: the arguments would be dropped unseen
+    // (an `args: [--dry-run]` the step never gets).
+    y.problem(
+      field('args'),
+      [...path, 'args'],
+      'a step with `shell: true` runs the command line of `run`, and gets no `args`: ' +
+        'write them into `run`, or remove `shell: true` to run `run` as a program with them',
+    );
+  }
   return y.problems.length === before ? (step as WorkflowStep) : null;
 }
 

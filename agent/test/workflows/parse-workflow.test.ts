@@ -304,6 +304,19 @@ describe('parseWorkflowFile', () => {
     expect(under.definition?.steps[0]?.args).toHaveLength(256);
   });
 
+  it('refuses `args` on a step with `shell: true`, which would never get them', async () => {
+    // `/bin/sh -c ./deploy.sh` ran without its `--dry-run`.
+    expect(await problems('name: x\nsteps:\n  - run: ./deploy.sh\n    shell: true\n    args: [--dry-run]\n')).toEqual([
+      'deploy.yaml:5: steps[0].args: a step with `shell: true` runs the command line of `run`, and gets no `args`: write them into `run`, or remove `shell: true` to run `run` as a program with them',
+    ]);
+    const fine =
+      'name: x\nsteps:\n  - {run: ./deploy.sh --dry-run, shell: true, args: []}\n  - {run: ./deploy.sh, shell: false, args: [--dry-run]}\n';
+    expect((await parse(fine)).definition?.steps).toEqual([
+      { run: './deploy.sh --dry-run', shell: true, args: [] },
+      { run: './deploy.sh', shell: false, args: ['--dry-run'] },
+    ]);
+  });
+
   it('refuses a NUL character in what a step gives its program, naming the field', async () => {
     const text = [
       'name: x',
