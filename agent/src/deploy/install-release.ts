@@ -19,7 +19,10 @@ export interface InstallRequest {
   /** The downloaded and verified artifact. */
   artifactPath: string;
   files: JobFiles;
+  /** What is left of the job's time (null: no limit). */
   timeoutMs: number | null;
+  /** The job's whole limit as its error names it (jobTimeoutText). */
+  timeoutText?: string;
   /** Stops the update workflow's steps (a cancel, the shutdown). */
   stop: JobStop;
   shipper: LogShipper;
@@ -53,6 +56,7 @@ export async function installRelease(req: InstallRequest): Promise<JobResult> {
       ref: null,
       debug: job.debug,
       timeoutMs: req.timeoutMs === null ? null : Math.max(1, Math.ceil(req.timeoutMs)),
+      ...(req.timeoutText === undefined ? {} : { timeoutText: req.timeoutText }),
       files: req.files,
       secrets: secrets.secrets,
       secretsProblem: secrets.problem,

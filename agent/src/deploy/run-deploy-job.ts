@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { DeployAssignment, DeviceState, ManifestPayload } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { failedResult, type JobResult } from '../exec/run-workflow.js';
+import { failedResult, jobTimeoutText, type JobResult } from '../exec/run-workflow.js';
 import { jobTimeSignal } from '../files/job-phases.js';
 import type { DownloadSettings } from '../files/download.js';
 import { safeFilename } from '../files/safe-names.js';
@@ -124,8 +124,8 @@ class DeployRun {
     const { deploy } = this.#deps;
     // The job's time counts from its start, the manifest fetch included (the event's workflow is
     // the signed entry's, or the job is refused).
-    const timeoutMs =
-      this.#job.timeoutMs ?? this.#deps.workflow(this.#job.workflowName)?.timeout ?? this.#deps.defaultJobTimeoutMs;
+    const fromWorkflow = this.#job.timeoutMs ?? this.#deps.workflow(this.#job.workflowName)?.timeout ?? null;
+    const timeoutMs = fromWorkflow ?? this.#deps.defaultJobTimeoutMs;
     const remaining = () => (timeoutMs === null ? null : timeoutMs - (performance.now() - started));
     this.#say(`update to ${describeRelease(this.#release)}: checking it against the signed manifest`);
     const checked = await this.#signedEntry(jobTimeSignal(this.#signal, remaining()));
@@ -225,6 +225,8 @@ class DeployRun {
           artifactPath: target,
           files,
           timeoutMs: remaining(),
+          // The steps get what is left; a timeout names the job's whole limit, not that.
+          ...(timeoutMs === null ? {} : { timeoutText: jobTimeoutText(timeoutMs, fromWorkflow !== null) }),
           stop: this.#stop,
           shipper: this.#shipper,
           log: this.#log,

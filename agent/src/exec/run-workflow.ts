@@ -17,6 +17,11 @@ export interface JobPlan {
   debug: boolean;
   /** The whole job's limit in ms (null: none). */
   timeoutMs: number | null;
+  /**
+   * The job's limit as its error names it when it passes (jobTimeoutText): absent, `timeoutMs`
+   * as the workflow's timeout.
+   */
+  timeoutText?: string;
   files: JobFiles;
   /** Every secret of the machine, by name: the listed ones are given to the job, all are masked. */
   secrets: Record<string, string>;
@@ -168,7 +173,7 @@ async function runSteps(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
       return finish('cancelled', null, cancelMessage(hooks.signal));
     const left = remaining();
     if (left !== null && left <= 0) {
-      return finish('timed_out', null, `the job timed out after ${formatDuration(plan.timeoutMs!)} before ${label}`);
+      return finish('timed_out', null, `the job timed out after ${timeoutText(plan)} before ${label}`);
     }
     const byStep = step.timeout !== undefined && (left === null || step.timeout <= left);
     const limit = byStep ? step.timeout! : left;
@@ -207,7 +212,7 @@ async function runSteps(plan: JobPlan, hooks: JobHooks): Promise<JobResult> {
           null,
           byStep
             ? `${label} timed out after ${formatDuration(step.timeout!)} (the step's timeout)`
-            : `the job timed out after ${formatDuration(plan.timeoutMs!)} (the workflow's timeout) during ${label}`,
+            : `the job timed out after ${timeoutText(plan)} during ${label}`,
         );
       case 'cancelled':
         return finish('cancelled', null, `${cancelMessage(hooks.signal)}; ${label} was stopped`);
@@ -231,6 +236,17 @@ function stepsEnv(plan: JobPlan, envParams: Record<string, unknown>, secrets: Re
     secrets,
   });
 }
+
+/**
+ * A job's limit as its error names it: `15m (the workflow's timeout)`, or, when the workflow sets
+ * none, `1h (the agent's default job timeout, --job-timeout, as the workflow sets none)`, so that
+ * no one looks for a `timeout:` the file does not have.
+ */
+export function jobTimeoutText(ms: number, fromWorkflow: boolean): string {
+  return `${formatDuration(ms)} (${fromWorkflow ? "the workflow's timeout" : "the agent's default job timeout, --job-timeout, as the workflow sets none"})`;
+}
+
+const timeoutText = (plan: JobPlan): string => plan.timeoutText ?? jobTimeoutText(plan.timeoutMs!, true);
 
 /** `step 2 (build)`, or `step 2` for a step without a name. */
 export function stepLabel(index: number, step: WorkflowStep): string {

@@ -1,7 +1,14 @@
 import fs from 'node:fs';
 import type { WorkflowDefinition } from '@drover/shared';
 import { jobFiles } from '../exec/job-files.js';
-import { failedResult, firstStepCommand, prepareJob, runWorkflow, type JobPlan } from '../exec/run-workflow.js';
+import {
+  failedResult,
+  firstStepCommand,
+  jobTimeoutText,
+  prepareJob,
+  runWorkflow,
+  type JobPlan,
+} from '../exec/run-workflow.js';
 import type { HeldStep } from '../exec/step-launcher.js';
 import type { SendOutcome } from '../outbox/report-sender.js';
 import type { LoadedSecrets } from '../workflows/index.js';
@@ -31,21 +38,27 @@ export async function runTriggerJob(
   const { assignment } = entry;
   const log = deps.logger.child({ jobId: entry.jobId, workflow: assignment.workflowName });
   const files = jobFiles(deps.stateDir, entry.jobId);
-  const planFor = (workflow: WorkflowDefinition, secrets: LoadedSecrets, prepared: string | null): JobPlan => ({
-    jobId: entry.jobId,
-    workflow,
-    params: assignment.params,
-    ref: assignment.ref,
-    debug: assignment.debug,
-    timeoutMs: assignment.timeoutMs ?? workflow.timeout ?? deps.defaultJobTimeoutMs,
-    files,
-    prepared,
-    secrets: secrets.secrets,
-    secretsProblem: secrets.problem,
-    killGraceMs: deps.killGraceMs,
-    ...(deps.transfer ? { transfer: deps.transfer } : {}),
-    ...(deps.launcher ? { launcher: deps.launcher } : {}),
-  });
+  const planFor = (workflow: WorkflowDefinition, secrets: LoadedSecrets, prepared: string | null): JobPlan => {
+    // The coordinator's `timeoutMs` is the workflow's timeout as this agent reported it.
+    const fromWorkflow = assignment.timeoutMs ?? workflow.timeout ?? null;
+    const timeoutMs = fromWorkflow ?? deps.defaultJobTimeoutMs;
+    return {
+      jobId: entry.jobId,
+      workflow,
+      params: assignment.params,
+      ref: assignment.ref,
+      debug: assignment.debug,
+      timeoutMs,
+      ...(timeoutMs === null ? {} : { timeoutText: jobTimeoutText(timeoutMs, fromWorkflow !== null) }),
+      files,
+      prepared,
+      secrets: secrets.secrets,
+      secretsProblem: secrets.problem,
+      killGraceMs: deps.killGraceMs,
+      ...(deps.transfer ? { transfer: deps.transfer } : {}),
+      ...(deps.launcher ? { launcher: deps.launcher } : {}),
+    };
+  };
   /** The first step held, and the workflow definition its command was made from. */
   const first: { held: HeldStep | null; workflow: WorkflowDefinition | null } = { held: null, workflow: null };
   const holdFirstStep = (secrets: LoadedSecrets, prepared: string | null) => {

@@ -109,6 +109,21 @@ describe('a deploy event', () => {
     expect(h.kinds(event.jobId)).toEqual(['start', 'logs', 'finish']);
   });
 
+  it("that times out in its update workflow names the job's whole timeout, not what was left for the steps", async () => {
+    // Its steps get what is left after the manifest and the download: the error named that
+    // (`the job timed out after 860ms (the workflow's timeout)`), a limit set nowhere.
+    const h = make({ workflows: [{ name: 'update', steps: [sh('sleep 30')] }] });
+    const app = fake.addApp({ slug: 'kiosk' });
+    fake.publish(app, '1.2.0');
+    const event = fake.event(app, { timeoutMs: 1000 });
+    h.manager.onDeployEvent(event);
+    await eventually(() => h.finishOf(event.jobId) !== undefined, 10_000);
+    expect(h.finishOf(event.jobId)).toMatchObject({ status: 'timed_out' });
+    expect(h.finishOf(event.jobId)!.errorMessage).toContain(
+      "the job timed out after 1s (the workflow's timeout) during step 1",
+    );
+  });
+
   it('arriving as a job event of kind update takes the same checked path', async () => {
     const h = make();
     const app = fake.addApp();

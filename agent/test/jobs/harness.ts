@@ -51,6 +51,8 @@ export function harness(
     runUpdateJob?: (stateDir: string) => RunJob;
     /** Starts the steps (absent: each is spawned). */
     launcher?: StepLauncher;
+    /** `--job-timeout` (default 60 s). */
+    defaultJobTimeoutMs?: number;
   } = {},
 ): Harness {
   const stateDir = options.stateDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'drover-agent-jobs-'));
@@ -83,7 +85,7 @@ export function harness(
     },
     loadSecrets: options.loadSecrets ?? (() => Promise.resolve({ secrets: {} })),
     logger,
-    defaultJobTimeoutMs: 60_000,
+    defaultJobTimeoutMs: options.defaultJobTimeoutMs ?? 60_000,
     killGraceMs: 200,
     logBatch: { intervalMs: 20 },
     ...(options.runUpdateJob ? { runUpdateJob: options.runUpdateJob(stateDir) } : {}),

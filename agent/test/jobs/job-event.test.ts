@@ -83,6 +83,21 @@ describe('a job event with an unusable timeout', () => {
     await eventually(() => h.finishOf(job.jobId) !== undefined, 5_000);
     expect(h.finishOf(job.jobId)).toMatchObject({ status: 'timed_out' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
-    expect(h.finishOf(job.jobId)!.errorMessage).toMatch(/300ms/);
+    expect(h.finishOf(job.jobId)!.errorMessage).toBe(
+      "the job timed out after 300ms (the workflow's timeout) during step 1",
+    );
+  });
+
+  it("names the agent's default as the limit that passed when the workflow sets no timeout", async () => {
+    // It said "(the workflow's timeout)", sending a technician to look for a `timeout:` the file has not.
+    const h = make([{ name: 'sleepy', steps: [sh('sleep 5')] }], { defaultJobTimeoutMs: 300 });
+    const job = assignment('sleepy');
+    h.manager.onJobEvent(job);
+    await eventually(() => h.finishOf(job.jobId) !== undefined, 5_000);
+    expect(h.finishOf(job.jobId)).toMatchObject({
+      status: 'timed_out',
+      errorMessage:
+        "the job timed out after 300ms (the agent's default job timeout, --job-timeout, as the workflow sets none) during step 1",
+    });
   });
 });
