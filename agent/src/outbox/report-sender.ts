@@ -3,7 +3,7 @@ import type { HttpAnswer } from '../http/client.js';
 import { Backoff } from '../util/backoff.js';
 import { judgeAnswer, standInFor } from './delivery-policy.js';
 import type { Outbox, OutboxEntry } from './outbox.js';
-import { describeReport, maskReport, type Report } from './report.js';
+import { describeReport, fitReport, maskReport, type Report } from './report.js';
 import type { Masker } from '../exec/secret-masker.js';
 
 export type Transport = (report: Report) => Promise<HttpAnswer>;
@@ -63,9 +63,9 @@ export class ReportSender {
     return this.#offline;
   }
 
-  /** Sends a report (secret values masked first), or keeps it in the outbox. */
+  /** Sends a report (secret values masked first, then its texts fitted to the wire), or keeps it in the outbox. */
   send(report: Report): Promise<SendOutcome> {
-    const masked = this.#options.masker ? maskReport(report, this.#options.masker()) : report;
+    const masked = fitReport(this.#options.masker ? maskReport(report, this.#options.masker()) : report);
     return this.#enqueue(() => this.#deliver(masked));
   }
 

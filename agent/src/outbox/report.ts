@@ -1,4 +1,4 @@
-import type { AppendJobLogsRequest, FinishJobRequest, RejectJobRequest } from '@drover/shared';
+import { FinishJobRequest, RejectJobRequest, type AppendJobLogsRequest } from '@drover/shared';
 import { maskDeep, type Masker } from '../exec/secret-masker.js';
 
 /**
@@ -59,6 +59,37 @@ export function maskReport(report: Report, mask: Masker): Report {
     default:
       return report;
   }
+}
+
+/** The longest rejection message and result error the coordinator takes (the wire's limits). */
+const MAX_REJECT_MESSAGE = RejectJobRequest.properties.message.maxLength;
+const MAX_ERROR_MESSAGE = FinishJobRequest.properties.errorMessage.maxLength;
+
+/**
+ * The report with its texts within the coordinator's limits, cut with `…` (after maskReport, so
+ * that a cut never leaves part of a secret value). A longer rejection message (the invalid files
+ * a missing workflow's message lists, the long patterns an `invalid_params` one quotes) was
+ * refused with 422 and dropped, and the job stayed pending there for ever; a longer error of a
+ * result made it a stand-in that lost the error (standInFor).
+ */
+export function fitReport(report: Report): Report {
+  if (report.kind === 'reject' && report.body.message !== undefined && report.body.message.length > MAX_REJECT_MESSAGE)
+    return { ...report, body: { ...report.body, message: clip(report.body.message, MAX_REJECT_MESSAGE) } };
+  if (
+    report.kind === 'finish' &&
+    report.body.errorMessage !== null &&
+    report.body.errorMessage.length > MAX_ERROR_MESSAGE
+  )
+    return { ...report, body: { ...report.body, errorMessage: clip(report.body.errorMessage, MAX_ERROR_MESSAGE) } };
+  return report;
+}
+
+/** At most `max` UTF-16 units (so at most `max` characters, as the schema counts), `…` last, a surrogate pair never split. */
+function clip(text: string, max: number): string {
+  let end = max - 1;
+  const last = text.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
+  return `${text.slice(0, end)}…`;
 }
 
 /**

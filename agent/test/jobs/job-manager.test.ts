@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadPatternEngine } from '@drover/shared';
+import { loadPatternEngine, RejectJobRequest } from '@drover/shared';
 import { jobFiles } from '../../src/exec/job-files.js';
 import { StepLauncher } from '../../src/exec/step-launcher.js';
 import { isAlive, spares } from '../exec/helpers.js';
 import { DAMAGED_MESSAGE, decideIntake, type IntakeContext } from '../../src/jobs/intake.js';
 import { answered, assignment, harness, sh, type Harness } from './harness.js';
 import { eventually } from '../../../test/helpers/poll.js';
+import type { Report } from '../../src/outbox/report.js';
 
 const open: Harness[] = [];
 function make(...args: Parameters<typeof harness>): Harness {
@@ -193,6 +194,27 @@ describe('a new job', () => {
     });
     expect(h.kinds(bad.jobId)).toEqual(['reject']);
     expect(h.finishOf(good.jobId)?.status).toBe('success');
+  });
+
+  it('is rejected with a message cut to what the coordinator takes, so that the job does not stay pending there', async () => {
+    // Three long patterns quoted: 3,500 characters, which the coordinator refused (422, at most
+    // 2,000), the rejection dropped and the job pending there for ever.
+    await loadPatternEngine();
+    const pattern = `^(${Array.from({ length: 50 }, (_, i) => `release-${i}-candidate`).join('|')})$`;
+    const strict = {
+      name: 'strict',
+      paramsSchema: ['a', 'b', 'c'].map((name) => ({ name, type: 'string' as const, pattern })),
+      steps: [sh('true')],
+    };
+    const h = make([strict]);
+    const bad = assignment('strict', { params: { a: 'x', b: 'y', c: 'z' } });
+    h.manager.onJobEvent(bad);
+    await eventually(() => h.sent.length > 0);
+    const reject = h.sent[0] as Extract<Report, { kind: 'reject' }>;
+    expect(reject.body.reason).toBe('invalid_params');
+    expect(reject.body.message).toHaveLength(RejectJobRequest.properties.message.maxLength);
+    expect(reject.body.message).toMatch(/^the params do not fit the workflow file on this agent: params\.a must match/);
+    expect(reject.body.message!.endsWith('…')).toBe(true);
   });
 
   it('is checked again against the file as it is when its turn comes: a stricter pattern keeps a queued value out', async () => {
