@@ -1,7 +1,9 @@
 import path from 'node:path';
 import { showControls, showControlsInJson } from '@drover/shared';
 import type { Command } from 'commander';
+import { AgentError } from '../errors.js';
 import { shortSecretWarning } from '../exec/secret-masker.js';
+import { currentUid, ownerOf, userLabel } from '../state/owner.js';
 import { defaultStateDir } from '../state/paths.js';
 import { formatDuration } from '../workflows/duration.js';
 import { describeInvalidFiles, formatProblem } from '../workflows/format-problem.js';
@@ -32,6 +34,13 @@ export function configureWorkflowsCommand(program: Command, io: CliIo): void {
       const dir = path.resolve(flags.workflowsDir ?? defaultWorkflowsDir(stateDir));
       // As root, the files are judged as the agent (the state directory's owner) would judge them.
       const loaded = await loadWorkflows(dir, { agentUid: await inspectingAgentUid(stateDir, dir) });
+      if (loaded.deniedDirectory) {
+        // Not "no valid workflows, 1 invalid file": the files are there, this user may not read
+        // them (the service's state directory is 0700), as `drover-agent logs` says of the log.
+        const owner = ownerOf(dir);
+        const as = owner === null || owner === currentUid() ? '' : ` or as ${userLabel(owner)}`;
+        throw new AgentError('bad_state', `cannot read ${dir}: permission denied (run it with sudo${as})`);
+      }
       const secrets = await loadSecrets(stateDir);
       const warnings = secretWarnings(loaded.workflows, secrets);
 

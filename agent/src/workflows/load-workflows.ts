@@ -25,6 +25,8 @@ export interface LoadedWorkflows {
   problems: WorkflowProblem[];
   /** True when the directory does not exist (yet): no workflows, and no problem either. */
   missingDirectory?: boolean;
+  /** True when this user may not read the directory (EACCES, EPERM): its problem says so too. */
+  deniedDirectory?: boolean;
 }
 
 const octal = (mode: number): string => (mode & 0o7777).toString(8).padStart(4, '0');
@@ -77,7 +79,11 @@ export async function loadWorkflows(dir: string, options: LoadOptions = {}): Pro
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { workflows: [], problems: [], missingDirectory: true };
     const reason = code === 'ENOTDIR' ? 'it is not a directory' : `cannot read it (${code ?? String(error)})`;
-    return { workflows: [], problems: [{ file: dir, message: `the workflows directory ${dir}: ${reason}` }] };
+    return {
+      workflows: [],
+      problems: [{ file: dir, message: `the workflows directory ${dir}: ${reason}` }],
+      ...(code === 'EACCES' || code === 'EPERM' ? { deniedDirectory: true } : {}),
+    };
   }
   // A directory any user may write to (without the sticky bit) lets any of them replace what the
   // agent runs, as the agent's user: nothing in it is run.

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
+import fsPromises from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { runAgentCli as run } from './run-cli.js';
 
 let stateDir: string;
@@ -157,6 +158,34 @@ describe('drover-agent workflows', () => {
       expect(res.code).toBe(1);
     },
   );
+
+  it("fails, saying who may read it, when this user may not read the directory (the service's, 0700)", async () => {
+    // It said "No valid workflows in ...; 1 invalid file skipped: <dir>: the workflows directory
+    // <dir>: cannot read it (EACCES)", as if the files were gone or broken.
+    fs.writeFileSync(path.join(dir, 'deploy.yaml'), DEPLOY);
+    const readdir = fsPromises.readdir;
+    const stat = fs.statSync;
+    const denied = () => Object.assign(new Error(`EACCES: permission denied, scandir '${dir}'`), { code: 'EACCES' });
+    const spies = [
+      vi
+        .spyOn(fsPromises, 'readdir')
+        .mockImplementation(((p: fs.PathLike, o?: never) =>
+          p === dir ? Promise.reject(denied()) : readdir(p, o)) as typeof fsPromises.readdir),
+      vi
+        .spyOn(fs, 'statSync')
+        .mockImplementation(((p: fs.PathLike, o?: never) =>
+          p === dir ? { ...stat(p), uid: 65534 } : stat(p, o)) as typeof fs.statSync),
+    ];
+    try {
+      expect(await run('workflows', '--state-dir', stateDir)).toEqual({
+        code: 1,
+        out: '',
+        err: `drover-agent: error: cannot read ${dir}: permission denied (run it with sudo or as nobody)\n`,
+      });
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+  });
 
   it('explains a missing workflows directory without failing', async () => {
     fs.rmSync(dir, { recursive: true });
