@@ -76,8 +76,9 @@ export async function runStep(run: StepRun): Promise<StepOutcome> {
   // A held step let go already (its directory checked when it was held) is only taken up here.
   if (!run.held?.went) {
     if (run.signal.aborted) return { kind: 'cancelled' };
-    if (!isDirectory(command.cwd)) {
-      return { kind: 'spawn_failed', message: `the working directory ${command.cwd} does not exist` };
+    const cwdProblem = workingDirectoryProblem(command.cwd);
+    if (cwdProblem !== null) {
+      return { kind: 'spawn_failed', message: `could not start: the working directory ${command.cwd} ${cwdProblem}` };
     }
   }
   const subprocess = run.launcher ? run.launcher.launch(command, run.held) : spawnStep(command);
@@ -160,11 +161,25 @@ export function stepCommand(step: WorkflowStep, workspace: string, env: Record<s
   };
 }
 
-function isDirectory(dir: string): boolean {
+/**
+ * Why a step cannot start in `dir`, or null: it is missing, not a directory, or not to be entered
+ * by the agent's user (which the spawn would report as the program's `permission denied`).
+ */
+function workingDirectoryProblem(dir: string): string | null {
+  let stat: fs.Stats;
   try {
-    return fs.statSync(dir).isDirectory();
+    stat = fs.statSync(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return 'does not exist';
+    return code === 'EACCES' || code === 'EPERM' ? 'cannot be reached (permission denied)' : `cannot be read (${code})`;
+  }
+  if (!stat.isDirectory()) return 'is not a directory';
+  try {
+    fs.accessSync(dir, fs.constants.X_OK);
+    return null;
   } catch {
-    return false;
+    return 'cannot be entered (permission denied)';
   }
 }
 

@@ -72,9 +72,15 @@ describe('the executor', () => {
     expect(withArgs.result.errorMessage).toBe(
       'step 1 could not start `sleep 30`: command not found (to pass arguments, list them under `args`, or set `shell: true`)',
     );
+    // It read `step 1 (x) the working directory ... does not exist`, said of a file as well.
     const noDir = await runJob(stateDir, [{ run: 'true', cwd: 'nope', name: 'x' }]);
     expect(noDir.result.errorMessage).toMatch(
-      /^step 1 \(x\) the working directory .*\/workspace\/nope does not exist$/,
+      /^step 1 \(x\) could not start: the working directory .*\/workspace\/nope does not exist$/,
+    );
+    fs.writeFileSync(`${stateDir}/a-file`, '');
+    const aFile = await runJob(stateDir, [{ run: 'true', cwd: `${stateDir}/a-file`, name: 'x' }]);
+    expect(aFile.result.errorMessage).toBe(
+      `step 1 (x) could not start: the working directory ${stateDir}/a-file is not a directory`,
     );
   });
 
