@@ -39,6 +39,12 @@ const ENV_NAME_HINT = 'must be a name of letters, digits and `_`, not starting w
  */
 export const RESERVED_NAME = '__proto__';
 const RESERVED_HINT = '`__proto__` cannot be a variable name here: choose another name';
+/**
+ * The variable the agent marks a job's processes with (exec/orphans.ts): after a crash it finds
+ * the processes a job left by it, so neither a step's `env` nor a secret may set it.
+ */
+export const JOB_ID_VARIABLE = 'DROVER_JOB_ID';
+const JOB_ID_HINT = `\`${JOB_ID_VARIABLE}\` is set by the agent (it finds a job's processes by it after a crash): choose another name`;
 
 /** What to do about a second YAML document in a workflow file. */
 const ONE_WORKFLOW =
@@ -222,8 +228,8 @@ function readEnv(y: YamlReader, node: YamlNode | null, path: YamlPath): Record<s
       ok = false;
       continue;
     }
-    if (key === RESERVED_NAME) {
-      y.problem(entry.keyNode, [...path, key], RESERVED_HINT);
+    if (key === RESERVED_NAME || key === JOB_ID_VARIABLE) {
+      y.problem(entry.keyNode, [...path, key], key === RESERVED_NAME ? RESERVED_HINT : JOB_ID_HINT);
       ok = false;
       continue;
     }
@@ -254,8 +260,8 @@ function readSecretNames(y: YamlReader, node: YamlNode | null): string[] | null 
       what: 'the name of a secret from secrets.yaml',
     });
     if (name === null) ok = false;
-    else if (name === RESERVED_NAME) {
-      y.problem(item, ['secrets', i], RESERVED_HINT);
+    else if (name === RESERVED_NAME || name === JOB_ID_VARIABLE) {
+      y.problem(item, ['secrets', i], name === RESERVED_NAME ? RESERVED_HINT : JOB_ID_HINT);
       ok = false;
     } else if (seen.has(name)) {
       y.problem(item, ['secrets', i], `\`${name}\` is listed twice`);

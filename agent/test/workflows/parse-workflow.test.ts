@@ -182,6 +182,12 @@ describe('parseWorkflowFile', () => {
       'deploy.yaml:2: secrets[0]: `__proto__` cannot be a variable name here: choose another name',
       'deploy.yaml:5: steps[0].env.__proto__: `__proto__` cannot be a variable name here: choose another name',
     ]);
+    // The variable the agent finds a job's processes by after a crash: a step must not hide them.
+    const mark =
+      "`DROVER_JOB_ID` is set by the agent (it finds a job's processes by it after a crash): choose another name";
+    expect(
+      await problems('name: x\nsecrets: [DROVER_JOB_ID]\nsteps:\n  - run: a\n    env: {DROVER_JOB_ID: x}\n'),
+    ).toEqual([`deploy.yaml:2: secrets[0]: ${mark}`, `deploy.yaml:5: steps[0].env.DROVER_JOB_ID: ${mark}`]);
   });
 
   it("applies the coordinator's paramsSchema rules, pointing at the offending key", async () => {
