@@ -36,7 +36,7 @@ export interface JobManagerOptions {
   journal: Journal;
   outbox: Outbox;
   sender: ReportSender;
-  /** Waiting jobs the queue holds (the running one not counted). */
+  /** Jobs the queue holds, the running one counted (JobQueue). */
   capacity: number;
   /** A workflow by name, or why it cannot run here. */
   workflows: {
