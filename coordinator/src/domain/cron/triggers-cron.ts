@@ -23,6 +23,15 @@ export function checkCronExpression(expression: string): CronCheck {
     };
   }
   const normalized = fields.join(' ');
+  if (fields.some((f) => f.includes('+'))) {
+    // croner's own switch: with it a date must match day-of-month AND day-of-week, where cron
+    // (and every other schedule here) takes a date that matches either.
+    return {
+      ok: false,
+      reason:
+        'is not a valid cron expression: `+` is not taken (a date matches when its day-of-month or its day-of-week does, as in standard cron)',
+    };
+  }
   const outOfRange = rangeProblem(fields);
   if (outOfRange) return { ok: false, reason: `is not a valid cron expression: ${outOfRange}` };
   let next: Date | null;

@@ -8,6 +8,16 @@ describe('cron expressions of triggers', () => {
     }
   });
 
+  it("takes the parser's L, W and # (last, nearest weekday, nth weekday), not its + (day AND weekday)", () => {
+    for (const e of ['0 9 L * *', '0 9 15W * *', '0 9 * * 5#2', '0 9 * * 5L', '0 9 ? * MON']) {
+      expect(checkCronExpression(e)).toEqual({ ok: true, expression: e });
+    }
+    expect(checkCronExpression('0 9 1 * +MON')).toEqual({
+      ok: false,
+      reason: expect.stringMatching(/`\+` is not taken/),
+    });
+  });
+
   it('normalizes the spacing between fields', () => {
     expect(checkCronExpression('  0   9 * *\t1 ')).toEqual({ ok: true, expression: '0 9 * * 1' });
   });
