@@ -159,6 +159,34 @@ describe('agent enrollment', () => {
     expect((await t.api.post('/agent/enroll', { body: enrollBody(token) })).status).toBe(201);
   });
 
+  it('refuses a public key another agent has, of any organization or revoked, without spending the token', async () => {
+    // The signature does not cover X-Agent-Id: a request signed for one agent would pass for
+    // every agent with the same key (each has its own nonces), so a key is one agent's only.
+    const keys = generateEd25519KeyPair();
+    const first = await t.api.post<EnrollResponse>('/agent/enroll', {
+      body: enrollBody(await insertEnrollmentToken(t), { publicKey: keys.publicKey }),
+    });
+    expect(first.status).toBe(201);
+    const otherOrg = await t.owner.post<{ id: string }>('/orgs', { body: { name: 'Key reuse' } });
+    expect(otherOrg.status).toBe(201);
+    const tokens = [await insertEnrollmentToken(t), await insertEnrollmentToken(t, { orgId: otherOrg.body.id })];
+    for (const token of tokens) {
+      const again = await t.api.post('/agent/enroll', { body: enrollBody(token, { publicKey: keys.publicKey }) });
+      expectError(again, 422, 'validation_failed');
+      expect(again.body.details).toEqual([
+        { path: 'body.publicKey', message: expect.stringMatching(/already the key of an enrolled agent/) },
+      ]);
+    }
+    expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${first.body.agentId}`)).status).toBe(200);
+    const afterRevoke = await t.api.post('/agent/enroll', {
+      body: enrollBody(tokens[0]!, { publicKey: keys.publicKey }),
+    });
+    expectError(afterRevoke, 422, 'validation_failed');
+    // Neither token was spent.
+    for (const token of tokens)
+      expect((await t.api.post('/agent/enroll', { body: enrollBody(token) })).status).toBe(201);
+  });
+
   it('refuses bodies with missing fields, unknown fields, wrong types or huge strings', async () => {
     const token = await insertEnrollmentToken(t);
     const cases: [unknown, string][] = [

@@ -50,7 +50,7 @@ export async function enrollAgent(
   const id = newId();
   const outcome = await repos.agents.enroll(
     tokenHash,
-    { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: 'k', ...agent },
+    { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: `k-${id}`, ...agent },
     at,
   );
   if (!outcome.ok) throw new Error(`enroll agent: ${outcome.reason}`);

@@ -7,7 +7,7 @@ import type {
   EnrollOutcome,
 } from '../../domain/model/agents.js';
 import { mergeLabels } from '@drover/shared';
-import { command, one, query, run, type Database, type Flow } from '../sql/index.js';
+import { command, lock, one, query, run, type Database, type Flow } from '../sql/index.js';
 
 interface AgentRow {
   id: string;
@@ -69,6 +69,8 @@ const INSERT = query<AgentRow, [string, string, string, string, string, string, 
    RETURNING *`,
 );
 const BY_ID = query<AgentRow, [string]>('SELECT * FROM agents WHERE id = ?');
+/** Enrollments only (rare): the scan of a table without an index on the key is affordable. */
+const KEY_IN_USE = query<{ id: string }, [string]>('SELECT id FROM agents WHERE public_key = ? LIMIT 1');
 const IN_ORG = query<AgentRow, [string, string]>('SELECT * FROM agents WHERE org_id = ? AND id = ?');
 const BY_ORG = query<AgentRow, [string]>('SELECT * FROM agents WHERE org_id = ? ORDER BY seq DESC');
 const COUNT_BY_STATUS = query<{ status: AgentStatus; n: number }, [string]>(
@@ -138,8 +140,12 @@ export function createAgentRepository(db: Database, tokenRefusal: EnrollmentToke
         const token = yield* one(TOKEN, [tokenHash]);
         const refusal = tokenRefusal(token ? { usedAt: token.used_at, expiresAt: token.expires_at } : null, at);
         if (refusal || !token) return { ok: false, reason: refusal ?? 'unknown' };
-        if ((yield* run(SPEND_TOKEN, [at, agent.id, token.id])) !== 1) return { ok: false, reason: 'used' };
         const { id, name, hostname, os, agentVersion, publicKey } = agent;
+        // After the token, so that only the holder of a valid one learns whether a key is enrolled;
+        // the lock makes two enrollments of one key on two coordinators take turns.
+        yield* lock('agent-public-key', publicKey);
+        if (yield* one(KEY_IN_USE, [publicKey])) return { ok: false, reason: 'key_in_use' };
+        if ((yield* run(SPEND_TOKEN, [at, agent.id, token.id])) !== 1) return { ok: false, reason: 'used' };
         const row = yield* one(INSERT, [id, token.org_id, name, hostname, os, agentVersion, publicKey, at]);
         return { ok: true, agent: toAgent(row!) };
       });

@@ -96,6 +96,14 @@ export class AgentEnrollment {
     );
     if (!outcome.ok) {
       this.deps.logger.info({ reason: outcome.reason, address }, 'enrollment refused');
+      // Request signatures do not cover X-Agent-Id: an agent sharing another's key could be sent
+      // that agent's signed requests (nonces are per agent). The token is not spent.
+      if (outcome.reason === 'key_in_use') {
+        throw invalid(
+          'body.publicKey',
+          'is already the key of an enrolled agent: make a new key pair for each enrollment',
+        );
+      }
       // Only a token that never existed is a guess; a used or expired one was real.
       if (outcome.reason === 'unknown') await this.failed(client);
       throw unauthorized(REFUSALS[outcome.reason]);

@@ -45,7 +45,12 @@ export interface NewAgent {
 /** Why an enrollment token was refused: none has this hash, it was spent, or it expired. */
 export type EnrollRefusal = 'unknown' | 'used' | 'expired';
 
-export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: EnrollRefusal };
+/**
+ * `key_in_use`: the public key is already that of an agent (of any organization, revoked ones
+ * included). The signature does not cover X-Agent-Id, so two agents with one key could each
+ * be sent the other's signed requests.
+ */
+export type EnrollOutcome = { ok: true; agent: Agent } | { ok: false; reason: EnrollRefusal | 'key_in_use' };
 
 /** An enrollment token as stored (null: none has the hash). */
 export type StoredEnrollmentToken = { usedAt: string | null; expiresAt: string } | null;
@@ -56,7 +61,8 @@ export type EnrollmentTokenRefusal = (token: StoredEnrollmentToken, at: string) 
 export interface AgentRepository {
   /**
    * Spends a single-use enrollment token and creates the agent, atomically: two agents racing
-   * with one token make exactly one agent.
+   * with one token make exactly one agent. A public key some agent already has is refused
+   * (`key_in_use`) without spending the token.
    */
   enroll(tokenHash: string, agent: NewAgent, at: string): Promise<EnrollOutcome>;
   findById(id: string): Promise<Agent | null>;

@@ -25,14 +25,31 @@ describe.each(DATABASES)('agents (%s)', (kind) => {
     );
     return tokenHash;
   };
-  const agent = (fields: Partial<NewAgent> = {}): NewAgent => ({
-    id: newId(),
-    name: 'edge-1',
-    hostname: 'edge-1.local',
-    os: 'linux',
-    agentVersion: '1.0.0',
-    publicKey: 'a2V5',
-    ...fields,
+  const agent = (fields: Partial<NewAgent> = {}): NewAgent => {
+    const id = newId();
+    return {
+      id,
+      name: 'edge-1',
+      hostname: 'edge-1.local',
+      os: 'linux',
+      agentVersion: '1.0.0',
+      publicKey: `key-${id}`,
+      ...fields,
+    };
+  };
+
+  it('refuses a key another agent has without spending the token; two enrollments of one key at once on two coordinators make one agent', async () => {
+    const orgId = await org();
+    const publicKey = `shared-${newId()}`;
+    const tokens = await Promise.all([token(orgId), token(await org())]);
+    const outcomes = await Promise.all(
+      tokens.map((tokenHash, i) => (i % 2 ? t.other : t.repos).agents.enroll(tokenHash, agent({ publicKey }), AT)),
+    );
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
+    const loser = outcomes.findIndex((o) => !o.ok);
+    expect(outcomes[loser]).toEqual({ ok: false, reason: 'key_in_use' });
+    // The refused token is still good for another key.
+    expect((await t.repos.agents.enroll(tokens[loser]!, agent(), AT)).ok).toBe(true);
   });
 
   it('enrolls with a token once, even when agents race with it on two coordinators', async () => {

@@ -36,7 +36,7 @@ export async function enroll(repos: ContractRepositories, orgId: string, at: str
   const id = newId();
   const outcome = await repos.agents.enroll(
     tokenHash,
-    { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: 'k' },
+    { id, name: 'a', hostname: 'h', os: 'linux', agentVersion: '1', publicKey: `k-${id}` },
     at,
   );
   if (!outcome.ok) throw new Error(`enroll agent: ${outcome.reason}`);
