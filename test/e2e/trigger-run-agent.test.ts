@@ -202,7 +202,7 @@ describe("a job's log with a real agent", () => {
     expect(lines.filter((l) => l.text.includes('dropped here'))).toHaveLength(1);
     expect(lines[gap]!.text).toBe(
       `[drover] ${done.logsDropped.toLocaleString('en-US')} lines (${lines[gap]!.text.match(/\((.+?)\)/)![1]}) dropped here: ` +
-        "this job's log passed its limit of 64 KiB (DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept",
+        "this job's log passed its limit of 64 KiB or 4,096 lines (DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept",
     );
     const floods = (part: typeof lines) =>
       part.filter((l) => l.stream === 'stdout').map((l) => Number(l.text.slice(6, 11)));

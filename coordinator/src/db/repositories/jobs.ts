@@ -283,17 +283,19 @@ function* walk(jobId: string, from: number, take: (line: LineSize) => boolean): 
 }
 
 /**
- * Brings a log over its cap back under it (docs/jobs.md, "Log lines"): the head (the first
- * lines within `cap.headBytes`) stays, the oldest lines after it are deleted until the rest
- * fits, and one line at the last dropped seq says how many were dropped in all (replacing the
- * one a previous cut left). Reads only the lines it deletes, and the head at the first cut.
+ * Brings a log over its cap (of bytes or of lines) back under it (docs/jobs.md, "Log lines"): the
+ * head (the first lines within `cap.headBytes` and `cap.headLines`) stays, the oldest lines after
+ * it are deleted until the rest fits, and one line at the last dropped seq says how many were
+ * dropped in all (replacing the one a previous cut left). Reads only the lines it deletes, and the head at the first cut.
  */
 function* cutLog(jobId: string, usage: LogUsage, cap: LogCap): Flow<LogUsage> {
   let from: number | null = null;
   let gapLine: { seq: number; bytes: number } | null = null;
   if (usage.gap_last_seq === null) {
     let head = 0;
-    from = (yield* walk(jobId, 0, (line) => (head += line.bytes) <= cap.headBytes))?.seq ?? null;
+    let headLines = 0;
+    const inHead = (line: LineSize) => (head += line.bytes) <= cap.headBytes && ++headLines <= cap.headLines;
+    from = (yield* walk(jobId, 0, inHead))?.seq ?? null;
   } else {
     const bytes = yield* one(LINE_BYTES, [jobId, usage.gap_last_seq]);
     if (bytes !== null) gapLine = { seq: usage.gap_last_seq, bytes };
@@ -302,7 +304,9 @@ function* cutLog(jobId: string, usage: LogUsage, cap: LogCap): Flow<LogUsage> {
   if (from === null) return usage;
   const dropped = { lines: usage.dropped_lines, bytes: usage.dropped_bytes };
   const kept = () => usage.bytes - (dropped.bytes - usage.dropped_bytes) - (gapLine?.bytes ?? 0);
-  const fits = () => kept() + textBytes(cap.gapText(dropped)) <= cap.maxBytes;
+  const keptLines = () => usage.lines - (dropped.lines - usage.dropped_lines) - (gapLine ? 1 : 0);
+  // The gap's line counts too.
+  const fits = () => kept() + textBytes(cap.gapText(dropped)) <= cap.maxBytes && keptLines() + 1 <= cap.maxLines;
   const cut: { first: number | null; last: LineSize | null } = { first: null, last: null };
   yield* walk(jobId, from, (line) => {
     if (fits()) return false;
@@ -356,7 +360,7 @@ function* appendLogs(
     lines: before.lines + inserted.length,
     bytes: before.bytes + inserted.reduce((sum, [, , , , text]) => sum + Buffer.byteLength(text), 0),
   };
-  if (usage.bytes > cap.maxBytes) usage = yield* cutLog(jobId, usage, cap);
+  if (usage.bytes > cap.maxBytes || usage.lines > cap.maxLines) usage = yield* cutLog(jobId, usage, cap);
   yield* run(SAVE_LOG_USAGE, { job_id: jobId, ...usage });
   return { outcome: 'stored', job, accepted: inserted.length };
 }

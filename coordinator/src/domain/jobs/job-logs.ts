@@ -15,17 +15,27 @@ export const JOB_LOGS_MAX_LIMIT = 5_000;
 export const JOB_LOGS_PAGE_MAX_BYTES = 1024 * 1024;
 
 /**
- * The cap of a job's stored log (docs/jobs.md, "Log lines"): past `maxBytes` of text the middle
- * is dropped. The first lines are kept while they fit in a quarter of it (the head), the newest
- * fill the rest, and one line where the gap is says how many lines were dropped.
+ * A log's lines are capped at one per this many bytes of its cap: a log whose lines average fewer
+ * bytes of text is cut by their number (each line is a row, whatever its text).
+ */
+export const JOB_LOG_BYTES_PER_LINE = 16;
+
+/**
+ * The cap of a job's stored log (docs/jobs.md, "Log lines"): past `maxBytes` of text, or
+ * `maxBytes / 16` lines, the middle is dropped. The first lines are kept while they fit in a
+ * quarter of both (the head), the newest fill the rest, and one line where the gap is says how
+ * many lines were dropped.
  */
 export function logCap(maxBytes: number): LogCap {
+  const maxLines = Math.floor(maxBytes / JOB_LOG_BYTES_PER_LINE);
   return {
     maxBytes,
     headBytes: Math.floor(maxBytes / 4),
+    maxLines,
+    headLines: Math.floor(maxLines / 4),
     gapText: ({ lines, bytes }) =>
       `[drover] ${countOf(lines, 'line')} (${bytesInWords(bytes)}) dropped here: this job's log passed its limit of ` +
-      `${bytesInWords(maxBytes)} (DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept`,
+      `${bytesInWords(maxBytes)} or ${countOf(maxLines, 'line')} (DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept`,
   };
 }
 

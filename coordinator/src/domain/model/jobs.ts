@@ -143,6 +143,13 @@ export interface LogCap {
   maxBytes: number;
   /** The first lines are kept while their text fits in this many bytes: the head. */
   headBytes: number;
+  /**
+   * The most lines a job's stored log holds, the gap's line included: text bytes alone would let
+   * empty lines pile up rows without end.
+   */
+  maxLines: number;
+  /** The head is also at most this many lines. */
+  headLines: number;
   /** The text of the one line that stands where lines were dropped, for all dropped so far. */
   gapText(dropped: { lines: number; bytes: number }): string;
 }

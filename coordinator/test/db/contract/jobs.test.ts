@@ -356,6 +356,28 @@ describe.each(DATABASES)('job repository (%s)', (kind) => {
         expect((await consistent(job.id)).lines).toEqual(lines);
       });
 
+      it('caps the number of lines too, so that empty or one-byte lines cannot pile up rows without end', async () => {
+        // 4,000 bytes of text allow 250 lines (a head of 62); empty lines have no bytes for the byte cap to count.
+        const job = await insertJob();
+        await repos().jobs.start(agentId, job.id, at(1));
+        const empty = (from: number) => Array.from({ length: 100 }, (_, i) => line(from + i, ''));
+        for (let from = 1; from <= 1_000; from += 100) await accepted(job.id, empty(from), cap);
+        const lines = await stored(job.id);
+        const summary = await repos().jobs.logSummary(job.id);
+        expect(summary.lines).toBe(lines.length);
+        expect(lines.length).toBeLessThanOrEqual(250);
+        // The head (a quarter of the lines), the gap's line, the newest lines up to 1,000.
+        expect(lines.slice(0, 62).map((l) => l.seq)).toEqual(
+          empty(1)
+            .slice(0, 62)
+            .map((l) => l.seq),
+        );
+        expect(lines[62]).toMatchObject({ stream: 'system', text: expect.stringContaining('dropped here') });
+        expect(gapLines(lines)).toHaveLength(1);
+        expect(lines.at(-1)!.seq).toBe(1_000);
+        expect(summary.droppedLines + summary.lines - 1).toBe(1_000);
+      });
+
       it("moves the gap's line to the newest dropped line as more are dropped, and pages across it", async () => {
         const job = await insertJob();
         await repos().jobs.start(agentId, job.id, at(1));

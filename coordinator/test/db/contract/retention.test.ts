@@ -54,7 +54,13 @@ describe.each(DATABASES)('retention (%s)', (kind) => {
         stream: 'stdout' as const,
         text: `line ${i + 1}`,
       }));
-      const cap = { maxBytes: 1 << 20, headBytes: 1 << 18, gapText: () => 'gap' };
+      const cap = {
+        maxBytes: 1 << 20,
+        headBytes: 1 << 18,
+        maxLines: 1 << 16,
+        headLines: 1 << 14,
+        gapText: () => 'gap',
+      };
       await t.repos.jobs.appendLogs(org.agentId, job.id, logLines, cap);
     }
     await t.exec(`UPDATE jobs SET status = '${status}', finished_at = '${iso(endedAt)}' WHERE id = '${job.id}'`);

@@ -7,10 +7,15 @@ describe("a job log's cap", () => {
     expect(logCap(65_537).headBytes).toBe(16_384);
   });
 
+  it('caps the lines at one per 16 bytes of the budget, a quarter of them the head', () => {
+    expect(logCap(DEFAULT_JOB_LOG_MAX_BYTES)).toMatchObject({ maxLines: 1024 * 1024, headLines: 256 * 1024 });
+    expect(logCap(65_537)).toMatchObject({ maxLines: 4_096, headLines: 1_024 });
+  });
+
   it('says in the gap how many lines and bytes were dropped, and the limit, in words', () => {
     const cap = logCap(DEFAULT_JOB_LOG_MAX_BYTES);
     expect(cap.gapText({ lines: 182_311, bytes: 12.3 * 1024 * 1024 })).toBe(
-      "[drover] 182,311 lines (12.3 MiB) dropped here: this job's log passed its limit of 16 MiB " +
+      "[drover] 182,311 lines (12.3 MiB) dropped here: this job's log passed its limit of 16 MiB or 1,048,576 lines " +
         '(DROVER_JOB_LOG_MAX_BYTES); its first lines and its newest are kept',
     );
     expect(cap.gapText({ lines: 1, bytes: 1 })).toMatch(/^\[drover\] 1 line \(1 byte\) dropped here/);
