@@ -69,7 +69,7 @@ const INSERT = query<AgentRow, [string, string, string, string, string, string, 
    RETURNING *`,
 );
 const BY_ID = query<AgentRow, [string]>('SELECT * FROM agents WHERE id = ?');
-/** Enrollments only (rare): the scan of a table without an index on the key is affordable. */
+/** Through its index (migration 0048; PostgreSQL 0031). */
 const KEY_IN_USE = query<{ id: string }, [string]>('SELECT id FROM agents WHERE public_key = ? LIMIT 1');
 const IN_ORG = query<AgentRow, [string, string]>('SELECT * FROM agents WHERE org_id = ? AND id = ?');
 const BY_ORG = query<AgentRow, [string]>('SELECT * FROM agents WHERE org_id = ? ORDER BY seq DESC');
