@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { auditEntries } from '../helpers/audit.js';
@@ -17,6 +18,7 @@ describe('batches', () => {
   let t: TestCoordinator;
   const agents: Record<string, TestAgent> = {};
   let caller: ApiClient;
+  let callerToken: string;
   const triggers: Record<string, string> = {};
 
   const labels = (agent: TestAgent, extra: Record<string, string>) =>
@@ -89,6 +91,7 @@ describe('batches', () => {
     const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: Object.values(triggers) }], {
       rateLimitPerMinute: 100,
     });
+    callerToken = token.token;
     caller = t.api.withToken(token.token);
   });
   afterAll(() => t?.close());
@@ -199,6 +202,43 @@ describe('batches', () => {
       ['gw-c', 'rejected'],
     ]);
     expect(res.body.timedOut).toBeUndefined();
+  });
+
+  it('stops a sync wait at once when the client left while its batch was admitted, not after responseTimeoutMs', async () => {
+    const { runs, batches } = t.coordinator.ctx;
+    const admit = runs.run.bind(runs);
+    const wait = batches.waitForEnd.bind(batches);
+    // A slow admission (a PostgreSQL lock wait, a busy group commit): the client leaves meanwhile.
+    runs.run = async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      return admit(...args);
+    };
+    let waited!: (ms: number) => void;
+    const waitEnded = new Promise<number>((resolve) => (waited = resolve));
+    batches.waitForEnd = async (...args) => {
+      const started = Date.now();
+      const result = await wait(...args);
+      waited(Date.now() - started);
+      return result;
+    };
+    try {
+      const call = http.request(new URL(`${t.baseUrl}/triggers/${triggers.sync}/run`), {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${callerToken}`, 'content-type': 'application/json' },
+      });
+      const failed = new Promise((resolve) => call.on('error', resolve));
+      call.end('{}');
+      setTimeout(() => call.destroy(), 100);
+      expect(await failed).toBeInstanceOf(Error);
+      // Without the check the wait would hold on for the trigger's 10 s.
+      expect(await waitEnded).toBeLessThan(2_000);
+    } finally {
+      runs.run = admit;
+      batches.waitForEnd = wait;
+    }
+    const [left] = (await t.owner.get(`/orgs/${t.orgId}/batches?triggerId=${triggers.sync}&limit=1`)).body;
+    expect((await t.owner.post(`/batches/${left.id}/cancel`)).status).toBe(200);
   });
 
   it('names the batch with one idempotency key, and cancels every unfinished job of it', async () => {

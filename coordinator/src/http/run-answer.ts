@@ -219,21 +219,30 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
     done();
   });
 
-  /** The sync answer: the job's result, waited for at most `timeoutMs` (less when the client goes away or the server closes). */
-  async function syncAnswer(reply: FastifyReply, jobId: string, timeoutMs: number, idempotent: boolean) {
+  /**
+   * What ends a sync wait before its time: the client going away, or the server closing. `release`
+   * drops the listener once the wait is over.
+   */
+  function waitSignal(reply: FastifyReply): { signal: AbortSignal; release(): void } {
     const gone = new AbortController();
     const onClose = () => {
       if (!reply.raw.writableFinished) gone.abort();
     };
     reply.raw.once('close', onClose);
-    // Gone while the job was admitted: its 'close' came before the listener. (The request itself
-    // is destroyed once its body was read: its socket tells whether the client is still there.)
+    // Gone while the job (or batch) was admitted: its 'close' came before the listener. (The request
+    // itself is destroyed once its body was read: its socket tells whether the client is still there.)
     if (reply.raw.destroyed || reply.request.raw.socket?.destroyed === true) onClose();
+    return { signal: AbortSignal.any([gone.signal, closing.signal]), release: () => reply.raw.off('close', onClose) };
+  }
+
+  /** The sync answer: the job's result, waited for at most `timeoutMs` (less when the client goes away or the server closes). */
+  async function syncAnswer(reply: FastifyReply, jobId: string, timeoutMs: number, idempotent: boolean) {
+    const wait = waitSignal(reply);
     let job: JobResult | null;
     try {
-      job = await runs.waitForResult(jobId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));
+      job = await runs.waitForResult(jobId, timeoutMs, wait.signal);
     } finally {
-      reply.raw.off('close', onClose);
+      wait.release();
     }
     if (!job) throw notFound('Job');
     // Answered because the server is closing: the connection must not stay open for keep-alive.
@@ -259,16 +268,12 @@ export function runAnswerer(app: FastifyInstance, runs: TriggerRunService, batch
     timeoutMs: number,
     idempotent: boolean,
   ) {
-    const gone = new AbortController();
-    const onClose = () => {
-      if (!reply.raw.writableFinished) gone.abort();
-    };
-    reply.raw.once('close', onClose);
+    const wait = waitSignal(reply);
     let result: Awaited<ReturnType<BatchService['waitForEnd']>>;
     try {
-      result = await batches.waitForEnd(orgId, batchId, timeoutMs, AbortSignal.any([gone.signal, closing.signal]));
+      result = await batches.waitForEnd(orgId, batchId, timeoutMs, wait.signal);
     } finally {
-      reply.raw.off('close', onClose);
+      wait.release();
     }
     if (closing.signal.aborted) void reply.header('connection', 'close');
     const counts = Object.fromEntries(JOB_STATUSES.map((s) => [s, 0])) as Record<(typeof JOB_STATUSES)[number], number>;
