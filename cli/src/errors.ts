@@ -55,7 +55,26 @@ export class NoAnswer extends CliError {
   get temporary(): boolean {
     return TEMPORARY_CODES.has(this.code) || this.timedOut;
   }
+
+  /**
+   * Whether the call may have reached the coordinator: the connection was lost, or the answer was
+   * late, once the request was on its way (not a connection that never opened: refused, no route,
+   * no name, a certificate refused), so what it asked for may have been done.
+   */
+  get afterSending(): boolean {
+    return AFTER_SENDING_CODES.has(this.code);
+  }
 }
+
+const AFTER_SENDING_CODES = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
 
 const TIMEOUT_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',

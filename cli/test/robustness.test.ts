@@ -460,6 +460,33 @@ describe('--wait-timeout on a sync trigger', () => {
   }, 15_000);
 });
 
+describe('a run whose connection is lost once it was sent (a coordinator or a proxy restarted)', () => {
+  it('says the job may have started and how to get it back: exit 6 with --wait, 2 without; a refused connection is still 2', async () => {
+    const env = await start({ [`POST /v1/triggers/${TRIGGER}/run`]: (req) => req.socket.destroy() });
+    const waited = await cli(['run', TRIGGER, '--wait', '--idempotency-key', 'k1'], env);
+    expect(waited).toEqual({
+      code: 6,
+      stdout: '',
+      stderr:
+        `drover: the coordinator at ${srv!.url} did not answer the run it was sent (UND_ERR_SOCKET): the job may have ` +
+        'started and still run; run again with --idempotency-key k1 to get its answer, or find it with `drover jobs`\n',
+    });
+    const sent = await cli(['run', TRIGGER], env);
+    expect(sent.code).toBe(2);
+    expect(sent.stderr).toContain(
+      '(UND_ERR_SOCKET): the job may have started and still run; find it with `drover jobs`',
+    );
+    const url = srv!.url;
+    await srv!.close();
+    srv = undefined;
+    const refused = await cli(['run', TRIGGER, '--wait'], { ...env, DROVER_URL: url });
+    expect(refused).toMatchObject({
+      code: 2,
+      stderr: `drover: cannot reach the coordinator at ${url}: ECONNREFUSED\n`,
+    });
+  });
+});
+
 describe('a reader of the output that went away', () => {
   it('stops quietly on EPIPE (141), and throws any other write error', () => {
     const stream = new EventEmitter();

@@ -110,7 +110,9 @@ type RunAnswer = RunAccepted | RunResult | BatchAccepted | BatchResult;
 
 /**
  * Runs the trigger. A sync trigger's answer is its wait: it waits at most `--wait-timeout`; when
- * that passes first, exit 6 saying the job may still run and how to get it back.
+ * that passes first, exit 6 saying the job may still run and how to get it back. A connection lost
+ * once the run was sent (a coordinator or a proxy restarted during a sync trigger's wait) says the
+ * same, rather than that the coordinator could not be reached: exit 6 with `--wait`, else 2.
  */
 async function runTrigger(
   caller: Caller,
@@ -124,20 +126,28 @@ async function runTrigger(
   const id = encodeURIComponent(triggerId);
   const answerTimeoutMs = Math.min(SYNC_ANSWER_TIMEOUT_MS, waitTimeoutMs ?? Infinity);
   const options = { body, headers, answerTimeoutMs };
+  // A session runs it by hand (the same body and answers, in the user's organization).
+  const path = caller.kind === 'token' ? `/triggers/${id}/run` : `/orgs/${await caller.orgId()}/triggers/${id}/run`;
   try {
-    if (caller.kind === 'token') return await caller.api.call<RunAnswer>('POST', `/triggers/${id}/run`, options);
-    // A session runs it by hand (the same body and answers, in the user's organization).
-    const org = await caller.orgId();
-    return await caller.api.call<RunAnswer>('POST', `/orgs/${org}/triggers/${id}/run`, options);
+    return await caller.api.call<RunAnswer>('POST', path, options);
   } catch (error) {
-    if (waitTimeoutMs === undefined || !(error instanceof NoAnswer) || !error.timedOut) throw error;
+    if (!(error instanceof NoAnswer) || !(error.afterSending || (waitTimeoutMs !== undefined && error.timedOut)))
+      throw error;
     const getBack =
       idempotencyKey === undefined
         ? 'find it with `drover jobs` (a session), or next time pass --idempotency-key to get it back by running again'
         : `run again with --idempotency-key ${idempotencyKey} to get its answer, or find it with \`drover jobs\``;
+    if (waitTimeoutMs !== undefined && error.timedOut) {
+      throw new CliError(
+        `no answer from the run within --wait-timeout ${flags.waitTimeout}: the job may still run; ${getBack}`,
+        EXIT.stillRunning,
+      );
+    }
+    const lost = error.timedOut ? 'no answer in time' : error.code;
     throw new CliError(
-      `no answer from the run within --wait-timeout ${flags.waitTimeout}: the job may still run; ${getBack}`,
-      EXIT.stillRunning,
+      `the coordinator at ${caller.api.origin} did not answer the run it was sent (${lost}): the job may have ` +
+        `started and still run; ${getBack}`,
+      flags.wait ? EXIT.stillRunning : EXIT.usage,
     );
   }
 }
