@@ -4,6 +4,7 @@ export * from './headers.js';
 export * from './signature.js';
 export * from './wire.js';
 export * from './jobs.js';
+export * from './job-messages.js';
 export * from './params.js';
 export * from './param-env.js';
 export * from './file-refs.js';

@@ -17,6 +17,7 @@ import { answerPage } from '../api/triggers';
 import { agentsQuery, isFinished, orgsQuery } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
 import { BatchName } from '../components/BatchName';
+import { cancelState } from '../components/cancel-words';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
@@ -396,16 +397,4 @@ function JobActions({ job }: { job: JobDetail }) {
       <ErrorMessage error={cancel.error ?? again.error} />
     </div>
   );
-}
-
-/**
- * What became of a cancel, from the job as last read (so it also holds after a reload, and ends
- * when the job ends): null when nobody asked to cancel it.
- */
-function cancelState(job: Job): string | null {
-  if (job.cancelRequestedAt === null) return null;
-  if (!isFinished(job.status))
-    return 'Cancel requested: the agent is stopping the job; it ends cancelled when the agent confirms.';
-  if (job.status !== 'cancelled') return `The job ended ${job.status.replace('_', ' ')} before it could be stopped.`;
-  return job.startedAt === null ? 'Cancelled: the job had not started.' : 'Cancelled: its agent stopped the job.';
 }

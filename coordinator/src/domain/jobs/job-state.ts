@@ -195,8 +195,8 @@ export function finishInstant(reported: string | undefined, since: string, now: 
 export const DEADLINE_MESSAGE = "no result from the agent before the job's deadline";
 export const REVOKED_MESSAGE = 'the agent was revoked before the job finished';
 export const CANCELLED_MESSAGE = 'cancelled: a user cancelled the job before it started';
-export const CANCEL_UNCONFIRMED_MESSAGE =
-  "cancelled: a user cancelled the job, and its agent did not confirm that it stopped before the cancel's deadline";
+/** Shared with the dashboard, which tells such a job from one its agent stopped. */
+export { CANCEL_UNCONFIRMED_MESSAGE } from '@drover/shared';
 
 const REJECT_MESSAGES: Record<RejectJobRequest['reason'], string> = {
   queue_full: "the agent's job queue is full",
