@@ -399,4 +399,24 @@ describe('the data directory lock', () => {
       stderr: `drover-coordinator: cannot use the data directory ${dataDir}: ${lock}: it is a FIFO, not a regular file (EINVAL): remove it\n`,
     });
   });
+
+  it('refuses a data directory that is a file, or lies under one, in one line naming the setting', async () => {
+    const file = path.join(makeTempDir(), 'not-a-dir');
+    fs.writeFileSync(file, 'x');
+    const check = '(check --data-dir or DROVER_DATA_DIR)';
+    for (const command of ['start', 'migrate']) {
+      expect(await run([command, '--port', '0', '--data-dir', file])).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `drover-coordinator: the data directory ${file} is not a directory ${check}\n`,
+      });
+    }
+    const under = path.join(file, 'data');
+    expect(await run(['start', '--port', '0'], { DROVER_DATA_DIR: under })).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: `drover-coordinator: the data directory ${under} cannot be made: a part of its path is a file ${check}\n`,
+    });
+    expect(fs.readFileSync(file, 'utf8')).toBe('x');
+  });
 });

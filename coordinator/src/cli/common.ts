@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Command } from 'commander';
 import { isLockHeldError } from '@drover/shared';
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from '../config/config.js';
@@ -48,8 +49,28 @@ function inUse(dataDir: string, pid: number): never {
   exitWith(1, `the data directory ${dataDir} is in use by another drover-coordinator (pid ${pid}); stop it first`);
 }
 
+/**
+ * Exits 2 in one line when the data directory's path names something that is not a directory (a
+ * file): otherwise what the lock file's open or the directory's mkdir says (ENOTDIR, EEXIST) is all
+ * an operator would see, and neither names the setting.
+ */
+function refuseIfNotADirectory(dataDir: string): void {
+  const check = '(check --data-dir or DROVER_DATA_DIR)';
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(dataDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOTDIR') {
+      exitWith(2, `the data directory ${dataDir} cannot be made: a part of its path is a file ${check}`);
+    }
+    return; // missing (made by whoever needs it), or unreadable: said when it is used
+  }
+  if (!stat.isDirectory()) exitWith(2, `the data directory ${dataDir} is not a directory ${check}`);
+}
+
 /** Exits 1 in one line when a running coordinator process holds the data directory; creates nothing. */
 export function refuseIfDataDirInUse(dataDir: string): void {
+  refuseIfNotADirectory(dataDir);
   const holder = dataDirHolder(dataDir);
   if (holder !== null) inUse(dataDir, holder);
 }
@@ -59,6 +80,7 @@ export function refuseIfDataDirInUse(dataDir: string): void {
  * exits 1 in one line: held by another coordinator process, or the directory cannot be made.
  */
 export function lockDataDirOrExit(dataDir: string): () => void {
+  refuseIfNotADirectory(dataDir);
   let release: () => void;
   try {
     release = lockDataDir(dataDir);
