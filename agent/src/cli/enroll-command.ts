@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { describeOffset, LARGE_OFFSET_MS } from '../http/server-clock.js';
-import { defaultStateDir } from '../state/paths.js';
+import { stateDirOf } from '../state/paths.js';
 import { CA_FILE_HELP } from './run-command.js';
 import type { CliIo } from './io.js';
 
@@ -31,7 +31,7 @@ export function configureEnrollCommand(program: Command, io: CliIo): void {
       const [{ enrollAgent }, { keyFingerprint, showControls }, { configureDispatcher, describeRouteFor }] =
         await Promise.all([import('../enroll.js'), import('@drover/shared'), import('../http/dispatcher.js')]);
       configureDispatcher({ caFile: flags.caFile });
-      const stateDir = flags.stateDir ?? defaultStateDir();
+      const stateDir = stateDirOf(flags.stateDir);
       const result = await enrollAgent({
         url: flags.url,
         token: flags.token,

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { formatRecord, levelNumber, LEVEL_NAMES, showControls, showControlsInJson } from '@drover/shared';
 import { followLogs, readLogs, type LogFilter, type LogLine } from '../logging/read-logs.js';
 import { logFile } from '../logging/log-files.js';
-import { defaultStateDir } from '../state/paths.js';
+import { stateDirOf } from '../state/paths.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 
 interface LogsFlags {
@@ -56,7 +56,7 @@ export function configureLogsCommand(program: Command, io: CliIo): void {
         }
       }
 
-      const stateDir = flags.stateDir ?? defaultStateDir();
+      const stateDir = stateDirOf(flags.stateDir);
       const color = io === processIo && process.stdout.isTTY === true && !process.env.NO_COLOR;
       // What a job or a workflow put in the log is shown, never obeyed by the terminal: control
       // characters as `\xHH` (JSON lines stay the same JSON, with `\u00HH` escapes).

@@ -7,7 +7,7 @@ import { LABELS_ENV, loadAgentLabels, MAX_USER_LABELS } from '../daemon/agent-la
 import { DEFAULTS } from '../daemon/defaults.js';
 import { AgentError } from '../errors.js';
 import { refuseRootInAnotherUsersDir } from '../state/owner.js';
-import { defaultStateDir } from '../state/paths.js';
+import { stateDirOf } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 
@@ -166,7 +166,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       } = await loadDaemon();
       // The proxy variables and the CA file: one the agent cannot use stops it here.
       configureDispatcher({ caFile: flags.caFile });
-      const stateDir = flags.stateDir ?? defaultStateDir();
+      const stateDir = stateDirOf(flags.stateDir);
       refuseRootInAnotherUsersDir(stateDir, 'run');
       ensurePrivateDir(stateDir);
       loadIdentity(stateDir); // not enrolled: say so before anything else is created

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { showControls, showControlsInJson } from '@drover/shared';
-import { defaultStateDir } from '../state/paths.js';
+import { stateDirOf } from '../state/paths.js';
 import { readAgentStatus } from '../status/agent-status.js';
 import { formatAgentStatus } from '../status/format-status.js';
 import { CliExit, type CliIo } from './io.js';
@@ -12,7 +12,7 @@ export function configureStatusCommand(program: Command, io: CliIo): void {
     .option('--state-dir <dir>', 'the agent state directory (env DROVER_AGENT_STATE_DIR)')
     .option('--json', 'print the status as JSON')
     .action((flags: { stateDir?: string; json?: boolean }) => {
-      const status = readAgentStatus(flags.stateDir ?? defaultStateDir());
+      const status = readAgentStatus(stateDirOf(flags.stateDir));
       // Names and errors in it may come from the coordinator or a workflow: shown, never obeyed.
       if (flags.json) io.out(`${showControlsInJson(JSON.stringify(status, null, 2))}\n`);
       else io.out(`${showControls(formatAgentStatus(status).join('\n'))}\n`);

@@ -1,5 +1,6 @@
 import os from 'node:os';
 import path from 'node:path';
+import { AgentError } from '../errors.js';
 
 /** Files of the agent's state directory. */
 export const STATE_FILES = {
@@ -15,10 +16,27 @@ export const STATE_FILES = {
  */
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, uid = process.getuid?.()): string {
   const fromEnv = env.DROVER_AGENT_STATE_DIR;
-  if (fromEnv) return path.resolve(fromEnv);
+  if (fromEnv) {
+    // Only blanks is no path: it would be a directory named ` ` in the current one.
+    if (fromEnv.trim() === '') throw noDirectory('DROVER_AGENT_STATE_DIR', fromEnv);
+    return path.resolve(fromEnv);
+  }
   if (uid === 0) return '/var/lib/drover-agent';
   return path.join(os.homedir(), '.drover-agent');
 }
+
+/**
+ * The state directory of a command: its `--state-dir` when given, else the default above. An
+ * empty or blank one is refused naming the flag (else `Cannot create the state directory : ENOENT`).
+ */
+export function stateDirOf(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  if (flag === undefined) return defaultStateDir(env);
+  if (flag.trim() === '') throw noDirectory('--state-dir', flag);
+  return flag;
+}
+
+const noDirectory = (setting: string, value: string) =>
+  new AgentError('bad_config', `${setting} expects a directory path, got \`${value}\``);
 
 export const statePath = (stateDir: string, file: keyof typeof STATE_FILES): string =>
   path.join(stateDir, STATE_FILES[file]);

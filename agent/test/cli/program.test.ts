@@ -186,6 +186,43 @@ describe('drover-agent enroll, before any network call', () => {
   });
 });
 
+describe('the state directory setting', () => {
+  it('refuses an empty or blank --state-dir, or a blank DROVER_AGENT_STATE_DIR, naming it, in every command', async () => {
+    const cwd = process.cwd();
+    process.chdir(root); // where a directory named ` ` would be made
+    try {
+      for (const command of [
+        ['run'],
+        ['status'],
+        ['workflows'],
+        ['logs'],
+        ['enroll', '--url', 'http://127.0.0.1:1', '--token', `drve_${'a'.repeat(40)}`],
+      ]) {
+        for (const value of ['', '  ']) {
+          expect(await run(...command, '--state-dir', value)).toEqual({
+            code: 1,
+            out: '',
+            err: `drover-agent: error: --state-dir expects a directory path, got \`${value}\`\n`,
+          });
+        }
+        process.env.DROVER_AGENT_STATE_DIR = ' ';
+        try {
+          expect(await run(...command)).toEqual({
+            code: 1,
+            out: '',
+            err: 'drover-agent: error: DROVER_AGENT_STATE_DIR expects a directory path, got ` `\n',
+          });
+        } finally {
+          delete process.env.DROVER_AGENT_STATE_DIR;
+        }
+      }
+      expect(fs.readdirSync(root)).toEqual([]);
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+});
+
 describe('drover-agent run: the self-update settings, checked before anything starts', () => {
   it('names what turned self-update off, for the log line: the flag, or the variable (the package sets it)', () => {
     expect(selfUpdateSetting(false, 'on')).toEqual({ enabled: false, source: '--no-self-update' });
