@@ -7,7 +7,7 @@ import { LABELS_ENV, loadAgentLabels, MAX_USER_LABELS } from '../daemon/agent-la
 import { DEFAULTS } from '../daemon/defaults.js';
 import { AgentError } from '../errors.js';
 import { refuseRootInAnotherUsersDir } from '../state/owner.js';
-import { stateDirOf } from '../state/paths.js';
+import { givenDir, stateDirOf } from '../state/paths.js';
 import { parseDuration } from '../workflows/duration.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 
@@ -167,6 +167,8 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       // The proxy variables and the CA file: one the agent cannot use stops it here.
       configureDispatcher({ caFile: flags.caFile });
       const stateDir = stateDirOf(flags.stateDir);
+      const workflowsDir =
+        flags.workflowsDir === undefined ? undefined : givenDir('--workflows-dir', flags.workflowsDir);
       refuseRootInAnotherUsersDir(stateDir, 'run');
       ensurePrivateDir(stateDir);
       loadIdentity(stateDir); // not enrolled: say so before anything else is created
@@ -185,7 +187,7 @@ export function configureRunCommand(program: Command, _io: CliIo): void {
       process.once('unhandledRejection', crash);
       const daemon = await startDaemon({
         stateDir,
-        workflowsDir: flags.workflowsDir,
+        workflowsDir,
         queueCapacity: flags.queueCapacity,
         shutdownGraceMs: flags.shutdownGrace,
         defaultJobTimeoutMs: flags.jobTimeout,

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { AgentError } from '../errors.js';
 import { shortSecretWarning } from '../exec/secret-masker.js';
 import { currentUid, ownerOf, userLabel } from '../state/owner.js';
-import { stateDirOf } from '../state/paths.js';
+import { givenDir, stateDirOf } from '../state/paths.js';
 import { formatDuration } from '../workflows/duration.js';
 import { describeInvalidFiles, formatProblem } from '../workflows/format-problem.js';
 import type { LoadedWorkflow } from '../workflows/load-workflows.js';
@@ -31,7 +31,11 @@ export function configureWorkflowsCommand(program: Command, io: CliIo): void {
         import('../workflows/secrets.js'),
       ]);
       const stateDir = stateDirOf(flags.stateDir);
-      const dir = path.resolve(flags.workflowsDir ?? defaultWorkflowsDir(stateDir));
+      const dir = path.resolve(
+        flags.workflowsDir === undefined
+          ? defaultWorkflowsDir(stateDir)
+          : givenDir('--workflows-dir', flags.workflowsDir),
+      );
       // As root, the files are judged as the agent (the state directory's owner) would judge them.
       const loaded = await loadWorkflows(dir, { agentUid: await inspectingAgentUid(stateDir, dir) });
       if (loaded.deniedDirectory) {

@@ -30,9 +30,13 @@ export function defaultStateDir(env: NodeJS.ProcessEnv = process.env, uid = proc
  * empty or blank one is refused naming the flag (else `Cannot create the state directory : ENOENT`).
  */
 export function stateDirOf(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  if (flag === undefined) return defaultStateDir(env);
-  if (flag.trim() === '') throw noDirectory('--state-dir', flag);
-  return flag;
+  return flag === undefined ? defaultStateDir(env) : givenDir('--state-dir', flag);
+}
+
+/** A directory given as a flag (`--workflows-dir`): empty or blank is refused, as it is no path (else the current directory). */
+export function givenDir(flag: string, value: string): string {
+  if (value.trim() === '') throw noDirectory(flag, value);
+  return value;
 }
 
 const noDirectory = (setting: string, value: string) =>

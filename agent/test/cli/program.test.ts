@@ -223,6 +223,20 @@ describe('the state directory setting', () => {
   });
 });
 
+describe('the workflows directory setting', () => {
+  it('refuses an empty or blank --workflows-dir naming it, rather than read the current directory', async () => {
+    for (const command of ['run', 'workflows']) {
+      for (const value of ['', ' ']) {
+        expect(await run(command, '--state-dir', path.join(root, 'none'), '--workflows-dir', value)).toEqual({
+          code: 1,
+          out: '',
+          err: `drover-agent: error: --workflows-dir expects a directory path, got \`${value}\`\n`,
+        });
+      }
+    }
+  });
+});
+
 describe('drover-agent run: the self-update settings, checked before anything starts', () => {
   it('names what turned self-update off, for the log line: the flag, or the variable (the package sets it)', () => {
     expect(selfUpdateSetting(false, 'on')).toEqual({ enabled: false, source: '--no-self-update' });
