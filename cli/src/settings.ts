@@ -24,15 +24,18 @@ export interface Settings {
 }
 
 export function loadSettings(flags: GlobalFlags, rt: Runtime): Settings {
-  const given = (flag: string | undefined, variable: string) => {
+  // An empty variable counts as unset; an empty flag is refused: it wins over its variable, and
+  // `--token "$UNSET"` would otherwise drop DROVER_TOKEN and call with the session, as another caller.
+  const given = (flag: string | undefined, flagName: string, expected: string, variable: string) => {
+    if (flag !== undefined && flag.trim() === '') throw new CliError(`${flagName}: expected ${expected}, got nothing`);
     const value = (flag ?? rt.env[variable] ?? '').trim();
     return value === '' ? null : value;
   };
-  const url = given(flags.url, 'DROVER_URL');
+  const url = given(flags.url, '--url', "the coordinator's URL", 'DROVER_URL');
   return Object.freeze({
     url: url === null ? null : coordinatorUrl(url, flags.url !== undefined ? '--url' : 'DROVER_URL'),
-    token: given(flags.token, 'DROVER_TOKEN'),
-    org: given(flags.org, 'DROVER_ORG'),
+    token: given(flags.token, '--token', 'an API token (drv_...)', 'DROVER_TOKEN'),
+    org: given(flags.org, '--org', "an organization's id or name", 'DROVER_ORG'),
     configDir: configDir(rt),
   });
 }

@@ -95,6 +95,21 @@ describe('usage errors', () => {
     expect(nothing.stderr()).toMatch(/^drover: no credentials: pass an API token/);
   });
 
+  it('refuse an empty --url, --token or --org rather than drop its variable (and call with the session instead)', async () => {
+    const env = { DROVER_URL: 'http://127.0.0.1:1', DROVER_TOKEN: 'drv_x', DROVER_ORG: 'default' };
+    for (const [flag, expected] of [
+      ['--url', "the coordinator's URL"],
+      ['--token', 'an API token (drv_...)'],
+      ['--org', "an organization's id or name"],
+    ] as const) {
+      for (const value of ['', ' ']) {
+        const rt = testRuntime({ env });
+        expect(await runCli(['workflows', flag, value], rt)).toBe(2);
+        expect(rt.stderr()).toBe(`drover: ${flag}: expected ${expected}, got nothing\n`);
+      }
+    }
+  });
+
   it('refuses options that need another one', async () => {
     const rt = testRuntime({ env: { DROVER_URL: 'http://127.0.0.1:1', DROVER_TOKEN: 'drv_x' } });
     expect(await runCli(['run', 'x', '--logs'], rt)).toBe(2);
