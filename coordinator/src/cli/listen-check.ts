@@ -31,10 +31,16 @@ export async function checkListen(host: string, port: number): Promise<ListenPro
   return null;
 }
 
-/** What a failed `listen` means, for the errors a person can act on; null for any other error. */
+/**
+ * What a failed `listen` means, for the errors a person can act on; null for any other error,
+ * and for one that a listen did not raise: `start` asks this of whatever stopped the server from
+ * starting, and a data directory's file it may not open (EACCES, restored as root) is no port.
+ */
 export function listenProblem(error: unknown, host: string, port: number): ListenProblem | null {
   const at = address(host, port);
-  switch ((error as NodeJS.ErrnoException | null)?.code) {
+  const { code, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+  if (syscall !== 'listen' && syscall !== 'getaddrinfo') return null;
+  switch (code) {
     case 'EADDRINUSE':
       return { code: 'in_use', message: `port ${port} on ${host} is in use by another program` };
     case 'EADDRNOTAVAIL':
