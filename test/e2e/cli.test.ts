@@ -400,6 +400,19 @@ describe('the data directory lock', () => {
     });
   });
 
+  it('says in one line naming the lock file when a directory stands in its place', async () => {
+    const dataDir = makeTempDir();
+    const lock = path.join(dataDir, 'coordinator.lock');
+    fs.mkdirSync(lock);
+    for (const command of ['start', 'migrate']) {
+      expect(await run([command, '--port', '0', '--data-dir', dataDir])).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `drover-coordinator: cannot use the data directory ${dataDir}: ${lock}: EISDIR: illegal operation on a directory, read\n`,
+      });
+    }
+  });
+
   it('refuses a data directory that is a file, or lies under one, in one line naming the setting', async () => {
     const file = path.join(makeTempDir(), 'not-a-dir');
     fs.writeFileSync(file, 'x');

@@ -71,7 +71,12 @@ function refuseIfNotADirectory(dataDir: string): void {
 /** Exits 1 in one line when a running coordinator process holds the data directory; creates nothing. */
 export function refuseIfDataDirInUse(dataDir: string): void {
   refuseIfNotADirectory(dataDir);
-  const holder = dataDirHolder(dataDir);
+  let holder: number | null;
+  try {
+    holder = dataDirHolder(dataDir);
+  } catch (error) {
+    cannotUse(dataDir, error); // its lock cannot be read (a directory in its place, no permission)
+  }
   if (holder !== null) inUse(dataDir, holder);
 }
 
@@ -86,10 +91,15 @@ export function lockDataDirOrExit(dataDir: string): () => void {
     release = lockDataDir(dataDir);
   } catch (error) {
     if (isLockHeldError(error)) inUse(dataDir, error.pid);
-    // Node's errors name the file; what is refused for not being one (a FIFO: EINVAL) does not.
-    const lockFile = (error as NodeJS.ErrnoException).code === 'EINVAL' ? `${dataDirLockFile(dataDir)}: ` : '';
-    exitWith(1, `cannot use the data directory ${dataDir}: ${lockFile}${(error as Error).message}`);
+    cannotUse(dataDir, error);
   }
   process.once('exit', release);
   return release;
+}
+
+function cannotUse(dataDir: string, error: unknown): never {
+  // Node's errors name the file they opened; what is refused for not being a file (a FIFO:
+  // EINVAL), or read from a directory in its place (EISDIR), does not: the lock file is named.
+  const lockFile = (error as NodeJS.ErrnoException).path === undefined ? `${dataDirLockFile(dataDir)}: ` : '';
+  exitWith(1, `cannot use the data directory ${dataDir}: ${lockFile}${(error as Error).message}`);
 }
