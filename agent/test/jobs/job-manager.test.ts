@@ -122,8 +122,12 @@ describe('a new job', () => {
     const files = jobFiles(h.stateDir, job.jobId);
     h.manager.onJobEvent(job);
     // The start is not answered yet: the files and the secrets are ready, and no step runs.
-    await eventually(() => answerStart !== undefined && secretsRead && fs.existsSync(files.outputFile));
-    expect(JSON.parse(fs.readFileSync(files.paramsFile, 'utf8'))).toEqual({ env: 'staging' });
+    // The two files are written side by side: the params file may still be empty when the output one exists.
+    const params = () => (fs.existsSync(files.paramsFile) ? fs.readFileSync(files.paramsFile, 'utf8') : '');
+    await eventually(
+      () => answerStart !== undefined && secretsRead && fs.existsSync(files.outputFile) && params().endsWith('\n'),
+    );
+    expect(JSON.parse(params())).toEqual({ env: 'staging' });
     expect(h.journal.get(job.jobId)?.processGroup).toBeUndefined();
     answerStart!();
     await eventually(() => h.finishOf(job.jobId) !== undefined);
