@@ -58,10 +58,13 @@ export class YamlReader {
     for (const error of this.doc.errors) {
       const { line, col } = this.#lines.linePos(error.pos[0]);
       // The library's advice (`please use YAML.parseAllDocuments()`) is for programmers.
+      const duplicate = error.code === 'DUPLICATE_KEY' ? keyAt(this.doc, error.pos[0]) : null;
       const message =
         error.code === 'MULTIPLE_DOCS'
           ? `a second YAML document starts here (after a \`---\` or \`...\` line): ${options.oneDocument ?? ONE_DOCUMENT}`
-          : `invalid YAML: ${syntaxMessage(error.message)}`;
+          : duplicate !== null
+            ? `invalid YAML: the key \`${duplicate}\` stands twice in one map: keep one`
+            : `invalid YAML: ${syntaxMessage(error.message)}`;
       this.problems.push({ file, line, column: col, message });
     }
   }
@@ -164,6 +167,10 @@ export class YamlReader {
         continue;
       }
       const key = String(keyNode.value);
+      if (key === MERGE_KEY && keyNode.type === 'PLAIN') {
+        this.problem(keyNode, [...path, key], MERGE_KEY_HINT);
+        continue;
+      }
       if (allowed && !allowed.includes(key)) {
         const near = nearest(key, allowed);
         this.problem(
@@ -327,6 +334,27 @@ export interface TextLimits {
 function clip(value: string): string {
   const line = value.split('\n')[0] ?? '';
   return line.length > 40 || line !== value ? `${line.slice(0, 40)}…` : value;
+}
+
+/** YAML 1.1's merge key, which the parser reads as an ordinary key (YAML 1.2 has none). */
+const MERGE_KEY = '<<';
+const MERGE_KEY_HINT =
+  'merge keys (`<<: *anchor`) are not taken: write the keys out (an alias may stand for each value)';
+
+/** The key (written as a plain or quoted scalar) that starts at `offset` in `doc`, or null. */
+function keyAt(doc: Document.Parsed, offset: number): string | null {
+  let found: string | null = null;
+  visit(doc, {
+    Pair(_, pair) {
+      const key = pair.key;
+      if (isScalar(key) && key.range?.[0] === offset) {
+        found = String(key.value);
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
 }
 
 function syntaxMessage(message: string): string {

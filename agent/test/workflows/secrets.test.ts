@@ -88,7 +88,7 @@ describe('loadSecrets', () => {
 
   it('refuses invalid YAML and names that cannot be environment variables', async () => {
     write('A: "x"\nA: "y"\n');
-    expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:2: invalid YAML: .*unique/);
+    expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:2: invalid YAML: the key `A` stands twice/);
     write('MY-TOKEN: "x"\n');
     expect((await loadSecrets(stateDir)).problem).toMatch(/^secrets\.yaml:1: `MY-TOKEN` is not a valid secret name/);
     write('__proto__: "x"\n');
