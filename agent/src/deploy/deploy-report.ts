@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeployReportRequest, DeployReportResponse, DeviceState } from '@drover/shared';
+import { shorten, type DeployReportRequest, type DeployReportResponse, type DeviceState } from '@drover/shared';
 import type { Masker } from '../exec/secret-masker.js';
 import type { DeployApi } from './deploy-api.js';
 import type { DeployStateStore, InstalledRelease } from './deploy-state.js';
@@ -24,7 +24,7 @@ export function deployReport(
         }
       : {}),
     state,
-    error: error === null ? null : error.length > MAX_ERROR ? `${error.slice(0, MAX_ERROR - 1)}…` : error,
+    error: error === null ? null : shorten(error, MAX_ERROR),
   };
 }
 

@@ -1,4 +1,4 @@
-import { FinishJobRequest, RejectJobRequest, type AppendJobLogsRequest } from '@drover/shared';
+import { FinishJobRequest, RejectJobRequest, shorten, type AppendJobLogsRequest } from '@drover/shared';
 import { maskDeep, type Masker } from '../exec/secret-masker.js';
 
 /**
@@ -74,22 +74,14 @@ const MAX_ERROR_MESSAGE = FinishJobRequest.properties.errorMessage.maxLength;
  */
 export function fitReport(report: Report): Report {
   if (report.kind === 'reject' && report.body.message !== undefined && report.body.message.length > MAX_REJECT_MESSAGE)
-    return { ...report, body: { ...report.body, message: clip(report.body.message, MAX_REJECT_MESSAGE) } };
+    return { ...report, body: { ...report.body, message: shorten(report.body.message, MAX_REJECT_MESSAGE) } };
   if (
     report.kind === 'finish' &&
     report.body.errorMessage !== null &&
     report.body.errorMessage.length > MAX_ERROR_MESSAGE
   )
-    return { ...report, body: { ...report.body, errorMessage: clip(report.body.errorMessage, MAX_ERROR_MESSAGE) } };
+    return { ...report, body: { ...report.body, errorMessage: shorten(report.body.errorMessage, MAX_ERROR_MESSAGE) } };
   return report;
-}
-
-/** At most `max` UTF-16 units (so at most `max` characters, as the schema counts), `…` last, a surrogate pair never split. */
-function clip(text: string, max: number): string {
-  let end = max - 1;
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) end -= 1;
-  return `${text.slice(0, end)}…`;
 }
 
 /**

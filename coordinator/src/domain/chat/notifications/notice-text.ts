@@ -18,12 +18,8 @@ export const isFailure = (status: TerminalJobStatus): boolean => status !== 'suc
 export const jobUrl = (publicUrl: string, jobId: string): string =>
   `${publicUrl.replace(/\/+$/, '')}/api/jobs/${encodeURIComponent(jobId)}`;
 
-/** `text` cut to at most `max` characters, an ellipsis marking the cut. */
-export function shorten(text: string, max: number): string {
-  if (text.length <= max) return text;
-  if (max <= 1) return text.slice(0, Math.max(0, max));
-  return `${text.slice(0, max - 1)}…`;
-}
+/** `text` cut to at most `max` characters, an ellipsis marking the cut (shared with the agent). */
+export { shorten } from '@drover/shared';
 
 /** How long the job ran (start to end), readable: `850 ms`, `42 s`, `3 min 5 s`, `2 h 4 min`; null when it never started. */
 export function formatDuration(notice: Pick<JobOutcomeNotice, 'startedAt' | 'finishedAt'>): string | null {
