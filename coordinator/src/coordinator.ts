@@ -190,7 +190,7 @@ export async function createCoordinator(
       deadlineGraceMs: config.jobDeadlineGraceMs,
     });
     const batches = new BatchService({ repos, jobEvents, cancels, audit, clock, logger });
-    const pools = new PoolService({ repos });
+    const pools = new PoolService({ repos, jobEvents });
     const rollouts = new RolloutService({
       ctx: { repos, clock, jobEvents, ota },
       audit,

@@ -184,6 +184,59 @@ describe('pools', () => {
     expect(audit.find((e) => e.action === 'trigger.update')?.metadata).toMatchObject({ cancelledWaiting: 1 });
     expect((await t.owner.post(`/jobs/${other.body.jobId}/cancel`)).status).toBe(200);
   });
+
+  it('puts the jobs a disconnected agent had not started back in the pool, where its late reports no longer reach them', async () => {
+    const packer = async () => {
+      const agent = await enrollTestAgent(t.owner, t.orgId);
+      const labelled = await agent.request('PUT', '/v1/agent/labels', {
+        labels: { os: 'linux', arch: 'x64', role: 'packer' },
+      });
+      expect(labelled.status, labelled.text).toBe(200);
+      await agent.putWorkflows([workflow('build')]);
+      return agent;
+    };
+    const [gone, other] = [await packer(), await packer()];
+    const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name: 'any packer',
+        agentSelector: 'role=packer',
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'build',
+        responseMode: 'async',
+      },
+    });
+    expect(created.status, created.text).toBe(201);
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [created.body.id] }]);
+    const packers = t.api.withToken(token.token);
+    const goneStream = await open(gone, 2);
+    await eventually(
+      async () => (await t.owner.get(`/orgs/${t.orgId}/agents/${gone.agentId}`)).body.status === 'connected',
+    );
+    const run = async () => {
+      const res = await packers.post(`/triggers/${created.body.id}/run`);
+      expect(res.status, res.text).toBe(202);
+      return res.body.jobId as string;
+    };
+    const handed = await run();
+    const accepted = await run();
+    expect(await job(handed)).toMatchObject({ agentId: gone.agentId });
+    expect((await goneStream.nextJob()).jobId).toBe(handed);
+    expect((await goneStream.nextJob()).jobId).toBe(accepted);
+    expect((await gone.request('POST', `/v1/agent/jobs/${accepted}/accept`)).status).toBe(200);
+
+    goneStream.close();
+    await eventually(async () => (await job(accepted)).agentId === null && (await job(handed)).agentId === null);
+    expect(await job(accepted)).toMatchObject({ status: 'pending', agentId: null, queuedAt: null });
+    // Its start, sent when it is back, finds a job no longer its own: it does not run it.
+    expect((await gone.request('POST', `/v1/agent/jobs/${accepted}/start`)).status).toBe(404);
+    const otherStream = await open(other, 2);
+    expect(new Set([(await otherStream.nextJob()).jobId, (await otherStream.nextJob()).jobId])).toEqual(
+      new Set([handed, accepted]),
+    );
+    await finish(other, handed);
+    await finish(other, accepted);
+  });
 });
 
 /**

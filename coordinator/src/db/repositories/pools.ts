@@ -39,6 +39,19 @@ const TAKE = query<JobRow, [string, string, number | null, string]>(
    RETURNING *`,
 );
 /**
+ * A disconnected agent's jobs of pools it has not started, back to their pool: only while it is
+ * still `disconnected` (its stream may have opened again on another coordinator meanwhile), and
+ * each only from `pending` or `queued`, so that a start committed first keeps it (the agent runs
+ * it) and a start committed after finds it no longer the agent's (the agent does not run it).
+ */
+const RELEASE = query<JobRow, [string, string]>(
+  `UPDATE jobs SET agent_id = NULL, status = 'pending', queued_at = NULL, deadline_at = NULL
+   WHERE agent_id = ? AND status IN ('pending', 'queued') AND batch_id IS NULL AND kind = 'trigger'
+     AND trigger_id IN (SELECT id FROM triggers WHERE agent_selector IS NOT NULL AND fanout = 'one')
+     AND EXISTS (SELECT 1 FROM agents WHERE id = ? AND status = 'disconnected')
+   RETURNING *`,
+);
+/**
  * How many more waiting jobs than it has room for a claim reads: the jobs its versions of their
  * workflows refuse are passed over, and those behind them still reach it.
  */
@@ -90,6 +103,9 @@ export function createPoolRepository(db: Database): PoolRepository {
     },
     async waitingOf(orgId, triggerId) {
       return (await db.all(WAITING_OF, [orgId, triggerId])).map(toJob);
+    },
+    async release(agentId) {
+      return (await db.write(() => all(RELEASE, [agentId, agentId]))).map(toJob);
     },
   };
 }

@@ -66,6 +66,8 @@ export interface StreamPools {
   claim(agent: StreamAgent, room: number): Promise<string[]>;
   /** The organizations where jobs wait in a pool now. */
   waitingOrgs(): Promise<string[]>;
+  /** The agent became `disconnected`: the pools' jobs it has not started go back to their pool; gives their ids. */
+  release(agentId: string): Promise<string[]>;
 }
 
 /**
@@ -620,6 +622,7 @@ export class StreamRegistry {
           if (this.closed || this.streams.has(agentId)) return;
           if (await this.options.agents.markDisconnected(agentId, lastSeenAt, since)) {
             this.options.logger.info({ agentId }, 'agent disconnected');
+            await this.releasePoolJobs(agentId);
           }
         })
         .catch((error: unknown) =>
@@ -628,6 +631,24 @@ export class StreamRegistry {
     }, this.options.disconnectGraceMs);
     timer.unref();
     this.disconnectTimers.set(agentId, timer);
+  }
+
+  /** A disconnected agent's jobs of pools that it has not started go to an agent that can run them. */
+  private async releasePoolJobs(agentId: string): Promise<void> {
+    try {
+      const jobIds = (await this.options.pools?.release(agentId)) ?? [];
+      if (jobIds.length > 0) {
+        this.options.logger.info(
+          { agentId, jobIds },
+          'jobs of pools the agent had not started went back to their pool',
+        );
+      }
+    } catch (error) {
+      this.options.logger.error(
+        { err: error, agentId },
+        "could not put a disconnected agent's jobs back in their pools",
+      );
+    }
   }
 
   private cancelDisconnect(agentId: string): void {
@@ -688,6 +709,7 @@ export class StreamRegistry {
             { agentId, lastSeenBefore: since },
             'agent disconnected: no coordinator holds its stream',
           );
+          await this.releasePoolJobs(agentId);
         }
       }
     } catch (error) {

@@ -1,5 +1,6 @@
 import { matchesSelector, parseSelector, type Requirement } from '@drover/shared';
 import { DEFAULT_AGENT_QUEUE_CAPACITY, type StreamAgent, type StreamPools } from '../agents/stream-registry.js';
+import type { JobEvents } from '../jobs/job-events.js';
 import type { PoolVersion } from '../model/pools.js';
 import type { Repositories } from '../model/repositories.js';
 import { runParamsProblems } from '../workflows/workflow-definitions.js';
@@ -15,7 +16,12 @@ const MAX_PARSED = 1_000;
 export class PoolService implements StreamPools {
   private readonly parsed = new Map<string, Requirement[]>();
 
-  constructor(private readonly deps: { repos: Pick<Repositories, 'agents' | 'workflows' | 'pools'> }) {}
+  constructor(
+    private readonly deps: {
+      repos: Pick<Repositories, 'agents' | 'workflows' | 'pools'>;
+      jobEvents: Pick<JobEvents, 'jobPooled'>;
+    },
+  ) {}
 
   /**
    * Takes for the agent up to `room` jobs waiting in its pools; gives their ids. Asked whenever a
@@ -49,6 +55,17 @@ export class PoolService implements StreamPools {
       },
       room,
     );
+    return jobs.map((job) => job.id);
+  }
+
+  /**
+   * The agent became `disconnected`: the jobs of pools handed to it that it has not started go
+   * back to their pool, and the streams of the organization with room (on every coordinator) are
+   * offered them. Gives their ids.
+   */
+  async release(agentId: string): Promise<string[]> {
+    const jobs = await this.deps.repos.pools.release(agentId);
+    for (const job of jobs) this.deps.jobEvents.jobPooled(job.orgId, job.id);
     return jobs.map((job) => job.id);
   }
 

@@ -37,4 +37,11 @@ export interface PoolRepository {
   waitingOrgs(): Promise<string[]>;
   /** The jobs of the trigger waiting in its pool, oldest first. */
   waitingOf(orgId: string, triggerId: string): Promise<Job[]>;
+  /**
+   * The agent is `disconnected`: the jobs of pools handed to it that it has not started go back
+   * to their pool (`pending`, no agent), for another agent to take; a start it sends later finds
+   * the job no longer its own. Gives the jobs as they are now; none while the agent is connected
+   * again, or for a batch's jobs, which are each agent's own.
+   */
+  release(agentId: string): Promise<Job[]>;
 }

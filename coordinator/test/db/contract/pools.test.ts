@@ -154,4 +154,29 @@ describe.each(DATABASES)('pool claims (%s)', (kind) => {
       timeoutMs: 60_000,
     });
   });
+  it("puts a disconnected agent's pool jobs it has not started back in the pool, and no other job", async () => {
+    const [handed, accepted, started] = (await waiting(3)) as [string, string, string];
+    expect((await t.repos.pools.claim(taker(agentId, 4), 3)).map((j) => j.id)).toEqual([handed, accepted, started]);
+    await t.exec(
+      `UPDATE jobs SET status = 'queued', queued_at = '${AT}', deadline_at = '${AT}' WHERE id = '${accepted}'`,
+    );
+    await t.exec(`UPDATE jobs SET status = 'running', started_at = '${AT}' WHERE id = '${started}'`);
+    // Its own job (a trigger of one agent) stays: no other agent may run it.
+    const own = await insertJob(t, { orgId, agentId }, { workflowName: 'build', createdAt: AT, timeoutMs: null });
+    // Connected again (its stream opened on another coordinator): nothing moves.
+    expect(await t.repos.pools.release(agentId)).toEqual([]);
+
+    expect(await t.repos.agents.markDisconnected(agentId, AT, AT)).toBe(true);
+    const released = await t.other.pools.release(agentId);
+    expect(released.map((j) => j.id).sort()).toEqual([handed, accepted].sort());
+    for (const id of [handed, accepted]) {
+      expect(await t.repos.jobs.findById(id)).toMatchObject({ agentId: null, status: 'pending', queuedAt: null });
+    }
+    expect(await t.repos.jobs.findById(started)).toMatchObject({ agentId, status: 'running' });
+    expect(await t.repos.jobs.findById(own.id)).toMatchObject({ agentId, status: 'pending' });
+    expect(await t.repos.pools.release(agentId)).toEqual([]);
+    // Back in the pool: another agent takes them.
+    const other = await enroll(t.repos, orgId, AT);
+    expect((await t.repos.pools.claim(taker(other, 4), 4)).map((j) => j.id)).toEqual([handed, accepted]);
+  });
 });

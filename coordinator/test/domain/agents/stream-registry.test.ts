@@ -257,6 +257,7 @@ describe('StreamRegistry between coordinators', () => {
           return answer.promise;
         },
         waitingOrgs: async () => ['o1'],
+        release: async () => [],
       },
     });
     cleanup = () => s.registry.close();
@@ -288,6 +289,7 @@ describe('StreamRegistry between coordinators', () => {
           return [];
         },
         waitingOrgs: async () => waitingOrgs,
+        release: async () => [],
       },
     });
     cleanup = () => s.registry.close();
