@@ -21,6 +21,7 @@ export * from './regular-file.js';
 export * from './format-log-record.js';
 export * from './short-id.js';
 export * from './shorten.js';
+export * from './nearest-name.js';
 export * from './retry-after.js';
 export * from './pattern-match.js';
 export * from './node-version.js';

@@ -13,6 +13,7 @@ import {
   type YAMLMap,
   type YAMLSeq,
 } from 'yaml';
+import { nearestName } from '@drover/shared';
 
 /** A problem of a local file: which file, where in it (1-based) and what is wrong. */
 export interface FileProblem {
@@ -172,7 +173,7 @@ export class YamlReader {
         continue;
       }
       if (allowed && !allowed.includes(key)) {
-        const near = nearest(key, allowed);
+        const near = nearestName(key, allowed);
         this.problem(
           keyNode,
           [...path, key],
@@ -361,32 +362,4 @@ function syntaxMessage(message: string): string {
   // yaml's messages may carry a source excerpt after the first line; the position says it already.
   const first = message.split('\n')[0] ?? message;
   return first.replace(/ at line \d+, column \d+:?$/, '');
-}
-
-/** The allowed key closest to `key` (edit distance at most 2), for "did you mean". */
-function nearest(key: string, allowed: readonly string[]): string | null {
-  let best: string | null = null;
-  let bestDistance = 3;
-  for (const candidate of allowed) {
-    const d = editDistance(key.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const current = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = current;
-    }
-  }
-  return row[b.length]!;
 }

@@ -25,6 +25,7 @@ export function configureStartCommand(program: Command): void {
       lockDataDirOrExit(config.dataDir);
       const logger = createLogger(config.logLevel, { format: config.logFormat });
       installCrashHandlers(logger);
+      for (const warning of config.unreadVariables) logger.warn(warning);
       let server: RunningServer;
       try {
         server = await startServer(config, logger);

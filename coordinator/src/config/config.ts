@@ -17,6 +17,7 @@ import { parseStorageAllowedHosts, parseStorageUrl, type StorageConfig } from '.
 import type { AllowedHosts } from '../domain/model/storage-bindings.js';
 import { parseMetricsConfig, type MetricsConfig } from './metrics-config.js';
 import { parseTrustProxy } from './trust-proxy-config.js';
+import { unreadVariables } from './unread-variables.js';
 
 /**
  * The coordinator's configuration (docs/operations.md): flags, then environment, then defaults,
@@ -103,6 +104,11 @@ export interface Config {
   readonly retentionSweepSeconds: number;
   /** How people sign in: passwords, single sign-on, or both (docs/sso.md). */
   readonly signIn: SignInConfig;
+  /**
+   * A warning for each `DROVER_*` variable of the environment that no setting reads (a misspelt
+   * one, most often), said at start (config/unread-variables.ts).
+   */
+  readonly unreadVariables: readonly string[];
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -180,8 +186,16 @@ export function defaultPublicUrl(host: string, port: number): string {
   return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 }
 
-export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd()): Config {
+export function loadConfig(given: Env, flags: ConfigFlags = {}, cwd = process.cwd()): Config {
   const problems: string[] = [];
+  // Every variable looked up is recorded: those set but never looked up are said at start.
+  const read = new Set<string>();
+  const env = new Proxy(given, {
+    get(target, name) {
+      if (typeof name === 'string') read.add(name);
+      return target[name as string];
+    },
+  });
   const pick = (flag: string | undefined, flagName: string | null, envName: string): Raw | undefined => {
     if (flag !== undefined) return { value: flag, source: `--${flagName}` };
     const fromEnv = env[envName];
@@ -436,6 +450,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     retention,
     retentionSweepSeconds,
     signIn,
+    unreadVariables: unreadVariables(given, read),
   });
 }
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import path from 'node:path';
 import {
   ConfigError,
   DEFAULTS,
@@ -62,6 +64,7 @@ describe('loadConfig defaults', () => {
       retention: { jobsDays: 90, failedJobsDays: 180, auditDays: 365, occurrencesDays: 30 },
       retentionSweepSeconds: 600,
       signIn: { password: true, oidc: null },
+      unreadVariables: [],
     });
     expect(DEFAULTS.port).toBe(8080);
   });
@@ -194,6 +197,7 @@ describe('loadConfig from the environment', () => {
           roleMap: { ops: { org: 'Acme', role: 'operator' }, auditors: { org: 'Acme', role: 'viewer' } },
         },
       },
+      unreadVariables: [],
     });
   });
 
@@ -626,5 +630,59 @@ describe('withListeningPort', () => {
     expect(withListeningPort(configured, 41234)).toBe(configured);
     const fixed = loadConfig({}, { port: '8081' }, CWD);
     expect(withListeningPort(fixed, 8081)).toBe(fixed);
+  });
+});
+
+describe('variables no setting reads', () => {
+  it('are said, with the setting a misspelt one was meant to be, leaving out the other programs', () => {
+    const config = loadConfig(
+      {
+        DROVER_JOB_LOG_MAX_BYTE: '1048576',
+        DROVER_SLACK_SIGNING_SECRT: 'x',
+        DROVER_SOMETHING_ELSE: '1',
+        DROVER_TOKEN: 'drv_x', // drover's
+        DROVER_AGENT_STATE_DIR: '/var/lib/drover-agent', // drover-agent's
+        DROVER_PARAM_TARGET: 'eu', // a step's
+        DROVER_PORT: '9000',
+        HOME: '/root',
+      },
+      {},
+      CWD,
+    );
+    expect(config.unreadVariables).toEqual([
+      'DROVER_JOB_LOG_MAX_BYTE is set but is not a setting of drover-coordinator; it is ignored (did you mean DROVER_JOB_LOG_MAX_BYTES?)',
+      'DROVER_SLACK_SIGNING_SECRT is set but is not a setting of drover-coordinator; it is ignored (did you mean DROVER_SLACK_SIGNING_SECRET?)',
+      'DROVER_SOMETHING_ELSE is set but is not a setting of drover-coordinator; it is ignored',
+    ]);
+  });
+
+  it('never include a setting the documentation names, whatever else is set', () => {
+    const docs = path.join(import.meta.dirname, '../../../docs');
+    const named = new Set<string>();
+    for (const file of fs.readdirSync(docs).filter((f) => f.endsWith('.md'))) {
+      for (const [name] of fs.readFileSync(path.join(docs, file), 'utf8').matchAll(/DROVER_[A-Z0-9_]*[A-Z0-9]/g)) {
+        named.add(name);
+      }
+    }
+    // Names the documentation gives to other things: build and test variables, examples of a CI
+    // script's own, an inner variable of the agent, and prefixes (`DROVER_PARAM_<NAME>`).
+    const others = [
+      'DROVER_BOOTSTRAP',
+      'DROVER_BUCKET_ENDPOINT',
+      'DROVER_CHROMIUM',
+      'DROVER_CLI_URL',
+      'DROVER_DEPLOY_TRIGGER',
+      'DROVER_DOCS_SCREENSHOTS',
+      'DROVER_NODE_MAJOR',
+      'DROVER_NODE_VERSION',
+      'DROVER_PACKAGE_MAINTAINER',
+      'DROVER_PARAM',
+      'DROVER_RETENTION',
+      'DROVER_SPARE_GATE',
+      'DROVER_TEST_DATABASE',
+    ];
+    const env = Object.fromEntries([...named].map((name) => [name, '']));
+    const unread = loadConfig(env, {}, CWD).unreadVariables.map((warning) => warning.split(' ')[0]);
+    expect(unread).toEqual(others.filter((name) => named.has(name)));
   });
 });
