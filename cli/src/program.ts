@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { versionWithRuntime } from '@drover/shared';
 import { configureAgentCommand } from './commands/agent-command.js';
 import { configureAgentsCommand } from './commands/agents-command.js';
 import { configureOverviewCommand } from './commands/overview-command.js';
@@ -33,7 +34,7 @@ export function buildProgram(runtime: Runtime): Command {
   const rt = showingControls(runtime);
   const program = new Command('drover')
     .description('Drover from the command line: run triggers, move files, follow jobs, manage an organization')
-    .version(CLI_VERSION)
+    .version(versionWithRuntime(CLI_VERSION))
     .option('--url <url>', 'the coordinator, e.g. https://drover.example.com (env DROVER_URL)')
     .option('--token <token>', 'an API token, drv_... (prefer env DROVER_TOKEN: a flag shows in ps)')
     .option('--org <id-or-name>', 'the organization of session commands (env DROVER_ORG; default: your only one)')

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram, runCli } from '../src/program.js';
 import { testRuntime } from './test-runtime.js';
+import { CLI_VERSION } from '../src/version.js';
 
 /** Every command's path from the root (`['files', 'upload']`), hidden ones left out. */
 function commandPaths(command: Command, prefix: string[] = []): string[][] {
@@ -24,6 +25,16 @@ describe('drover --help', () => {
     expect(await runCli([...(path as string[]), '--help'], rt)).toBe(0);
     expect(rt.stdout()).toMatch(new RegExp(`^Usage: drover ${(path as string[]).join(' ')} `));
     expect(rt.stderr()).toBe('');
+  });
+});
+
+describe('drover --version', () => {
+  it('names the Node.js runtime it runs on, as drover-agent and drover-coordinator do (docs/cli.md)', async () => {
+    const rt = testRuntime();
+    expect(await runCli(['--version'], rt)).toBe(0);
+    expect(rt.stdout()).toBe(
+      `${CLI_VERSION} (Node.js ${process.versions.node}, ${process.platform}-${process.arch})\n`,
+    );
   });
 });
 

@@ -99,8 +99,8 @@ describe('the commands of the checkout', () => {
       const res = spawnSync(command, ['--version'], { cwd: dir, env: { PATH, HOME: dir }, encoding: 'utf8' });
       expect(res.stderr).toBe('');
       expect(res.status).toBe(0);
-      expect(res.stdout).toMatch(name === 'drover' ? /^\d+\.\d+\.\d+\n$/ : /^\d+\.\d+\.\d+ \(Node\.js (22|24)\./);
-      if (oldNode && name !== 'drover')
+      expect(res.stdout).toMatch(/^\d+\.\d+\.\d+ \(Node\.js (22|24)\./);
+      if (oldNode)
         expect(res.stdout).toContain(`(Node.js ${path.basename(path.dirname(path.dirname(PINNED_NODE))).slice(1)},`);
     }
   });
