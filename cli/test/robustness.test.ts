@@ -626,3 +626,42 @@ describe('run --wait --json on an async trigger with an API token alone', () => 
     expect(many.stderr).toContain(`batch ${BATCH} keeps running`);
   });
 });
+
+describe('drover jobs --watch through an outage', () => {
+  it('waits out a dropped connection and a 503 once the list answered, and says so once', async () => {
+    const list = `GET /v1/orgs/${ORG}/jobs`;
+    const env = await start(
+      {
+        [list]: inTurn(
+          json(200, [job('running')]),
+          (req) => req.socket.destroy(),
+          json(503, { message: 'restarting' }, { 'retry-after': '1' }),
+          json(200, [job('success')]),
+        ),
+      },
+      { session: true },
+    );
+    const stop = new AbortController();
+    const watching = cli(['jobs', '--watch'], env, stop.signal);
+    const began = Date.now();
+    while (srv!.calls.filter((c) => c.startsWith(list)).length < 4 && Date.now() - began < 20_000) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the fourth answer printed
+    stop.abort();
+    const res = await watching;
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toBe(
+      'drover: the coordinator did not answer (UND_ERR_SOCKET); still waiting\ndrover: the coordinator answers again\n',
+    );
+    expect(res.stdout).toMatch(new RegExp(`${JOB} running hello\\n.* ${JOB} success hello\\n$`));
+  }, 30_000);
+
+  it('ends with exit 2 when its first look gets no answer, as without --watch', async () => {
+    const env = await start({}, { session: true });
+    await srv!.close();
+    const res = await cli(['jobs', '--watch'], env);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toContain('cannot reach the coordinator');
+  });
+});

@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { pause } from '@drover/agent/client';
 import { JOB_STATUSES } from '@drover/shared';
 import { sessionCaller } from '../callers.js';
-import { CliError } from '../errors.js';
+import { CliError, Interrupted } from '../errors.js';
+import { readThroughOutage } from '../http/outage.js';
 import type { Job } from '../jobs/job.js';
 import { jsonLine, printJson } from '../output/json.js';
 import { formatTable } from '../output/table.js';
@@ -60,19 +61,32 @@ export function configureJobsCommand(program: Command, rt: Runtime): void {
 
 /**
  * Refreshes the list until interrupted (which ends the command with 0). On a terminal the table
- * is redrawn; elsewhere (a log, a pipe) each job that appears or changes status is one line.
+ * is redrawn; elsewhere (a log, a pipe) each job that appears or changes status is one line. Once
+ * the first look answered, an outage of the coordinator (no answer, a 502, 503 or 504: a restart)
+ * is waited out, said once on stderr, as during a wait (docs/cli.md, "Waits and outages"); the
+ * first look's failure ends the command, as without `--watch` (a wrong `--url` is said at once).
  */
 async function watch(rt: Runtime, list: () => Promise<Job[]>, json: boolean): Promise<void> {
   const redraw = rt.stdoutIsTTY && !json;
   const seen = new Map<string, string>();
+  let answered = false;
   for (;;) {
     let jobs: Job[];
     try {
-      jobs = await list();
+      if (answered) {
+        const looked = await readThroughOutage(list, {
+          signal: rt.signal,
+          deadline: Number.POSITIVE_INFINITY,
+          onOutage: (message) => rt.err(`drover: ${message}\n`),
+        });
+        if (!('value' in looked)) throw looked.gaveUp; // no deadline: never
+        jobs = looked.value;
+      } else jobs = await list();
     } catch (error) {
-      if (rt.signal.aborted) return;
+      if (rt.signal.aborted || error instanceof Interrupted) return;
       throw error;
     }
+    answered = true;
     if (redraw) {
       rawOutput(rt).out('\x1b[H\x1b[2J');
       rt.out(`${jobTable(jobs)}\nEvery ${WATCH_EVERY_MS / 1000}s; Ctrl-C to stop.\n`);
