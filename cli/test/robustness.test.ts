@@ -665,3 +665,25 @@ describe('drover jobs --watch through an outage', () => {
     expect(res.stderr).toContain('cannot reach the coordinator');
   });
 });
+
+describe('a change whose connection is lost once sent', () => {
+  it('says that it may have been done, where a GET says the coordinator cannot be reached', async () => {
+    const env = await start(
+      {
+        [`POST /v1/jobs/${JOB}/cancel`]: (req) => req.socket.destroy(),
+        [`GET /v1/jobs/${JOB}`]: (req) => req.socket.destroy(),
+      },
+      { session: true },
+    );
+    const cancel = await cli(['cancel', JOB], env);
+    expect(cancel).toEqual({
+      code: 2,
+      stdout: '',
+      stderr:
+        `drover: the coordinator at ${srv!.url} did not answer the POST /v1/jobs/${JOB}/cancel it was sent ` +
+        '(UND_ERR_SOCKET): it may have been done; look before trying again\n',
+    });
+    const read = await cli(['job', JOB], env);
+    expect(read.stderr).toBe(`drover: cannot reach the coordinator at ${srv!.url}: UND_ERR_SOCKET\n`);
+  });
+});

@@ -68,7 +68,7 @@ export class Api {
         ...(this.dispatcher ? { dispatcher: this.dispatcher } : {}),
       });
     } catch (error) {
-      throw this.#noAnswer(error);
+      throw this.#noAnswer(error, method, url);
     }
     let text: string;
     try {
@@ -80,7 +80,7 @@ export class Api {
             "the most drover reads of an answer: not Drover's API; check --url",
         );
       }
-      throw this.#noAnswer(error);
+      throw this.#noAnswer(error, method, url);
     }
     const parsed = parseJson(text);
     if (answer.statusCode >= 300 && answer.statusCode < 400) {
@@ -135,7 +135,12 @@ export class Api {
     );
   }
 
-  #noAnswer(error: unknown): Error {
+  /**
+   * A call without an answer. A change (not a GET) whose connection was lost once it was on its way
+   * may have been made: said so, rather than "cannot reach", so that nobody repeats a cancel, a
+   * revocation or a creation believing it never arrived.
+   */
+  #noAnswer(error: unknown, method: string, url: URL): Error {
     if (this.signal?.aborted) return new Interrupted();
     const e = error as { code?: string; message?: string; cause?: { code?: string; message?: string } };
     const code = e?.cause?.code ?? e?.code ?? '';
@@ -144,7 +149,14 @@ export class Api {
       detail === 'UND_ERR_HEADERS_TIMEOUT'
         ? 'no answer in time'
         : (tlsRefusal(code, new URL(this.origin).hostname) ?? detail);
-    return new NoAnswer(`cannot reach the coordinator at ${this.origin}: ${what}`, code, { cause: error });
+    const noAnswer = new NoAnswer(`cannot reach the coordinator at ${this.origin}: ${what}`, code, { cause: error });
+    if (method === 'GET' || !noAnswer.afterSending) return noAnswer;
+    return new NoAnswer(
+      `the coordinator at ${this.origin} did not answer the ${method} ${url.pathname} it was sent (${what}): ` +
+        'it may have been done; look before trying again',
+      code,
+      { cause: error },
+    );
   }
 }
 
