@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { acquirePidLock, isLockHeldError } from '@drover/shared';
 import { AgentError } from '../errors.js';
+import { describeFileError } from '../state/files.js';
 
 export const LOCK_FILE = 'daemon.lock';
 
@@ -29,7 +30,7 @@ export function acquireDaemonLock(stateDir: string, pid = process.pid): () => vo
         ? `no space left on the device in ${stateDir} (free some: \`df -h ${stateDir}\`)`
         : code === 'EINVAL'
           ? (error as Error).message // what stands at the lock's place, and to remove it
-          : (code ?? (error as Error).message);
+          : describeFileError(error, stateDir); // a read-only file system, a failing disk, a permission
     throw new AgentError('bad_state', `Cannot take the lock ${file}: ${reason}`, { cause: error });
   }
 }

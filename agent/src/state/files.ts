@@ -16,12 +16,21 @@ export function ensurePrivateDir(dir: string): void {
     stat = fs.statSync(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw stateError(`Cannot read the state directory ${dir}`, error);
+      throw stateError(`Cannot read the state directory ${dir}`, error, dir);
     try {
       fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       fs.chmodSync(dir, 0o700); // the umask cannot widen it, but a parent created by recursion may differ
     } catch (cause) {
-      throw stateError(`Cannot create the state directory ${dir}`, cause);
+      const error = stateError(`Cannot create the state directory ${dir}`, cause, dir);
+      // Most often the default of a user whose home is not its own (HOME=/nonexistent, a system
+      // user's), or a path under root's directories: said with what to do.
+      if (!isPermissionError(cause) && (cause as NodeJS.ErrnoException)?.code !== 'EROFS') throw error;
+      throw new AgentError(
+        'bad_state',
+        `${error.message}; give one this user may write with --state-dir (or DROVER_AGENT_STATE_DIR), ` +
+          'or make this one for it first',
+        { cause },
+      );
     }
     return;
   }
@@ -69,14 +78,34 @@ function unusableDir(dir: string, what: string, error: unknown): AgentError {
       ? `it is not a directory (${code}): move away the file in its place, and the agent makes the directory at its next start`
       : code === 'ELOOP'
         ? `a loop of symbolic links (ELOOP): make it a directory`
-        : code === 'EROFS'
-          ? 'the file system is read-only (EROFS)'
-          : code === 'ENOSPC'
-            ? `no space left on the device (free some: \`df -h ${path.dirname(dir)}\`)`
-            : code === 'EIO'
-              ? 'an input/output error (EIO): the disk or its file system may be failing'
-              : (code ?? (error as Error)?.message);
+        : describeFileError(error, path.dirname(dir));
   return new AgentError('bad_state', `Cannot use ${dir} (${what}): ${cause}`, { cause: error });
+}
+
+/**
+ * Why a file operation failed, in a technician's words, for the causes an edge machine meets
+ * (`dir`: where to free space): a full disk, a read-only file system (remounted so after an
+ * error), a failing disk, a permission. Any other cause is its error code (or message).
+ */
+export function describeFileError(error: unknown, dir: string): string {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  switch (code) {
+    case 'ENOSPC':
+      return `no space left on the device (ENOSPC; free some: \`df -h ${dir}\`)`;
+    case 'EDQUOT':
+      return `the disk quota of this user is used up (EDQUOT)`;
+    case 'EROFS':
+      return 'the file system is read-only (EROFS)';
+    case 'EIO':
+      return 'an input/output error (EIO): the disk or its file system may be failing';
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied (${code})`;
+    case 'EINVAL':
+      return (error as Error).message; // readStateFile's words: a FIFO or a device in a file's place
+    default:
+      return code ?? (error as Error)?.message;
+  }
 }
 
 /**
@@ -105,7 +134,7 @@ export function writeFileAtomic(
     fs.renameSync(temp, file);
   } catch (error) {
     fs.rmSync(temp, { force: true });
-    throw stateError(`Cannot write ${file}`, error);
+    throw stateError(`Cannot write ${file}`, error, file);
   }
   if (durable) syncDir(path.dirname(file));
 }
@@ -134,7 +163,7 @@ export async function writeFileAtomicAsync(
   } catch (error) {
     fs.rmSync(temp, { force: true });
     await others;
-    throw stateError(`Cannot write ${file}`, error);
+    throw stateError(`Cannot write ${file}`, error, file);
   }
   await Promise.all([syncDirAsync(path.dirname(file)), others]);
 }
@@ -157,7 +186,7 @@ export async function createFileDurably(
   try {
     fd = await openOnPool(file, fs.constants.O_WRONLY | fs.constants.O_CREAT);
   } catch (error) {
-    throw stateError(`Cannot write ${file}`, error);
+    throw stateError(`Cannot write ${file}`, error, file);
   }
   if (fs.fstatSync(fd).size > 0) {
     fs.closeSync(fd);
@@ -169,7 +198,7 @@ export async function createFileDurably(
   } catch (error) {
     fs.rmSync(file, { force: true });
     await entries;
-    throw stateError(`Cannot write ${file}`, error);
+    throw stateError(`Cannot write ${file}`, error, file);
   }
   await entries;
 }
@@ -211,7 +240,7 @@ export async function fillBlankFile(file: string, content: string, size: number)
   try {
     fd = fs.openSync(file, fs.constants.O_WRONLY | dsync);
   } catch (error) {
-    throw stateError(`Cannot write ${file}`, error);
+    throw stateError(`Cannot write ${file}`, error, file);
   }
   try {
     if (fs.fstatSync(fd).size !== size) return false;
@@ -222,7 +251,7 @@ export async function fillBlankFile(file: string, content: string, size: number)
       await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
     return true;
   } catch (error) {
-    throw stateError(`Cannot write ${file}`, error);
+    throw stateError(`Cannot write ${file}`, error, file);
   } finally {
     fs.closeSync(fd);
   }
@@ -297,12 +326,12 @@ export function readFileIfExists(file: string): string | null {
     // what root wrote): said with both users and what to run.
     if (isPermissionError(error))
       throw new AgentError('bad_state', describePermissionDenied('Cannot read', file), { cause: error });
-    throw stateError(`Cannot read ${file}`, error);
+    throw stateError(`Cannot read ${file}`, error, file);
   }
 }
 
-function stateError(message: string, cause: unknown): AgentError {
-  const code = (cause as NodeJS.ErrnoException)?.code;
-  const detail = code === 'EINVAL' ? (cause as Error).message : (code ?? (cause as Error)?.message);
+/** `Cannot write …/journal.json: no space left on the device (free some: …)`: see describeFileError. */
+function stateError(message: string, cause: unknown, file: string): AgentError {
+  const detail = describeFileError(cause, path.dirname(file));
   return new AgentError('bad_state', detail ? `${message}: ${detail}` : message, { cause });
 }

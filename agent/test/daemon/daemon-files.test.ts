@@ -68,6 +68,19 @@ describe('the daemon lock', () => {
     expect(fs.readdirSync(root)).toEqual([]);
   });
 
+  it('says that the file system is read-only in words (remounted so after an error), where it said EROFS', () => {
+    const write = vi.spyOn(fs, 'writeFileSync').mockImplementation(() => {
+      throw Object.assign(new Error('EROFS: read-only file system, open'), { code: 'EROFS' });
+    });
+    try {
+      expect(() => acquireDaemonLock(root)).toThrow(
+        `Cannot take the lock ${path.join(root, 'daemon.lock')}: the file system is read-only (EROFS)`,
+      );
+    } finally {
+      write.mockRestore();
+    }
+  });
+
   it('says what stands in its place when it is a FIFO, and that the status finds no daemon there', () => {
     // The read that would wait for a writer for ever is proven refused in a process of its own
     // (shared/test/pid-lock.test.ts); here, the words of the agent.

@@ -46,7 +46,7 @@ describe("the daemon's note that the coordinator took a result", () => {
     expect(records.filter((r) => r.level >= 50).map((r) => r.msg)).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^cannot note in the journal that the coordinator took the finish of job ${job.jobId} \\(.*ENOSPC\\); the agent goes on`,
+          `^cannot note in the journal that the coordinator took the finish of job ${job.jobId} \\(.*: no space left on the device \\(ENOSPC; .*\\); the agent goes on`,
         ),
       ),
     ]);

@@ -241,3 +241,51 @@ describe('a state file this user may not read', () => {
     }
   });
 });
+
+// The causes an edge machine meets, said in words with what to do, where the agent said a bare
+// code (`the agent failed: Cannot write …/journal.json: ENOSPC` as a job's error, `Cannot take the
+// lock …: EROFS`, `Cannot create the state directory /nonexistent/.drover-agent: EACCES`).
+describe('a state file that cannot be written', () => {
+  const failure = (code: string) => Object.assign(new Error(`${code}: failed`), { code });
+
+  it('says a full disk, a read-only file system or a failing disk in words', () => {
+    const file = path.join(root, 'journal.json');
+    for (const [code, words] of [
+      ['ENOSPC', `no space left on the device (ENOSPC; free some: \`df -h ${root}\`)`],
+      ['EROFS', 'the file system is read-only (EROFS)'],
+      ['EIO', 'an input/output error (EIO): the disk or its file system may be failing'],
+      ['EACCES', 'permission denied (EACCES)'],
+    ] as const) {
+      // The write into the temporary file fails (the file system's answer to a write).
+      const spy = vi.spyOn(fs, 'writeFileSync').mockImplementation(() => {
+        throw failure(code);
+      });
+      try {
+        expect(() => writeFileAtomic(file, '{}')).toThrow(
+          new AgentError('bad_state', `Cannot write ${file}: ${words}`),
+        );
+      } finally {
+        spy.mockRestore();
+      }
+      expect(fs.readdirSync(root)).toEqual([]);
+    }
+  });
+
+  it('says what to do when the state directory cannot be made (a user whose home is not its own)', () => {
+    const dir = path.join(root, 'nonexistent', '.drover-agent');
+    const spy = vi.spyOn(fs, 'mkdirSync').mockImplementation(() => {
+      throw failure('EACCES');
+    });
+    try {
+      expect(() => ensurePrivateDir(dir)).toThrow(
+        new AgentError(
+          'bad_state',
+          `Cannot create the state directory ${dir}: permission denied (EACCES); give one this user may write ` +
+            'with --state-dir (or DROVER_AGENT_STATE_DIR), or make this one for it first',
+        ),
+      );
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
