@@ -1,8 +1,10 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import { AGENT_ID_PATTERN, decodeRawKey, privateKeyFromBase64 } from '@drover/shared';
 import { AgentError } from '../errors.js';
-import { readFileIfExists, writeFileAtomic } from './files.js';
+import { describeFileError, readFileIfExists, writeFileAtomic } from './files.js';
+import { currentUid, isPermissionError, userLabel, userNameOf } from './owner.js';
 import { statePath } from './paths.js';
 
 /** What the agent remembers about its enrollment (`<state-dir>/agent.json`). */
@@ -57,14 +59,39 @@ export function savePrivateKey(stateDir: string, seedBase64: string): void {
 
 /**
  * Makes the agent key readable by its owner only (docs/agent-protocol.md: mode 0600) when someone loosened
- * it. Returns the mode it had when it was changed, else null.
+ * it. Returns the mode it had when it was changed, else null. A key that cannot be made private
+ * (another user's, copied in by root; a read-only file system) stops the agent with a bad_state
+ * error saying what to run, rather than an unexpected error, or an agent signing with a key
+ * other users can read.
  */
 export function tightenPrivateKeyMode(stateDir: string): number | null {
   const file = statePath(stateDir, 'privateKey');
-  const mode = fs.statSync(file).mode & 0o777;
+  const stat = fs.statSync(file);
+  const mode = stat.mode & 0o777;
   if ((mode & 0o077) === 0) return null;
-  fs.chmodSync(file, 0o600);
+  try {
+    fs.chmodSync(file, 0o600);
+  } catch (error) {
+    throw new AgentError(
+      'bad_state',
+      `The agent key ${file} is readable by other users (mode ${mode.toString(8)}) and cannot be made private: ` +
+        keyModeCause(file, stat.uid, error),
+      { cause: error },
+    );
+  }
   return mode;
+}
+
+function keyModeCause(file: string, owner: number, error: unknown): string {
+  const me = currentUid();
+  if (isPermissionError(error) && me !== null && owner !== me) {
+    const user = userNameOf(me) ?? String(me);
+    return (
+      `it belongs to ${userLabel(owner)}, and this runs as ${userLabel(me)}; ` +
+      `give it back: \`sudo chown ${user}: ${file} && sudo chmod 600 ${file}\``
+    );
+  }
+  return `${describeFileError(error, path.dirname(file))}; run \`chmod 600 ${file}\` once it can be changed`;
 }
 
 export function loadPrivateKey(stateDir: string): KeyObject {

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { generateEd25519KeyPair } from '@drover/shared';
+import { AgentError } from '../../src/errors.js';
 import { loadPrivateKey, savePrivateKey, tightenPrivateKeyMode } from '../../src/state/enrollment.js';
 import { statePath } from '../../src/state/paths.js';
 
@@ -23,4 +24,59 @@ describe('the agent key', () => {
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(loadPrivateKey(stateDir).asymmetricKeyType).toBe('ed25519');
   });
+
+  // The chmod fails as it does on a device: a key root copied in (EPERM, as the service's user), a
+  // file system remounted read-only after an error (EROFS). It used to escape as an unexpected
+  // error with its stack, the agent refusing to start without a word a technician could act on.
+  const chmodFails = (code: string) =>
+    vi.spyOn(fs, 'chmodSync').mockImplementation(() => {
+      throw Object.assign(new Error(`${code}: chmod`), { code });
+    });
+
+  it('that cannot be made private again stops the agent with what to run, and is left as it is', () => {
+    savePrivateKey(stateDir, generateEd25519KeyPair().privateKey);
+    const file = statePath(stateDir, 'privateKey');
+    fs.chmodSync(file, 0o644);
+    const refusal = (code: string) => {
+      const spy = chmodFails(code);
+      try {
+        tightenPrivateKeyMode(stateDir);
+      } catch (error) {
+        return error as AgentError;
+      } finally {
+        spy.mockRestore();
+      }
+      throw new Error('not refused');
+    };
+    const readOnly = refusal('EROFS');
+    expect(readOnly).toBeInstanceOf(AgentError);
+    expect(readOnly.code).toBe('bad_state');
+    expect(readOnly.message).toBe(
+      `The agent key ${file} is readable by other users (mode 644) and cannot be made private: ` +
+        `the file system is read-only (EROFS); run \`chmod 600 ${file}\` once it can be changed`,
+    );
+    expect(refusal('EPERM').message).toMatch(/cannot be made private: permission denied \(EPERM\); run `chmod 600 /);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o644);
+  });
+
+  it.runIf(process.getuid?.() === 0)(
+    "of another user's, which this user may not change, is given back with the command that does",
+    () => {
+      savePrivateKey(stateDir, generateEd25519KeyPair().privateKey);
+      const file = statePath(stateDir, 'privateKey');
+      fs.chmodSync(file, 0o644);
+      fs.chownSync(file, 65534, 65534); // as root copied a backup in; the agent runs as another user
+      const spy = chmodFails('EPERM');
+      try {
+        expect(() => tightenPrivateKeyMode(stateDir)).toThrow(
+          new RegExp(
+            `cannot be made private: it belongs to (nobody|uid 65534), and this runs as root; ` +
+              `give it back: \`sudo chown root: ${file} && sudo chmod 600 ${file}\`$`,
+          ),
+        );
+      } finally {
+        spy.mockRestore();
+      }
+    },
+  );
 });
