@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { enrollAgentStateDir, type AgentStateDir } from '../helpers/agent-daemon.js';
-import { buildDrover, drover, DROVER, spawnDrover, stopDrover } from '../helpers/cli-binary.js';
+import { buildDrover, droverInProcess as drover, DROVER, spawnDrover, stopDrover } from '../helpers/cli-binary.js';
 import {
   makeTempDir,
   OWNER_EMAIL,
@@ -21,7 +21,9 @@ import { issueApiToken } from '../helpers/tokens.js';
  * The management commands of a signed-in user (`drover enrollment-token|trigger|api-token|member|
  * invitation|org retention|release|rollout|app device-group|app window|agent label|batch`, `drover agents --selector`), `drover run` on selector
  * triggers (batches, their jobs run by signed test agents), organizations chosen with --org, and
- * shell completion, with the built single executable against a real coordinator.
+ * shell completion, against a real coordinator: the commands run in this process (`runCli`, what
+ * the executable runs: ~0.5 s less a call), the built single executable where a test needs a
+ * process (an interrupted wait, completion in bash).
  */
 
 let t: TestCoordinator;
