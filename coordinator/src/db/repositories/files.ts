@@ -145,6 +145,8 @@ const MARK_FAILED = query<FileRow, [string, string, string]>(
    WHERE id = ? AND status = 'deleting' RETURNING *`,
 );
 const BINDING = query<BindingRow, [string]>(`SELECT ${BINDING_COLUMNS} FROM storage_bindings WHERE id = ?`);
+/** On files_job: as many rows read as the job has files (a few). */
+const OF_JOB = values<number, [string]>('SELECT count(*) FROM files WHERE job_id = ?');
 const UNDELETED = values<number, [string]>(`SELECT COUNT(*) FROM files WHERE binding_id = ? AND status <> 'deleted'`);
 
 /**
@@ -236,6 +238,9 @@ export function createFileRepository(db: Database): FileRepository {
     },
     async countUndeletedInBinding(bindingId) {
       return (await db.one(UNDELETED, [bindingId])) ?? 0;
+    },
+    async countOfJob(jobId) {
+      return (await db.one(OF_JOB, [jobId])) ?? 0;
     },
   };
 }

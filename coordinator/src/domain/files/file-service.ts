@@ -58,6 +58,12 @@ function changedOr(error: unknown): unknown {
 /** At most this many entries in `GET /storage/files` (docs/storage.md). */
 export const MAX_LIST_SIZE = 200;
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/**
+ * The most files one job may make as its output (docs/agent-protocol.md §6.6): far above what an
+ * agent makes (an output holds at most 256 keys, each file tried at most 5 times), so that only
+ * an agent gone wrong, or a machine in an attacker's hands, meets it, and its rows stay bounded.
+ */
+export const MAX_JOB_OUTPUT_FILES = 2048;
 
 export type FileSettings = Pick<Config, 'presignTtlSeconds' | 'maxFileBytes' | 'jobFileTtlSeconds'>;
 
@@ -300,6 +306,9 @@ export class FileService {
       throw invalid('body.size', `must be an integer from 0 to ${maxFileBytes} (the largest file), got ${input.size}`);
     }
     if (!SHA256_HEX.test(input.sha256)) throw invalid('body.sha256', 'must be 64 lowercase hexadecimal characters');
+    if ((await this.d.files.countOfJob(input.jobId)) >= MAX_JOB_OUTPUT_FILES) {
+      throw conflict(`The job has made ${MAX_JOB_OUTPUT_FILES} output files, the most a job may make`);
+    }
     const binding = (await this.d.storageBindings.listByOrg(input.orgId)).find((b) => b.isDefault);
     if (!binding) throw conflict('The organization has no default storage binding to keep job output files in');
     let backend: StorageBackend;

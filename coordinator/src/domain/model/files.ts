@@ -94,4 +94,6 @@ export interface FileRepository {
   findBinding(bindingId: string): Promise<StorageBinding | null>;
   /** How many files of the binding are not `deleted` (a binding holding files cannot be deleted). */
   countUndeletedInBinding(bindingId: string): Promise<number>;
+  /** How many files were made as the job's output files, whatever their status. */
+  countOfJob(jobId: string): Promise<number>;
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { FileCaller } from '../../../src/domain/files/access.js';
+import { MAX_JOB_OUTPUT_FILES } from '../../../src/domain/files/file-service.js';
 import type { StoragePermission } from '../../../src/domain/model/api-tokens.js';
 import { AppError } from '../../../src/errors.js';
 import { StorageUnavailableError } from '../../../src/storage/backend.js';
@@ -125,6 +126,17 @@ describe('files service', () => {
       ]);
       expect((await refusal(announce({ sha256: 'ABC' }))).statusCode).toBe(422);
       expect((await refusal(announce({ filename: 'a\nb' }))).statusCode).toBe(422);
+    });
+
+    it('refuses with 409 the file past the most a job may make', async () => {
+      for (let i = 1; i < MAX_JOB_OUTPUT_FILES; i++)
+        await f.insertFile({ jobId, status: i % 2 ? 'active' : 'deleted' });
+      await announce();
+      const error = await refusal(announce());
+      expect(error.statusCode).toBe(409);
+      expect(error.message).toBe('The job has made 2048 output files, the most a job may make');
+      // Another job's are its own.
+      await f.service.createJobOutputFile({ orgId: f.orgId, jobId: newId(), filename: 'o', size: 1, sha256: sha('x') });
     });
 
     it('refuses with 409 when the organization has no default binding', async () => {
