@@ -71,6 +71,21 @@ describe('the coordinator logger', () => {
     expect(lines[2]).toMatch(/^ {8}at /);
   });
 
+  it("says a wrapped error's reason once in a JSON line, and a cause's reason the wrapper does not hold", () => {
+    const { logger, lines } = capture();
+    const refused = new Error('the database has migration 0099_x of a newer drover-coordinator');
+    logger.fatal(
+      { err: new Error(`cannot migrate postgres://db: ${refused.message}`, { cause: refused }) },
+      'could not start',
+    );
+    logger.error({ err: new Error('request failed', { cause: new Error('ECONNRESET') }) }, 'upload');
+    expect(JSON.parse(lines[0]!).err.message).toBe(
+      'cannot migrate postgres://db: the database has migration 0099_x of a newer drover-coordinator',
+    );
+    expect(JSON.parse(lines[0]!).err.stack).toContain('caused by: Error: the database has migration 0099_x');
+    expect(JSON.parse(lines[1]!).err.message).toBe('request failed: ECONNRESET');
+  });
+
   it('colours pretty lines only when asked', () => {
     const plain = capture({ format: 'pretty', color: false });
     const coloured = capture({ format: 'pretty', color: true });

@@ -43,6 +43,13 @@ describe('createAgentLogger', () => {
     expect(fs.statSync(path.join(stateDir, 'logs', 'agent.log')).mode & 0o777).toBe(0o600);
   });
 
+  it("says a wrapped error's reason once, as the wrapper already holds it", () => {
+    const logger = createAgentLogger({ stateDir, level: 'info' });
+    const cause = new Error('connection refused');
+    logger.error({ err: new Error(`cannot reach http://c.test: ${cause.message}`, { cause }) }, 'stream');
+    expect(records()[0]).toMatchObject({ err: { message: 'cannot reach http://c.test: connection refused' } });
+  });
+
   it('redacts fields named secret* or token, in the line and in child bindings, at any depth', () => {
     const logger = createAgentLogger({ stateDir, level: 'info' });
     logger.info({ token: 'drv_abc', secretValue: 'hunter2', nested: { secrets: { A: 'b' }, ok: 1 } }, 'hello');
