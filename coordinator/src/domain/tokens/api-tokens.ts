@@ -2,6 +2,7 @@ import { API_TOKEN_PREFIX } from '@drover/shared';
 import type { ApiToken, Grant } from '../model/api-tokens.js';
 import type { RateLimits } from '../model/rate-limits.js';
 import { AppError, describeValue, validationFailed, type ValidationDetail } from '../../errors.js';
+import { storedInstant, UNSTORABLE_INSTANT } from '../../util/clock.js';
 import { newId } from '../../util/ids.js';
 import { hashBearerSecret, newBearerSecret, secretHint } from '../../util/secrets.js';
 import { nameProblem } from '../names.js';
@@ -51,11 +52,14 @@ export function parseRateLimits(input: RateLimitInput): RateLimits {
 /** The expiry as a canonical ISO timestamp, or null (never expires). It must lie in the future. */
 export function parseExpiry(expiresAt: string | null | undefined, nowMs: number): string | null {
   if (expiresAt === undefined || expiresAt === null) return null;
-  const ms = Date.parse(expiresAt);
-  if (Number.isNaN(ms))
+  // A time past the year 9999 (`9999-12-31T23:00:00-05:00` is in 10000) or a leap second cannot be
+  // stored: `toISOString` writes it `+010000-...`, which PostgreSQL refuses and SQLite would keep.
+  const stored = storedInstant(expiresAt);
+  if (stored === null)
     throw validationFailed([
-      { path: 'body.expiresAt', message: `must be an ISO 8601 timestamp, got ${describeValue(expiresAt)}` },
+      { path: 'body.expiresAt', message: `${UNSTORABLE_INSTANT}, got ${describeValue(expiresAt)}` },
     ]);
+  const ms = Date.parse(stored);
   if (ms <= nowMs) {
     throw validationFailed([
       {
@@ -64,7 +68,7 @@ export function parseExpiry(expiresAt: string | null | undefined, nowMs: number)
       },
     ]);
   }
-  return new Date(ms).toISOString();
+  return stored;
 }
 
 export interface IssuedToken {

@@ -59,6 +59,13 @@ describe('API token expiry', () => {
     expect(paths(() => parseExpiry('2020-01-01T00:00:00Z', NOW))).toEqual(['body.expiresAt']);
     expect(paths(() => parseExpiry('tomorrow', NOW))).toEqual(['body.expiresAt']);
   });
+
+  it('refuses a time that cannot be stored: past the year 9999, or a leap second', () => {
+    // An offset moves this one into the year 10000: `+010000-01-01T04:00:00.000Z`.
+    expect(paths(() => parseExpiry('9999-12-31T23:00:00-05:00', NOW))).toEqual(['body.expiresAt']);
+    expect(paths(() => parseExpiry('2030-06-30T23:59:60Z', NOW))).toEqual(['body.expiresAt']);
+    expect(parseExpiry('9999-12-31T23:59:59.999Z', NOW)).toBe('9999-12-31T23:59:59.999Z');
+  });
 });
 
 describe('API token issue requests', () => {
