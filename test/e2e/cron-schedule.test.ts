@@ -132,6 +132,12 @@ describe('cron schedule with a real agent', { timeout: 90_000 }, () => {
     const second = await t.owner.get(`/orgs/${t.orgId}/triggers/${id}/occurrences?limit=2&cursor=${cursor}`);
     expect(second.body.map((o: { scheduledAt: string }) => o.scheduledAt)).toEqual(['2021-01-01T00:00:00.000Z']);
     expect(second.headers.get('x-next-cursor')).toBeNull();
+    // A cursor past the last storable instant (the year 9999), or past what a Date holds: all of them.
+    for (const far of ['253402300800000', '8640000000000000', '9000000000000000']) {
+      const page = await t.owner.get(`/orgs/${t.orgId}/triggers/${id}/occurrences?cursor=${far}`);
+      expect(page.status, page.text).toBe(200);
+      expect(page.body).toHaveLength(3);
+    }
     const unknown = await t.owner.get(`/orgs/${t.orgId}/triggers/00000000-0000-4000-8000-000000000000/occurrences`);
     expect(unknown.status).toBe(404);
   });

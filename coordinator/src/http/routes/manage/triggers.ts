@@ -12,7 +12,7 @@ import { OCCURRENCE_OUTCOMES, SKIP_REASONS } from '../../../domain/model/cron-oc
 import { OCCURRENCES_MAX_LIMIT } from '../../../domain/triggers/trigger-service.js';
 import { occurrenceView } from '../../../domain/cron/trigger-view.js';
 import { JOB_STATUSES } from '@drover/shared';
-import { isoAt } from '../../../util/clock.js';
+import { isoAt, LAST_STORABLE_MS } from '../../../util/clock.js';
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import { MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { MAX_CRON_EXPRESSION_LENGTH } from '../../../domain/cron/triggers-cron.js';
@@ -302,7 +302,10 @@ export async function triggerRoutes(app: FastifyInstance): Promise<void> {
       const before = parseCursor(cursor);
       const rows = await triggers.occurrences(actor, request.params.triggerId, {
         limit: limit + 1,
-        before: before === undefined ? undefined : isoAt(before),
+        // A cursor is an instant (ms); one past the last storable time selects what that time does
+        // (no occurrence is in its last second), where beyond the year 275760 no Date holds it and
+        // past 9999 neither database compares it (a 500, or PostgreSQL's 422 on `body`).
+        before: before === undefined ? undefined : isoAt(Math.min(before, LAST_STORABLE_MS)),
       });
       return sendPage(reply, rows, limit, (o) => Date.parse(o.scheduledAt)).map(occurrenceView);
     },
