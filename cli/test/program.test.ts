@@ -144,6 +144,12 @@ describe('usage errors', () => {
       code: 2,
       stderr: 'drover: --expires-in: must be at most 30d, got `31d`\n',
     });
+    for (const far of ['3000000d', '100000000d']) {
+      expect(await refused(['api-token', 'create', '--name', 'x', '--expires-in', far])).toEqual({
+        code: 2,
+        stderr: `drover: --expires-in: must end by the year 9999, got \`${far}\`\n`,
+      });
+    }
     const timeout = ['trigger', 'create', '--name', 'x', '--agent', 'a', '--workflow', 'w', '--sync'];
     expect(await refused([...timeout, '--response-timeout', '15m'])).toEqual({
       code: 2,

@@ -15,6 +15,19 @@ import { describeGrant, describeLimits, type Grant } from './token-command.js';
 type ApiToken = Schema<'ApiToken'>;
 type IssuedApiToken = Schema<'IssuedApiToken'>;
 
+/** The latest expiry the coordinator takes (docs/management.md, "API tokens"). */
+const LATEST_EXPIRY_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * `--expires-in` from now, as an ISO time; a duration that ends past the year 9999 is refused
+ * naming the option (past the year 275760 no Date holds it: an "unexpected error" otherwise).
+ */
+function expiryIn(text: string): string {
+  const at = Date.now() + parseDuration(text, '--expires-in');
+  if (!(at <= LATEST_EXPIRY_MS)) throw new CliError(`--expires-in: must end by the year 9999, got \`${text}\``);
+  return new Date(at).toISOString();
+}
+
 interface CreateFlags {
   name: string;
   trigger: string[];
@@ -63,10 +76,7 @@ export function configureApiTokenCommand(program: Command, rt: Runtime): void {
       const permissions = flags.storage === undefined ? null : storagePermissions(flags.storage);
       if (permissions === null && flags.storageBinding.length > 0)
         throw new CliError('--storage-binding needs --storage');
-      const expiresAt =
-        flags.expiresIn === undefined
-          ? undefined
-          : new Date(Date.now() + parseDuration(flags.expiresIn, '--expires-in')).toISOString();
+      const expiresAt = flags.expiresIn === undefined ? undefined : expiryIn(flags.expiresIn);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const scopes = await grants(caller, flags, permissions);
       const issued = await caller.api.post<IssuedApiToken>(`/orgs/${await caller.orgId()}/api-tokens`, {
