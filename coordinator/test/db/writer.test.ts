@@ -51,6 +51,46 @@ describe('group commit', () => {
   });
 });
 
+describe('group commit on a full disk', () => {
+  let dir: string;
+  let db: Db;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-full-'));
+    db = openDatabase(path.join(dir, 'full.sqlite'));
+    db.exec('CREATE TABLE t (x INTEGER PRIMARY KEY, pad BLOB)');
+  });
+  afterEach(() => {
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('fails the whole batch when SQLite rolled its transaction back (SQLITE_FULL), and writes none of it outside it', () => {
+    // No page may be added: a small row fits in the table's page, a large one does not (SQLITE_FULL,
+    // as on a disk with no space left). SQLite then rolls back the whole transaction, not only the
+    // operation's savepoint: the operations after it must not run on their own, outside any
+    // transaction, and commit while their callers are told they failed.
+    db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+    const insert = db.prepare('INSERT INTO t (x, pad) VALUES (?, ?)');
+    const commit = createGroupCommit(db);
+    let error: unknown;
+    try {
+      commit([() => insert.run(1, null), () => insert.run(2, Buffer.alloc(64 * 1024)), () => insert.run(3, null)]);
+    } catch (e) {
+      error = e;
+    }
+    expect((error as { code?: string } | undefined)?.code).toBe('SQLITE_FULL');
+    expect(db.inTransaction).toBe(false);
+    expect(db.prepare('SELECT x FROM t').pluck().all()).toEqual([]);
+    // With room again, the same batch commits whole.
+    db.pragma('max_page_count = 1073741823');
+    expect(
+      commit([() => insert.run(1, null), () => insert.run(2, Buffer.alloc(64 * 1024)), () => insert.run(3, null)]).map(
+        (o) => o.ok,
+      ),
+    ).toEqual([true, true, true]);
+  });
+});
+
 describe("the executor's last failure (the health check's)", () => {
   it('is the error of a commit that failed as a whole, until one succeeds', async () => {
     const db = openDatabase(':memory:');

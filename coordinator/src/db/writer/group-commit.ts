@@ -13,7 +13,8 @@ export type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown
  * again with each operation in its own savepoint. Operations must therefore be safe to run twice
  * from the same database state (they are: everything they decide comes from the database).
  *
- * Throws only when the transaction itself fails (BEGIN or COMMIT): then nothing was written.
+ * Throws only when the transaction itself fails (BEGIN or COMMIT, or an operation's error that
+ * made SQLite roll back the whole transaction: a full disk, an I/O error): then nothing was written.
  */
 export function createGroupCommit(db: Db): (ops: readonly (() => unknown)[]) => Outcome[] {
   // Built once: better-sqlite3's transaction wrappers are not free.
@@ -29,6 +30,11 @@ export function createGroupCommit(db: Db): (ops: readonly (() => unknown)[]) => 
       try {
         outcomes.push({ ok: true, value: inSavepoint(op) });
       } catch (error) {
+        // Some errors (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM) make SQLite roll back the whole
+        // transaction, not only the savepoint: what ran before is gone, and what follows would
+        // run outside any transaction, committing on its own while its caller is told it failed
+        // (the final COMMIT finding no transaction). The batch fails as a whole instead.
+        if (!db.inTransaction) throw error;
         outcomes.push({ ok: false, error });
       }
     }
