@@ -36,3 +36,34 @@ export function isDatabaseUnreachable(error: Error): boolean {
   if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_STATE.test(code))) return true;
   return DRIVER_MESSAGES.some((pattern) => pattern.test(error.message));
 }
+
+/**
+ * SQLite's (better-sqlite3's `code`, the extended result code's name) and PostgreSQL's (SQLSTATE)
+ * refusals of any write for a cause outside the request: each lasts until the operator acts (frees
+ * space, makes the file system writable, fails over to a primary), and the transaction that met
+ * it was rolled back whole.
+ */
+const UNWRITABLE: readonly { code: RegExp; what: string; fix: string }[] = [
+  { code: /^SQLITE_FULL$/, what: 'its disk is full', fix: 'freed space' },
+  { code: /^53100$/, what: 'its disk is full', fix: 'freed space' },
+  { code: /^SQLITE_READONLY/, what: 'it is read-only', fix: 'made its file and directory writable' },
+  { code: /^SQLITE_IOERR/, what: 'its disk answers with I/O errors', fix: 'repaired the disk' },
+  {
+    code: /^25006$/,
+    what: 'it is read-only, a standby or a database set read-only',
+    fix: 'pointed the coordinator at a primary that takes writes',
+  },
+];
+
+/**
+ * Why the database cannot take writes, when `error` says so: its disk full, its file or file
+ * system read-only, I/O errors, or (PostgreSQL) a standby that refuses writes. Answered 503
+ * `unavailable` (http/error-handler.ts), as opposed to a 500: nothing was written, and the same
+ * request succeeds once the operator has acted. Null for any other error.
+ */
+export function databaseUnwritable(error: Error): { what: string; fix: string; code: string } | null {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return null;
+  const found = UNWRITABLE.find((u) => u.code.test(code));
+  return found ? { what: found.what, fix: found.fix, code } : null;
+}

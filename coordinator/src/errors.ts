@@ -76,7 +76,11 @@ export const ErrorCodes = {
   rate_limited: { status: 429, description: 'A rate limit was exceeded.' },
   headers_too_large: { status: 431, description: 'The request headers are larger than the server accepts.' },
   internal: { status: 500, description: 'An unexpected server error; no internals are disclosed.' },
-  unavailable: { status: 503, description: 'The server is shutting down, or its database could not be reached.' },
+  unavailable: {
+    status: 503,
+    description:
+      'The server is shutting down, or its database could not be reached or cannot take writes (its disk full or read-only).',
+  },
   reconnect_shed: {
     status: 503,
     description: 'Too many agents are opening their streams at once: come back after `Retry-After` seconds.',

@@ -70,6 +70,44 @@ describe('a SQLite database file removed or replaced under a running coordinator
   });
 });
 
+describe('a SQLite database whose disk is full', () => {
+  let t: TestCoordinator;
+  let dataDir: string;
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-health-'));
+    t = await startTestCoordinator({ dataDir, database: 'sqlite' });
+  });
+  afterAll(async () => {
+    await t?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers the writes 503 naming the full disk (not 500), serves the reads, and takes the writes once there is room', async () => {
+    const db = t.coordinator.db;
+    const pages = db.pragma('page_count', { simple: true }) as number;
+    // The database may not grow: SQLite's SQLITE_FULL, as on a disk with no space left.
+    db.pragma(`max_page_count = ${pages}`);
+    const create = (i: number) => t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: { name: `full-${i}` } });
+    let refused: Awaited<ReturnType<typeof create>> | undefined;
+    for (let i = 0; i < 500 && !refused; i++) {
+      const res = await create(i);
+      if (res.status !== 201) refused = res;
+    }
+    expect(refused?.status).toBe(503);
+    expect(refused?.headers.get('retry-after')).toBe('60');
+    expect(refused?.body).toEqual({
+      statusCode: 503,
+      code: 'unavailable',
+      message:
+        "The coordinator's database cannot take writes: its disk is full (SQLITE_FULL); try again once its operator has freed space",
+    });
+    expect((await t.owner.get('/orgs')).status).toBe(200); // reads still served
+
+    db.pragma('max_page_count = 1073741823');
+    expect((await create(-1)).status).toBe(201);
+  });
+});
+
 describe('a PostgreSQL database that goes away', () => {
   let database: TestDatabase;
   let proxy: TcpProxy;

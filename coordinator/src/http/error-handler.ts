@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError, type ValidationDetail } from '../errors.js';
-import { isDatabaseUnreachable } from '../database-errors.js';
+import { databaseUnwritable, isDatabaseUnreachable } from '../database-errors.js';
 import { StorageUnavailableError } from '../storage/backend.js';
 import type { AllowedMethods } from './method-not-allowed.js';
 import { VERSION_PATTERN } from '../domain/ota/inputs.js';
@@ -133,6 +133,9 @@ export function bodyTooLarge(limits: BodyLimits): AppError {
   );
 }
 
+/** `Retry-After` of a database that takes no writes: it lasts until the operator acts (as a full disk under files). */
+const DATABASE_UNWRITABLE_RETRY_AFTER_SECONDS = 60;
+
 /** Normalises any error to the error shape of docs/errors.md; 5xx bodies never carry internals. */
 export function toAppError(error: FastifyError | AppError | Error, limits?: BodyLimits): AppError {
   if (error instanceof AppError) return error;
@@ -151,6 +154,16 @@ export function toAppError(error: FastifyError | AppError | Error, limits?: Body
       cause: error,
       retryAfter: 5,
     });
+  }
+  const unwritable = databaseUnwritable(error);
+  if (unwritable) {
+    // The transaction that met it was rolled back, and every write fails the same way until the
+    // operator acts: not a fault of the request (a 500), nor one that a retry in a few seconds mends.
+    return new AppError(
+      'unavailable',
+      `The coordinator's database cannot take writes: ${unwritable.what} (${unwritable.code}); try again once its operator has ${unwritable.fix}`,
+      { cause: error, retryAfter: DATABASE_UNWRITABLE_RETRY_AFTER_SECONDS },
+    );
   }
   if (error instanceof StorageUnavailableError) {
     // The store's own words (bucket, status) go to the log with the cause, not to the caller.
