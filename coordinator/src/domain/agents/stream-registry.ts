@@ -3,6 +3,7 @@ import type { AgentRepository } from '../model/agents.js';
 import { isOpenJobStatus, type Job, type JobRepository, type OpenJobSummary } from '../model/jobs.js';
 import { batchLoader } from '../../util/batch-loader.js';
 import { isoNow, type Clock } from '../../util/clock.js';
+import { FailureLog } from '../../util/failure-log.js';
 import type { AgentEvents } from './agent-events.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
@@ -22,6 +23,7 @@ export interface StreamLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
+  debug?(obj: object, msg: string): void;
 }
 
 export interface StreamRegistryOptions {
@@ -201,9 +203,21 @@ export class StreamRegistry {
   private readonly metrics: Metrics;
   /** Jobs read for sending: those of one turn of the event loop (a publish's hundreds) in one read. */
   private readonly readJob: (id: string) => Promise<Job | undefined>;
+  /** The ping's database work, failing at each ping while the database is down: logged once each. */
+  private readonly touchFailures: FailureLog;
+  private readonly poolFailures: FailureLog;
+  private readonly orphanFailures: FailureLog;
 
   constructor(private readonly options: StreamRegistryOptions) {
     this.metrics = options.metrics ?? noMetrics;
+    const now = () => options.clock.now();
+    this.touchFailures = new FailureLog(options.logger, 'could not refresh the agents lastSeenAt', now);
+    this.poolFailures = new FailureLog(
+      options.logger,
+      'could not read the organizations with jobs waiting in a pool',
+      now,
+    );
+    this.orphanFailures = new FailureLog(options.logger, 'could not expire the agents no coordinator holds', now);
     this.readJob = batchLoader(async (ids) => new Map((await options.jobs.findByIds(ids)).map((job) => [job.id, job])));
   }
 
@@ -676,9 +690,10 @@ export class StreamRegistry {
       stream.write(chunk);
       if (stream.state !== 'closed') ids.push(stream.agentId);
     }
-    const touched = this.options.agents
-      .touch(ids, at)
-      .catch((error: unknown) => this.options.logger.error({ err: error }, 'could not refresh the agents lastSeenAt'));
+    const touched = this.options.agents.touch(ids, at).then(
+      () => this.touchFailures.succeeded(),
+      (error: unknown) => this.touchFailures.failed(error),
+    );
     this.touching.add(touched);
     await touched;
     this.touching.delete(touched);
@@ -687,8 +702,9 @@ export class StreamRegistry {
     if (this.options.pools) {
       try {
         for (const orgId of await this.options.pools.waitingOrgs()) this.offerPool(orgId);
+        this.poolFailures.succeeded();
       } catch (error) {
-        this.options.logger.error({ err: error }, 'could not read the organizations with jobs waiting in a pool');
+        this.poolFailures.failed(error);
       }
     }
   }
@@ -712,8 +728,9 @@ export class StreamRegistry {
           await this.releasePoolJobs(agentId);
         }
       }
+      this.orphanFailures.succeeded();
     } catch (error) {
-      this.options.logger.error({ err: error }, 'could not expire the agents no coordinator holds');
+      this.orphanFailures.failed(error);
     }
   }
 

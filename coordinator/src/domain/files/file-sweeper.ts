@@ -1,3 +1,4 @@
+import { FailureLog, type FailureLogger } from '../../util/failure-log.js';
 import type { FileService } from './file-service.js';
 
 /** Temp files of uploads older than this, not being written by this process, are removed. */
@@ -8,7 +9,7 @@ export interface FileSweeperOptions {
   files: Pick<FileService, 'sweepDue' | 'local'>;
   /** DROVER_FILE_SWEEP_INTERVAL_MS */
   intervalMs: number;
-  logger: { error(obj: object, msg: string): void; info(obj: object, msg: string): void };
+  logger: FailureLogger;
 }
 
 /**
@@ -21,8 +22,11 @@ export class FileSweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  private readonly failures: FailureLog;
 
-  constructor(private readonly options: FileSweeperOptions) {}
+  constructor(private readonly options: FileSweeperOptions) {
+    this.failures = new FailureLog(options.logger, 'file sweep failed');
+  }
 
   start(): void {
     const tick = () => {
@@ -48,8 +52,9 @@ export class FileSweeper {
       }
       if (handled > 0) this.options.logger.info({ files: handled }, 'file sweep handled expired or failed deletions');
       await this.options.files.local.removeTemps(STALE_TEMP_MS);
+      this.failures.succeeded();
     } catch (error) {
-      this.options.logger.error({ err: error }, 'file sweep failed');
+      this.failures.failed(error);
     }
     return handled;
   }

@@ -1,5 +1,6 @@
 import type { JobRepository } from '../model/jobs.js';
 import { isoNow, type Clock } from '../../util/clock.js';
+import { FailureLog, type FailureLogger } from '../../util/failure-log.js';
 import type { JobEvents } from './job-events.js';
 import { CANCEL_UNCONFIRMED_MESSAGE, DEADLINE_MESSAGE, REVOKED_MESSAGE } from './job-state.js';
 
@@ -7,7 +8,7 @@ export interface JobSweeperOptions {
   jobs: JobRepository;
   jobEvents: JobEvents;
   clock: Clock;
-  logger: { info(obj: object, msg: string): void; error(obj: object, msg: string): void };
+  logger: FailureLogger;
   /** DROVER_JOB_DEADLINE_GRACE_MS: also the delay before the first sweep after a start. */
   deadlineGraceMs: number;
   /** Run after each pass: the batches' course caught up (domain/fleet/batch-service.ts). */
@@ -33,8 +34,11 @@ export class JobSweeper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  private readonly failures: FailureLog;
 
-  constructor(private readonly options: JobSweeperOptions) {}
+  constructor(private readonly options: JobSweeperOptions) {
+    this.failures = new FailureLog(options.logger, 'deadline sweep failed', () => options.clock.now());
+  }
 
   start(): void {
     const interval = sweepIntervalMs(this.options.deadlineGraceMs);
@@ -63,9 +67,10 @@ export class JobSweeper {
       const orphaned = await this.options.jobs.failOpenOfRevoked(REVOKED_MESSAGE, now);
       this.finished(orphaned, 'job failed: its agent was revoked');
       await this.options.alsoSweep?.();
+      this.failures.succeeded();
       return [...cancelled, ...failed, ...orphaned];
     } catch (error) {
-      this.options.logger.error({ err: error }, 'deadline sweep failed');
+      this.failures.failed(error);
       return [];
     }
   }

@@ -8,6 +8,7 @@ import type {
 import type { Job } from '../model/jobs.js';
 import { batchLoader } from '../../util/batch-loader.js';
 import { isoNow, type Clock } from '../../util/clock.js';
+import { FailureLog } from '../../util/failure-log.js';
 import type { JobEvents } from '../jobs/job-events.js';
 import { noMetrics, type Metrics } from '../metrics.js';
 import { toDeployAssignment } from './deploy-job.js';
@@ -48,8 +49,10 @@ export class OtaEngine {
   private unsubscribe: (() => void) | undefined;
   /** The application of each update job being sent: those of one turn of the event loop in one read. */
   private readonly applicationOf: (jobId: string) => Promise<string | undefined>;
+  private readonly sweepFailures: FailureLog;
 
   constructor(private readonly options: OtaEngineOptions) {
+    this.sweepFailures = new FailureLog(options.logger, 'OTA retry sweep failed', () => options.clock.now());
     this.applicationOf = batchLoader(
       async (ids) =>
         new Map((await options.bindings.applicationsOfUpdateJobs(ids)).map((r) => [r.jobId, r.applicationId])),
@@ -116,9 +119,10 @@ export class OtaEngine {
     try {
       const ids = await this.options.bindings.idsDue(isoNow(this.options.clock), SWEEP_BATCH);
       if (ids.length > 0) await this.evaluateIds(ids, 'sweep');
+      this.sweepFailures.succeeded();
       return ids.length;
     } catch (error) {
-      this.options.logger.error({ err: error }, 'OTA retry sweep failed');
+      this.sweepFailures.failed(error);
       return 0;
     }
   }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ChatOutboxRepository, ClaimedMessage } from '../../model/chat-outbox.js';
 import type { ChatProvider } from '../../model/triggers.js';
 import { isoAt, type Clock } from '../../../util/clock.js';
+import { FailureLog } from '../../../util/failure-log.js';
 import { DeliveryFailure, type ChatSenders } from './sender.js';
 
 /** How often the worker looks for due messages. */
@@ -43,7 +44,7 @@ export interface DeliveryWorkerOptions {
   senders: ChatSenders;
   workspace: WorkspaceLookup;
   clock: Clock;
-  logger: Pick<Logger, 'debug' | 'warn' | 'error'>;
+  logger: Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
   /** The coordinator's public URL, read at each send (known only once listening). */
   publicUrl: () => string;
   /** DROVER_CHAT_GIVE_UP_SECONDS, in ms: a message not delivered this long after it was queued is given up. */
@@ -77,7 +78,11 @@ export class DeliveryWorker {
   private stopped = false;
   private lastPrune = 0;
 
-  constructor(private readonly o: DeliveryWorkerOptions) {}
+  private readonly roundFailures: FailureLog;
+
+  constructor(private readonly o: DeliveryWorkerOptions) {
+    this.roundFailures = new FailureLog(o.logger, 'chat outbox round failed', () => o.clock.now());
+  }
 
   start(): void {
     this.started = true;
@@ -170,8 +175,9 @@ export class DeliveryWorker {
         for (const r of results) total[r] += 1;
         if (claimed.length + damaged.length < OUTBOX_BATCH) break;
       }
+      this.roundFailures.succeeded();
     } catch (error) {
-      this.o.logger.error({ err: error }, 'chat outbox round failed');
+      this.roundFailures.failed(error);
     }
     return total;
   }
