@@ -43,51 +43,48 @@ describe('the health check', () => {
   });
 });
 
-describe('a SQLite database file removed or replaced under a running coordinator', () => {
-  let t: TestCoordinator;
-  let dataDir: string;
+/** A coordinator on SQLite in a data directory of its own, for the `describe` it is called in. */
+function sqliteCoordinator(): { t: TestCoordinator; dataDir: string } {
+  const rig = { t: undefined as unknown as TestCoordinator, dataDir: '' };
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-health-'));
-    t = await startTestCoordinator({ dataDir, database: 'sqlite' });
+    rig.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-health-'));
+    rig.t = await startTestCoordinator({ dataDir: rig.dataDir, database: 'sqlite' });
   });
   afterAll(async () => {
-    await t?.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await rig.t?.close();
+    fs.rmSync(rig.dataDir, { recursive: true, force: true });
   });
+  return rig;
+}
+
+describe('a SQLite database file removed or replaced under a running coordinator', () => {
+  const rig = sqliteCoordinator();
 
   it('fails the health check (its writes would go to a file lost at the next start), and passes once it is back', async () => {
-    const file = path.join(dataDir, 'drover.sqlite');
-    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    const file = path.join(rig.dataDir, 'drover.sqlite');
+    expect((await fetch(`${rig.t.url}/healthz`)).status).toBe(200);
     fs.renameSync(file, `${file}.moved`);
-    const gone = await fetch(`${t.url}/healthz`);
+    const gone = await fetch(`${rig.t.url}/healthz`);
     expect(gone.status).toBe(503);
     expect(gone.headers.get('retry-after')).toBe('5');
     fs.copyFileSync(`${file}.moved`, file); // another file of the same name: still not the one open
-    expect((await fetch(`${t.url}/healthz`)).status).toBe(503);
+    expect((await fetch(`${rig.t.url}/healthz`)).status).toBe(503);
     fs.rmSync(file);
     fs.renameSync(`${file}.moved`, file);
-    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${rig.t.url}/healthz`)).status).toBe(200);
   });
 });
 
 describe('a SQLite database whose disk is full', () => {
-  let t: TestCoordinator;
-  let dataDir: string;
-  beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-health-'));
-    t = await startTestCoordinator({ dataDir, database: 'sqlite' });
-  });
-  afterAll(async () => {
-    await t?.close();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
+  const rig = sqliteCoordinator();
 
   it('answers the writes 503 naming the full disk (not 500), serves the reads, and takes the writes once there is room', async () => {
-    const db = t.coordinator.db;
+    const db = rig.t.coordinator.db;
     const pages = db.pragma('page_count', { simple: true }) as number;
     // The database may not grow: SQLite's SQLITE_FULL, as on a disk with no space left.
     db.pragma(`max_page_count = ${pages}`);
-    const create = (i: number) => t.owner.post(`/orgs/${t.orgId}/enrollment-tokens`, { body: { name: `full-${i}` } });
+    const create = (i: number) =>
+      rig.t.owner.post(`/orgs/${rig.t.orgId}/enrollment-tokens`, { body: { name: `full-${i}` } });
     let refused: Awaited<ReturnType<typeof create>> | undefined;
     for (let i = 0; i < 500 && !refused; i++) {
       const res = await create(i);
@@ -101,7 +98,7 @@ describe('a SQLite database whose disk is full', () => {
       message:
         "The coordinator's database cannot take writes: its disk is full (SQLITE_FULL); try again once its operator has freed space",
     });
-    expect((await t.owner.get('/orgs')).status).toBe(200); // reads still served
+    expect((await rig.t.owner.get('/orgs')).status).toBe(200); // reads still served
 
     db.pragma('max_page_count = 1073741823');
     expect((await create(-1)).status).toBe(201);

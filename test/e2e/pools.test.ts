@@ -35,6 +35,22 @@ describe('pools', () => {
     }
   };
   const job = async (id: string) => (await t.owner.get(`/jobs/${id}`)).body;
+  /** An async `fanout: one` trigger of the workflow `build` on `selector`, and a caller whose token may run it. */
+  const poolTrigger = async (name: string, selector: string) => {
+    const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        name,
+        agentSelector: selector,
+        fanout: 'one',
+        scopeType: 'workflow',
+        workflowName: 'build',
+        responseMode: 'async',
+      },
+    });
+    expect(res.status, res.text).toBe(201);
+    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [res.body.id] }]);
+    return { id: res.body.id as string, caller: t.api.withToken(token.token) };
+  };
 
   beforeAll(async () => {
     // A dropped stream makes its agent disconnected at once: the second case needs none connected.
@@ -49,19 +65,7 @@ describe('pools', () => {
     b = await builder('builder');
     late = await builder('builder');
     await builder('tester');
-    const res = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
-      body: {
-        name: 'any builder',
-        agentSelector: 'role=builder',
-        fanout: 'one',
-        scopeType: 'workflow',
-        workflowName: 'build',
-        responseMode: 'async',
-      },
-    });
-    expect(res.status, res.text).toBe(201);
-    pool = res.body.id;
-    caller = t.api.withToken((await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [pool] }])).token);
+    ({ id: pool, caller } = await poolTrigger('any builder', 'role=builder'));
   });
   afterAll(async () => {
     for (const s of streams) s.close();
@@ -153,26 +157,15 @@ describe('pools', () => {
   });
 
   it('cancels the jobs waiting in a pool when its trigger is moved onto one agent: none could ever take them', async () => {
-    const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
-      body: {
-        name: 'any tester',
-        agentSelector: 'role=tester', // its one agent never connects here
-        fanout: 'one',
-        scopeType: 'workflow',
-        workflowName: 'build',
-        responseMode: 'async',
-      },
-    });
-    expect(created.status, created.text).toBe(201);
-    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [created.body.id] }]);
-    const waiting = await t.api.withToken(token.token).post(`/triggers/${created.body.id}/run`);
+    const testers = await poolTrigger('any tester', 'role=tester'); // its one agent never connects here
+    const waiting = await testers.caller.post(`/triggers/${testers.id}/run`);
     expect(waiting.status, waiting.text).toBe(202);
     expect(await job(waiting.body.jobId)).toMatchObject({ status: 'pending', agentId: null });
     // Another pool's waiting job is not this trigger's.
     const other = await caller.post(`/triggers/${pool}/run`);
     expect(await job(other.body.jobId)).toMatchObject({ status: 'pending', agentId: null });
 
-    const moved = await t.owner.patch(`/orgs/${t.orgId}/triggers/${created.body.id}`, { body: { agentId: a.agentId } });
+    const moved = await t.owner.patch(`/orgs/${t.orgId}/triggers/${testers.id}`, { body: { agentId: a.agentId } });
     expect(moved.status, moved.text).toBe(200);
     expect(moved.body.agentSelector).toBeNull();
     expect(await job(waiting.body.jobId)).toMatchObject({ status: 'cancelled', agentId: null });
@@ -196,25 +189,13 @@ describe('pools', () => {
       return agent;
     };
     const [gone, other] = [await packer(), await packer()];
-    const created = await t.owner.post(`/orgs/${t.orgId}/triggers`, {
-      body: {
-        name: 'any packer',
-        agentSelector: 'role=packer',
-        fanout: 'one',
-        scopeType: 'workflow',
-        workflowName: 'build',
-        responseMode: 'async',
-      },
-    });
-    expect(created.status, created.text).toBe(201);
-    const token = await issueApiToken(t.owner, t.orgId, [{ type: 'trigger', triggerIds: [created.body.id] }]);
-    const packers = t.api.withToken(token.token);
+    const packers = await poolTrigger('any packer', 'role=packer');
     const goneStream = await open(gone, 2);
     await eventually(
       async () => (await t.owner.get(`/orgs/${t.orgId}/agents/${gone.agentId}`)).body.status === 'connected',
     );
     const run = async () => {
-      const res = await packers.post(`/triggers/${created.body.id}/run`);
+      const res = await packers.caller.post(`/triggers/${packers.id}/run`);
       expect(res.status, res.text).toBe(202);
       return res.body.jobId as string;
     };
