@@ -5,6 +5,7 @@ import { useNavigate } from 'react-router';
 import { api, apiPath } from '../api/client';
 import { sessionQuery } from '../api/queries';
 import type { Session } from '../api/types';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { dateTime } from '../components/time';
@@ -120,6 +121,7 @@ function ChangePassword() {
 
 function SignOutEverywhere() {
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const signOut = useMutation({
@@ -137,7 +139,7 @@ function SignOutEverywhere() {
         browser, script and command line signed in as you, this one included.
       </p>
       {confirming ? (
-        <div role="group" aria-label="Sign out everywhere" className="confirm">
+        <Confirm label="Sign out everywhere" onCancel={() => setConfirming(false)}>
           <p>Sign out every session of yours, this one included? You will sign in again with your password.</p>
           <button type="button" className="danger" onClick={() => signOut.mutate()} disabled={signOut.isPending}>
             Sign out everywhere
@@ -146,9 +148,9 @@ function SignOutEverywhere() {
             Stay signed in
           </button>
           <ErrorMessage error={signOut.error} />
-        </div>
+        </Confirm>
       ) : (
-        <button type="button" onClick={() => setConfirming(true)}>
+        <button type="button" ref={opener} onClick={() => setConfirming(true)}>
           Sign out everywhere…
         </button>
       )}

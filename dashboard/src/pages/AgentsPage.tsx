@@ -7,6 +7,7 @@ import { api, apiPath } from '../api/client';
 import { agentsQuery, workflowsQuery } from '../api/queries';
 import type { Agent, Workflow, WorkflowParam } from '../api/types';
 import { EnrollAgent } from '../components/EnrollAgent';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LabelChips } from '../components/LabelChips';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
@@ -196,6 +197,8 @@ export function describeParam(p: WorkflowParam): string {
 function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can: AgentRights }) {
   const [mode, setMode] = useState<'idle' | 'rename' | 'revoke'>('idle');
   const [name, setName] = useState(agent.name);
+  const renameButton = useReturnFocus(mode === 'rename');
+  const revokeButton = useReturnFocus(mode === 'revoke');
   const queryClient = useQueryClient();
   const done = () => {
     setMode('idle');
@@ -215,7 +218,7 @@ function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can:
   };
   if (mode === 'rename') {
     return (
-      <form onSubmit={submitRename} className="inline-form">
+      <Confirm onSubmit={submitRename} onCancel={() => setMode('idle')} className="inline-form">
         <label>
           New name for {agent.name}
           <input value={name} onChange={(e) => setName(e.target.value)} maxLength={255} required />
@@ -227,12 +230,12 @@ function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can:
           Cancel
         </button>
         <ErrorMessage error={rename.error} />
-      </form>
+      </Confirm>
     );
   }
   if (mode === 'revoke') {
     return (
-      <div role="group" aria-label={`Revoke ${agent.name}`} className="confirm">
+      <Confirm label={`Revoke ${agent.name}`} onCancel={() => setMode('idle')}>
         <p>
           Revoke {agent.name}? Its stream is closed, its unfinished jobs fail, and it can only come back by enrolling
           again as a new agent.
@@ -244,18 +247,18 @@ function AgentActions({ orgId, agent, can }: { orgId: string; agent: Agent; can:
           Keep it
         </button>
         <ErrorMessage error={revoke.error} />
-      </div>
+      </Confirm>
     );
   }
   return (
     <div className="actions">
       {can.edit && (
-        <button type="button" onClick={() => setMode('rename')} aria-label={`Rename ${agent.name}`}>
+        <button type="button" ref={renameButton} onClick={() => setMode('rename')} aria-label={`Rename ${agent.name}`}>
           Rename
         </button>
       )}
       {can.revoke && (
-        <button type="button" onClick={() => setMode('revoke')} aria-label={`Revoke ${agent.name}`}>
+        <button type="button" ref={revokeButton} onClick={() => setMode('revoke')} aria-label={`Revoke ${agent.name}`}>
           Revoke
         </button>
       )}

@@ -7,6 +7,7 @@ import { agentsQuery, sessionQuery } from '../api/queries';
 import { bindingsQuery } from '../api/storage-bindings';
 import { triggersQuery } from '../api/triggers';
 import { CopyBlock } from '../components/CopyBlock';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { grantWords, limitWords, tokenState, type Names } from '../components/grant-words';
 import { dateTime } from '../components/time';
@@ -138,6 +139,7 @@ function TokenRow(props: { orgId: string; token: ApiToken; names: Names; mayRevo
 
 function RevokeToken({ orgId, token }: { orgId: string; token: ApiToken }) {
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const queryClient = useQueryClient();
   const revoke = useMutation({
     mutationFn: () => api<ApiToken>('DELETE', apiPath`/orgs/${orgId}/api-tokens/${token.id}`),
@@ -148,13 +150,13 @@ function RevokeToken({ orgId, token }: { orgId: string; token: ApiToken }) {
   });
   if (!confirming) {
     return (
-      <button type="button" onClick={() => setConfirming(true)} aria-label={`Revoke ${token.name}`}>
+      <button type="button" ref={opener} onClick={() => setConfirming(true)} aria-label={`Revoke ${token.name}`}>
         Revoke
       </button>
     );
   }
   return (
-    <div role="group" aria-label={`Revoke ${token.name}`} className="confirm">
+    <Confirm label={`Revoke ${token.name}`} onCancel={() => setConfirming(false)}>
       <p>Revoke {token.name}? Every call made with it is refused from now on (401). This cannot be undone.</p>
       <button type="button" className="danger" onClick={() => revoke.mutate()} disabled={revoke.isPending}>
         Revoke token
@@ -163,6 +165,6 @@ function RevokeToken({ orgId, token }: { orgId: string; token: ApiToken }) {
         Keep it
       </button>
       <ErrorMessage error={revoke.error} />
-    </div>
+    </Confirm>
   );
 }

@@ -8,6 +8,7 @@ import { agentsQuery } from '../api/queries';
 import { devicesQuery, type App, type Binding, type Release, type ReleaseRef } from '../api/ota';
 import { desiredOf } from '../api/ota-impact';
 import { rolloutQuery, type Rollout } from '../api/rollouts';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { JobNumber } from '../components/JobNumber';
@@ -188,6 +189,8 @@ function DeviceRow(props: {
 function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: App; binding: Binding; name: string }) {
   const [mode, setMode] = useState<'idle' | 'channel' | 'unbind'>('idle');
   const [channel, setChannel] = useState(b.channel);
+  const channelButton = useReturnFocus(mode === 'channel');
+  const unbindButton = useReturnFocus(mode === 'unbind');
   const queryClient = useQueryClient();
   const path = apiPath`/orgs/${orgId}/apps/${app.id}/devices/${b.id}`;
   const done = () => {
@@ -208,7 +211,7 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
       move.mutate();
     };
     return (
-      <form onSubmit={submit} noValidate className="inline-form">
+      <Confirm onSubmit={submit} onCancel={() => setMode('idle')} noValidate className="inline-form">
         <FormError error={move.error} errors={errors} />
         <div className="field">
           <label htmlFor={errors.props('channel').id}>Channel of {name}</label>
@@ -221,12 +224,12 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
         <button type="button" onClick={() => setMode('idle')}>
           Cancel
         </button>
-      </form>
+      </Confirm>
     );
   }
   if (mode === 'unbind') {
     return (
-      <div role="group" aria-label={`Unbind ${name}`} className="confirm">
+      <Confirm label={`Unbind ${name}`} onCancel={() => setMode('idle')}>
         <p>
           Unbind {name} from {app.slug}? It keeps what it installed and gets no more updates of this application; an
           update job it has not taken yet is cancelled.
@@ -238,12 +241,17 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
           Keep it
         </button>
         <ErrorMessage error={unbind.error} />
-      </div>
+      </Confirm>
     );
   }
   return (
     <div className="actions wrap">
-      <button type="button" aria-label={`Change the channel of ${name}`} onClick={() => setMode('channel')}>
+      <button
+        type="button"
+        ref={channelButton}
+        aria-label={`Change the channel of ${name}`}
+        onClick={() => setMode('channel')}
+      >
         Channel
       </button>
       <button
@@ -256,7 +264,7 @@ function DeviceActions({ orgId, app, binding: b, name }: { orgId: string; app: A
         Retry
       </button>
       {b.origin === 'manual' && (
-        <button type="button" aria-label={`Unbind ${name}`} onClick={() => setMode('unbind')}>
+        <button type="button" ref={unbindButton} aria-label={`Unbind ${name}`} onClick={() => setMode('unbind')}>
           Unbind
         </button>
       )}

@@ -3,6 +3,7 @@ import { useMutation } from '../lib/mutation';
 import { useEffect, useState, type FormEvent } from 'react';
 import { api, apiPath, type ApiError } from '../api/client';
 import { windowPreviewQuery, type App, type NextWindow } from '../api/ota';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError, unreadableNumbers } from '../components/FieldErrors';
 import { localWords, utcWords } from '../components/trigger-words';
@@ -60,6 +61,8 @@ function WindowList({
  */
 export function AppMaintenanceWindow({ orgId, app }: { orgId: string; app: App }) {
   const [mode, setMode] = useState<'view' | 'edit' | 'remove'>('view');
+  const editButton = useReturnFocus(mode === 'edit');
+  const removeButton = useReturnFocus(mode === 'remove');
   const queryClient = useQueryClient();
   const path = apiPath`/orgs/${orgId}/apps/${app.id}`;
   const done = () => {
@@ -91,7 +94,7 @@ export function AppMaintenanceWindow({ orgId, app }: { orgId: string; app: App }
             <p>None: updates start as soon as a release is published.</p>
           )}
           {mode === 'remove' ? (
-            <div role="group" aria-label="Remove the maintenance window" className="confirm">
+            <Confirm label="Remove the maintenance window" onCancel={() => setMode('view')}>
               <p>Remove the window? Updates held for it start at once.</p>
               <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
                 Remove window
@@ -100,14 +103,14 @@ export function AppMaintenanceWindow({ orgId, app }: { orgId: string; app: App }
                 Keep it
               </button>
               <ErrorMessage error={remove.error} />
-            </div>
+            </Confirm>
           ) : (
             <div className="actions">
-              <button type="button" onClick={() => setMode('edit')}>
+              <button type="button" ref={editButton} onClick={() => setMode('edit')}>
                 {w ? 'Edit window' : 'Set a maintenance window'}
               </button>
               {w && (
-                <button type="button" onClick={() => setMode('remove')}>
+                <button type="button" ref={removeButton} onClick={() => setMode('remove')}>
                   Remove window
                 </button>
               )}

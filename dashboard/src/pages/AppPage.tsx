@@ -1,10 +1,11 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
-import { useState } from 'react';
+import { useState, type RefObject } from 'react';
 import { Link, useParams } from 'react-router';
 import { api, ApiError, apiPath } from '../api/client';
 import { appQuery, byteSize, devicesQuery, releasesQuery, type App, type Binding, type Release } from '../api/ota';
 import { releaseCounts, yankImpact, type Impact } from '../api/ota-impact';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ReadOnly } from '../components/ReadOnly';
 import { dateTime } from '../components/time';
@@ -118,6 +119,7 @@ function ReleaseRow(props: {
   const { release: r, devices } = props;
   const counts = releaseCounts(devices, r);
   const [publishing, setPublishing] = useState(false);
+  const publishButton = useReturnFocus(publishing);
   const rollout = useReleaseRollout(props.orgId, props.app.id, r, props.releases);
   return (
     <>
@@ -127,6 +129,7 @@ function ReleaseRow(props: {
         rollout={rollout}
         publishing={publishing}
         onPublish={() => setPublishing(true)}
+        publishButton={publishButton}
       />
       {publishing && (
         <tr className="release-detail">
@@ -146,6 +149,7 @@ function ReleaseCells(
     rollout: ReturnType<typeof useReleaseRollout>;
     publishing: boolean;
     onPublish(): void;
+    publishButton: RefObject<HTMLButtonElement | null>;
   },
 ) {
   const { release: r, counts, rollout } = props;
@@ -210,9 +214,11 @@ function ReleaseActions({
   devices,
   release: r,
   onPublish,
-}: Parameters<typeof ReleaseRow>[0] & { onPublish(): void }) {
+  publishButton,
+}: Parameters<typeof ReleaseRow>[0] & { onPublish(): void; publishButton: RefObject<HTMLButtonElement | null> }) {
   /** The yank's confirmation, with what it will do (publishing has its dialog: PublishDialog). */
   const [confirm, setConfirm] = useState<Impact | null>(null);
+  const yankButton = useReturnFocus(confirm !== null);
   const queryClient = useQueryClient();
   const move = useMutation({
     mutationFn: () => api<Release>('POST', apiPath`/orgs/${orgId}/apps/${app.id}/releases/${r.id}/yank`),
@@ -225,7 +231,13 @@ function ReleaseActions({
   if (confirm) {
     const verb = r.status === 'draft' ? 'Withdraw' : 'Yank';
     return (
-      <div role="group" aria-label={`${verb} ${r.version}`} className="confirm">
+      <Confirm
+        label={`${verb} ${r.version}`}
+        onCancel={() => {
+          setConfirm(null);
+          move.reset();
+        }}
+      >
         {confirm.lines.map((line) => (
           <p key={line}>{line}</p>
         ))}
@@ -242,19 +254,20 @@ function ReleaseActions({
           Cancel
         </button>
         <ErrorMessage error={move.error} />
-      </div>
+      </Confirm>
     );
   }
   return (
     <div className="actions">
       {r.status === 'draft' && (
-        <button type="button" aria-label={`Publish ${r.version}`} onClick={onPublish}>
+        <button type="button" ref={publishButton} aria-label={`Publish ${r.version}`} onClick={onPublish}>
           Publish
         </button>
       )}
       {r.status !== 'yanked' && (
         <button
           type="button"
+          ref={yankButton}
           aria-label={`Yank ${r.version}`}
           onClick={() => setConfirm(yankImpact(releases, devices, r, (app.releaseKeys?.length ?? 0) > 0))}
         >

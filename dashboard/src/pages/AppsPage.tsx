@@ -4,6 +4,7 @@ import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api, apiPath } from '../api/client';
 import { appsQuery, type App } from '../api/ota';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { dateTime } from '../components/time';
@@ -58,6 +59,8 @@ export function AppsPage() {
 function AppRow(props: { orgId: string; app: App; mayManage: boolean; mayEdit: boolean }) {
   const { orgId, app, mayManage, mayEdit } = props;
   const [mode, setMode] = useState<'idle' | 'edit' | 'delete'>('idle');
+  const editButton = useReturnFocus(mode === 'edit');
+  const deleteButton = useReturnFocus(mode === 'delete');
   return (
     <tr aria-label={app.slug}>
       <th scope="row">
@@ -73,11 +76,22 @@ function AppRow(props: { orgId: string; app: App; mayManage: boolean; mayEdit: b
         {mode === 'delete' && <DeleteApp orgId={orgId} app={app} onDone={() => setMode('idle')} />}
         {mode === 'idle' && (
           <div className="actions">
-            <button type="button" onClick={() => setMode('edit')} aria-label={`Edit ${app.slug}`} disabled={!mayEdit}>
+            <button
+              type="button"
+              ref={editButton}
+              onClick={() => setMode('edit')}
+              aria-label={`Edit ${app.slug}`}
+              disabled={!mayEdit}
+            >
               Edit
             </button>
             {mayManage && (
-              <button type="button" onClick={() => setMode('delete')} aria-label={`Delete ${app.slug}`}>
+              <button
+                type="button"
+                ref={deleteButton}
+                onClick={() => setMode('delete')}
+                aria-label={`Delete ${app.slug}`}
+              >
                 Delete
               </button>
             )}
@@ -174,7 +188,7 @@ function EditApp({ orgId, app, onDone }: { orgId: string; app: App; onDone: () =
     save.mutate();
   };
   return (
-    <form onSubmit={submit} noValidate className="inline-form">
+    <Confirm onSubmit={submit} onCancel={onDone} noValidate className="inline-form">
       <FormError error={save.error} errors={errors} />
       <div className="field">
         <label htmlFor={errors.props('updateWorkflowName').id}>Update workflow of {app.slug}</label>
@@ -192,7 +206,7 @@ function EditApp({ orgId, app, onDone }: { orgId: string; app: App; onDone: () =
       <button type="button" onClick={onDone}>
         Cancel
       </button>
-    </form>
+    </Confirm>
   );
 }
 
@@ -206,7 +220,7 @@ function DeleteApp({ orgId, app, onDone }: { orgId: string; app: App; onDone: ()
     },
   });
   return (
-    <div role="group" aria-label={`Delete ${app.slug}`} className="confirm">
+    <Confirm label={`Delete ${app.slug}`} onCancel={onDone}>
       <p>
         Delete {app.slug}? Its releases and device bindings are deleted, update jobs not yet taken by a device are
         cancelled, and the artifact files are no longer in use. Devices keep what they installed.
@@ -218,6 +232,6 @@ function DeleteApp({ orgId, app, onDone }: { orgId: string; app: App; onDone: ()
         Keep it
       </button>
       <ErrorMessage error={remove.error} />
-    </div>
+    </Confirm>
   );
 }

@@ -14,6 +14,7 @@ import {
 import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
 import { orgsQuery } from '../api/queries';
 import { BatchProgress, endedWords } from '../components/BatchProgress';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { duration } from '../components/JobFacts';
 import { dateTime } from '../components/time';
@@ -154,6 +155,7 @@ function BatchJobRow({ orgId, job }: { orgId: string; job: BatchJob }) {
 function BatchActions({ batch }: { batch: BatchDetail }) {
   const queryClient = useQueryClient();
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const cancel = useMutation({
     mutationFn: () => cancelBatch(batch.id),
     onSuccess: (answer) => {
@@ -178,12 +180,12 @@ function BatchActions({ batch }: { batch: BatchDetail }) {
   return (
     <div className="job-actions">
       {!confirming && (
-        <button type="button" onClick={() => setConfirming(true)}>
+        <button type="button" ref={opener} onClick={() => setConfirming(true)}>
           Cancel batch
         </button>
       )}
       {confirming && (
-        <div role="group" aria-label="Cancel the batch" className="confirm panel">
+        <Confirm label="Cancel the batch" onCancel={() => setConfirming(false)} className="confirm panel">
           <p>
             Cancel the {open} unfinished job{open === 1 ? '' : 's'} of this batch? A job that has not started never
             runs; a running one is stopped by its agent and ends <code>cancelled</code>. Jobs that ended keep their
@@ -195,7 +197,7 @@ function BatchActions({ batch }: { batch: BatchDetail }) {
           <button type="button" onClick={() => setConfirming(false)}>
             Keep it running
           </button>
-        </div>
+        </Confirm>
       )}
       <p role="status" className="hint">
         {cancel.isSuccess && running > 0

@@ -6,6 +6,7 @@ import { useState, type FormEvent } from 'react';
 import { api, apiPath } from '../api/client';
 import type { App, Binding } from '../api/ota';
 import type { Agent } from '../api/types';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { fieldErrors, FormError } from '../components/FieldErrors';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { namesWords } from '../components/SelectorMatches';
@@ -87,6 +88,7 @@ export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent
   const { orgId, app, agents, devices } = props;
   const [text, setText] = useState(app.deviceSelector ?? '');
   const [confirmingRemove, setConfirmingRemove] = useState(false);
+  const opener = useReturnFocus(confirmingRemove);
   const parsed = parseSelectorText(text);
   const queryClient = useQueryClient();
   const save = useMutation({
@@ -130,7 +132,7 @@ export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent
       </SelectorInput>
       {confirmingRemove && app.deviceSelector !== null ? (
         // One click would unbind a whole fleet's devices, some maybe in the middle of an update.
-        <div role="group" aria-label="Remove the device group" className="confirm">
+        <Confirm label="Remove the device group" onCancel={() => setConfirmingRemove(false)}>
           <p>{removalWords(devices)}</p>
           <button type="button" className="danger" onClick={() => save.mutate(null)} disabled={save.isPending}>
             Remove device group
@@ -138,14 +140,14 @@ export function DeviceGroupForm(props: { orgId: string; app: App; agents?: Agent
           <button type="button" onClick={() => setConfirmingRemove(false)}>
             Keep it
           </button>
-        </div>
+        </Confirm>
       ) : (
         <div className="actions">
           <button type="submit" disabled={save.isPending || parsed.error !== null || empty}>
             Apply device group
           </button>
           {app.deviceSelector !== null && (
-            <button type="button" onClick={() => setConfirmingRemove(true)} disabled={save.isPending}>
+            <button type="button" ref={opener} onClick={() => setConfirmingRemove(true)} disabled={save.isPending}>
               Remove device group
             </button>
           )}

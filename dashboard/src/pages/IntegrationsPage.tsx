@@ -15,6 +15,7 @@ import {
   type ChatProviderState,
 } from '../api/chat';
 import { emailsOf, membersQuery } from '../api/jobs';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
@@ -120,6 +121,7 @@ function IntegrationRow(props: {
 }) {
   const { orgId, integration: i, emails, mayManage } = props;
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const queryClient = useQueryClient();
   const remove = useMutation({
     mutationFn: () => disconnect(orgId, i.id),
@@ -146,11 +148,11 @@ function IntegrationRow(props: {
       {mayManage && (
         <td>
           {!confirming ? (
-            <button type="button" onClick={() => setConfirming(true)} aria-label={`Disconnect ${label}`}>
+            <button type="button" ref={opener} onClick={() => setConfirming(true)} aria-label={`Disconnect ${label}`}>
               Disconnect
             </button>
           ) : (
-            <div role="group" aria-label={`Disconnect ${label}`} className="confirm">
+            <Confirm label={`Disconnect ${label}`} onCancel={() => setConfirming(false)}>
               <p>
                 Disconnect the {label}? The coordinator forgets it and its token: its chat triggers no longer start runs
                 until an owner connects it again.
@@ -162,7 +164,7 @@ function IntegrationRow(props: {
                 Keep it
               </button>
               <ErrorMessage error={remove.error} />
-            </div>
+            </Confirm>
           )}
         </td>
       )}

@@ -18,6 +18,7 @@ import { agentsQuery, isFinished, orgsQuery } from '../api/queries';
 import type { Job, JobDetail, JobLogLine, JobNotification } from '../api/types';
 import { BatchName } from '../components/BatchName';
 import { cancelState } from '../components/cancel-words';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
@@ -346,6 +347,7 @@ function JobActions({ job }: { job: JobDetail }) {
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['jobs', job.id, 'live'] });
   const cancel = useMutation({
     mutationFn: () => cancelJob(job.id),
@@ -368,12 +370,17 @@ function JobActions({ job }: { job: JobDetail }) {
   return (
     <div className="job-actions">
       {open && !confirming && (
-        <button type="button" onClick={() => setConfirming(true)} disabled={job.cancelRequestedAt !== null}>
+        <button
+          type="button"
+          ref={opener}
+          onClick={() => setConfirming(true)}
+          disabled={job.cancelRequestedAt !== null}
+        >
           {job.cancelRequestedAt ? 'Cancel requested' : 'Cancel job'}
         </button>
       )}
       {confirming && (
-        <div role="group" aria-label="Cancel the job" className="confirm panel">
+        <Confirm label="Cancel the job" onCancel={() => setConfirming(false)} className="confirm panel">
           <p>
             Cancel this job? A job that has not started never runs; a running one is stopped by its agent (its steps get
             SIGTERM, then SIGKILL) and ends <code>cancelled</code>.
@@ -384,7 +391,7 @@ function JobActions({ job }: { job: JobDetail }) {
           <button type="button" onClick={() => setConfirming(false)}>
             Keep it running
           </button>
-        </div>
+        </Confirm>
       )}
       {canRunAgain && (
         <button type="button" onClick={() => again.mutate()} disabled={again.isPending}>

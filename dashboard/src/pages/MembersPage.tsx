@@ -7,6 +7,7 @@ import { invitationsQuery, membersQuery, type Invitation, type Member } from '..
 import { orgsQuery, sessionQuery } from '../api/queries';
 import { ROLES, roleWithArticle } from '@drover/shared/roles';
 import type { Role } from '../api/types';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { dateTime } from '../components/time';
@@ -78,6 +79,8 @@ export const ROLE_WORDS: Record<Role, string> = {
 function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member; isMe: boolean }) {
   const [mode, setMode] = useState<'idle' | 'role' | 'remove'>('idle');
   const [role, setRole] = useState<Role>(ROLES.find((r) => r !== member.role)!);
+  const roleButton = useReturnFocus(mode === 'role');
+  const removeButton = useReturnFocus(mode === 'remove');
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const done = () => {
@@ -109,7 +112,7 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
       changeRole.mutate();
     };
     return (
-      <form onSubmit={submit} aria-label={`Change the role of ${member.email}`} className="confirm">
+      <Confirm onSubmit={submit} onCancel={cancel} label={`Change the role of ${member.email}`}>
         <label>
           New role for {who}
           <select value={role} onChange={(e) => setRole(e.target.value as Role)}>
@@ -130,12 +133,12 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
           Keep the role
         </button>
         <ErrorMessage error={changeRole.error} />
-      </form>
+      </Confirm>
     );
   }
   if (mode === 'remove') {
     return (
-      <div role="group" aria-label={`Remove ${member.email}`} className="confirm">
+      <Confirm label={`Remove ${member.email}`} onCancel={cancel}>
         <p>
           Remove {who} from the organization? {isMe ? 'You' : 'They'} can no longer sign in to it, and the API tokens{' '}
           {isMe ? 'you' : 'they'} issued stop working until {isMe ? 'you are' : 'they are'} a member again.
@@ -147,15 +150,20 @@ function MemberActions({ orgId, member, isMe }: { orgId: string; member: Member;
           Keep {isMe ? 'me' : 'them'}
         </button>
         <ErrorMessage error={remove.error} />
-      </div>
+      </Confirm>
     );
   }
   return (
     <div className="actions">
-      <button type="button" onClick={() => setMode('role')} aria-label={`Change role: ${member.email}`}>
+      <button
+        type="button"
+        ref={roleButton}
+        onClick={() => setMode('role')}
+        aria-label={`Change role: ${member.email}`}
+      >
         Change role
       </button>
-      <button type="button" onClick={() => setMode('remove')} aria-label={`Remove ${member.email}`}>
+      <button type="button" ref={removeButton} onClick={() => setMode('remove')} aria-label={`Remove ${member.email}`}>
         Remove
       </button>
     </div>

@@ -5,6 +5,7 @@ import { ApiError, type ErrorDetail } from '../api/client';
 import type { App, Binding, Release } from '../api/ota';
 import { publishImpact } from '../api/ota-impact';
 import { publishRelease, rolloutKey, type RolloutPlan } from '../api/rollouts';
+import { Confirm } from '../components/Confirm';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import {
   CANARY,
@@ -71,7 +72,14 @@ export function PublishDialog(props: {
   };
   const verb = `Publish ${r.version}`;
   return (
-    <form role="group" aria-label={verb} className="confirm publish-dialog" onSubmit={submit} noValidate>
+    <Confirm
+      role="group"
+      label={verb}
+      className="confirm publish-dialog"
+      onSubmit={submit}
+      onCancel={onClose}
+      noValidate
+    >
       {choice === 'now' || impact.devices === 0
         ? impact.lines.map((line) => <p key={line}>{line}</p>)
         : // A plan the coordinator will refuse (its waves) gets its words at the fields, not an impact.
@@ -156,7 +164,7 @@ export function PublishDialog(props: {
       <button type="button" onClick={onClose}>
         Cancel
       </button>
-    </form>
+    </Confirm>
   );
 }
 

@@ -15,6 +15,7 @@ import {
   type RolloutMove,
   type RolloutWave,
 } from '../api/rollouts';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ReadOnly } from '../components/ReadOnly';
 import { planWords } from '../components/rollout-plan';
@@ -261,6 +262,8 @@ function WaveCard({ rollout, wave: w, index: i }: { rollout: Rollout; wave: Roll
 /** Pause, Resume, Advance and Abort, each shown when it fits the status; Advance and Abort ask first. */
 function RolloutControls({ orgId, release: r, rollout }: { orgId: string; release: Release; rollout: Rollout }) {
   const [confirm, setConfirm] = useState<'advance' | 'abort' | null>(null);
+  const advanceButton = useReturnFocus(confirm === 'advance');
+  const abortButton = useReturnFocus(confirm === 'abort');
   const queryClient = useQueryClient();
   const key = rolloutKey(orgId, rollout.applicationId, r.id);
   const move = useMutation({
@@ -284,6 +287,7 @@ function RolloutControls({ orgId, release: r, rollout }: { orgId: string; releas
       <button
         type="button"
         className={className}
+        ref={m === 'advance' ? advanceButton : m === 'abort' ? abortButton : undefined}
         aria-label={`${words} the rollout of ${r.version}`}
         onClick={onClick}
         disabled={move.isPending}
@@ -294,7 +298,11 @@ function RolloutControls({ orgId, release: r, rollout }: { orgId: string; releas
   return (
     <div className="rollout-controls">
       {confirm ? (
-        <div role="group" aria-label={`${confirm === 'advance' ? 'Advance' : 'Abort'} the rollout of ${r.version}`}>
+        <Confirm
+          label={`${confirm === 'advance' ? 'Advance' : 'Abort'} the rollout of ${r.version}`}
+          onCancel={() => setConfirm(null)}
+          className=""
+        >
           <p>{confirm === 'advance' ? advanceWords(rollout, r) : abortWords(rollout, r)}</p>
           <button
             type="button"
@@ -311,7 +319,7 @@ function RolloutControls({ orgId, release: r, rollout }: { orgId: string; releas
           <button type="button" onClick={() => setConfirm(null)}>
             Cancel
           </button>
-        </div>
+        </Confirm>
       ) : (
         <div className="actions">
           {button('pause', 'Pause', () => move.mutate('pause'))}

@@ -5,6 +5,7 @@ import { ApiError } from '../api/client';
 import { deleteFile, FILE_STATUSES, filesKey, filesQuery, type StoredFile } from '../api/files';
 import type { StorageBinding } from '../api/storage-bindings';
 import { humanSize } from '../components/bytes';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { FileUpload } from '../components/FileUpload';
@@ -137,6 +138,7 @@ function FileRow(props: { orgId: string; file: StoredFile; onChange: () => void;
 
 function DeleteFile({ orgId, file, onDeleted }: { orgId: string; file: StoredFile; onDeleted: () => void }) {
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const remove = useMutation({
     mutationFn: () => deleteFile(orgId, file.id),
     onSuccess: () => {
@@ -146,14 +148,14 @@ function DeleteFile({ orgId, file, onDeleted }: { orgId: string; file: StoredFil
   });
   if (!confirming) {
     return (
-      <button type="button" onClick={() => setConfirming(true)} aria-label={`Delete ${file.filename}`}>
+      <button type="button" ref={opener} onClick={() => setConfirming(true)} aria-label={`Delete ${file.filename}`}>
         Delete
       </button>
     );
   }
   const inUse = remove.error instanceof ApiError && remove.error.code === 'file_in_use';
   return (
-    <div role="group" aria-label={`Delete ${file.filename}`} className="confirm">
+    <Confirm label={`Delete ${file.filename}`} onCancel={() => setConfirming(false)}>
       <p>Delete {file.filename}? Its bytes are removed now, and its download links stop working.</p>
       <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
         Delete file
@@ -171,6 +173,6 @@ function DeleteFile({ orgId, file, onDeleted }: { orgId: string; file: StoredFil
       ) : (
         <ErrorMessage error={remove.error} />
       )}
-    </div>
+    </Confirm>
   );
 }

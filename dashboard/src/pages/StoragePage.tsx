@@ -1,3 +1,4 @@
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
@@ -93,6 +94,7 @@ export function StoragePage() {
 /** Delete a binding (owner), after a confirmation; the API's refusals (it holds files) in words. */
 function DeleteBinding({ orgId, binding }: { orgId: string; binding: StorageBinding }) {
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const queryClient = useQueryClient();
   const remove = useMutation({
     mutationFn: () => deleteBinding(orgId, binding.id),
@@ -104,13 +106,13 @@ function DeleteBinding({ orgId, binding }: { orgId: string; binding: StorageBind
   });
   if (!confirming) {
     return (
-      <button type="button" onClick={() => setConfirming(true)} aria-label={`Delete ${binding.name}`}>
+      <button type="button" ref={opener} onClick={() => setConfirming(true)} aria-label={`Delete ${binding.name}`}>
         Delete
       </button>
     );
   }
   return (
-    <div role="group" aria-label={`Delete ${binding.name}`} className="confirm">
+    <Confirm label={`Delete ${binding.name}`} onCancel={() => setConfirming(false)}>
       <p>
         Delete the binding {binding.name}? Only a binding without files can be deleted; API tokens whose grant names it
         can no longer use it.
@@ -126,6 +128,6 @@ function DeleteBinding({ orgId, binding }: { orgId: string; binding: StorageBind
           <p>The binding was not deleted: {plainWords(remove.error)}</p>
         </div>
       )}
-    </div>
+    </Confirm>
   );
 }

@@ -12,6 +12,7 @@ import { occurrencesQuery, TRIGGERS_REFRESH_MS, triggerQuery, type Trigger } fro
 import { BatchCells } from '../components/BatchProgress';
 import { CopyBlock } from '../components/CopyBlock';
 import { shellQuote } from '../lib/shell';
+import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { JobStatus, startedBy } from '../components/JobFacts';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
@@ -361,6 +362,7 @@ function Schedule({ orgId, trigger: t }: { orgId: string; trigger: Trigger }) {
 
 function DeleteTrigger({ orgId, trigger }: { orgId: string; trigger: Trigger }) {
   const [confirming, setConfirming] = useState(false);
+  const opener = useReturnFocus(confirming);
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const remove = useMutation({
@@ -375,11 +377,11 @@ function DeleteTrigger({ orgId, trigger }: { orgId: string; trigger: Trigger }) 
     <div className="panel">
       <h2>Delete</h2>
       {!confirming ? (
-        <button type="button" onClick={() => setConfirming(true)}>
+        <button type="button" ref={opener} onClick={() => setConfirming(true)}>
           Delete trigger
         </button>
       ) : (
-        <div role="group" aria-label={`Delete ${trigger.name}`} className="confirm">
+        <Confirm label={`Delete ${trigger.name}`} onCancel={() => setConfirming(false)}>
           <p>
             Delete {trigger.name}? It is never found again, and API tokens whose grant names it can no longer run it.
           </p>
@@ -390,7 +392,7 @@ function DeleteTrigger({ orgId, trigger }: { orgId: string; trigger: Trigger }) 
             Keep it
           </button>
           <ErrorMessage error={remove.error} />
-        </div>
+        </Confirm>
       )}
     </div>
   );

@@ -1,0 +1,96 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent } from '../helpers/agent.js';
+import { CHROMIUM, launchBrowser, openPage, screenshotOnFailure, signIn, type TestPage } from '../helpers/browser.js';
+import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator } from '../helpers/coordinator.js';
+import { artifactUploader, createApp, createRelease, uploadArtifact } from '../helpers/ota.js';
+import { issueApiToken } from '../helpers/tokens.js';
+
+/**
+ * The dashboard with the keyboard alone, as a person who cannot use a mouse (or uses a screen
+ * reader) does: a button that swaps itself for a confirmation or a small form takes the keyboard
+ * into it, Escape closes it as its cancel button does, and either way the keyboard is back on the
+ * button, never dropped on the page's body (where the next Tab starts over, and a screen reader
+ * says nothing). One coordinator, one browser, several pages.
+ */
+
+describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
+  let t: TestCoordinator;
+  let browser: Browser;
+  let owner: TestPage;
+  const ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    t = await startTestCoordinator();
+    const { owner: api, orgId } = t;
+    const edge = await enrollTestAgent(api, orgId, { hostname: 'edge-keys' });
+    ids.agent = edge.agentId;
+    const trigger = await api.post<{ id: string }>(`/orgs/${orgId}/triggers`, {
+      body: { name: 'nightly', agentId: edge.agentId, scopeType: 'agent', responseMode: 'async' },
+    });
+    expect(trigger.status, trigger.text).toBe(201);
+    ids.trigger = trigger.body.id;
+    await issueApiToken(api, orgId, [], { name: 'ci' });
+    const app = await createApp(api, orgId, { slug: 'kiosk' });
+    ids.app = app.id;
+    const artifact = await uploadArtifact(await artifactUploader(t), 'artifact bytes');
+    await createRelease(api, orgId, app.id, { version: '1.0.0', artifactFileId: artifact, notes: null });
+    browser = await launchBrowser();
+    owner = await openPage(browser, t.url);
+    await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD, t.orgId);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+  });
+  screenshotOnFailure(() => [owner?.page]);
+
+  const page = (): Page => owner.page;
+  /** The focused element: its tag and its name (aria-label), else an input's value, else its text. */
+  const focused = () =>
+    page().evaluate(() => {
+      type El = { tagName: string; getAttribute(n: string): string | null; textContent: string; value?: string };
+      const el = (globalThis as unknown as { document: { activeElement: El } }).document.activeElement;
+      const words = el.getAttribute('aria-label') ?? (el.tagName === 'INPUT' ? el.value! : el.textContent);
+      return `${el.tagName.toLowerCase()} ${words.trim()}`;
+    });
+
+  /**
+   * Opens what `opener` swaps in with Enter, expects the keyboard on `into`, closes it with
+   * `close` (Escape, or Enter on its cancel button) and expects the keyboard back on the opener.
+   */
+  async function roundTrip(path: string, opener: string, into: string, close: string) {
+    await page().goto(path);
+    const button = page().getByRole('button', { name: opener, exact: true });
+    await button.focus();
+    await page().keyboard.press('Enter');
+    await expect.poll(focused, { message: `the keyboard after ${opener} on ${path}` }).toBe(into);
+    if (close === 'Escape') {
+      await page().keyboard.press('Escape');
+    } else {
+      await page().getByRole('button', { name: close, exact: true }).focus();
+      await page().keyboard.press('Enter');
+    }
+    await button.waitFor();
+    await expect.poll(focused, { message: `the keyboard after ${close} on ${path}` }).toBe(`button ${opener}`);
+  }
+
+  it('takes the keyboard into a confirmation or a small form, and back to its button on Escape or cancel', async () => {
+    const org = `/orgs/${t.orgId}`;
+    await roundTrip(`${org}/agents`, 'Rename edge-keys', 'input edge-keys', 'Escape');
+    await roundTrip(`${org}/agents`, 'Revoke edge-keys', 'div Revoke edge-keys', 'Keep it');
+    await roundTrip(`${org}/triggers/${ids.trigger}`, 'Delete trigger', 'div Delete nightly', 'Escape');
+    await roundTrip(`${org}/api-tokens`, 'Revoke ci', 'div Revoke ci', 'Keep it');
+    await roundTrip(`${org}/members`, `Change role: ${OWNER_EMAIL}`, 'select operatormemberviewer', 'Escape');
+    await roundTrip(`${org}/apps`, 'Delete kiosk', 'div Delete kiosk', 'Escape');
+    // The publish dialog: its first choice (publish now) takes the keyboard.
+    await roundTrip(`${org}/apps/${ids.app}`, 'Publish 1.0.0', 'input now', 'Cancel');
+    await roundTrip('/account', 'Sign out everywhere…', 'div Sign out everywhere', 'Stay signed in');
+    // Nothing was done on the way.
+    expect((await t.owner.get(`/orgs/${t.orgId}/triggers/${ids.trigger}`)).status).toBe(200);
+    expect((await t.owner.get<{ status: string }>(`/orgs/${t.orgId}/agents/${ids.agent}`)).body.status).not.toBe(
+      'revoked',
+    );
+    expect(owner.problems).toEqual([]);
+  });
+});
