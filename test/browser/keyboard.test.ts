@@ -11,7 +11,9 @@ import { issueApiToken } from '../helpers/tokens.js';
  * reader) does: a button that swaps itself for a confirmation or a small form takes the keyboard
  * into it, Escape closes it as its cancel button does, and either way the keyboard is back on the
  * button, never dropped on the page's body (where the next Tab starts over, and a screen reader
- * says nothing). One coordinator, one browser, several pages.
+ * says nothing). And on a small screen (a phone's 320 px, or 1,280 px zoomed to 400%), as at a
+ * site: no page scrolls sideways, a wide table scrolls in its own box. One coordinator, one
+ * browser, several pages.
  */
 
 describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
@@ -30,6 +32,23 @@ describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
     });
     expect(trigger.status, trigger.text).toBe(201);
     ids.trigger = trigger.body.id;
+    // A trigger on a selector, run once: its batch.
+    const fleet = await api.post<{ id: string }>(`/orgs/${orgId}/triggers`, {
+      body: {
+        name: 'fleet-wide',
+        agentId: null,
+        agentSelector: '!role',
+        fanout: 'all',
+        scopeType: 'workflow',
+        workflowName: 'deploy',
+        responseMode: 'async',
+      },
+    });
+    expect(fleet.status, fleet.text).toBe(201);
+    ids.fleet = fleet.body.id;
+    const batch = await api.post<{ batchId: string }>(`/orgs/${orgId}/triggers/${ids.fleet}/run`);
+    expect(batch.status, batch.text).toBe(202);
+    ids.batch = batch.body.batchId;
     await issueApiToken(api, orgId, [], { name: 'ci' });
     const app = await createApp(api, orgId, { slug: 'kiosk' });
     ids.app = app.id;
@@ -92,5 +111,49 @@ describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
       'revoked',
     );
     expect(owner.problems).toEqual([]);
+  });
+
+  it("holds at a phone's 320 px: no page scrolls sideways, wide tables scroll in their box", async () => {
+    const org = `/orgs/${t.orgId}`;
+    await page().setViewportSize({ width: 320, height: 800 });
+    // How far the page scrolls sideways, and what sticks out of it (outside a box that scrolls).
+    const overflow = () =>
+      page().evaluate(() => {
+        type El = { tagName: string; closest(s: string): unknown; getBoundingClientRect(): { right: number } };
+        const doc = (
+          globalThis as unknown as {
+            document: {
+              documentElement: { scrollWidth: number; clientWidth: number };
+              querySelectorAll(s: string): El[];
+            };
+          }
+        ).document;
+        const root = doc.documentElement;
+        const out = [...doc.querySelectorAll('main *')]
+          .filter((el) => el.getBoundingClientRect().right > root.clientWidth + 0.5 && !el.closest('.table-scroll'))
+          .map((el) => el.tagName.toLowerCase());
+        return { by: root.scrollWidth - root.clientWidth, out: out.slice(0, 5) };
+      });
+    try {
+      // A webhook's address in a sentence; then the pages of wide tables.
+      for (const [path, heading] of [
+        [`${org}/triggers/${ids.trigger}`, 'nightly'],
+        [`${org}/triggers/${ids.fleet}`, 'fleet-wide'],
+        [`${org}/batches`, 'Batches'],
+        [`/api/batches/${ids.batch}`, /^Batch #1/],
+        [`${org}/apps/${ids.app}`, 'kiosk'],
+      ] as const) {
+        await page().goto(path);
+        await page().getByRole('heading', { name: heading, level: 1 }).waitFor();
+        // The webhook's page has no job yet: its address is what may stick out.
+        const drawn = path.endsWith(ids.trigger!)
+          ? page().getByRole('heading', { name: 'Calling it' })
+          : page().getByRole('table').first();
+        await drawn.waitFor();
+        expect(await overflow(), `sideways overflow of ${path} at 320 px`).toEqual({ by: 0, out: [] });
+      }
+    } finally {
+      await page().setViewportSize({ width: 1280, height: 800 });
+    }
   });
 });

@@ -47,33 +47,35 @@ export function AppDevices(props: { orgId: string; app: App; devices?: Binding[]
       )}
       {!devices && <p className="loading">Loading…</p>}
       {devices && devices.length > 0 && (
-        <table className="ota">
-          <caption className="hint">In bind order; refreshed every few seconds.</caption>
-          <thead>
-            <tr>
-              <th scope="col">Agent</th>
-              <th scope="col">Origin</th>
-              <th scope="col">Channel</th>
-              <th scope="col">Current</th>
-              <th scope="col">Desired</th>
-              <th scope="col">State</th>
-              <th scope="col">Update job</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {devices.map((b) => (
-              <DeviceRow
-                key={b.id}
-                orgId={orgId}
-                app={app}
-                binding={b}
-                name={nameOf(b.agentId)}
-                published={releases && desiredOf(releases, b.channel)}
-              />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="ota">
+            <caption className="hint">In bind order; refreshed every few seconds.</caption>
+            <thead>
+              <tr>
+                <th scope="col">Agent</th>
+                <th scope="col">Origin</th>
+                <th scope="col">Channel</th>
+                <th scope="col">Current</th>
+                <th scope="col">Desired</th>
+                <th scope="col">State</th>
+                <th scope="col">Update job</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {devices.map((b) => (
+                <DeviceRow
+                  key={b.id}
+                  orgId={orgId}
+                  app={app}
+                  binding={b}
+                  name={nameOf(b.agentId)}
+                  published={releases && desiredOf(releases, b.channel)}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <DeviceGroupForm orgId={orgId} app={app} agents={agents.data} devices={devices} />
       <BindAgents

@@ -82,27 +82,29 @@ function Releases(props: { orgId: string; app: App; releases?: Release[]; device
       )}
       {!releases && <p className="loading">Loading…</p>}
       {releases && releases.length > 0 && (
-        <table className="ota">
-          <caption className="hint">
-            Newest first. Devices: how many run the release, are updating to it, or failed to install it.
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">Channel</th>
-              <th scope="col">Status</th>
-              <th scope="col">Artifact</th>
-              <th scope="col">Dates</th>
-              <th scope="col">Devices</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {releases.map((r) => (
-              <ReleaseRow key={r.id} {...props} releases={releases} devices={devices ?? []} release={r} />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="ota">
+            <caption className="hint">
+              Newest first. Devices: how many run the release, are updating to it, or failed to install it.
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Version</th>
+                <th scope="col">Channel</th>
+                <th scope="col">Status</th>
+                <th scope="col">Artifact</th>
+                <th scope="col">Dates</th>
+                <th scope="col">Devices</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {releases.map((r) => (
+                <ReleaseRow key={r.id} {...props} releases={releases} devices={devices ?? []} release={r} />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );

@@ -101,24 +101,26 @@ function Fact({ term, children }: { term: string; children: ReactNode }) {
 /** One row per agent: its name (to its page), its job (to the job's page), how it went. */
 function BatchJobs({ batch }: { batch: BatchDetail }) {
   return (
-    <table className="jobs batch-jobs" aria-labelledby="batch-jobs-heading">
-      <caption className="hint">One job per agent, by the agents&apos; names.</caption>
-      <thead>
-        <tr>
-          <th scope="col">Agent</th>
-          <th scope="col">Job</th>
-          <th scope="col">Status</th>
-          <th scope="col">Exit code</th>
-          <th scope="col">Error</th>
-          <th scope="col">Duration</th>
-        </tr>
-      </thead>
-      <tbody>
-        {batch.jobs.map((job) => (
-          <BatchJobRow key={job.jobId} orgId={batch.orgId} job={job} />
-        ))}
-      </tbody>
-    </table>
+    <div className="table-scroll">
+      <table className="jobs batch-jobs" aria-labelledby="batch-jobs-heading">
+        <caption className="hint">One job per agent, by the agents&apos; names.</caption>
+        <thead>
+          <tr>
+            <th scope="col">Agent</th>
+            <th scope="col">Job</th>
+            <th scope="col">Status</th>
+            <th scope="col">Exit code</th>
+            <th scope="col">Error</th>
+            <th scope="col">Duration</th>
+          </tr>
+        </thead>
+        <tbody>
+          {batch.jobs.map((job) => (
+            <BatchJobRow key={job.jobId} orgId={batch.orgId} job={job} />
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 

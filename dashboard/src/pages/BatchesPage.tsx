@@ -51,29 +51,31 @@ export function BatchesPage() {
         </p>
       )}
       {rows.length > 0 && (
-        <table className="jobs batches">
-          <caption className="hint">Newest first; the list refreshes every few seconds.</caption>
-          <thead>
-            <tr>
-              <th scope="col">Batch</th>
-              <th scope="col">Status</th>
-              <th scope="col">Jobs</th>
-              <th scope="col">Trigger</th>
-              <th scope="col">Selector</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((batch) => (
-              <BatchRow
-                key={batch.id}
-                batch={batch}
-                triggerName={names?.get(batch.triggerId) ?? null}
-                loaded={!!names}
-              />
-            ))}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table className="jobs batches">
+            <caption className="hint">Newest first; the list refreshes every few seconds.</caption>
+            <thead>
+              <tr>
+                <th scope="col">Batch</th>
+                <th scope="col">Status</th>
+                <th scope="col">Jobs</th>
+                <th scope="col">Trigger</th>
+                <th scope="col">Selector</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((batch) => (
+                <BatchRow
+                  key={batch.id}
+                  batch={batch}
+                  triggerName={names?.get(batch.triggerId) ?? null}
+                  loaded={!!names}
+                />
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {!batches.data && !batches.error && <p className="loading">Loading…</p>}
       <ShowOlder pages={batches} what="batches" />

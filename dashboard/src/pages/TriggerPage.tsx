@@ -131,28 +131,30 @@ function RecentBatches({ orgId, triggerId }: { orgId: string; triggerId: string 
       <ErrorMessage error={batches.error} />
       {batches.data && batches.data.length === 0 && <p>No batch yet: each run makes one, one job per agent.</p>}
       {batches.data && batches.data.length > 0 && (
-        <table className="jobs batches" aria-labelledby="recent-batches-heading">
-          <thead>
-            <tr>
-              <th scope="col">Batch</th>
-              <th scope="col">Status</th>
-              <th scope="col">Jobs</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {batches.data.map((batch) => (
-              <tr key={batch.id}>
-                <BatchCells batch={batch} />
-                <td>
-                  <time dateTime={batch.createdAt} title={dateTime(batch.createdAt)}>
-                    {ago(batch.createdAt)}
-                  </time>
-                </td>
+        <div className="table-scroll">
+          <table className="jobs batches" aria-labelledby="recent-batches-heading">
+            <thead>
+              <tr>
+                <th scope="col">Batch</th>
+                <th scope="col">Status</th>
+                <th scope="col">Jobs</th>
+                <th scope="col">Created</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {batches.data.map((batch) => (
+                <tr key={batch.id}>
+                  <BatchCells batch={batch} />
+                  <td>
+                    <time dateTime={batch.createdAt} title={dateTime(batch.createdAt)}>
+                      {ago(batch.createdAt)}
+                    </time>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <p>
         <Link to={`/orgs/${orgId}/batches?triggerId=${encodeURIComponent(triggerId)}`}>
@@ -174,37 +176,39 @@ function RecentJobs({ orgId, triggerId }: { orgId: string; triggerId: string }) 
       <ErrorMessage error={jobs.error} />
       {jobs.data && jobs.data.length === 0 && <p>No job yet.</p>}
       {jobs.data && jobs.data.length > 0 && (
-        <table aria-labelledby="recent-jobs-heading">
-          <thead>
-            <tr>
-              <th scope="col">Job</th>
-              <th scope="col">Status</th>
-              <th scope="col">Started by</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            {jobs.data.map((job) => (
-              <tr key={job.id}>
-                <th scope="row">
-                  <Link to={`/api/jobs/${job.id}`}>
-                    #{job.number} {job.workflowName}
-                  </Link>
-                  {job.ref && <span className="hint"> @ {job.ref}</span>}
-                </th>
-                <td>
-                  <JobStatus job={job} />
-                </td>
-                <td>{startedBy(job, emails)}</td>
-                <td>
-                  <time dateTime={job.createdAt} title={dateTime(job.createdAt)}>
-                    {ago(job.createdAt)}
-                  </time>
-                </td>
+        <div className="table-scroll">
+          <table aria-labelledby="recent-jobs-heading">
+            <thead>
+              <tr>
+                <th scope="col">Job</th>
+                <th scope="col">Status</th>
+                <th scope="col">Started by</th>
+                <th scope="col">Created</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {jobs.data.map((job) => (
+                <tr key={job.id}>
+                  <th scope="row">
+                    <Link to={`/api/jobs/${job.id}`}>
+                      #{job.number} {job.workflowName}
+                    </Link>
+                    {job.ref && <span className="hint"> @ {job.ref}</span>}
+                  </th>
+                  <td>
+                    <JobStatus job={job} />
+                  </td>
+                  <td>{startedBy(job, emails)}</td>
+                  <td>
+                    <time dateTime={job.createdAt} title={dateTime(job.createdAt)}>
+                      {ago(job.createdAt)}
+                    </time>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <p>
         <Link to={`/orgs/${orgId}/jobs?triggerId=${encodeURIComponent(triggerId)}`}>All jobs of this trigger</Link>
@@ -333,27 +337,29 @@ function Schedule({ orgId, trigger: t }: { orgId: string; trigger: Trigger }) {
       <ErrorMessage error={occurrences.error} />
       {occurrences.data && items.length === 0 && <p>No occurrence yet.</p>}
       {items.length > 0 && (
-        <table className="occurrences">
-          <thead>
-            <tr>
-              <th scope="col">Scheduled</th>
-              <th scope="col">Outcome</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((o) => (
-              <tr key={o.scheduledAt}>
-                <td>
-                  {o.firstScheduledAt && <>{utcWords(o.firstScheduledAt)} to </>}
-                  {utcWords(o.scheduledAt)}
-                </td>
-                <td>
-                  <OccurrenceOutcome occurrence={o} />
-                </td>
+        <div className="table-scroll">
+          <table className="occurrences">
+            <thead>
+              <tr>
+                <th scope="col">Scheduled</th>
+                <th scope="col">Outcome</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {items.map((o) => (
+                <tr key={o.scheduledAt}>
+                  <td>
+                    {o.firstScheduledAt && <>{utcWords(o.firstScheduledAt)} to </>}
+                    {utcWords(o.scheduledAt)}
+                  </td>
+                  <td>
+                    <OccurrenceOutcome occurrence={o} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <ShowOlder pages={occurrences} what="occurrences" />
     </div>
