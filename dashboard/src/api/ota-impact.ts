@@ -1,4 +1,10 @@
-import type { Binding, Release, ReleaseRef } from './ota';
+import type { Schema } from '@drover/shared/api';
+
+// The types of ./ota.ts, named from the schema so that this module imports nothing of the
+// dashboard's (its tests load it alone).
+type Release = Schema<'Release'>;
+type Binding = Schema<'DeviceBinding'>;
+type ReleaseRef = NonNullable<Binding['current']>;
 
 /**
  * What a publish or a yank will do to the devices of an application, computed from its releases
@@ -86,6 +92,9 @@ export function yankImpact(
   const after = releases.map((r) => (r.id === release.id ? { ...r, status: 'yanked' as const } : r));
   const moves = new Map<string, Move>();
   const stranded: Binding[] = [];
+  // Devices that were to update to the release (their desired one, an update job under way or
+  // waiting for a window) and already run the release the channel goes back to: they stay.
+  const staying = new Map<string, { on: Release; devices: Binding[] }>();
   for (const b of bindings) {
     const onIt = runs(b.current, release);
     if (b.channel !== release.channel && !onIt) continue;
@@ -95,7 +104,15 @@ export function yankImpact(
       if (onIt) stranded.push(b);
       continue;
     }
-    if (runs(b.current, next) || (!onIt && before?.id === next.id)) continue;
+    if (runs(b.current, next)) {
+      if (!onIt && b.desired?.releaseId === release.id) {
+        const stay = staying.get(next.id) ?? { on: next, devices: [] };
+        stay.devices.push(b);
+        staying.set(next.id, stay);
+      }
+      continue;
+    }
+    if (!onIt && before?.id === next.id) continue;
     const move = moves.get(next.id) ?? { to: next, back: [], others: [] };
     (onIt ? move.back : move.others).push(b);
     moves.set(next.id, move);
@@ -125,6 +142,22 @@ export function yankImpact(
       `${devicesWord(stranded.length)} on ${release.version} will keep it: ` +
         `no other release is published on ${stranded.length === 1 ? 'its channel' : 'their channels'}.`,
     );
+  }
+  for (const stay of staying.values()) {
+    const n = stay.devices.length;
+    const underWay = stay.devices.filter((b) => b.activeJobId !== null).length;
+    lines.push(
+      `${devicesWord(n)} that ${n === 1 ? 'was' : 'were'} to update to ${release.version} will stay on ${stay.on.version}.`,
+    );
+    if (underWay > 0) {
+      const whose = n === 1 ? 'It has' : underWay === 1 ? '1 of them has' : `${underWay} of them have`;
+      lines.push(
+        `${whose} an update job under way: a job its agent has taken runs to its end, and a device that installs ` +
+          (keyed
+            ? `${release.version} then keeps it (under release keys, devices never go back to a lower signed sequence).`
+            : `${release.version} is then moved back to ${stay.on.version}.`),
+      );
+    }
   }
   if (lines.length === 0) lines.push(`Yanking ${release.version}: no device runs it or is to install it.`);
   return { devices, lines };

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import type { Schema } from '@drover/shared/api';
+import { yankImpact } from '../../dashboard/src/api/ota-impact.js';
+
+type Release = Schema<'Release'>;
+type Binding = Schema<'DeviceBinding'>;
+
+/** The yank confirmation of an application's page (dashboard/src/api/ota-impact.ts, docs/dashboard.md). */
+describe('yankImpact', () => {
+  const release = (id: string, version: string, sequence: number): Release =>
+    ({ id, version, sequence, channel: 'stable', status: 'published', updatePolicy: 'optional' }) as Release;
+  const ref = (r: Release) => ({ releaseId: r.id, version: r.version, sequence: r.sequence });
+  const old = release('r4', '4.0.0', 4);
+  const bad = release('r5', '5.0.0', 5);
+  const device = (id: string, current: Release, desired: Release, activeJobId: string | null = null): Binding =>
+    ({ id, channel: 'stable', current: ref(current), desired: ref(desired), activeJobId }) as Binding;
+
+  it('says which devices were to update to the release and stay on the one they run', () => {
+    // Held for a maintenance window: no job yet.
+    const waiting = yankImpact([old, bad], [device('a', old, bad), device('b', old, bad)], bad);
+    expect(waiting.lines).toEqual(['2 devices that were to update to 5.0.0 will stay on 4.0.0.']);
+    // Mid-update: a job the agent took runs to its end, and installs the release it goes back from.
+    const updating = yankImpact([old, bad], [device('a', old, bad, 'job-1'), device('b', bad, bad)], bad);
+    expect(updating.lines).toEqual([
+      'Yanking 5.0.0: 1 device on it will be moved back to 4.0.0.',
+      '1 device that was to update to 5.0.0 will stay on 4.0.0.',
+      'It has an update job under way: a job its agent has taken runs to its end, and a device that installs 5.0.0 is then moved back to 4.0.0.',
+    ]);
+  });
+
+  it('still says so when no device runs the release or is to install it', () => {
+    const elsewhere = { ...device('a', old, old), channel: 'beta' } as Binding;
+    expect(yankImpact([old, bad], [device('b', old, old), elsewhere], bad).lines).toEqual([
+      'Yanking 5.0.0: no device runs it or is to install it.',
+    ]);
+  });
+});
