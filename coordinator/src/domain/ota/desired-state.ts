@@ -22,7 +22,9 @@ export interface DesiredStateInput<R extends ReleaseFacts> {
   currentReleaseStatus?: ReleaseStatus | null;
   /**
    * Releases that do not count for this device yet: their staged rollout has not reached it
-   * (docs/ota.md, "Staged rollouts"). They are neither desired nor a minimum for it.
+   * (docs/ota.md, "Staged rollouts"). They are neither desired nor a minimum for it, unless the
+   * device already runs one: a binding made again after its rollout's waves (the device's labels
+   * left its group and came back) must not send the device back from it.
    */
   withheld?: ReadonlySet<string>;
 }
@@ -31,7 +33,8 @@ export function desiredState<R extends ReleaseFacts>(input: DesiredStateInput<R>
   let desired: R | null = null;
   let minimum: R | null = null;
   for (const r of input.releases) {
-    if (r.status !== 'published' || r.channel !== input.channel || input.withheld?.has(r.id)) continue;
+    if (r.status !== 'published' || r.channel !== input.channel) continue;
+    if (input.withheld?.has(r.id) && !runsRelease(input.current, r)) continue;
     if (!desired || r.sequence > desired.sequence) desired = r;
     if (r.updatePolicy === 'mandatory' && (!minimum || r.sequence > minimum.sequence)) minimum = r;
   }

@@ -48,6 +48,19 @@ describe('desired state (CONTRACT §7)', () => {
     expect(state).toEqual({ desired: null, minSequence: 0, minVersion: '', forced: false, forceReason: null });
   });
 
+  it('leaves out a release its staged rollout withholds from the device, unless the device already runs it', () => {
+    const r1 = release({ sequence: 1 });
+    const r2 = release({ sequence: 2 });
+    const withheld = new Set([r2.id]);
+    expect(desiredState({ channel: 'stable', releases: [r1, r2], current: at(r1), withheld }).desired).toBe(r1);
+    // Bound again after the waves (its labels left the device group and came back): it keeps r2.
+    const kept = desiredState({ channel: 'stable', releases: [r1, r2], current: at(r2), withheld });
+    expect(kept.desired).toBe(r2);
+    expect(kept.forced).toBe(false);
+    const byVersion = { releaseId: null, version: r2.version, sequence: r2.sequence };
+    expect(desiredState({ channel: 'stable', releases: [r1, r2], current: byVersion, withheld }).desired).toBe(r2);
+  });
+
   it('takes min_sequence and min_version from the highest mandatory release, not the highest release', () => {
     const releases = [
       release({ sequence: 1, version: '1.0', updatePolicy: 'mandatory' }),
