@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import type { HttpResponse } from '../http/request.js';
+import { describeFileError } from '../state/files.js';
 import { checkFreeSpace, type StatfsFn } from './disk-space.js';
 import { DownloadProgress } from './download-progress.js';
 import { DOWNLOAD_SPEED_WINDOW_MS, SpeedMeter } from './download-speed.js';
@@ -333,7 +334,10 @@ export class ResumableDownload {
       if (signal.aborted) throw abortError(signal);
       const code = (error as NodeJS.ErrnoException).code;
       if (code && /^E[A-Z]+$/.test(code) && (error as NodeJS.ErrnoException).syscall) {
-        throw new TransferError('final', `cannot write ${this.#partial.part}: ${code}`, { cause: error });
+        // In the words of the agent's other file errors; the partial keeps what was written, for
+        // the next download once there is room again.
+        const why = describeFileError(error, this.#dir);
+        throw new TransferError('final', `cannot write ${this.#partial.part}: ${why}`, { cause: error });
       }
       throw this.#closedEarly(networkFailure('the download', error, signal));
     } finally {
@@ -370,9 +374,17 @@ export class ResumableDownload {
         `the server (or a proxy on the way) sent more than the ${size} bytes of the file`,
       );
     }
-    await handle.write(chunk, 0, chunk.length, this.#have);
-    this.#hash.update(chunk);
-    this.#have += chunk.length;
+    // A disk that fills up takes part of a chunk (a short write, not an error: the next write is
+    // the ENOSPC): the rest is written in its turn, and only the bytes on disk are counted and
+    // hashed, or a write after room came back would leave a hole the in-memory hash cannot see.
+    let offset = 0;
+    while (offset < chunk.length) {
+      const { bytesWritten } = await handle.write(chunk, offset, chunk.length - offset, this.#have);
+      if (bytesWritten === 0) throw Object.assign(new Error('nothing written'), { code: 'ENOSPC', syscall: 'write' });
+      this.#hash.update(chunk.subarray(offset, offset + bytesWritten));
+      this.#have += bytesWritten;
+      offset += bytesWritten;
+    }
     if (this.#have > this.#highWater) {
       this.#highWater = this.#have;
       this.#progressed = true;

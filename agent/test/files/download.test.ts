@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { fetchArtifact } from '../../src/deploy/fetch-artifact.js';
 import { ResumableDownload, type DownloadRequest } from '../../src/files/download.js';
 import { DownloadProgress } from '../../src/files/download-progress.js';
@@ -31,6 +31,7 @@ beforeEach(() => {
   lines = [];
 });
 afterEach(async () => {
+  vi.restoreAllMocks();
   await server?.close();
   server = undefined;
   fs.rmSync(dir, { recursive: true, force: true });
@@ -541,6 +542,66 @@ describe('the free disk space', () => {
     s.mishaps.cutEvery = 0;
     await download(new ResumableDownload(request(s, { statfs: statfs(1.5 * MB) })), s);
     expect(fs.statSync(path.join(dir, 'file.bin')).size).toBe(3 * MB);
+  });
+});
+
+/**
+ * The partial's writes as a disk that fills up at `room` bytes makes them: the write that crosses
+ * it is short (what fits), and the next ones fail with ENOSPC; `full()` is asked of each write
+ * that does not fit (false: room came back).
+ */
+function fillDiskAt(room: number, full: () => boolean): void {
+  const open = fs.promises.open.bind(fs.promises);
+  vi.spyOn(fs.promises, 'open').mockImplementation(async (...args: Parameters<typeof fs.promises.open>) => {
+    const handle = await open(...args);
+    const write = handle.write.bind(handle) as (
+      b: Buffer,
+      o: number,
+      l: number,
+      p: number,
+    ) => Promise<{ bytesWritten: number; buffer: Buffer }>;
+    (handle as unknown as { write: typeof write }).write = async (buffer, offset, length, position) => {
+      if (position + length <= room || !full()) return write(buffer, offset, length, position);
+      if (position >= room) {
+        throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', syscall: 'write' });
+      }
+      return write(buffer, offset, room - position, position);
+    };
+    return handle;
+  });
+}
+
+describe('a disk that fills up during the download', () => {
+  it('fails it in words, keeps exactly the bytes written, and lets it resume once there is room', async () => {
+    const s = await serve(3 * MB);
+    let full = true;
+    fillDiskAt(2 * MB + 1234, () => full);
+    const part = path.join(partials, `${sha256(s.content)}.part`);
+    const error = await failure(download(new ResumableDownload(request(s)), s));
+    expect(error.kind).toBe('final');
+    expect(error.message).toBe(
+      `cannot write ${part}: no space left on the device (ENOSPC; free some: \`df -h ${partials}\`)`,
+    );
+    expect(fs.statSync(part).size).toBe(2 * MB + 1234);
+
+    full = false; // room again: the next download fetches only the rest
+    const sent = s.bytesSent;
+    await download(new ResumableDownload(request(s)), s);
+    expect(s.bytesSent - sent).toBe(MB - 1234);
+    expect(fs.readFileSync(path.join(dir, 'file.bin')).equals(s.content)).toBe(true);
+  });
+
+  it('never leaves a hole where a write was short and room came back before the next one', async () => {
+    const s = await serve(3 * MB);
+    let short = true;
+    fillDiskAt(MB + 5, () => {
+      // Asked only of a write that does not fit: that one is short, and room is back at once.
+      const now = short;
+      short = false;
+      return now;
+    });
+    await download(new ResumableDownload(request(s)), s);
+    expect(fs.readFileSync(path.join(dir, 'file.bin')).equals(s.content)).toBe(true);
   });
 });
 
