@@ -1,6 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { formatRecord, messageWithNewCauses, type LogRecord } from '@drover/shared';
-import { makeStateDir } from '../state/files.js';
+import { describeFileError, makeStateDir } from '../state/files.js';
 import { logDir, logFile } from './log-files.js';
 import { maskLogLine, type LogSecrets } from './mask-line.js';
 import { redactFields } from './redact.js';
@@ -31,6 +31,11 @@ export const DEFAULT_LOG_MAX_FILES = 5;
  * named `secret*` or `token` are replaced by `[redacted]`, and the values of `secrets` by `***`
  * wherever they appear. Log about a job with its `jobId`
  * (and `workflow`) fields, e.g. `logger.child({ jobId, workflow })`.
+ *
+ * While the file cannot be written (a full disk, a file system remounted read-only), the lines go
+ * to standard error instead, readable, after one line there saying why, so that the service's
+ * journal (`journalctl -u drover-agent`) has what `drover-agent logs` cannot show; once the file
+ * takes lines again, it gets a warning saying how many went to standard error meanwhile.
  */
 export function createAgentLogger(options: AgentLoggerOptions): Logger {
   const dir = logDir(options.stateDir);
@@ -40,11 +45,24 @@ export function createAgentLogger(options: AgentLoggerOptions): Logger {
     maxFiles: options.maxFiles ?? DEFAULT_LOG_MAX_FILES,
   });
   const color = options.color ?? (process.stdout.isTTY === true && !process.env.NO_COLOR);
+  /** Lines that went to standard error because the file could not take them (null: it takes them). */
+  let diverted: number | null = null;
   const destination = {
     write(raw: string): void {
       const line = options.secrets ? maskLogLine(raw, options.secrets) : raw;
-      file.write(line);
       if (options.stdout) process.stdout.write(`${readable(line, color)}\n`);
+      if (diverted !== null && file.write(noteLine(40, backMessage(file.file, diverted)))) diverted = null;
+      if (file.write(line)) return;
+      if (diverted === null) {
+        diverted = 0;
+        const why = describeFileError(file.lastError, dir);
+        process.stderr.write(
+          `drover-agent: cannot write its log ${file.file}: ${why}; ` + `its lines go to standard error until it can\n`,
+        );
+      }
+      diverted += 1;
+      // On a terminal they are on standard output already.
+      if (!options.stdout) process.stderr.write(`${readable(line, false)}\n`);
     },
   };
   const logger = pino(
@@ -79,6 +97,14 @@ function serializeError(error: Error): pino.SerializedError {
   if (error instanceof Error) serialized.message = messageWithNewCauses(error);
   return serialized;
 }
+
+/** A line of the logger's own, as pino writes them. */
+function noteLine(level: number, msg: string): string {
+  return `${JSON.stringify({ level, time: new Date().toISOString(), pid: process.pid, msg })}\n`;
+}
+
+const backMessage = (file: string, lines: number) =>
+  `the agent's log ${file} can be written again; ${lines} line${lines === 1 ? '' : 's'} before this one went to standard error (journalctl -u drover-agent)`;
 
 function readable(line: string, color: boolean): string {
   try {

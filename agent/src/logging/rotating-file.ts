@@ -15,7 +15,8 @@ export interface RotatingFileOptions {
  * One line is one `write`, and rotation happens between lines: `agent.log` is renamed to
  * `agent.log.1` (after shifting the older ones; the oldest falls off) and a new file is opened.
  * A write that fails (disk full, directory removed) drops the line rather than throwing into the
- * code that logged it; the file is reopened at the next write. A line cut short (the disk filled
+ * code that logged it (`write` answers false, and `lastError` says why); the file is reopened at
+ * the next write. A line cut short (the disk filled
  * up in the middle of it, or a crash did) is not continued by the next one: that one begins on a
  * line of its own, so that every other line stays whole JSON for `drover-agent logs`.
  */
@@ -26,6 +27,7 @@ export class RotatingFile {
   #lastCheck = 0;
   /** The file does not end with a newline (a line cut short): the next write starts a new line. */
   #torn = false;
+  #lastError: unknown = null;
   readonly #options: RotatingFileOptions;
 
   constructor(
@@ -50,14 +52,22 @@ export class RotatingFile {
       if (written < length) {
         // A full disk takes part of a line: the rest is dropped, and the line ends torn.
         if (written > 0) this.#torn = true;
+        this.#lastError = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
         return false;
       }
       this.#torn = false;
+      this.#lastError = null;
       return true;
-    } catch {
+    } catch (error) {
+      this.#lastError = error;
       this.#closeFd();
       return false;
     }
+  }
+
+  /** Why the last write failed (an fs error: ENOSPC, EROFS, ...), or null when it succeeded. */
+  get lastError(): unknown {
+    return this.#lastError;
   }
 
   close(): void {
@@ -72,7 +82,8 @@ export class RotatingFile {
       this.#size = stat.size;
       this.#ino = stat.ino;
       this.#torn = stat.size > 0 && lastByte(this.#fd, stat.size) !== 0x0a;
-    } catch {
+    } catch (error) {
+      this.#lastError = error;
       this.#closeFd();
     }
   }

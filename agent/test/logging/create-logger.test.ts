@@ -97,6 +97,44 @@ describe('createAgentLogger', () => {
     expect(records()).toHaveLength(1);
   });
 
+  it('says once on standard error why its file cannot be written, and logs there until it can again', () => {
+    const stderr: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      stderr.push(String(chunk));
+      return true;
+    });
+    const logger = createAgentLogger({ stateDir, level: 'info', color: false });
+    logger.info('before');
+    const write = fs.writeSync;
+    const readOnly = vi.spyOn(fs, 'writeSync').mockImplementation(() => {
+      throw Object.assign(new Error('EROFS: read-only file system, write'), { code: 'EROFS', syscall: 'write' });
+    });
+    logger
+      .child({ jobId: '1b2c3d4e-0000-4000-8000-000000000000', workflow: 'deploy' })
+      .error('step 2 exited with code 3');
+    logger.warn('again');
+    readOnly.mockImplementation(write); // remounted read-write
+    logger.info('after');
+    vi.restoreAllMocks();
+
+    const file = path.join(stateDir, 'logs', 'agent.log');
+    expect(stderr).toEqual([
+      `drover-agent: cannot write its log ${file}: the file system is read-only (EROFS); its lines go to standard error until it can\n`,
+      expect.stringMatching(
+        /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}ERROR {2}job …00000000 deploy: step 2 exited with code 3\n$/,
+      ),
+      expect.stringMatching(/ {2}WARN {3}again\n$/),
+    ]);
+    expect(records().map((r) => [r.level, r.msg])).toEqual([
+      [30, 'before'],
+      [
+        40,
+        `the agent's log ${file} can be written again; 2 lines before this one went to standard error (journalctl -u drover-agent)`,
+      ],
+      [30, 'after'],
+    ]);
+  });
+
   it('rotates by size, keeping the configured number of files', () => {
     const logger = createAgentLogger({ stateDir, level: 'info', maxBytes: 1000, maxFiles: 3 });
     for (let i = 0; i < 100; i++) logger.info({ i }, 'a line of about a hundred bytes with its time and pid');
