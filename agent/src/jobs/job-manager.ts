@@ -467,28 +467,80 @@ export class JobManager {
       if (killed > 0)
         this.#options.logger.warn(fields, `killed ${killed} process(es) the interrupted job left running`);
     }
-    this.#finish(entry, failedResult(INTERRUPTED_MESSAGE));
+    const final = this.#record(entry, failedResult(INTERRUPTED_MESSAGE), false);
+    void this.#countInterrupted(entry, this.#send(entry.jobId, final));
+  }
+
+  /**
+   * Counts an interrupted job by the coordinator's answer to its result. Taken: a run that failed.
+   * Refused because the coordinator already has a result: the job ended before the agent stopped,
+   * and only its journal entry did not say so (the disk was full when it ended: #record); it was
+   * counted when it ended, and is not counted as a failure it was not (a coordinator's deadline
+   * that ended it meanwhile is not counted either). Never delivered before the agent stops: not
+   * counted.
+   */
+  async #countInterrupted(entry: JournalEntry, sent: Promise<SendOutcome>): Promise<void> {
+    let outcome: SendOutcome;
+    try {
+      outcome = await sent;
+      if (outcome.outcome === 'stored') {
+        if (!outcome.delivery) return;
+        outcome = await outcome.delivery;
+      }
+    } catch {
+      return; // the sender failed: the crash handler has it
+    }
+    if (outcome.outcome === 'delivered') {
+      this.#options.counters?.add('jobsRun');
+      this.#options.counters?.add('jobsFailed');
+      return;
+    }
+    if (outcome.outcome !== 'dropped') return;
+    const details = (outcome.answer?.body as { details?: { status?: unknown } } | undefined)?.details;
+    if (outcome.answer?.status !== 409 || typeof details?.status !== 'string') return;
+    this.#options.logger.info(
+      { jobId: entry.jobId, workflow: entry.assignment.workflowName, status: details.status },
+      `the job was not interrupted: it had ended (${details.status}) and the coordinator has its result; ` +
+        'only its journal entry had not been written (the disk was full?)',
+    );
   }
 
   /** Records the job's result in the journal, then reports it. A job that was running counts as run. */
   #finish(entry: JournalEntry, result: JobResult): void {
-    if (entry.state === 'running') {
+    this.#sendFinal(entry.jobId, this.#record(entry, result));
+  }
+
+  /**
+   * Records the job's result in the journal (a job that was running counts as run, unless `count`
+   * is false: the caller counts it). A result the journal cannot take (a full disk) is kept in
+   * memory: it is still reported, and the job's next write (the delivered mark) records it.
+   */
+  #record(entry: JournalEntry, result: JobResult, count = true): FinalReport {
+    if (entry.state === 'running' && count) {
       this.#options.counters?.add('jobsRun');
       if (result.status === 'failed' || result.status === 'timed_out') this.#options.counters?.add('jobsFailed');
     }
     const final: FinalReport = { kind: 'finish', body: result };
+    const patch = { state: 'finished', final, finalDelivered: false } as const;
     try {
-      this.#options.journal.update(entry.jobId, { state: 'finished', final, finalDelivered: false });
+      this.#options.journal.update(entry.jobId, patch);
     } catch (error) {
+      if (this.#options.journal.get(entry.jobId)) this.#options.journal.remember(entry.jobId, patch);
       this.#options.logger.error({ err: error, jobId: entry.jobId }, 'cannot record the job result in the journal');
     }
-    this.#sendFinal(entry.jobId, final);
+    return final;
   }
 
   #sendFinal(jobId: string, final: FinalReport): void {
+    void this.#send(jobId, final);
+  }
+
+  #send(jobId: string, final: FinalReport): Promise<SendOutcome> {
     this.#finalPending.add(jobId);
     const report = { jobId, ...final } as Report;
-    void this.#options.sender.send(report).finally(() => this.#finalPending.delete(jobId));
+    const sent = this.#options.sender.send(report);
+    void sent.finally(() => this.#finalPending.delete(jobId));
+    return sent;
   }
 }
 

@@ -183,6 +183,16 @@ export class Journal {
   }
 
   /**
+   * Changes a job's entry in memory only, after its write failed (a full disk): the agent goes on
+   * by it, and the job's next write (markFinalDelivered) puts it on disk when there is room again.
+   */
+  remember(jobId: string, patch: Partial<Omit<JournalEntry, 'jobId' | 'assignment'>>): JournalEntry {
+    const entry = this.#patched(jobId, patch);
+    this.#entries.set(jobId, entry);
+    return entry;
+  }
+
+  /**
    * A report was delivered or dropped for good (the report sender's `onSettled`): when it is a
    * job's result or refusal, the entry notes that the coordinator took it, so that a restart does
    * not send it again. Not durable (see Durability).

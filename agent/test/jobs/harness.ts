@@ -9,6 +9,7 @@ import type { RunJob } from '../../src/jobs/job-run.js';
 import { Journal } from '../../src/jobs/journal.js';
 import { Outbox } from '../../src/outbox/outbox.js';
 import { ReportSender } from '../../src/outbox/report-sender.js';
+import { CountersWriter } from '../../src/status/counters-writer.js';
 import type { Report } from '../../src/outbox/report.js';
 import { Backoff } from '../../src/util/backoff.js';
 import type { LoadedSecrets } from '../../src/workflows/index.js';
@@ -20,6 +21,8 @@ export interface Harness {
   journal: Journal;
   outbox: Outbox;
   sender: ReportSender;
+  /** The agent's counters (`counters.json` of the state directory). */
+  counters: CountersWriter;
   /** Every report the transport was asked to send, in order. */
   sent: Report[];
   records: Record<string, any>[];
@@ -61,6 +64,7 @@ export function harness(
   const byName = new Map(workflows.map((w) => [w.name, w]));
   const journal = Journal.open(stateDir);
   const outbox = Outbox.open(path.join(stateDir, 'outbox'));
+  const counters = new CountersWriter(stateDir);
   const h = {} as Harness;
   h.answer = options.answer ?? ((r) => Promise.resolve(answered(r)));
   const sender = new ReportSender({
@@ -85,6 +89,7 @@ export function harness(
     },
     loadSecrets: options.loadSecrets ?? (() => Promise.resolve({ secrets: {} })),
     logger,
+    counters,
     defaultJobTimeoutMs: options.defaultJobTimeoutMs ?? 60_000,
     killGraceMs: 200,
     logBatch: { intervalMs: 20 },
@@ -97,6 +102,7 @@ export function harness(
     journal,
     outbox,
     sender,
+    counters,
     sent,
     records,
     kinds: (jobId: string) =>
@@ -111,15 +117,18 @@ export function harness(
     define: (workflow: WorkflowDefinition) => byName.set(workflow.name, workflow),
     restart: () => {
       sender.close();
+      counters.close();
       return harness(workflows, { ...options, stateDir });
     },
     close: () => {
       sender.close();
+      counters.close();
     },
     async stop() {
       await manager.shutdown(0);
       await sender.flush(200); // the reports in flight settle (and mark the journal) before the files go
       sender.close();
+      counters.close();
     },
   });
   return h;

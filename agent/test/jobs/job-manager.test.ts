@@ -399,6 +399,55 @@ describe('a job id runs at most once', () => {
     expect(after.kinds(interrupted.jobId)).toEqual(['finish']);
   });
 
+  it('after a restart, counts an interrupted job as a failed run only when the coordinator takes that result', async () => {
+    const before = make([quick]);
+    const interrupted = assignment('quick');
+    const ended = assignment('quick'); // it succeeded, but the disk was full for its `finished` entry
+    for (const job of [interrupted, ended])
+      before.journal.create(job, 'running', { startedAt: new Date().toISOString() });
+
+    const after = before.restart();
+    open.push(after);
+    after.answer = (report) =>
+      Promise.resolve(
+        report.jobId === ended.jobId
+          ? {
+              status: 409,
+              body: {
+                statusCode: 409,
+                code: 'conflict',
+                message: 'The job is success; it cannot be finished with this result',
+                details: { jobId: ended.jobId, status: 'success' },
+              },
+            }
+          : answered(report),
+      );
+    after.manager.recover();
+    await eventually(() => after.journal.get(ended.jobId)?.finalDelivered === true);
+    await eventually(() => after.journal.get(interrupted.jobId)?.finalDelivered === true);
+    expect(after.counters.current).toMatchObject({ jobsRun: 1, jobsFailed: 1 });
+    expect(after.records.find((r) => r.jobId === ended.jobId && r.status === 'success')?.msg).toBe(
+      'the job was not interrupted: it had ended (success) and the coordinator has its result; ' +
+        'only its journal entry had not been written (the disk was full?)',
+    );
+  });
+
+  it('records a result the journal could not take (a full disk) with its delivered mark, not as still running', async () => {
+    const h = make([quick]);
+    const job = assignment('quick');
+    const update = h.journal.update.bind(h.journal);
+    vi.spyOn(h.journal, 'update').mockImplementation((jobId, patch, options) => {
+      if (patch.state === 'finished' && patch.finalDelivered === false)
+        throw Object.assign(new Error('Cannot write journal.json: no space left on the device'), { code: 'ENOSPC' });
+      return update(jobId, patch, options);
+    });
+    h.manager.onJobEvent(job);
+    await eventually(() => h.journal.get(job.jobId)?.finalDelivered === true);
+    const onDisk = JSON.parse(fs.readFileSync(jobFiles(h.stateDir, job.jobId).journalFile, 'utf8'));
+    expect(onDisk).toMatchObject({ state: 'finished', final: { body: { status: 'success' } }, finalDelivered: true });
+    expect(h.counters.current).toMatchObject({ jobsRun: 1, jobsFailed: 0 });
+  });
+
   it('after a restart, never runs a job whose journal entry is damaged, whatever its content: it ends failed', async () => {
     const before = make([quick]);
     const shapeless = assignment('quick'); // its entry has no assignment
