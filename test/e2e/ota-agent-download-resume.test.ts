@@ -79,6 +79,14 @@ describe('an artifact download', () => {
       'the interrupted update job to be failed',
     );
     expect(first!.errorMessage).toMatch(/^interrupted: the agent stopped while the job was running/);
+    // The binding says so too (the agent's report after connecting), not `idle` without a reason.
+    await bindingWhen(
+      t,
+      app.id,
+      bound!.id,
+      (b) => b.state === 'failed' && b.error === first!.errorMessage,
+      'the binding failed, interrupted',
+    );
     const reconciled = await t.owner.post(`/orgs/${t.orgId}/apps/${app.id}/devices/${bound!.id}/reconcile`);
     expect(reconciled.status, reconciled.text).toBe(200);
 

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { formatLabels, publicKeyFromBase64, versionWithRuntime } from '@drover/shared';
 import { createDeployment, type Deployment } from '../deploy/create-deployment.js';
 import type { DeploySync } from '../deploy/deploy-sync.js';
+import { rememberInterruptedUpdate } from '../deploy/run-deploy-job.js';
 import { AgentError } from '../errors.js';
 import { formatDuration } from '../exec/durations.js';
 import { killAllProcessGroups } from '../exec/process-group.js';
@@ -456,6 +457,7 @@ function createJobManager(
     ),
     counters,
     runUpdateJob: p.deployment.runJob,
+    onInterrupted: (entry, message) => rememberInterruptedUpdate(p.deployment.store, entry, message, options.logger),
     launcher: p.launcher,
     onQueueChange: (queue) =>
       status.update({ queue: { capacity: options.queueCapacity, running: queue.running, waiting: queue.waiting } }),

@@ -96,6 +96,31 @@ export async function runDeployJob(
   deps.finish(running, result);
 }
 
+/**
+ * An update job found running at start (the agent was killed while it downloaded or installed):
+ * its release's attempt is recorded as failed, so that the report after connecting says so
+ * (`failed` and the job's message) rather than `idle`, which would hide the interrupted install
+ * from the binding; the coordinator retries it with its backoff, as any failure. Other jobs: nothing.
+ */
+export function rememberInterruptedUpdate(
+  store: Pick<DeployStateStore, 'update'>,
+  entry: JournalEntry,
+  message: string,
+  logger: Logger,
+): void {
+  if (entry.assignment.kind !== 'update') return;
+  const parsed = parseDeployEvent(entry.assignment);
+  if (!parsed.ok) return;
+  const { applicationId, params } = parsed.assignment;
+  try {
+    store.update(applicationId, {
+      lastFailure: { releaseId: params.release_id, state: 'failed', error: message, at: new Date().toISOString() },
+    });
+  } catch (error) {
+    logger.error({ err: error, applicationId }, `cannot write deploy/state.json: ${(error as Error).message}`);
+  }
+}
+
 class DeployRun {
   readonly #log: Logger;
   readonly #appId: string;

@@ -61,6 +61,11 @@ export interface JobManagerOptions {
   launcher?: StepLauncher;
   /** Counts the jobs run, failed and rejected (docs/metrics.md, "Agent counters"). */
   counters?: Pick<CountersWriter, 'add'>;
+  /**
+   * A job found running at start is failed with `message` (interrupted): the deployment records
+   * an update job's as the release's last failure, which it then reports (deploy/).
+   */
+  onInterrupted?(entry: JournalEntry, message: string): void;
 }
 
 /**
@@ -467,6 +472,7 @@ export class JobManager {
       if (killed > 0)
         this.#options.logger.warn(fields, `killed ${killed} process(es) the interrupted job left running`);
     }
+    this.#options.onInterrupted?.(entry, INTERRUPTED_MESSAGE);
     const final = this.#record(entry, failedResult(INTERRUPTED_MESSAGE), false);
     void this.#countInterrupted(entry, this.#send(entry.jobId, final));
   }
