@@ -116,7 +116,10 @@ export function signedFilesApi(caller: SignedCaller): FilesApi {
   };
 }
 
-/** A signed call expecting `ok`; the network, 401, 408, 429 and 5xx are `retry`, other answers `final`. */
+/**
+ * A signed call expecting `ok`; the network, 401, 408, 429 and 5xx are `retry`, other answers
+ * `final`; no connection, 502, 503 and 504 are the coordinator away (TransferError).
+ */
 async function call(
   caller: SignedCaller,
   method: string,
@@ -129,12 +132,18 @@ async function call(
   try {
     answer = await signedCall(caller, method, path, body);
   } catch (error) {
-    if (isAgentError(error)) throw new TransferError('retry', `${what}: ${error.message}`, { cause: error });
+    if (isAgentError(error)) {
+      throw new TransferError('retry', `${what}: ${error.message}`, {
+        cause: error,
+        coordinatorAway: error.code === 'unreachable',
+      });
+    }
     throw error;
   }
   if (answer.status === ok) return answer;
   throw new TransferError(
     isRetryableStatus(answer.status) ? 'retry' : 'final',
     `${what}: the coordinator answered HTTP ${answer.status}: ${answerMessage(answer)}`,
+    { coordinatorAway: answer.status === 502 || answer.status === 503 || answer.status === 504 },
   );
 }

@@ -13,15 +13,21 @@ export type TransferErrorKind = 'retry' | 'refresh' | 'final';
 export class TransferError extends Error {
   /** The bytes arrived but are not the expected ones (size or SHA-256): the content, not the transfer, is wrong. */
   readonly mismatch: boolean;
+  /**
+   * The coordinator itself did not answer (no connection, or a 502, 503, 504 in front of it): a
+   * restart or an outage, waited out until the job's time is up rather than counted as an attempt.
+   */
+  readonly coordinatorAway: boolean;
 
   constructor(
     readonly kind: TransferErrorKind,
     message: string,
-    options?: { cause?: unknown; mismatch?: boolean },
+    options?: { cause?: unknown; mismatch?: boolean; coordinatorAway?: boolean },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'TransferError';
     this.mismatch = options?.mismatch === true;
+    this.coordinatorAway = options?.coordinatorAway === true;
   }
 }
 

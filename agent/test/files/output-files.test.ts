@@ -93,6 +93,29 @@ describe('deliverOutputFiles', () => {
     expect(lines.filter((l) => l.includes('trying again'))).toHaveLength(2);
   });
 
+  it('waits out a coordinator that does not answer (a restart) past its attempts, saying so once', async () => {
+    for (let i = 0; i < 8; i++) {
+      api.createErrors.push(
+        new TransferError('retry', 'creating the file record: Cannot reach the coordinator at x: connection refused', {
+          coordinatorAway: true,
+        }),
+      );
+    }
+    const result = await deliver({ report: 'file:out.txt' });
+    expect(result.problems).toEqual([]);
+    expect(result.output.report).toEqual({ __type: 'FileRef', id: api.completed[0] });
+    expect(lines.filter((l) => l.includes('the coordinator does not answer: trying again until it does'))).toHaveLength(
+      1,
+    );
+    // The job's end (its timeout, the shutdown) still ends the wait.
+    const stop = new AbortController();
+    for (let i = 0; i < 100_000; i++)
+      api.createErrors.push(new TransferError('retry', 'away', { coordinatorAway: true }));
+    setTimeout(() => stop.abort('timed out'), 50);
+    const stopped = await deliver({ report: 'file:out.txt' }, stop.signal);
+    expect(stopped.output).toEqual({});
+  });
+
   it('does not retry a final refusal, and gives up after its attempts', async () => {
     api.createErrors.push(
       new TransferError('final', 'creating the file record: the coordinator answered HTTP 422: too big'),
