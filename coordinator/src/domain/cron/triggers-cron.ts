@@ -42,7 +42,7 @@ export function checkCronExpression(expression: string): CronCheck {
     cron.stop();
   } catch (error) {
     const detail = error instanceof Error ? error.message.replace(/^CronPattern:\s*/, '') : String(error);
-    return { ok: false, reason: `is not a valid cron expression: ${detail}` };
+    return { ok: false, reason: `is not a valid cron expression: ${parserProblem(detail)}` };
   }
   if (next === null) return { ok: false, reason: `never fires (\`${normalized}\` matches no date)` };
   return { ok: true, expression: normalized };
@@ -94,6 +94,49 @@ function rangeProblem(fields: readonly string[]): string | null {
     }
   }
   return null;
+}
+
+/** The parser's names of the fields (its messages use them), as the expression's own. */
+const PARSER_FIELDS: Readonly<Record<string, string>> = {
+  minute: 'minute',
+  hour: 'hour',
+  day: 'day-of-month',
+  nearestWeekdays: 'day-of-month',
+  month: 'month',
+  dayOfWeek: 'day-of-week',
+};
+
+/** What the parser's marks mean where they may stand, for a mark written where it may not. */
+const MARK_HINTS: Readonly<Record<string, string>> = {
+  L: ' (L stands alone in day-of-month, the last day; in day-of-week it follows a day, as in 5L, the last Friday)',
+  W: ' (W follows a day of the month, as in 15W, the weekday nearest the 15th)',
+};
+
+/**
+ * The parser's message in the expression's own terms: it names its fields by its inner names
+ * (`nearestWeekdays is not a number: 'W'`), counts them from the seconds it adds
+ * (`configuration entry 1 (a)` is the minute field) and says `Type: string`.
+ */
+function parserProblem(message: string): string {
+  const notNumber = /^(\w+) is not a number: '(.*)'$/.exec(message);
+  if (notNumber) {
+    const field = PARSER_FIELDS[notNumber[1]!];
+    const value = notNumber[2]!;
+    if (field) return `the ${field} field does not take \`${value}\`${MARK_HINTS[value.toUpperCase()] ?? ''}`;
+  }
+  const entry = /^configuration entry (\d) \((.*)\) contains illegal characters\.?$/.exec(message);
+  if (entry) {
+    const field = FIELDS[Number(entry[1]) - 1];
+    if (field) return `the ${field.name} field does not take \`${entry[2]}\``;
+  }
+  const nth = /^nth weekday out of range, should be 1-5 or L\. Value: (.*), Type: \w+$/.exec(message);
+  if (nth) return `the day-of-week field's # takes 1 to 5 or L (the nth such day of the month), got ${nth[1]}`;
+  const invalid = /^Invalid value for (\w+): (.*)$/.exec(message);
+  if (invalid && PARSER_FIELDS[invalid[1]!]) {
+    const field = FIELDS.find((f) => f.name === PARSER_FIELDS[invalid[1]!])!;
+    return `the ${field.name} field takes ${field.min} to ${field.max}, got ${invalid[2]}`;
+  }
+  return message.replace(/^Syntax error, /, '');
 }
 
 /**

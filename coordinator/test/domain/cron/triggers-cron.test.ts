@@ -89,6 +89,25 @@ describe('cron expressions of triggers', () => {
     }
   });
 
+  it("says the parser's refusals in the expression's own terms: its fields by their names", () => {
+    const reasons = {
+      '0 0 W * *':
+        'the day-of-month field does not take `W` (W follows a day of the month, as in 15W, the weekday nearest the 15th)',
+      '0 0 * * L':
+        'the day-of-week field does not take `L` (L stands alone in day-of-month, the last day; in day-of-week it follows a day, as in 5L, the last Friday)',
+      'a 0 * * *': 'the minute field does not take `a`',
+      '0 0 * * MON#6': "the day-of-week field's # takes 1 to 5 or L (the nth such day of the month), got 6",
+      '0 0 * * 8L': 'the day-of-week field takes 0 to 7, got 8',
+      '0 0 1W-3 * *': 'W is not allowed in a range.',
+    };
+    for (const [expression, reason] of Object.entries(reasons)) {
+      expect(checkCronExpression(expression), expression).toEqual({
+        ok: false,
+        reason: `is not a valid cron expression: ${reason}`,
+      });
+    }
+  });
+
   it('refuses an expression that can never fire', () => {
     const check = checkCronExpression('0 0 31 2 *');
     expect(check).toEqual({ ok: false, reason: expect.stringMatching(/never fires/) });
