@@ -665,7 +665,8 @@ describe('variables no setting reads', () => {
       }
     }
     // Names the documentation gives to other things: build and test variables, examples of a CI
-    // script's own, an inner variable of the agent, and prefixes (`DROVER_PARAM_<NAME>`).
+    // script's own, an inner variable of the agent, prefixes (`DROVER_PARAM_<NAME>`), and the
+    // misspelt setting of the warning's example.
     const others = [
       'DROVER_BOOTSTRAP',
       'DROVER_BUCKET_ENDPOINT',
@@ -673,6 +674,7 @@ describe('variables no setting reads', () => {
       'DROVER_CLI_URL',
       'DROVER_DEPLOY_TRIGGER',
       'DROVER_DOCS_SCREENSHOTS',
+      'DROVER_JOB_LOG_MAX_BYTE',
       'DROVER_NODE_MAJOR',
       'DROVER_NODE_VERSION',
       'DROVER_PACKAGE_MAINTAINER',
