@@ -10,6 +10,7 @@ export default defineConfig({
       '@drover/shared/labels': fileURLToPath(new URL('./shared/src/labels.ts', import.meta.url)),
       '@drover/shared/roles': fileURLToPath(new URL('./shared/src/roles.ts', import.meta.url)),
       '@drover/shared/percent-words': fileURLToPath(new URL('./shared/src/percent-words.ts', import.meta.url)),
+      '@drover/shared/counted': fileURLToPath(new URL('./shared/src/counted.ts', import.meta.url)),
       '@drover/shared/job-messages': fileURLToPath(new URL('./shared/src/job-messages.ts', import.meta.url)),
       '@drover/shared': src('shared'),
       '@drover/coordinator': src('coordinator'),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Schema } from '@drover/shared/api';
 import { yankImpact } from '../../dashboard/src/api/ota-impact.js';
+import { counted } from '@drover/shared/counted';
 
 type Release = Schema<'Release'>;
 type Binding = Schema<'DeviceBinding'>;
@@ -33,5 +34,14 @@ describe('yankImpact', () => {
     expect(yankImpact([old, bad], [device('b', old, old), elsewhere], bad).lines).toEqual([
       'Yanking 5.0.0: no device runs it or is to install it.',
     ]);
+  });
+});
+
+describe('counted', () => {
+  it('gives a count with its noun, plural unless it is one, grouped by thousands', () => {
+    expect(counted(1, 'device')).toBe('1 device');
+    expect(counted(0, 'device')).toBe('0 devices');
+    expect(counted(12_000, 'job')).toBe('12,000 jobs');
+    expect(counted(2, 'batch', 'batches')).toBe('2 batches');
   });
 });

@@ -323,7 +323,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     const abort = page().getByRole('group', { name: 'Abort the rollout of 2.0.0' });
     expect(await abort.innerText()).toContain(
       'Aborting the rollout of 2.0.0: 3 devices not yet given it keep the previous release, and so do devices bound later; ' +
-        'the 1 device of the waves so far keep 2.0.0.',
+        'the 1 device of the waves so far keeps 2.0.0.',
     );
     await abort.getByRole('button', { name: 'Abort the rollout' }).click();
     await stateIs(/^Aborted: devices not yet given the release keep the previous one/);

@@ -1,4 +1,5 @@
 import type { Schema } from '@drover/shared/api';
+import { counted } from '@drover/shared/counted';
 
 // The types of ./ota.ts, named from the schema so that this module imports nothing of the
 // dashboard's (its tests load it alone).
@@ -44,8 +45,6 @@ export interface Impact {
   devices: number;
 }
 
-const devicesWord = (n: number) => (n === 1 ? '1 device' : `${n} devices`);
-
 /** What publishing the draft `release` will do. */
 export function publishImpact(releases: readonly Release[], bindings: readonly Binding[], release: Release): Impact {
   const after = releases.map((r) => (r.id === release.id ? { ...r, status: 'published' as const } : r));
@@ -63,10 +62,11 @@ export function publishImpact(releases: readonly Release[], bindings: readonly B
   }
   const moving = onChannel.filter((b) => !runs(b.current, release));
   const lines = [
-    `${devicesWord(moving.length)} on channel ${release.channel} will be told to update to ${release.version}.`,
+    `${counted(moving.length, 'device')} on channel ${release.channel} will be told to update to ${release.version}.`,
   ];
   const already = onChannel.length - moving.length;
-  if (already > 0) lines.push(`${devicesWord(already)} on the channel already ${already === 1 ? 'runs' : 'run'} it.`);
+  if (already > 0)
+    lines.push(`${counted(already, 'device')} on the channel already ${already === 1 ? 'runs' : 'run'} it.`);
   if (release.updatePolicy === 'mandatory' && moving.length > 0) {
     lines.push('It is mandatory: devices below it must install it, even where they postpone optional updates.');
   }
@@ -124,22 +124,22 @@ export function yankImpact(
     if (m.back.length > 0) {
       lines.push(
         keyed
-          ? `Yanking ${release.version}: ${devicesWord(m.back.length)} on it will refuse ${m.to.version}: ` +
+          ? `Yanking ${release.version}: ${counted(m.back.length, 'device')} on it will refuse ${m.to.version}: ` +
               'this application has release keys, and its devices never go back to a lower signed sequence. ' +
               `To roll them back, publish the artifact of ${m.to.version} signed again as a new release.`
-          : `Yanking ${release.version}: ${devicesWord(m.back.length)} on it will be moved back to ${m.to.version}.`,
+          : `Yanking ${release.version}: ${counted(m.back.length, 'device')} on it will be moved back to ${m.to.version}.`,
       );
     }
     if (m.others.length > 0) {
       lines.push(
-        `${devicesWord(m.others.length)} that ${m.others.length === 1 ? 'was' : 'were'} to update to ${release.version} ` +
+        `${counted(m.others.length, 'device')} that ${m.others.length === 1 ? 'was' : 'were'} to update to ${release.version} ` +
           `will be told to install ${m.to.version} instead.`,
       );
     }
   }
   if (stranded.length > 0) {
     lines.push(
-      `${devicesWord(stranded.length)} on ${release.version} will keep it: ` +
+      `${counted(stranded.length, 'device')} on ${release.version} will keep it: ` +
         `no other release is published on ${stranded.length === 1 ? 'its channel' : 'their channels'}.`,
     );
   }
@@ -147,7 +147,7 @@ export function yankImpact(
     const n = stay.devices.length;
     const underWay = stay.devices.filter((b) => b.activeJobId !== null).length;
     lines.push(
-      `${devicesWord(n)} that ${n === 1 ? 'was' : 'were'} to update to ${release.version} will stay on ${stay.on.version}.`,
+      `${counted(n, 'device')} that ${n === 1 ? 'was' : 'were'} to update to ${release.version} will stay on ${stay.on.version}.`,
     );
     if (underWay > 0) {
       const whose = n === 1 ? 'It has' : underWay === 1 ? '1 of them has' : `${underWay} of them have`;

@@ -1,5 +1,6 @@
 import { matchesSelector, type Requirement } from '@drover/shared/labels';
 import type { Agent, Workflow } from '../api/types';
+import { counted } from '@drover/shared/counted';
 
 /** The agents a run of a selector trigger would go to now, and those of them lacking its workflow. */
 export interface SelectorMatch {
@@ -39,8 +40,6 @@ export function namesWords(agents: readonly Agent[]): string {
   return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }
 
-const agentsWord = (n: number): string => `${n} agent${n === 1 ? '' : 's'}`;
-
 /**
  * What a selector trigger would run on if called now, in words, followed live (a status region):
  * `3 agents match now: gw-a, gw-b and gw-c.`, then which of them do not report the workflow (their
@@ -74,7 +73,7 @@ export function SelectorMatches(props: {
         );
       } else if (props.workflows && lacking.length > 0) {
         words.push(
-          `${lacking.length === 1 ? `${namesWords(lacking)} does` : `${agentsWord(lacking.length)} (${namesWords(lacking)}) do`} not report the workflow ${name}: ${lacking.length === 1 ? 'its job' : 'their jobs'} would be rejected.`,
+          `${lacking.length === 1 ? `${namesWords(lacking)} does` : `${counted(lacking.length, 'agent')} (${namesWords(lacking)}) do`} not report the workflow ${name}: ${lacking.length === 1 ? 'its job' : 'their jobs'} would be rejected.`,
         );
       }
     }

@@ -1,5 +1,6 @@
 import type { RequestBody } from '@drover/shared/api';
 import { percentWords } from '@drover/shared/percent-words';
+import { counted } from '@drover/shared/counted';
 
 /**
  * The publish dialog's rollout plan, as pure functions: its presets, the custom fields read into
@@ -109,8 +110,6 @@ export function waveSizes(waves: readonly number[], devices: number): number[] {
   return waves.map((p) => Math.min(devices, Math.max(1, Math.ceil((p * devices) / 100 - 1e-9))));
 }
 
-const devicesWord = (n: number) => (n === 1 ? '1 device' : `${n} devices`);
-
 /**
  * The preview under the plan: `wave 1 (1 %): 1 device, wave 2 (10 %): 1 (no new device), wave 3
  * (100 %): 4` for the devices on the channel now; null for waves the API will refuse anyway.
@@ -122,10 +121,10 @@ export function previewOf(waves: readonly number[], devices: number, channel: st
   const sizes = waveSizes(waves, devices);
   const parts = waves.map((p, i) => {
     const added = sizes[i]! - (i === 0 ? 0 : sizes[i - 1]!);
-    const n = i === 0 ? devicesWord(sizes[i]!) : String(sizes[i]);
+    const n = i === 0 ? counted(sizes[i]!, 'device') : String(sizes[i]);
     return `wave ${i + 1} (${p} %): ${n}${i > 0 && added === 0 ? ' (no new device)' : ''}`;
   });
-  return `Of the ${devicesWord(devices)} on channel ${channel} now: ${parts.join(', ')}; each wave counts the devices of the waves before it.`;
+  return `Of the ${counted(devices, 'device')} on channel ${channel} now: ${parts.join(', ')}; each wave counts the devices of the waves before it.`;
 }
 
 /** `10 min`, `90 s`, `1 h 30 min`, `none` */

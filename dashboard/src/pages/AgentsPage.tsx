@@ -16,8 +16,7 @@ import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { useSearchText } from './use-search-text';
-
-const agentsWord = (n: number): string => `${n} agent${n === 1 ? '' : 's'}`;
+import { counted } from '@drover/shared/counted';
 
 /**
  * The organization's agents with their live status, labels and workflows, filtered by a label
@@ -72,10 +71,10 @@ export function AgentsPage() {
             />
             <p role="status" className="match-count">
               {!filtering
-                ? `${agentsWord(all.length)}.`
+                ? `${counted(all.length, 'agent')}.`
                 : parsed.error
-                  ? `${shown.length} of ${agentsWord(all.length)} match the last selector that parsed.`
-                  : `${shown.length} of ${agentsWord(all.length)} match.`}
+                  ? `${shown.length} of ${counted(all.length, 'agent')} match the last selector that parsed.`
+                  : `${shown.length} of ${counted(all.length, 'agent')} match.`}
             </p>
           </div>
           {shown.length === 0 && filtering && (

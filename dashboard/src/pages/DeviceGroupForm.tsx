@@ -10,11 +10,9 @@ import { Confirm, useReturnFocus } from '../components/Confirm';
 import { fieldErrors, FormError } from '../components/FieldErrors';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { namesWords } from '../components/SelectorMatches';
+import { counted } from '@drover/shared/counted';
 
 type AppUpdate = Schema<'ApplicationUpdate'>;
-
-const agentsWord = (n: number): string => `${n} agent${n === 1 ? '' : 's'}`;
-const bindingsWord = (n: number): string => `${n} binding${n === 1 ? '' : 's'}`;
 
 /**
  * What applying a device selector would do now (docs/ota.md, "Device groups"): the agents it
@@ -60,8 +58,8 @@ function Preview(props: { agents?: Agent[]; devices?: Binding[]; requirements: R
       matching.length === 0
         ? 'No agent matches now: the selector binds nothing until one does.'
         : `${matching.length === 1 ? '1 agent matches' : `${matching.length} agents match`} now: ${namesWords(matching)}.`;
-    words += ` Applying it binds ${agentsWord(toBind.length)}`;
-    words += toRemove.length > 0 ? ` and removes ${bindingsWord(toRemove.length)} it made.` : '.';
+    words += ` Applying it binds ${counted(toBind.length, 'agent')}`;
+    words += toRemove.length > 0 ? ` and removes ${counted(toRemove.length, 'binding')} it made.` : '.';
   }
   return (
     <p role="status" className="selector-matches">
@@ -74,8 +72,9 @@ function Preview(props: { agents?: Agent[]; devices?: Binding[]; requirements: R
 function outcomeWords(app: AppUpdate): string {
   const group = app.deviceGroup;
   if (!group) return '';
-  if (app.deviceSelector === null) return `Device group removed: ${bindingsWord(group.unbound)} it made removed.`;
-  const matches = group.matching === 0 ? 'matches no agent: nothing is bound' : `matches ${agentsWord(group.matching)}`;
+  if (app.deviceSelector === null) return `Device group removed: ${counted(group.unbound, 'binding')} it made removed.`;
+  const matches =
+    group.matching === 0 ? 'matches no agent: nothing is bound' : `matches ${counted(group.matching, 'agent')}`;
   return `${app.deviceSelector} ${matches}; ${group.bound} bound, ${group.unbound} removed.`;
 }
 

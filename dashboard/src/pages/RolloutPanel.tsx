@@ -28,6 +28,7 @@ import {
   whoWords,
 } from '../components/rollout-words';
 import { dateTime } from '../components/time';
+import { counted } from '@drover/shared/counted';
 
 /**
  * A release's staged rollout on the application's page (docs/ota.md, "Staged rollouts").
@@ -344,8 +345,6 @@ function RolloutControls({ orgId, release: r, rollout }: { orgId: string; releas
   );
 }
 
-const devicesWord = (n: number) => (n === 1 ? '1 device' : `${n} devices`);
-
 function advanceWords(rollout: Rollout, r: Release): string {
   const i = rollout.currentWave;
   const wave = rollout.waves[i];
@@ -361,14 +360,14 @@ function advanceWords(rollout: Rollout, r: Release): string {
     return `The rollout completes ${waiting}: every device of channel ${rollout.channel} gets ${r.version}, those bound later too.`;
   }
   const added = next.devices - wave.devices;
-  return `Wave ${i + 2} (${next.percent} %) starts ${waiting}: ${added === 0 ? 'it adds no device' : `${devicesWord(added)} more ${added === 1 ? 'is' : 'are'} told to update to ${r.version}`}.`;
+  return `Wave ${i + 2} (${next.percent} %) starts ${waiting}: ${added === 0 ? 'it adds no device' : `${counted(added, 'device')} more ${added === 1 ? 'is' : 'are'} told to update to ${r.version}`}.`;
 }
 
 function abortWords(rollout: Rollout, r: Release): string {
   const given = rollout.waves[rollout.currentWave]?.devices ?? 0;
   const rest = rollout.deviceCount - given;
   return (
-    `Aborting the rollout of ${r.version}: ${devicesWord(rest)} not yet given it keep the previous release, ` +
-    `and so do devices bound later; the ${devicesWord(given)} of the waves so far keep ${r.version}. It cannot be undone.`
+    `Aborting the rollout of ${r.version}: ${counted(rest, 'device')} not yet given it ${rest === 1 ? 'keeps' : 'keep'} the previous release, ` +
+    `and so do devices bound later; the ${counted(given, 'device')} of the waves so far ${given === 1 ? 'keeps' : 'keep'} ${r.version}. It cannot be undone.`
   );
 }

@@ -23,6 +23,7 @@ import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { parseSelectorText } from '../components/SelectorInput';
 import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
+import { counted } from '@drover/shared/counted';
 
 /** A trigger: its settings, how to call it, its schedule and occurrences; run it by hand; delete. */
 export function TriggerPage() {
@@ -228,7 +229,10 @@ function Settings({ trigger: t, agentName, matches }: { trigger: Trigger; agentN
         </>,
       ],
       ['Fan-out', t.fanout === 'one' ? 'one: one job, on one of them' : 'all: one job per agent (a batch)'],
-      ['Max parallel', t.maxParallel === null ? 'no limit: all at once' : `${t.maxParallel} jobs of a batch at a time`],
+      [
+        'Max parallel',
+        t.maxParallel === null ? 'no limit: all at once' : `${counted(t.maxParallel, 'job')} of a batch at a time`,
+      ],
       ['Matching now', matches],
     );
   } else {
