@@ -4,6 +4,7 @@ import { createRoot } from 'react-dom/client';
 import { RouterProvider } from 'react-router';
 import { ApiError, sessionEnded } from './api/client';
 import { setSessionEnded } from './lib/session';
+import { keepTitleToHeading } from './lib/title';
 import { createAppRouter } from './router';
 import './styles.css';
 
@@ -42,7 +43,9 @@ function returnToSignIn(): void {
   void router.navigate(`/login?reason=expired&next=${encodeURIComponent(next)}`, { replace: true });
 }
 
-createRoot(document.getElementById('root')!).render(
+const root = document.getElementById('root')!;
+keepTitleToHeading(root);
+createRoot(root).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
       <RouterProvider router={router} />

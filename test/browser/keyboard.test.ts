@@ -11,7 +11,8 @@ import { issueApiToken } from '../helpers/tokens.js';
  * reader) does: a button that swaps itself for a confirmation or a small form takes the keyboard
  * into it, Escape closes it as its cancel button does, and either way the keyboard is back on the
  * button, never dropped on the page's body (where the next Tab starts over, and a screen reader
- * says nothing). And on a small screen (a phone's 320 px, or 1,280 px zoomed to 400%), as at a
+ * says nothing). Each page is named in its title (what a screen reader says when the page changes,
+ * what a tab shows). And on a small screen (a phone's 320 px, or 1,280 px zoomed to 400%), as at a
  * site: no page scrolls sideways, a wide table scrolls in its own box. One coordinator, one
  * browser, several pages.
  */
@@ -111,6 +112,27 @@ describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
       'revoked',
     );
     expect(owner.problems).toEqual([]);
+  });
+
+  it("names each page in its title: the page's heading, then Drover", async () => {
+    const org = `/orgs/${t.orgId}`;
+    for (const [path, title] of [
+      [`${org}/no-such-page`, 'Page not found · Drover'],
+      ['/account', 'Your account · Drover'],
+      [`${org}/jobs`, 'Jobs · Drover'],
+      [`${org}/agents/${ids.agent}`, 'edge-keys · Drover'],
+      [`/api/batches/${ids.batch}`, /^Batch #1 deploy \w+ · Drover$/],
+      [`${org}/triggers/${ids.trigger}`, 'nightly · Drover'],
+    ] as const) {
+      await page().goto(path);
+      const titled = expect.poll(() => page().title(), { message: `the title of ${path}` });
+      await (typeof title === 'string' ? titled.toBe(title) : titled.toMatch(title));
+    }
+    // Moving within the dashboard (no page load) names the new page too.
+    await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Triggers' }).click();
+    await expect.poll(() => page().title()).toBe('Triggers · Drover');
+    await page().goBack();
+    await expect.poll(() => page().title()).toBe('nightly · Drover');
   });
 
   it("holds at a phone's 320 px: no page scrolls sideways, wide tables scroll in their box", async () => {
