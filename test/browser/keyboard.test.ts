@@ -135,6 +135,32 @@ describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
     await expect.poll(() => page().title()).toBe('nightly · Drover');
   });
 
+  it("skips the header's links with the first Tab: Skip to content", async () => {
+    const jobs = `/orgs/${t.orgId}/jobs`;
+    await page().goto(jobs);
+    await page().getByRole('heading', { name: 'Jobs', level: 1 }).waitFor();
+    // Where the keyboard is: in the header, in the page's content (main), or elsewhere.
+    const where = () =>
+      page().evaluate(() => {
+        type El = { tagName: string; closest(s: string): unknown };
+        const el = (globalThis as unknown as { document: { activeElement: El } }).document.activeElement;
+        return el.closest('header') ? 'header' : el.tagName === 'MAIN' ? 'main' : el.closest('main') ? 'in main' : '';
+      });
+    await page().keyboard.press('Tab');
+    expect(await focused()).toBe('a Skip to content');
+    // Out of sight until then, drawn in the page once it has the keyboard.
+    const box = await page().getByRole('link', { name: 'Skip to content' }).boundingBox();
+    expect(box!.y).toBeGreaterThanOrEqual(0);
+    await page().keyboard.press('Enter');
+    await expect.poll(where).toBe('main');
+    await page().keyboard.press('Tab');
+    expect(await where()).toBe('in main');
+    // The first field of the content: the filters' Status.
+    expect(await focused()).toMatch(/^select anypending/);
+    // Its address is the page's own still.
+    expect(new URL(page().url()).pathname + new URL(page().url()).hash).toBe(jobs);
+  });
+
   it("holds at a phone's 320 px: no page scrolls sideways, wide tables scroll in their box", async () => {
     const org = `/orgs/${t.orgId}`;
     await page().setViewportSize({ width: 320, height: 800 });

@@ -1,5 +1,6 @@
 import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
+import { useRef, type MouseEvent } from 'react';
 import { Link, Navigate, NavLink, Outlet, useLocation, useNavigate } from 'react-router';
 import { api, ApiError, apiPath } from '../api/client';
 import { myInvitationsQuery } from '../api/access';
@@ -12,7 +13,8 @@ import { allows, useFrameOrgId, type FrameOrgState } from './use-org';
 /**
  * The frame of every signed-in page: one line of header (the brand, which leads home, the
  * organization switcher, the navigation, the user and sign-out) down to 1,280 px wide, and a
- * footer with the API reference.
+ * footer with the API reference. Before the header, the first stop of the Tab key: a link that
+ * skips the header's dozen and more stops to the page's content (drawn when it has the keyboard).
  */
 export function Shell() {
   const session = useQuery(sessionQuery);
@@ -30,8 +32,18 @@ function SignedIn({ email }: { email: string }) {
   const orgs = useQuery(orgsQuery);
   const orgId = useFrameOrgId();
   const current = orgs.data?.find((o) => o.id === orgId);
+  const main = useRef<HTMLElement>(null);
+  const skipToContent = (event: MouseEvent) => {
+    // The keyboard moves into the content (the next Tab is its first link or field), and the
+    // address keeps no `#content`: the router's history is left alone.
+    event.preventDefault();
+    main.current?.focus();
+  };
   return (
     <div className="shell">
+      <a className="skip-link" href="#content" onClick={skipToContent}>
+        Skip to content
+      </a>
       <header className="topbar">
         <Link className="brand" to={current ? `/orgs/${current.id}` : '/'} aria-label="Drover home">
           Drover
@@ -54,7 +66,7 @@ function SignedIn({ email }: { email: string }) {
         )}
         <UserMenu email={email} current={current} />
       </header>
-      <main>
+      <main id="content" ref={main} tabIndex={-1}>
         <SessionEndedBanner />
         <ErrorMessage error={orgs.error} />
         <Outlet />
