@@ -161,6 +161,41 @@ describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
     expect(new URL(page().url()).pathname + new URL(page().url()).hash).toBe(jobs);
   });
 
+  it('keeps the keyboard on Filter and Clear of the Jobs and the Audit log filters', async () => {
+    const org = `/orgs/${t.orgId}`;
+    /** Presses `name` with the keyboard, waits for the address's search to be `search`. */
+    const press = async (name: string, search: string) => {
+      await page().getByRole('button', { name, exact: true }).focus();
+      await page().keyboard.press('Enter');
+      await page().waitForURL((url) => url.search === search);
+      await expect.poll(focused, { message: `the keyboard after ${name}` }).toBe(`button ${name}`);
+    };
+    await page().goto(`${org}/jobs`);
+    // Its first field, Status (a label's name takes in the words of the select inside it).
+    const status = page().getByRole('form', { name: 'Filter jobs' }).locator('select').first();
+    await status.selectOption('rejected');
+    await press('Filter', '?status=rejected');
+    expect(await status.inputValue()).toBe('rejected');
+    await press('Clear', '');
+    expect(await status.inputValue()).toBe('');
+    // Back: the fields show the address's filters again.
+    await page().goBack();
+    await page().waitForURL((url) => url.search === '?status=rejected');
+    await expect.poll(() => status.inputValue()).toBe('rejected');
+
+    await page().goto(`${org}/audit`);
+    const target = page().getByRole('form', { name: 'Filter the audit log' }).locator('input').first();
+    await target.fill(ids.agent!);
+    await press('Filter', `?targetId=${ids.agent}`);
+    await press('Clear', '');
+    expect(await target.inputValue()).toBe('');
+    // Clear with no filter applied (the address stays): what was typed is cleared too.
+    await target.fill('typed');
+    await page().getByRole('button', { name: 'Clear', exact: true }).press('Enter');
+    await expect.poll(() => target.inputValue()).toBe('');
+    expect(await focused()).toBe('button Clear');
+  });
+
   it("holds at a phone's 320 px: no page scrolls sideways, wide tables scroll in their box", async () => {
     const org = `/orgs/${t.orgId}`;
     await page().setViewportSize({ width: 320, height: 800 });

@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { useState, type FormEvent, type ReactNode } from 'react';
+import { type ChangeEvent, type FormEvent, type ReactNode } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import { AUDIT_FILTER_KEYS, auditQuery, tokenNamesQuery, type AuditEntry, type AuditFilters } from '../api/audit';
 import { ACTOR_TYPES, AUDIT_ACTIONS, SELF_TARGETED, TARGET_TYPES } from '../api/audit-words';
@@ -9,6 +9,7 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
+import { useDraft } from './use-draft';
 import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
@@ -54,7 +55,7 @@ export function AuditPage() {
   return (
     <section aria-labelledby="audit-heading">
       <h1 id="audit-heading">Audit log</h1>
-      <AuditFiltersForm key={search.toString()} filters={filters} onApply={apply} />
+      <AuditFiltersForm address={search.toString()} filters={filters} onApply={apply} />
       <ErrorMessage error={entries.error} />
       {entries.data && rows.length === 0 && (
         <p>{Object.keys(filters).length ? 'No entry matches these filters.' : 'The audit log is empty.'}</p>
@@ -243,14 +244,24 @@ function Metadata({ metadata }: { metadata: Record<string, unknown> }) {
   );
 }
 
-function AuditFiltersForm(props: { filters: AuditFilters; onApply: (filters: AuditFilters) => void }) {
+/** The filter form's fields, from the address's filters (empty: any). */
+const auditFields = (filters: AuditFilters) => ({
+  action: filters.action ?? '',
+  actorType: filters.actorType ?? '',
+  targetType: filters.targetType ?? '',
+  targetId: filters.targetId ?? '',
+  after: toLocalInput(filters.createdAfter),
+  before: toLocalInput(filters.createdBefore),
+});
+
+function AuditFiltersForm(props: { address: string; filters: AuditFilters; onApply: (filters: AuditFilters) => void }) {
   const { filters } = props;
-  const [action, setAction] = useState(filters.action ?? '');
-  const [actorType, setActorType] = useState(filters.actorType ?? '');
-  const [targetType, setTargetType] = useState(filters.targetType ?? '');
-  const [targetId, setTargetId] = useState(filters.targetId ?? '');
-  const [after, setAfter] = useState(toLocalInput(filters.createdAfter));
-  const [before, setBefore] = useState(toLocalInput(filters.createdBefore));
+  const [draft, setDraft] = useDraft(() => auditFields(filters), props.address);
+  const { action, actorType, targetType, targetId, after, before } = draft;
+  const set = (field: keyof typeof draft) => (event: ChangeEvent<HTMLInputElement | HTMLSelectElement>) => {
+    const value = event.target.value;
+    setDraft((fields) => ({ ...fields, [field]: value }));
+  };
   const submit = (event: FormEvent) => {
     event.preventDefault();
     props.onApply({
@@ -268,7 +279,7 @@ function AuditFiltersForm(props: { filters: AuditFilters; onApply: (filters: Aud
     <form onSubmit={submit} className="inline-form filters" aria-label="Filter the audit log">
       <label>
         Action
-        <select value={action} onChange={(e) => setAction(e.target.value)}>
+        <select value={action} onChange={set('action')}>
           <option value="">any</option>
           {actions.map((a) => (
             <option key={a} value={a}>
@@ -279,7 +290,7 @@ function AuditFiltersForm(props: { filters: AuditFilters; onApply: (filters: Aud
       </label>
       <label>
         Done by
-        <select value={actorType} onChange={(e) => setActorType(e.target.value)}>
+        <select value={actorType} onChange={set('actorType')}>
           <option value="">anyone</option>
           {Object.entries(ACTOR_TYPES).map(([value, words]) => (
             <option key={value} value={value}>
@@ -290,7 +301,7 @@ function AuditFiltersForm(props: { filters: AuditFilters; onApply: (filters: Aud
       </label>
       <label>
         Target type
-        <select value={targetType} onChange={(e) => setTargetType(e.target.value)}>
+        <select value={targetType} onChange={set('targetType')}>
           <option value="">any</option>
           {Object.entries(TARGET_TYPES).map(([value, words]) => (
             <option key={value} value={value}>
@@ -301,18 +312,25 @@ function AuditFiltersForm(props: { filters: AuditFilters; onApply: (filters: Aud
       </label>
       <label>
         Target id
-        <input value={targetId} onChange={(e) => setTargetId(e.target.value)} size={20} />
+        <input value={targetId} onChange={set('targetId')} size={20} />
       </label>
       <label>
         From
-        <input type="datetime-local" value={after} onChange={(e) => setAfter(e.target.value)} />
+        <input type="datetime-local" value={after} onChange={set('after')} />
       </label>
       <label>
         Before
-        <input type="datetime-local" value={before} onChange={(e) => setBefore(e.target.value)} />
+        <input type="datetime-local" value={before} onChange={set('before')} />
       </label>
       <button type="submit">Filter</button>
-      <button type="button" onClick={() => props.onApply({})}>
+      <button
+        type="button"
+        onClick={() => {
+          // Emptied here too: with no filter applied the address does not change, nor would they.
+          setDraft(auditFields({}));
+          props.onApply({});
+        }}
+      >
         Clear
       </button>
     </form>

@@ -1,5 +1,5 @@
 import { useInfiniteQuery, useQuery } from '@tanstack/react-query';
-import { useState, type FormEvent } from 'react';
+import { type ChangeEvent, type FormEvent } from 'react';
 import { Link, useSearchParams } from 'react-router';
 import {
   emailsOf,
@@ -19,6 +19,7 @@ import { fromLocalInput, toLocalInput } from '../components/local-time';
 import { ago, dateTime } from '../components/time';
 import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
+import { useDraft } from './use-draft';
 import { useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
@@ -61,7 +62,7 @@ export function JobsPage() {
         </p>
       )}
       <JobFiltersForm
-        key={search.toString()}
+        address={search.toString()}
         filters={filters}
         agents={agents.data?.map((a) => ({ id: a.id, name: a.name })) ?? []}
         triggers={triggers.data ?? []}
@@ -137,19 +138,31 @@ function JobRow({ job, names }: { job: Job; names: Names }) {
   );
 }
 
+/** The filter form's fields, from the address's filters (empty: any). */
+const jobFields = (filters: JobFilters) => ({
+  status: filters.status ?? '',
+  source: filters.source ?? '',
+  agentId: filters.agentId ?? '',
+  triggerId: filters.triggerId ?? '',
+  after: toLocalInput(filters.createdAfter),
+  before: toLocalInput(filters.createdBefore),
+});
+
 function JobFiltersForm(props: {
+  /** The address's search, which the fields start over from when it changes. */
+  address: string;
   filters: JobFilters;
   agents: { id: string; name: string }[];
   triggers: { id: string; name: string }[];
   onApply: (filters: JobFilters) => void;
 }) {
   const { filters } = props;
-  const [status, setStatus] = useState(filters.status ?? '');
-  const [source, setSource] = useState(filters.source ?? '');
-  const [agentId, setAgentId] = useState(filters.agentId ?? '');
-  const [triggerId, setTriggerId] = useState(filters.triggerId ?? '');
-  const [after, setAfter] = useState(toLocalInput(filters.createdAfter));
-  const [before, setBefore] = useState(toLocalInput(filters.createdBefore));
+  const [draft, setDraft] = useDraft(() => jobFields(filters), props.address);
+  const { status, source, agentId, triggerId, after, before } = draft;
+  const set = (field: keyof typeof draft) => (event: ChangeEvent<HTMLInputElement | HTMLSelectElement>) => {
+    const value = event.target.value;
+    setDraft((fields) => ({ ...fields, [field]: value }));
+  };
   const submit = (event: FormEvent) => {
     event.preventDefault();
     props.onApply({
@@ -167,7 +180,7 @@ function JobFiltersForm(props: {
     <form onSubmit={submit} className="inline-form filters" aria-label="Filter jobs">
       <label>
         Status
-        <select value={status} onChange={(e) => setStatus(e.target.value)}>
+        <select value={status} onChange={set('status')}>
           <option value="">any</option>
           {JOB_STATUSES.map((s) => (
             <option key={s} value={s}>
@@ -178,7 +191,7 @@ function JobFiltersForm(props: {
       </label>
       <label>
         Source
-        <select value={source} onChange={(e) => setSource(e.target.value)}>
+        <select value={source} onChange={set('source')}>
           <option value="">any</option>
           {Object.entries(JOB_SOURCES)
             .filter(([value]) => value !== 'ota')
@@ -191,7 +204,7 @@ function JobFiltersForm(props: {
       </label>
       <label>
         Trigger
-        <select value={triggerId} onChange={(e) => setTriggerId(e.target.value)}>
+        <select value={triggerId} onChange={set('triggerId')}>
           <option value="">any</option>
           {props.triggers.map((tr) => (
             <option key={tr.id} value={tr.id}>
@@ -202,7 +215,7 @@ function JobFiltersForm(props: {
       </label>
       <label>
         Agent
-        <select value={agentId} onChange={(e) => setAgentId(e.target.value)}>
+        <select value={agentId} onChange={set('agentId')}>
           <option value="">any</option>
           {props.agents.map((a) => (
             <option key={a.id} value={a.id}>
@@ -213,14 +226,21 @@ function JobFiltersForm(props: {
       </label>
       <label>
         Created from
-        <input type="datetime-local" value={after} onChange={(e) => setAfter(e.target.value)} />
+        <input type="datetime-local" value={after} onChange={set('after')} />
       </label>
       <label>
         Created before
-        <input type="datetime-local" value={before} onChange={(e) => setBefore(e.target.value)} />
+        <input type="datetime-local" value={before} onChange={set('before')} />
       </label>
       <button type="submit">Filter</button>
-      <button type="button" onClick={() => props.onApply({})}>
+      <button
+        type="button"
+        onClick={() => {
+          // Emptied here too: with no filter applied the address does not change, nor would they.
+          setDraft(jobFields({}));
+          props.onApply({});
+        }}
+      >
         Clear
       </button>
     </form>
