@@ -3,6 +3,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { RouterProvider } from 'react-router';
 import { ApiError, sessionEnded } from './api/client';
+import { returnFocusWhenEnabled } from './lib/keep-focus';
 import { setSessionEnded } from './lib/session';
 import { keepTitleToHeading } from './lib/title';
 import { createAppRouter } from './router';
@@ -45,6 +46,7 @@ function returnToSignIn(): void {
 
 const root = document.getElementById('root')!;
 keepTitleToHeading(root);
+returnFocusWhenEnabled(root);
 createRoot(root).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>

@@ -11,7 +11,8 @@ import { issueApiToken } from '../helpers/tokens.js';
  * reader) does: a button that swaps itself for a confirmation or a small form takes the keyboard
  * into it, Escape closes it as its cancel button does, and either way the keyboard is back on the
  * button, never dropped on the page's body (where the next Tab starts over, and a screen reader
- * says nothing). Each page is named in its title (what a screen reader says when the page changes,
+ * says nothing); nor when a button pressed is disabled while its request is in flight, or a filter
+ * form is applied. Each page is named in its title (what a screen reader says when the page changes,
  * what a tab shows). And on a small screen (a phone's 320 px, or 1,280 px zoomed to 400%), as at a
  * site: no page scrolls sideways, a wide table scrolls in its own box. One coordinator, one
  * browser, several pages.
@@ -194,6 +195,33 @@ describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
     await page().getByRole('button', { name: 'Clear', exact: true }).press('Enter');
     await expect.poll(() => target.inputValue()).toBe('');
     expect(await focused()).toBe('button Clear');
+  });
+
+  it('gives the keyboard back to a button disabled while its request is in flight', async () => {
+    await page().goto(`/orgs/${t.orgId}/settings`);
+    // The request held until the button is seen disabled: the keyboard is off it meanwhile.
+    let answer: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    await page().route(`**/v1/orgs/${t.orgId}`, async (route) => {
+      if (route.request().method() !== 'PATCH') return route.continue();
+      await held;
+      return route.continue();
+    });
+    try {
+      const save = page().getByRole('button', { name: 'Save retention', exact: true });
+      await save.focus();
+      await page().keyboard.press('Enter');
+      await expect.poll(() => save.isDisabled()).toBe(true);
+      answer();
+      await page()
+        .getByRole('status')
+        .getByText(/^Saved/)
+        .waitFor();
+      await expect.poll(focused).toBe('button Save retention');
+    } finally {
+      answer();
+      await page().unrouteAll();
+    }
   });
 
   it("holds at a phone's 320 px: no page scrolls sideways, wide tables scroll in their box", async () => {
