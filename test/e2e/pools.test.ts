@@ -54,7 +54,7 @@ describe('pools', () => {
 
   beforeAll(async () => {
     // A dropped stream makes its agent disconnected at once: the second case needs none connected.
-    t = await startTestCoordinator({ env: { DROVER_AGENT_DISCONNECT_GRACE_MS: '0' } });
+    t = await startTestCoordinator({ env: { DROVER_AGENT_DISCONNECT_GRACE_MS: '0', DROVER_STREAM_PING_MS: '250' } });
     const builder = async (role: string) => {
       const agent = await enrollTestAgent(t.owner, t.orgId);
       await agent.request('PUT', '/v1/agent/labels', { labels: { os: 'linux', arch: 'x64', role } });

@@ -186,6 +186,8 @@ export class StreamRegistry {
   /** Which stream each handed, not yet ended job went out on. */
   private readonly handedTo = new Map<string, AgentStream>();
   private readonly disconnectTimers = new Map<string, NodeJS.Timeout>();
+  /** Agents marked disconnected here whose pools' jobs go back once they stayed so for two pings. */
+  private readonly releaseTimers = new Map<string, NodeJS.Timeout>();
   /** The agents whose stream here was taken by one on another coordinator: how often in a row, and when last. */
   private readonly replacedElsewhere = new Map<string, { count: number; at: number }>();
   private readonly unsubscribe: (() => void)[] = [];
@@ -325,6 +327,8 @@ export class StreamRegistry {
     for (const off of this.unsubscribe.splice(0)) off();
     for (const timer of this.disconnectTimers.values()) clearTimeout(timer);
     this.disconnectTimers.clear();
+    for (const timer of this.releaseTimers.values()) clearTimeout(timer);
+    this.releaseTimers.clear();
     const streams = [...this.streams.values()];
     this.streams.clear();
     for (const stream of streams) this.closeStream(stream);
@@ -636,7 +640,7 @@ export class StreamRegistry {
           if (this.closed || this.streams.has(agentId)) return;
           if (await this.options.agents.markDisconnected(agentId, lastSeenAt, since)) {
             this.options.logger.info({ agentId }, 'agent disconnected');
-            await this.releasePoolJobs(agentId);
+            this.scheduleRelease(agentId);
           }
         })
         .catch((error: unknown) =>
@@ -647,7 +651,22 @@ export class StreamRegistry {
     this.disconnectTimers.set(agentId, timer);
   }
 
-  /** A disconnected agent's jobs of pools that it has not started go to an agent that can run them. */
+  /**
+   * A disconnected agent's jobs of pools that it has not started go to an agent that can run them,
+   * once it has stayed disconnected for two pings: a coordinator that marked it so while its stream
+   * had just opened on another (whose event had not arrived yet) is corrected by that one's next
+   * ping, which marks it connected again, and the release then finds it connected and moves nothing.
+   */
+  private scheduleRelease(agentId: string): void {
+    if (!this.options.pools || this.releaseTimers.has(agentId)) return;
+    const timer = setTimeout(() => {
+      this.releaseTimers.delete(agentId);
+      if (!this.closed && !this.streams.has(agentId)) void this.releasePoolJobs(agentId);
+    }, 2 * this.options.pingMs);
+    timer.unref();
+    this.releaseTimers.set(agentId, timer);
+  }
+
   private async releasePoolJobs(agentId: string): Promise<void> {
     try {
       const jobIds = (await this.options.pools?.release(agentId)) ?? [];
@@ -725,7 +744,7 @@ export class StreamRegistry {
             { agentId, lastSeenBefore: since },
             'agent disconnected: no coordinator holds its stream',
           );
-          await this.releasePoolJobs(agentId);
+          this.scheduleRelease(agentId);
         }
       }
       this.orphanFailures.succeeded();
