@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { collectLastResort, releaseStartupMemoryWhenQuiet } from '../src/release-startup-memory.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits until `done()` holds (a loaded machine delays the looks), 10 s at most. */
+const until = async (done: () => boolean) => {
+  for (const end = Date.now() + 10_000; !done() && Date.now() < end;) await sleep(20);
+};
 /** Keeps the event loop busy for `ms` (one synchronous stretch). */
 const busy = (ms: number) => {
   const until = performance.now() + ms;
@@ -17,7 +21,8 @@ describe('releaseStartupMemoryWhenQuiet', () => {
       collect: () => (collections += 1),
       onReleased: (r) => released.push(r),
     });
-    await sleep(450);
+    await until(() => collections > 0);
+    await sleep(250); // and never again
     cancel();
     expect(collections).toBe(1);
     expect(released).toHaveLength(1);
@@ -33,7 +38,7 @@ describe('releaseStartupMemoryWhenQuiet', () => {
       await sleep(10);
     }
     expect(collections).toBe(0);
-    await sleep(250);
+    await until(() => collections > 0);
     cancel();
     expect(collections).toBe(1);
   });
