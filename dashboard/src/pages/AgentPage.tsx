@@ -7,10 +7,11 @@ import type { Agent } from '../api/types';
 import { STATUS_WORDS } from '../components/agent-words';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { LabelChips } from '../components/LabelChips';
-import { ago, dateTime } from '../components/time';
+import { dateTime } from '../components/time';
 import { AgentLabelsForm } from './AgentLabelsForm';
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
+import { Ago } from '../components/Ago';
 
 /** An agent: its status and machine, and its labels (those it reports, the operators', the result); edit the operators'. */
 export function AgentPage() {
@@ -32,13 +33,7 @@ export function AgentPage() {
         <dd>
           <span className={`status status-${a.status}`}>{STATUS_WORDS[a.status]}</span>
           {', '}
-          {a.lastSeenAt ? (
-            <time dateTime={a.lastSeenAt} title={dateTime(a.lastSeenAt)}>
-              last seen {ago(a.lastSeenAt)}
-            </time>
-          ) : (
-            'never seen'
-          )}
+          {a.lastSeenAt ? <Ago at={a.lastSeenAt} prefix="last seen" /> : 'never seen'}
         </dd>
         <dt>Machine</dt>
         <dd>

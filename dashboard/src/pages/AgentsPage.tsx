@@ -12,11 +12,12 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { LabelChips } from '../components/LabelChips';
 import { parseSelectorText, SelectorInput } from '../components/SelectorInput';
 import { AGENT_STATUSES, STATUS_WORDS } from '../components/agent-words';
-import { ago, dateTime } from '../components/time';
+
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
 import { useSearchText } from './use-search-text';
 import { counted } from '@drover/shared/counted';
+import { Ago } from '../components/Ago';
 
 /**
  * The organization's agents with their live status, labels and workflows, filtered by a label
@@ -136,13 +137,7 @@ function AgentRow(props: { orgId: string; agent: Agent; workflows: Workflow[]; c
         <span className={`status status-${agent.status}`}>{STATUS_WORDS[agent.status]}</span>
         <br />
         <span className="hint">
-          {agent.lastSeenAt ? (
-            <time dateTime={agent.lastSeenAt} title={dateTime(agent.lastSeenAt)}>
-              last seen {ago(agent.lastSeenAt)}
-            </time>
-          ) : (
-            'never seen'
-          )}
+          {agent.lastSeenAt ? <Ago at={agent.lastSeenAt} prefix="last seen" /> : 'never seen'}
         </span>
       </td>
       <td>

@@ -12,9 +12,10 @@ import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { JobNumber } from '../components/JobNumber';
-import { ago, dateTime } from '../components/time';
+import { dateTime } from '../components/time';
 import { DeviceGroupForm } from './DeviceGroupForm';
 import { shortId } from '@drover/shared/short-id';
+import { Ago } from '../components/Ago';
 
 const STATE_CLASS: Record<string, string> = {
   installed: 'status-success',
@@ -142,13 +143,7 @@ function DeviceRow(props: {
         {b.error && <p className="field-error">{b.error}</p>}
         <br />
         <span className="hint">
-          {b.lastReportAt ? (
-            <time dateTime={b.lastReportAt} title={dateTime(b.lastReportAt)}>
-              reported {ago(b.lastReportAt)}
-            </time>
-          ) : (
-            'never reported'
-          )}
+          {b.lastReportAt ? <Ago at={b.lastReportAt} prefix="reported" /> : 'never reported'}
         </span>
       </td>
       <td>

@@ -7,12 +7,13 @@ import { emailsOf, membersQuery, triggerNamesQuery } from '../api/jobs';
 import { agentsQuery } from '../api/queries';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
-import { ago, dateTime } from '../components/time';
+
 import { NotFoundPage } from './NotFoundPage';
 import { useDraft } from './use-draft';
 import { allows, useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
+import { Ago } from '../components/Ago';
 
 /** The organization's audit log (owners only), newest first, filtered by the address's search parameters. */
 export function AuditPage() {
@@ -192,9 +193,7 @@ function AuditRow({ entry, names }: { entry: AuditEntry; names: Names }) {
   return (
     <tr>
       <td>
-        <time dateTime={entry.createdAt} title={dateTime(entry.createdAt)}>
-          {ago(entry.createdAt)}
-        </time>
+        <Ago at={entry.createdAt} />
       </td>
       <th scope="row">
         <span className="audit-who">{actor(entry, names)}</span> {what}

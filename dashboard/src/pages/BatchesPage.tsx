@@ -5,10 +5,11 @@ import { JOB_SOURCES, triggerNamesQuery } from '../api/jobs';
 import { BatchCells } from '../components/BatchProgress';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { ShowOlder } from '../components/ShowOlder';
-import { ago, dateTime } from '../components/time';
+import { ago } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { useOrg } from './use-org';
 import { shortId } from '@drover/shared/short-id';
+import { Ago } from '../components/Ago';
 
 /**
  * The organization's batches (runs of triggers on a label selector, one job per agent), newest
@@ -96,9 +97,7 @@ function BatchRow({ batch, triggerName, loaded }: { batch: Batch; triggerName: s
         <code>{batch.selector}</code>
       </td>
       <td>
-        <time dateTime={batch.createdAt} title={dateTime(batch.createdAt)}>
-          {ago(batch.createdAt)}
-        </time>
+        <Ago at={batch.createdAt} />
         {batch.endedAt && (
           <>
             <br />

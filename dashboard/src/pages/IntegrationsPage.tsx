@@ -17,9 +17,10 @@ import {
 import { emailsOf, membersQuery } from '../api/jobs';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { ago, dateTime } from '../components/time';
+
 import { NotFoundPage } from './NotFoundPage';
 import { allows, useOrg } from './use-org';
+import { Ago } from '../components/Ago';
 
 /**
  * The organization's chat integrations (`/orgs/:orgId/integrations`): the Slack workspaces and
@@ -141,9 +142,7 @@ function IntegrationRow(props: {
           : emails && (emails.get(i.connectedByUserId) ?? <span className="hint">a former member</span>)}
       </td>
       <td>
-        <time dateTime={i.createdAt} title={dateTime(i.createdAt)}>
-          {ago(i.createdAt)}
-        </time>
+        <Ago at={i.createdAt} />
       </td>
       {mayManage && (
         <td>

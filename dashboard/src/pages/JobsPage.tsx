@@ -16,13 +16,14 @@ import type { Job } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { duration, JobStatus, startedBy } from '../components/JobFacts';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
-import { ago, dateTime } from '../components/time';
+
 import { BatchName } from '../components/BatchName';
 import { NotFoundPage } from './NotFoundPage';
 import { useDraft } from './use-draft';
 import { useOrg } from './use-org';
 import { ShowOlder } from '../components/ShowOlder';
 import { shortId } from '@drover/shared/short-id';
+import { Ago } from '../components/Ago';
 
 /** The organization's trigger jobs, newest first, filtered by the address's search parameters. */
 export function JobsPage() {
@@ -129,9 +130,7 @@ function JobRow({ job, names }: { job: Job; names: Names }) {
         )}
       </td>
       <td>
-        <time dateTime={job.createdAt} title={dateTime(job.createdAt)}>
-          {ago(job.createdAt)}
-        </time>
+        <Ago at={job.createdAt} />
       </td>
       <td>{duration(job) ?? <span className="hint">not started</span>}</td>
     </tr>

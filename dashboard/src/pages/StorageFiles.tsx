@@ -9,7 +9,8 @@ import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { FileUpload } from '../components/FileUpload';
-import { ago, dateTime } from '../components/time';
+
+import { Ago } from '../components/Ago';
 
 const CLEANUP_WORDS: Record<StoredFile['cleanupRule'], string> = {
   ttl: 'deleted when it expires',
@@ -112,17 +113,13 @@ function FileRow(props: { orgId: string; file: StoredFile; onChange: () => void;
         {file.deletedAt ? (
           <span className="hint">deleted</span>
         ) : file.expiresAt ? (
-          <time dateTime={file.expiresAt} title={dateTime(file.expiresAt)}>
-            {ago(file.expiresAt)}
-          </time>
+          <Ago at={file.expiresAt} />
         ) : (
           'never'
         )}
       </td>
       <td>
-        <time dateTime={file.createdAt} title={dateTime(file.createdAt)}>
-          {ago(file.createdAt)}
-        </time>
+        <Ago at={file.createdAt} />
       </td>
       <td>
         <div className="actions">

@@ -16,7 +16,7 @@ import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { JobStatus, startedBy } from '../components/JobFacts';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
-import { ago, dateTime } from '../components/time';
+import { dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
 import { RunByHand } from './RunByHand';
 import { allows, useOrg } from './use-org';
@@ -24,6 +24,7 @@ import { ShowOlder } from '../components/ShowOlder';
 import { parseSelectorText } from '../components/SelectorInput';
 import { SelectorMatches, selectorMatch } from '../components/SelectorMatches';
 import { counted } from '@drover/shared/counted';
+import { Ago } from '../components/Ago';
 
 /** A trigger: its settings, how to call it, its schedule and occurrences; run it by hand; delete. */
 export function TriggerPage() {
@@ -147,9 +148,7 @@ function RecentBatches({ orgId, triggerId }: { orgId: string; triggerId: string 
                 <tr key={batch.id}>
                   <BatchCells batch={batch} />
                   <td>
-                    <time dateTime={batch.createdAt} title={dateTime(batch.createdAt)}>
-                      {ago(batch.createdAt)}
-                    </time>
+                    <Ago at={batch.createdAt} />
                   </td>
                 </tr>
               ))}
@@ -201,9 +200,7 @@ function RecentJobs({ orgId, triggerId }: { orgId: string; triggerId: string }) 
                   </td>
                   <td>{startedBy(job, emails)}</td>
                   <td>
-                    <time dateTime={job.createdAt} title={dateTime(job.createdAt)}>
-                      {ago(job.createdAt)}
-                    </time>
+                    <Ago at={job.createdAt} />
                   </td>
                 </tr>
               ))}
