@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { formatRecord, messageWithNewCauses, type LogRecord } from '@drover/shared';
+import { formatRecord, withNewCauses, type LogRecord } from '@drover/shared';
 import type { LogFormat, LogLevel } from './config/config.js';
 
 /**
@@ -58,7 +58,7 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
     name: 'drover-coordinator',
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    serializers: { err: serializeError },
+    serializers: { err: withNewCauses(pino.stdSerializers.err) },
   };
   if (format === 'json') return pino(settings, options.destination ?? logDestination(1));
   const color = options.color ?? (tty && !process.env.NO_COLOR);
@@ -68,16 +68,6 @@ export function createLogger(level: LogLevel, options: LoggerOptions = {}): Logg
       out.write(`${readable(line, color)}\n`);
     },
   });
-}
-
-/**
- * pino's error serializer, with a cause's message said once: an error that wraps another already
- * ends with its message (shared `messageWithNewCauses`).
- */
-function serializeError(error: Error): pino.SerializedError {
-  const serialized = pino.stdSerializers.err(error);
-  if (error instanceof Error) serialized.message = messageWithNewCauses(error);
-  return serialized;
 }
 
 /** Lines held while the log cannot be written; past this, new lines are dropped. */

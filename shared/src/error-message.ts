@@ -13,3 +13,17 @@ export function messageWithNewCauses(error: Error): string {
   }
   return message;
 }
+
+/**
+ * A logger's error serializer (pino's `stdSerializers.err`) with a cause's message said once
+ * (`messageWithNewCauses`): what the coordinator's and the agent's loggers both use for `err`.
+ */
+export function withNewCauses<Serialized extends { message: string }>(
+  serialize: (error: Error) => Serialized,
+): (error: Error) => Serialized {
+  return (error) => {
+    const serialized = serialize(error);
+    if (error instanceof Error) serialized.message = messageWithNewCauses(error);
+    return serialized;
+  };
+}

@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import { formatRecord, messageWithNewCauses, type LogRecord } from '@drover/shared';
+import { formatRecord, withNewCauses, type LogRecord } from '@drover/shared';
 import { describeFileError, makeStateDir } from '../state/files.js';
 import { logDir, logFile } from './log-files.js';
 import { maskLogLine, type LogSecrets } from './mask-line.js';
@@ -70,7 +70,7 @@ export function createAgentLogger(options: AgentLoggerOptions): Logger {
       level: options.level,
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
-      serializers: { err: serializeError },
+      serializers: { err: withNewCauses(pino.stdSerializers.err) },
       formatters: {
         bindings: (bindings) => redactFields(bindings),
         log: (fields) => redactFields(fields),
@@ -86,16 +86,6 @@ export function createAgentLogger(options: AgentLoggerOptions): Logger {
   };
   logger.child = redactedChild as unknown as Logger['child'];
   return logger;
-}
-
-/**
- * pino's error serializer, with a cause's message said once: an error that wraps another already
- * ends with its message (shared `messageWithNewCauses`).
- */
-function serializeError(error: Error): pino.SerializedError {
-  const serialized = pino.stdSerializers.err(error);
-  if (error instanceof Error) serialized.message = messageWithNewCauses(error);
-  return serialized;
 }
 
 /** A line of the logger's own, as pino writes them. */
