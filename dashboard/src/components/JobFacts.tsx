@@ -1,3 +1,4 @@
+import { Link } from 'react-router';
 import { JOB_SOURCES } from '../api/jobs';
 import type { Job } from '../api/types';
 
@@ -35,5 +36,26 @@ export function JobStatus({ job }: { job: Job }) {
       {job.status.replace('_', ' ')}
       {stopping && ' (cancel requested)'}
     </span>
+  );
+}
+
+/**
+ * The cells a row of jobs starts with, in the jobs list and a trigger's recent jobs: the job's number
+ * and workflow (linked) with its ref as the row's header, its status, who or what started it.
+ */
+export function JobLeadCells({ job, emails }: { job: Job; emails: Map<string, string> | undefined }) {
+  return (
+    <>
+      <th scope="row">
+        <Link to={`/api/jobs/${job.id}`}>
+          #{job.number} {job.workflowName}
+        </Link>
+        {job.ref && <span className="hint"> @ {job.ref}</span>}
+      </th>
+      <td>
+        <JobStatus job={job} />
+      </td>
+      <td>{startedBy(job, emails)}</td>
+    </>
   );
 }

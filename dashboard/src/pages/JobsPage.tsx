@@ -14,7 +14,7 @@ import type { JobFilters } from '../api/jobs';
 import { agentsQuery } from '../api/queries';
 import type { Job } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { duration, JobStatus, startedBy } from '../components/JobFacts';
+import { duration, JobLeadCells } from '../components/JobFacts';
 import { fromLocalInput, toLocalInput } from '../components/local-time';
 
 import { BatchName } from '../components/BatchName';
@@ -109,16 +109,7 @@ type Names = { agents: Map<string, string>; triggers: Map<string, string>; email
 function JobRow({ job, names }: { job: Job; names: Names }) {
   return (
     <tr>
-      <th scope="row">
-        <Link to={`/api/jobs/${job.id}`}>
-          #{job.number} {job.workflowName}
-        </Link>
-        {job.ref && <span className="hint"> @ {job.ref}</span>}
-      </th>
-      <td>
-        <JobStatus job={job} />
-      </td>
-      <td>{startedBy(job, names.emails)}</td>
+      <JobLeadCells job={job} emails={names.emails} />
       <td className="name">
         {job.triggerId ? (names.triggers.get(job.triggerId) ?? <span className="hint">deleted trigger</span>) : '—'}
       </td>

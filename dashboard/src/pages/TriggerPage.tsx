@@ -14,7 +14,7 @@ import { CopyBlock } from '../components/CopyBlock';
 import { shellQuote } from '../lib/shell';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
-import { JobStatus, startedBy } from '../components/JobFacts';
+import { JobLeadCells } from '../components/JobFacts';
 import { OccurrenceOutcome, ScheduledAt, TYPE_WORDS, utcWords, workflowWords } from '../components/trigger-words';
 import { dateTime } from '../components/time';
 import { NotFoundPage } from './NotFoundPage';
@@ -189,16 +189,7 @@ function RecentJobs({ orgId, triggerId }: { orgId: string; triggerId: string }) 
             <tbody>
               {jobs.data.map((job) => (
                 <tr key={job.id}>
-                  <th scope="row">
-                    <Link to={`/api/jobs/${job.id}`}>
-                      #{job.number} {job.workflowName}
-                    </Link>
-                    {job.ref && <span className="hint"> @ {job.ref}</span>}
-                  </th>
-                  <td>
-                    <JobStatus job={job} />
-                  </td>
-                  <td>{startedBy(job, emails)}</td>
+                  <JobLeadCells job={job} emails={emails} />
                   <td>
                     <Ago at={job.createdAt} />
                   </td>
