@@ -209,6 +209,7 @@ export class StreamRegistry {
   private readonly touchFailures: FailureLog;
   private readonly poolFailures: FailureLog;
   private readonly orphanFailures: FailureLog;
+  private readonly reconcileFailures: FailureLog;
 
   constructor(private readonly options: StreamRegistryOptions) {
     this.metrics = options.metrics ?? noMetrics;
@@ -220,6 +221,11 @@ export class StreamRegistry {
       now,
     );
     this.orphanFailures = new FailureLog(options.logger, 'could not expire the agents no coordinator holds', now);
+    this.reconcileFailures = new FailureLog(
+      options.logger,
+      'could not check the agents streaming here against their jobs',
+      now,
+    );
     this.readJob = batchLoader(async (ids) => new Map((await options.jobs.findByIds(ids)).map((job) => [job.id, job])));
   }
 
@@ -454,8 +460,9 @@ export class StreamRegistry {
     let open: OpenJobSummary[];
     try {
       open = await this.options.jobs.listOpenOfAgents(live.map((stream) => stream.agentId));
+      this.reconcileFailures.succeeded();
     } catch (error) {
-      this.options.logger.error({ err: error }, 'could not check the agents streaming here against their jobs');
+      this.reconcileFailures.failed(error);
       return;
     }
     const byAgent = new Map<string, OpenJobSummary[]>();

@@ -104,6 +104,8 @@ function setup(
   let open = Promise.withResolvers<Job[]>();
   /** What the database holds as the agents' open jobs, as a check between coordinators reads it. */
   const summaries: OpenJobSummary[] = [];
+  /** The check between coordinators fails while set (the database is away). */
+  const openOfAgents = { failing: false };
   /** The pings' updates of lastSeenAt wait for it, when set (a slow database). */
   let touchGate: Promise<void> | undefined;
   const agents = {
@@ -129,6 +131,7 @@ function setup(
       return [...unconfirmedCancels];
     },
     async listOpenOfAgents(ids: readonly string[]) {
+      if (openOfAgents.failing) throw new Error('database unreachable');
       return summaries.filter((j) => ids.includes(j.agentId));
     },
     async findByIds(ids: readonly string[]) {
@@ -161,6 +164,7 @@ function setup(
     jobs,
     unconfirmedCancels,
     summaries,
+    openOfAgents,
     jobEvents,
     agentEvents,
     relay,
@@ -243,6 +247,22 @@ describe('StreamRegistry between coordinators', () => {
     await tick();
     await tick();
     expect(sink.jobIds()).toEqual(['j1', 'j2']);
+  });
+
+  it('says once that the check at each ping fails while the database is away, and when it works again', async () => {
+    const s = setup({ shared: true, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, new FakeSink(), 1);
+    s.openOfAgents.failing = true;
+    await vi.advanceTimersByTimeAsync(3_000);
+    s.openOfAgents.failing = false;
+    await vi.advanceTimersByTimeAsync(1_000);
+    const check = s.logs.filter((l) => l.startsWith('could not check the agents streaming here'));
+    expect(check).toEqual([
+      'could not check the agents streaming here against their jobs',
+      'could not check the agents streaming here against their jobs: works again after 3 failed turns',
+    ]);
   });
 
   it('sends a job taken from a pool once, though the check at a ping finds it before its claim answers', async () => {
