@@ -267,4 +267,31 @@ describe.skipIf(!CHROMIUM)('the dashboard with the keyboard', () => {
       await page().setViewportSize({ width: 1280, height: 800 });
     }
   });
+
+  it("gives the keyboard to a new page's heading, once it is drawn", async () => {
+    const org = `/orgs/${t.orgId}`;
+    await page().goto(`${org}/jobs`);
+    await page().getByRole('heading', { name: 'Jobs', level: 1 }).waitFor();
+    // A link of the header, pressed with the keyboard: the keyboard goes to the Triggers heading,
+    // and the next Tab to the page's first stop, not back to the top of the header.
+    await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Triggers' }).focus();
+    await page().keyboard.press('Enter');
+    await expect.poll(focused).toBe('h1 Triggers');
+    await page().keyboard.press('Tab');
+    const inMain = () =>
+      page().evaluate(() => {
+        type El = { closest(s: string): unknown };
+        const doc = (globalThis as unknown as { document: { activeElement: El } }).document;
+        return doc.activeElement.closest('main') !== null;
+      });
+    expect(await inMain()).toBe(true);
+    // A page that reads its data first: its heading gets the keyboard once drawn.
+    await page().getByRole('link', { name: 'nightly', exact: true }).focus();
+    await page().keyboard.press('Enter');
+    await expect.poll(focused).toBe('h1 nightly');
+    // Back, by the browser.
+    await page().goBack();
+    await expect.poll(focused).toBe('h1 Triggers');
+    // (A new search of the same page keeps the keyboard where it was: Filter and Clear, above.)
+  });
 });

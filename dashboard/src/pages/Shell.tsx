@@ -7,6 +7,7 @@ import { myInvitationsQuery } from '../api/access';
 import { orgsQuery, sessionQuery } from '../api/queries';
 import type { Org } from '../api/types';
 import { ErrorMessage } from '../components/ErrorMessage';
+import { useFocusOnNewPage } from '../lib/page-focus';
 import { useSessionEnded } from '../lib/session';
 import { allows, useFrameOrgId, type FrameOrgState } from './use-org';
 
@@ -15,6 +16,7 @@ import { allows, useFrameOrgId, type FrameOrgState } from './use-org';
  * organization switcher, the navigation, the user and sign-out) down to 1,280 px wide, and a
  * footer with the API reference. Before the header, the first stop of the Tab key: a link that
  * skips the header's dozen and more stops to the page's content (drawn when it has the keyboard).
+ * Going to another page moves the keyboard to its heading (lib/page-focus.ts).
  */
 export function Shell() {
   const session = useQuery(sessionQuery);
@@ -33,6 +35,7 @@ function SignedIn({ email }: { email: string }) {
   const orgId = useFrameOrgId();
   const current = orgs.data?.find((o) => o.id === orgId);
   const main = useRef<HTMLElement>(null);
+  useFocusOnNewPage(main);
   const skipToContent = (event: MouseEvent) => {
     // The keyboard moves into the content (the next Tab is its first link or field), and the
     // address keeps no `#content`: the router's history is left alone.
