@@ -40,6 +40,11 @@ export const MAX_MISSED_RECORDS = 100;
 export const FIRE_BATCH = 10_000;
 /** The timer never sleeps longer than this, so a wall-clock jump is noticed within a minute. */
 export const MAX_SLEEP_MS = 60_000;
+/**
+ * A wall clock found this far behind the previous tick's went back (an NTP step after a boot with
+ * a wrong clock, a clock set by hand): the index is based on the new time (`clockWentBack`).
+ */
+export const CLOCK_BACK_MS = 60_000;
 /** The heap is rebuilt from the live entries once it holds this many items more than twice their number. */
 export const HEAP_SLACK = 64;
 
@@ -108,6 +113,8 @@ export class CronScheduler {
   /** Every operation (load, tick, change) runs after the previous one: one at a time. */
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** The clock at the last tick, to notice it going back. */
+  private lastTickAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly deps: CronSchedulerDeps) {
     this.timers = deps.timers ?? realTimers;
@@ -250,7 +257,9 @@ export class CronScheduler {
     if (Number.isNaN(since)) return unscheduled(trigger.cronSince === null ? 'updatedAt' : 'cronSince');
     const latestAt = latest === null ? Number.NEGATIVE_INFINITY : Date.parse(latest);
     if (Number.isNaN(latestAt)) return unscheduled('lastOccurrences.scheduledAt');
-    const handledUntil = Math.max(since, latestAt);
+    // Later than now only when the clock went back since (or another coordinator's runs ahead):
+    // what is owed starts now, not at an instant the clock may take days to reach again.
+    const handledUntil = Math.min(Math.max(since, latestAt), this.deps.clock.now());
     const dueAt = schedule.next(handledUntil);
     if (dueAt === null) {
       this.entries.delete(trigger.id);
@@ -284,6 +293,8 @@ export class CronScheduler {
   private async tick(): Promise<void> {
     this.disarm();
     const now = this.deps.clock.now();
+    if (now < this.lastTickAt - CLOCK_BACK_MS) this.clockWentBack(this.lastTickAt, now);
+    this.lastTickAt = now;
     const plans: Plan[] = [];
     for (;;) {
       const top = this.heap.peek();
@@ -296,6 +307,30 @@ export class CronScheduler {
     }
     if (plans.length > 0) await this.carryOut(plans);
     this.arm();
+  }
+
+  /**
+   * The wall clock went back from `before` to `now`: every entry handled past `now` is due again
+   * from `now`, where it would wait for the clock to reach its next occurrence after `before` (a
+   * clock a day fast until NTP corrected it: no cron job for a day). An occurrence fired already
+   * is not fired again as the clock passes it anew: its claim stands (`claimed_before`).
+   */
+  private clockWentBack(before: number, now: number): void {
+    this.deps.logger.warn(
+      { from: isoAt(before), to: isoAt(now) },
+      'the clock went back: cron triggers are due from the new time; an occurrence already fired does not fire again',
+    );
+    for (const entry of [...this.entries.values()]) {
+      if (entry.handledUntil <= now) continue;
+      entry.handledUntil = now;
+      const next = entry.schedule.next(now);
+      if (next === null) {
+        this.entries.delete(entry.triggerId);
+        continue;
+      }
+      entry.dueAt = next;
+      this.heap.push(next, entry);
+    }
   }
 
   /** Which occurrence of a due entry to fire now, which to record as skipped; moves the entry on. */

@@ -57,6 +57,17 @@ export class ManualTime implements Clock, Timers {
     await this.settle();
   }
 
+  /**
+   * Steps the wall clock (an NTP correction) while the coordinator runs: its timers, which wait
+   * for an amount of time and not for an instant, keep what is left of their wait.
+   */
+  async stepTo(iso: string): Promise<void> {
+    const delta = Date.parse(iso) - this.at;
+    this.at += delta;
+    for (const timer of this.timers.values()) timer.at += delta;
+    await this.settle();
+  }
+
   /** Jumps without running timers (the coordinator was down meanwhile). */
   jumpTo(iso: string): void {
     this.at = Date.parse(iso);

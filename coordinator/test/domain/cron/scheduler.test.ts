@@ -274,6 +274,40 @@ describe('cron scheduler', () => {
     });
   });
 
+  // The scheduler's arithmetic, once, on SQLite: the claims it relies on are proved on both below.
+  describe.skipIf(onPostgres)('the clock going back (a clock fast, then corrected)', () => {
+    it('fires from the new time at once, and an occurrence fired already never again', async () => {
+      const time = new ManualTime('2030-01-07T12:50:00.000Z');
+      const w = await world(time);
+      const id = await w.cron({ cronExpression: '*/10 * * * *', cronOverlapPolicy: 'queue' });
+      await time.advanceTo('2030-01-07T13:00:30.000Z');
+      expect(await scheduled(w, id)).toEqual(['2030-01-07T13:00:00.000Z']);
+      // NTP steps the clock back 25 minutes, while the coordinator runs.
+      await time.stepTo('2030-01-07T12:35:30.000Z');
+      await time.advanceTo('2030-01-07T12:40:30.000Z');
+      expect(await scheduled(w, id)).toEqual(['2030-01-07T12:40:00.000Z', '2030-01-07T13:00:00.000Z']);
+      // The clock passes again the occurrence fired while it was fast: no second job.
+      await time.advanceTo('2030-01-07T13:10:30.000Z');
+      const minutes = ['12:40', '12:50', '13:00', '13:10'];
+      expect(await scheduled(w, id)).toEqual(minutes.map((m) => `2030-01-07T${m}:00.000Z`));
+      expect(await w.jobs(id)).toHaveLength(4);
+    });
+
+    it('fires from the new time after a restart on a clock behind the last occurrence', async () => {
+      const time = new ManualTime('2030-01-08T10:30:00.000Z');
+      const first = await world(time);
+      const id = await first.cron({ cronExpression: '0 * * * *' });
+      await time.advanceTo('2030-01-08T11:00:30.000Z');
+      await first.close();
+      worlds.splice(worlds.indexOf(first), 1);
+      time.jumpTo('2030-01-07T10:30:00.000Z');
+      const w = await world(time, first.dataDir);
+      expect((await w.coordinator.ctx.triggers.get(w.actor, id)).nextRunAt).toBe('2030-01-07T11:00:00.000Z');
+      await time.advanceTo('2030-01-07T11:00:30.000Z');
+      expect(await scheduled(w, id)).toEqual(['2030-01-07T11:00:00.000Z', '2030-01-08T11:00:00.000Z']);
+    });
+  });
+
   describe('overlap', () => {
     it('skip: an occurrence while the previous scheduled job is open is recorded as skipped (overlap)', async () => {
       const time = new ManualTime('2030-01-07T10:00:30.000Z');
