@@ -114,9 +114,10 @@ type ListParams = {
   after: number;
   limit: number;
 };
-// One query per index that leads the scan (the trigger's, the agent's, or the organization's);
-// every other filter is a nullable parameter, so the SQL text is fixed. Each parameter is compared
-// with its column before it is tested for NULL: PostgreSQL takes its type from the first.
+// One query per index that leads the scan (the batch's, the trigger's, the agent's, the status's,
+// the source's, in that order of preference, or the organization's); every other filter is a
+// nullable parameter, so the SQL text is fixed. Each parameter is compared with its column before
+// it is tested for NULL: PostgreSQL takes its type from the first.
 const listWhere = (leading: string) =>
   query<JobRow, ListParams>(
     `SELECT * FROM jobs WHERE ${leading}org_id = @orgId AND kind = 'trigger'
@@ -131,6 +132,10 @@ const LIST = listWhere('');
 const LIST_BY_TRIGGER = listWhere('trigger_id = @triggerId AND ');
 const LIST_BY_AGENT = listWhere('agent_id = @agentId AND ');
 const LIST_BY_BATCH = listWhere('batch_id = @batchId AND ');
+// On jobs_org_status and jobs_org_source (migration 0049; PostgreSQL 0032): only the jobs of that
+// status or source are read, however few of the organization's jobs they are.
+const LIST_BY_STATUS = listWhere('status = @status AND ');
+const LIST_BY_SOURCE = listWhere('source = @source AND ');
 /**
  * SQLite must be told to read min/max(seq) from the (org_id, created_at) index: left alone, its
  * planner walks jobs_org_seq row by row. PostgreSQL's picks the index itself.
@@ -554,7 +559,11 @@ function* listTriggerJobs(orgId: string, q: JobListQuery): Flow<Job[]> {
         ? LIST_BY_TRIGGER
         : params.agentId !== null
           ? LIST_BY_AGENT
-          : LIST;
+          : params.status !== null
+            ? LIST_BY_STATUS
+            : params.source !== null
+              ? LIST_BY_SOURCE
+              : LIST;
   return (yield* all(statement, params)).map(toJob);
 }
 
