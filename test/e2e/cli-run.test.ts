@@ -3,15 +3,22 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { showControls } from '@drover/shared';
 import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
-import { buildDrover, drover, spawnDrover, stopDrover, type DroverProcess } from '../helpers/cli-binary.js';
+import {
+  buildDrover,
+  droverInProcess as drover,
+  spawnDrover,
+  stopDrover,
+  type DroverProcess,
+} from '../helpers/cli-binary.js';
 import { OWNER_EMAIL, OWNER_PASSWORD } from '../helpers/coordinator.js';
 import { eventually } from '../helpers/poll.js';
 import { issueApiToken } from '../helpers/tokens.js';
 
 /**
- * `drover run` and the session commands that follow jobs, with the built single executable
- * against a real coordinator and a real agent: every exit code, the `--json` shapes, a bad token
- * and an unknown trigger.
+ * `drover run` and the session commands that follow jobs, against a real coordinator and a real
+ * agent: every exit code, the `--json` shapes, a bad token and an unknown trigger. The commands
+ * run in this process (`runCli`, what the executable runs: ~0.5 s less a call); the built single
+ * executable where a test needs a process (a wait that goes on while other commands run, Ctrl-C on a watch).
  */
 
 let rig: DaemonRig;
