@@ -239,7 +239,8 @@ describe('0030_email_ascii_case', () => {
       // Settled by the operator, it applies.
       await p.query("DELETE FROM users WHERE email = 'IVAN@x.test'");
       await p.query("DELETE FROM org_invitations WHERE id = 'i1'");
-      expect((await migratePostgres(p)).applied.map((m) => m.version)).toEqual([30, 31]);
+      const rest = loadPostgresMigrations().filter((m) => m.version >= 30);
+      expect((await migratePostgres(p)).applied.map((m) => m.version)).toEqual(rest.map((m) => m.version));
     } finally {
       await p.end();
     }
