@@ -235,6 +235,34 @@ describe('storage input validation', () => {
     expect422(await client.get('/storage/files?status=gone'), 'querystring.status');
     expect422(await client.get('/storage/files?bindingId=abc'), 'querystring.bindingId');
     expect422(await client.get('/storage/files?limit=5'), 'querystring.limit');
+    for (const cursor of ['yesterday', '17_0', '-1_5', '1.5_2', '99999999999999999_1', `${fileId}`]) {
+      expect422(await client.get(`/storage/files?cursor=${cursor}`), 'querystring.cursor');
+      expect422(await t.owner.get(`/orgs/${t.orgId}/files?cursor=${cursor}`), 'querystring.cursor');
+    }
     expect422(await client.get(`/storage/files/${fileId}?verbose=1`), 'querystring.verbose');
+  });
+
+  it('pages both lists past 200 files with the x-next-cursor header, each file once', async () => {
+    for (let i = 0; i < 210; i++) await presign({ filename: `page-${i}.txt`, cleanupRule: 'persistent' });
+    for (const [get, list] of [
+      [client.get.bind(client), '/storage/files'],
+      [t.owner.get.bind(t.owner), `/orgs/${t.orgId}/files`],
+    ] as const) {
+      const seen: string[] = [];
+      let query = '?status=pending';
+      for (;;) {
+        const page = await get(`${list}${query}`);
+        expect(page.status, page.text).toBe(200);
+        expect(page.body.length).toBeLessThanOrEqual(200);
+        seen.push(...page.body.map((f: { id: string }) => f.id));
+        const next = page.headers.get('x-next-cursor');
+        if (next === null) break;
+        query = `?status=pending&cursor=${encodeURIComponent(next)}`;
+      }
+      expect(seen.length).toBeGreaterThanOrEqual(210);
+      expect(new Set(seen).size).toBe(seen.length);
+      const all = (await get(`${list}?status=pending`)).body as { createdAt: string }[];
+      expect(all).toHaveLength(200);
+    }
   });
 });

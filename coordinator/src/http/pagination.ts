@@ -39,6 +39,32 @@ export function parseCursor(cursor: string | undefined): number | undefined {
   return key;
 }
 
+/** The latest instant a position cursor may name (the end of year 9999: ISO 8601's four digits). */
+const LAST_INSTANT_MS = 253402300799999;
+
+/**
+ * The cursor of a list ordered by creation instant then insertion (files, where many are created
+ * in one millisecond): `<Unix ms>_<key>`, the last item's. Opaque to callers, as the others.
+ */
+export function positionCursor(position: { createdAt: string; key: number }): string {
+  return `${Date.parse(position.createdAt)}_${position.key}`;
+}
+
+/** The position a `positionCursor` stands for (items strictly after it come next); 422 for anything else. */
+export function parsePositionCursor(cursor: string | undefined): { createdAt: string; key: number } | undefined {
+  if (cursor === undefined) return undefined;
+  const match = /^(0|[1-9][0-9]{0,14})_([1-9][0-9]{0,15})$/.exec(cursor);
+  const ms = match ? Number(match[1]) : NaN;
+  const key = match ? Number(match[2]) : NaN;
+  if (!(ms <= LAST_INSTANT_MS) || !Number.isSafeInteger(key)) {
+    throw invalid(
+      'querystring.cursor',
+      `must be a cursor from the ${NEXT_CURSOR_HEADER} header, got ${describeValue(cursor)}`,
+    );
+  }
+  return { createdAt: new Date(ms).toISOString(), key };
+}
+
 /**
  * The page to answer from `rows`, fetched with `limit + 1` (one more than asked tells whether
  * another page follows, without a second query); sets the cursor header when one does.

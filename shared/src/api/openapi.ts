@@ -523,7 +523,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Up to 200 files of the token's bindings, newest first; filters bindingId and status (storage grant with `read`) */
+    /** Up to 200 files of the token's bindings, newest first; filters bindingId and status; next page cursor in the x-next-cursor header (storage grant with `read`) */
     get: operations['listFiles'];
     put?: never;
     post?: never;
@@ -1212,7 +1212,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Up to 200 files of the organization, newest first; filters bindingId and status */
+    /** Up to 200 files of the organization, newest first; filters bindingId and status; next page cursor in the x-next-cursor header */
     get: operations['listOrgFiles'];
     put?: never;
     post?: never;
@@ -5120,6 +5120,8 @@ export interface operations {
       query?: {
         bindingId?: string;
         status?: 'pending' | 'active' | 'deleting' | 'deleted' | 'delete_failed';
+        /** @description the x-next-cursor of the previous page */
+        cursor?: string;
       };
       header?: never;
       path?: never;
@@ -5130,6 +5132,8 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description present when more files follow */
+          'x-next-cursor'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -9355,6 +9359,8 @@ export interface operations {
       query?: {
         bindingId?: string;
         status?: 'pending' | 'active' | 'deleting' | 'deleted' | 'delete_failed';
+        /** @description the x-next-cursor of the previous page */
+        cursor?: string;
       };
       header?: never;
       path: {
@@ -9367,6 +9373,8 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description present when more files follow */
+          'x-next-cursor'?: string;
           [name: string]: unknown;
         };
         content: {

@@ -1,5 +1,5 @@
 import type { Config } from '../../config/config.js';
-import type { FileRepository, FileStatus, StoredFile } from '../model/files.js';
+import type { FileListPosition, FileRepository, FileStatus, StoredFile } from '../model/files.js';
 import type { StorageBinding, StorageBindingRepository } from '../model/storage-bindings.js';
 import { AppError, conflict, forbidden, invalid, notFound } from '../../errors.js';
 import {
@@ -92,6 +92,8 @@ export type FileRefLookup =
 export interface FileListFilter {
   bindingId?: string | undefined;
   status?: FileStatus | undefined;
+  /** The page after the one that ended at this position (the `x-next-cursor` of the lists). */
+  after?: FileListPosition | undefined;
 }
 
 export interface JobOutputFileInput {
@@ -216,16 +218,20 @@ export class FileService {
    * Up to 200 files within the token's bindings, newest first (`read`). A `bindingId` outside
    * the grant lists nothing, like a binding without files.
    */
-  async list(caller: FileCaller, filter: FileListFilter): Promise<FileView[]> {
+  async list(
+    caller: FileCaller,
+    filter: FileListFilter,
+  ): Promise<{ files: FileView[]; next: FileListPosition | null }> {
     const grant = requireStoragePermission(caller, 'read');
-    const files = await this.d.files.list({
+    const page = await this.d.files.list({
       orgId: caller.orgId,
       bindingIds: grant.bindingIds,
       bindingId: filter.bindingId ?? null,
       status: filter.status ?? null,
+      after: filter.after ?? null,
       limit: MAX_LIST_SIZE,
     });
-    return files.map(toFileView);
+    return { files: page.files.map(toFileView), next: page.next };
   }
 
   /**

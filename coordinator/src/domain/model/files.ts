@@ -52,7 +52,24 @@ export interface FileListQuery {
   bindingIds: readonly string[] | null;
   bindingId: string | null;
   status: FileStatus | null;
+  /** Only the files listed after this one (the previous page's last); null: from the newest. */
+  after: FileListPosition | null;
   limit: number;
+}
+
+/**
+ * Where a file stands in the lists' order (newest first): its creation instant, then its insertion
+ * order among files created in the same millisecond (SQLite's rowid, PostgreSQL's seq).
+ */
+export interface FileListPosition {
+  createdAt: string;
+  key: number;
+}
+
+/** A page of a list: its files, and the position of its last when more follow. */
+export interface FileListPage {
+  files: StoredFile[];
+  next: FileListPosition | null;
 }
 
 /** What claiming a file for deletion found. */
@@ -68,8 +85,8 @@ export interface FileRepository {
   /** A file of the organization whose binding is not deleted. */
   findInOrg(orgId: string, id: string): Promise<StoredFile | null>;
   findForTransfer(id: string): Promise<FileForTransfer | null>;
-  /** Newest first. */
-  list(query: FileListQuery): Promise<StoredFile[]>;
+  /** Newest first, at most `limit`. */
+  list(query: FileListQuery): Promise<FileListPage>;
   /** The active files of the organization among `ids` (bindings not deleted). */
   findActiveInOrg(orgId: string, ids: readonly string[]): Promise<StoredFile[]>;
   /** pending → active with the blob's size and hash; false when the file was not pending. */

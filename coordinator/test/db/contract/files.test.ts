@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { StoredFile } from '../../../src/domain/model/files.js';
+import type { FileListPosition, FileListQuery, StoredFile } from '../../../src/domain/model/files.js';
 import { newId } from '../../../src/util/ids.js';
 import { DATABASES, databasesOfThisFile } from './databases.js';
 import { orgWithAgent } from './fixture.js';
@@ -84,8 +84,8 @@ describe.each(DATABASES)('file repository (%s)', (kind) => {
     const a1 = await insertFile({ createdAt: iso(1) });
     const b1 = await insertFile({ bindingId: other, createdAt: iso(2), status: 'pending' });
     const a2 = await insertFile({ createdAt: iso(3), status: 'deleted' });
-    const q = { orgId: orgId, bindingIds: null, bindingId: null, status: null, limit: 200 };
-    const ids = async (over: object) => (await t.repos.files.list({ ...q, ...over })).map((x) => x.id);
+    const q = { orgId: orgId, bindingIds: null, bindingId: null, status: null, after: null, limit: 200 };
+    const ids = async (over: object) => (await t.repos.files.list({ ...q, ...over })).files.map((x) => x.id);
     expect(await ids({})).toEqual([a2.id, b1.id, a1.id]);
     expect(await ids({ bindingIds: [bindingId] })).toEqual([a2.id, a1.id]);
     expect(await ids({ bindingIds: [] })).toEqual([]);
@@ -94,6 +94,46 @@ describe.each(DATABASES)('file repository (%s)', (kind) => {
     expect(await ids({ status: 'deleted' })).toEqual([a2.id]);
     expect(await ids({ limit: 2 })).toEqual([a2.id, b1.id]);
     expect(await ids({ orgId: '00000000-0000-4000-8000-000000000000' })).toEqual([]);
+  });
+
+  it('pages through every file of a filter, newest first, files of one millisecond included', async () => {
+    const other = await addBinding('other');
+    // Five files in one millisecond, then older ones; of several statuses and two bindings.
+    const made: StoredFile[] = [];
+    for (let i = 0; i < 9; i++) {
+      made.push(
+        await insertFile({
+          createdAt: iso(i < 4 ? i : 4),
+          status: i % 3 === 0 ? 'deleted' : 'active',
+          bindingId: i % 2 === 0 ? other : bindingId,
+        }),
+      );
+    }
+    const newestFirst = [...made].reverse();
+    const q = { orgId: orgId, bindingIds: null, bindingId: null, status: null, after: null, limit: 2 };
+    const all = async (over: Partial<FileListQuery>) => {
+      const seen: string[] = [];
+      let after: FileListPosition | null = null;
+      for (let pages = 0; pages < 10; pages++) {
+        const page = await t.repos.files.list({ ...q, ...over, after });
+        seen.push(...page.files.map((f) => f.id));
+        if (page.next === null) return seen;
+        expect(page.files).toHaveLength(2);
+        expect(page.next.createdAt).toBe(page.files[1]!.createdAt);
+        after = page.next;
+      }
+      throw new Error('no last page');
+    };
+    const ids = (files: StoredFile[]) => files.map((f) => f.id);
+    expect(await all({})).toEqual(ids(newestFirst));
+    expect(await all({ status: 'deleted' })).toEqual(ids(newestFirst.filter((f) => f.status === 'deleted')));
+    expect(await all({ status: 'active' })).toEqual(ids(newestFirst.filter((f) => f.status === 'active')));
+    expect(await all({ bindingId: other })).toEqual(ids(newestFirst.filter((f) => f.bindingId === other)));
+    expect(await all({ bindingIds: [bindingId], status: 'deleted' })).toEqual(
+      ids(newestFirst.filter((f) => f.bindingId === bindingId && f.status === 'deleted')),
+    );
+    // A page of exactly the rest: no cursor after it.
+    expect((await t.repos.files.list({ ...q, limit: 9 })).next).toBeNull();
   });
 
   it('hides the files of a deleted binding from lookups and lists, but not from transfers', async () => {

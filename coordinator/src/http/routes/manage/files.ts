@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { FileStatus } from '../../../domain/model/files.js';
 import { memberFileCaller } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';
 import { userAction } from '../../../domain/audit/audit-log.js';
@@ -13,7 +12,8 @@ import {
   PresignUploadBodySchema,
   PresignUploadResponseSchema,
 } from '../public/storage-schemas.js';
-import { listOf } from '../../schemas/examples.js';
+import { pageResponse } from '../../pagination.js';
+import { listFilter, sendFilePage, type ListQuery } from '../public/file-list.js';
 
 const fileParams = idParams('orgId', 'fileId');
 type FileParams = { Params: { orgId: string; fileId: string } };
@@ -33,19 +33,22 @@ export async function fileRoutes(app: FastifyInstance): Promise<void> {
   };
   const common = (operationId: string, summary: string) => ({ operationId, summary, tags: ['dashboard'] });
 
-  app.get<OrgParams & { Querystring: { bindingId?: string; status?: FileStatus } }>(
+  app.get<OrgParams & { Querystring: ListQuery }>(
     '/orgs/:orgId/files',
     {
       schema: {
-        ...common('listOrgFiles', 'Up to 200 files of the organization, newest first; filters bindingId and status'),
+        ...common(
+          'listOrgFiles',
+          'Up to 200 files of the organization, newest first; filters bindingId and status; next page cursor in the x-next-cursor header',
+        ),
         params: orgParams,
         querystring: ListQuerySchema,
-        response: { 200: listOf(FileViewSchema), ...errorResponses(401, 404, 422) },
+        response: { 200: pageResponse(FileViewSchema, 'files'), ...errorResponses(401, 404, 422) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { caller } = await member(request, request.params.orgId);
-      return files().list(caller, request.query);
+      return sendFilePage(reply, await files().list(caller, listFilter(request.query)));
     },
   );
 

@@ -8,6 +8,7 @@ import {
 import { nullableTimestamp, timestamp, uuid } from '../../schemas/common.js';
 import { EXAMPLE_IDS, downloadUrlExample, fileExample, presignUploadExample } from '../../schemas/examples.js';
 import { named } from '../../schemas/named.js';
+import { cursorQueryProperty } from '../../pagination.js';
 
 /** JSON schemas of the public storage API (docs/storage.md: the file API and the stored file's fields). */
 
@@ -95,5 +96,6 @@ export const ListQuerySchema = {
   properties: {
     bindingId: uuid,
     status: { type: 'string', enum: FILE_STATUSES },
+    cursor: cursorQueryProperty,
   },
 } as const;

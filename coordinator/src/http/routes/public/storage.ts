@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { FileStatus } from '../../../domain/model/files.js';
 import type { FileCaller } from '../../../domain/files/access.js';
 import { requireStoragePermission, tokenFileCaller } from '../../../domain/files/access.js';
 import type { PresignUploadInput } from '../../../domain/files/file-input.js';
@@ -14,7 +13,8 @@ import {
   PresignUploadBodySchema,
   PresignUploadResponseSchema,
 } from './storage-schemas.js';
-import { listOf } from '../../schemas/examples.js';
+import { pageResponse } from '../../pagination.js';
+import { listFilter, sendFilePage, type ListQuery } from './file-list.js';
 
 type IdParams = { Params: { id: string } };
 
@@ -97,21 +97,21 @@ export async function storageRoutes(app: FastifyInstance): Promise<void> {
     async (request) => files().get(caller(request), request.params.id),
   );
 
-  app.get<{ Querystring: { bindingId?: string; status?: FileStatus } }>(
+  app.get<{ Querystring: ListQuery }>(
     '/storage/files',
     {
       onRequest: requirePermission('read'),
       schema: {
         ...common(
           'listFiles',
-          "Up to 200 files of the token's bindings, newest first; filters bindingId and status",
+          "Up to 200 files of the token's bindings, newest first; filters bindingId and status; next page cursor in the x-next-cursor header",
           'read',
         ),
         querystring: ListQuerySchema,
-        response: { 200: listOf(FileViewSchema), ...errorResponses(401, 403, 422) },
+        response: { 200: pageResponse(FileViewSchema, 'files'), ...errorResponses(401, 403, 422) },
       },
     },
-    async (request) => files().list(caller(request), request.query),
+    async (request, reply) => sendFilePage(reply, await files().list(caller(request), listFilter(request.query))),
   );
 
   app.delete<IdParams>(
