@@ -415,4 +415,19 @@ describe.skipIf(!CHROMIUM)('the Storage page in a browser', () => {
       await other.context.close();
     }
   });
+
+  it('shows older files than the newest 200 with "Show older files"', async () => {
+    for (let i = 0; i < 201; i++) {
+      const made = await t.owner.post(`/orgs/${t.orgId}/files/presign-upload`, {
+        body: { filename: `older-${i}.txt`, cleanupRule: 'persistent' },
+      });
+      expect(made.status, made.text).toBe(201);
+    }
+    await page().goto(storageUrl());
+    await fileRow('older-200.txt').waitFor();
+    expect(await fileRow('older-0.txt').count()).toBe(0);
+    await page().getByRole('button', { name: 'Show older files' }).click();
+    await fileRow('older-0.txt').waitFor();
+    expect(owner.problems).toEqual([]);
+  });
 });

@@ -1,6 +1,6 @@
-import { queryOptions } from '@tanstack/react-query';
+import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { api, ApiError, apiPath, UNREACHABLE } from './client';
+import { api, ApiError, apiPage, apiPath, UNREACHABLE } from './client';
 
 /**
  * Stored files of an organization, with the member's session (docs/storage.md, "Files in the
@@ -30,6 +30,27 @@ export const filesQuery = (orgId: string, filters: { bindingId?: string; status?
       return api<StoredFile[]>('GET', path);
     },
     refetchInterval: FILES_REFRESH_MS,
+  });
+
+/**
+ * The files of a filter page by page, newest first, 200 a page, each after the previous page's
+ * last (`x-next-cursor`): "Show older files" reads the next. A refresh reads every page shown
+ * again, one after the other, so it comes every 5 s per page shown (a minute for 12 pages):
+ * what was looked up long ago refreshes less often, never a burst of calls every 5 s.
+ */
+export const filePagesQuery = (orgId: string, filters: { bindingId?: string; status?: string }) =>
+  infiniteQueryOptions({
+    queryKey: ['orgs', orgId, 'files', 'pages', filters],
+    queryFn: ({ pageParam }) => {
+      const query = new URLSearchParams();
+      if (filters.bindingId) query.set('bindingId', filters.bindingId);
+      if (filters.status) query.set('status', filters.status);
+      if (pageParam) query.set('cursor', pageParam);
+      return apiPage<StoredFile>(apiPath`/orgs/${orgId}/files?${query}`);
+    },
+    initialPageParam: '',
+    getNextPageParam: (last) => last.nextCursor ?? undefined,
+    refetchInterval: (query) => FILES_REFRESH_MS * Math.max(1, query.state.data?.pages.length ?? 1),
   });
 
 /** The key every files list of the organization starts with (to refresh them all). */

@@ -1,14 +1,15 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState } from 'react';
 import { ApiError } from '../api/client';
-import { deleteFile, FILE_STATUSES, filesKey, filesQuery, type StoredFile } from '../api/files';
+import { deleteFile, FILE_STATUSES, filePagesQuery, filesKey, type StoredFile } from '../api/files';
 import type { StorageBinding } from '../api/storage-bindings';
 import { humanSize } from '../components/bytes';
 import { Confirm, useReturnFocus } from '../components/Confirm';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { FileUpload } from '../components/FileUpload';
+import { ShowOlder } from '../components/ShowOlder';
 
 import { Ago } from '../components/Ago';
 
@@ -28,7 +29,8 @@ export function StorageFiles(props: {
 }) {
   const { orgId, binding, status, mayWrite } = props;
   const queryClient = useQueryClient();
-  const files = useQuery(filesQuery(orgId, { bindingId: binding.id, status: status || undefined }));
+  const pages = useInfiniteQuery(filePagesQuery(orgId, { bindingId: binding.id, status: status || undefined }));
+  const files = { data: pages.data?.pages.flatMap((p) => p.items), error: pages.error };
   const refresh = () => void queryClient.invalidateQueries({ queryKey: filesKey(orgId) });
   return (
     <section aria-labelledby="files-heading">
@@ -71,7 +73,7 @@ export function StorageFiles(props: {
       {files.data && files.data.length > 0 && (
         <div className="table-scroll">
           <table className="files">
-            <caption className="hint">Newest first, at most 200; the list refreshes every few seconds.</caption>
+            <caption className="hint">Newest first, 200 at a time; the list refreshes every few seconds.</caption>
             <thead>
               <tr>
                 <th scope="col">File</th>
@@ -91,6 +93,7 @@ export function StorageFiles(props: {
           </table>
         </div>
       )}
+      <ShowOlder pages={pages} what="files" />
     </section>
   );
 }
