@@ -193,4 +193,22 @@ describe('drover files', () => {
     const res = await drover(['files', 'upload', source, '--ttl', '1d', '--persistent'], { env });
     expect(res).toMatchObject({ code: 2, stderr: 'drover: choose --ttl or --persistent, not both\n' });
   });
+
+  it('lists the files 200 at a time and says the command of the next page with --cursor', async () => {
+    const presign = { filename: 'listed.txt', cleanupRule: 'persistent' };
+    for (let i = 0; i < 201; i++) await t.owner.post(`/orgs/${t.orgId}/files/presign-upload`, { body: presign });
+    const first = await drover(['files', 'list', '--status', 'pending'], { env });
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout.split('\n')[0]).toMatch(/^ID +NAME +STATUS +SIZE +CREATED$/);
+    const more = /^More files follow: drover files list --status pending --cursor (\S+)\n$/.exec(first.stderr);
+    expect(more, first.stderr).not.toBeNull();
+    const next = await drover(['files', 'list', '--status', 'pending', '--cursor', more![1]!, '--json'], { env });
+    expect(next.code, next.stderr).toBe(0);
+    const page = JSON.parse(next.stdout) as { id: string; status: string }[];
+    expect(page.length).toBeGreaterThan(0);
+    expect(page.every((f) => f.status === 'pending' && !first.stdout.includes(f.id))).toBe(true);
+    const bad = await drover(['files', 'list', '--cursor', 'nope'], { env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('cursor');
+  });
 });

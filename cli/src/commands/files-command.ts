@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Runtime } from '../runtime.js';
 import { configureFilesDownloadCommand } from './files-download-command.js';
+import { configureFilesListCommand } from './files-list-command.js';
 import { configureFilesUploadCommand } from './files-upload-command.js';
 
 export function configureFilesCommand(program: Command, rt: Runtime): void {
@@ -11,4 +12,5 @@ export function configureFilesCommand(program: Command, rt: Runtime): void {
     );
   configureFilesUploadCommand(files, rt);
   configureFilesDownloadCommand(files, rt);
+  configureFilesListCommand(files, rt);
 }
