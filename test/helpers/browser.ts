@@ -50,9 +50,21 @@ export interface TestPage {
   problems: string[];
 }
 
-/** A fresh browser context (its own cookies) with one page, watched for CSP violations and errors. */
-export async function openPage(browser: Browser, baseURL: string): Promise<TestPage> {
+/**
+ * A fresh browser context (its own cookies) with one page, watched for CSP violations and errors.
+ *
+ * `clock`: the page's timers run on Playwright's clock (`page.clock`), installed before the first
+ * page opens. Time flows as usual, but a test that waits for the dashboard's periodic refresh
+ * (TanStack Query's `refetchInterval`) moves the clock by the interval (`page.clock.runFor`) and
+ * has it at once, rather than seconds later; a refresh that is not there still fails the test.
+ */
+export async function openPage(
+  browser: Browser,
+  baseURL: string,
+  options: { clock?: boolean } = {},
+): Promise<TestPage> {
   const context = await browser.newContext({ baseURL, viewport: { width: 1280, height: 800 } });
+  if (options.clock) await context.clock.install();
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('console', (message) => {
