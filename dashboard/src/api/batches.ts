@@ -2,6 +2,7 @@ import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
 import { api, apiPage, apiPath } from './client';
 import { JOBS_REFRESH_MS } from './jobs';
+import { BATCH_POLL_MS } from './refresh';
 
 /**
  * Batches (docs/fleets.md): the jobs of one run of a trigger on a label selector, one per agent it
@@ -14,8 +15,7 @@ export type BatchDetail = Schema<'BatchDetail'>;
 export type BatchJob = BatchDetail['jobs'][number];
 export type BatchStatus = Batch['status'];
 
-/** How often a batch's page reads it again while one of its jobs is open. */
-export const BATCH_POLL_MS = 2_000;
+export { BATCH_POLL_MS } from './refresh';
 const PAGE_SIZE = 50;
 
 const ENDED: ReadonlySet<BatchStatus> = new Set(['success', 'failed', 'partial', 'cancelled']);

@@ -1,6 +1,7 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import { api, ApiError, apiPage, apiPath, UNREACHABLE } from './client';
+import { FILES_REFRESH_MS } from './refresh';
 
 /**
  * Stored files of an organization, with the member's session (docs/storage.md, "Files in the
@@ -16,8 +17,7 @@ export const FILE_STATUSES: readonly FileStatus[] = ['pending', 'active', 'delet
 
 type PresignedUpload = Schema<'PresignedUpload'>;
 
-/** How often a list of files refreshes (a deletion or an upload elsewhere shows up). */
-export const FILES_REFRESH_MS = 5_000;
+export { FILES_REFRESH_MS } from './refresh';
 
 export const filesQuery = (orgId: string, filters: { bindingId?: string; status?: string }) =>
   queryOptions({

@@ -4,6 +4,7 @@ import { isFinished } from './queries';
 import type { RequestBody, Schema } from '@drover/shared/api';
 import type { RunAnswer, Trigger } from './triggers';
 import type { Job, JobDetail, JobLogLine } from './types';
+import { JOBS_REFRESH_MS, JOB_LOG_POLL_MS } from './refresh';
 
 /** Every job status, in the order a job moves through them (docs/jobs.md "Statuses"). */
 export const JOB_STATUSES = ['pending', 'queued', 'running', 'success', 'failed', 'timed_out', 'cancelled', 'rejected'];
@@ -40,10 +41,7 @@ export const JOB_FILTER_KEYS = [
   'batchId',
 ] as const;
 
-/** How often the list of jobs refreshes while it is on screen. */
-export const JOBS_REFRESH_MS = 3_000;
-/** How often a running job's new log lines are asked for. */
-export const JOB_LOG_POLL_MS = 1_000;
+export { JOBS_REFRESH_MS, JOB_LOG_POLL_MS } from './refresh';
 const PAGE_SIZE = 50;
 /** Log lines per page the job page reads (the API answers at most 5,000, and about 1 MiB). */
 export const LOGS_PAGE = 1_000;

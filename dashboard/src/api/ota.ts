@@ -2,6 +2,7 @@ import { queryOptions } from '@tanstack/react-query';
 import type { Schema } from '@drover/shared/api';
 import { api, apiPath } from './client';
 import type { StoredFile } from './files';
+import { OTA_REFRESH_MS } from './refresh';
 
 /** The OTA API's answers (docs/ota.md "Dashboard endpoints") and its queries; uploads are in files.ts. */
 
@@ -24,8 +25,7 @@ export type ReleaseRef = NonNullable<Binding['current']>;
 /** Where a file is stored (docs/storage.md); an upload names one when the organization has several. */
 export type StorageBinding = Schema<'StorageBinding'>;
 
-/** Devices move on their own (reports, update jobs): the application's page refreshes this often. */
-export const OTA_REFRESH_MS = 2_000;
+export { OTA_REFRESH_MS } from './refresh';
 
 export const appsQuery = (orgId: string) =>
   queryOptions({

@@ -1,9 +1,9 @@
 import { queryOptions } from '@tanstack/react-query';
 import { api, apiPath } from './client';
 import type { Agent, Org, Session, SignInMethods, Workflow } from './types';
+import { LIVE_REFRESH_MS } from './refresh';
 
-/** Agent status and last-seen move on their own: lists of agents refresh this often. */
-export const LIVE_REFRESH_MS = 5_000;
+export { LIVE_REFRESH_MS } from './refresh';
 
 export const sessionQuery = queryOptions({
   queryKey: ['session'],

@@ -38,11 +38,7 @@ export const isRunResult = (answer: RunAnswer): answer is Schema<'RunResult'> =>
 export const answerPage = (answer: RunAnswer): string =>
   isBatchAnswer(answer) ? `/api/batches/${answer.batchId}` : `/api/jobs/${answer.jobId}`;
 
-/**
- * How often the triggers list and a trigger's page refresh while on screen (a cron trigger's next
- * run and occurrences move by themselves). Other pages read the triggers once.
- */
-export const TRIGGERS_REFRESH_MS = 3_000;
+export { TRIGGERS_REFRESH_MS } from './refresh';
 
 export const triggersQuery = (orgId: string) =>
   queryOptions({
