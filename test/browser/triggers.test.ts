@@ -30,6 +30,7 @@ import {
 import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
 import { finishBody } from '../helpers/jobs.js';
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
+import { BATCH_POLL_MS, JOBS_REFRESH_MS, TRIGGERS_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
 
 /**
  * The Triggers pages in a real Chromium against a real coordinator and a real agent: create a
@@ -90,7 +91,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     writeWorkflowFile(enrolled.stateDir, 'kinds', kindsWorkflow(gate));
     daemon = startDaemonProcess(enrolled.stateDir);
     browser = await launchBrowser();
-    owner = await openPage(browser, t.url);
+    // Its refreshes come when a test moves its clock (the lists and pages that follow changes).
+    owner = await openPage(browser, t.url, { clock: true });
     await owner.page.goto('/login');
     await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD);
     await owner.page.waitForURL(`**/orgs/${t.orgId}`);
@@ -394,11 +396,14 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const cronId = triggers.find((x) => x.name === 'nightly hello')!.id;
     const change = async (body: Record<string, unknown>) =>
       expect((await t.owner.patch(`/orgs/${t.orgId}/triggers/${cronId}`, { body })).status).toBe(200);
+    // The page's clock moved by the refresh interval: the refresh comes at once.
+    const refresh = () => page().clock.runFor(TRIGGERS_REFRESH_MS);
     // The list (still open from the test above) shows the cron trigger enabled elsewhere: its next run.
     const row = page().getByRole('row', { name: 'nightly hello' });
     expect(await row.innerText()).toContain('paused');
     await change({ cronEnabled: true });
-    await waitFor(async () => expect(await row.innerText()).toMatch(/\d\d:30 UTC/), { timeout: 15_000 });
+    await refresh();
+    await waitFor(async () => expect(await row.innerText()).toMatch(/\d\d:30 UTC/));
     expect(await row.innerText()).not.toContain('paused');
 
     // The trigger's page follows a new schedule.
@@ -406,9 +411,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const next = page().getByRole('list', { name: 'Next runs' }).getByRole('listitem');
     expect(await next.first().innerText()).toContain('02:30 Europe/Paris');
     await change({ cronExpression: '45 3 * * *' });
-    await waitFor(async () => expect(await next.first().innerText()).toContain('03:45 Europe/Paris'), {
-      timeout: 15_000,
-    });
+    await refresh();
+    await waitFor(async () => expect(await next.first().innerText()).toContain('03:45 Europe/Paris'));
     await change({ cronEnabled: false });
 
     // A webhook trigger's recent jobs gain a run made elsewhere.
@@ -420,7 +424,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     });
     expect(run.status).toBe(202);
     const { number } = (await t.owner.get<{ number: number }>(`/jobs/${run.body.jobId}`)).body;
-    await recent.getByRole('row', { name: new RegExp(`^#${number} hello`) }).waitFor({ timeout: 15_000 });
+    await refresh();
+    await recent.getByRole('row', { name: new RegExp(`^#${number} hello`) }).waitFor();
   });
 
   it('hides delete and force from a member, who may still run', async () => {
@@ -473,6 +478,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
     const jobOn = async (batchId: string, name: string) =>
       (await batchJobs(batchId)).find((j) => j.agentName === name)!.jobId;
     const heading = () => page().getByRole('heading', { level: 1 });
+    /** A batch's page reads it again: its clock moved by its poll's interval. */
+    const poll = () => page().clock.runFor(BATCH_POLL_MS);
     const jobRow = (name: string) =>
       page().getByRole('table', { name: 'Jobs' }).getByRole('row', { name, exact: true });
 
@@ -611,7 +618,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
       const b = await jobOn(firstBatch, 'gw-b');
       await step(fleet['gw-a']!, a, 'accept');
       await step(fleet['gw-a']!, a, 'start');
-      await jobRow('gw-a').getByText('running', { exact: true }).waitFor({ timeout: 10_000 });
+      await poll();
+      await jobRow('gw-a').getByText('running', { exact: true }).waitFor();
       await waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate running'));
       const legend = page()
         .getByRole('list', { name: /^Jobs by status/ })
@@ -636,15 +644,15 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
         'finish',
         finishBody({ status: 'failed', exitCode: 3, errorMessage: 'step 1 failed' }),
       );
-      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate partial'), {
-        timeout: 10_000,
-      });
+      await poll();
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #1 rotate partial'));
       expect(await jobRow('gw-a').innerText()).toMatch(/^gw-a\s+#\d+\s+success\s+0\s/);
       expect(await jobRow('gw-b').innerText()).toMatch(/^gw-b\s+#\d+\s+failed\s+3\s+step 1 failed\s/);
       await page().getByText('3 of 3 jobs ended. Every job ended.').waitFor();
       expect(await page().getByRole('button', { name: 'Cancel batch' }).count()).toBe(0);
-      // Ended: the page reads the batch no more.
-      const read = page().waitForRequest((r) => r.url().includes(`/v1/batches/${firstBatch}`), { timeout: 3_000 });
+      // Ended: the page reads the batch no more, over five of its polls' intervals.
+      const read = page().waitForRequest((r) => r.url().includes(`/v1/batches/${firstBatch}`), { timeout: 1_000 });
+      await page().clock.runFor(5 * BATCH_POLL_MS);
       await expect(read).rejects.toThrow(/Timeout/);
 
       // A job of it says so, and leads back; the Jobs list shows the batch's jobs only.
@@ -699,9 +707,8 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
 
       // The agent stops the job: the batch ends cancelled.
       await step(fleet['gw-a']!, a, 'finish', finishBody({ status: 'cancelled', exitCode: null }));
-      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate cancelled'), {
-        timeout: 10_000,
-      });
+      await poll();
+      await waitFor(async () => expect(await heading().innerText()).toBe('Batch #2 rotate cancelled'));
       // The audit log names the batch, linked to its page.
       await page().goto(`/orgs/${t.orgId}/audit?action=batch.cancel`);
       const entry = page().getByRole('row', { name: /cancelled the unfinished jobs of the batch rotate #2/ });
@@ -757,9 +764,9 @@ describe.skipIf(!CHROMIUM)('the Triggers pages in a browser', () => {
         await step(fleet[name]!, jobId, 'start');
         await step(fleet[name]!, jobId, 'finish', finishBody());
       }
-      await waitFor(
-        async () => expect(await rows.nth(1).innerText()).toMatch(/^#3 rotate\s+partial\s+2 succeeded\s+1 rejected\s/),
-        { timeout: 10_000 },
+      await page().clock.runFor(JOBS_REFRESH_MS);
+      await waitFor(async () =>
+        expect(await rows.nth(1).innerText()).toMatch(/^#3 rotate\s+partial\s+2 succeeded\s+1 rejected\s/),
       );
       await docScreenshot(page(), 'trigger-batches');
 
