@@ -29,6 +29,8 @@ import {
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { enrollTestAgent } from '../helpers/agent.js';
 import { createTestJob } from '../helpers/jobs.js';
+import { eventually } from '../helpers/poll.js';
+import { JOBS_REFRESH_MS, LIVE_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
 import {
   labelsOf,
   newRow,
@@ -58,7 +60,8 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
   beforeAll(async () => {
     t = await startTestCoordinator();
     browser = await launchBrowser();
-    owner = await openPage(browser, t.url);
+    // Its refreshes come when a test moves its clock (the home page's counts, a background read).
+    owner = await openPage(browser, t.url, { clock: true });
   }, 60_000);
   afterAll(async () => {
     await stopDaemonProcess(daemon);
@@ -135,9 +138,21 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
   it('shows the agent connected, with its machine and its workflows with their params', async () => {
     await page().getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents' }).click();
     await page().getByRole('heading', { name: 'Agents' }).waitFor();
+    // Once the agent connected and reported its workflow, the list's next refresh (its clock moved
+    // on) shows it.
+    await eventually(
+      async () => {
+        const agents = (await t.owner.get<{ status: string }[]>(`/orgs/${t.orgId}/agents`)).body;
+        const workflows = (await t.owner.get<unknown[]>(`/orgs/${t.orgId}/workflows`)).body;
+        return agents[0]?.status === 'connected' && workflows.length === 1;
+      },
+      20_000,
+      'the agent to connect and report its workflow',
+    );
+    await page().clock.runFor(LIVE_REFRESH_MS);
     const row = page().getByRole('row', { name: 'edge-01' });
-    await row.getByText('connected', { exact: true }).waitFor({ timeout: 20_000 });
-    await row.getByText('who: string, default "world"', { exact: false }).waitFor({ timeout: 20_000 });
+    await row.getByText('connected', { exact: true }).waitFor();
+    await row.getByText('who: string, default "world"', { exact: false }).waitFor();
     const text = await row.innerText();
     expect(text).toContain('last seen');
     expect(text).toMatch(/agent \d+\.\d+\.\d+/);
@@ -218,7 +233,8 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     await job('package', 'cancelled');
 
     // The counts follow within a refresh (every 3 seconds).
-    await count('Agents', '1 disconnected').waitFor({ timeout: 10_000 });
+    await page().clock.runFor(JOBS_REFRESH_MS);
+    await count('Agents', '1 disconnected').waitFor();
     for (const words of ['1 connected', '1 never connected', '1 revoked']) await count('Agents', words).waitFor();
     const jobs = 'Jobs, last 24 hours';
     for (const words of [
@@ -626,8 +642,9 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     const out = await t.api.post('/auth/logout', { token: cookie!.value });
     expect(out.status, out.text).toBeLessThan(300);
     // The form reads the agents every 5 seconds: that read is refused, and the page stays.
+    await page().clock.runFor(LIVE_REFRESH_MS);
     const banner = page().getByRole('alert').filter({ hasText: 'Your session ended.' });
-    await banner.waitFor({ timeout: 20_000 });
+    await banner.waitFor();
     expect(page().url()).toBe(`${t.url}${formPath}`);
     expect(await page().getByLabel('Name', { exact: true }).inputValue()).toBe('typed before the session ended');
     const link = banner.getByRole('link', { name: /^Sign in again \(opens the sign-in page/ });
