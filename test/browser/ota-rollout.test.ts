@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/poll.js';
 import { cumulativeWaveSizes } from '../../coordinator/src/domain/ota/rollout-rules.js';
 import { CANARY, CANARY_FIELDS, planOf, previewOf, waveSizes } from '../../dashboard/src/components/rollout-plan.js';
+import { OTA_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
 import { percentWords } from '@drover/shared';
 import { enrollTestAgent, type TestAgent } from '../helpers/agent.js';
 import {
@@ -99,7 +100,8 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     const fileId = await uploadArtifact(await artifactUploader(t), 'gateway 2.0.0', 'gateway-2.0.0.tar.gz');
     draft = await createRelease(t.owner, t.orgId, app.id, { version: '2.0.0', artifactFileId: fileId });
     browser = await launchBrowser();
-    owner = await openPage(browser, t.url);
+    // Its refreshes come when a test moves its clock (the rollout panel follows the rollout).
+    owner = await openPage(browser, t.url, { clock: true });
     await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD, t.orgId);
     await owner.page.goto(`/orgs/${t.orgId}/apps/${app.id}`);
     await owner.page.getByRole('heading', { name: 'gateway', level: 1 }).waitFor();
@@ -129,8 +131,10 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
     const cells = await page().getByRole('region', { name: 'Devices' }).locator('td.desired').allInnerTexts();
     return cells.filter((c) => c.startsWith('none')).sort();
   }
+  /** The rollout's state as the panel says it, at its next read (the page's clock moved on). */
   async function stateIs(pattern: RegExp) {
-    await waitFor(async () => expect(await state().innerText()).toMatch(pattern), { timeout: 15_000 });
+    await page().clock.runFor(OTA_REFRESH_MS);
+    await waitFor(async () => expect(await state().innerText()).toMatch(pattern));
   }
 
   it('refuses a custom plan at its fields, previews the canary plan, and publishes with it: the rollout panel opens, live', async () => {
@@ -269,6 +273,7 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
       }
       await route.continue();
     });
+    await page().clock.runFor(OTA_REFRESH_MS);
     await readHeld;
     expect((await t.owner.post(`${rolloutPath()}/resume`)).status).toBe(200);
     await button('Resume').click();
@@ -340,8 +345,9 @@ describe.skipIf(!CHROMIUM)('staged rollouts on the application page in a browser
         Array(3).fill(`none: the rollout of 2.0.0 (sequence ${draft.sequence}) was aborted`),
       ),
     );
-    // Ended: the page reads the rollout no more.
-    const read = page().waitForRequest((r) => r.url().endsWith(`/v1${rolloutPath()}`), { timeout: 3_000 });
+    // Ended: the page reads the rollout no more, over five of its refreshes' intervals.
+    const read = page().waitForRequest((r) => r.url().endsWith(`/v1${rolloutPath()}`), { timeout: 1_000 });
+    await page().clock.runFor(5 * OTA_REFRESH_MS);
     await expect(read).rejects.toThrow(/Timeout/);
 
     // The panel stays until hidden, and comes back.
