@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/poll.js';
+import { OTA_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
 import {
   enrollAgentStateDir,
   startDaemonProcess,
@@ -81,7 +82,8 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     daemon = startDaemonProcess(enrolled.stateDir, ['--deploy-poll-interval', '1s']);
     await daemon.waitForLog((r) => /^connected to the coordinator/.test(r.msg), 30_000);
     browser = await launchBrowser();
-    owner = await openPage(browser, t.url);
+    // Its refreshes come when a test moves its clock (the devices table follows the device).
+    owner = await openPage(browser, t.url, { clock: true });
     await owner.page.goto('/login');
     await signIn(owner.page, OWNER_EMAIL, OWNER_PASSWORD);
     await owner.page.waitForURL(`**/orgs/${t.orgId}`);
@@ -109,8 +111,16 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     const devices = await t.owner.get<BindingBody[]>(`/orgs/${t.orgId}/apps/${app.id}/devices`);
     return devices.body[0]!;
   }
-  /** Waits until the page shows the device on `version`, installed, and checks the device really has it. */
+  /**
+   * Waits until the page shows the device on `version`, installed, and checks the device really has
+   * it: once the coordinator knows, at the page's next refresh (its clock moved on).
+   */
   async function converged(version: string) {
+    await waitFor(async () => expect(await binding()).toMatchObject({ current: { version }, activeJobId: null }), {
+      timeout: 30_000,
+      interval: 200,
+    });
+    await page().clock.runFor(OTA_REFRESH_MS);
     await waitFor(
       async () => {
         expect(await deviceRow().locator('td.current').innerText()).toMatch(new RegExp(`^${version} \\(sequence`));
@@ -327,10 +337,12 @@ describe.skipIf(!CHROMIUM)('the Updates pages in a browser', () => {
     const uploader = await artifactUploader(t);
     const artifactFileId = await uploadArtifact(uploader, 'kiosk 1.2.0', 'kiosk-1.2.0.tar.gz');
     await release(t.owner, t.orgId, app.id, { version: '1.2.0', artifactFileId });
-    await waitFor(async () => expect(await deviceRow().innerText()).toMatch(/waits for window \(opens .+\)/), {
+    await waitFor(async () => expect(await binding()).toMatchObject({ waitingForWindow: true }), {
       timeout: 20_000,
       interval: 200,
     });
+    await page().clock.runFor(OTA_REFRESH_MS);
+    await waitFor(async () => expect(await deviceRow().innerText()).toMatch(/waits for window \(opens .+\)/));
     const waiting = await binding();
     expect(waiting).toMatchObject({ waitingForWindow: true, activeJobId: null });
     expect(await deviceRow().locator('time').last().getAttribute('datetime')).toBe(waiting.nextWindowAt);
