@@ -24,6 +24,7 @@ import { OWNER_EMAIL, OWNER_PASSWORD, startTestCoordinator, type TestCoordinator
 import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { artifactUploader, createApp, createRelease, uploadArtifact } from '../helpers/ota.js';
 import { eventually, waitFor } from '../helpers/poll.js';
+import { FILES_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
 import { sha256 } from '../helpers/storage.js';
 import { runnableTrigger } from '../helpers/trigger-runs.js';
 
@@ -77,7 +78,8 @@ describe.skipIf(!CHROMIUM)('the Storage page in a browser', () => {
     );
     produce = await runnableTrigger(t, a.agentId, 'produce');
     browser = await launchBrowser();
-    owner = await openPage(browser, t.url);
+    // Its refreshes come when a test moves its clock (the files list shows a file stored elsewhere).
+    owner = await openPage(browser, t.url, { clock: true });
   }, 60_000);
   afterAll(async () => {
     await stopDaemonProcess(daemon);
@@ -286,8 +288,10 @@ describe.skipIf(!CHROMIUM)('the Storage page in a browser', () => {
     const fileId = await uploadArtifact(await artifactUploader(t), 'release bytes', 'app-1.0.tar.gz');
     const app = await createApp(t.owner, t.orgId, { slug: 'kiosk' });
     await createRelease(t.owner, t.orgId, app.id, { version: '1.0.0', artifactFileId: fileId });
+    // The list's next refresh shows it.
+    await page().clock.runFor(FILES_REFRESH_MS);
     const row = fileRow('app-1.0.tar.gz');
-    await row.waitFor({ timeout: 20_000 });
+    await row.waitFor();
     await row.getByRole('button', { name: 'Delete app-1.0.tar.gz' }).click();
     await page()
       .getByRole('group', { name: 'Delete app-1.0.tar.gz' })
