@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -8,6 +7,7 @@ import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import type { FileListQuery } from '../../src/domain/model/files.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
 import { freshPostgresDatabase, type TestDatabase } from '../postgres/database.js';
+import { recordPostgresPlans, recordSqlitePlans } from './statement-plans.js';
 
 const AT = '2030-01-01T00:00:00.000Z';
 const LIST: Omit<FileListQuery, 'status'> = {
@@ -19,14 +19,13 @@ const LIST: Omit<FileListQuery, 'status'> = {
 };
 
 /**
- * The plans of the statement the files lists run (GET /v1/storage/files, GET /v1/orgs/:orgId/files):
- * the statement the repository prepares is kept with the parameters of its last call, and its plan
- * read afterwards.
+ * The plans of the statement the files lists run (GET /v1/storage/files, GET /v1/orgs/:orgId/files),
+ * for the parameters the repository gave it (statement-plans.ts).
  */
 describe('files list plans (SQLite)', () => {
   let db: Db;
   let repos: Repositories;
-  let ran: { sql: string; params: unknown[] }[];
+  let planOfList: () => string;
 
   beforeEach(() => {
     db = openDatabase(':memory:');
@@ -45,29 +44,11 @@ describe('files list plans (SQLite)', () => {
       for (let i = 1; i <= 2000; i++) insert.run(`f${i}`, i === 3 ? 'deleting' : 'active', AT, AT, `k${i}`);
     })();
     // No ANALYZE: the coordinator never runs it, so its planner has no statistics either.
-    ran = [];
-    const prepare = db.prepare.bind(db);
-    db.prepare = ((sql: string) => {
-      const statement = prepare(sql);
-      const all = statement.all.bind(statement);
-      return Object.assign(statement, {
-        all: (...params: unknown[]) => {
-          ran.push({ sql, params });
-          return all(...params);
-        },
-      });
-    }) as Db['prepare'];
+    const plans = recordSqlitePlans(db);
+    planOfList = () => plans.planOf(/^SELECT f\.\*, f\.rowid AS list_key/);
     repos = createSqliteRepositories(db);
   });
   afterEach(() => db.close());
-
-  const planOfList = () => {
-    const list = ran.filter((r) => /^SELECT f\.\*, f\.rowid AS list_key/.test(r.sql));
-    expect(list).toHaveLength(1);
-    return (db.prepare(`EXPLAIN QUERY PLAN ${list[0]!.sql}`).all(...list[0]!.params) as { detail: string }[])
-      .map((step) => step.detail)
-      .join('\n');
-  };
 
   it('reads the files of a status from their index, not every file (0050)', async () => {
     const page = await repos.files.list({ ...LIST, status: 'deleting' });
@@ -86,7 +67,7 @@ describe('files list plans (PostgreSQL)', () => {
   let database: TestDatabase;
   let pool: PgPool;
   let repos: Repositories;
-  let ran: pg.QueryConfig[];
+  let plans: ReturnType<typeof recordPostgresPlans>;
 
   beforeAll(async () => {
     database = await freshPostgresDatabase({ migrated: true });
@@ -107,12 +88,7 @@ describe('files list plans (PostgreSQL)', () => {
       [AT],
     );
     await pool.query('ANALYZE files');
-    const query = pool.query.bind(pool) as (config: pg.QueryConfig) => Promise<unknown>;
-    ran = [];
-    (pool as unknown as { query: unknown }).query = (config: pg.QueryConfig) => {
-      ran.push(config);
-      return query(config);
-    };
+    plans = recordPostgresPlans(pool);
     repos = createPostgresRepositories(pool);
   });
   afterAll(async () => {
@@ -121,15 +97,10 @@ describe('files list plans (PostgreSQL)', () => {
   });
 
   it('reads the files of a status from their index, not every file (0033)', async () => {
-    ran = [];
+    plans.reset();
     const page = await repos.files.list({ ...LIST, status: 'deleting' });
     expect(page.files.map((f) => f.id)).toEqual(['f3']);
-    const list = ran.filter((r) => /^SELECT f\.\*, f\.seq AS list_key/.test(r.text));
-    expect(list).toHaveLength(1);
-    const { rows } = await pool.query<{ 'QUERY PLAN': string }>({
-      text: `EXPLAIN ${list[0]!.text}`,
-      values: list[0]!.values,
-    });
-    expect(rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using files_org_status on files/);
+    const plan = await plans.planOf(/^SELECT f\.\*, f\.seq AS list_key/);
+    expect(plan).toMatch(/Index Scan using files_org_status on files/);
   });
 });

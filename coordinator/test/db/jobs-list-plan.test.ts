@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -7,17 +6,18 @@ import { createPostgresRepositories } from '../../src/postgres-repositories.js';
 import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
 import { freshPostgresDatabase, type TestDatabase } from '../postgres/database.js';
+import { recordPostgresPlans, recordSqlitePlans } from './statement-plans.js';
 
 const AT = '2030-01-01T00:00:00.000Z';
 
 /**
- * The plans of the statements the jobs list runs (GET /v1/orgs/:orgId/jobs): each statement the
- * repository prepares is kept with the parameters of its last call, and its plan read afterwards.
+ * The plans of the statements the jobs list runs (GET /v1/orgs/:orgId/jobs), for the parameters
+ * the repository gave them (statement-plans.ts).
  */
 describe('jobs list plans (SQLite)', () => {
   let db: Db;
   let repos: Repositories;
-  let ran: { sql: string; params: unknown[] }[];
+  let planOfList: () => string;
 
   beforeEach(() => {
     db = openDatabase(':memory:');
@@ -38,29 +38,11 @@ describe('jobs list plans (SQLite)', () => {
       }
     })();
     // No ANALYZE: the coordinator never runs it, so its planner has no statistics either.
-    ran = [];
-    const prepare = db.prepare.bind(db);
-    db.prepare = ((sql: string) => {
-      const statement = prepare(sql);
-      const all = statement.all.bind(statement);
-      return Object.assign(statement, {
-        all: (...params: unknown[]) => {
-          ran.push({ sql, params });
-          return all(...params);
-        },
-      });
-    }) as Db['prepare'];
+    const plans = recordSqlitePlans(db);
+    planOfList = () => plans.planOf(/^SELECT \* FROM jobs WHERE/);
     repos = createSqliteRepositories(db);
   });
   afterEach(() => db.close());
-
-  const planOfList = () => {
-    const list = ran.filter((r) => /^SELECT \* FROM jobs WHERE/.test(r.sql));
-    expect(list).toHaveLength(1);
-    return (db.prepare(`EXPLAIN QUERY PLAN ${list[0]!.sql}`).all(...list[0]!.params) as { detail: string }[])
-      .map((step) => step.detail)
-      .join('\n');
-  };
 
   it('reads the jobs of a status from their index, not the whole history (0049)', async () => {
     const jobs = await repos.jobs.listTriggerJobs('o', { status: 'queued', limit: 51 });
@@ -95,7 +77,7 @@ describe('jobs list plans (PostgreSQL)', () => {
   let database: TestDatabase;
   let pool: PgPool;
   let repos: Repositories;
-  let ran: pg.QueryConfig[];
+  let plans: ReturnType<typeof recordPostgresPlans>;
 
   beforeAll(async () => {
     database = await freshPostgresDatabase({ migrated: true });
@@ -118,12 +100,7 @@ describe('jobs list plans (PostgreSQL)', () => {
       [AT],
     );
     await pool.query('ANALYZE jobs');
-    const query = pool.query.bind(pool) as (config: pg.QueryConfig) => Promise<unknown>;
-    ran = [];
-    (pool as unknown as { query: unknown }).query = (config: pg.QueryConfig) => {
-      ran.push(config);
-      return query(config);
-    };
+    plans = recordPostgresPlans(pool);
     repos = createPostgresRepositories(pool);
   });
   afterAll(async () => {
@@ -131,25 +108,17 @@ describe('jobs list plans (PostgreSQL)', () => {
     await database?.drop();
   });
 
-  const planOfList = async (): Promise<string> => {
-    const list = ran.filter((r) => /^SELECT \* FROM jobs WHERE/.test(r.text));
-    expect(list).toHaveLength(1);
-    const { rows } = await pool.query<{ 'QUERY PLAN': string }>({
-      text: `EXPLAIN ${list[0]!.text}`,
-      values: list[0]!.values,
-    });
-    return rows.map((r) => r['QUERY PLAN']).join('\n');
-  };
+  const planOfList = () => plans.planOf(/^SELECT \* FROM jobs WHERE/);
 
   it('reads the jobs of a status from their index, not the whole history (0032)', async () => {
-    ran = [];
+    plans.reset();
     const jobs = await repos.jobs.listTriggerJobs('o', { status: 'rejected', limit: 51 });
     expect(jobs.map((j) => j.id)).toEqual(['j3']);
     expect(await planOfList()).toMatch(/Index Scan using jobs_org_status on jobs/);
   });
 
   it('reads the jobs of a source from their index, not the whole history (0032)', async () => {
-    ran = [];
+    plans.reset();
     const jobs = await repos.jobs.listTriggerJobs('o', { source: 'discord', limit: 51 });
     expect(jobs.map((j) => j.id)).toEqual(['j3']);
     expect(await planOfList()).toMatch(/Index Scan using jobs_org_source on jobs/);
