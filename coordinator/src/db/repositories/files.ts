@@ -100,7 +100,7 @@ const NEWEST = { createdAt: '9999-12-31T23:59:59.999Z', key: Number.MAX_SAFE_INT
 /**
  * A page of the lists (GET /v1/storage/files, GET /v1/orgs/:orgId/files), newest first, led by
  * `lead`: the part of the WHERE clause an index serves. A page starts after the previous page's
- * last file, found by a seek, never counted from the newest (docs/storage.md, "Listing files").
+ * last file, found by a seek, never counted from the newest (docs/storage.md, "list").
  */
 const list = (lead: string) =>
   query<FileRow & { list_key: number }, ListParams>(
