@@ -212,7 +212,7 @@ export function mutate(value: unknown, rnd: Random): unknown {
  * `constructor`, which an earlier mutation may have replaced with a hostile own property.
  */
 function removeAt(array: unknown[], index: number): void {
-  if (index >= array.length) return;
+  if (index < 0 || index >= array.length) return;
   array.copyWithin(index, index + 1);
   array.length -= 1;
 }
