@@ -1088,7 +1088,7 @@ describe('drover completion', () => {
 
   it('completes commands, subcommands and options in bash', () => {
     expect(complete('drover fi')).toBe('files');
-    expect(complete('drover files ')).toBe('upload\ndownload');
+    expect(complete('drover files ')).toBe('upload\ndownload\nlist');
     expect(complete('drover run x --wa')).toBe('--wait\n--wait-timeout');
     expect(complete('drover --url http://x release p')).toBe('publish');
     expect(complete('drover run x --params-file ')).toBe('');

@@ -8,7 +8,7 @@ export function configureFilesCommand(program: Command, rt: Runtime): void {
   const files = program
     .command('files')
     .description(
-      'upload and download stored files through presigned URLs (an API token with a storage grant, or a session)',
+      'upload, download and list stored files (an API token with a storage grant, or a session)',
     );
   configureFilesUploadCommand(files, rt);
   configureFilesDownloadCommand(files, rt);
