@@ -56,6 +56,28 @@ describe('drover-coordinator configuration errors', () => {
     expect(res.stderr).toContain('DROVER_LOG_FORMAT: expected one of json, pretty, auto, got `yaml`');
   });
 
+  it("answers --version and a bad setting without reading the server's modules (Fastify, the databases' drivers)", () => {
+    // Every module the process resolves, said on standard error as it exits.
+    const record =
+      'import { registerHooks } from "node:module"; const urls = [];' +
+      'registerHooks({ resolve(s, c, next) { const r = next(s, c); urls.push(r.url); return r; } });' +
+      'process.on("exit", () => process.stderr.write(`\\nLOADED ${JSON.stringify(urls)}\\n`));';
+    for (const args of [['--version'], ['start', '--port', 'eighty']]) {
+      const res = spawnSync(
+        process.execPath,
+        ['--import', `data:text/javascript,${encodeURIComponent(record)}`, COORDINATOR_MAIN, ...args],
+        { encoding: 'utf8' },
+      );
+      expect(res.status, res.stderr).toBe(args.length === 1 ? 0 : 2);
+      const loaded = JSON.parse(/^LOADED (.*)$/m.exec(res.stderr)![1]!) as string[];
+      expect(
+        loaded.some((url) => url.includes('/commander/')),
+        'the hook sees the modules',
+      ).toBe(true);
+      expect(loaded.filter((url) => /\/(fastify|better-sqlite3|pg|pino)\//.test(url))).toEqual([]);
+    }
+  });
+
   it('exits 2 on an unknown option or command', async () => {
     const [option, command] = await Promise.all([run(['start', '--prot', '1']), run(['serve'])]);
     expect(option.code).toBe(2);

@@ -1,8 +1,4 @@
 import type { Command } from 'commander';
-import { bootstrapIfEmpty } from '../domain/orgs/bootstrap.js';
-import { createLogger } from '../logger.js';
-import { openStore } from '../store.js';
-import { systemClock } from '../util/clock.js';
 import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
 
 export function configureBootstrapCommand(program: Command): void {
@@ -17,6 +13,10 @@ export function configureBootstrapCommand(program: Command): void {
         process.exit(2);
       }
       lockDataDirOrExit(config.dataDir); // not under a running coordinator
+      const { bootstrapIfEmpty } = await import('../domain/orgs/bootstrap.js');
+      const { createLogger } = await import('../logger.js');
+      const { openStore } = await import('../store.js');
+      const { systemClock } = await import('../util/clock.js');
       let store;
       try {
         store = await openStore(config, createLogger('silent'));

@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import type { Config } from '../config/config.js';
-import { databaseFile, openDatabase } from '../db/database.js';
-import { migrate, migratePostgres, type MigrationResult } from '../db/migrate.js';
-import { BREAKING_NOTE, migrationLabel, runningBeside } from '../db/migration-plan.js';
+import type { MigrationResult } from '../db/migrate.js';
 import { configOrExit, lockDataDirOrExit, withServerOptions } from './common.js';
 
 export function configureMigrateCommand(program: Command): void {
@@ -12,7 +10,8 @@ export function configureMigrateCommand(program: Command): void {
     .action(async (flags: Record<string, string | undefined>) => {
       const config = configOrExit(flags);
       const { applied, newer, current, fromEmpty } =
-        config.database.kind === 'postgres' ? await migrateOnPostgres(config.database) : migrateSqlite(config);
+        config.database.kind === 'postgres' ? await migrateOnPostgres(config.database) : await migrateSqlite(config);
+      const { BREAKING_NOTE, migrationLabel, runningBeside } = await import('../db/migration-plan.js');
       for (const m of applied) {
         // On a new database no older coordinator can be running: nothing to say about breaking ones.
         const note = m.breaking && !fromEmpty ? `, ${BREAKING_NOTE}` : '';
@@ -23,7 +22,8 @@ export function configureMigrateCommand(program: Command): void {
     });
 }
 
-function migrateSqlite(config: Config): MigrationResult {
+/** The database's modules are read by the command that uses them (`--help` answers without). */
+async function migrateSqlite(config: Config): Promise<MigrationResult> {
   // A mistyped path would get a new, empty database migrated, and its operator "database at version N".
   if (!fs.existsSync(config.dataDir)) {
     process.stderr.write(
@@ -32,6 +32,8 @@ function migrateSqlite(config: Config): MigrationResult {
     process.exit(2);
   }
   lockDataDirOrExit(config.dataDir); // not under a running coordinator
+  const { databaseFile, openDatabase } = await import('../db/database.js');
+  const { migrate } = await import('../db/migrate.js');
   const db = openDatabase(databaseFile(config.dataDir));
   try {
     return migrate(db);
@@ -43,6 +45,7 @@ function migrateSqlite(config: Config): MigrationResult {
 /** Several coordinators may migrate one database at once: they take turns (db/postgres/migrate.ts). */
 async function migrateOnPostgres(database: { url: string; redactedUrl: string }): Promise<MigrationResult> {
   const { createPool } = await import('../db/postgres/pool.js'); // pg: loaded for PostgreSQL only
+  const { migratePostgres } = await import('../db/migrate.js');
   const pool = createPool(database.url, { max: 1 });
   try {
     return await migratePostgres(pool);

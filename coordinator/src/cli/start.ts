@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import type { BootstrapResult } from '../domain/orgs/bootstrap.js';
-import { createLogger } from '../logger.js';
-import { installCrashHandlers, installSignalHandlers, startServer, type RunningServer } from '../server.js';
+import type { RunningServer } from '../server.js';
 import { configOrExit, lockDataDirOrExit, refuseIfDataDirInUse, withServerOptions } from './common.js';
 import { checkListen, listenProblem, type ListenProblem } from './listen-check.js';
 
@@ -23,6 +22,10 @@ export function configureStartCommand(program: Command): void {
       const metricsProblem = metrics && (await checkListen(metrics.host, metrics.port));
       if (metricsProblem) cannotListen(metricsProblem, METRICS_HINT);
       lockDataDirOrExit(config.dataDir);
+      // The server's modules (Fastify, the databases' drivers, every route) are read only by a
+      // command that runs it: `--version`, `--help` and a bad setting answer without them.
+      const { createLogger } = await import('../logger.js');
+      const { installCrashHandlers, installSignalHandlers, startServer } = await import('../server.js');
       const logger = createLogger(config.logLevel, { format: config.logFormat });
       installCrashHandlers(logger);
       for (const warning of config.unreadVariables) logger.warn(warning);
