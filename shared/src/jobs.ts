@@ -14,6 +14,9 @@ export const JOB_STATUSES = [
   'rejected',
 ] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
+/** Where a job came from: a trigger's source of runs, or `ota` for an update job. */
+export const JOB_SOURCES = ['webhook', 'cron', 'manual', 'slack', 'discord', 'ota'] as const;
+export type JobSource = (typeof JOB_SOURCES)[number];
 export const TERMINAL_JOB_STATUSES = ['success', 'failed', 'timed_out', 'cancelled', 'rejected'] as const;
 export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
 export const isTerminalJobStatus = (s: string): s is TerminalJobStatus =>

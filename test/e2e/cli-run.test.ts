@@ -314,6 +314,20 @@ describe('drover with a session', () => {
     );
     const table = await run(['jobs', '--status', 'success']);
     expect(table.stdout.split('\n')[0]).toMatch(/^ID +NUMBER +STATUS +WORKFLOW +SOURCE +REF +CREATED +TOOK$/);
+    // Page after page: the next page's command is said on stderr, as the API's cursor gives it.
+    const first = await run(['jobs', '--limit', '2', '--source', 'webhook', '--json']);
+    const next = /^More jobs follow: drover jobs --source webhook --limit 2 --cursor (\S+)$/m.exec(first.stderr);
+    expect(next, first.stderr).not.toBeNull();
+    const second = await run(['jobs', '--limit', '2', '--source', 'webhook', '--cursor', next![1]!, '--json']);
+    const api = await t.owner.get(`/orgs/${t.orgId}/jobs?limit=2&source=webhook&cursor=${next![1]}`);
+    expect(JSON.parse(second.stdout).map((j: { id: string }) => j.id)).toEqual(
+      api.body.map((j: { id: string }) => j.id),
+    );
+    const agentId = expected[0].agentId as string;
+    const ofAgent = await run(['jobs', '--agent', agentId, '--json']);
+    expect(JSON.parse(ofAgent.stdout).length).toBeGreaterThan(0);
+    expect(JSON.parse(ofAgent.stdout).every((j: { agentId: string }) => j.agentId === agentId)).toBe(true);
+    expect(await run(['jobs', '--source', 'ota'])).toMatchObject({ code: 2 });
 
     const jobId = expected.find((j: { status: string }) => j.status === 'success').id;
     const shown = await run(['job', jobId, '--logs']);

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { pause } from '@drover/agent/client';
-import { JOB_STATUSES } from '@drover/shared';
+import { JOB_SOURCES, JOB_STATUSES } from '@drover/shared';
 import { sessionCaller } from '../callers.js';
 import { CliError, Interrupted } from '../errors.js';
 import { readThroughOutage } from '../http/outage.js';
@@ -15,23 +15,31 @@ import { loadSettings } from '../settings.js';
 
 interface JobsFlags {
   status?: string;
+  source?: string;
   trigger?: string;
+  agent?: string;
   batch?: string;
   limit: string;
+  cursor?: string;
   watch?: boolean;
   json?: boolean;
 }
 
 const WATCH_EVERY_MS = 2000;
+/** The sources of the jobs the list holds (an update job's, `ota`, is never in it). */
+const SOURCES = JOB_SOURCES.filter((s) => s !== 'ota');
 
 export function configureJobsCommand(program: Command, rt: Runtime): void {
   program
     .command('jobs')
     .description("the organization's trigger jobs, newest first (a session)")
     .option('--status <status>', `only jobs in this status (${JOB_STATUSES.join(', ')})`)
+    .option('--source <source>', `only jobs started this way (${SOURCES.join(', ')})`)
     .option('--trigger <id>', 'only the jobs of this trigger')
+    .option('--agent <id>', 'only the jobs of this agent')
     .option('--batch <id>', 'only the jobs of this batch (drover batch list)')
     .option('--limit <n>', 'how many (1 to 200)', '20')
+    .option('--cursor <cursor>', 'the page after the one that ended with this cursor (printed when more follow)')
     .option(
       '--watch',
       'keep the list on screen, refreshed every 2 s (a new or changed job: a line, outside a terminal)',
@@ -45,17 +53,38 @@ export function configureJobsCommand(program: Command, rt: Runtime): void {
       if (flags.status !== undefined && !(JOB_STATUSES as readonly string[]).includes(flags.status)) {
         throw new CliError(`--status: expected one of ${JOB_STATUSES.join(', ')}, got \`${flags.status}\``);
       }
+      if (flags.source !== undefined && !SOURCES.includes(flags.source as (typeof SOURCES)[number])) {
+        throw new CliError(`--source: expected one of ${SOURCES.join(', ')}, got \`${flags.source}\``);
+      }
+      if (flags.watch && flags.cursor !== undefined) {
+        throw new CliError('--cursor: a watch shows the newest jobs; drop --cursor or --watch');
+      }
       const triggerId = idFlag('--trigger', 'trigger', flags.trigger);
+      const agentId = idFlag('--agent', 'agent', flags.agent);
       const batchId = idFlag('--batch', 'batch', flags.batch);
       const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
       const path = `/orgs/${await caller.orgId()}/jobs`;
-      const list = () => caller.api.get<Job[]>(path, { status: flags.status, triggerId, batchId, limit });
-      if (!flags.watch) {
-        const jobs = await list();
-        if (flags.json) return printJson(rt, jobs);
-        return rt.out(jobs.length === 0 ? 'No jobs.\n' : jobTable(jobs));
+      const query = { status: flags.status, source: flags.source, triggerId, agentId, batchId, limit };
+      if (flags.watch) return watch(rt, () => caller.api.get<Job[]>(path, query), flags.json === true);
+      const answer = await caller.api.call<Job[]>('GET', path, { query: { ...query, cursor: flags.cursor } });
+      if (flags.json) printJson(rt, answer.body);
+      else rt.out(answer.body.length === 0 ? 'No jobs.\n' : jobTable(answer.body));
+      const next = answer.headers['x-next-cursor'];
+      if (typeof next === 'string' && next !== '') {
+        const flagsAgain: [string, string | undefined][] = [
+          ['status', flags.status],
+          ['source', flags.source],
+          ['trigger', triggerId],
+          ['agent', agentId],
+          ['batch', batchId],
+          ['limit', limit === 20 ? undefined : String(limit)],
+        ];
+        const again = flagsAgain
+          .filter(([, value]) => value !== undefined)
+          .map(([name, value]) => ` --${name} ${value}`)
+          .join('');
+        rt.err(`More jobs follow: drover jobs${again} --cursor ${next}\n`);
       }
-      await watch(rt, list, flags.json === true);
     });
 }
 

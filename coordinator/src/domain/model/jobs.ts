@@ -1,5 +1,5 @@
 import type { DamagedRow } from '../../util/json.js';
-import type { JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
+import type { JobSource, JobStatus, LogStream, TerminalJobStatus } from '@drover/shared';
 
 export type JobKind = 'trigger' | 'update';
 
@@ -9,9 +9,7 @@ export type OpenJobStatus = (typeof OPEN_JOB_STATUSES)[number];
 export const isOpenJobStatus = (s: JobStatus): s is OpenJobStatus =>
   (OPEN_JOB_STATUSES as readonly string[]).includes(s);
 
-/** Where a job came from: a trigger's source of runs, or `ota` for an update job. */
-export const JOB_SOURCES = ['webhook', 'cron', 'manual', 'slack', 'discord', 'ota'] as const;
-export type JobSource = (typeof JOB_SOURCES)[number];
+export { JOB_SOURCES, type JobSource } from '@drover/shared';
 
 /** A job (docs/jobs.md) as the coordinator holds it. */
 export interface Job {
