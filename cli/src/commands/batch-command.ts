@@ -6,6 +6,7 @@ import { waitForBatch } from '../batches/wait-batch.js';
 import { sessionCaller } from '../callers.js';
 import { CliError, CliExit } from '../errors.js';
 import { printJson } from '../output/json.js';
+import { sayNextPage } from '../output/next-page.js';
 import type { Runtime } from '../runtime.js';
 import { idFlag } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
@@ -42,12 +43,10 @@ export function configureBatchCommand(program: Command, rt: Runtime): void {
       });
       if (flags.json) printJson(rt, answer.body);
       else rt.out(answer.body.length === 0 ? 'No batches.\n' : batchListTable(answer.body));
-      const next = answer.headers['x-next-cursor'];
-      if (typeof next === 'string' && next !== '') {
-        const triggerFlag = triggerId === undefined ? '' : ` --trigger ${triggerId}`;
-        const limitFlag = flags.limit === '20' ? '' : ` --limit ${limit}`;
-        rt.err(`More batches follow: drover batch list${triggerFlag}${limitFlag} --cursor ${next}\n`);
-      }
+      sayNextPage(rt, answer.headers, 'batches', 'drover batch list', {
+        trigger: triggerId,
+        limit: flags.limit === '20' ? undefined : limit,
+      });
     });
 
   group

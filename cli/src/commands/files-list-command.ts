@@ -5,6 +5,7 @@ import { CliError } from '../errors.js';
 import { storageGrantRefusal } from '../files/storage-refusal.js';
 import { filesPath, type StoredFile } from '../files/stored-file.js';
 import { printJson } from '../output/json.js';
+import { sayNextPage } from '../output/next-page.js';
 import { formatTable } from '../output/table.js';
 import { ago } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
@@ -45,12 +46,7 @@ export function configureFilesListCommand(files: Command, rt: Runtime): void {
         .catch((error: unknown) => Promise.reject(storageGrantRefusal(error, 'read')));
       if (flags.json) printJson(rt, answer.body);
       else rt.out(answer.body.length === 0 ? 'No files.\n' : fileTable(answer.body));
-      const next = answer.headers['x-next-cursor'];
-      if (typeof next === 'string' && next !== '') {
-        const bindingFlag = bindingId === undefined ? '' : ` --binding ${bindingId}`;
-        const statusFlag = flags.status === undefined ? '' : ` --status ${flags.status}`;
-        rt.err(`More files follow: drover files list${bindingFlag}${statusFlag} --cursor ${next}\n`);
-      }
+      sayNextPage(rt, answer.headers, 'files', 'drover files list', { binding: bindingId, status: flags.status });
     });
 }
 

@@ -6,6 +6,7 @@ import { CliError, Interrupted } from '../errors.js';
 import { readThroughOutage } from '../http/outage.js';
 import type { Job } from '../jobs/job.js';
 import { jsonLine, printJson } from '../output/json.js';
+import { sayNextPage } from '../output/next-page.js';
 import { formatTable } from '../output/table.js';
 import { rawOutput } from '../output/terminal.js';
 import { ago, elapsed } from '../output/time.js';
@@ -69,22 +70,14 @@ export function configureJobsCommand(program: Command, rt: Runtime): void {
       const answer = await caller.api.call<Job[]>('GET', path, { query: { ...query, cursor: flags.cursor } });
       if (flags.json) printJson(rt, answer.body);
       else rt.out(answer.body.length === 0 ? 'No jobs.\n' : jobTable(answer.body));
-      const next = answer.headers['x-next-cursor'];
-      if (typeof next === 'string' && next !== '') {
-        const flagsAgain: [string, string | undefined][] = [
-          ['status', flags.status],
-          ['source', flags.source],
-          ['trigger', triggerId],
-          ['agent', agentId],
-          ['batch', batchId],
-          ['limit', limit === 20 ? undefined : String(limit)],
-        ];
-        const again = flagsAgain
-          .filter(([, value]) => value !== undefined)
-          .map(([name, value]) => ` --${name} ${value}`)
-          .join('');
-        rt.err(`More jobs follow: drover jobs${again} --cursor ${next}\n`);
-      }
+      sayNextPage(rt, answer.headers, 'jobs', 'drover jobs', {
+        status: flags.status,
+        source: flags.source,
+        trigger: triggerId,
+        agent: agentId,
+        batch: batchId,
+        limit: limit === 20 ? undefined : limit,
+      });
     });
 }
 
