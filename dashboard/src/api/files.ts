@@ -1,6 +1,6 @@
 import { infiniteQueryOptions, queryOptions } from '@tanstack/react-query';
 import type { RequestBody, Schema } from '@drover/shared/api';
-import { api, ApiError, apiPage, apiPath, UNREACHABLE } from './client';
+import { api, ApiError, apiPage, apiPath, UNREACHABLE, type ApiPath } from './client';
 import { FILES_REFRESH_MS } from './refresh';
 
 /**
@@ -19,16 +19,19 @@ type PresignedUpload = Schema<'PresignedUpload'>;
 
 export { FILES_REFRESH_MS } from './refresh';
 
+/** The organization's files list, with its filters and a page's cursor (none: the first page). */
+function filesPath(orgId: string, filters: { bindingId?: string; status?: string }, cursor = ''): ApiPath {
+  const query = new URLSearchParams();
+  if (filters.bindingId) query.set('bindingId', filters.bindingId);
+  if (filters.status) query.set('status', filters.status);
+  if (cursor) query.set('cursor', cursor);
+  return query.toString() ? apiPath`/orgs/${orgId}/files?${query}` : apiPath`/orgs/${orgId}/files`;
+}
+
 export const filesQuery = (orgId: string, filters: { bindingId?: string; status?: string }) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'files', filters],
-    queryFn: () => {
-      const query = new URLSearchParams();
-      if (filters.bindingId) query.set('bindingId', filters.bindingId);
-      if (filters.status) query.set('status', filters.status);
-      const path = query.toString() ? apiPath`/orgs/${orgId}/files?${query}` : apiPath`/orgs/${orgId}/files`;
-      return api<StoredFile[]>('GET', path);
-    },
+    queryFn: () => api<StoredFile[]>('GET', filesPath(orgId, filters)),
     refetchInterval: FILES_REFRESH_MS,
   });
 
@@ -41,13 +44,7 @@ export const filesQuery = (orgId: string, filters: { bindingId?: string; status?
 export const filePagesQuery = (orgId: string, filters: { bindingId?: string; status?: string }) =>
   infiniteQueryOptions({
     queryKey: ['orgs', orgId, 'files', 'pages', filters],
-    queryFn: ({ pageParam }) => {
-      const query = new URLSearchParams();
-      if (filters.bindingId) query.set('bindingId', filters.bindingId);
-      if (filters.status) query.set('status', filters.status);
-      if (pageParam) query.set('cursor', pageParam);
-      return apiPage<StoredFile>(apiPath`/orgs/${orgId}/files?${query}`);
-    },
+    queryFn: ({ pageParam }) => apiPage<StoredFile>(filesPath(orgId, filters, pageParam)),
     initialPageParam: '',
     getNextPageParam: (last) => last.nextCursor ?? undefined,
     refetchInterval: (query) => FILES_REFRESH_MS * Math.max(1, query.state.data?.pages.length ?? 1),

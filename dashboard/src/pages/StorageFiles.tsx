@@ -10,7 +10,6 @@ import { ErrorMessage } from '../components/ErrorMessage';
 import { FileDownload } from '../components/FileDownload';
 import { FileUpload } from '../components/FileUpload';
 import { ShowOlder } from '../components/ShowOlder';
-
 import { Ago } from '../components/Ago';
 
 const CLEANUP_WORDS: Record<StoredFile['cleanupRule'], string> = {
