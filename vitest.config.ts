@@ -38,6 +38,10 @@ export default defineConfig({
     ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
+    // `expect.poll` waits for something a browser or a child process does next: its default of one
+    // second was outlived by a Chromium redrawing a page on a loaded 2-core machine (the Jobs
+    // filters after Back, once in a CI run). A poll that passes returns as soon as it holds.
+    expect: { poll: { timeout: 5_000 } },
     pool: 'forks',
     // Each worker imports the coordinator, the agent and their libraries once, not once per file:
     // with a fresh module graph per file importing took a fifth of a pass (217 of 1,080 s on 2
