@@ -108,6 +108,12 @@ class AgentStream {
   /** Each handed job with the registry's hand count when it was handed (the reconciliation's cut-off). */
   readonly handed = new Map<string, number>();
   readonly waiting: string[] = [];
+  /**
+   * Jobs on their way to the agent, neither handed nor waiting: announced by an event whose turn to
+   * be sent has not come, or being read for their send. A claim's answer and the check at a ping,
+   * which run beside the sends, skip them as they skip handed and waiting ones.
+   */
+  readonly underway = new Set<string>();
   /** A claim of pool jobs is under way for this stream (one at a time), and another was asked meanwhile. */
   claiming = false;
   claimAgain = false;
@@ -351,8 +357,10 @@ export class StreamRegistry {
       stream.buffered.push(jobId);
       return;
     }
+    stream.underway.add(jobId);
     stream.sending = stream.sending.then(async () => {
       if (stream.waiting.length > 0) {
+        stream.underway.delete(jobId);
         stream.waiting.push(jobId);
         await this.handWaiting(stream);
       } else await this.handById(stream, jobId);
@@ -410,7 +418,7 @@ export class StreamRegistry {
       .then((jobIds) => {
         // The check at a ping may have found a job taken meanwhile (its claim committed) already.
         const waiting = new Set(stream.waiting);
-        const taken = jobIds.filter((id) => !stream.handed.has(id) && !waiting.has(id));
+        const taken = jobIds.filter((id) => !stream.handed.has(id) && !waiting.has(id) && !stream.underway.has(id));
         if (taken.length === 0 || stream.state !== 'live') return;
         stream.waiting.push(...taken);
         stream.sending = stream.sending.then(() => this.handWaiting(stream));
@@ -493,7 +501,8 @@ export class StreamRegistry {
     const missed: string[] = [];
     for (const job of open) {
       const old = Date.parse(job.createdAt) < createdBefore;
-      if (job.status === 'pending' && old && !stream.handed.has(job.id) && !waiting.has(job.id)) missed.push(job.id);
+      const held = stream.handed.has(job.id) || waiting.has(job.id) || stream.underway.has(job.id);
+      if (job.status === 'pending' && old && !held) missed.push(job.id);
       if (job.cancelUnconfirmed && old) stream.sendCancel(job.id);
     }
     if (missed.length > 0) {
@@ -514,11 +523,14 @@ export class StreamRegistry {
   }
 
   private async handById(stream: AgentStream, jobId: string): Promise<void> {
+    stream.underway.add(jobId);
     try {
       const job = await this.readJob(jobId);
       if (job && job.agentId === stream.agentId) await this.hand(stream, job);
     } catch (error) {
       this.options.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
+    } finally {
+      stream.underway.delete(jobId);
     }
   }
 

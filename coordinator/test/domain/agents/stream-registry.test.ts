@@ -108,6 +108,8 @@ function setup(
   const openOfAgents = { failing: false };
   /** The pings' updates of lastSeenAt wait for it, when set (a slow database). */
   let touchGate: Promise<void> | undefined;
+  /** The reads of jobs for their send wait for it, when set (a slow database). */
+  let readGate: Promise<void> | undefined;
   const agents = {
     async markConnected(id: string) {
       calls.connected.push(id);
@@ -135,6 +137,7 @@ function setup(
       return summaries.filter((j) => ids.includes(j.agentId));
     },
     async findByIds(ids: readonly string[]) {
+      await readGate;
       return ids.flatMap((id) => jobs.get(id) ?? []);
     },
   } as unknown as JobRepository;
@@ -181,6 +184,17 @@ function setup(
       const gate = Promise.withResolvers<void>();
       touchGate = gate.promise;
       return { release: () => gate.resolve() };
+    },
+    /** Holds the reads of jobs for their send until `release` is called. */
+    holdReads() {
+      const gate = Promise.withResolvers<void>();
+      readGate = gate.promise;
+      return {
+        release: () => {
+          readGate = undefined;
+          gate.resolve();
+        },
+      };
     },
   };
 }
@@ -296,6 +310,62 @@ describe('StreamRegistry between coordinators', () => {
     await tick();
     await tick();
     expect(sink.jobIds()).toEqual(['p1']);
+  });
+
+  it('sends a job taken from a pool once, though its claim answers while the check at a ping is sending it', async () => {
+    const claims: PromiseWithResolvers<string[]>[] = [];
+    const s = setup({
+      shared: true,
+      pingMs: 1_000,
+      pools: {
+        claim: () => {
+          claims.push(Promise.withResolvers<string[]>());
+          return claims.at(-1)!.promise;
+        },
+        waitingOrgs: async () => [],
+        release: async () => [],
+      },
+    });
+    cleanup = () => s.registry.close();
+    s.openJobs([]);
+    const sink = new FakeSink();
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 2);
+    // The claim took p1; the ping's check finds it first, and is reading it for its send (a slow
+    // database) when the claim's answer comes back.
+    s.jobs.set('p1', job('p1'));
+    s.summaries.push(summary('p1'));
+    const reads = s.holdReads();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    claims[0]!.resolve(['p1']);
+    await tick();
+    reads.release();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(sink.jobIds()).toEqual(['p1']);
+  });
+
+  it('sends a job once when the check at a ping finds it while its event waits for its turn', async () => {
+    const s = setup({ shared: true, pingMs: 1_000 });
+    cleanup = () => s.registry.close();
+    s.jobs.set('j1', job('j1'));
+    s.openJobs([job('j1')]);
+    const sink = new FakeSink();
+    await s.registry.connect({ id: 'a1', orgId: 'o1' }, sink, 4);
+    // While j0's send is held (a slow database), the ping's check reads j2 (created long ago, its
+    // event late), and j2's event arrives before the check's turn comes.
+    const reads = s.holdReads();
+    s.jobs.set('j0', job('j0'));
+    s.relay.deliver({ type: 'job_created', agentId: 'a1', jobId: 'j0' });
+    await tick();
+    s.jobs.set('j2', job('j2'));
+    s.summaries.push(summary('j1', 'queued'), summary('j2'));
+    await vi.advanceTimersByTimeAsync(1_000);
+    await tick();
+    s.relay.deliver({ type: 'job_created', agentId: 'a1', jobId: 'j2' });
+    await tick();
+    reads.release();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(sink.jobIds()).toEqual(['j1', 'j0', 'j2']);
   });
 
   it('asks a stream with room for pool jobs when a job of its organization waits in a pool, or at a ping while some wait', async () => {
