@@ -126,6 +126,21 @@ describe('drover agents --selector and drover agent label, before and without th
       );
     }
     expect(api.calls).toEqual([]);
+    // So do the list's other narrowings and pages.
+    for (const [flag, value] of [
+      ['--status', 'connected'],
+      ['--name', 'gw'],
+      ['--limit', '10'],
+      ['--cursor', '7'],
+    ]) {
+      const rt = testRuntime({ env });
+      expect(await runCli(['agents', flag!, value!], rt)).toBe(2);
+      expect(rt.stderr()).toBe(
+        `drover: ${flag} needs a session, as the agents an API token lists (GET /v1/agents) come unfiltered and in one answer: ` +
+          'sign in with `drover login` and leave out the API token (--token, DROVER_TOKEN)\n',
+      );
+    }
+    expect(api.calls).toEqual([]);
 
     // Without --selector the token lists its agents as before.
     const listed = testRuntime({ env });

@@ -525,6 +525,39 @@ describe('drover agents --selector and drover agent label', () => {
     });
   });
 
+  it('pages the agents with --limit, narrowed by --status and --name, saying the command for the next page', async () => {
+    const selector = 'role in (gateway,kiosk)';
+    const ids = (stdout: string) => (JSON.parse(stdout) as { id: string }[]).map((a) => a.id);
+    const first = await inAcme(['agents', '--selector', selector, '--limit', '1', '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(ids(first.stdout)).toEqual([kiosk]);
+    // The selector quoted for a shell, as the command is to be pasted.
+    const next =
+      /^More agents follow: drover agents --selector 'role in \(gateway,kiosk\)' --limit 1 --cursor (\d+)\n$/.exec(
+        first.stderr,
+      );
+    expect(next, first.stderr).not.toBeNull();
+    const second = await inAcme(['agents', '--selector', selector, '--limit', '1', '--cursor', next![1]!, '--json']);
+    expect(second).toMatchObject({ code: 0, stderr: '' });
+    expect(ids(second.stdout)).toEqual([gateway]);
+    expect(ids((await inAcme(['agents', '--name', 'GW-berlin', '--status', 'pending', '--json'])).stdout)).toEqual([
+      gateway,
+    ]);
+    expect(await inAcme(['agents', '--name', 'gw', '--status', 'connected'])).toEqual({
+      code: 0,
+      stdout: 'No agent matches.\n',
+      stderr: '',
+    });
+    expect(await inAcme(['agents', '--status', 'online'])).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'drover: --status: expected one of pending, connected, disconnected, revoked, got `online`\n',
+    });
+    expect((await inAcme(['agents', '--limit', '501'])).stderr).toBe(
+      'drover: --limit: expected an integer from 1 to 500, got `501`\n',
+    );
+  });
+
   it("prints the coordinator's refusal of a bad selector with a caret under the position, and exits 2", async () => {
     expect(await inAcme(['agents', '--selector', 'site in berlin'])).toEqual({
       code: 2,

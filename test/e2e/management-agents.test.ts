@@ -206,4 +206,34 @@ describe('agent management', () => {
   it('answers 404 for a revoke of an unknown agent', async () => {
     expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${UNKNOWN_ID}`)).status).toBe(404);
   });
+
+  it('pages the list with limit and cursor, says how many match, and filters by status and text', async () => {
+    const third = await enrollTestAgent(t.owner, t.orgId, { hostname: 'Lab-Third' });
+    const list = (query: string) => member.get<{ id: string }[]>(`/orgs/${t.orgId}/agents?${query}`);
+    const ids = (res: { body: { id: string }[] }) => res.body.map((a) => a.id);
+    const one = await list('limit=2');
+    expect(ids(one)).toEqual([third.agentId, second.agentId]);
+    expect(one.headers.get('x-total-count')).toBe('3');
+    const cursor = one.headers.get('x-next-cursor')!;
+    const two = await list(`limit=2&cursor=${cursor}`);
+    expect(ids(two)).toEqual([first.agentId]);
+    expect(two.headers.get('x-next-cursor')).toBeNull();
+    expect(two.headers.get('x-total-count')).toBe('3');
+    // Without a limit, every agent that matches: in any case, of the name or the hostname.
+    expect(ids(await list('q=LAB-t'))).toEqual([third.agentId]);
+    // (The second was revoked above.)
+    expect(ids(await list('status=pending&q=edge'))).toEqual([first.agentId]);
+    const none = await list('status=connected');
+    expect(none.body).toEqual([]);
+    expect(none.headers.get('x-total-count')).toBe('0');
+    for (const query of ['limit=0', 'limit=501', 'cursor=abc', 'cursor=0', 'status=online', 'q=']) {
+      const bad = await list(query);
+      expect(bad.status, query).toBe(422);
+      expect((bad.body as unknown as { details: { path: string }[] }).details[0]!.path, query).toMatch(
+        /^querystring\./,
+      );
+    }
+    expect((await t.owner.delete(`/orgs/${t.orgId}/agents/${third.agentId}`)).status).toBe(200);
+    expect(ids(await list('status=revoked'))).toEqual([third.agentId, second.agentId]);
+  });
 });

@@ -4,7 +4,8 @@ import type { Runtime } from '../runtime.js';
 /**
  * When a list's answer has a next page (its `x-next-cursor` header), says on standard error the
  * command that reads it: `command` with the `flags` given (those not undefined, in order) and
- * `--cursor`. Standard output keeps the list alone.
+ * `--cursor`, each value quoted for a POSIX shell where it needs it. Standard output keeps the
+ * list alone.
  */
 export function sayNextPage(
   rt: Runtime,
@@ -17,7 +18,12 @@ export function sayNextPage(
   if (typeof next !== 'string' || next === '') return;
   const again = Object.entries(flags)
     .filter(([, value]) => value !== undefined)
-    .map(([name, value]) => ` --${name} ${value}`)
+    .map(([name, value]) => ` --${name} ${shellWord(String(value))}`)
     .join('');
   rt.err(`More ${what} follow: ${command}${again} --cursor ${next}\n`);
+}
+
+/** A value as one word of a POSIX shell command: as it is when plain, else single-quoted. */
+export function shellWord(value: string): string {
+  return /^[A-Za-z0-9_./:=,@%+-]+$/.test(value) ? value : `'${value.replaceAll("'", `'\\''`)}'`;
 }

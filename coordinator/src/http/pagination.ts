@@ -9,6 +9,9 @@ import { describeValue, invalid } from '../errors.js';
  */
 export const NEXT_CURSOR_HEADER = 'x-next-cursor';
 
+/** How many items match a list's filters, on every page (the agents list). */
+export const TOTAL_COUNT_HEADER = 'x-total-count';
+
 /** The `cursor` query parameter's schema. */
 export const cursorQueryProperty = {
   type: 'string',

@@ -998,7 +998,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List the agents of an organization, most recently registered first; those a label selector matches */
+    /** List the agents of an organization, most recently registered first: those a label selector, a status and a text match; in pages with `limit` */
     get: operations['listAgents'];
     put?: never;
     post?: never;
@@ -7657,6 +7657,14 @@ export interface operations {
       query?: {
         /** @description A label selector (docs/fleets.md): only the agents whose labels it matches */
         selector?: string;
+        /** @description Only the agents with this status */
+        status?: 'connected' | 'disconnected' | 'pending' | 'revoked';
+        /** @description Only the agents whose name or hostname holds this text, in any case */
+        q?: string;
+        /** @description At most this many agents, the next page's cursor in x-next-cursor when more match; without it, every agent that matches */
+        limit?: number;
+        /** @description the x-next-cursor of the previous page */
+        cursor?: string;
       };
       header?: never;
       path: {
@@ -7669,6 +7677,10 @@ export interface operations {
       /** @description Default Response */
       200: {
         headers: {
+          /** @description present when more agents follow */
+          'x-next-cursor'?: string;
+          /** @description how many agents match, on every page */
+          'x-total-count'?: string;
           [name: string]: unknown;
         };
         content: {

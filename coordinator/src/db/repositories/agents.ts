@@ -26,6 +26,7 @@ interface AgentRow {
   queue_capacity: number | null;
   workflows_digest: string | null;
   labels_digest: string | null;
+  seq: number;
 }
 
 const toAgent = (r: AgentRow): Agent => {
@@ -47,6 +48,7 @@ const toAgent = (r: AgentRow): Agent => {
     reportedLabels,
     operatorLabels,
     publicKey: r.public_key,
+    seq: Number(r.seq),
     reportDigests: { workflows: r.workflows_digest, labels: r.labels_digest },
   };
 };

@@ -22,6 +22,8 @@ export interface Agent {
   operatorLabels: Record<string, string>;
   /** Internal: never returned by any route. */
   publicKey: string;
+  /** Internal: its registration number, increasing (the agents list's order and its pages' cursor). */
+  seq: number;
   /**
    * Internal: the SHA-256 (hex) of the body of the agent's last accepted workflows and labels
    * reports, which a reconnecting agent may claim instead of reporting again (docs/agent-protocol.md §6.1).

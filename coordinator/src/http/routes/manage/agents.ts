@@ -1,27 +1,56 @@
 import type { FastifyInstance } from 'fastify';
-import { selectAgents, selectorFrom, setOperatorLabels } from '../../../domain/agents/agent-labels.js';
+import { selectorFrom, setOperatorLabels } from '../../../domain/agents/agent-labels.js';
+import { listAgents } from '../../../domain/agents/agent-list.js';
+import { AGENT_STATUSES, type AgentStatus } from '../../../domain/model/agents.js';
 import { cleanName, MAX_NAME_LENGTH } from '../../../domain/names.js';
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
 import { AgentSchema, labelsSchema, noQuery } from '../../schemas/management.js';
-import { listOf } from '../../schemas/examples.js';
+import {
+  cursorQueryProperty,
+  NEXT_CURSOR_HEADER,
+  pageResponse,
+  parseCursor,
+  TOTAL_COUNT_HEADER,
+} from '../../pagination.js';
 
 const agentParams = idParams('orgId', 'agentId');
 type AgentParams = { orgId: string; agentId: string };
+
+/** The most agents one page of the list holds. */
+export const AGENTS_MAX_LIMIT = 500;
+
+const pagedAgents = pageResponse(AgentSchema, 'agents');
+const agentPage = {
+  ...pagedAgents,
+  headers: {
+    ...pagedAgents.headers,
+    [TOTAL_COUNT_HEADER]: { type: 'string', description: 'how many agents match, on every page' },
+  },
+} as const;
+
+interface AgentListQuery {
+  selector?: string;
+  status?: AgentStatus;
+  q?: string;
+  limit?: number;
+  cursor?: string;
+}
 
 /**
  * Agents of an organization: members list (by label selector too), read, rename and label them;
  * revoking (DELETE) is for owners. Responses carry the agent view only (AgentSchema drops publicKey).
  */
 export async function agentManagementRoutes(app: FastifyInstance): Promise<void> {
-  app.get<{ Params: { orgId: string }; Querystring: { selector?: string } }>(
+  app.get<{ Params: { orgId: string }; Querystring: AgentListQuery }>(
     '/orgs/:orgId/agents',
     {
       schema: {
         operationId: 'listAgents',
-        summary: 'List the agents of an organization, most recently registered first; those a label selector matches',
+        summary:
+          'List the agents of an organization, most recently registered first: those a label selector, a status and a text match; in pages with `limit`',
         tags: ['dashboard'],
         params: orgParams,
         querystring: {
@@ -33,17 +62,42 @@ export async function agentManagementRoutes(app: FastifyInstance): Promise<void>
               description: 'A label selector (docs/fleets.md): only the agents whose labels it matches',
               examples: ['site in (berlin,munich),role=gateway'],
             },
+            status: { type: 'string', enum: AGENT_STATUSES, description: 'Only the agents with this status' },
+            q: {
+              type: 'string',
+              minLength: 1,
+              maxLength: MAX_NAME_LENGTH,
+              description: 'Only the agents whose name or hostname holds this text, in any case',
+              examples: ['lab'],
+            },
+            limit: {
+              type: 'integer',
+              minimum: 1,
+              maximum: AGENTS_MAX_LIMIT,
+              description: `At most this many agents, the next page's cursor in ${NEXT_CURSOR_HEADER} when more match; without it, every agent that matches`,
+            },
+            cursor: cursorQueryProperty,
           },
         },
-        response: { 200: listOf(AgentSchema), ...errorResponses(401, 404, 422) },
+        response: {
+          200: agentPage,
+          ...errorResponses(401, 404, 422),
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      const { selector } = request.query;
-      const requirements = selector === undefined ? null : selectorFrom(selector, 'querystring.selector');
-      const agents = await app.ctx.repos.agents.listByOrg(orgId);
-      return requirements ? selectAgents(agents, requirements) : agents;
+      const { selector, status, q, limit, cursor } = request.query;
+      const page = await listAgents(app.ctx.repos.agents, orgId, {
+        ...(selector === undefined ? {} : { selector: selectorFrom(selector, 'querystring.selector') }),
+        ...(status === undefined ? {} : { status }),
+        ...(q === undefined ? {} : { text: q }),
+        ...(cursor === undefined ? {} : { before: parseCursor(cursor) }),
+        ...(limit === undefined ? {} : { limit }),
+      });
+      void reply.header(TOTAL_COUNT_HEADER, String(page.matching));
+      if (page.next !== null) void reply.header(NEXT_CURSOR_HEADER, String(page.next));
+      return page.agents;
     },
   );
 
