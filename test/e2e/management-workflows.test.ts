@@ -144,4 +144,34 @@ describe('workflow management', () => {
       ).toBe(404);
     }
   });
+
+  it("lists only some agents' workflows, of this organization, with agentId once for each", async () => {
+    const other = await enrollTestAgent(t.owner, t.orgId);
+    expect((await other.putWorkflows([workflow('alpha')])).status).toBe(200);
+    const second = await t.owner.post<{ id: string }>('/orgs', { body: { name: 'elsewhere' } });
+    expect(second.status, second.text).toBe(201);
+    const names = async (query: string) => {
+      const res = await member.get<{ name: string; agentId: string }[]>(`/orgs/${t.orgId}/workflows?${query}`);
+      expect(res.status, res.text).toBe(200);
+      return res.body.map((w) => `${w.name}@${w.agentId === agent.agentId ? 'agent' : 'other'}`);
+    };
+    expect(await names('')).toEqual(['alpha@other', 'build@agent', 'deploy@agent']);
+    // In any case, as in a path.
+    expect(await names(`agentId=${agent.agentId.toUpperCase()}`)).toEqual(['build@agent', 'deploy@agent']);
+    expect(await names(`agentId=${other.agentId}&agentId=${agent.agentId}`)).toEqual([
+      'alpha@other',
+      'build@agent',
+      'deploy@agent',
+    ]);
+    // An agent of another organization lists nothing here.
+    const stranger = await enrollTestAgent(t.owner, second.body.id);
+    expect((await stranger.putWorkflows([workflow('beta')])).status).toBe(200);
+    expect(await names(`agentId=${stranger.agentId}&agentId=${UNKNOWN_ID}`)).toEqual([]);
+    const many = Array.from({ length: 201 }, () => `agentId=${UNKNOWN_ID}`).join('&');
+    for (const query of ['agentId=nope', many]) {
+      const bad = await member.get(`/orgs/${t.orgId}/workflows?${query}`);
+      expect(bad.status).toBe(422);
+      expect(bad.body.details[0].path).toMatch(/^querystring\.agentId/);
+    }
+  });
 });

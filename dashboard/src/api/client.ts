@@ -94,12 +94,15 @@ export async function api<T>(method: string, path: ApiPath, options: CallOptions
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
+  /** How many items match on every page (the `x-total-count` header), where the list says it. */
+  total: number | null;
 }
 
 /** A GET of one page of a paged list (docs/management.md: `x-next-cursor`, `cursor`). */
 export async function apiPage<T>(path: ApiPath): Promise<Page<T>> {
   const { body, headers } = await call('GET', path, {});
-  return { items: body as T[], nextCursor: headers.get('x-next-cursor') };
+  const total = headers.get('x-total-count');
+  return { items: body as T[], nextCursor: headers.get('x-next-cursor'), total: total === null ? null : Number(total) };
 }
 
 async function call(method: string, path: ApiPath, options: CallOptions): Promise<{ body: unknown; headers: Headers }> {

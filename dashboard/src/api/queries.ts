@@ -1,7 +1,7 @@
 import { queryOptions } from '@tanstack/react-query';
 import { api, apiPath } from './client';
 import type { Agent, Org, Session, SignInMethods, Workflow } from './types';
-import { LIVE_REFRESH_MS } from './refresh';
+import { AGENT_DIRECTORY_REFRESH_MS, LIVE_REFRESH_MS } from './refresh';
 
 export { LIVE_REFRESH_MS } from './refresh';
 
@@ -24,11 +24,15 @@ export const orgsQuery = queryOptions({
   queryFn: () => api<Org[]>('GET', apiPath`/orgs`),
 });
 
+/**
+ * Every agent of the organization, as the pages that name them, offer them as choices or match
+ * selectors against them read it (the Agents page reads pages of them: agent-pages.ts).
+ */
 export const agentsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'agents'],
     queryFn: () => api<Agent[]>('GET', apiPath`/orgs/${orgId}/agents`),
-    refetchInterval: LIVE_REFRESH_MS,
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
   });
 
 /** One agent (`GET /orgs/:orgId/agents/:agentId`), under the list's key: a change to the list reaches it. */

@@ -16,6 +16,14 @@ export const FILES_REFRESH_MS = 5_000;
 /** Agent status and last-seen move on their own: lists of agents refresh this often. */
 export const LIVE_REFRESH_MS = 5_000;
 
+/**
+ * How often the pages that name agents, choose among them or match selectors against them (jobs,
+ * triggers, tokens, devices) read every agent of the organization again while on screen: names,
+ * labels and revocations change by someone's hand (one made in this dashboard refreshes them at
+ * once), and every agent of a fleet of thousands is megabytes. Opening a page reads them anew.
+ */
+export const AGENT_DIRECTORY_REFRESH_MS = 60_000;
+
 /** How often the list of jobs refreshes while it is on screen. */
 export const JOBS_REFRESH_MS = 3_000;
 /** How often a running job's new log lines are asked for. */

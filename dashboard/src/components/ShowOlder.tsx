@@ -5,12 +5,15 @@ interface OlderPages {
   fetchNextPage(): Promise<unknown>;
 }
 
-/** "Show older jobs" under a list paged by cursor: loads the next page, says so while it loads. */
-export function ShowOlder({ pages, what }: { pages: OlderPages; what: string }) {
+/**
+ * "Show older jobs" (or the `label` given) under a list paged by cursor: loads the next page, says
+ * so while it loads.
+ */
+export function ShowOlder({ pages, what, label }: { pages: OlderPages; what: string; label?: string }) {
   if (!pages.hasNextPage) return null;
   return (
     <button type="button" onClick={() => void pages.fetchNextPage()} disabled={pages.isFetchingNextPage}>
-      {pages.isFetchingNextPage ? 'Loading…' : `Show older ${what}`}
+      {pages.isFetchingNextPage ? 'Loading…' : (label ?? `Show older ${what}`)}
     </button>
   );
 }

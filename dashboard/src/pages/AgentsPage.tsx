@@ -1,10 +1,10 @@
-import { useQuery, useQueryClient } from '@tanstack/react-query';
+import { keepPreviousData, useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
-import { matchesSelector } from '@drover/shared/labels';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { api, apiPath } from '../api/client';
-import { agentsQuery, workflowsQuery } from '../api/queries';
+import { AGENT_PAGE, agentCountQuery, agentPagesQuery, type AgentFilters } from '../api/agent-pages';
+import { agentsQuery } from '../api/queries';
 import type { Agent, Workflow, WorkflowParam } from '../api/types';
 import { EnrollAgent } from '../components/EnrollAgent';
 import { Confirm, useReturnFocus } from '../components/Confirm';
@@ -18,38 +18,48 @@ import { allows, useOrg } from './use-org';
 import { useSearchText } from './use-search-text';
 import { counted } from '@drover/shared/counted';
 import { Ago } from '../components/Ago';
+import { ShowOlder } from '../components/ShowOlder';
 
 /**
  * The organization's agents with their live status, labels and workflows, filtered by a label
- * selector and a status kept in the address (`?selector=`, `?status=`); enroll, rename, revoke.
+ * selector, a status and a name kept in the address (`?selector=`, `?status=`, `?q=`), and read
+ * by the coordinator a page of 100 at a time (a fleet of thousands is neither sent nor drawn whole
+ * every few seconds); enroll, rename, revoke.
  */
 export function AgentsPage() {
   const { orgId, org, loaded } = useOrg();
-  const agents = useQuery(agentsQuery(orgId));
-  const workflows = useQuery(workflowsQuery(orgId));
   const [selector, setSelector] = useSearchText('selector');
   const [statusText, setStatus] = useSearchText('status');
+  const [name, setName] = useSearchText('q');
   // A status the page does not know (an old link, a typo) filters nothing, as its "any" says.
   const status = (AGENT_STATUSES as string[]).includes(statusText) ? statusText : '';
   const parsed = parseSelectorText(selector);
   // While what is typed does not parse, the list stays as the last selector that did filtered it.
   const [lastValid, setLastValid] = useState(parsed.requirements ? selector : '');
   if (parsed.requirements && lastValid !== selector) setLastValid(selector);
+  const filters: AgentFilters = {};
+  if (lastValid.trim() !== '') filters.selector = lastValid.trim();
+  if (status !== '') filters.status = status;
+  if (name.trim() !== '') filters.q = name.trim();
+  // The list as it was stays on screen while the next filter's first page is read.
+  const agents = useInfiniteQuery({ ...agentPagesQuery(orgId, filters), placeholderData: keepPreviousData });
+  const filtering = Object.keys(filters).length > 0 || selector.trim() !== '';
+  const everyAgent = useQuery({ ...agentCountQuery(orgId), enabled: filtering });
   if (loaded && !org) return <NotFoundPage />;
-  const requirements = parsed.requirements ?? parseSelectorText(lastValid).requirements ?? [];
   const byAgent = new Map<string, Workflow[]>();
-  for (const w of workflows.data ?? []) byAgent.set(w.agentId, [...(byAgent.get(w.agentId) ?? []), w]);
-  const all = agents.data ?? [];
-  const shown = all.filter(
-    (agent) => matchesSelector(requirements, agent.labels) && (status === '' || agent.status === status),
-  );
-  const filtering = selector.trim() !== '' || status !== '';
+  for (const w of agents.data?.pages.flatMap((p) => p.workflows) ?? []) {
+    byAgent.set(w.agentId, [...(byAgent.get(w.agentId) ?? []), w]);
+  }
+  const shown = agents.data?.pages.flatMap((p) => p.items) ?? [];
+  const matching = agents.data?.pages[0]?.total ?? shown.length;
+  const total = filtering ? everyAgent.data : matching;
+  const none = agents.data !== undefined && !filtering && matching === 0;
   return (
     <section aria-labelledby="agents-heading">
       <h1 id="agents-heading">Agents</h1>
-      <ErrorMessage error={agents.error ?? workflows.error} />
-      {agents.data && agents.data.length === 0 && !filtering && <p>No agent has enrolled in this organization yet.</p>}
-      {agents.data && (agents.data.length > 0 || filtering) && (
+      <ErrorMessage error={agents.error} />
+      {none && <p>No agent has enrolled in this organization yet.</p>}
+      {agents.data && !none && (
         <>
           <div role="search" aria-label="Filter the agents" className="selector-filter">
             <label className="status-filter">
@@ -63,6 +73,16 @@ export function AgentsPage() {
                 ))}
               </select>
             </label>
+            <label className="name-filter">
+              Name
+              <input
+                type="search"
+                value={name}
+                maxLength={255}
+                onChange={(e) => setName(e.target.value)}
+                placeholder="name or hostname"
+              />
+            </label>
             <SelectorInput
               id="agents-selector"
               label="Selector"
@@ -71,15 +91,15 @@ export function AgentsPage() {
               parsed={parsed}
             />
             <p role="status" className="match-count">
-              {!filtering
-                ? `${counted(all.length, 'agent')}.`
-                : parsed.error
-                  ? `${shown.length} of ${counted(all.length, 'agent')} match the last selector that parsed.`
-                  : `${shown.length} of ${counted(all.length, 'agent')} match.`}
+              {matchWords(filtering, matching, total, parsed.error !== null)}
             </p>
           </div>
           {shown.length === 0 && filtering && (
-            <p>{selector.trim() === '' ? 'No agent has this status.' : 'No agent matches these filters.'}</p>
+            <p>
+              {selector.trim() === '' && name.trim() === ''
+                ? 'No agent has this status.'
+                : 'No agent matches these filters.'}
+            </p>
           )}
         </>
       )}
@@ -116,9 +136,20 @@ export function AgentsPage() {
         </div>
       )}
       {!agents.data && !agents.error && <p className="loading">Loading…</p>}
+      <ShowOlder pages={agents} what="agents" label={`Show the next ${AGENT_PAGE} agents`} />
       {allows(org, 'agents.enroll') && <EnrollAgent orgId={orgId} />}
     </section>
   );
+}
+
+/** "240 agents.", "12 of 4,812 agents match.", and so on. */
+function matchWords(filtering: boolean, matching: number, total: number | undefined, halfTyped: boolean): string {
+  if (!filtering) return `${counted(matching, 'agent')}.`;
+  const of =
+    total === undefined
+      ? counted(matching, 'agent')
+      : `${matching.toLocaleString('en-US')} of ${counted(total, 'agent')}`;
+  return halfTyped ? `${of} match the last selector that parsed.` : `${of} match.`;
 }
 
 interface AgentRights {

@@ -1034,7 +1034,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** List the active workflows of an organization with their limits, ascending by name */
+    /** List the active workflows of an organization with their limits, ascending by name; those of some agents */
     get: operations['listWorkflows'];
     put?: never;
     post?: never;
@@ -7923,7 +7923,10 @@ export interface operations {
   };
   listWorkflows: {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description Only the workflows of these agents (the parameter once for each, up to 200: a page of the agents list) */
+        agentId?: string[];
+      };
       header?: never;
       path: {
         orgId: string;

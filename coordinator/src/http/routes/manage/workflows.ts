@@ -8,12 +8,14 @@ import {
 import { notFound } from '../../../errors.js';
 import { isoNow } from '../../../util/clock.js';
 import { requireOrgRole } from '../../auth/session.js';
-import { errorResponses, idParams, orgParams } from '../../schemas/common.js';
+import { errorResponses, idParams, orgParams, uuid } from '../../schemas/common.js';
 import { ManagedWorkflowSchema, noQuery } from '../../schemas/management.js';
 import { listOf } from '../../schemas/examples.js';
 
 const workflowParams = idParams('orgId', 'workflowId');
 type WorkflowParams = { orgId: string; workflowId: string };
+/** The most agents one read of the workflows list names: 200 ids fit in a request line of 9 KB. */
+const MAX_WORKFLOW_AGENTS = 200;
 const limit = {
   type: ['integer', 'null'],
   minimum: 1,
@@ -40,21 +42,40 @@ export function toManagedWorkflow(w: Workflow) {
 
 /** Workflows of an organization: members read them; owners set their rate limits (a policy). */
 export async function workflowManagementRoutes(app: FastifyInstance): Promise<void> {
-  app.get<{ Params: { orgId: string } }>(
+  app.get<{ Params: { orgId: string }; Querystring: { agentId?: string[] } }>(
     '/orgs/:orgId/workflows',
     {
       schema: {
         operationId: 'listWorkflows',
-        summary: 'List the active workflows of an organization with their limits, ascending by name',
+        summary:
+          'List the active workflows of an organization with their limits, ascending by name; those of some agents',
         tags: ['dashboard'],
         params: orgParams,
-        querystring: noQuery,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            agentId: {
+              type: 'array',
+              items: uuid,
+              minItems: 1,
+              maxItems: MAX_WORKFLOW_AGENTS,
+              description: `Only the workflows of these agents (the parameter once for each, up to ${MAX_WORKFLOW_AGENTS}: a page of the agents list)`,
+            },
+          },
+        },
         response: { 200: listOf(ManagedWorkflowSchema), ...errorResponses(401, 404, 422) },
       },
     },
     async (request) => {
       const { orgId } = await requireOrgRole(request, request.params.orgId);
-      return (await app.ctx.repos.workflows.listByOrg(orgId)).map(toManagedWorkflow);
+      const { workflows } = app.ctx.repos;
+      const agentIds = request.query.agentId?.map((id) => id.toLowerCase());
+      const list =
+        agentIds === undefined
+          ? await workflows.listByOrg(orgId)
+          : (await workflows.listActiveByAgents(agentIds)).filter((w) => w.orgId === orgId);
+      return list.map(toManagedWorkflow);
     },
   );
 
