@@ -47,7 +47,8 @@ export const agentPagesQuery = (orgId: string, filters: AgentFilters) =>
 /** How many agents the organization has (one agent read, the count in its header). */
 export const agentCountQuery = (orgId: string) =>
   queryOptions({
-    queryKey: ['orgs', orgId, 'agents', 'count'],
+    // Not `['orgs', orgId, 'agents', 'count']`: that is the key of an agent of id `count`.
+    queryKey: ['orgs', orgId, 'agents', { count: true }],
     queryFn: async () => (await apiPage<Agent>(apiPath`/orgs/${orgId}/agents?limit=1`)).total ?? 0,
     refetchInterval: LIVE_REFRESH_MS,
   });

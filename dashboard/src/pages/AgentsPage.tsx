@@ -1,4 +1,4 @@
-import { keepPreviousData, useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useMutation } from '../lib/mutation';
 import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
@@ -41,8 +41,12 @@ export function AgentsPage() {
   if (lastValid.trim() !== '') filters.selector = lastValid.trim();
   if (status !== '') filters.status = status;
   if (name.trim() !== '') filters.q = name.trim();
-  // The list as it was stays on screen while the next filter's first page is read.
-  const agents = useInfiniteQuery({ ...agentPagesQuery(orgId, filters), placeholderData: keepPreviousData });
+  // The list as it was stays on screen while the next filter's first page is read (not another
+  // organization's: its agents' actions would go to this one).
+  const agents = useInfiniteQuery({
+    ...agentPagesQuery(orgId, filters),
+    placeholderData: (previous, query) => (query?.queryKey[1] === orgId ? previous : undefined),
+  });
   const filtering = Object.keys(filters).length > 0 || selector.trim() !== '';
   const everyAgent = useQuery({ ...agentCountQuery(orgId), enabled: filtering });
   if (loaded && !org) return <NotFoundPage />;
@@ -91,7 +95,7 @@ export function AgentsPage() {
               parsed={parsed}
             />
             <p role="status" className="match-count">
-              {matchWords(filtering, matching, total, parsed.error !== null)}
+              {agents.isPlaceholderData ? 'Counting…' : matchWords(filtering, matching, total, parsed.error !== null)}
             </p>
           </div>
           {shown.length === 0 && filtering && (
@@ -142,14 +146,17 @@ export function AgentsPage() {
   );
 }
 
-/** "240 agents.", "12 of 4,812 agents match.", and so on. */
+/**
+ * "240 agents.", "12 of 4,812 agents match.", and so on (the list shown is the filters' own: while
+ * the previous filters' stays on screen, the count says it is counting).
+ */
 function matchWords(filtering: boolean, matching: number, total: number | undefined, halfTyped: boolean): string {
   if (!filtering) return `${counted(matching, 'agent')}.`;
   const of =
     total === undefined
-      ? counted(matching, 'agent')
-      : `${matching.toLocaleString('en-US')} of ${counted(total, 'agent')}`;
-  return halfTyped ? `${of} match the last selector that parsed.` : `${of} match.`;
+      ? `${counted(matching, 'agent')} ${matching === 1 ? 'matches' : 'match'}`
+      : `${matching.toLocaleString('en-US')} of ${counted(total, 'agent')} match`;
+  return halfTyped ? `${of} the last selector that parsed.` : `${of}.`;
 }
 
 interface AgentRights {

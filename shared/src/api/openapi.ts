@@ -7679,7 +7679,7 @@ export interface operations {
         headers: {
           /** @description present when more agents follow */
           'x-next-cursor'?: string;
-          /** @description how many agents match, on every page */
+          /** @description how many agents match the filters, on every page (a whole number) */
           'x-total-count'?: string;
           [name: string]: unknown;
         };

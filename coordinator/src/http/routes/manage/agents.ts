@@ -27,7 +27,11 @@ const agentPage = {
   ...pagedAgents,
   headers: {
     ...pagedAgents.headers,
-    [TOTAL_COUNT_HEADER]: { type: 'string', description: 'how many agents match, on every page' },
+    [TOTAL_COUNT_HEADER]: {
+      type: 'string',
+      pattern: '^[0-9]+$',
+      description: 'how many agents match the filters, on every page (a whole number)',
+    },
   },
 } as const;
 
