@@ -111,9 +111,27 @@ class AgentStream {
   /**
    * Jobs on their way to the agent, neither handed nor waiting: announced by an event whose turn to
    * be sent has not come, or being read for their send. A claim's answer and the check at a ping,
-   * which run beside the sends, skip them as they skip handed and waiting ones.
+   * which run beside the sends, skip them as they skip handed and waiting ones. Each is counted (an
+   * event and the read it leads to, or two events of one job), and is on its way until the last
+   * of them is done.
    */
-  readonly underway = new Set<string>();
+  private readonly underway = new Map<string, number>();
+
+  /** Counts the job as on its way once more. */
+  setOff(jobId: string): void {
+    this.underway.set(jobId, (this.underway.get(jobId) ?? 0) + 1);
+  }
+
+  /** Undoes one `setOff` of the job. */
+  arrived(jobId: string): void {
+    const left = (this.underway.get(jobId) ?? 1) - 1;
+    if (left > 0) this.underway.set(jobId, left);
+    else this.underway.delete(jobId);
+  }
+
+  isUnderway(jobId: string): boolean {
+    return this.underway.has(jobId);
+  }
   /** A claim of pool jobs is under way for this stream (one at a time), and another was asked meanwhile. */
   claiming = false;
   claimAgain = false;
@@ -357,13 +375,16 @@ export class StreamRegistry {
       stream.buffered.push(jobId);
       return;
     }
-    stream.underway.add(jobId);
+    stream.setOff(jobId);
     stream.sending = stream.sending.then(async () => {
       if (stream.waiting.length > 0) {
-        stream.underway.delete(jobId);
         stream.waiting.push(jobId);
+        stream.arrived(jobId);
         await this.handWaiting(stream);
-      } else await this.handById(stream, jobId);
+      } else {
+        await this.handById(stream, jobId);
+        stream.arrived(jobId);
+      }
     });
   }
 
@@ -418,7 +439,7 @@ export class StreamRegistry {
       .then((jobIds) => {
         // The check at a ping may have found a job taken meanwhile (its claim committed) already.
         const waiting = new Set(stream.waiting);
-        const taken = jobIds.filter((id) => !stream.handed.has(id) && !waiting.has(id) && !stream.underway.has(id));
+        const taken = jobIds.filter((id) => !stream.handed.has(id) && !waiting.has(id) && !stream.isUnderway(id));
         if (taken.length === 0 || stream.state !== 'live') return;
         stream.waiting.push(...taken);
         stream.sending = stream.sending.then(() => this.handWaiting(stream));
@@ -501,7 +522,7 @@ export class StreamRegistry {
     const missed: string[] = [];
     for (const job of open) {
       const old = Date.parse(job.createdAt) < createdBefore;
-      const held = stream.handed.has(job.id) || waiting.has(job.id) || stream.underway.has(job.id);
+      const held = stream.handed.has(job.id) || waiting.has(job.id) || stream.isUnderway(job.id);
       if (job.status === 'pending' && old && !held) missed.push(job.id);
       if (job.cancelUnconfirmed && old) stream.sendCancel(job.id);
     }
@@ -523,14 +544,14 @@ export class StreamRegistry {
   }
 
   private async handById(stream: AgentStream, jobId: string): Promise<void> {
-    stream.underway.add(jobId);
+    stream.setOff(jobId);
     try {
       const job = await this.readJob(jobId);
       if (job && job.agentId === stream.agentId) await this.hand(stream, job);
     } catch (error) {
       this.options.logger.error({ err: error, agentId: stream.agentId, jobId }, 'could not push a job to its agent');
     } finally {
-      stream.underway.delete(jobId);
+      stream.arrived(jobId);
     }
   }
 
