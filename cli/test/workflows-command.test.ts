@@ -55,6 +55,35 @@ describe('drover workflows', () => {
     ]);
   });
 
+  it("lists one agent's workflows with --agent, by name or id, among the agents the token reaches", async () => {
+    api = await fakeCoordinator({
+      'GET /v1/workflows': [200, WORKFLOWS],
+      'GET /v1/agents': [200, [agent(A, 'edge-1'), agent(B, 'edge'), agent(C, 'edge')]],
+    });
+    const env = { DROVER_URL: api.url, DROVER_TOKEN: 'drv_x' };
+    const names = async (value: string) => {
+      const rt = testRuntime({ env });
+      const code = await runCli(['workflows', '--agent', value, '--json'], rt);
+      return {
+        code,
+        names: code === 0 ? JSON.parse(rt.stdout()).map((w: { agentId: string }) => w.agentId) : [],
+        err: rt.stderr(),
+      };
+    };
+    expect(await names('edge-1')).toEqual({ code: 0, names: [A], err: '' });
+    expect(await names(C)).toEqual({ code: 0, names: [C], err: '' });
+    expect(await names('edge')).toEqual({
+      code: 2,
+      names: [],
+      err: 'drover: 2 agents are named `edge`: give the id\n',
+    });
+    expect(await names('edge-9')).toEqual({
+      code: 2,
+      names: [],
+      err: 'drover: no agent `edge-9` in the organization\n',
+    });
+  });
+
   it('names the agents by id when it may not list them (a rate limit)', async () => {
     api = await fakeCoordinator({
       'GET /v1/workflows': [200, WORKFLOWS],

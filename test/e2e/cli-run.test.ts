@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { showControls } from '@drover/shared';
 import { startDaemonRig, type DaemonRig } from '../helpers/agent-daemon.js';
+import { enrollTestAgent, workflow } from '../helpers/agent.js';
 import {
   buildDrover,
   droverInProcess as drover,
@@ -235,6 +236,23 @@ describe('drover with a session', () => {
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     expect(fs.statSync(path.dirname(file)).mode & 0o777).toBe(0o700);
     expect(JSON.parse(fs.readFileSync(file, 'utf8'))).toMatchObject({ url: rig.t.url, email: OWNER_EMAIL });
+  });
+
+  it("lists one agent's workflows with --agent, read by the coordinator for the organization", async () => {
+    const other = await enrollTestAgent(rig.t.owner, rig.t.orgId, { hostname: 'other-edge' });
+    expect((await other.putWorkflows([workflow('elsewhere')])).status).toBe(200);
+    const mine = await run(['workflows', '--agent', 'daemon-test', '--json'], { DROVER_TOKEN: '' });
+    expect(mine.code, mine.stderr).toBe(0);
+    expect(JSON.parse(mine.stdout).map((w: { name: string }) => w.name)).toEqual([
+      'broken',
+      'chatty',
+      'gated',
+      'greet',
+      'hang',
+    ]);
+    const theirs = await run(['workflows', '--agent', other.agentId], { DROVER_TOKEN: '' });
+    expect(theirs.stdout).toMatch(/^NAME +VERSION +PARAMS +AGENT +DESCRIPTION\nelsewhere +.* other-edge +/);
+    expect((await rig.t.owner.delete(`/orgs/${rig.t.orgId}/agents/${other.agentId}`)).status).toBe(200);
   });
 
   it('follows an async job to its end with --wait, its log lines with --logs', async () => {
