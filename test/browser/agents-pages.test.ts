@@ -88,4 +88,29 @@ describe.skipIf(!CHROMIUM)('the Agents page of a fleet larger than a page', () =
     await page().getByText('No agent matches these filters.').waitFor();
     expect(owner.problems).toEqual([]);
   });
+
+  it("offers a token's agents 100 at a time, found by name, those ticked kept out of sight", async () => {
+    await page().goto(`/orgs/${t.orgId}/api-tokens`);
+    const group = page().getByRole('group', { name: 'Read agents and their workflows' });
+    const boxes = group.getByRole('checkbox');
+    await expect.poll(() => boxes.count()).toBe(100);
+    await group.getByText('5 more agents match: find them by name.').waitFor();
+    const find = group.getByRole('searchbox', { name: 'Find agents by name' });
+    await find.fill('kiosk-10');
+    await expect.poll(() => boxes.count()).toBe(5);
+    await group.getByRole('checkbox', { name: /^kiosk-104 / }).check();
+    await find.fill('kiosk-00');
+    await expect.poll(() => boxes.count()).toBe(10);
+    await group.getByText('1 chosen agent is not shown here.').waitFor();
+    await page().getByLabel('Name', { exact: true }).fill('fleet reader');
+    await page().getByRole('button', { name: 'Issue token' }).click();
+    await page().getByText('fleet reader').first().waitFor();
+    const tokens = await t.owner.get<{ name: string; scopes: { type: string; agentIds?: string[] }[] }[]>(
+      `/orgs/${t.orgId}/api-tokens`,
+    );
+    const agents = await t.owner.get<{ id: string; name: string }[]>(`/orgs/${t.orgId}/agents?q=kiosk-104`);
+    expect(tokens.body.find((token) => token.name === 'fleet reader')?.scopes).toEqual([
+      { type: 'agent', agentIds: [agents.body[0]!.id] },
+    ]);
+  });
 });

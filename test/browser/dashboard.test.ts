@@ -29,7 +29,7 @@ import { addUser, MEMBER_PASSWORD } from '../helpers/members.js';
 import { enrollTestAgent } from '../helpers/agent.js';
 import { createTestJob } from '../helpers/jobs.js';
 import { eventually } from '../helpers/poll.js';
-import { JOBS_REFRESH_MS, LIVE_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
+import { AGENT_DIRECTORY_REFRESH_MS, JOBS_REFRESH_MS, LIVE_REFRESH_MS } from '../../dashboard/src/api/refresh.js';
 import {
   labelsOf,
   newRow,
@@ -640,8 +640,8 @@ describe.skipIf(!CHROMIUM)('the dashboard in a browser', () => {
     // Signed out elsewhere (as another tab would): the session this browser holds ends.
     const out = await t.api.post('/auth/logout', { token: cookie!.value });
     expect(out.status, out.text).toBeLessThan(300);
-    // The form reads the agents every 5 seconds: that read is refused, and the page stays.
-    await page().clock.runFor(LIVE_REFRESH_MS);
+    // The form reads the agents and their workflows again each minute: that read is refused, and the page stays.
+    await page().clock.runFor(AGENT_DIRECTORY_REFRESH_MS);
     const banner = page().getByRole('alert').filter({ hasText: 'Your session ended.' });
     await banner.waitFor();
     expect(page().url()).toBe(`${t.url}${formPath}`);

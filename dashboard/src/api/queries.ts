@@ -43,11 +43,15 @@ export const agentQuery = (orgId: string, agentId: string) =>
     refetchInterval: LIVE_REFRESH_MS,
   });
 
+/**
+ * Every workflow of the organization, as the pages that offer them or check a selector's agents
+ * for one read it (the Agents page reads its agents' only: agent-pages.ts): as often as the agents.
+ */
 export const workflowsQuery = (orgId: string) =>
   queryOptions({
     queryKey: ['orgs', orgId, 'workflows'],
     queryFn: () => api<Workflow[]>('GET', apiPath`/orgs/${orgId}/workflows`),
-    refetchInterval: LIVE_REFRESH_MS,
+    refetchInterval: AGENT_DIRECTORY_REFRESH_MS,
   });
 
 const FINISHED = new Set(['success', 'failed', 'timed_out', 'cancelled', 'rejected']);

@@ -9,6 +9,7 @@ import { devicesQuery, type App, type Binding, type Release, type ReleaseRef } f
 import { desiredOf } from '../api/ota-impact';
 import { rolloutQuery, type Rollout } from '../api/rollouts';
 import { Confirm, useReturnFocus } from '../components/Confirm';
+import { AgentChoices } from '../components/AgentChoices';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError } from '../components/FieldErrors';
 import { JobNumber } from '../components/JobNumber';
@@ -274,14 +275,6 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
   const { orgId, app, candidates } = props;
   const [chosen, setChosen] = useState<string[]>([]);
   const [channel, setChannel] = useState('');
-  // Found by name among many (a fleet's hundreds): the list narrows; what is chosen stays chosen.
-  const [find, setFind] = useState('');
-  const needle = find.trim().toLowerCase();
-  const shown = needle === '' ? candidates : candidates.filter((a) => a.name.toLowerCase().includes(needle));
-  // Sets, not list searches: a fleet's hundreds of candidates are filtered at each keystroke.
-  const shownIds = new Set(shown.map((a) => a.id));
-  const chosenIds = new Set(chosen);
-  const chosenHidden = chosen.filter((id) => !shownIds.has(id)).length;
   // An agent ticked here that another way bound meanwhile (the device group, another member) or that was revoked
   // leaves the list: it is no longer chosen, so the form never sends (nor counts) an agent it does not show.
   const candidateIds = new Set(candidates.map((a) => a.id));
@@ -314,28 +307,12 @@ function BindAgents(props: { orgId: string; app: App; candidates: { id: string; 
         <div className="form-grid">
           <fieldset className="field">
             <legend>Agents</legend>
-            <label className="find">
-              <span className="visually-hidden">Find agents by name</span>
-              <input type="search" value={find} onChange={(e) => setFind(e.target.value)} placeholder="Find by name" />
-            </label>
-            {shown.length === 0 && <p className="hint">No agent to bind has “{find.trim()}” in its name.</p>}
-            {chosenHidden > 0 && (
-              <p className="hint">
-                {chosenHidden === 1 ? '1 chosen agent is' : `${chosenHidden} chosen agents are`} not shown here.
-              </p>
-            )}
-            <div className="bind-choices">
-              {shown.map((a) => (
-                <label key={a.id} className="check">
-                  <input
-                    type="checkbox"
-                    checked={chosenIds.has(a.id)}
-                    onChange={(e) => toggle(a.id, e.target.checked)}
-                  />
-                  {a.name}
-                </label>
-              ))}
-            </div>
+            <AgentChoices
+              agents={candidates}
+              chosen={chosen}
+              onToggle={toggle}
+              noneFound={(text) => `No agent to bind has “${text}” in its name.`}
+            />
             <FieldError errors={errors} field="agentIds" idPrefix="bind" />
           </fieldset>
           <div className="field">

@@ -14,6 +14,7 @@ import { workflowsQuery } from '../api/queries';
 import type { StorageBinding } from '../api/storage-bindings';
 import type { Trigger } from '../api/triggers';
 import type { Agent } from '../api/types';
+import { AgentChoices } from '../components/AgentChoices';
 import { ErrorMessage } from '../components/ErrorMessage';
 import { FieldError, fieldErrors, FormError, unreadableNumbers, type FieldErrors } from '../components/FieldErrors';
 import { grantErrors, type Names } from '../components/grant-words';
@@ -145,6 +146,9 @@ export function IssueTokenForm(props: {
   // A token runs webhook triggers only: cron triggers run on their schedule, chat ones from their channel.
   const runnable = triggers.filter((t) => t.type === 'webhook');
   const agentName = new Map(props.agents.map((a) => [a.id, a.name]));
+  // Each agent's workflows by name, once: not a walk over every workflow for each of a fleet's agents.
+  const workflowsOf = new Map<string, string[]>();
+  for (const w of workflows.data ?? []) workflowsOf.set(w.agentId, [...(workflowsOf.get(w.agentId) ?? []), w.name]);
   const limit = (key: 'perMinute' | 'perHour' | 'perDay', field: (typeof FIELDS)[number], label: string) => (
     <Field errors={errors} field={field} label={label}>
       <input
@@ -197,24 +201,22 @@ export function IssueTokenForm(props: {
 
         <Group errors={errors} field="agentIds" legend="Read agents and their workflows">
           {agents.length === 0 && <p className="hint">This organization has no active agent.</p>}
-          {agents.map((a) => {
-            const theirs = (workflows.data ?? []).filter((w) => w.agentId === a.id).map((w) => w.name);
-            return (
-              <label key={a.id} className="check">
-                <input
-                  type="checkbox"
-                  checked={draft.agentIds.includes(a.id)}
-                  onChange={(e) => set('agentIds', toggle(draft.agentIds, a.id, e.target.checked))}
-                />
-                <span>
-                  {a.name}{' '}
+          {agents.length > 0 && (
+            <AgentChoices
+              agents={agents}
+              chosen={draft.agentIds}
+              onToggle={(id, on) => setDraft((d) => ({ ...d, agentIds: toggle(d.agentIds, id, on) }))}
+              describe={(a) => {
+                const theirs = workflowsOf.get(a.id) ?? [];
+                return (
                   <span className="hint">
                     ({theirs.length > 0 ? `workflows: ${theirs.join(', ')}` : 'no workflow reported'})
                   </span>
-                </span>
-              </label>
-            );
-          })}
+                );
+              }}
+              noneFound={(text) => `No agent has “${text}” in its name.`}
+            />
+          )}
           <p className="hint">
             <code>GET /v1/agents</code>, <code>/v1/devices</code> and <code>/v1/workflows</code> show these agents.
           </p>
