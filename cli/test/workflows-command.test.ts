@@ -1,5 +1,9 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../src/program.js';
+import { writeSession } from '../src/session/store.js';
 import { fakeCoordinator, type FakeCoordinator } from './fake-coordinator.js';
 import { testRuntime } from './test-runtime.js';
 
@@ -30,7 +34,11 @@ const workflow = (agentId: string, name: string) => ({
 const WORKFLOWS = [workflow(A, 'backup'), workflow(B, 'deploy'), workflow(C, 'deploy'), workflow(GONE, 'old')];
 
 let api: FakeCoordinator | undefined;
-afterEach(() => api?.close());
+let configHome: string | undefined;
+afterEach(async () => {
+  await api?.close();
+  if (configHome) fs.rmSync(configHome, { recursive: true, force: true });
+});
 
 const workflows = async () => {
   const rt = testRuntime({ env: { DROVER_URL: api!.url, DROVER_TOKEN: 'drv_x' } });
@@ -92,5 +100,60 @@ describe('drover workflows', () => {
     const res = await workflows();
     expect(res).toMatchObject({ code: 0, err: '' });
     expect(res.lines[1]).toMatch(new RegExp(`^backup +- +- +${A} +-$`));
+  });
+});
+
+describe('drover workflows --agent with a session', () => {
+  const ORG = '5b1c0d2e-3f4a-4b5c-8d6e-7f8091a2b3c4';
+  const AGENTS = `/v1/orgs/${ORG}/agents`;
+  const run = async (agentsAnswers: [number, unknown][]) => {
+    let call = 0;
+    api = await fakeCoordinator({
+      'GET /v1/orgs': [200, [{ id: ORG, name: 'acme', role: 'owner' }]],
+      [`GET ${AGENTS}`]: () => agentsAnswers[Math.min(call++, agentsAnswers.length - 1)]!,
+      [`GET /v1/orgs/${ORG}/workflows`]: [200, [workflow(A, 'backup')]],
+    });
+    configHome = fs.mkdtempSync(path.join(os.tmpdir(), 'drover-cli-workflows-'));
+    writeSession(path.join(configHome, 'drover'), {
+      url: api.url,
+      token: 'eyJ.x.y',
+      expiresAt: '2099-01-01T00:00:00.000Z',
+      email: 'ops@example.com',
+      userId: GONE,
+    });
+    const rt = testRuntime({ env: { XDG_CONFIG_HOME: configHome, DROVER_ORG: ORG } });
+    const code = await runCli(['workflows', '--agent', 'edge-1', '--json'], rt);
+    return {
+      code,
+      stderr: rt.stderr(),
+      calls: api.calls.filter((c) => c.includes('/agents') || c.includes('/workflows')),
+    };
+  };
+
+  it('finds the agent among those the coordinator selects by the name, and asks for its workflows alone', async () => {
+    const res = await run([[200, [agent(A, 'edge-1'), agent(B, 'edge-10')]]]);
+    expect(res).toEqual({
+      code: 0,
+      stderr: '',
+      calls: [`GET ${AGENTS}?q=edge-1`, `GET /v1/orgs/${ORG}/workflows?agentId=${A}`],
+    });
+  });
+
+  it('reads every agent from a coordinator that refuses the name as a filter (older than it)', async () => {
+    const refused = {
+      statusCode: 422,
+      code: 'validation_failed',
+      message: 'querystring must NOT have additional properties',
+    };
+    const res = await run([
+      [422, refused],
+      [200, [agent(A, 'edge-1'), agent(B, 'edge')]],
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.calls).toEqual([
+      `GET ${AGENTS}?q=edge-1`,
+      `GET ${AGENTS}`,
+      `GET /v1/orgs/${ORG}/workflows?agentId=${A}`,
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import type { Schema } from '@drover/shared/api';
-import { CliError } from '../errors.js';
+import { ApiError, CliError } from '../errors.js';
 import type { SessionCaller } from '../callers.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -47,8 +47,20 @@ export async function findAgent(caller: SessionCaller, value: string): Promise<S
   return caller.api.get<Schema<'Agent'>>(`/orgs/${await caller.orgId()}/agents/${value}`);
 }
 
+/**
+ * The agent of that name: among those whose name or hostname holds it (`q`), which the coordinator
+ * selects, not a fleet's thousands read to find one; a coordinator older than `q` refuses it (422),
+ * and its every agent is read instead.
+ */
 async function agentByName(caller: SessionCaller, value: string): Promise<Schema<'Agent'>> {
-  const agents = await caller.api.get<Schema<'Agent'>[]>(`/orgs/${await caller.orgId()}/agents`);
+  const path = `/orgs/${await caller.orgId()}/agents`;
+  const agents = await caller.api
+    .get<Schema<'Agent'>[]>(path, { q: value })
+    .catch((error: unknown) =>
+      error instanceof ApiError && error.status === 422
+        ? caller.api.get<Schema<'Agent'>[]>(path)
+        : Promise.reject(error),
+    );
   return pick(
     agents.filter((a) => a.status !== 'revoked'),
     value,
