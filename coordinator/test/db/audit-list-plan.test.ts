@@ -1,12 +1,9 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createPool, type PgPool } from '../../src/db/postgres/pool.js';
-import { createPostgresRepositories } from '../../src/postgres-repositories.js';
 import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
-import { freshPostgresDatabase, type TestDatabase } from '../postgres/database.js';
-import { recordPostgresPlans, recordSqlitePlans } from './statement-plans.js';
+import { postgresPlanDatabase, recordSqlitePlans } from './statement-plans.js';
 
 const AT = '2030-01-01T00:00:00.000Z';
 /** The audit list's statement, whichever index leads it. */
@@ -59,14 +56,7 @@ describe('audit list plans (SQLite)', () => {
 });
 
 describe('audit list plans (PostgreSQL)', () => {
-  let database: TestDatabase;
-  let pool: PgPool;
-  let repos: Repositories;
-  let plans: ReturnType<typeof recordPostgresPlans>;
-
-  beforeAll(async () => {
-    database = await freshPostgresDatabase({ migrated: true });
-    pool = createPool(database.url);
+  const db = postgresPlanDatabase(async (pool) => {
     await pool.query(`INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)`, [AT]);
     await pool.query(
       `INSERT INTO audit_log (org_id, actor_type, actor_id, action, target_type, target_id, metadata, created_at)
@@ -80,18 +70,12 @@ describe('audit list plans (PostgreSQL)', () => {
       [AT],
     );
     await pool.query('ANALYZE audit_log');
-    plans = recordPostgresPlans(pool);
-    repos = createPostgresRepositories(pool);
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await database?.drop();
   });
 
   it('walks the entries other than discovery for a filter no discovery entry meets (0034)', async () => {
-    plans.reset();
-    const entries = await repos.audit.list('o', { limit: 50, action: 'member.update' });
+    db.plans().reset();
+    const entries = await db.repos().audit.list('o', { limit: 50, action: 'member.update' });
     expect(entries.map((e) => e.action)).toEqual(['member.update']);
-    expect(await plans.planOf(LIST)).toMatch(/Index Scan using audit_log_beyond_discovery on audit_log/);
+    expect(await db.plans().planOf(LIST)).toMatch(/Index Scan using audit_log_beyond_discovery on audit_log/);
   });
 });

@@ -1,13 +1,10 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createPool, type PgPool } from '../../src/db/postgres/pool.js';
-import { createPostgresRepositories } from '../../src/postgres-repositories.js';
 import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import type { FileListQuery } from '../../src/domain/model/files.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
-import { freshPostgresDatabase, type TestDatabase } from '../postgres/database.js';
-import { recordPostgresPlans, recordSqlitePlans } from './statement-plans.js';
+import { postgresPlanDatabase, recordSqlitePlans } from './statement-plans.js';
 
 const AT = '2030-01-01T00:00:00.000Z';
 const LIST: Omit<FileListQuery, 'status'> = {
@@ -64,14 +61,7 @@ describe('files list plans (SQLite)', () => {
 });
 
 describe('files list plans (PostgreSQL)', () => {
-  let database: TestDatabase;
-  let pool: PgPool;
-  let repos: Repositories;
-  let plans: ReturnType<typeof recordPostgresPlans>;
-
-  beforeAll(async () => {
-    database = await freshPostgresDatabase({ migrated: true });
-    pool = createPool(database.url);
+  const db = postgresPlanDatabase(async (pool) => {
     await pool.query(`INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)`, [AT]);
     await pool.query(
       `INSERT INTO storage_bindings (id, org_id, name, backend, created_at) VALUES ('b', 'o', 'b', 'local', $1)`,
@@ -88,19 +78,13 @@ describe('files list plans (PostgreSQL)', () => {
       [AT],
     );
     await pool.query('ANALYZE files');
-    plans = recordPostgresPlans(pool);
-    repos = createPostgresRepositories(pool);
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await database?.drop();
   });
 
   it('reads the files of a status from their index, not every file (0033)', async () => {
-    plans.reset();
-    const page = await repos.files.list({ ...LIST, status: 'deleting' });
+    db.plans().reset();
+    const page = await db.repos().files.list({ ...LIST, status: 'deleting' });
     expect(page.files.map((f) => f.id)).toEqual(['f3']);
-    const plan = await plans.planOf(/^SELECT f\.\*, f\.seq AS list_key/);
+    const plan = await db.plans().planOf(/^SELECT f\.\*, f\.seq AS list_key/);
     expect(plan).toMatch(/Index Scan using files_org_status on files/);
   });
 });

@@ -1,12 +1,9 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { createPool, type PgPool } from '../../src/db/postgres/pool.js';
-import { createPostgresRepositories } from '../../src/postgres-repositories.js';
 import { createSqliteRepositories } from '../../src/sqlite-repositories.js';
 import type { Repositories } from '../../src/domain/model/repositories.js';
-import { freshPostgresDatabase, type TestDatabase } from '../postgres/database.js';
-import { recordPostgresPlans, recordSqlitePlans } from './statement-plans.js';
+import { postgresPlanDatabase, recordSqlitePlans } from './statement-plans.js';
 
 const AT = '2030-01-01T00:00:00.000Z';
 
@@ -74,14 +71,7 @@ describe('jobs list plans (SQLite)', () => {
 });
 
 describe('jobs list plans (PostgreSQL)', () => {
-  let database: TestDatabase;
-  let pool: PgPool;
-  let repos: Repositories;
-  let plans: ReturnType<typeof recordPostgresPlans>;
-
-  beforeAll(async () => {
-    database = await freshPostgresDatabase({ migrated: true });
-    pool = createPool(database.url);
+  const db = postgresPlanDatabase(async (pool) => {
     await pool.query(`INSERT INTO orgs (id, name, created_at) VALUES ('o', 'o', $1)`, [AT]);
     await pool.query(
       `INSERT INTO agents (id, org_id, name, hostname, os, agent_version, public_key, status, enrolled_at)
@@ -100,26 +90,20 @@ describe('jobs list plans (PostgreSQL)', () => {
       [AT],
     );
     await pool.query('ANALYZE jobs');
-    plans = recordPostgresPlans(pool);
-    repos = createPostgresRepositories(pool);
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await database?.drop();
   });
 
-  const planOfList = () => plans.planOf(/^SELECT \* FROM jobs WHERE/);
+  const planOfList = () => db.plans().planOf(/^SELECT \* FROM jobs WHERE/);
 
   it('reads the jobs of a status from their index, not the whole history (0032)', async () => {
-    plans.reset();
-    const jobs = await repos.jobs.listTriggerJobs('o', { status: 'rejected', limit: 51 });
+    db.plans().reset();
+    const jobs = await db.repos().jobs.listTriggerJobs('o', { status: 'rejected', limit: 51 });
     expect(jobs.map((j) => j.id)).toEqual(['j3']);
     expect(await planOfList()).toMatch(/Index Scan using jobs_org_status on jobs/);
   });
 
   it('reads the jobs of a source from their index, not the whole history (0032)', async () => {
-    plans.reset();
-    const jobs = await repos.jobs.listTriggerJobs('o', { source: 'discord', limit: 51 });
+    db.plans().reset();
+    const jobs = await db.repos().jobs.listTriggerJobs('o', { source: 'discord', limit: 51 });
     expect(jobs.map((j) => j.id)).toEqual(['j3']);
     expect(await planOfList()).toMatch(/Index Scan using jobs_org_source on jobs/);
   });

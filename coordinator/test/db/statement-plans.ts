@@ -1,7 +1,10 @@
 import type pg from 'pg';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { Db } from '../../src/db/database.js';
-import type { PgPool } from '../../src/db/postgres/pool.js';
+import { createPool, type PgPool } from '../../src/db/postgres/pool.js';
+import type { Repositories } from '../../src/domain/model/repositories.js';
+import { createPostgresRepositories } from '../../src/postgres-repositories.js';
+import { freshPostgresDatabase, type TestDatabase } from '../postgres/database.js';
 
 /**
  * The plan of a statement a repository ran, as the database chose it for the parameters of that
@@ -53,4 +56,31 @@ export function recordPostgresPlans(pool: PgPool): { reset(): void; planOf(sql: 
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     },
   };
+}
+
+/**
+ * A migrated PostgreSQL database of the describe block's own, for the rest of it: `seed` fills it
+ * (and reads its statistics, as autovacuum's ANALYZE would), then its queries' plans are recorded
+ * (`recordPostgresPlans`) and its repositories made. Dropped after the block.
+ */
+export function postgresPlanDatabase(seed: (pool: PgPool) => Promise<void>): {
+  plans(): ReturnType<typeof recordPostgresPlans>;
+  repos(): Repositories;
+} {
+  let database: TestDatabase | undefined;
+  let pool: PgPool | undefined;
+  let plans: ReturnType<typeof recordPostgresPlans>;
+  let repos: Repositories;
+  beforeAll(async () => {
+    database = await freshPostgresDatabase({ migrated: true });
+    pool = createPool(database.url);
+    await seed(pool);
+    plans = recordPostgresPlans(pool);
+    repos = createPostgresRepositories(pool);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await database?.drop();
+  });
+  return { plans: () => plans, repos: () => repos };
 }
