@@ -4,6 +4,7 @@ import { configureAgentCommand } from './commands/agent-command.js';
 import { configureAgentsCommand } from './commands/agents-command.js';
 import { configureOverviewCommand } from './commands/overview-command.js';
 import { configureApiTokenCommand } from './commands/api-token-command.js';
+import { configureAuditCommand } from './commands/audit-command.js';
 import { configureAppCommand } from './commands/app-command.js';
 import { configureBatchCommand } from './commands/batch-command.js';
 import { configureCancelCommand } from './commands/cancel-command.js';
@@ -63,6 +64,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureMemberCommand(program, rt);
   configureInvitationCommand(program, rt);
   configureOrgCommand(program, rt);
+  configureAuditCommand(program, rt);
   configureAgentCommand(program, rt);
   configureCompletionCommand(program, rt);
   addHelpCommands(program);

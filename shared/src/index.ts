@@ -31,3 +31,4 @@ export * from './labels.js';
 export * from './roles.js';
 export * from './user-code.js';
 export * from './site-path.js';
+export * from './audit.js';

@@ -1,65 +1,6 @@
-export type ActorType = 'user' | 'api_token' | 'agent' | 'system';
+import type { ActorType, AuditAction } from '@drover/shared';
 
-/**
- * Every action the audit log records, each written only through this list (`AuditEntryInput`
- * takes nothing else), so that the dashboard's words for them and docs/management.md ("Audit
- * log") can be checked to name them all (test/browser/audit.test.ts).
- */
-export const AUDIT_ACTIONS = [
-  'org.create',
-  'org.retention.update',
-  'member.add',
-  'invitation.create',
-  'invitation.revoke',
-  'invitation.accept',
-  'invitation.decline',
-  'member.update',
-  'member.remove',
-  'enrollment_token.create',
-  'agent.enroll',
-  'agent.rename',
-  'agent.labels',
-  'agent.revoke',
-  'enrollment.lockout',
-  'workflow.update_limits',
-  'trigger.create',
-  'trigger.update',
-  'trigger.delete',
-  'trigger.run',
-  'trigger.force_run',
-  'job.cancel',
-  'batch.cancel',
-  'api_token.issue',
-  'api_token.revoke',
-  'api_token.discover',
-  'rate_limit.block',
-  'auth.lockout',
-  'auth.password_change',
-  'auth.sign_out_everywhere',
-  'storage_binding.create',
-  'storage_binding.delete',
-  'file.delete',
-  'app.create',
-  'app.update',
-  'app.delete',
-  'release.create',
-  'release.update',
-  'release.publish',
-  'release.yank',
-  'release.rollout.start',
-  'release.rollout.advance',
-  'release.rollout.pause',
-  'release.rollout.resume',
-  'release.rollout.abort',
-  'release.rollout.complete',
-  'device.bind',
-  'device.update',
-  'device.unbind',
-  'device.reconcile',
-  'chat_integration.connect',
-  'chat_integration.disconnect',
-] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+export { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES, type ActorType, type AuditAction } from '@drover/shared';
 
 export interface AuditEntryInput {
   orgId: string | null;

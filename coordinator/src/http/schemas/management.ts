@@ -1,6 +1,6 @@
 import { ParamDefinition } from '@drover/shared';
 import { AGENT_STATUSES } from '../../domain/model/agents.js';
-import { AUDIT_ACTIONS } from '../../domain/model/audit.js';
+import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES } from '../../domain/model/audit.js';
 import { ROLES } from '../../domain/model/orgs.js';
 import { nullableTimestamp, timestamp, uuid } from './common.js';
 import {
@@ -165,9 +165,6 @@ export const StorageBindingSchema = named('StorageBinding', {
   },
 } as const);
 
-/** Who an audit entry says acted. */
-export const ACTOR_TYPES = ['user', 'api_token', 'agent', 'system'] as const;
-
 export const AuditEntrySchema = named('AuditEntry', {
   type: 'object',
   examples: [auditEntryExample],
@@ -175,7 +172,7 @@ export const AuditEntrySchema = named('AuditEntry', {
   properties: {
     id: { type: 'integer' },
     action: { type: 'string', enum: AUDIT_ACTIONS, description: 'what was done (docs/management.md, "Audit log")' },
-    actorType: { type: 'string', enum: ACTOR_TYPES },
+    actorType: { type: 'string', enum: AUDIT_ACTOR_TYPES },
     actorId: { type: ['string', 'null'] },
     targetType: { type: ['string', 'null'] },
     targetId: { type: ['string', 'null'] },

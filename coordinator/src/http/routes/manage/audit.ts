@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import type { ActorType } from '../../../domain/model/audit.js';
+import { AUDIT_ACTOR_TYPES, type ActorType } from '../../../domain/model/audit.js';
 import { createdRange, createdRangeQueryProperties } from '../../created-range.js';
 import { cursorQueryProperty, pageResponse, parseCursor, sendPage } from '../../pagination.js';
 import { requireOrgRole } from '../../auth/session.js';
 import { errorResponses, orgParams } from '../../schemas/common.js';
-import { ACTOR_TYPES, AuditEntrySchema } from '../../schemas/management.js';
+import { AuditEntrySchema } from '../../schemas/management.js';
 
 export const AUDIT_DEFAULT_LIMIT = 50;
 export const AUDIT_MAX_LIMIT = 200;
@@ -42,7 +42,7 @@ export async function auditRoutes(app: FastifyInstance): Promise<void> {
           additionalProperties: false,
           properties: {
             action: name('only entries with this action'),
-            actorType: { type: 'string', enum: ACTOR_TYPES, description: 'only entries by this kind of actor' },
+            actorType: { type: 'string', enum: AUDIT_ACTOR_TYPES, description: 'only entries by this kind of actor' },
             actorId: name('only entries by this actor (a user, API token or agent id)'),
             targetType: name('only entries about this kind of target (user, agent, trigger, api_token, ...)'),
             targetId: name('only entries about this target'),
