@@ -5,13 +5,15 @@ import { sessionCaller } from '../callers.js';
 import { applyLabelChanges, changesAnything, parseLabelChanges } from '../labels/changes.js';
 import { formatAgentLabels } from '../labels/show-labels.js';
 import { printJson } from '../output/json.js';
+import { formatFields } from '../output/table.js';
+import { ago } from '../output/time.js';
 import type { Runtime } from '../runtime.js';
 import { findAgent } from '../session/lookups.js';
 import { loadSettings } from '../settings.js';
 
 type Agent = Schema<'Agent'>;
 
-/** `drover agent label`: one agent of the organization (a session). */
+/** `drover agent show|label|rename|revoke`: one agent of the organization (a session). */
 export function configureAgentCommand(program: Command, rt: Runtime): void {
   const group = program.command('agent').description('one agent of the organization (a session)');
 
@@ -48,5 +50,66 @@ export function configureAgentCommand(program: Command, rt: Runtime): void {
       }
       if (flags.json) return printJson(rt, agent);
       rt.out(formatAgentLabels(agent));
+    });
+
+  group
+    .command('show')
+    .description('one agent: its status, machine, version, labels and the workflows it reported')
+    .argument('<agent>', 'the agent, by id or name')
+    .option('--json', "print the API's answer (the agent) as JSON")
+    .action(async (value: string, flags: { json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const agent = await findAgent(caller, value);
+      if (flags.json) return printJson(rt, agent);
+      const workflows = await caller.api.get<Schema<'Workflow'>[]>(`/orgs/${await caller.orgId()}/workflows`, {
+        agentId: agent.id,
+      });
+      rt.out(
+        formatFields([
+          ['ID', agent.id],
+          ['Name', agent.name],
+          ['Status', agent.status],
+          ['Last seen', agent.lastSeenAt ? `${agent.lastSeenAt} (${ago(agent.lastSeenAt)})` : 'never'],
+          ['Enrolled', agent.enrolledAt],
+          ['Hostname', agent.hostname],
+          ['OS', agent.os],
+          ['Version', agent.agentVersion],
+          ['Workflows', workflows.map((w) => `${w.name} (v${w.version})`).join(', ') || 'none reported'],
+        ]),
+      );
+      rt.out(`\n${formatAgentLabels(agent)}`);
+    });
+
+  group
+    .command('rename')
+    .description('give an agent another name (its hostname stays what the machine reports)')
+    .argument('<agent>', 'the agent, by id or name')
+    .argument('<new-name>', 'its new name')
+    .option('--json', "print the API's answer (the agent) as JSON")
+    .action(async (value: string, name: string, flags: { json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const agent = await findAgent(caller, value);
+      const renamed = await caller.api.patch<Agent>(`/orgs/${await caller.orgId()}/agents/${agent.id}`, {
+        name,
+      } satisfies RequestBody<'updateAgent'>);
+      if (flags.json) return printJson(rt, renamed);
+      rt.out(`Renamed the agent ${agent.name} to ${renamed.name} (${renamed.id})\n`);
+    });
+
+  group
+    .command('revoke')
+    .description(
+      'revoke an agent for good: its signatures are refused, its stream closed, and its jobs not ended fail (owners, operators)',
+    )
+    .argument('<agent>', 'the agent, by id or name')
+    .option('--json', "print the API's answer (the revoked agent) as JSON")
+    .action(async (value: string, flags: { json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const agent = await findAgent(caller, value);
+      const revoked = await caller.api.delete<Agent>(`/orgs/${await caller.orgId()}/agents/${agent.id}`);
+      if (flags.json) return printJson(rt, revoked);
+      rt.out(
+        `Revoked the agent ${revoked.name} (${revoked.id}): the machine must enroll again, with a new enrollment token, to run jobs\n`,
+      );
     });
 }
