@@ -5,10 +5,11 @@ import { parseDuration } from '../duration.js';
 import { ApiError, CliError } from '../errors.js';
 import { oneSelector, parseSelectorOption } from '../labels/selector.js';
 import { printJson } from '../output/json.js';
-import { formatTable } from '../output/table.js';
+import { formatFields, formatTable } from '../output/table.js';
+import { shortTime } from '../output/time.js';
 import { collect } from '../params.js';
 import type { Runtime } from '../runtime.js';
-import { agentId } from '../session/lookups.js';
+import { agentId, isUuid, pick } from '../session/lookups.js';
 import { agentNamer, listAgents } from '../agent-names.js';
 import { loadSettings } from '../settings.js';
 
@@ -32,7 +33,10 @@ interface CreateFlags {
   json?: boolean;
 }
 
-/** `drover trigger create|list|delete`: webhook triggers (cron and chat ones are made in the dashboard). */
+/**
+ * `drover trigger create|list|show|pause|resume|delete`: webhook triggers are made here (cron and
+ * chat ones in the dashboard); any trigger is shown, deleted, and a cron trigger paused and resumed.
+ */
 export function configureTriggerCommand(program: Command, rt: Runtime): void {
   const group = program.command('trigger').description("the organization's triggers (a session)");
 
@@ -113,6 +117,54 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
     });
 
   group
+    .command('show')
+    .description("one trigger: where and what it runs, how it answers, and a cron trigger's next and last runs")
+    .argument('<trigger>', 'the trigger, by id or name')
+    .option('--json', "print the API's answer (the trigger) as JSON")
+    .action(async (value: string, flags: { json?: boolean }, command: Command) => {
+      const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+      const trigger = await findTrigger(caller, value);
+      if (flags.json) return printJson(rt, trigger);
+      const agentName = trigger.agentId === null ? undefined : (await agentNamer(caller))(trigger.agentId);
+      rt.out(formatTrigger(trigger, agentName));
+    });
+
+  for (const [name, enabled] of [
+    ['pause', false],
+    ['resume', true],
+  ] as const) {
+    group
+      .command(name)
+      .description(
+        enabled
+          ? 'resume a paused cron trigger; the runs it missed meanwhile follow its missed-run policy (owners and operators)'
+          : 'pause a cron trigger: it fires no more until resumed; jobs already made run on (owners and operators)',
+      )
+      .argument('<trigger>', 'the cron trigger, by id or name')
+      .option('--json', "print the API's answer (the trigger) as JSON")
+      .action(async (value: string, flags: { json?: boolean }, command: Command) => {
+        const caller = sessionCaller(loadSettings(command.optsWithGlobals(), rt), rt);
+        const trigger = await findTrigger(caller, value);
+        if (trigger.type !== 'cron') {
+          throw new CliError(`the trigger ${trigger.name} is a ${trigger.type} trigger: only a cron trigger ${name}s`);
+        }
+        const changed =
+          trigger.cronEnabled === enabled
+            ? trigger
+            : await caller.api.patch<Trigger>(`/orgs/${await caller.orgId()}/triggers/${trigger.id}`, {
+                cronEnabled: enabled,
+              } satisfies RequestBody<'updateTrigger'>);
+        if (flags.json) return printJson(rt, changed);
+        const next = changed.nextRunAt === null ? '' : `; next run ${shortTime(changed.nextRunAt)}`;
+        rt.out(
+          trigger.cronEnabled === enabled
+            ? `The trigger ${changed.name} was ${enabled ? 'running' : 'paused'} already${next}\n`
+            : `${enabled ? 'Resumed' : 'Paused'} the trigger ${changed.name} (${changed.id})${next}\n`,
+        );
+      });
+  }
+
+  group
     .command('delete')
     .description('delete a trigger (owners and operators); tokens that name it can no longer run it')
     .argument('<trigger-id>', 'the trigger')
@@ -125,6 +177,75 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       if (flags.json) return printJson(rt, deleted);
       rt.out(`Deleted the trigger ${deleted.name} (${deleted.id})\n`);
     });
+}
+
+/** A trigger of the organization, by id (`GET .../triggers/:id`) or by name. */
+async function findTrigger(caller: SessionCaller, value: string): Promise<Trigger> {
+  const path = `/orgs/${await caller.orgId()}/triggers`;
+  if (isUuid(value)) return caller.api.get<Trigger>(`${path}/${value}`);
+  return pick(await caller.api.get<Trigger[]>(path), value, 'trigger', (t) => t.name);
+}
+
+/** A trigger as `label: value` lines, then a cron trigger's next runs and last occurrences. */
+function formatTrigger(t: Trigger, agentName: string | undefined): string {
+  const where = t.agentId === null ? `the agents ${selectionCell(t)}` : `${agentName ?? t.agentId}`;
+  const fields: (readonly [string, string | null | undefined])[] = [
+    ['ID', t.id],
+    ['Name', t.name],
+    ['Type', t.type],
+    ['Runs on', where],
+    ['Workflow', t.scopeType === 'agent' ? '(any, named by each run)' : t.workflowName],
+  ];
+  const refs = [
+    'Refs',
+    t.allowedRefs === null || t.allowedRefs.length === 0 ? 'any' : t.allowedRefs.join(', '),
+  ] as const;
+  if (t.type === 'webhook') {
+    fields.push(
+      [
+        'Answers',
+        t.responseMode === 'sync' ? `when the job ends (at most ${t.responseTimeoutMs / 1000} s)` : 'at once (async)',
+      ],
+      refs,
+      ['Debug runs', t.allowDebug ? 'allowed' : 'refused'],
+    );
+  } else if (t.type === 'cron') {
+    // A schedule's runs take the trigger's own ref and params.
+    fields.push(['Ref', t.ref], ['Params', t.params === null ? null : JSON.stringify(t.params)]);
+  } else {
+    fields.push(['Keyword', t.chatKeyword], ['Channel', t.chatChannelId], refs);
+  }
+  fields.push([
+    'Notifies',
+    t.notifyProvider === null ? 'nobody' : `${t.notifyProvider} channel ${t.notifyChannelId} on ${t.notifyOn}`,
+  ]);
+  if (t.type === 'cron') {
+    fields.push(
+      ['Schedule', `${t.cronExpression} (${t.cronTimezone})${t.cronEnabled ? '' : ', paused'}`],
+      ['Missed runs', t.cronMissedPolicy],
+      ['Overlap', t.cronOverlapPolicy],
+    );
+  }
+  fields.push(['Created', t.createdAt], ['Changed', t.updatedAt]);
+  let text = formatFields(fields);
+  if (t.type === 'cron' && t.nextRuns.length > 0) {
+    text += `\nNext runs:\n${formatTable(
+      ['UTC', 'LOCAL'],
+      t.nextRuns.map((r) => [shortTime(r.at), r.localTime]),
+    )}`;
+  }
+  if (t.type === 'cron' && t.lastOccurrences.length > 0) {
+    text += `\nLast runs:\n${formatTable(
+      ['SCHEDULED', 'OUTCOME', 'JOB', 'STATUS'],
+      t.lastOccurrences.map((o) => [
+        shortTime(o.scheduledAt),
+        o.outcome === 'skipped' ? `skipped: ${o.reason}` : 'job',
+        o.jobId ?? o.batchId,
+        o.jobStatus,
+      ]),
+    )}`;
+  }
+  return text;
 }
 
 /** Where a new trigger runs: one agent (`--agent`), or the agents of a selector checked here first. */

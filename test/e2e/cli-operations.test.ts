@@ -1,0 +1,258 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enrollTestAgent, workflow, type TestAgent } from '../helpers/agent.js';
+import { droverInProcess as drover } from '../helpers/cli-binary.js';
+import {
+  makeTempDir,
+  OWNER_EMAIL,
+  OWNER_PASSWORD,
+  startTestCoordinator,
+  type TestCoordinator,
+} from '../helpers/coordinator.js';
+
+/**
+ * What an operator scripts against the fleet, against a real coordinator: `drover audit` (the
+ * audit log as a table with names, its filters, pages, every page as JSON lines for a SIEM),
+ * `drover agent show|rename|revoke` (one agent by name or id, as a ticket needs it, and a machine
+ * retired) and `drover trigger show|pause|resume` (a cron trigger held during maintenance).
+ */
+
+let t: TestCoordinator;
+let agent: TestAgent;
+let till: TestAgent;
+let work: string;
+let env: Record<string, string>;
+let token: string;
+
+const run = (args: string[], extra: Record<string, string> = {}) =>
+  drover(args, { env: { ...env, ...extra }, cwd: work });
+
+beforeAll(async () => {
+  t = await startTestCoordinator();
+  work = makeTempDir('drover-cli-audit-');
+  env = { DROVER_URL: t.url, XDG_CONFIG_HOME: path.join(work, 'config') };
+  const login = await drover(['login', '--email', OWNER_EMAIL, '--password-stdin'], {
+    env,
+    cwd: work,
+    input: `${OWNER_PASSWORD}\n`,
+  });
+  if (login.code !== 0) throw new Error(`login: ${login.stderr}`);
+  agent = await enrollTestAgent(t.owner, t.orgId, { hostname: 'edge-01' });
+  const issued = await run(['api-token', 'create', '--name', 'ci-audit', '--agent', 'edge-01']);
+  if (issued.code !== 0) throw new Error(`api-token create: ${issued.stderr}`);
+  token = issued.stdout.trim();
+  // Two discoveries by the token: `api_token.discover` entries with the token as actor.
+  for (let i = 0; i < 2; i++) expect((await run(['agents'], { DROVER_TOKEN: token })).code).toBe(0);
+}, 120_000);
+
+afterAll(async () => {
+  await t?.close();
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+describe('drover audit', () => {
+  it('shows the newest entries with who acted and on what by name, and the rest of each entry', async () => {
+    const shown = await run(['audit']);
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    const lines = shown.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^TIME +ACTION +ACTOR +TARGET +DETAILS$/);
+    expect(lines[1]).toMatch(
+      /^20\d\d-\d\d-\d\d \d\d:\d\d:\d\dZ +api_token\.discover +token ci-audit +- +resource=agents count=1$/,
+    );
+    expect(shown.stdout).toMatch(
+      new RegExp(`api_token\\.issue +user ${OWNER_EMAIL.replace('.', '\\.')} +api_token ci-audit +`),
+    );
+    expect(shown.stdout).toMatch(/agent\.enroll +agent edge-01 +agent edge-01 +hostname=edge-01 os="linux /);
+    expect(shown.stdout).toMatch(
+      /enrollment_token\.create +user \S+ +enrollment_token …[0-9a-f]{8} +expiresAt=20\S+\n/,
+    );
+  });
+
+  it('filters by an actor named by email, or by name with its kind, and by action', async () => {
+    const byToken = await run(['audit', '--actor-type', 'api_token', '--actor', 'ci-audit', '--json']);
+    expect(byToken.code).toBe(0);
+    const entries = JSON.parse(byToken.stdout) as { action: string; actorId: string }[];
+    expect(entries.map((e) => e.action)).toEqual(['api_token.discover', 'api_token.discover']);
+
+    const byOwner = await run(['audit', '--actor', OWNER_EMAIL.toUpperCase(), '--action', 'api_token.issue', '--json']);
+    expect(JSON.parse(byOwner.stdout)).toMatchObject([{ action: 'api_token.issue', actorType: 'user' }]);
+
+    const byAgent = await run(['audit', '--target-type', 'agent', '--target', agent.agentId, '--json']);
+    expect(JSON.parse(byAgent.stdout)).toMatchObject([{ action: 'agent.enroll', targetId: agent.agentId }]);
+  });
+
+  it('refuses what no entry can match before any call, naming the option', async () => {
+    expect(await run(['audit', '--action', 'api_token.revok'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining(
+        '--action: no action `api_token.revok` is recorded (did you mean api_token.revoke?)',
+      ) as unknown,
+    });
+    expect(await run(['audit', '--actor-type', 'robot'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --actor-type: expected one of user, api_token, agent, system, got `robot`\n',
+    });
+    expect(await run(['audit', '--actor', 'ci-audit'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--actor: expected an id') as unknown,
+    });
+    expect(await run(['audit', '--actor', 'nobody@example.test'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--actor: no member `nobody@example.test`') as unknown,
+    });
+    expect(await run(['audit', '--since', '1h', '--until', '2h'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('is not before --until') as unknown,
+    });
+    expect(await run(['audit', '--limit', '201'])).toMatchObject({ code: 2 });
+  });
+
+  it('takes a time range: a duration ago or a time', async () => {
+    const recent = await run(['audit', '--since', '1h', '--json']);
+    expect((JSON.parse(recent.stdout) as unknown[]).length).toBeGreaterThanOrEqual(4);
+    expect(await run(['audit', '--until', '2000-01-01'])).toMatchObject({ code: 0, stdout: 'No entries.\n' });
+  });
+
+  it('says the command for the next page, and with --all --json prints every entry, one a line', async () => {
+    const every = JSON.parse((await run(['audit', '--limit', '200', '--json'])).stdout) as { id: number }[];
+    const first = await run(['audit', '--limit', '1', '--actor-type', 'api_token']);
+    const next = /^More entries follow: (drover audit --actor-type api_token --limit 1 --cursor \d+)\n$/.exec(
+      first.stderr,
+    );
+    expect(next).not.toBeNull();
+    const second = await run(next![1]!.split(' ').slice(1));
+    expect(second).toMatchObject({ code: 0, stderr: '' });
+    expect(second.stdout.split('\n')[1]).toMatch(/api_token\.discover +token ci-audit/);
+
+    const lines = await run(['audit', '--all', '--json', '--limit', '1']);
+    expect(lines.code).toBe(0);
+    const ids = lines.stdout
+      .trimEnd()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { id: number }).id);
+    expect(ids).toEqual(every.map((e) => e.id));
+    expect(lines.stderr).toBe('');
+  });
+});
+
+describe('drover agent show, rename and revoke', () => {
+  beforeAll(async () => {
+    till = await enrollTestAgent(t.owner, t.orgId, { hostname: 'till-07' });
+    expect((await till.putWorkflows([workflow('deploy', { version: '3' }), workflow('backup')])).status).toBe(200);
+    const labelled = await t.owner.patch(`/orgs/${t.orgId}/agents/${till.agentId}`, {
+      body: { labels: { site: 'berlin' } },
+    });
+    expect(labelled.status).toBe(200);
+  });
+
+  it('shows an agent by name: status, machine, version, workflows and labels', async () => {
+    const shown = await run(['agent', 'show', 'till-07']);
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    expect(shown.stdout).toContain(`ID:         ${till.agentId}\nName:       till-07\nStatus:     `);
+    expect(shown.stdout).toMatch(/\nHostname: +till-07\n/);
+    expect(shown.stdout).toMatch(/\nWorkflows: +backup \(v1\), deploy \(v3\)\n/);
+    expect(shown.stdout).toMatch(/\nKEY +VALUE +SOURCE\nsite +berlin +operator\n/);
+    const json = await run(['agent', 'show', till.agentId, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      id: till.agentId,
+      name: 'till-07',
+      operatorLabels: { site: 'berlin' },
+    });
+  });
+
+  it('renames an agent; a name the coordinator refuses is its 422', async () => {
+    expect(await run(['agent', 'rename', 'till-07', 'till-07-berlin'])).toMatchObject({
+      code: 0,
+      stdout: `Renamed the agent till-07 to till-07-berlin (${till.agentId})\n`,
+    });
+    expect(await run(['agent', 'show', 'till-07'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no agent `till-07` in the organization\n',
+    });
+    const refused = await run(['agent', 'rename', 'till-07-berlin', 'x'.repeat(256)]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe('drover: body.name must be at most 255 characters long\n');
+  });
+
+  it('revokes an agent: it can no longer sign, and it is no longer found by name', async () => {
+    expect(await run(['agent', 'revoke', 'till-07-berlin'])).toMatchObject({
+      code: 0,
+      stdout: `Revoked the agent till-07-berlin (${till.agentId}): the machine must enroll again, with a new enrollment token, to run jobs\n`,
+    });
+    expect((await till.request('GET', '/v1/agent/me')).status).toBe(401);
+    expect(await run(['agent', 'revoke', 'till-07-berlin'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no agent `till-07-berlin` in the organization\n',
+    });
+    const byId = await run(['agent', 'show', till.agentId, '--json']);
+    expect(JSON.parse(byId.stdout)).toMatchObject({ status: 'revoked' });
+  });
+});
+
+describe('drover trigger show, pause and resume', () => {
+  let cronId: string;
+  let webhookId: string;
+  beforeAll(async () => {
+    const base = { agentId: agent.agentId, scopeType: 'workflow', workflowName: 'nightly' };
+    expect((await agent.putWorkflows([workflow('nightly')])).status).toBe(200);
+    const cron = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+      body: {
+        ...base,
+        name: 'nightly-berlin',
+        type: 'cron',
+        cronExpression: '0 2 * * *',
+        cronTimezone: 'Europe/Berlin',
+      },
+    });
+    expect(cron.status).toBe(201);
+    cronId = cron.body.id;
+    const webhook = await t.owner.post<{ id: string }>(`/orgs/${t.orgId}/triggers`, {
+      body: { ...base, name: 'deploy-hook', responseMode: 'async' },
+    });
+    expect(webhook.status).toBe(201);
+    webhookId = webhook.body.id;
+  });
+
+  it("shows a cron trigger by name: where and what it runs, its schedule and next runs in UTC and its zone's time", async () => {
+    const shown = await run(['trigger', 'show', 'nightly-berlin']);
+    expect(shown).toMatchObject({ code: 0, stderr: '' });
+    expect(shown.stdout).toContain(
+      `ID:           ${cronId}\nName:         nightly-berlin\nType:         cron\nRuns on:      edge-01\n`,
+    );
+    expect(shown.stdout).toMatch(/\nSchedule: +0 2 \* \* \* \(Europe\/Berlin\)\n/);
+    expect(shown.stdout).toMatch(/\nNext runs:\nUTC +LOCAL\n20\d\d-\d\d-\d\d 01:00:00Z +/);
+    const json = await run(['trigger', 'show', webhookId, '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ id: webhookId, name: 'deploy-hook', type: 'webhook' });
+  });
+
+  it('pauses and resumes a cron trigger, says when it already was, and refuses another kind', async () => {
+    const paused = await run(['trigger', 'pause', 'nightly-berlin']);
+    expect(paused).toMatchObject({ code: 0, stdout: `Paused the trigger nightly-berlin (${cronId})\n` });
+    expect((await t.owner.get<{ cronEnabled: boolean }>(`/orgs/${t.orgId}/triggers/${cronId}`)).body.cronEnabled).toBe(
+      false,
+    );
+    expect(await run(['trigger', 'pause', cronId])).toMatchObject({
+      code: 0,
+      stdout: 'The trigger nightly-berlin was paused already\n',
+    });
+    expect((await run(['trigger', 'show', 'nightly-berlin'])).stdout).toMatch(
+      /\nSchedule: +0 2 \* \* \* \(Europe\/Berlin\), paused\n/,
+    );
+    const resumed = await run(['trigger', 'resume', 'nightly-berlin']);
+    expect(resumed).toMatchObject({ code: 0 });
+    expect(resumed.stdout).toMatch(
+      new RegExp(`^Resumed the trigger nightly-berlin \\(${cronId}\\); next run 20\\S+ 01:00:00Z\\n$`),
+    );
+    expect(await run(['trigger', 'pause', 'deploy-hook'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: the trigger deploy-hook is a webhook trigger: only a cron trigger pauses\n',
+    });
+    expect(await run(['trigger', 'show', 'nope'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: no trigger `nope` in the organization\n',
+    });
+    const audited = await run(['audit', '--action', 'trigger.update', '--target', cronId, '--json']);
+    expect((JSON.parse(audited.stdout) as unknown[]).length).toBe(2);
+  });
+});
