@@ -24,6 +24,7 @@ import { configureRolloutCommand } from './commands/rollout-command.js';
 import { configureRunCommand } from './commands/run-command.js';
 import { configureTokenCommand } from './commands/token-command.js';
 import { configureTriggerCommand } from './commands/trigger-command.js';
+import { configureWorkflowCommand } from './commands/workflow-command.js';
 import { configureWorkflowsCommand } from './commands/workflows-command.js';
 import { CliError, CliExit } from './errors.js';
 import { EXIT } from './exit-codes.js';
@@ -66,6 +67,7 @@ export function buildProgram(runtime: Runtime): Command {
   configureOrgCommand(program, rt);
   configureAuditCommand(program, rt);
   configureAgentCommand(program, rt);
+  configureWorkflowCommand(program, rt);
   configureCompletionCommand(program, rt);
   addHelpCommands(program);
   forEachCommand(program, (command) =>

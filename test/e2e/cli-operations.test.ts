@@ -15,7 +15,8 @@ import {
  * What an operator scripts against the fleet, against a real coordinator: `drover audit` (the
  * audit log as a table with names, its filters, pages, every page as JSON lines for a SIEM),
  * `drover agent show|rename|revoke` (one agent by name or id, as a ticket needs it, and a machine
- * retired) and `drover trigger show|pause|resume` (a cron trigger held during maintenance).
+ * retired), `drover trigger show|pause|resume` (a cron trigger held during maintenance) and
+ * `drover workflow limits`.
  */
 
 let t: TestCoordinator;
@@ -254,5 +255,35 @@ describe('drover trigger show, pause and resume', () => {
     });
     const audited = await run(['audit', '--action', 'trigger.update', '--target', cronId, '--json']);
     expect((JSON.parse(audited.stdout) as unknown[]).length).toBe(2);
+  });
+});
+
+describe('drover workflow limits', () => {
+  it("shows a workflow's limits, changes some (none: no limit) and leaves the others, refusing a bad value first", async () => {
+    expect(await run(['workflow', 'limits', 'edge-01', 'nightly'])).toMatchObject({
+      code: 0,
+      stdout: 'WINDOW  LIMIT\nminute  none\nhour    none\nday     none\n',
+    });
+    expect(
+      await run(['workflow', 'limits', 'edge-01', 'nightly', '--per-hour', '20', '--per-day', '100']),
+    ).toMatchObject({
+      code: 0,
+      stdout:
+        'Changed the limits of nightly on edge-01.\nWINDOW  LIMIT\nminute  none\nhour    20 runs\nday     100 runs\n',
+    });
+    const json = await run(['workflow', 'limits', agent.agentId, 'nightly', '--per-day', 'none', '--json']);
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      rateLimitPerMinute: null,
+      rateLimitPerHour: 20,
+      rateLimitPerDay: null,
+    });
+    expect(await run(['workflow', 'limits', 'edge-01', 'nightly', '--per-minute', '0'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: --per-minute: expected a whole number from 1 to 1000000000, or none, got `0`\n',
+    });
+    expect(await run(['workflow', 'limits', 'edge-01', 'nope'])).toMatchObject({
+      code: 2,
+      stderr: 'drover: edge-01 reports no workflow `nope` (drover workflows --agent edge-01 lists them)\n',
+    });
   });
 });

@@ -137,8 +137,8 @@ export function configureTriggerCommand(program: Command, rt: Runtime): void {
       .command(name)
       .description(
         enabled
-          ? 'resume a paused cron trigger; the runs it missed meanwhile follow its missed-run policy (owners and operators)'
-          : 'pause a cron trigger: it fires no more until resumed; jobs already made run on (owners and operators)',
+          ? 'resume a paused cron trigger; the runs it missed meanwhile follow its missed-run policy (not viewers)'
+          : 'pause a cron trigger: it fires no more until resumed; jobs already made run on (not viewers)',
       )
       .argument('<trigger>', 'the cron trigger, by id or name')
       .option('--json', "print the API's answer (the trigger) as JSON")
