@@ -119,7 +119,12 @@ export async function startDaemon(input: DaemonOptions): Promise<Daemon> {
       selfUpdate,
     });
     logStarted({ options, enrollment });
+    // An agent may run for months without a restart: what the retention let go is removed while
+    // it runs too, else every job's directory (and its journal entry, in memory) stayed until then.
+    const pruning = setInterval(() => reports.pruneAgain(), options.pruneIntervalMs);
+    pruning.unref();
     const { stop, stopped } = stopper({
+      pruning,
       options,
       stream,
       sync,
@@ -186,6 +191,8 @@ interface Reports {
   damaged(file: string, reason: string): void;
   /** The secret values known now, masked out of every report. */
   masker(): Masker;
+  /** Removes what the retention let go again, as at start (a failure is logged). */
+  pruneAgain(): void;
 }
 
 /**
@@ -281,10 +288,37 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
     logger.error({ file }, `skipped a damaged file: ${file} (${reason})`);
   const masker = () => secrets.masker;
   const journal = Journal.open(stateDir, damaged);
+  pruneSettled(journal, options);
+  const outbox = Outbox.open(path.join(stateDir, 'outbox'), { onDamaged: damaged, logger });
+  if (outbox.size > 0)
+    logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
+  const sender = new ReportSender({
+    outbox,
+    transport: httpTransport(caller),
+    logger,
+    onSettled: markSettledInJournal(journal, logger),
+    masker,
+  });
+  const pruneAgain = () => {
+    try {
+      pruneSettled(journal, options);
+    } catch (error) {
+      logger.warn({ err: error }, 'could not remove the job directories due for removal; trying again later');
+    }
+  };
+  return { journal, outbox, sender, damaged, masker, pruneAgain };
+}
+
+/**
+ * Removes the directories of jobs settled longer ago than the retention, and the partial
+ * downloads untouched for as long: at start, then every `pruneIntervalMs`.
+ */
+function pruneSettled(journal: Journal, options: ResolvedDaemonOptions): void {
+  const { logger } = options;
   const pruned = journal.prune(options.jobRetentionMs, Date.now(), (dir, reason) =>
     logger.warn(
       { dir },
-      `cannot remove the job directory ${dir}, due for removal (${reason}); it is tried again at the next start, or remove it by hand`,
+      `cannot remove the job directory ${dir}, due for removal (${reason}); it is tried again later, or remove it by hand`,
     ),
   );
   if (pruned > 0)
@@ -297,17 +331,6 @@ function openReports({ options, caller }: Pick<Parts, 'options' | 'caller'>): Re
       `removed ${partials} file(s) of partial downloads untouched for more than ${formatDuration(options.jobRetentionMs)}`,
     );
   }
-  const outbox = Outbox.open(path.join(stateDir, 'outbox'), { onDamaged: damaged, logger });
-  if (outbox.size > 0)
-    logger.info(`${outbox.size} report(s) left in the outbox by the previous run will be sent after connecting`);
-  const sender = new ReportSender({
-    outbox,
-    transport: httpTransport(caller),
-    logger,
-    onSettled: markSettledInJournal(journal, logger),
-    masker,
-  });
-  return { journal, outbox, sender, damaged, masker };
 }
 
 /**
@@ -584,7 +607,7 @@ function stopper(
     | 'counters'
     | 'releaseLock'
     | 'selfUpdate'
-  >,
+  > & { pruning: NodeJS.Timeout },
 ): { stop: () => Promise<void>; stopped: Promise<void> } {
   const { options, reports } = p;
   const { logger } = options;
@@ -599,6 +622,7 @@ function stopper(
       p.sync.stop();
       p.selfUpdate?.close();
       p.registry.close();
+      clearInterval(p.pruning);
       try {
         await p.jobs.shutdown(options.shutdownGraceMs);
         const empty = await reports.sender.flush(options.flushTimeoutMs);

@@ -9,6 +9,9 @@ import { DEFAULTS } from './defaults.js';
 
 export { DEFAULTS };
 
+/** How often a running agent removes the job directories and partial downloads the retention let go. */
+export const PRUNE_INTERVAL_MS = 3_600_000;
+
 /** Settings of `drover-agent run` (docs/agent.md, "Run options"). */
 export interface DaemonOptions {
   stateDir: string;
@@ -26,8 +29,10 @@ export interface DaemonOptions {
   streamIdleTimeoutMs?: number | undefined;
   /** How long shutdown tries to empty the outbox (default 5 s). */
   flushTimeoutMs?: number | undefined;
-  /** Directories of settled jobs older than this are removed at start (default 7 days). */
+  /** Directories of settled jobs older than this are removed, at start and every `pruneIntervalMs` (default 7 days). */
   jobRetentionMs?: number | undefined;
+  /** How often a running agent removes what `jobRetentionMs` let go (default 1 h; tests shorten it). */
+  pruneIntervalMs?: number | undefined;
   /** `--postpone-optional`: optional releases are postponed, forced ones installed (default false). */
   postponeOptional?: boolean | undefined;
   /** `--deploy-poll-interval`: how often the signed desired manifest is checked (default 5 min). */
@@ -84,6 +89,7 @@ export function resolveDaemonOptions(options: DaemonOptions): ResolvedDaemonOpti
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? DEFAULTS.streamIdleTimeoutMs,
     flushTimeoutMs: options.flushTimeoutMs ?? DEFAULTS.flushTimeoutMs,
     jobRetentionMs: options.jobRetentionMs ?? DEFAULTS.jobRetentionMs,
+    pruneIntervalMs: options.pruneIntervalMs ?? PRUNE_INTERVAL_MS,
     postponeOptional: options.postponeOptional ?? DEFAULTS.postponeOptional,
     deployPollIntervalMs: options.deployPollIntervalMs ?? DEFAULTS.deployPollIntervalMs,
     minDownloadSpeed: options.minDownloadSpeed ?? DEFAULTS.minDownloadSpeed,
